@@ -1,0 +1,74 @@
+//===- TfmBase.td - tfm dialect definition and enums -------*- tablegen -*-===//
+//
+// The dialect itself and the enumerations its ops carry. Ops live in
+// TfmOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_BASE_TD
+#define TFM_BASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Tfm_Dialect : Dialect {
+  let name = "tfm";
+  let cppNamespace = "::mlir::tfm";
+  let summary = "Transformer building blocks: attention, norms, MLPs, positions";
+  let description = [{
+    The `tfm` dialect models a transformer at the level its authors think in:
+    one op per concept (embedding, linear projection, LayerNorm/RMSNorm,
+    rotary or sinusoidal positions, attention, activations, residual adds).
+    Activations are ranked tensors `[seq, d]` or `[seq, heads, head_dim]`;
+    weights are named references into the model's weight file and are never
+    inlined into the IR.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+def Tfm_ActivationKind : I32EnumAttr<"ActivationKind",
+    "elementwise activation function", [
+      I32EnumAttrCase<"gelu", 0>,      // exact, erf-based
+      I32EnumAttrCase<"gelu_tanh", 1>, // GPT-2's tanh approximation
+      I32EnumAttrCase<"relu", 2>,
+      I32EnumAttrCase<"silu", 3>
+    ]> {
+  let cppNamespace = "::mlir::tfm";
+  let genSpecializedAttr = 0;
+}
+def Tfm_ActivationKindAttr : EnumAttr<Tfm_Dialect, Tfm_ActivationKind,
+                                      "activation_kind">;
+
+def Tfm_RopeStyle : I32EnumAttr<"RopeStyle",
+    "which dimensions of a head rotary embedding rotates together", [
+      // llama2.c / Meta checkpoints: pairs (2i, 2i+1).
+      I32EnumAttrCase<"interleaved", 0>,
+      // Hugging Face / GPT-NeoX: pairs (i, i + head_dim/2).
+      I32EnumAttrCase<"rotate_half", 1>
+    ]> {
+  let cppNamespace = "::mlir::tfm";
+  let genSpecializedAttr = 0;
+}
+def Tfm_RopeStyleAttr : EnumAttr<Tfm_Dialect, Tfm_RopeStyle, "rope_style">;
+
+def Tfm_SinusoidLayout : I32EnumAttr<"SinusoidLayout",
+    "where sin and cos components sit in a sinusoidal position vector", [
+      // The original Transformer: sin at even, cos at odd columns.
+      I32EnumAttrCase<"interleaved", 0>,
+      // Whisper, tensor2tensor: all sin columns, then all cos columns.
+      I32EnumAttrCase<"concat", 1>
+    ]> {
+  let cppNamespace = "::mlir::tfm";
+  let genSpecializedAttr = 0;
+}
+def Tfm_SinusoidLayoutAttr : EnumAttr<Tfm_Dialect, Tfm_SinusoidLayout,
+                                      "sinusoid_layout">;
+
+class Tfm_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tfm_Dialect, mnemonic, traits>;
+
+def Tfm_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def Tfm_IntTensor : RankedTensorOf<[AnySignlessInteger]>;
+
+#endif // TFM_BASE_TD

@@ -1,0 +1,309 @@
+//===- TfmOps.cpp - tfm op verifiers ------------------------------------===//
+//
+// Shape and attribute checks of the tfm ops. Every message names the operand
+// and the numbers involved; test/ir/invalid.mlir has a case for each.
+// Dynamic dimensions are compatible with anything: the runtime checks the
+// actual sequence lengths.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TfmOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+bool dimsCompatible(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+std::string dimToString(int64_t d) {
+  return ShapedType::isDynamic(d) ? "?" : std::to_string(d);
+}
+
+/// Product of the dims after the leading (sequence) one, or dynamic if any
+/// of them is.
+int64_t featureCount(RankedTensorType type) {
+  int64_t product = 1;
+  for (int64_t d : type.getShape().drop_front()) {
+    if (ShapedType::isDynamic(d))
+      return ShapedType::kDynamic;
+    product *= d;
+  }
+  return product;
+}
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+LogicalResult expectRank(Operation *op, StringRef what, Value v,
+                         int64_t rank) {
+  int64_t actual = tensorType(v).getRank();
+  if (actual != rank)
+    return op->emitOpError() << "expected " << what << " to be rank " << rank
+                             << ", got rank " << actual;
+  return success();
+}
+
+LogicalResult expectElementType(Operation *op, StringRef what, Value v,
+                                Type expected) {
+  Type actual = tensorType(v).getElementType();
+  if (actual != expected)
+    return op->emitOpError() << "expected " << what << " element type "
+                             << actual << " to match " << expected;
+  return success();
+}
+
+/// Checks `dim` of `what` against `expected`, an extent named `expectedWhat`.
+LogicalResult expectDim(Operation *op, StringRef what, int64_t dim,
+                        StringRef expectedWhat, int64_t expected) {
+  if (!dimsCompatible(dim, expected))
+    return op->emitOpError()
+           << "expected " << what << " (" << dimToString(dim) << ") to match "
+           << expectedWhat << " (" << dimToString(expected) << ")";
+  return success();
+}
+
+/// Shared check of a per-feature vector (norm scale/shift): rank 1 and the
+/// input's last dimension long.
+LogicalResult verifyFeatureVector(Operation *op, StringRef what, Value v,
+                                  int64_t features, Type elementType) {
+  if (failed(expectRank(op, what, v, 1)) ||
+      failed(expectElementType(op, what, v, elementType)))
+    return failure();
+  return expectDim(op, (what + " size").str(), tensorType(v).getDimSize(0),
+                   "input features", features);
+}
+
+LogicalResult verifyNorm(Operation *op, Value input, Value gamma, Value beta,
+                         Value result, APFloat epsilon) {
+  RankedTensorType inputType = tensorType(input);
+  if (failed(expectRank(op, "input", input, 2)))
+    return failure();
+  if (inputType != result.getType())
+    return op->emitOpError() << "expected result type " << result.getType()
+                             << " to match input type " << inputType;
+  int64_t features = inputType.getDimSize(1);
+  Type elementType = inputType.getElementType();
+  if (failed(verifyFeatureVector(op, "gamma", gamma, features, elementType)))
+    return failure();
+  if (beta &&
+      failed(verifyFeatureVector(op, "beta", beta, features, elementType)))
+    return failure();
+  if (epsilon.isNegative() || epsilon.isNaN())
+    return op->emitOpError() << "expected a non-negative epsilon, got "
+                             << epsilon.convertToDouble();
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// WeightOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WeightOp::verify() {
+  if (getName().empty())
+    return emitOpError("expected a non-empty weight name");
+  if (!getType().hasStaticShape())
+    return emitOpError() << "expected weight '" << getName()
+                         << "' to have a static shape, got " << getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PositionIdsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PositionIdsOp::verify() {
+  if (failed(expectRank(*this, "tokens", getTokens(), 1)) ||
+      failed(expectRank(*this, "result", getResult(), 1)))
+    return failure();
+  return expectDim(*this, "result length", getType().getDimSize(0),
+                   "tokens length", getTokens().getType().getDimSize(0));
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::verify() {
+  if (failed(expectRank(*this, "table", getTable(), 2)) ||
+      failed(expectRank(*this, "ids", getIds(), 1)) ||
+      failed(expectRank(*this, "result", getResult(), 2)) ||
+      failed(expectElementType(*this, "result", getResult(),
+                               getTable().getType().getElementType())))
+    return failure();
+  RankedTensorType resultType = getType();
+  if (failed(expectDim(*this, "result rows", resultType.getDimSize(0),
+                       "ids length", getIds().getType().getDimSize(0))))
+    return failure();
+  return expectDim(*this, "result width", resultType.getDimSize(1),
+                   "table width", getTable().getType().getDimSize(1));
+}
+
+//===----------------------------------------------------------------------===//
+// LinearOp
+//===----------------------------------------------------------------------===//
+
+int64_t LinearOp::getInFeatures() {
+  return getWeight().getType().getDimSize(1);
+}
+int64_t LinearOp::getOutFeatures() {
+  return getWeight().getType().getDimSize(0);
+}
+
+LogicalResult LinearOp::verify() {
+  RankedTensorType inputType = getInput().getType();
+  RankedTensorType resultType = getType();
+  Type elementType = inputType.getElementType();
+  if (failed(expectRank(*this, "weight", getWeight(), 2)) ||
+      failed(expectElementType(*this, "weight", getWeight(), elementType)) ||
+      failed(expectElementType(*this, "result", getResult(), elementType)))
+    return failure();
+  for (auto [what, type] : {std::pair<StringRef, RankedTensorType>{
+                                "input", inputType},
+                            {"result", resultType}}) {
+    if (type.getRank() != 2 && type.getRank() != 3)
+      return emitOpError() << "expected " << what
+                           << " to be rank 2 [seq, features] or rank 3 "
+                              "[seq, heads, head_dim], got rank "
+                           << type.getRank();
+  }
+  if (failed(expectDim(*this, "input features", featureCount(inputType),
+                       "weight in-features", getInFeatures())) ||
+      failed(expectDim(*this, "result features", featureCount(resultType),
+                       "weight out-features", getOutFeatures())) ||
+      failed(expectDim(*this, "result sequence length",
+                       resultType.getDimSize(0), "input sequence length",
+                       inputType.getDimSize(0))))
+    return failure();
+  if (Value bias = getBias()) {
+    if (failed(expectRank(*this, "bias", bias, 1)) ||
+        failed(expectElementType(*this, "bias", bias, elementType)) ||
+        failed(expectDim(*this, "bias size", tensorType(bias).getDimSize(0),
+                         "weight out-features", getOutFeatures())))
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Norms
+//===----------------------------------------------------------------------===//
+
+LogicalResult LayerNormOp::verify() {
+  return verifyNorm(*this, getInput(), getGamma(), getBeta(), getResult(),
+                    getEpsilon());
+}
+
+LogicalResult RmsNormOp::verify() {
+  return verifyNorm(*this, getInput(), getGamma(), Value(), getResult(),
+                    getEpsilon());
+}
+
+//===----------------------------------------------------------------------===//
+// Positions
+//===----------------------------------------------------------------------===//
+
+LogicalResult RopeOp::verify() {
+  if (failed(expectRank(*this, "input", getInput(), 3)) ||
+      failed(expectRank(*this, "positions", getPositions(), 1)))
+    return failure();
+  RankedTensorType inputType = getInput().getType();
+  int64_t headDim = inputType.getDimSize(2);
+  if (ShapedType::isDynamic(headDim) || headDim % 2 != 0)
+    return emitOpError() << "expected a static, even head_dim, got "
+                         << dimToString(headDim);
+  if (failed(expectDim(*this, "positions length",
+                       getPositions().getType().getDimSize(0),
+                       "input sequence length", inputType.getDimSize(0))))
+    return failure();
+  if (!(getTheta().convertToDouble() > 0))
+    return emitOpError() << "expected a positive theta, got "
+                         << getTheta().convertToDouble();
+  return success();
+}
+
+LogicalResult SinusoidalPositionOp::verify() {
+  if (failed(expectRank(*this, "positions", getPositions(), 1)) ||
+      failed(expectRank(*this, "result", getResult(), 2)))
+    return failure();
+  int64_t dim = getType().getDimSize(1);
+  if (ShapedType::isDynamic(dim) || dim % 2 != 0)
+    return emitOpError() << "expected a static, even result width, got "
+                         << dimToString(dim);
+  if (failed(expectDim(*this, "result rows", getType().getDimSize(0),
+                       "positions length",
+                       getPositions().getType().getDimSize(0))))
+    return failure();
+  if (!(getBase().convertToDouble() > 1))
+    return emitOpError() << "expected a base greater than 1, got "
+                         << getBase().convertToDouble();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::verify() {
+  Operation *op = *this;
+  Type elementType = getQuery().getType().getElementType();
+  for (auto [what, v] : {std::pair<StringRef, Value>{"query", getQuery()},
+                         {"key", getKey()},
+                         {"value", getValue()},
+                         {"result", getResult()}}) {
+    if (failed(expectRank(op, what, v, 3)) ||
+        failed(expectElementType(op, what, v, elementType)))
+      return failure();
+  }
+  ArrayRef<int64_t> q = getQuery().getType().getShape();
+  ArrayRef<int64_t> k = getKey().getType().getShape();
+  ArrayRef<int64_t> v = getValue().getType().getShape();
+  ArrayRef<int64_t> r = getType().getShape();
+  int64_t heads = q[1], kvHeads = k[1];
+  if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(kvHeads))
+    return emitOpError("expected static head counts in query and key");
+  if (failed(expectDim(op, "value heads", v[1], "key heads", kvHeads)))
+    return failure();
+  if (kvHeads == 0 || heads % kvHeads != 0)
+    return emitOpError() << "expected kv_heads (" << kvHeads
+                         << ") to divide heads (" << heads << ")";
+  if (failed(expectDim(op, "key head_dim", k[2], "query head_dim", q[2])) ||
+      failed(expectDim(op, "value length", v[0], "key length", k[0])) ||
+      failed(expectDim(op, "result sequence length", r[0],
+                       "query sequence length", q[0])) ||
+      failed(expectDim(op, "result heads", r[1], "query heads", heads)) ||
+      failed(expectDim(op, "result head_dim", r[2], "value head_dim", v[2])))
+    return failure();
+  if (Value bias = getBias()) {
+    if (failed(expectRank(op, "bias", bias, 3)) ||
+        failed(expectElementType(op, "bias", bias, elementType)))
+      return failure();
+    ArrayRef<int64_t> b = tensorType(bias).getShape();
+    if (failed(expectDim(op, "bias heads", b[0], "query heads", heads)) ||
+        failed(expectDim(op, "bias rows", b[1], "query sequence length",
+                         q[0])) ||
+        failed(expectDim(op, "bias columns", b[2], "key length", k[0])))
+      return failure();
+  }
+  if (std::optional<int64_t> window = getWindow()) {
+    if (!getCausal())
+      return emitOpError("expected 'window' only with 'causal' attention");
+    if (*window <= 0)
+      return emitOpError() << "expected a positive window, got " << *window;
+  }
+  if (!getScale().isFiniteNonZero())
+    return emitOpError() << "expected a finite, non-zero scale, got "
+                         << getScale().convertToDouble();
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "ir/TfmOps.cpp.inc"

@@ -1,0 +1,278 @@
+//===- TfmOps.td - tfm dialect operations ------------------*- tablegen -*-===//
+//
+// One op per transformer concept. Shapes are checked by hand-written
+// verifiers (TfmOps.cpp) whose messages name the operand and the numbers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_OPS_TD
+#define TFM_OPS_TD
+
+include "ir/TfmBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Weights and token-level ops
+//===----------------------------------------------------------------------===//
+
+def Tfm_WeightOp : Tfm_Op<"weight", [Pure]> {
+  let summary = "a named tensor of the model's weight file";
+  let description = [{
+    Refers to one tensor of the model's weights by its name in the
+    checkpoint. The IR never holds weight values: codegen turns each
+    `tfm.weight` into an address inside the packaged weight blob, so IR dumps
+    stay readable at any model size. The type must be fully static.
+
+    ```mlir
+    %wq = tfm.weight "model.layers.0.self_attn.q_proj.weight" : tensor<512x512xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tfm_PositionIdsOp : Tfm_Op<"position_ids", [Pure]> {
+  let summary = "the positions of a sequence of tokens";
+  let description = [{
+    Produces `offset + [0, 1, ..., len(tokens) - 1]`, the absolute position
+    of every token of `tokens`. `offset` (an `index`, default 0) is where the
+    sequence starts in the context, e.g. after a cached prefix.
+
+    ```mlir
+    %pos = tfm.position_ids %tokens : tensor<?xi32> -> tensor<?xi32>
+    %pos2 = tfm.position_ids %tokens offset %start : tensor<?xi32> -> tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Tfm_IntTensor:$tokens, Optional<Index>:$offset);
+  let results = (outs Tfm_IntTensor:$result);
+  let assemblyFormat = [{
+    $tokens (`offset` $offset^)? attr-dict `:` type($tokens) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure]> {
+  let summary = "row lookup of token ids in an embedding table";
+  let description = [{
+    `result[i, :] = table[ids[i], :]`. `table` is `[vocab, dim]`, `ids` is
+    `[seq]`; the result is `[seq, dim]`. Ids outside `[0, vocab)` are a user
+    error that the runtime reports before running the model.
+
+    ```mlir
+    %x = tfm.embedding %wte[%tokens] : tensor<512x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$table, Tfm_IntTensor:$ids);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `[` $ids `]` attr-dict `:` type($table) `,` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Projections and elementwise ops
+//===----------------------------------------------------------------------===//
+
+def Tfm_LinearOp : Tfm_Op<"linear", [Pure]> {
+  let summary = "x·Wᵀ + b, a linear projection with the checkpoint's [out, in] weight";
+  let description = [{
+    Multiplies every row of `input` by the transposed `weight` (`[out, in]`,
+    as checkpoints store it) and adds the optional `bias` (`[out]`). The input
+    is `[seq, in]` or `[seq, heads, head_dim]` with `heads * head_dim = in`
+    (the attention output feeding the output projection); the result is
+    `[seq, out]` or `[seq, heads, head_dim]` with `heads * head_dim = out`
+    (a projection split into heads).
+
+    ```mlir
+    %q = tfm.linear %h, %wq : (tensor<?x512xf32>, tensor<512x512xf32>) -> tensor<?x8x64xf32>
+    %y = tfm.linear %x, %w bias %b : (tensor<?x768xf32>, tensor<3072x768xf32>, tensor<3072xf32>) -> tensor<?x3072xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$weight,
+                       Optional<Tfm_FloatTensor>:$bias);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Number of input features (`in`) and output features (`out`).
+    int64_t getInFeatures();
+    int64_t getOutFeatures();
+  }];
+}
+
+def Tfm_ActivationOp : Tfm_Op<"activation", [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise activation: gelu, gelu_tanh, relu or silu";
+  let description = [{
+    Applies the activation function `kind` to every element:
+    `gelu` is the exact `x·Φ(x)`, `gelu_tanh` GPT-2's tanh approximation,
+    `silu` is `x·σ(x)`.
+
+    ```mlir
+    %y = tfm.activation gelu_tanh %x : tensor<?x3072xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_ActivationKindAttr:$kind, Tfm_FloatTensor:$input);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$kind $input attr-dict `:` type($result)";
+  let hasFolder = 1;
+}
+
+class Tfm_BinaryElementwiseOp<string mnemonic, string what>
+    : Tfm_Op<mnemonic, [Pure, Commutative, SameOperandsAndResultType]> {
+  let summary = "elementwise " # what # " of two tensors of one shape";
+  let arguments = (ins Tfm_FloatTensor:$lhs, Tfm_FloatTensor:$rhs);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Tfm_AddOp : Tfm_BinaryElementwiseOp<"add", "sum"> {
+  let description = [{
+    Residual connections: `result = lhs + rhs`, both of the result's type.
+
+    ```mlir
+    %x1 = tfm.add %x, %attn : tensor<?x512xf32>
+    ```
+  }];
+}
+
+def Tfm_MulOp : Tfm_BinaryElementwiseOp<"mul", "product"> {
+  let description = [{
+    Gates, e.g. SwiGLU's `silu(x·W1ᵀ) * (x·W3ᵀ)`: `result = lhs * rhs`.
+
+    ```mlir
+    %g = tfm.mul %a, %b : tensor<?x1376xf32>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+def Tfm_LayerNormOp : Tfm_Op<"layer_norm", [Pure]> {
+  let summary = "LayerNorm over the last dimension, with scale and optional shift";
+  let description = [{
+    `(x - mean(x)) / sqrt(var(x) + epsilon) * gamma + beta` over the last
+    dimension of `input` (`[seq, d]`); `gamma` and `beta` are `[d]`.
+
+    ```mlir
+    %h = tfm.layer_norm %x, %g, %b {epsilon = 1.0e-5 : f32} : (tensor<?x768xf32>, tensor<768xf32>, tensor<768xf32>) -> tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$gamma,
+                       Optional<Tfm_FloatTensor>:$beta, F32Attr:$epsilon);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma (`,` $beta^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_RmsNormOp : Tfm_Op<"rms_norm", [Pure]> {
+  let summary = "RMSNorm over the last dimension";
+  let description = [{
+    `x / sqrt(mean(x²) + epsilon) * gamma` over the last dimension of
+    `input` (`[seq, d]`); `gamma` is `[d]`.
+
+    ```mlir
+    %h = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$gamma,
+                       F32Attr:$epsilon);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Positions
+//===----------------------------------------------------------------------===//
+
+def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "rotary position embedding of queries or keys";
+  let description = [{
+    Rotates pairs of each head's dimensions of `input` (`[seq, heads,
+    head_dim]`) by the angle `positions[s] * theta^(-2i/head_dim)`. `style`
+    picks the pairs: `interleaved` rotates `(2i, 2i+1)` (llama2.c, Meta),
+    `rotate_half` rotates `(i, i + head_dim/2)` (Hugging Face).
+
+    ```mlir
+    %qr = tfm.rope rotate_half %q, %pos {theta = 1.0e4 : f32} : tensor<?x8x64xf32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Tfm_RopeStyleAttr:$style, Tfm_FloatTensor:$input,
+                       Tfm_IntTensor:$positions, F32Attr:$theta);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $style $input `,` $positions attr-dict `:` type($input) `,` type($positions)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_SinusoidalPositionOp : Tfm_Op<"sinusoidal_position", [Pure]> {
+  let summary = "fixed sinusoidal position vectors (the original Transformer's)";
+  let description = [{
+    For each position `p` of `positions` a `[dim]` vector of
+    `sin(p / base^(2i/dim))` and `cos(p / base^(2i/dim))`, `i < dim/2`;
+    `layout` says whether sin and cos alternate (`interleaved`) or come as
+    two halves (`concat`).
+
+    ```mlir
+    %pe = tfm.sinusoidal_position interleaved %pos {base = 1.0e4 : f32} : tensor<?xi32> -> tensor<?x512xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_SinusoidLayoutAttr:$layout, Tfm_IntTensor:$positions,
+                       F32Attr:$base);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $layout $positions attr-dict `:` type($positions) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
+  let summary = "scaled dot-product attention: self, causal, cross, grouped-query";
+  let description = [{
+    `softmax(scale · q·kᵀ + bias + mask) · v` per head. `query` is
+    `[s, heads, head_dim]`, `key` `[t, kv_heads, head_dim]`, `value`
+    `[t, kv_heads, value_dim]`; the result is `[s, heads, value_dim]`.
+    Query head `h` reads KV head `h / (heads / kv_heads)`, so `kv_heads`
+    must divide `heads` (grouped-query and multi-query attention).
+
+    With `causal`, query `i` sees keys `j <= i + (t - s)`: the queries are the
+    last `s` positions of the `t` keys. `window = w` further limits it to the
+    `w` most recent keys (sliding-window attention; requires `causal`). An
+    optional additive `bias` `[heads, s, t]` carries relative-position terms
+    (T5, ALiBi). Cross-attention is the case `s != t` without `causal`.
+
+    ```mlir
+    %a = tfm.attention %q, %k, %v {causal, scale = 0.125 : f32} : (tensor<?x8x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32>) -> tensor<?x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
+                       Tfm_FloatTensor:$value, Optional<Tfm_FloatTensor>:$bias,
+                       F32Attr:$scale, UnitAttr:$causal,
+                       OptionalAttr<I64Attr>:$window);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+#endif // TFM_OPS_TD

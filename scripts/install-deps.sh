@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# install-deps.sh - installs everything tfmc needs to build and test on Debian
+# bookworm. Idempotent: packages already present are skipped, so the README's
+# commands and .ci/run may call it on every run. Runs as root (or via sudo).
+set -euo pipefail
+
+# The one list of Debian packages the build and the tests need.
+PACKAGES=(
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22
+  libopenblas-dev nlohmann-json3-dev libgtest-dev
+  cmake ninja-build ccache g++ python3
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$pkg")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

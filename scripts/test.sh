@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# test.sh - builds tfmc and runs every test (lit: IR, passes, codegen,
+# frontend, end-to-end, runtime unit tests). The README's test command.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bash "$root/scripts/build.sh"
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+status=0
+ninja -C "$root/build" check 2>&1 | tee "$log" || status=$?
+# One closing line in the plain 'N passed, N failed' form.
+awk -F': *' '/^  [A-Z][A-Za-z ]*: [0-9]+ \(/ {
+    kind = $1; sub(/^ +/, "", kind); n = $2 + 0
+    if (kind == "Passed" || kind == "Expectedly Failed") passed += n
+    else if (kind == "Unsupported" || kind == "Skipped" || kind == "Excluded") skipped += n
+    else failed += n
+  }
+  END { printf "tests: %d passed, %d failed, %d skipped\n", passed, failed, skipped }' "$log"
+exit "$status"

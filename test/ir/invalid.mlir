@@ -1,0 +1,464 @@
+// One case per verifier message of the tfm ops.
+// RUN: tfm-opt %s -split-input-file -verify-diagnostics
+
+func.func @f0() {
+  // expected-error @+1 {{'tfm.weight' op expected a non-empty weight name}}
+  %w = tfm.weight "" : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f1() {
+  // expected-error @+1 {{'tfm.weight' op expected weight 'w' to have a static shape, got 'tensor<?x4xf32>'}}
+  %w = tfm.weight "w" : tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f2(%t: tensor<2x3xi32>) {
+  // expected-error @+1 {{'tfm.position_ids' op expected tokens to be rank 1, got rank 2}}
+  %p = tfm.position_ids %t : tensor<2x3xi32> -> tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @f3(%t: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.position_ids' op expected result to be rank 1, got rank 2}}
+  %p = tfm.position_ids %t : tensor<?xi32> -> tensor<?x1xi32>
+  return
+}
+
+// -----
+
+func.func @f4(%t: tensor<4xi32>) {
+  // expected-error @+1 {{'tfm.position_ids' op expected result length (5) to match tokens length (4)}}
+  %p = tfm.position_ids %t : tensor<4xi32> -> tensor<5xi32>
+  return
+}
+
+// -----
+
+func.func @f5(%t: tensor<8xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.embedding' op expected table to be rank 2, got rank 1}}
+  %x = tfm.embedding %t[%i] : tensor<8xf32>, tensor<?xi32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f6(%t: tensor<8x4xf32>, %i: tensor<?x2xi32>) {
+  // expected-error @+1 {{'tfm.embedding' op expected ids to be rank 1, got rank 2}}
+  %x = tfm.embedding %t[%i] : tensor<8x4xf32>, tensor<?x2xi32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f7(%t: tensor<8x4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.embedding' op expected result to be rank 2, got rank 3}}
+  %x = tfm.embedding %t[%i] : tensor<8x4xf32>, tensor<?xi32> -> tensor<?x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @f8(%t: tensor<8x4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.embedding' op expected result element type 'f16' to match 'f32'}}
+  %x = tfm.embedding %t[%i] : tensor<8x4xf32>, tensor<?xi32> -> tensor<?x4xf16>
+  return
+}
+
+// -----
+
+func.func @f9(%t: tensor<8x4xf32>, %i: tensor<3xi32>) {
+  // expected-error @+1 {{'tfm.embedding' op expected result rows (2) to match ids length (3)}}
+  %x = tfm.embedding %t[%i] : tensor<8x4xf32>, tensor<3xi32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @f10(%t: tensor<8x4xf32>, %i: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.embedding' op expected result width (5) to match table width (4)}}
+  %x = tfm.embedding %t[%i] : tensor<8x4xf32>, tensor<?xi32> -> tensor<?x5xf32>
+  return
+}
+
+// -----
+
+func.func @f11(%x: tensor<?x4xf32>, %w: tensor<4xf32>) {
+  // expected-error @+1 {{'tfm.linear' op expected weight to be rank 2, got rank 1}}
+  %y = tfm.linear %x, %w : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f12(%x: tensor<?x4xf32>, %w: tensor<8x4xf16>) {
+  // expected-error @+1 {{'tfm.linear' op expected weight element type 'f16' to match 'f32'}}
+  %y = tfm.linear %x, %w : (tensor<?x4xf32>, tensor<8x4xf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f13(%x: tensor<?x4xf32>, %w: tensor<8x4xf32>) {
+  // expected-error @+1 {{'tfm.linear' op expected result element type 'bf16' to match 'f32'}}
+  %y = tfm.linear %x, %w : (tensor<?x4xf32>, tensor<8x4xf32>) -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+func.func @f14(%x: tensor<4xf32>, %w: tensor<8x4xf32>) {
+  // expected-error @+1 {{'tfm.linear' op expected input to be rank 2 [seq, features] or rank 3 [seq, heads, head_dim], got rank 1}}
+  %y = tfm.linear %x, %w : (tensor<4xf32>, tensor<8x4xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f15(%x: tensor<?x4xf32>, %w: tensor<8x4xf32>) {
+  // expected-error @+1 {{'tfm.linear' op expected result to be rank 2 [seq, features] or rank 3 [seq, heads, head_dim], got rank 4}}
+  %y = tfm.linear %x, %w : (tensor<?x4xf32>, tensor<8x4xf32>) -> tensor<?x2x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @f16(%x: tensor<?x2x3xf32>, %w: tensor<8x4xf32>) {
+  // expected-error @+1 {{'tfm.linear' op expected input features (6) to match weight in-features (4)}}
+  %y = tfm.linear %x, %w : (tensor<?x2x3xf32>, tensor<8x4xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f17(%x: tensor<?x4xf32>, %w: tensor<8x4xf32>) {
+  // expected-error @+1 {{'tfm.linear' op expected result features (6) to match weight out-features (8)}}
+  %y = tfm.linear %x, %w : (tensor<?x4xf32>, tensor<8x4xf32>) -> tensor<?x3x2xf32>
+  return
+}
+
+// -----
+
+func.func @f18(%x: tensor<3x4xf32>, %w: tensor<8x4xf32>) {
+  // expected-error @+1 {{'tfm.linear' op expected result sequence length (5) to match input sequence length (3)}}
+  %y = tfm.linear %x, %w : (tensor<3x4xf32>, tensor<8x4xf32>) -> tensor<5x8xf32>
+  return
+}
+
+// -----
+
+func.func @f19(%x: tensor<?x4xf32>, %w: tensor<8x4xf32>, %b: tensor<1x8xf32>) {
+  // expected-error @+1 {{'tfm.linear' op expected bias to be rank 1, got rank 2}}
+  %y = tfm.linear %x, %w bias %b : (tensor<?x4xf32>, tensor<8x4xf32>, tensor<1x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f20(%x: tensor<?x4xf32>, %w: tensor<8x4xf32>, %b: tensor<8xf16>) {
+  // expected-error @+1 {{'tfm.linear' op expected bias element type 'f16' to match 'f32'}}
+  %y = tfm.linear %x, %w bias %b : (tensor<?x4xf32>, tensor<8x4xf32>, tensor<8xf16>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f21(%x: tensor<?x4xf32>, %w: tensor<8x4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'tfm.linear' op expected bias size (4) to match weight out-features (8)}}
+  %y = tfm.linear %x, %w bias %b : (tensor<?x4xf32>, tensor<8x4xf32>, tensor<4xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @f22(%x: tensor<?x2x4xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{'tfm.rms_norm' op expected input to be rank 2, got rank 3}}
+  %y = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x2x4xf32>, tensor<4xf32>) -> tensor<?x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @f23(%x: tensor<?x4xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{'tfm.rms_norm' op expected result type 'tensor<3x4xf32>' to match input type 'tensor<?x4xf32>'}}
+  %y = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @f24(%x: tensor<?x4xf32>, %g: tensor<1x4xf32>) {
+  // expected-error @+1 {{'tfm.rms_norm' op expected gamma to be rank 1, got rank 2}}
+  %y = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x4xf32>, tensor<1x4xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f25(%x: tensor<?x4xf32>, %g: tensor<4xf16>) {
+  // expected-error @+1 {{'tfm.rms_norm' op expected gamma element type 'f16' to match 'f32'}}
+  %y = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x4xf32>, tensor<4xf16>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f26(%x: tensor<?x4xf32>, %g: tensor<5xf32>) {
+  // expected-error @+1 {{'tfm.rms_norm' op expected gamma size (5) to match input features (4)}}
+  %y = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x4xf32>, tensor<5xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f27(%x: tensor<?x4xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{'tfm.rms_norm' op expected a non-negative epsilon, got -1}}
+  %y = tfm.rms_norm %x, %g {epsilon = -1.0 : f32} : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f28(%x: tensor<?x4xf32>, %g: tensor<4xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'tfm.layer_norm' op expected beta size (3) to match input features (4)}}
+  %y = tfm.layer_norm %x, %g, %b {epsilon = 1.0e-5 : f32} : (tensor<?x4xf32>, tensor<4xf32>, tensor<3xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f29(%x: tensor<?x4xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{'tfm.layer_norm' op expected a non-negative epsilon, got -2}}
+  %y = tfm.layer_norm %x, %g {epsilon = -2.0 : f32} : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f30(%x: tensor<?x4xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.rope' op expected input to be rank 3, got rank 2}}
+  %y = tfm.rope interleaved %x, %p {theta = 1.0e4 : f32} : tensor<?x4xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @f31(%x: tensor<?x2x4xf32>, %p: tensor<?x1xi32>) {
+  // expected-error @+1 {{'tfm.rope' op expected positions to be rank 1, got rank 2}}
+  %y = tfm.rope interleaved %x, %p {theta = 1.0e4 : f32} : tensor<?x2x4xf32>, tensor<?x1xi32>
+  return
+}
+
+// -----
+
+func.func @f32(%x: tensor<?x2x5xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.rope' op expected a static, even head_dim, got 5}}
+  %y = tfm.rope interleaved %x, %p {theta = 1.0e4 : f32} : tensor<?x2x5xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @f33(%x: tensor<3x2x4xf32>, %p: tensor<4xi32>) {
+  // expected-error @+1 {{'tfm.rope' op expected positions length (4) to match input sequence length (3)}}
+  %y = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32} : tensor<3x2x4xf32>, tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @f34(%x: tensor<?x2x4xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.rope' op expected a positive theta, got 0}}
+  %y = tfm.rope rotate_half %x, %p {theta = 0.0 : f32} : tensor<?x2x4xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @f35(%p: tensor<?x2xi32>) {
+  // expected-error @+1 {{'tfm.sinusoidal_position' op expected positions to be rank 1, got rank 2}}
+  %y = tfm.sinusoidal_position interleaved %p {base = 1.0e4 : f32} : tensor<?x2xi32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f36(%p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.sinusoidal_position' op expected result to be rank 2, got rank 3}}
+  %y = tfm.sinusoidal_position interleaved %p {base = 1.0e4 : f32} : tensor<?xi32> -> tensor<?x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @f37(%p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.sinusoidal_position' op expected a static, even result width, got 7}}
+  %y = tfm.sinusoidal_position concat %p {base = 1.0e4 : f32} : tensor<?xi32> -> tensor<?x7xf32>
+  return
+}
+
+// -----
+
+func.func @f38(%p: tensor<3xi32>) {
+  // expected-error @+1 {{'tfm.sinusoidal_position' op expected result rows (2) to match positions length (3)}}
+  %y = tfm.sinusoidal_position concat %p {base = 1.0e4 : f32} : tensor<3xi32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @f39(%p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.sinusoidal_position' op expected a base greater than 1, got 1}}
+  %y = tfm.sinusoidal_position concat %p {base = 1.0 : f32} : tensor<?xi32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @f40(%q: tensor<?x8xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected query to be rank 3, got rank 2}}
+  %y = tfm.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<?x8xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f41(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf16>, %v: tensor<?x2x16xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected key element type 'f16' to match 'f32'}}
+  %y = tfm.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x2x16xf16>, tensor<?x2x16xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f42(%q: tensor<?x?x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected static head counts in query and key}}
+  %y = tfm.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<?x?x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f43(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x4x16xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected value heads (4) to match key heads (2)}}
+  %y = tfm.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x4x16xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f44(%q: tensor<?x8x16xf32>, %k: tensor<?x3x16xf32>, %v: tensor<?x3x16xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected kv_heads (3) to divide heads (8)}}
+  %y = tfm.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x3x16xf32>, tensor<?x3x16xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f45(%q: tensor<?x8x16xf32>, %k: tensor<?x2x8xf32>, %v: tensor<?x2x16xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected key head_dim (8) to match query head_dim (16)}}
+  %y = tfm.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x2x8xf32>, tensor<?x2x16xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f46(%q: tensor<?x8x16xf32>, %k: tensor<5x2x16xf32>, %v: tensor<6x2x16xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected value length (6) to match key length (5)}}
+  %y = tfm.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<5x2x16xf32>, tensor<6x2x16xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f47(%q: tensor<3x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected result sequence length (4) to match query sequence length (3)}}
+  %y = tfm.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<3x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>) -> tensor<4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f48(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected result heads (4) to match query heads (8)}}
+  %y = tfm.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>) -> tensor<?x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f49(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x32xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected result head_dim (16) to match value head_dim (32)}}
+  %y = tfm.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x32xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f50(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %b: tensor<8x?xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected bias to be rank 3, got rank 2}}
+  %y = tfm.attention %q, %k, %v bias %b {scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<8x?xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f51(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %b: tensor<8x?x?xf16>) {
+  // expected-error @+1 {{'tfm.attention' op expected bias element type 'f16' to match 'f32'}}
+  %y = tfm.attention %q, %k, %v bias %b {scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<8x?x?xf16>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f52(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %b: tensor<4x?x?xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected bias heads (4) to match query heads (8)}}
+  %y = tfm.attention %q, %k, %v bias %b {scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<4x?x?xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f53(%q: tensor<3x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %b: tensor<8x2x?xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected bias rows (2) to match query sequence length (3)}}
+  %y = tfm.attention %q, %k, %v bias %b {scale = 1.0 : f32} : (tensor<3x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<8x2x?xf32>) -> tensor<3x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f54(%q: tensor<?x8x16xf32>, %k: tensor<5x2x16xf32>, %v: tensor<5x2x16xf32>, %b: tensor<8x?x6xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected bias columns (6) to match key length (5)}}
+  %y = tfm.attention %q, %k, %v bias %b {scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<5x2x16xf32>, tensor<5x2x16xf32>, tensor<8x?x6xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f55(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected 'window' only with 'causal' attention}}
+  %y = tfm.attention %q, %k, %v {scale = 1.0 : f32, window = 4 : i64} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f56(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected a positive window, got 0}}
+  %y = tfm.attention %q, %k, %v {causal, scale = 1.0 : f32, window = 0 : i64} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @f57(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected a finite, non-zero scale, got 0}}
+  %y = tfm.attention %q, %k, %v {scale = 0.0 : f32} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>) -> tensor<?x8x16xf32>
+  return
+}

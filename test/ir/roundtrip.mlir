@@ -1,0 +1,115 @@
+// Every tfm op printed and parsed back, in the custom and the generic form.
+// RUN: tfm-opt %s -split-input-file | tfm-opt -split-input-file | FileCheck %s
+// RUN: tfm-opt %s -split-input-file -mlir-print-op-generic | tfm-opt -split-input-file | FileCheck %s
+
+// CHECK-LABEL: func.func @weight
+func.func @weight() -> tensor<512x64xf32> {
+  // CHECK: tfm.weight "tok_embeddings.weight" : tensor<512x64xf32>
+  %w = tfm.weight "tok_embeddings.weight" : tensor<512x64xf32>
+  return %w : tensor<512x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @position_ids
+// CHECK-SAME: (%[[TOK:.*]]: tensor<?xi32>, %[[START:.*]]: index)
+func.func @position_ids(%tokens: tensor<?xi32>, %start: index) -> (tensor<?xi32>, tensor<?xi32>) {
+  // CHECK: tfm.position_ids %[[TOK]] : tensor<?xi32> -> tensor<?xi32>
+  %p = tfm.position_ids %tokens : tensor<?xi32> -> tensor<?xi32>
+  // CHECK: tfm.position_ids %[[TOK]] offset %[[START]] : tensor<?xi32> -> tensor<?xi32>
+  %q = tfm.position_ids %tokens offset %start : tensor<?xi32> -> tensor<?xi32>
+  return %p, %q : tensor<?xi32>, tensor<?xi32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: (%[[T:.*]]: tensor<512x64xf32>, %[[IDS:.*]]: tensor<?xi32>)
+func.func @embedding(%table: tensor<512x64xf32>, %ids: tensor<?xi32>) -> tensor<?x64xf32> {
+  // CHECK: tfm.embedding %[[T]][%[[IDS]]] : tensor<512x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  %x = tfm.embedding %table[%ids] : tensor<512x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+  return %x : tensor<?x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @linear
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>, %[[W:.*]]: tensor<128x64xf32>, %[[B:.*]]: tensor<128xf32>, %[[H:.*]]: tensor<?x8x16xf32>)
+func.func @linear(%x: tensor<?x64xf32>, %w: tensor<128x64xf32>, %b: tensor<128xf32>, %heads: tensor<?x8x16xf32>)
+    -> (tensor<?x128xf32>, tensor<?x8x16xf32>, tensor<?x128xf32>) {
+  // CHECK: tfm.linear %[[X]], %[[W]] bias %[[B]] : (tensor<?x64xf32>, tensor<128x64xf32>, tensor<128xf32>) -> tensor<?x128xf32>
+  %y = tfm.linear %x, %w bias %b : (tensor<?x64xf32>, tensor<128x64xf32>, tensor<128xf32>) -> tensor<?x128xf32>
+  // CHECK: tfm.linear %[[X]], %[[W]] : (tensor<?x64xf32>, tensor<128x64xf32>) -> tensor<?x8x16xf32>
+  %split = tfm.linear %x, %w : (tensor<?x64xf32>, tensor<128x64xf32>) -> tensor<?x8x16xf32>
+  %wo = tfm.weight "wo" : tensor<128x128xf32>
+  // CHECK: tfm.linear %[[H]], %{{.*}} : (tensor<?x8x16xf32>, tensor<128x128xf32>) -> tensor<?x128xf32>
+  %merged = tfm.linear %heads, %wo : (tensor<?x8x16xf32>, tensor<128x128xf32>) -> tensor<?x128xf32>
+  return %y, %split, %merged : tensor<?x128xf32>, tensor<?x8x16xf32>, tensor<?x128xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @norms
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>, %[[G:.*]]: tensor<64xf32>, %[[B:.*]]: tensor<64xf32>)
+func.func @norms(%x: tensor<?x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>)
+    -> (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) {
+  // CHECK: tfm.layer_norm %[[X]], %[[G]], %[[B]] {epsilon = 9.99999974E-6 : f32} : (tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  %ln = tfm.layer_norm %x, %g, %b {epsilon = 1.0e-5 : f32} : (tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  // CHECK: tfm.layer_norm %[[X]], %[[G]] {epsilon = 9.99999974E-6 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  %ln2 = tfm.layer_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  // CHECK: tfm.rms_norm %[[X]], %[[G]] {epsilon = 9.99999974E-6 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  %rms = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  return %ln, %ln2, %rms : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @elementwise
+// CHECK-SAME: (%[[A:.*]]: tensor<?x64xf32>, %[[B:.*]]: tensor<?x64xf32>)
+func.func @elementwise(%a: tensor<?x64xf32>, %b: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  // CHECK: %[[G:.*]] = tfm.activation gelu %[[A]] : tensor<?x64xf32>
+  // CHECK: %[[GT:.*]] = tfm.activation gelu_tanh %[[G]] : tensor<?x64xf32>
+  // CHECK: %[[R:.*]] = tfm.activation relu %[[GT]] : tensor<?x64xf32>
+  // CHECK: %[[S:.*]] = tfm.activation silu %[[R]] : tensor<?x64xf32>
+  // CHECK: %[[SUM:.*]] = tfm.add %[[S]], %[[B]] : tensor<?x64xf32>
+  // CHECK: tfm.mul %[[SUM]], %[[B]] : tensor<?x64xf32>
+  %0 = tfm.activation gelu %a : tensor<?x64xf32>
+  %1 = tfm.activation gelu_tanh %0 : tensor<?x64xf32>
+  %2 = tfm.activation relu %1 : tensor<?x64xf32>
+  %3 = tfm.activation silu %2 : tensor<?x64xf32>
+  %4 = tfm.add %3, %b : tensor<?x64xf32>
+  %5 = tfm.mul %4, %b : tensor<?x64xf32>
+  return %5 : tensor<?x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @positions
+// CHECK-SAME: (%[[Q:.*]]: tensor<?x8x16xf32>, %[[P:.*]]: tensor<?xi32>)
+func.func @positions(%q: tensor<?x8x16xf32>, %pos: tensor<?xi32>)
+    -> (tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?x64xf32>, tensor<?x64xf32>) {
+  // CHECK: tfm.rope interleaved %[[Q]], %[[P]] {theta = 1.000000e+04 : f32} : tensor<?x8x16xf32>, tensor<?xi32>
+  %a = tfm.rope interleaved %q, %pos {theta = 1.0e4 : f32} : tensor<?x8x16xf32>, tensor<?xi32>
+  // CHECK: tfm.rope rotate_half %[[Q]], %[[P]] {theta = 5.000000e+05 : f32} : tensor<?x8x16xf32>, tensor<?xi32>
+  %b = tfm.rope rotate_half %q, %pos {theta = 5.0e5 : f32} : tensor<?x8x16xf32>, tensor<?xi32>
+  // CHECK: tfm.sinusoidal_position interleaved %[[P]] {base = 1.000000e+04 : f32} : tensor<?xi32> -> tensor<?x64xf32>
+  %c = tfm.sinusoidal_position interleaved %pos {base = 1.0e4 : f32} : tensor<?xi32> -> tensor<?x64xf32>
+  // CHECK: tfm.sinusoidal_position concat %[[P]] {base = 1.000000e+04 : f32} : tensor<?xi32> -> tensor<?x64xf32>
+  %d = tfm.sinusoidal_position concat %pos {base = 1.0e4 : f32} : tensor<?xi32> -> tensor<?x64xf32>
+  return %a, %b, %c, %d : tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @attention
+// CHECK-SAME: (%[[Q:.*]]: tensor<?x8x16xf32>, %[[K:.*]]: tensor<?x2x16xf32>, %[[V:.*]]: tensor<?x2x16xf32>, %[[B:.*]]: tensor<8x?x?xf32>)
+func.func @attention(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>, %bias: tensor<8x?x?xf32>)
+    -> (tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?x8x16xf32>) {
+  // CHECK: tfm.attention %[[Q]], %[[K]], %[[V]] {causal, scale = 2.500000e-01 : f32} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>) -> tensor<?x8x16xf32>
+  %a = tfm.attention %q, %k, %v {causal, scale = 0.25 : f32} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>) -> tensor<?x8x16xf32>
+  // CHECK: tfm.attention %[[Q]], %[[K]], %[[V]] {causal, scale = 2.500000e-01 : f32, window = 4 : i64}
+  %b = tfm.attention %q, %k, %v {causal, scale = 0.25 : f32, window = 4 : i64} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>) -> tensor<?x8x16xf32>
+  // CHECK: tfm.attention %[[Q]], %[[K]], %[[V]] bias %[[B]] {scale = 1.000000e+00 : f32} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<8x?x?xf32>) -> tensor<?x8x16xf32>
+  %c = tfm.attention %q, %k, %v bias %bias {scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<8x?x?xf32>) -> tensor<?x8x16xf32>
+  return %a, %b, %c : tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?x8x16xf32>
+}

@@ -1,0 +1,26 @@
+//===- tfm-opt.cpp - the tfm optimizer driver for lit tests -------------===//
+//
+// mlir-opt with the tfm dialect, the tfm passes and the upstream dialects and
+// passes that tfm's lowerings produce.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TfmDialect.h"
+#include "tools/common/DebugOption.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::registerAllPasses();
+  mlir::tfm::registerDebugOnlyOption();
+
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  registry.insert<mlir::tfm::TfmDialect>();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "tfm optimizer driver\n", registry));
+}
