@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/Passes.h"
 #include "ir/TfmDialect.h"
 #include "tools/common/DebugOption.h"
 
@@ -15,6 +16,7 @@
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
+  mlir::tfm::registerTfmCodegenPasses();
   mlir::tfm::registerDebugOnlyOption();
 
   mlir::DialectRegistry registry;

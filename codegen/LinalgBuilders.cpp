@@ -1,0 +1,69 @@
+//===- LinalgBuilders.cpp - small builders of linalg ops ----------------===//
+
+#include "codegen/LinalgBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+Value mlir::tfm::f32Constant(OpBuilder &b, Location loc, double value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+Value mlir::tfm::createEmpty(OpBuilder &b, Location loc, RankedTensorType type,
+                             ArrayRef<OpFoldResult> sizes) {
+  return tensor::EmptyOp::create(b, loc, sizes, type.getElementType());
+}
+
+Value mlir::tfm::createFilled(OpBuilder &b, Location loc,
+                              RankedTensorType type,
+                              ArrayRef<OpFoldResult> sizes, double value) {
+  Value empty = createEmpty(b, loc, type, sizes);
+  Value scalar = arith::ConstantOp::create(
+      b, loc, b.getFloatAttr(type.getElementType(), value));
+  return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
+}
+
+Value mlir::tfm::createGeneric(OpBuilder &b, Location loc, ValueRange inputs,
+                               Value init, ArrayRef<AffineMap> maps,
+                               ArrayRef<utils::IteratorType> iterators,
+                               GenericBody body) {
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+      iterators, [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        Value result = body(nested, nestedLoc, args);
+        linalg::YieldOp::create(nested, nestedLoc, result);
+      });
+  return generic.getResult(0);
+}
+
+Value mlir::tfm::createElementwise(OpBuilder &b, Location loc, Value like,
+                                   ValueRange inputs, GenericBody body) {
+  auto type = cast<RankedTensorType>(like.getType());
+  Value init = createEmpty(b, loc, type, tensor::getMixedSizes(b, loc, like));
+  SmallVector<AffineMap> maps(inputs.size() + 1,
+                              b.getMultiDimIdentityMap(type.getRank()));
+  SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                             utils::IteratorType::parallel);
+  return createGeneric(b, loc, inputs, init, maps, iterators, body);
+}
+
+Value mlir::tfm::createRowReduction(OpBuilder &b, Location loc, Value input,
+                                    double initValue, GenericBody body) {
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t rank = type.getRank();
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, input);
+  sizes.pop_back();
+  auto reducedType = RankedTensorType::get(type.getShape().drop_back(),
+                                           type.getElementType());
+  Value init = createFilled(b, loc, reducedType, sizes, initValue);
+  AffineMap identity = b.getMultiDimIdentityMap(rank);
+  AffineMap dropLast = identity.dropResult(rank - 1);
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  iterators.back() = utils::IteratorType::reduction;
+  return createGeneric(b, loc, input, init, {identity, dropLast}, iterators,
+                       body);
+}

@@ -1,0 +1,52 @@
+//===- LinalgBuilders.h - small builders of linalg ops ----------*- C++ -*-===//
+//
+// Helpers the tfm -> linalg lowerings share: empty and filled tensors of a
+// value's dynamic shape, elementwise generics, and row reductions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_CODEGEN_LINALGBUILDERS_H
+#define TFM_CODEGEN_LINALGBUILDERS_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::tfm {
+
+/// Body of a linalg.generic: receives the block arguments (inputs, then
+/// outputs) and returns the value to yield.
+using GenericBody =
+    llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+/// `tensor.empty` of `type`, taking its dynamic sizes from `sizes` (one
+/// OpFoldResult per dimension).
+Value createEmpty(OpBuilder &b, Location loc, RankedTensorType type,
+                  ArrayRef<OpFoldResult> sizes);
+
+/// `tensor.empty` + `linalg.fill` with `value`.
+Value createFilled(OpBuilder &b, Location loc, RankedTensorType type,
+                   ArrayRef<OpFoldResult> sizes, double value);
+
+/// A linalg.generic over the result's iteration space with the given maps and
+/// iterator types and one output `init`.
+Value createGeneric(OpBuilder &b, Location loc, ValueRange inputs, Value init,
+                    ArrayRef<AffineMap> maps,
+                    ArrayRef<utils::IteratorType> iterators, GenericBody body);
+
+/// An all-parallel linalg.generic whose inputs share the result's shape
+/// (identity maps); `like` gives the result's type and dynamic sizes.
+Value createElementwise(OpBuilder &b, Location loc, Value like,
+                        ValueRange inputs, GenericBody body);
+
+/// Reduces the last dimension of `input` (rank 2 or 3) into a tensor of the
+/// leading dimensions, starting from `initValue` and combining with `body`
+/// (block arguments: element, accumulator).
+Value createRowReduction(OpBuilder &b, Location loc, Value input,
+                         double initValue, GenericBody body);
+
+/// Creates an f32 constant.
+Value f32Constant(OpBuilder &b, Location loc, double value);
+
+} // namespace mlir::tfm
+
+#endif // TFM_CODEGEN_LINALGBUILDERS_H

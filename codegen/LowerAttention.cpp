@@ -1,0 +1,161 @@
+//===- LowerAttention.cpp - tfm.attention to linalg ---------------------===//
+//
+// The reference lowering of attention: scores [heads, s, t] are materialized,
+// masked, soft-maxed row by row and multiplied with the values. Query head h
+// reads KV head h floordiv (heads / kv_heads), which an affine map expresses
+// directly, so grouped-query attention needs no repeated K/V.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/LinalgBuilders.h"
+#include "codegen/Passes.h"
+#include "ir/TfmOps.h"
+
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+using utils::IteratorType;
+
+struct LowerAttention : OpConversionPattern<AttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    Value q = adaptor.getQuery(), k = adaptor.getKey(), v = adaptor.getValue();
+    auto qType = op.getQuery().getType();
+    int64_t heads = qType.getDimSize(1);
+    int64_t group = heads / op.getKey().getType().getDimSize(1);
+    Type f32 = rewriter.getF32Type();
+    OpFoldResult s = tensor::getMixedSize(rewriter, loc, q, 0);
+    OpFoldResult t = tensor::getMixedSize(rewriter, loc, k, 0);
+    auto scoresType = RankedTensorType::get(
+        {heads, qType.getDimSize(0), op.getKey().getType().getDimSize(0)},
+        f32);
+    SmallVector<OpFoldResult> scoreSizes = {rewriter.getIndexAttr(heads), s,
+                                            t};
+
+    // scores[h, i, j] = Σ_d q[i, h, d] · k[j, h / group, d]
+    AffineExpr h = getAffineDimExpr(0, ctx), i = getAffineDimExpr(1, ctx),
+               j = getAffineDimExpr(2, ctx), d = getAffineDimExpr(3, ctx);
+    Value dots = createGeneric(
+        rewriter, loc, ValueRange{q, k},
+        createFilled(rewriter, loc, scoresType, scoreSizes, 0.0),
+        {AffineMap::get(4, 0, {i, h, d}, ctx),
+         AffineMap::get(4, 0, {j, h.floorDiv(group), d}, ctx),
+         AffineMap::get(4, 0, {h, i, j}, ctx)},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
+         IteratorType::reduction},
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
+          return arith::AddFOp::create(b, l, prod, args[2]);
+        });
+
+    // Scale, add the bias, and mask keys the query may not see with -inf.
+    double scale = op.getScale().convertToDouble();
+    bool causal = op.getCausal();
+    std::optional<int64_t> window = op.getWindow();
+    Value sValue = getValueOrCreateConstantIndexOp(rewriter, loc, s);
+    Value tValue = getValueOrCreateConstantIndexOp(rewriter, loc, t);
+    // Queries are the last s of the t positions.
+    Value queryOffset = arith::SubIOp::create(rewriter, loc, tValue, sValue);
+    SmallVector<Value> maskInputs = {dots};
+    if (adaptor.getBias())
+      maskInputs.push_back(adaptor.getBias());
+    Value logits = createElementwise(
+        rewriter, loc, dots, maskInputs,
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value x = arith::MulFOp::create(b, l, args[0],
+                                          f32Constant(b, l, scale));
+          if (maskInputs.size() == 2)
+            x = arith::AddFOp::create(b, l, x, args[1]);
+          if (!causal)
+            return x;
+          Value row = linalg::IndexOp::create(b, l, 1);
+          Value col = linalg::IndexOp::create(b, l, 2);
+          Value last = arith::AddIOp::create(b, l, row, queryOffset);
+          Value visible = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::ule, col, last);
+          if (window) {
+            // Keys (last - window, last] stay visible.
+            Value span = arith::ConstantIndexOp::create(b, l, *window);
+            Value recent = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::ult, last,
+                arith::AddIOp::create(b, l, col, span));
+            visible = arith::AndIOp::create(b, l, visible, recent);
+          }
+          Value minusInf = f32Constant(
+              b, l, -std::numeric_limits<double>::infinity());
+          return arith::SelectOp::create(b, l, visible, x, minusInf);
+        });
+
+    // Softmax over j: subtract the row maximum, exponentiate, normalize.
+    Value rowMax = createRowReduction(
+        rewriter, loc, logits, -std::numeric_limits<double>::infinity(),
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::MaximumFOp::create(b, l, args[0], args[1]);
+        });
+    AffineMap identity3 = rewriter.getMultiDimIdentityMap(3);
+    AffineMap rows3 = AffineMap::get(3, 0, {getAffineDimExpr(0, ctx),
+                                            getAffineDimExpr(1, ctx)},
+                                     ctx);
+    SmallVector<IteratorType> parallel3(3, IteratorType::parallel);
+    auto emptyScores = [&] {
+      return createEmpty(rewriter, loc, scoresType, scoreSizes);
+    };
+    Value exps = createGeneric(
+        rewriter, loc, ValueRange{logits, rowMax}, emptyScores(),
+        {identity3, rows3, identity3}, parallel3,
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value shifted = arith::SubFOp::create(b, l, args[0], args[1]);
+          return math::ExpOp::create(b, l, shifted);
+        });
+    Value rowSum = createRowReduction(
+        rewriter, loc, exps, 0.0,
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::AddFOp::create(b, l, args[0], args[1]);
+        });
+    Value probs = createGeneric(
+        rewriter, loc, ValueRange{exps, rowSum}, emptyScores(),
+        {identity3, rows3, identity3}, parallel3,
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::DivFOp::create(b, l, args[0], args[1]);
+        });
+
+    // out[i, h, e] = Σ_j probs[h, i, j] · v[j, h / group, e]
+    AffineExpr oi = getAffineDimExpr(0, ctx), oh = getAffineDimExpr(1, ctx),
+               oe = getAffineDimExpr(2, ctx), oj = getAffineDimExpr(3, ctx);
+    SmallVector<OpFoldResult> outSizes = {
+        s, rewriter.getIndexAttr(heads),
+        rewriter.getIndexAttr(op.getType().getDimSize(2))};
+    Value out = createGeneric(
+        rewriter, loc, ValueRange{probs, v},
+        createFilled(rewriter, loc, op.getType(), outSizes, 0.0),
+        {AffineMap::get(4, 0, {oh, oi, oj}, ctx),
+         AffineMap::get(4, 0, {oj, oh.floorDiv(group), oe}, ctx),
+         AffineMap::get(4, 0, {oi, oh, oe}, ctx)},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
+         IteratorType::reduction},
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
+          return arith::AddFOp::create(b, l, prod, args[2]);
+        });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tfm::populateLowerAttentionPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerAttention>(patterns.getContext());
+}

@@ -1,0 +1,608 @@
+//===- LowerToLinalg.cpp - tfm ops to linalg on tensors -----------------===//
+//
+// The tfm-lower-to-linalg pass: the weight blob layout, the weights argument,
+// and one conversion pattern per tfm op (attention lives in
+// LowerAttention.cpp). Codegen handles f32 only: the frontend converts F16
+// and BF16 checkpoints at compile time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/LinalgBuilders.h"
+#include "codegen/Passes.h"
+#include "ir/TfmOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "tfm-lower-to-linalg"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_LOWERTOLINALGPASS
+#include "codegen/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+using utils::IteratorType;
+
+Value indexToF32(OpBuilder &b, Location loc, Value index) {
+  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+  return arith::SIToFPOp::create(b, loc, b.getF32Type(), i64);
+}
+
+//===----------------------------------------------------------------------===//
+// Token-level ops
+//===----------------------------------------------------------------------===//
+
+struct LowerPositionIds : OpConversionPattern<PositionIdsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PositionIdsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value offset = adaptor.getOffset();
+    if (!offset)
+      offset = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Type elementType = op.getType().getElementType();
+    Value result = createElementwise(
+        rewriter, loc, adaptor.getTokens(), {},
+        [&](OpBuilder &b, Location l, ValueRange) -> Value {
+          Value i = linalg::IndexOp::create(b, l, 0);
+          Value pos = arith::AddIOp::create(b, l, i, offset);
+          return arith::IndexCastOp::create(b, l, elementType, pos);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct LowerEmbedding : OpConversionPattern<EmbeddingOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value table = adaptor.getTable();
+    SmallVector<OpFoldResult> sizes = {
+        tensor::getMixedSize(rewriter, loc, adaptor.getIds(), 0),
+        tensor::getMixedSize(rewriter, loc, table, 1)};
+    Value init = createEmpty(rewriter, loc, op.getType(), sizes);
+    MLIRContext *ctx = op.getContext();
+    AffineMap rows = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
+    Value result = createGeneric(
+        rewriter, loc, adaptor.getIds(), init,
+        {rows, rewriter.getMultiDimIdentityMap(2)},
+        {IteratorType::parallel, IteratorType::parallel},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          // Ids were range-checked by the runtime before the call.
+          Value row = arith::IndexCastOp::create(b, l, b.getIndexType(),
+                                                 args[0]);
+          Value col = linalg::IndexOp::create(b, l, 1);
+          return tensor::ExtractOp::create(b, l, table, ValueRange{row, col});
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Linear
+//===----------------------------------------------------------------------===//
+
+/// Collapses `[seq, heads, head_dim]` to `[seq, heads*head_dim]`; rank-2
+/// values pass through.
+Value collapseToRows(OpBuilder &b, Location loc, Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getRank() == 2)
+    return v;
+  SmallVector<ReassociationIndices> groups = {{0}, {1, 2}};
+  return tensor::CollapseShapeOp::create(b, loc, v, groups);
+}
+
+struct LowerLinear : OpConversionPattern<LinearOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    Value input = collapseToRows(rewriter, loc, adaptor.getInput());
+    int64_t out = op.getOutFeatures();
+    auto rowsType = RankedTensorType::get(
+        {op.getType().getDimSize(0), out}, op.getType().getElementType());
+    SmallVector<OpFoldResult> sizes = {
+        tensor::getMixedSize(rewriter, loc, input, 0),
+        rewriter.getIndexAttr(out)};
+
+    // The accumulator starts as the broadcast bias, or zero.
+    Value init;
+    if (Value bias = adaptor.getBias()) {
+      AffineMap columns = AffineMap::get(2, 0, getAffineDimExpr(1, ctx));
+      init = createGeneric(
+          rewriter, loc, bias, createEmpty(rewriter, loc, rowsType, sizes),
+          {columns, rewriter.getMultiDimIdentityMap(2)},
+          {IteratorType::parallel, IteratorType::parallel},
+          [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+    } else {
+      init = createFilled(rewriter, loc, rowsType, sizes, 0.0);
+    }
+
+    // C[m, n] += A[m, k] * W[n, k]: the checkpoint's [out, in] weight is
+    // read transposed, never copied.
+    AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
+               k = getAffineDimExpr(2, ctx);
+    auto maps = rewriter.getAffineMapArrayAttr(
+        {AffineMap::get(3, 0, {m, k}, ctx), AffineMap::get(3, 0, {n, k}, ctx),
+         AffineMap::get(3, 0, {m, n}, ctx)});
+    Value result =
+        linalg::MatmulOp::create(
+            rewriter, loc, TypeRange{rowsType},
+            ValueRange{input, adaptor.getWeight()}, ValueRange{init},
+            {rewriter.getNamedAttr("indexing_maps", maps)})
+            .getResult(0);
+
+    if (op.getType().getRank() == 3) {
+      SmallVector<ReassociationIndices> groups = {{0}, {1, 2}};
+      ArrayRef<int64_t> shape = op.getType().getShape();
+      SmallVector<OpFoldResult> expandedSizes = {
+          sizes[0], rewriter.getIndexAttr(shape[1]),
+          rewriter.getIndexAttr(shape[2])};
+      result = tensor::ExpandShapeOp::create(rewriter, loc, op.getType(),
+                                             result, groups, expandedSizes);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+Value applyActivation(OpBuilder &b, Location loc, ActivationKind kind,
+                      Value x) {
+  auto half = f32Constant(b, loc, 0.5), one = f32Constant(b, loc, 1.0);
+  switch (kind) {
+  case ActivationKind::gelu: {
+    // 0.5·x·(1 + erf(x/√2))
+    Value scaled = arith::MulFOp::create(b, loc, x,
+                                         f32Constant(b, loc, M_SQRT1_2));
+    Value erf = math::ErfOp::create(b, loc, scaled);
+    Value sum = arith::AddFOp::create(b, loc, one, erf);
+    return arith::MulFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, half, x), sum);
+  }
+  case ActivationKind::gelu_tanh: {
+    // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+    Value x3 = arith::MulFOp::create(b, loc, x,
+                                     arith::MulFOp::create(b, loc, x, x));
+    Value inner = arith::AddFOp::create(
+        b, loc, x,
+        arith::MulFOp::create(b, loc, f32Constant(b, loc, 0.044715), x3));
+    Value tanh = math::TanhOp::create(
+        b, loc,
+        arith::MulFOp::create(b, loc,
+                              f32Constant(b, loc, 0.7978845608028654), inner));
+    Value sum = arith::AddFOp::create(b, loc, one, tanh);
+    return arith::MulFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, half, x), sum);
+  }
+  case ActivationKind::relu:
+    return arith::MaximumFOp::create(b, loc, x, f32Constant(b, loc, 0.0));
+  case ActivationKind::silu: {
+    // x·σ(x) = x / (1 + e^-x)
+    Value negX = arith::NegFOp::create(b, loc, x);
+    Value denom =
+        arith::AddFOp::create(b, loc, one, math::ExpOp::create(b, loc, negX));
+    return arith::DivFOp::create(b, loc, x, denom);
+  }
+  }
+  llvm_unreachable("unknown activation kind");
+}
+
+struct LowerActivation : OpConversionPattern<ActivationOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ActivationOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ActivationKind kind = op.getKind();
+    rewriter.replaceOp(
+        op, createElementwise(rewriter, op.getLoc(), adaptor.getInput(),
+                              adaptor.getInput(),
+                              [&](OpBuilder &b, Location l, ValueRange args) {
+                                return applyActivation(b, l, kind, args[0]);
+                              }));
+    return success();
+  }
+};
+
+template <typename TfmOp, typename ArithOp>
+struct LowerBinary : OpConversionPattern<TfmOp> {
+  using OpConversionPattern<TfmOp>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TfmOp op, typename TfmOp::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(
+        op, createElementwise(
+                rewriter, op.getLoc(), adaptor.getLhs(),
+                ValueRange{adaptor.getLhs(), adaptor.getRhs()},
+                [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                  return ArithOp::create(b, l, args[0], args[1]);
+                }));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Norms
+//===----------------------------------------------------------------------===//
+
+/// result[i, j] = body(x[i, j], rowStat[i], gamma[j], beta[j]...) over
+/// `[seq, d]`, for the final step of both norms.
+Value applyRowwise(OpBuilder &b, Location loc, Value x, ValueRange rowStats,
+                   ValueRange columnVectors, GenericBody body) {
+  MLIRContext *ctx = b.getContext();
+  AffineMap identity = b.getMultiDimIdentityMap(2);
+  AffineMap rows = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
+  AffineMap columns = AffineMap::get(2, 0, getAffineDimExpr(1, ctx));
+  SmallVector<Value> inputs = {x};
+  SmallVector<AffineMap> maps = {identity};
+  for (Value v : rowStats) {
+    inputs.push_back(v);
+    maps.push_back(rows);
+  }
+  for (Value v : columnVectors) {
+    inputs.push_back(v);
+    maps.push_back(columns);
+  }
+  maps.push_back(identity);
+  Value init = createEmpty(b, loc, cast<RankedTensorType>(x.getType()),
+                           tensor::getMixedSizes(b, loc, x));
+  return createGeneric(b, loc, inputs, init, maps,
+                       {IteratorType::parallel, IteratorType::parallel}, body);
+}
+
+/// 1 / sqrt(sum / d + epsilon), as the references compute it.
+Value inverseRms(OpBuilder &b, Location loc, Value sum, int64_t d,
+                 double epsilon) {
+  Value mean = arith::DivFOp::create(b, loc, sum, f32Constant(b, loc, d));
+  Value shifted =
+      arith::AddFOp::create(b, loc, mean, f32Constant(b, loc, epsilon));
+  return arith::DivFOp::create(b, loc, f32Constant(b, loc, 1.0),
+                               math::SqrtOp::create(b, loc, shifted));
+}
+
+struct LowerRmsNorm : OpConversionPattern<RmsNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RmsNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    int64_t d = op.getType().getDimSize(1);
+    double epsilon = op.getEpsilon().convertToDouble();
+    Value sumSquares = createRowReduction(
+        rewriter, loc, x, 0.0, [](OpBuilder &b, Location l, ValueRange args) {
+          Value sq = arith::MulFOp::create(b, l, args[0], args[0]);
+          return arith::AddFOp::create(b, l, sq, args[1]).getResult();
+        });
+    Value result = applyRowwise(
+        rewriter, loc, x, sumSquares, adaptor.getGamma(),
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value scale = inverseRms(b, l, args[1], d, epsilon);
+          Value normed = arith::MulFOp::create(b, l, scale, args[0]);
+          return arith::MulFOp::create(b, l, args[2], normed);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct LowerLayerNorm : OpConversionPattern<LayerNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    int64_t d = op.getType().getDimSize(1);
+    double epsilon = op.getEpsilon().convertToDouble();
+    auto add = [](OpBuilder &b, Location l, ValueRange args) -> Value {
+      return arith::AddFOp::create(b, l, args[0], args[1]);
+    };
+    // Two passes (mean, then centred squares) for accuracy.
+    Value sum = createRowReduction(rewriter, loc, x, 0.0, add);
+    Value centred = applyRowwise(
+        rewriter, loc, x, sum, {},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value mean =
+              arith::DivFOp::create(b, l, args[1], f32Constant(b, l, d));
+          return arith::SubFOp::create(b, l, args[0], mean);
+        });
+    Value sumSquares = createRowReduction(
+        rewriter, loc, centred, 0.0,
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value sq = arith::MulFOp::create(b, l, args[0], args[0]);
+          return arith::AddFOp::create(b, l, sq, args[1]);
+        });
+    SmallVector<Value> columns = {adaptor.getGamma()};
+    if (adaptor.getBeta())
+      columns.push_back(adaptor.getBeta());
+    bool hasBeta = columns.size() == 2;
+    Value result = applyRowwise(
+        rewriter, loc, centred, sumSquares, columns,
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value scale = inverseRms(b, l, args[1], d, epsilon);
+          Value normed = arith::MulFOp::create(b, l, args[0], scale);
+          Value scaled = arith::MulFOp::create(b, l, normed, args[2]);
+          if (!hasBeta)
+            return scaled;
+          return arith::AddFOp::create(b, l, scaled, args[3]);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Positions
+//===----------------------------------------------------------------------===//
+
+/// base^(-2·pair/dim): the frequency of dimension pair `pair`, computed as
+/// 1 / base^(2·pair/dim) like llama2.c and Hugging Face do.
+Value inverseFrequency(OpBuilder &b, Location loc, Value pair, int64_t dim,
+                       double base) {
+  Value exponent = arith::DivFOp::create(
+      b, loc,
+      arith::MulFOp::create(b, loc, f32Constant(b, loc, 2.0),
+                            indexToF32(b, loc, pair)),
+      f32Constant(b, loc, dim));
+  Value power =
+      math::PowFOp::create(b, loc, f32Constant(b, loc, base), exponent);
+  return arith::DivFOp::create(b, loc, f32Constant(b, loc, 1.0), power);
+}
+
+struct LowerRope : OpConversionPattern<RopeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RopeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    Value x = adaptor.getInput();
+    int64_t headDim = op.getType().getDimSize(2);
+    double theta = op.getTheta().convertToDouble();
+    bool interleaved = op.getStyle() == RopeStyle::interleaved;
+    AffineMap identity = rewriter.getMultiDimIdentityMap(3);
+    AffineMap rows = AffineMap::get(3, 0, getAffineDimExpr(0, ctx));
+    Value init = createEmpty(rewriter, loc, op.getType(),
+                             tensor::getMixedSizes(rewriter, loc, x));
+    Value result = createGeneric(
+        rewriter, loc, ValueRange{x, adaptor.getPositions()}, init,
+        {identity, rows, identity}, SmallVector<IteratorType>(3, IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value i = linalg::IndexOp::create(b, l, 0);
+          Value h = linalg::IndexOp::create(b, l, 1);
+          Value d = linalg::IndexOp::create(b, l, 2);
+          // Which pair `d` belongs to, whether it is the pair's second
+          // element, and where its partner sits.
+          Value pair, isSecond, partner;
+          if (interleaved) {
+            Value two = arith::ConstantIndexOp::create(b, l, 2);
+            pair = arith::DivUIOp::create(b, l, d, two);
+            Value parity = arith::RemUIOp::create(b, l, d, two);
+            isSecond = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::ne, parity,
+                arith::ConstantIndexOp::create(b, l, 0));
+            Value one = arith::ConstantIndexOp::create(b, l, 1);
+            partner = arith::XOrIOp::create(b, l, d, one);
+          } else {
+            Value half = arith::ConstantIndexOp::create(b, l, headDim / 2);
+            pair = arith::RemUIOp::create(b, l, d, half);
+            isSecond = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge,
+                                             d, half);
+            partner = arith::SelectOp::create(
+                b, l, isSecond, arith::SubIOp::create(b, l, d, half),
+                arith::AddIOp::create(b, l, d, half));
+          }
+          Value position = arith::SIToFPOp::create(b, l, b.getF32Type(),
+                                                   args[1]);
+          Value angle = arith::MulFOp::create(
+              b, l, position, inverseFrequency(b, l, pair, headDim, theta));
+          Value cos = math::CosOp::create(b, l, angle);
+          Value sin = math::SinOp::create(b, l, angle);
+          Value other =
+              tensor::ExtractOp::create(b, l, x, ValueRange{i, h, partner});
+          // First element: x·cos − partner·sin; second: x·cos + partner·sin.
+          Value xc = arith::MulFOp::create(b, l, args[0], cos);
+          Value ps = arith::MulFOp::create(b, l, other, sin);
+          return arith::SelectOp::create(b, l, isSecond,
+                                         arith::AddFOp::create(b, l, xc, ps),
+                                         arith::SubFOp::create(b, l, xc, ps));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct LowerSinusoidalPosition : OpConversionPattern<SinusoidalPositionOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SinusoidalPositionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    int64_t dim = op.getType().getDimSize(1);
+    double base = op.getBase().convertToDouble();
+    bool interleaved = op.getLayout() == SinusoidLayout::interleaved;
+    SmallVector<OpFoldResult> sizes = {
+        tensor::getMixedSize(rewriter, loc, adaptor.getPositions(), 0),
+        rewriter.getIndexAttr(dim)};
+    Value init = createEmpty(rewriter, loc, op.getType(), sizes);
+    AffineMap rows = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
+    Value result = createGeneric(
+        rewriter, loc, adaptor.getPositions(), init,
+        {rows, rewriter.getMultiDimIdentityMap(2)},
+        {IteratorType::parallel, IteratorType::parallel},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value j = linalg::IndexOp::create(b, l, 1);
+          Value pair, isCos;
+          if (interleaved) {
+            Value two = arith::ConstantIndexOp::create(b, l, 2);
+            pair = arith::DivUIOp::create(b, l, j, two);
+            isCos = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::ne,
+                arith::RemUIOp::create(b, l, j, two),
+                arith::ConstantIndexOp::create(b, l, 0));
+          } else {
+            Value half = arith::ConstantIndexOp::create(b, l, dim / 2);
+            pair = arith::RemUIOp::create(b, l, j, half);
+            isCos =
+                arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, j, half);
+          }
+          Value position = arith::SIToFPOp::create(b, l, b.getF32Type(),
+                                                   args[0]);
+          Value angle = arith::MulFOp::create(
+              b, l, position, inverseFrequency(b, l, pair, dim, base));
+          return arith::SelectOp::create(b, l, isCos,
+                                         math::CosOp::create(b, l, angle),
+                                         math::SinOp::create(b, l, angle));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Weights
+//===----------------------------------------------------------------------===//
+
+int64_t alignTo(int64_t value, int64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+/// Lays out every distinct weight of the module, in order of first use, and
+/// records the layout on the module. A name used with two different types is
+/// a frontend bug.
+LogicalResult layOutWeights(ModuleOp module,
+                            llvm::StringMap<int64_t> &offsets) {
+  llvm::StringMap<Type> types;
+  SmallVector<NamedAttribute> layout;
+  int64_t size = 0;
+  WalkResult walk = module.walk([&](WeightOp op) {
+    auto [it, inserted] = types.try_emplace(op.getName(), op.getType());
+    if (!inserted) {
+      if (it->second != op.getType()) {
+        op.emitOpError() << "weight '" << op.getName() << "' used as both "
+                         << it->second << " and " << op.getType();
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    }
+    RankedTensorType type = op.getType();
+    size = alignTo(size, kWeightAlignment);
+    offsets[op.getName()] = size;
+    layout.push_back(NamedAttribute(
+        op.getNameAttr(),
+        IntegerAttr::get(IntegerType::get(op.getContext(), 64), size)));
+    size += type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    LLVM_DEBUG(llvm::dbgs() << "weight " << op.getName() << " at "
+                            << offsets[op.getName()] << "\n");
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  Builder b(module.getContext());
+  module->setAttr(kWeightLayoutAttrName, b.getDictionaryAttr(layout));
+  module->setAttr(kWeightBytesAttrName, b.getI64IntegerAttr(size));
+  return success();
+}
+
+/// Gives `func` a leading `memref<?xi8>` weights argument and replaces its
+/// tfm.weight ops by views of it.
+void lowerWeights(func::FuncOp func, const llvm::StringMap<int64_t> &offsets) {
+  SmallVector<WeightOp> weights;
+  func.walk([&](WeightOp op) { weights.push_back(op); });
+  if (weights.empty())
+    return;
+  MLIRContext *ctx = func.getContext();
+  auto blobType = MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 8));
+  // Named by its location so that dumps say what the argument is.
+  (void)func.insertArgument(0, blobType, DictionaryAttr::get(ctx),
+                            NameLoc::get(StringAttr::get(ctx, "weights")));
+  Value blob = func.getArgument(0);
+  OpBuilder b(ctx);
+  for (WeightOp op : weights) {
+    b.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    Value shift = arith::ConstantIndexOp::create(b, loc,
+                                                 offsets.lookup(op.getName()));
+    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+    Value view = memref::ViewOp::create(b, loc, memrefType, blob, shift,
+                                        ValueRange{});
+    // Weights are read-only and alias nothing the function writes.
+    Value tensor = bufferization::ToTensorOp::create(
+        b, loc, type, view, /*restrict=*/true, /*writable=*/false);
+    op.replaceAllUsesWith(tensor);
+    op.erase();
+  }
+}
+
+struct LowerToLinalgPass
+    : mlir::tfm::impl::LowerToLinalgPassBase<LowerToLinalgPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    llvm::StringMap<int64_t> offsets;
+    if (failed(layOutWeights(module, offsets)))
+      return signalPassFailure();
+    for (auto func : module.getOps<func::FuncOp>())
+      lowerWeights(func, offsets);
+
+    ConversionTarget target(getContext());
+    target.addIllegalDialect<TfmDialect>();
+    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
+                           math::MathDialect, memref::MemRefDialect,
+                           tensor::TensorDialect,
+                           bufferization::BufferizationDialect>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    // Codegen is f32-only for now; say so instead of miscompiling.
+    WalkResult walk = module.walk([&](Operation *op) {
+      if (!isa<TfmDialect>(op->getDialect()))
+        return WalkResult::advance();
+      for (Type t : op->getResultTypes()) {
+        auto tensor = dyn_cast<RankedTensorType>(t);
+        if (tensor && isa<FloatType>(tensor.getElementType()) &&
+            !tensor.getElementType().isF32()) {
+          op->emitOpError() << "codegen supports f32 tensors only, got "
+                            << tensor.getElementType();
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
+
+    RewritePatternSet patterns(&getContext());
+    populateLowerToLinalgPatterns(patterns);
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void mlir::tfm::populateLowerToLinalgPatterns(RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<LowerPositionIds, LowerEmbedding, LowerLinear, LowerActivation,
+               LowerBinary<AddOp, arith::AddFOp>,
+               LowerBinary<MulOp, arith::MulFOp>, LowerRmsNorm, LowerLayerNorm,
+               LowerRope, LowerSinusoidalPosition>(ctx);
+  populateLowerAttentionPatterns(patterns);
+}

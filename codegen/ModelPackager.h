@@ -1,0 +1,68 @@
+//===- ModelPackager.h - weights, tokenizer and link step -------*- C++ -*-===//
+//
+// Turns a compiled model object into an executable: writes the weight blob in
+// the layout tfm-lower-to-linalg chose (embedded with .incbin, or a side file
+// the runtime maps), the tokenizer blob, a generated C description of the
+// model (tfm_model_abi.h), and links them with the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_CODEGEN_MODELPACKAGER_H
+#define TFM_CODEGEN_MODELPACKAGER_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::tfm {
+
+/// Gives the f32 values of a weight by name (empty if unknown).
+using WeightLookup = llvm::function_ref<llvm::ArrayRef<float>(llvm::StringRef)>;
+
+struct TokenizerBlobInput {
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
+};
+
+struct ModelDescription {
+  std::string name;
+  int64_t vocabSize = 0, maxContext = 0;
+  int32_t bosToken = -1, eosToken = -1;
+  std::optional<TokenizerBlobInput> tokenizer;
+};
+
+struct LinkOptions {
+  std::string outputPath;
+  /// Write weights to `<output>.weights` instead of embedding them.
+  bool externalWeights = false;
+  /// The C symbol of the generated forward function (C interface).
+  std::string forwardSymbol;
+  /// The C compiler driver used to link.
+  std::string cc = "cc";
+  /// Folder holding runtime/ headers, and the two runtime archives.
+  std::string runtimeIncludeDir, runtimeLibrary, runtimeMainLibrary;
+};
+
+/// Writes the weight blob of `module` (laid out by tfm-lower-to-linalg) to
+/// `path` and returns its checksum.
+llvm::Expected<uint64_t> writeWeightBlob(ModuleOp module, WeightLookup weights,
+                                         llvm::StringRef path);
+
+/// Serializes a tokenizer vocabulary in the runtime's blob format.
+std::string serializeTokenizer(const TokenizerBlobInput &tokenizer);
+
+/// Links `objectPath` (the compiled model) into an executable.
+llvm::Error linkExecutable(ModuleOp module, WeightLookup weights,
+                           const ModelDescription &model,
+                           llvm::StringRef objectPath,
+                           const LinkOptions &options);
+
+} // namespace mlir::tfm
+
+#endif // TFM_CODEGEN_MODELPACKAGER_H

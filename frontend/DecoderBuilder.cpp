@@ -1,0 +1,263 @@
+//===- DecoderBuilder.cpp - decoder-only models as tfm IR ---------------===//
+//
+// One builder serves GPT-2 and LLaMA families: the spec says which norm,
+// which positions and which MLP. Every weight is checked against the store
+// as it is referenced; all problems are reported together.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/DecoderBuilder.h"
+#include "frontend/ErrorMessages.h"
+#include "ir/TfmOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <cmath>
+#include <set>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+std::string mlir::tfm::biasName(const std::string &weightName) {
+  llvm::StringRef name(weightName);
+  if (name.consume_back("weight"))
+    return (name + "bias").str();
+  return weightName + ".bias";
+}
+
+std::string mlir::tfm::layerWeightName(const std::string &pattern, int64_t layer) {
+  std::string name = pattern;
+  size_t at = name.find("{}");
+  if (at != std::string::npos)
+    name.replace(at, 2, std::to_string(layer));
+  return name;
+}
+
+llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
+                                     llvm::StringRef configPath) {
+  auto fail = [&](const llvm::Twine &what) {
+    return makeError(configPath + ": " + what);
+  };
+  struct Field {
+    const char *name;
+    int64_t value;
+  };
+  for (Field f : {Field{"vocab size", spec.vocabSize},
+                  {"hidden size", spec.hiddenSize},
+                  {"layer count", spec.numLayers},
+                  {"attention head count", spec.numHeads},
+                  {"key/value head count", spec.numKVHeads},
+                  {"intermediate size", spec.intermediateSize},
+                  {"maximum context", spec.maxContext}})
+    if (f.value <= 0)
+      return fail(llvm::Twine(f.name) + " must be positive, got " +
+                  llvm::Twine(f.value));
+  if (spec.hiddenSize % spec.numHeads != 0)
+    return fail("hidden size (" + llvm::Twine(spec.hiddenSize) +
+                ") is not divisible by the head count (" +
+                llvm::Twine(spec.numHeads) + ")");
+  if (spec.numHeads % spec.numKVHeads != 0)
+    return fail("key/value head count (" + llvm::Twine(spec.numKVHeads) +
+                ") does not divide the head count (" +
+                llvm::Twine(spec.numHeads) + ")");
+  if (!spec.learnedPositions && spec.headDim() % 2 != 0)
+    return fail("rotary embeddings need an even head size, got " +
+                llvm::Twine(spec.headDim()));
+  if (!(spec.normEpsilon >= 0))
+    return fail("norm epsilon must be non-negative");
+  if (!spec.learnedPositions && !(spec.ropeTheta > 0))
+    return fail("rope theta must be positive");
+  return llvm::Error::success();
+}
+
+namespace {
+
+class DecoderIRBuilder {
+public:
+  DecoderIRBuilder(MLIRContext &context, const DecoderSpec &spec,
+                   const WeightStore &weights, llvm::StringRef checkpoint)
+      : b(&context), spec(spec), weights(weights), checkpoint(checkpoint) {}
+
+  OwningOpRef<ModuleOp> build();
+
+  std::vector<std::string> errors;
+  std::set<std::string> used;
+
+private:
+  Location named(const llvm::Twine &what) {
+    return NameLoc::get(b.getStringAttr(what));
+  }
+  RankedTensorType tensorType(ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, b.getF32Type());
+  }
+  /// A tfm.weight of `name`, checked to exist with `shape`.
+  Value weight(const std::string &name, std::vector<int64_t> shape);
+  Value norm(Value x, const std::string &name, Location loc);
+  /// x·Wᵀ (+ b) with the result shaped `resultShape` (leading dim dynamic).
+  Value linear(Value x, const std::string &name, bool bias,
+               ArrayRef<int64_t> resultShape, Location loc);
+  Value attentionBlock(Value x, Value positions, int64_t layer);
+  Value mlpBlock(Value x, int64_t layer);
+
+  OpBuilder b;
+  const DecoderSpec &spec;
+  const WeightStore &weights;
+  llvm::StringRef checkpoint;
+};
+
+Value DecoderIRBuilder::weight(const std::string &name,
+                               std::vector<int64_t> shape) {
+  used.insert(name);
+  if (const tfm::WeightTensor *tensor = weights.lookup(name)) {
+    if (tensor->shape != shape)
+      errors.push_back(checkpoint.str() + ": tensor '" + name + "' has shape " +
+                       tfm::formatShape(tensor->shape) + ", the " +
+                       spec.family + " config implies " +
+                       tfm::formatShape(shape));
+  } else {
+    errors.push_back(checkpoint.str() + ": missing tensor '" + name +
+                     "' (shape " + tfm::formatShape(shape) + ")");
+  }
+  return WeightOp::create(b, named(name), tensorType(shape), name);
+}
+
+Value DecoderIRBuilder::norm(Value x, const std::string &name, Location loc) {
+  int64_t d = spec.hiddenSize;
+  Value gamma = weight(name, {d});
+  auto epsilon = b.getF32FloatAttr(spec.normEpsilon);
+  if (spec.rmsNorm)
+    return RmsNormOp::create(b, loc, x.getType(), x, gamma, epsilon);
+  Value beta = weight(tfm::biasName(name), {d});
+  return LayerNormOp::create(b, loc, x.getType(), x, gamma, beta, epsilon);
+}
+
+Value DecoderIRBuilder::linear(Value x, const std::string &name, bool bias,
+                               ArrayRef<int64_t> resultShape, Location loc) {
+  auto xType = cast<RankedTensorType>(x.getType());
+  int64_t in = 1, out = 1;
+  for (int64_t d : xType.getShape().drop_front())
+    in *= d;
+  for (int64_t d : resultShape.drop_front())
+    out *= d;
+  Value w = weight(name, {out, in});
+  Value biasValue = bias ? weight(tfm::biasName(name), {out}) : Value();
+  return LinearOp::create(b, loc, tensorType(resultShape), x, w, biasValue);
+}
+
+Value DecoderIRBuilder::attentionBlock(Value x, Value positions,
+                                       int64_t layer) {
+  const tfm::LayerWeightNames &n = spec.layer;
+  Location loc = named("layer " + llvm::Twine(layer) + " attention");
+  int64_t dyn = ShapedType::kDynamic, heads = spec.numHeads,
+          kvHeads = spec.numKVHeads, headDim = spec.headDim();
+  bool bias = spec.attentionBias;
+  Value h = norm(x, tfm::layerWeightName(n.attnNorm, layer), loc);
+  Value q = linear(h, tfm::layerWeightName(n.query, layer), bias,
+                   {dyn, heads, headDim}, loc);
+  Value k = linear(h, tfm::layerWeightName(n.key, layer), bias,
+                   {dyn, kvHeads, headDim}, loc);
+  Value v = linear(h, tfm::layerWeightName(n.value, layer), bias,
+                   {dyn, kvHeads, headDim}, loc);
+  if (!spec.learnedPositions) {
+    auto theta = b.getF32FloatAttr(spec.ropeTheta);
+    auto style = RopeStyleAttr::get(b.getContext(), spec.ropeStyle);
+    q = RopeOp::create(b, loc, q.getType(), style, q, positions, theta);
+    k = RopeOp::create(b, loc, k.getType(), style, k, positions, theta);
+  }
+  auto scale = b.getF32FloatAttr(1.0 / std::sqrt(double(headDim)));
+  Value attended =
+      AttentionOp::create(b, loc, q.getType(), q, k, v, /*bias=*/Value(),
+                          scale, /*causal=*/b.getUnitAttr(),
+                          /*window=*/IntegerAttr());
+  Value o = linear(attended, tfm::layerWeightName(n.output, layer), bias,
+                   {dyn, spec.hiddenSize}, loc);
+  return AddOp::create(b, loc, x, o);
+}
+
+Value DecoderIRBuilder::mlpBlock(Value x, int64_t layer) {
+  const tfm::LayerWeightNames &n = spec.layer;
+  Location loc = named("layer " + llvm::Twine(layer) + " mlp");
+  int64_t dyn = ShapedType::kDynamic;
+  bool bias = spec.mlpBias;
+  Value h = norm(x, tfm::layerWeightName(n.mlpNorm, layer), loc);
+  Value up = linear(h, tfm::layerWeightName(n.up, layer), bias,
+                    {dyn, spec.intermediateSize}, loc);
+  Value hidden;
+  if (spec.gatedMlp) {
+    Value gate = linear(h, tfm::layerWeightName(n.gate, layer), bias,
+                        {dyn, spec.intermediateSize}, loc);
+    Value act = ActivationOp::create(b, loc, spec.activation, gate);
+    hidden = MulOp::create(b, loc, act, up);
+  } else {
+    hidden = ActivationOp::create(b, loc, spec.activation, up);
+  }
+  Value down = linear(hidden, tfm::layerWeightName(n.down, layer), bias,
+                      {dyn, spec.hiddenSize}, loc);
+  return AddOp::create(b, loc, x, down);
+}
+
+OwningOpRef<ModuleOp> DecoderIRBuilder::build() {
+  Location loc = named(spec.family);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  int64_t dyn = ShapedType::kDynamic;
+  auto tokensType = RankedTensorType::get({dyn}, b.getI32Type());
+  auto logitsType = tensorType({dyn, spec.vocabSize});
+  auto func = func::FuncOp::create(
+      b, loc, "forward", b.getFunctionType({tokensType}, {logitsType}));
+  b.setInsertionPointToEnd(func.addEntryBlock());
+  Value tokens = func.getArgument(0);
+
+  Value table = weight(spec.tokenEmbedding, {spec.vocabSize, spec.hiddenSize});
+  Value x = EmbeddingOp::create(b, named("embedding"),
+                                tensorType({dyn, spec.hiddenSize}), table,
+                                tokens);
+  Value positions =
+      PositionIdsOp::create(b, loc, tokensType, tokens, /*offset=*/Value());
+  if (spec.learnedPositions) {
+    Value positionTable =
+        weight(spec.positionEmbedding, {spec.maxContext, spec.hiddenSize});
+    Value pe = EmbeddingOp::create(b, named("position embedding"),
+                                   x.getType(), positionTable, positions);
+    x = AddOp::create(b, loc, x, pe);
+  }
+  for (int64_t layer = 0; layer < spec.numLayers; ++layer) {
+    x = attentionBlock(x, positions, layer);
+    x = mlpBlock(x, layer);
+  }
+  Location head = named("lm head");
+  x = norm(x, spec.finalNorm, head);
+  // A tied head reuses the embedding table as the [vocab, hidden] weight.
+  Value headWeight =
+      spec.lmHead.empty()
+          ? table
+          : weight(spec.lmHead, {spec.vocabSize, spec.hiddenSize});
+  Value logits = LinearOp::create(b, head, logitsType, x, headWeight,
+                                  /*bias=*/Value());
+  func::ReturnOp::create(b, loc, logits);
+  return module;
+}
+
+} // namespace
+
+llvm::Expected<OwningOpRef<ModuleOp>> mlir::tfm::buildDecoder(
+    MLIRContext &context, const DecoderSpec &spec, const WeightStore &weights,
+    llvm::StringRef checkpoint,
+    llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight) {
+  context.loadDialect<TfmDialect, func::FuncDialect>();
+  DecoderIRBuilder builder(context, spec, weights, checkpoint);
+  OwningOpRef<ModuleOp> module = builder.build();
+  for (const std::string &name : weights.names())
+    if (!builder.used.count(name) && !isIgnoredWeight(name))
+      builder.errors.push_back(checkpoint.str() + ": unexpected tensor '" +
+                               name + "' for a " + spec.family + " model");
+  if (!builder.errors.empty())
+    return makeError(llvm::join(builder.errors, "\n"));
+  if (failed(module->verify()))
+    return makeError("internal error: the " + spec.family +
+                     " module does not verify");
+  return std::move(module);
+}

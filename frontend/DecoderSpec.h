@@ -1,0 +1,63 @@
+//===- DecoderSpec.h - what a decoder-only model is made of -----*- C++ -*-===//
+//
+// The architecture of a decoder-only transformer as the frontends read it
+// from a config (HF config.json, llama2.c header), with the checkpoint names
+// of its weights. DecoderBuilder turns it into tfm IR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_DECODERSPEC_H
+#define TFM_FRONTEND_DECODERSPEC_H
+
+#include "ir/TfmDialect.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mlir::tfm {
+
+/// Checkpoint names of one layer's weights; "{}" stands for the layer index.
+/// Biases, where the spec has them, are the weight names with the final
+/// "weight" replaced by "bias".
+struct LayerWeightNames {
+  std::string attnNorm, query, key, value, output;
+  std::string mlpNorm, up, gate, down; // gate: gated (SwiGLU) MLPs only
+};
+
+struct DecoderSpec {
+  /// Family, for messages: "gpt2", "llama".
+  std::string family;
+  int64_t vocabSize = 0, hiddenSize = 0, numLayers = 0, numHeads = 0,
+          numKVHeads = 0, intermediateSize = 0, maxContext = 0;
+
+  // Normalization: LayerNorm (with shift) or RMSNorm.
+  bool rmsNorm = false;
+  double normEpsilon = 1e-5;
+
+  // Positions: a learned table, or rotary embeddings.
+  bool learnedPositions = false;
+  double ropeTheta = 10000.0;
+  mlir::tfm::RopeStyle ropeStyle = mlir::tfm::RopeStyle::rotate_half;
+
+  // MLP: plain (up, activation, down) or gated (act(gate) * up, down).
+  bool gatedMlp = false;
+  mlir::tfm::ActivationKind activation = mlir::tfm::ActivationKind::silu;
+  bool attentionBias = false, mlpBias = false;
+
+  std::string tokenEmbedding, positionEmbedding, finalNorm;
+  /// Empty when the LM head is tied to the token embedding.
+  std::string lmHead;
+  LayerWeightNames layer;
+
+  int64_t headDim() const { return hiddenSize / numHeads; }
+};
+
+/// The bias name of a weight name ("x.weight" -> "x.bias").
+std::string biasName(const std::string &weightName);
+
+/// A layer's weight name with "{}" replaced by the layer index.
+std::string layerWeightName(const std::string &pattern, int64_t layer);
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_DECODERSPEC_H

@@ -1,0 +1,47 @@
+//===- ModelLoader.h - read a model description into tfm IR -----*- C++ -*-===//
+//
+// The frontends' entry point: a Hugging Face directory (config.json +
+// safetensors) or a llama2.c checkpoint becomes a tfm module, the weights it
+// references, and the tokenizer vocabulary when one is found.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_MODELLOADER_H
+#define TFM_FRONTEND_MODELLOADER_H
+
+#include "frontend/Tokenizer.h"
+#include "frontend/WeightStore.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <optional>
+
+namespace mlir::tfm {
+
+struct LoadedModel {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  WeightStore weights;
+  std::optional<TokenizerVocab> tokenizer;
+  int64_t vocabSize = 0;
+  int64_t maxContext = 0;
+  int32_t bosToken = -1, eosToken = -1;
+};
+
+/// `path`: a Hugging Face model directory or a llama2.c `.bin`.
+/// `tokenizerPath`: overrides the tokenizer found beside the model.
+llvm::Expected<LoadedModel> loadModel(mlir::MLIRContext &context,
+                                      llvm::StringRef path,
+                                      llvm::StringRef tokenizerPath);
+
+/// The Hugging Face reader (HuggingFace.cpp).
+llvm::Expected<LoadedModel> loadHuggingFaceModel(mlir::MLIRContext &context,
+                                                 llvm::StringRef directory);
+
+/// The llama2.c reader (Llama2c.cpp).
+llvm::Expected<LoadedModel> loadLlama2cModel(mlir::MLIRContext &context,
+                                             llvm::StringRef path);
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_MODELLOADER_H

@@ -1,0 +1,212 @@
+/*===- model.c - loading compiled models and running them ---------------===//
+ *
+ * Weights are either embedded in the executable (.rodata) or in a side file
+ * mapped read-only; both are checked against the size and checksum the model
+ * was compiled with, so a binary never runs with weights it was not built
+ * for.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#define _GNU_SOURCE
+#include "runtime/status.h"
+#include "runtime/tfm_format.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct tfm_model {
+  const tfm_model_desc *desc;
+  const uint8_t *weights;
+  void *mapping; /* non-NULL when the weights are a mapped side file */
+  size_t mapping_size;
+  tfm_tokenizer *tokenizer;
+};
+
+/* Resolves a relative side-file name against the executable's folder. */
+static void resolve_beside_executable(const char *name, char *path,
+                                      size_t size) {
+  if (name[0] == '/') {
+    snprintf(path, size, "%s", name);
+    return;
+  }
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) {
+    snprintf(path, size, "%s", name);
+    return;
+  }
+  exe[n] = '\0';
+  char *slash = strrchr(exe, '/');
+  if (slash)
+    *slash = '\0';
+  if ((size_t)snprintf(path, size, "%s/%s", exe, name) >= size)
+    snprintf(path, size, "%s", name);
+}
+
+static tfm_status_code map_weights(tfm_model *model, const char *path,
+                                   tfm_status *status) {
+  const tfm_model_desc *desc = model->desc;
+  int fd = open(path, O_RDONLY);
+  if (fd < 0)
+    return tfm_fail(status, TFM_ERROR_WEIGHTS,
+                    "cannot open weights file '%s': %s", path,
+                    strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != desc->weights_size) {
+    close(fd);
+    return tfm_fail(status, TFM_ERROR_WEIGHTS,
+                    "weights file '%s' has %lld bytes, model '%s' was "
+                    "compiled for %llu",
+                    path, (long long)st.st_size, desc->name,
+                    (unsigned long long)desc->weights_size);
+  }
+  void *mapping = desc->weights_size
+                      ? mmap(NULL, desc->weights_size, PROT_READ, MAP_PRIVATE,
+                             fd, 0)
+                      : NULL;
+  close(fd);
+  if (desc->weights_size && mapping == MAP_FAILED)
+    return tfm_fail(status, TFM_ERROR_WEIGHTS, "cannot map '%s': %s", path,
+                    strerror(errno));
+  model->mapping = mapping;
+  model->mapping_size = desc->weights_size;
+  model->weights = mapping;
+  return TFM_OK;
+}
+
+tfm_status_code tfm_model_load(const tfm_model_desc *desc,
+                               const char *weights_path, tfm_model **out,
+                               tfm_status *status) {
+  if (!desc || !out)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_model_load: NULL %s", desc ? "output" : "model");
+  *out = NULL;
+  tfm_model *model = calloc(1, sizeof *model);
+  if (!model)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  model->desc = desc;
+  if (desc->weights && !weights_path) {
+    model->weights = desc->weights;
+  } else {
+    char path[PATH_MAX];
+    if (weights_path)
+      snprintf(path, sizeof path, "%s", weights_path);
+    else if (desc->weights_file)
+      resolve_beside_executable(desc->weights_file, path, sizeof path);
+    else
+      path[0] = '\0';
+    tfm_status_code code =
+        path[0] ? map_weights(model, path, status)
+                : tfm_fail(status, TFM_ERROR_WEIGHTS,
+                           "model '%s' has no weights", desc->name);
+    if (code != TFM_OK) {
+      free(model);
+      return code;
+    }
+  }
+  uint64_t checksum = tfm_weights_checksum(model->weights, desc->weights_size);
+  if (checksum != desc->weights_checksum) {
+    tfm_model_free(model);
+    return tfm_fail(status, TFM_ERROR_WEIGHTS,
+                    "weights checksum %016llx does not match the %016llx "
+                    "model '%s' was compiled with",
+                    (unsigned long long)checksum,
+                    (unsigned long long)desc->weights_checksum, desc->name);
+  }
+  *out = model;
+  return tfm_ok(status);
+}
+
+void tfm_model_free(tfm_model *model) {
+  if (!model)
+    return;
+  if (model->mapping)
+    munmap(model->mapping, model->mapping_size);
+  tfm_tokenizer_free(model->tokenizer);
+  free(model);
+}
+
+const tfm_model_desc *tfm_model_get_desc(const tfm_model *model) {
+  return model ? model->desc : NULL;
+}
+
+tfm_tokenizer *tfm_model_tokenizer(tfm_model *model, tfm_status *status) {
+  if (!model) {
+    tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "tfm_model_tokenizer: NULL model");
+    return NULL;
+  }
+  if (model->tokenizer)
+    return model->tokenizer;
+  const tfm_model_desc *desc = model->desc;
+  if (!desc->tokenizer) {
+    tfm_fail(status, TFM_ERROR_TOKENIZER,
+             "model '%s' was compiled without a tokenizer (give token ids)",
+             desc->name);
+    return NULL;
+  }
+  if (tfm_tokenizer_new(desc->tokenizer, desc->tokenizer_size,
+                        &model->tokenizer, status) != TFM_OK)
+    return NULL;
+  return model->tokenizer;
+}
+
+tfm_status_code tfm_forward(tfm_model *model, const int32_t *tokens, int64_t n,
+                            float *logits, tfm_status *status) {
+  if (!model || !tokens || !logits)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_forward: NULL %s",
+                    !model ? "model" : !tokens ? "tokens" : "logits");
+  const tfm_model_desc *desc = model->desc;
+  if (n <= 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_forward: expected at least one token, got %lld",
+                    (long long)n);
+  if (n > desc->max_context)
+    return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
+                    "%lld tokens exceed the maximum context of model '%s' "
+                    "(%lld)",
+                    (long long)n, desc->name, (long long)desc->max_context);
+  for (int64_t i = 0; i < n; ++i)
+    if (tokens[i] < 0 || tokens[i] >= desc->vocab_size)
+      return tfm_fail(status, TFM_ERROR_OUT_OF_RANGE,
+                      "token id %d at position %lld is out of range [0, "
+                      "%lld)",
+                      tokens[i], (long long)i, (long long)desc->vocab_size);
+
+  /* Descriptors are not const in MLIR's C interface; the generated code
+   * only reads these two. */
+  void *weight_data = (void *)(uintptr_t)model->weights;
+  void *token_data = (void *)(uintptr_t)tokens;
+  tfm_memref1d weights = {weight_data, weight_data, 0,
+                          {(int64_t)desc->weights_size}, {1}};
+  tfm_memref1d ids = {token_data, token_data, 0, {n}, {1}};
+  tfm_memref2d_f32 result;
+  memset(&result, 0, sizeof result);
+  desc->forward(&result, &weights, &ids);
+  /* The generated code returns a fresh buffer with identity layout. */
+  if (!result.aligned || result.sizes[0] != n ||
+      result.sizes[1] != desc->vocab_size) {
+    free(result.allocated);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "model '%s' returned no logits", desc->name);
+  }
+  memcpy(logits, result.aligned + result.offset,
+         (size_t)(n * desc->vocab_size) * sizeof(float));
+  free(result.allocated);
+  return tfm_ok(status);
+}
+
+int32_t tfm_argmax(const float *values, int64_t n) {
+  int32_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (values[i] > values[best])
+      best = (int32_t)i;
+  return best;
+}

@@ -1,0 +1,48 @@
+/*===- tfm_format.h - formats shared by codegen and the runtime -*- C -*-===//
+ *
+ * The byte formats that tfmc writes at compile time and the runtime reads:
+ * the weight checksum and the tokenizer blob. Plain C with static inline
+ * functions so that the C++ compiler and the C runtime share one definition.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_TFM_FORMAT_H
+#define TFM_RUNTIME_TFM_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Checksum of the weight blob: FNV-1a over 64-bit little-endian words (the
+ * tail zero-padded), fast enough to verify hundreds of MB at load time. */
+static inline uint64_t tfm_weights_checksum(const uint8_t *data, uint64_t size) {
+  uint64_t hash = 14695981039346656037ull;
+  uint64_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t word;
+    memcpy(&word, data + i, 8);
+    hash = (hash ^ word) * 1099511628211ull;
+  }
+  if (i < size) {
+    uint64_t word = 0;
+    memcpy(&word, data + i, (size_t)(size - i));
+    hash = (hash ^ word) * 1099511628211ull;
+  }
+  return hash ^ size;
+}
+
+/* Tokenizer blob: "TFMTOK01", uint32 vocab_size, then per token: float32
+ * score, uint32 byte length, the piece's bytes. Pieces use ' ' for
+ * SentencePiece's U+2581 and "<0xAB>" for byte-fallback tokens. */
+#define TFM_TOKENIZER_MAGIC "TFMTOK01"
+#define TFM_TOKENIZER_MAGIC_SIZE 8
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TFM_RUNTIME_TFM_FORMAT_H */

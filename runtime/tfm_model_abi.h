@@ -1,0 +1,63 @@
+/*===- tfm_model_abi.h - what a compiled model exports -----------*- C -*-===//
+ *
+ * The contract between tfmc's generated code and the runtime. The model's
+ * `forward` follows MLIR's C interface (`llvm.emit_c_interface`): memrefs are
+ * passed as pointers to descriptors, and the result descriptor (logits
+ * [positions, vocab], malloc'ed by the generated code, owned by the caller)
+ * comes first.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_TFM_MODEL_ABI_H
+#define TFM_RUNTIME_TFM_MODEL_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  void *allocated;
+  void *aligned;
+  int64_t offset;
+  int64_t sizes[1];
+  int64_t strides[1];
+} tfm_memref1d;
+
+typedef struct {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[2];
+  int64_t strides[2];
+} tfm_memref2d_f32;
+
+typedef void (*tfm_forward_fn)(tfm_memref2d_f32 *logits,
+                               tfm_memref1d *weights, tfm_memref1d *tokens);
+
+/* Everything the runtime needs to know about one compiled model; tfmc
+ * generates one constant instance per model. */
+typedef struct tfm_model_desc {
+  const char *name;
+  int64_t vocab_size;
+  int64_t max_context;
+  int32_t bos_token; /* -1: none */
+  int32_t eos_token; /* -1: none */
+  /* Embedded weights, or NULL with `weights_file` naming the side file
+   * (relative paths are resolved beside the executable). */
+  const uint8_t *weights;
+  const char *weights_file;
+  uint64_t weights_size;
+  uint64_t weights_checksum;
+  /* Tokenizer blob (tfm_format.h), or NULL when compiled without one. */
+  const uint8_t *tokenizer;
+  uint64_t tokenizer_size;
+  tfm_forward_fn forward;
+} tfm_model_desc;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TFM_RUNTIME_TFM_MODEL_ABI_H */
