@@ -186,8 +186,11 @@ int main(int argc, char **argv) {
     fclose(f);
   }
 
-  /* Greedy generation, streaming each token as it is chosen. */
+  /* Greedy generation, streaming each token as it is chosen after the
+   * prompt's own text. */
   int64_t prompt_length = n;
+  if (o.prompt && !o.print_ids)
+    fputs(o.prompt, stdout);
   double decode_start = now_seconds();
   for (long step = 0; step < o.new_tokens; ++step) {
     if (step > 0 && tfm_forward(model, ids, n, logits, &status))

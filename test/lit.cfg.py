@@ -26,3 +26,17 @@ llvm_config.add_tool_substitutions(
     [ToolSubst("tfm-opt", unresolved="fatal"),
      ToolSubst("tfmc", unresolved="fatal")],
     [config.tfm_tools_dir])
+
+import sys
+config.substitutions.append(("%python", sys.executable))
+
+# The pretrained checkpoints beside the repo (../shared/models). Tests that
+# need them say `REQUIRES: shared-models` and are reported UNSUPPORTED (with
+# this note) when the folder is absent.
+shared_models = os.path.normpath(
+    os.path.join(config.tfm_src_root, "..", "shared", "models"))
+if os.path.isdir(os.path.join(shared_models, "stories260K")):
+    config.available_features.add("shared-models")
+    config.substitutions.append(("%shared_models", shared_models))
+else:
+    lit_config.note(f"{shared_models} not found: the stories260K tests are skipped")

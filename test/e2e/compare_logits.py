@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""Compares two little-endian f32 files element by element (stdlib only, so
+that CI needs no NumPy): exits 1 when the max abs difference exceeds --tol or
+the sizes differ, printing both so that a failure says by how much."""
+import argparse
+import array
+import sys
+
+
+def load(path):
+    values = array.array("f")
+    with open(path, "rb") as f:
+        values.frombytes(f.read())
+    if sys.byteorder != "little":
+        values.byteswap()
+    return values
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("actual")
+    parser.add_argument("expected")
+    parser.add_argument("--tol", type=float, default=1e-4)
+    args = parser.parse_args()
+    actual, expected = load(args.actual), load(args.expected)
+    if len(actual) != len(expected):
+        print(f"size mismatch: {len(actual)} values, expected {len(expected)}")
+        return 1
+    worst = max((abs(a - e) for a, e in zip(actual, expected)), default=0.0)
+    verdict = "OK" if worst <= args.tol else "MISMATCH"
+    print(f"{verdict}: max abs error {worst:.3g} over {len(actual)} values (tol {args.tol:g})")
+    return 0 if worst <= args.tol else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
