@@ -273,8 +273,9 @@ Value inverseRms(OpBuilder &b, Location loc, Value sum, int64_t d,
   Value mean = arith::DivFOp::create(b, loc, sum, f32Constant(b, loc, d));
   Value shifted =
       arith::AddFOp::create(b, loc, mean, f32Constant(b, loc, epsilon));
-  return arith::DivFOp::create(b, loc, f32Constant(b, loc, 1.0),
-                               math::SqrtOp::create(b, loc, shifted));
+  Value root = math::SqrtOp::create(b, loc, shifted);
+  Value one = f32Constant(b, loc, 1.0);
+  return arith::DivFOp::create(b, loc, one, root);
 }
 
 struct LowerRmsNorm : OpConversionPattern<RmsNormOp> {
@@ -357,14 +358,17 @@ struct LowerLayerNorm : OpConversionPattern<LayerNormOp> {
 /// 1 / base^(2·pair/dim) like llama2.c and Hugging Face do.
 Value inverseFrequency(OpBuilder &b, Location loc, Value pair, int64_t dim,
                        double base) {
-  Value exponent = arith::DivFOp::create(
-      b, loc,
-      arith::MulFOp::create(b, loc, f32Constant(b, loc, 2.0),
-                            indexToF32(b, loc, pair)),
-      f32Constant(b, loc, dim));
-  Value power =
-      math::PowFOp::create(b, loc, f32Constant(b, loc, base), exponent);
-  return arith::DivFOp::create(b, loc, f32Constant(b, loc, 1.0), power);
+  // Each operand built on its own line: argument evaluation order is
+  // unspecified in C++, and the IR must not depend on the host compiler.
+  Value pairF = indexToF32(b, loc, pair);
+  Value two = f32Constant(b, loc, 2.0);
+  Value twice = arith::MulFOp::create(b, loc, two, pairF);
+  Value dimF = f32Constant(b, loc, dim);
+  Value exponent = arith::DivFOp::create(b, loc, twice, dimF);
+  Value baseF = f32Constant(b, loc, base);
+  Value power = math::PowFOp::create(b, loc, baseF, exponent);
+  Value one = f32Constant(b, loc, 1.0);
+  return arith::DivFOp::create(b, loc, one, power);
 }
 
 struct LowerRope : OpConversionPattern<RopeOp> {
@@ -406,9 +410,9 @@ struct LowerRope : OpConversionPattern<RopeOp> {
             pair = arith::RemUIOp::create(b, l, d, half);
             isSecond = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge,
                                              d, half);
-            partner = arith::SelectOp::create(
-                b, l, isSecond, arith::SubIOp::create(b, l, d, half),
-                arith::AddIOp::create(b, l, d, half));
+            Value below = arith::SubIOp::create(b, l, d, half);
+            Value above = arith::AddIOp::create(b, l, d, half);
+            partner = arith::SelectOp::create(b, l, isSecond, below, above);
           }
           Value position = arith::SIToFPOp::create(b, l, b.getF32Type(),
                                                    args[1]);
@@ -421,9 +425,9 @@ struct LowerRope : OpConversionPattern<RopeOp> {
           // First element: x·cos − partner·sin; second: x·cos + partner·sin.
           Value xc = arith::MulFOp::create(b, l, args[0], cos);
           Value ps = arith::MulFOp::create(b, l, other, sin);
-          return arith::SelectOp::create(b, l, isSecond,
-                                         arith::AddFOp::create(b, l, xc, ps),
-                                         arith::SubFOp::create(b, l, xc, ps));
+          Value second = arith::AddFOp::create(b, l, xc, ps);
+          Value first = arith::SubFOp::create(b, l, xc, ps);
+          return arith::SelectOp::create(b, l, isSecond, second, first);
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -469,9 +473,9 @@ struct LowerSinusoidalPosition : OpConversionPattern<SinusoidalPositionOp> {
                                                    args[0]);
           Value angle = arith::MulFOp::create(
               b, l, position, inverseFrequency(b, l, pair, dim, base));
-          return arith::SelectOp::create(b, l, isCos,
-                                         math::CosOp::create(b, l, angle),
-                                         math::SinOp::create(b, l, angle));
+          Value cos = math::CosOp::create(b, l, angle);
+          Value sin = math::SinOp::create(b, l, angle);
+          return arith::SelectOp::create(b, l, isCos, cos, sin);
         });
     rewriter.replaceOp(op, result);
     return success();

@@ -7,7 +7,7 @@
 // CHECK-LABEL: func.func @block
 // CHECK: tfm.rms_norm
 // TIMING: Execution time report
-// MISSING: tfmc: cannot open input file '{{.*}}.missing'
+// MISSING: tfmc: error: model '{{.*}}.missing' does not exist
 func.func @block(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
   %g = tfm.weight "norm.weight" : tensor<64xf32>
   %h = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>

@@ -1,0 +1,215 @@
+// One case per tfm op lowered by tfm-lower-to-linalg.
+// RUN: tfm-opt %s -split-input-file -tfm-lower-to-linalg | FileCheck %s
+
+// Weights: laid out 64-byte aligned in order of first use, read through a
+// leading weights argument; a repeated name reuses its offset.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: tfm.weight_bytes = 192 : i64
+// CHECK-SAME: tfm.weight_layout = {a = 0 : i64, b = 64 : i64}
+// CHECK-LABEL: func.func @weights
+// CHECK-SAME: (%[[BLOB:.*]]: memref<?xi8>)
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[VA:.*]] = memref.view %[[BLOB]][%[[C0]]][] : memref<?xi8> to memref<3xf32>
+// CHECK: bufferization.to_tensor %[[VA]] restrict : memref<3xf32> to tensor<3xf32>
+// CHECK: %[[C64:.*]] = arith.constant 64 : index
+// CHECK: memref.view %[[BLOB]][%[[C64]]][] : memref<?xi8> to memref<4x8xf32>
+// CHECK: memref.view %[[BLOB]][%{{.*}}][] : memref<?xi8> to memref<3xf32>
+func.func @weights() -> (tensor<3xf32>, tensor<4x8xf32>, tensor<3xf32>) {
+  %a = tfm.weight "a" : tensor<3xf32>
+  %b = tfm.weight "b" : tensor<4x8xf32>
+  %c = tfm.weight "a" : tensor<3xf32>
+  return %a, %b, %c : tensor<3xf32>, tensor<4x8xf32>, tensor<3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @position_ids
+// CHECK-SAME: (%[[T:.*]]: tensor<?xi32>, %[[OFF:.*]]: index)
+// CHECK: linalg.generic
+// CHECK: %[[I:.*]] = linalg.index 0 : index
+// CHECK: %[[P:.*]] = arith.addi %[[I]], %[[OFF]] : index
+// CHECK: arith.index_cast %[[P]] : index to i32
+func.func @position_ids(%t: tensor<?xi32>, %off: index) -> tensor<?xi32> {
+  %p = tfm.position_ids %t offset %off : tensor<?xi32> -> tensor<?xi32>
+  return %p : tensor<?xi32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: (%[[TABLE:.*]]: tensor<16x8xf32>, %[[IDS:.*]]: tensor<?xi32>)
+// CHECK: linalg.generic {{.*}} ins(%[[IDS]] : tensor<?xi32>)
+// CHECK: ^bb0(%[[ID:.*]]: i32, %{{.*}}: f32):
+// CHECK: %[[ROW:.*]] = arith.index_cast %[[ID]] : i32 to index
+// CHECK: %[[COL:.*]] = linalg.index 1 : index
+// CHECK: tensor.extract %[[TABLE]][%[[ROW]], %[[COL]]] : tensor<16x8xf32>
+func.func @embedding(%table: tensor<16x8xf32>, %ids: tensor<?xi32>) -> tensor<?x8xf32> {
+  %x = tfm.embedding %table[%ids] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  return %x : tensor<?x8xf32>
+}
+
+// -----
+
+// The [out, in] weight is read transposed by the matmul's maps; the bias is
+// broadcast into the accumulator.
+// CHECK-DAG: #[[$A:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[$W:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[$C:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @linear_bias
+// CHECK-SAME: (%[[X:.*]]: tensor<?x8xf32>, %[[WT:.*]]: tensor<12x8xf32>, %[[B:.*]]: tensor<12xf32>)
+// CHECK: %[[INIT:.*]] = linalg.generic {{.*}} ins(%[[B]] : tensor<12xf32>)
+// CHECK: linalg.matmul indexing_maps = [#[[$A]], #[[$W]], #[[$C]]] ins(%[[X]], %[[WT]] : tensor<?x8xf32>, tensor<12x8xf32>) outs(%[[INIT]] : tensor<?x12xf32>)
+func.func @linear_bias(%x: tensor<?x8xf32>, %w: tensor<12x8xf32>, %b: tensor<12xf32>) -> tensor<?x12xf32> {
+  %y = tfm.linear %x, %w bias %b : (tensor<?x8xf32>, tensor<12x8xf32>, tensor<12xf32>) -> tensor<?x12xf32>
+  return %y : tensor<?x12xf32>
+}
+
+// -----
+
+// Heads in: collapsed to rows. Heads out: the product expanded.
+// CHECK-LABEL: func.func @linear_heads
+// CHECK: %[[ROWS:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0], [1, 2]] : tensor<?x2x4xf32> into tensor<?x8xf32>
+// CHECK: %[[ZERO:.*]] = linalg.fill
+// CHECK: %[[MM:.*]] = linalg.matmul {{.*}} ins(%[[ROWS]], %{{.*}} : tensor<?x8xf32>, tensor<8x8xf32>) outs(%[[ZERO]] : tensor<?x8xf32>)
+// CHECK: tensor.expand_shape %[[MM]] {{\[}}[0], [1, 2]] output_shape [%{{.*}}, 4, 2] : tensor<?x8xf32> into tensor<?x4x2xf32>
+func.func @linear_heads(%x: tensor<?x2x4xf32>, %w: tensor<8x8xf32>) -> tensor<?x4x2xf32> {
+  %y = tfm.linear %x, %w : (tensor<?x2x4xf32>, tensor<8x8xf32>) -> tensor<?x4x2xf32>
+  return %y : tensor<?x4x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @activations
+// CHECK: linalg.generic
+// CHECK: math.erf
+// CHECK: linalg.generic
+// CHECK: math.tanh
+// CHECK: linalg.generic
+// CHECK: arith.maximumf
+// CHECK: linalg.generic
+// CHECK: %[[NEG:.*]] = arith.negf
+// CHECK: %[[EXP:.*]] = math.exp %[[NEG]]
+// CHECK: %[[DEN:.*]] = arith.addf %{{.*}}, %[[EXP]]
+// CHECK: arith.divf %{{.*}}, %[[DEN]]
+func.func @activations(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %0 = tfm.activation gelu %x : tensor<?x4xf32>
+  %1 = tfm.activation gelu_tanh %0 : tensor<?x4xf32>
+  %2 = tfm.activation relu %1 : tensor<?x4xf32>
+  %3 = tfm.activation silu %2 : tensor<?x4xf32>
+  return %3 : tensor<?x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @add_mul
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<?x4xf32>, tensor<?x4xf32>)
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK: arith.mulf
+func.func @add_mul(%a: tensor<?x4xf32>, %b: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %0 = tfm.add %a, %b : tensor<?x4xf32>
+  %1 = tfm.mul %0, %b : tensor<?x4xf32>
+  return %1 : tensor<?x4xf32>
+}
+
+// -----
+
+// Sum of squares per row, then x * 1/sqrt(sum/d + eps) * gamma.
+// CHECK-LABEL: func.func @rms_norm
+// CHECK: %[[SS:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[SS]], %{{.*}} : tensor<?x4xf32>, tensor<?xf32>, tensor<4xf32>)
+// CHECK: %[[MEAN:.*]] = arith.divf
+// CHECK: %[[SHIFTED:.*]] = arith.addf %[[MEAN]]
+// CHECK: %[[ROOT:.*]] = math.sqrt %[[SHIFTED]] : f32
+// CHECK: arith.divf %{{.*}}, %[[ROOT]] : f32
+func.func @rms_norm(%x: tensor<?x4xf32>, %g: tensor<4xf32>) -> tensor<?x4xf32> {
+  %0 = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+// Mean, centred values, their variance, then scale and shift.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: %[[CENTRED:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[SUM]] :
+// CHECK: arith.subf
+// CHECK: %[[VAR:.*]] = linalg.generic {{.*}} ins(%[[CENTRED]] :
+// CHECK: linalg.generic {{.*}} ins(%[[CENTRED]], %[[VAR]], %{{.*}}, %{{.*}} : tensor<?x4xf32>, tensor<?xf32>, tensor<4xf32>, tensor<4xf32>)
+func.func @layer_norm(%x: tensor<?x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<?x4xf32> {
+  %0 = tfm.layer_norm %x, %g, %b {epsilon = 1.0e-5 : f32} : (tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+// Interleaved pairs: the partner is d xor 1; rotate-half: d ± head_dim/2.
+// CHECK-LABEL: func.func @rope
+// CHECK: linalg.generic
+// CHECK: %[[D:.*]] = linalg.index 2 : index
+// CHECK: arith.xori %[[D]], %{{.*}} : index
+// CHECK: math.powf
+// CHECK: math.cos
+// CHECK: math.sin
+// CHECK: tensor.extract
+// CHECK: linalg.generic
+// CHECK: %[[D2:.*]] = linalg.index 2 : index
+// CHECK: %[[HALF:.*]] = arith.constant 2 : index
+// CHECK: arith.cmpi uge, %[[D2]], %[[HALF]] : index
+// CHECK: arith.subi %[[D2]], %[[HALF]]
+// CHECK: arith.addi %[[D2]], %[[HALF]]
+func.func @rope(%x: tensor<?x2x4xf32>, %p: tensor<?xi32>) -> (tensor<?x2x4xf32>, tensor<?x2x4xf32>) {
+  %0 = tfm.rope interleaved %x, %p {theta = 1.0e4 : f32} : tensor<?x2x4xf32>, tensor<?xi32>
+  %1 = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32} : tensor<?x2x4xf32>, tensor<?xi32>
+  return %0, %1 : tensor<?x2x4xf32>, tensor<?x2x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @sinusoidal
+// CHECK: linalg.generic
+// CHECK: math.powf
+// CHECK: %[[COS:.*]] = math.cos
+// CHECK: %[[SIN:.*]] = math.sin
+// CHECK: arith.select %{{.*}}, %[[COS]], %[[SIN]] : f32
+func.func @sinusoidal(%p: tensor<?xi32>) -> tensor<?x8xf32> {
+  %0 = tfm.sinusoidal_position interleaved %p {base = 1.0e4 : f32} : tensor<?xi32> -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// GQA: query head h reads KV head h floordiv 4 (8 heads, 2 KV heads). The
+// causal mask keeps key j <= i + (t - s); the window keeps the last 3.
+// CHECK-DAG: #[[$KMAP:.*]] = affine_map<(d0, d1, d2, d3) -> (d2, d0 floordiv 4, d3)>
+// CHECK-DAG: #[[$VMAP:.*]] = affine_map<(d0, d1, d2, d3) -> (d3, d1 floordiv 4, d2)>
+// CHECK-LABEL: func.func @attention
+// CHECK: %[[DOTS:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #[[$KMAP]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+// CHECK: %[[MASKED:.*]] = linalg.generic {{.*}} ins(%[[DOTS]] :
+// CHECK: %[[LAST:.*]] = arith.addi
+// CHECK: %[[SEEN:.*]] = arith.cmpi ule, %{{.*}}, %[[LAST]] : index
+// CHECK: %[[RECENT:.*]] = arith.cmpi ult, %[[LAST]], %{{.*}} : index
+// CHECK: %[[VISIBLE:.*]] = arith.andi %[[SEEN]], %[[RECENT]] : i1
+// CHECK: arith.select %[[VISIBLE]], %{{.*}}, %{{.*}} : f32
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[$VMAP]], #{{.*}}]
+func.func @attention(%q: tensor<?x8x4xf32>, %k: tensor<?x2x4xf32>, %v: tensor<?x2x4xf32>) -> tensor<?x8x4xf32> {
+  %0 = tfm.attention %q, %k, %v {causal, scale = 0.5 : f32, window = 3 : i64} : (tensor<?x8x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x8x4xf32>
+  return %0 : tensor<?x8x4xf32>
+}
+
+// -----
+
+// Bidirectional attention with a bias (cross-attention shapes): no mask, the
+// bias added to the scaled scores.
+// CHECK-LABEL: func.func @attention_bias
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x3x5xf32>, tensor<2x3x5xf32>)
+// CHECK: arith.mulf
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: linalg.yield
+func.func @attention_bias(%q: tensor<3x2x4xf32>, %k: tensor<5x2x4xf32>, %b: tensor<2x3x5xf32>) -> tensor<3x2x4xf32> {
+  %0 = tfm.attention %q, %k, %k bias %b {scale = 0.5 : f32} : (tensor<3x2x4xf32>, tensor<5x2x4xf32>, tensor<5x2x4xf32>, tensor<2x3x5xf32>) -> tensor<3x2x4xf32>
+  return %0 : tensor<3x2x4xf32>
+}
