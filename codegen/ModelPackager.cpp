@@ -85,7 +85,8 @@ std::string generateModelSource(const ModelDescription &model,
      << "    .vocab_size = " << model.vocabSize << ",\n"
      << "    .max_context = " << model.maxContext << ",\n"
      << "    .bos_token = " << model.bosToken << ",\n"
-     << "    .eos_token = " << model.eosToken << ",\n";
+     << "    .eos_token = " << model.eosToken << ",\n"
+     << "    .add_bos = " << (model.addBos ? 1 : 0) << ",\n";
   if (options.externalWeights)
     os << "    .weights = 0,\n    .weights_file = "
        << cStringLiteral(llvm::sys::path::filename(weightsPath)) << ",\n";
@@ -136,12 +137,19 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerBlobInput &tokenizer) {
     blob.append(static_cast<const char *>(data), size);
   };
   uint32_t count = tokenizer.pieces.size();
+  append(&tokenizer.kind, 4);
   append(&count, 4);
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t length = tokenizer.pieces[i].size();
     append(&tokenizer.scores[i], 4);
     append(&length, 4);
     blob += tokenizer.pieces[i];
+  }
+  if (tokenizer.kind == TFM_TOKENIZER_BYTE_LEVEL_BPE) {
+    uint32_t merges = tokenizer.merges.size();
+    append(&merges, 4);
+    for (const std::array<int32_t, 3> &merge : tokenizer.merges)
+      append(merge.data(), 12);
   }
   return blob;
 }

@@ -16,6 +16,7 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,14 +27,19 @@ namespace mlir::tfm {
 using WeightLookup = llvm::function_ref<llvm::ArrayRef<float>(llvm::StringRef)>;
 
 struct TokenizerBlobInput {
+  /// A tfm_tokenizer_kind (runtime/tfm_format.h).
+  uint32_t kind = 0;
   std::vector<std::string> pieces;
   std::vector<float> scores;
+  /// Byte-level BPE merges (left, right, merged) in rank order.
+  std::vector<std::array<int32_t, 3>> merges;
 };
 
 struct ModelDescription {
   std::string name;
   int64_t vocabSize = 0, maxContext = 0;
   int32_t bosToken = -1, eosToken = -1;
+  bool addBos = true;
   std::optional<TokenizerBlobInput> tokenizer;
 };
 

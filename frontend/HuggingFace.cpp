@@ -96,11 +96,11 @@ private:
 
 std::optional<ActivationKind> parseActivation(llvm::StringRef name) {
   return llvm::StringSwitch<std::optional<ActivationKind>>(name)
-      .Cases("gelu_new", "gelu_pytorch_tanh", "gelu_fast",
+      .Cases({"gelu_new", "gelu_pytorch_tanh", "gelu_fast"},
              ActivationKind::gelu_tanh)
       .Case("gelu", ActivationKind::gelu)
       .Case("relu", ActivationKind::relu)
-      .Cases("silu", "swish", ActivationKind::silu)
+      .Cases({"silu", "swish"}, ActivationKind::silu)
       .Default(std::nullopt);
 }
 
@@ -295,6 +295,21 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
   LoadedModel model;
   model.bosToken = config.integer("bos_token_id", -1);
   model.eosToken = config.integer("eos_token_id", -1);
+  // GPT-2's tokenizer adds no BOS to prompts, LLaMA's does;
+  // tokenizer_config.json says so explicitly where present.
+  model.addBos = modelType != "gpt2";
+  llvm::SmallString<256> tokenizerConfigPath(directory);
+  llvm::sys::path::append(tokenizerConfigPath, "tokenizer_config.json");
+  if (auto text = llvm::MemoryBuffer::getFile(tokenizerConfigPath)) {
+    llvm::Expected<llvm::json::Value> tokenizerConfig =
+        llvm::json::parse((*text)->getBuffer());
+    if (!tokenizerConfig)
+      return makeError(tokenizerConfigPath + ": malformed JSON: " +
+                       llvm::toString(tokenizerConfig.takeError()));
+    if (const llvm::json::Object *object = tokenizerConfig->getAsObject())
+      if (std::optional<bool> addBos = object->getBoolean("add_bos_token"))
+        model.addBos = *addBos;
+  }
   if (llvm::Error err = config.takeError())
     return std::move(err);
   if (llvm::Error err = validateDecoderSpec(spec, configPath))
@@ -333,6 +348,18 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
                        " tokens, the model's vocab_size is " +
                        llvm::Twine(spec.vocabSize));
     model.tokenizer = std::move(*vocab);
+    return model;
+  }
+  llvm::Expected<TokenizerVocab> bpe = readByteLevelBpe(directory);
+  if (!bpe)
+    return bpe.takeError();
+  if (!bpe->pieces.empty()) {
+    if (int64_t(bpe->pieces.size()) != spec.vocabSize)
+      return makeError(directory + ": the tokenizer has " +
+                       llvm::Twine(bpe->pieces.size()) +
+                       " tokens, the model's vocab_size is " +
+                       llvm::Twine(spec.vocabSize));
+    model.tokenizer = std::move(*bpe);
   }
   return model;
 }

@@ -26,6 +26,8 @@ struct LoadedModel {
   int64_t vocabSize = 0;
   int64_t maxContext = 0;
   int32_t bosToken = -1, eosToken = -1;
+  /// Whether encoded prompts start with BOS.
+  bool addBos = true;
 };
 
 /// `path`: a Hugging Face model directory or a llama2.c `.bin`.

@@ -20,6 +20,8 @@ extern const tfm_model_desc tfm_builtin_model;
 
 typedef struct {
   const char *prompt;
+  const char *prompt_file;
+  int tokenize;
   const char *tokens;
   long new_tokens;
   int print_ids;
@@ -32,6 +34,8 @@ static void usage(FILE *out, const char *argv0) {
   fprintf(out,
           "usage: %s [options]\n"
           "  --prompt TEXT     text to continue (default: start from BOS)\n"
+          "  --prompt-file F   read the prompt text from file F\n"
+          "  --tokenize        print the prompt's token ids and exit\n"
           "  --tokens \"1 2 3\"  token ids to continue instead of a prompt\n"
           "  -n N              new tokens to generate (default 128)\n"
           "  --print-ids       print generated token ids instead of text\n"
@@ -58,10 +62,14 @@ static int parse_options(int argc, char **argv, options *o) {
       exit(0);
     } else if (!strcmp(arg, "--print-ids")) {
       o->print_ids = 1;
+    } else if (!strcmp(arg, "--tokenize")) {
+      o->tokenize = 1;
     } else if (!strcmp(arg, "--stats")) {
       o->stats = 1;
     } else if (has_value && !strcmp(arg, "--prompt")) {
       o->prompt = argv[++i];
+    } else if (has_value && !strcmp(arg, "--prompt-file")) {
+      o->prompt_file = argv[++i];
     } else if (has_value && !strcmp(arg, "--tokens")) {
       o->tokens = argv[++i];
     } else if (has_value && !strcmp(arg, "--logits")) {
@@ -84,8 +92,9 @@ static int parse_options(int argc, char **argv, options *o) {
       return 0;
     }
   }
-  if (o->prompt && o->tokens) {
-    fprintf(stderr, "%s: error: give --prompt or --tokens, not both\n",
+  if (!!o->prompt + !!o->prompt_file + !!o->tokens > 1) {
+    fprintf(stderr,
+            "%s: error: give one of --prompt, --prompt-file and --tokens\n",
             argv[0]);
     return 0;
   }
@@ -117,6 +126,29 @@ static long parse_token_list(const char *argv0, const char *text,
   }
 }
 
+/* Reads a whole file into a NUL-terminated string, or NULL. */
+static char *read_text_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  size_t capacity = 4096, size = 0;
+  char *text = malloc(capacity);
+  size_t n;
+  while (text && (n = fread(text + size, 1, capacity - size - 1, f)) > 0) {
+    size += n;
+    if (size + 1 == capacity) {
+      char *grown = realloc(text, capacity *= 2);
+      if (!grown)
+        free(text);
+      text = grown;
+    }
+  }
+  fclose(f);
+  if (text)
+    text[size] = '\0';
+  return text;
+}
+
 static double now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -135,25 +167,42 @@ int main(int argc, char **argv) {
   int64_t context = desc->max_context, vocab = desc->vocab_size;
 
   /* The prompt: ids, text, or BOS alone. */
-  int32_t *ids = malloc((size_t)(context + 1) * sizeof *ids);
+  if (o.prompt_file && !(o.prompt = read_text_file(o.prompt_file))) {
+    fprintf(stderr, "%s: error: cannot read prompt file '%s': %s\n", argv[0],
+            o.prompt_file, strerror(errno));
+    return 1;
+  }
+  /* Room for the context, or for a prompt of one id per byte (+ BOS and
+   * the dummy prefix), whichever is larger. */
+  int64_t capacity = context + 1;
+  if (o.prompt && (int64_t)strlen(o.prompt) + 2 > capacity)
+    capacity = (int64_t)strlen(o.prompt) + 2;
+  int32_t *ids = malloc((size_t)capacity * sizeof *ids);
   float *logits = NULL;
   int64_t n = 0;
   tfm_tokenizer *tokenizer = NULL;
-  if (!o.print_ids) {
+  if (!o.print_ids && !o.tokenize) {
     tokenizer = tfm_model_tokenizer(model, &status);
     if (!tokenizer)
       return fail(argv[0], status.message);
   }
   if (o.tokens) {
-    n = parse_token_list(argv[0], o.tokens, ids, context + 1);
+    n = parse_token_list(argv[0], o.tokens, ids, capacity);
     if (n < 0)
       return 1;
   } else if (o.prompt) {
     if (!tokenizer && !(tokenizer = tfm_model_tokenizer(model, &status)))
       return fail(argv[0], status.message);
-    if (tfm_tokenizer_encode(tokenizer, o.prompt, desc->bos_token, ids,
-                             context + 1, &n, &status))
+    int32_t bos = desc->add_bos ? desc->bos_token : -1;
+    if (tfm_tokenizer_encode(tokenizer, o.prompt, bos, ids, capacity, &n,
+                             &status))
       return fail(argv[0], status.message);
+    if (o.tokenize) {
+      for (int64_t i = 0; i < n; ++i)
+        printf("%s%d", i ? " " : "", ids[i]);
+      printf("\n");
+      return 0;
+    }
   } else if (desc->bos_token >= 0) {
     ids[n++] = desc->bos_token;
   }

@@ -35,11 +35,21 @@ static inline uint64_t tfm_weights_checksum(const uint8_t *data, uint64_t size) 
   return hash ^ size;
 }
 
-/* Tokenizer blob: "TFMTOK01", uint32 vocab_size, then per token: float32
- * score, uint32 byte length, the piece's bytes. Pieces use ' ' for
- * SentencePiece's U+2581 and "<0xAB>" for byte-fallback tokens. */
+/* Tokenizer blob (little endian): "TFMTOK01", uint32 kind, uint32
+ * vocab_size, then per token: float32 score, uint32 byte length, the piece's
+ * bytes; for TFM_TOKENIZER_BYTE_LEVEL_BPE then uint32 merge count and per
+ * merge (in rank order) uint32 left id, right id, merged id. Pieces are raw
+ * bytes: ' ' for SentencePiece's U+2581, "<0xAB>" for byte-fallback tokens,
+ * GPT-2's byte-to-unicode spelling undone. */
 #define TFM_TOKENIZER_MAGIC "TFMTOK01"
 #define TFM_TOKENIZER_MAGIC_SIZE 8
+
+typedef enum {
+  /* llama2.c / SentencePiece: merge the pair whose result scores highest. */
+  TFM_TOKENIZER_SCORE_BPE = 0,
+  /* GPT-2: merge the pair of lowest rank, over the bytes of each pre-token. */
+  TFM_TOKENIZER_BYTE_LEVEL_BPE = 1
+} tfm_tokenizer_kind;
 
 #ifdef __cplusplus
 }

@@ -44,6 +44,9 @@ typedef struct tfm_model_desc {
   int64_t max_context;
   int32_t bos_token; /* -1: none */
   int32_t eos_token; /* -1: none */
+  /* Whether encoded prompts start with BOS (LLaMA's tokenizers do, GPT-2's
+   * does not). */
+  int32_t add_bos;
   /* Embedded weights, or NULL with `weights_file` naming the side file
    * (relative paths are resolved beside the executable). */
   const uint8_t *weights;

@@ -10,6 +10,7 @@ committed, so CI needs no NumPy. Regenerate with
 import argparse
 import json
 import os
+import re
 import struct
 
 import numpy as np
@@ -251,6 +252,91 @@ def write_model(name, cfg, dtype, extra, seed):
     logits.astype("<f4").tofile(os.path.join(INPUTS, name + ".logits.bin"))
 
 
+# ------------------------------------------------------- GPT-2 BPE
+
+
+def bytes_to_unicode():
+    """GPT-2's printable spelling of every byte (encoder.py)."""
+    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+          + list(range(ord("®"), ord("ÿ") + 1)))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+# GPT-2's pattern with \p{L} as [^\W\d_] and \p{N} as \d (Python's re has
+# no \p classes).
+PRETOKEN = re.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+""")
+
+
+def bpe_word(word, ranks):
+    """encoder.py's bpe(): merge the lowest-ranked pair until none is left."""
+    word = list(word)
+    while len(word) > 1:
+        pairs = [(ranks.get((a, b), 1 << 30), i) for i, (a, b) in enumerate(zip(word, word[1:]))]
+        rank, i = min(pairs)
+        if rank == 1 << 30:
+            break
+        word[i:i + 2] = [word[i] + word[i + 1]]
+    return word
+
+
+CORPUS = ("It's a test, isn't it? The quick brown fox jumps over the lazy dog. "
+          "The dog sleeps; the fox runs. Numbers like 42 and 3.14 appear too. "
+          "Once upon a time there was a little test of the tokenizer.")
+
+
+def write_gpt2_bpe(seed):
+    name = "gpt2-bpe"
+    folder = os.path.join(INPUTS, name)
+    os.makedirs(folder, exist_ok=True)
+    spell = bytes_to_unicode()
+    vocab = {spell[b]: i for i, b in enumerate(spell)}  # GPT-2's byte order
+    words = [[spell[b] for b in w.encode()] for w in PRETOKEN.findall(CORPUS)]
+    merges = []
+    for _ in range(40):  # train: merge the most frequent adjacent pair
+        counts = {}
+        for w in words:
+            for pair in zip(w, w[1:]):
+                counts[pair] = counts.get(pair, 0) + 1
+        pair = max(sorted(counts), key=counts.get)
+        merges.append(pair)
+        vocab[pair[0] + pair[1]] = len(vocab)
+        words = [bpe_word(w, {pair: 0}) for w in words]
+    vocab["<|endoftext|>"] = len(vocab)
+    with open(os.path.join(folder, "vocab.json"), "w") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    with open(os.path.join(folder, "merges.txt"), "w") as f:
+        f.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+    cfg = dict(GPT2, vocab_size=len(vocab), bos_token_id=len(vocab) - 1,
+               eos_token_id=len(vocab) - 1)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    rng = np.random.default_rng(seed)
+    write_safetensors(os.path.join(folder, "model.safetensors"), random_gpt2(rng, cfg, ""), "F32")
+
+    ranks = {pair: i for i, pair in enumerate(merges)}
+    prompts = ["Hello world", "It's  a test,  isn't it?\n\nYes: 42 apples_and 3.14!",
+               "The quick brown fox", "   leading spaces and trailing  ",
+               "tabs\tand\nnewlines \n x", "caf\u00e9 \u65e5\u672c"]
+    os.makedirs(os.path.join(INPUTS, name + ".prompts"), exist_ok=True)
+    lines = []
+    for i, text in enumerate(prompts):
+        with open(os.path.join(INPUTS, name + ".prompts", f"{i}.txt"), "w") as f:
+            f.write(text)
+        ids = []
+        for token in PRETOKEN.findall(text):
+            ids += [vocab[p] for p in bpe_word([spell[b] for b in token.encode()], ranks)]
+        lines.append(" ".join(map(str, ids)))
+    with open(os.path.join(INPUTS, name + ".prompt-ids.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 # ------------------------------------------------------- stories260K
 
 
@@ -306,6 +392,8 @@ def main():
     for seed, (name, (cfg, dtype, extra)) in enumerate(MODELS.items()):
         write_model(name, cfg, dtype, extra, seed)
         print("wrote", name)
+    write_gpt2_bpe(len(MODELS))
+    print("wrote gpt2-bpe")
     with open(os.path.join(INPUTS, "tokens.txt"), "w") as f:
         f.write(" ".join(map(str, TOKENS)) + "\n")
     stories = os.path.join(args.shared, "stories260K", "stories260K.bin")

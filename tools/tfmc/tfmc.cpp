@@ -12,6 +12,7 @@
 #include "codegen/Passes.h"
 #include "frontend/ModelLoader.h"
 #include "ir/TfmDialect.h"
+#include "runtime/tfm_format.h"
 #include "tools/common/DebugOption.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -233,9 +234,14 @@ int main(int argc, char **argv) {
   description.maxContext = model->maxContext;
   description.bosToken = model->bosToken;
   description.eosToken = model->eosToken;
+  description.addBos = model->addBos;
   if (model->tokenizer)
-    description.tokenizer =
-        tfm::TokenizerBlobInput{model->tokenizer->pieces, model->tokenizer->scores};
+    description.tokenizer = tfm::TokenizerBlobInput{
+        model->tokenizer->kind == tfm::TokenizerVocab::Kind::ByteLevelBpe
+            ? uint32_t(TFM_TOKENIZER_BYTE_LEVEL_BPE)
+            : uint32_t(TFM_TOKENIZER_SCORE_BPE),
+        model->tokenizer->pieces, model->tokenizer->scores,
+        model->tokenizer->merges};
   tfm::LinkOptions link;
   link.outputPath = outputPath;
   link.externalWeights = weightsMode == "external";

@@ -1,0 +1,214 @@
+//===- ByteLevelBpe.cpp - GPT-2 tokenizer files -------------------------===//
+//
+// GPT-2 spells each byte of a token as one printable unicode character
+// ("bytes_to_unicode": printable Latin-1 maps to itself, the other bytes to
+// U+0100 onwards). The reader undoes that, so that the runtime works on raw
+// bytes, and turns merges ("a b" lines, rank = order) into id triples.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/ErrorMessages.h"
+#include "frontend/Tokenizer.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/ConvertUTF.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// GPT-2's bytes_to_unicode, inverted: code point -> byte.
+llvm::DenseMap<uint32_t, uint8_t> unicodeToByte() {
+  llvm::DenseMap<uint32_t, uint8_t> map;
+  uint32_t next = 256;
+  for (uint32_t b = 0; b < 256; ++b) {
+    bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) ||
+                     (b >= 0xAE && b <= 0xFF);
+    map[printable ? b : next++] = uint8_t(b);
+  }
+  return map;
+}
+
+/// Decodes a token's GPT-2 spelling into its bytes.
+std::optional<std::string>
+decodeSpelling(llvm::StringRef spelling,
+               const llvm::DenseMap<uint32_t, uint8_t> &table) {
+  std::string bytes;
+  const auto *at = reinterpret_cast<const llvm::UTF8 *>(spelling.begin());
+  const auto *end = reinterpret_cast<const llvm::UTF8 *>(spelling.end());
+  while (at < end) {
+    llvm::UTF32 codePoint;
+    if (llvm::convertUTF8Sequence(&at, end, &codePoint, llvm::strictConversion) !=
+        llvm::conversionOK)
+      return std::nullopt;
+    auto it = table.find(codePoint);
+    if (it == table.end())
+      return std::nullopt;
+    bytes += char(it->second);
+  }
+  return bytes;
+}
+
+struct RawBpe {
+  std::vector<std::pair<std::string, int64_t>> vocab; // spelling, id
+  std::vector<std::pair<std::string, std::string>> merges;
+};
+
+llvm::Expected<llvm::json::Value> readJson(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return makeError("cannot read '" + path +
+                     "': " + buffer.getError().message());
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!json)
+    return makeError(path + ": malformed JSON: " +
+                     llvm::toString(json.takeError()));
+  return json;
+}
+
+llvm::Error readVocabObject(const llvm::json::Object *object,
+                            llvm::StringRef path, RawBpe &raw) {
+  if (!object)
+    return makeError(path + ": the vocabulary must be a JSON object");
+  for (const auto &[spelling, id] : *object) {
+    std::optional<int64_t> value = id.getAsInteger();
+    if (!value || *value < 0)
+      return makeError(path + ": token '" + spelling.str() +
+                       "' has no non-negative integer id");
+    raw.vocab.push_back({spelling.str(), *value});
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error readMergesText(llvm::StringRef path, RawBpe &raw) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return makeError("cannot read '" + path +
+                     "': " + buffer.getError().message());
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n', -1, false);
+  for (auto [number, line] : llvm::enumerate(lines)) {
+    line = line.rtrim("\r");
+    if (line.starts_with("#version") || line.empty())
+      continue;
+    auto [left, right] = line.split(' ');
+    if (left.empty() || right.empty() || right.contains(' '))
+      return makeError(path + ":" + llvm::Twine(number + 1) +
+                       ": expected two tokens separated by one space");
+    raw.merges.push_back({left.str(), right.str()});
+  }
+  return llvm::Error::success();
+}
+
+/// tokenizer.json of Hugging Face's fast tokenizers, model type BPE.
+llvm::Error readTokenizerJson(llvm::StringRef path, RawBpe &raw) {
+  llvm::Expected<llvm::json::Value> json = readJson(path);
+  if (!json)
+    return json.takeError();
+  const llvm::json::Object *model =
+      json->getAsObject() ? json->getAsObject()->getObject("model") : nullptr;
+  if (!model || model->getString("type") != std::optional<llvm::StringRef>("BPE"))
+    return makeError(path + ": expected a \"model\" of type \"BPE\"");
+  if (llvm::Error err = readVocabObject(model->getObject("vocab"), path, raw))
+    return err;
+  const llvm::json::Array *merges = model->getArray("merges");
+  if (!merges)
+    return makeError(path + ": missing array \"model.merges\"");
+  for (const llvm::json::Value &merge : *merges) {
+    // Either "a b" or ["a", "b"].
+    if (std::optional<llvm::StringRef> text = merge.getAsString()) {
+      auto [left, right] = text->split(' ');
+      raw.merges.push_back({left.str(), right.str()});
+    } else if (const llvm::json::Array *pair = merge.getAsArray();
+               pair && pair->size() == 2 && (*pair)[0].getAsString() &&
+               (*pair)[1].getAsString()) {
+      raw.merges.push_back({(*pair)[0].getAsString()->str(),
+                            (*pair)[1].getAsString()->str()});
+    } else {
+      return makeError(path + ": a merge must be \"a b\" or [\"a\", \"b\"]");
+    }
+  }
+  // Added tokens (e.g. <|endoftext|>) are part of the vocabulary too.
+  if (const llvm::json::Array *added =
+          json->getAsObject()->getArray("added_tokens"))
+    for (const llvm::json::Value &token : *added)
+      if (const llvm::json::Object *t = token.getAsObject())
+        if (auto content = t->getString("content"))
+          if (auto id = t->getInteger("id"))
+            raw.vocab.push_back({content->str(), *id});
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<TokenizerVocab>
+mlir::tfm::readByteLevelBpe(llvm::StringRef directory) {
+  auto inDirectory = [&](llvm::StringRef name) {
+    llvm::SmallString<256> path(directory);
+    llvm::sys::path::append(path, name);
+    return path.str().str();
+  };
+  std::string vocabPath = inDirectory("vocab.json"),
+              mergesPath = inDirectory("merges.txt"),
+              jsonPath = inDirectory("tokenizer.json");
+  RawBpe raw;
+  std::string source;
+  if (llvm::sys::fs::exists(vocabPath) && llvm::sys::fs::exists(mergesPath)) {
+    llvm::Expected<llvm::json::Value> vocab = readJson(vocabPath);
+    if (!vocab)
+      return vocab.takeError();
+    if (llvm::Error err = readVocabObject(vocab->getAsObject(), vocabPath, raw))
+      return std::move(err);
+    if (llvm::Error err = readMergesText(mergesPath, raw))
+      return std::move(err);
+    source = vocabPath;
+  } else if (llvm::sys::fs::exists(jsonPath)) {
+    if (llvm::Error err = readTokenizerJson(jsonPath, raw))
+      return std::move(err);
+    source = jsonPath;
+  } else {
+    return TokenizerVocab{}; // no tokenizer files: ids only
+  }
+
+  TokenizerVocab vocab;
+  vocab.kind = TokenizerVocab::Kind::ByteLevelBpe;
+  int64_t size = 0;
+  for (const auto &entry : raw.vocab)
+    size = std::max(size, entry.second + 1);
+  vocab.pieces.assign(size, "");
+  vocab.scores.assign(size, 0.0f);
+  std::vector<bool> seen(size, false);
+  auto table = unicodeToByte();
+  llvm::StringMap<int32_t> idOf;
+  for (const auto &[spelling, id] : raw.vocab) {
+    // Special tokens like <|endoftext|> are spelled in plain ASCII anyway.
+    std::optional<std::string> bytes = decodeSpelling(spelling, table);
+    if (!bytes)
+      return makeError(source + ": token '" + spelling +
+                       "' is not in GPT-2's byte-level spelling");
+    vocab.pieces[id] = *bytes;
+    seen[id] = true;
+    idOf[spelling] = int32_t(id);
+  }
+  for (int64_t id = 0; id < size; ++id)
+    if (!seen[id])
+      return makeError(source + ": no token has id " + llvm::Twine(id) +
+                       " (ids must be 0 to " + llvm::Twine(size - 1) + ")");
+  for (auto [rank, merge] : llvm::enumerate(raw.merges)) {
+    auto left = idOf.find(merge.first), right = idOf.find(merge.second),
+         merged = idOf.find(merge.first + merge.second);
+    if (left == idOf.end() || right == idOf.end() || merged == idOf.end())
+      return makeError(source + ": merge " + llvm::Twine(rank + 1) + " ('" +
+                       merge.first + "' '" + merge.second +
+                       "') uses a token missing from the vocabulary");
+    vocab.merges.push_back({left->second, right->second, merged->second});
+  }
+  return vocab;
+}

@@ -1,0 +1,55 @@
+/*===- tokenizer_internal.h - the tokenizer's state (runtime-internal) ----===//
+ *
+ * Shared by tokenizer.c (parsing, dispatch, decoding) and the two encoders,
+ * tokenizer_score_bpe.c and tokenizer_byte_level_bpe.c.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_TOKENIZER_INTERNAL_H
+#define TFM_RUNTIME_TOKENIZER_INTERNAL_H
+
+#include "runtime/status.h"
+#include "runtime/tfm_format.h"
+
+typedef struct {
+  const char *piece;
+  uint32_t length;
+  int32_t id;
+} tfm_sorted_piece;
+
+typedef struct {
+  uint64_t pair; /* left << 32 | right */
+  uint32_t rank;
+  int32_t merged;
+} tfm_merge;
+
+struct tfm_tokenizer {
+  tfm_tokenizer_kind kind;
+  uint32_t vocab_size;
+  char **pieces; /* NUL-terminated copies */
+  uint32_t *lengths;
+  float *scores;
+  tfm_sorted_piece *sorted; /* by bytes, for lookups */
+  uint32_t max_length;
+  /* Score BPE: the id of "<0xAB>"; byte-level BPE: the id of the byte's
+   * one-byte piece. -1 where there is none. */
+  int32_t byte_tokens[256];
+  tfm_merge *merges; /* byte-level BPE, sorted by pair */
+  uint32_t merge_count;
+};
+
+/* The id of the piece with these bytes, or -1. */
+int32_t tfm_tokenizer_lookup(const tfm_tokenizer *t, const char *bytes,
+                             uint32_t length);
+
+/* Encoders: write the ids of `text` (without BOS) to `out`, which has room
+ * for one id per byte plus one, and set *count. */
+tfm_status_code tfm_score_bpe_encode(const tfm_tokenizer *t, const char *text,
+                                     size_t length, int32_t *out,
+                                     int64_t *count, tfm_status *status);
+tfm_status_code tfm_byte_level_bpe_encode(const tfm_tokenizer *t,
+                                          const char *text, size_t length,
+                                          int32_t *out, int64_t *count,
+                                          tfm_status *status);
+
+#endif /* TFM_RUNTIME_TOKENIZER_INTERNAL_H */

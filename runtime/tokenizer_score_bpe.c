@@ -1,0 +1,75 @@
+/*===- tokenizer_score_bpe.c - llama2.c / SentencePiece BPE -------------===//
+ *
+ * The encoder of llama2.c, which reproduces SentencePiece BPE: a dummy
+ * leading space, one token per UTF-8 character (bytes as "<0xAB>" tokens
+ * when the character is not in the vocabulary), then repeatedly the adjacent
+ * pair whose merge has the highest score is merged.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/tokenizer_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+tfm_status_code tfm_score_bpe_encode(const tfm_tokenizer *t, const char *text,
+                                     size_t length, int32_t *work,
+                                     int64_t *count, tfm_status *status) {
+  int64_t n = 0;
+  if (length > 0) {
+    int32_t space = tfm_tokenizer_lookup(t, " ", 1);
+    if (space >= 0)
+      work[n++] = space;
+  }
+  for (size_t i = 0; i < length;) {
+    /* One UTF-8 character: a lead byte and its continuation bytes. */
+    size_t size = 1;
+    while (i + size < length && size < 4 &&
+           ((unsigned char)text[i + size] & 0xC0) == 0x80)
+      ++size;
+    int32_t id = tfm_tokenizer_lookup(t, text + i, (uint32_t)size);
+    if (id >= 0) {
+      work[n++] = id;
+    } else {
+      for (size_t b = 0; b < size; ++b) {
+        int32_t byte_id = t->byte_tokens[(unsigned char)text[i + b]];
+        if (byte_id < 0)
+          return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                          "byte 0x%02X at offset %zu of the text has no "
+                          "token (the vocabulary lacks byte fallback)",
+                          (unsigned char)text[i + b], i + b);
+        work[n++] = byte_id;
+      }
+    }
+    i += size;
+  }
+  /* Merge the best-scoring adjacent pair until no pair is in the vocab. */
+  char *pair = malloc(2 * (size_t)t->max_length + 1);
+  if (!pair)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  for (;;) {
+    float best_score = -1e10f;
+    int32_t best_id = -1;
+    int64_t best_at = -1;
+    for (int64_t i = 0; i + 1 < n; ++i) {
+      uint32_t a = t->lengths[work[i]], b = t->lengths[work[i + 1]];
+      memcpy(pair, t->pieces[work[i]], a);
+      memcpy(pair + a, t->pieces[work[i + 1]], b);
+      int32_t id = tfm_tokenizer_lookup(t, pair, a + b);
+      if (id >= 0 && t->scores[id] > best_score) {
+        best_score = t->scores[id];
+        best_id = id;
+        best_at = i;
+      }
+    }
+    if (best_at < 0)
+      break;
+    work[best_at] = best_id;
+    memmove(work + best_at + 1, work + best_at + 2,
+            (size_t)(n - best_at - 2) * sizeof *work);
+    --n;
+  }
+  free(pair);
+  *count = n;
+  return tfm_ok(status);
+}
