@@ -1,0 +1,254 @@
+//===- RuntimeTest.cpp - unit tests of the C runtime --------------------===//
+//
+// The runtime's behaviour without generated code: a fake model whose
+// forward writes known logits, tokenizer blobs built here, and every error
+// path of the public API (NULL handles, ids out of range, context overflow,
+// mismatched weights).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/tfm_format.h"
+#include "runtime/tfm_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+constexpr int64_t kVocab = 5;
+
+/// logits[i, v] = token[i] * 10 + v, so tests can see what ran.
+extern "C" void fakeForward(tfm_memref2d_f32 *logits, tfm_memref1d *weights,
+                            tfm_memref1d *tokens) {
+  int64_t n = tokens->sizes[0];
+  auto *ids = static_cast<const int32_t *>(tokens->aligned);
+  float *data = static_cast<float *>(malloc(n * kVocab * sizeof(float)));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t v = 0; v < kVocab; ++v)
+      data[i * kVocab + v] = float(ids[i] * 10 + v);
+  *logits = {data, data, 0, {n, kVocab}, {kVocab, 1}};
+}
+
+const uint8_t kWeights[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
+
+tfm_model_desc fakeDesc() {
+  tfm_model_desc desc = {};
+  desc.name = "fake";
+  desc.vocab_size = kVocab;
+  desc.max_context = 4;
+  desc.bos_token = 1;
+  desc.eos_token = 2;
+  desc.add_bos = 1;
+  desc.weights = kWeights;
+  desc.weights_size = sizeof kWeights;
+  desc.weights_checksum = tfm_weights_checksum(kWeights, sizeof kWeights);
+  desc.forward = fakeForward;
+  return desc;
+}
+
+TEST(Checksum, EveryByteAndTheSizeCount) {
+  std::vector<uint8_t> data(37, 7);
+  uint64_t base = tfm_weights_checksum(data.data(), data.size());
+  for (size_t i = 0; i < data.size(); ++i) {
+    data[i] ^= 1;
+    EXPECT_NE(tfm_weights_checksum(data.data(), data.size()), base) << i;
+    data[i] ^= 1;
+  }
+  data.push_back(0);
+  EXPECT_NE(tfm_weights_checksum(data.data(), data.size()), base);
+}
+
+TEST(Model, ForwardCopiesTheLogitsOfEveryPosition) {
+  tfm_model_desc desc = fakeDesc();
+  tfm_model *model = nullptr;
+  tfm_status status;
+  ASSERT_EQ(tfm_model_load(&desc, nullptr, &model, &status), TFM_OK)
+      << status.message;
+  int32_t tokens[] = {3, 0, 4};
+  float logits[3 * kVocab];
+  ASSERT_EQ(tfm_forward(model, tokens, 3, logits, &status), TFM_OK);
+  EXPECT_EQ(logits[0], 30.0f);
+  EXPECT_EQ(logits[kVocab + 2], 2.0f);
+  EXPECT_EQ(logits[2 * kVocab + 4], 44.0f);
+  EXPECT_EQ(tfm_argmax(logits + 2 * kVocab, kVocab), 4);
+  tfm_model_free(model);
+}
+
+TEST(Model, RejectsBadArguments) {
+  tfm_model_desc desc = fakeDesc();
+  tfm_model *model = nullptr;
+  tfm_status status;
+  EXPECT_EQ(tfm_model_load(nullptr, nullptr, &model, &status),
+            TFM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(status.message, "tfm_model_load: NULL model");
+  ASSERT_EQ(tfm_model_load(&desc, nullptr, &model, &status), TFM_OK);
+  float logits[8 * kVocab];
+  int32_t tokens[8] = {0, 1, 2, 3, 4, 0, 1, 2};
+  EXPECT_EQ(tfm_forward(nullptr, tokens, 1, logits, &status),
+            TFM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(status.message, "tfm_forward: NULL model");
+  EXPECT_EQ(tfm_forward(model, tokens, 0, logits, &status),
+            TFM_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(tfm_forward(model, tokens, 5, logits, &status),
+            TFM_ERROR_CONTEXT_OVERFLOW);
+  EXPECT_STREQ(status.message,
+               "5 tokens exceed the maximum context of model 'fake' (4)");
+  int32_t bad[] = {0, 5};
+  EXPECT_EQ(tfm_forward(model, bad, 2, logits, &status),
+            TFM_ERROR_OUT_OF_RANGE);
+  EXPECT_STREQ(status.message,
+               "token id 5 at position 1 is out of range [0, 5)");
+  tfm_model_free(model);
+  tfm_model_free(nullptr); // a no-op, like free(NULL)
+}
+
+TEST(Model, ChecksEmbeddedAndSideFileWeights) {
+  tfm_model_desc desc = fakeDesc();
+  desc.weights_checksum ^= 1;
+  tfm_model *model = nullptr;
+  tfm_status status;
+  EXPECT_EQ(tfm_model_load(&desc, nullptr, &model, &status),
+            TFM_ERROR_WEIGHTS);
+  EXPECT_NE(std::string(status.message).find("does not match"),
+            std::string::npos);
+  EXPECT_EQ(model, nullptr);
+
+  // A side file with the right bytes loads; a short one does not.
+  desc = fakeDesc();
+  char path[] = "/tmp/tfm-runtime-test-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, kWeights, sizeof kWeights), ssize_t(sizeof kWeights));
+  close(fd);
+  desc.weights = nullptr;
+  desc.weights_file = path;
+  ASSERT_EQ(tfm_model_load(&desc, nullptr, &model, &status), TFM_OK)
+      << status.message;
+  tfm_model_free(model);
+  ASSERT_EQ(truncate(path, 8), 0);
+  EXPECT_EQ(tfm_model_load(&desc, nullptr, &model, &status),
+            TFM_ERROR_WEIGHTS);
+  EXPECT_NE(std::string(status.message).find("has 8 bytes"),
+            std::string::npos);
+  unlink(path);
+  EXPECT_EQ(tfm_model_load(&desc, nullptr, &model, &status),
+            TFM_ERROR_WEIGHTS);
+  EXPECT_NE(std::string(status.message).find("cannot open weights file"),
+            std::string::npos);
+}
+
+/// Builds a tokenizer blob (tfm_format.h).
+std::string tokenizerBlob(uint32_t kind,
+                          const std::vector<std::pair<std::string, float>> &pieces,
+                          const std::vector<std::array<uint32_t, 3>> &merges = {}) {
+  std::string blob(TFM_TOKENIZER_MAGIC, TFM_TOKENIZER_MAGIC_SIZE);
+  auto u32 = [&](uint32_t v) { blob.append(reinterpret_cast<char *>(&v), 4); };
+  u32(kind);
+  u32(pieces.size());
+  for (const auto &[piece, score] : pieces) {
+    blob.append(reinterpret_cast<const char *>(&score), 4);
+    u32(piece.size());
+    blob += piece;
+  }
+  if (kind == TFM_TOKENIZER_BYTE_LEVEL_BPE) {
+    u32(merges.size());
+    for (const auto &m : merges)
+      for (uint32_t id : m)
+        u32(id);
+  }
+  return blob;
+}
+
+tfm_tokenizer *parse(const std::string &blob) {
+  tfm_tokenizer *tokenizer = nullptr;
+  tfm_status status;
+  EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
+                              blob.size(), &tokenizer, &status),
+            TFM_OK)
+      << status.message;
+  return tokenizer;
+}
+
+std::vector<int32_t> encode(tfm_tokenizer *t, const char *text, int32_t bos) {
+  int32_t ids[64];
+  int64_t count = 0;
+  tfm_status status;
+  EXPECT_EQ(tfm_tokenizer_encode(t, text, bos, ids, 64, &count, &status),
+            TFM_OK)
+      << status.message;
+  return std::vector<int32_t>(ids, ids + count);
+}
+
+TEST(ScoreBpe, MergesByScoreWithDummyPrefixAndByteFallback) {
+  // 0 <unk>, 1 <s>, 2 </s>, 3-4 bytes, then pieces; "ab" outscores "bc".
+  std::string blob = tokenizerBlob(
+      TFM_TOKENIZER_SCORE_BPE,
+      {{"<unk>", 0}, {"\n<s>\n", 0}, {"\n</s>\n", 0}, {"<0x21>", 0},
+       {"<0xC3>", 0}, {" ", -1}, {"a", -2}, {"b", -2}, {"c", -2},
+       {"ab", -1}, {"bc", -1.5}, {" ab", -0.5}, {"<0xA9>", 0}});
+  tfm_tokenizer *t = parse(blob);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(encode(t, "abc", 1), (std::vector<int32_t>{1, 11, 8}));
+  // '!' and 'é' (C3 A9) are not pieces: byte fallback.
+  EXPECT_EQ(encode(t, "c!\xc3\xa9", -1), (std::vector<int32_t>{5, 8, 3, 4, 12}));
+  EXPECT_EQ(encode(t, "", 1), (std::vector<int32_t>{1}));
+  size_t size;
+  // The dummy space is dropped after BOS, kept elsewhere.
+  const char *piece = tfm_tokenizer_decode(t, 1, 11, 1, &size);
+  EXPECT_EQ(std::string(piece, size), "ab");
+  piece = tfm_tokenizer_decode(t, 8, 11, 1, &size);
+  EXPECT_EQ(std::string(piece, size), " ab");
+  piece = tfm_tokenizer_decode(t, 8, 3, 1, &size);
+  EXPECT_EQ(std::string(piece, size), "!");
+  EXPECT_EQ(tfm_tokenizer_decode(t, 0, 13, 1, &size), nullptr);
+  tfm_tokenizer_free(t);
+}
+
+TEST(ByteLevelBpe, MergesByRankWithinPretokens) {
+  // Bytes " ", "a", "b", "!" then merges ranked: "ab" before " a".
+  std::string blob = tokenizerBlob(
+      TFM_TOKENIZER_BYTE_LEVEL_BPE,
+      {{" ", 0}, {"a", 0}, {"b", 0}, {"!", 0}, {"ab", 0}, {" a", 0},
+       {" ab", 0}},
+      {{1, 2, 4}, {0, 1, 5}, {0, 4, 6}});
+  tfm_tokenizer *t = parse(blob);
+  ASSERT_NE(t, nullptr);
+  // " ab" is one pre-token: "ab" (rank 0) then " "+"ab" (rank 2).
+  EXPECT_EQ(encode(t, "ab ab!", -1), (std::vector<int32_t>{4, 6, 3}));
+  // Two spaces: the first stays alone, the second joins the word.
+  EXPECT_EQ(encode(t, "a  a", -1), (std::vector<int32_t>{1, 0, 5}));
+  size_t size;
+  const char *piece = tfm_tokenizer_decode(t, 1, 6, -1, &size);
+  EXPECT_EQ(std::string(piece, size), " ab");
+  tfm_tokenizer_free(t);
+}
+
+TEST(Tokenizer, RejectsMalformedBlobs) {
+  tfm_tokenizer *t = nullptr;
+  tfm_status status;
+  const uint8_t junk[] = "not a tokenizer";
+  EXPECT_EQ(tfm_tokenizer_new(junk, sizeof junk, &t, &status),
+            TFM_ERROR_TOKENIZER);
+  EXPECT_STREQ(status.message,
+               "tokenizer blob: bad magic (not a tfmc tokenizer)");
+  std::string blob = tokenizerBlob(TFM_TOKENIZER_SCORE_BPE, {{"a", 0}, {"b", 0}});
+  blob.resize(blob.size() - 3);
+  EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
+                              blob.size(), &t, &status),
+            TFM_ERROR_TOKENIZER);
+  EXPECT_STREQ(status.message, "tokenizer blob: truncated at token 1 of 2");
+  blob = tokenizerBlob(TFM_TOKENIZER_BYTE_LEVEL_BPE, {{"a", 0}}, {{0, 0, 7}});
+  EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
+                              blob.size(), &t, &status),
+            TFM_ERROR_TOKENIZER);
+  EXPECT_STREQ(status.message,
+               "tokenizer blob: merge 0 refers to an id past the vocabulary");
+}
+
+} // namespace
