@@ -305,5 +305,55 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// KV cache ops
+//===----------------------------------------------------------------------===//
+
+/// Checks the cache layout [layers, 2, capacity, kv_heads, head_dim] (static)
+/// against `layer` and the per-layer tensors `entries` ([s, kv_heads,
+/// head_dim]).
+static LogicalResult verifyKVCache(Operation *op, Value cache, int64_t layer,
+                                   ArrayRef<std::pair<StringRef, Value>> entries) {
+  RankedTensorType type = tensorType(cache);
+  if (type.getRank() != 5 || !type.hasStaticShape())
+    return op->emitOpError()
+           << "expected a static cache [layers, 2, capacity, kv_heads, "
+              "head_dim], got "
+           << type;
+  ArrayRef<int64_t> shape = type.getShape();
+  if (shape[1] != 2)
+    return op->emitOpError() << "expected the cache's second dimension to be "
+                                "2 (keys, values), got "
+                             << shape[1];
+  if (layer < 0 || layer >= shape[0])
+    return op->emitOpError() << "expected layer " << layer
+                             << " to be in [0, " << shape[0] << ")";
+  for (auto [what, v] : entries) {
+    if (failed(expectRank(op, what, v, 3)) ||
+        failed(expectElementType(op, what, v, type.getElementType())))
+      return failure();
+    ArrayRef<int64_t> entry = tensorType(v).getShape();
+    if (failed(expectDim(op, (what + " heads").str(), entry[1],
+                         "cache kv_heads", shape[3])) ||
+        failed(expectDim(op, (what + " head_dim").str(), entry[2],
+                         "cache head_dim", shape[4])))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult KVCacheAppendOp::verify() {
+  if (failed(verifyKVCache(*this, getCache(), getLayer(),
+                           {{"key", getKey()}, {"value", getValue()}})))
+    return failure();
+  return expectDim(*this, "value length", getValue().getType().getDimSize(0),
+                   "key length", getKey().getType().getDimSize(0));
+}
+
+LogicalResult KVCacheReadOp::verify() {
+  return verifyKVCache(*this, getCache(), getLayer(),
+                       {{"key", getKey()}, {"value", getValue()}});
+}
+
 #define GET_OP_CLASSES
 #include "ir/TfmOps.cpp.inc"

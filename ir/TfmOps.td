@@ -275,4 +275,53 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
   let hasCanonicalizer = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// KV cache (produced by tfm-kv-cache)
+//===----------------------------------------------------------------------===//
+
+def Tfm_KVCacheAppendOp : Tfm_Op<"kv_cache_append", [Pure,
+    AllTypesMatch<["cache", "result"]>]> {
+  let summary = "write one layer's new keys and values into the KV cache";
+  let description = [{
+    The cache holds every layer's keys and values, `[layers, 2, capacity,
+    kv_heads, head_dim]` (index 0 of the second dimension is K, 1 is V).
+    This op returns the cache with `key` and `value` (`[s, kv_heads,
+    head_dim]`) written to layer `layer` at positions `[position, position
+    + s)`. The runtime guarantees `position + s <= capacity`. After
+    bufferization the cache is updated in place.
+
+    ```mlir
+    %c1 = tfm.kv_cache_append %c0[2], %k, %v at %pos : tensor<4x2x512x4x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$cache, Tfm_FloatTensor:$key,
+                       Tfm_FloatTensor:$value, Index:$position,
+                       I64Attr:$layer);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $cache `[` $layer `]` `,` $key `,` $value `at` $position attr-dict `:`
+    type($cache) `,` type($key) `,` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_KVCacheReadOp : Tfm_Op<"kv_cache_read", [Pure]> {
+  let summary = "the cached prefix of one layer's keys and values";
+  let description = [{
+    Returns positions `[0, length)` of layer `layer`'s keys and values from a
+    cache laid out as for `tfm.kv_cache_append`.
+
+    ```mlir
+    %k, %v = tfm.kv_cache_read %c1[2] length %len : tensor<4x2x512x4x16xf32> -> tensor<?x4x16xf32>, tensor<?x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$cache, Index:$length, I64Attr:$layer);
+  let results = (outs Tfm_FloatTensor:$key, Tfm_FloatTensor:$value);
+  let assemblyFormat = [{
+    $cache `[` $layer `]` `length` $length attr-dict `:` type($cache) `->`
+    type($key) `,` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TFM_OPS_TD

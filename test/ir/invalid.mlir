@@ -462,3 +462,67 @@ func.func @f57(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16
   %y = tfm.attention %q, %k, %v {scale = 0.0 : f32} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>) -> tensor<?x8x16xf32>
   return
 }
+
+// -----
+
+func.func @kv_dynamic_cache(%c: tensor<?x2x16x2x4xf32>, %k: tensor<?x2x4xf32>, %p: index) {
+  // expected-error @+1 {{'tfm.kv_cache_append' op expected a static cache [layers, 2, capacity, kv_heads, head_dim], got 'tensor<?x2x16x2x4xf32>'}}
+  %0 = tfm.kv_cache_append %c[0], %k, %k at %p : tensor<?x2x16x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @kv_not_two(%c: tensor<3x3x16x2x4xf32>, %k: tensor<?x2x4xf32>, %p: index) {
+  // expected-error @+1 {{'tfm.kv_cache_append' op expected the cache's second dimension to be 2 (keys, values), got 3}}
+  %0 = tfm.kv_cache_append %c[0], %k, %k at %p : tensor<3x3x16x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @kv_layer(%c: tensor<3x2x16x2x4xf32>, %p: index) {
+  // expected-error @+1 {{'tfm.kv_cache_read' op expected layer 3 to be in [0, 3)}}
+  %k, %v = tfm.kv_cache_read %c[3] length %p : tensor<3x2x16x2x4xf32> -> tensor<?x2x4xf32>, tensor<?x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @kv_heads(%c: tensor<3x2x16x2x4xf32>, %k: tensor<?x4x4xf32>, %p: index) {
+  // expected-error @+1 {{'tfm.kv_cache_append' op expected key heads (4) to match cache kv_heads (2)}}
+  %0 = tfm.kv_cache_append %c[0], %k, %k at %p : tensor<3x2x16x2x4xf32>, tensor<?x4x4xf32>, tensor<?x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @kv_head_dim(%c: tensor<3x2x16x2x4xf32>, %p: index) {
+  // expected-error @+1 {{'tfm.kv_cache_read' op expected value head_dim (8) to match cache head_dim (4)}}
+  %k, %v = tfm.kv_cache_read %c[0] length %p : tensor<3x2x16x2x4xf32> -> tensor<?x2x4xf32>, tensor<?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @kv_rank(%c: tensor<3x2x16x2x4xf32>, %k: tensor<?x8xf32>, %p: index) {
+  // expected-error @+1 {{'tfm.kv_cache_append' op expected key to be rank 3, got rank 2}}
+  %0 = tfm.kv_cache_append %c[0], %k, %k at %p : tensor<3x2x16x2x4xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @kv_element(%c: tensor<3x2x16x2x4xf32>, %k: tensor<?x2x4xf16>, %p: index) {
+  // expected-error @+1 {{'tfm.kv_cache_append' op expected key element type 'f16' to match 'f32'}}
+  %0 = tfm.kv_cache_append %c[0], %k, %k at %p : tensor<3x2x16x2x4xf32>, tensor<?x2x4xf16>, tensor<?x2x4xf16>
+  return
+}
+
+// -----
+
+func.func @kv_lengths(%c: tensor<3x2x16x2x4xf32>, %k: tensor<3x2x4xf32>, %v: tensor<2x2x4xf32>, %p: index) {
+  // expected-error @+1 {{'tfm.kv_cache_append' op expected value length (2) to match key length (3)}}
+  %0 = tfm.kv_cache_append %c[0], %k, %v at %p : tensor<3x2x16x2x4xf32>, tensor<3x2x4xf32>, tensor<2x2x4xf32>
+  return
+}

@@ -113,3 +113,16 @@ func.func @attention(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<
   %c = tfm.attention %q, %k, %v bias %bias {scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<8x?x?xf32>) -> tensor<?x8x16xf32>
   return %a, %b, %c : tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?x8x16xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @kv_cache
+// CHECK-SAME: (%[[C:.*]]: tensor<3x2x16x2x4xf32>, %[[K:.*]]: tensor<?x2x4xf32>, %[[V:.*]]: tensor<?x2x4xf32>, %[[P:.*]]: index)
+func.func @kv_cache(%cache: tensor<3x2x16x2x4xf32>, %k: tensor<?x2x4xf32>, %v: tensor<?x2x4xf32>, %pos: index)
+    -> (tensor<3x2x16x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) {
+  // CHECK: %[[C1:.*]] = tfm.kv_cache_append %[[C]][1], %[[K]], %[[V]] at %[[P]] : tensor<3x2x16x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>
+  %c1 = tfm.kv_cache_append %cache[1], %k, %v at %pos : tensor<3x2x16x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>
+  // CHECK: tfm.kv_cache_read %[[C1]][1] length %[[P]] : tensor<3x2x16x2x4xf32> -> tensor<?x2x4xf32>, tensor<?x2x4xf32>
+  %rk, %rv = tfm.kv_cache_read %c1[1] length %pos : tensor<3x2x16x2x4xf32> -> tensor<?x2x4xf32>, tensor<?x2x4xf32>
+  return %c1, %rk, %rv : tensor<3x2x16x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>
+}
