@@ -483,6 +483,85 @@ struct LowerSinusoidalPosition : OpConversionPattern<SinusoidalPositionOp> {
 };
 
 //===----------------------------------------------------------------------===//
+// KV cache
+//===----------------------------------------------------------------------===//
+
+/// Offsets, sizes and strides of one layer's K (kind 0) or V (kind 1) plane
+/// of the cache [layers, 2, capacity, kv_heads, head_dim], positions
+/// [position, position + length).
+struct CachePlane {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+};
+
+CachePlane cachePlane(OpBuilder &b, RankedTensorType cacheType, int64_t layer,
+                      int64_t kind, OpFoldResult position,
+                      OpFoldResult length) {
+  ArrayRef<int64_t> shape = cacheType.getShape();
+  CachePlane plane;
+  plane.offsets = {b.getIndexAttr(layer), b.getIndexAttr(kind), position,
+                   b.getIndexAttr(0), b.getIndexAttr(0)};
+  plane.sizes = {b.getIndexAttr(1), b.getIndexAttr(1), length,
+                 b.getIndexAttr(shape[3]), b.getIndexAttr(shape[4])};
+  plane.strides.assign(5, b.getIndexAttr(1));
+  return plane;
+}
+
+struct LowerKVCacheAppend : OpConversionPattern<KVCacheAppendOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(KVCacheAppendOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value cache = adaptor.getCache();
+    OpFoldResult length =
+        tensor::getMixedSize(rewriter, loc, adaptor.getKey(), 0);
+    Value planes[] = {adaptor.getKey(), adaptor.getValue()};
+    for (auto [kind, rows] : llvm::enumerate(planes)) {
+      CachePlane plane = cachePlane(rewriter, op.getType(), op.getLayer(),
+                                    kind, adaptor.getPosition(), length);
+      // Rank-reducing: [s, kv_heads, head_dim] into [1, 1, s, ...].
+      cache = tensor::InsertSliceOp::create(rewriter, loc, rows, cache,
+                                            plane.offsets, plane.sizes,
+                                            plane.strides);
+    }
+    rewriter.replaceOp(op, cache);
+    return success();
+  }
+};
+
+struct LowerKVCacheRead : OpConversionPattern<KVCacheReadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(KVCacheReadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto cacheType = cast<RankedTensorType>(op.getCache().getType());
+    SmallVector<Value> planes;
+    for (auto [kind, type] : llvm::enumerate(op.getResultTypes())) {
+      CachePlane plane =
+          cachePlane(rewriter, cacheType, op.getLayer(), kind,
+                     rewriter.getIndexAttr(0), adaptor.getLength());
+      planes.push_back(tensor::ExtractSliceOp::create(
+          rewriter, loc, cast<RankedTensorType>(type), adaptor.getCache(),
+          plane.offsets, plane.sizes, plane.strides));
+    }
+    rewriter.replaceOp(op, planes);
+    return success();
+  }
+};
+
+/// The cache argument (marked by tfm-kv-cache) is state the runtime owns:
+/// writable, so that bufferization updates it in place.
+void markCacheWritable(func::FuncOp func) {
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (func.getArgAttr(i, "tfm.kv_cache")) {
+      func.removeArgAttr(i, "tfm.kv_cache");
+      func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+                      BoolAttr::get(func.getContext(), true));
+    }
+}
+
+//===----------------------------------------------------------------------===//
 // Weights
 //===----------------------------------------------------------------------===//
 
@@ -527,21 +606,42 @@ LogicalResult layOutWeights(ModuleOp module,
   return success();
 }
 
-/// Gives `func` a leading `memref<?xi8>` weights argument and replaces its
-/// tfm.weight ops by views of it.
-void lowerWeights(func::FuncOp func, const llvm::StringMap<int64_t> &offsets) {
-  SmallVector<WeightOp> weights;
-  func.walk([&](WeightOp op) { weights.push_back(op); });
-  if (weights.empty())
-    return;
-  MLIRContext *ctx = func.getContext();
-  auto blobType = MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 8));
-  // Named by its location so that dumps say what the argument is.
-  (void)func.insertArgument(0, blobType, DictionaryAttr::get(ctx),
-                            NameLoc::get(StringAttr::get(ctx, "weights")));
-  Value blob = func.getArgument(0);
+/// Gives every function that reads weights, directly or through calls, a
+/// leading `memref<?xi8>` weights argument; replaces tfm.weight ops by views
+/// of it and passes it along at calls.
+void lowerWeights(ModuleOp module, const llvm::StringMap<int64_t> &offsets) {
+  MLIRContext *ctx = module.getContext();
+  // The functions needing weights: readers, then their callers, to a fixed
+  // point.
+  llvm::SmallPtrSet<Operation *, 8> needs;
+  module.walk([&](WeightOp op) {
+    needs.insert(op->getParentOfType<func::FuncOp>());
+  });
+  for (bool changed = true; changed;) {
+    changed = false;
+    module.walk([&](func::CallOp call) {
+      Operation *callee = module.lookupSymbol(call.getCallee());
+      if (needs.count(callee))
+        changed |= needs.insert(call->getParentOfType<func::FuncOp>()).second;
+    });
+  }
+  auto blobType =
+      MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 8));
+  for (Operation *op : needs) {
+    auto func = cast<func::FuncOp>(op);
+    // Named by its location so that dumps say what the argument is.
+    (void)func.insertArgument(0, blobType, DictionaryAttr::get(ctx),
+                              NameLoc::get(StringAttr::get(ctx, "weights")));
+  }
   OpBuilder b(ctx);
-  for (WeightOp op : weights) {
+  module.walk([&](func::CallOp call) {
+    if (!needs.count(module.lookupSymbol(call.getCallee())))
+      return;
+    Value blob = call->getParentOfType<func::FuncOp>().getArgument(0);
+    call->insertOperands(0, blob);
+  });
+  module.walk([&](WeightOp op) {
+    Value blob = op->getParentOfType<func::FuncOp>().getArgument(0);
     b.setInsertionPoint(op);
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
@@ -555,7 +655,7 @@ void lowerWeights(func::FuncOp func, const llvm::StringMap<int64_t> &offsets) {
         b, loc, type, view, /*restrict=*/true, /*writable=*/false);
     op.replaceAllUsesWith(tensor);
     op.erase();
-  }
+  });
 }
 
 struct LowerToLinalgPass
@@ -565,8 +665,9 @@ struct LowerToLinalgPass
     llvm::StringMap<int64_t> offsets;
     if (failed(layOutWeights(module, offsets)))
       return signalPassFailure();
+    lowerWeights(module, offsets);
     for (auto func : module.getOps<func::FuncOp>())
-      lowerWeights(func, offsets);
+      markCacheWritable(func);
 
     ConversionTarget target(getContext());
     target.addIllegalDialect<TfmDialect>();
@@ -607,6 +708,7 @@ void mlir::tfm::populateLowerToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerPositionIds, LowerEmbedding, LowerLinear, LowerActivation,
                LowerBinary<AddOp, arith::AddFOp>,
                LowerBinary<MulOp, arith::MulFOp>, LowerRmsNorm, LowerLayerNorm,
-               LowerRope, LowerSinusoidalPosition>(ctx);
+               LowerRope, LowerSinusoidalPosition, LowerKVCacheAppend,
+               LowerKVCacheRead>(ctx);
   populateLowerAttentionPatterns(patterns);
 }

@@ -78,8 +78,16 @@ std::string generateModelSource(const ModelDescription &model,
     embed("tfm_weights_blob", weightsPath);
   if (model.tokenizer)
     embed("tfm_tokenizer_blob", tokenizerPath);
+  bool cached = model.cacheShape.size() == 5;
   os << "\nvoid " << options.forwardSymbol
-     << "(tfm_memref2d_f32 *, tfm_memref1d *, tfm_memref1d *);\n\n"
+     << "(tfm_memref2d_f32 *, tfm_memref1d *, tfm_memref1d *);\n";
+  if (cached)
+    for (const std::string &symbol :
+         {options.prefillSymbol, options.decodeSymbol})
+      os << "void " << symbol
+         << "(tfm_memref2d_f32 *, tfm_memref1d *, tfm_memref1d *, int64_t, "
+            "tfm_memref5d_f32 *);\n";
+  os << "\n"
      << "const tfm_model_desc tfm_builtin_model = {\n"
      << "    .name = " << cStringLiteral(model.name) << ",\n"
      << "    .vocab_size = " << model.vocabSize << ",\n"
@@ -100,7 +108,15 @@ std::string generateModelSource(const ModelDescription &model,
        << serializeTokenizer(*model.tokenizer).size() << "ull,\n";
   else
     os << "    .tokenizer = 0,\n    .tokenizer_size = 0,\n";
-  os << "    .forward = " << options.forwardSymbol << ",\n};\n";
+  os << "    .forward = " << options.forwardSymbol << ",\n";
+  if (cached)
+    os << "    .cache_layers = " << model.cacheShape[0] << ",\n"
+       << "    .cache_capacity = " << model.cacheShape[2] << ",\n"
+       << "    .cache_kv_heads = " << model.cacheShape[3] << ",\n"
+       << "    .cache_head_dim = " << model.cacheShape[4] << ",\n"
+       << "    .prefill = " << options.prefillSymbol << ",\n"
+       << "    .decode = " << options.decodeSymbol << ",\n";
+  os << "};\n";
   return source;
 }
 

@@ -41,14 +41,19 @@ struct ModelDescription {
   int32_t bosToken = -1, eosToken = -1;
   bool addBos = true;
   std::optional<TokenizerBlobInput> tokenizer;
+  /// @prefill's cache [layers, 2, capacity, kv_heads, head_dim]; empty when
+  /// compiled without a KV cache.
+  std::vector<int64_t> cacheShape;
 };
 
 struct LinkOptions {
   std::string outputPath;
   /// Write weights to `<output>.weights` instead of embedding them.
   bool externalWeights = false;
-  /// The C symbol of the generated forward function (C interface).
-  std::string forwardSymbol;
+  /// The C symbols of the generated functions (MLIR's C interface).
+  std::string forwardSymbol = "_mlir_ciface_forward";
+  std::string prefillSymbol = "_mlir_ciface_prefill";
+  std::string decodeSymbol = "_mlir_ciface_decode";
   /// The C compiler driver used to link.
   std::string cc = "cc";
   /// Folder holding runtime/ headers, and the two runtime archives.

@@ -29,4 +29,17 @@ def LowerToLinalgPass : Pass<"tfm-lower-to-linalg", "ModuleOp"> {
   ];
 }
 
+def DropReturnedArgumentsPass : Pass<"tfm-drop-returned-arguments", "ModuleOp"> {
+  let summary = "Drop results that return a function's own memref argument";
+  let description = [{
+    After bufferization, @prefill and @decode update the KV cache argument in
+    place and return it. The caller (the runtime) already holds that buffer,
+    and a public function returning a buffer it does not own makes buffer
+    deallocation clone it on every call: the whole cache per token. This
+    pass removes such results from functions nobody in the module calls
+    (upstream `drop-equivalent-buffer-results` leaves public functions
+    alone, since it cannot see their callers; the runtime is ours).
+  }];
+}
+
 #endif // TFM_CODEGEN_PASSES_TD

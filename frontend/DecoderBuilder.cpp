@@ -208,6 +208,8 @@ OwningOpRef<ModuleOp> DecoderIRBuilder::build() {
   auto logitsType = tensorType({dyn, spec.vocabSize});
   auto func = func::FuncOp::create(
       b, loc, "forward", b.getFunctionType({tokensType}, {logitsType}));
+  // The capacity tfm-kv-cache gives the cache unless told otherwise.
+  func->setAttr("tfm.max_context", b.getI64IntegerAttr(spec.maxContext));
   b.setInsertionPointToEnd(func.addEntryBlock());
   Value tokens = func.getArgument(0);
 

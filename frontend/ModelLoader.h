@@ -28,6 +28,8 @@ struct LoadedModel {
   int32_t bosToken = -1, eosToken = -1;
   /// Whether encoded prompts start with BOS.
   bool addBos = true;
+  /// A causal decoder: tfm-kv-cache applies.
+  bool causalDecoder = true;
 };
 
 /// `path`: a Hugging Face model directory or a llama2.c `.bin`.

@@ -7,6 +7,8 @@
 #include "ir/TfmDialect.h"
 #include "ir/TfmOps.h"
 
+#include "mlir/Transforms/InliningUtils.h"
+
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -18,6 +20,19 @@ using namespace mlir::tfm;
 #define GET_ATTRDEF_CLASSES
 #include "ir/TfmAttrs.cpp.inc"
 
+namespace {
+
+/// tfm ops are pure computations on values: inlining them anywhere (e.g.
+/// @prefill into @decode) is always legal.
+struct TfmInlinerInterface : DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+};
+
+} // namespace
+
 void TfmDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
@@ -27,4 +42,5 @@ void TfmDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "ir/TfmAttrs.cpp.inc"
       >();
+  addInterfaces<TfmInlinerInterface>();
 }

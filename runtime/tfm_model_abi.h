@@ -33,8 +33,24 @@ typedef struct {
   int64_t strides[2];
 } tfm_memref2d_f32;
 
+typedef struct {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[5];
+  int64_t strides[5];
+} tfm_memref5d_f32;
+
+/* @forward: logits of every position of `tokens`. */
 typedef void (*tfm_forward_fn)(tfm_memref2d_f32 *logits,
                                tfm_memref1d *weights, tfm_memref1d *tokens);
+
+/* @prefill and @decode (tfm-kv-cache): `tokens` at positions [start, start
+ * + n), appending to `cache` in place; logits of the last position
+ * ([1, vocab]). @decode takes exactly one token. */
+typedef void (*tfm_prefill_fn)(tfm_memref2d_f32 *logits,
+                               tfm_memref1d *weights, tfm_memref1d *tokens,
+                               int64_t start, tfm_memref5d_f32 *cache);
 
 /* Everything the runtime needs to know about one compiled model; tfmc
  * generates one constant instance per model. */
@@ -57,6 +73,14 @@ typedef struct tfm_model_desc {
   const uint8_t *tokenizer;
   uint64_t tokenizer_size;
   tfm_forward_fn forward;
+  /* The KV cache [layers, 2, capacity, kv_heads, head_dim] of prefill and
+   * decode; cache_layers is 0 (and both NULL) when compiled without. */
+  int64_t cache_layers;
+  int64_t cache_capacity;
+  int64_t cache_kv_heads;
+  int64_t cache_head_dim;
+  tfm_prefill_fn prefill;
+  tfm_prefill_fn decode;
 } tfm_model_desc;
 
 #ifdef __cplusplus

@@ -7,6 +7,7 @@
 
 #include "codegen/Passes.h"
 #include "ir/TfmDialect.h"
+#include "passes/Passes.h"
 #include "tools/common/DebugOption.h"
 
 #include "mlir/InitAllDialects.h"
@@ -17,6 +18,7 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::tfm::registerTfmCodegenPasses();
+  mlir::tfm::registerTfmPasses();
   mlir::tfm::registerDebugOnlyOption();
 
   mlir::DialectRegistry registry;

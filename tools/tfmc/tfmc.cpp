@@ -12,6 +12,7 @@
 #include "codegen/Passes.h"
 #include "frontend/ModelLoader.h"
 #include "ir/TfmDialect.h"
+#include "passes/Pipeline.h"
 #include "runtime/tfm_format.h"
 #include "tools/common/DebugOption.h"
 
@@ -71,6 +72,16 @@ cl::opt<std::string> mcpu("mcpu",
                           cl::desc("Target CPU (default: the compiling "
                                    "machine's)"),
                           cl::init("native"));
+cl::opt<int64_t> maxContext(
+    "max-context",
+    cl::desc("KV cache capacity in positions (default: the model's maximum "
+             "context)"),
+    cl::init(0));
+cl::opt<bool> noKVCache("no-kv-cache",
+                        cl::desc("Do not derive @prefill/@decode: the "
+                                 "executable recomputes the whole sequence "
+                                 "for every token"),
+                        cl::init(false));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level (0-3)"),
                            cl::Prefix, cl::init(3));
 
@@ -179,8 +190,29 @@ int main(int argc, char **argv) {
     return writeOutput([&](llvm::raw_ostream &os) { module->print(os); });
   };
 
-  if (failed(runPipeline(*module, timing, [](OpPassManager &) {})))
+  if (maxContext < 0 || (model && maxContext > model->maxContext))
+    return fail("--max-context must be between 1 and the model's maximum "
+                "context (" +
+                llvm::Twine(model ? model->maxContext : 0) + "), got " +
+                llvm::Twine(maxContext));
+  // Models go through the tfm-level passes; a .mlir file is compiled as
+  // written (run tfm-opt for passes).
+  tfm::TfmPipelineOptions tfmOptions;
+  tfmOptions.kvCache = model && model->causalDecoder && !noKVCache;
+  tfmOptions.maxContext = maxContext;
+  if (failed(runPipeline(*module, timing, [&](OpPassManager &pm) {
+        if (model)
+          tfm::buildTfmPipeline(pm, tfmOptions);
+      })))
     return 1;
+  // The cache the runtime allocates: @prefill's cache argument.
+  std::vector<int64_t> cacheShape;
+  if (auto prefill = module->lookupSymbol<func::FuncOp>("prefill"))
+    if (prefill.getNumArguments() == 3) {
+      ArrayRef<int64_t> shape =
+          cast<RankedTensorType>(prefill.getArgumentTypes()[2]).getShape();
+      cacheShape.assign(shape.begin(), shape.end());
+    }
   if (emit == EmitKind::Tfm)
     return print();
   if (failed(runPipeline(*module, timing, tfm::buildLowerToLinalgPipeline)))
@@ -232,6 +264,7 @@ int main(int argc, char **argv) {
   description.name = llvm::sys::path::stem(outputPath).str();
   description.vocabSize = model->vocabSize;
   description.maxContext = model->maxContext;
+  description.cacheShape = cacheShape;
   description.bosToken = model->bosToken;
   description.eosToken = model->eosToken;
   description.addBos = model->addBos;
@@ -245,7 +278,6 @@ int main(int argc, char **argv) {
   tfm::LinkOptions link;
   link.outputPath = outputPath;
   link.externalWeights = weightsMode == "external";
-  link.forwardSymbol = "_mlir_ciface_forward";
   locateRuntime(link);
   auto lookup = [&](llvm::StringRef name) -> llvm::ArrayRef<float> {
     const tfm::WeightTensor *tensor = model->weights.lookup(name);

@@ -1,0 +1,267 @@
+//===- KVCache.cpp - derive @prefill and @decode from @forward ----------===//
+//
+// The tfm-kv-cache pass (see Passes.td). The analysis first proves that
+// caching is sound for every op of @forward: only attention mixes positions,
+// attention is causal, and positions come from the token sequence. The
+// rewrite then clones @forward into @prefill, threads the cache through each
+// layer's attention and keeps only the last position's logits (sliced before
+// the final norm and LM head, which act row by row); @decode calls @prefill
+// with one token.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TfmOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "tfm-kv-cache"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_KVCACHEPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// What the analysis found: the layers' attention ops in order and the
+/// shape of one layer's cached keys ([?, kv_heads, head_dim]).
+struct CachePlan {
+  SmallVector<AttentionOp> layers;
+  RankedTensorType keyType;
+};
+
+/// Ops that act on each position (row) independently, so that running them
+/// on new positions only is exact.
+bool isRowWise(Operation *op) {
+  return isa<EmbeddingOp, LinearOp, ActivationOp, AddOp, MulOp, LayerNormOp,
+             RmsNormOp, RopeOp, SinusoidalPositionOp, WeightOp>(op);
+}
+
+FailureOr<CachePlan> planCache(func::FuncOp forward) {
+  FunctionType type = forward.getFunctionType();
+  auto tokensType = type.getNumInputs() == 1
+                        ? dyn_cast<RankedTensorType>(type.getInput(0))
+                        : RankedTensorType();
+  if (!tokensType || tokensType.getRank() != 1 ||
+      !tokensType.getElementType().isInteger() || type.getNumResults() != 1)
+    return forward.emitOpError(
+        "expected @forward(tokens: tensor<?xiN>) -> logits for a KV cache");
+  Value tokens = forward.getArgument(0);
+  CachePlan plan;
+  WalkResult walk = forward.walk([&](Operation *op) -> WalkResult {
+    if (op == forward || isa<func::ReturnOp>(op) || isRowWise(op))
+      return WalkResult::advance();
+    if (auto positions = dyn_cast<PositionIdsOp>(op)) {
+      if (positions.getTokens() != tokens || positions.getOffset()) {
+        op->emitOpError("cannot cache: positions that do not count the "
+                        "tokens of @forward from 0");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    }
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      if (!attention.getCausal()) {
+        op->emitOpError("cannot cache bidirectional attention: a new token "
+                        "would change the past positions' outputs");
+        return WalkResult::interrupt();
+      }
+      if (attention.getBias()) {
+        op->emitOpError("cannot cache attention with an additive bias");
+        return WalkResult::interrupt();
+      }
+      RankedTensorType keyType = attention.getKey().getType();
+      if (attention.getValue().getType() != keyType) {
+        op->emitOpError() << "cannot cache values of type "
+                          << attention.getValue().getType()
+                          << " beside keys of type " << keyType;
+        return WalkResult::interrupt();
+      }
+      if (plan.keyType && plan.keyType != keyType) {
+        op->emitOpError() << "cannot cache keys of type " << keyType
+                          << " in the cache of " << plan.keyType
+                          << " that earlier layers use";
+        return WalkResult::interrupt();
+      }
+      plan.keyType = keyType;
+      plan.layers.push_back(attention);
+      return WalkResult::advance();
+    }
+    op->emitOpError("cannot cache through an op not known to act on each "
+                    "position independently");
+    return WalkResult::interrupt();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  if (plan.layers.empty())
+    return forward.emitOpError("has no attention to cache");
+  return plan;
+}
+
+/// The last row of `value` ([?, features] -> [1, features]). The slice is
+/// taken above a final norm and LM head, which act row by row, so that they
+/// run on one row only.
+Value sliceLastRow(OpBuilder &b, Location loc, Value value, Value rows) {
+  auto type = cast<RankedTensorType>(value.getType());
+  auto rowType = RankedTensorType::get({1, type.getDimSize(1)},
+                                       type.getElementType());
+  Operation *producer = value.getDefiningOp();
+  if (producer && producer->hasOneUse()) {
+    if (auto linear = dyn_cast<LinearOp>(producer);
+        linear && linear.getInput().getType().getRank() == 2) {
+      Value input = sliceLastRow(b, loc, linear.getInput(), rows);
+      return LinearOp::create(b, linear.getLoc(), rowType, input,
+                              linear.getWeight(), linear.getBias());
+    }
+    if (auto norm = dyn_cast<RmsNormOp>(producer)) {
+      Value input = sliceLastRow(b, loc, norm.getInput(), rows);
+      return RmsNormOp::create(b, norm.getLoc(), input.getType(), input,
+                               norm.getGamma(), norm.getEpsilonAttr());
+    }
+    if (auto norm = dyn_cast<LayerNormOp>(producer)) {
+      Value input = sliceLastRow(b, loc, norm.getInput(), rows);
+      return LayerNormOp::create(b, norm.getLoc(), input.getType(), input,
+                                 norm.getGamma(), norm.getBeta(),
+                                 norm.getEpsilonAttr());
+    }
+  }
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value last = arith::SubIOp::create(b, loc, rows, one);
+  SmallVector<OpFoldResult> offsets = {last, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1),
+                                     b.getIndexAttr(type.getDimSize(1))};
+  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  return tensor::ExtractSliceOp::create(b, loc, rowType, value, offsets, sizes,
+                                        strides);
+}
+
+/// Marks the cache argument so that codegen updates it in place.
+void markCacheArgument(func::FuncOp func, unsigned index) {
+  func.setArgAttr(index, "tfm.kv_cache", UnitAttr::get(func.getContext()));
+}
+
+func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
+                          int64_t capacity) {
+  MLIRContext *ctx = forward.getContext();
+  Location loc = forward.getLoc();
+  RankedTensorType keyType = plan.keyType;
+  auto cacheType = RankedTensorType::get(
+      {int64_t(plan.layers.size()), 2, capacity, keyType.getDimSize(1),
+       keyType.getDimSize(2)},
+      keyType.getElementType());
+
+  // Clone @forward; map its attention ops onto the clone's.
+  IRMapping mapping;
+  auto prefill = cast<func::FuncOp>(forward->clone(mapping));
+  prefill.setName("prefill");
+  prefill->removeAttr(kMaxContextAttrName);
+  forward->getBlock()->getOperations().insertAfter(forward->getIterator(),
+                                                   prefill);
+  Block &entry = prefill.front();
+  Value tokens = entry.getArgument(0);
+  Value start = entry.addArgument(IndexType::get(ctx), loc);
+  Value cache = entry.addArgument(cacheType, loc);
+
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(&entry);
+  Value rows = tensor::DimOp::create(b, loc, tokens, 0);
+  Value end = arith::AddIOp::create(b, loc, start, rows);
+
+  prefill.walk([&](PositionIdsOp op) { op.getOffsetMutable().assign(start); });
+  for (auto [layer, original] : llvm::enumerate(plan.layers)) {
+    Operation *originalOp = AttentionOp(original).getOperation();
+    auto attention = cast<AttentionOp>(mapping.lookup(originalOp));
+    b.setInsertionPoint(attention);
+    Location at = attention.getLoc();
+    cache = KVCacheAppendOp::create(b, at, cacheType, cache,
+                                    attention.getKey(), attention.getValue(),
+                                    start, b.getI64IntegerAttr(layer));
+    auto read = KVCacheReadOp::create(b, at, TypeRange{keyType, keyType},
+                                      cache, end, b.getI64IntegerAttr(layer));
+    attention.getKeyMutable().assign(read.getKey());
+    attention.getValueMutable().assign(read.getValue());
+  }
+
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  b.setInsertionPoint(ret);
+  Value logits = sliceLastRow(b, loc, ret.getOperand(0), rows);
+  ret->setOperands({logits, cache});
+  prefill.setType(FunctionType::get(
+      ctx, {tokens.getType(), start.getType(), cacheType},
+      {logits.getType(), cacheType}));
+  markCacheArgument(prefill, 2);
+  // The full-sequence head is dead now.
+  IRRewriter rewriter(ctx);
+  (void)runRegionDCE(rewriter, prefill.getBody());
+  LLVM_DEBUG(llvm::dbgs() << "cache " << cacheType << " for "
+                          << plan.layers.size() << " layers\n");
+  return prefill;
+}
+
+/// @decode(token: tensor<1xi32>, position, cache): @prefill of one token.
+void buildDecode(func::FuncOp prefill) {
+  MLIRContext *ctx = prefill.getContext();
+  Location loc = prefill.getLoc();
+  FunctionType prefillType = prefill.getFunctionType();
+  auto tokensType = cast<RankedTensorType>(prefillType.getInput(0));
+  auto tokenType = RankedTensorType::get({1}, tokensType.getElementType());
+  OpBuilder b(ctx);
+  b.setInsertionPointAfter(prefill);
+  auto decode = func::FuncOp::create(
+      b, loc, "decode",
+      FunctionType::get(ctx,
+                        {tokenType, prefillType.getInput(1),
+                         prefillType.getInput(2)},
+                        prefillType.getResults()));
+  Block *entry = decode.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value tokens =
+      tensor::CastOp::create(b, loc, tokensType, entry->getArgument(0));
+  auto call = func::CallOp::create(
+      b, loc, prefill,
+      ValueRange{tokens, entry->getArgument(1), entry->getArgument(2)});
+  func::ReturnOp::create(b, loc, call.getResults());
+  markCacheArgument(decode, 2);
+}
+
+struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>("forward");
+    if (!forward) {
+      module.emitError("tfm-kv-cache: no @forward function to derive "
+                       "@prefill and @decode from");
+      return signalPassFailure();
+    }
+    for (StringRef name : {"prefill", "decode"})
+      if (Operation *existing = module.lookupSymbol(name)) {
+        existing->emitOpError() << "tfm-kv-cache: @" << name
+                                << " already exists";
+        return signalPassFailure();
+      }
+    int64_t capacity = maxContext;
+    if (capacity == 0)
+      if (auto attr = forward->getAttrOfType<IntegerAttr>(kMaxContextAttrName))
+        capacity = attr.getInt();
+    if (capacity <= 0) {
+      forward.emitOpError() << "tfm-kv-cache needs a positive capacity: set "
+                               "max-context or "
+                            << kMaxContextAttrName << " on @forward";
+      return signalPassFailure();
+    }
+    FailureOr<CachePlan> plan = planCache(forward);
+    if (failed(plan))
+      return signalPassFailure();
+    buildDecode(buildPrefill(forward, *plan, capacity));
+  }
+};
+
+} // namespace

@@ -1,0 +1,40 @@
+//===- Passes.td - tfm-level transforms --------------------*- tablegen -*-===//
+
+#ifndef TFM_PASSES_PASSES_TD
+#define TFM_PASSES_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
+  let summary = "Derive @prefill and @decode with an explicit KV cache from @forward";
+  let description = [{
+    A causal decoder's `@forward(tokens) -> logits` recomputes every
+    position's keys and values for each new token. This pass adds
+
+    - `@prefill(tokens: tensor<?xi32>, start: index, cache) -> (logits of
+      the last position: tensor<1xVxf32>, cache)`: runs the tokens as
+      positions `[start, start + n)`, appending each layer's keys and values
+      to the cache (`tfm.kv_cache_append`) and attending over the cached
+      prefix (`tfm.kv_cache_read`);
+    - `@decode(token: tensor<1xi32>, position: index, cache) -> (logits,
+      cache)`: one token at `position`, so a new token costs O(context).
+
+    The cache is one tensor `[layers, 2, capacity, kv_heads, head_dim]`
+    (grouped-query and multi-query models cache only their KV heads) with a
+    capacity fixed at compile time: `max-context`, or the `tfm.max_context`
+    attribute the frontend puts on `@forward`. `@forward` stays for
+    whole-sequence use. The pass refuses, naming the op, what it cannot
+    cache: bidirectional or biased attention, keys from outside the token
+    sequence (cross-attention), positions it cannot follow, ops it does not
+    know to be row-wise.
+  }];
+  let options = [
+    Option<"maxContext", "max-context", "int64_t", /*default=*/"0",
+           "Cache capacity in positions (0: the tfm.max_context attribute)">
+  ];
+  let dependentDialects = ["::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+#endif // TFM_PASSES_PASSES_TD

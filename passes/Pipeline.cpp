@@ -1,0 +1,21 @@
+//===- Pipeline.cpp - the tfm-level pass pipeline -----------------------===//
+
+#include "passes/Pipeline.h"
+#include "passes/Passes.h"
+
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
+                                 const TfmPipelineOptions &options) {
+  if (options.kvCache) {
+    KVCachePassOptions kvCache;
+    kvCache.maxContext = options.maxContext;
+    pm.addPass(createKVCachePass(kvCache));
+    // @decode calls @prefill: inline it so that codegen sees one token.
+    pm.addPass(createInlinerPass());
+  }
+  pm.addPass(createCanonicalizerPass());
+}

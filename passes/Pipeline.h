@@ -1,0 +1,25 @@
+//===- Pipeline.h - the tfm-level pass pipeline -----------------*- C++ -*-===//
+//
+// The tfm -> tfm passes tfmc runs on a model before codegen.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_PASSES_PIPELINE_H
+#define TFM_PASSES_PIPELINE_H
+
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::tfm {
+
+struct TfmPipelineOptions {
+  /// Derive @prefill/@decode (causal decoders only).
+  bool kvCache = true;
+  /// Cache capacity; 0 takes the model's maximum context.
+  int64_t maxContext = 0;
+};
+
+void buildTfmPipeline(OpPassManager &pm, const TfmPipelineOptions &options);
+
+} // namespace mlir::tfm
+
+#endif // TFM_PASSES_PIPELINE_H
