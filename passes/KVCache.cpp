@@ -56,7 +56,8 @@ FailureOr<CachePlan> planCache(func::FuncOp forward) {
   Value tokens = forward.getArgument(0);
   CachePlan plan;
   WalkResult walk = forward.walk([&](Operation *op) -> WalkResult {
-    if (op == forward || isa<func::ReturnOp>(op) || isRowWise(op))
+    if (op == forward || isa<func::ReturnOp>(op) || isRowWise(op) ||
+        op->hasTrait<OpTrait::ConstantLike>())
       return WalkResult::advance();
     if (auto positions = dyn_cast<PositionIdsOp>(op)) {
       if (positions.getTokens() != tokens || positions.getOffset()) {

@@ -1,48 +1,66 @@
 /*===- main.c - the command line of a compiled model executable ---------===//
  *
- * `./story --prompt "Once upon a time" -n 100`. Linked into every executable
- * tfmc builds, against the `tfm_builtin_model` description that tfmc
- * generates. Greedy decoding over the whole sequence each step (the KV cache
- * comes with the tfm-kv-cache pass).
+ * `./story --prompt "Once upon a time" -n 100 --temperature 0.8 --seed 7`.
+ * Linked into every executable tfmc builds, against the `tfm_builtin_model`
+ * description that tfmc generates. Text streams to stdout as it is
+ * generated; --stats prints one JSON line to stderr.
  *
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/tfm_runtime.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 extern const tfm_model_desc tfm_builtin_model;
+
+enum { kMaxStopStrings = 16 };
 
 typedef struct {
   const char *prompt;
   const char *prompt_file;
-  int tokenize;
   const char *tokens;
+  const char *forced_tokens;
   long new_tokens;
   int print_ids;
+  int tokenize;
   const char *logits_path;
+  const char *step_logits_path;
   int stats;
   const char *weights_path;
+  tfm_sampler_options sampler;
+  const char *stop[kMaxStopStrings];
+  int stop_count;
+  int ignore_eos;
 } options;
 
 static void usage(FILE *out, const char *argv0) {
   fprintf(out,
           "usage: %s [options]\n"
-          "  --prompt TEXT     text to continue (default: start from BOS)\n"
-          "  --prompt-file F   read the prompt text from file F\n"
-          "  --tokenize        print the prompt's token ids and exit\n"
-          "  --tokens \"1 2 3\"  token ids to continue instead of a prompt\n"
-          "  -n N              new tokens to generate (default 128)\n"
-          "  --print-ids       print generated token ids instead of text\n"
-          "  --logits FILE     write the logits of every prompt position as\n"
-          "                    little-endian f32 [positions, vocab]\n"
-          "  --stats           print timing and memory as JSON to stderr\n"
-          "  --weights FILE    weights side file (overrides the default)\n",
+          "  --prompt TEXT          text to continue (default: start from BOS)\n"
+          "  --prompt-file FILE     read the prompt text from FILE\n"
+          "  --tokens \"1 2 3\"       token ids to continue instead of text\n"
+          "  -n N                   new tokens to generate (default 128)\n"
+          "  --temperature T        0 (default) is greedy\n"
+          "  --top-k K              sample among the K most likely (0: all)\n"
+          "  --top-p P              sample within probability mass P (1: all)\n"
+          "  --repetition-penalty R >1 discourages repeating tokens (1: off)\n"
+          "  --seed S               sampling seed: same seed, same text\n"
+          "  --stop TEXT            stop once TEXT is generated (repeatable)\n"
+          "  --ignore-eos           do not stop at the end-of-sequence token\n"
+          "  --force-tokens \"4 5\"   emit these ids instead of sampling (teacher\n"
+          "                         forcing, to score a continuation)\n"
+          "  --print-ids            print generated token ids instead of text\n"
+          "  --tokenize             print the prompt's token ids and exit\n"
+          "  --logits FILE          write the prompt's logits, f32 [positions, vocab]\n"
+          "  --step-logits FILE     write the logits each new token was chosen\n"
+          "                         from, f32 [new tokens, vocab]\n"
+          "  --stats                timing and memory as JSON on stderr\n"
+          "  --weights FILE         weights side file (overrides the default)\n",
           argv0);
 }
 
@@ -51,12 +69,28 @@ static int fail(const char *argv0, const char *message) {
   return 1;
 }
 
+/* Parses a number option; returns 0 after reporting when it is not one. */
+static int parse_number(const char *argv0, const char *flag, const char *text,
+                        double *value) {
+  char *end;
+  errno = 0;
+  *value = strtod(text, &end);
+  if (errno || end == text || *end || isnan(*value)) {
+    fprintf(stderr, "%s: error: %s expects a number, got '%s'\n", argv0, flag,
+            text);
+    return 0;
+  }
+  return 1;
+}
+
 static int parse_options(int argc, char **argv, options *o) {
   memset(o, 0, sizeof *o);
   o->new_tokens = 128;
+  o->sampler = tfm_sampler_default_options();
   for (int i = 1; i < argc; ++i) {
     const char *arg = argv[i];
-    int has_value = i + 1 < argc;
+    const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+    double number;
     if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
       usage(stdout, argv[0]);
       exit(0);
@@ -66,28 +100,62 @@ static int parse_options(int argc, char **argv, options *o) {
       o->tokenize = 1;
     } else if (!strcmp(arg, "--stats")) {
       o->stats = 1;
-    } else if (has_value && !strcmp(arg, "--prompt")) {
-      o->prompt = argv[++i];
-    } else if (has_value && !strcmp(arg, "--prompt-file")) {
-      o->prompt_file = argv[++i];
-    } else if (has_value && !strcmp(arg, "--tokens")) {
-      o->tokens = argv[++i];
-    } else if (has_value && !strcmp(arg, "--logits")) {
-      o->logits_path = argv[++i];
-    } else if (has_value && !strcmp(arg, "--weights")) {
-      o->weights_path = argv[++i];
-    } else if (has_value && !strcmp(arg, "-n")) {
-      char *end;
-      errno = 0;
-      o->new_tokens = strtol(argv[++i], &end, 10);
-      if (errno || *end || o->new_tokens < 0) {
-        fprintf(stderr, "%s: error: -n expects a non-negative integer, got '%s'\n",
-                argv[0], argv[i]);
-        return 0;
-      }
-    } else {
+    } else if (!strcmp(arg, "--ignore-eos")) {
+      o->ignore_eos = 1;
+    } else if (!value) {
       fprintf(stderr, "%s: error: unknown or incomplete option '%s'\n",
               argv[0], arg);
+      usage(stderr, argv[0]);
+      return 0;
+    } else if (!strcmp(arg, "--prompt")) {
+      o->prompt = argv[++i];
+    } else if (!strcmp(arg, "--prompt-file")) {
+      o->prompt_file = argv[++i];
+    } else if (!strcmp(arg, "--tokens")) {
+      o->tokens = argv[++i];
+    } else if (!strcmp(arg, "--force-tokens")) {
+      o->forced_tokens = argv[++i];
+    } else if (!strcmp(arg, "--logits")) {
+      o->logits_path = argv[++i];
+    } else if (!strcmp(arg, "--step-logits")) {
+      o->step_logits_path = argv[++i];
+    } else if (!strcmp(arg, "--weights")) {
+      o->weights_path = argv[++i];
+    } else if (!strcmp(arg, "--stop")) {
+      if (o->stop_count == kMaxStopStrings) {
+        fprintf(stderr, "%s: error: at most %d --stop strings\n", argv[0],
+                kMaxStopStrings);
+        return 0;
+      }
+      o->stop[o->stop_count++] = argv[++i];
+    } else if (!strcmp(arg, "-n") || !strcmp(arg, "--top-k") ||
+               !strcmp(arg, "--seed")) {
+      char *end;
+      errno = 0;
+      long long n = strtoll(argv[++i], &end, 10);
+      if (errno || *end || end == argv[i] || n < 0) {
+        fprintf(stderr, "%s: error: %s expects a non-negative integer, got '%s'\n",
+                argv[0], arg, argv[i]);
+        return 0;
+      }
+      if (!strcmp(arg, "-n"))
+        o->new_tokens = (long)n;
+      else if (!strcmp(arg, "--top-k"))
+        o->sampler.top_k = (int32_t)n;
+      else
+        o->sampler.seed = (uint64_t)n;
+    } else if (!strcmp(arg, "--temperature") || !strcmp(arg, "--top-p") ||
+               !strcmp(arg, "--repetition-penalty")) {
+      if (!parse_number(argv[0], arg, argv[++i], &number))
+        return 0;
+      if (!strcmp(arg, "--temperature"))
+        o->sampler.temperature = (float)number;
+      else if (!strcmp(arg, "--top-p"))
+        o->sampler.top_p = (float)number;
+      else
+        o->sampler.repetition_penalty = (float)number;
+    } else {
+      fprintf(stderr, "%s: error: unknown option '%s'\n", argv[0], arg);
       usage(stderr, argv[0]);
       return 0;
     }
@@ -101,7 +169,8 @@ static int parse_options(int argc, char **argv, options *o) {
   return 1;
 }
 
-/* Parses "1 2 3" into ids; returns the count or -1 after reporting. */
+/* Parses "1 2 3" into ids (writing at most `capacity`); returns the count,
+ * or -1 after reporting. */
 static long parse_token_list(const char *argv0, const char *text,
                              int32_t *ids, long capacity) {
   long n = 0;
@@ -149,10 +218,36 @@ static char *read_text_file(const char *path) {
   return text;
 }
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+static int write_floats(const char *path, const float *values, size_t count) {
+  FILE *f = fopen(path, "wb");
+  if (!f)
+    return 0;
+  int ok = fwrite(values, sizeof *values, count, f) == count;
+  return fclose(f) == 0 && ok;
+}
+
+/* Streaming output and --step-logits, through tfm_generate's callbacks. */
+typedef struct {
+  int print_ids;
+  long printed;
+  FILE *step_logits;
+} stream_state;
+
+static int print_token(void *user, int32_t token, const char *text,
+                       size_t size) {
+  stream_state *s = user;
+  if (s->print_ids)
+    printf("%s%d", s->printed++ ? " " : "", token);
+  else
+    fwrite(text, 1, size, stdout);
+  fflush(stdout);
+  return 0;
+}
+
+static void save_logits(void *user, const float *logits, int64_t vocab) {
+  stream_state *s = user;
+  if (s->step_logits)
+    fwrite(logits, sizeof *logits, (size_t)vocab, s->step_logits);
 }
 
 int main(int argc, char **argv) {
@@ -178,112 +273,109 @@ int main(int argc, char **argv) {
   if (o.prompt && (int64_t)strlen(o.prompt) + 2 > capacity)
     capacity = (int64_t)strlen(o.prompt) + 2;
   int32_t *ids = malloc((size_t)capacity * sizeof *ids);
-  float *logits = NULL;
+  if (!ids)
+    return fail(argv[0], "out of memory");
   int64_t n = 0;
-  tfm_tokenizer *tokenizer = NULL;
-  if (!o.print_ids && !o.tokenize) {
-    tokenizer = tfm_model_tokenizer(model, &status);
-    if (!tokenizer)
-      return fail(argv[0], status.message);
-  }
   if (o.tokens) {
     n = parse_token_list(argv[0], o.tokens, ids, capacity);
     if (n < 0)
       return 1;
+    if (n > capacity)
+      n = capacity; /* the context check below reports it */
   } else if (o.prompt) {
-    if (!tokenizer && !(tokenizer = tfm_model_tokenizer(model, &status)))
+    tfm_tokenizer *tokenizer = tfm_model_tokenizer(model, &status);
+    if (!tokenizer)
       return fail(argv[0], status.message);
     int32_t bos = desc->add_bos ? desc->bos_token : -1;
     if (tfm_tokenizer_encode(tokenizer, o.prompt, bos, ids, capacity, &n,
                              &status))
       return fail(argv[0], status.message);
-    if (o.tokenize) {
-      for (int64_t i = 0; i < n; ++i)
-        printf("%s%d", i ? " " : "", ids[i]);
-      printf("\n");
-      return 0;
-    }
   } else if (desc->bos_token >= 0) {
     ids[n++] = desc->bos_token;
   }
+  if (o.tokenize) {
+    for (int64_t i = 0; i < n; ++i)
+      printf("%s%d", i ? " " : "", ids[i]);
+    printf("\n");
+    return 0;
+  }
   if (n == 0)
     return fail(argv[0], "the prompt is empty and the model has no BOS token");
-  if (n + o.new_tokens > context) {
-    char message[256];
-    snprintf(message, sizeof message,
-             "the prompt (%lld tokens) plus -n %ld exceeds the maximum "
-             "context of %lld",
-             (long long)n, o.new_tokens, (long long)context);
-    return fail(argv[0], message);
-  }
-
-  logits = malloc((size_t)(n + o.new_tokens) * (size_t)vocab * sizeof *logits);
-  if (!ids || !logits)
-    return fail(argv[0], "out of memory");
-  double start = now_seconds();
-  if (tfm_forward(model, ids, n, logits, &status))
+  if (!o.print_ids && !tfm_model_tokenizer(model, &status))
     return fail(argv[0], status.message);
-  double prefill_seconds = now_seconds() - start;
+
   if (o.logits_path) {
-    FILE *f = fopen(o.logits_path, "wb");
-    if (!f || fwrite(logits, sizeof *logits, (size_t)(n * vocab), f) !=
-                  (size_t)(n * vocab)) {
+    float *logits = malloc((size_t)(n * vocab) * sizeof *logits);
+    if (!logits)
+      return fail(argv[0], "out of memory");
+    if (tfm_forward(model, ids, n, logits, &status))
+      return fail(argv[0], status.message);
+    if (!write_floats(o.logits_path, logits, (size_t)(n * vocab))) {
       fprintf(stderr, "%s: error: cannot write logits to '%s'\n", argv[0],
               o.logits_path);
       return 1;
     }
-    fclose(f);
+    free(logits);
   }
 
-  /* Greedy generation, streaming each token as it is chosen after the
-   * prompt's own text. */
-  int64_t prompt_length = n;
+  stream_state stream = {o.print_ids, 0, NULL};
+  if (o.step_logits_path && !(stream.step_logits = fopen(o.step_logits_path, "wb"))) {
+    fprintf(stderr, "%s: error: cannot write '%s'\n", argv[0],
+            o.step_logits_path);
+    return 1;
+  }
+  tfm_session *session;
+  if (tfm_session_new(model, &session, &status))
+    return fail(argv[0], status.message);
+  tfm_generate_options generate = {0};
+  if (o.forced_tokens) {
+    int32_t *forced = malloc((size_t)(context + 1) * sizeof *forced);
+    long count = forced ? parse_token_list(argv[0], o.forced_tokens, forced,
+                                           context + 1)
+                        : -1;
+    if (count < 0)
+      return 1;
+    generate.forced_tokens = forced;
+    generate.forced_count = count > context + 1 ? context + 1 : count;
+  }
+  generate.max_new_tokens = o.new_tokens;
+  generate.sampler = o.sampler;
+  generate.stop_strings = o.stop;
+  generate.stop_string_count = o.stop_count;
+  generate.ignore_eos = o.ignore_eos;
+  generate.on_token = print_token;
+  generate.on_logits = save_logits;
+  generate.user = &stream;
+  /* Echo the prompt's text before its continuation. */
   if (o.prompt && !o.print_ids)
     fputs(o.prompt, stdout);
-  double decode_start = now_seconds();
-  for (long step = 0; step < o.new_tokens; ++step) {
-    if (step > 0 && tfm_forward(model, ids, n, logits, &status))
-      return fail(argv[0], status.message);
-    int32_t next = tfm_argmax(logits + (n - 1) * vocab, vocab);
-    int32_t previous = ids[n - 1];
-    ids[n++] = next;
-    if (o.print_ids) {
-      printf("%s%d", step ? " " : "", next);
-    } else if (next != desc->bos_token && next != desc->eos_token) {
-      size_t size;
-      const char *piece = tfm_tokenizer_decode(tokenizer, previous, next,
-                                               desc->bos_token, &size);
-      if (piece)
-        fwrite(piece, 1, size, stdout);
-    } else if (next == desc->bos_token) {
-      fputc('\n', stdout);
-    }
-    fflush(stdout);
-    if (next == desc->eos_token)
-      break;
-  }
+  tfm_generate_result result;
+  if (tfm_generate(session, ids, n, &generate, &result, &status))
+    return fail(argv[0], status.message);
   fputc('\n', stdout);
-  double decode_seconds = now_seconds() - decode_start;
-  int64_t generated = n - prompt_length;
+  if (stream.step_logits)
+    fclose(stream.step_logits);
 
   if (o.stats) {
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
-    /* The first generated token comes from the prefill's logits. */
-    double decode_rate =
-        generated > 1 && decode_seconds > 0
-            ? (double)(generated - 1) / decode_seconds
-            : 0.0;
+    /* The first new token comes from the prefill's logits. */
+    double decoded = (double)result.generated_tokens;
     fprintf(stderr,
             "{\"prompt_tokens\": %lld, \"generated_tokens\": %lld, "
+            "\"prefill_seconds\": %.6f, \"decode_seconds\": %.6f, "
             "\"prefill_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "
             "\"peak_rss_bytes\": %lld}\n",
-            (long long)prompt_length, (long long)generated,
-            prefill_seconds > 0 ? (double)prompt_length / prefill_seconds : 0.0,
-            decode_rate, (long long)usage.ru_maxrss * 1024);
+            (long long)result.prompt_tokens, (long long)result.generated_tokens,
+            result.prefill_seconds, result.decode_seconds,
+            result.prefill_seconds > 0
+                ? (double)result.prompt_tokens / result.prefill_seconds
+                : 0.0,
+            result.decode_seconds > 0 ? decoded / result.decode_seconds : 0.0,
+            (long long)usage.ru_maxrss * 1024);
   }
-  free(logits);
-  free(ids);
+  tfm_session_free(session);
   tfm_model_free(model);
+  free(ids);
   return 0;
 }

@@ -8,6 +8,7 @@
  *===----------------------------------------------------------------------===*/
 
 #define _GNU_SOURCE
+#include "runtime/model_internal.h"
 #include "runtime/status.h"
 #include "runtime/tfm_format.h"
 
@@ -173,19 +174,14 @@ tfm_status_code tfm_forward(tfm_model *model, const int32_t *tokens, int64_t n,
                     "%lld tokens exceed the maximum context of model '%s' "
                     "(%lld)",
                     (long long)n, desc->name, (long long)desc->max_context);
-  for (int64_t i = 0; i < n; ++i)
-    if (tokens[i] < 0 || tokens[i] >= desc->vocab_size)
-      return tfm_fail(status, TFM_ERROR_OUT_OF_RANGE,
-                      "token id %d at position %lld is out of range [0, "
-                      "%lld)",
-                      tokens[i], (long long)i, (long long)desc->vocab_size);
+  tfm_status_code code = tfm_check_token_ids(desc, tokens, n, status);
+  if (code != TFM_OK)
+    return code;
 
-  /* Descriptors are not const in MLIR's C interface; the generated code
-   * only reads these two. */
-  void *weight_data = (void *)(uintptr_t)model->weights;
+  tfm_memref1d weights = tfm_model_weights_descriptor(model);
+  /* Descriptors are not const in MLIR's C interface; the code only reads
+   * the tokens. */
   void *token_data = (void *)(uintptr_t)tokens;
-  tfm_memref1d weights = {weight_data, weight_data, 0,
-                          {(int64_t)desc->weights_size}, {1}};
   tfm_memref1d ids = {token_data, token_data, 0, {n}, {1}};
   tfm_memref2d_f32 result;
   memset(&result, 0, sizeof result);
@@ -201,6 +197,26 @@ tfm_status_code tfm_forward(tfm_model *model, const int32_t *tokens, int64_t n,
          (size_t)(n * desc->vocab_size) * sizeof(float));
   free(result.allocated);
   return tfm_ok(status);
+}
+
+tfm_status_code tfm_check_token_ids(const tfm_model_desc *desc,
+                                    const int32_t *tokens, int64_t n,
+                                    tfm_status *status) {
+  for (int64_t i = 0; i < n; ++i)
+    if (tokens[i] < 0 || tokens[i] >= desc->vocab_size)
+      return tfm_fail(status, TFM_ERROR_OUT_OF_RANGE,
+                      "token id %d at position %lld is out of range [0, "
+                      "%lld)",
+                      tokens[i], (long long)i, (long long)desc->vocab_size);
+  return TFM_OK;
+}
+
+tfm_memref1d tfm_model_weights_descriptor(const tfm_model *model) {
+  /* Not const in MLIR's C interface; the generated code only reads it. */
+  void *data = (void *)(uintptr_t)model->weights;
+  tfm_memref1d weights = {data, data, 0,
+                          {(int64_t)model->desc->weights_size}, {1}};
+  return weights;
 }
 
 int32_t tfm_argmax(const float *values, int64_t n) {

@@ -36,6 +36,7 @@ typedef struct {
 } tfm_status;
 
 typedef struct tfm_model tfm_model;
+typedef struct tfm_session tfm_session;
 typedef struct tfm_tokenizer tfm_tokenizer;
 
 /* Loads `desc`'s weights: the embedded blob, or the side file (from
@@ -51,6 +52,101 @@ const tfm_model_desc *tfm_model_get_desc(const tfm_model *model);
  * to `logits` ([n, vocab], caller-allocated). Checks ids and length first. */
 tfm_status_code tfm_forward(tfm_model *model, const int32_t *tokens, int64_t n,
                             float *logits, tfm_status *status);
+
+/*===--------------------------------------------------------------------===
+ * Sessions: one conversation's KV cache and token history. Sessions of one
+ * model are independent; one session must not be used by two threads at
+ * once. A session must be freed before its model.
+ *===--------------------------------------------------------------------===*/
+
+tfm_status_code tfm_session_new(tfm_model *model, tfm_session **session,
+                                tfm_status *status);
+void tfm_session_free(tfm_session *session);
+/* Forgets every position (the cache is overwritten from position 0). */
+void tfm_session_reset(tfm_session *session);
+/* Positions held: the tokens prefilled and decoded so far. */
+int64_t tfm_session_length(const tfm_session *session);
+/* Positions the session can hold (the KV cache capacity). */
+int64_t tfm_session_capacity(const tfm_session *session);
+const int32_t *tfm_session_tokens(const tfm_session *session);
+tfm_model *tfm_session_model(const tfm_session *session);
+
+/* Appends `tokens[0..n)` and writes the logits of the last one to `logits`
+ * ([vocab]). Models compiled without a KV cache recompute the whole
+ * sequence. Nothing is written when the ids or the length are invalid. */
+tfm_status_code tfm_prefill(tfm_session *session, const int32_t *tokens,
+                            int64_t n, float *logits, tfm_status *status);
+/* tfm_prefill of one token. */
+tfm_status_code tfm_decode(tfm_session *session, int32_t token, float *logits,
+                           tfm_status *status);
+
+/*===--------------------------------------------------------------------===
+ * Sampling and generation
+ *===--------------------------------------------------------------------===*/
+
+typedef struct {
+  float temperature;        /* 0: greedy (argmax) */
+  int32_t top_k;            /* keep the k most likely; 0: all */
+  float top_p;              /* keep the smallest set of mass >= p; 1: all */
+  float repetition_penalty; /* > 1 discourages tokens already present; 1: off */
+  uint64_t seed;            /* same seed, same tokens */
+} tfm_sampler_options;
+
+/* Greedy decoding, no penalty. */
+tfm_sampler_options tfm_sampler_default_options(void);
+
+typedef struct tfm_sampler tfm_sampler;
+tfm_status_code tfm_sampler_new(const tfm_sampler_options *options,
+                                int64_t vocab_size, tfm_sampler **sampler,
+                                tfm_status *status);
+void tfm_sampler_free(tfm_sampler *sampler);
+/* Picks the next token from `logits` (modified in place), penalizing the
+ * ids in `history[0..n)`. */
+int32_t tfm_sampler_sample(tfm_sampler *sampler, float *logits,
+                           const int32_t *history, int64_t n);
+
+typedef enum {
+  TFM_STOP_LENGTH = 0,   /* max_new_tokens generated */
+  TFM_STOP_EOS = 1,      /* the model produced its end-of-sequence token */
+  TFM_STOP_STRING = 2,   /* the text ends with one of the stop strings */
+  TFM_STOP_CALLBACK = 3  /* on_token asked to stop */
+} tfm_stop_reason;
+
+typedef struct {
+  int64_t max_new_tokens;
+  tfm_sampler_options sampler;
+  /* Stop when the generated text contains one of these (the text streamed
+   * includes it). Needs the model's tokenizer. */
+  const char *const *stop_strings;
+  int32_t stop_string_count;
+  int ignore_eos; /* keep going past the end-of-sequence token */
+  /* Teacher forcing: emit these tokens instead of sampling (e.g. to score a
+   * known continuation through on_logits); max_new_tokens is ignored. */
+  const int32_t *forced_tokens;
+  int64_t forced_count;
+  /* Called for each new token with its text (empty without a tokenizer);
+   * a non-zero return stops generation. May be NULL. */
+  int (*on_token)(void *user, int32_t token, const char *text, size_t size);
+  /* Called with the logits each new token is sampled from (before the
+   * repetition penalty), e.g. for log-probabilities. May be NULL. */
+  void (*on_logits)(void *user, const float *logits, int64_t vocab_size);
+  void *user;
+} tfm_generate_options;
+
+typedef struct {
+  int64_t prompt_tokens, generated_tokens;
+  double prefill_seconds, decode_seconds;
+  tfm_stop_reason stop_reason;
+} tfm_generate_result;
+
+/* Prefills `prompt[0..n)` after what the session holds, then samples up to
+ * max_new_tokens tokens, decoding each kept one (an end-of-sequence token
+ * is not kept), so that the session holds the whole text afterwards. Fails
+ * before running anything when the session cannot hold prompt +
+ * max_new_tokens more positions. */
+tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
+                             int64_t n, const tfm_generate_options *options,
+                             tfm_generate_result *result, tfm_status *status);
 
 /* Index of the largest of `n` values (the first on ties), as greedy decoding
  * picks the next token. */

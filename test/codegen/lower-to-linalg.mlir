@@ -213,3 +213,38 @@ func.func @attention_bias(%q: tensor<3x2x4xf32>, %k: tensor<5x2x4xf32>, %b: tens
   %0 = tfm.attention %q, %k, %k bias %b {scale = 0.5 : f32} : (tensor<3x2x4xf32>, tensor<5x2x4xf32>, tensor<5x2x4xf32>, tensor<2x3x5xf32>) -> tensor<3x2x4xf32>
   return %0 : tensor<3x2x4xf32>
 }
+
+// -----
+
+// The cache planes are rank-reducing slices [layer, K or V, positions]; the
+// cache argument becomes writable so that bufferization updates it in place.
+// CHECK-LABEL: func.func @kv_cache
+// CHECK-SAME: (%[[C:[^:]*]]: tensor<2x2x8x1x4xf32> {bufferization.writable = true}, %[[K:[^:]*]]: tensor<?x1x4xf32>, %[[P:[^:]*]]: index)
+// CHECK: %[[N:.*]] = tensor.dim %[[K]], %{{.*}} : tensor<?x1x4xf32>
+// CHECK: %[[CK:.*]] = tensor.insert_slice %[[K]] into %[[C]][1, 0, %[[P]], 0, 0] [1, 1, %[[N]], 1, 4] [1, 1, 1, 1, 1] : tensor<?x1x4xf32> into tensor<2x2x8x1x4xf32>
+// CHECK: %[[CV:.*]] = tensor.insert_slice %[[K]] into %[[CK]][1, 1, %[[P]], 0, 0] [1, 1, %[[N]], 1, 4]
+// CHECK: tensor.extract_slice %[[CV]][1, 0, 0, 0, 0] [1, 1, %[[P]], 1, 4] [1, 1, 1, 1, 1] : tensor<2x2x8x1x4xf32> to tensor<?x1x4xf32>
+// CHECK: tensor.extract_slice %[[CV]][1, 1, 0, 0, 0] [1, 1, %[[P]], 1, 4]
+func.func @kv_cache(%cache: tensor<2x2x8x1x4xf32> {tfm.kv_cache}, %k: tensor<?x1x4xf32>, %pos: index)
+    -> (tensor<2x2x8x1x4xf32>, tensor<?x1x4xf32>, tensor<?x1x4xf32>) {
+  %c = tfm.kv_cache_append %cache[1], %k, %k at %pos : tensor<2x2x8x1x4xf32>, tensor<?x1x4xf32>, tensor<?x1x4xf32>
+  %rk, %rv = tfm.kv_cache_read %c[1] length %pos : tensor<2x2x8x1x4xf32> -> tensor<?x1x4xf32>, tensor<?x1x4xf32>
+  return %c, %rk, %rv : tensor<2x2x8x1x4xf32>, tensor<?x1x4xf32>, tensor<?x1x4xf32>
+}
+
+// -----
+
+// A function calling one that reads weights passes its own weights along.
+// CHECK-LABEL: func.func @reads
+// CHECK-SAME: (%[[W1:.*]]: memref<?xi8>)
+// CHECK-LABEL: func.func @calls
+// CHECK-SAME: (%[[W2:.*]]: memref<?xi8>)
+// CHECK: call @reads(%[[W2]])
+func.func @reads() -> tensor<4xf32> {
+  %w = tfm.weight "w" : tensor<4xf32>
+  return %w : tensor<4xf32>
+}
+func.func @calls() -> tensor<4xf32> {
+  %0 = func.call @reads() : () -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Compares two little-endian f32 files element by element (stdlib only, so
 that CI needs no NumPy): exits 1 when the max abs difference exceeds --tol or
-the sizes differ, printing both so that a failure says by how much."""
+the sizes differ, printing both so that a failure says by how much.
+--expected-rows picks rows of a [rows, --row-size] expected file."""
 import argparse
 import array
 import sys
@@ -21,8 +22,15 @@ def main():
     parser.add_argument("actual")
     parser.add_argument("expected")
     parser.add_argument("--tol", type=float, default=1e-4)
+    parser.add_argument("--expected-rows", metavar="START:END",
+                        help="compare with rows [START, END) of expected only")
+    parser.add_argument("--row-size", type=int,
+                        help="values per row (the vocabulary), for --expected-rows")
     args = parser.parse_args()
     actual, expected = load(args.actual), load(args.expected)
+    if args.expected_rows:
+        start, end = (int(x) for x in args.expected_rows.split(":"))
+        expected = expected[start * args.row_size:end * args.row_size]
     if len(actual) != len(expected):
         print(f"size mismatch: {len(actual)} values, expected {len(expected)}")
         return 1

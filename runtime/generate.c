@@ -1,0 +1,156 @@
+/*===- generate.c - the generation loop ---------------------------------===//
+ *
+ * Prefill the prompt, then sample, stream and decode one token at a time
+ * until max_new_tokens, the end-of-sequence token, a stop string or the
+ * callback says stop. The whole run is checked against the session's
+ * capacity before anything runs: a KV cache is never written past its end.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/status.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The generated text, kept for stop-string matching. */
+typedef struct {
+  char *data;
+  size_t size, capacity;
+} text_buffer;
+
+static int append_text(text_buffer *t, const char *text, size_t size) {
+  if (t->size + size + 1 > t->capacity) {
+    size_t capacity = (t->size + size + 1) * 2;
+    char *grown = realloc(t->data, capacity);
+    if (!grown)
+      return 0;
+    t->data = grown;
+    t->capacity = capacity;
+  }
+  memcpy(t->data + t->size, text, size);
+  t->size += size;
+  t->data[t->size] = '\0';
+  return 1;
+}
+
+/* Whether a stop string ends inside the text added since `from`. */
+static int hits_stop_string(const text_buffer *t, size_t from,
+                            const tfm_generate_options *o) {
+  for (int32_t i = 0; i < o->stop_string_count; ++i) {
+    size_t length = strlen(o->stop_strings[i]);
+    if (length == 0 || length > t->size)
+      continue;
+    size_t start = from >= length ? from - length + 1 : 0;
+    for (size_t end = start + length; end <= t->size; ++end)
+      if (end > from && !memcmp(t->data + end - length, o->stop_strings[i],
+                                length))
+        return 1;
+  }
+  return 0;
+}
+
+tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
+                             int64_t n, const tfm_generate_options *o,
+                             tfm_generate_result *result, tfm_status *status) {
+  if (!session || !prompt || !o || !result)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_generate: NULL argument");
+  memset(result, 0, sizeof *result);
+  result->prompt_tokens = n;
+  if (o->max_new_tokens < 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "max_new_tokens must be >= 0, got %lld",
+                    (long long)o->max_new_tokens);
+  int64_t held = tfm_session_length(session);
+  int64_t capacity = tfm_session_capacity(session);
+  int64_t new_tokens = o->forced_tokens ? o->forced_count : o->max_new_tokens;
+  int64_t needed = held + n + new_tokens;
+  if (needed > capacity)
+    return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
+                    "the prompt (%lld tokens) plus %lld new tokens needs %lld "
+                    "positions%s; the context holds %lld",
+                    (long long)n, (long long)new_tokens,
+                    (long long)needed, held ? " with what the session holds" : "",
+                    (long long)capacity);
+
+  tfm_model *model = tfm_session_model(session);
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  tfm_tokenizer *tokenizer = NULL;
+  if (o->stop_string_count > 0 || o->on_token) {
+    tfm_status ignored;
+    tokenizer = tfm_model_tokenizer(model, &ignored);
+    if (!tokenizer && o->stop_string_count > 0)
+      return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                      "stop strings need a tokenizer; model '%s' was "
+                      "compiled without one",
+                      desc->name);
+  }
+  tfm_sampler *sampler = NULL;
+  tfm_status_code code =
+      tfm_sampler_new(&o->sampler, desc->vocab_size, &sampler, status);
+  if (code != TFM_OK)
+    return code;
+  float *logits = malloc((size_t)desc->vocab_size * sizeof *logits);
+  text_buffer text = {0};
+  if (!logits) {
+    tfm_sampler_free(sampler);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+
+  double start = now_seconds();
+  code = n > 0 ? tfm_prefill(session, prompt, n, logits, status) : TFM_OK;
+  result->prefill_seconds = now_seconds() - start;
+  result->stop_reason = TFM_STOP_LENGTH;
+  start = now_seconds();
+  for (int64_t step = 0; code == TFM_OK && step < new_tokens; ++step) {
+    const int32_t *history = tfm_session_tokens(session);
+    int64_t length = tfm_session_length(session);
+    if (o->on_logits)
+      o->on_logits(o->user, logits, desc->vocab_size);
+    int32_t next = o->forced_tokens
+                       ? o->forced_tokens[step]
+                       : tfm_sampler_sample(sampler, logits, history, length);
+    ++result->generated_tokens;
+    int32_t previous = length ? history[length - 1] : -1;
+    size_t size = 0;
+    const char *piece =
+        tokenizer ? tfm_tokenizer_decode(tokenizer, previous, next,
+                                         desc->bos_token, &size)
+                  : NULL;
+    int is_eos = next == desc->eos_token && !o->ignore_eos;
+    if (is_eos || next == desc->bos_token)
+      size = 0; /* control tokens print nothing */
+    size_t before = text.size;
+    if (piece && size && !append_text(&text, piece, size)) {
+      code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+      break;
+    }
+    if (o->on_token && o->on_token(o->user, next, piece ? piece : "", size)) {
+      result->stop_reason = TFM_STOP_CALLBACK;
+      break;
+    }
+    if (is_eos) {
+      result->stop_reason = TFM_STOP_EOS;
+      break;
+    }
+    if (hits_stop_string(&text, before, o)) {
+      result->stop_reason = TFM_STOP_STRING;
+      break;
+    }
+    /* Decoded even when it is the last: the session then holds the whole
+     * text, ready to continue. */
+    code = tfm_decode(session, next, logits, status);
+  }
+  result->decode_seconds = now_seconds() - start;
+  free(text.data);
+  free(logits);
+  tfm_sampler_free(sampler);
+  return code == TFM_OK ? tfm_ok(status) : code;
+}

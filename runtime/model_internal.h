@@ -1,0 +1,17 @@
+/*===- model_internal.h - model internals shared inside the runtime ------===*/
+
+#ifndef TFM_RUNTIME_MODEL_INTERNAL_H
+#define TFM_RUNTIME_MODEL_INTERNAL_H
+
+#include "runtime/tfm_runtime.h"
+
+/* The weights as the generated code takes them. */
+tfm_memref1d tfm_model_weights_descriptor(const tfm_model *model);
+
+/* Checks ids against the vocabulary: TFM_ERROR_OUT_OF_RANGE naming the
+ * first bad one. */
+tfm_status_code tfm_check_token_ids(const tfm_model_desc *desc,
+                                    const int32_t *tokens, int64_t n,
+                                    tfm_status *status);
+
+#endif /* TFM_RUNTIME_MODEL_INTERNAL_H */

@@ -1,0 +1,148 @@
+/*===- session.c - KV-cache sessions: prefill and decode ----------------===//
+ *
+ * A session owns one KV cache [layers, 2, capacity, kv_heads, head_dim] and
+ * the tokens it holds. Prefill and decode call the model's generated
+ * @prefill/@decode, which append to the cache in place; a model compiled
+ * without a cache falls back to @forward over the whole history.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/model_internal.h"
+#include "runtime/status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct tfm_session {
+  tfm_model *model;
+  float *cache; /* NULL without a KV cache */
+  tfm_memref5d_f32 cache_descriptor;
+  int32_t *tokens;
+  int64_t length, capacity;
+  float *scratch; /* [capacity, vocab] logits, forward fallback only */
+};
+
+tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
+                                tfm_status *status) {
+  if (!model || !out)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_session_new: NULL %s", model ? "output" : "model");
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  tfm_session *s = calloc(1, sizeof *s);
+  if (!s)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  s->model = model;
+  if (desc->cache_layers > 0) {
+    s->capacity = desc->cache_capacity;
+    int64_t sizes[5] = {desc->cache_layers, 2, desc->cache_capacity,
+                        desc->cache_kv_heads, desc->cache_head_dim};
+    size_t count = 1;
+    for (int i = 0; i < 5; ++i)
+      count *= (size_t)sizes[i];
+    /* Zeroed so that no stale data is ever read (positions past the
+     * session's length are masked anyway). */
+    s->cache = aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64);
+    if (s->cache)
+      memset(s->cache, 0, count * sizeof(float));
+    tfm_memref5d_f32 *d = &s->cache_descriptor;
+    d->allocated = d->aligned = s->cache;
+    d->offset = 0;
+    int64_t stride = 1;
+    for (int i = 4; i >= 0; --i) {
+      d->sizes[i] = sizes[i];
+      d->strides[i] = stride;
+      stride *= sizes[i];
+    }
+  } else {
+    s->capacity = desc->max_context;
+    s->scratch = malloc((size_t)(s->capacity * desc->vocab_size) * sizeof(float));
+  }
+  s->tokens = malloc((size_t)s->capacity * sizeof *s->tokens);
+  if ((desc->cache_layers > 0 ? !s->cache : !s->scratch) || !s->tokens) {
+    tfm_session_free(s);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "out of memory for a session of %lld positions",
+                    (long long)desc->max_context);
+  }
+  *out = s;
+  return tfm_ok(status);
+}
+
+void tfm_session_free(tfm_session *s) {
+  if (!s)
+    return;
+  free(s->cache);
+  free(s->scratch);
+  free(s->tokens);
+  free(s);
+}
+
+void tfm_session_reset(tfm_session *s) {
+  if (s)
+    s->length = 0;
+}
+
+int64_t tfm_session_length(const tfm_session *s) { return s ? s->length : 0; }
+int64_t tfm_session_capacity(const tfm_session *s) {
+  return s ? s->capacity : 0;
+}
+const int32_t *tfm_session_tokens(const tfm_session *s) {
+  return s ? s->tokens : NULL;
+}
+tfm_model *tfm_session_model(const tfm_session *s) {
+  return s ? s->model : NULL;
+}
+
+tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
+                            float *logits, tfm_status *status) {
+  if (!s || !tokens || !logits)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_prefill: NULL %s",
+                    !s ? "session" : !tokens ? "tokens" : "logits");
+  const tfm_model_desc *desc = tfm_model_get_desc(s->model);
+  if (n <= 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_prefill: expected at least one token, got %lld",
+                    (long long)n);
+  if (s->length + n > s->capacity)
+    return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
+                    "%lld more tokens after %lld exceed the session's "
+                    "capacity of %lld positions",
+                    (long long)n, (long long)s->length,
+                    (long long)s->capacity);
+  tfm_status_code code = tfm_check_token_ids(desc, tokens, n, status);
+  if (code != TFM_OK)
+    return code;
+  memcpy(s->tokens + s->length, tokens, (size_t)n * sizeof *tokens);
+  int64_t vocab = desc->vocab_size;
+  if (!s->cache) {
+    /* No KV cache: recompute the whole history. */
+    code = tfm_forward(s->model, s->tokens, s->length + n, s->scratch, status);
+    if (code != TFM_OK)
+      return code;
+    memcpy(logits, s->scratch + (s->length + n - 1) * vocab,
+           (size_t)vocab * sizeof *logits);
+    s->length += n;
+    return tfm_ok(status);
+  }
+  tfm_memref1d weights = tfm_model_weights_descriptor(s->model);
+  void *ids = (void *)(uintptr_t)tokens;
+  tfm_memref1d token_descriptor = {ids, ids, 0, {n}, {1}};
+  tfm_memref2d_f32 result;
+  memset(&result, 0, sizeof result);
+  tfm_prefill_fn run = n == 1 ? desc->decode : desc->prefill;
+  run(&result, &weights, &token_descriptor, s->length, &s->cache_descriptor);
+  if (!result.aligned)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "model '%s' returned no logits", desc->name);
+  memcpy(logits, result.aligned + result.offset,
+         (size_t)vocab * sizeof *logits);
+  free(result.allocated);
+  s->length += n;
+  return tfm_ok(status);
+}
+
+tfm_status_code tfm_decode(tfm_session *s, int32_t token, float *logits,
+                           tfm_status *status) {
+  return tfm_prefill(s, &token, 1, logits, status);
+}

@@ -1,0 +1,95 @@
+// RUN: tfm-opt %s -split-input-file -tfm-kv-cache | FileCheck %s
+// RUN: tfm-opt %s -split-input-file -tfm-kv-cache=max-context=8 | FileCheck %s --check-prefix=CAPACITY
+
+// One layer, learned positions, multi-head attention: the cache is
+// [1 layer, K/V, 32 positions (tfm.max_context), 2 heads, 4].
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: -> tensor<?x16xf32> attributes {tfm.max_context = 32 : i64}
+// CHECK-LABEL: func.func @prefill(
+// CHECK-SAME: %[[TOK:[^:]*]]: tensor<?xi32>, %[[START:[^:]*]]: index, %[[CACHE:[^:]*]]: tensor<1x2x32x2x4xf32> {tfm.kv_cache})
+// CHECK-SAME: -> (tensor<1x16xf32>, tensor<1x2x32x2x4xf32>)
+// CHECK: %[[N:.*]] = tensor.dim %[[TOK]], %{{.*}} : tensor<?xi32>
+// CHECK: %[[END:.*]] = arith.addi %[[START]], %[[N]] : index
+// Positions continue from where the cache ends.
+// CHECK: %[[POS:.*]] = tfm.position_ids %[[TOK]] offset %[[START]]
+// CHECK: tfm.embedding %{{.*}}[%[[POS]]]
+// CHECK: %[[C1:.*]] = tfm.kv_cache_append %[[CACHE]][0], %[[K:.*]], %[[V:.*]] at %[[START]] : tensor<1x2x32x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>
+// CHECK: %[[KEYS:.*]], %[[VALUES:.*]] = tfm.kv_cache_read %[[C1]][0] length %[[END]]
+// CHECK: tfm.attention %{{.*}}, %[[KEYS]], %[[VALUES]] {causal
+// Only the last position reaches the final norm and the LM head.
+// CHECK: %[[LAST:.*]] = arith.subi %[[N]], %{{.*}} : index
+// CHECK: %[[ROW:.*]] = tensor.extract_slice %{{.*}}[%[[LAST]], 0] [1, 8] [1, 1] : tensor<?x8xf32> to tensor<1x8xf32>
+// CHECK: %[[NORMED:.*]] = tfm.layer_norm %[[ROW]]
+// CHECK: %[[LOGITS:.*]] = tfm.linear %[[NORMED]], %{{.*}} : (tensor<1x8xf32>, tensor<16x8xf32>) -> tensor<1x16xf32>
+// CHECK: return %[[LOGITS]], %[[C1]]
+// CHECK-LABEL: func.func @decode(
+// CHECK-SAME: %[[T:[^:]*]]: tensor<1xi32>, %[[P:[^:]*]]: index, %[[C:[^:]*]]: tensor<1x2x32x2x4xf32> {tfm.kv_cache})
+// CHECK: %[[CAST:.*]] = tensor.cast %[[T]] : tensor<1xi32> to tensor<?xi32>
+// CHECK: %[[R:.*]]:2 = call @prefill(%[[CAST]], %[[P]], %[[C]])
+// CHECK: return %[[R]]#0, %[[R]]#1
+// CAPACITY-LABEL: func.func @prefill(
+// CAPACITY-SAME: tensor<1x2x8x2x4xf32>
+func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> attributes {tfm.max_context = 32 : i64} {
+  %wte = tfm.weight "wte" : tensor<16x8xf32>
+  %wpe = tfm.weight "wpe" : tensor<32x8xf32>
+  %g = tfm.weight "g" : tensor<8xf32>
+  %b = tfm.weight "b" : tensor<8xf32>
+  %wqkv = tfm.weight "w" : tensor<8x8xf32>
+  %x0 = tfm.embedding %wte[%tokens] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  %pos = tfm.position_ids %tokens : tensor<?xi32> -> tensor<?xi32>
+  %pe = tfm.embedding %wpe[%pos] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  %x = tfm.add %x0, %pe : tensor<?x8xf32>
+  %h = tfm.layer_norm %x, %g, %b {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  %q = tfm.linear %h, %wqkv : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x2x4xf32>
+  %k = tfm.linear %h, %wqkv : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x2x4xf32>
+  %v = tfm.linear %h, %wqkv : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x2x4xf32>
+  %a = tfm.attention %q, %k, %v {causal, scale = 0.5 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x2x4xf32>
+  %o = tfm.linear %a, %wqkv : (tensor<?x2x4xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %x1 = tfm.add %x, %o : tensor<?x8xf32>
+  %f = tfm.layer_norm %x1, %g, %b {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  %logits = tfm.linear %f, %wte : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+  return %logits : tensor<?x16xf32>
+}
+
+// -----
+
+// Two layers, RoPE, grouped-query attention (4 query heads, 1 KV head): the
+// cache holds the KV heads only, [2 layers, K/V, 32, 1, 4]; each layer
+// appends to the cache the previous layer returned.
+// CHECK-LABEL: func.func @prefill(
+// CHECK-SAME: %[[TOK:[^:]*]]: tensor<?xi32>, %[[START:[^:]*]]: index, %[[CACHE:[^:]*]]: tensor<2x2x32x1x4xf32> {tfm.kv_cache})
+// CHECK: %[[END:.*]] = arith.addi %[[START]], %{{.*}} : index
+// CHECK: %[[POS:.*]] = tfm.position_ids %[[TOK]] offset %[[START]]
+// CHECK: tfm.rope rotate_half %{{.*}}, %[[POS]]
+// CHECK: %[[KR0:.*]] = tfm.rope rotate_half %{{.*}}, %[[POS]] {{.*}} : tensor<?x1x4xf32>
+// CHECK: %[[C1:.*]] = tfm.kv_cache_append %[[CACHE]][0], %[[KR0]], %{{.*}} at %[[START]]
+// CHECK: tfm.kv_cache_read %[[C1]][0] length %[[END]] : tensor<2x2x32x1x4xf32> -> tensor<?x1x4xf32>, tensor<?x1x4xf32>
+// CHECK: %[[C2:.*]] = tfm.kv_cache_append %[[C1]][1]
+// CHECK: tfm.kv_cache_read %[[C2]][1] length %[[END]]
+// CHECK: return %{{.*}}, %[[C2]] : tensor<1x16xf32>, tensor<2x2x32x1x4xf32>
+func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> attributes {tfm.max_context = 32 : i64} {
+  %wte = tfm.weight "wte" : tensor<16x8xf32>
+  %g = tfm.weight "g" : tensor<8xf32>
+  %wq = tfm.weight "wq" : tensor<16x8xf32>
+  %wkv = tfm.weight "wkv" : tensor<4x8xf32>
+  %wo = tfm.weight "wo" : tensor<8x16xf32>
+  %x = tfm.embedding %wte[%tokens] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  %pos = tfm.position_ids %tokens : tensor<?xi32> -> tensor<?xi32>
+  %h0 = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  %q0 = tfm.linear %h0, %wq : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x4x4xf32>
+  %k0 = tfm.linear %h0, %wkv : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<?x1x4xf32>
+  %v0 = tfm.linear %h0, %wkv : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<?x1x4xf32>
+  %qr0 = tfm.rope rotate_half %q0, %pos {theta = 1.0e4 : f32} : tensor<?x4x4xf32>, tensor<?xi32>
+  %kr0 = tfm.rope rotate_half %k0, %pos {theta = 1.0e4 : f32} : tensor<?x1x4xf32>, tensor<?xi32>
+  %a0 = tfm.attention %qr0, %kr0, %v0 {causal, scale = 0.5 : f32} : (tensor<?x4x4xf32>, tensor<?x1x4xf32>, tensor<?x1x4xf32>) -> tensor<?x4x4xf32>
+  %o0 = tfm.linear %a0, %wo : (tensor<?x4x4xf32>, tensor<8x16xf32>) -> tensor<?x8xf32>
+  %x1 = tfm.add %x, %o0 : tensor<?x8xf32>
+  %h1 = tfm.rms_norm %x1, %g {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  %q1 = tfm.linear %h1, %wq : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x4x4xf32>
+  %k1 = tfm.linear %h1, %wkv : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<?x1x4xf32>
+  %a1 = tfm.attention %q1, %k1, %k1 {causal, scale = 0.5 : f32} : (tensor<?x4x4xf32>, tensor<?x1x4xf32>, tensor<?x1x4xf32>) -> tensor<?x4x4xf32>
+  %o1 = tfm.linear %a1, %wo : (tensor<?x4x4xf32>, tensor<8x16xf32>) -> tensor<?x8xf32>
+  %x2 = tfm.add %x1, %o1 : tensor<?x8xf32>
+  %logits = tfm.linear %x2, %wte : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+  return %logits : tensor<?x16xf32>
+}
