@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Writes a Hugging Face model directory with random f32 weights for the
+benchmarks: `gpt2` (GPT-2 small: 12 layers, 768 wide, 12 heads, vocab 50257)
+or `llama` (a LLaMA of similar size with grouped-query attention: 12 heads,
+4 KV heads). NumPy: /usr/bin/python3 after apt-get install python3-numpy.
+
+    make_random_model.py gpt2 OUT_DIR
+"""
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+SHAPES = {
+    "gpt2": {"model_type": "gpt2", "vocab_size": 50257, "n_embd": 768,
+             "n_layer": 12, "n_head": 12, "n_positions": 1024,
+             "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new"},
+    "llama": {"model_type": "llama", "vocab_size": 32000, "hidden_size": 768,
+              "intermediate_size": 2048, "num_hidden_layers": 12,
+              "num_attention_heads": 12, "num_key_value_heads": 4,
+              "max_position_embeddings": 1024, "rms_norm_eps": 1e-5,
+              "rope_theta": 10000.0, "hidden_act": "silu",
+              "tie_word_embeddings": False},
+}
+
+
+def tensors(kind, c):
+    if kind == "gpt2":
+        d, v, n = c["n_embd"], c["vocab_size"], c["n_positions"]
+        yield "wte.weight", (v, d)
+        yield "wpe.weight", (n, d)
+        for l in range(c["n_layer"]):
+            h = f"h.{l}."
+            yield from [(h + "ln_1.weight", (d,)), (h + "ln_1.bias", (d,)),
+                        (h + "attn.c_attn.weight", (d, 3 * d)), (h + "attn.c_attn.bias", (3 * d,)),
+                        (h + "attn.c_proj.weight", (d, d)), (h + "attn.c_proj.bias", (d,)),
+                        (h + "ln_2.weight", (d,)), (h + "ln_2.bias", (d,)),
+                        (h + "mlp.c_fc.weight", (d, 4 * d)), (h + "mlp.c_fc.bias", (4 * d,)),
+                        (h + "mlp.c_proj.weight", (4 * d, d)), (h + "mlp.c_proj.bias", (d,))]
+        yield "ln_f.weight", (d,)
+        yield "ln_f.bias", (d,)
+    else:
+        d, i, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+        kv = c["num_key_value_heads"] * d // c["num_attention_heads"]
+        yield "model.embed_tokens.weight", (v, d)
+        for l in range(c["num_hidden_layers"]):
+            p = f"model.layers.{l}."
+            yield from [(p + "input_layernorm.weight", (d,)),
+                        (p + "self_attn.q_proj.weight", (d, d)),
+                        (p + "self_attn.k_proj.weight", (kv, d)),
+                        (p + "self_attn.v_proj.weight", (kv, d)),
+                        (p + "self_attn.o_proj.weight", (d, d)),
+                        (p + "post_attention_layernorm.weight", (d,)),
+                        (p + "mlp.gate_proj.weight", (i, d)),
+                        (p + "mlp.up_proj.weight", (i, d)),
+                        (p + "mlp.down_proj.weight", (d, i))]
+        yield "model.norm.weight", (d,)
+        yield "lm_head.weight", (v, d)
+
+
+def main():
+    kind, out = sys.argv[1], sys.argv[2]
+    config = SHAPES[kind]
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    rng = np.random.default_rng(0)
+    header, offset, shapes = {}, 0, list(tensors(kind, config))
+    for name, shape in shapes:
+        size = 4 * int(np.prod(shape))
+        header[name] = {"dtype": "F32", "shape": list(shape),
+                        "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(os.path.join(out, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text)
+        for name, shape in shapes:
+            norm = name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight", "norm.weight"))
+            data = (np.ones(shape) if norm else rng.normal(0, 0.02, shape)).astype("<f4")
+            f.write(data.tobytes())
+    print(f"wrote {out}: {offset / 1e6:.0f} MB of f32 weights")
+
+
+if __name__ == "__main__":
+    main()
