@@ -37,6 +37,9 @@ struct TokenizerBlobInput {
 
 struct ModelDescription {
   std::string name;
+  /// Where it came from, for the generated header's comment.
+  std::string source;
+  int64_t hiddenSize = 0, numLayers = 0, numHeads = 0, numKVHeads = 0;
   int64_t vocabSize = 0, maxContext = 0;
   int32_t bosToken = -1, eosToken = -1;
   bool addBos = true;
@@ -46,8 +49,15 @@ struct ModelDescription {
   std::vector<int64_t> cacheShape;
 };
 
+enum class OutputKind { Executable, SharedLibrary, StaticLibrary };
+
 struct LinkOptions {
+  OutputKind kind = OutputKind::Executable;
   std::string outputPath;
+  /// Libraries: the generated header's path, and the C identifier prefixing
+  /// the model's symbols (the description is `<prefix>_model`).
+  std::string headerPath;
+  std::string prefix;
   /// Write weights to `<output>.weights` instead of embedding them.
   bool externalWeights = false;
   /// The C symbols of the generated functions (MLIR's C interface).
@@ -56,8 +66,10 @@ struct LinkOptions {
   std::string decodeSymbol = "_mlir_ciface_decode";
   /// The C compiler driver used to link.
   std::string cc = "cc";
-  /// Folder holding runtime/ headers, and the two runtime archives.
-  std::string runtimeIncludeDir, runtimeLibrary, runtimeMainLibrary;
+  /// Folder holding runtime/ headers, the runtime archives and the folder
+  /// of the shared runtime (libtfmrt.so).
+  std::string runtimeIncludeDir, runtimeLibrary, runtimeMainLibrary,
+      runtimeLibraryDir;
 };
 
 /// Writes the weight blob of `module` (laid out by tfm-lower-to-linalg) to
@@ -68,11 +80,16 @@ llvm::Expected<uint64_t> writeWeightBlob(ModuleOp module, WeightLookup weights,
 /// Serializes a tokenizer vocabulary in the runtime's blob format.
 std::string serializeTokenizer(const TokenizerBlobInput &tokenizer);
 
-/// Links `objectPath` (the compiled model) into an executable.
-llvm::Error linkExecutable(ModuleOp module, WeightLookup weights,
-                           const ModelDescription &model,
-                           llvm::StringRef objectPath,
-                           const LinkOptions &options);
+/// Links `objectPath` (the compiled model) into an executable, a shared or
+/// a static library (with its header).
+llvm::Error linkModel(ModuleOp module, WeightLookup weights,
+                      const ModelDescription &model, llvm::StringRef objectPath,
+                      const LinkOptions &options);
+
+/// The header of a model library: constants and the description's
+/// declaration.
+std::string generateModelHeader(const ModelDescription &model,
+                                const LinkOptions &options);
 
 } // namespace mlir::tfm
 

@@ -333,8 +333,7 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
   if (!module)
     return module.takeError();
   model.module = std::move(*module);
-  model.vocabSize = spec.vocabSize;
-  model.maxContext = spec.maxContext;
+  recordDecoderShape(model, spec);
 
   llvm::SmallString<256> tokenizer(directory);
   llvm::sys::path::append(tokenizer, "tokenizer.model");

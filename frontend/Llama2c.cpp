@@ -138,8 +138,7 @@ llvm::Expected<LoadedModel> tfm::loadLlama2cModel(mlir::MLIRContext &context,
   if (!module)
     return module.takeError();
   model.module = std::move(*module);
-  model.vocabSize = spec.vocabSize;
-  model.maxContext = spec.maxContext;
+  recordDecoderShape(model, spec);
   model.bosToken = 1;
   model.eosToken = 2;
 

@@ -10,6 +10,16 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
+void mlir::tfm::recordDecoderShape(LoadedModel &model,
+                                   const DecoderSpec &spec) {
+  model.vocabSize = spec.vocabSize;
+  model.maxContext = spec.maxContext;
+  model.hiddenSize = spec.hiddenSize;
+  model.numLayers = spec.numLayers;
+  model.numHeads = spec.numHeads;
+  model.numKVHeads = spec.numKVHeads;
+}
+
 llvm::Expected<LoadedModel> mlir::tfm::loadModel(mlir::MLIRContext &context,
                                            llvm::StringRef path,
                                            llvm::StringRef tokenizerPath) {

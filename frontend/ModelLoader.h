@@ -9,6 +9,7 @@
 #ifndef TFM_FRONTEND_MODELLOADER_H
 #define TFM_FRONTEND_MODELLOADER_H
 
+#include "frontend/DecoderSpec.h"
 #include "frontend/Tokenizer.h"
 #include "frontend/WeightStore.h"
 
@@ -25,12 +26,16 @@ struct LoadedModel {
   std::optional<TokenizerVocab> tokenizer;
   int64_t vocabSize = 0;
   int64_t maxContext = 0;
+  int64_t hiddenSize = 0, numLayers = 0, numHeads = 0, numKVHeads = 0;
   int32_t bosToken = -1, eosToken = -1;
   /// Whether encoded prompts start with BOS.
   bool addBos = true;
   /// A causal decoder: tfm-kv-cache applies.
   bool causalDecoder = true;
 };
+
+/// Records a decoder's sizes in `model`.
+void recordDecoderShape(LoadedModel &model, const DecoderSpec &spec);
 
 /// `path`: a Hugging Face model directory or a llama2.c `.bin`.
 /// `tokenizerPath`: overrides the tokenizer found beside the model.

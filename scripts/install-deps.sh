@@ -8,7 +8,7 @@ set -euo pipefail
 PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22
   libopenblas-dev nlohmann-json3-dev libgtest-dev
-  cmake ninja-build ccache g++ python3
+  cmake ninja-build ccache g++ binutils pkg-config python3
 )
 
 missing=()

@@ -14,6 +14,7 @@ config.test_exec_root = os.path.join(config.tfm_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%tfm_src_root", config.tfm_src_root))
+config.substitutions.append(("%tfm_obj_root", config.tfm_obj_root))
 
 # As upstream: every FileCheck variable is scoped to its CHECK-LABEL block and
 # every prefix must be used.

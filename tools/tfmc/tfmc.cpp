@@ -42,7 +42,17 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class EmitKind { Tfm, Linalg, LLVMMLIR, LLVMIR, Asm, Obj, Exe };
+enum class EmitKind {
+  Tfm,
+  Linalg,
+  LLVMMLIR,
+  LLVMIR,
+  Asm,
+  Obj,
+  Exe,
+  Lib,
+  StaticLib
+};
 
 cl::opt<std::string> inputPath(
     cl::Positional,
@@ -59,7 +69,16 @@ cl::opt<EmitKind> emitKind(
                clEnumValN(EmitKind::LLVMIR, "llvm-ir", "optimized LLVM IR"),
                clEnumValN(EmitKind::Asm, "asm", "assembly"),
                clEnumValN(EmitKind::Obj, "obj", "an object file"),
-               clEnumValN(EmitKind::Exe, "exe", "a native executable")));
+               clEnumValN(EmitKind::Exe, "exe", "a native executable"),
+               clEnumValN(EmitKind::Lib, "lib",
+                          "a shared library libNAME.so + NAME.h"),
+               clEnumValN(EmitKind::StaticLib, "staticlib",
+                          "a static library libNAME.a + NAME.h")));
+cl::opt<std::string> symbolPrefix(
+    "prefix",
+    cl::desc("C identifier prefixing a library's symbols (default: NAME of "
+             "libNAME)"),
+    cl::value_desc("identifier"));
 cl::opt<std::string> tokenizerPath(
     "tokenizer",
     cl::desc("Tokenizer file (tokenizer.bin or tokenizer.model) when it is "
@@ -112,18 +131,36 @@ LogicalResult runPipeline(ModuleOp module, TimingScope &timing,
   return pm.run(module);
 }
 
-/// The runtime: headers under the source root, archives in the build tree.
-/// TFMC_RUNTIME_DIR (a folder with include/ and lib/) overrides both.
-void locateRuntime(tfm::LinkOptions &options) {
-  if (const char *dir = std::getenv("TFMC_RUNTIME_DIR")) {
-    options.runtimeIncludeDir = std::string(dir) + "/include";
-    options.runtimeLibrary = std::string(dir) + "/lib/libtfmrt.a";
-    options.runtimeMainLibrary = std::string(dir) + "/lib/libtfmrt_main.a";
-    return;
-  }
+/// The runtime tfmc links with: an installed tfmc finds it beside itself
+/// (<prefix>/bin/tfmc, <prefix>/lib, <prefix>/include/tfmc); a build-tree
+/// tfmc uses the source and build folders it was configured with.
+void locateRuntime(const char *argv0, tfm::LinkOptions &options) {
+  std::string exe = llvm::sys::fs::getMainExecutable(
+      argv0, reinterpret_cast<void *>(&locateRuntime));
+  llvm::SmallString<256> prefix(llvm::sys::path::parent_path(
+      llvm::sys::path::parent_path(exe)));
+  llvm::SmallString<256> installedHeader(prefix);
+  llvm::sys::path::append(installedHeader, "include", "tfmc", "runtime",
+                          "tfm_runtime.h");
+  std::string libDir = TFM_RUNTIME_LIBRARY_DIR;
   options.runtimeIncludeDir = TFM_RUNTIME_INCLUDE_DIR;
-  options.runtimeLibrary = TFM_RUNTIME_LIBRARY_DIR "/libtfmrt.a";
-  options.runtimeMainLibrary = TFM_RUNTIME_LIBRARY_DIR "/libtfmrt_main.a";
+  if (llvm::sys::fs::exists(installedHeader)) {
+    libDir = (prefix + "/lib").str();
+    options.runtimeIncludeDir = (prefix + "/include/tfmc").str();
+  }
+  options.runtimeLibraryDir = libDir;
+  options.runtimeLibrary = libDir + "/libtfmrt.a";
+  options.runtimeMainLibrary = libDir + "/libtfmrt_main.a";
+}
+
+/// A C identifier from a file name ("libstory-2.so" -> "story_2").
+std::string identifierFrom(llvm::StringRef name) {
+  std::string id;
+  for (char c : name)
+    id += llvm::isAlnum(c) ? c : '_';
+  if (id.empty() || llvm::isDigit(id[0]))
+    id = "m_" + id;
+  return id;
 }
 
 } // namespace
@@ -179,9 +216,26 @@ int main(int argc, char **argv) {
   if (emit == EmitKind::Exe && !model)
     return fail("an executable needs a model with weights, not a .mlir file "
                 "(use --emit=obj)");
-  if ((emit == EmitKind::Exe || emit == EmitKind::Obj) && outputPath.empty())
-    return fail("--emit=" + std::string(emit == EmitKind::Exe ? "exe" : "obj") +
+  bool library = emit == EmitKind::Lib || emit == EmitKind::StaticLib;
+  if ((library || emit == EmitKind::Exe) && !model)
+    return fail("a library needs a model with weights, not a .mlir file "
+                "(use --emit=obj)");
+  // Binary outputs need a file.
+  static const char *const binaryEmitNames[] = {"obj", "exe", "lib",
+                                                "staticlib"};
+  if (emit >= EmitKind::Obj && outputPath.empty())
+    return fail(llvm::Twine("--emit=") +
+                binaryEmitNames[int(emit) - int(EmitKind::Obj)] +
                 " needs an output file (-o)");
+  // libNAME.so / libNAME.a: NAME names the model and prefixes its symbols.
+  llvm::StringRef stem = llvm::sys::path::stem(outputPath);
+  if (library)
+    stem.consume_front("lib");
+  std::string modelName = stem.str();
+  std::string prefix = symbolPrefix.empty() ? identifierFrom(modelName)
+                                            : symbolPrefix.getValue();
+  if (identifierFrom(prefix) != prefix)
+    return fail("--prefix must be a C identifier, got '" + prefix + "'");
 
   DefaultTimingManager timingManager;
   applyDefaultTimingManagerCLOptions(timingManager);
@@ -219,10 +273,17 @@ int main(int argc, char **argv) {
     return 1;
   if (emit == EmitKind::Linalg)
     return print();
-  // Public functions are called from C through MLIR's C interface.
-  for (auto func : module->getOps<func::FuncOp>())
-    if (func.isPublic())
-      func->setAttr("llvm.emit_c_interface", UnitAttr::get(&context));
+  // Public functions are called from C through MLIR's C interface; in a
+  // library they carry the model's prefix, so that models link together.
+  SymbolTable symbols(*module);
+  for (auto func : llvm::make_early_inc_range(module->getOps<func::FuncOp>())) {
+    if (!func.isPublic())
+      continue;
+    func->setAttr("llvm.emit_c_interface", UnitAttr::get(&context));
+    std::string renamed = prefix + "_" + func.getName().str();
+    if (library && failed(symbols.rename(func, renamed)))
+      return fail("cannot rename @" + func.getName() + " to @" + renamed);
+  }
   if (failed(runPipeline(*module, timing, tfm::buildLinalgToLLVMPipeline)))
     return 1;
   if (emit == EmitKind::LLVMMLIR)
@@ -239,6 +300,12 @@ int main(int argc, char **argv) {
   }
   if (!llvmModule)
     return 1;
+  // The generated functions are reached through the model description only:
+  // a library exports nothing else.
+  if (library)
+    for (llvm::Function &f : *llvmModule)
+      if (!f.isDeclaration())
+        f.setVisibility(llvm::GlobalValue::HiddenVisibility);
   if (emit == EmitKind::LLVMIR)
     return writeOutput([&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); });
   if (emit == EmitKind::Asm || emit == EmitKind::Obj) {
@@ -261,7 +328,12 @@ int main(int argc, char **argv) {
       return fail(error);
   }
   tfm::ModelDescription description;
-  description.name = llvm::sys::path::stem(outputPath).str();
+  description.name = modelName;
+  description.source = inputPath;
+  description.hiddenSize = model->hiddenSize;
+  description.numLayers = model->numLayers;
+  description.numHeads = model->numHeads;
+  description.numKVHeads = model->numKVHeads;
   description.vocabSize = model->vocabSize;
   description.maxContext = model->maxContext;
   description.cacheShape = cacheShape;
@@ -276,9 +348,21 @@ int main(int argc, char **argv) {
         model->tokenizer->pieces, model->tokenizer->scores,
         model->tokenizer->merges};
   tfm::LinkOptions link;
+  link.kind = emit == EmitKind::Lib         ? tfm::OutputKind::SharedLibrary
+              : emit == EmitKind::StaticLib ? tfm::OutputKind::StaticLibrary
+                                            : tfm::OutputKind::Executable;
   link.outputPath = outputPath;
   link.externalWeights = weightsMode == "external";
-  locateRuntime(link);
+  link.prefix = prefix;
+  llvm::SmallString<256> headerPath(llvm::sys::path::parent_path(outputPath));
+  llvm::sys::path::append(headerPath, modelName + ".h");
+  link.headerPath = headerPath.str().str();
+  if (library) {
+    link.forwardSymbol = "_mlir_ciface_" + prefix + "_forward";
+    link.prefillSymbol = "_mlir_ciface_" + prefix + "_prefill";
+    link.decodeSymbol = "_mlir_ciface_" + prefix + "_decode";
+  }
+  locateRuntime(argv[0], link);
   auto lookup = [&](llvm::StringRef name) -> llvm::ArrayRef<float> {
     const tfm::WeightTensor *tensor = model->weights.lookup(name);
     return tensor ? llvm::ArrayRef<float>(tensor->values)
@@ -286,7 +370,7 @@ int main(int argc, char **argv) {
   };
   llvm::Error linked = [&] {
     TimingScope linkTiming = timing.nest("Package weights and link");
-    return tfm::linkExecutable(*module, lookup, description, objectPath, link);
+    return tfm::linkModel(*module, lookup, description, objectPath, link);
   }();
   llvm::sys::fs::remove(objectPath);
   if (linked)
