@@ -1,6 +1,7 @@
 /* Two sessions of one model, decoding in alternation, produce exactly the
- * tokens each produces alone: sessions share nothing but the weights.
- * Linked with a model library built with --prefix tiny. */
+ * logits (bit for bit) and tokens each produces alone: sessions share
+ * nothing but the weights. Linked with a model library built with
+ * --prefix tiny. */
 #include "tiny.h"
 
 #include <stdio.h>
@@ -18,6 +19,7 @@ static int check(tfm_status_code code, const tfm_status *status) {
 typedef struct {
   tfm_session *session;
   float logits[TINY_VOCAB_SIZE];
+  float history[kSteps][TINY_VOCAB_SIZE]; /* logits each token came from */
   int32_t out[kSteps];
   int steps;
 } run;
@@ -32,6 +34,7 @@ static int start(tfm_model *model, run *r, const int32_t *prompt, int n) {
 static int step(run *r) {
   tfm_status status;
   int32_t next = tfm_argmax(r->logits, TINY_VOCAB_SIZE);
+  memcpy(r->history[r->steps], r->logits, sizeof r->logits);
   r->out[r->steps++] = next;
   return check(tfm_decode(r->session, next, r->logits, &status), &status);
 }
@@ -57,7 +60,9 @@ int main(void) {
   if (!ok)
     return 1;
   int same = !memcmp(alone_a.out, mixed_a.out, sizeof alone_a.out) &&
-             !memcmp(alone_b.out, mixed_b.out, sizeof alone_b.out);
+             !memcmp(alone_b.out, mixed_b.out, sizeof alone_b.out) &&
+             !memcmp(alone_a.history, mixed_a.history, sizeof alone_a.history) &&
+             !memcmp(alone_b.history, mixed_b.history, sizeof alone_b.history);
   printf("%s:", same ? "same" : "DIFFERENT");
   for (int i = 0; i < kSteps; ++i)
     printf(" %d", mixed_a.out[i]);
