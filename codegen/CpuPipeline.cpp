@@ -41,7 +41,9 @@ void mlir::tfm::buildLowerToLinalgPipeline(OpPassManager &pm) {
 }
 
 void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm) {
-  pm.addPass(createLinalgElementwiseOpFusionPass());
+  // No linalg-fuse-elementwise-ops: its reshape propagation pushes the
+  // heads' expand_shape through projections and turns their linalg.matmul
+  // into 4-d generics that no longer reach BLAS.
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
@@ -55,13 +57,17 @@ void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm) {
       bufferization::createBufferLoopHoistingPass());
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  // GEMMs and GEMVs go to the runtime's BLAS kernel.
+  pm.addPass(createLowerMatmulToRuntimePass());
   pm.addPass(createConvertLinalgToLoopsPass());
   // Subviews (the KV cache's planes) expand into affine.apply: before
   // lower-affine.
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
-  // erf and tanh have no LLVM intrinsic: call libm, which is exact.
+  // Activations as polynomials that vectorize; what remains (pow, sin, cos
+  // of positions) calls libm.
+  pm.addPass(createApproximateMathPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());

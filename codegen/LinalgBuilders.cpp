@@ -12,6 +12,13 @@ Value mlir::tfm::f32Constant(OpBuilder &b, Location loc, double value) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
 }
 
+Value mlir::tfm::accumulate(OpBuilder &b, Location loc, Value acc,
+                            Value value) {
+  auto flags = arith::FastMathFlagsAttr::get(
+      b.getContext(), arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
+  return arith::AddFOp::create(b, loc, value, acc, flags);
+}
+
 Value mlir::tfm::createEmpty(OpBuilder &b, Location loc, RankedTensorType type,
                              ArrayRef<OpFoldResult> sizes) {
   return tensor::EmptyOp::create(b, loc, sizes, type.getElementType());

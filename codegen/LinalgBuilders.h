@@ -47,6 +47,11 @@ Value createRowReduction(OpBuilder &b, Location loc, Value input,
 /// Creates an f32 constant.
 Value f32Constant(OpBuilder &b, Location loc, double value);
 
+/// `acc + value` as a reduction step: reassociable (and contractible into
+/// an FMA), so that LLVM vectorizes the loop; summation order is not part of
+/// any op's contract.
+Value accumulate(OpBuilder &b, Location loc, Value acc, Value value);
+
 } // namespace mlir::tfm
 
 #endif // TFM_CODEGEN_LINALGBUILDERS_H

@@ -57,7 +57,7 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
          IteratorType::reduction},
         [](OpBuilder &b, Location l, ValueRange args) -> Value {
           Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
-          return arith::AddFOp::create(b, l, prod, args[2]);
+          return accumulate(b, l, args[2], prod);
         });
 
     // Scale, add the bias, and mask keys the query may not see with -inf.
@@ -122,7 +122,7 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
     Value rowSum = createRowReduction(
         rewriter, loc, exps, 0.0,
         [](OpBuilder &b, Location l, ValueRange args) -> Value {
-          return arith::AddFOp::create(b, l, args[0], args[1]);
+          return accumulate(b, l, args[1], args[0]);
         });
     Value probs = createGeneric(
         rewriter, loc, ValueRange{exps, rowSum}, emptyScores(),
@@ -131,9 +131,11 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
           return arith::DivFOp::create(b, l, args[0], args[1]);
         });
 
-    // out[i, h, e] = Σ_j probs[h, i, j] · v[j, h / group, e]
+    // out[i, h, e] = Σ_j probs[h, i, j] · v[j, h / group, e], iterated
+    // (i, h, j, e): the innermost loop runs along contiguous rows of v and
+    // out, with no reduction in it.
     AffineExpr oi = getAffineDimExpr(0, ctx), oh = getAffineDimExpr(1, ctx),
-               oe = getAffineDimExpr(2, ctx), oj = getAffineDimExpr(3, ctx);
+               oj = getAffineDimExpr(2, ctx), oe = getAffineDimExpr(3, ctx);
     SmallVector<OpFoldResult> outSizes = {
         s, rewriter.getIndexAttr(heads),
         rewriter.getIndexAttr(op.getType().getDimSize(2))};
@@ -143,11 +145,11 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
         {AffineMap::get(4, 0, {oh, oi, oj}, ctx),
          AffineMap::get(4, 0, {oj, oh.floorDiv(group), oe}, ctx),
          AffineMap::get(4, 0, {oi, oh, oe}, ctx)},
-        {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
-         IteratorType::reduction},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::reduction,
+         IteratorType::parallel},
         [](OpBuilder &b, Location l, ValueRange args) -> Value {
           Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
-          return arith::AddFOp::create(b, l, prod, args[2]);
+          return accumulate(b, l, args[2], prod);
         });
     rewriter.replaceOp(op, out);
     return success();

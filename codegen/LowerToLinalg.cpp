@@ -290,7 +290,7 @@ struct LowerRmsNorm : OpConversionPattern<RmsNormOp> {
     Value sumSquares = createRowReduction(
         rewriter, loc, x, 0.0, [](OpBuilder &b, Location l, ValueRange args) {
           Value sq = arith::MulFOp::create(b, l, args[0], args[0]);
-          return arith::AddFOp::create(b, l, sq, args[1]).getResult();
+          return accumulate(b, l, args[1], sq);
         });
     Value result = applyRowwise(
         rewriter, loc, x, sumSquares, adaptor.getGamma(),
@@ -314,7 +314,7 @@ struct LowerLayerNorm : OpConversionPattern<LayerNormOp> {
     int64_t d = op.getType().getDimSize(1);
     double epsilon = op.getEpsilon().convertToDouble();
     auto add = [](OpBuilder &b, Location l, ValueRange args) -> Value {
-      return arith::AddFOp::create(b, l, args[0], args[1]);
+      return accumulate(b, l, args[1], args[0]);
     };
     // Two passes (mean, then centred squares) for accuracy.
     Value sum = createRowReduction(rewriter, loc, x, 0.0, add);
@@ -329,7 +329,7 @@ struct LowerLayerNorm : OpConversionPattern<LayerNormOp> {
         rewriter, loc, centred, 0.0,
         [](OpBuilder &b, Location l, ValueRange args) -> Value {
           Value sq = arith::MulFOp::create(b, l, args[0], args[0]);
-          return arith::AddFOp::create(b, l, sq, args[1]);
+          return accumulate(b, l, args[1], sq);
         });
     SmallVector<Value> columns = {adaptor.getGamma()};
     if (adaptor.getBeta())

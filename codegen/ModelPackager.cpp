@@ -286,7 +286,7 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
       return runTool("linking '" + options.outputPath + "'", options.cc,
                      {options.cc, "-O2", "-o", options.outputPath, objectPath,
                       sourcePath, include, options.runtimeMainLibrary,
-                      options.runtimeLibrary, "-lm"});
+                      options.runtimeLibrary, "-lopenblas", "-lm"});
     case OutputKind::SharedLibrary: {
       // The runtime is shared too: one copy however many models load.
       std::string libraryDir = "-L" + options.runtimeLibraryDir;

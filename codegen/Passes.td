@@ -42,4 +42,31 @@ def DropReturnedArgumentsPass : Pass<"tfm-drop-returned-arguments", "ModuleOp"> 
   }];
 }
 
+def LowerMatmulToRuntimePass : Pass<"tfm-lower-matmul-to-runtime", "ModuleOp"> {
+  let summary = "Call the runtime's BLAS-backed kernel for x·Wᵀ matmuls";
+  let description = [{
+    On bufferized IR: every f32 `linalg.matmul` of the form `C[m, n] +=
+    A[m, k] · B[n, k]` (what `tfm.linear` lowers to: the checkpoint's
+    `[out, in]` weight read transposed) becomes a call of the runtime's
+    `tfm_rt_matmul_nt`, which runs OpenBLAS (`sgemm`, or `sgemv` for the
+    single row of a decode step) on both cores. Operands are cast to fully
+    dynamic strided memrefs so that one C entry point serves every shape.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def ApproximateMathPass : Pass<"tfm-approximate-math", "ModuleOp"> {
+  let summary = "Polynomial tanh, erf and exp so that activations vectorize";
+  let description = [{
+    GELU (tanh or erf) and SiLU/softmax (exp) would otherwise become one
+    libm call per element, which no loop vectorizer can widen. Upstream's
+    polynomial approximations are accurate to a few ulp of f32 and lower to
+    plain arithmetic that LLVM vectorizes.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // TFM_CODEGEN_PASSES_TD

@@ -182,7 +182,7 @@ func.func @sinusoidal(%p: tensor<?xi32>) -> tensor<?x8xf32> {
 // GQA: query head h reads KV head h floordiv 4 (8 heads, 2 KV heads). The
 // causal mask keeps key j <= i + (t - s); the window keeps the last 3.
 // CHECK-DAG: #[[$KMAP:.*]] = affine_map<(d0, d1, d2, d3) -> (d2, d0 floordiv 4, d3)>
-// CHECK-DAG: #[[$VMAP:.*]] = affine_map<(d0, d1, d2, d3) -> (d3, d1 floordiv 4, d2)>
+// CHECK-DAG: #[[$VMAP:.*]] = affine_map<(d0, d1, d2, d3) -> (d2, d1 floordiv 4, d3)>
 // CHECK-LABEL: func.func @attention
 // CHECK: %[[DOTS:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #[[$KMAP]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
 // CHECK: %[[MASKED:.*]] = linalg.generic {{.*}} ins(%[[DOTS]] :

@@ -1,0 +1,35 @@
+//===- ApproximateMath.cpp - vectorizable tanh, erf and exp -------------===//
+//
+// See ApproximateMathPass in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Passes.h"
+
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_APPROXIMATEMATHPASS
+#include "codegen/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+
+namespace {
+
+struct ApproximateMathPass
+    : mlir::tfm::impl::ApproximateMathPassBase<ApproximateMathPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populatePolynomialApproximateTanhPattern(patterns);
+    populatePolynomialApproximateErfPattern(patterns);
+    populateMathPolynomialApproximationPatterns(
+        patterns, [](StringRef name) { return name == "exp"; });
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,100 @@
+//===- LowerMatmulToRuntime.cpp - x·Wᵀ through the runtime's BLAS -------===//
+//
+// See LowerMatmulToRuntimePass in Passes.td. OpenBLAS beats the loops
+// LLVM vectorizes from linalg.matmul by one to two orders of magnitude on
+// transformer shapes; the decision is per op, so other contractions keep
+// their generated code.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_LOWERMATMULTORUNTIMEPASS
+#include "codegen/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+constexpr llvm::StringLiteral kMatmulKernel = "tfm_rt_matmul_nt";
+
+/// memref<?x?xf32, strided<[?, ?], offset: ?>>: the one type the kernel
+/// takes.
+MemRefType anyStrided2d(MLIRContext *ctx) {
+  int64_t dyn = ShapedType::kDynamic;
+  return MemRefType::get({dyn, dyn}, Float32Type::get(ctx),
+                         StridedLayoutAttr::get(ctx, dyn, {dyn, dyn}));
+}
+
+/// Whether `op` is C[m, n] += A[m, k] · B[n, k] on f32 memrefs.
+bool isTransposedBMatmul(linalg::MatmulOp op) {
+  if (!op.hasPureBufferSemantics())
+    return false;
+  for (Value v : op->getOperands()) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    if (!type || !type.getElementType().isF32())
+      return false;
+  }
+  MLIRContext *ctx = op.getContext();
+  AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
+             k = getAffineDimExpr(2, ctx);
+  SmallVector<AffineMap> expected = {AffineMap::get(3, 0, {m, k}, ctx),
+                                     AffineMap::get(3, 0, {n, k}, ctx),
+                                     AffineMap::get(3, 0, {m, n}, ctx)};
+  return op.getIndexingMapsArray() == expected;
+}
+
+struct MatmulToKernelCall : OpRewritePattern<linalg::MatmulOp> {
+  MatmulToKernelCall(MLIRContext *ctx, func::FuncOp kernel)
+      : OpRewritePattern(ctx), kernel(kernel) {}
+
+  LogicalResult matchAndRewrite(linalg::MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isTransposedBMatmul(op))
+      return failure();
+    MemRefType type = anyStrided2d(op.getContext());
+    SmallVector<Value> operands;
+    for (Value v : op->getOperands())
+      operands.push_back(
+          memref::CastOp::create(rewriter, op.getLoc(), type, v));
+    rewriter.replaceOpWithNewOp<func::CallOp>(op, kernel, operands);
+    return success();
+  }
+
+  func::FuncOp kernel;
+};
+
+struct LowerMatmulToRuntimePass
+    : mlir::tfm::impl::LowerMatmulToRuntimePassBase<LowerMatmulToRuntimePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    bool any = false;
+    module.walk([&](linalg::MatmulOp op) { any |= isTransposedBMatmul(op); });
+    if (!any)
+      return;
+    auto kernel = module.lookupSymbol<func::FuncOp>(kMatmulKernel);
+    if (!kernel) {
+      OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+      MemRefType type = anyStrided2d(&getContext());
+      kernel = func::FuncOp::create(
+          b, module.getLoc(), kMatmulKernel,
+          b.getFunctionType({type, type, type}, {}));
+      kernel.setPrivate();
+      // The C side takes descriptors: _mlir_ciface_tfm_rt_matmul_nt.
+      kernel->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+    }
+    RewritePatternSet patterns(&getContext());
+    patterns.add<MatmulToKernelCall>(&getContext(), kernel);
+    if (failed(applyPatternsGreedily(module, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
