@@ -1,9 +1,23 @@
 /*===- tfm_runtime.h - the tfmc runtime C API --------------------*- C -*-===//
  *
  * Loading a compiled model (its weights verified against the checksum it was
- * compiled with), running it over token sequences, and tokenizing text. No
- * function aborts on bad input: each returns a tfm_status_code and fills a
- * tfm_status with a message that says what and where.
+ * compiled with), sessions holding a KV cache, generation with sampling, and
+ * tokenization. The contract of every function:
+ *
+ * Errors: no function aborts or exits on bad input. Functions returning
+ *   tfm_status_code fill the optional `status` (may be NULL) with the code
+ *   and a message that says what and where; on failure their outputs are
+ *   untouched unless documented otherwise. NULL handles are reported as
+ *   TFM_ERROR_INVALID_ARGUMENT; *_free(NULL) does nothing.
+ * Ownership: whoever calls *_new / *_load owns the result and frees it with
+ *   the matching *_free. Pointers the API returns (descriptions, tokenizers,
+ *   token arrays, decoded pieces) are owned by the object they come from and
+ *   live as long as it does.
+ * Lifetimes: a session must be freed before its model; using a session or
+ *   tokenizer of a freed model is undefined (not detected).
+ * Threads: a model (and its tokenizer) may be used from any number of
+ *   threads at once; a session or a sampler by one thread at a time.
+ *   Different sessions share nothing but the read-only weights.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -39,17 +53,23 @@ typedef struct tfm_model tfm_model;
 typedef struct tfm_session tfm_session;
 typedef struct tfm_tokenizer tfm_tokenizer;
 
-/* Loads `desc`'s weights: the embedded blob, or the side file (from
- * `weights_path` when not NULL, else desc->weights_file beside the
- * executable), mapped read-only. Checks size and checksum. */
+/* Loads `desc` (a generated NAME_model): its embedded weights, or the side
+ * file (`weights_path` when not NULL, else desc->weights_file beside the
+ * executable) mapped read-only. Fails with TFM_ERROR_WEIGHTS when the file
+ * is missing or its size or checksum differs from what the model was
+ * compiled with. `desc` must outlive the model (generated ones are static). */
 tfm_status_code tfm_model_load(const tfm_model_desc *desc,
                                const char *weights_path, tfm_model **model,
                                tfm_status *status);
+/* Frees the model and its tokenizer; unmaps a side file. */
 void tfm_model_free(tfm_model *model);
+/* The description the model was loaded from (sizes, special tokens). */
 const tfm_model_desc *tfm_model_get_desc(const tfm_model *model);
 
-/* Runs the model over `tokens[0..n)` and writes the logits of every position
- * to `logits` ([n, vocab], caller-allocated). Checks ids and length first. */
+/* Runs @forward over `tokens[0..n)` (no cache) and writes the logits of
+ * every position to `logits` ([n, vocab], caller-allocated). Checks ids
+ * (TFM_ERROR_OUT_OF_RANGE) and length (TFM_ERROR_CONTEXT_OVERFLOW) first.
+ * Thread-safe. */
 tfm_status_code tfm_forward(tfm_model *model, const int32_t *tokens, int64_t n,
                             float *logits, tfm_status *status);
 
@@ -59,6 +79,8 @@ tfm_status_code tfm_forward(tfm_model *model, const int32_t *tokens, int64_t n,
  * once. A session must be freed before its model.
  *===--------------------------------------------------------------------===*/
 
+/* A session with an empty KV cache of the capacity the model was compiled
+ * with (--max-context): the cache is allocated here, zeroed. */
 tfm_status_code tfm_session_new(tfm_model *model, tfm_session **session,
                                 tfm_status *status);
 void tfm_session_free(tfm_session *session);
@@ -95,6 +117,8 @@ typedef struct {
 /* Greedy decoding, no penalty. */
 tfm_sampler_options tfm_sampler_default_options(void);
 
+/* A sampler owns its random state: reusing one continues its sequence.
+ * Options out of range are TFM_ERROR_INVALID_ARGUMENT, named. */
 typedef struct tfm_sampler tfm_sampler;
 tfm_status_code tfm_sampler_new(const tfm_sampler_options *options,
                                 int64_t vocab_size, tfm_sampler **sampler,
@@ -152,11 +176,13 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
  * picks the next token. */
 int32_t tfm_argmax(const float *values, int64_t n);
 
-/* The model's tokenizer (owned by the model), or NULL with a status when it
- * was compiled without one. */
+/* The model's tokenizer, parsed on first use and owned by the model, or NULL
+ * with TFM_ERROR_TOKENIZER when it was compiled without one. The first call
+ * must not race with another on the same model. */
 tfm_tokenizer *tfm_model_tokenizer(tfm_model *model, tfm_status *status);
 
-/* Parses a tokenizer blob (tfm_format.h). */
+/* Parses a tokenizer blob (tfm_format.h) into a tokenizer the caller owns;
+ * TFM_ERROR_TOKENIZER names what is malformed. */
 tfm_status_code tfm_tokenizer_new(const uint8_t *blob, uint64_t size,
                                   tfm_tokenizer **tokenizer,
                                   tfm_status *status);

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""bench/compare_peers.py: tfmc against PyTorch on the same random fp32
+weights and prompts, in one run, beside the machine's measured limits.
+
+Models (made by make_random_model.py into --work): (a) GPT-2 small (12
+layers, 768 wide, 12 heads, vocab 50257) and (b) a LLaMA of similar size
+with grouped-query attention (12 heads, 4 KV heads). For each: prefill
+tokens/s at prompts of 128 and 512, decode tokens/s over 64 tokens after a
+128-token prompt, peak RSS. Printed: ratios tfmc/peer, decode as a fraction
+of the bandwidth bound (weight bytes per token / measured read bandwidth),
+prefill GFLOP/s as a fraction of the measured FP32 peak.
+
+    /usr/bin/python3 bench/compare_peers.py [--models gpt2,llama]
+
+PyTorch runs at its fastest setting here (OPENBLAS_NUM_THREADS=2,
+torch.set_num_threads(1)). ONNX Runtime is not measured yet (see README).
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def hardware_limits(work):
+    exe = os.path.join(work, "hwlimits")
+    subprocess.run(["cc", "-O3", "-march=native", "-fopenmp",
+                    os.path.join(HERE, "hwlimits.c"), "-lopenblas", "-o", exe],
+                   check=True)
+    return json.loads(subprocess.run([exe], capture_output=True, text=True,
+                                     check=True).stdout)
+
+
+def model_numbers(directory):
+    """Weight bytes one decode step reads, and matmul FLOPs per token."""
+    with open(os.path.join(directory, "config.json")) as f:
+        c = json.load(f)
+    with open(os.path.join(directory, "model.safetensors"), "rb") as f:
+        header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+    sizes = {k: v["data_offsets"][1] - v["data_offsets"][0]
+             for k, v in header.items() if k != "__metadata__"}
+    total = sum(sizes.values())
+    if c["model_type"] == "gpt2":
+        # One row of each embedding table is read; wte is read again, whole,
+        # as the tied LM head.
+        read = total - sizes["wpe.weight"]
+        d, layers = c["n_embd"], c["n_layer"]
+        matmul_params = layers * 12 * d * d + c["vocab_size"] * d
+    else:
+        read = total - sizes["model.embed_tokens.weight"]
+        d, layers, i = c["hidden_size"], c["num_hidden_layers"], c["intermediate_size"]
+        kv = d // c["num_attention_heads"] * c["num_key_value_heads"]
+        matmul_params = layers * (2 * d * d + 2 * kv * d + 3 * d * i)
+        matmul_params += c["vocab_size"] * d
+    return c, read, matmul_params
+
+
+def prompt_ids(length, vocab):
+    rng = random.Random(length)
+    return " ".join(str(rng.randrange(vocab)) for _ in range(length))
+
+
+def run_tfmc(exe, prompt, new, vocab):
+    out = subprocess.run([exe, "--tokens", prompt_ids(prompt, vocab), "-n", str(new),
+                          "--print-ids", "--ignore-eos", "--stats"],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stderr.strip().splitlines()[-1])
+
+
+def run_torch(model, prompt, new):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="2")
+    out = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "torch_peer.py"),
+                          model, "--prompt", str(prompt), "--new", str(new)],
+                         capture_output=True, text=True, check=True, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def best(runs, key):
+    return max(runs, key=lambda r: r[key])
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tfmc", default=os.path.join(ROOT, "build", "bin", "tfmc"))
+    parser.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
+    parser.add_argument("--models", default="gpt2,llama")
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    hw = hardware_limits(args.work)
+    print(f"machine: {hw['threads']} threads, read {hw['read_gb_per_s']} GB/s, "
+          f"FP32 peak {hw['fp32_peak_gflops']} GFLOP/s, OpenBLAS SGEMM "
+          f"128x2304x768 {hw['openblas_sgemm_128x2304x768_gflops']} GFLOP/s")
+    for kind in args.models.split(","):
+        directory = os.path.join(args.work, f"{kind}-random")
+        exe = os.path.join(args.work, f"{kind}-tfmc")
+        if not os.path.exists(os.path.join(directory, "model.safetensors")):
+            subprocess.run([sys.executable, os.path.join(HERE, "make_random_model.py"),
+                            kind, directory], check=True)
+        if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(args.tfmc):
+            subprocess.run([args.tfmc, directory, "-o", exe], check=True)
+        config, read_bytes, matmul_params = model_numbers(directory)
+        vocab = config["vocab_size"]
+        rows = []
+        for prompt, new, what in ((128, 1, "prefill"), (512, 1, "prefill"), (128, 64, "decode")):
+            key = f"{what}_tokens_per_s"
+            ours = best([run_tfmc(exe, prompt, new, vocab) for _ in range(args.repeats)], key)
+            peer = best([run_torch(directory, prompt, new) for _ in range(args.repeats)], key)
+            rows.append((what, prompt, ours, peer, key))
+        print(f"\n{kind}: {read_bytes / 1e6:.0f} MB read per decoded token")
+        print(f"{'':>18} {'tfmc':>9} {'PyTorch':>9} {'tfmc/PT':>8}  of the hardware limit")
+        for what, prompt, ours, peer, key in rows:
+            rate = ours[key]
+            if what == "prefill":
+                gflops = 2 * matmul_params * rate / 1e9
+                limit = f"{gflops:.0f} GFLOP/s = {gflops / hw['fp32_peak_gflops']:.0%} of FP32 peak"
+                label = f"prefill @{prompt}"
+            else:
+                bound = hw["read_gb_per_s"] * 1e9 / read_bytes
+                limit = f"bound {bound:.1f} tok/s: {rate / bound:.0%} of it"
+                label = f"decode 64 @{prompt}"
+            print(f"{label:>18} {rate:>9.1f} {peer[key]:>9.1f} {rate / peer[key]:>7.2f}x  {limit}")
+        rss_ours = max(r[2]["peak_rss_bytes"] for r in rows)
+        rss_peer = max(r[3]["peak_rss_bytes"] for r in rows)
+        print(f"{'peak RSS (MB)':>18} {rss_ours / 1e6:>9.0f} {rss_peer / 1e6:>9.0f} "
+              f"{rss_ours / rss_peer:>7.2f}x")
+
+
+if __name__ == "__main__":
+    main()
