@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/ErrorMessages.h"
+#include "frontend/JsonFile.h"
 #include "frontend/Tokenizer.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -60,19 +61,6 @@ struct RawBpe {
   std::vector<std::pair<std::string, std::string>> merges;
 };
 
-llvm::Expected<llvm::json::Value> readJson(llvm::StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return makeError("cannot read '" + path +
-                     "': " + buffer.getError().message());
-  llvm::Expected<llvm::json::Value> json =
-      llvm::json::parse((*buffer)->getBuffer());
-  if (!json)
-    return makeError(path + ": malformed JSON: " +
-                     llvm::toString(json.takeError()));
-  return json;
-}
-
 llvm::Error readVocabObject(const llvm::json::Object *object,
                             llvm::StringRef path, RawBpe &raw) {
   if (!object)
@@ -109,7 +97,7 @@ llvm::Error readMergesText(llvm::StringRef path, RawBpe &raw) {
 
 /// tokenizer.json of Hugging Face's fast tokenizers, model type BPE.
 llvm::Error readTokenizerJson(llvm::StringRef path, RawBpe &raw) {
-  llvm::Expected<llvm::json::Value> json = readJson(path);
+  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
   if (!json)
     return json.takeError();
   const llvm::json::Object *model =
@@ -161,7 +149,7 @@ mlir::tfm::readByteLevelBpe(llvm::StringRef directory) {
   RawBpe raw;
   std::string source;
   if (llvm::sys::fs::exists(vocabPath) && llvm::sys::fs::exists(mergesPath)) {
-    llvm::Expected<llvm::json::Value> vocab = readJson(vocabPath);
+    llvm::Expected<llvm::json::Value> vocab = readJsonFile(vocabPath);
     if (!vocab)
       return vocab.takeError();
     if (llvm::Error err = readVocabObject(vocab->getAsObject(), vocabPath, raw))

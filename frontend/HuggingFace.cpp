@@ -10,6 +10,7 @@
 
 #include "frontend/DecoderBuilder.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/JsonFile.h"
 #include "frontend/ModelLoader.h"
 #include "frontend/Safetensors.h"
 
@@ -270,15 +271,9 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
                           llvm::StringRef directory) {
   llvm::SmallString<256> configPath(directory);
   llvm::sys::path::append(configPath, "config.json");
-  auto buffer = llvm::MemoryBuffer::getFile(configPath);
-  if (!buffer)
-    return makeError("cannot read '" + configPath +
-                     "': " + buffer.getError().message());
-  llvm::Expected<llvm::json::Value> json =
-      llvm::json::parse((*buffer)->getBuffer());
+  llvm::Expected<llvm::json::Value> json = readJsonFile(configPath);
   if (!json)
-    return makeError(configPath + ": malformed JSON: " +
-                     llvm::toString(json.takeError()));
+    return json.takeError();
   const llvm::json::Object *object = json->getAsObject();
   if (!object)
     return makeError(configPath + ": expected a JSON object");
@@ -300,12 +295,11 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
   model.addBos = modelType != "gpt2";
   llvm::SmallString<256> tokenizerConfigPath(directory);
   llvm::sys::path::append(tokenizerConfigPath, "tokenizer_config.json");
-  if (auto text = llvm::MemoryBuffer::getFile(tokenizerConfigPath)) {
+  if (llvm::sys::fs::exists(tokenizerConfigPath)) {
     llvm::Expected<llvm::json::Value> tokenizerConfig =
-        llvm::json::parse((*text)->getBuffer());
+        readJsonFile(tokenizerConfigPath);
     if (!tokenizerConfig)
-      return makeError(tokenizerConfigPath + ": malformed JSON: " +
-                       llvm::toString(tokenizerConfig.takeError()));
+      return tokenizerConfig.takeError();
     if (const llvm::json::Object *object = tokenizerConfig->getAsObject())
       if (std::optional<bool> addBos = object->getBoolean("add_bos_token"))
         model.addBos = *addBos;

@@ -9,6 +9,7 @@
 
 #include "frontend/Safetensors.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/JsonFile.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Endian.h"
@@ -212,15 +213,9 @@ Error mlir::tfm::readSafetensorsCheckpoint(llvm::StringRef directory,
   if (!llvm::sys::fs::exists(index))
     return makeError(directory + ": no model.safetensors nor "
                                  "model.safetensors.index.json");
-  auto buffer = llvm::MemoryBuffer::getFile(index);
-  if (!buffer)
-    return makeError("cannot read '" + index + "': " +
-                     buffer.getError().message());
-  llvm::Expected<llvm::json::Value> json =
-      llvm::json::parse((*buffer)->getBuffer());
+  llvm::Expected<llvm::json::Value> json = readJsonFile(index);
   if (!json)
-    return makeError(index + ": malformed JSON: " +
-                     llvm::toString(json.takeError()));
+    return json.takeError();
   const llvm::json::Object *weightMap =
       json->getAsObject() ? json->getAsObject()->getObject("weight_map")
                           : nullptr;

@@ -186,16 +186,22 @@ tfm_status_code tfm_forward(tfm_model *model, const int32_t *tokens, int64_t n,
   tfm_memref2d_f32 result;
   memset(&result, 0, sizeof result);
   desc->forward(&result, &weights, &ids);
+  return tfm_take_logits(desc, &result, n, logits, status);
+}
+
+tfm_status_code tfm_take_logits(const tfm_model_desc *desc,
+                                tfm_memref2d_f32 *result, int64_t rows,
+                                float *out, tfm_status *status) {
   /* The generated code returns a fresh buffer with identity layout. */
-  if (!result.aligned || result.sizes[0] != n ||
-      result.sizes[1] != desc->vocab_size) {
-    free(result.allocated);
+  if (!result->aligned || result->sizes[0] != rows ||
+      result->sizes[1] != desc->vocab_size) {
+    free(result->allocated);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "model '%s' returned no logits", desc->name);
   }
-  memcpy(logits, result.aligned + result.offset,
-         (size_t)(n * desc->vocab_size) * sizeof(float));
-  free(result.allocated);
+  memcpy(out, result->aligned + result->offset,
+         (size_t)(rows * desc->vocab_size) * sizeof(float));
+  free(result->allocated);
   return tfm_ok(status);
 }
 

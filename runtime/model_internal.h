@@ -14,4 +14,10 @@ tfm_status_code tfm_check_token_ids(const tfm_model_desc *desc,
                                     const int32_t *tokens, int64_t n,
                                     tfm_status *status);
 
+/* Copies the generated code's logits ([rows, vocab], malloc'ed by it) to
+ * `out` and frees them; a descriptor of another shape is reported. */
+tfm_status_code tfm_take_logits(const tfm_model_desc *desc,
+                                tfm_memref2d_f32 *result, int64_t rows,
+                                float *out, tfm_status *status);
+
 #endif /* TFM_RUNTIME_MODEL_INTERNAL_H */

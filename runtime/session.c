@@ -132,14 +132,10 @@ tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
   memset(&result, 0, sizeof result);
   tfm_prefill_fn run = n == 1 ? desc->decode : desc->prefill;
   run(&result, &weights, &token_descriptor, s->length, &s->cache_descriptor);
-  if (!result.aligned)
-    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
-                    "model '%s' returned no logits", desc->name);
-  memcpy(logits, result.aligned + result.offset,
-         (size_t)vocab * sizeof *logits);
-  free(result.allocated);
-  s->length += n;
-  return tfm_ok(status);
+  code = tfm_take_logits(desc, &result, 1, logits, status);
+  if (code == TFM_OK)
+    s->length += n;
+  return code;
 }
 
 tfm_status_code tfm_decode(tfm_session *s, int32_t token, float *logits,

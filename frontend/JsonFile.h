@@ -1,0 +1,35 @@
+//===- JsonFile.h - reading JSON files with located errors ------*- C++ -*-===//
+//
+// config.json, tokenizer files and safetensors indexes are all read the same
+// way: a missing file and malformed JSON are user errors naming the file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_JSONFILE_H
+#define TFM_FRONTEND_JSONFILE_H
+
+#include "frontend/ErrorMessages.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+namespace mlir::tfm {
+
+/// Reads and parses `path`; the error names the file and, for bad JSON, the
+/// position.
+inline llvm::Expected<llvm::json::Value> readJsonFile(llvm::StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return makeError("cannot read '" + path +
+                     "': " + buffer.getError().message());
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!json)
+    return makeError(path + ": malformed JSON: " +
+                     llvm::toString(json.takeError()));
+  return json;
+}
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_JSONFILE_H
