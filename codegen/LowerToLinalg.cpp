@@ -554,8 +554,8 @@ struct LowerKVCacheRead : OpConversionPattern<KVCacheReadOp> {
 /// writable, so that bufferization updates it in place.
 void markCacheWritable(func::FuncOp func) {
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (func.getArgAttr(i, "tfm.kv_cache")) {
-      func.removeArgAttr(i, "tfm.kv_cache");
+    if (func.getArgAttr(i, kKVCacheArgAttrName)) {
+      func.removeArgAttr(i, kKVCacheArgAttrName);
       func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
                       BoolAttr::get(func.getContext(), true));
     }

@@ -209,7 +209,7 @@ OwningOpRef<ModuleOp> DecoderIRBuilder::build() {
   auto func = func::FuncOp::create(
       b, loc, "forward", b.getFunctionType({tokensType}, {logitsType}));
   // The capacity tfm-kv-cache gives the cache unless told otherwise.
-  func->setAttr("tfm.max_context", b.getI64IntegerAttr(spec.maxContext));
+  func->setAttr(kMaxContextAttrName, b.getI64IntegerAttr(spec.maxContext));
   b.setInsertionPointToEnd(func.addEntryBlock());
   Value tokens = func.getArgument(0);
 

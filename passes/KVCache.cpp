@@ -144,7 +144,7 @@ Value sliceLastRow(OpBuilder &b, Location loc, Value value, Value rows) {
 
 /// Marks the cache argument so that codegen updates it in place.
 void markCacheArgument(func::FuncOp func, unsigned index) {
-  func.setArgAttr(index, "tfm.kv_cache", UnitAttr::get(func.getContext()));
+  func.setArgAttr(index, kKVCacheArgAttrName, UnitAttr::get(func.getContext()));
 }
 
 func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,

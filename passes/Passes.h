@@ -3,6 +3,7 @@
 #ifndef TFM_PASSES_PASSES_H
 #define TFM_PASSES_PASSES_H
 
+#include "ir/TfmDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -15,9 +16,6 @@ namespace mlir::tfm {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
-
-/// The attribute on @forward giving the model's maximum context.
-inline constexpr llvm::StringLiteral kMaxContextAttrName = "tfm.max_context";
 
 } // namespace mlir::tfm
 
