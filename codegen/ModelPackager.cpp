@@ -87,7 +87,7 @@ std::string generateModelSource(const ModelDescription &model,
          {options.prefillSymbol, options.decodeSymbol})
       os << "void " << symbol
          << "(tfm_memref2d_f32 *, tfm_memref1d *, tfm_memref1d *, int64_t, "
-            "tfm_memref5d_f32 *);\n";
+            "int64_t, tfm_memref5d_f32 *);\n";
   // Executables use the description main.c expects; libraries export
   // <prefix>_model and nothing else.
   bool library = options.kind != OutputKind::Executable;
@@ -121,7 +121,8 @@ std::string generateModelSource(const ModelDescription &model,
        << "    .cache_kv_heads = " << model.cacheShape[3] << ",\n"
        << "    .cache_head_dim = " << model.cacheShape[4] << ",\n"
        << "    .prefill = " << options.prefillSymbol << ",\n"
-       << "    .decode = " << options.decodeSymbol << ",\n";
+       << "    .decode = " << options.decodeSymbol << ",\n"
+       << "    .sliding_window = " << model.slidingWindow << ",\n";
   os << "};\n";
   return source;
 }

@@ -47,6 +47,8 @@ struct ModelDescription {
   /// @prefill's cache [layers, 2, capacity, kv_heads, head_dim]; empty when
   /// compiled without a KV cache.
   std::vector<int64_t> cacheShape;
+  /// Every layer's attention window (0: none).
+  int64_t slidingWindow = 0;
 };
 
 enum class OutputKind { Executable, SharedLibrary, StaticLibrary };

@@ -66,6 +66,9 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
   if (!spec.learnedPositions && spec.headDim() % 2 != 0)
     return fail("rotary embeddings need an even head size, got " +
                 llvm::Twine(spec.headDim()));
+  if (spec.slidingWindow < 0)
+    return fail("sliding window must be positive, got " +
+                llvm::Twine(spec.slidingWindow));
   if (!(spec.normEpsilon >= 0))
     return fail("norm epsilon must be non-negative");
   if (!spec.learnedPositions && !(spec.ropeTheta > 0))
@@ -168,10 +171,14 @@ Value DecoderIRBuilder::attentionBlock(Value x, Value positions,
     k = RopeOp::create(b, loc, k.getType(), style, k, positions, theta);
   }
   auto scale = b.getF32FloatAttr(1.0 / std::sqrt(double(headDim)));
+  // A window as long as the context excludes nothing: leave it out.
+  IntegerAttr window =
+      spec.slidingWindow > 0 && spec.slidingWindow < spec.maxContext
+          ? b.getI64IntegerAttr(spec.slidingWindow)
+          : IntegerAttr();
   Value attended =
       AttentionOp::create(b, loc, q.getType(), q, k, v, /*bias=*/Value(),
-                          scale, /*causal=*/b.getUnitAttr(),
-                          /*window=*/IntegerAttr());
+                          scale, /*causal=*/b.getUnitAttr(), window);
   Value o = linear(attended, tfm::layerWeightName(n.output, layer), bias,
                    {dyn, spec.hiddenSize}, loc);
   return AddOp::create(b, loc, x, o);

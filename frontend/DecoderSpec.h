@@ -43,6 +43,9 @@ struct DecoderSpec {
   bool gatedMlp = false;
   mlir::tfm::ActivationKind activation = mlir::tfm::ActivationKind::silu;
   bool attentionBias = false, mlpBias = false;
+  /// Sliding-window attention: each position sees the last `slidingWindow`
+  /// positions (itself included); 0: all before it.
+  int64_t slidingWindow = 0;
 
   std::string tokenEmbedding, positionEmbedding, finalNorm;
   /// Empty when the LM head is tied to the token embedding.

@@ -280,13 +280,19 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
   ConfigReader config(*object, configPath.str().str());
   std::string modelType = config.string("model_type", "");
   DecoderSpec spec;
-  if (modelType == "llama")
+  if (modelType == "llama") {
     spec = readLlamaSpec(config);
+  } else if (modelType == "mistral") {
+    // Mistral is LLaMA with sliding-window attention.
+    spec = readLlamaSpec(config);
+    spec.family = "mistral";
+    spec.slidingWindow = config.integer("sliding_window", 0);
+  }
   else if (modelType == "gpt2")
     spec = readGpt2Spec(config);
   else
     return makeError(configPath + ": unknown model_type '" + modelType +
-                     "' (supported: gpt2, llama)");
+                     "' (supported: gpt2, llama, mistral)");
   LoadedModel model;
   model.bosToken = config.integer("bos_token_id", -1);
   model.eosToken = config.integer("eos_token_id", -1);

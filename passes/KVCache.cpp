@@ -166,13 +166,17 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
                                                    prefill);
   Block &entry = prefill.front();
   Value tokens = entry.getArgument(0);
+  // `start` is the position of the first token (positions, RoPE); `slot`
+  // where its keys go in the cache. They differ once the runtime has slid
+  // a windowed model's cache (dropped positions no query can see).
   Value start = entry.addArgument(IndexType::get(ctx), loc);
+  Value slot = entry.addArgument(IndexType::get(ctx), loc);
   Value cache = entry.addArgument(cacheType, loc);
 
   OpBuilder b(ctx);
   b.setInsertionPointToStart(&entry);
   Value rows = tensor::DimOp::create(b, loc, tokens, 0);
-  Value end = arith::AddIOp::create(b, loc, start, rows);
+  Value end = arith::AddIOp::create(b, loc, slot, rows);
 
   prefill.walk([&](PositionIdsOp op) { op.getOffsetMutable().assign(start); });
   for (auto [layer, original] : llvm::enumerate(plan.layers)) {
@@ -182,7 +186,7 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
     Location at = attention.getLoc();
     cache = KVCacheAppendOp::create(b, at, cacheType, cache,
                                     attention.getKey(), attention.getValue(),
-                                    start, b.getI64IntegerAttr(layer));
+                                    slot, b.getI64IntegerAttr(layer));
     auto read = KVCacheReadOp::create(b, at, TypeRange{keyType, keyType},
                                       cache, end, b.getI64IntegerAttr(layer));
     attention.getKeyMutable().assign(read.getKey());
@@ -194,9 +198,9 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
   Value logits = sliceLastRow(b, loc, ret.getOperand(0), rows);
   ret->setOperands({logits, cache});
   prefill.setType(FunctionType::get(
-      ctx, {tokens.getType(), start.getType(), cacheType},
+      ctx, {tokens.getType(), start.getType(), slot.getType(), cacheType},
       {logits.getType(), cacheType}));
-  markCacheArgument(prefill, 2);
+  markCacheArgument(prefill, 3);
   // The full-sequence head is dead now.
   IRRewriter rewriter(ctx);
   (void)runRegionDCE(rewriter, prefill.getBody());
@@ -205,7 +209,8 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
   return prefill;
 }
 
-/// @decode(token: tensor<1xi32>, position, cache): @prefill of one token.
+/// @decode(token: tensor<1xi32>, position, slot, cache): @prefill of one
+/// token.
 void buildDecode(func::FuncOp prefill) {
   MLIRContext *ctx = prefill.getContext();
   Location loc = prefill.getLoc();
@@ -218,7 +223,7 @@ void buildDecode(func::FuncOp prefill) {
       b, loc, "decode",
       FunctionType::get(ctx,
                         {tokenType, prefillType.getInput(1),
-                         prefillType.getInput(2)},
+                         prefillType.getInput(2), prefillType.getInput(3)},
                         prefillType.getResults()));
   Block *entry = decode.addEntryBlock();
   b.setInsertionPointToStart(entry);
@@ -226,9 +231,10 @@ void buildDecode(func::FuncOp prefill) {
       tensor::CastOp::create(b, loc, tokensType, entry->getArgument(0));
   auto call = func::CallOp::create(
       b, loc, prefill,
-      ValueRange{tokens, entry->getArgument(1), entry->getArgument(2)});
+      ValueRange{tokens, entry->getArgument(1), entry->getArgument(2),
+                 entry->getArgument(3)});
   func::ReturnOp::create(b, loc, call.getResults());
-  markCacheArgument(decode, 2);
+  markCacheArgument(decode, 3);
 }
 
 struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {

@@ -11,13 +11,18 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
     A causal decoder's `@forward(tokens) -> logits` recomputes every
     position's keys and values for each new token. This pass adds
 
-    - `@prefill(tokens: tensor<?xi32>, start: index, cache) -> (logits of
-      the last position: tensor<1xVxf32>, cache)`: runs the tokens as
-      positions `[start, start + n)`, appending each layer's keys and values
-      to the cache (`tfm.kv_cache_append`) and attending over the cached
-      prefix (`tfm.kv_cache_read`);
-    - `@decode(token: tensor<1xi32>, position: index, cache) -> (logits,
-      cache)`: one token at `position`, so a new token costs O(context).
+    - `@prefill(tokens: tensor<?xi32>, start: index, slot: index, cache) ->
+      (logits of the last position: tensor<1xVxf32>, cache)`: runs the
+      tokens as positions `[start, start + n)`, appending each layer's keys
+      and values to the cache at `[slot, slot + n)` (`tfm.kv_cache_append`)
+      and attending over the cached `[0, slot + n)` (`tfm.kv_cache_read`);
+    - `@decode(token: tensor<1xi32>, position: index, slot: index, cache) ->
+      (logits, cache)`: one token, so a new token costs O(context).
+
+    Positions and slots are equal until the runtime slides the cache of a
+    sliding-window model: keys older than the window are dropped and the
+    rest moved to the front, so such a cache holds only the window (keys are
+    cached after RoPE, so they keep their positions).
 
     The cache is one tensor `[layers, 2, capacity, kv_heads, head_dim]`
     (grouped-query and multi-query models cache only their KV heads) with a

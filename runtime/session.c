@@ -17,8 +17,10 @@ struct tfm_session {
   tfm_model *model;
   float *cache; /* NULL without a KV cache */
   tfm_memref5d_f32 cache_descriptor;
-  int32_t *tokens;
-  int64_t length, capacity;
+  int64_t cache_capacity, cache_used; /* slots */
+  int64_t window;                     /* > 0: slide the cache when full */
+  int32_t *tokens;                    /* every token so far */
+  int64_t length, capacity;           /* positions */
   float *scratch; /* [capacity, vocab] logits, forward fallback only */
 };
 
@@ -33,7 +35,13 @@ tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   s->model = model;
   if (desc->cache_layers > 0) {
-    s->capacity = desc->cache_capacity;
+    s->cache_capacity = s->capacity = desc->cache_capacity;
+    /* A window the cache can hold: positions are then bounded by the model
+     * only, the cache keeping the last window - 1 of them. */
+    if (desc->sliding_window > 0 && desc->sliding_window <= s->cache_capacity) {
+      s->window = desc->sliding_window;
+      s->capacity = desc->max_context;
+    }
     int64_t sizes[5] = {desc->cache_layers, 2, desc->cache_capacity,
                         desc->cache_kv_heads, desc->cache_head_dim};
     size_t count = 1;
@@ -79,7 +87,7 @@ void tfm_session_free(tfm_session *s) {
 
 void tfm_session_reset(tfm_session *s) {
   if (s)
-    s->length = 0;
+    s->length = s->cache_used = 0;
 }
 
 int64_t tfm_session_length(const tfm_session *s) { return s ? s->length : 0; }
@@ -91,6 +99,22 @@ const int32_t *tfm_session_tokens(const tfm_session *s) {
 }
 tfm_model *tfm_session_model(const tfm_session *s) {
   return s ? s->model : NULL;
+}
+
+/* Keeps the last window - 1 cached positions, moved to the front of every
+ * layer's K and V planes: the next query sees exactly those and itself. */
+static void slide_cache(tfm_session *s) {
+  const tfm_memref5d_f32 *d = &s->cache_descriptor;
+  int64_t keep = s->window - 1;
+  if (keep > s->cache_used)
+    keep = s->cache_used;
+  int64_t row = d->strides[2]; /* floats per position */
+  for (int64_t plane = 0; plane < d->sizes[0] * 2; ++plane) {
+    float *base = s->cache + plane * d->strides[1];
+    memmove(base, base + (s->cache_used - keep) * row,
+            (size_t)(keep * row) * sizeof(float));
+  }
+  s->cache_used = keep;
 }
 
 tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
@@ -126,15 +150,27 @@ tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
     return tfm_ok(status);
   }
   tfm_memref1d weights = tfm_model_weights_descriptor(s->model);
-  void *ids = (void *)(uintptr_t)tokens;
-  tfm_memref1d token_descriptor = {ids, ids, 0, {n}, {1}};
-  tfm_memref2d_f32 result;
-  memset(&result, 0, sizeof result);
-  tfm_prefill_fn run = n == 1 ? desc->decode : desc->prefill;
-  run(&result, &weights, &token_descriptor, s->length, &s->cache_descriptor);
-  code = tfm_take_logits(desc, &result, 1, logits, status);
-  if (code == TFM_OK)
-    s->length += n;
+  /* In chunks that fit the cache; a full cache of a sliding-window model
+   * first drops what no later query can see. Without a window the capacity
+   * check above guarantees one chunk. */
+  for (int64_t done = 0; done < n && code == TFM_OK;) {
+    if (s->cache_used == s->cache_capacity)
+      slide_cache(s);
+    int64_t chunk = n - done;
+    if (chunk > s->cache_capacity - s->cache_used)
+      chunk = s->cache_capacity - s->cache_used;
+    void *ids = (void *)(uintptr_t)(tokens + done);
+    tfm_memref1d token_descriptor = {ids, ids, 0, {chunk}, {1}};
+    tfm_memref2d_f32 result;
+    memset(&result, 0, sizeof result);
+    tfm_prefill_fn run = chunk == 1 ? desc->decode : desc->prefill;
+    run(&result, &weights, &token_descriptor, s->length, s->cache_used,
+        &s->cache_descriptor);
+    code = tfm_take_logits(desc, &result, 1, logits, status);
+    s->length += chunk;
+    s->cache_used += chunk;
+    done += chunk;
+  }
   return code;
 }
 

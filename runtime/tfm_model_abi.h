@@ -46,11 +46,13 @@ typedef void (*tfm_forward_fn)(tfm_memref2d_f32 *logits,
                                tfm_memref1d *weights, tfm_memref1d *tokens);
 
 /* @prefill and @decode (tfm-kv-cache): `tokens` at positions [start, start
- * + n), appending to `cache` in place; logits of the last position
- * ([1, vocab]). @decode takes exactly one token. */
+ * + n), their keys and values appended to `cache` in place at slots [slot,
+ * slot + n), attending over slots [0, slot + n); logits of the last
+ * position ([1, vocab]). @decode takes exactly one token. */
 typedef void (*tfm_prefill_fn)(tfm_memref2d_f32 *logits,
                                tfm_memref1d *weights, tfm_memref1d *tokens,
-                               int64_t start, tfm_memref5d_f32 *cache);
+                               int64_t start, int64_t slot,
+                               tfm_memref5d_f32 *cache);
 
 /* Everything the runtime needs to know about one compiled model; tfmc
  * generates one constant instance per model. */
@@ -81,6 +83,9 @@ typedef struct tfm_model_desc {
   int64_t cache_head_dim;
   tfm_prefill_fn prefill;
   tfm_prefill_fn decode;
+  /* Sliding-window attention in every layer (0: none): the runtime then
+   * keeps only the last window - 1 positions when the cache is full. */
+  int64_t sliding_window;
 } tfm_model_desc;
 
 #ifdef __cplusplus

@@ -78,14 +78,17 @@ def silu(x):
     return x / (1 + np.exp(-x))
 
 
-def causal_attention(q, k, v):
-    """q: [s, h, d], k/v: [s, kvh, d]; GQA by repeating KV heads."""
+def causal_attention(q, k, v, window=None):
+    """q: [s, h, d], k/v: [s, kvh, d]; GQA by repeating KV heads; with a
+    window, position i sees positions (i - window, i]."""
     s, h, d = q.shape
     group = h // k.shape[1]
     k = np.repeat(k, group, axis=1)
     v = np.repeat(v, group, axis=1)
     scores = np.einsum("ihd,jhd->hij", q, k) / np.sqrt(d)
     scores = scores + np.triu(np.full((s, s), -np.inf), 1)
+    if window:
+        scores = scores + np.tril(np.full((s, s), -np.inf), -window)
     scores = np.exp(scores - scores.max(-1, keepdims=True))
     probs = scores / scores.sum(-1, keepdims=True)
     return np.einsum("hij,jhd->ihd", probs, v)
@@ -138,7 +141,8 @@ def llama_forward(w, cfg, tokens):
         k = (a @ w[p + "self_attn.k_proj.weight"].T).reshape(s, kvh, hd)
         v = (a @ w[p + "self_attn.v_proj.weight"].T).reshape(s, kvh, hd)
         q, k = rope(q, theta, False), rope(k, theta, False)
-        x = x + causal_attention(q, k, v).reshape(s, d) @ w[p + "self_attn.o_proj.weight"].T
+        att = causal_attention(q, k, v, cfg.get("sliding_window"))
+        x = x + att.reshape(s, d) @ w[p + "self_attn.o_proj.weight"].T
         m = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
         g = silu(m @ w[p + "mlp.gate_proj.weight"].T) * (m @ w[p + "mlp.up_proj.weight"].T)
         x = x + g @ w[p + "mlp.down_proj.weight"].T
@@ -215,6 +219,8 @@ MODELS = {
                                   tie_word_embeddings=False), "F16", {}),
     "llama-gqa-bf16-sharded": (dict(LLAMA, num_key_value_heads=1,
                                     rope_theta=500000.0), "BF16", {"shards": 2}),
+    "mistral-window4": (dict(LLAMA, model_type="mistral", sliding_window=4,
+                             num_key_value_heads=2), "F32", {}),
 }
 TOKENS = [1, 17, 42, 5, 63, 0, 28, 9, 33, 12, 50, 7]
 
@@ -392,7 +398,7 @@ def main():
     for seed, (name, (cfg, dtype, extra)) in enumerate(MODELS.items()):
         write_model(name, cfg, dtype, extra, seed)
         print("wrote", name)
-    write_gpt2_bpe(len(MODELS))
+    write_gpt2_bpe(5)  # its seed since it was first written
     print("wrote gpt2-bpe")
     with open(os.path.join(INPUTS, "tokens.txt"), "w") as f:
         f.write(" ".join(map(str, TOKENS)) + "\n")

@@ -6,14 +6,14 @@
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: -> tensor<?x16xf32> attributes {tfm.max_context = 32 : i64}
 // CHECK-LABEL: func.func @prefill(
-// CHECK-SAME: %[[TOK:[^:]*]]: tensor<?xi32>, %[[START:[^:]*]]: index, %[[CACHE:[^:]*]]: tensor<1x2x32x2x4xf32> {tfm.kv_cache})
+// CHECK-SAME: %[[TOK:[^:]*]]: tensor<?xi32>, %[[START:[^:]*]]: index, %[[SLOT:[^:]*]]: index, %[[CACHE:[^:]*]]: tensor<1x2x32x2x4xf32> {tfm.kv_cache})
 // CHECK-SAME: -> (tensor<1x16xf32>, tensor<1x2x32x2x4xf32>)
 // CHECK: %[[N:.*]] = tensor.dim %[[TOK]], %{{.*}} : tensor<?xi32>
-// CHECK: %[[END:.*]] = arith.addi %[[START]], %[[N]] : index
-// Positions continue from where the cache ends.
+// CHECK: %[[END:.*]] = arith.addi %[[SLOT]], %[[N]] : index
+// Positions continue from where the sequence is; keys go to the slot.
 // CHECK: %[[POS:.*]] = tfm.position_ids %[[TOK]] offset %[[START]]
 // CHECK: tfm.embedding %{{.*}}[%[[POS]]]
-// CHECK: %[[C1:.*]] = tfm.kv_cache_append %[[CACHE]][0], %[[K:.*]], %[[V:.*]] at %[[START]] : tensor<1x2x32x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>
+// CHECK: %[[C1:.*]] = tfm.kv_cache_append %[[CACHE]][0], %[[K:.*]], %[[V:.*]] at %[[SLOT]] : tensor<1x2x32x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>
 // CHECK: %[[KEYS:.*]], %[[VALUES:.*]] = tfm.kv_cache_read %[[C1]][0] length %[[END]]
 // CHECK: tfm.attention %{{.*}}, %[[KEYS]], %[[VALUES]] {causal
 // Only the last position reaches the final norm and the LM head.
@@ -23,9 +23,9 @@
 // CHECK: %[[LOGITS:.*]] = tfm.linear %[[NORMED]], %{{.*}} : (tensor<1x8xf32>, tensor<16x8xf32>) -> tensor<1x16xf32>
 // CHECK: return %[[LOGITS]], %[[C1]]
 // CHECK-LABEL: func.func @decode(
-// CHECK-SAME: %[[T:[^:]*]]: tensor<1xi32>, %[[P:[^:]*]]: index, %[[C:[^:]*]]: tensor<1x2x32x2x4xf32> {tfm.kv_cache})
+// CHECK-SAME: %[[T:[^:]*]]: tensor<1xi32>, %[[P:[^:]*]]: index, %[[S:[^:]*]]: index, %[[C:[^:]*]]: tensor<1x2x32x2x4xf32> {tfm.kv_cache})
 // CHECK: %[[CAST:.*]] = tensor.cast %[[T]] : tensor<1xi32> to tensor<?xi32>
-// CHECK: %[[R:.*]]:2 = call @prefill(%[[CAST]], %[[P]], %[[C]])
+// CHECK: %[[R:.*]]:2 = call @prefill(%[[CAST]], %[[P]], %[[S]], %[[C]])
 // CHECK: return %[[R]]#0, %[[R]]#1
 // CAPACITY-LABEL: func.func @prefill(
 // CAPACITY-SAME: tensor<1x2x8x2x4xf32>
@@ -57,12 +57,12 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> attributes {tfm.m
 // cache holds the KV heads only, [2 layers, K/V, 32, 1, 4]; each layer
 // appends to the cache the previous layer returned.
 // CHECK-LABEL: func.func @prefill(
-// CHECK-SAME: %[[TOK:[^:]*]]: tensor<?xi32>, %[[START:[^:]*]]: index, %[[CACHE:[^:]*]]: tensor<2x2x32x1x4xf32> {tfm.kv_cache})
-// CHECK: %[[END:.*]] = arith.addi %[[START]], %{{.*}} : index
+// CHECK-SAME: %[[TOK:[^:]*]]: tensor<?xi32>, %[[START:[^:]*]]: index, %[[SLOT:[^:]*]]: index, %[[CACHE:[^:]*]]: tensor<2x2x32x1x4xf32> {tfm.kv_cache})
+// CHECK: %[[END:.*]] = arith.addi %[[SLOT]], %{{.*}} : index
 // CHECK: %[[POS:.*]] = tfm.position_ids %[[TOK]] offset %[[START]]
 // CHECK: tfm.rope rotate_half %{{.*}}, %[[POS]]
 // CHECK: %[[KR0:.*]] = tfm.rope rotate_half %{{.*}}, %[[POS]] {{.*}} : tensor<?x1x4xf32>
-// CHECK: %[[C1:.*]] = tfm.kv_cache_append %[[CACHE]][0], %[[KR0]], %{{.*}} at %[[START]]
+// CHECK: %[[C1:.*]] = tfm.kv_cache_append %[[CACHE]][0], %[[KR0]], %{{.*}} at %[[SLOT]]
 // CHECK: tfm.kv_cache_read %[[C1]][0] length %[[END]] : tensor<2x2x32x1x4xf32> -> tensor<?x1x4xf32>, tensor<?x1x4xf32>
 // CHECK: %[[C2:.*]] = tfm.kv_cache_append %[[C1]][1]
 // CHECK: tfm.kv_cache_read %[[C2]][1] length %[[END]]

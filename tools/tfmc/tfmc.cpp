@@ -12,6 +12,7 @@
 #include "codegen/Passes.h"
 #include "frontend/ModelLoader.h"
 #include "ir/TfmDialect.h"
+#include "ir/TfmOps.h"
 #include "passes/Pipeline.h"
 #include "runtime/tfm_format.h"
 #include "tools/common/DebugOption.h"
@@ -30,6 +31,8 @@
 #include "mlir/Support/Timing.h"
 
 #include "llvm/IR/LLVMContext.h"
+
+#include <set>
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -261,12 +264,19 @@ int main(int argc, char **argv) {
     return 1;
   // The cache the runtime allocates: @prefill's cache argument.
   std::vector<int64_t> cacheShape;
-  if (auto prefill = module->lookupSymbol<func::FuncOp>("prefill"))
-    if (prefill.getNumArguments() == 3) {
-      ArrayRef<int64_t> shape =
-          cast<RankedTensorType>(prefill.getArgumentTypes()[2]).getShape();
-      cacheShape.assign(shape.begin(), shape.end());
-    }
+  int64_t slidingWindow = 0;
+  if (auto prefill = module->lookupSymbol<func::FuncOp>("prefill")) {
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(prefill.getArgumentTypes().back()).getShape();
+    cacheShape.assign(shape.begin(), shape.end());
+    // The runtime slides the cache only when every layer has one window.
+    std::set<int64_t> windows;
+    prefill.walk([&](tfm::AttentionOp op) {
+      windows.insert(op.getWindow().value_or(0));
+    });
+    if (windows.size() == 1)
+      slidingWindow = *windows.begin();
+  }
   if (emit == EmitKind::Tfm)
     return print();
   if (failed(runPipeline(*module, timing, tfm::buildLowerToLinalgPipeline)))
@@ -337,6 +347,7 @@ int main(int argc, char **argv) {
   description.vocabSize = model->vocabSize;
   description.maxContext = model->maxContext;
   description.cacheShape = cacheShape;
+  description.slidingWindow = slidingWindow;
   description.bosToken = model->bosToken;
   description.eosToken = model->eosToken;
   description.addBos = model->addBos;
