@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""bench/compare_peers.py: tfmc against PyTorch on the same random fp32
-weights and prompts, in one run, beside the machine's measured limits.
+"""bench/compare_peers.py: tfmc against PyTorch and ONNX Runtime on the
+same random fp32 weights and prompts, in one run, beside the machine's
+measured limits.
 
 Models (made by make_random_model.py into --work): (a) GPT-2 small (12
 layers, 768 wide, 12 heads, vocab 50257) and (b) a LLaMA of similar size
@@ -13,7 +14,10 @@ prefill GFLOP/s as a fraction of the measured FP32 peak.
     /usr/bin/python3 bench/compare_peers.py [--models gpt2,llama]
 
 PyTorch runs at its fastest setting here (OPENBLAS_NUM_THREADS=2,
-torch.set_num_threads(1)). ONNX Runtime is not measured yet (see README).
+torch.set_num_threads(1)). ONNX Runtime (onnxruntime-node from npm, pinned
+in bench/package.json, installed on first use with --ignore-scripts) runs
+the model as export_onnx.py exports it with past key/values, on the CPU
+with 2 intra-op threads.
 """
 import argparse
 import json
@@ -79,6 +83,32 @@ def run_torch(model, prompt, new):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def ensure_ort(work, directory, kind, config):
+    """Installs onnxruntime-node and exports the model, once."""
+    if not os.path.isdir(os.path.join(HERE, "node_modules", "onnxruntime-node")):
+        subprocess.run(["npm", "install", "--ignore-scripts", "--no-audit", "--no-fund"],
+                       cwd=HERE, check=True, capture_output=True)
+    onnx = os.path.join(work, f"{kind}.onnx")
+    if not os.path.exists(onnx):
+        subprocess.run(["/usr/bin/python3", os.path.join(HERE, "export_onnx.py"),
+                        directory, onnx], check=True, cwd=HERE, capture_output=True)
+    return onnx
+
+
+def run_ort(onnx, config, prompt, new):
+    if config["model_type"] == "gpt2":
+        layers, heads, kv_heads, d = (config["n_layer"], config["n_head"],
+                                      config["n_head"], config["n_embd"])
+    else:
+        layers, heads, kv_heads, d = (config["num_hidden_layers"], config["num_attention_heads"],
+                                      config["num_key_value_heads"], config["hidden_size"])
+    out = subprocess.run(["node", os.path.join(HERE, "ort_peer.js"), onnx, str(layers),
+                          str(kv_heads), str(d // heads), str(config["vocab_size"]),
+                          "--prompt", str(prompt), "--new", str(new)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def best(runs, key):
     return max(runs, key=lambda r: r[key])
 
@@ -105,15 +135,18 @@ def main():
             subprocess.run([args.tfmc, directory, "-o", exe], check=True)
         config, read_bytes, matmul_params = model_numbers(directory)
         vocab = config["vocab_size"]
+        onnx = ensure_ort(args.work, directory, kind, config)
         rows = []
         for prompt, new, what in ((128, 1, "prefill"), (512, 1, "prefill"), (128, 64, "decode")):
             key = f"{what}_tokens_per_s"
             ours = best([run_tfmc(exe, prompt, new, vocab) for _ in range(args.repeats)], key)
             peer = best([run_torch(directory, prompt, new) for _ in range(args.repeats)], key)
-            rows.append((what, prompt, ours, peer, key))
+            ort = best([run_ort(onnx, config, prompt, new) for _ in range(args.repeats)], key)
+            rows.append((what, prompt, ours, peer, ort, key))
         print(f"\n{kind}: {read_bytes / 1e6:.0f} MB read per decoded token")
-        print(f"{'':>18} {'tfmc':>9} {'PyTorch':>9} {'tfmc/PT':>8}  of the hardware limit")
-        for what, prompt, ours, peer, key in rows:
+        print(f"{'':>18} {'tfmc':>9} {'PyTorch':>9} {'ORT':>9} {'/PT':>6} {'/ORT':>6}"
+              "  of the hardware limit")
+        for what, prompt, ours, peer, ort, key in rows:
             rate = ours[key]
             if what == "prefill":
                 gflops = 2 * matmul_params * rate / 1e9
@@ -123,11 +156,11 @@ def main():
                 bound = hw["read_gb_per_s"] * 1e9 / read_bytes
                 limit = f"bound {bound:.1f} tok/s: {rate / bound:.0%} of it"
                 label = f"decode 64 @{prompt}"
-            print(f"{label:>18} {rate:>9.1f} {peer[key]:>9.1f} {rate / peer[key]:>7.2f}x  {limit}")
-        rss_ours = max(r[2]["peak_rss_bytes"] for r in rows)
-        rss_peer = max(r[3]["peak_rss_bytes"] for r in rows)
-        print(f"{'peak RSS (MB)':>18} {rss_ours / 1e6:>9.0f} {rss_peer / 1e6:>9.0f} "
-              f"{rss_ours / rss_peer:>7.2f}x")
+            print(f"{label:>18} {rate:>9.1f} {peer[key]:>9.1f} {ort[key]:>9.1f} "
+                  f"{rate / peer[key]:>5.2f}x {rate / ort[key]:>5.2f}x  {limit}")
+        rss = [max(r[i]["peak_rss_bytes"] for r in rows) / 1e6 for i in (2, 3, 4)]
+        print(f"{'peak RSS (MB)':>18} {rss[0]:>9.0f} {rss[1]:>9.0f} {rss[2]:>9.0f} "
+              f"{rss[0] / rss[1]:>5.2f}x {rss[0] / rss[2]:>5.2f}x")
 
 
 if __name__ == "__main__":
