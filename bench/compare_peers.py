@@ -86,7 +86,8 @@ def run_torch(model, prompt, new):
 def ensure_ort(work, directory, kind, config):
     """Installs onnxruntime-node and exports the model, once."""
     if not os.path.isdir(os.path.join(HERE, "node_modules", "onnxruntime-node")):
-        subprocess.run(["npm", "install", "--ignore-scripts", "--no-audit", "--no-fund"],
+        subprocess.run(["npm", "install", "--ignore-scripts", "--no-audit", "--no-fund",
+                        "--no-package-lock"],
                        cwd=HERE, check=True, capture_output=True)
     onnx = os.path.join(work, f"{kind}.onnx")
     if not os.path.exists(onnx):
