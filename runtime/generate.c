@@ -64,6 +64,13 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
                     "tfm_generate: NULL argument");
   memset(result, 0, sizeof *result);
   result->prompt_tokens = n;
+  /* The first new token is chosen from the logits of the last prompt
+   * token: there must be one. */
+  if (n <= 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_generate: expected at least one prompt token, got "
+                    "%lld",
+                    (long long)n);
   if (o->max_new_tokens < 0)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "max_new_tokens must be >= 0, got %lld",
@@ -105,7 +112,7 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
   }
 
   double start = now_seconds();
-  code = n > 0 ? tfm_prefill(session, prompt, n, logits, status) : TFM_OK;
+  code = tfm_prefill(session, prompt, n, logits, status);
   result->prefill_seconds = now_seconds() - start;
   result->stop_reason = TFM_STOP_LENGTH;
   start = now_seconds();

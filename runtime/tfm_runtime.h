@@ -163,7 +163,7 @@ typedef struct {
   tfm_stop_reason stop_reason;
 } tfm_generate_result;
 
-/* Prefills `prompt[0..n)` after what the session holds, then samples up to
+/* Prefills `prompt[0..n)` (n >= 1) after what the session holds, then samples up to
  * max_new_tokens tokens, decoding each kept one (an end-of-sequence token
  * is not kept), so that the session holds the whole text afterwards. Fails
  * before running anything when the session cannot hold prompt +

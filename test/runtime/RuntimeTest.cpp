@@ -108,6 +108,36 @@ TEST(Model, RejectsBadArguments) {
   tfm_model_free(nullptr); // a no-op, like free(NULL)
 }
 
+TEST(Generate, GreedyThroughASessionAndRejectsAnEmptyPrompt) {
+  // The fake model has no KV cache: sessions fall back to @forward, whose
+  // last row makes the largest logit the last token's (id * 10 + 4): 4.
+  tfm_model_desc desc = fakeDesc();
+  tfm_model *model = nullptr;
+  tfm_session *session = nullptr;
+  tfm_status status;
+  ASSERT_EQ(tfm_model_load(&desc, nullptr, &model, &status), TFM_OK);
+  ASSERT_EQ(tfm_session_new(model, &session, &status), TFM_OK);
+  tfm_generate_options options = {};
+  options.max_new_tokens = 2;
+  options.sampler = tfm_sampler_default_options();
+  tfm_generate_result result;
+  int32_t prompt[] = {3};
+  EXPECT_EQ(tfm_generate(session, prompt, 0, &options, &result, &status),
+            TFM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(status.message,
+               "tfm_generate: expected at least one prompt token, got 0");
+  EXPECT_EQ(tfm_session_length(session), 0);
+  ASSERT_EQ(tfm_generate(session, prompt, 1, &options, &result, &status),
+            TFM_OK)
+      << status.message;
+  EXPECT_EQ(result.generated_tokens, 2);
+  ASSERT_EQ(tfm_session_length(session), 3);
+  EXPECT_EQ(tfm_session_tokens(session)[1], 4);
+  EXPECT_EQ(tfm_session_tokens(session)[2], 4);
+  tfm_session_free(session);
+  tfm_model_free(model);
+}
+
 TEST(Model, ChecksEmbeddedAndSideFileWeights) {
   tfm_model_desc desc = fakeDesc();
   desc.weights_checksum ^= 1;
