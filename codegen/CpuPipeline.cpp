@@ -34,8 +34,9 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
-void mlir::tfm::buildLowerToLinalgPipeline(OpPassManager &pm) {
-  pm.addPass(createLowerToLinalgPass());
+void mlir::tfm::buildLowerToLinalgPipeline(
+    OpPassManager &pm, const LowerToLinalgPassOptions &options) {
+  pm.addPass(createLowerToLinalgPass(options));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

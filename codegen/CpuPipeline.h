@@ -9,6 +9,8 @@
 #ifndef TFM_CODEGEN_CPUPIPELINE_H
 #define TFM_CODEGEN_CPUPIPELINE_H
 
+#include "codegen/Passes.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -20,7 +22,8 @@
 namespace mlir::tfm {
 
 /// tfm -> linalg/tensor/arith/math on tensors.
-void buildLowerToLinalgPipeline(OpPassManager &pm);
+void buildLowerToLinalgPipeline(OpPassManager &pm,
+                                const LowerToLinalgPassOptions &options);
 
 /// linalg on tensors -> bufferized loops -> the LLVM dialect. Functions to be
 /// called from C get `llvm.emit_c_interface` before this runs.

@@ -1,9 +1,16 @@
-//===- LowerAttention.cpp - tfm.attention to linalg ---------------------===//
+//===- LowerAttention.cpp - tfm.attention to the kernel or to linalg ----===//
 //
-// The reference lowering of attention: scores [heads, s, t] are materialized,
-// masked, soft-maxed row by row and multiplied with the values. Query head h
-// reads KV head h floordiv (heads / kv_heads), which an affine map expresses
-// directly, so grouped-query attention needs no repeated K/V.
+// Two lowerings. The fused one calls the runtime's flash-style kernel
+// (runtime/kernels_attention.c) on the operands' buffers: the tensors are
+// handed over with bufferization.to_buffer, the result comes back through
+// a fresh buffer wrapped by bufferization.to_tensor, so one-shot
+// bufferization sees an ordinary read of q, k, v and a new tensor.
+//
+// The reference lowering: scores [heads, s, t] are materialized, masked,
+// soft-maxed row by row and multiplied with the values. Query head h reads
+// KV head h floordiv (heads / kv_heads), which an affine map expresses
+// directly, so grouped-query attention needs no repeated K/V. It serves
+// attention with a bias and checks the kernel in tests.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +19,7 @@
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <limits>
@@ -22,6 +30,76 @@ using namespace mlir::tfm;
 namespace {
 
 using utils::IteratorType;
+
+constexpr llvm::StringLiteral kAttentionKernel = "tfm_rt_attention";
+
+/// memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>: what the kernel takes.
+MemRefType anyStrided3d(MLIRContext *ctx) {
+  int64_t dyn = ShapedType::kDynamic;
+  return MemRefType::get({dyn, dyn, dyn}, Float32Type::get(ctx),
+                         StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, dyn}));
+}
+
+/// The kernel's declaration: (q, k, v, out, scale, causal, window).
+func::FuncOp lookupOrDeclareKernel(OpBuilder &b, ModuleOp module) {
+  if (auto kernel = module.lookupSymbol<func::FuncOp>(kAttentionKernel))
+    return kernel;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  MemRefType buffer = anyStrided3d(b.getContext());
+  auto kernel = func::FuncOp::create(
+      b, module.getLoc(), kAttentionKernel,
+      b.getFunctionType({buffer, buffer, buffer, buffer, b.getF32Type(),
+                         b.getI64Type(), b.getI64Type()},
+                        {}));
+  kernel.setPrivate();
+  // The C side takes descriptors: _mlir_ciface_tfm_rt_attention.
+  kernel->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  return kernel;
+}
+
+struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.getBias())
+      return rewriter.notifyMatchFailure(op, "bias: reference lowering");
+    Location loc = op.getLoc();
+    MemRefType buffer = anyStrided3d(op.getContext());
+    auto module = op->getParentOfType<ModuleOp>();
+    func::FuncOp kernel = lookupOrDeclareKernel(rewriter, module);
+    SmallVector<Value> operands;
+    for (Value tensor :
+         {adaptor.getQuery(), adaptor.getKey(), adaptor.getValue()}) {
+      auto shape = cast<RankedTensorType>(tensor.getType()).getShape();
+      auto shaped = MemRefType::get(shape, rewriter.getF32Type(),
+                                    buffer.getLayout());
+      auto read = bufferization::ToBufferOp::create(rewriter, loc, shaped,
+                                                    tensor, /*readOnly=*/true);
+      operands.push_back(memref::CastOp::create(rewriter, loc, buffer, read));
+    }
+    RankedTensorType type = op.getType();
+    SmallVector<Value> dynamicSizes;
+    if (type.isDynamicDim(0))
+      dynamicSizes.push_back(
+          tensor::DimOp::create(rewriter, loc, adaptor.getQuery(), 0));
+    auto outType = MemRefType::get(type.getShape(), type.getElementType());
+    Value out = memref::AllocOp::create(rewriter, loc, outType, dynamicSizes);
+    operands.push_back(memref::CastOp::create(rewriter, loc, buffer, out));
+    operands.push_back(
+        arith::ConstantOp::create(rewriter, loc, op.getScaleAttr()));
+    operands.push_back(arith::ConstantIntOp::create(
+        rewriter, loc, rewriter.getI64Type(), op.getCausal() ? 1 : 0));
+    operands.push_back(arith::ConstantIntOp::create(
+        rewriter, loc, rewriter.getI64Type(), op.getWindow().value_or(0)));
+    func::CallOp::create(rewriter, loc, kernel, operands);
+    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
+        op, type, out, /*restrict=*/true, /*writable=*/true);
+    return success();
+  }
+};
 
 struct LowerAttention : OpConversionPattern<AttentionOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -158,6 +236,10 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
 
 } // namespace
 
-void mlir::tfm::populateLowerAttentionPatterns(RewritePatternSet &patterns) {
+void mlir::tfm::populateLowerAttentionPatterns(RewritePatternSet &patterns,
+                                               bool fusedAttention) {
+  if (fusedAttention)
+    patterns.add<AttentionToKernelCall>(patterns.getContext(),
+                                        /*benefit=*/2);
   patterns.add<LowerAttention>(patterns.getContext());
 }

@@ -660,6 +660,8 @@ void lowerWeights(ModuleOp module, const llvm::StringMap<int64_t> &offsets) {
 
 struct LowerToLinalgPass
     : mlir::tfm::impl::LowerToLinalgPassBase<LowerToLinalgPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     llvm::StringMap<int64_t> offsets;
@@ -695,7 +697,7 @@ struct LowerToLinalgPass
       return signalPassFailure();
 
     RewritePatternSet patterns(&getContext());
-    populateLowerToLinalgPatterns(patterns);
+    populateLowerToLinalgPatterns(patterns, fusedAttention);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       signalPassFailure();
   }
@@ -703,12 +705,13 @@ struct LowerToLinalgPass
 
 } // namespace
 
-void mlir::tfm::populateLowerToLinalgPatterns(RewritePatternSet &patterns) {
+void mlir::tfm::populateLowerToLinalgPatterns(RewritePatternSet &patterns,
+                                              bool fusedAttention) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<LowerPositionIds, LowerEmbedding, LowerLinear, LowerActivation,
                LowerBinary<AddOp, arith::AddFOp>,
                LowerBinary<MulOp, arith::MulFOp>, LowerRmsNorm, LowerLayerNorm,
                LowerRope, LowerSinusoidalPosition, LowerKVCacheAppend,
                LowerKVCacheRead>(ctx);
-  populateLowerAttentionPatterns(patterns);
+  populateLowerAttentionPatterns(patterns, fusedAttention);
 }

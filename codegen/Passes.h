@@ -27,10 +27,14 @@ inline constexpr llvm::StringLiteral kWeightBytesAttrName = "tfm.weight_bytes";
 inline constexpr int64_t kWeightAlignment = 64;
 
 /// Adds the tfm -> linalg lowering patterns.
-void populateLowerToLinalgPatterns(RewritePatternSet &patterns);
+void populateLowerToLinalgPatterns(RewritePatternSet &patterns,
+                                   bool fusedAttention);
 
-/// Adds the tfm.attention -> linalg pattern (materialized scores).
-void populateLowerAttentionPatterns(RewritePatternSet &patterns);
+/// Adds the tfm.attention lowering: a call of the runtime's fused kernel
+/// when `fusedAttention` (and the op has no bias), else linalg with
+/// materialized scores.
+void populateLowerAttentionPatterns(RewritePatternSet &patterns,
+                                    bool fusedAttention);
 
 } // namespace mlir::tfm
 

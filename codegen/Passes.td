@@ -11,8 +11,11 @@ def LowerToLinalgPass : Pass<"tfm-lower-to-linalg", "ModuleOp"> {
     Each tfm op becomes linalg structured ops on tensors: `tfm.linear` a
     `linalg.matmul` with a transposed weight (checkpoint layout `[out, in]`),
     norms and softmax reductions plus elementwise `linalg.generic`s, and
-    `tfm.attention` scores, masked softmax and weighted sum (the scores are
-    materialized; the fused flash-style kernel is a separate lowering).
+    `tfm.attention` a call of the runtime's fused kernel
+    `tfm_rt_attention` (flash-style: online softmax over key tiles, causal
+    tiles skipped, a single-query path for decode, on every core), or with
+    `fused-attention=false` (and always with a bias) the reference lowering:
+    materialized scores, masked softmax and weighted sum as linalg ops.
 
     Weights: the pass lays out every distinct `tfm.weight` of the module in
     one byte blob (64-byte aligned, in order of first use), records the
@@ -25,7 +28,12 @@ def LowerToLinalgPass : Pass<"tfm-lower-to-linalg", "ModuleOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
-    "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect"
+    "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::func::FuncDialect"
+  ];
+  let options = [
+    Option<"fusedAttention", "fused-attention", "bool", /*default=*/"true",
+           "Lower tfm.attention to the runtime's fused kernel">
   ];
 }
 

@@ -2,14 +2,42 @@
  *
  * Called by code that tfm-lower-matmul-to-runtime rewrote: C[m, n] +=
  * A[m, k] · B[n, k] with B a weight in the checkpoint's [out, in] layout.
- * OpenBLAS runs it on every core: sgemm for prefill, sgemv for the single
- * row of a decode step (memory-bound: it streams the weight once).
+ * The output features (rows of B) are split over the runtime's threads and
+ * each chunk calls single-threaded OpenBLAS: sgemm for prefill, sgemv for
+ * the single row of a decode step (memory-bound: each thread streams its
+ * own rows of the weight once).
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/thread_pool.h"
 #include "runtime/tfm_model_abi.h"
 
 #include <cblas.h>
+
+typedef struct {
+  int64_t m, k;
+  const float *a, *b;
+  float *c;
+  int64_t lda, ldb, ldc;
+} gemm_job;
+
+/* Rows per chunk: whole cache lines of C, and enough work per thread. */
+enum { kGemvGrain = 64, kGemmGrain = 64 };
+
+static void gemm_chunk(void *context, int64_t begin, int64_t end, int thread) {
+  (void)thread;
+  const gemm_job *job = context;
+  blasint n = (blasint)(end - begin);
+  const float *b = job->b + begin * job->ldb;
+  if (job->m == 1) {
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, n, (blasint)job->k, 1.0f, b,
+                (blasint)job->ldb, job->a, 1, 1.0f, job->c + begin, 1);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)job->m, n,
+              (blasint)job->k, 1.0f, job->a, (blasint)job->lda, b,
+              (blasint)job->ldb, 1.0f, job->c + begin, (blasint)job->ldc);
+}
 
 void _mlir_ciface_tfm_rt_matmul_nt(tfm_memref2d_f32 *a, tfm_memref2d_f32 *b,
                                    tfm_memref2d_f32 *c) {
@@ -32,12 +60,6 @@ void _mlir_ciface_tfm_rt_matmul_nt(tfm_memref2d_f32 *a, tfm_memref2d_f32 *b,
       }
     return;
   }
-  if (m == 1) {
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)n, (blasint)k, 1.0f, pb,
-                (blasint)b->strides[0], pa, 1, 1.0f, pc, 1);
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)m, (blasint)n,
-              (blasint)k, 1.0f, pa, (blasint)a->strides[0], pb,
-              (blasint)b->strides[0], 1.0f, pc, (blasint)c->strides[0]);
+  gemm_job job = {m, k, pa, pb, pc, a->strides[0], b->strides[0], c->strides[0]};
+  tfm_parallel_for(n, m == 1 ? kGemvGrain : kGemmGrain, gemm_chunk, &job);
 }

@@ -31,6 +31,7 @@ typedef struct {
   const char *logits_path;
   const char *step_logits_path;
   int stats;
+  long warmup;
   const char *weights_path;
   tfm_sampler_options sampler;
   const char *stop[kMaxStopStrings];
@@ -60,6 +61,8 @@ static void usage(FILE *out, const char *argv0) {
           "  --step-logits FILE     write the logits each new token was chosen\n"
           "                         from, f32 [new tokens, vocab]\n"
           "  --stats                timing and memory as JSON on stderr\n"
+          "  --warmup N             prefill the prompt N times first, untimed\n"
+          "                         (benchmarks: steady-state figures)\n"
           "  --weights FILE         weights side file (overrides the default)\n",
           argv0);
 }
@@ -129,7 +132,7 @@ static int parse_options(int argc, char **argv, options *o) {
       }
       o->stop[o->stop_count++] = argv[++i];
     } else if (!strcmp(arg, "-n") || !strcmp(arg, "--top-k") ||
-               !strcmp(arg, "--seed")) {
+               !strcmp(arg, "--seed") || !strcmp(arg, "--warmup")) {
       char *end;
       errno = 0;
       long long n = strtoll(argv[++i], &end, 10);
@@ -142,6 +145,8 @@ static int parse_options(int argc, char **argv, options *o) {
         o->new_tokens = (long)n;
       else if (!strcmp(arg, "--top-k"))
         o->sampler.top_k = (int32_t)n;
+      else if (!strcmp(arg, "--warmup"))
+        o->warmup = (long)n;
       else
         o->sampler.seed = (uint64_t)n;
     } else if (!strcmp(arg, "--temperature") || !strcmp(arg, "--top-p") ||
@@ -325,6 +330,16 @@ int main(int argc, char **argv) {
     return 1;
   }
   tfm_session *session;
+  for (long i = 0; i < o.warmup; ++i) {
+    float *logits = malloc((size_t)vocab * sizeof *logits);
+    if (!logits)
+      return fail(argv[0], "out of memory");
+    if (tfm_session_new(model, &session, &status) ||
+        tfm_prefill(session, ids, n, logits, &status))
+      return fail(argv[0], status.message);
+    tfm_session_free(session);
+    free(logits);
+  }
   if (tfm_session_new(model, &session, &status))
     return fail(argv[0], status.message);
   tfm_generate_options generate = {0};

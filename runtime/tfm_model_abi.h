@@ -37,6 +37,14 @@ typedef struct {
   float *allocated;
   float *aligned;
   int64_t offset;
+  int64_t sizes[3];
+  int64_t strides[3];
+} tfm_memref3d_f32;
+
+typedef struct {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
   int64_t sizes[5];
   int64_t strides[5];
 } tfm_memref5d_f32;

@@ -1,5 +1,5 @@
 // One case per tfm op lowered by tfm-lower-to-linalg.
-// RUN: tfm-opt %s -split-input-file -tfm-lower-to-linalg | FileCheck %s
+// RUN: tfm-opt %s -split-input-file -tfm-lower-to-linalg=fused-attention=false | FileCheck %s
 
 // Weights: laid out 64-byte aligned in order of first use, read through a
 // leading weights argument; a repeated name reuses its offset.

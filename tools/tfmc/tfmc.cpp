@@ -99,6 +99,11 @@ cl::opt<int64_t> maxContext(
     cl::desc("KV cache capacity in positions (default: the model's maximum "
              "context)"),
     cl::init(0));
+cl::opt<bool> noFusedAttention(
+    "no-fused-attention",
+    cl::desc("Lower attention to linalg with materialized scores instead of "
+             "the runtime's fused kernel"),
+    cl::init(false));
 cl::opt<bool> noKVCache("no-kv-cache",
                         cl::desc("Do not derive @prefill/@decode: the "
                                  "executable recomputes the whole sequence "
@@ -279,7 +284,11 @@ int main(int argc, char **argv) {
   }
   if (emit == EmitKind::Tfm)
     return print();
-  if (failed(runPipeline(*module, timing, tfm::buildLowerToLinalgPipeline)))
+  tfm::LowerToLinalgPassOptions linalgOptions;
+  linalgOptions.fusedAttention = !noFusedAttention;
+  if (failed(runPipeline(*module, timing, [&](OpPassManager &pm) {
+        tfm::buildLowerToLinalgPipeline(pm, linalgOptions);
+      })))
     return 1;
   if (emit == EmitKind::Linalg)
     return print();

@@ -1,0 +1,306 @@
+/*===- kernels_attention.c - fused attention for generated code ---------===//
+ *
+ * Called where tfm-lower-to-linalg lowers tfm.attention (without bias) to
+ * the runtime: out[i, h, :] = softmax(scale · q[i, h]·k[j, h/group]ᵀ over
+ * the visible keys j) · v[j, h/group, :].
+ *
+ * Prefill is flash-attention style: a block of queries of one head meets
+ * the keys a tile at a time, with an online softmax (running maximum and
+ * sum, output rescaled when the maximum grows), so no [s, t] buffer exists;
+ * tiles wholly above the causal diagonal (or behind a sliding window) are
+ * skipped, and only tiles that straddle a boundary are masked. A single
+ * query (decode) takes its own path: one pass of dot products over the
+ * keys, then the weighted sum of the values. Work items (head, query block)
+ * are spread over the runtime's threads.
+ *
+ * Vectors are GCC's generic 16-float vectors; the hot functions are cloned
+ * for AVX-512, AVX2 and baseline x86-64 and picked at load time. Head
+ * dimensions are zero-padded to 16 in local buffers.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/thread_pool.h"
+#include "runtime/tfm_model_abi.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef float v16 __attribute__((vector_size(64)));
+typedef int32_t vi16 __attribute__((vector_size(64)));
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TFM_CLONED                                                             \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TFM_CLONED
+#endif
+#define TFM_INLINE static inline __attribute__((always_inline))
+
+enum {
+  kLanes = 16,
+  kKeyTile = 64,     /* keys per tile: 4 vectors of scores */
+  kQueryBlock = 32,  /* queries of one head per work item */
+};
+
+TFM_INLINE v16 splat(float x) { return (v16){0} + x; }
+TFM_INLINE v16 load16(const float *p) {
+  v16 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+TFM_INLINE void store16(float *p, v16 v) { memcpy(p, &v, sizeof v); }
+TFM_INLINE v16 vmax(v16 a, v16 b) {
+  vi16 greater = a > b;
+  return (v16)(((vi16)a & greater) | ((vi16)b & ~greater));
+}
+TFM_INLINE float hmax(v16 v) {
+  float m = v[0];
+  for (int i = 1; i < kLanes; ++i)
+    m = v[i] > m ? v[i] : m;
+  return m;
+}
+TFM_INLINE float hsum(v16 v) {
+  float s = 0;
+  for (int i = 0; i < kLanes; ++i)
+    s += v[i];
+  return s;
+}
+
+/* e^x for x <= 0 (scores minus their maximum); exactly 0 below -87, which
+ * includes the -inf of masked keys. Cephes' expf: x = n·ln2 + r, |r| <=
+ * ln2/2, a degree-6 polynomial for e^r, 2^n through the exponent bits;
+ * relative error ~1e-7. */
+TFM_INLINE v16 exp_nonpositive(v16 x) {
+  vi16 underflow = x < -87.0f;
+  x = vmax(x, splat(-87.0f));
+  vi16 n = __builtin_convertvector(x * 1.44269504088896341f - 0.5f, vi16);
+  v16 fn = __builtin_convertvector(n, v16);
+  v16 r = x - fn * 0.693359375f + fn * 2.12194440e-4f;
+  v16 p = splat(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  vi16 scale = (n + 127) << 23;
+  v16 result = p * (v16)scale;
+  return (v16)((vi16)result & ~underflow);
+}
+
+typedef struct {
+  const tfm_memref3d_f32 *q, *k, *v, *out;
+  float scale;
+  int causal;
+  int64_t window; /* 0: none */
+  int64_t s, t, heads, group, d, dv, blocks;
+} attention_job;
+
+TFM_INLINE float *row(const tfm_memref3d_f32 *m, int64_t i, int64_t h) {
+  return m->aligned + m->offset + i * m->strides[0] + h * m->strides[1];
+}
+
+/* Keys [first, last) that query i may see. */
+TFM_INLINE void visible_keys(const attention_job *job, int64_t i,
+                             int64_t *first, int64_t *last) {
+  int64_t position = i + job->t - job->s; /* queries are the last s keys */
+  *first = 0;
+  *last = job->t;
+  if (job->causal) {
+    *last = position + 1;
+    if (job->window && position + 1 - job->window > 0)
+      *first = position + 1 - job->window;
+  }
+}
+
+/* One query against all its keys: scores, softmax, weighted values. */
+TFM_CLONED
+static void attend_single(const attention_job *job, int64_t i, int64_t h,
+                          float *scores) {
+  int64_t kh = h / job->group, d = job->d, dv = job->dv, first, last;
+  visible_keys(job, i, &first, &last);
+  int64_t dp = (d + kLanes - 1) / kLanes * kLanes;
+  int64_t dvp = (dv + kLanes - 1) / kLanes * kLanes;
+  float q[dp], acc[dvp];
+  memset(q, 0, sizeof q);
+  memset(acc, 0, sizeof acc);
+  const float *qi = row(job->q, i, h);
+  for (int64_t c = 0; c < d; ++c)
+    q[c] = qi[c * job->q->strides[2]] * job->scale;
+  float maximum = -INFINITY;
+  int unit = job->k->strides[2] == 1 && job->v->strides[2] == 1 && d == dp &&
+             dv == dvp;
+  for (int64_t j = first; j < last; ++j) {
+    const float *kj = row(job->k, j, kh);
+    float dot = 0;
+    if (unit) {
+      v16 sum = {0};
+      for (int64_t c = 0; c < d; c += kLanes)
+        sum += load16(q + c) * load16(kj + c);
+      dot = hsum(sum);
+    } else {
+      for (int64_t c = 0; c < d; ++c)
+        dot += q[c] * kj[c * job->k->strides[2]];
+    }
+    scores[j - first] = dot;
+    maximum = dot > maximum ? dot : maximum;
+  }
+  int64_t count = last - first;
+  float total = 0;
+  int64_t j = 0;
+  for (; j + kLanes <= count; j += kLanes) {
+    v16 e = exp_nonpositive(load16(scores + j) - maximum);
+    store16(scores + j, e);
+    total += hsum(e);
+  }
+  for (; j < count; ++j) {
+    v16 e = exp_nonpositive(splat(scores[j] - maximum));
+    scores[j] = e[0];
+    total += e[0];
+  }
+  for (int64_t jj = 0; jj < count; ++jj) {
+    const float *vj = row(job->v, first + jj, kh);
+    v16 p = splat(scores[jj]);
+    if (unit) {
+      for (int64_t e = 0; e < dv; e += kLanes)
+        store16(acc + e, load16(acc + e) + p * load16(vj + e));
+    } else {
+      for (int64_t e = 0; e < dv; ++e)
+        acc[e] += scores[jj] * vj[e * job->v->strides[2]];
+    }
+  }
+  float *o = row(job->out, i, h);
+  float inverse = total > 0 ? 1.0f / total : 0.0f;
+  for (int64_t e = 0; e < dv; ++e)
+    o[e * job->out->strides[2]] = acc[e] * inverse;
+}
+
+/* Queries [i0, i1) of head h against their keys, a tile at a time. */
+TFM_CLONED
+static void attend_block(const attention_job *job, int64_t i0, int64_t i1,
+                         int64_t h) {
+  int64_t kh = h / job->group, d = job->d, dv = job->dv;
+  int64_t dvp = (dv + kLanes - 1) / kLanes * kLanes;
+  int64_t rows = i1 - i0;
+  /* ~40 KB for 64-wide heads: stays in L1/L2 for the whole block. */
+  float qs[kQueryBlock][d], kt[d][kKeyTile], vt[kKeyTile][dvp];
+  float o[kQueryBlock][dvp];
+  float sc[kQueryBlock][kKeyTile], m[kQueryBlock], l[kQueryBlock];
+  int64_t lo[kQueryBlock], hi[kQueryBlock];
+
+  int64_t first = job->t, last = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *qi = row(job->q, i0 + r, h);
+    for (int64_t c = 0; c < d; ++c)
+      qs[r][c] = qi[c * job->q->strides[2]] * job->scale;
+    memset(o[r], 0, (size_t)dvp * sizeof(float));
+    m[r] = -INFINITY;
+    l[r] = 0;
+    visible_keys(job, i0 + r, &lo[r], &hi[r]);
+    first = lo[r] < first ? lo[r] : first;
+    last = hi[r] > last ? hi[r] : last;
+  }
+  first = first / kKeyTile * kKeyTile;
+  for (int64_t j0 = first; j0 < last; j0 += kKeyTile) {
+    int64_t tile = last - j0 < kKeyTile ? last - j0 : kKeyTile;
+    /* K transposed (scores vectorize along keys), V padded. */
+    for (int64_t jj = 0; jj < kKeyTile; ++jj) {
+      const float *kj = jj < tile ? row(job->k, j0 + jj, kh) : NULL;
+      const float *vj = jj < tile ? row(job->v, j0 + jj, kh) : NULL;
+      for (int64_t c = 0; c < d; ++c)
+        kt[c][jj] = kj ? kj[c * job->k->strides[2]] : 0.0f;
+      for (int64_t e = 0; e < dvp; ++e)
+        vt[jj][e] = vj && e < dv ? vj[e * job->v->strides[2]] : 0.0f;
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      if (hi[r] <= j0 || lo[r] >= j0 + tile)
+        continue; /* the whole tile is masked for this query */
+      v16 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+      for (int64_t c = 0; c < d; ++c) {
+        v16 qc = splat(qs[r][c]);
+        s0 += qc * load16(kt[c]);
+        s1 += qc * load16(kt[c] + 16);
+        s2 += qc * load16(kt[c] + 32);
+        s3 += qc * load16(kt[c] + 48);
+      }
+      store16(sc[r], s0);
+      store16(sc[r] + 16, s1);
+      store16(sc[r] + 32, s2);
+      store16(sc[r] + 48, s3);
+      if (lo[r] > j0 || hi[r] < j0 + kKeyTile)
+        for (int64_t jj = 0; jj < kKeyTile; ++jj)
+          if (j0 + jj < lo[r] || j0 + jj >= hi[r])
+            sc[r][jj] = -INFINITY;
+      float tileMax = hmax(vmax(vmax(load16(sc[r]), load16(sc[r] + 16)),
+                                vmax(load16(sc[r] + 32), load16(sc[r] + 48))));
+      float newMax = tileMax > m[r] ? tileMax : m[r];
+      float correction = exp_nonpositive(splat(m[r] - newMax))[0];
+      m[r] = newMax;
+      v16 sum = {0};
+      for (int jj = 0; jj < kKeyTile; jj += kLanes) {
+        v16 p = exp_nonpositive(load16(sc[r] + jj) - newMax);
+        store16(sc[r] + jj, p);
+        sum += p;
+      }
+      l[r] = l[r] * correction + hsum(sum);
+      for (int64_t e = 0; e < dvp; e += kLanes) {
+        v16 acc = load16(o[r] + e) * correction;
+        for (int64_t jj = 0; jj < tile; ++jj)
+          acc += sc[r][jj] * load16(vt[jj] + e);
+        store16(o[r] + e, acc);
+      }
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float *out = row(job->out, i0 + r, h);
+    float inverse = l[r] > 0 ? 1.0f / l[r] : 0.0f;
+    for (int64_t e = 0; e < dv; ++e)
+      out[e * job->out->strides[2]] = o[r][e] * inverse;
+  }
+}
+
+static void attention_items(void *context, int64_t begin, int64_t end,
+                            int thread) {
+  (void)thread;
+  const attention_job *job = context;
+  if (job->s == 1) {
+    float stack[4096];
+    float *scores = job->t <= 4096 ? stack : malloc((size_t)job->t * sizeof(float));
+    if (!scores)
+      abort(); /* no way to report from generated code */
+    for (int64_t h = begin; h < end; ++h)
+      attend_single(job, 0, h, scores);
+    if (scores != stack)
+      free(scores);
+    return;
+  }
+  for (int64_t item = begin; item < end; ++item) {
+    /* Blocks in the order first, last, second, second to last, ...: a
+     * contiguous range of items then holds about its share of the causal
+     * triangle. */
+    int64_t turn = item / job->heads, h = item % job->heads;
+    int64_t block = turn % 2 ? job->blocks - 1 - turn / 2 : turn / 2;
+    int64_t i0 = block * kQueryBlock;
+    int64_t i1 = i0 + kQueryBlock < job->s ? i0 + kQueryBlock : job->s;
+    attend_block(job, i0, i1, h);
+  }
+}
+
+void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
+                                   tfm_memref3d_f32 *v, tfm_memref3d_f32 *out,
+                                   float scale, int64_t causal,
+                                   int64_t window) {
+  attention_job job = {q, k, v, out, scale, (int)causal, window};
+  job.s = q->sizes[0];
+  job.heads = q->sizes[1];
+  job.d = q->sizes[2];
+  job.t = k->sizes[0];
+  job.group = job.heads / k->sizes[1];
+  job.dv = v->sizes[2];
+  if (job.s == 0)
+    return;
+  job.blocks = (job.s + kQueryBlock - 1) / kQueryBlock;
+  int64_t items = job.s == 1 ? job.heads : job.blocks * job.heads;
+  tfm_parallel_for(items, 1, attention_items, &job);
+}

@@ -1,0 +1,139 @@
+/*===- thread_pool.c - the runtime's worker threads ---------------------===//
+ *
+ * See thread_pool.h. A job is published by bumping `generation`; workers
+ * spin on it for a while (consecutive kernels follow each other within
+ * microseconds) and then sleep on `wake`. The caller runs chunk 0 and waits
+ * for the others by spinning on `pending`, as chunks are balanced.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#define _GNU_SOURCE
+#include "runtime/thread_pool.h"
+
+#include <cblas.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+enum { kMaxThreads = 64, kSpinsBeforeSleep = 200000 };
+
+static struct {
+  int threads;
+  pthread_mutex_t lock; /* guards sleeping on `wake` */
+  pthread_cond_t wake;
+  pthread_mutex_t busy; /* one job at a time, whoever calls */
+  atomic_uint_fast64_t generation;
+  atomic_int pending;
+  tfm_parallel_body body;
+  void *context;
+  int64_t n, grain;
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER,
+          .wake = PTHREAD_COND_INITIALIZER,
+          .busy = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static _Thread_local int inside_job;
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Chunk `index` of the current job: whole grains, split evenly. */
+static void run_chunk(int index) {
+  int64_t grains = (pool.n + pool.grain - 1) / pool.grain;
+  int64_t begin = grains * index / pool.threads * pool.grain;
+  int64_t end = grains * (index + 1) / pool.threads * pool.grain;
+  if (end > pool.n)
+    end = pool.n;
+  if (begin < end)
+    pool.body(pool.context, begin, end, index);
+}
+
+static void *worker_main(void *argument) {
+  int index = (int)(intptr_t)argument;
+  uint64_t seen = 0;
+  inside_job = 1;
+  for (;;) {
+    uint64_t now = atomic_load_explicit(&pool.generation, memory_order_acquire);
+    for (int spin = 0; now == seen && spin < kSpinsBeforeSleep; ++spin) {
+      cpu_relax();
+      now = atomic_load_explicit(&pool.generation, memory_order_acquire);
+    }
+    if (now == seen) {
+      pthread_mutex_lock(&pool.lock);
+      while ((now = atomic_load(&pool.generation)) == seen)
+        pthread_cond_wait(&pool.wake, &pool.lock);
+      pthread_mutex_unlock(&pool.lock);
+    }
+    seen = now;
+    run_chunk(index);
+    atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_release);
+  }
+  return NULL;
+}
+
+static int available_cpus(void) {
+  const char *env = getenv("TFM_NUM_THREADS");
+  if (env && atoi(env) > 0)
+    return atoi(env) < kMaxThreads ? atoi(env) : kMaxThreads;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return CPU_COUNT(&set) < kMaxThreads ? CPU_COUNT(&set) : kMaxThreads;
+  return 1;
+}
+
+static void start_pool(void) {
+  /* Each chunk calls BLAS single-threaded: the parallelism is ours. */
+  openblas_set_num_threads(1);
+  pool.threads = available_cpus();
+  for (int i = 1; i < pool.threads; ++i) {
+    pthread_t thread;
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&thread, &attributes, worker_main, (void *)(intptr_t)i))
+      pool.threads = i; /* run with the threads we got */
+    pthread_attr_destroy(&attributes);
+    if (pool.threads == i)
+      break;
+  }
+}
+
+int tfm_thread_count(void) {
+  pthread_once(&pool_once, start_pool);
+  return pool.threads;
+}
+
+void tfm_parallel_for(int64_t n, int64_t grain, tfm_parallel_body body,
+                      void *context) {
+  if (n <= 0)
+    return;
+  if (grain < 1)
+    grain = 1;
+  int threads = tfm_thread_count();
+  /* Serial when there is one chunk's worth of work, when nested, or when
+   * another application thread holds the pool. */
+  if (threads == 1 || n <= grain || inside_job ||
+      pthread_mutex_trylock(&pool.busy) != 0) {
+    body(context, 0, n, 0);
+    return;
+  }
+  pool.body = body;
+  pool.context = context;
+  pool.n = n;
+  pool.grain = grain;
+  atomic_store(&pool.pending, threads - 1);
+  pthread_mutex_lock(&pool.lock);
+  atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
+  pthread_cond_broadcast(&pool.wake);
+  pthread_mutex_unlock(&pool.lock);
+  inside_job = 1;
+  run_chunk(0);
+  inside_job = 0;
+  while (atomic_load_explicit(&pool.pending, memory_order_acquire) > 0)
+    cpu_relax();
+  pthread_mutex_unlock(&pool.busy);
+}

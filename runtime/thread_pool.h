@@ -1,0 +1,32 @@
+/*===- thread_pool.h - the runtime's worker threads --------------*- C -*-===//
+ *
+ * One process-wide pool that the kernels called by generated code (GEMM,
+ * attention) split their work over. Why not OpenBLAS's own threads: they
+ * spin in sched_yield between calls, which cost up to a third of the
+ * machine in profiles; ours spin briefly, then sleep on a condition
+ * variable, and OpenBLAS is kept single-threaded inside each chunk.
+ *
+ * Threads: TFM_NUM_THREADS if set, else the CPUs this process may run on.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_THREAD_POOL_H
+#define TFM_RUNTIME_THREAD_POOL_H
+
+#include <stdint.h>
+
+/* A chunk of work: items [begin, end) of `n`, on thread `thread`. */
+typedef void (*tfm_parallel_body)(void *context, int64_t begin, int64_t end,
+                                  int thread);
+
+/* Number of threads parallel_for uses (the caller included); >= 1. */
+int tfm_thread_count(void);
+
+/* Runs body over [0, n) split into tfm_thread_count() contiguous chunks of
+ * whole `grain`s; the calling thread runs the first chunk. Returns when
+ * every chunk is done. Not reentrant: a body must not call it again
+ * (nested calls run serially on the calling thread). */
+void tfm_parallel_for(int64_t n, int64_t grain, tfm_parallel_body body,
+                      void *context);
+
+#endif /* TFM_RUNTIME_THREAD_POOL_H */

@@ -1,0 +1,47 @@
+// The fused lowering of tfm.attention: a call of the runtime's flash-style
+// kernel on the operands' buffers, with scale, causal and window as
+// scalars; attention with a bias keeps the reference lowering.
+// RUN: tfm-opt %s -split-input-file -tfm-lower-to-linalg | FileCheck %s
+
+// CHECK-LABEL: func.func private @tfm_rt_attention(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, f32, i64, i64) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @gqa_window
+// CHECK-SAME: (%[[Q:.*]]: tensor<?x8x4xf32>, %[[K:.*]]: tensor<?x2x4xf32>, %[[V:.*]]: tensor<?x2x4xf32>)
+// CHECK-DAG: %[[QB:.*]] = bufferization.to_buffer %[[Q]] read_only
+// CHECK-DAG: %[[KB:.*]] = bufferization.to_buffer %[[K]] read_only
+// CHECK-DAG: %[[VB:.*]] = bufferization.to_buffer %[[V]] read_only
+// CHECK-DAG: %[[ROWS:.*]] = tensor.dim %[[Q]], %c0
+// CHECK: %[[OUT:.*]] = memref.alloc(%[[ROWS]]) : memref<?x8x4xf32>
+// CHECK: %[[OUTB:.*]] = memref.cast %[[OUT]]
+// CHECK-DAG: %[[SCALE:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK-DAG: %[[CAUSAL:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[WINDOW:.*]] = arith.constant 3 : i64
+// CHECK: call @tfm_rt_attention(%{{.*}}, %{{.*}}, %{{.*}}, %[[OUTB]], %[[SCALE]], %[[CAUSAL]], %[[WINDOW]])
+// CHECK: %[[RESULT:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
+// CHECK: return %[[RESULT]]
+func.func @gqa_window(%q: tensor<?x8x4xf32>, %k: tensor<?x2x4xf32>, %v: tensor<?x2x4xf32>) -> tensor<?x8x4xf32> {
+  %0 = tfm.attention %q, %k, %v {causal, scale = 0.5 : f32, window = 3 : i64} : (tensor<?x8x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x8x4xf32>
+  return %0 : tensor<?x8x4xf32>
+}
+
+// -----
+
+// Bidirectional (cross-attention shapes): causal 0, window 0 (none).
+// CHECK-LABEL: func.func @cross
+// CHECK: memref.alloc() : memref<3x2x4xf32>
+// CHECK-COUNT-2: arith.constant 0 : i64
+// CHECK: call @tfm_rt_attention
+func.func @cross(%q: tensor<3x2x4xf32>, %k: tensor<5x2x4xf32>) -> tensor<3x2x4xf32> {
+  %0 = tfm.attention %q, %k, %k {scale = 0.5 : f32} : (tensor<3x2x4xf32>, tensor<5x2x4xf32>, tensor<5x2x4xf32>) -> tensor<3x2x4xf32>
+  return %0 : tensor<3x2x4xf32>
+}
+
+// -----
+
+// A bias is not the kernel's: the reference lowering materializes scores.
+// CHECK-LABEL: func.func @bias
+// CHECK-NOT: tfm_rt_attention
+// CHECK: linalg.generic
+func.func @bias(%q: tensor<3x2x4xf32>, %k: tensor<5x2x4xf32>, %b: tensor<2x3x5xf32>) -> tensor<3x2x4xf32> {
+  %0 = tfm.attention %q, %k, %k bias %b {scale = 0.5 : f32} : (tensor<3x2x4xf32>, tensor<5x2x4xf32>, tensor<5x2x4xf32>, tensor<2x3x5xf32>) -> tensor<3x2x4xf32>
+  return %0 : tensor<3x2x4xf32>
+}
