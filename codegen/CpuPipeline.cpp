@@ -70,7 +70,11 @@ void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm) {
   // of positions) calls libm.
   pm.addPass(createApproximateMathPass());
   pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  // Buffers come from the runtime's cache (runtime/buffer_cache.c), not
+  // straight from malloc.
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());

@@ -276,11 +276,9 @@ static void attention_items(void *context, int64_t begin, int64_t end,
     return;
   }
   for (int64_t item = begin; item < end; ++item) {
-    /* Blocks in the order first, last, second, second to last, ...: a
-     * contiguous range of items then holds about its share of the causal
-     * triangle. */
-    int64_t turn = item / job->heads, h = item % job->heads;
-    int64_t block = turn % 2 ? job->blocks - 1 - turn / 2 : turn / 2;
+    /* Last blocks first: under a causal mask they see the most keys, and
+     * handing out the largest items first balances the threads. */
+    int64_t block = job->blocks - 1 - item / job->heads, h = item % job->heads;
     int64_t i0 = block * kQueryBlock;
     int64_t i1 = i0 + kQueryBlock < job->s ? i0 + kQueryBlock : job->s;
     attend_block(job, i0, i1, h);

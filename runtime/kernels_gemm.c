@@ -21,8 +21,14 @@ typedef struct {
   int64_t lda, ldb, ldc;
 } gemm_job;
 
-/* Rows per chunk: whole cache lines of C, and enough work per thread. */
-enum { kGemvGrain = 64, kGemmGrain = 64 };
+/* Output features per chunk: several chunks per thread so that a slower
+ * core takes fewer, each a multiple of 64 (cache lines of C, whole
+ * OpenBLAS kernel widths) and not so small that call overhead shows. */
+static int64_t chunk_size(int64_t n, int64_t m) {
+  int64_t minimum = m == 1 ? 256 : 64;
+  int64_t chunk = n / (4 * tfm_thread_count()) / 64 * 64;
+  return chunk > minimum ? chunk : minimum;
+}
 
 static void gemm_chunk(void *context, int64_t begin, int64_t end, int thread) {
   (void)thread;
@@ -61,5 +67,5 @@ void _mlir_ciface_tfm_rt_matmul_nt(tfm_memref2d_f32 *a, tfm_memref2d_f32 *b,
     return;
   }
   gemm_job job = {m, k, pa, pb, pc, a->strides[0], b->strides[0], c->strides[0]};
-  tfm_parallel_for(n, m == 1 ? kGemvGrain : kGemmGrain, gemm_chunk, &job);
+  tfm_parallel_for(n, chunk_size(n, m), gemm_chunk, &job);
 }

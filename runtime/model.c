@@ -8,6 +8,7 @@
  *===----------------------------------------------------------------------===*/
 
 #define _GNU_SOURCE
+#include "runtime/buffer_cache.h"
 #include "runtime/model_internal.h"
 #include "runtime/status.h"
 #include "runtime/tfm_format.h"
@@ -195,13 +196,13 @@ tfm_status_code tfm_take_logits(const tfm_model_desc *desc,
   /* The generated code returns a fresh buffer with identity layout. */
   if (!result->aligned || result->sizes[0] != rows ||
       result->sizes[1] != desc->vocab_size) {
-    free(result->allocated);
+    tfm_buffer_release(result->allocated);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "model '%s' returned no logits", desc->name);
   }
   memcpy(out, result->aligned + result->offset,
          (size_t)(rows * desc->vocab_size) * sizeof(float));
-  free(result->allocated);
+  tfm_buffer_release(result->allocated);
   return tfm_ok(status);
 }
 

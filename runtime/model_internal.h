@@ -14,7 +14,7 @@ tfm_status_code tfm_check_token_ids(const tfm_model_desc *desc,
                                     const int32_t *tokens, int64_t n,
                                     tfm_status *status);
 
-/* Copies the generated code's logits ([rows, vocab], malloc'ed by it) to
+/* Copies the generated code's logits ([rows, vocab], from buffer_cache.c) to
  * `out` and frees them; a descriptor of another shape is reported. */
 tfm_status_code tfm_take_logits(const tfm_model_desc *desc,
                                 tfm_memref2d_f32 *result, int64_t rows,

@@ -3,7 +3,8 @@
  * The contract between tfmc's generated code and the runtime. The model's
  * `forward` follows MLIR's C interface (`llvm.emit_c_interface`): memrefs are
  * passed as pointers to descriptors, and the result descriptor (logits
- * [positions, vocab], malloc'ed by the generated code, owned by the caller)
+ * [positions, vocab], from _mlir_memref_to_llvm_alloc (buffer_cache.h), owned
+ * by the caller)
  * comes first.
  *
  *===----------------------------------------------------------------------===*/

@@ -2,8 +2,10 @@
  *
  * See thread_pool.h. A job is published by bumping `generation`; workers
  * spin on it for a while (consecutive kernels follow each other within
- * microseconds) and then sleep on `wake`. The caller runs chunk 0 and waits
- * for the others by spinning on `pending`, as chunks are balanced.
+ * microseconds) and then sleep on `wake`. Chunks are claimed from an atomic
+ * counter, so a thread whose core is busier (other processes, a
+ * hypervisor's other guests) simply takes fewer; the caller works too and
+ * then waits for the rest by spinning on `pending`.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -25,6 +27,7 @@ static struct {
   pthread_mutex_t busy; /* one job at a time, whoever calls */
   atomic_uint_fast64_t generation;
   atomic_int pending;
+  atomic_int_fast64_t next_chunk;
   tfm_parallel_body body;
   void *context;
   int64_t n, grain;
@@ -41,15 +44,17 @@ static void cpu_relax(void) {
 #endif
 }
 
-/* Chunk `index` of the current job: whole grains, split evenly. */
-static void run_chunk(int index) {
-  int64_t grains = (pool.n + pool.grain - 1) / pool.grain;
-  int64_t begin = grains * index / pool.threads * pool.grain;
-  int64_t end = grains * (index + 1) / pool.threads * pool.grain;
-  if (end > pool.n)
-    end = pool.n;
-  if (begin < end)
-    pool.body(pool.context, begin, end, index);
+/* Claims and runs chunks of the current job until none is left. */
+static void run_chunks(int thread) {
+  int64_t chunks = (pool.n + pool.grain - 1) / pool.grain;
+  for (;;) {
+    int64_t chunk = atomic_fetch_add_explicit(&pool.next_chunk, 1,
+                                              memory_order_relaxed);
+    if (chunk >= chunks)
+      return;
+    int64_t begin = chunk * pool.grain, end = begin + pool.grain;
+    pool.body(pool.context, begin, end < pool.n ? end : pool.n, thread);
+  }
 }
 
 static void *worker_main(void *argument) {
@@ -69,7 +74,7 @@ static void *worker_main(void *argument) {
       pthread_mutex_unlock(&pool.lock);
     }
     seen = now;
-    run_chunk(index);
+    run_chunks(index);
     atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_release);
   }
   return NULL;
@@ -126,12 +131,13 @@ void tfm_parallel_for(int64_t n, int64_t grain, tfm_parallel_body body,
   pool.n = n;
   pool.grain = grain;
   atomic_store(&pool.pending, threads - 1);
+  atomic_store(&pool.next_chunk, 0);
   pthread_mutex_lock(&pool.lock);
   atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
   pthread_cond_broadcast(&pool.wake);
   pthread_mutex_unlock(&pool.lock);
   inside_job = 1;
-  run_chunk(0);
+  run_chunks(0);
   inside_job = 0;
   while (atomic_load_explicit(&pool.pending, memory_order_acquire) > 0)
     cpu_relax();

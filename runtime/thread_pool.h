@@ -22,10 +22,10 @@ typedef void (*tfm_parallel_body)(void *context, int64_t begin, int64_t end,
 /* Number of threads parallel_for uses (the caller included); >= 1. */
 int tfm_thread_count(void);
 
-/* Runs body over [0, n) split into tfm_thread_count() contiguous chunks of
- * whole `grain`s; the calling thread runs the first chunk. Returns when
- * every chunk is done. Not reentrant: a body must not call it again
- * (nested calls run serially on the calling thread). */
+/* Runs body over [0, n) in chunks of `grain` items (the last may be
+ * shorter), handed out in order to whichever thread is free, the calling
+ * thread included. Returns when every chunk is done. Not reentrant: a body
+ * that calls it again runs the inner loop serially. */
 void tfm_parallel_for(int64_t n, int64_t grain, tfm_parallel_body body,
                       void *context);
 

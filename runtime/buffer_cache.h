@@ -1,0 +1,31 @@
+/*===- buffer_cache.h - the heap of generated code ---------------*- C -*-===//
+ *
+ * Compiled models allocate their activations through MLIR's generic
+ * allocation functions (finalize-memref-to-llvm with use-generic-functions):
+ * _mlir_memref_to_llvm_alloc, _aligned_alloc and _free, which this file's
+ * implementation serves. Freed buffers are kept, by size, and handed out
+ * again: a model runs the same shapes over and over (every decode step,
+ * every prompt of a length seen before), so after the first call it asks
+ * the system for nothing. Fresh memory is what costs: glibc serves large
+ * blocks with mmap and returns them with munmap, and the page faults of
+ * touching them again took half of a prefill in the VMs measured.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_BUFFER_CACHE_H
+#define TFM_RUNTIME_BUFFER_CACHE_H
+
+#include <stddef.h>
+
+/* What generated code calls (declared here for the runtime and tests). */
+void *_mlir_memref_to_llvm_alloc(size_t size);
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
+void _mlir_memref_to_llvm_free(void *buffer);
+
+/* Releases a buffer that generated code returned (its `allocated`). */
+void tfm_buffer_release(void *buffer);
+
+/* Bytes held for reuse now (tests, statistics). */
+size_t tfm_buffer_cache_bytes(void);
+
+#endif /* TFM_RUNTIME_BUFFER_CACHE_H */
