@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 extern "C" {
+#include "runtime/buffer_cache.h"
 #include "runtime/tfm_model_abi.h"
 void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
                                    tfm_memref3d_f32 *v, tfm_memref3d_f32 *out,
@@ -21,6 +22,7 @@ void _mlir_ciface_tfm_rt_matmul_nt(tfm_memref2d_f32 *a, tfm_memref2d_f32 *b,
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -150,6 +152,32 @@ TEST(MatmulKernel, RowsTimesTransposedWeightAccumulates) {
         }
       EXPECT_LT(worst, 1e-4);
     }
+}
+
+TEST(BufferCache, ReusesFreedBlocksOfTheSameSizeAligned) {
+  size_t before = tfm_buffer_cache_bytes();
+  void *a = _mlir_memref_to_llvm_alloc(1000);
+  void *b = _mlir_memref_to_llvm_aligned_alloc(256, 3000);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % 256, 0u);
+  std::memset(a, 1, 1000);
+  std::memset(b, 2, 3000);
+  _mlir_memref_to_llvm_free(a);
+  _mlir_memref_to_llvm_free(b);
+  EXPECT_GT(tfm_buffer_cache_bytes(), before + 4000);
+  // The same sizes come back from the cache; another size does not.
+  void *c = _mlir_memref_to_llvm_aligned_alloc(256, 3000);
+  void *d = _mlir_memref_to_llvm_alloc(1000);
+  void *e = _mlir_memref_to_llvm_alloc(1001);
+  EXPECT_EQ(c, b);
+  EXPECT_EQ(d, a);
+  EXPECT_NE(e, a);
+  _mlir_memref_to_llvm_free(c);
+  _mlir_memref_to_llvm_free(d);
+  tfm_buffer_release(e);
+  _mlir_memref_to_llvm_free(nullptr);
 }
 
 } // namespace

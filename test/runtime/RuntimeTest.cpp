@@ -7,6 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+extern "C" {
+#include "runtime/buffer_cache.h"
+}
 #include "runtime/tfm_format.h"
 #include "runtime/tfm_runtime.h"
 
@@ -28,7 +31,9 @@ extern "C" void fakeForward(tfm_memref2d_f32 *logits, tfm_memref1d *weights,
                             tfm_memref1d *tokens) {
   int64_t n = tokens->sizes[0];
   auto *ids = static_cast<const int32_t *>(tokens->aligned);
-  float *data = static_cast<float *>(malloc(n * kVocab * sizeof(float)));
+  // Allocated as generated code does: the runtime releases it.
+  float *data = static_cast<float *>(
+      _mlir_memref_to_llvm_alloc(n * kVocab * sizeof(float)));
   for (int64_t i = 0; i < n; ++i)
     for (int64_t v = 0; v < kVocab; ++v)
       data[i * kVocab + v] = float(ids[i] * 10 + v);
