@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "tfm-lower-to-linalg"
@@ -104,6 +105,55 @@ Value collapseToRows(OpBuilder &b, Location loc, Value v) {
   return tensor::CollapseShapeOp::create(b, loc, v, groups);
 }
 
+Value applyActivation(OpBuilder &b, Location loc, ActivationKind kind,
+                      Value x);
+
+/// The GEMM epilogue over [rows, out]: act(c + bias), or with `gated`
+/// act(c[:, j]) * c[:, out + j], one pass over the product.
+Value applyEpilogue(OpBuilder &b, Location loc, Value product, Value bias,
+                    ActivationKind kind, bool gated, int64_t out) {
+  MLIRContext *ctx = b.getContext();
+  AffineMap identity = b.getMultiDimIdentityMap(2);
+  OpFoldResult rows = tensor::getMixedSize(b, loc, product, 0);
+  auto type = RankedTensorType::get(
+      {cast<RankedTensorType>(product.getType()).getDimSize(0), out},
+      b.getF32Type());
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  if (gated) {
+    for (int64_t half : {int64_t(0), out}) {
+      SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0),
+                                           b.getIndexAttr(half)};
+      SmallVector<OpFoldResult> sizes = {rows, b.getIndexAttr(out)};
+      SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+      inputs.push_back(tensor::ExtractSliceOp::create(b, loc, type, product,
+                                                      offsets, sizes, strides));
+      maps.push_back(identity);
+    }
+  } else {
+    inputs.push_back(product);
+    maps.push_back(identity);
+    if (bias) {
+      inputs.push_back(bias);
+      maps.push_back(AffineMap::get(2, 0, getAffineDimExpr(1, ctx)));
+    }
+  }
+  maps.push_back(identity);
+  Value init = createEmpty(b, loc, type, {rows, b.getIndexAttr(out)});
+  return createGeneric(
+      b, loc, inputs, init, maps,
+      {IteratorType::parallel, IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value x = args[0];
+        if (!gated && bias)
+          x = arith::AddFOp::create(nb, l, x, args[1]);
+        Value activated = applyActivation(nb, l, kind, x);
+        if (gated)
+          return arith::MulFOp::create(nb, l, activated, args[1]);
+        return activated;
+      });
+}
+
 struct LowerLinear : OpConversionPattern<LinearOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -113,15 +163,19 @@ struct LowerLinear : OpConversionPattern<LinearOp> {
     MLIRContext *ctx = op.getContext();
     Value input = collapseToRows(rewriter, loc, adaptor.getInput());
     int64_t out = op.getOutFeatures();
+    // A gated projection computes gate and up side by side.
+    int64_t columns = op.getGated() ? 2 * out : out;
     auto rowsType = RankedTensorType::get(
-        {op.getType().getDimSize(0), out}, op.getType().getElementType());
+        {op.getType().getDimSize(0), columns}, op.getType().getElementType());
     SmallVector<OpFoldResult> sizes = {
         tensor::getMixedSize(rewriter, loc, input, 0),
-        rewriter.getIndexAttr(out)};
+        rewriter.getIndexAttr(columns)};
+    std::optional<ActivationKind> activation = op.getActivation();
 
-    // The accumulator starts as the broadcast bias, or zero.
+    // The accumulator starts as the broadcast bias, or zero; with an
+    // activation the bias joins it in the epilogue instead.
     Value init;
-    if (Value bias = adaptor.getBias()) {
+    if (Value bias = adaptor.getBias(); bias && !activation) {
       AffineMap columns = AffineMap::get(2, 0, getAffineDimExpr(1, ctx));
       init = createGeneric(
           rewriter, loc, bias, createEmpty(rewriter, loc, rowsType, sizes),
@@ -145,6 +199,9 @@ struct LowerLinear : OpConversionPattern<LinearOp> {
             ValueRange{input, adaptor.getWeight()}, ValueRange{init},
             {rewriter.getNamedAttr("indexing_maps", maps)})
             .getResult(0);
+    if (activation)
+      result = applyEpilogue(rewriter, loc, result, adaptor.getBias(),
+                             *activation, op.getGated(), out);
 
     if (op.getType().getRank() == 3) {
       SmallVector<ReassociationIndices> groups = {{0}, {1, 2}};
@@ -278,6 +335,93 @@ Value inverseRms(OpBuilder &b, Location loc, Value sum, int64_t d,
   return arith::DivFOp::create(b, loc, one, root);
 }
 
+/// Σ x² over each row of `x`: RMSNorm's statistic.
+Value sumOfSquares(OpBuilder &b, Location loc, Value x) {
+  return createRowReduction(
+      b, loc, x, 0.0, [](OpBuilder &nb, Location l, ValueRange args) {
+        Value sq = arith::MulFOp::create(nb, l, args[0], args[0]);
+        return accumulate(nb, l, args[1], sq);
+      });
+}
+
+/// Σ x over each row of `x`: LayerNorm's first statistic.
+Value rowSum(OpBuilder &b, Location loc, Value x) {
+  return createRowReduction(
+      b, loc, x, 0.0, [](OpBuilder &nb, Location l, ValueRange args) {
+        return accumulate(nb, l, args[1], args[0]);
+      });
+}
+
+/// RMSNorm of `x` given its rows' Σ x².
+Value rmsNormRows(OpBuilder &b, Location loc, Value x, Value sumSquares,
+                  Value gamma, double epsilon) {
+  int64_t d = cast<RankedTensorType>(x.getType()).getDimSize(1);
+  return applyRowwise(
+      b, loc, x, sumSquares, gamma,
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value scale = inverseRms(nb, l, args[1], d, epsilon);
+        Value normed = arith::MulFOp::create(nb, l, scale, args[0]);
+        return arith::MulFOp::create(nb, l, args[2], normed);
+      });
+}
+
+/// LayerNorm of `x` given its rows' Σ x: two passes (mean, then centred
+/// squares) for accuracy.
+Value layerNormRows(OpBuilder &b, Location loc, Value x, Value sum,
+                    Value gamma, Value beta, double epsilon) {
+  int64_t d = cast<RankedTensorType>(x.getType()).getDimSize(1);
+  Value centred = applyRowwise(
+      b, loc, x, sum, {},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value mean =
+            arith::DivFOp::create(nb, l, args[1], f32Constant(nb, l, d));
+        return arith::SubFOp::create(nb, l, args[0], mean);
+      });
+  Value sumSquares = sumOfSquares(b, loc, centred);
+  SmallVector<Value> columns = {gamma};
+  if (beta)
+    columns.push_back(beta);
+  return applyRowwise(
+      b, loc, centred, sumSquares, columns,
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value scale = inverseRms(nb, l, args[1], d, epsilon);
+        Value normed = arith::MulFOp::create(nb, l, args[0], scale);
+        Value scaled = arith::MulFOp::create(nb, l, normed, args[2]);
+        if (!beta)
+          return scaled;
+        return arith::AddFOp::create(nb, l, scaled, args[3]);
+      });
+}
+
+/// lhs + rhs and a statistic of each row of the sum, in one pass over the
+/// rows: `square` picks Σ sum² (RMSNorm) over Σ sum (LayerNorm).
+std::pair<Value, Value> addWithRowStatistic(OpBuilder &b, Location loc,
+                                            Value lhs, Value rhs,
+                                            bool square) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(lhs.getType());
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, lhs);
+  auto rowsType = RankedTensorType::get({type.getDimSize(0)},
+                                        type.getElementType());
+  Value sumInit = createEmpty(b, loc, type, sizes);
+  Value statInit = createFilled(b, loc, rowsType, {sizes[0]}, 0.0);
+  AffineMap identity = b.getMultiDimIdentityMap(2);
+  AffineMap rows = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{type, rowsType}, ValueRange{lhs, rhs},
+      ValueRange{sumInit, statInit},
+      ArrayRef<AffineMap>{identity, identity, identity, rows},
+      ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
+                                    utils::IteratorType::reduction},
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value sum = arith::AddFOp::create(nb, l, args[0], args[1]);
+        Value term = square ? arith::MulFOp::create(nb, l, sum, sum) : sum;
+        Value stat = accumulate(nb, l, args[3], term);
+        linalg::YieldOp::create(nb, l, ValueRange{sum, stat});
+      });
+  return {generic.getResult(0), generic.getResult(1)};
+}
+
 struct LowerRmsNorm : OpConversionPattern<RmsNormOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -285,21 +429,10 @@ struct LowerRmsNorm : OpConversionPattern<RmsNormOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
-    int64_t d = op.getType().getDimSize(1);
-    double epsilon = op.getEpsilon().convertToDouble();
-    Value sumSquares = createRowReduction(
-        rewriter, loc, x, 0.0, [](OpBuilder &b, Location l, ValueRange args) {
-          Value sq = arith::MulFOp::create(b, l, args[0], args[0]);
-          return accumulate(b, l, args[1], sq);
-        });
-    Value result = applyRowwise(
-        rewriter, loc, x, sumSquares, adaptor.getGamma(),
-        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value scale = inverseRms(b, l, args[1], d, epsilon);
-          Value normed = arith::MulFOp::create(b, l, scale, args[0]);
-          return arith::MulFOp::create(b, l, args[2], normed);
-        });
-    rewriter.replaceOp(op, result);
+    rewriter.replaceOp(op, rmsNormRows(rewriter, loc, x,
+                                       sumOfSquares(rewriter, loc, x),
+                                       adaptor.getGamma(),
+                                       op.getEpsilon().convertToDouble()));
     return success();
   }
 };
@@ -311,41 +444,55 @@ struct LowerLayerNorm : OpConversionPattern<LayerNormOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
-    int64_t d = op.getType().getDimSize(1);
-    double epsilon = op.getEpsilon().convertToDouble();
-    auto add = [](OpBuilder &b, Location l, ValueRange args) -> Value {
-      return accumulate(b, l, args[1], args[0]);
-    };
-    // Two passes (mean, then centred squares) for accuracy.
-    Value sum = createRowReduction(rewriter, loc, x, 0.0, add);
-    Value centred = applyRowwise(
-        rewriter, loc, x, sum, {},
-        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value mean =
-              arith::DivFOp::create(b, l, args[1], f32Constant(b, l, d));
-          return arith::SubFOp::create(b, l, args[0], mean);
-        });
-    Value sumSquares = createRowReduction(
-        rewriter, loc, centred, 0.0,
-        [](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value sq = arith::MulFOp::create(b, l, args[0], args[0]);
-          return accumulate(b, l, args[1], sq);
-        });
-    SmallVector<Value> columns = {adaptor.getGamma()};
-    if (adaptor.getBeta())
-      columns.push_back(adaptor.getBeta());
-    bool hasBeta = columns.size() == 2;
-    Value result = applyRowwise(
-        rewriter, loc, centred, sumSquares, columns,
-        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value scale = inverseRms(b, l, args[1], d, epsilon);
-          Value normed = arith::MulFOp::create(b, l, args[0], scale);
-          Value scaled = arith::MulFOp::create(b, l, normed, args[2]);
-          if (!hasBeta)
-            return scaled;
-          return arith::AddFOp::create(b, l, scaled, args[3]);
-        });
-    rewriter.replaceOp(op, result);
+    rewriter.replaceOp(op, layerNormRows(rewriter, loc, x,
+                                         rowSum(rewriter, loc, x),
+                                         adaptor.getGamma(), adaptor.getBeta(),
+                                         op.getEpsilon().convertToDouble()));
+    return success();
+  }
+};
+
+struct LowerAddRmsNorm : OpConversionPattern<AddRmsNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AddRmsNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto [sum, sumSquares] = addWithRowStatistic(
+        rewriter, loc, adaptor.getLhs(), adaptor.getRhs(), /*square=*/true);
+    Value result = rmsNormRows(rewriter, loc, sum, sumSquares,
+                               adaptor.getGamma(),
+                               op.getEpsilon().convertToDouble());
+    rewriter.replaceOp(op, {sum, result});
+    return success();
+  }
+};
+
+struct LowerAddLayerNorm : OpConversionPattern<AddLayerNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AddLayerNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto [sum, rowTotal] = addWithRowStatistic(
+        rewriter, loc, adaptor.getLhs(), adaptor.getRhs(), /*square=*/false);
+    Value result = layerNormRows(rewriter, loc, sum, rowTotal,
+                                 adaptor.getGamma(), adaptor.getBeta(),
+                                 op.getEpsilon().convertToDouble());
+    rewriter.replaceOp(op, {sum, result});
+    return success();
+  }
+};
+
+/// Joins of anything but weights (those are views of the blob, see
+/// lowerWeights): copies into one tensor.
+struct LowerConcat : OpConversionPattern<ConcatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<tensor::ConcatOp>(op, op.getType(), 0,
+                                                  adaptor.getInputs());
     return success();
   }
 };
@@ -572,11 +719,51 @@ int64_t alignTo(int64_t value, int64_t alignment) {
 /// Lays out every distinct weight of the module, in order of first use, and
 /// records the layout on the module. A name used with two different types is
 /// a frontend bug.
+/// Whether `concat` joins weights only, each used under one name, none in
+/// another join: then they can sit back to back in the blob.
+bool joinsWeightsOnly(ConcatOp concat, llvm::StringSet<> &joined) {
+  llvm::StringSet<> names;
+  for (Value input : concat.getInputs()) {
+    auto weight = input.getDefiningOp<WeightOp>();
+    if (!weight || joined.contains(weight.getName()) ||
+        !names.insert(weight.getName()).second)
+      return false;
+  }
+  for (auto &entry : names)
+    joined.insert(entry.getKey());
+  return true;
+}
+
 LogicalResult layOutWeights(ModuleOp module,
-                            llvm::StringMap<int64_t> &offsets) {
+                            llvm::StringMap<int64_t> &offsets,
+                            llvm::DenseMap<Operation *, int64_t> &packed) {
   llvm::StringMap<Type> types;
   SmallVector<NamedAttribute> layout;
   int64_t size = 0;
+  auto place = [&](WeightOp op, bool alignStart) {
+    RankedTensorType type = op.getType();
+    if (alignStart)
+      size = alignTo(size, kWeightAlignment);
+    offsets[op.getName()] = size;
+    layout.push_back(NamedAttribute(
+        op.getNameAttr(),
+        IntegerAttr::get(IntegerType::get(op.getContext(), 64), size)));
+    size += type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    LLVM_DEBUG(llvm::dbgs() << "weight " << op.getName() << " at "
+                            << offsets[op.getName()] << "\n");
+  };
+  // Joined weights first, back to back: the join is then a view.
+  llvm::StringSet<> joined;
+  module.walk([&](ConcatOp concat) {
+    if (!joinsWeightsOnly(concat, joined))
+      return;
+    packed[concat] = alignTo(size, kWeightAlignment);
+    for (auto [index, input] : llvm::enumerate(concat.getInputs())) {
+      auto weight = input.getDefiningOp<WeightOp>();
+      types[weight.getName()] = weight.getType();
+      place(weight, /*alignStart=*/index == 0);
+    }
+  });
   WalkResult walk = module.walk([&](WeightOp op) {
     auto [it, inserted] = types.try_emplace(op.getName(), op.getType());
     if (!inserted) {
@@ -587,15 +774,7 @@ LogicalResult layOutWeights(ModuleOp module,
       }
       return WalkResult::advance();
     }
-    RankedTensorType type = op.getType();
-    size = alignTo(size, kWeightAlignment);
-    offsets[op.getName()] = size;
-    layout.push_back(NamedAttribute(
-        op.getNameAttr(),
-        IntegerAttr::get(IntegerType::get(op.getContext(), 64), size)));
-    size += type.getNumElements() * type.getElementTypeBitWidth() / 8;
-    LLVM_DEBUG(llvm::dbgs() << "weight " << op.getName() << " at "
-                            << offsets[op.getName()] << "\n");
+    place(op, /*alignStart=*/true);
     return WalkResult::advance();
   });
   if (walk.wasInterrupted())
@@ -609,7 +788,8 @@ LogicalResult layOutWeights(ModuleOp module,
 /// Gives every function that reads weights, directly or through calls, a
 /// leading `memref<?xi8>` weights argument; replaces tfm.weight ops by views
 /// of it and passes it along at calls.
-void lowerWeights(ModuleOp module, const llvm::StringMap<int64_t> &offsets) {
+void lowerWeights(ModuleOp module, const llvm::StringMap<int64_t> &offsets,
+                  const llvm::DenseMap<Operation *, int64_t> &packed) {
   MLIRContext *ctx = module.getContext();
   // The functions needing weights: readers, then their callers, to a fixed
   // point.
@@ -640,21 +820,25 @@ void lowerWeights(ModuleOp module, const llvm::StringMap<int64_t> &offsets) {
     Value blob = call->getParentOfType<func::FuncOp>().getArgument(0);
     call->insertOperands(0, blob);
   });
-  module.walk([&](WeightOp op) {
+  auto replaceByView = [&](Operation *op, int64_t offset) {
     Value blob = op->getParentOfType<func::FuncOp>().getArgument(0);
     b.setInsertionPoint(op);
-    Location loc = op.getLoc();
-    RankedTensorType type = op.getType();
-    Value shift = arith::ConstantIndexOp::create(b, loc,
-                                                 offsets.lookup(op.getName()));
+    Location loc = op->getLoc();
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    Value shift = arith::ConstantIndexOp::create(b, loc, offset);
     auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
     Value view = memref::ViewOp::create(b, loc, memrefType, blob, shift,
                                         ValueRange{});
     // Weights are read-only and alias nothing the function writes.
     Value tensor = bufferization::ToTensorOp::create(
         b, loc, type, view, /*restrict=*/true, /*writable=*/false);
-    op.replaceAllUsesWith(tensor);
-    op.erase();
+    op->getResult(0).replaceAllUsesWith(tensor);
+    op->erase();
+  };
+  for (auto [concat, offset] : packed)
+    replaceByView(concat, offset);
+  module.walk([&](WeightOp op) {
+    replaceByView(op, offsets.lookup(op.getName()));
   });
 }
 
@@ -665,9 +849,10 @@ struct LowerToLinalgPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     llvm::StringMap<int64_t> offsets;
-    if (failed(layOutWeights(module, offsets)))
+    llvm::DenseMap<Operation *, int64_t> packed;
+    if (failed(layOutWeights(module, offsets, packed)))
       return signalPassFailure();
-    lowerWeights(module, offsets);
+    lowerWeights(module, offsets, packed);
     for (auto func : module.getOps<func::FuncOp>())
       markCacheWritable(func);
 
@@ -711,6 +896,7 @@ void mlir::tfm::populateLowerToLinalgPatterns(RewritePatternSet &patterns,
   patterns.add<LowerPositionIds, LowerEmbedding, LowerLinear, LowerActivation,
                LowerBinary<AddOp, arith::AddFOp>,
                LowerBinary<MulOp, arith::MulFOp>, LowerRmsNorm, LowerLayerNorm,
+               LowerAddRmsNorm, LowerAddLayerNorm, LowerConcat,
                LowerRope, LowerSinusoidalPosition, LowerKVCacheAppend,
                LowerKVCacheRead>(ctx);
   populateLowerAttentionPatterns(patterns, fusedAttention);

@@ -155,7 +155,8 @@ int64_t LinearOp::getInFeatures() {
   return getWeight().getType().getDimSize(1);
 }
 int64_t LinearOp::getOutFeatures() {
-  return getWeight().getType().getDimSize(0);
+  int64_t rows = getWeight().getType().getDimSize(0);
+  return getGated() ? rows / 2 : rows;
 }
 
 LogicalResult LinearOp::verify() {
@@ -166,6 +167,16 @@ LogicalResult LinearOp::verify() {
       failed(expectElementType(*this, "weight", getWeight(), elementType)) ||
       failed(expectElementType(*this, "result", getResult(), elementType)))
     return failure();
+  if (getGated()) {
+    if (!getActivation())
+      return emitOpError("expected an activation with 'gated'");
+    if (getBias())
+      return emitOpError("expected no bias with 'gated'");
+    if (getWeight().getType().getDimSize(0) % 2 != 0)
+      return emitOpError() << "expected an even number of weight rows with "
+                              "'gated' (gate, then up), got "
+                           << getWeight().getType().getDimSize(0);
+  }
   for (auto [what, type] : {std::pair<StringRef, RankedTensorType>{
                                 "input", inputType},
                             {"result", resultType}}) {
@@ -193,6 +204,34 @@ LogicalResult LinearOp::verify() {
   return success();
 }
 
+LogicalResult ConcatOp::verify() {
+  if (getInputs().size() < 2)
+    return emitOpError() << "expected at least 2 inputs, got "
+                         << getInputs().size();
+  RankedTensorType resultType = getType();
+  int64_t rows = 0;
+  for (auto [index, input] : llvm::enumerate(getInputs())) {
+    auto type = cast<RankedTensorType>(input.getType());
+    std::string what = "input " + std::to_string(index);
+    if (failed(expectRank(*this, what, input, resultType.getRank())) ||
+        failed(expectElementType(*this, what, input,
+                                 resultType.getElementType())))
+      return failure();
+    for (int64_t dim = 1; dim < type.getRank(); ++dim)
+      if (failed(expectDim(*this, what + " dimension " + std::to_string(dim),
+                           type.getDimSize(dim),
+                           "result dimension " + std::to_string(dim),
+                           resultType.getDimSize(dim))))
+        return failure();
+    if (type.isDynamicDim(0) || rows == ShapedType::kDynamic)
+      rows = ShapedType::kDynamic;
+    else
+      rows += type.getDimSize(0);
+  }
+  return expectDim(*this, "result rows", resultType.getDimSize(0),
+                   "the inputs' rows together", rows);
+}
+
 //===----------------------------------------------------------------------===//
 // Norms
 //===----------------------------------------------------------------------===//
@@ -204,6 +243,16 @@ LogicalResult LayerNormOp::verify() {
 
 LogicalResult RmsNormOp::verify() {
   return verifyNorm(*this, getInput(), getGamma(), Value(), getResult(),
+                    getEpsilon());
+}
+
+LogicalResult AddLayerNormOp::verify() {
+  return verifyNorm(*this, getSum(), getGamma(), getBeta(), getResult(),
+                    getEpsilon());
+}
+
+LogicalResult AddRmsNormOp::verify() {
+  return verifyNorm(*this, getSum(), getGamma(), Value(), getResult(),
                     getEpsilon());
 }
 

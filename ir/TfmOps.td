@@ -92,19 +92,62 @@ def Tfm_LinearOp : Tfm_Op<"linear", [Pure]> {
     %q = tfm.linear %h, %wq : (tensor<?x512xf32>, tensor<512x512xf32>) -> tensor<?x8x64xf32>
     %y = tfm.linear %x, %w bias %b : (tensor<?x768xf32>, tensor<3072x768xf32>, tensor<3072xf32>) -> tensor<?x3072xf32>
     ```
+
+    Epilogues (made by `tfm-fuse-mlp`): `activation` applies an activation
+    after the bias. `gated` (with an activation, without a bias) makes the
+    weight `[2·out, in]`, the gate's rows then the up projection's, and the
+    result `act(x·W_gateᵀ) * (x·W_upᵀ)` (SwiGLU, GeGLU).
+
+    ```mlir
+    %h = tfm.linear %x, %w bias %b activation gelu_tanh : (tensor<?x768xf32>, tensor<3072x768xf32>, tensor<3072xf32>) -> tensor<?x3072xf32>
+    %g = tfm.linear %x, %wgu activation silu gated : (tensor<?x768xf32>, tensor<4096x768xf32>) -> tensor<?x2048xf32>
+    ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$weight,
-                       Optional<Tfm_FloatTensor>:$bias);
+                       Optional<Tfm_FloatTensor>:$bias,
+                       OptionalAttr<Tfm_ActivationKindAttr>:$activation,
+                       UnitAttr:$gated);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+    $input `,` $weight (`bias` $bias^)? (`activation` $activation^)? (`gated` $gated^)?
+    attr-dict `:` functional-type(operands, results)
   }];
+  let builders = [
+    // A plain projection (no epilogue), as frontends build them.
+    OpBuilder<(ins "Type":$result, "Value":$input, "Value":$weight,
+                   CArg<"Value", "{}">:$bias), [{
+      build($_builder, $_state, result, input, weight, bias,
+            ActivationKindAttr(), UnitAttr());
+    }]>
+  ];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// Number of input features (`in`) and output features (`out`).
+    /// Number of input features (`in`) and output features (`out`; half
+    /// the weight's rows when `gated`).
     int64_t getInFeatures();
     int64_t getOutFeatures();
   }];
+}
+
+def Tfm_ConcatOp : Tfm_Op<"concat", [Pure]> {
+  let summary = "tensors joined along their first dimension";
+  let description = [{
+    `result = [inputs[0]; inputs[1]; ...]` along dimension 0; the other
+    dimensions agree. `tfm-fuse-qkv` and `tfm-fuse-mlp` join sibling
+    projections' weights with it. When every input is a `tfm.weight`,
+    codegen places them back to back in the weight blob and the result
+    costs nothing at run time.
+
+    ```mlir
+    %wqkv = tfm.concat %wq, %wk, %wv : (tensor<512x512xf32>, tensor<128x512xf32>, tensor<128x512xf32>) -> tensor<768x512xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Tfm_FloatTensor>:$inputs);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type($inputs, results)
+  }];
+  let hasVerifier = 1;
 }
 
 def Tfm_ActivationOp : Tfm_Op<"activation", [Pure, SameOperandsAndResultType]> {
@@ -190,6 +233,49 @@ def Tfm_RmsNormOp : Tfm_Op<"rms_norm", [Pure]> {
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $gamma attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_AddRmsNormOp : Tfm_Op<"add_rms_norm", [Pure,
+    AllTypesMatch<["lhs", "rhs", "sum", "result"]>]> {
+  let summary = "a residual add and the RMSNorm of the sum, in one pass";
+  let description = [{
+    `sum = lhs + rhs` and `result = rms_norm(sum, gamma)`, as
+    `tfm-fuse-norm` makes them from a `tfm.add` whose sum feeds a
+    `tfm.rms_norm` (and the next residual add).
+
+    ```mlir
+    %x1, %h = tfm.add_rms_norm %x, %attn, %g {epsilon = 1.0e-5 : f32} : tensor<?x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$lhs, Tfm_FloatTensor:$rhs,
+                       Tfm_FloatTensor:$gamma, F32Attr:$epsilon);
+  let results = (outs Tfm_FloatTensor:$sum, Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $gamma attr-dict `:` type($lhs) `,` type($gamma)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_AddLayerNormOp : Tfm_Op<"add_layer_norm", [Pure,
+    AllTypesMatch<["lhs", "rhs", "sum", "result"]>]> {
+  let summary = "a residual add and the LayerNorm of the sum, in one pass";
+  let description = [{
+    `sum = lhs + rhs` and `result = layer_norm(sum, gamma, beta)`, as
+    `tfm-fuse-norm` makes them from a `tfm.add` whose sum feeds a
+    `tfm.layer_norm`.
+
+    ```mlir
+    %x1, %h = tfm.add_layer_norm %x, %attn, %g, %b {epsilon = 1.0e-5 : f32} : tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$lhs, Tfm_FloatTensor:$rhs,
+                       Tfm_FloatTensor:$gamma, Optional<Tfm_FloatTensor>:$beta,
+                       F32Attr:$epsilon);
+  let results = (outs Tfm_FloatTensor:$sum, Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $gamma (`,` $beta^)? attr-dict `:` type($lhs) `,` type($gamma) (`,` type($beta)^)?
   }];
   let hasVerifier = 1;
 }

@@ -118,7 +118,9 @@ Value sliceLastRow(OpBuilder &b, Location loc, Value value, Value rows) {
         linear && linear.getInput().getType().getRank() == 2) {
       Value input = sliceLastRow(b, loc, linear.getInput(), rows);
       return LinearOp::create(b, linear.getLoc(), rowType, input,
-                              linear.getWeight(), linear.getBias());
+                              linear.getWeight(), linear.getBias(),
+                              linear.getActivationAttr(),
+                              linear.getGatedAttr());
     }
     if (auto norm = dyn_cast<RmsNormOp>(producer)) {
       Value input = sliceLastRow(b, loc, norm.getInput(), rows);
