@@ -42,4 +42,39 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def FuseQKVPass : Pass<"tfm-fuse-qkv", "func::FuncOp"> {
+  let summary = "Join sibling head projections (Q, K, V) into one GEMM";
+  let description = [{
+    `tfm.linear` ops that read the same input and split their results into
+    heads of one head_dim (the query, key and value projections, grouped-
+    query shapes included) become one `tfm.linear` over the weights joined
+    with `tfm.concat` (and biases, when all have one), whose result the
+    heads are sliced from. Codegen places the joined weights back to back
+    in the weight blob, so the join costs nothing at run time; the GEMM
+    reads the input once and runs one wider product.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
+def FuseMLPPass : Pass<"tfm-fuse-mlp", "func::FuncOp"> {
+  let summary = "Activation epilogues and gated MLPs in the projection";
+  let description = [{
+    `tfm.activation` of a `tfm.linear` (used only there) becomes the linear's
+    `activation` epilogue, applied with the bias in one pass over the GEMM's
+    output. A gated MLP, `act(x·W_gateᵀ) * (x·W_upᵀ)` (SwiGLU, GeGLU), becomes
+    one `gated` linear over `[W_gate; W_up]`: one GEMM, then one pass that
+    applies the activation and the gate multiply.
+  }];
+}
+
+def FuseNormPass : Pass<"tfm-fuse-norm", "func::FuncOp"> {
+  let summary = "Residual adds fused into the following LayerNorm/RMSNorm";
+  let description = [{
+    A `tfm.rms_norm` or `tfm.layer_norm` of a `tfm.add` becomes
+    `tfm.add_rms_norm` / `tfm.add_layer_norm`, which returns the sum (the
+    residual stream, for later adds) and the normalized rows; codegen
+    computes the sum and the first row statistic in one pass.
+  }];
+}
+
 #endif // TFM_PASSES_PASSES_TD

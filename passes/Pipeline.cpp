@@ -18,4 +18,12 @@ void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
     pm.addPass(createInlinerPass());
   }
   pm.addPass(createCanonicalizerPass());
+  if (options.fuseQKV)
+    pm.addNestedPass<func::FuncOp>(createFuseQKVPass());
+  if (options.fuseMLP)
+    pm.addNestedPass<func::FuncOp>(createFuseMLPPass());
+  if (options.fuseNorm)
+    pm.addNestedPass<func::FuncOp>(createFuseNormPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
 }

@@ -16,6 +16,10 @@ struct TfmPipelineOptions {
   bool kvCache = true;
   /// Cache capacity; 0 takes the model's maximum context.
   int64_t maxContext = 0;
+  /// The fusion passes (each can be turned off to measure what it buys).
+  bool fuseQKV = true;
+  bool fuseMLP = true;
+  bool fuseNorm = true;
 };
 
 void buildTfmPipeline(OpPassManager &pm, const TfmPipelineOptions &options);

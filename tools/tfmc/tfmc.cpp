@@ -99,6 +99,17 @@ cl::opt<int64_t> maxContext(
     cl::desc("KV cache capacity in positions (default: the model's maximum "
              "context)"),
     cl::init(0));
+cl::opt<bool> noFuseQKV("no-fuse-qkv",
+                        cl::desc("Keep Q, K and V as separate projections"),
+                        cl::init(false));
+cl::opt<bool> noFuseMLP("no-fuse-mlp",
+                        cl::desc("Keep activations and gated MLPs apart from "
+                                 "their projections"),
+                        cl::init(false));
+cl::opt<bool> noFuseNorm("no-fuse-norm",
+                         cl::desc("Keep residual adds apart from the norms "
+                                  "that follow them"),
+                         cl::init(false));
 cl::opt<bool> noFusedAttention(
     "no-fused-attention",
     cl::desc("Lower attention to linalg with materialized scores instead of "
@@ -262,6 +273,9 @@ int main(int argc, char **argv) {
   tfm::TfmPipelineOptions tfmOptions;
   tfmOptions.kvCache = model && model->causalDecoder && !noKVCache;
   tfmOptions.maxContext = maxContext;
+  tfmOptions.fuseQKV = !noFuseQKV;
+  tfmOptions.fuseMLP = !noFuseMLP;
+  tfmOptions.fuseNorm = !noFuseNorm;
   if (failed(runPipeline(*module, timing, [&](OpPassManager &pm) {
         if (model)
           tfm::buildTfmPipeline(pm, tfmOptions);

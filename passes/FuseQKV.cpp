@@ -1,0 +1,129 @@
+//===- FuseQKV.cpp - sibling head projections as one GEMM ---------------===//
+//
+// The tfm-fuse-qkv pass (see Passes.td). Q, K and V of one layer read the
+// same normalized input: one GEMM over [W_q; W_k; W_v] reads it once and
+// gives OpenBLAS (or any GEMM) a wider, more efficient product. The heads
+// are sliced from the fused result along the heads dimension, so grouped-
+// query shapes (fewer K/V heads) need nothing special.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TfmOps.h"
+#include "passes/Passes.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "tfm-fuse-qkv"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_FUSEQKVPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// A projection that splits into heads and has no epilogue.
+bool isHeadProjection(LinearOp op) {
+  return op.getType().getRank() == 3 && !op.getActivation() && !op.getGated();
+}
+
+/// Makes `value` available before `point`: already is, or is a tfm.weight
+/// (no operands) that can move there.
+bool makeAvailableBefore(Value value, Operation *point) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != point->getBlock() ||
+      def->isBeforeInBlock(point))
+    return true;
+  if (!isa<WeightOp>(def))
+    return false;
+  def->moveBefore(point);
+  return true;
+}
+
+/// Joins `group` (same input, same head_dim, all with a bias or none) into
+/// one linear placed at the first of them.
+void fuse(ArrayRef<LinearOp> group) {
+  LinearOp first = group.front();
+  for (LinearOp op : group)
+    for (Value operand : {op.getWeight(), op.getBias()})
+      if (operand && !makeAvailableBefore(operand, first))
+        return;
+  OpBuilder b(first);
+  Location loc = b.getFusedLoc(llvm::to_vector(
+      llvm::map_range(group, [](LinearOp op) { return op.getLoc(); })));
+  SmallVector<Value> weights, biases;
+  int64_t heads = 0, rows = 0;
+  for (LinearOp op : group) {
+    weights.push_back(op.getWeight());
+    if (op.getBias())
+      biases.push_back(op.getBias());
+    heads += op.getType().getDimSize(1);
+    rows += op.getWeight().getType().getDimSize(0);
+  }
+  RankedTensorType weightType = first.getWeight().getType();
+  Type element = weightType.getElementType();
+  Value weight = ConcatOp::create(
+      b, loc, RankedTensorType::get({rows, weightType.getDimSize(1)}, element),
+      weights);
+  Value bias;
+  if (!biases.empty())
+    bias = ConcatOp::create(b, loc, RankedTensorType::get({rows}, element),
+                            biases);
+  RankedTensorType resultType = first.getType();
+  int64_t headDim = resultType.getDimSize(2);
+  auto fusedType = RankedTensorType::get(
+      {resultType.getDimSize(0), heads, headDim}, element);
+  Value fused =
+      LinearOp::create(b, loc, fusedType, first.getInput(), weight, bias);
+  OpFoldResult seq = tensor::getMixedSize(b, loc, fused, 0);
+  int64_t offset = 0;
+  SmallVector<Value> slices;
+  for (LinearOp op : group) {
+    int64_t count = op.getType().getDimSize(1);
+    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0),
+                                         b.getIndexAttr(offset),
+                                         b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {seq, b.getIndexAttr(count),
+                                       b.getIndexAttr(headDim)};
+    SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+    Value slice = tensor::ExtractSliceOp::create(b, op.getLoc(), op.getType(),
+                                                 fused, offsets, sizes,
+                                                 strides);
+    slices.push_back(slice);
+    offset += count;
+  }
+  for (auto [index, op] : llvm::enumerate(group)) {
+    LinearOp projection = op;
+    projection.replaceAllUsesWith(slices[index]);
+    projection.erase();
+  }
+  LLVM_DEBUG(llvm::dbgs() << "fused " << group.size() << " projections into "
+                          << fusedType << "\n");
+}
+
+struct FuseQKVPass : mlir::tfm::impl::FuseQKVPassBase<FuseQKVPass> {
+  void runOnOperation() override {
+    // Sibling projections of each input, in program order, grouped by
+    // head_dim and by whether they carry a bias.
+    llvm::MapVector<std::tuple<Value, int64_t, int, Type>,
+                    SmallVector<LinearOp>>
+        groups;
+    getOperation().walk([&](LinearOp op) {
+      if (!isHeadProjection(op))
+        return;
+      auto key = std::make_tuple(op.getInput(), op.getType().getDimSize(2),
+                                 op.getBias() ? 1 : 0,
+                                 op.getWeight().getType().getElementType());
+      groups[key].push_back(op);
+    });
+    for (auto &[key, group] : groups)
+      if (group.size() > 1)
+        fuse(group);
+  }
+};
+
+} // namespace
