@@ -60,7 +60,8 @@ def model_numbers(directory):
         kv = d // c["num_attention_heads"] * c["num_key_value_heads"]
         matmul_params = layers * (2 * d * d + 2 * kv * d + 3 * d * i)
         matmul_params += c["vocab_size"] * d
-    return c, read, matmul_params
+    head_params = c["vocab_size"] * d
+    return c, read, matmul_params, head_params
 
 
 def prompt_ids(length, vocab):
@@ -69,8 +70,9 @@ def prompt_ids(length, vocab):
 
 
 def run_tfmc(exe, prompt, new, vocab):
+    # One untimed prefill first, as the peers warm up too.
     out = subprocess.run([exe, "--tokens", prompt_ids(prompt, vocab), "-n", str(new),
-                          "--print-ids", "--ignore-eos", "--stats"],
+                          "--print-ids", "--ignore-eos", "--stats", "--warmup", "1"],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stderr.strip().splitlines()[-1])
 
@@ -120,6 +122,8 @@ def main():
     parser.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
     parser.add_argument("--models", default="gpt2,llama")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--tfmc-flags", default="",
+                        help="extra tfmc flags, e.g. '--no-fuse-qkv' to measure a pass")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     hw = hardware_limits(args.work)
@@ -133,8 +137,9 @@ def main():
             subprocess.run([sys.executable, os.path.join(HERE, "make_random_model.py"),
                             kind, directory], check=True)
         if not os.path.exists(exe) or os.path.getmtime(exe) < os.path.getmtime(args.tfmc):
-            subprocess.run([args.tfmc, directory, "-o", exe], check=True)
-        config, read_bytes, matmul_params = model_numbers(directory)
+            subprocess.run([args.tfmc, directory, "-o", exe] + args.tfmc_flags.split(),
+                           check=True)
+        config, read_bytes, matmul_params, head_params = model_numbers(directory)
         vocab = config["vocab_size"]
         onnx = ensure_ort(args.work, directory, kind, config)
         rows = []
@@ -150,7 +155,9 @@ def main():
         for what, prompt, ours, peer, ort, key in rows:
             rate = ours[key]
             if what == "prefill":
-                gflops = 2 * matmul_params * rate / 1e9
+                # Every peer runs the LM head on the last position only.
+                per_token = matmul_params - head_params + head_params / prompt
+                gflops = 2 * per_token * rate / 1e9
                 limit = f"{gflops:.0f} GFLOP/s = {gflops / hw['fp32_peak_gflops']:.0%} of FP32 peak"
                 label = f"prefill @{prompt}"
             else:

@@ -526,3 +526,59 @@ func.func @kv_lengths(%c: tensor<3x2x16x2x4xf32>, %k: tensor<3x2x4xf32>, %v: ten
   %0 = tfm.kv_cache_append %c[0], %k, %v at %p : tensor<3x2x16x2x4xf32>, tensor<3x2x4xf32>, tensor<2x2x4xf32>
   return
 }
+
+// -----
+
+func.func @concat_one_input(%a: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{expected at least 2 inputs, got 1}}
+  %c = tfm.concat %a : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %c : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @concat_rows(%a: tensor<2x4xf32>, %b: tensor<3x4xf32>) -> tensor<6x4xf32> {
+  // expected-error @+1 {{expected result rows (6) to match the inputs' rows together (5)}}
+  %c = tfm.concat %a, %b : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<6x4xf32>
+  return %c : tensor<6x4xf32>
+}
+
+// -----
+
+func.func @concat_width(%a: tensor<2x4xf32>, %b: tensor<3x5xf32>) -> tensor<5x4xf32> {
+  // expected-error @+1 {{expected input 1 dimension 1 (5) to match result dimension 1 (4)}}
+  %c = tfm.concat %a, %b : (tensor<2x4xf32>, tensor<3x5xf32>) -> tensor<5x4xf32>
+  return %c : tensor<5x4xf32>
+}
+
+// -----
+
+func.func @gated_without_activation(%x: tensor<3x8xf32>, %w: tensor<12x8xf32>) -> tensor<3x6xf32> {
+  // expected-error @+1 {{expected an activation with 'gated'}}
+  %y = tfm.linear %x, %w gated : (tensor<3x8xf32>, tensor<12x8xf32>) -> tensor<3x6xf32>
+  return %y : tensor<3x6xf32>
+}
+
+// -----
+
+func.func @gated_with_bias(%x: tensor<3x8xf32>, %w: tensor<12x8xf32>, %b: tensor<6xf32>) -> tensor<3x6xf32> {
+  // expected-error @+1 {{expected no bias with 'gated'}}
+  %y = tfm.linear %x, %w bias %b activation silu gated : (tensor<3x8xf32>, tensor<12x8xf32>, tensor<6xf32>) -> tensor<3x6xf32>
+  return %y : tensor<3x6xf32>
+}
+
+// -----
+
+func.func @gated_odd_rows(%x: tensor<3x8xf32>, %w: tensor<13x8xf32>) -> tensor<3x6xf32> {
+  // expected-error @+1 {{expected an even number of weight rows with 'gated' (gate, then up), got 13}}
+  %y = tfm.linear %x, %w activation silu gated : (tensor<3x8xf32>, tensor<13x8xf32>) -> tensor<3x6xf32>
+  return %y : tensor<3x6xf32>
+}
+
+// -----
+
+func.func @add_norm_gamma(%x: tensor<3x8xf32>, %g: tensor<7xf32>) -> tensor<3x8xf32> {
+  // expected-error @+1 {{expected gamma size (7) to match input features (8)}}
+  %s, %n = tfm.add_rms_norm %x, %x, %g {epsilon = 1.0e-5 : f32} : tensor<3x8xf32>, tensor<7xf32>
+  return %n : tensor<3x8xf32>
+}
