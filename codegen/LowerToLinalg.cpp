@@ -14,7 +14,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+
+#include <map>
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "tfm-lower-to-linalg"
@@ -719,19 +722,18 @@ int64_t alignTo(int64_t value, int64_t alignment) {
 /// Lays out every distinct weight of the module, in order of first use, and
 /// records the layout on the module. A name used with two different types is
 /// a frontend bug.
-/// Whether `concat` joins weights only, each used under one name, none in
-/// another join: then they can sit back to back in the blob.
-bool joinsWeightsOnly(ConcatOp concat, llvm::StringSet<> &joined) {
-  llvm::StringSet<> names;
+/// The names `concat` joins when its inputs are all weights, each once;
+/// empty otherwise.
+SmallVector<StringRef> joinedWeightNames(ConcatOp concat) {
+  SmallVector<StringRef> names;
+  llvm::StringSet<> seen;
   for (Value input : concat.getInputs()) {
     auto weight = input.getDefiningOp<WeightOp>();
-    if (!weight || joined.contains(weight.getName()) ||
-        !names.insert(weight.getName()).second)
-      return false;
+    if (!weight || !seen.insert(weight.getName()).second)
+      return {};
+    names.push_back(weight.getName());
   }
-  for (auto &entry : names)
-    joined.insert(entry.getKey());
-  return true;
+  return names;
 }
 
 LogicalResult layOutWeights(ModuleOp module,
@@ -752,14 +754,26 @@ LogicalResult layOutWeights(ModuleOp module,
     LLVM_DEBUG(llvm::dbgs() << "weight " << op.getName() << " at "
                             << offsets[op.getName()] << "\n");
   };
-  // Joined weights first, back to back: the join is then a view.
+  // Joined weights first, back to back: the join is then a view. The same
+  // join in another function (@forward, @prefill) shares the placement; a
+  // weight joined with different neighbours elsewhere is copied there.
   llvm::StringSet<> joined;
+  std::map<std::string, int64_t> joins;
   module.walk([&](ConcatOp concat) {
-    if (!joinsWeightsOnly(concat, joined))
+    SmallVector<StringRef> names = joinedWeightNames(concat);
+    if (names.empty())
       return;
-    packed[concat] = alignTo(size, kWeightAlignment);
+    std::string key = llvm::join(names, "\n");
+    if (auto it = joins.find(key); it != joins.end()) {
+      packed[concat] = it->second;
+      return;
+    }
+    if (llvm::any_of(names, [&](StringRef n) { return joined.contains(n); }))
+      return;
+    packed[concat] = joins[key] = alignTo(size, kWeightAlignment);
     for (auto [index, input] : llvm::enumerate(concat.getInputs())) {
       auto weight = input.getDefiningOp<WeightOp>();
+      joined.insert(weight.getName());
       types[weight.getName()] = weight.getType();
       place(weight, /*alignStart=*/index == 0);
     }

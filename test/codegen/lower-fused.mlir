@@ -21,6 +21,31 @@ func.func @joined(%x: tensor<?x8xf32>) -> tensor<?x12xf32> {
 
 // -----
 
+// The same join in two functions (@forward and @prefill) shares one
+// placement: both are views, nothing is copied.
+// CHECK: tfm.weight_layout = {a = 0 : i64, b = 128 : i64}
+// CHECK-LABEL: func.func @first
+// CHECK-NOT: tensor.concat
+// CHECK-LABEL: func.func @second
+// CHECK-NOT: tensor.concat
+// CHECK: return
+module {
+func.func @first() -> tensor<12x8xf32> {
+  %a = tfm.weight "a" : tensor<4x8xf32>
+  %b = tfm.weight "b" : tensor<8x8xf32>
+  %w = tfm.concat %a, %b : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<12x8xf32>
+  return %w : tensor<12x8xf32>
+}
+func.func @second() -> tensor<12x8xf32> {
+  %a = tfm.weight "a" : tensor<4x8xf32>
+  %b = tfm.weight "b" : tensor<8x8xf32>
+  %w = tfm.concat %a, %b : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<12x8xf32>
+  return %w : tensor<12x8xf32>
+}
+}
+
+// -----
+
 // Anything else is copied.
 // CHECK-LABEL: func.func @copied
 // CHECK: tensor.concat dim(0)
