@@ -16,6 +16,7 @@
 
 #include "codegen/LinalgBuilders.h"
 #include "codegen/Passes.h"
+#include "codegen/RuntimeKernels.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -33,29 +34,13 @@ using utils::IteratorType;
 
 constexpr llvm::StringLiteral kAttentionKernel = "tfm_rt_attention";
 
-/// memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>: what the kernel takes.
-MemRefType anyStrided3d(MLIRContext *ctx) {
-  int64_t dyn = ShapedType::kDynamic;
-  return MemRefType::get({dyn, dyn, dyn}, Float32Type::get(ctx),
-                         StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, dyn}));
-}
-
 /// The kernel's declaration: (q, k, v, out, scale, causal, window).
-func::FuncOp lookupOrDeclareKernel(OpBuilder &b, ModuleOp module) {
-  if (auto kernel = module.lookupSymbol<func::FuncOp>(kAttentionKernel))
-    return kernel;
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(module.getBody());
-  MemRefType buffer = anyStrided3d(b.getContext());
-  auto kernel = func::FuncOp::create(
-      b, module.getLoc(), kAttentionKernel,
-      b.getFunctionType({buffer, buffer, buffer, buffer, b.getF32Type(),
-                         b.getI64Type(), b.getI64Type()},
-                        {}));
-  kernel.setPrivate();
-  // The C side takes descriptors: _mlir_ciface_tfm_rt_attention.
-  kernel->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-  return kernel;
+func::FuncOp declareAttentionKernel(OpBuilder &b, ModuleOp module) {
+  MemRefType buffer = anyStridedF32(b.getContext(), 3);
+  return lookupOrDeclareRuntimeKernel(
+      b, module, kAttentionKernel,
+      {buffer, buffer, buffer, buffer, b.getF32Type(), b.getI64Type(),
+       b.getI64Type()});
 }
 
 struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
@@ -67,9 +52,9 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
     if (op.getBias())
       return rewriter.notifyMatchFailure(op, "bias: reference lowering");
     Location loc = op.getLoc();
-    MemRefType buffer = anyStrided3d(op.getContext());
-    auto module = op->getParentOfType<ModuleOp>();
-    func::FuncOp kernel = lookupOrDeclareKernel(rewriter, module);
+    MemRefType buffer = anyStridedF32(op.getContext(), 3);
+    func::FuncOp kernel =
+        declareAttentionKernel(rewriter, op->getParentOfType<ModuleOp>());
     SmallVector<Value> operands;
     for (Value tensor :
          {adaptor.getQuery(), adaptor.getKey(), adaptor.getValue()}) {

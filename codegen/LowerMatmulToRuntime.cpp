@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Passes.h"
+#include "codegen/RuntimeKernels.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -24,14 +25,6 @@ using namespace mlir::tfm;
 namespace {
 
 constexpr llvm::StringLiteral kMatmulKernel = "tfm_rt_matmul_nt";
-
-/// memref<?x?xf32, strided<[?, ?], offset: ?>>: the one type the kernel
-/// takes.
-MemRefType anyStrided2d(MLIRContext *ctx) {
-  int64_t dyn = ShapedType::kDynamic;
-  return MemRefType::get({dyn, dyn}, Float32Type::get(ctx),
-                         StridedLayoutAttr::get(ctx, dyn, {dyn, dyn}));
-}
 
 /// Whether `op` is C[m, n] += A[m, k] · B[n, k] on f32 memrefs.
 bool isTransposedBMatmul(linalg::MatmulOp op) {
@@ -59,7 +52,7 @@ struct MatmulToKernelCall : OpRewritePattern<linalg::MatmulOp> {
                                 PatternRewriter &rewriter) const override {
     if (!isTransposedBMatmul(op))
       return failure();
-    MemRefType type = anyStrided2d(op.getContext());
+    MemRefType type = anyStridedF32(op.getContext(), 2);
     SmallVector<Value> operands;
     for (Value v : op->getOperands())
       operands.push_back(
@@ -79,17 +72,10 @@ struct LowerMatmulToRuntimePass
     module.walk([&](linalg::MatmulOp op) { any |= isTransposedBMatmul(op); });
     if (!any)
       return;
-    auto kernel = module.lookupSymbol<func::FuncOp>(kMatmulKernel);
-    if (!kernel) {
-      OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-      MemRefType type = anyStrided2d(&getContext());
-      kernel = func::FuncOp::create(
-          b, module.getLoc(), kMatmulKernel,
-          b.getFunctionType({type, type, type}, {}));
-      kernel.setPrivate();
-      // The C side takes descriptors: _mlir_ciface_tfm_rt_matmul_nt.
-      kernel->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-    }
+    MemRefType type = anyStridedF32(&getContext(), 2);
+    OpBuilder b(&getContext());
+    func::FuncOp kernel = lookupOrDeclareRuntimeKernel(b, module, kMatmulKernel,
+                                                       {type, type, type});
     RewritePatternSet patterns(&getContext());
     patterns.add<MatmulToKernelCall>(&getContext(), kernel);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))

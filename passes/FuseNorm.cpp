@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/TfmOps.h"
+#include "passes/HoistWeights.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -23,24 +24,6 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// Whether every value is defined before `point` or is a tfm.weight that
-/// can move there (then moved).
-bool hoistBefore(ValueRange values, Operation *point,
-                 PatternRewriter &rewriter) {
-  for (Value v : values) {
-    Operation *def = v.getDefiningOp();
-    if (def && def->getBlock() == point->getBlock() &&
-        !def->isBeforeInBlock(point) && !isa<WeightOp>(def))
-      return false;
-  }
-  for (Value v : values)
-    if (Operation *def = v.getDefiningOp();
-        def && def->getBlock() == point->getBlock() &&
-        !def->isBeforeInBlock(point))
-      rewriter.moveOpBefore(def, point);
-  return true;
-}
-
 template <typename NormOp, typename FusedOp>
 struct AddIntoNorm : OpRewritePattern<NormOp> {
   using OpRewritePattern<NormOp>::OpRewritePattern;
@@ -53,7 +36,7 @@ struct AddIntoNorm : OpRewritePattern<NormOp> {
     if constexpr (std::is_same_v<NormOp, LayerNormOp>)
       if (op.getBeta())
         parameters.push_back(op.getBeta());
-    if (!hoistBefore(parameters, add, rewriter))
+    if (!hoistWeightsBefore(parameters, add, rewriter))
       return rewriter.notifyMatchFailure(op, "norm parameters defined late");
     rewriter.setInsertionPoint(add);
     Location loc = rewriter.getFusedLoc({add.getLoc(), op.getLoc()});

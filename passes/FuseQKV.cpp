@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/TfmOps.h"
+#include "passes/HoistWeights.h"
 #include "passes/Passes.h"
 
 #include "llvm/ADT/MapVector.h"
@@ -31,28 +32,16 @@ bool isHeadProjection(LinearOp op) {
   return op.getType().getRank() == 3 && !op.getActivation() && !op.getGated();
 }
 
-/// Makes `value` available before `point`: already is, or is a tfm.weight
-/// (no operands) that can move there.
-bool makeAvailableBefore(Value value, Operation *point) {
-  Operation *def = value.getDefiningOp();
-  if (!def || def->getBlock() != point->getBlock() ||
-      def->isBeforeInBlock(point))
-    return true;
-  if (!isa<WeightOp>(def))
-    return false;
-  def->moveBefore(point);
-  return true;
-}
-
 /// Joins `group` (same input, same head_dim, all with a bias or none) into
 /// one linear placed at the first of them.
 void fuse(ArrayRef<LinearOp> group) {
   LinearOp first = group.front();
+  SmallVector<Value> parameters;
   for (LinearOp op : group)
-    for (Value operand : {op.getWeight(), op.getBias()})
-      if (operand && !makeAvailableBefore(operand, first))
-        return;
-  OpBuilder b(first);
+    parameters.append({op.getWeight(), op.getBias()});
+  IRRewriter b{OpBuilder(first)}; // inserts before the first projection
+  if (!hoistWeightsBefore(parameters, first, b))
+    return;
   Location loc = b.getFusedLoc(llvm::to_vector(
       llvm::map_range(group, [](LinearOp op) { return op.getLoc(); })));
   SmallVector<Value> weights, biases;

@@ -1,0 +1,32 @@
+//===- RuntimeKernels.h - calls of the runtime's C kernels ------*- C++ -*-===//
+//
+// Lowerings that hand work to the runtime (GEMM, attention) call a private
+// function declared once per module with MLIR's C interface, and pass their
+// buffers as fully dynamic strided memrefs, so one C entry point serves every
+// shape and layout.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_CODEGEN_RUNTIMEKERNELS_H
+#define TFM_CODEGEN_RUNTIMEKERNELS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace mlir::tfm {
+
+/// memref<?x...x?xf32, strided<[?, ..., ?], offset: ?>> of `rank`: the
+/// buffer type the kernels take.
+MemRefType anyStridedF32(MLIRContext *ctx, unsigned rank);
+
+/// The module's declaration of kernel `name` taking `inputs` (private, with
+/// `llvm.emit_c_interface`: the C side is `_mlir_ciface_<name>`); created
+/// with `b` (a pattern's rewriter) at the module's start the first time.
+func::FuncOp lookupOrDeclareRuntimeKernel(OpBuilder &b, ModuleOp module,
+                                          StringRef name, TypeRange inputs);
+
+} // namespace mlir::tfm
+
+#endif // TFM_CODEGEN_RUNTIMEKERNELS_H
