@@ -132,7 +132,10 @@ def main():
           f"128x2304x768 {hw['openblas_sgemm_128x2304x768_gflops']} GFLOP/s")
     for kind in args.models.split(","):
         directory = os.path.join(args.work, f"{kind}-random")
-        exe = os.path.join(args.work, f"{kind}-tfmc")
+        # One executable per set of flags: a run with other flags must not
+        # reuse it.
+        suffix = "".join(c if c.isalnum() else "_" for c in args.tfmc_flags)
+        exe = os.path.join(args.work, f"{kind}-tfmc{suffix}")
         if not os.path.exists(os.path.join(directory, "model.safetensors")):
             subprocess.run([sys.executable, os.path.join(HERE, "make_random_model.py"),
                             kind, directory], check=True)
