@@ -330,14 +330,16 @@ int main(int argc, char **argv) {
     return 1;
   }
   tfm_session *session;
-  for (long i = 0; i < o.warmup; ++i) {
+  if (o.warmup > 0) {
     float *logits = malloc((size_t)vocab * sizeof *logits);
     if (!logits)
       return fail(argv[0], "out of memory");
-    if (tfm_session_new(model, &session, &status) ||
-        tfm_prefill(session, ids, n, logits, &status))
-      return fail(argv[0], status.message);
-    tfm_session_free(session);
+    for (long i = 0; i < o.warmup; ++i) {
+      if (tfm_session_new(model, &session, &status) ||
+          tfm_prefill(session, ids, n, logits, &status))
+        return fail(argv[0], status.message);
+      tfm_session_free(session);
+    }
     free(logits);
   }
   if (tfm_session_new(model, &session, &status))

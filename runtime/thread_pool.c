@@ -82,12 +82,13 @@ static void *worker_main(void *argument) {
 
 static int available_cpus(void) {
   const char *env = getenv("TFM_NUM_THREADS");
-  if (env && atoi(env) > 0)
-    return atoi(env) < kMaxThreads ? atoi(env) : kMaxThreads;
+  int count = env ? atoi(env) : 0;
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-    return CPU_COUNT(&set) < kMaxThreads ? CPU_COUNT(&set) : kMaxThreads;
-  return 1;
+  if (count <= 0 && sched_getaffinity(0, sizeof set, &set) == 0)
+    count = CPU_COUNT(&set);
+  if (count <= 0)
+    return 1;
+  return count < kMaxThreads ? count : kMaxThreads;
 }
 
 static void start_pool(void) {
