@@ -52,27 +52,19 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
     if (op.getBias())
       return rewriter.notifyMatchFailure(op, "bias: reference lowering");
     Location loc = op.getLoc();
-    MemRefType buffer = anyStridedF32(op.getContext(), 3);
     func::FuncOp kernel =
         declareAttentionKernel(rewriter, op->getParentOfType<ModuleOp>());
     SmallVector<Value> operands;
     for (Value tensor :
-         {adaptor.getQuery(), adaptor.getKey(), adaptor.getValue()}) {
-      auto shape = cast<RankedTensorType>(tensor.getType()).getShape();
-      auto shaped = MemRefType::get(shape, rewriter.getF32Type(),
-                                    buffer.getLayout());
-      auto read = bufferization::ToBufferOp::create(rewriter, loc, shaped,
-                                                    tensor, /*readOnly=*/true);
-      operands.push_back(memref::CastOp::create(rewriter, loc, buffer, read));
-    }
+         {adaptor.getQuery(), adaptor.getKey(), adaptor.getValue()})
+      operands.push_back(kernelInput(rewriter, loc, tensor));
     RankedTensorType type = op.getType();
     SmallVector<Value> dynamicSizes;
     if (type.isDynamicDim(0))
       dynamicSizes.push_back(
           tensor::DimOp::create(rewriter, loc, adaptor.getQuery(), 0));
-    auto outType = MemRefType::get(type.getShape(), type.getElementType());
-    Value out = memref::AllocOp::create(rewriter, loc, outType, dynamicSizes);
-    operands.push_back(memref::CastOp::create(rewriter, loc, buffer, out));
+    auto [out, outOperand] = kernelOutput(rewriter, loc, type, dynamicSizes);
+    operands.push_back(outOperand);
     operands.push_back(
         arith::ConstantOp::create(rewriter, loc, op.getScaleAttr()));
     operands.push_back(arith::ConstantIntOp::create(

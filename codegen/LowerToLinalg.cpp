@@ -9,18 +9,12 @@
 
 #include "codegen/LinalgBuilders.h"
 #include "codegen/Passes.h"
+#include "codegen/RuntimeKernels.h"
+#include "codegen/WeightLayout.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/DialectConversion.h"
-
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSet.h"
-
-#include <map>
-#include "llvm/Support/Debug.h"
-
-#define DEBUG_TYPE "tfm-lower-to-linalg"
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_LOWERTOLINALGPASS
@@ -157,6 +151,33 @@ Value applyEpilogue(OpBuilder &b, Location loc, Value product, Value bias,
       });
 }
 
+/// x·Wᵀ (+ bias) over a weight stored as panels: a call of the runtime's
+/// GEMM kernel, which writes every output (bias included) into a fresh
+/// buffer.
+Value panelProduct(ConversionPatternRewriter &rewriter, Location loc,
+                   Value input, Value panels, Value bias,
+                   RankedTensorType rowsType) {
+  ModuleOp module =
+      rewriter.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  SmallVector<Value> operands = {kernelInput(rewriter, loc, input),
+                                 kernelInput(rewriter, loc, panels)};
+  if (bias)
+    operands.push_back(kernelInput(rewriter, loc, bias));
+  SmallVector<Value> dynamicSizes;
+  if (rowsType.isDynamicDim(0))
+    dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, input, 0));
+  auto [out, outOperand] = kernelOutput(rewriter, loc, rowsType, dynamicSizes);
+  operands.push_back(outOperand);
+  func::FuncOp kernel = lookupOrDeclareRuntimeKernel(
+      rewriter, module,
+      bias ? "tfm_rt_linear_panels_bias" : "tfm_rt_linear_panels",
+      ValueRange(operands).getTypes());
+  func::CallOp::create(rewriter, loc, kernel, operands);
+  return bufferization::ToTensorOp::create(rewriter, loc, rowsType, out,
+                                           /*restrict=*/true,
+                                           /*writable=*/true);
+}
+
 struct LowerLinear : OpConversionPattern<LinearOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -174,37 +195,46 @@ struct LowerLinear : OpConversionPattern<LinearOp> {
         tensor::getMixedSize(rewriter, loc, input, 0),
         rewriter.getIndexAttr(columns)};
     std::optional<ActivationKind> activation = op.getActivation();
+    Value bias = adaptor.getBias();
 
-    // The accumulator starts as the broadcast bias, or zero; with an
-    // activation the bias joins it in the epilogue instead.
-    Value init;
-    if (Value bias = adaptor.getBias(); bias && !activation) {
-      AffineMap columns = AffineMap::get(2, 0, getAffineDimExpr(1, ctx));
-      init = createGeneric(
-          rewriter, loc, bias, createEmpty(rewriter, loc, rowsType, sizes),
-          {columns, rewriter.getMultiDimIdentityMap(2)},
-          {IteratorType::parallel, IteratorType::parallel},
-          [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+    Value result;
+    if (Operation *unpack = adaptor.getWeight().getDefiningOp();
+        isPanelUnpack(unpack)) {
+      // The kernel adds the bias; the activation stays an epilogue.
+      result = panelProduct(rewriter, loc, input, unpack->getOperand(0), bias,
+                            rowsType);
+      bias = nullptr;
     } else {
-      init = createFilled(rewriter, loc, rowsType, sizes, 0.0);
+      // The accumulator starts as the broadcast bias, or zero; with an
+      // activation the bias joins it in the epilogue instead.
+      Value init;
+      if (bias && !activation) {
+        AffineMap columns = AffineMap::get(2, 0, getAffineDimExpr(1, ctx));
+        init = createGeneric(
+            rewriter, loc, bias, createEmpty(rewriter, loc, rowsType, sizes),
+            {columns, rewriter.getMultiDimIdentityMap(2)},
+            {IteratorType::parallel, IteratorType::parallel},
+            [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+      } else {
+        init = createFilled(rewriter, loc, rowsType, sizes, 0.0);
+      }
+      // C[m, n] += A[m, k] * W[n, k]: the checkpoint's [out, in] weight is
+      // read transposed, never copied.
+      AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
+                 k = getAffineDimExpr(2, ctx);
+      auto maps = rewriter.getAffineMapArrayAttr(
+          {AffineMap::get(3, 0, {m, k}, ctx),
+           AffineMap::get(3, 0, {n, k}, ctx),
+           AffineMap::get(3, 0, {m, n}, ctx)});
+      result = linalg::MatmulOp::create(
+                   rewriter, loc, TypeRange{rowsType},
+                   ValueRange{input, adaptor.getWeight()}, ValueRange{init},
+                   {rewriter.getNamedAttr("indexing_maps", maps)})
+                   .getResult(0);
     }
-
-    // C[m, n] += A[m, k] * W[n, k]: the checkpoint's [out, in] weight is
-    // read transposed, never copied.
-    AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
-               k = getAffineDimExpr(2, ctx);
-    auto maps = rewriter.getAffineMapArrayAttr(
-        {AffineMap::get(3, 0, {m, k}, ctx), AffineMap::get(3, 0, {n, k}, ctx),
-         AffineMap::get(3, 0, {m, n}, ctx)});
-    Value result =
-        linalg::MatmulOp::create(
-            rewriter, loc, TypeRange{rowsType},
-            ValueRange{input, adaptor.getWeight()}, ValueRange{init},
-            {rewriter.getNamedAttr("indexing_maps", maps)})
-            .getResult(0);
     if (activation)
-      result = applyEpilogue(rewriter, loc, result, adaptor.getBias(),
-                             *activation, op.getGated(), out);
+      result = applyEpilogue(rewriter, loc, result, bias, *activation,
+                             op.getGated(), out);
 
     if (op.getType().getRank() == 3) {
       SmallVector<ReassociationIndices> groups = {{0}, {1, 2}};
@@ -711,162 +741,16 @@ void markCacheWritable(func::FuncOp func) {
     }
 }
 
-//===----------------------------------------------------------------------===//
-// Weights
-//===----------------------------------------------------------------------===//
-
-int64_t alignTo(int64_t value, int64_t alignment) {
-  return (value + alignment - 1) / alignment * alignment;
-}
-
-/// Lays out every distinct weight of the module, in order of first use, and
-/// records the layout on the module. A name used with two different types is
-/// a frontend bug.
-/// The names `concat` joins when its inputs are all weights, each once;
-/// empty otherwise.
-SmallVector<StringRef> joinedWeightNames(ConcatOp concat) {
-  SmallVector<StringRef> names;
-  llvm::StringSet<> seen;
-  for (Value input : concat.getInputs()) {
-    auto weight = input.getDefiningOp<WeightOp>();
-    if (!weight || !seen.insert(weight.getName()).second)
-      return {};
-    names.push_back(weight.getName());
-  }
-  return names;
-}
-
-LogicalResult layOutWeights(ModuleOp module,
-                            llvm::StringMap<int64_t> &offsets,
-                            llvm::DenseMap<Operation *, int64_t> &packed) {
-  llvm::StringMap<Type> types;
-  SmallVector<NamedAttribute> layout;
-  int64_t size = 0;
-  auto place = [&](WeightOp op, bool alignStart) {
-    RankedTensorType type = op.getType();
-    if (alignStart)
-      size = alignTo(size, kWeightAlignment);
-    offsets[op.getName()] = size;
-    layout.push_back(NamedAttribute(
-        op.getNameAttr(),
-        IntegerAttr::get(IntegerType::get(op.getContext(), 64), size)));
-    size += type.getNumElements() * type.getElementTypeBitWidth() / 8;
-    LLVM_DEBUG(llvm::dbgs() << "weight " << op.getName() << " at "
-                            << offsets[op.getName()] << "\n");
-  };
-  // Joined weights first, back to back: the join is then a view. The same
-  // join in another function (@forward, @prefill) shares the placement; a
-  // weight joined with different neighbours elsewhere is copied there.
-  llvm::StringSet<> joined;
-  std::map<std::string, int64_t> joins;
-  module.walk([&](ConcatOp concat) {
-    SmallVector<StringRef> names = joinedWeightNames(concat);
-    if (names.empty())
-      return;
-    std::string key = llvm::join(names, "\n");
-    if (auto it = joins.find(key); it != joins.end()) {
-      packed[concat] = it->second;
-      return;
-    }
-    if (llvm::any_of(names, [&](StringRef n) { return joined.contains(n); }))
-      return;
-    packed[concat] = joins[key] = alignTo(size, kWeightAlignment);
-    for (auto [index, input] : llvm::enumerate(concat.getInputs())) {
-      auto weight = input.getDefiningOp<WeightOp>();
-      joined.insert(weight.getName());
-      types[weight.getName()] = weight.getType();
-      place(weight, /*alignStart=*/index == 0);
-    }
-  });
-  WalkResult walk = module.walk([&](WeightOp op) {
-    auto [it, inserted] = types.try_emplace(op.getName(), op.getType());
-    if (!inserted) {
-      if (it->second != op.getType()) {
-        op.emitOpError() << "weight '" << op.getName() << "' used as both "
-                         << it->second << " and " << op.getType();
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    }
-    place(op, /*alignStart=*/true);
-    return WalkResult::advance();
-  });
-  if (walk.wasInterrupted())
-    return failure();
-  Builder b(module.getContext());
-  module->setAttr(kWeightLayoutAttrName, b.getDictionaryAttr(layout));
-  module->setAttr(kWeightBytesAttrName, b.getI64IntegerAttr(size));
-  return success();
-}
-
-/// Gives every function that reads weights, directly or through calls, a
-/// leading `memref<?xi8>` weights argument; replaces tfm.weight ops by views
-/// of it and passes it along at calls.
-void lowerWeights(ModuleOp module, const llvm::StringMap<int64_t> &offsets,
-                  const llvm::DenseMap<Operation *, int64_t> &packed) {
-  MLIRContext *ctx = module.getContext();
-  // The functions needing weights: readers, then their callers, to a fixed
-  // point.
-  llvm::SmallPtrSet<Operation *, 8> needs;
-  module.walk([&](WeightOp op) {
-    needs.insert(op->getParentOfType<func::FuncOp>());
-  });
-  for (bool changed = true; changed;) {
-    changed = false;
-    module.walk([&](func::CallOp call) {
-      Operation *callee = module.lookupSymbol(call.getCallee());
-      if (needs.count(callee))
-        changed |= needs.insert(call->getParentOfType<func::FuncOp>()).second;
-    });
-  }
-  auto blobType =
-      MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 8));
-  for (Operation *op : needs) {
-    auto func = cast<func::FuncOp>(op);
-    // Named by its location so that dumps say what the argument is.
-    (void)func.insertArgument(0, blobType, DictionaryAttr::get(ctx),
-                              NameLoc::get(StringAttr::get(ctx, "weights")));
-  }
-  OpBuilder b(ctx);
-  module.walk([&](func::CallOp call) {
-    if (!needs.count(module.lookupSymbol(call.getCallee())))
-      return;
-    Value blob = call->getParentOfType<func::FuncOp>().getArgument(0);
-    call->insertOperands(0, blob);
-  });
-  auto replaceByView = [&](Operation *op, int64_t offset) {
-    Value blob = op->getParentOfType<func::FuncOp>().getArgument(0);
-    b.setInsertionPoint(op);
-    Location loc = op->getLoc();
-    auto type = cast<RankedTensorType>(op->getResult(0).getType());
-    Value shift = arith::ConstantIndexOp::create(b, loc, offset);
-    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
-    Value view = memref::ViewOp::create(b, loc, memrefType, blob, shift,
-                                        ValueRange{});
-    // Weights are read-only and alias nothing the function writes.
-    Value tensor = bufferization::ToTensorOp::create(
-        b, loc, type, view, /*restrict=*/true, /*writable=*/false);
-    op->getResult(0).replaceAllUsesWith(tensor);
-    op->erase();
-  };
-  for (auto [concat, offset] : packed)
-    replaceByView(concat, offset);
-  module.walk([&](WeightOp op) {
-    replaceByView(op, offsets.lookup(op.getName()));
-  });
-}
-
 struct LowerToLinalgPass
     : mlir::tfm::impl::LowerToLinalgPassBase<LowerToLinalgPass> {
   using Base::Base;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    llvm::StringMap<int64_t> offsets;
-    llvm::DenseMap<Operation *, int64_t> packed;
-    if (failed(layOutWeights(module, offsets, packed)))
+    FailureOr<WeightLayout> layout = layOutWeights(module, packWeights);
+    if (failed(layout))
       return signalPassFailure();
-    lowerWeights(module, offsets, packed);
+    lowerWeights(module, *layout);
     for (auto func : module.getOps<func::FuncOp>())
       markCacheWritable(func);
 
@@ -898,7 +782,13 @@ struct LowerToLinalgPass
     RewritePatternSet patterns(&getContext());
     populateLowerToLinalgPatterns(patterns, fusedAttention);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    // The panels' unpacks were read through by the linear lowering; none
+    // may reach bufferization.
+    module.walk([](linalg::UnPackOp unpack) {
+      if (isPanelUnpack(unpack) && unpack->use_empty())
+        unpack->erase();
+    });
   }
 };
 

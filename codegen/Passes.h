@@ -23,8 +23,16 @@ namespace mlir::tfm {
 inline constexpr llvm::StringLiteral kWeightLayoutAttrName = "tfm.weight_layout";
 /// The module attribute holding the weight blob's total size in bytes.
 inline constexpr llvm::StringLiteral kWeightBytesAttrName = "tfm.weight_bytes";
+/// The module attribute naming the weights stored as panels: name ->
+/// [rows, cols] of the logical matrix.
+inline constexpr llvm::StringLiteral kWeightPanelsAttrName = "tfm.weight_panels";
 /// Alignment of every weight inside the blob (a cache line, AVX-512 width).
 inline constexpr int64_t kWeightAlignment = 64;
+/// Rows per panel of a weight stored as panels: panels[p][k][j] =
+/// W[kPanelWidth·p + j][k], the last panel zero-padded (linalg.pack of W
+/// with inner tile kPanelWidth on dim 0). The runtime's GEMM kernel
+/// (runtime/kernels_panel_gemm.c) assumes this width.
+inline constexpr int64_t kPanelWidth = 32;
 
 /// Adds the tfm -> linalg lowering patterns.
 void populateLowerToLinalgPatterns(RewritePatternSet &patterns,

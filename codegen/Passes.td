@@ -9,7 +9,9 @@ def LowerToLinalgPass : Pass<"tfm-lower-to-linalg", "ModuleOp"> {
   let summary = "Lower tfm ops to linalg, tensor, arith and math on tensors";
   let description = [{
     Each tfm op becomes linalg structured ops on tensors: `tfm.linear` a
-    `linalg.matmul` with a transposed weight (checkpoint layout `[out, in]`),
+    call of the runtime's GEMM kernel `tfm_rt_linear_panels[_bias]` when its
+    weight is stored as panels (below), else a `linalg.matmul` with a
+    transposed weight (checkpoint layout `[out, in]`),
     norms and softmax reductions plus elementwise `linalg.generic`s, and
     `tfm.attention` a call of the runtime's fused kernel
     `tfm_rt_attention` (flash-style: online softmax over key tiles, causal
@@ -24,6 +26,14 @@ def LowerToLinalgPass : Pass<"tfm-lower-to-linalg", "ModuleOp"> {
     `memref<?xi8>` argument (location "weights"), the blob's base. A
     `tfm.weight` becomes a
     `memref.view` of that blob at its offset.
+
+    With `pack-weights` (the default), weights that only `tfm.linear` reads
+    (directly or joined by `tfm.concat`) are stored as panels of 32 output
+    features, `panels[p][k][j] = W[32p + j][k]`, zero-padded: the layout
+    the GEMM kernel streams, so that nothing repacks them at run time. They
+    are listed in the module attribute `tfm.weight_panels` (name ->
+    [rows, cols]) for the packager, and read as `linalg.unpack` of a
+    `[panels, cols, 32]` view, which the linear lowering consumes.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
@@ -33,7 +43,9 @@ def LowerToLinalgPass : Pass<"tfm-lower-to-linalg", "ModuleOp"> {
   ];
   let options = [
     Option<"fusedAttention", "fused-attention", "bool", /*default=*/"true",
-           "Lower tfm.attention to the runtime's fused kernel">
+           "Lower tfm.attention to the runtime's fused kernel">,
+    Option<"packWeights", "pack-weights", "bool", /*default=*/"true",
+           "Store linear weights as panels for the runtime's GEMM kernel">
   ];
 }
 

@@ -2,6 +2,8 @@
 
 #include "codegen/RuntimeKernels.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
 
@@ -25,4 +27,24 @@ func::FuncOp mlir::tfm::lookupOrDeclareRuntimeKernel(OpBuilder &b,
   kernel.setPrivate();
   kernel->setAttr("llvm.emit_c_interface", b.getUnitAttr());
   return kernel;
+}
+
+Value mlir::tfm::kernelInput(OpBuilder &b, Location loc, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  MemRefType buffer = anyStridedF32(b.getContext(), type.getRank());
+  auto shaped = MemRefType::get(type.getShape(), type.getElementType(),
+                                buffer.getLayout());
+  Value read = bufferization::ToBufferOp::create(b, loc, shaped, tensor,
+                                                 /*readOnly=*/true);
+  return memref::CastOp::create(b, loc, buffer, read);
+}
+
+std::pair<Value, Value> mlir::tfm::kernelOutput(OpBuilder &b, Location loc,
+                                                RankedTensorType type,
+                                                ValueRange dynamicSizes) {
+  auto outType = MemRefType::get(type.getShape(), type.getElementType());
+  Value out = memref::AllocOp::create(b, loc, outType, dynamicSizes);
+  Value operand = memref::CastOp::create(
+      b, loc, anyStridedF32(b.getContext(), type.getRank()), out);
+  return {out, operand};
 }

@@ -27,6 +27,17 @@ MemRefType anyStridedF32(MLIRContext *ctx, unsigned rank);
 func::FuncOp lookupOrDeclareRuntimeKernel(OpBuilder &b, ModuleOp module,
                                           StringRef name, TypeRange inputs);
 
+/// A tensor the kernel reads, as its operand: a read-only buffer cast to
+/// anyStridedF32.
+Value kernelInput(OpBuilder &b, Location loc, Value tensor);
+
+/// A fresh buffer of `type` that the kernel fills, and its operand (cast to
+/// anyStridedF32); the caller turns the buffer back into a tensor
+/// (bufferization.to_tensor restrict writable) after the call.
+std::pair<Value, Value> kernelOutput(OpBuilder &b, Location loc,
+                                     RankedTensorType type,
+                                     ValueRange dynamicSizes);
+
 } // namespace mlir::tfm
 
 #endif // TFM_CODEGEN_RUNTIMEKERNELS_H

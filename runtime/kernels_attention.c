@@ -19,6 +19,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/simd.h"
 #include "runtime/thread_pool.h"
 #include "runtime/tfm_model_abi.h"
 
@@ -26,30 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef float v16 __attribute__((vector_size(64)));
-typedef int32_t vi16 __attribute__((vector_size(64)));
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TFM_CLONED                                                             \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TFM_CLONED
-#endif
-#define TFM_INLINE static inline __attribute__((always_inline))
-
 enum {
-  kLanes = 16,
   kKeyTile = 64,     /* keys per tile: 4 vectors of scores */
   kQueryBlock = 32,  /* queries of one head per work item */
 };
 
-TFM_INLINE v16 splat(float x) { return (v16){0} + x; }
-TFM_INLINE v16 load16(const float *p) {
-  v16 v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-TFM_INLINE void store16(float *p, v16 v) { memcpy(p, &v, sizeof v); }
 TFM_INLINE v16 vmax(v16 a, v16 b) {
   vi16 greater = a > b;
   return (v16)(((vi16)a & greater) | ((vi16)b & ~greater));

@@ -30,6 +30,14 @@ typedef struct {
   float *allocated;
   float *aligned;
   int64_t offset;
+  int64_t sizes[1];
+  int64_t strides[1];
+} tfm_memref1d_f32;
+
+typedef struct {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
   int64_t sizes[2];
   int64_t strides[2];
 } tfm_memref2d_f32;

@@ -115,6 +115,11 @@ cl::opt<bool> noFusedAttention(
     cl::desc("Lower attention to linalg with materialized scores instead of "
              "the runtime's fused kernel"),
     cl::init(false));
+cl::opt<bool> noPackWeights(
+    "no-pack-weights",
+    cl::desc("Keep linear weights in the checkpoint layout (OpenBLAS GEMM) "
+             "instead of panels for the runtime's GEMM kernel"),
+    cl::init(false));
 cl::opt<bool> noKVCache("no-kv-cache",
                         cl::desc("Do not derive @prefill/@decode: the "
                                  "executable recomputes the whole sequence "
@@ -300,6 +305,7 @@ int main(int argc, char **argv) {
     return print();
   tfm::LowerToLinalgPassOptions linalgOptions;
   linalgOptions.fusedAttention = !noFusedAttention;
+  linalgOptions.packWeights = !noPackWeights;
   if (failed(runPipeline(*module, timing, [&](OpPassManager &pm) {
         tfm::buildLowerToLinalgPipeline(pm, linalgOptions);
       })))

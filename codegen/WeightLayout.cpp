@@ -1,0 +1,271 @@
+//===- WeightLayout.cpp - where weights live in the blob ----------------===//
+
+#include "codegen/WeightLayout.h"
+#include "codegen/Passes.h"
+#include "ir/TfmOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Debug.h"
+
+#include <map>
+
+#define DEBUG_TYPE "tfm-lower-to-linalg"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+int64_t alignTo(int64_t value, int64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+int64_t panelCount(int64_t rows) {
+  return (rows + kPanelWidth - 1) / kPanelWidth;
+}
+
+/// The names `concat` joins when its inputs are all weights, each once;
+/// empty otherwise.
+SmallVector<StringRef> joinedWeightNames(ConcatOp concat) {
+  SmallVector<StringRef> names;
+  llvm::StringSet<> seen;
+  for (Value input : concat.getInputs()) {
+    auto weight = input.getDefiningOp<WeightOp>();
+    if (!weight || !seen.insert(weight.getName()).second)
+      return {};
+    names.push_back(weight.getName());
+  }
+  return names;
+}
+
+/// Whether every use of `value` is as the weight of a tfm.linear.
+bool onlyLinearWeight(Value value) {
+  return llvm::all_of(value.getUses(), [](OpOperand &use) {
+    auto linear = dyn_cast<LinearOp>(use.getOwner());
+    return linear && use.getOperandNumber() ==
+                         linear.getWeightMutable().getOperandNumber();
+  });
+}
+
+/// A join placed back to back: its parts, and every concat op (one per
+/// function) that reads it.
+struct PlacedJoin {
+  SmallVector<WeightOp> parts;
+  SmallVector<ConcatOp> uses;
+};
+
+/// The joins of weights that become views. The same names joined in
+/// another function (@forward, @prefill) share the placement; a weight
+/// joined with different neighbours elsewhere is copied there
+/// (tensor.concat).
+std::vector<PlacedJoin> findPlacedJoins(ModuleOp module) {
+  std::vector<PlacedJoin> joins;
+  std::map<std::string, size_t> byKey;
+  llvm::StringSet<> joined;
+  module.walk([&](ConcatOp concat) {
+    SmallVector<StringRef> names = joinedWeightNames(concat);
+    if (names.empty())
+      return;
+    std::string key = llvm::join(names, "\n");
+    if (auto it = byKey.find(key); it != byKey.end()) {
+      joins[it->second].uses.push_back(concat);
+      return;
+    }
+    if (llvm::any_of(names, [&](StringRef n) { return joined.contains(n); }))
+      return;
+    PlacedJoin join;
+    for (Value input : concat.getInputs()) {
+      join.parts.push_back(input.getDefiningOp<WeightOp>());
+      joined.insert(join.parts.back().getName());
+    }
+    join.uses.push_back(concat);
+    byKey[key] = joins.size();
+    joins.push_back(std::move(join));
+  });
+  return joins;
+}
+
+/// The weights stored as panels: f32 matrices that only linear ops read,
+/// directly or through placed joins; a join is stored as panels whole or
+/// not at all, and only if every part but the last fills its panels (so
+/// that the parts' panels follow each other without gaps).
+llvm::StringSet<> choosePanels(ModuleOp module,
+                               ArrayRef<PlacedJoin> joins) {
+  llvm::DenseSet<Operation *> placed;
+  for (const PlacedJoin &join : joins)
+    placed.insert(join.uses.begin(), join.uses.end());
+  llvm::StringSet<> candidates, rejected;
+  module.walk([&](WeightOp weight) {
+    RankedTensorType type = weight.getType();
+    bool fits = type.getRank() == 2 && type.getElementType().isF32();
+    for (OpOperand &use : weight->getUses()) {
+      auto concat = dyn_cast<ConcatOp>(use.getOwner());
+      if (concat ? !placed.contains(concat) || !onlyLinearWeight(concat)
+                 : !onlyLinearWeight(weight))
+        fits = false;
+    }
+    (fits ? candidates : rejected).insert(weight.getName());
+  });
+  for (StringRef name : rejected.keys())
+    candidates.erase(name);
+  for (const PlacedJoin &join : joins) {
+    bool whole = true;
+    for (auto [index, part] : llvm::enumerate(join.parts)) {
+      WeightOp weight = part;
+      whole &= candidates.contains(weight.getName());
+      if (index + 1 < join.parts.size())
+        whole &= weight.getType().getDimSize(0) % kPanelWidth == 0;
+    }
+    if (!whole)
+      for (WeightOp part : join.parts)
+        candidates.erase(part.getName());
+  }
+  return candidates;
+}
+
+/// Builds the value a weight op (or placed join) of `type` becomes: a view
+/// of the blob, through linalg.unpack when stored as panels.
+Value weightView(OpBuilder &b, Location loc, Value blob, int64_t offset,
+                 RankedTensorType type, bool panels) {
+  Value shift = arith::ConstantIndexOp::create(b, loc, offset);
+  SmallVector<int64_t> stored(type.getShape());
+  if (panels)
+    stored = {panelCount(type.getDimSize(0)), type.getDimSize(1), kPanelWidth};
+  auto memrefType = MemRefType::get(stored, type.getElementType());
+  Value view =
+      memref::ViewOp::create(b, loc, memrefType, blob, shift, ValueRange{});
+  // Weights are read-only and alias nothing the function writes.
+  Value tensor = bufferization::ToTensorOp::create(
+      b, loc, RankedTensorType::get(stored, type.getElementType()), view,
+      /*restrict=*/true, /*writable=*/false);
+  if (!panels)
+    return tensor;
+  Value matrix = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                         type.getElementType());
+  return linalg::UnPackOp::create(b, loc, tensor, matrix, /*innerDimsPos=*/{0},
+                                  {b.getIndexAttr(kPanelWidth)});
+}
+
+} // namespace
+
+FailureOr<WeightLayout> mlir::tfm::layOutWeights(ModuleOp module,
+                                                 bool packPanels) {
+  WeightLayout result;
+  std::vector<PlacedJoin> joins = findPlacedJoins(module);
+  if (packPanels)
+    result.panels = choosePanels(module, joins);
+  MLIRContext *ctx = module.getContext();
+  Builder b(ctx);
+  llvm::StringMap<Type> types;
+  SmallVector<NamedAttribute> layout, panelShapes;
+  int64_t size = 0;
+  auto place = [&](WeightOp op, bool alignStart) {
+    RankedTensorType type = op.getType();
+    if (alignStart)
+      size = alignTo(size, kWeightAlignment);
+    result.offsets[op.getName()] = size;
+    types[op.getName()] = type;
+    layout.push_back(
+        NamedAttribute(op.getNameAttr(), b.getI64IntegerAttr(size)));
+    int64_t elements = type.getNumElements();
+    if (result.panels.contains(op.getName())) {
+      panelShapes.push_back(
+          NamedAttribute(op.getNameAttr(), b.getDenseI64ArrayAttr(
+                                               type.getShape())));
+      elements = panelCount(type.getDimSize(0)) * kPanelWidth *
+                 type.getDimSize(1);
+    }
+    size += elements * type.getElementTypeBitWidth() / 8;
+    LLVM_DEBUG(llvm::dbgs() << "weight " << op.getName() << " at "
+                            << result.offsets[op.getName()] << "\n");
+  };
+  // Joined weights first, back to back: the join is then a view.
+  for (const PlacedJoin &join : joins) {
+    for (auto [index, part] : llvm::enumerate(join.parts))
+      place(WeightOp(part), /*alignStart=*/index == 0);
+    WeightOp first = join.parts.front();
+    for (ConcatOp use : join.uses)
+      result.joins[use] = result.offsets[first.getName()];
+  }
+  WalkResult walk = module.walk([&](WeightOp op) {
+    auto it = types.find(op.getName());
+    if (it == types.end()) {
+      place(op, /*alignStart=*/true);
+      return WalkResult::advance();
+    }
+    if (it->second != op.getType()) {
+      op.emitOpError() << "weight '" << op.getName() << "' used as both "
+                       << it->second << " and " << op.getType();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  module->setAttr(kWeightLayoutAttrName, b.getDictionaryAttr(layout));
+  if (!panelShapes.empty())
+    module->setAttr(kWeightPanelsAttrName, b.getDictionaryAttr(panelShapes));
+  module->setAttr(kWeightBytesAttrName, b.getI64IntegerAttr(size));
+  return result;
+}
+
+void mlir::tfm::lowerWeights(ModuleOp module, const WeightLayout &layout) {
+  MLIRContext *ctx = module.getContext();
+  // The functions needing weights: readers, then their callers, to a fixed
+  // point.
+  llvm::SmallPtrSet<Operation *, 8> needs;
+  module.walk([&](WeightOp op) {
+    needs.insert(op->getParentOfType<func::FuncOp>());
+  });
+  for (bool changed = true; changed;) {
+    changed = false;
+    module.walk([&](func::CallOp call) {
+      Operation *callee = module.lookupSymbol(call.getCallee());
+      if (needs.count(callee))
+        changed |= needs.insert(call->getParentOfType<func::FuncOp>()).second;
+    });
+  }
+  auto blobType =
+      MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 8));
+  for (Operation *op : needs) {
+    auto func = cast<func::FuncOp>(op);
+    // Named by its location so that dumps say what the argument is.
+    (void)func.insertArgument(0, blobType, DictionaryAttr::get(ctx),
+                              NameLoc::get(StringAttr::get(ctx, "weights")));
+  }
+  OpBuilder b(ctx);
+  module.walk([&](func::CallOp call) {
+    if (!needs.count(module.lookupSymbol(call.getCallee())))
+      return;
+    Value blob = call->getParentOfType<func::FuncOp>().getArgument(0);
+    call->insertOperands(0, blob);
+  });
+  auto replaceByView = [&](Operation *op, int64_t offset, StringRef name) {
+    b.setInsertionPoint(op);
+    Value view = weightView(
+        b, op->getLoc(), op->getParentOfType<func::FuncOp>().getArgument(0),
+        offset, cast<RankedTensorType>(op->getResult(0).getType()),
+        layout.panels.contains(name));
+    op->getResult(0).replaceAllUsesWith(view);
+    op->erase();
+  };
+  for (auto [op, offset] : layout.joins) {
+    auto concat = cast<ConcatOp>(op);
+    StringRef first = concat.getInputs().front().getDefiningOp<WeightOp>()
+                          .getName();
+    replaceByView(concat, offset, first);
+  }
+  module.walk([&](WeightOp op) {
+    replaceByView(op, layout.offsets.lookup(op.getName()), op.getName());
+  });
+}
+
+bool mlir::tfm::isPanelUnpack(Operation *op) {
+  auto unpack = dyn_cast_or_null<linalg::UnPackOp>(op);
+  return unpack && unpack.getSourceType().getRank() == 3 &&
+         unpack.getInnerDimsPos() == ArrayRef<int64_t>{0} &&
+         unpack.getStaticInnerTiles() == ArrayRef<int64_t>{kPanelWidth} &&
+         unpack.getOuterDimsPerm().empty();
+}
