@@ -786,8 +786,12 @@ struct LowerToLinalgPass
     // The panels' unpacks were read through by the linear lowering; none
     // may reach bufferization.
     module.walk([](linalg::UnPackOp unpack) {
-      if (isPanelUnpack(unpack) && unpack->use_empty())
-        unpack->erase();
+      if (!isPanelUnpack(unpack) || !unpack->use_empty())
+        return;
+      Operation *dest = unpack.getDest().getDefiningOp();
+      unpack->erase();
+      if (dest && dest->use_empty())
+        dest->erase();
     });
   }
 };

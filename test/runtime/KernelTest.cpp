@@ -1,11 +1,12 @@
 //===- KernelTest.cpp - the kernels generated code calls ---------------===//
 //
-// tfm_rt_attention and tfm_rt_matmul_nt against plain double-precision
-// loops, over the shapes that exercise their paths: several query blocks
-// and key tiles, the causal diagonal inside a tile, sliding windows,
-// grouped-query heads, head sizes that are not a multiple of the vector
-// width, strided views (a fused QKV projection's slices), single-query
-// decode, and work split over threads.
+// tfm_rt_attention, tfm_rt_matmul_nt and tfm_rt_linear_panels[_bias]
+// against plain double-precision loops, over the shapes that exercise their
+// paths: several query blocks and key tiles, the causal diagonal inside a
+// tile, sliding windows, grouped-query heads, head sizes that are not a
+// multiple of the vector width, strided views (a fused QKV projection's
+// slices), single-query decode, GEMM row blocks, depth blocks and a
+// zero-padded last panel, and work split over threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,13 @@ void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
                                    float scale, int64_t causal, int64_t window);
 void _mlir_ciface_tfm_rt_matmul_nt(tfm_memref2d_f32 *a, tfm_memref2d_f32 *b,
                                    tfm_memref2d_f32 *c);
+void _mlir_ciface_tfm_rt_linear_panels(tfm_memref2d_f32 *a,
+                                       tfm_memref3d_f32 *panels,
+                                       tfm_memref2d_f32 *c);
+void _mlir_ciface_tfm_rt_linear_panels_bias(tfm_memref2d_f32 *a,
+                                            tfm_memref3d_f32 *panels,
+                                            tfm_memref1d_f32 *bias,
+                                            tfm_memref2d_f32 *c);
 }
 
 #include <gtest/gtest.h>
@@ -151,6 +159,100 @@ TEST(MatmulKernel, RowsTimesTransposedWeightAccumulates) {
           worst = std::max(worst, std::fabs(expected - c[i * n + j]));
         }
       EXPECT_LT(worst, 1e-4);
+    }
+}
+
+/// W [n, k] as the packager stores it: panels[p][q][j] = W[32p + j][q],
+/// zero-padded to whole panels.
+std::vector<float> toPanels(const std::vector<float> &w, int64_t n,
+                            int64_t k) {
+  int64_t count = (n + 31) / 32;
+  std::vector<float> panels(count * 32 * k, 0.0f);
+  for (int64_t row = 0; row < n; ++row)
+    for (int64_t q = 0; q < k; ++q)
+      panels[(row / 32 * k + q) * 32 + row % 32] = w[row * k + q];
+  return panels;
+}
+
+/// C = A·Wᵀ (+ bias) through the panel kernel, against double loops. C
+/// starts as garbage: the kernel must overwrite every element.
+void checkPanelLinear(int64_t m, int64_t n, int64_t k, bool withBias,
+                      int64_t lda) {
+  SCOPED_TRACE(testing::Message() << "m=" << m << " n=" << n << " k=" << k
+                                  << " bias=" << withBias << " lda=" << lda);
+  std::vector<float> a = randomValues(m * lda, 7), w = randomValues(n * k, 8);
+  std::vector<float> bias = randomValues(n, 9), c(m * n, NAN);
+  std::vector<float> panels = toPanels(w, n, k);
+  tfm_memref2d_f32 am = {a.data(), a.data(), 0, {m, k}, {lda, 1}};
+  tfm_memref3d_f32 pm = {panels.data(), panels.data(), 0,
+                         {(n + 31) / 32, k, 32}, {k * 32, 32, 1}};
+  tfm_memref1d_f32 bm = {bias.data(), bias.data(), 0, {n}, {1}};
+  tfm_memref2d_f32 cm = {c.data(), c.data(), 0, {m, n}, {n, 1}};
+  if (withBias)
+    _mlir_ciface_tfm_rt_linear_panels_bias(&am, &pm, &bm, &cm);
+  else
+    _mlir_ciface_tfm_rt_linear_panels(&am, &pm, &cm);
+  double worst = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double expected = withBias ? bias[j] : 0.0;
+      for (int64_t q = 0; q < k; ++q)
+        expected += double(a[i * lda + q]) * w[j * k + q];
+      double got = c[i * n + j];
+      worst = std::isnan(got) ? INFINITY
+                              : std::max(worst, std::fabs(expected - got));
+    }
+  EXPECT_LT(worst, 2e-4 * std::sqrt(double(k)));
+}
+
+TEST(PanelLinearKernel, RowBlocksAndDepthBlocks) {
+  // Rows: whole blocks of 8 and every remainder; depth: inside one block
+  // of 256, and across several with a remainder.
+  for (int64_t m : {2, 8, 13, 64})
+    for (int64_t k : {5, 256, 600})
+      checkPanelLinear(m, 96, k, /*withBias=*/m % 2 == 0, k);
+}
+
+TEST(PanelLinearKernel, ZeroPaddedLastPanel) {
+  for (int64_t n : {1, 17, 50, 100})
+    checkPanelLinear(11, n, 40, /*withBias=*/true, 40);
+}
+
+TEST(PanelLinearKernel, SingleRowStreamsPanels) {
+  for (int64_t n : {32, 77, 2048})
+    for (int64_t k : {3, 300})
+      checkPanelLinear(1, n, k, /*withBias=*/n != 32, k);
+}
+
+TEST(PanelLinearKernel, StridedRowsOfTheInput) {
+  // A slice of a wider activation: rows further apart than k.
+  checkPanelLinear(9, 64, 30, /*withBias=*/false, 47);
+}
+
+TEST(PanelLinearKernel, NonContiguousPanelsTakeThePlainLoops) {
+  // Panels inside a bigger buffer (strides not the packed ones): the
+  // kernel falls back to loops over the logical weight.
+  int64_t m = 3, n = 40, k = 7;
+  std::vector<float> a = randomValues(m * k, 10), w = randomValues(n * k, 11);
+  std::vector<float> packed = toPanels(w, n, k);
+  // Spread each panel row to a stride of 40 floats.
+  std::vector<float> spread(2 * k * 40, 0.0f);
+  for (int64_t p = 0; p < 2; ++p)
+    for (int64_t q = 0; q < k; ++q)
+      for (int64_t j = 0; j < 32; ++j)
+        spread[(p * k + q) * 40 + j] = packed[(p * k + q) * 32 + j];
+  std::vector<float> c(m * n, NAN);
+  tfm_memref2d_f32 am = {a.data(), a.data(), 0, {m, k}, {k, 1}};
+  tfm_memref3d_f32 pm = {spread.data(), spread.data(), 0, {2, k, 32},
+                         {k * 40, 40, 1}};
+  tfm_memref2d_f32 cm = {c.data(), c.data(), 0, {m, n}, {n, 1}};
+  _mlir_ciface_tfm_rt_linear_panels(&am, &pm, &cm);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double expected = 0;
+      for (int64_t q = 0; q < k; ++q)
+        expected += double(a[i * k + q]) * w[j * k + q];
+      EXPECT_NEAR(c[i * n + j], expected, 1e-4) << i << "," << j;
     }
 }
 

@@ -1,0 +1,94 @@
+// Weights stored as panels for the runtime's GEMM kernel (pack-weights, the
+// default), and the weights that must keep the checkpoint layout.
+// RUN: tfm-opt %s -split-input-file -tfm-lower-to-linalg | FileCheck %s
+// RUN: tfm-opt %s -split-input-file -tfm-lower-to-linalg=pack-weights=false | FileCheck %s --check-prefix=UNPACKED
+
+// A linear's weight: 40 rows make two panels of 32 (the second zero-padded),
+// 2 x 8 x 32 floats; the kernel adds the bias and writes every output.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: tfm.weight_bytes = 2208 : i64
+// CHECK-SAME: tfm.weight_layout = {b = 2048 : i64, w = 0 : i64}
+// CHECK-SAME: tfm.weight_panels = {w = array<i64: 40, 8>}
+// CHECK-LABEL: func.func @linear
+// CHECK: memref.view %{{.*}}[%{{.*}}][] : memref<?xi8> to memref<2x8x32xf32>
+// CHECK: %[[OUT:.*]] = memref.alloc(%{{.*}}) : memref<?x40xf32>
+// CHECK: call @tfm_rt_linear_panels_bias(
+// CHECK: bufferization.to_tensor %[[OUT]] restrict writable
+// CHECK-NOT: linalg.unpack
+// CHECK-NOT: linalg.matmul
+// CHECK: return
+// UNPACKED-LABEL: module attributes
+// UNPACKED-NOT: tfm.weight_panels
+// UNPACKED-LABEL: func.func @linear
+// UNPACKED: memref.view %{{.*}}[%{{.*}}][] : memref<?xi8> to memref<40x8xf32>
+// UNPACKED: linalg.matmul
+// UNPACKED-NOT: call @tfm_rt_linear_panels
+func.func @linear(%x: tensor<?x8xf32>) -> tensor<?x40xf32> {
+  %w = tfm.weight "w" : tensor<40x8xf32>
+  %b = tfm.weight "b" : tensor<40xf32>
+  %y = tfm.linear %x, %w bias %b : (tensor<?x8xf32>, tensor<40x8xf32>, tensor<40xf32>) -> tensor<?x40xf32>
+  return %y : tensor<?x40xf32>
+}
+
+// -----
+
+// A join whose parts but the last fill their panels: the parts' panels
+// follow each other, so the join is one view of 1 + 1 + 1 panels. With an
+// activation the bias still goes to the kernel, and the epilogue applies
+// the activation alone.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: tfm.weight_layout = {b = 3072 : i64, k = 1024 : i64, q = 0 : i64, v = 2048 : i64}
+// CHECK-SAME: tfm.weight_panels = {k = array<i64: 32, 8>, q = array<i64: 32, 8>, v = array<i64: 16, 8>}
+// CHECK-LABEL: func.func @joined_with_activation
+// CHECK: memref.view %{{.*}}[%{{.*}}][] : memref<?xi8> to memref<3x8x32xf32>
+// CHECK: call @tfm_rt_linear_panels_bias(
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{[^ ]*}} : tensor<?x80xf32>)
+// CHECK: arith.negf
+// CHECK-NOT: tensor.concat
+func.func @joined_with_activation(%x: tensor<?x8xf32>) -> tensor<?x80xf32> {
+  %q = tfm.weight "q" : tensor<32x8xf32>
+  %k = tfm.weight "k" : tensor<32x8xf32>
+  %v = tfm.weight "v" : tensor<16x8xf32>
+  %w = tfm.concat %q, %k, %v : (tensor<32x8xf32>, tensor<32x8xf32>, tensor<16x8xf32>) -> tensor<80x8xf32>
+  %b = tfm.weight "b" : tensor<80xf32>
+  %y = tfm.linear %x, %w bias %b activation silu : (tensor<?x8xf32>, tensor<80x8xf32>, tensor<80xf32>) -> tensor<?x80xf32>
+  return %y : tensor<?x80xf32>
+}
+
+// -----
+
+// No match: a join whose first part ends inside a panel would leave a gap
+// of padding in the middle of the joined matrix; it keeps its layout.
+// CHECK-LABEL: module attributes
+// CHECK-NOT: tfm.weight_panels
+// CHECK-LABEL: func.func @join_with_partial_part
+// CHECK: memref<24x8xf32>
+// CHECK: linalg.matmul
+func.func @join_with_partial_part(%x: tensor<?x8xf32>) -> tensor<?x24xf32> {
+  %a = tfm.weight "a" : tensor<8x8xf32>
+  %b = tfm.weight "b" : tensor<16x8xf32>
+  %w = tfm.concat %a, %b : (tensor<8x8xf32>, tensor<16x8xf32>) -> tensor<24x8xf32>
+  %y = tfm.linear %x, %w : (tensor<?x8xf32>, tensor<24x8xf32>) -> tensor<?x24xf32>
+  return %y : tensor<?x24xf32>
+}
+
+// -----
+
+// No match: a table that is also an embedding (GPT-2's tied LM head) is
+// gathered by rows, so it keeps the checkpoint layout; the other weight is
+// still packed.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: tfm.weight_panels = {proj = array<i64: 32, 8>}
+// CHECK-LABEL: func.func @tied
+// CHECK: memref<64x8xf32>
+// CHECK: call @tfm_rt_linear_panels(
+// CHECK: linalg.matmul
+func.func @tied(%ids: tensor<?xi32>) -> tensor<?x64xf32> {
+  %table = tfm.weight "table" : tensor<64x8xf32>
+  %e = tfm.embedding %table[%ids] : tensor<64x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  %proj = tfm.weight "proj" : tensor<32x8xf32>
+  %p = tfm.linear %e, %proj : (tensor<?x8xf32>, tensor<32x8xf32>) -> tensor<?x32xf32>
+  %y = tfm.linear %e, %table : (tensor<?x8xf32>, tensor<64x8xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
