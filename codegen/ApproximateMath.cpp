@@ -26,7 +26,7 @@ struct ApproximateMathPass
     populatePolynomialApproximateTanhPattern(patterns);
     populatePolynomialApproximateErfPattern(patterns);
     populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef name) { return name == "exp"; });
+        patterns, [](StringRef name) { return name == "math.exp"; });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -66,16 +66,17 @@ void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
-  // Activations as polynomials that vectorize; what remains (pow, sin, cos
-  // of positions) calls libm.
+  // Activations as polynomials that vectorize; their FMAs (and what LLVM
+  // has intrinsics for) become LLVM intrinsics, which vectorize, before
+  // what remains goes to libm (math-to-libm would make each FMA a call).
   pm.addPass(createApproximateMathPass());
+  pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   // Buffers come from the runtime's cache (runtime/buffer_cache.c), not
   // straight from malloc.
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   memrefToLLVM.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
-  pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());

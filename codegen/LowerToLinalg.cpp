@@ -551,6 +551,45 @@ Value inverseFrequency(OpBuilder &b, Location loc, Value pair, int64_t dim,
   return arith::DivFOp::create(b, loc, one, power);
 }
 
+/// cos (or sin) of positions[i] · theta^(-2j/headDim) as a [s, headDim/2]
+/// table: computed once per call instead of once per element of every
+/// head, and shared by Q and K and, once CSE merges the identical tables,
+/// by every layer.
+Value ropeTable(OpBuilder &b, Location loc, Value positions, int64_t headDim,
+                double theta, bool sine) {
+  MLIRContext *ctx = b.getContext();
+  int64_t half = headDim / 2;
+  auto frequencyType = RankedTensorType::get({half}, b.getF32Type());
+  Value frequencies = createGeneric(
+      b, loc, ValueRange{},
+      createEmpty(b, loc, frequencyType, {b.getIndexAttr(half)}),
+      {b.getMultiDimIdentityMap(1)}, {IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+        Value j = linalg::IndexOp::create(nb, l, 0);
+        return inverseFrequency(nb, l, j, headDim, theta);
+      });
+  auto positionsType = cast<RankedTensorType>(positions.getType());
+  auto tableType = RankedTensorType::get({positionsType.getDimSize(0), half},
+                                         b.getF32Type());
+  SmallVector<OpFoldResult> sizes = {tensor::getMixedSize(b, loc, positions, 0),
+                                     b.getIndexAttr(half)};
+  return createGeneric(
+      b, loc, ValueRange{positions, frequencies},
+      createEmpty(b, loc, tableType, sizes),
+      {AffineMap::get(2, 0, getAffineDimExpr(0, ctx)),
+       AffineMap::get(2, 0, getAffineDimExpr(1, ctx)),
+       b.getMultiDimIdentityMap(2)},
+      {IteratorType::parallel, IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value position = arith::SIToFPOp::create(nb, l, nb.getF32Type(),
+                                                 args[0]);
+        Value angle = arith::MulFOp::create(nb, l, position, args[1]);
+        if (sine)
+          return math::SinOp::create(nb, l, angle);
+        return math::CosOp::create(nb, l, angle);
+      });
+}
+
 struct LowerRope : OpConversionPattern<RopeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -562,23 +601,32 @@ struct LowerRope : OpConversionPattern<RopeOp> {
     int64_t headDim = op.getType().getDimSize(2);
     double theta = op.getTheta().convertToDouble();
     bool interleaved = op.getStyle() == RopeStyle::interleaved;
+    Value cosTable = ropeTable(rewriter, loc, adaptor.getPositions(), headDim,
+                               theta, /*sine=*/false);
+    Value sinTable = ropeTable(rewriter, loc, adaptor.getPositions(), headDim,
+                               theta, /*sine=*/true);
+    // Element d of a head belongs to pair d / 2 (interleaved) or
+    // d mod head_dim/2 (halves).
+    AffineExpr d = getAffineDimExpr(2, ctx);
+    AffineExpr pairOf = interleaved ? d.floorDiv(2) : d % (headDim / 2);
+    AffineMap tableMap =
+        AffineMap::get(3, 0, {getAffineDimExpr(0, ctx), pairOf}, ctx);
     AffineMap identity = rewriter.getMultiDimIdentityMap(3);
-    AffineMap rows = AffineMap::get(3, 0, getAffineDimExpr(0, ctx));
     Value init = createEmpty(rewriter, loc, op.getType(),
                              tensor::getMixedSizes(rewriter, loc, x));
     Value result = createGeneric(
-        rewriter, loc, ValueRange{x, adaptor.getPositions()}, init,
-        {identity, rows, identity}, SmallVector<IteratorType>(3, IteratorType::parallel),
+        rewriter, loc, ValueRange{x, cosTable, sinTable}, init,
+        {identity, tableMap, tableMap, identity},
+        SmallVector<IteratorType>(3, IteratorType::parallel),
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           Value i = linalg::IndexOp::create(b, l, 0);
           Value h = linalg::IndexOp::create(b, l, 1);
           Value d = linalg::IndexOp::create(b, l, 2);
-          // Which pair `d` belongs to, whether it is the pair's second
-          // element, and where its partner sits.
-          Value pair, isSecond, partner;
+          // Whether `d` is its pair's second element, and where its partner
+          // sits.
+          Value isSecond, partner;
           if (interleaved) {
             Value two = arith::ConstantIndexOp::create(b, l, 2);
-            pair = arith::DivUIOp::create(b, l, d, two);
             Value parity = arith::RemUIOp::create(b, l, d, two);
             isSecond = arith::CmpIOp::create(
                 b, l, arith::CmpIPredicate::ne, parity,
@@ -587,24 +635,17 @@ struct LowerRope : OpConversionPattern<RopeOp> {
             partner = arith::XOrIOp::create(b, l, d, one);
           } else {
             Value half = arith::ConstantIndexOp::create(b, l, headDim / 2);
-            pair = arith::RemUIOp::create(b, l, d, half);
             isSecond = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge,
                                              d, half);
             Value below = arith::SubIOp::create(b, l, d, half);
             Value above = arith::AddIOp::create(b, l, d, half);
             partner = arith::SelectOp::create(b, l, isSecond, below, above);
           }
-          Value position = arith::SIToFPOp::create(b, l, b.getF32Type(),
-                                                   args[1]);
-          Value angle = arith::MulFOp::create(
-              b, l, position, inverseFrequency(b, l, pair, headDim, theta));
-          Value cos = math::CosOp::create(b, l, angle);
-          Value sin = math::SinOp::create(b, l, angle);
           Value other =
               tensor::ExtractOp::create(b, l, x, ValueRange{i, h, partner});
           // First element: x·cos − partner·sin; second: x·cos + partner·sin.
-          Value xc = arith::MulFOp::create(b, l, args[0], cos);
-          Value ps = arith::MulFOp::create(b, l, other, sin);
+          Value xc = arith::MulFOp::create(b, l, args[0], args[1]);
+          Value ps = arith::MulFOp::create(b, l, other, args[2]);
           Value second = arith::AddFOp::create(b, l, xc, ps);
           Value first = arith::SubFOp::create(b, l, xc, ps);
           return arith::SelectOp::create(b, l, isSecond, second, first);

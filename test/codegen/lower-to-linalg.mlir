@@ -143,21 +143,32 @@ func.func @layer_norm(%x: tensor<?x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>)
 
 // -----
 
-// Interleaved pairs: the partner is d xor 1; rotate-half: d ± head_dim/2.
-// CHECK-LABEL: func.func @rope
-// CHECK: linalg.generic
-// CHECK: %[[D:.*]] = linalg.index 2 : index
-// CHECK: arith.xori %[[D]], %{{.*}} : index
-// CHECK: math.powf
-// CHECK: math.cos
-// CHECK: math.sin
-// CHECK: tensor.extract
-// CHECK: linalg.generic
-// CHECK: %[[D2:.*]] = linalg.index 2 : index
-// CHECK: %[[HALF:.*]] = arith.constant 2 : index
-// CHECK: arith.cmpi uge, %[[D2]], %[[HALF]] : index
-// CHECK: arith.subi %[[D2]], %[[HALF]]
-// CHECK: arith.addi %[[D2]], %[[HALF]]
+// Interleaved pairs: the partner is d xor 1 and the pair d floordiv 2;
+// rotate-half: d ± head_dim/2 and d mod head_dim/2. The angles' cos and sin
+// come from [s, head_dim/2] tables over the inverse frequencies (powf per
+// pair, not per element), which CSE shares between the two ropes.
+// RUN: tfm-opt %s -split-input-file -tfm-lower-to-linalg -cse | FileCheck %s --check-prefix=ROPE
+// ROPE-DAG: #[[$PAIR:.*]] = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 2)>
+// ROPE-DAG: #[[$HALF:.*]] = affine_map<(d0, d1, d2) -> (d0, d2 mod 2)>
+// ROPE-LABEL: func.func @rope
+// ROPE: outs(%{{.*}} : tensor<2xf32>)
+// ROPE: math.powf
+// ROPE: %[[COS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x2xf32>)
+// ROPE: math.cos
+// ROPE: %[[SIN:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x2xf32>)
+// ROPE: math.sin
+// ROPE: linalg.generic {indexing_maps = [#{{.*}}, #[[$PAIR]], #[[$PAIR]], #{{.*}}], {{.*}} ins(%{{.*}}, %[[COS]], %[[SIN]] :
+// ROPE: %[[D:.*]] = linalg.index 2 : index
+// ROPE: arith.xori %[[D]], %{{.*}} : index
+// ROPE: tensor.extract
+// ROPE: linalg.generic {indexing_maps = [#{{.*}}, #[[$HALF]], #[[$HALF]], #{{.*}}], {{.*}} ins(%{{.*}}, %[[COS]], %[[SIN]] :
+// ROPE: %[[D2:.*]] = linalg.index 2 : index
+// ROPE: %[[HALFC:.*]] = arith.constant 2 : index
+// ROPE: arith.cmpi uge, %[[D2]], %[[HALFC]] : index
+// ROPE: arith.subi %[[D2]], %[[HALFC]]
+// ROPE: arith.addi %[[D2]], %[[HALFC]]
+// ROPE-NOT: math.powf
+// ROPE: return
 func.func @rope(%x: tensor<?x2x4xf32>, %p: tensor<?xi32>) -> (tensor<?x2x4xf32>, tensor<?x2x4xf32>) {
   %0 = tfm.rope interleaved %x, %p {theta = 1.0e4 : f32} : tensor<?x2x4xf32>, tensor<?xi32>
   %1 = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32} : tensor<?x2x4xf32>, tensor<?xi32>
