@@ -9,7 +9,9 @@ with grouped-query attention (12 heads, 4 KV heads). For each: prefill
 tokens/s at prompts of 128 and 512, decode tokens/s over 64 tokens after a
 128-token prompt, peak RSS. Printed: ratios tfmc/peer, decode as a fraction
 of the bandwidth bound (weight bytes per token / measured read bandwidth),
-prefill GFLOP/s as a fraction of the measured FP32 peak.
+prefill GFLOP/s as a fraction of the measured FP32 peak, and tfmc's peak RSS
+over what it holds by design (weights + KV cache + the peak of its
+activation arena, from the executable's --stats).
 
     /usr/bin/python3 bench/compare_peers.py [--models gpt2,llama]
 
@@ -170,8 +172,16 @@ def main():
             print(f"{label:>18} {rate:>9.1f} {peer[key]:>9.1f} {ort[key]:>9.1f} "
                   f"{rate / peer[key]:>5.2f}x {rate / ort[key]:>5.2f}x  {limit}")
         rss = [max(r[i]["peak_rss_bytes"] for r in rows) / 1e6 for i in (2, 3, 4)]
+        # tfmc's budget: weights + KV cache + the most its compiled code had
+        # allocated at once (the arena), from the run with the highest RSS.
+        worst = max((r[2] for r in rows), key=lambda o: o["peak_rss_bytes"])
+        held = (worst["weights_bytes"] + worst["kv_cache_bytes"]
+                + worst["activation_peak_bytes"]) / 1e6
         print(f"{'peak RSS (MB)':>18} {rss[0]:>9.0f} {rss[1]:>9.0f} {rss[2]:>9.0f} "
-              f"{rss[0] / rss[1]:>5.2f}x {rss[0] / rss[2]:>5.2f}x")
+              f"{rss[0] / rss[1]:>5.2f}x {rss[0] / rss[2]:>5.2f}x  "
+              f"{rss[0] / held:.2f} x (weights {worst['weights_bytes'] / 1e6:.0f} + KV "
+              f"{worst['kv_cache_bytes'] / 1e6:.0f} + activations "
+              f"{worst['activation_peak_bytes'] / 1e6:.0f} MB)")
 
 
 if __name__ == "__main__":

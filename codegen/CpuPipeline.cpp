@@ -37,11 +37,16 @@ using namespace mlir::tfm;
 void mlir::tfm::buildLowerToLinalgPipeline(
     OpPassManager &pm, const LowerToLinalgPassOptions &options) {
   pm.addPass(createLowerToLinalgPass(options));
+  // Every sequence-length dim back to the one of the tokens argument: the
+  // buffers sized by it (kernel outputs included) can then all be
+  // allocated up front and planned into one arena.
+  pm.addPass(memref::createResolveRankedShapeTypeResultDimsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
 
-void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm) {
+void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm,
+                                          const LinalgToLLVMOptions &options) {
   // No linalg-fuse-elementwise-ops: its reshape propagation pushes the
   // heads' expand_shape through projections and turns their linalg.matmul
   // into 4-d generics that no longer reach BLAS.
@@ -60,6 +65,11 @@ void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm) {
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   // GEMMs and GEMVs go to the runtime's BLAS kernel.
   pm.addPass(createLowerMatmulToRuntimePass());
+  // Deallocation frees every buffer at the function's end (hoisting put
+  // every allocation at its start): without an arena, a prefill would hold
+  // all its layers' activations at once.
+  if (options.planArena)
+    pm.addNestedPass<func::FuncOp>(createPlanArenaPass());
   pm.addPass(createConvertLinalgToLoopsPass());
   // Subviews (the KV cache's planes) expand into affine.apply: before
   // lower-affine.

@@ -25,9 +25,16 @@ namespace mlir::tfm {
 void buildLowerToLinalgPipeline(OpPassManager &pm,
                                 const LowerToLinalgPassOptions &options);
 
+struct LinalgToLLVMOptions {
+  /// Temporary buffers in one arena planned at compile time
+  /// (tfm-plan-arena); otherwise each is allocated on its own.
+  bool planArena = true;
+};
+
 /// linalg on tensors -> bufferized loops -> the LLVM dialect. Functions to be
 /// called from C get `llvm.emit_c_interface` before this runs.
-void buildLinalgToLLVMPipeline(OpPassManager &pm);
+void buildLinalgToLLVMPipeline(OpPassManager &pm,
+                               const LinalgToLLVMOptions &options = {});
 
 /// Registers the dialect translations the LLVM IR export needs.
 void registerLLVMTranslations(DialectRegistry &registry);

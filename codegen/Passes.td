@@ -62,6 +62,32 @@ def DropReturnedArgumentsPass : Pass<"tfm-drop-returned-arguments", "ModuleOp"> 
   }];
 }
 
+def PlanArenaPass : Pass<"tfm-plan-arena", "func::FuncOp"> {
+  let summary = "Place a function's temporary buffers in one arena";
+  let description = [{
+    Runs after bufferization and deallocation, which leave every temporary
+    buffer allocated at the function's start and freed at its end: a
+    prefill then holds every layer's activations at once. This pass plans,
+    at compile time, one arena for the buffers that the function allocates
+    and frees itself (not those it returns): each buffer's lifetime runs
+    from its first to its last use in the function's body (views and casts
+    of it included), and buffers whose lifetimes overlap never share bytes.
+
+    Sizes may be dynamic (they grow with the sequence), so the plan kept
+    is an order, not numbers. It is found with sizes evaluated at 128
+    positions: largest first, each buffer at the lowest offset where it
+    fits between the placed buffers whose lifetimes overlap its own. Each
+    buffer then sits on top of the overlapping buffers found below it, and
+    the offsets are emitted as index arithmetic (sums and maxima of the
+    sizes, 64-byte aligned) at the function's start: every overlapping
+    pair is ordered, so that holds for any runtime sizes.
+    One `memref.alloc` of the total replaces the buffers' allocations, each
+    buffer becomes a `memref.view` of it, and one dealloc frees it.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def LowerMatmulToRuntimePass : Pass<"tfm-lower-matmul-to-runtime", "ModuleOp"> {
   let summary = "Call the runtime's BLAS-backed kernel for x·Wᵀ matmuls";
   let description = [{

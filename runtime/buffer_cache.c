@@ -33,6 +33,7 @@ static struct {
   pthread_mutex_t lock;
   size_class classes[kClasses];
   size_t kept_bytes;
+  size_t live_bytes, peak_live_bytes; /* handed out and not yet freed */
 } cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static block_header *header_of(void *buffer) {
@@ -70,11 +71,18 @@ static void *allocate(size_t alignment, size_t size) {
     c->free_list = block->next_free;
     cache.kept_bytes -= header + size;
   }
+  cache.live_bytes += header + size;
+  if (cache.live_bytes > cache.peak_live_bytes)
+    cache.peak_live_bytes = cache.live_bytes;
   pthread_mutex_unlock(&cache.lock);
   if (!block) {
     void *memory;
-    if (posix_memalign(&memory, header, header + size))
+    if (posix_memalign(&memory, header, header + size)) {
+      pthread_mutex_lock(&cache.lock);
+      cache.live_bytes -= header + size;
+      pthread_mutex_unlock(&cache.lock);
       return NULL;
+    }
     block = memory;
   }
   block->size = size;
@@ -96,6 +104,7 @@ void _mlir_memref_to_llvm_free(void *buffer) {
   block_header *block = header_of(buffer);
   size_t bytes = block->header + block->size;
   pthread_mutex_lock(&cache.lock);
+  cache.live_bytes -= bytes;
   size_class *c = cache.kept_bytes + bytes <= kMaxKeptBytes
                       ? class_of(block->size, block->header)
                       : NULL;
@@ -114,6 +123,13 @@ void tfm_buffer_release(void *buffer) { _mlir_memref_to_llvm_free(buffer); }
 size_t tfm_buffer_cache_bytes(void) {
   pthread_mutex_lock(&cache.lock);
   size_t bytes = cache.kept_bytes;
+  pthread_mutex_unlock(&cache.lock);
+  return bytes;
+}
+
+size_t tfm_buffer_peak_live_bytes(void) {
+  pthread_mutex_lock(&cache.lock);
+  size_t bytes = cache.peak_live_bytes;
   pthread_mutex_unlock(&cache.lock);
   return bytes;
 }

@@ -7,6 +7,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/buffer_cache.h"
 #include "runtime/tfm_runtime.h"
 
 #include <errno.h>
@@ -379,18 +380,26 @@ int main(int argc, char **argv) {
     getrusage(RUSAGE_SELF, &usage);
     /* The first new token comes from the prefill's logits. */
     double decoded = (double)result.generated_tokens;
+    /* What the memory holds by design, beside the peak RSS: weights, the
+     * KV cache, and the most the compiled code had allocated at once. */
+    long long cache_bytes = (long long)desc->cache_layers * 2 *
+                            desc->cache_capacity * desc->cache_kv_heads *
+                            desc->cache_head_dim * (long long)sizeof(float);
     fprintf(stderr,
             "{\"prompt_tokens\": %lld, \"generated_tokens\": %lld, "
             "\"prefill_seconds\": %.6f, \"decode_seconds\": %.6f, "
             "\"prefill_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "
-            "\"peak_rss_bytes\": %lld}\n",
+            "\"peak_rss_bytes\": %lld, \"weights_bytes\": %lld, "
+            "\"kv_cache_bytes\": %lld, \"activation_peak_bytes\": %lld}\n",
             (long long)result.prompt_tokens, (long long)result.generated_tokens,
             result.prefill_seconds, result.decode_seconds,
             result.prefill_seconds > 0
                 ? (double)result.prompt_tokens / result.prefill_seconds
                 : 0.0,
             result.decode_seconds > 0 ? decoded / result.decode_seconds : 0.0,
-            (long long)usage.ru_maxrss * 1024);
+            (long long)usage.ru_maxrss * 1024,
+            (long long)desc->weights_size, cache_bytes,
+            (long long)tfm_buffer_peak_live_bytes());
   }
   tfm_session_free(session);
   tfm_model_free(model);

@@ -120,6 +120,11 @@ cl::opt<bool> noPackWeights(
     cl::desc("Keep linear weights in the checkpoint layout (OpenBLAS GEMM) "
              "instead of panels for the runtime's GEMM kernel"),
     cl::init(false));
+cl::opt<bool> noPlanArena(
+    "no-plan-arena",
+    cl::desc("Allocate each temporary buffer on its own instead of in one "
+             "arena planned at compile time"),
+    cl::init(false));
 cl::opt<bool> noKVCache("no-kv-cache",
                         cl::desc("Do not derive @prefill/@decode: the "
                                  "executable recomputes the whole sequence "
@@ -323,7 +328,11 @@ int main(int argc, char **argv) {
     if (library && failed(symbols.rename(func, renamed)))
       return fail("cannot rename @" + func.getName() + " to @" + renamed);
   }
-  if (failed(runPipeline(*module, timing, tfm::buildLinalgToLLVMPipeline)))
+  tfm::LinalgToLLVMOptions llvmOptions;
+  llvmOptions.planArena = !noPlanArena;
+  if (failed(runPipeline(*module, timing, [&](OpPassManager &pm) {
+        tfm::buildLinalgToLLVMPipeline(pm, llvmOptions);
+      })))
     return 1;
   if (emit == EmitKind::LLVMMLIR)
     return print();
