@@ -2,7 +2,8 @@
  * memory read bandwidth (all threads summing their shares of a 1 GiB
  * buffer with vector loads; the best of 10 passes), FP32 peak
  * (independent AVX-512/AVX2 FMA chains on all threads), and OpenBLAS SGEMM
- * on a transformer shape (128x2304x768, QKV of GPT-2 small). Prints JSON.
+ * on a transformer shape (128x2304x768, QKV of GPT-2 small). Prints JSON;
+ * with --bandwidth, only the read bandwidth.
  *
  *   cc -O3 -march=native -fopenmp bench/hwlimits.c -lopenblas -o hwlimits
  */
@@ -11,6 +12,7 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static double now(void) {
@@ -132,7 +134,13 @@ static double sgemm_rate(void) {
   return best / 1e9;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  /* --bandwidth: that alone, to measure it again beside each decode run
+   * (on a shared host it drifts by 2x within minutes). */
+  if (argc > 1 && !strcmp(argv[1], "--bandwidth")) {
+    printf("{\"read_gb_per_s\": %.1f}\n", read_bandwidth());
+    return 0;
+  }
   printf("{\"threads\": %d, \"read_gb_per_s\": %.1f, \"fp32_peak_gflops\": %.1f, "
          "\"openblas_sgemm_128x2304x768_gflops\": %.1f}\n",
          omp_get_max_threads(), read_bandwidth(), fma_peak(), sgemm_rate());

@@ -8,10 +8,10 @@
  * the keys a tile at a time, with an online softmax (running maximum and
  * sum, output rescaled when the maximum grows), so no [s, t] buffer exists;
  * tiles wholly above the causal diagonal (or behind a sliding window) are
- * skipped, and only tiles that straddle a boundary are masked. A single
- * query (decode) takes its own path: one pass of dot products over the
- * keys, then the weighted sum of the values. Work items (head, query block)
- * are spread over the runtime's threads.
+ * skipped, and only tiles that straddle a boundary are masked; work items
+ * (head, query block) are spread over the runtime's threads. A single
+ * query (decode) takes its own path, split over chunks of keys instead
+ * (see attend_decode).
  *
  * Vectors are GCC's generic 16-float vectors; the hot functions are cloned
  * for AVX-512, AVX2 and baseline x86-64 and picked at load time. Head
@@ -42,11 +42,13 @@ TFM_INLINE float hmax(v16 v) {
     m = v[i] > m ? v[i] : m;
   return m;
 }
+/* Halving adds: four shuffles instead of fifteen lane extracts. */
 TFM_INLINE float hsum(v16 v) {
-  float s = 0;
-  for (int i = 0; i < kLanes; ++i)
-    s += v[i];
-  return s;
+  v += __builtin_shuffle(v, (vi16){8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7});
+  v += __builtin_shuffle(v, (vi16){4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11});
+  v += __builtin_shuffle(v, (vi16){2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13});
+  v += __builtin_shuffle(v, (vi16){1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14});
+  return v[0];
 }
 
 /* e^x for x <= 0 (scores minus their maximum); exactly 0 below -87, which
@@ -96,66 +98,146 @@ TFM_INLINE void visible_keys(const attention_job *job, int64_t i,
   }
 }
 
-/* One query against all its keys: scores, softmax, weighted values. */
-TFM_CLONED
-static void attend_single(const attention_job *job, int64_t i, int64_t h,
-                          float *scores) {
-  int64_t kh = h / job->group, d = job->d, dv = job->dv, first, last;
-  visible_keys(job, i, &first, &last);
-  int64_t dp = (d + kLanes - 1) / kLanes * kLanes;
-  int64_t dvp = (dv + kLanes - 1) / kLanes * kLanes;
-  float q[dp], acc[dvp];
-  memset(q, 0, sizeof q);
-  memset(acc, 0, sizeof acc);
-  const float *qi = row(job->q, i, h);
+/* The single query of a decode step meets its keys a chunk at a time,
+ * every head at once (flash-decoding): a key position's row holds all KV
+ * heads contiguously, so a chunk is one sequential read of the cache,
+ * where walking one head at a time would stride through it. Each chunk
+ * leaves, per head, its maximum score, its sum of exponentials and its
+ * unnormalised weighted values; merge_chunks rescales and adds them. */
+typedef struct {
+  const attention_job *job;
+  const float *q;  /* [heads][dp], scaled, zero-padded */
+  float *partials; /* [chunks][heads][dvp + 2]: values, maximum, sum */
+  float *scores;   /* [chunks][heads][chunk] */
+  int64_t first, last, chunk, dp, dvp;
+} decode_job;
+
+TFM_INLINE float dot_row(const float *q, const float *k, int64_t d,
+                         int64_t stride, int unit) {
+  if (unit) {
+    v16 sum = {0};
+    for (int64_t c = 0; c < d; c += kLanes)
+      sum += load16(q + c) * load16(k + c);
+    return hsum(sum);
+  }
+  float dot = 0;
   for (int64_t c = 0; c < d; ++c)
-    q[c] = qi[c * job->q->strides[2]] * job->scale;
-  float maximum = -INFINITY;
-  int unit = job->k->strides[2] == 1 && job->v->strides[2] == 1 && d == dp &&
-             dv == dvp;
-  for (int64_t j = first; j < last; ++j) {
-    const float *kj = row(job->k, j, kh);
-    float dot = 0;
-    if (unit) {
-      v16 sum = {0};
-      for (int64_t c = 0; c < d; c += kLanes)
-        sum += load16(q + c) * load16(kj + c);
-      dot = hsum(sum);
-    } else {
-      for (int64_t c = 0; c < d; ++c)
-        dot += q[c] * kj[c * job->k->strides[2]];
+    dot += q[c] * k[c * stride];
+  return dot;
+}
+
+TFM_CLONED
+static void decode_chunk(const decode_job *dj, int64_t index) {
+  const attention_job *job = dj->job;
+  int64_t heads = job->heads, d = job->d, dv = job->dv, dvp = dj->dvp;
+  int64_t j0 = dj->first + index * dj->chunk;
+  int64_t count = dj->last - j0 < dj->chunk ? dj->last - j0 : dj->chunk;
+  float *scores = dj->scores + index * heads * dj->chunk;
+  float *partial = dj->partials + index * heads * (dvp + 2);
+  int unit = job->k->strides[2] == 1 && job->v->strides[2] == 1 &&
+             d == dj->dp && dv == dvp;
+  /* Scores, key-major: each key row is read once for all heads. */
+  for (int64_t jj = 0; jj < count; ++jj)
+    for (int64_t h = 0; h < heads; ++h)
+      scores[h * dj->chunk + jj] =
+          dot_row(dj->q + h * dj->dp, row(job->k, j0 + jj, h / job->group), d,
+                  job->k->strides[2], unit);
+  for (int64_t h = 0; h < heads; ++h) {
+    float *sh = scores + h * dj->chunk, maximum = -INFINITY, total = 0;
+    for (int64_t jj = 0; jj < count; ++jj)
+      maximum = sh[jj] > maximum ? sh[jj] : maximum;
+    int64_t jj = 0;
+    for (; jj + kLanes <= count; jj += kLanes) {
+      v16 e = exp_nonpositive(load16(sh + jj) - maximum);
+      store16(sh + jj, e);
+      total += hsum(e);
     }
-    scores[j - first] = dot;
-    maximum = dot > maximum ? dot : maximum;
+    for (; jj < count; ++jj)
+      total += sh[jj] = exp_nonpositive(splat(sh[jj] - maximum))[0];
+    float *ph = partial + h * (dvp + 2);
+    memset(ph, 0, (size_t)dvp * sizeof(float));
+    ph[dvp] = maximum;
+    ph[dvp + 1] = total;
   }
-  int64_t count = last - first;
-  float total = 0;
-  int64_t j = 0;
-  for (; j + kLanes <= count; j += kLanes) {
-    v16 e = exp_nonpositive(load16(scores + j) - maximum);
-    store16(scores + j, e);
-    total += hsum(e);
-  }
-  for (; j < count; ++j) {
-    v16 e = exp_nonpositive(splat(scores[j] - maximum));
-    scores[j] = e[0];
-    total += e[0];
-  }
-  for (int64_t jj = 0; jj < count; ++jj) {
-    const float *vj = row(job->v, first + jj, kh);
-    v16 p = splat(scores[jj]);
-    if (unit) {
-      for (int64_t e = 0; e < dv; e += kLanes)
-        store16(acc + e, load16(acc + e) + p * load16(vj + e));
-    } else {
-      for (int64_t e = 0; e < dv; ++e)
-        acc[e] += scores[jj] * vj[e * job->v->strides[2]];
+  /* Weighted values, key-major again. */
+  for (int64_t jj = 0; jj < count; ++jj)
+    for (int64_t h = 0; h < heads; ++h) {
+      const float *vj = row(job->v, j0 + jj, h / job->group);
+      float *acc = partial + h * (dvp + 2), p = scores[h * dj->chunk + jj];
+      if (unit)
+        for (int64_t e = 0; e < dv; e += kLanes)
+          store16(acc + e, load16(acc + e) + p * load16(vj + e));
+      else
+        for (int64_t e = 0; e < dv; ++e)
+          acc[e] += p * vj[e * job->v->strides[2]];
     }
+}
+
+static void decode_chunks(void *context, int64_t begin, int64_t end,
+                          int thread) {
+  (void)thread;
+  for (int64_t index = begin; index < end; ++index)
+    decode_chunk(context, index);
+}
+
+/* out[0, h] = sum over chunks of values·e^(max - M) / sum of sums·e^(max - M),
+ * M the largest maximum of head h. */
+static void merge_chunks(const decode_job *dj, int64_t chunks) {
+  const attention_job *job = dj->job;
+  int64_t heads = job->heads, dvp = dj->dvp, stride = heads * (dvp + 2);
+  for (int64_t h = 0; h < heads; ++h) {
+    const float *first = dj->partials + h * (dvp + 2);
+    float maximum = -INFINITY, total = 0;
+    for (int64_t c = 0; c < chunks; ++c)
+      maximum = fmaxf(maximum, first[c * stride + dvp]);
+    float *o = row(job->out, 0, h);
+    for (int64_t e = 0; e < job->dv; ++e)
+      o[e * job->out->strides[2]] = 0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      const float *ph = first + c * stride;
+      float weight = expf(ph[dvp] - maximum);
+      total += weight * ph[dvp + 1];
+      for (int64_t e = 0; e < job->dv; ++e)
+        o[e * job->out->strides[2]] += weight * ph[e];
+    }
+    float inverse = total > 0 ? 1.0f / total : 0.0f;
+    for (int64_t e = 0; e < job->dv; ++e)
+      o[e * job->out->strides[2]] *= inverse;
   }
-  float *o = row(job->out, i, h);
-  float inverse = total > 0 ? 1.0f / total : 0.0f;
-  for (int64_t e = 0; e < dv; ++e)
-    o[e * job->out->strides[2]] = acc[e] * inverse;
+}
+
+/* Keys per chunk: enough chunks to share over the threads, none so small
+ * that the merge costs more than it splits. */
+static int64_t decode_chunk_keys(int64_t keys) {
+  int64_t chunk = (keys + 4 * tfm_thread_count() - 1) / (4 * tfm_thread_count());
+  chunk = (chunk + kLanes - 1) / kLanes * kLanes;
+  return chunk > kKeyTile ? chunk : kKeyTile;
+}
+
+static void attend_decode(const attention_job *job) {
+  decode_job dj = {.job = job};
+  visible_keys(job, 0, &dj.first, &dj.last);
+  dj.dp = (job->d + kLanes - 1) / kLanes * kLanes;
+  dj.dvp = (job->dv + kLanes - 1) / kLanes * kLanes;
+  dj.chunk = decode_chunk_keys(dj.last - dj.first);
+  int64_t chunks = (dj.last - dj.first + dj.chunk - 1) / dj.chunk;
+  size_t floats = (size_t)(job->heads * dj.dp +
+                           chunks * job->heads * (dj.dvp + 2 + dj.chunk));
+  float *scratch = malloc(floats * sizeof(float));
+  if (!scratch)
+    abort(); /* no way to report from generated code */
+  float *q = scratch;
+  dj.q = q;
+  dj.partials = q + job->heads * dj.dp;
+  dj.scores = dj.partials + chunks * job->heads * (dj.dvp + 2);
+  for (int64_t h = 0; h < job->heads; ++h) {
+    const float *qh = row(job->q, 0, h);
+    for (int64_t c = 0; c < dj.dp; ++c)
+      q[h * dj.dp + c] = c < job->d ? qh[c * job->q->strides[2]] * job->scale : 0;
+  }
+  tfm_parallel_for(chunks, 1, decode_chunks, &dj);
+  merge_chunks(&dj, chunks);
+  free(scratch);
 }
 
 /* Queries [i0, i1) of head h against their keys, a tile at a time. */
@@ -246,17 +328,6 @@ static void attention_items(void *context, int64_t begin, int64_t end,
                             int thread) {
   (void)thread;
   const attention_job *job = context;
-  if (job->s == 1) {
-    float stack[4096];
-    float *scores = job->t <= 4096 ? stack : malloc((size_t)job->t * sizeof(float));
-    if (!scores)
-      abort(); /* no way to report from generated code */
-    for (int64_t h = begin; h < end; ++h)
-      attend_single(job, 0, h, scores);
-    if (scores != stack)
-      free(scores);
-    return;
-  }
   for (int64_t item = begin; item < end; ++item) {
     /* Last blocks first: under a causal mask they see the most keys, and
      * handing out the largest items first balances the threads. */
@@ -280,7 +351,10 @@ void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
   job.dv = v->sizes[2];
   if (job.s == 0)
     return;
+  if (job.s == 1) {
+    attend_decode(&job);
+    return;
+  }
   job.blocks = (job.s + kQueryBlock - 1) / kQueryBlock;
-  int64_t items = job.s == 1 ? job.heads : job.blocks * job.heads;
-  tfm_parallel_for(items, 1, attention_items, &job);
+  tfm_parallel_for(job.blocks * job.heads, 1, attention_items, &job);
 }
