@@ -70,11 +70,21 @@ void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm,
   // all its layers' activations at once.
   if (options.planArena)
     pm.addNestedPass<func::FuncOp>(createPlanArenaPass());
-  pm.addPass(createConvertLinalgToLoopsPass());
+  // Parallel dimensions stay scf.parallel, so that their independence
+  // reaches LLVM (tfm-annotate-parallel-loops below).
+  pm.addPass(createConvertLinalgToParallelLoopsPass());
   // Subviews (the KV cache's planes) expand into affine.apply: before
   // lower-affine.
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // Buffers come from the runtime's cache (runtime/buffer_cache.c), not
+  // straight from malloc. Converted while loops are still structured: the
+  // annotation pass tags the LLVM loads and stores inside each loop.
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
+  if (options.annotateParallelLoops)
+    pm.addNestedPass<func::FuncOp>(createAnnotateParallelLoopsPass());
   pm.addPass(createSCFToControlFlowPass());
   // Activations as polynomials that vectorize; their FMAs (and what LLVM
   // has intrinsics for) become LLVM intrinsics, which vectorize, before
@@ -82,11 +92,6 @@ void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createApproximateMathPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
-  // Buffers come from the runtime's cache (runtime/buffer_cache.c), not
-  // straight from malloc.
-  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
-  memrefToLLVM.useGenericFunctions = true;
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());

@@ -29,6 +29,10 @@ struct LinalgToLLVMOptions {
   /// Temporary buffers in one arena planned at compile time
   /// (tfm-plan-arena); otherwise each is allocated on its own.
   bool planArena = true;
+  /// Loops from linalg's parallel dimensions tell LLVM that their
+  /// iterations are independent (tfm-annotate-parallel-loops), so that they
+  /// vectorize without alias checks.
+  bool annotateParallelLoops = true;
 };
 
 /// linalg on tensors -> bufferized loops -> the LLVM dialect. Functions to be

@@ -88,6 +88,30 @@ def PlanArenaPass : Pass<"tfm-plan-arena", "func::FuncOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def AnnotateParallelLoopsPass : Pass<"tfm-annotate-parallel-loops", "func::FuncOp"> {
+  let summary = "Parallel loops to scf.for that tell LLVM their iterations are independent";
+  let description = [{
+    Runs after memref-to-LLVM, on the `scf.parallel` loops that linalg's
+    parallel iterators lowered to. LLVM's loop vectorizer must otherwise
+    prove that a loop's loads and stores do not depend on each other across
+    iterations, and cannot: every activation is a view of one arena (or a
+    buffer from the runtime's allocator), so it sees one object at unknown
+    offsets and gives up ("unknown data dependence", "too many memory
+    checks"), leaving norms and activations scalar.
+
+    Each `scf.parallel` becomes a nest of `scf.for` whose
+    `loop_annotation` (kept on the loop's back edge by scf-to-cf) lists a
+    fresh access group in `parallelAccesses`, and every `llvm.load` and
+    `llvm.store` in its body joins that group: LLVM's
+    `llvm.loop.parallel_accesses`, which the vectorizer takes as the proof.
+    That holds because a linalg op's parallel dimensions carry no
+    dependence (an op updating a buffer in place reads and writes each
+    element in the same iteration). Loops with reductions (`scf.reduce`
+    operands) are left to upstream's lowering.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect"];
+}
+
 def LowerMatmulToRuntimePass : Pass<"tfm-lower-matmul-to-runtime", "ModuleOp"> {
   let summary = "Call the runtime's BLAS-backed kernel for x·Wᵀ matmuls";
   let description = [{

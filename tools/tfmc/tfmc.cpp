@@ -125,6 +125,11 @@ cl::opt<bool> noPlanArena(
     cl::desc("Allocate each temporary buffer on its own instead of in one "
              "arena planned at compile time"),
     cl::init(false));
+cl::opt<bool> noAnnotateParallelLoops(
+    "no-annotate-parallel-loops",
+    cl::desc("Do not tell LLVM that the iterations of linalg's parallel "
+             "loops are independent (leaves them to its alias analysis)"),
+    cl::init(false));
 cl::opt<bool> noKVCache("no-kv-cache",
                         cl::desc("Do not derive @prefill/@decode: the "
                                  "executable recomputes the whole sequence "
@@ -330,6 +335,7 @@ int main(int argc, char **argv) {
   }
   tfm::LinalgToLLVMOptions llvmOptions;
   llvmOptions.planArena = !noPlanArena;
+  llvmOptions.annotateParallelLoops = !noAnnotateParallelLoops;
   if (failed(runPipeline(*module, timing, [&](OpPassManager &pm) {
         tfm::buildLinalgToLLVMPipeline(pm, llvmOptions);
       })))
