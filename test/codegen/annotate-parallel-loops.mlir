@@ -49,16 +49,21 @@ func.func @scale_rows(%x: !llvm.ptr, %y: !llvm.ptr, %rows: index, %cols: index) 
 // -----
 
 // A parallel loop around a sequential reduction (a norm's row sums): the
-// reduction's accesses join the row loop's group; the inner scf.for keeps
-// no annotation of its own.
+// accumulator, loaded and stored at one address in every iteration, is
+// carried in a register instead (loaded before, stored after), its add may
+// reassociate so that LLVM vectorizes it, and the accesses join the row
+// loop's group; the inner loop keeps no annotation of its own.
 // CHECK-LABEL: func.func @row_sums
 // CHECK: scf.for
-// CHECK: scf.for
-// CHECK: llvm.load {{.*}} {access_groups = [#[[GROUP:.*]]]}
-// CHECK: llvm.load {{.*}} {access_groups = [#[[GROUP]]]}
-// CHECK: llvm.store {{.*}} {access_groups = [#[[GROUP]]]}
+// CHECK: %[[OUT:.*]] = llvm.getelementptr
+// CHECK: %[[INIT:.*]] = llvm.load %[[OUT]] {access_groups = [#[[GROUP:.*]]]}
+// CHECK: %[[SUM:.*]] = scf.for {{.*}} iter_args(%[[ACC:.*]] = %[[INIT]]) -> (f32)
+// CHECK: %[[V:.*]] = llvm.load {{.*}} {access_groups = [#[[GROUP]]]}
+// CHECK: %[[NEXT:.*]] = arith.addf %[[ACC]], %[[V]] fastmath<reassoc> : f32
+// CHECK: scf.yield %[[NEXT]]
 // CHECK-NEXT: }
 // CHECK-NOT: loop_annotation
+// CHECK: llvm.store %[[SUM]], %[[OUT]] {access_groups = [#[[GROUP]]]}
 // CHECK: } {loop_annotation =
 func.func @row_sums(%x: !llvm.ptr, %sums: !llvm.ptr, %rows: index, %cols: index) {
   %c0 = arith.constant 0 : index
@@ -75,6 +80,39 @@ func.func @row_sums(%x: !llvm.ptr, %sums: !llvm.ptr, %rows: index, %cols: index)
       %acc = llvm.load %out : !llvm.ptr -> f32
       %sum = arith.addf %acc, %v : f32
       llvm.store %sum, %out : f32, !llvm.ptr
+    }
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// No match for the accumulator: read twice in the loop (a second load
+// could not see the register), it stays in memory.
+// CHECK-LABEL: func.func @read_twice
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK-NOT: iter_args
+// CHECK: llvm.load
+// CHECK: llvm.load
+// CHECK: llvm.load
+// CHECK: llvm.store
+func.func @read_twice(%x: !llvm.ptr, %sums: !llvm.ptr, %rows: index, %cols: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.parallel (%i) = (%c0) to (%rows) step (%c1) {
+    %io = arith.index_cast %i : index to i64
+    %out = llvm.getelementptr %sums[%io] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    scf.for %j = %c0 to %cols step %c1 {
+      %offset = arith.index_cast %j : index to i64
+      %src = llvm.getelementptr %x[%offset] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      %v = llvm.load %src : !llvm.ptr -> f32
+      %acc = llvm.load %out : !llvm.ptr -> f32
+      %again = llvm.load %out : !llvm.ptr -> f32
+      %sum = arith.addf %acc, %v : f32
+      %both = arith.addf %sum, %again : f32
+      llvm.store %both, %out : f32, !llvm.ptr
     }
     scf.reduce
   }
