@@ -108,6 +108,13 @@ def AnnotateParallelLoopsPass : Pass<"tfm-annotate-parallel-loops", "func::FuncO
     dependence (an op updating a buffer in place reads and writes each
     element in the same iteration). Loops with reductions (`scf.reduce`
     operands) are left to upstream's lowering.
+
+    Inside a parallel loop, a sequential `scf.for` (a linalg reduction
+    dimension) whose only stores go to loop-invariant addresses, each
+    loaded once, keeps those accumulators in `iter_args` instead (loaded
+    before the loop, stored after) with reassociating float arithmetic, so
+    that the reduction vectorizes too: the op's output is disjoint from
+    its inputs, which LLVM could not know.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::scf::SCFDialect"];
 }
