@@ -153,9 +153,7 @@ struct PlanArenaPass : mlir::tfm::impl::PlanArenaPassBase<PlanArenaPass> {
 
     // Placement at the representative size: largest first, each at the
     // lowest offset where it fits between the placed buffers it overlaps.
-    SmallVector<size_t> bySize(buffers.size());
-    for (size_t i = 0; i < bySize.size(); ++i)
-      bySize[i] = i;
+    auto bySize = llvm::to_vector(llvm::seq<size_t>(0, buffers.size()));
     llvm::stable_sort(bySize, [&](size_t a, size_t b) {
       return representativeBytes(buffers[a]) > representativeBytes(buffers[b]);
     });
@@ -184,9 +182,7 @@ struct PlanArenaPass : mlir::tfm::impl::PlanArenaPassBase<PlanArenaPass> {
     // each buffer sits on top of the overlapping buffers placed below it.
     // Every overlapping pair is ordered, so no two ever share bytes; at the
     // representative size the offsets are at most the static ones.
-    SmallVector<size_t> order(buffers.size());
-    for (size_t i = 0; i < order.size(); ++i)
-      order[i] = i;
+    auto order = llvm::to_vector(llvm::seq<size_t>(0, buffers.size()));
     llvm::stable_sort(order, [&](size_t a, size_t b) {
       return staticOffset[a] < staticOffset[b];
     });
