@@ -210,15 +210,15 @@ static void merge_chunks(const decode_job *dj, int64_t chunks) {
  * that the merge costs more than it splits. */
 static int64_t decode_chunk_keys(int64_t keys) {
   int64_t chunk = (keys + 4 * tfm_thread_count() - 1) / (4 * tfm_thread_count());
-  chunk = (chunk + kLanes - 1) / kLanes * kLanes;
+  chunk = round_up_to_lanes(chunk);
   return chunk > kKeyTile ? chunk : kKeyTile;
 }
 
 static void attend_decode(const attention_job *job) {
   decode_job dj = {.job = job};
   visible_keys(job, 0, &dj.first, &dj.last);
-  dj.dp = (job->d + kLanes - 1) / kLanes * kLanes;
-  dj.dvp = (job->dv + kLanes - 1) / kLanes * kLanes;
+  dj.dp = round_up_to_lanes(job->d);
+  dj.dvp = round_up_to_lanes(job->dv);
   dj.chunk = decode_chunk_keys(dj.last - dj.first);
   int64_t chunks = (dj.last - dj.first + dj.chunk - 1) / dj.chunk;
   size_t floats = (size_t)(job->heads * dj.dp +
@@ -245,7 +245,7 @@ TFM_CLONED
 static void attend_block(const attention_job *job, int64_t i0, int64_t i1,
                          int64_t h) {
   int64_t kh = h / job->group, d = job->d, dv = job->dv;
-  int64_t dvp = (dv + kLanes - 1) / kLanes * kLanes;
+  int64_t dvp = round_up_to_lanes(dv);
   int64_t rows = i1 - i0;
   /* ~40 KB for 64-wide heads: stays in L1/L2 for the whole block. */
   float qs[kQueryBlock][d], kt[d][kKeyTile], vt[kKeyTile][dvp];

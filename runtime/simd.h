@@ -27,6 +27,10 @@ typedef int32_t vi16 __attribute__((vector_size(64)));
 
 enum { kLanes = 16 };
 
+/* n rounded up to whole vectors (head sizes padded in local buffers). */
+TFM_INLINE int64_t round_up_to_lanes(int64_t n) {
+  return (n + kLanes - 1) / kLanes * kLanes;
+}
 TFM_INLINE v16 splat(float x) { return (v16){0} + x; }
 /* Unaligned: weights and activations are only float-aligned in general. */
 TFM_INLINE v16 load16(const float *p) {
