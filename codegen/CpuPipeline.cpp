@@ -83,6 +83,8 @@ void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm,
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   memrefToLLVM.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
+  if (options.parallelizeLoops)
+    pm.addPass(createParallelizeLoopsPass());
   if (options.annotateParallelLoops)
     pm.addNestedPass<func::FuncOp>(createAnnotateParallelLoopsPass());
   pm.addPass(createSCFToControlFlowPass());

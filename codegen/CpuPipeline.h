@@ -33,6 +33,8 @@ struct LinalgToLLVMOptions {
   /// iterations are independent (tfm-annotate-parallel-loops), so that they
   /// vectorize without alias checks.
   bool annotateParallelLoops = true;
+  /// Those loops run on the runtime's threads (tfm-parallelize-loops).
+  bool parallelizeLoops = true;
 };
 
 /// linalg on tensors -> bufferized loops -> the LLVM dialect. Functions to be

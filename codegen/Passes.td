@@ -88,6 +88,40 @@ def PlanArenaPass : Pass<"tfm-plan-arena", "func::FuncOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def ParallelizeLoopsPass : Pass<"tfm-parallelize-loops", "ModuleOp"> {
+  let summary = "Run the generated parallel loops on the runtime's threads";
+  let description = [{
+    Runs after memref-to-LLVM, on the top-level `scf.parallel` loops that
+    linalg's parallel iterators lowered to (norms, activations, RoPE, cache
+    copies): the GEMMs and attention already split their work over the
+    runtime's thread pool, and without this every other loop ran on one
+    core while the others spun.
+
+    Each loop's body moves into a function of its own with the signature
+    of the pool's work items, `(context, begin, end, thread)`, which runs
+    iterations [begin, end) of one dimension: the first whose trip count
+    is not known to be 1, so that a decode step's single row does not
+    leave nothing to split. The values the loop uses from outside are
+    stored into a context buffer (one per function, on its stack) and
+    loaded back in the outlined function; constants, and casts of them,
+    are recomputed there instead, so that LLVM still sees constant trip
+    counts and strides. The loop itself becomes a call of the runtime's
+    `tfm_rt_parallel_loop(iterations, cost, body, context)`, where `cost`
+    is the estimated operations per iteration (nested trip counts
+    included; 64 where unknown); the runtime runs small loops inline and
+    splits the others into chunks (runtime/thread_pool.h).
+
+    Left alone: loops with reductions (`scf.reduce` operands), loops that
+    call functions (the runtime's allocator and kernels are not entered
+    from pool threads), and loops that use a value without an LLVM type.
+    Iterations of a linalg op's parallel dimensions are independent, so
+    the results are bit-identical with any number of threads.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def AnnotateParallelLoopsPass : Pass<"tfm-annotate-parallel-loops", "func::FuncOp"> {
   let summary = "Parallel loops to scf.for that tell LLVM their iterations are independent";
   let description = [{

@@ -20,6 +20,16 @@
 
 enum { kMaxThreads = 64, kSpinsBeforeSleep = 200000 };
 
+/* Thresholds of tfm_rt_parallel_loop, in the compiler's estimated
+ * operations (before vectorization). Handing a job to spinning workers
+ * costs about a microsecond, roughly what vectorized code does with 16K
+ * operations. */
+enum {
+  kMinParallelWork = 1 << 15,
+  kMinChunkWork = 1 << 13,
+  kChunksPerThread = 4
+};
+
 static struct {
   int threads;
   pthread_mutex_t lock; /* guards sleeping on `wake` */
@@ -143,4 +153,24 @@ void tfm_parallel_for(int64_t n, int64_t grain, tfm_parallel_body body,
   while (atomic_load_explicit(&pool.pending, memory_order_acquire) > 0)
     cpu_relax();
   pthread_mutex_unlock(&pool.busy);
+}
+
+void tfm_rt_parallel_loop(int64_t n, int64_t iteration_cost,
+                          tfm_parallel_body body, void *context) {
+  if (n <= 0)
+    return;
+  if (iteration_cost < 1)
+    iteration_cost = 1;
+  int threads = tfm_thread_count();
+  /* n * iteration_cost < kMinParallelWork, without overflow. */
+  int64_t min_iterations =
+      (kMinParallelWork + iteration_cost - 1) / iteration_cost;
+  if (threads == 1 || n < 2 || n < min_iterations) {
+    body(context, 0, n, 0);
+    return;
+  }
+  int64_t chunks = (int64_t)threads * kChunksPerThread;
+  int64_t grain = (n + chunks - 1) / chunks;
+  int64_t min_grain = (kMinChunkWork + iteration_cost - 1) / iteration_cost;
+  tfm_parallel_for(n, grain > min_grain ? grain : min_grain, body, context);
 }

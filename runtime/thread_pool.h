@@ -29,4 +29,12 @@ int tfm_thread_count(void);
 void tfm_parallel_for(int64_t n, int64_t grain, tfm_parallel_body body,
                       void *context);
 
+/* What generated code calls for a parallel loop (tfm-parallelize-loops):
+ * `n` independent iterations of about `iteration_cost` operations each.
+ * Loops too small to repay waking another thread run inline on the caller;
+ * the others run in chunks of at least kMinChunkWork operations, a few per
+ * thread so that a thread slowed by the host takes fewer. */
+void tfm_rt_parallel_loop(int64_t n, int64_t iteration_cost,
+                          tfm_parallel_body body, void *context);
+
 #endif /* TFM_RUNTIME_THREAD_POOL_H */

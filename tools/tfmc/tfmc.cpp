@@ -130,6 +130,11 @@ cl::opt<bool> noAnnotateParallelLoops(
     cl::desc("Do not tell LLVM that the iterations of linalg's parallel "
              "loops are independent (leaves them to its alias analysis)"),
     cl::init(false));
+cl::opt<bool> noParallelizeLoops(
+    "no-parallelize-loops",
+    cl::desc("Run the generated loops (norms, activations, ...) on the "
+             "calling thread only instead of the runtime's thread pool"),
+    cl::init(false));
 cl::opt<bool> noKVCache("no-kv-cache",
                         cl::desc("Do not derive @prefill/@decode: the "
                                  "executable recomputes the whole sequence "
@@ -336,6 +341,7 @@ int main(int argc, char **argv) {
   tfm::LinalgToLLVMOptions llvmOptions;
   llvmOptions.planArena = !noPlanArena;
   llvmOptions.annotateParallelLoops = !noAnnotateParallelLoops;
+  llvmOptions.parallelizeLoops = !noParallelizeLoops;
   if (failed(runPipeline(*module, timing, [&](OpPassManager &pm) {
         tfm::buildLinalgToLLVMPipeline(pm, llvmOptions);
       })))
@@ -358,7 +364,7 @@ int main(int argc, char **argv) {
   // a library exports nothing else.
   if (library)
     for (llvm::Function &f : *llvmModule)
-      if (!f.isDeclaration())
+      if (!f.isDeclaration() && !f.hasLocalLinkage())
         f.setVisibility(llvm::GlobalValue::HiddenVisibility);
   if (emit == EmitKind::LLVMIR)
     return writeOutput([&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); });
