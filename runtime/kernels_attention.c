@@ -240,85 +240,180 @@ static void attend_decode(const attention_job *job) {
   free(scratch);
 }
 
-/* Queries [i0, i1) of head h against their keys, a tile at a time. */
+/* Rows [r0, r0 + 4) of the block's output o (dvp floats a row), columns
+ * [e0, e0 + 16·nv), rescaled by `correction` and plus the tile's
+ * probabilities p[jj][r] times value rows v[jj] for jj in [j_lo, j_hi):
+ * 4·nv accumulators, each value vector loaded once for four queries. */
+TFM_INLINE void accumulate_values(float *o, int64_t dvp,
+                                  const float (*p)[kQueryBlock],
+                                  const float *const *v, const float *correction,
+                                  int64_t r0, int64_t e0, int64_t j_lo,
+                                  int64_t j_hi, int nv) {
+  v16 acc[4][4];
+  for (int u = 0; u < 4; ++u)
+    for (int w = 0; w < nv; ++w)
+      acc[u][w] = correction[r0 + u] * load16(o + (r0 + u) * dvp + e0 + w * kLanes);
+  for (int64_t jj = j_lo; jj < j_hi; ++jj) {
+    v16 values[4];
+    for (int w = 0; w < nv; ++w)
+      values[w] = load16(v[jj] + e0 + w * kLanes);
+    /* scalar · vector: GCC broadcasts from memory into the FMA; a splat()
+     * temporary here went through the stack in the target clones. */
+    for (int u = 0; u < 4; ++u)
+      for (int w = 0; w < nv; ++w)
+        acc[u][w] += p[jj][r0 + u] * values[w];
+  }
+  for (int u = 0; u < 4; ++u)
+    for (int w = 0; w < nv; ++w)
+      store16(o + (r0 + u) * dvp + e0 + w * kLanes, acc[u][w]);
+}
+
+/* Queries [i0, i1) of head h (at most kQueryBlock) against their keys, a
+ * tile at a time. Scores are kept transposed, [key][query], so that every
+ * step vectorizes over the block's queries: each key's features are
+ * broadcast against the queries' (K is read in place, never transposed),
+ * the running maximum and sum of every query are vectors, and masking
+ * compares key positions lane by lane. */
 TFM_CLONED
 static void attend_block(const attention_job *job, int64_t i0, int64_t i1,
                          int64_t h) {
+  enum { kQueryVectors = kQueryBlock / kLanes };
   int64_t kh = h / job->group, d = job->d, dv = job->dv;
   int64_t dvp = round_up_to_lanes(dv);
-  int64_t rows = i1 - i0;
+  int64_t rows = i1 - i0, ks = job->k->strides[2];
+  /* Values are read in place when their rows are whole vectors. */
+  int direct_values = job->v->strides[2] == 1 && dv == dvp;
   /* ~40 KB for 64-wide heads: stays in L1/L2 for the whole block. */
-  float qs[kQueryBlock][d], kt[d][kKeyTile], vt[kKeyTile][dvp];
-  float o[kQueryBlock][dvp];
-  float sc[kQueryBlock][kKeyTile], m[kQueryBlock], l[kQueryBlock];
-  int64_t lo[kQueryBlock], hi[kQueryBlock];
+  float qt[d][kQueryBlock], zeros[d];
+  float p[kKeyTile][kQueryBlock], o[kQueryBlock][dvp];
+  float vt[direct_values ? 1 : kKeyTile][dvp];
+  float correction[kQueryBlock], l_rows[kQueryBlock];
+  int32_t lo[kQueryBlock], hi[kQueryBlock];
+  const float *k_rows[kKeyTile], *v_rows[kKeyTile];
 
+  /* Queries transposed and scaled; the block's unused rows are zero and
+   * see no keys (lo = hi = 0), so their probabilities are zero. */
   int64_t first = job->t, last = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *qi = row(job->q, i0 + r, h);
-    for (int64_t c = 0; c < d; ++c)
-      qs[r][c] = qi[c * job->q->strides[2]] * job->scale;
-    memset(o[r], 0, (size_t)dvp * sizeof(float));
-    m[r] = -INFINITY;
-    l[r] = 0;
-    visible_keys(job, i0 + r, &lo[r], &hi[r]);
-    first = lo[r] < first ? lo[r] : first;
-    last = hi[r] > last ? hi[r] : last;
+  for (int64_t r = 0; r < kQueryBlock; ++r) {
+    int64_t key_lo = 0, key_hi = 0;
+    if (r < rows) {
+      const float *qi = row(job->q, i0 + r, h);
+      for (int64_t c = 0; c < d; ++c)
+        qt[c][r] = qi[c * job->q->strides[2]] * job->scale;
+      visible_keys(job, i0 + r, &key_lo, &key_hi);
+      first = key_lo < first ? key_lo : first;
+      last = key_hi > last ? key_hi : last;
+    } else {
+      for (int64_t c = 0; c < d; ++c)
+        qt[c][r] = 0;
+    }
+    lo[r] = (int32_t)key_lo;
+    hi[r] = (int32_t)key_hi;
   }
+  memset(zeros, 0, sizeof zeros);
+  memset(o, 0, sizeof o);
+  v16 m[kQueryVectors], l[kQueryVectors];
+  vi16 lo_v[kQueryVectors], hi_v[kQueryVectors];
+  int32_t lo_max = 0, hi_min = INT32_MAX;
+  for (int v = 0; v < kQueryVectors; ++v) {
+    m[v] = splat(-INFINITY);
+    l[v] = splat(0);
+    memcpy(&lo_v[v], lo + v * kLanes, sizeof lo_v[v]);
+    memcpy(&hi_v[v], hi + v * kLanes, sizeof hi_v[v]);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    lo_max = lo[r] > lo_max ? lo[r] : lo_max;
+    hi_min = hi[r] < hi_min ? hi[r] : hi_min;
+  }
+  int64_t row_groups = (rows + 3) / 4 * 4;
+
   first = first / kKeyTile * kKeyTile;
   for (int64_t j0 = first; j0 < last; j0 += kKeyTile) {
     int64_t tile = last - j0 < kKeyTile ? last - j0 : kKeyTile;
-    /* K transposed (scores vectorize along keys), V padded. */
-    for (int64_t jj = 0; jj < kKeyTile; ++jj) {
-      const float *kj = jj < tile ? row(job->k, j0 + jj, kh) : NULL;
-      const float *vj = jj < tile ? row(job->v, j0 + jj, kh) : NULL;
-      for (int64_t c = 0; c < d; ++c)
-        kt[c][jj] = kj ? kj[c * job->k->strides[2]] : 0.0f;
-      for (int64_t e = 0; e < dvp; ++e)
-        vt[jj][e] = vj && e < dv ? vj[e * job->v->strides[2]] : 0.0f;
-    }
-    for (int64_t r = 0; r < rows; ++r) {
-      if (hi[r] <= j0 || lo[r] >= j0 + tile)
-        continue; /* the whole tile is masked for this query */
-      v16 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+    for (int64_t jj = 0; jj < kKeyTile; ++jj)
+      k_rows[jj] = jj < tile ? row(job->k, j0 + jj, kh) : zeros;
+
+    /* Scores of four keys at a time against every query of the block. */
+    for (int64_t jj = 0; jj < tile; jj += 4) {
+      v16 acc[4][kQueryVectors] = {{{0}}};
       for (int64_t c = 0; c < d; ++c) {
-        v16 qc = splat(qs[r][c]);
-        s0 += qc * load16(kt[c]);
-        s1 += qc * load16(kt[c] + 16);
-        s2 += qc * load16(kt[c] + 32);
-        s3 += qc * load16(kt[c] + 48);
+        v16 q[kQueryVectors];
+        for (int v = 0; v < kQueryVectors; ++v)
+          q[v] = load16(qt[c] + v * kLanes);
+        for (int u = 0; u < 4; ++u)
+          for (int v = 0; v < kQueryVectors; ++v)
+            acc[u][v] += k_rows[jj + u][c * ks] * q[v];
       }
-      store16(sc[r], s0);
-      store16(sc[r] + 16, s1);
-      store16(sc[r] + 32, s2);
-      store16(sc[r] + 48, s3);
-      if (lo[r] > j0 || hi[r] < j0 + kKeyTile)
-        for (int64_t jj = 0; jj < kKeyTile; ++jj)
-          if (j0 + jj < lo[r] || j0 + jj >= hi[r])
-            sc[r][jj] = -INFINITY;
-      float tileMax = hmax(vmax(vmax(load16(sc[r]), load16(sc[r] + 16)),
-                                vmax(load16(sc[r] + 32), load16(sc[r] + 48))));
-      float newMax = tileMax > m[r] ? tileMax : m[r];
-      float correction = exp_nonpositive(splat(m[r] - newMax))[0];
-      m[r] = newMax;
+      for (int u = 0; u < 4; ++u)
+        for (int v = 0; v < kQueryVectors; ++v)
+          store16(p[jj + u] + v * kLanes, acc[u][v]);
+    }
+    /* Keys some query may not see: -inf. */
+    if (j0 < lo_max || j0 + tile > hi_min)
+      for (int64_t jj = 0; jj < tile; ++jj) {
+        vi16 key = (vi16){0} + (int32_t)(j0 + jj);
+        for (int v = 0; v < kQueryVectors; ++v) {
+          vi16 visible = (key >= lo_v[v]) & (key < hi_v[v]);
+          v16 s = load16(p[jj] + v * kLanes);
+          store16(p[jj] + v * kLanes,
+                  (v16)(((vi16)s & visible) | ((vi16)splat(-INFINITY) & ~visible)));
+        }
+      }
+    /* Online softmax, every query's maximum and sum a lane. A query that
+     * has seen no key yet keeps the maximum -inf; 0 stands in for it so
+     * that its probabilities and correction come out 0, not NaN. */
+    for (int v = 0; v < kQueryVectors; ++v) {
+      v16 tile_max = splat(-INFINITY);
+      for (int64_t jj = 0; jj < tile; ++jj)
+        tile_max = vmax(tile_max, load16(p[jj] + v * kLanes));
+      v16 new_max = vmax(m[v], tile_max);
+      vi16 none = new_max == splat(-INFINITY);
+      v16 shift = (v16)((vi16)new_max & ~none);
+      v16 scale = exp_nonpositive(m[v] - shift);
+      m[v] = new_max;
       v16 sum = {0};
-      for (int jj = 0; jj < kKeyTile; jj += kLanes) {
-        v16 p = exp_nonpositive(load16(sc[r] + jj) - newMax);
-        store16(sc[r] + jj, p);
-        sum += p;
+      for (int64_t jj = 0; jj < tile; ++jj) {
+        v16 e = exp_nonpositive(load16(p[jj] + v * kLanes) - shift);
+        store16(p[jj] + v * kLanes, e);
+        sum += e;
       }
-      l[r] = l[r] * correction + hsum(sum);
-      for (int64_t e = 0; e < dvp; e += kLanes) {
-        v16 acc = load16(o[r] + e) * correction;
-        for (int64_t jj = 0; jj < tile; ++jj)
-          acc += sc[r][jj] * load16(vt[jj] + e);
-        store16(o[r] + e, acc);
+      l[v] = l[v] * scale + sum;
+      store16(correction + v * kLanes, scale);
+    }
+    /* Weighted values, four queries at a time over the keys any of them
+     * sees. */
+    for (int64_t jj = 0; jj < tile; ++jj) {
+      if (direct_values) {
+        v_rows[jj] = row(job->v, j0 + jj, kh);
+        continue;
       }
+      const float *vj = row(job->v, j0 + jj, kh);
+      for (int64_t e = 0; e < dvp; ++e)
+        vt[jj][e] = e < dv ? vj[e * job->v->strides[2]] : 0.0f;
+      v_rows[jj] = vt[jj];
+    }
+    for (int64_t r0 = 0; r0 < row_groups; r0 += 4) {
+      int64_t group_lo = job->t, group_hi = 0;
+      for (int64_t r = r0; r < r0 + 4 && r < rows; ++r) {
+        group_lo = lo[r] < group_lo ? lo[r] : group_lo;
+        group_hi = hi[r] > group_hi ? hi[r] : group_hi;
+      }
+      int64_t j_lo = group_lo > j0 ? group_lo - j0 : 0;
+      int64_t j_hi = group_hi - j0 < tile ? group_hi - j0 : tile;
+      int64_t e0 = 0;
+      for (; e0 + 4 * kLanes <= dvp; e0 += 4 * kLanes)
+        accumulate_values(&o[0][0], dvp, p, v_rows, correction, r0, e0, j_lo,
+                          j_hi, 4);
+      for (; e0 < dvp; e0 += kLanes)
+        accumulate_values(&o[0][0], dvp, p, v_rows, correction, r0, e0, j_lo,
+                          j_hi, 1);
     }
   }
+  for (int v = 0; v < kQueryVectors; ++v)
+    store16(l_rows + v * kLanes, l[v]);
   for (int64_t r = 0; r < rows; ++r) {
     float *out = row(job->out, i0 + r, h);
-    float inverse = l[r] > 0 ? 1.0f / l[r] : 0.0f;
+    float inverse = l_rows[r] > 0 ? 1.0f / l_rows[r] : 0.0f;
     for (int64_t e = 0; e < dv; ++e)
       out[e * job->out->strides[2]] = o[r][e] * inverse;
   }
