@@ -11,7 +11,7 @@
  * skipped, and only tiles that straddle a boundary are masked; work items
  * (head, query block) are spread over the runtime's threads. A single
  * query (decode) takes its own path, split over chunks of keys instead
- * (see attend_decode).
+ * (kernels_attention_decode.c).
  *
  * Vectors are GCC's generic 16-float vectors; the hot functions are cloned
  * for AVX-512, AVX2 and baseline x86-64 and picked at load time. Head
@@ -19,226 +19,15 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/simd.h"
+#include "runtime/attention_internal.h"
 #include "runtime/thread_pool.h"
-#include "runtime/tfm_model_abi.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 enum {
-  kKeyTile = 64,     /* keys per tile: 4 vectors of scores */
-  kQueryBlock = 32,  /* queries of one head per work item */
+  kQueryBlock = 32, /* queries of one head per work item: two vectors */
 };
-
-TFM_INLINE v16 vmax(v16 a, v16 b) {
-  vi16 greater = a > b;
-  return (v16)(((vi16)a & greater) | ((vi16)b & ~greater));
-}
-TFM_INLINE float hmax(v16 v) {
-  float m = v[0];
-  for (int i = 1; i < kLanes; ++i)
-    m = v[i] > m ? v[i] : m;
-  return m;
-}
-/* Halving adds: four shuffles instead of fifteen lane extracts. */
-TFM_INLINE float hsum(v16 v) {
-  v += __builtin_shuffle(v, (vi16){8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7});
-  v += __builtin_shuffle(v, (vi16){4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11});
-  v += __builtin_shuffle(v, (vi16){2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13});
-  v += __builtin_shuffle(v, (vi16){1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14});
-  return v[0];
-}
-
-/* e^x for x <= 0 (scores minus their maximum); exactly 0 below -87, which
- * includes the -inf of masked keys. Cephes' expf: x = n·ln2 + r, |r| <=
- * ln2/2, a degree-6 polynomial for e^r, 2^n through the exponent bits;
- * relative error ~1e-7. */
-TFM_INLINE v16 exp_nonpositive(v16 x) {
-  vi16 underflow = x < -87.0f;
-  x = vmax(x, splat(-87.0f));
-  vi16 n = __builtin_convertvector(x * 1.44269504088896341f - 0.5f, vi16);
-  v16 fn = __builtin_convertvector(n, v16);
-  v16 r = x - fn * 0.693359375f + fn * 2.12194440e-4f;
-  v16 p = splat(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  vi16 scale = (n + 127) << 23;
-  v16 result = p * (v16)scale;
-  return (v16)((vi16)result & ~underflow);
-}
-
-typedef struct {
-  const tfm_memref3d_f32 *q, *k, *v, *out;
-  float scale;
-  int causal;
-  int64_t window; /* 0: none */
-  int64_t s, t, heads, group, d, dv, blocks;
-} attention_job;
-
-TFM_INLINE float *row(const tfm_memref3d_f32 *m, int64_t i, int64_t h) {
-  return m->aligned + m->offset + i * m->strides[0] + h * m->strides[1];
-}
-
-/* Keys [first, last) that query i may see. */
-TFM_INLINE void visible_keys(const attention_job *job, int64_t i,
-                             int64_t *first, int64_t *last) {
-  int64_t position = i + job->t - job->s; /* queries are the last s keys */
-  *first = 0;
-  *last = job->t;
-  if (job->causal) {
-    *last = position + 1;
-    if (job->window && position + 1 - job->window > 0)
-      *first = position + 1 - job->window;
-  }
-}
-
-/* The single query of a decode step meets its keys a chunk at a time,
- * every head at once (flash-decoding): a key position's row holds all KV
- * heads contiguously, so a chunk is one sequential read of the cache,
- * where walking one head at a time would stride through it. Each chunk
- * leaves, per head, its maximum score, its sum of exponentials and its
- * unnormalised weighted values; merge_chunks rescales and adds them. */
-typedef struct {
-  const attention_job *job;
-  const float *q;  /* [heads][dp], scaled, zero-padded */
-  float *partials; /* [chunks][heads][dvp + 2]: values, maximum, sum */
-  float *scores;   /* [chunks][heads][chunk] */
-  int64_t first, last, chunk, dp, dvp;
-} decode_job;
-
-TFM_INLINE float dot_row(const float *q, const float *k, int64_t d,
-                         int64_t stride, int unit) {
-  if (unit) {
-    v16 sum = {0};
-    for (int64_t c = 0; c < d; c += kLanes)
-      sum += load16(q + c) * load16(k + c);
-    return hsum(sum);
-  }
-  float dot = 0;
-  for (int64_t c = 0; c < d; ++c)
-    dot += q[c] * k[c * stride];
-  return dot;
-}
-
-TFM_CLONED
-static void decode_chunk(const decode_job *dj, int64_t index) {
-  const attention_job *job = dj->job;
-  int64_t heads = job->heads, d = job->d, dv = job->dv, dvp = dj->dvp;
-  int64_t j0 = dj->first + index * dj->chunk;
-  int64_t count = dj->last - j0 < dj->chunk ? dj->last - j0 : dj->chunk;
-  float *scores = dj->scores + index * heads * dj->chunk;
-  float *partial = dj->partials + index * heads * (dvp + 2);
-  int unit = job->k->strides[2] == 1 && job->v->strides[2] == 1 &&
-             d == dj->dp && dv == dvp;
-  /* Scores, key-major: each key row is read once for all heads. */
-  for (int64_t jj = 0; jj < count; ++jj)
-    for (int64_t h = 0; h < heads; ++h)
-      scores[h * dj->chunk + jj] =
-          dot_row(dj->q + h * dj->dp, row(job->k, j0 + jj, h / job->group), d,
-                  job->k->strides[2], unit);
-  for (int64_t h = 0; h < heads; ++h) {
-    float *sh = scores + h * dj->chunk, maximum = -INFINITY, total = 0;
-    for (int64_t jj = 0; jj < count; ++jj)
-      maximum = sh[jj] > maximum ? sh[jj] : maximum;
-    int64_t jj = 0;
-    for (; jj + kLanes <= count; jj += kLanes) {
-      v16 e = exp_nonpositive(load16(sh + jj) - maximum);
-      store16(sh + jj, e);
-      total += hsum(e);
-    }
-    for (; jj < count; ++jj)
-      total += sh[jj] = exp_nonpositive(splat(sh[jj] - maximum))[0];
-    float *ph = partial + h * (dvp + 2);
-    memset(ph, 0, (size_t)dvp * sizeof(float));
-    ph[dvp] = maximum;
-    ph[dvp + 1] = total;
-  }
-  /* Weighted values, key-major again. */
-  for (int64_t jj = 0; jj < count; ++jj)
-    for (int64_t h = 0; h < heads; ++h) {
-      const float *vj = row(job->v, j0 + jj, h / job->group);
-      float *acc = partial + h * (dvp + 2), p = scores[h * dj->chunk + jj];
-      if (unit)
-        for (int64_t e = 0; e < dv; e += kLanes)
-          store16(acc + e, load16(acc + e) + p * load16(vj + e));
-      else
-        for (int64_t e = 0; e < dv; ++e)
-          acc[e] += p * vj[e * job->v->strides[2]];
-    }
-}
-
-static void decode_chunks(void *context, int64_t begin, int64_t end,
-                          int thread) {
-  (void)thread;
-  for (int64_t index = begin; index < end; ++index)
-    decode_chunk(context, index);
-}
-
-/* out[0, h] = sum over chunks of values·e^(max - M) / sum of sums·e^(max - M),
- * M the largest maximum of head h. */
-static void merge_chunks(const decode_job *dj, int64_t chunks) {
-  const attention_job *job = dj->job;
-  int64_t heads = job->heads, dvp = dj->dvp, stride = heads * (dvp + 2);
-  for (int64_t h = 0; h < heads; ++h) {
-    const float *first = dj->partials + h * (dvp + 2);
-    float maximum = -INFINITY, total = 0;
-    for (int64_t c = 0; c < chunks; ++c)
-      maximum = fmaxf(maximum, first[c * stride + dvp]);
-    float *o = row(job->out, 0, h);
-    for (int64_t e = 0; e < job->dv; ++e)
-      o[e * job->out->strides[2]] = 0;
-    for (int64_t c = 0; c < chunks; ++c) {
-      const float *ph = first + c * stride;
-      float weight = expf(ph[dvp] - maximum);
-      total += weight * ph[dvp + 1];
-      for (int64_t e = 0; e < job->dv; ++e)
-        o[e * job->out->strides[2]] += weight * ph[e];
-    }
-    float inverse = total > 0 ? 1.0f / total : 0.0f;
-    for (int64_t e = 0; e < job->dv; ++e)
-      o[e * job->out->strides[2]] *= inverse;
-  }
-}
-
-/* Keys per chunk: enough chunks to share over the threads, none so small
- * that the merge costs more than it splits. */
-static int64_t decode_chunk_keys(int64_t keys) {
-  int64_t chunk = (keys + 4 * tfm_thread_count() - 1) / (4 * tfm_thread_count());
-  chunk = round_up_to_lanes(chunk);
-  return chunk > kKeyTile ? chunk : kKeyTile;
-}
-
-static void attend_decode(const attention_job *job) {
-  decode_job dj = {.job = job};
-  visible_keys(job, 0, &dj.first, &dj.last);
-  dj.dp = round_up_to_lanes(job->d);
-  dj.dvp = round_up_to_lanes(job->dv);
-  dj.chunk = decode_chunk_keys(dj.last - dj.first);
-  int64_t chunks = (dj.last - dj.first + dj.chunk - 1) / dj.chunk;
-  size_t floats = (size_t)(job->heads * dj.dp +
-                           chunks * job->heads * (dj.dvp + 2 + dj.chunk));
-  float *scratch = malloc(floats * sizeof(float));
-  if (!scratch)
-    abort(); /* no way to report from generated code */
-  float *q = scratch;
-  dj.q = q;
-  dj.partials = q + job->heads * dj.dp;
-  dj.scores = dj.partials + chunks * job->heads * (dj.dvp + 2);
-  for (int64_t h = 0; h < job->heads; ++h) {
-    const float *qh = row(job->q, 0, h);
-    for (int64_t c = 0; c < dj.dp; ++c)
-      q[h * dj.dp + c] = c < job->d ? qh[c * job->q->strides[2]] * job->scale : 0;
-  }
-  tfm_parallel_for(chunks, 1, decode_chunks, &dj);
-  merge_chunks(&dj, chunks);
-  free(scratch);
-}
 
 /* Rows [r0, r0 + 4) of the block's output o (dvp floats a row), columns
  * [e0, e0 + 16·nv), rescaled by `correction` and plus the tile's
@@ -447,7 +236,7 @@ void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
   if (job.s == 0)
     return;
   if (job.s == 1) {
-    attend_decode(&job);
+    tfm_attend_decode(&job);
     return;
   }
   job.blocks = (job.s + kQueryBlock - 1) / kQueryBlock;
