@@ -123,6 +123,12 @@ TEST(AttentionKernel, GroupedQueryOddHeadSizes) {
   checkAttention({33, 90, 3, 1, 8, 24, 0, true});
 }
 
+TEST(AttentionKernel, WideHeadsInVectorGroupsAndRemainders) {
+  // Values accumulated 64 columns at a time, then 16 at a time.
+  checkAttention({100, 100, 2, 2, 128, 128, 0, true});
+  checkAttention({40, 40, 2, 1, 80, 80, 0, false});
+}
+
 TEST(AttentionKernel, SlidingWindow) {
   checkAttention({130, 130, 2, 1, 16, 16, 17, true});
   checkAttention({1, 300, 2, 2, 16, 16, 100, true});
