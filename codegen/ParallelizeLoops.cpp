@@ -178,6 +178,14 @@ Value rematerialize(OpBuilder &b, Value value, IRMapping &mapping) {
   return mapping.lookup(value);
 }
 
+/// The address of the candidate's `index`-th captured value in the context.
+Value contextField(OpBuilder &b, Location loc, const OutlineCandidate &c,
+                   Value contextPtr, size_t index) {
+  return LLVM::GEPOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), c.contextType,
+      contextPtr, ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(index)});
+}
+
 /// `(context, begin, end, thread)`: the signature of tfm_parallel_body.
 FunctionType bodyFunctionType(MLIRContext *context) {
   Type i64 = IntegerType::get(context, 64);
@@ -209,11 +217,9 @@ func::FuncOp outlineBody(OpBuilder &b, SymbolTable &symbols,
 
   IRMapping mapping;
   for (auto [index, value] : llvm::enumerate(c.passed)) {
-    auto field = LLVM::GEPOp::create(
-        b, loc, LLVM::LLVMPointerType::get(context), c.contextType, contextPtr,
-        ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(index)});
-    Type fieldType = c.contextType.getBody()[index];
-    Value loaded = LLVM::LoadOp::create(b, loc, fieldType, field);
+    Value loaded =
+        LLVM::LoadOp::create(b, loc, c.contextType.getBody()[index],
+                             contextField(b, loc, c, contextPtr, index));
     if (value.getType().isIndex())
       loaded = arith::IndexCastOp::create(b, loc, value.getType(), loaded);
     mapping.map(value, loaded);
@@ -268,16 +274,13 @@ void replaceWithRuntimeCall(OpBuilder &b, func::FuncOp runtime,
                             const OutlineCandidate &c) {
   scf::ParallelOp loop = c.loop;
   Location loc = loop.getLoc();
-  MLIRContext *context = loop.getContext();
   b.setInsertionPoint(loop);
   for (auto [index, value] : llvm::enumerate(c.passed)) {
     Value stored = value;
     if (value.getType().isIndex())
       stored = arith::IndexCastOp::create(b, loc, b.getI64Type(), value);
-    auto field = LLVM::GEPOp::create(
-        b, loc, LLVM::LLVMPointerType::get(context), c.contextType, contextPtr,
-        ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(index)});
-    LLVM::StoreOp::create(b, loc, stored, field);
+    LLVM::StoreOp::create(b, loc, stored,
+                          contextField(b, loc, c, contextPtr, index));
   }
   // Iterations of the split dimension: ceil((upper - lower) / step), which
   // the runtime takes as none when it is not positive.

@@ -80,9 +80,10 @@ static void attend_block(const attention_job *job, int64_t i0, int64_t i1,
   int32_t lo[kQueryBlock], hi[kQueryBlock];
   const float *k_rows[kKeyTile], *v_rows[kKeyTile];
 
-  /* Queries transposed and scaled; the block's unused rows are zero and
-   * see no keys (lo = hi = 0), so their probabilities are zero. */
-  int64_t first = job->t, last = 0;
+  /* Queries transposed and scaled; the block's unused rows are zero, see
+   * no keys (lo = hi = 0) and are never written out. [first, last): keys
+   * some query sees; [lo_max, hi_min): keys every query sees. */
+  int64_t first = job->t, last = 0, lo_max = 0, hi_min = INT64_MAX;
   for (int64_t r = 0; r < kQueryBlock; ++r) {
     int64_t key_lo = 0, key_hi = 0;
     if (r < rows) {
@@ -92,6 +93,8 @@ static void attend_block(const attention_job *job, int64_t i0, int64_t i1,
       visible_keys(job, i0 + r, &key_lo, &key_hi);
       first = key_lo < first ? key_lo : first;
       last = key_hi > last ? key_hi : last;
+      lo_max = key_lo > lo_max ? key_lo : lo_max;
+      hi_min = key_hi < hi_min ? key_hi : hi_min;
     } else {
       for (int64_t c = 0; c < d; ++c)
         qt[c][r] = 0;
@@ -103,16 +106,11 @@ static void attend_block(const attention_job *job, int64_t i0, int64_t i1,
   memset(o, 0, sizeof o);
   v16 m[kQueryVectors], l[kQueryVectors];
   vi16 lo_v[kQueryVectors], hi_v[kQueryVectors];
-  int32_t lo_max = 0, hi_min = INT32_MAX;
   for (int v = 0; v < kQueryVectors; ++v) {
     m[v] = splat(-INFINITY);
     l[v] = splat(0);
     memcpy(&lo_v[v], lo + v * kLanes, sizeof lo_v[v]);
     memcpy(&hi_v[v], hi + v * kLanes, sizeof hi_v[v]);
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    lo_max = lo[r] > lo_max ? lo[r] : lo_max;
-    hi_min = hi[r] < hi_min ? hi[r] : hi_min;
   }
   int64_t row_groups = (rows + 3) / 4 * 4;
 
