@@ -46,6 +46,18 @@ int64_t tripCountOrGuess(Value lower, Value upper, Value step) {
   return staticTripCount(lower, upper, step).value_or(kUnknownTripCount);
 }
 
+/// Iterations of `loop`'s dimensions other than `except` (all of them when
+/// it is out of range), guessing where a trip count is not constant.
+int64_t iterationsOutside(scf::ParallelOp loop, size_t except = ~size_t(0)) {
+  int64_t iterations = 1;
+  for (auto [index, lb, ub, step] :
+       llvm::enumerate(loop.getLowerBound(), loop.getUpperBound(),
+                       loop.getStep()))
+    if (index != except)
+      iterations *= tripCountOrGuess(lb, ub, step);
+  return iterations;
+}
+
 /// Operations one run of `block` executes, counting nested loops by their
 /// trip counts: the order of magnitude the runtime weighs against the cost
 /// of handing work to another thread.
@@ -59,12 +71,7 @@ int64_t estimateCost(Block &block) {
                                loop.getStep()) *
               estimateCost(*loop.getBody());
     } else if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
-      int64_t trips = 1;
-      for (auto [lb, ub, step] : llvm::zip(loop.getLowerBound(),
-                                           loop.getUpperBound(),
-                                           loop.getStep()))
-        trips *= tripCountOrGuess(lb, ub, step);
-      cost += trips * estimateCost(*loop.getBody());
+      cost += iterationsOutside(loop) * estimateCost(*loop.getBody());
     } else {
       cost += 1;
       for (Region &region : op.getRegions())
@@ -156,14 +163,9 @@ std::optional<OutlineCandidate> analyze(scf::ParallelOp loop) {
   }
   candidate.contextType =
       LLVM::LLVMStructType::getLiteral(loop.getContext(), fields);
-  int64_t iterations = 1;
-  for (auto [index, lb, ub, step] :
-       llvm::enumerate(loop.getLowerBound(), loop.getUpperBound(),
-                       loop.getStep()))
-    if (index != candidate.dimension)
-      iterations *= tripCountOrGuess(lb, ub, step);
-  candidate.costPerIteration =
-      std::max<int64_t>(1, iterations * estimateCost(*loop.getBody()));
+  candidate.costPerIteration = std::max<int64_t>(
+      1, iterationsOutside(loop, candidate.dimension) *
+             estimateCost(*loop.getBody()));
   return candidate;
 }
 

@@ -112,7 +112,7 @@ static void attend_block(const attention_job *job, int64_t i0, int64_t i1,
     memcpy(&lo_v[v], lo + v * kLanes, sizeof lo_v[v]);
     memcpy(&hi_v[v], hi + v * kLanes, sizeof hi_v[v]);
   }
-  int64_t row_groups = (rows + 3) / 4 * 4;
+  int64_t rows_by_four = (rows + 3) / 4 * 4; /* whole groups of four */
 
   first = first / kKeyTile * kKeyTile;
   for (int64_t j0 = first; j0 < last; j0 += kKeyTile) {
@@ -179,7 +179,7 @@ static void attend_block(const attention_job *job, int64_t i0, int64_t i1,
         vt[jj][e] = e < dv ? vj[e * job->v->strides[2]] : 0.0f;
       v_rows[jj] = vt[jj];
     }
-    for (int64_t r0 = 0; r0 < row_groups; r0 += 4) {
+    for (int64_t r0 = 0; r0 < rows_by_four; r0 += 4) {
       int64_t group_lo = job->t, group_hi = 0;
       for (int64_t r = r0; r < r0 + 4 && r < rows; ++r) {
         group_lo = lo[r] < group_lo ? lo[r] : group_lo;

@@ -157,20 +157,17 @@ void tfm_parallel_for(int64_t n, int64_t grain, tfm_parallel_body body,
 
 void tfm_rt_parallel_loop(int64_t n, int64_t iteration_cost,
                           tfm_parallel_body body, void *context) {
-  if (n <= 0)
-    return;
   if (iteration_cost < 1)
     iteration_cost = 1;
-  int threads = tfm_thread_count();
-  /* n * iteration_cost < kMinParallelWork, without overflow. */
+  /* Thresholds as iteration counts (n · iteration_cost would overflow). */
   int64_t min_iterations =
       (kMinParallelWork + iteration_cost - 1) / iteration_cost;
-  if (threads == 1 || n < 2 || n < min_iterations) {
-    body(context, 0, n, 0);
-    return;
-  }
-  int64_t chunks = (int64_t)threads * kChunksPerThread;
-  int64_t grain = (n + chunks - 1) / chunks;
   int64_t min_grain = (kMinChunkWork + iteration_cost - 1) / iteration_cost;
+  int64_t chunks = (int64_t)tfm_thread_count() * kChunksPerThread;
+  int64_t grain = (n + chunks - 1) / chunks;
+  /* One chunk, which tfm_parallel_for runs inline, for a loop too small to
+   * share; it also handles n <= 0 and a single thread. */
+  if (n < min_iterations)
+    grain = n;
   tfm_parallel_for(n, grain > min_grain ? grain : min_grain, body, context);
 }
