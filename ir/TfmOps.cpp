@@ -80,10 +80,13 @@ LogicalResult verifyFeatureVector(Operation *op, StringRef what, Value v,
                    "input features", features);
 }
 
+/// `inputName` names the normalized operand in messages: "input", or "lhs"
+/// for the fused add + norm ops (whose operands and results share one type).
 LogicalResult verifyNorm(Operation *op, Value input, Value gamma, Value beta,
-                         Value result, APFloat epsilon) {
+                         Value result, APFloat epsilon,
+                         llvm::StringRef inputName = "input") {
   RankedTensorType inputType = tensorType(input);
-  if (failed(expectRank(op, "input", input, 2)))
+  if (failed(expectRank(op, inputName, input, 2)))
     return failure();
   if (inputType != result.getType())
     return op->emitOpError() << "expected result type " << result.getType()
@@ -247,13 +250,13 @@ LogicalResult RmsNormOp::verify() {
 }
 
 LogicalResult AddLayerNormOp::verify() {
-  return verifyNorm(*this, getSum(), getGamma(), getBeta(), getResult(),
-                    getEpsilon());
+  return verifyNorm(*this, getLhs(), getGamma(), getBeta(), getResult(),
+                    getEpsilon(), "lhs");
 }
 
 LogicalResult AddRmsNormOp::verify() {
-  return verifyNorm(*this, getSum(), getGamma(), Value(), getResult(),
-                    getEpsilon());
+  return verifyNorm(*this, getLhs(), getGamma(), Value(), getResult(),
+                    getEpsilon(), "lhs");
 }
 
 //===----------------------------------------------------------------------===//

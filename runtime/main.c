@@ -296,9 +296,10 @@ int main(int argc, char **argv) {
     if (tfm_tokenizer_encode(tokenizer, o.prompt, bos, ids, capacity, &n,
                              &status))
       return fail(argv[0], status.message);
-  } else if (desc->bos_token >= 0) {
-    ids[n++] = desc->bos_token;
   }
+  /* An empty prompt, given as text or as ids, starts from BOS alone. */
+  if (n == 0 && desc->bos_token >= 0)
+    ids[n++] = desc->bos_token;
   if (o.tokenize) {
     for (int64_t i = 0; i < n; ++i)
       printf("%s%d", i ? " " : "", ids[i]);
@@ -306,9 +307,11 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (n == 0)
-    return fail(argv[0], "the prompt is empty and the model has no BOS token");
-  if (!o.print_ids && !tfm_model_tokenizer(model, &status))
-    return fail(argv[0], status.message);
+    return fail(argv[0], "the prompt is empty and the model has no BOS token "
+                         "to start from (give at least one token)");
+  /* Without a tokenizer the output can only be ids. */
+  if (!o.print_ids && !desc->tokenizer)
+    o.print_ids = 1;
 
   if (o.logits_path) {
     float *logits = malloc((size_t)(n * vocab) * sizeof *logits);

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Compares two little-endian f32 files element by element (stdlib only, so
-that CI needs no NumPy): exits 1 when the max abs difference exceeds --tol or
-the sizes differ, printing both so that a failure says by how much.
+that CI needs no NumPy): exits 1 when the max abs difference exceeds --tol, the
+sizes differ, or either file holds a NaN or an infinity (a NaN compares
+false with everything, so it would otherwise slip past the tolerance),
+printing where, so that a failure says by how much.
 --expected-rows picks rows of a [rows, --row-size] expected file."""
 import argparse
 import array
+import math
 import sys
 
 
@@ -34,7 +37,14 @@ def main():
     if len(actual) != len(expected):
         print(f"size mismatch: {len(actual)} values, expected {len(expected)}")
         return 1
-    worst = max((abs(a - e) for a, e in zip(actual, expected)), default=0.0)
+    for name, values in (("actual", actual), ("expected", expected)):
+        bad = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
+        if bad is not None:
+            print(f"MISMATCH: {name} value {bad} is {values[bad]} (not finite)")
+            return 1
+    worst = 0.0
+    for a, e in zip(actual, expected):
+        worst = max(worst, abs(a - e))
     verdict = "OK" if worst <= args.tol else "MISMATCH"
     print(f"{verdict}: max abs error {worst:.3g} over {len(actual)} values (tol {args.tol:g})")
     return 0 if worst <= args.tol else 1

@@ -582,3 +582,51 @@ func.func @add_norm_gamma(%x: tensor<3x8xf32>, %g: tensor<7xf32>) -> tensor<3x8x
   %s, %n = tfm.add_rms_norm %x, %x, %g {epsilon = 1.0e-5 : f32} : tensor<3x8xf32>, tensor<7xf32>
   return %n : tensor<3x8xf32>
 }
+
+// -----
+
+func.func @add_layer_norm_rank(%x: tensor<3x2x8xf32>, %g: tensor<8xf32>) -> tensor<3x2x8xf32> {
+  // expected-error @+1 {{'tfm.add_layer_norm' op expected lhs to be rank 2, got rank 3}}
+  %s, %n = tfm.add_layer_norm %x, %x, %g {epsilon = 1.0e-5 : f32} : tensor<3x2x8xf32>, tensor<8xf32>
+  return %n : tensor<3x2x8xf32>
+}
+
+// -----
+
+func.func @add_layer_norm_gamma(%x: tensor<3x8xf32>, %g: tensor<7xf32>, %b: tensor<8xf32>) -> tensor<3x8xf32> {
+  // expected-error @+1 {{'tfm.add_layer_norm' op expected gamma size (7) to match input features (8)}}
+  %s, %n = tfm.add_layer_norm %x, %x, %g, %b {epsilon = 1.0e-5 : f32} : tensor<3x8xf32>, tensor<7xf32>, tensor<8xf32>
+  return %n : tensor<3x8xf32>
+}
+
+// -----
+
+func.func @add_layer_norm_beta(%x: tensor<3x8xf32>, %g: tensor<8xf32>, %b: tensor<9xf32>) -> tensor<3x8xf32> {
+  // expected-error @+1 {{'tfm.add_layer_norm' op expected beta size (9) to match input features (8)}}
+  %s, %n = tfm.add_layer_norm %x, %x, %g, %b {epsilon = 1.0e-5 : f32} : tensor<3x8xf32>, tensor<8xf32>, tensor<9xf32>
+  return %n : tensor<3x8xf32>
+}
+
+// -----
+
+func.func @add_layer_norm_beta_type(%x: tensor<3x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf16>) -> tensor<3x8xf32> {
+  // expected-error @+1 {{'tfm.add_layer_norm' op expected beta element type 'f16' to match 'f32'}}
+  %s, %n = tfm.add_layer_norm %x, %x, %g, %b {epsilon = 1.0e-5 : f32} : tensor<3x8xf32>, tensor<8xf32>, tensor<8xf16>
+  return %n : tensor<3x8xf32>
+}
+
+// -----
+
+func.func @add_layer_norm_epsilon(%x: tensor<3x8xf32>, %g: tensor<8xf32>) -> tensor<3x8xf32> {
+  // expected-error @+1 {{'tfm.add_layer_norm' op expected a non-negative epsilon, got -1}}
+  %s, %n = tfm.add_layer_norm %x, %x, %g {epsilon = -1.0 : f32} : tensor<3x8xf32>, tensor<8xf32>
+  return %n : tensor<3x8xf32>
+}
+
+// -----
+
+func.func @add_rms_norm_rank(%x: tensor<8xf32>, %g: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'tfm.add_rms_norm' op expected lhs to be rank 2, got rank 1}}
+  %s, %n = tfm.add_rms_norm %x, %x, %g {epsilon = 1.0e-5 : f32} : tensor<8xf32>, tensor<8xf32>
+  return %n : tensor<8xf32>
+}

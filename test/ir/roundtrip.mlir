@@ -64,6 +64,24 @@ func.func @norms(%x: tensor<?x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>)
 
 // -----
 
+// The fused residual add + norm ops of tfm-fuse-norm: two results, the sum
+// (for the next residual) and its norm.
+// CHECK-LABEL: func.func @add_norms
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>, %[[Y:.*]]: tensor<?x64xf32>, %[[G:.*]]: tensor<64xf32>, %[[B:.*]]: tensor<64xf32>)
+func.func @add_norms(%x: tensor<?x64xf32>, %y: tensor<?x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>)
+    -> (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) {
+  // CHECK: %[[S1:.*]], %[[N1:.*]] = tfm.add_layer_norm %[[X]], %[[Y]], %[[G]], %[[B]] {epsilon = 9.99999974E-6 : f32} : tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %s1, %n1 = tfm.add_layer_norm %x, %y, %g, %b {epsilon = 1.0e-5 : f32} : tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>
+  // CHECK: %[[S2:.*]], %[[N2:.*]] = tfm.add_layer_norm %[[S1]], %[[Y]], %[[G]] {epsilon = 0.000000e+00 : f32} : tensor<?x64xf32>, tensor<64xf32>
+  %s2, %n2 = tfm.add_layer_norm %s1, %y, %g {epsilon = 0.0 : f32} : tensor<?x64xf32>, tensor<64xf32>
+  // CHECK: %[[S3:.*]], %[[N3:.*]] = tfm.add_rms_norm %[[S2]], %[[N1]], %[[G]] {epsilon = 9.99999997E-7 : f32} : tensor<?x64xf32>, tensor<64xf32>
+  %s3, %n3 = tfm.add_rms_norm %s2, %n1, %g {epsilon = 1.0e-6 : f32} : tensor<?x64xf32>, tensor<64xf32>
+  // CHECK: return %[[S1]], %[[N1]], %[[S2]], %[[N2]], %[[S3]], %[[N3]]
+  return %s1, %n1, %s2, %n2, %s3, %n3 : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @elementwise
 // CHECK-SAME: (%[[A:.*]]: tensor<?x64xf32>, %[[B:.*]]: tensor<?x64xf32>)
 func.func @elementwise(%a: tensor<?x64xf32>, %b: tensor<?x64xf32>) -> tensor<?x64xf32> {
