@@ -9,6 +9,7 @@
 
 #include "codegen/CpuPipeline.h"
 #include "codegen/Passes.h"
+#include "passes/Pipeline.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -33,6 +34,51 @@
 
 using namespace mlir;
 using namespace mlir::tfm;
+
+void mlir::tfm::buildCpuPipeline(OpPassManager &pm,
+                                 const CpuPipelineOptions &options,
+                                 CpuPipelineStage first,
+                                 CpuPipelineStage last) {
+  auto runs = [&](CpuPipelineStage stage) {
+    return first <= stage && stage <= last;
+  };
+  if (runs(CpuPipelineStage::Tfm)) {
+    TfmPipelineOptions tfm;
+    tfm.kvCache = options.kvCache;
+    tfm.maxContext = options.maxContext;
+    tfm.fuseQKV = options.fuseQKV;
+    tfm.fuseMLP = options.fuseMLP;
+    tfm.fuseNorm = options.fuseNorm;
+    buildTfmPipeline(pm, tfm);
+  }
+  if (runs(CpuPipelineStage::Linalg)) {
+    LowerToLinalgPassOptions linalg;
+    linalg.fusedAttention = options.fusedAttention;
+    linalg.packWeights = options.packWeights;
+    buildLowerToLinalgPipeline(pm, linalg);
+  }
+  if (runs(CpuPipelineStage::LLVM)) {
+    ExportEntryPointsPassOptions exported;
+    exported.prefix = options.prefix;
+    pm.addPass(createExportEntryPointsPass(exported));
+    LinalgToLLVMOptions llvm;
+    llvm.planArena = options.planArena;
+    llvm.annotateParallelLoops = options.annotateParallelLoops;
+    llvm.parallelizeLoops = options.parallelizeLoops;
+    buildLinalgToLLVMPipeline(pm, llvm);
+  }
+}
+
+void mlir::tfm::registerCpuPipeline() {
+  PassPipelineRegistration<CpuPipelineOptions>(
+      "tfm-cpu-pipeline",
+      "A model's tfm IR to the LLVM dialect for the host CPU: the tfm-level "
+      "passes (KV cache, fusion), the lowering to linalg, bufferization, "
+      "the arena and the runtime calls; what tfmc runs",
+      [](OpPassManager &pm, const CpuPipelineOptions &options) {
+        buildCpuPipeline(pm, options);
+      });
+}
 
 void mlir::tfm::buildLowerToLinalgPipeline(
     OpPassManager &pm, const LowerToLinalgPassOptions &options) {

@@ -13,6 +13,8 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassRegistry.h"
 
 #include "llvm/IR/Module.h"
 
@@ -20,6 +22,71 @@
 #include <string>
 
 namespace mlir::tfm {
+
+/// The options of the whole CPU pipeline (tfm-cpu-pipeline): every pass
+/// that can be turned off, to measure what it buys, and the KV cache's
+/// capacity. `tfmc`'s --no-* flags set these; `tfm-opt
+/// --tfm-cpu-pipeline="fuse-qkv=false ..."` runs the same passes.
+struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
+  Option<bool> kvCache{*this, "kv-cache",
+                       llvm::cl::desc("Derive @prefill/@decode from @forward "
+                                      "(tfm-kv-cache)"),
+                       llvm::cl::init(true)};
+  Option<int64_t> maxContext{
+      *this, "max-context",
+      llvm::cl::desc("KV cache capacity (0: the model's maximum context)"),
+      llvm::cl::init(0)};
+  Option<bool> fuseQKV{*this, "fuse-qkv",
+                       llvm::cl::desc("Q, K and V as one GEMM (tfm-fuse-qkv)"),
+                       llvm::cl::init(true)};
+  Option<bool> fuseMLP{*this, "fuse-mlp",
+                       llvm::cl::desc("Bias, activation and gate as GEMM "
+                                      "epilogues (tfm-fuse-mlp)"),
+                       llvm::cl::init(true)};
+  Option<bool> fuseNorm{*this, "fuse-norm",
+                        llvm::cl::desc("Residual adds into the following "
+                                       "norm (tfm-fuse-norm)"),
+                        llvm::cl::init(true)};
+  Option<bool> fusedAttention{
+      *this, "fused-attention",
+      llvm::cl::desc("Attention through the runtime's fused kernel"),
+      llvm::cl::init(true)};
+  Option<bool> packWeights{
+      *this, "pack-weights",
+      llvm::cl::desc("Linear weights as panels for the runtime's GEMM"),
+      llvm::cl::init(true)};
+  Option<bool> planArena{*this, "plan-arena",
+                         llvm::cl::desc("Temporary buffers in one arena "
+                                        "(tfm-plan-arena)"),
+                         llvm::cl::init(true)};
+  Option<bool> annotateParallelLoops{
+      *this, "annotate-parallel-loops",
+      llvm::cl::desc("Parallel loops marked independent for LLVM "
+                     "(tfm-annotate-parallel-loops)"),
+      llvm::cl::init(true)};
+  Option<bool> parallelizeLoops{
+      *this, "parallelize-loops",
+      llvm::cl::desc("Parallel loops on the runtime's threads "
+                     "(tfm-parallelize-loops)"),
+      llvm::cl::init(true)};
+  Option<std::string> prefix{
+      *this, "prefix",
+      llvm::cl::desc("C identifier prefixing the entry points (libraries)"),
+      llvm::cl::init("")};
+};
+
+/// Where the CPU pipeline stops: after the tfm-level passes, after the
+/// lowering to linalg on tensors, or in the LLVM dialect.
+enum class CpuPipelineStage { Tfm, Linalg, LLVM };
+
+/// The CPU pipeline from a model's tfm IR through `last`, as
+/// `tfm-cpu-pipeline` registers it (with `last` = LLVM).
+void buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options,
+                      CpuPipelineStage first = CpuPipelineStage::Tfm,
+                      CpuPipelineStage last = CpuPipelineStage::LLVM);
+
+/// Registers `tfm-cpu-pipeline` (for tfm-opt).
+void registerCpuPipeline();
 
 /// tfm -> linalg/tensor/arith/math on tensors.
 void buildLowerToLinalgPipeline(OpPassManager &pm,

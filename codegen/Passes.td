@@ -49,6 +49,26 @@ def LowerToLinalgPass : Pass<"tfm-lower-to-linalg", "ModuleOp"> {
   ];
 }
 
+def ExportEntryPointsPass : Pass<"tfm-export-entry-points", "ModuleOp"> {
+  let summary = "Give a model's public functions a C interface and its prefix";
+  let description = [{
+    The runtime calls a model's entry points (`@forward`, `@prefill`,
+    `@decode`, ...) from C through MLIR's C interface: each public function
+    gets `llvm.emit_c_interface`. With a non-empty `prefix` (libraries) each
+    is also renamed `@<prefix>_<name>`, so that several models link into one
+    program; call sites follow the rename.
+
+    ```mlir
+    // tfm-export-entry-points{prefix=story}
+    func.func @forward(...)  ->  func.func @story_forward(...) attributes {llvm.emit_c_interface}
+    ```
+  }];
+  let options = [
+    Option<"prefix", "prefix", "std::string", /*default=*/"\"\"",
+           "C identifier prefixing every public function's name">
+  ];
+}
+
 def DropReturnedArgumentsPass : Pass<"tfm-drop-returned-arguments", "ModuleOp"> {
   let summary = "Drop results that return a function's own memref argument";
   let description = [{

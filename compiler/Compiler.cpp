@@ -1,0 +1,336 @@
+//===- Compiler.cpp - tfmc's stages as a library ------------------------===//
+//
+// See Compiler.h. Each stage checks what it needs from the earlier ones and
+// the options, so that a caller can stop after any of them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Compiler.h"
+#include "frontend/ErrorMessages.h"
+#include "ir/TfmOps.h"
+#include "runtime/tfm_format.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <set>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+char DiagnosedError::ID = 0;
+
+namespace {
+
+llvm::Error diagnosed() { return llvm::make_error<DiagnosedError>(); }
+
+bool isLibrary(EmitKind emit) {
+  return emit == EmitKind::Lib || emit == EmitKind::StaticLib;
+}
+
+/// The model's name: the output's stem, without "lib" for a library.
+std::string modelNameOf(const CompileOptions &options) {
+  if (!options.modelName.empty())
+    return options.modelName;
+  llvm::StringRef stem = llvm::sys::path::stem(options.outputPath);
+  if (isLibrary(options.emit))
+    stem.consume_front("lib");
+  return stem.str();
+}
+
+std::string prefixOf(const CompileOptions &options) {
+  return options.prefix.empty() ? identifierFrom(modelNameOf(options))
+                                : options.prefix;
+}
+
+/// Writes `print(os)` to the output file or stdout.
+llvm::Error writeText(const CompileOptions &options,
+                      llvm::function_ref<void(llvm::raw_ostream &)> print) {
+  std::string error;
+  auto output = openOutputFile(
+      options.outputPath.empty() ? std::string("-") : options.outputPath,
+      &error);
+  if (!output)
+    return makeError(error);
+  print(output->os());
+  output->keep();
+  return llvm::Error::success();
+}
+
+/// Checks the options against each other and the input before any work.
+llvm::Error checkOptions(const CompileOptions &options,
+                         const CompilationUnit &unit) {
+  bool linked = options.emit == EmitKind::Exe || isLibrary(options.emit);
+  if (linked && !unit.model)
+    return makeError(llvm::Twine(options.emit == EmitKind::Exe
+                                     ? "an executable"
+                                     : "a library") +
+                     " needs a model with weights, not a .mlir file (use "
+                     "--emit=obj)");
+  static const char *const binaryEmitNames[] = {"obj", "exe", "lib",
+                                                "staticlib"};
+  if (options.emit >= EmitKind::Obj && options.outputPath.empty())
+    return makeError(llvm::Twine("--emit=") +
+                     binaryEmitNames[int(options.emit) - int(EmitKind::Obj)] +
+                     " needs an output file (-o)");
+  std::string prefix = prefixOf(options);
+  if (identifierFrom(prefix) != prefix)
+    return makeError("--prefix must be a C identifier, got '" + prefix + "'");
+  int64_t maxContext = options.pipeline ? options.pipeline->maxContext : 0;
+  int64_t modelContext = unit.model ? unit.model->maxContext : 0;
+  if (maxContext < 0 || (unit.model && maxContext > modelContext))
+    return makeError("--max-context must be between 1 and the model's "
+                     "maximum context (" +
+                     llvm::Twine(modelContext) + "), got " +
+                     llvm::Twine(maxContext));
+  return llvm::Error::success();
+}
+
+} // namespace
+
+LinkOptions mlir::tfm::locateRuntime(const char *argv0) {
+  LinkOptions options;
+  std::string exe = llvm::sys::fs::getMainExecutable(
+      argv0, reinterpret_cast<void *>(&locateRuntime));
+  llvm::SmallString<256> prefix(
+      llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
+  llvm::SmallString<256> installedHeader(prefix);
+  llvm::sys::path::append(installedHeader, "include", "tfmc", "runtime",
+                          "tfm_runtime.h");
+  std::string libDir = TFM_RUNTIME_LIBRARY_DIR;
+  options.runtimeIncludeDir = TFM_RUNTIME_INCLUDE_DIR;
+  if (llvm::sys::fs::exists(installedHeader)) {
+    libDir = (prefix + "/lib").str();
+    options.runtimeIncludeDir = (prefix + "/include/tfmc").str();
+  }
+  options.runtimeLibraryDir = libDir;
+  options.runtimeLibrary = libDir + "/libtfmrt.a";
+  options.runtimeMainLibrary = libDir + "/libtfmrt_main.a";
+  return options;
+}
+
+std::string mlir::tfm::identifierFrom(llvm::StringRef name) {
+  std::string id;
+  for (char c : name)
+    id += llvm::isAlnum(c) ? c : '_';
+  if (id.empty() || llvm::isDigit(id[0]))
+    id = "m_" + id;
+  return id;
+}
+
+llvm::Expected<CompilationUnit>
+mlir::tfm::loadInput(MLIRContext &context, const CompileOptions &options) {
+  CompilationUnit unit;
+  if (!llvm::StringRef(options.inputPath).ends_with(".mlir")) {
+    llvm::Expected<LoadedModel> loaded =
+        loadModel(context, options.inputPath, options.tokenizerPath);
+    if (!loaded)
+      return loaded.takeError();
+    unit.module = std::move(loaded->module);
+    unit.model = std::move(*loaded);
+    return std::move(unit);
+  }
+  std::string error;
+  auto input = openInputFile(options.inputPath, &error);
+  if (!input)
+    return makeError(error);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  // Diagnostics go to the context's handler, which the caller installed.
+  unit.module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!unit.module)
+    return diagnosed();
+  return std::move(unit);
+}
+
+llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
+                                         const CompileOptions &options,
+                                         CpuPipelineStage first,
+                                         CpuPipelineStage last) {
+  CpuPipelineOptions pipeline;
+  if (options.pipeline)
+    pipeline.copyOptionValuesFrom(*options.pipeline);
+  // Only causal decoders get a KV cache; a .mlir file is compiled as
+  // written.
+  pipeline.kvCache = pipeline.kvCache && unit.model && unit.model->causalDecoder;
+  if (!unit.model && first == CpuPipelineStage::Tfm)
+    first = CpuPipelineStage::Linalg;
+  if (first > last)
+    return llvm::Error::success();
+  pipeline.prefix = isLibrary(options.emit) ? prefixOf(options) : "";
+  PassManager pm(unit.module->getContext());
+  if (options.configurePassManager &&
+      failed(options.configurePassManager(pm)))
+    return diagnosed();
+  if (options.timing)
+    pm.enableTiming(*options.timing);
+  buildCpuPipeline(pm, pipeline, first, last);
+  if (failed(pm.run(*unit.module)))
+    return diagnosed();
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::tfm::translateToLLVMIR(CompilationUnit &unit,
+                                         const CompileOptions &options) {
+  std::optional<TimingScope> timing;
+  if (options.timing)
+    timing = options.timing->nest("Translate and optimize LLVM IR");
+  unit.llvmContext = std::make_unique<llvm::LLVMContext>();
+  unit.llvmModule =
+      translateAndOptimize(*unit.module, *unit.llvmContext, options.target);
+  if (!unit.llvmModule)
+    return diagnosed();
+  // The generated functions are reached through the model description
+  // only: a library exports nothing else. (Internal functions, such as
+  // outlined loop bodies, cannot carry a visibility.)
+  if (isLibrary(options.emit))
+    for (llvm::Function &f : *unit.llvmModule)
+      if (!f.isDeclaration() && !f.hasLocalLinkage())
+        f.setVisibility(llvm::GlobalValue::HiddenVisibility);
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::tfm::emitMachineCode(CompilationUnit &unit,
+                                       const CompileOptions &options,
+                                       bool assembly, llvm::StringRef path) {
+  std::optional<TimingScope> timing;
+  if (options.timing)
+    timing = options.timing->nest("Emit object code");
+  std::string error =
+      emitNativeCode(*unit.llvmModule, options.target, assembly, path);
+  return error.empty() ? llvm::Error::success() : makeError(error);
+}
+
+ModelDescription mlir::tfm::modelDescription(const CompilationUnit &unit,
+                                             const CompileOptions &options) {
+  const LoadedModel &model = *unit.model;
+  ModelDescription description;
+  description.name = modelNameOf(options);
+  description.source = options.inputPath;
+  description.hiddenSize = model.hiddenSize;
+  description.numLayers = model.numLayers;
+  description.numHeads = model.numHeads;
+  description.numKVHeads = model.numKVHeads;
+  description.vocabSize = model.vocabSize;
+  description.maxContext = model.maxContext;
+  description.bosToken = model.bosToken;
+  description.eosToken = model.eosToken;
+  description.addBos = model.addBos;
+  // The cache the runtime allocates: @prefill's cache argument.
+  if (auto prefill = unit.module.get().lookupSymbol<func::FuncOp>("prefill")) {
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(prefill.getArgumentTypes().back()).getShape();
+    description.cacheShape.assign(shape.begin(), shape.end());
+    // The runtime slides the cache only when every layer has one window.
+    std::set<int64_t> windows;
+    prefill.walk([&](AttentionOp op) {
+      windows.insert(op.getWindow().value_or(0));
+    });
+    if (windows.size() == 1)
+      description.slidingWindow = *windows.begin();
+  }
+  if (model.tokenizer)
+    description.tokenizer = TokenizerBlobInput{
+        model.tokenizer->kind == TokenizerVocab::Kind::ByteLevelBpe
+            ? uint32_t(TFM_TOKENIZER_BYTE_LEVEL_BPE)
+            : uint32_t(TFM_TOKENIZER_SCORE_BPE),
+        model.tokenizer->pieces, model.tokenizer->scores,
+        model.tokenizer->merges};
+  return description;
+}
+
+llvm::Error
+mlir::tfm::linkExecutableOrLibrary(CompilationUnit &unit,
+                                   const CompileOptions &options,
+                                   const ModelDescription &description) {
+  llvm::SmallString<128> objectPath;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "tfmc-model", "o", objectPath))
+    return makeError("cannot create a temporary object file: " +
+                     ec.message());
+  if (llvm::Error err = emitMachineCode(unit, options, /*assembly=*/false,
+                                        objectPath))
+    return err;
+  LinkOptions link = options.runtime;
+  link.kind = options.emit == EmitKind::Lib ? OutputKind::SharedLibrary
+              : options.emit == EmitKind::StaticLib
+                  ? OutputKind::StaticLibrary
+                  : OutputKind::Executable;
+  link.outputPath = options.outputPath;
+  link.externalWeights = options.externalWeights;
+  link.prefix = prefixOf(options);
+  llvm::SmallString<256> headerPath(
+      llvm::sys::path::parent_path(options.outputPath));
+  llvm::sys::path::append(headerPath, description.name + ".h");
+  link.headerPath = headerPath.str().str();
+  if (isLibrary(options.emit)) {
+    link.forwardSymbol = "_mlir_ciface_" + link.prefix + "_forward";
+    link.prefillSymbol = "_mlir_ciface_" + link.prefix + "_prefill";
+    link.decodeSymbol = "_mlir_ciface_" + link.prefix + "_decode";
+  }
+  const WeightStore &weights = unit.model->weights;
+  auto lookup = [&](llvm::StringRef name) -> llvm::ArrayRef<float> {
+    const WeightTensor *tensor = weights.lookup(name);
+    return tensor ? llvm::ArrayRef<float>(tensor->values)
+                  : llvm::ArrayRef<float>();
+  };
+  llvm::Error linked = [&] {
+    std::optional<TimingScope> timing;
+    if (options.timing)
+      timing = options.timing->nest("Package weights and link");
+    return linkModel(*unit.module, lookup, description, objectPath, link);
+  }();
+  llvm::sys::fs::remove(objectPath);
+  return linked;
+}
+
+llvm::Error mlir::tfm::compile(MLIRContext &context,
+                               const CompileOptions &options) {
+  llvm::Expected<CompilationUnit> loaded = loadInput(context, options);
+  if (!loaded)
+    return loaded.takeError();
+  CompilationUnit &unit = *loaded;
+  if (llvm::Error err = checkOptions(options, unit))
+    return err;
+  auto printModule = [&] {
+    return writeText(options,
+                     [&](llvm::raw_ostream &os) { unit.module->print(os); });
+  };
+  using Stage = CpuPipelineStage;
+  if (llvm::Error err =
+          runPipelineStages(unit, options, Stage::Tfm, Stage::Tfm))
+    return err;
+  if (options.emit == EmitKind::Tfm)
+    return printModule();
+  // Read before lowering: the tfm-level @prefill says what cache it takes.
+  std::optional<ModelDescription> description;
+  if (unit.model)
+    description = modelDescription(unit, options);
+  if (llvm::Error err =
+          runPipelineStages(unit, options, Stage::Linalg, Stage::Linalg))
+    return err;
+  if (options.emit == EmitKind::Linalg)
+    return printModule();
+  if (llvm::Error err =
+          runPipelineStages(unit, options, Stage::LLVM, Stage::LLVM))
+    return err;
+  if (options.emit == EmitKind::LLVMMLIR)
+    return printModule();
+  if (llvm::Error err = translateToLLVMIR(unit, options))
+    return err;
+  if (options.emit == EmitKind::LLVMIR)
+    return writeText(options, [&](llvm::raw_ostream &os) {
+      unit.llvmModule->print(os, nullptr);
+    });
+  if (options.emit == EmitKind::Asm || options.emit == EmitKind::Obj)
+    return emitMachineCode(
+        unit, options, options.emit == EmitKind::Asm,
+        options.outputPath.empty() ? "-" : options.outputPath);
+  return linkExecutableOrLibrary(unit, options, *description);
+}

@@ -1,0 +1,149 @@
+//===- Compiler.h - tfmc's stages as a library ------------------*- C++ -*-===//
+//
+// The compiler as functions that a driver (tools/tfmc), a test or another
+// program calls: load a model into tfm IR, run the CPU pipeline's stages
+// (tfm passes, lowering to linalg, the LLVM dialect), translate to LLVM IR,
+// emit assembly or an object, and link an executable or a library with the
+// model's weights and the runtime. `compile` runs them in order and writes
+// what `CompileOptions::emit` asks for.
+//
+// Errors: bad user input comes back as an llvm::Error whose message says
+// what and where. Failures already reported as MLIR diagnostics (a pass
+// failing, IR that does not verify) come back as a DiagnosedError, which
+// the caller should not print again.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_COMPILER_COMPILER_H
+#define TFM_COMPILER_COMPILER_H
+
+#include "codegen/CpuPipeline.h"
+#include "codegen/ModelPackager.h"
+#include "frontend/ModelLoader.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace mlir::tfm {
+
+/// What `compile` produces, in pipeline order.
+enum class EmitKind {
+  Tfm,       // tfm IR after the tfm-level passes
+  Linalg,    // linalg on tensors
+  LLVMMLIR,  // the LLVM dialect
+  LLVMIR,    // optimized LLVM IR
+  Asm,       // assembly
+  Obj,       // an object file
+  Exe,       // a native executable
+  Lib,       // libNAME.so + NAME.h
+  StaticLib  // libNAME.a + NAME.h
+};
+
+/// A failure whose diagnostics the MLIRContext has already reported.
+class DiagnosedError : public llvm::ErrorInfo<DiagnosedError> {
+public:
+  static char ID;
+  void log(llvm::raw_ostream &os) const override {
+    os << "failed (see the diagnostics above)";
+  }
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+};
+
+struct CompileOptions {
+  /// A Hugging Face directory, a llama2.c .bin, or a tfm module (.mlir).
+  std::string inputPath;
+  /// A tokenizer file to use instead of the one beside the model.
+  std::string tokenizerPath;
+  EmitKind emit = EmitKind::Exe;
+  /// "-" or empty: stdout (text outputs only).
+  std::string outputPath;
+  /// The model's name (libNAME -> NAME) and the C identifier prefixing a
+  /// library's symbols; both derived from outputPath when empty.
+  std::string modelName, prefix;
+  /// Weights in `<output>.weights` instead of embedded.
+  bool externalWeights = false;
+  /// The pass pipeline's options (tfm-cpu-pipeline); `prefix` is set from
+  /// the above for libraries.
+  const CpuPipelineOptions *pipeline = nullptr;
+  NativeTarget target;
+  /// Runtime headers and archives the link step uses.
+  LinkOptions runtime;
+  /// Applied to every pass manager before it runs (MLIR's command-line
+  /// options: IR printing, timing). May be empty.
+  std::function<LogicalResult(PassManager &)> configurePassManager;
+  /// Where stage timings nest (--mlir-timing). May be null.
+  TimingScope *timing = nullptr;
+};
+
+/// A model on its way through the compiler: the module, and for models read
+/// from a checkpoint their weights, tokenizer and sizes.
+struct CompilationUnit {
+  OwningOpRef<ModuleOp> module;
+  /// Absent for a .mlir input.
+  std::optional<LoadedModel> model;
+  std::unique_ptr<llvm::LLVMContext> llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule;
+};
+
+/// Stage 1: reads `options.inputPath` into tfm IR.
+llvm::Expected<CompilationUnit> loadInput(MLIRContext &context,
+                                          const CompileOptions &options);
+
+/// Stage 2: runs the CPU pipeline's stages `first` through `last` on the
+/// module. A .mlir input skips the tfm-level passes: it is compiled as
+/// written (tfm-opt runs passes on it).
+llvm::Error runPipelineStages(CompilationUnit &unit,
+                              const CompileOptions &options,
+                              CpuPipelineStage first, CpuPipelineStage last);
+
+/// Stage 3: the LLVM dialect to optimized LLVM IR for `options.target`.
+llvm::Error translateToLLVMIR(CompilationUnit &unit,
+                              const CompileOptions &options);
+
+/// Stage 4: assembly or an object file at `path`.
+llvm::Error emitMachineCode(CompilationUnit &unit,
+                            const CompileOptions &options, bool assembly,
+                            llvm::StringRef path);
+
+/// Stage 5: object + weights + tokenizer + runtime -> executable or library.
+/// `description` is what the runtime learns about the model, read from the
+/// module after the tfm-level passes (modelDescription).
+llvm::Error linkExecutableOrLibrary(CompilationUnit &unit,
+                                    const CompileOptions &options,
+                                    const ModelDescription &description);
+
+/// What the runtime needs to know about a loaded model after the tfm-level
+/// passes: sizes, special tokens, tokenizer, and the KV cache @prefill
+/// takes (its shape, and the window when every layer has the same one).
+ModelDescription modelDescription(const CompilationUnit &unit,
+                                  const CompileOptions &options);
+
+/// All stages in order, up to what `options.emit` asks for, written to
+/// `options.outputPath`.
+llvm::Error compile(MLIRContext &context, const CompileOptions &options);
+
+/// The runtime a compiled model links with: an installed tfmc finds it
+/// beside itself (<prefix>/bin/tfmc, <prefix>/lib, <prefix>/include/tfmc);
+/// a build-tree tfmc uses the folders it was configured with. `argv0`:
+/// the running tool's argv[0].
+LinkOptions locateRuntime(const char *argv0);
+
+/// A C identifier from a file name ("libstory-2.so" -> "story_2").
+std::string identifierFrom(llvm::StringRef name);
+
+} // namespace mlir::tfm
+
+#endif // TFM_COMPILER_COMPILER_H
