@@ -81,7 +81,14 @@ struct LowerEmbedding : OpConversionPattern<EmbeddingOp> {
           Value row = arith::IndexCastOp::create(b, l, b.getIndexType(),
                                                  args[0]);
           Value col = linalg::IndexOp::create(b, l, 1);
-          return tensor::ExtractOp::create(b, l, table, ValueRange{row, col});
+          Value value =
+              tensor::ExtractOp::create(b, l, table, ValueRange{row, col});
+          if (std::optional<APFloat> scale = op.getScale())
+            value = arith::MulFOp::create(
+                b, l, value,
+                arith::ConstantOp::create(
+                    b, l, b.getFloatAttr(b.getF32Type(), *scale)));
+          return value;
         });
     rewriter.replaceOp(op, result);
     return success();
@@ -555,19 +562,25 @@ Value inverseFrequency(OpBuilder &b, Location loc, Value pair, int64_t dim,
 /// table: computed once per call instead of once per element of every
 /// head, and shared by Q and K and, once CSE merges the identical tables,
 /// by every layer.
-Value ropeTable(OpBuilder &b, Location loc, Value positions, int64_t headDim,
-                double theta, bool sine) {
+/// `rotaryDims`: the rotated dimensions of a head (the table has half as
+/// many columns); `given`: the op's explicit inverse frequencies, if any.
+Value ropeTable(OpBuilder &b, Location loc, Value positions, int64_t rotaryDims,
+                double theta, std::optional<ArrayRef<float>> given,
+                bool sine) {
   MLIRContext *ctx = b.getContext();
-  int64_t half = headDim / 2;
+  int64_t half = rotaryDims / 2;
   auto frequencyType = RankedTensorType::get({half}, b.getF32Type());
-  Value frequencies = createGeneric(
-      b, loc, ValueRange{},
-      createEmpty(b, loc, frequencyType, {b.getIndexAttr(half)}),
-      {b.getMultiDimIdentityMap(1)}, {IteratorType::parallel},
-      [&](OpBuilder &nb, Location l, ValueRange) -> Value {
-        Value j = linalg::IndexOp::create(nb, l, 0);
-        return inverseFrequency(nb, l, j, headDim, theta);
-      });
+  Value frequencies =
+      given ? Value(arith::ConstantOp::create(
+                  b, loc, DenseElementsAttr::get(frequencyType, *given)))
+            : createGeneric(
+                  b, loc, ValueRange{},
+                  createEmpty(b, loc, frequencyType, {b.getIndexAttr(half)}),
+                  {b.getMultiDimIdentityMap(1)}, {IteratorType::parallel},
+                  [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+                    Value j = linalg::IndexOp::create(nb, l, 0);
+                    return inverseFrequency(nb, l, j, rotaryDims, theta);
+                  });
   auto positionsType = cast<RankedTensorType>(positions.getType());
   auto tableType = RankedTensorType::get({positionsType.getDimSize(0), half},
                                          b.getF32Type());
@@ -599,16 +612,19 @@ struct LowerRope : OpConversionPattern<RopeOp> {
     MLIRContext *ctx = op.getContext();
     Value x = adaptor.getInput();
     int64_t headDim = op.getType().getDimSize(2);
+    int64_t rotary = op.getRotaryDims();
     double theta = op.getTheta().convertToDouble();
     bool interleaved = op.getStyle() == RopeStyle::interleaved;
-    Value cosTable = ropeTable(rewriter, loc, adaptor.getPositions(), headDim,
-                               theta, /*sine=*/false);
-    Value sinTable = ropeTable(rewriter, loc, adaptor.getPositions(), headDim,
-                               theta, /*sine=*/true);
-    // Element d of a head belongs to pair d / 2 (interleaved) or
-    // d mod head_dim/2 (halves).
+    Value cosTable = ropeTable(rewriter, loc, adaptor.getPositions(), rotary,
+                               theta, op.getFrequencies(), /*sine=*/false);
+    Value sinTable = ropeTable(rewriter, loc, adaptor.getPositions(), rotary,
+                               theta, op.getFrequencies(), /*sine=*/true);
+    // Element d < rotary of a head belongs to pair d / 2 (interleaved) or
+    // d mod rotary/2 (halves). Dimensions past `rotary` pass through; the
+    // map keeps their (unused) table index in bounds.
     AffineExpr d = getAffineDimExpr(2, ctx);
-    AffineExpr pairOf = interleaved ? d.floorDiv(2) : d % (headDim / 2);
+    AffineExpr rotated = rotary < headDim ? d % rotary : d;
+    AffineExpr pairOf = interleaved ? rotated.floorDiv(2) : d % (rotary / 2);
     AffineMap tableMap =
         AffineMap::get(3, 0, {getAffineDimExpr(0, ctx), pairOf}, ctx);
     AffineMap identity = rewriter.getMultiDimIdentityMap(3);
@@ -634,12 +650,20 @@ struct LowerRope : OpConversionPattern<RopeOp> {
             Value one = arith::ConstantIndexOp::create(b, l, 1);
             partner = arith::XOrIOp::create(b, l, d, one);
           } else {
-            Value half = arith::ConstantIndexOp::create(b, l, headDim / 2);
+            Value half = arith::ConstantIndexOp::create(b, l, rotary / 2);
             isSecond = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge,
                                              d, half);
             Value below = arith::SubIOp::create(b, l, d, half);
             Value above = arith::AddIOp::create(b, l, d, half);
             partner = arith::SelectOp::create(b, l, isSecond, below, above);
+          }
+          Value passThrough;
+          if (rotary < headDim) {
+            // Past the rotated dimensions: no partner (read itself).
+            passThrough = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::uge, d,
+                arith::ConstantIndexOp::create(b, l, rotary));
+            partner = arith::SelectOp::create(b, l, passThrough, d, partner);
           }
           Value other =
               tensor::ExtractOp::create(b, l, x, ValueRange{i, h, partner});
@@ -648,7 +672,11 @@ struct LowerRope : OpConversionPattern<RopeOp> {
           Value ps = arith::MulFOp::create(b, l, other, args[2]);
           Value second = arith::AddFOp::create(b, l, xc, ps);
           Value first = arith::SubFOp::create(b, l, xc, ps);
-          return arith::SelectOp::create(b, l, isSecond, second, first);
+          Value rotated =
+              arith::SelectOp::create(b, l, isSecond, second, first);
+          if (!passThrough)
+            return rotated;
+          return arith::SelectOp::create(b, l, passThrough, args[0], rotated);
         });
     rewriter.replaceOp(op, result);
     return success();

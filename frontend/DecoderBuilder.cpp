@@ -55,7 +55,10 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
     if (f.value <= 0)
       return fail(llvm::Twine(f.name) + " must be positive, got " +
                   llvm::Twine(f.value));
-  if (spec.hiddenSize % spec.numHeads != 0)
+  if (spec.explicitHeadDim < 0)
+    return fail("head size must be positive, got " +
+                llvm::Twine(spec.explicitHeadDim));
+  if (!spec.explicitHeadDim && spec.hiddenSize % spec.numHeads != 0)
     return fail("hidden size (" + llvm::Twine(spec.hiddenSize) +
                 ") is not divisible by the head count (" +
                 llvm::Twine(spec.numHeads) + ")");
@@ -66,6 +69,12 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
   if (!spec.learnedPositions && spec.headDim() % 2 != 0)
     return fail("rotary embeddings need an even head size, got " +
                 llvm::Twine(spec.headDim()));
+  if (!spec.learnedPositions &&
+      (spec.rotaryDims() <= 0 || spec.rotaryDims() % 2 != 0 ||
+       spec.rotaryDims() > spec.headDim()))
+    return fail("rotary dimensions must be even and at most the head size (" +
+                llvm::Twine(spec.headDim()) + "), got " +
+                llvm::Twine(spec.rotaryDims()));
   if (spec.slidingWindow < 0)
     return fail("sliding window must be positive, got " +
                 llvm::Twine(spec.slidingWindow));
@@ -102,8 +111,11 @@ private:
   /// x·Wᵀ (+ b) with the result shaped `resultShape` (leading dim dynamic).
   Value linear(Value x, const std::string &name, bool bias,
                ArrayRef<int64_t> resultShape, Location loc);
-  Value attentionBlock(Value x, Value positions, int64_t layer);
-  Value mlpBlock(Value x, int64_t layer);
+  /// One layer's attention and MLP of the normed input (`h`, `h2`),
+  /// without the residual add.
+  Value attention(Value h, Value positions, int64_t layer);
+  Value mlp(Value h, int64_t layer);
+  Value block(Value x, Value positions, int64_t layer);
 
   OpBuilder b;
   const DecoderSpec &spec;
@@ -133,7 +145,7 @@ Value DecoderIRBuilder::norm(Value x, const std::string &name, Location loc) {
   auto epsilon = b.getF32FloatAttr(spec.normEpsilon);
   if (spec.rmsNorm)
     return RmsNormOp::create(b, loc, x.getType(), x, gamma, epsilon);
-  Value beta = weight(tfm::biasName(name), {d});
+  Value beta = spec.normBias ? weight(tfm::biasName(name), {d}) : Value();
   return LayerNormOp::create(b, loc, x.getType(), x, gamma, beta, epsilon);
 }
 
@@ -150,25 +162,31 @@ Value DecoderIRBuilder::linear(Value x, const std::string &name, bool bias,
   return LinearOp::create(b, loc, tensorType(resultShape), x, w, biasValue);
 }
 
-Value DecoderIRBuilder::attentionBlock(Value x, Value positions,
-                                       int64_t layer) {
+Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
   const tfm::LayerWeightNames &n = spec.layer;
   Location loc = named("layer " + llvm::Twine(layer) + " attention");
   int64_t dyn = ShapedType::kDynamic, heads = spec.numHeads,
           kvHeads = spec.numKVHeads, headDim = spec.headDim();
-  bool bias = spec.attentionBias;
-  Value h = norm(x, tfm::layerWeightName(n.attnNorm, layer), loc);
-  Value q = linear(h, tfm::layerWeightName(n.query, layer), bias,
+  Value q = linear(h, tfm::layerWeightName(n.query, layer), spec.qkvBias,
                    {dyn, heads, headDim}, loc);
-  Value k = linear(h, tfm::layerWeightName(n.key, layer), bias,
+  Value k = linear(h, tfm::layerWeightName(n.key, layer), spec.qkvBias,
                    {dyn, kvHeads, headDim}, loc);
-  Value v = linear(h, tfm::layerWeightName(n.value, layer), bias,
+  Value v = linear(h, tfm::layerWeightName(n.value, layer), spec.qkvBias,
                    {dyn, kvHeads, headDim}, loc);
   if (!spec.learnedPositions) {
     auto theta = b.getF32FloatAttr(spec.ropeTheta);
     auto style = RopeStyleAttr::get(b.getContext(), spec.ropeStyle);
-    q = RopeOp::create(b, loc, q.getType(), style, q, positions, theta);
-    k = RopeOp::create(b, loc, k.getType(), style, k, positions, theta);
+    IntegerAttr rotaryDim = spec.rotaryDims() < headDim
+                                ? b.getI64IntegerAttr(spec.rotaryDims())
+                                : IntegerAttr();
+    DenseF32ArrayAttr frequencies =
+        spec.ropeFrequencies.empty()
+            ? DenseF32ArrayAttr()
+            : b.getDenseF32ArrayAttr(spec.ropeFrequencies);
+    q = RopeOp::create(b, loc, q.getType(), style, q, positions, theta,
+                       rotaryDim, frequencies);
+    k = RopeOp::create(b, loc, k.getType(), style, k, positions, theta,
+                       rotaryDim, frequencies);
   }
   auto scale = b.getF32FloatAttr(1.0 / std::sqrt(double(headDim)));
   // A window as long as the context excludes nothing: leave it out.
@@ -179,17 +197,15 @@ Value DecoderIRBuilder::attentionBlock(Value x, Value positions,
   Value attended =
       AttentionOp::create(b, loc, q.getType(), q, k, v, /*bias=*/Value(),
                           scale, /*causal=*/b.getUnitAttr(), window);
-  Value o = linear(attended, tfm::layerWeightName(n.output, layer), bias,
-                   {dyn, spec.hiddenSize}, loc);
-  return AddOp::create(b, loc, x, o);
+  return linear(attended, tfm::layerWeightName(n.output, layer),
+                spec.outputBias, {dyn, spec.hiddenSize}, loc);
 }
 
-Value DecoderIRBuilder::mlpBlock(Value x, int64_t layer) {
+Value DecoderIRBuilder::mlp(Value h, int64_t layer) {
   const tfm::LayerWeightNames &n = spec.layer;
   Location loc = named("layer " + llvm::Twine(layer) + " mlp");
   int64_t dyn = ShapedType::kDynamic;
   bool bias = spec.mlpBias;
-  Value h = norm(x, tfm::layerWeightName(n.mlpNorm, layer), loc);
   Value up = linear(h, tfm::layerWeightName(n.up, layer), bias,
                     {dyn, spec.intermediateSize}, loc);
   Value hidden;
@@ -201,9 +217,27 @@ Value DecoderIRBuilder::mlpBlock(Value x, int64_t layer) {
   } else {
     hidden = ActivationOp::create(b, loc, spec.activation, up);
   }
-  Value down = linear(hidden, tfm::layerWeightName(n.down, layer), bias,
-                      {dyn, spec.hiddenSize}, loc);
-  return AddOp::create(b, loc, x, down);
+  return linear(hidden, tfm::layerWeightName(n.down, layer), bias,
+                {dyn, spec.hiddenSize}, loc);
+}
+
+Value DecoderIRBuilder::block(Value x, Value positions, int64_t layer) {
+  const tfm::LayerWeightNames &n = spec.layer;
+  Location loc = named("layer " + llvm::Twine(layer));
+  Value h = norm(x, tfm::layerWeightName(n.attnNorm, layer), loc);
+  Value attended = attention(h, positions, layer);
+  if (!spec.parallelResidual) {
+    x = AddOp::create(b, loc, x, attended);
+    Value h2 = norm(x, tfm::layerWeightName(n.mlpNorm, layer), loc);
+    return AddOp::create(b, loc, x, mlp(h2, layer));
+  }
+  // Both branches read the layer's input: Phi normalizes it once for both,
+  // GPT-NeoX once for each.
+  Value h2 = n.mlpNorm.empty()
+                 ? h
+                 : norm(x, tfm::layerWeightName(n.mlpNorm, layer), loc);
+  Value branches = AddOp::create(b, loc, attended, mlp(h2, layer));
+  return AddOp::create(b, loc, x, branches);
 }
 
 OwningOpRef<ModuleOp> DecoderIRBuilder::build() {
@@ -221,22 +255,24 @@ OwningOpRef<ModuleOp> DecoderIRBuilder::build() {
   Value tokens = func.getArgument(0);
 
   Value table = weight(spec.tokenEmbedding, {spec.vocabSize, spec.hiddenSize});
+  FloatAttr embeddingScale =
+      spec.embeddingScale ? b.getF32FloatAttr(spec.embeddingScale)
+                          : FloatAttr();
   Value x = EmbeddingOp::create(b, named("embedding"),
                                 tensorType({dyn, spec.hiddenSize}), table,
-                                tokens);
+                                tokens, embeddingScale);
   Value positions =
       PositionIdsOp::create(b, loc, tokensType, tokens, /*offset=*/Value());
   if (spec.learnedPositions) {
     Value positionTable =
         weight(spec.positionEmbedding, {spec.maxContext, spec.hiddenSize});
     Value pe = EmbeddingOp::create(b, named("position embedding"),
-                                   x.getType(), positionTable, positions);
+                                   x.getType(), positionTable, positions,
+                                   /*scale=*/FloatAttr());
     x = AddOp::create(b, loc, x, pe);
   }
-  for (int64_t layer = 0; layer < spec.numLayers; ++layer) {
-    x = attentionBlock(x, positions, layer);
-    x = mlpBlock(x, layer);
-  }
+  for (int64_t layer = 0; layer < spec.numLayers; ++layer)
+    x = block(x, positions, layer);
   Location head = named("lm head");
   x = norm(x, spec.finalNorm, head);
   // A tied head reuses the embedding table as the [vocab, hidden] weight.
@@ -244,8 +280,11 @@ OwningOpRef<ModuleOp> DecoderIRBuilder::build() {
       spec.lmHead.empty()
           ? table
           : weight(spec.lmHead, {spec.vocabSize, spec.hiddenSize});
-  Value logits = LinearOp::create(b, head, logitsType, x, headWeight,
-                                  /*bias=*/Value());
+  Value headBias = spec.lmHeadBias
+                       ? weight(tfm::biasName(spec.lmHead), {spec.vocabSize})
+                       : Value();
+  Value logits =
+      LinearOp::create(b, head, logitsType, x, headWeight, headBias);
   func::ReturnOp::create(b, loc, logits);
   return module;
 }

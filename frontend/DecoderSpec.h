@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mlir::tfm {
 
@@ -30,19 +31,39 @@ struct DecoderSpec {
   int64_t vocabSize = 0, hiddenSize = 0, numLayers = 0, numHeads = 0,
           numKVHeads = 0, intermediateSize = 0, maxContext = 0;
 
-  // Normalization: LayerNorm (with shift) or RMSNorm.
+  /// Per-head size; 0: hidden / heads (Gemma's differs).
+  int64_t explicitHeadDim = 0;
+
+  // Normalization: LayerNorm (with shift unless normBias is false) or
+  // RMSNorm.
   bool rmsNorm = false;
+  bool normBias = true;
   double normEpsilon = 1e-5;
 
   // Positions: a learned table, or rotary embeddings.
   bool learnedPositions = false;
   double ropeTheta = 10000.0;
   mlir::tfm::RopeStyle ropeStyle = mlir::tfm::RopeStyle::rotate_half;
+  /// Rotated dimensions of each head (partial rotary); 0: all of them.
+  int64_t rotaryDim = 0;
+  /// Inverse frequencies of scaled RoPE variants; empty: theta's.
+  std::vector<float> ropeFrequencies;
+  /// Multiplies the token embeddings looked up (Gemma: sqrt(hidden)); 0:
+  /// none.
+  double embeddingScale = 0;
+
+  // Block structure: sequential (x += attn(norm1(x)); x += mlp(norm2(x)))
+  // or parallel (x += attn(norm1(x)) + mlp(norm2(x)); GPT-NeoX, Phi, whose
+  // layers have one norm for both: layer.mlpNorm empty).
+  bool parallelResidual = false;
 
   // MLP: plain (up, activation, down) or gated (act(gate) * up, down).
   bool gatedMlp = false;
   mlir::tfm::ActivationKind activation = mlir::tfm::ActivationKind::silu;
-  bool attentionBias = false, mlpBias = false;
+  /// Biases of Q/K/V, of the attention output, of the MLP and of the LM
+  /// head (Qwen2 has the first only, Phi all four).
+  bool qkvBias = false, outputBias = false, mlpBias = false,
+       lmHeadBias = false;
   /// Sliding-window attention: each position sees the last `slidingWindow`
   /// positions (itself included); 0: all before it.
   int64_t slidingWindow = 0;
@@ -52,7 +73,10 @@ struct DecoderSpec {
   std::string lmHead;
   LayerWeightNames layer;
 
-  int64_t headDim() const { return hiddenSize / numHeads; }
+  int64_t headDim() const {
+    return explicitHeadDim ? explicitHeadDim : hiddenSize / numHeads;
+  }
+  int64_t rotaryDims() const { return rotaryDim ? rotaryDim : headDim(); }
 };
 
 /// The bias name of a weight name ("x.weight" -> "x.bias").

@@ -9,6 +9,8 @@
 
 #include "ir/TfmOps.h"
 
+#include <cmath>
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -279,7 +281,34 @@ LogicalResult RopeOp::verify() {
   if (!(getTheta().convertToDouble() > 0))
     return emitOpError() << "expected a positive theta, got "
                          << getTheta().convertToDouble();
+  int64_t rotary = getRotaryDims();
+  if (rotary <= 0 || rotary > headDim || rotary % 2 != 0)
+    return emitOpError() << "expected rotary_dim to be even and in (0, "
+                         << headDim << "], got " << rotary;
+  if (std::optional<ArrayRef<float>> frequencies = getFrequencies()) {
+    if (int64_t(frequencies->size()) != rotary / 2)
+      return emitOpError() << "expected " << rotary / 2
+                           << " frequencies (one per rotated pair), got "
+                           << frequencies->size();
+    for (auto [i, f] : llvm::enumerate(*frequencies))
+      if (!(f > 0) || std::isinf(f))
+        return emitOpError() << "expected positive, finite frequencies, got "
+                             << f << " at " << i;
+  }
   return success();
+}
+
+SmallVector<double> RopeOp::getInverseFrequencies() {
+  int64_t rotary = getRotaryDims();
+  SmallVector<double> inverse;
+  if (std::optional<ArrayRef<float>> given = getFrequencies()) {
+    inverse.assign(given->begin(), given->end());
+    return inverse;
+  }
+  double theta = getTheta().convertToDouble();
+  for (int64_t i = 0; i < rotary / 2; ++i)
+    inverse.push_back(1.0 / std::pow(theta, 2.0 * i / rotary));
+  return inverse;
 }
 
 LogicalResult SinusoidalPositionOp::verify() {

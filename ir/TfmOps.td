@@ -58,15 +58,19 @@ def Tfm_PositionIdsOp : Tfm_Op<"position_ids", [Pure]> {
 def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure]> {
   let summary = "row lookup of token ids in an embedding table";
   let description = [{
-    `result[i, :] = table[ids[i], :]`. `table` is `[vocab, dim]`, `ids` is
-    `[seq]`; the result is `[seq, dim]`. Ids outside `[0, vocab)` are a user
-    error that the runtime reports before running the model.
+    `result[i, :] = table[ids[i], :] * scale`. `table` is `[vocab, dim]`,
+    `ids` is `[seq]`; the result is `[seq, dim]`. Ids outside `[0, vocab)`
+    are a user error that the runtime reports before running the model.
+    The optional `scale` (Gemma's `sqrt(hidden)`) multiplies the rows
+    looked up, not the table, which a tied LM head reads unscaled.
 
     ```mlir
     %x = tfm.embedding %wte[%tokens] : tensor<512x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+    %g = tfm.embedding %wte[%tokens] {scale = 8.0 : f32} : tensor<512x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$table, Tfm_IntTensor:$ids);
+  let arguments = (ins Tfm_FloatTensor:$table, Tfm_IntTensor:$ids,
+                       OptionalAttr<F32Attr>:$scale);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $table `[` $ids `]` attr-dict `:` type($table) `,` type($ids) `->` type($result)
@@ -288,19 +292,38 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "rotary position embedding of queries or keys";
   let description = [{
     Rotates pairs of each head's dimensions of `input` (`[seq, heads,
-    head_dim]`) by the angle `positions[s] * theta^(-2i/head_dim)`. `style`
-    picks the pairs: `interleaved` rotates `(2i, 2i+1)` (llama2.c, Meta),
-    `rotate_half` rotates `(i, i + head_dim/2)` (Hugging Face).
+    head_dim]`) by the angle `positions[s] * f[i]`, where the inverse
+    frequencies are `f[i] = theta^(-2i/rotary_dim)`, or the
+    `frequencies` given (`rotary_dim / 2` values: what scaled RoPE variants
+    such as linear position interpolation and Llama 3's banded scaling
+    compute from the config). `style` picks the pairs: `interleaved`
+    rotates `(2i, 2i+1)` (llama2.c, Meta), `rotate_half` rotates
+    `(i, i + rotary_dim/2)` (Hugging Face). With `rotary_dim` (partial
+    rotary: GPT-NeoX, Phi, StableLM) only the first `rotary_dim` dimensions
+    of each head rotate; the rest pass through unchanged. It defaults to
+    `head_dim`.
 
     ```mlir
     %qr = tfm.rope rotate_half %q, %pos {theta = 1.0e4 : f32} : tensor<?x8x64xf32>, tensor<?xi32>
+    %kr = tfm.rope rotate_half %k, %pos {theta = 1.0e4 : f32, rotary_dim = 16 : i64} : tensor<?x8x64xf32>, tensor<?xi32>
     ```
   }];
   let arguments = (ins Tfm_RopeStyleAttr:$style, Tfm_FloatTensor:$input,
-                       Tfm_IntTensor:$positions, F32Attr:$theta);
+                       Tfm_IntTensor:$positions, F32Attr:$theta,
+                       OptionalAttr<I64Attr>:$rotary_dim,
+                       OptionalAttr<DenseF32ArrayAttr>:$frequencies);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $style $input `,` $positions attr-dict `:` type($input) `,` type($positions)
+  }];
+  let extraClassDeclaration = [{
+    /// The dimensions of each head that rotate (the leading ones).
+    int64_t getRotaryDims() {
+      return getRotaryDim().value_or(getInput().getType().getDimSize(2));
+    }
+    /// The inverse frequency of each rotated pair, `getRotaryDims() / 2`
+    /// of them.
+    SmallVector<double> getInverseFrequencies();
   }];
   let hasVerifier = 1;
 }

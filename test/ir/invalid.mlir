@@ -630,3 +630,35 @@ func.func @add_rms_norm_rank(%x: tensor<8xf32>, %g: tensor<8xf32>) -> tensor<8xf
   %s, %n = tfm.add_rms_norm %x, %x, %g {epsilon = 1.0e-5 : f32} : tensor<8xf32>, tensor<8xf32>
   return %n : tensor<8xf32>
 }
+
+// -----
+
+func.func @rope_rotary_odd(%x: tensor<?x2x8xf32>, %p: tensor<?xi32>) -> tensor<?x2x8xf32> {
+  // expected-error @+1 {{'tfm.rope' op expected rotary_dim to be even and in (0, 8], got 3}}
+  %y = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32, rotary_dim = 3 : i64} : tensor<?x2x8xf32>, tensor<?xi32>
+  return %y : tensor<?x2x8xf32>
+}
+
+// -----
+
+func.func @rope_rotary_wide(%x: tensor<?x2x8xf32>, %p: tensor<?xi32>) -> tensor<?x2x8xf32> {
+  // expected-error @+1 {{'tfm.rope' op expected rotary_dim to be even and in (0, 8], got 10}}
+  %y = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32, rotary_dim = 10 : i64} : tensor<?x2x8xf32>, tensor<?xi32>
+  return %y : tensor<?x2x8xf32>
+}
+
+// -----
+
+func.func @rope_frequency_count(%x: tensor<?x2x8xf32>, %p: tensor<?xi32>) -> tensor<?x2x8xf32> {
+  // expected-error @+1 {{'tfm.rope' op expected 2 frequencies (one per rotated pair), got 3}}
+  %y = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32, rotary_dim = 4 : i64, frequencies = array<f32: 1.0, 0.5, 0.25>} : tensor<?x2x8xf32>, tensor<?xi32>
+  return %y : tensor<?x2x8xf32>
+}
+
+// -----
+
+func.func @rope_frequency_value(%x: tensor<?x2x4xf32>, %p: tensor<?xi32>) -> tensor<?x2x4xf32> {
+  // expected-error @+1 {{'tfm.rope' op expected positive, finite frequencies, got 0.000000e+00 at 1}}
+  %y = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32, frequencies = array<f32: 1.0, 0.0>} : tensor<?x2x4xf32>, tensor<?xi32>
+  return %y : tensor<?x2x4xf32>
+}

@@ -144,3 +144,17 @@ func.func @kv_cache(%cache: tensor<3x2x16x2x4xf32>, %k: tensor<?x2x4xf32>, %v: t
   %rk, %rv = tfm.kv_cache_read %c1[1] length %pos : tensor<3x2x16x2x4xf32> -> tensor<?x2x4xf32>, tensor<?x2x4xf32>
   return %c1, %rk, %rv : tensor<3x2x16x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>
 }
+
+// -----
+
+// Partial rotary, explicit (scaled) frequencies, scaled embeddings.
+// CHECK-LABEL: func.func @rope_variants
+func.func @rope_variants(%x: tensor<?x2x8xf32>, %p: tensor<?xi32>, %t: tensor<16x8xf32>) -> (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x8xf32>) {
+  // CHECK: tfm.rope rotate_half %{{.*}}, %{{.*}} {rotary_dim = 4 : i64, theta = 1.000000e+04 : f32}
+  %a = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32, rotary_dim = 4 : i64} : tensor<?x2x8xf32>, tensor<?xi32>
+  // CHECK: tfm.rope interleaved %{{.*}}, %{{.*}} {frequencies = array<f32: 1.000000e+00, 2.500000e-01, 1.250000e-01, 6.250000e-02>, theta = 1.000000e+04 : f32}
+  %b = tfm.rope interleaved %x, %p {theta = 1.0e4 : f32, frequencies = array<f32: 1.0, 0.25, 0.125, 0.0625>} : tensor<?x2x8xf32>, tensor<?xi32>
+  // CHECK: tfm.embedding %{{.*}}[%{{.*}}] {scale = 2.000000e+00 : f32}
+  %e = tfm.embedding %t[%p] {scale = 2.0 : f32} : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  return %a, %b, %e : tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x8xf32>
+}

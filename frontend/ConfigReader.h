@@ -1,0 +1,104 @@
+//===- ConfigReader.h - typed access to config.json -------------*- C++ -*-===//
+//
+// Reading a Hugging Face config.json field by field, with messages that name
+// the file and the field; the first problem is kept and reported once the
+// whole config has been read.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_CONFIGREADER_H
+#define TFM_FRONTEND_CONFIGREADER_H
+
+#include "frontend/ErrorMessages.h"
+
+#include "llvm/Support/JSON.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::tfm {
+
+/// Typed access to config.json fields with messages that name the field.
+class ConfigReader {
+public:
+  ConfigReader(const llvm::json::Object &object, std::string path)
+      : object(object), path(std::move(path)) {}
+
+  int64_t integer(llvm::StringRef key, std::optional<int64_t> fallback = {}) {
+    const llvm::json::Value *value = object.get(key);
+    if (!value || value->kind() == llvm::json::Value::Null) {
+      if (!fallback)
+        fail("missing integer field '" + key + "'");
+      return fallback.value_or(0);
+    }
+    // Some configs list several ids (e.g. eos_token_id); the first counts.
+    if (const llvm::json::Array *list = value->getAsArray())
+      if (!list->empty())
+        value = &list->front();
+    if (std::optional<int64_t> v = value->getAsInteger())
+      return *v;
+    fail("field '" + key + "' must be an integer");
+    return 0;
+  }
+  double number(llvm::StringRef key, double fallback) {
+    const llvm::json::Value *value = object.get(key);
+    if (!value)
+      return fallback;
+    if (std::optional<double> v = value->getAsNumber())
+      return *v;
+    fail("field '" + key + "' must be a number");
+    return fallback;
+  }
+  bool boolean(llvm::StringRef key, bool fallback) {
+    const llvm::json::Value *value = object.get(key);
+    if (!value)
+      return fallback;
+    if (std::optional<bool> v = value->getAsBoolean())
+      return *v;
+    fail("field '" + key + "' must be true or false");
+    return fallback;
+  }
+  std::string string(llvm::StringRef key, llvm::StringRef fallback) {
+    const llvm::json::Value *value = object.get(key);
+    if (!value)
+      return fallback.str();
+    if (std::optional<llvm::StringRef> v = value->getAsString())
+      return v->str();
+    fail("field '" + key + "' must be a string");
+    return fallback.str();
+  }
+  /// A nested object (rope_scaling), or null when absent or null.
+  const llvm::json::Object *nested(llvm::StringRef key) {
+    const llvm::json::Value *value = object.get(key);
+    if (!value || value->kind() == llvm::json::Value::Null)
+      return nullptr;
+    if (const llvm::json::Object *nested = value->getAsObject())
+      return nested;
+    fail("field '" + key + "' must be an object");
+    return nullptr;
+  }
+  const std::string &file() const { return path; }
+  /// Refuses a field that changes the model in a way not implemented.
+  void refuseUnlessAbsent(llvm::StringRef key, llvm::StringRef why) {
+    const llvm::json::Value *value = object.get(key);
+    if (value && value->kind() != llvm::json::Value::Null &&
+        value->getAsBoolean() != std::optional<bool>(false))
+      fail("unsupported config value '" + key + "' (" + why + ")");
+  }
+  void fail(const llvm::Twine &message) {
+    if (errors.empty())
+      errors = path + ": " + message.str();
+  }
+  llvm::Error takeError() {
+    return errors.empty() ? llvm::Error::success() : makeError(errors);
+  }
+
+private:
+  const llvm::json::Object &object;
+  std::string path;
+  std::string errors;
+};
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_CONFIGREADER_H

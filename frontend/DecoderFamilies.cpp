@@ -1,0 +1,514 @@
+//===- DecoderFamilies.cpp - Hugging Face decoder model_types -----------===//
+//
+// One reader per family (see DecoderFamilies.h). Most are LLaMA's layout
+// with a few switches; each refuses, by name, the config values it does not
+// implement rather than ignoring them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/DecoderFamilies.h"
+#include "frontend/ErrorMessages.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+std::optional<ActivationKind> parseActivation(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<ActivationKind>>(name)
+      .Cases({"gelu_new", "gelu_pytorch_tanh", "gelu_fast"},
+             ActivationKind::gelu_tanh)
+      .Case("gelu", ActivationKind::gelu)
+      .Case("relu", ActivationKind::relu)
+      .Cases({"silu", "swish"}, ActivationKind::silu)
+      .Default(std::nullopt);
+}
+
+void readActivation(ConfigReader &config, llvm::StringRef key,
+                    llvm::StringRef fallback, DecoderSpec &spec) {
+  std::string name = config.string(key, fallback);
+  if (std::optional<ActivationKind> kind = parseActivation(name))
+    spec.activation = *kind;
+  else
+    config.fail("unsupported config value " + key + " = '" + name +
+                "' (supported: gelu, gelu_new, gelu_pytorch_tanh, relu, "
+                "silu)");
+}
+
+/// The sizes every LLaMA-like config names the same way.
+void readLlamaSizes(ConfigReader &config, DecoderSpec &spec) {
+  spec.vocabSize = config.integer("vocab_size");
+  spec.hiddenSize = config.integer("hidden_size");
+  spec.numLayers = config.integer("num_hidden_layers");
+  spec.numHeads = config.integer("num_attention_heads");
+  spec.numKVHeads = config.integer("num_key_value_heads", spec.numHeads);
+  spec.intermediateSize = config.integer("intermediate_size");
+  spec.maxContext = config.integer("max_position_embeddings");
+  spec.ropeTheta = config.number("rope_theta", 10000.0);
+  spec.ropeStyle = RopeStyle::rotate_half;
+}
+
+/// LLaMA's checkpoint names: model.layers.N.{input_layernorm, self_attn.
+/// {q,k,v,o}_proj, post_attention_layernorm, mlp.{up,gate,down}_proj}.
+void useLlamaNames(ConfigReader &config, DecoderSpec &spec,
+                   bool tiedByDefault) {
+  spec.tokenEmbedding = "model.embed_tokens.weight";
+  spec.finalNorm = "model.norm.weight";
+  bool tied = config.boolean("tie_word_embeddings", tiedByDefault);
+  spec.lmHead = tied ? "" : "lm_head.weight";
+  std::string p = "model.layers.{}.";
+  spec.layer = {p + "input_layernorm.weight",  p + "self_attn.q_proj.weight",
+                p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight",
+                p + "self_attn.o_proj.weight",
+                p + "post_attention_layernorm.weight",
+                p + "mlp.up_proj.weight",      p + "mlp.gate_proj.weight",
+                p + "mlp.down_proj.weight"};
+}
+
+/// Partial rotary: `factor` of each head's dimensions rotate, rounded down
+/// as the reference does (int(head_dim * factor)).
+void readPartialRotary(ConfigReader &config, llvm::StringRef key,
+                       double fallback, DecoderSpec &spec) {
+  double factor = config.number(key, fallback);
+  if (!(factor > 0 && factor <= 1)) {
+    config.fail("config value " + key + " must be in (0, 1], got " +
+                std::to_string(factor));
+    return;
+  }
+  if (spec.numHeads > 0)
+    spec.rotaryDim = int64_t(spec.headDim() * factor);
+}
+
+/// rope_scaling: "linear" (positions divided by the factor: every
+/// frequency is), "dynamic" (NTK: the base grows only past
+/// max_position_embeddings, which tfmc's context never exceeds, so the
+/// frequencies are theta's) and "llama3" (frequencies scaled by band).
+void readRopeScaling(ConfigReader &config, DecoderSpec &spec) {
+  const llvm::json::Object *scaling = config.nested("rope_scaling");
+  if (!scaling || spec.numHeads <= 0)
+    return;
+  ConfigReader fields(*scaling, config.file() + ": rope_scaling");
+  std::string type = fields.string("rope_type", fields.string("type", ""));
+  double factor = fields.number("factor", 1.0);
+  if (!(factor >= 1)) {
+    config.fail("rope_scaling factor must be at least 1, got " +
+                std::to_string(factor));
+    return;
+  }
+  int64_t rotary = spec.rotaryDims();
+  std::vector<double> inverse;
+  for (int64_t i = 0; i < rotary / 2; ++i)
+    inverse.push_back(1.0 / std::pow(spec.ropeTheta, 2.0 * i / rotary));
+  if (type == "linear") {
+    for (double &f : inverse)
+      f /= factor;
+  } else if (type == "dynamic") {
+    return;
+  } else if (type == "llama3") {
+    double low = fields.number("low_freq_factor", 1.0);
+    double high = fields.number("high_freq_factor", 4.0);
+    double original =
+        fields.number("original_max_position_embeddings", 8192.0);
+    if (!(high > low && low > 0 && original > 0)) {
+      config.fail("rope_scaling llama3 needs high_freq_factor > "
+                  "low_freq_factor > 0 and original_max_position_embeddings "
+                  "> 0");
+      return;
+    }
+    double lowWavelength = original / low, highWavelength = original / high;
+    for (double &f : inverse) {
+      double wavelength = 2 * M_PI / f;
+      if (wavelength > lowWavelength) {
+        f /= factor;
+      } else if (wavelength >= highWavelength) {
+        double smooth = (original / wavelength - low) / (high - low);
+        f = (1 - smooth) * f / factor + smooth * f;
+      }
+    }
+  } else {
+    config.fail("unsupported config value rope_scaling type '" + type +
+                "' (supported: linear, dynamic, llama3)");
+    return;
+  }
+  if (llvm::Error err = fields.takeError()) {
+    config.fail(llvm::toString(std::move(err)));
+    return;
+  }
+  spec.ropeFrequencies.assign(inverse.begin(), inverse.end());
+}
+
+DecoderSpec readLlamaSpec(ConfigReader &config) {
+  DecoderSpec spec;
+  spec.family = "llama";
+  readLlamaSizes(config, spec);
+  spec.rmsNorm = true;
+  spec.normEpsilon = config.number("rms_norm_eps", 1e-6);
+  spec.gatedMlp = true;
+  readActivation(config, "hidden_act", "silu", spec);
+  spec.qkvBias = spec.outputBias = config.boolean("attention_bias", false);
+  spec.mlpBias = config.boolean("mlp_bias", false);
+  if (spec.numHeads > 0) {
+    int64_t headDim =
+        config.integer("head_dim", spec.hiddenSize / spec.numHeads);
+    if (headDim != spec.hiddenSize / spec.numHeads)
+      config.fail("unsupported config value head_dim = " +
+                  llvm::Twine(headDim) + " (must be hidden_size / "
+                                         "num_attention_heads)");
+  }
+  readRopeScaling(config, spec);
+  useLlamaNames(config, spec, /*tiedByDefault=*/false);
+  return spec;
+}
+
+/// Qwen2: LLaMA with biases on Q, K and V (not on the output).
+DecoderSpec readQwen2Spec(ConfigReader &config) {
+  DecoderSpec spec = readLlamaSpec(config);
+  spec.family = "qwen2";
+  spec.qkvBias = true;
+  spec.outputBias = false;
+  if (config.boolean("use_sliding_window", false))
+    config.fail("unsupported config value 'use_sliding_window' = true "
+                "(Qwen2's per-layer windows)");
+  return spec;
+}
+
+/// Gemma: LLaMA with GeGLU, embeddings scaled by sqrt(hidden), RMSNorms
+/// that multiply by (1 + w) (prepareDecoderWeights adds the 1), a head size
+/// of its own, and a tied head.
+DecoderSpec readGemmaSpec(ConfigReader &config) {
+  DecoderSpec spec;
+  spec.family = "gemma";
+  readLlamaSizes(config, spec);
+  spec.explicitHeadDim = config.integer("head_dim");
+  spec.rmsNorm = true;
+  spec.normEpsilon = config.number("rms_norm_eps", 1e-6);
+  spec.gatedMlp = true;
+  // transformers 4.40 uses hidden_activation, and gelu_pytorch_tanh when it
+  // is absent (the legacy hidden_act is ignored).
+  readActivation(config, "hidden_activation", "gelu_pytorch_tanh", spec);
+  spec.qkvBias = spec.outputBias = config.boolean("attention_bias", false);
+  spec.embeddingScale = std::sqrt(double(spec.hiddenSize));
+  useLlamaNames(config, spec, /*tiedByDefault=*/true);
+  return spec;
+}
+
+/// StarCoder2: LayerNorm with bias, biases everywhere (use_bias), a plain
+/// GELU MLP (c_fc, c_proj), sliding-window attention.
+DecoderSpec readStarcoder2Spec(ConfigReader &config) {
+  DecoderSpec spec;
+  spec.family = "starcoder2";
+  readLlamaSizes(config, spec);
+  spec.normEpsilon = config.number("norm_epsilon", 1e-5);
+  readActivation(config, "hidden_act", "gelu_pytorch_tanh", spec);
+  spec.qkvBias = spec.outputBias = spec.mlpBias =
+      config.boolean("use_bias", true);
+  spec.slidingWindow = config.integer("sliding_window", 0);
+  useLlamaNames(config, spec, /*tiedByDefault=*/true);
+  spec.layer.up = "model.layers.{}.mlp.c_fc.weight";
+  spec.layer.gate = "";
+  spec.layer.down = "model.layers.{}.mlp.c_proj.weight";
+  return spec;
+}
+
+/// StableLM: LayerNorm with bias, partial rotary, SwiGLU, optional Q/K/V
+/// biases and parallel residual (one norm for both branches).
+DecoderSpec readStableLmSpec(ConfigReader &config) {
+  DecoderSpec spec;
+  spec.family = "stablelm";
+  readLlamaSizes(config, spec);
+  spec.normEpsilon = config.number("layer_norm_eps", 1e-5);
+  spec.gatedMlp = true;
+  readActivation(config, "hidden_act", "silu", spec);
+  spec.qkvBias = config.boolean("use_qkv_bias", false);
+  readPartialRotary(config, "partial_rotary_factor", 0.25, spec);
+  config.refuseUnlessAbsent("qk_layernorm", "per-head Q/K LayerNorms");
+  useLlamaNames(config, spec, /*tiedByDefault=*/false);
+  if ((spec.parallelResidual =
+           config.boolean("use_parallel_residual", false)))
+    spec.layer.mlpNorm = "";
+  return spec;
+}
+
+/// Phi (phi-1, phi-1.5, phi-2): attention and MLP in parallel on one
+/// LayerNorm, partial rotary, biases on every projection and the head.
+DecoderSpec readPhiSpec(ConfigReader &config) {
+  DecoderSpec spec;
+  spec.family = "phi";
+  readLlamaSizes(config, spec);
+  spec.normEpsilon = config.number("layer_norm_eps", 1e-5);
+  readActivation(config, "hidden_act", "gelu_new", spec);
+  spec.qkvBias = spec.outputBias = spec.mlpBias = spec.lmHeadBias = true;
+  spec.parallelResidual = true;
+  readPartialRotary(config, "partial_rotary_factor", 0.5, spec);
+  config.refuseUnlessAbsent("qk_layernorm", "per-head Q/K LayerNorms");
+  if (config.boolean("tie_word_embeddings", false))
+    config.fail("unsupported config value 'tie_word_embeddings' = true "
+                "(Phi's head has a bias of its own)");
+  spec.tokenEmbedding = "model.embed_tokens.weight";
+  spec.finalNorm = "model.final_layernorm.weight";
+  spec.lmHead = "lm_head.weight";
+  std::string p = "model.layers.{}.";
+  spec.layer = {p + "input_layernorm.weight",  p + "self_attn.q_proj.weight",
+                p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight",
+                p + "self_attn.dense.weight",  "",
+                p + "mlp.fc1.weight",          "",
+                p + "mlp.fc2.weight"};
+  return spec;
+}
+
+/// GPT-NeoX / Pythia: parallel residual (two norms), partial rotary, a
+/// fused QKV weight (split by prepareGptNeoXWeights), biases everywhere.
+DecoderSpec readGptNeoXSpec(ConfigReader &config) {
+  DecoderSpec spec;
+  spec.family = "gpt_neox";
+  spec.vocabSize = config.integer("vocab_size");
+  spec.hiddenSize = config.integer("hidden_size");
+  spec.numLayers = config.integer("num_hidden_layers");
+  spec.numHeads = spec.numKVHeads = config.integer("num_attention_heads");
+  spec.intermediateSize = config.integer("intermediate_size");
+  spec.maxContext = config.integer("max_position_embeddings");
+  spec.ropeTheta = config.number("rotary_emb_base", 10000.0);
+  spec.normEpsilon = config.number("layer_norm_eps", 1e-5);
+  readActivation(config, "hidden_act", "gelu", spec);
+  spec.qkvBias = spec.outputBias = config.boolean("attention_bias", true);
+  spec.mlpBias = true;
+  spec.parallelResidual = config.boolean("use_parallel_residual", true);
+  readPartialRotary(config, "rotary_pct", 0.25, spec);
+  config.refuseUnlessAbsent("rope_scaling", "scaled rotary embeddings");
+  spec.tokenEmbedding = "gpt_neox.embed_in.weight";
+  spec.finalNorm = "gpt_neox.final_layer_norm.weight";
+  spec.lmHead = config.boolean("tie_word_embeddings", false)
+                    ? ""
+                    : "embed_out.weight";
+  std::string p = "gpt_neox.layers.{}.";
+  spec.layer = {p + "input_layernorm.weight",
+                p + "attention.query_key_value.q.weight",
+                p + "attention.query_key_value.k.weight",
+                p + "attention.query_key_value.v.weight",
+                p + "attention.dense.weight",
+                p + "post_attention_layernorm.weight",
+                p + "mlp.dense_h_to_4h.weight",
+                "",
+                p + "mlp.dense_4h_to_h.weight"};
+  return spec;
+}
+
+DecoderSpec readGpt2Spec(ConfigReader &config) {
+  DecoderSpec spec;
+  spec.family = "gpt2";
+  spec.vocabSize = config.integer("vocab_size");
+  spec.hiddenSize = config.integer("n_embd");
+  spec.numLayers = config.integer("n_layer");
+  spec.numHeads = config.integer("n_head");
+  spec.numKVHeads = spec.numHeads;
+  spec.intermediateSize = config.integer("n_inner", 4 * spec.hiddenSize);
+  spec.maxContext = config.integer("n_positions");
+  spec.normEpsilon = config.number("layer_norm_epsilon", 1e-5);
+  spec.learnedPositions = true;
+  readActivation(config, "activation_function", "gelu_new", spec);
+  spec.qkvBias = spec.outputBias = spec.mlpBias = true;
+  config.refuseUnlessAbsent("scale_attn_by_inverse_layer_idx",
+                            "per-layer attention scaling");
+  config.refuseUnlessAbsent("reorder_and_upcast_attn",
+                            "upcast attention reordering");
+  if (!config.boolean("scale_attn_weights", true))
+    config.fail("unsupported config value 'scale_attn_weights' = false");
+  if (!config.boolean("tie_word_embeddings", true))
+    spec.lmHead = "lm_head.weight";
+  // Names are completed by prepareGpt2Weights (prefix, split c_attn).
+  return spec;
+}
+
+/// GPT-2 stores Conv1D weights as [in, out] and Q, K, V as one c_attn. Turn
+/// them into [out, in] linear weights, c_attn split into three, and complete
+/// the spec's names (with the "transformer." prefix some checkpoints use).
+llvm::Error prepareGpt2Weights(DecoderSpec &spec, WeightStore &store,
+                               llvm::StringRef checkpoint) {
+  std::string prefix = store.contains("transformer.wte.weight")
+                           ? "transformer."
+                           : "";
+  int64_t d = spec.hiddenSize, inner = spec.intermediateSize;
+  auto take = [&](const std::string &name, std::vector<int64_t> shape,
+                  WeightTensor &out) -> llvm::Error {
+    const WeightTensor *t = store.lookup(name);
+    if (!t)
+      return makeError(checkpoint + ": missing tensor '" + name + "' (shape " +
+                       formatShape(shape) + ")");
+    if (t->shape != shape)
+      return makeError(checkpoint + ": tensor '" + name + "' has shape " +
+                       formatShape(t->shape) + ", the gpt2 config implies " +
+                       formatShape(shape) + " (Conv1D stores [in, out])");
+    out = store.take(name);
+    return llvm::Error::success();
+  };
+  // [in, out] -> [out, in], rows [rowBegin, rowEnd) of the result.
+  auto transposed = [](const WeightTensor &t, int64_t rowBegin,
+                       int64_t rowEnd) {
+    int64_t in = t.shape[0], out = t.shape[1];
+    WeightTensor r;
+    r.shape = {rowEnd - rowBegin, in};
+    r.source = t.source;
+    r.values.resize(r.numElements());
+    for (int64_t o = rowBegin; o < rowEnd; ++o)
+      for (int64_t i = 0; i < in; ++i)
+        r.values[(o - rowBegin) * in + i] = t.values[i * out + o];
+    return r;
+  };
+  auto slice = [](const WeightTensor &t, int64_t begin, int64_t end) {
+    WeightTensor r;
+    r.shape = {end - begin};
+    r.source = t.source;
+    r.values.assign(t.values.begin() + begin, t.values.begin() + end);
+    return r;
+  };
+  for (int64_t l = 0; l < spec.numLayers; ++l) {
+    std::string h = prefix + "h." + std::to_string(l) + ".";
+    WeightTensor qkv, qkvBias;
+    if (llvm::Error err = take(h + "attn.c_attn.weight", {d, 3 * d}, qkv))
+      return err;
+    if (llvm::Error err = take(h + "attn.c_attn.bias", {3 * d}, qkvBias))
+      return err;
+    const char *parts[] = {"q", "k", "v"};
+    for (int64_t p = 0; p < 3; ++p) {
+      std::string name = h + "attn.c_attn." + parts[p] + ".";
+      store.add(name + "weight", transposed(qkv, p * d, (p + 1) * d));
+      store.add(name + "bias", slice(qkvBias, p * d, (p + 1) * d));
+    }
+    struct Conv1D {
+      const char *name;
+      int64_t in, out;
+    };
+    for (Conv1D c : {Conv1D{"attn.c_proj", d, d}, {"mlp.c_fc", d, inner},
+                     {"mlp.c_proj", inner, d}}) {
+      WeightTensor w;
+      if (llvm::Error err = take(h + c.name + ".weight", {c.in, c.out}, w))
+        return err;
+      store.add(h + c.name + ".weight", transposed(w, 0, c.out));
+    }
+  }
+  spec.tokenEmbedding = prefix + "wte.weight";
+  spec.positionEmbedding = prefix + "wpe.weight";
+  spec.finalNorm = prefix + "ln_f.weight";
+  std::string h = prefix + "h.{}.";
+  spec.layer = {h + "ln_1.weight",          h + "attn.c_attn.q.weight",
+                h + "attn.c_attn.k.weight", h + "attn.c_attn.v.weight",
+                h + "attn.c_proj.weight",   h + "ln_2.weight",
+                h + "mlp.c_fc.weight",      "",
+                h + "mlp.c_proj.weight"};
+  return llvm::Error::success();
+}
+
+
+/// GPT-NeoX stores Q, K and V as one [3·hidden, hidden] weight whose rows
+/// are grouped by head ([heads, 3, head_dim]): split it into three.
+llvm::Error prepareGptNeoXWeights(const DecoderSpec &spec, WeightStore &store,
+                                  llvm::StringRef checkpoint) {
+  int64_t d = spec.hiddenSize, heads = spec.numHeads, hd = spec.headDim();
+  for (int64_t l = 0; l < spec.numLayers; ++l) {
+    std::string base = "gpt_neox.layers." + std::to_string(l) +
+                       ".attention.query_key_value.";
+    for (const char *kind : {"weight", "bias"}) {
+      bool isWeight = kind[0] == 'w';
+      std::vector<int64_t> shape =
+          isWeight ? std::vector<int64_t>{3 * d, d} : std::vector<int64_t>{3 * d};
+      const WeightTensor *fused = store.lookup(base + kind);
+      if (!fused)
+        return makeError(checkpoint + ": missing tensor '" + base + kind +
+                         "' (shape " + formatShape(shape) + ")");
+      if (fused->shape != shape)
+        return makeError(checkpoint + ": tensor '" + base + kind +
+                         "' has shape " + formatShape(fused->shape) +
+                         ", the gpt_neox config implies " +
+                         formatShape(shape));
+      WeightTensor t = store.take(base + kind);
+      int64_t columns = isWeight ? d : 1;
+      const char *parts[] = {"q", "k", "v"};
+      for (int64_t part = 0; part < 3; ++part) {
+        WeightTensor split;
+        split.source = t.source;
+        split.shape = isWeight ? std::vector<int64_t>{d, d}
+                               : std::vector<int64_t>{d};
+        split.values.reserve(d * columns);
+        for (int64_t h = 0; h < heads; ++h) {
+          int64_t row = (h * 3 + part) * hd;
+          split.values.insert(split.values.end(),
+                              t.values.begin() + row * columns,
+                              t.values.begin() + (row + hd) * columns);
+        }
+        store.add(base + parts[part] + "." + kind, std::move(split));
+      }
+    }
+  }
+  return llvm::Error::success();
+}
+
+/// Gemma's RMSNorm scales by (1 + w): store 1 + w, so that the norm is
+/// the usual one.
+void prepareGemmaWeights(const DecoderSpec &spec, WeightStore &store) {
+  std::vector<std::string> norms = {spec.finalNorm};
+  for (int64_t l = 0; l < spec.numLayers; ++l) {
+    norms.push_back(layerWeightName(spec.layer.attnNorm, l));
+    norms.push_back(layerWeightName(spec.layer.mlpNorm, l));
+  }
+  for (const std::string &name : norms) {
+    if (!store.contains(name))
+      continue; // the builder reports it missing
+    WeightTensor t = store.take(name);
+    for (float &v : t.values)
+      v += 1.0f;
+    store.add(name, std::move(t));
+  }
+}
+
+} // namespace
+
+std::string mlir::tfm::supportedDecoderFamilies() {
+  return "gemma, gpt2, gpt_neox, llama, mistral, phi, qwen2, stablelm, "
+         "starcoder2";
+}
+
+bool mlir::tfm::readDecoderFamily(llvm::StringRef modelType,
+                                  ConfigReader &config, DecoderSpec &spec) {
+  if (modelType == "llama") {
+    spec = readLlamaSpec(config);
+  } else if (modelType == "mistral") {
+    // Mistral is LLaMA with sliding-window attention.
+    spec = readLlamaSpec(config);
+    spec.family = "mistral";
+    spec.slidingWindow = config.integer("sliding_window", 0);
+  } else if (modelType == "qwen2") {
+    spec = readQwen2Spec(config);
+  } else if (modelType == "gemma") {
+    spec = readGemmaSpec(config);
+  } else if (modelType == "starcoder2") {
+    spec = readStarcoder2Spec(config);
+  } else if (modelType == "stablelm") {
+    spec = readStableLmSpec(config);
+  } else if (modelType == "phi") {
+    spec = readPhiSpec(config);
+  } else if (modelType == "gpt_neox") {
+    spec = readGptNeoXSpec(config);
+  } else if (modelType == "gpt2") {
+    spec = readGpt2Spec(config);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+llvm::Error mlir::tfm::prepareDecoderWeights(llvm::StringRef modelType,
+                                             DecoderSpec &spec,
+                                             WeightStore &store,
+                                             llvm::StringRef checkpoint) {
+  if (modelType == "gpt2")
+    return prepareGpt2Weights(spec, store, checkpoint);
+  if (modelType == "gpt_neox")
+    return prepareGptNeoXWeights(spec, store, checkpoint);
+  if (modelType == "gemma")
+    prepareGemmaWeights(spec, store);
+  return llvm::Error::success();
+}

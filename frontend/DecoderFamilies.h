@@ -1,0 +1,37 @@
+//===- DecoderFamilies.h - Hugging Face decoder model_types -----*- C++ -*-===//
+//
+// What each Hugging Face decoder `model_type` is, as a DecoderSpec: the
+// sizes and options its config.json gives, the checkpoint names of its
+// weights, and the rewrites some checkpoints need before the builder reads
+// them (GPT-2's Conv1D layout, GPT-NeoX's fused QKV, Gemma's (1 + w)
+// norms). A new decoder family is a reader here, plus an op where it needs
+// one; nothing else changes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_DECODERFAMILIES_H
+#define TFM_FRONTEND_DECODERFAMILIES_H
+
+#include "frontend/ConfigReader.h"
+#include "frontend/DecoderSpec.h"
+#include "frontend/WeightStore.h"
+
+namespace mlir::tfm {
+
+/// The model_types readDecoderFamily knows, for messages.
+std::string supportedDecoderFamilies();
+
+/// Fills `spec` from `config` for `modelType`; false when the type is
+/// unknown. Problems with the config are recorded in `config`.
+bool readDecoderFamily(llvm::StringRef modelType, ConfigReader &config,
+                       DecoderSpec &spec);
+
+/// Rewrites the checkpoint tensors of families whose layout differs from
+/// what the builder reads, and completes the spec's weight names.
+llvm::Error prepareDecoderWeights(llvm::StringRef modelType, DecoderSpec &spec,
+                                  WeightStore &store,
+                                  llvm::StringRef checkpoint);
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_DECODERFAMILIES_H

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Writes the decoder-family fixtures (test/e2e/families/Inputs/<name>/:
+config.json + model.safetensors, tiny random weights) and their goldens
+(<name>.logits.bin: little-endian f32 [12, vocab], the logits of every
+position of TOKENS) with the Hugging Face transformers 4.40 model classes
+(../shared/reference). Llama 3's rope scaling postdates 4.40: its golden
+runs LlamaForCausalLM with the rotary inverse frequencies replaced by ones
+computed here by hand from the published formula. Regenerate with
+
+    bash ../shared/reference/setup.sh && source /tmp/tfm-hfref/env.sh
+    /usr/bin/python3 test/e2e/make_family_goldens.py
+"""
+import json
+import math
+import os
+
+import torch
+import transformers as tf
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "families", "Inputs")
+TOKENS = [1, 17, 42, 5, 63, 0, 28, 9, 33, 12, 50, 7]
+SIZES = dict(vocab_size=64, hidden_size=32, intermediate_size=48,
+             num_hidden_layers=2, num_attention_heads=4,
+             max_position_embeddings=32, bos_token_id=1, eos_token_id=2)
+
+
+def randomize(model, seed):
+    """Weights large enough that logits are far from flat; norm scales
+    around 1 and every bias non-zero, so that each is exercised."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=g)
+            is_norm_scale = ("norm" in name or "layernorm" in name) and name.endswith("weight")
+            p.copy_(1 + 0.2 * noise if is_norm_scale else 0.2 * noise)
+
+
+def llama3_inverse_frequencies(theta, dim, factor, low, high, original):
+    """Llama 3's banded rope scaling (Meta's reference, transformers >= 4.43
+    _compute_llama3_parameters), by hand."""
+    inverse = 1.0 / theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    low_wave, high_wave = original / low, original / high
+    out = []
+    for f in inverse.tolist():
+        wave = 2 * math.pi / f
+        if wave > low_wave:
+            f = f / factor
+        elif wave >= high_wave:
+            smooth = (original / wave - low) / (high - low)
+            f = (1 - smooth) * f / factor + smooth * f
+        out.append(f)
+    return torch.tensor(out, dtype=torch.float32)
+
+
+def write(name, model, config_patch=None):
+    folder = os.path.join(OUT, name)
+    os.makedirs(folder, exist_ok=True)
+    model.save_pretrained(folder, safe_serialization=True)
+    for extra in ("generation_config.json",):
+        path = os.path.join(folder, extra)
+        if os.path.exists(path):
+            os.remove(path)
+    if config_patch:
+        path = os.path.join(folder, "config.json")
+        with open(path) as f:
+            config = json.load(f)
+        config.update(config_patch)
+        with open(path, "w") as f:
+            json.dump(config, f, indent=2, sort_keys=True)
+    with torch.no_grad():
+        logits = model(torch.tensor([TOKENS])).logits[0].float()
+    logits.numpy().astype("<f4").tofile(os.path.join(OUT, name + ".logits.bin"))
+    print(f"{name}: logits {tuple(logits.shape)}, max |logit| {logits.abs().max():.2f}")
+
+
+def build(config_class, model_class, seed, **overrides):
+    config = config_class(**{**SIZES, **overrides})
+    config._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = model_class(config).eval()
+    randomize(model, seed)
+    return model
+
+
+def main():
+    write("qwen2", build(tf.Qwen2Config, tf.Qwen2ForCausalLM, 1,
+                         num_key_value_heads=2, tie_word_embeddings=False,
+                         sliding_window=32, rope_theta=1e4))
+    write("gemma", build(tf.GemmaConfig, tf.GemmaForCausalLM, 2,
+                         num_key_value_heads=1, head_dim=16,
+                         hidden_activation="gelu_pytorch_tanh"))
+    write("starcoder2", build(tf.Starcoder2Config, tf.Starcoder2ForCausalLM, 3,
+                              num_key_value_heads=2, sliding_window=32))
+    write("stablelm", build(tf.StableLmConfig, tf.StableLmForCausalLM, 4,
+                            num_key_value_heads=2, use_qkv_bias=True,
+                            partial_rotary_factor=0.25))
+    write("stablelm-parallel", build(tf.StableLmConfig, tf.StableLmForCausalLM, 5,
+                                     num_key_value_heads=4,
+                                     use_parallel_residual=True,
+                                     partial_rotary_factor=0.5))
+    write("phi", build(tf.PhiConfig, tf.PhiForCausalLM, 6,
+                       num_key_value_heads=4, partial_rotary_factor=0.5, hidden_act="gelu_new"))
+    write("gpt-neox", build(tf.GPTNeoXConfig, tf.GPTNeoXForCausalLM, 7,
+                            rotary_pct=0.25, use_parallel_residual=True,
+                            hidden_act="gelu"))
+    write("gpt-neox-sequential", build(tf.GPTNeoXConfig, tf.GPTNeoXForCausalLM, 8,
+                                       rotary_pct=0.5, use_parallel_residual=False))
+    write("llama-rope-linear", build(tf.LlamaConfig, tf.LlamaForCausalLM, 9,
+                                     num_key_value_heads=2,
+                                     rope_scaling={"type": "linear", "factor": 4.0}))
+    write("llama-rope-dynamic", build(tf.LlamaConfig, tf.LlamaForCausalLM, 10,
+                                      num_key_value_heads=4,
+                                      rope_scaling={"type": "dynamic", "factor": 2.0}))
+    llama3 = dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                  high_freq_factor=4.0, original_max_position_embeddings=64)
+    model = build(tf.LlamaConfig, tf.LlamaForCausalLM, 11, num_key_value_heads=2,
+                  rope_theta=500000.0)
+    inverse = llama3_inverse_frequencies(500000.0, 8, 8.0, 1.0, 4.0, 64)
+    for layer in model.model.layers:
+        layer.self_attn.rotary_emb.inv_freq.copy_(inverse)
+    write("llama-rope-llama3", model, config_patch={"rope_scaling": llama3})
+
+
+if __name__ == "__main__":
+    main()
