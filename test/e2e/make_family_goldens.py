@@ -83,7 +83,27 @@ def build(config_class, model_class, seed, **overrides):
     return model
 
 
+def mistral_window_convention():
+    """The sliding-window convention: tfmc follows Mistral's maintained
+    reference (mistral-inference: xformers' make_local_attention(W) and a
+    rolling cache of W slots), where query i sees keys i-W+1..i, W of them,
+    as newer transformers releases do. transformers 4.40 lets it see W + 1.
+    So tfmc's window-4 fixture (test/e2e/Inputs/mistral-window4) must equal
+    4.40's MistralForCausalLM with sliding_window = 3."""
+    fixture = os.path.join(HERE, "Inputs", "mistral-window4")
+    config = tf.MistralConfig.from_pretrained(fixture)
+    config.sliding_window = 3
+    config._attn_implementation = "eager"
+    model = tf.MistralForCausalLM.from_pretrained(fixture, config=config).eval()
+    with torch.no_grad():
+        logits = model(torch.tensor([TOKENS])).logits[0].float()
+    path = os.path.join(OUT, "mistral-window4-hf440-window3.logits.bin")
+    logits.numpy().astype("<f4").tofile(path)
+    print(f"mistral window convention: {tuple(logits.shape)}")
+
+
 def main():
+    mistral_window_convention()
     write("qwen2", build(tf.Qwen2Config, tf.Qwen2ForCausalLM, 1,
                          num_key_value_heads=2, tie_word_embeddings=False,
                          sliding_window=32, rope_theta=1e4))
