@@ -124,10 +124,14 @@ std::string mlir::tfm::identifierFrom(llvm::StringRef name) {
   return id;
 }
 
+bool mlir::tfm::isTfmModuleFile(llvm::StringRef path) {
+  return path.ends_with(".mlir");
+}
+
 llvm::Expected<CompilationUnit>
 mlir::tfm::loadInput(MLIRContext &context, const CompileOptions &options) {
   CompilationUnit unit;
-  if (!llvm::StringRef(options.inputPath).ends_with(".mlir")) {
+  if (!isTfmModuleFile(options.inputPath)) {
     llvm::Expected<LoadedModel> loaded =
         loadModel(context, options.inputPath, options.tokenizerPath);
     if (!loaded)

@@ -98,6 +98,9 @@ struct CompilationUnit {
   std::unique_ptr<llvm::Module> llvmModule;
 };
 
+/// Whether `path` names a tfm module (.mlir) rather than a model.
+bool isTfmModuleFile(llvm::StringRef path);
+
 /// Stage 1: reads `options.inputPath` into tfm IR.
 llvm::Expected<CompilationUnit> loadInput(MLIRContext &context,
                                           const CompileOptions &options);

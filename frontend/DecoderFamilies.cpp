@@ -91,34 +91,32 @@ void readRopeScaling(ConfigReader &config, DecoderSpec &spec) {
   const llvm::json::Object *scaling = config.nested("rope_scaling");
   if (!scaling || spec.numHeads <= 0)
     return;
-  ConfigReader fields(*scaling, config.file() + ": rope_scaling");
+  // Its messages read "rope_scaling: ..." after the config's path.
+  ConfigReader fields(*scaling, "rope_scaling");
   std::string type = fields.string("rope_type", fields.string("type", ""));
   double factor = fields.number("factor", 1.0);
-  if (!(factor >= 1)) {
+  if (!(factor >= 1))
     config.fail("rope_scaling factor must be at least 1, got " +
                 std::to_string(factor));
-    return;
-  }
   int64_t rotary = spec.rotaryDims();
   std::vector<double> inverse;
   for (int64_t i = 0; i < rotary / 2; ++i)
     inverse.push_back(1.0 / std::pow(spec.ropeTheta, 2.0 * i / rotary));
+  bool keepsTheta = false;
   if (type == "linear") {
     for (double &f : inverse)
       f /= factor;
   } else if (type == "dynamic") {
-    return;
+    keepsTheta = true;
   } else if (type == "llama3") {
     double low = fields.number("low_freq_factor", 1.0);
     double high = fields.number("high_freq_factor", 4.0);
     double original =
         fields.number("original_max_position_embeddings", 8192.0);
-    if (!(high > low && low > 0 && original > 0)) {
+    if (!(high > low && low > 0 && original > 0))
       config.fail("rope_scaling llama3 needs high_freq_factor > "
                   "low_freq_factor > 0 and original_max_position_embeddings "
                   "> 0");
-      return;
-    }
     double lowWavelength = original / low, highWavelength = original / high;
     for (double &f : inverse) {
       double wavelength = 2 * M_PI / f;
@@ -132,13 +130,12 @@ void readRopeScaling(ConfigReader &config, DecoderSpec &spec) {
   } else {
     config.fail("unsupported config value rope_scaling type '" + type +
                 "' (supported: linear, dynamic, llama3)");
-    return;
   }
-  if (llvm::Error err = fields.takeError()) {
+  // Malformed fields count for every type, "dynamic" included.
+  if (llvm::Error err = fields.takeError())
     config.fail(llvm::toString(std::move(err)));
-    return;
-  }
-  spec.ropeFrequencies.assign(inverse.begin(), inverse.end());
+  if (!keepsTheta)
+    spec.ropeFrequencies.assign(inverse.begin(), inverse.end());
 }
 
 DecoderSpec readLlamaSpec(ConfigReader &config) {

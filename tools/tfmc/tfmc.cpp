@@ -167,10 +167,10 @@ int main(int argc, char **argv) {
   tfm::CompileOptions options;
   options.inputPath = inputPath;
   options.tokenizerPath = tokenizerPath;
-  bool isMlir = llvm::StringRef(inputPath).ends_with(".mlir");
   options.emit = emitKind.getNumOccurrences()
                      ? emitKind.getValue()
-                     : (isMlir ? EmitKind::Tfm : EmitKind::Exe);
+                     : (tfm::isTfmModuleFile(inputPath) ? EmitKind::Tfm
+                                                        : EmitKind::Exe);
   options.outputPath = outputPath;
   options.prefix = symbolPrefix;
   options.externalWeights = weightsMode == "external";
