@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Passes.h"
+#include "ir/TfmDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -25,6 +26,10 @@ struct ExportEntryPointsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // From here on the module is code: what it says about the model has
+    // been read by the packager (Compiler.cpp reads it before lowering), and
+    // LLVM-level tools (mlir-translate) do not know the tfm dialect.
+    module->removeAttr(tfm::kModelAttrName);
     SymbolTable symbols(module);
     for (auto func :
          llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {

@@ -799,15 +799,21 @@ struct LowerKVCacheRead : OpConversionPattern<KVCacheReadOp> {
   }
 };
 
-/// The cache argument (marked by tfm-kv-cache) is state the runtime owns:
-/// writable, so that bufferization updates it in place.
-void markCacheWritable(func::FuncOp func) {
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (func.getArgAttr(i, kKVCacheArgAttrName)) {
-      func.removeArgAttr(i, kKVCacheArgAttrName);
+/// The entry points' descriptions (tfm.input, tfm.cache, tfm.output) have
+/// been read by the packager before lowering; of them, lowered code keeps
+/// only that a cache argument is state the runtime owns: writable, so that
+/// bufferization updates it in place.
+void lowerArgumentDescriptions(func::FuncOp func) {
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    if (func.getArgAttr(i, kCacheArgAttrName))
       func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
                       BoolAttr::get(func.getContext(), true));
-    }
+    func.removeArgAttr(i, kCacheArgAttrName);
+    func.removeArgAttr(i, kInputArgAttrName);
+  }
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    func.removeResultAttr(i, StringAttr::get(func.getContext(),
+                                             kOutputResultAttrName));
 }
 
 struct LowerToLinalgPass
@@ -821,7 +827,7 @@ struct LowerToLinalgPass
       return signalPassFailure();
     lowerWeights(module, *layout);
     for (auto func : module.getOps<func::FuncOp>())
-      markCacheWritable(func);
+      lowerArgumentDescriptions(func);
 
     ConversionTarget target(getContext());
     target.addIllegalDialect<TfmDialect>();

@@ -56,7 +56,9 @@ def ExportEntryPointsPass : Pass<"tfm-export-entry-points", "ModuleOp"> {
     `@decode`, ...) from C through MLIR's C interface: each public function
     gets `llvm.emit_c_interface`. With a non-empty `prefix` (libraries) each
     is also renamed `@<prefix>_<name>`, so that several models link into one
-    program; call sites follow the rename.
+    program; call sites follow the rename. The module's `tfm.model`, read
+    by the packager before lowering, is dropped: the result is code that
+    LLVM-level tools read without the tfm dialect.
 
     ```mlir
     // tfm-export-entry-points{prefix=story}

@@ -168,11 +168,11 @@ FailureOr<WeightLayout> mlir::tfm::layOutWeights(ModuleOp module,
     result.offsets[op.getName()] = size;
     types[op.getName()] = type;
     layout.push_back(
-        NamedAttribute(op.getNameAttr(), b.getI64IntegerAttr(size)));
+        b.getNamedAttr(op.getName(), b.getI64IntegerAttr(size)));
     int64_t elements = type.getNumElements();
     if (result.panels.contains(op.getName())) {
       panelShapes.push_back(
-          NamedAttribute(op.getNameAttr(), b.getDenseI64ArrayAttr(
+          b.getNamedAttr(op.getName(), b.getDenseI64ArrayAttr(
                                                type.getShape())));
       elements = panelCount(type.getDimSize(0)) * kPanelWidth *
                  type.getDimSize(1);
@@ -189,21 +189,12 @@ FailureOr<WeightLayout> mlir::tfm::layOutWeights(ModuleOp module,
     for (ConcatOp use : join.uses)
       result.joins[use] = result.offsets[first.getName()];
   }
-  WalkResult walk = module.walk([&](WeightOp op) {
-    auto it = types.find(op.getName());
-    if (it == types.end()) {
+  // The verifier has checked that every use of a weight has its declared
+  // type: the first use places it.
+  module.walk([&](WeightOp op) {
+    if (!types.count(op.getName()))
       place(op, /*alignStart=*/true);
-      return WalkResult::advance();
-    }
-    if (it->second != op.getType()) {
-      op.emitOpError() << "weight '" << op.getName() << "' used as both "
-                       << it->second << " and " << op.getType();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
   });
-  if (walk.wasInterrupted())
-    return failure();
   module->setAttr(kWeightLayoutAttrName, b.getDictionaryAttr(layout));
   if (!panelShapes.empty())
     module->setAttr(kWeightPanelsAttrName, b.getDictionaryAttr(panelShapes));
@@ -260,6 +251,10 @@ void mlir::tfm::lowerWeights(ModuleOp module, const WeightLayout &layout) {
   module.walk([&](WeightOp op) {
     replaceByView(op, layout.offsets.lookup(op.getName()), op.getName());
   });
+  // The layout on the module now says where each declared weight is.
+  for (WeightDeclOp decl :
+       llvm::make_early_inc_range(module.getOps<WeightDeclOp>()))
+    decl.erase();
 }
 
 bool mlir::tfm::isPanelUnpack(Operation *op) {

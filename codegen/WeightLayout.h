@@ -32,7 +32,7 @@ struct WeightLayout {
 };
 
 /// Places every weight of `module` (panels where `packPanels` allows) and
-/// records the layout on it; fails on a weight name used with two types.
+/// records the layout on it.
 FailureOr<WeightLayout> layOutWeights(ModuleOp module, bool packPanels);
 
 /// Gives every function that reads weights, directly or through calls, a

@@ -7,6 +7,7 @@
 
 #include "compiler/Compiler.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/Safetensors.h"
 #include "ir/TfmOps.h"
 #include "runtime/tfm_format.h"
 
@@ -29,6 +30,48 @@ char DiagnosedError::ID = 0;
 namespace {
 
 llvm::Error diagnosed() { return llvm::make_error<DiagnosedError>(); }
+
+/// Whether tfm-kv-cache applies: a @forward whose attention is all causal,
+/// and no @prefill derived already (a module emitted after the tfm passes).
+bool wantsKVCache(ModuleOp module) {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward || module.lookupSymbol("prefill"))
+    return false;
+  WalkResult walk = forward.walk([](AttentionOp op) {
+    return op.getCausal() ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  return !walk.wasInterrupted();
+}
+
+/// Reads the checkpoint at `path` and checks that it holds every weight the
+/// module declares, with its shape.
+llvm::Error readWeightsOfModule(ModuleOp module, llvm::StringRef path,
+                                WeightStore &weights) {
+  llvm::Error read =
+      llvm::sys::fs::is_directory(path) ? readSafetensorsCheckpoint(path, weights)
+      : path.ends_with(".index.json")
+          ? readSafetensorsCheckpoint(llvm::sys::path::parent_path(path),
+                                      weights)
+          : readSafetensorsFile(path, weights);
+  if (read)
+    return read;
+  std::vector<std::string> errors;
+  for (WeightDeclOp decl : module.getOps<WeightDeclOp>()) {
+    std::vector<int64_t> shape(decl.getTensorType().getShape());
+    const WeightTensor *tensor = weights.lookup(decl.getSymName());
+    if (!tensor)
+      errors.push_back(path.str() + ": missing tensor '" +
+                       decl.getSymName().str() + "' (shape " +
+                       formatShape(shape) + ")");
+    else if (tensor->shape != shape)
+      errors.push_back(path.str() + ": tensor '" + decl.getSymName().str() +
+                       "' has shape " + formatShape(tensor->shape) +
+                       ", the module declares " + formatShape(shape));
+  }
+  if (!errors.empty())
+    return makeError(llvm::join(errors, "\n"));
+  return llvm::Error::success();
+}
 
 bool isLibrary(EmitKind emit) {
   return emit == EmitKind::Lib || emit == EmitKind::StaticLib;
@@ -71,8 +114,8 @@ llvm::Error checkOptions(const CompileOptions &options,
     return makeError(llvm::Twine(options.emit == EmitKind::Exe
                                      ? "an executable"
                                      : "a library") +
-                     " needs a model with weights, not a .mlir file (use "
-                     "--emit=obj)");
+                     " needs a model: '" + options.inputPath +
+                     "' has no tfm.model attribute (use --emit=obj)");
   static const char *const binaryEmitNames[] = {"obj", "exe", "lib",
                                                 "staticlib"};
   if (options.emit >= EmitKind::Obj && options.outputPath.empty())
@@ -83,7 +126,7 @@ llvm::Error checkOptions(const CompileOptions &options,
   if (identifierFrom(prefix) != prefix)
     return makeError("--prefix must be a C identifier, got '" + prefix + "'");
   int64_t maxContext = options.pipeline ? options.pipeline->maxContext : 0;
-  int64_t modelContext = unit.model ? unit.model->maxContext : 0;
+  int64_t modelContext = unit.model ? unit.model.getMaxContext() : 0;
   if (maxContext < 0 || (unit.model && maxContext > modelContext))
     return makeError("--max-context must be between 1 and the model's "
                      "maximum context (" +
@@ -132,12 +175,17 @@ llvm::Expected<CompilationUnit>
 mlir::tfm::loadInput(MLIRContext &context, const CompileOptions &options) {
   CompilationUnit unit;
   if (!isTfmModuleFile(options.inputPath)) {
+    if (!options.weightsPath.empty())
+      return makeError("--checkpoint is for a .mlir model; '" +
+                       options.inputPath + "' has its own");
     llvm::Expected<LoadedModel> loaded =
         loadModel(context, options.inputPath, options.tokenizerPath);
     if (!loaded)
       return loaded.takeError();
     unit.module = std::move(loaded->module);
-    unit.model = std::move(*loaded);
+    unit.model = (*unit.module)->getAttrOfType<ModelAttr>(kModelAttrName);
+    unit.weights = std::move(loaded->weights);
+    unit.tokenizer = std::move(loaded->tokenizer);
     return std::move(unit);
   }
   std::string error;
@@ -150,6 +198,25 @@ mlir::tfm::loadInput(MLIRContext &context, const CompileOptions &options) {
   unit.module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!unit.module)
     return diagnosed();
+  unit.model = (*unit.module)->getAttrOfType<ModelAttr>(kModelAttrName);
+  if (!unit.model)
+    return std::move(unit);
+  if (options.weightsPath.empty())
+    return makeError(options.inputPath +
+                     ": a model module needs its weights (--checkpoint FILE)");
+  if (llvm::Error err = readWeightsOfModule(*unit.module, options.weightsPath,
+                                            unit.weights))
+    return std::move(err);
+  StringRef tokenizer = options.tokenizerPath.empty()
+                            ? unit.model.getTokenizer()
+                            : StringRef(options.tokenizerPath);
+  if (!tokenizer.empty()) {
+    llvm::Expected<TokenizerVocab> vocab =
+        readTokenizerAt(tokenizer, unit.model.getVocabSize());
+    if (!vocab)
+      return vocab.takeError();
+    unit.tokenizer = std::move(*vocab);
+  }
   return std::move(unit);
 }
 
@@ -160,9 +227,9 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
   CpuPipelineOptions pipeline;
   if (options.pipeline)
     pipeline.copyOptionValuesFrom(*options.pipeline);
-  // Only causal decoders get a KV cache; a .mlir file is compiled as
-  // written.
-  pipeline.kvCache = pipeline.kvCache && unit.model && unit.model->causalDecoder;
+  // Only causal models get a KV cache, once; a module that is not a model
+  // is compiled as written.
+  pipeline.kvCache = pipeline.kvCache && unit.model && wantsKVCache(*unit.module);
   if (!unit.model && first == CpuPipelineStage::Tfm)
     first = CpuPipelineStage::Linalg;
   if (first > last)
@@ -213,39 +280,35 @@ llvm::Error mlir::tfm::emitMachineCode(CompilationUnit &unit,
 
 ModelDescription mlir::tfm::modelDescription(const CompilationUnit &unit,
                                              const CompileOptions &options) {
-  const LoadedModel &model = *unit.model;
+  ModelAttr model = unit.model;
   ModelDescription description;
   description.name = modelNameOf(options);
   description.source = options.inputPath;
-  description.hiddenSize = model.hiddenSize;
-  description.numLayers = model.numLayers;
-  description.numHeads = model.numHeads;
-  description.numKVHeads = model.numKVHeads;
-  description.vocabSize = model.vocabSize;
-  description.maxContext = model.maxContext;
-  description.bosToken = model.bosToken;
-  description.eosToken = model.eosToken;
-  description.addBos = model.addBos;
+  description.hiddenSize = model.getHiddenSize();
+  description.numLayers = model.getNumLayers();
+  description.numHeads = model.getNumHeads();
+  description.numKVHeads = model.getNumKvHeads();
+  description.vocabSize = model.getVocabSize();
+  description.maxContext = model.getMaxContext();
+  description.bosToken = model.getBosToken();
+  description.eosToken = model.getEosToken();
+  description.addBos = model.getAddBos();
   // The cache the runtime allocates: @prefill's cache argument.
-  if (auto prefill = unit.module.get().lookupSymbol<func::FuncOp>("prefill")) {
-    ArrayRef<int64_t> shape =
-        cast<RankedTensorType>(prefill.getArgumentTypes().back()).getShape();
-    description.cacheShape.assign(shape.begin(), shape.end());
-    // The runtime slides the cache only when every layer has one window.
-    std::set<int64_t> windows;
-    prefill.walk([&](AttentionOp op) {
-      windows.insert(op.getWindow().value_or(0));
-    });
-    if (windows.size() == 1)
-      description.slidingWindow = *windows.begin();
-  }
-  if (model.tokenizer)
+  if (auto prefill = unit.module.get().lookupSymbol<func::FuncOp>("prefill"))
+    for (unsigned i = 0, e = prefill.getNumArguments(); i < e; ++i)
+      if (auto cache = prefill.getArgAttrOfType<CacheAttr>(i, kCacheArgAttrName)) {
+        ArrayRef<int64_t> shape =
+            cast<RankedTensorType>(prefill.getArgumentTypes()[i]).getShape();
+        description.cacheShape.assign(shape.begin(), shape.end());
+        description.slidingWindow = cache.getWindow();
+      }
+  if (unit.tokenizer)
     description.tokenizer = TokenizerBlobInput{
-        model.tokenizer->kind == TokenizerVocab::Kind::ByteLevelBpe
+        unit.tokenizer->kind == TokenizerVocab::Kind::ByteLevelBpe
             ? uint32_t(TFM_TOKENIZER_BYTE_LEVEL_BPE)
             : uint32_t(TFM_TOKENIZER_SCORE_BPE),
-        model.tokenizer->pieces, model.tokenizer->scores,
-        model.tokenizer->merges};
+        unit.tokenizer->pieces, unit.tokenizer->scores,
+        unit.tokenizer->merges};
   return description;
 }
 
@@ -278,7 +341,7 @@ mlir::tfm::linkExecutableOrLibrary(CompilationUnit &unit,
     link.prefillSymbol = "_mlir_ciface_" + link.prefix + "_prefill";
     link.decodeSymbol = "_mlir_ciface_" + link.prefix + "_decode";
   }
-  const WeightStore &weights = unit.model->weights;
+  const WeightStore &weights = unit.weights;
   auto lookup = [&](llvm::StringRef name) -> llvm::ArrayRef<float> {
     const WeightTensor *tensor = weights.lookup(name);
     return tensor ? llvm::ArrayRef<float>(tensor->values)

@@ -20,6 +20,7 @@
 #include "codegen/CpuPipeline.h"
 #include "codegen/ModelPackager.h"
 #include "frontend/ModelLoader.h"
+#include "ir/TfmOps.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -65,8 +66,14 @@ public:
 struct CompileOptions {
   /// A Hugging Face directory, a llama2.c .bin, or a tfm module (.mlir).
   std::string inputPath;
-  /// A tokenizer file to use instead of the one beside the model.
+  /// A tokenizer file to use instead of the one beside the model (or the
+  /// one a .mlir module's tfm.model names).
   std::string tokenizerPath;
+  /// The checkpoint (--checkpoint) a .mlir model module's weights are read
+  /// from: a
+  /// .safetensors file, a model.safetensors.index.json, or a folder holding
+  /// either.
+  std::string weightsPath;
   EmitKind emit = EmitKind::Exe;
   /// "-" or empty: stdout (text outputs only).
   std::string outputPath;
@@ -88,12 +95,15 @@ struct CompileOptions {
   TimingScope *timing = nullptr;
 };
 
-/// A model on its way through the compiler: the module, and for models read
-/// from a checkpoint their weights, tokenizer and sizes.
+/// A model on its way through the compiler: the module, and when it is a
+/// model (it has a tfm.model attribute) its weights and tokenizer.
 struct CompilationUnit {
   OwningOpRef<ModuleOp> module;
-  /// Absent for a .mlir input.
-  std::optional<LoadedModel> model;
+  /// The module's tfm.model; null for a .mlir file of bare tfm functions,
+  /// which is compiled as written.
+  ModelAttr model;
+  WeightStore weights;
+  std::optional<TokenizerVocab> tokenizer;
   std::unique_ptr<llvm::LLVMContext> llvmContext;
   std::unique_ptr<llvm::Module> llvmModule;
 };
@@ -106,8 +116,9 @@ llvm::Expected<CompilationUnit> loadInput(MLIRContext &context,
                                           const CompileOptions &options);
 
 /// Stage 2: runs the CPU pipeline's stages `first` through `last` on the
-/// module. A .mlir input skips the tfm-level passes: it is compiled as
-/// written (tfm-opt runs passes on it).
+/// module. A module without tfm.model skips the tfm-level passes: it is
+/// compiled as written (tfm-opt runs passes on it). tfm-kv-cache runs on
+/// causal models that have no @prefill yet.
 llvm::Error runPipelineStages(CompilationUnit &unit,
                               const CompileOptions &options,
                               CpuPipelineStage first, CpuPipelineStage last);
@@ -128,9 +139,9 @@ llvm::Error linkExecutableOrLibrary(CompilationUnit &unit,
                                     const CompileOptions &options,
                                     const ModelDescription &description);
 
-/// What the runtime needs to know about a loaded model after the tfm-level
-/// passes: sizes, special tokens, tokenizer, and the KV cache @prefill
-/// takes (its shape, and the window when every layer has the same one).
+/// What the runtime needs to know about a model after the tfm-level passes,
+/// read from the module (tfm.model, and @prefill's tfm.cache argument) and
+/// the unit's tokenizer.
 ModelDescription modelDescription(const CompilationUnit &unit,
                                   const CompileOptions &options);
 

@@ -97,6 +97,8 @@ public:
 
   std::vector<std::string> errors;
   std::set<std::string> used;
+  /// The tfm.weight_decl of each weight read so far.
+  llvm::StringMap<WeightDeclOp> declared;
 
 private:
   Location named(const llvm::Twine &what) {
@@ -136,7 +138,17 @@ Value DecoderIRBuilder::weight(const std::string &name,
     errors.push_back(checkpoint.str() + ": missing tensor '" + name +
                      "' (shape " + tfm::formatShape(shape) + ")");
   }
-  return WeightOp::create(b, named(name), tensorType(shape), name);
+  RankedTensorType type = tensorType(shape);
+  WeightDeclOp &decl = declared[name];
+  if (!decl) {
+    // Declarations go before the functions, in first-use order.
+    OpBuilder::InsertionGuard guard(b);
+    auto module = b.getBlock()->getParentOp()->getParentOfType<ModuleOp>();
+    b.setInsertionPoint(
+        &*std::next(module.getBody()->begin(), declared.size() - 1));
+    decl = WeightDeclOp::create(b, named(name), name, type);
+  }
+  return WeightOp::create(b, named(name), type, name);
 }
 
 Value DecoderIRBuilder::norm(Value x, const std::string &name, Location loc) {
@@ -249,8 +261,10 @@ OwningOpRef<ModuleOp> DecoderIRBuilder::build() {
   auto logitsType = tensorType({dyn, spec.vocabSize});
   auto func = func::FuncOp::create(
       b, loc, "forward", b.getFunctionType({tokensType}, {logitsType}));
-  // The capacity tfm-kv-cache gives the cache unless told otherwise.
-  func->setAttr(kMaxContextAttrName, b.getI64IntegerAttr(spec.maxContext));
+  func.setArgAttr(0, kInputArgAttrName,
+                  InputRoleAttr::get(b.getContext(), InputRole::token_ids));
+  func.setResultAttr(0, kOutputResultAttrName,
+                     OutputRoleAttr::get(b.getContext(), OutputRole::logits));
   b.setInsertionPointToEnd(func.addEntryBlock());
   Value tokens = func.getArgument(0);
 

@@ -41,6 +41,7 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
     return makeError(configPath + ": unknown model_type '" + modelType +
                      "' (supported: " + supportedDecoderFamilies() + ")");
   LoadedModel model;
+  model.family = modelType;
   model.bosToken = config.integer("bos_token_id", -1);
   model.eosToken = config.integer("eos_token_id", -1);
   // GPT-2's tokenizer adds no BOS to prompts, LLaMA's does;
@@ -96,6 +97,7 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
                        " tokens, the model's vocab_size is " +
                        llvm::Twine(spec.vocabSize));
     model.tokenizer = std::move(*vocab);
+    model.tokenizerPath = tokenizer.str().str();
     return model;
   }
   llvm::Expected<TokenizerVocab> bpe = readByteLevelBpe(directory);
@@ -108,6 +110,7 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
                        " tokens, the model's vocab_size is " +
                        llvm::Twine(spec.vocabSize));
     model.tokenizer = std::move(*bpe);
+    model.tokenizerPath = directory.str();
   }
   return model;
 }

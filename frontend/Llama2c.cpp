@@ -139,6 +139,7 @@ llvm::Expected<LoadedModel> tfm::loadLlama2cModel(mlir::MLIRContext &context,
     return module.takeError();
   model.module = std::move(*module);
   recordDecoderShape(model, spec);
+  model.family = "llama";
   model.bosToken = 1;
   model.eosToken = 2;
 
@@ -150,6 +151,7 @@ llvm::Expected<LoadedModel> tfm::loadLlama2cModel(mlir::MLIRContext &context,
     if (!vocab)
       return vocab.takeError();
     model.tokenizer = std::move(*vocab);
+    model.tokenizerPath = tokenizer.str().str();
   }
   return model;
 }

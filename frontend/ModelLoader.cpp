@@ -2,6 +2,7 @@
 
 #include "frontend/ModelLoader.h"
 #include "frontend/ErrorMessages.h"
+#include "ir/TfmOps.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -34,20 +35,60 @@ llvm::Expected<LoadedModel> mlir::tfm::loadModel(mlir::MLIRContext &context,
                      "': expected a Hugging Face model directory, a llama2.c "
                      ".bin checkpoint or a .mlir file");
   }();
-  if (!model || tokenizerPath.empty())
+  if (!model)
     return model;
-  // An explicit tokenizer replaces the one found beside the model.
-  llvm::Expected<TokenizerVocab> vocab =
-      tokenizerPath.ends_with(".model")
-          ? readSentencePieceModel(tokenizerPath)
-          : readLlama2cTokenizer(tokenizerPath, model->vocabSize);
+  if (!tokenizerPath.empty()) {
+    // An explicit tokenizer replaces the one found beside the model.
+    llvm::Expected<TokenizerVocab> vocab =
+        readTokenizerAt(tokenizerPath, model->vocabSize);
+    if (!vocab)
+      return vocab.takeError();
+    model->tokenizer = std::move(*vocab);
+    model->tokenizerPath = tokenizerPath.str();
+  }
+  describeModel(*model);
+  return model;
+}
+
+void mlir::tfm::describeModel(LoadedModel &model) {
+  MLIRContext *context = model.module->getContext();
+  std::string tokenizer;
+  if (model.tokenizer && !model.tokenizerPath.empty()) {
+    // Absolute, so that the module compiles from any folder.
+    llvm::SmallString<256> path(model.tokenizerPath);
+    llvm::sys::fs::make_absolute(path);
+    tokenizer = path.str().str();
+  }
+  auto attr = ModelAttr::get(
+      context, model.family, model.vocabSize, model.maxContext,
+      model.bosToken, model.eosToken, model.addBos && model.bosToken >= 0,
+      tokenizer, model.hiddenSize, model.numLayers, model.numHeads,
+      model.numKVHeads);
+  (*model.module)->setAttr(kModelAttrName, attr);
+}
+
+llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
+                                                          int64_t vocabSize) {
+  if (!llvm::sys::fs::exists(path))
+    return makeError("tokenizer '" + path + "' does not exist");
+  llvm::Expected<TokenizerVocab> vocab = [&] {
+    if (llvm::sys::fs::is_directory(path))
+      return readByteLevelBpe(path);
+    if (llvm::sys::path::filename(path) == "tokenizer.json")
+      return readByteLevelBpe(llvm::sys::path::parent_path(path));
+    if (path.ends_with(".model"))
+      return readSentencePieceModel(path);
+    return readLlama2cTokenizer(path, vocabSize);
+  }();
   if (!vocab)
     return vocab.takeError();
-  model->tokenizer = std::move(*vocab);
-  if (int64_t(model->tokenizer->pieces.size()) != model->vocabSize)
-    return makeError(tokenizerPath + ": tokenizer has " +
-                     llvm::Twine(model->tokenizer->pieces.size()) +
+  if (vocab->pieces.empty())
+    return makeError("tokenizer '" + path +
+                     "': no vocab.json + merges.txt or tokenizer.json there");
+  if (int64_t(vocab->pieces.size()) != vocabSize)
+    return makeError(path + ": tokenizer has " +
+                     llvm::Twine(vocab->pieces.size()) +
                      " tokens, the model's vocabulary has " +
-                     llvm::Twine(model->vocabSize));
-  return model;
+                     llvm::Twine(vocabSize));
+  return vocab;
 }

@@ -30,9 +30,22 @@ struct LoadedModel {
   int32_t bosToken = -1, eosToken = -1;
   /// Whether encoded prompts start with BOS.
   bool addBos = true;
-  /// A causal decoder: tfm-kv-cache applies.
-  bool causalDecoder = true;
+  /// The architecture (config.json's model_type; "llama" for llama2.c).
+  std::string family;
+  /// Where the tokenizer was read from (a file, or the directory of a
+  /// byte-level BPE); empty without one.
+  std::string tokenizerPath;
 };
+
+/// Records what `model` is on its module as the `tfm.model` attribute, from
+/// which the driver, packager and runtime learn it (ModelAttr).
+void describeModel(LoadedModel &model);
+
+/// Reads the tokenizer at `path` (what ModelAttr's `tokenizer` names): a
+/// SentencePiece .model, a llama2.c tokenizer .bin, or a byte-level BPE
+/// directory or tokenizer.json; checked to have `vocabSize` tokens.
+llvm::Expected<TokenizerVocab> readTokenizerAt(llvm::StringRef path,
+                                               int64_t vocabSize);
 
 /// Records a decoder's sizes in `model`.
 void recordDecoderShape(LoadedModel &model, const DecoderSpec &spec);

@@ -21,10 +21,17 @@ def Tfm_Dialect : Dialect {
     one op per concept (embedding, linear projection, LayerNorm/RMSNorm,
     rotary or sinusoidal positions, attention, activations, residual adds).
     Activations are ranked tensors `[seq, d]` or `[seq, heads, head_dim]`;
-    weights are named references into the model's weight file and are never
-    inlined into the IR.
+    weights are declared once per module (`tfm.weight_decl`), referenced by
+    symbol (`tfm.weight`), and never inlined into the IR. The module says
+    what model it is (`tfm.model`) and what each entry point's arguments and
+    results are (`tfm.input`, `tfm.cache`, `tfm.output`).
   }];
   let useDefaultAttributePrinterParser = 1;
+  // tfm.model on the module, tfm.input/tfm.cache on entry point arguments,
+  // tfm.output on results (TfmAttrs.td), and codegen's records.
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
 }
 
 def Tfm_ActivationKind : I32EnumAttr<"ActivationKind",

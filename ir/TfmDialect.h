@@ -15,12 +15,15 @@
 
 namespace mlir::tfm {
 
-/// On @forward: the model's maximum context, which tfm-kv-cache takes as
-/// the cache capacity unless told otherwise (set by the frontends).
-inline constexpr llvm::StringLiteral kMaxContextAttrName = "tfm.max_context";
-/// On the cache argument of @prefill/@decode (set by tfm-kv-cache): state
-/// that codegen updates in place.
-inline constexpr llvm::StringLiteral kKVCacheArgAttrName = "tfm.kv_cache";
+/// On the module: the model it implements (a ModelAttr).
+inline constexpr llvm::StringLiteral kModelAttrName = "tfm.model";
+/// On an entry point's argument: what it carries (an InputRoleAttr).
+inline constexpr llvm::StringLiteral kInputArgAttrName = "tfm.input";
+/// On an entry point's argument: state kept between calls and updated in
+/// place (a CacheAttr; set by tfm-kv-cache).
+inline constexpr llvm::StringLiteral kCacheArgAttrName = "tfm.cache";
+/// On an entry point's result: what it carries (an OutputRoleAttr).
+inline constexpr llvm::StringLiteral kOutputResultAttrName = "tfm.output";
 
 } // namespace mlir::tfm
 #include "ir/TfmEnums.h.inc"

@@ -109,19 +109,6 @@ LogicalResult verifyNorm(Operation *op, Value input, Value gamma, Value beta,
 } // namespace
 
 //===----------------------------------------------------------------------===//
-// WeightOp
-//===----------------------------------------------------------------------===//
-
-LogicalResult WeightOp::verify() {
-  if (getName().empty())
-    return emitOpError("expected a non-empty weight name");
-  if (!getType().hasStaticShape())
-    return emitOpError() << "expected weight '" << getName()
-                         << "' to have a static shape, got " << getType();
-  return success();
-}
-
-//===----------------------------------------------------------------------===//
 // PositionIdsOp
 //===----------------------------------------------------------------------===//
 

@@ -9,6 +9,8 @@
 #define TFM_OPS_TD
 
 include "ir/TfmBase.td"
+include "ir/TfmAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -17,22 +19,44 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 // Weights and token-level ops
 //===----------------------------------------------------------------------===//
 
-def Tfm_WeightOp : Tfm_Op<"weight", [Pure]> {
-  let summary = "a named tensor of the model's weight file";
+def Tfm_WeightDeclOp : Tfm_Op<"weight_decl", [Symbol, HasParent<"ModuleOp">]> {
+  let summary = "declares one tensor of the model's weights";
   let description = [{
-    Refers to one tensor of the model's weights by its name in the
-    checkpoint. The IR never holds weight values: codegen turns each
-    `tfm.weight` into an address inside the packaged weight blob, so IR dumps
-    stay readable at any model size. The type must be fully static.
+    Declares a weight of the module by its name in the checkpoint, with the
+    type the computation reads it as: the packager converts the
+    checkpoint's tensor (of any stored dtype) to this element type and
+    checks its shape. Every `tfm.weight` of the name must have this type.
 
     ```mlir
-    %wq = tfm.weight "model.layers.0.self_attn.q_proj.weight" : tensor<512x512xf32>
+    tfm.weight_decl @"model.norm.weight" : tensor<512xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$name);
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<Tfm_FloatTensor>:$type);
+  let assemblyFormat = "$sym_name attr-dict `:` $type";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    RankedTensorType getTensorType() {
+      return ::llvm::cast<RankedTensorType>(getType());
+    }
+  }];
+}
+
+def Tfm_WeightOp : Tfm_Op<"weight", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "reads a declared weight";
+  let description = [{
+    The value of the weight declared by `tfm.weight_decl @name`; its type
+    must be the declaration's. The IR never holds weight values: codegen
+    turns each `tfm.weight` into an address inside the packaged weight
+    blob, so IR dumps stay readable at any model size.
+
+    ```mlir
+    %wq = tfm.weight @"model.layers.0.self_attn.q_proj.weight" : tensor<512x512xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
-  let hasVerifier = 1;
 }
 
 def Tfm_PositionIdsOp : Tfm_Op<"position_ids", [Pure]> {

@@ -18,6 +18,8 @@
 
 #include "llvm/Support/Debug.h"
 
+#include <set>
+
 #define DEBUG_TYPE "tfm-kv-cache"
 
 namespace mlir::tfm {
@@ -144,9 +146,26 @@ Value sliceLastRow(OpBuilder &b, Location loc, Value value, Value rows) {
                                         strides);
 }
 
-/// Marks the cache argument so that codegen updates it in place.
-void markCacheArgument(func::FuncOp func, unsigned index) {
-  func.setArgAttr(index, kKVCacheArgAttrName, UnitAttr::get(func.getContext()));
+/// Says what each argument of @prefill or @decode is: tokens at a start
+/// position, written to the cache from a slot on, and the cache itself,
+/// state that codegen updates in place. A window shared by every layer is
+/// the cache's: the runtime may then drop positions no query can see.
+void describeArguments(func::FuncOp func, const CachePlan &plan) {
+  MLIRContext *ctx = func.getContext();
+  std::set<int64_t> windows;
+  for (AttentionOp attention : plan.layers)
+    windows.insert(attention.getWindow().value_or(0));
+  int64_t window = windows.size() == 1 ? *windows.begin() : 0;
+  func.setArgAttr(0, kInputArgAttrName,
+                  InputRoleAttr::get(ctx, InputRole::token_ids));
+  func.setArgAttr(1, kInputArgAttrName,
+                  InputRoleAttr::get(ctx, InputRole::start_position));
+  func.setArgAttr(2, kInputArgAttrName,
+                  InputRoleAttr::get(ctx, InputRole::cache_slot));
+  func.setArgAttr(3, kCacheArgAttrName,
+                  CacheAttr::get(ctx, CacheKind::self_attention, window));
+  func.setResultAttr(0, kOutputResultAttrName,
+                     OutputRoleAttr::get(ctx, OutputRole::logits));
 }
 
 func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
@@ -163,7 +182,6 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
   IRMapping mapping;
   auto prefill = cast<func::FuncOp>(forward->clone(mapping));
   prefill.setName("prefill");
-  prefill->removeAttr(kMaxContextAttrName);
   forward->getBlock()->getOperations().insertAfter(forward->getIterator(),
                                                    prefill);
   Block &entry = prefill.front();
@@ -202,7 +220,7 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
   prefill.setType(FunctionType::get(
       ctx, {tokens.getType(), start.getType(), slot.getType(), cacheType},
       {logits.getType(), cacheType}));
-  markCacheArgument(prefill, 3);
+  describeArguments(prefill, plan);
   // The full-sequence head is dead now.
   IRRewriter rewriter(ctx);
   (void)runRegionDCE(rewriter, prefill.getBody());
@@ -213,7 +231,7 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
 
 /// @decode(token: tensor<1xi32>, position, slot, cache): @prefill of one
 /// token.
-void buildDecode(func::FuncOp prefill) {
+void buildDecode(func::FuncOp prefill, const CachePlan &plan) {
   MLIRContext *ctx = prefill.getContext();
   Location loc = prefill.getLoc();
   FunctionType prefillType = prefill.getFunctionType();
@@ -236,7 +254,7 @@ void buildDecode(func::FuncOp prefill) {
       ValueRange{tokens, entry->getArgument(1), entry->getArgument(2),
                  entry->getArgument(3)});
   func::ReturnOp::create(b, loc, call.getResults());
-  markCacheArgument(decode, 3);
+  describeArguments(decode, plan);
 }
 
 struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
@@ -258,18 +276,18 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
       }
     int64_t capacity = maxContext;
     if (capacity == 0)
-      if (auto attr = forward->getAttrOfType<IntegerAttr>(kMaxContextAttrName))
-        capacity = attr.getInt();
+      if (auto model = module->getAttrOfType<ModelAttr>(kModelAttrName))
+        capacity = model.getMaxContext();
     if (capacity <= 0) {
       forward.emitOpError() << "tfm-kv-cache needs a positive capacity: set "
-                               "max-context or "
-                            << kMaxContextAttrName << " on @forward";
+                               "max-context or the module's "
+                            << kModelAttrName;
       return signalPassFailure();
     }
     FailureOr<CachePlan> plan = planCache(forward);
     if (failed(plan))
       return signalPassFailure();
-    buildDecode(buildPrefill(forward, *plan, capacity));
+    buildDecode(buildPrefill(forward, *plan, capacity), *plan);
   }
 };
 

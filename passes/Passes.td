@@ -26,7 +26,7 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
 
     The cache is one tensor `[layers, 2, capacity, kv_heads, head_dim]`
     (grouped-query and multi-query models cache only their KV heads) with a
-    capacity fixed at compile time: `max-context`, or the `tfm.max_context`
+    capacity fixed at compile time: `max-context`, or the `tfm.model`'s `max_context`
     attribute the frontend puts on `@forward`. `@forward` stays for
     whole-sequence use. The pass refuses, naming the op, what it cannot
     cache: bidirectional or biased attention, keys from outside the token
@@ -35,7 +35,7 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
   }];
   let options = [
     Option<"maxContext", "max-context", "int64_t", /*default=*/"0",
-           "Cache capacity in positions (0: the tfm.max_context attribute)">
+           "Cache capacity in positions (0: the max_context of tfm.model)">
   ];
   let dependentDialects = ["::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect",

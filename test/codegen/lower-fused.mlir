@@ -10,9 +10,11 @@
 // CHECK-NOT: tensor.concat
 // CHECK: linalg.matmul
 module {
+tfm.weight_decl @a : tensor<4x8xf32>
+tfm.weight_decl @b : tensor<8x8xf32>
 func.func @joined(%x: tensor<?x8xf32>) -> tensor<?x12xf32> {
-  %a = tfm.weight "a" : tensor<4x8xf32>
-  %b = tfm.weight "b" : tensor<8x8xf32>
+  %a = tfm.weight @a : tensor<4x8xf32>
+  %b = tfm.weight @b : tensor<8x8xf32>
   %w = tfm.concat %a, %b : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<12x8xf32>
   %y = tfm.linear %x, %w : (tensor<?x8xf32>, tensor<12x8xf32>) -> tensor<?x12xf32>
   return %y : tensor<?x12xf32>
@@ -30,15 +32,17 @@ func.func @joined(%x: tensor<?x8xf32>) -> tensor<?x12xf32> {
 // CHECK-NOT: tensor.concat
 // CHECK: return
 module {
+tfm.weight_decl @a : tensor<4x8xf32>
+tfm.weight_decl @b : tensor<8x8xf32>
 func.func @first() -> tensor<12x8xf32> {
-  %a = tfm.weight "a" : tensor<4x8xf32>
-  %b = tfm.weight "b" : tensor<8x8xf32>
+  %a = tfm.weight @a : tensor<4x8xf32>
+  %b = tfm.weight @b : tensor<8x8xf32>
   %w = tfm.concat %a, %b : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<12x8xf32>
   return %w : tensor<12x8xf32>
 }
 func.func @second() -> tensor<12x8xf32> {
-  %a = tfm.weight "a" : tensor<4x8xf32>
-  %b = tfm.weight "b" : tensor<8x8xf32>
+  %a = tfm.weight @a : tensor<4x8xf32>
+  %b = tfm.weight @b : tensor<8x8xf32>
   %w = tfm.concat %a, %b : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<12x8xf32>
   return %w : tensor<12x8xf32>
 }

@@ -6,12 +6,3 @@ func.func @f16(%x: tensor<?x4xf16>) -> tensor<?x4xf16> {
   %0 = tfm.activation relu %x : tensor<?x4xf16>
   return %0 : tensor<?x4xf16>
 }
-
-// -----
-
-func.func @clash() -> (tensor<4xf32>, tensor<8xf32>) {
-  %a = tfm.weight "w" : tensor<4xf32>
-  // expected-error @+1 {{'tfm.weight' op weight 'w' used as both 'tensor<4xf32>' and 'tensor<8xf32>'}}
-  %b = tfm.weight "w" : tensor<8xf32>
-  return %a, %b : tensor<4xf32>, tensor<8xf32>
-}

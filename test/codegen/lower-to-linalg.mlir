@@ -14,10 +14,12 @@
 // CHECK: %[[C64:.*]] = arith.constant 64 : index
 // CHECK: memref.view %[[BLOB]][%[[C64]]][] : memref<?xi8> to memref<4x8xf32>
 // CHECK: memref.view %[[BLOB]][%{{.*}}][] : memref<?xi8> to memref<3xf32>
+tfm.weight_decl @a : tensor<3xf32>
+tfm.weight_decl @b : tensor<4x8xf32>
 func.func @weights() -> (tensor<3xf32>, tensor<4x8xf32>, tensor<3xf32>) {
-  %a = tfm.weight "a" : tensor<3xf32>
-  %b = tfm.weight "b" : tensor<4x8xf32>
-  %c = tfm.weight "a" : tensor<3xf32>
+  %a = tfm.weight @a : tensor<3xf32>
+  %b = tfm.weight @b : tensor<4x8xf32>
+  %c = tfm.weight @a : tensor<3xf32>
   return %a, %b, %c : tensor<3xf32>, tensor<4x8xf32>, tensor<3xf32>
 }
 
@@ -236,7 +238,7 @@ func.func @attention_bias(%q: tensor<3x2x4xf32>, %k: tensor<5x2x4xf32>, %b: tens
 // CHECK: %[[CV:.*]] = tensor.insert_slice %[[K]] into %[[CK]][1, 1, %[[P]], 0, 0] [1, 1, %[[N]], 1, 4]
 // CHECK: tensor.extract_slice %[[CV]][1, 0, 0, 0, 0] [1, 1, %[[P]], 1, 4] [1, 1, 1, 1, 1] : tensor<2x2x8x1x4xf32> to tensor<?x1x4xf32>
 // CHECK: tensor.extract_slice %[[CV]][1, 1, 0, 0, 0] [1, 1, %[[P]], 1, 4]
-func.func @kv_cache(%cache: tensor<2x2x8x1x4xf32> {tfm.kv_cache}, %k: tensor<?x1x4xf32>, %pos: index)
+func.func @kv_cache(%cache: tensor<2x2x8x1x4xf32> {tfm.cache = #tfm.cache<self_attention>}, %k: tensor<?x1x4xf32>, %pos: index)
     -> (tensor<2x2x8x1x4xf32>, tensor<?x1x4xf32>, tensor<?x1x4xf32>) {
   %c = tfm.kv_cache_append %cache[1], %k, %k at %pos : tensor<2x2x8x1x4xf32>, tensor<?x1x4xf32>, tensor<?x1x4xf32>
   %rk, %rv = tfm.kv_cache_read %c[1] length %pos : tensor<2x2x8x1x4xf32> -> tensor<?x1x4xf32>, tensor<?x1x4xf32>
@@ -251,8 +253,9 @@ func.func @kv_cache(%cache: tensor<2x2x8x1x4xf32> {tfm.kv_cache}, %k: tensor<?x1
 // CHECK-LABEL: func.func @calls
 // CHECK-SAME: (%[[W2:.*]]: memref<?xi8>)
 // CHECK: call @reads(%[[W2]])
+tfm.weight_decl @w : tensor<4xf32>
 func.func @reads() -> tensor<4xf32> {
-  %w = tfm.weight "w" : tensor<4xf32>
+  %w = tfm.weight @w : tensor<4xf32>
   return %w : tensor<4xf32>
 }
 func.func @calls() -> tensor<4xf32> {

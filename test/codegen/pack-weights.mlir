@@ -23,9 +23,11 @@
 // UNPACKED: memref.view %{{.*}}[%{{.*}}][] : memref<?xi8> to memref<40x8xf32>
 // UNPACKED: linalg.matmul
 // UNPACKED-NOT: call @tfm_rt_linear_panels
+tfm.weight_decl @w : tensor<40x8xf32>
+tfm.weight_decl @b : tensor<40xf32>
 func.func @linear(%x: tensor<?x8xf32>) -> tensor<?x40xf32> {
-  %w = tfm.weight "w" : tensor<40x8xf32>
-  %b = tfm.weight "b" : tensor<40xf32>
+  %w = tfm.weight @w : tensor<40x8xf32>
+  %b = tfm.weight @b : tensor<40xf32>
   %y = tfm.linear %x, %w bias %b : (tensor<?x8xf32>, tensor<40x8xf32>, tensor<40xf32>) -> tensor<?x40xf32>
   return %y : tensor<?x40xf32>
 }
@@ -46,12 +48,16 @@ func.func @linear(%x: tensor<?x8xf32>) -> tensor<?x40xf32> {
 // CHECK-SAME: ins(%{{[^ ]*}} : tensor<?x80xf32>)
 // CHECK: arith.negf
 // CHECK-NOT: tensor.concat
+tfm.weight_decl @q : tensor<32x8xf32>
+tfm.weight_decl @k : tensor<32x8xf32>
+tfm.weight_decl @v : tensor<16x8xf32>
+tfm.weight_decl @b : tensor<80xf32>
 func.func @joined_with_activation(%x: tensor<?x8xf32>) -> tensor<?x80xf32> {
-  %q = tfm.weight "q" : tensor<32x8xf32>
-  %k = tfm.weight "k" : tensor<32x8xf32>
-  %v = tfm.weight "v" : tensor<16x8xf32>
+  %q = tfm.weight @q : tensor<32x8xf32>
+  %k = tfm.weight @k : tensor<32x8xf32>
+  %v = tfm.weight @v : tensor<16x8xf32>
   %w = tfm.concat %q, %k, %v : (tensor<32x8xf32>, tensor<32x8xf32>, tensor<16x8xf32>) -> tensor<80x8xf32>
-  %b = tfm.weight "b" : tensor<80xf32>
+  %b = tfm.weight @b : tensor<80xf32>
   %y = tfm.linear %x, %w bias %b activation silu : (tensor<?x8xf32>, tensor<80x8xf32>, tensor<80xf32>) -> tensor<?x80xf32>
   return %y : tensor<?x80xf32>
 }
@@ -65,9 +71,11 @@ func.func @joined_with_activation(%x: tensor<?x8xf32>) -> tensor<?x80xf32> {
 // CHECK-LABEL: func.func @join_with_partial_part
 // CHECK: memref<24x8xf32>
 // CHECK: linalg.matmul
+tfm.weight_decl @a : tensor<8x8xf32>
+tfm.weight_decl @b : tensor<16x8xf32>
 func.func @join_with_partial_part(%x: tensor<?x8xf32>) -> tensor<?x24xf32> {
-  %a = tfm.weight "a" : tensor<8x8xf32>
-  %b = tfm.weight "b" : tensor<16x8xf32>
+  %a = tfm.weight @a : tensor<8x8xf32>
+  %b = tfm.weight @b : tensor<16x8xf32>
   %w = tfm.concat %a, %b : (tensor<8x8xf32>, tensor<16x8xf32>) -> tensor<24x8xf32>
   %y = tfm.linear %x, %w : (tensor<?x8xf32>, tensor<24x8xf32>) -> tensor<?x24xf32>
   return %y : tensor<?x24xf32>
@@ -84,10 +92,12 @@ func.func @join_with_partial_part(%x: tensor<?x8xf32>) -> tensor<?x24xf32> {
 // CHECK: memref<64x8xf32>
 // CHECK: call @tfm_rt_linear_panels(
 // CHECK: linalg.matmul
+tfm.weight_decl @table : tensor<64x8xf32>
+tfm.weight_decl @proj : tensor<32x8xf32>
 func.func @tied(%ids: tensor<?xi32>) -> tensor<?x64xf32> {
-  %table = tfm.weight "table" : tensor<64x8xf32>
+  %table = tfm.weight @table : tensor<64x8xf32>
   %e = tfm.embedding %table[%ids] : tensor<64x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
-  %proj = tfm.weight "proj" : tensor<32x8xf32>
+  %proj = tfm.weight @proj : tensor<32x8xf32>
   %p = tfm.linear %e, %proj : (tensor<?x8xf32>, tensor<32x8xf32>) -> tensor<?x32xf32>
   %y = tfm.linear %e, %table : (tensor<?x8xf32>, tensor<64x8xf32>) -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>

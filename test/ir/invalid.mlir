@@ -1,17 +1,109 @@
 // One case per verifier message of the tfm ops.
 // RUN: tfm-opt %s -split-input-file -verify-diagnostics
 
-func.func @f0() {
-  // expected-error @+1 {{'tfm.weight' op expected a non-empty weight name}}
-  %w = tfm.weight "" : tensor<4xf32>
+// expected-error @+1 {{'tfm.weight_decl' op expected a non-empty weight name}}
+tfm.weight_decl @"" : tensor<4xf32>
+
+// -----
+
+// expected-error @+1 {{'tfm.weight_decl' op expected weight 'w' to have a static shape, got 'tensor<?x4xf32>'}}
+tfm.weight_decl @w : tensor<?x4xf32>
+
+// -----
+
+func.func @undeclared() {
+  // expected-error @+1 {{'tfm.weight' op refers to 'w', which no tfm.weight_decl declares}}
+  %w = tfm.weight @w : tensor<4xf32>
   return
 }
 
 // -----
 
-func.func @f1() {
-  // expected-error @+1 {{'tfm.weight' op expected weight 'w' to have a static shape, got 'tensor<?x4xf32>'}}
-  %w = tfm.weight "w" : tensor<?x4xf32>
+tfm.weight_decl @w : tensor<4xf32>
+func.func @clash() -> (tensor<4xf32>, tensor<8xf32>) {
+  %a = tfm.weight @w : tensor<4xf32>
+  // expected-error @+1 {{'tfm.weight' op reads weight 'w' as 'tensor<8xf32>', but it is declared as 'tensor<4xf32>'}}
+  %b = tfm.weight @w : tensor<8xf32>
+  return %a, %b : tensor<4xf32>, tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'tfm.model' must be a #tfm.model, got "llama"}}
+module attributes {tfm.model = "llama"} {
+}
+
+// -----
+
+// expected-error @+1 {{expected a non-empty model family}}
+module attributes {tfm.model = #tfm.model<family = "", vocab_size = 8, max_context = 8>} {
+}
+
+// -----
+
+// expected-error @+1 {{expected eos_token in [-1, vocab_size = 8), got 8}}
+module attributes {tfm.model = #tfm.model<family = "llama", vocab_size = 8, max_context = 8, eos_token = 8>} {
+}
+
+// -----
+
+// expected-error @+1 {{add_bos needs a bos_token}}
+module attributes {tfm.model = #tfm.model<family = "llama", vocab_size = 8, max_context = 8, add_bos = true>} {
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{'tfm.model' belongs on the module}}
+  func.func private @f() attributes {tfm.model = #tfm.model<family = "llama", vocab_size = 8, max_context = 8>}
+}
+
+// -----
+
+// expected-error @+1 {{unknown tfm attribute 'tfm.modle'}}
+module attributes {tfm.modle = 1} {
+}
+
+// -----
+
+// expected-error @+1 {{argument 0 of @f: token ids are a tensor<?xi32>, got 'tensor<?xf32>'}}
+func.func private @f(tensor<?xf32> {tfm.input = #tfm.input<token_ids>})
+
+// -----
+
+// expected-error @+1 {{argument 1 of @f: a position or slot is an index, got 'i64'}}
+func.func private @f(tensor<?xi32>, i64 {tfm.input = #tfm.input<start_position>})
+
+// -----
+
+// expected-error @+1 {{argument 0 of @f: a key/value cache is [layers, 2, capacity, kv_heads, head_dim], got 'tensor<2x3x8x4x4xf32>'}}
+func.func private @f(tensor<2x3x8x4x4xf32> {tfm.cache = #tfm.cache<self_attention>})
+
+// -----
+
+// expected-error @+1 {{argument 0 of @f: a cache is a float tensor of static shape, got 'tensor<2x2x?x4x4xf32>'}}
+func.func private @f(tensor<2x2x?x4x4xf32> {tfm.cache = #tfm.cache<self_attention>})
+
+// -----
+
+// expected-error @+1 {{only a self-attention cache has a window}}
+func.func private @f(tensor<2x2x8x4x4xf32> {tfm.cache = #tfm.cache<cross_attention, window = 2>})
+
+// -----
+
+// expected-error @+1 {{unknown tfm argument attribute 'tfm.kv_cache'}}
+func.func private @f(tensor<2x2x8x4x4xf32> {tfm.kv_cache})
+
+// -----
+
+// expected-error @+1 {{result 0: 'tfm.output' must be a #tfm.output}}
+func.func private @f() -> (tensor<4xf32> {tfm.output = 1})
+
+// -----
+
+func.func @weight_decl_not_in_module() {
+  // expected-error @+1 {{'tfm.weight_decl' op expects parent op 'builtin.module'}}
+  "tfm.weight_decl"() {sym_name = "w", type = tensor<4xf32>} : () -> ()
   return
 }
 

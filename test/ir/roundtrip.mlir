@@ -2,11 +2,44 @@
 // RUN: tfm-opt %s -split-input-file | tfm-opt -split-input-file | FileCheck %s
 // RUN: tfm-opt %s -split-input-file -mlir-print-op-generic | tfm-opt -split-input-file | FileCheck %s
 
+// CHECK: tfm.weight_decl @tok_embeddings.weight : tensor<512x64xf32>
+// CHECK: tfm.weight_decl @"0.weight" : tensor<64xf32>
 // CHECK-LABEL: func.func @weight
-func.func @weight() -> tensor<512x64xf32> {
-  // CHECK: tfm.weight "tok_embeddings.weight" : tensor<512x64xf32>
-  %w = tfm.weight "tok_embeddings.weight" : tensor<512x64xf32>
-  return %w : tensor<512x64xf32>
+tfm.weight_decl @tok_embeddings.weight : tensor<512x64xf32>
+tfm.weight_decl @"0.weight" : tensor<64xf32>
+func.func @weight() -> (tensor<512x64xf32>, tensor<64xf32>) {
+  // CHECK: tfm.weight @tok_embeddings.weight : tensor<512x64xf32>
+  %w = tfm.weight @tok_embeddings.weight : tensor<512x64xf32>
+  // CHECK: tfm.weight @"0.weight" : tensor<64xf32>
+  %g = tfm.weight @"0.weight" : tensor<64xf32>
+  return %w, %g : tensor<512x64xf32>, tensor<64xf32>
+}
+
+// -----
+
+// What a module says about itself: the model, and each entry point's
+// arguments and results.
+// CHECK: module attributes {tfm.model = #tfm.model<family = "llama", vocab_size = 512, max_context = 256, bos_token = 1, eos_token = 2, add_bos = true, tokenizer = "/m/tokenizer.model", hidden_size = 64, num_layers = 5, num_heads = 8, num_kv_heads = 4>}
+// CHECK-LABEL: func.func private @decode
+// CHECK-SAME: tensor<1xi32> {tfm.input = #tfm.input<token_ids>}
+// CHECK-SAME: index {tfm.input = #tfm.input<start_position>}
+// CHECK-SAME: index {tfm.input = #tfm.input<cache_slot>}
+// CHECK-SAME: tensor<5x2x256x4x8xf32> {tfm.cache = #tfm.cache<self_attention, window = 4>}
+// CHECK-SAME: -> (tensor<1x512xf32> {tfm.output = #tfm.output<logits>})
+// CHECK-LABEL: func.func private @encode
+// CHECK-SAME: tensor<?x80xf32> {tfm.input = #tfm.input<features>}
+// CHECK-SAME: tensor<2x2x16x4x8xf32> {tfm.cache = #tfm.cache<cross_attention>}
+// CHECK-SAME: -> (tensor<?x64xf32> {tfm.output = #tfm.output<hidden_states>}, tensor<64xf32> {tfm.output = #tfm.output<embedding>})
+module attributes {tfm.model = #tfm.model<family = "llama", vocab_size = 512, max_context = 256, bos_token = 1, eos_token = 2, add_bos = true, tokenizer = "/m/tokenizer.model", hidden_size = 64, num_layers = 5, num_heads = 8, num_kv_heads = 4>} {
+  func.func private @decode(tensor<1xi32> {tfm.input = #tfm.input<token_ids>}, index {tfm.input = #tfm.input<start_position>}, index {tfm.input = #tfm.input<cache_slot>}, tensor<5x2x256x4x8xf32> {tfm.cache = #tfm.cache<self_attention, window = 4>}) -> (tensor<1x512xf32> {tfm.output = #tfm.output<logits>})
+  func.func private @encode(tensor<?x80xf32> {tfm.input = #tfm.input<features>}, tensor<2x2x16x4x8xf32> {tfm.cache = #tfm.cache<cross_attention>}) -> (tensor<?x64xf32> {tfm.output = #tfm.output<hidden_states>}, tensor<64xf32> {tfm.output = #tfm.output<embedding>})
+}
+
+// -----
+
+// Defaults are left out.
+// CHECK: module attributes {tfm.model = #tfm.model<family = "gpt2", vocab_size = 50257, max_context = 1024>}
+module attributes {tfm.model = #tfm.model<family = "gpt2", vocab_size = 50257, max_context = 1024>} {
 }
 
 // -----
@@ -35,13 +68,14 @@ func.func @embedding(%table: tensor<512x64xf32>, %ids: tensor<?xi32>) -> tensor<
 
 // CHECK-LABEL: func.func @linear
 // CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>, %[[W:.*]]: tensor<128x64xf32>, %[[B:.*]]: tensor<128xf32>, %[[H:.*]]: tensor<?x8x16xf32>)
+tfm.weight_decl @wo : tensor<128x128xf32>
 func.func @linear(%x: tensor<?x64xf32>, %w: tensor<128x64xf32>, %b: tensor<128xf32>, %heads: tensor<?x8x16xf32>)
     -> (tensor<?x128xf32>, tensor<?x8x16xf32>, tensor<?x128xf32>) {
   // CHECK: tfm.linear %[[X]], %[[W]] bias %[[B]] : (tensor<?x64xf32>, tensor<128x64xf32>, tensor<128xf32>) -> tensor<?x128xf32>
   %y = tfm.linear %x, %w bias %b : (tensor<?x64xf32>, tensor<128x64xf32>, tensor<128xf32>) -> tensor<?x128xf32>
   // CHECK: tfm.linear %[[X]], %[[W]] : (tensor<?x64xf32>, tensor<128x64xf32>) -> tensor<?x8x16xf32>
   %split = tfm.linear %x, %w : (tensor<?x64xf32>, tensor<128x64xf32>) -> tensor<?x8x16xf32>
-  %wo = tfm.weight "wo" : tensor<128x128xf32>
+  %wo = tfm.weight @wo : tensor<128x128xf32>
   // CHECK: tfm.linear %[[H]], %{{.*}} : (tensor<?x8x16xf32>, tensor<128x128xf32>) -> tensor<?x128xf32>
   %merged = tfm.linear %heads, %wo : (tensor<?x8x16xf32>, tensor<128x128xf32>) -> tensor<?x128xf32>
   return %y, %split, %merged : tensor<?x128xf32>, tensor<?x8x16xf32>, tensor<?x128xf32>

@@ -3,13 +3,14 @@
 // RUN: tfm-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(tfm-fuse-norm))' | FileCheck %s
 
 // CHECK-LABEL: func.func @rms
-// CHECK: %[[G:.*]] = tfm.weight "g"
+// CHECK: %[[G:.*]] = tfm.weight @g
 // CHECK: %[[SUM:.*]], %[[NORMED:.*]] = tfm.add_rms_norm %arg0, %arg1, %[[G]] {epsilon = 9.99999974E-6 : f32} : tensor<?x8xf32>, tensor<8xf32>
 // CHECK-NOT: tfm.rms_norm
 // CHECK: %[[NEXT:.*]] = tfm.add %[[SUM]], %[[NORMED]]
+tfm.weight_decl @g : tensor<8xf32>
 func.func @rms(%x: tensor<?x8xf32>, %attn: tensor<?x8xf32>) -> tensor<?x8xf32> {
   %r = tfm.add %x, %attn : tensor<?x8xf32>
-  %g = tfm.weight "g" : tensor<8xf32>
+  %g = tfm.weight @g : tensor<8xf32>
   %h = tfm.rms_norm %r, %g {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   %next = tfm.add %r, %h : tensor<?x8xf32>
   return %next : tensor<?x8xf32>
@@ -22,10 +23,12 @@ func.func @rms(%x: tensor<?x8xf32>, %attn: tensor<?x8xf32>) -> tensor<?x8xf32> {
 // CHECK: %{{.*}}, %[[NORMED:.*]] = tfm.add_layer_norm %arg0, %arg1, %{{.*}}, %{{.*}} {epsilon = 9.99999974E-6 : f32} : tensor<3x8xf32>, tensor<8xf32>, tensor<8xf32>
 // CHECK-NOT: tfm.layer_norm
 // CHECK: return %[[NORMED]]
+tfm.weight_decl @g : tensor<8xf32>
+tfm.weight_decl @b : tensor<8xf32>
 func.func @layer(%x: tensor<3x8xf32>, %attn: tensor<3x8xf32>) -> tensor<3x8xf32> {
   %r = tfm.add %x, %attn : tensor<3x8xf32>
-  %g = tfm.weight "g" : tensor<8xf32>
-  %b = tfm.weight "b" : tensor<8xf32>
+  %g = tfm.weight @g : tensor<8xf32>
+  %b = tfm.weight @b : tensor<8xf32>
   %h = tfm.layer_norm %r, %g, %b {epsilon = 1.0e-5 : f32} : (tensor<3x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
   return %h : tensor<3x8xf32>
 }

@@ -4,9 +4,9 @@
 
 // Grouped-query shapes: 4 query heads, 2 KV heads, no bias.
 // CHECK-LABEL: func.func @gqa
-// CHECK-DAG: %[[WQ:.*]] = tfm.weight "q"
-// CHECK-DAG: %[[WK:.*]] = tfm.weight "k"
-// CHECK-DAG: %[[WV:.*]] = tfm.weight "v"
+// CHECK-DAG: %[[WQ:.*]] = tfm.weight @q
+// CHECK-DAG: %[[WK:.*]] = tfm.weight @k
+// CHECK-DAG: %[[WV:.*]] = tfm.weight @v
 // CHECK: %[[W:.*]] = tfm.concat %[[WQ]], %[[WK]], %[[WV]] : (tensor<32x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>) -> tensor<64x32xf32>
 // CHECK: %[[QKV:.*]] = tfm.linear %arg0, %[[W]] : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x8x8xf32>
 // CHECK: %[[Q:.*]] = tensor.extract_slice %[[QKV]][0, 0, 0] [%{{.*}}, 4, 8] [1, 1, 1]
@@ -14,12 +14,15 @@
 // CHECK: %[[V:.*]] = tensor.extract_slice %[[QKV]][0, 6, 0] [%{{.*}}, 2, 8] [1, 1, 1]
 // CHECK-NOT: tfm.linear
 // CHECK: tfm.attention %[[Q]], %[[K]], %[[V]]
+tfm.weight_decl @q : tensor<32x32xf32>
+tfm.weight_decl @k : tensor<16x32xf32>
+tfm.weight_decl @v : tensor<16x32xf32>
 func.func @gqa(%x: tensor<?x32xf32>) -> tensor<?x4x8xf32> {
-  %wq = tfm.weight "q" : tensor<32x32xf32>
+  %wq = tfm.weight @q : tensor<32x32xf32>
   %q = tfm.linear %x, %wq : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x4x8xf32>
-  %wk = tfm.weight "k" : tensor<16x32xf32>
+  %wk = tfm.weight @k : tensor<16x32xf32>
   %k = tfm.linear %x, %wk : (tensor<?x32xf32>, tensor<16x32xf32>) -> tensor<?x2x8xf32>
-  %wv = tfm.weight "v" : tensor<16x32xf32>
+  %wv = tfm.weight @v : tensor<16x32xf32>
   %v = tfm.linear %x, %wv : (tensor<?x32xf32>, tensor<16x32xf32>) -> tensor<?x2x8xf32>
   %a = tfm.attention %q, %k, %v {causal, scale = 0.35 : f32} : (tensor<?x4x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>) -> tensor<?x4x8xf32>
   return %a : tensor<?x4x8xf32>
@@ -31,12 +34,16 @@ func.func @gqa(%x: tensor<?x32xf32>) -> tensor<?x4x8xf32> {
 // CHECK-LABEL: func.func @biases
 // CHECK: %[[B:.*]] = tfm.concat %{{.*}}, %{{.*}} : (tensor<8xf32>, tensor<8xf32>) -> tensor<16xf32>
 // CHECK: tfm.linear %arg0, %{{.*}} bias %[[B]] : (tensor<3x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<3x4x4xf32>
+tfm.weight_decl @q : tensor<8x8xf32>
+tfm.weight_decl @bq : tensor<8xf32>
+tfm.weight_decl @k : tensor<8x8xf32>
+tfm.weight_decl @bk : tensor<8xf32>
 func.func @biases(%x: tensor<3x8xf32>) -> (tensor<3x2x4xf32>, tensor<3x2x4xf32>) {
-  %wq = tfm.weight "q" : tensor<8x8xf32>
-  %bq = tfm.weight "bq" : tensor<8xf32>
+  %wq = tfm.weight @q : tensor<8x8xf32>
+  %bq = tfm.weight @bq : tensor<8xf32>
   %q = tfm.linear %x, %wq bias %bq : (tensor<3x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<3x2x4xf32>
-  %wk = tfm.weight "k" : tensor<8x8xf32>
-  %bk = tfm.weight "bk" : tensor<8xf32>
+  %wk = tfm.weight @k : tensor<8x8xf32>
+  %bk = tfm.weight @bk : tensor<8xf32>
   %k = tfm.linear %x, %wk bias %bk : (tensor<3x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<3x2x4xf32>
   return %q, %k : tensor<3x2x4xf32>, tensor<3x2x4xf32>
 }
@@ -48,8 +55,9 @@ func.func @biases(%x: tensor<3x8xf32>) -> (tensor<3x2x4xf32>, tensor<3x2x4xf32>)
 // CHECK-LABEL: func.func @no_match
 // CHECK-NOT: tfm.concat
 // CHECK-COUNT-6: tfm.linear
+tfm.weight_decl @w : tensor<8x8xf32>
 func.func @no_match(%x: tensor<3x8xf32>, %y: tensor<3x8xf32>, %b: tensor<8xf32>) -> (tensor<3x2x4xf32>, tensor<3x2x4xf32>, tensor<3x4x2xf32>, tensor<3x2x4xf32>, tensor<3x8xf32>, tensor<3x8xf32>) {
-  %w = tfm.weight "w" : tensor<8x8xf32>
+  %w = tfm.weight @w : tensor<8x8xf32>
   %a = tfm.linear %x, %w : (tensor<3x8xf32>, tensor<8x8xf32>) -> tensor<3x2x4xf32>
   %c = tfm.linear %y, %w : (tensor<3x8xf32>, tensor<8x8xf32>) -> tensor<3x2x4xf32>
   %d = tfm.linear %y, %w : (tensor<3x8xf32>, tensor<8x8xf32>) -> tensor<3x4x2xf32>

@@ -10,94 +10,121 @@ module {
 
 // -----
 
-// expected-error @+1 {{'func.func' op tfm-kv-cache needs a positive capacity: set max-context or tfm.max_context on @forward}}
+tfm.weight_decl @w : tensor<8x4xf32>
+// expected-error @+1 {{'func.func' op tfm-kv-cache needs a positive capacity: set max-context or the module's tfm.model}}
 func.func @forward(%t: tensor<?xi32>) -> tensor<?x4xf32> {
-  %w = tfm.weight "w" : tensor<8x4xf32>
+  %w = tfm.weight @w : tensor<8x4xf32>
   %x = tfm.embedding %w[%t] : tensor<8x4xf32>, tensor<?xi32> -> tensor<?x4xf32>
   return %x : tensor<?x4xf32>
 }
 
 // -----
 
-func.func @forward(%t: tensor<?xi32>) -> tensor<?x4xf32> attributes {tfm.max_context = 8 : i64} {
-  %w = tfm.weight "w" : tensor<8x4xf32>
+module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 8>} {
+tfm.weight_decl @w : tensor<8x4xf32>
+tfm.weight_decl @wo : tensor<4x8xf32>
+func.func @forward(%t: tensor<?xi32>) -> tensor<?x4xf32> {
+  %w = tfm.weight @w : tensor<8x4xf32>
   %x = tfm.embedding %w[%t] : tensor<8x4xf32>, tensor<?xi32> -> tensor<?x4xf32>
   %q = tfm.linear %x, %w : (tensor<?x4xf32>, tensor<8x4xf32>) -> tensor<?x2x4xf32>
   // expected-error @+1 {{'tfm.attention' op cannot cache bidirectional attention: a new token would change the past positions' outputs}}
   %a = tfm.attention %q, %q, %q {scale = 0.5 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x2x4xf32>
-  %wo = tfm.weight "wo" : tensor<4x8xf32>
+  %wo = tfm.weight @wo : tensor<4x8xf32>
   %o = tfm.linear %a, %wo : (tensor<?x2x4xf32>, tensor<4x8xf32>) -> tensor<?x4xf32>
   return %o : tensor<?x4xf32>
+}
 }
 
 // -----
 
+module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 8>} {
+tfm.weight_decl @w : tensor<8x4xf32>
 // expected-error @+1 {{'func.func' op expected @forward(tokens: tensor<?xiN>) -> logits for a KV cache}}
-func.func @forward(%t: tensor<?xi32>, %bias: tensor<2x?x?xf32>) -> tensor<?x2x4xf32> attributes {tfm.max_context = 8 : i64} {
-  %w = tfm.weight "w" : tensor<8x4xf32>
+func.func @forward(%t: tensor<?xi32>, %bias: tensor<2x?x?xf32>) -> tensor<?x2x4xf32> {
+  %w = tfm.weight @w : tensor<8x4xf32>
   %x = tfm.embedding %w[%t] : tensor<8x4xf32>, tensor<?xi32> -> tensor<?x4xf32>
   %q = tfm.linear %x, %w : (tensor<?x4xf32>, tensor<8x4xf32>) -> tensor<?x2x4xf32>
   %a = tfm.attention %q, %q, %q bias %bias {causal, scale = 0.5 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x?x?xf32>) -> tensor<?x2x4xf32>
   return %a : tensor<?x2x4xf32>
 }
+}
 
 // -----
 
-func.func @forward(%t: tensor<?xi32>) -> tensor<?x2x4xf32> attributes {tfm.max_context = 8 : i64} {
-  %w = tfm.weight "w" : tensor<8x4xf32>
+module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 8>} {
+tfm.weight_decl @w : tensor<8x4xf32>
+tfm.weight_decl @bias : tensor<2x4x4xf32>
+func.func @forward(%t: tensor<?xi32>) -> tensor<?x2x4xf32> {
+  %w = tfm.weight @w : tensor<8x4xf32>
   %x = tfm.embedding %w[%t] : tensor<8x4xf32>, tensor<?xi32> -> tensor<?x4xf32>
   %q = tfm.linear %x, %w : (tensor<?x4xf32>, tensor<8x4xf32>) -> tensor<?x2x4xf32>
-  %bias = tfm.weight "bias" : tensor<2x4x4xf32>
+  %bias = tfm.weight @bias : tensor<2x4x4xf32>
   %qs = tensor.cast %q : tensor<?x2x4xf32> to tensor<4x2x4xf32>
   // expected-error @-1 {{'tensor.cast' op cannot cache through an op not known to act on each position independently}}
   %a = tfm.attention %qs, %qs, %qs bias %bias {causal, scale = 0.5 : f32} : (tensor<4x2x4xf32>, tensor<4x2x4xf32>, tensor<4x2x4xf32>, tensor<2x4x4xf32>) -> tensor<4x2x4xf32>
   %r = tensor.cast %a : tensor<4x2x4xf32> to tensor<?x2x4xf32>
   return %r : tensor<?x2x4xf32>
 }
+}
 
 // -----
 
-func.func @forward(%t: tensor<?xi32>) -> tensor<?x2x4xf32> attributes {tfm.max_context = 8 : i64} {
-  %w = tfm.weight "w" : tensor<8x4xf32>
-  %bias = tfm.weight "bias" : tensor<2x4x4xf32>
+module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 8>} {
+tfm.weight_decl @w : tensor<8x4xf32>
+tfm.weight_decl @bias : tensor<2x4x4xf32>
+func.func @forward(%t: tensor<?xi32>) -> tensor<?x2x4xf32> {
+  %w = tfm.weight @w : tensor<8x4xf32>
+  %bias = tfm.weight @bias : tensor<2x4x4xf32>
   %x = tfm.embedding %w[%t] : tensor<8x4xf32>, tensor<?xi32> -> tensor<?x4xf32>
   %q = tfm.linear %x, %w : (tensor<?x4xf32>, tensor<8x4xf32>) -> tensor<?x2x4xf32>
   // expected-error @+1 {{'tfm.attention' op cannot cache attention with an additive bias}}
   %a = tfm.attention %q, %q, %q bias %bias {causal, scale = 0.5 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<2x4x4xf32>) -> tensor<?x2x4xf32>
   return %a : tensor<?x2x4xf32>
 }
+}
 
 // -----
 
-func.func @forward(%t: tensor<?xi32>) -> tensor<?x4xf32> attributes {tfm.max_context = 8 : i64} {
+module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 8>} {
+tfm.weight_decl @w : tensor<8x4xf32>
+func.func @forward(%t: tensor<?xi32>) -> tensor<?x4xf32> {
   %c2 = arith.constant 2 : index
-  %w = tfm.weight "w" : tensor<8x4xf32>
+  %w = tfm.weight @w : tensor<8x4xf32>
   // expected-error @+1 {{'tfm.position_ids' op cannot cache: positions that do not count the tokens of @forward from 0}}
   %p = tfm.position_ids %t offset %c2 : tensor<?xi32> -> tensor<?xi32>
   %x = tfm.embedding %w[%p] : tensor<8x4xf32>, tensor<?xi32> -> tensor<?x4xf32>
   return %x : tensor<?x4xf32>
 }
-
-// -----
-
-func.func @forward(%t: tensor<?xi32>) -> tensor<?x4xf32> attributes {tfm.max_context = 8 : i64} {
-  %w = tfm.weight "w" : tensor<8x4xf32>
-  %x = tfm.embedding %w[%t] : tensor<8x4xf32>, tensor<?xi32> -> tensor<?x4xf32>
-  %q = tfm.linear %x, %w : (tensor<?x4xf32>, tensor<8x4xf32>) -> tensor<?x2x4xf32>
-  %wv = tfm.weight "wv" : tensor<16x4xf32>
-  %v = tfm.linear %x, %wv : (tensor<?x4xf32>, tensor<16x4xf32>) -> tensor<?x2x8xf32>
-  // expected-error @+1 {{'tfm.attention' op cannot cache values of type 'tensor<?x2x8xf32>' beside keys of type 'tensor<?x2x4xf32>'}}
-  %a = tfm.attention %q, %q, %v {causal, scale = 0.5 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x8xf32>) -> tensor<?x2x8xf32>
-  %wo = tfm.weight "wo" : tensor<4x16xf32>
-  %o = tfm.linear %a, %wo : (tensor<?x2x8xf32>, tensor<4x16xf32>) -> tensor<?x4xf32>
-  return %o : tensor<?x4xf32>
 }
 
 // -----
 
+module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 8>} {
+tfm.weight_decl @w : tensor<8x4xf32>
+tfm.weight_decl @wv : tensor<16x4xf32>
+tfm.weight_decl @wo : tensor<4x16xf32>
+func.func @forward(%t: tensor<?xi32>) -> tensor<?x4xf32> {
+  %w = tfm.weight @w : tensor<8x4xf32>
+  %x = tfm.embedding %w[%t] : tensor<8x4xf32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = tfm.linear %x, %w : (tensor<?x4xf32>, tensor<8x4xf32>) -> tensor<?x2x4xf32>
+  %wv = tfm.weight @wv : tensor<16x4xf32>
+  %v = tfm.linear %x, %wv : (tensor<?x4xf32>, tensor<16x4xf32>) -> tensor<?x2x8xf32>
+  // expected-error @+1 {{'tfm.attention' op cannot cache values of type 'tensor<?x2x8xf32>' beside keys of type 'tensor<?x2x4xf32>'}}
+  %a = tfm.attention %q, %q, %v {causal, scale = 0.5 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x8xf32>) -> tensor<?x2x8xf32>
+  %wo = tfm.weight @wo : tensor<4x16xf32>
+  %o = tfm.linear %a, %wo : (tensor<?x2x8xf32>, tensor<4x16xf32>) -> tensor<?x4xf32>
+  return %o : tensor<?x4xf32>
+}
+}
+
+// -----
+
+module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 8>} {
+tfm.weight_decl @w : tensor<8x4xf32>
 // expected-error @+1 {{'func.func' op has no attention to cache}}
-func.func @forward(%t: tensor<?xi32>) -> tensor<?x4xf32> attributes {tfm.max_context = 8 : i64} {
-  %w = tfm.weight "w" : tensor<8x4xf32>
+func.func @forward(%t: tensor<?xi32>) -> tensor<?x4xf32> {
+  %w = tfm.weight @w : tensor<8x4xf32>
   %x = tfm.embedding %w[%t] : tensor<8x4xf32>, tensor<?xi32> -> tensor<?x4xf32>
   return %x : tensor<?x4xf32>
+}
 }

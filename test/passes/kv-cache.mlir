@@ -2,12 +2,12 @@
 // RUN: tfm-opt %s -split-input-file -tfm-kv-cache=max-context=8 | FileCheck %s --check-prefix=CAPACITY
 
 // One layer, learned positions, multi-head attention: the cache is
-// [1 layer, K/V, 32 positions (tfm.max_context), 2 heads, 4].
+// [1 layer, K/V, 32 positions (max_context of tfm.model), 2 heads, 4].
 // CHECK-LABEL: func.func @forward(
-// CHECK-SAME: -> tensor<?x16xf32> attributes {tfm.max_context = 32 : i64}
+// CHECK-SAME: %{{.*}}: tensor<?xi32> {tfm.input = #tfm.input<token_ids>}) -> (tensor<?x16xf32> {tfm.output = #tfm.output<logits>})
 // CHECK-LABEL: func.func @prefill(
-// CHECK-SAME: %[[TOK:[^:]*]]: tensor<?xi32>, %[[START:[^:]*]]: index, %[[SLOT:[^:]*]]: index, %[[CACHE:[^:]*]]: tensor<1x2x32x2x4xf32> {tfm.kv_cache})
-// CHECK-SAME: -> (tensor<1x16xf32>, tensor<1x2x32x2x4xf32>)
+// CHECK-SAME: %[[TOK:[^:]*]]: tensor<?xi32> {tfm.input = #tfm.input<token_ids>}, %[[START:[^:]*]]: index {tfm.input = #tfm.input<start_position>}, %[[SLOT:[^:]*]]: index {tfm.input = #tfm.input<cache_slot>}, %[[CACHE:[^:]*]]: tensor<1x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>})
+// CHECK-SAME: -> (tensor<1x16xf32> {tfm.output = #tfm.output<logits>}, tensor<1x2x32x2x4xf32>)
 // CHECK: %[[N:.*]] = tensor.dim %[[TOK]], %{{.*}} : tensor<?xi32>
 // CHECK: %[[END:.*]] = arith.addi %[[SLOT]], %[[N]] : index
 // Positions continue from where the sequence is; keys go to the slot.
@@ -23,18 +23,24 @@
 // CHECK: %[[LOGITS:.*]] = tfm.linear %[[NORMED]], %{{.*}} : (tensor<1x8xf32>, tensor<16x8xf32>) -> tensor<1x16xf32>
 // CHECK: return %[[LOGITS]], %[[C1]]
 // CHECK-LABEL: func.func @decode(
-// CHECK-SAME: %[[T:[^:]*]]: tensor<1xi32>, %[[P:[^:]*]]: index, %[[S:[^:]*]]: index, %[[C:[^:]*]]: tensor<1x2x32x2x4xf32> {tfm.kv_cache})
+// CHECK-SAME: %[[T:[^:]*]]: tensor<1xi32> {{.*}}, %[[P:[^:]*]]: index {{.*}}, %[[S:[^:]*]]: index {{.*}}, %[[C:[^:]*]]: tensor<1x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>})
 // CHECK: %[[CAST:.*]] = tensor.cast %[[T]] : tensor<1xi32> to tensor<?xi32>
 // CHECK: %[[R:.*]]:2 = call @prefill(%[[CAST]], %[[P]], %[[S]], %[[C]])
 // CHECK: return %[[R]]#0, %[[R]]#1
 // CAPACITY-LABEL: func.func @prefill(
 // CAPACITY-SAME: tensor<1x2x8x2x4xf32>
-func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> attributes {tfm.max_context = 32 : i64} {
-  %wte = tfm.weight "wte" : tensor<16x8xf32>
-  %wpe = tfm.weight "wpe" : tensor<32x8xf32>
-  %g = tfm.weight "g" : tensor<8xf32>
-  %b = tfm.weight "b" : tensor<8xf32>
-  %wqkv = tfm.weight "w" : tensor<8x8xf32>
+module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 32>} {
+tfm.weight_decl @wte : tensor<16x8xf32>
+tfm.weight_decl @wpe : tensor<32x8xf32>
+tfm.weight_decl @g : tensor<8xf32>
+tfm.weight_decl @b : tensor<8xf32>
+tfm.weight_decl @w : tensor<8x8xf32>
+func.func @forward(%tokens: tensor<?xi32> {tfm.input = #tfm.input<token_ids>}) -> (tensor<?x16xf32> {tfm.output = #tfm.output<logits>}) {
+  %wte = tfm.weight @wte : tensor<16x8xf32>
+  %wpe = tfm.weight @wpe : tensor<32x8xf32>
+  %g = tfm.weight @g : tensor<8xf32>
+  %b = tfm.weight @b : tensor<8xf32>
+  %wqkv = tfm.weight @w : tensor<8x8xf32>
   %x0 = tfm.embedding %wte[%tokens] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
   %pos = tfm.position_ids %tokens : tensor<?xi32> -> tensor<?xi32>
   %pe = tfm.embedding %wpe[%pos] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
@@ -50,6 +56,7 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> attributes {tfm.m
   %logits = tfm.linear %f, %wte : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
   return %logits : tensor<?x16xf32>
 }
+}
 
 // -----
 
@@ -57,7 +64,7 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> attributes {tfm.m
 // cache holds the KV heads only, [2 layers, K/V, 32, 1, 4]; each layer
 // appends to the cache the previous layer returned.
 // CHECK-LABEL: func.func @prefill(
-// CHECK-SAME: %[[TOK:[^:]*]]: tensor<?xi32>, %[[START:[^:]*]]: index, %[[SLOT:[^:]*]]: index, %[[CACHE:[^:]*]]: tensor<2x2x32x1x4xf32> {tfm.kv_cache})
+// CHECK-SAME: %[[TOK:[^:]*]]: tensor<?xi32> {{.*}}, %[[START:[^:]*]]: index {{.*}}, %[[SLOT:[^:]*]]: index {{.*}}, %[[CACHE:[^:]*]]: tensor<2x2x32x1x4xf32> {tfm.cache = #tfm.cache<self_attention>})
 // CHECK: %[[END:.*]] = arith.addi %[[SLOT]], %{{.*}} : index
 // CHECK: %[[POS:.*]] = tfm.position_ids %[[TOK]] offset %[[START]]
 // CHECK: tfm.rope rotate_half %{{.*}}, %[[POS]]
@@ -67,12 +74,18 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> attributes {tfm.m
 // CHECK: %[[C2:.*]] = tfm.kv_cache_append %[[C1]][1]
 // CHECK: tfm.kv_cache_read %[[C2]][1] length %[[END]]
 // CHECK: return %{{.*}}, %[[C2]] : tensor<1x16xf32>, tensor<2x2x32x1x4xf32>
-func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> attributes {tfm.max_context = 32 : i64} {
-  %wte = tfm.weight "wte" : tensor<16x8xf32>
-  %g = tfm.weight "g" : tensor<8xf32>
-  %wq = tfm.weight "wq" : tensor<16x8xf32>
-  %wkv = tfm.weight "wkv" : tensor<4x8xf32>
-  %wo = tfm.weight "wo" : tensor<8x16xf32>
+module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 32>} {
+tfm.weight_decl @wte : tensor<16x8xf32>
+tfm.weight_decl @g : tensor<8xf32>
+tfm.weight_decl @wq : tensor<16x8xf32>
+tfm.weight_decl @wkv : tensor<4x8xf32>
+tfm.weight_decl @wo : tensor<8x16xf32>
+func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> {
+  %wte = tfm.weight @wte : tensor<16x8xf32>
+  %g = tfm.weight @g : tensor<8xf32>
+  %wq = tfm.weight @wq : tensor<16x8xf32>
+  %wkv = tfm.weight @wkv : tensor<4x8xf32>
+  %wo = tfm.weight @wo : tensor<8x16xf32>
   %x = tfm.embedding %wte[%tokens] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
   %pos = tfm.position_ids %tokens : tensor<?xi32> -> tensor<?xi32>
   %h0 = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
@@ -92,4 +105,5 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> attributes {tfm.m
   %x2 = tfm.add %x1, %o1 : tensor<?x8xf32>
   %logits = tfm.linear %x2, %wte : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
   return %logits : tensor<?x16xf32>
+}
 }

@@ -16,21 +16,30 @@
 // OFF-NOT: @_mlir_ciface_prefill
 // OFF-DAG: define {{.*}}void @_mlir_ciface_tiny_forward(ptr
 // OFF-DAG: define {{.*}} @tiny_forward(
-// TFM: func.func @prefill({{.*}}tensor<1x2x8x2x4xf32> {tfm.kv_cache}
+// TFM: func.func @prefill({{.*}}tensor<1x2x8x2x4xf32> {tfm.cache = #tfm.cache<self_attention>}
 // TFM: tfm.concat
 // UNFUSED-NOT: tfm.concat
 // UNFUSED-NOT: tfm.add_layer_norm
 // BAD-OPTION: no such option fuse-everything
 
-func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> attributes {tfm.max_context = 32 : i64} {
-  %wte = tfm.weight "wte" : tensor<16x8xf32>
-  %wpe = tfm.weight "wpe" : tensor<32x8xf32>
-  %g = tfm.weight "g" : tensor<8xf32>
-  %b = tfm.weight "b" : tensor<8xf32>
-  %wq = tfm.weight "wq" : tensor<8x8xf32>
-  %wk = tfm.weight "wk" : tensor<8x8xf32>
-  %wv = tfm.weight "wv" : tensor<8x8xf32>
-  %wo = tfm.weight "wo" : tensor<8x8xf32>
+module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 32>} {
+tfm.weight_decl @wte : tensor<16x8xf32>
+tfm.weight_decl @wpe : tensor<32x8xf32>
+tfm.weight_decl @g : tensor<8xf32>
+tfm.weight_decl @b : tensor<8xf32>
+tfm.weight_decl @wq : tensor<8x8xf32>
+tfm.weight_decl @wk : tensor<8x8xf32>
+tfm.weight_decl @wv : tensor<8x8xf32>
+tfm.weight_decl @wo : tensor<8x8xf32>
+func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> {
+  %wte = tfm.weight @wte : tensor<16x8xf32>
+  %wpe = tfm.weight @wpe : tensor<32x8xf32>
+  %g = tfm.weight @g : tensor<8xf32>
+  %b = tfm.weight @b : tensor<8xf32>
+  %wq = tfm.weight @wq : tensor<8x8xf32>
+  %wk = tfm.weight @wk : tensor<8x8xf32>
+  %wv = tfm.weight @wv : tensor<8x8xf32>
+  %wo = tfm.weight @wo : tensor<8x8xf32>
   %x0 = tfm.embedding %wte[%tokens] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
   %pos = tfm.position_ids %tokens : tensor<?xi32> -> tensor<?xi32>
   %pe = tfm.embedding %wpe[%pos] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
@@ -45,4 +54,5 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> attributes {tfm.m
   %f = tfm.layer_norm %x1, %g, %b {epsilon = 1.0e-5 : f32} : (tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
   %logits = tfm.linear %f, %wte : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
   return %logits : tensor<?x16xf32>
+}
 }

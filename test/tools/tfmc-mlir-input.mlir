@@ -8,8 +8,9 @@
 // CHECK: tfm.rms_norm
 // TIMING: Execution time report
 // MISSING: tfmc: error: model '{{.*}}.missing' does not exist
+tfm.weight_decl @norm.weight : tensor<64xf32>
 func.func @block(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
-  %g = tfm.weight "norm.weight" : tensor<64xf32>
+  %g = tfm.weight @norm.weight : tensor<64xf32>
   %h = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
   return %h : tensor<?x64xf32>
 }

@@ -42,7 +42,8 @@ cl::opt<std::string> inputPath(
 cl::opt<std::string> outputPath("o", cl::desc("Output file"),
                                 cl::value_desc("path"), cl::cat(outputCategory));
 cl::opt<EmitKind> emitKind(
-    "emit", cl::desc("What to produce (default: exe for models, tfm for .mlir)"),
+    "emit", cl::desc("What to produce (default: exe for models, tfm for a "
+                    ".mlir without --checkpoint)"),
     cl::values(clEnumValN(EmitKind::Tfm, "tfm", "tfm dialect IR"),
                clEnumValN(EmitKind::Linalg, "linalg", "linalg on tensors"),
                clEnumValN(EmitKind::LLVMMLIR, "llvm-mlir", "the LLVM dialect"),
@@ -62,8 +63,13 @@ cl::opt<std::string> symbolPrefix(
     cl::value_desc("identifier"), cl::cat(outputCategory));
 cl::opt<std::string> tokenizerPath(
     "tokenizer",
-    cl::desc("Tokenizer file (tokenizer.bin or tokenizer.model) when it is "
-             "not beside the model"),
+    cl::desc("Tokenizer (tokenizer.bin, tokenizer.model, tokenizer.json) when "
+             "it is not beside the model"),
+    cl::value_desc("path"), cl::cat(outputCategory));
+cl::opt<std::string> checkpointPath(
+    "checkpoint",
+    cl::desc("Weights of a .mlir model (.safetensors, its index.json, or "
+             "their folder)"),
     cl::value_desc("path"), cl::cat(outputCategory));
 cl::opt<std::string> weightsMode(
     "weights", cl::desc("embedded (default) or external (<output>.weights)"),
@@ -167,10 +173,12 @@ int main(int argc, char **argv) {
   tfm::CompileOptions options;
   options.inputPath = inputPath;
   options.tokenizerPath = tokenizerPath;
-  options.emit = emitKind.getNumOccurrences()
-                     ? emitKind.getValue()
-                     : (tfm::isTfmModuleFile(inputPath) ? EmitKind::Tfm
-                                                        : EmitKind::Exe);
+  options.weightsPath = checkpointPath;
+  // A .mlir file given its checkpoint is a model too.
+  bool model = !tfm::isTfmModuleFile(inputPath) || !checkpointPath.empty();
+  options.emit = emitKind.getNumOccurrences() ? emitKind.getValue()
+                 : model                      ? EmitKind::Exe
+                                              : EmitKind::Tfm;
   options.outputPath = outputPath;
   options.prefix = symbolPrefix;
   options.externalWeights = weightsMode == "external";

@@ -1,0 +1,175 @@
+//===- TfmAttrs.cpp - checks of what a module says about itself ---------===//
+//
+// Verifiers of the attributes in TfmAttrs.td and of every `tfm.`-prefixed
+// attribute on an op, argument or result: the dialect owns that namespace,
+// so an unknown or misplaced one is an error rather than silently ignored.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TfmOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+LogicalResult
+ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                  StringRef family, int64_t vocabSize, int64_t maxContext,
+                  int32_t bosToken, int32_t eosToken, bool addBos,
+                  StringRef tokenizer, int64_t hiddenSize, int64_t numLayers,
+                  int64_t numHeads, int64_t numKVHeads) {
+  if (family.empty())
+    return emitError() << "expected a non-empty model family";
+  if (vocabSize < 0 || maxContext <= 0)
+    return emitError() << "expected vocab_size >= 0 and max_context > 0, got "
+                       << vocabSize << " and " << maxContext;
+  for (auto [name, token] : {std::pair<StringRef, int32_t>{"bos", bosToken},
+                             {"eos", eosToken}})
+    if (token < -1 || (vocabSize > 0 && token >= vocabSize))
+      return emitError() << "expected " << name
+                         << "_token in [-1, vocab_size = " << vocabSize
+                         << "), got " << token;
+  if (addBos && bosToken < 0)
+    return emitError() << "add_bos needs a bos_token";
+  if (hiddenSize < 0 || numLayers < 0 || numHeads < 0 || numKVHeads < 0)
+    return emitError() << "expected non-negative sizes";
+  return success();
+}
+
+LogicalResult CacheAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                CacheKind kind, int64_t window) {
+  if (window < 0)
+    return emitError() << "expected a non-negative cache window, got "
+                       << window;
+  if (window > 0 && kind != CacheKind::self_attention)
+    return emitError() << "only a self-attention cache has a window";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// WeightDeclOp, WeightOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WeightDeclOp::verify() {
+  if (getSymName().empty())
+    return emitOpError("expected a non-empty weight name");
+  if (!getTensorType().hasStaticShape())
+    return emitOpError() << "expected weight '" << getSymName()
+                         << "' to have a static shape, got " << getType();
+  return success();
+}
+
+LogicalResult
+WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto decl =
+      symbolTable.lookupNearestSymbolFrom<WeightDeclOp>(*this, getNameAttr());
+  if (!decl)
+    return emitOpError() << "refers to '" << getName()
+                         << "', which no tfm.weight_decl declares";
+  if (decl.getType() != getType())
+    return emitOpError() << "reads weight '" << getName() << "' as "
+                         << getType() << ", but it is declared as "
+                         << decl.getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Dialect attributes
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Codegen's records on the module (WeightLayout.h): accepted there.
+LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  bool onModule = isa<ModuleOp>(op);
+  if (name == "tfm.weight_layout" || name == "tfm.weight_panels") {
+    if (onModule && isa<DictionaryAttr>(attr.getValue()))
+      return success();
+  } else if (name == "tfm.weight_bytes") {
+    if (onModule && isa<IntegerAttr>(attr.getValue()))
+      return success();
+  } else {
+    return op->emitError() << "unknown tfm attribute '" << name << "'";
+  }
+  return op->emitError() << "'" << name << "' is not valid here";
+}
+
+} // namespace
+
+LogicalResult TfmDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
+  if (attr.getName() != "tfm.model")
+    return verifyRecord(op, attr);
+  if (!isa<ModuleOp>(op))
+    return op->emitError("'tfm.model' belongs on the module");
+  if (!isa<ModelAttr>(attr.getValue()))
+    return op->emitError("'tfm.model' must be a #tfm.model, got ")
+           << attr.getValue();
+  return success();
+}
+
+LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                   unsigned index,
+                                                   NamedAttribute attr) {
+  auto func = dyn_cast<func::FuncOp>(op);
+  if (!func)
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' belongs on a function argument";
+  Type type = func.getArgumentTypes()[index];
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  auto fail = [&](const Twine &what) {
+    return op->emitError() << "argument " << index << " of @"
+                           << func.getSymName() << ": " << what << ", got "
+                           << type;
+  };
+  if (attr.getName() == "tfm.input") {
+    auto kind = dyn_cast<InputRoleAttr>(attr.getValue());
+    if (!kind)
+      return fail("'tfm.input' must be a #tfm.input");
+    switch (kind.getValue()) {
+    case InputRole::token_ids:
+      if (!tensor || tensor.getRank() != 1 ||
+          !tensor.getElementType().isSignlessInteger(32))
+        return fail("token ids are a tensor<?xi32>");
+      return success();
+    case InputRole::features:
+      if (!tensor || !isa<FloatType>(tensor.getElementType()))
+        return fail("features are a float tensor");
+      return success();
+    case InputRole::start_position:
+    case InputRole::cache_slot:
+      if (!type.isIndex())
+        return fail("a position or slot is an index");
+      return success();
+    }
+  }
+  if (attr.getName() == "tfm.cache") {
+    auto cache = dyn_cast<CacheAttr>(attr.getValue());
+    if (!cache)
+      return fail("'tfm.cache' must be a #tfm.cache");
+    if (!tensor || !tensor.hasStaticShape() ||
+        !isa<FloatType>(tensor.getElementType()))
+      return fail("a cache is a float tensor of static shape");
+    if (tensor.getRank() != 5 || tensor.getDimSize(1) != 2)
+      return fail("a key/value cache is [layers, 2, capacity, kv_heads, "
+                  "head_dim]");
+    return success();
+  }
+  return op->emitError() << "unknown tfm argument attribute '"
+                         << attr.getName().getValue() << "'";
+}
+
+LogicalResult TfmDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                      unsigned index,
+                                                      NamedAttribute attr) {
+  if (attr.getName() != "tfm.output")
+    return op->emitError() << "unknown tfm result attribute '"
+                           << attr.getName().getValue() << "'";
+  if (!isa<OutputRoleAttr>(attr.getValue()))
+    return op->emitError() << "result " << index
+                           << ": 'tfm.output' must be a #tfm.output";
+  return success();
+}

@@ -1,0 +1,116 @@
+//===- TfmAttrs.td - what a tfm module says about itself ---*- tablegen -*-===//
+//
+// The attributes that make a tfm module self-describing: the model on the
+// module (`tfm.model`), and the role of each entry point's arguments and
+// results (`tfm.input`, `tfm.output`, `tfm.cache`). The packager, the
+// runtime's entry-point table and the driver read these and nothing else,
+// so a module compiles the same whether a frontend built it or it was read
+// from a `.mlir` file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_ATTRS_TD
+#define TFM_ATTRS_TD
+
+include "ir/TfmBase.td"
+
+def Tfm_InputRole : I32EnumAttr<"InputRole",
+    "what an entry point's argument carries", [
+      I32EnumAttrCase<"token_ids", 0>,      // tensor<?xi32>
+      I32EnumAttrCase<"features", 1>,       // f32 features (audio, pixels)
+      I32EnumAttrCase<"start_position", 2>, // index: position of the first token
+      I32EnumAttrCase<"cache_slot", 3>      // index: cache slot of the first token
+    ]> {
+  let cppNamespace = "::mlir::tfm";
+  let genSpecializedAttr = 0;
+}
+def Tfm_InputRoleAttr : EnumAttr<Tfm_Dialect, Tfm_InputRole, "input"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Tfm_OutputRole : I32EnumAttr<"OutputRole",
+    "what an entry point's result carries", [
+      I32EnumAttrCase<"logits", 0>,        // [positions, vocab]
+      I32EnumAttrCase<"hidden_states", 1>, // [positions, hidden]
+      I32EnumAttrCase<"embedding", 2>      // [hidden], pooled
+    ]> {
+  let cppNamespace = "::mlir::tfm";
+  let genSpecializedAttr = 0;
+}
+def Tfm_OutputRoleAttr : EnumAttr<Tfm_Dialect, Tfm_OutputRole, "output"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Tfm_CacheKind : I32EnumAttr<"CacheKind",
+    "what state a cache argument holds between calls", [
+      // Keys and values of the tokens seen so far, appended by each call.
+      I32EnumAttrCase<"self_attention", 0>,
+      // Keys and values of the encoder's output, written once, then read.
+      I32EnumAttrCase<"cross_attention", 1>
+    ]> {
+  let cppNamespace = "::mlir::tfm";
+  let genSpecializedAttr = 0;
+}
+
+def Tfm_ModelAttr : AttrDef<Tfm_Dialect, "Model"> {
+  let mnemonic = "model";
+  let summary = "the model a module implements";
+  let description = [{
+    On the module, as `tfm.model`: what the driver, packager and runtime
+    need to know beyond the entry points' types. `family` is the
+    checkpoint's architecture name (`llama`, `gpt2`, ...). Token ids are -1
+    where the model has none. `tokenizer` names the tokenizer file the
+    frontend read (empty: none); a `.mlir` module is compiled with it unless
+    the driver is given another. The sizes are informative (they go to a
+    library's header); the entry points' types are what codegen uses.
+
+    ```mlir
+    module attributes {tfm.model = #tfm.model<family = "llama",
+        vocab_size = 32000, max_context = 2048, bos_token = 1,
+        eos_token = 2, add_bos = true, tokenizer = "/m/tokenizer.json",
+        hidden_size = 2048, num_layers = 22, num_heads = 32,
+        num_kv_heads = 4>} { ... }
+    ```
+  }];
+  let parameters = (ins
+    StringRefParameter<"the architecture's name">:$family,
+    "int64_t":$vocab_size,
+    "int64_t":$max_context,
+    DefaultValuedParameter<"int32_t", "-1">:$bos_token,
+    DefaultValuedParameter<"int32_t", "-1">:$eos_token,
+    DefaultValuedParameter<"bool", "false">:$add_bos,
+    StringRefParameter<"the tokenizer file", "\"\"">:$tokenizer,
+    DefaultValuedParameter<"int64_t", "0">:$hidden_size,
+    DefaultValuedParameter<"int64_t", "0">:$num_layers,
+    DefaultValuedParameter<"int64_t", "0">:$num_heads,
+    DefaultValuedParameter<"int64_t", "0">:$num_kv_heads
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Tfm_CacheAttr : AttrDef<Tfm_Dialect, "Cache"> {
+  let mnemonic = "cache";
+  let summary = "an entry point argument that is state kept between calls";
+  let description = [{
+    On an entry point's argument, as `tfm.cache`: the runtime allocates the
+    argument's tensor once per session and passes it to every call, which
+    updates it in place. Its shape and element type are the argument's.
+    A self-attention cache is `[layers, 2, capacity, kv_heads, head_dim]`;
+    `window` (0: none) is the sliding window of every layer, past which the
+    runtime may discard the oldest positions.
+
+    ```mlir
+    func.func @decode(..., %cache: tensor<2x2x64x4x16xf32>
+                          {tfm.cache = #tfm.cache<self_attention>})
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Tfm_CacheKind>:$kind,
+    DefaultValuedParameter<"int64_t", "0">:$window
+  );
+  let assemblyFormat = "`<` $kind (`,` `window` `=` $window^)? `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // TFM_ATTRS_TD
