@@ -1,8 +1,10 @@
 //===- ModelPackager.cpp - weights, tokenizer and link step -------------===//
 
 #include "codegen/ModelPackager.h"
+#include "codegen/EntryPointTable.h"
 #include "codegen/Passes.h"
 #include "runtime/tfm_format.h"
+#include "runtime/tfm_model_abi.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -45,16 +47,94 @@ llvm::Error writeFile(llvm::StringRef path, llvm::StringRef bytes) {
 /// same from glibc's loader, which honours the segments' alignment.
 constexpr const char *kHugeSegments = "-Wl,-z,max-page-size=0x200000";
 
-/// Writes the [rows, cols] matrix `values` as panels of kPanelWidth rows:
-/// out[p][k][j] = values[(kPanelWidth·p + j)·cols + k], rows past the end
-/// left as the blob's zeros. `out` may be unaligned for float.
-void writePanels(llvm::ArrayRef<float> values, int64_t rows, int64_t cols,
-                 float *out) {
-  for (int64_t row = 0; row < rows; ++row) {
-    int64_t panel = row / kPanelWidth, lane = row % kPanelWidth;
-    for (int64_t k = 0; k < cols; ++k)
-      std::memcpy(out + (panel * cols + k) * kPanelWidth + lane,
-                  &values[row * cols + k], sizeof(float));
+/// Writes a file front to back, computing tfm_weights_checksum on the way.
+class BlobWriter {
+public:
+  explicit BlobWriter(llvm::StringRef path)
+      : out(path, ec, llvm::sys::fs::OF_None), path(path) {}
+
+  llvm::Error status() {
+    if (ec)
+      return makeError("cannot write '" + path + "': " + ec.message());
+    if (out.has_error())
+      return makeError("cannot write '" + path + "': " +
+                       out.error().message());
+    return llvm::Error::success();
+  }
+  uint64_t position() const { return written; }
+
+  void write(const void *data, size_t size) {
+    const uint8_t *bytes = static_cast<const uint8_t *>(data);
+    out.write(reinterpret_cast<const char *>(bytes), size);
+    written += size;
+    // The checksum folds 8-byte words: keep a partial word for the next
+    // write.
+    while (size > 0) {
+      if (pending == 0 && size >= 8) {
+        uint64_t word;
+        std::memcpy(&word, bytes, 8);
+        hash = (hash ^ word) * 1099511628211ull;
+        bytes += 8, size -= 8;
+        continue;
+      }
+      size_t take = std::min<size_t>(8 - pending, size);
+      std::memcpy(reinterpret_cast<uint8_t *>(&carry) + pending, bytes, take);
+      pending += take, bytes += take, size -= take;
+      if (pending == 8) {
+        hash = (hash ^ carry) * 1099511628211ull;
+        pending = 0, carry = 0;
+      }
+    }
+  }
+  void zerosTo(uint64_t offset) {
+    static const uint8_t zeros[4096] = {};
+    while (written < offset)
+      write(zeros, std::min<uint64_t>(sizeof zeros, offset - written));
+  }
+  /// The checksum of everything written (tfm_format.h).
+  uint64_t finish() {
+    out.close();
+    uint64_t h = hash;
+    if (pending)
+      h = (h ^ carry) * 1099511628211ull;
+    return h ^ written;
+  }
+
+private:
+  std::error_code ec;
+  llvm::raw_fd_ostream out;
+  std::string path;
+  uint64_t written = 0, hash = 14695981039346656037ull, carry = 0;
+  size_t pending = 0;
+};
+
+/// Writes the [rows, cols] matrix `weight` as panels of kPanelWidth rows,
+/// out[p][k][j] = W[kPanelWidth·p + j][k], rows past the end zero: one
+/// panel's rows read and written at a time.
+void writePanels(const WeightRows &weight, BlobWriter &out) {
+  std::vector<float> rows(kPanelWidth * weight.cols);
+  std::vector<float> panel(kPanelWidth * weight.cols);
+  for (int64_t first = 0; first < weight.rows; first += kPanelWidth) {
+    int64_t count = std::min<int64_t>(kPanelWidth, weight.rows - first);
+    std::fill(rows.begin(), rows.end(), 0.0f);
+    weight.read(first, count, rows.data());
+    for (int64_t j = 0; j < kPanelWidth; ++j)
+      for (int64_t k = 0; k < weight.cols; ++k)
+        panel[k * kPanelWidth + j] = rows[j * weight.cols + k];
+    out.write(panel.data(), panel.size() * sizeof(float));
+    weight.release(first, first + count);
+  }
+}
+
+/// Writes `weight` row-major, a block of rows at a time.
+void writeRows(const WeightRows &weight, BlobWriter &out) {
+  int64_t block = std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(weight.cols, 1));
+  std::vector<float> rows(block * weight.cols);
+  for (int64_t first = 0; first < weight.rows; first += block) {
+    int64_t count = std::min<int64_t>(block, weight.rows - first);
+    weight.read(first, count, rows.data());
+    out.write(rows.data(), count * weight.cols * sizeof(float));
+    weight.release(first, first + count);
   }
 }
 
@@ -101,15 +181,12 @@ std::string generateModelSource(const ModelDescription &model,
     embed("tfm_weights_blob", weightsPath);
   if (model.tokenizer)
     embed("tfm_tokenizer_blob", tokenizerPath);
-  bool cached = model.cacheShape.size() == 5;
-  os << "\nvoid " << options.forwardSymbol
-     << "(tfm_memref2d_f32 *, tfm_memref1d *, tfm_memref1d *);\n";
-  if (cached)
-    for (const std::string &symbol :
-         {options.prefillSymbol, options.decodeSymbol})
-      os << "void " << symbol
-         << "(tfm_memref2d_f32 *, tfm_memref1d *, tfm_memref1d *, int64_t, "
-            "int64_t, tfm_memref5d_f32 *);\n";
+  // Entry points are `_mlir_ciface_<prefix>_<name>` in a library.
+  std::string symbolPrefix =
+      "_mlir_ciface_" +
+      (options.kind == OutputKind::Executable ? "" : options.prefix + "_");
+  os << "\n";
+  writeEntryPointTable(model, symbolPrefix, os);
   // Executables use the description main.c expects; libraries export
   // <prefix>_model and nothing else.
   bool library = options.kind != OutputKind::Executable;
@@ -118,7 +195,9 @@ std::string generateModelSource(const ModelDescription &model,
   os << "\n"
      << (library ? "__attribute__((visibility(\"default\"))) " : "")
      << "const tfm_model_desc " << descSymbol << " = {\n"
+     << "    .abi_version = TFM_ABI_VERSION,\n"
      << "    .name = " << cStringLiteral(model.name) << ",\n"
+     << "    .family = " << cStringLiteral(model.family) << ",\n"
      << "    .vocab_size = " << model.vocabSize << ",\n"
      << "    .max_context = " << model.maxContext << ",\n"
      << "    .bos_token = " << model.bosToken << ",\n"
@@ -136,15 +215,11 @@ std::string generateModelSource(const ModelDescription &model,
        << "    .tokenizer_size = " << tokenizerBytes << "ull,\n";
   else
     os << "    .tokenizer = 0,\n    .tokenizer_size = 0,\n";
-  os << "    .forward = " << options.forwardSymbol << ",\n";
-  if (cached)
-    os << "    .cache_layers = " << model.cacheShape[0] << ",\n"
-       << "    .cache_capacity = " << model.cacheShape[2] << ",\n"
-       << "    .cache_kv_heads = " << model.cacheShape[3] << ",\n"
-       << "    .cache_head_dim = " << model.cacheShape[4] << ",\n"
-       << "    .prefill = " << options.prefillSymbol << ",\n"
-       << "    .decode = " << options.decodeSymbol << ",\n"
-       << "    .sliding_window = " << model.slidingWindow << ",\n";
+  os << "    .num_entry_points = " << model.entryPoints.size() << ",\n"
+     << "    .entry_points = tfm_entry_points,\n"
+     << "    .num_caches = " << model.caches.size() << ",\n"
+     << "    .caches = " << (model.caches.empty() ? "0" : "tfm_caches")
+     << ",\n";
   os << "};\n";
   return source;
 }
@@ -160,31 +235,34 @@ llvm::Expected<uint64_t> mlir::tfm::writeWeightBlob(ModuleOp module,
     return makeError("internal error: the module has no weight layout (run "
                      "tfm-lower-to-linalg first)");
   auto panels = module->getAttrOfType<DictionaryAttr>(kWeightPanelsAttrName);
-  std::vector<uint8_t> blob(bytes.getInt(), 0);
-  for (NamedAttribute entry : layout) {
-    int64_t offset = cast<IntegerAttr>(entry.getValue()).getInt();
-    llvm::ArrayRef<float> values = weights(entry.getName().getValue());
-    auto shape = panels ? panels.getAs<DenseI64ArrayAttr>(entry.getName())
+  // Front to back: weights in the order of their offsets.
+  std::vector<std::pair<int64_t, StringRef>> order;
+  for (NamedAttribute entry : layout)
+    order.push_back({cast<IntegerAttr>(entry.getValue()).getInt(),
+                     entry.getName().getValue()});
+  llvm::sort(order);
+  BlobWriter out(path);
+  for (auto [offset, name] : order) {
+    std::optional<WeightRows> weight = weights(name);
+    auto shape = panels ? panels.getAs<DenseI64ArrayAttr>(name)
                         : DenseI64ArrayAttr();
-    size_t size = values.size() * sizeof(float);
+    if (!weight || uint64_t(offset) < out.position() ||
+        (shape && (weight->rows != shape[0] || weight->cols != shape[1])))
+      return makeError("internal error: no data for weight '" + name + "'");
+    out.zerosTo(offset);
     if (shape)
-      size = (shape[0] + kPanelWidth - 1) / kPanelWidth * kPanelWidth *
-             shape[1] * sizeof(float);
-    if (values.empty() || offset + size > blob.size() ||
-        (shape && values.size() != size_t(shape[0] * shape[1])))
-      return makeError("internal error: no data for weight '" +
-                       entry.getName().getValue() + "'");
-    if (shape)
-      writePanels(values, shape[0], shape[1],
-                  reinterpret_cast<float *>(blob.data() + offset));
+      writePanels(*weight, out);
     else
-      std::memcpy(blob.data() + offset, values.data(), size);
+      writeRows(*weight, out);
+    weight->release(0, weight->rows);
   }
-  if (llvm::Error err = writeFile(
-          path, llvm::StringRef(reinterpret_cast<const char *>(blob.data()),
-                                blob.size())))
+  if (out.position() > uint64_t(bytes.getInt()))
+    return makeError("internal error: the weights overrun the layout");
+  out.zerosTo(bytes.getInt());
+  uint64_t checksum = out.finish();
+  if (llvm::Error err = out.status())
     return std::move(err);
-  return tfm_weights_checksum(blob.data(), blob.size());
+  return checksum;
 }
 
 std::string mlir::tfm::serializeTokenizer(const TokenizerBlobInput &tokenizer) {
@@ -209,6 +287,18 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerBlobInput &tokenizer) {
   }
   return blob;
 }
+
+namespace {
+
+/// The capacity of the model's self-attention cache (0: none).
+int64_t kvCacheCapacity(const ModelDescription &model) {
+  for (const TensorDescription &cache : model.caches)
+    if (cache.cacheKind == TFM_CACHE_SELF_ATTENTION && cache.shape.size() == 5)
+      return cache.shape[2];
+  return 0;
+}
+
+} // namespace
 
 std::string mlir::tfm::generateModelHeader(const ModelDescription &model,
                                            const LinkOptions &options) {
@@ -236,7 +326,7 @@ std::string mlir::tfm::generateModelHeader(const ModelDescription &model,
      << "#define " << macro << "_VOCAB_SIZE " << model.vocabSize << "\n"
      << "#define " << macro << "_MAX_CONTEXT " << model.maxContext << "\n"
      << "#define " << macro << "_KV_CACHE_CAPACITY "
-     << (model.cacheShape.size() == 5 ? model.cacheShape[2] : 0) << "\n"
+     << kvCacheCapacity(model) << "\n"
      << "#define " << macro << "_HIDDEN_SIZE " << model.hiddenSize << "\n"
      << "#define " << macro << "_NUM_LAYERS " << model.numLayers << "\n"
      << "#define " << macro << "_NUM_HEADS " << model.numHeads << "\n"

@@ -17,14 +17,28 @@
 #include "llvm/Support/Error.h"
 
 #include <array>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace mlir::tfm {
 
-/// Gives the f32 values of a weight by name (empty if unknown).
-using WeightLookup = llvm::function_ref<llvm::ArrayRef<float>(llvm::StringRef)>;
+/// A weight as the packager reads it: a [rows, cols] matrix (the first dim
+/// by the others), converted to f32 a few rows at a time, so that a model
+/// is never held in memory whole.
+struct WeightRows {
+  int64_t rows = 0, cols = 0;
+  /// Writes rows [begin, begin + count), row-major, to `out`.
+  std::function<void(int64_t begin, int64_t count, float *out)> read;
+  /// Called as rows [begin, end) have been written, and with (0, rows) at
+  /// the end: the source may drop what it held for them.
+  std::function<void(int64_t begin, int64_t end)> release;
+};
+
+/// Gives a weight by name (nullopt if unknown).
+using WeightLookup =
+    llvm::function_ref<std::optional<WeightRows>(llvm::StringRef)>;
 
 struct TokenizerBlobInput {
   /// A tfm_tokenizer_kind (runtime/tfm_format.h).
@@ -33,6 +47,33 @@ struct TokenizerBlobInput {
   std::vector<float> scores;
   /// Byte-level BPE merges (left, right, merged) in rank order.
   std::vector<std::array<int32_t, 3>> merges;
+};
+
+/// An input, output or cache of an entry point (tfm_model_abi.h): a
+/// tfm_role, a tfm_dtype and a shape (-1: dynamic).
+struct TensorDescription {
+  int32_t role = 0, dtype = 0;
+  std::vector<int64_t> shape;
+  /// Caches: a tfm_cache_kind and the sliding window.
+  int32_t cacheKind = 0;
+  int64_t window = 0;
+  bool operator==(const TensorDescription &other) const {
+    return role == other.role && dtype == other.dtype &&
+           shape == other.shape && cacheKind == other.cacheKind &&
+           window == other.window;
+  }
+};
+
+/// An entry point as the runtime's table describes it, and how its
+/// function's arguments map onto inputs and caches.
+struct EntryPointDescription {
+  std::string name;
+  std::vector<TensorDescription> inputs, outputs;
+  /// Indices into ModelDescription::caches.
+  std::vector<int32_t> caches;
+  /// For each argument of the function (after the weights): an input index
+  /// (>= 0) or a cache as -1 - (index into `caches`).
+  std::vector<int32_t> arguments;
 };
 
 struct ModelDescription {
@@ -44,11 +85,10 @@ struct ModelDescription {
   int32_t bosToken = -1, eosToken = -1;
   bool addBos = true;
   std::optional<TokenizerBlobInput> tokenizer;
-  /// @prefill's cache [layers, 2, capacity, kv_heads, head_dim]; empty when
-  /// compiled without a KV cache.
-  std::vector<int64_t> cacheShape;
-  /// Every layer's attention window (0: none).
-  int64_t slidingWindow = 0;
+  std::string family;
+  std::vector<EntryPointDescription> entryPoints;
+  /// The model's caches (shared by the entry points that use them).
+  std::vector<TensorDescription> caches;
 };
 
 enum class OutputKind { Executable, SharedLibrary, StaticLibrary };
@@ -62,10 +102,6 @@ struct LinkOptions {
   std::string prefix;
   /// Write weights to `<output>.weights` instead of embedding them.
   bool externalWeights = false;
-  /// The C symbols of the generated functions (MLIR's C interface).
-  std::string forwardSymbol = "_mlir_ciface_forward";
-  std::string prefillSymbol = "_mlir_ciface_prefill";
-  std::string decodeSymbol = "_mlir_ciface_decode";
   /// The C compiler driver used to link.
   std::string cc = "cc";
   /// Folder holding runtime/ headers, the runtime archives and the folder
@@ -75,7 +111,7 @@ struct LinkOptions {
 };
 
 /// Writes the weight blob of `module` (laid out by tfm-lower-to-linalg) to
-/// `path` and returns its checksum.
+/// `path`, streaming it weight by weight, and returns its checksum.
 llvm::Expected<uint64_t> writeWeightBlob(ModuleOp module, WeightLookup weights,
                                          llvm::StringRef path);
 

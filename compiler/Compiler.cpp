@@ -10,6 +10,7 @@
 #include "frontend/Safetensors.h"
 #include "ir/TfmOps.h"
 #include "runtime/tfm_format.h"
+#include "runtime/tfm_model_abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Parser/Parser.h"
@@ -43,6 +44,84 @@ bool wantsKVCache(ModuleOp module) {
   return !walk.wasInterrupted();
 }
 
+/// A tfm_dtype for an element type the ABI passes.
+std::optional<int32_t> abiDtype(Type type) {
+  if (type.isF32())
+    return TFM_DTYPE_F32;
+  if (type.isSignlessInteger(32))
+    return TFM_DTYPE_I32;
+  if (type.isIndex() || type.isSignlessInteger(64))
+    return TFM_DTYPE_I64;
+  return std::nullopt;
+}
+
+/// The entry points' table (tfm_model_abi.h) from the public functions'
+/// tfm.input, tfm.cache and tfm.output attributes; caches with the same
+/// description are one cache of the model.
+llvm::Error describeEntryPoints(ModuleOp module, ModelDescription &model) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!func.isPublic() || func.isExternal())
+      continue;
+    EntryPointDescription entry;
+    entry.name = func.getSymName().str();
+    auto fail = [&](const llvm::Twine &what) {
+      return makeError("entry point @" + entry.name + ": " + what);
+    };
+    for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+      Type type = func.getArgumentTypes()[i];
+      auto shaped = dyn_cast<ShapedType>(type);
+      TensorDescription tensor;
+      std::optional<int32_t> dtype =
+          abiDtype(shaped ? shaped.getElementType() : type);
+      if (!dtype) {
+        std::string typeText;
+        llvm::raw_string_ostream(typeText) << type;
+        return fail("argument " + llvm::Twine(i) + " of type " + typeText +
+                    " has no runtime ABI dtype");
+      }
+      tensor.dtype = *dtype;
+      if (shaped)
+        for (int64_t d : shaped.getShape())
+          tensor.shape.push_back(ShapedType::isDynamic(d) ? -1 : d);
+      if (auto cache = func.getArgAttrOfType<CacheAttr>(i, kCacheArgAttrName)) {
+        tensor.cacheKind = int32_t(cache.getKind());
+        tensor.window = cache.getWindow();
+        auto known = llvm::find(model.caches, tensor);
+        if (known == model.caches.end())
+          known = model.caches.insert(model.caches.end(), tensor);
+        entry.arguments.push_back(-1 - int32_t(entry.caches.size()));
+        entry.caches.push_back(known - model.caches.begin());
+        continue;
+      }
+      auto role = func.getArgAttrOfType<InputRoleAttr>(i, kInputArgAttrName);
+      if (!role)
+        return fail("argument " + llvm::Twine(i) +
+                    " has no tfm.input or tfm.cache");
+      tensor.role = int32_t(role.getValue());
+      entry.arguments.push_back(entry.inputs.size());
+      entry.inputs.push_back(tensor);
+    }
+    for (unsigned i = 0, e = func.getNumResults(); i < e; ++i) {
+      auto role =
+          func.getResultAttrOfType<OutputRoleAttr>(i, kOutputResultAttrName);
+      if (!role)
+        continue; // an updated cache, returned for the tensor semantics
+      auto type = cast<ShapedType>(func.getResultTypes()[i]);
+      TensorDescription tensor;
+      tensor.role = TFM_ROLE_LOGITS + int32_t(role.getValue());
+      tensor.dtype = abiDtype(type.getElementType()).value_or(-1);
+      for (int64_t d : type.getShape())
+        tensor.shape.push_back(ShapedType::isDynamic(d) ? -1 : d);
+      entry.outputs.push_back(tensor);
+    }
+    if (entry.outputs.size() != 1 || entry.outputs[0].dtype != TFM_DTYPE_F32)
+      return fail("expected one f32 tfm.output, got " +
+                  llvm::Twine(entry.outputs.size()) + " outputs");
+    model.entryPoints.push_back(std::move(entry));
+  }
+  return llvm::Error::success();
+}
+
 /// Reads the checkpoint at `path` and checks that it holds every weight the
 /// module declares, with its shape.
 llvm::Error readWeightsOfModule(ModuleOp module, llvm::StringRef path,
@@ -63,9 +142,9 @@ llvm::Error readWeightsOfModule(ModuleOp module, llvm::StringRef path,
       errors.push_back(path.str() + ": missing tensor '" +
                        decl.getSymName().str() + "' (shape " +
                        formatShape(shape) + ")");
-    else if (tensor->shape != shape)
+    else if (tensor->shape() != shape)
       errors.push_back(path.str() + ": tensor '" + decl.getSymName().str() +
-                       "' has shape " + formatShape(tensor->shape) +
+                       "' has shape " + formatShape(tensor->shape()) +
                        ", the module declares " + formatShape(shape));
   }
   if (!errors.empty())
@@ -278,8 +357,9 @@ llvm::Error mlir::tfm::emitMachineCode(CompilationUnit &unit,
   return error.empty() ? llvm::Error::success() : makeError(error);
 }
 
-ModelDescription mlir::tfm::modelDescription(const CompilationUnit &unit,
-                                             const CompileOptions &options) {
+llvm::Expected<ModelDescription>
+mlir::tfm::modelDescription(const CompilationUnit &unit,
+                            const CompileOptions &options) {
   ModelAttr model = unit.model;
   ModelDescription description;
   description.name = modelNameOf(options);
@@ -293,15 +373,9 @@ ModelDescription mlir::tfm::modelDescription(const CompilationUnit &unit,
   description.bosToken = model.getBosToken();
   description.eosToken = model.getEosToken();
   description.addBos = model.getAddBos();
-  // The cache the runtime allocates: @prefill's cache argument.
-  if (auto prefill = unit.module.get().lookupSymbol<func::FuncOp>("prefill"))
-    for (unsigned i = 0, e = prefill.getNumArguments(); i < e; ++i)
-      if (auto cache = prefill.getArgAttrOfType<CacheAttr>(i, kCacheArgAttrName)) {
-        ArrayRef<int64_t> shape =
-            cast<RankedTensorType>(prefill.getArgumentTypes()[i]).getShape();
-        description.cacheShape.assign(shape.begin(), shape.end());
-        description.slidingWindow = cache.getWindow();
-      }
+  description.family = model.getFamily().str();
+  if (llvm::Error err = describeEntryPoints(*unit.module, description))
+    return std::move(err);
   if (unit.tokenizer)
     description.tokenizer = TokenizerBlobInput{
         unit.tokenizer->kind == TokenizerVocab::Kind::ByteLevelBpe
@@ -336,16 +410,22 @@ mlir::tfm::linkExecutableOrLibrary(CompilationUnit &unit,
       llvm::sys::path::parent_path(options.outputPath));
   llvm::sys::path::append(headerPath, description.name + ".h");
   link.headerPath = headerPath.str().str();
-  if (isLibrary(options.emit)) {
-    link.forwardSymbol = "_mlir_ciface_" + link.prefix + "_forward";
-    link.prefillSymbol = "_mlir_ciface_" + link.prefix + "_prefill";
-    link.decodeSymbol = "_mlir_ciface_" + link.prefix + "_decode";
-  }
   const WeightStore &weights = unit.weights;
-  auto lookup = [&](llvm::StringRef name) -> llvm::ArrayRef<float> {
+  auto lookup = [&](llvm::StringRef name) -> std::optional<WeightRows> {
     const WeightTensor *tensor = weights.lookup(name);
-    return tensor ? llvm::ArrayRef<float>(tensor->values)
-                  : llvm::ArrayRef<float>();
+    if (!tensor)
+      return std::nullopt;
+    return WeightRows{
+        tensor->rows(), tensor->cols(),
+        [tensor](int64_t begin, int64_t count, float *out) {
+          tensor->readRows(begin, count, out);
+        },
+        [tensor](int64_t begin, int64_t end) {
+          if (begin == 0 && end == tensor->rows())
+            tensor->releasePages();
+          else
+            tensor->releaseRows(begin, end);
+        }};
   };
   llvm::Error linked = [&] {
     std::optional<TimingScope> timing;
@@ -377,8 +457,12 @@ llvm::Error mlir::tfm::compile(MLIRContext &context,
     return printModule();
   // Read before lowering: the tfm-level @prefill says what cache it takes.
   std::optional<ModelDescription> description;
-  if (unit.model)
-    description = modelDescription(unit, options);
+  if (unit.model) {
+    llvm::Expected<ModelDescription> described = modelDescription(unit, options);
+    if (!described)
+      return described.takeError();
+    description = std::move(*described);
+  }
   if (llvm::Error err =
           runPipelineStages(unit, options, Stage::Linalg, Stage::Linalg))
     return err;

@@ -140,10 +140,11 @@ llvm::Error linkExecutableOrLibrary(CompilationUnit &unit,
                                     const ModelDescription &description);
 
 /// What the runtime needs to know about a model after the tfm-level passes,
-/// read from the module (tfm.model, and @prefill's tfm.cache argument) and
-/// the unit's tokenizer.
-ModelDescription modelDescription(const CompilationUnit &unit,
-                                  const CompileOptions &options);
+/// read from the module (tfm.model; each public function's tfm.input,
+/// tfm.cache and tfm.output, for the table of entry points) and the unit's
+/// tokenizer.
+llvm::Expected<ModelDescription>
+modelDescription(const CompilationUnit &unit, const CompileOptions &options);
 
 /// All stages in order, up to what `options.emit` asks for, written to
 /// `options.outputPath`.

@@ -129,9 +129,9 @@ Value DecoderIRBuilder::weight(const std::string &name,
                                std::vector<int64_t> shape) {
   used.insert(name);
   if (const tfm::WeightTensor *tensor = weights.lookup(name)) {
-    if (tensor->shape != shape)
+    if (tensor->shape() != shape)
       errors.push_back(checkpoint.str() + ": tensor '" + name + "' has shape " +
-                       tfm::formatShape(tensor->shape) + ", the " +
+                       tfm::formatShape(tensor->shape()) + ", the " +
                        spec.family + " config implies " +
                        tfm::formatShape(shape));
   } else {

@@ -335,32 +335,18 @@ llvm::Error prepareGpt2Weights(DecoderSpec &spec, WeightStore &store,
     if (!t)
       return makeError(checkpoint + ": missing tensor '" + name + "' (shape " +
                        formatShape(shape) + ")");
-    if (t->shape != shape)
+    if (t->shape() != shape)
       return makeError(checkpoint + ": tensor '" + name + "' has shape " +
-                       formatShape(t->shape) + ", the gpt2 config implies " +
+                       formatShape(t->shape()) + ", the gpt2 config implies " +
                        formatShape(shape) + " (Conv1D stores [in, out])");
     out = store.take(name);
     return llvm::Error::success();
   };
-  // [in, out] -> [out, in], rows [rowBegin, rowEnd) of the result.
-  auto transposed = [](const WeightTensor &t, int64_t rowBegin,
-                       int64_t rowEnd) {
-    int64_t in = t.shape[0], out = t.shape[1];
-    WeightTensor r;
-    r.shape = {rowEnd - rowBegin, in};
-    r.source = t.source;
-    r.values.resize(r.numElements());
-    for (int64_t o = rowBegin; o < rowEnd; ++o)
-      for (int64_t i = 0; i < in; ++i)
-        r.values[(o - rowBegin) * in + i] = t.values[i * out + o];
-    return r;
-  };
   auto slice = [](const WeightTensor &t, int64_t begin, int64_t end) {
-    WeightTensor r;
-    r.shape = {end - begin};
-    r.source = t.source;
-    r.values.assign(t.values.begin() + begin, t.values.begin() + end);
-    return r;
+    std::vector<int64_t> rows;
+    for (int64_t i = begin; i < end; ++i)
+      rows.push_back(i);
+    return t.selectRows(std::move(rows), {end - begin});
   };
   for (int64_t l = 0; l < spec.numLayers; ++l) {
     std::string h = prefix + "h." + std::to_string(l) + ".";
@@ -372,7 +358,7 @@ llvm::Error prepareGpt2Weights(DecoderSpec &spec, WeightStore &store,
     const char *parts[] = {"q", "k", "v"};
     for (int64_t p = 0; p < 3; ++p) {
       std::string name = h + "attn.c_attn." + parts[p] + ".";
-      store.add(name + "weight", transposed(qkv, p * d, (p + 1) * d));
+      store.add(name + "weight", qkv.transposeRows(p * d, (p + 1) * d));
       store.add(name + "bias", slice(qkvBias, p * d, (p + 1) * d));
     }
     struct Conv1D {
@@ -384,7 +370,7 @@ llvm::Error prepareGpt2Weights(DecoderSpec &spec, WeightStore &store,
       WeightTensor w;
       if (llvm::Error err = take(h + c.name + ".weight", {c.in, c.out}, w))
         return err;
-      store.add(h + c.name + ".weight", transposed(w, 0, c.out));
+      store.add(h + c.name + ".weight", w.transposeRows(0, c.out));
     }
   }
   spec.tokenEmbedding = prefix + "wte.weight";
@@ -416,27 +402,22 @@ llvm::Error prepareGptNeoXWeights(const DecoderSpec &spec, WeightStore &store,
       if (!fused)
         return makeError(checkpoint + ": missing tensor '" + base + kind +
                          "' (shape " + formatShape(shape) + ")");
-      if (fused->shape != shape)
+      if (fused->shape() != shape)
         return makeError(checkpoint + ": tensor '" + base + kind +
-                         "' has shape " + formatShape(fused->shape) +
+                         "' has shape " + formatShape(fused->shape()) +
                          ", the gpt_neox config implies " +
                          formatShape(shape));
       WeightTensor t = store.take(base + kind);
-      int64_t columns = isWeight ? d : 1;
       const char *parts[] = {"q", "k", "v"};
       for (int64_t part = 0; part < 3; ++part) {
-        WeightTensor split;
-        split.source = t.source;
-        split.shape = isWeight ? std::vector<int64_t>{d, d}
-                               : std::vector<int64_t>{d};
-        split.values.reserve(d * columns);
-        for (int64_t h = 0; h < heads; ++h) {
-          int64_t row = (h * 3 + part) * hd;
-          split.values.insert(split.values.end(),
-                              t.values.begin() + row * columns,
-                              t.values.begin() + (row + hd) * columns);
-        }
-        store.add(base + parts[part] + "." + kind, std::move(split));
+        std::vector<int64_t> rows;
+        for (int64_t h = 0; h < heads; ++h)
+          for (int64_t i = 0; i < hd; ++i)
+            rows.push_back((h * 3 + part) * hd + i);
+        std::vector<int64_t> splitShape = shape;
+        splitShape[0] = d;
+        store.add(base + parts[part] + "." + kind,
+                  t.selectRows(std::move(rows), splitShape));
       }
     }
   }
@@ -455,9 +436,7 @@ void prepareGemmaWeights(const DecoderSpec &spec, WeightStore &store) {
     if (!store.contains(name))
       continue; // the builder reports it missing
     WeightTensor t = store.take(name);
-    for (float &v : t.values)
-      v += 1.0f;
-    store.add(name, std::move(t));
+    store.add(name, t.plus(1.0f));
   }
 }
 

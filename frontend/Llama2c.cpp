@@ -102,13 +102,14 @@ llvm::Expected<LoadedModel> tfm::loadLlama2cModel(mlir::MLIRContext &context,
                      llvm::Twine(expectedBytes()) + " bytes, the file has " +
                      llvm::Twine(data.size()) +
                      (data.size() < expectedBytes() ? " (truncated)" : ""));
+  // The tensors are views of the (mapped) file, which the store keeps.
+  bool mapped =
+      (*buffer)->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap;
   auto read = [&](std::vector<int64_t> shape) {
-    WeightTensor t;
-    t.shape = std::move(shape);
-    t.values.resize(t.numElements());
-    std::memcpy(t.values.data(), data.data() + at, 4 * t.values.size());
-    at += 4 * t.values.size();
-    t.source = source;
+    WeightTensor t = WeightTensor::view(
+        std::move(shape), WeightDtype::F32,
+        reinterpret_cast<const uint8_t *>(data.data() + at), mapped, source);
+    at += 4 * t.numElements();
     return t;
   };
   // Per-layer tensors are stored stacked: [L, ...].
@@ -132,6 +133,7 @@ llvm::Expected<LoadedModel> tfm::loadLlama2cModel(mlir::MLIRContext &context,
   at += 4 * spec.maxContext * spec.headDim(); // legacy RoPE tables
   if (!spec.lmHead.empty())
     model.weights.add(spec.lmHead, read({spec.vocabSize, dim}));
+  model.weights.keepMapped(std::move(*buffer));
 
   auto module = buildDecoder(context, spec, model.weights, path,
                              [](llvm::StringRef) { return false; });

@@ -29,63 +29,19 @@ using llvm::Error;
 namespace {
 
 /// IEEE half to float, subnormals, infinities and NaNs included.
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000) << 16;
-  uint32_t exponent = (h >> 10) & 0x1f;
-  uint32_t mantissa = h & 0x3ff;
-  uint32_t bits;
-  if (exponent == 0) {
-    if (mantissa == 0) {
-      bits = sign;
-    } else { // subnormal: normalize
-      exponent = 127 - 15 + 1;
-      while (!(mantissa & 0x400)) {
-        mantissa <<= 1;
-        --exponent;
-      }
-      bits = sign | (exponent << 23) | ((mantissa & 0x3ff) << 13);
-    }
-  } else if (exponent == 0x1f) {
-    bits = sign | 0x7f800000 | (mantissa << 13);
-  } else {
-    bits = sign | ((exponent - 15 + 127) << 23) | (mantissa << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-float bfloat16ToFloat(uint16_t b) {
-  uint32_t bits = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 struct DtypeInfo {
   llvm::StringRef name;
   int64_t bytes;
+  WeightDtype dtype;
 };
 
 std::optional<DtypeInfo> lookupDtype(llvm::StringRef name) {
-  for (DtypeInfo info : {DtypeInfo{"F32", 4}, {"F16", 2}, {"BF16", 2}})
+  for (DtypeInfo info : {DtypeInfo{"F32", 4, WeightDtype::F32},
+                         {"F16", 2, WeightDtype::F16},
+                         {"BF16", 2, WeightDtype::BF16}})
     if (info.name == name)
       return info;
   return std::nullopt;
-}
-
-std::vector<float> convertToF32(llvm::StringRef dtype, const char *data,
-                                int64_t count) {
-  std::vector<float> values(count);
-  if (dtype == "F32") {
-    std::memcpy(values.data(), data, count * 4);
-    return values;
-  }
-  for (int64_t i = 0; i < count; ++i) {
-    uint16_t raw = llvm::support::endian::read16le(data + 2 * i);
-    values[i] = dtype == "F16" ? halfToFloat(raw) : bfloat16ToFloat(raw);
-  }
-  return values;
 }
 
 struct Entry {
@@ -170,6 +126,9 @@ Error mlir::tfm::readSafetensorsFile(llvm::StringRef path, WeightStore &store) {
   if (!object)
     return makeError(path + ": the JSON header must be an object");
 
+  // Large files are mapped, not read: the tensors are views of the mapping.
+  bool mapped =
+      (*buffer)->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap;
   uint64_t dataSize = bytes.size() - 8 - headerSize;
   const char *data = bytes.data() + 8 + headerSize;
   std::vector<Entry> entries;
@@ -193,13 +152,13 @@ Error mlir::tfm::readSafetensorsFile(llvm::StringRef path, WeightStore &store) {
     if (store.contains(entry.name))
       return makeError(path + ": tensor '" + entry.name +
                        "' appears in more than one file");
-    WeightTensor tensor;
-    tensor.shape = entry.shape;
-    tensor.values = convertToF32(entry.dtype, data + entry.begin,
-                                 tensor.numElements());
-    tensor.source = source;
-    store.add(entry.name, std::move(tensor));
+    store.add(entry.name,
+              WeightTensor::view(
+                  entry.shape, lookupDtype(entry.dtype)->dtype,
+                  reinterpret_cast<const uint8_t *>(data + entry.begin),
+                  mapped, source));
   }
+  store.keepMapped(std::move(*buffer));
   return Error::success();
 }
 

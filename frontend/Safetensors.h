@@ -16,8 +16,8 @@
 
 namespace mlir::tfm {
 
-/// Reads every tensor of one .safetensors file into `store`, converting F16
-/// and BF16 to f32.
+/// Adds every tensor of one .safetensors file to `store`, as views of the
+/// mapped file in their stored dtype.
 llvm::Error readSafetensorsFile(llvm::StringRef path, WeightStore &store);
 
 /// Reads the checkpoint of a Hugging Face model directory: model.safetensors,

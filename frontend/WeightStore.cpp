@@ -2,16 +2,184 @@
 
 #include "frontend/WeightStore.h"
 
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/Process.h"
+
 #include <algorithm>
+#include <cstring>
+#include <sys/mman.h>
 
 using namespace mlir;
 using namespace mlir::tfm;
 
+namespace {
+
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16;
+  uint32_t exponent = (h >> 10) & 0x1f;
+  uint32_t mantissa = h & 0x3ff;
+  uint32_t bits;
+  if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;
+    } else { // subnormal: normalize
+      exponent = 127 - 15 + 1;
+      while (!(mantissa & 0x400)) {
+        mantissa <<= 1;
+        --exponent;
+      }
+      bits = sign | (exponent << 23) | ((mantissa & 0x3ff) << 13);
+    }
+  } else if (exponent == 0x1f) {
+    bits = sign | 0x7f800000 | (mantissa << 13);
+  } else {
+    bits = sign | ((exponent - 15 + 127) << 23) | (mantissa << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float bfloat16ToFloat(uint16_t b) {
+  uint32_t bits = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+} // namespace
+
+int64_t mlir::tfm::dtypeBytes(WeightDtype dtype) {
+  return dtype == WeightDtype::F32 ? 4 : 2;
+}
+
+WeightTensor WeightTensor::view(std::vector<int64_t> shape, WeightDtype dtype,
+                                const uint8_t *data, bool inMappedFile,
+                                std::string source) {
+  WeightTensor t;
+  t.dims = std::move(shape);
+  t.storedDtype = dtype;
+  t.origin = std::move(source);
+  t.data = data;
+  t.mapped = inMappedFile;
+  t.storedBytes = t.numElements() * dtypeBytes(dtype);
+  t.rowStride = t.cols();
+  return t;
+}
+
+WeightTensor WeightTensor::fromValues(std::vector<int64_t> shape,
+                                      std::vector<float> values,
+                                      std::string source) {
+  WeightTensor t;
+  t.dims = std::move(shape);
+  t.origin = std::move(source);
+  t.owned = std::make_shared<const std::vector<float>>(std::move(values));
+  t.data = reinterpret_cast<const uint8_t *>(t.owned->data());
+  t.storedBytes = t.owned->size() * sizeof(float);
+  t.rowStride = t.cols();
+  return t;
+}
+
 int64_t WeightTensor::numElements() const {
   int64_t n = 1;
-  for (int64_t d : shape)
+  for (int64_t d : dims)
     n *= d;
   return n;
+}
+
+void WeightTensor::readRows(int64_t begin, int64_t count, float *out) const {
+  int64_t columns = cols();
+  for (int64_t r = begin; r < begin + count; ++r, out += columns) {
+    int64_t first = storedRow(r) * rowStride;
+    if (storedDtype == WeightDtype::F32 && colStride == 1 && addend == 0) {
+      std::memcpy(out, data + 4 * first, 4 * columns);
+      continue;
+    }
+    for (int64_t c = 0; c < columns; ++c) {
+      int64_t at = first + c * colStride;
+      float value;
+      switch (storedDtype) {
+      case WeightDtype::F32:
+        std::memcpy(&value, data + 4 * at, 4);
+        break;
+      case WeightDtype::F16:
+        value = halfToFloat(llvm::support::endian::read16le(data + 2 * at));
+        break;
+      case WeightDtype::BF16:
+        value = bfloat16ToFloat(llvm::support::endian::read16le(data + 2 * at));
+        break;
+      }
+      out[c] = value + addend;
+    }
+  }
+}
+
+std::vector<float> WeightTensor::toF32() const {
+  std::vector<float> values(numElements());
+  readRows(0, rows(), values.data());
+  return values;
+}
+
+WeightTensor WeightTensor::selectRows(std::vector<int64_t> rowList,
+                                      std::vector<int64_t> shape) const {
+  WeightTensor t = *this;
+  if (rowIndex)
+    for (int64_t &row : rowList)
+      row = (*rowIndex)[row];
+  t.rowIndex = std::make_shared<const std::vector<int64_t>>(std::move(rowList));
+  t.dims = std::move(shape);
+  return t;
+}
+
+WeightTensor WeightTensor::transposeRows(int64_t begin, int64_t end) const {
+  // Stored [in, out]: logical (o, i) is stored (i, o).
+  int64_t in = dims[0];
+  WeightTensor t = *this;
+  t.dims = {end - begin, in};
+  t.rowStride = colStride;
+  t.colStride = rowStride;
+  std::vector<int64_t> rowList;
+  for (int64_t o = begin; o < end; ++o)
+    rowList.push_back(o);
+  t.rowIndex = std::make_shared<const std::vector<int64_t>>(std::move(rowList));
+  return t;
+}
+
+WeightTensor WeightTensor::plus(float value) const {
+  WeightTensor t = *this;
+  t.addend += value;
+  return t;
+}
+
+namespace {
+
+/// Drops the whole pages inside [first, first + size) from the resident
+/// set: a neighbour's pages may still be wanted.
+void releaseMappedBytes(const uint8_t *first, int64_t size) {
+  uintptr_t page = llvm::sys::Process::getPageSizeEstimate();
+  uintptr_t begin =
+      (reinterpret_cast<uintptr_t>(first) + page - 1) / page * page;
+  uintptr_t end = (reinterpret_cast<uintptr_t>(first) + size) / page * page;
+  if (end > begin)
+    ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+}
+
+} // namespace
+
+void WeightTensor::releasePages() const {
+  if (mapped)
+    releaseMappedBytes(data, storedBytes);
+}
+
+void WeightTensor::releaseRows(int64_t begin, int64_t end) const {
+  if (!mapped || colStride != 1 || begin >= end)
+    return;
+  int64_t first = storedRow(begin), last = storedRow(end - 1);
+  if (last - first != end - 1 - begin)
+    return; // not a run of stored rows
+  int64_t bytes = dtypeBytes(storedDtype);
+  releaseMappedBytes(data + first * rowStride * bytes,
+                     (last + 1 - first) * rowStride * bytes);
 }
 
 std::string mlir::tfm::formatShape(const std::vector<int64_t> &shape) {

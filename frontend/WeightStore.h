@@ -1,8 +1,14 @@
 //===- WeightStore.h - the weights a frontend read --------------*- C++ -*-===//
 //
-// Named f32 tensors, as the frontends read them from checkpoints (F16 and
-// BF16 converted, Conv1D layouts transposed). The IR refers to them by name
-// through tfm.weight; codegen packs them into the weight blob.
+// Named tensors as the frontends find them in checkpoints: views of the
+// mapped files, in their stored dtype (F32, F16, BF16), never copied into
+// memory whole. A frontend that needs a tensor in another layout (GPT-2's
+// transposed Conv1D weights, GPT-NeoX's fused Q/K/V, Gemma's 1 + w) makes
+// a view that selects rows, transposes or adds a constant; the packager
+// reads the views row by row into the weight blob and then lets the kernel
+// drop the pages it read, so that compiling a model holds a few rows of it
+// at a time rather than all of it. The IR refers to the tensors by name
+// (tfm.weight_decl).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,20 +17,85 @@
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace mlir::tfm {
 
-struct WeightTensor {
-  std::vector<int64_t> shape;
-  std::vector<float> values;
-  /// Where it came from, for messages ("model.safetensors").
-  std::string source;
+enum class WeightDtype : uint8_t { F32, F16, BF16 };
 
+/// Bytes per element of `dtype`.
+int64_t dtypeBytes(WeightDtype dtype);
+
+/// A tensor seen as the matrix [rows(), cols()]: its first dim by the
+/// product of the others (a 1-D tensor is a column). Element (r, c) is the
+/// stored element rowIndex(r)·rowStride + c·colStride, plus `addend`.
+class WeightTensor {
+public:
+  WeightTensor() = default;
+  /// A row-major tensor of `dtype` at `data`, which the store keeps alive;
+  /// `inMappedFile`: `data` is a file mapping (releasePages may drop it).
+  static WeightTensor view(std::vector<int64_t> shape, WeightDtype dtype,
+                           const uint8_t *data, bool inMappedFile,
+                           std::string source);
+  /// A tensor a frontend computed.
+  static WeightTensor fromValues(std::vector<int64_t> shape,
+                                 std::vector<float> values,
+                                 std::string source);
+
+  const std::vector<int64_t> &shape() const { return dims; }
+  WeightDtype dtype() const { return storedDtype; }
+  /// Where it came from, for messages ("model.safetensors").
+  const std::string &source() const { return origin; }
   int64_t numElements() const;
+  int64_t rows() const { return dims.empty() ? 1 : dims[0]; }
+  int64_t cols() const { return numElements() / std::max<int64_t>(rows(), 1); }
+
+  /// Writes rows [begin, begin + count) as f32, row-major, to `out`.
+  void readRows(int64_t begin, int64_t count, float *out) const;
+  /// All elements as f32 (tests, small tensors).
+  std::vector<float> toF32() const;
+
+  /// Views of this tensor. `selectRows`: the rows listed, as `shape`
+  /// (whose leading dim is the list's length); `transposeRows`: a stored
+  /// [in, out] matrix read as [out, in], rows [begin, end) of that;
+  /// `plus`: every element plus `value`.
+  WeightTensor selectRows(std::vector<int64_t> rowList,
+                          std::vector<int64_t> shape) const;
+  WeightTensor transposeRows(int64_t begin, int64_t end) const;
+  WeightTensor plus(float value) const;
+
+  /// Tells the kernel that the stored bytes will not be read soon: pages
+  /// of a file mapping leave this process's resident set (they stay in the
+  /// page cache). Reading again is correct, only slower. Does nothing for
+  /// memory that is not a file mapping.
+  void releasePages() const;
+  /// The same for the stored bytes of rows [begin, end) where they are
+  /// contiguous (a row-major tensor, or a slice of one); else nothing.
+  void releaseRows(int64_t begin, int64_t end) const;
+
+private:
+  std::vector<int64_t> dims;
+  WeightDtype storedDtype = WeightDtype::F32;
+  std::string origin;
+  const uint8_t *data = nullptr;
+  /// The stored tensor's bytes, for releasePages.
+  int64_t storedBytes = 0;
+  bool mapped = false;
+  int64_t rowStride = 0, colStride = 1;
+  /// Stored row of each logical row; empty: the identity.
+  std::shared_ptr<const std::vector<int64_t>> rowIndex;
+  float addend = 0;
+  /// Values a frontend computed (fromValues).
+  std::shared_ptr<const std::vector<float>> owned;
+
+  int64_t storedRow(int64_t row) const {
+    return rowIndex ? (*rowIndex)[row] : row;
+  }
 };
 
 /// Formats a shape as "[a, b]".
@@ -39,10 +110,15 @@ public:
   WeightTensor take(llvm::StringRef name);
   /// Names in insertion order.
   const std::vector<std::string> &names() const { return order; }
+  /// Keeps a checkpoint file mapped for the tensors that view it.
+  void keepMapped(std::unique_ptr<llvm::MemoryBuffer> file) {
+    files.push_back(std::move(file));
+  }
 
 private:
   llvm::StringMap<WeightTensor> tensors;
   std::vector<std::string> order;
+  std::vector<std::unique_ptr<llvm::MemoryBuffer>> files;
 };
 
 } // namespace mlir::tfm

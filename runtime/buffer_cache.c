@@ -12,6 +12,8 @@
 #include "runtime/buffer_cache.h"
 
 #include <pthread.h>
+#include <setjmp.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -22,7 +24,23 @@ typedef struct block_header {
   struct block_header *next_free;
   size_t size;   /* bytes after the header */
   size_t header; /* bytes of header, a multiple of the alignment */
+  /* While live and allocated inside a call frame: its neighbours in the
+   * frame's list of allocations (the frame releases them on failure). */
+  struct block_header *frame_prev, *frame_next;
+  struct tfm_call_frame *frame;
 } block_header;
+
+/* A generated entry point's call in progress on this thread: where to jump
+ * when an allocation fails, and what the call has allocated so far. */
+struct tfm_call_frame {
+  jmp_buf *jump;
+  block_header *allocations;
+  struct tfm_call_frame *outer;
+};
+
+static _Thread_local tfm_call_frame *current_frame;
+/* Tests: allocations left before one fails (negative: never). */
+static _Atomic long long allocations_until_failure = -1;
 
 typedef struct {
   size_t size, header; /* size 0: unused slot */
@@ -58,12 +76,92 @@ static size_class *class_of(size_t size, size_t header) {
   return NULL;
 }
 
+static int allocation_should_fail(void) {
+  long long left = atomic_load(&allocations_until_failure);
+  while (left >= 0) {
+    if (atomic_compare_exchange_weak(&allocations_until_failure, &left,
+                                     left - 1))
+      return left == 0;
+  }
+  return 0;
+}
+
+static void track_in_frame(block_header *block) {
+  tfm_call_frame *frame = current_frame;
+  block->frame = frame;
+  block->frame_prev = NULL;
+  block->frame_next = frame ? frame->allocations : NULL;
+  if (frame) {
+    if (frame->allocations)
+      frame->allocations->frame_prev = block;
+    frame->allocations = block;
+  }
+}
+
+static void untrack(block_header *block) {
+  if (!block->frame)
+    return;
+  if (block->frame_prev)
+    block->frame_prev->frame_next = block->frame_next;
+  else
+    block->frame->allocations = block->frame_next;
+  if (block->frame_next)
+    block->frame_next->frame_prev = block->frame_prev;
+  block->frame = NULL;
+}
+
+static void end_frame(tfm_call_frame *frame) {
+  for (block_header *b = frame->allocations; b; b = b->frame_next)
+    b->frame = NULL;
+  current_frame = frame->outer;
+  free(frame);
+}
+
+/* An allocation failed: inside a generated call, release what the call
+ * allocated and return to it (it reports TFM_ERROR_OUT_OF_MEMORY). Outside
+ * one (a worker thread), the NULL goes back to the caller. */
+static void fail_current_call(void) {
+  tfm_call_frame *frame = current_frame;
+  if (!frame)
+    return;
+  while (frame->allocations) {
+    block_header *block = frame->allocations;
+    _mlir_memref_to_llvm_free((char *)block + block->header);
+  }
+  jmp_buf *jump = frame->jump;
+  end_frame(frame);
+  longjmp(*jump, 1);
+}
+
+tfm_call_frame *tfm_call_begin(void *jump) {
+  tfm_call_frame *frame = calloc(1, sizeof *frame);
+  if (!frame)
+    return NULL;
+  frame->jump = (jmp_buf *)jump;
+  frame->outer = current_frame;
+  current_frame = frame;
+  return frame;
+}
+
+void tfm_call_end(tfm_call_frame *frame) {
+  if (frame)
+    end_frame(frame);
+}
+
+void tfm_buffer_fail_after(long long allocations) {
+  atomic_store(&allocations_until_failure, allocations);
+}
+
 static void *allocate(size_t alignment, size_t size) {
   size_t header = kMinHeader;
   while (header < alignment)
     header *= 2;
   if (size == 0)
     size = 1;
+  if (allocation_should_fail()) {
+    fail_current_call();
+    return NULL;
+  }
   pthread_mutex_lock(&cache.lock);
   size_class *c = class_of(size, header);
   block_header *block = c ? c->free_list : NULL;
@@ -81,12 +179,14 @@ static void *allocate(size_t alignment, size_t size) {
       pthread_mutex_lock(&cache.lock);
       cache.live_bytes -= header + size;
       pthread_mutex_unlock(&cache.lock);
+      fail_current_call();
       return NULL;
     }
     block = memory;
   }
   block->size = size;
   block->header = header;
+  track_in_frame(block);
   char *buffer = (char *)block + header;
   ((size_t *)buffer)[-1] = header;
   return buffer;
@@ -102,6 +202,7 @@ void _mlir_memref_to_llvm_free(void *buffer) {
   if (!buffer)
     return;
   block_header *block = header_of(buffer);
+  untrack(block);
   size_t bytes = block->header + block->size;
   pthread_mutex_lock(&cache.lock);
   cache.live_bytes -= bytes;

@@ -17,10 +17,17 @@
 
 #include <stddef.h>
 
+#include "runtime/tfm_model_abi.h"
+
 /* What generated code calls (declared here for the runtime and tests). */
 void *_mlir_memref_to_llvm_alloc(size_t size);
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
 void _mlir_memref_to_llvm_free(void *buffer);
+
+/* Tests: after `allocations` more successful allocations, the next one
+ * fails (as if out of memory), then all succeed again; negative: none
+ * fails (buffers the cache would hand out again count too). */
+void tfm_buffer_fail_after(long long allocations);
 
 /* Releases a buffer that generated code returned (its `allocated`). */
 void tfm_buffer_release(void *buffer);

@@ -385,9 +385,13 @@ int main(int argc, char **argv) {
     double decoded = (double)result.generated_tokens;
     /* What the memory holds by design, beside the peak RSS: weights, the
      * KV cache, and the most the compiled code had allocated at once. */
-    long long cache_bytes = (long long)desc->cache_layers * 2 *
-                            desc->cache_capacity * desc->cache_kv_heads *
-                            desc->cache_head_dim * (long long)sizeof(float);
+    long long cache_bytes = 0;
+    for (int32_t c = 0; c < desc->num_caches; ++c) {
+      long long elements = 1;
+      for (int32_t d = 0; d < desc->caches[c].rank; ++d)
+        elements *= desc->caches[c].shape[d];
+      cache_bytes += elements * (long long)sizeof(float);
+    }
     fprintf(stderr,
             "{\"prompt_tokens\": %lld, \"generated_tokens\": %lld, "
             "\"prefill_seconds\": %.6f, \"decode_seconds\": %.6f, "

@@ -25,6 +25,9 @@
 
 struct tfm_model {
   const tfm_model_desc *desc;
+  tfm_forward_fn forward;
+  tfm_prefill_fn prefill, decode;
+  const tfm_cache_desc *kv_cache;
   const uint8_t *weights;
   void *mapping; /* non-NULL when the weights are a mapped side file */
   size_t mapping_size;
@@ -83,6 +86,44 @@ static tfm_status_code map_weights(tfm_model *model, const char *path,
   return TFM_OK;
 }
 
+const tfm_entry_point *tfm_model_entry_point(const tfm_model *model,
+                                             const char *name) {
+  if (!model || !name)
+    return NULL;
+  const tfm_model_desc *desc = model->desc;
+  for (int32_t i = 0; i < desc->num_entry_points; ++i)
+    if (strcmp(desc->entry_points[i].name, name) == 0)
+      return &desc->entry_points[i];
+  return NULL;
+}
+
+/* The entry points sessions and tfm_forward call with their known
+ * signatures, and the cache @prefill appends to. */
+static void find_language_model_entry_points(tfm_model *model) {
+  const tfm_entry_point *forward = tfm_model_entry_point(model, "forward");
+  const tfm_entry_point *prefill = tfm_model_entry_point(model, "prefill");
+  const tfm_entry_point *decode = tfm_model_entry_point(model, "decode");
+  model->forward = forward ? (tfm_forward_fn)forward->function : NULL;
+  if (prefill && decode && prefill->num_caches == 1) {
+    model->prefill = (tfm_prefill_fn)prefill->function;
+    model->decode = (tfm_prefill_fn)decode->function;
+    model->kv_cache = &model->desc->caches[prefill->caches[0]];
+  }
+}
+
+tfm_forward_fn tfm_model_forward(const tfm_model *model) {
+  return model->forward;
+}
+tfm_prefill_fn tfm_model_prefill(const tfm_model *model) {
+  return model->prefill;
+}
+tfm_prefill_fn tfm_model_decode(const tfm_model *model) {
+  return model->decode;
+}
+const tfm_cache_desc *tfm_model_kv_cache(const tfm_model *model) {
+  return model->kv_cache;
+}
+
 tfm_status_code tfm_model_load(const tfm_model_desc *desc,
                                const char *weights_path, tfm_model **out,
                                tfm_status *status) {
@@ -90,10 +131,18 @@ tfm_status_code tfm_model_load(const tfm_model_desc *desc,
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_model_load: NULL %s", desc ? "output" : "model");
   *out = NULL;
+  if (desc->abi_version != TFM_ABI_VERSION)
+    /* Nothing past the version can be trusted: not even the name. */
+    return tfm_fail(status, TFM_ERROR_ABI,
+                    "the model was generated for runtime ABI version %u, "
+                    "this runtime has version %u: compile it again with "
+                    "the tfmc of this runtime",
+                    desc->abi_version, TFM_ABI_VERSION);
   tfm_model *model = calloc(1, sizeof *model);
   if (!model)
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   model->desc = desc;
+  find_language_model_entry_points(model);
   if (desc->weights && !weights_path) {
     model->weights = desc->weights;
   } else {
@@ -184,9 +233,12 @@ tfm_status_code tfm_forward(tfm_model *model, const int32_t *tokens, int64_t n,
    * the tokens. */
   void *token_data = (void *)(uintptr_t)tokens;
   tfm_memref1d ids = {token_data, token_data, 0, {n}, {1}};
+  if (!model->forward)
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
+                    "model '%s' has no @forward", desc->name);
   tfm_memref2d_f32 result;
   memset(&result, 0, sizeof result);
-  desc->forward(&result, &weights, &ids);
+  model->forward(&result, &weights, &ids);
   return tfm_take_logits(desc, &result, n, logits, status);
 }
 

@@ -5,6 +5,13 @@
 
 #include "runtime/tfm_runtime.h"
 
+/* The language-model entry points the runtime calls directly (NULL when
+ * absent), and the cache @prefill updates (NULL without one). */
+tfm_forward_fn tfm_model_forward(const tfm_model *model);
+tfm_prefill_fn tfm_model_prefill(const tfm_model *model);
+tfm_prefill_fn tfm_model_decode(const tfm_model *model);
+const tfm_cache_desc *tfm_model_kv_cache(const tfm_model *model);
+
 /* The weights as the generated code takes them. */
 tfm_memref1d tfm_model_weights_descriptor(const tfm_model *model);
 

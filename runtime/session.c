@@ -34,16 +34,16 @@ tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
   if (!s)
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   s->model = model;
-  if (desc->cache_layers > 0) {
-    s->cache_capacity = s->capacity = desc->cache_capacity;
+  const tfm_cache_desc *kv = tfm_model_kv_cache(model);
+  if (kv) {
+    s->cache_capacity = s->capacity = kv->shape[2];
     /* A window the cache can hold: positions are then bounded by the model
      * only, the cache keeping the last window - 1 of them. */
-    if (desc->sliding_window > 0 && desc->sliding_window <= s->cache_capacity) {
-      s->window = desc->sliding_window;
+    if (kv->window > 0 && kv->window <= s->cache_capacity) {
+      s->window = kv->window;
       s->capacity = desc->max_context;
     }
-    int64_t sizes[5] = {desc->cache_layers, 2, desc->cache_capacity,
-                        desc->cache_kv_heads, desc->cache_head_dim};
+    const int64_t *sizes = kv->shape;
     size_t count = 1;
     for (int i = 0; i < 5; ++i)
       count *= (size_t)sizes[i];
@@ -66,7 +66,7 @@ tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
     s->scratch = malloc((size_t)(s->capacity * desc->vocab_size) * sizeof(float));
   }
   s->tokens = malloc((size_t)s->capacity * sizeof *s->tokens);
-  if ((desc->cache_layers > 0 ? !s->cache : !s->scratch) || !s->tokens) {
+  if ((kv ? !s->cache : !s->scratch) || !s->tokens) {
     tfm_session_free(s);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "out of memory for a session of %lld positions",
@@ -163,7 +163,8 @@ tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
     tfm_memref1d token_descriptor = {ids, ids, 0, {chunk}, {1}};
     tfm_memref2d_f32 result;
     memset(&result, 0, sizeof result);
-    tfm_prefill_fn run = chunk == 1 ? desc->decode : desc->prefill;
+    tfm_prefill_fn run = chunk == 1 ? tfm_model_decode(s->model)
+                                    : tfm_model_prefill(s->model);
     run(&result, &weights, &token_descriptor, s->length, s->cache_used,
         &s->cache_descriptor);
     code = tfm_take_logits(desc, &result, 1, logits, status);

@@ -1,11 +1,13 @@
 /*===- tfm_model_abi.h - what a compiled model exports -----------*- C -*-===//
  *
- * The contract between tfmc's generated code and the runtime. The model's
- * `forward` follows MLIR's C interface (`llvm.emit_c_interface`): memrefs are
- * passed as pointers to descriptors, and the result descriptor (logits
- * [positions, vocab], from _mlir_memref_to_llvm_alloc (buffer_cache.h), owned
- * by the caller)
- * comes first.
+ * The contract between tfmc's generated code and the runtime: a versioned
+ * description of the model (tfm_model_desc) with a table of its entry
+ * points, each with its input, output and cache descriptors, a generated
+ * call that returns a status, and the function itself. Entry points follow
+ * MLIR's C interface (`llvm.emit_c_interface`): memrefs are passed as
+ * pointers to descriptors, and the result descriptor (from
+ * _mlir_memref_to_llvm_alloc (buffer_cache.h), owned by the caller) comes
+ * first.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -58,6 +60,103 @@ typedef struct {
   int64_t strides[5];
 } tfm_memref5d_f32;
 
+/* The version of this contract. A compiled model records the version it
+ * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
+ * it on any change to the structures below or to the generated calls. */
+#define TFM_ABI_VERSION 2
+
+/* A memref descriptor of any rank and element type, as MLIR's C interface
+ * lays it out. */
+#define TFM_MEMREF(T, RANK)                                                   \
+  struct {                                                                    \
+    T *allocated;                                                             \
+    T *aligned;                                                               \
+    int64_t offset;                                                           \
+    int64_t sizes[RANK];                                                      \
+    int64_t strides[RANK];                                                    \
+  }
+
+/* What an entry point's argument or result carries (tfm.input, tfm.output
+ * in the IR). */
+typedef enum {
+  TFM_ROLE_TOKEN_IDS = 0,      /* int32 [n] */
+  TFM_ROLE_FEATURES = 1,       /* f32, any rank */
+  TFM_ROLE_START_POSITION = 2, /* int64 scalar */
+  TFM_ROLE_CACHE_SLOT = 3,     /* int64 scalar */
+  TFM_ROLE_LOGITS = 16,        /* f32 [positions, vocab] */
+  TFM_ROLE_HIDDEN_STATES = 17, /* f32 [positions, hidden] */
+  TFM_ROLE_EMBEDDING = 18      /* f32 [hidden] */
+} tfm_role;
+
+typedef enum { TFM_DTYPE_F32 = 0, TFM_DTYPE_I32 = 1, TFM_DTYPE_I64 = 2 } tfm_dtype;
+
+/* State an entry point keeps between calls (tfm.cache in the IR). */
+typedef enum {
+  TFM_CACHE_SELF_ATTENTION = 0, /* keys and values of the tokens so far */
+  TFM_CACHE_CROSS_ATTENTION = 1 /* keys and values of an encoder's output */
+} tfm_cache_kind;
+
+#define TFM_MAX_RANK 5
+
+/* One input or output of an entry point: its role, dtype and shape (-1: a
+ * dimension given at the call; rank 0: a scalar). */
+typedef struct {
+  int32_t role;  /* tfm_role */
+  int32_t dtype; /* tfm_dtype */
+  int32_t rank;
+  int64_t shape[TFM_MAX_RANK];
+} tfm_tensor_desc;
+
+/* One cache of the model: a tensor of static shape that the runtime
+ * allocates per session and entry points update in place. A self-attention
+ * cache is [layers, 2, capacity, kv_heads, head_dim]. */
+typedef struct {
+  int32_t kind;  /* tfm_cache_kind */
+  int32_t dtype; /* tfm_dtype */
+  int32_t rank;
+  int64_t shape[TFM_MAX_RANK];
+  /* Sliding-window attention in every layer (0: none): the runtime then
+   * keeps only the last window - 1 positions when the cache is full. */
+  int64_t window;
+} tfm_cache_desc;
+
+/* A tensor passed to or returned by an entry point. `data` points at the
+ * elements (an int64 for a scalar). Outputs are allocated by the model and
+ * released with tfm_tensor_release (tfm_runtime.h), which `owner` is for. */
+typedef struct {
+  void *data;
+  int32_t dtype; /* tfm_dtype */
+  int32_t rank;
+  int64_t shape[TFM_MAX_RANK];
+  void *owner;
+} tfm_tensor;
+
+/* The generated call of an entry point: `inputs` in the order of the entry
+ * point's inputs, `caches` the model's caches the entry point uses (in the
+ * order of its `caches` list), `outputs` filled in. Returns a
+ * tfm_status_code: TFM_OK, or TFM_ERROR_OUT_OF_MEMORY when the generated
+ * code could not allocate (everything it had allocated is released). Shapes
+ * and values are checked by the caller (tfm_model_call), not here. */
+typedef int32_t (*tfm_entry_call_fn)(const tfm_memref1d *weights,
+                                     const tfm_tensor *inputs,
+                                     tfm_tensor *const *caches,
+                                     tfm_tensor *outputs);
+
+typedef struct {
+  const char *name; /* "forward", "prefill", "decode", "encode", ... */
+  int32_t num_inputs;
+  const tfm_tensor_desc *inputs;
+  int32_t num_outputs;
+  const tfm_tensor_desc *outputs;
+  int32_t num_caches;
+  const int32_t *caches; /* indices into tfm_model_desc.caches */
+  tfm_entry_call_fn call;
+  /* The function itself (MLIR's C interface), for the runtime's own fast
+   * paths that know its signature: language models' sessions call
+   * @prefill and @decode as tfm_prefill_fn, @forward as tfm_forward_fn. */
+  void (*function)(void);
+} tfm_entry_point;
+
 /* @forward: logits of every position of `tokens`. */
 typedef void (*tfm_forward_fn)(tfm_memref2d_f32 *logits,
                                tfm_memref1d *weights, tfm_memref1d *tokens);
@@ -74,7 +173,10 @@ typedef void (*tfm_prefill_fn)(tfm_memref2d_f32 *logits,
 /* Everything the runtime needs to know about one compiled model; tfmc
  * generates one constant instance per model. */
 typedef struct tfm_model_desc {
+  /* First, so that any runtime can read it: TFM_ABI_VERSION. */
+  uint32_t abi_version;
   const char *name;
+  const char *family; /* config.json's model_type */
   int64_t vocab_size;
   int64_t max_context;
   int32_t bos_token; /* -1: none */
@@ -91,19 +193,20 @@ typedef struct tfm_model_desc {
   /* Tokenizer blob (tfm_format.h), or NULL when compiled without one. */
   const uint8_t *tokenizer;
   uint64_t tokenizer_size;
-  tfm_forward_fn forward;
-  /* The KV cache [layers, 2, capacity, kv_heads, head_dim] of prefill and
-   * decode; cache_layers is 0 (and both NULL) when compiled without. */
-  int64_t cache_layers;
-  int64_t cache_capacity;
-  int64_t cache_kv_heads;
-  int64_t cache_head_dim;
-  tfm_prefill_fn prefill;
-  tfm_prefill_fn decode;
-  /* Sliding-window attention in every layer (0: none): the runtime then
-   * keeps only the last window - 1 positions when the cache is full. */
-  int64_t sliding_window;
+  int32_t num_entry_points;
+  const tfm_entry_point *entry_points;
+  int32_t num_caches;
+  const tfm_cache_desc *caches;
 } tfm_model_desc;
+
+/* What generated entry points call around the model's code (runtime,
+ * call_frame.c): allocations made between begin and end are recorded, and
+ * a failing one jumps back to `jump` (set by the generated call with
+ * setjmp) after releasing them, so that an allocation failure becomes a
+ * status instead of a write through NULL. Not for applications. */
+typedef struct tfm_call_frame tfm_call_frame;
+tfm_call_frame *tfm_call_begin(void *jump);
+void tfm_call_end(tfm_call_frame *frame);
 
 #ifdef __cplusplus
 }

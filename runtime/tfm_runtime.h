@@ -41,7 +41,9 @@ typedef enum {
   TFM_ERROR_WEIGHTS = 4,          /* missing or mismatched weights file */
   TFM_ERROR_TOKENIZER = 5,        /* no tokenizer, or a malformed one */
   TFM_ERROR_OUT_OF_MEMORY = 6,
-  TFM_ERROR_IO = 7
+  TFM_ERROR_IO = 7,
+  TFM_ERROR_ABI = 8,              /* model built for another runtime ABI */
+  TFM_ERROR_NOT_FOUND = 9         /* no such entry point */
 } tfm_status_code;
 
 typedef struct {
@@ -55,9 +57,11 @@ typedef struct tfm_tokenizer tfm_tokenizer;
 
 /* Loads `desc` (a generated NAME_model): its embedded weights, or the side
  * file (`weights_path` when not NULL, else desc->weights_file beside the
- * executable) mapped read-only. Fails with TFM_ERROR_WEIGHTS when the file
- * is missing or its size or checksum differs from what the model was
- * compiled with. `desc` must outlive the model (generated ones are static). */
+ * executable) mapped read-only. Fails with TFM_ERROR_ABI when the model was
+ * generated for another version of this contract (TFM_ABI_VERSION), with
+ * TFM_ERROR_WEIGHTS when the file is missing or its size or checksum
+ * differs from what the model was compiled with. `desc` must outlive the
+ * model (generated ones are static). */
 tfm_status_code tfm_model_load(const tfm_model_desc *desc,
                                const char *weights_path, tfm_model **model,
                                tfm_status *status);
@@ -72,6 +76,31 @@ const tfm_model_desc *tfm_model_get_desc(const tfm_model *model);
  * Thread-safe. */
 tfm_status_code tfm_forward(tfm_model *model, const int32_t *tokens, int64_t n,
                             float *logits, tfm_status *status);
+
+/*===--------------------------------------------------------------------===
+ * Any entry point: encoders, classifiers, @forward, ... The description's
+ * table (desc->entry_points) says what each takes and returns.
+ *===--------------------------------------------------------------------===*/
+
+/* The entry point called `name`, or NULL. */
+const tfm_entry_point *tfm_model_entry_point(const tfm_model *model,
+                                             const char *name);
+
+/* Calls entry point `name` with `inputs` (its num_inputs, in order, of the
+ * dtype and rank it declares; token ids are checked against the vocabulary
+ * and lengths against the maximum context) and the tensors of the caches
+ * it lists (`caches[i]` for its caches[i]; NULL when it has none), and
+ * fills `outputs` (its num_outputs), which the caller releases with
+ * tfm_tensor_release. Errors: TFM_ERROR_NOT_FOUND, TFM_ERROR_INVALID_ARGUMENT
+ * (counts, dtypes, shapes, naming the input), TFM_ERROR_OUT_OF_RANGE,
+ * TFM_ERROR_CONTEXT_OVERFLOW, TFM_ERROR_OUT_OF_MEMORY (the call allocated
+ * nothing that is kept). Thread-safe for different caches. */
+tfm_status_code tfm_model_call(tfm_model *model, const char *name,
+                               const tfm_tensor *inputs, int32_t num_inputs,
+                               tfm_tensor *const *caches, tfm_tensor *outputs,
+                               int32_t num_outputs, tfm_status *status);
+/* Frees an output of tfm_model_call; NULL or released tensors are fine. */
+void tfm_tensor_release(tfm_tensor *tensor);
 
 /*===--------------------------------------------------------------------===
  * Sessions: one conversation's KV cache and token history. Sessions of one

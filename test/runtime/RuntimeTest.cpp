@@ -17,6 +17,7 @@ extern "C" {
 
 #include <cstdio>
 #include <cstdlib>
+#include <csetjmp>
 #include <cstring>
 #include <string>
 #include <unistd.h>
@@ -42,8 +43,35 @@ extern "C" void fakeForward(tfm_memref2d_f32 *logits, tfm_memref1d *weights,
 
 const uint8_t kWeights[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
 
+/// The fake's generated call: fakeForward inside a call frame, as tfmc
+/// generates it (codegen/EntryPointTable.cpp).
+extern "C" int32_t callFakeForward(const tfm_memref1d *weights,
+                                   const tfm_tensor *inputs,
+                                   tfm_tensor *const *, tfm_tensor *outputs) {
+  jmp_buf jump;
+  if (setjmp(jump))
+    return TFM_ERROR_OUT_OF_MEMORY;
+  tfm_call_frame *frame = tfm_call_begin(&jump);
+  int64_t n = inputs[0].shape[0];
+  tfm_memref1d tokens = {inputs[0].data, inputs[0].data, 0, {n}, {1}};
+  tfm_memref2d_f32 logits;
+  fakeForward(&logits, const_cast<tfm_memref1d *>(weights), &tokens);
+  tfm_call_end(frame);
+  outputs[0] = {logits.aligned, TFM_DTYPE_F32, 2, {n, kVocab}, logits.allocated};
+  return TFM_OK;
+}
+
+const tfm_tensor_desc kForwardInputs[] = {
+    {TFM_ROLE_TOKEN_IDS, TFM_DTYPE_I32, 1, {-1}}};
+const tfm_tensor_desc kForwardOutputs[] = {
+    {TFM_ROLE_LOGITS, TFM_DTYPE_F32, 2, {-1, kVocab}}};
+const tfm_entry_point kEntryPoints[] = {
+    {"forward", 1, kForwardInputs, 1, kForwardOutputs, 0, nullptr,
+     callFakeForward, reinterpret_cast<void (*)(void)>(fakeForward)}};
+
 tfm_model_desc fakeDesc() {
   tfm_model_desc desc = {};
+  desc.abi_version = TFM_ABI_VERSION;
   desc.name = "fake";
   desc.vocab_size = kVocab;
   desc.max_context = 4;
@@ -53,7 +81,8 @@ tfm_model_desc fakeDesc() {
   desc.weights = kWeights;
   desc.weights_size = sizeof kWeights;
   desc.weights_checksum = tfm_weights_checksum(kWeights, sizeof kWeights);
-  desc.forward = fakeForward;
+  desc.num_entry_points = 1;
+  desc.entry_points = kEntryPoints;
   return desc;
 }
 
@@ -140,6 +169,87 @@ TEST(Generate, GreedyThroughASessionAndRejectsAnEmptyPrompt) {
   EXPECT_EQ(tfm_session_tokens(session)[1], 4);
   EXPECT_EQ(tfm_session_tokens(session)[2], 4);
   tfm_session_free(session);
+  tfm_model_free(model);
+}
+
+TEST(Model, RefusesAnotherAbiVersion) {
+  tfm_model_desc desc = fakeDesc();
+  desc.abi_version = TFM_ABI_VERSION + 1;
+  desc.name = nullptr; // nothing past the version may be read
+  tfm_model *model = nullptr;
+  tfm_status status;
+  EXPECT_EQ(tfm_model_load(&desc, nullptr, &model, &status), TFM_ERROR_ABI);
+  EXPECT_EQ(model, nullptr);
+  EXPECT_NE(std::string(status.message).find("ABI version 3, this runtime "
+                                             "has version 2"),
+            std::string::npos)
+      << status.message;
+}
+
+TEST(Model, CallsAnyEntryPointByName) {
+  tfm_model_desc desc = fakeDesc();
+  tfm_model *model = nullptr;
+  ASSERT_EQ(tfm_model_load(&desc, nullptr, &model, nullptr), TFM_OK);
+  int32_t ids[2] = {3, 4};
+  tfm_tensor input = {ids, TFM_DTYPE_I32, 1, {2}, nullptr};
+  tfm_tensor output;
+  tfm_status status;
+  ASSERT_EQ(tfm_model_call(model, "forward", &input, 1, nullptr, &output, 1,
+                           &status),
+            TFM_OK)
+      << status.message;
+  EXPECT_EQ(output.rank, 2);
+  EXPECT_EQ(output.shape[0], 2);
+  EXPECT_EQ(static_cast<float *>(output.data)[kVocab + 1], 41.0f);
+  tfm_tensor_release(&output);
+  EXPECT_EQ(output.data, nullptr);
+
+  EXPECT_EQ(tfm_model_call(model, "encode", &input, 1, nullptr, &output, 1,
+                           &status),
+            TFM_ERROR_NOT_FOUND);
+  EXPECT_STREQ(status.message, "model 'fake' has no entry point @encode");
+  tfm_tensor floats = {ids, TFM_DTYPE_F32, 1, {2}, nullptr};
+  EXPECT_EQ(tfm_model_call(model, "forward", &floats, 1, nullptr, &output, 1,
+                           &status),
+            TFM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(status.message, "input 0 of @forward: expected a rank-1 i32 "
+                               "tensor, got rank 1 f32");
+  int32_t bad[2] = {3, 9};
+  tfm_tensor badIds = {bad, TFM_DTYPE_I32, 1, {2}, nullptr};
+  EXPECT_EQ(tfm_model_call(model, "forward", &badIds, 1, nullptr, &output, 1,
+                           &status),
+            TFM_ERROR_OUT_OF_RANGE);
+  int32_t many[5] = {};
+  tfm_tensor tooLong = {many, TFM_DTYPE_I32, 1, {5}, nullptr};
+  EXPECT_EQ(tfm_model_call(model, "forward", &tooLong, 1, nullptr, &output, 1,
+                           &status),
+            TFM_ERROR_CONTEXT_OVERFLOW);
+  EXPECT_EQ(tfm_model_call(model, "forward", &input, 2, nullptr, &output, 1,
+                           &status),
+            TFM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(status.message, "@forward takes 1 inputs and returns 1 "
+                               "outputs, got 2 and 1");
+  tfm_model_free(model);
+}
+
+TEST(Model, AllocationFailureIsAStatus) {
+  tfm_model_desc desc = fakeDesc();
+  tfm_model *model = nullptr;
+  ASSERT_EQ(tfm_model_load(&desc, nullptr, &model, nullptr), TFM_OK);
+  int32_t ids[3] = {1, 2, 3};
+  tfm_tensor input = {ids, TFM_DTYPE_I32, 1, {3}, nullptr};
+  tfm_tensor output;
+  tfm_status status;
+  tfm_buffer_fail_after(0);
+  EXPECT_EQ(tfm_model_call(model, "forward", &input, 1, nullptr, &output, 1,
+                           &status),
+            TFM_ERROR_OUT_OF_MEMORY);
+  EXPECT_STREQ(status.message, "@forward of model 'fake' ran out of memory");
+  // The next call succeeds: nothing was left half done.
+  EXPECT_EQ(tfm_model_call(model, "forward", &input, 1, nullptr, &output, 1,
+                           &status),
+            TFM_OK);
+  tfm_tensor_release(&output);
   tfm_model_free(model);
 }
 

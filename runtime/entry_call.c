@@ -1,0 +1,120 @@
+/*===- entry_call.c - tfm_model_call: any entry point, checked ----------===//
+ *
+ * Checks a call against the entry point's descriptors (counts, dtypes,
+ * ranks, static dimensions, token ids, lengths) before the generated call
+ * runs, so that the generated code only ever sees inputs it was compiled
+ * for; the generated call turns allocation failures into a status.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/buffer_cache.h"
+#include "runtime/model_internal.h"
+#include "runtime/status.h"
+
+#include <string.h>
+
+static const char *dtype_name(int32_t dtype) {
+  switch (dtype) {
+  case TFM_DTYPE_F32:
+    return "f32";
+  case TFM_DTYPE_I32:
+    return "i32";
+  case TFM_DTYPE_I64:
+    return "i64";
+  }
+  return "?";
+}
+
+/* `tensor` against `expected` ("input 0 of @forward"). */
+static tfm_status_code check_tensor(const tfm_model_desc *desc,
+                                    const tfm_tensor *tensor,
+                                    const tfm_tensor_desc *expected,
+                                    const char *what, int32_t index,
+                                    const char *entry, tfm_status *status) {
+  if (!tensor->data)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "%s %d of @%s: NULL data", what, index, entry);
+  if (tensor->dtype != expected->dtype || tensor->rank != expected->rank)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "%s %d of @%s: expected a rank-%d %s tensor, got rank %d "
+                    "%s",
+                    what, index, entry, expected->rank,
+                    dtype_name(expected->dtype), tensor->rank,
+                    dtype_name(tensor->dtype));
+  for (int32_t d = 0; d < expected->rank; ++d) {
+    int64_t want = expected->shape[d], got = tensor->shape[d];
+    if ((want >= 0 && got != want) || got < 0 || (want < 0 && got == 0))
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "%s %d of @%s: dimension %d is %lld, expected %lld",
+                      what, index, entry, d, (long long)got,
+                      (long long)want);
+  }
+  if (expected->role == TFM_ROLE_TOKEN_IDS) {
+    int64_t n = tensor->shape[0];
+    if (n > desc->max_context)
+      return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
+                      "%s %d of @%s: %lld tokens exceed the maximum context "
+                      "of model '%s' (%lld)",
+                      what, index, entry, (long long)n, desc->name,
+                      (long long)desc->max_context);
+    return tfm_check_token_ids(desc, tensor->data, n, status);
+  }
+  return TFM_OK;
+}
+
+tfm_status_code tfm_model_call(tfm_model *model, const char *name,
+                               const tfm_tensor *inputs, int32_t num_inputs,
+                               tfm_tensor *const *caches, tfm_tensor *outputs,
+                               int32_t num_outputs, tfm_status *status) {
+  if (!model || !name || (num_inputs && !inputs) ||
+      (num_outputs && !outputs))
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_model_call: NULL %s",
+                    !model ? "model" : !name ? "name"
+                                     : (num_inputs && !inputs) ? "inputs"
+                                                               : "outputs");
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  const tfm_entry_point *entry = tfm_model_entry_point(model, name);
+  if (!entry)
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
+                    "model '%s' has no entry point @%s", desc->name, name);
+  if (num_inputs != entry->num_inputs || num_outputs != entry->num_outputs)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "@%s takes %d inputs and returns %d outputs, got %d and "
+                    "%d",
+                    name, entry->num_inputs, entry->num_outputs, num_inputs,
+                    num_outputs);
+  for (int32_t i = 0; i < num_inputs; ++i) {
+    tfm_status_code code = check_tensor(desc, &inputs[i], &entry->inputs[i],
+                                        "input", i, name, status);
+    if (code != TFM_OK)
+      return code;
+  }
+  for (int32_t i = 0; i < entry->num_caches; ++i) {
+    const tfm_cache_desc *cache = &desc->caches[entry->caches[i]];
+    tfm_tensor_desc expected = {-1 /* no role */, cache->dtype, cache->rank, {0}};
+    memcpy(expected.shape, cache->shape, sizeof expected.shape);
+    if (!caches || !caches[i])
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "cache %d of @%s: NULL tensor", i, name);
+    tfm_status_code code = check_tensor(desc, caches[i], &expected, "cache",
+                                        i, name, status);
+    if (code != TFM_OK)
+      return code;
+  }
+  tfm_memref1d weights = tfm_model_weights_descriptor(model);
+  memset(outputs, 0, (size_t)num_outputs * sizeof *outputs);
+  int32_t code = entry->call(&weights, inputs, caches, outputs);
+  if (code != TFM_OK)
+    return tfm_fail(status, (tfm_status_code)code,
+                    "@%s of model '%s' ran out of memory", name, desc->name);
+  return tfm_ok(status);
+}
+
+void tfm_tensor_release(tfm_tensor *tensor) {
+  if (!tensor || !tensor->owner)
+    return;
+  tfm_buffer_release(tensor->owner);
+  tensor->owner = NULL;
+  tensor->data = NULL;
+}
