@@ -3,6 +3,7 @@
 #ifndef TFM_CODEGEN_PASSES_H
 #define TFM_CODEGEN_PASSES_H
 
+#include "runtime/runtime_kernels.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -32,7 +33,7 @@ inline constexpr int64_t kWeightAlignment = 64;
 /// W[kPanelWidth·p + j][k], the last panel zero-padded (linalg.pack of W
 /// with inner tile kPanelWidth on dim 0). The runtime's GEMM kernel
 /// (runtime/kernels_panel_gemm.c) assumes this width.
-inline constexpr int64_t kPanelWidth = 32;
+inline constexpr int64_t kPanelWidth = TFM_PANEL_WIDTH;
 
 /// Adds the tfm -> linalg lowering patterns.
 void populateLowerToLinalgPatterns(RewritePatternSet &patterns,

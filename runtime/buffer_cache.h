@@ -20,9 +20,10 @@
 #include "runtime/tfm_model_abi.h"
 
 /* What generated code calls (declared here for the runtime and tests). */
-void *_mlir_memref_to_llvm_alloc(size_t size);
-void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);
-void _mlir_memref_to_llvm_free(void *buffer);
+TFM_EXPORT void *_mlir_memref_to_llvm_alloc(size_t size);
+TFM_EXPORT void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
+                                                    size_t size);
+TFM_EXPORT void _mlir_memref_to_llvm_free(void *buffer);
 
 /* Tests: after `allocations` more successful allocations, the next one
  * fails (as if out of memory), then all succeed again; negative: none

@@ -19,6 +19,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/runtime_kernels.h"
 #include "runtime/attention_internal.h"
 #include "runtime/thread_pool.h"
 
@@ -220,7 +221,7 @@ static void attention_items(void *context, int64_t begin, int64_t end,
   }
 }
 
-void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
                                    tfm_memref3d_f32 *v, tfm_memref3d_f32 *out,
                                    float scale, int64_t causal,
                                    int64_t window) {

@@ -10,7 +10,7 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/thread_pool.h"
-#include "runtime/tfm_model_abi.h"
+#include "runtime/runtime_kernels.h"
 
 #include <cblas.h>
 
@@ -45,7 +45,7 @@ static void gemm_chunk(void *context, int64_t begin, int64_t end, int thread) {
               (blasint)job->ldb, 1.0f, job->c + begin, (blasint)job->ldc);
 }
 
-void _mlir_ciface_tfm_rt_matmul_nt(tfm_memref2d_f32 *a, tfm_memref2d_f32 *b,
+TFM_EXPORT void _mlir_ciface_tfm_rt_matmul_nt(tfm_memref2d_f32 *a, tfm_memref2d_f32 *b,
                                    tfm_memref2d_f32 *c) {
   int64_t m = a->sizes[0], k = a->sizes[1], n = b->sizes[0];
   const float *pa = a->aligned + a->offset;

@@ -22,10 +22,10 @@
 
 #include "runtime/simd.h"
 #include "runtime/thread_pool.h"
-#include "runtime/tfm_model_abi.h"
+#include "runtime/runtime_kernels.h"
 
 enum {
-  kPanel = 32,       /* output features per panel: two vectors */
+  kPanel = TFM_PANEL_WIDTH, /* output features per panel: two vectors */
   kRowBlock = 8,     /* rows of A per micro-kernel call */
   kDepthBlock = 256, /* k per pass: a 32 KiB panel slice, in L1 */
 };
@@ -206,13 +206,13 @@ static void linear_panels(tfm_memref2d_f32 *a, tfm_memref3d_f32 *panels,
   tfm_parallel_for(used, panels_per_chunk(used, m, k), panel_gemm_chunk, &job);
 }
 
-void _mlir_ciface_tfm_rt_linear_panels(tfm_memref2d_f32 *a,
+TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels(tfm_memref2d_f32 *a,
                                        tfm_memref3d_f32 *panels,
                                        tfm_memref2d_f32 *c) {
   linear_panels(a, panels, NULL, c);
 }
 
-void _mlir_ciface_tfm_rt_linear_panels_bias(tfm_memref2d_f32 *a,
+TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels_bias(tfm_memref2d_f32 *a,
                                             tfm_memref3d_f32 *panels,
                                             tfm_memref1d_f32 *bias,
                                             tfm_memref2d_f32 *c) {

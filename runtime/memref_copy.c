@@ -7,13 +7,10 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/runtime_kernels.h"
+
 #include <stdint.h>
 #include <string.h>
-
-typedef struct {
-  int64_t rank;
-  void *descriptor;
-} tfm_unranked_memref;
 
 /* The ranked descriptor: allocated, aligned, offset, sizes[rank],
  * strides[rank]. */
@@ -43,7 +40,7 @@ static void copy_dim(int64_t rank, int64_t dim, int64_t elem,
              dst + i * dst_strides[dim] * elem);
 }
 
-void memrefCopy(int64_t elem_size, tfm_unranked_memref *src,
+TFM_EXPORT void memrefCopy(int64_t elem_size, tfm_unranked_memref *src,
                 tfm_unranked_memref *dst) {
   const tfm_ranked_memref *s = src->descriptor;
   const tfm_ranked_memref *d = dst->descriptor;

@@ -65,6 +65,11 @@ typedef struct {
  * it on any change to the structures below or to the generated calls. */
 #define TFM_ABI_VERSION 2
 
+/* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
+ * code calls (the kernels, the allocation functions, the call frame); the
+ * rest of the runtime is hidden (built with -fvisibility=hidden). */
+#define TFM_EXPORT __attribute__((visibility("default")))
+
 /* A memref descriptor of any rank and element type, as MLIR's C interface
  * lays it out. */
 #define TFM_MEMREF(T, RANK)                                                   \
@@ -205,8 +210,8 @@ typedef struct tfm_model_desc {
  * setjmp) after releasing them, so that an allocation failure becomes a
  * status instead of a write through NULL. Not for applications. */
 typedef struct tfm_call_frame tfm_call_frame;
-tfm_call_frame *tfm_call_begin(void *jump);
-void tfm_call_end(tfm_call_frame *frame);
+TFM_EXPORT tfm_call_frame *tfm_call_begin(void *jump);
+TFM_EXPORT void tfm_call_end(tfm_call_frame *frame);
 
 #ifdef __cplusplus
 }

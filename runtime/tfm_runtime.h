@@ -33,6 +33,9 @@
 extern "C" {
 #endif
 
+/* Every function declared here is exported from libtfmrt.so. */
+#pragma GCC visibility push(default)
+
 typedef enum {
   TFM_OK = 0,
   TFM_ERROR_INVALID_ARGUMENT = 1, /* NULL handle, bad option value */
@@ -231,6 +234,8 @@ tfm_status_code tfm_tokenizer_encode(const tfm_tokenizer *tokenizer,
 const char *tfm_tokenizer_decode(const tfm_tokenizer *tokenizer,
                                  int32_t previous, int32_t id, int32_t bos,
                                  size_t *size);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

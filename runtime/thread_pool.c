@@ -10,6 +10,7 @@
  *===----------------------------------------------------------------------===*/
 
 #define _GNU_SOURCE
+#include "runtime/tfm_model_abi.h"
 #include "runtime/thread_pool.h"
 
 #include <cblas.h>
@@ -155,7 +156,7 @@ void tfm_parallel_for(int64_t n, int64_t grain, tfm_parallel_body body,
   pthread_mutex_unlock(&pool.busy);
 }
 
-void tfm_rt_parallel_loop(int64_t n, int64_t iteration_cost,
+TFM_EXPORT void tfm_rt_parallel_loop(int64_t n, int64_t iteration_cost,
                           tfm_parallel_body body, void *context) {
   if (iteration_cost < 1)
     iteration_cost = 1;

@@ -15,9 +15,10 @@
 
 #include <stdint.h>
 
-/* A chunk of work: items [begin, end) of `n`, on thread `thread`. */
-typedef void (*tfm_parallel_body)(void *context, int64_t begin, int64_t end,
-                                  int thread);
+#include "runtime/runtime_kernels.h"
+
+/* A chunk of work: items [begin, end) of `n`, on thread `thread`
+ * (tfm_parallel_body, runtime_kernels.h). */
 
 /* Number of threads parallel_for uses (the caller included); >= 1. */
 int tfm_thread_count(void);
@@ -29,12 +30,10 @@ int tfm_thread_count(void);
 void tfm_parallel_for(int64_t n, int64_t grain, tfm_parallel_body body,
                       void *context);
 
-/* What generated code calls for a parallel loop (tfm-parallelize-loops):
- * `n` independent iterations of about `iteration_cost` operations each.
- * Loops too small to repay waking another thread run inline on the caller;
- * the others run in chunks of at least kMinChunkWork operations, a few per
- * thread so that a thread slowed by the host takes fewer. */
-void tfm_rt_parallel_loop(int64_t n, int64_t iteration_cost,
-                          tfm_parallel_body body, void *context);
+/* tfm_rt_parallel_loop (runtime_kernels.h), what generated code calls for
+ * a parallel loop: loops too small to repay waking another thread run
+ * inline on the caller; the others run in chunks of at least kMinChunkWork
+ * operations, a few per thread so that a thread slowed by the host takes
+ * fewer. */
 
 #endif /* TFM_RUNTIME_THREAD_POOL_H */

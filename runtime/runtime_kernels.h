@@ -1,0 +1,69 @@
+/*===- runtime_kernels.h - what generated code calls -------------*- C -*-===//
+ *
+ * Every runtime function that tfmc's generated code may call, and the
+ * constants codegen and the runtime must agree on. Codegen (the lowering
+ * that selects kernels, the weight layout), the runtime's kernels and the
+ * tests include this one header, so that a change shows everywhere at once.
+ * The allocation functions are in buffer_cache.h, the call frame in
+ * tfm_model_abi.h. Exported from libtfmrt.so (TFM_EXPORT).
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_RUNTIME_KERNELS_H
+#define TFM_RUNTIME_RUNTIME_KERNELS_H
+
+#include "runtime/tfm_model_abi.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Rows of a weight matrix per panel (out[p][k][j] = W[32p + j][k]): the
+ * packager stores linear weights that way and the panel GEMM reads them. */
+#define TFM_PANEL_WIDTH 32
+
+/* C[m, n] = A[m, k] · B[n, k]ᵀ (B row-major, as linear weights are). */
+TFM_EXPORT void _mlir_ciface_tfm_rt_matmul_nt(tfm_memref2d_f32 *a,
+                                              tfm_memref2d_f32 *b,
+                                              tfm_memref2d_f32 *c);
+/* C = A · Wᵀ (+ bias) with W stored as panels [n / 32, k, 32]. */
+TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels(tfm_memref2d_f32 *a,
+                                                  tfm_memref3d_f32 *panels,
+                                                  tfm_memref2d_f32 *c);
+TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels_bias(
+    tfm_memref2d_f32 *a, tfm_memref3d_f32 *panels, tfm_memref1d_f32 *bias,
+    tfm_memref2d_f32 *c);
+/* Fused attention over [seq, heads, head_dim] queries and [keys, kv_heads,
+ * head_dim] keys and values (grouped-query when heads > kv_heads); causal
+ * and windowed (0: no window) masks without materialized scores. */
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q,
+                                              tfm_memref3d_f32 *k,
+                                              tfm_memref3d_f32 *v,
+                                              tfm_memref3d_f32 *out,
+                                              float scale, int64_t causal,
+                                              int64_t window);
+
+/* MLIR's memref.copy of any rank (an unranked descriptor: rank, then a
+ * pointer to the ranked one). */
+typedef struct {
+  int64_t rank;
+  void *descriptor;
+} tfm_unranked_memref;
+TFM_EXPORT void memrefCopy(int64_t elem_size, tfm_unranked_memref *src,
+                           tfm_unranked_memref *dst);
+
+/* A parallel loop's body (tfm-parallelize-loops): iterations [begin, end)
+ * on thread `thread`. */
+typedef void (*tfm_parallel_body)(void *context, int64_t begin, int64_t end,
+                                  int thread);
+/* `n` independent iterations of about `iteration_cost` operations each. */
+TFM_EXPORT void tfm_rt_parallel_loop(int64_t n, int64_t iteration_cost,
+                                     tfm_parallel_body body, void *context);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TFM_RUNTIME_RUNTIME_KERNELS_H */
