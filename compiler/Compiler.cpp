@@ -250,6 +250,13 @@ bool mlir::tfm::isTfmModuleFile(llvm::StringRef path) {
   return path.ends_with(".mlir");
 }
 
+EmitKind mlir::tfm::defaultEmitKind(llvm::StringRef inputPath,
+                                   llvm::StringRef checkpointPath) {
+  return !isTfmModuleFile(inputPath) || !checkpointPath.empty()
+             ? EmitKind::Exe
+             : EmitKind::Tfm;
+}
+
 llvm::Expected<CompilationUnit>
 mlir::tfm::loadInput(MLIRContext &context, const CompileOptions &options) {
   CompilationUnit unit;

@@ -111,6 +111,11 @@ struct CompilationUnit {
 /// Whether `path` names a tfm module (.mlir) rather than a model.
 bool isTfmModuleFile(llvm::StringRef path);
 
+/// What to produce when not told: an executable for a model (a .mlir file
+/// given its checkpoint is one), the tfm IR for a bare .mlir file.
+EmitKind defaultEmitKind(llvm::StringRef inputPath,
+                         llvm::StringRef checkpointPath);
+
 /// Stage 1: reads `options.inputPath` into tfm IR.
 llvm::Expected<CompilationUnit> loadInput(MLIRContext &context,
                                           const CompileOptions &options);

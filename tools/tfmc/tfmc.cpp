@@ -174,11 +174,9 @@ int main(int argc, char **argv) {
   options.inputPath = inputPath;
   options.tokenizerPath = tokenizerPath;
   options.weightsPath = checkpointPath;
-  // A .mlir file given its checkpoint is a model too.
-  bool model = !tfm::isTfmModuleFile(inputPath) || !checkpointPath.empty();
-  options.emit = emitKind.getNumOccurrences() ? emitKind.getValue()
-                 : model                      ? EmitKind::Exe
-                                              : EmitKind::Tfm;
+  options.emit = emitKind.getNumOccurrences()
+                     ? emitKind.getValue()
+                     : tfm::defaultEmitKind(inputPath, checkpointPath);
   options.outputPath = outputPath;
   options.prefix = symbolPrefix;
   options.externalWeights = weightsMode == "external";
