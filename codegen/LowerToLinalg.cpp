@@ -822,10 +822,7 @@ struct LowerToLinalgPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    FailureOr<WeightLayout> layout = layOutWeights(module, packWeights);
-    if (failed(layout))
-      return signalPassFailure();
-    lowerWeights(module, *layout);
+    lowerWeights(module, layOutWeights(module, packWeights));
     for (auto func : module.getOps<func::FuncOp>())
       lowerArgumentDescriptions(func);
 

@@ -150,15 +150,14 @@ Value weightView(OpBuilder &b, Location loc, Value blob, int64_t offset,
 
 } // namespace
 
-FailureOr<WeightLayout> mlir::tfm::layOutWeights(ModuleOp module,
-                                                 bool packPanels) {
+WeightLayout mlir::tfm::layOutWeights(ModuleOp module,
+                                      bool packPanels) {
   WeightLayout result;
   std::vector<PlacedJoin> joins = findPlacedJoins(module);
   if (packPanels)
     result.panels = choosePanels(module, joins);
   MLIRContext *ctx = module.getContext();
   Builder b(ctx);
-  llvm::StringMap<Type> types;
   SmallVector<NamedAttribute> layout, panelShapes;
   int64_t size = 0;
   auto place = [&](WeightOp op, bool alignStart) {
@@ -166,7 +165,6 @@ FailureOr<WeightLayout> mlir::tfm::layOutWeights(ModuleOp module,
     if (alignStart)
       size = alignTo(size, kWeightAlignment);
     result.offsets[op.getName()] = size;
-    types[op.getName()] = type;
     layout.push_back(
         b.getNamedAttr(op.getName(), b.getI64IntegerAttr(size)));
     int64_t elements = type.getNumElements();
@@ -192,7 +190,7 @@ FailureOr<WeightLayout> mlir::tfm::layOutWeights(ModuleOp module,
   // The verifier has checked that every use of a weight has its declared
   // type: the first use places it.
   module.walk([&](WeightOp op) {
-    if (!types.count(op.getName()))
+    if (!result.offsets.count(op.getName()))
       place(op, /*alignStart=*/true);
   });
   module->setAttr(kWeightLayoutAttrName, b.getDictionaryAttr(layout));

@@ -33,7 +33,7 @@ struct WeightLayout {
 
 /// Places every weight of `module` (panels where `packPanels` allows) and
 /// records the layout on it.
-FailureOr<WeightLayout> layOutWeights(ModuleOp module, bool packPanels);
+WeightLayout layOutWeights(ModuleOp module, bool packPanels);
 
 /// Gives every function that reads weights, directly or through calls, a
 /// leading `memref<?xi8>` weights argument; replaces tfm.weight ops and
