@@ -10,6 +10,7 @@
 #include "frontend/ErrorMessages.h"
 #include "ir/TfmOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
@@ -110,6 +111,10 @@ private:
   /// A tfm.weight of `name`, checked to exist with `shape`.
   Value weight(const std::string &name, std::vector<int64_t> shape);
   Value norm(Value x, const std::string &name, Location loc);
+  /// A scale of ones for norms without a learned one, made once at the
+  /// start of the function so that every fusion can use it.
+  Value unitScale();
+  Value ones;
   /// x·Wᵀ (+ b) with the result shaped `resultShape` (leading dim dynamic).
   Value linear(Value x, const std::string &name, bool bias,
                ArrayRef<int64_t> resultShape, Location loc);
@@ -153,12 +158,24 @@ Value DecoderIRBuilder::weight(const std::string &name,
 
 Value DecoderIRBuilder::norm(Value x, const std::string &name, Location loc) {
   int64_t d = spec.hiddenSize;
-  Value gamma = weight(name, {d});
+  Value gamma = spec.normScale ? weight(name, {d}) : unitScale();
   auto epsilon = b.getF32FloatAttr(spec.normEpsilon);
   if (spec.rmsNorm)
     return RmsNormOp::create(b, loc, x.getType(), x, gamma, epsilon);
   Value beta = spec.normBias ? weight(tfm::biasName(name), {d}) : Value();
   return LayerNormOp::create(b, loc, x.getType(), x, gamma, beta, epsilon);
+}
+
+Value DecoderIRBuilder::unitScale() {
+  if (!ones) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(b.getBlock());
+    RankedTensorType type = tensorType({spec.hiddenSize});
+    ones = arith::ConstantOp::create(
+        b, named("unit_norm_scale"), type,
+        DenseElementsAttr::get(type, b.getF32FloatAttr(1.0f)));
+  }
+  return ones;
 }
 
 Value DecoderIRBuilder::linear(Value x, const std::string &name, bool bias,
@@ -309,7 +326,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::tfm::buildDecoder(
     MLIRContext &context, const DecoderSpec &spec, const WeightStore &weights,
     llvm::StringRef checkpoint,
     llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight) {
-  context.loadDialect<TfmDialect, func::FuncDialect>();
+  context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect>();
   DecoderIRBuilder builder(context, spec, weights, checkpoint);
   OwningOpRef<ModuleOp> module = builder.build();
   for (const std::string &name : weights.names())

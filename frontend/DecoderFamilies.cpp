@@ -193,6 +193,19 @@ DecoderSpec readGemmaSpec(ConfigReader &config) {
   return spec;
 }
 
+/// OLMo: LLaMA with LayerNorms that have neither scale nor shift (epsilon
+/// 1e-5, fixed by the reference) and optional biases on every attention
+/// projection.
+DecoderSpec readOlmoSpec(ConfigReader &config) {
+  DecoderSpec spec = readLlamaSpec(config);
+  spec.family = "olmo";
+  spec.rmsNorm = false;
+  spec.normScale = spec.normBias = false;
+  spec.normEpsilon = 1e-5;
+  config.refuseUnlessAbsent("clip_qkv", "Q/K/V clamping");
+  return spec;
+}
+
 /// StarCoder2: LayerNorm with bias, biases everywhere (use_bias), a plain
 /// GELU MLP (c_fc, c_proj), sliding-window attention.
 DecoderSpec readStarcoder2Spec(ConfigReader &config) {
@@ -443,8 +456,8 @@ void prepareGemmaWeights(const DecoderSpec &spec, WeightStore &store) {
 } // namespace
 
 std::string mlir::tfm::supportedDecoderFamilies() {
-  return "gemma, gpt2, gpt_neox, llama, mistral, phi, qwen2, stablelm, "
-         "starcoder2";
+  return "gemma, gpt2, gpt_neox, llama, mistral, olmo, phi, qwen2, "
+         "stablelm, starcoder2";
 }
 
 bool mlir::tfm::readDecoderFamily(llvm::StringRef modelType,
@@ -460,6 +473,8 @@ bool mlir::tfm::readDecoderFamily(llvm::StringRef modelType,
     spec = readQwen2Spec(config);
   } else if (modelType == "gemma") {
     spec = readGemmaSpec(config);
+  } else if (modelType == "olmo") {
+    spec = readOlmoSpec(config);
   } else if (modelType == "starcoder2") {
     spec = readStarcoder2Spec(config);
   } else if (modelType == "stablelm") {

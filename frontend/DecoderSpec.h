@@ -35,9 +35,11 @@ struct DecoderSpec {
   int64_t explicitHeadDim = 0;
 
   // Normalization: LayerNorm (with shift unless normBias is false) or
-  // RMSNorm.
+  // RMSNorm; without a learned scale when normScale is false (OLMo's
+  // LayerNorms have no parameters, so their checkpoints name no weight).
   bool rmsNorm = false;
   bool normBias = true;
+  bool normScale = true;
   double normEpsilon = 1e-5;
 
   // Positions: a learned table, or rotary embeddings.

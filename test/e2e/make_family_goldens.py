@@ -119,6 +119,8 @@ def main():
                                      num_key_value_heads=4,
                                      use_parallel_residual=True,
                                      partial_rotary_factor=0.5))
+    write("olmo", build(tf.OlmoConfig, tf.OlmoForCausalLM, 12,
+                        num_key_value_heads=2, attention_bias=True))
     write("phi", build(tf.PhiConfig, tf.PhiForCausalLM, 6,
                        num_key_value_heads=4, partial_rotary_factor=0.5, hidden_act="gelu_new"))
     write("gpt-neox", build(tf.GPTNeoXConfig, tf.GPTNeoXForCausalLM, 7,
