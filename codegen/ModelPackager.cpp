@@ -9,12 +9,16 @@
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/Support/Alignment.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -39,7 +43,8 @@ llvm::Error writeFile(llvm::StringRef path, llvm::StringRef bytes) {
 }
 
 /// Segments aligned to 2 MiB in the file and in memory (the kernel then
-/// loads the binary at a 2 MiB boundary): embedded weights keep the same
+/// loads the binary at a 2 MiB boundary): embedded weights (static
+/// libraries; appended ones are mapped so by the runtime) keep the same
 /// offset modulo 2 MiB in memory as in the file's page cache, whose large
 /// folios then map as physically contiguous runs the CPU's TLB can
 /// coalesce. At 4 KiB alignment, a cold pass over the weights ran 3-4x
@@ -153,6 +158,77 @@ std::string cStringLiteral(llvm::StringRef text) {
   return "\"" + escapeQuoted(text) + "\"";
 }
 
+/// Static libraries embed their weights (.incbin): the application's link
+/// places them. Executables and shared libraries get them appended after
+/// linking (appendWeights), which the assembler and linker never hold in
+/// memory.
+bool embedsWeights(const LinkOptions &options) {
+  return !options.externalWeights &&
+         options.kind == OutputKind::StaticLibrary;
+}
+
+/// Appends the blob at `blobPath` to the linked `outputPath` at an aligned
+/// offset, then the trailer the runtime finds it by (tfm_format.h). The
+/// copy goes through the kernel (copy_file_range), not through memory.
+llvm::Error appendWeights(llvm::StringRef outputPath, llvm::StringRef blobPath,
+                          uint64_t size, uint64_t checksum) {
+  auto fail = [&](const llvm::Twine &what) {
+    return makeError("cannot append the weights to '" + outputPath +
+                     "': " + what + ": " + std::strerror(errno));
+  };
+  int in = ::open(blobPath.str().c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0)
+    return fail("open '" + blobPath + "'");
+  int out = ::open(outputPath.str().c_str(), O_WRONLY | O_CLOEXEC);
+  if (out < 0) {
+    ::close(in);
+    return fail("open");
+  }
+  auto finish = [&](llvm::Error err) {
+    ::close(in);
+    if (::close(out) != 0 && !err)
+      return fail("close");
+    return err;
+  };
+  off_t end = ::lseek(out, 0, SEEK_END);
+  if (end < 0)
+    return finish(fail("seek"));
+  uint64_t offset = llvm::alignTo(uint64_t(end), TFM_APPENDED_ALIGNMENT);
+  // The padding is a hole: ftruncate extends the file without writing it.
+  if (::ftruncate(out, off_t(offset)) != 0 ||
+      ::lseek(out, off_t(offset), SEEK_SET) < 0)
+    return finish(fail("pad"));
+  uint64_t copied = 0;
+  while (copied < size) {
+    ssize_t n = ::copy_file_range(in, nullptr, out, nullptr,
+                                  size - copied, 0);
+    if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL ||
+                  errno == EOPNOTSUPP) && copied == 0) {
+      // File systems without copy_file_range: through a small buffer.
+      std::vector<char> buffer(1 << 20);
+      while (copied < size) {
+        ssize_t r = ::read(in, buffer.data(),
+                           std::min<uint64_t>(buffer.size(), size - copied));
+        if (r <= 0 || ::write(out, buffer.data(), size_t(r)) != r)
+          return finish(fail("copy"));
+        copied += uint64_t(r);
+      }
+      break;
+    }
+    if (n <= 0)
+      return finish(fail("copy"));
+    copied += uint64_t(n);
+  }
+  tfm_appended_trailer trailer = {};
+  std::memcpy(trailer.magic, TFM_APPENDED_MAGIC, sizeof trailer.magic);
+  trailer.offset = offset;
+  trailer.size = size;
+  trailer.checksum = checksum;
+  if (::write(out, &trailer, sizeof trailer) != ssize_t(sizeof trailer))
+    return finish(fail("write the trailer"));
+  return finish(llvm::Error::success());
+}
+
 /// The generated C file: embedded blobs (.incbin) and the model description.
 std::string generateModelSource(const ModelDescription &model,
                                 const LinkOptions &options,
@@ -177,7 +253,7 @@ std::string generateModelSource(const ModelDescription &model,
        << "extern const uint8_t " << symbol
        << "[] __attribute__((visibility(\"hidden\")));\n";
   };
-  if (!options.externalWeights)
+  if (embedsWeights(options))
     embed("tfm_weights_blob", weightsPath);
   if (model.tokenizer)
     embed("tfm_tokenizer_blob", tokenizerPath);
@@ -206,8 +282,15 @@ std::string generateModelSource(const ModelDescription &model,
   if (options.externalWeights)
     os << "    .weights = 0,\n    .weights_file = "
        << cStringLiteral(llvm::sys::path::filename(weightsPath)) << ",\n";
-  else
+  else if (embedsWeights(options))
     os << "    .weights = tfm_weights_blob,\n    .weights_file = 0,\n";
+  else
+    os << "    .weights = 0,\n    .weights_file = 0,\n"
+       << "    .weights_appended = "
+       << (options.kind == OutputKind::Executable
+               ? "TFM_WEIGHTS_APPENDED_TO_EXECUTABLE"
+               : "TFM_WEIGHTS_APPENDED_TO_LIBRARY")
+       << ",\n";
   os << "    .weights_size = " << weightBytes << "ull,\n"
      << "    .weights_checksum = " << checksum << "ull,\n";
   if (model.tokenizer)
@@ -407,22 +490,28 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
         return err;
 
     std::string include = "-I" + options.runtimeIncludeDir;
+    auto appendUnlessExternal = [&](llvm::Error linked) -> llvm::Error {
+      if (linked || options.externalWeights)
+        return linked;
+      return appendWeights(options.outputPath, weightsPath, weightBytes,
+                           *checksum);
+    };
     switch (options.kind) {
     case OutputKind::Executable:
-      return runTool("linking '" + options.outputPath + "'", options.cc,
-                     {options.cc, "-O2", kHugeSegments, "-o", options.outputPath,
-                      objectPath, sourcePath, include,
-                      options.runtimeMainLibrary,
-                      options.runtimeLibrary, "-lopenblas", "-lm"});
+      return appendUnlessExternal(runTool(
+          "linking '" + options.outputPath + "'", options.cc,
+          {options.cc, "-O2", kHugeSegments, "-o", options.outputPath,
+           objectPath, sourcePath, include, options.runtimeMainLibrary,
+           options.runtimeLibrary, "-lopenblas", "-lm"}));
     case OutputKind::SharedLibrary: {
       // The runtime is shared too: one copy however many models load.
       std::string libraryDir = "-L" + options.runtimeLibraryDir;
       std::string rpath = "-Wl,-rpath," + options.runtimeLibraryDir;
-      return runTool("linking '" + options.outputPath + "'", options.cc,
-                     {options.cc, "-O2", "-shared", "-fPIC", kHugeSegments,
-                      "-fvisibility=hidden", "-o", options.outputPath,
-                      objectPath, sourcePath, include, libraryDir, rpath,
-                      "-ltfmrt", "-lm"});
+      return appendUnlessExternal(runTool(
+          "linking '" + options.outputPath + "'", options.cc,
+          {options.cc, "-O2", "-shared", "-fPIC", kHugeSegments,
+           "-fvisibility=hidden", "-o", options.outputPath, objectPath,
+           sourcePath, include, libraryDir, rpath, "-ltfmrt", "-lm"}));
     }
     case OutputKind::StaticLibrary: {
       // The model alone: applications link the runtime once.

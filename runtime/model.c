@@ -1,7 +1,8 @@
 /*===- model.c - loading compiled models and running them ---------------===//
  *
- * Weights are either embedded in the executable (.rodata) or in a side file
- * mapped read-only; both are checked against the size and checksum the model
+ * Weights are appended to the executable or library, in a side file, or
+ * embedded (.rodata, static libraries); the files are mapped read-only, and
+ * all are checked against the size and checksum the model
  * was compiled with, so a binary never runs with weights it was not built
  * for.
  *
@@ -13,6 +14,7 @@
 #include "runtime/status.h"
 #include "runtime/tfm_format.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -55,8 +57,58 @@ static void resolve_beside_executable(const char *name, char *path,
     snprintf(path, size, "%s", name);
 }
 
-static tfm_status_code map_weights(tfm_model *model, const char *path,
-                                   tfm_status *status) {
+/* Maps `size` bytes of `fd` from `offset` (page-aligned) at an address
+ * congruent to the offset modulo TFM_APPENDED_ALIGNMENT, so that the page
+ * cache's large folios map as contiguous runs (see kHugeSegments in the
+ * packager: a cold pass over misaligned weights ran 3-4x slower). */
+static void *map_aligned(int fd, uint64_t offset, uint64_t size) {
+  const uint64_t align = TFM_APPENDED_ALIGNMENT;
+  uint8_t *reserved = mmap(NULL, size + align, PROT_NONE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (reserved == MAP_FAILED)
+    return MAP_FAILED;
+  uintptr_t want = offset % align;
+  uintptr_t address = (uintptr_t)reserved;
+  uintptr_t start = address - address % align + want;
+  if (start < address)
+    start += align;
+  void *mapping = mmap((void *)start, size, PROT_READ, MAP_PRIVATE | MAP_FIXED,
+                       fd, (off_t)offset);
+  if (mapping == MAP_FAILED) {
+    munmap(reserved, size + align);
+    return MAP_FAILED;
+  }
+  /* Give back the reservation around the mapping. */
+  if (start > address)
+    munmap(reserved, start - address);
+  uintptr_t end = start + size, reserved_end = address + size + align;
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  end = (end + page - 1) / page * page;
+  if (reserved_end > end)
+    munmap((void *)end, reserved_end - end);
+  return mapping;
+}
+
+/* Maps `desc->weights_size` bytes of `path` from `offset`. */
+static tfm_status_code map_weights_at(tfm_model *model, int fd,
+                                      const char *path, uint64_t offset,
+                                      tfm_status *status) {
+  const tfm_model_desc *desc = model->desc;
+  void *mapping = desc->weights_size
+                      ? map_aligned(fd, offset, desc->weights_size)
+                      : NULL;
+  close(fd);
+  if (desc->weights_size && mapping == MAP_FAILED)
+    return tfm_fail(status, TFM_ERROR_WEIGHTS, "cannot map '%s': %s", path,
+                    strerror(errno));
+  model->mapping = mapping;
+  model->mapping_size = desc->weights_size;
+  model->weights = mapping;
+  return TFM_OK;
+}
+
+static tfm_status_code map_side_file(tfm_model *model, const char *path,
+                                     tfm_status *status) {
   const tfm_model_desc *desc = model->desc;
   int fd = open(path, O_RDONLY);
   if (fd < 0)
@@ -72,18 +124,73 @@ static tfm_status_code map_weights(tfm_model *model, const char *path,
                     path, (long long)st.st_size, desc->name,
                     (unsigned long long)desc->weights_size);
   }
-  void *mapping = desc->weights_size
-                      ? mmap(NULL, desc->weights_size, PROT_READ, MAP_PRIVATE,
-                             fd, 0)
-                      : NULL;
-  close(fd);
-  if (desc->weights_size && mapping == MAP_FAILED)
-    return tfm_fail(status, TFM_ERROR_WEIGHTS, "cannot map '%s': %s", path,
+  return map_weights_at(model, fd, path, 0, status);
+}
+
+/* The file the weights were appended to: this executable, or the shared
+ * library that holds the description. */
+static int appended_weights_file(const tfm_model_desc *desc, char *path,
+                                 size_t size) {
+  if (desc->weights_appended == TFM_WEIGHTS_APPENDED_TO_EXECUTABLE) {
+    snprintf(path, size, "/proc/self/exe");
+    return 1;
+  }
+  /* Not dladdr(desc): an executable that links the library may hold a
+   * copy of the description (a copy relocation), while the entry-point
+   * table, hidden, stays in the library. */
+  Dl_info info;
+  if (!desc->entry_points || !dladdr(desc->entry_points, &info) ||
+      !info.dli_fname || !info.dli_fname[0])
+    return 0;
+  snprintf(path, size, "%s", info.dli_fname);
+  return 1;
+}
+
+static tfm_status_code map_appended(tfm_model *model, tfm_status *status) {
+  const tfm_model_desc *desc = model->desc;
+  char path[PATH_MAX];
+  if (!appended_weights_file(desc, path, sizeof path))
+    return tfm_fail(status, TFM_ERROR_WEIGHTS,
+                    "cannot find the file that holds model '%s'", desc->name);
+  int fd = open(path, O_RDONLY);
+  if (fd < 0)
+    return tfm_fail(status, TFM_ERROR_WEIGHTS, "cannot open '%s': %s", path,
                     strerror(errno));
-  model->mapping = mapping;
-  model->mapping_size = desc->weights_size;
-  model->weights = mapping;
-  return TFM_OK;
+  /* The trailer must say exactly what the description does, and lie
+   * inside the file, before anything is mapped. */
+  struct stat st;
+  tfm_appended_trailer trailer;
+  uint64_t file_size = 0;
+  int found = fstat(fd, &st) == 0 &&
+              (file_size = (uint64_t)st.st_size) >= sizeof trailer &&
+              pread(fd, &trailer, sizeof trailer,
+                    (off_t)(file_size - sizeof trailer)) ==
+                  (ssize_t)sizeof trailer &&
+              memcmp(trailer.magic, TFM_APPENDED_MAGIC,
+                     sizeof trailer.magic) == 0;
+  if (!found) {
+    close(fd);
+    return tfm_fail(status, TFM_ERROR_WEIGHTS,
+                    "'%s' has no weights appended (was it stripped or "
+                    "truncated?); compile model '%s' again",
+                    path, desc->name);
+  }
+  if (trailer.size != desc->weights_size ||
+      trailer.checksum != desc->weights_checksum ||
+      trailer.offset % TFM_APPENDED_ALIGNMENT != 0 ||
+      trailer.offset > file_size - sizeof trailer ||
+      trailer.size != file_size - sizeof trailer - trailer.offset) {
+    close(fd);
+    return tfm_fail(status, TFM_ERROR_WEIGHTS,
+                    "the weights appended to '%s' (%llu bytes at offset "
+                    "%llu of %llu) are not the %llu bytes model '%s' was "
+                    "compiled with",
+                    path, (unsigned long long)trailer.size,
+                    (unsigned long long)trailer.offset,
+                    (unsigned long long)file_size,
+                    (unsigned long long)desc->weights_size, desc->name);
+  }
+  return map_weights_at(model, fd, path, trailer.offset, status);
 }
 
 const tfm_entry_point *tfm_model_entry_point(const tfm_model *model,
@@ -145,6 +252,12 @@ tfm_status_code tfm_model_load(const tfm_model_desc *desc,
   find_language_model_entry_points(model);
   if (desc->weights && !weights_path) {
     model->weights = desc->weights;
+  } else if (desc->weights_appended && !weights_path) {
+    tfm_status_code code = map_appended(model, status);
+    if (code != TFM_OK) {
+      free(model);
+      return code;
+    }
   } else {
     char path[PATH_MAX];
     if (weights_path)
@@ -154,7 +267,7 @@ tfm_status_code tfm_model_load(const tfm_model_desc *desc,
     else
       path[0] = '\0';
     tfm_status_code code =
-        path[0] ? map_weights(model, path, status)
+        path[0] ? map_side_file(model, path, status)
                 : tfm_fail(status, TFM_ERROR_WEIGHTS,
                            "model '%s' has no weights", desc->name);
     if (code != TFM_OK) {

@@ -35,6 +35,22 @@ static inline uint64_t tfm_weights_checksum(const uint8_t *data, uint64_t size) 
   return hash ^ size;
 }
 
+/* Weights appended to a linked executable or shared library (assemblers
+ * and linkers hold a section's bytes in memory, so a multi-GB .incbin
+ * would cost the compile that much): the blob starts at a file offset
+ * aligned to TFM_APPENDED_ALIGNMENT after the linked image, and the file
+ * ends with this trailer (little endian), which the loader checks against
+ * the model's description. Loaders ignore bytes past the last segment;
+ * `strip` drops them, and the model is then refused at load. */
+#define TFM_APPENDED_MAGIC "TFMWTS01"
+#define TFM_APPENDED_ALIGNMENT (2u << 20)
+typedef struct {
+  char magic[8];
+  uint64_t offset; /* of the blob, from the start of the file */
+  uint64_t size;
+  uint64_t checksum; /* tfm_weights_checksum of the blob */
+} tfm_appended_trailer;
+
 /* Tokenizer blob (little endian): "TFMTOK01", uint32 kind, uint32
  * vocab_size, then per token: float32 score, uint32 byte length, the piece's
  * bytes; for TFM_TOKENIZER_BYTE_LEVEL_BPE then uint32 merge count and per

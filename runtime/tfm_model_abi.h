@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 2
+#define TFM_ABI_VERSION 3
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -177,6 +177,12 @@ typedef void (*tfm_prefill_fn)(tfm_memref2d_f32 *logits,
 
 /* Everything the runtime needs to know about one compiled model; tfmc
  * generates one constant instance per model. */
+typedef enum {
+  TFM_WEIGHTS_NOT_APPENDED = 0,
+  TFM_WEIGHTS_APPENDED_TO_EXECUTABLE = 1, /* read from /proc/self/exe */
+  TFM_WEIGHTS_APPENDED_TO_LIBRARY = 2     /* the shared object (dladdr) */
+} tfm_weights_appended;
+
 typedef struct tfm_model_desc {
   /* First, so that any runtime can read it: TFM_ABI_VERSION. */
   uint32_t abi_version;
@@ -189,10 +195,13 @@ typedef struct tfm_model_desc {
   /* Whether encoded prompts start with BOS (LLaMA's tokenizers do, GPT-2's
    * does not). */
   int32_t add_bos;
-  /* Embedded weights, or NULL with `weights_file` naming the side file
-   * (relative paths are resolved beside the executable). */
+  /* Where the weights are: embedded (`weights`; static libraries), in a
+   * side file (`weights_file`, relative paths resolved beside the
+   * executable), or appended to the file that holds this description
+   * (`weights_appended`, tfm_format.h). */
   const uint8_t *weights;
   const char *weights_file;
+  tfm_weights_appended weights_appended;
   uint64_t weights_size;
   uint64_t weights_checksum;
   /* Tokenizer blob (tfm_format.h), or NULL when compiled without one. */
