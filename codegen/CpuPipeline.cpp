@@ -52,7 +52,7 @@ void mlir::tfm::buildCpuPipeline(OpPassManager &pm,
     buildTfmPipeline(pm, tfm);
   }
   if (runs(CpuPipelineStage::Linalg)) {
-    LowerToLinalgPassOptions linalg;
+    LowerToLinalgOptions linalg;
     linalg.fusedAttention = options.fusedAttention;
     linalg.packWeights = options.packWeights;
     buildLowerToLinalgPipeline(pm, linalg);
@@ -81,8 +81,14 @@ void mlir::tfm::registerCpuPipeline() {
 }
 
 void mlir::tfm::buildLowerToLinalgPipeline(
-    OpPassManager &pm, const LowerToLinalgPassOptions &options) {
-  pm.addPass(createLowerToLinalgPass(options));
+    OpPassManager &pm, const LowerToLinalgOptions &options) {
+  LayOutWeightsPassOptions layout;
+  layout.packWeights = options.packWeights;
+  pm.addPass(createLayOutWeightsPass(layout));
+  SelectCpuKernelsPassOptions kernels;
+  kernels.fusedAttention = options.fusedAttention;
+  pm.addPass(createSelectCpuKernelsPass(kernels));
+  pm.addPass(createLowerToLinalgPass());
   // Every sequence-length dim back to the one of the tokens argument: the
   // buffers sized by it (kernel outputs included) can then all be
   // allocated up front and planned into one arena.

@@ -88,9 +88,17 @@ void buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options,
 /// Registers `tfm-cpu-pipeline` (for tfm-opt).
 void registerCpuPipeline();
 
-/// tfm -> linalg/tensor/arith/math on tensors.
+struct LowerToLinalgOptions {
+  /// Linear weights stored as panels for the runtime's GEMM.
+  bool packWeights = true;
+  /// Attention through the runtime's fused kernel.
+  bool fusedAttention = true;
+};
+
+/// tfm -> linalg/tensor/arith/math on tensors for the CPU: weight layout,
+/// CPU kernel selection, the target-independent lowering, cleanups.
 void buildLowerToLinalgPipeline(OpPassManager &pm,
-                                const LowerToLinalgPassOptions &options);
+                                const LowerToLinalgOptions &options = {});
 
 struct LinalgToLLVMOptions {
   /// Temporary buffers in one arena planned at compile time

@@ -27,20 +27,45 @@ struct DropReturnedArgumentsPass
     SymbolTableCollection symbols;
     SymbolUserMap users(symbols, module);
     for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.isExternal() || !users.getUsers(func).empty() ||
-          !func.getBody().hasOneBlock())
+      if (func.isExternal() || !func.getBody().hasOneBlock())
+        continue;
+      // Callers see the dropped results as the operands they passed (an
+      // entry point may call another: @decode calls @prefill when nothing
+      // inlined it); a use other than a call keeps the function as it is.
+      SmallVector<func::CallOp> calls;
+      bool onlyCalled = true;
+      for (Operation *user : users.getUsers(func)) {
+        auto call = dyn_cast<func::CallOp>(user);
+        onlyCalled &= bool(call);
+        if (call)
+          calls.push_back(call);
+      }
+      if (!onlyCalled)
         continue;
       auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
       llvm::BitVector drop(func.getNumResults());
+      SmallVector<unsigned> argumentOf(func.getNumResults(), 0);
       for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
         auto argument = dyn_cast<BlockArgument>(value);
         drop[i] = argument && isa<BaseMemRefType>(value.getType()) &&
                   argument.getOwner() == &func.getBody().front();
+        if (drop[i])
+          argumentOf[i] = argument.getArgNumber();
       }
       if (drop.none())
         continue;
       ret->eraseOperands(drop);
       (void)func.eraseResults(drop);
+      for (func::CallOp call : calls) {
+        OpBuilder b(call);
+        auto replacement =
+            func::CallOp::create(b, call.getLoc(), func, call.getOperands());
+        unsigned kept = 0;
+        for (auto [i, result] : llvm::enumerate(call.getResults()))
+          result.replaceAllUsesWith(drop[i] ? call.getOperand(argumentOf[i])
+                                            : replacement.getResult(kept++));
+        call.erase();
+      }
     }
   }
 };

@@ -1,12 +1,7 @@
-//===- LowerAttention.cpp - tfm.attention to the kernel or to linalg ----===//
+//===- LowerAttention.cpp - tfm.attention to linalg ---------------------===//
 //
-// Two lowerings. The fused one calls the runtime's flash-style kernel
-// (runtime/kernels_attention.c) on the operands' buffers: the tensors are
-// handed over with bufferization.to_buffer, the result comes back through
-// a fresh buffer wrapped by bufferization.to_tensor, so one-shot
-// bufferization sees an ordinary read of q, k, v and a new tensor.
-//
-// The reference lowering: scores [heads, s, t] are materialized, masked,
+// The target-independent lowering (the CPU's fused kernel is chosen before
+// it, by tfm-select-cpu-kernels): scores [heads, s, t] are materialized, masked,
 // soft-maxed row by row and multiplied with the values. Query head h reads
 // KV head h floordiv (heads / kv_heads), which an affine map expresses
 // directly, so grouped-query attention needs no repeated K/V. It serves
@@ -16,7 +11,6 @@
 
 #include "codegen/LinalgBuilders.h"
 #include "codegen/Passes.h"
-#include "codegen/RuntimeKernels.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -31,52 +25,6 @@ using namespace mlir::tfm;
 namespace {
 
 using utils::IteratorType;
-
-constexpr llvm::StringLiteral kAttentionKernel = "tfm_rt_attention";
-
-/// The kernel's declaration: (q, k, v, out, scale, causal, window).
-func::FuncOp declareAttentionKernel(OpBuilder &b, ModuleOp module) {
-  MemRefType buffer = anyStridedF32(b.getContext(), 3);
-  return lookupOrDeclareRuntimeKernel(
-      b, module, kAttentionKernel,
-      {buffer, buffer, buffer, buffer, b.getF32Type(), b.getI64Type(),
-       b.getI64Type()});
-}
-
-struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
-  using OpConversionPattern::OpConversionPattern;
-
-  LogicalResult
-  matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (op.getBias())
-      return rewriter.notifyMatchFailure(op, "bias: reference lowering");
-    Location loc = op.getLoc();
-    func::FuncOp kernel =
-        declareAttentionKernel(rewriter, op->getParentOfType<ModuleOp>());
-    SmallVector<Value> operands;
-    for (Value tensor :
-         {adaptor.getQuery(), adaptor.getKey(), adaptor.getValue()})
-      operands.push_back(kernelInput(rewriter, loc, tensor));
-    RankedTensorType type = op.getType();
-    SmallVector<Value> dynamicSizes;
-    if (type.isDynamicDim(0))
-      dynamicSizes.push_back(
-          tensor::DimOp::create(rewriter, loc, adaptor.getQuery(), 0));
-    auto [out, outOperand] = kernelOutput(rewriter, loc, type, dynamicSizes);
-    operands.push_back(outOperand);
-    operands.push_back(
-        arith::ConstantOp::create(rewriter, loc, op.getScaleAttr()));
-    operands.push_back(arith::ConstantIntOp::create(
-        rewriter, loc, rewriter.getI64Type(), op.getCausal() ? 1 : 0));
-    operands.push_back(arith::ConstantIntOp::create(
-        rewriter, loc, rewriter.getI64Type(), op.getWindow().value_or(0)));
-    func::CallOp::create(rewriter, loc, kernel, operands);
-    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
-        op, type, out, /*restrict=*/true, /*writable=*/true);
-    return success();
-  }
-};
 
 struct LowerAttention : OpConversionPattern<AttentionOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -213,10 +161,6 @@ struct LowerAttention : OpConversionPattern<AttentionOp> {
 
 } // namespace
 
-void mlir::tfm::populateLowerAttentionPatterns(RewritePatternSet &patterns,
-                                               bool fusedAttention) {
-  if (fusedAttention)
-    patterns.add<AttentionToKernelCall>(patterns.getContext(),
-                                        /*benefit=*/2);
+void mlir::tfm::populateLowerAttentionPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerAttention>(patterns.getContext());
 }

@@ -35,15 +35,25 @@ inline constexpr int64_t kWeightAlignment = 64;
 /// (runtime/kernels_panel_gemm.c) assumes this width.
 inline constexpr int64_t kPanelWidth = TFM_PANEL_WIDTH;
 
-/// Adds the tfm -> linalg lowering patterns.
-void populateLowerToLinalgPatterns(RewritePatternSet &patterns,
-                                   bool fusedAttention);
+/// The target-independent tfm -> linalg lowering, one family of ops per
+/// function (and file), and all of them (tfm-lower-to-linalg).
+/// Position ids, embeddings, rotary and sinusoidal encodings.
+void populateLowerEmbeddingPatterns(RewritePatternSet &patterns);
+/// tfm.linear (linalg.matmul), activations, add, mul, concat.
+void populateLowerLinearAndElementwisePatterns(RewritePatternSet &patterns);
+/// LayerNorm, RMSNorm and their fused residual adds.
+void populateLowerNormPatterns(RewritePatternSet &patterns);
+/// tfm.attention with materialized scores.
+void populateLowerAttentionPatterns(RewritePatternSet &patterns);
+/// KV cache reads and appends.
+void populateLowerKVCachePatterns(RewritePatternSet &patterns);
+void populateLowerToLinalgPatterns(RewritePatternSet &patterns);
 
-/// Adds the tfm.attention lowering: a call of the runtime's fused kernel
-/// when `fusedAttention` (and the op has no bias), else linalg with
-/// materialized scores.
-void populateLowerAttentionPatterns(RewritePatternSet &patterns,
-                                    bool fusedAttention);
+/// CPU kernel selection (tfm-select-cpu-kernels): tfm.linear over panel
+/// weights to the runtime's GEMM, and with `fusedAttention` tfm.attention
+/// without bias to its fused kernel.
+void populateCpuKernelPatterns(RewritePatternSet &patterns,
+                               bool fusedAttention);
 
 } // namespace mlir::tfm
 

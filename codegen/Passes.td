@@ -5,47 +5,94 @@
 
 include "mlir/Pass/PassBase.td"
 
-def LowerToLinalgPass : Pass<"tfm-lower-to-linalg", "ModuleOp"> {
-  let summary = "Lower tfm ops to linalg, tensor, arith and math on tensors";
+def LayOutWeightsPass : Pass<"tfm-lay-out-weights", "ModuleOp"> {
+  let summary = "Place every weight in one blob; weights become its views";
   let description = [{
-    Each tfm op becomes linalg structured ops on tensors: `tfm.linear` a
-    call of the runtime's GEMM kernel `tfm_rt_linear_panels[_bias]` when its
-    weight is stored as panels (below), else a `linalg.matmul` with a
-    transposed weight (checkpoint layout `[out, in]`),
-    norms and softmax reductions plus elementwise `linalg.generic`s, and
-    `tfm.attention` a call of the runtime's fused kernel
-    `tfm_rt_attention` (flash-style: online softmax over key tiles, causal
-    tiles skipped, a single-query path for decode, on every core), or with
-    `fused-attention=false` (and always with a bias) the reference lowering:
-    materialized scores, masked softmax and weighted sum as linalg ops.
-
-    Weights: the pass lays out every distinct `tfm.weight` of the module in
-    one byte blob (64-byte aligned, in order of first use), records the
-    layout as the module attribute `tfm.weight_layout` (name -> byte offset)
-    and gives each function that reads weights a leading
-    `memref<?xi8>` argument (location "weights"), the blob's base. A
-    `tfm.weight` becomes a
-    `memref.view` of that blob at its offset.
+    Lays out every distinct `tfm.weight` of the module in one byte blob
+    (64-byte aligned, in order of first use), records the layout as the
+    module attribute `tfm.weight_layout` (name -> byte offset) and the
+    blob's size as `tfm.weight_bytes`, and gives each function that reads
+    weights a leading `memref<?xi8>` argument (location "weights"), the
+    blob's base. A `tfm.weight` becomes a `memref.view` of that blob at its
+    offset, read as a tensor; a `tfm.concat` of weights only is placed back
+    to back and becomes one view. The `tfm.weight_decl`s go: the layout now
+    says where each weight is.
 
     With `pack-weights` (the default), weights that only `tfm.linear` reads
     (directly or joined by `tfm.concat`) are stored as panels of 32 output
     features, `panels[p][k][j] = W[32p + j][k]`, zero-padded: the layout
-    the GEMM kernel streams, so that nothing repacks them at run time. They
-    are listed in the module attribute `tfm.weight_panels` (name ->
+    the CPU's GEMM kernel streams, so that nothing repacks them at run time.
+    They are listed in the module attribute `tfm.weight_panels` (name ->
     [rows, cols]) for the packager, and read as `linalg.unpack` of a
-    `[panels, cols, 32]` view, which the linear lowering consumes.
+    `[panels, cols, 32]` view, which tfm-select-cpu-kernels reads through
+    (a target without that kernel lays out with `pack-weights=false`).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::func::FuncDialect"
+  ];
+  let options = [
+    Option<"packWeights", "pack-weights", "bool", /*default=*/"true",
+           "Store linear weights as panels for the runtime's GEMM kernel">
+  ];
+}
+
+def SelectCpuKernelsPass : Pass<"tfm-select-cpu-kernels", "ModuleOp"> {
+  let summary = "Hand the tfm ops the CPU runtime has kernels for to them";
+  let description = [{
+    CPU kernel selection, on tfm IR after `tfm-lay-out-weights`: a
+    `tfm.linear` whose weight is stored as panels becomes a call of the
+    runtime's GEMM kernel `tfm_rt_linear_panels[_bias]` (bias added in the
+    kernel, the activation or gate an elementwise epilogue), and with
+    `fused-attention` (the default) a `tfm.attention` without bias a call of
+    `tfm_rt_attention` (flash-style: online softmax over key tiles, causal
+    tiles skipped, a single-query path for decode, on every core). The
+    kernels are declared in the module (`llvm.emit_c_interface`,
+    runtime/runtime_kernels.h) and take their operands as strided memrefs.
+    Everything else is left to `tfm-lower-to-linalg`.
+
+    ```mlir
+    %y = tfm.linear %x, %w : ...   // %w = linalg.unpack of a panel view
+    // becomes
+    call @tfm_rt_linear_panels(%x_buffer, %panels, %out)
+    %y = bufferization.to_tensor %out restrict writable
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::func::FuncDialect"
+  ];
+  let options = [
+    Option<"fusedAttention", "fused-attention", "bool", /*default=*/"true",
+           "Lower tfm.attention to the runtime's fused kernel">
+  ];
+}
+
+def LowerToLinalgPass : Pass<"tfm-lower-to-linalg", "ModuleOp"> {
+  let summary = "Lower tfm ops to linalg, tensor, arith and math on tensors";
+  let description = [{
+    The target-independent lowering of every tfm op left in the module:
+    `tfm.linear` a `linalg.matmul` with a transposed weight (checkpoint
+    layout `[out, in]`) and its epilogue, norms and softmax reductions plus
+    elementwise `linalg.generic`s, and `tfm.attention` the reference
+    lowering: materialized scores, masked softmax and weighted sum. The
+    patterns are public per op family (`populateLowerEmbeddingPatterns`,
+    `populateLowerLinearAndElementwisePatterns`,
+    `populateLowerNormPatterns`, `populateLowerAttentionPatterns`,
+    `populateLowerKVCachePatterns`) for other targets' pipelines.
+
+    Runs after `tfm-lay-out-weights` (a `tfm.weight` left is an error) and
+    after the target's kernel selection (`tfm-select-cpu-kernels`). The
+    entry points' `tfm.input`/`tfm.output`/`tfm.cache` descriptions go; a
+    cache argument becomes `bufferization.writable`.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect",
     "::mlir::func::FuncDialect"
-  ];
-  let options = [
-    Option<"fusedAttention", "fused-attention", "bool", /*default=*/"true",
-           "Lower tfm.attention to the runtime's fused kernel">,
-    Option<"packWeights", "pack-weights", "bool", /*default=*/"true",
-           "Store linear weights as panels for the runtime's GEMM kernel">
   ];
 }
 
@@ -78,9 +125,10 @@ def DropReturnedArgumentsPass : Pass<"tfm-drop-returned-arguments", "ModuleOp"> 
     place and return it. The caller (the runtime) already holds that buffer,
     and a public function returning a buffer it does not own makes buffer
     deallocation clone it on every call: the whole cache per token. This
-    pass removes such results from functions nobody in the module calls
-    (upstream `drop-equivalent-buffer-results` leaves public functions
-    alone, since it cannot see their callers; the runtime is ours).
+    pass removes such results from public functions (upstream
+    `drop-equivalent-buffer-results` leaves them alone, since it cannot see
+    their callers; the runtime is ours); calls inside the module (a
+    `@decode` that calls `@prefill`) use the operand they passed instead.
   }];
 }
 

@@ -1,4 +1,8 @@
 //===- WeightLayout.cpp - where weights live in the blob ----------------===//
+//
+// The tfm-lay-out-weights pass (see WeightLayout.h and Passes.td).
+//
+//===----------------------------------------------------------------------===//
 
 #include "codegen/WeightLayout.h"
 #include "codegen/Passes.h"
@@ -11,7 +15,12 @@
 
 #include <map>
 
-#define DEBUG_TYPE "tfm-lower-to-linalg"
+namespace mlir::tfm {
+#define GEN_PASS_DEF_LAYOUTWEIGHTSPASS
+#include "codegen/Passes.h.inc"
+} // namespace mlir::tfm
+
+#define DEBUG_TYPE "tfm-lay-out-weights"
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -262,3 +271,16 @@ bool mlir::tfm::isPanelUnpack(Operation *op) {
          unpack.getStaticInnerTiles() == ArrayRef<int64_t>{kPanelWidth} &&
          unpack.getOuterDimsPerm().empty();
 }
+
+namespace {
+
+struct LayOutWeightsPass
+    : mlir::tfm::impl::LayOutWeightsPassBase<LayOutWeightsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    lowerWeights(module, layOutWeights(module, packWeights));
+  }
+};
+
+} // namespace

@@ -1,6 +1,6 @@
 //===- WeightLayout.h - where weights live in the blob ----------*- C++ -*-===//
 //
-// tfm-lower-to-linalg's first step: every distinct tfm.weight gets a place
+// The tfm-lay-out-weights pass: every distinct tfm.weight gets a place
 // in one byte blob, joins of weights (tfm.concat) are placed back to back so
 // that they become views, and weights that only linear ops read may be
 // stored as panels (see kPanelWidth) that the GEMM kernel reads as they are.

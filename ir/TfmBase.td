@@ -72,6 +72,16 @@ def Tfm_SinusoidLayout : I32EnumAttr<"SinusoidLayout",
 def Tfm_SinusoidLayoutAttr : EnumAttr<Tfm_Dialect, Tfm_SinusoidLayout,
                                       "sinusoid_layout">;
 
+// Row i (position i) of every result depends on row i of the operands that
+// vary with the position and on the whole of operands that do not
+// (weights, tables): running the op on new positions only is exact. What
+// tfm-kv-cache relies on to run a cached model on the new tokens alone;
+// an op without it (attention, anything that mixes positions) stops the
+// pass unless the pass knows it. ir/TfmTraits.h.
+def Tfm_PositionWise : NativeOpTrait<"PositionWise"> {
+  let cppNamespace = "::mlir::OpTrait::tfm";
+}
+
 class Tfm_Op<string mnemonic, list<Trait> traits = []>
     : Op<Tfm_Dialect, mnemonic, traits>;
 

@@ -8,6 +8,7 @@
 #define TFM_IR_TFMOPS_H
 
 #include "ir/TfmDialect.h"
+#include "ir/TfmTraits.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -79,7 +79,7 @@ def Tfm_PositionIdsOp : Tfm_Op<"position_ids", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure]> {
+def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure, Tfm_PositionWise]> {
   let summary = "row lookup of token ids in an embedding table";
   let description = [{
     `result[i, :] = table[ids[i], :] * scale`. `table` is `[vocab, dim]`,
@@ -106,7 +106,7 @@ def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure]> {
 // Projections and elementwise ops
 //===----------------------------------------------------------------------===//
 
-def Tfm_LinearOp : Tfm_Op<"linear", [Pure]> {
+def Tfm_LinearOp : Tfm_Op<"linear", [Pure, Tfm_PositionWise]> {
   let summary = "x·Wᵀ + b, a linear projection with the checkpoint's [out, in] weight";
   let description = [{
     Multiplies every row of `input` by the transposed `weight` (`[out, in]`,
@@ -178,7 +178,8 @@ def Tfm_ConcatOp : Tfm_Op<"concat", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tfm_ActivationOp : Tfm_Op<"activation", [Pure, SameOperandsAndResultType]> {
+def Tfm_ActivationOp : Tfm_Op<"activation", [Pure, Tfm_PositionWise,
+    SameOperandsAndResultType]> {
   let summary = "elementwise activation: gelu, gelu_tanh, relu or silu";
   let description = [{
     Applies the activation function `kind` to every element:
@@ -196,7 +197,8 @@ def Tfm_ActivationOp : Tfm_Op<"activation", [Pure, SameOperandsAndResultType]> {
 }
 
 class Tfm_BinaryElementwiseOp<string mnemonic, string what>
-    : Tfm_Op<mnemonic, [Pure, Commutative, SameOperandsAndResultType]> {
+    : Tfm_Op<mnemonic, [Pure, Tfm_PositionWise, Commutative,
+                        SameOperandsAndResultType]> {
   let summary = "elementwise " # what # " of two tensors of one shape";
   let arguments = (ins Tfm_FloatTensor:$lhs, Tfm_FloatTensor:$rhs);
   let results = (outs Tfm_FloatTensor:$result);
@@ -227,7 +229,7 @@ def Tfm_MulOp : Tfm_BinaryElementwiseOp<"mul", "product"> {
 // Normalization
 //===----------------------------------------------------------------------===//
 
-def Tfm_LayerNormOp : Tfm_Op<"layer_norm", [Pure]> {
+def Tfm_LayerNormOp : Tfm_Op<"layer_norm", [Pure, Tfm_PositionWise]> {
   let summary = "LayerNorm over the last dimension, with scale and optional shift";
   let description = [{
     `(x - mean(x)) / sqrt(var(x) + epsilon) * gamma + beta` over the last
@@ -246,7 +248,7 @@ def Tfm_LayerNormOp : Tfm_Op<"layer_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tfm_RmsNormOp : Tfm_Op<"rms_norm", [Pure]> {
+def Tfm_RmsNormOp : Tfm_Op<"rms_norm", [Pure, Tfm_PositionWise]> {
   let summary = "RMSNorm over the last dimension";
   let description = [{
     `x / sqrt(mean(x²) + epsilon) * gamma` over the last dimension of
@@ -265,7 +267,7 @@ def Tfm_RmsNormOp : Tfm_Op<"rms_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tfm_AddRmsNormOp : Tfm_Op<"add_rms_norm", [Pure,
+def Tfm_AddRmsNormOp : Tfm_Op<"add_rms_norm", [Pure, Tfm_PositionWise,
     AllTypesMatch<["lhs", "rhs", "sum", "result"]>]> {
   let summary = "a residual add and the RMSNorm of the sum, in one pass";
   let description = [{
@@ -286,7 +288,7 @@ def Tfm_AddRmsNormOp : Tfm_Op<"add_rms_norm", [Pure,
   let hasVerifier = 1;
 }
 
-def Tfm_AddLayerNormOp : Tfm_Op<"add_layer_norm", [Pure,
+def Tfm_AddLayerNormOp : Tfm_Op<"add_layer_norm", [Pure, Tfm_PositionWise,
     AllTypesMatch<["lhs", "rhs", "sum", "result"]>]> {
   let summary = "a residual add and the LayerNorm of the sum, in one pass";
   let description = [{
@@ -312,7 +314,8 @@ def Tfm_AddLayerNormOp : Tfm_Op<"add_layer_norm", [Pure,
 // Positions
 //===----------------------------------------------------------------------===//
 
-def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Tfm_RopeOp : Tfm_Op<"rope", [Pure, Tfm_PositionWise,
+    AllTypesMatch<["input", "result"]>]> {
   let summary = "rotary position embedding of queries or keys";
   let description = [{
     Rotates pairs of each head's dimensions of `input` (`[seq, heads,
@@ -352,7 +355,7 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
   let hasVerifier = 1;
 }
 
-def Tfm_SinusoidalPositionOp : Tfm_Op<"sinusoidal_position", [Pure]> {
+def Tfm_SinusoidalPositionOp : Tfm_Op<"sinusoidal_position", [Pure, Tfm_PositionWise]> {
   let summary = "fixed sinusoidal position vectors (the original Transformer's)";
   let description = [{
     For each position `p` of `positions` a `[dim]` vector of

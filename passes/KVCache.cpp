@@ -13,6 +13,7 @@
 #include "ir/TfmOps.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Transforms/RegionUtils.h"
 
@@ -39,11 +40,45 @@ struct CachePlan {
   RankedTensorType keyType;
 };
 
-/// Ops that act on each position (row) independently, so that running them
-/// on new positions only is exact.
-bool isRowWise(Operation *op) {
-  return isa<EmbeddingOp, LinearOp, ActivationOp, AddOp, MulOp, LayerNormOp,
-             RmsNormOp, RopeOp, SinusoidalPositionOp, WeightOp>(op);
+/// The values of `func` that vary with the positions: its tokens (argument
+/// 0) and everything computed from them. The rest (weights, constants,
+/// joins of weights) is the same for every position.
+llvm::DenseSet<Value> positionVaryingValues(func::FuncOp func) {
+  llvm::DenseSet<Value> varying = {func.getArgument(0)};
+  func.walk([&](Operation *op) {
+    if (llvm::any_of(op->getOperands(),
+                     [&](Value v) { return varying.contains(v); }))
+      varying.insert(op->result_begin(), op->result_end());
+  });
+  return varying;
+}
+
+/// Whether `slice` keeps every row of its source: offset 0, stride 1 and
+/// the source's full extent along dimension 0.
+bool keepsAllRows(tensor::ExtractSliceOp slice) {
+  if (!isConstantIntValue(slice.getMixedOffsets()[0], 0) ||
+      !isConstantIntValue(slice.getMixedStrides()[0], 1))
+    return false;
+  OpFoldResult size = slice.getMixedSizes()[0];
+  RankedTensorType source = slice.getSourceType();
+  if (!source.isDynamicDim(0))
+    return isConstantIntValue(size, source.getDimSize(0));
+  auto dim = dyn_cast_if_present<Value>(size)
+                 ? cast<Value>(size).getDefiningOp<tensor::DimOp>()
+                 : tensor::DimOp();
+  return dim && dim.getSource() == slice.getSource() &&
+         dim.getConstantIndex() == std::optional<int64_t>(0);
+}
+
+/// Whether running `op` on the new positions alone is exact: tfm ops say
+/// so with Tfm_PositionWise; of upstream ops, the shape glue fusions leave
+/// (tfm-fuse-qkv splits its product by columns) is: the row count
+/// (tensor.dim), and slices that keep every row.
+bool actsOnEachPosition(Operation *op) {
+  if (op->hasTrait<OpTrait::tfm::PositionWise>() || isa<tensor::DimOp>(op))
+    return true;
+  auto slice = dyn_cast<tensor::ExtractSliceOp>(op);
+  return slice && keepsAllRows(slice);
 }
 
 FailureOr<CachePlan> planCache(func::FuncOp forward) {
@@ -56,10 +91,15 @@ FailureOr<CachePlan> planCache(func::FuncOp forward) {
     return forward.emitOpError(
         "expected @forward(tokens: tensor<?xiN>) -> logits for a KV cache");
   Value tokens = forward.getArgument(0);
+  llvm::DenseSet<Value> varying = positionVaryingValues(forward);
   CachePlan plan;
   WalkResult walk = forward.walk([&](Operation *op) -> WalkResult {
-    if (op == forward || isa<func::ReturnOp>(op) || isRowWise(op) ||
-        op->hasTrait<OpTrait::ConstantLike>())
+    // What reads no position-varying value is computed alike either way;
+    // a position-wise op may run on the new positions alone.
+    bool readsPositions = llvm::any_of(
+        op->getOperands(), [&](Value v) { return varying.contains(v); });
+    if (op == forward || isa<func::ReturnOp>(op) || !readsPositions ||
+        actsOnEachPosition(op))
       return WalkResult::advance();
     if (auto positions = dyn_cast<PositionIdsOp>(op)) {
       if (positions.getTokens() != tokens || positions.getOffset()) {
@@ -96,8 +136,8 @@ FailureOr<CachePlan> planCache(func::FuncOp forward) {
       plan.layers.push_back(attention);
       return WalkResult::advance();
     }
-    op->emitOpError("cannot cache through an op not known to act on each "
-                    "position independently");
+    op->emitOpError("cannot cache through an op that is not position-wise "
+                    "(Tfm_PositionWise, or a slice keeping every row)");
     return WalkResult::interrupt();
   });
   if (walk.wasInterrupted())
@@ -108,36 +148,29 @@ FailureOr<CachePlan> planCache(func::FuncOp forward) {
 }
 
 /// The last row of `value` ([?, features] -> [1, features]). The slice is
-/// taken above a final norm and LM head, which act row by row, so that they
-/// run on one row only.
-Value sliceLastRow(OpBuilder &b, Location loc, Value value, Value rows) {
+/// taken above the position-wise ops that produce it (a final norm and the
+/// LM head), so that they run on one row only.
+Value sliceLastRow(OpBuilder &b, Location loc, Value value, Value last,
+                   const llvm::DenseSet<Value> &varying) {
   auto type = cast<RankedTensorType>(value.getType());
   auto rowType = RankedTensorType::get({1, type.getDimSize(1)},
                                        type.getElementType());
   Operation *producer = value.getDefiningOp();
-  if (producer && producer->hasOneUse()) {
-    if (auto linear = dyn_cast<LinearOp>(producer);
-        linear && linear.getInput().getType().getRank() == 2) {
-      Value input = sliceLastRow(b, loc, linear.getInput(), rows);
-      return LinearOp::create(b, linear.getLoc(), rowType, input,
-                              linear.getWeight(), linear.getBias(),
-                              linear.getActivationAttr(),
-                              linear.getGatedAttr());
-    }
-    if (auto norm = dyn_cast<RmsNormOp>(producer)) {
-      Value input = sliceLastRow(b, loc, norm.getInput(), rows);
-      return RmsNormOp::create(b, norm.getLoc(), input.getType(), input,
-                               norm.getGamma(), norm.getEpsilonAttr());
-    }
-    if (auto norm = dyn_cast<LayerNormOp>(producer)) {
-      Value input = sliceLastRow(b, loc, norm.getInput(), rows);
-      return LayerNormOp::create(b, norm.getLoc(), input.getType(), input,
-                                 norm.getGamma(), norm.getBeta(),
-                                 norm.getEpsilonAttr());
-    }
+  auto isRows = [&](Value v) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return !varying.contains(v) || (t && t.getRank() == 2);
+  };
+  if (producer && producer->hasOneUse() && producer->getNumResults() == 1 &&
+      producer->hasTrait<OpTrait::tfm::PositionWise>() &&
+      llvm::all_of(producer->getOperands(), isRows)) {
+    IRMapping mapping;
+    for (Value operand : producer->getOperands())
+      if (varying.contains(operand))
+        mapping.map(operand, sliceLastRow(b, loc, operand, last, varying));
+    Operation *row = b.clone(*producer, mapping);
+    row->getResult(0).setType(rowType);
+    return row->getResult(0);
   }
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value last = arith::SubIOp::create(b, loc, rows, one);
   SmallVector<OpFoldResult> offsets = {last, b.getIndexAttr(0)};
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1),
                                      b.getIndexAttr(type.getDimSize(1))};
@@ -215,7 +248,10 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
 
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
   b.setInsertionPoint(ret);
-  Value logits = sliceLastRow(b, loc, ret.getOperand(0), rows);
+  Value last = arith::SubIOp::create(
+      b, loc, rows, arith::ConstantIndexOp::create(b, loc, 1));
+  Value logits = sliceLastRow(b, loc, ret.getOperand(0), last,
+                              positionVaryingValues(prefill));
   ret->setOperands({logits, cache});
   prefill.setType(FunctionType::get(
       ctx, {tokens.getType(), start.getType(), slot.getType(), cacheType},

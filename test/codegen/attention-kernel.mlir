@@ -1,7 +1,7 @@
 // The fused lowering of tfm.attention: a call of the runtime's flash-style
 // kernel on the operands' buffers, with scale, causal and window as
 // scalars; attention with a bias keeps the reference lowering.
-// RUN: tfm-opt %s -split-input-file -tfm-lower-to-linalg | FileCheck %s
+// RUN: tfm-opt %s -split-input-file -tfm-lay-out-weights -tfm-select-cpu-kernels -tfm-lower-to-linalg | FileCheck %s
 
 // CHECK-LABEL: func.func private @tfm_rt_attention(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, f32, i64, i64) attributes {llvm.emit_c_interface}
 // CHECK-LABEL: func.func @gqa_window

@@ -1,7 +1,7 @@
 // Lowering of what the fusion passes make: joined weights as one view of the
 // blob, GEMM epilogues, and residual adds that share a pass with the norm's
 // first statistic.
-// RUN: tfm-opt %s -split-input-file -tfm-lower-to-linalg | FileCheck %s
+// RUN: tfm-opt %s -split-input-file -tfm-lay-out-weights -tfm-select-cpu-kernels -tfm-lower-to-linalg | FileCheck %s
 
 // Weights joined by tfm.concat sit back to back: one view, no copy.
 // CHECK: tfm.weight_layout = {a = 0 : i64, b = 128 : i64}

@@ -1,5 +1,5 @@
 // One case per tfm op lowered by tfm-lower-to-linalg.
-// RUN: tfm-opt %s -split-input-file -tfm-lower-to-linalg=fused-attention=false | FileCheck %s
+// RUN: tfm-opt %s -split-input-file -tfm-lay-out-weights -tfm-select-cpu-kernels=fused-attention=false -tfm-lower-to-linalg | FileCheck %s
 
 // Weights: laid out 64-byte aligned in order of first use, read through a
 // leading weights argument; a repeated name reuses its offset.
@@ -149,7 +149,7 @@ func.func @layer_norm(%x: tensor<?x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>)
 // rotate-half: d ± head_dim/2 and d mod head_dim/2. The angles' cos and sin
 // come from [s, head_dim/2] tables over the inverse frequencies (powf per
 // pair, not per element), which CSE shares between the two ropes.
-// RUN: tfm-opt %s -split-input-file -tfm-lower-to-linalg -cse | FileCheck %s --check-prefix=ROPE
+// RUN: tfm-opt %s -split-input-file -tfm-lay-out-weights -tfm-select-cpu-kernels -tfm-lower-to-linalg -cse | FileCheck %s --check-prefix=ROPE
 // ROPE-DAG: #[[$PAIR:.*]] = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 2)>
 // ROPE-DAG: #[[$HALF:.*]] = affine_map<(d0, d1, d2) -> (d0, d2 mod 2)>
 // ROPE-LABEL: func.func @rope

@@ -1,7 +1,10 @@
 // Weights stored as panels for the runtime's GEMM kernel (pack-weights, the
 // default), and the weights that must keep the checkpoint layout.
-// RUN: tfm-opt %s -split-input-file -tfm-lower-to-linalg | FileCheck %s
-// RUN: tfm-opt %s -split-input-file -tfm-lower-to-linalg=pack-weights=false | FileCheck %s --check-prefix=UNPACKED
+// RUN: tfm-opt %s -split-input-file -tfm-lay-out-weights -tfm-select-cpu-kernels -tfm-lower-to-linalg | FileCheck %s
+// RUN: tfm-opt %s -split-input-file -tfm-lay-out-weights=pack-weights=false -tfm-select-cpu-kernels -tfm-lower-to-linalg | FileCheck %s --check-prefix=UNPACKED
+// Without the CPU's kernel selection, the target-independent lowering
+// computes the same product from the panels: unpacked, then linalg.matmul.
+// RUN: tfm-opt %s -split-input-file -tfm-lay-out-weights -tfm-lower-to-linalg | FileCheck %s --check-prefix=GENERIC
 
 // A linear's weight: 40 rows make two panels of 32 (the second zero-padded),
 // 2 x 8 x 32 floats; the kernel adds the bias and writes every output.
@@ -23,6 +26,11 @@
 // UNPACKED: memref.view %{{.*}}[%{{.*}}][] : memref<?xi8> to memref<40x8xf32>
 // UNPACKED: linalg.matmul
 // UNPACKED-NOT: call @tfm_rt_linear_panels
+// GENERIC-LABEL: func.func @linear
+// GENERIC: %[[PANELS:.*]] = memref.view %{{.*}}[%{{.*}}][] : memref<?xi8> to memref<2x8x32xf32>
+// GENERIC: %[[W:.*]] = linalg.unpack %{{.*}} inner_dims_pos = [0] inner_tiles = [32] into %{{.*}} : tensor<2x8x32xf32> -> tensor<40x8xf32>
+// GENERIC: linalg.matmul {{.*}} ins(%{{.*}}, %[[W]] : tensor<?x8xf32>, tensor<40x8xf32>)
+// GENERIC-NOT: call @tfm_rt
 tfm.weight_decl @w : tensor<40x8xf32>
 tfm.weight_decl @b : tensor<40xf32>
 func.func @linear(%x: tensor<?x8xf32>) -> tensor<?x40xf32> {

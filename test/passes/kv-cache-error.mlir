@@ -60,7 +60,7 @@ func.func @forward(%t: tensor<?xi32>) -> tensor<?x2x4xf32> {
   %q = tfm.linear %x, %w : (tensor<?x4xf32>, tensor<8x4xf32>) -> tensor<?x2x4xf32>
   %bias = tfm.weight @bias : tensor<2x4x4xf32>
   %qs = tensor.cast %q : tensor<?x2x4xf32> to tensor<4x2x4xf32>
-  // expected-error @-1 {{'tensor.cast' op cannot cache through an op not known to act on each position independently}}
+  // expected-error @-1 {{'tensor.cast' op cannot cache through an op that is not position-wise (Tfm_PositionWise, or a slice keeping every row)}}
   %a = tfm.attention %qs, %qs, %qs bias %bias {causal, scale = 0.5 : f32} : (tensor<4x2x4xf32>, tensor<4x2x4xf32>, tensor<4x2x4xf32>, tensor<2x4x4xf32>) -> tensor<4x2x4xf32>
   %r = tensor.cast %a : tensor<4x2x4xf32> to tensor<?x2x4xf32>
   return %r : tensor<?x2x4xf32>

@@ -16,10 +16,14 @@
 // CHECK: %[[C1:.*]] = tfm.kv_cache_append %[[CACHE]][0], %[[K:.*]], %[[V:.*]] at %[[SLOT]] : tensor<1x2x32x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>
 // CHECK: %[[KEYS:.*]], %[[VALUES:.*]] = tfm.kv_cache_read %[[C1]][0] length %[[END]]
 // CHECK: tfm.attention %{{.*}}, %[[KEYS]], %[[VALUES]] {causal
-// Only the last position reaches the final norm and the LM head.
+// Only the last position reaches what follows the last attention and is
+// position-wise (Tfm_PositionWise): the residual add, the final norm and
+// the LM head. Rows are sliced where a value has other uses.
 // CHECK: %[[LAST:.*]] = arith.subi %[[N]], %{{.*}} : index
-// CHECK: %[[ROW:.*]] = tensor.extract_slice %{{.*}}[%[[LAST]], 0] [1, 8] [1, 1] : tensor<?x8xf32> to tensor<1x8xf32>
-// CHECK: %[[NORMED:.*]] = tfm.layer_norm %[[ROW]]
+// CHECK: %[[XROW:.*]] = tensor.extract_slice %{{.*}}[%[[LAST]], 0] [1, 8] [1, 1] : tensor<?x8xf32> to tensor<1x8xf32>
+// CHECK: %[[OROW:.*]] = tensor.extract_slice %{{.*}}[%[[LAST]], 0] [1, 8] [1, 1] : tensor<?x8xf32> to tensor<1x8xf32>
+// CHECK: %[[SUM:.*]] = tfm.add %[[XROW]], %[[OROW]] : tensor<1x8xf32>
+// CHECK: %[[NORMED:.*]] = tfm.layer_norm %[[SUM]]
 // CHECK: %[[LOGITS:.*]] = tfm.linear %[[NORMED]], %{{.*}} : (tensor<1x8xf32>, tensor<16x8xf32>) -> tensor<1x16xf32>
 // CHECK: return %[[LOGITS]], %[[C1]]
 // CHECK-LABEL: func.func @decode(

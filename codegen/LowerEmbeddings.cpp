@@ -1,0 +1,280 @@
+//===- LowerEmbeddings.cpp - tokens and positions to linalg ---------------===//
+//
+// Token embeddings and positional encodings: position ids, table lookups,
+// rotary embeddings (cos/sin tables computed once per call) and sinusoidal
+// encodings.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/LinalgBuilders.h"
+#include "codegen/Passes.h"
+#include "ir/TfmOps.h"
+
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+using utils::IteratorType;
+
+Value indexToF32(OpBuilder &b, Location loc, Value index) {
+  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+  return arith::SIToFPOp::create(b, loc, b.getF32Type(), i64);
+}
+
+struct LowerPositionIds : OpConversionPattern<PositionIdsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PositionIdsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value offset = adaptor.getOffset();
+    if (!offset)
+      offset = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Type elementType = op.getType().getElementType();
+    Value result = createElementwise(
+        rewriter, loc, adaptor.getTokens(), {},
+        [&](OpBuilder &b, Location l, ValueRange) -> Value {
+          Value i = linalg::IndexOp::create(b, l, 0);
+          Value pos = arith::AddIOp::create(b, l, i, offset);
+          return arith::IndexCastOp::create(b, l, elementType, pos);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct LowerEmbedding : OpConversionPattern<EmbeddingOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value table = adaptor.getTable();
+    SmallVector<OpFoldResult> sizes = {
+        tensor::getMixedSize(rewriter, loc, adaptor.getIds(), 0),
+        tensor::getMixedSize(rewriter, loc, table, 1)};
+    Value init = createEmpty(rewriter, loc, op.getType(), sizes);
+    MLIRContext *ctx = op.getContext();
+    AffineMap rows = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
+    Value result = createGeneric(
+        rewriter, loc, adaptor.getIds(), init,
+        {rows, rewriter.getMultiDimIdentityMap(2)},
+        {IteratorType::parallel, IteratorType::parallel},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          // Ids were range-checked by the runtime before the call.
+          Value row = arith::IndexCastOp::create(b, l, b.getIndexType(),
+                                                 args[0]);
+          Value col = linalg::IndexOp::create(b, l, 1);
+          Value value =
+              tensor::ExtractOp::create(b, l, table, ValueRange{row, col});
+          if (std::optional<APFloat> scale = op.getScale())
+            value = arith::MulFOp::create(
+                b, l, value,
+                arith::ConstantOp::create(
+                    b, l, b.getFloatAttr(b.getF32Type(), *scale)));
+          return value;
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// base^(-2·pair/dim): the frequency of dimension pair `pair`, computed as
+/// 1 / base^(2·pair/dim) like llama2.c and Hugging Face do.
+Value inverseFrequency(OpBuilder &b, Location loc, Value pair, int64_t dim,
+                       double base) {
+  // Each operand built on its own line: argument evaluation order is
+  // unspecified in C++, and the IR must not depend on the host compiler.
+  Value pairF = indexToF32(b, loc, pair);
+  Value two = f32Constant(b, loc, 2.0);
+  Value twice = arith::MulFOp::create(b, loc, two, pairF);
+  Value dimF = f32Constant(b, loc, dim);
+  Value exponent = arith::DivFOp::create(b, loc, twice, dimF);
+  Value baseF = f32Constant(b, loc, base);
+  Value power = math::PowFOp::create(b, loc, baseF, exponent);
+  Value one = f32Constant(b, loc, 1.0);
+  return arith::DivFOp::create(b, loc, one, power);
+}
+
+/// cos (or sin) of positions[i] · theta^(-2j/headDim) as a [s, headDim/2]
+/// table: computed once per call instead of once per element of every
+/// head, and shared by Q and K and, once CSE merges the identical tables,
+/// by every layer.
+/// `rotaryDims`: the rotated dimensions of a head (the table has half as
+/// many columns); `given`: the op's explicit inverse frequencies, if any.
+Value ropeTable(OpBuilder &b, Location loc, Value positions, int64_t rotaryDims,
+                double theta, std::optional<ArrayRef<float>> given,
+                bool sine) {
+  MLIRContext *ctx = b.getContext();
+  int64_t half = rotaryDims / 2;
+  auto frequencyType = RankedTensorType::get({half}, b.getF32Type());
+  Value frequencies =
+      given ? Value(arith::ConstantOp::create(
+                  b, loc, DenseElementsAttr::get(frequencyType, *given)))
+            : createGeneric(
+                  b, loc, ValueRange{},
+                  createEmpty(b, loc, frequencyType, {b.getIndexAttr(half)}),
+                  {b.getMultiDimIdentityMap(1)}, {IteratorType::parallel},
+                  [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+                    Value j = linalg::IndexOp::create(nb, l, 0);
+                    return inverseFrequency(nb, l, j, rotaryDims, theta);
+                  });
+  auto positionsType = cast<RankedTensorType>(positions.getType());
+  auto tableType = RankedTensorType::get({positionsType.getDimSize(0), half},
+                                         b.getF32Type());
+  SmallVector<OpFoldResult> sizes = {tensor::getMixedSize(b, loc, positions, 0),
+                                     b.getIndexAttr(half)};
+  return createGeneric(
+      b, loc, ValueRange{positions, frequencies},
+      createEmpty(b, loc, tableType, sizes),
+      {AffineMap::get(2, 0, getAffineDimExpr(0, ctx)),
+       AffineMap::get(2, 0, getAffineDimExpr(1, ctx)),
+       b.getMultiDimIdentityMap(2)},
+      {IteratorType::parallel, IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value position = arith::SIToFPOp::create(nb, l, nb.getF32Type(),
+                                                 args[0]);
+        Value angle = arith::MulFOp::create(nb, l, position, args[1]);
+        if (sine)
+          return math::SinOp::create(nb, l, angle);
+        return math::CosOp::create(nb, l, angle);
+      });
+}
+
+struct LowerRope : OpConversionPattern<RopeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RopeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    Value x = adaptor.getInput();
+    int64_t headDim = op.getType().getDimSize(2);
+    int64_t rotary = op.getRotaryDims();
+    double theta = op.getTheta().convertToDouble();
+    bool interleaved = op.getStyle() == RopeStyle::interleaved;
+    Value cosTable = ropeTable(rewriter, loc, adaptor.getPositions(), rotary,
+                               theta, op.getFrequencies(), /*sine=*/false);
+    Value sinTable = ropeTable(rewriter, loc, adaptor.getPositions(), rotary,
+                               theta, op.getFrequencies(), /*sine=*/true);
+    // Element d < rotary of a head belongs to pair d / 2 (interleaved) or
+    // d mod rotary/2 (halves). Dimensions past `rotary` pass through; the
+    // map keeps their (unused) table index in bounds.
+    AffineExpr d = getAffineDimExpr(2, ctx);
+    AffineExpr rotated = rotary < headDim ? d % rotary : d;
+    AffineExpr pairOf = interleaved ? rotated.floorDiv(2) : d % (rotary / 2);
+    AffineMap tableMap =
+        AffineMap::get(3, 0, {getAffineDimExpr(0, ctx), pairOf}, ctx);
+    AffineMap identity = rewriter.getMultiDimIdentityMap(3);
+    Value init = createEmpty(rewriter, loc, op.getType(),
+                             tensor::getMixedSizes(rewriter, loc, x));
+    Value result = createGeneric(
+        rewriter, loc, ValueRange{x, cosTable, sinTable}, init,
+        {identity, tableMap, tableMap, identity},
+        SmallVector<IteratorType>(3, IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value i = linalg::IndexOp::create(b, l, 0);
+          Value h = linalg::IndexOp::create(b, l, 1);
+          Value d = linalg::IndexOp::create(b, l, 2);
+          // Whether `d` is its pair's second element, and where its partner
+          // sits.
+          Value isSecond, partner;
+          if (interleaved) {
+            Value two = arith::ConstantIndexOp::create(b, l, 2);
+            Value parity = arith::RemUIOp::create(b, l, d, two);
+            isSecond = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::ne, parity,
+                arith::ConstantIndexOp::create(b, l, 0));
+            Value one = arith::ConstantIndexOp::create(b, l, 1);
+            partner = arith::XOrIOp::create(b, l, d, one);
+          } else {
+            Value half = arith::ConstantIndexOp::create(b, l, rotary / 2);
+            isSecond = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge,
+                                             d, half);
+            Value below = arith::SubIOp::create(b, l, d, half);
+            Value above = arith::AddIOp::create(b, l, d, half);
+            partner = arith::SelectOp::create(b, l, isSecond, below, above);
+          }
+          Value passThrough;
+          if (rotary < headDim) {
+            // Past the rotated dimensions: no partner (read itself).
+            passThrough = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::uge, d,
+                arith::ConstantIndexOp::create(b, l, rotary));
+            partner = arith::SelectOp::create(b, l, passThrough, d, partner);
+          }
+          Value other =
+              tensor::ExtractOp::create(b, l, x, ValueRange{i, h, partner});
+          // First element: x·cos − partner·sin; second: x·cos + partner·sin.
+          Value xc = arith::MulFOp::create(b, l, args[0], args[1]);
+          Value ps = arith::MulFOp::create(b, l, other, args[2]);
+          Value second = arith::AddFOp::create(b, l, xc, ps);
+          Value first = arith::SubFOp::create(b, l, xc, ps);
+          Value rotated =
+              arith::SelectOp::create(b, l, isSecond, second, first);
+          if (!passThrough)
+            return rotated;
+          return arith::SelectOp::create(b, l, passThrough, args[0], rotated);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct LowerSinusoidalPosition : OpConversionPattern<SinusoidalPositionOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SinusoidalPositionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    int64_t dim = op.getType().getDimSize(1);
+    double base = op.getBase().convertToDouble();
+    bool interleaved = op.getLayout() == SinusoidLayout::interleaved;
+    SmallVector<OpFoldResult> sizes = {
+        tensor::getMixedSize(rewriter, loc, adaptor.getPositions(), 0),
+        rewriter.getIndexAttr(dim)};
+    Value init = createEmpty(rewriter, loc, op.getType(), sizes);
+    AffineMap rows = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
+    Value result = createGeneric(
+        rewriter, loc, adaptor.getPositions(), init,
+        {rows, rewriter.getMultiDimIdentityMap(2)},
+        {IteratorType::parallel, IteratorType::parallel},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value j = linalg::IndexOp::create(b, l, 1);
+          Value pair, isCos;
+          if (interleaved) {
+            Value two = arith::ConstantIndexOp::create(b, l, 2);
+            pair = arith::DivUIOp::create(b, l, j, two);
+            isCos = arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::ne,
+                arith::RemUIOp::create(b, l, j, two),
+                arith::ConstantIndexOp::create(b, l, 0));
+          } else {
+            Value half = arith::ConstantIndexOp::create(b, l, dim / 2);
+            pair = arith::RemUIOp::create(b, l, j, half);
+            isCos =
+                arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, j, half);
+          }
+          Value position = arith::SIToFPOp::create(b, l, b.getF32Type(),
+                                                   args[0]);
+          Value angle = arith::MulFOp::create(
+              b, l, position, inverseFrequency(b, l, pair, dim, base));
+          Value cos = math::CosOp::create(b, l, angle);
+          Value sin = math::SinOp::create(b, l, angle);
+          return arith::SelectOp::create(b, l, isCos, cos, sin);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tfm::populateLowerEmbeddingPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerPositionIds, LowerEmbedding, LowerRope,
+               LowerSinusoidalPosition>(patterns.getContext());
+}

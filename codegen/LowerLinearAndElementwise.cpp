@@ -1,0 +1,121 @@
+//===- LowerLinearAndElementwise.cpp - tfm.linear, activations, arithmetic ---===//
+//
+// Target-independent lowerings of the dense ops: tfm.linear as
+// linalg.matmul (tfm-select-cpu-kernels may have taken it first), and
+// activations, adds, multiplies and joins as elementwise linalg ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/LinalgBuilders.h"
+#include "codegen/LinearLowering.h"
+#include "codegen/Passes.h"
+#include "ir/TfmOps.h"
+
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+using utils::IteratorType;
+
+/// x·Wᵀ (+ bias) as linalg.matmul with the checkpoint's [out, in] weight
+/// read transposed, never copied; the accumulator starts as the broadcast
+/// bias (or zero), and with an activation the bias joins the epilogue.
+struct LowerLinear : OpConversionPattern<LinearOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    Value input = collapseToRows(rewriter, loc, adaptor.getInput());
+    RankedTensorType rowsType = linearProductType(op);
+    SmallVector<OpFoldResult> sizes = {
+        tensor::getMixedSize(rewriter, loc, input, 0),
+        rewriter.getIndexAttr(rowsType.getDimSize(1))};
+    Value bias = adaptor.getBias();
+    bool biasInEpilogue = bias && op.getActivation();
+    Value init;
+    if (bias && !biasInEpilogue) {
+      AffineMap columns = AffineMap::get(2, 0, getAffineDimExpr(1, ctx));
+      init = createGeneric(
+          rewriter, loc, bias, createEmpty(rewriter, loc, rowsType, sizes),
+          {columns, rewriter.getMultiDimIdentityMap(2)},
+          {IteratorType::parallel, IteratorType::parallel},
+          [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+    } else {
+      init = createFilled(rewriter, loc, rowsType, sizes, 0.0);
+    }
+    // C[m, n] += A[m, k] * W[n, k].
+    AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
+               k = getAffineDimExpr(2, ctx);
+    auto maps = rewriter.getAffineMapArrayAttr(
+        {AffineMap::get(3, 0, {m, k}, ctx), AffineMap::get(3, 0, {n, k}, ctx),
+         AffineMap::get(3, 0, {m, n}, ctx)});
+    Value product =
+        linalg::MatmulOp::create(rewriter, loc, TypeRange{rowsType},
+                                 ValueRange{input, adaptor.getWeight()},
+                                 ValueRange{init},
+                                 {rewriter.getNamedAttr("indexing_maps", maps)})
+            .getResult(0);
+    replaceLinear(rewriter, op, product, biasInEpilogue ? bias : Value());
+    return success();
+  }
+};
+
+struct LowerActivation : OpConversionPattern<ActivationOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ActivationOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ActivationKind kind = op.getKind();
+    rewriter.replaceOp(
+        op, createElementwise(rewriter, op.getLoc(), adaptor.getInput(),
+                              adaptor.getInput(),
+                              [&](OpBuilder &b, Location l, ValueRange args) {
+                                return applyActivation(b, l, kind, args[0]);
+                              }));
+    return success();
+  }
+};
+
+template <typename TfmOp, typename ArithOp>
+struct LowerBinary : OpConversionPattern<TfmOp> {
+  using OpConversionPattern<TfmOp>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TfmOp op, typename TfmOp::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(
+        op, createElementwise(
+                rewriter, op.getLoc(), adaptor.getLhs(),
+                ValueRange{adaptor.getLhs(), adaptor.getRhs()},
+                [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                  return ArithOp::create(b, l, args[0], args[1]);
+                }));
+    return success();
+  }
+};
+
+/// Joins of anything but weights (those are views of the blob, see
+/// lowerWeights): copies into one tensor.
+struct LowerConcat : OpConversionPattern<ConcatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<tensor::ConcatOp>(op, op.getType(), 0,
+                                                  adaptor.getInputs());
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tfm::populateLowerLinearAndElementwisePatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<LowerLinear, LowerActivation, LowerBinary<AddOp, arith::AddFOp>,
+               LowerBinary<MulOp, arith::MulFOp>, LowerConcat>(
+      patterns.getContext());
+}

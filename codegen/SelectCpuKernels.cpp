@@ -1,0 +1,169 @@
+//===- SelectCpuKernels.cpp - tfm ops the CPU runtime's kernels compute ===//
+//
+// See SelectCpuKernelsPass in Passes.td. Runs on tfm IR after
+// tfm-lay-out-weights and before the target-independent
+// tfm-lower-to-linalg, which lowers whatever is left. A kernel call hands
+// the operands' tensors over with bufferization.to_buffer and wraps a
+// fresh result buffer in bufferization.to_tensor, so that one-shot
+// bufferization sees ordinary reads and a new tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/LinearLowering.h"
+#include "codegen/Passes.h"
+#include "codegen/RuntimeKernels.h"
+#include "codegen/WeightLayout.h"
+#include "ir/TfmOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_SELECTCPUKERNELSPASS
+#include "codegen/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// x·Wᵀ (+ bias) over a weight stored as panels: a call of the runtime's
+/// GEMM kernel, which writes every output (bias included) into a fresh
+/// buffer.
+Value panelProduct(ConversionPatternRewriter &rewriter, Location loc,
+                   Value input, Value panels, Value bias,
+                   RankedTensorType rowsType) {
+  ModuleOp module =
+      rewriter.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  SmallVector<Value> operands = {kernelInput(rewriter, loc, input),
+                                 kernelInput(rewriter, loc, panels)};
+  if (bias)
+    operands.push_back(kernelInput(rewriter, loc, bias));
+  SmallVector<Value> dynamicSizes;
+  if (rowsType.isDynamicDim(0))
+    dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, input, 0));
+  auto [out, outOperand] = kernelOutput(rewriter, loc, rowsType, dynamicSizes);
+  operands.push_back(outOperand);
+  func::FuncOp kernel = lookupOrDeclareRuntimeKernel(
+      rewriter, module,
+      bias ? "tfm_rt_linear_panels_bias" : "tfm_rt_linear_panels",
+      ValueRange(operands).getTypes());
+  func::CallOp::create(rewriter, loc, kernel, operands);
+  return bufferization::ToTensorOp::create(rewriter, loc, rowsType, out,
+                                           /*restrict=*/true,
+                                           /*writable=*/true);
+}
+
+/// tfm.linear over a weight stored as panels: the runtime's panel GEMM
+/// (runtime/kernels_panel_gemm.c), which adds the bias itself; the
+/// activation stays an epilogue.
+struct LinearToPanelGemm : OpConversionPattern<LinearOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Operation *unpack = adaptor.getWeight().getDefiningOp();
+    if (!isPanelUnpack(unpack))
+      return rewriter.notifyMatchFailure(op, "weight not stored as panels");
+    Location loc = op.getLoc();
+    Value input = collapseToRows(rewriter, loc, adaptor.getInput());
+    Value product = panelProduct(rewriter, loc, input, unpack->getOperand(0),
+                                 adaptor.getBias(), linearProductType(op));
+    replaceLinear(rewriter, op, product, /*bias=*/Value());
+    return success();
+  }
+};
+
+constexpr llvm::StringLiteral kAttentionKernel = "tfm_rt_attention";
+
+/// The kernel's declaration: (q, k, v, out, scale, causal, window).
+func::FuncOp declareAttentionKernel(OpBuilder &b, ModuleOp module) {
+  MemRefType buffer = anyStridedF32(b.getContext(), 3);
+  return lookupOrDeclareRuntimeKernel(
+      b, module, kAttentionKernel,
+      {buffer, buffer, buffer, buffer, b.getF32Type(), b.getI64Type(),
+       b.getI64Type()});
+}
+
+/// tfm.attention without a bias: the runtime's flash-style kernel
+/// (runtime/kernels_attention.c).
+struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op.getBias())
+      return rewriter.notifyMatchFailure(op, "bias: reference lowering");
+    Location loc = op.getLoc();
+    func::FuncOp kernel =
+        declareAttentionKernel(rewriter, op->getParentOfType<ModuleOp>());
+    SmallVector<Value> operands;
+    for (Value tensor :
+         {adaptor.getQuery(), adaptor.getKey(), adaptor.getValue()})
+      operands.push_back(kernelInput(rewriter, loc, tensor));
+    RankedTensorType type = op.getType();
+    SmallVector<Value> dynamicSizes;
+    if (type.isDynamicDim(0))
+      dynamicSizes.push_back(
+          tensor::DimOp::create(rewriter, loc, adaptor.getQuery(), 0));
+    auto [out, outOperand] = kernelOutput(rewriter, loc, type, dynamicSizes);
+    operands.push_back(outOperand);
+    operands.push_back(
+        arith::ConstantOp::create(rewriter, loc, op.getScaleAttr()));
+    operands.push_back(arith::ConstantIntOp::create(
+        rewriter, loc, rewriter.getI64Type(), op.getCausal() ? 1 : 0));
+    operands.push_back(arith::ConstantIntOp::create(
+        rewriter, loc, rewriter.getI64Type(), op.getWindow().value_or(0)));
+    func::CallOp::create(rewriter, loc, kernel, operands);
+    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
+        op, type, out, /*restrict=*/true, /*writable=*/true);
+    return success();
+  }
+};
+
+
+/// Whether a pattern above takes `op`.
+bool selectsKernel(Operation *op, bool fusedAttention) {
+  if (auto linear = dyn_cast<LinearOp>(op))
+    return isPanelUnpack(linear.getWeight().getDefiningOp());
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return fusedAttention && !attention.getBias();
+  return false;
+}
+
+struct SelectCpuKernelsPass
+    : mlir::tfm::impl::SelectCpuKernelsPassBase<SelectCpuKernelsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    ConversionTarget target(getContext());
+    target.markUnknownOpDynamicallyLegal(
+        [&](Operation *op) { return !selectsKernel(op, fusedAttention); });
+    RewritePatternSet patterns(&getContext());
+    populateCpuKernelPatterns(patterns, fusedAttention);
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+    // The panels' unpacks the GEMM calls read through are dead now; none
+    // may reach bufferization.
+    module.walk([](linalg::UnPackOp unpack) {
+      if (!isPanelUnpack(unpack) || !unpack->use_empty())
+        return;
+      Operation *dest = unpack.getDest().getDefiningOp();
+      unpack->erase();
+      if (dest && dest->use_empty())
+        dest->erase();
+    });
+  }
+};
+
+} // namespace
+
+void mlir::tfm::populateCpuKernelPatterns(RewritePatternSet &patterns,
+                                          bool fusedAttention) {
+  patterns.add<LinearToPanelGemm>(patterns.getContext());
+  if (fusedAttention)
+    patterns.add<AttentionToKernelCall>(patterns.getContext());
+}
