@@ -13,6 +13,8 @@
 #include "runtime/tfm_model_abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 
@@ -491,4 +493,11 @@ llvm::Error mlir::tfm::compile(MLIRContext &context,
         unit, options, options.emit == EmitKind::Asm,
         options.outputPath.empty() ? "-" : options.outputPath);
   return linkExecutableOrLibrary(unit, options, *description);
+}
+
+void mlir::tfm::registerCompilerDialects(DialectRegistry &registry) {
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registry.insert<TfmDialect>();
+  registerLLVMTranslations(registry);
 }

@@ -151,6 +151,10 @@ llvm::Error linkExecutableOrLibrary(CompilationUnit &unit,
 llvm::Expected<ModelDescription>
 modelDescription(const CompilationUnit &unit, const CompileOptions &options);
 
+/// What a compiler's context needs: every upstream dialect and extension (a
+/// .mlir input may use any), tfm, and the LLVM IR translations.
+void registerCompilerDialects(DialectRegistry &registry);
+
 /// All stages in order, up to what `options.emit` asks for, written to
 /// `options.outputPath`.
 llvm::Error compile(MLIRContext &context, const CompileOptions &options);

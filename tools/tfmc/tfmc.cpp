@@ -10,18 +10,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Compiler.h"
-#include "ir/TfmDialect.h"
+#include "compiler/PipelineSwitches.h"
 #include "tools/common/DebugOption.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
 #include "mlir/Support/Timing.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/StringSaver.h"
 #include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
@@ -71,9 +68,14 @@ cl::opt<std::string> checkpointPath(
     cl::desc("Weights of a .mlir model (.safetensors, its index.json, or "
              "their folder)"),
     cl::value_desc("path"), cl::cat(outputCategory));
-cl::opt<std::string> weightsMode(
-    "weights", cl::desc("embedded (default) or external (<output>.weights)"),
-    cl::init("embedded"), cl::cat(outputCategory));
+enum class WeightsMode { Carried, External };
+cl::opt<WeightsMode> weightsMode(
+    "weights", cl::desc("Where the weights go"),
+    cl::values(clEnumValN(WeightsMode::Carried, "embedded",
+                          "in the executable or library (default)"),
+               clEnumValN(WeightsMode::External, "external",
+                          "in <output>.weights, mapped at run time")),
+    cl::init(WeightsMode::Carried), cl::cat(outputCategory));
 cl::opt<std::string> mcpu("mcpu",
                           cl::desc("Target CPU (default: the compiling "
                                    "machine's)"),
@@ -85,33 +87,6 @@ cl::opt<int64_t> maxContext(
     cl::desc("KV cache capacity in positions (default: the model's maximum "
              "context)"),
     cl::init(0), cl::cat(passCategory));
-
-/// Pipeline options with a --no-X flag (X: the option's name) that turns
-/// them off, described as the pipeline describes them.
-using Pipeline = tfm::CpuPipelineOptions;
-using Switch = Pipeline::Option<bool> Pipeline::*;
-const Switch switchable[] = {
-    &Pipeline::kvCache,        &Pipeline::fuseQKV,
-    &Pipeline::fuseMLP,        &Pipeline::fuseNorm,
-    &Pipeline::fusedAttention, &Pipeline::packWeights,
-    &Pipeline::planArena,      &Pipeline::annotateParallelLoops,
-    &Pipeline::parallelizeLoops};
-
-/// Registers the --no-X flags; the result lives as long as they are read.
-std::vector<std::unique_ptr<cl::opt<bool>>> registerPassSwitches() {
-  static Pipeline defaults;
-  static llvm::BumpPtrAllocator allocator;
-  static llvm::StringSaver names(allocator);
-  std::vector<std::unique_ptr<cl::opt<bool>>> flags;
-  for (Switch field : switchable) {
-    cl::Option &option = defaults.*field;
-    flags.push_back(std::make_unique<cl::opt<bool>>(
-        names.save("no-" + option.ArgStr),
-        cl::desc(names.save("Turn off: " + option.HelpStr)),
-        cl::cat(passCategory)));
-  }
-  return flags;
-}
 
 /// MLIR's and our debug options join tfmc's in --help; everything else LLVM
 /// registers (other targets' codegen flags) goes behind --help-hidden
@@ -142,30 +117,21 @@ int main(int argc, char **argv) {
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
   tfm::registerDebugOnlyOption();
-  std::vector<std::unique_ptr<cl::opt<bool>>> passSwitches =
-      registerPassSwitches();
+  tfm::PipelineSwitches passSwitches(passCategory);
   groupHelpCategories();
   cl::ParseCommandLineOptions(argc, argv, "tfmc: transformer model compiler\n");
 
   DialectRegistry registry;
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  registry.insert<tfm::TfmDialect>();
-  tfm::registerLLVMTranslations(registry);
+  tfm::registerCompilerDialects(registry);
   MLIRContext context(registry);
   // Users read these diagnostics; the generic op dump adds only noise.
   context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 
-  if (weightsMode != "embedded" && weightsMode != "external")
-    return fail("--weights must be 'embedded' or 'external', got '" +
-                weightsMode + "'");
   tfm::CpuPipelineOptions pipeline;
   pipeline.maxContext = maxContext;
-  for (auto [field, flag] : llvm::zip_equal(switchable, passSwitches))
-    if (*flag)
-      pipeline.*field = false;
+  passSwitches.apply(pipeline);
 
   DefaultTimingManager timingManager;
   applyDefaultTimingManagerCLOptions(timingManager);
@@ -179,7 +145,7 @@ int main(int argc, char **argv) {
                      : tfm::defaultEmitKind(inputPath, checkpointPath);
   options.outputPath = outputPath;
   options.prefix = symbolPrefix;
-  options.externalWeights = weightsMode == "external";
+  options.externalWeights = weightsMode == WeightsMode::External;
   options.pipeline = &pipeline;
   options.target.cpu = mcpu;
   options.target.optLevel = std::min(optLevel.getValue(), 3u);
