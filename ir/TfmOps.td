@@ -137,7 +137,7 @@ def Tfm_LinearOp : Tfm_Op<"linear", [Pure, Tfm_PositionWise]> {
                        UnitAttr:$gated);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`bias` $bias^)? (`activation` $activation^)? (`gated` $gated^)?
+    $input `,` $weight (`bias` $bias^)? (`activation` ``$activation^)? (`gated` $gated^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let builders = [
@@ -192,7 +192,7 @@ def Tfm_ActivationOp : Tfm_Op<"activation", [Pure, Tfm_PositionWise,
   }];
   let arguments = (ins Tfm_ActivationKindAttr:$kind, Tfm_FloatTensor:$input);
   let results = (outs Tfm_FloatTensor:$result);
-  let assemblyFormat = "$kind $input attr-dict `:` type($result)";
+  let assemblyFormat = "``$kind $input attr-dict `:` type($result)";
   let hasFolder = 1;
 }
 
@@ -341,7 +341,7 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, Tfm_PositionWise,
                        OptionalAttr<DenseF32ArrayAttr>:$frequencies);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
-    $style $input `,` $positions attr-dict `:` type($input) `,` type($positions)
+    ``$style $input `,` $positions attr-dict `:` type($input) `,` type($positions)
   }];
   let extraClassDeclaration = [{
     /// The dimensions of each head that rotate (the leading ones).
@@ -371,7 +371,7 @@ def Tfm_SinusoidalPositionOp : Tfm_Op<"sinusoidal_position", [Pure, Tfm_Position
                        F32Attr:$base);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
-    $layout $positions attr-dict `:` type($positions) `->` type($result)
+    ``$layout $positions attr-dict `:` type($positions) `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -1,6 +1,10 @@
 // Every tfm op printed and parsed back, in the custom and the generic form.
 // RUN: tfm-opt %s -split-input-file | tfm-opt -split-input-file | FileCheck %s
 // RUN: tfm-opt %s -split-input-file -mlir-print-op-generic | tfm-opt -split-input-file | FileCheck %s
+// Keywords (enum attributes) follow the op with one space, as written.
+// RUN: tfm-opt %s -split-input-file | FileCheck %s --strict-whitespace --check-prefix=SPACING
+// SPACING: tfm.activation gelu %
+// SPACING: tfm.rope interleaved %
 
 // CHECK: tfm.weight_decl @tok_embeddings.weight : tensor<512x64xf32>
 // CHECK: tfm.weight_decl @"0.weight" : tensor<64xf32>
