@@ -139,15 +139,9 @@ llvm::Error readWeightsOfModule(ModuleOp module, llvm::StringRef path,
   std::vector<std::string> errors;
   for (WeightDeclOp decl : module.getOps<WeightDeclOp>()) {
     std::vector<int64_t> shape(decl.getTensorType().getShape());
-    const WeightTensor *tensor = weights.lookup(decl.getSymName());
-    if (!tensor)
-      errors.push_back(path.str() + ": missing tensor '" +
-                       decl.getSymName().str() + "' (shape " +
-                       formatShape(shape) + ")");
-    else if (tensor->shape() != shape)
-      errors.push_back(path.str() + ": tensor '" + decl.getSymName().str() +
-                       "' has shape " + formatShape(tensor->shape()) +
-                       ", the module declares " + formatShape(shape));
+    if (std::optional<std::string> error = weights.mismatch(
+            path, decl.getSymName(), shape, "the module declares"))
+      errors.push_back(std::move(*error));
   }
   if (!errors.empty())
     return makeError(llvm::join(errors, "\n"));

@@ -136,6 +136,16 @@ llvm::Error readTokenizerJson(llvm::StringRef path, RawBpe &raw) {
 
 } // namespace
 
+bool mlir::tfm::hasByteLevelBpeFiles(llvm::StringRef directory) {
+  auto exists = [&](llvm::StringRef name) {
+    llvm::SmallString<256> path(directory);
+    llvm::sys::path::append(path, name);
+    return llvm::sys::fs::exists(path);
+  };
+  return (exists("vocab.json") && exists("merges.txt")) ||
+         exists("tokenizer.json");
+}
+
 llvm::Expected<TokenizerVocab>
 mlir::tfm::readByteLevelBpe(llvm::StringRef directory) {
   auto inDirectory = [&](llvm::StringRef name) {

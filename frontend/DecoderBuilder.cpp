@@ -133,16 +133,9 @@ private:
 Value DecoderIRBuilder::weight(const std::string &name,
                                std::vector<int64_t> shape) {
   used.insert(name);
-  if (const tfm::WeightTensor *tensor = weights.lookup(name)) {
-    if (tensor->shape() != shape)
-      errors.push_back(checkpoint.str() + ": tensor '" + name + "' has shape " +
-                       tfm::formatShape(tensor->shape()) + ", the " +
-                       spec.family + " config implies " +
-                       tfm::formatShape(shape));
-  } else {
-    errors.push_back(checkpoint.str() + ": missing tensor '" + name +
-                     "' (shape " + tfm::formatShape(shape) + ")");
-  }
+  if (std::optional<std::string> error = weights.mismatch(
+          checkpoint, name, shape, "the " + spec.family + " config implies"))
+    errors.push_back(std::move(*error));
   RankedTensorType type = tensorType(shape);
   WeightDeclOp &decl = declared[name];
   if (!decl) {

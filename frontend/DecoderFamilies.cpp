@@ -344,14 +344,10 @@ llvm::Error prepareGpt2Weights(DecoderSpec &spec, WeightStore &store,
   int64_t d = spec.hiddenSize, inner = spec.intermediateSize;
   auto take = [&](const std::string &name, std::vector<int64_t> shape,
                   WeightTensor &out) -> llvm::Error {
-    const WeightTensor *t = store.lookup(name);
-    if (!t)
-      return makeError(checkpoint + ": missing tensor '" + name + "' (shape " +
-                       formatShape(shape) + ")");
-    if (t->shape() != shape)
-      return makeError(checkpoint + ": tensor '" + name + "' has shape " +
-                       formatShape(t->shape()) + ", the gpt2 config implies " +
-                       formatShape(shape) + " (Conv1D stores [in, out])");
+    if (std::optional<std::string> error = store.mismatch(
+            checkpoint, name, shape,
+            "the gpt2 config (Conv1D stores [in, out]) implies"))
+      return makeError(*error);
     out = store.take(name);
     return llvm::Error::success();
   };
@@ -411,15 +407,9 @@ llvm::Error prepareGptNeoXWeights(const DecoderSpec &spec, WeightStore &store,
       bool isWeight = kind[0] == 'w';
       std::vector<int64_t> shape =
           isWeight ? std::vector<int64_t>{3 * d, d} : std::vector<int64_t>{3 * d};
-      const WeightTensor *fused = store.lookup(base + kind);
-      if (!fused)
-        return makeError(checkpoint + ": missing tensor '" + base + kind +
-                         "' (shape " + formatShape(shape) + ")");
-      if (fused->shape() != shape)
-        return makeError(checkpoint + ": tensor '" + base + kind +
-                         "' has shape " + formatShape(fused->shape()) +
-                         ", the gpt_neox config implies " +
-                         formatShape(shape));
+      if (std::optional<std::string> error = store.mismatch(
+              checkpoint, base + kind, shape, "the gpt_neox config implies"))
+        return makeError(*error);
       WeightTensor t = store.take(base + kind);
       const char *parts[] = {"q", "k", "v"};
       for (int64_t part = 0; part < 3; ++part) {

@@ -85,32 +85,19 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
   model.module = std::move(*module);
   recordDecoderShape(model, spec);
 
+  // The tokenizer beside the model, if any: SentencePiece's
+  // tokenizer.model, else byte-level BPE files (GPT-2's).
   llvm::SmallString<256> tokenizer(directory);
   llvm::sys::path::append(tokenizer, "tokenizer.model");
-  if (llvm::sys::fs::exists(tokenizer)) {
-    auto vocab = readSentencePieceModel(tokenizer);
+  if (!llvm::sys::fs::exists(tokenizer))
+    tokenizer = hasByteLevelBpeFiles(directory) ? directory : "";
+  if (!tokenizer.empty()) {
+    llvm::Expected<TokenizerVocab> vocab =
+        readTokenizerAt(tokenizer, spec.vocabSize);
     if (!vocab)
       return vocab.takeError();
-    if (int64_t(vocab->pieces.size()) != spec.vocabSize)
-      return makeError(tokenizer + ": tokenizer has " +
-                       llvm::Twine(vocab->pieces.size()) +
-                       " tokens, the model's vocab_size is " +
-                       llvm::Twine(spec.vocabSize));
     model.tokenizer = std::move(*vocab);
     model.tokenizerPath = tokenizer.str().str();
-    return model;
-  }
-  llvm::Expected<TokenizerVocab> bpe = readByteLevelBpe(directory);
-  if (!bpe)
-    return bpe.takeError();
-  if (!bpe->pieces.empty()) {
-    if (int64_t(bpe->pieces.size()) != spec.vocabSize)
-      return makeError(directory + ": the tokenizer has " +
-                       llvm::Twine(bpe->pieces.size()) +
-                       " tokens, the model's vocab_size is " +
-                       llvm::Twine(spec.vocabSize));
-    model.tokenizer = std::move(*bpe);
-    model.tokenizerPath = directory.str();
   }
   return model;
 }

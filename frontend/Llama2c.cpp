@@ -149,7 +149,7 @@ llvm::Expected<LoadedModel> tfm::loadLlama2cModel(mlir::MLIRContext &context,
   llvm::SmallString<256> tokenizer(llvm::sys::path::parent_path(path));
   llvm::sys::path::append(tokenizer, "tokenizer.bin");
   if (llvm::sys::fs::exists(tokenizer)) {
-    auto vocab = readLlama2cTokenizer(tokenizer, spec.vocabSize);
+    auto vocab = readTokenizerAt(tokenizer, spec.vocabSize);
     if (!vocab)
       return vocab.takeError();
     model.tokenizer = std::move(*vocab);

@@ -48,6 +48,10 @@ llvm::Expected<TokenizerVocab> readSentencePieceModel(llvm::StringRef path);
 /// has neither.
 llvm::Expected<TokenizerVocab> readByteLevelBpe(llvm::StringRef directory);
 
+/// Whether `directory` holds byte-level BPE files (vocab.json + merges.txt,
+/// or tokenizer.json), which readByteLevelBpe reads.
+bool hasByteLevelBpeFiles(llvm::StringRef directory);
+
 } // namespace mlir::tfm
 
 #endif // TFM_FRONTEND_TOKENIZER_H

@@ -189,6 +189,23 @@ std::string mlir::tfm::formatShape(const std::vector<int64_t> &shape) {
   return s + "]";
 }
 
+std::optional<std::string>
+WeightStore::mismatch(llvm::StringRef checkpoint, llvm::StringRef name,
+                      const std::vector<int64_t> &shape,
+                      const llvm::Twine &expectation) const {
+  const WeightTensor *tensor = lookup(name);
+  if (!tensor)
+    return (checkpoint + ": missing tensor '" + name + "' (shape " +
+            formatShape(shape) + ")")
+        .str();
+  if (tensor->shape() != shape)
+    return (checkpoint + ": tensor '" + name + "' has shape " +
+            formatShape(tensor->shape()) + ", " + expectation + " " +
+            formatShape(shape))
+        .str();
+  return std::nullopt;
+}
+
 void WeightStore::add(llvm::StringRef name, WeightTensor tensor) {
   if (!tensors.count(name))
     order.push_back(name.str());

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <optional>
 #include <vector>
 
 namespace mlir::tfm {
@@ -106,6 +107,13 @@ public:
   void add(llvm::StringRef name, WeightTensor tensor);
   bool contains(llvm::StringRef name) const { return tensors.count(name); }
   const WeightTensor *lookup(llvm::StringRef name) const;
+  /// Why tensor `name` of `checkpoint` cannot be a weight of `shape`: it is
+  /// missing, or has another shape (`expectation` says whose shape is
+  /// right: "the gpt2 config implies"); nothing when it can.
+  std::optional<std::string> mismatch(llvm::StringRef checkpoint,
+                                      llvm::StringRef name,
+                                      const std::vector<int64_t> &shape,
+                                      const llvm::Twine &expectation) const;
   /// Removes and returns a tensor (for frontends that split or transpose).
   WeightTensor take(llvm::StringRef name);
   /// Names in insertion order.
