@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,15 +219,51 @@ static void find_language_model_entry_points(tfm_model *model) {
   }
 }
 
-tfm_forward_fn tfm_model_forward(const tfm_model *model) {
-  return model->forward;
+static tfm_status_code out_of_memory(const tfm_model *model,
+                                     const char *entry, tfm_status *status) {
+  return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                  "@%s of model '%s' ran out of memory", entry,
+                  model->desc->name);
 }
-tfm_prefill_fn tfm_model_prefill(const tfm_model *model) {
-  return model->prefill;
+
+tfm_status_code tfm_run_forward(tfm_model *model, tfm_memref2d_f32 *logits,
+                                tfm_memref1d *tokens, tfm_status *status) {
+  if (!model->forward)
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND, "model '%s' has no @forward",
+                    model->desc->name);
+  tfm_memref1d weights = tfm_model_weights_descriptor(model);
+  jmp_buf jump;
+  if (setjmp(jump))
+    return out_of_memory(model, "forward", status);
+  tfm_call_frame *frame = tfm_call_begin(&jump);
+  if (!frame)
+    return out_of_memory(model, "forward", status);
+  model->forward(logits, &weights, tokens);
+  tfm_call_end(frame);
+  return TFM_OK;
 }
-tfm_prefill_fn tfm_model_decode(const tfm_model *model) {
-  return model->decode;
+
+tfm_status_code tfm_run_prefill(tfm_model *model, int decode,
+                                tfm_memref2d_f32 *logits, tfm_memref1d *tokens,
+                                int64_t start, int64_t slot,
+                                tfm_memref5d_f32 *cache, tfm_status *status) {
+  tfm_prefill_fn run = decode ? model->decode : model->prefill;
+  const char *name = decode ? "decode" : "prefill";
+  if (!run)
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND, "model '%s' has no @%s",
+                    model->desc->name, name);
+  tfm_memref1d weights = tfm_model_weights_descriptor(model);
+  jmp_buf jump;
+  if (setjmp(jump))
+    return out_of_memory(model, name, status);
+  tfm_call_frame *frame = tfm_call_begin(&jump);
+  if (!frame)
+    return out_of_memory(model, name, status);
+  run(logits, &weights, tokens, start, slot, cache);
+  tfm_call_end(frame);
+  return TFM_OK;
 }
+
 const tfm_cache_desc *tfm_model_kv_cache(const tfm_model *model) {
   return model->kv_cache;
 }
@@ -341,17 +378,15 @@ tfm_status_code tfm_forward(tfm_model *model, const int32_t *tokens, int64_t n,
   if (code != TFM_OK)
     return code;
 
-  tfm_memref1d weights = tfm_model_weights_descriptor(model);
   /* Descriptors are not const in MLIR's C interface; the code only reads
    * the tokens. */
   void *token_data = (void *)(uintptr_t)tokens;
   tfm_memref1d ids = {token_data, token_data, 0, {n}, {1}};
-  if (!model->forward)
-    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
-                    "model '%s' has no @forward", desc->name);
   tfm_memref2d_f32 result;
   memset(&result, 0, sizeof result);
-  model->forward(&result, &weights, &ids);
+  code = tfm_run_forward(model, &result, &ids, status);
+  if (code != TFM_OK)
+    return code;
   return tfm_take_logits(desc, &result, n, logits, status);
 }
 

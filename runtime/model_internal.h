@@ -5,12 +5,21 @@
 
 #include "runtime/tfm_runtime.h"
 
-/* The language-model entry points the runtime calls directly (NULL when
- * absent), and the cache @prefill updates (NULL without one). */
-tfm_forward_fn tfm_model_forward(const tfm_model *model);
-tfm_prefill_fn tfm_model_prefill(const tfm_model *model);
-tfm_prefill_fn tfm_model_decode(const tfm_model *model);
+/* The cache @prefill updates (NULL without one). */
 const tfm_cache_desc *tfm_model_kv_cache(const tfm_model *model);
+
+/* The language-model entry points the runtime calls with their known
+ * signatures (tfm_forward, sessions), run inside a call frame
+ * (buffer_cache.c) as the generated calls are: an allocation failure in
+ * the generated code releases what the call allocated and returns
+ * TFM_ERROR_OUT_OF_MEMORY, never a write through NULL. `decode` picks
+ * @decode over @prefill (one token). TFM_ERROR_NOT_FOUND without them. */
+tfm_status_code tfm_run_forward(tfm_model *model, tfm_memref2d_f32 *logits,
+                                tfm_memref1d *tokens, tfm_status *status);
+tfm_status_code tfm_run_prefill(tfm_model *model, int decode,
+                                tfm_memref2d_f32 *logits, tfm_memref1d *tokens,
+                                int64_t start, int64_t slot,
+                                tfm_memref5d_f32 *cache, tfm_status *status);
 
 /* The weights as the generated code takes them. */
 tfm_memref1d tfm_model_weights_descriptor(const tfm_model *model);

@@ -149,7 +149,6 @@ tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
     s->length += n;
     return tfm_ok(status);
   }
-  tfm_memref1d weights = tfm_model_weights_descriptor(s->model);
   /* In chunks that fit the cache; a full cache of a sliding-window model
    * first drops what no later query can see. Without a window the capacity
    * check above guarantees one chunk. */
@@ -163,10 +162,13 @@ tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
     tfm_memref1d token_descriptor = {ids, ids, 0, {chunk}, {1}};
     tfm_memref2d_f32 result;
     memset(&result, 0, sizeof result);
-    tfm_prefill_fn run = chunk == 1 ? tfm_model_decode(s->model)
-                                    : tfm_model_prefill(s->model);
-    run(&result, &weights, &token_descriptor, s->length, s->cache_used,
-        &s->cache_descriptor);
+    /* A failed chunk advances nothing: its cache slots are written again
+     * by the next attempt. */
+    code = tfm_run_prefill(s->model, chunk == 1, &result, &token_descriptor,
+                           s->length, s->cache_used, &s->cache_descriptor,
+                           status);
+    if (code != TFM_OK)
+      return code;
     code = tfm_take_logits(desc, &result, 1, logits, status);
     s->length += chunk;
     s->cache_used += chunk;
