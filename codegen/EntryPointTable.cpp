@@ -31,7 +31,7 @@ void writeDescriptors(llvm::StringRef symbol,
   for (const TensorDescription &t : tensors) {
     os << "    {" << t.role << ", " << t.dtype << ", ";
     writeShape(t.shape, os);
-    os << "},\n";
+    os << ", " << t.bound << "},\n";
   }
   os << "};\n";
 }

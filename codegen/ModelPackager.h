@@ -57,10 +57,12 @@ struct TensorDescription {
   /// Caches: a tfm_cache_kind and the sliding window.
   int32_t cacheKind = 0;
   int64_t window = 0;
+  /// Integer inputs: values must be below it (tfm_tensor_desc.bound).
+  int64_t bound = 0;
   bool operator==(const TensorDescription &other) const {
     return role == other.role && dtype == other.dtype &&
            shape == other.shape && cacheKind == other.cacheKind &&
-           window == other.window;
+           window == other.window && bound == other.bound;
   }
 };
 

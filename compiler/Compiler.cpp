@@ -46,6 +46,20 @@ bool wantsKVCache(ModuleOp module) {
   return !walk.wasInterrupted();
 }
 
+/// The rows of the smallest table `ids` indexes (tfm.embedding): what its
+/// values must stay below; 0 when it indexes none.
+int64_t indexBound(Value ids) {
+  int64_t bound = 0;
+  for (Operation *user : ids.getUsers())
+    if (auto lookup = dyn_cast<EmbeddingOp>(user);
+        lookup && lookup.getIds() == ids) {
+      int64_t rows = lookup.getTable().getType().getDimSize(0);
+      if (!ShapedType::isDynamic(rows))
+        bound = bound ? std::min(bound, rows) : rows;
+    }
+  return bound;
+}
+
 /// A tfm_dtype for an element type the ABI passes.
 std::optional<int32_t> abiDtype(Type type) {
   if (type.isF32())
@@ -100,6 +114,7 @@ llvm::Error describeEntryPoints(ModuleOp module, ModelDescription &model) {
         return fail("argument " + llvm::Twine(i) +
                     " has no tfm.input or tfm.cache");
       tensor.role = int32_t(role.getValue());
+      tensor.bound = indexBound(func.getArgument(i));
       entry.arguments.push_back(entry.inputs.size());
       entry.inputs.push_back(tensor);
     }

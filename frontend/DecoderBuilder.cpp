@@ -8,6 +8,7 @@
 
 #include "frontend/DecoderBuilder.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/WeightDeclarations.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -92,14 +93,12 @@ class DecoderIRBuilder {
 public:
   DecoderIRBuilder(MLIRContext &context, const DecoderSpec &spec,
                    const WeightStore &weights, llvm::StringRef checkpoint)
-      : b(&context), spec(spec), weights(weights), checkpoint(checkpoint) {}
+      : declarations(weights, checkpoint, spec.family), b(&context),
+        spec(spec) {}
 
   OwningOpRef<ModuleOp> build();
 
-  std::vector<std::string> errors;
-  std::set<std::string> used;
-  /// The tfm.weight_decl of each weight read so far.
-  llvm::StringMap<WeightDeclOp> declared;
+  WeightDeclarations declarations;
 
 private:
   Location named(const llvm::Twine &what) {
@@ -126,27 +125,11 @@ private:
 
   OpBuilder b;
   const DecoderSpec &spec;
-  const WeightStore &weights;
-  llvm::StringRef checkpoint;
 };
 
 Value DecoderIRBuilder::weight(const std::string &name,
                                std::vector<int64_t> shape) {
-  used.insert(name);
-  if (std::optional<std::string> error = weights.mismatch(
-          checkpoint, name, shape, "the " + spec.family + " config implies"))
-    errors.push_back(std::move(*error));
-  RankedTensorType type = tensorType(shape);
-  WeightDeclOp &decl = declared[name];
-  if (!decl) {
-    // Declarations go before the functions, in first-use order.
-    OpBuilder::InsertionGuard guard(b);
-    auto module = b.getBlock()->getParentOp()->getParentOfType<ModuleOp>();
-    b.setInsertionPoint(
-        &*std::next(module.getBody()->begin(), declared.size() - 1));
-    decl = WeightDeclOp::create(b, named(name), name, type);
-  }
-  return WeightOp::create(b, named(name), type, name);
+  return declarations.read(b, name, shape);
 }
 
 Value DecoderIRBuilder::norm(Value x, const std::string &name, Location loc) {
@@ -322,12 +305,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::tfm::buildDecoder(
   context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect>();
   DecoderIRBuilder builder(context, spec, weights, checkpoint);
   OwningOpRef<ModuleOp> module = builder.build();
-  for (const std::string &name : weights.names())
-    if (!builder.used.count(name) && !isIgnoredWeight(name))
-      builder.errors.push_back(checkpoint.str() + ": unexpected tensor '" +
-                               name + "' for a " + spec.family + " model");
-  if (!builder.errors.empty())
-    return makeError(llvm::join(builder.errors, "\n"));
+  if (llvm::Error err = builder.declarations.finish(isIgnoredWeight))
+    return std::move(err);
   if (failed(module->verify()))
     return makeError("internal error: the " + spec.family +
                      " module does not verify");

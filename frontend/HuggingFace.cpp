@@ -9,6 +9,7 @@
 #include "frontend/ConfigReader.h"
 #include "frontend/DecoderBuilder.h"
 #include "frontend/DecoderFamilies.h"
+#include "frontend/EncoderFamilies.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/JsonFile.h"
 #include "frontend/ModelLoader.h"
@@ -23,6 +24,47 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
+namespace {
+
+/// An encoder (EncoderFamilies.h): `@encode` over token ids and types, no
+/// tokenizer yet (WordPiece is to come), so ids in and hidden states out.
+llvm::Expected<LoadedModel> loadEncoder(MLIRContext &context,
+                                        llvm::StringRef directory,
+                                        ConfigReader &config,
+                                        EncoderSpec spec) {
+  if (llvm::Error err = config.takeError())
+    return std::move(err);
+  std::string configPath = (directory + "/config.json").str();
+  if (llvm::Error err = validateEncoderSpec(spec, configPath))
+    return std::move(err);
+  LoadedModel model;
+  model.family = spec.family;
+  model.addBos = false;
+  if (llvm::Error err = readSafetensorsCheckpoint(directory, model.weights))
+    return std::move(err);
+  resolveEncoderNames(spec, model.weights);
+  std::string checkpoint = (directory + "/model.safetensors").str();
+  auto ignored = [](llvm::StringRef name) {
+    // Buffers transformers saves (position and token type ids); the pooler
+    // does not change the hidden states (pooled outputs are to come).
+    return name.ends_with("embeddings.position_ids") ||
+           name.ends_with("embeddings.token_type_ids") ||
+           name.contains("pooler.dense.");
+  };
+  auto module = buildEncoder(context, spec, model.weights, checkpoint, ignored);
+  if (!module)
+    return module.takeError();
+  model.module = std::move(*module);
+  model.vocabSize = spec.vocabSize;
+  model.maxContext = spec.maxTokens();
+  model.hiddenSize = spec.hiddenSize;
+  model.numLayers = spec.numLayers;
+  model.numHeads = model.numKVHeads = spec.numHeads;
+  return model;
+}
+
+} // namespace
+
 llvm::Expected<LoadedModel>
 mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
                           llvm::StringRef directory) {
@@ -36,10 +78,14 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
     return makeError(configPath + ": expected a JSON object");
   ConfigReader config(*object, configPath.str().str());
   std::string modelType = config.string("model_type", "");
+  EncoderSpec encoder;
+  if (readEncoderFamily(modelType, config, encoder))
+    return loadEncoder(context, directory, config, std::move(encoder));
   DecoderSpec spec;
   if (!readDecoderFamily(modelType, config, spec))
     return makeError(configPath + ": unknown model_type '" + modelType +
-                     "' (supported: " + supportedDecoderFamilies() + ")");
+                     "' (supported: " + supportedDecoderFamilies() + ", " +
+                     supportedEncoderFamilies() + ")");
   LoadedModel model;
   model.family = modelType;
   model.bosToken = config.integer("bos_token_id", -1);

@@ -131,6 +131,7 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
       return fail("'tfm.input' must be a #tfm.input");
     switch (kind.getValue()) {
     case InputRole::token_ids:
+    case InputRole::token_type_ids:
       if (!tensor || tensor.getRank() != 1 ||
           !tensor.getElementType().isSignlessInteger(32))
         return fail("token ids are a tensor<?xi32>");

@@ -19,7 +19,8 @@ def Tfm_InputRole : I32EnumAttr<"InputRole",
       I32EnumAttrCase<"token_ids", 0>,      // tensor<?xi32>
       I32EnumAttrCase<"features", 1>,       // f32 features (audio, pixels)
       I32EnumAttrCase<"start_position", 2>, // index: position of the first token
-      I32EnumAttrCase<"cache_slot", 3>      // index: cache slot of the first token
+      I32EnumAttrCase<"cache_slot", 3>,     // index: cache slot of the first token
+      I32EnumAttrCase<"token_type_ids", 4>  // tensor<?xi32>: BERT's segments
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;

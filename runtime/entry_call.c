@@ -49,15 +49,30 @@ static tfm_status_code check_tensor(const tfm_model_desc *desc,
                       what, index, entry, d, (long long)got,
                       (long long)want);
   }
-  if (expected->role == TFM_ROLE_TOKEN_IDS) {
-    int64_t n = tensor->shape[0];
-    if (n > desc->max_context)
-      return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
-                      "%s %d of @%s: %lld tokens exceed the maximum context "
-                      "of model '%s' (%lld)",
-                      what, index, entry, (long long)n, desc->name,
-                      (long long)desc->max_context);
-    return tfm_check_token_ids(desc, tensor->data, n, status);
+  int sequence = expected->role == TFM_ROLE_TOKEN_IDS ||
+                 expected->role == TFM_ROLE_TOKEN_TYPE_IDS;
+  if (sequence && tensor->shape[0] > desc->max_context)
+    return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
+                    "%s %d of @%s: %lld tokens exceed the maximum context "
+                    "of model '%s' (%lld)",
+                    what, index, entry, (long long)tensor->shape[0],
+                    desc->name, (long long)desc->max_context);
+  if (expected->bound > 0 && expected->dtype == TFM_DTYPE_I32) {
+    /* Values index a table: one out of range would read past it. */
+    int64_t count = 1;
+    for (int32_t d = 0; d < tensor->rank; ++d)
+      count *= tensor->shape[d];
+    const int32_t *values = tensor->data;
+    for (int64_t i = 0; i < count; ++i)
+      if (values[i] < 0 || values[i] >= expected->bound)
+        return tfm_fail(status, TFM_ERROR_OUT_OF_RANGE,
+                        "%s %d of @%s: %s %d at position %lld is out of "
+                        "range [0, %lld)",
+                        what, index, entry,
+                        expected->role == TFM_ROLE_TOKEN_TYPE_IDS
+                            ? "token type"
+                            : "token id",
+                        values[i], (long long)i, (long long)expected->bound);
   }
   return TFM_OK;
 }

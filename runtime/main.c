@@ -8,6 +8,7 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/buffer_cache.h"
+#include "runtime/main_internal.h"
 #include "runtime/tfm_runtime.h"
 
 #include <errno.h>
@@ -34,6 +35,9 @@ typedef struct {
   int stats;
   long warmup;
   const char *weights_path;
+  const char *call;
+  const char *token_types;
+  const char *output_path;
   tfm_sampler_options sampler;
   const char *stop[kMaxStopStrings];
   int stop_count;
@@ -64,7 +68,11 @@ static void usage(FILE *out, const char *argv0) {
           "  --stats                timing and memory as JSON on stderr\n"
           "  --warmup N             prefill the prompt N times first, untimed\n"
           "                         (benchmarks: steady-state figures)\n"
-          "  --weights FILE         weights side file (overrides the default)\n",
+          "  --weights FILE         weights side file (overrides the default)\n"
+          "  --call NAME            run entry point @NAME (encode, ...) on\n"
+          "                         --tokens [--token-types \"0 0 1\"] and print\n"
+          "                         its output, or write it (f32) to --output FILE;\n"
+          "                         the default for models that do not generate\n",
           argv0);
 }
 
@@ -125,6 +133,12 @@ static int parse_options(int argc, char **argv, options *o) {
       o->step_logits_path = argv[++i];
     } else if (!strcmp(arg, "--weights")) {
       o->weights_path = argv[++i];
+    } else if (!strcmp(arg, "--call")) {
+      o->call = argv[++i];
+    } else if (!strcmp(arg, "--token-types")) {
+      o->token_types = argv[++i];
+    } else if (!strcmp(arg, "--output")) {
+      o->output_path = argv[++i];
     } else if (!strcmp(arg, "--stop")) {
       if (o->stop_count == kMaxStopStrings) {
         fprintf(stderr, "%s: error: at most %d --stop strings\n", argv[0],
@@ -177,8 +191,8 @@ static int parse_options(int argc, char **argv, options *o) {
 
 /* Parses "1 2 3" into ids (writing at most `capacity`); returns the count,
  * or -1 after reporting. */
-static long parse_token_list(const char *argv0, const char *text,
-                             int32_t *ids, long capacity) {
+long tfm_main_parse_ids(const char *argv0, const char *flag, const char *text,
+                        int32_t *ids, long capacity) {
   long n = 0;
   const char *at = text;
   for (;;) {
@@ -190,8 +204,8 @@ static long parse_token_list(const char *argv0, const char *text,
     errno = 0;
     long value = strtol(at, &end, 10);
     if (end == at || errno || value < INT32_MIN || value > INT32_MAX) {
-      fprintf(stderr, "%s: error: --tokens: '%s' is not a token id (at offset %ld)\n",
-              argv0, at, (long)(at - text));
+      fprintf(stderr, "%s: error: %s: '%s' is not a token id (at offset %ld)\n",
+              argv0, flag, at, (long)(at - text));
       return -1;
     }
     if (n < capacity)
@@ -224,7 +238,8 @@ static char *read_text_file(const char *path) {
   return text;
 }
 
-static int write_floats(const char *path, const float *values, size_t count) {
+int tfm_main_write_floats(const char *path, const float *values,
+                          size_t count) {
   FILE *f = fopen(path, "wb");
   if (!f)
     return 0;
@@ -266,6 +281,13 @@ int main(int argc, char **argv) {
     return fail(argv[0], status.message);
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   int64_t context = desc->max_context, vocab = desc->vocab_size;
+  /* Models that do not generate (encoders) run their first entry point. */
+  int generates = tfm_model_entry_point(model, "prefill") ||
+                  tfm_model_entry_point(model, "forward");
+  if (o.call || !generates)
+    return tfm_main_call(argv[0], model,
+                         o.call ? o.call : desc->entry_points[0].name,
+                         o.tokens, o.token_types, o.output_path);
 
   /* The prompt: ids, text, or BOS alone. */
   if (o.prompt_file && !(o.prompt = read_text_file(o.prompt_file))) {
@@ -283,7 +305,7 @@ int main(int argc, char **argv) {
     return fail(argv[0], "out of memory");
   int64_t n = 0;
   if (o.tokens) {
-    n = parse_token_list(argv[0], o.tokens, ids, capacity);
+    n = tfm_main_parse_ids(argv[0], "--tokens", o.tokens, ids, capacity);
     if (n < 0)
       return 1;
     if (n > capacity)
@@ -319,7 +341,7 @@ int main(int argc, char **argv) {
       return fail(argv[0], "out of memory");
     if (tfm_forward(model, ids, n, logits, &status))
       return fail(argv[0], status.message);
-    if (!write_floats(o.logits_path, logits, (size_t)(n * vocab))) {
+    if (!tfm_main_write_floats(o.logits_path, logits, (size_t)(n * vocab))) {
       fprintf(stderr, "%s: error: cannot write logits to '%s'\n", argv[0],
               o.logits_path);
       return 1;
@@ -352,7 +374,8 @@ int main(int argc, char **argv) {
   tfm_generate_options generate = {0};
   if (o.forced_tokens) {
     int32_t *forced = malloc((size_t)(context + 1) * sizeof *forced);
-    long count = forced ? parse_token_list(argv[0], o.forced_tokens, forced,
+    long count = forced ? tfm_main_parse_ids(argv[0], "--force-tokens",
+                                             o.forced_tokens, forced,
                                            context + 1)
                         : -1;
     if (count < 0)

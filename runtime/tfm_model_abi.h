@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 3
+#define TFM_ABI_VERSION 4
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -88,6 +88,7 @@ typedef enum {
   TFM_ROLE_FEATURES = 1,       /* f32, any rank */
   TFM_ROLE_START_POSITION = 2, /* int64 scalar */
   TFM_ROLE_CACHE_SLOT = 3,     /* int64 scalar */
+  TFM_ROLE_TOKEN_TYPE_IDS = 4, /* int32 [n]: segments (BERT's token types) */
   TFM_ROLE_LOGITS = 16,        /* f32 [positions, vocab] */
   TFM_ROLE_HIDDEN_STATES = 17, /* f32 [positions, hidden] */
   TFM_ROLE_EMBEDDING = 18      /* f32 [hidden] */
@@ -110,6 +111,9 @@ typedef struct {
   int32_t dtype; /* tfm_dtype */
   int32_t rank;
   int64_t shape[TFM_MAX_RANK];
+  /* Integer inputs that index a table (token ids, token types): every
+   * value must be in [0, bound), checked before the call; 0: unchecked. */
+  int64_t bound;
 } tfm_tensor_desc;
 
 /* One cache of the model: a tensor of static shape that the runtime

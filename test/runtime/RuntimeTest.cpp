@@ -62,7 +62,7 @@ extern "C" int32_t callFakeForward(const tfm_memref1d *weights,
 }
 
 const tfm_tensor_desc kForwardInputs[] = {
-    {TFM_ROLE_TOKEN_IDS, TFM_DTYPE_I32, 1, {-1}}};
+    {TFM_ROLE_TOKEN_IDS, TFM_DTYPE_I32, 1, {-1}, kVocab}};
 const tfm_tensor_desc kForwardOutputs[] = {
     {TFM_ROLE_LOGITS, TFM_DTYPE_F32, 2, {-1, kVocab}}};
 const tfm_entry_point kEntryPoints[] = {
@@ -220,6 +220,8 @@ TEST(Model, CallsAnyEntryPointByName) {
   EXPECT_EQ(tfm_model_call(model, "forward", &badIds, 1, nullptr, &output, 1,
                            &status),
             TFM_ERROR_OUT_OF_RANGE);
+  EXPECT_STREQ(status.message, "input 0 of @forward: token id 9 at position "
+                               "1 is out of range [0, 5)");
   int32_t many[5] = {};
   tfm_tensor tooLong = {many, TFM_DTYPE_I32, 1, {5}, nullptr};
   EXPECT_EQ(tfm_model_call(model, "forward", &tooLong, 1, nullptr, &output, 1,

@@ -1,0 +1,263 @@
+//===- EncoderFamilies.cpp - Hugging Face encoder model_types -----------===//
+//
+// BERT's reader and the module of an encoder (see EncoderFamilies.h). The
+// module's @encode follows transformers' BertModel: embeddings (word +
+// token type + position, LayerNorm), then per layer
+//   x = LayerNorm(x + Wo·attention(Wq·x, Wk·x, Wv·x))
+//   x = LayerNorm(x + W2·gelu(W1·x))
+// with biases everywhere and bidirectional attention.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/EncoderFamilies.h"
+#include "frontend/DecoderSpec.h"
+#include "frontend/ErrorMessages.h"
+#include "frontend/WeightDeclarations.h"
+#include "ir/TfmOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+EncoderSpec readBertSpec(ConfigReader &config) {
+  EncoderSpec spec;
+  spec.family = "bert";
+  spec.vocabSize = config.integer("vocab_size");
+  spec.hiddenSize = config.integer("hidden_size");
+  spec.numLayers = config.integer("num_hidden_layers");
+  spec.numHeads = config.integer("num_attention_heads");
+  spec.intermediateSize = config.integer("intermediate_size");
+  spec.maxPositions = config.integer("max_position_embeddings");
+  spec.typeVocabSize = config.integer("type_vocab_size", 2);
+  spec.normEpsilon = config.number("layer_norm_eps", 1e-12);
+  std::string activation = config.string("hidden_act", "gelu");
+  if (activation == "gelu")
+    spec.activation = ActivationKind::gelu;
+  else if (activation == "gelu_new" || activation == "gelu_pytorch_tanh")
+    spec.activation = ActivationKind::gelu_tanh;
+  else if (activation == "relu")
+    spec.activation = ActivationKind::relu;
+  else
+    config.fail("unsupported config value hidden_act = '" + activation +
+                "' (supported: gelu, gelu_new, gelu_pytorch_tanh, relu)");
+  std::string positions =
+      config.string("position_embedding_type", "absolute");
+  if (positions != "absolute")
+    config.fail("unsupported config value position_embedding_type = '" +
+                positions + "' (supported: absolute)");
+  if (config.boolean("is_decoder", false))
+    config.fail("unsupported config value 'is_decoder' = true (a BERT "
+                "decoder)");
+  return spec;
+}
+
+/// BERT's checkpoint names, after `prefix` ("bert." in task models).
+void useBertNames(EncoderSpec &spec, const std::string &prefix) {
+  std::string e = prefix + "embeddings.";
+  spec.wordEmbeddings = e + "word_embeddings.weight";
+  spec.positionEmbeddings = e + "position_embeddings.weight";
+  spec.typeEmbeddings = e + "token_type_embeddings.weight";
+  spec.embeddingNorm = e + "LayerNorm.weight";
+  std::string l = prefix + "encoder.layer.{}.";
+  spec.query = l + "attention.self.query.weight";
+  spec.key = l + "attention.self.key.weight";
+  spec.value = l + "attention.self.value.weight";
+  spec.attentionOutput = l + "attention.output.dense.weight";
+  spec.attentionNorm = l + "attention.output.LayerNorm.weight";
+  spec.intermediate = l + "intermediate.dense.weight";
+  spec.output = l + "output.dense.weight";
+  spec.outputNorm = l + "output.LayerNorm.weight";
+}
+
+class EncoderIRBuilder {
+public:
+  EncoderIRBuilder(MLIRContext &context, const EncoderSpec &spec,
+                   const WeightStore &weights, llvm::StringRef checkpoint)
+      : declarations(weights, checkpoint, spec.family), b(&context),
+        spec(spec) {}
+
+  OwningOpRef<ModuleOp> build();
+
+  WeightDeclarations declarations;
+
+private:
+  Location named(const llvm::Twine &what) {
+    return NameLoc::get(b.getStringAttr(what));
+  }
+  RankedTensorType rows(ArrayRef<int64_t> trailing) {
+    SmallVector<int64_t> shape = {ShapedType::kDynamic};
+    shape.append(trailing.begin(), trailing.end());
+    return RankedTensorType::get(shape, b.getF32Type());
+  }
+  Value weight(const std::string &name, std::vector<int64_t> shape) {
+    return declarations.read(b, name, shape);
+  }
+  /// x·Wᵀ + b for the [out, in] weight `name`, as `[?, resultShape...]`.
+  Value linear(Value x, const std::string &name, ArrayRef<int64_t> resultShape,
+               std::optional<ActivationKind> activation = std::nullopt) {
+    auto xType = cast<RankedTensorType>(x.getType());
+    int64_t in = 1, out = 1;
+    for (int64_t d : xType.getShape().drop_front())
+      in *= d;
+    for (int64_t d : resultShape)
+      out *= d;
+    Value w = weight(name, {out, in});
+    Value bias = weight(biasName(name), {out});
+    ActivationKindAttr act =
+        activation ? ActivationKindAttr::get(b.getContext(), *activation)
+                   : ActivationKindAttr();
+    return LinearOp::create(b, x.getLoc(), rows(resultShape), x, w, bias, act,
+                            /*gated=*/UnitAttr());
+  }
+  Value norm(Value x, const std::string &name) {
+    int64_t d = spec.hiddenSize;
+    return LayerNormOp::create(b, x.getLoc(), x.getType(), x,
+                               weight(name, {d}),
+                               weight(biasName(name), {d}),
+                               b.getF32FloatAttr(spec.normEpsilon));
+  }
+  Value layer(Value x, int64_t index);
+
+  OpBuilder b;
+  const EncoderSpec &spec;
+};
+
+Value EncoderIRBuilder::layer(Value x, int64_t index) {
+  auto name = [&](const std::string &pattern) {
+    return layerWeightName(pattern, index);
+  };
+  int64_t heads = spec.numHeads, headDim = spec.headDim(),
+          d = spec.hiddenSize;
+  Value q = linear(x, name(spec.query), {heads, headDim});
+  Value k = linear(x, name(spec.key), {heads, headDim});
+  Value v = linear(x, name(spec.value), {heads, headDim});
+  auto scale = b.getF32FloatAttr(1.0 / std::sqrt(double(headDim)));
+  // Bidirectional: no causal mask; every token sees every token.
+  Value attended = AttentionOp::create(
+      b, named("layer " + llvm::Twine(index) + " attention"), q.getType(), q,
+      k, v, /*bias=*/Value(), scale, /*causal=*/UnitAttr(),
+      /*window=*/IntegerAttr());
+  Value projected = linear(attended, name(spec.attentionOutput), {d});
+  x = norm(AddOp::create(b, x.getLoc(), x, projected),
+           name(spec.attentionNorm));
+  Value hidden = linear(x, name(spec.intermediate), {spec.intermediateSize},
+                        spec.activation);
+  Value out = linear(hidden, name(spec.output), {d});
+  return norm(AddOp::create(b, x.getLoc(), x, out), name(spec.outputNorm));
+}
+
+OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
+  OwningOpRef<ModuleOp> module = ModuleOp::create(named(spec.family));
+  b.setInsertionPointToEnd(module->getBody());
+  auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
+  int64_t d = spec.hiddenSize;
+  auto encode = func::FuncOp::create(
+      b, named("encode"), "encode",
+      b.getFunctionType({ids, ids}, {rows({d})}));
+  MLIRContext *ctx = b.getContext();
+  encode.setArgAttr(0, kInputArgAttrName,
+                    InputRoleAttr::get(ctx, InputRole::token_ids));
+  encode.setArgAttr(1, kInputArgAttrName,
+                    InputRoleAttr::get(ctx, InputRole::token_type_ids));
+  encode.setResultAttr(0, kOutputResultAttrName,
+                       OutputRoleAttr::get(ctx, OutputRole::hidden_states));
+  Block *entry = encode.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value tokens = entry->getArgument(0), types = entry->getArgument(1);
+
+  Location loc = named("embeddings");
+  Value words = EmbeddingOp::create(
+      b, loc, rows({d}), weight(spec.wordEmbeddings, {spec.vocabSize, d}),
+      tokens, /*scale=*/FloatAttr());
+  Value segments = EmbeddingOp::create(
+      b, loc, rows({d}), weight(spec.typeEmbeddings, {spec.typeVocabSize, d}),
+      types, FloatAttr());
+  Value offset = spec.positionOffset
+                     ? arith::ConstantIndexOp::create(b, loc,
+                                                      spec.positionOffset)
+                           .getResult()
+                     : Value();
+  Value positionIds =
+      PositionIdsOp::create(b, loc, tokens.getType(), tokens, offset);
+  Value positions = EmbeddingOp::create(
+      b, loc, rows({d}),
+      weight(spec.positionEmbeddings, {spec.maxPositions, d}), positionIds,
+      FloatAttr());
+  Value x = AddOp::create(b, loc, AddOp::create(b, loc, words, segments),
+                          positions);
+  x = norm(x, spec.embeddingNorm);
+  for (int64_t i = 0; i < spec.numLayers; ++i)
+    x = layer(x, i);
+  func::ReturnOp::create(b, loc, x);
+  return module;
+}
+
+} // namespace
+
+std::string mlir::tfm::supportedEncoderFamilies() { return "bert"; }
+
+bool mlir::tfm::readEncoderFamily(llvm::StringRef modelType,
+                                  ConfigReader &config, EncoderSpec &spec) {
+  if (modelType != "bert")
+    return false;
+  spec = readBertSpec(config);
+  return true;
+}
+
+llvm::Error mlir::tfm::validateEncoderSpec(const EncoderSpec &spec,
+                                           llvm::StringRef configPath) {
+  struct Field {
+    const char *name;
+    int64_t value;
+  };
+  for (Field f : {Field{"vocab size", spec.vocabSize},
+                  {"hidden size", spec.hiddenSize},
+                  {"layer count", spec.numLayers},
+                  {"attention head count", spec.numHeads},
+                  {"intermediate size", spec.intermediateSize},
+                  {"maximum positions", spec.maxTokens()},
+                  {"token type count", spec.typeVocabSize}})
+    if (f.value <= 0)
+      return makeError(configPath + ": " + f.name +
+                       " must be positive, got " + llvm::Twine(f.value));
+  if (spec.hiddenSize % spec.numHeads != 0)
+    return makeError(configPath + ": hidden size (" +
+                     llvm::Twine(spec.hiddenSize) +
+                     ") is not divisible by the head count (" +
+                     llvm::Twine(spec.numHeads) + ")");
+  if (!(spec.normEpsilon >= 0) || !std::isfinite(spec.normEpsilon))
+    return makeError(configPath + ": norm epsilon must be finite and "
+                                  "non-negative");
+  return llvm::Error::success();
+}
+
+void mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
+                                    const WeightStore &weights) {
+  // Task models (BertForMaskedLM, ...) keep the encoder under "bert.".
+  std::string prefix =
+      weights.contains(spec.family + ".embeddings.word_embeddings.weight")
+          ? spec.family + "."
+          : "";
+  useBertNames(spec, prefix);
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>> mlir::tfm::buildEncoder(
+    MLIRContext &context, const EncoderSpec &spec, const WeightStore &weights,
+    llvm::StringRef checkpoint,
+    llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight) {
+  context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect>();
+  EncoderIRBuilder builder(context, spec, weights, checkpoint);
+  OwningOpRef<ModuleOp> module = builder.build();
+  if (llvm::Error err = builder.declarations.finish(isIgnoredWeight))
+    return std::move(err);
+  if (failed(module->verify()))
+    return makeError("internal error: the " + spec.family +
+                     " module does not verify");
+  return std::move(module);
+}

@@ -1,0 +1,45 @@
+//===- EncoderSpec.h - what a BERT-style encoder is made of -----*- C++ -*-===//
+//
+// The architecture of an encoder-only transformer (BERT and its relatives)
+// as EncoderFamilies reads it from config.json, with the checkpoint names
+// of its weights. EncoderBuilder turns it into tfm IR: token, position and
+// token-type embeddings summed and normalized, then post-norm blocks
+// (LayerNorm after each residual add) of bidirectional attention and a
+// GELU MLP.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_ENCODERSPEC_H
+#define TFM_FRONTEND_ENCODERSPEC_H
+
+#include "ir/TfmDialect.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mlir::tfm {
+
+struct EncoderSpec {
+  std::string family;
+  int64_t vocabSize = 0, hiddenSize = 0, numLayers = 0, numHeads = 0,
+          intermediateSize = 0, maxPositions = 0, typeVocabSize = 0;
+  double normEpsilon = 1e-12;
+  mlir::tfm::ActivationKind activation = mlir::tfm::ActivationKind::gelu;
+  /// The first position's id (RoBERTa: padding_idx + 1); positions count
+  /// on from it, so a sequence holds at most maxPositions - offset tokens.
+  int64_t positionOffset = 0;
+
+  /// Checkpoint names: "{}" is the layer index, biases are the weights'
+  /// names with "weight" replaced by "bias" (all of them have one).
+  std::string wordEmbeddings, positionEmbeddings, typeEmbeddings,
+      embeddingNorm;
+  std::string query, key, value, attentionOutput, attentionNorm,
+      intermediate, output, outputNorm;
+
+  int64_t headDim() const { return hiddenSize / numHeads; }
+  int64_t maxTokens() const { return maxPositions - positionOffset; }
+};
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_ENCODERSPEC_H

@@ -1,0 +1,39 @@
+//===- WeightDeclarations.cpp - a builder's reads of checkpoint tensors ---===//
+
+#include "frontend/WeightDeclarations.h"
+#include "frontend/ErrorMessages.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+Value WeightDeclarations::read(OpBuilder &b, const std::string &name,
+                               const std::vector<int64_t> &shape) {
+  used.insert(name);
+  if (std::optional<std::string> error = weights.mismatch(
+          checkpoint, name, shape, "the " + family + " config implies"))
+    errors.push_back(std::move(*error));
+  auto type = RankedTensorType::get(shape, b.getF32Type());
+  Location loc = NameLoc::get(b.getStringAttr(name));
+  if (!declared.count(name)) {
+    // Declarations go before the functions, in first-use order.
+    OpBuilder::InsertionGuard guard(b);
+    auto module = b.getBlock()->getParentOp()->getParentOfType<ModuleOp>();
+    b.setInsertionPoint(
+        &*std::next(module.getBody()->begin(), declared.size()));
+    declared[name] = WeightDeclOp::create(b, loc, name, type);
+  }
+  return WeightOp::create(b, loc, type, name);
+}
+
+llvm::Error WeightDeclarations::finish(
+    llvm::function_ref<bool(llvm::StringRef)> isIgnored) {
+  for (const std::string &name : weights.names())
+    if (!used.count(name) && !isIgnored(name))
+      errors.push_back(checkpoint + ": unexpected tensor '" + name +
+                       "' for a " + family + " model");
+  if (errors.empty())
+    return llvm::Error::success();
+  return makeError(llvm::join(errors, "\n"));
+}

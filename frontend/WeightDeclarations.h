@@ -1,0 +1,54 @@
+//===- WeightDeclarations.h - a builder's reads of checkpoint tensors -*- C++ -*-===//
+//
+// What every model builder does with the checkpoint: each tensor it reads
+// is declared once as a tfm.weight_decl (before the functions, in order of
+// first use) and read with tfm.weight; a tensor that is missing or shaped
+// otherwise than the config implies, and one that nothing read, is an
+// error naming it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_WEIGHTDECLARATIONS_H
+#define TFM_FRONTEND_WEIGHTDECLARATIONS_H
+
+#include "frontend/WeightStore.h"
+#include "ir/TfmOps.h"
+
+#include "mlir/IR/Builders.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <set>
+
+namespace mlir::tfm {
+
+class WeightDeclarations {
+public:
+  /// `family` names the config in messages ("the bert config implies").
+  WeightDeclarations(const WeightStore &weights, llvm::StringRef checkpoint,
+                     llvm::StringRef family)
+      : weights(weights), checkpoint(checkpoint.str()), family(family.str()) {}
+
+  /// A tfm.weight of `name` at `b`'s insertion point (inside a function of
+  /// a module), declared on first use; checked to exist with `shape`.
+  Value read(OpBuilder &b, const std::string &name,
+             const std::vector<int64_t> &shape);
+
+  /// Records a problem found while building.
+  void fail(std::string message) { errors.push_back(std::move(message)); }
+
+  /// The errors, including the checkpoint's tensors that no read used
+  /// unless `isIgnored` says they may stay unused.
+  llvm::Error finish(llvm::function_ref<bool(llvm::StringRef)> isIgnored);
+
+private:
+  const WeightStore &weights;
+  std::string checkpoint, family;
+  std::vector<std::string> errors;
+  std::set<std::string> used;
+  llvm::StringMap<WeightDeclOp> declared;
+};
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_WEIGHTDECLARATIONS_H
