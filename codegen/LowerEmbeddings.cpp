@@ -24,16 +24,64 @@ Value indexToF32(OpBuilder &b, Location loc, Value index) {
   return arith::SIToFPOp::create(b, loc, b.getF32Type(), i64);
 }
 
+/// Positions that skip padding tokens: pos[i] = pad + #{j <= i : t[j] !=
+/// pad} for a token, pad for a padding token. A [i, j] generic with j a
+/// reduction: quadratic in the length, which is short for the encoders
+/// that number positions so.
+Value paddedPositions(OpBuilder &b, Location loc, Value tokens, int64_t pad,
+                      Type elementType) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(tokens.getType());
+  SmallVector<OpFoldResult> sizes = {tensor::getMixedSize(b, loc, tokens, 0)};
+  Value padValue = arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(type.getElementType(), pad));
+  Value init = linalg::FillOp::create(
+                   b, loc, padValue,
+                   createEmpty(b, loc, RankedTensorType::get(
+                                           type.getShape(), elementType),
+                               sizes))
+                   .getResult(0);
+  AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx);
+  SmallVector<AffineMap> maps = {AffineMap::get(2, 0, {i}, ctx),
+                                 AffineMap::get(2, 0, {j}, ctx),
+                                 AffineMap::get(2, 0, {i}, ctx)};
+  return createGeneric(
+      b, loc, ValueRange{tokens, tokens}, init, maps,
+      {IteratorType::parallel, IteratorType::reduction},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        // Counts token j when j <= i and both are real tokens.
+        Value row = linalg::IndexOp::create(nb, l, 0);
+        Value column = linalg::IndexOp::create(nb, l, 1);
+        Value padding = arith::ConstantOp::create(
+            nb, l, nb.getIntegerAttr(args[0].getType(), pad));
+        Value seen = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ule,
+                                           column, row);
+        Value realI = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne,
+                                            args[0], padding);
+        Value realJ = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne,
+                                            args[1], padding);
+        Value counts = arith::AndIOp::create(
+            nb, l, seen, arith::AndIOp::create(nb, l, realI, realJ));
+        Value one = arith::ExtUIOp::create(nb, l, args[2].getType(), counts);
+        return arith::AddIOp::create(nb, l, args[2], one);
+      });
+}
+
 struct LowerPositionIds : OpConversionPattern<PositionIdsOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(PositionIdsOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    Type elementType = op.getType().getElementType();
+    if (std::optional<int64_t> padding = op.getPaddingId()) {
+      rewriter.replaceOp(op, paddedPositions(rewriter, loc, adaptor.getTokens(),
+                                             *padding, elementType));
+      return success();
+    }
     Value offset = adaptor.getOffset();
     if (!offset)
       offset = arith::ConstantIndexOp::create(rewriter, loc, 0);
-    Type elementType = op.getType().getElementType();
     Value result = createElementwise(
         rewriter, loc, adaptor.getTokens(), {},
         [&](OpBuilder &b, Location l, ValueRange) -> Value {

@@ -269,7 +269,8 @@ OwningOpRef<ModuleOp> DecoderIRBuilder::build() {
                                 tensorType({dyn, spec.hiddenSize}), table,
                                 tokens, embeddingScale);
   Value positions =
-      PositionIdsOp::create(b, loc, tokensType, tokens, /*offset=*/Value());
+      PositionIdsOp::create(b, loc, tokensType, tokens, /*offset=*/Value(),
+                            /*padding_id=*/IntegerAttr());
   if (spec.learnedPositions) {
     Value positionTable =
         weight(spec.positionEmbedding, {spec.maxContext, spec.hiddenSize});

@@ -178,13 +178,11 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
   Value segments = EmbeddingOp::create(
       b, loc, rows({d}), weight(spec.typeEmbeddings, {spec.typeVocabSize, d}),
       types, FloatAttr());
-  Value offset = spec.positionOffset
-                     ? arith::ConstantIndexOp::create(b, loc,
-                                                      spec.positionOffset)
-                           .getResult()
-                     : Value();
-  Value positionIds =
-      PositionIdsOp::create(b, loc, tokens.getType(), tokens, offset);
+  IntegerAttr padding = spec.positionPaddingId >= 0
+                            ? b.getI64IntegerAttr(spec.positionPaddingId)
+                            : IntegerAttr();
+  Value positionIds = PositionIdsOp::create(b, loc, tokens.getType(), tokens,
+                                            /*offset=*/Value(), padding);
   Value positions = EmbeddingOp::create(
       b, loc, rows({d}),
       weight(spec.positionEmbeddings, {spec.maxPositions, d}), positionIds,
@@ -200,13 +198,27 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
 
 } // namespace
 
-std::string mlir::tfm::supportedEncoderFamilies() { return "bert"; }
+std::string mlir::tfm::supportedEncoderFamilies() {
+  return "bert, roberta, xlm-roberta";
+}
 
 bool mlir::tfm::readEncoderFamily(llvm::StringRef modelType,
                                   ConfigReader &config, EncoderSpec &spec) {
-  if (modelType != "bert")
+  if (modelType == "bert") {
+    spec = readBertSpec(config);
+  } else if (modelType == "roberta" || modelType == "xlm-roberta") {
+    // BERT's layers; positions number only real tokens, after the padding
+    // id, and there is one token type.
+    spec = readBertSpec(config);
+    spec.family = modelType.str();
+    spec.typeVocabSize = config.integer("type_vocab_size", 1);
+    spec.positionPaddingId = config.integer("pad_token_id", 1);
+    if (spec.positionPaddingId < 0)
+      config.fail("pad_token_id must be non-negative, got " +
+                  llvm::Twine(spec.positionPaddingId));
+  } else {
     return false;
-  spec = readBertSpec(config);
+  }
   return true;
 }
 
@@ -239,10 +251,12 @@ llvm::Error mlir::tfm::validateEncoderSpec(const EncoderSpec &spec,
 
 void mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
                                     const WeightStore &weights) {
-  // Task models (BertForMaskedLM, ...) keep the encoder under "bert.".
+  // Task models (BertForMaskedLM, ...) keep the encoder under "bert." or
+  // "roberta." (XLM-R's classes too).
+  std::string scope = spec.family == "xlm-roberta" ? "roberta" : spec.family;
   std::string prefix =
-      weights.contains(spec.family + ".embeddings.word_embeddings.weight")
-          ? spec.family + "."
+      weights.contains(scope + ".embeddings.word_embeddings.weight")
+          ? scope + "."
           : "";
   useBertNames(spec, prefix);
 }

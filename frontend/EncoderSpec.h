@@ -25,9 +25,9 @@ struct EncoderSpec {
           intermediateSize = 0, maxPositions = 0, typeVocabSize = 0;
   double normEpsilon = 1e-12;
   mlir::tfm::ActivationKind activation = mlir::tfm::ActivationKind::gelu;
-  /// The first position's id (RoBERTa: padding_idx + 1); positions count
-  /// on from it, so a sequence holds at most maxPositions - offset tokens.
-  int64_t positionOffset = 0;
+  /// RoBERTa's numbering: positions skip padding tokens and start after
+  /// the padding id (tfm.position_ids padding_id); -1: 0, 1, 2, ...
+  int64_t positionPaddingId = -1;
 
   /// Checkpoint names: "{}" is the layer index, biases are the weights'
   /// names with "weight" replaced by "bias" (all of them have one).
@@ -37,7 +37,10 @@ struct EncoderSpec {
       intermediate, output, outputNorm;
 
   int64_t headDim() const { return hiddenSize / numHeads; }
-  int64_t maxTokens() const { return maxPositions - positionOffset; }
+  int64_t maxTokens() const {
+    return positionPaddingId >= 0 ? maxPositions - positionPaddingId - 1
+                                  : maxPositions;
+  }
 };
 
 } // namespace mlir::tfm

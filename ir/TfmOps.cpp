@@ -116,6 +116,8 @@ LogicalResult PositionIdsOp::verify() {
   if (failed(expectRank(*this, "tokens", getTokens(), 1)) ||
       failed(expectRank(*this, "result", getResult(), 1)))
     return failure();
+  if (getPaddingId() && getOffset())
+    return emitOpError("takes an offset or a padding_id, not both");
   return expectDim(*this, "result length", getType().getDimSize(0),
                    "tokens length", getTokens().getType().getDimSize(0));
 }

@@ -66,12 +66,19 @@ def Tfm_PositionIdsOp : Tfm_Op<"position_ids", [Pure]> {
     of every token of `tokens`. `offset` (an `index`, default 0) is where the
     sequence starts in the context, e.g. after a cached prefix.
 
+    With `padding_id` (RoBERTa and its descendants), padding tokens do not
+    count: token `i` is at `padding_id + #{j <= i : tokens[j] != padding_id}`,
+    and a padding token itself at `padding_id`, as transformers'
+    `create_position_ids_from_input_ids` numbers them.
+
     ```mlir
     %pos = tfm.position_ids %tokens : tensor<?xi32> -> tensor<?xi32>
     %pos2 = tfm.position_ids %tokens offset %start : tensor<?xi32> -> tensor<?xi32>
+    %pos3 = tfm.position_ids %tokens {padding_id = 1 : i64} : tensor<?xi32> -> tensor<?xi32>
     ```
   }];
-  let arguments = (ins Tfm_IntTensor:$tokens, Optional<Index>:$offset);
+  let arguments = (ins Tfm_IntTensor:$tokens, Optional<Index>:$offset,
+                       OptionalAttr<I64Attr>:$padding_id);
   let results = (outs Tfm_IntTensor:$result);
   let assemblyFormat = [{
     $tokens (`offset` $offset^)? attr-dict `:` type($tokens) `->` type($result)

@@ -102,7 +102,8 @@ FailureOr<CachePlan> planCache(func::FuncOp forward) {
         actsOnEachPosition(op))
       return WalkResult::advance();
     if (auto positions = dyn_cast<PositionIdsOp>(op)) {
-      if (positions.getTokens() != tokens || positions.getOffset()) {
+      if (positions.getTokens() != tokens || positions.getOffset() ||
+          positions.getPaddingId()) {
         op->emitOpError("cannot cache: positions that do not count the "
                         "tokens of @forward from 0");
         return WalkResult::interrupt();

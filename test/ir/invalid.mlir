@@ -117,6 +117,14 @@ func.func @f2(%t: tensor<2x3xi32>) {
 
 // -----
 
+func.func @padding_and_offset(%t: tensor<?xi32>, %start: index) {
+  // expected-error @+1 {{'tfm.position_ids' op takes an offset or a padding_id, not both}}
+  %p = tfm.position_ids %t offset %start {padding_id = 1 : i64} : tensor<?xi32> -> tensor<?xi32>
+  return
+}
+
+// -----
+
 func.func @f3(%t: tensor<?xi32>) {
   // expected-error @+1 {{'tfm.position_ids' op expected result to be rank 1, got rank 2}}
   %p = tfm.position_ids %t : tensor<?xi32> -> tensor<?x1xi32>

@@ -50,12 +50,14 @@ module attributes {tfm.model = #tfm.model<family = "gpt2", vocab_size = 50257, m
 
 // CHECK-LABEL: func.func @position_ids
 // CHECK-SAME: (%[[TOK:.*]]: tensor<?xi32>, %[[START:.*]]: index)
-func.func @position_ids(%tokens: tensor<?xi32>, %start: index) -> (tensor<?xi32>, tensor<?xi32>) {
+func.func @position_ids(%tokens: tensor<?xi32>, %start: index) -> (tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) {
   // CHECK: tfm.position_ids %[[TOK]] : tensor<?xi32> -> tensor<?xi32>
   %p = tfm.position_ids %tokens : tensor<?xi32> -> tensor<?xi32>
   // CHECK: tfm.position_ids %[[TOK]] offset %[[START]] : tensor<?xi32> -> tensor<?xi32>
   %q = tfm.position_ids %tokens offset %start : tensor<?xi32> -> tensor<?xi32>
-  return %p, %q : tensor<?xi32>, tensor<?xi32>
+  // CHECK: tfm.position_ids %[[TOK]] {padding_id = 1 : i64} : tensor<?xi32> -> tensor<?xi32>
+  %r = tfm.position_ids %tokens {padding_id = 1 : i64} : tensor<?xi32> -> tensor<?xi32>
+  return %p, %q, %r : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
 }
 
 // -----

@@ -2,7 +2,8 @@
 """Writes the encoder fixtures (test/e2e/encoders/Inputs/<name>/: config.json
 + model.safetensors, tiny random weights) and their goldens
 (<name>.hidden.bin: little-endian f32 [len(TOKENS), hidden], the last hidden
-state of TOKENS with TYPES as token types) with the Hugging Face
+state of TOKENS with TYPES as token types; RoBERTa's with ROBERTA_TOKENS,
+which hold a padding token (id 1) that its positions skip) with the Hugging Face
 transformers 4.40 model classes (../shared/reference). Regenerate with
 
     bash ../shared/reference/setup.sh && source /tmp/tfm-hfref/env.sh
@@ -17,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "Inputs")
 TOKENS = [2, 17, 42, 5, 63, 0, 28, 9, 33, 3]
 TYPES = [0, 0, 0, 0, 0, 1, 1, 1, 1, 1]
+ROBERTA_TOKENS = [0, 17, 42, 1, 63, 5, 28, 9, 2]
 SIZES = dict(vocab_size=64, hidden_size=32, intermediate_size=48,
              num_hidden_layers=2, num_attention_heads=4,
              max_position_embeddings=16, type_vocab_size=2)
@@ -33,13 +35,13 @@ def randomize(model, seed):
             p.copy_(1 + 0.2 * noise if is_scale else 0.2 * noise)
 
 
-def write(name, model):
+def write(name, model, tokens=TOKENS, types=TYPES):
     folder = os.path.join(OUT, name)
     os.makedirs(folder, exist_ok=True)
     model.save_pretrained(folder, safe_serialization=True)
     with torch.no_grad():
-        hidden = model(torch.tensor([TOKENS]),
-                       token_type_ids=torch.tensor([TYPES])).last_hidden_state[0]
+        hidden = model(torch.tensor([tokens]),
+                       token_type_ids=torch.tensor([types])).last_hidden_state[0]
     hidden.numpy().astype("<f4").tofile(os.path.join(OUT, name + ".hidden.bin"))
     print(f"{name}: hidden {tuple(hidden.shape)}, max |h| {hidden.abs().max():.2f}")
 
@@ -51,6 +53,17 @@ def main():
     model = tf.BertModel(config).eval()
     randomize(model, 1)
     write("bert", model)
+    for name, config_class, model_class, seed in [
+            ("roberta", tf.RobertaConfig, tf.RobertaModel, 2),
+            ("xlm-roberta", tf.XLMRobertaConfig, tf.XLMRobertaModel, 3)]:
+        sizes = dict(SIZES, max_position_embeddings=18, type_vocab_size=1)
+        config = config_class(**sizes, hidden_act="gelu", pad_token_id=1,
+                              layer_norm_eps=1e-5)
+        config._attn_implementation = "eager"
+        torch.manual_seed(seed)
+        model = model_class(config, add_pooling_layer=False).eval()
+        randomize(model, seed)
+        write(name, model, ROBERTA_TOKENS, [0] * len(ROBERTA_TOKENS))
 
 
 if __name__ == "__main__":
