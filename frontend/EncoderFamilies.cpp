@@ -25,6 +25,20 @@ using namespace mlir::tfm;
 
 namespace {
 
+void readActivation(ConfigReader &config, llvm::StringRef key,
+                    EncoderSpec &spec) {
+  std::string activation = config.string(key, "gelu");
+  if (activation == "gelu")
+    spec.activation = ActivationKind::gelu;
+  else if (activation == "gelu_new" || activation == "gelu_pytorch_tanh")
+    spec.activation = ActivationKind::gelu_tanh;
+  else if (activation == "relu")
+    spec.activation = ActivationKind::relu;
+  else
+    config.fail("unsupported config value " + key + " = '" + activation +
+                "' (supported: gelu, gelu_new, gelu_pytorch_tanh, relu)");
+}
+
 EncoderSpec readBertSpec(ConfigReader &config) {
   EncoderSpec spec;
   spec.family = "bert";
@@ -36,16 +50,7 @@ EncoderSpec readBertSpec(ConfigReader &config) {
   spec.maxPositions = config.integer("max_position_embeddings");
   spec.typeVocabSize = config.integer("type_vocab_size", 2);
   spec.normEpsilon = config.number("layer_norm_eps", 1e-12);
-  std::string activation = config.string("hidden_act", "gelu");
-  if (activation == "gelu")
-    spec.activation = ActivationKind::gelu;
-  else if (activation == "gelu_new" || activation == "gelu_pytorch_tanh")
-    spec.activation = ActivationKind::gelu_tanh;
-  else if (activation == "relu")
-    spec.activation = ActivationKind::relu;
-  else
-    config.fail("unsupported config value hidden_act = '" + activation +
-                "' (supported: gelu, gelu_new, gelu_pytorch_tanh, relu)");
+  readActivation(config, "hidden_act", spec);
   std::string positions =
       config.string("position_embedding_type", "absolute");
   if (positions != "absolute")
@@ -55,6 +60,39 @@ EncoderSpec readBertSpec(ConfigReader &config) {
     config.fail("unsupported config value 'is_decoder' = true (a BERT "
                 "decoder)");
   return spec;
+}
+
+/// DistilBERT: BERT's blocks under other names, no token types, epsilon
+/// 1e-12 fixed by the reference.
+EncoderSpec readDistilBertSpec(ConfigReader &config) {
+  EncoderSpec spec;
+  spec.family = "distilbert";
+  spec.vocabSize = config.integer("vocab_size");
+  spec.hiddenSize = config.integer("dim");
+  spec.numLayers = config.integer("n_layers");
+  spec.numHeads = config.integer("n_heads");
+  spec.intermediateSize = config.integer("hidden_dim");
+  spec.maxPositions = config.integer("max_position_embeddings");
+  spec.normEpsilon = 1e-12;
+  readActivation(config, "activation", spec);
+  return spec;
+}
+
+/// DistilBERT's checkpoint names, after `prefix` ("distilbert.").
+void useDistilBertNames(EncoderSpec &spec, const std::string &prefix) {
+  std::string e = prefix + "embeddings.";
+  spec.wordEmbeddings = e + "word_embeddings.weight";
+  spec.positionEmbeddings = e + "position_embeddings.weight";
+  spec.embeddingNorm = e + "LayerNorm.weight";
+  std::string l = prefix + "transformer.layer.{}.";
+  spec.query = l + "attention.q_lin.weight";
+  spec.key = l + "attention.k_lin.weight";
+  spec.value = l + "attention.v_lin.weight";
+  spec.attentionOutput = l + "attention.out_lin.weight";
+  spec.attentionNorm = l + "sa_layer_norm.weight";
+  spec.intermediate = l + "ffn.lin1.weight";
+  spec.output = l + "ffn.lin2.weight";
+  spec.outputNorm = l + "output_layer_norm.weight";
 }
 
 /// BERT's checkpoint names, after `prefix` ("bert." in task models).
@@ -115,8 +153,8 @@ private:
     return LinearOp::create(b, x.getLoc(), rows(resultShape), x, w, bias, act,
                             /*gated=*/UnitAttr());
   }
-  Value norm(Value x, const std::string &name) {
-    int64_t d = spec.hiddenSize;
+  Value norm(Value x, const std::string &name, int64_t d = 0) {
+    d = d ? d : spec.hiddenSize;
     return LayerNormOp::create(b, x.getLoc(), x.getType(), x,
                                weight(name, {d}),
                                weight(biasName(name), {d}),
@@ -156,40 +194,48 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
   OwningOpRef<ModuleOp> module = ModuleOp::create(named(spec.family));
   b.setInsertionPointToEnd(module->getBody());
   auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
-  int64_t d = spec.hiddenSize;
-  auto encode = func::FuncOp::create(
-      b, named("encode"), "encode",
-      b.getFunctionType({ids, ids}, {rows({d})}));
+  int64_t d = spec.hiddenSize, e = spec.embeddingWidth();
+  bool types = !spec.typeEmbeddings.empty();
+  SmallVector<Type> inputs = {ids};
+  if (types)
+    inputs.push_back(ids);
+  auto encode = func::FuncOp::create(b, named("encode"), "encode",
+                                     b.getFunctionType(inputs, {rows({d})}));
   MLIRContext *ctx = b.getContext();
   encode.setArgAttr(0, kInputArgAttrName,
                     InputRoleAttr::get(ctx, InputRole::token_ids));
-  encode.setArgAttr(1, kInputArgAttrName,
-                    InputRoleAttr::get(ctx, InputRole::token_type_ids));
+  if (types)
+    encode.setArgAttr(1, kInputArgAttrName,
+                      InputRoleAttr::get(ctx, InputRole::token_type_ids));
   encode.setResultAttr(0, kOutputResultAttrName,
                        OutputRoleAttr::get(ctx, OutputRole::hidden_states));
   Block *entry = encode.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  Value tokens = entry->getArgument(0), types = entry->getArgument(1);
+  Value tokens = entry->getArgument(0);
 
   Location loc = named("embeddings");
-  Value words = EmbeddingOp::create(
-      b, loc, rows({d}), weight(spec.wordEmbeddings, {spec.vocabSize, d}),
+  Value x = EmbeddingOp::create(
+      b, loc, rows({e}), weight(spec.wordEmbeddings, {spec.vocabSize, e}),
       tokens, /*scale=*/FloatAttr());
-  Value segments = EmbeddingOp::create(
-      b, loc, rows({d}), weight(spec.typeEmbeddings, {spec.typeVocabSize, d}),
-      types, FloatAttr());
+  if (types)
+    x = AddOp::create(
+        b, loc, x,
+        EmbeddingOp::create(
+            b, loc, rows({e}),
+            weight(spec.typeEmbeddings, {spec.typeVocabSize, e}),
+            entry->getArgument(1), FloatAttr()));
   IntegerAttr padding = spec.positionPaddingId >= 0
                             ? b.getI64IntegerAttr(spec.positionPaddingId)
                             : IntegerAttr();
   Value positionIds = PositionIdsOp::create(b, loc, tokens.getType(), tokens,
                                             /*offset=*/Value(), padding);
   Value positions = EmbeddingOp::create(
-      b, loc, rows({d}),
-      weight(spec.positionEmbeddings, {spec.maxPositions, d}), positionIds,
+      b, loc, rows({e}),
+      weight(spec.positionEmbeddings, {spec.maxPositions, e}), positionIds,
       FloatAttr());
-  Value x = AddOp::create(b, loc, AddOp::create(b, loc, words, segments),
-                          positions);
-  x = norm(x, spec.embeddingNorm);
+  x = norm(AddOp::create(b, loc, x, positions), spec.embeddingNorm, e);
+  if (!spec.embeddingProjection.empty())
+    x = linear(x, spec.embeddingProjection, {d});
   for (int64_t i = 0; i < spec.numLayers; ++i)
     x = layer(x, i);
   func::ReturnOp::create(b, loc, x);
@@ -199,13 +245,20 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
 } // namespace
 
 std::string mlir::tfm::supportedEncoderFamilies() {
-  return "bert, roberta, xlm-roberta";
+  return "bert, distilbert, electra, roberta, xlm-roberta";
 }
 
 bool mlir::tfm::readEncoderFamily(llvm::StringRef modelType,
                                   ConfigReader &config, EncoderSpec &spec) {
   if (modelType == "bert") {
     spec = readBertSpec(config);
+  } else if (modelType == "distilbert") {
+    spec = readDistilBertSpec(config);
+  } else if (modelType == "electra") {
+    // BERT's layers over embeddings of their own width, projected.
+    spec = readBertSpec(config);
+    spec.family = "electra";
+    spec.embeddingSize = config.integer("embedding_size", spec.hiddenSize);
   } else if (modelType == "roberta" || modelType == "xlm-roberta") {
     // BERT's layers; positions number only real tokens, after the padding
     // id, and there is one token type.
@@ -234,10 +287,13 @@ llvm::Error mlir::tfm::validateEncoderSpec(const EncoderSpec &spec,
                   {"attention head count", spec.numHeads},
                   {"intermediate size", spec.intermediateSize},
                   {"maximum positions", spec.maxTokens()},
-                  {"token type count", spec.typeVocabSize}})
+                  {"embedding size", spec.embeddingWidth()}})
     if (f.value <= 0)
       return makeError(configPath + ": " + f.name +
                        " must be positive, got " + llvm::Twine(f.value));
+  if (spec.family != "distilbert" && spec.typeVocabSize <= 0)
+    return makeError(configPath + ": token type count must be positive, got " +
+                     llvm::Twine(spec.typeVocabSize));
   if (spec.hiddenSize % spec.numHeads != 0)
     return makeError(configPath + ": hidden size (" +
                      llvm::Twine(spec.hiddenSize) +
@@ -251,14 +307,20 @@ llvm::Error mlir::tfm::validateEncoderSpec(const EncoderSpec &spec,
 
 void mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
                                     const WeightStore &weights) {
-  // Task models (BertForMaskedLM, ...) keep the encoder under "bert." or
-  // "roberta." (XLM-R's classes too).
+  // Task models (BertForMaskedLM, ...) keep the encoder under "bert.",
+  // "roberta." (XLM-R's classes too), "distilbert.", "electra.".
   std::string scope = spec.family == "xlm-roberta" ? "roberta" : spec.family;
   std::string prefix =
       weights.contains(scope + ".embeddings.word_embeddings.weight")
           ? scope + "."
           : "";
+  if (spec.family == "distilbert") {
+    useDistilBertNames(spec, prefix);
+    return;
+  }
   useBertNames(spec, prefix);
+  if (spec.embeddingWidth() != spec.hiddenSize)
+    spec.embeddingProjection = prefix + "embeddings_project.weight";
 }
 
 llvm::Expected<OwningOpRef<ModuleOp>> mlir::tfm::buildEncoder(

@@ -29,14 +29,24 @@ struct EncoderSpec {
   /// the padding id (tfm.position_ids padding_id); -1: 0, 1, 2, ...
   int64_t positionPaddingId = -1;
 
+  /// Width of the embeddings when it differs from the hidden size
+  /// (ELECTRA): a projection to the hidden size follows their norm. 0: the
+  /// hidden size.
+  int64_t embeddingSize = 0;
+
   /// Checkpoint names: "{}" is the layer index, biases are the weights'
-  /// names with "weight" replaced by "bias" (all of them have one).
+  /// names with "weight" replaced by "bias" (all of them have one). No
+  /// token types (DistilBERT): typeEmbeddings is empty and @encode takes
+  /// token ids only.
   std::string wordEmbeddings, positionEmbeddings, typeEmbeddings,
-      embeddingNorm;
+      embeddingNorm, embeddingProjection;
   std::string query, key, value, attentionOutput, attentionNorm,
       intermediate, output, outputNorm;
 
   int64_t headDim() const { return hiddenSize / numHeads; }
+  int64_t embeddingWidth() const {
+    return embeddingSize ? embeddingSize : hiddenSize;
+  }
   int64_t maxTokens() const {
     return positionPaddingId >= 0 ? maxPositions - positionPaddingId - 1
                                   : maxPositions;

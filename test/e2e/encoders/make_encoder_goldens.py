@@ -31,7 +31,7 @@ def randomize(model, seed):
     with torch.no_grad():
         for name, p in model.named_parameters():
             noise = torch.randn(p.shape, generator=g)
-            is_scale = "LayerNorm" in name and name.endswith("weight")
+            is_scale = ("LayerNorm" in name or "layer_norm" in name) and name.endswith("weight")
             p.copy_(1 + 0.2 * noise if is_scale else 0.2 * noise)
 
 
@@ -40,8 +40,8 @@ def write(name, model, tokens=TOKENS, types=TYPES):
     os.makedirs(folder, exist_ok=True)
     model.save_pretrained(folder, safe_serialization=True)
     with torch.no_grad():
-        hidden = model(torch.tensor([tokens]),
-                       token_type_ids=torch.tensor([types])).last_hidden_state[0]
+        extra = {} if types is None else {"token_type_ids": torch.tensor([types])}
+        hidden = model(torch.tensor([tokens]), **extra).last_hidden_state[0]
     hidden.numpy().astype("<f4").tofile(os.path.join(OUT, name + ".hidden.bin"))
     print(f"{name}: hidden {tuple(hidden.shape)}, max |h| {hidden.abs().max():.2f}")
 
@@ -53,6 +53,20 @@ def main():
     model = tf.BertModel(config).eval()
     randomize(model, 1)
     write("bert", model)
+    config = tf.ElectraConfig(**SIZES, embedding_size=16, hidden_act="gelu")
+    config._attn_implementation = "eager"
+    torch.manual_seed(4)
+    model = tf.ElectraModel(config).eval()
+    randomize(model, 4)
+    write("electra", model)
+    config = tf.DistilBertConfig(vocab_size=64, dim=32, hidden_dim=48, n_layers=2,
+                                 n_heads=4, max_position_embeddings=16,
+                                 activation="gelu")
+    config._attn_implementation = "eager"
+    torch.manual_seed(5)
+    model = tf.DistilBertModel(config).eval()
+    randomize(model, 5)
+    write("distilbert", model, types=None)
     for name, config_class, model_class, seed in [
             ("roberta", tf.RobertaConfig, tf.RobertaModel, 2),
             ("xlm-roberta", tf.XLMRobertaConfig, tf.XLMRobertaModel, 3)]:
