@@ -3,9 +3,10 @@
 // The tfm-lower-to-linalg pass: every tfm op still in the module becomes
 // linalg, tensor, arith and math ops on tensors, through the patterns of
 // one file per op family (LowerEmbeddings, LowerLinearAndElementwise,
-// LowerNorms, LowerAttention, LowerKVCacheOps). Target independent: the
-// weights were laid out by tfm-lay-out-weights, and a target's kernels
-// (tfm-select-cpu-kernels) took their ops before this runs. Codegen handles
+// LowerNorms, LowerAttention, LowerKVCacheOps, LowerPooling). Target
+// independent: the weights were laid out by tfm-lay-out-weights, and a
+// target's kernels (tfm-select-cpu-kernels) took their ops before this
+// runs. Codegen handles
 // f32 only: the frontend converts F16 and BF16 checkpoints at compile time.
 //
 //===----------------------------------------------------------------------===//
@@ -102,4 +103,5 @@ void mlir::tfm::populateLowerToLinalgPatterns(RewritePatternSet &patterns) {
   populateLowerNormPatterns(patterns);
   populateLowerAttentionPatterns(patterns);
   populateLowerKVCachePatterns(patterns);
+  populateLowerPoolingPatterns(patterns);
 }

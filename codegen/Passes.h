@@ -47,6 +47,8 @@ void populateLowerNormPatterns(RewritePatternSet &patterns);
 void populateLowerAttentionPatterns(RewritePatternSet &patterns);
 /// KV cache reads and appends.
 void populateLowerKVCachePatterns(RewritePatternSet &patterns);
+/// tfm.pool: a sequence's hidden states to one (normalized) vector.
+void populateLowerPoolingPatterns(RewritePatternSet &patterns);
 void populateLowerToLinalgPatterns(RewritePatternSet &patterns);
 
 /// CPU kernel selection (tfm-select-cpu-kernels): tfm.linear over panel

@@ -199,16 +199,22 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
   SmallVector<Type> inputs = {ids};
   if (types)
     inputs.push_back(ids);
-  auto encode = func::FuncOp::create(b, named("encode"), "encode",
-                                     b.getFunctionType(inputs, {rows({d})}));
+  // An embedder returns the pooled vector, an encoder the hidden states.
+  llvm::StringRef name = spec.pooling ? "embed" : "encode";
+  Type result = spec.pooling ? Type(RankedTensorType::get({d}, b.getF32Type()))
+                             : Type(rows({d}));
+  auto encode = func::FuncOp::create(b, named(name), name,
+                                     b.getFunctionType(inputs, {result}));
   MLIRContext *ctx = b.getContext();
   encode.setArgAttr(0, kInputArgAttrName,
                     InputRoleAttr::get(ctx, InputRole::token_ids));
   if (types)
     encode.setArgAttr(1, kInputArgAttrName,
                       InputRoleAttr::get(ctx, InputRole::token_type_ids));
-  encode.setResultAttr(0, kOutputResultAttrName,
-                       OutputRoleAttr::get(ctx, OutputRole::hidden_states));
+  encode.setResultAttr(
+      0, kOutputResultAttrName,
+      OutputRoleAttr::get(ctx, spec.pooling ? OutputRole::embedding
+                                            : OutputRole::hidden_states));
   Block *entry = encode.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value tokens = entry->getArgument(0);
@@ -238,6 +244,10 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
     x = linear(x, spec.embeddingProjection, {d});
   for (int64_t i = 0; i < spec.numLayers; ++i)
     x = layer(x, i);
+  if (spec.pooling)
+    x = PoolOp::create(b, named("pooling"), result,
+                       PoolingKindAttr::get(ctx, *spec.pooling), x,
+                       spec.normalize ? b.getUnitAttr() : UnitAttr());
   func::ReturnOp::create(b, loc, x);
   return module;
 }

@@ -34,7 +34,12 @@ llvm::Error validateEncoderSpec(const EncoderSpec &spec,
 /// the family's prefix, e.g. "bert.").
 void resolveEncoderNames(EncoderSpec &spec, const WeightStore &weights);
 
-/// `@encode` of the encoder. Tensors the checkpoint holds beyond the base
+/// Reads a sentence-transformers directory's modules.json, if there is
+/// one, into `spec.pooling` and `spec.normalize` (SentenceTransformers.cpp).
+llvm::Error readSentenceTransformerModules(llvm::StringRef directory,
+                                           EncoderSpec &spec);
+
+/// `@encode` of the encoder (`@embed` for a sentence embedder). Tensors the checkpoint holds beyond the base
 /// model (a pooler, a task head) are refused unless `isIgnoredWeight`.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildEncoder(mlir::MLIRContext &context, const EncoderSpec &spec,

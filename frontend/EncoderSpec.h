@@ -15,6 +15,7 @@
 #include "ir/TfmDialect.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace mlir::tfm {
@@ -42,6 +43,11 @@ struct EncoderSpec {
       embeddingNorm, embeddingProjection;
   std::string query, key, value, attentionOutput, attentionNorm,
       intermediate, output, outputNorm;
+
+  /// A sentence embedder (sentence-transformers' Pooling, then Normalize
+  /// if listed): the module's entry point is @embed, returning one vector.
+  std::optional<mlir::tfm::PoolingKind> pooling;
+  bool normalize = false;
 
   int64_t headDim() const { return hiddenSize / numHeads; }
   int64_t embeddingWidth() const {

@@ -37,6 +37,8 @@ llvm::Expected<LoadedModel> loadEncoder(MLIRContext &context,
   std::string configPath = (directory + "/config.json").str();
   if (llvm::Error err = validateEncoderSpec(spec, configPath))
     return std::move(err);
+  if (llvm::Error err = readSentenceTransformerModules(directory, spec))
+    return std::move(err);
   LoadedModel model;
   model.family = spec.family;
   model.addBos = false;

@@ -47,6 +47,18 @@ def Tfm_ActivationKind : I32EnumAttr<"ActivationKind",
 def Tfm_ActivationKindAttr : EnumAttr<Tfm_Dialect, Tfm_ActivationKind,
                                       "activation_kind">;
 
+def Tfm_PoolingKind : I32EnumAttr<"PoolingKind",
+    "how a sequence's hidden states become one vector", [
+      I32EnumAttrCase<"mean", 0>, // the average over the tokens
+      I32EnumAttrCase<"cls", 1>,  // the first token's ([CLS])
+      I32EnumAttrCase<"max", 2>   // the largest value of each feature
+    ]> {
+  let cppNamespace = "::mlir::tfm";
+  let genSpecializedAttr = 0;
+}
+def Tfm_PoolingKindAttr : EnumAttr<Tfm_Dialect, Tfm_PoolingKind,
+                                   "pooling_kind">;
+
 def Tfm_RopeStyle : I32EnumAttr<"RopeStyle",
     "which dimensions of a head rotary embedding rotates together", [
       // llama2.c / Meta checkpoints: pairs (2i, 2i+1).

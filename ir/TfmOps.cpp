@@ -126,6 +126,18 @@ LogicalResult PositionIdsOp::verify() {
 // EmbeddingOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult PoolOp::verify() {
+  if (failed(expectRank(*this, "input", getInput(), 2)) ||
+      failed(expectRank(*this, "result", getResult(), 1)))
+    return failure();
+  return expectDim(*this, "result width", getType().getDimSize(0),
+                   "input width", getInput().getType().getDimSize(1));
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp
+//===----------------------------------------------------------------------===//
+
 LogicalResult EmbeddingOp::verify() {
   if (failed(expectRank(*this, "table", getTable(), 2)) ||
       failed(expectRank(*this, "ids", getIds(), 1)) ||

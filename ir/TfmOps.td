@@ -203,6 +203,28 @@ def Tfm_ActivationOp : Tfm_Op<"activation", [Pure, Tfm_PositionWise,
   let hasFolder = 1;
 }
 
+def Tfm_PoolOp : Tfm_Op<"pool", [Pure]> {
+  let summary = "one vector for a sequence: mean, first token or max, normalized";
+  let description = [{
+    Reduces the hidden states `input` (`[tokens, d]`) over the tokens to one
+    `[d]` vector, as sentence embedders pool (sentence-transformers'
+    `Pooling`): `mean` averages them, `cls` takes the first, `max` the
+    largest value of each feature. With `normalize`, the vector is divided
+    by its L2 norm (at least 1e-12, as `torch.nn.functional.normalize`).
+
+    ```mlir
+    %e = tfm.pool mean %h {normalize} : tensor<?x384xf32> -> tensor<384xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_PoolingKindAttr:$kind, Tfm_FloatTensor:$input,
+                       UnitAttr:$normalize);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    ``$kind $input attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 class Tfm_BinaryElementwiseOp<string mnemonic, string what>
     : Tfm_Op<mnemonic, [Pure, Tfm_PositionWise, Commutative,
                         SameOperandsAndResultType]> {

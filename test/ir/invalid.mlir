@@ -762,3 +762,19 @@ func.func @rope_frequency_value(%x: tensor<?x2x4xf32>, %p: tensor<?xi32>) -> ten
   %y = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32, frequencies = array<f32: 1.0, 0.0>} : tensor<?x2x4xf32>, tensor<?xi32>
   return %y : tensor<?x2x4xf32>
 }
+
+// -----
+
+func.func @pool_width(%h: tensor<?x16xf32>) {
+  // expected-error @+1 {{'tfm.pool' op expected result width (8) to match input width (16)}}
+  %e = tfm.pool mean %h : tensor<?x16xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @pool_rank(%h: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.pool' op expected input to be rank 2, got rank 1}}
+  %e = tfm.pool mean %h : tensor<16xf32> -> tensor<16xf32>
+  return
+}

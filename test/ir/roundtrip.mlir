@@ -198,3 +198,16 @@ func.func @rope_variants(%x: tensor<?x2x8xf32>, %p: tensor<?xi32>, %t: tensor<16
   %e = tfm.embedding %t[%p] {scale = 2.0 : f32} : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
   return %a, %b, %e : tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x8xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @pool
+func.func @pool(%h: tensor<?x16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  // CHECK: tfm.pool mean %{{.*}} {normalize} : tensor<?x16xf32> -> tensor<16xf32>
+  %a = tfm.pool mean %h {normalize} : tensor<?x16xf32> -> tensor<16xf32>
+  // CHECK: tfm.pool cls %{{.*}} : tensor<?x16xf32> -> tensor<16xf32>
+  %b = tfm.pool cls %h : tensor<?x16xf32> -> tensor<16xf32>
+  // CHECK: tfm.pool max %{{.*}} : tensor<?x16xf32> -> tensor<16xf32>
+  %c = tfm.pool max %h : tensor<?x16xf32> -> tensor<16xf32>
+  return %a, %b, %c : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}

@@ -1,0 +1,123 @@
+//===- LowerPooling.cpp - tfm.pool to linalg ------------------------------===//
+//
+// A sequence's hidden states [tokens, d] to one [d] vector: the first row
+// (cls), or a reduction over the rows (mean: sum, then a division by the
+// row count; max), then optionally the L2 normalization sentence embedders
+// end with: x / max(|x|, 1e-12).
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/LinalgBuilders.h"
+#include "codegen/Passes.h"
+#include "ir/TfmOps.h"
+
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+using utils::IteratorType;
+
+/// Sum (or max) over the rows of `x` ([n, d] -> [d]).
+Value reduceRows(OpBuilder &b, Location loc, Value x, RankedTensorType type,
+                 bool max) {
+  MLIRContext *ctx = b.getContext();
+  double start = max ? -std::numeric_limits<double>::infinity() : 0.0;
+  // createEmpty takes every dimension's size.
+  Value init = createFilled(b, loc, type, {b.getIndexAttr(type.getDimSize(0))},
+                            start);
+  AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx);
+  return createGeneric(
+      b, loc, x, init,
+      {AffineMap::get(2, 0, {i, j}, ctx), AffineMap::get(2, 0, {j}, ctx)},
+      {IteratorType::reduction, IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        if (max)
+          return arith::MaximumFOp::create(nb, l, args[0], args[1]);
+        return accumulate(nb, l, args[1], args[0]);
+      });
+}
+
+/// x / max(|x|_2, 1e-12) over the [d] vector `x`.
+Value normalize(OpBuilder &b, Location loc, Value x) {
+  MLIRContext *ctx = b.getContext();
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  AffineExpr j = getAffineDimExpr(0, ctx);
+  Value squares = createGeneric(
+      b, loc, x, createFilled(b, loc, scalar, {}, 0.0),
+      {AffineMap::get(1, 0, {j}, ctx), AffineMap::get(1, 0, {}, ctx)},
+      {IteratorType::reduction},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return accumulate(nb, l, args[1],
+                          arith::MulFOp::create(nb, l, args[0], args[0]));
+      });
+  auto type = cast<RankedTensorType>(x.getType());
+  return createGeneric(
+      b, loc, ValueRange{x, squares},
+      createEmpty(b, loc, type, {b.getIndexAttr(type.getDimSize(0))}),
+      {AffineMap::get(1, 0, {j}, ctx), AffineMap::get(1, 0, {}, ctx),
+       AffineMap::get(1, 0, {j}, ctx)},
+      {IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value norm = math::SqrtOp::create(nb, l, args[1]);
+        Value floor = arith::MaximumFOp::create(nb, l, norm,
+                                                f32Constant(nb, l, 1e-12));
+        return arith::DivFOp::create(nb, l, args[0], floor);
+      });
+}
+
+struct LowerPool : OpConversionPattern<PoolOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PoolOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    RankedTensorType type = op.getType();
+    int64_t d = type.getDimSize(0);
+    Value pooled;
+    switch (op.getKind()) {
+    case PoolingKind::cls: {
+      // The first row, rank-reduced to [d].
+      SmallVector<OpFoldResult> offsets(2, rewriter.getIndexAttr(0));
+      SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(1),
+                                         rewriter.getIndexAttr(d)};
+      SmallVector<OpFoldResult> strides(2, rewriter.getIndexAttr(1));
+      pooled = tensor::ExtractSliceOp::create(rewriter, loc, type, x, offsets,
+                                              sizes, strides);
+      break;
+    }
+    case PoolingKind::max:
+      pooled = reduceRows(rewriter, loc, x, type, /*max=*/true);
+      break;
+    case PoolingKind::mean: {
+      Value sum = reduceRows(rewriter, loc, x, type, /*max=*/false);
+      Value rows = tensor::DimOp::create(rewriter, loc, x, 0);
+      Value count = arith::SIToFPOp::create(
+          rewriter, loc, rewriter.getF32Type(),
+          arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
+                                     rows));
+      pooled = createElementwise(
+          rewriter, loc, sum, sum,
+          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+            return arith::DivFOp::create(nb, l, args[0], count);
+          });
+      break;
+    }
+    }
+    if (op.getNormalize())
+      pooled = normalize(rewriter, loc, pooled);
+    rewriter.replaceOp(op, pooled);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tfm::populateLowerPoolingPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerPool>(patterns.getContext());
+}
