@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::tfm {
 
@@ -84,6 +85,21 @@ public:
     if (value && value->kind() != llvm::json::Value::Null &&
         value->getAsBoolean() != std::optional<bool>(false))
       fail("unsupported config value '" + key + "' (" + why + ")");
+  }
+  /// The strings of array `key` (["BertForMaskedLM"]); empty when absent,
+  /// a failure when it is not an array of strings.
+  std::vector<std::string> strings(llvm::StringRef key) {
+    std::vector<std::string> result;
+    const llvm::json::Value *value = object.get(key);
+    if (!value || value->kind() == llvm::json::Value::Null)
+      return result;
+    const llvm::json::Array *array = value->getAsArray();
+    for (size_t i = 0; array && i < array->size(); ++i)
+      if (std::optional<llvm::StringRef> s = (*array)[i].getAsString())
+        result.push_back(s->str());
+    if (!array || result.size() != array->size())
+      fail("field '" + key + "' must be an array of strings");
+    return result;
   }
   void fail(const llvm::Twine &message) {
     if (errors.empty())

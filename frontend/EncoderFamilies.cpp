@@ -199,10 +199,14 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
   SmallVector<Type> inputs = {ids};
   if (types)
     inputs.push_back(ids);
-  // An embedder returns the pooled vector, an encoder the hidden states.
-  llvm::StringRef name = spec.pooling ? "embed" : "encode";
+  // An embedder returns the pooled vector, a masked LM logits, an encoder
+  // the hidden states.
+  llvm::StringRef name = spec.pooling     ? "embed"
+                         : spec.maskedLm ? "fill_mask"
+                                         : "encode";
   Type result = spec.pooling ? Type(RankedTensorType::get({d}, b.getF32Type()))
-                             : Type(rows({d}));
+                : spec.maskedLm ? Type(rows({spec.vocabSize}))
+                                : Type(rows({d}));
   auto encode = func::FuncOp::create(b, named(name), name,
                                      b.getFunctionType(inputs, {result}));
   MLIRContext *ctx = b.getContext();
@@ -213,16 +217,17 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
                       InputRoleAttr::get(ctx, InputRole::token_type_ids));
   encode.setResultAttr(
       0, kOutputResultAttrName,
-      OutputRoleAttr::get(ctx, spec.pooling ? OutputRole::embedding
-                                            : OutputRole::hidden_states));
+      OutputRoleAttr::get(ctx, spec.pooling    ? OutputRole::embedding
+                               : spec.maskedLm ? OutputRole::logits
+                                               : OutputRole::hidden_states));
   Block *entry = encode.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value tokens = entry->getArgument(0);
 
   Location loc = named("embeddings");
-  Value x = EmbeddingOp::create(
-      b, loc, rows({e}), weight(spec.wordEmbeddings, {spec.vocabSize, e}),
-      tokens, /*scale=*/FloatAttr());
+  Value wordTable = weight(spec.wordEmbeddings, {spec.vocabSize, e});
+  Value x = EmbeddingOp::create(b, loc, rows({e}), wordTable, tokens,
+                                /*scale=*/FloatAttr());
   if (types)
     x = AddOp::create(
         b, loc, x,
@@ -244,6 +249,15 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
     x = linear(x, spec.embeddingProjection, {d});
   for (int64_t i = 0; i < spec.numLayers; ++i)
     x = layer(x, i);
+  if (const std::optional<EncoderSpec::MaskedLmHead> &head = spec.maskedLm) {
+    x = norm(linear(x, head->dense, {d}, head->activation), head->norm);
+    Value decoder = head->decoder.empty()
+                        ? wordTable
+                        : weight(head->decoder, {spec.vocabSize, d});
+    x = LinearOp::create(b, named("masked lm head"), rows({spec.vocabSize}), x,
+                         decoder, weight(head->bias, {spec.vocabSize}),
+                         ActivationKindAttr(), UnitAttr());
+  }
   if (spec.pooling)
     x = PoolOp::create(b, named("pooling"), result,
                        PoolingKindAttr::get(ctx, *spec.pooling), x,
@@ -315,8 +329,9 @@ llvm::Error mlir::tfm::validateEncoderSpec(const EncoderSpec &spec,
   return llvm::Error::success();
 }
 
-void mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
-                                    const WeightStore &weights) {
+bool mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
+                                    const WeightStore &weights,
+                                    bool maskedLm) {
   // Task models (BertForMaskedLM, ...) keep the encoder under "bert.",
   // "roberta." (XLM-R's classes too), "distilbert.", "electra.".
   std::string scope = spec.family == "xlm-roberta" ? "roberta" : spec.family;
@@ -326,11 +341,38 @@ void mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
           : "";
   if (spec.family == "distilbert") {
     useDistilBertNames(spec, prefix);
-    return;
+    return !maskedLm;
   }
   useBertNames(spec, prefix);
   if (spec.embeddingWidth() != spec.hiddenSize)
     spec.embeddingProjection = prefix + "embeddings_project.weight";
+  if (!maskedLm)
+    return true;
+  // The decoder is tied to the word embeddings unless the checkpoint has
+  // its own; the bias is saved as the head's or the decoder's.
+  auto firstOf = [&](std::initializer_list<std::string> names) {
+    for (const std::string &name : names)
+      if (weights.contains(name))
+        return name;
+    return std::string(*names.begin());
+  };
+  EncoderSpec::MaskedLmHead head;
+  if (spec.family == "bert") {
+    std::string p = "cls.predictions.";
+    head = {p + "transform.dense.weight", p + "transform.LayerNorm.weight",
+            weights.contains(p + "decoder.weight") ? p + "decoder.weight" : "",
+            firstOf({p + "bias", p + "decoder.bias"}), spec.activation};
+  } else if (spec.family == "roberta" || spec.family == "xlm-roberta") {
+    // RoBERTa's head uses the exact GELU whatever hidden_act says.
+    std::string p = "lm_head.";
+    head = {p + "dense.weight", p + "layer_norm.weight",
+            weights.contains(p + "decoder.weight") ? p + "decoder.weight" : "",
+            firstOf({p + "bias", p + "decoder.bias"}), ActivationKind::gelu};
+  } else {
+    return false;
+  }
+  spec.maskedLm = head;
+  return true;
 }
 
 llvm::Expected<OwningOpRef<ModuleOp>> mlir::tfm::buildEncoder(

@@ -31,8 +31,11 @@ llvm::Error validateEncoderSpec(const EncoderSpec &spec,
                                 llvm::StringRef configPath);
 
 /// Completes the spec's weight names from the checkpoint (with or without
-/// the family's prefix, e.g. "bert.").
-void resolveEncoderNames(EncoderSpec &spec, const WeightStore &weights);
+/// the family's prefix, e.g. "bert."), the masked-LM head's too when
+/// `maskedLm` (the config's architecture is *ForMaskedLM); false when the
+/// family has no such head in tfmc.
+bool resolveEncoderNames(EncoderSpec &spec, const WeightStore &weights,
+                         bool maskedLm);
 
 /// Reads a sentence-transformers directory's modules.json, if there is
 /// one, into `spec.pooling` and `spec.normalize` (SentenceTransformers.cpp).

@@ -44,6 +44,16 @@ struct EncoderSpec {
   std::string query, key, value, attentionOutput, attentionNorm,
       intermediate, output, outputNorm;
 
+  /// A masked-LM head (*ForMaskedLM): dense + activation + LayerNorm, then
+  /// the decoder to the vocabulary (the word embeddings when tied) with
+  /// its bias; the entry point is @fill_mask, returning [tokens, vocab]
+  /// logits.
+  struct MaskedLmHead {
+    std::string dense, norm, decoder, bias;
+    mlir::tfm::ActivationKind activation = mlir::tfm::ActivationKind::gelu;
+  };
+  std::optional<MaskedLmHead> maskedLm;
+
   /// A sentence embedder (sentence-transformers' Pooling, then Normalize
   /// if listed): the module's entry point is @embed, returning one vector.
   std::optional<mlir::tfm::PoolingKind> pooling;

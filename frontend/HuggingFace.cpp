@@ -44,14 +44,30 @@ llvm::Expected<LoadedModel> loadEncoder(MLIRContext &context,
   model.addBos = false;
   if (llvm::Error err = readSafetensorsCheckpoint(directory, model.weights))
     return std::move(err);
-  resolveEncoderNames(spec, model.weights);
+  // The head the config's architecture names; the base model otherwise.
+  bool maskedLm = false;
+  for (llvm::StringRef architecture : config.strings("architectures"))
+    maskedLm |= architecture.ends_with("ForMaskedLM") ||
+                architecture.ends_with("ForPreTraining");
+  if (maskedLm && spec.pooling)
+    maskedLm = false; // a sentence embedder uses the encoder alone
+  if (llvm::Error err = config.takeError())
+    return std::move(err);
+  if (!resolveEncoderNames(spec, model.weights, maskedLm))
+    return makeError(configPath + ": the masked-LM head of " + spec.family +
+                     " is not supported yet");
   std::string checkpoint = (directory + "/model.safetensors").str();
-  auto ignored = [](llvm::StringRef name) {
+  auto ignored = [&](llvm::StringRef name) {
     // Buffers transformers saves (position and token type ids); the pooler
     // does not change the hidden states (pooled outputs are to come).
     return name.ends_with("embeddings.position_ids") ||
            name.ends_with("embeddings.token_type_ids") ||
-           name.contains("pooler.dense.");
+           name.contains("pooler.dense.") ||
+           // Copies of tied parameters, and BertForPreTraining's
+           // next-sentence head, which fill_mask does not use.
+           (spec.maskedLm && (name.ends_with("predictions.decoder.bias") ||
+                              name.ends_with("lm_head.decoder.bias") ||
+                              name.starts_with("cls.seq_relationship.")));
   };
   auto module = buildEncoder(context, spec, model.weights, checkpoint, ignored);
   if (!module)

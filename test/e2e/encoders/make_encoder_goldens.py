@@ -46,6 +46,18 @@ def write(name, model, tokens=TOKENS, types=TYPES):
     print(f"{name}: hidden {tuple(hidden.shape)}, max |h| {hidden.abs().max():.2f}")
 
 
+def write_mlm(name, model, tokens):
+    """A *ForMaskedLM fixture: the logits of every position, f32 [tokens,
+    vocab], as <name>.logits.bin."""
+    folder = os.path.join(OUT, name)
+    os.makedirs(folder, exist_ok=True)
+    model.save_pretrained(folder, safe_serialization=True)
+    with torch.no_grad():
+        logits = model(torch.tensor([tokens])).logits[0]
+    logits.numpy().astype("<f4").tofile(os.path.join(OUT, name + ".logits.bin"))
+    print(f"{name}: logits {tuple(logits.shape)}, max |l| {logits.abs().max():.2f}")
+
+
 def main():
     config = tf.BertConfig(**SIZES, hidden_act="gelu")
     config._attn_implementation = "eager"
@@ -78,6 +90,22 @@ def main():
         model = model_class(config, add_pooling_layer=False).eval()
         randomize(model, seed)
         write(name, model, ROBERTA_TOKENS, [0] * len(ROBERTA_TOKENS))
+    # Masked-LM heads: BERT's transform uses hidden_act (here the tanh
+    # GELU, to tell it from RoBERTa's head, which always uses the exact one).
+    config = tf.BertConfig(**SIZES, hidden_act="gelu_new")
+    config._attn_implementation = "eager"
+    torch.manual_seed(6)
+    model = tf.BertForMaskedLM(config).eval()
+    randomize(model, 6)
+    write_mlm("bert-mlm", model, TOKENS)
+    config = tf.RobertaConfig(**dict(SIZES, max_position_embeddings=18,
+                                     type_vocab_size=1),
+                              hidden_act="gelu", pad_token_id=1, layer_norm_eps=1e-5)
+    config._attn_implementation = "eager"
+    torch.manual_seed(7)
+    model = tf.RobertaForMaskedLM(config).eval()
+    randomize(model, 7)
+    write_mlm("roberta-mlm", model, ROBERTA_TOKENS)
 
 
 if __name__ == "__main__":
