@@ -53,6 +53,8 @@ Value mlir::tfm::applyActivation(OpBuilder &b, Location loc,
   }
   case ActivationKind::relu:
     return arith::MaximumFOp::create(b, loc, x, f32Constant(b, loc, 0.0));
+  case ActivationKind::tanh:
+    return math::TanhOp::create(b, loc, x);
   case ActivationKind::silu: {
     // x·σ(x) = x / (1 + e^-x)
     Value negX = arith::NegFOp::create(b, loc, x);

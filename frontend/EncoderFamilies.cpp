@@ -201,11 +201,21 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
     inputs.push_back(ids);
   // An embedder returns the pooled vector, a masked LM logits, an encoder
   // the hidden states.
+  const std::optional<EncoderSpec::ClassifierHead> &classifier =
+      spec.classifier;
   llvm::StringRef name = spec.pooling     ? "embed"
                          : spec.maskedLm ? "fill_mask"
+                         : classifier    ? (classifier->perToken ? "classify_tokens"
+                                                                 : "classify")
                                          : "encode";
-  Type result = spec.pooling ? Type(RankedTensorType::get({d}, b.getF32Type()))
+  auto vector = [&](int64_t n) {
+    return RankedTensorType::get({n}, b.getF32Type());
+  };
+  Type result = spec.pooling    ? Type(vector(d))
                 : spec.maskedLm ? Type(rows({spec.vocabSize}))
+                : classifier    ? (classifier->perToken
+                                       ? Type(rows({classifier->labels}))
+                                       : Type(vector(classifier->labels)))
                                 : Type(rows({d}));
   auto encode = func::FuncOp::create(b, named(name), name,
                                      b.getFunctionType(inputs, {result}));
@@ -217,9 +227,10 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
                       InputRoleAttr::get(ctx, InputRole::token_type_ids));
   encode.setResultAttr(
       0, kOutputResultAttrName,
-      OutputRoleAttr::get(ctx, spec.pooling    ? OutputRole::embedding
-                               : spec.maskedLm ? OutputRole::logits
-                                               : OutputRole::hidden_states));
+      OutputRoleAttr::get(ctx, spec.pooling ? OutputRole::embedding
+                               : spec.maskedLm || classifier
+                                   ? OutputRole::logits
+                                   : OutputRole::hidden_states));
   Block *entry = encode.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value tokens = entry->getArgument(0);
@@ -257,6 +268,18 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
     x = LinearOp::create(b, named("masked lm head"), rows({spec.vocabSize}), x,
                          decoder, weight(head->bias, {spec.vocabSize}),
                          ActivationKindAttr(), UnitAttr());
+  }
+  if (classifier) {
+    // Position-wise, so the sequence head runs on every state and keeps the
+    // first row's: the same as heading the first state alone.
+    Location at = named("classifier");
+    if (!classifier->dense.empty())
+      x = linear(x, classifier->dense, {d}, ActivationKind::tanh);
+    x = linear(x, classifier->output, {classifier->labels});
+    if (!classifier->perToken)
+      x = PoolOp::create(b, at, result,
+                         PoolingKindAttr::get(ctx, PoolingKind::cls), x,
+                         UnitAttr());
   }
   if (spec.pooling)
     x = PoolOp::create(b, named("pooling"), result,
@@ -329,9 +352,23 @@ llvm::Error mlir::tfm::validateEncoderSpec(const EncoderSpec &spec,
   return llvm::Error::success();
 }
 
+EncoderHead
+mlir::tfm::encoderHeadOf(llvm::ArrayRef<std::string> architectures) {
+  for (llvm::StringRef architecture : architectures) {
+    if (architecture.ends_with("ForMaskedLM") ||
+        architecture.ends_with("ForPreTraining"))
+      return EncoderHead::MaskedLm;
+    if (architecture.ends_with("ForSequenceClassification"))
+      return EncoderHead::SequenceClassification;
+    if (architecture.ends_with("ForTokenClassification"))
+      return EncoderHead::TokenClassification;
+  }
+  return EncoderHead::None;
+}
+
 bool mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
                                     const WeightStore &weights,
-                                    bool maskedLm) {
+                                    EncoderHead head, int64_t labels) {
   // Task models (BertForMaskedLM, ...) keep the encoder under "bert.",
   // "roberta." (XLM-R's classes too), "distilbert.", "electra.".
   std::string scope = spec.family == "xlm-roberta" ? "roberta" : spec.family;
@@ -341,13 +378,36 @@ bool mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
           : "";
   if (spec.family == "distilbert") {
     useDistilBertNames(spec, prefix);
-    return !maskedLm;
+    return head == EncoderHead::None;
   }
   useBertNames(spec, prefix);
   if (spec.embeddingWidth() != spec.hiddenSize)
     spec.embeddingProjection = prefix + "embeddings_project.weight";
-  if (!maskedLm)
+  bool roberta = spec.family == "roberta" || spec.family == "xlm-roberta";
+  bool bert = spec.family == "bert";
+  switch (head) {
+  case EncoderHead::None:
     return true;
+  case EncoderHead::TokenClassification:
+    if (!bert && !roberta && spec.family != "electra")
+      return false;
+    spec.classifier = {true, "", "classifier.weight", labels};
+    return true;
+  case EncoderHead::SequenceClassification:
+    // BERT: its pooler (dense + tanh on [CLS]) then the classifier;
+    // RoBERTa: the same shape under its head's names.
+    if (bert)
+      spec.classifier = {false, prefix + "pooler.dense.weight",
+                         "classifier.weight", labels};
+    else if (roberta)
+      spec.classifier = {false, "classifier.dense.weight",
+                         "classifier.out_proj.weight", labels};
+    else
+      return false;
+    return true;
+  case EncoderHead::MaskedLm:
+    break;
+  }
   // The decoder is tied to the word embeddings unless the checkpoint has
   // its own; the bias is saved as the head's or the decoder's.
   auto firstOf = [&](std::initializer_list<std::string> names) {
@@ -356,22 +416,22 @@ bool mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
         return name;
     return std::string(*names.begin());
   };
-  EncoderSpec::MaskedLmHead head;
-  if (spec.family == "bert") {
+  EncoderSpec::MaskedLmHead maskedLm;
+  if (bert) {
     std::string p = "cls.predictions.";
-    head = {p + "transform.dense.weight", p + "transform.LayerNorm.weight",
+    maskedLm = {p + "transform.dense.weight", p + "transform.LayerNorm.weight",
             weights.contains(p + "decoder.weight") ? p + "decoder.weight" : "",
             firstOf({p + "bias", p + "decoder.bias"}), spec.activation};
-  } else if (spec.family == "roberta" || spec.family == "xlm-roberta") {
+  } else if (roberta) {
     // RoBERTa's head uses the exact GELU whatever hidden_act says.
     std::string p = "lm_head.";
-    head = {p + "dense.weight", p + "layer_norm.weight",
+    maskedLm = {p + "dense.weight", p + "layer_norm.weight",
             weights.contains(p + "decoder.weight") ? p + "decoder.weight" : "",
             firstOf({p + "bias", p + "decoder.bias"}), ActivationKind::gelu};
   } else {
     return false;
   }
-  spec.maskedLm = head;
+  spec.maskedLm = maskedLm;
   return true;
 }
 

@@ -30,12 +30,21 @@ bool readEncoderFamily(llvm::StringRef modelType, ConfigReader &config,
 llvm::Error validateEncoderSpec(const EncoderSpec &spec,
                                 llvm::StringRef configPath);
 
+/// The task head a config's `architectures` names.
+enum class EncoderHead {
+  None,                   // the base model: hidden states
+  MaskedLm,               // *ForMaskedLM, *ForPreTraining
+  SequenceClassification, // *ForSequenceClassification
+  TokenClassification     // *ForTokenClassification
+};
+EncoderHead encoderHeadOf(llvm::ArrayRef<std::string> architectures);
+
 /// Completes the spec's weight names from the checkpoint (with or without
-/// the family's prefix, e.g. "bert."), the masked-LM head's too when
-/// `maskedLm` (the config's architecture is *ForMaskedLM); false when the
-/// family has no such head in tfmc.
+/// the family's prefix, e.g. "bert."), and the head's (with `labels`
+/// classes for a classifier); false when tfmc has no such head for the
+/// family.
 bool resolveEncoderNames(EncoderSpec &spec, const WeightStore &weights,
-                         bool maskedLm);
+                         EncoderHead head, int64_t labels);
 
 /// Reads a sentence-transformers directory's modules.json, if there is
 /// one, into `spec.pooling` and `spec.normalize` (SentenceTransformers.cpp).

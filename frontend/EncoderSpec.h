@@ -54,6 +54,17 @@ struct EncoderSpec {
   };
   std::optional<MaskedLmHead> maskedLm;
 
+  /// A classification head: per sequence (*ForSequenceClassification: the
+  /// first token's state through `dense` + tanh, then `output`; @classify
+  /// returns [labels]) or per token (*ForTokenClassification: `output` on
+  /// every state; @classify_tokens returns [tokens, labels]).
+  struct ClassifierHead {
+    bool perToken = false;
+    std::string dense, output;
+    int64_t labels = 0;
+  };
+  std::optional<ClassifierHead> classifier;
+
   /// A sentence embedder (sentence-transformers' Pooling, then Normalize
   /// if listed): the module's entry point is @embed, returning one vector.
   std::optional<mlir::tfm::PoolingKind> pooling;

@@ -45,17 +45,21 @@ llvm::Expected<LoadedModel> loadEncoder(MLIRContext &context,
   if (llvm::Error err = readSafetensorsCheckpoint(directory, model.weights))
     return std::move(err);
   // The head the config's architecture names; the base model otherwise.
-  bool maskedLm = false;
-  for (llvm::StringRef architecture : config.strings("architectures"))
-    maskedLm |= architecture.ends_with("ForMaskedLM") ||
-                architecture.ends_with("ForPreTraining");
-  if (maskedLm && spec.pooling)
-    maskedLm = false; // a sentence embedder uses the encoder alone
+  // A sentence embedder uses the encoder alone.
+  EncoderHead head = spec.pooling
+                         ? EncoderHead::None
+                         : encoderHeadOf(config.strings("architectures"));
+  // Classes: id2label's entries (transformers' num_labels), 2 by default.
+  int64_t labels = config.integer("num_labels", 2);
+  if (const llvm::json::Object *id2label = config.nested("id2label"))
+    labels = int64_t(id2label->size());
   if (llvm::Error err = config.takeError())
     return std::move(err);
-  if (!resolveEncoderNames(spec, model.weights, maskedLm))
-    return makeError(configPath + ": the masked-LM head of " + spec.family +
-                     " is not supported yet");
+  if (labels <= 0)
+    return makeError(configPath + ": a classifier needs at least one label");
+  if (!resolveEncoderNames(spec, model.weights, head, labels))
+    return makeError(configPath + ": the " + config.strings("architectures").front() +
+                     " head of " + spec.family + " is not supported yet");
   std::string checkpoint = (directory + "/model.safetensors").str();
   auto ignored = [&](llvm::StringRef name) {
     // Buffers transformers saves (position and token type ids); the pooler

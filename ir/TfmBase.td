@@ -39,7 +39,8 @@ def Tfm_ActivationKind : I32EnumAttr<"ActivationKind",
       I32EnumAttrCase<"gelu", 0>,      // exact, erf-based
       I32EnumAttrCase<"gelu_tanh", 1>, // GPT-2's tanh approximation
       I32EnumAttrCase<"relu", 2>,
-      I32EnumAttrCase<"silu", 3>
+      I32EnumAttrCase<"silu", 3>,
+      I32EnumAttrCase<"tanh", 4>       // classification heads' pooler
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;

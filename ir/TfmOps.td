@@ -187,7 +187,7 @@ def Tfm_ConcatOp : Tfm_Op<"concat", [Pure]> {
 
 def Tfm_ActivationOp : Tfm_Op<"activation", [Pure, Tfm_PositionWise,
     SameOperandsAndResultType]> {
-  let summary = "elementwise activation: gelu, gelu_tanh, relu or silu";
+  let summary = "elementwise activation: gelu, gelu_tanh, relu, silu or tanh";
   let description = [{
     Applies the activation function `kind` to every element:
     `gelu` is the exact `x·Φ(x)`, `gelu_tanh` GPT-2's tanh approximation,

@@ -58,6 +58,19 @@ def write_mlm(name, model, tokens):
     print(f"{name}: logits {tuple(logits.shape)}, max |l| {logits.abs().max():.2f}")
 
 
+def write_classifier(name, model, tokens, types=None):
+    """A classification fixture: logits, f32 [labels] per sequence or
+    [tokens, labels] per token, as <name>.logits.bin."""
+    folder = os.path.join(OUT, name)
+    os.makedirs(folder, exist_ok=True)
+    model.save_pretrained(folder, safe_serialization=True)
+    extra = {} if types is None else {"token_type_ids": torch.tensor([types])}
+    with torch.no_grad():
+        logits = model(torch.tensor([tokens]), **extra).logits[0]
+    logits.numpy().astype("<f4").tofile(os.path.join(OUT, name + ".logits.bin"))
+    print(f"{name}: logits {tuple(logits.shape)}")
+
+
 def main():
     config = tf.BertConfig(**SIZES, hidden_act="gelu")
     config._attn_implementation = "eager"
@@ -106,6 +119,28 @@ def main():
     model = tf.RobertaForMaskedLM(config).eval()
     randomize(model, 7)
     write_mlm("roberta-mlm", model, ROBERTA_TOKENS)
+    # Classifiers, three labels named in id2label.
+    labels = {"id2label": {"0": "negative", "1": "neutral", "2": "positive"},
+              "label2id": {"negative": 0, "neutral": 1, "positive": 2}}
+    config = tf.BertConfig(**SIZES, hidden_act="gelu", **labels)
+    config._attn_implementation = "eager"
+    torch.manual_seed(8)
+    model = tf.BertForSequenceClassification(config).eval()
+    randomize(model, 8)
+    write_classifier("bert-sequence", model, TOKENS, TYPES)
+    torch.manual_seed(9)
+    model = tf.BertForTokenClassification(config).eval()
+    randomize(model, 9)
+    write_classifier("bert-tokens", model, TOKENS, TYPES)
+    config = tf.RobertaConfig(**dict(SIZES, max_position_embeddings=18,
+                                     type_vocab_size=1),
+                              hidden_act="gelu", pad_token_id=1, layer_norm_eps=1e-5,
+                              **labels)
+    config._attn_implementation = "eager"
+    torch.manual_seed(10)
+    model = tf.RobertaForSequenceClassification(config).eval()
+    randomize(model, 10)
+    write_classifier("roberta-sequence", model, ROBERTA_TOKENS)
 
 
 if __name__ == "__main__":
