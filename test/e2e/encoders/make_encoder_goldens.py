@@ -141,6 +141,16 @@ def main():
     model = tf.RobertaForSequenceClassification(config).eval()
     randomize(model, 10)
     write_classifier("roberta-sequence", model, ROBERTA_TOKENS)
+    torch.manual_seed(11)
+    model = tf.RobertaForTokenClassification(config).eval()
+    randomize(model, 11)
+    write_classifier("roberta-tokens", model, ROBERTA_TOKENS)
+    config = tf.ElectraConfig(**SIZES, embedding_size=16, hidden_act="gelu", **labels)
+    config._attn_implementation = "eager"
+    torch.manual_seed(12)
+    model = tf.ElectraForTokenClassification(config).eval()
+    randomize(model, 12)
+    write_classifier("electra-tokens", model, TOKENS, TYPES)
 
 
 if __name__ == "__main__":
