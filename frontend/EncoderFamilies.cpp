@@ -1,22 +1,14 @@
 //===- EncoderFamilies.cpp - Hugging Face encoder model_types -----------===//
 //
-// BERT's reader and the module of an encoder (see EncoderFamilies.h). The
-// module's @encode follows transformers' BertModel: embeddings (word +
-// token type + position, LayerNorm), then per layer
-//   x = LayerNorm(x + Wo·attention(Wq·x, Wk·x, Wv·x))
-//   x = LayerNorm(x + W2·gelu(W1·x))
-// with biases everywhere and bidirectional attention.
+// The readers of encoder configs and checkpoint names (see
+// EncoderFamilies.h); EncoderBuilder.cpp makes the module.
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontend/EncoderFamilies.h"
 #include "frontend/DecoderSpec.h"
 #include "frontend/ErrorMessages.h"
-#include "frontend/WeightDeclarations.h"
 #include "ir/TfmOps.h"
-
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <cmath>
 
@@ -111,182 +103,6 @@ void useBertNames(EncoderSpec &spec, const std::string &prefix) {
   spec.intermediate = l + "intermediate.dense.weight";
   spec.output = l + "output.dense.weight";
   spec.outputNorm = l + "output.LayerNorm.weight";
-}
-
-class EncoderIRBuilder {
-public:
-  EncoderIRBuilder(MLIRContext &context, const EncoderSpec &spec,
-                   const WeightStore &weights, llvm::StringRef checkpoint)
-      : declarations(weights, checkpoint, spec.family), b(&context),
-        spec(spec) {}
-
-  OwningOpRef<ModuleOp> build();
-
-  WeightDeclarations declarations;
-
-private:
-  Location named(const llvm::Twine &what) {
-    return NameLoc::get(b.getStringAttr(what));
-  }
-  RankedTensorType rows(ArrayRef<int64_t> trailing) {
-    SmallVector<int64_t> shape = {ShapedType::kDynamic};
-    shape.append(trailing.begin(), trailing.end());
-    return RankedTensorType::get(shape, b.getF32Type());
-  }
-  Value weight(const std::string &name, std::vector<int64_t> shape) {
-    return declarations.read(b, name, shape);
-  }
-  /// x·Wᵀ + b for the [out, in] weight `name`, as `[?, resultShape...]`.
-  Value linear(Value x, const std::string &name, ArrayRef<int64_t> resultShape,
-               std::optional<ActivationKind> activation = std::nullopt) {
-    auto xType = cast<RankedTensorType>(x.getType());
-    int64_t in = 1, out = 1;
-    for (int64_t d : xType.getShape().drop_front())
-      in *= d;
-    for (int64_t d : resultShape)
-      out *= d;
-    Value w = weight(name, {out, in});
-    Value bias = weight(biasName(name), {out});
-    ActivationKindAttr act =
-        activation ? ActivationKindAttr::get(b.getContext(), *activation)
-                   : ActivationKindAttr();
-    return LinearOp::create(b, x.getLoc(), rows(resultShape), x, w, bias, act,
-                            /*gated=*/UnitAttr());
-  }
-  Value norm(Value x, const std::string &name, int64_t d = 0) {
-    d = d ? d : spec.hiddenSize;
-    return LayerNormOp::create(b, x.getLoc(), x.getType(), x,
-                               weight(name, {d}),
-                               weight(biasName(name), {d}),
-                               b.getF32FloatAttr(spec.normEpsilon));
-  }
-  Value layer(Value x, int64_t index);
-
-  OpBuilder b;
-  const EncoderSpec &spec;
-};
-
-Value EncoderIRBuilder::layer(Value x, int64_t index) {
-  auto name = [&](const std::string &pattern) {
-    return layerWeightName(pattern, index);
-  };
-  int64_t heads = spec.numHeads, headDim = spec.headDim(),
-          d = spec.hiddenSize;
-  Value q = linear(x, name(spec.query), {heads, headDim});
-  Value k = linear(x, name(spec.key), {heads, headDim});
-  Value v = linear(x, name(spec.value), {heads, headDim});
-  auto scale = b.getF32FloatAttr(1.0 / std::sqrt(double(headDim)));
-  // Bidirectional: no causal mask; every token sees every token.
-  Value attended = AttentionOp::create(
-      b, named("layer " + llvm::Twine(index) + " attention"), q.getType(), q,
-      k, v, /*bias=*/Value(), scale, /*causal=*/UnitAttr(),
-      /*window=*/IntegerAttr());
-  Value projected = linear(attended, name(spec.attentionOutput), {d});
-  x = norm(AddOp::create(b, x.getLoc(), x, projected),
-           name(spec.attentionNorm));
-  Value hidden = linear(x, name(spec.intermediate), {spec.intermediateSize},
-                        spec.activation);
-  Value out = linear(hidden, name(spec.output), {d});
-  return norm(AddOp::create(b, x.getLoc(), x, out), name(spec.outputNorm));
-}
-
-OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
-  OwningOpRef<ModuleOp> module = ModuleOp::create(named(spec.family));
-  b.setInsertionPointToEnd(module->getBody());
-  auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
-  int64_t d = spec.hiddenSize, e = spec.embeddingWidth();
-  bool types = !spec.typeEmbeddings.empty();
-  SmallVector<Type> inputs = {ids};
-  if (types)
-    inputs.push_back(ids);
-  // An embedder returns the pooled vector, a masked LM logits, an encoder
-  // the hidden states.
-  const std::optional<EncoderSpec::ClassifierHead> &classifier =
-      spec.classifier;
-  llvm::StringRef name = spec.pooling     ? "embed"
-                         : spec.maskedLm ? "fill_mask"
-                         : classifier    ? (classifier->perToken ? "classify_tokens"
-                                                                 : "classify")
-                                         : "encode";
-  auto vector = [&](int64_t n) {
-    return RankedTensorType::get({n}, b.getF32Type());
-  };
-  Type result = spec.pooling    ? Type(vector(d))
-                : spec.maskedLm ? Type(rows({spec.vocabSize}))
-                : classifier    ? (classifier->perToken
-                                       ? Type(rows({classifier->labels}))
-                                       : Type(vector(classifier->labels)))
-                                : Type(rows({d}));
-  auto encode = func::FuncOp::create(b, named(name), name,
-                                     b.getFunctionType(inputs, {result}));
-  MLIRContext *ctx = b.getContext();
-  encode.setArgAttr(0, kInputArgAttrName,
-                    InputRoleAttr::get(ctx, InputRole::token_ids));
-  if (types)
-    encode.setArgAttr(1, kInputArgAttrName,
-                      InputRoleAttr::get(ctx, InputRole::token_type_ids));
-  encode.setResultAttr(
-      0, kOutputResultAttrName,
-      OutputRoleAttr::get(ctx, spec.pooling ? OutputRole::embedding
-                               : spec.maskedLm || classifier
-                                   ? OutputRole::logits
-                                   : OutputRole::hidden_states));
-  Block *entry = encode.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  Value tokens = entry->getArgument(0);
-
-  Location loc = named("embeddings");
-  Value wordTable = weight(spec.wordEmbeddings, {spec.vocabSize, e});
-  Value x = EmbeddingOp::create(b, loc, rows({e}), wordTable, tokens,
-                                /*scale=*/FloatAttr());
-  if (types)
-    x = AddOp::create(
-        b, loc, x,
-        EmbeddingOp::create(
-            b, loc, rows({e}),
-            weight(spec.typeEmbeddings, {spec.typeVocabSize, e}),
-            entry->getArgument(1), FloatAttr()));
-  IntegerAttr padding = spec.positionPaddingId >= 0
-                            ? b.getI64IntegerAttr(spec.positionPaddingId)
-                            : IntegerAttr();
-  Value positionIds = PositionIdsOp::create(b, loc, tokens.getType(), tokens,
-                                            /*offset=*/Value(), padding);
-  Value positions = EmbeddingOp::create(
-      b, loc, rows({e}),
-      weight(spec.positionEmbeddings, {spec.maxPositions, e}), positionIds,
-      FloatAttr());
-  x = norm(AddOp::create(b, loc, x, positions), spec.embeddingNorm, e);
-  if (!spec.embeddingProjection.empty())
-    x = linear(x, spec.embeddingProjection, {d});
-  for (int64_t i = 0; i < spec.numLayers; ++i)
-    x = layer(x, i);
-  if (const std::optional<EncoderSpec::MaskedLmHead> &head = spec.maskedLm) {
-    x = norm(linear(x, head->dense, {d}, head->activation), head->norm);
-    Value decoder = head->decoder.empty()
-                        ? wordTable
-                        : weight(head->decoder, {spec.vocabSize, d});
-    x = LinearOp::create(b, named("masked lm head"), rows({spec.vocabSize}), x,
-                         decoder, weight(head->bias, {spec.vocabSize}),
-                         ActivationKindAttr(), UnitAttr());
-  }
-  if (classifier) {
-    // Position-wise, so the sequence head runs on every state and keeps the
-    // first row's: the same as heading the first state alone.
-    Location at = named("classifier");
-    if (!classifier->dense.empty())
-      x = linear(x, classifier->dense, {d}, ActivationKind::tanh);
-    x = linear(x, classifier->output, {classifier->labels});
-    if (!classifier->perToken)
-      x = PoolOp::create(b, at, result,
-                         PoolingKindAttr::get(ctx, PoolingKind::cls), x,
-                         UnitAttr());
-  }
-  if (spec.pooling)
-    x = PoolOp::create(b, named("pooling"), result,
-                       PoolingKindAttr::get(ctx, *spec.pooling), x,
-                       spec.normalize ? b.getUnitAttr() : UnitAttr());
-  func::ReturnOp::create(b, loc, x);
-  return module;
 }
 
 } // namespace
@@ -433,19 +249,4 @@ bool mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
   }
   spec.maskedLm = maskedLm;
   return true;
-}
-
-llvm::Expected<OwningOpRef<ModuleOp>> mlir::tfm::buildEncoder(
-    MLIRContext &context, const EncoderSpec &spec, const WeightStore &weights,
-    llvm::StringRef checkpoint,
-    llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight) {
-  context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect>();
-  EncoderIRBuilder builder(context, spec, weights, checkpoint);
-  OwningOpRef<ModuleOp> module = builder.build();
-  if (llvm::Error err = builder.declarations.finish(isIgnoredWeight))
-    return std::move(err);
-  if (failed(module->verify()))
-    return makeError("internal error: the " + spec.family +
-                     " module does not verify");
-  return std::move(module);
 }
