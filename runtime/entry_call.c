@@ -105,6 +105,23 @@ tfm_status_code tfm_model_call(tfm_model *model, const char *name,
     if (code != TFM_OK)
       return code;
   }
+  /* Token ids and token types describe the same positions: the generated
+   * code adds their embeddings row by row, so their lengths must agree. */
+  int32_t first_sequence = -1;
+  for (int32_t i = 0; i < num_inputs; ++i) {
+    int32_t role = entry->inputs[i].role;
+    if (role != TFM_ROLE_TOKEN_IDS && role != TFM_ROLE_TOKEN_TYPE_IDS)
+      continue;
+    if (first_sequence < 0) {
+      first_sequence = i;
+    } else if (inputs[i].shape[0] != inputs[first_sequence].shape[0]) {
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "input %d of @%s has %lld positions, input %d has "
+                      "%lld: token ids and token types go together",
+                      i, name, (long long)inputs[i].shape[0], first_sequence,
+                      (long long)inputs[first_sequence].shape[0]);
+    }
+  }
   for (int32_t i = 0; i < entry->num_caches; ++i) {
     const tfm_cache_desc *cache = &desc->caches[entry->caches[i]];
     tfm_tensor_desc expected = {-1 /* no role */, cache->dtype, cache->rank, {0}};

@@ -88,7 +88,8 @@ typedef enum {
   TFM_ROLE_FEATURES = 1,       /* f32, any rank */
   TFM_ROLE_START_POSITION = 2, /* int64 scalar */
   TFM_ROLE_CACHE_SLOT = 3,     /* int64 scalar */
-  TFM_ROLE_TOKEN_TYPE_IDS = 4, /* int32 [n]: segments (BERT's token types) */
+  TFM_ROLE_TOKEN_TYPE_IDS = 4, /* int32 [n]: segments (BERT's token types),
+                                  as many as the token ids */
   TFM_ROLE_LOGITS = 16,        /* f32 [positions, vocab] */
   TFM_ROLE_HIDDEN_STATES = 17, /* f32 [positions, hidden] */
   TFM_ROLE_EMBEDDING = 18      /* f32 [hidden] */
