@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""bench/compare_encoders.py: a BERT-base-shaped encoder (12 layers, 768
+wide, 12 heads, FFN 3072, vocab 30522; random weights) encoding one
+sequence, tfmc against transformers' BertModel on PyTorch, beside the
+machine's FP32 peak measured in the same run.
+
+    bash ../shared/reference/setup.sh && source /tmp/tfm-hfref/env.sh
+    /usr/bin/python3 bench/compare_encoders.py [--seq 128,512] [--reps 20]
+
+tfmc: the model compiled with --emit=lib and timed through tfm_model_call
+(bench/encode_bench.c). PyTorch at its fastest setting here
+(OPENBLAS_NUM_THREADS=2, torch.set_num_threads(1)), eager attention, no
+grad. Printed: milliseconds per sequence, tokens/s, the ratio, and tfmc's
+GFLOP/s as a fraction of the peak.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+def hardware_peak(work):
+    exe = os.path.join(work, "hwlimits")
+    subprocess.run(["cc", "-O3", "-march=native", "-fopenmp",
+                    os.path.join(HERE, "hwlimits.c"), "-lopenblas", "-o", exe],
+                   check=True)
+    return json.loads(subprocess.run([exe], capture_output=True, text=True,
+                                     check=True).stdout)
+
+
+def make_model(directory):
+    import torch
+    import transformers as tf
+    if os.path.exists(os.path.join(directory, "model.safetensors")):
+        return
+    torch.manual_seed(0)
+    model = tf.BertModel(tf.BertConfig(), add_pooling_layer=False).eval()
+    model.save_pretrained(directory, safe_serialization=True)
+
+
+def flops_per_sequence(seq, d=768, layers=12, ffn=3072):
+    matmuls = layers * (4 * d * d + 2 * d * ffn)
+    attention = layers * 2 * seq * seq * d
+    return 2 * (matmuls * seq + attention)
+
+
+def torch_peer(directory, seq, reps):
+    code = f"""
+import json, time, torch, transformers as tf
+torch.set_num_threads(1)
+config = tf.BertConfig.from_pretrained({directory!r})
+config._attn_implementation = "eager"
+model = tf.BertModel.from_pretrained({directory!r}, config=config, add_pooling_layer=False).eval()
+ids = torch.arange(1000, 1000 + {seq}).unsqueeze(0)
+times = []
+with torch.no_grad():
+    for r in range({reps} + 2):
+        start = time.perf_counter()
+        model(ids)
+        times.append(time.perf_counter() - start)
+times = times[2:]
+print(json.dumps({{"seconds_per_call": sum(times) / len(times), "best_seconds": min(times)}}))
+"""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="2")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, env=env, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
+    parser.add_argument("--seq", default="128,512")
+    parser.add_argument("--reps", type=int, default=20)
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    peak = hardware_peak(args.work)
+    print(f"machine: FP32 peak {peak['fp32_peak_gflops']:.1f} GFLOP/s")
+    model = os.path.join(args.work, "bert-base-random")
+    make_model(model)
+    lib = os.path.join(args.work, "bert-lib")
+    os.makedirs(lib, exist_ok=True)
+    subprocess.run([os.path.join(ROOT, "build", "bin", "tfmc"), model,
+                    "--emit=staticlib", "--prefix", "model",
+                    "-o", os.path.join(lib, "libmodel.a")], check=True)
+    exe = os.path.join(lib, "encode-bench")
+    subprocess.run(["cc", "-O2", os.path.join(HERE, "encode_bench.c"), "-I" + lib,
+                    "-I" + ROOT, os.path.join(lib, "libmodel.a"),
+                    os.path.join(ROOT, "build", "lib", "libtfmrt.a"),
+                    "-lopenblas", "-lm", "-lpthread", "-o", exe], check=True)
+    print(f"{'tokens':>8} {'tfmc ms':>9} {'PyTorch ms':>11} {'/PT':>6}  tfmc of the FP32 peak")
+    for seq in [int(s) for s in args.seq.split(",")]:
+        ours = json.loads(subprocess.run([exe, str(seq), str(args.reps)],
+                                         capture_output=True, text=True,
+                                         check=True).stdout)
+        theirs = torch_peer(model, seq, args.reps)
+        gflops = flops_per_sequence(seq) / ours["best_seconds"] / 1e9
+        print(f"{seq:>8} {ours['best_seconds'] * 1e3:>9.2f} "
+              f"{theirs['best_seconds'] * 1e3:>11.2f} "
+              f"{theirs['best_seconds'] / ours['best_seconds']:>5.2f}x  "
+              f"{gflops:.0f} GFLOP/s = {100 * gflops / peak['fp32_peak_gflops']:.0f}%")
+
+
+if __name__ == "__main__":
+    main()
