@@ -262,6 +262,12 @@ std::string generateModelSource(const ModelDescription &model,
       "_mlir_ciface_" +
       (options.kind == OutputKind::Executable ? "" : options.prefix + "_");
   os << "\n";
+  if (!model.labels.empty()) {
+    os << "static const char *const tfm_labels[] = {";
+    for (const std::string &label : model.labels)
+      os << cStringLiteral(label) << ", ";
+    os << "};\n";
+  }
   writeEntryPointTable(model, symbolPrefix, os);
   // Executables use the description main.c expects; libraries export
   // <prefix>_model and nothing else.
@@ -298,6 +304,9 @@ std::string generateModelSource(const ModelDescription &model,
        << "    .tokenizer_size = " << tokenizerBytes << "ull,\n";
   else
     os << "    .tokenizer = 0,\n    .tokenizer_size = 0,\n";
+  os << "    .num_labels = " << model.labels.size() << ",\n"
+     << "    .labels = " << (model.labels.empty() ? "0" : "tfm_labels")
+     << ",\n";
   os << "    .num_entry_points = " << model.entryPoints.size() << ",\n"
      << "    .entry_points = tfm_entry_points,\n"
      << "    .num_caches = " << model.caches.size() << ",\n"

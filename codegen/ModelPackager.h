@@ -88,6 +88,8 @@ struct ModelDescription {
   bool addBos = true;
   std::optional<TokenizerBlobInput> tokenizer;
   std::string family;
+  /// A classifier's class names by id.
+  std::vector<std::string> labels;
   std::vector<EntryPointDescription> entryPoints;
   /// The model's caches (shared by the entry points that use them).
   std::vector<TensorDescription> caches;

@@ -392,6 +392,9 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   description.eosToken = model.getEosToken();
   description.addBos = model.getAddBos();
   description.family = model.getFamily().str();
+  if (ArrayAttr labels = model.getLabels())
+    for (Attribute label : labels)
+      description.labels.push_back(cast<StringAttr>(label).str());
   if (llvm::Error err = describeEntryPoints(*unit.module, description))
     return std::move(err);
   if (unit.tokenizer)

@@ -51,8 +51,21 @@ llvm::Expected<LoadedModel> loadEncoder(MLIRContext &context,
                          : encoderHeadOf(config.strings("architectures"));
   // Classes: id2label's entries (transformers' num_labels), 2 by default.
   int64_t labels = config.integer("num_labels", 2);
-  if (const llvm::json::Object *id2label = config.nested("id2label"))
+  std::vector<std::string> labelNames;
+  if (const llvm::json::Object *id2label = config.nested("id2label")) {
     labels = int64_t(id2label->size());
+    // Keys are the ids "0".."n-1", values the names.
+    labelNames.assign(labels, "");
+    for (const auto &[key, value] : *id2label) {
+      int64_t id = -1;
+      std::optional<llvm::StringRef> name = value.getAsString();
+      if (llvm::StringRef(key).getAsInteger(10, id) || id < 0 ||
+          id >= labels || !name)
+        return makeError(configPath + ": id2label must map the ids 0.." +
+                         llvm::Twine(labels - 1) + " to names");
+      labelNames[id] = name->str();
+    }
+  }
   if (llvm::Error err = config.takeError())
     return std::move(err);
   if (labels <= 0)
@@ -77,6 +90,8 @@ llvm::Expected<LoadedModel> loadEncoder(MLIRContext &context,
   if (!module)
     return module.takeError();
   model.module = std::move(*module);
+  if (spec.classifier)
+    model.labels = std::move(labelNames);
   model.vocabSize = spec.vocabSize;
   model.maxContext = spec.maxTokens();
   model.hiddenSize = spec.hiddenSize;

@@ -50,6 +50,16 @@ llvm::Expected<LoadedModel> mlir::tfm::loadModel(mlir::MLIRContext &context,
   return model;
 }
 
+static ArrayAttr labelsAttr(MLIRContext *context,
+                            const std::vector<std::string> &labels) {
+  if (labels.empty())
+    return ArrayAttr();
+  SmallVector<Attribute> names;
+  for (const std::string &label : labels)
+    names.push_back(StringAttr::get(context, label));
+  return ArrayAttr::get(context, names);
+}
+
 void mlir::tfm::describeModel(LoadedModel &model) {
   MLIRContext *context = model.module->getContext();
   std::string tokenizer;
@@ -63,7 +73,7 @@ void mlir::tfm::describeModel(LoadedModel &model) {
       context, model.family, model.vocabSize, model.maxContext,
       model.bosToken, model.eosToken, model.addBos && model.bosToken >= 0,
       tokenizer, model.hiddenSize, model.numLayers, model.numHeads,
-      model.numKVHeads);
+      model.numKVHeads, labelsAttr(context, model.labels));
   (*model.module)->setAttr(kModelAttrName, attr);
 }
 

@@ -32,6 +32,8 @@ struct LoadedModel {
   bool addBos = true;
   /// The architecture (config.json's model_type; "llama" for llama2.c).
   std::string family;
+  /// A classifier's class names by id (id2label); empty otherwise.
+  std::vector<std::string> labels;
   /// Where the tokenizer was read from (a file, or the directory of a
   /// byte-level BPE); empty without one.
   std::string tokenizerPath;

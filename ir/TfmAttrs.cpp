@@ -19,7 +19,7 @@ ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                   StringRef family, int64_t vocabSize, int64_t maxContext,
                   int32_t bosToken, int32_t eosToken, bool addBos,
                   StringRef tokenizer, int64_t hiddenSize, int64_t numLayers,
-                  int64_t numHeads, int64_t numKVHeads) {
+                  int64_t numHeads, int64_t numKVHeads, ArrayAttr labels) {
   if (family.empty())
     return emitError() << "expected a non-empty model family";
   if (vocabSize < 0 || maxContext <= 0)
@@ -35,6 +35,8 @@ ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "add_bos needs a bos_token";
   if (hiddenSize < 0 || numLayers < 0 || numHeads < 0 || numKVHeads < 0)
     return emitError() << "expected non-negative sizes";
+  if (labels && !llvm::all_of(labels, llvm::IsaPred<StringAttr>))
+    return emitError() << "expected labels to be strings";
   return success();
 }
 

@@ -72,6 +72,9 @@ def Tfm_ModelAttr : AttrDef<Tfm_Dialect, "Model"> {
         hidden_size = 2048, num_layers = 22, num_heads = 32,
         num_kv_heads = 4>} { ... }
     ```
+
+    A classifier names its classes (`labels`, strings by class id: a
+    config's `id2label`), which the runtime prints its logits with.
   }];
   let parameters = (ins
     StringRefParameter<"the architecture's name">:$family,
@@ -84,7 +87,8 @@ def Tfm_ModelAttr : AttrDef<Tfm_Dialect, "Model"> {
     DefaultValuedParameter<"int64_t", "0">:$hidden_size,
     DefaultValuedParameter<"int64_t", "0">:$num_layers,
     DefaultValuedParameter<"int64_t", "0">:$num_heads,
-    DefaultValuedParameter<"int64_t", "0">:$num_kv_heads
+    DefaultValuedParameter<"int64_t", "0">:$num_kv_heads,
+    OptionalParameter<"ArrayAttr", "a classifier's class names, by id">:$labels
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

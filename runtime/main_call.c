@@ -5,13 +5,15 @@
  * command line by their role, the call goes through tfm_model_call (which
  * checks shapes, ranges and the context), and the f32 output is written
  * raw (little endian, row-major) or printed one row per line after its
- * shape. Models without a language-model entry point (encoders) run this
+ * shape; a classifier's logits are printed as class names and
+ * probabilities. Models without a language-model entry point (encoders) run this
  * mode with their first entry point when no --call is given.
  *
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/main_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,48 @@ static const char *role_name(int32_t role) {
   default:
     return "an input";
   }
+}
+
+/* Softmax of `n` logits into `p`. */
+static void softmax(const float *logits, int64_t n, double *p) {
+  double max = logits[0], sum = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (logits[i] > max)
+      max = logits[i];
+  for (int64_t i = 0; i < n; ++i)
+    sum += p[i] = exp(logits[i] - max);
+  for (int64_t i = 0; i < n; ++i)
+    p[i] /= sum;
+}
+
+/* A classifier's logits by class name: per sequence, the five most likely
+ * classes with their probabilities; per token, each token's best class. */
+static int print_labels(const char *name, const tfm_model_desc *desc,
+                        const tfm_tensor *out) {
+  int64_t n = desc->num_labels, rows = out->rank == 2 ? out->shape[0] : 1;
+  double *p = malloc((size_t)n * sizeof *p);
+  if (!p)
+    return 0;
+  printf("@%s: %s\n", name, out->rank == 2 ? "class of each token"
+                                           : "most likely classes");
+  const float *logits = out->data;
+  for (int64_t r = 0; r < rows; ++r) {
+    softmax(logits + r * n, n, p);
+    for (int shown = 0; shown < (out->rank == 2 ? 1 : 5) && shown < n;
+         ++shown) {
+      int64_t best = 0;
+      for (int64_t i = 1; i < n; ++i)
+        if (p[i] > p[best])
+          best = i;
+      if (out->rank == 2)
+        printf("%lld\t%s\t%.4f\n", (long long)r, desc->labels[best], p[best]);
+      else
+        printf("%s\t%.4f\n", desc->labels[best], p[best]);
+      p[best] = -1;
+    }
+  }
+  free(p);
+  return 1;
 }
 
 static void print_output(const char *name, const tfm_tensor *out) {
@@ -126,9 +170,14 @@ int tfm_main_call(const char *argv0, tfm_model *model, const char *name,
   for (int32_t d = 0; d < output.rank; ++d)
     values *= output.shape[d];
   int ok = 1;
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  int labelled = entry->outputs[0].role == TFM_ROLE_LOGITS &&
+                 desc->num_labels > 0 && output.rank >= 1 &&
+                 output.rank <= 2 &&
+                 output.shape[output.rank - 1] == desc->num_labels;
   if (output_path)
     ok = tfm_main_write_floats(output_path, output.data, (size_t)values);
-  else
+  else if (!labelled || !print_labels(name, desc, &output))
     print_output(name, &output);
   tfm_tensor_release(&output);
   free(ids);

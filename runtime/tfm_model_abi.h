@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 4
+#define TFM_ABI_VERSION 5
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -212,6 +212,10 @@ typedef struct tfm_model_desc {
   /* Tokenizer blob (tfm_format.h), or NULL when compiled without one. */
   const uint8_t *tokenizer;
   uint64_t tokenizer_size;
+  /* A classifier's class names by id (a config's id2label), which index
+   * the last dimension of its logits; 0 and NULL otherwise. */
+  int32_t num_labels;
+  const char *const *labels;
   int32_t num_entry_points;
   const tfm_entry_point *entry_points;
   int32_t num_caches;
