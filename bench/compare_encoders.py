@@ -18,19 +18,11 @@ import json
 import os
 import subprocess
 import sys
-import time
+
+from compare_peers import hardware_limits
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-
-def hardware_peak(work):
-    exe = os.path.join(work, "hwlimits")
-    subprocess.run(["cc", "-O3", "-march=native", "-fopenmp",
-                    os.path.join(HERE, "hwlimits.c"), "-lopenblas", "-o", exe],
-                   check=True)
-    return json.loads(subprocess.run([exe], capture_output=True, text=True,
-                                     check=True).stdout)
-
 
 def make_model(directory):
     import torch
@@ -78,7 +70,7 @@ def main():
     parser.add_argument("--reps", type=int, default=20)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    peak = hardware_peak(args.work)
+    peak = hardware_limits(args.work)
     print(f"machine: FP32 peak {peak['fp32_peak_gflops']:.1f} GFLOP/s")
     model = os.path.join(args.work, "bert-base-random")
     make_model(model)

@@ -10,6 +10,9 @@
 #define TFM_FRONTEND_CONFIGREADER_H
 
 #include "frontend/ErrorMessages.h"
+#include "ir/TfmDialect.h"
+
+#include "llvm/ADT/StringSwitch.h"
 
 #include "llvm/Support/JSON.h"
 
@@ -85,6 +88,24 @@ public:
     if (value && value->kind() != llvm::json::Value::Null &&
         value->getAsBoolean() != std::optional<bool>(false))
       fail("unsupported config value '" + key + "' (" + why + ")");
+  }
+  /// The activation function `key` names (transformers' ACT2FN names that
+  /// tfmc implements), `fallback` when absent; gelu (and a failure) when it
+  /// names another.
+  ActivationKind activation(llvm::StringRef key, llvm::StringRef fallback) {
+    std::string name = string(key, fallback);
+    std::optional<ActivationKind> kind =
+        llvm::StringSwitch<std::optional<ActivationKind>>(name)
+            .Cases({"gelu_new", "gelu_pytorch_tanh", "gelu_fast"},
+                   ActivationKind::gelu_tanh)
+            .Case("gelu", ActivationKind::gelu)
+            .Case("relu", ActivationKind::relu)
+            .Cases({"silu", "swish"}, ActivationKind::silu)
+            .Default(std::nullopt);
+    if (!kind)
+      fail("unsupported config value " + key + " = '" + name +
+           "' (supported: gelu, gelu_new, gelu_pytorch_tanh, relu, silu)");
+    return kind.value_or(ActivationKind::gelu);
   }
   /// The strings of array `key` (["BertForMaskedLM"]); empty when absent,
   /// a failure when it is not an array of strings.

@@ -43,20 +43,15 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
   auto fail = [&](const llvm::Twine &what) {
     return makeError(configPath + ": " + what);
   };
-  struct Field {
-    const char *name;
-    int64_t value;
-  };
-  for (Field f : {Field{"vocab size", spec.vocabSize},
-                  {"hidden size", spec.hiddenSize},
-                  {"layer count", spec.numLayers},
-                  {"attention head count", spec.numHeads},
-                  {"key/value head count", spec.numKVHeads},
-                  {"intermediate size", spec.intermediateSize},
-                  {"maximum context", spec.maxContext}})
-    if (f.value <= 0)
-      return fail(llvm::Twine(f.name) + " must be positive, got " +
-                  llvm::Twine(f.value));
+  if (llvm::Error err = expectPositiveSizes(
+          configPath, {{"vocab size", spec.vocabSize},
+                       {"hidden size", spec.hiddenSize},
+                       {"layer count", spec.numLayers},
+                       {"attention head count", spec.numHeads},
+                       {"key/value head count", spec.numKVHeads},
+                       {"intermediate size", spec.intermediateSize},
+                       {"maximum context", spec.maxContext}}))
+    return err;
   if (spec.explicitHeadDim < 0)
     return fail("head size must be positive, got " +
                 llvm::Twine(spec.explicitHeadDim));
@@ -305,11 +300,5 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::tfm::buildDecoder(
     llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight) {
   context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect>();
   DecoderIRBuilder builder(context, spec, weights, checkpoint);
-  OwningOpRef<ModuleOp> module = builder.build();
-  if (llvm::Error err = builder.declarations.finish(isIgnoredWeight))
-    return std::move(err);
-  if (failed(module->verify()))
-    return makeError("internal error: the " + spec.family +
-                     " module does not verify");
-  return std::move(module);
+  return builder.declarations.finish(builder.build(), isIgnoredWeight);
 }

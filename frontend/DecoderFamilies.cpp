@@ -9,7 +9,6 @@
 #include "frontend/DecoderFamilies.h"
 #include "frontend/ErrorMessages.h"
 
-#include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
 
@@ -17,27 +16,6 @@ using namespace mlir;
 using namespace mlir::tfm;
 
 namespace {
-
-std::optional<ActivationKind> parseActivation(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<ActivationKind>>(name)
-      .Cases({"gelu_new", "gelu_pytorch_tanh", "gelu_fast"},
-             ActivationKind::gelu_tanh)
-      .Case("gelu", ActivationKind::gelu)
-      .Case("relu", ActivationKind::relu)
-      .Cases({"silu", "swish"}, ActivationKind::silu)
-      .Default(std::nullopt);
-}
-
-void readActivation(ConfigReader &config, llvm::StringRef key,
-                    llvm::StringRef fallback, DecoderSpec &spec) {
-  std::string name = config.string(key, fallback);
-  if (std::optional<ActivationKind> kind = parseActivation(name))
-    spec.activation = *kind;
-  else
-    config.fail("unsupported config value " + key + " = '" + name +
-                "' (supported: gelu, gelu_new, gelu_pytorch_tanh, relu, "
-                "silu)");
-}
 
 /// The sizes every LLaMA-like config names the same way.
 void readLlamaSizes(ConfigReader &config, DecoderSpec &spec) {
@@ -145,7 +123,7 @@ DecoderSpec readLlamaSpec(ConfigReader &config) {
   spec.rmsNorm = true;
   spec.normEpsilon = config.number("rms_norm_eps", 1e-6);
   spec.gatedMlp = true;
-  readActivation(config, "hidden_act", "silu", spec);
+  spec.activation = config.activation("hidden_act", "silu");
   spec.qkvBias = spec.outputBias = config.boolean("attention_bias", false);
   spec.mlpBias = config.boolean("mlp_bias", false);
   if (spec.numHeads > 0) {
@@ -186,7 +164,8 @@ DecoderSpec readGemmaSpec(ConfigReader &config) {
   spec.gatedMlp = true;
   // transformers 4.40 uses hidden_activation, and gelu_pytorch_tanh when it
   // is absent (the legacy hidden_act is ignored).
-  readActivation(config, "hidden_activation", "gelu_pytorch_tanh", spec);
+  spec.activation =
+      config.activation("hidden_activation", "gelu_pytorch_tanh");
   spec.qkvBias = spec.outputBias = config.boolean("attention_bias", false);
   spec.embeddingScale = std::sqrt(double(spec.hiddenSize));
   useLlamaNames(config, spec, /*tiedByDefault=*/true);
@@ -213,7 +192,7 @@ DecoderSpec readStarcoder2Spec(ConfigReader &config) {
   spec.family = "starcoder2";
   readLlamaSizes(config, spec);
   spec.normEpsilon = config.number("norm_epsilon", 1e-5);
-  readActivation(config, "hidden_act", "gelu_pytorch_tanh", spec);
+  spec.activation = config.activation("hidden_act", "gelu_pytorch_tanh");
   spec.qkvBias = spec.outputBias = spec.mlpBias =
       config.boolean("use_bias", true);
   spec.slidingWindow = config.integer("sliding_window", 0);
@@ -232,7 +211,7 @@ DecoderSpec readStableLmSpec(ConfigReader &config) {
   readLlamaSizes(config, spec);
   spec.normEpsilon = config.number("layer_norm_eps", 1e-5);
   spec.gatedMlp = true;
-  readActivation(config, "hidden_act", "silu", spec);
+  spec.activation = config.activation("hidden_act", "silu");
   spec.qkvBias = config.boolean("use_qkv_bias", false);
   readPartialRotary(config, "partial_rotary_factor", 0.25, spec);
   config.refuseUnlessAbsent("qk_layernorm", "per-head Q/K LayerNorms");
@@ -250,7 +229,7 @@ DecoderSpec readPhiSpec(ConfigReader &config) {
   spec.family = "phi";
   readLlamaSizes(config, spec);
   spec.normEpsilon = config.number("layer_norm_eps", 1e-5);
-  readActivation(config, "hidden_act", "gelu_new", spec);
+  spec.activation = config.activation("hidden_act", "gelu_new");
   spec.qkvBias = spec.outputBias = spec.mlpBias = spec.lmHeadBias = true;
   spec.parallelResidual = true;
   readPartialRotary(config, "partial_rotary_factor", 0.5, spec);
@@ -283,7 +262,7 @@ DecoderSpec readGptNeoXSpec(ConfigReader &config) {
   spec.maxContext = config.integer("max_position_embeddings");
   spec.ropeTheta = config.number("rotary_emb_base", 10000.0);
   spec.normEpsilon = config.number("layer_norm_eps", 1e-5);
-  readActivation(config, "hidden_act", "gelu", spec);
+  spec.activation = config.activation("hidden_act", "gelu");
   spec.qkvBias = spec.outputBias = config.boolean("attention_bias", true);
   spec.mlpBias = true;
   spec.parallelResidual = config.boolean("use_parallel_residual", true);
@@ -319,7 +298,7 @@ DecoderSpec readGpt2Spec(ConfigReader &config) {
   spec.maxContext = config.integer("n_positions");
   spec.normEpsilon = config.number("layer_norm_epsilon", 1e-5);
   spec.learnedPositions = true;
-  readActivation(config, "activation_function", "gelu_new", spec);
+  spec.activation = config.activation("activation_function", "gelu_new");
   spec.qkvBias = spec.outputBias = spec.mlpBias = true;
   config.refuseUnlessAbsent("scale_attn_by_inverse_layer_idx",
                             "per-layer attention scaling");

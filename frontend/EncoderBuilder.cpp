@@ -212,11 +212,5 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::tfm::buildEncoder(
     llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight) {
   context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect>();
   EncoderIRBuilder builder(context, spec, weights, checkpoint);
-  OwningOpRef<ModuleOp> module = builder.build();
-  if (llvm::Error err = builder.declarations.finish(isIgnoredWeight))
-    return std::move(err);
-  if (failed(module->verify()))
-    return makeError("internal error: the " + spec.family +
-                     " module does not verify");
-  return std::move(module);
+  return builder.declarations.finish(builder.build(), isIgnoredWeight);
 }

@@ -17,20 +17,6 @@ using namespace mlir::tfm;
 
 namespace {
 
-void readActivation(ConfigReader &config, llvm::StringRef key,
-                    EncoderSpec &spec) {
-  std::string activation = config.string(key, "gelu");
-  if (activation == "gelu")
-    spec.activation = ActivationKind::gelu;
-  else if (activation == "gelu_new" || activation == "gelu_pytorch_tanh")
-    spec.activation = ActivationKind::gelu_tanh;
-  else if (activation == "relu")
-    spec.activation = ActivationKind::relu;
-  else
-    config.fail("unsupported config value " + key + " = '" + activation +
-                "' (supported: gelu, gelu_new, gelu_pytorch_tanh, relu)");
-}
-
 EncoderSpec readBertSpec(ConfigReader &config) {
   EncoderSpec spec;
   spec.family = "bert";
@@ -42,7 +28,7 @@ EncoderSpec readBertSpec(ConfigReader &config) {
   spec.maxPositions = config.integer("max_position_embeddings");
   spec.typeVocabSize = config.integer("type_vocab_size", 2);
   spec.normEpsilon = config.number("layer_norm_eps", 1e-12);
-  readActivation(config, "hidden_act", spec);
+  spec.activation = config.activation("hidden_act", "gelu");
   std::string positions =
       config.string("position_embedding_type", "absolute");
   if (positions != "absolute")
@@ -66,7 +52,7 @@ EncoderSpec readDistilBertSpec(ConfigReader &config) {
   spec.intermediateSize = config.integer("hidden_dim");
   spec.maxPositions = config.integer("max_position_embeddings");
   spec.normEpsilon = 1e-12;
-  readActivation(config, "activation", spec);
+  spec.activation = config.activation("activation", "gelu");
   return spec;
 }
 
@@ -140,20 +126,15 @@ bool mlir::tfm::readEncoderFamily(llvm::StringRef modelType,
 
 llvm::Error mlir::tfm::validateEncoderSpec(const EncoderSpec &spec,
                                            llvm::StringRef configPath) {
-  struct Field {
-    const char *name;
-    int64_t value;
-  };
-  for (Field f : {Field{"vocab size", spec.vocabSize},
-                  {"hidden size", spec.hiddenSize},
-                  {"layer count", spec.numLayers},
-                  {"attention head count", spec.numHeads},
-                  {"intermediate size", spec.intermediateSize},
-                  {"maximum positions", spec.maxTokens()},
-                  {"embedding size", spec.embeddingWidth()}})
-    if (f.value <= 0)
-      return makeError(configPath + ": " + f.name +
-                       " must be positive, got " + llvm::Twine(f.value));
+  if (llvm::Error err = expectPositiveSizes(
+          configPath, {{"vocab size", spec.vocabSize},
+                       {"hidden size", spec.hiddenSize},
+                       {"layer count", spec.numLayers},
+                       {"attention head count", spec.numHeads},
+                       {"intermediate size", spec.intermediateSize},
+                       {"maximum positions", spec.maxTokens()},
+                       {"embedding size", spec.embeddingWidth()}}))
+    return err;
   if (spec.family != "distilbert" && spec.typeVocabSize <= 0)
     return makeError(configPath + ": token type count must be positive, got " +
                      llvm::Twine(spec.typeVocabSize));

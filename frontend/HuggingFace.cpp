@@ -46,9 +46,9 @@ llvm::Expected<LoadedModel> loadEncoder(MLIRContext &context,
     return std::move(err);
   // The head the config's architecture names; the base model otherwise.
   // A sentence embedder uses the encoder alone.
-  EncoderHead head = spec.pooling
-                         ? EncoderHead::None
-                         : encoderHeadOf(config.strings("architectures"));
+  std::vector<std::string> architectures = config.strings("architectures");
+  EncoderHead head =
+      spec.pooling ? EncoderHead::None : encoderHeadOf(architectures);
   // Classes: id2label's entries (transformers' num_labels), 2 by default.
   int64_t labels = config.integer("num_labels", 2);
   std::vector<std::string> labelNames;
@@ -71,7 +71,7 @@ llvm::Expected<LoadedModel> loadEncoder(MLIRContext &context,
   if (labels <= 0)
     return makeError(configPath + ": a classifier needs at least one label");
   if (!resolveEncoderNames(spec, model.weights, head, labels))
-    return makeError(configPath + ": the " + config.strings("architectures").front() +
+    return makeError(configPath + ": the " + architectures.front() +
                      " head of " + spec.family + " is not supported yet");
   std::string checkpoint = (directory + "/model.safetensors").str();
   auto ignored = [&](llvm::StringRef name) {

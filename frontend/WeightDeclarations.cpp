@@ -27,13 +27,17 @@ Value WeightDeclarations::read(OpBuilder &b, const std::string &name,
   return WeightOp::create(b, loc, type, name);
 }
 
-llvm::Error WeightDeclarations::finish(
+llvm::Expected<OwningOpRef<ModuleOp>> WeightDeclarations::finish(
+    OwningOpRef<ModuleOp> module,
     llvm::function_ref<bool(llvm::StringRef)> isIgnored) {
   for (const std::string &name : weights.names())
     if (!used.count(name) && !isIgnored(name))
       errors.push_back(checkpoint + ": unexpected tensor '" + name +
                        "' for a " + family + " model");
-  if (errors.empty())
-    return llvm::Error::success();
-  return makeError(llvm::join(errors, "\n"));
+  if (!errors.empty())
+    return makeError(llvm::join(errors, "\n"));
+  if (failed(module->verify()))
+    return makeError("internal error: the " + family +
+                     " module does not verify");
+  return std::move(module);
 }

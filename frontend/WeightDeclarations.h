@@ -15,6 +15,7 @@
 #include "ir/TfmOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/OwningOpRef.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -37,9 +38,12 @@ public:
   /// Records a problem found while building.
   void fail(std::string message) { errors.push_back(std::move(message)); }
 
-  /// The errors, including the checkpoint's tensors that no read used
-  /// unless `isIgnored` says they may stay unused.
-  llvm::Error finish(llvm::function_ref<bool(llvm::StringRef)> isIgnored);
+  /// `module` once built: the errors, including the checkpoint's tensors
+  /// that no read used unless `isIgnored` says they may stay unused, and
+  /// then the verifier's.
+  llvm::Expected<OwningOpRef<ModuleOp>>
+  finish(OwningOpRef<ModuleOp> module,
+         llvm::function_ref<bool(llvm::StringRef)> isIgnored);
 
 private:
   const WeightStore &weights;
