@@ -6,7 +6,7 @@
  * the panel kernel (packed weights) and the row-major path (a tied LM
  * head, or --no-pack-weights). Compare with bench/hwlimits' read bandwidth.
  *
- *   cc -O2 -I. bench/gemv_stream.c build/lib/libtfmrt.a -lopenblas -lm \
+ *   cc -O2 -I. bench/gemv_stream.c build/lib/libtfmrt.a -lopenblas -lutf8proc -lm \
  *      -lpthread -o /tmp/gemv_stream && /tmp/gemv_stream
  */
 #include "runtime/tfm_model_abi.h"

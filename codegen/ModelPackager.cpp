@@ -357,25 +357,55 @@ llvm::Expected<uint64_t> mlir::tfm::writeWeightBlob(ModuleOp module,
   return checksum;
 }
 
-std::string mlir::tfm::serializeTokenizer(const TokenizerBlobInput &tokenizer) {
+std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
   std::string blob(TFM_TOKENIZER_MAGIC, TFM_TOKENIZER_MAGIC_SIZE);
-  auto append = [&](const void *data, size_t size) {
-    blob.append(static_cast<const char *>(data), size);
+  auto append32 = [&](auto value) {
+    static_assert(sizeof value == 4);
+    blob.append(reinterpret_cast<const char *>(&value), 4);
   };
-  uint32_t count = tokenizer.pieces.size();
-  append(&tokenizer.kind, 4);
-  append(&count, 4);
-  for (uint32_t i = 0; i < count; ++i) {
-    uint32_t length = tokenizer.pieces[i].size();
-    append(&tokenizer.scores[i], 4);
-    append(&length, 4);
-    blob += tokenizer.pieces[i];
+  auto appendBytes = [&](const std::string &bytes) {
+    append32(uint32_t(bytes.size()));
+    blob += bytes;
+  };
+  uint32_t kind = 0;
+  switch (tokenizer.kind) {
+  case TokenizerVocab::Kind::ScoreBpe: kind = TFM_TOKENIZER_SCORE_BPE; break;
+  case TokenizerVocab::Kind::ByteLevelBpe:
+    kind = TFM_TOKENIZER_BYTE_LEVEL_BPE;
+    break;
+  case TokenizerVocab::Kind::WordPiece: kind = TFM_TOKENIZER_WORDPIECE; break;
   }
-  if (tokenizer.kind == TFM_TOKENIZER_BYTE_LEVEL_BPE) {
-    uint32_t merges = tokenizer.merges.size();
-    append(&merges, 4);
+  append32(kind);
+  append32(uint32_t(tokenizer.pieces.size()));
+  const TokenizerVocab::Framing &framing = tokenizer.framing;
+  append32(framing.begin);
+  append32(framing.separator);
+  append32(framing.pairSeparators);
+  append32(framing.secondType);
+  append32(uint32_t(tokenizer.specialTokens.size()));
+  for (auto [i, id] : llvm::enumerate(tokenizer.specialTokens)) {
+    append32(id);
+    append32(uint32_t(i < tokenizer.specialTokenStrips.size()
+                          ? tokenizer.specialTokenStrips[i]
+                          : 0));
+  }
+  for (auto [i, piece] : llvm::enumerate(tokenizer.pieces)) {
+    append32(i < tokenizer.scores.size() ? tokenizer.scores[i] : 0.0f);
+    appendBytes(piece);
+  }
+  if (tokenizer.kind == TokenizerVocab::Kind::ByteLevelBpe) {
+    append32(uint32_t(tokenizer.merges.size()));
     for (const std::array<int32_t, 3> &merge : tokenizer.merges)
-      append(merge.data(), 12);
+      for (int32_t id : merge)
+        append32(id);
+  } else if (tokenizer.kind == TokenizerVocab::Kind::WordPiece) {
+    const TokenizerVocab::WordPieceOptions &options = tokenizer.wordPiece;
+    append32(uint32_t((options.lowercase ? TFM_WORDPIECE_LOWERCASE : 0) |
+                      (options.stripAccents ? TFM_WORDPIECE_STRIP_ACCENTS : 0) |
+                      (options.splitCjk ? TFM_WORDPIECE_SPLIT_CJK : 0)));
+    append32(options.unknown);
+    append32(options.maxCharsPerWord);
+    appendBytes(options.continuationPrefix);
   }
   return blob;
 }
@@ -511,7 +541,7 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
           "linking '" + options.outputPath + "'", options.cc,
           {options.cc, "-O2", kHugeSegments, "-o", options.outputPath,
            objectPath, sourcePath, include, options.runtimeMainLibrary,
-           options.runtimeLibrary, "-lopenblas", "-lm"}));
+           options.runtimeLibrary, "-lopenblas", "-lutf8proc", "-lm"}));
     case OutputKind::SharedLibrary: {
       // The runtime is shared too: one copy however many models load.
       std::string libraryDir = "-L" + options.runtimeLibraryDir;

@@ -10,6 +10,7 @@
 #ifndef TFM_CODEGEN_MODELPACKAGER_H
 #define TFM_CODEGEN_MODELPACKAGER_H
 
+#include "frontend/Tokenizer.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -39,15 +40,6 @@ struct WeightRows {
 /// Gives a weight by name (nullopt if unknown).
 using WeightLookup =
     llvm::function_ref<std::optional<WeightRows>(llvm::StringRef)>;
-
-struct TokenizerBlobInput {
-  /// A tfm_tokenizer_kind (runtime/tfm_format.h).
-  uint32_t kind = 0;
-  std::vector<std::string> pieces;
-  std::vector<float> scores;
-  /// Byte-level BPE merges (left, right, merged) in rank order.
-  std::vector<std::array<int32_t, 3>> merges;
-};
 
 /// An input, output or cache of an entry point (tfm_model_abi.h): a
 /// tfm_role, a tfm_dtype and a shape (-1: dynamic).
@@ -86,7 +78,7 @@ struct ModelDescription {
   int64_t vocabSize = 0, maxContext = 0;
   int32_t bosToken = -1, eosToken = -1;
   bool addBos = true;
-  std::optional<TokenizerBlobInput> tokenizer;
+  std::optional<TokenizerVocab> tokenizer;
   std::string family;
   /// A classifier's class names by id.
   std::vector<std::string> labels;
@@ -120,7 +112,7 @@ llvm::Expected<uint64_t> writeWeightBlob(ModuleOp module, WeightLookup weights,
                                          llvm::StringRef path);
 
 /// Serializes a tokenizer vocabulary in the runtime's blob format.
-std::string serializeTokenizer(const TokenizerBlobInput &tokenizer);
+std::string serializeTokenizer(const TokenizerVocab &tokenizer);
 
 /// Links `objectPath` (the compiled model) into an executable, a shared or
 /// a static library (with its header).

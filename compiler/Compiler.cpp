@@ -398,12 +398,7 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   if (llvm::Error err = describeEntryPoints(*unit.module, description))
     return std::move(err);
   if (unit.tokenizer)
-    description.tokenizer = TokenizerBlobInput{
-        unit.tokenizer->kind == TokenizerVocab::Kind::ByteLevelBpe
-            ? uint32_t(TFM_TOKENIZER_BYTE_LEVEL_BPE)
-            : uint32_t(TFM_TOKENIZER_SCORE_BPE),
-        unit.tokenizer->pieces, unit.tokenizer->scores,
-        unit.tokenizer->merges};
+    description.tokenizer = *unit.tokenizer;
   return description;
 }
 

@@ -97,6 +97,19 @@ llvm::Expected<LoadedModel> loadEncoder(MLIRContext &context,
   model.hiddenSize = spec.hiddenSize;
   model.numLayers = spec.numLayers;
   model.numHeads = model.numKVHeads = spec.numHeads;
+  // The tokenizer beside the model: WordPiece (BERT, DistilBERT, ELECTRA)
+  // or byte-level BPE (RoBERTa), framed for an encoder.
+  if (hasWordPieceFiles(directory) || hasByteLevelBpeFiles(directory)) {
+    llvm::Expected<TokenizerVocab> vocab =
+        readTokenizerAt(directory, spec.vocabSize);
+    if (!vocab)
+      return vocab.takeError();
+    if (vocab->framing.begin < 0)
+      return makeError(directory + ": the tokenizer has no [CLS]/<s> and "
+                                   "[SEP]/</s> tokens to frame the text with");
+    model.tokenizer = std::move(*vocab);
+    model.tokenizerPath = directory.str();
+  }
   return model;
 }
 

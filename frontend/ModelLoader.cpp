@@ -2,6 +2,7 @@
 
 #include "frontend/ModelLoader.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/JsonFile.h"
 #include "ir/TfmOps.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -77,13 +78,44 @@ void mlir::tfm::describeModel(LoadedModel &model) {
   (*model.module)->setAttr(kModelAttrName, attr);
 }
 
+/// WordPiece is an encoder's; byte-level BPE is when it has RoBERTa's <s>
+/// and </s> or tokenizer_config.json names a CLS token, as GPT-2's does not.
+static bool isEncoderTokenizer(const TokenizerVocab &vocab,
+                               llvm::StringRef directory) {
+  if (vocab.kind == TokenizerVocab::Kind::WordPiece)
+    return true;
+  auto has = [&](llvm::StringRef piece) {
+    return llvm::is_contained(vocab.pieces, piece);
+  };
+  if (has("<s>") && has("</s>"))
+    return true;
+  llvm::SmallString<256> config(directory);
+  llvm::sys::path::append(config, "tokenizer_config.json");
+  if (!llvm::sys::fs::exists(config))
+    return false;
+  llvm::Expected<llvm::json::Value> json = readJsonFile(config);
+  if (!json) {
+    llvm::consumeError(json.takeError());
+    return false;
+  }
+  return json->getAsObject() && json->getAsObject()->get("cls_token");
+}
+
 llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
                                                           int64_t vocabSize) {
   if (!llvm::sys::fs::exists(path))
     return makeError("tokenizer '" + path + "' does not exist");
-  llvm::Expected<TokenizerVocab> vocab = [&] {
-    if (llvm::sys::fs::is_directory(path))
-      return readByteLevelBpe(path);
+  llvm::Expected<TokenizerVocab> vocab = [&]() -> llvm::Expected<TokenizerVocab> {
+    if (llvm::sys::fs::is_directory(path)) {
+      llvm::Expected<TokenizerVocab> vocab = hasWordPieceFiles(path)
+                                                 ? readWordPiece(path)
+                                                 : readByteLevelBpe(path);
+      // An encoder's folder frames its text ([CLS] ... [SEP]).
+      if (vocab && isEncoderTokenizer(*vocab, path))
+        if (llvm::Error err = frameForEncoder(*vocab, path))
+          return std::move(err);
+      return vocab;
+    }
     if (llvm::sys::path::filename(path) == "tokenizer.json")
       return readByteLevelBpe(llvm::sys::path::parent_path(path));
     if (path.ends_with(".model"))
@@ -94,7 +126,8 @@ llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
     return vocab.takeError();
   if (vocab->pieces.empty())
     return makeError("tokenizer '" + path +
-                     "': no vocab.json + merges.txt or tokenizer.json there");
+                     "': no vocab.txt, vocab.json + merges.txt or tokenizer.json "
+                     "there");
   if (int64_t(vocab->pieces.size()) != vocabSize)
     return makeError(path + ": tokenizer has " +
                      llvm::Twine(vocab->pieces.size()) +

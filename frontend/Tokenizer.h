@@ -2,8 +2,9 @@
 //
 // Tokenizer vocabularies read at compile time into one form that codegen
 // embeds in the compiled model and the runtime's tokenizer uses:
-// score-based BPE (llama2.c tokenizer.bin, SentencePiece tokenizer.model)
-// and GPT-2's byte-level BPE (vocab.json + merges.txt, or tokenizer.json).
+// score-based BPE (llama2.c tokenizer.bin, SentencePiece tokenizer.model),
+// GPT-2's byte-level BPE (vocab.json + merges.txt, or tokenizer.json) and
+// BERT's WordPiece (vocab.txt, or tokenizer.json with a WordPiece model).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,26 @@ struct TokenizerVocab {
     ScoreBpe,
     /// Merge the adjacent pair of lowest merge rank (GPT-2, over bytes).
     ByteLevelBpe,
+    /// BERT: normalize, split on spaces and punctuation, then the longest
+    /// vocabulary prefix first, continuations spelled "##piece".
+    WordPiece,
+  };
+  /// How a text encoder frames its input: `begin` A `separator`, and for a
+  /// pair `begin` A `separator` x pairSeparators B `separator` with B's
+  /// token type `secondType` (BERT: [CLS] A [SEP] B [SEP], types 0 then 1;
+  /// RoBERTa: <s> A </s></s> B </s>, all type 0). begin < 0: no framing
+  /// (decoders, which add a BOS instead).
+  struct Framing {
+    int32_t begin = -1, separator = -1;
+    uint32_t pairSeparators = 1, secondType = 1;
+  };
+  /// WordPiece's normalization and word splitting (tokenizer_config.json's
+  /// do_lower_case, strip_accents, tokenize_chinese_chars).
+  struct WordPieceOptions {
+    bool lowercase = true, stripAccents = true, splitCjk = true;
+    int32_t unknown = -1;
+    uint32_t maxCharsPerWord = 100;
+    std::string continuationPrefix = "##";
   };
   Kind kind = Kind::ScoreBpe;
   /// Token pieces as bytes; SentencePiece's "▁" is already a space, byte
@@ -34,6 +55,14 @@ struct TokenizerVocab {
   std::vector<float> scores;
   /// ByteLevelBpe: (left id, right id, merged id) in rank order.
   std::vector<std::array<int32_t, 3>> merges;
+  Framing framing;
+  /// Tokens matched whole in the text before splitting ([MASK], <mask>):
+  /// their piece is their spelling.
+  std::vector<int32_t> specialTokens;
+  /// Per special token: bit 0 strips the spaces before it, bit 1 those
+  /// after it (Hugging Face's lstrip/rstrip; RoBERTa's <mask> has lstrip).
+  std::vector<uint8_t> specialTokenStrips;
+  WordPieceOptions wordPiece;
 };
 
 /// llama2.c's tokenizer.bin, which holds `vocabSize` tokens.
@@ -47,6 +76,21 @@ llvm::Expected<TokenizerVocab> readSentencePieceModel(llvm::StringRef path);
 /// or tokenizer.json. Returns a vocabulary without pieces when the directory
 /// has neither.
 llvm::Expected<TokenizerVocab> readByteLevelBpe(llvm::StringRef directory);
+
+/// BERT's WordPiece from a model directory: vocab.txt (with
+/// tokenizer_config.json's options and special tokens), or tokenizer.json
+/// with a "WordPiece" model.
+llvm::Expected<TokenizerVocab> readWordPiece(llvm::StringRef directory);
+
+/// Whether `directory` holds WordPiece files (vocab.txt, or tokenizer.json
+/// whose model is WordPiece).
+bool hasWordPieceFiles(llvm::StringRef directory);
+
+/// Frames an encoder's text: [CLS]/[SEP] (WordPiece) or <s>/</s>
+/// (byte-level BPE, RoBERTa's pair spelling), found by their spelling in
+/// tokenizer_config.json (cls_token, sep_token, mask_token) or the family's
+/// defaults; mask and unknown tokens become special tokens.
+llvm::Error frameForEncoder(TokenizerVocab &vocab, llvm::StringRef directory);
 
 /// Whether `directory` holds byte-level BPE files (vocab.json + merges.txt,
 /// or tokenizer.json), which readByteLevelBpe reads.

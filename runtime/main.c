@@ -35,9 +35,7 @@ typedef struct {
   int stats;
   long warmup;
   const char *weights_path;
-  const char *call;
-  const char *token_types;
-  const char *output_path;
+  tfm_call_options call;
   tfm_sampler_options sampler;
   const char *stop[kMaxStopStrings];
   int stop_count;
@@ -69,10 +67,15 @@ static void usage(FILE *out, const char *argv0) {
           "  --warmup N             prefill the prompt N times first, untimed\n"
           "                         (benchmarks: steady-state figures)\n"
           "  --weights FILE         weights side file (overrides the default)\n"
-          "  --call NAME            run entry point @NAME (encode, ...) on\n"
-          "                         --tokens [--token-types \"0 0 1\"] and print\n"
-          "                         its output, or write it (f32) to --output FILE;\n"
-          "                         the default for models that do not generate\n",
+          "  --call NAME            run entry point @NAME (encode, embed, ...);\n"
+          "                         the default for models that do not generate:\n"
+          "    --tokens \"1 2\" [--token-types \"0 1\"]  the input as ids, or\n"
+          "    --text TEXT [--text-pair TEXT]  text through the tokenizer\n"
+          "    --text-file FILE     one text per line, one output per line\n"
+          "    --truncate           cut text longer than the context\n"
+          "    --tokenize           print the ids and token types, run nothing\n"
+          "    --format F           text (default), json, or f32 (raw, stdout)\n"
+          "    --output FILE        write the outputs as raw f32\n",
           argv0);
 }
 
@@ -108,7 +111,10 @@ static int parse_options(int argc, char **argv, options *o) {
       exit(0);
     } else if (!strcmp(arg, "--print-ids")) {
       o->print_ids = 1;
+    } else if (!strcmp(arg, "--truncate")) {
+      o->call.truncate = 1;
     } else if (!strcmp(arg, "--tokenize")) {
+      o->call.tokenize = 1;
       o->tokenize = 1;
     } else if (!strcmp(arg, "--stats")) {
       o->stats = 1;
@@ -134,11 +140,19 @@ static int parse_options(int argc, char **argv, options *o) {
     } else if (!strcmp(arg, "--weights")) {
       o->weights_path = argv[++i];
     } else if (!strcmp(arg, "--call")) {
-      o->call = argv[++i];
+      o->call.name = argv[++i];
+    } else if (!strcmp(arg, "--text")) {
+      o->call.text = argv[++i];
+    } else if (!strcmp(arg, "--text-pair")) {
+      o->call.text_pair = argv[++i];
+    } else if (!strcmp(arg, "--text-file")) {
+      o->call.text_file = argv[++i];
+    } else if (!strcmp(arg, "--format")) {
+      o->call.format = argv[++i];
     } else if (!strcmp(arg, "--token-types")) {
-      o->token_types = argv[++i];
+      o->call.token_types = argv[++i];
     } else if (!strcmp(arg, "--output")) {
-      o->output_path = argv[++i];
+      o->call.output_path = argv[++i];
     } else if (!strcmp(arg, "--stop")) {
       if (o->stop_count == kMaxStopStrings) {
         fprintf(stderr, "%s: error: at most %d --stop strings\n", argv[0],
@@ -215,8 +229,7 @@ long tfm_main_parse_ids(const char *argv0, const char *flag, const char *text,
   }
 }
 
-/* Reads a whole file into a NUL-terminated string, or NULL. */
-static char *read_text_file(const char *path) {
+char *tfm_main_read_text_file(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f)
     return NULL;
@@ -284,13 +297,15 @@ int main(int argc, char **argv) {
   /* Models that do not generate (encoders) run their first entry point. */
   int generates = tfm_model_entry_point(model, "prefill") ||
                   tfm_model_entry_point(model, "forward");
-  if (o.call || !generates)
-    return tfm_main_call(argv[0], model,
-                         o.call ? o.call : desc->entry_points[0].name,
-                         o.tokens, o.token_types, o.output_path);
+  if (o.call.name || !generates) {
+    if (!o.call.name)
+      o.call.name = desc->entry_points[0].name;
+    o.call.tokens = o.tokens;
+    return tfm_main_call(argv[0], model, &o.call);
+  }
 
   /* The prompt: ids, text, or BOS alone. */
-  if (o.prompt_file && !(o.prompt = read_text_file(o.prompt_file))) {
+  if (o.prompt_file && !(o.prompt = tfm_main_read_text_file(o.prompt_file))) {
     fprintf(stderr, "%s: error: cannot read prompt file '%s': %s\n", argv[0],
             o.prompt_file, strerror(errno));
     return 1;

@@ -90,58 +90,186 @@ static void print_output(const char *name, const tfm_tensor *out) {
     printf("%.6g%c", values[i], (i + 1) % columns == 0 ? '\n' : ' ');
 }
 
-int tfm_main_call(const char *argv0, tfm_model *model, const char *name,
-                  const char *tokens, const char *token_types,
-                  const char *output_path) {
-  const tfm_entry_point *entry = tfm_model_entry_point(model, name);
-  if (!entry) {
-    fprintf(stderr, "%s: error: the model has no entry point @%s\n", argv0,
-            name);
-    return 1;
-  }
-  if (entry->num_caches > 0 || entry->num_outputs != 1) {
-    fprintf(stderr,
-            "%s: error: @%s keeps a cache or has several outputs: run it "
-            "through the library (tfm_model_call)\n",
-            argv0, name);
-    return 1;
-  }
-  /* Ids and types: as many as given, the types zeros by default. */
-  long count = tokens ? tfm_main_parse_ids(argv0, "--tokens", tokens, NULL, 0)
-                      : 0;
+/* One input of the call: ids and token types (zeros by default). */
+typedef struct {
+  int32_t *ids, *types;
+  long count;
+} call_input;
+
+static void free_input(call_input *in) {
+  free(in->ids);
+  free(in->types);
+  in->ids = in->types = NULL;
+}
+
+/* --tokens / --token-types. */
+static int input_from_ids(const char *argv0, const tfm_call_options *o,
+                          call_input *in) {
+  long count = tfm_main_parse_ids(argv0, "--tokens", o->tokens, NULL, 0);
   if (count < 0)
-    return 1;
-  if (count == 0) {
-    fprintf(stderr, "%s: error: @%s needs token ids (--tokens)\n", argv0,
-            name);
-    return 1;
-  }
-  int32_t *ids = calloc((size_t)count, sizeof *ids);
-  int32_t *types = calloc((size_t)count, sizeof *types);
-  if (!ids || !types) {
+    return 0;
+  in->ids = calloc((size_t)count + 1, sizeof *in->ids);
+  in->types = calloc((size_t)count + 1, sizeof *in->types);
+  if (!in->ids || !in->types) {
     fprintf(stderr, "%s: error: out of memory\n", argv0);
-    return 1;
+    return 0;
   }
-  tfm_main_parse_ids(argv0, "--tokens", tokens, ids, count);
-  if (token_types) {
-    long n = tfm_main_parse_ids(argv0, "--token-types", token_types, types,
-                                count);
+  in->count = tfm_main_parse_ids(argv0, "--tokens", o->tokens, in->ids, count);
+  if (o->token_types) {
+    long n = tfm_main_parse_ids(argv0, "--token-types", o->token_types,
+                                in->types, count);
     if (n < 0)
-      return 1;
+      return 0;
     if (n != count) {
       fprintf(stderr,
               "%s: error: --token-types has %ld values for %ld tokens\n",
               argv0, n, count);
-      return 1;
+      return 0;
     }
   }
-  tfm_tensor inputs[8];
-  if (entry->num_inputs > 8) {
-    fprintf(stderr, "%s: error: @%s has %d inputs\n", argv0, name,
-            entry->num_inputs);
-    return 1;
+  return 1;
+}
+
+/* Text through the model's tokenizer, framed as the encoder expects; past
+ * the context it is an error, or with --truncate cut at the end (the last
+ * separator kept; for a pair, the longer segment first, as transformers'
+ * "longest_first"). */
+static int input_from_text(const char *argv0, const tfm_call_options *o,
+                           tfm_tokenizer *tokenizer, int64_t context,
+                           const char *text, const char *where,
+                           call_input *in) {
+  tfm_status status;
+  int64_t count = 0;
+  if (tfm_tokenizer_encode_text(tokenizer, text, o->text_pair, NULL, NULL, 0,
+                                &count, &status) != TFM_OK) {
+    fprintf(stderr, "%s: error: %s: %s\n", argv0, where, status.message);
+    return 0;
   }
+  in->ids = malloc((size_t)count * sizeof *in->ids);
+  in->types = malloc((size_t)count * sizeof *in->types);
+  if (!in->ids || !in->types) {
+    fprintf(stderr, "%s: error: out of memory\n", argv0);
+    return 0;
+  }
+  tfm_tokenizer_encode_text(tokenizer, text, o->text_pair, in->ids, in->types,
+                            count, &count, &status);
+  in->count = (long)count;
+  if (context <= 0 || count <= context)
+    return 1;
+  if (!o->truncate) {
+    fprintf(stderr,
+            "%s: error: %s is %lld tokens, more than the model's %lld "
+            "positions (--truncate cuts it to fit)\n",
+            argv0, where, (long long)count, (long long)context);
+    return 0;
+  }
+  /* The segments' lengths: [CLS] A [SEP] (separators) B [SEP]. */
+  int64_t first_alone = 0, second_alone = 2;
+  tfm_tokenizer_encode_text(tokenizer, text, NULL, NULL, NULL, 0, &first_alone,
+                            &status);
+  if (o->text_pair)
+    tfm_tokenizer_encode_text(tokenizer, o->text_pair, NULL, NULL, NULL, 0,
+                              &second_alone, &status);
+  /* [CLS] A, then T1 = [SEP] (and a pair's extra separators), B, then T2
+   * = a pair's last [SEP]. */
+  long a0 = (long)first_alone - 2, b0 = (long)second_alone - 2;
+  long t2 = o->text_pair ? 1 : 0, t1 = (long)count - 1 - a0 - b0 - t2;
+  long a = a0, b = b0;
+  if (1 + t1 + t2 > context) {
+    fprintf(stderr, "%s: error: %s: the framing alone exceeds the context\n",
+            argv0, where);
+    return 0;
+  }
+  /* transformers' longest_first: one token at a time from the longer
+   * segment, the second on ties. */
+  while (1 + a + t1 + b + t2 > context) {
+    if (a > b)
+      --a;
+    else
+      --b;
+  }
+  long n = 1 + a;
+  memmove(in->ids + n, in->ids + 1 + a0, (size_t)(t1 + b) * sizeof(int32_t));
+  memmove(in->types + n, in->types + 1 + a0,
+          (size_t)(t1 + b) * sizeof(int32_t));
+  n += t1 + b;
+  if (t2) {
+    in->ids[n] = in->ids[count - 1];
+    in->types[n] = in->types[count - 1];
+    ++n;
+  }
+  in->count = n;
+  return 1;
+}
+
+static void print_ids(const int32_t *ids, long count) {
+  for (long i = 0; i < count; ++i)
+    printf("%s%d", i ? " " : "", ids[i]);
+  printf("\n");
+}
+
+static void print_json(const tfm_tensor *out) {
+  int64_t columns = out->rank ? out->shape[out->rank - 1] : 1;
+  int64_t rows = out->rank == 2 ? out->shape[0] : 1;
+  const float *values = out->data;
+  printf(out->rank == 2 ? "[" : "");
+  for (int64_t r = 0; r < rows; ++r) {
+    printf("%s[", r ? "," : "");
+    for (int64_t c = 0; c < columns; ++c)
+      printf("%s%.9g", c ? "," : "", values[r * columns + c]);
+    printf("]");
+  }
+  printf(out->rank == 2 ? "]\n" : "\n");
+}
+
+/* Runs the entry point on one input and emits its output. */
+static int run_one(const char *argv0, tfm_model *model,
+                   const tfm_entry_point *entry, const tfm_call_options *o,
+                   const call_input *in, FILE *raw) {
+  tfm_tensor inputs[8];
+  for (int32_t i = 0; i < entry->num_inputs; ++i)
+    inputs[i] = (tfm_tensor){entry->inputs[i].role == TFM_ROLE_TOKEN_IDS
+                                 ? in->ids
+                                 : in->types,
+                             TFM_DTYPE_I32, 1, {in->count}, NULL};
+  tfm_tensor output;
+  tfm_status status;
+  if (tfm_model_call(model, o->name, inputs, entry->num_inputs, NULL, &output,
+                     1, &status) != TFM_OK) {
+    fprintf(stderr, "%s: error: %s\n", argv0, status.message);
+    return 0;
+  }
+  int64_t values = 1;
+  for (int32_t d = 0; d < output.rank; ++d)
+    values *= output.shape[d];
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  int labelled = entry->outputs[0].role == TFM_ROLE_LOGITS &&
+                 desc->num_labels > 0 && output.rank >= 1 &&
+                 output.rank <= 2 &&
+                 output.shape[output.rank - 1] == desc->num_labels;
+  int ok = 1;
+  if (raw)
+    ok = fwrite(output.data, sizeof(float), (size_t)values, raw) ==
+         (size_t)values;
+  else if (o->format && !strcmp(o->format, "json"))
+    print_json(&output);
+  else if (!labelled || !print_labels(o->name, desc, &output))
+    print_output(o->name, &output);
+  tfm_tensor_release(&output);
+  if (!ok)
+    fprintf(stderr, "%s: error: cannot write the output\n", argv0);
+  return ok;
+}
+
+/* Checks that the command line can give every input of the entry point. */
+static int check_inputs(const char *argv0, const tfm_entry_point *entry,
+                        const tfm_call_options *o) {
   int takes_types = 0;
+  if (entry->num_inputs > 8) {
+    fprintf(stderr, "%s: error: @%s has %d inputs\n", argv0, o->name,
+            entry->num_inputs);
+    return 0;
+  }
   for (int32_t i = 0; i < entry->num_inputs; ++i) {
     int32_t role = entry->inputs[i].role;
     takes_types |= role == TFM_ROLE_TOKEN_TYPE_IDS;
@@ -149,42 +277,112 @@ int tfm_main_call(const char *argv0, tfm_model *model, const char *name,
       fprintf(stderr,
               "%s: error: input %d of @%s is %s, which the command line "
               "cannot give\n",
-              argv0, i, name, role_name(role));
-      return 1;
+              argv0, i, o->name, role_name(role));
+      return 0;
     }
-    inputs[i] = (tfm_tensor){role == TFM_ROLE_TOKEN_IDS ? ids : types,
-                             TFM_DTYPE_I32, 1, {count}, NULL};
   }
-  if (token_types && !takes_types) {
-    fprintf(stderr, "%s: error: @%s takes no token types\n", argv0, name);
+  if (o->token_types && !takes_types) {
+    fprintf(stderr, "%s: error: @%s takes no token types\n", argv0, o->name);
+    return 0;
+  }
+  return 1;
+}
+
+int tfm_main_call(const char *argv0, tfm_model *model,
+                  const tfm_call_options *o) {
+  const tfm_entry_point *entry = tfm_model_entry_point(model, o->name);
+  if (!entry) {
+    fprintf(stderr, "%s: error: the model has no entry point @%s\n", argv0,
+            o->name);
     return 1;
   }
-  tfm_tensor output;
+  if (entry->num_caches > 0 || entry->num_outputs != 1) {
+    fprintf(stderr,
+            "%s: error: @%s keeps a cache or has several outputs: run it "
+            "through the library (tfm_model_call)\n",
+            argv0, o->name);
+    return 1;
+  }
+  if (!check_inputs(argv0, entry, o))
+    return 1;
+  if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json") &&
+      strcmp(o->format, "f32")) {
+    fprintf(stderr, "%s: error: --format is text, json or f32, not '%s'\n",
+            argv0, o->format);
+    return 1;
+  }
+  int texts = !!o->text + !!o->text_file;
+  if (texts + !!o->tokens != 1) {
+    fprintf(stderr,
+            "%s: error: @%s needs one of --tokens, --text and --text-file\n",
+            argv0, o->name);
+    return 1;
+  }
+  if (o->text_pair && !texts) {
+    fprintf(stderr, "%s: error: --text-pair goes with --text\n", argv0);
+    return 1;
+  }
   tfm_status status;
-  if (tfm_model_call(model, name, inputs, entry->num_inputs, NULL, &output, 1,
-                     &status) != TFM_OK) {
+  tfm_tokenizer *tokenizer = NULL;
+  if (texts && !(tokenizer = tfm_model_tokenizer(model, &status))) {
     fprintf(stderr, "%s: error: %s\n", argv0, status.message);
     return 1;
   }
-  int64_t values = 1;
-  for (int32_t d = 0; d < output.rank; ++d)
-    values *= output.shape[d];
-  int ok = 1;
-  const tfm_model_desc *desc = tfm_model_get_desc(model);
-  int labelled = entry->outputs[0].role == TFM_ROLE_LOGITS &&
-                 desc->num_labels > 0 && output.rank >= 1 &&
-                 output.rank <= 2 &&
-                 output.shape[output.rank - 1] == desc->num_labels;
-  if (output_path)
-    ok = tfm_main_write_floats(output_path, output.data, (size_t)values);
-  else if (!labelled || !print_labels(name, desc, &output))
-    print_output(name, &output);
-  tfm_tensor_release(&output);
-  free(ids);
-  free(types);
-  if (!ok) {
-    fprintf(stderr, "%s: error: cannot write '%s'\n", argv0, output_path);
+  /* Raw f32 goes to --output, or to stdout with --format f32. */
+  FILE *raw = NULL;
+  if (o->output_path && !(raw = fopen(o->output_path, "wb"))) {
+    fprintf(stderr, "%s: error: cannot write '%s'\n", argv0, o->output_path);
     return 1;
   }
-  return 0;
+  if (!raw && o->format && !strcmp(o->format, "f32"))
+    raw = stdout;
+  char *file = NULL;
+  if (o->text_file && !(file = tfm_main_read_text_file(o->text_file))) {
+    fprintf(stderr, "%s: error: cannot read '%s'\n", argv0, o->text_file);
+    if (raw && raw != stdout)
+      fclose(raw);
+    return 1;
+  }
+  int64_t context = tfm_model_get_desc(model)->max_context;
+  int ok = 1;
+  /* Each line of --text-file is an input; otherwise the one input given. */
+  char *line = file, where[64];
+  for (long number = 1; ok; ++number) {
+    const char *text = o->text;
+    if (file) {
+      if (!*line)
+        break;
+      char *end = strchr(line, '\n');
+      if (end)
+        *end = '\0';
+      text = line;
+      line = end ? end + 1 : line + strlen(line);
+      snprintf(where, sizeof where, "line %ld of --text-file", number);
+    } else {
+      snprintf(where, sizeof where, "the text");
+    }
+    call_input in = {0};
+    ok = text ? input_from_text(argv0, o, tokenizer, context, text, where, &in)
+              : input_from_ids(argv0, o, &in);
+    if (ok && in.count == 0) {
+      fprintf(stderr, "%s: error: @%s needs token ids (--tokens)\n", argv0,
+              o->name);
+      ok = 0;
+    }
+    if (ok && o->tokenize) {
+      print_ids(in.ids, in.count);
+      print_ids(in.types, in.count);
+    } else if (ok) {
+      ok = run_one(argv0, model, entry, o, &in, raw);
+    }
+    free_input(&in);
+    if (!file)
+      break;
+  }
+  free(file);
+  if (raw && raw != stdout && fclose(raw) != 0 && ok) {
+    fprintf(stderr, "%s: error: cannot write '%s'\n", argv0, o->output_path);
+    ok = 0;
+  }
+  return ok ? 0 : 1;
 }

@@ -17,12 +17,26 @@ long tfm_main_parse_ids(const char *argv0, const char *flag, const char *text,
 /* Writes `count` floats, little endian; 0 on failure. */
 int tfm_main_write_floats(const char *path, const float *values, size_t count);
 
-/* The generic mode (main_call.c): runs entry point `name` with token ids
- * and token types from the command line (types default to zeros), writes
- * its output to `output_path` (raw f32) or prints it. Returns the exit
+/* Reads a whole file into a NUL-terminated string (malloc'd), or NULL. */
+char *tfm_main_read_text_file(const char *path);
+
+/* What the generic mode runs, from the command line. */
+typedef struct {
+  const char *name;                   /* the entry point */
+  const char *tokens, *token_types;   /* ids, "1 2 3" */
+  const char *text, *text_pair;       /* text through the tokenizer */
+  const char *text_file;              /* one input per line */
+  const char *output_path;            /* raw f32 of every output */
+  const char *format;                 /* text (default), json or f32 */
+  int tokenize;                       /* print ids and types, run nothing */
+  int truncate;                       /* cut text past the context */
+} tfm_call_options;
+
+/* The generic mode (main_call.c): runs an entry point on token ids (types
+ * default to zeros) or on text, and writes its output to `output_path` (raw
+ * f32) or prints it (as text or one JSON array per input). Returns the exit
  * status. */
-int tfm_main_call(const char *argv0, tfm_model *model, const char *name,
-                  const char *tokens, const char *token_types,
-                  const char *output_path);
+int tfm_main_call(const char *argv0, tfm_model *model,
+                  const tfm_call_options *options);
 
 #endif /* TFM_RUNTIME_MAIN_INTERNAL_H */

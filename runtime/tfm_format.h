@@ -51,21 +51,38 @@ typedef struct {
   uint64_t checksum; /* tfm_weights_checksum of the blob */
 } tfm_appended_trailer;
 
-/* Tokenizer blob (little endian): "TFMTOK01", uint32 kind, uint32
- * vocab_size, then per token: float32 score, uint32 byte length, the piece's
- * bytes; for TFM_TOKENIZER_BYTE_LEVEL_BPE then uint32 merge count and per
- * merge (in rank order) uint32 left id, right id, merged id. Pieces are raw
- * bytes: ' ' for SentencePiece's U+2581, "<0xAB>" for byte-fallback tokens,
- * GPT-2's byte-to-unicode spelling undone. */
-#define TFM_TOKENIZER_MAGIC "TFMTOK01"
+/* Tokenizer blob (little endian): "TFMTOK02", uint32 kind, uint32
+ * vocab_size; the encoder framing: int32 begin, int32 separator (-1: none),
+ * uint32 pair separators, uint32 the second segment's token type; uint32
+ * special token count and per special token int32 id, uint32 strip flags
+ * (TFM_TOKENIZER_STRIP_*); then per token: float32 score, uint32 byte
+ * length, the piece's bytes. Then by kind: byte-level BPE: uint32 merge
+ * count and per merge (in rank order) uint32 left id, right id, merged id;
+ * WordPiece: uint32 flags (TFM_WORDPIECE_*), int32 unknown id, uint32 max
+ * characters per word, uint32 length and bytes of the continuation prefix.
+ * Pieces are raw bytes: ' ' for SentencePiece's U+2581, "<0xAB>" for
+ * byte-fallback tokens, GPT-2's byte-to-unicode spelling undone. */
+#define TFM_TOKENIZER_MAGIC "TFMTOK02"
 #define TFM_TOKENIZER_MAGIC_SIZE 8
 
 typedef enum {
   /* llama2.c / SentencePiece: merge the pair whose result scores highest. */
   TFM_TOKENIZER_SCORE_BPE = 0,
   /* GPT-2: merge the pair of lowest rank, over the bytes of each pre-token. */
-  TFM_TOKENIZER_BYTE_LEVEL_BPE = 1
+  TFM_TOKENIZER_BYTE_LEVEL_BPE = 1,
+  /* BERT: normalize, split words, longest vocabulary prefix first. */
+  TFM_TOKENIZER_WORDPIECE = 2
 } tfm_tokenizer_kind;
+
+/* A special token's strip flags: drop the whitespace before / after it. */
+enum { TFM_TOKENIZER_STRIP_LEFT = 1, TFM_TOKENIZER_STRIP_RIGHT = 2 };
+
+/* WordPiece normalization switches. */
+enum {
+  TFM_WORDPIECE_LOWERCASE = 1,
+  TFM_WORDPIECE_STRIP_ACCENTS = 2,
+  TFM_WORDPIECE_SPLIT_CJK = 4
+};
 
 #ifdef __cplusplus
 }

@@ -228,6 +228,21 @@ tfm_status_code tfm_tokenizer_encode(const tfm_tokenizer *tokenizer,
                                      int32_t *ids, int64_t capacity,
                                      int64_t *count, tfm_status *status);
 
+/* Encodes UTF-8 text as an encoder's input: [CLS] first [SEP], or with a
+ * `second` text (NULL: none; cross-encoders) [CLS] first [SEP] second [SEP]
+ * (RoBERTa: <s> first </s></s> second </s>). Special tokens spelled in the
+ * text ([MASK], <mask>) stay whole. `token_types` (may be NULL) receives
+ * each token's segment: 0 for the first, 1 for the second where the model
+ * has token types. At most `capacity` of each are written; `*count`
+ * receives the number needed. TFM_ERROR_TOKENIZER for a decoder's tokenizer
+ * and for text that is not UTF-8 (WordPiece). */
+tfm_status_code tfm_tokenizer_encode_text(const tfm_tokenizer *tokenizer,
+                                          const char *first,
+                                          const char *second, int32_t *ids,
+                                          int32_t *token_types,
+                                          int64_t capacity, int64_t *count,
+                                          tfm_status *status);
+
 /* The bytes token `id` stands for after `previous` (a leading space after
  * BOS is dropped; "<0xAB>" becomes the byte 0xAB). Sets *size. Returns NULL
  * for an id out of range. */

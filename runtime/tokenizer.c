@@ -1,8 +1,10 @@
 /*===- tokenizer.c - tokenizer blobs: parsing, encoding, decoding -------===//
  *
  * Parses the blob tfmc embeds (tfm_format.h) and dispatches to the encoder of
- * its kind: tokenizer_score_bpe.c (llama2.c, SentencePiece) or
- * tokenizer_byte_level_bpe.c (GPT-2).
+ * its kind: tokenizer_score_bpe.c (llama2.c, SentencePiece),
+ * tokenizer_byte_level_bpe.c (GPT-2, RoBERTa) or tokenizer_wordpiece.c
+ * (BERT). Encoders' text is framed here ([CLS] A [SEP] B [SEP]), with
+ * special tokens kept whole.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -45,6 +47,9 @@ void tfm_tokenizer_free(tfm_tokenizer *t) {
   free(t->scores);
   free(t->sorted);
   free(t->merges);
+  free(t->special_ids);
+  free(t->special_strips);
+  free(t->continuation);
   free(t);
 }
 
@@ -93,6 +98,75 @@ static tfm_status_code parse_pieces(tfm_tokenizer *t, blob_reader *r,
   return TFM_OK;
 }
 
+static tfm_status_code parse_framing(tfm_tokenizer *t, blob_reader *r,
+                                     tfm_status *status) {
+  uint32_t begin, separator;
+  if (!read_u32(r, &begin) || !read_u32(r, &separator) ||
+      !read_u32(r, &t->pair_separators) || !read_u32(r, &t->second_type) ||
+      !read_u32(r, &t->special_count))
+    return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                    "tokenizer blob: truncated framing");
+  t->frame_begin = (int32_t)begin;
+  t->frame_separator = (int32_t)separator;
+  if (t->special_count > r->size / 8)
+    return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                    "tokenizer blob: %u special tokens do not fit",
+                    t->special_count);
+  t->special_ids = calloc(t->special_count + 1, sizeof *t->special_ids);
+  t->special_strips = calloc(t->special_count + 1, sizeof *t->special_strips);
+  if (!t->special_ids || !t->special_strips)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  for (uint32_t i = 0; i < t->special_count; ++i) {
+    uint32_t id;
+    if (!read_u32(r, &id) || !read_u32(r, &t->special_strips[i]))
+      return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                      "tokenizer blob: truncated special tokens");
+    t->special_ids[i] = (int32_t)id;
+  }
+  return TFM_OK;
+}
+
+/* Ids the blob names must be tokens (or -1 where optional). */
+static tfm_status_code check_named_ids(const tfm_tokenizer *t,
+                                       tfm_status *status) {
+  int64_t n = t->vocab_size;
+  if (t->frame_begin >= n || t->frame_separator >= n ||
+      (t->frame_begin >= 0) != (t->frame_separator >= 0))
+    return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                    "tokenizer blob: framing tokens %d, %d are not tokens",
+                    t->frame_begin, t->frame_separator);
+  for (uint32_t i = 0; i < t->special_count; ++i)
+    if (t->special_ids[i] < 0 || t->special_ids[i] >= n)
+      return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                      "tokenizer blob: special token %d is not a token",
+                      t->special_ids[i]);
+  if (t->kind == TFM_TOKENIZER_WORDPIECE &&
+      (t->unknown < 0 || t->unknown >= n))
+    return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                    "tokenizer blob: the unknown token %d is not a token",
+                    t->unknown);
+  return TFM_OK;
+}
+
+static tfm_status_code parse_wordpiece(tfm_tokenizer *t, blob_reader *r,
+                                       tfm_status *status) {
+  uint32_t unknown;
+  if (!read_u32(r, &t->wordpiece_flags) || !read_u32(r, &unknown) ||
+      !read_u32(r, &t->max_chars_per_word) ||
+      !read_u32(r, &t->continuation_length) ||
+      r->size - r->at < t->continuation_length)
+    return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                    "tokenizer blob: truncated WordPiece options");
+  t->unknown = (int32_t)unknown;
+  t->continuation = malloc(t->continuation_length + 1);
+  if (!t->continuation)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  memcpy(t->continuation, r->data + r->at, t->continuation_length);
+  t->continuation[t->continuation_length] = '\0';
+  r->at += t->continuation_length;
+  return TFM_OK;
+}
+
 static tfm_status_code parse_merges(tfm_tokenizer *t, blob_reader *r,
                                     tfm_status *status) {
   if (!read_u32(r, &t->merge_count))
@@ -135,7 +209,8 @@ tfm_status_code tfm_tokenizer_new(const uint8_t *blob, uint64_t size,
   if (!read_u32(&r, &kind) || !read_u32(&r, &vocab_size))
     return tfm_fail(status, TFM_ERROR_TOKENIZER,
                     "tokenizer blob: truncated header");
-  if (kind != TFM_TOKENIZER_SCORE_BPE && kind != TFM_TOKENIZER_BYTE_LEVEL_BPE)
+  if (kind != TFM_TOKENIZER_SCORE_BPE && kind != TFM_TOKENIZER_BYTE_LEVEL_BPE &&
+      kind != TFM_TOKENIZER_WORDPIECE)
     return tfm_fail(status, TFM_ERROR_TOKENIZER,
                     "tokenizer blob: unknown kind %u", kind);
   tfm_tokenizer *t = calloc(1, sizeof *t);
@@ -143,9 +218,15 @@ tfm_status_code tfm_tokenizer_new(const uint8_t *blob, uint64_t size,
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   t->kind = (tfm_tokenizer_kind)kind;
   t->vocab_size = vocab_size;
-  tfm_status_code code = parse_pieces(t, &r, status);
+  tfm_status_code code = parse_framing(t, &r, status);
+  if (code == TFM_OK)
+    code = parse_pieces(t, &r, status);
   if (code == TFM_OK && t->kind == TFM_TOKENIZER_BYTE_LEVEL_BPE)
     code = parse_merges(t, &r, status);
+  if (code == TFM_OK && t->kind == TFM_TOKENIZER_WORDPIECE)
+    code = parse_wordpiece(t, &r, status);
+  if (code == TFM_OK)
+    code = check_named_ids(t, status);
   if (code != TFM_OK) {
     tfm_tokenizer_free(t);
     return code;
@@ -164,6 +245,84 @@ tfm_status_code tfm_tokenizer_new(const uint8_t *blob, uint64_t size,
   return tfm_ok(status);
 }
 
+/* Encodes a piece of text holding no special tokens, by the tokenizer's
+ * kind. `out` has room for `capacity` >= length + 1 ids. */
+static tfm_status_code encode_plain(const tfm_tokenizer *t, const char *text,
+                                    size_t length, int32_t *out,
+                                    int64_t capacity, int64_t *count,
+                                    tfm_status *status) {
+  switch (t->kind) {
+  case TFM_TOKENIZER_BYTE_LEVEL_BPE:
+    return tfm_byte_level_bpe_encode(t, text, length, out, count, status);
+  case TFM_TOKENIZER_WORDPIECE:
+    return tfm_wordpiece_encode(t, text, length, out, capacity, count, status);
+  default:
+    return tfm_score_bpe_encode(t, text, length, out, count, status);
+  }
+}
+
+static int is_ascii_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' ||
+         c == '\f';
+}
+
+/* The longest special token spelled at text[at], or -1. */
+static int64_t special_at(const tfm_tokenizer *t, const char *text,
+                          size_t length, size_t at) {
+  int64_t best = -1;
+  for (uint32_t k = 0; k < t->special_count; ++k) {
+    uint32_t n = t->lengths[t->special_ids[k]];
+    if (n > 0 && n <= length - at &&
+        memcmp(text + at, t->pieces[t->special_ids[k]], n) == 0 &&
+        (best < 0 || n > t->lengths[t->special_ids[best]]))
+      best = k;
+  }
+  return best;
+}
+
+/* Encodes text with its special tokens kept whole (their lstrip/rstrip
+ * drop the spaces beside them), the rest by encode_plain. */
+static tfm_status_code encode_segment(const tfm_tokenizer *t, const char *text,
+                                      size_t length, int32_t *out,
+                                      int64_t capacity, int64_t *count,
+                                      tfm_status *status) {
+  int64_t n = 0;
+  size_t chunk = 0;
+  for (size_t at = 0; at <= length; ++at) {
+    int64_t special = at < length ? special_at(t, text, length, at) : -1;
+    if (special < 0 && at < length)
+      continue;
+    size_t end = at;
+    if (special >= 0 && (t->special_strips[special] & TFM_TOKENIZER_STRIP_LEFT))
+      while (end > chunk && is_ascii_space(text[end - 1]))
+        --end;
+    if (end > chunk) {
+      int64_t written = 0;
+      tfm_status_code code = encode_plain(t, text + chunk, end - chunk, out + n,
+                                          capacity - n, &written, status);
+      if (code != TFM_OK)
+        return code;
+      n += written;
+    }
+    if (special < 0)
+      break;
+    out[n++] = t->special_ids[special];
+    at += t->lengths[t->special_ids[special]];
+    if (t->special_strips[special] & TFM_TOKENIZER_STRIP_RIGHT)
+      while (at < length && is_ascii_space(text[at]))
+        ++at;
+    chunk = at;
+    --at; /* the loop's increment */
+  }
+  *count = n;
+  return TFM_OK;
+}
+
+/* Room for every encoder: BPE writes at most one id per byte plus a dummy
+ * prefix, WordPiece one per normalized character (lowercasing and accent
+ * decomposition can make more characters than bytes, rarely three). */
+static int64_t work_capacity(size_t length) { return 3 * (int64_t)length + 4; }
+
 tfm_status_code tfm_tokenizer_encode(const tfm_tokenizer *t, const char *text,
                                      int32_t bos, int32_t *ids,
                                      int64_t capacity, int64_t *count,
@@ -171,16 +330,13 @@ tfm_status_code tfm_tokenizer_encode(const tfm_tokenizer *t, const char *text,
   if (!t || !text || !count || (!ids && capacity > 0))
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_tokenizer_encode: NULL argument");
-  /* Every encoder needs at most one id per byte, plus a dummy prefix. */
   size_t length = strlen(text);
-  int32_t *work = malloc((length + 2) * sizeof *work);
+  int64_t room = work_capacity(length);
+  int32_t *work = malloc(room * sizeof *work);
   if (!work)
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   int64_t n = 0;
-  tfm_status_code code =
-      t->kind == TFM_TOKENIZER_BYTE_LEVEL_BPE
-          ? tfm_byte_level_bpe_encode(t, text, length, work, &n, status)
-          : tfm_score_bpe_encode(t, text, length, work, &n, status);
+  tfm_status_code code = encode_segment(t, text, length, work, room, &n, status);
   if (code == TFM_OK) {
     /* Count everything; write what fits. */
     *count = 0;
@@ -194,6 +350,62 @@ tfm_status_code tfm_tokenizer_encode(const tfm_tokenizer *t, const char *text,
         ids[*count] = work[i];
   }
   free(work);
+  return code;
+}
+
+tfm_status_code tfm_tokenizer_encode_text(const tfm_tokenizer *t,
+                                          const char *first,
+                                          const char *second, int32_t *ids,
+                                          int32_t *token_types,
+                                          int64_t capacity, int64_t *count,
+                                          tfm_status *status) {
+  if (!t || !first || !count || (!ids && capacity > 0))
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_tokenizer_encode_text: NULL argument");
+  if (t->frame_begin < 0)
+    return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                    "the tokenizer has no [CLS]/[SEP] framing (a decoder's: "
+                    "use tfm_tokenizer_encode)");
+  size_t first_length = strlen(first);
+  size_t second_length = second ? strlen(second) : 0;
+  int64_t room = work_capacity(first_length) + work_capacity(second_length) +
+                 t->pair_separators + 2;
+  int32_t *work = malloc(room * sizeof *work);
+  int32_t *types = malloc(room * sizeof *types);
+  if (!work || !types) {
+    free(work);
+    free(types);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+  /* [CLS] first [SEP], then [SEP]... second [SEP] as the second type. */
+  int64_t n = 0, written = 0;
+  work[n++] = t->frame_begin;
+  tfm_status_code code =
+      encode_segment(t, first, first_length, work + n, room - n, &written,
+                     status);
+  n += written;
+  work[n++] = t->frame_separator;
+  int64_t first_end = n;
+  if (code == TFM_OK && second) {
+    for (uint32_t i = 1; i < t->pair_separators; ++i)
+      work[n++] = t->frame_separator;
+    code = encode_segment(t, second, second_length, work + n, room - n,
+                          &written, status);
+    n += written;
+    work[n++] = t->frame_separator;
+  }
+  if (code == TFM_OK) {
+    for (int64_t i = 0; i < n; ++i)
+      types[i] = i < first_end ? 0 : (int32_t)t->second_type;
+    *count = n;
+    for (int64_t i = 0; i < n && i < capacity; ++i) {
+      ids[i] = work[i];
+      if (token_types)
+        token_types[i] = types[i];
+    }
+  }
+  free(work);
+  free(types);
   return code;
 }
 

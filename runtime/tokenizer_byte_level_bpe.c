@@ -3,26 +3,44 @@
  * GPT-2 first splits text with the pattern
  *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
  * and then, inside each piece, merges adjacent tokens in merge-rank order,
- * starting from single bytes. Unicode classes are approximated without a
- * Unicode database: ASCII letters and every non-ASCII byte count as letters,
- * ASCII digits as numbers, ASCII whitespace as space.
+ * starting from single bytes. Character classes come from utf8proc
+ * (letters L*, numbers N*, whitespace as Unicode's White_Space); bytes that
+ * are not UTF-8 count as "other", one byte each.
  *
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/tokenizer_internal.h"
 
 #include <stdlib.h>
+#include <utf8proc.h>
 
 typedef enum { CLASS_LETTER, CLASS_DIGIT, CLASS_SPACE, CLASS_OTHER } char_class;
 
-static char_class classify(unsigned char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80)
-    return CLASS_LETTER;
-  if (c >= '0' && c <= '9')
-    return CLASS_DIGIT;
-  if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' ||
-      c == '\f')
+static int is_white_space(int32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 ||
+         cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
+         cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
+         cp == 0x3000;
+}
+
+/* The class of the character at text[at] and its length in bytes. */
+static char_class classify(const char *text, size_t length, size_t at,
+                           size_t *size) {
+  utf8proc_int32_t cp;
+  utf8proc_ssize_t n =
+      utf8proc_iterate((const uint8_t *)text + at, length - at, &cp);
+  if (n <= 0) {
+    *size = 1;
+    return CLASS_OTHER;
+  }
+  *size = (size_t)n;
+  if (is_white_space(cp))
     return CLASS_SPACE;
+  utf8proc_category_t category = utf8proc_category(cp);
+  if (category >= UTF8PROC_CATEGORY_LU && category <= UTF8PROC_CATEGORY_LO)
+    return CLASS_LETTER;
+  if (category >= UTF8PROC_CATEGORY_ND && category <= UTF8PROC_CATEGORY_NO)
+    return CLASS_DIGIT;
   return CLASS_OTHER;
 }
 
@@ -41,24 +59,26 @@ static size_t pretoken_length(const char *text, size_t length, size_t at) {
     }
   }
   /* " ?X+" for X letters, digits or other: an optional space, one class. */
-  size_t start = at;
+  size_t start = at, size, next_size;
   if (text[at] == ' ' && at + 1 < length &&
-      classify((unsigned char)text[at + 1]) != CLASS_SPACE)
+      classify(text, length, at + 1, &next_size) != CLASS_SPACE)
     ++start;
-  char_class cls = classify((unsigned char)text[start]);
+  char_class cls = classify(text, length, start, &size);
   if (cls != CLASS_SPACE) {
-    size_t end = start + 1;
-    while (end < length && classify((unsigned char)text[end]) == cls)
-      ++end;
+    size_t end = start + size;
+    while (end < length && classify(text, length, end, &size) == cls)
+      end += size;
     return end - at;
   }
   /* Whitespace: a run; when a word follows, its last character stays for
    * the word ("\s+(?!\S)"), unless the run is that one character. */
-  size_t end = at;
-  while (end < length && classify((unsigned char)text[end]) == CLASS_SPACE)
-    ++end;
-  if (end < length && end - at > 1)
-    --end;
+  size_t end = at, last = at;
+  while (end < length && classify(text, length, end, &size) == CLASS_SPACE) {
+    last = end;
+    end += size;
+  }
+  if (end < length && last > at)
+    end = last;
   return end - at;
 }
 

@@ -1,7 +1,7 @@
 /*===- tokenizer_internal.h - the tokenizer's state (runtime-internal) ----===//
  *
- * Shared by tokenizer.c (parsing, dispatch, decoding) and the two encoders,
- * tokenizer_score_bpe.c and tokenizer_byte_level_bpe.c.
+ * Shared by tokenizer.c (parsing, dispatch, decoding) and the encoders:
+ * tokenizer_score_bpe.c, tokenizer_byte_level_bpe.c, tokenizer_wordpiece.c.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -36,6 +36,20 @@ struct tfm_tokenizer {
   int32_t byte_tokens[256];
   tfm_merge *merges; /* byte-level BPE, sorted by pair */
   uint32_t merge_count;
+  /* An encoder's framing (tfm_format.h); frame_begin < 0: none. */
+  int32_t frame_begin, frame_separator;
+  uint32_t pair_separators, second_type;
+  /* Special tokens matched whole in text, with TFM_TOKENIZER_STRIP_* flags. */
+  uint32_t special_count;
+  int32_t *special_ids;
+  uint32_t *special_strips;
+  /* WordPiece: TFM_WORDPIECE_* flags, the unknown token, the longest word
+   * (in characters) split into pieces, the continuation prefix ("##"). */
+  uint32_t wordpiece_flags;
+  int32_t unknown;
+  uint32_t max_chars_per_word;
+  char *continuation;
+  uint32_t continuation_length;
 };
 
 /* The id of the piece with these bytes, or -1. */
@@ -47,6 +61,11 @@ int32_t tfm_tokenizer_lookup(const tfm_tokenizer *t, const char *bytes,
 tfm_status_code tfm_score_bpe_encode(const tfm_tokenizer *t, const char *text,
                                      size_t length, int32_t *out,
                                      int64_t *count, tfm_status *status);
+/* WordPiece writes at most `capacity` ids (fails beyond). */
+tfm_status_code tfm_wordpiece_encode(const tfm_tokenizer *t, const char *text,
+                                     size_t length, int32_t *out,
+                                     int64_t capacity, int64_t *count,
+                                     tfm_status *status);
 tfm_status_code tfm_byte_level_bpe_encode(const tfm_tokenizer *t,
                                           const char *text, size_t length,
                                           int32_t *out, int64_t *count,

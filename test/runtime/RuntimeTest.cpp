@@ -291,14 +291,36 @@ TEST(Model, ChecksEmbeddedAndSideFileWeights) {
             std::string::npos);
 }
 
+/// An encoder's framing and WordPiece options for tokenizerBlob.
+struct EncoderTokenizer {
+  int32_t begin = -1, separator = -1;
+  uint32_t pairSeparators = 1, secondType = 1;
+  std::vector<std::pair<int32_t, uint32_t>> specials; // id, strip flags
+  uint32_t wordPieceFlags = TFM_WORDPIECE_LOWERCASE |
+                            TFM_WORDPIECE_STRIP_ACCENTS |
+                            TFM_WORDPIECE_SPLIT_CJK;
+  int32_t unknown = 0;
+  uint32_t maxCharsPerWord = 100;
+};
+
 /// Builds a tokenizer blob (tfm_format.h).
 std::string tokenizerBlob(uint32_t kind,
                           const std::vector<std::pair<std::string, float>> &pieces,
-                          const std::vector<std::array<uint32_t, 3>> &merges = {}) {
+                          const std::vector<std::array<uint32_t, 3>> &merges = {},
+                          const EncoderTokenizer &encoder = {}) {
   std::string blob(TFM_TOKENIZER_MAGIC, TFM_TOKENIZER_MAGIC_SIZE);
   auto u32 = [&](uint32_t v) { blob.append(reinterpret_cast<char *>(&v), 4); };
   u32(kind);
   u32(pieces.size());
+  u32(encoder.begin);
+  u32(encoder.separator);
+  u32(encoder.pairSeparators);
+  u32(encoder.secondType);
+  u32(encoder.specials.size());
+  for (auto [id, strips] : encoder.specials) {
+    u32(id);
+    u32(strips);
+  }
   for (const auto &[piece, score] : pieces) {
     blob.append(reinterpret_cast<const char *>(&score), 4);
     u32(piece.size());
@@ -309,6 +331,13 @@ std::string tokenizerBlob(uint32_t kind,
     for (const auto &m : merges)
       for (uint32_t id : m)
         u32(id);
+  }
+  if (kind == TFM_TOKENIZER_WORDPIECE) {
+    u32(encoder.wordPieceFlags);
+    u32(encoder.unknown);
+    u32(encoder.maxCharsPerWord);
+    u32(2);
+    blob += "##";
   }
   return blob;
 }
@@ -377,6 +406,90 @@ TEST(ByteLevelBpe, MergesByRankWithinPretokens) {
   tfm_tokenizer_free(t);
 }
 
+/// Encodes a text (and a second one) as an encoder's input.
+std::pair<std::vector<int32_t>, std::vector<int32_t>>
+encodeText(tfm_tokenizer *t, const char *first, const char *second = nullptr) {
+  int32_t ids[64], types[64];
+  int64_t count = 0;
+  tfm_status status;
+  EXPECT_EQ(tfm_tokenizer_encode_text(t, first, second, ids, types, 64, &count,
+                                      &status),
+            TFM_OK)
+      << status.message;
+  return {std::vector<int32_t>(ids, ids + count),
+          std::vector<int32_t>(types, types + count)};
+}
+
+TEST(WordPiece, NormalizesSplitsAndFramesLikeBert) {
+  // 0 [UNK] 1 [CLS] 2 [SEP] 3 [MASK] 4 hello 5 ##s 6 , 7 cafe 8 中 9 un
+  // 10 ##aff 11 ##able 12 !
+  EncoderTokenizer encoder;
+  encoder.begin = 1;
+  encoder.separator = 2;
+  encoder.specials = {{0, 0}, {1, 0}, {2, 0}, {3, 0}};
+  encoder.maxCharsPerWord = 9;
+  std::string blob = tokenizerBlob(
+      TFM_TOKENIZER_WORDPIECE,
+      {{"[UNK]", 0}, {"[CLS]", 0}, {"[SEP]", 0}, {"[MASK]", 0}, {"hello", 0},
+       {"##s", 0}, {",", 0}, {"cafe", 0}, {"\xe4\xb8\xad", 0}, {"un", 0},
+       {"##aff", 0}, {"##able", 0}, {"!", 0}},
+      {}, encoder);
+  tfm_tokenizer *t = parse(blob);
+  ASSERT_NE(t, nullptr);
+  using Ids = std::vector<int32_t>;
+  // Lowercasing, accent stripping (Caf\u00e9), punctuation, CJK spacing,
+  // control characters dropped, a word with no split is [UNK].
+  EXPECT_EQ(encodeText(t, "HELLOs,Caf\xc3\xa9\x01\xe4\xb8\xadunaffable!xyz")
+                .first,
+            (Ids{1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 2}));
+  // Longer than 9 characters: [UNK] without trying pieces.
+  EXPECT_EQ(encodeText(t, "hellohello").first, (Ids{1, 0, 2}));
+  // Special tokens stay whole; a pair's second segment is type 1.
+  auto [ids, types] = encodeText(t, "hello [MASK]!", "hellos");
+  EXPECT_EQ(ids, (Ids{1, 4, 3, 12, 2, 4, 5, 2}));
+  EXPECT_EQ(types, (Ids{0, 0, 0, 0, 0, 1, 1, 1}));
+  EXPECT_EQ(encodeText(t, "").first, (Ids{1, 2}));
+  // Not UTF-8: refused with the offset.
+  int32_t out[8];
+  int64_t count;
+  tfm_status status;
+  EXPECT_EQ(tfm_tokenizer_encode_text(t, "ab\xff", nullptr, out, nullptr, 8,
+                                      &count, &status),
+            TFM_ERROR_TOKENIZER);
+  EXPECT_STREQ(status.message,
+               "the text is not UTF-8 (byte 0xFF at offset 2)");
+  tfm_tokenizer_free(t);
+}
+
+TEST(ByteLevelBpe, FramesRobertaPairsAndStripsBeforeMask) {
+  // 0 <s> 1 </s> 2 <mask> then bytes " ", "a" and the merge " a".
+  EncoderTokenizer encoder;
+  encoder.begin = 0;
+  encoder.separator = 1;
+  encoder.pairSeparators = 2;
+  encoder.secondType = 0;
+  encoder.specials = {{0, 0}, {1, 0}, {2, TFM_TOKENIZER_STRIP_LEFT}};
+  std::string blob = tokenizerBlob(
+      TFM_TOKENIZER_BYTE_LEVEL_BPE,
+      {{"<s>", 0}, {"</s>", 0}, {"<mask>", 0}, {" ", 0}, {"a", 0}, {" a", 0}},
+      {{3, 4, 5}}, encoder);
+  tfm_tokenizer *t = parse(blob);
+  ASSERT_NE(t, nullptr);
+  auto [ids, types] = encodeText(t, "a <mask> a", "a");
+  EXPECT_EQ(ids, (std::vector<int32_t>{0, 4, 2, 5, 1, 1, 4, 1}));
+  EXPECT_EQ(types, std::vector<int32_t>(8, 0));
+  tfm_tokenizer_free(t);
+  // A decoder's tokenizer has no framing.
+  t = parse(tokenizerBlob(TFM_TOKENIZER_SCORE_BPE, {{"a", 0}}));
+  int32_t out[4];
+  int64_t count;
+  tfm_status status;
+  EXPECT_EQ(tfm_tokenizer_encode_text(t, "a", nullptr, out, nullptr, 4, &count,
+                                      &status),
+            TFM_ERROR_TOKENIZER);
+  tfm_tokenizer_free(t);
+}
+
 TEST(Tokenizer, RejectsMalformedBlobs) {
   tfm_tokenizer *t = nullptr;
   tfm_status status;
@@ -397,6 +510,20 @@ TEST(Tokenizer, RejectsMalformedBlobs) {
             TFM_ERROR_TOKENIZER);
   EXPECT_STREQ(status.message,
                "tokenizer blob: merge 0 refers to an id past the vocabulary");
+  EncoderTokenizer encoder;
+  encoder.unknown = 5;
+  blob = tokenizerBlob(TFM_TOKENIZER_WORDPIECE, {{"a", 0}}, {}, encoder);
+  EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
+                              blob.size(), &t, &status),
+            TFM_ERROR_TOKENIZER);
+  EXPECT_STREQ(status.message,
+               "tokenizer blob: the unknown token 5 is not a token");
+  blob.resize(blob.size() - 4);
+  EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
+                              blob.size(), &t, &status),
+            TFM_ERROR_TOKENIZER);
+  EXPECT_STREQ(status.message,
+               "tokenizer blob: truncated WordPiece options");
 }
 
 } // namespace
