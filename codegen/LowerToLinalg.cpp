@@ -104,4 +104,5 @@ void mlir::tfm::populateLowerToLinalgPatterns(RewritePatternSet &patterns) {
   populateLowerAttentionPatterns(patterns);
   populateLowerKVCachePatterns(patterns);
   populateLowerPoolingPatterns(patterns);
+  populateLowerPatchesPatterns(patterns);
 }

@@ -49,6 +49,8 @@ void populateLowerAttentionPatterns(RewritePatternSet &patterns);
 void populateLowerKVCachePatterns(RewritePatternSet &patterns);
 /// tfm.pool: a sequence's hidden states to one (normalized) vector.
 void populateLowerPoolingPatterns(RewritePatternSet &patterns);
+/// tfm.patches: an image cut into flattened patches (vision transformers).
+void populateLowerPatchesPatterns(RewritePatternSet &patterns);
 void populateLowerToLinalgPatterns(RewritePatternSet &patterns);
 
 /// CPU kernel selection (tfm-select-cpu-kernels): tfm.linear over panel

@@ -14,6 +14,7 @@
 #include "frontend/JsonFile.h"
 #include "frontend/ModelLoader.h"
 #include "frontend/Safetensors.h"
+#include "frontend/VisionTransformer.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -25,6 +26,58 @@ using namespace mlir;
 using namespace mlir::tfm;
 
 namespace {
+
+/// A classifier's class names by id: id2label's entries, or num_labels
+/// (2 by default, as transformers) named LABEL_i.
+llvm::Expected<std::vector<std::string>>
+readClassLabels(ConfigReader &config, llvm::StringRef configPath) {
+  int64_t count = config.integer("num_labels", 2);
+  std::vector<std::string> names;
+  if (const llvm::json::Object *id2label = config.nested("id2label")) {
+    count = int64_t(id2label->size());
+    // Keys are the ids "0".."n-1", values the names.
+    names.assign(count, "");
+    for (const auto &[key, value] : *id2label) {
+      int64_t id = -1;
+      std::optional<llvm::StringRef> name = value.getAsString();
+      if (llvm::StringRef(key).getAsInteger(10, id) || id < 0 || id >= count ||
+          !name)
+        return makeError(configPath + ": id2label must map the ids 0.." +
+                         llvm::Twine(count - 1) + " to names");
+      names[id] = name->str();
+    }
+  }
+  if (llvm::Error err = config.takeError())
+    return std::move(err);
+  if (count <= 0)
+    return makeError(configPath + ": a classifier needs at least one label");
+  for (int64_t i = int64_t(names.size()); i < count; ++i)
+    names.push_back("LABEL_" + std::to_string(i));
+  return names;
+}
+
+/// A vision transformer (VisionTransformer.h): pixels in.
+llvm::Expected<LoadedModel> loadVision(MLIRContext &context,
+                                       llvm::StringRef directory,
+                                       llvm::StringRef modelType,
+                                       ConfigReader &config) {
+  std::string configPath = (directory + "/config.json").str();
+  LoadedModel model;
+  if (llvm::Error err = readSafetensorsCheckpoint(directory, model.weights))
+    return std::move(err);
+  std::vector<std::string> architectures = config.strings("architectures");
+  llvm::Expected<std::vector<std::string>> labels =
+      readClassLabels(config, configPath);
+  if (!labels)
+    return labels.takeError();
+  std::string checkpoint = (directory + "/model.safetensors").str();
+  if (llvm::Error err =
+          loadVisionTransformer(context, modelType, config, architectures,
+                                std::move(*labels), checkpoint, configPath,
+                                model))
+    return std::move(err);
+  return model;
+}
 
 /// An encoder (EncoderFamilies.h): `@encode` over token ids and types, no
 /// tokenizer yet (WordPiece is to come), so ids in and hidden states out.
@@ -49,27 +102,11 @@ llvm::Expected<LoadedModel> loadEncoder(MLIRContext &context,
   std::vector<std::string> architectures = config.strings("architectures");
   EncoderHead head =
       spec.pooling ? EncoderHead::None : encoderHeadOf(architectures);
-  // Classes: id2label's entries (transformers' num_labels), 2 by default.
-  int64_t labels = config.integer("num_labels", 2);
-  std::vector<std::string> labelNames;
-  if (const llvm::json::Object *id2label = config.nested("id2label")) {
-    labels = int64_t(id2label->size());
-    // Keys are the ids "0".."n-1", values the names.
-    labelNames.assign(labels, "");
-    for (const auto &[key, value] : *id2label) {
-      int64_t id = -1;
-      std::optional<llvm::StringRef> name = value.getAsString();
-      if (llvm::StringRef(key).getAsInteger(10, id) || id < 0 ||
-          id >= labels || !name)
-        return makeError(configPath + ": id2label must map the ids 0.." +
-                         llvm::Twine(labels - 1) + " to names");
-      labelNames[id] = name->str();
-    }
-  }
-  if (llvm::Error err = config.takeError())
-    return std::move(err);
-  if (labels <= 0)
-    return makeError(configPath + ": a classifier needs at least one label");
+  llvm::Expected<std::vector<std::string>> labelNames =
+      readClassLabels(config, configPath);
+  if (!labelNames)
+    return labelNames.takeError();
+  int64_t labels = int64_t(labelNames->size());
   if (!resolveEncoderNames(spec, model.weights, head, labels))
     return makeError(configPath + ": the " + architectures.front() +
                      " head of " + spec.family + " is not supported yet");
@@ -91,7 +128,7 @@ llvm::Expected<LoadedModel> loadEncoder(MLIRContext &context,
     return module.takeError();
   model.module = std::move(*module);
   if (spec.classifier)
-    model.labels = std::move(labelNames);
+    model.labels = std::move(*labelNames);
   model.vocabSize = spec.vocabSize;
   model.maxContext = spec.maxTokens();
   model.hiddenSize = spec.hiddenSize;
@@ -131,11 +168,13 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
   EncoderSpec encoder;
   if (readEncoderFamily(modelType, config, encoder))
     return loadEncoder(context, directory, config, std::move(encoder));
+  if (isVisionFamily(modelType))
+    return loadVision(context, directory, modelType, config);
   DecoderSpec spec;
   if (!readDecoderFamily(modelType, config, spec))
     return makeError(configPath + ": unknown model_type '" + modelType +
                      "' (supported: " + supportedDecoderFamilies() + ", " +
-                     supportedEncoderFamilies() + ")");
+                     supportedEncoderFamilies() + ", vit, deit)");
   LoadedModel model;
   model.family = modelType;
   model.bosToken = config.integer("bos_token_id", -1);

@@ -10,9 +10,15 @@ using namespace mlir::tfm;
 
 Value WeightDeclarations::read(OpBuilder &b, const std::string &name,
                                const std::vector<int64_t> &shape) {
+  return readAs(b, name, shape, shape);
+}
+
+Value WeightDeclarations::readAs(OpBuilder &b, const std::string &name,
+                                 const std::vector<int64_t> &stored,
+                                 const std::vector<int64_t> &shape) {
   used.insert(name);
   if (std::optional<std::string> error = weights.mismatch(
-          checkpoint, name, shape, "the " + family + " config implies"))
+          checkpoint, name, stored, "the " + family + " config implies"))
     errors.push_back(std::move(*error));
   auto type = RankedTensorType::get(shape, b.getF32Type());
   Location loc = NameLoc::get(b.getStringAttr(name));

@@ -35,6 +35,13 @@ public:
   Value read(OpBuilder &b, const std::string &name,
              const std::vector<int64_t> &shape);
 
+  /// As read, for a tensor the checkpoint stores as `stored` and the model
+  /// uses as `shape`, the same elements in the same order (a convolution
+  /// weight [out, C, p, p] as [out, C·p·p], a [1, n, d] table as [n, d]).
+  Value readAs(OpBuilder &b, const std::string &name,
+               const std::vector<int64_t> &stored,
+               const std::vector<int64_t> &shape);
+
   /// Records a problem found while building.
   void fail(std::string message) { errors.push_back(std::move(message)); }
 

@@ -123,6 +123,30 @@ LogicalResult PositionIdsOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// PatchesOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PatchesOp::verify() {
+  if (failed(expectRank(*this, "input", getInput(), 3)) ||
+      failed(expectRank(*this, "result", getResult(), 2)))
+    return failure();
+  ArrayRef<int64_t> image = getInput().getType().getShape();
+  int64_t patch = getPatch();
+  if (ShapedType::isDynamicShape(image))
+    return emitOpError("needs an image of static size, got ")
+           << getInput().getType();
+  if (patch <= 0 || image[1] % patch || image[2] % patch)
+    return emitOpError("patch ")
+           << patch << " does not divide the image's " << image[1] << "x"
+           << image[2];
+  if (failed(expectDim(*this, "result rows", getType().getDimSize(0),
+                       "patches", (image[1] / patch) * (image[2] / patch))))
+    return failure();
+  return expectDim(*this, "result width", getType().getDimSize(1),
+                   "patch size", image[0] * patch * patch);
+}
+
+//===----------------------------------------------------------------------===//
 // EmbeddingOp
 //===----------------------------------------------------------------------===//
 

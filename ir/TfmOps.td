@@ -225,6 +225,29 @@ def Tfm_PoolOp : Tfm_Op<"pool", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tfm_PatchesOp : Tfm_Op<"patches", [Pure]> {
+  let summary = "an image's non-overlapping square patches, one per row";
+  let description = [{
+    Cuts the image `input` (`[channels, height, width]`) into `patch` x
+    `patch` squares and returns them row by row (left to right, then top to
+    bottom), each flattened channel-major: `result[py * (W / patch) + px,
+    (c * patch + ky) * patch + kx] = input[c, py * patch + ky, px * patch +
+    kx]`. A vision transformer's patch embedding, the stride-`patch`
+    convolution, is then a `tfm.linear` with the convolution's
+    `[out, channels * patch * patch]` weight.
+
+    ```mlir
+    %p = tfm.patches %image {patch = 16} : tensor<3x224x224xf32> -> tensor<196x768xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, I64Attr:$patch);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 class Tfm_BinaryElementwiseOp<string mnemonic, string what>
     : Tfm_Op<mnemonic, [Pure, Tfm_PositionWise, Commutative,
                         SameOperandsAndResultType]> {

@@ -72,6 +72,7 @@ static void usage(FILE *out, const char *argv0) {
           "    --tokens \"1 2\" [--token-types \"0 1\"]  the input as ids, or\n"
           "    --text TEXT [--text-pair TEXT]  text through the tokenizer\n"
           "    --text-file FILE     one text per line, one output per line\n"
+          "    --pixels FILE        an image model's input, raw f32 [3, H, W]\n"
           "    --truncate           cut text longer than the context\n"
           "    --tokenize           print the ids and token types, run nothing\n"
           "    --format F           text (default), json, or f32 (raw, stdout)\n"
@@ -145,6 +146,8 @@ static int parse_options(int argc, char **argv, options *o) {
       o->call.text = argv[++i];
     } else if (!strcmp(arg, "--text-pair")) {
       o->call.text_pair = argv[++i];
+    } else if (!strcmp(arg, "--pixels")) {
+      o->call.pixels = argv[++i];
     } else if (!strcmp(arg, "--text-file")) {
       o->call.text_file = argv[++i];
     } else if (!strcmp(arg, "--format")) {

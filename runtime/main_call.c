@@ -25,7 +25,7 @@ static const char *role_name(int32_t role) {
   case TFM_ROLE_TOKEN_TYPE_IDS:
     return "token types (--token-types)";
   case TFM_ROLE_FEATURES:
-    return "features";
+    return "pixels or features (--pixels)";
   case TFM_ROLE_START_POSITION:
     return "a start position";
   case TFM_ROLE_CACHE_SLOT:
@@ -94,12 +94,51 @@ static void print_output(const char *name, const tfm_tensor *out) {
 typedef struct {
   int32_t *ids, *types;
   long count;
+  float *features; /* --pixels: the features input, of its static shape */
 } call_input;
 
 static void free_input(call_input *in) {
   free(in->ids);
   free(in->types);
+  free(in->features);
   in->ids = in->types = NULL;
+  in->features = NULL;
+}
+
+/* --pixels FILE: raw little-endian f32 of exactly the features input's
+ * static shape (vision: [channels, height, width], preprocessed). */
+static int input_from_pixels(const char *argv0, const tfm_entry_point *entry,
+                             const char *path, call_input *in) {
+  const tfm_tensor_desc *desc = NULL;
+  for (int32_t i = 0; i < entry->num_inputs; ++i)
+    if (entry->inputs[i].role == TFM_ROLE_FEATURES)
+      desc = &entry->inputs[i];
+  if (!desc) {
+    fprintf(stderr, "%s: error: @%s takes no pixels\n", argv0, entry->name);
+    return 0;
+  }
+  size_t count = 1;
+  for (int32_t d = 0; d < desc->rank; ++d)
+    count *= (size_t)desc->shape[d];
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "%s: error: cannot read '%s'\n", argv0, path);
+    return 0;
+  }
+  in->features = malloc(count * sizeof *in->features + 1);
+  size_t got = in->features ? fread(in->features, 1, count * 4 + 1, f) : 0;
+  fclose(f);
+  if (got != count * 4) {
+    fprintf(stderr,
+            "%s: error: '%s' has %s%zu bytes; @%s takes f32 [", argv0, path,
+            got > count * 4 ? "more than " : "", got > count * 4 ? count * 4 : got,
+            entry->name);
+    for (int32_t d = 0; d < desc->rank; ++d)
+      fprintf(stderr, "%s%lld", d ? ", " : "", (long long)desc->shape[d]);
+    fprintf(stderr, "] (%zu bytes)\n", count * 4);
+    return 0;
+  }
+  return 1;
 }
 
 /* --tokens / --token-types. */
@@ -227,11 +266,19 @@ static int run_one(const char *argv0, tfm_model *model,
                    const tfm_entry_point *entry, const tfm_call_options *o,
                    const call_input *in, FILE *raw) {
   tfm_tensor inputs[8];
-  for (int32_t i = 0; i < entry->num_inputs; ++i)
-    inputs[i] = (tfm_tensor){entry->inputs[i].role == TFM_ROLE_TOKEN_IDS
-                                 ? in->ids
-                                 : in->types,
+  for (int32_t i = 0; i < entry->num_inputs; ++i) {
+    const tfm_tensor_desc *desc = &entry->inputs[i];
+    if (desc->role == TFM_ROLE_FEATURES) {
+      inputs[i] = (tfm_tensor){in->features, TFM_DTYPE_F32, desc->rank,
+                               {0}, NULL};
+      for (int32_t d = 0; d < desc->rank; ++d)
+        inputs[i].shape[d] = desc->shape[d];
+      continue;
+    }
+    inputs[i] = (tfm_tensor){desc->role == TFM_ROLE_TOKEN_IDS ? in->ids
+                                                              : in->types,
                              TFM_DTYPE_I32, 1, {in->count}, NULL};
+  }
   tfm_tensor output;
   tfm_status status;
   if (tfm_model_call(model, o->name, inputs, entry->num_inputs, NULL, &output,
@@ -273,7 +320,8 @@ static int check_inputs(const char *argv0, const tfm_entry_point *entry,
   for (int32_t i = 0; i < entry->num_inputs; ++i) {
     int32_t role = entry->inputs[i].role;
     takes_types |= role == TFM_ROLE_TOKEN_TYPE_IDS;
-    if (role != TFM_ROLE_TOKEN_IDS && role != TFM_ROLE_TOKEN_TYPE_IDS) {
+    if (role != TFM_ROLE_TOKEN_IDS && role != TFM_ROLE_TOKEN_TYPE_IDS &&
+        role != TFM_ROLE_FEATURES) {
       fprintf(stderr,
               "%s: error: input %d of @%s is %s, which the command line "
               "cannot give\n",
@@ -312,7 +360,19 @@ int tfm_main_call(const char *argv0, tfm_model *model,
     return 1;
   }
   int texts = !!o->text + !!o->text_file;
-  if (texts + !!o->tokens != 1) {
+  int takes_pixels = 0;
+  for (int32_t i = 0; i < entry->num_inputs; ++i)
+    takes_pixels |= entry->inputs[i].role == TFM_ROLE_FEATURES;
+  if (takes_pixels) {
+    if (!o->pixels || texts || o->tokens) {
+      fprintf(stderr, "%s: error: @%s takes an image: --pixels FILE\n", argv0,
+              o->name);
+      return 1;
+    }
+  } else if (o->pixels) {
+    fprintf(stderr, "%s: error: @%s takes no pixels\n", argv0, o->name);
+    return 1;
+  } else if (texts + !!o->tokens != 1) {
     fprintf(stderr,
             "%s: error: @%s needs one of --tokens, --text and --text-file\n",
             argv0, o->name);
@@ -362,9 +422,13 @@ int tfm_main_call(const char *argv0, tfm_model *model,
       snprintf(where, sizeof where, "the text");
     }
     call_input in = {0};
-    ok = text ? input_from_text(argv0, o, tokenizer, context, text, where, &in)
-              : input_from_ids(argv0, o, &in);
-    if (ok && in.count == 0) {
+    if (takes_pixels)
+      ok = input_from_pixels(argv0, entry, o->pixels, &in);
+    else
+      ok = text ? input_from_text(argv0, o, tokenizer, context, text, where,
+                                  &in)
+                : input_from_ids(argv0, o, &in);
+    if (ok && !takes_pixels && in.count == 0) {
       fprintf(stderr, "%s: error: @%s needs token ids (--tokens)\n", argv0,
               o->name);
       ok = 0;

@@ -26,6 +26,7 @@ typedef struct {
   const char *tokens, *token_types;   /* ids, "1 2 3" */
   const char *text, *text_pair;       /* text through the tokenizer */
   const char *text_file;              /* one input per line */
+  const char *pixels;                 /* raw f32 image, preprocessed */
   const char *output_path;            /* raw f32 of every output */
   const char *format;                 /* text (default), json or f32 */
   int tokenize;                       /* print ids and types, run nothing */
