@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """bench/compare_encoders.py: a BERT-base-shaped encoder (12 layers, 768
 wide, 12 heads, FFN 3072, vocab 30522; random weights) encoding one
-sequence, tfmc against transformers' BertModel on PyTorch, beside the
-machine's FP32 peak measured in the same run.
+sequence, and a ViT-B/16-shaped image encoder (224x224, 197 tokens) on one
+image, tfmc against transformers' BertModel / ViTModel on PyTorch, beside
+the machine's FP32 peak measured in the same run.
 
     bash ../shared/reference/setup.sh && source /tmp/tfm-hfref/env.sh
     /usr/bin/python3 bench/compare_encoders.py [--seq 128,512] [--reps 20]
+        [--no-vit]
 
 tfmc: the model compiled with --emit=lib and timed through tfm_model_call
 (bench/encode_bench.c). PyTorch at its fastest setting here
@@ -24,13 +26,14 @@ from compare_peers import hardware_limits
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-def make_model(directory):
+def make_model(directory, vit=False):
     import torch
     import transformers as tf
     if os.path.exists(os.path.join(directory, "model.safetensors")):
         return
     torch.manual_seed(0)
-    model = tf.BertModel(tf.BertConfig(), add_pooling_layer=False).eval()
+    model = (tf.ViTModel(tf.ViTConfig(), add_pooling_layer=False) if vit else
+             tf.BertModel(tf.BertConfig(), add_pooling_layer=False)).eval()
     model.save_pretrained(directory, safe_serialization=True)
 
 
@@ -40,14 +43,17 @@ def flops_per_sequence(seq, d=768, layers=12, ffn=3072):
     return 2 * (matmuls * seq + attention)
 
 
-def torch_peer(directory, seq, reps):
+def torch_peer(directory, seq, reps, vit=False):
+    cls = "ViT" if vit else "Bert"
+    inputs = ("torch.rand(1, 3, 224, 224)" if vit else
+              f"torch.arange(1000, 1000 + {seq}).unsqueeze(0)")
     code = f"""
 import json, time, torch, transformers as tf
 torch.set_num_threads(1)
-config = tf.BertConfig.from_pretrained({directory!r})
+config = tf.{cls}Config.from_pretrained({directory!r})
 config._attn_implementation = "eager"
-model = tf.BertModel.from_pretrained({directory!r}, config=config, add_pooling_layer=False).eval()
-ids = torch.arange(1000, 1000 + {seq}).unsqueeze(0)
+model = tf.{cls}Model.from_pretrained({directory!r}, config=config, add_pooling_layer=False).eval()
+ids = {inputs}
 times = []
 with torch.no_grad():
     for r in range({reps} + 2):
@@ -68,13 +74,38 @@ def main():
     parser.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
     parser.add_argument("--seq", default="128,512")
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--no-vit", action="store_true")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     peak = hardware_limits(args.work)
     print(f"machine: FP32 peak {peak['fp32_peak_gflops']:.1f} GFLOP/s")
-    model = os.path.join(args.work, "bert-base-random")
-    make_model(model)
-    lib = os.path.join(args.work, "bert-lib")
+    bert = compile_bench(args.work, "bert-base-random", vit=False)
+    print(f"{'input':>10} {'tfmc ms':>9} {'PyTorch ms':>11} {'/PT':>6}  tfmc of the FP32 peak")
+    cells = [(f"{seq} tok", bert, seq, False) for seq in
+             [int(s) for s in args.seq.split(",")]]
+    if not args.no_vit:
+        # ViT-B/16: 196 patches + the class token; the patch GEMM included.
+        cells.append(("224 image", compile_bench(args.work, "vit-base-random",
+                                                 vit=True), 197, True))
+    for label, (model, exe), seq, vit in cells:
+        ours = json.loads(subprocess.run([exe, str(seq), str(args.reps)],
+                                         capture_output=True, text=True,
+                                         check=True).stdout)
+        theirs = torch_peer(model, seq, args.reps, vit)
+        flops = flops_per_sequence(seq) + (2 * 196 * 768 * 768 if vit else 0)
+        gflops = flops / ours["best_seconds"] / 1e9
+        print(f"{label:>10} {ours['best_seconds'] * 1e3:>9.2f} "
+              f"{theirs['best_seconds'] * 1e3:>11.2f} "
+              f"{theirs['best_seconds'] / ours['best_seconds']:>5.2f}x  "
+              f"{gflops:.0f} GFLOP/s = {100 * gflops / peak['fp32_peak_gflops']:.0f}%")
+
+
+def compile_bench(work, name, vit):
+    """The random model `name` compiled as a library and linked into
+    encode_bench.c; returns (model folder, executable)."""
+    model = os.path.join(work, name)
+    make_model(model, vit)
+    lib = os.path.join(work, name + "-lib")
     os.makedirs(lib, exist_ok=True)
     subprocess.run([os.path.join(ROOT, "build", "bin", "tfmc"), model,
                     "--emit=staticlib", "--prefix", "model",
@@ -83,18 +114,9 @@ def main():
     subprocess.run(["cc", "-O2", os.path.join(HERE, "encode_bench.c"), "-I" + lib,
                     "-I" + ROOT, os.path.join(lib, "libmodel.a"),
                     os.path.join(ROOT, "build", "lib", "libtfmrt.a"),
-                    "-lopenblas", "-lm", "-lpthread", "-o", exe], check=True)
-    print(f"{'tokens':>8} {'tfmc ms':>9} {'PyTorch ms':>11} {'/PT':>6}  tfmc of the FP32 peak")
-    for seq in [int(s) for s in args.seq.split(",")]:
-        ours = json.loads(subprocess.run([exe, str(seq), str(args.reps)],
-                                         capture_output=True, text=True,
-                                         check=True).stdout)
-        theirs = torch_peer(model, seq, args.reps)
-        gflops = flops_per_sequence(seq) / ours["best_seconds"] / 1e9
-        print(f"{seq:>8} {ours['best_seconds'] * 1e3:>9.2f} "
-              f"{theirs['best_seconds'] * 1e3:>11.2f} "
-              f"{theirs['best_seconds'] / ours['best_seconds']:>5.2f}x  "
-              f"{gflops:.0f} GFLOP/s = {100 * gflops / peak['fp32_peak_gflops']:.0f}%")
+                    "-lopenblas", "-lutf8proc", "-lm", "-lpthread", "-o", exe],
+                   check=True)
+    return model, exe
 
 
 if __name__ == "__main__":
