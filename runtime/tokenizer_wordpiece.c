@@ -180,40 +180,40 @@ static tfm_status_code split_word(const tfm_tokenizer *t, const int32_t *word,
     out[(*n)++] = t->unknown;
     return TFM_OK;
   }
-  /* The word's UTF-8 bytes after the continuation prefix, with each
-   * character's byte offset. */
+  /* The word's UTF-8 bytes, each character's offset, and room for a
+   * continuation: the prefix, then the rest of the word from a start. */
   size_t prefix = t->continuation_length;
-  char *bytes = malloc(prefix + 4 * count + 1);
+  char *bytes = malloc(4 * count + 1), *piece = malloc(prefix + 4 * count + 1);
   size_t *offsets = malloc((count + 1) * sizeof *offsets);
-  if (!bytes || !offsets) {
+  if (!bytes || !piece || !offsets) {
     free(bytes);
+    free(piece);
     free(offsets);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   }
-  memcpy(bytes, t->continuation, prefix);
-  size_t size = prefix;
+  size_t size = 0;
   for (size_t i = 0; i < count; ++i) {
     offsets[i] = size;
     size += utf8proc_encode_char(word[i], (uint8_t *)bytes + size);
   }
   offsets[count] = size;
+  memcpy(piece, t->continuation, prefix);
   int64_t start_n = *n;
   for (size_t start = 0; start < count;) {
+    /* The longest piece from `start`: shorter lengths of one candidate. */
+    const char *candidate = bytes;
+    size_t skipped = 0;
+    if (start > 0) {
+      memcpy(piece + prefix, bytes + offsets[start], size - offsets[start]);
+      candidate = piece;
+      skipped = offsets[start] - prefix;
+    }
     int32_t id = -1;
     size_t end = count;
-    for (; end > start; --end) {
-      /* Continuations are looked up with the prefix in front. */
-      size_t from = start == 0 ? offsets[0] : offsets[start] - prefix;
-      if (start > 0)
-        memcpy(bytes + from, t->continuation, prefix);
-      id = tfm_tokenizer_lookup(t, bytes + from,
-                                (uint32_t)(offsets[end] - from));
-      if (start > 0) /* restore the characters the prefix covered */
-        for (size_t i = 0; i < start; ++i)
-          utf8proc_encode_char(word[i], (uint8_t *)bytes + offsets[i]);
-      if (id >= 0)
+    for (; end > start; --end)
+      if ((id = tfm_tokenizer_lookup(t, candidate,
+                                     (uint32_t)(offsets[end] - skipped))) >= 0)
         break;
-    }
     if (id < 0) {
       *n = start_n;
       out[(*n)++] = t->unknown;
@@ -223,6 +223,7 @@ static tfm_status_code split_word(const tfm_tokenizer *t, const int32_t *word,
     start = end;
   }
   free(bytes);
+  free(piece);
   free(offsets);
   return TFM_OK;
 }
@@ -252,26 +253,20 @@ tfm_status_code tfm_wordpiece_encode(const tfm_tokenizer *t, const char *text,
       break;
     }
     /* Punctuation is a word of its own (checked after folding, as the
-     * reference splits the folded word). */
-    if (word.size == before + 1 && is_punctuation(word.data[before])) {
-      code = split_word(t, word.data, before, out, capacity, &n, status);
+     * reference splits the folded word; a folded character may have
+     * decomposed into several). */
+    for (size_t i = before; i < word.size && code == TFM_OK;) {
+      if (!is_punctuation(word.data[i])) {
+        ++i;
+        continue;
+      }
+      code = split_word(t, word.data, i, out, capacity, &n, status);
       if (code == TFM_OK)
-        code = split_word(t, word.data + before, 1, out, capacity, &n, status);
-      word.size = 0;
-    } else if (word.size > before) {
-      /* A folded character may decompose into several; check each. */
-      for (size_t i = before; i < word.size; ++i)
-        if (is_punctuation(word.data[i])) {
-          size_t tail = word.size - i - 1;
-          code = split_word(t, word.data, i, out, capacity, &n, status);
-          if (code == TFM_OK)
-            code = split_word(t, word.data + i, 1, out, capacity, &n, status);
-          memmove(word.data, word.data + i + 1, tail * sizeof *word.data);
-          word.size = tail;
-          i = (size_t)-1; /* rescan what is left */
-          if (code != TFM_OK)
-            break;
-        }
+        code = split_word(t, word.data + i, 1, out, capacity, &n, status);
+      size_t tail = word.size - i - 1;
+      memmove(word.data, word.data + i + 1, tail * sizeof *word.data);
+      word.size = tail;
+      i = 0;
     }
   }
   free(word.data);
