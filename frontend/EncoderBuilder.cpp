@@ -53,26 +53,11 @@ private:
   /// x·Wᵀ + b for the [out, in] weight `name`, as `[?, resultShape...]`.
   Value linear(Value x, const std::string &name, ArrayRef<int64_t> resultShape,
                std::optional<ActivationKind> activation = std::nullopt) {
-    auto xType = cast<RankedTensorType>(x.getType());
-    int64_t in = 1, out = 1;
-    for (int64_t d : xType.getShape().drop_front())
-      in *= d;
-    for (int64_t d : resultShape)
-      out *= d;
-    Value w = weight(name, {out, in});
-    Value bias = weight(biasName(name), {out});
-    ActivationKindAttr act =
-        activation ? ActivationKindAttr::get(b.getContext(), *activation)
-                   : ActivationKindAttr();
-    return LinearOp::create(b, x.getLoc(), rows(resultShape), x, w, bias, act,
-                            /*gated=*/UnitAttr());
+    return declarations.biasedLinear(b, x, name, resultShape, activation);
   }
   Value norm(Value x, const std::string &name, int64_t d = 0) {
-    d = d ? d : spec.hiddenSize;
-    return LayerNormOp::create(b, x.getLoc(), x.getType(), x,
-                               weight(name, {d}),
-                               weight(biasName(name), {d}),
-                               b.getF32FloatAttr(spec.normEpsilon));
+    return declarations.biasedLayerNorm(b, x, name, d ? d : spec.hiddenSize,
+                                        spec.normEpsilon);
   }
   Value layer(Value x, int64_t index);
 

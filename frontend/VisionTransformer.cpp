@@ -73,27 +73,11 @@ private:
   /// x·Wᵀ + b for the [out, in] weight `n`, as [tokens, out...].
   Value linear(Value x, const std::string &n, ArrayRef<int64_t> out,
                std::optional<ActivationKind> activation = std::nullopt) {
-    auto type = cast<RankedTensorType>(x.getType());
-    int64_t in = 1, outSize = 1;
-    for (int64_t d : type.getShape().drop_front())
-      in *= d;
-    for (int64_t d : out)
-      outSize *= d;
-    SmallVector<int64_t> shape = {type.getDimSize(0)};
-    shape.append(out.begin(), out.end());
-    ActivationKindAttr act =
-        activation ? ActivationKindAttr::get(b.getContext(), *activation)
-                   : ActivationKindAttr();
-    return LinearOp::create(b, x.getLoc(),
-                            RankedTensorType::get(shape, b.getF32Type()), x,
-                            weight(n, {outSize, in}),
-                            weight(biasName(n), {outSize}), act, UnitAttr());
+    return declarations.biasedLinear(b, x, n, out, activation);
   }
   Value norm(Value x, const std::string &n) {
-    int64_t d = spec.hiddenSize;
-    return LayerNormOp::create(b, x.getLoc(), x.getType(), x, weight(n, {d}),
-                               weight(biasName(n), {d}),
-                               b.getF32FloatAttr(spec.normEpsilon));
+    return declarations.biasedLayerNorm(b, x, n, spec.hiddenSize,
+                                        spec.normEpsilon);
   }
   /// Row `row` of x ([tokens, n]) as a [n] vector.
   Value row(Value x, int64_t row) {

@@ -1,6 +1,7 @@
 //===- WeightDeclarations.cpp - a builder's reads of checkpoint tensors ---===//
 
 #include "frontend/WeightDeclarations.h"
+#include "frontend/DecoderSpec.h"
 #include "frontend/ErrorMessages.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -31,6 +32,36 @@ Value WeightDeclarations::readAs(OpBuilder &b, const std::string &name,
     declared[name] = WeightDeclOp::create(b, loc, name, type);
   }
   return WeightOp::create(b, loc, type, name);
+}
+
+Value WeightDeclarations::biasedLinear(
+    OpBuilder &b, Value x, const std::string &name,
+    llvm::ArrayRef<int64_t> resultShape,
+    std::optional<ActivationKind> activation) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t in = 1, out = 1;
+  for (int64_t d : type.getShape().drop_front())
+    in *= d;
+  for (int64_t d : resultShape)
+    out *= d;
+  SmallVector<int64_t> shape = {type.getDimSize(0)};
+  shape.append(resultShape.begin(), resultShape.end());
+  ActivationKindAttr act =
+      activation ? ActivationKindAttr::get(b.getContext(), *activation)
+                 : ActivationKindAttr();
+  return LinearOp::create(b, x.getLoc(),
+                          RankedTensorType::get(shape, b.getF32Type()), x,
+                          read(b, name, {out, in}),
+                          read(b, biasName(name), {out}), act,
+                          /*gated=*/UnitAttr());
+}
+
+Value WeightDeclarations::biasedLayerNorm(OpBuilder &b, Value x,
+                                          const std::string &name, int64_t d,
+                                          double epsilon) {
+  return LayerNormOp::create(b, x.getLoc(), x.getType(), x,
+                             read(b, name, {d}), read(b, biasName(name), {d}),
+                             b.getF32FloatAttr(epsilon));
 }
 
 llvm::Expected<OwningOpRef<ModuleOp>> WeightDeclarations::finish(

@@ -4,7 +4,8 @@
 // is declared once as a tfm.weight_decl (before the functions, in order of
 // first use) and read with tfm.weight; a tensor that is missing or shaped
 // otherwise than the config implies, and one that nothing read, is an
-// error naming it.
+// error naming it. The encoders' biased projections and LayerNorms read
+// their weight and bias pairs through here too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,6 +42,17 @@ public:
   Value readAs(OpBuilder &b, const std::string &name,
                const std::vector<int64_t> &stored,
                const std::vector<int64_t> &shape);
+
+  /// x·Wᵀ + b for the [out, in] weight `name` and its bias (biasName), as
+  /// [x's rows, resultShape...], with an optional activation epilogue: the
+  /// projections of the encoders with a bias everywhere (BERT, ViT).
+  Value biasedLinear(OpBuilder &b, Value x, const std::string &name,
+                     llvm::ArrayRef<int64_t> resultShape,
+                     std::optional<ActivationKind> activation = std::nullopt);
+
+  /// LayerNorm of x with the [d] scale `name` and its bias.
+  Value biasedLayerNorm(OpBuilder &b, Value x, const std::string &name,
+                        int64_t d, double epsilon);
 
   /// Records a problem found while building.
   void fail(std::string message) { errors.push_back(std::move(message)); }
