@@ -3,6 +3,7 @@
 #include "codegen/LinalgBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
@@ -73,4 +74,57 @@ Value mlir::tfm::createRowReduction(OpBuilder &b, Location loc, Value input,
   iterators.back() = utils::IteratorType::reduction;
   return createGeneric(b, loc, input, init, {identity, dropLast}, iterators,
                        body);
+}
+
+SmallVector<Value> mlir::tfm::forEachSequence(OpBuilder &b, Location loc,
+                                              Value lengths, ValueRange inits,
+                                              SequenceBody body) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value count = tensor::DimOp::create(b, loc, lengths, 0);
+  SmallVector<Value> carried = {zero};
+  carried.append(inits.begin(), inits.end());
+  auto loop = scf::ForOp::create(
+      b, loc, zero, count, one, carried,
+      [&](OpBuilder &nb, Location l, Value sequence, ValueRange args) {
+        Value length = arith::IndexCastOp::create(
+            nb, l, nb.getIndexType(),
+            tensor::ExtractOp::create(nb, l, lengths, sequence));
+        SmallVector<Value> next = {
+            arith::AddIOp::create(nb, l, args[0], length)};
+        llvm::append_range(next, body(nb, l, sequence, args[0], length,
+                                      args.drop_front()));
+        scf::YieldOp::create(nb, l, next);
+      });
+  return SmallVector<Value>(loop.getResults().drop_front());
+}
+
+/// Offsets, sizes and strides of rows [start, start + length) of `value`.
+static void rowsOf(OpBuilder &b, Location loc, Value value, Value start,
+                   OpFoldResult length, SmallVector<OpFoldResult> &offsets,
+                   SmallVector<OpFoldResult> &sizes,
+                   SmallVector<OpFoldResult> &strides) {
+  auto type = cast<RankedTensorType>(value.getType());
+  offsets.assign(type.getRank(), b.getIndexAttr(0));
+  strides.assign(type.getRank(), b.getIndexAttr(1));
+  sizes = tensor::getMixedSizes(b, loc, value);
+  offsets[0] = start;
+  sizes[0] = length;
+}
+
+Value mlir::tfm::sliceRows(OpBuilder &b, Location loc, Value value,
+                           Value start, Value length) {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  rowsOf(b, loc, value, start, length, offsets, sizes, strides);
+  return tensor::ExtractSliceOp::create(b, loc, value, offsets, sizes,
+                                        strides);
+}
+
+Value mlir::tfm::insertRows(OpBuilder &b, Location loc, Value rows,
+                            Value into, Value start) {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  rowsOf(b, loc, rows, start, tensor::getMixedSize(b, loc, rows, 0), offsets,
+         sizes, strides);
+  return tensor::InsertSliceOp::create(b, loc, rows, into, offsets, sizes,
+                                       strides);
 }

@@ -44,6 +44,27 @@ Value createElementwise(OpBuilder &b, Location loc, Value like,
 Value createRowReduction(OpBuilder &b, Location loc, Value input,
                          double initValue, GenericBody body);
 
+/// What runs for one sequence of a packed batch: its index, first row and
+/// row count (all `index`), and the loop-carried values; returns their
+/// next values.
+using SequenceBody = llvm::function_ref<SmallVector<Value>(
+    OpBuilder &, Location, Value sequence, Value start, Value length,
+    ValueRange carried)>;
+
+/// An scf.for over the sequences of `lengths` (`tensor<?xi32>`, packed end
+/// to end), carrying `inits` through `body`; returns their final values.
+/// For the ops that see sequence boundaries (tfm-pack-sequences): each
+/// sequence's rows are sliced out and lowered as a sequence of their own.
+SmallVector<Value> forEachSequence(OpBuilder &b, Location loc, Value lengths,
+                                   ValueRange inits, SequenceBody body);
+
+/// Rows [start, start + length) of `value` (rank >= 1, all other
+/// dimensions whole), and its inverse: `rows` inserted into `into` there.
+Value sliceRows(OpBuilder &b, Location loc, Value value, Value start,
+                Value length);
+Value insertRows(OpBuilder &b, Location loc, Value rows, Value into,
+                 Value start);
+
 /// Creates an f32 constant.
 Value f32Constant(OpBuilder &b, Location loc, double value);
 

@@ -27,11 +27,59 @@ namespace {
 using utils::IteratorType;
 
 struct LowerAttention : OpConversionPattern<AttentionOp> {
-  using OpConversionPattern::OpConversionPattern;
+  // Packed sequences lower to a loop over unpacked ops of the same kind.
+  LowerAttention(MLIRContext *ctx) : OpConversionPattern(ctx) {
+    setHasBoundedRewriteRecursion();
+  }
+
+  /// Packed sequences: each sequence's queries, keys and values (and the
+  /// bias block on the diagonal) sliced out and attended alone, so that
+  /// the scores are [heads, length, length] per sequence.
+  static Value attendEachSequence(OpBuilder &b, AttentionOp op,
+                                  OpAdaptor adaptor) {
+    Location loc = op.getLoc();
+    Value q = adaptor.getQuery(), k = adaptor.getKey(), v = adaptor.getValue();
+    Value bias = adaptor.getBias();
+    Value init = createEmpty(b, loc, op.getType(),
+                             {tensor::getMixedSize(b, loc, q, 0),
+                              b.getIndexAttr(op.getType().getDimSize(1)),
+                              b.getIndexAttr(op.getType().getDimSize(2))});
+    return forEachSequence(
+        b, loc, adaptor.getLengths(), init,
+        [&](OpBuilder &nb, Location l, Value, Value start, Value length,
+            ValueRange carried) -> SmallVector<Value> {
+          Value ownBias;
+          if (bias) {
+            int64_t heads = op.getType().getDimSize(1);
+            SmallVector<OpFoldResult> offsets = {nb.getIndexAttr(0), start,
+                                                 start};
+            SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(heads), length,
+                                               length};
+            SmallVector<OpFoldResult> strides(3, nb.getIndexAttr(1));
+            ownBias = tensor::ExtractSliceOp::create(nb, l, bias, offsets,
+                                                     sizes, strides);
+          }
+          RankedTensorType type = op.getType();
+          auto ownType = RankedTensorType::get(
+              {ShapedType::kDynamic, type.getDimSize(1), type.getDimSize(2)},
+              type.getElementType());
+          auto attended = AttentionOp::create(
+              nb, l, ownType, sliceRows(nb, l, q, start, length),
+              sliceRows(nb, l, k, start, length),
+              sliceRows(nb, l, v, start, length), ownBias,
+              /*lengths=*/Value(), op.getScaleAttr(), op.getCausalAttr(),
+              op.getWindowAttr());
+          return {insertRows(nb, l, attended, carried[0], start)};
+        })[0];
+  }
 
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (adaptor.getLengths()) {
+      rewriter.replaceOp(op, attendEachSequence(rewriter, op, adaptor));
+      return success();
+    }
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
     Value q = adaptor.getQuery(), k = adaptor.getKey(), v = adaptor.getValue();

@@ -68,12 +68,33 @@ Value paddedPositions(OpBuilder &b, Location loc, Value tokens, int64_t pad,
 }
 
 struct LowerPositionIds : OpConversionPattern<PositionIdsOp> {
-  using OpConversionPattern::OpConversionPattern;
+  // Packed sequences lower to a loop over unpacked ops of the same kind.
+  LowerPositionIds(MLIRContext *ctx) : OpConversionPattern(ctx) {
+    setHasBoundedRewriteRecursion();
+  }
   LogicalResult
   matchAndRewrite(PositionIdsOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Type elementType = op.getType().getElementType();
+    if (Value lengths = adaptor.getLengths()) {
+      // Packed sequences: each numbered alone.
+      Value tokens = adaptor.getTokens();
+      Value init = createEmpty(rewriter, loc, op.getType(),
+                               tensor::getMixedSizes(rewriter, loc, tokens));
+      rewriter.replaceOp(
+          op, forEachSequence(
+                  rewriter, loc, lengths, init,
+                  [&](OpBuilder &b, Location l, Value, Value start,
+                      Value length, ValueRange carried) -> SmallVector<Value> {
+                    Value own = sliceRows(b, l, tokens, start, length);
+                    Value positions = PositionIdsOp::create(
+                        b, l, own.getType(), own, /*offset=*/Value(),
+                        /*lengths=*/Value(), op.getPaddingIdAttr());
+                    return {insertRows(b, l, positions, carried[0], start)};
+                  }));
+      return success();
+    }
     if (std::optional<int64_t> padding = op.getPaddingId()) {
       rewriter.replaceOp(op, paddedPositions(rewriter, loc, adaptor.getTokens(),
                                              *padding, elementType));

@@ -70,14 +70,49 @@ Value normalize(OpBuilder &b, Location loc, Value x) {
       });
 }
 
+/// Packed sequences ([tokens, d] rows, `lengths` of them): row b of the
+/// [sequences, d] result pools sequence b's rows alone.
+Value poolEachSequence(OpBuilder &b, PoolOp op, Value x, Value lengths) {
+  Location loc = op.getLoc();
+  RankedTensorType type = op.getType();
+  int64_t d = type.getDimSize(1);
+  auto vector = RankedTensorType::get({d}, type.getElementType());
+  Value init = createEmpty(
+      b, loc, type,
+      {tensor::getMixedSize(b, loc, lengths, 0), b.getIndexAttr(d)});
+  return forEachSequence(
+      b, loc, lengths, init,
+      [&](OpBuilder &nb, Location l, Value sequence, Value start, Value length,
+          ValueRange carried) -> SmallVector<Value> {
+        Value pooled = PoolOp::create(nb, l, vector, op.getKindAttr(),
+                                      sliceRows(nb, l, x, start, length),
+                                      /*lengths=*/Value(),
+                                      op.getNormalizeAttr());
+        // The [d] vector as row `sequence`.
+        SmallVector<OpFoldResult> offsets = {sequence, nb.getIndexAttr(0)};
+        SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(1),
+                                           nb.getIndexAttr(d)};
+        SmallVector<OpFoldResult> strides(2, nb.getIndexAttr(1));
+        return {tensor::InsertSliceOp::create(nb, l, pooled, carried[0],
+                                              offsets, sizes, strides)};
+      })[0];
+}
+
 struct LowerPool : OpConversionPattern<PoolOp> {
-  using OpConversionPattern::OpConversionPattern;
+  // Packed sequences lower to a loop over unpacked ops of the same kind.
+  LowerPool(MLIRContext *ctx) : OpConversionPattern(ctx) {
+    setHasBoundedRewriteRecursion();
+  }
   LogicalResult
   matchAndRewrite(PoolOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
     RankedTensorType type = op.getType();
+    if (Value lengths = adaptor.getLengths()) {
+      rewriter.replaceOp(op, poolEachSequence(rewriter, op, x, lengths));
+      return success();
+    }
     int64_t d = type.getDimSize(0);
     Value pooled;
     switch (op.getKind()) {

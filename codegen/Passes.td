@@ -92,7 +92,7 @@ def LowerToLinalgPass : Pass<"tfm-lower-to-linalg", "ModuleOp"> {
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect",
-    "::mlir::func::FuncDialect"
+    "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"
   ];
 }
 

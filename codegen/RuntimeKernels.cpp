@@ -31,7 +31,9 @@ func::FuncOp mlir::tfm::lookupOrDeclareRuntimeKernel(OpBuilder &b,
 
 Value mlir::tfm::kernelInput(OpBuilder &b, Location loc, Value tensor) {
   auto type = cast<RankedTensorType>(tensor.getType());
-  MemRefType buffer = anyStridedF32(b.getContext(), type.getRank());
+  MemRefType f32Buffer = anyStridedF32(b.getContext(), type.getRank());
+  auto buffer = MemRefType::get(f32Buffer.getShape(), type.getElementType(),
+                                f32Buffer.getLayout());
   auto shaped = MemRefType::get(type.getShape(), type.getElementType(),
                                 buffer.getLayout());
   Value read = bufferization::ToBufferOp::create(b, loc, shaped, tensor,

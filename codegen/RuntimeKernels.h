@@ -28,7 +28,7 @@ func::FuncOp lookupOrDeclareRuntimeKernel(OpBuilder &b, ModuleOp module,
                                           StringRef name, TypeRange inputs);
 
 /// A tensor the kernel reads, as its operand: a read-only buffer cast to
-/// anyStridedF32.
+/// a fully dynamic strided layout (anyStridedF32 for f32 tensors).
 Value kernelInput(OpBuilder &b, Location loc, Value tensor);
 
 /// A fresh buffer of `type` that the kernel fills, and its operand (cast to

@@ -75,19 +75,10 @@ struct LinearToPanelGemm : OpConversionPattern<LinearOp> {
   }
 };
 
-constexpr llvm::StringLiteral kAttentionKernel = "tfm_rt_attention";
-
-/// The kernel's declaration: (q, k, v, out, scale, causal, window).
-func::FuncOp declareAttentionKernel(OpBuilder &b, ModuleOp module) {
-  MemRefType buffer = anyStridedF32(b.getContext(), 3);
-  return lookupOrDeclareRuntimeKernel(
-      b, module, kAttentionKernel,
-      {buffer, buffer, buffer, buffer, b.getF32Type(), b.getI64Type(),
-       b.getI64Type()});
-}
-
 /// tfm.attention without a bias: the runtime's flash-style kernel
-/// (runtime/kernels_attention.c).
+/// (runtime/kernels_attention.c), tfm_rt_attention(q, k, v, out, scale,
+/// causal, window), or over packed sequences tfm_rt_attention_packed(q, k,
+/// v, lengths, out, scale, causal, window).
 struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -97,12 +88,12 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
     if (op.getBias())
       return rewriter.notifyMatchFailure(op, "bias: reference lowering");
     Location loc = op.getLoc();
-    func::FuncOp kernel =
-        declareAttentionKernel(rewriter, op->getParentOfType<ModuleOp>());
     SmallVector<Value> operands;
     for (Value tensor :
          {adaptor.getQuery(), adaptor.getKey(), adaptor.getValue()})
       operands.push_back(kernelInput(rewriter, loc, tensor));
+    if (Value lengths = adaptor.getLengths())
+      operands.push_back(kernelInput(rewriter, loc, lengths));
     RankedTensorType type = op.getType();
     SmallVector<Value> dynamicSizes;
     if (type.isDynamicDim(0))
@@ -116,13 +107,16 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
         rewriter, loc, rewriter.getI64Type(), op.getCausal() ? 1 : 0));
     operands.push_back(arith::ConstantIntOp::create(
         rewriter, loc, rewriter.getI64Type(), op.getWindow().value_or(0)));
+    func::FuncOp kernel = lookupOrDeclareRuntimeKernel(
+        rewriter, op->getParentOfType<ModuleOp>(),
+        op.getLengths() ? "tfm_rt_attention_packed" : "tfm_rt_attention",
+        ValueRange(operands).getTypes());
     func::CallOp::create(rewriter, loc, kernel, operands);
     rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
         op, type, out, /*restrict=*/true, /*writable=*/true);
     return success();
   }
 };
-
 
 /// Whether a pattern above takes `op`.
 bool selectsKernel(Operation *op, bool fusedAttention) {

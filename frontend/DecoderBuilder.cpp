@@ -196,6 +196,7 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
           : IntegerAttr();
   Value attended =
       AttentionOp::create(b, loc, q.getType(), q, k, v, /*bias=*/Value(),
+                          /*lengths=*/Value(),
                           scale, /*causal=*/b.getUnitAttr(), window);
   return linear(attended, tfm::layerWeightName(n.output, layer),
                 spec.outputBias, {dyn, spec.hiddenSize}, loc);
@@ -265,7 +266,7 @@ OwningOpRef<ModuleOp> DecoderIRBuilder::build() {
                                 tokens, embeddingScale);
   Value positions =
       PositionIdsOp::create(b, loc, tokensType, tokens, /*offset=*/Value(),
-                            /*padding_id=*/IntegerAttr());
+                            /*lengths=*/Value(), /*padding_id=*/IntegerAttr());
   if (spec.learnedPositions) {
     Value positionTable =
         weight(spec.positionEmbedding, {spec.maxContext, spec.hiddenSize});

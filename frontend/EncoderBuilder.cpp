@@ -78,7 +78,7 @@ Value EncoderIRBuilder::layer(Value x, int64_t index) {
   // Bidirectional: no causal mask; every token sees every token.
   Value attended = AttentionOp::create(
       b, named("layer " + llvm::Twine(index) + " attention"), q.getType(), q,
-      k, v, /*bias=*/Value(), scale, /*causal=*/UnitAttr(),
+      k, v, /*bias=*/Value(), /*lengths=*/Value(), scale, /*causal=*/UnitAttr(),
       /*window=*/IntegerAttr());
   Value projected = linear(attended, name(spec.attentionOutput), {d});
   x = norm(AddOp::create(b, x.getLoc(), x, projected),
@@ -149,7 +149,8 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
                             ? b.getI64IntegerAttr(spec.positionPaddingId)
                             : IntegerAttr();
   Value positionIds = PositionIdsOp::create(b, loc, tokens.getType(), tokens,
-                                            /*offset=*/Value(), padding);
+                                            /*offset=*/Value(),
+                                            /*lengths=*/Value(), padding);
   Value positions = EmbeddingOp::create(
       b, loc, rows({e}),
       weight(spec.positionEmbeddings, {spec.maxPositions, e}), positionIds,
@@ -178,11 +179,13 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
     if (!classifier->perToken)
       x = PoolOp::create(b, at, result,
                          PoolingKindAttr::get(ctx, PoolingKind::cls), x,
+                         /*lengths=*/Value(),
                          UnitAttr());
   }
   if (spec.pooling)
     x = PoolOp::create(b, named("pooling"), result,
                        PoolingKindAttr::get(ctx, *spec.pooling), x,
+                       /*lengths=*/Value(),
                        spec.normalize ? b.getUnitAttr() : UnitAttr());
   func::ReturnOp::create(b, loc, x);
   return module;

@@ -133,7 +133,7 @@ Value VisionIRBuilder::layer(Value x, int64_t index) {
   Value v = linear(h, n("attention.attention.value.weight"), {heads, headDim});
   Value attended = AttentionOp::create(
       b, named("layer " + llvm::Twine(index) + " attention"), q.getType(), q,
-      k, v, /*bias=*/Value(),
+      k, v, /*bias=*/Value(), /*lengths=*/Value(),
       b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
       /*causal=*/UnitAttr(), /*window=*/IntegerAttr());
   x = AddOp::create(b, x.getLoc(), x,

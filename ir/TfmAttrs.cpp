@@ -138,6 +138,11 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
           !tensor.getElementType().isSignlessInteger(32))
         return fail("token ids are a tensor<?xi32>");
       return success();
+    case InputRole::sequence_lengths:
+      if (!tensor || tensor.getRank() != 1 ||
+          !tensor.getElementType().isSignlessInteger(32))
+        return fail("sequence lengths are a tensor<?xi32>");
+      return success();
     case InputRole::features:
       if (!tensor || !isa<FloatType>(tensor.getElementType()))
         return fail("features are a float tensor");

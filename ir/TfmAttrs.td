@@ -20,7 +20,10 @@ def Tfm_InputRole : I32EnumAttr<"InputRole",
       I32EnumAttrCase<"features", 1>,       // f32 features (audio, pixels)
       I32EnumAttrCase<"start_position", 2>, // index: position of the first token
       I32EnumAttrCase<"cache_slot", 3>,     // index: cache slot of the first token
-      I32EnumAttrCase<"token_type_ids", 4>  // tensor<?xi32>: BERT's segments
+      I32EnumAttrCase<"token_type_ids", 4>, // tensor<?xi32>: BERT's segments
+      // tensor<?xi32>: the lengths of sequences packed end to end in the
+      // token ids (tfm-pack-sequences)
+      I32EnumAttrCase<"sequence_lengths", 5>
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;
@@ -33,7 +36,7 @@ def Tfm_OutputRole : I32EnumAttr<"OutputRole",
     "what an entry point's result carries", [
       I32EnumAttrCase<"logits", 0>,        // [positions, vocab]
       I32EnumAttrCase<"hidden_states", 1>, // [positions, hidden]
-      I32EnumAttrCase<"embedding", 2>      // [hidden], pooled
+      I32EnumAttrCase<"embedding", 2>      // [hidden], pooled; [sequences, hidden] packed
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;

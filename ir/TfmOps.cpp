@@ -118,6 +118,10 @@ LogicalResult PositionIdsOp::verify() {
     return failure();
   if (getPaddingId() && getOffset())
     return emitOpError("takes an offset or a padding_id, not both");
+  if (getLengths() && getOffset())
+    return emitOpError("takes an offset or sequence lengths, not both");
+  if (getLengths() && failed(expectRank(*this, "lengths", getLengths(), 1)))
+    return failure();
   return expectDim(*this, "result length", getType().getDimSize(0),
                    "tokens length", getTokens().getType().getDimSize(0));
 }
@@ -151,10 +155,14 @@ LogicalResult PatchesOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult PoolOp::verify() {
+  // Packed sequences pool to one row each.
+  int64_t rank = getLengths() ? 2 : 1;
   if (failed(expectRank(*this, "input", getInput(), 2)) ||
-      failed(expectRank(*this, "result", getResult(), 1)))
+      failed(expectRank(*this, "result", getResult(), rank)))
     return failure();
-  return expectDim(*this, "result width", getType().getDimSize(0),
+  if (getLengths() && failed(expectRank(*this, "lengths", getLengths(), 1)))
+    return failure();
+  return expectDim(*this, "result width", getType().getDimSize(rank - 1),
                    "input width", getInput().getType().getDimSize(1));
 }
 
@@ -397,6 +405,13 @@ LogicalResult AttentionOp::verify() {
         failed(expectDim(op, "bias rows", b[1], "query sequence length",
                          q[0])) ||
         failed(expectDim(op, "bias columns", b[2], "key length", k[0])))
+      return failure();
+  }
+  if (Value lengths = getLengths()) {
+    // Packed sequences: queries and keys are the same rows.
+    if (failed(expectRank(op, "lengths", lengths, 1)) ||
+        failed(expectDim(op, "key length", k[0], "query sequence length",
+                         q[0])))
       return failure();
   }
   if (std::optional<int64_t> window = getWindow()) {

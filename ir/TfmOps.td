@@ -59,7 +59,7 @@ def Tfm_WeightOp : Tfm_Op<"weight", [Pure,
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 
-def Tfm_PositionIdsOp : Tfm_Op<"position_ids", [Pure]> {
+def Tfm_PositionIdsOp : Tfm_Op<"position_ids", [Pure, AttrSizedOperandSegments]> {
   let summary = "the positions of a sequence of tokens";
   let description = [{
     Produces `offset + [0, 1, ..., len(tokens) - 1]`, the absolute position
@@ -71,17 +71,24 @@ def Tfm_PositionIdsOp : Tfm_Op<"position_ids", [Pure]> {
     and a padding token itself at `padding_id`, as transformers'
     `create_position_ids_from_input_ids` numbers them.
 
+    With `lengths` (`[sequences]`, summing to the token count), `tokens`
+    holds several sequences end to end (tfm-pack-sequences) and each one's
+    positions start again from 0 (or from `padding_id`).
+
     ```mlir
     %pos = tfm.position_ids %tokens : tensor<?xi32> -> tensor<?xi32>
     %pos2 = tfm.position_ids %tokens offset %start : tensor<?xi32> -> tensor<?xi32>
     %pos3 = tfm.position_ids %tokens {padding_id = 1 : i64} : tensor<?xi32> -> tensor<?xi32>
+    %pos4 = tfm.position_ids %tokens lengths %lengths : tensor<?xi32> : tensor<?xi32> -> tensor<?xi32>
     ```
   }];
   let arguments = (ins Tfm_IntTensor:$tokens, Optional<Index>:$offset,
+                       Optional<Tfm_IntTensor>:$lengths,
                        OptionalAttr<I64Attr>:$padding_id);
   let results = (outs Tfm_IntTensor:$result);
   let assemblyFormat = [{
-    $tokens (`offset` $offset^)? attr-dict `:` type($tokens) `->` type($result)
+    $tokens (`offset` $offset^)? (`lengths` $lengths^ `:` type($lengths))?
+    attr-dict `:` type($tokens) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -212,15 +219,21 @@ def Tfm_PoolOp : Tfm_Op<"pool", [Pure]> {
     largest value of each feature. With `normalize`, the vector is divided
     by its L2 norm (at least 1e-12, as `torch.nn.functional.normalize`).
 
+    With `lengths` (`[sequences]`), the rows hold several sequences end to
+    end (tfm-pack-sequences) and each is pooled alone: the result is
+    `[sequences, d]`.
+
     ```mlir
     %e = tfm.pool mean %h {normalize} : tensor<?x384xf32> -> tensor<384xf32>
+    %b = tfm.pool cls %h lengths %n : tensor<?xi32> : tensor<?x384xf32> -> tensor<?x384xf32>
     ```
   }];
   let arguments = (ins Tfm_PoolingKindAttr:$kind, Tfm_FloatTensor:$input,
-                       UnitAttr:$normalize);
+                       Optional<Tfm_IntTensor>:$lengths, UnitAttr:$normalize);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
-    ``$kind $input attr-dict `:` type($input) `->` type($result)
+    ``$kind $input (`lengths` $lengths^ `:` type($lengths))? attr-dict `:`
+    type($input) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -432,7 +445,7 @@ def Tfm_SinusoidalPositionOp : Tfm_Op<"sinusoidal_position", [Pure, Tfm_Position
 // Attention
 //===----------------------------------------------------------------------===//
 
-def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
+def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let summary = "scaled dot-product attention: self, causal, cross, grouped-query";
   let description = [{
     `softmax(scale · q·kᵀ + bias + mask) · v` per head. `query` is
@@ -447,17 +460,23 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure]> {
     optional additive `bias` `[heads, s, t]` carries relative-position terms
     (T5, ALiBi). Cross-attention is the case `s != t` without `causal`.
 
+    With `lengths` (`[sequences]`, tfm-pack-sequences), queries and keys are
+    the same `s = t` rows holding several sequences end to end, and a query
+    sees only the keys of its own sequence (under `causal`, the earlier
+    ones): a block-diagonal mask, which the fused kernel never materializes.
+
     ```mlir
     %a = tfm.attention %q, %k, %v {causal, scale = 0.125 : f32} : (tensor<?x8x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32>) -> tensor<?x8x64xf32>
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
                        Tfm_FloatTensor:$value, Optional<Tfm_FloatTensor>:$bias,
+                       Optional<Tfm_IntTensor>:$lengths,
                        F32Attr:$scale, UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+    $query `,` $key `,` $value (`bias` $bias^)? (`lengths` $lengths^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let hasCanonicalizer = 1;

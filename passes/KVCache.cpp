@@ -12,8 +12,8 @@
 
 #include "ir/TfmOps.h"
 #include "passes/Passes.h"
+#include "passes/PositionAnalysis.h"
 
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Transforms/RegionUtils.h"
 
@@ -44,41 +44,7 @@ struct CachePlan {
 /// 0) and everything computed from them. The rest (weights, constants,
 /// joins of weights) is the same for every position.
 llvm::DenseSet<Value> positionVaryingValues(func::FuncOp func) {
-  llvm::DenseSet<Value> varying = {func.getArgument(0)};
-  func.walk([&](Operation *op) {
-    if (llvm::any_of(op->getOperands(),
-                     [&](Value v) { return varying.contains(v); }))
-      varying.insert(op->result_begin(), op->result_end());
-  });
-  return varying;
-}
-
-/// Whether `slice` keeps every row of its source: offset 0, stride 1 and
-/// the source's full extent along dimension 0.
-bool keepsAllRows(tensor::ExtractSliceOp slice) {
-  if (!isConstantIntValue(slice.getMixedOffsets()[0], 0) ||
-      !isConstantIntValue(slice.getMixedStrides()[0], 1))
-    return false;
-  OpFoldResult size = slice.getMixedSizes()[0];
-  RankedTensorType source = slice.getSourceType();
-  if (!source.isDynamicDim(0))
-    return isConstantIntValue(size, source.getDimSize(0));
-  auto dim = dyn_cast_if_present<Value>(size)
-                 ? cast<Value>(size).getDefiningOp<tensor::DimOp>()
-                 : tensor::DimOp();
-  return dim && dim.getSource() == slice.getSource() &&
-         dim.getConstantIndex() == std::optional<int64_t>(0);
-}
-
-/// Whether running `op` on the new positions alone is exact: tfm ops say
-/// so with Tfm_PositionWise; of upstream ops, the shape glue fusions leave
-/// (tfm-fuse-qkv splits its product by columns) is: the row count
-/// (tensor.dim), and slices that keep every row.
-bool actsOnEachPosition(Operation *op) {
-  if (op->hasTrait<OpTrait::tfm::PositionWise>() || isa<tensor::DimOp>(op))
-    return true;
-  auto slice = dyn_cast<tensor::ExtractSliceOp>(op);
-  return slice && keepsAllRows(slice);
+  return valuesComputedFrom(func, func.getArgument(0));
 }
 
 FailureOr<CachePlan> planCache(func::FuncOp forward) {

@@ -42,6 +42,28 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def PackSequencesPass : Pass<"tfm-pack-sequences", "ModuleOp"> {
+  let summary = "Derive @<name>_batch over sequences packed end to end";
+  let description = [{
+    An encoder's entry point (`@encode`, `@embed`, `@classify`, ...) takes
+    one sequence. For each such public function this pass adds
+    `@<name>_batch`, which takes the token ids (and token types) of several
+    sequences end to end and, as its last argument, their lengths
+    (`tensor<?xi32>`, role `sequence_lengths`): every GEMM then runs over
+    all the batch's tokens at once, and no work is spent on padding. The
+    clone gives the lengths to the ops that see sequence boundaries:
+    `tfm.position_ids` (positions restart per sequence), `tfm.attention`
+    (a query sees its own sequence's keys only) and `tfm.pool` (one row per
+    sequence: `[d]` results become `[sequences, d]`). Every other op that
+    reads the tokens must act on each position alone (Tfm_PositionWise).
+
+    Functions this does not hold for are left as they are: causal decoders
+    (their batches come with their caches), functions with caches or
+    without token ids, and any with an op that mixes positions in another
+    way (named in a remark).
+  }];
+}
+
 def FuseQKVPass : Pass<"tfm-fuse-qkv", "func::FuncOp"> {
   let summary = "Join sibling head projections (Q, K, V) into one GEMM";
   let description = [{

@@ -17,6 +17,8 @@ void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
     // @decode calls @prefill: inline it so that codegen sees one token.
     pm.addPass(createInlinerPass());
   }
+  if (options.packSequences)
+    pm.addPass(createPackSequencesPass());
   pm.addPass(createCanonicalizerPass());
   if (options.fuseQKV)
     pm.addNestedPass<func::FuncOp>(createFuseQKVPass());

@@ -16,6 +16,8 @@ struct TfmPipelineOptions {
   bool kvCache = true;
   /// Cache capacity; 0 takes the model's maximum context.
   int64_t maxContext = 0;
+  /// Derive @<name>_batch over packed sequences (encoders only).
+  bool packSequences = true;
   /// The fusion passes (each can be turned off to measure what it buys).
   bool fuseQKV = true;
   bool fuseMLP = true;

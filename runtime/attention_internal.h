@@ -60,21 +60,28 @@ typedef struct {
   int causal;
   int64_t window; /* 0: none */
   int64_t s, t, heads, group, d, dv, blocks;
+  /* Packed sequences (tfm_rt_attention_packed): the query blocks, none
+   * straddling two sequences, as [first query, end, sequence start,
+   * sequence end]; NULL otherwise, when blocks are kQueryBlock queries
+   * apart over one sequence. */
+  const int64_t (*packed_blocks)[4];
 } attention_job;
 
 TFM_INLINE float *row(const tfm_memref3d_f32 *m, int64_t i, int64_t h) {
   return m->aligned + m->offset + i * m->strides[0] + h * m->strides[1];
 }
 
-/* Keys [first, last) that query i may see. */
+/* Keys [first, last) that query i of the sequence of keys [seq_lo, seq_hi)
+ * may see ([0, t) unless packed). */
 TFM_INLINE void visible_keys(const attention_job *job, int64_t i,
-                             int64_t *first, int64_t *last) {
+                             int64_t seq_lo, int64_t seq_hi, int64_t *first,
+                             int64_t *last) {
   int64_t position = i + job->t - job->s; /* queries are the last s keys */
-  *first = 0;
-  *last = job->t;
+  *first = seq_lo;
+  *last = seq_hi;
   if (job->causal) {
     *last = position + 1;
-    if (job->window && position + 1 - job->window > 0)
+    if (job->window && position + 1 - job->window > *first)
       *first = position + 1 - job->window;
   }
 }

@@ -29,8 +29,9 @@ static const char *dtype_name(int32_t dtype) {
 static tfm_status_code check_tensor(const tfm_model_desc *desc,
                                     const tfm_tensor *tensor,
                                     const tfm_tensor_desc *expected,
-                                    const char *what, int32_t index,
-                                    const char *entry, tfm_status *status) {
+                                    int packed, const char *what,
+                                    int32_t index, const char *entry,
+                                    tfm_status *status) {
   if (!tensor->data)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "%s %d of @%s: NULL data", what, index, entry);
@@ -51,7 +52,7 @@ static tfm_status_code check_tensor(const tfm_model_desc *desc,
   }
   int sequence = expected->role == TFM_ROLE_TOKEN_IDS ||
                  expected->role == TFM_ROLE_TOKEN_TYPE_IDS;
-  if (sequence && tensor->shape[0] > desc->max_context)
+  if (sequence && !packed && tensor->shape[0] > desc->max_context)
     return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
                     "%s %d of @%s: %lld tokens exceed the maximum context "
                     "of model '%s' (%lld)",
@@ -77,6 +78,39 @@ static tfm_status_code check_tensor(const tfm_model_desc *desc,
   return TFM_OK;
 }
 
+/* The lengths (input `index`) of the sequences packed in the token ids:
+ * each in [1, max_context], summing to the token count, which is what the
+ * generated code slices the rows by. */
+static tfm_status_code check_lengths(const tfm_model_desc *desc,
+                                     const tfm_tensor *inputs,
+                                     const tfm_entry_point *entry,
+                                     int32_t index, tfm_status *status) {
+  int64_t tokens = -1;
+  for (int32_t i = 0; i < entry->num_inputs; ++i)
+    if (entry->inputs[i].role == TFM_ROLE_TOKEN_IDS)
+      tokens = inputs[i].shape[0];
+  const int32_t *lengths = inputs[index].data;
+  int64_t sum = 0;
+  for (int64_t b = 0; b < inputs[index].shape[0]; ++b) {
+    if (lengths[b] < 1 || lengths[b] > desc->max_context)
+      return tfm_fail(status,
+                      lengths[b] < 1 ? TFM_ERROR_INVALID_ARGUMENT
+                                     : TFM_ERROR_CONTEXT_OVERFLOW,
+                      "input %d of @%s: sequence %lld has %d tokens, "
+                      "expected 1 to %lld (the maximum context of model "
+                      "'%s')",
+                      index, entry->name, (long long)b, lengths[b],
+                      (long long)desc->max_context, desc->name);
+    sum += lengths[b];
+  }
+  if (sum != tokens)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "input %d of @%s: sequence lengths sum to %lld, but "
+                    "there are %lld tokens",
+                    index, entry->name, (long long)sum, (long long)tokens);
+  return TFM_OK;
+}
+
 tfm_status_code tfm_model_call(tfm_model *model, const char *name,
                                const tfm_tensor *inputs, int32_t num_inputs,
                                tfm_tensor *const *caches, tfm_tensor *outputs,
@@ -99,9 +133,21 @@ tfm_status_code tfm_model_call(tfm_model *model, const char *name,
                     "%d",
                     name, entry->num_inputs, entry->num_outputs, num_inputs,
                     num_outputs);
+  /* Packed sequences: the limits apply to each sequence (check_lengths). */
+  int32_t packed = -1;
+  for (int32_t i = 0; i < num_inputs; ++i)
+    if (entry->inputs[i].role == TFM_ROLE_SEQUENCE_LENGTHS)
+      packed = i;
   for (int32_t i = 0; i < num_inputs; ++i) {
     tfm_status_code code = check_tensor(desc, &inputs[i], &entry->inputs[i],
-                                        "input", i, name, status);
+                                        packed >= 0, "input", i, name,
+                                        status);
+    if (code != TFM_OK)
+      return code;
+  }
+  if (packed >= 0) {
+    tfm_status_code code =
+        check_lengths(desc, inputs, entry, packed, status);
     if (code != TFM_OK)
       return code;
   }
@@ -129,8 +175,8 @@ tfm_status_code tfm_model_call(tfm_model *model, const char *name,
     if (!caches || !caches[i])
       return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                       "cache %d of @%s: NULL tensor", i, name);
-    tfm_status_code code = check_tensor(desc, caches[i], &expected, "cache",
-                                        i, name, status);
+    tfm_status_code code = check_tensor(desc, caches[i], &expected, 0,
+                                        "cache", i, name, status);
     if (code != TFM_OK)
       return code;
   }

@@ -21,9 +21,11 @@
 
 #include "runtime/runtime_kernels.h"
 #include "runtime/attention_internal.h"
+#include "runtime/buffer_cache.h"
 #include "runtime/thread_pool.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum {
@@ -58,15 +60,15 @@ TFM_INLINE void accumulate_values(float *o, int64_t dvp,
       store16(o + (r0 + u) * dvp + e0 + w * kLanes, acc[u][w]);
 }
 
-/* Queries [i0, i1) of head h (at most kQueryBlock) against their keys, a
- * tile at a time. Scores are kept transposed, [key][query], so that every
+/* Queries [i0, i1) of head h (at most kQueryBlock, of the sequence of keys
+ * [seq_lo, seq_hi)) against their keys, a tile at a time. Scores are kept transposed, [key][query], so that every
  * step vectorizes over the block's queries: each key's features are
  * broadcast against the queries' (K is read in place, never transposed),
  * the running maximum and sum of every query are vectors, and masking
  * compares key positions lane by lane. */
 TFM_CLONED
 static void attend_block(const attention_job *job, int64_t i0, int64_t i1,
-                         int64_t h) {
+                         int64_t seq_lo, int64_t seq_hi, int64_t h) {
   enum { kQueryVectors = kQueryBlock / kLanes };
   int64_t kh = h / job->group, d = job->d, dv = job->dv;
   int64_t dvp = round_up_to_lanes(dv);
@@ -91,7 +93,7 @@ static void attend_block(const attention_job *job, int64_t i0, int64_t i1,
       const float *qi = row(job->q, i0 + r, h);
       for (int64_t c = 0; c < d; ++c)
         qt[c][r] = qi[c * job->q->strides[2]] * job->scale;
-      visible_keys(job, i0 + r, &key_lo, &key_hi);
+      visible_keys(job, i0 + r, seq_lo, seq_hi, &key_lo, &key_hi);
       first = key_lo < first ? key_lo : first;
       last = key_hi > last ? key_hi : last;
       lo_max = key_lo > lo_max ? key_lo : lo_max;
@@ -215,16 +217,20 @@ static void attention_items(void *context, int64_t begin, int64_t end,
     /* Last blocks first: under a causal mask they see the most keys, and
      * handing out the largest items first balances the threads. */
     int64_t block = job->blocks - 1 - item / job->heads, h = item % job->heads;
+    if (job->packed_blocks) {
+      const int64_t *b = job->packed_blocks[block];
+      attend_block(job, b[0], b[1], b[2], b[3], h);
+      continue;
+    }
     int64_t i0 = block * kQueryBlock;
     int64_t i1 = i0 + kQueryBlock < job->s ? i0 + kQueryBlock : job->s;
-    attend_block(job, i0, i1, h);
+    attend_block(job, i0, i1, 0, job->t, h);
   }
 }
 
-TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
-                                   tfm_memref3d_f32 *v, tfm_memref3d_f32 *out,
-                                   float scale, int64_t causal,
-                                   int64_t window) {
+static attention_job make_job(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
+                              tfm_memref3d_f32 *v, tfm_memref3d_f32 *out,
+                              float scale, int64_t causal, int64_t window) {
   attention_job job = {q, k, v, out, scale, (int)causal, window};
   job.s = q->sizes[0];
   job.heads = q->sizes[1];
@@ -232,6 +238,14 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_
   job.t = k->sizes[0];
   job.group = job.heads / k->sizes[1];
   job.dv = v->sizes[2];
+  return job;
+}
+
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
+                                   tfm_memref3d_f32 *v, tfm_memref3d_f32 *out,
+                                   float scale, int64_t causal,
+                                   int64_t window) {
+  attention_job job = make_job(q, k, v, out, scale, causal, window);
   if (job.s == 0)
     return;
   if (job.s == 1) {
@@ -240,4 +254,36 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_
   }
   job.blocks = (job.s + kQueryBlock - 1) / kQueryBlock;
   tfm_parallel_for(job.blocks * job.heads, 1, attention_items, &job);
+}
+
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed(
+    tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
+    tfm_memref1d_i32 *lengths, tfm_memref3d_f32 *out, float scale,
+    int64_t causal, int64_t window) {
+  attention_job job = make_job(q, k, v, out, scale, causal, window);
+  /* The caller (tfm_model_call) checked that the lengths are positive and
+   * sum to s = t. */
+  int64_t sequences = lengths->sizes[0], blocks = 0;
+  const int32_t *length = lengths->aligned + lengths->offset;
+  for (int64_t b = 0; b < sequences; ++b)
+    blocks += (length[b * lengths->strides[0]] + kQueryBlock - 1) / kQueryBlock;
+  int64_t(*table)[4] = _mlir_memref_to_llvm_alloc((size_t)blocks * sizeof *table);
+  if (!table)
+    abort(); /* an allocation outside a call frame: no way to report */
+  int64_t start = 0, n = 0;
+  for (int64_t b = 0; b < sequences; ++b) {
+    int64_t end = start + length[b * lengths->strides[0]];
+    for (int64_t i0 = start; i0 < end; i0 += kQueryBlock) {
+      table[n][0] = i0;
+      table[n][1] = i0 + kQueryBlock < end ? i0 + kQueryBlock : end;
+      table[n][2] = start;
+      table[n][3] = end;
+      ++n;
+    }
+    start = end;
+  }
+  job.blocks = blocks;
+  job.packed_blocks = (const int64_t(*)[4])table;
+  tfm_parallel_for(job.blocks * job.heads, 1, attention_items, &job);
+  _mlir_memref_to_llvm_free(table);
 }

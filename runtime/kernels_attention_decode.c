@@ -131,7 +131,7 @@ static int64_t decode_chunk_keys(int64_t keys) {
 
 void tfm_attend_decode(const attention_job *job) {
   decode_job dj = {.job = job};
-  visible_keys(job, 0, &dj.first, &dj.last);
+  visible_keys(job, 0, 0, job->t, &dj.first, &dj.last);
   dj.dp = round_up_to_lanes(job->d);
   dj.dvp = round_up_to_lanes(job->dv);
   dj.chunk = decode_chunk_keys(dj.last - dj.first);

@@ -72,6 +72,8 @@ static void usage(FILE *out, const char *argv0) {
           "    --tokens \"1 2\" [--token-types \"0 1\"]  the input as ids, or\n"
           "    --text TEXT [--text-pair TEXT]  text through the tokenizer\n"
           "    --text-file FILE     one text per line, one output per line\n"
+          "    --batch N            lines of --text-file per call (default 32),\n"
+          "                         packed end to end through @NAME_batch\n"
           "    --pixels FILE        an image model's input, raw f32 [3, H, W]\n"
           "    --truncate           cut text longer than the context\n"
           "    --tokenize           print the ids and token types, run nothing\n"
@@ -164,7 +166,8 @@ static int parse_options(int argc, char **argv, options *o) {
       }
       o->stop[o->stop_count++] = argv[++i];
     } else if (!strcmp(arg, "-n") || !strcmp(arg, "--top-k") ||
-               !strcmp(arg, "--seed") || !strcmp(arg, "--warmup")) {
+               !strcmp(arg, "--seed") || !strcmp(arg, "--warmup") ||
+               !strcmp(arg, "--batch")) {
       char *end;
       errno = 0;
       long long n = strtoll(argv[++i], &end, 10);
@@ -179,6 +182,12 @@ static int parse_options(int argc, char **argv, options *o) {
         o->sampler.top_k = (int32_t)n;
       else if (!strcmp(arg, "--warmup"))
         o->warmup = (long)n;
+      else if (!strcmp(arg, "--batch") && (n < 1 || n > 65536)) {
+        fprintf(stderr, "%s: error: --batch expects 1 to 65536, got %lld\n",
+                argv[0], n);
+        return 0;
+      } else if (!strcmp(arg, "--batch"))
+        o->call.batch = (int)n;
       else
         o->sampler.seed = (uint64_t)n;
     } else if (!strcmp(arg, "--temperature") || !strcmp(arg, "--top-p") ||

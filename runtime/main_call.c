@@ -30,6 +30,9 @@ static const char *role_name(int32_t role) {
     return "a start position";
   case TFM_ROLE_CACHE_SLOT:
     return "a cache slot";
+  case TFM_ROLE_SEQUENCE_LENGTHS:
+    return "sequence lengths (run @NAME with --text-file: its lines are "
+           "packed)";
   default:
     return "an input";
   }
@@ -261,50 +264,119 @@ static void print_json(const tfm_tensor *out) {
   printf(out->rank == 2 ? "]\n" : "\n");
 }
 
-/* Runs the entry point on one input and emits its output. */
-static int run_one(const char *argv0, tfm_model *model,
-                   const tfm_entry_point *entry, const tfm_call_options *o,
-                   const call_input *in, FILE *raw) {
-  tfm_tensor inputs[8];
-  for (int32_t i = 0; i < entry->num_inputs; ++i) {
-    const tfm_tensor_desc *desc = &entry->inputs[i];
-    if (desc->role == TFM_ROLE_FEATURES) {
-      inputs[i] = (tfm_tensor){in->features, TFM_DTYPE_F32, desc->rank,
-                               {0}, NULL};
-      for (int32_t d = 0; d < desc->rank; ++d)
-        inputs[i].shape[d] = desc->shape[d];
-      continue;
-    }
-    inputs[i] = (tfm_tensor){desc->role == TFM_ROLE_TOKEN_IDS ? in->ids
-                                                              : in->types,
-                             TFM_DTYPE_I32, 1, {in->count}, NULL};
-  }
-  tfm_tensor output;
-  tfm_status status;
-  if (tfm_model_call(model, o->name, inputs, entry->num_inputs, NULL, &output,
-                     1, &status) != TFM_OK) {
-    fprintf(stderr, "%s: error: %s\n", argv0, status.message);
-    return 0;
-  }
+/* Writes or prints one input's output (`out` may be a view into a batch's). */
+static int emit_output(const char *argv0, tfm_model *model,
+                       const tfm_entry_point *entry, const tfm_call_options *o,
+                       const tfm_tensor *out, FILE *raw) {
   int64_t values = 1;
-  for (int32_t d = 0; d < output.rank; ++d)
-    values *= output.shape[d];
+  for (int32_t d = 0; d < out->rank; ++d)
+    values *= out->shape[d];
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   int labelled = entry->outputs[0].role == TFM_ROLE_LOGITS &&
-                 desc->num_labels > 0 && output.rank >= 1 &&
-                 output.rank <= 2 &&
-                 output.shape[output.rank - 1] == desc->num_labels;
-  int ok = 1;
-  if (raw)
-    ok = fwrite(output.data, sizeof(float), (size_t)values, raw) ==
-         (size_t)values;
-  else if (o->format && !strcmp(o->format, "json"))
-    print_json(&output);
-  else if (!labelled || !print_labels(o->name, desc, &output))
-    print_output(o->name, &output);
-  tfm_tensor_release(&output);
-  if (!ok)
+                 desc->num_labels > 0 && out->rank >= 1 && out->rank <= 2 &&
+                 out->shape[out->rank - 1] == desc->num_labels;
+  if (raw) {
+    if (fwrite(out->data, sizeof(float), (size_t)values, raw) ==
+        (size_t)values)
+      return 1;
     fprintf(stderr, "%s: error: cannot write the output\n", argv0);
+    return 0;
+  }
+  if (o->format && !strcmp(o->format, "json"))
+    print_json(out);
+  else if (!labelled || !print_labels(o->name, desc, out))
+    print_output(o->name, out);
+  return 1;
+}
+
+/* Runs the entry point on inputs [0, n): one call each, or one call of its
+ * packed twin @<name>_batch (tfm-pack-sequences) for all of them, and
+ * emits each input's output in order, the same either way. */
+static int run_inputs(const char *argv0, tfm_model *model,
+                      const tfm_entry_point *entry,
+                      const tfm_entry_point *packed,
+                      const tfm_call_options *o, const call_input *in, int n,
+                      FILE *raw) {
+  tfm_tensor inputs[8], output;
+  tfm_status status;
+  if (!packed || n == 1) {
+    for (int k = 0; k < n; ++k) {
+      for (int32_t i = 0; i < entry->num_inputs; ++i) {
+        const tfm_tensor_desc *desc = &entry->inputs[i];
+        inputs[i] = (tfm_tensor){desc->role == TFM_ROLE_TOKEN_IDS ? in[k].ids
+                                                                  : in[k].types,
+                                 TFM_DTYPE_I32, 1, {in[k].count}, NULL};
+        if (desc->role == TFM_ROLE_FEATURES) {
+          inputs[i] = (tfm_tensor){in[k].features, TFM_DTYPE_F32, desc->rank,
+                                   {0}, NULL};
+          memcpy(inputs[i].shape, desc->shape, sizeof inputs[i].shape);
+        }
+      }
+      if (tfm_model_call(model, entry->name, inputs, entry->num_inputs, NULL,
+                         &output, 1, &status) != TFM_OK) {
+        fprintf(stderr, "%s: error: %s\n", argv0, status.message);
+        return 0;
+      }
+      int ok = emit_output(argv0, model, entry, o, &output, raw);
+      tfm_tensor_release(&output);
+      if (!ok)
+        return 0;
+    }
+    return 1;
+  }
+  /* The inputs end to end, and their lengths. */
+  long total = 0;
+  for (int k = 0; k < n; ++k)
+    total += in[k].count;
+  int32_t *ids = malloc((size_t)total * sizeof *ids);
+  int32_t *types = malloc((size_t)total * sizeof *types);
+  int32_t *lengths = malloc((size_t)n * sizeof *lengths);
+  int ok = ids && types && lengths;
+  if (!ok)
+    fprintf(stderr, "%s: error: out of memory\n", argv0);
+  for (long k = 0, at = 0; ok && k < n; at += in[k].count, ++k) {
+    memcpy(ids + at, in[k].ids, (size_t)in[k].count * sizeof *ids);
+    memcpy(types + at, in[k].types, (size_t)in[k].count * sizeof *types);
+    lengths[k] = (int32_t)in[k].count;
+  }
+  for (int32_t i = 0; ok && i < packed->num_inputs; ++i) {
+    int32_t role = packed->inputs[i].role;
+    inputs[i] = (tfm_tensor){role == TFM_ROLE_TOKEN_IDS      ? ids
+                             : role == TFM_ROLE_SEQUENCE_LENGTHS ? lengths
+                                                                 : types,
+                             TFM_DTYPE_I32,
+                             1,
+                             {role == TFM_ROLE_SEQUENCE_LENGTHS ? n : total},
+                             NULL};
+  }
+  if (ok && tfm_model_call(model, packed->name, inputs, packed->num_inputs,
+                           NULL, &output, 1, &status) != TFM_OK) {
+    fprintf(stderr, "%s: error: %s\n", argv0, status.message);
+    ok = 0;
+  } else if (ok) {
+    /* Input k's output: row k of a pooled [n, ...] result, or its own
+     * rows of a per-token one. */
+    int pooled = entry->outputs[0].rank == output.rank - 1;
+    int64_t row = 1;
+    for (int32_t d = 1; d < output.rank; ++d)
+      row *= output.shape[d];
+    for (long k = 0, at = 0; ok && k < n; at += in[k].count, ++k) {
+      tfm_tensor view = output;
+      view.data = (float *)output.data + (pooled ? k : at) * row;
+      if (pooled) {
+        view.rank = output.rank - 1;
+        memmove(view.shape, output.shape + 1,
+                (size_t)view.rank * sizeof *view.shape);
+      } else {
+        view.shape[0] = in[k].count;
+      }
+      ok = emit_output(argv0, model, entry, o, &view, raw);
+    }
+    tfm_tensor_release(&output);
+  }
+  free(ids);
+  free(types);
+  free(lengths);
   return ok;
 }
 
@@ -404,11 +476,21 @@ int tfm_main_call(const char *argv0, tfm_model *model,
     return 1;
   }
   int64_t context = tfm_model_get_desc(model)->max_context;
-  int ok = 1;
+  /* --text-file's lines go through the packed twin, if any, --batch at a
+   * time. */
+  char packed_name[256];
+  snprintf(packed_name, sizeof packed_name, "%s_batch", o->name);
+  const tfm_entry_point *packed = tfm_model_entry_point(model, packed_name);
+  int batch = packed && file ? (o->batch > 0 ? o->batch : 32) : 1;
+  call_input *ins = calloc((size_t)batch, sizeof *ins);
+  int ok = ins != NULL, n = 0;
+  if (!ins)
+    fprintf(stderr, "%s: error: out of memory\n", argv0);
   /* Each line of --text-file is an input; otherwise the one input given. */
   char *line = file, where[64];
   for (long number = 1; ok; ++number) {
     const char *text = o->text;
+    int last = !file;
     if (file) {
       if (!*line)
         break;
@@ -417,32 +499,40 @@ int tfm_main_call(const char *argv0, tfm_model *model,
         *end = '\0';
       text = line;
       line = end ? end + 1 : line + strlen(line);
+      last = !*line;
       snprintf(where, sizeof where, "line %ld of --text-file", number);
     } else {
       snprintf(where, sizeof where, "the text");
     }
-    call_input in = {0};
+    call_input *in = &ins[n++];
     if (takes_pixels)
-      ok = input_from_pixels(argv0, entry, o->pixels, &in);
+      ok = input_from_pixels(argv0, entry, o->pixels, in);
     else
       ok = text ? input_from_text(argv0, o, tokenizer, context, text, where,
-                                  &in)
-                : input_from_ids(argv0, o, &in);
-    if (ok && !takes_pixels && in.count == 0) {
+                                  in)
+                : input_from_ids(argv0, o, in);
+    if (ok && !takes_pixels && in->count == 0) {
       fprintf(stderr, "%s: error: @%s needs token ids (--tokens)\n", argv0,
               o->name);
       ok = 0;
     }
     if (ok && o->tokenize) {
-      print_ids(in.ids, in.count);
-      print_ids(in.types, in.count);
+      print_ids(in->ids, in->count);
+      print_ids(in->types, in->count);
+    } else if (ok && (n == batch || last)) {
+      ok = run_inputs(argv0, model, entry, packed, o, ins, n, raw);
     } else if (ok) {
-      ok = run_one(argv0, model, entry, o, &in, raw);
+      continue; /* the batch is not full yet */
     }
-    free_input(&in);
-    if (!file)
+    for (int k = 0; k < n; ++k)
+      free_input(&ins[k]);
+    n = 0;
+    if (last)
       break;
   }
+  for (int k = 0; k < n; ++k)
+    free_input(&ins[k]);
+  free(ins);
   free(file);
   if (raw && raw != stdout && fclose(raw) != 0 && ok) {
     fprintf(stderr, "%s: error: cannot write '%s'\n", argv0, o->output_path);

@@ -31,6 +31,7 @@ typedef struct {
   const char *format;                 /* text (default), json or f32 */
   int tokenize;                       /* print ids and types, run nothing */
   int truncate;                       /* cut text past the context */
+  int batch;                          /* --text-file lines per call (0: 32) */
 } tfm_call_options;
 
 /* The generic mode (main_call.c): runs an entry point on token ids (types

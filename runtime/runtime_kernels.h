@@ -44,6 +44,13 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q,
                                               tfm_memref3d_f32 *out,
                                               float scale, int64_t causal,
                                               int64_t window);
+/* The same over several sequences packed end to end (s = t rows, `lengths`
+ * of them summing to s): a query sees only its own sequence's keys. */
+typedef TFM_MEMREF(int32_t, 1) tfm_memref1d_i32;
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed(
+    tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
+    tfm_memref1d_i32 *lengths, tfm_memref3d_f32 *out, float scale,
+    int64_t causal, int64_t window);
 
 /* MLIR's memref.copy of any rank (an unranked descriptor: rank, then a
  * pointer to the ranked one). */

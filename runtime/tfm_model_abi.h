@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 5
+#define TFM_ABI_VERSION 6
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -90,9 +90,14 @@ typedef enum {
   TFM_ROLE_CACHE_SLOT = 3,     /* int64 scalar */
   TFM_ROLE_TOKEN_TYPE_IDS = 4, /* int32 [n]: segments (BERT's token types),
                                   as many as the token ids */
-  TFM_ROLE_LOGITS = 16,        /* f32 [positions, vocab] */
+  /* int32 [sequences]: the lengths of the sequences packed end to end in
+   * the token ids (an @<name>_batch entry point, tfm-pack-sequences); each
+   * at least 1 and at most max_context, summing to the token count. */
+  TFM_ROLE_SEQUENCE_LENGTHS = 5,
+  TFM_ROLE_LOGITS = 16,        /* f32 [positions, vocab]; [sequences, labels]
+                                  from a packed classifier */
   TFM_ROLE_HIDDEN_STATES = 17, /* f32 [positions, hidden] */
-  TFM_ROLE_EMBEDDING = 18      /* f32 [hidden] */
+  TFM_ROLE_EMBEDDING = 18      /* f32 [hidden]; [sequences, hidden] packed */
 } tfm_role;
 
 typedef enum { TFM_DTYPE_F32 = 0, TFM_DTYPE_I32 = 1, TFM_DTYPE_I64 = 2 } tfm_dtype;

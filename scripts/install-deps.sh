@@ -7,7 +7,8 @@ set -euo pipefail
 # The one list of Debian packages the build and the tests need.
 PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22
-  libopenblas-dev libutf8proc-dev nlohmann-json3-dev libgtest-dev
+  libopenblas-dev libutf8proc-dev libpng-dev libjpeg62-turbo-dev
+  nlohmann-json3-dev libgtest-dev
   cmake ninja-build ccache g++ binutils pkg-config python3
 )
 

@@ -45,3 +45,18 @@ func.func @bias(%q: tensor<3x2x4xf32>, %k: tensor<5x2x4xf32>, %b: tensor<2x3x5xf
   %0 = tfm.attention %q, %k, %k bias %b {scale = 0.5 : f32} : (tensor<3x2x4xf32>, tensor<5x2x4xf32>, tensor<5x2x4xf32>, tensor<2x3x5xf32>) -> tensor<3x2x4xf32>
   return %0 : tensor<3x2x4xf32>
 }
+
+// -----
+
+// Packed sequences: tfm_rt_attention_packed, with the lengths' buffer
+// after the values'.
+// CHECK-LABEL: func.func private @tfm_rt_attention_packed(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?xi32, strided<[?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, f32, i64, i64) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @packed
+// CHECK-SAME: (%[[Q:.*]]: tensor<?x2x4xf32>, %[[N:.*]]: tensor<?xi32>)
+// CHECK: %[[NB:.*]] = bufferization.to_buffer %[[N]] read_only : tensor<?xi32> to memref<?xi32, strided<[?], offset: ?>>
+// CHECK: %[[NC:.*]] = memref.cast %[[NB]] : memref<?xi32, strided<[?], offset: ?>> to memref<?xi32, strided<[?], offset: ?>>
+// CHECK: call @tfm_rt_attention_packed(%{{.*}}, %{{.*}}, %{{.*}}, %[[NC]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+func.func @packed(%q: tensor<?x2x4xf32>, %lengths: tensor<?xi32>) -> tensor<?x2x4xf32> {
+  %0 = tfm.attention %q, %q, %q lengths %lengths {scale = 0.5 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?xi32>) -> tensor<?x2x4xf32>
+  return %0 : tensor<?x2x4xf32>
+}

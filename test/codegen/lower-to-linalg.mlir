@@ -262,3 +262,33 @@ func.func @calls() -> tensor<4xf32> {
   %0 = func.call @reads() : () -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Packed sequences: a loop over the sequences, carrying the first row of
+// each; its rows are sliced out, lowered as a sequence of their own and
+// inserted back (the pooled vector as row `sequence`). The attention's
+// scores are [heads, length, length] per sequence.
+// CHECK-LABEL: func.func @packed
+// CHECK-SAME: (%[[TOK:[^:]*]]: tensor<?xi32>, %[[N:[^:]*]]: tensor<?xi32>, %[[H:[^:]*]]: tensor<?x8xf32>, %[[Q:[^:]*]]: tensor<?x2x4xf32>)
+// CHECK: %[[B:.*]] = tensor.dim %[[N]], %{{.*}} : tensor<?xi32>
+// CHECK: scf.for %[[S:[^ ]*]] = %{{.*}} to %[[B]] step %{{.*}} iter_args(%[[START:.*]] = %{{.*}}, %[[POS:.*]] = %{{.*}}) -> (index, tensor<?xi32>)
+// CHECK: %[[LEN32:.*]] = tensor.extract %[[N]][%[[S]]] : tensor<?xi32>
+// CHECK: %[[LEN:.*]] = arith.index_cast %[[LEN32]] : i32 to index
+// CHECK: tensor.extract_slice %[[TOK]][%[[START]]] [%[[LEN]]] [1] : tensor<?xi32> to tensor<?xi32>
+// CHECK: linalg.generic
+// CHECK: tensor.insert_slice %{{.*}} into %[[POS]][%[[START]]]
+// CHECK: scf.yield
+// CHECK: scf.for %[[S2:[^ ]*]] = {{.*}} -> (index, tensor<?x8xf32>)
+// CHECK: tensor.extract_slice %[[H]][%{{.*}}, 0] [%{{.*}}, 8] [1, 1] : tensor<?x8xf32> to tensor<?x8xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[%[[S2]], 0] [1, 8] [1, 1] : tensor<8xf32> into tensor<?x8xf32>
+// CHECK: scf.for {{.*}} -> (index, tensor<?x2x4xf32>)
+// CHECK-COUNT-3: tensor.extract_slice %[[Q]][%{{.*}}, 0, 0] [%{{.*}}, 2, 4] [1, 1, 1] : tensor<?x2x4xf32> to tensor<?x2x4xf32>
+// CHECK: tensor.empty(%{{.*}}, %{{.*}}) : tensor<2x?x?xf32>
+// CHECK: tensor.insert_slice
+func.func @packed(%tokens: tensor<?xi32>, %lengths: tensor<?xi32>, %h: tensor<?x8xf32>, %q: tensor<?x2x4xf32>) -> (tensor<?xi32>, tensor<?x8xf32>, tensor<?x2x4xf32>) {
+  %p = tfm.position_ids %tokens lengths %lengths : tensor<?xi32> : tensor<?xi32> -> tensor<?xi32>
+  %e = tfm.pool mean %h lengths %lengths : tensor<?xi32> : tensor<?x8xf32> -> tensor<?x8xf32>
+  %a = tfm.attention %q, %q, %q lengths %lengths {scale = 0.5 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?xi32>) -> tensor<?x2x4xf32>
+  return %p, %e, %a : tensor<?xi32>, tensor<?x8xf32>, tensor<?x2x4xf32>
+}

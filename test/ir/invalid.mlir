@@ -125,6 +125,14 @@ func.func @padding_and_offset(%t: tensor<?xi32>, %start: index) {
 
 // -----
 
+func.func @position_ids_offset_and_lengths(%t: tensor<?xi32>, %start: index, %n: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.position_ids' op takes an offset or sequence lengths, not both}}
+  %p = tfm.position_ids %t offset %start lengths %n : tensor<?xi32> : tensor<?xi32> -> tensor<?xi32>
+  return
+}
+
+// -----
+
 func.func @f3(%t: tensor<?xi32>) {
   // expected-error @+1 {{'tfm.position_ids' op expected result to be rank 1, got rank 2}}
   %p = tfm.position_ids %t : tensor<?xi32> -> tensor<?x1xi32>
@@ -776,5 +784,21 @@ func.func @pool_width(%h: tensor<?x16xf32>) {
 func.func @pool_rank(%h: tensor<16xf32>) {
   // expected-error @+1 {{'tfm.pool' op expected input to be rank 2, got rank 1}}
   %e = tfm.pool mean %h : tensor<16xf32> -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @pool_packed_rank(%h: tensor<?x16xf32>, %n: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.pool' op expected result to be rank 2, got rank 1}}
+  %e = tfm.pool mean %h lengths %n : tensor<?xi32> : tensor<?x16xf32> -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_packed_cross(%q: tensor<4x2x8xf32>, %k: tensor<6x2x8xf32>, %n: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.attention' op expected key length (6) to match query sequence length (4)}}
+  %a = tfm.attention %q, %k, %k lengths %n {scale = 0.5 : f32} : (tensor<4x2x8xf32>, tensor<6x2x8xf32>, tensor<6x2x8xf32>, tensor<?xi32>) -> tensor<4x2x8xf32>
   return
 }

@@ -211,3 +211,19 @@ func.func @pool(%h: tensor<?x16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor
   %c = tfm.pool max %h : tensor<?x16xf32> -> tensor<16xf32>
   return %a, %b, %c : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
 }
+
+// -----
+
+// Packed sequences (tfm-pack-sequences): the ops that see sequence
+// boundaries take the lengths.
+// CHECK-LABEL: func.func @packed
+// CHECK-SAME: (%[[TOK:.*]]: tensor<?xi32>, %[[N:.*]]: tensor<?xi32>, %[[H:.*]]: tensor<?x16xf32>, %[[Q:.*]]: tensor<?x2x8xf32>)
+func.func @packed(%tokens: tensor<?xi32>, %lengths: tensor<?xi32>, %h: tensor<?x16xf32>, %q: tensor<?x2x8xf32>) -> (tensor<?xi32>, tensor<?x16xf32>, tensor<?x2x8xf32>) {
+  // CHECK: tfm.position_ids %[[TOK]] lengths %[[N]] : tensor<?xi32> {padding_id = 1 : i64} : tensor<?xi32> -> tensor<?xi32>
+  %p = tfm.position_ids %tokens lengths %lengths : tensor<?xi32> {padding_id = 1 : i64} : tensor<?xi32> -> tensor<?xi32>
+  // CHECK: tfm.pool mean %[[H]] lengths %[[N]] : tensor<?xi32> {normalize} : tensor<?x16xf32> -> tensor<?x16xf32>
+  %e = tfm.pool mean %h lengths %lengths : tensor<?xi32> {normalize} : tensor<?x16xf32> -> tensor<?x16xf32>
+  // CHECK: tfm.attention %[[Q]], %[[Q]], %[[Q]] lengths %[[N]] {scale = 5.000000e-01 : f32} : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?xi32>) -> tensor<?x2x8xf32>
+  %a = tfm.attention %q, %q, %q lengths %lengths {scale = 0.5 : f32} : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?xi32>) -> tensor<?x2x8xf32>
+  return %p, %e, %a : tensor<?xi32>, tensor<?x16xf32>, tensor<?x2x8xf32>
+}

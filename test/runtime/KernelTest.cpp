@@ -1,6 +1,6 @@
 //===- KernelTest.cpp - the kernels generated code calls ---------------===//
 //
-// tfm_rt_attention, tfm_rt_matmul_nt and tfm_rt_linear_panels[_bias]
+// tfm_rt_attention[_packed], tfm_rt_matmul_nt and tfm_rt_linear_panels[_bias]
 // against plain double-precision loops, over the shapes that exercise their
 // paths: several query blocks and key tiles, the causal diagonal inside a
 // tile, sliding windows, grouped-query heads, head sizes that are not a
@@ -16,6 +16,13 @@ extern "C" {
 void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
                                    tfm_memref3d_f32 *v, tfm_memref3d_f32 *out,
                                    float scale, int64_t causal, int64_t window);
+typedef TFM_MEMREF(int32_t, 1) tfm_memref1d_i32;
+void _mlir_ciface_tfm_rt_attention_packed(tfm_memref3d_f32 *q,
+                                          tfm_memref3d_f32 *k,
+                                          tfm_memref3d_f32 *v,
+                                          tfm_memref1d_i32 *lengths,
+                                          tfm_memref3d_f32 *out, float scale,
+                                          int64_t causal, int64_t window);
 void _mlir_ciface_tfm_rt_matmul_nt(tfm_memref2d_f32 *a, tfm_memref2d_f32 *b,
                                    tfm_memref2d_f32 *c);
 void _mlir_ciface_tfm_rt_linear_panels(tfm_memref2d_f32 *a,
@@ -143,6 +150,52 @@ TEST(AttentionKernel, SingleQueryDecode) {
   for (int64_t t : {1, 2, 17, 64, 65, 300, 5000})
     checkAttention({1, t, 12, 4, 64, 64, 0, true});
   checkAttention({1, 33, 4, 4, 10, 10, 0, true});
+}
+
+/// Packed sequences of `lengths` against each sequence run alone: the
+/// block-diagonal mask keeps every query within its own sequence, with
+/// sequences shorter than a query block, longer than a key tile, and of
+/// one token.
+void checkPackedAttention(std::vector<int32_t> lengths, bool causal) {
+  SCOPED_TRACE(testing::Message() << "sequences=" << lengths.size()
+                                  << " causal=" << causal);
+  const int64_t heads = 4, kvHeads = 2, d = 24;
+  int64_t total = 0;
+  for (int32_t n : lengths)
+    total += n;
+  std::vector<float> q = randomValues(total * heads * d, 4);
+  std::vector<float> k = randomValues(total * kvHeads * d, 5);
+  std::vector<float> v = randomValues(total * kvHeads * d, 6);
+  std::vector<float> packed(total * heads * d, NAN), alone(packed.size(), NAN);
+  tfm_memref3d_f32 qm = view3d(q, total, heads, d, heads * d);
+  tfm_memref3d_f32 km = view3d(k, total, kvHeads, d, kvHeads * d);
+  tfm_memref3d_f32 vm = view3d(v, total, kvHeads, d, kvHeads * d);
+  tfm_memref3d_f32 om = view3d(packed, total, heads, d, heads * d);
+  tfm_memref1d_i32 lm = {lengths.data(), lengths.data(), 0,
+                         {int64_t(lengths.size())}, {1}};
+  _mlir_ciface_tfm_rt_attention_packed(&qm, &km, &vm, &lm, &om, 0.25f, causal,
+                                       0);
+  int64_t start = 0;
+  for (int32_t n : lengths) {
+    tfm_memref3d_f32 qs = view3d(q, n, heads, d, heads * d, start * heads * d);
+    tfm_memref3d_f32 ks =
+        view3d(k, n, kvHeads, d, kvHeads * d, start * kvHeads * d);
+    tfm_memref3d_f32 vs =
+        view3d(v, n, kvHeads, d, kvHeads * d, start * kvHeads * d);
+    tfm_memref3d_f32 os =
+        view3d(alone, n, heads, d, heads * d, start * heads * d);
+    _mlir_ciface_tfm_rt_attention(&qs, &ks, &vs, &os, 0.25f, causal, 0);
+    start += n;
+  }
+  double worst = 0;
+  for (size_t i = 0; i < packed.size(); ++i)
+    worst = std::max(worst, double(std::fabs(packed[i] - alone[i])));
+  EXPECT_LT(worst, 1e-6);
+}
+
+TEST(AttentionKernel, PackedSequencesSeeOnlyThemselves) {
+  checkPackedAttention({5, 1, 40, 100, 33, 7}, /*causal=*/false);
+  checkPackedAttention({70, 2, 31}, /*causal=*/true);
 }
 
 TEST(MatmulKernel, RowsTimesTransposedWeightAccumulates) {

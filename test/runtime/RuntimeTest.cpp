@@ -65,9 +65,16 @@ const tfm_tensor_desc kForwardInputs[] = {
     {TFM_ROLE_TOKEN_IDS, TFM_DTYPE_I32, 1, {-1}, kVocab}};
 const tfm_tensor_desc kForwardOutputs[] = {
     {TFM_ROLE_LOGITS, TFM_DTYPE_F32, 2, {-1, kVocab}}};
+/// A packed twin (tfm-pack-sequences) of @forward: token ids and the
+/// lengths of the sequences in them; the fake runs them as one sequence.
+const tfm_tensor_desc kPackedInputs[] = {
+    {TFM_ROLE_TOKEN_IDS, TFM_DTYPE_I32, 1, {-1}, kVocab},
+    {TFM_ROLE_SEQUENCE_LENGTHS, TFM_DTYPE_I32, 1, {-1}, 0}};
 const tfm_entry_point kEntryPoints[] = {
     {"forward", 1, kForwardInputs, 1, kForwardOutputs, 0, nullptr,
-     callFakeForward, reinterpret_cast<void (*)(void)>(fakeForward)}};
+     callFakeForward, reinterpret_cast<void (*)(void)>(fakeForward)},
+    {"forward_batch", 2, kPackedInputs, 1, kForwardOutputs, 0, nullptr,
+     callFakeForward, nullptr}};
 
 tfm_model_desc fakeDesc() {
   tfm_model_desc desc = {};
@@ -81,7 +88,7 @@ tfm_model_desc fakeDesc() {
   desc.weights = kWeights;
   desc.weights_size = sizeof kWeights;
   desc.weights_checksum = tfm_weights_checksum(kWeights, sizeof kWeights);
-  desc.num_entry_points = 1;
+  desc.num_entry_points = 2;
   desc.entry_points = kEntryPoints;
   return desc;
 }
@@ -232,6 +239,45 @@ TEST(Model, CallsAnyEntryPointByName) {
             TFM_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(status.message, "@forward takes 1 inputs and returns 1 "
                                "outputs, got 2 and 1");
+  tfm_model_free(model);
+}
+
+TEST(Model, ChecksTheLengthsOfPackedSequences) {
+  tfm_model_desc desc = fakeDesc();
+  tfm_model *model = nullptr;
+  ASSERT_EQ(tfm_model_load(&desc, nullptr, &model, nullptr), TFM_OK);
+  // Six tokens in three sequences: more than the context (4) in all, but
+  // no sequence longer than it.
+  int32_t ids[6] = {1, 2, 3, 4, 0, 1};
+  int32_t lengths[3] = {3, 1, 2};
+  tfm_tensor inputs[2] = {{ids, TFM_DTYPE_I32, 1, {6}, nullptr},
+                          {lengths, TFM_DTYPE_I32, 1, {3}, nullptr}};
+  tfm_tensor output;
+  tfm_status status;
+  ASSERT_EQ(tfm_model_call(model, "forward_batch", inputs, 2, nullptr, &output,
+                           1, &status),
+            TFM_OK)
+      << status.message;
+  tfm_tensor_release(&output);
+  lengths[2] = 1;
+  EXPECT_EQ(tfm_model_call(model, "forward_batch", inputs, 2, nullptr,
+                           &output, 1, &status),
+            TFM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(status.message, "input 1 of @forward_batch: sequence lengths "
+                               "sum to 5, but there are 6 tokens");
+  lengths[1] = 0;
+  EXPECT_EQ(tfm_model_call(model, "forward_batch", inputs, 2, nullptr,
+                           &output, 1, &status),
+            TFM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(status.message,
+               "input 1 of @forward_batch: sequence 1 has 0 tokens, expected "
+               "1 to 4 (the maximum context of model 'fake')");
+  lengths[0] = 5;
+  lengths[1] = 1;
+  lengths[2] = 0;
+  EXPECT_EQ(tfm_model_call(model, "forward_batch", inputs, 2, nullptr,
+                           &output, 1, &status),
+            TFM_ERROR_CONTEXT_OVERFLOW);
   tfm_model_free(model);
 }
 
