@@ -7,13 +7,20 @@ the machine's FP32 peak measured in the same run.
 
     bash ../shared/reference/setup.sh && source /tmp/tfm-hfref/env.sh
     /usr/bin/python3 bench/compare_encoders.py [--seq 128,512] [--reps 20]
-        [--no-vit]
+        [--no-vit] [--batches 32:8-64,8:16-128]
 
 tfmc: the model compiled with --emit=lib and timed through tfm_model_call
 (bench/encode_bench.c). PyTorch at its fastest setting here
 (OPENBLAS_NUM_THREADS=2, torch.set_num_threads(1)), eager attention, no
 grad. Printed: milliseconds per sequence, tokens/s, the ratio, and tfmc's
 GFLOP/s as a fraction of the peak.
+
+Batch cells (B:MIN-MAX): B sequences of MIN to MAX tokens, as sentence
+embedders see them. tfmc packed end to end in one call of @encode_batch
+(tfm-pack-sequences), one call per sequence, and packed with every
+sequence padded to the longest (the work of a padded batch); PyTorch pads
+to the longest with an attention mask, as transformers' tokenizers do
+with padding=True. Printed: milliseconds per batch and sequences/s.
 """
 import argparse
 import json
@@ -69,12 +76,63 @@ print(json.dumps({{"seconds_per_call": sum(times) / len(times), "best_seconds": 
     return json.loads(out.strip().splitlines()[-1])
 
 
+def torch_batch_peer(directory, lengths, reps):
+    code = f"""
+import json, time, torch, transformers as tf
+torch.set_num_threads(1)
+config = tf.BertConfig.from_pretrained({directory!r})
+config._attn_implementation = "eager"
+model = tf.BertModel.from_pretrained({directory!r}, config=config, add_pooling_layer=False).eval()
+lengths = {lengths!r}
+longest = max(lengths)
+ids = torch.full((len(lengths), longest), 0, dtype=torch.long)
+mask = torch.zeros((len(lengths), longest), dtype=torch.long)
+for b, n in enumerate(lengths):
+    ids[b, :n] = torch.arange(1000, 1000 + n)
+    mask[b, :n] = 1
+times = []
+with torch.no_grad():
+    for r in range({reps} + 1):
+        start = time.perf_counter()
+        model(ids, attention_mask=mask)
+        times.append(time.perf_counter() - start)
+print(json.dumps({{"best_seconds": min(times[1:])}}))
+"""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="2")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, env=env, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def batch_cells(exe, model, spec, reps, peak):
+    print(f"{'batch':>12} {'packed ms':>10} {'1-by-1 ms':>10} "
+          f"{'padded ms':>10} {'PyTorch ms':>11} {'/PT':>6}  packed of the peak")
+    for cell in spec.split(","):
+        batch, span = cell.split(":")
+        low, high = span.split("-")
+        ours = json.loads(subprocess.run(
+            [exe, "--batch", batch, low, high, str(reps)], capture_output=True,
+            text=True, check=True).stdout)
+        theirs = torch_batch_peer(model, ours["lengths"], reps)
+        flops = sum(flops_per_sequence(n) for n in ours["lengths"])
+        gflops = flops / ours["packed_seconds"] / 1e9
+        print(f"{cell:>12} {ours['packed_seconds'] * 1e3:>10.1f} "
+              f"{ours['one_by_one_seconds'] * 1e3:>10.1f} "
+              f"{ours['padded_seconds'] * 1e3:>10.1f} "
+              f"{theirs['best_seconds'] * 1e3:>11.1f} "
+              f"{theirs['best_seconds'] / ours['packed_seconds']:>5.2f}x  "
+              f"{gflops:.0f} GFLOP/s = {100 * gflops / peak:.0f}%; "
+              f"{int(batch) / ours['packed_seconds']:.0f} sequences/s")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
     parser.add_argument("--seq", default="128,512")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--no-vit", action="store_true")
+    parser.add_argument("--batches", default="32:8-64,8:16-128",
+                        help="batch cells B:MIN-MAX ('' for none)")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     peak = hardware_limits(args.work)
@@ -98,6 +156,10 @@ def main():
               f"{theirs['best_seconds'] * 1e3:>11.2f} "
               f"{theirs['best_seconds'] / ours['best_seconds']:>5.2f}x  "
               f"{gflops:.0f} GFLOP/s = {100 * gflops / peak['fp32_peak_gflops']:.0f}%")
+    if args.batches:
+        model, exe = bert
+        batch_cells(exe, model, args.batches, args.reps,
+                    peak["fp32_peak_gflops"])
 
 
 def compile_bench(work, name, vit):
@@ -114,7 +176,7 @@ def compile_bench(work, name, vit):
     subprocess.run(["cc", "-O2", os.path.join(HERE, "encode_bench.c"), "-I" + lib,
                     "-I" + ROOT, os.path.join(lib, "libmodel.a"),
                     os.path.join(ROOT, "build", "lib", "libtfmrt.a"),
-                    "-lopenblas", "-lutf8proc", "-lm", "-lpthread", "-o", exe],
+                    "-lopenblas", "-lutf8proc", "-lpng", "-ljpeg", "-lm", "-lpthread", "-o", exe],
                    check=True)
     return model, exe
 

@@ -11,6 +11,7 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Alignment.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
@@ -268,6 +269,26 @@ std::string generateModelSource(const ModelDescription &model,
       os << cStringLiteral(label) << ", ";
     os << "};\n";
   }
+  if (const std::optional<tfm_image_preprocessing> &image =
+          model.imagePreprocessing) {
+    auto floats = [&](const float *values) {
+      std::string text;
+      for (int c = 0; c < 3; ++c)
+        text += (c ? ", " : "") + llvm::formatv("{0:e9}f", values[c]).str();
+      return text;
+    };
+    os << "static const tfm_image_preprocessing tfm_image_preprocessing = {\n"
+       << "    .resize_height = " << image->resize_height
+       << ", .resize_width = " << image->resize_width
+       << ", .shortest_edge = " << image->shortest_edge << ",\n"
+       << "    .resample = " << image->resample
+       << ", .crop_height = " << image->crop_height
+       << ", .crop_width = " << image->crop_width << ",\n"
+       << "    .rescale = " << llvm::formatv("{0:e17}", image->rescale)
+       << ", .normalize = " << image->normalize << ",\n"
+       << "    .mean = {" << floats(image->mean) << "}, .std = {"
+       << floats(image->std) << "}};\n";
+  }
   writeEntryPointTable(model, symbolPrefix, os);
   // Executables use the description main.c expects; libraries export
   // <prefix>_model and nothing else.
@@ -306,6 +327,9 @@ std::string generateModelSource(const ModelDescription &model,
     os << "    .tokenizer = 0,\n    .tokenizer_size = 0,\n";
   os << "    .num_labels = " << model.labels.size() << ",\n"
      << "    .labels = " << (model.labels.empty() ? "0" : "tfm_labels")
+     << ",\n"
+     << "    .image_preprocessing = "
+     << (model.imagePreprocessing ? "&tfm_image_preprocessing" : "0")
      << ",\n";
   os << "    .num_entry_points = " << model.entryPoints.size() << ",\n"
      << "    .entry_points = tfm_entry_points,\n"
@@ -541,7 +565,7 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
           "linking '" + options.outputPath + "'", options.cc,
           {options.cc, "-O2", kHugeSegments, "-o", options.outputPath,
            objectPath, sourcePath, include, options.runtimeMainLibrary,
-           options.runtimeLibrary, "-lopenblas", "-lutf8proc", "-lm"}));
+           options.runtimeLibrary, "-lopenblas", "-lutf8proc", "-lpng", "-ljpeg", "-lm"}));
     case OutputKind::SharedLibrary: {
       // The runtime is shared too: one copy however many models load.
       std::string libraryDir = "-L" + options.runtimeLibraryDir;

@@ -11,6 +11,7 @@
 #define TFM_CODEGEN_MODELPACKAGER_H
 
 #include "frontend/Tokenizer.h"
+#include "runtime/tfm_model_abi.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -82,6 +83,8 @@ struct ModelDescription {
   std::string family;
   /// A classifier's class names by id.
   std::vector<std::string> labels;
+  /// An image model's preprocessing (tfm_image_load).
+  std::optional<tfm_image_preprocessing> imagePreprocessing;
   std::vector<EntryPointDescription> entryPoints;
   /// The model's caches (shared by the entry points that use them).
   std::vector<TensorDescription> caches;

@@ -395,6 +395,22 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   if (ArrayAttr labels = model.getLabels())
     for (Attribute label : labels)
       description.labels.push_back(cast<StringAttr>(label).str());
+  if (ImagePreprocessingAttr image = model.getImage()) {
+    tfm_image_preprocessing p = {};
+    p.resize_height = image.getResizeHeight();
+    p.resize_width = image.getResizeWidth();
+    p.shortest_edge = image.getShortestEdge();
+    p.resample = image.getResample();
+    p.crop_height = image.getCropHeight();
+    p.crop_width = image.getCropWidth();
+    p.rescale = image.getRescale().getValueAsDouble();
+    p.normalize = image.getNormalize();
+    for (int c = 0; c < 3; ++c) {
+      p.mean[c] = image.getMean()[c];
+      p.std[c] = image.getStd()[c];
+    }
+    description.imagePreprocessing = p;
+  }
   if (llvm::Error err = describeEntryPoints(*unit.module, description))
     return std::move(err);
   if (unit.tokenizer)

@@ -74,7 +74,8 @@ void mlir::tfm::describeModel(LoadedModel &model) {
       context, model.family, model.vocabSize, model.maxContext,
       model.bosToken, model.eosToken, model.addBos && model.bosToken >= 0,
       tokenizer, model.hiddenSize, model.numLayers, model.numHeads,
-      model.numKVHeads, labelsAttr(context, model.labels));
+      model.numKVHeads, labelsAttr(context, model.labels),
+      model.imagePreprocessing);
   (*model.module)->setAttr(kModelAttrName, attr);
 }
 

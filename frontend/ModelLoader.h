@@ -12,6 +12,7 @@
 #include "frontend/DecoderSpec.h"
 #include "frontend/Tokenizer.h"
 #include "frontend/WeightStore.h"
+#include "ir/TfmDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -34,6 +35,8 @@ struct LoadedModel {
   std::string family;
   /// A classifier's class names by id (id2label); empty otherwise.
   std::vector<std::string> labels;
+  /// An image model's preprocessor_config.json; null otherwise.
+  ImagePreprocessingAttr imagePreprocessing;
   /// Where the tokenizer was read from (a file, or the directory of a
   /// byte-level BPE); empty without one.
   std::string tokenizerPath;

@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Path.h"
 
 #include <cmath>
 
@@ -265,6 +266,12 @@ llvm::Error mlir::tfm::loadVisionTransformer(
   if (spec.head != VisionSpec::Head::None)
     model.labels = std::move(labels);
   model.maxContext = spec.tokens();
+  llvm::Expected<ImagePreprocessingAttr> preprocessing =
+      readImagePreprocessing(context, llvm::sys::path::parent_path(configPath),
+                             spec.imageSize);
+  if (!preprocessing)
+    return preprocessing.takeError();
+  model.imagePreprocessing = *preprocessing;
   model.hiddenSize = spec.hiddenSize;
   model.numLayers = spec.numLayers;
   model.numHeads = model.numKVHeads = spec.numHeads;

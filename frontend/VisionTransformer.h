@@ -30,6 +30,13 @@ llvm::Error loadVisionTransformer(MLIRContext &context,
                                   llvm::StringRef configPath,
                                   LoadedModel &model);
 
+/// preprocessor_config.json in `directory` (ImagePreprocessor.cpp): how an
+/// image file becomes the model's [3, imageSize, imageSize] input; a null
+/// attribute when there is no such file.
+llvm::Expected<ImagePreprocessingAttr>
+readImagePreprocessing(MLIRContext &context, llvm::StringRef directory,
+                       int64_t imageSize);
+
 } // namespace mlir::tfm
 
 #endif // TFM_FRONTEND_VISIONTRANSFORMER_H

@@ -19,7 +19,8 @@ ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                   StringRef family, int64_t vocabSize, int64_t maxContext,
                   int32_t bosToken, int32_t eosToken, bool addBos,
                   StringRef tokenizer, int64_t hiddenSize, int64_t numLayers,
-                  int64_t numHeads, int64_t numKVHeads, ArrayAttr labels) {
+                  int64_t numHeads, int64_t numKVHeads, ArrayAttr labels,
+                  ImagePreprocessingAttr image) {
   if (family.empty())
     return emitError() << "expected a non-empty model family";
   if (vocabSize < 0 || maxContext <= 0)
@@ -37,6 +38,31 @@ ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "expected non-negative sizes";
   if (labels && !llvm::all_of(labels, llvm::IsaPred<StringAttr>))
     return emitError() << "expected labels to be strings";
+  return success();
+}
+
+LogicalResult ImagePreprocessingAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t resizeHeight,
+    int64_t resizeWidth, int64_t shortestEdge, int32_t resample,
+    int64_t cropHeight, int64_t cropWidth, FloatAttr rescale, bool normalize,
+    DenseF32ArrayAttr mean, DenseF32ArrayAttr std) {
+  if (resizeHeight < 0 || resizeWidth < 0 || shortestEdge < 0 ||
+      cropHeight < 0 || cropWidth < 0)
+    return emitError() << "expected non-negative sizes";
+  if ((resizeHeight == 0) != (resizeWidth == 0) ||
+      (cropHeight == 0) != (cropWidth == 0))
+    return emitError() << "expected a resize and a crop of two sizes, or none";
+  if (resample < 0 || resample > 5)
+    return emitError() << "expected resample in [0, 5] (Pillow's filters), "
+                          "got "
+                       << resample;
+  if (!rescale || !rescale.getType().isF64() ||
+      !rescale.getValue().isFinite() || rescale.getValue().isNegative())
+    return emitError() << "expected a finite, non-negative f64 rescale";
+  if (!mean || !std || mean.size() != 3 || std.size() != 3)
+    return emitError() << "expected three means and three deviations (RGB)";
+  if (llvm::any_of(std.asArrayRef(), [](float s) { return !(s > 0); }))
+    return emitError() << "expected positive deviations";
   return success();
 }
 

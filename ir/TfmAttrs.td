@@ -56,6 +56,42 @@ def Tfm_CacheKind : I32EnumAttr<"CacheKind",
   let genSpecializedAttr = 0;
 }
 
+def Tfm_ImagePreprocessingAttr : AttrDef<Tfm_Dialect, "ImagePreprocessing"> {
+  let mnemonic = "image_preprocessing";
+  let summary = "how an image model's input is made from an image file";
+  let description = [{
+    An image model's `preprocessor_config.json`, as transformers' image
+    processors apply it to a decoded RGB image: resize to `resize_height` x
+    `resize_width` (or, when those are 0, the shorter side to
+    `shortest_edge`; all 0: no resize) with Pillow's filter `resample`
+    (0 nearest, 1 lanczos, 2 bilinear, 3 bicubic, 4 box, 5 hamming), center
+    crop to `crop_height` x `crop_width` (0: none), multiply by `rescale`
+    (0: none), then with `normalize` subtract `mean` and divide by `std`
+    per channel. The runtime's tfm_image_load does this (Pillow's
+    arithmetic, exactly).
+
+    ```mlir
+    #tfm.image_preprocessing<resize_height = 224, resize_width = 224,
+        resample = 2, rescale = 0.0039215686274509803 : f64, normalize = true,
+        mean = array<f32: 0.5, 0.5, 0.5>, std = array<f32: 0.5, 0.5, 0.5>>
+    ```
+  }];
+  let parameters = (ins
+    DefaultValuedParameter<"int64_t", "0">:$resize_height,
+    DefaultValuedParameter<"int64_t", "0">:$resize_width,
+    DefaultValuedParameter<"int64_t", "0">:$shortest_edge,
+    DefaultValuedParameter<"int32_t", "2">:$resample,
+    DefaultValuedParameter<"int64_t", "0">:$crop_height,
+    DefaultValuedParameter<"int64_t", "0">:$crop_width,
+    "FloatAttr":$rescale, // f64: the factor of the 0-255 values (0: none)
+    DefaultValuedParameter<"bool", "false">:$normalize,
+    "DenseF32ArrayAttr":$mean,
+    "DenseF32ArrayAttr":$std
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Tfm_ModelAttr : AttrDef<Tfm_Dialect, "Model"> {
   let mnemonic = "model";
   let summary = "the model a module implements";
@@ -77,7 +113,8 @@ def Tfm_ModelAttr : AttrDef<Tfm_Dialect, "Model"> {
     ```
 
     A classifier names its classes (`labels`, strings by class id: a
-    config's `id2label`), which the runtime prints its logits with.
+    config's `id2label`), which the runtime prints its logits with. An
+    image model says how its input is made from an image file (`image`).
   }];
   let parameters = (ins
     StringRefParameter<"the architecture's name">:$family,
@@ -91,7 +128,9 @@ def Tfm_ModelAttr : AttrDef<Tfm_Dialect, "Model"> {
     DefaultValuedParameter<"int64_t", "0">:$num_layers,
     DefaultValuedParameter<"int64_t", "0">:$num_heads,
     DefaultValuedParameter<"int64_t", "0">:$num_kv_heads,
-    OptionalParameter<"ArrayAttr", "a classifier's class names, by id">:$labels
+    OptionalParameter<"ArrayAttr", "a classifier's class names, by id">:$labels,
+    OptionalParameter<"ImagePreprocessingAttr",
+                      "an image model's preprocessing">:$image
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

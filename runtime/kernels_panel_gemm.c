@@ -28,6 +28,8 @@ enum {
   kPanel = TFM_PANEL_WIDTH, /* output features per panel: two vectors */
   kRowBlock = 8,     /* rows of A per micro-kernel call */
   kDepthBlock = 256, /* k per pass: a 32 KiB panel slice, in L1 */
+  kRowPanel = 128,   /* rows per pass over the panels: 128 KiB of A's depth
+                        block, in L2 */
 };
 
 typedef struct {
@@ -125,34 +127,41 @@ TFM_CLONED
 static void panel_gemm_range(const panel_job *job, int64_t p0, int64_t p1) {
   int64_t k = job->k, m = job->m;
   float start_scratch[kPanel], tile[kRowBlock * kPanel];
-  for (int64_t p = p0; p < p1; ++p) {
-    const float *panel = job->panels + p * k * kPanel;
-    const float *start = panel_start(job, p, start_scratch);
-    int64_t cols = job->n - p * kPanel < kPanel ? job->n - p * kPanel : kPanel;
-    float *c = job->c + p * kPanel;
-    if (m == 1 && cols == kPanel) {
-      panel_row(k, job->a, panel, c, start);
-      continue;
-    }
-    if (cols < kPanel) {
-      /* The zero-padded last panel: whole depth into a 32-wide tile, then
-       * the valid columns out. */
-      for (int64_t i = 0; i < m; i += kRowBlock) {
-        int64_t rows = m - i < kRowBlock ? m - i : kRowBlock;
-        panel_rows(job, i, rows, panel, 0, k, tile, kPanel, start);
-        for (int64_t r = 0; r < rows; ++r)
-          memcpy(c + (i + r) * job->ldc, tile + r * kPanel,
-                 (size_t)cols * sizeof(float));
+  /* Rows a pass at a time (measured: 5-15% off a 512-row prefill), so
+   * that the rows' depth block stays in L2 while the thread's panels pass
+   * over it. */
+  for (int64_t i0 = 0; i0 < m; i0 += kRowPanel) {
+    int64_t i1 = m - i0 < kRowPanel ? m : i0 + kRowPanel;
+    for (int64_t p = p0; p < p1; ++p) {
+      const float *panel = job->panels + p * k * kPanel;
+      const float *start = panel_start(job, p, start_scratch);
+      int64_t cols =
+          job->n - p * kPanel < kPanel ? job->n - p * kPanel : kPanel;
+      float *c = job->c + p * kPanel;
+      if (m == 1 && cols == kPanel) {
+        panel_row(k, job->a, panel, c, start);
+        continue;
       }
-      continue;
-    }
-    /* Depth blocks: a panel slice stays in L1 while the rows pass. */
-    for (int64_t k0 = 0; k0 < k; k0 += kDepthBlock) {
-      int64_t depth = k - k0 < kDepthBlock ? k - k0 : kDepthBlock;
-      for (int64_t i = 0; i < m; i += kRowBlock)
-        panel_rows(job, i, m - i < kRowBlock ? m - i : kRowBlock,
-                   panel + k0 * kPanel, k0, depth, c + i * job->ldc, job->ldc,
-                   k0 == 0 ? start : NULL);
+      if (cols < kPanel) {
+        /* The zero-padded last panel: whole depth into a 32-wide tile,
+         * then the valid columns out. */
+        for (int64_t i = i0; i < i1; i += kRowBlock) {
+          int64_t rows = i1 - i < kRowBlock ? i1 - i : kRowBlock;
+          panel_rows(job, i, rows, panel, 0, k, tile, kPanel, start);
+          for (int64_t r = 0; r < rows; ++r)
+            memcpy(c + (i + r) * job->ldc, tile + r * kPanel,
+                   (size_t)cols * sizeof(float));
+        }
+        continue;
+      }
+      /* Depth blocks: a panel slice stays in L1 while the rows pass. */
+      for (int64_t k0 = 0; k0 < k; k0 += kDepthBlock) {
+        int64_t depth = k - k0 < kDepthBlock ? k - k0 : kDepthBlock;
+        for (int64_t i = i0; i < i1; i += kRowBlock)
+          panel_rows(job, i, i1 - i < kRowBlock ? i1 - i : kRowBlock,
+                     panel + k0 * kPanel, k0, depth, c + i * job->ldc,
+                     job->ldc, k0 == 0 ? start : NULL);
+      }
     }
   }
 }

@@ -185,6 +185,31 @@ typedef void (*tfm_prefill_fn)(tfm_memref2d_f32 *logits,
                                int64_t start, int64_t slot,
                                tfm_memref5d_f32 *cache);
 
+/* How an image model's input is made from a decoded RGB image (its
+ * preprocessor_config.json, as transformers' image processors apply it):
+ * resize with one of Pillow's filters, center crop, rescale the 0-255
+ * values, normalize each channel; the result is f32 [3, height, width]. */
+typedef enum {
+  TFM_RESAMPLE_NEAREST = 0, /* Pillow's Image.Resampling numbers */
+  TFM_RESAMPLE_LANCZOS = 1,
+  TFM_RESAMPLE_BILINEAR = 2,
+  TFM_RESAMPLE_BICUBIC = 3,
+  TFM_RESAMPLE_BOX = 4,
+  TFM_RESAMPLE_HAMMING = 5
+} tfm_resample;
+
+typedef struct {
+  /* Resize to resize_height x resize_width, or (when those are 0) so that
+   * the shorter side is shortest_edge; all 0: no resize. */
+  int64_t resize_height, resize_width, shortest_edge;
+  int32_t resample; /* tfm_resample */
+  /* Then the center crop_height x crop_width (0: none). */
+  int64_t crop_height, crop_width;
+  double rescale; /* values times this (0: not rescaled) */
+  int32_t normalize; /* then (value - mean[c]) / std[c] */
+  float mean[3], std[3];
+} tfm_image_preprocessing;
+
 /* Everything the runtime needs to know about one compiled model; tfmc
  * generates one constant instance per model. */
 typedef enum {
@@ -221,6 +246,8 @@ typedef struct tfm_model_desc {
    * the last dimension of its logits; 0 and NULL otherwise. */
   int32_t num_labels;
   const char *const *labels;
+  /* An image model's preprocessing (tfm_image_load), or NULL. */
+  const tfm_image_preprocessing *image_preprocessing;
   int32_t num_entry_points;
   const tfm_entry_point *entry_points;
   int32_t num_caches;

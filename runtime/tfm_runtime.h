@@ -46,7 +46,8 @@ typedef enum {
   TFM_ERROR_OUT_OF_MEMORY = 6,
   TFM_ERROR_IO = 7,
   TFM_ERROR_ABI = 8,              /* model built for another runtime ABI */
-  TFM_ERROR_NOT_FOUND = 9         /* no such entry point */
+  TFM_ERROR_NOT_FOUND = 9,        /* no such entry point */
+  TFM_ERROR_IMAGE = 10            /* unreadable, malformed or unsupported image */
 } tfm_status_code;
 
 typedef struct {
@@ -249,6 +250,23 @@ tfm_status_code tfm_tokenizer_encode_text(const tfm_tokenizer *tokenizer,
 const char *tfm_tokenizer_decode(const tfm_tokenizer *tokenizer,
                                  int32_t previous, int32_t id, int32_t bos,
                                  size_t *size);
+
+/* An image model's input from a PNG or JPEG file (or its bytes in
+ * memory): decoded as Pillow decodes it and converted to RGB (gray
+ * replicated, alpha dropped), then resized, center-cropped, rescaled and
+ * normalized as the model's preprocessor_config.json says (recorded at
+ * compile time; Pillow's resampling filters, exactly), into `pixels`, f32
+ * [3, height, width] (`capacity` floats; the model's features input).
+ * TFM_ERROR_IMAGE says what is wrong with the image, TFM_ERROR_IO when the
+ * file cannot be read, TFM_ERROR_NOT_FOUND when the model is not an image
+ * model, TFM_ERROR_INVALID_ARGUMENT when `capacity` is too small. */
+tfm_status_code tfm_image_load(const tfm_model *model, const char *path,
+                               float *pixels, int64_t capacity,
+                               tfm_status *status);
+tfm_status_code tfm_image_load_memory(const tfm_model *model,
+                                      const uint8_t *data, size_t size,
+                                      float *pixels, int64_t capacity,
+                                      tfm_status *status);
 
 #pragma GCC visibility pop
 

@@ -15,6 +15,12 @@ config.test_exec_root = os.path.join(config.tfm_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%tfm_src_root", config.tfm_src_root))
 config.substitutions.append(("%tfm_obj_root", config.tfm_obj_root))
+# The static runtime and what it links against, for tests that link an app
+# with a model compiled as a library (cmake/tfmc.pc.in says the same).
+config.substitutions.append((
+    "%tfm_runtime_libs",
+    os.path.join(config.tfm_obj_root, "lib", "libtfmrt.a")
+    + " -lopenblas -lutf8proc -lpng -ljpeg -lm -lpthread"))
 
 # As upstream: every FileCheck variable is scoped to its CHECK-LABEL block and
 # every prefix must be used.

@@ -1,0 +1,145 @@
+//===- ImagePreprocessor.cpp - preprocessor_config.json as an attribute ---===//
+//
+// What transformers' image processors (ViTImageProcessor,
+// DeiTImageProcessor and their kin) do to an image before the model sees
+// it, read from preprocessor_config.json into #tfm.image_preprocessing,
+// which the runtime's tfm_image_load follows. Fields the file leaves out
+// take ViTImageProcessor's defaults; a size may be {"height", "width"},
+// {"shortest_edge"} or one number (a square). The preprocessed image must
+// be the model's input size.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/JsonFile.h"
+#include "frontend/VisionTransformer.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// A size field: {"height": h, "width": w}, {"shortest_edge": s} or n.
+struct SizeField {
+  int64_t height = 0, width = 0, shortestEdge = 0;
+};
+
+std::optional<SizeField> readSize(ConfigReader &config,
+                                  const llvm::json::Object &file,
+                                  llvm::StringRef key) {
+  const llvm::json::Value *value = file.get(key);
+  if (!value || value->kind() == llvm::json::Value::Null)
+    return std::nullopt;
+  SizeField size;
+  if (std::optional<int64_t> square = value->getAsInteger()) {
+    size.height = size.width = *square;
+    return size;
+  }
+  const llvm::json::Object *object = value->getAsObject();
+  if (!object) {
+    config.fail("field '" + key + "' must be a number or an object");
+    return std::nullopt;
+  }
+  ConfigReader fields(*object, config.file());
+  size.height = fields.integer("height", 0);
+  size.width = fields.integer("width", 0);
+  size.shortestEdge = fields.integer("shortest_edge", 0);
+  for (const auto &entry : *object)
+    if (entry.first != "height" && entry.first != "width" &&
+        entry.first != "shortest_edge")
+      config.fail("field '" + key + "': unsupported size '" +
+                  entry.first.str() + "' (supported: height and width, "
+                  "shortest_edge)");
+  if (llvm::Error err = fields.takeError())
+    config.fail(llvm::toString(std::move(err)));
+  bool square = size.height > 0 && size.width > 0;
+  if (square == (size.shortestEdge > 0))
+    config.fail("field '" + key + "' must give height and width, or "
+                "shortest_edge");
+  return size;
+}
+
+/// Three floats (image_mean, image_std); a failure otherwise.
+DenseF32ArrayAttr readTriple(MLIRContext &context, ConfigReader &config,
+                             const llvm::json::Object &file,
+                             llvm::StringRef key, float fallback) {
+  SmallVector<float> values(3, fallback);
+  if (const llvm::json::Value *value = file.get(key)) {
+    const llvm::json::Array *array = value->getAsArray();
+    if (!array || array->size() != 3) {
+      config.fail("field '" + key + "' must be three numbers (R, G, B)");
+    } else {
+      for (size_t i = 0; i < 3; ++i) {
+        std::optional<double> v = (*array)[i].getAsNumber();
+        if (!v)
+          config.fail("field '" + key + "' must be three numbers (R, G, B)");
+        values[i] = float(v.value_or(fallback));
+      }
+    }
+  }
+  return DenseF32ArrayAttr::get(&context, values);
+}
+
+} // namespace
+
+llvm::Expected<ImagePreprocessingAttr>
+mlir::tfm::readImagePreprocessing(MLIRContext &context,
+                                  llvm::StringRef directory,
+                                  int64_t imageSize) {
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, "preprocessor_config.json");
+  if (!llvm::sys::fs::exists(path))
+    return ImagePreprocessingAttr();
+  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
+  if (!json)
+    return json.takeError();
+  const llvm::json::Object *file = json->getAsObject();
+  if (!file)
+    return makeError(path + ": expected a JSON object");
+  ConfigReader config(*file, path.str().str());
+  SizeField resize, crop;
+  if (config.boolean("do_resize", true))
+    resize = readSize(config, *file, "size")
+                 .value_or(SizeField{imageSize, imageSize, 0});
+  if (config.boolean("do_center_crop", false))
+    if (std::optional<SizeField> size = readSize(config, *file, "crop_size"))
+      crop = *size;
+  if (crop.shortestEdge)
+    config.fail("a crop_size is a height and a width");
+  int64_t resample = config.integer("resample", 2);
+  if (resample < 0 || resample > 5)
+    config.fail("resample " + llvm::Twine(resample) +
+                " is not one of Pillow's filters (0 to 5)");
+  double rescale = config.boolean("do_rescale", true)
+                       ? config.number("rescale_factor", 1.0 / 255)
+                       : 0.0;
+  if (!(rescale >= 0.0))
+    config.fail("rescale_factor must not be negative");
+  bool normalize = config.boolean("do_normalize", true);
+  DenseF32ArrayAttr mean =
+      readTriple(context, config, *file, "image_mean", 0.5f);
+  DenseF32ArrayAttr std = readTriple(context, config, *file, "image_std", 0.5f);
+  if (llvm::any_of(std.asArrayRef(), [](float s) { return !(s > 0); }))
+    config.fail("image_std must be positive");
+  if (llvm::Error err = config.takeError())
+    return std::move(err);
+  // What comes out must be what the model takes.
+  int64_t height = crop.height ? crop.height : resize.height;
+  int64_t width = crop.width ? crop.width : resize.width;
+  if (!crop.height && resize.shortestEdge)
+    return makeError(path + ": resizing the shortest edge without a crop "
+                            "gives images of varying size; the model takes " +
+                     llvm::Twine(imageSize) + "x" + llvm::Twine(imageSize));
+  if (height != imageSize || width != imageSize)
+    return makeError(path + ": images preprocess to " + llvm::Twine(width) +
+                     "x" + llvm::Twine(height) + ", but the model takes " +
+                     llvm::Twine(imageSize) + "x" + llvm::Twine(imageSize) +
+                     " (config.json's image_size)");
+  return ImagePreprocessingAttr::get(
+      &context, resize.height, resize.width, resize.shortestEdge,
+      int32_t(resample), crop.height, crop.width,
+      FloatAttr::get(Float64Type::get(&context), rescale),
+      normalize, mean, std);
+}
