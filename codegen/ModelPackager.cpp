@@ -277,7 +277,7 @@ std::string generateModelSource(const ModelDescription &model,
         text += (c ? ", " : "") + llvm::formatv("{0:e9}f", values[c]).str();
       return text;
     };
-    os << "static const tfm_image_preprocessing tfm_image_preprocessing = {\n"
+    os << "static const tfm_image_preprocessing tfm_image = {\n"
        << "    .resize_height = " << image->resize_height
        << ", .resize_width = " << image->resize_width
        << ", .shortest_edge = " << image->shortest_edge << ",\n"
@@ -329,7 +329,7 @@ std::string generateModelSource(const ModelDescription &model,
      << "    .labels = " << (model.labels.empty() ? "0" : "tfm_labels")
      << ",\n"
      << "    .image_preprocessing = "
-     << (model.imagePreprocessing ? "&tfm_image_preprocessing" : "0")
+     << (model.imagePreprocessing ? "&tfm_image" : "0")
      << ",\n";
   os << "    .num_entry_points = " << model.entryPoints.size() << ",\n"
      << "    .entry_points = tfm_entry_points,\n"

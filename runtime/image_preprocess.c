@@ -288,9 +288,15 @@ tfm_status_code tfm_image_load_memory(const tfm_model *model,
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   const tfm_image_preprocessing *p = desc->image_preprocessing;
   const tfm_tensor_desc *input = image_input(desc);
-  if (!p || !input || input->shape[0] != 3)
+  if (!input || input->shape[0] != 3)
     return tfm_fail(status, TFM_ERROR_NOT_FOUND,
                     "model '%s' takes no RGB image", desc->name);
+  if (!p)
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
+                    "model '%s' was compiled without a "
+                    "preprocessor_config.json, so it cannot preprocess "
+                    "image files (give preprocessed pixels instead)",
+                    desc->name);
   int64_t height = input->shape[1], width = input->shape[2];
   if (capacity < 3 * height * width)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,

@@ -75,6 +75,9 @@ static void usage(FILE *out, const char *argv0) {
           "    --batch N            at most N lines of --text-file per call\n"
           "                         (default 32; up to 160 tokens), packed end\n"
           "                         to end through @NAME_batch\n"
+          "    IMAGE...             an image model's inputs: PNG or JPEG files,\n"
+          "                         preprocessed as preprocessor_config.json says\n"
+          "    --preprocess         write the preprocessed images, f32 [3, H, W]\n"
           "    --pixels FILE        an image model's input, raw f32 [3, H, W]\n"
           "    --truncate           cut text longer than the context\n"
           "    --tokenize           print the ids and token types, run nothing\n"
@@ -110,13 +113,22 @@ static int parse_options(int argc, char **argv, options *o) {
     const char *arg = argv[i];
     const char *value = i + 1 < argc ? argv[i + 1] : NULL;
     double number;
-    if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+    if (arg[0] != '-') {
+      /* Image files (PNG, JPEG) for an image model. */
+      if (!o->call.images && !(o->call.images = malloc(sizeof(char *) * argc))) {
+        fprintf(stderr, "%s: error: out of memory\n", argv[0]);
+        return 0;
+      }
+      o->call.images[o->call.image_count++] = arg;
+    } else if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
       usage(stdout, argv[0]);
       exit(0);
     } else if (!strcmp(arg, "--print-ids")) {
       o->print_ids = 1;
     } else if (!strcmp(arg, "--truncate")) {
       o->call.truncate = 1;
+    } else if (!strcmp(arg, "--preprocess")) {
+      o->call.preprocess = 1;
     } else if (!strcmp(arg, "--tokenize")) {
       o->call.tokenize = 1;
       o->tokenize = 1;
@@ -316,6 +328,9 @@ int main(int argc, char **argv) {
     o.call.tokens = o.tokens;
     return tfm_main_call(argv[0], model, &o.call);
   }
+  if (o.call.image_count)
+    return fail(argv[0], "unexpected argument (images are for image "
+                         "models; a prompt is --prompt TEXT)");
 
   /* The prompt: ids, text, or BOS alone. */
   if (o.prompt_file && !(o.prompt = tfm_main_read_text_file(o.prompt_file))) {

@@ -144,6 +144,28 @@ static int input_from_pixels(const char *argv0, const tfm_entry_point *entry,
   return 1;
 }
 
+/* An image file through the model's preprocessing (tfm_image_load). */
+static int input_from_image(const char *argv0, tfm_model *model,
+                            const tfm_entry_point *entry, const char *path,
+                            call_input *in) {
+  int64_t count = 1;
+  for (int32_t i = 0; i < entry->num_inputs; ++i)
+    if (entry->inputs[i].role == TFM_ROLE_FEATURES)
+      for (int32_t d = 0; d < entry->inputs[i].rank; ++d)
+        count *= entry->inputs[i].shape[d];
+  in->features = malloc((size_t)count * sizeof *in->features);
+  tfm_status status;
+  if (!in->features) {
+    fprintf(stderr, "%s: error: out of memory\n", argv0);
+    return 0;
+  }
+  if (tfm_image_load(model, path, in->features, count, &status) != TFM_OK) {
+    fprintf(stderr, "%s: error: %s\n", argv0, status.message);
+    return 0;
+  }
+  return 1;
+}
+
 /* --tokens / --token-types. */
 static int input_from_ids(const char *argv0, const tfm_call_options *o,
                           call_input *in) {
@@ -287,6 +309,29 @@ static int emit_output(const char *argv0, tfm_model *model,
   else if (!labelled || !print_labels(o->name, desc, out))
     print_output(o->name, out);
   return 1;
+}
+
+/* --preprocess: an image input as the model would see it. */
+static int emit_features(const char *argv0, const tfm_entry_point *entry,
+                         const call_input *in, FILE *raw) {
+  tfm_tensor view = {in->features, TFM_DTYPE_F32, 0, {0}, NULL};
+  int64_t values = 1;
+  for (int32_t i = 0; i < entry->num_inputs; ++i)
+    if (entry->inputs[i].role == TFM_ROLE_FEATURES) {
+      view.rank = entry->inputs[i].rank;
+      memcpy(view.shape, entry->inputs[i].shape, sizeof view.shape);
+    }
+  for (int32_t d = 0; d < view.rank; ++d)
+    values *= view.shape[d];
+  if (!raw) {
+    print_output("preprocessed", &view);
+    return 1;
+  }
+  if (fwrite(in->features, sizeof(float), (size_t)values, raw) ==
+      (size_t)values)
+    return 1;
+  fprintf(stderr, "%s: error: cannot write the output\n", argv0);
+  return 0;
 }
 
 /* Runs the entry point on inputs [0, n): one call each, or one call of its
@@ -443,13 +488,18 @@ int tfm_main_call(const char *argv0, tfm_model *model,
   for (int32_t i = 0; i < entry->num_inputs; ++i)
     takes_pixels |= entry->inputs[i].role == TFM_ROLE_FEATURES;
   if (takes_pixels) {
-    if (!o->pixels || texts || o->tokens) {
-      fprintf(stderr, "%s: error: @%s takes an image: --pixels FILE\n", argv0,
-              o->name);
+    if (!o->pixels == !o->image_count || texts || o->tokens) {
+      fprintf(stderr,
+              "%s: error: @%s takes images: IMAGE... (PNG or JPEG files) or "
+              "--pixels FILE\n",
+              argv0, o->name);
       return 1;
     }
-  } else if (o->pixels) {
-    fprintf(stderr, "%s: error: @%s takes no pixels\n", argv0, o->name);
+  } else if (o->pixels || o->image_count) {
+    fprintf(stderr, "%s: error: @%s takes no images\n", argv0, o->name);
+    return 1;
+  } else if (o->preprocess) {
+    fprintf(stderr, "%s: error: --preprocess is for image models\n", argv0);
     return 1;
   } else if (texts + !!o->tokens != 1) {
     fprintf(stderr,
@@ -497,9 +547,14 @@ int tfm_main_call(const char *argv0, tfm_model *model,
   /* Each line of --text-file is an input; otherwise the one input given. */
   char *line = file, where[64];
   for (long number = 1; ok; ++number) {
-    const char *text = o->text;
-    int last = !file;
-    if (file) {
+    const char *text = o->text, *image = NULL;
+    int last = !file && !o->image_count;
+    if (o->image_count) {
+      image = o->images[number - 1];
+      last = number == o->image_count;
+      if (o->image_count > 1)
+        printf("%s==> %s <==\n", number > 1 ? "\n" : "", image);
+    } else if (file) {
       if (!*line)
         break;
       char *end = strchr(line, '\n');
@@ -513,7 +568,9 @@ int tfm_main_call(const char *argv0, tfm_model *model,
       snprintf(where, sizeof where, "the text");
     }
     call_input *in = &ins[n++];
-    if (takes_pixels)
+    if (image)
+      ok = input_from_image(argv0, model, entry, image, in);
+    else if (takes_pixels)
       ok = input_from_pixels(argv0, entry, o->pixels, in);
     else
       ok = text ? input_from_text(argv0, o, tokenizer, context, text, where,
@@ -527,6 +584,8 @@ int tfm_main_call(const char *argv0, tfm_model *model,
     if (ok && o->tokenize) {
       print_ids(in->ids, in->count);
       print_ids(in->types, in->count);
+    } else if (ok && o->preprocess) {
+      ok = emit_features(argv0, entry, in, raw);
     } else if (ok && n > 1 && tokens + in->count > kPackTokens) {
       /* The pack is full without this input: run it, keep this one. */
       ok = run_inputs(argv0, model, entry, packed, o, ins, n - 1, raw);
@@ -538,9 +597,10 @@ int tfm_main_call(const char *argv0, tfm_model *model,
       tokens = 0;
     }
     tokens += ok ? in->count : 0;
-    if (ok && !o->tokenize && n < batch && !last)
+    int runs = !o->tokenize && !o->preprocess;
+    if (ok && runs && n < batch && !last)
       continue; /* the pack is not full yet */
-    if (ok && !o->tokenize)
+    if (ok && runs)
       ok = run_inputs(argv0, model, entry, packed, o, ins, n, raw);
     for (int k = 0; k < n; ++k)
       free_input(&ins[k]);

@@ -27,6 +27,9 @@ typedef struct {
   const char *text, *text_pair;       /* text through the tokenizer */
   const char *text_file;              /* one input per line */
   const char *pixels;                 /* raw f32 image, preprocessed */
+  const char **images;                /* PNG or JPEG files, in order */
+  int image_count;
+  int preprocess;                     /* write the preprocessed image only */
   const char *output_path;            /* raw f32 of every output */
   const char *format;                 /* text (default), json or f32 */
   int tokenize;                       /* print ids and types, run nothing */
