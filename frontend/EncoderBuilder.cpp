@@ -7,7 +7,8 @@
 //   x = LayerNorm(x + W2·act(W1·x))
 // with biases everywhere and bidirectional attention; then the head the
 // spec names (@fill_mask, @classify, @classify_tokens) or the pooling of a
-// sentence embedder (@embed).
+// sentence embedder (@embed). A base model with a pooler also gets @pool,
+// BertModel's pooler_output.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,6 +61,13 @@ private:
                                         spec.normEpsilon);
   }
   Value layer(Value x, int64_t index);
+  Value wordTable() {
+    return weight(spec.wordEmbeddings, {spec.vocabSize, spec.embeddingWidth()});
+  }
+  func::FuncOp beginFunction(llvm::StringRef name, Type result,
+                             OutputRole role);
+  /// Embeddings and every layer: the last hidden states.
+  Value encodeTokens(Block *entry);
 
   OpBuilder b;
   const EncoderSpec &spec;
@@ -89,56 +97,36 @@ Value EncoderIRBuilder::layer(Value x, int64_t index) {
   return norm(AddOp::create(b, x.getLoc(), x, out), name(spec.outputNorm));
 }
 
-OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
-  OwningOpRef<ModuleOp> module = ModuleOp::create(named(spec.family));
-  b.setInsertionPointToEnd(module->getBody());
+/// A public entry point `name` taking the token ids (and token types)
+/// and returning `result` in `role`; the builder is left in its body.
+func::FuncOp EncoderIRBuilder::beginFunction(llvm::StringRef name,
+                                             Type result, OutputRole role) {
   auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
-  int64_t d = spec.hiddenSize, e = spec.embeddingWidth();
   bool types = !spec.typeEmbeddings.empty();
   SmallVector<Type> inputs = {ids};
   if (types)
     inputs.push_back(ids);
-  // An embedder returns the pooled vector, a masked LM logits, an encoder
-  // the hidden states.
-  const std::optional<EncoderSpec::ClassifierHead> &classifier =
-      spec.classifier;
-  llvm::StringRef name = spec.pooling     ? "embed"
-                         : spec.maskedLm ? "fill_mask"
-                         : classifier    ? (classifier->perToken ? "classify_tokens"
-                                                                 : "classify")
-                                         : "encode";
-  auto vector = [&](int64_t n) {
-    return RankedTensorType::get({n}, b.getF32Type());
-  };
-  Type result = spec.pooling    ? Type(vector(d))
-                : spec.maskedLm ? Type(rows({spec.vocabSize}))
-                : classifier    ? (classifier->perToken
-                                       ? Type(rows({classifier->labels}))
-                                       : Type(vector(classifier->labels)))
-                                : Type(rows({d}));
-  auto encode = func::FuncOp::create(b, named(name), name,
-                                     b.getFunctionType(inputs, {result}));
+  auto function = func::FuncOp::create(b, named(name), name,
+                                       b.getFunctionType(inputs, {result}));
   MLIRContext *ctx = b.getContext();
-  encode.setArgAttr(0, kInputArgAttrName,
-                    InputRoleAttr::get(ctx, InputRole::token_ids));
+  function.setArgAttr(0, kInputArgAttrName,
+                      InputRoleAttr::get(ctx, InputRole::token_ids));
   if (types)
-    encode.setArgAttr(1, kInputArgAttrName,
-                      InputRoleAttr::get(ctx, InputRole::token_type_ids));
-  encode.setResultAttr(
-      0, kOutputResultAttrName,
-      OutputRoleAttr::get(ctx, spec.pooling ? OutputRole::embedding
-                               : spec.maskedLm || classifier
-                                   ? OutputRole::logits
-                                   : OutputRole::hidden_states));
-  Block *entry = encode.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  Value tokens = entry->getArgument(0);
+    function.setArgAttr(1, kInputArgAttrName,
+                        InputRoleAttr::get(ctx, InputRole::token_type_ids));
+  function.setResultAttr(0, kOutputResultAttrName,
+                         OutputRoleAttr::get(ctx, role));
+  b.setInsertionPointToStart(function.addEntryBlock());
+  return function;
+}
 
+Value EncoderIRBuilder::encodeTokens(Block *entry) {
+  Value tokens = entry->getArgument(0);
+  int64_t e = spec.embeddingWidth();
   Location loc = named("embeddings");
-  Value wordTable = weight(spec.wordEmbeddings, {spec.vocabSize, e});
-  Value x = EmbeddingOp::create(b, loc, rows({e}), wordTable, tokens,
+  Value x = EmbeddingOp::create(b, loc, rows({e}), wordTable(), tokens,
                                 /*scale=*/FloatAttr());
-  if (types)
+  if (!spec.typeEmbeddings.empty())
     x = AddOp::create(
         b, loc, x,
         EmbeddingOp::create(
@@ -157,13 +145,45 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
       FloatAttr());
   x = norm(AddOp::create(b, loc, x, positions), spec.embeddingNorm, e);
   if (!spec.embeddingProjection.empty())
-    x = linear(x, spec.embeddingProjection, {d});
+    x = linear(x, spec.embeddingProjection, {spec.hiddenSize});
   for (int64_t i = 0; i < spec.numLayers; ++i)
     x = layer(x, i);
+  return x;
+}
+
+OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
+  OwningOpRef<ModuleOp> module = ModuleOp::create(named(spec.family));
+  b.setInsertionPointToEnd(module->getBody());
+  int64_t d = spec.hiddenSize;
+  // An embedder returns the pooled vector, a masked LM logits, an encoder
+  // the hidden states.
+  const std::optional<EncoderSpec::ClassifierHead> &classifier =
+      spec.classifier;
+  llvm::StringRef name = spec.pooling     ? "embed"
+                         : spec.maskedLm ? "fill_mask"
+                         : classifier    ? (classifier->perToken ? "classify_tokens"
+                                                                 : "classify")
+                                         : "encode";
+  auto vector = [&](int64_t n) {
+    return RankedTensorType::get({n}, b.getF32Type());
+  };
+  Type result = spec.pooling    ? Type(vector(d))
+                : spec.maskedLm ? Type(rows({spec.vocabSize}))
+                : classifier    ? (classifier->perToken
+                                       ? Type(rows({classifier->labels}))
+                                       : Type(vector(classifier->labels)))
+                                : Type(rows({d}));
+  MLIRContext *ctx = b.getContext();
+  func::FuncOp function = beginFunction(
+      name, result,
+      spec.pooling                     ? OutputRole::embedding
+      : spec.maskedLm || classifier ? OutputRole::logits
+                                      : OutputRole::hidden_states);
+  Value x = encodeTokens(&function.front());
   if (const std::optional<EncoderSpec::MaskedLmHead> &head = spec.maskedLm) {
     x = norm(linear(x, head->dense, {d}, head->activation), head->norm);
     Value decoder = head->decoder.empty()
-                        ? wordTable
+                        ? wordTable()
                         : weight(head->decoder, {spec.vocabSize, d});
     x = LinearOp::create(b, named("masked lm head"), rows({spec.vocabSize}), x,
                          decoder, weight(head->bias, {spec.vocabSize}),
@@ -179,15 +199,26 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
     if (!classifier->perToken)
       x = PoolOp::create(b, at, result,
                          PoolingKindAttr::get(ctx, PoolingKind::cls), x,
-                         /*lengths=*/Value(),
-                         UnitAttr());
+                         /*lengths=*/Value(), UnitAttr());
   }
   if (spec.pooling)
     x = PoolOp::create(b, named("pooling"), result,
                        PoolingKindAttr::get(ctx, *spec.pooling), x,
                        /*lengths=*/Value(),
                        spec.normalize ? b.getUnitAttr() : UnitAttr());
-  func::ReturnOp::create(b, loc, x);
+  func::ReturnOp::create(b, named("return"), x);
+  if (!spec.pooler.empty() && name == "encode") {
+    // BertModel's pooler_output: dense + tanh on the first token's state
+    // (position-wise, so on every state, keeping the first).
+    b.setInsertionPointToEnd(module->getBody());
+    func::FuncOp pool = beginFunction("pool", vector(d), OutputRole::embedding);
+    Value states = linear(encodeTokens(&pool.front()), spec.pooler, {d},
+                          ActivationKind::tanh);
+    Value pooled = PoolOp::create(b, named("pooler"), vector(d),
+                                  PoolingKindAttr::get(ctx, PoolingKind::cls),
+                                  states, /*lengths=*/Value(), UnitAttr());
+    func::ReturnOp::create(b, named("return"), pooled);
+  }
   return module;
 }
 

@@ -184,6 +184,8 @@ bool mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
   bool bert = spec.family == "bert";
   switch (head) {
   case EncoderHead::None:
+    if (weights.contains(prefix + "pooler.dense.weight"))
+      spec.pooler = prefix + "pooler.dense.weight";
     return true;
   case EncoderHead::TokenClassification:
     if (!bert && !roberta && spec.family != "electra")

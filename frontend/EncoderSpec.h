@@ -65,6 +65,11 @@ struct EncoderSpec {
   };
   std::optional<ClassifierHead> classifier;
 
+  /// A base model's pooler (BertModel's pooler_output: dense + tanh on the
+  /// first token's state), the weight's name when the checkpoint has one:
+  /// the module then has @pool beside @encode. Empty otherwise.
+  std::string pooler;
+
   /// A sentence embedder (sentence-transformers' Pooling, then Normalize
   /// if listed): the module's entry point is @embed, returning one vector.
   std::optional<mlir::tfm::PoolingKind> pooling;

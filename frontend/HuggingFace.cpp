@@ -112,8 +112,8 @@ llvm::Expected<LoadedModel> loadEncoder(MLIRContext &context,
                      " head of " + spec.family + " is not supported yet");
   std::string checkpoint = (directory + "/model.safetensors").str();
   auto ignored = [&](llvm::StringRef name) {
-    // Buffers transformers saves (position and token type ids); the pooler
-    // does not change the hidden states (pooled outputs are to come).
+    // Buffers transformers saves (position and token type ids); a task
+    // model's unused pooler (a sentence embedder's, a masked LM's).
     return name.ends_with("embeddings.position_ids") ||
            name.ends_with("embeddings.token_type_ids") ||
            name.contains("pooler.dense.") ||
