@@ -23,11 +23,14 @@ static double now(void) {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static double best_of(tfm_model *model, const char *name, tfm_tensor *inputs,
-                      int n, int reps) {
-  double best = 1e30;
+/* The best of `reps` timed calls after `warmup` untimed ones; their mean
+ * in *mean when asked. Exits on an error. */
+static double time_calls(tfm_model *model, const char *name,
+                         tfm_tensor *inputs, int n, int warmup, int reps,
+                         double *mean) {
+  double best = 1e30, total = 0;
   tfm_status status;
-  for (int r = -1; r < reps; ++r) {
+  for (int r = -warmup; r < reps; ++r) {
     tfm_tensor out;
     double start = now();
     if (tfm_model_call(model, name, inputs, n, NULL, &out, 1, &status) !=
@@ -37,9 +40,14 @@ static double best_of(tfm_model *model, const char *name, tfm_tensor *inputs,
     }
     double elapsed = now() - start;
     tfm_tensor_release(&out);
-    if (r >= 0 && elapsed < best)
+    if (r < 0)
+      continue;
+    total += elapsed;
+    if (elapsed < best)
       best = elapsed;
   }
+  if (mean)
+    *mean = total / reps;
   return best;
 }
 
@@ -68,15 +76,16 @@ static int bench_batch(tfm_model *model, int batch, int min, int max,
   tfm_tensor packed[3] = {{ids, TFM_DTYPE_I32, 1, {total}, NULL},
                           {types, TFM_DTYPE_I32, 1, {total}, NULL},
                           {lengths, TFM_DTYPE_I32, 1, {batch}, NULL}};
-  double packed_s = best_of(model, packed_name, packed, 3, reps);
+  double packed_s = time_calls(model, packed_name, packed, 3, 1, reps, NULL);
   packed[0].shape[0] = packed[1].shape[0] = capacity;
   packed[2].data = padded;
-  double padded_s = best_of(model, packed_name, packed, 3, reps);
+  double padded_s = time_calls(model, packed_name, packed, 3, 1, reps, NULL);
   double alone_s = 0;
   for (int b = 0; b < batch; ++b) {
     tfm_tensor one[2] = {{ids, TFM_DTYPE_I32, 1, {lengths[b]}, NULL},
                          {types, TFM_DTYPE_I32, 1, {lengths[b]}, NULL}};
-    alone_s += best_of(model, entry->name, one, entry->num_inputs, reps);
+    alone_s += time_calls(model, entry->name, one, entry->num_inputs, 1,
+                          reps, NULL);
   }
   printf("{\"tokens\": %ld, \"packed_seconds\": %.6f, \"padded_seconds\": "
          "%.6f, \"one_by_one_seconds\": %.6f, \"lengths\": [",
@@ -88,25 +97,19 @@ static int bench_batch(tfm_model *model, int batch, int min, int max,
 }
 
 int main(int argc, char **argv) {
-  if (argc == 6 && !strcmp(argv[1], "--batch")) {
-    tfm_status status;
-    tfm_model *model;
-    if (tfm_model_load(&model_model, NULL, &model, &status) != TFM_OK) {
-      fprintf(stderr, "error: %s\n", status.message);
-      return 1;
-    }
-    int code = bench_batch(model, atoi(argv[2]), atoi(argv[3]), atoi(argv[4]),
-                           atoi(argv[5]));
-    tfm_model_free(model);
-    return code;
-  }
-  int seq = argc > 1 ? atoi(argv[1]) : 128, reps = argc > 2 ? atoi(argv[2]) : 20;
   tfm_status status;
   tfm_model *model;
   if (tfm_model_load(&model_model, NULL, &model, &status) != TFM_OK) {
     fprintf(stderr, "error: %s\n", status.message);
     return 1;
   }
+  if (argc == 6 && !strcmp(argv[1], "--batch")) {
+    int code = bench_batch(model, atoi(argv[2]), atoi(argv[3]), atoi(argv[4]),
+                           atoi(argv[5]));
+    tfm_model_free(model);
+    return code;
+  }
+  int seq = argc > 1 ? atoi(argv[1]) : 128, reps = argc > 2 ? atoi(argv[2]) : 20;
   const tfm_entry_point *entry = &tfm_model_get_desc(model)->entry_points[0];
   int32_t *ids = malloc(sizeof *ids * seq), *types = calloc(seq, sizeof *types);
   for (int i = 0; i < seq; ++i)
@@ -125,24 +128,10 @@ int main(int argc, char **argv) {
     for (int32_t d = 0; d < first->rank; ++d)
       inputs[0].shape[d] = first->shape[d];
   }
-  double best = 1e30, total = 0;
-  for (int r = -2; r < reps; ++r) {
-    tfm_tensor out;
-    double start = now();
-    if (tfm_model_call(model, entry->name, inputs, entry->num_inputs, NULL,
-                       &out, 1, &status) != TFM_OK) {
-      fprintf(stderr, "error: %s\n", status.message);
-      return 1;
-    }
-    double elapsed = now() - start;
-    tfm_tensor_release(&out);
-    if (r < 0)
-      continue;
-    total += elapsed;
-    if (elapsed < best)
-      best = elapsed;
-  }
-  printf("{\"seconds_per_call\": %.6f, \"best_seconds\": %.6f}\n", total / reps,
+  double mean;
+  double best = time_calls(model, entry->name, inputs, entry->num_inputs, 2,
+                           reps, &mean);
+  printf("{\"seconds_per_call\": %.6f, \"best_seconds\": %.6f}\n", mean,
          best);
   tfm_model_free(model);
   return 0;

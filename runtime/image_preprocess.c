@@ -130,8 +130,6 @@ static int axis_coefficients_of(int64_t in, int64_t out,
     int32_t *w = axis->weights + xx * axis->ksize;
     for (int64_t x = 0; x < axis->ksize; ++x) {
       double v = x < xmax && total != 0.0 ? k[x] / total : 0.0;
-      if (x >= xmax)
-        v = 0.0;
       w[x] = (int32_t)(v < 0 ? -0.5 + v * (1 << kPrecisionBits)
                              : 0.5 + v * (1 << kPrecisionBits));
     }

@@ -108,21 +108,40 @@ static void free_input(call_input *in) {
   in->features = NULL;
 }
 
+/* The entry point's features input (an image model's pixels), or NULL. */
+static const tfm_tensor_desc *features_input(const tfm_entry_point *entry) {
+  for (int32_t i = 0; i < entry->num_inputs; ++i)
+    if (entry->inputs[i].role == TFM_ROLE_FEATURES)
+      return &entry->inputs[i];
+  return NULL;
+}
+
+static int64_t element_count(const int64_t *shape, int32_t rank) {
+  int64_t count = 1;
+  for (int32_t d = 0; d < rank; ++d)
+    count *= shape[d];
+  return count;
+}
+
+/* Writes `tensor`'s floats to `raw` (--output, --format f32). */
+static int write_raw(const char *argv0, const tfm_tensor *tensor, FILE *raw) {
+  size_t values = (size_t)element_count(tensor->shape, tensor->rank);
+  if (fwrite(tensor->data, sizeof(float), values, raw) == values)
+    return 1;
+  fprintf(stderr, "%s: error: cannot write the output\n", argv0);
+  return 0;
+}
+
 /* --pixels FILE: raw little-endian f32 of exactly the features input's
  * static shape (vision: [channels, height, width], preprocessed). */
 static int input_from_pixels(const char *argv0, const tfm_entry_point *entry,
                              const char *path, call_input *in) {
-  const tfm_tensor_desc *desc = NULL;
-  for (int32_t i = 0; i < entry->num_inputs; ++i)
-    if (entry->inputs[i].role == TFM_ROLE_FEATURES)
-      desc = &entry->inputs[i];
+  const tfm_tensor_desc *desc = features_input(entry);
   if (!desc) {
     fprintf(stderr, "%s: error: @%s takes no pixels\n", argv0, entry->name);
     return 0;
   }
-  size_t count = 1;
-  for (int32_t d = 0; d < desc->rank; ++d)
-    count *= (size_t)desc->shape[d];
+  size_t count = (size_t)element_count(desc->shape, desc->rank);
   FILE *f = fopen(path, "rb");
   if (!f) {
     fprintf(stderr, "%s: error: cannot read '%s'\n", argv0, path);
@@ -148,11 +167,8 @@ static int input_from_pixels(const char *argv0, const tfm_entry_point *entry,
 static int input_from_image(const char *argv0, tfm_model *model,
                             const tfm_entry_point *entry, const char *path,
                             call_input *in) {
-  int64_t count = 1;
-  for (int32_t i = 0; i < entry->num_inputs; ++i)
-    if (entry->inputs[i].role == TFM_ROLE_FEATURES)
-      for (int32_t d = 0; d < entry->inputs[i].rank; ++d)
-        count *= entry->inputs[i].shape[d];
+  const tfm_tensor_desc *desc = features_input(entry);
+  int64_t count = element_count(desc->shape, desc->rank);
   in->features = malloc((size_t)count * sizeof *in->features);
   tfm_status status;
   if (!in->features) {
@@ -290,20 +306,12 @@ static void print_json(const tfm_tensor *out) {
 static int emit_output(const char *argv0, tfm_model *model,
                        const tfm_entry_point *entry, const tfm_call_options *o,
                        const tfm_tensor *out, FILE *raw) {
-  int64_t values = 1;
-  for (int32_t d = 0; d < out->rank; ++d)
-    values *= out->shape[d];
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   int labelled = entry->outputs[0].role == TFM_ROLE_LOGITS &&
                  desc->num_labels > 0 && out->rank >= 1 && out->rank <= 2 &&
                  out->shape[out->rank - 1] == desc->num_labels;
-  if (raw) {
-    if (fwrite(out->data, sizeof(float), (size_t)values, raw) ==
-        (size_t)values)
-      return 1;
-    fprintf(stderr, "%s: error: cannot write the output\n", argv0);
-    return 0;
-  }
+  if (raw)
+    return write_raw(argv0, out, raw);
   if (o->format && !strcmp(o->format, "json"))
     print_json(out);
   else if (!labelled || !print_labels(o->name, desc, out))
@@ -314,24 +322,13 @@ static int emit_output(const char *argv0, tfm_model *model,
 /* --preprocess: an image input as the model would see it. */
 static int emit_features(const char *argv0, const tfm_entry_point *entry,
                          const call_input *in, FILE *raw) {
-  tfm_tensor view = {in->features, TFM_DTYPE_F32, 0, {0}, NULL};
-  int64_t values = 1;
-  for (int32_t i = 0; i < entry->num_inputs; ++i)
-    if (entry->inputs[i].role == TFM_ROLE_FEATURES) {
-      view.rank = entry->inputs[i].rank;
-      memcpy(view.shape, entry->inputs[i].shape, sizeof view.shape);
-    }
-  for (int32_t d = 0; d < view.rank; ++d)
-    values *= view.shape[d];
-  if (!raw) {
-    print_output("preprocessed", &view);
-    return 1;
-  }
-  if (fwrite(in->features, sizeof(float), (size_t)values, raw) ==
-      (size_t)values)
-    return 1;
-  fprintf(stderr, "%s: error: cannot write the output\n", argv0);
-  return 0;
+  const tfm_tensor_desc *desc = features_input(entry);
+  tfm_tensor view = {in->features, TFM_DTYPE_F32, desc->rank, {0}, NULL};
+  memcpy(view.shape, desc->shape, sizeof view.shape);
+  if (raw)
+    return write_raw(argv0, &view, raw);
+  print_output("preprocessed", &view);
+  return 1;
 }
 
 /* Runs the entry point on inputs [0, n): one call each, or one call of its
@@ -348,13 +345,15 @@ static int run_inputs(const char *argv0, tfm_model *model,
     for (int k = 0; k < n; ++k) {
       for (int32_t i = 0; i < entry->num_inputs; ++i) {
         const tfm_tensor_desc *desc = &entry->inputs[i];
-        inputs[i] = (tfm_tensor){desc->role == TFM_ROLE_TOKEN_IDS ? in[k].ids
-                                                                  : in[k].types,
-                                 TFM_DTYPE_I32, 1, {in[k].count}, NULL};
         if (desc->role == TFM_ROLE_FEATURES) {
           inputs[i] = (tfm_tensor){in[k].features, TFM_DTYPE_F32, desc->rank,
                                    {0}, NULL};
           memcpy(inputs[i].shape, desc->shape, sizeof inputs[i].shape);
+        } else {
+          inputs[i] =
+              (tfm_tensor){desc->role == TFM_ROLE_TOKEN_IDS ? in[k].ids
+                                                            : in[k].types,
+                           TFM_DTYPE_I32, 1, {in[k].count}, NULL};
         }
       }
       if (tfm_model_call(model, entry->name, inputs, entry->num_inputs, NULL,
@@ -484,9 +483,7 @@ int tfm_main_call(const char *argv0, tfm_model *model,
     return 1;
   }
   int texts = !!o->text + !!o->text_file;
-  int takes_pixels = 0;
-  for (int32_t i = 0; i < entry->num_inputs; ++i)
-    takes_pixels |= entry->inputs[i].role == TFM_ROLE_FEATURES;
+  int takes_pixels = features_input(entry) != NULL;
   if (takes_pixels) {
     if (!o->pixels == !o->image_count || texts || o->tokens) {
       fprintf(stderr,

@@ -12,27 +12,8 @@
 
 extern "C" {
 #include "runtime/buffer_cache.h"
-#include "runtime/tfm_model_abi.h"
-void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
-                                   tfm_memref3d_f32 *v, tfm_memref3d_f32 *out,
-                                   float scale, int64_t causal, int64_t window);
-typedef TFM_MEMREF(int32_t, 1) tfm_memref1d_i32;
-void _mlir_ciface_tfm_rt_attention_packed(tfm_memref3d_f32 *q,
-                                          tfm_memref3d_f32 *k,
-                                          tfm_memref3d_f32 *v,
-                                          tfm_memref1d_i32 *lengths,
-                                          tfm_memref3d_f32 *out, float scale,
-                                          int64_t causal, int64_t window);
-void _mlir_ciface_tfm_rt_matmul_nt(tfm_memref2d_f32 *a, tfm_memref2d_f32 *b,
-                                   tfm_memref2d_f32 *c);
-void _mlir_ciface_tfm_rt_linear_panels(tfm_memref2d_f32 *a,
-                                       tfm_memref3d_f32 *panels,
-                                       tfm_memref2d_f32 *c);
-void _mlir_ciface_tfm_rt_linear_panels_bias(tfm_memref2d_f32 *a,
-                                            tfm_memref3d_f32 *panels,
-                                            tfm_memref1d_f32 *bias,
-                                            tfm_memref2d_f32 *c);
 }
+#include "runtime/runtime_kernels.h"
 
 #include <gtest/gtest.h>
 

@@ -33,6 +33,8 @@ import regex
 import torch
 import transformers as tf
 
+from make_encoder_goldens import randomize
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "Inputs")
 TEXTS = [
@@ -54,15 +56,6 @@ TEXTS = [
 SIZES = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=2,
              num_attention_heads=4, max_position_embeddings=96,
              type_vocab_size=2)
-
-
-def randomize(model, seed):
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            noise = torch.randn(p.shape, generator=g)
-            scale = "LayerNorm" in name and name.endswith("weight")
-            p.copy_(1 + 0.2 * noise if scale else 0.2 * noise)
 
 
 def wordpiece_vocab():
