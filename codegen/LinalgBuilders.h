@@ -10,6 +10,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::tfm {
 
@@ -64,6 +65,17 @@ Value sliceRows(OpBuilder &b, Location loc, Value value, Value start,
                 Value length);
 Value insertRows(OpBuilder &b, Location loc, Value rows, Value into,
                  Value start);
+
+/// The lowering of an op that takes sequence lengths: packed sequences
+/// become a loop (forEachSequence) over unpacked ops of the same kind,
+/// which the same pattern then lowers, so the conversion is told that this
+/// recursion ends.
+template <typename OpTy>
+struct PackedSequencesPattern : OpConversionPattern<OpTy> {
+  PackedSequencesPattern(MLIRContext *ctx) : OpConversionPattern<OpTy>(ctx) {
+    this->setHasBoundedRewriteRecursion();
+  }
+};
 
 /// Creates an f32 constant.
 Value f32Constant(OpBuilder &b, Location loc, double value);

@@ -26,11 +26,8 @@ namespace {
 
 using utils::IteratorType;
 
-struct LowerAttention : OpConversionPattern<AttentionOp> {
-  // Packed sequences lower to a loop over unpacked ops of the same kind.
-  LowerAttention(MLIRContext *ctx) : OpConversionPattern(ctx) {
-    setHasBoundedRewriteRecursion();
-  }
+struct LowerAttention : PackedSequencesPattern<AttentionOp> {
+  using PackedSequencesPattern::PackedSequencesPattern;
 
   /// Packed sequences: each sequence's queries, keys and values (and the
   /// bias block on the diagonal) sliced out and attended alone, so that

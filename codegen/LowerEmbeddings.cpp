@@ -67,11 +67,8 @@ Value paddedPositions(OpBuilder &b, Location loc, Value tokens, int64_t pad,
       });
 }
 
-struct LowerPositionIds : OpConversionPattern<PositionIdsOp> {
-  // Packed sequences lower to a loop over unpacked ops of the same kind.
-  LowerPositionIds(MLIRContext *ctx) : OpConversionPattern(ctx) {
-    setHasBoundedRewriteRecursion();
-  }
+struct LowerPositionIds : PackedSequencesPattern<PositionIdsOp> {
+  using PackedSequencesPattern::PackedSequencesPattern;
   LogicalResult
   matchAndRewrite(PositionIdsOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {

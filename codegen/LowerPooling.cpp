@@ -98,11 +98,8 @@ Value poolEachSequence(OpBuilder &b, PoolOp op, Value x, Value lengths) {
       })[0];
 }
 
-struct LowerPool : OpConversionPattern<PoolOp> {
-  // Packed sequences lower to a loop over unpacked ops of the same kind.
-  LowerPool(MLIRContext *ctx) : OpConversionPattern(ctx) {
-    setHasBoundedRewriteRecursion();
-  }
+struct LowerPool : PackedSequencesPattern<PoolOp> {
+  using PackedSequencesPattern::PackedSequencesPattern;
   LogicalResult
   matchAndRewrite(PoolOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
