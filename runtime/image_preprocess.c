@@ -17,6 +17,7 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/image_internal.h"
+#include "runtime/read_file.h"
 #include "runtime/status.h"
 
 #include <errno.h>
@@ -359,32 +360,12 @@ tfm_status_code tfm_image_load(const tfm_model *model, const char *path,
   if (!path)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_image_load: NULL path");
-  FILE *file = fopen(path, "rb");
-  if (!file)
-    return tfm_fail(status, TFM_ERROR_IO, "cannot read '%s': %s", path,
-                    strerror(errno));
-  /* The whole file: images are small next to a model. */
-  size_t size = 0, allocated = 1 << 16;
-  uint8_t *data = malloc(allocated);
-  size_t got;
-  while (data && (got = fread(data + size, 1, allocated - size, file)) > 0) {
-    size += got;
-    if (size == allocated) {
-      uint8_t *bigger = realloc(data, allocated *= 2);
-      if (!bigger)
-        free(data);
-      data = bigger;
-    }
-  }
-  int failed = ferror(file);
-  fclose(file);
+  size_t size;
+  uint8_t *data = tfm_read_file(path, &size);
   if (!data)
-    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory reading "
-                                                     "'%s'", path);
-  if (failed) {
-    free(data);
-    return tfm_fail(status, TFM_ERROR_IO, "cannot read '%s'", path);
-  }
+    return tfm_fail(status,
+                    errno == ENOMEM ? TFM_ERROR_OUT_OF_MEMORY : TFM_ERROR_IO,
+                    "cannot read '%s': %s", path, strerror(errno));
   tfm_status_code code =
       tfm_image_load_memory(model, data, size, pixels, capacity, status);
   free(data);

@@ -9,6 +9,7 @@
 
 #include "runtime/buffer_cache.h"
 #include "runtime/main_internal.h"
+#include "runtime/read_file.h"
 #include "runtime/tfm_runtime.h"
 
 #include <errno.h>
@@ -255,25 +256,8 @@ long tfm_main_parse_ids(const char *argv0, const char *flag, const char *text,
 }
 
 char *tfm_main_read_text_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  size_t capacity = 4096, size = 0;
-  char *text = malloc(capacity);
-  size_t n;
-  while (text && (n = fread(text + size, 1, capacity - size - 1, f)) > 0) {
-    size += n;
-    if (size + 1 == capacity) {
-      char *grown = realloc(text, capacity *= 2);
-      if (!grown)
-        free(text);
-      text = grown;
-    }
-  }
-  fclose(f);
-  if (text)
-    text[size] = '\0';
-  return text;
+  size_t size;
+  return (char *)tfm_read_file(path, &size);
 }
 
 int tfm_main_write_floats(const char *path, const float *values,

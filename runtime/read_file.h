@@ -1,0 +1,14 @@
+/*===- read_file.h - a whole file into memory (runtime-internal) -*- C -*-===*/
+
+#ifndef TFM_RUNTIME_READ_FILE_H
+#define TFM_RUNTIME_READ_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The whole of the file at `path`, malloc'd and followed by a NUL byte that
+ * `*size` does not count (so that text is also a string); NULL with errno
+ * set when it cannot be read or memory runs out. */
+uint8_t *tfm_read_file(const char *path, size_t *size);
+
+#endif /* TFM_RUNTIME_READ_FILE_H */
