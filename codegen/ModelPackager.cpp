@@ -398,6 +398,7 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
     kind = TFM_TOKENIZER_BYTE_LEVEL_BPE;
     break;
   case TokenizerVocab::Kind::WordPiece: kind = TFM_TOKENIZER_WORDPIECE; break;
+  case TokenizerVocab::Kind::Unigram: kind = TFM_TOKENIZER_UNIGRAM; break;
   }
   append32(kind);
   append32(uint32_t(tokenizer.pieces.size()));
@@ -430,6 +431,28 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
     append32(options.unknown);
     append32(options.maxCharsPerWord);
     appendBytes(options.continuationPrefix);
+  } else if (tokenizer.kind == TokenizerVocab::Kind::Unigram) {
+    const TokenizerVocab::UnigramOptions &options = tokenizer.unigram;
+    append32(uint32_t(
+        (options.addDummyPrefix ? TFM_UNIGRAM_ADD_DUMMY_PREFIX : 0) |
+        (options.removeExtraWhitespaces ? TFM_UNIGRAM_REMOVE_EXTRA_WHITESPACES
+                                        : 0) |
+        (options.escapeWhitespaces ? TFM_UNIGRAM_ESCAPE_WHITESPACES : 0) |
+        (options.byteFallback ? TFM_UNIGRAM_BYTE_FALLBACK : 0)));
+    append32(options.unknown);
+    using Piece = TokenizerVocab::UnigramOptions::Piece;
+    for (size_t i = 0; i < tokenizer.pieces.size(); ++i) {
+      Piece type =
+          i < options.pieceTypes.size() ? options.pieceTypes[i] : Piece::Reserved;
+      blob += char(type == Piece::Normal        ? TFM_UNIGRAM_PIECE_NORMAL
+                   : type == Piece::UserDefined ? TFM_UNIGRAM_PIECE_USER_DEFINED
+                                                : TFM_UNIGRAM_PIECE_RESERVED);
+    }
+    append32(uint32_t(options.normalization.size()));
+    for (const auto &[from, to] : options.normalization) {
+      appendBytes(from);
+      appendBytes(to);
+    }
   }
   return blob;
 }

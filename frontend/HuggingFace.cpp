@@ -134,9 +134,11 @@ llvm::Expected<LoadedModel> loadEncoder(MLIRContext &context,
   model.hiddenSize = spec.hiddenSize;
   model.numLayers = spec.numLayers;
   model.numHeads = model.numKVHeads = spec.numHeads;
-  // The tokenizer beside the model: WordPiece (BERT, DistilBERT, ELECTRA)
-  // or byte-level BPE (RoBERTa), framed for an encoder.
-  if (hasWordPieceFiles(directory) || hasByteLevelBpeFiles(directory)) {
+  // The tokenizer beside the model: WordPiece (BERT, DistilBERT, ELECTRA),
+  // byte-level BPE (RoBERTa) or SentencePiece Unigram (XLM-R), framed for an
+  // encoder.
+  if (hasWordPieceFiles(directory) || hasByteLevelBpeFiles(directory) ||
+      hasFairseqSentencePieceFiles(directory)) {
     llvm::Expected<TokenizerVocab> vocab =
         readTokenizerAt(directory, spec.vocabSize);
     if (!vocab)

@@ -108,9 +108,10 @@ llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
     return makeError("tokenizer '" + path + "' does not exist");
   llvm::Expected<TokenizerVocab> vocab = [&]() -> llvm::Expected<TokenizerVocab> {
     if (llvm::sys::fs::is_directory(path)) {
-      llvm::Expected<TokenizerVocab> vocab = hasWordPieceFiles(path)
-                                                 ? readWordPiece(path)
-                                                 : readByteLevelBpe(path);
+      llvm::Expected<TokenizerVocab> vocab =
+          hasWordPieceFiles(path)              ? readWordPiece(path)
+          : hasFairseqSentencePieceFiles(path) ? readFairseqSentencePiece(path)
+                                               : readByteLevelBpe(path);
       // An encoder's folder frames its text ([CLS] ... [SEP]).
       if (vocab && isEncoderTokenizer(*vocab, path))
         if (llvm::Error err = frameForEncoder(*vocab, path))
@@ -127,8 +128,8 @@ llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
     return vocab.takeError();
   if (vocab->pieces.empty())
     return makeError("tokenizer '" + path +
-                     "': no vocab.txt, vocab.json + merges.txt or tokenizer.json "
-                     "there");
+                     "': no vocab.txt, vocab.json + merges.txt, tokenizer.json "
+                     "or sentencepiece.bpe.model there");
   if (int64_t(vocab->pieces.size()) != vocabSize)
     return makeError(path + ": tokenizer has " +
                      llvm::Twine(vocab->pieces.size()) +

@@ -2,9 +2,11 @@
 //
 // Tokenizer vocabularies read at compile time into one form that codegen
 // embeds in the compiled model and the runtime's tokenizer uses:
-// score-based BPE (llama2.c tokenizer.bin, SentencePiece tokenizer.model),
-// GPT-2's byte-level BPE (vocab.json + merges.txt, or tokenizer.json) and
-// BERT's WordPiece (vocab.txt, or tokenizer.json with a WordPiece model).
+// score-based BPE (llama2.c tokenizer.bin, SentencePiece BPE models),
+// SentencePiece Unigram models (XLM-R's sentencepiece.bpe.model, T5's
+// spiece.model), GPT-2's byte-level BPE (vocab.json + merges.txt, or
+// tokenizer.json) and BERT's WordPiece (vocab.txt, or tokenizer.json with a
+// WordPiece model).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,9 +14,11 @@
 #define TFM_FRONTEND_TOKENIZER_H
 
 #include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +33,9 @@ struct TokenizerVocab {
     /// BERT: normalize, split on spaces and punctuation, then the longest
     /// vocabulary prefix first, continuations spelled "##piece".
     WordPiece,
+    /// SentencePiece Unigram: normalize, then the segmentation whose pieces'
+    /// scores sum highest (Viterbi).
+    Unigram,
   };
   /// How a text encoder frames its input: `begin` A `separator`, and for a
   /// pair `begin` A `separator` x pairSeparators B `separator` with B's
@@ -47,6 +54,25 @@ struct TokenizerVocab {
     uint32_t maxCharsPerWord = 100;
     std::string continuationPrefix = "##";
   };
+  /// A Unigram model's normalizer and lattice (SentencePiece's
+  /// NormalizerSpec and piece types).
+  struct UnigramOptions {
+    /// SentencePiece piece types the lattice tells apart.
+    enum class Piece : uint8_t {
+      /// Not matched in text: control, unknown, byte and unused pieces.
+      Reserved,
+      Normal,
+      /// Matched before normalization, and always preferred.
+      UserDefined,
+    };
+    bool addDummyPrefix = true, removeExtraWhitespaces = true,
+         escapeWhitespaces = true, byteFallback = false;
+    int32_t unknown = -1;
+    std::vector<Piece> pieceTypes;
+    /// The precompiled character map (nmt_nfkc, ...) as (from, to) byte
+    /// strings; the longest `from` matching the text is replaced.
+    std::vector<std::pair<std::string, std::string>> normalization;
+  };
   Kind kind = Kind::ScoreBpe;
   /// Token pieces as bytes; SentencePiece's "▁" is already a space, byte
   /// pieces keep their "<0xAB>" spelling; GPT-2's byte-to-unicode spelling is
@@ -63,14 +89,30 @@ struct TokenizerVocab {
   /// after it (Hugging Face's lstrip/rstrip; RoBERTa's <mask> has lstrip).
   std::vector<uint8_t> specialTokenStrips;
   WordPieceOptions wordPiece;
+  UnigramOptions unigram;
 };
+
+/// The whole of a tokenizer file, or an error naming it.
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+readTokenizerFile(llvm::StringRef path);
 
 /// llama2.c's tokenizer.bin, which holds `vocabSize` tokens.
 llvm::Expected<TokenizerVocab> readLlama2cTokenizer(llvm::StringRef path,
                                                     int64_t vocabSize);
 
-/// SentencePiece's tokenizer.model (a serialized ModelProto).
+/// SentencePiece's tokenizer.model (a serialized ModelProto): score BPE for
+/// BPE models, Unigram (with its normalizer) for Unigram models.
 llvm::Expected<TokenizerVocab> readSentencePieceModel(llvm::StringRef path);
+
+/// fairseq's dictionary over a SentencePiece model (XLM-R, mBART):
+/// sentencepiece.bpe.model in `directory`, with ids <s> 0, <pad> 1, </s> 2,
+/// <unk> 3, then the model's pieces from its fourth one shifted up by one,
+/// then <mask>.
+llvm::Expected<TokenizerVocab>
+readFairseqSentencePiece(llvm::StringRef directory);
+
+/// Whether `directory` holds fairseq's sentencepiece.bpe.model.
+bool hasFairseqSentencePieceFiles(llvm::StringRef directory);
 
 /// GPT-2's byte-level BPE from a model directory: vocab.json + merges.txt,
 /// or tokenizer.json. Returns a vocabulary without pieces when the directory

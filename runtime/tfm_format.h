@@ -59,7 +59,11 @@ typedef struct {
  * length, the piece's bytes. Then by kind: byte-level BPE: uint32 merge
  * count and per merge (in rank order) uint32 left id, right id, merged id;
  * WordPiece: uint32 flags (TFM_WORDPIECE_*), int32 unknown id, uint32 max
- * characters per word, uint32 length and bytes of the continuation prefix.
+ * characters per word, uint32 length and bytes of the continuation prefix;
+ * Unigram: uint32 flags (TFM_UNIGRAM_*), int32 unknown id, one uint8 piece
+ * type per token (TFM_UNIGRAM_PIECE_*), uint32 normalization rule count and
+ * per rule uint32 length and bytes of the text it replaces, then of its
+ * replacement.
  * Pieces are raw bytes: ' ' for SentencePiece's U+2581, "<0xAB>" for
  * byte-fallback tokens, GPT-2's byte-to-unicode spelling undone. */
 #define TFM_TOKENIZER_MAGIC "TFMTOK02"
@@ -71,7 +75,10 @@ typedef enum {
   /* GPT-2: merge the pair of lowest rank, over the bytes of each pre-token. */
   TFM_TOKENIZER_BYTE_LEVEL_BPE = 1,
   /* BERT: normalize, split words, longest vocabulary prefix first. */
-  TFM_TOKENIZER_WORDPIECE = 2
+  TFM_TOKENIZER_WORDPIECE = 2,
+  /* SentencePiece Unigram: normalize, then the segmentation of highest
+   * total score (Viterbi). */
+  TFM_TOKENIZER_UNIGRAM = 3
 } tfm_tokenizer_kind;
 
 /* A special token's strip flags: drop the whitespace before / after it. */
@@ -82,6 +89,24 @@ enum {
   TFM_WORDPIECE_LOWERCASE = 1,
   TFM_WORDPIECE_STRIP_ACCENTS = 2,
   TFM_WORDPIECE_SPLIT_CJK = 4
+};
+
+/* Unigram normalizer switches (SentencePiece's NormalizerSpec) and byte
+ * fallback (unknown characters as "<0xAB>" tokens instead of unknown). */
+enum {
+  TFM_UNIGRAM_ADD_DUMMY_PREFIX = 1,
+  TFM_UNIGRAM_REMOVE_EXTRA_WHITESPACES = 2,
+  TFM_UNIGRAM_ESCAPE_WHITESPACES = 4,
+  TFM_UNIGRAM_BYTE_FALLBACK = 8
+};
+
+/* Unigram piece types: reserved pieces (control, unknown, byte, unused) are
+ * never matched in text; user-defined ones are matched before
+ * normalization and always preferred. */
+enum {
+  TFM_UNIGRAM_PIECE_RESERVED = 0,
+  TFM_UNIGRAM_PIECE_NORMAL = 1,
+  TFM_UNIGRAM_PIECE_USER_DEFINED = 2
 };
 
 #ifdef __cplusplus

@@ -1,10 +1,10 @@
 /*===- tokenizer.c - tokenizer blobs: parsing, encoding, decoding -------===//
  *
  * Parses the blob tfmc embeds (tfm_format.h) and dispatches to the encoder of
- * its kind: tokenizer_score_bpe.c (llama2.c, SentencePiece),
- * tokenizer_byte_level_bpe.c (GPT-2, RoBERTa) or tokenizer_wordpiece.c
- * (BERT). Encoders' text is framed here ([CLS] A [SEP] B [SEP]), with
- * special tokens kept whole.
+ * its kind: tokenizer_score_bpe.c (llama2.c, SentencePiece BPE),
+ * tokenizer_byte_level_bpe.c (GPT-2, RoBERTa), tokenizer_wordpiece.c (BERT)
+ * or tokenizer_unigram.c (SentencePiece Unigram: XLM-R). Encoders' text is
+ * framed here ([CLS] A [SEP] B [SEP]), with special tokens kept whole.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -36,6 +36,40 @@ int32_t tfm_tokenizer_lookup(const tfm_tokenizer *t, const char *bytes,
   return found ? found->id : -1;
 }
 
+/* The byte of `piece` at `depth`, which it must have. */
+static unsigned char byte_at(const tfm_sorted_piece *piece, uint32_t depth) {
+  return (unsigned char)piece->piece[depth];
+}
+
+int64_t tfm_sorted_narrow(const tfm_sorted_piece *sorted, size_t *lo,
+                          size_t *hi, uint32_t depth, unsigned char byte) {
+  /* Entries exactly `depth` long sort first; they end before this byte. */
+  size_t first = *lo, last = *hi;
+  while (first < last && sorted[first].length == depth)
+    ++first;
+  /* Lower and upper bounds of `byte` at `depth`. */
+  size_t a = first, b = last;
+  while (a < b) {
+    size_t mid = a + (b - a) / 2;
+    if (byte_at(&sorted[mid], depth) < byte)
+      a = mid + 1;
+    else
+      b = mid;
+  }
+  size_t begin = a;
+  b = last;
+  while (a < b) {
+    size_t mid = a + (b - a) / 2;
+    if (byte_at(&sorted[mid], depth) <= byte)
+      a = mid + 1;
+    else
+      b = mid;
+  }
+  *lo = begin;
+  *hi = a;
+  return begin < a && sorted[begin].length == depth + 1 ? (int64_t)begin : -1;
+}
+
 void tfm_tokenizer_free(tfm_tokenizer *t) {
   if (!t)
     return;
@@ -50,6 +84,17 @@ void tfm_tokenizer_free(tfm_tokenizer *t) {
   free(t->special_ids);
   free(t->special_strips);
   free(t->continuation);
+  free(t->piece_types);
+  if (t->replacements)
+    for (uint32_t i = 0; i < t->rule_count; ++i)
+      free(t->replacements[i]);
+  free(t->replacements);
+  free(t->replacement_lengths);
+  if (t->rule_keys)
+    for (uint32_t i = 0; i < t->rule_count; ++i)
+      free(t->rule_keys[i]);
+  free(t->rule_keys);
+  free(t->rules);
   free(t);
 }
 
@@ -140,7 +185,8 @@ static tfm_status_code check_named_ids(const tfm_tokenizer *t,
       return tfm_fail(status, TFM_ERROR_TOKENIZER,
                       "tokenizer blob: special token %d is not a token",
                       t->special_ids[i]);
-  if (t->kind == TFM_TOKENIZER_WORDPIECE &&
+  if ((t->kind == TFM_TOKENIZER_WORDPIECE ||
+       t->kind == TFM_TOKENIZER_UNIGRAM) &&
       (t->unknown < 0 || t->unknown >= n))
     return tfm_fail(status, TFM_ERROR_TOKENIZER,
                     "tokenizer blob: the unknown token %d is not a token",
@@ -164,6 +210,80 @@ static tfm_status_code parse_wordpiece(tfm_tokenizer *t, blob_reader *r,
   memcpy(t->continuation, r->data + r->at, t->continuation_length);
   t->continuation[t->continuation_length] = '\0';
   r->at += t->continuation_length;
+  return TFM_OK;
+}
+
+/* A length-prefixed byte string, copied NUL-terminated. */
+static int read_bytes(blob_reader *r, char **bytes, uint32_t *length) {
+  if (!read_u32(r, length) || r->size - r->at < *length)
+    return 0;
+  *bytes = malloc(*length + 1);
+  if (!*bytes)
+    return 0;
+  memcpy(*bytes, r->data + r->at, *length);
+  (*bytes)[*length] = '\0';
+  r->at += *length;
+  return 1;
+}
+
+static tfm_status_code parse_unigram(tfm_tokenizer *t, blob_reader *r,
+                                     tfm_status *status) {
+  uint32_t unknown;
+  if (!read_u32(r, &t->unigram_flags) || !read_u32(r, &unknown) ||
+      r->size - r->at < t->vocab_size)
+    return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                    "tokenizer blob: truncated Unigram options");
+  t->unknown = (int32_t)unknown;
+  t->piece_types = malloc(t->vocab_size ? t->vocab_size : 1);
+  if (!t->piece_types)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  memcpy(t->piece_types, r->data + r->at, t->vocab_size);
+  r->at += t->vocab_size;
+  /* The normal pieces' score range prices unknown and user-defined pieces;
+   * SentencePiece starts the maximum at FLT_MIN, not at -FLT_MAX. */
+  t->min_score = 3.402823466e+38f;
+  t->max_score = 1.175494351e-38f;
+  for (uint32_t i = 0; i < t->vocab_size; ++i) {
+    if (t->piece_types[i] == TFM_UNIGRAM_PIECE_USER_DEFINED)
+      t->has_user_defined = 1;
+    if (t->piece_types[i] != TFM_UNIGRAM_PIECE_NORMAL)
+      continue;
+    if (t->scores[i] < t->min_score)
+      t->min_score = t->scores[i];
+    if (t->scores[i] > t->max_score)
+      t->max_score = t->scores[i];
+  }
+  if (!read_u32(r, &t->rule_count) || t->rule_count > r->size / 8)
+    return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                    "tokenizer blob: truncated normalization rules");
+  uint32_t n = t->rule_count;
+  t->rules = calloc(n + 1, sizeof *t->rules);
+  t->rule_keys = calloc(n + 1, sizeof *t->rule_keys);
+  t->replacements = calloc(n + 1, sizeof *t->replacements);
+  t->replacement_lengths = calloc(n + 1, sizeof *t->replacement_lengths);
+  if (!t->rules || !t->rule_keys || !t->replacements ||
+      !t->replacement_lengths)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  t->max_expansion = 1;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t from_length = 0;
+    if (!read_bytes(r, &t->rule_keys[i], &from_length) ||
+        !read_bytes(r, &t->replacements[i], &t->replacement_lengths[i]))
+      return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                      "tokenizer blob: truncated at normalization rule %u of "
+                      "%u",
+                      i, n);
+    t->rules[i] = (tfm_sorted_piece){t->rule_keys[i], from_length, (int32_t)i};
+    if (from_length == 0)
+      return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                      "tokenizer blob: normalization rule %u replaces nothing",
+                      i);
+    uint32_t expansion =
+        (t->replacement_lengths[i] + from_length - 1) / from_length;
+    if (expansion > t->max_expansion)
+      t->max_expansion = expansion;
+  }
+  qsort(t->rules, n, sizeof *t->rules, compare_pieces);
   return TFM_OK;
 }
 
@@ -210,7 +330,7 @@ tfm_status_code tfm_tokenizer_new(const uint8_t *blob, uint64_t size,
     return tfm_fail(status, TFM_ERROR_TOKENIZER,
                     "tokenizer blob: truncated header");
   if (kind != TFM_TOKENIZER_SCORE_BPE && kind != TFM_TOKENIZER_BYTE_LEVEL_BPE &&
-      kind != TFM_TOKENIZER_WORDPIECE)
+      kind != TFM_TOKENIZER_WORDPIECE && kind != TFM_TOKENIZER_UNIGRAM)
     return tfm_fail(status, TFM_ERROR_TOKENIZER,
                     "tokenizer blob: unknown kind %u", kind);
   tfm_tokenizer *t = calloc(1, sizeof *t);
@@ -225,6 +345,8 @@ tfm_status_code tfm_tokenizer_new(const uint8_t *blob, uint64_t size,
     code = parse_merges(t, &r, status);
   if (code == TFM_OK && t->kind == TFM_TOKENIZER_WORDPIECE)
     code = parse_wordpiece(t, &r, status);
+  if (code == TFM_OK && t->kind == TFM_TOKENIZER_UNIGRAM)
+    code = parse_unigram(t, &r, status);
   if (code == TFM_OK)
     code = check_named_ids(t, status);
   if (code != TFM_OK) {
@@ -256,14 +378,58 @@ static tfm_status_code encode_plain(const tfm_tokenizer *t, const char *text,
     return tfm_byte_level_bpe_encode(t, text, length, out, count, status);
   case TFM_TOKENIZER_WORDPIECE:
     return tfm_wordpiece_encode(t, text, length, out, capacity, count, status);
+  case TFM_TOKENIZER_UNIGRAM:
+    return tfm_unigram_encode(t, text, length, out, capacity, count, status);
   default:
     return tfm_score_bpe_encode(t, text, length, out, count, status);
   }
 }
 
-static int is_ascii_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' ||
-         c == '\f';
+/* Whether code point `c` is whitespace as Python's str.isspace() sees it,
+ * which transformers' lstrip/rstrip of special tokens use. */
+static int is_python_space(uint32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 ||
+         c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
+         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+         c == 0x3000;
+}
+
+/* The code point of the UTF-8 character at text[0..length) (valid UTF-8)
+ * and its byte length. */
+static uint32_t decode_utf8(const char *text, size_t length, size_t *size) {
+  const unsigned char *s = (const unsigned char *)text;
+  size_t n = s[0] < 0x80 ? 1 : s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : 4;
+  if (n > length)
+    n = length;
+  uint32_t c = n == 1 ? s[0] : s[0] & (0x7F >> n);
+  for (size_t i = 1; i < n; ++i)
+    c = c << 6 | (s[i] & 0x3F);
+  *size = n;
+  return c;
+}
+
+/* The length of the whitespace that ends text[begin..end). */
+static size_t space_before(const char *text, size_t begin, size_t end) {
+  size_t at = end;
+  while (at > begin) {
+    size_t start = at - 1;
+    while (start > begin && ((unsigned char)text[start] & 0xC0) == 0x80)
+      --start;
+    size_t size;
+    if (!is_python_space(decode_utf8(text + start, at - start, &size)))
+      break;
+    at = start;
+  }
+  return end - at;
+}
+
+/* The length of the whitespace that starts text[at..length). */
+static size_t space_after(const char *text, size_t at, size_t length) {
+  size_t from = at, size;
+  while (at < length && is_python_space(decode_utf8(text + at, length - at,
+                                                    &size)))
+    at += size;
+  return at - from;
 }
 
 /* The longest special token spelled at text[at], or -1. */
@@ -294,8 +460,7 @@ static tfm_status_code encode_segment(const tfm_tokenizer *t, const char *text,
       continue;
     size_t end = at;
     if (special >= 0 && (t->special_strips[special] & TFM_TOKENIZER_STRIP_LEFT))
-      while (end > chunk && is_ascii_space(text[end - 1]))
-        --end;
+      end -= space_before(text, chunk, end);
     if (end > chunk) {
       int64_t written = 0;
       tfm_status_code code = encode_plain(t, text + chunk, end - chunk, out + n,
@@ -309,8 +474,7 @@ static tfm_status_code encode_segment(const tfm_tokenizer *t, const char *text,
     out[n++] = t->special_ids[special];
     at += t->lengths[t->special_ids[special]];
     if (t->special_strips[special] & TFM_TOKENIZER_STRIP_RIGHT)
-      while (at < length && is_ascii_space(text[at]))
-        ++at;
+      at += space_after(text, at, length);
     chunk = at;
     --at; /* the loop's increment */
   }
@@ -320,8 +484,13 @@ static tfm_status_code encode_segment(const tfm_tokenizer *t, const char *text,
 
 /* Room for every encoder: BPE writes at most one id per byte plus a dummy
  * prefix, WordPiece one per normalized character (lowercasing and accent
- * decomposition can make more characters than bytes, rarely three). */
-static int64_t work_capacity(size_t length) { return 3 * (int64_t)length + 4; }
+ * decomposition can make more characters than bytes, rarely three), Unigram
+ * one per normalized byte (three for a space symbol's byte fallback), where
+ * normalization can make max_expansion bytes of one. */
+static int64_t work_capacity(const tfm_tokenizer *t, size_t length) {
+  int64_t expansion = t->max_expansion ? t->max_expansion : 1;
+  return 3 * expansion * (int64_t)length + 4;
+}
 
 tfm_status_code tfm_tokenizer_encode(const tfm_tokenizer *t, const char *text,
                                      int32_t bos, int32_t *ids,
@@ -331,7 +500,7 @@ tfm_status_code tfm_tokenizer_encode(const tfm_tokenizer *t, const char *text,
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_tokenizer_encode: NULL argument");
   size_t length = strlen(text);
-  int64_t room = work_capacity(length);
+  int64_t room = work_capacity(t, length);
   int32_t *work = malloc(room * sizeof *work);
   if (!work)
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -368,7 +537,8 @@ tfm_status_code tfm_tokenizer_encode_text(const tfm_tokenizer *t,
                     "use tfm_tokenizer_encode)");
   size_t first_length = strlen(first);
   size_t second_length = second ? strlen(second) : 0;
-  int64_t room = work_capacity(first_length) + work_capacity(second_length) +
+  int64_t room = work_capacity(t, first_length) +
+                 work_capacity(t, second_length) +
                  t->pair_separators + 2;
   int32_t *work = malloc(room * sizeof *work);
   int32_t *types = malloc(room * sizeof *types);
@@ -415,7 +585,7 @@ const char *tfm_tokenizer_decode(const tfm_tokenizer *t, int32_t previous,
     return NULL;
   const char *piece = t->pieces[id];
   size_t length = t->lengths[id];
-  if (t->kind == TFM_TOKENIZER_SCORE_BPE) {
+  if (t->kind == TFM_TOKENIZER_SCORE_BPE || t->kind == TFM_TOKENIZER_UNIGRAM) {
     /* SentencePiece drops the dummy space after BOS. */
     if (previous == bos && bos >= 0 && length > 0 && piece[0] == ' ') {
       ++piece;

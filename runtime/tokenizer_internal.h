@@ -1,7 +1,8 @@
 /*===- tokenizer_internal.h - the tokenizer's state (runtime-internal) ----===//
  *
  * Shared by tokenizer.c (parsing, dispatch, decoding) and the encoders:
- * tokenizer_score_bpe.c, tokenizer_byte_level_bpe.c, tokenizer_wordpiece.c.
+ * tokenizer_score_bpe.c, tokenizer_byte_level_bpe.c, tokenizer_wordpiece.c,
+ * tokenizer_unigram.c.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -50,11 +51,33 @@ struct tfm_tokenizer {
   uint32_t max_chars_per_word;
   char *continuation;
   uint32_t continuation_length;
+  /* Unigram (the unknown token is `unknown`): TFM_UNIGRAM_* flags, per
+   * token a TFM_UNIGRAM_PIECE_* type, the normalization rules sorted by the
+   * text they replace (id: the rule's index) and their replacements, the
+   * lowest and highest score of a normal piece, and how many normalized
+   * bytes one input byte can become (at least 1). */
+  uint32_t unigram_flags;
+  uint8_t *piece_types;
+  int has_user_defined;
+  uint32_t rule_count;
+  tfm_sorted_piece *rules;
+  char **rule_keys, **replacements;
+  uint32_t *replacement_lengths;
+  float min_score, max_score;
+  uint32_t max_expansion;
 };
 
 /* The id of the piece with these bytes, or -1. */
 int32_t tfm_tokenizer_lookup(const tfm_tokenizer *t, const char *bytes,
                              uint32_t length);
+
+/* Narrows sorted[*lo, *hi), entries that share their first `depth` bytes
+ * and are at least that long, to those whose byte at `depth` is `byte`.
+ * Returns the index of the entry exactly depth + 1 bytes long, or -1. Walking
+ * depth 0, 1, ... over a text finds every entry that is a prefix of it,
+ * shortest first, in O(log n) per byte. */
+int64_t tfm_sorted_narrow(const tfm_sorted_piece *sorted, size_t *lo,
+                          size_t *hi, uint32_t depth, unsigned char byte);
 
 /* Encoders: write the ids of `text` (without BOS) to `out`, which has room
  * for one id per byte plus one, and set *count. */
@@ -66,6 +89,11 @@ tfm_status_code tfm_wordpiece_encode(const tfm_tokenizer *t, const char *text,
                                      size_t length, int32_t *out,
                                      int64_t capacity, int64_t *count,
                                      tfm_status *status);
+/* Unigram writes at most `capacity` ids (fails beyond). */
+tfm_status_code tfm_unigram_encode(const tfm_tokenizer *t, const char *text,
+                                   size_t length, int32_t *out,
+                                   int64_t capacity, int64_t *count,
+                                   tfm_status *status);
 tfm_status_code tfm_byte_level_bpe_encode(const tfm_tokenizer *t,
                                           const char *text, size_t length,
                                           int32_t *out, int64_t *count,

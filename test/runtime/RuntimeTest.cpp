@@ -347,6 +347,12 @@ struct EncoderTokenizer {
                             TFM_WORDPIECE_SPLIT_CJK;
   int32_t unknown = 0;
   uint32_t maxCharsPerWord = 100;
+  /// Unigram: flags, per-token piece types and normalization rules.
+  uint32_t unigramFlags = TFM_UNIGRAM_ADD_DUMMY_PREFIX |
+                          TFM_UNIGRAM_REMOVE_EXTRA_WHITESPACES |
+                          TFM_UNIGRAM_ESCAPE_WHITESPACES;
+  std::vector<uint8_t> pieceTypes;
+  std::vector<std::pair<std::string, std::string>> rules;
 };
 
 /// Builds a tokenizer blob (tfm_format.h).
@@ -384,6 +390,20 @@ std::string tokenizerBlob(uint32_t kind,
     u32(encoder.maxCharsPerWord);
     u32(2);
     blob += "##";
+  }
+  if (kind == TFM_TOKENIZER_UNIGRAM) {
+    u32(encoder.unigramFlags);
+    u32(encoder.unknown);
+    for (size_t i = 0; i < pieces.size(); ++i)
+      blob += char(i < encoder.pieceTypes.size() ? encoder.pieceTypes[i]
+                                                 : uint8_t(TFM_UNIGRAM_PIECE_NORMAL));
+    u32(encoder.rules.size());
+    for (const auto &[from, to] : encoder.rules) {
+      u32(from.size());
+      blob += from;
+      u32(to.size());
+      blob += to;
+    }
   }
   return blob;
 }
@@ -536,6 +556,30 @@ TEST(ByteLevelBpe, FramesRobertaPairsAndStripsBeforeMask) {
   tfm_tokenizer_free(t);
 }
 
+TEST(Unigram, ViterbiOverNormalizedText) {
+  // 0 <unk> (reserved), then pieces; " ab" + "c" (-3) beats " a" + "bc"
+  // (-3.5) and " " + "abc" (-4); "x" and "y" are unknown.
+  EncoderTokenizer options;
+  options.unknown = 0;
+  options.pieceTypes = {TFM_UNIGRAM_PIECE_RESERVED};
+  options.rules = {{"\xEF\xAC\x81", "fi"}, {"\t", " "}};
+  std::string blob = tokenizerBlob(
+      TFM_TOKENIZER_UNIGRAM,
+      {{"<unk>", 0}, {" ", -2}, {" ab", -1}, {" a", -1.5}, {"bc", -2},
+       {"c", -2}, {"abc", -2}, {"fi", -1}, {" fi", -0.5}, {"b", -3}},
+      {}, options);
+  tfm_tokenizer *t = parse(blob);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(encode(t, "abc", -1), (std::vector<int32_t>{2, 5}));
+  // Extra whitespace goes; the ligature and the tab are normalized.
+  EXPECT_EQ(encode(t, " \t abc\t\xEF\xAC\x81  ", -1),
+            (std::vector<int32_t>{2, 5, 8}));
+  // A run of unknown characters is one <unk>.
+  EXPECT_EQ(encode(t, "abxyc", -1), (std::vector<int32_t>{2, 0, 5}));
+  EXPECT_EQ(encode(t, "   ", -1), (std::vector<int32_t>{}));
+  tfm_tokenizer_free(t);
+}
+
 TEST(Tokenizer, RejectsMalformedBlobs) {
   tfm_tokenizer *t = nullptr;
   tfm_status status;
@@ -570,6 +614,15 @@ TEST(Tokenizer, RejectsMalformedBlobs) {
             TFM_ERROR_TOKENIZER);
   EXPECT_STREQ(status.message,
                "tokenizer blob: truncated WordPiece options");
+  encoder.unknown = 0;
+  encoder.rules = {{"a", "b"}};
+  blob = tokenizerBlob(TFM_TOKENIZER_UNIGRAM, {{"a", 0}}, {}, encoder);
+  blob.resize(blob.size() - 2);
+  EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
+                              blob.size(), &t, &status),
+            TFM_ERROR_TOKENIZER);
+  EXPECT_STREQ(status.message,
+               "tokenizer blob: truncated at normalization rule 0 of 1");
 }
 
 } // namespace
