@@ -181,10 +181,12 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
                                       : OutputRole::hidden_states);
   Value x = encodeTokens(&function.front());
   if (const std::optional<EncoderSpec::MaskedLmHead> &head = spec.maskedLm) {
-    x = norm(linear(x, head->dense, {d}, head->activation), head->norm);
+    int64_t width = head->width ? head->width : d;
+    x = norm(linear(x, head->dense, {width}, head->activation), head->norm,
+             width);
     Value decoder = head->decoder.empty()
                         ? wordTable()
-                        : weight(head->decoder, {spec.vocabSize, d});
+                        : weight(head->decoder, {spec.vocabSize, width});
     x = LinearOp::create(b, named("masked lm head"), rows({spec.vocabSize}), x,
                          decoder, weight(head->bias, {spec.vocabSize}),
                          ActivationKindAttr(), UnitAttr());
@@ -194,7 +196,7 @@ OwningOpRef<ModuleOp> EncoderIRBuilder::build() {
     // first row's: the same as heading the first state alone.
     Location at = named("classifier");
     if (!classifier->dense.empty())
-      x = linear(x, classifier->dense, {d}, ActivationKind::tanh);
+      x = linear(x, classifier->dense, {d}, classifier->activation);
     x = linear(x, classifier->output, {classifier->labels});
     if (!classifier->perToken)
       x = PoolOp::create(b, at, result,

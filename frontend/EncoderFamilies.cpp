@@ -173,36 +173,37 @@ bool mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
       weights.contains(scope + ".embeddings.word_embeddings.weight")
           ? scope + "."
           : "";
-  if (spec.family == "distilbert") {
+  bool distilbert = spec.family == "distilbert";
+  if (distilbert)
     useDistilBertNames(spec, prefix);
-    return head == EncoderHead::None;
-  }
-  useBertNames(spec, prefix);
+  else
+    useBertNames(spec, prefix);
   if (spec.embeddingWidth() != spec.hiddenSize)
     spec.embeddingProjection = prefix + "embeddings_project.weight";
   bool roberta = spec.family == "roberta" || spec.family == "xlm-roberta";
-  bool bert = spec.family == "bert";
+  bool bert = spec.family == "bert", electra = spec.family == "electra";
   switch (head) {
   case EncoderHead::None:
     if (weights.contains(prefix + "pooler.dense.weight"))
       spec.pooler = prefix + "pooler.dense.weight";
     return true;
   case EncoderHead::TokenClassification:
-    if (!bert && !roberta && spec.family != "electra")
-      return false;
     spec.classifier = {true, "", "classifier.weight", labels};
     return true;
   case EncoderHead::SequenceClassification:
-    // BERT: its pooler (dense + tanh on [CLS]) then the classifier;
-    // RoBERTa: the same shape under its head's names.
+    // The first token's state through a dense layer, then the classifier:
+    // BERT's pooler, RoBERTa's and ELECTRA's head (tanh, GELU), DistilBERT's
+    // pre-classifier (ReLU).
     if (bert)
       spec.classifier = {false, prefix + "pooler.dense.weight",
-                         "classifier.weight", labels};
-    else if (roberta)
+                         "classifier.weight", labels, ActivationKind::tanh};
+    else if (roberta || electra)
       spec.classifier = {false, "classifier.dense.weight",
-                         "classifier.out_proj.weight", labels};
+                         "classifier.out_proj.weight", labels,
+                         electra ? ActivationKind::gelu : ActivationKind::tanh};
     else
-      return false;
+      spec.classifier = {false, "pre_classifier.weight", "classifier.weight",
+                         labels, ActivationKind::relu};
     return true;
   case EncoderHead::MaskedLm:
     break;
@@ -215,20 +216,37 @@ bool mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
         return name;
     return std::string(*names.begin());
   };
+  auto ownDecoder = [&](const std::string &name) {
+    return weights.contains(name) ? name : std::string();
+  };
   EncoderSpec::MaskedLmHead maskedLm;
   if (bert) {
     std::string p = "cls.predictions.";
     maskedLm = {p + "transform.dense.weight", p + "transform.LayerNorm.weight",
-            weights.contains(p + "decoder.weight") ? p + "decoder.weight" : "",
-            firstOf({p + "bias", p + "decoder.bias"}), spec.activation};
+                ownDecoder(p + "decoder.weight"),
+                firstOf({p + "bias", p + "decoder.bias"}), spec.activation};
   } else if (roberta) {
     // RoBERTa's head uses the exact GELU whatever hidden_act says.
     std::string p = "lm_head.";
     maskedLm = {p + "dense.weight", p + "layer_norm.weight",
-            weights.contains(p + "decoder.weight") ? p + "decoder.weight" : "",
-            firstOf({p + "bias", p + "decoder.bias"}), ActivationKind::gelu};
+                ownDecoder(p + "decoder.weight"),
+                firstOf({p + "bias", p + "decoder.bias"}),
+                ActivationKind::gelu};
+  } else if (electra) {
+    // The generator's head narrows to the embedding size (exact GELU), and
+    // its decoder reads the word embeddings. ElectraForPreTraining is the
+    // discriminator, which has no such head.
+    if (!weights.contains("generator_predictions.dense.weight"))
+      return false;
+    maskedLm = {"generator_predictions.dense.weight",
+                "generator_predictions.LayerNorm.weight",
+                ownDecoder("generator_lm_head.weight"),
+                "generator_lm_head.bias", ActivationKind::gelu,
+                spec.embeddingWidth()};
   } else {
-    return false;
+    maskedLm = {"vocab_transform.weight", "vocab_layer_norm.weight",
+                ownDecoder("vocab_projector.weight"), "vocab_projector.bias",
+                spec.activation};
   }
   spec.maskedLm = maskedLm;
   return true;

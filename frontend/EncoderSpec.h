@@ -51,17 +51,23 @@ struct EncoderSpec {
   struct MaskedLmHead {
     std::string dense, norm, decoder, bias;
     mlir::tfm::ActivationKind activation = mlir::tfm::ActivationKind::gelu;
+    /// The dense layer's width: the hidden size, or ELECTRA's generator's
+    /// embedding size (which its tied decoder reads).
+    int64_t width = 0;
   };
   std::optional<MaskedLmHead> maskedLm;
 
   /// A classification head: per sequence (*ForSequenceClassification: the
-  /// first token's state through `dense` + tanh, then `output`; @classify
-  /// returns [labels]) or per token (*ForTokenClassification: `output` on
-  /// every state; @classify_tokens returns [tokens, labels]).
+  /// first token's state through `dense` + `activation` — tanh for BERT's
+  /// pooler and RoBERTa, GELU for ELECTRA, ReLU for DistilBERT — then
+  /// `output`; @classify returns [labels]) or per token
+  /// (*ForTokenClassification: `output` on every state; @classify_tokens
+  /// returns [tokens, labels]).
   struct ClassifierHead {
     bool perToken = false;
     std::string dense, output;
     int64_t labels = 0;
+    mlir::tfm::ActivationKind activation = mlir::tfm::ActivationKind::tanh;
   };
   std::optional<ClassifierHead> classifier;
 

@@ -79,8 +79,8 @@ llvm::Expected<LoadedModel> loadVision(MLIRContext &context,
   return model;
 }
 
-/// An encoder (EncoderFamilies.h): `@encode` over token ids and types, no
-/// tokenizer yet (WordPiece is to come), so ids in and hidden states out.
+/// An encoder (EncoderFamilies.h): `@encode` (or its head's entry point)
+/// over token ids and types, with the tokenizer beside it.
 llvm::Expected<LoadedModel> loadEncoder(MLIRContext &context,
                                         llvm::StringRef directory,
                                         ConfigReader &config,

@@ -119,6 +119,23 @@ def main():
     model = tf.RobertaForMaskedLM(config).eval()
     randomize(model, 7)
     write_mlm("roberta-mlm", model, ROBERTA_TOKENS)
+    # DistilBERT's head (vocab_transform, activation, vocab_layer_norm, tied
+    # vocab_projector) and ELECTRA's generator head, which narrows to the
+    # embedding size with the exact GELU whatever hidden_act says.
+    distil_sizes = dict(vocab_size=64, dim=32, hidden_dim=48, n_layers=2,
+                        n_heads=4, max_position_embeddings=16)
+    config = tf.DistilBertConfig(**distil_sizes, activation="gelu")
+    config._attn_implementation = "eager"
+    torch.manual_seed(13)
+    model = tf.DistilBertForMaskedLM(config).eval()
+    randomize(model, 13)
+    write_mlm("distilbert-mlm", model, TOKENS)
+    config = tf.ElectraConfig(**SIZES, embedding_size=16, hidden_act="gelu_new")
+    config._attn_implementation = "eager"
+    torch.manual_seed(14)
+    model = tf.ElectraForMaskedLM(config).eval()
+    randomize(model, 14)
+    write_mlm("electra-mlm", model, TOKENS)
     # Classifiers, three labels named in id2label.
     labels = {"id2label": {"0": "negative", "1": "neutral", "2": "positive"},
               "label2id": {"negative": 0, "neutral": 1, "positive": 2}}
@@ -151,6 +168,22 @@ def main():
     model = tf.ElectraForTokenClassification(config).eval()
     randomize(model, 12)
     write_classifier("electra-tokens", model, TOKENS, TYPES)
+    # ELECTRA's sequence head: dense + exact GELU + out_proj on the first
+    # token; DistilBERT's: pre_classifier + ReLU + classifier.
+    torch.manual_seed(15)
+    model = tf.ElectraForSequenceClassification(config).eval()
+    randomize(model, 15)
+    write_classifier("electra-sequence", model, TOKENS, TYPES)
+    config = tf.DistilBertConfig(**distil_sizes, activation="gelu", **labels)
+    config._attn_implementation = "eager"
+    torch.manual_seed(16)
+    model = tf.DistilBertForSequenceClassification(config).eval()
+    randomize(model, 16)
+    write_classifier("distilbert-sequence", model, TOKENS)
+    torch.manual_seed(17)
+    model = tf.DistilBertForTokenClassification(config).eval()
+    randomize(model, 17)
+    write_classifier("distilbert-tokens", model, TOKENS)
 
 
 if __name__ == "__main__":
