@@ -64,6 +64,29 @@ def PackSequencesPass : Pass<"tfm-pack-sequences", "ModuleOp"> {
   }];
 }
 
+def BatchImagesPass : Pass<"tfm-batch-images", "ModuleOp"> {
+  let summary = "Derive @<name>_batch over a batch of images";
+  let description = [{
+    An image model's entry point (`@classify`, `@encode` of a vision
+    transformer) takes one image, `[C, H, W]` features. For each public
+    function with one static-shaped features input and one static-shaped
+    result, this pass adds `@<name>_batch`, which takes `[images, C, H, W]`
+    and returns `[images, ...]`: an `scf.for` runs the function's body on
+    each image in turn and inserts its result as row `i`. Weights and
+    constants are taken once, before the loop.
+
+    Images are run one after another rather than packed into one set of
+    GEMM rows (as tfm-pack-sequences packs text): one image already gives
+    the GEMMs enough rows (ViT-Base: 197), and packs of more than about 160
+    rows measured slower per row than smaller ones (BERT-base; see
+    kPackTokens in runtime/main_call.c), since their activations no longer
+    stay in cache while the weights stream past.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def FuseQKVPass : Pass<"tfm-fuse-qkv", "func::FuncOp"> {
   let summary = "Join sibling head projections (Q, K, V) into one GEMM";
   let description = [{

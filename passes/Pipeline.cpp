@@ -19,6 +19,8 @@ void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
   }
   if (options.packSequences)
     pm.addPass(createPackSequencesPass());
+  if (options.batchImages)
+    pm.addPass(createBatchImagesPass());
   pm.addPass(createCanonicalizerPass());
   if (options.fuseQKV)
     pm.addNestedPass<func::FuncOp>(createFuseQKVPass());

@@ -18,6 +18,7 @@ struct TfmPipelineOptions {
   int64_t maxContext = 0;
   /// Derive @<name>_batch over packed sequences (encoders only).
   bool packSequences = true;
+  bool batchImages = true;
   /// The fusion passes (each can be turned off to measure what it buys).
   bool fuseQKV = true;
   bool fuseMLP = true;

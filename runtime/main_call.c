@@ -98,6 +98,10 @@ typedef struct {
   int32_t *ids, *types;
   long count;
   float *features; /* --pixels: the features input, of its static shape */
+  /* IMAGE...: the file and its number from 1, for the heading of its
+   * output when there are several. */
+  const char *image;
+  long number;
 } call_input;
 
 static void free_input(call_input *in) {
@@ -319,9 +323,20 @@ static int emit_output(const char *argv0, tfm_model *model,
   return 1;
 }
 
+/* "==> FILE <==" above each image's output when there are several (as
+ * head(1) does), printed with the output since images run in batches; not
+ * into raw f32 on stdout. */
+static void print_heading(const tfm_call_options *o, const call_input *in,
+                          FILE *raw) {
+  if (o->image_count > 1 && in->image && raw != stdout)
+    printf("%s==> %s <==\n", in->number > 1 ? "\n" : "", in->image);
+}
+
 /* --preprocess: an image input as the model would see it. */
 static int emit_features(const char *argv0, const tfm_entry_point *entry,
-                         const call_input *in, FILE *raw) {
+                         const tfm_call_options *o, const call_input *in,
+                         FILE *raw) {
+  print_heading(o, in, raw);
   const tfm_tensor_desc *desc = features_input(entry);
   tfm_tensor view = {in->features, TFM_DTYPE_F32, desc->rank, {0}, NULL};
   memcpy(view.shape, desc->shape, sizeof view.shape);
@@ -331,9 +346,62 @@ static int emit_features(const char *argv0, const tfm_entry_point *entry,
   return 1;
 }
 
+/* The inputs of a batch call for inputs [0, n): token ids and types end to
+ * end with their lengths (tfm-pack-sequences), or the images stacked
+ * (tfm-batch-images). Sets *buffers to what to free. */
+static int batch_inputs(const char *argv0, const tfm_entry_point *entry,
+                        const tfm_entry_point *packed, const call_input *in,
+                        int n, tfm_tensor *inputs, void *buffers[3]) {
+  const tfm_tensor_desc *image = features_input(entry);
+  if (image) {
+    int64_t count = element_count(image->shape, image->rank);
+    float *stack = malloc((size_t)(n * count) * sizeof *stack);
+    buffers[0] = stack;
+    if (!stack) {
+      fprintf(stderr, "%s: error: out of memory\n", argv0);
+      return 0;
+    }
+    for (int k = 0; k < n; ++k)
+      memcpy(stack + k * count, in[k].features, (size_t)count * sizeof *stack);
+    inputs[0] = (tfm_tensor){stack, TFM_DTYPE_F32, image->rank + 1, {n}, NULL};
+    memcpy(inputs[0].shape + 1, image->shape,
+           (size_t)image->rank * sizeof *image->shape);
+    return 1;
+  }
+  long total = 0;
+  for (int k = 0; k < n; ++k)
+    total += in[k].count;
+  int32_t *ids = malloc((size_t)total * sizeof *ids);
+  int32_t *types = malloc((size_t)total * sizeof *types);
+  int32_t *lengths = malloc((size_t)n * sizeof *lengths);
+  buffers[0] = ids;
+  buffers[1] = types;
+  buffers[2] = lengths;
+  if (!ids || !types || !lengths) {
+    fprintf(stderr, "%s: error: out of memory\n", argv0);
+    return 0;
+  }
+  for (long k = 0, at = 0; k < n; at += in[k].count, ++k) {
+    memcpy(ids + at, in[k].ids, (size_t)in[k].count * sizeof *ids);
+    memcpy(types + at, in[k].types, (size_t)in[k].count * sizeof *types);
+    lengths[k] = (int32_t)in[k].count;
+  }
+  for (int32_t i = 0; i < packed->num_inputs; ++i) {
+    int32_t role = packed->inputs[i].role;
+    inputs[i] = (tfm_tensor){role == TFM_ROLE_TOKEN_IDS          ? ids
+                             : role == TFM_ROLE_SEQUENCE_LENGTHS ? lengths
+                                                                 : types,
+                             TFM_DTYPE_I32,
+                             1,
+                             {role == TFM_ROLE_SEQUENCE_LENGTHS ? n : total},
+                             NULL};
+  }
+  return 1;
+}
+
 /* Runs the entry point on inputs [0, n): one call each, or one call of its
- * packed twin @<name>_batch (tfm-pack-sequences) for all of them, and
- * emits each input's output in order, the same either way. */
+ * batch twin @<name>_batch (tfm-pack-sequences, tfm-batch-images) for all
+ * of them, and emits each input's output in order, the same either way. */
 static int run_inputs(const char *argv0, tfm_model *model,
                       const tfm_entry_point *entry,
                       const tfm_entry_point *packed,
@@ -361,6 +429,7 @@ static int run_inputs(const char *argv0, tfm_model *model,
         fprintf(stderr, "%s: error: %s\n", argv0, status.message);
         return 0;
       }
+      print_heading(o, &in[k], raw);
       int ok = emit_output(argv0, model, entry, o, &output, raw);
       tfm_tensor_release(&output);
       if (!ok)
@@ -368,31 +437,8 @@ static int run_inputs(const char *argv0, tfm_model *model,
     }
     return 1;
   }
-  /* The inputs end to end, and their lengths. */
-  long total = 0;
-  for (int k = 0; k < n; ++k)
-    total += in[k].count;
-  int32_t *ids = malloc((size_t)total * sizeof *ids);
-  int32_t *types = malloc((size_t)total * sizeof *types);
-  int32_t *lengths = malloc((size_t)n * sizeof *lengths);
-  int ok = ids && types && lengths;
-  if (!ok)
-    fprintf(stderr, "%s: error: out of memory\n", argv0);
-  for (long k = 0, at = 0; ok && k < n; at += in[k].count, ++k) {
-    memcpy(ids + at, in[k].ids, (size_t)in[k].count * sizeof *ids);
-    memcpy(types + at, in[k].types, (size_t)in[k].count * sizeof *types);
-    lengths[k] = (int32_t)in[k].count;
-  }
-  for (int32_t i = 0; ok && i < packed->num_inputs; ++i) {
-    int32_t role = packed->inputs[i].role;
-    inputs[i] = (tfm_tensor){role == TFM_ROLE_TOKEN_IDS      ? ids
-                             : role == TFM_ROLE_SEQUENCE_LENGTHS ? lengths
-                                                                 : types,
-                             TFM_DTYPE_I32,
-                             1,
-                             {role == TFM_ROLE_SEQUENCE_LENGTHS ? n : total},
-                             NULL};
-  }
+  void *buffers[3] = {NULL, NULL, NULL};
+  int ok = batch_inputs(argv0, entry, packed, in, n, inputs, buffers);
   if (ok && tfm_model_call(model, packed->name, inputs, packed->num_inputs,
                            NULL, &output, 1, &status) != TFM_OK) {
     fprintf(stderr, "%s: error: %s\n", argv0, status.message);
@@ -414,13 +460,13 @@ static int run_inputs(const char *argv0, tfm_model *model,
       } else {
         view.shape[0] = in[k].count;
       }
+      print_heading(o, &in[k], raw);
       ok = emit_output(argv0, model, entry, o, &view, raw);
     }
     tfm_tensor_release(&output);
   }
-  free(ids);
-  free(types);
-  free(lengths);
+  for (int i = 0; i < 3; ++i)
+    free(buffers[i]);
   return ok;
 }
 
@@ -443,6 +489,17 @@ static int check_inputs(const char *argv0, const tfm_entry_point *entry,
   for (int32_t i = 0; i < entry->num_inputs; ++i) {
     int32_t role = entry->inputs[i].role;
     takes_types |= role == TFM_ROLE_TOKEN_TYPE_IDS;
+    int batched = 0; /* a batch of images: @NAME_batch */
+    for (int32_t d = 0; role == TFM_ROLE_FEATURES && d < entry->inputs[i].rank;
+         ++d)
+      batched |= entry->inputs[i].shape[d] < 0;
+    if (batched) {
+      fprintf(stderr,
+              "%s: error: @%s takes a batch of images: give the images to "
+              "the one-image entry point, which batches them\n",
+              argv0, o->name);
+      return 0;
+    }
     if (role != TFM_ROLE_TOKEN_IDS && role != TFM_ROLE_TOKEN_TYPE_IDS &&
         role != TFM_ROLE_FEATURES) {
       fprintf(stderr,
@@ -530,12 +587,15 @@ int tfm_main_call(const char *argv0, tfm_model *model,
     return 1;
   }
   int64_t context = tfm_model_get_desc(model)->max_context;
-  /* --text-file's lines go through the packed twin, if any: at most
-   * --batch lines and, past one line, kPackTokens tokens per call. */
+  /* --text-file's lines and several images go through the batch twin, if
+   * any: at most --batch inputs and, past one line, kPackTokens tokens per
+   * call. */
   char packed_name[256];
   snprintf(packed_name, sizeof packed_name, "%s_batch", o->name);
   const tfm_entry_point *packed = tfm_model_entry_point(model, packed_name);
-  int batch = packed && file ? (o->batch > 0 ? o->batch : 32) : 1;
+  int batch = packed && (file || o->image_count > 1)
+                  ? (o->batch > 0 ? o->batch : 32)
+                  : 1;
   call_input *ins = calloc((size_t)batch, sizeof *ins);
   int ok = ins != NULL, n = 0;
   long tokens = 0; /* in the pack so far */
@@ -549,8 +609,6 @@ int tfm_main_call(const char *argv0, tfm_model *model,
     if (o->image_count) {
       image = o->images[number - 1];
       last = number == o->image_count;
-      if (o->image_count > 1)
-        printf("%s==> %s <==\n", number > 1 ? "\n" : "", image);
     } else if (file) {
       if (!*line)
         break;
@@ -565,6 +623,8 @@ int tfm_main_call(const char *argv0, tfm_model *model,
       snprintf(where, sizeof where, "the text");
     }
     call_input *in = &ins[n++];
+    in->image = image;
+    in->number = number;
     if (image)
       ok = input_from_image(argv0, model, entry, image, in);
     else if (takes_pixels)
@@ -582,7 +642,7 @@ int tfm_main_call(const char *argv0, tfm_model *model,
       print_ids(in->ids, in->count);
       print_ids(in->types, in->count);
     } else if (ok && o->preprocess) {
-      ok = emit_features(argv0, entry, in, raw);
+      ok = emit_features(argv0, entry, o, in, raw);
     } else if (ok && n > 1 && tokens + in->count > kPackTokens) {
       /* The pack is full without this input: run it, keep this one. */
       ok = run_inputs(argv0, model, entry, packed, o, ins, n - 1, raw);
