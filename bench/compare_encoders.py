@@ -2,25 +2,37 @@
 """bench/compare_encoders.py: a BERT-base-shaped encoder (12 layers, 768
 wide, 12 heads, FFN 3072, vocab 30522; random weights) encoding one
 sequence, and a ViT-B/16-shaped image encoder (224x224, 197 tokens) on one
-image, tfmc against transformers' BertModel / ViTModel on PyTorch, beside
-the machine's FP32 peak measured in the same run.
+image and on a batch of images, tfmc against transformers' BertModel /
+ViTModel on PyTorch and against ONNX Runtime, beside the machine's FP32
+peak measured in the same run.
 
     bash ../shared/reference/setup.sh && source /tmp/tfm-hfref/env.sh
     /usr/bin/python3 bench/compare_encoders.py [--seq 128,512] [--reps 20]
-        [--no-vit] [--batches 32:8-64,8:16-128]
+        [--no-vit] [--images 8] [--batches 32:128-128,32:8-64,8:16-128]
+        [--no-ort]
 
 tfmc: the model compiled with --emit=lib and timed through tfm_model_call
 (bench/encode_bench.c). PyTorch at its fastest setting here
 (OPENBLAS_NUM_THREADS=2, torch.set_num_threads(1)), eager attention, no
-grad. Printed: milliseconds per sequence, tokens/s, the ratio, and tfmc's
-GFLOP/s as a fraction of the peak.
+grad. ONNX Runtime: onnxruntime-node (bench/package.json, installed with
+npm on first use; skipped if that fails or with --no-ort) on the same
+model exported by export_onnx_encoder.py, CPU, 2 intra-op threads, all
+graph optimizations (bench/ort_encoder_peer.js). Printed: milliseconds per
+sequence or image, the ratios, and tfmc's GFLOP/s as a fraction of the
+peak. Every figure is the best of the repetitions.
+
+Image batch cell: N images through @encode_batch (tfm-batch-images) in one
+call and one call of @encode each; ONNX Runtime and PyTorch on the
+[N, 3, 224, 224] batch.
 
 Batch cells (B:MIN-MAX): B sequences of MIN to MAX tokens, as sentence
 embedders see them. tfmc packed end to end in one call of @encode_batch
-(tfm-pack-sequences), one call per sequence, and packed with every
-sequence padded to the longest (the work of a padded batch); PyTorch pads
-to the longest with an attention mask, as transformers' tokenizers do
-with padding=True. Printed: milliseconds per batch and sequences/s.
+(tfm-pack-sequences; the runtime runs it in groups of whole sequences of
+at most 160 tokens), one call per sequence, and packed with every
+sequence padded to the longest (the work of a padded batch); PyTorch and
+ONNX Runtime pad to the longest with an attention mask, as transformers'
+tokenizers do with padding=True. Printed: milliseconds per batch and
+sequences/s.
 """
 import argparse
 import json
@@ -28,7 +40,7 @@ import os
 import subprocess
 import sys
 
-from compare_peers import hardware_limits
+from compare_peers import hardware_limits, install_onnxruntime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -50,9 +62,52 @@ def flops_per_sequence(seq, d=768, layers=12, ffn=3072):
     return 2 * (matmuls * seq + attention)
 
 
-def torch_peer(directory, seq, reps, vit=False):
+class OrtPeer:
+    """ONNX Runtime on the exported model; unavailable (with the reason
+    printed once) when onnxruntime-node or the export cannot be had."""
+
+    def __init__(self, work, enabled):
+        self.work, self.reason = work, None if enabled else "--no-ort"
+        if enabled:
+            try:
+                install_onnxruntime()
+            except (subprocess.CalledProcessError, OSError) as e:
+                self.reason = f"npm install failed ({e})"
+        if self.reason:
+            print(f"ONNX Runtime: skipped: {self.reason}")
+
+    def export(self, directory, vit):
+        onnx = directory + ".onnx"
+        if not os.path.exists(onnx):
+            subprocess.run([sys.executable, os.path.join(HERE, "export_onnx_encoder.py"),
+                            directory, onnx] + (["--vit"] if vit else []),
+                           check=True, capture_output=True)
+        return onnx
+
+    def best_seconds(self, directory, reps, lengths=None, images=None):
+        """Seconds per call: a batch of sequences padded to the longest
+        (`lengths`), or `images` images. None when unavailable."""
+        if self.reason:
+            return None
+        what = (["--images", str(images)] if images else
+                ["--lengths", ",".join(map(str, lengths))])
+        out = subprocess.run(["node", os.path.join(HERE, "ort_encoder_peer.js"),
+                              self.export(directory, bool(images)), "--reps", str(reps)]
+                             + what, capture_output=True, text=True, check=True).stdout
+        return json.loads(out.strip().splitlines()[-1])["best_seconds"]
+
+
+def ms(seconds):
+    return "-" if seconds is None else f"{seconds * 1e3:.1f}"
+
+
+def ratio(theirs, ours):
+    return "-" if theirs is None else f"{theirs / ours:.2f}x"
+
+
+def torch_peer(directory, seq, reps, vit=False, images=1):
     cls = "ViT" if vit else "Bert"
-    inputs = ("torch.rand(1, 3, 224, 224)" if vit else
+    inputs = (f"torch.rand({images}, 3, 224, 224)" if vit else
               f"torch.arange(1000, 1000 + {seq}).unsqueeze(0)")
     code = f"""
 import json, time, torch, transformers as tf
@@ -104,9 +159,10 @@ print(json.dumps({{"best_seconds": min(times[1:])}}))
     return json.loads(out.strip().splitlines()[-1])
 
 
-def batch_cells(exe, model, spec, reps, peak):
+def batch_cells(exe, model, spec, reps, peak, ort):
     print(f"{'batch':>12} {'packed ms':>10} {'1-by-1 ms':>10} "
-          f"{'padded ms':>10} {'PyTorch ms':>11} {'/PT':>6}  packed of the peak")
+          f"{'padded ms':>10} {'PyTorch ms':>11} {'/PT':>6} {'ORT ms':>8} "
+          f"{'/ORT':>6}  packed of the peak")
     for cell in spec.split(","):
         batch, span = cell.split(":")
         low, high = span.split("-")
@@ -114,13 +170,15 @@ def batch_cells(exe, model, spec, reps, peak):
             [exe, "--batch", batch, low, high, str(reps)], capture_output=True,
             text=True, check=True).stdout)
         theirs = torch_batch_peer(model, ours["lengths"], reps)
+        onnx = ort.best_seconds(model, reps, lengths=ours["lengths"])
         flops = sum(flops_per_sequence(n) for n in ours["lengths"])
         gflops = flops / ours["packed_seconds"] / 1e9
         print(f"{cell:>12} {ours['packed_seconds'] * 1e3:>10.1f} "
               f"{ours['one_by_one_seconds'] * 1e3:>10.1f} "
               f"{ours['padded_seconds'] * 1e3:>10.1f} "
               f"{theirs['best_seconds'] * 1e3:>11.1f} "
-              f"{theirs['best_seconds'] / ours['packed_seconds']:>5.2f}x  "
+              f"{theirs['best_seconds'] / ours['packed_seconds']:>5.2f}x "
+              f"{ms(onnx):>8} {ratio(onnx, ours['packed_seconds']):>6}  "
               f"{gflops:.0f} GFLOP/s = {100 * gflops / peak:.0f}%; "
               f"{int(batch) / ours['packed_seconds']:.0f} sequences/s")
 
@@ -131,35 +189,70 @@ def main():
     parser.add_argument("--seq", default="128,512")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--no-vit", action="store_true")
-    parser.add_argument("--batches", default="32:8-64,8:16-128",
+    parser.add_argument("--batches", default="32:128-128,32:8-64,8:16-128",
                         help="batch cells B:MIN-MAX ('' for none)")
+    parser.add_argument("--images", type=int, default=8,
+                        help="images in the image batch cell (0: none)")
+    parser.add_argument("--no-ort", action="store_true")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     peak = hardware_limits(args.work)
     print(f"machine: FP32 peak {peak['fp32_peak_gflops']:.1f} GFLOP/s")
+    ort = OrtPeer(args.work, not args.no_ort)
     bert = compile_bench(args.work, "bert-base-random", vit=False)
-    print(f"{'input':>10} {'tfmc ms':>9} {'PyTorch ms':>11} {'/PT':>6}  tfmc of the FP32 peak")
+    print(f"{'input':>10} {'tfmc ms':>9} {'PyTorch ms':>11} {'/PT':>6} "
+          f"{'ORT ms':>8} {'/ORT':>6}  tfmc of the FP32 peak")
     cells = [(f"{seq} tok", bert, seq, False) for seq in
              [int(s) for s in args.seq.split(",")]]
+    vit = None
     if not args.no_vit:
         # ViT-B/16: 196 patches + the class token; the patch GEMM included.
-        cells.append(("224 image", compile_bench(args.work, "vit-base-random",
-                                                 vit=True), 197, True))
-    for label, (model, exe), seq, vit in cells:
+        vit = compile_bench(args.work, "vit-base-random", vit=True)
+        cells.append(("224 image", vit, 197, True))
+    for label, (model, exe), seq, is_vit in cells:
         ours = json.loads(subprocess.run([exe, str(seq), str(args.reps)],
                                          capture_output=True, text=True,
                                          check=True).stdout)
-        theirs = torch_peer(model, seq, args.reps, vit)
-        flops = flops_per_sequence(seq) + (2 * 196 * 768 * 768 if vit else 0)
-        gflops = flops / ours["best_seconds"] / 1e9
+        theirs = torch_peer(model, seq, args.reps, is_vit)
+        onnx = (ort.best_seconds(model, args.reps, images=1) if is_vit else
+                ort.best_seconds(model, args.reps, lengths=[seq]))
+        gflops = flops_per_image(1) if is_vit else flops_per_sequence(seq)
+        gflops /= ours["best_seconds"] * 1e9
         print(f"{label:>10} {ours['best_seconds'] * 1e3:>9.2f} "
               f"{theirs['best_seconds'] * 1e3:>11.2f} "
-              f"{theirs['best_seconds'] / ours['best_seconds']:>5.2f}x  "
+              f"{theirs['best_seconds'] / ours['best_seconds']:>5.2f}x "
+              f"{ms(onnx):>8} {ratio(onnx, ours['best_seconds']):>6}  "
               f"{gflops:.0f} GFLOP/s = {100 * gflops / peak['fp32_peak_gflops']:.0f}%")
+    if vit and args.images:
+        image_batch_cell(vit, args.images, args.reps, peak["fp32_peak_gflops"], ort)
     if args.batches:
         model, exe = bert
         batch_cells(exe, model, args.batches, args.reps,
-                    peak["fp32_peak_gflops"])
+                    peak["fp32_peak_gflops"], ort)
+
+
+def flops_per_image(images):
+    """ViT-B/16 at 224: the encoder over 197 tokens and the patch GEMM."""
+    return images * (flops_per_sequence(197) + 2 * 196 * 768 * 768)
+
+
+def image_batch_cell(vit, images, reps, peak, ort):
+    model, exe = vit
+    ours = json.loads(subprocess.run([exe, "--images", str(images), str(reps)],
+                                     capture_output=True, text=True,
+                                     check=True).stdout)
+    theirs = torch_peer(model, 197, reps, vit=True, images=images)
+    onnx = ort.best_seconds(model, reps, images=images)
+    gflops = flops_per_image(images) / ours["batch_seconds"] / 1e9
+    print(f"{'images':>12} {'batch ms':>10} {'1-by-1 ms':>10} {'PyTorch ms':>11} "
+          f"{'/PT':>6} {'ORT ms':>8} {'/ORT':>6}  batch of the peak")
+    print(f"{images:>12} {ours['batch_seconds'] * 1e3:>10.1f} "
+          f"{ours['one_by_one_seconds'] * 1e3:>10.1f} "
+          f"{theirs['best_seconds'] * 1e3:>11.1f} "
+          f"{theirs['best_seconds'] / ours['batch_seconds']:>5.2f}x "
+          f"{ms(onnx):>8} {ratio(onnx, ours['batch_seconds']):>6}  "
+          f"{gflops:.0f} GFLOP/s = {100 * gflops / peak:.0f}%; "
+          f"{images / ours['batch_seconds']:.1f} images/s")
 
 
 def compile_bench(work, name, vit):

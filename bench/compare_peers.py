@@ -94,12 +94,17 @@ def run_torch(model, prompt, new):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def ensure_ort(work, directory, kind, config):
-    """Installs onnxruntime-node and exports the model, once."""
+def install_onnxruntime():
+    """onnxruntime-node (package.json's pin) under bench/node_modules, once."""
     if not os.path.isdir(os.path.join(HERE, "node_modules", "onnxruntime-node")):
         subprocess.run(["npm", "install", "--ignore-scripts", "--no-audit", "--no-fund",
                         "--no-package-lock"],
                        cwd=HERE, check=True, capture_output=True)
+
+
+def ensure_ort(work, directory, kind, config):
+    """Installs onnxruntime-node and exports the model, once."""
+    install_onnxruntime()
     onnx = os.path.join(work, f"{kind}.onnx")
     if not os.path.exists(onnx):
         subprocess.run(["/usr/bin/python3", os.path.join(HERE, "export_onnx.py"),

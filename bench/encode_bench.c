@@ -9,7 +9,11 @@
  * (spread evenly, in a shuffled order), three ways: packed into one call
  * of the packed twin (@encode_batch), one call of @encode each, and packed
  * with every sequence padded to the batch's longest (the work a padded
- * batch does). Prints seconds per batch of each, and the batch's tokens. */
+ * batch does). Prints seconds per batch of each, and the batch's tokens.
+ *
+ * `encode-bench --images N REPS`: an image model on N images, one call of
+ * its batch twin (@encode_batch, tfm-batch-images) and one call of @encode
+ * each. Prints seconds per N images of both. */
 #include "model.h"
 
 #include <stdio.h>
@@ -96,6 +100,57 @@ static int bench_batch(tfm_model *model, int batch, int min, int max,
   return 0;
 }
 
+/* One image of the entry point's features shape per `count` floats, as
+ * the single-image mode fills it. */
+static float *pixels_of(const tfm_tensor_desc *features, int images,
+                        int64_t *count) {
+  *count = 1;
+  for (int32_t d = 0; d < features->rank; ++d)
+    *count *= features->shape[d];
+  float *pixels = malloc(sizeof *pixels * *count * images);
+  for (int64_t i = 0; i < *count * images; ++i)
+    pixels[i] = (float)((i % 100) * 0.01);
+  return pixels;
+}
+
+/* The --images mode (see the top). */
+static int bench_images(tfm_model *model, int images, int reps) {
+  const tfm_entry_point *entry = &tfm_model_get_desc(model)->entry_points[0];
+  const tfm_tensor_desc *features = &entry->inputs[0];
+  if (features->role != TFM_ROLE_FEATURES) {
+    fprintf(stderr, "error: @%s takes no images\n", entry->name);
+    return 1;
+  }
+  char batch_name[128];
+  snprintf(batch_name, sizeof batch_name, "%s_batch", entry->name);
+  int64_t count;
+  float *pixels = pixels_of(features, images, &count);
+  tfm_tensor batch = {pixels, TFM_DTYPE_F32, features->rank + 1, {images},
+                      NULL};
+  memcpy(batch.shape + 1, features->shape,
+         sizeof *features->shape * features->rank);
+  double batch_s = time_calls(model, batch_name, &batch, 1, 1, reps, NULL);
+  /* One call per image, the whole pass timed (best of the repetitions). */
+  double alone_s = 1e30;
+  for (int r = -1; r < reps; ++r) {
+    double start = now();
+    for (int i = 0; i < images; ++i) {
+      tfm_tensor one = {pixels + i * count, TFM_DTYPE_F32, features->rank,
+                        {0}, NULL};
+      memcpy(one.shape, features->shape,
+             sizeof *features->shape * features->rank);
+      time_calls(model, entry->name, &one, 1, 0, 1, NULL);
+    }
+    double elapsed = now() - start;
+    if (r >= 0 && elapsed < alone_s)
+      alone_s = elapsed;
+  }
+  printf("{\"batch_seconds\": %.6f, \"one_by_one_seconds\": %.6f}\n", batch_s,
+         alone_s);
+  free(pixels);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   tfm_status status;
   tfm_model *model;
@@ -109,6 +164,11 @@ int main(int argc, char **argv) {
     tfm_model_free(model);
     return code;
   }
+  if (argc == 4 && !strcmp(argv[1], "--images")) {
+    int code = bench_images(model, atoi(argv[2]), atoi(argv[3]));
+    tfm_model_free(model);
+    return code;
+  }
   int seq = argc > 1 ? atoi(argv[1]) : 128, reps = argc > 2 ? atoi(argv[2]) : 20;
   const tfm_entry_point *entry = &tfm_model_get_desc(model)->entry_points[0];
   int32_t *ids = malloc(sizeof *ids * seq), *types = calloc(seq, sizeof *types);
@@ -118,12 +178,8 @@ int main(int argc, char **argv) {
                           {types, TFM_DTYPE_I32, 1, {seq}, NULL}};
   const tfm_tensor_desc *first = &entry->inputs[0];
   if (first->role == TFM_ROLE_FEATURES) {
-    int64_t count = 1;
-    for (int32_t d = 0; d < first->rank; ++d)
-      count *= first->shape[d];
-    float *pixels = malloc(sizeof *pixels * count);
-    for (int64_t i = 0; i < count; ++i)
-      pixels[i] = (float)((i % 100) * 0.01);
+    int64_t count;
+    float *pixels = pixels_of(first, 1, &count);
     inputs[0] = (tfm_tensor){pixels, TFM_DTYPE_F32, first->rank, {0}, NULL};
     for (int32_t d = 0; d < first->rank; ++d)
       inputs[0].shape[d] = first->shape[d];

@@ -44,7 +44,12 @@ static tfm_status_code check_tensor(const tfm_model_desc *desc,
                     dtype_name(tensor->dtype));
   for (int32_t d = 0; d < expected->rank; ++d) {
     int64_t want = expected->shape[d], got = tensor->shape[d];
-    if ((want >= 0 && got != want) || got < 0 || (want < 0 && got == 0))
+    if (want < 0 && got == 0)
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "%s %d of @%s: dimension %d is empty (an empty batch "
+                      "or sequence)",
+                      what, index, entry, d);
+    if ((want >= 0 && got != want) || got < 0)
       return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                       "%s %d of @%s: dimension %d is %lld, expected %lld",
                       what, index, entry, d, (long long)got,
@@ -180,8 +185,10 @@ tfm_status_code tfm_model_call(tfm_model *model, const char *name,
     if (code != TFM_OK)
       return code;
   }
-  tfm_memref1d weights = tfm_model_weights_descriptor(model);
   memset(outputs, 0, (size_t)num_outputs * sizeof *outputs);
+  if (packed >= 0) /* in groups of whole sequences (packed_call.c) */
+    return tfm_call_packed(model, entry, inputs, packed, outputs, status);
+  tfm_memref1d weights = tfm_model_weights_descriptor(model);
   int32_t code = entry->call(&weights, inputs, caches, outputs);
   if (code != TFM_OK)
     return tfm_fail(status, (tfm_status_code)code,

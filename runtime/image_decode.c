@@ -3,9 +3,9 @@
  * Decodes an image file's bytes with Debian's libpng and libjpeg-turbo
  * into 8-bit RGB rows, as Pillow's Image.open(...).convert("RGB") sees
  * them: palettes expanded, gray replicated, alpha dropped (not blended),
- * 16-bit samples cut to their high byte, no gamma correction; JPEG with
- * the library's default (islow) DCT and fancy upsampling, as Pillow uses
- * the same library. Every failure is a message naming what is wrong: a
+ * 16-bit samples cut to their high byte (16-bit gray alone clipped at 255),
+ * no gamma correction; JPEG with the library's default (islow) DCT and
+ * fancy upsampling, as Pillow uses the same library. Every failure is a message naming what is wrong: a
  * file that is neither format, a truncated or corrupt stream (libjpeg's
  * warnings count), sizes past the limit, CMYK JPEG.
  *
@@ -100,24 +100,38 @@ static int decode_png(const uint8_t *data, size_t size, tfm_rgb_image *image,
     return 0;
   }
   /* To 8-bit RGB: palettes and low bit depths expanded, 16 bits cut to
-   * the high byte (Pillow's raw modes), gray replicated, alpha dropped. */
-  png_set_expand(png);
-  png_set_strip_16(png);
-  png_set_gray_to_rgb(png);
-  png_set_strip_alpha(png);
+   * the high byte (Pillow's raw modes), gray replicated, alpha dropped.
+   * 16-bit gray alone is read whole: Pillow holds it as 32-bit integers
+   * ("I") and converts those to RGB by clipping at 255, not by scaling. */
+  int gray16 = png_get_bit_depth(png, info) == 16 &&
+               png_get_color_type(png, info) == PNG_COLOR_TYPE_GRAY;
+  size_t sample_bytes = gray16 ? 2 : 3;
+  if (!gray16) {
+    png_set_expand(png);
+    png_set_strip_16(png);
+    png_set_gray_to_rgb(png);
+    png_set_strip_alpha(png);
+  }
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
-  if (png_get_rowbytes(png, info) != (size_t)width * 3)
+  if (png_get_rowbytes(png, info) != (size_t)width * sample_bytes)
     png_error(png, "unexpected row layout after conversion to RGB");
+  /* 16-bit gray is read into the last two thirds and widened in place. */
   pixels = malloc((size_t)width * height * 3);
   rows = malloc(sizeof *rows * height);
   if (!pixels || !rows)
     png_error(png, "out of memory");
+  uint8_t *samples = pixels + (gray16 ? (size_t)width * height : 0);
   for (png_uint_32 y = 0; y < height; ++y)
-    rows[y] = pixels + (size_t)y * width * 3;
+    rows[y] = samples + (size_t)y * width * sample_bytes;
   png_read_image(png, rows);
   png_read_end(png, NULL);
   free(rows);
+  for (size_t i = 0; gray16 && i < (size_t)width * height; ++i) {
+    unsigned value = (unsigned)samples[2 * i] << 8 | samples[2 * i + 1];
+    uint8_t clipped = value > 255 ? 255 : (uint8_t)value;
+    pixels[3 * i] = pixels[3 * i + 1] = pixels[3 * i + 2] = clipped;
+  }
   png_destroy_read_struct(&png, &info, NULL);
   image->pixels = pixels;
   image->width = width;

@@ -470,13 +470,6 @@ static int run_inputs(const char *argv0, tfm_model *model,
   return ok;
 }
 
-/* Tokens per packed call. Measured on BERT-base (bench/compare_encoders.py
- * --batches): sequences of 8 to 64 tokens cost 18.4 ms each packed four
- * (143 tokens) to a call, 22.3 ms one to a call, and 21 to 27 ms in packs
- * of 288 to 1137 tokens, whose activations no longer stay in the caches
- * while the weights stream past. */
-enum { kPackTokens = 160 };
-
 /* Checks that the command line can give every input of the entry point. */
 static int check_inputs(const char *argv0, const tfm_entry_point *entry,
                         const tfm_call_options *o) {
@@ -586,10 +579,18 @@ int tfm_main_call(const char *argv0, tfm_model *model,
       fclose(raw);
     return 1;
   }
+  if (file && !*file) {
+    fprintf(stderr, "%s: error: --text-file '%s' is empty: no texts to run\n",
+            argv0, o->text_file);
+    free(file);
+    if (raw && raw != stdout)
+      fclose(raw);
+    return 1;
+  }
   int64_t context = tfm_model_get_desc(model)->max_context;
   /* --text-file's lines and several images go through the batch twin, if
-   * any: at most --batch inputs and, past one line, kPackTokens tokens per
-   * call. */
+   * any, at most --batch inputs a call (which runs packed text in groups
+   * that stay in cache: packed_call.c). */
   char packed_name[256];
   snprintf(packed_name, sizeof packed_name, "%s_batch", o->name);
   const tfm_entry_point *packed = tfm_model_entry_point(model, packed_name);
@@ -598,7 +599,6 @@ int tfm_main_call(const char *argv0, tfm_model *model,
                   : 1;
   call_input *ins = calloc((size_t)batch, sizeof *ins);
   int ok = ins != NULL, n = 0;
-  long tokens = 0; /* in the pack so far */
   if (!ins)
     fprintf(stderr, "%s: error: out of memory\n", argv0);
   /* Each line of --text-file is an input; otherwise the one input given. */
@@ -643,17 +643,7 @@ int tfm_main_call(const char *argv0, tfm_model *model,
       print_ids(in->types, in->count);
     } else if (ok && o->preprocess) {
       ok = emit_features(argv0, entry, o, in, raw);
-    } else if (ok && n > 1 && tokens + in->count > kPackTokens) {
-      /* The pack is full without this input: run it, keep this one. */
-      ok = run_inputs(argv0, model, entry, packed, o, ins, n - 1, raw);
-      for (int k = 0; k < n - 1; ++k)
-        free_input(&ins[k]);
-      ins[0] = *in;
-      in = &ins[0];
-      n = 1;
-      tokens = 0;
     }
-    tokens += ok ? in->count : 0;
     int runs = !o->tokenize && !o->preprocess;
     if (ok && runs && n < batch && !last)
       continue; /* the pack is not full yet */
@@ -662,7 +652,6 @@ int tfm_main_call(const char *argv0, tfm_model *model,
     for (int k = 0; k < n; ++k)
       free_input(&ins[k]);
     n = 0;
-    tokens = 0;
     if (last)
       break;
   }

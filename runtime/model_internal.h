@@ -21,6 +21,14 @@ tfm_status_code tfm_run_prefill(tfm_model *model, int decode,
                                 int64_t start, int64_t slot,
                                 tfm_memref5d_f32 *cache, tfm_status *status);
 
+/* Runs a packed entry point (@<name>_batch, whose input `lengths_at` holds
+ * the sequence lengths, already checked) in groups of whole sequences that
+ * stay in cache, joining their outputs into `output` (packed_call.c). */
+tfm_status_code tfm_call_packed(tfm_model *model,
+                                const tfm_entry_point *entry,
+                                const tfm_tensor *inputs, int32_t lengths_at,
+                                tfm_tensor *output, tfm_status *status);
+
 /* The weights as the generated code takes them. */
 tfm_memref1d tfm_model_weights_descriptor(const tfm_model *model);
 

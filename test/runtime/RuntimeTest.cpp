@@ -278,6 +278,13 @@ TEST(Model, ChecksTheLengthsOfPackedSequences) {
   EXPECT_EQ(tfm_model_call(model, "forward_batch", inputs, 2, nullptr,
                            &output, 1, &status),
             TFM_ERROR_CONTEXT_OVERFLOW);
+  // An empty batch.
+  inputs[0].shape[0] = inputs[1].shape[0] = 0;
+  EXPECT_EQ(tfm_model_call(model, "forward_batch", inputs, 2, nullptr,
+                           &output, 1, &status),
+            TFM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(status.message, "input 0 of @forward_batch: dimension 0 is "
+                               "empty (an empty batch or sequence)");
   tfm_model_free(model);
 }
 

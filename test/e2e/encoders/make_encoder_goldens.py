@@ -35,6 +35,16 @@ def randomize(model, seed):
             p.copy_(1 + 0.2 * noise if is_scale else 0.2 * noise)
 
 
+def random_model(model_class, config, seed, **kwargs):
+    """model_class(config) for inference with eager attention, its weights
+    drawn from `seed` (torch's own initialization too)."""
+    config._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = model_class(config, **kwargs).eval()
+    randomize(model, seed)
+    return model
+
+
 def write(name, model, tokens=TOKENS, types=TYPES):
     folder = os.path.join(OUT, name)
     os.makedirs(folder, exist_ok=True)
@@ -73,24 +83,15 @@ def write_classifier(name, model, tokens, types=None):
 
 def main():
     config = tf.BertConfig(**SIZES, hidden_act="gelu")
-    config._attn_implementation = "eager"
-    torch.manual_seed(1)
-    model = tf.BertModel(config).eval()
-    randomize(model, 1)
+    model = random_model(tf.BertModel, config, 1)
     write("bert", model)
     config = tf.ElectraConfig(**SIZES, embedding_size=16, hidden_act="gelu")
-    config._attn_implementation = "eager"
-    torch.manual_seed(4)
-    model = tf.ElectraModel(config).eval()
-    randomize(model, 4)
+    model = random_model(tf.ElectraModel, config, 4)
     write("electra", model)
     config = tf.DistilBertConfig(vocab_size=64, dim=32, hidden_dim=48, n_layers=2,
                                  n_heads=4, max_position_embeddings=16,
                                  activation="gelu")
-    config._attn_implementation = "eager"
-    torch.manual_seed(5)
-    model = tf.DistilBertModel(config).eval()
-    randomize(model, 5)
+    model = random_model(tf.DistilBertModel, config, 5)
     write("distilbert", model, types=None)
     for name, config_class, model_class, seed in [
             ("roberta", tf.RobertaConfig, tf.RobertaModel, 2),
@@ -98,26 +99,17 @@ def main():
         sizes = dict(SIZES, max_position_embeddings=18, type_vocab_size=1)
         config = config_class(**sizes, hidden_act="gelu", pad_token_id=1,
                               layer_norm_eps=1e-5)
-        config._attn_implementation = "eager"
-        torch.manual_seed(seed)
-        model = model_class(config, add_pooling_layer=False).eval()
-        randomize(model, seed)
+        model = random_model(model_class, config, seed, add_pooling_layer=False)
         write(name, model, ROBERTA_TOKENS, [0] * len(ROBERTA_TOKENS))
     # Masked-LM heads: BERT's transform uses hidden_act (here the tanh
     # GELU, to tell it from RoBERTa's head, which always uses the exact one).
     config = tf.BertConfig(**SIZES, hidden_act="gelu_new")
-    config._attn_implementation = "eager"
-    torch.manual_seed(6)
-    model = tf.BertForMaskedLM(config).eval()
-    randomize(model, 6)
+    model = random_model(tf.BertForMaskedLM, config, 6)
     write_mlm("bert-mlm", model, TOKENS)
     config = tf.RobertaConfig(**dict(SIZES, max_position_embeddings=18,
                                      type_vocab_size=1),
                               hidden_act="gelu", pad_token_id=1, layer_norm_eps=1e-5)
-    config._attn_implementation = "eager"
-    torch.manual_seed(7)
-    model = tf.RobertaForMaskedLM(config).eval()
-    randomize(model, 7)
+    model = random_model(tf.RobertaForMaskedLM, config, 7)
     write_mlm("roberta-mlm", model, ROBERTA_TOKENS)
     # DistilBERT's head (vocab_transform, activation, vocab_layer_norm, tied
     # vocab_projector) and ELECTRA's generator head, which narrows to the
@@ -125,64 +117,38 @@ def main():
     distil_sizes = dict(vocab_size=64, dim=32, hidden_dim=48, n_layers=2,
                         n_heads=4, max_position_embeddings=16)
     config = tf.DistilBertConfig(**distil_sizes, activation="gelu")
-    config._attn_implementation = "eager"
-    torch.manual_seed(13)
-    model = tf.DistilBertForMaskedLM(config).eval()
-    randomize(model, 13)
+    model = random_model(tf.DistilBertForMaskedLM, config, 13)
     write_mlm("distilbert-mlm", model, TOKENS)
     config = tf.ElectraConfig(**SIZES, embedding_size=16, hidden_act="gelu_new")
-    config._attn_implementation = "eager"
-    torch.manual_seed(14)
-    model = tf.ElectraForMaskedLM(config).eval()
-    randomize(model, 14)
+    model = random_model(tf.ElectraForMaskedLM, config, 14)
     write_mlm("electra-mlm", model, TOKENS)
     # Classifiers, three labels named in id2label.
     labels = {"id2label": {"0": "negative", "1": "neutral", "2": "positive"},
               "label2id": {"negative": 0, "neutral": 1, "positive": 2}}
     config = tf.BertConfig(**SIZES, hidden_act="gelu", **labels)
-    config._attn_implementation = "eager"
-    torch.manual_seed(8)
-    model = tf.BertForSequenceClassification(config).eval()
-    randomize(model, 8)
+    model = random_model(tf.BertForSequenceClassification, config, 8)
     write_classifier("bert-sequence", model, TOKENS, TYPES)
-    torch.manual_seed(9)
-    model = tf.BertForTokenClassification(config).eval()
-    randomize(model, 9)
+    model = random_model(tf.BertForTokenClassification, config, 9)
     write_classifier("bert-tokens", model, TOKENS, TYPES)
     config = tf.RobertaConfig(**dict(SIZES, max_position_embeddings=18,
                                      type_vocab_size=1),
                               hidden_act="gelu", pad_token_id=1, layer_norm_eps=1e-5,
                               **labels)
-    config._attn_implementation = "eager"
-    torch.manual_seed(10)
-    model = tf.RobertaForSequenceClassification(config).eval()
-    randomize(model, 10)
+    model = random_model(tf.RobertaForSequenceClassification, config, 10)
     write_classifier("roberta-sequence", model, ROBERTA_TOKENS)
-    torch.manual_seed(11)
-    model = tf.RobertaForTokenClassification(config).eval()
-    randomize(model, 11)
+    model = random_model(tf.RobertaForTokenClassification, config, 11)
     write_classifier("roberta-tokens", model, ROBERTA_TOKENS)
     config = tf.ElectraConfig(**SIZES, embedding_size=16, hidden_act="gelu", **labels)
-    config._attn_implementation = "eager"
-    torch.manual_seed(12)
-    model = tf.ElectraForTokenClassification(config).eval()
-    randomize(model, 12)
+    model = random_model(tf.ElectraForTokenClassification, config, 12)
     write_classifier("electra-tokens", model, TOKENS, TYPES)
     # ELECTRA's sequence head: dense + exact GELU + out_proj on the first
     # token; DistilBERT's: pre_classifier + ReLU + classifier.
-    torch.manual_seed(15)
-    model = tf.ElectraForSequenceClassification(config).eval()
-    randomize(model, 15)
+    model = random_model(tf.ElectraForSequenceClassification, config, 15)
     write_classifier("electra-sequence", model, TOKENS, TYPES)
     config = tf.DistilBertConfig(**distil_sizes, activation="gelu", **labels)
-    config._attn_implementation = "eager"
-    torch.manual_seed(16)
-    model = tf.DistilBertForSequenceClassification(config).eval()
-    randomize(model, 16)
+    model = random_model(tf.DistilBertForSequenceClassification, config, 16)
     write_classifier("distilbert-sequence", model, TOKENS)
-    torch.manual_seed(17)
-    model = tf.DistilBertForTokenClassification(config).eval()
-    randomize(model, 17)
+    model = random_model(tf.DistilBertForTokenClassification, config, 17)
     write_classifier("distilbert-tokens", model, TOKENS)
 
 

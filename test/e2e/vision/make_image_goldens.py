@@ -2,8 +2,10 @@
 """Writes the image-file fixtures and goldens (test/e2e/vision/Inputs/):
 
 - images/: photo.png (RGB 45x37), photo.jpg (the same, JPEG quality 90),
-  gray.png (8-bit gray), rgba.png (RGB with alpha): small patterned images
-  that every resampling filter changes;
+  gray.png (8-bit gray), rgba.png (RGB with alpha), gray16.png (16-bit
+  gray, values 0 to 600: Pillow clips them at 255), rgb16.png (16-bit RGB,
+  written here as Pillow cannot: Pillow keeps each sample's high byte):
+  small patterned images that every resampling filter changes;
 - preprocessor_config.json beside the fixtures' config.json, saved by
   transformers 4.40's image processors: vit-classifier ViTImageProcessor
   (32x32, bilinear), deit-classifier DeiTImageProcessor (40x40 bicubic,
@@ -19,6 +21,8 @@ Regenerate with (python3-pil from Debian)
     /usr/bin/python3 test/e2e/vision/make_image_goldens.py
 """
 import os
+import struct
+import zlib
 
 import numpy as np
 import torch
@@ -51,6 +55,26 @@ def write_images():
     rgba = np.concatenate([pattern(33, 33, 3),
                            pattern(33, 33, 4)[:, :, :1]], axis=-1)
     Image.fromarray(rgba, "RGBA").save(os.path.join(IMAGES, "rgba.png"))
+    gray16 = (pattern(23, 19, 5)[:, :, 0].astype(np.uint16) * 600) // 255
+    Image.fromarray(gray16, "I;16").save(os.path.join(IMAGES, "gray16.png"))
+    rgb16 = pattern(27, 21, 6).astype(np.uint16) * 257 + 3
+    write_png16(os.path.join(IMAGES, "rgb16.png"), rgb16)
+
+
+def write_png16(path, rgb):
+    """A 16-bit RGB PNG: IHDR, one zlib IDAT of unfiltered big-endian rows,
+    IEND."""
+    height, width, _ = rgb.shape
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(
+            ">I", zlib.crc32(body) & 0xFFFFFFFF)
+    rows = b"".join(b"\0" + rgb[y].astype(">u2").tobytes() for y in range(height))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n")
+        f.write(chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, 0)))
+        f.write(chunk(b"IDAT", zlib.compress(rows, 9)))
+        f.write(chunk(b"IEND", b""))
 
 
 PROCESSORS = {
@@ -67,6 +91,8 @@ GOLDENS = [  # (model, image, logits too)
     ("vit-classifier", "photo.jpg", True),
     ("vit-classifier", "gray.png", False),
     ("vit-classifier", "rgba.png", False),
+    ("vit-classifier", "gray16.png", False),
+    ("vit-classifier", "rgb16.png", False),
     ("deit-classifier", "photo.png", True),
     ("deit-classifier", "photo.jpg", False),
     ("deit-teacher", "photo.png", False),
