@@ -325,13 +325,24 @@ struct LowerSinusoidalPosition : OpConversionPattern<SinusoidalPositionOp> {
             isCos =
                 arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, j, half);
           }
-          Value position = arith::SIToFPOp::create(b, l, b.getF32Type(),
-                                                   args[0]);
-          Value angle = arith::MulFOp::create(
-              b, l, position, inverseFrequency(b, l, pair, dim, base));
+          // In double, rounded once at the end, as the reference tables
+          // are made (numpy): p / base^(2i/dim).
+          Type f64 = b.getF64Type();
+          Value position = arith::SIToFPOp::create(b, l, f64, args[0]);
+          Value twice = arith::MulIOp::create(
+              b, l, pair, arith::ConstantIndexOp::create(b, l, 2));
+          Value twiceF = arith::UIToFPOp::create(
+              b, l, f64,
+              arith::IndexCastUIOp::create(b, l, b.getI64Type(), twice));
+          Value dimF = arith::ConstantOp::create(b, l, b.getF64FloatAttr(dim));
+          Value exponent = arith::DivFOp::create(b, l, twiceF, dimF);
+          Value baseF = arith::ConstantOp::create(b, l, b.getF64FloatAttr(base));
+          Value power = math::PowFOp::create(b, l, baseF, exponent);
+          Value angle = arith::DivFOp::create(b, l, position, power);
           Value cos = math::CosOp::create(b, l, angle);
           Value sin = math::SinOp::create(b, l, angle);
-          return arith::SelectOp::create(b, l, isCos, cos, sin);
+          Value value = arith::SelectOp::create(b, l, isCos, cos, sin);
+          return arith::TruncFOp::create(b, l, b.getF32Type(), value);
         });
     rewriter.replaceOp(op, result);
     return success();

@@ -13,6 +13,7 @@
 #include "frontend/ErrorMessages.h"
 #include "frontend/JsonFile.h"
 #include "frontend/ModelLoader.h"
+#include "frontend/Seq2SeqFamilies.h"
 #include "frontend/Safetensors.h"
 #include "frontend/VisionTransformer.h"
 
@@ -152,6 +153,45 @@ llvm::Expected<LoadedModel> loadEncoder(MLIRContext &context,
   return model;
 }
 
+/// An encoder-decoder (Seq2SeqFamilies.h): `@forward(source, decoder ids)`
+/// returning the decoder's logits.
+llvm::Expected<LoadedModel> loadSeq2Seq(MLIRContext &context,
+                                        llvm::StringRef directory,
+                                        ConfigReader &config,
+                                        Seq2SeqSpec spec) {
+  if (llvm::Error err = config.takeError())
+    return std::move(err);
+  std::string configPath = (directory + "/config.json").str();
+  if (llvm::Error err = validateSeq2SeqSpec(spec, configPath))
+    return std::move(err);
+  LoadedModel model;
+  model.family = spec.family;
+  model.addBos = false;
+  model.bosToken = spec.decoderStartToken;
+  model.eosToken = spec.eosToken;
+  if (llvm::Error err = readSafetensorsCheckpoint(directory, model.weights))
+    return std::move(err);
+  std::string checkpoint = (directory + "/model.safetensors").str();
+  auto ignored = [&](llvm::StringRef name) {
+    // Copies of the shared table (tied), and the sinusoidal tables that
+    // transformers keeps as parameters: tfm.sinusoidal_position computes
+    // them.
+    return name.ends_with("embed_tokens.weight") ||
+           (spec.sinusoidalPositions &&
+            name.ends_with("embed_positions.weight"));
+  };
+  auto module = buildSeq2Seq(context, spec, model.weights, checkpoint, ignored);
+  if (!module)
+    return module.takeError();
+  model.module = std::move(*module);
+  model.vocabSize = spec.vocabSize;
+  model.maxContext = spec.maxPositions;
+  model.hiddenSize = spec.hiddenSize;
+  model.numLayers = spec.decoderLayers;
+  model.numHeads = model.numKVHeads = spec.decoderHeads;
+  return model;
+}
+
 } // namespace
 
 llvm::Expected<LoadedModel>
@@ -172,11 +212,15 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
     return loadEncoder(context, directory, config, std::move(encoder));
   if (isVisionFamily(modelType))
     return loadVision(context, directory, modelType, config);
+  Seq2SeqSpec seq2seq;
+  if (readSeq2SeqFamily(modelType, config, seq2seq))
+    return loadSeq2Seq(context, directory, config, std::move(seq2seq));
   DecoderSpec spec;
   if (!readDecoderFamily(modelType, config, spec))
     return makeError(configPath + ": unknown model_type '" + modelType +
                      "' (supported: " + supportedDecoderFamilies() + ", " +
-                     supportedEncoderFamilies() + ", vit, deit)");
+                     supportedEncoderFamilies() + ", " +
+                     supportedSeq2SeqFamilies() + ", vit, deit)");
   LoadedModel model;
   model.family = modelType;
   model.bosToken = config.integer("bos_token_id", -1);

@@ -160,6 +160,7 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
     switch (kind.getValue()) {
     case InputRole::token_ids:
     case InputRole::token_type_ids:
+    case InputRole::decoder_token_ids:
       if (!tensor || tensor.getRank() != 1 ||
           !tensor.getElementType().isSignlessInteger(32))
         return fail("token ids are a tensor<?xi32>");

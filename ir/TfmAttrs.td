@@ -23,7 +23,10 @@ def Tfm_InputRole : I32EnumAttr<"InputRole",
       I32EnumAttrCase<"token_type_ids", 4>, // tensor<?xi32>: BERT's segments
       // tensor<?xi32>: the lengths of sequences packed end to end in the
       // token ids (tfm-pack-sequences)
-      I32EnumAttrCase<"sequence_lengths", 5>
+      I32EnumAttrCase<"sequence_lengths", 5>,
+      // tensor<?xi32>: an encoder-decoder's decoder ids (teacher forcing,
+      // or the tokens generated so far)
+      I32EnumAttrCase<"decoder_token_ids", 6>
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;

@@ -426,7 +426,8 @@ def Tfm_SinusoidalPositionOp : Tfm_Op<"sinusoidal_position", [Pure, Tfm_Position
     For each position `p` of `positions` a `[dim]` vector of
     `sin(p / base^(2i/dim))` and `cos(p / base^(2i/dim))`, `i < dim/2`;
     `layout` says whether sin and cos alternate (`interleaved`) or come as
-    two halves (`concat`).
+    two halves (`concat`). Computed in double and rounded to f32, as the
+    reference implementations build their tables.
 
     ```mlir
     %pe = tfm.sinusoidal_position interleaved %pos {base = 1.0e4 : f32} : tensor<?xi32> -> tensor<?x512xf32>

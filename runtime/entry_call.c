@@ -56,7 +56,8 @@ static tfm_status_code check_tensor(const tfm_model_desc *desc,
                       (long long)want);
   }
   int sequence = expected->role == TFM_ROLE_TOKEN_IDS ||
-                 expected->role == TFM_ROLE_TOKEN_TYPE_IDS;
+                 expected->role == TFM_ROLE_TOKEN_TYPE_IDS ||
+                 expected->role == TFM_ROLE_DECODER_TOKEN_IDS;
   if (sequence && !packed && tensor->shape[0] > desc->max_context)
     return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
                     "%s %d of @%s: %lld tokens exceed the maximum context "

@@ -71,6 +71,8 @@ static void usage(FILE *out, const char *argv0) {
           "  --call NAME            run entry point @NAME (encode, embed, ...);\n"
           "                         the default for models that do not generate:\n"
           "    --tokens \"1 2\" [--token-types \"0 1\"]  the input as ids, or\n"
+          "    --decoder-tokens \"ids\"  an encoder-decoder's decoder ids\n"
+          "                         (teacher forcing; --tokens is the source)\n"
           "    --text TEXT [--text-pair TEXT]  text through the tokenizer\n"
           "    --text-file FILE     one text per line, one output per line\n"
           "    --batch N            at most N lines of --text-file (packed end\n"
@@ -170,6 +172,8 @@ static int parse_options(int argc, char **argv, options *o) {
       o->call.format = argv[++i];
     } else if (!strcmp(arg, "--token-types")) {
       o->call.token_types = argv[++i];
+    } else if (!strcmp(arg, "--decoder-tokens")) {
+      o->call.decoder_tokens = argv[++i];
     } else if (!strcmp(arg, "--output")) {
       o->call.output_path = argv[++i];
     } else if (!strcmp(arg, "--stop")) {
@@ -303,9 +307,12 @@ int main(int argc, char **argv) {
     return fail(argv[0], status.message);
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   int64_t context = desc->max_context, vocab = desc->vocab_size;
-  /* Models that do not generate (encoders) run their first entry point. */
+  /* Models that do not generate (encoders) run their first entry point;
+   * so does an encoder-decoder for now (its @forward takes decoder ids:
+   * teacher forcing). */
+  const tfm_entry_point *forward = tfm_model_entry_point(model, "forward");
   int generates = tfm_model_entry_point(model, "prefill") ||
-                  tfm_model_entry_point(model, "forward");
+                  (forward && forward->num_inputs == 1);
   if (o.call.name || !generates) {
     if (!o.call.name)
       o.call.name = desc->entry_points[0].name;

@@ -24,6 +24,8 @@ static const char *role_name(int32_t role) {
     return "token ids (--tokens)";
   case TFM_ROLE_TOKEN_TYPE_IDS:
     return "token types (--token-types)";
+  case TFM_ROLE_DECODER_TOKEN_IDS:
+    return "decoder token ids (--decoder-tokens)";
   case TFM_ROLE_FEATURES:
     return "pixels or features (--pixels)";
   case TFM_ROLE_START_POSITION:
@@ -93,10 +95,11 @@ static void print_output(const char *name, const tfm_tensor *out) {
     printf("%.6g%c", values[i], (i + 1) % columns == 0 ? '\n' : ' ');
 }
 
-/* One input of the call: ids and token types (zeros by default). */
+/* One input of the call: ids and token types (zeros by default), and an
+ * encoder-decoder's decoder ids. */
 typedef struct {
-  int32_t *ids, *types;
-  long count;
+  int32_t *ids, *types, *decoder_ids;
+  long count, decoder_count;
   float *features; /* --pixels: the features input, of its static shape */
   /* IMAGE...: the file and its number from 1, for the heading of its
    * output when there are several. */
@@ -107,8 +110,9 @@ typedef struct {
 static void free_input(call_input *in) {
   free(in->ids);
   free(in->types);
+  free(in->decoder_ids);
   free(in->features);
-  in->ids = in->types = NULL;
+  in->ids = in->types = in->decoder_ids = NULL;
   in->features = NULL;
 }
 
@@ -211,6 +215,24 @@ static int input_from_ids(const char *argv0, const tfm_call_options *o,
       return 0;
     }
   }
+  return 1;
+}
+
+/* --decoder-tokens, for an encoder-decoder. */
+static int decoder_input_from_ids(const char *argv0,
+                                  const tfm_call_options *o, call_input *in) {
+  long count = tfm_main_parse_ids(argv0, "--decoder-tokens", o->decoder_tokens,
+                                  NULL, 0);
+  if (count < 0)
+    return 0;
+  in->decoder_ids = calloc((size_t)count + 1, sizeof *in->decoder_ids);
+  if (!in->decoder_ids) {
+    fprintf(stderr, "%s: error: out of memory\n", argv0);
+    return 0;
+  }
+  in->decoder_count = tfm_main_parse_ids(argv0, "--decoder-tokens",
+                                         o->decoder_tokens, in->decoder_ids,
+                                         count);
   return 1;
 }
 
@@ -417,6 +439,9 @@ static int run_inputs(const char *argv0, tfm_model *model,
           inputs[i] = (tfm_tensor){in[k].features, TFM_DTYPE_F32, desc->rank,
                                    {0}, NULL};
           memcpy(inputs[i].shape, desc->shape, sizeof inputs[i].shape);
+        } else if (desc->role == TFM_ROLE_DECODER_TOKEN_IDS) {
+          inputs[i] = (tfm_tensor){in[k].decoder_ids, TFM_DTYPE_I32, 1,
+                                   {in[k].decoder_count}, NULL};
         } else {
           inputs[i] =
               (tfm_tensor){desc->role == TFM_ROLE_TOKEN_IDS ? in[k].ids
@@ -473,7 +498,7 @@ static int run_inputs(const char *argv0, tfm_model *model,
 /* Checks that the command line can give every input of the entry point. */
 static int check_inputs(const char *argv0, const tfm_entry_point *entry,
                         const tfm_call_options *o) {
-  int takes_types = 0;
+  int takes_types = 0, takes_decoder_ids = 0;
   if (entry->num_inputs > 8) {
     fprintf(stderr, "%s: error: @%s has %d inputs\n", argv0, o->name,
             entry->num_inputs);
@@ -482,6 +507,7 @@ static int check_inputs(const char *argv0, const tfm_entry_point *entry,
   for (int32_t i = 0; i < entry->num_inputs; ++i) {
     int32_t role = entry->inputs[i].role;
     takes_types |= role == TFM_ROLE_TOKEN_TYPE_IDS;
+    takes_decoder_ids |= role == TFM_ROLE_DECODER_TOKEN_IDS;
     int batched = 0; /* a batch of images: @NAME_batch */
     for (int32_t d = 0; role == TFM_ROLE_FEATURES && d < entry->inputs[i].rank;
          ++d)
@@ -494,7 +520,7 @@ static int check_inputs(const char *argv0, const tfm_entry_point *entry,
       return 0;
     }
     if (role != TFM_ROLE_TOKEN_IDS && role != TFM_ROLE_TOKEN_TYPE_IDS &&
-        role != TFM_ROLE_FEATURES) {
+        role != TFM_ROLE_FEATURES && role != TFM_ROLE_DECODER_TOKEN_IDS) {
       fprintf(stderr,
               "%s: error: input %d of @%s is %s, which the command line "
               "cannot give\n",
@@ -504,6 +530,15 @@ static int check_inputs(const char *argv0, const tfm_entry_point *entry,
   }
   if (o->token_types && !takes_types) {
     fprintf(stderr, "%s: error: @%s takes no token types\n", argv0, o->name);
+    return 0;
+  }
+  if (!o->decoder_tokens != !takes_decoder_ids) {
+    fprintf(stderr,
+            takes_decoder_ids
+                ? "%s: error: @%s is an encoder-decoder's: give the decoder's "
+                  "ids with --decoder-tokens\n"
+                : "%s: error: @%s takes no decoder ids (--decoder-tokens)\n",
+            argv0, o->name);
     return 0;
   }
   return 1;
@@ -633,6 +668,8 @@ int tfm_main_call(const char *argv0, tfm_model *model,
       ok = text ? input_from_text(argv0, o, tokenizer, context, text, where,
                                   in)
                 : input_from_ids(argv0, o, in);
+    if (ok && o->decoder_tokens)
+      ok = decoder_input_from_ids(argv0, o, in);
     if (ok && !takes_pixels && in->count == 0) {
       fprintf(stderr, "%s: error: @%s needs token ids (--tokens)\n", argv0,
               o->name);

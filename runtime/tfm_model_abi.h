@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 6
+#define TFM_ABI_VERSION 7
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -94,6 +94,9 @@ typedef enum {
    * the token ids (an @<name>_batch entry point, tfm-pack-sequences); each
    * at least 1 and at most max_context, summing to the token count. */
   TFM_ROLE_SEQUENCE_LENGTHS = 5,
+  /* int32 [n]: an encoder-decoder's decoder ids (the source ids are
+   * TFM_ROLE_TOKEN_IDS): teacher forcing, or the tokens generated so far. */
+  TFM_ROLE_DECODER_TOKEN_IDS = 6,
   TFM_ROLE_LOGITS = 16,        /* f32 [positions, vocab]; [sequences, labels]
                                   from a packed classifier */
   TFM_ROLE_HIDDEN_STATES = 17, /* f32 [positions, hidden] */

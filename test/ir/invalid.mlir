@@ -71,6 +71,11 @@ func.func private @f(tensor<?xf32> {tfm.input = #tfm.input<token_ids>})
 
 // -----
 
+// expected-error @+1 {{argument 1 of @f: token ids are a tensor<?xi32>, got 'tensor<?x2xi32>'}}
+func.func private @f(tensor<?xi32> {tfm.input = #tfm.input<token_ids>}, tensor<?x2xi32> {tfm.input = #tfm.input<decoder_token_ids>})
+
+// -----
+
 // expected-error @+1 {{argument 1 of @f: a position or slot is an index, got 'i64'}}
 func.func private @f(tensor<?xi32>, i64 {tfm.input = #tfm.input<start_position>})
 

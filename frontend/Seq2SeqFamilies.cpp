@@ -1,0 +1,88 @@
+//===- Seq2SeqFamilies.cpp - Hugging Face encoder-decoder model_types ----===//
+//
+// The readers of encoder-decoder configs (see Seq2SeqFamilies.h);
+// Seq2SeqBuilder.cpp makes the module.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/ErrorMessages.h"
+#include "frontend/Seq2SeqFamilies.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// BART's config names, which Marian shares: d_model, encoder_layers, ...
+void readBartSizes(ConfigReader &config, Seq2SeqSpec &spec) {
+  spec.vocabSize = config.integer("vocab_size");
+  spec.hiddenSize = config.integer("d_model");
+  spec.maxPositions = config.integer("max_position_embeddings");
+  spec.encoderLayers = config.integer("encoder_layers");
+  spec.decoderLayers = config.integer("decoder_layers");
+  spec.encoderHeads = config.integer("encoder_attention_heads");
+  spec.decoderHeads = config.integer("decoder_attention_heads");
+  spec.encoderFfn = config.integer("encoder_ffn_dim");
+  spec.decoderFfn = config.integer("decoder_ffn_dim");
+  spec.activation = config.activation("activation_function", "gelu");
+  spec.scaleEmbedding = config.boolean("scale_embedding", false);
+  spec.padToken = config.integer("pad_token_id", -1);
+  spec.eosToken = config.integer("eos_token_id", -1);
+  spec.decoderStartToken =
+      config.integer("decoder_start_token_id", spec.padToken);
+  // Pre-norm variants (normalize_before in older configs) are another
+  // architecture.
+  config.refuseUnlessAbsent("normalize_before", "pre-norm blocks");
+  config.refuseUnlessAbsent("add_final_layer_norm", "a final LayerNorm");
+}
+
+} // namespace
+
+std::string mlir::tfm::supportedSeq2SeqFamilies() { return "marian"; }
+
+bool mlir::tfm::readSeq2SeqFamily(llvm::StringRef modelType,
+                                  ConfigReader &config, Seq2SeqSpec &spec) {
+  if (modelType != "marian")
+    return false;
+  // Marian: the original Transformer's post-norm blocks, sinusoidal
+  // positions, one vocabulary for both sides.
+  spec.family = modelType.str();
+  readBartSizes(config, spec);
+  spec.activation = config.activation("activation_function", "swish");
+  spec.sinusoidalPositions = true;
+  if (!config.boolean("share_encoder_decoder_embeddings", true))
+    config.fail("unsupported config value 'share_encoder_decoder_embeddings' "
+                "= false (separate source and target vocabularies)");
+  return true;
+}
+
+llvm::Error mlir::tfm::validateSeq2SeqSpec(const Seq2SeqSpec &spec,
+                                           llvm::StringRef configPath) {
+  if (llvm::Error err = expectPositiveSizes(
+          configPath, {{"vocab size", spec.vocabSize},
+                       {"d_model", spec.hiddenSize},
+                       {"maximum positions", spec.maxPositions},
+                       {"encoder layer count", spec.encoderLayers},
+                       {"decoder layer count", spec.decoderLayers},
+                       {"encoder attention head count", spec.encoderHeads},
+                       {"decoder attention head count", spec.decoderHeads},
+                       {"encoder FFN size", spec.encoderFfn},
+                       {"decoder FFN size", spec.decoderFfn}}))
+    return err;
+  for (int64_t heads : {spec.encoderHeads, spec.decoderHeads})
+    if (spec.hiddenSize % heads != 0)
+      return makeError(configPath + ": d_model (" +
+                       llvm::Twine(spec.hiddenSize) +
+                       ") is not divisible by the head count (" +
+                       llvm::Twine(heads) + ")");
+  if (spec.sinusoidalPositions && spec.hiddenSize % 2 != 0)
+    return makeError(configPath + ": sinusoidal positions need an even "
+                                  "d_model, got " +
+                     llvm::Twine(spec.hiddenSize));
+  if (spec.decoderStartToken < 0 || spec.decoderStartToken >= spec.vocabSize)
+    return makeError(configPath + ": decoder_start_token_id " +
+                     llvm::Twine(spec.decoderStartToken) +
+                     " is not a token of the " + llvm::Twine(spec.vocabSize) +
+                     "-token vocabulary");
+  return llvm::Error::success();
+}

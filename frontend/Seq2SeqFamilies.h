@@ -1,0 +1,43 @@
+//===- Seq2SeqFamilies.h - Hugging Face encoder-decoder model_types -*- C++ -*-===//
+//
+// What each Hugging Face encoder-decoder `model_type` is, as a Seq2SeqSpec,
+// and the module Seq2SeqBuilder.cpp makes of it: the model as its
+// definition computes it, `@forward(source ids, decoder ids)` returning the
+// decoder's logits for every decoder position ([decoder tokens, vocab]).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_SEQ2SEQFAMILIES_H
+#define TFM_FRONTEND_SEQ2SEQFAMILIES_H
+
+#include "frontend/ConfigReader.h"
+#include "frontend/Seq2SeqSpec.h"
+#include "frontend/WeightStore.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace mlir::tfm {
+
+/// The model_types readSeq2SeqFamily knows, for messages.
+std::string supportedSeq2SeqFamilies();
+
+/// Fills `spec` from `config` for `modelType`; false when the type is not
+/// an encoder-decoder tfmc knows. Problems are recorded in `config`.
+bool readSeq2SeqFamily(llvm::StringRef modelType, ConfigReader &config,
+                       Seq2SeqSpec &spec);
+
+/// Sizes that must be positive and fit together; errors name `configPath`.
+llvm::Error validateSeq2SeqSpec(const Seq2SeqSpec &spec,
+                                llvm::StringRef configPath);
+
+/// `@forward(source, decoder ids) -> logits`. Tensors of the checkpoint
+/// that the model does not read are refused unless `isIgnoredWeight`.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+buildSeq2Seq(mlir::MLIRContext &context, const Seq2SeqSpec &spec,
+             const WeightStore &weights, llvm::StringRef checkpoint,
+             llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_SEQ2SEQFAMILIES_H

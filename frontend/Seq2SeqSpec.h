@@ -1,0 +1,48 @@
+//===- Seq2SeqSpec.h - an encoder-decoder's shape and names ----*- C++ -*-===//
+//
+// What the seq2seq builder needs to know about an encoder-decoder model
+// (the original Transformer's architecture as Marian and BART have it):
+// sizes, activation, how positions are encoded and the checkpoint's names.
+// Seq2SeqFamilies.cpp fills it from a Hugging Face config.json.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_SEQ2SEQSPEC_H
+#define TFM_FRONTEND_SEQ2SEQSPEC_H
+
+#include "ir/TfmOps.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+namespace mlir::tfm {
+
+struct Seq2SeqSpec {
+  std::string family; // "marian", "bart"
+  int64_t vocabSize = 0, hiddenSize = 0, maxPositions = 0;
+  int64_t encoderLayers = 0, decoderLayers = 0;
+  int64_t encoderHeads = 0, decoderHeads = 0;
+  int64_t encoderFfn = 0, decoderFfn = 0;
+  ActivationKind activation = ActivationKind::gelu;
+  double normEpsilon = 1e-5;
+  /// Token embeddings times sqrt(hidden) (scale_embedding).
+  bool scaleEmbedding = false;
+  /// Positions: the original Transformer's fixed sinusoids (sin in the
+  /// first half, cos in the second: Marian), or a learned table read from
+  /// `positionOffset` on (BART's 2).
+  bool sinusoidalPositions = false;
+  int64_t positionOffset = 0;
+  /// A LayerNorm right after the embeddings (BART's layernorm_embedding).
+  bool embeddingNorm = false;
+  /// The id the decoder starts from, the padding and end-of-sequence ids.
+  int64_t decoderStartToken = -1, padToken = -1, eosToken = -1;
+
+  double embeddingScale() const {
+    return scaleEmbedding ? std::sqrt(double(hiddenSize)) : 1.0;
+  }
+};
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_SEQ2SEQSPEC_H
