@@ -40,6 +40,11 @@ bool wantsKVCache(ModuleOp module) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
   if (!forward || module.lookupSymbol("prefill"))
     return false;
+  // An encoder-decoder: its decoder is cached, its encoder run once.
+  for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i)
+    if (auto role = forward.getArgAttrOfType<InputRoleAttr>(i, kInputArgAttrName);
+        role && role.getValue() == InputRole::decoder_token_ids)
+      return true;
   WalkResult walk = forward.walk([](AttentionOp op) {
     return op.getCausal() ? WalkResult::advance() : WalkResult::interrupt();
   });

@@ -172,12 +172,34 @@ llvm::Expected<LoadedModel> loadSeq2Seq(MLIRContext &context,
   if (llvm::Error err = readSafetensorsCheckpoint(directory, model.weights))
     return std::move(err);
   std::string checkpoint = (directory + "/model.safetensors").str();
+  // Learned positions used from a row on (BART's 2): the rows they use.
+  std::string prefix = model.weights.contains("model.shared.weight")
+                           ? "model."
+                           : "";
+  for (const char *side : {"encoder", "decoder"}) {
+    std::string stored = prefix + side + ".embed_positions.weight";
+    const WeightTensor *table = model.weights.lookup(stored);
+    if (!spec.positionOffset || !table)
+      continue;
+    if (table->shape().size() != 2 ||
+        table->rows() != spec.maxPositions + spec.positionOffset)
+      return makeError(checkpoint + ": '" + stored + "' should have " +
+                       llvm::Twine(spec.maxPositions + spec.positionOffset) +
+                       " rows (max_position_embeddings + " +
+                       llvm::Twine(spec.positionOffset) + ")");
+    std::vector<int64_t> rows;
+    for (int64_t r = spec.positionOffset; r < table->rows(); ++r)
+      rows.push_back(r);
+    model.weights.add(spec.positionTable(prefix, side),
+                      table->selectRows(rows, {spec.maxPositions,
+                                               table->cols()}));
+  }
   auto ignored = [&](llvm::StringRef name) {
-    // Copies of the shared table (tied), and the sinusoidal tables that
-    // transformers keeps as parameters: tfm.sinusoidal_position computes
-    // them.
+    // Copies of the shared table (tied), and position tables the model
+    // reads otherwise: sinusoids tfm.sinusoidal_position computes (that
+    // transformers keeps as parameters), or rows from an offset on.
     return name.ends_with("embed_tokens.weight") ||
-           (spec.sinusoidalPositions &&
+           ((spec.sinusoidalPositions || spec.positionOffset) &&
             name.ends_with("embed_positions.weight"));
   };
   auto module = buildSeq2Seq(context, spec, model.weights, checkpoint, ignored);

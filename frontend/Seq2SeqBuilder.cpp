@@ -1,9 +1,10 @@
 //===- Seq2SeqBuilder.cpp - a Seq2SeqSpec as tfm IR ---------------------===//
 //
-// The module of an encoder-decoder, as transformers' MarianMTModel computes
-// it: `@forward(source ids, decoder ids) -> logits [decoder tokens, vocab]`.
-// The encoder embeds the source (scaled token embeddings + positions) and
-// runs post-norm blocks
+// The module of an encoder-decoder, as transformers' MarianMTModel and
+// BartForConditionalGeneration compute it: `@forward(source ids, decoder
+// ids) -> logits [decoder tokens, vocab]`. The encoder embeds the source
+// (scaled token embeddings + sinusoidal or learned positions, BART's
+// LayerNorm on them) and runs post-norm blocks
 //   x = LayerNorm(x + Wo·attention(Wq·x, Wk·x, Wv·x))
 //   x = LayerNorm(x + W2·act(W1·x))
 // with bidirectional attention; the decoder embeds its ids alike and runs
@@ -86,11 +87,23 @@ Value Seq2SeqIRBuilder::embed(Value ids, llvm::StringRef side) {
   Value positions =
       PositionIdsOp::create(b, loc, ids.getType(), ids, /*offset=*/Value(),
                             /*lengths=*/Value(), /*padding_id=*/IntegerAttr());
-  Value encoded = SinusoidalPositionOp::create(
-      b, loc, rows({spec.hiddenSize}),
-      SinusoidLayoutAttr::get(b.getContext(), SinusoidLayout::concat), positions,
-      b.getF32FloatAttr(10000.0f));
-  return add(x, encoded);
+  Value encoded =
+      spec.sinusoidalPositions
+          ? SinusoidalPositionOp::create(
+                b, loc, rows({spec.hiddenSize}),
+                SinusoidLayoutAttr::get(b.getContext(), SinusoidLayout::concat),
+                positions, b.getF32FloatAttr(10000.0f))
+                .getResult()
+          : EmbeddingOp::create(
+                b, loc, rows({spec.hiddenSize}),
+                declarations.read(b, spec.positionTable(prefix, side.str()),
+                                  {spec.maxPositions, spec.hiddenSize}),
+                positions, FloatAttr())
+                .getResult();
+  x = add(x, encoded);
+  if (spec.embeddingNorm)
+    x = norm(x, prefix + side.str() + ".layernorm_embedding.weight");
+  return x;
 }
 
 Value Seq2SeqIRBuilder::attention(Value queries, Value keys,

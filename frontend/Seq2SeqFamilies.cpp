@@ -38,10 +38,19 @@ void readBartSizes(ConfigReader &config, Seq2SeqSpec &spec) {
 
 } // namespace
 
-std::string mlir::tfm::supportedSeq2SeqFamilies() { return "marian"; }
+std::string mlir::tfm::supportedSeq2SeqFamilies() { return "bart, marian"; }
 
 bool mlir::tfm::readSeq2SeqFamily(llvm::StringRef modelType,
                                   ConfigReader &config, Seq2SeqSpec &spec) {
+  if (modelType == "bart") {
+    // BART: learned positions from row 2 on, a LayerNorm on the embeddings,
+    // GELU.
+    spec.family = modelType.str();
+    readBartSizes(config, spec);
+    spec.positionOffset = 2;
+    spec.embeddingNorm = true;
+    return true;
+  }
   if (modelType != "marian")
     return false;
   // Marian: the original Transformer's post-norm blocks, sinusoidal

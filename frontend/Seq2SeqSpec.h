@@ -41,6 +41,16 @@ struct Seq2SeqSpec {
   double embeddingScale() const {
     return scaleEmbedding ? std::sqrt(double(hiddenSize)) : 1.0;
   }
+  /// The name of `side`'s ("encoder", "decoder") learned position table as
+  /// the builder reads it: the checkpoint's from row positionOffset on
+  /// (a view the loader adds), or the checkpoint's itself.
+  std::string positionTable(const std::string &prefix,
+                            const std::string &side) const {
+    std::string stored = prefix + side + ".embed_positions.weight";
+    return positionOffset ? stored + ".from_row_" +
+                                std::to_string(positionOffset)
+                          : stored;
+  }
 };
 
 } // namespace mlir::tfm

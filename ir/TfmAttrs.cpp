@@ -176,6 +176,7 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
       return success();
     case InputRole::start_position:
     case InputRole::cache_slot:
+    case InputRole::encoded_length:
       if (!type.isIndex())
         return fail("a position or slot is an index");
       return success();

@@ -26,7 +26,10 @@ def Tfm_InputRole : I32EnumAttr<"InputRole",
       I32EnumAttrCase<"sequence_lengths", 5>,
       // tensor<?xi32>: an encoder-decoder's decoder ids (teacher forcing,
       // or the tokens generated so far)
-      I32EnumAttrCase<"decoder_token_ids", 6>
+      I32EnumAttrCase<"decoder_token_ids", 6>,
+      // index: how many source positions the cross-attention cache holds
+      // (an encoder-decoder's @prefill and @decode)
+      I32EnumAttrCase<"encoded_length", 7>
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;

@@ -33,32 +33,84 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// What the analysis found: the layers' attention ops in order and the
-/// shape of one layer's cached keys ([?, kv_heads, head_dim]).
+/// What the analysis found: the layers' self-attention ops in order and
+/// the shape of one layer's cached keys ([?, kv_heads, head_dim]); for an
+/// encoder-decoder also its cross-attention ops (keys and values computed
+/// from the source alone) and their key shape, and which arguments of
+/// @forward are the source and the decoder's tokens.
 struct CachePlan {
   SmallVector<AttentionOp> layers;
   RankedTensorType keyType;
+  SmallVector<AttentionOp> crossLayers;
+  RankedTensorType crossKeyType;
+  unsigned tokensArg = 0;
+  std::optional<unsigned> sourceArg;
 };
 
-/// The values of `func` that vary with the positions: its tokens (argument
-/// 0) and everything computed from them. The rest (weights, constants,
-/// joins of weights) is the same for every position.
-llvm::DenseSet<Value> positionVaryingValues(func::FuncOp func) {
-  return valuesComputedFrom(func, func.getArgument(0));
+/// The values of `func` that vary with the positions: its tokens (the
+/// decoder's, in an encoder-decoder) and everything computed from them.
+/// The rest (weights, constants, joins of weights, an encoder's output) is
+/// the same for every position.
+llvm::DenseSet<Value> positionVaryingValues(func::FuncOp func,
+                                           unsigned tokensArg) {
+  return valuesComputedFrom(func, func.getArgument(tokensArg));
+}
+
+/// @forward(tokens) of a decoder, or @forward(source, decoder ids) of an
+/// encoder-decoder (by their tfm.input roles): which argument is which.
+LogicalResult findTokenArguments(func::FuncOp forward, CachePlan &plan) {
+  FunctionType type = forward.getFunctionType();
+  auto isIds = [&](unsigned i) {
+    auto t = dyn_cast<RankedTensorType>(type.getInput(i));
+    return t && t.getRank() == 1 && t.getElementType().isInteger();
+  };
+  auto role = [&](unsigned i) {
+    auto attr = forward.getArgAttrOfType<InputRoleAttr>(i, kInputArgAttrName);
+    return attr ? std::optional<InputRole>(attr.getValue()) : std::nullopt;
+  };
+  if (type.getNumResults() == 1 && type.getNumInputs() == 1 && isIds(0))
+    return success();
+  if (type.getNumResults() == 1 && type.getNumInputs() == 2 && isIds(0) &&
+      isIds(1)) {
+    for (unsigned i : {0u, 1u})
+      if (role(i) == InputRole::decoder_token_ids &&
+          role(1 - i) == InputRole::token_ids) {
+        plan.tokensArg = i;
+        plan.sourceArg = 1 - i;
+        return success();
+      }
+  }
+  return forward.emitOpError(
+      "expected @forward(tokens: tensor<?xiN>) -> logits, or an "
+      "encoder-decoder's @forward(source, decoder ids), for a KV cache");
+}
+
+/// Records a cross-attention op: keys and values from the source alone.
+LogicalResult planCrossAttention(AttentionOp attention, CachePlan &plan) {
+  if (!plan.sourceArg)
+    return attention.emitOpError(
+        "cannot cache attention to keys that are not the tokens' own");
+  if (attention.getCausal() || attention.getBias() || attention.getLengths())
+    return attention.emitOpError(
+        "cannot cache cross-attention that is causal, biased or packed");
+  RankedTensorType keyType = attention.getKey().getType();
+  if (attention.getValue().getType() != keyType ||
+      (plan.crossKeyType && plan.crossKeyType != keyType))
+    return attention.emitOpError()
+           << "cannot cache cross-attention keys of type " << keyType
+           << " beside values or earlier layers of another type";
+  plan.crossKeyType = keyType;
+  plan.crossLayers.push_back(attention);
+  return success();
 }
 
 FailureOr<CachePlan> planCache(func::FuncOp forward) {
-  FunctionType type = forward.getFunctionType();
-  auto tokensType = type.getNumInputs() == 1
-                        ? dyn_cast<RankedTensorType>(type.getInput(0))
-                        : RankedTensorType();
-  if (!tokensType || tokensType.getRank() != 1 ||
-      !tokensType.getElementType().isInteger() || type.getNumResults() != 1)
-    return forward.emitOpError(
-        "expected @forward(tokens: tensor<?xiN>) -> logits for a KV cache");
-  Value tokens = forward.getArgument(0);
-  llvm::DenseSet<Value> varying = positionVaryingValues(forward);
   CachePlan plan;
+  if (failed(findTokenArguments(forward, plan)))
+    return failure();
+  Value tokens = forward.getArgument(plan.tokensArg);
+  llvm::DenseSet<Value> varying =
+      positionVaryingValues(forward, plan.tokensArg);
   WalkResult walk = forward.walk([&](Operation *op) -> WalkResult {
     // What reads no position-varying value is computed alike either way;
     // a position-wise op may run on the new positions alone.
@@ -77,6 +129,11 @@ FailureOr<CachePlan> planCache(func::FuncOp forward) {
       return WalkResult::advance();
     }
     if (auto attention = dyn_cast<AttentionOp>(op)) {
+      if (!varying.contains(attention.getKey()) &&
+          !varying.contains(attention.getValue()))
+        return failed(planCrossAttention(attention, plan))
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
       if (!attention.getCausal()) {
         op->emitOpError("cannot cache bidirectional attention: a new token "
                         "would change the past positions' outputs");
@@ -146,10 +203,21 @@ Value sliceLastRow(OpBuilder &b, Location loc, Value value, Value last,
                                         strides);
 }
 
+/// The cache of `layers` layers of keys of `keyType` ([?, kv_heads,
+/// head_dim]): [layers, 2, capacity, kv_heads, head_dim].
+RankedTensorType cacheTypeOf(RankedTensorType keyType, size_t layers,
+                             int64_t capacity) {
+  return RankedTensorType::get({int64_t(layers), 2, capacity,
+                                keyType.getDimSize(1), keyType.getDimSize(2)},
+                               keyType.getElementType());
+}
+
 /// Says what each argument of @prefill or @decode is: tokens at a start
 /// position, written to the cache from a slot on, and the cache itself,
-/// state that codegen updates in place. A window shared by every layer is
-/// the cache's: the runtime may then drop positions no query can see.
+/// state that codegen updates in place; for an encoder-decoder then the
+/// read-only cross-attention cache @encode filled and how many source
+/// positions it holds. A window shared by every layer is the cache's: the
+/// runtime may then drop positions no query can see.
 void describeArguments(func::FuncOp func, const CachePlan &plan) {
   MLIRContext *ctx = func.getContext();
   std::set<int64_t> windows;
@@ -164,8 +232,22 @@ void describeArguments(func::FuncOp func, const CachePlan &plan) {
                   InputRoleAttr::get(ctx, InputRole::cache_slot));
   func.setArgAttr(3, kCacheArgAttrName,
                   CacheAttr::get(ctx, CacheKind::self_attention, window));
+  if (plan.sourceArg) {
+    func.setArgAttr(4, kCacheArgAttrName,
+                    CacheAttr::get(ctx, CacheKind::cross_attention, 0));
+    func.setArgAttr(5, kInputArgAttrName,
+                    InputRoleAttr::get(ctx, InputRole::encoded_length));
+  }
   func.setResultAttr(0, kOutputResultAttrName,
                      OutputRoleAttr::get(ctx, OutputRole::logits));
+}
+
+/// Removes what no longer feeds the results, then the argument `index`
+/// (which must then be unused); the function's type follows its block.
+void pruneAndDropArgument(func::FuncOp func, unsigned index) {
+  IRRewriter rewriter(func.getContext());
+  (void)runRegionDCE(rewriter, func.getBody());
+  (void)func.eraseArgument(index);
 }
 
 func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
@@ -173,10 +255,7 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
   MLIRContext *ctx = forward.getContext();
   Location loc = forward.getLoc();
   RankedTensorType keyType = plan.keyType;
-  auto cacheType = RankedTensorType::get(
-      {int64_t(plan.layers.size()), 2, capacity, keyType.getDimSize(1),
-       keyType.getDimSize(2)},
-      keyType.getElementType());
+  auto cacheType = cacheTypeOf(keyType, plan.layers.size(), capacity);
 
   // Clone @forward; map its attention ops onto the clone's.
   IRMapping mapping;
@@ -185,7 +264,7 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
   forward->getBlock()->getOperations().insertAfter(forward->getIterator(),
                                                    prefill);
   Block &entry = prefill.front();
-  Value tokens = entry.getArgument(0);
+  Value tokens = entry.getArgument(plan.tokensArg);
   // `start` is the position of the first token (positions, RoPE); `slot`
   // where its keys go in the cache. They differ once the runtime has slid
   // a windowed model's cache (dropped positions no query can see).
@@ -198,7 +277,10 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
   Value rows = tensor::DimOp::create(b, loc, tokens, 0);
   Value end = arith::AddIOp::create(b, loc, slot, rows);
 
-  prefill.walk([&](PositionIdsOp op) { op.getOffsetMutable().assign(start); });
+  prefill.walk([&](PositionIdsOp op) {
+    if (op.getTokens() == tokens)
+      op.getOffsetMutable().assign(start);
+  });
   for (auto [layer, original] : llvm::enumerate(plan.layers)) {
     Operation *originalOp = AttentionOp(original).getOperation();
     auto attention = cast<AttentionOp>(mapping.lookup(originalOp));
@@ -212,50 +294,131 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
     attention.getKeyMutable().assign(read.getKey());
     attention.getValueMutable().assign(read.getValue());
   }
+  // Cross-attention reads the keys and values @encode cached, of the
+  // `encoded` source positions: the encoder is not run again.
+  if (plan.sourceArg) {
+    auto crossType = cacheTypeOf(plan.crossKeyType, plan.crossLayers.size(),
+                                 capacity);
+    Value cross = entry.addArgument(crossType, loc);
+    Value encoded = entry.addArgument(IndexType::get(ctx), loc);
+    for (auto [layer, original] : llvm::enumerate(plan.crossLayers)) {
+      Operation *originalOp = AttentionOp(original).getOperation();
+      auto attention = cast<AttentionOp>(mapping.lookup(originalOp));
+      b.setInsertionPoint(attention);
+      auto read = KVCacheReadOp::create(
+          b, attention.getLoc(),
+          TypeRange{plan.crossKeyType, plan.crossKeyType}, cross, encoded,
+          b.getI64IntegerAttr(layer));
+      attention.getKeyMutable().assign(read.getKey());
+      attention.getValueMutable().assign(read.getValue());
+    }
+  }
 
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
   b.setInsertionPoint(ret);
   Value last = arith::SubIOp::create(
       b, loc, rows, arith::ConstantIndexOp::create(b, loc, 1));
-  Value logits = sliceLastRow(b, loc, ret.getOperand(0), last,
-                              positionVaryingValues(prefill));
+  Value logits =
+      sliceLastRow(b, loc, ret.getOperand(0), last,
+                   positionVaryingValues(prefill, plan.tokensArg));
   ret->setOperands({logits, cache});
-  prefill.setType(FunctionType::get(
-      ctx, {tokens.getType(), start.getType(), slot.getType(), cacheType},
-      {logits.getType(), cacheType}));
+  prefill.setType(FunctionType::get(ctx, entry.getArgumentTypes(),
+                                    {logits.getType(), cacheType}));
+  // The full-sequence head is dead now, and so is an encoder's work.
+  if (plan.sourceArg) {
+    pruneAndDropArgument(prefill, *plan.sourceArg);
+  } else {
+    IRRewriter rewriter(ctx);
+    (void)runRegionDCE(rewriter, prefill.getBody());
+  }
   describeArguments(prefill, plan);
-  // The full-sequence head is dead now.
-  IRRewriter rewriter(ctx);
-  (void)runRegionDCE(rewriter, prefill.getBody());
   LLVM_DEBUG(llvm::dbgs() << "cache " << cacheType << " for "
                           << plan.layers.size() << " layers\n");
   return prefill;
 }
 
-/// @decode(token: tensor<1xi32>, position, slot, cache): @prefill of one
-/// token.
+/// The encoder's output: the rows every cross-attention projects its keys
+/// and values from, or null when they are not one value.
+Value encoderOutput(const CachePlan &plan) {
+  Value output;
+  for (AttentionOp attention : plan.crossLayers)
+    for (Value projected :
+         {Value(attention.getKey()), Value(attention.getValue())}) {
+      auto linear = projected.getDefiningOp<LinearOp>();
+      if (!linear || (output && linear.getInput() != output))
+        return Value();
+      output = linear.getInput();
+    }
+  return output;
+}
+
+/// An encoder-decoder's @encode(source, cross cache) -> (encoder output,
+/// cross cache): the encoder, then every decoder layer's cross-attention
+/// keys and values of the source, written to the cross cache from position
+/// 0. Run once per input; @prefill and @decode then read them.
+LogicalResult buildEncode(func::FuncOp forward, const CachePlan &plan,
+                          int64_t capacity) {
+  Value output = encoderOutput(plan);
+  if (!output)
+    return AttentionOp(plan.crossLayers.front()).emitOpError(
+        "cannot find the encoder's output: cross-attention keys and values "
+        "are not projections of one value");
+  MLIRContext *ctx = forward.getContext();
+  Location loc = forward.getLoc();
+  auto crossType =
+      cacheTypeOf(plan.crossKeyType, plan.crossLayers.size(), capacity);
+  IRMapping mapping;
+  auto encode = cast<func::FuncOp>(forward->clone(mapping));
+  encode.setName("encode");
+  forward->getBlock()->getOperations().insertAfter(forward->getIterator(),
+                                                   encode);
+  Block &entry = encode.front();
+  Value cache = entry.addArgument(crossType, loc);
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  OpBuilder b(ret);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  for (auto [layer, original] : llvm::enumerate(plan.crossLayers)) {
+    Operation *originalOp = AttentionOp(original).getOperation();
+    auto attention = cast<AttentionOp>(mapping.lookup(originalOp));
+    cache = KVCacheAppendOp::create(b, attention.getLoc(), crossType, cache,
+                                    attention.getKey(), attention.getValue(),
+                                    zero, b.getI64IntegerAttr(layer));
+  }
+  Value hidden = mapping.lookup(output);
+  ret->setOperands({hidden, cache});
+  encode.setType(FunctionType::get(ctx, entry.getArgumentTypes(),
+                                   {hidden.getType(), crossType}));
+  // The decoder is dead now; so are its ids.
+  pruneAndDropArgument(encode, plan.tokensArg);
+  encode.setArgAttr(0, kInputArgAttrName,
+                    InputRoleAttr::get(ctx, InputRole::token_ids));
+  encode.setArgAttr(1, kCacheArgAttrName,
+                    CacheAttr::get(ctx, CacheKind::cross_attention, 0));
+  encode.setResultAttr(0, kOutputResultAttrName,
+                       OutputRoleAttr::get(ctx, OutputRole::hidden_states));
+  return success();
+}
+
+/// @decode(token: tensor<1xi32>, position, slot, cache, ...): @prefill of
+/// one token.
 void buildDecode(func::FuncOp prefill, const CachePlan &plan) {
   MLIRContext *ctx = prefill.getContext();
   Location loc = prefill.getLoc();
   FunctionType prefillType = prefill.getFunctionType();
   auto tokensType = cast<RankedTensorType>(prefillType.getInput(0));
   auto tokenType = RankedTensorType::get({1}, tokensType.getElementType());
+  SmallVector<Type> inputs(prefillType.getInputs());
+  inputs[0] = tokenType;
   OpBuilder b(ctx);
   b.setInsertionPointAfter(prefill);
   auto decode = func::FuncOp::create(
-      b, loc, "decode",
-      FunctionType::get(ctx,
-                        {tokenType, prefillType.getInput(1),
-                         prefillType.getInput(2), prefillType.getInput(3)},
-                        prefillType.getResults()));
+      b, loc, "decode", FunctionType::get(ctx, inputs, prefillType.getResults()));
   Block *entry = decode.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  Value tokens =
+  SmallVector<Value> arguments(entry->getArguments());
+  arguments[0] =
       tensor::CastOp::create(b, loc, tokensType, entry->getArgument(0));
-  auto call = func::CallOp::create(
-      b, loc, prefill,
-      ValueRange{tokens, entry->getArgument(1), entry->getArgument(2),
-                 entry->getArgument(3)});
+  auto call = func::CallOp::create(b, loc, prefill, arguments);
   func::ReturnOp::create(b, loc, call.getResults());
   describeArguments(decode, plan);
 }
@@ -289,6 +452,18 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
     }
     FailureOr<CachePlan> plan = planCache(forward);
     if (failed(plan))
+      return signalPassFailure();
+    if (plan->sourceArg && plan->crossLayers.empty()) {
+      forward.emitOpError("tfm-kv-cache: an encoder-decoder without "
+                          "cross-attention");
+      return signalPassFailure();
+    }
+    if (plan->sourceArg && module.lookupSymbol("encode")) {
+      module.lookupSymbol("encode")->emitOpError(
+          "tfm-kv-cache: @encode already exists");
+      return signalPassFailure();
+    }
+    if (plan->sourceArg && failed(buildEncode(forward, *plan, capacity)))
       return signalPassFailure();
     buildDecode(buildPrefill(forward, *plan, capacity), *plan);
   }

@@ -307,13 +307,24 @@ int main(int argc, char **argv) {
     return fail(argv[0], status.message);
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   int64_t context = desc->max_context, vocab = desc->vocab_size;
-  /* Models that do not generate (encoders) run their first entry point;
-   * so does an encoder-decoder for now (its @forward takes decoder ids:
-   * teacher forcing). */
+  /* An encoder-decoder generates from its source (main_seq2seq.c), or is
+   * teacher-forced through @forward (--decoder-tokens). */
   const tfm_entry_point *forward = tfm_model_entry_point(model, "forward");
-  int generates = tfm_model_entry_point(model, "prefill") ||
-                  (forward && forward->num_inputs == 1);
+  int seq2seq = forward && forward->num_inputs == 2 &&
+                tfm_model_entry_point(model, "encode") &&
+                tfm_model_entry_point(model, "decode");
+  if (seq2seq && !o.call.name && !o.call.decoder_tokens) {
+    tfm_seq2seq_command command = {o.tokens,     o.new_tokens,
+                                   o.sampler,    o.ignore_eos,
+                                   o.step_logits_path, o.forced_tokens};
+    return tfm_main_seq2seq(argv[0], model, &command);
+  }
+  /* Models that do not generate (encoders) run their first entry point. */
+  int generates = !seq2seq && (tfm_model_entry_point(model, "prefill") ||
+                               (forward && forward->num_inputs == 1));
   if (o.call.name || !generates) {
+    if (seq2seq && !o.call.name)
+      o.call.name = "forward";
     if (!o.call.name)
       o.call.name = desc->entry_points[0].name;
     o.call.tokens = o.tokens;

@@ -42,6 +42,18 @@ typedef struct {
  * default to zeros) or on text, and writes its output to `output_path` (raw
  * f32) or prints it (as text or one JSON array per input). Returns the exit
  * status. */
+/* The encoder-decoder mode (main_seq2seq.c): generates from source ids. */
+typedef struct {
+  const char *tokens;           /* the source ids */
+  long new_tokens;              /* -n */
+  tfm_sampler_options sampler;
+  int ignore_eos;
+  const char *step_logits_path; /* each step's logits, f32 [steps, vocab] */
+  const char *forced_tokens;    /* --force-tokens: teacher forcing */
+} tfm_seq2seq_command;
+int tfm_main_seq2seq(const char *argv0, tfm_model *model,
+                     const tfm_seq2seq_command *command);
+
 int tfm_main_call(const char *argv0, tfm_model *model,
                   const tfm_call_options *options);
 

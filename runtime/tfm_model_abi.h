@@ -97,6 +97,9 @@ typedef enum {
   /* int32 [n]: an encoder-decoder's decoder ids (the source ids are
    * TFM_ROLE_TOKEN_IDS): teacher forcing, or the tokens generated so far. */
   TFM_ROLE_DECODER_TOKEN_IDS = 6,
+  /* int64 scalar: how many source positions an encoder-decoder's
+   * cross-attention cache holds (what @encode was given). */
+  TFM_ROLE_ENCODED_LENGTH = 7,
   TFM_ROLE_LOGITS = 16,        /* f32 [positions, vocab]; [sequences, labels]
                                   from a packed classifier */
   TFM_ROLE_HIDDEN_STATES = 17, /* f32 [positions, hidden] */

@@ -205,6 +205,20 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
                              int64_t n, const tfm_generate_options *options,
                              tfm_generate_result *result, tfm_status *status);
 
+/* Encoder-decoders (compiled with tfm-kv-cache: @encode, @decode): encodes
+ * `source[0..n)` once, then generates from the model's decoder start token
+ * (its bos_token) up to max_new_tokens tokens, stopping after the
+ * end-of-sequence token (kept) unless ignore_eos; forced_tokens teacher-
+ * forces instead. The new tokens go to `out` (at most `capacity` stored;
+ * *count says how many there were). Uses max_new_tokens, sampler,
+ * ignore_eos, forced_tokens, on_token (with empty text) and on_logits of
+ * `options`. */
+tfm_status_code tfm_seq2seq_generate(tfm_model *model, const int32_t *source,
+                                     int64_t n,
+                                     const tfm_generate_options *options,
+                                     int32_t *out, int64_t capacity,
+                                     int64_t *count, tfm_status *status);
+
 /* Index of the largest of `n` values (the first on ties), as greedy decoding
  * picks the next token. */
 int32_t tfm_argmax(const float *values, int64_t n);

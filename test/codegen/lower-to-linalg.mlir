@@ -179,12 +179,16 @@ func.func @rope(%x: tensor<?x2x4xf32>, %p: tensor<?xi32>) -> (tensor<?x2x4xf32>,
 
 // -----
 
+// Sinusoids in double, rounded once (the reference's tables are numpy's):
+// p / base^(2i/dim).
 // CHECK-LABEL: func.func @sinusoidal
 // CHECK: linalg.generic
-// CHECK: math.powf
-// CHECK: %[[COS:.*]] = math.cos
-// CHECK: %[[SIN:.*]] = math.sin
-// CHECK: arith.select %{{.*}}, %[[COS]], %[[SIN]] : f32
+// CHECK: %[[POW:.*]] = math.powf %{{.*}}, %{{.*}} : f64
+// CHECK: %[[ANGLE:.*]] = arith.divf %{{.*}}, %[[POW]] : f64
+// CHECK: %[[COS:.*]] = math.cos %[[ANGLE]] : f64
+// CHECK: %[[SIN:.*]] = math.sin %[[ANGLE]] : f64
+// CHECK: %[[SELECTED:.*]] = arith.select %{{.*}}, %[[COS]], %[[SIN]] : f64
+// CHECK: arith.truncf %[[SELECTED]] : f64 to f32
 func.func @sinusoidal(%p: tensor<?xi32>) -> tensor<?x8xf32> {
   %0 = tfm.sinusoidal_position interleaved %p {base = 1.0e4 : f32} : tensor<?xi32> -> tensor<?x8xf32>
   return %0 : tensor<?x8xf32>

@@ -5,8 +5,14 @@ with transformers 4.40's model classes (../shared/reference):
 
 - marian/: a MarianMTModel (scaled embeddings, sinusoidal positions,
   post-norm blocks, swish, final_logits_bias);
+- bart/: a BartForConditionalGeneration (learned positions from row 2,
+  layernorm_embedding, GELU);
 - <name>.logits.bin: the teacher-forced decoder logits, little-endian f32
-  [len(DECODER_TOKENS), vocab], of SOURCE_TOKENS and DECODER_TOKENS.
+  [decoder tokens, vocab], of SOURCE_TOKENS and DECODER_TOKENS (BART's
+  start from its decoder start token 2);
+- <name>.greedy.txt: per line the ids generate() picks greedily for one of
+  GREEDY_SOURCES (GREEDY_TOKENS new tokens at most, no forced or suppressed
+  tokens), after the decoder start token.
 
 Regenerate with
 
@@ -23,33 +29,47 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "Inputs")
 SOURCE_TOKENS = [5, 17, 42, 9, 33, 21, 0]
 DECODER_TOKENS = [63, 12, 7, 30, 2, 48]
+BART_DECODER_TOKENS = [2, 12, 7, 30, 5, 48]
+GREEDY_TOKENS = 12
+GREEDY_SOURCES = [SOURCE_TOKENS, [7, 3, 50, 0]]
 
 
 def randomize(model, seed):
-    """Weights large enough that the outputs are far from flat; norm scales
-    around 1, every bias non-zero. The fixed sinusoidal tables stay."""
+    """Weights large enough that the outputs are far from flat and greedy
+    decoding does not settle on one token at once; norm scales around 1,
+    every bias non-zero. The fixed sinusoidal tables stay."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if "embed_positions" in name:
+            if "embed_positions" in name and isinstance(model, tf.MarianMTModel):
                 continue
             noise = torch.randn(p.shape, generator=g)
             is_scale = "layer_norm" in name and name.endswith("weight")
-            p.copy_(1 + 0.2 * noise if is_scale else 0.2 * noise)
+            p.copy_(1 + 0.5 * noise if is_scale else 0.6 * noise)
         if hasattr(model, "final_logits_bias"):
             model.final_logits_bias.copy_(
-                0.5 * torch.randn(model.final_logits_bias.shape, generator=g))
+                0.1 * torch.randn(model.final_logits_bias.shape, generator=g))
 
 
-def write(name, model):
+def write(name, model, decoder_tokens=DECODER_TOKENS):
     folder = os.path.join(OUT, name)
     os.makedirs(folder, exist_ok=True)
     model.save_pretrained(folder, safe_serialization=True)
     with torch.no_grad():
         logits = model(input_ids=torch.tensor([SOURCE_TOKENS]),
-                       decoder_input_ids=torch.tensor([DECODER_TOKENS])).logits[0]
+                       decoder_input_ids=torch.tensor([decoder_tokens])).logits[0]
     logits.numpy().astype("<f4").tofile(os.path.join(OUT, name + ".logits.bin"))
     print(f"{name}: logits {tuple(logits.shape)}, max |l| {logits.abs().max():.2f}")
+    with open(os.path.join(OUT, name + ".greedy.txt"), "w") as f:
+        for source in GREEDY_SOURCES:
+            with torch.no_grad():
+                ids = model.generate(torch.tensor([source]), num_beams=1,
+                                     do_sample=False,
+                                     max_new_tokens=GREEDY_TOKENS,
+                                     forced_eos_token_id=None,
+                                     bad_words_ids=None)[0]
+            f.write(" ".join(map(str, ids.tolist()[1:])) + "\n")
+            print(f"{name}: greedy {ids.tolist()}")
 
 
 def main():
@@ -64,6 +84,17 @@ def main():
     model = tf.MarianMTModel(config).eval()
     randomize(model, 1)
     write("marian", model)
+    config = tf.BartConfig(
+        vocab_size=64, d_model=32, encoder_layers=2, decoder_layers=2,
+        encoder_attention_heads=4, decoder_attention_heads=4,
+        encoder_ffn_dim=48, decoder_ffn_dim=48, max_position_embeddings=64,
+        pad_token_id=1, bos_token_id=0, eos_token_id=2,
+        decoder_start_token_id=2, forced_eos_token_id=None)
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    model = tf.BartForConditionalGeneration(config).eval()
+    randomize(model, 2)
+    write("bart", model, decoder_tokens=BART_DECODER_TOKENS)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,95 @@
+/*===- main_seq2seq.c - the executable's encoder-decoder mode ------------===//
+ *
+ * `./translate --tokens "source ids" [-n N] [--step-logits FILE]`: encodes
+ * the source once and generates the decoder's ids through
+ * tfm_seq2seq_generate (greedy by default, the sampler options apply),
+ * printing them; --force-tokens feeds given ids instead (through the
+ * caches, e.g. to check them against @forward). Teacher forcing (--decoder-tokens) runs @forward through
+ * the generic mode instead (main_call.c).
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/main_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* on_logits: each step's logits, appended to --step-logits. */
+static void write_step_logits(void *user, const float *logits,
+                              int64_t vocab) {
+  fwrite(logits, sizeof *logits, (size_t)vocab, (FILE *)user);
+}
+
+int tfm_main_seq2seq(const char *argv0, tfm_model *model,
+                     const tfm_seq2seq_command *command) {
+  if (!command->tokens) {
+    fprintf(stderr,
+            "%s: error: an encoder-decoder needs the source as --tokens "
+            "\"ids\" (or --decoder-tokens for teacher forcing)\n",
+            argv0);
+    return 1;
+  }
+  long n = tfm_main_parse_ids(argv0, "--tokens", command->tokens, NULL, 0);
+  if (n < 0)
+    return 1;
+  if (n == 0) {
+    fprintf(stderr, "%s: error: --tokens is empty: no source to translate\n",
+            argv0);
+    return 1;
+  }
+  long forced = 0;
+  if (command->forced_tokens &&
+      (forced = tfm_main_parse_ids(argv0, "--force-tokens",
+                                   command->forced_tokens, NULL, 0)) < 0)
+    return 1;
+  long steps = command->forced_tokens ? forced : command->new_tokens;
+  int32_t *source = malloc((size_t)n * sizeof *source);
+  int32_t *forced_ids = malloc((size_t)(forced + 1) * sizeof *forced_ids);
+  int32_t *generated = malloc((size_t)(steps + 1) * sizeof *generated);
+  FILE *step_logits = NULL;
+  int ok = source && forced_ids && generated;
+  if (!ok)
+    fprintf(stderr, "%s: error: out of memory\n", argv0);
+  if (ok && command->step_logits_path &&
+      !(step_logits = fopen(command->step_logits_path, "wb"))) {
+    fprintf(stderr, "%s: error: cannot write '%s'\n", argv0,
+            command->step_logits_path);
+    ok = 0;
+  }
+  if (ok) {
+    tfm_main_parse_ids(argv0, "--tokens", command->tokens, source, n);
+    if (command->forced_tokens)
+      tfm_main_parse_ids(argv0, "--force-tokens", command->forced_tokens,
+                         forced_ids, forced);
+    tfm_generate_options options;
+    memset(&options, 0, sizeof options);
+    options.max_new_tokens = command->new_tokens;
+    options.sampler = command->sampler;
+    options.ignore_eos = command->ignore_eos;
+    options.forced_tokens = command->forced_tokens ? forced_ids : NULL;
+    options.forced_count = forced;
+    options.on_logits = step_logits ? write_step_logits : NULL;
+    options.user = step_logits;
+    int64_t count = 0;
+    tfm_status status;
+    if (tfm_seq2seq_generate(model, source, n, &options, generated,
+                             steps + 1, &count, &status) != TFM_OK) {
+      fprintf(stderr, "%s: error: %s\n", argv0, status.message);
+      ok = 0;
+    }
+    for (int64_t i = 0; ok && i < count; ++i)
+      printf("%s%d", i ? " " : "", generated[i]);
+    if (ok)
+      printf("\n");
+  }
+  if (step_logits && fclose(step_logits) != 0 && ok) {
+    fprintf(stderr, "%s: error: cannot write '%s'\n", argv0,
+            command->step_logits_path);
+    ok = 0;
+  }
+  free(source);
+  free(forced_ids);
+  free(generated);
+  return ok ? 0 : 1;
+}
