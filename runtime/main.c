@@ -41,6 +41,7 @@ typedef struct {
   const char *stop[kMaxStopStrings];
   int stop_count;
   int ignore_eos;
+  int beams; /* an encoder-decoder's beam search (1: greedy) */
 } options;
 
 static void usage(FILE *out, const char *argv0) {
@@ -73,6 +74,8 @@ static void usage(FILE *out, const char *argv0) {
           "    --tokens \"1 2\" [--token-types \"0 1\"]  the input as ids, or\n"
           "    --decoder-tokens \"ids\"  an encoder-decoder's decoder ids\n"
           "                         (teacher forcing; --tokens is the source)\n"
+          "  --beams N              an encoder-decoder's beam search width\n"
+          "                         (default 1: greedy or sampled)\n"
           "    --text TEXT [--text-pair TEXT]  text through the tokenizer\n"
           "    --text-file FILE     one text per line, one output per line\n"
           "    --batch N            at most N lines of --text-file (packed end\n"
@@ -185,7 +188,7 @@ static int parse_options(int argc, char **argv, options *o) {
       o->stop[o->stop_count++] = argv[++i];
     } else if (!strcmp(arg, "-n") || !strcmp(arg, "--top-k") ||
                !strcmp(arg, "--seed") || !strcmp(arg, "--warmup") ||
-               !strcmp(arg, "--batch")) {
+               !strcmp(arg, "--batch") || !strcmp(arg, "--beams")) {
       char *end;
       errno = 0;
       long long n = strtoll(argv[++i], &end, 10);
@@ -206,6 +209,12 @@ static int parse_options(int argc, char **argv, options *o) {
         return 0;
       } else if (!strcmp(arg, "--batch"))
         o->call.batch = (int)n;
+      else if (!strcmp(arg, "--beams") && (n < 1 || n > 64)) {
+        fprintf(stderr, "%s: error: --beams expects 1 to 64, got %lld\n",
+                argv[0], n);
+        return 0;
+      } else if (!strcmp(arg, "--beams"))
+        o->beams = (int)n;
       else
         o->sampler.seed = (uint64_t)n;
     } else if (!strcmp(arg, "--temperature") || !strcmp(arg, "--top-p") ||
@@ -316,7 +325,8 @@ int main(int argc, char **argv) {
   if (seq2seq && !o.call.name && !o.call.decoder_tokens) {
     tfm_seq2seq_command command = {o.tokens,     o.new_tokens,
                                    o.sampler,    o.ignore_eos,
-                                   o.step_logits_path, o.forced_tokens};
+                                   o.step_logits_path, o.forced_tokens,
+                                   o.beams > 0 ? o.beams : 1};
     return tfm_main_seq2seq(argv[0], model, &command);
   }
   /* Models that do not generate (encoders) run their first entry point. */

@@ -3,9 +3,11 @@
  * `./translate --tokens "source ids" [-n N] [--step-logits FILE]`: encodes
  * the source once and generates the decoder's ids through
  * tfm_seq2seq_generate (greedy by default, the sampler options apply),
- * printing them; --force-tokens feeds given ids instead (through the
- * caches, e.g. to check them against @forward). Teacher forcing (--decoder-tokens) runs @forward through
- * the generic mode instead (main_call.c).
+ * printing them, or the best of a beam search (--beams N, length penalty
+ * 1, no early stopping: generate()'s defaults); --force-tokens feeds given
+ * ids instead (through the caches, e.g. to check them against @forward).
+ *Teacher forcing (--decoder-tokens) runs @forward through the generic mode
+ *instead (main_call.c).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -16,8 +18,7 @@
 #include <string.h>
 
 /* on_logits: each step's logits, appended to --step-logits. */
-static void write_step_logits(void *user, const float *logits,
-                              int64_t vocab) {
+static void write_step_logits(void *user, const float *logits, int64_t vocab) {
   fwrite(logits, sizeof *logits, (size_t)vocab, (FILE *)user);
 }
 
@@ -73,8 +74,14 @@ int tfm_main_seq2seq(const char *argv0, tfm_model *model,
     options.user = step_logits;
     int64_t count = 0;
     tfm_status status;
-    if (tfm_seq2seq_generate(model, source, n, &options, generated,
-                             steps + 1, &count, &status) != TFM_OK) {
+    tfm_beam_options beam = {command->beams, steps, 1.0f, 0};
+    tfm_status_code code =
+        command->beams > 1 && !command->forced_tokens
+            ? tfm_seq2seq_beam_search(model, source, n, &beam, generated,
+                                      steps + 1, &count, &status)
+            : tfm_seq2seq_generate(model, source, n, &options, generated,
+                                   steps + 1, &count, &status);
+    if (code != TFM_OK) {
       fprintf(stderr, "%s: error: %s\n", argv0, status.message);
       ok = 0;
     }

@@ -45,8 +45,7 @@ static int64_t row_bytes(const tfm_tensor *t) {
   return bytes;
 }
 
-tfm_status_code tfm_call_packed(tfm_model *model,
-                                const tfm_entry_point *entry,
+tfm_status_code tfm_call_packed(tfm_model *model, const tfm_entry_point *entry,
                                 const tfm_tensor *inputs, int32_t lengths_at,
                                 tfm_tensor *output, tfm_status *status) {
   const int32_t *lengths = inputs[lengths_at].data;
@@ -59,10 +58,11 @@ tfm_status_code tfm_call_packed(tfm_model *model,
   if (tokens <= kPackTokens || entry->num_outputs != 1 ||
       entry->num_caches != 0 || pooled < 0 || entry->num_inputs > 8) {
     int32_t code = entry->call(&weights, inputs, NULL, output);
-    return code == TFM_OK ? tfm_ok(status)
-                          : tfm_fail(status, (tfm_status_code)code,
-                                     "@%s of model '%s' ran out of memory", entry->name,
-                      tfm_model_get_desc(model)->name);
+    return code == TFM_OK
+               ? tfm_ok(status)
+               : tfm_fail(status, (tfm_status_code)code,
+                          "@%s of model '%s' ran out of memory", entry->name,
+                          tfm_model_get_desc(model)->name);
   }
   uint8_t *joined = NULL;
   int64_t bytes_per_row = 0;
@@ -98,12 +98,13 @@ tfm_status_code tfm_call_packed(tfm_model *model,
       /* The whole result: the first part's row shape, every row. */
       bytes_per_row = row_bytes(&part);
       int64_t rows = pooled ? sequences : tokens;
-      joined = _mlir_memref_to_llvm_aligned_alloc(64, (size_t)(rows * bytes_per_row));
+      joined = _mlir_memref_to_llvm_aligned_alloc(
+          64, (size_t)(rows * bytes_per_row));
       if (!joined) {
         tfm_tensor_release(&part);
         return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                         "@%s of model '%s' ran out of memory", entry->name,
-                      tfm_model_get_desc(model)->name);
+                        tfm_model_get_desc(model)->name);
       }
       *output = part;
       output->data = joined;

@@ -11,6 +11,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/seq2seq_internal.h"
 #include "runtime/status.h"
 #include "runtime/tfm_runtime.h"
 
@@ -32,29 +33,148 @@ static int allocate_cache(const tfm_cache_desc *desc, tfm_tensor *tensor) {
   return tensor->data != NULL;
 }
 
-/* The caches an entry point takes, in its order: the self-attention cache
- * and the cross-attention cache by kind. */
-static void order_caches(const tfm_model_desc *desc,
-                         const tfm_entry_point *entry, tfm_tensor *self,
-                         tfm_tensor *cross, tfm_tensor **out) {
-  for (int32_t i = 0; i < entry->num_caches; ++i)
-    out[i] = desc->caches[entry->caches[i]].kind == TFM_CACHE_CROSS_ATTENTION
-                 ? cross
-                 : self;
+struct tfm_seq2seq_state {
+  tfm_model *model;
+  const tfm_entry_point *decode;
+  int beams;
+  int64_t encoded;    /* source positions in the cross cache */
+  tfm_tensor cross;   /* read by every beam */
+  tfm_tensor *caches; /* 2 x beams: this step's, then the next step's */
+  int current;        /* 0 or 1: which half is this step's */
+  float *logits;
+};
+
+/* The caches @decode takes for beam `beam`, in its order. */
+static void decode_caches(tfm_seq2seq_state *s, int beam, tfm_tensor **out) {
+  const tfm_model_desc *desc = tfm_model_get_desc(s->model);
+  for (int32_t i = 0; i < s->decode->num_caches; ++i)
+    out[i] =
+        desc->caches[s->decode->caches[i]].kind == TFM_CACHE_CROSS_ATTENTION
+            ? &s->cross
+            : &s->caches[s->current * s->beams + beam];
 }
 
-/* Finds the cache descriptions of both kinds; 0 when the model lacks one. */
-static int find_caches(const tfm_model_desc *desc, const tfm_cache_desc **self,
-                       const tfm_cache_desc **cross) {
-  *self = *cross = NULL;
+void tfm_seq2seq_end(tfm_seq2seq_state *s) {
+  if (!s)
+    return;
+  free(s->cross.data);
+  if (s->caches)
+    for (int i = 0; i < 2 * s->beams; ++i)
+      free(s->caches[i].data);
+  free(s->caches);
+  free(s->logits);
+  free(s);
+}
+
+tfm_status_code tfm_seq2seq_begin(tfm_model *model, const int32_t *source,
+                                  int64_t n, int beams, int64_t steps,
+                                  tfm_seq2seq_state **out, tfm_status *status) {
+  *out = NULL;
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  const tfm_entry_point *encode = tfm_model_entry_point(model, "encode");
+  const tfm_entry_point *decode = tfm_model_entry_point(model, "decode");
+  const tfm_cache_desc *self_desc = NULL, *cross_desc = NULL;
   for (int32_t i = 0; i < desc->num_caches; ++i) {
     if (desc->caches[i].kind == TFM_CACHE_CROSS_ATTENTION)
-      *cross = &desc->caches[i];
+      cross_desc = &desc->caches[i];
     else
-      *self = &desc->caches[i];
+      self_desc = &desc->caches[i];
   }
-  return *self && *cross;
+  if (!encode || !decode || !self_desc || !cross_desc ||
+      encode->num_caches != 1 || decode->num_caches != 2 ||
+      decode->num_inputs > 8)
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
+                    "model '%s' is not an encoder-decoder compiled with its "
+                    "caches (@encode, @decode)",
+                    desc->name);
+  if (desc->bos_token < 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "model '%s' has no decoder start token", desc->name);
+  int64_t room = self_desc->shape[2]; /* [layers, 2, capacity, ...] */
+  if (steps < 0 || steps > room)
+    return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
+                    "%lld new tokens do not fit the decoder's %lld positions",
+                    (long long)steps, (long long)room);
+  tfm_seq2seq_state *s = calloc(1, sizeof *s);
+  if (!s)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  s->model = model;
+  s->decode = decode;
+  s->beams = beams;
+  s->encoded = n;
+  s->caches = calloc((size_t)(2 * beams), sizeof *s->caches);
+  s->logits = malloc((size_t)desc->vocab_size * sizeof *s->logits);
+  int ok = s->caches && s->logits && allocate_cache(cross_desc, &s->cross);
+  for (int i = 0; ok && i < 2 * beams; ++i)
+    ok = allocate_cache(self_desc, &s->caches[i]);
+  if (!ok) {
+    tfm_seq2seq_end(s);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+  /* The source, once: its cross-attention keys and values. tfm_model_call
+   * only reads its inputs. */
+  tfm_tensor source_ids = {
+      (void *)(uintptr_t)source, TFM_DTYPE_I32, 1, {n}, NULL};
+  tfm_tensor *cross = &s->cross, output;
+  tfm_status_code code = tfm_model_call(model, "encode", &source_ids, 1, &cross,
+                                        &output, 1, status);
+  if (code != TFM_OK) {
+    tfm_seq2seq_end(s);
+    return code;
+  }
+  tfm_tensor_release(&output);
+  *out = s;
+  return TFM_OK;
 }
+
+tfm_status_code tfm_seq2seq_step(tfm_seq2seq_state *s, int beam, int32_t token,
+                                 int64_t position, const float **logits,
+                                 tfm_status *status) {
+  tfm_tensor inputs[8], output, *caches[2];
+  for (int32_t i = 0; i < s->decode->num_inputs; ++i) {
+    int32_t role = s->decode->inputs[i].role;
+    if (role == TFM_ROLE_TOKEN_IDS)
+      inputs[i] = (tfm_tensor){&token, TFM_DTYPE_I32, 1, {1}, NULL};
+    else
+      inputs[i] = (tfm_tensor){role == TFM_ROLE_ENCODED_LENGTH ? &s->encoded
+                                                               : &position,
+                               TFM_DTYPE_I64,
+                               0,
+                               {0},
+                               NULL};
+  }
+  decode_caches(s, beam, caches);
+  tfm_status_code code =
+      tfm_model_call(s->model, "decode", inputs, s->decode->num_inputs, caches,
+                     &output, 1, status);
+  if (code != TFM_OK)
+    return code;
+  int64_t vocab = tfm_model_get_desc(s->model)->vocab_size;
+  memcpy(s->logits, output.data, (size_t)vocab * sizeof *s->logits);
+  tfm_tensor_release(&output);
+  *logits = s->logits;
+  return TFM_OK;
+}
+
+tfm_status_code tfm_seq2seq_fork(tfm_seq2seq_state *s, int from, int to,
+                                 int64_t used, tfm_status *status) {
+  const tfm_tensor *source = &s->caches[s->current * s->beams + from];
+  tfm_tensor *target = &s->caches[(1 - s->current) * s->beams + to];
+  /* [layers, 2, capacity, heads, dim]: every layer's K and V planes. */
+  int64_t capacity = source->shape[2];
+  if (used > capacity)
+    return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
+                    "a beam of %lld positions in a cache of %lld",
+                    (long long)used, (long long)capacity);
+  size_t row = (size_t)(source->shape[3] * source->shape[4]) * sizeof(float);
+  for (int64_t plane = 0; plane < source->shape[0] * 2; ++plane)
+    memcpy((char *)target->data + (size_t)(plane * capacity) * row,
+           (const char *)source->data + (size_t)(plane * capacity) * row,
+           (size_t)used * row);
+  return TFM_OK;
+}
+
+void tfm_seq2seq_commit(tfm_seq2seq_state *s) { s->current = 1 - s->current; }
 
 tfm_status_code tfm_seq2seq_generate(tfm_model *model, const int32_t *source,
                                      int64_t n,
@@ -66,73 +186,29 @@ tfm_status_code tfm_seq2seq_generate(tfm_model *model, const int32_t *source,
                     "tfm_seq2seq_generate: NULL argument");
   *count = 0;
   const tfm_model_desc *desc = tfm_model_get_desc(model);
-  const tfm_entry_point *encode = tfm_model_entry_point(model, "encode");
-  const tfm_entry_point *decode = tfm_model_entry_point(model, "decode");
-  const tfm_cache_desc *self_desc, *cross_desc;
-  if (!encode || !decode || !find_caches(desc, &self_desc, &cross_desc))
-    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
-                    "model '%s' is not an encoder-decoder compiled with its "
-                    "caches (@encode, @decode)",
-                    desc->name);
-  if (desc->bos_token < 0)
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "model '%s' has no decoder start token", desc->name);
-  int64_t room = self_desc->shape[2]; /* [layers, 2, capacity, ...] */
-  int64_t steps = options->forced_tokens ? options->forced_count
-                                         : options->max_new_tokens;
-  if (steps < 0 || steps > room)
-    return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
-                    "%lld new tokens do not fit the decoder's %lld positions",
-                    (long long)steps, (long long)room);
-  tfm_sampler *sampler = NULL;
-  tfm_status_code code = tfm_sampler_new(&options->sampler, desc->vocab_size,
-                                         &sampler, status);
+  int64_t steps =
+      options->forced_tokens ? options->forced_count : options->max_new_tokens;
+  tfm_seq2seq_state *state = NULL;
+  tfm_status_code code =
+      tfm_seq2seq_begin(model, source, n, 1, steps, &state, status);
   if (code != TFM_OK)
     return code;
-  tfm_tensor self = {0}, cross = {0}, output, *caches[2];
+  tfm_sampler *sampler = NULL;
   float *logits = malloc((size_t)desc->vocab_size * sizeof *logits);
   int32_t *history = malloc((size_t)(steps + 1) * sizeof *history);
-  if (!allocate_cache(self_desc, &self) || !allocate_cache(cross_desc, &cross) ||
-      !logits || !history) {
+  if (!logits || !history) {
     code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
-  /* The source, once: its cross-attention keys and values. */
-  /* tfm_model_call only reads its inputs. */
-  tfm_tensor source_ids = {(void *)(uintptr_t)source, TFM_DTYPE_I32, 1, {n},
-                           NULL};
-  order_caches(desc, encode, &self, &cross, caches);
-  code = tfm_model_call(model, "encode", &source_ids, 1, caches, &output, 1,
-                        status);
-  if (code != TFM_OK)
-    goto done;
-  tfm_tensor_release(&output);
+  code = tfm_sampler_new(&options->sampler, desc->vocab_size, &sampler, status);
   /* The decoder, one token at a time from the start token. */
   int32_t token = (int32_t)desc->bos_token;
-  int64_t encoded = n;
-  order_caches(desc, decode, &self, &cross, caches);
-  for (int64_t position = 0; position < steps; ++position) {
-    tfm_tensor inputs[8];
-    if (decode->num_inputs > 8) {
-      code = tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                      "@decode has %d inputs", decode->num_inputs);
-      break;
-    }
-    for (int32_t i = 0; i < decode->num_inputs; ++i) {
-      int32_t role = decode->inputs[i].role;
-      if (role == TFM_ROLE_TOKEN_IDS)
-        inputs[i] = (tfm_tensor){&token, TFM_DTYPE_I32, 1, {1}, NULL};
-      else
-        inputs[i] = (tfm_tensor){role == TFM_ROLE_ENCODED_LENGTH ? &encoded
-                                                                 : &position,
-                                 TFM_DTYPE_I64, 0, {0}, NULL};
-    }
-    code = tfm_model_call(model, "decode", inputs, decode->num_inputs, caches,
-                          &output, 1, status);
+  for (int64_t position = 0; code == TFM_OK && position < steps; ++position) {
+    const float *step;
+    code = tfm_seq2seq_step(state, 0, token, position, &step, status);
     if (code != TFM_OK)
       break;
-    memcpy(logits, output.data, (size_t)desc->vocab_size * sizeof *logits);
-    tfm_tensor_release(&output);
+    memcpy(logits, step, (size_t)desc->vocab_size * sizeof *logits);
     if (options->on_logits)
       options->on_logits(options->user, logits, desc->vocab_size);
     history[position] = token;
@@ -149,10 +225,9 @@ tfm_status_code tfm_seq2seq_generate(tfm_model *model, const int32_t *source,
       break;
   }
 done:
-  free(self.data);
-  free(cross.data);
   free(logits);
   free(history);
   tfm_sampler_free(sampler);
+  tfm_seq2seq_end(state);
   return code;
 }

@@ -219,6 +219,25 @@ tfm_status_code tfm_seq2seq_generate(tfm_model *model, const int32_t *source,
                                      int32_t *out, int64_t capacity,
                                      int64_t *count, tfm_status *status);
 
+typedef struct {
+  int32_t num_beams;      /* beam width */
+  int64_t max_new_tokens; /* the longest output */
+  float length_penalty;   /* scores are sum log p / length^length_penalty */
+  int early_stopping;     /* stop once num_beams hypotheses have ended */
+} tfm_beam_options;
+
+/* Beam search of an encoder-decoder, as transformers' generate(num_beams)
+ * searches: the source is encoded once and its cross-attention cache
+ * shared by every beam; each beam has its own self-attention cache, forked
+ * by copying the positions written so far. Writes the best hypothesis's
+ * tokens (after the decoder start token, ended by the end-of-sequence token
+ * when it has one) to `out` (at most `capacity`; *count says how many). */
+tfm_status_code tfm_seq2seq_beam_search(tfm_model *model,
+                                        const int32_t *source, int64_t n,
+                                        const tfm_beam_options *options,
+                                        int32_t *out, int64_t capacity,
+                                        int64_t *count, tfm_status *status);
+
 /* Index of the largest of `n` values (the first on ties), as greedy decoding
  * picks the next token. */
 int32_t tfm_argmax(const float *values, int64_t n);

@@ -12,7 +12,9 @@ with transformers 4.40's model classes (../shared/reference):
   start from its decoder start token 2);
 - <name>.greedy.txt: per line the ids generate() picks greedily for one of
   GREEDY_SOURCES (GREEDY_TOKENS new tokens at most, no forced or suppressed
-  tokens), after the decoder start token.
+  tokens), after the decoder start token; <name>.beams.txt the same of a
+  beam search of each width in BEAMS (length penalty 1, no early
+  stopping), widths in turn.
 
 Regenerate with
 
@@ -31,7 +33,8 @@ SOURCE_TOKENS = [5, 17, 42, 9, 33, 21, 0]
 DECODER_TOKENS = [63, 12, 7, 30, 2, 48]
 BART_DECODER_TOKENS = [2, 12, 7, 30, 5, 48]
 GREEDY_TOKENS = 12
-GREEDY_SOURCES = [SOURCE_TOKENS, [7, 3, 50, 0]]
+GREEDY_SOURCES = [SOURCE_TOKENS, [7, 3, 50, 0], [30, 31, 0], [60, 5, 0]]
+BEAMS = [2, 4]
 
 
 def randomize(model, seed):
@@ -49,6 +52,15 @@ def randomize(model, seed):
         if hasattr(model, "final_logits_bias"):
             model.final_logits_bias.copy_(
                 0.1 * torch.randn(model.final_logits_bias.shape, generator=g))
+
+
+def flatten_head(model, eos, boost):
+    """A separate, smaller LM head and a raised end-of-sequence bias: random
+    models are otherwise so sure of one token that greedy and beam search
+    agree and never stop; this gives the searches choices to differ on."""
+    with torch.no_grad():
+        model.lm_head.weight.mul_(0.5)
+        model.final_logits_bias[0, eos] += boost
 
 
 def write(name, model, decoder_tokens=DECODER_TOKENS):
@@ -70,6 +82,19 @@ def write(name, model, decoder_tokens=DECODER_TOKENS):
                                      bad_words_ids=None)[0]
             f.write(" ".join(map(str, ids.tolist()[1:])) + "\n")
             print(f"{name}: greedy {ids.tolist()}")
+    with open(os.path.join(OUT, name + ".beams.txt"), "w") as f:
+        for beams in BEAMS:
+            for source in GREEDY_SOURCES:
+                with torch.no_grad():
+                    ids = model.generate(torch.tensor([source]),
+                                         num_beams=beams, do_sample=False,
+                                         max_new_tokens=GREEDY_TOKENS,
+                                         length_penalty=1.0,
+                                         early_stopping=False,
+                                         forced_eos_token_id=None,
+                                         bad_words_ids=None)[0]
+                f.write(" ".join(map(str, ids.tolist()[1:])) + "\n")
+                print(f"{name}: {beams} beams {ids.tolist()}")
 
 
 def main():
@@ -78,22 +103,26 @@ def main():
         encoder_attention_heads=4, decoder_attention_heads=4,
         encoder_ffn_dim=48, decoder_ffn_dim=48, max_position_embeddings=64,
         scale_embedding=True, pad_token_id=63, decoder_start_token_id=63,
-        eos_token_id=0, activation_function="swish")
+        eos_token_id=0, activation_function="swish",
+        tie_word_embeddings=False)
     config._attn_implementation = "eager"
     torch.manual_seed(0)
     model = tf.MarianMTModel(config).eval()
     randomize(model, 1)
+    flatten_head(model, eos=0, boost=1.8)
     write("marian", model)
     config = tf.BartConfig(
         vocab_size=64, d_model=32, encoder_layers=2, decoder_layers=2,
         encoder_attention_heads=4, decoder_attention_heads=4,
         encoder_ffn_dim=48, decoder_ffn_dim=48, max_position_embeddings=64,
         pad_token_id=1, bos_token_id=0, eos_token_id=2,
-        decoder_start_token_id=2, forced_eos_token_id=None)
+        decoder_start_token_id=2, forced_eos_token_id=None,
+        tie_word_embeddings=False)
     config._attn_implementation = "eager"
     torch.manual_seed(0)
     model = tf.BartForConditionalGeneration(config).eval()
     randomize(model, 2)
+    flatten_head(model, eos=2, boost=5.5)
     write("bart", model, decoder_tokens=BART_DECODER_TOKENS)
 
 

@@ -1,0 +1,236 @@
+/*===- beam_search.c - beam search for encoder-decoders ------------------===//
+ *
+ * tfm_seq2seq_beam_search, as transformers' generate(num_beams=N) searches
+ * (BeamSearchScorer and BeamHypotheses, 4.40): the source is encoded once
+ * and every beam reads the one cross-attention cache; each beam has its own
+ * self-attention cache. Per step every live beam is decoded, its logits
+ * turned into log-probabilities plus the beam's score, and the 2N best of
+ * all (beam, token) pairs taken in order: an end-of-sequence token among
+ * the first N closes a hypothesis (scored sum / length^length_penalty),
+ * other tokens extend the next step's N beams, whose caches are copied from
+ * the beams they extend (the positions written so far only). The search
+ * stops at max_new_tokens or when no open beam can beat the N closed
+ * hypotheses (early_stopping: as soon as there are N); the best hypothesis
+ * is returned, ended by the end-of-sequence token when it has one.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/seq2seq_internal.h"
+#include "runtime/status.h"
+#include "runtime/tfm_runtime.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  float score;   /* cumulative log-probability (open beams) */
+  int32_t token; /* the candidate's token */
+  int32_t beam;  /* the beam it extends */
+} candidate;
+
+/* A closed hypothesis: its tokens after the start token, and its score. */
+typedef struct {
+  double score;
+  int32_t *tokens;
+  int64_t length;
+} hypothesis;
+
+typedef struct {
+  hypothesis *items;
+  int count, capacity;
+  double worst;
+} hypotheses;
+
+/* BeamHypotheses.add: a hypothesis better than the worst (or any while
+ * there are fewer than `capacity`) is appended; past `capacity` the lowest
+ * (the first of equals) goes. The list order decides ties at the end. */
+static int add_hypothesis(hypotheses *h, const int32_t *tokens, int64_t length,
+                          float sum_logprobs, int64_t generated,
+                          float length_penalty) {
+  double score = sum_logprobs / pow((double)generated, length_penalty);
+  if (h->count >= h->capacity && !(score > h->worst))
+    return 1;
+  int32_t *copy = malloc((size_t)(length + 1) * sizeof *copy);
+  if (!copy)
+    return 0;
+  memcpy(copy, tokens, (size_t)length * sizeof *copy);
+  h->items[h->count++] = (hypothesis){score, copy, length};
+  if (h->count <= h->capacity) {
+    h->worst = h->count == 1 || score < h->worst ? score : h->worst;
+    return 1;
+  }
+  int lowest = 0;
+  for (int i = 1; i < h->count; ++i)
+    if (h->items[i].score < h->items[lowest].score)
+      lowest = i;
+  free(h->items[lowest].tokens);
+  memmove(&h->items[lowest], &h->items[lowest + 1],
+          (size_t)(h->count - lowest - 1) * sizeof *h->items);
+  --h->count;
+  h->worst = h->items[0].score;
+  for (int i = 1; i < h->count; ++i)
+    if (h->items[i].score < h->worst)
+      h->worst = h->items[i].score;
+  return 1;
+}
+
+/* Candidates best first; equal scores keep the lower (beam, token) first. */
+static int compare_candidates(const void *a, const void *b) {
+  const candidate *x = a, *y = b;
+  if (x->score != y->score)
+    return x->score < y->score ? 1 : -1;
+  if (x->beam != y->beam)
+    return x->beam - y->beam;
+  return x->token - y->token;
+}
+
+/* log_softmax(logits) + score into `out`. */
+static void log_probs(const float *logits, int64_t vocab, float score,
+                      float *out) {
+  float max = -INFINITY;
+  for (int64_t v = 0; v < vocab; ++v)
+    max = logits[v] > max ? logits[v] : max;
+  double sum = 0;
+  for (int64_t v = 0; v < vocab; ++v)
+    sum += exp((double)(logits[v] - max));
+  float log_sum = (float)log(sum);
+  for (int64_t v = 0; v < vocab; ++v)
+    out[v] = (logits[v] - max - log_sum) + score;
+}
+
+tfm_status_code tfm_seq2seq_beam_search(tfm_model *model, const int32_t *source,
+                                        int64_t n,
+                                        const tfm_beam_options *options,
+                                        int32_t *out, int64_t capacity,
+                                        int64_t *count, tfm_status *status) {
+  if (!model || !source || !options || !count || (!out && capacity > 0))
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_seq2seq_beam_search: NULL argument");
+  *count = 0;
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  int beams = options->num_beams;
+  int64_t vocab = desc->vocab_size, steps = options->max_new_tokens;
+  if (beams < 1 || 2 * (int64_t)beams > vocab)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "%d beams: expected 1 to half the vocabulary (%lld)", beams,
+                    (long long)(vocab / 2));
+  tfm_seq2seq_state *state = NULL;
+  tfm_status_code code =
+      tfm_seq2seq_begin(model, source, n, beams, steps, &state, status);
+  if (code != TFM_OK)
+    return code;
+  /* Per beam: tokens after the start token, score; per step the candidate
+   * scores of every beam. */
+  int32_t *tokens = calloc((size_t)beams * (size_t)(steps + 1), sizeof *tokens);
+  int32_t *next_tokens =
+      calloc((size_t)beams * (size_t)(steps + 1), sizeof *next_tokens);
+  float *scores = calloc((size_t)beams, sizeof *scores);
+  float *all = malloc((size_t)beams * (size_t)vocab * sizeof *all);
+  candidate *top = malloc((size_t)beams * (size_t)vocab * sizeof *top);
+  int32_t *last = calloc((size_t)beams, sizeof *last);
+  hypotheses closed = {calloc((size_t)beams + 1, sizeof(hypothesis)), 0, beams,
+                       0};
+  if (!tokens || !next_tokens || !scores || !all || !top || !last ||
+      !closed.items) {
+    code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+    goto done;
+  }
+  int live = 1, finished = 0;
+  int64_t length = 0; /* tokens after the start token, per beam */
+  for (int b = 0; b < beams; ++b)
+    last[b] = (int32_t)desc->bos_token;
+  while (length < steps && !finished) {
+    /* Decode every live beam; at the first step all beams are the start
+     * token alone, so one stands for all (the others would score -1e9). */
+    int64_t candidates = 0;
+    for (int b = 0; b < live; ++b) {
+      const float *logits;
+      code = tfm_seq2seq_step(state, b, last[b], length, &logits, status);
+      if (code != TFM_OK)
+        goto done;
+      log_probs(logits, vocab, scores[b], all + (size_t)b * (size_t)vocab);
+      for (int64_t v = 0; v < vocab; ++v)
+        top[candidates++] =
+            (candidate){all[(size_t)b * (size_t)vocab + v], (int32_t)v, b};
+    }
+    qsort(top, (size_t)candidates, sizeof *top, compare_candidates);
+    /* BeamSearchScorer.process over the 2N best. */
+    int next = 0;
+    for (int rank = 0; rank < 2 * beams && rank < candidates && next < beams;
+         ++rank) {
+      const candidate *c = &top[rank];
+      const int32_t *history = tokens + (size_t)c->beam * (size_t)(steps + 1);
+      if (c->token == desc->eos_token) {
+        if (rank >= beams)
+          continue;
+        if (!add_hypothesis(&closed, history, length, c->score, length + 1,
+                            options->length_penalty)) {
+          code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+          goto done;
+        }
+        continue;
+      }
+      int32_t *extended = next_tokens + (size_t)next * (size_t)(steps + 1);
+      memcpy(extended, history, (size_t)length * sizeof *extended);
+      extended[length] = c->token;
+      scores[next] = c->score;
+      last[next] = c->token;
+      code = tfm_seq2seq_fork(state, c->beam, next, length + 1, status);
+      if (code != TFM_OK)
+        goto done;
+      ++next;
+    }
+    tfm_seq2seq_commit(state);
+    memcpy(tokens, next_tokens,
+           (size_t)beams * (size_t)(steps + 1) * sizeof *tokens);
+    live = next;
+    ++length;
+    /* BeamHypotheses.is_done, with the best score of this step. */
+    if (closed.count >= beams) {
+      float best = top[0].score;
+      finished =
+          options->early_stopping ||
+          closed.worst >= best / pow((double)length, options->length_penalty);
+    }
+  }
+  /* finalize: open beams compete with the closed hypotheses. */
+  if (!finished)
+    for (int b = 0; b < live; ++b)
+      if (!add_hypothesis(&closed, tokens + (size_t)b * (size_t)(steps + 1),
+                          length, scores[b], length, options->length_penalty)) {
+        code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+      }
+  /* The best; among equal scores the last added, as sorted().pop() does. */
+  int best = -1;
+  for (int i = 0; i < closed.count; ++i)
+    if (best < 0 || closed.items[i].score >= closed.items[best].score)
+      best = i;
+  if (best >= 0) {
+    const hypothesis *h = &closed.items[best];
+    for (int64_t i = 0; i < h->length; ++i, ++*count)
+      if (*count < capacity)
+        out[*count] = h->tokens[i];
+    /* Shorter than the limit: it ended with the end-of-sequence token. */
+    if (h->length < steps) {
+      if (*count < capacity)
+        out[*count] = (int32_t)desc->eos_token;
+      ++*count;
+    }
+  }
+done:
+  for (int i = 0; i < closed.count; ++i)
+    free(closed.items[i].tokens);
+  free(closed.items);
+  free(tokens);
+  free(next_tokens);
+  free(scores);
+  free(all);
+  free(top);
+  free(last);
+  tfm_seq2seq_end(state);
+  return code;
+}

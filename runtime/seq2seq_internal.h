@@ -1,0 +1,38 @@
+/*===- seq2seq_internal.h - an encoder-decoder's decoding state ---------===//
+ *
+ * What greedy generation (seq2seq.c) and beam search (beam_search.c) share:
+ * the source encoded once into the cross-attention cache, and one
+ * self-attention cache per beam, decoded a token at a time through
+ * @decode. Beams fork by copying the positions written so far into the
+ * next step's caches.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_SEQ2SEQ_INTERNAL_H
+#define TFM_RUNTIME_SEQ2SEQ_INTERNAL_H
+
+#include "runtime/tfm_runtime.h"
+
+typedef struct tfm_seq2seq_state tfm_seq2seq_state;
+
+/* Encodes source[0..n) (@encode) and makes `beams` self-attention caches
+ * for `steps` decoder positions; the model must be an encoder-decoder with
+ * its caches and a decoder start token. */
+tfm_status_code tfm_seq2seq_begin(tfm_model *model, const int32_t *source,
+                                  int64_t n, int beams, int64_t steps,
+                                  tfm_seq2seq_state **state,
+                                  tfm_status *status);
+/* Decodes `token` at `position` on beam `beam`; *logits ([vocab]) stay
+ * valid until the next step. */
+tfm_status_code tfm_seq2seq_step(tfm_seq2seq_state *state, int beam,
+                                 int32_t token, int64_t position,
+                                 const float **logits, tfm_status *status);
+/* The next step's beam `to` continues beam `from`: the first `used`
+ * positions of its cache. */
+tfm_status_code tfm_seq2seq_fork(tfm_seq2seq_state *state, int from, int to,
+                                 int64_t used, tfm_status *status);
+/* The forked caches become the beams. */
+void tfm_seq2seq_commit(tfm_seq2seq_state *state);
+void tfm_seq2seq_end(tfm_seq2seq_state *state);
+
+#endif /* TFM_RUNTIME_SEQ2SEQ_INTERNAL_H */
