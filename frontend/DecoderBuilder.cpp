@@ -8,7 +8,7 @@
 
 #include "frontend/DecoderBuilder.h"
 #include "frontend/ErrorMessages.h"
-#include "frontend/WeightDeclarations.h"
+#include "frontend/ModelIRBuilder.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -84,26 +84,19 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
 
 namespace {
 
-class DecoderIRBuilder {
+class DecoderIRBuilder : public ModelIRBuilder {
 public:
   DecoderIRBuilder(MLIRContext &context, const DecoderSpec &spec,
                    const WeightStore &weights, llvm::StringRef checkpoint)
-      : declarations(weights, checkpoint, spec.family), b(&context),
+      : ModelIRBuilder(context, weights, checkpoint, spec.family),
         spec(spec) {}
 
   OwningOpRef<ModuleOp> build();
 
-  WeightDeclarations declarations;
-
 private:
-  Location named(const llvm::Twine &what) {
-    return NameLoc::get(b.getStringAttr(what));
-  }
   RankedTensorType tensorType(ArrayRef<int64_t> shape) {
     return RankedTensorType::get(shape, b.getF32Type());
   }
-  /// A tfm.weight of `name`, checked to exist with `shape`.
-  Value weight(const std::string &name, std::vector<int64_t> shape);
   Value norm(Value x, const std::string &name, Location loc);
   /// A scale of ones for norms without a learned one, made once at the
   /// start of the function so that every fusion can use it.
@@ -118,14 +111,8 @@ private:
   Value mlp(Value h, int64_t layer);
   Value block(Value x, Value positions, int64_t layer);
 
-  OpBuilder b;
   const DecoderSpec &spec;
 };
-
-Value DecoderIRBuilder::weight(const std::string &name,
-                               std::vector<int64_t> shape) {
-  return declarations.read(b, name, shape);
-}
 
 Value DecoderIRBuilder::norm(Value x, const std::string &name, Location loc) {
   int64_t d = spec.hiddenSize;

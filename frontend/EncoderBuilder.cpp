@@ -15,7 +15,7 @@
 #include "frontend/DecoderSpec.h"
 #include "frontend/EncoderFamilies.h"
 #include "frontend/ErrorMessages.h"
-#include "frontend/WeightDeclarations.h"
+#include "frontend/ModelIRBuilder.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -28,34 +28,16 @@ using namespace mlir::tfm;
 
 namespace {
 
-class EncoderIRBuilder {
+class EncoderIRBuilder : public ModelIRBuilder {
 public:
   EncoderIRBuilder(MLIRContext &context, const EncoderSpec &spec,
                    const WeightStore &weights, llvm::StringRef checkpoint)
-      : declarations(weights, checkpoint, spec.family), b(&context),
+      : ModelIRBuilder(context, weights, checkpoint, spec.family),
         spec(spec) {}
 
   OwningOpRef<ModuleOp> build();
 
-  WeightDeclarations declarations;
-
 private:
-  Location named(const llvm::Twine &what) {
-    return NameLoc::get(b.getStringAttr(what));
-  }
-  RankedTensorType rows(ArrayRef<int64_t> trailing) {
-    SmallVector<int64_t> shape = {ShapedType::kDynamic};
-    shape.append(trailing.begin(), trailing.end());
-    return RankedTensorType::get(shape, b.getF32Type());
-  }
-  Value weight(const std::string &name, std::vector<int64_t> shape) {
-    return declarations.read(b, name, shape);
-  }
-  /// x·Wᵀ + b for the [out, in] weight `name`, as `[?, resultShape...]`.
-  Value linear(Value x, const std::string &name, ArrayRef<int64_t> resultShape,
-               std::optional<ActivationKind> activation = std::nullopt) {
-    return declarations.biasedLinear(b, x, name, resultShape, activation);
-  }
   Value norm(Value x, const std::string &name, int64_t d = 0) {
     return declarations.biasedLayerNorm(b, x, name, d ? d : spec.hiddenSize,
                                         spec.normEpsilon);
@@ -69,7 +51,6 @@ private:
   /// Embeddings and every layer: the last hidden states.
   Value encodeTokens(Block *entry);
 
-  OpBuilder b;
   const EncoderSpec &spec;
 };
 

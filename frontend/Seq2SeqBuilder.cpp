@@ -17,7 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/Seq2SeqFamilies.h"
-#include "frontend/WeightDeclarations.h"
+#include "frontend/ModelIRBuilder.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -28,39 +28,24 @@ using namespace mlir::tfm;
 
 namespace {
 
-class Seq2SeqIRBuilder {
+class Seq2SeqIRBuilder : public ModelIRBuilder {
 public:
   Seq2SeqIRBuilder(MLIRContext &context, const Seq2SeqSpec &spec,
                    const WeightStore &weights, llvm::StringRef checkpoint)
-      : declarations(weights, checkpoint, spec.family), b(&context),
+      : ModelIRBuilder(context, weights, checkpoint, spec.family),
         spec(spec), weights(weights),
         prefix(weights.contains("model.shared.weight") ? "model." : "") {}
 
   OwningOpRef<ModuleOp> build();
 
-  WeightDeclarations declarations;
-
 private:
-  Location named(const llvm::Twine &what) {
-    return NameLoc::get(b.getStringAttr(what));
-  }
-  RankedTensorType rows(ArrayRef<int64_t> trailing) {
-    SmallVector<int64_t> shape = {ShapedType::kDynamic};
-    shape.append(trailing.begin(), trailing.end());
-    return RankedTensorType::get(shape, b.getF32Type());
-  }
-  Value linear(Value x, const std::string &name, ArrayRef<int64_t> shape,
-               std::optional<ActivationKind> activation = std::nullopt) {
-    return declarations.biasedLinear(b, x, name, shape, activation);
-  }
   Value norm(Value x, const std::string &name) {
     return declarations.biasedLayerNorm(b, x, name, spec.hiddenSize,
                                         spec.normEpsilon);
   }
   Value add(Value x, Value y) { return AddOp::create(b, x.getLoc(), x, y); }
   Value sharedTable() {
-    return declarations.read(b, prefix + "shared.weight",
-                             {spec.vocabSize, spec.hiddenSize});
+    return weight(prefix + "shared.weight", {spec.vocabSize, spec.hiddenSize});
   }
   /// Token embeddings (scaled) plus the positions 0, 1, ... of `ids`.
   Value embed(Value ids, llvm::StringRef side);
@@ -72,7 +57,6 @@ private:
   Value encoderLayer(Value x, int64_t index);
   Value decoderLayer(Value x, Value memory, int64_t index);
 
-  OpBuilder b;
   const Seq2SeqSpec &spec;
   const WeightStore &weights;
   std::string prefix; // "model." in MarianMTModel checkpoints

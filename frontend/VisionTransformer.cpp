@@ -15,7 +15,7 @@
 #include "frontend/VisionTransformer.h"
 #include "frontend/DecoderSpec.h"
 #include "frontend/ErrorMessages.h"
-#include "frontend/WeightDeclarations.h"
+#include "frontend/ModelIRBuilder.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -50,32 +50,20 @@ struct VisionSpec {
   int64_t tokens() const { return patches() + 1 + (distillationToken ? 1 : 0); }
 };
 
-class VisionIRBuilder {
+class VisionIRBuilder : public ModelIRBuilder {
 public:
   VisionIRBuilder(MLIRContext &context, const VisionSpec &spec,
                   const WeightStore &weights, llvm::StringRef checkpoint)
-      : declarations(weights, checkpoint, spec.family), b(&context),
+      : ModelIRBuilder(context, weights, checkpoint, spec.family),
         spec(spec) {}
 
   OwningOpRef<ModuleOp> build();
-  WeightDeclarations declarations;
 
 private:
-  Location named(const llvm::Twine &what) {
-    return NameLoc::get(b.getStringAttr(what));
-  }
   RankedTensorType matrix(int64_t rows, int64_t columns) {
     return RankedTensorType::get({rows, columns}, b.getF32Type());
   }
   std::string name(llvm::StringRef suffix) { return spec.prefix + suffix.str(); }
-  Value weight(const std::string &n, std::vector<int64_t> shape) {
-    return declarations.read(b, n, shape);
-  }
-  /// x·Wᵀ + b for the [out, in] weight `n`, as [tokens, out...].
-  Value linear(Value x, const std::string &n, ArrayRef<int64_t> out,
-               std::optional<ActivationKind> activation = std::nullopt) {
-    return declarations.biasedLinear(b, x, n, out, activation);
-  }
   Value norm(Value x, const std::string &n) {
     return declarations.biasedLayerNorm(b, x, n, spec.hiddenSize,
                                         spec.normEpsilon);
@@ -92,7 +80,6 @@ private:
   Value embeddings(Value pixels);
   Value layer(Value x, int64_t index);
 
-  OpBuilder b;
   const VisionSpec &spec;
 };
 

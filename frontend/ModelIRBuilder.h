@@ -1,0 +1,53 @@
+//===- ModelIRBuilder.h - what every model builder starts from -*- C++ -*-===//
+//
+// The part the decoder, encoder, vision and encoder-decoder builders share:
+// an OpBuilder, the checkpoint reads (WeightDeclarations), locations that
+// name what an op is, row-typed results and the biased projections.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_MODELIRBUILDER_H
+#define TFM_FRONTEND_MODELIRBUILDER_H
+
+#include "frontend/WeightDeclarations.h"
+
+namespace mlir::tfm {
+
+class ModelIRBuilder {
+public:
+  /// The checkpoint's tensors the module reads; finish() checks them.
+  WeightDeclarations declarations;
+
+protected:
+  /// `family` names the config in messages ("the bert config implies").
+  ModelIRBuilder(MLIRContext &context, const WeightStore &weights,
+                 llvm::StringRef checkpoint, llvm::StringRef family)
+      : declarations(weights, checkpoint, family), b(&context) {}
+
+  /// A location naming what an op is ("layer 3 attention").
+  Location named(const llvm::Twine &what) {
+    return NameLoc::get(b.getStringAttr(what));
+  }
+  /// tensor<?x...xf32>: one row per position, `trailing` after it.
+  RankedTensorType rows(ArrayRef<int64_t> trailing) {
+    SmallVector<int64_t> shape = {ShapedType::kDynamic};
+    shape.append(trailing.begin(), trailing.end());
+    return RankedTensorType::get(shape, b.getF32Type());
+  }
+  /// A tfm.weight of `name`, checked to exist with `shape`.
+  Value weight(const std::string &name, std::vector<int64_t> shape) {
+    return declarations.read(b, name, shape);
+  }
+  /// x·Wᵀ + b for the [out, in] weight `name` and its bias, as
+  /// [x's rows, resultShape...], with an optional activation epilogue.
+  Value linear(Value x, const std::string &name, ArrayRef<int64_t> resultShape,
+               std::optional<ActivationKind> activation = std::nullopt) {
+    return declarations.biasedLinear(b, x, name, resultShape, activation);
+  }
+
+  OpBuilder b;
+};
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_MODELIRBUILDER_H
