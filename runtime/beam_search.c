@@ -87,9 +87,8 @@ static int compare_candidates(const void *a, const void *b) {
   return x->token - y->token;
 }
 
-/* log_softmax(logits) + score into `out`. */
-static void log_probs(const float *logits, int64_t vocab, float score,
-                      float *out) {
+/* log_softmax(logits) into `out`. */
+static void log_softmax(const float *logits, int64_t vocab, float *out) {
   float max = -INFINITY;
   for (int64_t v = 0; v < vocab; ++v)
     max = logits[v] > max ? logits[v] : max;
@@ -98,7 +97,7 @@ static void log_probs(const float *logits, int64_t vocab, float score,
     sum += exp((double)(logits[v] - max));
   float log_sum = (float)log(sum);
   for (int64_t v = 0; v < vocab; ++v)
-    out[v] = (logits[v] - max - log_sum) + score;
+    out[v] = logits[v] - max - log_sum;
 }
 
 tfm_status_code tfm_seq2seq_beam_search(tfm_model *model, const int32_t *source,
@@ -131,10 +130,12 @@ tfm_status_code tfm_seq2seq_beam_search(tfm_model *model, const int32_t *source,
   float *all = malloc((size_t)beams * (size_t)vocab * sizeof *all);
   candidate *top = malloc((size_t)beams * (size_t)vocab * sizeof *top);
   int32_t *last = calloc((size_t)beams, sizeof *last);
+  int32_t *sequences =
+      malloc((size_t)beams * (size_t)(steps + 2) * sizeof *sequences);
   hypotheses closed = {calloc((size_t)beams + 1, sizeof(hypothesis)), 0, beams,
                        0};
   if (!tokens || !next_tokens || !scores || !all || !top || !last ||
-      !closed.items) {
+      !sequences || !closed.items) {
     code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
@@ -151,7 +152,18 @@ tfm_status_code tfm_seq2seq_beam_search(tfm_model *model, const int32_t *source,
       code = tfm_seq2seq_step(state, b, last[b], length, &logits, status);
       if (code != TFM_OK)
         goto done;
-      log_probs(logits, vocab, scores[b], all + (size_t)b * (size_t)vocab);
+      /* transformers applies the rules to the log-probabilities, then
+       * adds the beam's score. */
+      float *row = all + (size_t)b * (size_t)vocab;
+      log_softmax(logits, vocab, row);
+      int32_t *sequence = sequences + (size_t)b * (size_t)(steps + 2);
+      sequence[0] = (int32_t)desc->bos_token;
+      memcpy(sequence + 1, tokens + (size_t)b * (size_t)(steps + 1),
+             (size_t)length * sizeof *sequence);
+      tfm_apply_generation_rules(options->rules, sequence, length + 1, steps,
+                                 (int32_t)desc->eos_token, row, vocab);
+      for (int64_t v = 0; v < vocab; ++v)
+        row[v] += scores[b];
       for (int64_t v = 0; v < vocab; ++v)
         top[candidates++] =
             (candidate){all[(size_t)b * (size_t)vocab + v], (int32_t)v, b};
@@ -231,6 +243,7 @@ done:
   free(all);
   free(top);
   free(last);
+  free(sequences);
   tfm_seq2seq_end(state);
   return code;
 }

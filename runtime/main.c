@@ -42,6 +42,8 @@ typedef struct {
   int stop_count;
   int ignore_eos;
   int beams; /* an encoder-decoder's beam search (1: greedy) */
+  tfm_generation_rules rules; /* an encoder-decoder's (suppressed: below) */
+  const char *suppress;       /* --suppress "ids" */
 } options;
 
 static void usage(FILE *out, const char *argv0) {
@@ -76,6 +78,9 @@ static void usage(FILE *out, const char *argv0) {
           "                         (teacher forcing; --tokens is the source)\n"
           "  --beams N              an encoder-decoder's beam search width\n"
           "                         (default 1: greedy or sampled)\n"
+          "  --no-repeat-ngram N, --min-new-tokens N, --suppress \"ids\",\n"
+          "  --forced-eos           an encoder-decoder's generation rules (as\n"
+          "                         generation_config.json's, transformers')\n"
           "    --text TEXT [--text-pair TEXT]  text through the tokenizer\n"
           "    --text-file FILE     one text per line, one output per line\n"
           "    --batch N            at most N lines of --text-file (packed end\n"
@@ -142,6 +147,8 @@ static int parse_options(int argc, char **argv, options *o) {
       o->stats = 1;
     } else if (!strcmp(arg, "--ignore-eos")) {
       o->ignore_eos = 1;
+    } else if (!strcmp(arg, "--forced-eos")) {
+      o->rules.forced_eos = 1;
     } else if (!value) {
       fprintf(stderr, "%s: error: unknown or incomplete option '%s'\n",
               argv[0], arg);
@@ -177,6 +184,8 @@ static int parse_options(int argc, char **argv, options *o) {
       o->call.token_types = argv[++i];
     } else if (!strcmp(arg, "--decoder-tokens")) {
       o->call.decoder_tokens = argv[++i];
+    } else if (!strcmp(arg, "--suppress")) {
+      o->suppress = argv[++i];
     } else if (!strcmp(arg, "--output")) {
       o->call.output_path = argv[++i];
     } else if (!strcmp(arg, "--stop")) {
@@ -188,7 +197,9 @@ static int parse_options(int argc, char **argv, options *o) {
       o->stop[o->stop_count++] = argv[++i];
     } else if (!strcmp(arg, "-n") || !strcmp(arg, "--top-k") ||
                !strcmp(arg, "--seed") || !strcmp(arg, "--warmup") ||
-               !strcmp(arg, "--batch") || !strcmp(arg, "--beams")) {
+               !strcmp(arg, "--batch") || !strcmp(arg, "--beams") ||
+               !strcmp(arg, "--no-repeat-ngram") ||
+               !strcmp(arg, "--min-new-tokens")) {
       char *end;
       errno = 0;
       long long n = strtoll(argv[++i], &end, 10);
@@ -215,6 +226,10 @@ static int parse_options(int argc, char **argv, options *o) {
         return 0;
       } else if (!strcmp(arg, "--beams"))
         o->beams = (int)n;
+      else if (!strcmp(arg, "--no-repeat-ngram"))
+        o->rules.no_repeat_ngram_size = (int32_t)n;
+      else if (!strcmp(arg, "--min-new-tokens"))
+        o->rules.min_new_tokens = (int64_t)n;
       else
         o->sampler.seed = (uint64_t)n;
     } else if (!strcmp(arg, "--temperature") || !strcmp(arg, "--top-p") ||
@@ -326,7 +341,8 @@ int main(int argc, char **argv) {
     tfm_seq2seq_command command = {o.tokens,     o.new_tokens,
                                    o.sampler,    o.ignore_eos,
                                    o.step_logits_path, o.forced_tokens,
-                                   o.beams > 0 ? o.beams : 1};
+                                   o.beams > 0 ? o.beams : 1,
+                                   o.rules,      o.suppress};
     return tfm_main_seq2seq(argv[0], model, &command);
   }
   /* Models that do not generate (encoders) run their first entry point. */

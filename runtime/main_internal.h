@@ -51,6 +51,8 @@ typedef struct {
   const char *step_logits_path; /* each step's logits, f32 [steps, vocab] */
   const char *forced_tokens;    /* --force-tokens: teacher forcing */
   int beams;                    /* --beams: beam search past 1 */
+  tfm_generation_rules rules;   /* its suppressed ids from `suppress` */
+  const char *suppress;         /* --suppress "ids" */
 } tfm_seq2seq_command;
 int tfm_main_seq2seq(const char *argv0, tfm_model *model,
                      const tfm_seq2seq_command *command);

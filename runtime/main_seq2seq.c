@@ -45,11 +45,24 @@ int tfm_main_seq2seq(const char *argv0, tfm_model *model,
                                    command->forced_tokens, NULL, 0)) < 0)
     return 1;
   long steps = command->forced_tokens ? forced : command->new_tokens;
+  tfm_generation_rules rules = command->rules;
+  long suppressed = 0;
+  if (command->suppress &&
+      (suppressed = tfm_main_parse_ids(argv0, "--suppress", command->suppress,
+                                       NULL, 0)) < 0)
+    return 1;
+  int32_t *suppressed_ids =
+      malloc((size_t)(suppressed + 1) * sizeof *suppressed_ids);
+  if (suppressed_ids && command->suppress)
+    tfm_main_parse_ids(argv0, "--suppress", command->suppress, suppressed_ids,
+                       suppressed);
+  rules.suppressed = suppressed_ids;
+  rules.suppressed_count = (int32_t)suppressed;
   int32_t *source = malloc((size_t)n * sizeof *source);
   int32_t *forced_ids = malloc((size_t)(forced + 1) * sizeof *forced_ids);
   int32_t *generated = malloc((size_t)(steps + 1) * sizeof *generated);
   FILE *step_logits = NULL;
-  int ok = source && forced_ids && generated;
+  int ok = source && forced_ids && generated && suppressed_ids;
   if (!ok)
     fprintf(stderr, "%s: error: out of memory\n", argv0);
   if (ok && command->step_logits_path &&
@@ -74,13 +87,14 @@ int tfm_main_seq2seq(const char *argv0, tfm_model *model,
     options.user = step_logits;
     int64_t count = 0;
     tfm_status status;
-    tfm_beam_options beam = {command->beams, steps, 1.0f, 0};
+    tfm_beam_options beam = {command->beams, steps, 1.0f, 0, &rules};
     tfm_status_code code =
         command->beams > 1 && !command->forced_tokens
             ? tfm_seq2seq_beam_search(model, source, n, &beam, generated,
                                       steps + 1, &count, &status)
-            : tfm_seq2seq_generate(model, source, n, &options, generated,
-                                   steps + 1, &count, &status);
+            : tfm_seq2seq_generate_with_rules(model, source, n, &options,
+                                              &rules, generated, steps + 1,
+                                              &count, &status);
     if (code != TFM_OK) {
       fprintf(stderr, "%s: error: %s\n", argv0, status.message);
       ok = 0;
@@ -97,6 +111,7 @@ int tfm_main_seq2seq(const char *argv0, tfm_model *model,
   }
   free(source);
   free(forced_ids);
+  free(suppressed_ids);
   free(generated);
   return ok ? 0 : 1;
 }

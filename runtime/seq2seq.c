@@ -181,6 +181,14 @@ tfm_status_code tfm_seq2seq_generate(tfm_model *model, const int32_t *source,
                                      const tfm_generate_options *options,
                                      int32_t *out, int64_t capacity,
                                      int64_t *count, tfm_status *status) {
+  return tfm_seq2seq_generate_with_rules(model, source, n, options, NULL, out,
+                                         capacity, count, status);
+}
+
+tfm_status_code tfm_seq2seq_generate_with_rules(
+    tfm_model *model, const int32_t *source, int64_t n,
+    const tfm_generate_options *options, const tfm_generation_rules *rules,
+    int32_t *out, int64_t capacity, int64_t *count, tfm_status *status) {
   if (!model || !source || !options || !count || (!out && capacity > 0))
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_seq2seq_generate: NULL argument");
@@ -212,6 +220,10 @@ tfm_status_code tfm_seq2seq_generate(tfm_model *model, const int32_t *source,
     if (options->on_logits)
       options->on_logits(options->user, logits, desc->vocab_size);
     history[position] = token;
+    if (!options->forced_tokens)
+      tfm_apply_generation_rules(rules, history, position + 1, steps,
+                                 (int32_t)desc->eos_token, logits,
+                                 desc->vocab_size);
     token = options->forced_tokens
                 ? options->forced_tokens[position]
                 : tfm_sampler_sample(sampler, logits, history, position + 1);

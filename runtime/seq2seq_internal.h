@@ -35,4 +35,11 @@ tfm_status_code tfm_seq2seq_fork(tfm_seq2seq_state *state, int from, int to,
 void tfm_seq2seq_commit(tfm_seq2seq_state *state);
 void tfm_seq2seq_end(tfm_seq2seq_state *state);
 
+/* Bans what `rules` forbid after sequence[0..length) (the decoder start
+ * token first) in this step's `scores` (generation_rules.c). */
+void tfm_apply_generation_rules(const tfm_generation_rules *rules,
+                                const int32_t *sequence, int64_t length,
+                                int64_t max_new_tokens, int32_t eos,
+                                float *scores, int64_t vocab);
+
 #endif /* TFM_RUNTIME_SEQ2SEQ_INTERNAL_H */

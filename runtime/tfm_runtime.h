@@ -219,12 +219,32 @@ tfm_status_code tfm_seq2seq_generate(tfm_model *model, const int32_t *source,
                                      int32_t *out, int64_t capacity,
                                      int64_t *count, tfm_status *status);
 
+/* What an encoder-decoder may generate next, as generation_config.json's
+ * no_repeat_ngram_size, bad_words_ids (single tokens), min_new_tokens and
+ * forced_eos_token_id say (transformers' logits processors). Zeroed: no
+ * rule. */
+typedef struct {
+  int32_t no_repeat_ngram_size; /* no n-gram twice; 0: off */
+  int64_t min_new_tokens;       /* no end-of-sequence before this many */
+  int forced_eos;               /* the last step ends the sequence */
+  const int32_t *suppressed;    /* never generated */
+  int32_t suppressed_count;
+} tfm_generation_rules;
+
 typedef struct {
   int32_t num_beams;      /* beam width */
   int64_t max_new_tokens; /* the longest output */
   float length_penalty;   /* scores are sum log p / length^length_penalty */
   int early_stopping;     /* stop once num_beams hypotheses have ended */
+  const tfm_generation_rules *rules; /* may be NULL */
 } tfm_beam_options;
+
+/* tfm_seq2seq_generate with `rules` applied to each step's logits before
+ * the sampler picks (NULL: as tfm_seq2seq_generate). */
+tfm_status_code tfm_seq2seq_generate_with_rules(
+    tfm_model *model, const int32_t *source, int64_t n,
+    const tfm_generate_options *options, const tfm_generation_rules *rules,
+    int32_t *out, int64_t capacity, int64_t *count, tfm_status *status);
 
 /* Beam search of an encoder-decoder, as transformers' generate(num_beams)
  * searches: the source is encoded once and its cross-attention cache

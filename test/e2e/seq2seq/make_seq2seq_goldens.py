@@ -14,7 +14,9 @@ with transformers 4.40's model classes (../shared/reference):
   GREEDY_SOURCES (GREEDY_TOKENS new tokens at most, no forced or suppressed
   tokens), after the decoder start token; <name>.beams.txt the same of a
   beam search of each width in BEAMS (length penalty 1, no early
-  stopping), widths in turn.
+  stopping), widths in turn; <name>.rules.txt greedy and then each width
+  again with generation rules: no_repeat_ngram_size 2, min_new_tokens 3,
+  SUPPRESSED as bad words, the end-of-sequence token forced last.
 
 Regenerate with
 
@@ -35,6 +37,7 @@ BART_DECODER_TOKENS = [2, 12, 7, 30, 5, 48]
 GREEDY_TOKENS = 12
 GREEDY_SOURCES = [SOURCE_TOKENS, [7, 3, 50, 0], [30, 31, 0], [60, 5, 0]]
 BEAMS = [2, 4]
+SUPPRESSED = [61, 9]  # bad_words_ids of one token each
 
 
 def randomize(model, seed):
@@ -95,6 +98,21 @@ def write(name, model, decoder_tokens=DECODER_TOKENS):
                                          bad_words_ids=None)[0]
                 f.write(" ".join(map(str, ids.tolist()[1:])) + "\n")
                 print(f"{name}: {beams} beams {ids.tolist()}")
+    with open(os.path.join(OUT, name + ".rules.txt"), "w") as f:
+        for beams in [1] + BEAMS:
+            for source in GREEDY_SOURCES:
+                with torch.no_grad():
+                    ids = model.generate(torch.tensor([source]),
+                                         num_beams=beams, do_sample=False,
+                                         max_new_tokens=GREEDY_TOKENS,
+                                         length_penalty=1.0,
+                                         early_stopping=False,
+                                         no_repeat_ngram_size=2,
+                                         min_new_tokens=3,
+                                         bad_words_ids=[[s] for s in SUPPRESSED],
+                                         forced_eos_token_id=model.config.eos_token_id)[0]
+                f.write(" ".join(map(str, ids.tolist()[1:])) + "\n")
+                print(f"{name}: rules, {beams} beams {ids.tolist()}")
 
 
 def main():

@@ -1,0 +1,46 @@
+/*===- generation_rules.c - what an encoder-decoder may generate next ----===//
+ *
+ * transformers' logits processors that generation_config.json turns on, as
+ * 4.40 applies them to each step's scores (logits for greedy decoding,
+ * log-probabilities for beam search): NoRepeatNGram (a token that would
+ * repeat an n-gram of the sequence so far, the decoder start token
+ * included), NoBadWords of single tokens (never generated), MinNewTokens
+ * (no end-of-sequence before that many tokens) and ForcedEOS (the last
+ * step can only end the sequence). A banned token's score is -infinity.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/seq2seq_internal.h"
+
+#include <math.h>
+
+void tfm_apply_generation_rules(const tfm_generation_rules *rules,
+                                const int32_t *sequence, int64_t length,
+                                int64_t max_new_tokens, int32_t eos,
+                                float *scores, int64_t vocab) {
+  if (!rules)
+    return;
+  int64_t generated = length - 1; /* after the decoder start token */
+  int64_t n = rules->no_repeat_ngram_size;
+  if (n > 0 && length + 1 >= n) {
+    /* Tokens that followed the last n - 1 tokens anywhere before. */
+    const int32_t *prefix = sequence + length + 1 - n;
+    for (int64_t start = 0; start + n <= length; ++start) {
+      int64_t k = 0;
+      while (k < n - 1 && sequence[start + k] == prefix[k])
+        ++k;
+      int32_t next = sequence[start + n - 1];
+      if (k == n - 1 && next >= 0 && next < vocab)
+        scores[next] = -INFINITY;
+    }
+  }
+  for (int32_t i = 0; i < rules->suppressed_count; ++i)
+    if (rules->suppressed[i] >= 0 && rules->suppressed[i] < vocab)
+      scores[rules->suppressed[i]] = -INFINITY;
+  if (eos >= 0 && eos < vocab && generated < rules->min_new_tokens)
+    scores[eos] = -INFINITY;
+  if (rules->forced_eos && eos >= 0 && eos < vocab &&
+      generated == max_new_tokens - 1)
+    for (int64_t v = 0; v < vocab; ++v)
+      scores[v] = v == eos ? 0.0f : -INFINITY;
+}
