@@ -289,6 +289,26 @@ std::string generateModelSource(const ModelDescription &model,
        << "    .mean = {" << floats(image->mean) << "}, .std = {"
        << floats(image->std) << "}};\n";
   }
+  if (const std::optional<tfm_generation_defaults> &g = model.generation) {
+    if (!model.suppressedTokens.empty()) {
+      os << "static const int32_t tfm_suppressed[] = {";
+      for (int32_t token : model.suppressedTokens)
+        os << token << ", ";
+      os << "};\n";
+    }
+    os << "static const tfm_generation_defaults tfm_generation = {\n"
+       << "    .num_beams = " << g->num_beams
+       << ", .max_new_tokens = " << g->max_new_tokens
+       << ", .min_new_tokens = " << g->min_new_tokens << ",\n"
+       << "    .no_repeat_ngram_size = " << g->no_repeat_ngram_size
+       << ", .forced_eos = " << g->forced_eos
+       << ", .length_penalty = " << llvm::formatv("{0:e9}f", g->length_penalty)
+       << ", .early_stopping = " << g->early_stopping << ",\n"
+       << "    .num_suppressed = " << model.suppressedTokens.size()
+       << ", .suppressed = "
+       << (model.suppressedTokens.empty() ? "0" : "tfm_suppressed")
+       << "};\n";
+  }
   writeEntryPointTable(model, symbolPrefix, os);
   // Executables use the description main.c expects; libraries export
   // <prefix>_model and nothing else.
@@ -329,7 +349,8 @@ std::string generateModelSource(const ModelDescription &model,
      << "    .labels = " << (model.labels.empty() ? "0" : "tfm_labels")
      << ",\n"
      << "    .image_preprocessing = "
-     << (model.imagePreprocessing ? "&tfm_image" : "0")
+     << (model.imagePreprocessing ? "&tfm_image" : "0") << ",\n"
+     << "    .generation = " << (model.generation ? "&tfm_generation" : "0")
      << ",\n";
   os << "    .num_entry_points = " << model.entryPoints.size() << ",\n"
      << "    .entry_points = tfm_entry_points,\n"

@@ -416,6 +416,23 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
     }
     description.imagePreprocessing = p;
   }
+  if (GenerationAttr generation = model.getGeneration()) {
+    tfm_generation_defaults g = {};
+    g.num_beams = generation.getNumBeams();
+    g.max_new_tokens = generation.getMaxNewTokens();
+    g.min_new_tokens = generation.getMinNewTokens();
+    g.no_repeat_ngram_size = generation.getNoRepeatNgramSize();
+    g.forced_eos = generation.getForcedEos();
+    g.length_penalty = generation.getLengthPenalty()
+                           ? float(generation.getLengthPenalty().getValueAsDouble())
+                           : 1.0f;
+    g.early_stopping = generation.getEarlyStopping();
+    if (DenseI32ArrayAttr suppressed = generation.getSuppressed())
+      description.suppressedTokens.assign(suppressed.asArrayRef().begin(),
+                                          suppressed.asArrayRef().end());
+    g.num_suppressed = int32_t(description.suppressedTokens.size());
+    description.generation = g;
+  }
   if (llvm::Error err = describeEntryPoints(*unit.module, description))
     return std::move(err);
   if (unit.tokenizer)

@@ -129,6 +129,8 @@ public:
   llvm::Error takeError() {
     return errors.empty() ? llvm::Error::success() : makeError(errors);
   }
+  /// The whole config, for readers of optional fields.
+  const llvm::json::Object &fields() const { return object; }
 
 private:
   const llvm::json::Object &object;

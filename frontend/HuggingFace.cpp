@@ -206,6 +206,11 @@ llvm::Expected<LoadedModel> loadSeq2Seq(MLIRContext &context,
   if (!module)
     return module.takeError();
   model.module = std::move(*module);
+  auto generation =
+      readGenerationDefaults(context, directory, config.fields(), spec);
+  if (!generation)
+    return generation.takeError();
+  model.generation = *generation;
   model.vocabSize = spec.vocabSize;
   model.maxContext = spec.maxPositions;
   model.hiddenSize = spec.hiddenSize;

@@ -6,7 +6,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/ErrorMessages.h"
+#include "frontend/JsonFile.h"
 #include "frontend/Seq2SeqFamilies.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -94,4 +99,59 @@ llvm::Error mlir::tfm::validateSeq2SeqSpec(const Seq2SeqSpec &spec,
                      " is not a token of the " + llvm::Twine(spec.vocabSize) +
                      "-token vocabulary");
   return llvm::Error::success();
+}
+
+llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(
+    MLIRContext &context, llvm::StringRef directory,
+    const llvm::json::Object &config, const Seq2SeqSpec &spec) {
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, "generation_config.json");
+  std::optional<llvm::json::Value> file;
+  const llvm::json::Object *fields = &config;
+  std::string where = (directory + "/config.json").str();
+  if (llvm::sys::fs::exists(path)) {
+    llvm::Expected<llvm::json::Value> json = readJsonFile(path);
+    if (!json)
+      return json.takeError();
+    file = std::move(*json);
+    if (!(fields = file->getAsObject()))
+      return makeError(path + ": expected a JSON object");
+    where = path.str().str();
+  }
+  auto integer = [&](llvm::StringRef key, int64_t fallback) {
+    const llvm::json::Value *value = fields->get(key);
+    return value && value->getAsInteger() ? *value->getAsInteger() : fallback;
+  };
+  // max_length and min_length count the decoder start token.
+  int64_t maxNew = integer("max_new_tokens", 0);
+  if (!maxNew && integer("max_length", 0) > 1)
+    maxNew = integer("max_length", 0) - 1;
+  int64_t minNew = integer("min_new_tokens", 0);
+  if (!minNew && integer("min_length", 0) > 1)
+    minNew = integer("min_length", 0) - 1;
+  int64_t forced = integer("forced_eos_token_id", -1);
+  if (forced >= 0 && forced != spec.eosToken)
+    return makeError(where + ": forced_eos_token_id " + llvm::Twine(forced) +
+                     " is not the end-of-sequence token " +
+                     llvm::Twine(spec.eosToken) + " (not supported)");
+  if (integer("forced_bos_token_id", -1) >= 0)
+    return makeError(where + ": forced_bos_token_id is not supported yet");
+  SmallVector<int32_t> suppressed;
+  if (const llvm::json::Array *bad = fields->getArray("bad_words_ids"))
+    for (const llvm::json::Value &word : *bad) {
+      const llvm::json::Array *ids = word.getAsArray();
+      if (!ids || ids->size() != 1 || !(*ids)[0].getAsInteger())
+        return makeError(where + ": bad_words_ids of several tokens are not "
+                                 "supported (only single tokens)");
+      suppressed.push_back(int32_t(*(*ids)[0].getAsInteger()));
+    }
+  std::optional<double> penalty = fields->getNumber("length_penalty");
+  Builder b(&context);
+  return GenerationAttr::get(
+      &context, int32_t(std::max<int64_t>(1, integer("num_beams", 1))),
+      maxNew, minNew, int32_t(integer("no_repeat_ngram_size", 0)),
+      forced >= 0, penalty ? b.getF32FloatAttr(*penalty) : FloatAttr(),
+      fields->getBoolean("early_stopping").value_or(false),
+      suppressed.empty() ? DenseI32ArrayAttr()
+                         : b.getDenseI32ArrayAttr(suppressed));
 }

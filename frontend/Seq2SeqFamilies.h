@@ -31,6 +31,14 @@ bool readSeq2SeqFamily(llvm::StringRef modelType, ConfigReader &config,
 llvm::Error validateSeq2SeqSpec(const Seq2SeqSpec &spec,
                                 llvm::StringRef configPath);
 
+/// The generation defaults of the model in `directory`: its
+/// generation_config.json, else the generation fields of its config.json
+/// (`config`), as transformers' generate() reads them.
+llvm::Expected<GenerationAttr>
+readGenerationDefaults(mlir::MLIRContext &context, llvm::StringRef directory,
+                       const llvm::json::Object &config,
+                       const Seq2SeqSpec &spec);
+
 /// `@forward(source, decoder ids) -> logits`. Tensors of the checkpoint
 /// that the model does not read are refused unless `isIgnoredWeight`.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>

@@ -20,7 +20,7 @@ ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                   int32_t bosToken, int32_t eosToken, bool addBos,
                   StringRef tokenizer, int64_t hiddenSize, int64_t numLayers,
                   int64_t numHeads, int64_t numKVHeads, ArrayAttr labels,
-                  ImagePreprocessingAttr image) {
+                  ImagePreprocessingAttr image, GenerationAttr generation) {
   if (family.empty())
     return emitError() << "expected a non-empty model family";
   if (vocabSize < 0 || maxContext <= 0)

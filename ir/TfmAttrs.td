@@ -98,6 +98,35 @@ def Tfm_ImagePreprocessingAttr : AttrDef<Tfm_Dialect, "ImagePreprocessing"> {
   let genVerifyDecl = 1;
 }
 
+def Tfm_GenerationAttr : AttrDef<Tfm_Dialect, "Generation"> {
+  let mnemonic = "generation";
+  let summary = "an encoder-decoder's generation defaults";
+  let description = [{
+    What transformers' generate() does for the model unless told otherwise,
+    from its generation_config.json (or config.json): beam width, the most
+    and fewest new tokens (max_length and min_length less the decoder start
+    token; 0: none), no_repeat_ngram_size, whether the end-of-sequence
+    token is forced last, the length penalty and early stopping of a beam
+    search, and the single tokens of bad_words_ids, never generated.
+
+    ```mlir
+    #tfm.generation<num_beams = 4, max_new_tokens = 511, forced_eos = true,
+        suppressed = [58100]>
+    ```
+  }];
+  let parameters = (ins
+    DefaultValuedParameter<"int32_t", "1">:$num_beams,
+    DefaultValuedParameter<"int64_t", "0">:$max_new_tokens,
+    DefaultValuedParameter<"int64_t", "0">:$min_new_tokens,
+    DefaultValuedParameter<"int32_t", "0">:$no_repeat_ngram_size,
+    DefaultValuedParameter<"bool", "false">:$forced_eos,
+    OptionalParameter<"FloatAttr", "a beam's score divisor exponent (absent: 1)">:$length_penalty,
+    DefaultValuedParameter<"bool", "false">:$early_stopping,
+    OptionalParameter<"DenseI32ArrayAttr", "tokens never generated">:$suppressed
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 def Tfm_ModelAttr : AttrDef<Tfm_Dialect, "Model"> {
   let mnemonic = "model";
   let summary = "the model a module implements";
@@ -120,7 +149,8 @@ def Tfm_ModelAttr : AttrDef<Tfm_Dialect, "Model"> {
 
     A classifier names its classes (`labels`, strings by class id: a
     config's `id2label`), which the runtime prints its logits with. An
-    image model says how its input is made from an image file (`image`).
+    image model says how its input is made from an image file (`image`), an
+    encoder-decoder how generate() runs by default (`generation`).
   }];
   let parameters = (ins
     StringRefParameter<"the architecture's name">:$family,
@@ -136,7 +166,9 @@ def Tfm_ModelAttr : AttrDef<Tfm_Dialect, "Model"> {
     DefaultValuedParameter<"int64_t", "0">:$num_kv_heads,
     OptionalParameter<"ArrayAttr", "a classifier's class names, by id">:$labels,
     OptionalParameter<"ImagePreprocessingAttr",
-                      "an image model's preprocessing">:$image
+                      "an image model's preprocessing">:$image,
+    OptionalParameter<"GenerationAttr",
+                      "an encoder-decoder's generation defaults">:$generation
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

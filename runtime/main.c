@@ -42,6 +42,9 @@ typedef struct {
   int stop_count;
   int ignore_eos;
   int beams; /* an encoder-decoder's beam search (1: greedy) */
+  int new_tokens_given, rules_given; /* -n; any generation rule flag */
+  float length_penalty;              /* a beam search's (default 1) */
+  int early_stopping;
   tfm_generation_rules rules; /* an encoder-decoder's (suppressed: below) */
   const char *suppress;       /* --suppress "ids" */
 } options;
@@ -119,6 +122,7 @@ static int parse_number(const char *argv0, const char *flag, const char *text,
 static int parse_options(int argc, char **argv, options *o) {
   memset(o, 0, sizeof *o);
   o->new_tokens = 128;
+  o->length_penalty = 1.0f;
   o->sampler = tfm_sampler_default_options();
   for (int i = 1; i < argc; ++i) {
     const char *arg = argv[i];
@@ -149,6 +153,7 @@ static int parse_options(int argc, char **argv, options *o) {
       o->ignore_eos = 1;
     } else if (!strcmp(arg, "--forced-eos")) {
       o->rules.forced_eos = 1;
+      o->rules_given = 1;
     } else if (!value) {
       fprintf(stderr, "%s: error: unknown or incomplete option '%s'\n",
               argv[0], arg);
@@ -186,6 +191,7 @@ static int parse_options(int argc, char **argv, options *o) {
       o->call.decoder_tokens = argv[++i];
     } else if (!strcmp(arg, "--suppress")) {
       o->suppress = argv[++i];
+      o->rules_given = 1;
     } else if (!strcmp(arg, "--output")) {
       o->call.output_path = argv[++i];
     } else if (!strcmp(arg, "--stop")) {
@@ -208,8 +214,10 @@ static int parse_options(int argc, char **argv, options *o) {
                 argv[0], arg, argv[i]);
         return 0;
       }
-      if (!strcmp(arg, "-n"))
+      if (!strcmp(arg, "-n")) {
         o->new_tokens = (long)n;
+        o->new_tokens_given = 1;
+      }
       else if (!strcmp(arg, "--top-k"))
         o->sampler.top_k = (int32_t)n;
       else if (!strcmp(arg, "--warmup"))
@@ -226,10 +234,13 @@ static int parse_options(int argc, char **argv, options *o) {
         return 0;
       } else if (!strcmp(arg, "--beams"))
         o->beams = (int)n;
-      else if (!strcmp(arg, "--no-repeat-ngram"))
+      else if (!strcmp(arg, "--no-repeat-ngram")) {
         o->rules.no_repeat_ngram_size = (int32_t)n;
-      else if (!strcmp(arg, "--min-new-tokens"))
+        o->rules_given = 1;
+      } else if (!strcmp(arg, "--min-new-tokens")) {
         o->rules.min_new_tokens = (int64_t)n;
+        o->rules_given = 1;
+      }
       else
         o->sampler.seed = (uint64_t)n;
     } else if (!strcmp(arg, "--temperature") || !strcmp(arg, "--top-p") ||
@@ -338,11 +349,29 @@ int main(int argc, char **argv) {
                 tfm_model_entry_point(model, "encode") &&
                 tfm_model_entry_point(model, "decode");
   if (seq2seq && !o.call.name && !o.call.decoder_tokens) {
+    /* The model's generation defaults where the command line is silent. */
+    const tfm_generation_defaults *g = desc->generation;
+    if (g && !o.beams)
+      o.beams = g->num_beams;
+    if (g && !o.new_tokens_given && g->max_new_tokens > 0)
+      o.new_tokens = g->max_new_tokens;
+    if (g && !o.rules_given) {
+      o.rules.no_repeat_ngram_size = g->no_repeat_ngram_size;
+      o.rules.min_new_tokens = g->min_new_tokens;
+      o.rules.forced_eos = g->forced_eos;
+      o.rules.suppressed = g->suppressed;
+      o.rules.suppressed_count = g->num_suppressed;
+    }
+    if (g) {
+      o.length_penalty = g->length_penalty;
+      o.early_stopping = g->early_stopping;
+    }
     tfm_seq2seq_command command = {o.tokens,     o.new_tokens,
                                    o.sampler,    o.ignore_eos,
                                    o.step_logits_path, o.forced_tokens,
                                    o.beams > 0 ? o.beams : 1,
-                                   o.rules,      o.suppress};
+                                   o.rules,      o.suppress,
+                                   o.length_penalty, o.early_stopping};
     return tfm_main_seq2seq(argv[0], model, &command);
   }
   /* Models that do not generate (encoders) run their first entry point. */

@@ -51,8 +51,10 @@ typedef struct {
   const char *step_logits_path; /* each step's logits, f32 [steps, vocab] */
   const char *forced_tokens;    /* --force-tokens: teacher forcing */
   int beams;                    /* --beams: beam search past 1 */
-  tfm_generation_rules rules;   /* its suppressed ids from `suppress` */
+  tfm_generation_rules rules;   /* suppressed ids from `suppress` if given */
   const char *suppress;         /* --suppress "ids" */
+  float length_penalty;         /* a beam search's */
+  int early_stopping;
 } tfm_seq2seq_command;
 int tfm_main_seq2seq(const char *argv0, tfm_model *model,
                      const tfm_seq2seq_command *command);

@@ -56,8 +56,10 @@ int tfm_main_seq2seq(const char *argv0, tfm_model *model,
   if (suppressed_ids && command->suppress)
     tfm_main_parse_ids(argv0, "--suppress", command->suppress, suppressed_ids,
                        suppressed);
-  rules.suppressed = suppressed_ids;
-  rules.suppressed_count = (int32_t)suppressed;
+  if (command->suppress) {
+    rules.suppressed = suppressed_ids;
+    rules.suppressed_count = (int32_t)suppressed;
+  }
   int32_t *source = malloc((size_t)n * sizeof *source);
   int32_t *forced_ids = malloc((size_t)(forced + 1) * sizeof *forced_ids);
   int32_t *generated = malloc((size_t)(steps + 1) * sizeof *generated);
@@ -87,7 +89,8 @@ int tfm_main_seq2seq(const char *argv0, tfm_model *model,
     options.user = step_logits;
     int64_t count = 0;
     tfm_status status;
-    tfm_beam_options beam = {command->beams, steps, 1.0f, 0, &rules};
+    tfm_beam_options beam = {command->beams, steps, command->length_penalty,
+                             command->early_stopping, &rules};
     tfm_status_code code =
         command->beams > 1 && !command->forced_tokens
             ? tfm_seq2seq_beam_search(model, source, n, &beam, generated,

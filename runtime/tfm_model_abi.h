@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 7
+#define TFM_ABI_VERSION 8
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -216,6 +216,21 @@ typedef struct {
   float mean[3], std[3];
 } tfm_image_preprocessing;
 
+/* An encoder-decoder's generation defaults, from its generation_config.json
+ * (or config.json): what transformers' generate() does unless told
+ * otherwise. */
+typedef struct {
+  int32_t num_beams;            /* 1: greedy */
+  int64_t max_new_tokens;       /* max_length less the start token; 0: none */
+  int64_t min_new_tokens;       /* min_length less the start token */
+  int32_t no_repeat_ngram_size; /* 0: off */
+  int32_t forced_eos;           /* forced_eos_token_id is the eos token */
+  float length_penalty;
+  int32_t early_stopping;
+  int32_t num_suppressed;       /* bad_words_ids of one token */
+  const int32_t *suppressed;
+} tfm_generation_defaults;
+
 /* Everything the runtime needs to know about one compiled model; tfmc
  * generates one constant instance per model. */
 typedef enum {
@@ -254,6 +269,8 @@ typedef struct tfm_model_desc {
   const char *const *labels;
   /* An image model's preprocessing (tfm_image_load), or NULL. */
   const tfm_image_preprocessing *image_preprocessing;
+  /* An encoder-decoder's generation defaults, or NULL. */
+  const tfm_generation_defaults *generation;
   int32_t num_entry_points;
   const tfm_entry_point *entry_points;
   int32_t num_caches;

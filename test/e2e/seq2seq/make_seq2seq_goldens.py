@@ -69,6 +69,9 @@ def flatten_head(model, eos, boost):
 def write(name, model, decoder_tokens=DECODER_TOKENS):
     folder = os.path.join(OUT, name)
     os.makedirs(folder, exist_ok=True)
+    # No generation rules by default (MarianConfig forces the end token):
+    # the goldens ask for each explicitly.
+    model.generation_config.forced_eos_token_id = None
     model.save_pretrained(folder, safe_serialization=True)
     with torch.no_grad():
         logits = model(input_ids=torch.tensor([SOURCE_TOKENS]),
