@@ -78,44 +78,29 @@ def write(name, model, decoder_tokens=DECODER_TOKENS):
                        decoder_input_ids=torch.tensor([decoder_tokens])).logits[0]
     logits.numpy().astype("<f4").tofile(os.path.join(OUT, name + ".logits.bin"))
     print(f"{name}: logits {tuple(logits.shape)}, max |l| {logits.abs().max():.2f}")
-    with open(os.path.join(OUT, name + ".greedy.txt"), "w") as f:
-        for source in GREEDY_SOURCES:
-            with torch.no_grad():
-                ids = model.generate(torch.tensor([source]), num_beams=1,
-                                     do_sample=False,
-                                     max_new_tokens=GREEDY_TOKENS,
-                                     forced_eos_token_id=None,
-                                     bad_words_ids=None)[0]
-            f.write(" ".join(map(str, ids.tolist()[1:])) + "\n")
-            print(f"{name}: greedy {ids.tolist()}")
-    with open(os.path.join(OUT, name + ".beams.txt"), "w") as f:
-        for beams in BEAMS:
+    no_rules = dict(forced_eos_token_id=None, bad_words_ids=None)
+    rules = dict(no_repeat_ngram_size=2, min_new_tokens=3,
+                 bad_words_ids=[[s] for s in SUPPRESSED],
+                 forced_eos_token_id=model.config.eos_token_id)
+    write_searches(model, name + ".greedy.txt", [1], no_rules)
+    write_searches(model, name + ".beams.txt", BEAMS, no_rules)
+    write_searches(model, name + ".rules.txt", [1] + BEAMS, rules)
+
+
+def write_searches(model, filename, widths, settings):
+    """Per beam width (greedy for 1), per source in GREEDY_SOURCES, the ids
+    generate() returns after the decoder start token."""
+    with open(os.path.join(OUT, filename), "w") as f:
+        for beams in widths:
             for source in GREEDY_SOURCES:
                 with torch.no_grad():
                     ids = model.generate(torch.tensor([source]),
                                          num_beams=beams, do_sample=False,
                                          max_new_tokens=GREEDY_TOKENS,
                                          length_penalty=1.0,
-                                         early_stopping=False,
-                                         forced_eos_token_id=None,
-                                         bad_words_ids=None)[0]
+                                         early_stopping=False, **settings)[0]
                 f.write(" ".join(map(str, ids.tolist()[1:])) + "\n")
-                print(f"{name}: {beams} beams {ids.tolist()}")
-    with open(os.path.join(OUT, name + ".rules.txt"), "w") as f:
-        for beams in [1] + BEAMS:
-            for source in GREEDY_SOURCES:
-                with torch.no_grad():
-                    ids = model.generate(torch.tensor([source]),
-                                         num_beams=beams, do_sample=False,
-                                         max_new_tokens=GREEDY_TOKENS,
-                                         length_penalty=1.0,
-                                         early_stopping=False,
-                                         no_repeat_ngram_size=2,
-                                         min_new_tokens=3,
-                                         bad_words_ids=[[s] for s in SUPPRESSED],
-                                         forced_eos_token_id=model.config.eos_token_id)[0]
-                f.write(" ".join(map(str, ids.tolist()[1:])) + "\n")
-                print(f"{name}: rules, {beams} beams {ids.tolist()}")
+                print(f"{filename}: {beams} beams {ids.tolist()}")
 
 
 def main():
