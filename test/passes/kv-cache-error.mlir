@@ -128,3 +128,23 @@ func.func @forward(%t: tensor<?xi32>) -> tensor<?x4xf32> {
   return %x : tensor<?x4xf32>
 }
 }
+
+// -----
+
+// A decoder's attention to keys that do not come from its tokens (here a
+// weight): only an encoder-decoder's cross-attention, whose keys come from
+// its source, can be cached once.
+module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 8>} {
+tfm.weight_decl @w : tensor<8x4xf32>
+tfm.weight_decl @memory : tensor<3x2x4xf32>
+func.func @forward(%t: tensor<?xi32>) -> tensor<?x2x4xf32> {
+  %w = tfm.weight @w : tensor<8x4xf32>
+  %x = tfm.embedding %w[%t] : tensor<8x4xf32>, tensor<?xi32> -> tensor<?x4xf32>
+  %q = tfm.linear %x, %w : (tensor<?x4xf32>, tensor<8x4xf32>) -> tensor<?x2x4xf32>
+  %m = tfm.weight @memory : tensor<3x2x4xf32>
+  %k = tensor.cast %m : tensor<3x2x4xf32> to tensor<?x2x4xf32>
+  // expected-error @+1 {{'tfm.attention' op cannot cache attention to keys that are not the tokens' own}}
+  %a = tfm.attention %q, %k, %k {scale = 0.5 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x2x4xf32>
+  return %a : tensor<?x2x4xf32>
+}
+}
