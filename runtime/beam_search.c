@@ -100,6 +100,20 @@ static void log_softmax(const float *logits, int64_t vocab, float *out) {
     out[v] = logits[v] - max - log_sum;
 }
 
+/* Keeps top[0..*kept) the best `limit` candidates seen, best first (the
+ * order compare_candidates sorts all of them in): the step needs only the
+ * 2N best of beams x vocab. */
+static void keep_best(candidate *top, int *kept, int limit, candidate c) {
+  if (*kept == limit && compare_candidates(&c, &top[limit - 1]) >= 0)
+    return;
+  int at = *kept < limit ? (*kept)++ : limit - 1;
+  while (at > 0 && compare_candidates(&c, &top[at - 1]) < 0) {
+    top[at] = top[at - 1];
+    --at;
+  }
+  top[at] = c;
+}
+
 tfm_status_code tfm_seq2seq_beam_search(tfm_model *model, const int32_t *source,
                                         int64_t n,
                                         const tfm_beam_options *options,
@@ -121,83 +135,74 @@ tfm_status_code tfm_seq2seq_beam_search(tfm_model *model, const int32_t *source,
       tfm_seq2seq_begin(model, source, n, beams, steps, &state, status);
   if (code != TFM_OK)
     return code;
-  /* Per beam: tokens after the start token, score; per step the candidate
-   * scores of every beam. */
-  int32_t *tokens = calloc((size_t)beams * (size_t)(steps + 1), sizeof *tokens);
-  int32_t *next_tokens =
-      calloc((size_t)beams * (size_t)(steps + 1), sizeof *next_tokens);
+  /* Per beam its sequence, the decoder start token first (row `stride`
+   * long), this step's and the next's, and its score; one beam's
+   * log-probabilities; the 2N best candidates of a step. */
+  size_t stride = (size_t)(steps + 1);
+  int32_t *sequences = malloc((size_t)beams * stride * sizeof *sequences);
+  int32_t *next_sequences = malloc((size_t)beams * stride * sizeof *sequences);
   float *scores = calloc((size_t)beams, sizeof *scores);
-  float *all = malloc((size_t)beams * (size_t)vocab * sizeof *all);
-  candidate *top = malloc((size_t)beams * (size_t)vocab * sizeof *top);
-  int32_t *last = calloc((size_t)beams, sizeof *last);
-  int32_t *sequences =
-      malloc((size_t)beams * (size_t)(steps + 2) * sizeof *sequences);
+  float *row = malloc((size_t)vocab * sizeof *row);
+  candidate *top = malloc((size_t)(2 * beams) * sizeof *top);
   hypotheses closed = {calloc((size_t)beams + 1, sizeof(hypothesis)), 0, beams,
                        0};
-  if (!tokens || !next_tokens || !scores || !all || !top || !last ||
-      !sequences || !closed.items) {
+  if (!sequences || !next_sequences || !scores || !row || !top ||
+      !closed.items) {
     code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
   int live = 1, finished = 0;
   int64_t length = 0; /* tokens after the start token, per beam */
   for (int b = 0; b < beams; ++b)
-    last[b] = (int32_t)desc->bos_token;
+    sequences[(size_t)b * stride] = (int32_t)desc->bos_token;
   while (length < steps && !finished) {
     /* Decode every live beam; at the first step all beams are the start
      * token alone, so one stands for all (the others would score -1e9). */
-    int64_t candidates = 0;
+    int kept = 0;
     for (int b = 0; b < live; ++b) {
-      const float *logits;
-      code = tfm_seq2seq_step(state, b, last[b], length, &logits, status);
+      const int32_t *sequence = sequences + (size_t)b * stride;
+      float *logits;
+      code =
+          tfm_seq2seq_step(state, b, sequence[length], length, &logits, status);
       if (code != TFM_OK)
         goto done;
       /* transformers applies the rules to the log-probabilities, then
        * adds the beam's score. */
-      float *row = all + (size_t)b * (size_t)vocab;
       log_softmax(logits, vocab, row);
-      int32_t *sequence = sequences + (size_t)b * (size_t)(steps + 2);
-      sequence[0] = (int32_t)desc->bos_token;
-      memcpy(sequence + 1, tokens + (size_t)b * (size_t)(steps + 1),
-             (size_t)length * sizeof *sequence);
       tfm_apply_generation_rules(options->rules, sequence, length + 1, steps,
                                  (int32_t)desc->eos_token, row, vocab);
       for (int64_t v = 0; v < vocab; ++v)
-        row[v] += scores[b];
-      for (int64_t v = 0; v < vocab; ++v)
-        top[candidates++] =
-            (candidate){all[(size_t)b * (size_t)vocab + v], (int32_t)v, b};
+        keep_best(top, &kept, 2 * beams,
+                  (candidate){row[v] + scores[b], (int32_t)v, b});
     }
-    qsort(top, (size_t)candidates, sizeof *top, compare_candidates);
     /* BeamSearchScorer.process over the 2N best. */
     int next = 0;
-    for (int rank = 0; rank < 2 * beams && rank < candidates && next < beams;
-         ++rank) {
+    for (int rank = 0; rank < kept && next < beams; ++rank) {
       const candidate *c = &top[rank];
-      const int32_t *history = tokens + (size_t)c->beam * (size_t)(steps + 1);
+      const int32_t *sequence = sequences + (size_t)c->beam * stride;
       if (c->token == desc->eos_token) {
         if (rank >= beams)
           continue;
-        if (!add_hypothesis(&closed, history, length, c->score, length + 1,
+        if (!add_hypothesis(&closed, sequence + 1, length, c->score, length + 1,
                             options->length_penalty)) {
           code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
           goto done;
         }
         continue;
       }
-      int32_t *extended = next_tokens + (size_t)next * (size_t)(steps + 1);
-      memcpy(extended, history, (size_t)length * sizeof *extended);
-      extended[length] = c->token;
+      int32_t *extended = next_sequences + (size_t)next * stride;
+      memcpy(extended, sequence, (size_t)(length + 1) * sizeof *extended);
+      extended[length + 1] = c->token;
       scores[next] = c->score;
-      last[next] = c->token;
       code = tfm_seq2seq_fork(state, c->beam, next, length + 1, status);
       if (code != TFM_OK)
         goto done;
       ++next;
     }
     tfm_seq2seq_commit(state);
-    memcpy(tokens, next_tokens,
-           (size_t)beams * (size_t)(steps + 1) * sizeof *tokens);
+    int32_t *swap = sequences;
+    sequences = next_sequences;
+    next_sequences = swap;
     live = next;
     ++length;
     /* BeamHypotheses.is_done, with the best score of this step. */
@@ -211,8 +216,8 @@ tfm_status_code tfm_seq2seq_beam_search(tfm_model *model, const int32_t *source,
   /* finalize: open beams compete with the closed hypotheses. */
   if (!finished)
     for (int b = 0; b < live; ++b)
-      if (!add_hypothesis(&closed, tokens + (size_t)b * (size_t)(steps + 1),
-                          length, scores[b], length, options->length_penalty)) {
+      if (!add_hypothesis(&closed, sequences + (size_t)b * stride + 1, length,
+                          scores[b], length, options->length_penalty)) {
         code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
         goto done;
       }
@@ -237,13 +242,11 @@ done:
   for (int i = 0; i < closed.count; ++i)
     free(closed.items[i].tokens);
   free(closed.items);
-  free(tokens);
-  free(next_tokens);
-  free(scores);
-  free(all);
-  free(top);
-  free(last);
   free(sequences);
+  free(next_sequences);
+  free(scores);
+  free(row);
+  free(top);
   tfm_seq2seq_end(state);
   return code;
 }

@@ -128,7 +128,7 @@ tfm_status_code tfm_seq2seq_begin(tfm_model *model, const int32_t *source,
 }
 
 tfm_status_code tfm_seq2seq_step(tfm_seq2seq_state *s, int beam, int32_t token,
-                                 int64_t position, const float **logits,
+                                 int64_t position, float **logits,
                                  tfm_status *status) {
   tfm_tensor inputs[8], output, *caches[2];
   for (int32_t i = 0; i < s->decode->num_inputs; ++i) {
@@ -202,9 +202,8 @@ tfm_status_code tfm_seq2seq_generate_with_rules(
   if (code != TFM_OK)
     return code;
   tfm_sampler *sampler = NULL;
-  float *logits = malloc((size_t)desc->vocab_size * sizeof *logits);
   int32_t *history = malloc((size_t)(steps + 1) * sizeof *history);
-  if (!logits || !history) {
+  if (!history) {
     code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
@@ -212,11 +211,10 @@ tfm_status_code tfm_seq2seq_generate_with_rules(
   /* The decoder, one token at a time from the start token. */
   int32_t token = (int32_t)desc->bos_token;
   for (int64_t position = 0; code == TFM_OK && position < steps; ++position) {
-    const float *step;
-    code = tfm_seq2seq_step(state, 0, token, position, &step, status);
+    float *logits;
+    code = tfm_seq2seq_step(state, 0, token, position, &logits, status);
     if (code != TFM_OK)
       break;
-    memcpy(logits, step, (size_t)desc->vocab_size * sizeof *logits);
     if (options->on_logits)
       options->on_logits(options->user, logits, desc->vocab_size);
     history[position] = token;
@@ -237,7 +235,6 @@ tfm_status_code tfm_seq2seq_generate_with_rules(
       break;
   }
 done:
-  free(logits);
   free(history);
   tfm_sampler_free(sampler);
   tfm_seq2seq_end(state);

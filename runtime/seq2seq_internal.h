@@ -22,11 +22,11 @@ tfm_status_code tfm_seq2seq_begin(tfm_model *model, const int32_t *source,
                                   int64_t n, int beams, int64_t steps,
                                   tfm_seq2seq_state **state,
                                   tfm_status *status);
-/* Decodes `token` at `position` on beam `beam`; *logits ([vocab]) stay
- * valid until the next step. */
+/* Decodes `token` at `position` on beam `beam`; *logits ([vocab]) are the
+ * state's, the caller's to change until the next step. */
 tfm_status_code tfm_seq2seq_step(tfm_seq2seq_state *state, int beam,
                                  int32_t token, int64_t position,
-                                 const float **logits, tfm_status *status);
+                                 float **logits, tfm_status *status);
 /* The next step's beam `to` continues beam `from`: the first `used`
  * positions of its cache. */
 tfm_status_code tfm_seq2seq_fork(tfm_seq2seq_state *state, int from, int to,
