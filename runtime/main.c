@@ -294,6 +294,20 @@ long tfm_main_parse_ids(const char *argv0, const char *flag, const char *text,
   }
 }
 
+int32_t *tfm_main_parse_id_list(const char *argv0, const char *flag,
+                                const char *text, long *count) {
+  *count = tfm_main_parse_ids(argv0, flag, text, NULL, 0);
+  if (*count < 0)
+    return NULL;
+  int32_t *ids = calloc((size_t)*count + 1, sizeof *ids);
+  if (!ids) {
+    fprintf(stderr, "%s: error: out of memory\n", argv0);
+    return NULL;
+  }
+  tfm_main_parse_ids(argv0, flag, text, ids, *count);
+  return ids;
+}
+
 char *tfm_main_read_text_file(const char *path) {
   size_t size;
   return (char *)tfm_read_file(path, &size);

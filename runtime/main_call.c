@@ -221,19 +221,10 @@ static int input_from_ids(const char *argv0, const tfm_call_options *o,
 /* --decoder-tokens, for an encoder-decoder. */
 static int decoder_input_from_ids(const char *argv0,
                                   const tfm_call_options *o, call_input *in) {
-  long count = tfm_main_parse_ids(argv0, "--decoder-tokens", o->decoder_tokens,
-                                  NULL, 0);
-  if (count < 0)
-    return 0;
-  in->decoder_ids = calloc((size_t)count + 1, sizeof *in->decoder_ids);
-  if (!in->decoder_ids) {
-    fprintf(stderr, "%s: error: out of memory\n", argv0);
-    return 0;
-  }
-  in->decoder_count = tfm_main_parse_ids(argv0, "--decoder-tokens",
-                                         o->decoder_tokens, in->decoder_ids,
-                                         count);
-  return 1;
+  in->decoder_ids = tfm_main_parse_id_list(argv0, "--decoder-tokens",
+                                           o->decoder_tokens,
+                                           &in->decoder_count);
+  return in->decoder_ids != NULL;
 }
 
 /* Text through the model's tokenizer, framed as the encoder expects; past

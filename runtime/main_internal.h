@@ -14,6 +14,10 @@
 long tfm_main_parse_ids(const char *argv0, const char *flag, const char *text,
                         int32_t *ids, long capacity);
 
+/* tfm_main_parse_ids into a new array (room for one more id, zeroed):
+ * NULL after reporting a bad id or running out of memory. */
+int32_t *tfm_main_parse_id_list(const char *argv0, const char *flag,
+                                const char *text, long *count);
 /* Writes `count` floats, little endian; 0 on failure. */
 int tfm_main_write_floats(const char *path, const float *values, size_t count);
 

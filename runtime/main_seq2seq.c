@@ -31,42 +31,39 @@ int tfm_main_seq2seq(const char *argv0, tfm_model *model,
             argv0);
     return 1;
   }
-  long n = tfm_main_parse_ids(argv0, "--tokens", command->tokens, NULL, 0);
-  if (n < 0)
-    return 1;
-  if (n == 0) {
+  long n = 0, forced = 0, suppressed = 0;
+  int32_t *source =
+      tfm_main_parse_id_list(argv0, "--tokens", command->tokens, &n);
+  int32_t *forced_ids =
+      source && command->forced_tokens
+          ? tfm_main_parse_id_list(argv0, "--force-tokens",
+                                   command->forced_tokens, &forced)
+          : NULL;
+  int32_t *suppressed_ids =
+      source && command->suppress
+          ? tfm_main_parse_id_list(argv0, "--suppress", command->suppress,
+                                   &suppressed)
+          : NULL;
+  int ok = source && (forced_ids || !command->forced_tokens) &&
+           (suppressed_ids || !command->suppress);
+  if (ok && n == 0) {
     fprintf(stderr, "%s: error: --tokens is empty: no source to translate\n",
             argv0);
-    return 1;
+    ok = 0;
   }
-  long forced = 0;
-  if (command->forced_tokens &&
-      (forced = tfm_main_parse_ids(argv0, "--force-tokens",
-                                   command->forced_tokens, NULL, 0)) < 0)
-    return 1;
   long steps = command->forced_tokens ? forced : command->new_tokens;
   tfm_generation_rules rules = command->rules;
-  long suppressed = 0;
-  if (command->suppress &&
-      (suppressed = tfm_main_parse_ids(argv0, "--suppress", command->suppress,
-                                       NULL, 0)) < 0)
-    return 1;
-  int32_t *suppressed_ids =
-      malloc((size_t)(suppressed + 1) * sizeof *suppressed_ids);
-  if (suppressed_ids && command->suppress)
-    tfm_main_parse_ids(argv0, "--suppress", command->suppress, suppressed_ids,
-                       suppressed);
   if (command->suppress) {
     rules.suppressed = suppressed_ids;
     rules.suppressed_count = (int32_t)suppressed;
   }
-  int32_t *source = malloc((size_t)n * sizeof *source);
-  int32_t *forced_ids = malloc((size_t)(forced + 1) * sizeof *forced_ids);
-  int32_t *generated = malloc((size_t)(steps + 1) * sizeof *generated);
+  int32_t *generated =
+      ok ? malloc((size_t)(steps + 1) * sizeof *generated) : NULL;
   FILE *step_logits = NULL;
-  int ok = source && forced_ids && generated && suppressed_ids;
-  if (!ok)
+  if (ok && !generated) {
     fprintf(stderr, "%s: error: out of memory\n", argv0);
+    ok = 0;
+  }
   if (ok && command->step_logits_path &&
       !(step_logits = fopen(command->step_logits_path, "wb"))) {
     fprintf(stderr, "%s: error: cannot write '%s'\n", argv0,
@@ -74,10 +71,6 @@ int tfm_main_seq2seq(const char *argv0, tfm_model *model,
     ok = 0;
   }
   if (ok) {
-    tfm_main_parse_ids(argv0, "--tokens", command->tokens, source, n);
-    if (command->forced_tokens)
-      tfm_main_parse_ids(argv0, "--force-tokens", command->forced_tokens,
-                         forced_ids, forced);
     tfm_generate_options options;
     memset(&options, 0, sizeof options);
     options.max_new_tokens = command->new_tokens;
