@@ -27,8 +27,6 @@ using namespace mlir::tfm;
 
 namespace {
 
-constexpr llvm::StringLiteral kBatchSuffix = "_batch";
-
 /// Whether `func` is an image entry point: one static-shaped features input
 /// and one static-shaped result.
 bool takesOneImage(func::FuncOp func) {
@@ -77,7 +75,7 @@ void buildBatch(func::FuncOp func) {
   auto imageType = cast<RankedTensorType>(func.getArgumentTypes()[0]);
   auto resultType = cast<RankedTensorType>(func.getResultTypes()[0]);
   auto batch = func::FuncOp::create(
-      b, loc, (func.getSymName() + kBatchSuffix).str(),
+      b, loc, batchTwinName(func),
       b.getFunctionType({batchOf(imageType)}, {batchOf(resultType)}));
   batch.setAllArgAttrs(func.getAllArgAttrs());
   batch.setAllResultAttrs(func.getAllResultAttrs());
@@ -122,9 +120,7 @@ struct BatchImagesPass : mlir::tfm::impl::BatchImagesPassBase<BatchImagesPass> {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> images;
     for (auto func : module.getOps<func::FuncOp>())
-      if (func.isPublic() && !func.isExternal() && takesOneImage(func) &&
-          !func.getSymName().ends_with(kBatchSuffix) &&
-          !module.lookupSymbol((func.getSymName() + kBatchSuffix).str()))
+      if (mayGetBatchTwin(module, func) && takesOneImage(func))
         images.push_back(func);
     for (func::FuncOp func : images)
       buildBatch(func);

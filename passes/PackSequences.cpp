@@ -24,8 +24,6 @@ using namespace mlir::tfm;
 
 namespace {
 
-constexpr llvm::StringLiteral kBatchSuffix = "_batch";
-
 /// The function's arguments that hold one value per token (token ids and
 /// token types); empty when it has a cache or takes no token ids.
 SmallVector<Value> perTokenArguments(func::FuncOp func) {
@@ -93,7 +91,7 @@ Operation *firstUnpackableOp(func::FuncOp func, ValueRange perToken,
 void buildBatch(func::FuncOp func) {
   MLIRContext *ctx = func.getContext();
   auto batch = cast<func::FuncOp>(func->clone());
-  batch.setName((func.getSymName() + kBatchSuffix).str());
+  batch.setName(batchTwinName(func));
   func->getBlock()->getOperations().insertAfter(func->getIterator(), batch);
   Block &entry = batch.front();
   auto lengthsType =
@@ -129,9 +127,7 @@ struct PackSequencesPass
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> packable;
     for (auto func : module.getOps<func::FuncOp>()) {
-      if (!func.isPublic() || func.isExternal() ||
-          func.getSymName().ends_with(kBatchSuffix) ||
-          module.lookupSymbol((func.getSymName() + kBatchSuffix).str()))
+      if (!mayGetBatchTwin(module, func))
         continue;
       SmallVector<Value> perToken = perTokenArguments(func);
       if (perToken.empty())

@@ -18,6 +18,23 @@ namespace mlir::tfm {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// The suffix of the batch twins tfm-pack-sequences and tfm-batch-images
+/// derive (@encode_batch), by which the runtime finds them.
+constexpr llvm::StringLiteral kBatchSuffix = "_batch";
+
+/// The batch twin's name for `func`.
+inline std::string batchTwinName(func::FuncOp func) {
+  return (func.getSymName() + kBatchSuffix).str();
+}
+
+/// Whether `func` may get a batch twin: a public definition that is not a
+/// twin itself and has none yet.
+inline bool mayGetBatchTwin(ModuleOp module, func::FuncOp func) {
+  return func.isPublic() && !func.isExternal() &&
+         !func.getSymName().ends_with(kBatchSuffix) &&
+         !module.lookupSymbol(batchTwinName(func));
+}
+
 } // namespace mlir::tfm
 
 #endif // TFM_PASSES_PASSES_H
