@@ -242,12 +242,13 @@ void describeArguments(func::FuncOp func, const CachePlan &plan) {
                      OutputRoleAttr::get(ctx, OutputRole::logits));
 }
 
-/// Removes what no longer feeds the results, then the argument `index`
-/// (which must then be unused); the function's type follows its block.
-void pruneAndDropArgument(func::FuncOp func, unsigned index) {
+/// Removes what no longer feeds the results, then the argument `unused`
+/// if given (which must then be unused); the function's type follows.
+void pruneDeadCode(func::FuncOp func, std::optional<unsigned> unused) {
   IRRewriter rewriter(func.getContext());
   (void)runRegionDCE(rewriter, func.getBody());
-  (void)func.eraseArgument(index);
+  if (unused)
+    (void)func.eraseArgument(*unused);
 }
 
 func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
@@ -325,12 +326,7 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
   prefill.setType(FunctionType::get(ctx, entry.getArgumentTypes(),
                                     {logits.getType(), cacheType}));
   // The full-sequence head is dead now, and so is an encoder's work.
-  if (plan.sourceArg) {
-    pruneAndDropArgument(prefill, *plan.sourceArg);
-  } else {
-    IRRewriter rewriter(ctx);
-    (void)runRegionDCE(rewriter, prefill.getBody());
-  }
+  pruneDeadCode(prefill, plan.sourceArg);
   describeArguments(prefill, plan);
   LLVM_DEBUG(llvm::dbgs() << "cache " << cacheType << " for "
                           << plan.layers.size() << " layers\n");
@@ -389,7 +385,7 @@ LogicalResult buildEncode(func::FuncOp forward, const CachePlan &plan,
   encode.setType(FunctionType::get(ctx, entry.getArgumentTypes(),
                                    {hidden.getType(), crossType}));
   // The decoder is dead now; so are its ids.
-  pruneAndDropArgument(encode, plan.tokensArg);
+  pruneDeadCode(encode, plan.tokensArg);
   encode.setArgAttr(0, kInputArgAttrName,
                     InputRoleAttr::get(ctx, InputRole::token_ids));
   encode.setArgAttr(1, kCacheArgAttrName,
