@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 static int compare_pieces(const void *a, const void *b) {
   const tfm_sorted_piece *x = a, *y = b;
@@ -394,18 +395,14 @@ static int is_python_space(uint32_t c) {
          c == 0x3000;
 }
 
-/* The code point of the UTF-8 character at text[0..length) (valid UTF-8)
- * and its byte length. */
-static uint32_t decode_utf8(const char *text, size_t length, size_t *size) {
-  const unsigned char *s = (const unsigned char *)text;
-  size_t n = s[0] < 0x80 ? 1 : s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : 4;
-  if (n > length)
-    n = length;
-  uint32_t c = n == 1 ? s[0] : s[0] & (0x7F >> n);
-  for (size_t i = 1; i < n; ++i)
-    c = c << 6 | (s[i] & 0x3F);
-  *size = n;
-  return c;
+/* Whether the UTF-8 character at text[0..length) is whitespace; *size is
+ * its byte length (1 for a malformed one, which is not whitespace). */
+static int space_at(const char *text, size_t length, size_t *size) {
+  utf8proc_int32_t c;
+  utf8proc_ssize_t n = utf8proc_iterate((const utf8proc_uint8_t *)text,
+                                        (utf8proc_ssize_t)length, &c);
+  *size = n > 0 ? (size_t)n : 1;
+  return n > 0 && is_python_space((uint32_t)c);
 }
 
 /* The length of the whitespace that ends text[begin..end). */
@@ -416,7 +413,7 @@ static size_t space_before(const char *text, size_t begin, size_t end) {
     while (start > begin && ((unsigned char)text[start] & 0xC0) == 0x80)
       --start;
     size_t size;
-    if (!is_python_space(decode_utf8(text + start, at - start, &size)))
+    if (!space_at(text + start, at - start, &size))
       break;
     at = start;
   }
@@ -426,8 +423,7 @@ static size_t space_before(const char *text, size_t begin, size_t end) {
 /* The length of the whitespace that starts text[at..length). */
 static size_t space_after(const char *text, size_t at, size_t length) {
   size_t from = at, size;
-  while (at < length && is_python_space(decode_utf8(text + at, length - at,
-                                                    &size)))
+  while (at < length && space_at(text + at, length - at, &size))
     at += size;
   return at - from;
 }
