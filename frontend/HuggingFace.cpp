@@ -172,12 +172,10 @@ llvm::Expected<LoadedModel> loadSeq2Seq(MLIRContext &context,
   if (llvm::Error err = readSafetensorsCheckpoint(directory, model.weights))
     return std::move(err);
   std::string checkpoint = (directory + "/model.safetensors").str();
+  spec.prefix = model.weights.contains("model.shared.weight") ? "model." : "";
   // Learned positions used from a row on (BART's 2): the rows they use.
-  std::string prefix = model.weights.contains("model.shared.weight")
-                           ? "model."
-                           : "";
   for (const char *side : {"encoder", "decoder"}) {
-    std::string stored = prefix + side + ".embed_positions.weight";
+    std::string stored = spec.storedPositionTable(side);
     const WeightTensor *table = model.weights.lookup(stored);
     if (!spec.positionOffset || !table)
       continue;
@@ -190,7 +188,7 @@ llvm::Expected<LoadedModel> loadSeq2Seq(MLIRContext &context,
     std::vector<int64_t> rows;
     for (int64_t r = spec.positionOffset; r < table->rows(); ++r)
       rows.push_back(r);
-    model.weights.add(spec.positionTable(prefix, side),
+    model.weights.add(spec.positionTable(side),
                       table->selectRows(rows, {spec.maxPositions,
                                                table->cols()}));
   }

@@ -33,8 +33,7 @@ public:
   Seq2SeqIRBuilder(MLIRContext &context, const Seq2SeqSpec &spec,
                    const WeightStore &weights, llvm::StringRef checkpoint)
       : ModelIRBuilder(context, weights, checkpoint, spec.family),
-        spec(spec), weights(weights),
-        prefix(weights.contains("model.shared.weight") ? "model." : "") {}
+        spec(spec), weights(weights), prefix(spec.prefix) {}
 
   OwningOpRef<ModuleOp> build();
 
@@ -59,7 +58,7 @@ private:
 
   const Seq2SeqSpec &spec;
   const WeightStore &weights;
-  std::string prefix; // "model." in MarianMTModel checkpoints
+  const std::string &prefix; // spec.prefix
 };
 
 Value Seq2SeqIRBuilder::embed(Value ids, llvm::StringRef side) {
@@ -80,7 +79,7 @@ Value Seq2SeqIRBuilder::embed(Value ids, llvm::StringRef side) {
                 .getResult()
           : EmbeddingOp::create(
                 b, loc, rows({spec.hiddenSize}),
-                declarations.read(b, spec.positionTable(prefix, side.str()),
+                declarations.read(b, spec.positionTable(side.str()),
                                   {spec.maxPositions, spec.hiddenSize}),
                 positions, FloatAttr())
                 .getResult();

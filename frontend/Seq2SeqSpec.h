@@ -35,18 +35,23 @@ struct Seq2SeqSpec {
   int64_t positionOffset = 0;
   /// A LayerNorm right after the embeddings (BART's layernorm_embedding).
   bool embeddingNorm = false;
+  /// Where the checkpoint's names start: "model." in MarianMTModel and
+  /// BartForConditionalGeneration checkpoints, "" in base models'.
+  std::string prefix;
   /// The id the decoder starts from, the padding and end-of-sequence ids.
   int64_t decoderStartToken = -1, padToken = -1, eosToken = -1;
 
   double embeddingScale() const {
     return scaleEmbedding ? std::sqrt(double(hiddenSize)) : 1.0;
   }
-  /// The name of `side`'s ("encoder", "decoder") learned position table as
-  /// the builder reads it: the checkpoint's from row positionOffset on
-  /// (a view the loader adds), or the checkpoint's itself.
-  std::string positionTable(const std::string &prefix,
-                            const std::string &side) const {
-    std::string stored = prefix + side + ".embed_positions.weight";
+  /// The checkpoint's position table of `side` ("encoder", "decoder").
+  std::string storedPositionTable(const std::string &side) const {
+    return prefix + side + ".embed_positions.weight";
+  }
+  /// The name of that table as the builder reads it: from row
+  /// positionOffset on (a view the loader adds), or the stored one.
+  std::string positionTable(const std::string &side) const {
+    std::string stored = storedPositionTable(side);
     return positionOffset ? stored + ".from_row_" +
                                 std::to_string(positionOffset)
                           : stored;
