@@ -5,12 +5,13 @@
 // soft-maxed row by row and multiplied with the values. Query head h reads
 // KV head h floordiv (heads / kv_heads), which an affine map expresses
 // directly, so grouped-query attention needs no repeated K/V. It serves
-// attention with a bias and checks the kernel in tests.
+// attention with a [heads, s, t] bias and checks the kernel in tests.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/LinalgBuilders.h"
 #include "codegen/Passes.h"
+#include "codegen/RelativePositionBias.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -64,8 +65,9 @@ struct LowerAttention : PackedSequencesPattern<AttentionOp> {
               nb, l, ownType, sliceRows(nb, l, q, start, length),
               sliceRows(nb, l, k, start, length),
               sliceRows(nb, l, v, start, length), ownBias,
-              /*lengths=*/Value(), op.getScaleAttr(), op.getCausalAttr(),
-              op.getWindowAttr());
+              /*lengths=*/Value(), /*relative_bias=*/Value(),
+              op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(),
+              /*max_distance=*/IntegerAttr());
           return {insertRows(nb, l, attended, carried[0], start)};
         })[0];
   }
@@ -119,6 +121,13 @@ struct LowerAttention : PackedSequencesPattern<AttentionOp> {
     SmallVector<Value> maskInputs = {dots};
     if (adaptor.getBias())
       maskInputs.push_back(adaptor.getBias());
+    // Relative-position terms by distance: query i and key j read column
+    // t - 1 + i - j.
+    Value distanceBias;
+    if (Value table = adaptor.getRelativeBias())
+      distanceBias = buildDistanceBias(rewriter, loc, op, table, q, k);
+    Value lastKey = arith::SubIOp::create(
+        rewriter, loc, tValue, arith::ConstantIndexOp::create(rewriter, loc, 1));
     Value logits = createElementwise(
         rewriter, loc, dots, maskInputs,
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
@@ -126,10 +135,19 @@ struct LowerAttention : PackedSequencesPattern<AttentionOp> {
                                           f32Constant(b, l, scale));
           if (maskInputs.size() == 2)
             x = arith::AddFOp::create(b, l, x, args[1]);
-          if (!causal)
-            return x;
           Value row = linalg::IndexOp::create(b, l, 1);
           Value col = linalg::IndexOp::create(b, l, 2);
+          if (distanceBias) {
+            Value head = linalg::IndexOp::create(b, l, 0);
+            Value column = arith::SubIOp::create(
+                b, l, arith::AddIOp::create(b, l, lastKey, row), col);
+            x = arith::AddFOp::create(
+                b, l, x,
+                tensor::ExtractOp::create(b, l, distanceBias,
+                                          ValueRange{head, column}));
+          }
+          if (!causal)
+            return x;
           Value last = arith::AddIOp::create(b, l, row, queryOffset);
           Value visible = arith::CmpIOp::create(
               b, l, arith::CmpIPredicate::ule, col, last);

@@ -45,9 +45,11 @@ def SelectCpuKernelsPass : Pass<"tfm-select-cpu-kernels", "ModuleOp"> {
     `tfm.linear` whose weight is stored as panels becomes a call of the
     runtime's GEMM kernel `tfm_rt_linear_panels[_bias]` (bias added in the
     kernel, the activation or gate an elementwise epilogue), and with
-    `fused-attention` (the default) a `tfm.attention` without bias a call of
-    `tfm_rt_attention` (flash-style: online softmax over key tiles, causal
-    tiles skipped, a single-query path for decode, on every core). The
+    `fused-attention` (the default) a `tfm.attention` without a `[heads, s,
+    t]` bias a call of `tfm_rt_attention` (flash-style: online softmax over
+    key tiles, causal tiles skipped, a single-query path for decode, on
+    every core), or of `tfm_rt_attention_biased` with a `relative_bias`,
+    whose terms it reads by distance from a `[heads, s + t - 1]` tensor. The
     kernels are declared in the module (`llvm.emit_c_interface`,
     runtime/runtime_kernels.h) and take their operands as strided memrefs.
     Everything else is left to `tfm-lower-to-linalg`.

@@ -11,6 +11,7 @@
 
 #include "codegen/LinearLowering.h"
 #include "codegen/Passes.h"
+#include "codegen/RelativePositionBias.h"
 #include "codegen/RuntimeKernels.h"
 #include "codegen/WeightLayout.h"
 #include "ir/TfmOps.h"
@@ -75,10 +76,12 @@ struct LinearToPanelGemm : OpConversionPattern<LinearOp> {
   }
 };
 
-/// tfm.attention without a bias: the runtime's flash-style kernel
-/// (runtime/kernels_attention.c), tfm_rt_attention(q, k, v, out, scale,
-/// causal, window), or over packed sequences tfm_rt_attention_packed(q, k,
-/// v, lengths, out, scale, causal, window).
+/// tfm.attention without a [heads, s, t] bias: the runtime's flash-style
+/// kernel (runtime/kernels_attention.c), tfm_rt_attention(q, k, v, out,
+/// scale, causal, window), over packed sequences
+/// tfm_rt_attention_packed(q, k, v, lengths, out, scale, causal, window),
+/// or with a relative_bias tfm_rt_attention_biased(q, k, v, distance bias,
+/// out, scale, causal, window), the terms by distance built here.
 struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -94,6 +97,11 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
       operands.push_back(kernelInput(rewriter, loc, tensor));
     if (Value lengths = adaptor.getLengths())
       operands.push_back(kernelInput(rewriter, loc, lengths));
+    if (Value table = adaptor.getRelativeBias())
+      operands.push_back(kernelInput(
+          rewriter, loc,
+          buildDistanceBias(rewriter, loc, op, table, adaptor.getQuery(),
+                            adaptor.getKey())));
     RankedTensorType type = op.getType();
     SmallVector<Value> dynamicSizes;
     if (type.isDynamicDim(0))
@@ -109,7 +117,9 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
         rewriter, loc, rewriter.getI64Type(), op.getWindow().value_or(0)));
     func::FuncOp kernel = lookupOrDeclareRuntimeKernel(
         rewriter, op->getParentOfType<ModuleOp>(),
-        op.getLengths() ? "tfm_rt_attention_packed" : "tfm_rt_attention",
+        op.getLengths()        ? "tfm_rt_attention_packed"
+        : op.getRelativeBias() ? "tfm_rt_attention_biased"
+                               : "tfm_rt_attention",
         ValueRange(operands).getTypes());
     func::CallOp::create(rewriter, loc, kernel, operands);
     rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(

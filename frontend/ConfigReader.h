@@ -93,7 +93,11 @@ public:
   /// tfmc implements), `fallback` when absent; gelu (and a failure) when it
   /// names another.
   ActivationKind activation(llvm::StringRef key, llvm::StringRef fallback) {
-    std::string name = string(key, fallback);
+    return activationNamed(string(key, fallback), key);
+  }
+  /// The activation function `name` (an ACT2FN name read from `key`).
+  ActivationKind activationNamed(const std::string &name,
+                                 llvm::StringRef key) {
     std::optional<ActivationKind> kind =
         llvm::StringSwitch<std::optional<ActivationKind>>(name)
             .Cases({"gelu_new", "gelu_pytorch_tanh", "gelu_fast"},

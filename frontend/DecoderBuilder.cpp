@@ -183,8 +183,9 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
           : IntegerAttr();
   Value attended =
       AttentionOp::create(b, loc, q.getType(), q, k, v, /*bias=*/Value(),
-                          /*lengths=*/Value(),
-                          scale, /*causal=*/b.getUnitAttr(), window);
+                          /*lengths=*/Value(), /*relative_bias=*/Value(),
+                          scale, /*causal=*/b.getUnitAttr(), window,
+                          /*max_distance=*/IntegerAttr());
   return linear(attended, tfm::layerWeightName(n.output, layer),
                 spec.outputBias, {dyn, spec.hiddenSize}, loc);
 }

@@ -67,8 +67,9 @@ Value EncoderIRBuilder::layer(Value x, int64_t index) {
   // Bidirectional: no causal mask; every token sees every token.
   Value attended = AttentionOp::create(
       b, named("layer " + llvm::Twine(index) + " attention"), q.getType(), q,
-      k, v, /*bias=*/Value(), /*lengths=*/Value(), scale, /*causal=*/UnitAttr(),
-      /*window=*/IntegerAttr());
+      k, v, /*bias=*/Value(), /*lengths=*/Value(), /*relative_bias=*/Value(),
+      scale, /*causal=*/UnitAttr(), /*window=*/IntegerAttr(),
+      /*max_distance=*/IntegerAttr());
   Value projected = linear(attended, name(spec.attentionOutput), {d});
   x = norm(AddOp::create(b, x.getLoc(), x, projected),
            name(spec.attentionNorm));

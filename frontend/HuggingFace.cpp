@@ -173,6 +173,19 @@ llvm::Expected<LoadedModel> loadSeq2Seq(MLIRContext &context,
     return std::move(err);
   std::string checkpoint = (directory + "/model.safetensors").str();
   spec.prefix = model.weights.contains("model.shared.weight") ? "model." : "";
+  // A tied T5 head scales its input by d_model^-0.5: folded into the
+  // decoder's final norm scale, which feeds only the head.
+  if (spec.t5Blocks && spec.tiedHead)
+    if (const WeightTensor *scale =
+            model.weights.lookup("decoder.final_layer_norm.weight")) {
+      std::vector<float> values = scale->toF32();
+      for (float &v : values)
+        v = float(v * spec.headNormScale());
+      model.weights.add(spec.headNormName(),
+                        WeightTensor::fromValues(scale->shape(),
+                                                 std::move(values),
+                                                 scale->source()));
+    }
   // Learned positions used from a row on (BART's 2): the rows they use.
   for (const char *side : {"encoder", "decoder"}) {
     std::string stored = spec.storedPositionTable(side);
@@ -196,9 +209,12 @@ llvm::Expected<LoadedModel> loadSeq2Seq(MLIRContext &context,
     // Copies of the shared table (tied), and position tables the model
     // reads otherwise: sinusoids tfm.sinusoidal_position computes (that
     // transformers keeps as parameters), or rows from an offset on.
+    // A tied T5 head reads the shared table and the scaled final norm.
     return name.ends_with("embed_tokens.weight") ||
            ((spec.sinusoidalPositions || spec.positionOffset) &&
-            name.ends_with("embed_positions.weight"));
+            name.ends_with("embed_positions.weight")) ||
+           (spec.tiedHead && (name == "lm_head.weight" ||
+                              name == "decoder.final_layer_norm.weight"));
   };
   auto module = buildSeq2Seq(context, spec, model.weights, checkpoint, ignored);
   if (!module)

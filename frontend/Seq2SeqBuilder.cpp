@@ -98,8 +98,10 @@ Value Seq2SeqIRBuilder::attention(Value queries, Value keys,
   Value v = linear(keys, module + "v_proj.weight", {heads, headDim});
   Value attended = AttentionOp::create(
       b, named(module + "attention"), q.getType(), q, k, v, /*bias=*/Value(),
-      /*lengths=*/Value(), b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
-      causal ? b.getUnitAttr() : UnitAttr(), /*window=*/IntegerAttr());
+      /*lengths=*/Value(), /*relative_bias=*/Value(),
+      b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
+      causal ? b.getUnitAttr() : UnitAttr(), /*window=*/IntegerAttr(),
+      /*max_distance=*/IntegerAttr());
   return linear(attended, module + "out_proj.weight", {spec.hiddenSize});
 }
 
@@ -177,6 +179,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::tfm::buildSeq2Seq(
     MLIRContext &context, const Seq2SeqSpec &spec, const WeightStore &weights,
     llvm::StringRef checkpoint,
     llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight) {
+  if (spec.t5Blocks)
+    return buildT5(context, spec, weights, checkpoint, isIgnoredWeight);
   context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect>();
   Seq2SeqIRBuilder builder(context, spec, weights, checkpoint);
   return builder.declarations.finish(builder.build(), isIgnoredWeight);

@@ -41,9 +41,43 @@ void readBartSizes(ConfigReader &config, Seq2SeqSpec &spec) {
   config.refuseUnlessAbsent("add_final_layer_norm", "a final LayerNorm");
 }
 
+/// T5 (v1.0 and v1.1): T5Config's names and defaults.
+void readT5(ConfigReader &config, Seq2SeqSpec &spec) {
+  spec.t5Blocks = true;
+  spec.vocabSize = config.integer("vocab_size", 32128);
+  spec.hiddenSize = config.integer("d_model", 512);
+  spec.headDim = config.integer("d_kv", 64);
+  spec.encoderFfn = spec.decoderFfn = config.integer("d_ff", 2048);
+  spec.encoderLayers = config.integer("num_layers", 6);
+  spec.decoderLayers =
+      config.integer("num_decoder_layers", spec.encoderLayers);
+  spec.encoderHeads = spec.decoderHeads = config.integer("num_heads", 8);
+  spec.relativeBuckets =
+      config.integer("relative_attention_num_buckets", 32);
+  spec.relativeMaxDistance =
+      config.integer("relative_attention_max_distance", 128);
+  spec.maxPositions = config.integer("n_positions", 512);
+  spec.normEpsilon = config.number("layer_norm_epsilon", 1e-6);
+  // feed_forward_proj is "ACT" or "gated-ACT"; "gated-gelu" means gelu_new.
+  std::string ffn = config.string("feed_forward_proj", "relu");
+  llvm::StringRef act(ffn);
+  spec.gatedFfn = act.consume_front("gated-");
+  spec.activation =
+      ffn == "gated-gelu"
+          ? ActivationKind::gelu_tanh
+          : config.activationNamed(act.str(), "feed_forward_proj");
+  spec.tiedHead = config.boolean("tie_word_embeddings", true);
+  spec.padToken = config.integer("pad_token_id", 0);
+  spec.eosToken = config.integer("eos_token_id", 1);
+  spec.decoderStartToken =
+      config.integer("decoder_start_token_id", spec.padToken);
+}
+
 } // namespace
 
-std::string mlir::tfm::supportedSeq2SeqFamilies() { return "bart, marian"; }
+std::string mlir::tfm::supportedSeq2SeqFamilies() {
+  return "bart, marian, t5";
+}
 
 bool mlir::tfm::readSeq2SeqFamily(llvm::StringRef modelType,
                                   ConfigReader &config, Seq2SeqSpec &spec) {
@@ -54,6 +88,11 @@ bool mlir::tfm::readSeq2SeqFamily(llvm::StringRef modelType,
     readBartSizes(config, spec);
     spec.positionOffset = 2;
     spec.embeddingNorm = true;
+    return true;
+  }
+  if (modelType == "t5") {
+    spec.family = modelType.str();
+    readT5(config, spec);
     return true;
   }
   if (modelType != "marian")
@@ -83,8 +122,26 @@ llvm::Error mlir::tfm::validateSeq2SeqSpec(const Seq2SeqSpec &spec,
                        {"encoder FFN size", spec.encoderFfn},
                        {"decoder FFN size", spec.decoderFfn}}))
     return err;
+  if (spec.t5Blocks) {
+    if (llvm::Error err = expectPositiveSizes(
+            configPath, {{"d_kv", spec.headDim},
+                         {"relative_attention_num_buckets",
+                          spec.relativeBuckets},
+                         {"relative_attention_max_distance",
+                          spec.relativeMaxDistance}}))
+      return err;
+    // The encoder's bidirectional buckets: two halves, each with an exact
+    // and a logarithmic range.
+    if (spec.relativeBuckets < 4 || spec.relativeBuckets % 2 != 0 ||
+        spec.relativeMaxDistance <= spec.relativeBuckets / 2)
+      return makeError(configPath + ": relative_attention_num_buckets (" +
+                       llvm::Twine(spec.relativeBuckets) +
+                       ") should be even, at least 4, and below twice "
+                       "relative_attention_max_distance (" +
+                       llvm::Twine(spec.relativeMaxDistance) + ")");
+  }
   for (int64_t heads : {spec.encoderHeads, spec.decoderHeads})
-    if (spec.hiddenSize % heads != 0)
+    if (!spec.headDim && spec.hiddenSize % heads != 0)
       return makeError(configPath + ": d_model (" +
                        llvm::Twine(spec.hiddenSize) +
                        ") is not divisible by the head count (" +

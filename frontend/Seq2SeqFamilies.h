@@ -46,6 +46,12 @@ buildSeq2Seq(mlir::MLIRContext &context, const Seq2SeqSpec &spec,
              const WeightStore &weights, llvm::StringRef checkpoint,
              llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
 
+/// The same for T5's blocks (spec.t5Blocks), which buildSeq2Seq calls.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+buildT5(mlir::MLIRContext &context, const Seq2SeqSpec &spec,
+        const WeightStore &weights, llvm::StringRef checkpoint,
+        llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
+
 } // namespace mlir::tfm
 
 #endif // TFM_FRONTEND_SEQ2SEQFAMILIES_H

@@ -19,7 +19,10 @@
 namespace mlir::tfm {
 
 struct Seq2SeqSpec {
-  std::string family; // "marian", "bart"
+  std::string family; // "marian", "bart", "t5"
+  /// maxPositions: the most source or decoder positions; T5, whose
+  /// relative positions have no table, takes n_positions (512) as its
+  /// working limit.
   int64_t vocabSize = 0, hiddenSize = 0, maxPositions = 0;
   int64_t encoderLayers = 0, decoderLayers = 0;
   int64_t encoderHeads = 0, decoderHeads = 0;
@@ -35,12 +38,39 @@ struct Seq2SeqSpec {
   int64_t positionOffset = 0;
   /// A LayerNorm right after the embeddings (BART's layernorm_embedding).
   bool embeddingNorm = false;
+  /// T5's blocks (T5Builder.cpp) instead of the original Transformer's:
+  /// pre-norm, RMSNorm without bias (T5LayerNorm), no biases anywhere,
+  /// unscaled scores, no position embeddings but a relative-position bias
+  /// from the first layer's table of `relativeBuckets` buckets up to
+  /// `relativeMaxDistance`; heads `headDim` wide (d_kv, not necessarily
+  /// d_model / heads); a gated FFN (v1.1's gated-gelu) or not. A tied LM
+  /// head reads the shared table with the decoder's output scaled by
+  /// d_model^-0.5.
+  bool t5Blocks = false;
+  int64_t headDim = 0;
+  bool gatedFfn = false;
+  int64_t relativeBuckets = 0, relativeMaxDistance = 0;
+  bool tiedHead = false;
   /// Where the checkpoint's names start: "model." in MarianMTModel and
   /// BartForConditionalGeneration checkpoints, "" in base models'.
   std::string prefix;
   /// The id the decoder starts from, the padding and end-of-sequence ids.
   int64_t decoderStartToken = -1, padToken = -1, eosToken = -1;
 
+  /// The scale of the decoder's final norm as the builder reads it: a
+  /// tied T5 head's d_model^-0.5 folded into it (a view the loader adds),
+  /// or the stored one.
+  std::string headNormName() const {
+    std::string stored = "decoder.final_layer_norm.weight";
+    return tiedHead ? stored + ".times_rsqrt_d_model" : stored;
+  }
+  double headNormScale() const { return 1.0 / std::sqrt(double(hiddenSize)); }
+  int64_t encoderHeadDim() const {
+    return headDim ? headDim : hiddenSize / encoderHeads;
+  }
+  int64_t decoderHeadDim() const {
+    return headDim ? headDim : hiddenSize / decoderHeads;
+  }
   double embeddingScale() const {
     return scaleEmbedding ? std::sqrt(double(hiddenSize)) : 1.0;
   }

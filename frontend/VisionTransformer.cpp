@@ -121,9 +121,10 @@ Value VisionIRBuilder::layer(Value x, int64_t index) {
   Value v = linear(h, n("attention.attention.value.weight"), {heads, headDim});
   Value attended = AttentionOp::create(
       b, named("layer " + llvm::Twine(index) + " attention"), q.getType(), q,
-      k, v, /*bias=*/Value(), /*lengths=*/Value(),
+      k, v, /*bias=*/Value(), /*lengths=*/Value(), /*relative_bias=*/Value(),
       b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
-      /*causal=*/UnitAttr(), /*window=*/IntegerAttr());
+      /*causal=*/UnitAttr(), /*window=*/IntegerAttr(),
+      /*max_distance=*/IntegerAttr());
   x = AddOp::create(b, x.getLoc(), x,
                     linear(attended, n("attention.output.dense.weight"), {d}));
   h = norm(x, n("layernorm_after.weight"));

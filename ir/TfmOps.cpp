@@ -366,6 +366,29 @@ LogicalResult SinusoidalPositionOp::verify() {
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
+int64_t mlir::tfm::relativePositionBucket(int64_t distance, int64_t buckets,
+                                          int64_t maxDistance,
+                                          bool bidirectional) {
+  // transformers' T5Attention._relative_position_bucket, with its float32
+  // arithmetic, for relative_position = key - query = -distance.
+  int64_t bucket = 0, n = buckets;
+  if (bidirectional) {
+    n /= 2;
+    if (distance < 0)
+      bucket += n; // the key comes after the query
+    distance = std::abs(distance);
+  } else {
+    distance = std::max<int64_t>(distance, 0);
+  }
+  int64_t exact = n / 2;
+  if (distance < exact)
+    return bucket + distance;
+  float ratio = float(distance) / float(exact);
+  float span = float(std::log(double(maxDistance) / double(exact)));
+  auto large = int64_t(std::log(ratio) / span * float(n - exact));
+  return bucket + std::min(exact + large, n - 1);
+}
+
 LogicalResult AttentionOp::verify() {
   Operation *op = *this;
   Type elementType = getQuery().getType().getElementType();
@@ -406,6 +429,32 @@ LogicalResult AttentionOp::verify() {
                          q[0])) ||
         failed(expectDim(op, "bias columns", b[2], "key length", k[0])))
       return failure();
+  }
+  if (Value table = getRelativeBias()) {
+    if (failed(expectRank(op, "relative_bias", table, 2)) ||
+        failed(expectElementType(op, "relative_bias", table, elementType)))
+      return failure();
+    ArrayRef<int64_t> shape = tensorType(table).getShape();
+    if (failed(expectDim(op, "relative_bias heads", shape[1], "query heads",
+                         heads)))
+      return failure();
+    int64_t buckets = shape[0];
+    // Each half of a bidirectional table needs an exact and a logarithmic
+    // range.
+    int64_t least = getCausal() ? 2 : 4;
+    if (ShapedType::isDynamic(buckets) || buckets < least ||
+        (!getCausal() && buckets % 2 != 0))
+      return emitOpError() << "expected a static relative_bias bucket count, "
+                           << (getCausal() ? "" : "even and ") << "at least "
+                           << least << ", got " << buckets;
+    int64_t exact = getCausal() ? buckets / 2 : buckets / 4;
+    if (getMaxDistance().value_or(0) <= exact)
+      return emitOpError() << "expected 'max_distance' above the " << exact
+                           << " exactly bucketed distances with relative_bias";
+    if (getLengths())
+      return emitOpError("expected no relative_bias over packed sequences");
+  } else if (getMaxDistance()) {
+    return emitOpError("expected 'max_distance' only with relative_bias");
   }
   if (Value lengths = getLengths()) {
     // Packed sequences: queries and keys are the same rows.

@@ -20,4 +20,16 @@
 #define GET_OP_CLASSES
 #include "ir/TfmOps.h.inc"
 
+namespace mlir::tfm {
+
+/// The bucket of tfm.attention's relative_bias table (T5's
+/// relative_attention_bias) for `distance` = query position - key
+/// position, computed in float32 as transformers does so that the buckets
+/// at the logarithmic range's edges agree. Bidirectional attention gives
+/// keys after the query the upper half of the buckets.
+int64_t relativePositionBucket(int64_t distance, int64_t buckets,
+                               int64_t maxDistance, bool bidirectional);
+
+} // namespace mlir::tfm
+
 #endif // TFM_IR_TFMOPS_H

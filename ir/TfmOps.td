@@ -458,8 +458,20 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     With `causal`, query `i` sees keys `j <= i + (t - s)`: the queries are the
     last `s` positions of the `t` keys. `window = w` further limits it to the
     `w` most recent keys (sliding-window attention; requires `causal`). An
-    optional additive `bias` `[heads, s, t]` carries relative-position terms
-    (T5, ALiBi). Cross-attention is the case `s != t` without `causal`.
+    optional additive `bias` `[heads, s, t]` carries arbitrary terms.
+    Cross-attention is the case `s != t` without `causal`.
+
+    With `relative_bias` (T5), a learned table `[buckets, heads]` adds
+    `table[bucket(query position - key position), h]` to every score, the
+    positions counted as for `causal` (queries are the last `s` of the `t`
+    keys), so a cached decode step gets the terms of its true position.
+    Distances are bucketed as transformers' T5 does: exactly below
+    `buckets / 4` (bidirectional) or `buckets / 2` (causal), then
+    logarithmically up to `max_distance`, beyond which they share the last
+    bucket; bidirectional attention (not `causal`) gives keys after the
+    query their own half of the buckets. Every layer may read the same
+    table: the terms depend only on the distance, and no `[heads, s, t]`
+    tensor is ever built for them.
 
     With `lengths` (`[sequences]`, tfm-pack-sequences), queries and keys are
     the same `s = t` rows holding several sequences end to end, and a query
@@ -468,16 +480,20 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
 
     ```mlir
     %a = tfm.attention %q, %k, %v {causal, scale = 0.125 : f32} : (tensor<?x8x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32>) -> tensor<?x8x64xf32>
+    %t5 = tfm.attention %q, %k, %v relative_bias %table {max_distance = 128 : i64, scale = 1.0 : f32} : (tensor<?x8x64xf32>, tensor<?x8x64xf32>, tensor<?x8x64xf32>, tensor<32x8xf32>) -> tensor<?x8x64xf32>
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
                        Tfm_FloatTensor:$value, Optional<Tfm_FloatTensor>:$bias,
                        Optional<Tfm_IntTensor>:$lengths,
+                       Optional<Tfm_FloatTensor>:$relative_bias,
                        F32Attr:$scale, UnitAttr:$causal,
-                       OptionalAttr<I64Attr>:$window);
+                       OptionalAttr<I64Attr>:$window,
+                       OptionalAttr<I64Attr>:$max_distance);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`bias` $bias^)? (`lengths` $lengths^)? attr-dict `:` functional-type(operands, results)
+    $query `,` $key `,` $value (`bias` $bias^)? (`lengths` $lengths^)?
+    (`relative_bias` $relative_bias^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let hasCanonicalizer = 1;

@@ -90,7 +90,8 @@ LogicalResult planCrossAttention(AttentionOp attention, CachePlan &plan) {
   if (!plan.sourceArg)
     return attention.emitOpError(
         "cannot cache attention to keys that are not the tokens' own");
-  if (attention.getCausal() || attention.getBias() || attention.getLengths())
+  if (attention.getCausal() || attention.getBias() ||
+      attention.getRelativeBias() || attention.getLengths())
     return attention.emitOpError(
         "cannot cache cross-attention that is causal, biased or packed");
   RankedTensorType keyType = attention.getKey().getType();
@@ -139,6 +140,8 @@ FailureOr<CachePlan> planCache(func::FuncOp forward) {
                         "would change the past positions' outputs");
         return WalkResult::interrupt();
       }
+      // A relative_bias depends on distances alone, which a cached step
+      // keeps; an arbitrary bias would need its rows for the new positions.
       if (attention.getBias()) {
         op->emitOpError("cannot cache attention with an additive bias");
         return WalkResult::interrupt();

@@ -67,6 +67,8 @@ Operation *firstUnpackableOp(func::FuncOp func, ValueRange perToken,
       else if (!varying.contains(attention.getKey()) ||
                !varying.contains(attention.getValue()))
         why = "attention to keys that are not the tokens' own";
+      else if (attention.getRelativeBias())
+        why = "attention with a relative-position bias";
       else if (!attention.getLengths())
         return WalkResult::advance();
       else

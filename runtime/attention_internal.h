@@ -65,6 +65,10 @@ typedef struct {
    * sequence end]; NULL otherwise, when blocks are kQueryBlock queries
    * apart over one sequence. */
   const int64_t (*packed_blocks)[4];
+  /* Relative-position terms by distance (tfm_rt_attention_biased), [heads,
+   * s + t - 1]: query i and key j add column t - 1 + i - j of head h's
+   * row; NULL without. */
+  const tfm_memref2d_f32 *distance_bias;
 } attention_job;
 
 TFM_INLINE float *row(const tfm_memref3d_f32 *m, int64_t i, int64_t h) {
@@ -84,6 +88,14 @@ TFM_INLINE void visible_keys(const attention_job *job, int64_t i,
     if (job->window && position + 1 - job->window > *first)
       *first = position + 1 - job->window;
   }
+}
+
+/* The relative-position term of query i and key j for head h. */
+TFM_INLINE const float *distance_terms(const attention_job *job, int64_t h,
+                                       int64_t i, int64_t j) {
+  const tfm_memref2d_f32 *bias = job->distance_bias;
+  return bias->aligned + bias->offset + h * bias->strides[0] +
+         (job->t - 1 + i - j) * bias->strides[1];
 }
 
 /* A single query (a decode step) against all its keys: out[0, h] for every

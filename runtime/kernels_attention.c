@@ -1,8 +1,9 @@
 /*===- kernels_attention.c - fused attention for generated code ---------===//
  *
- * Called where tfm-lower-to-linalg lowers tfm.attention (without bias) to
- * the runtime: out[i, h, :] = softmax(scale · q[i, h]·k[j, h/group]ᵀ over
- * the visible keys j) · v[j, h/group, :].
+ * Called where tfm-select-cpu-kernels hands tfm.attention to the runtime:
+ * out[i, h, :] = softmax(scale · q[i, h]·k[j, h/group]ᵀ (+ the
+ * relative-position term of i - j) over the visible keys j) ·
+ * v[j, h/group, :].
  *
  * Prefill is flash-attention style: a block of queries of one head meets
  * the keys a tile at a time, with an online softmax (running maximum and
@@ -58,6 +59,27 @@ TFM_INLINE void accumulate_values(float *o, int64_t dvp,
   for (int u = 0; u < 4; ++u)
     for (int w = 0; w < nv; ++w)
       store16(o + (r0 + u) * dvp + e0 + w * kLanes, acc[u][w]);
+}
+
+/* The tile's scores p[jj][r] (keys j0 + jj, queries i0 + r) plus their
+ * relative-position terms. For one key the block's queries read
+ * consecutive columns, so whole blocks add them a vector at a time. */
+TFM_INLINE void add_distance_bias(const attention_job *job,
+                                  float (*p)[kQueryBlock], int64_t i0,
+                                  int64_t rows, int64_t j0, int64_t tile,
+                                  int64_t h) {
+  int64_t stride = job->distance_bias->strides[1];
+  for (int64_t jj = 0; jj < tile; ++jj) {
+    const float *terms = distance_terms(job, h, i0, j0 + jj);
+    if (stride == 1 && rows == kQueryBlock) {
+      for (int v = 0; v < kQueryBlock / kLanes; ++v)
+        store16(p[jj] + v * kLanes,
+                load16(p[jj] + v * kLanes) + load16(terms + v * kLanes));
+      continue;
+    }
+    for (int64_t r = 0; r < rows; ++r)
+      p[jj][r] += terms[r * stride];
+  }
 }
 
 /* Queries [i0, i1) of head h (at most kQueryBlock, of the sequence of keys
@@ -138,6 +160,8 @@ static void attend_block(const attention_job *job, int64_t i0, int64_t i1,
         for (int v = 0; v < kQueryVectors; ++v)
           store16(p[jj + u] + v * kLanes, acc[u][v]);
     }
+    if (job->distance_bias)
+      add_distance_bias(job, p, i0, rows, j0, tile, h);
     /* Keys some query may not see: -inf. */
     if (j0 < lo_max || j0 + tile > hi_min)
       for (int64_t jj = 0; jj < tile; ++jj) {
@@ -241,11 +265,7 @@ static attention_job make_job(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
   return job;
 }
 
-TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
-                                   tfm_memref3d_f32 *v, tfm_memref3d_f32 *out,
-                                   float scale, int64_t causal,
-                                   int64_t window) {
-  attention_job job = make_job(q, k, v, out, scale, causal, window);
+static void attend(attention_job job) {
   if (job.s == 0)
     return;
   if (job.s == 1) {
@@ -254,6 +274,22 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_
   }
   job.blocks = (job.s + kQueryBlock - 1) / kQueryBlock;
   tfm_parallel_for(job.blocks * job.heads, 1, attention_items, &job);
+}
+
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
+                                   tfm_memref3d_f32 *v, tfm_memref3d_f32 *out,
+                                   float scale, int64_t causal,
+                                   int64_t window) {
+  attend(make_job(q, k, v, out, scale, causal, window));
+}
+
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
+    tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
+    tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
+    int64_t causal, int64_t window) {
+  attention_job job = make_job(q, k, v, out, scale, causal, window);
+  job.distance_bias = distance_bias;
+  attend(job);
 }
 
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed(

@@ -57,6 +57,10 @@ static void decode_chunk(const decode_job *dj, int64_t index) {
       scores[h * dj->chunk + jj] =
           dot_row(dj->q + h * dj->dp, row(job->k, j0 + jj, h / job->group), d,
                   job->k->strides[2], unit);
+  if (job->distance_bias)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t jj = 0; jj < count; ++jj)
+        scores[h * dj->chunk + jj] += *distance_terms(job, h, 0, j0 + jj);
   for (int64_t h = 0; h < heads; ++h) {
     float *sh = scores + h * dj->chunk, maximum = -INFINITY, total = 0;
     for (int64_t jj = 0; jj < count; ++jj)

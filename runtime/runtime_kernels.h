@@ -44,6 +44,12 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q,
                                               tfm_memref3d_f32 *out,
                                               float scale, int64_t causal,
                                               int64_t window);
+/* The same plus relative-position terms by distance (T5), `distance_bias`
+ * [heads, s + t - 1]: query i and key j add column t - 1 + i - j. */
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
+    tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
+    tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
+    int64_t causal, int64_t window);
 /* The same over several sequences packed end to end (s = t rows, `lengths`
  * of them summing to s): a query sees only its own sequence's keys. */
 typedef TFM_MEMREF(int32_t, 1) tfm_memref1d_i32;

@@ -1,6 +1,7 @@
 // The fused lowering of tfm.attention: a call of the runtime's flash-style
 // kernel on the operands' buffers, with scale, causal and window as
-// scalars; attention with a bias keeps the reference lowering.
+// scalars; attention with a [heads, s, t] bias keeps the reference
+// lowering, a relative-position bias does not.
 // RUN: tfm-opt %s -split-input-file -tfm-lay-out-weights -tfm-select-cpu-kernels -tfm-lower-to-linalg | FileCheck %s
 
 // CHECK-LABEL: func.func private @tfm_rt_attention(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, f32, i64, i64) attributes {llvm.emit_c_interface}
@@ -58,5 +59,39 @@ func.func @bias(%q: tensor<3x2x4xf32>, %k: tensor<5x2x4xf32>, %b: tensor<2x3x5xf
 // CHECK: call @tfm_rt_attention_packed(%{{.*}}, %{{.*}}, %{{.*}}, %[[NC]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
 func.func @packed(%q: tensor<?x2x4xf32>, %lengths: tensor<?xi32>) -> tensor<?x2x4xf32> {
   %0 = tfm.attention %q, %q, %q lengths %lengths {scale = 0.5 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?xi32>) -> tensor<?x2x4xf32>
+  return %0 : tensor<?x2x4xf32>
+}
+
+// -----
+
+// T5's relative-position bias stays in the kernel: the terms by distance
+// ([heads, s + t - 1], column c for query - key = c - (s - 1)) are gathered
+// from the table through the buckets of distances -12..12 (8 bidirectional
+// buckets: exact below 2, logarithmic up to max_distance 12, keys after the
+// query in the upper half), computed at compile time.
+// CHECK-LABEL: func.func private @tfm_rt_attention_biased(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, f32, i64, i64) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func.func @relative
+// CHECK-SAME: %[[TABLE:[^:]*]]: tensor<8x2xf32>
+// CHECK: %[[BUCKETS:.*]] = arith.constant dense<[7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 5, 0, 1, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3]> : tensor<25xi32>
+// CHECK: %[[TERMS:.*]] = linalg.generic
+// CHECK: tensor.extract %[[BUCKETS]]
+// CHECK: tensor.extract %[[TABLE]]
+// CHECK: %[[TB:.*]] = bufferization.to_buffer %[[TERMS]]
+// CHECK: %[[TC:.*]] = memref.cast %[[TB]]
+// CHECK: call @tfm_rt_attention_biased(%{{.*}}, %{{.*}}, %{{.*}}, %[[TC]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+func.func @relative(%q: tensor<?x2x4xf32>, %k: tensor<?x2x4xf32>, %table: tensor<8x2xf32>) -> tensor<?x2x4xf32> {
+  %0 = tfm.attention %q, %k, %k relative_bias %table {max_distance = 12 : i64, scale = 1.0 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<8x2xf32>) -> tensor<?x2x4xf32>
+  return %0 : tensor<?x2x4xf32>
+}
+
+// -----
+
+// Causal: 8 buckets all for keys at or before the query (exact below 4);
+// keys after it, which the mask hides, read bucket 0.
+// CHECK-LABEL: func.func @relative_causal
+// CHECK: arith.constant dense<[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 4, 5, 6, 6, 6, 7, 7, 7]> : tensor<25xi32>
+// CHECK: call @tfm_rt_attention_biased
+func.func @relative_causal(%q: tensor<?x2x4xf32>, %k: tensor<?x2x4xf32>, %table: tensor<8x2xf32>) -> tensor<?x2x4xf32> {
+  %0 = tfm.attention %q, %k, %k relative_bias %table {causal, max_distance = 12 : i64, scale = 1.0 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<8x2xf32>) -> tensor<?x2x4xf32>
   return %0 : tensor<?x2x4xf32>
 }

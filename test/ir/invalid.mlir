@@ -807,3 +807,43 @@ func.func @attention_packed_cross(%q: tensor<4x2x8xf32>, %k: tensor<6x2x8xf32>, 
   %a = tfm.attention %q, %k, %k lengths %n {scale = 0.5 : f32} : (tensor<4x2x8xf32>, tensor<6x2x8xf32>, tensor<6x2x8xf32>, tensor<?xi32>) -> tensor<4x2x8xf32>
   return
 }
+
+// -----
+
+func.func @relative_heads(%q: tensor<?x8x16xf32>, %k: tensor<?x8x16xf32>, %t: tensor<32x4xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected relative_bias heads (4) to match query heads (8)}}
+  %y = tfm.attention %q, %k, %k relative_bias %t {max_distance = 128 : i64, scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<32x4xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @relative_odd_buckets(%q: tensor<?x8x16xf32>, %k: tensor<?x8x16xf32>, %t: tensor<31x8xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected a static relative_bias bucket count, even and at least 4, got 31}}
+  %y = tfm.attention %q, %k, %k relative_bias %t {max_distance = 128 : i64, scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<31x8xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @relative_no_distance(%q: tensor<?x8x16xf32>, %k: tensor<?x8x16xf32>, %t: tensor<32x8xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected 'max_distance' above the 16 exactly bucketed distances with relative_bias}}
+  %y = tfm.attention %q, %k, %k relative_bias %t {causal, scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<32x8xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @max_distance_alone(%q: tensor<?x8x16xf32>, %k: tensor<?x8x16xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected 'max_distance' only with relative_bias}}
+  %y = tfm.attention %q, %k, %k {max_distance = 128 : i64, scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?x8x16xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @relative_packed(%q: tensor<?x8x16xf32>, %t: tensor<32x8xf32>, %n: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.attention' op expected no relative_bias over packed sequences}}
+  %y = tfm.attention %q, %q, %q lengths %n relative_bias %t {max_distance = 128 : i64, scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?xi32>, tensor<32x8xf32>) -> tensor<?x8x16xf32>
+  return
+}

@@ -174,6 +174,16 @@ func.func @attention(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<
 
 // -----
 
+// CHECK-LABEL: func.func @relative_attention
+// CHECK-SAME: (%[[Q:.*]]: tensor<?x8x16xf32>, %[[T:.*]]: tensor<32x8xf32>)
+func.func @relative_attention(%q: tensor<?x8x16xf32>, %table: tensor<32x8xf32>) -> tensor<?x8x16xf32> {
+  // CHECK: tfm.attention %[[Q]], %[[Q]], %[[Q]] relative_bias %[[T]] {causal, max_distance = 128 : i64, scale = 1.000000e+00 : f32} : (tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<32x8xf32>) -> tensor<?x8x16xf32>
+  %a = tfm.attention %q, %q, %q relative_bias %table {causal, max_distance = 128 : i64, scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<32x8xf32>) -> tensor<?x8x16xf32>
+  return %a : tensor<?x8x16xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @kv_cache
 // CHECK-SAME: (%[[C:.*]]: tensor<3x2x16x2x4xf32>, %[[K:.*]]: tensor<?x2x4xf32>, %[[V:.*]]: tensor<?x2x4xf32>, %[[P:.*]]: index)
 func.func @kv_cache(%cache: tensor<3x2x16x2x4xf32>, %k: tensor<?x2x4xf32>, %v: tensor<?x2x4xf32>, %pos: index)

@@ -45,6 +45,10 @@ std::vector<float> randomValues(size_t n, unsigned seed) {
 struct AttentionCase {
   int64_t s, t, heads, kvHeads, d, dv, window;
   bool causal;
+  /// Relative-position terms by distance (tfm_rt_attention_biased), held
+  /// in rows of s + t - 1 + this many floats (a strided view).
+  bool distanceBias = false;
+  int64_t biasRowPadding = 0;
 };
 
 /// Runs the kernel on one case and compares with the reference.
@@ -64,8 +68,17 @@ void checkAttention(const AttentionCase &c) {
   tfm_memref3d_f32 vm = view3d(v, c.t, c.kvHeads, c.dv, c.kvHeads * c.dv);
   tfm_memref3d_f32 om = view3d(out, c.s, c.heads, c.dv, c.heads * c.dv);
   float scale = 1.0f / std::sqrt(float(c.d));
-  _mlir_ciface_tfm_rt_attention(&qm, &km, &vm, &om, scale, c.causal,
-                                c.window);
+  int64_t columns = c.s + c.t - 1, biasRow = columns + c.biasRowPadding;
+  std::vector<float> bias = randomValues(c.heads * biasRow, 7);
+  if (c.distanceBias) {
+    tfm_memref2d_f32 bm = {bias.data(), bias.data(), 0, {c.heads, columns},
+                           {biasRow, 1}};
+    _mlir_ciface_tfm_rt_attention_biased(&qm, &km, &vm, &bm, &om, scale,
+                                         c.causal, c.window);
+  } else {
+    _mlir_ciface_tfm_rt_attention(&qm, &km, &vm, &om, scale, c.causal,
+                                  c.window);
+  }
 
   int64_t group = c.heads / c.kvHeads;
   double worst = 0;
@@ -86,6 +99,8 @@ void checkAttention(const AttentionCase &c) {
           dot += double(q[3 + i * qRow + h * c.d + e]) *
                  k[(j * c.kvHeads + kh) * c.d + e];
         p[j] = dot * scale;
+        if (c.distanceBias) // column t - 1 + i - j
+          p[j] += bias[h * biasRow + c.t - 1 + i - j];
         maximum = std::max(maximum, p[j]);
       }
       for (double &x : p)
@@ -131,6 +146,17 @@ TEST(AttentionKernel, SingleQueryDecode) {
   for (int64_t t : {1, 2, 17, 64, 65, 300, 5000})
     checkAttention({1, t, 12, 4, 64, 64, 0, true});
   checkAttention({1, 33, 4, 4, 10, 10, 0, true});
+}
+
+TEST(AttentionKernel, RelativePositionTermsByDistance) {
+  // Whole and partial query blocks, prefill after a cached prefix, and a
+  // decode step; bidirectional (T5's encoder) and causal (its decoder).
+  for (bool causal : {false, true}) {
+    checkAttention({100, 100, 4, 4, 16, 16, 0, causal, true});
+    checkAttention({1, 77, 4, 4, 16, 16, 0, causal, true});
+  }
+  checkAttention({40, 130, 2, 2, 32, 32, 0, true, true});
+  checkAttention({5, 70, 2, 2, 8, 8, 0, false, true, /*biasRowPadding=*/3});
 }
 
 /// Packed sequences of `lengths` against each sequence run alone: the

@@ -7,6 +7,11 @@ with transformers 4.40's model classes (../shared/reference):
   post-norm blocks, swish, final_logits_bias);
 - bart/: a BartForConditionalGeneration (learned positions from row 2,
   layernorm_embedding, GELU);
+- t5/: a T5ForConditionalGeneration v1.0 (ReLU FFN, LM head tied to the
+  shared table, its input scaled by d_model^-0.5) and t5-v1.1/ (gated-gelu,
+  an untied head), with few relative-position buckets and a short
+  max_distance so that the sources and decoder tokens reach the
+  logarithmic buckets and beyond; their sources end with T5's </s> (1);
 - <name>.logits.bin: the teacher-forced decoder logits, little-endian f32
   [decoder tokens, vocab], of SOURCE_TOKENS and DECODER_TOKENS (BART's
   start from its decoder start token 2);
@@ -38,6 +43,11 @@ GREEDY_TOKENS = 12
 GREEDY_SOURCES = [SOURCE_TOKENS, [7, 3, 50, 0], [30, 31, 0], [60, 5, 0]]
 BEAMS = [2, 4]
 SUPPRESSED = [61, 9]  # bad_words_ids of one token each
+T5_SOURCE_TOKENS = [5, 17, 42, 9, 33, 21, 8, 60, 12, 3, 44, 19, 27, 50, 6,
+                    38, 11, 25, 1]
+T5_DECODER_TOKENS = [0, 12, 7, 30, 5, 48, 22, 9, 41, 3, 17, 58, 33, 6, 20,
+                     14]
+T5_SOURCES = [T5_SOURCE_TOKENS, [7, 3, 50, 1], [30, 31, 1], [60, 5, 1]]
 
 
 def randomize(model, seed):
@@ -66,7 +76,8 @@ def flatten_head(model, eos, boost):
         model.final_logits_bias[0, eos] += boost
 
 
-def write(name, model, decoder_tokens=DECODER_TOKENS):
+def write(name, model, decoder_tokens=DECODER_TOKENS,
+          source_tokens=SOURCE_TOKENS, sources=GREEDY_SOURCES):
     folder = os.path.join(OUT, name)
     os.makedirs(folder, exist_ok=True)
     # No generation rules by default (MarianConfig forces the end token):
@@ -74,7 +85,7 @@ def write(name, model, decoder_tokens=DECODER_TOKENS):
     model.generation_config.forced_eos_token_id = None
     model.save_pretrained(folder, safe_serialization=True)
     with torch.no_grad():
-        logits = model(input_ids=torch.tensor([SOURCE_TOKENS]),
+        logits = model(input_ids=torch.tensor([source_tokens]),
                        decoder_input_ids=torch.tensor([decoder_tokens])).logits[0]
     logits.numpy().astype("<f4").tofile(os.path.join(OUT, name + ".logits.bin"))
     print(f"{name}: logits {tuple(logits.shape)}, max |l| {logits.abs().max():.2f}")
@@ -82,17 +93,17 @@ def write(name, model, decoder_tokens=DECODER_TOKENS):
     rules = dict(no_repeat_ngram_size=2, min_new_tokens=3,
                  bad_words_ids=[[s] for s in SUPPRESSED],
                  forced_eos_token_id=model.config.eos_token_id)
-    write_searches(model, name + ".greedy.txt", [1], no_rules)
-    write_searches(model, name + ".beams.txt", BEAMS, no_rules)
-    write_searches(model, name + ".rules.txt", [1] + BEAMS, rules)
+    write_searches(model, name + ".greedy.txt", [1], no_rules, sources)
+    write_searches(model, name + ".beams.txt", BEAMS, no_rules, sources)
+    write_searches(model, name + ".rules.txt", [1] + BEAMS, rules, sources)
 
 
-def write_searches(model, filename, widths, settings):
-    """Per beam width (greedy for 1), per source in GREEDY_SOURCES, the ids
-    generate() returns after the decoder start token."""
+def write_searches(model, filename, widths, settings, sources):
+    """Per beam width (greedy for 1), per source, the ids generate()
+    returns after the decoder start token."""
     with open(os.path.join(OUT, filename), "w") as f:
         for beams in widths:
-            for source in GREEDY_SOURCES:
+            for source in sources:
                 with torch.no_grad():
                     ids = model.generate(torch.tensor([source]),
                                          num_beams=beams, do_sample=False,
@@ -130,6 +141,30 @@ def main():
     randomize(model, 2)
     flatten_head(model, eos=2, boost=5.5)
     write("bart", model, decoder_tokens=BART_DECODER_TOKENS)
+    for name, ffn, tied, seed in [("t5", "relu", True, 3),
+                                  ("t5-v1.1", "gated-gelu", False, 4)]:
+        config = tf.T5Config(
+            vocab_size=64, d_model=32, d_kv=12, d_ff=48, num_layers=2,
+            num_decoder_layers=3, num_heads=3,
+            relative_attention_num_buckets=8,
+            relative_attention_max_distance=12, feed_forward_proj=ffn,
+            tie_word_embeddings=tied, pad_token_id=0, eos_token_id=1,
+            decoder_start_token_id=0)
+        config._attn_implementation = "eager"
+        torch.manual_seed(0)
+        model = tf.T5ForConditionalGeneration(config).eval()
+        randomize(model, seed)
+        with torch.no_grad():
+            # Unscaled scores of randomize()'s weights saturate the softmax
+            # and leave float32 results (transformers' too) 1e-4 from the
+            # exact ones; smaller queries keep them well conditioned.
+            for parameter, values in model.named_parameters():
+                if parameter.endswith(".q.weight"):
+                    values.mul_(0.25)
+            # See flatten_head; T5 has no logits bias.
+            model.lm_head.weight.mul_(0.3 if tied else 0.15)
+        write(name, model, decoder_tokens=T5_DECODER_TOKENS,
+              source_tokens=T5_SOURCE_TOKENS, sources=T5_SOURCES)
 
 
 if __name__ == "__main__":
