@@ -225,6 +225,18 @@ llvm::Expected<LoadedModel> loadSeq2Seq(MLIRContext &context,
   if (!generation)
     return generation.takeError();
   model.generation = *generation;
+  // The tokenizer beside the model: T5's spiece.model, Marian's
+  // source.spm + vocab.json, or BART's byte-level BPE.
+  if (hasT5SentencePieceFiles(directory) ||
+      hasMarianSentencePieceFiles(directory) ||
+      hasByteLevelBpeFiles(directory)) {
+    llvm::Expected<TokenizerVocab> vocab =
+        readTokenizerAt(directory, spec.vocabSize);
+    if (!vocab)
+      return vocab.takeError();
+    model.tokenizer = std::move(*vocab);
+    model.tokenizerPath = directory.str();
+  }
   model.vocabSize = spec.vocabSize;
   model.maxContext = spec.maxPositions;
   model.hiddenSize = spec.hiddenSize;

@@ -108,6 +108,12 @@ llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
     return makeError("tokenizer '" + path + "' does not exist");
   llvm::Expected<TokenizerVocab> vocab = [&]() -> llvm::Expected<TokenizerVocab> {
     if (llvm::sys::fs::is_directory(path)) {
+      // Encoder-decoders' SentencePiece folders end their texts
+      // themselves.
+      if (hasT5SentencePieceFiles(path))
+        return readT5SentencePiece(path, vocabSize);
+      if (hasMarianSentencePieceFiles(path))
+        return readMarianSentencePiece(path);
       llvm::Expected<TokenizerVocab> vocab =
           hasWordPieceFiles(path)              ? readWordPiece(path)
           : hasFairseqSentencePieceFiles(path) ? readFairseqSentencePiece(path)
@@ -128,8 +134,9 @@ llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
     return vocab.takeError();
   if (vocab->pieces.empty())
     return makeError("tokenizer '" + path +
-                     "': no vocab.txt, vocab.json + merges.txt, tokenizer.json "
-                     "or sentencepiece.bpe.model there");
+                     "': no vocab.txt, vocab.json + merges.txt, tokenizer.json, "
+                     "sentencepiece.bpe.model, spiece.model or source.spm + "
+                     "vocab.json there");
   if (int64_t(vocab->pieces.size()) != vocabSize)
     return makeError(path + ": tokenizer has " +
                      llvm::Twine(vocab->pieces.size()) +

@@ -74,7 +74,9 @@ struct ProtoReader {
   }
 };
 
-std::string replaceSentencePieceSpaces(llvm::StringRef piece) {
+} // namespace
+
+std::string mlir::tfm::replaceSentencePieceSpaces(llvm::StringRef piece) {
   std::string out;
   static const llvm::StringRef space = "\xe2\x96\x81"; // U+2581 "▁"
   while (!piece.empty()) {
@@ -87,6 +89,8 @@ std::string replaceSentencePieceSpaces(llvm::StringRef piece) {
   }
   return out;
 }
+
+namespace {
 
 
 /// ModelProto.SentencePiece.Type.

@@ -40,7 +40,8 @@ struct TokenizerVocab {
   /// How a text encoder frames its input: `begin` A `separator`, and for a
   /// pair `begin` A `separator` x pairSeparators B `separator` with B's
   /// token type `secondType` (BERT: [CLS] A [SEP] B [SEP], types 0 then 1;
-  /// RoBERTa: <s> A </s></s> B </s>, all type 0). begin < 0: no framing
+  /// RoBERTa: <s> A </s></s> B </s>, all type 0). A separator alone ends
+  /// the text (Marian and T5: A </s>). Neither: no framing
   /// (decoders, which add a BOS instead).
   struct Framing {
     int32_t begin = -1, separator = -1;
@@ -113,6 +114,27 @@ readFairseqSentencePiece(llvm::StringRef directory);
 
 /// Whether `directory` holds fairseq's sentencepiece.bpe.model.
 bool hasFairseqSentencePieceFiles(llvm::StringRef directory);
+
+/// A SentencePiece piece with its "▁" (U+2581) spelled as a space.
+std::string replaceSentencePieceSpaces(llvm::StringRef piece);
+
+/// T5's tokenizer (T5Tokenizer) from a model directory's spiece.model: the
+/// model's pieces and ids, then the sentinels <extra_id_N>
+/// (tokenizer_config.json's extra_ids, 100 by default) from the highest id
+/// down, matched whole in text and stripping the spaces around them;
+/// reserved empty pieces up to `vocabSize`; every text ends with </s>.
+llvm::Expected<TokenizerVocab> readT5SentencePiece(llvm::StringRef directory,
+                                                   int64_t vocabSize);
+bool hasT5SentencePieceFiles(llvm::StringRef directory);
+
+/// Marian's tokenizer (MarianTokenizer) from a model directory: the source
+/// side's segmentation (source.spm) with each piece's id from vocab.json,
+/// whose pieces are the vocabulary (decoding the target side); </s>,
+/// <unk>, <pad> and language codes (">>fra<<") matched whole; every text
+/// ends with </s>. A source piece vocab.json lacks cannot be chosen.
+llvm::Expected<TokenizerVocab>
+readMarianSentencePiece(llvm::StringRef directory);
+bool hasMarianSentencePieceFiles(llvm::StringRef directory);
 
 /// GPT-2's byte-level BPE from a model directory: vocab.json + merges.txt,
 /// or tokenizer.json. Returns a vocabulary without pieces when the directory

@@ -79,6 +79,9 @@ static void usage(FILE *out, const char *argv0) {
           "    --tokens \"1 2\" [--token-types \"0 1\"]  the input as ids, or\n"
           "    --decoder-tokens \"ids\"  an encoder-decoder's decoder ids\n"
           "                         (teacher forcing; --tokens is the source)\n"
+          "  --text TEXT, --text-file FILE  an encoder-decoder's source (one\n"
+          "                         per line), translated to text; --tokens\n"
+          "                         \"ids\" gives its ids, --print-ids prints ids\n"
           "  --beams N              an encoder-decoder's beam search width\n"
           "                         (default 1: greedy or sampled)\n"
           "  --no-repeat-ngram N, --min-new-tokens N, --suppress \"ids\",\n"
@@ -380,12 +383,21 @@ int main(int argc, char **argv) {
       o.length_penalty = g->length_penalty;
       o.early_stopping = g->early_stopping;
     }
-    tfm_seq2seq_command command = {o.tokens,     o.new_tokens,
-                                   o.sampler,    o.ignore_eos,
-                                   o.step_logits_path, o.forced_tokens,
+    tfm_seq2seq_command command = {o.tokens,
+                                   o.call.text,
+                                   o.call.text_file,
+                                   o.print_ids,
+                                   o.call.tokenize,
+                                   o.new_tokens,
+                                   o.sampler,
+                                   o.ignore_eos,
+                                   o.step_logits_path,
+                                   o.forced_tokens,
                                    o.beams > 0 ? o.beams : 1,
-                                   o.rules,      o.suppress,
-                                   o.length_penalty, o.early_stopping};
+                                   o.rules,
+                                   o.suppress,
+                                   o.length_penalty,
+                                   o.early_stopping};
     return tfm_main_seq2seq(argv[0], model, &command);
   }
   /* Models that do not generate (encoders) run their first entry point. */

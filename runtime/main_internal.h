@@ -46,9 +46,12 @@ typedef struct {
  * default to zeros) or on text, and writes its output to `output_path` (raw
  * f32) or prints it (as text or one JSON array per input). Returns the exit
  * status. */
-/* The encoder-decoder mode (main_seq2seq.c): generates from source ids. */
+/* The encoder-decoder mode (main_seq2seq.c): generates from a source. */
 typedef struct {
   const char *tokens;           /* the source ids */
+  const char *text, *text_file; /* or text: one source, one per line */
+  int print_ids;                /* ids even where there is a tokenizer */
+  int tokenize;                 /* print each source's ids, run nothing */
   long new_tokens;              /* -n */
   tfm_sampler_options sampler;
   int ignore_eos;

@@ -1,13 +1,17 @@
 /*===- main_seq2seq.c - the executable's encoder-decoder mode ------------===//
  *
- * `./translate --tokens "source ids" [-n N] [--step-logits FILE]`: encodes
- * the source once and generates the decoder's ids through
- * tfm_seq2seq_generate (greedy by default, the sampler options apply),
- * printing them, or the best of a beam search (--beams N, length penalty
- * 1, no early stopping: generate()'s defaults); --force-tokens feeds given
- * ids instead (through the caches, e.g. to check them against @forward).
- *Teacher forcing (--decoder-tokens) runs @forward through the generic mode
- *instead (main_call.c).
+ * `./translate --text "..." [-n N] [--beams N]` (or --text-file, one source
+ * per line, or --tokens "source ids"): encodes each source once and
+ * generates the decoder's ids through tfm_seq2seq_generate (greedy by
+ * default, the sampler options apply) or the best of a beam search
+ * (--beams N, length penalty 1, no early stopping: generate()'s defaults);
+ * prints the decoded text, as decode(skip_special_tokens=True) spells it
+ * before clean_up_tokenization, or the ids (--print-ids, or a model
+ * compiled without a tokenizer); --tokenize prints each source's ids
+ * instead of translating. --force-tokens feeds given ids instead
+ * (through the caches, e.g. to check them against @forward, whose
+ * logits --step-logits writes). Teacher forcing (--decoder-tokens) runs
+ * @forward through the generic mode instead (main_call.c).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -22,92 +26,202 @@ static void write_step_logits(void *user, const float *logits, int64_t vocab) {
   fwrite(logits, sizeof *logits, (size_t)vocab, (FILE *)user);
 }
 
+/* The source ids of `text` as the tokenizer frames a source (T5, Marian:
+ * text </s>; BART: <s> text </s>), or NULL after reporting why not. */
+static int32_t *encode_source(const char *argv0, const tfm_tokenizer *tokenizer,
+                              const char *text, const char *where, long *n) {
+  if (!*text) {
+    fprintf(stderr, "%s: error: %s is empty: no source to translate\n", argv0,
+            where);
+    return NULL;
+  }
+  tfm_status status;
+  int64_t count = 0;
+  if (tfm_tokenizer_encode_text(tokenizer, text, NULL, NULL, NULL, 0, &count,
+                                &status) != TFM_OK) {
+    fprintf(stderr, "%s: error: %s: %s\n", argv0, where, status.message);
+    return NULL;
+  }
+  int32_t *ids = malloc((size_t)(count + 1) * sizeof *ids);
+  if (!ids ||
+      tfm_tokenizer_encode_text(tokenizer, text, NULL, ids, NULL, count,
+                                &count, &status) != TFM_OK) {
+    fprintf(stderr, "%s: error: %s: %s\n", argv0, where,
+            ids ? status.message : "out of memory");
+    free(ids);
+    return NULL;
+  }
+  *n = (long)count;
+  return ids;
+}
+
+/* Prints generated ids, or their text: special tokens (</s>, <pad>,
+ * sentinels) are skipped, and the decoder start token counts as the
+ * SentencePiece BOS whose following space is dropped. */
+static void print_output(const tfm_model *model, const tfm_tokenizer *tokenizer,
+                         const int32_t *ids, int64_t count) {
+  if (!tokenizer) {
+    for (int64_t i = 0; i < count; ++i)
+      printf("%s%d", i ? " " : "", ids[i]);
+    printf("\n");
+    return;
+  }
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  int32_t start = desc->bos_token, previous = start;
+  for (int64_t i = 0; i < count; ++i) {
+    if (ids[i] == desc->eos_token || tfm_tokenizer_is_special(tokenizer, ids[i]))
+      continue;
+    size_t size = 0;
+    const char *piece =
+        tfm_tokenizer_decode(tokenizer, previous, ids[i], start, &size);
+    if (piece)
+      fwrite(piece, 1, size, stdout);
+    previous = ids[i];
+  }
+  printf("\n");
+}
+
+/* Generates from one source and prints the result; 0 after reporting an
+ * error. */
+static int translate(const char *argv0, tfm_model *model,
+                     const tfm_seq2seq_command *command,
+                     const tfm_tokenizer *output_tokenizer,
+                     const int32_t *source, long n, const int32_t *forced_ids,
+                     long forced, const tfm_generation_rules *rules,
+                     FILE *step_logits) {
+  long steps = command->forced_tokens ? forced : command->new_tokens;
+  int32_t *generated = malloc((size_t)(steps + 1) * sizeof *generated);
+  if (!generated) {
+    fprintf(stderr, "%s: error: out of memory\n", argv0);
+    return 0;
+  }
+  tfm_generate_options options;
+  memset(&options, 0, sizeof options);
+  options.max_new_tokens = command->new_tokens;
+  options.sampler = command->sampler;
+  options.ignore_eos = command->ignore_eos;
+  options.forced_tokens = command->forced_tokens ? forced_ids : NULL;
+  options.forced_count = forced;
+  options.on_logits = step_logits ? write_step_logits : NULL;
+  options.user = step_logits;
+  int64_t count = 0;
+  tfm_status status;
+  tfm_beam_options beam = {command->beams, steps, command->length_penalty,
+                           command->early_stopping, rules};
+  tfm_status_code code =
+      command->beams > 1 && !command->forced_tokens
+          ? tfm_seq2seq_beam_search(model, source, n, &beam, generated,
+                                    steps + 1, &count, &status)
+          : tfm_seq2seq_generate_with_rules(model, source, n, &options, rules,
+                                            generated, steps + 1, &count,
+                                            &status);
+  if (code != TFM_OK)
+    fprintf(stderr, "%s: error: %s\n", argv0, status.message);
+  else
+    print_output(model, output_tokenizer, generated, count);
+  free(generated);
+  return code == TFM_OK;
+}
+
 int tfm_main_seq2seq(const char *argv0, tfm_model *model,
                      const tfm_seq2seq_command *command) {
-  if (!command->tokens) {
+  int sources = !!command->tokens + !!command->text + !!command->text_file;
+  if (sources != 1) {
     fprintf(stderr,
-            "%s: error: an encoder-decoder needs the source as --tokens "
-            "\"ids\" (or --decoder-tokens for teacher forcing)\n",
+            "%s: error: an encoder-decoder needs one source: --text, "
+            "--text-file or --tokens \"ids\" (or --decoder-tokens for "
+            "teacher forcing)\n",
             argv0);
     return 1;
   }
-  long n = 0, forced = 0, suppressed = 0;
-  int32_t *source =
-      tfm_main_parse_id_list(argv0, "--tokens", command->tokens, &n);
+  tfm_status status;
+  const tfm_tokenizer *tokenizer = NULL;
+  if (!command->tokens || !command->print_ids) {
+    tokenizer = tfm_model_tokenizer(model, &status);
+    if (!tokenizer && !command->tokens) {
+      fprintf(stderr, "%s: error: %s (give the source as --tokens \"ids\")\n",
+              argv0, status.message);
+      return 1;
+    }
+  }
+  long forced = 0, suppressed = 0;
   int32_t *forced_ids =
-      source && command->forced_tokens
+      command->forced_tokens
           ? tfm_main_parse_id_list(argv0, "--force-tokens",
                                    command->forced_tokens, &forced)
           : NULL;
   int32_t *suppressed_ids =
-      source && command->suppress
-          ? tfm_main_parse_id_list(argv0, "--suppress", command->suppress,
-                                   &suppressed)
-          : NULL;
-  int ok = source && (forced_ids || !command->forced_tokens) &&
+      command->suppress ? tfm_main_parse_id_list(argv0, "--suppress",
+                                                 command->suppress, &suppressed)
+                        : NULL;
+  int ok = (forced_ids || !command->forced_tokens) &&
            (suppressed_ids || !command->suppress);
-  if (ok && n == 0) {
-    fprintf(stderr, "%s: error: --tokens is empty: no source to translate\n",
-            argv0);
-    ok = 0;
-  }
-  long steps = command->forced_tokens ? forced : command->new_tokens;
   tfm_generation_rules rules = command->rules;
   if (command->suppress) {
     rules.suppressed = suppressed_ids;
     rules.suppressed_count = (int32_t)suppressed;
   }
-  int32_t *generated =
-      ok ? malloc((size_t)(steps + 1) * sizeof *generated) : NULL;
   FILE *step_logits = NULL;
-  if (ok && !generated) {
-    fprintf(stderr, "%s: error: out of memory\n", argv0);
-    ok = 0;
-  }
   if (ok && command->step_logits_path &&
       !(step_logits = fopen(command->step_logits_path, "wb"))) {
     fprintf(stderr, "%s: error: cannot write '%s'\n", argv0,
             command->step_logits_path);
     ok = 0;
   }
-  if (ok) {
-    tfm_generate_options options;
-    memset(&options, 0, sizeof options);
-    options.max_new_tokens = command->new_tokens;
-    options.sampler = command->sampler;
-    options.ignore_eos = command->ignore_eos;
-    options.forced_tokens = command->forced_tokens ? forced_ids : NULL;
-    options.forced_count = forced;
-    options.on_logits = step_logits ? write_step_logits : NULL;
-    options.user = step_logits;
-    int64_t count = 0;
-    tfm_status status;
-    tfm_beam_options beam = {command->beams, steps, command->length_penalty,
-                             command->early_stopping, &rules};
-    tfm_status_code code =
-        command->beams > 1 && !command->forced_tokens
-            ? tfm_seq2seq_beam_search(model, source, n, &beam, generated,
-                                      steps + 1, &count, &status)
-            : tfm_seq2seq_generate_with_rules(model, source, n, &options,
-                                              &rules, generated, steps + 1,
-                                              &count, &status);
-    if (code != TFM_OK) {
-      fprintf(stderr, "%s: error: %s\n", argv0, status.message);
-      ok = 0;
+  char *file = NULL;
+  if (ok && command->text_file &&
+      !(file = tfm_main_read_text_file(command->text_file))) {
+    fprintf(stderr, "%s: error: cannot read '%s'\n", argv0, command->text_file);
+    ok = 0;
+  }
+  if (ok && file && !*file) {
+    fprintf(stderr, "%s: error: --text-file '%s' is empty: no sources\n",
+            argv0, command->text_file);
+    ok = 0;
+  }
+  const tfm_tokenizer *output = command->print_ids ? NULL : tokenizer;
+  /* One source, or each line of --text-file in turn. */
+  char *line = file, where[64];
+  for (long number = 1; ok; ++number) {
+    long n = 0;
+    int32_t *source = NULL;
+    if (command->tokens) {
+      source = tfm_main_parse_id_list(argv0, "--tokens", command->tokens, &n);
+      if (source && n == 0) {
+        fprintf(stderr, "%s: error: --tokens is empty: no source to translate\n",
+                argv0);
+        ok = 0;
+      }
+    } else {
+      const char *text = command->text;
+      snprintf(where, sizeof where, "--text");
+      if (file) {
+        char *end = strchr(line, '\n');
+        if (end)
+          *end = '\0';
+        text = line;
+        line = end ? end + 1 : line + strlen(line);
+        snprintf(where, sizeof where, "line %ld of --text-file", number);
+      }
+      source = encode_source(argv0, tokenizer, text, where, &n);
     }
-    for (int64_t i = 0; ok && i < count; ++i)
-      printf("%s%d", i ? " " : "", generated[i]);
-    if (ok)
-      printf("\n");
+    if (ok && source && command->tokenize)
+      print_output(model, NULL, source, n);
+    else
+      ok = ok && source &&
+         translate(argv0, model, command, output, source, n, forced_ids,
+                   forced, &rules, step_logits);
+    free(source);
+    if (!file || !*line)
+      break;
   }
   if (step_logits && fclose(step_logits) != 0 && ok) {
     fprintf(stderr, "%s: error: cannot write '%s'\n", argv0,
             command->step_logits_path);
     ok = 0;
   }
-  free(source);
+  free(file);
   free(forced_ids);
   free(suppressed_ids);
-  free(generated);
   return ok ? 0 : 1;
 }

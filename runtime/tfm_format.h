@@ -52,7 +52,8 @@ typedef struct {
 } tfm_appended_trailer;
 
 /* Tokenizer blob (little endian): "TFMTOK02", uint32 kind, uint32
- * vocab_size; the encoder framing: int32 begin, int32 separator (-1: none),
+ * vocab_size; the encoder framing: int32 begin, int32 separator (-1: none;
+ * a separator without a begin token ends the text: Marian's, T5's </s>),
  * uint32 pair separators, uint32 the second segment's token type; uint32
  * special token count and per special token int32 id, uint32 strip flags
  * (TFM_TOKENIZER_STRIP_*); then per token: float32 score, uint32 byte

@@ -282,7 +282,8 @@ tfm_status_code tfm_tokenizer_encode(const tfm_tokenizer *tokenizer,
                                      int32_t *ids, int64_t capacity,
                                      int64_t *count, tfm_status *status);
 
-/* Encodes UTF-8 text as an encoder's input: [CLS] first [SEP], or with a
+/* Encodes UTF-8 text as an encoder's input: [CLS] first [SEP] (an
+ * encoder-decoder's source: first </s>, or BART's <s> first </s>), or with a
  * `second` text (NULL: none; cross-encoders) [CLS] first [SEP] second [SEP]
  * (RoBERTa: <s> first </s></s> second </s>). Special tokens spelled in the
  * text ([MASK], <mask>) stay whole. `token_types` (may be NULL) receives
@@ -296,6 +297,11 @@ tfm_status_code tfm_tokenizer_encode_text(const tfm_tokenizer *tokenizer,
                                           int32_t *token_types,
                                           int64_t capacity, int64_t *count,
                                           tfm_status *status);
+
+/* Whether `id` is a special token of the tokenizer (matched whole in text:
+ * </s>, <pad>, [MASK], T5's sentinels, ...; its framing tokens), which
+ * decoding for display skips. */
+int tfm_tokenizer_is_special(const tfm_tokenizer *tokenizer, int32_t id);
 
 /* The bytes token `id` stands for after `previous` (a leading space after
  * BOS is dropped; "<0xAB>" becomes the byte 0xAB). Sets *size. Returns NULL

@@ -176,8 +176,10 @@ static tfm_status_code parse_framing(tfm_tokenizer *t, blob_reader *r,
 static tfm_status_code check_named_ids(const tfm_tokenizer *t,
                                        tfm_status *status) {
   int64_t n = t->vocab_size;
+  /* A begin token needs a separator; a separator alone ends the text
+   * (Marian's and T5's </s>). */
   if (t->frame_begin >= n || t->frame_separator >= n ||
-      (t->frame_begin >= 0) != (t->frame_separator >= 0))
+      (t->frame_begin >= 0 && t->frame_separator < 0))
     return tfm_fail(status, TFM_ERROR_TOKENIZER,
                     "tokenizer blob: framing tokens %d, %d are not tokens",
                     t->frame_begin, t->frame_separator);
@@ -527,7 +529,7 @@ tfm_status_code tfm_tokenizer_encode_text(const tfm_tokenizer *t,
   if (!t || !first || !count || (!ids && capacity > 0))
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_tokenizer_encode_text: NULL argument");
-  if (t->frame_begin < 0)
+  if (t->frame_separator < 0)
     return tfm_fail(status, TFM_ERROR_TOKENIZER,
                     "the tokenizer has no [CLS]/[SEP] framing (a decoder's: "
                     "use tfm_tokenizer_encode)");
@@ -545,7 +547,8 @@ tfm_status_code tfm_tokenizer_encode_text(const tfm_tokenizer *t,
   }
   /* [CLS] first [SEP], then [SEP]... second [SEP] as the second type. */
   int64_t n = 0, written = 0;
-  work[n++] = t->frame_begin;
+  if (t->frame_begin >= 0)
+    work[n++] = t->frame_begin;
   tfm_status_code code =
       encode_segment(t, first, first_length, work + n, room - n, &written,
                      status);
@@ -573,6 +576,17 @@ tfm_status_code tfm_tokenizer_encode_text(const tfm_tokenizer *t,
   free(work);
   free(types);
   return code;
+}
+
+int tfm_tokenizer_is_special(const tfm_tokenizer *t, int32_t id) {
+  if (!t || id < 0)
+    return 0;
+  if (id == t->frame_begin || id == t->frame_separator)
+    return 1;
+  for (uint32_t i = 0; i < t->special_count; ++i)
+    if (t->special_ids[i] == id)
+      return 1;
+  return 0;
 }
 
 const char *tfm_tokenizer_decode(const tfm_tokenizer *t, int32_t previous,

@@ -1,0 +1,171 @@
+//===- Seq2SeqTokenizers.cpp - T5's and Marian's SentencePiece tokenizers ===//
+//
+// The tokenizers of encoder-decoders that are SentencePiece Unigram models
+// with their own id assignments (see Tokenizer.h): T5's spiece.model plus
+// sentinel tokens, and Marian's source.spm read through vocab.json. Both
+// end every source text with </s>; BART's byte-level BPE is GPT-2's with
+// RoBERTa's framing (ByteLevelBpe.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/ErrorMessages.h"
+#include "frontend/JsonFile.h"
+#include "frontend/Tokenizer.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+using PieceType = TokenizerVocab::UnigramOptions::Piece;
+
+std::string pathIn(llvm::StringRef directory, llvm::StringRef file) {
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, file);
+  return path.str().str();
+}
+
+/// tokenizer_config.json's integer `key`, or `fallback` when the file or
+/// the key is absent.
+llvm::Expected<int64_t> tokenizerConfigInteger(llvm::StringRef directory,
+                                               llvm::StringRef key,
+                                               int64_t fallback) {
+  std::string path = pathIn(directory, "tokenizer_config.json");
+  if (!llvm::sys::fs::exists(path))
+    return fallback;
+  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
+  if (!json)
+    return json.takeError();
+  const llvm::json::Object *object = json->getAsObject();
+  if (!object)
+    return makeError(path + ": expected a JSON object");
+  return object->getInteger(key).value_or(fallback);
+}
+
+/// Makes `id` a special token (matched whole in text) with `strips`.
+void addSpecial(TokenizerVocab &vocab, int32_t id, uint8_t strips = 0) {
+  vocab.specialTokens.push_back(id);
+  vocab.specialTokenStrips.push_back(strips);
+}
+
+/// The id of piece `text`, or -1.
+int32_t findPiece(const TokenizerVocab &vocab, llvm::StringRef text) {
+  auto it = llvm::find(vocab.pieces, text);
+  return it == vocab.pieces.end() ? -1 : int32_t(it - vocab.pieces.begin());
+}
+
+} // namespace
+
+bool mlir::tfm::hasT5SentencePieceFiles(llvm::StringRef directory) {
+  return llvm::sys::fs::exists(pathIn(directory, "spiece.model"));
+}
+
+llvm::Expected<TokenizerVocab>
+mlir::tfm::readT5SentencePiece(llvm::StringRef directory, int64_t vocabSize) {
+  std::string path = pathIn(directory, "spiece.model");
+  llvm::Expected<TokenizerVocab> model = readSentencePieceModel(path);
+  if (!model)
+    return model.takeError();
+  if (model->kind != TokenizerVocab::Kind::Unigram)
+    return makeError(path + ": expected a Unigram model (T5's)");
+  llvm::Expected<int64_t> extraIds =
+      tokenizerConfigInteger(directory, "extra_ids", 100);
+  if (!extraIds)
+    return extraIds.takeError();
+  TokenizerVocab vocab = std::move(*model);
+  int64_t modelPieces = vocab.pieces.size();
+  if (*extraIds < 0 || modelPieces + *extraIds > vocabSize)
+    return makeError(path + ": " + llvm::Twine(modelPieces) + " pieces and " +
+                     llvm::Twine(*extraIds) +
+                     " sentinel tokens do not fit the model's " +
+                     llvm::Twine(vocabSize) + "-token vocabulary");
+  // <extra_id_0> is the last sentinel id: T5Tokenizer's
+  // vocab_size - 1 - N, matched whole and stripping spaces on both sides.
+  for (int64_t id = modelPieces; id < vocabSize; ++id) {
+    int64_t sentinel = modelPieces + *extraIds - 1 - id;
+    bool isSentinel = id < modelPieces + *extraIds;
+    vocab.pieces.push_back(
+        isSentinel ? "<extra_id_" + std::to_string(sentinel) + ">" : "");
+    vocab.scores.push_back(0.0f);
+    vocab.unigram.pieceTypes.push_back(PieceType::Reserved);
+    if (isSentinel)
+      addSpecial(vocab, int32_t(id), /*strip left and right*/ 3);
+  }
+  int32_t eos = findPiece(vocab, "</s>");
+  if (eos < 0)
+    return makeError(path + ": the model has no </s> piece");
+  vocab.framing.separator = eos;
+  for (llvm::StringRef special : {"</s>", "<unk>", "<pad>"})
+    if (int32_t id = findPiece(vocab, special); id >= 0)
+      addSpecial(vocab, id);
+  return vocab;
+}
+
+bool mlir::tfm::hasMarianSentencePieceFiles(llvm::StringRef directory) {
+  return llvm::sys::fs::exists(pathIn(directory, "source.spm")) &&
+         llvm::sys::fs::exists(pathIn(directory, "vocab.json"));
+}
+
+llvm::Expected<TokenizerVocab>
+mlir::tfm::readMarianSentencePiece(llvm::StringRef directory) {
+  std::string spmPath = pathIn(directory, "source.spm");
+  llvm::Expected<TokenizerVocab> source = readSentencePieceModel(spmPath);
+  if (!source)
+    return source.takeError();
+  if (source->kind != TokenizerVocab::Kind::Unigram)
+    return makeError(spmPath + ": expected a Unigram model (Marian's)");
+  std::string vocabPath = pathIn(directory, "vocab.json");
+  llvm::Expected<llvm::json::Value> json = readJsonFile(vocabPath);
+  if (!json)
+    return json.takeError();
+  const llvm::json::Object *entries = json->getAsObject();
+  if (!entries || entries->empty())
+    return makeError(vocabPath + ": expected an object of pieces and ids");
+
+  // vocab.json's ids number the pieces; the source model lends each of its
+  // pieces' score and type to the id vocab.json gives that piece.
+  size_t size = 0;
+  for (const auto &[piece, id] : *entries) {
+    std::optional<int64_t> value = id.getAsInteger();
+    if (!value || *value < 0 || *value >= (int64_t(1) << 24))
+      return makeError(vocabPath + ": the id of '" + piece.str() +
+                       "' is not a token id");
+    size = std::max(size, size_t(*value) + 1);
+  }
+  TokenizerVocab vocab;
+  vocab.kind = TokenizerVocab::Kind::Unigram;
+  vocab.unigram = source->unigram;
+  vocab.unigram.pieceTypes.assign(size, PieceType::Reserved);
+  vocab.pieces.assign(size, "");
+  vocab.scores.assign(size, 0.0f);
+  llvm::StringMap<size_t> sourceIndex;
+  for (auto [index, piece] : llvm::enumerate(source->pieces))
+    sourceIndex.try_emplace(piece, index);
+  for (const auto &[spelling, id] : *entries) {
+    size_t at = size_t(*id.getAsInteger());
+    vocab.pieces[at] = replaceSentencePieceSpaces(spelling);
+    auto found = sourceIndex.find(vocab.pieces[at]);
+    if (found == sourceIndex.end())
+      continue;
+    vocab.scores[at] = source->scores[found->second];
+    vocab.unigram.pieceTypes[at] = source->unigram.pieceTypes[found->second];
+  }
+  int32_t unknown = findPiece(vocab, "<unk>"), eos = findPiece(vocab, "</s>");
+  if (unknown < 0 || eos < 0)
+    return makeError(vocabPath + ": expected <unk> and </s> among the pieces");
+  vocab.unigram.unknown = unknown;
+  vocab.framing.separator = eos;
+  for (auto [id, piece] : llvm::enumerate(vocab.pieces)) {
+    llvm::StringRef text(piece);
+    bool languageCode = text.size() > 4 && text.starts_with(">>") &&
+                        text.ends_with("<<");
+    if (languageCode || text == "</s>" || text == "<unk>" || text == "<pad>")
+      addSpecial(vocab, int32_t(id));
+  }
+  return vocab;
+}
