@@ -69,9 +69,14 @@ struct LowerKVCacheRead : OpConversionPattern<KVCacheReadOp> {
     auto cacheType = cast<RankedTensorType>(op.getCache().getType());
     SmallVector<Value> planes;
     for (auto [kind, type] : llvm::enumerate(op.getResultTypes())) {
-      CachePlane plane =
-          cachePlane(rewriter, cacheType, op.getLayer(), kind,
-                     rewriter.getIndexAttr(0), adaptor.getLength());
+      // A result of static length (Whisper's fixed encoder frames) reads
+      // exactly that many positions; the caller passes that length.
+      int64_t rows = cast<RankedTensorType>(type).getDimSize(0);
+      OpFoldResult length = ShapedType::isDynamic(rows)
+                                ? OpFoldResult(adaptor.getLength())
+                                : rewriter.getIndexAttr(rows);
+      CachePlane plane = cachePlane(rewriter, cacheType, op.getLayer(), kind,
+                                    rewriter.getIndexAttr(0), length);
       planes.push_back(tensor::ExtractSliceOp::create(
           rewriter, loc, cast<RankedTensorType>(type), adaptor.getCache(),
           plane.offsets, plane.sizes, plane.strides));

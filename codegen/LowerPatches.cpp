@@ -1,15 +1,20 @@
-//===- LowerPatches.cpp - tfm.patches to tensor reshapes + a transpose ---===//
+//===- LowerPatches.cpp - convolutions' inputs: patches and windows -----===//
 //
-// [C, H, W] -> [C, H/p, p, W/p, p] (expand) -> [H/p, W/p, C, p, p]
-// (linalg.transpose) -> [(H/p)(W/p), C·p·p] (collapse): the patches in
-// row-major order, each flattened channel-major, as a convolution weight
+// tfm.patches: [C, H, W] -> [C, H/p, p, W/p, p] (expand) -> [H/p, W/p, C,
+// p, p] (linalg.transpose) -> [(H/p)(W/p), C·p·p] (collapse): the patches
+// in row-major order, each flattened channel-major, as a convolution weight
 // [out, C, p, p] flattens.
+//
+// tfm.windows: one linalg.generic gathering each window's taps (zero
+// where they fall in the padding), channel-major as a [out, C, k] weight
+// flattens.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Passes.h"
 #include "ir/TfmOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -47,8 +52,77 @@ struct LowerPatches : OpConversionPattern<PatchesOp> {
   }
 };
 
+struct LowerWindows : OpConversionPattern<WindowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(WindowsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    bool channelsFirst = op.getChannelsFirst();
+    int64_t kernel = op.getKernel(), stride = op.getStride(),
+            padding = op.getPadding();
+    Value length = tensor::DimOp::create(rewriter, loc, input,
+                                         channelsFirst ? 1 : 0);
+    RankedTensorType type = op.getType();
+    SmallVector<Value> dynamicSizes;
+    if (type.isDynamicDim(0)) {
+      // (length + 2 * padding - kernel) / stride + 1
+      Value span = arith::AddIOp::create(
+          rewriter, loc, length,
+          arith::ConstantIndexOp::create(rewriter, loc, 2 * padding - kernel));
+      dynamicSizes.push_back(arith::AddIOp::create(
+          rewriter, loc,
+          arith::DivSIOp::create(
+              rewriter, loc, span,
+              arith::ConstantIndexOp::create(rewriter, loc, stride)),
+          arith::ConstantIndexOp::create(rewriter, loc, 1)));
+    }
+    Value init = tensor::EmptyOp::create(rewriter, loc, type, dynamicSizes);
+    auto windows = linalg::GenericOp::create(
+        rewriter, loc, type, ValueRange{}, ValueRange{init},
+        ArrayRef<AffineMap>{rewriter.getMultiDimIdentityMap(2)},
+        ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
+                                      utils::IteratorType::parallel},
+        [&](OpBuilder &b, Location l, ValueRange) {
+          auto index = [&](int64_t v) {
+            return arith::ConstantIndexOp::create(b, l, v);
+          };
+          Value row = linalg::IndexOp::create(b, l, 0);
+          Value column = linalg::IndexOp::create(b, l, 1);
+          Value channel = arith::DivUIOp::create(b, l, column, index(kernel));
+          Value tap = arith::RemUIOp::create(b, l, column, index(kernel));
+          // position = row * stride + tap - padding, read only inside.
+          Value position = arith::SubIOp::create(
+              b, l,
+              arith::AddIOp::create(
+                  b, l, arith::MulIOp::create(b, l, row, index(stride)), tap),
+              index(padding));
+          Value inside = arith::AndIOp::create(
+              b, l,
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, position,
+                                    index(0)),
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, position,
+                                    length));
+          Value clamped = arith::SelectOp::create(b, l, inside, position,
+                                                  index(0));
+          Value value = tensor::ExtractOp::create(
+              b, l, input,
+              channelsFirst ? ValueRange{channel, clamped}
+                            : ValueRange{clamped, channel});
+          Value zero = arith::ConstantOp::create(
+              b, l, b.getZeroAttr(type.getElementType()));
+          linalg::YieldOp::create(
+              b, l, ValueRange{arith::SelectOp::create(b, l, inside, value,
+                                                       zero)});
+        });
+    rewriter.replaceOp(op, windows->getResults());
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::tfm::populateLowerPatchesPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerPatches>(patterns.getContext());
+  patterns.add<LowerPatches, LowerWindows>(patterns.getContext());
 }

@@ -290,12 +290,20 @@ std::string generateModelSource(const ModelDescription &model,
        << floats(image->std) << "}};\n";
   }
   if (const std::optional<tfm_generation_defaults> &g = model.generation) {
-    if (!model.suppressedTokens.empty()) {
-      os << "static const int32_t tfm_suppressed[] = {";
-      for (int32_t token : model.suppressedTokens)
+    // Each token list as a static array, or a null pointer when empty.
+    auto tokens = [&](const char *name, const std::vector<int32_t> &list) {
+      if (list.empty())
+        return std::string("0");
+      os << "static const int32_t " << name << "[] = {";
+      for (int32_t token : list)
         os << token << ", ";
       os << "};\n";
-    }
+      return std::string(name);
+    };
+    std::string suppressed = tokens("tfm_suppressed", model.suppressedTokens);
+    std::string prompt = tokens("tfm_prompt", model.promptTokens);
+    std::string beginSuppressed =
+        tokens("tfm_begin_suppressed", model.beginSuppressedTokens);
     os << "static const tfm_generation_defaults tfm_generation = {\n"
        << "    .num_beams = " << g->num_beams
        << ", .max_new_tokens = " << g->max_new_tokens
@@ -305,9 +313,11 @@ std::string generateModelSource(const ModelDescription &model,
        << ", .length_penalty = " << llvm::formatv("{0:e9}f", g->length_penalty)
        << ", .early_stopping = " << g->early_stopping << ",\n"
        << "    .num_suppressed = " << model.suppressedTokens.size()
-       << ", .suppressed = "
-       << (model.suppressedTokens.empty() ? "0" : "tfm_suppressed")
-       << "};\n";
+       << ", .suppressed = " << suppressed << ",\n"
+       << "    .num_prompt = " << model.promptTokens.size()
+       << ", .prompt = " << prompt << ",\n"
+       << "    .num_begin_suppressed = " << model.beginSuppressedTokens.size()
+       << ", .begin_suppressed = " << beginSuppressed << "};\n";
   }
   writeEntryPointTable(model, symbolPrefix, os);
   // Executables use the description main.c expects; libraries export
@@ -609,7 +619,8 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
           "linking '" + options.outputPath + "'", options.cc,
           {options.cc, "-O2", kHugeSegments, "-o", options.outputPath,
            objectPath, sourcePath, include, options.runtimeMainLibrary,
-           options.runtimeLibrary, "-lopenblas", "-lutf8proc", "-lpng", "-ljpeg", "-lm"}));
+           options.runtimeLibrary, "-lopenblas", "-lutf8proc", "-lpng", "-ljpeg",
+           "-lfftw3", "-lsndfile", "-lsoxr", "-lm"}));
     case OutputKind::SharedLibrary: {
       // The runtime is shared too: one copy however many models load.
       std::string libraryDir = "-L" + options.runtimeLibraryDir;

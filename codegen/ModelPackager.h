@@ -85,10 +85,10 @@ struct ModelDescription {
   std::vector<std::string> labels;
   /// An image model's preprocessing (tfm_image_load).
   std::optional<tfm_image_preprocessing> imagePreprocessing;
-  /// An encoder-decoder's generation defaults (`suppressed` points into
-  /// `suppressedTokens`, written out beside it).
+  /// An encoder-decoder's generation defaults (`suppressed`, `prompt` and
+  /// `begin_suppressed` point into these vectors, written out beside it).
   std::optional<tfm_generation_defaults> generation;
-  std::vector<int32_t> suppressedTokens;
+  std::vector<int32_t> suppressedTokens, promptTokens, beginSuppressedTokens;
   std::vector<EntryPointDescription> entryPoints;
   /// The model's caches (shared by the entry points that use them).
   std::vector<TensorDescription> caches;

@@ -427,10 +427,17 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
                            ? float(generation.getLengthPenalty().getValueAsDouble())
                            : 1.0f;
     g.early_stopping = generation.getEarlyStopping();
-    if (DenseI32ArrayAttr suppressed = generation.getSuppressed())
-      description.suppressedTokens.assign(suppressed.asArrayRef().begin(),
-                                          suppressed.asArrayRef().end());
+    auto tokens = [](DenseI32ArrayAttr list) {
+      return list ? std::vector<int32_t>(list.asArrayRef().begin(),
+                                         list.asArrayRef().end())
+                  : std::vector<int32_t>();
+    };
+    description.suppressedTokens = tokens(generation.getSuppressed());
+    description.promptTokens = tokens(generation.getPrompt());
+    description.beginSuppressedTokens = tokens(generation.getBeginSuppressed());
     g.num_suppressed = int32_t(description.suppressedTokens.size());
+    g.num_prompt = int32_t(description.promptTokens.size());
+    g.num_begin_suppressed = int32_t(description.beginSuppressedTokens.size());
     description.generation = g;
   }
   if (llvm::Error err = describeEntryPoints(*unit.module, description))

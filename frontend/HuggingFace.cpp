@@ -172,7 +172,10 @@ llvm::Expected<LoadedModel> loadSeq2Seq(MLIRContext &context,
   if (llvm::Error err = readSafetensorsCheckpoint(directory, model.weights))
     return std::move(err);
   std::string checkpoint = (directory + "/model.safetensors").str();
-  spec.prefix = model.weights.contains("model.shared.weight") ? "model." : "";
+  spec.prefix = model.weights.contains("model.shared.weight") ||
+                        model.weights.contains("model.decoder.embed_tokens.weight")
+                    ? "model."
+                    : "";
   // A tied T5 head scales its input by d_model^-0.5: folded into the
   // decoder's final norm scale, which feeds only the head.
   if (spec.t5Blocks && spec.tiedHead)
@@ -213,6 +216,7 @@ llvm::Expected<LoadedModel> loadSeq2Seq(MLIRContext &context,
     return name.ends_with("embed_tokens.weight") ||
            ((spec.sinusoidalPositions || spec.positionOffset) &&
             name.ends_with("embed_positions.weight")) ||
+           (spec.speech() && name == "proj_out.weight") ||
            (spec.tiedHead && (name == "lm_head.weight" ||
                               name == "decoder.final_layer_norm.weight"));
   };

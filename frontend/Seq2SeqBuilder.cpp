@@ -22,6 +22,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -44,10 +45,37 @@ private:
   }
   Value add(Value x, Value y) { return AddOp::create(b, x.getLoc(), x, y); }
   Value sharedTable() {
-    return weight(prefix + "shared.weight", {spec.vocabSize, spec.hiddenSize});
+    return weight(spec.tokenTable(), {spec.vocabSize, spec.hiddenSize});
   }
   /// Token embeddings (scaled) plus the positions 0, 1, ... of `ids`.
   Value embed(Value ids, llvm::StringRef side);
+  /// Whisper's encoder input: two conv1d + GELU stems over the log-mel
+  /// features, plus the stored position table.
+  Value embedSpeech(Value features);
+  /// x·Wᵀ for a [out, in] projection stored without a bias (Whisper's
+  /// k_proj), as [rows, shape...].
+  Value unbiased(Value x, const std::string &name, ArrayRef<int64_t> shape) {
+    int64_t in = 1, out = 1;
+    for (int64_t d : cast<RankedTensorType>(x.getType()).getShape().drop_front())
+      in *= d;
+    for (int64_t d : shape)
+      out *= d;
+    SmallVector<int64_t> result = {
+        cast<RankedTensorType>(x.getType()).getDimSize(0)};
+    result.append(shape.begin(), shape.end());
+    return LinearOp::create(b, x.getLoc(),
+                            RankedTensorType::get(result, b.getF32Type()), x,
+                            weight(name, {out, in}), /*bias=*/Value(),
+                            ActivationKindAttr(), UnitAttr());
+  }
+  /// Post-norm (Marian, BART): x = norm(x + f(x)); pre-norm (Whisper):
+  /// x = x + f(norm(x)).
+  Value sublayer(Value x, const std::string &normName,
+                 llvm::function_ref<Value(Value)> body) {
+    if (spec.preNorm)
+      return add(x, body(norm(x, normName)));
+    return norm(add(x, body(x)), normName);
+  }
   /// Wo·attention(Wq·queries, Wk·keys, Wv·keys) with the projections under
   /// `module` ("...self_attn.", "...encoder_attn.").
   Value attention(Value queries, Value keys, const std::string &module,
@@ -89,12 +117,44 @@ Value Seq2SeqIRBuilder::embed(Value ids, llvm::StringRef side) {
   return x;
 }
 
+Value Seq2SeqIRBuilder::embedSpeech(Value features) {
+  Location loc = named("encoder convolutions");
+  int64_t d = spec.hiddenSize, frames = 2 * spec.sourcePositions;
+  // A kernel-3, padding-1 convolution of `length` positions + GELU.
+  auto conv = [&](Value x, const std::string &name, int64_t channels,
+                  int64_t length, int64_t stride, bool channelsFirst) {
+    int64_t out = (length + 2 - 3) / stride + 1;
+    auto windowsType =
+        RankedTensorType::get({out, channels * 3}, b.getF32Type());
+    Value windows = WindowsOp::create(
+        b, loc, windowsType, x, b.getI64IntegerAttr(3),
+        b.getI64IntegerAttr(stride), b.getI64IntegerAttr(1),
+        channelsFirst ? b.getUnitAttr() : UnitAttr());
+    return LinearOp::create(
+        b, loc, RankedTensorType::get({out, d}, b.getF32Type()), windows,
+        declarations.readAs(b, prefix + "encoder." + name + ".weight",
+                            {d, channels, 3}, {d, channels * 3}),
+        weight(prefix + "encoder." + name + ".bias", {d}),
+        ActivationKindAttr::get(b.getContext(), ActivationKind::gelu),
+        UnitAttr()).getResult();
+  };
+  Value x = conv(features, "conv1", spec.melBins, frames, 1,
+                 /*channelsFirst=*/true);
+  x = conv(x, "conv2", d, frames, 2, /*channelsFirst=*/false);
+  x = add(x, weight(spec.storedPositionTable("encoder"),
+                    {spec.sourcePositions, d}));
+  // The blocks take rows of any count.
+  return tensor::CastOp::create(b, loc, rows({d}), x);
+}
+
 Value Seq2SeqIRBuilder::attention(Value queries, Value keys,
                                   const std::string &module, int64_t heads,
                                   bool causal) {
   int64_t headDim = spec.hiddenSize / heads;
   Value q = linear(queries, module + "q_proj.weight", {heads, headDim});
-  Value k = linear(keys, module + "k_proj.weight", {heads, headDim});
+  Value k = spec.keyBias
+                ? linear(keys, module + "k_proj.weight", {heads, headDim})
+                : unbiased(keys, module + "k_proj.weight", {heads, headDim});
   Value v = linear(keys, module + "v_proj.weight", {heads, headDim});
   Value attended = AttentionOp::create(
       b, named(module + "attention"), q.getType(), q, k, v, /*bias=*/Value(),
@@ -114,24 +174,29 @@ Value Seq2SeqIRBuilder::feedForward(Value x, const std::string &layer,
 Value Seq2SeqIRBuilder::encoderLayer(Value x, int64_t index) {
   std::string layer =
       prefix + "encoder.layers." + std::to_string(index) + ".";
-  x = norm(add(x, attention(x, x, layer + "self_attn.", spec.encoderHeads,
-                            /*causal=*/false)),
-           layer + "self_attn_layer_norm.weight");
-  return norm(add(x, feedForward(x, layer, spec.encoderFfn)),
-              layer + "final_layer_norm.weight");
+  x = sublayer(x, layer + "self_attn_layer_norm.weight", [&](Value h) {
+    return attention(h, h, layer + "self_attn.", spec.encoderHeads,
+                     /*causal=*/false);
+  });
+  return sublayer(x, layer + "final_layer_norm.weight", [&](Value h) {
+    return feedForward(h, layer, spec.encoderFfn);
+  });
 }
 
 Value Seq2SeqIRBuilder::decoderLayer(Value x, Value memory, int64_t index) {
   std::string layer =
       prefix + "decoder.layers." + std::to_string(index) + ".";
-  x = norm(add(x, attention(x, x, layer + "self_attn.", spec.decoderHeads,
-                            /*causal=*/true)),
-           layer + "self_attn_layer_norm.weight");
-  x = norm(add(x, attention(x, memory, layer + "encoder_attn.",
-                            spec.decoderHeads, /*causal=*/false)),
-           layer + "encoder_attn_layer_norm.weight");
-  return norm(add(x, feedForward(x, layer, spec.decoderFfn)),
-              layer + "final_layer_norm.weight");
+  x = sublayer(x, layer + "self_attn_layer_norm.weight", [&](Value h) {
+    return attention(h, h, layer + "self_attn.", spec.decoderHeads,
+                     /*causal=*/true);
+  });
+  x = sublayer(x, layer + "encoder_attn_layer_norm.weight", [&](Value h) {
+    return attention(h, memory, layer + "encoder_attn.", spec.decoderHeads,
+                     /*causal=*/false);
+  });
+  return sublayer(x, layer + "final_layer_norm.weight", [&](Value h) {
+    return feedForward(h, layer, spec.decoderFfn);
+  });
 }
 
 OwningOpRef<ModuleOp> Seq2SeqIRBuilder::build() {
@@ -139,11 +204,19 @@ OwningOpRef<ModuleOp> Seq2SeqIRBuilder::build() {
   MLIRContext *ctx = b.getContext();
   b.setInsertionPointToEnd(module->getBody());
   auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
+  // Whisper's source: log-mel features [mel bins, frames] of 30 s.
+  Type source = spec.speech()
+                    ? Type(RankedTensorType::get(
+                          {spec.melBins, 2 * spec.sourcePositions},
+                          b.getF32Type()))
+                    : Type(ids);
   auto function = func::FuncOp::create(
       b, named("forward"), "forward",
-      b.getFunctionType({ids, ids}, {rows({spec.vocabSize})}));
+      b.getFunctionType({source, ids}, {rows({spec.vocabSize})}));
   function.setArgAttr(0, kInputArgAttrName,
-                      InputRoleAttr::get(ctx, InputRole::token_ids));
+                      InputRoleAttr::get(ctx, spec.speech()
+                                                  ? InputRole::features
+                                                  : InputRole::token_ids));
   function.setArgAttr(1, kInputArgAttrName,
                       InputRoleAttr::get(ctx, InputRole::decoder_token_ids));
   function.setResultAttr(0, kOutputResultAttrName,
@@ -151,12 +224,25 @@ OwningOpRef<ModuleOp> Seq2SeqIRBuilder::build() {
   Block *entry = function.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
-  Value memory = embed(entry->getArgument(0), "encoder");
+  Value memory = spec.speech() ? embedSpeech(entry->getArgument(0))
+                               : embed(entry->getArgument(0), "encoder");
   for (int64_t i = 0; i < spec.encoderLayers; ++i)
     memory = encoderLayer(memory, i);
+  if (spec.preNorm)
+    memory = norm(memory, prefix + "encoder.layer_norm.weight");
+  // Whisper's encoder output has a fixed length, which sizes the
+  // cross-attention cache tfm-kv-cache derives.
+  if (spec.speech())
+    memory = tensor::CastOp::create(
+        b, memory.getLoc(),
+        RankedTensorType::get({spec.sourcePositions, spec.hiddenSize},
+                              b.getF32Type()),
+        memory);
   Value x = embed(entry->getArgument(1), "decoder");
   for (int64_t i = 0; i < spec.decoderLayers; ++i)
     x = decoderLayer(x, memory, i);
+  if (spec.preNorm)
+    x = norm(x, prefix + "decoder.layer_norm.weight");
 
   // The LM head: the shared table (or the checkpoint's own lm_head) and
   // final_logits_bias, a [1, vocab] buffer.
@@ -165,8 +251,10 @@ OwningOpRef<ModuleOp> Seq2SeqIRBuilder::build() {
                    ? declarations.read(b, "lm_head.weight",
                                        {spec.vocabSize, spec.hiddenSize})
                    : sharedTable();
-  Value bias = declarations.readAs(b, "final_logits_bias", {1, spec.vocabSize},
-                                   {spec.vocabSize});
+  Value bias = spec.speech() ? Value()
+                             : declarations.readAs(b, "final_logits_bias",
+                                                   {1, spec.vocabSize},
+                                                   {spec.vocabSize});
   Value logits = LinearOp::create(b, at, rows({spec.vocabSize}), x, head, bias,
                                   ActivationKindAttr(), UnitAttr());
   func::ReturnOp::create(b, at, logits);
@@ -181,7 +269,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::tfm::buildSeq2Seq(
     llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight) {
   if (spec.t5Blocks)
     return buildT5(context, spec, weights, checkpoint, isIgnoredWeight);
-  context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect>();
+  context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect,
+                      tensor::TensorDialect>();
   Seq2SeqIRBuilder builder(context, spec, weights, checkpoint);
   return builder.declarations.finish(builder.build(), isIgnoredWeight);
 }

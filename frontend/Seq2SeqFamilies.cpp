@@ -22,7 +22,7 @@ namespace {
 void readBartSizes(ConfigReader &config, Seq2SeqSpec &spec) {
   spec.vocabSize = config.integer("vocab_size");
   spec.hiddenSize = config.integer("d_model");
-  spec.maxPositions = config.integer("max_position_embeddings");
+  spec.maxPositions = config.integer("max_position_embeddings", 0);
   spec.encoderLayers = config.integer("encoder_layers");
   spec.decoderLayers = config.integer("decoder_layers");
   spec.encoderHeads = config.integer("encoder_attention_heads");
@@ -73,10 +73,21 @@ void readT5(ConfigReader &config, Seq2SeqSpec &spec) {
       config.integer("decoder_start_token_id", spec.padToken);
 }
 
+/// Whisper: BART's names for the sizes, plus the audio's.
+void readWhisper(ConfigReader &config, Seq2SeqSpec &spec) {
+  readBartSizes(config, spec);
+  spec.maxPositions = config.integer("max_target_positions", 448);
+  spec.melBins = config.integer("num_mel_bins", 80);
+  spec.sourcePositions = config.integer("max_source_positions", 1500);
+  spec.preNorm = true;
+  spec.keyBias = false;
+  spec.decoderStartToken = config.integer("decoder_start_token_id", 50257);
+}
+
 } // namespace
 
 std::string mlir::tfm::supportedSeq2SeqFamilies() {
-  return "bart, marian, t5";
+  return "bart, marian, t5, whisper";
 }
 
 bool mlir::tfm::readSeq2SeqFamily(llvm::StringRef modelType,
@@ -88,6 +99,11 @@ bool mlir::tfm::readSeq2SeqFamily(llvm::StringRef modelType,
     readBartSizes(config, spec);
     spec.positionOffset = 2;
     spec.embeddingNorm = true;
+    return true;
+  }
+  if (modelType == "whisper") {
+    spec.family = modelType.str();
+    readWhisper(config, spec);
     return true;
   }
   if (modelType == "t5") {
@@ -140,6 +156,10 @@ llvm::Error mlir::tfm::validateSeq2SeqSpec(const Seq2SeqSpec &spec,
                        "relative_attention_max_distance (" +
                        llvm::Twine(spec.relativeMaxDistance) + ")");
   }
+  if (spec.speech())
+    if (llvm::Error err = expectPositiveSizes(
+            configPath, {{"max_source_positions", spec.sourcePositions}}))
+      return err;
   for (int64_t heads : {spec.encoderHeads, spec.decoderHeads})
     if (!spec.headDim && spec.hiddenSize % heads != 0)
       return makeError(configPath + ": d_model (" +
@@ -193,7 +213,35 @@ llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(
                      llvm::Twine(spec.eosToken) + " (not supported)");
   if (integer("forced_bos_token_id", -1) >= 0)
     return makeError(where + ": forced_bos_token_id is not supported yet");
-  SmallVector<int32_t> suppressed;
+  // forced_decoder_ids [[1, a], [2, b], ...]: a prompt a b ... right after
+  // the start token.
+  SmallVector<int32_t> prompt;
+  if (const llvm::json::Array *forcedIds = fields->getArray("forced_decoder_ids"))
+    for (const llvm::json::Value &pair : *forcedIds) {
+      const llvm::json::Array *entry = pair.getAsArray();
+      if (!entry || entry->size() != 2 || !(*entry)[0].getAsInteger() ||
+          *(*entry)[0].getAsInteger() != int64_t(prompt.size()) + 1 ||
+          !(*entry)[1].getAsInteger())
+        return makeError(where + ": forced_decoder_ids should force positions "
+                                 "1, 2, ... in turn, as [[1, id], [2, id], "
+                                 "...]");
+      prompt.push_back(int32_t(*(*entry)[1].getAsInteger()));
+    }
+  auto tokenList = [&](llvm::StringRef key,
+                       SmallVector<int32_t> &list) -> llvm::Error {
+    if (const llvm::json::Array *ids = fields->getArray(key))
+      for (const llvm::json::Value &id : *ids) {
+        if (!id.getAsInteger())
+          return makeError(where + ": " + key + " should list token ids");
+        list.push_back(int32_t(*id.getAsInteger()));
+      }
+    return llvm::Error::success();
+  };
+  SmallVector<int32_t> suppressed, beginSuppressed;
+  if (llvm::Error err = tokenList("suppress_tokens", suppressed))
+    return std::move(err);
+  if (llvm::Error err = tokenList("begin_suppress_tokens", beginSuppressed))
+    return std::move(err);
   if (const llvm::json::Array *bad = fields->getArray("bad_words_ids"))
     for (const llvm::json::Value &word : *bad) {
       const llvm::json::Array *ids = word.getAsArray();
@@ -210,5 +258,8 @@ llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(
       forced >= 0, penalty ? b.getF32FloatAttr(*penalty) : FloatAttr(),
       fields->getBoolean("early_stopping").value_or(false),
       suppressed.empty() ? DenseI32ArrayAttr()
-                         : b.getDenseI32ArrayAttr(suppressed));
+                         : b.getDenseI32ArrayAttr(suppressed),
+      prompt.empty() ? DenseI32ArrayAttr() : b.getDenseI32ArrayAttr(prompt),
+      beginSuppressed.empty() ? DenseI32ArrayAttr()
+                              : b.getDenseI32ArrayAttr(beginSuppressed));
 }

@@ -38,6 +38,19 @@ struct Seq2SeqSpec {
   int64_t positionOffset = 0;
   /// A LayerNorm right after the embeddings (BART's layernorm_embedding).
   bool embeddingNorm = false;
+  /// Whisper: the source is log-mel features [melBins, 2 * sourcePositions]
+  /// through two conv1d + GELU stems (the second of stride 2) plus the
+  /// encoder's stored position table; pre-norm blocks with a final LayerNorm
+  /// per stack; k_proj without a bias; the token table is the decoder's
+  /// embed_tokens and the head (proj_out) is tied to it, without a
+  /// final_logits_bias.
+  int64_t melBins = 0, sourcePositions = 0;
+  bool preNorm = false, keyBias = true;
+  bool speech() const { return melBins > 0; }
+  /// The token table: the shared one, or Whisper's decoder embed_tokens.
+  std::string tokenTable() const {
+    return prefix + (speech() ? "decoder.embed_tokens.weight" : "shared.weight");
+  }
   /// T5's blocks (T5Builder.cpp) instead of the original Transformer's:
   /// pre-norm, RMSNorm without bias (T5LayerNorm), no biases anywhere,
   /// unscaled scores, no position embeddings but a relative-position bias

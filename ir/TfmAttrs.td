@@ -107,7 +107,11 @@ def Tfm_GenerationAttr : AttrDef<Tfm_Dialect, "Generation"> {
     and fewest new tokens (max_length and min_length less the decoder start
     token; 0: none), no_repeat_ngram_size, whether the end-of-sequence
     token is forced last, the length penalty and early stopping of a beam
-    search, and the single tokens of bad_words_ids, never generated.
+    search, and the single tokens of bad_words_ids and suppress_tokens,
+    never generated. A `prompt` (forced_decoder_ids: Whisper's language,
+    task and no-timestamps tokens) follows the decoder start token, and the
+    `begin_suppressed` tokens (begin_suppress_tokens) never come right after
+    it.
 
     ```mlir
     #tfm.generation<num_beams = 4, max_new_tokens = 511, forced_eos = true,
@@ -122,7 +126,9 @@ def Tfm_GenerationAttr : AttrDef<Tfm_Dialect, "Generation"> {
     DefaultValuedParameter<"bool", "false">:$forced_eos,
     OptionalParameter<"FloatAttr", "a beam's score divisor exponent (absent: 1)">:$length_penalty,
     DefaultValuedParameter<"bool", "false">:$early_stopping,
-    OptionalParameter<"DenseI32ArrayAttr", "tokens never generated">:$suppressed
+    OptionalParameter<"DenseI32ArrayAttr", "tokens never generated">:$suppressed,
+    OptionalParameter<"DenseI32ArrayAttr", "tokens forced after the start token">:$prompt,
+    OptionalParameter<"DenseI32ArrayAttr", "tokens never first after the prompt">:$begin_suppressed
   );
   let assemblyFormat = "`<` struct(params) `>`";
 }

@@ -150,6 +150,40 @@ LogicalResult PatchesOp::verify() {
                    "patch size", image[0] * patch * patch);
 }
 
+int64_t WindowsOp::windowCount(int64_t length) {
+  if (ShapedType::isDynamic(length))
+    return length;
+  return (length + 2 * getPadding() - getKernel()) / getStride() + 1;
+}
+
+LogicalResult WindowsOp::verify() {
+  if (failed(expectRank(*this, "input", getInput(), 2)) ||
+      failed(expectRank(*this, "result", getResult(), 2)) ||
+      failed(expectElementType(*this, "result", getResult(),
+                               getInput().getType().getElementType())))
+    return failure();
+  if (getKernel() <= 0 || getStride() <= 0 || getPadding() < 0 ||
+      getPadding() >= getKernel())
+    return emitOpError() << "expected a positive kernel and stride and a "
+                            "padding below the kernel, got kernel "
+                         << getKernel() << ", stride " << getStride()
+                         << ", padding " << getPadding();
+  ArrayRef<int64_t> shape = getInput().getType().getShape();
+  int64_t length = shape[getChannelsFirst() ? 1 : 0];
+  int64_t channels = shape[getChannelsFirst() ? 0 : 1];
+  if (ShapedType::isDynamic(channels))
+    return emitOpError("expected a static channel count");
+  if (!ShapedType::isDynamic(length) &&
+      length + 2 * getPadding() < getKernel())
+    return emitOpError() << "expected at least one window in " << length
+                         << " positions";
+  if (failed(expectDim(*this, "result rows", getType().getDimSize(0),
+                       "windows", windowCount(length))))
+    return failure();
+  return expectDim(*this, "result width", getType().getDimSize(1),
+                   "channels * kernel", channels * getKernel());
+}
+
 //===----------------------------------------------------------------------===//
 // EmbeddingOp
 //===----------------------------------------------------------------------===//

@@ -261,6 +261,38 @@ def Tfm_PatchesOp : Tfm_Op<"patches", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tfm_WindowsOp : Tfm_Op<"windows", [Pure]> {
+  let summary = "the sliding windows of a 1-D convolution, one per row";
+  let description = [{
+    The inputs of a 1-D convolution with `kernel` taps, `stride` and zero
+    `padding` on both ends: `input` is `[length, channels]` (one row per
+    position), or with `channels_first` `[channels, length]` (Whisper's
+    log-mel features `[mel bins, frames]`). Row `t` of the result holds the
+    `kernel` positions from `t * stride - padding` on, channel-major:
+    `result[t, c * kernel + j] = input[t * stride + j - padding, c]`, zero
+    outside the input, for `(length + 2 * padding - kernel) / stride + 1`
+    rows. The convolution is then a `tfm.linear` with its `[out, channels
+    * kernel]` weight, as a vision transformer's patch embedding is after
+    `tfm.patches`.
+
+    ```mlir
+    %w = tfm.windows %mel {channels_first, kernel = 3, padding = 1, stride = 1} : tensor<80x3000xf32> -> tensor<3000x240xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, I64Attr:$kernel,
+                       I64Attr:$stride, I64Attr:$padding,
+                       UnitAttr:$channels_first);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Result rows for `length` input positions (dynamic stays dynamic).
+    int64_t windowCount(int64_t length);
+  }];
+}
+
 class Tfm_BinaryElementwiseOp<string mnemonic, string what>
     : Tfm_Op<mnemonic, [Pure, Tfm_PositionWise, Commutative,
                         SameOperandsAndResultType]> {

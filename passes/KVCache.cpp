@@ -70,11 +70,15 @@ LogicalResult findTokenArguments(func::FuncOp forward, CachePlan &plan) {
   };
   if (type.getNumResults() == 1 && type.getNumInputs() == 1 && isIds(0))
     return success();
-  if (type.getNumResults() == 1 && type.getNumInputs() == 2 && isIds(0) &&
-      isIds(1)) {
+  // The source: token ids, or a speech model's features.
+  auto isSource = [&](unsigned i) {
+    return (isIds(i) && role(i) == InputRole::token_ids) ||
+           role(i) == InputRole::features;
+  };
+  if (type.getNumResults() == 1 && type.getNumInputs() == 2) {
     for (unsigned i : {0u, 1u})
-      if (role(i) == InputRole::decoder_token_ids &&
-          role(1 - i) == InputRole::token_ids) {
+      if (isIds(i) && role(i) == InputRole::decoder_token_ids &&
+          isSource(1 - i)) {
         plan.tokensArg = i;
         plan.sourceArg = 1 - i;
         return success();
@@ -82,7 +86,8 @@ LogicalResult findTokenArguments(func::FuncOp forward, CachePlan &plan) {
   }
   return forward.emitOpError(
       "expected @forward(tokens: tensor<?xiN>) -> logits, or an "
-      "encoder-decoder's @forward(source, decoder ids), for a KV cache");
+      "encoder-decoder's @forward(source ids or features, decoder ids), for "
+      "a KV cache");
 }
 
 /// Records a cross-attention op: keys and values from the source alone.
@@ -254,6 +259,14 @@ void pruneDeadCode(func::FuncOp func, std::optional<unsigned> unused) {
     (void)func.eraseArgument(*unused);
 }
 
+/// Source positions the cross cache holds: as many as the encoder's
+/// output has where that is fixed (Whisper's 1500 frames of 30 s), else
+/// `capacity` (text sources, as long as the decoder's context).
+int64_t crossCapacity(const CachePlan &plan, int64_t capacity) {
+  int64_t rows = plan.crossKeyType.getDimSize(0);
+  return ShapedType::isDynamic(rows) ? capacity : rows;
+}
+
 func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
                           int64_t capacity) {
   MLIRContext *ctx = forward.getContext();
@@ -302,7 +315,7 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
   // `encoded` source positions: the encoder is not run again.
   if (plan.sourceArg) {
     auto crossType = cacheTypeOf(plan.crossKeyType, plan.crossLayers.size(),
-                                 capacity);
+                                 crossCapacity(plan, capacity));
     Value cross = entry.addArgument(crossType, loc);
     Value encoded = entry.addArgument(IndexType::get(ctx), loc);
     for (auto [layer, original] : llvm::enumerate(plan.crossLayers)) {
@@ -364,8 +377,8 @@ LogicalResult buildEncode(func::FuncOp forward, const CachePlan &plan,
         "are not projections of one value");
   MLIRContext *ctx = forward.getContext();
   Location loc = forward.getLoc();
-  auto crossType =
-      cacheTypeOf(plan.crossKeyType, plan.crossLayers.size(), capacity);
+  auto crossType = cacheTypeOf(plan.crossKeyType, plan.crossLayers.size(),
+                               crossCapacity(plan, capacity));
   IRMapping mapping;
   auto encode = cast<func::FuncOp>(forward->clone(mapping));
   encode.setName("encode");
@@ -390,7 +403,7 @@ LogicalResult buildEncode(func::FuncOp forward, const CachePlan &plan,
   // The decoder is dead now; so are its ids.
   pruneDeadCode(encode, plan.tokensArg);
   encode.setArgAttr(0, kInputArgAttrName,
-                    InputRoleAttr::get(ctx, InputRole::token_ids));
+                    forward.getArgAttr(*plan.sourceArg, kInputArgAttrName));
   encode.setArgAttr(1, kCacheArgAttrName,
                     CacheAttr::get(ctx, CacheKind::cross_attention, 0));
   encode.setResultAttr(0, kOutputResultAttrName,

@@ -119,6 +119,20 @@ tfm_status_code tfm_seq2seq_beam_search(tfm_model *model, const int32_t *source,
                                         const tfm_beam_options *options,
                                         int32_t *out, int64_t capacity,
                                         int64_t *count, tfm_status *status) {
+  if (!source)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_seq2seq_beam_search: NULL argument");
+  tfm_tensor ids = tfm_seq2seq_ids(source, n);
+  return tfm_seq2seq_beam_search_from(model, &ids, options, out, capacity,
+                                      count, status);
+}
+
+tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
+                                             const tfm_tensor *source,
+                                             const tfm_beam_options *options,
+                                             int32_t *out, int64_t capacity,
+                                             int64_t *count,
+                                             tfm_status *status) {
   if (!model || !source || !options || !count || (!out && capacity > 0))
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_seq2seq_beam_search: NULL argument");
@@ -130,9 +144,13 @@ tfm_status_code tfm_seq2seq_beam_search(tfm_model *model, const int32_t *source,
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "%d beams: expected 1 to half the vocabulary (%lld)", beams,
                     (long long)(vocab / 2));
+  if (options->rules && options->rules->prompt_count > 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "a beam search after a forced prompt is not supported "
+                    "yet: decode greedily (--beams 1)");
   tfm_seq2seq_state *state = NULL;
   tfm_status_code code =
-      tfm_seq2seq_begin(model, source, n, beams, steps, &state, status);
+      tfm_seq2seq_begin(model, source, beams, steps, &state, status);
   if (code != TFM_OK)
     return code;
   /* Per beam its sequence, the decoder start token first (row `stride`

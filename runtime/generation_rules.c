@@ -21,6 +21,19 @@ void tfm_apply_generation_rules(const tfm_generation_rules *rules,
   if (!rules)
     return;
   int64_t generated = length - 1; /* after the decoder start token */
+  /* The prompt's tokens are forced; the rules below count from its end,
+   * as transformers' processors count from the end of decoder_input_ids. */
+  if (generated < rules->prompt_count) {
+    int32_t forced = rules->prompt[generated];
+    for (int64_t v = 0; v < vocab; ++v)
+      scores[v] = v == forced ? 0.0f : -INFINITY;
+    return;
+  }
+  if (generated == rules->prompt_count)
+    for (int32_t i = 0; i < rules->begin_suppressed_count; ++i)
+      if (rules->begin_suppressed[i] >= 0 && rules->begin_suppressed[i] < vocab)
+        scores[rules->begin_suppressed[i]] = -INFINITY;
+  generated -= rules->prompt_count;
   int64_t n = rules->no_repeat_ngram_size;
   if (n > 0 && length + 1 >= n) {
     /* Tokens that followed the last n - 1 tokens anywhere before. */
@@ -40,7 +53,7 @@ void tfm_apply_generation_rules(const tfm_generation_rules *rules,
   if (eos >= 0 && eos < vocab && generated < rules->min_new_tokens)
     scores[eos] = -INFINITY;
   if (rules->forced_eos && eos >= 0 && eos < vocab &&
-      generated == max_new_tokens - 1)
+      length - 1 == max_new_tokens - 1) /* the last step */
     for (int64_t v = 0; v < vocab; ++v)
       scores[v] = v == eos ? 0.0f : -INFINITY;
 }

@@ -96,6 +96,8 @@ static void usage(FILE *out, const char *argv0) {
           "                         preprocessed as preprocessor_config.json says\n"
           "    --preprocess         write the preprocessed images, f32 [3, H, W]\n"
           "    --pixels FILE        an image model's input, raw f32 [3, H, W]\n"
+          "    --features FILE      a speech model's log-mel features, raw f32\n"
+          "                         [mel bins, frames] (also for generation)\n"
           "    --truncate           cut text longer than the context\n"
           "    --tokenize           print the ids and token types, run nothing\n"
           "    --format F           text (default), json, or f32 (raw, stdout)\n"
@@ -182,7 +184,7 @@ static int parse_options(int argc, char **argv, options *o) {
       o->call.text = argv[++i];
     } else if (!strcmp(arg, "--text-pair")) {
       o->call.text_pair = argv[++i];
-    } else if (!strcmp(arg, "--pixels")) {
+    } else if (!strcmp(arg, "--pixels") || !strcmp(arg, "--features")) {
       o->call.pixels = argv[++i];
     } else if (!strcmp(arg, "--text-file")) {
       o->call.text_file = argv[++i];
@@ -378,14 +380,22 @@ int main(int argc, char **argv) {
       o.rules.forced_eos = g->forced_eos;
       o.rules.suppressed = g->suppressed;
       o.rules.suppressed_count = g->num_suppressed;
+
     }
     if (g) {
+      /* Whisper's language, task and no-timestamps prompt, whatever the
+       * rules given. */
+      o.rules.prompt = g->prompt;
+      o.rules.prompt_count = g->num_prompt;
+      o.rules.begin_suppressed = g->begin_suppressed;
+      o.rules.begin_suppressed_count = g->num_begin_suppressed;
       o.length_penalty = g->length_penalty;
       o.early_stopping = g->early_stopping;
     }
     tfm_seq2seq_command command = {o.tokens,
                                    o.call.text,
                                    o.call.text_file,
+                                   o.call.pixels,
                                    o.print_ids,
                                    o.call.tokenize,
                                    o.new_tokens,

@@ -142,21 +142,21 @@ static int write_raw(const char *argv0, const tfm_tensor *tensor, FILE *raw) {
 
 /* --pixels FILE: raw little-endian f32 of exactly the features input's
  * static shape (vision: [channels, height, width], preprocessed). */
-static int input_from_pixels(const char *argv0, const tfm_entry_point *entry,
-                             const char *path, call_input *in) {
+float *tfm_main_read_features(const char *argv0, const tfm_entry_point *entry,
+                              const char *path) {
   const tfm_tensor_desc *desc = features_input(entry);
   if (!desc) {
-    fprintf(stderr, "%s: error: @%s takes no pixels\n", argv0, entry->name);
-    return 0;
+    fprintf(stderr, "%s: error: @%s takes no features\n", argv0, entry->name);
+    return NULL;
   }
   size_t count = (size_t)element_count(desc->shape, desc->rank);
   FILE *f = fopen(path, "rb");
   if (!f) {
     fprintf(stderr, "%s: error: cannot read '%s'\n", argv0, path);
-    return 0;
+    return NULL;
   }
-  in->features = malloc(count * sizeof *in->features + 1);
-  size_t got = in->features ? fread(in->features, 1, count * 4 + 1, f) : 0;
+  float *features = malloc(count * sizeof *features + 1);
+  size_t got = features ? fread(features, 1, count * 4 + 1, f) : 0;
   fclose(f);
   if (got != count * 4) {
     fprintf(stderr,
@@ -166,9 +166,16 @@ static int input_from_pixels(const char *argv0, const tfm_entry_point *entry,
     for (int32_t d = 0; d < desc->rank; ++d)
       fprintf(stderr, "%s%lld", d ? ", " : "", (long long)desc->shape[d]);
     fprintf(stderr, "] (%zu bytes)\n", count * 4);
-    return 0;
+    free(features);
+    return NULL;
   }
-  return 1;
+  return features;
+}
+
+static int input_from_pixels(const char *argv0, const tfm_entry_point *entry,
+                             const char *path, call_input *in) {
+  in->features = tfm_main_read_features(argv0, entry, path);
+  return in->features != NULL;
 }
 
 /* An image file through the model's preprocessing (tfm_image_load). */

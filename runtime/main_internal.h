@@ -21,6 +21,12 @@ int32_t *tfm_main_parse_id_list(const char *argv0, const char *flag,
 /* Writes `count` floats, little endian; 0 on failure. */
 int tfm_main_write_floats(const char *path, const float *values, size_t count);
 
+/* The raw little-endian f32 file `path` as the features input of `entry`
+ * (its whole shape; malloc'd), or NULL after reporting a missing file or
+ * a wrong size. */
+float *tfm_main_read_features(const char *argv0, const tfm_entry_point *entry,
+                              const char *path);
+
 /* Reads a whole file into a NUL-terminated string (malloc'd), or NULL. */
 char *tfm_main_read_text_file(const char *path);
 
@@ -50,6 +56,7 @@ typedef struct {
 typedef struct {
   const char *tokens;           /* the source ids */
   const char *text, *text_file; /* or text: one source, one per line */
+  const char *features;         /* or raw f32 features (Whisper's log-mel) */
   int print_ids;                /* ids even where there is a tokenizer */
   int tokenize;                 /* print each source's ids, run nothing */
   long new_tokens;              /* -n */

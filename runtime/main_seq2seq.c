@@ -86,10 +86,12 @@ static void print_output(const tfm_model *model, const tfm_tokenizer *tokenizer,
 static int translate(const char *argv0, tfm_model *model,
                      const tfm_seq2seq_command *command,
                      const tfm_tokenizer *output_tokenizer,
-                     const int32_t *source, long n, const int32_t *forced_ids,
+                     const tfm_tensor *source, const int32_t *forced_ids,
                      long forced, const tfm_generation_rules *rules,
                      FILE *step_logits) {
-  long steps = command->forced_tokens ? forced : command->new_tokens;
+  long steps = command->forced_tokens
+                   ? forced
+                   : command->new_tokens + rules->prompt_count;
   int32_t *generated = malloc((size_t)(steps + 1) * sizeof *generated);
   if (!generated) {
     fprintf(stderr, "%s: error: out of memory\n", argv0);
@@ -110,11 +112,10 @@ static int translate(const char *argv0, tfm_model *model,
                            command->early_stopping, rules};
   tfm_status_code code =
       command->beams > 1 && !command->forced_tokens
-          ? tfm_seq2seq_beam_search(model, source, n, &beam, generated,
-                                    steps + 1, &count, &status)
-          : tfm_seq2seq_generate_with_rules(model, source, n, &options, rules,
-                                            generated, steps + 1, &count,
-                                            &status);
+          ? tfm_seq2seq_beam_search_from(model, source, &beam, generated,
+                                         steps + 1, &count, &status)
+          : tfm_seq2seq_generate_from(model, source, &options, rules,
+                                      generated, steps + 1, &count, &status);
   if (code != TFM_OK)
     fprintf(stderr, "%s: error: %s\n", argv0, status.message);
   else
@@ -123,22 +124,44 @@ static int translate(const char *argv0, tfm_model *model,
   return code == TFM_OK;
 }
 
+/* translate() from --features: a speech model's log-mel features. */
+static int translate_features(const char *argv0, tfm_model *model,
+                              const tfm_seq2seq_command *command,
+                              const tfm_tokenizer *output_tokenizer,
+                              const int32_t *forced_ids, long forced,
+                              const tfm_generation_rules *rules,
+                              FILE *step_logits) {
+  const tfm_entry_point *encode = tfm_model_entry_point(model, "encode");
+  float *features = tfm_main_read_features(argv0, encode, command->features);
+  if (!features)
+    return 0;
+  const tfm_tensor_desc *desc = &encode->inputs[0];
+  tfm_tensor source = {features, TFM_DTYPE_F32, desc->rank, {0}, NULL};
+  memcpy(source.shape, desc->shape, sizeof source.shape);
+  int ok = translate(argv0, model, command, output_tokenizer, &source,
+                     forced_ids, forced, rules, step_logits);
+  free(features);
+  return ok;
+}
+
 int tfm_main_seq2seq(const char *argv0, tfm_model *model,
                      const tfm_seq2seq_command *command) {
-  int sources = !!command->tokens + !!command->text + !!command->text_file;
+  int sources = !!command->tokens + !!command->text + !!command->text_file +
+                !!command->features;
   if (sources != 1) {
     fprintf(stderr,
             "%s: error: an encoder-decoder needs one source: --text, "
-            "--text-file or --tokens \"ids\" (or --decoder-tokens for "
-            "teacher forcing)\n",
+            "--text-file, --tokens \"ids\" or --features FILE (or "
+            "--decoder-tokens for teacher forcing)\n",
             argv0);
     return 1;
   }
   tfm_status status;
   const tfm_tokenizer *tokenizer = NULL;
-  if (!command->tokens || !command->print_ids) {
+  int given_ids = command->tokens || command->features;
+  if (!given_ids || !command->print_ids) {
     tokenizer = tfm_model_tokenizer(model, &status);
-    if (!tokenizer && !command->tokens) {
+    if (!tokenizer && !given_ids) {
       fprintf(stderr, "%s: error: %s (give the source as --tokens \"ids\")\n",
               argv0, status.message);
       return 1;
@@ -185,6 +208,11 @@ int tfm_main_seq2seq(const char *argv0, tfm_model *model,
   for (long number = 1; ok; ++number) {
     long n = 0;
     int32_t *source = NULL;
+    if (command->features) {
+      ok = ok && translate_features(argv0, model, command, output, forced_ids,
+                                    forced, &rules, step_logits);
+      break;
+    }
     if (command->tokens) {
       source = tfm_main_parse_id_list(argv0, "--tokens", command->tokens, &n);
       if (source && n == 0) {
@@ -205,12 +233,13 @@ int tfm_main_seq2seq(const char *argv0, tfm_model *model,
       }
       source = encode_source(argv0, tokenizer, text, where, &n);
     }
+    tfm_tensor ids = {source, TFM_DTYPE_I32, 1, {n}, NULL};
     if (ok && source && command->tokenize)
       print_output(model, NULL, source, n);
     else
       ok = ok && source &&
-         translate(argv0, model, command, output, source, n, forced_ids,
-                   forced, &rules, step_logits);
+           translate(argv0, model, command, output, &ids, forced_ids, forced,
+                     &rules, step_logits);
     free(source);
     if (!file || !*line)
       break;

@@ -66,8 +66,12 @@ void tfm_seq2seq_end(tfm_seq2seq_state *s) {
   free(s);
 }
 
-tfm_status_code tfm_seq2seq_begin(tfm_model *model, const int32_t *source,
-                                  int64_t n, int beams, int64_t steps,
+tfm_tensor tfm_seq2seq_ids(const int32_t *source, int64_t n) {
+  return (tfm_tensor){(void *)(uintptr_t)source, TFM_DTYPE_I32, 1, {n}, NULL};
+}
+
+tfm_status_code tfm_seq2seq_begin(tfm_model *model, const tfm_tensor *source,
+                                  int beams, int64_t steps,
                                   tfm_seq2seq_state **out, tfm_status *status) {
   *out = NULL;
   const tfm_model_desc *desc = tfm_model_get_desc(model);
@@ -101,7 +105,9 @@ tfm_status_code tfm_seq2seq_begin(tfm_model *model, const int32_t *source,
   s->model = model;
   s->decode = decode;
   s->beams = beams;
-  s->encoded = n;
+  /* Text: the source ids; speech: the encoder's fixed frames. */
+  s->encoded = source->dtype == TFM_DTYPE_I32 ? source->shape[0]
+                                             : cross_desc->shape[2];
   s->caches = calloc((size_t)(2 * beams), sizeof *s->caches);
   s->logits = malloc((size_t)desc->vocab_size * sizeof *s->logits);
   int ok = s->caches && s->logits && allocate_cache(cross_desc, &s->cross);
@@ -113,11 +119,9 @@ tfm_status_code tfm_seq2seq_begin(tfm_model *model, const int32_t *source,
   }
   /* The source, once: its cross-attention keys and values. tfm_model_call
    * only reads its inputs. */
-  tfm_tensor source_ids = {
-      (void *)(uintptr_t)source, TFM_DTYPE_I32, 1, {n}, NULL};
   tfm_tensor *cross = &s->cross, output;
-  tfm_status_code code = tfm_model_call(model, "encode", &source_ids, 1, &cross,
-                                        &output, 1, status);
+  tfm_status_code code =
+      tfm_model_call(model, "encode", source, 1, &cross, &output, 1, status);
   if (code != TFM_OK) {
     tfm_seq2seq_end(s);
     return code;
@@ -189,16 +193,32 @@ tfm_status_code tfm_seq2seq_generate_with_rules(
     tfm_model *model, const int32_t *source, int64_t n,
     const tfm_generate_options *options, const tfm_generation_rules *rules,
     int32_t *out, int64_t capacity, int64_t *count, tfm_status *status) {
+  if (!source)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_seq2seq_generate: NULL argument");
+  tfm_tensor ids = tfm_seq2seq_ids(source, n);
+  return tfm_seq2seq_generate_from(model, &ids, options, rules, out, capacity,
+                                   count, status);
+}
+
+tfm_status_code tfm_seq2seq_generate_from(
+    tfm_model *model, const tfm_tensor *source,
+    const tfm_generate_options *options, const tfm_generation_rules *rules,
+    int32_t *out, int64_t capacity, int64_t *count, tfm_status *status) {
   if (!model || !source || !options || !count || (!out && capacity > 0))
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_seq2seq_generate: NULL argument");
   *count = 0;
   const tfm_model_desc *desc = tfm_model_get_desc(model);
-  int64_t steps =
-      options->forced_tokens ? options->forced_count : options->max_new_tokens;
+  /* A forced prompt (Whisper's language, task, no timestamps) comes before
+   * the max_new_tokens. */
+  int64_t steps = options->forced_tokens
+                      ? options->forced_count
+                      : options->max_new_tokens +
+                            (rules ? rules->prompt_count : 0);
   tfm_seq2seq_state *state = NULL;
   tfm_status_code code =
-      tfm_seq2seq_begin(model, source, n, 1, steps, &state, status);
+      tfm_seq2seq_begin(model, source, 1, steps, &state, status);
   if (code != TFM_OK)
     return code;
   tfm_sampler *sampler = NULL;

@@ -15,11 +15,11 @@
 
 typedef struct tfm_seq2seq_state tfm_seq2seq_state;
 
-/* Encodes source[0..n) (@encode) and makes `beams` self-attention caches
- * for `steps` decoder positions; the model must be an encoder-decoder with
- * its caches and a decoder start token. */
-tfm_status_code tfm_seq2seq_begin(tfm_model *model, const int32_t *source,
-                                  int64_t n, int beams, int64_t steps,
+/* Encodes `source` (@encode: ids, or a speech model's features) and makes
+ * `beams` self-attention caches for `steps` decoder positions; the model
+ * must be an encoder-decoder with its caches and a decoder start token. */
+tfm_status_code tfm_seq2seq_begin(tfm_model *model, const tfm_tensor *source,
+                                  int beams, int64_t steps,
                                   tfm_seq2seq_state **state,
                                   tfm_status *status);
 /* Decodes `token` at `position` on beam `beam`; *logits ([vocab]) are the
@@ -37,6 +37,9 @@ void tfm_seq2seq_end(tfm_seq2seq_state *state);
 
 /* Bans what `rules` forbid after sequence[0..length) (the decoder start
  * token first) in this step's `scores` (generation_rules.c). */
+/* The ids source[0..n) as a tensor (read only). */
+tfm_tensor tfm_seq2seq_ids(const int32_t *source, int64_t n);
+
 void tfm_apply_generation_rules(const tfm_generation_rules *rules,
                                 const int32_t *sequence, int64_t length,
                                 int64_t max_new_tokens, int32_t eos,

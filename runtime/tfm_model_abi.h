@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 8
+#define TFM_ABI_VERSION 9
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -227,8 +227,12 @@ typedef struct {
   int32_t forced_eos;           /* forced_eos_token_id is the eos token */
   float length_penalty;
   int32_t early_stopping;
-  int32_t num_suppressed;       /* bad_words_ids of one token */
+  int32_t num_suppressed;       /* bad_words_ids of one token, suppress_tokens */
   const int32_t *suppressed;
+  int32_t num_prompt;           /* forced_decoder_ids after the start token */
+  const int32_t *prompt;
+  int32_t num_begin_suppressed; /* begin_suppress_tokens */
+  const int32_t *begin_suppressed;
 } tfm_generation_defaults;
 
 /* Everything the runtime needs to know about one compiled model; tfmc

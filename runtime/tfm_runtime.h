@@ -229,6 +229,14 @@ typedef struct {
   int forced_eos;               /* the last step ends the sequence */
   const int32_t *suppressed;    /* never generated */
   int32_t suppressed_count;
+  /* Forced right after the decoder start token, before the new tokens
+   * (Whisper's language, task and no-timestamps tokens; generate()'s
+   * decoder_input_ids); greedy decoding only. */
+  const int32_t *prompt;
+  int32_t prompt_count;
+  /* Never the first token after the prompt (begin_suppress_tokens). */
+  const int32_t *begin_suppressed;
+  int32_t begin_suppressed_count;
 } tfm_generation_rules;
 
 typedef struct {
@@ -246,6 +254,14 @@ tfm_status_code tfm_seq2seq_generate_with_rules(
     const tfm_generate_options *options, const tfm_generation_rules *rules,
     int32_t *out, int64_t capacity, int64_t *count, tfm_status *status);
 
+/* tfm_seq2seq_generate_with_rules from any source @encode takes: token ids
+ * (i32 [n]) or a speech model's log-mel features (f32 [mel bins, frames],
+ * tfm_log_mel). */
+tfm_status_code tfm_seq2seq_generate_from(
+    tfm_model *model, const tfm_tensor *source,
+    const tfm_generate_options *options, const tfm_generation_rules *rules,
+    int32_t *out, int64_t capacity, int64_t *count, tfm_status *status);
+
 /* Beam search of an encoder-decoder, as transformers' generate(num_beams)
  * searches: the source is encoded once and its cross-attention cache
  * shared by every beam; each beam has its own self-attention cache, forked
@@ -257,6 +273,14 @@ tfm_status_code tfm_seq2seq_beam_search(tfm_model *model,
                                         const tfm_beam_options *options,
                                         int32_t *out, int64_t capacity,
                                         int64_t *count, tfm_status *status);
+/* The same from any source (see tfm_seq2seq_generate_from); a rules'
+ * prompt is not supported yet (TFM_ERROR_INVALID_ARGUMENT). */
+tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
+                                             const tfm_tensor *source,
+                                             const tfm_beam_options *options,
+                                             int32_t *out, int64_t capacity,
+                                             int64_t *count,
+                                             tfm_status *status);
 
 /* Index of the largest of `n` values (the first on ties), as greedy decoding
  * picks the next token. */

@@ -8,6 +8,7 @@ set -euo pipefail
 PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22
   libopenblas-dev libutf8proc-dev libpng-dev libjpeg62-turbo-dev
+  libfftw3-dev libsndfile1-dev libsoxr-dev
   nlohmann-json3-dev libgtest-dev
   cmake ninja-build ccache g++ binutils pkg-config python3
 )

@@ -296,3 +296,26 @@ func.func @packed(%tokens: tensor<?xi32>, %lengths: tensor<?xi32>, %h: tensor<?x
   %a = tfm.attention %q, %q, %q lengths %lengths {scale = 0.5 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?xi32>) -> tensor<?x2x4xf32>
   return %p, %e, %a : tensor<?xi32>, tensor<?x8xf32>, tensor<?x2x4xf32>
 }
+
+// -----
+
+// A 1-D convolution's windows: one generic gathering tap j of channel c
+// from position row * stride + j - padding, zero outside the input; rows
+// (length + 2 * padding - kernel) / stride + 1.
+// CHECK-LABEL: func.func @windows
+// CHECK: %[[LEN:.*]] = tensor.dim %arg0, %c0
+// CHECK: %[[SPAN:.*]] = arith.addi %[[LEN]], %c-1
+// CHECK: %[[HALF:.*]] = arith.divsi %[[SPAN]], %c2
+// CHECK: %[[ROWS:.*]] = arith.addi %[[HALF]], %c1
+// CHECK: tensor.empty(%[[ROWS]]) : tensor<?x12xf32>
+// CHECK: linalg.generic
+// CHECK: %[[CHANNEL:.*]] = arith.divui
+// CHECK: %[[TAP:.*]] = arith.remui
+// CHECK: %[[INSIDE:.*]] = arith.andi
+// CHECK: %[[AT:.*]] = arith.select %[[INSIDE]]
+// CHECK: %[[X:.*]] = tensor.extract %arg0[%[[AT]], %[[CHANNEL]]]
+// CHECK: arith.select %[[INSIDE]], %[[X]], %{{.*}} : f32
+func.func @windows(%x: tensor<?x4xf32>) -> tensor<?x12xf32> {
+  %0 = tfm.windows %x {kernel = 3 : i64, padding = 1 : i64, stride = 2 : i64} : tensor<?x4xf32> -> tensor<?x12xf32>
+  return %0 : tensor<?x12xf32>
+}

@@ -847,3 +847,19 @@ func.func @relative_packed(%q: tensor<?x8x16xf32>, %t: tensor<32x8xf32>, %n: ten
   %y = tfm.attention %q, %q, %q lengths %n relative_bias %t {max_distance = 128 : i64, scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?xi32>, tensor<32x8xf32>) -> tensor<?x8x16xf32>
   return
 }
+
+// -----
+
+func.func @windows_padding(%x: tensor<80x100xf32>) {
+  // expected-error @+1 {{'tfm.windows' op expected a positive kernel and stride and a padding below the kernel, got kernel 3, stride 1, padding 3}}
+  %y = tfm.windows %x {channels_first, kernel = 3 : i64, padding = 3 : i64, stride = 1 : i64} : tensor<80x100xf32> -> tensor<104x240xf32>
+  return
+}
+
+// -----
+
+func.func @windows_rows(%x: tensor<100x32xf32>) {
+  // expected-error @+1 {{'tfm.windows' op expected result rows (100) to match windows (50)}}
+  %y = tfm.windows %x {kernel = 3 : i64, padding = 1 : i64, stride = 2 : i64} : tensor<100x32xf32> -> tensor<100x96xf32>
+  return
+}

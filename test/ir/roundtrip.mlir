@@ -237,3 +237,14 @@ func.func @packed(%tokens: tensor<?xi32>, %lengths: tensor<?xi32>, %h: tensor<?x
   %a = tfm.attention %q, %q, %q lengths %lengths {scale = 0.5 : f32} : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?xi32>) -> tensor<?x2x8xf32>
   return %p, %e, %a : tensor<?xi32>, tensor<?x16xf32>, tensor<?x2x8xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @windows
+func.func @windows(%mel: tensor<80x?xf32>, %x: tensor<?x32xf32>) -> (tensor<?x240xf32>, tensor<?x96xf32>) {
+  // CHECK: tfm.windows %{{.*}} {channels_first, kernel = 3 : i64, padding = 1 : i64, stride = 1 : i64} : tensor<80x?xf32> -> tensor<?x240xf32>
+  %a = tfm.windows %mel {channels_first, kernel = 3 : i64, padding = 1 : i64, stride = 1 : i64} : tensor<80x?xf32> -> tensor<?x240xf32>
+  // CHECK: tfm.windows %{{.*}} {kernel = 3 : i64, padding = 1 : i64, stride = 2 : i64} : tensor<?x32xf32> -> tensor<?x96xf32>
+  %b = tfm.windows %x {kernel = 3 : i64, padding = 1 : i64, stride = 2 : i64} : tensor<?x32xf32> -> tensor<?x96xf32>
+  return %a, %b : tensor<?x240xf32>, tensor<?x96xf32>
+}
