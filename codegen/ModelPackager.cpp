@@ -289,6 +289,14 @@ std::string generateModelSource(const ModelDescription &model,
        << "    .mean = {" << floats(image->mean) << "}, .std = {"
        << floats(image->std) << "}};\n";
   }
+  if (const std::optional<tfm_audio_preprocessing> &audio =
+          model.audioPreprocessing)
+    os << "static const tfm_audio_preprocessing tfm_audio = {\n"
+       << "    .mel_bins = " << audio->mel_bins
+       << ", .sampling_rate = " << audio->sampling_rate
+       << ", .n_fft = " << audio->n_fft
+       << ", .hop_length = " << audio->hop_length
+       << ", .samples = " << audio->samples << "};\n";
   if (const std::optional<tfm_generation_defaults> &g = model.generation) {
     // Each token list as a static array, or a null pointer when empty.
     auto tokens = [&](const char *name, const std::vector<int32_t> &list) {
@@ -361,7 +369,9 @@ std::string generateModelSource(const ModelDescription &model,
      << "    .image_preprocessing = "
      << (model.imagePreprocessing ? "&tfm_image" : "0") << ",\n"
      << "    .generation = " << (model.generation ? "&tfm_generation" : "0")
-     << ",\n";
+     << ",\n"
+     << "    .audio_preprocessing = "
+     << (model.audioPreprocessing ? "&tfm_audio" : "0") << ",\n";
   os << "    .num_entry_points = " << model.entryPoints.size() << ",\n"
      << "    .entry_points = tfm_entry_points,\n"
      << "    .num_caches = " << model.caches.size() << ",\n"

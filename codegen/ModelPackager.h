@@ -85,6 +85,8 @@ struct ModelDescription {
   std::vector<std::string> labels;
   /// An image model's preprocessing (tfm_image_load).
   std::optional<tfm_image_preprocessing> imagePreprocessing;
+  /// A speech model's preprocessing (tfm_audio_load).
+  std::optional<tfm_audio_preprocessing> audioPreprocessing;
   /// An encoder-decoder's generation defaults (`suppressed`, `prompt` and
   /// `begin_suppressed` point into these vectors, written out beside it).
   std::optional<tfm_generation_defaults> generation;

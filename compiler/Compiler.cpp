@@ -416,6 +416,10 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
     }
     description.imagePreprocessing = p;
   }
+  if (AudioPreprocessingAttr audio = model.getAudio())
+    description.audioPreprocessing = tfm_audio_preprocessing{
+        audio.getMelBins(), audio.getSamplingRate(), audio.getNFft(),
+        audio.getHopLength(), audio.getSamples()};
   if (GenerationAttr generation = model.getGeneration()) {
     tfm_generation_defaults g = {};
     g.num_beams = generation.getNumBeams();

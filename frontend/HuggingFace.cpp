@@ -229,6 +229,12 @@ llvm::Expected<LoadedModel> loadSeq2Seq(MLIRContext &context,
   if (!generation)
     return generation.takeError();
   model.generation = *generation;
+  if (spec.speech()) {
+    auto audio = readAudioPreprocessing(context, directory, spec);
+    if (!audio)
+      return audio.takeError();
+    model.audioPreprocessing = *audio;
+  }
   // The tokenizer beside the model: T5's spiece.model, Marian's
   // source.spm + vocab.json, or BART's byte-level BPE.
   if (hasT5SentencePieceFiles(directory) ||

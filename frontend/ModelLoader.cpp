@@ -75,7 +75,7 @@ void mlir::tfm::describeModel(LoadedModel &model) {
       model.bosToken, model.eosToken, model.addBos && model.bosToken >= 0,
       tokenizer, model.hiddenSize, model.numLayers, model.numHeads,
       model.numKVHeads, labelsAttr(context, model.labels),
-      model.imagePreprocessing, model.generation);
+      model.imagePreprocessing, model.generation, model.audioPreprocessing);
   (*model.module)->setAttr(kModelAttrName, attr);
 }
 

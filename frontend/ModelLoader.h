@@ -37,6 +37,8 @@ struct LoadedModel {
   std::vector<std::string> labels;
   /// An image model's preprocessor_config.json; null otherwise.
   ImagePreprocessingAttr imagePreprocessing;
+  /// A speech model's preprocessing (Whisper's preprocessor_config.json).
+  AudioPreprocessingAttr audioPreprocessing;
   /// An encoder-decoder's generation defaults (generation_config.json).
   GenerationAttr generation;
   /// Where the tokenizer was read from (a file, or the directory of a

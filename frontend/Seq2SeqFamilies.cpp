@@ -178,6 +178,46 @@ llvm::Error mlir::tfm::validateSeq2SeqSpec(const Seq2SeqSpec &spec,
   return llvm::Error::success();
 }
 
+llvm::Expected<AudioPreprocessingAttr>
+mlir::tfm::readAudioPreprocessing(MLIRContext &context,
+                                  llvm::StringRef directory,
+                                  const Seq2SeqSpec &spec) {
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, "preprocessor_config.json");
+  llvm::json::Object none;
+  std::optional<llvm::json::Value> file;
+  const llvm::json::Object *fields = &none;
+  if (llvm::sys::fs::exists(path)) {
+    llvm::Expected<llvm::json::Value> json = readJsonFile(path);
+    if (!json)
+      return json.takeError();
+    file = std::move(*json);
+    if (!(fields = file->getAsObject()))
+      return makeError(path + ": expected a JSON object");
+  }
+  auto integer = [&](llvm::StringRef key, int64_t fallback) {
+    return fields->getInteger(key).value_or(fallback);
+  };
+  int64_t melBins = integer("feature_size", 80);
+  int64_t rate = integer("sampling_rate", 16000);
+  int64_t nFft = integer("n_fft", 400), hop = integer("hop_length", 160);
+  int64_t samples = integer("n_samples", integer("chunk_length", 30) * rate);
+  if (melBins <= 0 || rate <= 0 || nFft < 2 || nFft % 2 || hop <= 0 ||
+      samples < hop)
+    return makeError(path + ": expected positive feature_size, sampling_rate "
+                            "and hop_length, an even n_fft and a chunk of at "
+                            "least one hop");
+  int64_t frames = 2 * spec.sourcePositions;
+  if (melBins != spec.melBins || samples / hop != frames)
+    return makeError(path + ": the features are " + llvm::Twine(melBins) +
+                     " mel bins x " + llvm::Twine(samples / hop) +
+                     " frames; the encoder takes " + llvm::Twine(spec.melBins) +
+                     " x " + llvm::Twine(frames) +
+                     " (num_mel_bins, 2 x max_source_positions)");
+  return AudioPreprocessingAttr::get(&context, melBins, rate, nFft, hop,
+                                     samples);
+}
+
 llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(
     MLIRContext &context, llvm::StringRef directory,
     const llvm::json::Object &config, const Seq2SeqSpec &spec) {

@@ -39,6 +39,13 @@ readGenerationDefaults(mlir::MLIRContext &context, llvm::StringRef directory,
                        const llvm::json::Object &config,
                        const Seq2SeqSpec &spec);
 
+/// A speech model's preprocessing: preprocessor_config.json in `directory`
+/// (WhisperFeatureExtractor's fields and defaults), checked to give the
+/// features the encoder takes.
+llvm::Expected<AudioPreprocessingAttr>
+readAudioPreprocessing(mlir::MLIRContext &context, llvm::StringRef directory,
+                       const Seq2SeqSpec &spec);
+
 /// `@forward(source, decoder ids) -> logits`. Tensors of the checkpoint
 /// that the model does not read are refused unless `isIgnoredWeight`.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>

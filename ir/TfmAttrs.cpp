@@ -20,7 +20,8 @@ ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                   int32_t bosToken, int32_t eosToken, bool addBos,
                   StringRef tokenizer, int64_t hiddenSize, int64_t numLayers,
                   int64_t numHeads, int64_t numKVHeads, ArrayAttr labels,
-                  ImagePreprocessingAttr image, GenerationAttr generation) {
+                  ImagePreprocessingAttr image, GenerationAttr generation,
+                  AudioPreprocessingAttr audio) {
   if (family.empty())
     return emitError() << "expected a non-empty model family";
   if (vocabSize < 0 || maxContext <= 0)
@@ -38,6 +39,17 @@ ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "expected non-negative sizes";
   if (labels && !llvm::all_of(labels, llvm::IsaPred<StringAttr>))
     return emitError() << "expected labels to be strings";
+  return success();
+}
+
+LogicalResult AudioPreprocessingAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t melBins,
+    int64_t samplingRate, int64_t nFft, int64_t hopLength, int64_t samples) {
+  if (melBins <= 0 || samplingRate <= 0 || nFft < 2 || nFft % 2 != 0 ||
+      hopLength <= 0 || samples < hopLength)
+    return emitError() << "expected positive mel bins, sampling rate and hop "
+                          "length, an even n_fft and at least one hop of "
+                          "samples";
   return success();
 }
 

@@ -98,6 +98,31 @@ def Tfm_ImagePreprocessingAttr : AttrDef<Tfm_Dialect, "ImagePreprocessing"> {
   let genVerifyDecl = 1;
 }
 
+def Tfm_AudioPreprocessingAttr : AttrDef<Tfm_Dialect, "AudioPreprocessing"> {
+  let mnemonic = "audio_preprocessing";
+  let summary = "how a speech model's input is made from audio";
+  let description = [{
+    A speech model's `preprocessor_config.json` (WhisperFeatureExtractor):
+    mono audio at `sampling_rate`, padded with silence or cut to
+    `samples`, becomes `mel_bins` x (`samples` / `hop_length`) log-mel
+    features: a centered STFT (`n_fft`-point periodic Hann windows every
+    `hop_length` samples, reflect-padded), power spectra through Slaney mel
+    filters from 0 to 8 kHz, log10 clamped at 1e-10 and to 8 below the
+    maximum, then (x + 4) / 4. The runtime's tfm_log_mel computes this;
+    tfm_audio_load reads and resamples the audio first.
+
+    ```mlir
+    #tfm.audio_preprocessing<mel_bins = 80, sampling_rate = 16000,
+        n_fft = 400, hop_length = 160, samples = 480000>
+    ```
+  }];
+  let parameters = (ins "int64_t":$mel_bins, "int64_t":$sampling_rate,
+                        "int64_t":$n_fft, "int64_t":$hop_length,
+                        "int64_t":$samples);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Tfm_GenerationAttr : AttrDef<Tfm_Dialect, "Generation"> {
   let mnemonic = "generation";
   let summary = "an encoder-decoder's generation defaults";
@@ -174,7 +199,9 @@ def Tfm_ModelAttr : AttrDef<Tfm_Dialect, "Model"> {
     OptionalParameter<"ImagePreprocessingAttr",
                       "an image model's preprocessing">:$image,
     OptionalParameter<"GenerationAttr",
-                      "an encoder-decoder's generation defaults">:$generation
+                      "an encoder-decoder's generation defaults">:$generation,
+    OptionalParameter<"AudioPreprocessingAttr",
+                      "a speech model's preprocessing">:$audio
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -153,7 +153,9 @@ LogicalResult PatchesOp::verify() {
 int64_t WindowsOp::windowCount(int64_t length) {
   if (ShapedType::isDynamic(length))
     return length;
-  return (length + 2 * getPadding() - getKernel()) / getStride() + 1;
+  return (length + 2 * int64_t(getPadding()) - int64_t(getKernel())) /
+             int64_t(getStride()) +
+         1;
 }
 
 LogicalResult WindowsOp::verify() {
@@ -162,19 +164,20 @@ LogicalResult WindowsOp::verify() {
       failed(expectElementType(*this, "result", getResult(),
                                getInput().getType().getElementType())))
     return failure();
-  if (getKernel() <= 0 || getStride() <= 0 || getPadding() < 0 ||
-      getPadding() >= getKernel())
+  // I64Attr reads back unsigned: a negative attribute is a huge value.
+  auto kernel = int64_t(getKernel()), stride = int64_t(getStride()),
+       padding = int64_t(getPadding());
+  if (kernel <= 0 || stride <= 0 || padding < 0 || padding >= kernel)
     return emitOpError() << "expected a positive kernel and stride and a "
                             "padding below the kernel, got kernel "
-                         << getKernel() << ", stride " << getStride()
-                         << ", padding " << getPadding();
+                         << kernel << ", stride " << stride << ", padding "
+                         << padding;
   ArrayRef<int64_t> shape = getInput().getType().getShape();
   int64_t length = shape[getChannelsFirst() ? 1 : 0];
   int64_t channels = shape[getChannelsFirst() ? 0 : 1];
   if (ShapedType::isDynamic(channels))
     return emitOpError("expected a static channel count");
-  if (!ShapedType::isDynamic(length) &&
-      length + 2 * getPadding() < getKernel())
+  if (!ShapedType::isDynamic(length) && length + 2 * padding < kernel)
     return emitOpError() << "expected at least one window in " << length
                          << " positions";
   if (failed(expectDim(*this, "result rows", getType().getDimSize(0),
@@ -482,7 +485,7 @@ LogicalResult AttentionOp::verify() {
                            << (getCausal() ? "" : "even and ") << "at least "
                            << least << ", got " << buckets;
     int64_t exact = getCausal() ? buckets / 2 : buckets / 4;
-    if (getMaxDistance().value_or(0) <= exact)
+    if (int64_t(getMaxDistance().value_or(0)) <= exact)
       return emitOpError() << "expected 'max_distance' above the " << exact
                            << " exactly bucketed distances with relative_bias";
     if (getLengths())

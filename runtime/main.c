@@ -95,6 +95,11 @@ static void usage(FILE *out, const char *argv0) {
           "    IMAGE...             an image model's inputs: PNG or JPEG files,\n"
           "                         preprocessed as preprocessor_config.json says\n"
           "    --preprocess         write the preprocessed images, f32 [3, H, W]\n"
+          "  AUDIO...               a speech model's inputs (WAV, FLAC, ...):\n"
+          "                         mono, resampled, log-mel as\n"
+          "                         preprocessor_config.json says; one\n"
+          "                         transcript per file (--preprocess\n"
+          "                         --output FILE writes the features)\n"
           "    --pixels FILE        an image model's input, raw f32 [3, H, W]\n"
           "    --features FILE      a speech model's log-mel features, raw f32\n"
           "                         [mel bins, frames] (also for generation)\n"
@@ -134,7 +139,8 @@ static int parse_options(int argc, char **argv, options *o) {
     const char *value = i + 1 < argc ? argv[i + 1] : NULL;
     double number;
     if (arg[0] != '-') {
-      /* Image files (PNG, JPEG) for an image model. */
+      /* Image files (PNG, JPEG) for an image model, audio files for a
+       * speech model. */
       if (!o->call.images && !(o->call.images = malloc(sizeof(char *) * argc))) {
         fprintf(stderr, "%s: error: out of memory\n", argv[0]);
         return 0;
@@ -396,6 +402,10 @@ int main(int argc, char **argv) {
                                    o.call.text,
                                    o.call.text_file,
                                    o.call.pixels,
+                                   o.call.images,
+                                   o.call.image_count,
+                                   o.call.preprocess,
+                                   o.call.output_path,
                                    o.print_ids,
                                    o.call.tokenize,
                                    o.new_tokens,

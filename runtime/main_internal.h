@@ -57,6 +57,10 @@ typedef struct {
   const char *tokens;           /* the source ids */
   const char *text, *text_file; /* or text: one source, one per line */
   const char *features;         /* or raw f32 features (Whisper's log-mel) */
+  const char **audio;           /* or audio files, one output line each */
+  int audio_count;
+  int preprocess;               /* write the features of audio, run nothing */
+  const char *output_path;      /* where --preprocess writes them */
   int print_ids;                /* ids even where there is a tokenizer */
   int tokenize;                 /* print each source's ids, run nothing */
   long new_tokens;              /* -n */

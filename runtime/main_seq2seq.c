@@ -124,41 +124,82 @@ static int translate(const char *argv0, tfm_model *model,
   return code == TFM_OK;
 }
 
-/* translate() from --features: a speech model's log-mel features. */
-static int translate_features(const char *argv0, tfm_model *model,
-                              const tfm_seq2seq_command *command,
-                              const tfm_tokenizer *output_tokenizer,
-                              const int32_t *forced_ids, long forced,
-                              const tfm_generation_rules *rules,
-                              FILE *step_logits) {
+/* A speech model: translate() from --features (raw log-mel features) or
+ * from each audio file in turn (tfm_audio_load), or with --preprocess the
+ * audio's features written to --output. */
+static int transcribe(const char *argv0, tfm_model *model,
+                      const tfm_seq2seq_command *command,
+                      const tfm_tokenizer *output_tokenizer,
+                      const int32_t *forced_ids, long forced,
+                      const tfm_generation_rules *rules, FILE *step_logits) {
   const tfm_entry_point *encode = tfm_model_entry_point(model, "encode");
-  float *features = tfm_main_read_features(argv0, encode, command->features);
-  if (!features)
-    return 0;
   const tfm_tensor_desc *desc = &encode->inputs[0];
-  tfm_tensor source = {features, TFM_DTYPE_F32, desc->rank, {0}, NULL};
+  if (desc->dtype != TFM_DTYPE_F32) {
+    fprintf(stderr, "%s: error: model '%s' takes text, not audio\n", argv0,
+            tfm_model_get_desc(model)->name);
+    return 0;
+  }
+  tfm_tensor source = {NULL, TFM_DTYPE_F32, desc->rank, {0}, NULL};
   memcpy(source.shape, desc->shape, sizeof source.shape);
-  int ok = translate(argv0, model, command, output_tokenizer, &source,
+  int64_t count = 1;
+  for (int32_t d = 0; d < desc->rank; ++d)
+    count *= desc->shape[d];
+  FILE *raw = NULL;
+  if (command->preprocess &&
+      !(raw = fopen(command->output_path ? command->output_path : "/dev/stdout",
+                    "wb"))) {
+    fprintf(stderr, "%s: error: cannot write '%s'\n", argv0,
+            command->output_path);
+    return 0;
+  }
+  int ok = 1;
+  for (int i = 0; ok && i < (command->features ? 1 : command->audio_count);
+       ++i) {
+    float *features = NULL;
+    if (command->features) {
+      features = tfm_main_read_features(argv0, encode, command->features);
+    } else if ((features = malloc((size_t)count * sizeof *features))) {
+      tfm_status status;
+      if (tfm_audio_load(model, command->audio[i], features, count,
+                         &status) != TFM_OK) {
+        fprintf(stderr, "%s: error: %s\n", argv0, status.message);
+        free(features);
+        features = NULL;
+      }
+    }
+    source.data = features;
+    ok = features != NULL;
+    if (ok && raw)
+      ok = fwrite(features, sizeof *features, (size_t)count, raw) ==
+           (size_t)count;
+    else if (ok)
+      ok = translate(argv0, model, command, output_tokenizer, &source,
                      forced_ids, forced, rules, step_logits);
-  free(features);
+    free(features);
+  }
+  if (raw && fclose(raw) != 0 && ok) {
+    fprintf(stderr, "%s: error: cannot write '%s'\n", argv0,
+            command->output_path);
+    ok = 0;
+  }
   return ok;
 }
 
 int tfm_main_seq2seq(const char *argv0, tfm_model *model,
                      const tfm_seq2seq_command *command) {
   int sources = !!command->tokens + !!command->text + !!command->text_file +
-                !!command->features;
+                !!command->features + !!command->audio_count;
   if (sources != 1) {
     fprintf(stderr,
             "%s: error: an encoder-decoder needs one source: --text, "
-            "--text-file, --tokens \"ids\" or --features FILE (or "
-            "--decoder-tokens for teacher forcing)\n",
+            "--text-file, --tokens \"ids\", --features FILE or audio files "
+            "(or --decoder-tokens for teacher forcing)\n",
             argv0);
     return 1;
   }
   tfm_status status;
   const tfm_tokenizer *tokenizer = NULL;
-  int given_ids = command->tokens || command->features;
+  int given_ids = command->tokens || command->features || command->audio_count;
   if (!given_ids || !command->print_ids) {
     tokenizer = tfm_model_tokenizer(model, &status);
     if (!tokenizer && !given_ids) {
@@ -208,9 +249,9 @@ int tfm_main_seq2seq(const char *argv0, tfm_model *model,
   for (long number = 1; ok; ++number) {
     long n = 0;
     int32_t *source = NULL;
-    if (command->features) {
-      ok = ok && translate_features(argv0, model, command, output, forced_ids,
-                                    forced, &rules, step_logits);
+    if (command->features || command->audio_count) {
+      ok = ok && transcribe(argv0, model, command, output, forced_ids, forced,
+                            &rules, step_logits);
       break;
     }
     if (command->tokens) {

@@ -216,6 +216,14 @@ typedef struct {
   float mean[3], std[3];
 } tfm_image_preprocessing;
 
+/* How a speech model's input is made from audio (its
+ * preprocessor_config.json, WhisperFeatureExtractor): mono samples at
+ * sampling_rate, padded or cut to `samples`, become log-mel features f32
+ * [mel_bins, samples / hop_length] (tfm_log_mel). */
+typedef struct {
+  int64_t mel_bins, sampling_rate, n_fft, hop_length, samples;
+} tfm_audio_preprocessing;
+
 /* An encoder-decoder's generation defaults, from its generation_config.json
  * (or config.json): what transformers' generate() does unless told
  * otherwise. */
@@ -275,6 +283,8 @@ typedef struct tfm_model_desc {
   const tfm_image_preprocessing *image_preprocessing;
   /* An encoder-decoder's generation defaults, or NULL. */
   const tfm_generation_defaults *generation;
+  /* A speech model's preprocessing (tfm_audio_load), or NULL. */
+  const tfm_audio_preprocessing *audio_preprocessing;
   int32_t num_entry_points;
   const tfm_entry_point *entry_points;
   int32_t num_caches;

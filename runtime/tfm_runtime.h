@@ -47,7 +47,8 @@ typedef enum {
   TFM_ERROR_IO = 7,
   TFM_ERROR_ABI = 8,              /* model built for another runtime ABI */
   TFM_ERROR_NOT_FOUND = 9,        /* no such entry point */
-  TFM_ERROR_IMAGE = 10            /* unreadable, malformed or unsupported image */
+  TFM_ERROR_IMAGE = 10,           /* unreadable, malformed or unsupported image */
+  TFM_ERROR_AUDIO = 11            /* unreadable, malformed or unsupported audio */
 } tfm_status_code;
 
 typedef struct {
@@ -333,6 +334,28 @@ int tfm_tokenizer_is_special(const tfm_tokenizer *tokenizer, int32_t id);
 const char *tfm_tokenizer_decode(const tfm_tokenizer *tokenizer,
                                  int32_t previous, int32_t id, int32_t bos,
                                  size_t *size);
+
+/* A speech model's input from an audio file (WAV, FLAC, Ogg, ... as
+ * libsndfile reads them): channels mixed down to mono (their mean),
+ * resampled to the model's rate with libsoxr (high quality) where it
+ * differs, padded with silence or cut to the model's chunk (Whisper's 30
+ * s), then tfm_log_mel into `features` (`capacity` floats). TFM_ERROR_AUDIO
+ * says what is wrong with the file (unknown format, truncated, no
+ * samples), TFM_ERROR_NOT_FOUND when the model takes no audio,
+ * TFM_ERROR_INVALID_ARGUMENT when `capacity` is too small. */
+tfm_status_code tfm_audio_load(const tfm_model *model, const char *path,
+                               float *features, int64_t capacity,
+                               tfm_status *status);
+
+/* Whisper's log-mel features of `n` mono samples at the model's rate,
+ * padded with silence or cut to its chunk, as WhisperFeatureExtractor
+ * computes them: a centered STFT (periodic Hann windows of n_fft samples
+ * every hop_length, reflect-padded ends, FFTW), power spectra through Slaney
+ * mel filters, log10 clamped at 1e-10 and to 8 below the maximum, (x + 4) /
+ * 4; f32 [mel bins, chunk / hop_length] into `features`. */
+tfm_status_code tfm_log_mel(const tfm_model *model, const float *samples,
+                            int64_t n, float *features, int64_t capacity,
+                            tfm_status *status);
 
 /* An image model's input from a PNG or JPEG file (or its bytes in
  * memory): decoded as Pillow decodes it and converted to RGB (gray

@@ -1,0 +1,264 @@
+/*===- audio.c - a speech model's input: audio files, log-mel features ---===//
+ *
+ * tfm_audio_load reads an audio file with libsndfile, mixes it down to
+ * mono, resamples it with libsoxr and hands it to tfm_log_mel, which
+ * computes Whisper's features as WhisperFeatureExtractor does (its torch
+ * path: torch.stft, centered, reflect padding, periodic Hann window; the
+ * last frame dropped) in double precision, with FFTW's real FFT. The mel
+ * filters are transformers' mel_filter_bank(norm="slaney",
+ * mel_scale="slaney") from 0 to 8 kHz, computed here from the model's
+ * recorded parameters.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/status.h"
+#include "runtime/tfm_runtime.h"
+
+#include <fftw3.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sndfile.h>
+#include <soxr.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Slaney's mel scale: linear below 1 kHz, logarithmic above. */
+static double hertz_to_mel(double hertz) {
+  const double min_log_hertz = 1000.0, min_log_mel = 15.0;
+  const double logstep = 27.0 / log(6.4);
+  return hertz >= min_log_hertz
+             ? min_log_mel + log(hertz / min_log_hertz) * logstep
+             : 3.0 * hertz / 200.0;
+}
+
+static double mel_to_hertz(double mel) {
+  const double min_log_hertz = 1000.0, min_log_mel = 15.0;
+  const double logstep = log(6.4) / 27.0;
+  return mel >= min_log_mel ? min_log_hertz * exp(logstep * (mel - min_log_mel))
+                            : 200.0 * mel / 3.0;
+}
+
+/* filters[k * mels + m]: weight of frequency bin k in mel bin m, as
+ * mel_filter_bank computes it (triangles between mel-spaced edges, each
+ * scaled by 2 / its width in Hz). */
+static void mel_filters(int64_t bins, int64_t mels, double rate,
+                        double *filters) {
+  double low = hertz_to_mel(0.0), high = hertz_to_mel(8000.0);
+  double *edges = malloc((size_t)(mels + 2) * sizeof *edges);
+  for (int64_t i = 0; i < mels + 2; ++i)
+    edges[i] = mel_to_hertz(low + (high - low) * (double)i / (double)(mels + 1));
+  for (int64_t k = 0; k < bins; ++k) {
+    /* np.linspace(0, sampling_rate // 2, bins) */
+    double hertz = (double)((int64_t)rate / 2) * (double)k / (double)(bins - 1);
+    for (int64_t m = 0; m < mels; ++m) {
+      double down = (hertz - edges[m]) / (edges[m + 1] - edges[m]);
+      double up = (edges[m + 2] - hertz) / (edges[m + 2] - edges[m + 1]);
+      double weight = fmax(0.0, fmin(down, up));
+      filters[k * mels + m] = weight * 2.0 / (edges[m + 2] - edges[m]);
+    }
+  }
+  free(edges);
+}
+
+/* FFTW's planner is not thread-safe; executing a plan is. */
+static pthread_mutex_t planner = PTHREAD_MUTEX_INITIALIZER;
+
+tfm_status_code tfm_log_mel(const tfm_model *model, const float *samples,
+                            int64_t n, float *features, int64_t capacity,
+                            tfm_status *status) {
+  if (!model || (!samples && n > 0) || !features || n < 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_log_mel: NULL argument");
+  const tfm_audio_preprocessing *p =
+      tfm_model_get_desc(model)->audio_preprocessing;
+  if (!p)
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
+                    "model '%s' takes no audio", tfm_model_get_desc(model)->name);
+  int64_t length = p->samples, hop = p->hop_length, n_fft = p->n_fft;
+  int64_t frames = length / hop, mels = p->mel_bins, bins = n_fft / 2 + 1;
+  if (capacity < mels * frames)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_log_mel: room for %lld features, %lld needed",
+                    (long long)capacity, (long long)(mels * frames));
+  int64_t pad = n_fft / 2;
+  double *signal = calloc((size_t)(length + 2 * pad), sizeof *signal);
+  double *window = malloc((size_t)n_fft * sizeof *window);
+  double *filters = malloc((size_t)(bins * mels) * sizeof *filters);
+  double *mel = malloc((size_t)(mels * frames) * sizeof *mel);
+  double *frame = fftw_malloc((size_t)n_fft * sizeof *frame);
+  fftw_complex *spectrum = fftw_malloc((size_t)bins * sizeof *spectrum);
+  double *power = malloc((size_t)bins * sizeof *power);
+  fftw_plan plan = NULL;
+  if (signal && window && filters && mel && frame && spectrum && power) {
+    pthread_mutex_lock(&planner);
+    plan = fftw_plan_dft_r2c_1d((int)n_fft, frame, spectrum, FFTW_ESTIMATE);
+    pthread_mutex_unlock(&planner);
+  }
+  if (!plan) {
+    free(signal), free(window), free(filters), free(mel), free(power);
+    fftw_free(frame), fftw_free(spectrum);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+  /* The chunk, then its ends reflected (torch.stft's center=True). */
+  double *x = signal + pad;
+  for (int64_t i = 0; i < length && i < n; ++i)
+    x[i] = samples[i];
+  for (int64_t i = 1; i <= pad; ++i) {
+    x[-i] = x[i];
+    x[length - 1 + i] = x[length - 1 - i];
+  }
+  for (int64_t i = 0; i < n_fft; ++i) /* periodic Hann */
+    window[i] = 0.5 - 0.5 * cos(2.0 * M_PI * (double)i / (double)n_fft);
+  mel_filters(bins, mels, (double)p->sampling_rate, filters);
+  /* Each filter's nonzero bins, so that the product skips the zeros. */
+  int64_t *first = malloc((size_t)mels * 2 * sizeof *first);
+  int64_t *last = first ? first + mels : NULL;
+  for (int64_t m = 0; first && m < mels; ++m) {
+    first[m] = bins;
+    last[m] = 0;
+    for (int64_t k = 0; k < bins; ++k)
+      if (filters[k * mels + m] != 0) {
+        first[m] = k < first[m] ? k : first[m];
+        last[m] = k + 1;
+      }
+  }
+  double maximum = -INFINITY;
+  for (int64_t t = 0; first && t < frames; ++t) {
+    const double *segment = signal + t * hop;
+    for (int64_t i = 0; i < n_fft; ++i)
+      frame[i] = segment[i] * window[i];
+    fftw_execute_dft_r2c(plan, frame, spectrum);
+    for (int64_t k = 0; k < bins; ++k)
+      power[k] = spectrum[k][0] * spectrum[k][0] + spectrum[k][1] * spectrum[k][1];
+    for (int64_t m = 0; m < mels; ++m) {
+      double sum = 0;
+      for (int64_t k = first[m]; k < last[m]; ++k)
+        sum += filters[k * mels + m] * power[k];
+      double value = log10(fmax(sum, 1e-10));
+      mel[m * frames + t] = value;
+      maximum = fmax(maximum, value);
+    }
+  }
+  for (int64_t i = 0; first && i < mels * frames; ++i)
+    features[i] = (float)((fmax(mel[i], maximum - 8.0) + 4.0) / 4.0);
+  pthread_mutex_lock(&planner);
+  fftw_destroy_plan(plan);
+  pthread_mutex_unlock(&planner);
+  int ok = first != NULL;
+  free(first);
+  free(signal), free(window), free(filters), free(mel), free(power);
+  fftw_free(frame), fftw_free(spectrum);
+  return ok ? TFM_OK : tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+}
+
+/* The file's samples mixed down to mono (the channels' mean) into *out,
+ * with their count and rate. */
+static tfm_status_code read_mono(const char *path, float **out, int64_t *n,
+                                 int *rate, tfm_status *status) {
+  SF_INFO info;
+  memset(&info, 0, sizeof info);
+  SNDFILE *file = sf_open(path, SFM_READ, &info);
+  if (!file) {
+    return tfm_fail(status, TFM_ERROR_AUDIO, "cannot read audio '%s': %s", path,
+             sf_strerror(NULL));
+  }
+  /* libsndfile reads what a cut file holds and notes in its log that the
+   * header promised more ("data : 32000 (should be 15978)"): refuse that
+   * rather than transcribe part of the audio. */
+  char log[2048] = "";
+  sf_command(file, SFC_GET_LOG_INFO, log, sizeof log);
+  long long promised = 0, present = 0;
+  const char *data = strstr(log, "\ndata : ");
+  if (data &&
+      sscanf(data, "\ndata : %lld (should be %lld)", &promised, &present) == 2 &&
+      present < promised) {
+    sf_close(file);
+    return tfm_fail(status, TFM_ERROR_AUDIO,
+                    "'%s' is truncated: its header promises %lld bytes of "
+                    "samples, %lld are there",
+                    path, promised, present);
+  }
+  if (info.frames <= 0 || info.channels <= 0) {
+    sf_close(file);
+    return tfm_fail(status, TFM_ERROR_AUDIO, "'%s' has no samples", path);
+  }
+  /* At most an hour: a longer header is a malformed file, not a request. */
+  if (info.frames > (int64_t)info.samplerate * 3600 || info.samplerate <= 0) {
+    sf_close(file);
+    return tfm_fail(status, TFM_ERROR_AUDIO,
+             "'%s': %lld frames at %d Hz is not audio tfmc transcribes", path,
+             (long long)info.frames, info.samplerate);
+  }
+  float *interleaved =
+      malloc((size_t)info.frames * (size_t)info.channels * sizeof(float));
+  float *mono = malloc((size_t)info.frames * sizeof(float));
+  if (!interleaved || !mono) {
+    free(interleaved), free(mono);
+    sf_close(file);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+  sf_count_t got = sf_readf_float(file, interleaved, info.frames);
+  int error = sf_error(file);
+  sf_close(file);
+  if (got != info.frames || error) {
+    free(interleaved), free(mono);
+    return tfm_fail(status, TFM_ERROR_AUDIO,
+             "'%s' is truncated or corrupt: %lld of %lld frames read", path,
+             (long long)got, (long long)info.frames);
+  }
+  for (sf_count_t i = 0; i < info.frames; ++i) {
+    double sum = 0;
+    for (int c = 0; c < info.channels; ++c)
+      sum += interleaved[i * info.channels + c];
+    mono[i] = (float)(sum / info.channels);
+  }
+  free(interleaved);
+  *out = mono;
+  *n = info.frames;
+  *rate = info.samplerate;
+  return TFM_OK;
+}
+
+tfm_status_code tfm_audio_load(const tfm_model *model, const char *path,
+                               float *features, int64_t capacity,
+                               tfm_status *status) {
+  if (!model || !path || !features)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_audio_load: NULL argument");
+  const tfm_audio_preprocessing *p =
+      tfm_model_get_desc(model)->audio_preprocessing;
+  if (!p)
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND, "model '%s' takes no audio",
+                    tfm_model_get_desc(model)->name);
+  int64_t n = 0;
+  int rate = 0;
+  float *samples = NULL;
+  tfm_status_code read = read_mono(path, &samples, &n, &rate, status);
+  if (read != TFM_OK)
+    return read;
+  if (rate != p->sampling_rate) {
+    /* Only as much as the chunk needs, and then some for the filter. */
+    size_t room = (size_t)((double)n * (double)p->sampling_rate / rate) + 16;
+    float *resampled = malloc(room * sizeof *resampled);
+    size_t done = 0;
+    soxr_quality_spec_t quality = soxr_quality_spec(SOXR_HQ, 0);
+    soxr_error_t error =
+        resampled ? soxr_oneshot(rate, (double)p->sampling_rate, 1, samples,
+                                 (size_t)n, NULL, resampled, room, &done, NULL,
+                                 &quality, NULL)
+                  : "out of memory";
+    free(samples);
+    if (error) {
+      free(resampled);
+      return tfm_fail(status, TFM_ERROR_AUDIO,
+                      "cannot resample '%s' from %d to %lld Hz: %s", path, rate,
+                      (long long)p->sampling_rate, error);
+    }
+    samples = resampled;
+    n = (int64_t)done;
+  }
+  tfm_status_code code = tfm_log_mel(model, samples, n, features, capacity, status);
+  free(samples);
+  return code;
+}
