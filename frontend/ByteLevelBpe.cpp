@@ -134,6 +134,42 @@ llvm::Error readTokenizerJson(llvm::StringRef path, RawBpe &raw) {
   return llvm::Error::success();
 }
 
+/// The tokens tokenizer_config.json's added_tokens_decoder marks special
+/// (<|endoftext|>, Whisper's task tokens): matched whole in text, with
+/// their lstrip/rstrip, and skipped when output is shown.
+llvm::Error readSpecialTokens(llvm::StringRef directory,
+                              TokenizerVocab &vocab) {
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, "tokenizer_config.json");
+  if (!llvm::sys::fs::exists(path))
+    return llvm::Error::success();
+  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
+  if (!json)
+    return json.takeError();
+  const llvm::json::Object *config = json->getAsObject();
+  const llvm::json::Object *added =
+      config ? config->getObject("added_tokens_decoder") : nullptr;
+  if (!added)
+    return llvm::Error::success();
+  for (const auto &[key, value] : *added) {
+    const llvm::json::Object *token = value.getAsObject();
+    int64_t id = -1;
+    if (!token || key.str().empty() ||
+        llvm::StringRef(key.str()).getAsInteger(10, id) || id < 0 ||
+        id >= int64_t(vocab.pieces.size()))
+      return makeError(path + ": added token '" + key.str() +
+                       "' is not an id of the vocabulary");
+    if (!token->getBoolean("special").value_or(false) ||
+        llvm::is_contained(vocab.specialTokens, int32_t(id)))
+      continue;
+    vocab.specialTokens.push_back(int32_t(id));
+    vocab.specialTokenStrips.push_back(
+        uint8_t(token->getBoolean("lstrip").value_or(false)) |
+        uint8_t(token->getBoolean("rstrip").value_or(false)) << 1);
+  }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 bool mlir::tfm::hasByteLevelBpeFiles(llvm::StringRef directory) {
@@ -166,6 +202,17 @@ mlir::tfm::readByteLevelBpe(llvm::StringRef directory) {
       return std::move(err);
     if (llvm::Error err = readMergesText(mergesPath, raw))
       return std::move(err);
+    // A slow tokenizer's added tokens (Whisper's <|startoftranscript|>,
+    // languages, tasks) extend the vocabulary.
+    std::string addedPath = inDirectory("added_tokens.json");
+    if (llvm::sys::fs::exists(addedPath)) {
+      llvm::Expected<llvm::json::Value> added = readJsonFile(addedPath);
+      if (!added)
+        return added.takeError();
+      if (llvm::Error err =
+              readVocabObject(added->getAsObject(), addedPath, raw))
+        return std::move(err);
+    }
     source = vocabPath;
   } else if (llvm::sys::fs::exists(jsonPath)) {
     if (llvm::Error err = readTokenizerJson(jsonPath, raw))
@@ -199,6 +246,8 @@ mlir::tfm::readByteLevelBpe(llvm::StringRef directory) {
     if (!seen[id])
       return makeError(source + ": no token has id " + llvm::Twine(id) +
                        " (ids must be 0 to " + llvm::Twine(size - 1) + ")");
+  if (llvm::Error err = readSpecialTokens(directory, vocab))
+    return std::move(err);
   for (auto [rank, merge] : llvm::enumerate(raw.merges)) {
     auto left = idOf.find(merge.first), right = idOf.find(merge.second),
          merged = idOf.find(merge.first + merge.second);

@@ -39,7 +39,7 @@ func.func @forward(%t: tensor<?xi32>) -> tensor<?x4xf32> {
 
 module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 8>} {
 tfm.weight_decl @w : tensor<8x4xf32>
-// expected-error @+1 {{'func.func' op expected @forward(tokens: tensor<?xiN>) -> logits, or an encoder-decoder's @forward(source, decoder ids), for a KV cache}}
+// expected-error @+1 {{'func.func' op expected @forward(tokens: tensor<?xiN>) -> logits, or an encoder-decoder's @forward(source ids or features, decoder ids), for a KV cache}}
 func.func @forward(%t: tensor<?xi32>, %bias: tensor<2x?x?xf32>) -> tensor<?x2x4xf32> {
   %w = tfm.weight @w : tensor<8x4xf32>
   %x = tfm.embedding %w[%t] : tensor<8x4xf32>, tensor<?xi32> -> tensor<?x4xf32>

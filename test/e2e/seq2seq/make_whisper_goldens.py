@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Writes the Whisper fixture (test/e2e/seq2seq/Inputs/whisper/: a tiny
 random WhisperForConditionalGeneration, config.json + model.safetensors +
-generation_config.json + preprocessor_config.json) and its goldens with
-transformers 4.40 (../shared/reference):
+generation_config.json + preprocessor_config.json, and a WhisperTokenizer:
+GPT-2's 256 byte tokens, MERGES merges, <|endoftext|> and the prompt's
+special tokens) and its goldens with transformers 4.40
+(../shared/reference):
 
 - whisper.features.bin: WhisperFeatureExtractor's log-mel features of 1 s
   of a two-tone signal (chunk_length 1: 100 frames, the encoder's 2 x 50
@@ -11,13 +13,17 @@ transformers 4.40 (../shared/reference):
   DECODER_TOKENS, f32 [positions, vocab];
 - whisper.greedy.txt: the ids generate() picks greedily after the decoder
   start token: the forced prompt (language, task, no timestamps), then at
-  most NEW_TOKENS, with suppress_tokens and begin_suppress_tokens.
+  most NEW_TOKENS, with suppress_tokens (the special tokens, and bytes past
+  printable ASCII so that every output is plain text) and
+  begin_suppress_tokens;
+  whisper.text.txt the text decode(skip_special_tokens=True) makes of them.
 
 Regenerate with
 
     bash ../shared/reference/setup.sh && source /tmp/tfm-hfref/env.sh
     /usr/bin/python3 test/e2e/seq2seq/make_whisper_goldens.py
 """
+import json
 import os
 
 import numpy as np
@@ -26,11 +32,58 @@ import transformers as tf
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "Inputs")
-EOS, START, LANGUAGE, TASK, NO_TIMESTAMPS = 80, 81, 82, 83, 84
+MERGES = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("Ġ", "a"),
+          ("o", "n"), ("e", "r"), ("Ġ", "s")]
+SPECIALS = ["<|startoftranscript|>", "<|en|>", "<|transcribe|>",
+            "<|notimestamps|>"]
+
+
+def byte_alphabet():
+    """GPT-2's bytes_to_unicode: printable bytes stand for themselves, the
+    others for code points from 256 on."""
+    printable = (list(range(ord("!"), ord("~") + 1)) +
+                 list(range(ord("¡"), ord("¬") + 1)) +
+                 list(range(ord("®"), ord("ÿ") + 1)))
+    chars, n = [], 0
+    for b in range(256):
+        if b in printable:
+            chars.append(chr(b))
+        else:
+            chars.append(chr(256 + n))
+            n += 1
+    return chars
+
+
+def write_tokenizer(folder):
+    os.makedirs(folder, exist_ok=True)
+    alphabet = byte_alphabet()
+    vocab = {c: i for i, c in enumerate(alphabet)}
+    for left, right in MERGES:
+        vocab[left + right] = len(vocab)
+    vocab["<|endoftext|>"] = len(vocab)
+    with open(os.path.join(folder, "vocab.json"), "w") as f:
+        json.dump(vocab, f)
+    with open(os.path.join(folder, "merges.txt"), "w") as f:
+        f.write("#version: 0.2\n")
+        f.writelines(f"{l} {r}\n" for l, r in MERGES)
+    tokenizer = tf.WhisperTokenizer(
+        os.path.join(folder, "vocab.json"), os.path.join(folder, "merges.txt"),
+        unk_token="<|endoftext|>", bos_token="<|endoftext|>",
+        eos_token="<|endoftext|>", pad_token="<|endoftext|>")
+    tokenizer.add_special_tokens({"additional_special_tokens": SPECIALS})
+    tokenizer.save_pretrained(folder)
+    return tokenizer, alphabet
+
+
+FOLDER = os.path.join(OUT, "whisper")
+TOKENIZER, ALPHABET = write_tokenizer(FOLDER)
+EOS = TOKENIZER.convert_tokens_to_ids("<|endoftext|>")
+START, LANGUAGE, TASK, NO_TIMESTAMPS = TOKENIZER.convert_tokens_to_ids(SPECIALS)
 PROMPT = [LANGUAGE, TASK, NO_TIMESTAMPS]
-DECODER_TOKENS = [START] + PROMPT + [10, 20, 30, 40, 50]
-SUPPRESSED = [5, 7, 9, START, LANGUAGE, TASK, NO_TIMESTAMPS]
-BEGIN_SUPPRESSED = [3, EOS]
+DECODER_TOKENS = [START] + PROMPT + [72, 101, 108, 259, 32]
+SUPPRESSED = ([START, LANGUAGE, TASK, NO_TIMESTAMPS] + list(range(0, 32)) +
+              list(range(127, 256)))
+BEGIN_SUPPRESSED = [32, EOS]
 NEW_TOKENS = 12
 
 
@@ -53,7 +106,7 @@ def randomize(model, seed):
 
 def main():
     config = tf.WhisperConfig(
-        vocab_size=96, num_mel_bins=80, encoder_layers=2, decoder_layers=2,
+        vocab_size=len(TOKENIZER), num_mel_bins=80, encoder_layers=2, decoder_layers=2,
         encoder_attention_heads=4, decoder_attention_heads=4, d_model=32,
         encoder_ffn_dim=48, decoder_ffn_dim=48, max_source_positions=50,
         max_target_positions=40, pad_token_id=EOS, bos_token_id=EOS,
@@ -62,9 +115,9 @@ def main():
     config._attn_implementation = "eager"
     torch.manual_seed(0)
     model = tf.WhisperForConditionalGeneration(config).eval()
-    randomize(model, 7)
+    randomize(model, 8)
     extractor = tf.WhisperFeatureExtractor(feature_size=80, chunk_length=1)
-    folder = os.path.join(OUT, "whisper")
+    folder = FOLDER
     generation = model.generation_config
     generation.forced_decoder_ids = [[i + 1, t] for i, t in enumerate(PROMPT)]
     generation.suppress_tokens = SUPPRESSED
@@ -93,7 +146,11 @@ def main():
             max_new_tokens=NEW_TOKENS)[0].tolist()
     with open(os.path.join(OUT, "whisper.greedy.txt"), "w") as f:
         f.write(" ".join(map(str, ids[1:])) + "\n")
-    print("greedy", ids)
+    text = TOKENIZER.decode(ids, skip_special_tokens=True,
+                            clean_up_tokenization_spaces=False)
+    with open(os.path.join(OUT, "whisper.text.txt"), "w") as f:
+        f.write(text + "\n")
+    print("greedy", ids, repr(text))
 
 
 if __name__ == "__main__":
