@@ -41,6 +41,9 @@ struct tfm_seq2seq_state {
   tfm_tensor cross;   /* read by every beam */
   tfm_tensor *caches; /* 2 x beams: this step's, then the next step's */
   int current;        /* 0 or 1: which half is this step's */
+  /* Per beam of this step, the next step's beam that took its cache whole
+   * (-1: none yet), which later children copy from. */
+  int *moved_to;
   float *logits;
 };
 
@@ -62,6 +65,7 @@ void tfm_seq2seq_end(tfm_seq2seq_state *s) {
     for (int i = 0; i < 2 * s->beams; ++i)
       free(s->caches[i].data);
   free(s->caches);
+  free(s->moved_to);
   free(s->logits);
   free(s);
 }
@@ -110,7 +114,11 @@ tfm_status_code tfm_seq2seq_begin(tfm_model *model, const tfm_tensor *source,
                                              : cross_desc->shape[2];
   s->caches = calloc((size_t)(2 * beams), sizeof *s->caches);
   s->logits = malloc((size_t)desc->vocab_size * sizeof *s->logits);
-  int ok = s->caches && s->logits && allocate_cache(cross_desc, &s->cross);
+  s->moved_to = malloc((size_t)beams * sizeof *s->moved_to);
+  for (int i = 0; s->moved_to && i < beams; ++i)
+    s->moved_to[i] = -1;
+  int ok = s->caches && s->logits && s->moved_to &&
+           allocate_cache(cross_desc, &s->cross);
   for (int i = 0; ok && i < 2 * beams; ++i)
     ok = allocate_cache(self_desc, &s->caches[i]);
   if (!ok) {
@@ -162,14 +170,26 @@ tfm_status_code tfm_seq2seq_step(tfm_seq2seq_state *s, int beam, int32_t token,
 
 tfm_status_code tfm_seq2seq_fork(tfm_seq2seq_state *s, int from, int to,
                                  int64_t used, tfm_status *status) {
-  const tfm_tensor *source = &s->caches[s->current * s->beams + from];
-  tfm_tensor *target = &s->caches[(1 - s->current) * s->beams + to];
+  tfm_tensor *current = &s->caches[s->current * s->beams];
+  tfm_tensor *next = &s->caches[(1 - s->current) * s->beams];
   /* [layers, 2, capacity, heads, dim]: every layer's K and V planes. */
-  int64_t capacity = source->shape[2];
+  int64_t capacity = current[from].shape[2];
   if (used > capacity)
     return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
                     "a beam of %lld positions in a cache of %lld",
                     (long long)used, (long long)capacity);
+  if (s->moved_to[from] < 0) {
+    /* The first continuation of a beam takes its cache as it is: the
+     * buffers trade places, nothing is copied. */
+    tfm_tensor taken = next[to];
+    next[to] = current[from];
+    current[from] = taken;
+    s->moved_to[from] = to;
+    return TFM_OK;
+  }
+  /* Further continuations copy the positions written so far from it. */
+  const tfm_tensor *source = &next[s->moved_to[from]];
+  tfm_tensor *target = &next[to];
   size_t row = (size_t)(source->shape[3] * source->shape[4]) * sizeof(float);
   for (int64_t plane = 0; plane < source->shape[0] * 2; ++plane)
     memcpy((char *)target->data + (size_t)(plane * capacity) * row,
@@ -178,7 +198,11 @@ tfm_status_code tfm_seq2seq_fork(tfm_seq2seq_state *s, int from, int to,
   return TFM_OK;
 }
 
-void tfm_seq2seq_commit(tfm_seq2seq_state *s) { s->current = 1 - s->current; }
+void tfm_seq2seq_commit(tfm_seq2seq_state *s) {
+  s->current = 1 - s->current;
+  for (int i = 0; i < s->beams; ++i)
+    s->moved_to[i] = -1;
+}
 
 tfm_status_code tfm_seq2seq_generate(tfm_model *model, const int32_t *source,
                                      int64_t n,

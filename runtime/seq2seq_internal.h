@@ -3,8 +3,8 @@
  * What greedy generation (seq2seq.c) and beam search (beam_search.c) share:
  * the source encoded once into the cross-attention cache, and one
  * self-attention cache per beam, decoded a token at a time through
- * @decode. Beams fork by copying the positions written so far into the
- * next step's caches.
+ * @decode. A beam's first continuation takes its cache over; further
+ * continuations copy the positions written so far.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -28,7 +28,8 @@ tfm_status_code tfm_seq2seq_step(tfm_seq2seq_state *state, int beam,
                                  int32_t token, int64_t position,
                                  float **logits, tfm_status *status);
 /* The next step's beam `to` continues beam `from`: the first `used`
- * positions of its cache. */
+ * positions of its cache. The first continuation of a beam takes its
+ * cache without copying; only further ones copy the prefix. */
 tfm_status_code tfm_seq2seq_fork(tfm_seq2seq_state *state, int from, int to,
                                  int64_t used, tfm_status *status);
 /* The forked caches become the beams. */

@@ -265,8 +265,9 @@ tfm_status_code tfm_seq2seq_generate_from(
 
 /* Beam search of an encoder-decoder, as transformers' generate(num_beams)
  * searches: the source is encoded once and its cross-attention cache
- * shared by every beam; each beam has its own self-attention cache, forked
- * by copying the positions written so far. Writes the best hypothesis's
+ * shared by every beam; each beam has its own self-attention cache: a
+ * beam's first continuation takes it over, further ones copy the
+ * positions written so far. Writes the best hypothesis's
  * tokens (after the decoder start token, ended by the end-of-sequence token
  * when it has one) to `out` (at most `capacity`; *count says how many). */
 tfm_status_code tfm_seq2seq_beam_search(tfm_model *model,
