@@ -40,7 +40,7 @@ import os
 import subprocess
 import sys
 
-from compare_peers import hardware_limits, install_onnxruntime
+from compare_peers import hardware_limits, install_onnxruntime, link_model_bench
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -260,18 +260,7 @@ def compile_bench(work, name, vit):
     encode_bench.c; returns (model folder, executable)."""
     model = os.path.join(work, name)
     make_model(model, vit)
-    lib = os.path.join(work, name + "-lib")
-    os.makedirs(lib, exist_ok=True)
-    subprocess.run([os.path.join(ROOT, "build", "bin", "tfmc"), model,
-                    "--emit=staticlib", "--prefix", "model",
-                    "-o", os.path.join(lib, "libmodel.a")], check=True)
-    exe = os.path.join(lib, "encode-bench")
-    subprocess.run(["cc", "-O2", os.path.join(HERE, "encode_bench.c"), "-I" + lib,
-                    "-I" + ROOT, os.path.join(lib, "libmodel.a"),
-                    os.path.join(ROOT, "build", "lib", "libtfmrt.a"),
-                    "-lopenblas", "-lutf8proc", "-lpng", "-ljpeg", "-lm", "-lpthread", "-o", exe],
-                   check=True)
-    return model, exe
+    return model, link_model_bench(work, model, "encode_bench.c", name)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,25 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
+def link_model_bench(work, model, harness, name):
+    """The model folder `model` compiled with --emit=staticlib (symbol
+    model_model) into WORK/NAME-lib and linked into the C harness
+    `harness` (bench/*.c); returns the executable."""
+    lib = os.path.join(work, name + "-lib")
+    os.makedirs(lib, exist_ok=True)
+    subprocess.run([os.path.join(ROOT, "build", "bin", "tfmc"), model,
+                    "--emit=staticlib", "--prefix", "model",
+                    "-o", os.path.join(lib, "libmodel.a")], check=True)
+    exe = os.path.join(lib, os.path.splitext(os.path.basename(harness))[0])
+    subprocess.run(["cc", "-O2", os.path.join(HERE, harness), "-I" + lib,
+                    "-I" + ROOT, os.path.join(lib, "libmodel.a"),
+                    os.path.join(ROOT, "build", "lib", "libtfmrt.a"),
+                    "-lopenblas", "-lutf8proc", "-lpng", "-ljpeg", "-lfftw3",
+                    "-lsndfile", "-lsoxr", "-lm", "-lpthread", "-o", exe],
+                   check=True)
+    return exe
+
+
 def hardware_limits(work):
     exe = os.path.join(work, "hwlimits")
     subprocess.run(["cc", "-O3", "-march=native", "-fopenmp",

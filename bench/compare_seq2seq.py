@@ -33,7 +33,8 @@ import os
 import subprocess
 import sys
 
-from compare_peers import hardware_limits, install_onnxruntime, read_bandwidth
+from compare_peers import (hardware_limits, install_onnxruntime,
+                           link_model_bench, read_bandwidth)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -75,19 +76,7 @@ def make_model(directory, whisper):
 def compile_bench(work, name, whisper):
     model = os.path.join(work, name)
     make_model(model, whisper)
-    lib = os.path.join(work, name + "-lib")
-    os.makedirs(lib, exist_ok=True)
-    subprocess.run([os.path.join(ROOT, "build", "bin", "tfmc"), model,
-                    "--emit=staticlib", "--prefix", "model",
-                    "-o", os.path.join(lib, "libmodel.a")], check=True)
-    exe = os.path.join(lib, "seq2seq-bench")
-    subprocess.run(["cc", "-O2", os.path.join(HERE, "seq2seq_bench.c"), "-I" + lib,
-                    "-I" + ROOT, os.path.join(lib, "libmodel.a"),
-                    os.path.join(ROOT, "build", "lib", "libtfmrt.a"),
-                    "-lopenblas", "-lutf8proc", "-lpng", "-ljpeg", "-lfftw3",
-                    "-lsndfile", "-lsoxr", "-lm", "-lpthread", "-o", exe],
-                   check=True)
-    return model, exe
+    return model, link_model_bench(work, model, "seq2seq_bench.c", name)
 
 
 def tfmc_seconds(exe, source, new, beams, reps):

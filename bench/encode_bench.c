@@ -5,13 +5,13 @@
  * 0.01 i mod 1), after two untimed calls. Prints one JSON line: seconds per
  * call.
  *
- * `encode-bench --batch B MIN MAX REPS`: B sequences of MIN to MAX tokens
+ * `encode_bench --batch B MIN MAX REPS`: B sequences of MIN to MAX tokens
  * (spread evenly, in a shuffled order), three ways: packed into one call
  * of the packed twin (@encode_batch), one call of @encode each, and packed
  * with every sequence padded to the batch's longest (the work a padded
  * batch does). Prints seconds per batch of each, and the batch's tokens.
  *
- * `encode-bench --images N REPS`: an image model on N images, one call of
+ * `encode_bench --images N REPS`: an image model on N images, one call of
  * its batch twin (@encode_batch, tfm-batch-images) and one call of @encode
  * each. Prints seconds per N images of both. */
 #include "model.h"

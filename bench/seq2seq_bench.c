@@ -7,7 +7,7 @@
  * line: the best and mean seconds per generation over REPS runs, the
  * tokens generated, and the seconds of @encode alone (best of REPS).
  *
- *   seq2seq-bench SOURCE NEW BEAMS REPS */
+ *   seq2seq_bench SOURCE NEW BEAMS REPS */
 #include "model.h"
 
 #include <stdio.h>

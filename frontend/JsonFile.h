@@ -10,6 +10,7 @@
 
 #include "frontend/ErrorMessages.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -28,6 +29,22 @@ inline llvm::Expected<llvm::json::Value> readJsonFile(llvm::StringRef path) {
     return makeError(path + ": malformed JSON: " +
                      llvm::toString(json.takeError()));
   return json;
+}
+
+/// The JSON object in `path`, which `holder` keeps, or `fallback` when
+/// there is no such file; malformed JSON or another value is an error.
+inline llvm::Expected<const llvm::json::Object *>
+readOptionalJsonObject(llvm::StringRef path, const llvm::json::Object *fallback,
+                       std::optional<llvm::json::Value> &holder) {
+  if (!llvm::sys::fs::exists(path))
+    return fallback;
+  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
+  if (!json)
+    return json.takeError();
+  holder = std::move(*json);
+  if (const llvm::json::Object *object = holder->getAsObject())
+    return object;
+  return makeError(path + ": expected a JSON object");
 }
 
 } // namespace mlir::tfm

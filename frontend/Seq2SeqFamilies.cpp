@@ -186,17 +186,12 @@ mlir::tfm::readAudioPreprocessing(MLIRContext &context,
   llvm::sys::path::append(path, "preprocessor_config.json");
   llvm::json::Object none;
   std::optional<llvm::json::Value> file;
-  const llvm::json::Object *fields = &none;
-  if (llvm::sys::fs::exists(path)) {
-    llvm::Expected<llvm::json::Value> json = readJsonFile(path);
-    if (!json)
-      return json.takeError();
-    file = std::move(*json);
-    if (!(fields = file->getAsObject()))
-      return makeError(path + ": expected a JSON object");
-  }
+  llvm::Expected<const llvm::json::Object *> fields =
+      readOptionalJsonObject(path, &none, file);
+  if (!fields)
+    return fields.takeError();
   auto integer = [&](llvm::StringRef key, int64_t fallback) {
-    return fields->getInteger(key).value_or(fallback);
+    return (*fields)->getInteger(key).value_or(fallback);
   };
   int64_t melBins = integer("feature_size", 80);
   int64_t rate = integer("sampling_rate", 16000);
@@ -224,17 +219,13 @@ llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(
   llvm::SmallString<256> path(directory);
   llvm::sys::path::append(path, "generation_config.json");
   std::optional<llvm::json::Value> file;
-  const llvm::json::Object *fields = &config;
-  std::string where = (directory + "/config.json").str();
-  if (llvm::sys::fs::exists(path)) {
-    llvm::Expected<llvm::json::Value> json = readJsonFile(path);
-    if (!json)
-      return json.takeError();
-    file = std::move(*json);
-    if (!(fields = file->getAsObject()))
-      return makeError(path + ": expected a JSON object");
-    where = path.str().str();
-  }
+  llvm::Expected<const llvm::json::Object *> found =
+      readOptionalJsonObject(path, &config, file);
+  if (!found)
+    return found.takeError();
+  const llvm::json::Object *fields = *found;
+  std::string where = file ? path.str().str()
+                           : (directory + "/config.json").str();
   auto integer = [&](llvm::StringRef key, int64_t fallback) {
     const llvm::json::Value *value = fields->get(key);
     return value && value->getAsInteger() ? *value->getAsInteger() : fallback;

@@ -35,16 +35,13 @@ std::string pathIn(llvm::StringRef directory, llvm::StringRef file) {
 llvm::Expected<int64_t> tokenizerConfigInteger(llvm::StringRef directory,
                                                llvm::StringRef key,
                                                int64_t fallback) {
-  std::string path = pathIn(directory, "tokenizer_config.json");
-  if (!llvm::sys::fs::exists(path))
-    return fallback;
-  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
-  if (!json)
-    return json.takeError();
-  const llvm::json::Object *object = json->getAsObject();
-  if (!object)
-    return makeError(path + ": expected a JSON object");
-  return object->getInteger(key).value_or(fallback);
+  llvm::json::Object none;
+  std::optional<llvm::json::Value> file;
+  llvm::Expected<const llvm::json::Object *> config = readOptionalJsonObject(
+      pathIn(directory, "tokenizer_config.json"), &none, file);
+  if (!config)
+    return config.takeError();
+  return (*config)->getInteger(key).value_or(fallback);
 }
 
 /// Makes `id` a special token (matched whole in text) with `strips`.
