@@ -40,7 +40,7 @@ import os
 import subprocess
 import sys
 
-from compare_peers import hardware_limits, install_onnxruntime, link_model_bench
+from compare_peers import hardware_limits, link_model_bench, ort_unavailable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -67,14 +67,7 @@ class OrtPeer:
     printed once) when onnxruntime-node or the export cannot be had."""
 
     def __init__(self, work, enabled):
-        self.work, self.reason = work, None if enabled else "--no-ort"
-        if enabled:
-            try:
-                install_onnxruntime()
-            except (subprocess.CalledProcessError, OSError) as e:
-                self.reason = f"npm install failed ({e})"
-        if self.reason:
-            print(f"ONNX Runtime: skipped: {self.reason}")
+        self.work, self.reason = work, ort_unavailable(enabled)
 
     def export(self, directory, vit):
         onnx = directory + ".onnx"

@@ -121,6 +121,20 @@ def install_onnxruntime():
                        cwd=HERE, check=True, capture_output=True)
 
 
+def ort_unavailable(enabled):
+    """Why the ONNX Runtime peer is skipped (printed once), or None once
+    onnxruntime-node is installed."""
+    reason = None if enabled else "--no-ort"
+    if enabled:
+        try:
+            install_onnxruntime()
+        except (subprocess.CalledProcessError, OSError) as e:
+            reason = f"npm install failed ({e})"
+    if reason:
+        print(f"ONNX Runtime: skipped: {reason}")
+    return reason
+
+
 def ensure_ort(work, directory, kind, config):
     """Installs onnxruntime-node and exports the model, once."""
     install_onnxruntime()

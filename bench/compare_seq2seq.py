@@ -33,8 +33,8 @@ import os
 import subprocess
 import sys
 
-from compare_peers import (hardware_limits, install_onnxruntime,
-                           link_model_bench, read_bandwidth)
+from compare_peers import (hardware_limits, link_model_bench,
+                           ort_unavailable, read_bandwidth)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -117,14 +117,7 @@ print(json.dumps({{"best_seconds": min(times[1:]), "tokens": out.shape[1]}}))
 
 class OrtPeer:
     def __init__(self, work, enabled):
-        self.work, self.reason = work, None if enabled else "--no-ort"
-        if enabled:
-            try:
-                install_onnxruntime()
-            except (subprocess.CalledProcessError, OSError) as e:
-                self.reason = f"npm install failed ({e})"
-        if self.reason:
-            print(f"ONNX Runtime: skipped: {self.reason}")
+        self.work, self.reason = work, ort_unavailable(enabled)
 
     def seconds(self, directory, whisper, source, new, beams, reps, start):
         if self.reason:
