@@ -139,15 +139,16 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
   *count = 0;
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   int beams = options->num_beams;
-  int64_t vocab = desc->vocab_size, steps = options->max_new_tokens;
+  /* A forced prompt (Whisper's language, task, no timestamps) comes
+   * first, on one beam, as generate()'s decoder_input_ids; max_new_tokens
+   * and the lengths that divide scores count after it. */
+  const tfm_generation_rules *rules = options->rules;
+  int64_t prompt = rules ? rules->prompt_count : 0;
+  int64_t vocab = desc->vocab_size, steps = options->max_new_tokens + prompt;
   if (beams < 1 || 2 * (int64_t)beams > vocab)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "%d beams: expected 1 to half the vocabulary (%lld)", beams,
                     (long long)(vocab / 2));
-  if (options->rules && options->rules->prompt_count > 0)
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "a beam search after a forced prompt is not supported "
-                    "yet: decode greedily (--beams 1)");
   tfm_seq2seq_state *state = NULL;
   tfm_status_code code =
       tfm_seq2seq_begin(model, source, beams, steps, &state, status);
@@ -174,6 +175,16 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
   for (int b = 0; b < beams; ++b)
     sequences[(size_t)b * stride] = (int32_t)desc->bos_token;
   while (length < steps && !finished) {
+    if (length < prompt) {
+      float *logits;
+      code = tfm_seq2seq_step(state, 0, sequences[length], length, &logits,
+                              status);
+      if (code != TFM_OK)
+        goto done;
+      sequences[length + 1] = rules->prompt[length];
+      ++length;
+      continue;
+    }
     /* Decode every live beam; at the first step all beams are the start
      * token alone, so one stands for all (the others would score -1e9). */
     int kept = 0;
@@ -187,7 +198,7 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
       /* transformers applies the rules to the log-probabilities, then
        * adds the beam's score. */
       log_softmax(logits, vocab, row);
-      tfm_apply_generation_rules(options->rules, sequence, length + 1, steps,
+      tfm_apply_generation_rules(rules, sequence, length + 1, steps,
                                  (int32_t)desc->eos_token, row, vocab);
       for (int64_t v = 0; v < vocab; ++v)
         keep_best(top, &kept, 2 * beams,
@@ -201,8 +212,8 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
       if (c->token == desc->eos_token) {
         if (rank >= beams)
           continue;
-        if (!add_hypothesis(&closed, sequence + 1, length, c->score, length + 1,
-                            options->length_penalty)) {
+        if (!add_hypothesis(&closed, sequence + 1, length, c->score,
+                            length - prompt + 1, options->length_penalty)) {
           code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
           goto done;
         }
@@ -228,14 +239,16 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
       float best = top[0].score;
       finished =
           options->early_stopping ||
-          closed.worst >= best / pow((double)length, options->length_penalty);
+          closed.worst >=
+              best / pow((double)(length - prompt), options->length_penalty);
     }
   }
   /* finalize: open beams compete with the closed hypotheses. */
   if (!finished)
     for (int b = 0; b < live; ++b)
       if (!add_hypothesis(&closed, sequences + (size_t)b * stride + 1, length,
-                          scores[b], length, options->length_penalty)) {
+                          scores[b], length - prompt,
+                          options->length_penalty)) {
         code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
         goto done;
       }

@@ -108,8 +108,9 @@ static int translate(const char *argv0, tfm_model *model,
   options.user = step_logits;
   int64_t count = 0;
   tfm_status status;
-  tfm_beam_options beam = {command->beams, steps, command->length_penalty,
-                           command->early_stopping, rules};
+  tfm_beam_options beam = {command->beams, command->new_tokens,
+                           command->length_penalty, command->early_stopping,
+                           rules};
   tfm_status_code code =
       command->beams > 1 && !command->forced_tokens
           ? tfm_seq2seq_beam_search_from(model, source, &beam, generated,

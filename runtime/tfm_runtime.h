@@ -232,7 +232,7 @@ typedef struct {
   int32_t suppressed_count;
   /* Forced right after the decoder start token, before the new tokens
    * (Whisper's language, task and no-timestamps tokens; generate()'s
-   * decoder_input_ids); greedy decoding only. */
+   * decoder_input_ids). */
   const int32_t *prompt;
   int32_t prompt_count;
   /* Never the first token after the prompt (begin_suppress_tokens). */
@@ -276,7 +276,8 @@ tfm_status_code tfm_seq2seq_beam_search(tfm_model *model,
                                         int32_t *out, int64_t capacity,
                                         int64_t *count, tfm_status *status);
 /* The same from any source (see tfm_seq2seq_generate_from); a rules'
- * prompt is not supported yet (TFM_ERROR_INVALID_ARGUMENT). */
+ * prompt is decoded first on one beam, as generate() does with
+ * decoder_input_ids, and max_new_tokens count after it. */
 tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
                                              const tfm_tensor *source,
                                              const tfm_beam_options *options,

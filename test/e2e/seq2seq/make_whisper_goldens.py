@@ -16,7 +16,8 @@ special tokens) and its goldens with transformers 4.40
   most NEW_TOKENS, with suppress_tokens (the special tokens, and bytes past
   printable ASCII so that every output is plain text) and
   begin_suppress_tokens;
-  whisper.text.txt the text decode(skip_special_tokens=True) makes of them.
+  whisper.text.txt the text decode(skip_special_tokens=True) makes of them;
+  whisper.beams.txt the same of beam searches of 2 and 4 beams.
 
 Regenerate with
 
@@ -146,6 +147,18 @@ def main():
             max_new_tokens=NEW_TOKENS)[0].tolist()
     with open(os.path.join(OUT, "whisper.greedy.txt"), "w") as f:
         f.write(" ".join(map(str, ids[1:])) + "\n")
+    # Beam search after the prompt (length penalty 1, no early stopping).
+    with open(os.path.join(OUT, "whisper.beams.txt"), "w") as f:
+        for beams in (2, 4):
+            with torch.no_grad():
+                beam_ids = tf.GenerationMixin.generate(
+                    model, features,
+                    decoder_input_ids=torch.tensor([[START] + PROMPT]),
+                    forced_decoder_ids=None, do_sample=False, num_beams=beams,
+                    length_penalty=1.0, early_stopping=False,
+                    max_new_tokens=NEW_TOKENS)[0].tolist()
+            f.write(" ".join(map(str, beam_ids[1:])) + "\n")
+            print(f"{beams} beams", beam_ids)
     text = TOKENIZER.decode(ids, skip_special_tokens=True,
                             clean_up_tokenization_spaces=False)
     with open(os.path.join(OUT, "whisper.text.txt"), "w") as f:
