@@ -318,6 +318,7 @@ std::string generateModelSource(const ModelDescription &model,
        << ", .min_new_tokens = " << g->min_new_tokens << ",\n"
        << "    .no_repeat_ngram_size = " << g->no_repeat_ngram_size
        << ", .forced_eos = " << g->forced_eos
+       << ", .forced_bos = " << g->forced_bos
        << ", .length_penalty = " << llvm::formatv("{0:e9}f", g->length_penalty)
        << ", .early_stopping = " << g->early_stopping << ",\n"
        << "    .num_suppressed = " << model.suppressedTokens.size()

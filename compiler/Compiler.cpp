@@ -427,6 +427,7 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
     g.min_new_tokens = generation.getMinNewTokens();
     g.no_repeat_ngram_size = generation.getNoRepeatNgramSize();
     g.forced_eos = generation.getForcedEos();
+    g.forced_bos = generation.getForcedBos();
     g.length_penalty = generation.getLengthPenalty()
                            ? float(generation.getLengthPenalty().getValueAsDouble())
                            : 1.0f;

@@ -87,7 +87,7 @@ void readWhisper(ConfigReader &config, Seq2SeqSpec &spec) {
 } // namespace
 
 std::string mlir::tfm::supportedSeq2SeqFamilies() {
-  return "bart, marian, t5, whisper";
+  return "bart, marian, mbart, t5, whisper";
 }
 
 bool mlir::tfm::readSeq2SeqFamily(llvm::StringRef modelType,
@@ -99,6 +99,17 @@ bool mlir::tfm::readSeq2SeqFamily(llvm::StringRef modelType,
     readBartSizes(config, spec);
     spec.positionOffset = 2;
     spec.embeddingNorm = true;
+    return true;
+  }
+  if (modelType == "mbart") {
+    // mBART: BART's embeddings (learned positions from row 2,
+    // layernorm_embedding) with pre-norm blocks and a final LayerNorm per
+    // stack.
+    spec.family = modelType.str();
+    readBartSizes(config, spec);
+    spec.positionOffset = 2;
+    spec.embeddingNorm = true;
+    spec.preNorm = true;
     return true;
   }
   if (modelType == "whisper") {
@@ -242,8 +253,11 @@ llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(
     return makeError(where + ": forced_eos_token_id " + llvm::Twine(forced) +
                      " is not the end-of-sequence token " +
                      llvm::Twine(spec.eosToken) + " (not supported)");
-  if (integer("forced_bos_token_id", -1) >= 0)
-    return makeError(where + ": forced_bos_token_id is not supported yet");
+  int64_t forcedBos = integer("forced_bos_token_id", -1);
+  if (forcedBos >= spec.vocabSize)
+    return makeError(where + ": forced_bos_token_id " +
+                     llvm::Twine(forcedBos) + " is not a token of the " +
+                     llvm::Twine(spec.vocabSize) + "-token vocabulary");
   // forced_decoder_ids [[1, a], [2, b], ...]: a prompt a b ... right after
   // the start token.
   SmallVector<int32_t> prompt;
@@ -286,7 +300,8 @@ llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(
   return GenerationAttr::get(
       &context, int32_t(std::max<int64_t>(1, integer("num_beams", 1))),
       maxNew, minNew, int32_t(integer("no_repeat_ngram_size", 0)),
-      forced >= 0, penalty ? b.getF32FloatAttr(*penalty) : FloatAttr(),
+      forced >= 0, int32_t(std::max<int64_t>(forcedBos, -1)),
+      penalty ? b.getF32FloatAttr(*penalty) : FloatAttr(),
       fields->getBoolean("early_stopping").value_or(false),
       suppressed.empty() ? DenseI32ArrayAttr()
                          : b.getDenseI32ArrayAttr(suppressed),

@@ -133,7 +133,9 @@ def Tfm_GenerationAttr : AttrDef<Tfm_Dialect, "Generation"> {
     token; 0: none), no_repeat_ngram_size, whether the end-of-sequence
     token is forced last, the length penalty and early stopping of a beam
     search, and the single tokens of bad_words_ids and suppress_tokens,
-    never generated. A `prompt` (forced_decoder_ids: Whisper's language,
+    never generated. `forced_bos` (forced_bos_token_id, -1: none; mBART's
+    target language) is the first generated token. A `prompt`
+    (forced_decoder_ids: Whisper's language,
     task and no-timestamps tokens) follows the decoder start token, and the
     `begin_suppressed` tokens (begin_suppress_tokens) never come right after
     it.
@@ -149,6 +151,7 @@ def Tfm_GenerationAttr : AttrDef<Tfm_Dialect, "Generation"> {
     DefaultValuedParameter<"int64_t", "0">:$min_new_tokens,
     DefaultValuedParameter<"int32_t", "0">:$no_repeat_ngram_size,
     DefaultValuedParameter<"bool", "false">:$forced_eos,
+    DefaultValuedParameter<"int32_t", "-1">:$forced_bos,
     OptionalParameter<"FloatAttr", "a beam's score divisor exponent (absent: 1)">:$length_penalty,
     DefaultValuedParameter<"bool", "false">:$early_stopping,
     OptionalParameter<"DenseI32ArrayAttr", "tokens never generated">:$suppressed,

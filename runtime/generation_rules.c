@@ -52,6 +52,11 @@ void tfm_apply_generation_rules(const tfm_generation_rules *rules,
       scores[rules->suppressed[i]] = -INFINITY;
   if (eos >= 0 && eos < vocab && generated < rules->min_new_tokens)
     scores[eos] = -INFINITY;
+  /* transformers' ForcedBOSLogitsProcessor: the first new token. */
+  if (rules->has_forced_bos && generated == 0 && rules->forced_bos >= 0 &&
+      rules->forced_bos < vocab)
+    for (int64_t v = 0; v < vocab; ++v)
+      scores[v] = v == rules->forced_bos ? 0.0f : -INFINITY;
   if (rules->forced_eos && eos >= 0 && eos < vocab &&
       length - 1 == max_new_tokens - 1) /* the last step */
     for (int64_t v = 0; v < vocab; ++v)

@@ -389,8 +389,10 @@ int main(int argc, char **argv) {
 
     }
     if (g) {
-      /* Whisper's language, task and no-timestamps prompt, whatever the
-       * rules given. */
+      /* mBART's target language, Whisper's language, task and
+       * no-timestamps prompt, whatever the rules given. */
+      o.rules.has_forced_bos = g->forced_bos >= 0;
+      o.rules.forced_bos = g->forced_bos;
       o.rules.prompt = g->prompt;
       o.rules.prompt_count = g->num_prompt;
       o.rules.begin_suppressed = g->begin_suppressed;

@@ -233,6 +233,7 @@ typedef struct {
   int64_t min_new_tokens;       /* min_length less the start token */
   int32_t no_repeat_ngram_size; /* 0: off */
   int32_t forced_eos;           /* forced_eos_token_id is the eos token */
+  int32_t forced_bos;           /* forced_bos_token_id; -1: none */
   float length_penalty;
   int32_t early_stopping;
   int32_t num_suppressed;       /* bad_words_ids of one token, suppress_tokens */

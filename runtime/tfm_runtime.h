@@ -228,6 +228,10 @@ typedef struct {
   int32_t no_repeat_ngram_size; /* no n-gram twice; 0: off */
   int64_t min_new_tokens;       /* no end-of-sequence before this many */
   int forced_eos;               /* the last step ends the sequence */
+  /* The first new token is `forced_bos` (forced_bos_token_id: mBART's
+   * target language), where has_forced_bos. */
+  int has_forced_bos;
+  int32_t forced_bos;
   const int32_t *suppressed;    /* never generated */
   int32_t suppressed_count;
   /* Forced right after the decoder start token, before the new tokens

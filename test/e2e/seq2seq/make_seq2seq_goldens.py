@@ -7,6 +7,9 @@ with transformers 4.40's model classes (../shared/reference):
   post-norm blocks, swish, final_logits_bias);
 - bart/: a BartForConditionalGeneration (learned positions from row 2,
   layernorm_embedding, GELU);
+- mbart/: an MBartForConditionalGeneration (BART's embeddings with
+  pre-norm blocks and final LayerNorms), forced_bos_token_id set in its
+  generation config, which every search below follows;
 - t5/: a T5ForConditionalGeneration v1.0 (ReLU FFN, LM head tied to the
   shared table, its input scaled by d_model^-0.5) and t5-v1.1/ (gated-gelu,
   an untied head), with few relative-position buckets and a short
@@ -43,6 +46,7 @@ GREEDY_TOKENS = 12
 GREEDY_SOURCES = [SOURCE_TOKENS, [7, 3, 50, 0], [30, 31, 0], [60, 5, 0]]
 BEAMS = [2, 4]
 SUPPRESSED = [61, 9]  # bad_words_ids of one token each
+MBART_TARGET_LANGUAGE = 60  # forced_bos_token_id: the first new token
 T5_SOURCE_TOKENS = [5, 17, 42, 9, 33, 21, 8, 60, 12, 3, 44, 19, 27, 50, 6,
                     38, 11, 25, 1]
 T5_DECODER_TOKENS = [0, 12, 7, 30, 5, 48, 22, 9, 41, 3, 17, 58, 33, 6, 20,
@@ -141,6 +145,19 @@ def main():
     randomize(model, 2)
     flatten_head(model, eos=2, boost=5.5)
     write("bart", model, decoder_tokens=BART_DECODER_TOKENS)
+    config = tf.MBartConfig(
+        vocab_size=64, d_model=32, encoder_layers=2, decoder_layers=2,
+        encoder_attention_heads=4, decoder_attention_heads=4,
+        encoder_ffn_dim=48, decoder_ffn_dim=48, max_position_embeddings=64,
+        scale_embedding=True, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+        decoder_start_token_id=2, forced_eos_token_id=None,
+        forced_bos_token_id=MBART_TARGET_LANGUAGE, tie_word_embeddings=False)
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    model = tf.MBartForConditionalGeneration(config).eval()
+    randomize(model, 8)
+    flatten_head(model, eos=2, boost=5.5)
+    write("mbart", model, decoder_tokens=BART_DECODER_TOKENS)
     for name, ffn, tied, seed in [("t5", "relu", True, 3),
                                   ("t5-v1.1", "gated-gelu", False, 4)]:
         config = tf.T5Config(
