@@ -14,6 +14,13 @@
 // embedding table plus final_logits_bias. tfm-kv-cache is what derives the
 // cached entry points from this whole-sequence definition.
 //
+// MBartForConditionalGeneration and WhisperForConditionalGeneration are
+// the same with pre-norm blocks, x = x + f(LayerNorm(x)), and a final
+// LayerNorm per stack; Whisper's source is log-mel features through two
+// conv1d + GELU stems (tfm.windows + tfm.linear) plus its stored position
+// table, its k_proj has no bias and its head is the decoder's token table
+// without a bias. T5 has its own builder (T5Builder.cpp).
+//
 //===----------------------------------------------------------------------===//
 
 #include "frontend/Seq2SeqFamilies.h"

@@ -1,8 +1,9 @@
 //===- Seq2SeqSpec.h - an encoder-decoder's shape and names ----*- C++ -*-===//
 //
-// What the seq2seq builder needs to know about an encoder-decoder model
-// (the original Transformer's architecture as Marian and BART have it):
-// sizes, activation, how positions are encoded and the checkpoint's names.
+// What the seq2seq builders need to know about an encoder-decoder model
+// (the original Transformer's architecture as Marian, BART, mBART, Whisper
+// and T5 vary it): sizes, activation, where the norms go, how positions
+// are encoded and the checkpoint's names.
 // Seq2SeqFamilies.cpp fills it from a Hugging Face config.json.
 //
 //===----------------------------------------------------------------------===//
