@@ -9,6 +9,10 @@ transformers 4.40 (../shared/reference) and python3-sentencepiece 0.1.97:
 - marian-text/: a MarianMTModel with source.spm and target.spm trained on
   the two halves of that text and vocab.json their union after </s>
   <unk>, with <pad> last (MarianTokenizer), plus a language code;
+- bart-text/: a BartForConditionalGeneration with a byte-level BPE
+  (BartTokenizer: <s> <pad> </s> <unk>, GPT-2's 256 byte tokens, MERGES,
+  <mask>), its texts framed <s> ... </s>; generation_config.json
+  suppresses the bytes outside printable ASCII so that outputs are text;
 - <name>.texts.txt: TEXTS (MARIAN_TEXTS), one per line;
 - <name>.source-ids.txt: per text, the ids the
   reference tokenizer gives it as a source (</s> appended);
@@ -46,6 +50,12 @@ TEXTS = [
     "Zebras quietly juggle xylophones.",
     "Lily <extra_id_0> the ball <extra_id_1>  over the fence.",
     "<extra_id_3>",
+]
+BART_TEXTS = [
+    "Once upon a time, there was a little girl named Lily.",
+    "Lily played in the park with <mask> ball.",
+    "  Tom   and Lily  ",
+    "Café naïve — “quoted” 日本",
 ]
 MARIAN_TEXTS = [
     "Once upon a time, there was a little girl named Lily.",
@@ -156,10 +166,59 @@ def marian(work):
     write_goldens("marian-text", model, tokenizer, MARIAN_TEXTS)
 
 
+MERGES = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("Ġ", "a"),
+          ("o", "n"), ("e", "r"), ("Ġ", "s"), ("Ġ", "L"), ("i", "l"),
+          ("Ġ", "p"), ("a", "r")]
+
+
+def byte_alphabet():
+    """GPT-2's bytes_to_unicode: printable bytes stand for themselves, the
+    others for code points from 256 on."""
+    printable = (list(range(ord("!"), ord("~") + 1)) +
+                 list(range(ord("¡"), ord("¬") + 1)) +
+                 list(range(ord("®"), ord("ÿ") + 1)))
+    chars, n = [], 0
+    for b in range(256):
+        if b in printable:
+            chars.append(chr(b))
+        else:
+            chars.append(chr(256 + n))
+            n += 1
+    return chars
+
+
+def bart(work):
+    pieces = ["<s>", "<pad>", "</s>", "<unk>"] + byte_alphabet()
+    pieces += [left + right for left, right in MERGES] + ["<mask>"]
+    vocab = {piece: i for i, piece in enumerate(pieces)}
+    with open(os.path.join(work, "vocab.json"), "w") as f:
+        json.dump(vocab, f)
+    with open(os.path.join(work, "merges.txt"), "w") as f:
+        f.write("#version: 0.2\n")
+        f.writelines(f"{l} {r}\n" for l, r in MERGES)
+    tokenizer = tf.BartTokenizer(os.path.join(work, "vocab.json"),
+                                 os.path.join(work, "merges.txt"))
+    config = tf.BartConfig(
+        vocab_size=len(tokenizer), d_model=32, encoder_layers=2,
+        decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+        encoder_ffn_dim=48, decoder_ffn_dim=48, max_position_embeddings=64,
+        pad_token_id=1, bos_token_id=0, eos_token_id=2,
+        decoder_start_token_id=2, forced_bos_token_id=None,
+        forced_eos_token_id=None)
+    torch.manual_seed(0)
+    model = tf.BartForConditionalGeneration(config).eval()
+    randomize(model, 11)
+    # Byte tokens outside printable ASCII would make partial UTF-8.
+    model.generation_config.suppress_tokens = [
+        4 + b for b in list(range(0, 32)) + list(range(127, 256))]
+    write_goldens("bart-text", model, tokenizer, BART_TEXTS)
+
+
 def main():
     with tempfile.TemporaryDirectory() as work:
         t5(work)
         marian(work)
+        bart(work)
 
 
 if __name__ == "__main__":
