@@ -35,6 +35,8 @@ import sentencepiece as spm
 import torch
 import transformers as tf
 
+from byte_level import byte_alphabet
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "Inputs")
 CORPUS = os.path.join(HERE, "../../../../shared/data/tinystories-eval.txt")
@@ -169,22 +171,6 @@ def marian(work):
 MERGES = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("Ġ", "a"),
           ("o", "n"), ("e", "r"), ("Ġ", "s"), ("Ġ", "L"), ("i", "l"),
           ("Ġ", "p"), ("a", "r")]
-
-
-def byte_alphabet():
-    """GPT-2's bytes_to_unicode: printable bytes stand for themselves, the
-    others for code points from 256 on."""
-    printable = (list(range(ord("!"), ord("~") + 1)) +
-                 list(range(ord("¡"), ord("¬") + 1)) +
-                 list(range(ord("®"), ord("ÿ") + 1)))
-    chars, n = [], 0
-    for b in range(256):
-        if b in printable:
-            chars.append(chr(b))
-        else:
-            chars.append(chr(256 + n))
-            n += 1
-    return chars
 
 
 def bart(work):
