@@ -43,7 +43,10 @@ def link_model_bench(work, model, harness, name):
                     "--emit=staticlib", "--prefix", "model",
                     "-o", os.path.join(lib, "libmodel.a")], check=True)
     exe = os.path.join(lib, os.path.splitext(os.path.basename(harness))[0])
-    subprocess.run(["cc", "-O2", os.path.join(HERE, harness), "-I" + lib,
+    # Huge-page segments for the weights, as tfmc links executables and as
+    # the installed CMake/pkg-config files link static models.
+    subprocess.run(["cc", "-O2", "-Wl,-z,max-page-size=0x200000",
+                    os.path.join(HERE, harness), "-I" + lib,
                     "-I" + ROOT, os.path.join(lib, "libmodel.a"),
                     os.path.join(ROOT, "build", "lib", "libtfmrt.a"),
                     "-lopenblas", "-lutf8proc", "-lpng", "-ljpeg", "-lfftw3",
