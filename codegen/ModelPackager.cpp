@@ -312,6 +312,9 @@ std::string generateModelSource(const ModelDescription &model,
     std::string prompt = tokens("tfm_prompt", model.promptTokens);
     std::string beginSuppressed =
         tokens("tfm_begin_suppressed", model.beginSuppressedTokens);
+    std::string badWords = tokens("tfm_bad_words", model.badWordTokens);
+    std::string badWordLengths =
+        tokens("tfm_bad_word_lengths", model.badWordLengths);
     os << "static const tfm_generation_defaults tfm_generation = {\n"
        << "    .num_beams = " << g->num_beams
        << ", .max_new_tokens = " << g->max_new_tokens
@@ -323,6 +326,9 @@ std::string generateModelSource(const ModelDescription &model,
        << ", .early_stopping = " << g->early_stopping << ",\n"
        << "    .num_suppressed = " << model.suppressedTokens.size()
        << ", .suppressed = " << suppressed << ",\n"
+       << "    .num_bad_words = " << model.badWordLengths.size()
+       << ", .bad_word_lengths = " << badWordLengths
+       << ", .bad_words = " << badWords << ",\n"
        << "    .num_prompt = " << model.promptTokens.size()
        << ", .prompt = " << prompt << ",\n"
        << "    .num_begin_suppressed = " << model.beginSuppressedTokens.size()

@@ -91,6 +91,7 @@ struct ModelDescription {
   /// `begin_suppressed` point into these vectors, written out beside it).
   std::optional<tfm_generation_defaults> generation;
   std::vector<int32_t> suppressedTokens, promptTokens, beginSuppressedTokens;
+  std::vector<int32_t> badWordTokens, badWordLengths;
   std::vector<EntryPointDescription> entryPoints;
   /// The model's caches (shared by the entry points that use them).
   std::vector<TensorDescription> caches;

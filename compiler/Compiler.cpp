@@ -440,6 +440,9 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
     description.suppressedTokens = tokens(generation.getSuppressed());
     description.promptTokens = tokens(generation.getPrompt());
     description.beginSuppressedTokens = tokens(generation.getBeginSuppressed());
+    description.badWordTokens = tokens(generation.getBadWords());
+    description.badWordLengths = tokens(generation.getBadWordLengths());
+    g.num_bad_words = int32_t(description.badWordLengths.size());
     g.num_suppressed = int32_t(description.suppressedTokens.size());
     g.num_prompt = int32_t(description.promptTokens.size());
     g.num_begin_suppressed = int32_t(description.beginSuppressedTokens.size());

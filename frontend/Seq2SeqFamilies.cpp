@@ -287,13 +287,27 @@ llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(
     return std::move(err);
   if (llvm::Error err = tokenList("begin_suppress_tokens", beginSuppressed))
     return std::move(err);
+  // bad_words_ids: single tokens are suppressed (but the end-of-sequence
+  // token, which transformers drops from them); longer words ban their
+  // last token after the rest.
+  SmallVector<int32_t> badWords, badWordLengths;
   if (const llvm::json::Array *bad = fields->getArray("bad_words_ids"))
     for (const llvm::json::Value &word : *bad) {
       const llvm::json::Array *ids = word.getAsArray();
-      if (!ids || ids->size() != 1 || !(*ids)[0].getAsInteger())
-        return makeError(where + ": bad_words_ids of several tokens are not "
-                                 "supported (only single tokens)");
-      suppressed.push_back(int32_t(*(*ids)[0].getAsInteger()));
+      SmallVector<int32_t> tokens;
+      for (size_t i = 0; ids && i < ids->size(); ++i)
+        if (std::optional<int64_t> id = (*ids)[i].getAsInteger();
+            id && *id >= 0 && *id < spec.vocabSize)
+          tokens.push_back(int32_t(*id));
+      if (!ids || tokens.empty() || tokens.size() != ids->size())
+        return makeError(where + ": bad_words_ids should list words of token "
+                                 "ids of the vocabulary");
+      if (tokens.size() == 1 && tokens[0] != spec.eosToken)
+        suppressed.push_back(tokens[0]);
+      if (tokens.size() > 1) {
+        badWords.append(tokens);
+        badWordLengths.push_back(int32_t(tokens.size()));
+      }
     }
   std::optional<double> penalty = fields->getNumber("length_penalty");
   Builder b(&context);
@@ -305,6 +319,9 @@ llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(
       fields->getBoolean("early_stopping").value_or(false),
       suppressed.empty() ? DenseI32ArrayAttr()
                          : b.getDenseI32ArrayAttr(suppressed),
+      badWords.empty() ? DenseI32ArrayAttr() : b.getDenseI32ArrayAttr(badWords),
+      badWordLengths.empty() ? DenseI32ArrayAttr()
+                             : b.getDenseI32ArrayAttr(badWordLengths),
       prompt.empty() ? DenseI32ArrayAttr() : b.getDenseI32ArrayAttr(prompt),
       beginSuppressed.empty() ? DenseI32ArrayAttr()
                               : b.getDenseI32ArrayAttr(beginSuppressed));

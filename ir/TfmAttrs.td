@@ -133,7 +133,9 @@ def Tfm_GenerationAttr : AttrDef<Tfm_Dialect, "Generation"> {
     token; 0: none), no_repeat_ngram_size, whether the end-of-sequence
     token is forced last, the length penalty and early stopping of a beam
     search, and the single tokens of bad_words_ids and suppress_tokens,
-    never generated. `forced_bos` (forced_bos_token_id, -1: none; mBART's
+    never generated; its longer words (`bad_words`, end to end, of
+    `bad_word_lengths` tokens each) ban their last token after the others.
+    `forced_bos` (forced_bos_token_id, -1: none; mBART's
     target language) is the first generated token. A `prompt`
     (forced_decoder_ids: Whisper's language,
     task and no-timestamps tokens) follows the decoder start token, and the
@@ -155,6 +157,8 @@ def Tfm_GenerationAttr : AttrDef<Tfm_Dialect, "Generation"> {
     OptionalParameter<"FloatAttr", "a beam's score divisor exponent (absent: 1)">:$length_penalty,
     DefaultValuedParameter<"bool", "false">:$early_stopping,
     OptionalParameter<"DenseI32ArrayAttr", "tokens never generated">:$suppressed,
+    OptionalParameter<"DenseI32ArrayAttr", "bad words of several tokens, end to end">:$bad_words,
+    OptionalParameter<"DenseI32ArrayAttr", "their lengths">:$bad_word_lengths,
     OptionalParameter<"DenseI32ArrayAttr", "tokens forced after the start token">:$prompt,
     OptionalParameter<"DenseI32ArrayAttr", "tokens never first after the prompt">:$begin_suppressed
   );

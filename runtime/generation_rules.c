@@ -50,6 +50,22 @@ void tfm_apply_generation_rules(const tfm_generation_rules *rules,
   for (int32_t i = 0; i < rules->suppressed_count; ++i)
     if (rules->suppressed[i] >= 0 && rules->suppressed[i] < vocab)
       scores[rules->suppressed[i]] = -INFINITY;
+  /* transformers' NoBadWordsLogitsProcessor: a word's last token after the
+   * rest of it (the sequence, decoder start token included, ends with
+   * them), once the sequence is at least as long as the whole word, as
+   * its SequenceBiasLogitsProcessor checks. */
+  const int32_t *word = rules->bad_words;
+  for (int32_t i = 0; i < rules->bad_word_count;
+       word += rules->bad_word_lengths[i++]) {
+    int64_t before = rules->bad_word_lengths[i] - 1;
+    if (before + 1 > length)
+      continue;
+    int64_t k = 0;
+    while (k < before && sequence[length - before + k] == word[k])
+      ++k;
+    if (k == before && word[before] >= 0 && word[before] < vocab)
+      scores[word[before]] = -INFINITY;
+  }
   if (eos >= 0 && eos < vocab && generated < rules->min_new_tokens)
     scores[eos] = -INFINITY;
   /* transformers' ForcedBOSLogitsProcessor: the first new token. */

@@ -386,6 +386,9 @@ int main(int argc, char **argv) {
       o.rules.forced_eos = g->forced_eos;
       o.rules.suppressed = g->suppressed;
       o.rules.suppressed_count = g->num_suppressed;
+      o.rules.bad_words = g->bad_words;
+      o.rules.bad_word_lengths = g->bad_word_lengths;
+      o.rules.bad_word_count = g->num_bad_words;
 
     }
     if (g) {

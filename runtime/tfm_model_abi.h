@@ -238,6 +238,9 @@ typedef struct {
   int32_t early_stopping;
   int32_t num_suppressed;       /* bad_words_ids of one token, suppress_tokens */
   const int32_t *suppressed;
+  int32_t num_bad_words;        /* bad_words_ids of several tokens: */
+  const int32_t *bad_word_lengths; /* their lengths, */
+  const int32_t *bad_words;        /* their tokens end to end */
   int32_t num_prompt;           /* forced_decoder_ids after the start token */
   const int32_t *prompt;
   int32_t num_begin_suppressed; /* begin_suppress_tokens */

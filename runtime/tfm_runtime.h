@@ -234,6 +234,12 @@ typedef struct {
   int32_t forced_bos;
   const int32_t *suppressed;    /* never generated */
   int32_t suppressed_count;
+  /* Bad words of several tokens (bad_words_ids): `bad_word_count` words
+   * of bad_word_lengths[i] tokens, end to end in `bad_words`; a word's
+   * last token is banned right after its other tokens. */
+  const int32_t *bad_words;
+  const int32_t *bad_word_lengths;
+  int32_t bad_word_count;
   /* Forced right after the decoder start token, before the new tokens
    * (Whisper's language, task and no-timestamps tokens; generate()'s
    * decoder_input_ids). */

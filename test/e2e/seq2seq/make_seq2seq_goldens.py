@@ -24,7 +24,8 @@ with transformers 4.40's model classes (../shared/reference):
   beam search of each width in BEAMS (length penalty 1, no early
   stopping), widths in turn; <name>.rules.txt greedy and then each width
   again with generation rules: no_repeat_ngram_size 2, min_new_tokens 3,
-  SUPPRESSED as bad words, the end-of-sequence token forced last.
+  SUPPRESSED as bad words, the end-of-sequence token forced last;
+  marian.bad-words.txt greedy and 2 beams with BAD_WORDS as bad_words_ids.
 
 Regenerate with
 
@@ -47,6 +48,9 @@ GREEDY_SOURCES = [SOURCE_TOKENS, [7, 3, 50, 0], [30, 31, 0], [60, 5, 0]]
 BEAMS = [2, 4]
 SUPPRESSED = [61, 9]  # bad_words_ids of one token each
 MBART_TARGET_LANGUAGE = 60  # forced_bos_token_id: the first new token
+# Marian's bad words of several tokens (the decoder start token 63 counts,
+# and transformers drops [eos]), and one single token.
+BAD_WORDS = [[61, 61], [9, 9], [63, 47], [47, 47, 47], [0], [5]]
 T5_SOURCE_TOKENS = [5, 17, 42, 9, 33, 21, 8, 60, 12, 3, 44, 19, 27, 50, 6,
                     38, 11, 25, 1]
 T5_DECODER_TOKENS = [0, 12, 7, 30, 5, 48, 22, 9, 41, 3, 17, 58, 33, 6, 20,
@@ -100,6 +104,10 @@ def write(name, model, decoder_tokens=DECODER_TOKENS,
     write_searches(model, name + ".greedy.txt", [1], no_rules, sources)
     write_searches(model, name + ".beams.txt", BEAMS, no_rules, sources)
     write_searches(model, name + ".rules.txt", [1] + BEAMS, rules, sources)
+    if name == "marian":
+        bad_words = dict(no_rules, bad_words_ids=BAD_WORDS)
+        write_searches(model, name + ".bad-words.txt", [1, 2], bad_words,
+                       sources)
 
 
 def write_searches(model, filename, widths, settings, sources):
