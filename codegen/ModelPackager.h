@@ -87,8 +87,9 @@ struct ModelDescription {
   std::optional<tfm_image_preprocessing> imagePreprocessing;
   /// A speech model's preprocessing (tfm_audio_load).
   std::optional<tfm_audio_preprocessing> audioPreprocessing;
-  /// An encoder-decoder's generation defaults (`suppressed`, `prompt` and
-  /// `begin_suppressed` point into these vectors, written out beside it).
+  /// An encoder-decoder's generation defaults; their token lists
+  /// (suppressed, bad words, prompt, begin-suppressed) and counts are
+  /// written out from these vectors.
   std::optional<tfm_generation_defaults> generation;
   std::vector<int32_t> suppressedTokens, promptTokens, beginSuppressedTokens;
   std::vector<int32_t> badWordTokens, badWordLengths;

@@ -442,10 +442,6 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
     description.beginSuppressedTokens = tokens(generation.getBeginSuppressed());
     description.badWordTokens = tokens(generation.getBadWords());
     description.badWordLengths = tokens(generation.getBadWordLengths());
-    g.num_bad_words = int32_t(description.badWordLengths.size());
-    g.num_suppressed = int32_t(description.suppressedTokens.size());
-    g.num_prompt = int32_t(description.promptTokens.size());
-    g.num_begin_suppressed = int32_t(description.beginSuppressedTokens.size());
     description.generation = g;
   }
   if (llvm::Error err = describeEntryPoints(*unit.module, description))

@@ -59,22 +59,6 @@ private:
   /// Whisper's encoder input: two conv1d + GELU stems over the log-mel
   /// features, plus the stored position table.
   Value embedSpeech(Value features);
-  /// x·Wᵀ for a [out, in] projection stored without a bias (Whisper's
-  /// k_proj), as [rows, shape...].
-  Value unbiased(Value x, const std::string &name, ArrayRef<int64_t> shape) {
-    int64_t in = 1, out = 1;
-    for (int64_t d : cast<RankedTensorType>(x.getType()).getShape().drop_front())
-      in *= d;
-    for (int64_t d : shape)
-      out *= d;
-    SmallVector<int64_t> result = {
-        cast<RankedTensorType>(x.getType()).getDimSize(0)};
-    result.append(shape.begin(), shape.end());
-    return LinearOp::create(b, x.getLoc(),
-                            RankedTensorType::get(result, b.getF32Type()), x,
-                            weight(name, {out, in}), /*bias=*/Value(),
-                            ActivationKindAttr(), UnitAttr());
-  }
   /// Post-norm (Marian, BART): x = norm(x + f(x)); pre-norm (Whisper):
   /// x = x + f(norm(x)).
   Value sublayer(Value x, const std::string &normName,
@@ -161,7 +145,8 @@ Value Seq2SeqIRBuilder::attention(Value queries, Value keys,
   Value q = linear(queries, module + "q_proj.weight", {heads, headDim});
   Value k = spec.keyBias
                 ? linear(keys, module + "k_proj.weight", {heads, headDim})
-                : unbiased(keys, module + "k_proj.weight", {heads, headDim});
+                : declarations.unbiasedLinear(b, keys, module + "k_proj.weight",
+                                              {heads, headDim});
   Value v = linear(keys, module + "v_proj.weight", {heads, headDim});
   Value attended = AttentionOp::create(
       b, named(module + "attention"), q.getType(), q, k, v, /*bias=*/Value(),

@@ -42,7 +42,9 @@ private:
   int64_t inner() const { return spec.encoderHeads * spec.headDim; }
   /// x·Wᵀ for the bias-free [out, in] weight `name`, as [rows, shape...].
   Value project(Value x, const std::string &name, ArrayRef<int64_t> shape,
-                std::optional<ActivationKind> activation = std::nullopt);
+                std::optional<ActivationKind> activation = std::nullopt) {
+    return declarations.unbiasedLinear(b, x, name, shape, activation);
+  }
   Value norm(Value x, const std::string &name) {
     return RmsNormOp::create(b, x.getLoc(), x.getType(), x,
                              weight(name, {spec.hiddenSize}),
@@ -62,22 +64,6 @@ private:
 
   const Seq2SeqSpec &spec;
 };
-
-Value T5IRBuilder::project(Value x, const std::string &name,
-                           ArrayRef<int64_t> shape,
-                           std::optional<ActivationKind> activation) {
-  auto type = cast<RankedTensorType>(x.getType());
-  int64_t in = 1, out = 1;
-  for (int64_t d : type.getShape().drop_front())
-    in *= d;
-  for (int64_t d : shape)
-    out *= d;
-  return LinearOp::create(
-      b, x.getLoc(), rows(shape), x, weight(name, {out, in}), /*bias=*/Value(),
-      activation ? ActivationKindAttr::get(b.getContext(), *activation)
-                 : ActivationKindAttr(),
-      /*gated=*/UnitAttr());
-}
 
 Value T5IRBuilder::attention(Value queries, Value keys,
                              const std::string &module, Value relativeTable,

@@ -38,6 +38,21 @@ Value WeightDeclarations::biasedLinear(
     OpBuilder &b, Value x, const std::string &name,
     llvm::ArrayRef<int64_t> resultShape,
     std::optional<ActivationKind> activation) {
+  return linear(b, x, name, resultShape, activation, /*withBias=*/true);
+}
+
+Value WeightDeclarations::unbiasedLinear(
+    OpBuilder &b, Value x, const std::string &name,
+    llvm::ArrayRef<int64_t> resultShape,
+    std::optional<ActivationKind> activation) {
+  return linear(b, x, name, resultShape, activation, /*withBias=*/false);
+}
+
+Value WeightDeclarations::linear(OpBuilder &b, Value x,
+                                 const std::string &name,
+                                 llvm::ArrayRef<int64_t> resultShape,
+                                 std::optional<ActivationKind> activation,
+                                 bool withBias) {
   auto type = cast<RankedTensorType>(x.getType());
   int64_t in = 1, out = 1;
   for (int64_t d : type.getShape().drop_front())
@@ -52,8 +67,8 @@ Value WeightDeclarations::biasedLinear(
   return LinearOp::create(b, x.getLoc(),
                           RankedTensorType::get(shape, b.getF32Type()), x,
                           read(b, name, {out, in}),
-                          read(b, biasName(name), {out}), act,
-                          /*gated=*/UnitAttr());
+                          withBias ? read(b, biasName(name), {out}) : Value(),
+                          act, /*gated=*/UnitAttr());
 }
 
 Value WeightDeclarations::biasedLayerNorm(OpBuilder &b, Value x,

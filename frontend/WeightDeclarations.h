@@ -50,6 +50,12 @@ public:
                      llvm::ArrayRef<int64_t> resultShape,
                      std::optional<ActivationKind> activation = std::nullopt);
 
+  /// The same for a projection stored without a bias (T5's, Whisper's
+  /// k_proj).
+  Value unbiasedLinear(OpBuilder &b, Value x, const std::string &name,
+                       llvm::ArrayRef<int64_t> resultShape,
+                       std::optional<ActivationKind> activation = std::nullopt);
+
   /// LayerNorm of x with the [d] scale `name` and its bias.
   Value biasedLayerNorm(OpBuilder &b, Value x, const std::string &name,
                         int64_t d, double epsilon);
@@ -65,6 +71,10 @@ public:
          llvm::function_ref<bool(llvm::StringRef)> isIgnored);
 
 private:
+  Value linear(OpBuilder &b, Value x, const std::string &name,
+               llvm::ArrayRef<int64_t> resultShape,
+               std::optional<ActivationKind> activation, bool withBias);
+
   const WeightStore &weights;
   std::string checkpoint, family;
   std::vector<std::string> errors;
