@@ -7,8 +7,10 @@
  * turned into log-probabilities plus the beam's score, and the 2N best of
  * all (beam, token) pairs taken in order: an end-of-sequence token among
  * the first N closes a hypothesis (scored sum / length^length_penalty),
- * other tokens extend the next step's N beams, whose caches are copied from
- * the beams they extend (the positions written so far only). The search
+ * other tokens extend the next step's N beams: a beam's first
+ * continuation takes its cache over, further ones copy the positions
+ * written so far. A forced prompt (Whisper's) is decoded first on one
+ * beam, as decoder_input_ids are. The search
  * stops at max_new_tokens or when no open beam can beat the N closed
  * hypotheses (early_stopping: as soon as there are N); the best hypothesis
  * is returned, ended by the end-of-sequence token when it has one.
