@@ -7,7 +7,9 @@
 #include "codegen/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_DROPRETURNEDARGUMENTSPASS
@@ -24,6 +26,11 @@ struct DropReturnedArgumentsPass
           DropReturnedArgumentsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // A loop result that yields its own iter_arg is the loop's init.
+    RewritePatternSet loops(&getContext());
+    scf::ForOp::getCanonicalizationPatterns(loops, &getContext());
+    if (failed(applyPatternsGreedily(module, std::move(loops))))
+      return signalPassFailure();
     SymbolTableCollection symbols;
     SymbolUserMap users(symbols, module);
     for (auto func : module.getOps<func::FuncOp>()) {

@@ -8,6 +8,7 @@
 
 #include "codegen/LinalgBuilders.h"
 #include "codegen/Passes.h"
+#include "codegen/WeightLayout.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Transforms/DialectConversion.h"
@@ -112,6 +113,17 @@ struct LowerPositionIds : PackedSequencesPattern<PositionIdsOp> {
   }
 };
 
+/// Element [row, col] of a weight stored as panels [panels, in, 32]:
+/// panels[row / 32][col][row % 32].
+Value readPanels(OpBuilder &b, Location loc, Value panels, Value row,
+                 Value col) {
+  Value width = arith::ConstantIndexOp::create(b, loc, kPanelWidth);
+  Value panel = arith::DivUIOp::create(b, loc, row, width);
+  Value lane = arith::RemUIOp::create(b, loc, row, width);
+  return tensor::ExtractOp::create(b, loc, panels,
+                                   ValueRange{panel, col, lane});
+}
+
 struct LowerEmbedding : OpConversionPattern<EmbeddingOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -119,6 +131,11 @@ struct LowerEmbedding : OpConversionPattern<EmbeddingOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value table = adaptor.getTable();
+    // A table tied to an LM head stored as panels: rows are read from the
+    // panels, so that the weight is stored once and the head's GEMV
+    // streams it.
+    Operation *unpack = table.getDefiningOp();
+    Value panels = isPanelUnpack(unpack) ? unpack->getOperand(0) : Value();
     SmallVector<OpFoldResult> sizes = {
         tensor::getMixedSize(rewriter, loc, adaptor.getIds(), 0),
         tensor::getMixedSize(rewriter, loc, table, 1)};
@@ -135,7 +152,9 @@ struct LowerEmbedding : OpConversionPattern<EmbeddingOp> {
                                                  args[0]);
           Value col = linalg::IndexOp::create(b, l, 1);
           Value value =
-              tensor::ExtractOp::create(b, l, table, ValueRange{row, col});
+              panels ? readPanels(b, l, panels, row, col)
+                     : tensor::ExtractOp::create(b, l, table,
+                                                 ValueRange{row, col});
           if (std::optional<APFloat> scale = op.getScale())
             value = arith::MulFOp::create(
                 b, l, value,

@@ -131,7 +131,11 @@ def DropReturnedArgumentsPass : Pass<"tfm-drop-returned-arguments", "ModuleOp"> 
     `drop-equivalent-buffer-results` leaves them alone, since it cannot see
     their callers; the runtime is ours); calls inside the module (a
     `@decode` that calls `@prefill`) use the operand they passed instead.
+    A buffer carried through an `scf.for` unchanged (@decode_batch's cache,
+    updated row by row in place) is first folded out of the loop's results
+    (scf.for's canonicalization), so that the return sees the argument.
   }];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
 def PlanArenaPass : Pass<"tfm-plan-arena", "func::FuncOp"> {

@@ -49,13 +49,24 @@ SmallVector<StringRef> joinedWeightNames(ConcatOp concat) {
   return names;
 }
 
+/// Whether `use` is as the weight of a tfm.linear.
+bool isLinearWeight(OpOperand &use) {
+  auto linear = dyn_cast<LinearOp>(use.getOwner());
+  return linear && use.getOperandNumber() ==
+                       linear.getWeightMutable().getOperandNumber();
+}
+
 /// Whether every use of `value` is as the weight of a tfm.linear.
 bool onlyLinearWeight(Value value) {
-  return llvm::all_of(value.getUses(), [](OpOperand &use) {
-    auto linear = dyn_cast<LinearOp>(use.getOwner());
-    return linear && use.getOperandNumber() ==
-                         linear.getWeightMutable().getOperandNumber();
-  });
+  return llvm::all_of(value.getUses(), isLinearWeight);
+}
+
+/// Whether `use` is as the table of a tfm.embedding (a token embedding
+/// tied to an LM head: the lookup reads its few rows from the panels).
+bool isEmbeddingTable(OpOperand &use) {
+  auto lookup = dyn_cast<EmbeddingOp>(use.getOwner());
+  return lookup && use.getOperandNumber() ==
+                       lookup.getTableMutable().getOperandNumber();
 }
 
 /// A join placed back to back: its parts, and every concat op (one per
@@ -97,7 +108,8 @@ std::vector<PlacedJoin> findPlacedJoins(ModuleOp module) {
 }
 
 /// The weights stored as panels: f32 matrices that only linear ops read,
-/// directly or through placed joins; a join is stored as panels whole or
+/// directly or through placed joins (and, read directly, as the token
+/// embeddings an LM head is tied to); a join is stored as panels whole or
 /// not at all, and only if every part but the last fills its panels (so
 /// that the parts' panels follow each other without gaps).
 llvm::StringSet<> choosePanels(ModuleOp module,
@@ -109,14 +121,21 @@ llvm::StringSet<> choosePanels(ModuleOp module,
   module.walk([&](WeightOp weight) {
     RankedTensorType type = weight.getType();
     bool fits = type.getRank() == 2 && type.getElementType().isF32();
+    bool multiplied = false;
     for (OpOperand &use : weight->getUses()) {
       auto concat = dyn_cast<ConcatOp>(use.getOwner());
       if (concat ? !placed.contains(concat) || !onlyLinearWeight(concat)
-                 : !onlyLinearWeight(weight))
+                 : !isLinearWeight(use) && !isEmbeddingTable(use))
         fits = false;
+      multiplied |= concat || isLinearWeight(use);
     }
-    (fits ? candidates : rejected).insert(weight.getName());
+    if (!fits)
+      rejected.insert(weight.getName());
+    else if (multiplied)
+      candidates.insert(weight.getName());
   });
+  // Panels pay only where a GEMM reads them: a table that is only looked
+  // up (in every function) is not a candidate at all.
   for (StringRef name : rejected.keys())
     candidates.erase(name);
   for (const PlacedJoin &join : joins) {

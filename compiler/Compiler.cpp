@@ -119,7 +119,11 @@ llvm::Error describeEntryPoints(ModuleOp module, ModelDescription &model) {
         return fail("argument " + llvm::Twine(i) +
                     " has no tfm.input or tfm.cache");
       tensor.role = int32_t(role.getValue());
-      tensor.bound = indexBound(func.getArgument(i));
+      // Ids index tables; positions are checked against the cache.
+      if (role.getValue() == InputRole::token_ids ||
+          role.getValue() == InputRole::token_type_ids ||
+          role.getValue() == InputRole::decoder_token_ids)
+        tensor.bound = indexBound(func.getArgument(i));
       entry.arguments.push_back(entry.inputs.size());
       entry.inputs.push_back(tensor);
     }

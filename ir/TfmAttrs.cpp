@@ -178,9 +178,12 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
         return fail("token ids are a tensor<?xi32>");
       return success();
     case InputRole::sequence_lengths:
+    case InputRole::positions:
+    case InputRole::cache_sequences:
       if (!tensor || tensor.getRank() != 1 ||
           !tensor.getElementType().isSignlessInteger(32))
-        return fail("sequence lengths are a tensor<?xi32>");
+        return fail("sequence lengths, positions and cache sequences are a "
+                    "tensor<?xi32>");
       return success();
     case InputRole::features:
       if (!tensor || !isa<FloatType>(tensor.getElementType()))
@@ -198,11 +201,19 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
     auto cache = dyn_cast<CacheAttr>(attr.getValue());
     if (!cache)
       return fail("'tfm.cache' must be a #tfm.cache");
-    if (!tensor || !tensor.hasStaticShape() ||
+    // One sequence's cache, or a batched cache of any number of them
+    // (@decode_batch).
+    bool batched = tensor && tensor.getRank() == 6;
+    ArrayRef<int64_t> sequence =
+        tensor ? tensor.getShape().drop_front(batched ? 1 : 0)
+               : ArrayRef<int64_t>();
+    if (!tensor || ShapedType::isDynamicShape(sequence) ||
         !isa<FloatType>(tensor.getElementType()))
-      return fail("a cache is a float tensor of static shape");
-    if (tensor.getRank() != 5 || tensor.getDimSize(1) != 2)
+      return fail("a cache is a float tensor of static shape (but for a "
+                  "batched cache's sequences)");
+    if (sequence.size() != 5 || sequence[1] != 2)
       return fail("a key/value cache is [layers, 2, capacity, kv_heads, "
+                  "head_dim], or [sequences, layers, 2, capacity, kv_heads, "
                   "head_dim]");
     return success();
   }

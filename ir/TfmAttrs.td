@@ -29,7 +29,13 @@ def Tfm_InputRole : I32EnumAttr<"InputRole",
       I32EnumAttrCase<"decoder_token_ids", 6>,
       // index: how many source positions the cross-attention cache holds
       // (an encoder-decoder's @prefill and @decode)
-      I32EnumAttrCase<"encoded_length", 7>
+      I32EnumAttrCase<"encoded_length", 7>,
+      // tensor<?xi32>: each row's position (@decode_batch: one token of
+      // each of several sequences)
+      I32EnumAttrCase<"positions", 8>,
+      // tensor<?xi32>: which sequence of a batched cache each row reads and
+      // appends to (@decode_batch)
+      I32EnumAttrCase<"cache_sequences", 9>
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;

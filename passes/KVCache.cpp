@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/TfmOps.h"
+#include "passes/CachePlan.h"
 #include "passes/Passes.h"
 #include "passes/PositionAnalysis.h"
 
@@ -19,7 +20,6 @@
 
 #include "llvm/Support/Debug.h"
 
-#include <set>
 
 #define DEBUG_TYPE "tfm-kv-cache"
 
@@ -32,20 +32,6 @@ using namespace mlir;
 using namespace mlir::tfm;
 
 namespace {
-
-/// What the analysis found: the layers' self-attention ops in order and
-/// the shape of one layer's cached keys ([?, kv_heads, head_dim]); for an
-/// encoder-decoder also its cross-attention ops (keys and values computed
-/// from the source alone) and their key shape, and which arguments of
-/// @forward are the source and the decoder's tokens.
-struct CachePlan {
-  SmallVector<AttentionOp> layers;
-  RankedTensorType keyType;
-  SmallVector<AttentionOp> crossLayers;
-  RankedTensorType crossKeyType;
-  unsigned tokensArg = 0;
-  std::optional<unsigned> sourceArg;
-};
 
 /// The values of `func` that vary with the positions: its tokens (the
 /// decoder's, in an encoder-decoder) and everything computed from them.
@@ -211,15 +197,6 @@ Value sliceLastRow(OpBuilder &b, Location loc, Value value, Value last,
                                         strides);
 }
 
-/// The cache of `layers` layers of keys of `keyType` ([?, kv_heads,
-/// head_dim]): [layers, 2, capacity, kv_heads, head_dim].
-RankedTensorType cacheTypeOf(RankedTensorType keyType, size_t layers,
-                             int64_t capacity) {
-  return RankedTensorType::get({int64_t(layers), 2, capacity,
-                                keyType.getDimSize(1), keyType.getDimSize(2)},
-                               keyType.getElementType());
-}
-
 /// Says what each argument of @prefill or @decode is: tokens at a start
 /// position, written to the cache from a slot on, and the cache itself,
 /// state that codegen updates in place; for an encoder-decoder then the
@@ -228,10 +205,7 @@ RankedTensorType cacheTypeOf(RankedTensorType keyType, size_t layers,
 /// runtime may then drop positions no query can see.
 void describeArguments(func::FuncOp func, const CachePlan &plan) {
   MLIRContext *ctx = func.getContext();
-  std::set<int64_t> windows;
-  for (AttentionOp attention : plan.layers)
-    windows.insert(attention.getWindow().value_or(0));
-  int64_t window = windows.size() == 1 ? *windows.begin() : 0;
+  int64_t window = sharedWindow(plan);
   func.setArgAttr(0, kInputArgAttrName,
                   InputRoleAttr::get(ctx, InputRole::token_ids));
   func.setArgAttr(1, kInputArgAttrName,
@@ -248,23 +222,6 @@ void describeArguments(func::FuncOp func, const CachePlan &plan) {
   }
   func.setResultAttr(0, kOutputResultAttrName,
                      OutputRoleAttr::get(ctx, OutputRole::logits));
-}
-
-/// Removes what no longer feeds the results, then the argument `unused`
-/// if given (which must then be unused); the function's type follows.
-void pruneDeadCode(func::FuncOp func, std::optional<unsigned> unused) {
-  IRRewriter rewriter(func.getContext());
-  (void)runRegionDCE(rewriter, func.getBody());
-  if (unused)
-    (void)func.eraseArgument(*unused);
-}
-
-/// Source positions the cross cache holds: as many as the encoder's
-/// output has where that is fixed (Whisper's 1500 frames of 30 s), else
-/// `capacity` (text sources, as long as the decoder's context).
-int64_t crossCapacity(const CachePlan &plan, int64_t capacity) {
-  int64_t rows = plan.crossKeyType.getDimSize(0);
-  return ShapedType::isDynamic(rows) ? capacity : rows;
 }
 
 func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
@@ -311,25 +268,8 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
     attention.getKeyMutable().assign(read.getKey());
     attention.getValueMutable().assign(read.getValue());
   }
-  // Cross-attention reads the keys and values @encode cached, of the
-  // `encoded` source positions: the encoder is not run again.
-  if (plan.sourceArg) {
-    auto crossType = cacheTypeOf(plan.crossKeyType, plan.crossLayers.size(),
-                                 crossCapacity(plan, capacity));
-    Value cross = entry.addArgument(crossType, loc);
-    Value encoded = entry.addArgument(IndexType::get(ctx), loc);
-    for (auto [layer, original] : llvm::enumerate(plan.crossLayers)) {
-      Operation *originalOp = AttentionOp(original).getOperation();
-      auto attention = cast<AttentionOp>(mapping.lookup(originalOp));
-      b.setInsertionPoint(attention);
-      auto read = KVCacheReadOp::create(
-          b, attention.getLoc(),
-          TypeRange{plan.crossKeyType, plan.crossKeyType}, cross, encoded,
-          b.getI64IntegerAttr(layer));
-      attention.getKeyMutable().assign(read.getKey());
-      attention.getValueMutable().assign(read.getValue());
-    }
-  }
+  if (plan.sourceArg)
+    readCrossCache(prefill, mapping, plan, capacity);
 
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
   b.setInsertionPoint(ret);
@@ -446,7 +386,7 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
                        "@prefill and @decode from");
       return signalPassFailure();
     }
-    for (StringRef name : {"prefill", "decode"})
+    for (StringRef name : {"prefill", "decode", "decode_batch"})
       if (Operation *existing = module.lookupSymbol(name)) {
         existing->emitOpError() << "tfm-kv-cache: @" << name
                                 << " already exists";
@@ -478,7 +418,62 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
     if (plan->sourceArg && failed(buildEncode(forward, *plan, capacity)))
       return signalPassFailure();
     buildDecode(buildPrefill(forward, *plan, capacity), *plan);
+    if (decodeBatch)
+      buildDecodeBatch(forward, *plan, capacity);
   }
 };
 
 } // namespace
+
+RankedTensorType mlir::tfm::cacheTypeOf(RankedTensorType keyType,
+                                        size_t layers, int64_t capacity) {
+  return RankedTensorType::get({int64_t(layers), 2, capacity,
+                                keyType.getDimSize(1), keyType.getDimSize(2)},
+                               keyType.getElementType());
+}
+
+int64_t mlir::tfm::crossCapacity(const CachePlan &plan, int64_t capacity) {
+  int64_t rows = plan.crossKeyType.getDimSize(0);
+  return ShapedType::isDynamic(rows) ? capacity : rows;
+}
+
+int64_t mlir::tfm::sharedWindow(const CachePlan &plan) {
+  std::optional<int64_t> window;
+  for (AttentionOp attention : plan.layers) {
+    int64_t own = attention.getWindow().value_or(0);
+    if (window && *window != own)
+      return 0;
+    window = own;
+  }
+  return window.value_or(0);
+}
+
+void mlir::tfm::readCrossCache(func::FuncOp clone, const IRMapping &mapping,
+                               const CachePlan &plan, int64_t capacity) {
+  MLIRContext *ctx = clone.getContext();
+  Location loc = clone.getLoc();
+  Block &entry = clone.front();
+  auto crossType = cacheTypeOf(plan.crossKeyType, plan.crossLayers.size(),
+                               crossCapacity(plan, capacity));
+  Value cross = entry.addArgument(crossType, loc);
+  Value encoded = entry.addArgument(IndexType::get(ctx), loc);
+  OpBuilder b(ctx);
+  for (auto [layer, original] : llvm::enumerate(plan.crossLayers)) {
+    Operation *originalOp = AttentionOp(original).getOperation();
+    auto attention = cast<AttentionOp>(mapping.lookup(originalOp));
+    b.setInsertionPoint(attention);
+    auto read = KVCacheReadOp::create(
+        b, attention.getLoc(), TypeRange{plan.crossKeyType, plan.crossKeyType},
+        cross, encoded, b.getI64IntegerAttr(layer));
+    attention.getKeyMutable().assign(read.getKey());
+    attention.getValueMutable().assign(read.getValue());
+  }
+}
+
+void mlir::tfm::pruneDeadCode(func::FuncOp func,
+                              std::optional<unsigned> unused) {
+  IRRewriter rewriter(func.getContext());
+  (void)runRegionDCE(rewriter, func.getBody());
+  if (unused)
+    (void)func.eraseArgument(*unused);
+}

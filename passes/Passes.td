@@ -28,16 +28,36 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
     (grouped-query and multi-query models cache only their KV heads) with a
     capacity fixed at compile time: `max-context`, or the `tfm.model`'s `max_context`
     attribute the frontend puts on `@forward`. `@forward` stays for
-    whole-sequence use. The pass refuses, naming the op, what it cannot
-    cache: bidirectional or biased attention, keys from outside the token
-    sequence (cross-attention), positions it cannot follow, ops it does not
-    know to be row-wise.
+    whole-sequence use.
+
+    An encoder-decoder's `@forward(source, decoder ids)` also gets
+    `@encode(source, cross cache) -> (encoder output, cross cache)`: the
+    encoder and every decoder layer's cross-attention keys and values, run
+    once per input; `@prefill` and `@decode` then read that cross cache
+    (and how many source positions it holds) instead of the encoder.
+
+    With `decode-batch` (the default) the pass also derives
+    `@decode_batch(tokens: tensor<?xi32>, positions: tensor<?xi32>,
+    sequences: tensor<?xi32>, cache: [?, layers, 2, capacity, kv_heads,
+    head_dim]) -> (logits: [?, vocab], cache)`: one token of each of B
+    sequences (beams, or a server's requests), row b at `positions[b]` in
+    sequence `sequences[b]` of a batched cache. The weights are read once
+    for all rows; each self-attention becomes an `scf.for` over the rows,
+    appending to and attending over the row's own sequence. Positions are
+    cache slots there: a batched cache is never slid.
+
+    The pass refuses, naming the op, what it cannot cache: bidirectional or
+    biased attention, causal or biased cross-attention, positions it cannot
+    follow, ops it does not know to be row-wise.
   }];
   let options = [
     Option<"maxContext", "max-context", "int64_t", /*default=*/"0",
-           "Cache capacity in positions (0: the max_context of tfm.model)">
+           "Cache capacity in positions (0: the max_context of tfm.model)">,
+    Option<"decodeBatch", "decode-batch", "bool", /*default=*/"true",
+           "Also derive @decode_batch, one step of several sequences">
   ];
   let dependentDialects = ["::mlir::tensor::TensorDialect",
+                           "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::func::FuncDialect"];
 }

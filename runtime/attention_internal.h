@@ -2,8 +2,8 @@
  *
  * What the prefill path (kernels_attention.c) and the decode path
  * (kernels_attention_decode.c) of tfm_rt_attention share: the job, its
- * views, the visible keys of a query, and the vector helpers of an online
- * softmax.
+ * views, and the visible keys of a query (the vector helpers of their
+ * online softmax are simd.h's).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -18,41 +18,6 @@
 enum {
   kKeyTile = 64, /* keys per prefill tile, and the fewest per decode chunk */
 };
-
-TFM_INLINE v16 vmax(v16 a, v16 b) {
-  vi16 greater = a > b;
-  return (v16)(((vi16)a & greater) | ((vi16)b & ~greater));
-}
-/* Halving adds: four shuffles instead of fifteen lane extracts. */
-TFM_INLINE float hsum(v16 v) {
-  v += __builtin_shuffle(v, (vi16){8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7});
-  v += __builtin_shuffle(v, (vi16){4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11});
-  v += __builtin_shuffle(v, (vi16){2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13});
-  v += __builtin_shuffle(v, (vi16){1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14});
-  return v[0];
-}
-
-/* e^x for x <= 0 (scores minus their maximum); exactly 0 below -87, which
- * includes the -inf of masked keys. Cephes' expf: x = n·ln2 + r, |r| <=
- * ln2/2, a degree-6 polynomial for e^r, 2^n through the exponent bits;
- * relative error ~1e-7. */
-TFM_INLINE v16 exp_nonpositive(v16 x) {
-  vi16 underflow = x < -87.0f;
-  x = vmax(x, splat(-87.0f));
-  vi16 n = __builtin_convertvector(x * 1.44269504088896341f - 0.5f, vi16);
-  v16 fn = __builtin_convertvector(n, v16);
-  v16 r = x - fn * 0.693359375f + fn * 2.12194440e-4f;
-  v16 p = splat(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  vi16 scale = (n + 127) << 23;
-  v16 result = p * (v16)scale;
-  return (v16)((vi16)result & ~underflow);
-}
 
 typedef struct {
   const tfm_memref3d_f32 *q, *k, *v, *out;

@@ -9,7 +9,8 @@
  * the first N closes a hypothesis (scored sum / length^length_penalty),
  * other tokens extend the next step's N beams: a beam's first
  * continuation takes its cache over, further ones copy the positions
- * written so far. A forced prompt (Whisper's) is decoded first on one
+ * written so far. The live beams are decoded in one call where the model
+ * has @decode_batch (seq2seq.c). A forced prompt (Whisper's) is decoded first on one
  * beam, as decoder_input_ids are. The search
  * stops at max_new_tokens or when no open beam can beat the N closed
  * hypotheses (early_stopping: as soon as there are N); the best hypothesis
@@ -18,6 +19,7 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/seq2seq_internal.h"
+#include "runtime/simd.h"
 #include "runtime/status.h"
 #include "runtime/tfm_runtime.h"
 
@@ -89,17 +91,31 @@ static int compare_candidates(const void *a, const void *b) {
   return x->token - y->token;
 }
 
-/* log_softmax(logits) into `out`. */
+/* log_softmax(logits) into `out`: every step does it for every beam over
+ * the whole vocabulary, so in vectors (the sum of exponentials in 16
+ * lanes, then in double). */
+TFM_CLONED
 static void log_softmax(const float *logits, int64_t vocab, float *out) {
+  v16 max16 = splat(-INFINITY);
+  int64_t v = 0;
+  for (; v + kLanes <= vocab; v += kLanes)
+    max16 = vmax(max16, load16(logits + v));
   float max = -INFINITY;
-  for (int64_t v = 0; v < vocab; ++v)
+  for (int i = 0; i < kLanes; ++i)
+    max = max16[i] > max ? max16[i] : max;
+  for (; v < vocab; ++v)
     max = logits[v] > max ? logits[v] : max;
+  v16 sum16 = splat(0);
+  for (v = 0; v + kLanes <= vocab; v += kLanes)
+    sum16 += exp_nonpositive(load16(logits + v) - max);
   double sum = 0;
-  for (int64_t v = 0; v < vocab; ++v)
+  for (int i = 0; i < kLanes; ++i)
+    sum += sum16[i];
+  for (; v < vocab; ++v)
     sum += exp((double)(logits[v] - max));
-  float log_sum = (float)log(sum);
-  for (int64_t v = 0; v < vocab; ++v)
-    out[v] = logits[v] - max - log_sum;
+  float shift = max + (float)log(sum);
+  for (v = 0; v < vocab; ++v)
+    out[v] = logits[v] - shift;
 }
 
 /* Keeps top[0..*kept) the best `limit` candidates seen, best first (the
@@ -164,11 +180,12 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
   int32_t *next_sequences = malloc((size_t)beams * stride * sizeof *sequences);
   float *scores = calloc((size_t)beams, sizeof *scores);
   float *row = malloc((size_t)vocab * sizeof *row);
+  int32_t *last_tokens = malloc((size_t)beams * sizeof *last_tokens);
   candidate *top = malloc((size_t)(2 * beams) * sizeof *top);
   hypotheses closed = {calloc((size_t)beams + 1, sizeof(hypothesis)), 0, beams,
                        0};
-  if (!sequences || !next_sequences || !scores || !row || !top ||
-      !closed.items) {
+  if (!sequences || !next_sequences || !scores || !row || !last_tokens ||
+      !top || !closed.items) {
     code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
@@ -179,7 +196,7 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
   while (length < steps && !finished) {
     if (length < prompt) {
       float *logits;
-      code = tfm_seq2seq_step(state, 0, sequences[length], length, &logits,
+      code = tfm_seq2seq_step(state, 1, &sequences[length], length, &logits,
                               status);
       if (code != TFM_OK)
         goto done;
@@ -190,16 +207,17 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
     /* Decode every live beam; at the first step all beams are the start
      * token alone, so one stands for all (the others would score -1e9). */
     int kept = 0;
+    float *logits;
+    for (int b = 0; b < live; ++b)
+      last_tokens[b] = sequences[(size_t)b * stride + (size_t)length];
+    code = tfm_seq2seq_step(state, live, last_tokens, length, &logits, status);
+    if (code != TFM_OK)
+      goto done;
     for (int b = 0; b < live; ++b) {
       const int32_t *sequence = sequences + (size_t)b * stride;
-      float *logits;
-      code =
-          tfm_seq2seq_step(state, b, sequence[length], length, &logits, status);
-      if (code != TFM_OK)
-        goto done;
       /* transformers applies the rules to the log-probabilities, then
        * adds the beam's score. */
-      log_softmax(logits, vocab, row);
+      log_softmax(logits + (size_t)b * (size_t)vocab, vocab, row);
       tfm_apply_generation_rules(rules, sequence, length + 1, steps,
                                  (int32_t)desc->eos_token, row, vocab);
       for (int64_t v = 0; v < vocab; ++v)
@@ -279,6 +297,7 @@ done:
   free(next_sequences);
   free(scores);
   free(row);
+  free(last_tokens);
   free(top);
   tfm_seq2seq_end(state);
   return code;

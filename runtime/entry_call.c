@@ -117,6 +117,64 @@ static tfm_status_code check_lengths(const tfm_model_desc *desc,
   return TFM_OK;
 }
 
+/* @decode_batch's rows (inputs `positions` and `sequences`, one per token):
+ * each position inside the batched cache's capacity and each sequence one
+ * of its sequences, no two rows the same sequence (they would append to
+ * the same place), as many of each as there are tokens. */
+static tfm_status_code check_batch_rows(const tfm_tensor *inputs,
+                                        tfm_tensor *const *caches,
+                                        const tfm_model_desc *desc,
+                                        const tfm_entry_point *entry,
+                                        int32_t positions, int32_t sequences,
+                                        tfm_status *status) {
+  const tfm_tensor *cache = NULL;
+  for (int32_t i = 0; i < entry->num_caches; ++i)
+    if (desc->caches[entry->caches[i]].rank == 6)
+      cache = caches[i];
+  int64_t rows = -1;
+  for (int32_t i = 0; i < entry->num_inputs; ++i)
+    if (entry->inputs[i].role == TFM_ROLE_TOKEN_IDS)
+      rows = inputs[i].shape[0];
+  if (positions < 0 || sequences < 0 || !cache)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "@%s: batched rows need positions, cache sequences and "
+                    "a batched cache",
+                    entry->name);
+  if (inputs[positions].shape[0] != rows || inputs[sequences].shape[0] != rows)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "@%s: %lld tokens, %lld positions and %lld cache "
+                    "sequences: expected one of each per row",
+                    entry->name, (long long)rows,
+                    (long long)inputs[positions].shape[0],
+                    (long long)inputs[sequences].shape[0]);
+  /* [sequences, layers, 2, capacity, kv_heads, head_dim] */
+  int64_t count = cache->shape[0], capacity = cache->shape[3];
+  const int32_t *position = inputs[positions].data;
+  const int32_t *sequence = inputs[sequences].data;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (position[r] < 0 || position[r] >= capacity)
+      return tfm_fail(status,
+                      position[r] < 0 ? TFM_ERROR_OUT_OF_RANGE
+                                      : TFM_ERROR_CONTEXT_OVERFLOW,
+                      "@%s: row %lld is at position %d, outside the cache's "
+                      "%lld positions",
+                      entry->name, (long long)r, position[r],
+                      (long long)capacity);
+    if (sequence[r] < 0 || sequence[r] >= count)
+      return tfm_fail(status, TFM_ERROR_OUT_OF_RANGE,
+                      "@%s: row %lld reads cache sequence %d of %lld",
+                      entry->name, (long long)r, sequence[r],
+                      (long long)count);
+    for (int64_t earlier = 0; earlier < r; ++earlier)
+      if (sequence[earlier] == sequence[r])
+        return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                        "@%s: rows %lld and %lld both use cache sequence %d",
+                        entry->name, (long long)earlier, (long long)r,
+                        sequence[r]);
+  }
+  return TFM_OK;
+}
+
 tfm_status_code tfm_model_call(tfm_model *model, const char *name,
                                const tfm_tensor *inputs, int32_t num_inputs,
                                tfm_tensor *const *caches, tfm_tensor *outputs,
@@ -183,6 +241,19 @@ tfm_status_code tfm_model_call(tfm_model *model, const char *name,
                       "cache %d of @%s: NULL tensor", i, name);
     tfm_status_code code = check_tensor(desc, caches[i], &expected, 0,
                                         "cache", i, name, status);
+    if (code != TFM_OK)
+      return code;
+  }
+  int32_t positions = -1, sequences = -1;
+  for (int32_t i = 0; i < num_inputs; ++i) {
+    if (entry->inputs[i].role == TFM_ROLE_POSITIONS)
+      positions = i;
+    if (entry->inputs[i].role == TFM_ROLE_CACHE_SEQUENCES)
+      sequences = i;
+  }
+  if (positions >= 0 || sequences >= 0) {
+    tfm_status_code code = check_batch_rows(inputs, caches, desc, entry,
+                                            positions, sequences, status);
     if (code != TFM_OK)
       return code;
   }

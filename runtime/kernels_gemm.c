@@ -5,10 +5,13 @@
  * The output features (rows of B) are split over the runtime's threads and
  * each chunk calls single-threaded OpenBLAS: sgemm for prefill, sgemv for
  * the single row of a decode step (memory-bound: each thread streams its
- * own rows of the weight once).
+ * own rows of the weight once). A few rows (a decode step of several
+ * beams or sequences) go to few_rows_range instead: sgemm would repack
+ * the weight on every call, which then costs more than the product.
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/simd.h"
 #include "runtime/thread_pool.h"
 #include "runtime/runtime_kernels.h"
 
@@ -30,9 +33,77 @@ static int64_t chunk_size(int64_t n, int64_t m) {
   return chunk > minimum ? chunk : minimum;
 }
 
+/* Rows of A up to which few_rows_range beats OpenBLAS's sgemm. */
+enum { kFewRows = 8, kTileRows = 4, kTileOutputs = 4 };
+
+/* C[rows, outs] += A[rows, k] · W[outs, k]ᵀ, rows and outs at most 4 and
+ * constants at every call, so that the 16 accumulators stay in registers:
+ * per 16 of k, `outs` weight vectors and `rows` input vectors feed
+ * rows × outs FMAs. */
+TFM_INLINE void dot_tile(int rows, int outs, int64_t k, const float *a,
+                         int64_t lda, const float *w, int64_t ldw, float *c,
+                         int64_t ldc) {
+  v16 acc[kTileRows][kTileOutputs] = {{{0}}};
+  int64_t p = 0;
+  for (; p + kLanes <= k; p += kLanes) {
+    v16 weights[kTileOutputs];
+#pragma GCC unroll 4
+    for (int q = 0; q < outs; ++q)
+      weights[q] = load16(w + q * ldw + p);
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; ++r) {
+      v16 x = load16(a + r * lda + p);
+#pragma GCC unroll 4
+      for (int q = 0; q < outs; ++q)
+        acc[r][q] += x * weights[q];
+    }
+  }
+  for (int r = 0; r < rows; ++r)
+    for (int q = 0; q < outs; ++q) {
+      float sum = hsum(acc[r][q]);
+      for (int64_t t = p; t < k; ++t)
+        sum += a[r * lda + t] * w[q * ldw + t];
+      c[r * ldc + q] += sum;
+    }
+}
+
+/* Output features [begin, end) of C += A · Wᵀ for m <= kFewRows: each
+ * weight row is read from memory once, for every row of A (which stays in
+ * L1). */
+TFM_CLONED
+static void few_rows_range(const gemm_job *job, int64_t begin, int64_t end) {
+  for (int64_t j = begin; j < end; j += kTileOutputs) {
+    const float *w = job->b + j * job->ldb;
+    int outs = end - j < kTileOutputs ? (int)(end - j) : kTileOutputs;
+    for (int64_t i = 0; i < job->m; i += kTileRows) {
+      const float *a = job->a + i * job->lda;
+      float *c = job->c + i * job->ldc + j;
+      int rows = job->m - i < kTileRows ? (int)(job->m - i) : kTileRows;
+      if (outs < kTileOutputs) { /* the last few outputs, one at a time */
+        for (int r = 0; r < rows; ++r)
+          for (int q = 0; q < outs; ++q)
+            dot_tile(1, 1, job->k, a + r * job->lda, job->lda,
+                     w + q * job->ldb, job->ldb, c + r * job->ldc + q,
+                     job->ldc);
+        continue;
+      }
+      switch (rows) {
+      case 4: dot_tile(4, 4, job->k, a, job->lda, w, job->ldb, c, job->ldc); break;
+      case 3: dot_tile(3, 4, job->k, a, job->lda, w, job->ldb, c, job->ldc); break;
+      case 2: dot_tile(2, 4, job->k, a, job->lda, w, job->ldb, c, job->ldc); break;
+      default: dot_tile(1, 4, job->k, a, job->lda, w, job->ldb, c, job->ldc); break;
+      }
+    }
+  }
+}
+
 static void gemm_chunk(void *context, int64_t begin, int64_t end, int thread) {
   (void)thread;
   const gemm_job *job = context;
+  if (job->m > 1 && job->m <= kFewRows) {
+    few_rows_range(job, begin, end);
+    return;
+  }
   blasint n = (blasint)(end - begin);
   const float *b = job->b + begin * job->ldb;
   if (job->m == 1) {

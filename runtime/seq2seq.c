@@ -19,59 +19,91 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A cache tensor of the model's description, zeroed. */
-static int allocate_cache(const tfm_cache_desc *desc, tfm_tensor *tensor) {
+/* A zeroed tensor of `rank` dimensions `shape` for a cache. */
+static int allocate_cache(const tfm_cache_desc *desc, int32_t rank,
+                          const int64_t *shape, tfm_tensor *tensor) {
   size_t count = 1;
   memset(tensor, 0, sizeof *tensor);
   tensor->dtype = desc->dtype;
-  tensor->rank = desc->rank;
-  for (int32_t d = 0; d < desc->rank; ++d) {
-    tensor->shape[d] = desc->shape[d];
-    count *= (size_t)desc->shape[d];
+  tensor->rank = rank;
+  for (int32_t d = 0; d < rank; ++d) {
+    tensor->shape[d] = shape[d];
+    count *= (size_t)shape[d];
   }
   tensor->data = calloc(count, sizeof(float));
   return tensor->data != NULL;
 }
 
+/* The beams' self-attention caches live in one buffer of `beams` slots,
+ * each [layers, 2, capacity, kv_heads, head_dim]; a beam's slot changes
+ * as beams fork, so that a continuation can take its parent's cache
+ * without copying. @decode sees one slot; @decode_batch (when the model
+ * has it) the whole buffer, and each row's slot as its cache sequence. */
 struct tfm_seq2seq_state {
   tfm_model *model;
-  const tfm_entry_point *decode;
+  const tfm_entry_point *decode, *decode_batch;
   int beams;
   int64_t encoded;    /* source positions in the cross cache */
   tfm_tensor cross;   /* read by every beam */
-  tfm_tensor *caches; /* 2 x beams: this step's, then the next step's */
-  int current;        /* 0 or 1: which half is this step's */
-  /* Per beam of this step, the next step's beam that took its cache whole
-   * (-1: none yet), which later children copy from. */
-  int *moved_to;
-  float *logits;
+  tfm_tensor slots;   /* [beams, layers, 2, capacity, kv_heads, head_dim] */
+  int64_t slot_size;  /* floats per slot */
+  int *slot;          /* per beam, its slot */
+  int *parent;        /* per next beam, the beam it continues (fork) */
+  int *next_slot;     /* scratch of commit: per next beam, its slot */
+  int *claimed;       /* scratch of commit: per slot, taken */
+  int next_beams;     /* forks recorded this step */
+  int64_t used;       /* positions the forked beams have written */
+  int32_t *rows;      /* @decode_batch's positions and sequences */
+  float *logits;      /* [beams, vocab] */
 };
 
-/* The caches @decode takes for beam `beam`, in its order. */
-static void decode_caches(tfm_seq2seq_state *s, int beam, tfm_tensor **out) {
+/* The caches entry point `entry` takes, in its order: the cross cache,
+ * and slot `slot` alone (@decode) or every slot (@decode_batch). */
+static void decode_caches(tfm_seq2seq_state *s, const tfm_entry_point *entry,
+                          int slot, tfm_tensor *own, tfm_tensor **out) {
   const tfm_model_desc *desc = tfm_model_get_desc(s->model);
-  for (int32_t i = 0; i < s->decode->num_caches; ++i)
-    out[i] =
-        desc->caches[s->decode->caches[i]].kind == TFM_CACHE_CROSS_ATTENTION
-            ? &s->cross
-            : &s->caches[s->current * s->beams + beam];
+  *own = (tfm_tensor){(float *)s->slots.data + (size_t)slot * s->slot_size,
+                      s->slots.dtype, s->slots.rank - 1, {0}, NULL};
+  memcpy(own->shape, s->slots.shape + 1,
+         (size_t)own->rank * sizeof *own->shape);
+  for (int32_t i = 0; i < entry->num_caches; ++i) {
+    const tfm_cache_desc *cache = &desc->caches[entry->caches[i]];
+    out[i] = cache->kind == TFM_CACHE_CROSS_ATTENTION ? &s->cross
+             : cache->rank == 6                       ? &s->slots
+                                                      : own;
+  }
 }
 
 void tfm_seq2seq_end(tfm_seq2seq_state *s) {
   if (!s)
     return;
   free(s->cross.data);
-  if (s->caches)
-    for (int i = 0; i < 2 * s->beams; ++i)
-      free(s->caches[i].data);
-  free(s->caches);
-  free(s->moved_to);
+  free(s->slots.data);
+  free(s->slot);
+  free(s->parent);
+  free(s->next_slot);
+  free(s->claimed);
+  free(s->rows);
   free(s->logits);
   free(s);
 }
 
 tfm_tensor tfm_seq2seq_ids(const int32_t *source, int64_t n) {
   return (tfm_tensor){(void *)(uintptr_t)source, TFM_DTYPE_I32, 1, {n}, NULL};
+}
+
+/* The model's cache descriptions: the cross cache, and one sequence's
+ * self-attention cache (the one @decode takes). */
+static void find_caches(const tfm_model_desc *desc,
+                        const tfm_cache_desc **self,
+                        const tfm_cache_desc **cross) {
+  *self = *cross = NULL;
+  for (int32_t i = 0; i < desc->num_caches; ++i) {
+    if (desc->caches[i].kind == TFM_CACHE_CROSS_ATTENTION)
+      *cross = &desc->caches[i];
+    else if (desc->caches[i].rank == 5)
+      *self = &desc->caches[i];
+  }
 }
 
 tfm_status_code tfm_seq2seq_begin(tfm_model *model, const tfm_tensor *source,
@@ -81,13 +113,8 @@ tfm_status_code tfm_seq2seq_begin(tfm_model *model, const tfm_tensor *source,
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   const tfm_entry_point *encode = tfm_model_entry_point(model, "encode");
   const tfm_entry_point *decode = tfm_model_entry_point(model, "decode");
-  const tfm_cache_desc *self_desc = NULL, *cross_desc = NULL;
-  for (int32_t i = 0; i < desc->num_caches; ++i) {
-    if (desc->caches[i].kind == TFM_CACHE_CROSS_ATTENTION)
-      cross_desc = &desc->caches[i];
-    else
-      self_desc = &desc->caches[i];
-  }
+  const tfm_cache_desc *self_desc, *cross_desc;
+  find_caches(desc, &self_desc, &cross_desc);
   if (!encode || !decode || !self_desc || !cross_desc ||
       encode->num_caches != 1 || decode->num_caches != 2 ||
       decode->num_inputs > 8)
@@ -108,23 +135,37 @@ tfm_status_code tfm_seq2seq_begin(tfm_model *model, const tfm_tensor *source,
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   s->model = model;
   s->decode = decode;
+  /* One step of several beams reads the weights once. */
+  const tfm_entry_point *batch = tfm_model_entry_point(model, "decode_batch");
+  if (beams > 1 && batch && batch->num_caches == 2 && batch->num_inputs <= 8)
+    s->decode_batch = batch;
   s->beams = beams;
   /* Text: the source ids; speech: the encoder's fixed frames. */
   s->encoded = source->dtype == TFM_DTYPE_I32 ? source->shape[0]
                                              : cross_desc->shape[2];
-  s->caches = calloc((size_t)(2 * beams), sizeof *s->caches);
-  s->logits = malloc((size_t)desc->vocab_size * sizeof *s->logits);
-  s->moved_to = malloc((size_t)beams * sizeof *s->moved_to);
-  for (int i = 0; s->moved_to && i < beams; ++i)
-    s->moved_to[i] = -1;
-  int ok = s->caches && s->logits && s->moved_to &&
-           allocate_cache(cross_desc, &s->cross);
-  for (int i = 0; ok && i < 2 * beams; ++i)
-    ok = allocate_cache(self_desc, &s->caches[i]);
+  int64_t shape[6] = {beams};
+  memcpy(shape + 1, self_desc->shape, 5 * sizeof *shape);
+  s->slot_size = 1;
+  for (int d = 1; d < 6; ++d)
+    s->slot_size *= shape[d];
+  s->slot = malloc((size_t)beams * sizeof *s->slot);
+  s->parent = malloc((size_t)beams * sizeof *s->parent);
+  s->next_slot = malloc((size_t)beams * sizeof *s->next_slot);
+  s->claimed = malloc((size_t)beams * sizeof *s->claimed);
+  s->rows = malloc((size_t)(2 * beams) * sizeof *s->rows);
+  s->logits =
+      malloc((size_t)beams * (size_t)desc->vocab_size * sizeof *s->logits);
+  int ok = s->slot && s->parent && s->next_slot && s->claimed && s->rows &&
+           s->logits &&
+           allocate_cache(cross_desc, cross_desc->rank, cross_desc->shape,
+                          &s->cross) &&
+           allocate_cache(self_desc, 6, shape, &s->slots);
   if (!ok) {
     tfm_seq2seq_end(s);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   }
+  for (int b = 0; b < beams; ++b)
+    s->slot[b] = b;
   /* The source, once: its cross-attention keys and values. tfm_model_call
    * only reads its inputs. */
   tfm_tensor *cross = &s->cross, output;
@@ -139,69 +180,134 @@ tfm_status_code tfm_seq2seq_begin(tfm_model *model, const tfm_tensor *source,
   return TFM_OK;
 }
 
-tfm_status_code tfm_seq2seq_step(tfm_seq2seq_state *s, int beam, int32_t token,
-                                 int64_t position, float **logits,
-                                 tfm_status *status) {
-  tfm_tensor inputs[8], output, *caches[2];
-  for (int32_t i = 0; i < s->decode->num_inputs; ++i) {
-    int32_t role = s->decode->inputs[i].role;
+/* The inputs of `entry` for `count` rows of `tokens` at `position`: the
+ * token ids, then by role the position (a scalar, or one per row), the
+ * slot or the rows' cache sequences, the encoded length. */
+static void decode_inputs(tfm_seq2seq_state *s, const tfm_entry_point *entry,
+                          const int32_t *tokens, int count, int64_t *position,
+                          tfm_tensor *inputs) {
+  for (int32_t i = 0; i < entry->num_inputs; ++i) {
+    int32_t role = entry->inputs[i].role;
+    int32_t *rows = role == TFM_ROLE_POSITIONS ? s->rows : s->rows + count;
     if (role == TFM_ROLE_TOKEN_IDS)
-      inputs[i] = (tfm_tensor){&token, TFM_DTYPE_I32, 1, {1}, NULL};
+      inputs[i] = (tfm_tensor){(void *)(uintptr_t)tokens, TFM_DTYPE_I32, 1,
+                               {count}, NULL};
+    else if (role == TFM_ROLE_POSITIONS || role == TFM_ROLE_CACHE_SEQUENCES)
+      inputs[i] = (tfm_tensor){rows, TFM_DTYPE_I32, 1, {count}, NULL};
     else
       inputs[i] = (tfm_tensor){role == TFM_ROLE_ENCODED_LENGTH ? &s->encoded
-                                                               : &position,
+                                                               : position,
                                TFM_DTYPE_I64,
                                0,
                                {0},
                                NULL};
   }
-  decode_caches(s, beam, caches);
-  tfm_status_code code =
-      tfm_model_call(s->model, "decode", inputs, s->decode->num_inputs, caches,
-                     &output, 1, status);
+}
+
+/* One call of `entry` on `count` rows of `tokens` (@decode: one, in slot
+ * `slot`), its logits into `logits`. */
+static tfm_status_code call_decode(tfm_seq2seq_state *s,
+                                   const tfm_entry_point *entry,
+                                   const int32_t *tokens, int count, int slot,
+                                   int64_t position, float *logits,
+                                   tfm_status *status) {
+  tfm_tensor inputs[8], output, own, *caches[2];
+  decode_inputs(s, entry, tokens, count, &position, inputs);
+  decode_caches(s, entry, slot, &own, caches);
+  tfm_status_code code = tfm_model_call(s->model, entry->name, inputs,
+                                        entry->num_inputs, caches, &output, 1,
+                                        status);
   if (code != TFM_OK)
     return code;
   int64_t vocab = tfm_model_get_desc(s->model)->vocab_size;
-  memcpy(s->logits, output.data, (size_t)vocab * sizeof *s->logits);
+  memcpy(logits, output.data, (size_t)(count * vocab) * sizeof *logits);
   tfm_tensor_release(&output);
+  return TFM_OK;
+}
+
+tfm_status_code tfm_seq2seq_step(tfm_seq2seq_state *s, int count,
+                                 const int32_t *tokens, int64_t position,
+                                 float **logits, tfm_status *status) {
   *logits = s->logits;
+  /* Several beams in one call when the model has @decode_batch: row b at
+   * `position` in beam b's slot. */
+  if (s->decode_batch && count > 1) {
+    for (int b = 0; b < count; ++b) {
+      s->rows[b] = (int32_t)position;
+      s->rows[count + b] = s->slot[b];
+    }
+    return call_decode(s, s->decode_batch, tokens, count, 0, position,
+                       s->logits, status);
+  }
+  int64_t vocab = tfm_model_get_desc(s->model)->vocab_size;
+  for (int b = 0; b < count; ++b) {
+    tfm_status_code code =
+        call_decode(s, s->decode, tokens + b, 1, s->slot[b], position,
+                    s->logits + (size_t)b * (size_t)vocab, status);
+    if (code != TFM_OK)
+      return code;
+  }
   return TFM_OK;
 }
 
 tfm_status_code tfm_seq2seq_fork(tfm_seq2seq_state *s, int from, int to,
                                  int64_t used, tfm_status *status) {
-  tfm_tensor *current = &s->caches[s->current * s->beams];
-  tfm_tensor *next = &s->caches[(1 - s->current) * s->beams];
-  /* [layers, 2, capacity, heads, dim]: every layer's K and V planes. */
-  int64_t capacity = current[from].shape[2];
+  int64_t capacity = s->slots.shape[3];
   if (used > capacity)
     return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
                     "a beam of %lld positions in a cache of %lld",
                     (long long)used, (long long)capacity);
-  if (s->moved_to[from] < 0) {
-    /* The first continuation of a beam takes its cache as it is: the
-     * buffers trade places, nothing is copied. */
-    tfm_tensor taken = next[to];
-    next[to] = current[from];
-    current[from] = taken;
-    s->moved_to[from] = to;
-    return TFM_OK;
-  }
-  /* Further continuations copy the positions written so far from it. */
-  const tfm_tensor *source = &next[s->moved_to[from]];
-  tfm_tensor *target = &next[to];
-  size_t row = (size_t)(source->shape[3] * source->shape[4]) * sizeof(float);
-  for (int64_t plane = 0; plane < source->shape[0] * 2; ++plane)
-    memcpy((char *)target->data + (size_t)(plane * capacity) * row,
-           (const char *)source->data + (size_t)(plane * capacity) * row,
-           (size_t)used * row);
+  s->parent[to] = from;
+  s->next_beams = to + 1 > s->next_beams ? to + 1 : s->next_beams;
+  s->used = used;
   return TFM_OK;
 }
 
+/* Copies the first `used` positions of every layer's K and V planes of
+ * slot `from` to slot `to`. */
+static void copy_prefix(tfm_seq2seq_state *s, int from, int to) {
+  /* [slots, layers, 2, capacity, kv_heads, head_dim] */
+  const int64_t *shape = s->slots.shape;
+  size_t row = (size_t)(shape[4] * shape[5]);
+  const float *source = (const float *)s->slots.data + from * s->slot_size;
+  float *target = (float *)s->slots.data + to * s->slot_size;
+  for (int64_t plane = 0; plane < shape[1] * 2; ++plane)
+    memcpy(target + (size_t)(plane * shape[3]) * row,
+           source + (size_t)(plane * shape[3]) * row,
+           (size_t)s->used * row * sizeof *target);
+}
+
 void tfm_seq2seq_commit(tfm_seq2seq_state *s) {
-  s->current = 1 - s->current;
-  for (int i = 0; i < s->beams; ++i)
-    s->moved_to[i] = -1;
+  int n = s->next_beams;
+  for (int b = 0; b < s->beams; ++b)
+    s->claimed[b] = 0;
+  /* A beam's first continuation takes its slot as it is. */
+  for (int to = 0; to < n; ++to) {
+    int slot = s->slot[s->parent[to]];
+    s->next_slot[to] = s->claimed[slot] ? -1 : slot;
+    s->claimed[slot] = 1;
+  }
+  /* Further ones get a slot no continuation holds (a dropped beam's) and
+   * a copy of the positions written so far. */
+  int free_slot = 0;
+  for (int to = 0; to < n; ++to) {
+    if (s->next_slot[to] >= 0)
+      continue;
+    while (s->claimed[free_slot])
+      ++free_slot;
+    s->claimed[free_slot] = 1;
+    s->next_slot[to] = free_slot;
+    copy_prefix(s, s->slot[s->parent[to]], free_slot);
+  }
+  /* The unclaimed slots go to beams past the live ones. */
+  for (int to = n; to < s->beams; ++to) {
+    while (s->claimed[free_slot])
+      ++free_slot;
+    s->claimed[free_slot] = 1;
+    s->next_slot[to] = free_slot;
+  }
+  memcpy(s->slot, s->next_slot, (size_t)s->beams * sizeof *s->slot);
+  s->next_beams = 0;
 }
 
 tfm_status_code tfm_seq2seq_generate(tfm_model *model, const int32_t *source,
@@ -256,7 +362,7 @@ tfm_status_code tfm_seq2seq_generate_from(
   int32_t token = (int32_t)desc->bos_token;
   for (int64_t position = 0; code == TFM_OK && position < steps; ++position) {
     float *logits;
-    code = tfm_seq2seq_step(state, 0, token, position, &logits, status);
+    code = tfm_seq2seq_step(state, 1, &token, position, &logits, status);
     if (code != TFM_OK)
       break;
     if (options->on_logits)

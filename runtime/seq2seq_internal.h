@@ -1,10 +1,12 @@
 /*===- seq2seq_internal.h - an encoder-decoder's decoding state ---------===//
  *
  * What greedy generation (seq2seq.c) and beam search (beam_search.c) share:
- * the source encoded once into the cross-attention cache, and one
- * self-attention cache per beam, decoded a token at a time through
- * @decode. A beam's first continuation takes its cache over; further
- * continuations copy the positions written so far.
+ * the source encoded once into the cross-attention cache, and the beams'
+ * self-attention caches in slots of one buffer, decoded a token per beam
+ * at a time: all beams in one @decode_batch call when the model has it
+ * (the weights read once per step), else one @decode call per beam. A
+ * beam's first continuation takes its parent's slot; further
+ * continuations copy the positions written so far into a free one.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -22,17 +24,18 @@ tfm_status_code tfm_seq2seq_begin(tfm_model *model, const tfm_tensor *source,
                                   int beams, int64_t steps,
                                   tfm_seq2seq_state **state,
                                   tfm_status *status);
-/* Decodes `token` at `position` on beam `beam`; *logits ([vocab]) are the
- * state's, the caller's to change until the next step. */
-tfm_status_code tfm_seq2seq_step(tfm_seq2seq_state *state, int beam,
-                                 int32_t token, int64_t position,
+/* Decodes tokens[b] at `position` on beam b for b in [0, count); *logits
+ * ([count, vocab]) are the state's, the caller's to change until the next
+ * step. */
+tfm_status_code tfm_seq2seq_step(tfm_seq2seq_state *state, int count,
+                                 const int32_t *tokens, int64_t position,
                                  float **logits, tfm_status *status);
-/* The next step's beam `to` continues beam `from`: the first `used`
- * positions of its cache. The first continuation of a beam takes its
- * cache without copying; only further ones copy the prefix. */
+/* The next step's beam `to` continues beam `from`, whose first `used`
+ * positions are written (recorded; tfm_seq2seq_commit moves the caches). */
 tfm_status_code tfm_seq2seq_fork(tfm_seq2seq_state *state, int from, int to,
                                  int64_t used, tfm_status *status);
-/* The forked caches become the beams. */
+/* The forked beams become the beams: the first continuation of a beam
+ * takes its cache without copying; only further ones copy the prefix. */
 void tfm_seq2seq_commit(tfm_seq2seq_state *state);
 void tfm_seq2seq_end(tfm_seq2seq_state *state);
 

@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 9
+#define TFM_ABI_VERSION 10
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -100,6 +100,12 @@ typedef enum {
   /* int64 scalar: how many source positions an encoder-decoder's
    * cross-attention cache holds (what @encode was given). */
   TFM_ROLE_ENCODED_LENGTH = 7,
+  /* int32 [n]: each row's position (@decode_batch: one token of each of n
+   * sequences), in [0, the cache's capacity). */
+  TFM_ROLE_POSITIONS = 8,
+  /* int32 [n]: which sequence of the batched cache each row reads and
+   * appends to, in [0, the cache's sequences), no two rows the same. */
+  TFM_ROLE_CACHE_SEQUENCES = 9,
   TFM_ROLE_LOGITS = 16,        /* f32 [positions, vocab]; [sequences, labels]
                                   from a packed classifier */
   TFM_ROLE_HIDDEN_STATES = 17, /* f32 [positions, hidden] */
@@ -114,7 +120,7 @@ typedef enum {
   TFM_CACHE_CROSS_ATTENTION = 1 /* keys and values of an encoder's output */
 } tfm_cache_kind;
 
-#define TFM_MAX_RANK 5
+#define TFM_MAX_RANK 6
 
 /* One input or output of an entry point: its role, dtype and shape (-1: a
  * dimension given at the call; rank 0: a scalar). */
@@ -128,9 +134,11 @@ typedef struct {
   int64_t bound;
 } tfm_tensor_desc;
 
-/* One cache of the model: a tensor of static shape that the runtime
- * allocates per session and entry points update in place. A self-attention
- * cache is [layers, 2, capacity, kv_heads, head_dim]. */
+/* One cache of the model: a tensor that the runtime allocates per session
+ * and entry points update in place. A self-attention cache is [layers, 2,
+ * capacity, kv_heads, head_dim] (static); @decode_batch's is [-1, layers,
+ * 2, capacity, kv_heads, head_dim], as many sequences as its caller
+ * allocates. */
 typedef struct {
   int32_t kind;  /* tfm_cache_kind */
   int32_t dtype; /* tfm_dtype */

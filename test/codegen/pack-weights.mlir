@@ -91,15 +91,21 @@ func.func @join_with_partial_part(%x: tensor<?x8xf32>) -> tensor<?x24xf32> {
 
 // -----
 
-// No match: a table that is also an embedding (GPT-2's tied LM head) is
-// gathered by rows, so it keeps the checkpoint layout; the other weight is
-// still packed.
+// A table that is also an embedding (GPT-2's tied LM head) is stored as
+// panels too: the head streams them, and the lookup reads each row's
+// elements from its panel, table[r][c] = panels[r / 32][c][r % 32].
 // CHECK-LABEL: module attributes
-// CHECK-SAME: tfm.weight_panels = {proj = array<i64: 32, 8>}
+// CHECK-SAME: tfm.weight_panels = {proj = array<i64: 32, 8>, table = array<i64: 64, 8>}
 // CHECK-LABEL: func.func @tied
-// CHECK: memref<64x8xf32>
+// CHECK: %[[TABLE:.*]] = bufferization.to_tensor %{{.*}} : memref<2x8x32xf32> to tensor<2x8x32xf32>
+// CHECK: linalg.generic
+// CHECK: %[[ROW:.*]] = arith.index_cast
+// CHECK: %[[COL:.*]] = linalg.index 1
+// CHECK: %[[PANEL:.*]] = arith.divui %[[ROW]], %[[C32:.*]] : index
+// CHECK: %[[LANE:.*]] = arith.remui %[[ROW]], %[[C32]] : index
+// CHECK: tensor.extract %[[TABLE]][%[[PANEL]], %[[COL]], %[[LANE]]]
 // CHECK: call @tfm_rt_linear_panels(
-// CHECK: linalg.matmul
+// CHECK: call @tfm_rt_linear_panels(
 tfm.weight_decl @table : tensor<64x8xf32>
 tfm.weight_decl @proj : tensor<32x8xf32>
 func.func @tied(%ids: tensor<?xi32>) -> tensor<?x64xf32> {
@@ -109,4 +115,23 @@ func.func @tied(%ids: tensor<?xi32>) -> tensor<?x64xf32> {
   %p = tfm.linear %e, %proj : (tensor<?x8xf32>, tensor<32x8xf32>) -> tensor<?x32xf32>
   %y = tfm.linear %e, %table : (tensor<?x8xf32>, tensor<64x8xf32>) -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// No match: a table that is only looked up (an encoder's token embeddings)
+// keeps the checkpoint layout, its rows contiguous.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: tfm.weight_panels = {proj = array<i64: 32, 8>}
+// CHECK-LABEL: func.func @lookup_only
+// CHECK: memref<64x8xf32>
+// CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<64x8xf32>
+tfm.weight_decl @table : tensor<64x8xf32>
+tfm.weight_decl @proj : tensor<32x8xf32>
+func.func @lookup_only(%ids: tensor<?xi32>) -> tensor<?x32xf32> {
+  %table = tfm.weight @table : tensor<64x8xf32>
+  %e = tfm.embedding %table[%ids] : tensor<64x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  %proj = tfm.weight @proj : tensor<32x8xf32>
+  %p = tfm.linear %e, %proj : (tensor<?x8xf32>, tensor<32x8xf32>) -> tensor<?x32xf32>
+  return %p : tensor<?x32xf32>
 }

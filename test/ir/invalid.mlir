@@ -81,13 +81,24 @@ func.func private @f(tensor<?xi32>, i64 {tfm.input = #tfm.input<start_position>}
 
 // -----
 
-// expected-error @+1 {{argument 0 of @f: a key/value cache is [layers, 2, capacity, kv_heads, head_dim], got 'tensor<2x3x8x4x4xf32>'}}
+// expected-error @+1 {{argument 0 of @f: a key/value cache is [layers, 2, capacity, kv_heads, head_dim], or [sequences, layers, 2, capacity, kv_heads, head_dim], got 'tensor<2x3x8x4x4xf32>'}}
 func.func private @f(tensor<2x3x8x4x4xf32> {tfm.cache = #tfm.cache<self_attention>})
 
 // -----
 
-// expected-error @+1 {{argument 0 of @f: a cache is a float tensor of static shape, got 'tensor<2x2x?x4x4xf32>'}}
+// expected-error @+1 {{argument 0 of @f: a cache is a float tensor of static shape (but for a batched cache's sequences), got 'tensor<2x2x?x4x4xf32>'}}
 func.func private @f(tensor<2x2x?x4x4xf32> {tfm.cache = #tfm.cache<self_attention>})
+
+// -----
+
+// A batched cache has any number of sequences, each of static shape.
+// expected-error @+1 {{argument 0 of @f: a cache is a float tensor of static shape (but for a batched cache's sequences), got 'tensor<?x2x2x?x4x4xf32>'}}
+func.func private @f(tensor<?x2x2x?x4x4xf32> {tfm.cache = #tfm.cache<self_attention>})
+
+// -----
+
+// expected-error @+1 {{argument 0 of @f: sequence lengths, positions and cache sequences are a tensor<?xi32>, got 'tensor<?xi64>'}}
+func.func private @f(tensor<?xi64> {tfm.input = #tfm.input<positions>})
 
 // -----
 

@@ -34,6 +34,17 @@
 // CHECK: %[[V:.*]] = tfm.linear %[[MEMORY]], %{{.*}} : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x2x4xf32>
 // CHECK: %[[FILLED:.*]] = tfm.kv_cache_append %[[CROSS]][0], %[[K]], %[[V]] at %{{.*}} : tensor<1x2x16x2x4xf32>
 // CHECK: return %[[MEMORY]], %[[FILLED]]
+// @decode_batch (several beams of one source): self-attention loops over
+// the rows, each in its own sequence of the batched cache; cross-attention
+// is the B queries against the one cross cache.
+// CHECK-LABEL: func.func @decode_batch(
+// CHECK-SAME: %[[BSELF:[^:]*]]: tensor<?x1x2x16x2x4xf32> {tfm.cache = #tfm.cache<self_attention>}, %[[BXC:[^:]*]]: tensor<1x2x16x2x4xf32> {tfm.cache = #tfm.cache<cross_attention>}, %[[BENC:[^:]*]]: index {tfm.input = #tfm.input<encoded_length>})
+// CHECK-SAME: -> (tensor<?x16xf32> {tfm.output = #tfm.output<logits>}, tensor<?x1x2x16x2x4xf32>)
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %{{.*}} = %[[BSELF]])
+// CHECK: tfm.attention {{.*}} {causal
+// CHECK: scf.yield
+// CHECK: %[[BXK:.*]], %[[BXV:.*]] = tfm.kv_cache_read %[[BXC]][0] length %[[BENC]]
+// CHECK: tfm.attention %{{.*}}, %[[BXK]], %[[BXV]] {scale = 5.000000e-01 : f32} : (tensor<?x2x4xf32>
 module attributes {tfm.model = #tfm.model<family = "toy", vocab_size = 16, max_context = 16, bos_token = 0, eos_token = 1, hidden_size = 8, num_layers = 1, num_heads = 2, num_kv_heads = 2>} {
 func.func @forward(%src: tensor<?xi32> {tfm.input = #tfm.input<token_ids>}, %tgt: tensor<?xi32> {tfm.input = #tfm.input<decoder_token_ids>}) -> (tensor<?x16xf32> {tfm.output = #tfm.output<logits>}) {
   %table = arith.constant dense<0.5> : tensor<16x8xf32>

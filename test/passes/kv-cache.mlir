@@ -31,6 +31,35 @@
 // CHECK: %[[CAST:.*]] = tensor.cast %[[T]] : tensor<1xi32> to tensor<?xi32>
 // CHECK: %[[R:.*]]:2 = call @prefill(%[[CAST]], %[[P]], %[[S]], %[[C]])
 // CHECK: return %[[R]]#0, %[[R]]#1
+// @decode_batch: one token of each of B sequences, row b at positions[b]
+// in sequence sequences[b] of a batched cache [?, 1, 2, 32, 2, 4]. Every
+// op but attention runs on the B rows as on B positions (the projections
+// are [B, 8] x [8, 8] products: each weight read once); positions are the
+// argument; attention is a loop over the rows, each appending to and
+// reading its own sequence, up to its own position.
+// CHECK-LABEL: func.func @decode_batch(
+// CHECK-SAME: %[[BT:[^:]*]]: tensor<?xi32> {tfm.input = #tfm.input<token_ids>}, %[[BP:[^:]*]]: tensor<?xi32> {tfm.input = #tfm.input<positions>}, %[[BS:[^:]*]]: tensor<?xi32> {tfm.input = #tfm.input<cache_sequences>}, %[[BC:[^:]*]]: tensor<?x1x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>})
+// CHECK-SAME: -> (tensor<?x16xf32> {tfm.output = #tfm.output<logits>}, tensor<?x1x2x32x2x4xf32>)
+// CHECK-NOT: tfm.position_ids
+// CHECK: tfm.embedding %{{.*}}[%[[BP]]]
+// CHECK: %[[BQ:.*]] = tfm.linear %{{.*}} : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x2x4xf32>
+// CHECK: %[[ROWS:.*]] = tensor.dim %[[BQ]]
+// CHECK: %[[LOOP:.*]]:2 = scf.for %[[ROW:.*]] = %{{.*}} to %[[ROWS]] step %{{.*}} iter_args(%[[OUT:.*]] = %{{.*}}, %[[CARRIED:.*]] = %[[BC]])
+// CHECK: %[[PI:.*]] = tensor.extract %[[BP]][%[[ROW]]]
+// CHECK: %[[POS:.*]] = arith.index_cast %[[PI]]
+// CHECK: %[[SI:.*]] = tensor.extract %[[BS]][%[[ROW]]]
+// CHECK: %[[SEQ:.*]] = arith.index_cast %[[SI]]
+// CHECK: %[[OWN:.*]] = tensor.extract_slice %[[CARRIED]][%[[SEQ]], 0, 0, 0, 0, 0] [1, 1, 2, 32, 2, 4]
+// CHECK: %[[APPENDED:.*]] = tfm.kv_cache_append %[[OWN]][0], %{{.*}}, %{{.*}} at %[[POS]]
+// CHECK: %[[LEN:.*]] = arith.addi %[[POS]]
+// CHECK: %[[RK:.*]], %[[RV:.*]] = tfm.kv_cache_read %[[APPENDED]][0] length %[[LEN]]
+// CHECK: %[[QROW:.*]] = tensor.extract_slice %[[BQ]][%[[ROW]], 0, 0]
+// CHECK: %[[ATT:.*]] = tfm.attention %[[QROW]], %[[RK]], %[[RV]] {causal
+// CHECK: %[[NEXT:.*]] = tensor.insert_slice %[[ATT]] into %[[OUT]][%[[ROW]], 0, 0]
+// CHECK: %[[BACK:.*]] = tensor.insert_slice %[[APPENDED]] into %[[CARRIED]][%[[SEQ]], 0, 0, 0, 0, 0]
+// CHECK: scf.yield %[[NEXT]], %[[BACK]]
+// CHECK: %[[BL:.*]] = tfm.linear %{{.*}} : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+// CHECK: return %[[BL]], %[[LOOP]]#1
 // CAPACITY-LABEL: func.func @prefill(
 // CAPACITY-SAME: tensor<1x2x8x2x4xf32>
 module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 32>} {

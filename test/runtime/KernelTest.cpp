@@ -206,26 +206,31 @@ TEST(AttentionKernel, PackedSequencesSeeOnlyThemselves) {
 }
 
 TEST(MatmulKernel, RowsTimesTransposedWeightAccumulates) {
-  for (int64_t m : {1, 3, 70})
-    for (int64_t n : {1, 63, 200}) {
-      SCOPED_TRACE(testing::Message() << "m=" << m << " n=" << n);
-      int64_t k = 37;
-      std::vector<float> a = randomValues(m * k, 4), b = randomValues(n * k, 5);
-      std::vector<float> c = randomValues(m * n, 6), before = c;
-      tfm_memref2d_f32 am = {a.data(), a.data(), 0, {m, k}, {k, 1}};
-      tfm_memref2d_f32 bm = {b.data(), b.data(), 0, {n, k}, {k, 1}};
-      tfm_memref2d_f32 cm = {c.data(), c.data(), 0, {m, n}, {n, 1}};
-      _mlir_ciface_tfm_rt_matmul_nt(&am, &bm, &cm);
-      double worst = 0;
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          double expected = before[i * n + j];
-          for (int64_t p = 0; p < k; ++p)
-            expected += double(a[i * k + p]) * b[j * k + p];
-          worst = std::max(worst, std::fabs(expected - c[i * n + j]));
-        }
-      EXPECT_LT(worst, 1e-4);
-    }
+  // One row (sgemv), few rows (the streaming kernel: whole and partial
+  // tiles of rows and outputs, k with and without a partial vector), many
+  // (sgemm).
+  for (int64_t m : {1, 3, 4, 6, 8, 70})
+    for (int64_t n : {1, 63, 200})
+      for (int64_t k : {37, 64}) {
+        SCOPED_TRACE(testing::Message()
+                     << "m=" << m << " n=" << n << " k=" << k);
+        std::vector<float> a = randomValues(m * k, 4),
+                           b = randomValues(n * k, 5);
+        std::vector<float> c = randomValues(m * n, 6), before = c;
+        tfm_memref2d_f32 am = {a.data(), a.data(), 0, {m, k}, {k, 1}};
+        tfm_memref2d_f32 bm = {b.data(), b.data(), 0, {n, k}, {k, 1}};
+        tfm_memref2d_f32 cm = {c.data(), c.data(), 0, {m, n}, {n, 1}};
+        _mlir_ciface_tfm_rt_matmul_nt(&am, &bm, &cm);
+        double worst = 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double expected = before[i * n + j];
+            for (int64_t p = 0; p < k; ++p)
+              expected += double(a[i * k + p]) * b[j * k + p];
+            worst = std::max(worst, std::fabs(expected - c[i * n + j]));
+          }
+        EXPECT_LT(worst, 1e-4);
+      }
 }
 
 /// W [n, k] as the packager stores it: panels[p][q][j] = W[32p + j][q],

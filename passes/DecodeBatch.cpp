@@ -1,0 +1,195 @@
+//===- DecodeBatch.cpp - @decode_batch: one step of many sequences ------===//
+//
+// tfm-kv-cache's batched decode step. @decode reads every weight for one
+// token; a beam search or a server steps several sequences at once, and
+// reading the weights once for all of them turns the step's GEMVs into
+// GEMMs. @decode_batch is @forward cloned over B rows, one token per
+// sequence:
+//
+// - every op but attention acts on each row alone (the analysis proved
+//   it), so it runs on the B rows as on B positions;
+// - positions come from an argument, one per row, instead of counting the
+//   tokens;
+// - each self-attention becomes a loop over the rows: row b appends its key
+//   and value to its own sequence of the cache at its position, and attends
+//   over that sequence's positions [0, position];
+// - cross-attention reads the one cross cache @encode filled (beams share
+//   their source): B queries against the same keys.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/CachePlan.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// The batched cache: [sequences, layers, 2, capacity, kv_heads,
+/// head_dim], as many sequences as the caller allocates.
+RankedTensorType batchedCacheTypeOf(RankedTensorType cacheType) {
+  SmallVector<int64_t> shape = {ShapedType::kDynamic};
+  llvm::append_range(shape, cacheType.getShape());
+  return RankedTensorType::get(shape, cacheType.getElementType());
+}
+
+/// Row `row` of `value` ([rows, ...] -> [?, ...] of one row).
+Value sliceRow(OpBuilder &b, Location loc, Value value, Value row,
+               Value one) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, value);
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  offsets[0] = row;
+  sizes[0] = one;
+  return tensor::ExtractSliceOp::create(b, loc, type, value, offsets, sizes,
+                                        strides);
+}
+
+/// Offsets, sizes and strides of sequence `sequence` ([layers, 2,
+/// capacity, kv_heads, head_dim]) in the batched cache.
+struct SequenceOfCache {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+};
+SequenceOfCache sequenceOfCache(OpBuilder &b, RankedTensorType cacheType,
+                                Value sequence) {
+  SequenceOfCache slice;
+  slice.offsets.assign(6, b.getIndexAttr(0));
+  slice.offsets[0] = sequence;
+  slice.sizes.push_back(b.getIndexAttr(1));
+  for (int64_t d : cacheType.getShape())
+    slice.sizes.push_back(b.getIndexAttr(d));
+  slice.strides.assign(6, b.getIndexAttr(1));
+  return slice;
+}
+
+/// Element `row` of a [B] integer tensor as an index.
+Value indexAt(OpBuilder &b, Location loc, Value values, Value row) {
+  Value element = tensor::ExtractOp::create(b, loc, values, row);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), element);
+}
+
+/// Replaces self-attention `attention` ([B, heads, head_dim] queries, keys
+/// and values of B rows) by a loop over the rows, each appending to and
+/// attending over its own sequence of `cache`; returns the updated cache.
+Value attendEachRow(AttentionOp attention, int64_t layer, Value cache,
+                    RankedTensorType cacheType, Value positions,
+                    Value sequences) {
+  OpBuilder b(attention);
+  Location loc = attention.getLoc();
+  RankedTensorType keyType = attention.getKey().getType();
+  RankedTensorType type = attention.getType();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value rows = tensor::DimOp::create(b, loc, attention.getQuery(), 0);
+  Value init = tensor::EmptyOp::create(
+      b, loc, type.getShape(), type.getElementType(), ValueRange{rows});
+  auto loop = scf::ForOp::create(
+      b, loc, zero, rows, one, ValueRange{init, cache},
+      [&](OpBuilder &nb, Location l, Value row, ValueRange carried) {
+        Value position = indexAt(nb, l, positions, row);
+        SequenceOfCache slice =
+            sequenceOfCache(nb, cacheType, indexAt(nb, l, sequences, row));
+        Value own = tensor::ExtractSliceOp::create(
+            nb, l, cacheType, carried[1], slice.offsets, slice.sizes,
+            slice.strides);
+        own = KVCacheAppendOp::create(
+            nb, l, cacheType, own, sliceRow(nb, l, attention.getKey(), row, one),
+            sliceRow(nb, l, attention.getValue(), row, one), position,
+            nb.getI64IntegerAttr(layer));
+        Value end = arith::AddIOp::create(nb, l, position, one);
+        auto read = KVCacheReadOp::create(nb, l, TypeRange{keyType, keyType},
+                                          own, end,
+                                          nb.getI64IntegerAttr(layer));
+        // The row's query is the last of its sequence's positions, as in
+        // @decode: causal masking, a window and relative-position terms
+        // see the same distances.
+        Value query = sliceRow(nb, l, attention.getQuery(), row, one);
+        auto attended = cast<AttentionOp>(nb.clone(*attention));
+        attended.getQueryMutable().assign(query);
+        attended.getKeyMutable().assign(read.getKey());
+        attended.getValueMutable().assign(read.getValue());
+        SmallVector<OpFoldResult> offsets(3, nb.getIndexAttr(0));
+        offsets[0] = row;
+        SmallVector<OpFoldResult> sizes = {
+            one, nb.getIndexAttr(type.getDimSize(1)),
+            nb.getIndexAttr(type.getDimSize(2))};
+        SmallVector<OpFoldResult> strides(3, nb.getIndexAttr(1));
+        Value out = tensor::InsertSliceOp::create(
+            nb, l, attended.getResult(), carried[0], offsets, sizes,
+            strides);
+        Value updated = tensor::InsertSliceOp::create(
+            nb, l, own, carried[1], slice.offsets, slice.sizes, slice.strides);
+        scf::YieldOp::create(nb, l, ValueRange{out, updated});
+      });
+  attention.getResult().replaceAllUsesWith(loop.getResult(0));
+  attention.erase();
+  return loop.getResult(1);
+}
+
+} // namespace
+
+void mlir::tfm::buildDecodeBatch(func::FuncOp forward, const CachePlan &plan,
+                                 int64_t capacity) {
+  MLIRContext *ctx = forward.getContext();
+  Location loc = forward.getLoc();
+  RankedTensorType cacheType =
+      cacheTypeOf(plan.keyType, plan.layers.size(), capacity);
+  RankedTensorType batchedType = batchedCacheTypeOf(cacheType);
+
+  IRMapping mapping;
+  auto batch = cast<func::FuncOp>(forward->clone(mapping));
+  batch.setName("decode_batch");
+  forward->getBlock()->push_back(batch);
+  Block &entry = batch.front();
+  Value tokens = entry.getArgument(plan.tokensArg);
+  Value positions = entry.addArgument(tokens.getType(), loc);
+  Value sequences = entry.addArgument(tokens.getType(), loc);
+  Value cache = entry.addArgument(batchedType, loc);
+
+  // Each row's position is given, not counted.
+  SmallVector<PositionIdsOp> counted;
+  batch.walk([&](PositionIdsOp op) {
+    if (op.getTokens() == tokens)
+      counted.push_back(op);
+  });
+  for (PositionIdsOp op : counted) {
+    op.getResult().replaceAllUsesWith(positions);
+    op.erase();
+  }
+  for (auto [layer, original] : llvm::enumerate(plan.layers)) {
+    Operation *originalOp = AttentionOp(original).getOperation();
+    cache = attendEachRow(cast<AttentionOp>(mapping.lookup(originalOp)),
+                          layer, cache, cacheType, positions, sequences);
+  }
+  if (plan.sourceArg)
+    readCrossCache(batch, mapping, plan, capacity);
+
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  Value logits = ret.getOperand(0);
+  ret->setOperands({logits, cache});
+  batch.setType(FunctionType::get(ctx, entry.getArgumentTypes(),
+                                  {logits.getType(), batchedType}));
+  pruneDeadCode(batch, plan.sourceArg);
+
+  // tokens, positions, sequences, cache (then cross cache, encoded length).
+  auto input = [&](InputRole role) { return InputRoleAttr::get(ctx, role); };
+  batch.setArgAttr(0, kInputArgAttrName, input(InputRole::token_ids));
+  batch.setArgAttr(1, kInputArgAttrName, input(InputRole::positions));
+  batch.setArgAttr(2, kInputArgAttrName, input(InputRole::cache_sequences));
+  batch.setArgAttr(3, kCacheArgAttrName,
+                   CacheAttr::get(ctx, CacheKind::self_attention,
+                                  sharedWindow(plan)));
+  if (plan.sourceArg) {
+    batch.setArgAttr(4, kCacheArgAttrName,
+                     CacheAttr::get(ctx, CacheKind::cross_attention, 0));
+    batch.setArgAttr(5, kInputArgAttrName, input(InputRole::encoded_length));
+  }
+  batch.setResultAttr(0, kOutputResultAttrName,
+                      OutputRoleAttr::get(ctx, OutputRole::logits));
+}
