@@ -41,61 +41,6 @@ TFM_INLINE float dot_row(const float *q, const float *k, int64_t d,
   return dot;
 }
 
-/* Lane k of the result: the sum of p[k]'s lanes, for 16 vectors at once.
- * Four levels each fold pairs of vectors into one of half-width sums (two
- * shuffles and an add), 45 operations where 16 halving sums take 128. */
-TFM_INLINE v16 hsum_each(const v16 p[kLanes]) {
-  const vi16 fold8a = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23};
-  const vi16 fold8b = {8, 9, 10, 11, 12, 13, 14, 15,
-                       24, 25, 26, 27, 28, 29, 30, 31};
-  const vi16 fold4a = {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27};
-  const vi16 fold4b = {4, 5, 6, 7, 20, 21, 22, 23,
-                       12, 13, 14, 15, 28, 29, 30, 31};
-  const vi16 fold2a = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29};
-  const vi16 fold2b = {2, 3, 18, 19, 6, 7, 22, 23,
-                       10, 11, 26, 27, 14, 15, 30, 31};
-  const vi16 fold1a = {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30};
-  const vi16 fold1b = {1, 17, 3, 19, 5, 21, 7, 23,
-                       9, 25, 11, 27, 13, 29, 15, 31};
-  /* a[i]: key i in lanes 0-7, key i + 8 in lanes 8-15 (8 partial sums
-   * each); b[i]: keys i, i + 4, i + 8, i + 12 in groups of 4; c[i]: keys
-   * i, i + 2, ..., i + 14 in pairs; then key k in lane k. */
-  v16 a[8], b[4], c[2];
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i)
-    a[i] = __builtin_shuffle(p[i], p[i + 8], fold8a) +
-           __builtin_shuffle(p[i], p[i + 8], fold8b);
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i)
-    b[i] = __builtin_shuffle(a[i], a[i + 4], fold4a) +
-           __builtin_shuffle(a[i], a[i + 4], fold4b);
-#pragma GCC unroll 2
-  for (int i = 0; i < 2; ++i)
-    c[i] = __builtin_shuffle(b[i], b[i + 2], fold2a) +
-           __builtin_shuffle(b[i], b[i + 2], fold2b);
-  return __builtin_shuffle(c[0], c[1], fold1a) +
-         __builtin_shuffle(c[0], c[1], fold1b);
-}
-
-/* scores[h * chunk + jj] for 16 keys from j (unit strides, d a whole
- * number of vectors): each key's products in a vector, then the 16 sums
- * together. */
-TFM_INLINE void score_keys16(const decode_job *dj, int64_t j, int64_t h,
-                             float *scores) {
-  const attention_job *job = dj->job;
-  const float *q = dj->q + h * dj->dp;
-  v16 products[kLanes];
-#pragma GCC unroll 16
-  for (int key = 0; key < kLanes; ++key) {
-    const float *k = row(job->k, j + key, h / job->group);
-    v16 sum = {0};
-    for (int64_t c = 0; c < job->d; c += kLanes)
-      sum += load16(q + c) * load16(k + c);
-    products[key] = sum;
-  }
-  store16(scores, hsum_each(products));
-}
-
 TFM_CLONED
 static void decode_chunk(const decode_job *dj, int64_t index) {
   const attention_job *job = dj->job;
@@ -106,15 +51,8 @@ static void decode_chunk(const decode_job *dj, int64_t index) {
   float *partial = dj->partials + index * heads * (dvp + 2);
   int unit = job->k->strides[2] == 1 && job->v->strides[2] == 1 &&
              d == dj->dp && dv == dvp;
-  /* Scores, 16 keys at a time over every head (their rows, read for all
-   * heads, stay in L1), then key-major one at a time: each key row is read
-   * once for all heads. */
-  int64_t scored = 0;
-  if (unit)
-    for (; scored + kLanes <= count; scored += kLanes)
-      for (int64_t h = 0; h < heads; ++h)
-        score_keys16(dj, j0 + scored, h, scores + h * dj->chunk + scored);
-  for (int64_t jj = scored; jj < count; ++jj)
+  /* Scores, key-major: each key row is read once for all heads. */
+  for (int64_t jj = 0; jj < count; ++jj)
     for (int64_t h = 0; h < heads; ++h)
       scores[h * dj->chunk + jj] =
           dot_row(dj->q + h * dj->dp, row(job->k, j0 + jj, h / job->group), d,
