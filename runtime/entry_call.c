@@ -84,6 +84,23 @@ static tfm_status_code check_tensor(const tfm_model_desc *desc,
   return TFM_OK;
 }
 
+/* The index of the entry point's input of role `role` (the last one, if
+ * several), or -1. */
+static int32_t input_of_role(const tfm_entry_point *entry, int32_t role) {
+  int32_t index = -1;
+  for (int32_t i = 0; i < entry->num_inputs; ++i)
+    if (entry->inputs[i].role == role)
+      index = i;
+  return index;
+}
+
+/* How many tokens the call's token ids hold (-1: no such input). */
+static int64_t token_count(const tfm_entry_point *entry,
+                           const tfm_tensor *inputs) {
+  int32_t ids = input_of_role(entry, TFM_ROLE_TOKEN_IDS);
+  return ids < 0 ? -1 : inputs[ids].shape[0];
+}
+
 /* The lengths (input `index`) of the sequences packed in the token ids:
  * each in [1, max_context], summing to the token count, which is what the
  * generated code slices the rows by. */
@@ -91,10 +108,7 @@ static tfm_status_code check_lengths(const tfm_model_desc *desc,
                                      const tfm_tensor *inputs,
                                      const tfm_entry_point *entry,
                                      int32_t index, tfm_status *status) {
-  int64_t tokens = -1;
-  for (int32_t i = 0; i < entry->num_inputs; ++i)
-    if (entry->inputs[i].role == TFM_ROLE_TOKEN_IDS)
-      tokens = inputs[i].shape[0];
+  int64_t tokens = token_count(entry, inputs);
   const int32_t *lengths = inputs[index].data;
   int64_t sum = 0;
   for (int64_t b = 0; b < inputs[index].shape[0]; ++b) {
@@ -131,10 +145,7 @@ static tfm_status_code check_batch_rows(const tfm_tensor *inputs,
   for (int32_t i = 0; i < entry->num_caches; ++i)
     if (desc->caches[entry->caches[i]].rank == 6)
       cache = caches[i];
-  int64_t rows = -1;
-  for (int32_t i = 0; i < entry->num_inputs; ++i)
-    if (entry->inputs[i].role == TFM_ROLE_TOKEN_IDS)
-      rows = inputs[i].shape[0];
+  int64_t rows = token_count(entry, inputs);
   if (positions < 0 || sequences < 0 || !cache)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "@%s: batched rows need positions, cache sequences and "
@@ -198,10 +209,7 @@ tfm_status_code tfm_model_call(tfm_model *model, const char *name,
                     name, entry->num_inputs, entry->num_outputs, num_inputs,
                     num_outputs);
   /* Packed sequences: the limits apply to each sequence (check_lengths). */
-  int32_t packed = -1;
-  for (int32_t i = 0; i < num_inputs; ++i)
-    if (entry->inputs[i].role == TFM_ROLE_SEQUENCE_LENGTHS)
-      packed = i;
+  int32_t packed = input_of_role(entry, TFM_ROLE_SEQUENCE_LENGTHS);
   for (int32_t i = 0; i < num_inputs; ++i) {
     tfm_status_code code = check_tensor(desc, &inputs[i], &entry->inputs[i],
                                         packed >= 0, "input", i, name,
@@ -244,13 +252,8 @@ tfm_status_code tfm_model_call(tfm_model *model, const char *name,
     if (code != TFM_OK)
       return code;
   }
-  int32_t positions = -1, sequences = -1;
-  for (int32_t i = 0; i < num_inputs; ++i) {
-    if (entry->inputs[i].role == TFM_ROLE_POSITIONS)
-      positions = i;
-    if (entry->inputs[i].role == TFM_ROLE_CACHE_SEQUENCES)
-      sequences = i;
-  }
+  int32_t positions = input_of_role(entry, TFM_ROLE_POSITIONS);
+  int32_t sequences = input_of_role(entry, TFM_ROLE_CACHE_SEQUENCES);
   if (positions >= 0 || sequences >= 0) {
     tfm_status_code code = check_batch_rows(inputs, caches, desc, entry,
                                             positions, sequences, status);
