@@ -10,9 +10,9 @@
  * other tokens extend the next step's N beams: a beam's first
  * continuation takes its cache over, further ones copy the positions
  * written so far. The live beams are decoded in one call where the model
- * has @decode_batch (seq2seq.c). A forced prompt (Whisper's) is decoded first on one
- * beam, as decoder_input_ids are. The search
- * stops at max_new_tokens or when no open beam can beat the N closed
+ * has @decode_batch (seq2seq.c). A forced prompt (Whisper's) is decoded
+ * first on one beam, as decoder_input_ids are. The search stops at
+ * max_new_tokens or when no open beam can beat the N closed
  * hypotheses (early_stopping: as soon as there are N); the best hypothesis
  * is returned, ended by the end-of-sequence token when it has one.
  *

@@ -53,7 +53,7 @@ struct tfm_seq2seq_state {
   int *claimed;       /* scratch of commit: per slot, taken */
   int next_beams;     /* forks recorded this step */
   int64_t used;       /* positions the forked beams have written */
-  int32_t *rows;      /* @decode_batch's positions and sequences */
+  int32_t *rows;      /* @decode_batch's positions, then its sequences */
   float *logits;      /* [beams, vocab] */
 };
 
@@ -188,12 +188,14 @@ static void decode_inputs(tfm_seq2seq_state *s, const tfm_entry_point *entry,
                           tfm_tensor *inputs) {
   for (int32_t i = 0; i < entry->num_inputs; ++i) {
     int32_t role = entry->inputs[i].role;
-    int32_t *rows = role == TFM_ROLE_POSITIONS ? s->rows : s->rows + count;
     if (role == TFM_ROLE_TOKEN_IDS)
       inputs[i] = (tfm_tensor){(void *)(uintptr_t)tokens, TFM_DTYPE_I32, 1,
                                {count}, NULL};
-    else if (role == TFM_ROLE_POSITIONS || role == TFM_ROLE_CACHE_SEQUENCES)
-      inputs[i] = (tfm_tensor){rows, TFM_DTYPE_I32, 1, {count}, NULL};
+    else if (role == TFM_ROLE_POSITIONS)
+      inputs[i] = (tfm_tensor){s->rows, TFM_DTYPE_I32, 1, {count}, NULL};
+    else if (role == TFM_ROLE_CACHE_SEQUENCES)
+      inputs[i] = (tfm_tensor){s->rows + count, TFM_DTYPE_I32, 1, {count},
+                               NULL};
     else
       inputs[i] = (tfm_tensor){role == TFM_ROLE_ENCODED_LENGTH ? &s->encoded
                                                                : position,
