@@ -49,6 +49,9 @@ void mlir::tfm::buildCpuPipeline(OpPassManager &pm,
     tfm.fuseQKV = options.fuseQKV;
     tfm.fuseMLP = options.fuseMLP;
     tfm.fuseNorm = options.fuseNorm;
+    tfm.weightsDtype = options.weightsDtype;
+    tfm.edgeDtype = options.edgeDtype;
+    tfm.keepWeights = options.keepWeights;
     buildTfmPipeline(pm, tfm);
   }
   if (runs(CpuPipelineStage::Linalg)) {

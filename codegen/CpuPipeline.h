@@ -36,6 +36,21 @@ struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
       *this, "max-context",
       llvm::cl::desc("KV cache capacity (0: the model's maximum context)"),
       llvm::cl::init(0)};
+  Option<std::string> weightsDtype{
+      *this, "weights-dtype",
+      llvm::cl::desc("Storage of the weight matrices: f32, bf16, f16, int8 "
+                     "or int4 (tfm-quantize-weights; empty: f32, or for a "
+                     "model read from a checkpoint the checkpoint's)"),
+      llvm::cl::init("")};
+  Option<std::string> edgeDtype{
+      *this, "edge-dtype",
+      llvm::cl::desc("Storage of embedding tables and the LM head (empty: "
+                     "int8 for int4, else weights-dtype)"),
+      llvm::cl::init("")};
+  Option<std::string> keepWeights{
+      *this, "keep-weights",
+      llvm::cl::desc("Regex of weight names that stay f32"),
+      llvm::cl::init("")};
   Option<bool> fuseQKV{*this, "fuse-qkv",
                        llvm::cl::desc("Q, K and V as one GEMM (tfm-fuse-qkv)"),
                        llvm::cl::init(true)};

@@ -8,9 +8,13 @@
 
 #include "codegen/LinalgBuilders.h"
 #include "codegen/Passes.h"
+#include "codegen/RuntimeKernels.h"
+#include "codegen/WeightFormats.h"
 #include "codegen/WeightLayout.h"
+#include "runtime/weight_formats.h"
 #include "ir/TfmOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -124,6 +128,36 @@ Value readPanels(OpBuilder &b, Location loc, Value panels, Value row,
                                    ValueRange{panel, col, lane});
 }
 
+/// Rows of a table in block panels, looked up by the runtime
+/// (tfm_rt_embedding_blocks in runtime/kernels_blocks.c), which widens and
+/// scales only the rows it reads.
+Value lookUpBlockRows(ConversionPatternRewriter &rewriter, EmbeddingOp op,
+                      Value ids, Value bytes, StoredFormat format) {
+  Location loc = op.getLoc();
+  RankedTensorType type = op.getType();
+  SmallVector<Value> operands = {kernelInput(rewriter, loc, ids),
+                                 kernelInput(rewriter, loc, bytes)};
+  SmallVector<Value> dynamicSizes;
+  if (type.isDynamicDim(0))
+    dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, ids, 0));
+  auto [out, outOperand] = kernelOutput(rewriter, loc, type, dynamicSizes);
+  operands.push_back(outOperand);
+  operands.push_back(arith::ConstantIntOp::create(
+      rewriter, loc, rewriter.getI64Type(),
+      format == StoredFormat::Q8_0 ? TFM_BLOCKS_Q8_0 : TFM_BLOCKS_Q4_0));
+  operands.push_back(arith::ConstantOp::create(
+      rewriter, loc,
+      rewriter.getF32FloatAttr(op.getScale() ? op.getScale()->convertToFloat()
+                                             : 1.0f)));
+  func::FuncOp kernel = lookupOrDeclareRuntimeKernel(
+      rewriter, op->getParentOfType<ModuleOp>(), "tfm_rt_embedding_blocks",
+      ValueRange(operands).getTypes());
+  func::CallOp::create(rewriter, loc, kernel, operands);
+  return bufferization::ToTensorOp::create(rewriter, loc, type, out,
+                                           /*restrict=*/true,
+                                           /*writable=*/true);
+}
+
 struct LowerEmbedding : OpConversionPattern<EmbeddingOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -131,6 +165,22 @@ struct LowerEmbedding : OpConversionPattern<EmbeddingOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value table = adaptor.getTable();
+    // A table stored narrower is read as stored: the tfm.dequantize in
+    // between stays unconverted (LowerToLinalgPass) and dies with its
+    // lookups.
+    if (auto widen = op.getTable().getDefiningOp<DequantizeOp>())
+      table = widen.getInput();
+    if (Value bytes = blockWeightBytes(table)) {
+      if (!cast<RankedTensorType>(adaptor.getIds().getType())
+               .getElementType()
+               .isInteger(32))
+        return rewriter.notifyMatchFailure(op, "block rows need i32 ids");
+      rewriter.replaceOp(
+          op, lookUpBlockRows(rewriter, op, adaptor.getIds(), bytes,
+                              storedFormatOf(cast<RankedTensorType>(
+                                  table.getType()))));
+      return success();
+    }
     // A table tied to an LM head stored as panels: rows are read from the
     // panels, so that the weight is stored once and the head's GEMV
     // streams it.
@@ -155,6 +205,8 @@ struct LowerEmbedding : OpConversionPattern<EmbeddingOp> {
               panels ? readPanels(b, l, panels, row, col)
                      : tensor::ExtractOp::create(b, l, table,
                                                  ValueRange{row, col});
+          if (!value.getType().isF32())
+            value = arith::ExtFOp::create(b, l, b.getF32Type(), value);
           if (std::optional<APFloat> scale = op.getScale())
             value = arith::MulFOp::create(
                 b, l, value,

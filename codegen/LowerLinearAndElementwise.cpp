@@ -9,8 +9,12 @@
 #include "codegen/LinalgBuilders.h"
 #include "codegen/LinearLowering.h"
 #include "codegen/Passes.h"
+#include "codegen/RuntimeKernels.h"
+#include "codegen/WeightLayout.h"
+#include "runtime/weight_formats.h"
 #include "ir/TfmOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -111,11 +115,56 @@ struct LowerConcat : OpConversionPattern<ConcatOp> {
   }
 };
 
+/// A weight read as f32 where no kernel reads its stored form: bf16 and
+/// f16 widened elementwise; block panels by the runtime
+/// (tfm_rt_dequantize_blocks), into a fresh f32 matrix.
+struct LowerDequantize : OpConversionPattern<DequantizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(DequantizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    if (Value bytes = blockWeightBytes(adaptor.getInput())) {
+      SmallVector<Value> operands = {kernelInput(rewriter, loc, bytes)};
+      auto [out, outOperand] = kernelOutput(rewriter, loc, type, {});
+      operands.push_back(outOperand);
+      operands.push_back(arith::ConstantIntOp::create(
+          rewriter, loc, rewriter.getI64Type(),
+          *op.getBlockFormat() == BlockFormat::q8_0 ? TFM_BLOCKS_Q8_0
+                                                    : TFM_BLOCKS_Q4_0));
+      func::FuncOp kernel = lookupOrDeclareRuntimeKernel(
+          rewriter, op->getParentOfType<ModuleOp>(),
+          "tfm_rt_dequantize_blocks", ValueRange(operands).getTypes());
+      func::CallOp::create(rewriter, loc, kernel, operands);
+      rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
+          op, type, out, /*restrict=*/true, /*writable=*/true);
+      return success();
+    }
+    if (op.getBlockFormat())
+      return rewriter.notifyMatchFailure(op, "blocks not laid out");
+    Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                         rewriter.getF32Type());
+    SmallVector<AffineMap> maps(2,
+                                rewriter.getMultiDimIdentityMap(type.getRank()));
+    SmallVector<IteratorType> parallel(type.getRank(), IteratorType::parallel);
+    rewriter.replaceOp(
+        op, createGeneric(rewriter, loc, adaptor.getInput(), init, maps,
+                          parallel,
+                          [](OpBuilder &b, Location l, ValueRange args) {
+                            return arith::ExtFOp::create(b, l, b.getF32Type(),
+                                                         args[0])
+                                .getResult();
+                          }));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::tfm::populateLowerLinearAndElementwisePatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerLinear, LowerActivation, LowerBinary<AddOp, arith::AddFOp>,
+  patterns.add<LowerLinear, LowerDequantize, LowerActivation, LowerBinary<AddOp, arith::AddFOp>,
                LowerBinary<MulOp, arith::MulFOp>, LowerConcat>(
       patterns.getContext());
 }

@@ -88,10 +88,23 @@ struct LowerToLinalgPass
                            tensor::TensorDialect,
                            bufferization::BufferizationDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    // A narrow table's lookups read it as stored (LowerEmbedding): its
+    // tfm.dequantize is left alone, and removed once they are gone.
+    target.addDynamicallyLegalOp<DequantizeOp>([](DequantizeOp op) {
+      return !op->use_empty() &&
+             llvm::all_of(op->getUses(), [](OpOperand &use) {
+               auto lookup = dyn_cast<EmbeddingOp>(use.getOwner());
+               return lookup && use.get() == lookup.getTable();
+             });
+    });
     RewritePatternSet patterns(&getContext());
     populateLowerToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
+    module.walk([](DequantizeOp widen) {
+      if (widen->use_empty())
+        widen->erase();
+    });
   }
 };
 

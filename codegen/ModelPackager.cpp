@@ -1,6 +1,7 @@
 //===- ModelPackager.cpp - weights, tokenizer and link step -------------===//
 
 #include "codegen/ModelPackager.h"
+#include "codegen/WeightFormats.h"
 #include "codegen/EntryPointTable.h"
 #include "codegen/Passes.h"
 #include "runtime/tfm_format.h"
@@ -114,32 +115,38 @@ private:
   size_t pending = 0;
 };
 
-/// Writes the [rows, cols] matrix `weight` as panels of kPanelWidth rows,
-/// out[p][k][j] = W[kPanelWidth·p + j][k], rows past the end zero: one
-/// panel's rows read and written at a time.
-void writePanels(const WeightRows &weight, BlobWriter &out) {
-  std::vector<float> rows(kPanelWidth * weight.cols);
-  std::vector<float> panel(kPanelWidth * weight.cols);
-  for (int64_t first = 0; first < weight.rows; first += kPanelWidth) {
-    int64_t count = std::min<int64_t>(kPanelWidth, weight.rows - first);
+/// Writes the [rows, cols] matrix `weight` as panels of `format`
+/// (runtime/weight_formats.h): one panel's rows read, encoded and written
+/// at a time.
+void writePanels(const WeightRows &weight, StoredFormat format,
+                 BlobWriter &out) {
+  int64_t height = panelRows(format);
+  std::vector<float> rows(height * weight.cols);
+  std::vector<uint8_t> panel;
+  for (int64_t first = 0; first < weight.rows; first += height) {
+    int64_t count = std::min<int64_t>(height, weight.rows - first);
     std::fill(rows.begin(), rows.end(), 0.0f);
     weight.read(first, count, rows.data());
-    for (int64_t j = 0; j < kPanelWidth; ++j)
-      for (int64_t k = 0; k < weight.cols; ++k)
-        panel[k * kPanelWidth + j] = rows[j * weight.cols + k];
-    out.write(panel.data(), panel.size() * sizeof(float));
+    panel.clear();
+    encodePanel(format, rows.data(), weight.cols, panel);
+    out.write(panel.data(), panel.size());
     weight.release(first, first + count);
   }
 }
 
-/// Writes `weight` row-major, a block of rows at a time.
-void writeRows(const WeightRows &weight, BlobWriter &out) {
+/// Writes `weight` row-major in `format` (f32, bf16, f16), a block of rows
+/// at a time.
+void writeRows(const WeightRows &weight, StoredFormat format,
+               BlobWriter &out) {
   int64_t block = std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(weight.cols, 1));
   std::vector<float> rows(block * weight.cols);
+  std::vector<uint8_t> bytes;
   for (int64_t first = 0; first < weight.rows; first += block) {
     int64_t count = std::min<int64_t>(block, weight.rows - first);
     weight.read(first, count, rows.data());
-    out.write(rows.data(), count * weight.cols * sizeof(float));
+    bytes.clear();
+    encodeRowMajor(format, rows.data(), count * weight.cols, bytes);
+    out.write(bytes.data(), bytes.size());
     weight.release(first, first + count);
   }
 }
@@ -399,6 +406,8 @@ llvm::Expected<uint64_t> mlir::tfm::writeWeightBlob(ModuleOp module,
     return makeError("internal error: the module has no weight layout (run "
                      "tfm-lower-to-linalg first)");
   auto panels = module->getAttrOfType<DictionaryAttr>(kWeightPanelsAttrName);
+  auto formats =
+      module->getAttrOfType<DictionaryAttr>(kWeightFormatsAttrName);
   // Front to back: weights in the order of their offsets.
   std::vector<std::pair<int64_t, StringRef>> order;
   for (NamedAttribute entry : layout)
@@ -413,11 +422,17 @@ llvm::Expected<uint64_t> mlir::tfm::writeWeightBlob(ModuleOp module,
     if (!weight || uint64_t(offset) < out.position() ||
         (shape && (weight->rows != shape[0] || weight->cols != shape[1])))
       return makeError("internal error: no data for weight '" + name + "'");
+    StoredFormat format = StoredFormat::F32;
+    if (auto formatName = formats ? formats.getAs<StringAttr>(name) : nullptr)
+      format = parseStoredFormat(formatName.getValue()).value_or(format);
+    if (isBlockFormat(format) && !shape)
+      return makeError("internal error: weight '" + name +
+                       "' in blocks is not recorded as panels");
     out.zerosTo(offset);
     if (shape)
-      writePanels(*weight, out);
+      writePanels(*weight, format, out);
     else
-      writeRows(*weight, out);
+      writeRows(*weight, format, out);
     weight->release(0, weight->rows);
   }
   if (out.position() > uint64_t(bytes.getInt()))

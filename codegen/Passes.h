@@ -28,6 +28,10 @@ inline constexpr llvm::StringLiteral kWeightBytesAttrName = "tfm.weight_bytes";
 /// The module attribute naming the weights stored as panels: name ->
 /// [rows, cols] of the logical matrix.
 inline constexpr llvm::StringLiteral kWeightPanelsAttrName = "tfm.weight_panels";
+/// The module attribute naming the weights stored narrower than f32: name
+/// -> "bf16", "f16", "q8_0" or "q4_0" (codegen/WeightFormats.h).
+inline constexpr llvm::StringLiteral kWeightFormatsAttrName =
+    "tfm.weight_formats";
 /// Alignment of every weight inside the blob (a cache line, AVX-512 width).
 inline constexpr int64_t kWeightAlignment = 64;
 /// Rows per panel of a weight stored as panels: panels[p][k][j] =

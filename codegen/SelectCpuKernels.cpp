@@ -13,7 +13,9 @@
 #include "codegen/Passes.h"
 #include "codegen/RelativePositionBias.h"
 #include "codegen/RuntimeKernels.h"
+#include "codegen/WeightFormats.h"
 #include "codegen/WeightLayout.h"
+#include "runtime/weight_formats.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -29,16 +31,49 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// x·Wᵀ (+ bias) over a weight stored as panels: a call of the runtime's
-/// GEMM kernel, which writes every output (bias included) into a fresh
+/// A linear's weight as a GEMM kernel of the runtime reads it: float
+/// panels (f32, or bf16/f16 behind a tfm.dequantize) or block panels'
+/// bytes, and the kernel's name.
+struct KernelWeight {
+  Value data;
+  StringRef kernel;
+  /// The tfm_block_format of block panels; -1 for float panels.
+  int64_t blockFormat = -1;
+};
+
+std::optional<KernelWeight> kernelWeight(Value weight) {
+  Value stored = weight;
+  if (auto widen = weight.getDefiningOp<DequantizeOp>())
+    stored = widen.getInput();
+  if (Value bytes = blockWeightBytes(stored)) {
+    StoredFormat format =
+        storedFormatOf(cast<RankedTensorType>(stored.getType()));
+    return KernelWeight{bytes, "tfm_rt_linear_blocks",
+                        format == StoredFormat::Q8_0 ? TFM_BLOCKS_Q8_0
+                                                     : TFM_BLOCKS_Q4_0};
+  }
+  Operation *unpack = stored.getDefiningOp();
+  if (!isPanelUnpack(unpack))
+    return std::nullopt;
+  Value panels = unpack->getOperand(0);
+  Type element = cast<RankedTensorType>(panels.getType()).getElementType();
+  if (element.isBF16())
+    return KernelWeight{panels, "tfm_rt_linear_panels_bf16"};
+  if (element.isF16())
+    return KernelWeight{panels, "tfm_rt_linear_panels_f16"};
+  return KernelWeight{panels, "tfm_rt_linear_panels"};
+}
+
+/// x·Wᵀ (+ bias) over a weight a kernel reads as stored: a call of the
+/// runtime's GEMM, which writes every output (bias included) into a fresh
 /// buffer.
-Value panelProduct(ConversionPatternRewriter &rewriter, Location loc,
-                   Value input, Value panels, Value bias,
-                   RankedTensorType rowsType) {
+Value kernelProduct(ConversionPatternRewriter &rewriter, Location loc,
+                    Value input, const KernelWeight &weight, Value bias,
+                    RankedTensorType rowsType) {
   ModuleOp module =
       rewriter.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
   SmallVector<Value> operands = {kernelInput(rewriter, loc, input),
-                                 kernelInput(rewriter, loc, panels)};
+                                 kernelInput(rewriter, loc, weight.data)};
   if (bias)
     operands.push_back(kernelInput(rewriter, loc, bias));
   SmallVector<Value> dynamicSizes;
@@ -46,9 +81,12 @@ Value panelProduct(ConversionPatternRewriter &rewriter, Location loc,
     dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, input, 0));
   auto [out, outOperand] = kernelOutput(rewriter, loc, rowsType, dynamicSizes);
   operands.push_back(outOperand);
+  if (weight.blockFormat >= 0)
+    operands.push_back(arith::ConstantIntOp::create(
+        rewriter, loc, rewriter.getI64Type(), weight.blockFormat));
   func::FuncOp kernel = lookupOrDeclareRuntimeKernel(
       rewriter, module,
-      bias ? "tfm_rt_linear_panels_bias" : "tfm_rt_linear_panels",
+      bias ? (weight.kernel + "_bias").str() : weight.kernel.str(),
       ValueRange(operands).getTypes());
   func::CallOp::create(rewriter, loc, kernel, operands);
   return bufferization::ToTensorOp::create(rewriter, loc, rowsType, out,
@@ -56,21 +94,22 @@ Value panelProduct(ConversionPatternRewriter &rewriter, Location loc,
                                            /*writable=*/true);
 }
 
-/// tfm.linear over a weight stored as panels: the runtime's panel GEMM
-/// (runtime/kernels_panel_gemm.c), which adds the bias itself; the
-/// activation stays an epilogue.
-struct LinearToPanelGemm : OpConversionPattern<LinearOp> {
+/// tfm.linear over a weight a kernel reads as stored (panels, block
+/// panels): the runtime's GEMM (runtime/kernels_panel_gemm.c,
+/// kernels_blocks.c), which adds the bias itself; the activation stays an
+/// epilogue.
+struct LinearToKernelCall : OpConversionPattern<LinearOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(LinearOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Operation *unpack = adaptor.getWeight().getDefiningOp();
-    if (!isPanelUnpack(unpack))
-      return rewriter.notifyMatchFailure(op, "weight not stored as panels");
+    std::optional<KernelWeight> weight = kernelWeight(adaptor.getWeight());
+    if (!weight)
+      return rewriter.notifyMatchFailure(op, "weight not stored for a kernel");
     Location loc = op.getLoc();
     Value input = collapseToRows(rewriter, loc, adaptor.getInput());
-    Value product = panelProduct(rewriter, loc, input, unpack->getOperand(0),
-                                 adaptor.getBias(), linearProductType(op));
+    Value product = kernelProduct(rewriter, loc, input, *weight,
+                                  adaptor.getBias(), linearProductType(op));
     replaceLinear(rewriter, op, product, /*bias=*/Value());
     return success();
   }
@@ -131,7 +170,7 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
 /// Whether a pattern above takes `op`.
 bool selectsKernel(Operation *op, bool fusedAttention) {
   if (auto linear = dyn_cast<LinearOp>(op))
-    return isPanelUnpack(linear.getWeight().getDefiningOp());
+    return kernelWeight(linear.getWeight()).has_value();
   if (auto attention = dyn_cast<AttentionOp>(op))
     return fusedAttention && !attention.getBias();
   return false;
@@ -150,8 +189,16 @@ struct SelectCpuKernelsPass
     populateCpuKernelPatterns(patterns, fusedAttention);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
-    // The panels' unpacks the GEMM calls read through are dead now; none
-    // may reach bufferization.
+    // The dequantizations, block views and panels' unpacks the GEMM calls
+    // read through are dead now; none may reach bufferization.
+    module.walk([](DequantizeOp widen) {
+      if (widen->use_empty())
+        widen->erase();
+    });
+    module.walk([](UnrealizedConversionCastOp view) {
+      if (blockWeightBytes(view.getResult(0)) && view->use_empty())
+        view->erase();
+    });
     module.walk([](linalg::UnPackOp unpack) {
       if (!isPanelUnpack(unpack) || !unpack->use_empty())
         return;
@@ -167,7 +214,7 @@ struct SelectCpuKernelsPass
 
 void mlir::tfm::populateCpuKernelPatterns(RewritePatternSet &patterns,
                                           bool fusedAttention) {
-  patterns.add<LinearToPanelGemm>(patterns.getContext());
+  patterns.add<LinearToKernelCall>(patterns.getContext());
   if (fusedAttention)
     patterns.add<AttentionToKernelCall>(patterns.getContext());
 }

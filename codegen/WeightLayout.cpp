@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/WeightLayout.h"
+#include "codegen/WeightFormats.h"
+#include "runtime/weight_formats.h"
 #include "codegen/Passes.h"
 #include "ir/TfmOps.h"
 
@@ -35,6 +37,12 @@ int64_t panelCount(int64_t rows) {
   return (rows + kPanelWidth - 1) / kPanelWidth;
 }
 
+/// Whether a weight of `type` may be stored as panels: a matrix of floats
+/// (block formats always are).
+bool panelable(RankedTensorType type) {
+  return type.getRank() == 2 && isa<FloatType>(type.getElementType());
+}
+
 /// The names `concat` joins when its inputs are all weights, each once;
 /// empty otherwise.
 SmallVector<StringRef> joinedWeightNames(ConcatOp concat) {
@@ -56,17 +64,42 @@ bool isLinearWeight(OpOperand &use) {
                        linear.getWeightMutable().getOperandNumber();
 }
 
-/// Whether every use of `value` is as the weight of a tfm.linear.
-bool onlyLinearWeight(Value value) {
-  return llvm::all_of(value.getUses(), isLinearWeight);
-}
-
 /// Whether `use` is as the table of a tfm.embedding (a token embedding
 /// tied to an LM head: the lookup reads its few rows from the panels).
 bool isEmbeddingTable(OpOperand &use) {
   auto lookup = dyn_cast<EmbeddingOp>(use.getOwner());
   return lookup && use.getOperandNumber() ==
                        lookup.getTableMutable().getOperandNumber();
+}
+
+/// Whether every use of `value` reads it as a matrix that kernels take
+/// from panels: as a linear's weight, as an embedding's table when
+/// `lookups` allows, or through a tfm.dequantize read that way. Sets
+/// `multiplied` when a linear reads it.
+bool readAsMatrix(Value value, bool lookups, bool &multiplied) {
+  for (OpOperand &use : value.getUses()) {
+    if (auto widen = dyn_cast<DequantizeOp>(use.getOwner())) {
+      if (!readAsMatrix(widen.getResult(), lookups, multiplied))
+        return false;
+    } else if (isLinearWeight(use)) {
+      multiplied = true;
+    } else if (!lookups || !isEmbeddingTable(use)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Whether every use of `value` is as the weight of a tfm.linear (through
+/// a tfm.dequantize or not).
+bool onlyLinearWeight(Value value) {
+  bool multiplied = false;
+  return readAsMatrix(value, /*lookups=*/false, multiplied);
+}
+
+/// Rows per panel of a weight of storage type `type`.
+int64_t panelHeight(RankedTensorType type) {
+  return panelRows(storedFormatOf(type));
 }
 
 /// A join placed back to back: its parts, and every concat op (one per
@@ -107,27 +140,45 @@ std::vector<PlacedJoin> findPlacedJoins(ModuleOp module) {
   return joins;
 }
 
-/// The weights stored as panels: f32 matrices that only linear ops read,
-/// directly or through placed joins (and, read directly, as the token
-/// embeddings an LM head is tied to); a join is stored as panels whole or
-/// not at all, and only if every part but the last fills its panels (so
-/// that the parts' panels follow each other without gaps).
-llvm::StringSet<> choosePanels(ModuleOp module,
-                               ArrayRef<PlacedJoin> joins) {
+/// The weights stored as panels: float matrices that only linear ops
+/// read, directly or through placed joins (and, read directly, as the
+/// token embeddings an LM head is tied to); a join is stored as panels
+/// whole or not at all, and only if every part but the last fills its
+/// panels (so that the parts' panels follow each other without gaps).
+/// Weights in blocks are block panels whatever `packPanels` says; a join of
+/// them that cannot be is an error.
+FailureOr<llvm::StringSet<>>
+choosePanels(ModuleOp module, ArrayRef<PlacedJoin> joins, bool packPanels) {
   llvm::DenseSet<Operation *> placed;
   for (const PlacedJoin &join : joins)
     placed.insert(join.uses.begin(), join.uses.end());
   llvm::StringSet<> candidates, rejected;
+  llvm::StringSet<> blocks;
   module.walk([&](WeightOp weight) {
     RankedTensorType type = weight.getType();
-    bool fits = type.getRank() == 2 && type.getElementType().isF32();
+    if (isBlockFormat(storedFormatOf(type))) {
+      blocks.insert(weight.getName());
+      candidates.insert(weight.getName());
+      return;
+    }
+    bool fits = packPanels && panelable(type);
     bool multiplied = false;
     for (OpOperand &use : weight->getUses()) {
       auto concat = dyn_cast<ConcatOp>(use.getOwner());
-      if (concat ? !placed.contains(concat) || !onlyLinearWeight(concat)
-                 : !isLinearWeight(use) && !isEmbeddingTable(use))
+      if (concat) {
+        fits &= placed.contains(concat) && onlyLinearWeight(concat);
+        multiplied = true;
+        continue;
+      }
+      bool matrix = false;
+      Value read = use.get();
+      if (auto widen = dyn_cast<DequantizeOp>(use.getOwner()))
+        read = widen.getResult();
+      else if (!isLinearWeight(use) && !isEmbeddingTable(use))
         fits = false;
-      multiplied |= concat || isLinearWeight(use);
+      if (read != use.get())
+        fits &= readAsMatrix(read, /*lookups=*/true, matrix);
+      multiplied |= matrix || isLinearWeight(use);
     }
     if (!fits)
       rejected.insert(weight.getName());
@@ -144,11 +195,19 @@ llvm::StringSet<> choosePanels(ModuleOp module,
       WeightOp weight = part;
       whole &= candidates.contains(weight.getName());
       if (index + 1 < join.parts.size())
-        whole &= weight.getType().getDimSize(0) % kPanelWidth == 0;
+        whole &= weight.getType().getDimSize(0) %
+                     panelHeight(weight.getType()) == 0;
     }
-    if (!whole)
-      for (WeightOp part : join.parts)
-        candidates.erase(part.getName());
+    if (whole)
+      continue;
+    for (WeightOp part : join.parts) {
+      if (blocks.contains(part.getName()))
+        return part.emitOpError()
+               << "is joined in blocks with weights that do not fill whole "
+                  "panels of "
+               << TFM_BLOCK_PANEL_ROWS << " rows";
+      candidates.erase(part.getName());
+    }
   }
   return candidates;
 }
@@ -158,6 +217,21 @@ llvm::StringSet<> choosePanels(ModuleOp module,
 Value weightView(OpBuilder &b, Location loc, Value blob, int64_t offset,
                  RankedTensorType type, bool panels) {
   Value shift = arith::ConstantIndexOp::create(b, loc, offset);
+  StoredFormat format = storedFormatOf(type);
+  if (isBlockFormat(format)) {
+    // The block panels' bytes, seen as the weight's type until a kernel
+    // call takes them (tfm-select-cpu-kernels).
+    int64_t bytes = storedMatrixBytes(format, type.getDimSize(0),
+                                      type.getDimSize(1), /*panels=*/true);
+    auto memrefType = MemRefType::get({bytes}, b.getI8Type());
+    Value view =
+        memref::ViewOp::create(b, loc, memrefType, blob, shift, ValueRange{});
+    Value tensor = bufferization::ToTensorOp::create(
+        b, loc, RankedTensorType::get({bytes}, b.getI8Type()), view,
+        /*restrict=*/true, /*writable=*/false);
+    return UnrealizedConversionCastOp::create(b, loc, type, tensor)
+        .getResult(0);
+  }
   SmallVector<int64_t> stored(type.getShape());
   if (panels)
     stored = {panelCount(type.getDimSize(0)), type.getDimSize(1), kPanelWidth};
@@ -178,15 +252,18 @@ Value weightView(OpBuilder &b, Location loc, Value blob, int64_t offset,
 
 } // namespace
 
-WeightLayout mlir::tfm::layOutWeights(ModuleOp module,
-                                      bool packPanels) {
+FailureOr<WeightLayout> mlir::tfm::layOutWeights(ModuleOp module,
+                                                 bool packPanels) {
   WeightLayout result;
   std::vector<PlacedJoin> joins = findPlacedJoins(module);
-  if (packPanels)
-    result.panels = choosePanels(module, joins);
+  FailureOr<llvm::StringSet<>> panels =
+      choosePanels(module, joins, packPanels);
+  if (failed(panels))
+    return failure();
+  result.panels = std::move(*panels);
   MLIRContext *ctx = module.getContext();
   Builder b(ctx);
-  SmallVector<NamedAttribute> layout, panelShapes;
+  SmallVector<NamedAttribute> layout, panelShapes, formats;
   int64_t size = 0;
   auto place = [&](WeightOp op, bool alignStart) {
     RankedTensorType type = op.getType();
@@ -195,15 +272,19 @@ WeightLayout mlir::tfm::layOutWeights(ModuleOp module,
     result.offsets[op.getName()] = size;
     layout.push_back(
         b.getNamedAttr(op.getName(), b.getI64IntegerAttr(size)));
-    int64_t elements = type.getNumElements();
-    if (result.panels.contains(op.getName())) {
+    bool panels = result.panels.contains(op.getName());
+    if (panels)
       panelShapes.push_back(
           b.getNamedAttr(op.getName(), b.getDenseI64ArrayAttr(
                                                type.getShape())));
-      elements = panelCount(type.getDimSize(0)) * kPanelWidth *
-                 type.getDimSize(1);
-    }
-    size += elements * type.getElementTypeBitWidth() / 8;
+    StoredFormat format = storedFormatOf(type);
+    if (format != StoredFormat::F32)
+      formats.push_back(b.getNamedAttr(
+          op.getName(), b.getStringAttr(storedFormatName(format))));
+    size += type.getRank() == 2
+                ? storedMatrixBytes(format, type.getDimSize(0),
+                                    type.getDimSize(1), panels)
+                : type.getNumElements() * type.getElementTypeBitWidth() / 8;
     LLVM_DEBUG(llvm::dbgs() << "weight " << op.getName() << " at "
                             << result.offsets[op.getName()] << "\n");
   };
@@ -224,6 +305,8 @@ WeightLayout mlir::tfm::layOutWeights(ModuleOp module,
   module->setAttr(kWeightLayoutAttrName, b.getDictionaryAttr(layout));
   if (!panelShapes.empty())
     module->setAttr(kWeightPanelsAttrName, b.getDictionaryAttr(panelShapes));
+  if (!formats.empty())
+    module->setAttr(kWeightFormatsAttrName, b.getDictionaryAttr(formats));
   module->setAttr(kWeightBytesAttrName, b.getI64IntegerAttr(size));
   return result;
 }
@@ -283,6 +366,16 @@ void mlir::tfm::lowerWeights(ModuleOp module, const WeightLayout &layout) {
     decl.erase();
 }
 
+Value mlir::tfm::blockWeightBytes(Value weight) {
+  auto view = weight.getDefiningOp<UnrealizedConversionCastOp>();
+  if (!view || view->getNumOperands() != 1 || view->getNumResults() != 1)
+    return Value();
+  auto type = dyn_cast<RankedTensorType>(view.getResult(0).getType());
+  if (!type || !isBlockFormat(storedFormatOf(type)))
+    return Value();
+  return view.getOperand(0);
+}
+
 bool mlir::tfm::isPanelUnpack(Operation *op) {
   auto unpack = dyn_cast_or_null<linalg::UnPackOp>(op);
   return unpack && unpack.getSourceType().getRank() == 3 &&
@@ -298,7 +391,10 @@ struct LayOutWeightsPass
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    lowerWeights(module, layOutWeights(module, packWeights));
+    FailureOr<WeightLayout> layout = layOutWeights(module, packWeights);
+    if (failed(layout))
+      return signalPassFailure();
+    lowerWeights(module, *layout);
   }
 };
 

@@ -33,13 +33,17 @@ struct WeightLayout {
 
 /// Places every weight of `module` (panels where `packPanels` allows) and
 /// records the layout on it.
-WeightLayout layOutWeights(ModuleOp module, bool packPanels);
+FailureOr<WeightLayout> layOutWeights(ModuleOp module, bool packPanels);
 
 /// Gives every function that reads weights, directly or through calls, a
 /// leading `memref<?xi8>` weights argument; replaces tfm.weight ops and
 /// placed joins by views of it (panels behind a linalg.unpack that the
 /// linear lowering reads through) and passes the argument along at calls.
 void lowerWeights(ModuleOp module, const WeightLayout &layout);
+
+/// The byte tensor of block panels that `weight` (a weight in a block
+/// format, as lowerWeights builds it) is a view of; null otherwise.
+Value blockWeightBytes(Value weight);
 
 /// Whether `unpack` restores a [rows, cols] matrix from panels of
 /// kPanelWidth rows, as lowerWeights builds it; the panels are its source.

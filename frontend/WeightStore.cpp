@@ -217,6 +217,19 @@ const WeightTensor *WeightStore::lookup(llvm::StringRef name) const {
   return it == tensors.end() ? nullptr : &it->second;
 }
 
+WeightDtype WeightStore::matrixDtype() const {
+  std::optional<WeightDtype> shared;
+  for (const std::string &name : order) {
+    const WeightTensor &tensor = tensors.find(name)->second;
+    if (tensor.shape().size() < 2)
+      continue;
+    if (shared && *shared != tensor.dtype())
+      return WeightDtype::F32;
+    shared = tensor.dtype();
+  }
+  return shared.value_or(WeightDtype::F32);
+}
+
 WeightTensor WeightStore::take(llvm::StringRef name) {
   WeightTensor tensor = std::move(tensors[name]);
   tensors.erase(name);

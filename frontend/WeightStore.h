@@ -118,6 +118,9 @@ public:
   WeightTensor take(llvm::StringRef name);
   /// Names in insertion order.
   const std::vector<std::string> &names() const { return order; }
+  /// The stored dtype every matrix (rank 2 or more) of the checkpoint
+  /// shares; F32 when they differ or there are none.
+  WeightDtype matrixDtype() const;
   /// Keeps a checkpoint file mapped for the tensors that view it.
   void keepMapped(std::unique_ptr<llvm::MemoryBuffer> file) {
     files.push_back(std::move(file));

@@ -92,13 +92,45 @@ LogicalResult CacheAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // WeightDeclOp, WeightOp
 //===----------------------------------------------------------------------===//
 
+unsigned BlockQuantAttr::codeBits() const {
+  return getFormat() == BlockFormat::q8_0 ? 8 : 4;
+}
+
+LogicalResult mlir::tfm::verifyWeightStorage(Operation *op, StringRef what,
+                                             RankedTensorType type) {
+  Type element = type.getElementType();
+  Attribute encoding = type.getEncoding();
+  if (isa<FloatType>(element)) {
+    if (encoding)
+      return op->emitOpError() << "expected " << what
+                               << " of floats to have no encoding, got "
+                               << encoding;
+    return success();
+  }
+  auto quant = dyn_cast_or_null<BlockQuantAttr>(encoding);
+  if (!quant)
+    return op->emitOpError() << "expected " << what << " of " << element
+                             << " codes to have a #tfm.block_quant encoding";
+  if (element.getIntOrFloatBitWidth() != quant.codeBits())
+    return op->emitOpError()
+           << "expected " << what << " in " << stringifyBlockFormat(
+                                                  quant.getFormat())
+           << " to hold i" << quant.codeBits() << " codes, got " << element;
+  if (type.getRank() != 2)
+    return op->emitOpError() << "expected " << what
+                             << " in blocks to be a matrix, got rank "
+                             << type.getRank();
+  return success();
+}
+
 LogicalResult WeightDeclOp::verify() {
   if (getSymName().empty())
     return emitOpError("expected a non-empty weight name");
   if (!getTensorType().hasStaticShape())
     return emitOpError() << "expected weight '" << getSymName()
                          << "' to have a static shape, got " << getType();
-  return success();
+  return verifyWeightStorage(*this, "weight '" + getSymName().str() + "'",
+                             getTensorType());
 }
 
 LogicalResult
@@ -125,7 +157,8 @@ namespace {
 LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   bool onModule = isa<ModuleOp>(op);
-  if (name == "tfm.weight_layout" || name == "tfm.weight_panels") {
+  if (name == "tfm.weight_layout" || name == "tfm.weight_panels" ||
+      name == "tfm.weight_formats") {
     if (onModule && isa<DictionaryAttr>(attr.getValue()))
       return success();
   } else if (name == "tfm.weight_bytes") {

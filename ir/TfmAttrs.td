@@ -244,4 +244,44 @@ def Tfm_CacheAttr : AttrDef<Tfm_Dialect, "Cache"> {
   let genVerifyDecl = 1;
 }
 
+def Tfm_BlockFormat : I32EnumAttr<"BlockFormat",
+    "a block-quantized weight format", [
+      // Blocks of 32 along a row: w = scale · q, q in [-127, 127] (i8).
+      I32EnumAttrCase<"q8_0", 0>,
+      // Blocks of 32 along a row: w = scale · (q - 8), q in [0, 15] (i4).
+      I32EnumAttrCase<"q4_0", 1>
+    ]> {
+  let cppNamespace = "::mlir::tfm";
+  let genSpecializedAttr = 0;
+}
+
+def Tfm_BlockQuantAttr : AttrDef<Tfm_Dialect, "BlockQuant"> {
+  let mnemonic = "block_quant";
+  let summary = "tensor encoding: integer codes in blocks, a scale per block";
+  let description = [{
+    The encoding of a weight stored as integer codes in blocks of
+    `blockSize()` (32) consecutive elements of a row (the last dimension),
+    each block with its own f16 scale, as llama.cpp's Q8_0 and Q4_0 store
+    them. The tensor's element type is the code's: `i8` for `q8_0`
+    (`w = scale · q`, `q` in [-127, 127]), `i4` for `q4_0`
+    (`w = scale · (q - 8)`, `q` in [0, 15]). A row whose length is not a
+    multiple of 32 ends in a zero-padded block. `tfm.dequantize` gives the
+    f32 values; tfm-quantize-weights makes such weights and codegen stores
+    them in the layout its kernels read (runtime/weight_formats.h), so the
+    dequantization happens in registers inside the matrix kernels.
+
+    ```mlir
+    tfm.weight_decl @"lm_head.weight" : tensor<32000x2048xi8, #tfm.block_quant<q8_0>>
+    ```
+  }];
+  let parameters = (ins EnumParameter<Tfm_BlockFormat>:$format);
+  let assemblyFormat = "`<` $format `>`";
+  let extraClassDeclaration = [{
+    /// Elements per block (a scale each).
+    static constexpr int64_t blockSize() { return 32; }
+    /// The element type of the codes: i8 (q8_0) or i4 (q4_0).
+    unsigned codeBits() const;
+  }];
+}
+
 #endif // TFM_ATTRS_TD

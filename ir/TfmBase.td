@@ -100,5 +100,8 @@ class Tfm_Op<string mnemonic, list<Trait> traits = []>
 
 def Tfm_FloatTensor : RankedTensorOf<[AnyFloat]>;
 def Tfm_IntTensor : RankedTensorOf<[AnySignlessInteger]>;
+// What a weight may be stored as: floats (f32, and bf16/f16 read through
+// tfm.dequantize), or integer codes with a #tfm.block_quant encoding.
+def Tfm_WeightTensor : RankedTensorOf<[AnyFloat, I8, I<4>]>;
 
 #endif // TFM_BASE_TD

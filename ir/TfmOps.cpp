@@ -284,6 +284,14 @@ LogicalResult ConcatOp::verify() {
     return emitOpError() << "expected at least 2 inputs, got "
                          << getInputs().size();
   RankedTensorType resultType = getType();
+  // Weights stored in blocks join as they are (tfm-quantize-weights).
+  for (auto [index, input] : llvm::enumerate(getInputs())) {
+    Attribute encoding = cast<RankedTensorType>(input.getType()).getEncoding();
+    if (encoding != resultType.getEncoding())
+      return emitOpError() << "expected input " << index << "'s encoding ("
+                           << encoding << ") to be the result's ("
+                           << resultType.getEncoding() << ")";
+  }
   int64_t rows = 0;
   for (auto [index, input] : llvm::enumerate(getInputs())) {
     auto type = cast<RankedTensorType>(input.getType());
@@ -305,6 +313,31 @@ LogicalResult ConcatOp::verify() {
   }
   return expectDim(*this, "result rows", resultType.getDimSize(0),
                    "the inputs' rows together", rows);
+}
+
+//===----------------------------------------------------------------------===//
+// DequantizeOp
+//===----------------------------------------------------------------------===//
+
+std::optional<BlockFormat> DequantizeOp::getBlockFormat() {
+  if (auto quant = dyn_cast_or_null<BlockQuantAttr>(
+          getInput().getType().getEncoding()))
+    return quant.getFormat();
+  return std::nullopt;
+}
+
+LogicalResult DequantizeOp::verify() {
+  RankedTensorType input = getInput().getType();
+  if (input.getElementType().isF32())
+    return emitOpError("expected the input to be stored narrower than f32");
+  if (failed(verifyWeightStorage(*this, "the input", input)) ||
+      failed(expectElementType(*this, "result", getResult(),
+                               Float32Type::get(getContext()))))
+    return failure();
+  if (input.getShape() != getType().getShape())
+    return emitOpError() << "expected the result's shape to be the input's, "
+                         << "got " << getType() << " for " << input;
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -30,6 +30,12 @@ namespace mlir::tfm {
 int64_t relativePositionBucket(int64_t distance, int64_t buckets,
                                int64_t maxDistance, bool bidirectional);
 
+/// Checks a weight's storage type (`what` names it in messages): floats
+/// without an encoding, or i8/i4 codes of a matrix with the
+/// #tfm.block_quant encoding of that code width.
+LogicalResult verifyWeightStorage(Operation *op, StringRef what,
+                                  RankedTensorType type);
+
 } // namespace mlir::tfm
 
 #endif // TFM_IR_TFMOPS_H

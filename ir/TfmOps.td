@@ -23,15 +23,19 @@ def Tfm_WeightDeclOp : Tfm_Op<"weight_decl", [Symbol, HasParent<"ModuleOp">]> {
   let summary = "declares one tensor of the model's weights";
   let description = [{
     Declares a weight of the module by its name in the checkpoint, with the
-    type the computation reads it as: the packager converts the
-    checkpoint's tensor (of any stored dtype) to this element type and
-    checks its shape. Every `tfm.weight` of the name must have this type.
+    type it is stored as: the packager converts the checkpoint's tensor (of
+    any stored dtype) to this element type and checks its shape. Every
+    `tfm.weight` of the name must have this type. A weight stored as bf16,
+    f16 or block-quantized integer codes (`#tfm.block_quant`) is read
+    through `tfm.dequantize`.
 
     ```mlir
     tfm.weight_decl @"model.norm.weight" : tensor<512xf32>
+    tfm.weight_decl @"model.layers.0.mlp.up_proj.weight" : tensor<1376x512xbf16>
+    tfm.weight_decl @"lm_head.weight" : tensor<32000x512xi4, #tfm.block_quant<q4_0>>
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<Tfm_FloatTensor>:$type);
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<Tfm_WeightTensor>:$type);
   let assemblyFormat = "$sym_name attr-dict `:` $type";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -55,8 +59,35 @@ def Tfm_WeightOp : Tfm_Op<"weight", [Pure,
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$name);
-  let results = (outs Tfm_FloatTensor:$result);
+  let results = (outs Tfm_WeightTensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def Tfm_DequantizeOp : Tfm_Op<"dequantize", [Pure]> {
+  let summary = "the f32 values of a weight stored in a narrower format";
+  let description = [{
+    Widens a weight stored as bf16 or f16, or as block-quantized codes
+    (`#tfm.block_quant`: each element its block's scale times its code), to
+    f32 of the same shape. tfm-quantize-weights puts it between a
+    `tfm.weight` (or a `tfm.concat` of weights) and the ops that read it.
+    Codegen does not materialize it where a kernel reads the format: a
+    `tfm.linear` whose weight is dequantized calls the format's GEMM/GEMV,
+    which widens in registers, and a `tfm.embedding` gathers and widens only
+    the rows it looks up.
+
+    ```mlir
+    %w = tfm.weight @"model.layers.0.mlp.down_proj.weight" : tensor<512x1376xi8, #tfm.block_quant<q8_0>>
+    %f = tfm.dequantize %w : tensor<512x1376xi8, #tfm.block_quant<q8_0>> -> tensor<512x1376xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_WeightTensor:$input);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The block format of the input, if it is block-quantized.
+    std::optional<BlockFormat> getBlockFormat();
+  }];
 }
 
 def Tfm_PositionIdsOp : Tfm_Op<"position_ids", [Pure, AttrSizedOperandSegments]> {
@@ -184,8 +215,8 @@ def Tfm_ConcatOp : Tfm_Op<"concat", [Pure]> {
     %wqkv = tfm.concat %wq, %wk, %wv : (tensor<512x512xf32>, tensor<128x512xf32>, tensor<128x512xf32>) -> tensor<768x512xf32>
     ```
   }];
-  let arguments = (ins Variadic<Tfm_FloatTensor>:$inputs);
-  let results = (outs Tfm_FloatTensor:$result);
+  let arguments = (ins Variadic<Tfm_WeightTensor>:$inputs);
+  let results = (outs Tfm_WeightTensor:$result);
   let assemblyFormat = [{
     $inputs attr-dict `:` functional-type($inputs, results)
   }];

@@ -142,4 +142,49 @@ def FuseNormPass : Pass<"tfm-fuse-norm", "func::FuncOp"> {
   }];
 }
 
+def QuantizeWeightsPass : Pass<"tfm-quantize-weights", "ModuleOp"> {
+  let summary = "Store the weight matrices in bf16, f16, int8 or int4 blocks";
+  let description = [{
+    Gives the matrices the model multiplies by and looks rows up in (the
+    weights of `tfm.linear`, directly or joined with `tfm.concat`, and the
+    tables of `tfm.embedding`) a narrower storage type, and reads them
+    through `tfm.dequantize`:
+
+    - `bf16`, `f16`: the float type (a checkpoint stored that way keeps its
+      values exactly);
+    - `int8`: `#tfm.block_quant<q8_0>` (blocks of 32 with an f16 scale:
+      8.5 bits a weight);
+    - `int4`: `#tfm.block_quant<q4_0>` (4.5 bits a weight).
+
+    Embedding tables and the LM head (a linear whose result an entry point
+    returns, or a weight also looked up as a table) take `edge-dtype`
+    instead (by default int8 when `dtype` is int4, as llama.cpp's Q4 files
+    keep them at more bits; `dtype` otherwise). Weights whose checkpoint
+    name matches the `keep` regex, vectors (norm gains, biases) and
+    weights read any other way stay f32. A join of weights is stored in
+    one format and stays a join when all its parts but the last have a
+    multiple of 32 rows; otherwise each part is dequantized alone and the
+    f32 parts joined.
+
+    ```mlir
+    // before
+    %w = tfm.weight @up : tensor<1376x512xf32>
+    %y = tfm.linear %x, %w : tensor<?x512xf32>, tensor<1376x512xf32> -> tensor<?x1376xf32>
+    // after, dtype=int8
+    %w = tfm.weight @up : tensor<1376x512xi8, #tfm.block_quant<q8_0>>
+    %f = tfm.dequantize %w : tensor<1376x512xi8, #tfm.block_quant<q8_0>> -> tensor<1376x512xf32>
+    %y = tfm.linear %x, %f : tensor<?x512xf32>, tensor<1376x512xf32> -> tensor<?x1376xf32>
+    ```
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"int8\"",
+           "Storage of the weight matrices: bf16, f16, int8 or int4">,
+    Option<"edgeDtype", "edge-dtype", "std::string", /*default=*/"\"\"",
+           "Storage of embedding tables and the LM head: f32, bf16, f16, "
+           "int8 or int4 (empty: int8 for int4, else dtype)">,
+    Option<"keep", "keep", "std::string", /*default=*/"\"\"",
+           "Weights whose names match this regex stay f32">
+  ];
+}
+
 #endif // TFM_PASSES_PASSES_TD

@@ -28,6 +28,18 @@ void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createFuseMLPPass());
   if (options.fuseNorm)
     pm.addNestedPass<func::FuncOp>(createFuseNormPass());
+  // After fusion: joins of weights are stored in one format.
+  auto narrow = [](const std::string &dtype) {
+    return !dtype.empty() && dtype != "f32";
+  };
+  if (narrow(options.weightsDtype) || narrow(options.edgeDtype)) {
+    QuantizeWeightsPassOptions quantize;
+    quantize.dtype =
+        options.weightsDtype.empty() ? "f32" : options.weightsDtype;
+    quantize.edgeDtype = options.edgeDtype;
+    quantize.keep = options.keepWeights;
+    pm.addPass(createQuantizeWeightsPass(quantize));
+  }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

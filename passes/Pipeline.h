@@ -9,6 +9,8 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <string>
+
 namespace mlir::tfm {
 
 struct TfmPipelineOptions {
@@ -23,6 +25,9 @@ struct TfmPipelineOptions {
   bool fuseQKV = true;
   bool fuseMLP = true;
   bool fuseNorm = true;
+  /// tfm-quantize-weights' dtype, edge-dtype and keep; it runs unless
+  /// both dtypes are empty or f32.
+  std::string weightsDtype, edgeDtype, keepWeights;
 };
 
 void buildTfmPipeline(OpPassManager &pm, const TfmPipelineOptions &options);

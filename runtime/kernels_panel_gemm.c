@@ -18,6 +18,13 @@
  * every row block of A passes over it. Panels are split over the runtime's
  * threads.
  *
+ * bf16 and f16 panels (tfm-quantize-weights) have the same shape at two
+ * bytes an element, and are widened in registers: the same loops, with
+ * `format` a constant at each inlined call. A bf16 step widens 32 values
+ * as 16 pairs, the even rows from the low halves and the odd rows from the
+ * high halves, so the accumulators of a bf16 panel hold even and odd rows;
+ * they are interleaved back when stored.
+ *
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/simd.h"
@@ -32,28 +39,87 @@ enum {
                         block, in L2 */
 };
 
+/* How panel elements are stored. */
+typedef enum { kF32 = 0, kBF16 = 1, kF16 = 2 } panel_format;
+
 typedef struct {
   int64_t m, n, k;
-  const float *a, *panels, *bias; /* bias: NULL for none */
+  const float *a, *bias; /* bias: NULL for none */
+  const void *panels;
   float *c;
   int64_t lda, ldc;
+  panel_format format;
 } panel_job;
+
+typedef uint32_t vu16 __attribute__((vector_size(64)));
+typedef _Float16 vh16 __attribute__((vector_size(32)));
+
+/* Row k of a panel (32 output features) as two vectors: features 0-15 and
+ * 16-31 (f32, f16), or the even and the odd features (bf16). */
+TFM_INLINE void panel_step(panel_format format, const void *panel, int64_t k,
+                           v16 *b0, v16 *b1) {
+  if (format == kF32) {
+    const float *p = (const float *)panel + k * kPanel;
+    *b0 = load16(p);
+    *b1 = load16(p + 16);
+  } else if (format == kBF16) {
+    vu16 pairs;
+    memcpy(&pairs, (const uint16_t *)panel + k * kPanel, sizeof pairs);
+    *b0 = (v16)(pairs << 16);
+    *b1 = (v16)(pairs & 0xFFFF0000u);
+  } else {
+    vh16 h0, h1;
+    memcpy(&h0, (const uint16_t *)panel + k * kPanel, sizeof h0);
+    memcpy(&h1, (const uint16_t *)panel + k * kPanel + 16, sizeof h1);
+    *b0 = __builtin_convertvector(h0, v16);
+    *b1 = __builtin_convertvector(h1, v16);
+  }
+}
+
+/* The elements of depth k onwards of a panel stored in `format`. */
+TFM_INLINE const void *panel_at(panel_format format, const void *panel,
+                                int64_t k) {
+  return (const char *)panel + k * kPanel * (format == kF32 ? 4 : 2);
+}
+
+/* 32 outputs in feature order from a panel step's order, and back. */
+TFM_INLINE void features_to_steps(panel_format format, v16 *lo, v16 *hi) {
+  if (format != kBF16)
+    return;
+  v16 even = __builtin_shuffle(*lo, *hi, (vi16){0, 2, 4, 6, 8, 10, 12, 14, 16,
+                                                18, 20, 22, 24, 26, 28, 30});
+  v16 odd = __builtin_shuffle(*lo, *hi, (vi16){1, 3, 5, 7, 9, 11, 13, 15, 17,
+                                               19, 21, 23, 25, 27, 29, 31});
+  *lo = even, *hi = odd;
+}
+TFM_INLINE void steps_to_features(panel_format format, v16 *lo, v16 *hi) {
+  if (format != kBF16)
+    return;
+  v16 first = __builtin_shuffle(*lo, *hi, (vi16){0, 16, 1, 17, 2, 18, 3, 19, 4,
+                                                 20, 5, 21, 6, 22, 7, 23});
+  v16 second = __builtin_shuffle(*lo, *hi, (vi16){8, 24, 9, 25, 10, 26, 11, 27,
+                                                  12, 28, 13, 29, 14, 30, 15,
+                                                  31});
+  *lo = first, *hi = second;
+}
 
 /* C[rows, 32] = start + A[rows, depth] · panel[depth, 32], rows <= 8,
  * where `start` is the bias (or zeros) on the first depth block, and NULL
  * on later ones, which add to C. `rows` is a constant at every call, so the
  * tile lives in registers. */
-TFM_INLINE void panel_tile(int rows, int64_t depth, const float *a,
-                           int64_t lda, const float *panel, float *c,
-                           int64_t ldc, const float *start) {
+TFM_INLINE void panel_tile(panel_format format, int rows, int64_t depth,
+                           const float *a, int64_t lda, const void *panel,
+                           float *c, int64_t ldc, const float *start) {
   v16 acc[kRowBlock][2];
 #pragma GCC unroll 8
   for (int r = 0; r < rows; ++r) {
     acc[r][0] = start ? load16(start) : load16(c + r * ldc);
     acc[r][1] = start ? load16(start + 16) : load16(c + r * ldc + 16);
+    features_to_steps(format, &acc[r][0], &acc[r][1]);
   }
   for (int64_t k = 0; k < depth; ++k) {
-    v16 b0 = load16(panel + k * kPanel), b1 = load16(panel + k * kPanel + 16);
+    v16 b0, b1;
+    panel_step(format, panel, k, &b0, &b1);
 #pragma GCC unroll 8
     for (int r = 0; r < rows; ++r) {
       float x = a[r * lda + k];
@@ -63,6 +129,7 @@ TFM_INLINE void panel_tile(int rows, int64_t depth, const float *a,
   }
 #pragma GCC unroll 8
   for (int r = 0; r < rows; ++r) {
+    steps_to_features(format, &acc[r][0], &acc[r][1]);
     store16(c + r * ldc, acc[r][0]);
     store16(c + r * ldc + 16, acc[r][1]);
   }
@@ -70,26 +137,33 @@ TFM_INLINE void panel_tile(int rows, int64_t depth, const float *a,
 
 /* One row: y[32] = start + x[depth] · panel, with four independent
  * accumulator pairs so that FMA latency never stalls the stream. */
-TFM_INLINE void panel_row(int64_t depth, const float *x, const float *panel,
-                          float *y, const float *start) {
+TFM_INLINE void panel_row(panel_format format, int64_t depth, const float *x,
+                          const void *panel, float *y, const float *start) {
   v16 acc[4][2] = {{load16(start), load16(start + 16)},
                    {splat(0), splat(0)},
                    {splat(0), splat(0)},
                    {splat(0), splat(0)}};
+  features_to_steps(format, &acc[0][0], &acc[0][1]);
   int64_t k = 0;
   for (; k + 4 <= depth; k += 4)
 #pragma GCC unroll 4
     for (int u = 0; u < 4; ++u) {
-      const float *b = panel + (k + u) * kPanel;
-      acc[u][0] += x[k + u] * load16(b);
-      acc[u][1] += x[k + u] * load16(b + 16);
+      v16 b0, b1;
+      panel_step(format, panel, k + u, &b0, &b1);
+      acc[u][0] += x[k + u] * b0;
+      acc[u][1] += x[k + u] * b1;
     }
   for (; k < depth; ++k) {
-    acc[0][0] += x[k] * load16(panel + k * kPanel);
-    acc[0][1] += x[k] * load16(panel + k * kPanel + 16);
+    v16 b0, b1;
+    panel_step(format, panel, k, &b0, &b1);
+    acc[0][0] += x[k] * b0;
+    acc[0][1] += x[k] * b1;
   }
-  store16(y, (acc[0][0] + acc[1][0]) + (acc[2][0] + acc[3][0]));
-  store16(y + 16, (acc[0][1] + acc[1][1]) + (acc[2][1] + acc[3][1]));
+  v16 lo = (acc[0][0] + acc[1][0]) + (acc[2][0] + acc[3][0]);
+  v16 hi = (acc[0][1] + acc[1][1]) + (acc[2][1] + acc[3][1]);
+  steps_to_features(format, &lo, &hi);
+  store16(y, lo);
+  store16(y + 16, hi);
 }
 
 /* The start of a panel's outputs: its 32 bias values, or zeros. A last,
@@ -106,25 +180,26 @@ TFM_INLINE const float *panel_start(const panel_job *job, int64_t p,
 
 /* Rows [i, i + rows) of one panel over depth [k0, k0 + depth): the switch
  * gives each row count its own register-resident tile. */
-TFM_INLINE void panel_rows(const panel_job *job, int64_t i, int64_t rows,
-                           const float *panel, int64_t k0, int64_t depth,
-                           float *c, int64_t ldc, const float *start) {
+TFM_INLINE void panel_rows(panel_format format, const panel_job *job,
+                           int64_t i, int64_t rows, const void *panel,
+                           int64_t k0, int64_t depth, float *c, int64_t ldc,
+                           const float *start) {
   const float *a = job->a + i * job->lda + k0;
   int64_t lda = job->lda;
   switch (rows) {
-  case 8: panel_tile(8, depth, a, lda, panel, c, ldc, start); break;
-  case 7: panel_tile(7, depth, a, lda, panel, c, ldc, start); break;
-  case 6: panel_tile(6, depth, a, lda, panel, c, ldc, start); break;
-  case 5: panel_tile(5, depth, a, lda, panel, c, ldc, start); break;
-  case 4: panel_tile(4, depth, a, lda, panel, c, ldc, start); break;
-  case 3: panel_tile(3, depth, a, lda, panel, c, ldc, start); break;
-  case 2: panel_tile(2, depth, a, lda, panel, c, ldc, start); break;
-  default: panel_tile(1, depth, a, lda, panel, c, ldc, start); break;
+  case 8: panel_tile(format, 8, depth, a, lda, panel, c, ldc, start); break;
+  case 7: panel_tile(format, 7, depth, a, lda, panel, c, ldc, start); break;
+  case 6: panel_tile(format, 6, depth, a, lda, panel, c, ldc, start); break;
+  case 5: panel_tile(format, 5, depth, a, lda, panel, c, ldc, start); break;
+  case 4: panel_tile(format, 4, depth, a, lda, panel, c, ldc, start); break;
+  case 3: panel_tile(format, 3, depth, a, lda, panel, c, ldc, start); break;
+  case 2: panel_tile(format, 2, depth, a, lda, panel, c, ldc, start); break;
+  default: panel_tile(format, 1, depth, a, lda, panel, c, ldc, start); break;
   }
 }
 
-TFM_CLONED
-static void panel_gemm_range(const panel_job *job, int64_t p0, int64_t p1) {
+TFM_INLINE void panel_gemm_range(panel_format format, const panel_job *job,
+                                 int64_t p0, int64_t p1) {
   int64_t k = job->k, m = job->m;
   float start_scratch[kPanel], tile[kRowBlock * kPanel];
   /* Rows a pass at a time (measured: 5-15% off a 512-row prefill), so
@@ -133,13 +208,13 @@ static void panel_gemm_range(const panel_job *job, int64_t p0, int64_t p1) {
   for (int64_t i0 = 0; i0 < m; i0 += kRowPanel) {
     int64_t i1 = m - i0 < kRowPanel ? m : i0 + kRowPanel;
     for (int64_t p = p0; p < p1; ++p) {
-      const float *panel = job->panels + p * k * kPanel;
+      const void *panel = panel_at(format, job->panels, p * k);
       const float *start = panel_start(job, p, start_scratch);
       int64_t cols =
           job->n - p * kPanel < kPanel ? job->n - p * kPanel : kPanel;
       float *c = job->c + p * kPanel;
       if (m == 1 && cols == kPanel) {
-        panel_row(k, job->a, panel, c, start);
+        panel_row(format, k, job->a, panel, c, start);
         continue;
       }
       if (cols < kPanel) {
@@ -147,7 +222,7 @@ static void panel_gemm_range(const panel_job *job, int64_t p0, int64_t p1) {
          * then the valid columns out. */
         for (int64_t i = i0; i < i1; i += kRowBlock) {
           int64_t rows = i1 - i < kRowBlock ? i1 - i : kRowBlock;
-          panel_rows(job, i, rows, panel, 0, k, tile, kPanel, start);
+          panel_rows(format, job, i, rows, panel, 0, k, tile, kPanel, start);
           for (int64_t r = 0; r < rows; ++r)
             memcpy(c + (i + r) * job->ldc, tile + r * kPanel,
                    (size_t)cols * sizeof(float));
@@ -158,18 +233,38 @@ static void panel_gemm_range(const panel_job *job, int64_t p0, int64_t p1) {
       for (int64_t k0 = 0; k0 < k; k0 += kDepthBlock) {
         int64_t depth = k - k0 < kDepthBlock ? k - k0 : kDepthBlock;
         for (int64_t i = i0; i < i1; i += kRowBlock)
-          panel_rows(job, i, i1 - i < kRowBlock ? i1 - i : kRowBlock,
-                     panel + k0 * kPanel, k0, depth, c + i * job->ldc,
-                     job->ldc, k0 == 0 ? start : NULL);
+          panel_rows(format, job, i, i1 - i < kRowBlock ? i1 - i : kRowBlock,
+                     panel_at(format, panel, k0), k0, depth,
+                     c + i * job->ldc, job->ldc, k0 == 0 ? start : NULL);
       }
     }
   }
 }
 
+/* One clone set per format, each with its loops specialized. */
+TFM_CLONED
+static void panel_gemm_f32(const panel_job *job, int64_t p0, int64_t p1) {
+  panel_gemm_range(kF32, job, p0, p1);
+}
+TFM_CLONED
+static void panel_gemm_bf16(const panel_job *job, int64_t p0, int64_t p1) {
+  panel_gemm_range(kBF16, job, p0, p1);
+}
+TFM_CLONED
+static void panel_gemm_f16(const panel_job *job, int64_t p0, int64_t p1) {
+  panel_gemm_range(kF16, job, p0, p1);
+}
+
 static void panel_gemm_chunk(void *context, int64_t begin, int64_t end,
                              int thread) {
   (void)thread;
-  panel_gemm_range(context, begin, end);
+  const panel_job *job = context;
+  if (job->format == kBF16)
+    panel_gemm_bf16(job, begin, end);
+  else if (job->format == kF16)
+    panel_gemm_f16(job, begin, end);
+  else
+    panel_gemm_f32(job, begin, end);
 }
 
 /* Panels per chunk: about four chunks per thread so that a slower core
@@ -180,18 +275,39 @@ static int64_t panels_per_chunk(int64_t panels, int64_t m, int64_t k) {
   return chunk > minimum ? chunk : minimum;
 }
 
-static void linear_panels(tfm_memref2d_f32 *a, tfm_memref3d_f32 *panels,
-                          tfm_memref1d_f32 *bias, tfm_memref2d_f32 *c) {
+/* Element `index` of panels stored in `format`, widened. */
+static float panel_element(panel_format format, const void *base,
+                           int64_t index) {
+  if (format == kF32)
+    return ((const float *)base)[index];
+  uint16_t bits = ((const uint16_t *)base)[index];
+  if (format == kF16) {
+    _Float16 half;
+    memcpy(&half, &bits, sizeof half);
+    return (float)half;
+  }
+  uint32_t wide = (uint32_t)bits << 16;
+  float value;
+  memcpy(&value, &wide, sizeof value);
+  return value;
+}
+
+/* `base`, `sizes` and `strides`: the panels' descriptor, of any element
+ * type (`format`). */
+static void linear_panels(tfm_memref2d_f32 *a, panel_format format,
+                          const void *base, const int64_t *sizes,
+                          const int64_t *strides, tfm_memref1d_f32 *bias,
+                          tfm_memref2d_f32 *c) {
   int64_t m = a->sizes[0], k = a->sizes[1], n = c->sizes[1];
-  int64_t count = panels->sizes[0];
+  int64_t count = sizes[0];
   const float *pa = a->aligned + a->offset;
   const float *pb = bias ? bias->aligned + bias->offset : NULL;
   float *pc = c->aligned + c->offset;
   if (m == 0 || n == 0)
     return;
-  int contiguous = panels->strides[2] == 1 && panels->strides[1] == kPanel &&
-                   panels->strides[0] == k * kPanel &&
-                   panels->sizes[2] == kPanel && panels->sizes[1] == k;
+  int contiguous = strides[2] == 1 && strides[1] == kPanel &&
+                   strides[0] == k * kPanel && sizes[2] == kPanel &&
+                   sizes[1] == k;
   if (!contiguous || a->strides[1] != 1 || c->strides[1] != 1 ||
       (bias && bias->strides[0] != 1) || n > count * kPanel) {
     /* Not a layout tfm produces: plain loops over the logical weight. */
@@ -201,29 +317,33 @@ static void linear_panels(tfm_memref2d_f32 *a, tfm_memref3d_f32 *panels,
                          : 0;
         for (int64_t p = 0; p < k; ++p)
           sum += pa[i * a->strides[0] + p * a->strides[1]] *
-                 panels->aligned[panels->offset +
-                                 (j / kPanel) * panels->strides[0] +
-                                 p * panels->strides[1] +
-                                 (j % kPanel) * panels->strides[2]];
+                 panel_element(format, base,
+                               (j / kPanel) * strides[0] + p * strides[1] +
+                                   (j % kPanel) * strides[2]);
         pc[i * c->strides[0] + j * c->strides[1]] = sum;
       }
     return;
   }
-  panel_job job = {m,  n,  k, pa, panels->aligned + panels->offset,
-                   pb, pc, a->strides[0], c->strides[0]};
+  panel_job job = {m,  n,  k,  pa, pb, base,
+                   pc, a->strides[0], c->strides[0], format};
   int64_t used = (n + kPanel - 1) / kPanel;
   tfm_parallel_for(used, panels_per_chunk(used, m, k), panel_gemm_chunk, &job);
 }
 
-TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels(tfm_memref2d_f32 *a,
-                                       tfm_memref3d_f32 *panels,
-                                       tfm_memref2d_f32 *c) {
-  linear_panels(a, panels, NULL, c);
-}
-
-TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels_bias(tfm_memref2d_f32 *a,
-                                            tfm_memref3d_f32 *panels,
-                                            tfm_memref1d_f32 *bias,
-                                            tfm_memref2d_f32 *c) {
-  linear_panels(a, panels, bias, c);
-}
+/* The kernels generated code calls: f32, bf16 and f16 panels, with and
+ * without a bias. */
+#define TFM_LINEAR_PANELS(SUFFIX, FORMAT, PANELS_TYPE, ELEMENT)                \
+  TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels##SUFFIX(                   \
+      tfm_memref2d_f32 *a, PANELS_TYPE *panels, tfm_memref2d_f32 *c) {         \
+    linear_panels(a, FORMAT, (const ELEMENT *)panels->aligned + panels->offset,\
+                  panels->sizes, panels->strides, NULL, c);                    \
+  }                                                                            \
+  TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels##SUFFIX##_bias(            \
+      tfm_memref2d_f32 *a, PANELS_TYPE *panels, tfm_memref1d_f32 *bias,        \
+      tfm_memref2d_f32 *c) {                                                   \
+    linear_panels(a, FORMAT, (const ELEMENT *)panels->aligned + panels->offset,\
+                  panels->sizes, panels->strides, bias, c);                    \
+  }
+TFM_LINEAR_PANELS(, kF32, tfm_memref3d_f32, float)
+TFM_LINEAR_PANELS(_bf16, kBF16, tfm_memref3d_u16, uint16_t)
+TFM_LINEAR_PANELS(_f16, kF16, tfm_memref3d_u16, uint16_t)

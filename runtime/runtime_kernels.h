@@ -35,6 +35,28 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels(tfm_memref2d_f32 *a,
 TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels_bias(
     tfm_memref2d_f32 *a, tfm_memref3d_f32 *panels, tfm_memref1d_f32 *bias,
     tfm_memref2d_f32 *c);
+/* The same over bf16 and f16 panels (the raw 16-bit patterns). */
+typedef TFM_MEMREF(uint16_t, 3) tfm_memref3d_u16;
+TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels_bf16(
+    tfm_memref2d_f32 *a, tfm_memref3d_u16 *panels, tfm_memref2d_f32 *c);
+TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels_bf16_bias(
+    tfm_memref2d_f32 *a, tfm_memref3d_u16 *panels, tfm_memref1d_f32 *bias,
+    tfm_memref2d_f32 *c);
+TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels_f16(
+    tfm_memref2d_f32 *a, tfm_memref3d_u16 *panels, tfm_memref2d_f32 *c);
+TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels_f16_bias(
+    tfm_memref2d_f32 *a, tfm_memref3d_u16 *panels, tfm_memref1d_f32 *bias,
+    tfm_memref2d_f32 *c);
+/* C = A · Wᵀ (+ bias) with W [n, k] in block panels of `format` (a
+ * tfm_block_format; runtime/weight_formats.h), `bytes` their bytes. */
+typedef TFM_MEMREF(int8_t, 1) tfm_memref1d_i8;
+TFM_EXPORT void _mlir_ciface_tfm_rt_linear_blocks(tfm_memref2d_f32 *a,
+                                                  tfm_memref1d_i8 *bytes,
+                                                  tfm_memref2d_f32 *c,
+                                                  int64_t format);
+TFM_EXPORT void _mlir_ciface_tfm_rt_linear_blocks_bias(
+    tfm_memref2d_f32 *a, tfm_memref1d_i8 *bytes, tfm_memref1d_f32 *bias,
+    tfm_memref2d_f32 *c, int64_t format);
 /* Fused attention over [seq, heads, head_dim] queries and [keys, kv_heads,
  * head_dim] keys and values (grouped-query when heads > kv_heads); causal
  * and windowed (0: no window) masks without materialized scores. */
@@ -57,6 +79,18 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
     tfm_memref1d_i32 *lengths, tfm_memref3d_f32 *out, float scale,
     int64_t causal, int64_t window);
+
+/* out[i, :] = W[ids[i], :] · scale for W in block panels (an embedding
+ * table stored in blocks); ids were range-checked by the caller. */
+TFM_EXPORT void _mlir_ciface_tfm_rt_embedding_blocks(tfm_memref1d_i32 *ids,
+                                                     tfm_memref1d_i8 *bytes,
+                                                     tfm_memref2d_f32 *out,
+                                                     int64_t format,
+                                                     float scale);
+/* out = W, the whole matrix in f32 (where no kernel reads the blocks). */
+TFM_EXPORT void _mlir_ciface_tfm_rt_dequantize_blocks(tfm_memref1d_i8 *bytes,
+                                                      tfm_memref2d_f32 *out,
+                                                      int64_t format);
 
 /* MLIR's memref.copy of any rank (an unranked descriptor: rank, then a
  * pointer to the ranked one). */

@@ -88,6 +88,21 @@ cl::opt<int64_t> maxContext(
              "context)"),
     cl::init(0), cl::cat(passCategory));
 
+cl::opt<std::string> weightsDtype(
+    "weights-dtype",
+    cl::desc("Storage of the weight matrices: f32, bf16, f16, int8 (blocks "
+             "of 32, 8.5 bits) or int4 (4.5 bits) (default: the "
+             "checkpoint's)"),
+    cl::value_desc("dtype"), cl::cat(passCategory));
+cl::opt<std::string> edgeDtype(
+    "edge-dtype",
+    cl::desc("Storage of embedding tables and the LM head (default: int8 "
+             "for int4, else --weights-dtype)"),
+    cl::value_desc("dtype"), cl::cat(passCategory));
+cl::opt<std::string> keepWeights(
+    "keep-weights", cl::desc("Weights whose names match this regex stay f32"),
+    cl::value_desc("regex"), cl::cat(passCategory));
+
 /// MLIR's and our debug options join tfmc's in --help; everything else LLVM
 /// registers (other targets' codegen flags) goes behind --help-hidden
 /// (cl::HideUnrelatedOptions would hide it from --help-hidden too).
@@ -131,6 +146,9 @@ int main(int argc, char **argv) {
 
   tfm::CpuPipelineOptions pipeline;
   pipeline.maxContext = maxContext;
+  pipeline.weightsDtype = weightsDtype;
+  pipeline.edgeDtype = edgeDtype;
+  pipeline.keepWeights = keepWeights;
   passSwitches.apply(pipeline);
 
   DefaultTimingManager timingManager;

@@ -1,0 +1,207 @@
+//===- QuantizeWeights.cpp - weight matrices in narrower storage --------===//
+//
+// The tfm-quantize-weights pass (see Passes.td): picks a storage type for
+// every weight matrix the model multiplies by or looks rows up in, retypes
+// its declaration and reads, and puts tfm.dequantize where the f32 values
+// are used. The values themselves are converted by the packager as it
+// writes the blob (codegen/WeightFormats.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TfmOps.h"
+#include "passes/Passes.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Regex.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_QUANTIZEWEIGHTSPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// Rows every part of a join but the last must have for the join to stay
+/// one weight in narrow storage: the widest panel any format is stored in
+/// (f32 and bf16 panels: 32 rows; block formats: 16).
+constexpr int64_t kJoinRowMultiple = 32;
+
+/// The storage type of an f32 matrix `type` in `dtype` (f32, bf16, f16,
+/// int8, int4); null for an unknown name.
+RankedTensorType storageType(RankedTensorType type, StringRef dtype) {
+  MLIRContext *ctx = type.getContext();
+  ArrayRef<int64_t> shape = type.getShape();
+  if (dtype == "f32")
+    return type;
+  if (dtype == "bf16")
+    return RankedTensorType::get(shape, BFloat16Type::get(ctx));
+  if (dtype == "f16")
+    return RankedTensorType::get(shape, Float16Type::get(ctx));
+  if (dtype == "int8")
+    return RankedTensorType::get(shape, IntegerType::get(ctx, 8),
+                                 BlockQuantAttr::get(ctx, BlockFormat::q8_0));
+  if (dtype == "int4")
+    return RankedTensorType::get(shape, IntegerType::get(ctx, 4),
+                                 BlockQuantAttr::get(ctx, BlockFormat::q4_0));
+  return {};
+}
+
+/// Whether `value` is what an entry point returns (an LM head's logits).
+bool isReturned(Value value) {
+  return llvm::any_of(value.getUsers(),
+                      [](Operation *user) { return isa<func::ReturnOp>(user); });
+}
+
+/// How the module reads each weight, from its tfm.weight ops' uses.
+struct WeightUses {
+  /// Read by an op that only f32 serves (a norm, a convolution, a bias).
+  bool other = false;
+  /// Looked up as a tfm.embedding table, or multiplied by an LM head.
+  bool edge = false;
+};
+
+/// The weights a concat joins, if all its inputs are tfm.weight ops and
+/// its result is only a linear's weight.
+SmallVector<WeightOp> joinedWeights(ConcatOp concat) {
+  SmallVector<WeightOp> parts;
+  for (Value input : concat.getInputs()) {
+    auto weight = input.getDefiningOp<WeightOp>();
+    if (!weight)
+      return {};
+    parts.push_back(weight);
+  }
+  for (OpOperand &use : concat->getUses()) {
+    auto linear = dyn_cast<LinearOp>(use.getOwner());
+    if (!linear || use.get() != linear.getWeight())
+      return {};
+  }
+  return parts;
+}
+
+llvm::StringMap<WeightUses> classifyUses(ModuleOp module) {
+  llvm::StringMap<WeightUses> uses;
+  module.walk([&](WeightOp weight) {
+    WeightUses &entry = uses[weight.getName()];
+    for (OpOperand &use : weight->getUses()) {
+      Operation *user = use.getOwner();
+      if (auto linear = dyn_cast<LinearOp>(user)) {
+        if (use.get() != linear.getWeight())
+          entry.other = true;
+        else if (isReturned(linear.getResult()))
+          entry.edge = true;
+      } else if (auto lookup = dyn_cast<EmbeddingOp>(user)) {
+        if (use.get() == lookup.getTable())
+          entry.edge = true;
+        else
+          entry.other = true;
+      } else if (auto concat = dyn_cast<ConcatOp>(user)) {
+        if (joinedWeights(concat).empty())
+          entry.other = true;
+      } else {
+        entry.other = true;
+      }
+    }
+  });
+  return uses;
+}
+
+/// `value` (of a narrow storage type) read as f32 by the ops in `users`,
+/// through one tfm.dequantize built after its definition.
+void dequantizeFor(OpBuilder &b, Value value,
+                   llvm::function_ref<bool(OpOperand &)> shouldReplace) {
+  auto type = cast<RankedTensorType>(value.getType());
+  b.setInsertionPointAfterValue(value);
+  auto widened = DequantizeOp::create(
+      b, value.getLoc(),
+      RankedTensorType::get(type.getShape(), b.getF32Type()), value);
+  value.replaceUsesWithIf(widened.getResult(), [&](OpOperand &use) {
+    return use.getOwner() != widened && shouldReplace(use);
+  });
+}
+
+struct QuantizeWeightsPass
+    : mlir::tfm::impl::QuantizeWeightsPassBase<QuantizeWeightsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    std::string edge = edgeDtype.empty()
+                           ? (dtype == "int4" ? std::string("int8") : dtype)
+                           : edgeDtype;
+    auto probe = RankedTensorType::get({1, 1}, Float32Type::get(ctx));
+    for (StringRef name : {StringRef(dtype), StringRef(edge)})
+      if (!storageType(probe, name)) {
+        module.emitError() << "unknown weight dtype '" << name
+                           << "' (expected f32, bf16, f16, int8 or int4)";
+        return signalPassFailure();
+      }
+    llvm::Regex kept(keep);
+    std::string regexError;
+    if (!keep.empty() && !kept.isValid(regexError)) {
+      module.emitError() << "invalid regex '" << keep
+                         << "' for the weights to keep: " << regexError;
+      return signalPassFailure();
+    }
+
+    // Each declaration's storage type.
+    llvm::StringMap<WeightUses> uses = classifyUses(module);
+    llvm::StringMap<RankedTensorType> storage;
+    for (WeightDeclOp decl : module.getOps<WeightDeclOp>()) {
+      RankedTensorType type = decl.getTensorType();
+      auto it = uses.find(decl.getSymName());
+      if (type.getRank() != 2 || !type.getElementType().isF32() ||
+          it == uses.end() || it->second.other ||
+          (!keep.empty() && kept.match(decl.getSymName())))
+        continue;
+      RankedTensorType narrow =
+          storageType(type, it->second.edge ? edge : dtype);
+      if (narrow == type)
+        continue;
+      storage[decl.getSymName()] = narrow;
+      decl.setType(narrow);
+    }
+
+    // Joins: one narrow join when its parts share a format and line up on
+    // panels, else each part dequantized alone.
+    OpBuilder b(ctx);
+    module.walk([&](ConcatOp concat) {
+      SmallVector<WeightOp> parts = joinedWeights(concat);
+      if (parts.empty() || !storage.count(parts.front().getName()))
+        return;
+      RankedTensorType first = storage.lookup(parts.front().getName());
+      bool oneJoin = true;
+      for (auto [index, part] : llvm::enumerate(parts)) {
+        RankedTensorType type = storage.lookup(part.getName());
+        oneJoin &= type && type.getElementType() == first.getElementType() &&
+                   type.getEncoding() == first.getEncoding();
+        if (index + 1 < parts.size())
+          oneJoin &= part.getType().getDimSize(0) % kJoinRowMultiple == 0;
+      }
+      if (!oneJoin)
+        return;
+      RankedTensorType joined = concat.getType();
+      concat.getResult().setType(RankedTensorType::get(
+          joined.getShape(), first.getElementType(), first.getEncoding()));
+      dequantizeFor(b, concat.getResult(), [](OpOperand &) { return true; });
+    });
+
+    // Every read of a narrow weight: retyped, and dequantized for every
+    // user but a join that is itself narrow.
+    module.walk([&](WeightOp weight) {
+      auto it = storage.find(weight.getName());
+      if (it == storage.end())
+        return;
+      weight.getResult().setType(it->second);
+      dequantizeFor(b, weight.getResult(), [](OpOperand &use) {
+        auto concat = dyn_cast<ConcatOp>(use.getOwner());
+        return !concat || concat.getType().getElementType().isF32();
+      });
+    });
+  }
+};
+
+} // namespace

@@ -1,0 +1,532 @@
+/*===- kernels_blocks.c - x·Wᵀ over weights in int8/int4 blocks ---------===//
+ *
+ * Called where tfm-select-cpu-kernels found a weight in block panels
+ * (#tfm.block_quant; the layout is in weight_formats.h): C[m, n] = A[m, k]
+ * · W[n, k]ᵀ (+ bias). Decode reads the weight once per token, so what
+ * matters is streaming its bytes (8.5 or 4.5 bits a weight) at memory
+ * speed; prefill is compute-bound, so the products are integer ones:
+ *
+ * - each row of A is quantized per block of 32 like the weights (a scale,
+ *   codes in [-127, 127], and their sum), once per call;
+ * - a block's dot products are then exact int32 sums: with AVX-512 VNNI,
+ *   vpdpbusd multiplies four weight codes of each of a panel's 16 rows by
+ *   four broadcast activation codes and adds them in one instruction (64
+ *   multiply-adds against an FMA's 16); AVX2 uses vpmaddubsw + vpmaddwd;
+ * - each block's sum is scaled by the weight row's and the activation
+ *   row's scales into f32 accumulators.
+ *
+ * vpdpbusd takes unsigned × signed bytes: weight codes are stored with an
+ * offset (q8_0: +128; q4_0's nibbles are 0..15, offset 8), and the offset
+ * times the block's activation sum is subtracted. The result is the same
+ * on every path up to the order of the f32 additions.
+ *
+ * Panels are split over the runtime's threads; within a panel, rows of A
+ * go a tile of up to 8 at a time, so that each weight vector loaded serves
+ * them all.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/kernels_blocks.h"
+#include "runtime/runtime_kernels.h"
+#include "runtime/simd.h"
+#include "runtime/thread_pool.h"
+#include "runtime/weight_formats.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <stdlib.h>
+
+enum {
+  kRows = TFM_BLOCK_PANEL_ROWS, /* outputs per panel */
+  kBlock = TFM_BLOCK_SIZE,
+  kTile = 8, /* rows of A per pass over a panel */
+};
+
+/* Rows of A quantized per block: codes[row][k padded to whole blocks],
+ * scales and code sums [row][block]. */
+typedef struct {
+  int8_t *codes;
+  float *scales;
+  int32_t *sums;
+} quantized_rows;
+
+typedef struct {
+  const uint8_t *weights;
+  int format;
+  int64_t m, n, k, blocks, panel_bytes;
+  quantized_rows x;
+  const float *bias; /* NULL: none */
+  float *c;
+  int64_t ldc;
+} block_job;
+
+/* The weight codes' offset that vpdpbusd's unsigned operand needs. */
+static int32_t code_offset(int format) {
+  return format == TFM_BLOCKS_Q8_0 ? 128 : 8;
+}
+
+static float half_to_float(uint16_t bits) {
+  _Float16 half;
+  memcpy(&half, &bits, sizeof half);
+  return (float)half;
+}
+
+/* Writes one tile's outputs (rows × 16, row-major in `tile`) to C, plus
+ * the bias; a last, partial panel writes only its valid columns. */
+static void store_tile(const block_job *job, int64_t p, int64_t i0, int rows,
+                       const float *tile) {
+  int64_t first = p * kRows;
+  int64_t cols = job->n - first < kRows ? job->n - first : kRows;
+  for (int r = 0; r < rows; ++r) {
+    float *out = job->c + (i0 + r) * job->ldc + first;
+    for (int64_t j = 0; j < cols; ++j)
+      out[j] = tile[r * kRows + j] + (job->bias ? job->bias[first + j] : 0);
+  }
+}
+
+/*===- Activations ----------------------------------------------------===*/
+
+typedef struct {
+  const float *a;
+  int64_t lda, k, blocks;
+  quantized_rows x;
+} quantize_job;
+
+/* Rounds to the nearest integer, ties to even (|v| < 2^22). */
+TFM_INLINE v16 round_nearest(v16 v) {
+  const float magic = 12582912.0f; /* 1.5 · 2^23 */
+  return (v + magic) - magic;
+}
+
+TFM_CLONED
+static void quantize_rows(const quantize_job *job, int64_t begin,
+                          int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    const float *row = job->a + i * job->lda;
+    int8_t *codes = job->x.codes + i * job->blocks * kBlock;
+    for (int64_t b = 0; b < job->blocks; ++b) {
+      float values[kBlock] = {0};
+      int64_t first = b * kBlock;
+      int64_t count = job->k - first < kBlock ? job->k - first : kBlock;
+      memcpy(values, row + first, (size_t)count * sizeof(float));
+      v16 lo = load16(values), hi = load16(values + 16);
+      v16 magnitude = vmax(vmax(lo, -lo), vmax(hi, -hi));
+      float amax = 0;
+      for (int j = 0; j < kLanes; ++j)
+        amax = magnitude[j] > amax ? magnitude[j] : amax;
+      float scale = amax / 127.0f;
+      float inverse = amax > 0 ? 127.0f / amax : 0.0f;
+      vi16 qlo = __builtin_convertvector(round_nearest(lo * inverse), vi16);
+      vi16 qhi = __builtin_convertvector(round_nearest(hi * inverse), vi16);
+      int32_t sum = 0;
+      for (int j = 0; j < kLanes; ++j) {
+        codes[b * kBlock + j] = (int8_t)qlo[j];
+        codes[b * kBlock + kLanes + j] = (int8_t)qhi[j];
+        sum += qlo[j] + qhi[j];
+      }
+      job->x.scales[i * job->blocks + b] = scale;
+      job->x.sums[i * job->blocks + b] = sum;
+    }
+  }
+}
+
+static void quantize_chunk(void *context, int64_t begin, int64_t end,
+                           int thread) {
+  (void)thread;
+  quantize_rows(context, begin, end);
+}
+
+/* Scratch for the quantized activations, kept per thread between calls
+ * (a decode step calls this kernel for every projection). */
+static _Thread_local void *scratch;
+static _Thread_local size_t scratch_size;
+
+static int quantize_activations(const float *a, int64_t m, int64_t k,
+                                int64_t lda, int64_t blocks,
+                                quantized_rows *x) {
+  size_t codes = (size_t)(m * blocks * kBlock);
+  size_t need = codes + (size_t)(m * blocks) * (sizeof(float) + sizeof(int32_t)) + 64;
+  if (need > scratch_size) {
+    void *grown = realloc(scratch, need);
+    if (!grown)
+      return 0;
+    scratch = grown, scratch_size = need;
+  }
+  x->codes = scratch;
+  /* Scales and sums after the codes, 4-byte aligned (codes are whole
+   * blocks of 32 bytes). */
+  x->scales = (float *)((char *)scratch + codes);
+  x->sums = (int32_t *)(x->scales + m * blocks);
+  quantize_job job = {a, lda, k, blocks, *x};
+  tfm_parallel_for(m, m > 8 ? 8 : m, quantize_chunk, &job);
+  return 1;
+}
+
+/*===- Plain C ---------------------------------------------------------===*/
+
+/* The code of row `r` (of the panel), element `e` of block `b`, as the
+ * signed integer the format means (q8_0: -127..127; q4_0: 0..15 minus
+ * nothing: the offset is applied by the caller). */
+static int32_t stored_code(int format, const uint8_t *block_codes, int r,
+                           int e) {
+  if (format == TFM_BLOCKS_Q8_0)
+    return block_codes[(e / 4) * 64 + r * 4 + e % 4];
+  uint8_t byte = block_codes[(e / 8) * 64 + r * 4 + e % 4];
+  return e % 8 < 4 ? byte & 0x0F : byte >> 4;
+}
+
+static void tile_scalar(const block_job *job, int64_t p, int64_t i0,
+                        int rows) {
+  const uint8_t *panel = job->weights + p * job->panel_bytes;
+  const uint16_t *scales = (const uint16_t *)panel;
+  const uint8_t *codes = panel + job->blocks * TFM_BLOCK_SCALE_BYTES;
+  int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
+  int32_t offset = code_offset(job->format);
+  float tile[kTile * kRows] = {0};
+  for (int64_t b = 0; b < job->blocks; ++b) {
+    const uint8_t *block_codes = codes + b * code_bytes;
+    for (int r = 0; r < rows; ++r) {
+      int64_t i = i0 + r;
+      const int8_t *x = job->x.codes + (i * job->blocks + b) * kBlock;
+      float xs = job->x.scales[i * job->blocks + b];
+      int32_t xsum = job->x.sums[i * job->blocks + b];
+      for (int o = 0; o < kRows; ++o) {
+        int32_t dot = 0;
+        for (int e = 0; e < kBlock; ++e)
+          dot += stored_code(job->format, block_codes, o, e) * x[e];
+        tile[r * kRows + o] += (float)(dot - offset * xsum) * xs *
+                               half_to_float(scales[b * kRows + o]);
+      }
+    }
+  }
+  store_tile(job, p, i0, rows, tile);
+}
+
+/*===- AVX2 -----------------------------------------------------------===*/
+
+#define TFM_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define TFM_AVX2_INLINE                                                        \
+  static inline __attribute__((always_inline, target("avx2,fma,f16c")))
+
+/* Sums of four products of unsigned `w` and signed `x` bytes per lane;
+ * products of pairs must fit int16 (codes of at most 127 by 127). */
+TFM_AVX2_INLINE __m256i dot4_avx2(__m256i w, __m256i x) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
+}
+
+/* One half (8 outputs) of a panel for up to 4 rows of A. q8_0's codes are
+ * made signed again (the offset removed) so that the sign trick keeps
+ * vpmaddubsw's pair sums inside int16. */
+TFM_AVX2_INLINE void half_tile_avx2(const block_job *job, int64_t p,
+                                    int64_t i0, int rows, int half,
+                                    float *tile) {
+  const uint8_t *panel = job->weights + p * job->panel_bytes;
+  const uint16_t *scales = (const uint16_t *)panel;
+  const uint8_t *codes = panel + job->blocks * TFM_BLOCK_SCALE_BYTES;
+  int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
+  int q8 = job->format == TFM_BLOCKS_Q8_0;
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(),
+                   _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t b = 0; b < job->blocks; ++b) {
+    __m256 ws = _mm256_cvtph_ps(_mm_loadu_si128(
+        (const __m128i *)(scales + b * kRows + half * 8)));
+    const uint8_t *block_codes = codes + b * code_bytes + half * 32;
+    const int8_t *x[4];
+    __m256i dot[4];
+    for (int r = 0; r < rows; ++r) {
+      x[r] = job->x.codes + ((i0 + r) * job->blocks + b) * kBlock;
+      dot[r] = _mm256_setzero_si256();
+    }
+    if (q8) {
+      for (int g = 0; g < kBlock / 4; ++g) {
+        __m256i w = _mm256_xor_si256(
+            _mm256_loadu_si256((const __m256i *)(block_codes + g * 64)),
+            _mm256_set1_epi8((char)0x80));
+        __m256i magnitude = _mm256_sign_epi8(w, w);
+        for (int r = 0; r < rows; ++r) {
+          int32_t four;
+          memcpy(&four, x[r] + 4 * g, 4);
+          dot[r] = _mm256_add_epi32(
+              dot[r], dot4_avx2(magnitude, _mm256_sign_epi8(
+                                               _mm256_set1_epi32(four), w)));
+        }
+      }
+    } else {
+      for (int v = 0; v < kBlock / 8; ++v) {
+        __m256i raw =
+            _mm256_loadu_si256((const __m256i *)(block_codes + v * 64));
+        __m256i low = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
+        __m256i high =
+            _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
+        for (int r = 0; r < rows; ++r) {
+          int32_t first, second;
+          memcpy(&first, x[r] + 8 * v, 4);
+          memcpy(&second, x[r] + 8 * v + 4, 4);
+          dot[r] = _mm256_add_epi32(
+              dot[r], dot4_avx2(low, _mm256_set1_epi32(first)));
+          dot[r] = _mm256_add_epi32(
+              dot[r], dot4_avx2(high, _mm256_set1_epi32(second)));
+        }
+      }
+    }
+    for (int r = 0; r < rows; ++r) {
+      int64_t i = (i0 + r) * job->blocks + b;
+      /* q8_0 codes are signed here: no offset to remove. */
+      int32_t correction = q8 ? 0 : 8 * job->x.sums[i];
+      __m256 products = _mm256_cvtepi32_ps(
+          _mm256_sub_epi32(dot[r], _mm256_set1_epi32(correction)));
+      acc[r] = _mm256_fmadd_ps(
+          products, _mm256_mul_ps(ws, _mm256_set1_ps(job->x.scales[i])),
+          acc[r]);
+    }
+  }
+  for (int r = 0; r < rows; ++r)
+    _mm256_storeu_ps(tile + r * kRows + half * 8, acc[r]);
+}
+
+TFM_AVX2 static void tile_avx2(const block_job *job, int64_t p, int64_t i0,
+                               int rows) {
+  float tile[kTile * kRows];
+  for (int r0 = 0; r0 < rows; r0 += 4) {
+    int count = rows - r0 < 4 ? rows - r0 : 4;
+    for (int half = 0; half < 2; ++half)
+      half_tile_avx2(job, p, i0 + r0, count, half, tile + r0 * kRows);
+  }
+  store_tile(job, p, i0, rows, tile);
+}
+
+/*===- AVX-512 VNNI -----------------------------------------------------===*/
+
+#define TFM_VNNI_TARGET "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c"
+#define TFM_VNNI __attribute__((target(TFM_VNNI_TARGET)))
+#define TFM_VNNI_INLINE                                                        \
+  static inline __attribute__((always_inline, target(TFM_VNNI_TARGET)))
+
+/* Four activation codes of a row, broadcast to every lane. */
+TFM_VNNI_INLINE __m512i broadcast4(const int8_t *x) {
+  int32_t four;
+  memcpy(&four, x, 4);
+  return _mm512_set1_epi32(four);
+}
+
+/* A whole panel (16 outputs) for `rows` rows of A, a constant at every
+ * call so that the accumulators stay in registers; two int32 chains per
+ * row keep vpdpbusd's latency hidden when there is one row. */
+TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int64_t p,
+                                     int64_t i0, int rows, float *tile) {
+  const uint8_t *panel = job->weights + p * job->panel_bytes;
+  const uint16_t *scales = (const uint16_t *)panel;
+  const uint8_t *codes = panel + job->blocks * TFM_BLOCK_SCALE_BYTES;
+  int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
+  int q8 = job->format == TFM_BLOCKS_Q8_0;
+  int32_t offset = code_offset(job->format);
+  __m512 acc[kTile];
+#pragma GCC unroll 8
+  for (int r = 0; r < rows; ++r)
+    acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < job->blocks; ++b) {
+    const uint8_t *block_codes = codes + b * code_bytes;
+    const int8_t *x[kTile];
+    __m512i even[kTile], odd[kTile];
+#pragma GCC unroll 8
+    for (int r = 0; r < rows; ++r) {
+      x[r] = job->x.codes + ((i0 + r) * job->blocks + b) * kBlock;
+      even[r] = _mm512_setzero_si512();
+      odd[r] = _mm512_setzero_si512();
+    }
+    if (q8) {
+#pragma GCC unroll 4
+      for (int g = 0; g < kBlock / 4; g += 2) {
+        __m512i w0 = _mm512_loadu_si512(block_codes + g * 64);
+        __m512i w1 = _mm512_loadu_si512(block_codes + g * 64 + 64);
+#pragma GCC unroll 8
+        for (int r = 0; r < rows; ++r) {
+          even[r] = _mm512_dpbusd_epi32(even[r], w0, broadcast4(x[r] + 4 * g));
+          odd[r] =
+              _mm512_dpbusd_epi32(odd[r], w1, broadcast4(x[r] + 4 * g + 4));
+        }
+      }
+    } else {
+      const __m512i nibble = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+      for (int v = 0; v < kBlock / 8; ++v) {
+        __m512i raw = _mm512_loadu_si512(block_codes + v * 64);
+        __m512i low = _mm512_and_si512(raw, nibble);
+        __m512i high = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+#pragma GCC unroll 8
+        for (int r = 0; r < rows; ++r) {
+          even[r] = _mm512_dpbusd_epi32(even[r], low, broadcast4(x[r] + 8 * v));
+          odd[r] =
+              _mm512_dpbusd_epi32(odd[r], high, broadcast4(x[r] + 8 * v + 4));
+        }
+      }
+    }
+    __m512 ws = _mm512_cvtph_ps(
+        _mm256_loadu_si256((const __m256i *)(scales + b * kRows)));
+#pragma GCC unroll 8
+    for (int r = 0; r < rows; ++r) {
+      int64_t i = (i0 + r) * job->blocks + b;
+      __m512i dot = _mm512_sub_epi32(
+          _mm512_add_epi32(even[r], odd[r]),
+          _mm512_set1_epi32(offset * job->x.sums[i]));
+      acc[r] = _mm512_fmadd_ps(
+          _mm512_cvtepi32_ps(dot),
+          _mm512_mul_ps(ws, _mm512_set1_ps(job->x.scales[i])), acc[r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < rows; ++r)
+    _mm512_storeu_ps(tile + r * kRows, acc[r]);
+}
+
+TFM_VNNI static void tile_vnni(const block_job *job, int64_t p, int64_t i0,
+                               int rows) {
+  float tile[kTile * kRows];
+  switch (rows) {
+  case 8: panel_tile_vnni(job, p, i0, 8, tile); break;
+  case 7: panel_tile_vnni(job, p, i0, 7, tile); break;
+  case 6: panel_tile_vnni(job, p, i0, 6, tile); break;
+  case 5: panel_tile_vnni(job, p, i0, 5, tile); break;
+  case 4: panel_tile_vnni(job, p, i0, 4, tile); break;
+  case 3: panel_tile_vnni(job, p, i0, 3, tile); break;
+  case 2: panel_tile_vnni(job, p, i0, 2, tile); break;
+  default: panel_tile_vnni(job, p, i0, 1, tile); break;
+  }
+  store_tile(job, p, i0, rows, tile);
+}
+
+/*===- Dispatch ---------------------------------------------------------===*/
+
+static int isa_chosen = -1;
+
+tfm_blocks_isa tfm_blocks_best_isa(void) {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512vnni") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    return TFM_BLOCKS_ISA_VNNI;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return TFM_BLOCKS_ISA_AVX2;
+  return TFM_BLOCKS_ISA_SCALAR;
+}
+
+tfm_blocks_isa tfm_blocks_use_isa(tfm_blocks_isa isa) {
+  tfm_blocks_isa before =
+      isa_chosen < 0 ? tfm_blocks_best_isa() : (tfm_blocks_isa)isa_chosen;
+  tfm_blocks_isa best = tfm_blocks_best_isa();
+  isa_chosen = isa > best ? best : isa;
+  return before;
+}
+
+static tfm_blocks_isa current_isa(void) {
+  if (isa_chosen < 0)
+    isa_chosen = tfm_blocks_best_isa();
+  return (tfm_blocks_isa)isa_chosen;
+}
+
+static void blocks_chunk(void *context, int64_t begin, int64_t end,
+                         int thread) {
+  (void)thread;
+  const block_job *job = context;
+  tfm_blocks_isa isa = current_isa();
+  for (int64_t p = begin; p < end; ++p)
+    for (int64_t i = 0; i < job->m; i += kTile) {
+      int rows = job->m - i < kTile ? (int)(job->m - i) : kTile;
+      if (isa == TFM_BLOCKS_ISA_VNNI)
+        tile_vnni(job, p, i, rows);
+      else if (isa == TFM_BLOCKS_ISA_AVX2)
+        tile_avx2(job, p, i, rows);
+      else
+        tile_scalar(job, p, i, rows);
+    }
+}
+
+static void linear_blocks(tfm_memref2d_f32 *a, tfm_memref1d_i8 *bytes,
+                          tfm_memref1d_f32 *bias, tfm_memref2d_f32 *c,
+                          int64_t format) {
+  int64_t m = a->sizes[0], k = a->sizes[1], n = c->sizes[1];
+  if (m == 0 || n == 0)
+    return;
+  block_job job = {
+      .weights = (const uint8_t *)(bytes->aligned + bytes->offset),
+      .format = (int)format,
+      .m = m,
+      .n = n,
+      .k = k,
+      .blocks = tfm_blocks_per_row(k),
+      .panel_bytes = tfm_block_panel_bytes((int)format, k),
+      .bias = bias ? bias->aligned + bias->offset : NULL,
+      .c = c->aligned + c->offset,
+      .ldc = c->strides[0],
+  };
+  /* Codegen passes dense rows; anything else would be a compiler bug, and
+   * quantizing the activations needs rows of A contiguous. */
+  if (a->strides[1] != 1 || c->strides[1] != 1 ||
+      (bias && bias->strides[0] != 1) ||
+      bytes->sizes[0] < tfm_block_matrix_bytes((int)format, n, k))
+    abort();
+  if (!quantize_activations(a->aligned + a->offset, m, k, a->strides[0],
+                            job.blocks, &job.x))
+    abort(); /* out of memory for a few KB of scratch */
+  int64_t panels = (n + kRows - 1) / kRows;
+  /* Several chunks per thread; for one row, at least 64 KiB of weights. */
+  int64_t chunk = panels / (4 * tfm_thread_count());
+  int64_t minimum = m == 1 ? (65536 + job.panel_bytes - 1) / job.panel_bytes : 1;
+  tfm_parallel_for(panels, chunk > minimum ? chunk : minimum, blocks_chunk,
+                   &job);
+}
+
+TFM_EXPORT void _mlir_ciface_tfm_rt_linear_blocks(tfm_memref2d_f32 *a,
+                                                  tfm_memref1d_i8 *bytes,
+                                                  tfm_memref2d_f32 *c,
+                                                  int64_t format) {
+  linear_blocks(a, bytes, NULL, c, format);
+}
+
+TFM_EXPORT void _mlir_ciface_tfm_rt_linear_blocks_bias(
+    tfm_memref2d_f32 *a, tfm_memref1d_i8 *bytes, tfm_memref1d_f32 *bias,
+    tfm_memref2d_f32 *c, int64_t format) {
+  linear_blocks(a, bytes, bias, c, format);
+}
+
+/*===- Rows widened -----------------------------------------------------===*/
+
+/* Row `row` of a [rows, cols] matrix in block panels, widened and scaled. */
+static void widen_row(const uint8_t *weights, int format, int64_t cols,
+                      int64_t row, float scale, float *out) {
+  int64_t blocks = tfm_blocks_per_row(cols);
+  const uint8_t *panel =
+      weights + (row / kRows) * tfm_block_panel_bytes(format, cols);
+  const uint16_t *scales = (const uint16_t *)panel;
+  const uint8_t *codes = panel + blocks * TFM_BLOCK_SCALE_BYTES;
+  int r = (int)(row % kRows);
+  int32_t offset = code_offset(format);
+  for (int64_t b = 0; b < blocks; ++b) {
+    float s = half_to_float(scales[b * kRows + r]) * scale;
+    const uint8_t *block_codes = codes + b * TFM_BLOCK_CODE_BYTES(format);
+    for (int e = 0; e < kBlock && b * kBlock + e < cols; ++e)
+      out[b * kBlock + e] =
+          (float)(stored_code(format, block_codes, r, e) - offset) * s;
+  }
+}
+
+TFM_EXPORT void _mlir_ciface_tfm_rt_embedding_blocks(tfm_memref1d_i32 *ids,
+                                                     tfm_memref1d_i8 *bytes,
+                                                     tfm_memref2d_f32 *out,
+                                                     int64_t format,
+                                                     float scale) {
+  const uint8_t *weights = (const uint8_t *)(bytes->aligned + bytes->offset);
+  int64_t cols = out->sizes[1];
+  for (int64_t i = 0; i < ids->sizes[0]; ++i)
+    widen_row(weights, (int)format, cols,
+              ids->aligned[ids->offset + i * ids->strides[0]], scale,
+              out->aligned + out->offset + i * out->strides[0]);
+}
+
+TFM_EXPORT void _mlir_ciface_tfm_rt_dequantize_blocks(tfm_memref1d_i8 *bytes,
+                                                      tfm_memref2d_f32 *out,
+                                                      int64_t format) {
+  const uint8_t *weights = (const uint8_t *)(bytes->aligned + bytes->offset);
+  for (int64_t row = 0; row < out->sizes[0]; ++row)
+    widen_row(weights, (int)format, out->sizes[1], row, 1.0f,
+              out->aligned + out->offset + row * out->strides[0]);
+}

@@ -1,0 +1,32 @@
+/*===- kernels_blocks.h - the block kernels' instruction sets ----*- C -*-===//
+ *
+ * kernels_blocks.c has one implementation per instruction set and picks
+ * the best the CPU has on first use. Tests force each one in turn, so
+ * that every path is checked on the machine that runs them.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_KERNELS_BLOCKS_H
+#define TFM_RUNTIME_KERNELS_BLOCKS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  TFM_BLOCKS_ISA_SCALAR = 0, /* plain C */
+  TFM_BLOCKS_ISA_AVX2 = 1,   /* AVX2 + FMA + F16C (vpmaddubsw) */
+  TFM_BLOCKS_ISA_VNNI = 2    /* AVX-512 BW/VL + VNNI (vpdpbusd) */
+} tfm_blocks_isa;
+
+/* The best instruction set this CPU runs. */
+tfm_blocks_isa tfm_blocks_best_isa(void);
+/* Makes the kernels use `isa` (at most the best); returns the one they
+ * used before. */
+tfm_blocks_isa tfm_blocks_use_isa(tfm_blocks_isa isa);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TFM_RUNTIME_KERNELS_BLOCKS_H */

@@ -1,0 +1,69 @@
+/*===- weight_formats.h - how narrow weights lie in the blob -----*- C -*-===//
+ *
+ * The storage of weights that tfm-quantize-weights narrows, as the
+ * packager writes them (codegen/WeightFormats.cpp) and the kernels read
+ * them (kernels_panel_gemm.c, kernels_blocks.c). One header for both, so
+ * that a change shows everywhere at once.
+ *
+ * bf16 and f16 matrices that only GEMMs read are panels like f32 ones
+ * (runtime_kernels.h: panels[p][k][j] = W[32p + j][k]), two bytes an
+ * element; the kernels widen them in registers.
+ *
+ * Block formats (#tfm.block_quant) are always stored as block panels of
+ * TFM_BLOCK_PANEL_ROWS rows. A row is cut into blocks of TFM_BLOCK_SIZE
+ * elements (the last zero-padded); each row's block has an f16 scale.
+ * Panel p (rows 16p .. 16p + 15, the last panel's missing rows zero) holds
+ * first the scales of all its blocks, then their codes:
+ *
+ *   scales[b][r]            f16, block b of row 16p + r
+ *   codes[b][...]           TFM_BLOCK_CODE_BYTES(format) bytes per block
+ *
+ * Codes of a block are in groups of four consecutive elements of a row,
+ * so that one AVX-512 VNNI instruction (vpdpbusd: 16 lanes, each a dot
+ * product of four unsigned by four signed bytes) multiplies a group for
+ * all 16 rows:
+ *
+ * - Q8_0, w = scale · q, q in [-127, 127]: eight groups of 64 bytes; byte
+ *   4r + i of group g is q[16p + r][32b + 4g + i] + 128 (unsigned, so that
+ *   it is vpdpbusd's unsigned operand; the kernel subtracts 128 times the
+ *   sum of the activations' block).
+ * - Q4_0, w = scale · (q - 8), q in [0, 15]: four 64-byte vectors; byte
+ *   4r + i of vector v holds group 2v in its low nibble and group 2v + 1
+ *   in its high nibble (element 32b + 8v + i, and 32b + 8v + 4 + i).
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_WEIGHT_FORMATS_H
+#define TFM_RUNTIME_WEIGHT_FORMATS_H
+
+#include <stdint.h>
+
+/* The block formats (tfm::BlockFormat's values). */
+typedef enum { TFM_BLOCKS_Q8_0 = 0, TFM_BLOCKS_Q4_0 = 1 } tfm_block_format;
+
+#define TFM_BLOCK_SIZE 32
+#define TFM_BLOCK_PANEL_ROWS 16
+/* Bytes of one block's codes for the 16 rows of a panel. */
+#define TFM_BLOCK_CODE_BYTES(format)                                           \
+  ((format) == TFM_BLOCKS_Q8_0 ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE        \
+                               : TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE / 2)
+/* Bytes of one block's scales for the 16 rows of a panel (f16 each). */
+#define TFM_BLOCK_SCALE_BYTES (TFM_BLOCK_PANEL_ROWS * 2)
+
+/* Blocks of a row of `cols` elements. */
+static inline int64_t tfm_blocks_per_row(int64_t cols) {
+  return (cols + TFM_BLOCK_SIZE - 1) / TFM_BLOCK_SIZE;
+}
+/* Bytes of one block panel of a matrix with `cols` columns. */
+static inline int64_t tfm_block_panel_bytes(int format, int64_t cols) {
+  return tfm_blocks_per_row(cols) *
+         (TFM_BLOCK_SCALE_BYTES + TFM_BLOCK_CODE_BYTES(format));
+}
+/* Bytes of a [rows, cols] matrix in block panels. */
+static inline int64_t tfm_block_matrix_bytes(int format, int64_t rows,
+                                             int64_t cols) {
+  int64_t panels = (rows + TFM_BLOCK_PANEL_ROWS - 1) / TFM_BLOCK_PANEL_ROWS;
+  return panels * tfm_block_panel_bytes(format, cols);
+}
+
+#endif /* TFM_RUNTIME_WEIGHT_FORMATS_H */
