@@ -82,10 +82,38 @@ void append16(std::vector<uint8_t> &out, uint16_t value) {
   out.push_back(uint8_t(value >> 8));
 }
 
+/// Codes of `values` for the f16 `scale` (rounded to nearest, clamped to
+/// the format's range) and their squared error.
+double codesFor(StoredFormat format, const float *values, uint16_t scale,
+                int8_t codes[TFM_BLOCK_SIZE]) {
+  float rounded = halfToFloat(scale);
+  float inverse = rounded != 0 ? 1.0f / rounded : 0.0f;
+  double error = 0;
+  for (int i = 0; i < TFM_BLOCK_SIZE; ++i) {
+    float q = std::nearbyint(values[i] * inverse);
+    float restored;
+    if (format == StoredFormat::Q8_0) {
+      q = std::clamp(q, -127.0f, 127.0f);
+      codes[i] = int8_t(q);
+      restored = q * rounded;
+    } else {
+      q = std::clamp(q, -8.0f, 7.0f);
+      codes[i] = int8_t(q + 8.0f);
+      restored = q * rounded;
+    }
+    error += double(values[i] - restored) * (values[i] - restored);
+  }
+  return error;
+}
+
 /// One row's block `block` as integer codes: q8_0 in [-127, 127], q4_0 in
-/// [0, 15] (llama.cpp's rounding: the element of largest magnitude maps to
-/// -8). Returns the f16 scale; the codes use its rounded value, so that
-/// dequantizing reproduces the nearest codes.
+/// [0, 15]. Returns the f16 scale. q8_0 takes llama.cpp's scale (the
+/// largest magnitude maps to 127); q4_0 tries scales around llama.cpp's
+/// (which maps the element of largest magnitude to -8): smaller ones clip
+/// that element but resolve the rest finer. It keeps the one of least
+/// squared error (stories260K's perplexity over f32: +11.1% with
+/// llama.cpp's scale, +9.3% so; weighting the error by the value's square
+/// measured worse, +9.8%). The codes use the stored f16 scale.
 uint16_t quantizeBlock(StoredFormat format, const float *row, int64_t cols,
                        int64_t block, int8_t codes[TFM_BLOCK_SIZE]) {
   float values[TFM_BLOCK_SIZE] = {};
@@ -96,18 +124,23 @@ uint16_t quantizeBlock(StoredFormat format, const float *row, int64_t cols,
   for (float v : values)
     if (std::fabs(v) > std::fabs(extreme))
       extreme = v;
-  float scale = format == StoredFormat::Q8_0 ? std::fabs(extreme) / 127.0f
-                                             : extreme / -8.0f;
-  uint16_t stored = floatToHalf(scale);
-  float rounded = halfToFloat(stored);
-  float inverse = rounded != 0 ? 1.0f / rounded : 0.0f;
-  for (int i = 0; i < TFM_BLOCK_SIZE; ++i) {
-    float q = std::nearbyint(values[i] * inverse);
-    codes[i] = format == StoredFormat::Q8_0
-                   ? int8_t(std::clamp(q, -127.0f, 127.0f))
-                   : int8_t(std::clamp(q + 8.0f, 0.0f, 15.0f));
+  if (format == StoredFormat::Q8_0) {
+    uint16_t scale = floatToHalf(std::fabs(extreme) / 127.0f);
+    codesFor(format, values, scale, codes);
+    return scale;
   }
-  return stored;
+  uint16_t best = floatToHalf(extreme / -8.0f);
+  double bestError = codesFor(format, values, best, codes);
+  int8_t trial[TFM_BLOCK_SIZE];
+  for (int step = -8; step <= 32; ++step) {
+    uint16_t scale = floatToHalf(extreme / (-8.0f - 0.125f * step));
+    double error = codesFor(format, values, scale, trial);
+    if (error < bestError) {
+      bestError = error, best = scale;
+      std::copy(trial, trial + TFM_BLOCK_SIZE, codes);
+    }
+  }
+  return best;
 }
 
 void encodeBlockPanel(StoredFormat format, const float *rows, int64_t cols,

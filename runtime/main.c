@@ -47,6 +47,7 @@ typedef struct {
   int early_stopping;
   tfm_generation_rules rules; /* an encoder-decoder's (suppressed: below) */
   const char *suppress;       /* --suppress "ids" */
+  const char *perplexity;     /* --perplexity FILE */
 } options;
 
 static void usage(FILE *out, const char *argv0) {
@@ -54,6 +55,7 @@ static void usage(FILE *out, const char *argv0) {
           "usage: %s [options]\n"
           "  --prompt TEXT          text to continue (default: start from BOS)\n"
           "  --prompt-file FILE     read the prompt text from FILE\n"
+          "  --perplexity FILE      the model's perplexity on a text (JSON)\n"
           "  --tokens \"1 2 3\"       token ids to continue instead of text\n"
           "  -n N                   new tokens to generate (default 128)\n"
           "  --temperature T        0 (default) is greedy\n"
@@ -172,6 +174,8 @@ static int parse_options(int argc, char **argv, options *o) {
       return 0;
     } else if (!strcmp(arg, "--prompt")) {
       o->prompt = argv[++i];
+    } else if (!strcmp(arg, "--perplexity")) {
+      o->perplexity = argv[++i];
     } else if (!strcmp(arg, "--prompt-file")) {
       o->prompt_file = argv[++i];
     } else if (!strcmp(arg, "--tokens")) {
@@ -424,6 +428,11 @@ int main(int argc, char **argv) {
                                    o.length_penalty,
                                    o.early_stopping};
     return tfm_main_seq2seq(argv[0], model, &command);
+  }
+  if (o.perplexity) {
+    if (seq2seq || !forward || forward->num_inputs != 1)
+      return fail(argv[0], "--perplexity is for decoder language models");
+    return tfm_main_perplexity(argv[0], model, o.perplexity);
   }
   /* Models that do not generate (encoders) run their first entry point. */
   int generates = !seq2seq && (tfm_model_entry_point(model, "prefill") ||

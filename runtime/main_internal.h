@@ -77,6 +77,11 @@ typedef struct {
 int tfm_main_seq2seq(const char *argv0, tfm_model *model,
                      const tfm_seq2seq_command *command);
 
+/* --perplexity (main_perplexity.c): a decoder's perplexity on the text file
+ * `path`, printed as JSON. Returns the exit status. */
+int tfm_main_perplexity(const char *argv0, tfm_model *model,
+                        const char *path);
+
 int tfm_main_call(const char *argv0, tfm_model *model,
                   const tfm_call_options *options);
 

@@ -1,0 +1,92 @@
+/*===- main_perplexity.c - how well a decoder predicts a text -----------===//
+ *
+ * `./story --perplexity eval.txt`: the text is tokenized (with BOS when the
+ * model adds one) and cut into windows of the model's context, each
+ * starting with BOS; @forward scores every token of a window after the
+ * first from the ones before it. Prints one JSON line: the perplexity
+ * (exp of the mean negative log-likelihood), the tokens scored and the
+ * window. What `bench/weight_formats.py` compares across weight formats.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/main_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(const char *argv0, const char *message) {
+  fprintf(stderr, "%s: error: %s\n", argv0, message);
+  return 1;
+}
+
+/* -log softmax(logits)[target], in double. */
+static double negative_log_likelihood(const float *logits, int64_t vocab,
+                                      int32_t target) {
+  float max = logits[0];
+  for (int64_t j = 1; j < vocab; ++j)
+    max = logits[j] > max ? logits[j] : max;
+  double sum = 0;
+  for (int64_t j = 0; j < vocab; ++j)
+    sum += exp((double)logits[j] - max);
+  return log(sum) - ((double)logits[target] - max);
+}
+
+int tfm_main_perplexity(const char *argv0, tfm_model *model,
+                        const char *path) {
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  tfm_status status;
+  char *text = tfm_main_read_text_file(path);
+  if (!text) {
+    fprintf(stderr, "%s: error: cannot read '%s': %s\n", argv0, path,
+            strerror(errno));
+    return 1;
+  }
+  tfm_tokenizer *tokenizer = tfm_model_tokenizer(model, &status);
+  if (!tokenizer)
+    return fail(argv0, status.message);
+  int64_t count = 0;
+  if (tfm_tokenizer_encode(tokenizer, text, -1, NULL, 0, &count, &status))
+    return fail(argv0, status.message);
+  int32_t *ids = malloc((size_t)(count + 1) * sizeof *ids);
+  if (!ids)
+    return fail(argv0, "out of memory");
+  if (tfm_tokenizer_encode(tokenizer, text, -1, ids, count, &count, &status))
+    return fail(argv0, status.message);
+  free(text);
+  int32_t bos = desc->bos_token;
+  int64_t window = desc->max_context;
+  int64_t vocab = desc->vocab_size;
+  if (bos < 0 || window < 2)
+    return fail(argv0, "--perplexity needs a model with a BOS token and a "
+                       "context of at least 2");
+  if (count == 0)
+    return fail(argv0, "--perplexity: the text has no tokens");
+  int32_t *tokens = malloc((size_t)window * sizeof *tokens);
+  float *logits = malloc((size_t)(window * vocab) * sizeof *logits);
+  if (!tokens || !logits)
+    return fail(argv0, "out of memory");
+  double total = 0;
+  int64_t scored = 0;
+  for (int64_t start = 0; start < count; start += window - 1) {
+    int64_t n = count - start < window - 1 ? count - start : window - 1;
+    tokens[0] = bos;
+    memcpy(tokens + 1, ids + start, (size_t)n * sizeof *tokens);
+    if (tfm_forward(model, tokens, n + 1, logits, &status))
+      return fail(argv0, status.message);
+    for (int64_t i = 0; i < n; ++i)
+      total += negative_log_likelihood(logits + i * vocab, vocab,
+                                       tokens[i + 1]);
+    scored += n;
+  }
+  printf("{\"perplexity\": %.6f, \"mean_nll\": %.6f, \"tokens\": %lld, "
+         "\"window\": %lld}\n",
+         exp(total / (double)scored), total / (double)scored,
+         (long long)scored, (long long)window);
+  free(tokens);
+  free(logits);
+  free(ids);
+  return 0;
+}
