@@ -371,7 +371,8 @@ std::string generateModelSource(const ModelDescription &model,
                : "TFM_WEIGHTS_APPENDED_TO_LIBRARY")
        << ",\n";
   os << "    .weights_size = " << weightBytes << "ull,\n"
-     << "    .weights_checksum = " << checksum << "ull,\n";
+     << "    .weights_checksum = " << checksum << "ull,\n"
+     << "    .decode_weight_bytes = " << model.decodeWeightBytes << "ull,\n";
   if (model.tokenizer)
     os << "    .tokenizer = tfm_tokenizer_blob,\n"
        << "    .tokenizer_size = " << tokenizerBytes << "ull,\n";

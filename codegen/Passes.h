@@ -32,6 +32,10 @@ inline constexpr llvm::StringLiteral kWeightPanelsAttrName = "tfm.weight_panels"
 /// -> "bf16", "f16", "q8_0" or "q4_0" (codegen/WeightFormats.h).
 inline constexpr llvm::StringLiteral kWeightFormatsAttrName =
     "tfm.weight_formats";
+/// The module attribute holding how many bytes of weights a @decode step
+/// reads (set by tfm-lay-out-weights when the module has a @decode).
+inline constexpr llvm::StringLiteral kDecodeWeightBytesAttrName =
+    "tfm.decode_weight_bytes";
 /// Alignment of every weight inside the blob (a cache line, AVX-512 width).
 inline constexpr int64_t kWeightAlignment = 64;
 /// Rows per panel of a weight stored as panels: panels[p][k][j] =

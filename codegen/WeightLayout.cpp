@@ -250,6 +250,34 @@ Value weightView(OpBuilder &b, Location loc, Value blob, int64_t offset,
                                   {b.getIndexAttr(kPanelWidth)});
 }
 
+/// Bytes of a weight of storage type `type` in the blob.
+int64_t storedBytes(RankedTensorType type, bool panels) {
+  return type.getRank() == 2
+             ? storedMatrixBytes(storedFormatOf(type), type.getDimSize(0),
+                                 type.getDimSize(1), panels)
+             : type.getNumElements() * type.getElementTypeBitWidth() / 8;
+}
+
+/// Bytes of weights one call of `func` (on one token) reads: each weight
+/// whole, but a table it only looks up one row.
+int64_t bytesReadPerCall(func::FuncOp func, const WeightLayout &layout) {
+  llvm::StringMap<int64_t> read;
+  func.walk([&](WeightOp weight) {
+    RankedTensorType type = weight.getType();
+    int64_t bytes = storedBytes(type, layout.panels.contains(weight.getName()));
+    bool multiplied = false;
+    bool rowsOnly = readAsMatrix(weight.getResult(), /*lookups=*/true,
+                                 multiplied) &&
+                    !multiplied && type.getRank() == 2;
+    int64_t &entry = read[weight.getName()];
+    entry = std::max(entry, rowsOnly ? bytes / type.getDimSize(0) : bytes);
+  });
+  int64_t total = 0;
+  for (const auto &entry : read)
+    total += entry.getValue();
+  return total;
+}
+
 } // namespace
 
 FailureOr<WeightLayout> mlir::tfm::layOutWeights(ModuleOp module,
@@ -281,10 +309,7 @@ FailureOr<WeightLayout> mlir::tfm::layOutWeights(ModuleOp module,
     if (format != StoredFormat::F32)
       formats.push_back(b.getNamedAttr(
           op.getName(), b.getStringAttr(storedFormatName(format))));
-    size += type.getRank() == 2
-                ? storedMatrixBytes(format, type.getDimSize(0),
-                                    type.getDimSize(1), panels)
-                : type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    size += storedBytes(type, panels);
     LLVM_DEBUG(llvm::dbgs() << "weight " << op.getName() << " at "
                             << result.offsets[op.getName()] << "\n");
   };
@@ -308,6 +333,9 @@ FailureOr<WeightLayout> mlir::tfm::layOutWeights(ModuleOp module,
   if (!formats.empty())
     module->setAttr(kWeightFormatsAttrName, b.getDictionaryAttr(formats));
   module->setAttr(kWeightBytesAttrName, b.getI64IntegerAttr(size));
+  if (auto decode = module.lookupSymbol<func::FuncOp>("decode"))
+    module->setAttr(kDecodeWeightBytesAttrName,
+                    b.getI64IntegerAttr(bytesReadPerCall(decode, result)));
   return result;
 }
 

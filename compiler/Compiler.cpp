@@ -544,6 +544,11 @@ llvm::Error mlir::tfm::compile(MLIRContext &context,
     return err;
   if (options.emit == EmitKind::Linalg)
     return printModule();
+  // The weight layout says what a decode step reads.
+  if (auto bytes = (*unit.module)->getAttrOfType<IntegerAttr>(
+          kDecodeWeightBytesAttrName);
+      bytes && description)
+    description->decodeWeightBytes = bytes.getInt();
   if (llvm::Error err =
           runPipelineStages(unit, options, Stage::LLVM, Stage::LLVM))
     return err;

@@ -161,7 +161,8 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
       name == "tfm.weight_formats") {
     if (onModule && isa<DictionaryAttr>(attr.getValue()))
       return success();
-  } else if (name == "tfm.weight_bytes") {
+  } else if (name == "tfm.weight_bytes" ||
+             name == "tfm.decode_weight_bytes") {
     if (onModule && isa<IntegerAttr>(attr.getValue()))
       return success();
   } else {

@@ -108,10 +108,13 @@ llvm::StringMap<WeightUses> classifyUses(ModuleOp module) {
   return uses;
 }
 
-/// `value` (of a narrow storage type) read as f32 by the ops in `users`,
-/// through one tfm.dequantize built after its definition.
+/// `value` (of a narrow storage type) read as f32 by the uses
+/// `shouldReplace` picks, through one tfm.dequantize built after its
+/// definition (none when it picks none).
 void dequantizeFor(OpBuilder &b, Value value,
                    llvm::function_ref<bool(OpOperand &)> shouldReplace) {
+  if (llvm::none_of(value.getUses(), shouldReplace))
+    return;
   auto type = cast<RankedTensorType>(value.getType());
   b.setInsertionPointAfterValue(value);
   auto widened = DequantizeOp::create(

@@ -570,17 +570,21 @@ int main(int argc, char **argv) {
      * KV cache, and the most the compiled code had allocated at once. */
     long long cache_bytes = 0;
     for (int32_t c = 0; c < desc->num_caches; ++c) {
+      /* A batched cache ([sequences, ...], the first dimension dynamic)
+       * is not this session's. */
       long long elements = 1;
       for (int32_t d = 0; d < desc->caches[c].rank; ++d)
         elements *= desc->caches[c].shape[d];
-      cache_bytes += elements * (long long)sizeof(float);
+      if (elements > 0)
+        cache_bytes += elements * (long long)sizeof(float);
     }
     fprintf(stderr,
             "{\"prompt_tokens\": %lld, \"generated_tokens\": %lld, "
             "\"prefill_seconds\": %.6f, \"decode_seconds\": %.6f, "
             "\"prefill_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "
             "\"peak_rss_bytes\": %lld, \"weights_bytes\": %lld, "
-            "\"kv_cache_bytes\": %lld, \"activation_peak_bytes\": %lld}\n",
+            "\"kv_cache_bytes\": %lld, \"activation_peak_bytes\": %lld, "
+            "\"weight_bytes_per_token\": %lld}\n",
             (long long)result.prompt_tokens, (long long)result.generated_tokens,
             result.prefill_seconds, result.decode_seconds,
             result.prefill_seconds > 0
@@ -589,7 +593,8 @@ int main(int argc, char **argv) {
             result.decode_seconds > 0 ? decoded / result.decode_seconds : 0.0,
             (long long)usage.ru_maxrss * 1024,
             (long long)desc->weights_size, cache_bytes,
-            (long long)tfm_buffer_peak_live_bytes());
+            (long long)tfm_buffer_peak_live_bytes(),
+            (long long)desc->decode_weight_bytes);
   }
   tfm_session_free(session);
   tfm_model_free(model);

@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 10
+#define TFM_ABI_VERSION 11
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -284,6 +284,10 @@ typedef struct tfm_model_desc {
   tfm_weights_appended weights_appended;
   uint64_t weights_size;
   uint64_t weights_checksum;
+  /* Bytes of weights one @decode step reads: every matrix it multiplies
+   * by, in its stored format, and one row of each table it only looks up
+   * (0: no @decode). What bounds a decode step by memory bandwidth. */
+  uint64_t decode_weight_bytes;
   /* Tokenizer blob (tfm_format.h), or NULL when compiled without one. */
   const uint8_t *tokenizer;
   uint64_t tokenizer_size;

@@ -45,5 +45,8 @@ shared_models = os.path.normpath(
 if os.path.isdir(os.path.join(shared_models, "stories260K")):
     config.available_features.add("shared-models")
     config.substitutions.append(("%shared_models", shared_models))
+    # The evaluation text beside them (../shared/data).
+    config.substitutions.append(
+        ("%shared_data", os.path.join(os.path.dirname(shared_models), "data")))
 else:
     lit_config.note(f"{shared_models} not found: the stories260K tests are skipped")

@@ -11,6 +11,58 @@ tfm.weight_decl @w : tensor<?x4xf32>
 
 // -----
 
+// expected-error @+1 {{'tfm.weight_decl' op expected weight 'w' of 'i8' codes to have a #tfm.block_quant encoding}}
+tfm.weight_decl @w : tensor<4x32xi8>
+
+// -----
+
+// expected-error @+1 {{'tfm.weight_decl' op expected weight 'w' in q8_0 to hold i8 codes, got 'i4'}}
+tfm.weight_decl @w : tensor<4x32xi4, #tfm.block_quant<q8_0>>
+
+// -----
+
+// expected-error @+1 {{'tfm.weight_decl' op expected weight 'w' in blocks to be a matrix, got rank 1}}
+tfm.weight_decl @w : tensor<32xi4, #tfm.block_quant<q4_0>>
+
+// -----
+
+// expected-error @+1 {{'tfm.weight_decl' op expected weight 'w' of floats to have no encoding, got #tfm.block_quant<q8_0>}}
+tfm.weight_decl @w : tensor<4x32xbf16, #tfm.block_quant<q8_0>>
+
+// -----
+
+func.func @dequantize_f32(%w: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  // expected-error @+1 {{'tfm.dequantize' op expected the input to be stored narrower than f32}}
+  %f = tfm.dequantize %w : tensor<4x32xf32> -> tensor<4x32xf32>
+  return %f : tensor<4x32xf32>
+}
+
+// -----
+
+func.func @dequantize_shape(%w: tensor<4x32xbf16>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'tfm.dequantize' op expected the result's shape to be the input's, got 'tensor<4x16xf32>' for 'tensor<4x32xbf16>'}}
+  %f = tfm.dequantize %w : tensor<4x32xbf16> -> tensor<4x16xf32>
+  return %f : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @dequantize_result(%w: tensor<4x32xbf16>) -> tensor<4x32xf16> {
+  // expected-error @+1 {{'tfm.dequantize' op expected result element type 'f16' to match 'f32'}}
+  %f = tfm.dequantize %w : tensor<4x32xbf16> -> tensor<4x32xf16>
+  return %f : tensor<4x32xf16>
+}
+
+// -----
+
+func.func @concat_encodings(%a: tensor<32x16xi8, #tfm.block_quant<q8_0>>, %b: tensor<8x16xi8>) -> tensor<40x16xi8, #tfm.block_quant<q8_0>> {
+  // expected-error @+1 {{'tfm.concat' op expected input 1's encoding (<<NULL ATTRIBUTE>>) to be the result's (#tfm.block_quant<q8_0>)}}
+  %j = tfm.concat %a, %b : (tensor<32x16xi8, #tfm.block_quant<q8_0>>, tensor<8x16xi8>) -> tensor<40x16xi8, #tfm.block_quant<q8_0>>
+  return %j : tensor<40x16xi8, #tfm.block_quant<q8_0>>
+}
+
+// -----
+
 func.func @undeclared() {
   // expected-error @+1 {{'tfm.weight' op refers to 'w', which no tfm.weight_decl declares}}
   %w = tfm.weight @w : tensor<4xf32>

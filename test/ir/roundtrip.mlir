@@ -21,6 +21,32 @@ func.func @weight() -> (tensor<512x64xf32>, tensor<64xf32>) {
 
 // -----
 
+// Weights stored narrower: bf16, and int8/int4 codes in blocks, widened by
+// tfm.dequantize (also joined as stored).
+// CHECK: tfm.weight_decl @up : tensor<64x32xbf16>
+// CHECK: tfm.weight_decl @q : tensor<32x32xi8, #tfm.block_quant<q8_0>>
+// CHECK: tfm.weight_decl @k : tensor<16x32xi4, #tfm.block_quant<q4_0>>
+// CHECK-LABEL: func.func @narrow_weights
+tfm.weight_decl @up : tensor<64x32xbf16>
+tfm.weight_decl @q : tensor<32x32xi8, #tfm.block_quant<q8_0>>
+tfm.weight_decl @k : tensor<16x32xi4, #tfm.block_quant<q4_0>>
+func.func @narrow_weights() -> (tensor<64x32xf32>, tensor<32x32xf32>, tensor<16x32xf32>) {
+  // CHECK: %[[U:.*]] = tfm.weight @up : tensor<64x32xbf16>
+  // CHECK: tfm.dequantize %[[U]] : tensor<64x32xbf16> -> tensor<64x32xf32>
+  %u = tfm.weight @up : tensor<64x32xbf16>
+  %uf = tfm.dequantize %u : tensor<64x32xbf16> -> tensor<64x32xf32>
+  // CHECK: %[[Q:.*]] = tfm.weight @q : tensor<32x32xi8, #tfm.block_quant<q8_0>>
+  // CHECK: tfm.dequantize %[[Q]] : tensor<32x32xi8, #tfm.block_quant<q8_0>> -> tensor<32x32xf32>
+  %q = tfm.weight @q : tensor<32x32xi8, #tfm.block_quant<q8_0>>
+  %qf = tfm.dequantize %q : tensor<32x32xi8, #tfm.block_quant<q8_0>> -> tensor<32x32xf32>
+  // CHECK: tfm.dequantize %{{.*}} : tensor<16x32xi4, #tfm.block_quant<q4_0>> -> tensor<16x32xf32>
+  %k = tfm.weight @k : tensor<16x32xi4, #tfm.block_quant<q4_0>>
+  %kf = tfm.dequantize %k : tensor<16x32xi4, #tfm.block_quant<q4_0>> -> tensor<16x32xf32>
+  return %uf, %qf, %kf : tensor<64x32xf32>, tensor<32x32xf32>, tensor<16x32xf32>
+}
+
+// -----
+
 // What a module says about itself: the model, and each entry point's
 // arguments and results.
 // CHECK: module attributes {tfm.model = #tfm.model<family = "llama", vocab_size = 512, max_context = 256, bos_token = 1, eos_token = 2, add_bos = true, tokenizer = "/m/tokenizer.model", hidden_size = 64, num_layers = 5, num_heads = 8, num_kv_heads = 4>}
