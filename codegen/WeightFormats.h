@@ -1,52 +1,30 @@
 //===- WeightFormats.h - the stored forms of a weight ------------*- C++ -*-===//
 //
 // What a weight's storage type (tfm.weight_decl after tfm-quantize-weights)
-// means for the blob: its format, its size as rows or panels, and the
-// encoding of f32 values into it, which the packager applies as it streams
-// the checkpoint. runtime/weight_formats.h documents the byte layouts.
+// means for the blob: its format (WeightEncoding.h, which also encodes
+// f32 values into it as the packager streams the checkpoint) and the
+// format's name in the module's tfm.weight_formats record.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TFM_CODEGEN_WEIGHTFORMATS_H
 #define TFM_CODEGEN_WEIGHTFORMATS_H
 
+#include "codegen/WeightEncoding.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 
 #include "llvm/ADT/StringRef.h"
 
-#include <cstdint>
 #include <optional>
-#include <vector>
 
 namespace mlir::tfm {
-
-enum class StoredFormat { F32, BF16, F16, Q8_0, Q4_0 };
 
 /// The format of a weight of storage type `type`.
 StoredFormat storedFormatOf(RankedTensorType type);
 /// "f32", "bf16", "f16", "q8_0", "q4_0" (the tfm.weight_formats record).
 llvm::StringRef storedFormatName(StoredFormat format);
 std::optional<StoredFormat> parseStoredFormat(llvm::StringRef name);
-/// Whether the format is block-quantized (always stored as block panels).
-bool isBlockFormat(StoredFormat format);
-/// Rows per panel: 32 for floats, 16 for block formats.
-int64_t panelRows(StoredFormat format);
-/// Bytes of a [rows, cols] matrix in `format`, as panels or row-major.
-int64_t storedMatrixBytes(StoredFormat format, int64_t rows, int64_t cols,
-                          bool panels);
-
-/// IEEE binary16 and bfloat16 from f32, rounding to nearest even.
-uint16_t floatToHalf(float value);
-uint16_t floatToBFloat16(float value);
-float halfToFloat(uint16_t bits);
-
-/// Appends `count` f32 values in `format` (F32, BF16 or F16) to `out`.
-void encodeRowMajor(StoredFormat format, const float *values, int64_t count,
-                    std::vector<uint8_t> &out);
-/// Appends one panel (panelRows(format) rows of `cols` values, row-major,
-/// missing rows zero) in `format` to `out`.
-void encodePanel(StoredFormat format, const float *rows, int64_t cols,
-                 std::vector<uint8_t> &out);
 
 } // namespace mlir::tfm
 

@@ -1,0 +1,43 @@
+//===- WeightEncoding.h - f32 values into a stored weight format -*- C++ -*-===//
+//
+// The formats a weight may be stored in and the encoding of f32 values into
+// each (runtime/weight_formats.h documents the byte layouts). Free of MLIR,
+// so that the runtime's kernel tests encode weights exactly as the packager
+// does.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_CODEGEN_WEIGHTENCODING_H
+#define TFM_CODEGEN_WEIGHTENCODING_H
+
+#include <cstdint>
+#include <vector>
+
+namespace mlir::tfm {
+
+enum class StoredFormat { F32, BF16, F16, Q8_0, Q4_0 };
+
+/// Whether the format is block-quantized (always stored as block panels).
+bool isBlockFormat(StoredFormat format);
+/// Rows per panel: 32 for floats, 16 for block formats.
+int64_t panelRows(StoredFormat format);
+/// Bytes of a [rows, cols] matrix in `format`, as panels or row-major.
+int64_t storedMatrixBytes(StoredFormat format, int64_t rows, int64_t cols,
+                          bool panels);
+
+/// IEEE binary16 and bfloat16 from f32, rounding to nearest even.
+uint16_t floatToHalf(float value);
+uint16_t floatToBFloat16(float value);
+float halfToFloat(uint16_t bits);
+
+/// Appends `count` f32 values in `format` (F32, BF16 or F16) to `out`.
+void encodeRowMajor(StoredFormat format, const float *values, int64_t count,
+                    std::vector<uint8_t> &out);
+/// Appends one panel (panelRows(format) rows of `cols` values, row-major,
+/// missing rows zero) in `format` to `out`.
+void encodePanel(StoredFormat format, const float *rows, int64_t cols,
+                 std::vector<uint8_t> &out);
+
+} // namespace mlir::tfm
+
+#endif // TFM_CODEGEN_WEIGHTENCODING_H

@@ -1,0 +1,238 @@
+//===- NarrowKernelTest.cpp - kernels over weights stored narrower -------===//
+//
+// The bf16/f16 panel GEMM and the block kernels (runtime/kernels_blocks.c)
+// over weights encoded as the packager encodes them (WeightEncoding.h),
+// against double loops over the values the layout documented in
+// runtime/weight_formats.h decodes to (a decoder written here from that
+// description, not the runtime's). Block products quantize the activations
+// to int8 per block: their error is bounded by half an activation step per
+// element times the weights, which is what the checks allow; every
+// instruction set the machine runs (plain C, AVX2, AVX-512 VNNI) must stay
+// inside the bound and agree with the others.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/WeightEncoding.h"
+#include "runtime/kernels_blocks.h"
+#include "runtime/runtime_kernels.h"
+#include "runtime/weight_formats.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+using mlir::tfm::StoredFormat;
+
+namespace {
+
+std::vector<float> randomValues(size_t n, unsigned seed, float range = 2.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-range, range);
+  std::vector<float> values(n);
+  for (float &x : values)
+    x = dist(rng);
+  return values;
+}
+
+/// W [n, k] encoded panel by panel, as the packager writes it.
+std::vector<uint8_t> encode(StoredFormat format, const std::vector<float> &w,
+                            int64_t n, int64_t k) {
+  int64_t height = mlir::tfm::panelRows(format);
+  std::vector<uint8_t> bytes;
+  for (int64_t first = 0; first < n; first += height) {
+    std::vector<float> rows(height * k, 0.0f);
+    for (int64_t r = 0; r < height && first + r < n; ++r)
+      std::copy_n(&w[(first + r) * k], k, &rows[r * k]);
+    mlir::tfm::encodePanel(format, rows.data(), k, bytes);
+  }
+  EXPECT_EQ(int64_t(bytes.size()),
+            mlir::tfm::storedMatrixBytes(format, n, k, /*panels=*/true));
+  return bytes;
+}
+
+/// Element (row, col) of W [n, k] stored as `bytes`, decoded from the
+/// layout weight_formats.h describes.
+double decoded(StoredFormat format, const std::vector<uint8_t> &bytes,
+               int64_t k, int64_t row, int64_t col) {
+  if (!mlir::tfm::isBlockFormat(format)) {
+    int64_t index = ((row / 32) * k + col) * 32 + row % 32;
+    uint16_t bits = uint16_t(bytes[2 * index] | bytes[2 * index + 1] << 8);
+    if (format == StoredFormat::F16)
+      return mlir::tfm::halfToFloat(bits);
+    uint32_t wide = uint32_t(bits) << 16;
+    float value;
+    std::memcpy(&value, &wide, 4);
+    return value;
+  }
+  bool q8 = format == StoredFormat::Q8_0;
+  int64_t blocks = (k + 31) / 32, b = col / 32, e = col % 32, r = row % 16;
+  int64_t codeBytes = q8 ? 512 : 256;
+  const uint8_t *panel = bytes.data() + (row / 16) * blocks * (32 + codeBytes);
+  uint16_t scaleBits = uint16_t(panel[(b * 16 + r) * 2] |
+                                panel[(b * 16 + r) * 2 + 1] << 8);
+  double scale = mlir::tfm::halfToFloat(scaleBits);
+  const uint8_t *codes = panel + blocks * 32 + b * codeBytes;
+  if (q8)
+    return scale * (int(codes[(e / 4) * 64 + r * 4 + e % 4]) - 128);
+  uint8_t byte = codes[(e / 8) * 64 + r * 4 + e % 4];
+  return scale * (int(e % 8 < 4 ? byte & 15 : byte >> 4) - 8);
+}
+
+/// The instruction sets this machine runs, plain C first.
+std::vector<tfm_blocks_isa> runnableIsas() {
+  std::vector<tfm_blocks_isa> isas = {TFM_BLOCKS_ISA_SCALAR};
+  if (tfm_blocks_best_isa() >= TFM_BLOCKS_ISA_AVX2)
+    isas.push_back(TFM_BLOCKS_ISA_AVX2);
+  if (tfm_blocks_best_isa() >= TFM_BLOCKS_ISA_VNNI)
+    isas.push_back(TFM_BLOCKS_ISA_VNNI);
+  return isas;
+}
+
+struct LinearCase {
+  int64_t m, n, k;
+  bool bias;
+};
+
+/// C = A·Wᵀ (+ bias) over W stored in `format`, against double loops over
+/// the decoded W; returns C for comparisons across instruction sets.
+std::vector<float> checkLinear(StoredFormat format, const LinearCase &c) {
+  SCOPED_TRACE(testing::Message() << "format=" << int(format) << " m=" << c.m
+                                  << " n=" << c.n << " k=" << c.k
+                                  << " bias=" << c.bias);
+  std::vector<float> a = randomValues(c.m * c.k, 3), w = randomValues(c.n * c.k, 4);
+  std::vector<float> bias = randomValues(c.n, 5), out(c.m * c.n, NAN);
+  std::vector<uint8_t> bytes = encode(format, w, c.n, c.k);
+  tfm_memref2d_f32 am = {a.data(), a.data(), 0, {c.m, c.k}, {c.k, 1}};
+  tfm_memref1d_f32 bm = {bias.data(), bias.data(), 0, {c.n}, {1}};
+  tfm_memref2d_f32 cm = {out.data(), out.data(), 0, {c.m, c.n}, {c.n, 1}};
+  bool blocks = mlir::tfm::isBlockFormat(format);
+  if (blocks) {
+    auto *data = reinterpret_cast<int8_t *>(bytes.data());
+    tfm_memref1d_i8 wm = {data, data, 0, {int64_t(bytes.size())}, {1}};
+    int64_t code = format == StoredFormat::Q8_0 ? TFM_BLOCKS_Q8_0
+                                                : TFM_BLOCKS_Q4_0;
+    if (c.bias)
+      _mlir_ciface_tfm_rt_linear_blocks_bias(&am, &wm, &bm, &cm, code);
+    else
+      _mlir_ciface_tfm_rt_linear_blocks(&am, &wm, &cm, code);
+  } else {
+    auto *data = reinterpret_cast<uint16_t *>(bytes.data());
+    int64_t panels = (c.n + 31) / 32;
+    tfm_memref3d_u16 pm = {data, data, 0, {panels, c.k, 32}, {c.k * 32, 32, 1}};
+    bool bf16 = format == StoredFormat::BF16;
+    if (c.bias)
+      (bf16 ? _mlir_ciface_tfm_rt_linear_panels_bf16_bias
+            : _mlir_ciface_tfm_rt_linear_panels_f16_bias)(&am, &pm, &bm, &cm);
+    else
+      (bf16 ? _mlir_ciface_tfm_rt_linear_panels_bf16
+            : _mlir_ciface_tfm_rt_linear_panels_f16)(&am, &pm, &cm);
+  }
+  for (int64_t i = 0; i < c.m; ++i)
+    for (int64_t j = 0; j < c.n; ++j) {
+      double expected = c.bias ? bias[j] : 0.0, bound = 0;
+      for (int64_t q = 0; q < c.k; ++q) {
+        double wq = decoded(format, bytes, c.k, j, q);
+        expected += a[i * c.k + q] * wq;
+        if (blocks) {
+          // Half a step of the activation's block, times the weight.
+          int64_t first = q / 32 * 32;
+          double amax = 0;
+          for (int64_t e = first; e < std::min(first + 32, c.k); ++e)
+            amax = std::max(amax, double(std::fabs(a[i * c.k + e])));
+          bound += std::fabs(wq) * amax / 254.0;
+        }
+      }
+      double got = out[i * c.n + j];
+      EXPECT_FALSE(std::isnan(got)) << i << "," << j;
+      EXPECT_NEAR(got, expected, bound * 1.001 + 2e-4 * std::sqrt(double(c.k)))
+          << i << "," << j;
+    }
+  return out;
+}
+
+TEST(NarrowPanelKernel, BF16AndF16PanelsAreTheirWidenedWeights) {
+  for (StoredFormat format : {StoredFormat::BF16, StoredFormat::F16})
+    for (LinearCase c : {LinearCase{1, 32, 300, false}, {1, 77, 5, true},
+                         {3, 50, 40, true}, {8, 96, 256, false},
+                         {13, 64, 600, true}})
+      checkLinear(format, c);
+}
+
+TEST(BlockKernel, EveryInstructionSetWithinTheActivationStep) {
+  // Rows: one (decode), a partial tile, a whole tile and a tile plus some;
+  // outputs: whole panels and a last partial one; depth: one block, a
+  // partial last block, several blocks.
+  std::vector<LinearCase> cases = {{1, 16, 32, false},  {1, 100, 256, true},
+                                   {2, 40, 100, false}, {8, 48, 64, true},
+                                   {11, 33, 96, true},  {20, 64, 130, false}};
+  tfm_blocks_isa before = tfm_blocks_use_isa(TFM_BLOCKS_ISA_SCALAR);
+  for (StoredFormat format : {StoredFormat::Q8_0, StoredFormat::Q4_0})
+    for (const LinearCase &c : cases) {
+      std::vector<float> first;
+      for (tfm_blocks_isa isa : runnableIsas()) {
+        SCOPED_TRACE(testing::Message() << "isa=" << int(isa));
+        tfm_blocks_use_isa(isa);
+        std::vector<float> out = checkLinear(format, c);
+        if (first.empty()) {
+          first = out;
+          continue;
+        }
+        // The same integer sums: only the order of f32 additions differs.
+        for (size_t i = 0; i < out.size(); ++i)
+          EXPECT_NEAR(out[i], first[i], 1e-5 * (1 + std::fabs(first[i])))
+              << "output " << i;
+      }
+    }
+  tfm_blocks_use_isa(before);
+}
+
+TEST(BlockKernel, EncodingKeepsEachValueWithinItsBlocksStep) {
+  int64_t n = 20, k = 70;
+  std::vector<float> w = randomValues(n * k, 6, 3.0f);
+  w[5] = 0; // a zero, and a whole zero block below
+  std::fill(w.begin() + 2 * k, w.begin() + 2 * k + 32, 0.0f);
+  for (StoredFormat format : {StoredFormat::Q8_0, StoredFormat::Q4_0}) {
+    std::vector<uint8_t> bytes = encode(format, w, n, k);
+    // q8_0: half a step of amax/127; q4_0 may clip its largest value to
+    // resolve the rest: within a step of amax/8.
+    double steps = format == StoredFormat::Q8_0 ? 127.0 : 8.0;
+    double slack = format == StoredFormat::Q8_0 ? 0.51 : 1.0;
+    for (int64_t row = 0; row < n; ++row)
+      for (int64_t col = 0; col < k; ++col) {
+        int64_t first = col / 32 * 32;
+        double amax = 0;
+        for (int64_t e = first; e < std::min(first + 32, k); ++e)
+          amax = std::max(amax, double(std::fabs(w[row * k + e])));
+        EXPECT_NEAR(decoded(format, bytes, k, row, col), w[row * k + col],
+                    slack * amax / steps * 1.002 + 1e-7)
+            << int(format) << ": " << row << "," << col;
+      }
+    // The runtime's own widening agrees with the layout's description,
+    // whole (tfm_rt_dequantize_blocks) and by rows (an embedding lookup,
+    // scaled).
+    int64_t code = format == StoredFormat::Q8_0 ? TFM_BLOCKS_Q8_0
+                                                : TFM_BLOCKS_Q4_0;
+    auto *data = reinterpret_cast<int8_t *>(bytes.data());
+    tfm_memref1d_i8 wm = {data, data, 0, {int64_t(bytes.size())}, {1}};
+    std::vector<float> whole(n * k, NAN), rows(3 * k, NAN);
+    tfm_memref2d_f32 whole_m = {whole.data(), whole.data(), 0, {n, k}, {k, 1}};
+    _mlir_ciface_tfm_rt_dequantize_blocks(&wm, &whole_m, code);
+    std::vector<int32_t> ids = {19, 0, 7};
+    tfm_memref1d_i32 idm = {ids.data(), ids.data(), 0, {3}, {1}};
+    tfm_memref2d_f32 rows_m = {rows.data(), rows.data(), 0, {3, k}, {k, 1}};
+    _mlir_ciface_tfm_rt_embedding_blocks(&idm, &wm, &rows_m, code, 0.5f);
+    for (int64_t row = 0; row < n; ++row)
+      for (int64_t col = 0; col < k; ++col)
+        EXPECT_EQ(whole[row * k + col], decoded(format, bytes, k, row, col));
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t col = 0; col < k; ++col)
+        EXPECT_FLOAT_EQ(rows[i * k + col],
+                        0.5 * decoded(format, bytes, k, ids[i], col));
+  }
+}
+
+} // namespace
