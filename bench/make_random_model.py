@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Writes a Hugging Face model directory with random f32 weights for the
-benchmarks: `gpt2` (GPT-2 small: 12 layers, 768 wide, 12 heads, vocab 50257)
-or `llama` (a LLaMA of similar size with grouped-query attention: 12 heads,
-4 KV heads). NumPy: /usr/bin/python3 after apt-get install python3-numpy.
+"""Writes a Hugging Face model directory with random weights for the
+benchmarks: `gpt2` (GPT-2 small: 12 layers, 768 wide, 12 heads, vocab 50257),
+`llama` (a LLaMA of similar size with grouped-query attention: 12 heads,
+4 KV heads) or `tinyllama` (TinyLlama-1.1B's shape: 22 layers, 2048 wide,
+32 heads / 4 KV heads, FFN 5632, vocab 32000). F32 by default, or BF16
+(--dtype bf16), written a tensor at a time. NumPy: /usr/bin/python3 after
+apt-get install python3-numpy.
 
     make_random_model.py gpt2 OUT_DIR
+    make_random_model.py tinyllama OUT_DIR --dtype bf16
 """
 import json
 import os
@@ -23,7 +27,20 @@ SHAPES = {
               "max_position_embeddings": 1024, "rms_norm_eps": 1e-5,
               "rope_theta": 10000.0, "hidden_act": "silu",
               "tie_word_embeddings": False},
+    "tinyllama": {"model_type": "llama", "vocab_size": 32000,
+                  "hidden_size": 2048, "intermediate_size": 5632,
+                  "num_hidden_layers": 22, "num_attention_heads": 32,
+                  "num_key_value_heads": 4, "max_position_embeddings": 2048,
+                  "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+                  "hidden_act": "silu", "tie_word_embeddings": False},
 }
+
+
+def to_bf16_bytes(values):
+    """f32 values as bfloat16, rounded to nearest even."""
+    bits = values.astype("<f4").view("<u4").astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return bits.astype("<u2").tobytes()
 
 
 def tensors(kind, c):
@@ -62,15 +79,20 @@ def tensors(kind, c):
 
 def main():
     kind, out = sys.argv[1], sys.argv[2]
-    config = SHAPES[kind]
+    dtype = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--dtype" else "f32"
+    width = 2 if dtype == "bf16" else 4
+    config = dict(SHAPES[kind])
+    if kind != "gpt2":
+        config["torch_dtype"] = "bfloat16" if dtype == "bf16" else "float32"
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     rng = np.random.default_rng(0)
     header, offset, shapes = {}, 0, list(tensors(kind, config))
     for name, shape in shapes:
-        size = 4 * int(np.prod(shape))
-        header[name] = {"dtype": "F32", "shape": list(shape),
+        size = width * int(np.prod(shape))
+        header[name] = {"dtype": "BF16" if dtype == "bf16" else "F32",
+                        "shape": list(shape),
                         "data_offsets": [offset, offset + size]}
         offset += size
     text = json.dumps(header).encode()
@@ -79,9 +101,10 @@ def main():
         f.write(struct.pack("<Q", len(text)) + text)
         for name, shape in shapes:
             norm = name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight", "norm.weight"))
-            data = (np.ones(shape) if norm else rng.normal(0, 0.02, shape)).astype("<f4")
-            f.write(data.tobytes())
-    print(f"wrote {out}: {offset / 1e6:.0f} MB of f32 weights")
+            data = (np.ones(shape) if norm else
+                    rng.normal(0, 0.02, shape).astype("<f4")).astype("<f4")
+            f.write(to_bf16_bytes(data) if dtype == "bf16" else data.tobytes())
+    print(f"wrote {out}: {offset / 1e6:.0f} MB of {dtype} weights")
 
 
 if __name__ == "__main__":

@@ -398,9 +398,9 @@ std::string generateModelSource(const ModelDescription &model,
 
 } // namespace
 
-llvm::Expected<uint64_t> mlir::tfm::writeWeightBlob(ModuleOp module,
-                                                    WeightLookup weights,
-                                                    llvm::StringRef path) {
+llvm::Expected<uint64_t> mlir::tfm::writeWeightBlob(
+    ModuleOp module, WeightLookup weights, llvm::StringRef path,
+    const std::function<void(uint64_t, uint64_t)> &progress) {
   auto layout = module->getAttrOfType<DictionaryAttr>(kWeightLayoutAttrName);
   auto bytes = module->getAttrOfType<IntegerAttr>(kWeightBytesAttrName);
   if (!layout || !bytes)
@@ -435,6 +435,8 @@ llvm::Expected<uint64_t> mlir::tfm::writeWeightBlob(ModuleOp module,
     else
       writeRows(*weight, format, out);
     weight->release(0, weight->rows);
+    if (progress)
+      progress(out.position(), bytes.getInt());
   }
   if (out.position() > uint64_t(bytes.getInt()))
     return makeError("internal error: the weights overrun the layout");
@@ -616,7 +618,7 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
                                   ? options.outputPath + ".weights"
                                   : inWorkDir("weights.bin");
     llvm::Expected<uint64_t> checksum =
-        writeWeightBlob(module, weights, weightsPath);
+        writeWeightBlob(module, weights, weightsPath, options.weightProgress);
     if (!checksum)
       return checksum.takeError();
     std::string tokenizerPath = inWorkDir("tokenizer.bin");

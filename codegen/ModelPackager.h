@@ -109,6 +109,8 @@ struct LinkOptions {
   /// the model's symbols (the description is `<prefix>_model`).
   std::string headerPath;
   std::string prefix;
+  /// Called as the weight blob is written: bytes written, bytes in all.
+  std::function<void(uint64_t, uint64_t)> weightProgress;
   /// Write weights to `<output>.weights` instead of embedding them.
   bool externalWeights = false;
   /// The C compiler driver used to link.
@@ -121,8 +123,9 @@ struct LinkOptions {
 
 /// Writes the weight blob of `module` (laid out by tfm-lower-to-linalg) to
 /// `path`, streaming it weight by weight, and returns its checksum.
-llvm::Expected<uint64_t> writeWeightBlob(ModuleOp module, WeightLookup weights,
-                                         llvm::StringRef path);
+llvm::Expected<uint64_t>
+writeWeightBlob(ModuleOp module, WeightLookup weights, llvm::StringRef path,
+                const std::function<void(uint64_t, uint64_t)> &progress = {});
 
 /// Serializes a tokenizer vocabulary in the runtime's blob format.
 std::string serializeTokenizer(const TokenizerVocab &tokenizer);

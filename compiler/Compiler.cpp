@@ -471,6 +471,8 @@ mlir::tfm::linkExecutableOrLibrary(CompilationUnit &unit,
           "tfmc-model", "o", objectPath))
     return makeError("cannot create a temporary object file: " +
                      ec.message());
+  if (options.progress)
+    options.progress->stage("generating machine code");
   if (llvm::Error err = emitMachineCode(unit, options, /*assembly=*/false,
                                         objectPath))
     return err;
@@ -503,6 +505,12 @@ mlir::tfm::linkExecutableOrLibrary(CompilationUnit &unit,
             tensor->releaseRows(begin, end);
         }};
   };
+  if (options.progress) {
+    options.progress->stage("writing weights and linking");
+    link.weightProgress = [&options](uint64_t done, uint64_t total) {
+      options.progress->advance(done, total);
+    };
+  }
   llvm::Error linked = [&] {
     std::optional<TimingScope> timing;
     if (options.timing)
@@ -515,6 +523,11 @@ mlir::tfm::linkExecutableOrLibrary(CompilationUnit &unit,
 
 llvm::Error mlir::tfm::compile(MLIRContext &context,
                                const CompileOptions &options) {
+  auto stage = [&](llvm::StringRef name) {
+    if (options.progress)
+      options.progress->stage(name);
+  };
+  stage("reading the model");
   llvm::Expected<CompilationUnit> loaded = loadInput(context, options);
   if (!loaded)
     return loaded.takeError();
@@ -526,6 +539,7 @@ llvm::Error mlir::tfm::compile(MLIRContext &context,
                      [&](llvm::raw_ostream &os) { unit.module->print(os); });
   };
   using Stage = CpuPipelineStage;
+  stage("running the tfm passes");
   if (llvm::Error err =
           runPipelineStages(unit, options, Stage::Tfm, Stage::Tfm))
     return err;
@@ -539,6 +553,7 @@ llvm::Error mlir::tfm::compile(MLIRContext &context,
       return described.takeError();
     description = std::move(*described);
   }
+  stage("lowering to linalg");
   if (llvm::Error err =
           runPipelineStages(unit, options, Stage::Linalg, Stage::Linalg))
     return err;
@@ -549,11 +564,13 @@ llvm::Error mlir::tfm::compile(MLIRContext &context,
           kDecodeWeightBytesAttrName);
       bytes && description)
     description->decodeWeightBytes = bytes.getInt();
+  stage("lowering to LLVM");
   if (llvm::Error err =
           runPipelineStages(unit, options, Stage::LLVM, Stage::LLVM))
     return err;
   if (options.emit == EmitKind::LLVMMLIR)
     return printModule();
+  stage("optimizing LLVM IR");
   if (llvm::Error err = translateToLLVMIR(unit, options))
     return err;
   if (options.emit == EmitKind::LLVMIR)

@@ -19,6 +19,7 @@
 
 #include "codegen/CpuPipeline.h"
 #include "codegen/ModelPackager.h"
+#include "compiler/Progress.h"
 #include "frontend/ModelLoader.h"
 #include "ir/TfmOps.h"
 
@@ -93,6 +94,9 @@ struct CompileOptions {
   std::function<LogicalResult(PassManager &)> configurePassManager;
   /// Where stage timings nest (--mlir-timing). May be null.
   TimingScope *timing = nullptr;
+  /// Where a long compile shows its stages and the weights written (the
+  /// driver's, unless -q). May be null.
+  Progress *progress = nullptr;
 };
 
 /// A model on its way through the compiler: the module, and when it is a

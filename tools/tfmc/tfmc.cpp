@@ -99,6 +99,13 @@ cl::opt<std::string> edgeDtype(
     cl::desc("Storage of embedding tables and the LM head (default: int8 "
              "for int4, else --weights-dtype)"),
     cl::value_desc("dtype"), cl::cat(passCategory));
+cl::opt<bool> quiet("q", cl::desc("No progress on stderr (a compile that "
+                                   "takes more than a few seconds shows it)"),
+                    cl::cat(outputCategory));
+cl::opt<double> progressAfter(
+    "progress-after",
+    cl::desc("Seconds into a compile before progress shows (default 2)"),
+    cl::init(2.0), cl::Hidden, cl::cat(outputCategory));
 cl::opt<std::string> keepWeights(
     "keep-weights", cl::desc("Weights whose names match this regex stay f32"),
     cl::value_desc("regex"), cl::cat(passCategory));
@@ -172,6 +179,8 @@ int main(int argc, char **argv) {
     return applyPassManagerCLOptions(pm);
   };
   options.timing = &timing;
+  tfm::Progress progress(!quiet, progressAfter);
+  options.progress = &progress;
 
   int status = 0;
   llvm::handleAllErrors(

@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""bench/compare_weight_formats.py: tfmc's weight formats (f32, bf16, int8,
+int4) against llama.cpp's (F32, BF16, Q8_0, Q4_0) on the same random
+weights, in rounds, beside the read bandwidth measured in each round.
+
+Models (make_random_model.py, into --work): the 124 M LLaMA shape of
+compare_peers.py (`llama`, f32 weights) and TinyLlama-1.1B's shape
+(`tinyllama`, bf16 weights). For every engine and format: decode tokens/s
+over --new tokens after a --prompt-token prompt, prefill tokens/s at
+--prefill tokens, and decode as a fraction of its bandwidth bound (weight
+bytes one decode step reads / the read bandwidth measured just before and
+after it). tfmc's compile time and peak RSS are reported for each format.
+
+The host's bandwidth drifts within minutes, so the engines run round robin
+(--rounds) and the ratios are taken within each round; the table prints
+each round's ratio and their median.
+
+llama.cpp is optional: --llama-cpp BUILD_DIR (a CMake build of llama.cpp
+with llama-bench and llama-quantize; its source's gguf-py writes the GGUF
+files). node-llama-cpp's npm package carries that source as a git bundle:
+
+    npm pack node-llama-cpp && tar xzf node-llama-cpp-*.tgz
+    git clone package/llama/gitRelease.bundle llama.cpp
+    cmake -S llama.cpp -B llama.cpp/build -G Ninja -DCMAKE_BUILD_TYPE=Release \\
+        -DLLAMA_CURL=OFF -DGGML_NATIVE=ON
+    ninja -C llama.cpp/build llama-bench llama-quantize
+
+    /usr/bin/python3 bench/compare_weight_formats.py --llama-cpp llama.cpp/build
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from compare_peers import hardware_limits, prompt_ids, read_bandwidth  # noqa: E402
+
+# tfmc format -> llama.cpp's of the same bits (None: compared with none).
+PEER_FORMAT = {"f32": "F32", "bf16": "BF16", "int8": "Q8_0", "int4": "Q4_0"}
+
+
+def run_measured(command):
+    """Runs `command`; returns (seconds, peak RSS in bytes) of the child."""
+    start = time.time()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    if status != 0:
+        raise SystemExit(f"failed ({status}): {' '.join(command)}")
+    return time.time() - start, usage.ru_maxrss * 1024
+
+
+def make_model(work, kind):
+    directory = os.path.join(work, kind)
+    if not os.path.exists(os.path.join(directory, "model.safetensors")):
+        dtype = ["--dtype", "bf16"] if kind == "tinyllama" else []
+        subprocess.run(["/usr/bin/python3", os.path.join(HERE, "make_random_model.py"),
+                        kind, directory] + dtype, check=True)
+    return directory
+
+
+def compile_tfmc(work, kind, model, fmt):
+    exe = os.path.join(work, f"{kind}-{fmt}")
+    seconds, rss = run_measured([os.path.join(ROOT, "build", "bin", "tfmc"), model,
+                                 f"--weights-dtype={fmt}", "-q", "-o", exe])
+    return exe, {"compile_seconds": seconds, "compile_peak_rss": rss,
+                 "size": os.path.getsize(exe)}
+
+
+def run_tfmc(exe, prompt, new, vocab):
+    out = subprocess.run([exe, "--tokens", prompt_ids(prompt, vocab), "-n", str(new),
+                          "--print-ids", "--ignore-eos", "--stats", "--warmup", "1"],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stderr.strip().splitlines()[-1])
+
+
+def tfmc_cell(exe, args, vocab, work):
+    before = read_bandwidth(work)
+    decode = run_tfmc(exe, args.prompt, args.new, vocab)
+    after = read_bandwidth(work)
+    prefill = run_tfmc(exe, args.prefill, 1, vocab)
+    return {"decode": decode["decode_tokens_per_s"],
+            "prefill": prefill["prefill_tokens_per_s"],
+            "bytes": decode["weight_bytes_per_token"],
+            "bandwidth": (before + after) / 2}
+
+
+def write_gguf(llama_src, model, path, fmt):
+    """The model's weights as a GGUF file of llama.cpp's LLaMA (F32 or
+    BF16), written with llama.cpp's own gguf-py; a vocabulary of
+    placeholder pieces, since the weights are random."""
+    sys.path.insert(0, os.path.join(llama_src, "gguf-py"))
+    import gguf  # noqa: E402
+    import numpy as np  # noqa: E402
+    with open(os.path.join(model, "config.json")) as f:
+        c = json.load(f)
+    with open(os.path.join(model, "model.safetensors"), "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+        base = 8 + size
+    writer = gguf.GGUFWriter(path, "llama")
+    heads, kv = c["num_attention_heads"], c["num_key_value_heads"]
+    writer.add_context_length(c["max_position_embeddings"])
+    writer.add_embedding_length(c["hidden_size"])
+    writer.add_block_count(c["num_hidden_layers"])
+    writer.add_feed_forward_length(c["intermediate_size"])
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv)
+    writer.add_layer_norm_rms_eps(c["rms_norm_eps"])
+    writer.add_rope_freq_base(c["rope_theta"])
+    writer.add_rope_dimension_count(c["hidden_size"] // heads)
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_BF16 if fmt == "BF16"
+                         else gguf.LlamaFileType.ALL_F32)
+    vocab = c["vocab_size"]
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list([f"<t{i}>".encode() for i in range(vocab)])
+    writer.add_token_scores([0.0] * vocab)
+    writer.add_token_types([gguf.TokenType.NORMAL] * vocab)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    names = {"model.embed_tokens.weight": "token_embd.weight",
+             "model.norm.weight": "output_norm.weight",
+             "lm_head.weight": "output.weight"}
+    per_layer = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
+                 "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+                 "self_attn.o_proj": "attn_output",
+                 "post_attention_layernorm": "ffn_norm",
+                 "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+                 "mlp.down_proj": "ffn_down"}
+    data = np.memmap(os.path.join(model, "model.safetensors"), dtype=np.uint8,
+                     mode="r")
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = entry["data_offsets"]
+        raw = data[base + begin:base + end]
+        if entry["dtype"] == "BF16":
+            values = (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+        else:
+            values = raw.view(np.float32)
+        values = values.reshape(entry["shape"])
+        if name in names:
+            target = names[name]
+        else:
+            parts = name.split(".")
+            layer, rest = parts[2], ".".join(parts[3:-1])
+            target = f"blk.{layer}.{per_layer[rest]}.weight"
+            # llama.cpp's LLaMA permutes Q and K rows to its rotary layout
+            # (convert_hf_to_gguf's LlamaModel.permute).
+            if rest in ("self_attn.q_proj", "self_attn.k_proj"):
+                n = heads if rest == "self_attn.q_proj" else kv
+                values = (values.reshape(n, 2, values.shape[0] // n // 2, -1)
+                          .swapaxes(1, 2).reshape(values.shape))
+        if fmt == "BF16" and values.ndim == 2:
+            bits = np.ascontiguousarray(values).view(np.uint32)
+            writer.add_tensor(target, (bits >> 16).astype(np.uint16),
+                              raw_dtype=gguf.GGMLQuantizationType.BF16)
+        else:
+            writer.add_tensor(target, np.ascontiguousarray(values, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def gguf_decode_bytes(llama_src, path):
+    """Bytes of tensors one decode step reads: all but the token table
+    (of which it reads one row)."""
+    sys.path.insert(0, os.path.join(llama_src, "gguf-py"))
+    import gguf  # noqa: E402
+    reader = gguf.GGUFReader(path)
+    return sum(int(t.n_bytes) for t in reader.tensors if t.name != "token_embd.weight")
+
+
+def prepare_llama_cpp(args, work, kind, model):
+    """GGUF files of every peer format (F32 or BF16 written from the
+    checkpoint, Q8_0 and Q4_0 by llama-quantize from it)."""
+    src = os.path.dirname(os.path.abspath(args.llama_cpp.rstrip("/")))
+    source = "BF16" if kind == "tinyllama" else "F32"
+    files = {}
+    base = os.path.join(work, f"{kind}-{source}.gguf")
+    if not os.path.exists(base):
+        write_gguf(src, model, base, source)
+    files[source] = base
+    for fmt in ("F32", "BF16", "Q8_0", "Q4_0"):
+        path = os.path.join(work, f"{kind}-{fmt}.gguf")
+        if fmt not in files and not os.path.exists(path):
+            subprocess.run([os.path.join(args.llama_cpp, "bin", "llama-quantize"),
+                            base, path, fmt], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        files[fmt] = path
+    return src, files
+
+
+def llama_cpp_cell(args, src, path, work):
+    bench = os.path.join(args.llama_cpp, "bin", "llama-bench")
+    before = read_bandwidth(work)
+    decode = json.loads(subprocess.run(
+        [bench, "-m", path, "-t", "2", "-p", "0", "-n", str(args.new),
+         "-d", str(args.prompt), "-r", "2", "-o", "json"],
+        capture_output=True, text=True, check=True).stdout)
+    after = read_bandwidth(work)
+    prefill = json.loads(subprocess.run(
+        [bench, "-m", path, "-t", "2", "-p", str(args.prefill), "-n", "0",
+         "-r", "2", "-o", "json"],
+        capture_output=True, text=True, check=True).stdout)
+    return {"decode": decode[0]["avg_ts"], "prefill": prefill[0]["avg_ts"],
+            "bytes": gguf_decode_bytes(src, path),
+            "bandwidth": (before + after) / 2}
+
+
+def median_of(rounds, value):
+    return statistics.median(value(cells) for cells in rounds)
+
+
+def fraction_of_bound(cell):
+    return cell["decode"] * cell["bytes"] / (cell["bandwidth"] * 1e9)
+
+
+def summary(rounds, fmt, formats, with_peer):
+    """Lines for one format: tfmc's medians, and with the peer its medians
+    and the ratios of each round."""
+    mine = ("tfmc", fmt)
+    lines = [f"  tfmc {fmt:5} decode {median_of(rounds, lambda c: c[mine]['decode']):7.1f}"
+             f" ({median_of(rounds, lambda c: fraction_of_bound(c[mine])):.0%} of bound)"
+             f"  prefill {median_of(rounds, lambda c: c[mine]['prefill']):7.1f}"]
+    if fmt != "f32" and "f32" in formats:
+        ratio = median_of(rounds, lambda c: c[mine]["decode"] / c[("tfmc", "f32")]["decode"])
+        lines[0] += f"  decode / tfmc f32 {ratio:.2f}"
+    if with_peer:
+        peer = ("llama.cpp", PEER_FORMAT[fmt])
+        decode = [c[mine]["decode"] / c[peer]["decode"] for c in rounds]
+        prefill = [c[mine]["prefill"] / c[peer]["prefill"] for c in rounds]
+        lines.append(f"  llama.cpp {peer[1]:5} decode {median_of(rounds, lambda c: c[peer]['decode']):7.1f}"
+                     f" ({median_of(rounds, lambda c: fraction_of_bound(c[peer])):.0%} of bound)"
+                     f"  prefill {median_of(rounds, lambda c: c[peer]['prefill']):7.1f}")
+        lines.append(f"  tfmc / llama.cpp: decode {statistics.median(decode):.2f}"
+                     f" (rounds {', '.join(f'{r:.2f}' for r in decode)}), prefill "
+                     f"{statistics.median(prefill):.2f}"
+                     f" (rounds {', '.join(f'{r:.2f}' for r in prefill)})")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--work", default="/tmp/tfm-bench-formats")
+    parser.add_argument("--models", default="llama,tinyllama")
+    parser.add_argument("--formats", default="f32,bf16,int8,int4")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--prompt", type=int, default=128)
+    parser.add_argument("--new", type=int, default=64)
+    parser.add_argument("--prefill", type=int, default=512)
+    parser.add_argument("--llama-cpp", help="llama.cpp's CMake build directory")
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    limits = hardware_limits(args.work)
+    print(f"machine: {json.dumps(limits)}", flush=True)
+    formats = args.formats.split(",")
+    for kind in args.models.split(","):
+        model = make_model(args.work, kind)
+        with open(os.path.join(model, "config.json")) as f:
+            vocab = json.load(f)["vocab_size"]
+        engines = {}
+        for fmt in formats:
+            exe, built = compile_tfmc(args.work, kind, model, fmt)
+            print(f"{kind} tfmc {fmt}: compiled in {built['compile_seconds']:.1f} s, "
+                  f"peak RSS {built['compile_peak_rss'] / 2**20:.0f} MiB, "
+                  f"{built['size'] / 2**20:.0f} MiB", flush=True)
+            engines[("tfmc", fmt)] = lambda exe=exe: tfmc_cell(exe, args, vocab, args.work)
+        if args.llama_cpp:
+            src, files = prepare_llama_cpp(args, args.work, kind, model)
+            for fmt in formats:
+                peer = PEER_FORMAT[fmt]
+                engines[("llama.cpp", peer)] = (
+                    lambda path=files[peer]: llama_cpp_cell(args, src, path, args.work))
+        rounds = []
+        for r in range(args.rounds):
+            cells = {key: run() for key, run in engines.items()}
+            rounds.append(cells)
+            for (engine, fmt), cell in cells.items():
+                bound = cell["bandwidth"] * 1e9 / cell["bytes"]
+                print(f"{kind} round {r + 1} {engine:9} {fmt:5}: decode "
+                      f"{cell['decode']:7.1f} tok/s ({cell['decode'] / bound:4.0%} of "
+                      f"{bound:.0f} at {cell['bandwidth']:.1f} GB/s, "
+                      f"{cell['bytes'] / 1e6:.0f} MB/token), prefill "
+                      f"{cell['prefill']:7.1f} tok/s", flush=True)
+        print(f"\n{kind}: medians over {args.rounds} rounds (ratios within each round)")
+        for fmt in formats:
+            print(summary(rounds, fmt, formats, args.llama_cpp))
+
+if __name__ == "__main__":
+    main()
