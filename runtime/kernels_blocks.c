@@ -409,18 +409,27 @@ tfm_blocks_isa tfm_blocks_best_isa(void) {
   return TFM_BLOCKS_ISA_SCALAR;
 }
 
+/* The best the CPU runs, or less if TFM_BLOCKS_ISA (scalar, avx2, vnni)
+ * says so: what a model compiled with --mcpu for an older CPU meets
+ * there, run here. */
+static tfm_blocks_isa current_isa(void) {
+  if (isa_chosen >= 0)
+    return (tfm_blocks_isa)isa_chosen;
+  tfm_blocks_isa isa = tfm_blocks_best_isa();
+  const char *requested = getenv("TFM_BLOCKS_ISA");
+  if (requested && !strcmp(requested, "scalar"))
+    isa = TFM_BLOCKS_ISA_SCALAR;
+  else if (requested && !strcmp(requested, "avx2") && isa > TFM_BLOCKS_ISA_AVX2)
+    isa = TFM_BLOCKS_ISA_AVX2;
+  isa_chosen = isa;
+  return isa;
+}
+
 tfm_blocks_isa tfm_blocks_use_isa(tfm_blocks_isa isa) {
-  tfm_blocks_isa before =
-      isa_chosen < 0 ? tfm_blocks_best_isa() : (tfm_blocks_isa)isa_chosen;
+  tfm_blocks_isa before = current_isa();
   tfm_blocks_isa best = tfm_blocks_best_isa();
   isa_chosen = isa > best ? best : isa;
   return before;
-}
-
-static tfm_blocks_isa current_isa(void) {
-  if (isa_chosen < 0)
-    isa_chosen = tfm_blocks_best_isa();
-  return (tfm_blocks_isa)isa_chosen;
 }
 
 static void blocks_chunk(void *context, int64_t begin, int64_t end,

@@ -22,7 +22,9 @@ typedef enum {
 /* The best instruction set this CPU runs. */
 tfm_blocks_isa tfm_blocks_best_isa(void);
 /* Makes the kernels use `isa` (at most the best); returns the one they
- * used before. */
+ * used before. Without a call, they use the best, or the one the
+ * environment variable TFM_BLOCKS_ISA names (scalar, avx2, vnni) if that
+ * is less. */
 tfm_blocks_isa tfm_blocks_use_isa(tfm_blocks_isa isa);
 
 #ifdef __cplusplus
