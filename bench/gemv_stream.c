@@ -3,13 +3,15 @@
  * attention output, MLP up and down, then the 50257-row LM head), each
  * matrix its own memory so that nothing is reused from cache, as in a
  * decode step. Prints GB/s of weight read by each engine of the runtime:
- * the panel kernel (packed weights) and the row-major path (a tied LM
- * head, or --no-pack-weights). Compare with bench/hwlimits' read bandwidth.
+ * the panel kernel (packed f32 and bf16 weights), the block kernels (int8
+ * and int4 blocks) and the row-major path (a tied LM head, or
+ * --no-pack-weights). Compare with bench/hwlimits' read bandwidth.
  *
  *   cc -O2 -I. bench/gemv_stream.c build/lib/libtfmrt.a -lopenblas -lutf8proc -lm \
  *      -lpthread -o /tmp/gemv_stream && /tmp/gemv_stream
  */
-#include "runtime/tfm_model_abi.h"
+#include "runtime/runtime_kernels.h"
+#include "runtime/weight_formats.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,18 @@ typedef struct {
   float *data; /* panels or [n, k] rows, 2 MiB aligned */
 } weight;
 
+/* How the layers' weights are stored: as f32 rows or panels, bf16 panels,
+ * or blocks (the same memory, reinterpreted: the values do not matter). */
+enum { kRows, kPanels, kBF16Panels, kQ8, kQ4 };
+
+static double stored_bytes(const weight *w, int format) {
+  if (format == kQ8 || format == kQ4)
+    return (double)tfm_block_matrix_bytes(format == kQ8 ? TFM_BLOCKS_Q8_0
+                                                        : TFM_BLOCKS_Q4_0,
+                                          w->n, w->k);
+  return (double)w->n * w->k * (format == kBF16Panels ? 2 : 4);
+}
+
 static float *filled(size_t count) {
   size_t bytes = (count * sizeof(float) + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
   float *p = aligned_alloc(2u << 20, bytes);
@@ -42,10 +56,21 @@ static float *filled(size_t count) {
   return p;
 }
 
-static void gemv(const weight *w, int panels, float *x, float *y) {
+static void gemv(const weight *w, int format, float *x, float *y) {
   tfm_memref2d_f32 a = {x, x, 0, {1, w->k}, {w->k, 1}};
   tfm_memref2d_f32 c = {y, y, 0, {1, w->n}, {w->n, 1}};
-  if (panels) {
+  if (format == kQ8 || format == kQ4) {
+    int8_t *bytes = (int8_t *)w->data;
+    tfm_memref1d_i8 b = {bytes, bytes, 0, {(int64_t)stored_bytes(w, format)}, {1}};
+    _mlir_ciface_tfm_rt_linear_blocks(&a, &b, &c, format == kQ8 ? TFM_BLOCKS_Q8_0
+                                                               : TFM_BLOCKS_Q4_0);
+  } else if (format == kBF16Panels) {
+    int64_t count = (w->n + kPanel - 1) / kPanel;
+    uint16_t *half = (uint16_t *)w->data;
+    tfm_memref3d_u16 p = {half, half, 0, {count, w->k, kPanel},
+                          {w->k * kPanel, kPanel, 1}};
+    _mlir_ciface_tfm_rt_linear_panels_bf16(&a, &p, &c);
+  } else if (format == kPanels) {
     int64_t count = (w->n + kPanel - 1) / kPanel;
     tfm_memref3d_f32 p = {w->data, w->data, 0, {count, w->k, kPanel},
                           {w->k * kPanel, kPanel, 1}};
@@ -58,14 +83,14 @@ static void gemv(const weight *w, int panels, float *x, float *y) {
 }
 
 /* GB/s of weight read over `count` matrices, best of kRepeats passes. */
-static double stream(const weight *w, int count, int panels, float *x, float *y) {
+static double stream(const weight *w, int count, int format, float *x, float *y) {
   double best = 1e30, bytes = 0;
   for (int i = 0; i < count; ++i)
-    bytes += (double)w[i].n * w[i].k * sizeof(float);
+    bytes += stored_bytes(&w[i], format);
   for (int r = 0; r < kRepeats; ++r) {
     double t0 = now();
     for (int i = 0; i < count; ++i)
-      gemv(&w[i], panels, x, y);
+      gemv(&w[i], format, x, y);
     double t = now() - t0;
     best = t < best ? t : best;
   }
@@ -84,8 +109,11 @@ int main(void) {
     }
   weight head = {50257, 768, filled((size_t)50257 * 768)};
   float *x = filled(3072), *y = filled(50257 + kPanel);
-  printf("layers' weights, panels:      %6.1f GB/s\n", stream(w, count, 1, x, y));
-  printf("layers' weights, row-major:   %6.1f GB/s\n", stream(w, count, 0, x, y));
-  printf("LM head 50257x768, row-major: %6.1f GB/s\n", stream(&head, 1, 0, x, y));
+  printf("layers' weights, panels:      %6.1f GB/s\n", stream(w, count, kPanels, x, y));
+  printf("layers' weights, bf16 panels: %6.1f GB/s\n", stream(w, count, kBF16Panels, x, y));
+  printf("layers' weights, int8 blocks: %6.1f GB/s\n", stream(w, count, kQ8, x, y));
+  printf("layers' weights, int4 blocks: %6.1f GB/s\n", stream(w, count, kQ4, x, y));
+  printf("layers' weights, row-major:   %6.1f GB/s\n", stream(w, count, kRows, x, y));
+  printf("LM head 50257x768, row-major: %6.1f GB/s\n", stream(&head, 1, kRows, x, y));
   return 0;
 }

@@ -379,6 +379,89 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int64_t p,
     _mm512_storeu_ps(tile + r * kRows, acc[r]);
 }
 
+/* One row of A (a decode step) against `count` (<= kRowPanels, a
+ * constant at every call) consecutive panels: each block's activation
+ * broadcasts serve all of them, and the panels' independent chains and
+ * streams keep the memory system busy. */
+enum { kRowPanels = 4 };
+TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int64_t p,
+                                     int count, float *out) {
+  int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
+  int q8 = job->format == TFM_BLOCKS_Q8_0;
+  int32_t offset = code_offset(job->format);
+  const uint8_t *panel[kRowPanels];
+  __m512 acc[kRowPanels];
+#pragma GCC unroll 4
+  for (int j = 0; j < count; ++j) {
+    panel[j] = job->weights + (p + j) * job->panel_bytes;
+    acc[j] = _mm512_setzero_ps();
+  }
+  const int8_t *x = job->x.codes;
+  for (int64_t b = 0; b < job->blocks; ++b, x += kBlock) {
+    __m512i even[kRowPanels], odd[kRowPanels];
+#pragma GCC unroll 4
+    for (int j = 0; j < count; ++j)
+      even[j] = odd[j] = _mm512_setzero_si512();
+    /* Where block b's codes start in each panel. */
+    int64_t codes = job->blocks * TFM_BLOCK_SCALE_BYTES + b * code_bytes;
+    if (q8) {
+#pragma GCC unroll 4
+      for (int g = 0; g < kBlock / 4; g += 2) {
+        __m512i x0 = broadcast4(x + 4 * g), x1 = broadcast4(x + 4 * g + 4);
+#pragma GCC unroll 4
+        for (int j = 0; j < count; ++j) {
+          const uint8_t *at = panel[j] + codes + g * 64;
+          even[j] = _mm512_dpbusd_epi32(even[j], _mm512_loadu_si512(at), x0);
+          odd[j] = _mm512_dpbusd_epi32(odd[j], _mm512_loadu_si512(at + 64), x1);
+        }
+      }
+    } else {
+      const __m512i nibble = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+      for (int v = 0; v < kBlock / 8; ++v) {
+        __m512i x0 = broadcast4(x + 8 * v), x1 = broadcast4(x + 8 * v + 4);
+#pragma GCC unroll 4
+        for (int j = 0; j < count; ++j) {
+          __m512i raw = _mm512_loadu_si512(panel[j] + codes + v * 64);
+          even[j] = _mm512_dpbusd_epi32(even[j], _mm512_and_si512(raw, nibble), x0);
+          odd[j] = _mm512_dpbusd_epi32(
+              odd[j], _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble), x1);
+        }
+      }
+    }
+    __m512 xs = _mm512_set1_ps(job->x.scales[b]);
+    __m512i correction = _mm512_set1_epi32(offset * job->x.sums[b]);
+#pragma GCC unroll 4
+    for (int j = 0; j < count; ++j) {
+      __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256(
+          (const __m256i *)((const uint16_t *)panel[j] + b * kRows)));
+      __m512i dot = _mm512_sub_epi32(_mm512_add_epi32(even[j], odd[j]),
+                                     correction);
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(ws, xs),
+                               acc[j]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < count; ++j)
+    _mm512_storeu_ps(out + j * kRows, acc[j]);
+}
+
+/* Panels [p0, p1) for one row of A. */
+TFM_VNNI static void row_vnni(const block_job *job, int64_t p0, int64_t p1) {
+  float tile[kRowPanels * kRows];
+  for (int64_t p = p0; p < p1; p += kRowPanels) {
+    int count = p1 - p < kRowPanels ? (int)(p1 - p) : kRowPanels;
+    switch (count) {
+    case 4: row_panels_vnni(job, p, 4, tile); break;
+    case 3: row_panels_vnni(job, p, 3, tile); break;
+    case 2: row_panels_vnni(job, p, 2, tile); break;
+    default: row_panels_vnni(job, p, 1, tile); break;
+    }
+    for (int j = 0; j < count; ++j)
+      store_tile(job, p + j, 0, 1, tile + j * kRows);
+  }
+}
+
 TFM_VNNI static void tile_vnni(const block_job *job, int64_t p, int64_t i0,
                                int rows) {
   float tile[kTile * kRows];
@@ -437,6 +520,10 @@ static void blocks_chunk(void *context, int64_t begin, int64_t end,
   (void)thread;
   const block_job *job = context;
   tfm_blocks_isa isa = current_isa();
+  if (job->m == 1 && isa == TFM_BLOCKS_ISA_VNNI) {
+    row_vnni(job, begin, end);
+    return;
+  }
   for (int64_t p = begin; p < end; ++p)
     for (int64_t i = 0; i < job->m; i += kTile) {
       int rows = job->m - i < kTile ? (int)(job->m - i) : kTile;
