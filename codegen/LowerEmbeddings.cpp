@@ -135,27 +135,19 @@ Value lookUpBlockRows(ConversionPatternRewriter &rewriter, EmbeddingOp op,
                       Value ids, Value bytes, StoredFormat format) {
   Location loc = op.getLoc();
   RankedTensorType type = op.getType();
-  SmallVector<Value> operands = {kernelInput(rewriter, loc, ids),
-                                 kernelInput(rewriter, loc, bytes)};
   SmallVector<Value> dynamicSizes;
   if (type.isDynamicDim(0))
     dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, ids, 0));
-  auto [out, outOperand] = kernelOutput(rewriter, loc, type, dynamicSizes);
-  operands.push_back(outOperand);
-  operands.push_back(arith::ConstantIntOp::create(
-      rewriter, loc, rewriter.getI64Type(),
-      format == StoredFormat::Q8_0 ? TFM_BLOCKS_Q8_0 : TFM_BLOCKS_Q4_0));
-  operands.push_back(arith::ConstantOp::create(
-      rewriter, loc,
-      rewriter.getF32FloatAttr(op.getScale() ? op.getScale()->convertToFloat()
-                                             : 1.0f)));
-  func::FuncOp kernel = lookupOrDeclareRuntimeKernel(
-      rewriter, op->getParentOfType<ModuleOp>(), "tfm_rt_embedding_blocks",
-      ValueRange(operands).getTypes());
-  func::CallOp::create(rewriter, loc, kernel, operands);
-  return bufferization::ToTensorOp::create(rewriter, loc, type, out,
-                                           /*restrict=*/true,
-                                           /*writable=*/true);
+  SmallVector<Value> trailing = {
+      arith::ConstantIntOp::create(
+          rewriter, loc, rewriter.getI64Type(),
+          format == StoredFormat::Q8_0 ? TFM_BLOCKS_Q8_0 : TFM_BLOCKS_Q4_0),
+      arith::ConstantOp::create(
+          rewriter, loc,
+          rewriter.getF32FloatAttr(
+              op.getScale() ? op.getScale()->convertToFloat() : 1.0f))};
+  return callKernelWithOutput(rewriter, loc, "tfm_rt_embedding_blocks",
+                              {ids, bytes}, type, dynamicSizes, trailing);
 }
 
 struct LowerEmbedding : OpConversionPattern<EmbeddingOp> {

@@ -126,19 +126,13 @@ struct LowerDequantize : OpConversionPattern<DequantizeOp> {
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
     if (Value bytes = blockWeightBytes(adaptor.getInput())) {
-      SmallVector<Value> operands = {kernelInput(rewriter, loc, bytes)};
-      auto [out, outOperand] = kernelOutput(rewriter, loc, type, {});
-      operands.push_back(outOperand);
-      operands.push_back(arith::ConstantIntOp::create(
+      Value format = arith::ConstantIntOp::create(
           rewriter, loc, rewriter.getI64Type(),
           *op.getBlockFormat() == BlockFormat::q8_0 ? TFM_BLOCKS_Q8_0
-                                                    : TFM_BLOCKS_Q4_0));
-      func::FuncOp kernel = lookupOrDeclareRuntimeKernel(
-          rewriter, op->getParentOfType<ModuleOp>(),
-          "tfm_rt_dequantize_blocks", ValueRange(operands).getTypes());
-      func::CallOp::create(rewriter, loc, kernel, operands);
-      rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
-          op, type, out, /*restrict=*/true, /*writable=*/true);
+                                                    : TFM_BLOCKS_Q4_0);
+      rewriter.replaceOp(op, callKernelWithOutput(
+                                 rewriter, loc, "tfm_rt_dequantize_blocks",
+                                 {bytes}, type, {}, {format}));
       return success();
     }
     if (op.getBlockFormat())

@@ -41,6 +41,27 @@ Value mlir::tfm::kernelInput(OpBuilder &b, Location loc, Value tensor) {
   return memref::CastOp::create(b, loc, buffer, read);
 }
 
+Value mlir::tfm::callKernelWithOutput(OpBuilder &b, Location loc,
+                                      StringRef name, ValueRange inputs,
+                                      RankedTensorType type,
+                                      ValueRange dynamicSizes,
+                                      ValueRange trailing) {
+  SmallVector<Value> operands;
+  for (Value input : inputs)
+    operands.push_back(kernelInput(b, loc, input));
+  auto [out, outOperand] = kernelOutput(b, loc, type, dynamicSizes);
+  operands.push_back(outOperand);
+  operands.append(trailing.begin(), trailing.end());
+  ModuleOp module =
+      b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  func::FuncOp kernel = lookupOrDeclareRuntimeKernel(
+      b, module, name, ValueRange(operands).getTypes());
+  func::CallOp::create(b, loc, kernel, operands);
+  return bufferization::ToTensorOp::create(b, loc, type, out,
+                                           /*restrict=*/true,
+                                           /*writable=*/true);
+}
+
 std::pair<Value, Value> mlir::tfm::kernelOutput(OpBuilder &b, Location loc,
                                                 RankedTensorType type,
                                                 ValueRange dynamicSizes) {

@@ -38,6 +38,15 @@ std::pair<Value, Value> kernelOutput(OpBuilder &b, Location loc,
                                      RankedTensorType type,
                                      ValueRange dynamicSizes);
 
+/// Calls kernel `name` with the tensors `inputs` (as kernelInput passes
+/// them), then a fresh buffer of `type` it fills, then the scalars
+/// `trailing` (formats, flags); returns that buffer as a tensor. The
+/// kernel's declaration is made with `b` at the module's start the first
+/// time.
+Value callKernelWithOutput(OpBuilder &b, Location loc, StringRef name,
+                           ValueRange inputs, RankedTensorType type,
+                           ValueRange dynamicSizes, ValueRange trailing = {});
+
 } // namespace mlir::tfm
 
 #endif // TFM_CODEGEN_RUNTIMEKERNELS_H

@@ -70,28 +70,18 @@ std::optional<KernelWeight> kernelWeight(Value weight) {
 Value kernelProduct(ConversionPatternRewriter &rewriter, Location loc,
                     Value input, const KernelWeight &weight, Value bias,
                     RankedTensorType rowsType) {
-  ModuleOp module =
-      rewriter.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
-  SmallVector<Value> operands = {kernelInput(rewriter, loc, input),
-                                 kernelInput(rewriter, loc, weight.data)};
+  SmallVector<Value> inputs = {input, weight.data};
   if (bias)
-    operands.push_back(kernelInput(rewriter, loc, bias));
-  SmallVector<Value> dynamicSizes;
+    inputs.push_back(bias);
+  SmallVector<Value> dynamicSizes, trailing;
   if (rowsType.isDynamicDim(0))
     dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, input, 0));
-  auto [out, outOperand] = kernelOutput(rewriter, loc, rowsType, dynamicSizes);
-  operands.push_back(outOperand);
   if (weight.blockFormat >= 0)
-    operands.push_back(arith::ConstantIntOp::create(
+    trailing.push_back(arith::ConstantIntOp::create(
         rewriter, loc, rewriter.getI64Type(), weight.blockFormat));
-  func::FuncOp kernel = lookupOrDeclareRuntimeKernel(
-      rewriter, module,
-      bias ? (weight.kernel + "_bias").str() : weight.kernel.str(),
-      ValueRange(operands).getTypes());
-  func::CallOp::create(rewriter, loc, kernel, operands);
-  return bufferization::ToTensorOp::create(rewriter, loc, rowsType, out,
-                                           /*restrict=*/true,
-                                           /*writable=*/true);
+  return callKernelWithOutput(
+      rewriter, loc, bias ? (weight.kernel + "_bias").str() : weight.kernel.str(),
+      inputs, rowsType, dynamicSizes, trailing);
 }
 
 /// tfm.linear over a weight a kernel reads as stored (panels, block
@@ -130,39 +120,30 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
     if (op.getBias())
       return rewriter.notifyMatchFailure(op, "bias: reference lowering");
     Location loc = op.getLoc();
-    SmallVector<Value> operands;
-    for (Value tensor :
-         {adaptor.getQuery(), adaptor.getKey(), adaptor.getValue()})
-      operands.push_back(kernelInput(rewriter, loc, tensor));
+    SmallVector<Value> inputs = {adaptor.getQuery(), adaptor.getKey(),
+                                 adaptor.getValue()};
     if (Value lengths = adaptor.getLengths())
-      operands.push_back(kernelInput(rewriter, loc, lengths));
+      inputs.push_back(lengths);
     if (Value table = adaptor.getRelativeBias())
-      operands.push_back(kernelInput(
-          rewriter, loc,
-          buildDistanceBias(rewriter, loc, op, table, adaptor.getQuery(),
-                            adaptor.getKey())));
+      inputs.push_back(buildDistanceBias(rewriter, loc, op, table,
+                                         adaptor.getQuery(), adaptor.getKey()));
     RankedTensorType type = op.getType();
     SmallVector<Value> dynamicSizes;
     if (type.isDynamicDim(0))
       dynamicSizes.push_back(
           tensor::DimOp::create(rewriter, loc, adaptor.getQuery(), 0));
-    auto [out, outOperand] = kernelOutput(rewriter, loc, type, dynamicSizes);
-    operands.push_back(outOperand);
-    operands.push_back(
-        arith::ConstantOp::create(rewriter, loc, op.getScaleAttr()));
-    operands.push_back(arith::ConstantIntOp::create(
-        rewriter, loc, rewriter.getI64Type(), op.getCausal() ? 1 : 0));
-    operands.push_back(arith::ConstantIntOp::create(
-        rewriter, loc, rewriter.getI64Type(), op.getWindow().value_or(0)));
-    func::FuncOp kernel = lookupOrDeclareRuntimeKernel(
-        rewriter, op->getParentOfType<ModuleOp>(),
-        op.getLengths()        ? "tfm_rt_attention_packed"
-        : op.getRelativeBias() ? "tfm_rt_attention_biased"
-                               : "tfm_rt_attention",
-        ValueRange(operands).getTypes());
-    func::CallOp::create(rewriter, loc, kernel, operands);
-    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
-        op, type, out, /*restrict=*/true, /*writable=*/true);
+    SmallVector<Value> flags = {
+        arith::ConstantOp::create(rewriter, loc, op.getScaleAttr()),
+        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
+                                     op.getCausal() ? 1 : 0),
+        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
+                                     op.getWindow().value_or(0))};
+    rewriter.replaceOp(
+        op, callKernelWithOutput(rewriter, loc,
+                                 op.getLengths()        ? "tfm_rt_attention_packed"
+                                 : op.getRelativeBias() ? "tfm_rt_attention_biased"
+                                                        : "tfm_rt_attention",
+                                 inputs, type, dynamicSizes, flags));
     return success();
   }
 };

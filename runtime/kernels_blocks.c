@@ -39,7 +39,7 @@
 enum {
   kRows = TFM_BLOCK_PANEL_ROWS, /* outputs per panel */
   kBlock = TFM_BLOCK_SIZE,
-  kTile = 8, /* rows of A per pass over a panel */
+  kTile = 6, /* rows of A per pass over a panel */
 };
 
 /* Rows of A quantized per block: codes[row][k padded to whole blocks],
@@ -309,9 +309,11 @@ TFM_VNNI_INLINE __m512i broadcast4(const int8_t *x) {
   return _mm512_set1_epi32(four);
 }
 
-/* A whole panel (16 outputs) for `rows` rows of A, a constant at every
- * call so that the accumulators stay in registers; two int32 chains per
- * row keep vpdpbusd's latency hidden when there is one row. */
+/* A whole panel (16 outputs) for `rows` (2 to 8) rows of A, a constant at
+ * every call so that the accumulators stay in registers: one int32 chain
+ * and one f32 accumulator per row (two chains per row spilled to the stack
+ * at 8 rows); each weight vector loaded serves every row. One row goes to
+ * row_vnni. */
 TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int64_t p,
                                      int64_t i0, int rows, float *tile) {
   const uint8_t *panel = job->weights + p * job->panel_bytes;
@@ -320,31 +322,26 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int64_t p,
   int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
   int q8 = job->format == TFM_BLOCKS_Q8_0;
   int32_t offset = code_offset(job->format);
+  int64_t row_stride = job->blocks * kBlock;
   __m512 acc[kTile];
 #pragma GCC unroll 8
   for (int r = 0; r < rows; ++r)
     acc[r] = _mm512_setzero_ps();
   for (int64_t b = 0; b < job->blocks; ++b) {
     const uint8_t *block_codes = codes + b * code_bytes;
-    const int8_t *x[kTile];
-    __m512i even[kTile], odd[kTile];
+    const int8_t *x = job->x.codes + i0 * row_stride + b * kBlock;
+    __m512i dot[kTile];
 #pragma GCC unroll 8
-    for (int r = 0; r < rows; ++r) {
-      x[r] = job->x.codes + ((i0 + r) * job->blocks + b) * kBlock;
-      even[r] = _mm512_setzero_si512();
-      odd[r] = _mm512_setzero_si512();
-    }
+    for (int r = 0; r < rows; ++r)
+      dot[r] = _mm512_setzero_si512();
     if (q8) {
-#pragma GCC unroll 4
-      for (int g = 0; g < kBlock / 4; g += 2) {
-        __m512i w0 = _mm512_loadu_si512(block_codes + g * 64);
-        __m512i w1 = _mm512_loadu_si512(block_codes + g * 64 + 64);
 #pragma GCC unroll 8
-        for (int r = 0; r < rows; ++r) {
-          even[r] = _mm512_dpbusd_epi32(even[r], w0, broadcast4(x[r] + 4 * g));
-          odd[r] =
-              _mm512_dpbusd_epi32(odd[r], w1, broadcast4(x[r] + 4 * g + 4));
-        }
+      for (int g = 0; g < kBlock / 4; ++g) {
+        __m512i w = _mm512_loadu_si512(block_codes + g * 64);
+#pragma GCC unroll 8
+        for (int r = 0; r < rows; ++r)
+          dot[r] = _mm512_dpbusd_epi32(dot[r], w,
+                                       broadcast4(x + r * row_stride + 4 * g));
       }
     } else {
       const __m512i nibble = _mm512_set1_epi8(0x0F);
@@ -352,13 +349,15 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int64_t p,
       for (int v = 0; v < kBlock / 8; ++v) {
         __m512i raw = _mm512_loadu_si512(block_codes + v * 64);
         __m512i low = _mm512_and_si512(raw, nibble);
+#pragma GCC unroll 8
+        for (int r = 0; r < rows; ++r)
+          dot[r] = _mm512_dpbusd_epi32(dot[r], low,
+                                       broadcast4(x + r * row_stride + 8 * v));
         __m512i high = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
 #pragma GCC unroll 8
-        for (int r = 0; r < rows; ++r) {
-          even[r] = _mm512_dpbusd_epi32(even[r], low, broadcast4(x[r] + 8 * v));
-          odd[r] =
-              _mm512_dpbusd_epi32(odd[r], high, broadcast4(x[r] + 8 * v + 4));
-        }
+        for (int r = 0; r < rows; ++r)
+          dot[r] = _mm512_dpbusd_epi32(
+              dot[r], high, broadcast4(x + r * row_stride + 8 * v + 4));
       }
     }
     __m512 ws = _mm512_cvtph_ps(
@@ -366,11 +365,10 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int64_t p,
 #pragma GCC unroll 8
     for (int r = 0; r < rows; ++r) {
       int64_t i = (i0 + r) * job->blocks + b;
-      __m512i dot = _mm512_sub_epi32(
-          _mm512_add_epi32(even[r], odd[r]),
-          _mm512_set1_epi32(offset * job->x.sums[i]));
+      __m512i sum = _mm512_sub_epi32(dot[r],
+                                     _mm512_set1_epi32(offset * job->x.sums[i]));
       acc[r] = _mm512_fmadd_ps(
-          _mm512_cvtepi32_ps(dot),
+          _mm512_cvtepi32_ps(sum),
           _mm512_mul_ps(ws, _mm512_set1_ps(job->x.scales[i])), acc[r]);
     }
   }
@@ -416,18 +414,25 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int64_t p,
         }
       }
     } else {
-      const __m512i nibble = _mm512_set1_epi8(0x0F);
+      /* The high nibbles stay in place (16 times their value: no shift
+       * per vector); their sum, a multiple of 16, is shifted once. */
+      const __m512i low_nibble = _mm512_set1_epi8(0x0F);
+      const __m512i high_nibble = _mm512_set1_epi8((char)0xF0);
 #pragma GCC unroll 4
       for (int v = 0; v < kBlock / 8; ++v) {
         __m512i x0 = broadcast4(x + 8 * v), x1 = broadcast4(x + 8 * v + 4);
 #pragma GCC unroll 4
         for (int j = 0; j < count; ++j) {
           __m512i raw = _mm512_loadu_si512(panel[j] + codes + v * 64);
-          even[j] = _mm512_dpbusd_epi32(even[j], _mm512_and_si512(raw, nibble), x0);
+          even[j] = _mm512_dpbusd_epi32(
+              even[j], _mm512_and_si512(raw, low_nibble), x0);
           odd[j] = _mm512_dpbusd_epi32(
-              odd[j], _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble), x1);
+              odd[j], _mm512_and_si512(raw, high_nibble), x1);
         }
       }
+#pragma GCC unroll 4
+      for (int j = 0; j < count; ++j)
+        odd[j] = _mm512_srai_epi32(odd[j], 4);
     }
     __m512 xs = _mm512_set1_ps(job->x.scales[b]);
     __m512i correction = _mm512_set1_epi32(offset * job->x.sums[b]);
@@ -466,8 +471,6 @@ TFM_VNNI static void tile_vnni(const block_job *job, int64_t p, int64_t i0,
                                int rows) {
   float tile[kTile * kRows];
   switch (rows) {
-  case 8: panel_tile_vnni(job, p, i0, 8, tile); break;
-  case 7: panel_tile_vnni(job, p, i0, 7, tile); break;
   case 6: panel_tile_vnni(job, p, i0, 6, tile); break;
   case 5: panel_tile_vnni(job, p, i0, 5, tile); break;
   case 4: panel_tile_vnni(job, p, i0, 4, tile); break;

@@ -11,11 +11,11 @@
 // CHECK-DAG: %[[KB:.*]] = bufferization.to_buffer %[[K]] read_only
 // CHECK-DAG: %[[VB:.*]] = bufferization.to_buffer %[[V]] read_only
 // CHECK-DAG: %[[ROWS:.*]] = tensor.dim %[[Q]], %c0
-// CHECK: %[[OUT:.*]] = memref.alloc(%[[ROWS]]) : memref<?x8x4xf32>
-// CHECK: %[[OUTB:.*]] = memref.cast %[[OUT]]
 // CHECK-DAG: %[[SCALE:.*]] = arith.constant 5.000000e-01 : f32
 // CHECK-DAG: %[[CAUSAL:.*]] = arith.constant 1 : i64
 // CHECK-DAG: %[[WINDOW:.*]] = arith.constant 3 : i64
+// CHECK: %[[OUT:.*]] = memref.alloc(%[[ROWS]]) : memref<?x8x4xf32>
+// CHECK: %[[OUTB:.*]] = memref.cast %[[OUT]]
 // CHECK: call @tfm_rt_attention(%{{.*}}, %{{.*}}, %{{.*}}, %[[OUTB]], %[[SCALE]], %[[CAUSAL]], %[[WINDOW]])
 // CHECK: %[[RESULT:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK: return %[[RESULT]]
@@ -28,8 +28,8 @@ func.func @gqa_window(%q: tensor<?x8x4xf32>, %k: tensor<?x2x4xf32>, %v: tensor<?
 
 // Bidirectional (cross-attention shapes): causal 0, window 0 (none).
 // CHECK-LABEL: func.func @cross
-// CHECK: memref.alloc() : memref<3x2x4xf32>
 // CHECK-COUNT-2: arith.constant 0 : i64
+// CHECK: memref.alloc() : memref<3x2x4xf32>
 // CHECK: call @tfm_rt_attention
 func.func @cross(%q: tensor<3x2x4xf32>, %k: tensor<5x2x4xf32>) -> tensor<3x2x4xf32> {
   %0 = tfm.attention %q, %k, %k {scale = 0.5 : f32} : (tensor<3x2x4xf32>, tensor<5x2x4xf32>, tensor<5x2x4xf32>) -> tensor<3x2x4xf32>
