@@ -309,72 +309,96 @@ TFM_VNNI_INLINE __m512i broadcast4(const int8_t *x) {
   return _mm512_set1_epi32(four);
 }
 
-/* A whole panel (16 outputs) for `rows` (2 to 8) rows of A, a constant at
- * every call so that the accumulators stay in registers: one int32 chain
- * and one f32 accumulator per row (two chains per row spilled to the stack
- * at 8 rows); each weight vector loaded serves every row. One row goes to
- * row_vnni. */
+/* `np` (1 or 2) whole panels (16 outputs each) for `rows` (2 to 6) rows
+ * of A, both constants at every call so that the accumulators stay in
+ * registers: one int32 chain and one f32 accumulator per row and panel
+ * (2 x 6 x 2 = 24 of the 32 vector registers); each weight vector loaded
+ * serves every row, each activation broadcast both panels. One row goes
+ * to row_vnni. */
 TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int64_t p,
-                                     int64_t i0, int rows, float *tile) {
-  const uint8_t *panel = job->weights + p * job->panel_bytes;
-  const uint16_t *scales = (const uint16_t *)panel;
-  const uint8_t *codes = panel + job->blocks * TFM_BLOCK_SCALE_BYTES;
+                                     int64_t i0, int rows, int np,
+                                     float tile[2][kTile * kRows]) {
   int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
   int q8 = job->format == TFM_BLOCKS_Q8_0;
   int32_t offset = code_offset(job->format);
   int64_t row_stride = job->blocks * kBlock;
-  __m512 acc[kTile];
-#pragma GCC unroll 8
+  const uint8_t *panel[2] = {job->weights + p * job->panel_bytes,
+                             job->weights + (p + np - 1) * job->panel_bytes};
+  __m512 acc[kTile][2];
+#pragma GCC unroll 6
   for (int r = 0; r < rows; ++r)
-    acc[r] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+    for (int j = 0; j < np; ++j)
+      acc[r][j] = _mm512_setzero_ps();
   for (int64_t b = 0; b < job->blocks; ++b) {
-    const uint8_t *block_codes = codes + b * code_bytes;
+    int64_t codes = job->blocks * TFM_BLOCK_SCALE_BYTES + b * code_bytes;
     const int8_t *x = job->x.codes + i0 * row_stride + b * kBlock;
-    __m512i dot[kTile];
-#pragma GCC unroll 8
+    __m512i dot[kTile][2];
+#pragma GCC unroll 6
     for (int r = 0; r < rows; ++r)
-      dot[r] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+      for (int j = 0; j < np; ++j)
+        dot[r][j] = _mm512_setzero_si512();
     if (q8) {
 #pragma GCC unroll 8
       for (int g = 0; g < kBlock / 4; ++g) {
-        __m512i w = _mm512_loadu_si512(block_codes + g * 64);
-#pragma GCC unroll 8
-        for (int r = 0; r < rows; ++r)
-          dot[r] = _mm512_dpbusd_epi32(dot[r], w,
-                                       broadcast4(x + r * row_stride + 4 * g));
+        __m512i w[2];
+#pragma GCC unroll 2
+        for (int j = 0; j < np; ++j)
+          w[j] = _mm512_loadu_si512(panel[j] + codes + g * 64);
+#pragma GCC unroll 6
+        for (int r = 0; r < rows; ++r) {
+          __m512i xr = broadcast4(x + r * row_stride + 4 * g);
+#pragma GCC unroll 2
+          for (int j = 0; j < np; ++j)
+            dot[r][j] = _mm512_dpbusd_epi32(dot[r][j], w[j], xr);
+        }
       }
     } else {
       const __m512i nibble = _mm512_set1_epi8(0x0F);
 #pragma GCC unroll 4
       for (int v = 0; v < kBlock / 8; ++v) {
-        __m512i raw = _mm512_loadu_si512(block_codes + v * 64);
-        __m512i low = _mm512_and_si512(raw, nibble);
-#pragma GCC unroll 8
-        for (int r = 0; r < rows; ++r)
-          dot[r] = _mm512_dpbusd_epi32(dot[r], low,
-                                       broadcast4(x + r * row_stride + 8 * v));
-        __m512i high = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
-#pragma GCC unroll 8
-        for (int r = 0; r < rows; ++r)
-          dot[r] = _mm512_dpbusd_epi32(
-              dot[r], high, broadcast4(x + r * row_stride + 8 * v + 4));
+        __m512i low[2], high[2];
+#pragma GCC unroll 2
+        for (int j = 0; j < np; ++j) {
+          __m512i raw = _mm512_loadu_si512(panel[j] + codes + v * 64);
+          low[j] = _mm512_and_si512(raw, nibble);
+          high[j] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+        }
+#pragma GCC unroll 6
+        for (int r = 0; r < rows; ++r) {
+          __m512i x0 = broadcast4(x + r * row_stride + 8 * v);
+          __m512i x1 = broadcast4(x + r * row_stride + 8 * v + 4);
+#pragma GCC unroll 2
+          for (int j = 0; j < np; ++j) {
+            dot[r][j] = _mm512_dpbusd_epi32(dot[r][j], low[j], x0);
+            dot[r][j] = _mm512_dpbusd_epi32(dot[r][j], high[j], x1);
+          }
+        }
       }
     }
-    __m512 ws = _mm512_cvtph_ps(
-        _mm256_loadu_si256((const __m256i *)(scales + b * kRows)));
-#pragma GCC unroll 8
+    __m512 ws[2];
+#pragma GCC unroll 2
+    for (int j = 0; j < np; ++j)
+      ws[j] = _mm512_cvtph_ps(_mm256_loadu_si256(
+          (const __m256i *)((const uint16_t *)panel[j] + b * kRows)));
+#pragma GCC unroll 6
     for (int r = 0; r < rows; ++r) {
       int64_t i = (i0 + r) * job->blocks + b;
-      __m512i sum = _mm512_sub_epi32(dot[r],
-                                     _mm512_set1_epi32(offset * job->x.sums[i]));
-      acc[r] = _mm512_fmadd_ps(
-          _mm512_cvtepi32_ps(sum),
-          _mm512_mul_ps(ws, _mm512_set1_ps(job->x.scales[i])), acc[r]);
+      __m512i correction = _mm512_set1_epi32(offset * job->x.sums[i]);
+      __m512 xs = _mm512_set1_ps(job->x.scales[i]);
+#pragma GCC unroll 2
+      for (int j = 0; j < np; ++j)
+        acc[r][j] = _mm512_fmadd_ps(
+            _mm512_cvtepi32_ps(_mm512_sub_epi32(dot[r][j], correction)),
+            _mm512_mul_ps(ws[j], xs), acc[r][j]);
     }
   }
-#pragma GCC unroll 8
+#pragma GCC unroll 6
   for (int r = 0; r < rows; ++r)
-    _mm512_storeu_ps(tile + r * kRows, acc[r]);
+#pragma GCC unroll 2
+    for (int j = 0; j < np; ++j)
+      _mm512_storeu_ps(tile[j] + r * kRows, acc[r][j]);
 }
 
 /* One row of A (a decode step) against `count` (<= kRowPanels, a
@@ -467,18 +491,26 @@ TFM_VNNI static void row_vnni(const block_job *job, int64_t p0, int64_t p1) {
   }
 }
 
+/* Rows [i0, i0 + rows) of A against panels [p, p + np), np 1 or 2. */
 TFM_VNNI static void tile_vnni(const block_job *job, int64_t p, int64_t i0,
-                               int rows) {
-  float tile[kTile * kRows];
-  switch (rows) {
-  case 6: panel_tile_vnni(job, p, i0, 6, tile); break;
-  case 5: panel_tile_vnni(job, p, i0, 5, tile); break;
-  case 4: panel_tile_vnni(job, p, i0, 4, tile); break;
-  case 3: panel_tile_vnni(job, p, i0, 3, tile); break;
-  case 2: panel_tile_vnni(job, p, i0, 2, tile); break;
-  default: panel_tile_vnni(job, p, i0, 1, tile); break;
+                               int rows, int np) {
+  float tile[2][kTile * kRows];
+#define TFM_TILE_CASES(NP)                                                     \
+  switch (rows) {                                                              \
+  case 6: panel_tile_vnni(job, p, i0, 6, NP, tile); break;                     \
+  case 5: panel_tile_vnni(job, p, i0, 5, NP, tile); break;                     \
+  case 4: panel_tile_vnni(job, p, i0, 4, NP, tile); break;                     \
+  case 3: panel_tile_vnni(job, p, i0, 3, NP, tile); break;                     \
+  case 2: panel_tile_vnni(job, p, i0, 2, NP, tile); break;                     \
+  default: panel_tile_vnni(job, p, i0, 1, NP, tile); break;                    \
   }
-  store_tile(job, p, i0, rows, tile);
+  if (np == 2)
+    TFM_TILE_CASES(2)
+  else
+    TFM_TILE_CASES(1)
+#undef TFM_TILE_CASES
+  for (int j = 0; j < np; ++j)
+    store_tile(job, p + j, i0, rows, tile[j]);
 }
 
 /*===- Dispatch ---------------------------------------------------------===*/
@@ -527,12 +559,17 @@ static void blocks_chunk(void *context, int64_t begin, int64_t end,
     row_vnni(job, begin, end);
     return;
   }
+  if (isa == TFM_BLOCKS_ISA_VNNI) {
+    for (int64_t p = begin; p < end; p += 2)
+      for (int64_t i = 0; i < job->m; i += kTile)
+        tile_vnni(job, p, i, job->m - i < kTile ? (int)(job->m - i) : kTile,
+                  end - p < 2 ? 1 : 2);
+    return;
+  }
   for (int64_t p = begin; p < end; ++p)
     for (int64_t i = 0; i < job->m; i += kTile) {
       int rows = job->m - i < kTile ? (int)(job->m - i) : kTile;
-      if (isa == TFM_BLOCKS_ISA_VNNI)
-        tile_vnni(job, p, i, rows);
-      else if (isa == TFM_BLOCKS_ISA_AVX2)
+      if (isa == TFM_BLOCKS_ISA_AVX2)
         tile_avx2(job, p, i, rows);
       else
         tile_scalar(job, p, i, rows);
