@@ -11,7 +11,6 @@
 #include "codegen/RuntimeKernels.h"
 #include "codegen/WeightFormats.h"
 #include "codegen/WeightLayout.h"
-#include "runtime/weight_formats.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -139,9 +138,8 @@ Value lookUpBlockRows(ConversionPatternRewriter &rewriter, EmbeddingOp op,
   if (type.isDynamicDim(0))
     dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, ids, 0));
   SmallVector<Value> trailing = {
-      arith::ConstantIntOp::create(
-          rewriter, loc, rewriter.getI64Type(),
-          format == StoredFormat::Q8_0 ? TFM_BLOCKS_Q8_0 : TFM_BLOCKS_Q4_0),
+      arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
+                                   blockFormatCode(format)),
       arith::ConstantOp::create(
           rewriter, loc,
           rewriter.getF32FloatAttr(

@@ -10,8 +10,8 @@
 #include "codegen/LinearLowering.h"
 #include "codegen/Passes.h"
 #include "codegen/RuntimeKernels.h"
+#include "codegen/WeightFormats.h"
 #include "codegen/WeightLayout.h"
-#include "runtime/weight_formats.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -128,8 +128,7 @@ struct LowerDequantize : OpConversionPattern<DequantizeOp> {
     if (Value bytes = blockWeightBytes(adaptor.getInput())) {
       Value format = arith::ConstantIntOp::create(
           rewriter, loc, rewriter.getI64Type(),
-          *op.getBlockFormat() == BlockFormat::q8_0 ? TFM_BLOCKS_Q8_0
-                                                    : TFM_BLOCKS_Q4_0);
+          blockFormatCode(storedFormatOf(op.getInput().getType())));
       rewriter.replaceOp(op, callKernelWithOutput(
                                  rewriter, loc, "tfm_rt_dequantize_blocks",
                                  {bytes}, type, {}, {format}));

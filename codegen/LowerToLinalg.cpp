@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/Passes.h"
+#include "codegen/WeightLayout.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -101,10 +102,7 @@ struct LowerToLinalgPass
     populateLowerToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
-    module.walk([](DequantizeOp widen) {
-      if (widen->use_empty())
-        widen->erase();
-    });
+    eraseDeadWeightReads(module);
   }
 };
 

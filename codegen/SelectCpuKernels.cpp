@@ -15,7 +15,6 @@
 #include "codegen/RuntimeKernels.h"
 #include "codegen/WeightFormats.h"
 #include "codegen/WeightLayout.h"
-#include "runtime/weight_formats.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -46,11 +45,9 @@ std::optional<KernelWeight> kernelWeight(Value weight) {
   if (auto widen = weight.getDefiningOp<DequantizeOp>())
     stored = widen.getInput();
   if (Value bytes = blockWeightBytes(stored)) {
-    StoredFormat format =
-        storedFormatOf(cast<RankedTensorType>(stored.getType()));
     return KernelWeight{bytes, "tfm_rt_linear_blocks",
-                        format == StoredFormat::Q8_0 ? TFM_BLOCKS_Q8_0
-                                                     : TFM_BLOCKS_Q4_0};
+                        blockFormatCode(storedFormatOf(
+                            cast<RankedTensorType>(stored.getType())))};
   }
   Operation *unpack = stored.getDefiningOp();
   if (!isPanelUnpack(unpack))
@@ -172,22 +169,7 @@ struct SelectCpuKernelsPass
       return signalPassFailure();
     // The dequantizations, block views and panels' unpacks the GEMM calls
     // read through are dead now; none may reach bufferization.
-    module.walk([](DequantizeOp widen) {
-      if (widen->use_empty())
-        widen->erase();
-    });
-    module.walk([](UnrealizedConversionCastOp view) {
-      if (blockWeightBytes(view.getResult(0)) && view->use_empty())
-        view->erase();
-    });
-    module.walk([](linalg::UnPackOp unpack) {
-      if (!isPanelUnpack(unpack) || !unpack->use_empty())
-        return;
-      Operation *dest = unpack.getDest().getDefiningOp();
-      unpack->erase();
-      if (dest && dest->use_empty())
-        dest->erase();
-    });
+    eraseDeadWeightReads(module);
   }
 };
 

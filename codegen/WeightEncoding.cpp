@@ -18,11 +18,11 @@ int64_t mlir::tfm::panelRows(StoredFormat format) {
   return isBlockFormat(format) ? TFM_BLOCK_PANEL_ROWS : TFM_PANEL_WIDTH;
 }
 
-namespace {
-
-int blockFormatCode(StoredFormat format) {
+int mlir::tfm::blockFormatCode(StoredFormat format) {
   return format == StoredFormat::Q8_0 ? TFM_BLOCKS_Q8_0 : TFM_BLOCKS_Q4_0;
 }
+
+namespace {
 
 int64_t elementBytes(StoredFormat format) {
   return format == StoredFormat::F32 ? 4 : 2;

@@ -19,6 +19,9 @@ enum class StoredFormat { F32, BF16, F16, Q8_0, Q4_0 };
 
 /// Whether the format is block-quantized (always stored as block panels).
 bool isBlockFormat(StoredFormat format);
+/// The runtime's tfm_block_format (runtime/weight_formats.h) of a block
+/// format: what the block kernels are told they read.
+int blockFormatCode(StoredFormat format);
 /// Rows per panel: 32 for floats, 16 for block formats.
 int64_t panelRows(StoredFormat format);
 /// Bytes of a [rows, cols] matrix in `format`, as panels or row-major.

@@ -72,22 +72,27 @@ bool isEmbeddingTable(OpOperand &use) {
                        lookup.getTableMutable().getOperandNumber();
 }
 
-/// Whether every use of `value` reads it as a matrix that kernels take
-/// from panels: as a linear's weight, as an embedding's table when
-/// `lookups` allows, or through a tfm.dequantize read that way. Sets
-/// `multiplied` when a linear reads it.
-bool readAsMatrix(Value value, bool lookups, bool &multiplied) {
-  for (OpOperand &use : value.getUses()) {
-    if (auto widen = dyn_cast<DequantizeOp>(use.getOwner())) {
-      if (!readAsMatrix(widen.getResult(), lookups, multiplied))
-        return false;
-    } else if (isLinearWeight(use)) {
-      multiplied = true;
-    } else if (!lookups || !isEmbeddingTable(use)) {
-      return false;
-    }
+bool readAsMatrix(Value value, bool lookups, bool &multiplied);
+
+/// Whether `use` reads its value as a matrix that kernels take from
+/// panels: as a linear's weight, as an embedding's table when `lookups`
+/// allows, or through a tfm.dequantize read that way. Sets `multiplied`
+/// when a linear reads it.
+bool readAsMatrix(OpOperand &use, bool lookups, bool &multiplied) {
+  if (auto widen = dyn_cast<DequantizeOp>(use.getOwner()))
+    return readAsMatrix(widen.getResult(), lookups, multiplied);
+  if (isLinearWeight(use)) {
+    multiplied = true;
+    return true;
   }
-  return true;
+  return lookups && isEmbeddingTable(use);
+}
+
+/// Whether every use of `value` reads it as a matrix (above).
+bool readAsMatrix(Value value, bool lookups, bool &multiplied) {
+  return llvm::all_of(value.getUses(), [&](OpOperand &use) {
+    return readAsMatrix(use, lookups, multiplied);
+  });
 }
 
 /// Whether every use of `value` is as the weight of a tfm.linear (through
@@ -168,17 +173,9 @@ choosePanels(ModuleOp module, ArrayRef<PlacedJoin> joins, bool packPanels) {
       if (concat) {
         fits &= placed.contains(concat) && onlyLinearWeight(concat);
         multiplied = true;
-        continue;
+      } else {
+        fits &= readAsMatrix(use, /*lookups=*/true, multiplied);
       }
-      bool matrix = false;
-      Value read = use.get();
-      if (auto widen = dyn_cast<DequantizeOp>(use.getOwner()))
-        read = widen.getResult();
-      else if (!isLinearWeight(use) && !isEmbeddingTable(use))
-        fits = false;
-      if (read != use.get())
-        fits &= readAsMatrix(read, /*lookups=*/true, matrix);
-      multiplied |= matrix || isLinearWeight(use);
     }
     if (!fits)
       rejected.insert(weight.getName());
@@ -402,6 +399,25 @@ Value mlir::tfm::blockWeightBytes(Value weight) {
   if (!type || !isBlockFormat(storedFormatOf(type)))
     return Value();
   return view.getOperand(0);
+}
+
+void mlir::tfm::eraseDeadWeightReads(ModuleOp module) {
+  module.walk([](DequantizeOp widen) {
+    if (widen->use_empty())
+      widen->erase();
+  });
+  module.walk([](UnrealizedConversionCastOp view) {
+    if (blockWeightBytes(view.getResult(0)) && view->use_empty())
+      view->erase();
+  });
+  module.walk([](linalg::UnPackOp unpack) {
+    if (!isPanelUnpack(unpack) || !unpack->use_empty())
+      return;
+    Operation *dest = unpack.getDest().getDefiningOp();
+    unpack->erase();
+    if (dest && dest->use_empty())
+      dest->erase();
+  });
 }
 
 bool mlir::tfm::isPanelUnpack(Operation *op) {

@@ -45,6 +45,11 @@ void lowerWeights(ModuleOp module, const WeightLayout &layout);
 /// format, as lowerWeights builds it) is a view of; null otherwise.
 Value blockWeightBytes(Value weight);
 
+/// Erases what lowerWeights built to read weights (tfm.dequantize, block
+/// views, panels' unpacks) once the kernels that took the stored form
+/// left it unused.
+void eraseDeadWeightReads(ModuleOp module);
+
 /// Whether `unpack` restores a [rows, cols] matrix from panels of
 /// kPanelWidth rows, as lowerWeights builds it; the panels are its source.
 bool isPanelUnpack(Operation *unpack);

@@ -15,28 +15,20 @@
 #include "codegen/WeightEncoding.h"
 #include "runtime/kernels_blocks.h"
 #include "runtime/runtime_kernels.h"
-#include "runtime/weight_formats.h"
+#include "test/runtime/RandomValues.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
 using mlir::tfm::StoredFormat;
 
 namespace {
 
-std::vector<float> randomValues(size_t n, unsigned seed, float range = 2.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-range, range);
-  std::vector<float> values(n);
-  for (float &x : values)
-    x = dist(rng);
-  return values;
-}
+using tfm_test::randomValues;
 
 /// W [n, k] encoded panel by panel, as the packager writes it.
 std::vector<uint8_t> encode(StoredFormat format, const std::vector<float> &w,
@@ -113,8 +105,7 @@ std::vector<float> checkLinear(StoredFormat format, const LinearCase &c) {
   if (blocks) {
     auto *data = reinterpret_cast<int8_t *>(bytes.data());
     tfm_memref1d_i8 wm = {data, data, 0, {int64_t(bytes.size())}, {1}};
-    int64_t code = format == StoredFormat::Q8_0 ? TFM_BLOCKS_Q8_0
-                                                : TFM_BLOCKS_Q4_0;
+    int64_t code = mlir::tfm::blockFormatCode(format);
     if (c.bias)
       _mlir_ciface_tfm_rt_linear_blocks_bias(&am, &wm, &bm, &cm, code);
     else
@@ -214,8 +205,7 @@ TEST(BlockKernel, EncodingKeepsEachValueWithinItsBlocksStep) {
     // The runtime's own widening agrees with the layout's description,
     // whole (tfm_rt_dequantize_blocks) and by rows (an embedding lookup,
     // scaled).
-    int64_t code = format == StoredFormat::Q8_0 ? TFM_BLOCKS_Q8_0
-                                                : TFM_BLOCKS_Q4_0;
+    int64_t code = mlir::tfm::blockFormatCode(format);
     auto *data = reinterpret_cast<int8_t *>(bytes.data());
     tfm_memref1d_i8 wm = {data, data, 0, {int64_t(bytes.size())}, {1}};
     std::vector<float> whole(n * k, NAN), rows(3 * k, NAN);
