@@ -164,9 +164,9 @@ static int quantize_activations(const float *a, int64_t m, int64_t k,
 
 /*===- Plain C ---------------------------------------------------------===*/
 
-/* The code of row `r` (of the panel), element `e` of block `b`, as the
- * signed integer the format means (q8_0: -127..127; q4_0: 0..15 minus
- * nothing: the offset is applied by the caller). */
+/* The stored code of row `r` (of the panel), element `e` of a block:
+ * q8_0's q + 128 (0..255), q4_0's q (0..15). The weight is the block's
+ * scale times (code - code_offset). */
 static int32_t stored_code(int format, const uint8_t *block_codes, int r,
                            int e) {
   if (format == TFM_BLOCKS_Q8_0)

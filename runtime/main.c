@@ -112,7 +112,7 @@ static void usage(FILE *out, const char *argv0) {
           argv0);
 }
 
-static int fail(const char *argv0, const char *message) {
+int tfm_main_fail(const char *argv0, const char *message) {
   fprintf(stderr, "%s: error: %s\n", argv0, message);
   return 1;
 }
@@ -368,7 +368,7 @@ int main(int argc, char **argv) {
   tfm_status status;
   tfm_model *model;
   if (tfm_model_load(&tfm_builtin_model, o.weights_path, &model, &status))
-    return fail(argv[0], status.message);
+    return tfm_main_fail(argv[0], status.message);
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   int64_t context = desc->max_context, vocab = desc->vocab_size;
   /* An encoder-decoder generates from its source (main_seq2seq.c), or is
@@ -431,7 +431,8 @@ int main(int argc, char **argv) {
   }
   if (o.perplexity) {
     if (seq2seq || !forward || forward->num_inputs != 1)
-      return fail(argv[0], "--perplexity is for decoder language models");
+      return tfm_main_fail(argv[0],
+                         "--perplexity is for decoder language models");
     return tfm_main_perplexity(argv[0], model, o.perplexity);
   }
   /* Models that do not generate (encoders) run their first entry point. */
@@ -446,7 +447,7 @@ int main(int argc, char **argv) {
     return tfm_main_call(argv[0], model, &o.call);
   }
   if (o.call.image_count)
-    return fail(argv[0], "unexpected argument (images are for image "
+    return tfm_main_fail(argv[0], "unexpected argument (images are for image "
                          "models; a prompt is --prompt TEXT)");
 
   /* The prompt: ids, text, or BOS alone. */
@@ -462,7 +463,7 @@ int main(int argc, char **argv) {
     capacity = (int64_t)strlen(o.prompt) + 2;
   int32_t *ids = malloc((size_t)capacity * sizeof *ids);
   if (!ids)
-    return fail(argv[0], "out of memory");
+    return tfm_main_fail(argv[0], "out of memory");
   int64_t n = 0;
   if (o.tokens) {
     n = tfm_main_parse_ids(argv[0], "--tokens", o.tokens, ids, capacity);
@@ -473,11 +474,11 @@ int main(int argc, char **argv) {
   } else if (o.prompt) {
     tfm_tokenizer *tokenizer = tfm_model_tokenizer(model, &status);
     if (!tokenizer)
-      return fail(argv[0], status.message);
+      return tfm_main_fail(argv[0], status.message);
     int32_t bos = desc->add_bos ? desc->bos_token : -1;
     if (tfm_tokenizer_encode(tokenizer, o.prompt, bos, ids, capacity, &n,
                              &status))
-      return fail(argv[0], status.message);
+      return tfm_main_fail(argv[0], status.message);
   }
   /* An empty prompt, given as text or as ids, starts from BOS alone. */
   if (n == 0 && desc->bos_token >= 0)
@@ -489,7 +490,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (n == 0)
-    return fail(argv[0], "the prompt is empty and the model has no BOS token "
+    return tfm_main_fail(argv[0], "the prompt is empty and the model has no BOS token "
                          "to start from (give at least one token)");
   /* Without a tokenizer the output can only be ids. */
   if (!o.print_ids && !desc->tokenizer)
@@ -498,9 +499,9 @@ int main(int argc, char **argv) {
   if (o.logits_path) {
     float *logits = malloc((size_t)(n * vocab) * sizeof *logits);
     if (!logits)
-      return fail(argv[0], "out of memory");
+      return tfm_main_fail(argv[0], "out of memory");
     if (tfm_forward(model, ids, n, logits, &status))
-      return fail(argv[0], status.message);
+      return tfm_main_fail(argv[0], status.message);
     if (!tfm_main_write_floats(o.logits_path, logits, (size_t)(n * vocab))) {
       fprintf(stderr, "%s: error: cannot write logits to '%s'\n", argv[0],
               o.logits_path);
@@ -517,16 +518,16 @@ int main(int argc, char **argv) {
   }
   tfm_session *session;
   if (tfm_session_new(model, &session, &status))
-    return fail(argv[0], status.message);
+    return tfm_main_fail(argv[0], status.message);
   if (o.warmup > 0) {
     /* In the session that then generates: its cache and every buffer the
      * prefill uses are in place (and stay mapped) before the timed run. */
     float *logits = malloc((size_t)vocab * sizeof *logits);
     if (!logits)
-      return fail(argv[0], "out of memory");
+      return tfm_main_fail(argv[0], "out of memory");
     for (long i = 0; i < o.warmup; ++i) {
       if (tfm_prefill(session, ids, n, logits, &status))
-        return fail(argv[0], status.message);
+        return tfm_main_fail(argv[0], status.message);
       tfm_session_reset(session);
     }
     free(logits);
@@ -556,7 +557,7 @@ int main(int argc, char **argv) {
     fputs(o.prompt, stdout);
   tfm_generate_result result;
   if (tfm_generate(session, ids, n, &generate, &result, &status))
-    return fail(argv[0], status.message);
+    return tfm_main_fail(argv[0], status.message);
   fputc('\n', stdout);
   if (stream.step_logits)
     fclose(stream.step_logits);

@@ -27,6 +27,9 @@ int tfm_main_write_floats(const char *path, const float *values, size_t count);
 float *tfm_main_read_features(const char *argv0, const tfm_entry_point *entry,
                               const char *path);
 
+/* Prints "ARGV0: error: MESSAGE" to stderr; returns the exit status 1. */
+int tfm_main_fail(const char *argv0, const char *message);
+
 /* Reads a whole file into a NUL-terminated string (malloc'd), or NULL. */
 char *tfm_main_read_text_file(const char *path);
 

@@ -17,11 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(const char *argv0, const char *message) {
-  fprintf(stderr, "%s: error: %s\n", argv0, message);
-  return 1;
-}
-
 /* -log softmax(logits)[target], in double. */
 static double negative_log_likelihood(const float *logits, int64_t vocab,
                                       int32_t target) {
@@ -46,28 +41,28 @@ int tfm_main_perplexity(const char *argv0, tfm_model *model,
   }
   tfm_tokenizer *tokenizer = tfm_model_tokenizer(model, &status);
   if (!tokenizer)
-    return fail(argv0, status.message);
+    return tfm_main_fail(argv0, status.message);
   int64_t count = 0;
   if (tfm_tokenizer_encode(tokenizer, text, -1, NULL, 0, &count, &status))
-    return fail(argv0, status.message);
+    return tfm_main_fail(argv0, status.message);
   int32_t *ids = malloc((size_t)(count + 1) * sizeof *ids);
   if (!ids)
-    return fail(argv0, "out of memory");
+    return tfm_main_fail(argv0, "out of memory");
   if (tfm_tokenizer_encode(tokenizer, text, -1, ids, count, &count, &status))
-    return fail(argv0, status.message);
+    return tfm_main_fail(argv0, status.message);
   free(text);
   int32_t bos = desc->bos_token;
   int64_t window = desc->max_context;
   int64_t vocab = desc->vocab_size;
   if (bos < 0 || window < 2)
-    return fail(argv0, "--perplexity needs a model with a BOS token and a "
+    return tfm_main_fail(argv0, "--perplexity needs a model with a BOS token and a "
                        "context of at least 2");
   if (count == 0)
-    return fail(argv0, "--perplexity: the text has no tokens");
+    return tfm_main_fail(argv0, "--perplexity: the text has no tokens");
   int32_t *tokens = malloc((size_t)window * sizeof *tokens);
   float *logits = malloc((size_t)(window * vocab) * sizeof *logits);
   if (!tokens || !logits)
-    return fail(argv0, "out of memory");
+    return tfm_main_fail(argv0, "out of memory");
   double total = 0;
   int64_t scored = 0;
   for (int64_t start = 0; start < count; start += window - 1) {
@@ -75,7 +70,7 @@ int tfm_main_perplexity(const char *argv0, tfm_model *model,
     tokens[0] = bos;
     memcpy(tokens + 1, ids + start, (size_t)n * sizeof *tokens);
     if (tfm_forward(model, tokens, n + 1, logits, &status))
-      return fail(argv0, status.message);
+      return tfm_main_fail(argv0, status.message);
     for (int64_t i = 0; i < n; ++i)
       total += negative_log_likelihood(logits + i * vocab, vocab,
                                        tokens[i + 1]);

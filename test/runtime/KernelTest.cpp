@@ -14,12 +14,12 @@ extern "C" {
 #include "runtime/buffer_cache.h"
 }
 #include "runtime/runtime_kernels.h"
+#include "test/runtime/RandomValues.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
 namespace {
@@ -33,14 +33,7 @@ tfm_memref3d_f32 view3d(std::vector<float> &storage, int64_t rows,
           {rowStride, dim, 1}};
 }
 
-std::vector<float> randomValues(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  std::vector<float> values(n);
-  for (float &x : values)
-    x = dist(rng);
-  return values;
-}
+using tfm_test::randomValues;
 
 struct AttentionCase {
   int64_t s, t, heads, kvHeads, d, dv, window;
