@@ -38,9 +38,9 @@ struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::init(0)};
   Option<std::string> weightsDtype{
       *this, "weights-dtype",
-      llvm::cl::desc("Storage of the weight matrices: f32, bf16, f16, int8 "
-                     "or int4 (tfm-quantize-weights; empty: f32, or for a "
-                     "model read from a checkpoint the checkpoint's)"),
+      llvm::cl::desc("Storage of the weight matrices: f32, bf16, f16, int8, "
+                     "int4 or checkpoint (tfm-quantize-weights; empty: f32, "
+                     "or for a model read from a checkpoint, checkpoint)"),
       llvm::cl::init("")};
   Option<std::string> edgeDtype{
       *this, "edge-dtype",

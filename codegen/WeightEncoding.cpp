@@ -95,6 +95,8 @@ uint16_t quantizeBlock(StoredFormat format, const float *row, int64_t cols,
   }
   uint16_t best = floatToHalf(extreme / -8.0f);
   double bestError = codesFor(format, values, best, codes);
+  if (bestError == 0)
+    return best; // exact: a Q4_0 checkpoint's own block
   int8_t trial[TFM_BLOCK_SIZE];
   for (int step = -4; step <= 16; ++step) {
     uint16_t scale = floatToHalf(extreme / (-8.0f - 0.125f * step));
@@ -173,18 +175,6 @@ uint16_t mlir::tfm::floatToBFloat16(float value) {
     return uint16_t((bits >> 16) | 0x40); // a quiet NaN stays NaN
   bits += 0x7FFF + ((bits >> 16) & 1);
   return uint16_t(bits >> 16);
-}
-
-float mlir::tfm::halfToFloat(uint16_t half) {
-  uint32_t sign = uint32_t(half & 0x8000) << 16;
-  uint32_t exponent = (half >> 10) & 0x1F, mantissa = half & 0x3FF;
-  if (exponent == 0) {
-    float magnitude = float(mantissa) / 16777216.0f;
-    return sign ? -magnitude : magnitude;
-  }
-  if (exponent == 31)
-    return floatOf(sign | 0x7F800000 | mantissa << 13);
-  return floatOf(sign | (exponent + 112) << 23 | mantissa << 13);
 }
 
 void mlir::tfm::encodeRowMajor(StoredFormat format, const float *values,

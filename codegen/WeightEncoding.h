@@ -11,6 +11,7 @@
 #define TFM_CODEGEN_WEIGHTENCODING_H
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace mlir::tfm {
@@ -31,7 +32,22 @@ int64_t storedMatrixBytes(StoredFormat format, int64_t rows, int64_t cols,
 /// IEEE binary16 and bfloat16 from f32, rounding to nearest even.
 uint16_t floatToHalf(float value);
 uint16_t floatToBFloat16(float value);
-float halfToFloat(uint16_t bits);
+/// f32 from IEEE binary16, exactly (inline, so that the frontend decodes
+/// F16 checkpoints with it without linking codegen).
+inline float halfToFloat(uint16_t half) {
+  uint32_t sign = uint32_t(half & 0x8000) << 16;
+  uint32_t exponent = (half >> 10) & 0x1F, mantissa = half & 0x3FF;
+  if (exponent == 0) { // zero or subnormal: mantissa * 2^-24
+    float magnitude = float(mantissa) / 16777216.0f;
+    return sign ? -magnitude : magnitude;
+  }
+  uint32_t bits = exponent == 31 ? sign | 0x7F800000 | mantissa << 13
+                                 : sign | (exponent + 112) << 23 |
+                                       mantissa << 13;
+  float value;
+  std::memcpy(&value, &bits, 4);
+  return value;
+}
 
 /// Appends `count` f32 values in `format` (F32, BF16 or F16) to `out`.
 void encodeRowMajor(StoredFormat format, const float *values, int64_t count,

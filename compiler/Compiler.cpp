@@ -337,12 +337,9 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
   // is compiled as written.
   pipeline.kvCache = pipeline.kvCache && unit.model && wantsKVCache(*unit.module);
   // Weights keep the checkpoint's dtype unless told otherwise.
-  if (pipeline.weightsDtype.empty() && unit.model)
-    switch (unit.weights.matrixDtype()) {
-    case WeightDtype::BF16: pipeline.weightsDtype = "bf16"; break;
-    case WeightDtype::F16: pipeline.weightsDtype = "f16"; break;
-    case WeightDtype::F32: break;
-    }
+  if (pipeline.weightsDtype.empty() && unit.model &&
+      unit.weights.hasNarrowMatrices())
+    pipeline.weightsDtype = "checkpoint";
   if (!unit.model && first == CpuPipelineStage::Tfm)
     first = CpuPipelineStage::Linalg;
   if (first > last)

@@ -172,6 +172,46 @@ llvm::Error readSpecialTokens(llvm::StringRef directory,
 
 } // namespace
 
+llvm::Expected<TokenizerVocab> mlir::tfm::byteLevelBpeFromSpellings(
+    llvm::StringRef source,
+    llvm::ArrayRef<std::pair<std::string, int64_t>> spelledVocab,
+    llvm::ArrayRef<std::pair<std::string, std::string>> merges) {
+  TokenizerVocab vocab;
+  vocab.kind = TokenizerVocab::Kind::ByteLevelBpe;
+  int64_t size = 0;
+  for (const auto &entry : spelledVocab)
+    size = std::max(size, entry.second + 1);
+  vocab.pieces.assign(size, "");
+  vocab.scores.assign(size, 0.0f);
+  std::vector<bool> seen(size, false);
+  auto table = unicodeToByte();
+  llvm::StringMap<int32_t> idOf;
+  for (const auto &[spelling, id] : spelledVocab) {
+    // Special tokens like <|endoftext|> are spelled in plain ASCII anyway.
+    std::optional<std::string> bytes = decodeSpelling(spelling, table);
+    if (!bytes)
+      return makeError(source + ": token '" + spelling +
+                       "' is not in GPT-2's byte-level spelling");
+    vocab.pieces[id] = *bytes;
+    seen[id] = true;
+    idOf[spelling] = int32_t(id);
+  }
+  for (int64_t id = 0; id < size; ++id)
+    if (!seen[id])
+      return makeError(source + ": no token has id " + llvm::Twine(id) +
+                       " (ids must be 0 to " + llvm::Twine(size - 1) + ")");
+  for (auto [rank, merge] : llvm::enumerate(merges)) {
+    auto left = idOf.find(merge.first), right = idOf.find(merge.second),
+         merged = idOf.find(merge.first + merge.second);
+    if (left == idOf.end() || right == idOf.end() || merged == idOf.end())
+      return makeError(source + ": merge " + llvm::Twine(rank + 1) + " ('" +
+                       merge.first + "' '" + merge.second +
+                       "') uses a token missing from the vocabulary");
+    vocab.merges.push_back({left->second, right->second, merged->second});
+  }
+  return vocab;
+}
+
 bool mlir::tfm::hasByteLevelBpeFiles(llvm::StringRef directory) {
   auto exists = [&](llvm::StringRef name) {
     llvm::SmallString<256> path(directory);
@@ -222,40 +262,11 @@ mlir::tfm::readByteLevelBpe(llvm::StringRef directory) {
     return TokenizerVocab{}; // no tokenizer files: ids only
   }
 
-  TokenizerVocab vocab;
-  vocab.kind = TokenizerVocab::Kind::ByteLevelBpe;
-  int64_t size = 0;
-  for (const auto &entry : raw.vocab)
-    size = std::max(size, entry.second + 1);
-  vocab.pieces.assign(size, "");
-  vocab.scores.assign(size, 0.0f);
-  std::vector<bool> seen(size, false);
-  auto table = unicodeToByte();
-  llvm::StringMap<int32_t> idOf;
-  for (const auto &[spelling, id] : raw.vocab) {
-    // Special tokens like <|endoftext|> are spelled in plain ASCII anyway.
-    std::optional<std::string> bytes = decodeSpelling(spelling, table);
-    if (!bytes)
-      return makeError(source + ": token '" + spelling +
-                       "' is not in GPT-2's byte-level spelling");
-    vocab.pieces[id] = *bytes;
-    seen[id] = true;
-    idOf[spelling] = int32_t(id);
-  }
-  for (int64_t id = 0; id < size; ++id)
-    if (!seen[id])
-      return makeError(source + ": no token has id " + llvm::Twine(id) +
-                       " (ids must be 0 to " + llvm::Twine(size - 1) + ")");
-  if (llvm::Error err = readSpecialTokens(directory, vocab))
+  llvm::Expected<TokenizerVocab> vocab =
+      byteLevelBpeFromSpellings(source, raw.vocab, raw.merges);
+  if (!vocab)
+    return vocab.takeError();
+  if (llvm::Error err = readSpecialTokens(directory, *vocab))
     return std::move(err);
-  for (auto [rank, merge] : llvm::enumerate(raw.merges)) {
-    auto left = idOf.find(merge.first), right = idOf.find(merge.second),
-         merged = idOf.find(merge.first + merge.second);
-    if (left == idOf.end() || right == idOf.end() || merged == idOf.end())
-      return makeError(source + ": merge " + llvm::Twine(rank + 1) + " ('" +
-                       merge.first + "' '" + merge.second +
-                       "') uses a token missing from the vocabulary");
-    vocab.merges.push_back({left->second, right->second, merged->second});
-  }
   return vocab;
 }

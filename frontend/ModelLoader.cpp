@@ -2,6 +2,7 @@
 
 #include "frontend/ModelLoader.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/GgufModel.h"
 #include "frontend/JsonFile.h"
 #include "ir/TfmOps.h"
 
@@ -32,9 +33,12 @@ llvm::Expected<LoadedModel> mlir::tfm::loadModel(mlir::MLIRContext &context,
       return makeError("model '" + path + "' does not exist");
     if (path.ends_with(".bin"))
       return loadLlama2cModel(context, path);
+    if (path.ends_with(".gguf"))
+      return loadGgufModel(context, path,
+                           /*withTokenizer=*/tokenizerPath.empty());
     return makeError("model '" + path +
                      "': expected a Hugging Face model directory, a llama2.c "
-                     ".bin checkpoint or a .mlir file");
+                     ".bin checkpoint, a .gguf file or a .mlir file");
   }();
   if (!model)
     return model;
@@ -128,6 +132,8 @@ llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
       return readByteLevelBpe(llvm::sys::path::parent_path(path));
     if (path.ends_with(".model"))
       return readSentencePieceModel(path);
+    if (path.ends_with(".gguf"))
+      return readGgufTokenizerFile(path);
     return readLlama2cTokenizer(path, vocabSize);
   }();
   if (!vocab)

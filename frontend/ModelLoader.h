@@ -1,8 +1,9 @@
 //===- ModelLoader.h - read a model description into tfm IR -----*- C++ -*-===//
 //
 // The frontends' entry point: a Hugging Face directory (config.json +
-// safetensors) or a llama2.c checkpoint becomes a tfm module, the weights it
-// references, and the tokenizer vocabulary when one is found.
+// safetensors), a llama2.c checkpoint or a GGUF file becomes a tfm module,
+// the weights it references, and the tokenizer vocabulary when one is
+// found.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,7 +52,8 @@ struct LoadedModel {
 void describeModel(LoadedModel &model);
 
 /// Reads the tokenizer at `path` (what ModelAttr's `tokenizer` names): a
-/// SentencePiece .model, a llama2.c tokenizer .bin, or a byte-level BPE
+/// SentencePiece .model, a llama2.c tokenizer .bin, a GGUF file's embedded
+/// tokenizer, or a byte-level BPE
 /// directory or tokenizer.json; checked to have `vocabSize` tokens.
 llvm::Expected<TokenizerVocab> readTokenizerAt(llvm::StringRef path,
                                                int64_t vocabSize);
@@ -59,7 +61,8 @@ llvm::Expected<TokenizerVocab> readTokenizerAt(llvm::StringRef path,
 /// Records a decoder's sizes in `model`.
 void recordDecoderShape(LoadedModel &model, const DecoderSpec &spec);
 
-/// `path`: a Hugging Face model directory or a llama2.c `.bin`.
+/// `path`: a Hugging Face model directory, a llama2.c `.bin` or a GGUF
+/// file (`.gguf`).
 /// `tokenizerPath`: overrides the tokenizer found beside the model.
 llvm::Expected<LoadedModel> loadModel(mlir::MLIRContext &context,
                                       llvm::StringRef path,

@@ -13,6 +13,7 @@
 #ifndef TFM_FRONTEND_TOKENIZER_H
 #define TFM_FRONTEND_TOKENIZER_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -140,6 +141,14 @@ bool hasMarianSentencePieceFiles(llvm::StringRef directory);
 /// or tokenizer.json. Returns a vocabulary without pieces when the directory
 /// has neither.
 llvm::Expected<TokenizerVocab> readByteLevelBpe(llvm::StringRef directory);
+
+/// GPT-2's byte-level BPE from its vocabulary as spelled in its files
+/// ((spelling, id); ids 0 to N - 1 each once) and its merges in rank order
+/// (the two spellings merged); `source` names the file in messages.
+llvm::Expected<TokenizerVocab> byteLevelBpeFromSpellings(
+    llvm::StringRef source,
+    llvm::ArrayRef<std::pair<std::string, int64_t>> spelledVocab,
+    llvm::ArrayRef<std::pair<std::string, std::string>> merges);
 
 /// BERT's WordPiece from a model directory: vocab.txt (with
 /// tokenizer_config.json's options and special tokens), or tokenizer.json

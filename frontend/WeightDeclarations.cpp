@@ -9,6 +9,21 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
+std::optional<StringRef> mlir::tfm::checkpointDtype(WeightDtype dtype) {
+  switch (dtype) {
+  case WeightDtype::F32: return std::nullopt;
+  case WeightDtype::F16: return StringRef("f16");
+  case WeightDtype::BF16: return StringRef("bf16");
+  case WeightDtype::Q4_0: return StringRef("int4");
+  // Q8_0 is int8's own format; the K-quants have no kernel and are
+  // requantized to it (more bits, so no precision is lost).
+  case WeightDtype::Q8_0:
+  case WeightDtype::Q4_K:
+  case WeightDtype::Q6_K: return StringRef("int8");
+  }
+  return std::nullopt;
+}
+
 Value WeightDeclarations::read(OpBuilder &b, const std::string &name,
                                const std::vector<int64_t> &shape) {
   return readAs(b, name, shape, shape);
@@ -30,6 +45,10 @@ Value WeightDeclarations::readAs(OpBuilder &b, const std::string &name,
     b.setInsertionPoint(
         &*std::next(module.getBody()->begin(), declared.size()));
     declared[name] = WeightDeclOp::create(b, loc, name, type);
+    if (const WeightTensor *tensor = weights.lookup(name))
+      if (std::optional<StringRef> dtype = checkpointDtype(tensor->dtype()))
+        declared[name]->setAttr(kCheckpointDtypeAttrName,
+                                b.getStringAttr(*dtype));
   }
   return WeightOp::create(b, loc, type, name);
 }

@@ -24,6 +24,10 @@
 
 namespace mlir::tfm {
 
+/// The tfm-quantize-weights dtype that keeps a weight stored as `dtype`
+/// (kCheckpointDtypeAttrName); none for f32.
+std::optional<StringRef> checkpointDtype(WeightDtype dtype);
+
 class WeightDeclarations {
 public:
   /// `family` names the config in messages ("the bert config implies").

@@ -1,6 +1,7 @@
 //===- WeightStore.cpp - the weights a frontend read --------------------===//
 
 #include "frontend/WeightStore.h"
+#include "frontend/StoredDtypes.h"
 
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/Process.h"
@@ -12,47 +13,6 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
-namespace {
-
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000) << 16;
-  uint32_t exponent = (h >> 10) & 0x1f;
-  uint32_t mantissa = h & 0x3ff;
-  uint32_t bits;
-  if (exponent == 0) {
-    if (mantissa == 0) {
-      bits = sign;
-    } else { // subnormal: normalize
-      exponent = 127 - 15 + 1;
-      while (!(mantissa & 0x400)) {
-        mantissa <<= 1;
-        --exponent;
-      }
-      bits = sign | (exponent << 23) | ((mantissa & 0x3ff) << 13);
-    }
-  } else if (exponent == 0x1f) {
-    bits = sign | 0x7f800000 | (mantissa << 13);
-  } else {
-    bits = sign | ((exponent - 15 + 127) << 23) | (mantissa << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-float bfloat16ToFloat(uint16_t b) {
-  uint32_t bits = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-} // namespace
-
-int64_t mlir::tfm::dtypeBytes(WeightDtype dtype) {
-  return dtype == WeightDtype::F32 ? 4 : 2;
-}
-
 WeightTensor WeightTensor::view(std::vector<int64_t> shape, WeightDtype dtype,
                                 const uint8_t *data, bool inMappedFile,
                                 std::string source) {
@@ -62,7 +22,7 @@ WeightTensor WeightTensor::view(std::vector<int64_t> shape, WeightDtype dtype,
   t.origin = std::move(source);
   t.data = data;
   t.mapped = inMappedFile;
-  t.storedBytes = t.numElements() * dtypeBytes(dtype);
+  t.storedBytes = dtypeStoredBytes(dtype, t.numElements());
   t.rowStride = t.cols();
   return t;
 }
@@ -91,24 +51,22 @@ void WeightTensor::readRows(int64_t begin, int64_t count, float *out) const {
   int64_t columns = cols();
   for (int64_t r = begin; r < begin + count; ++r, out += columns) {
     int64_t first = storedRow(r) * rowStride;
-    if (storedDtype == WeightDtype::F32 && colStride == 1 && addend == 0) {
-      std::memcpy(out, data + 4 * first, 4 * columns);
+    if (colStride == 1) {
+      // A run of stored elements (a row of whole blocks for block dtypes).
+      decodeStoredElements(storedDtype,
+                           data + dtypeStoredBytes(storedDtype, first),
+                           columns, out);
+      if (addend != 0)
+        for (int64_t c = 0; c < columns; ++c)
+          out[c] += addend;
       continue;
     }
     for (int64_t c = 0; c < columns; ++c) {
       int64_t at = first + c * colStride;
       float value;
-      switch (storedDtype) {
-      case WeightDtype::F32:
-        std::memcpy(&value, data + 4 * at, 4);
-        break;
-      case WeightDtype::F16:
-        value = halfToFloat(llvm::support::endian::read16le(data + 2 * at));
-        break;
-      case WeightDtype::BF16:
-        value = bfloat16ToFloat(llvm::support::endian::read16le(data + 2 * at));
-        break;
-      }
+      decodeStoredElements(storedDtype,
+                           data + dtypeStoredBytes(storedDtype, at), 1,
+                           &value);
       out[c] = value + addend;
     }
   }
@@ -177,9 +135,9 @@ void WeightTensor::releaseRows(int64_t begin, int64_t end) const {
   int64_t first = storedRow(begin), last = storedRow(end - 1);
   if (last - first != end - 1 - begin)
     return; // not a run of stored rows
-  int64_t bytes = dtypeBytes(storedDtype);
-  releaseMappedBytes(data + first * rowStride * bytes,
-                     (last + 1 - first) * rowStride * bytes);
+  releaseMappedBytes(data + dtypeStoredBytes(storedDtype, first * rowStride),
+                     dtypeStoredBytes(storedDtype,
+                                      (last + 1 - first) * rowStride));
 }
 
 std::string mlir::tfm::formatShape(const std::vector<int64_t> &shape) {
@@ -217,17 +175,11 @@ const WeightTensor *WeightStore::lookup(llvm::StringRef name) const {
   return it == tensors.end() ? nullptr : &it->second;
 }
 
-WeightDtype WeightStore::matrixDtype() const {
-  std::optional<WeightDtype> shared;
-  for (const std::string &name : order) {
+bool WeightStore::hasNarrowMatrices() const {
+  return llvm::any_of(order, [&](const std::string &name) {
     const WeightTensor &tensor = tensors.find(name)->second;
-    if (tensor.shape().size() < 2)
-      continue;
-    if (shared && *shared != tensor.dtype())
-      return WeightDtype::F32;
-    shared = tensor.dtype();
-  }
-  return shared.value_or(WeightDtype::F32);
+    return tensor.shape().size() >= 2 && tensor.dtype() != WeightDtype::F32;
+  });
 }
 
 WeightTensor WeightStore::take(llvm::StringRef name) {

@@ -27,14 +27,27 @@
 
 namespace mlir::tfm {
 
-enum class WeightDtype : uint8_t { F32, F16, BF16 };
+/// How a checkpoint stores a tensor's elements: floats, or GGML's blocks
+/// (GGUF files): Q8_0 and Q4_0 are blocks of 32 with an f16 scale (the
+/// formats of #tfm.block_quant), Q4_K and Q6_K super-blocks of 256 with
+/// quantized sub-block scales (frontend/StoredDtypes.h).
+enum class WeightDtype : uint8_t { F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K };
 
-/// Bytes per element of `dtype`.
-int64_t dtypeBytes(WeightDtype dtype);
+/// Elements per block of `dtype` (1 for floats).
+int64_t dtypeBlockElements(WeightDtype dtype);
+/// Bytes per block of `dtype` (per element for floats).
+int64_t dtypeBlockBytes(WeightDtype dtype);
+/// Bytes that `elements` elements of `dtype` take (a whole number of
+/// blocks).
+int64_t dtypeStoredBytes(WeightDtype dtype, int64_t elements);
+/// The dtype's name as GGUF and safetensors spell it ("Q4_K", "BF16").
+const char *dtypeName(WeightDtype dtype);
 
 /// A tensor seen as the matrix [rows(), cols()]: its first dim by the
 /// product of the others (a 1-D tensor is a column). Element (r, c) is the
 /// stored element rowIndex(r)·rowStride + c·colStride, plus `addend`.
+/// A block dtype's rows are whole blocks, read whole: its views may select
+/// rows but not transpose or add.
 class WeightTensor {
 public:
   WeightTensor() = default;
@@ -118,9 +131,10 @@ public:
   WeightTensor take(llvm::StringRef name);
   /// Names in insertion order.
   const std::vector<std::string> &names() const { return order; }
-  /// The stored dtype every matrix (rank 2 or more) of the checkpoint
-  /// shares; F32 when they differ or there are none.
-  WeightDtype matrixDtype() const;
+  /// Whether some matrix (rank 2 or more) is stored in another dtype than
+  /// f32, which the compiler then keeps (tfm-quantize-weights' dtype
+  /// "checkpoint").
+  bool hasNarrowMatrices() const;
   /// Keeps a checkpoint file mapped for the tensors that view it.
   void keepMapped(std::unique_ptr<llvm::MemoryBuffer> file) {
     files.push_back(std::move(file));

@@ -153,7 +153,8 @@ WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 
 namespace {
 
-/// Codegen's records on the module (WeightLayout.h): accepted there.
+/// Codegen's records on the module (WeightLayout.h) and the frontend's
+/// checkpoint dtype on weight declarations: accepted there.
 LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   bool onModule = isa<ModuleOp>(op);
@@ -164,6 +165,9 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
   } else if (name == "tfm.weight_bytes" ||
              name == "tfm.decode_weight_bytes") {
     if (onModule && isa<IntegerAttr>(attr.getValue()))
+      return success();
+  } else if (name == kCheckpointDtypeAttrName) {
+    if (isa<WeightDeclOp>(op) && isa<StringAttr>(attr.getValue()))
       return success();
   } else {
     return op->emitError() << "unknown tfm attribute '" << name << "'";

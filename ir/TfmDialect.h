@@ -24,6 +24,11 @@ inline constexpr llvm::StringLiteral kInputArgAttrName = "tfm.input";
 inline constexpr llvm::StringLiteral kCacheArgAttrName = "tfm.cache";
 /// On an entry point's result: what it carries (an OutputRoleAttr).
 inline constexpr llvm::StringLiteral kOutputResultAttrName = "tfm.output";
+/// On a tfm.weight_decl: the storage its checkpoint keeps the weight in
+/// ("bf16", "f16", "int8", "int4"), which tfm-quantize-weights keeps under
+/// dtype=checkpoint; absent: f32.
+inline constexpr llvm::StringLiteral kCheckpointDtypeAttrName =
+    "tfm.checkpoint_dtype";
 
 } // namespace mlir::tfm
 #include "ir/TfmEnums.h.inc"

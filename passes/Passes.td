@@ -154,7 +154,12 @@ def QuantizeWeightsPass : Pass<"tfm-quantize-weights", "ModuleOp"> {
       values exactly);
     - `int8`: `#tfm.block_quant<q8_0>` (blocks of 32 with an f16 scale:
       8.5 bits a weight);
-    - `int4`: `#tfm.block_quant<q4_0>` (4.5 bits a weight).
+    - `int4`: `#tfm.block_quant<q4_0>` (4.5 bits a weight);
+    - `checkpoint`: each weight's `tfm.checkpoint_dtype` attribute, which
+      the frontend sets on a declaration whose checkpoint stores it
+      narrower than f32 (a BF16 safetensors file: `bf16`; a GGUF Q4_0
+      tensor: `int4`; Q8_0, Q4_K and Q6_K: `int8`), so that the blob
+      keeps it as stored or, for formats without a kernel, in more bits.
 
     Embedding tables and the LM head (a linear whose result an entry point
     returns, or a weight also looked up as a table) take `edge-dtype`
@@ -178,7 +183,8 @@ def QuantizeWeightsPass : Pass<"tfm-quantize-weights", "ModuleOp"> {
   }];
   let options = [
     Option<"dtype", "dtype", "std::string", /*default=*/"\"int8\"",
-           "Storage of the weight matrices: bf16, f16, int8 or int4">,
+           "Storage of the weight matrices: bf16, f16, int8, int4 or "
+           "checkpoint">,
     Option<"edgeDtype", "edge-dtype", "std::string", /*default=*/"\"\"",
            "Storage of embedding tables and the LM head: f32, bf16, f16, "
            "int8 or int4 (empty: int8 for int4, else dtype)">,

@@ -29,6 +29,9 @@ namespace {
 /// (f32 and bf16 panels: 32 rows; block formats: 16).
 constexpr int64_t kJoinRowMultiple = 32;
 
+/// The dtype that keeps each weight as its checkpoint stores it.
+constexpr StringLiteral kCheckpoint = "checkpoint";
+
 /// The storage type of an f32 matrix `type` in `dtype` (f32, bf16, f16,
 /// int8, int4); null for an unknown name.
 RankedTensorType storageType(RankedTensorType type, StringRef dtype) {
@@ -137,9 +140,10 @@ struct QuantizeWeightsPass
                            : edgeDtype;
     auto probe = RankedTensorType::get({1, 1}, Float32Type::get(ctx));
     for (StringRef name : {StringRef(dtype), StringRef(edge)})
-      if (!storageType(probe, name)) {
+      if (name != kCheckpoint && !storageType(probe, name)) {
         module.emitError() << "unknown weight dtype '" << name
-                           << "' (expected f32, bf16, f16, int8 or int4)";
+                           << "' (expected f32, bf16, f16, int8, int4 or "
+                              "checkpoint)";
         return signalPassFailure();
       }
     llvm::Regex kept(keep);
@@ -160,8 +164,16 @@ struct QuantizeWeightsPass
           it == uses.end() || it->second.other ||
           (!keep.empty() && kept.match(decl.getSymName())))
         continue;
-      RankedTensorType narrow =
-          storageType(type, it->second.edge ? edge : dtype);
+      StringRef chosen = it->second.edge ? edge : dtype;
+      if (chosen == kCheckpoint) {
+        auto stored = decl->getAttrOfType<StringAttr>(kCheckpointDtypeAttrName);
+        chosen = stored ? stored.getValue() : "f32";
+      }
+      RankedTensorType narrow = storageType(type, chosen);
+      if (!narrow) {
+        decl.emitError() << "unknown checkpoint dtype '" << chosen << "'";
+        return signalPassFailure();
+      }
       if (narrow == type)
         continue;
       storage[decl.getSymName()] = narrow;

@@ -225,4 +225,34 @@ TEST(BlockKernel, EncodingKeepsEachValueWithinItsBlocksStep) {
   }
 }
 
+/// A GGUF file's Q8_0 and Q4_0 blocks (llama.cpp's quantizers: the value
+/// of largest magnitude is ±127 or -8 steps of an f16 scale) are read as
+/// their values and encoded again: the packager must find the same scale
+/// and codes, so that a quantized checkpoint keeps its numbers exactly.
+TEST(BlockKernel, QuantizedCheckpointBlocksEncodeToThemselves) {
+  int64_t n = 16, k = 96;
+  std::vector<float> noise = randomValues(n * k, 11, 1.0f);
+  std::vector<float> scales = randomValues(n * k / 32, 12, 0.05f);
+  for (StoredFormat format : {StoredFormat::Q8_0, StoredFormat::Q4_0}) {
+    bool q8 = format == StoredFormat::Q8_0;
+    std::vector<float> w(n * k);
+    for (int64_t b = 0; b < n * k / 32; ++b) {
+      float d = mlir::tfm::halfToFloat(
+          mlir::tfm::floatToHalf(std::fabs(scales[b]) + 1e-3f));
+      for (int64_t i = 0; i < 32; ++i) {
+        // Codes spread over the range, with the block's extreme first.
+        float code = std::round(noise[b * 32 + i] * (q8 ? 127 : 7.4f));
+        if (i == 0)
+          code = q8 ? (b % 2 ? 127 : -127) : -8;
+        w[b * 32 + i] = d * (q8 ? code : std::min(code, 7.0f));
+      }
+    }
+    std::vector<uint8_t> bytes = encode(format, w, n, k);
+    for (int64_t row = 0; row < n; ++row)
+      for (int64_t col = 0; col < k; ++col)
+        ASSERT_EQ(decoded(format, bytes, k, row, col), w[row * k + col])
+            << (q8 ? "q8_0 " : "q4_0 ") << row << "," << col;
+  }
+}
+
 } // namespace

@@ -92,7 +92,8 @@ cl::opt<std::string> weightsDtype(
     "weights-dtype",
     cl::desc("Storage of the weight matrices: f32, bf16, f16, int8 (blocks "
              "of 32, 8.5 bits) or int4 (4.5 bits) (default: the "
-             "checkpoint's)"),
+             "checkpoint's, each weight's own; GGUF's Q4_K and Q6_K become "
+             "int8)"),
     cl::value_desc("dtype"), cl::cat(passCategory));
 cl::opt<std::string> edgeDtype(
     "edge-dtype",

@@ -1,0 +1,242 @@
+//===- GgufModel.cpp - LLaMA-family models from GGUF files --------------===//
+//
+// llama.cpp's names: token_embd, blk.N.{attn_norm, attn_q, attn_k, attn_v,
+// attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down}, output_norm, output
+// (absent when tied), and rope_freqs (Llama 3's per-frequency divisors).
+// Its converter permutes LLaMA's Q and K rows so that RoPE rotates
+// adjacent pairs (Meta's original layout), which is how they are read
+// here: interleaved RoPE, as for llama2.c checkpoints.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/GgufModel.h"
+#include "frontend/DecoderBuilder.h"
+#include "frontend/ErrorMessages.h"
+#include "frontend/Gguf.h"
+#include "frontend/StoredDtypes.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/WithColor.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// Limits on sizes that keep every product of them far from overflowing.
+constexpr int64_t kMaxWidth = 1 << 20, kMaxLayers = 1 << 12,
+                  kMaxHeads = 1 << 12, kMaxContext = 1 << 24;
+constexpr llvm::StringLiteral kRopeFactors = "rope_freqs.weight";
+
+llvm::Expected<DecoderSpec> llamaSpec(const GgufFile &file,
+                                      llvm::StringRef arch) {
+  std::string key = (arch + ".").str();
+  auto integer = [&](llvm::StringRef name, int64_t max) {
+    return file.integer(key + name.str(), max);
+  };
+  DecoderSpec spec;
+  spec.family = "llama";
+  spec.rmsNorm = true;
+  spec.ropeStyle = RopeStyle::interleaved;
+  spec.gatedMlp = true;
+  spec.activation = ActivationKind::silu;
+  llvm::Expected<int64_t> hidden = integer("embedding_length", kMaxWidth);
+  llvm::Expected<int64_t> layers = integer("block_count", kMaxLayers);
+  llvm::Expected<int64_t> ffn = integer("feed_forward_length", kMaxWidth);
+  llvm::Expected<int64_t> heads = integer("attention.head_count", kMaxHeads);
+  llvm::Expected<int64_t> context = integer("context_length", kMaxContext);
+  for (llvm::Expected<int64_t> *value :
+       {&hidden, &layers, &ffn, &heads, &context})
+    if (!*value)
+      return value->takeError();
+  spec.hiddenSize = *hidden;
+  spec.numLayers = *layers;
+  spec.intermediateSize = *ffn;
+  spec.numHeads = *heads;
+  spec.maxContext = *context;
+  llvm::Expected<std::optional<int64_t>> kvHeads =
+      file.optionalInteger(key + "attention.head_count_kv", kMaxHeads);
+  llvm::Expected<std::optional<int64_t>> headDim =
+      file.optionalInteger(key + "attention.key_length", kMaxWidth);
+  llvm::Expected<std::optional<int64_t>> ropeDims =
+      file.optionalInteger(key + "rope.dimension_count", kMaxWidth);
+  llvm::Expected<std::optional<double>> epsilon =
+      file.optionalReal(key + "attention.layer_norm_rms_epsilon");
+  llvm::Expected<std::optional<double>> theta =
+      file.optionalReal(key + "rope.freq_base");
+  llvm::Expected<std::optional<llvm::StringRef>> scaling =
+      file.optionalString(key + "rope.scaling.type");
+  if (!kvHeads) return kvHeads.takeError();
+  if (!headDim) return headDim.takeError();
+  if (!ropeDims) return ropeDims.takeError();
+  if (!epsilon) return epsilon.takeError();
+  if (!theta) return theta.takeError();
+  if (!scaling) return scaling.takeError();
+  spec.numKVHeads = kvHeads->value_or(spec.numHeads);
+  if (*headDim && spec.numHeads && **headDim != spec.hiddenSize / spec.numHeads)
+    spec.explicitHeadDim = **headDim;
+  if (*ropeDims && **ropeDims != spec.headDim())
+    spec.rotaryDim = **ropeDims;
+  if (!*epsilon)
+    return makeError(file.path() + ": metadata '" + key +
+                     "attention.layer_norm_rms_epsilon' is missing");
+  spec.normEpsilon = **epsilon;
+  if (!std::isfinite(spec.normEpsilon) || spec.normEpsilon < 0)
+    return makeError(file.path() + ": RMSNorm epsilon " +
+                     std::to_string(spec.normEpsilon) +
+                     " is not a non-negative finite number");
+  spec.ropeTheta = theta->value_or(10000.0);
+  if (!std::isfinite(spec.ropeTheta))
+    return makeError(file.path() + ": rope.freq_base is not finite");
+  if (*scaling && **scaling != "none")
+    return makeError(file.path() + ": RoPE scaling '" + **scaling +
+                     "' is not supported");
+  spec.tokenEmbedding = "token_embd.weight";
+  spec.finalNorm = "output_norm.weight";
+  spec.layer = {"blk.{}.attn_norm.weight", "blk.{}.attn_q.weight",
+                "blk.{}.attn_k.weight",    "blk.{}.attn_v.weight",
+                "blk.{}.attn_output.weight", "blk.{}.ffn_norm.weight",
+                "blk.{}.ffn_up.weight",    "blk.{}.ffn_gate.weight",
+                "blk.{}.ffn_down.weight"};
+  return spec;
+}
+
+/// Llama 3's RoPE: each inverse frequency divided by its factor from
+/// rope_freqs.weight (llama.cpp's "freq_factors").
+llvm::Error applyRopeFactors(const GgufFile &file, const WeightStore &weights,
+                             DecoderSpec &spec) {
+  const WeightTensor *factors = weights.lookup(kRopeFactors);
+  if (!factors)
+    return llvm::Error::success();
+  int64_t pairs = spec.rotaryDims() / 2;
+  if (factors->shape() != std::vector<int64_t>{pairs})
+    return makeError(file.path() + ": tensor '" + kRopeFactors +
+                     "' has shape " + formatShape(factors->shape()) +
+                     ", the rotary dimensions imply [" + llvm::Twine(pairs) +
+                     "]");
+  std::vector<float> values = factors->toF32();
+  for (int64_t i = 0; i < pairs; ++i) {
+    if (!(values[i] > 0) || !std::isfinite(values[i]))
+      return makeError(file.path() + ": " + kRopeFactors + "[" +
+                       llvm::Twine(i) + "] is not a positive number");
+    double inverse =
+        std::pow(spec.ropeTheta, -2.0 * double(i) / double(2 * pairs));
+    spec.ropeFrequencies.push_back(float(inverse / values[i]));
+  }
+  return llvm::Error::success();
+}
+
+/// Says which tensors are kept in more bits than stored: no kernel reads
+/// the K-quants (tfm-quantize-weights' dtype=checkpoint stores them as
+/// int8).
+void noteRequantized(const GgufFile &file) {
+  llvm::StringMap<int> counts;
+  for (const GgufTensor &tensor : file.tensors())
+    if (tensor.dtype == WeightDtype::Q4_K || tensor.dtype == WeightDtype::Q6_K)
+      ++counts[dtypeName(tensor.dtype)];
+  for (const auto &entry : counts)
+    llvm::WithColor::note(llvm::errs(), "tfmc")
+        << llvm::sys::path::filename(file.path()) << ": " << entry.getValue()
+        << " " << entry.getKey()
+        << " tensors are requantized to int8 (blocks of 32, 8.5 bits), "
+           "which tfmc has kernels for, unless --weights-dtype says "
+           "otherwise\n";
+}
+
+} // namespace
+
+llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
+                                                     llvm::StringRef path,
+                                                     bool withTokenizer) {
+  llvm::Expected<GgufFile> file = GgufFile::open(path);
+  if (!file)
+    return file.takeError();
+  llvm::Expected<std::optional<llvm::StringRef>> arch =
+      file->optionalString("general.architecture");
+  if (!arch)
+    return arch.takeError();
+  if (!*arch)
+    return makeError(path + ": metadata 'general.architecture' is missing");
+  if (**arch != "llama")
+    return makeError(path + ": architecture '" + **arch +
+                     "' is not supported (GGUF input reads \"llama\": "
+                     "LLaMA, Mistral, TinyLlama and the like)");
+  llvm::Expected<DecoderSpec> spec = llamaSpec(*file, **arch);
+  if (!spec)
+    return spec.takeError();
+
+  LoadedModel model;
+  std::string source = llvm::sys::path::filename(path).str();
+  for (const GgufTensor &tensor : file->tensors())
+    model.weights.add(tensor.name,
+                      WeightTensor::view(tensor.shape, tensor.dtype,
+                                         file->bytes() + tensor.offset,
+                                         file->isMapped(), source));
+  const WeightTensor *embedding = model.weights.lookup(spec->tokenEmbedding);
+  if (!embedding || embedding->shape().size() != 2)
+    return makeError(path + ": tensor '" + spec->tokenEmbedding +
+                     "' (the token embedding, [vocab, width]) is missing or "
+                     "not a matrix");
+  spec->vocabSize = embedding->shape()[0];
+  spec->lmHead = model.weights.contains("output.weight") ? "output.weight" : "";
+  if (llvm::Error err = validateDecoderSpec(*spec, path))
+    return std::move(err);
+  if (llvm::Error err = applyRopeFactors(*file, model.weights, *spec))
+    return std::move(err);
+
+  if (withTokenizer) {
+    llvm::Expected<std::optional<TokenizerVocab>> vocab =
+        readGgufTokenizer(*file);
+    if (!vocab)
+      return vocab.takeError();
+    if (*vocab) {
+      if (int64_t((*vocab)->pieces.size()) != spec->vocabSize)
+        return makeError(path + ": the tokenizer has " +
+                         llvm::Twine((*vocab)->pieces.size()) +
+                         " tokens, the token embedding " +
+                         llvm::Twine(spec->vocabSize) + " rows");
+      model.tokenizer = std::move(**vocab);
+      model.tokenizerPath = path.str();
+    }
+  }
+  llvm::Expected<std::optional<llvm::StringRef>> tokenizerKind =
+      file->optionalString("tokenizer.ggml.model");
+  if (!tokenizerKind)
+    return tokenizerKind.takeError();
+  auto tokenId = [&](llvm::StringRef key) -> llvm::Expected<int32_t> {
+    llvm::Expected<std::optional<int64_t>> id =
+        file->optionalInteger(key, spec->vocabSize - 1);
+    if (!id)
+      return id.takeError();
+    return int32_t(id->value_or(-1));
+  };
+  llvm::Expected<int32_t> bos = tokenId("tokenizer.ggml.bos_token_id");
+  if (!bos)
+    return bos.takeError();
+  llvm::Expected<int32_t> eos = tokenId("tokenizer.ggml.eos_token_id");
+  if (!eos)
+    return eos.takeError();
+  llvm::Expected<std::optional<int64_t>> addBos =
+      file->optionalInteger("tokenizer.ggml.add_bos_token", 1);
+  if (!addBos)
+    return addBos.takeError();
+  model.bosToken = *bos;
+  model.eosToken = *eos;
+  // llama.cpp's default: SentencePiece vocabularies start with BOS.
+  model.addBos = addBos->value_or(*tokenizerKind && **tokenizerKind == "llama");
+
+  noteRequantized(*file);
+  model.weights.keepMapped(file->releaseBuffer());
+  auto module = buildDecoder(
+      context, *spec, model.weights, path,
+      [](llvm::StringRef name) { return name == kRopeFactors; });
+  if (!module)
+    return module.takeError();
+  model.module = std::move(*module);
+  recordDecoderShape(model, *spec);
+  model.family = "llama";
+  return model;
+}

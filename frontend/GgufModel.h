@@ -1,0 +1,34 @@
+//===- GgufModel.h - LLaMA-family models from GGUF files ---------*- C++ -*-===//
+//
+// A GGUF file's architecture, weights and tokenizer as a LoadedModel: the
+// hyperparameters come from "<arch>.*" metadata, the tensors keep their
+// stored types (WeightDtype; F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K) as
+// views of the mapped file, and the tokenizer comes from "tokenizer.ggml.*".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_GGUFMODEL_H
+#define TFM_FRONTEND_GGUFMODEL_H
+
+#include "frontend/ModelLoader.h"
+
+namespace mlir::tfm {
+
+class GgufFile;
+
+/// `withTokenizer`: read the embedded tokenizer (false when the user gives
+/// another).
+llvm::Expected<LoadedModel> loadGgufModel(mlir::MLIRContext &context,
+                                          llvm::StringRef path,
+                                          bool withTokenizer);
+
+/// The tokenizer `file` embeds; nothing when it has none.
+llvm::Expected<std::optional<TokenizerVocab>>
+readGgufTokenizer(const GgufFile &file);
+
+/// The tokenizer of the GGUF file at `path` (--tokenizer model.gguf).
+llvm::Expected<TokenizerVocab> readGgufTokenizerFile(llvm::StringRef path);
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_GGUFMODEL_H

@@ -1,0 +1,42 @@
+//===- StoredDtypes.h - checkpoint element encodings, decoded ----*- C++ -*-===//
+//
+// How each WeightDtype lays out its elements, and their decoding to f32:
+// IEEE half, bfloat16, and GGML's block formats as llama.cpp writes them
+// into GGUF files (ggml-common.h's block_q8_0, block_q4_0, block_q4_K,
+// block_q6_K; all little endian):
+//
+//   Q8_0  32 elements, 34 bytes: f16 d, int8 q[32];           x = d·q
+//   Q4_0  32 elements, 18 bytes: f16 d, uint8 qs[16]; element j < 16 is
+//         the low nibble of qs[j], element j + 16 its high nibble;
+//                                                               x = d·(q − 8)
+//   Q4_K  256 elements, 144 bytes: f16 d, f16 dmin, uint8 scales[12],
+//         uint8 qs[128]; 8 sub-blocks of 32 with 6-bit scale s and min m
+//         packed in `scales`; each 32 bytes of qs hold two sub-blocks (low
+//         nibbles, then high nibbles);               x = d·s·q − dmin·m
+//   Q6_K  256 elements, 210 bytes: uint8 ql[128], uint8 qh[64], int8
+//         scales[16], f16 d; 6-bit q = 4 low bits from ql, 2 high bits from
+//         qh, in two halves of 128; 16 sub-blocks of 16 with an int8 scale;
+//                                                          x = d·s·(q − 32)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_STOREDDTYPES_H
+#define TFM_FRONTEND_STOREDDTYPES_H
+
+#include "frontend/WeightStore.h"
+
+#include <cstdint>
+
+namespace mlir::tfm {
+
+float bfloat16ToFloat(uint16_t bits);
+
+/// Decodes `count` consecutive elements of `dtype` stored at `bytes` into
+/// `out`; for a block dtype, `count` is a whole number of blocks and
+/// `bytes` the start of one.
+void decodeStoredElements(WeightDtype dtype, const uint8_t *bytes,
+                          int64_t count, float *out);
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_STOREDDTYPES_H

@@ -1,0 +1,407 @@
+#!/usr/bin/env python3
+"""Writes LLaMA models as GGUF files (llama.cpp's format, version 3) for the
+GGUF tests, with the Python standard library only (CI has no NumPy).
+
+Weights come from a Hugging Face LLaMA directory (F32 safetensors: Q and K
+rows permuted to llama.cpp's layout, as its convert_hf_to_gguf.py does) or
+are drawn at random from a seed (already in llama.cpp's layout). Matrices are
+stored in --type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K), the token
+embedding and LM head in --edge-type; a matrix whose rows are not whole
+blocks falls back to F16, as llama-quantize falls back. The quantizers make
+valid blocks of each format (Q8_0 and Q4_0 as llama.cpp's reference
+quantizers do; the K-quants from each sub-block's range), not llama.cpp's
+error-minimizing search. Tokenizers: a llama2.c tokenizer.bin spelled as
+SentencePiece pieces ("llama"), or GPT-2's vocab.json + merges.txt
+("gpt2").
+
+--break writes a malformed file for the reader's error tests.
+
+    write_gguf.py OUT.gguf --hf DIR [--sp-tokenizer tokenizer.bin]
+    write_gguf.py OUT.gguf --random 256,1,4,1,256,32 --type Q4_K
+"""
+import argparse
+import array
+import json
+import math
+import os
+import re
+import struct
+
+GGML_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q8_0": 8, "Q4_K": 12,
+              "Q6_K": 14, "BF16": 30, "Q5_K": 13}
+BLOCK_ELEMENTS = {"F32": 1, "F16": 1, "BF16": 1, "Q8_0": 32, "Q4_0": 32,
+                  "Q4_K": 256, "Q6_K": 256, "Q5_K": 256}
+ALIGNMENT = 32
+
+# ------------------------------------------------------------ numbers
+
+
+def f16_bits(x):
+    return struct.unpack("<H", struct.pack("<e", x))[0]
+
+
+def f16_round(x):
+    return struct.unpack("<e", struct.pack("<e", x))[0]
+
+
+def bf16_bits(x):
+    bits = struct.unpack("<I", struct.pack("<f", x))[0]
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def round_half_away(x):
+    return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
+
+
+# ------------------------------------------------------------ encoders
+
+
+def encode_q8_0(block):
+    amax = max(abs(v) for v in block)
+    d = amax / 127.0
+    inv = 1.0 / d if d else 0.0
+    out = bytearray(struct.pack("<H", f16_bits(d)))
+    out += bytes((round_half_away(v * inv) & 0xFF) for v in block)
+    return out
+
+
+def encode_q4_0(block):
+    peak = max(block, key=abs)
+    d = peak / -8.0
+    inv = 1.0 / d if d else 0.0
+    q = [min(15, int(v * inv + 8.5)) for v in block]
+    out = bytearray(struct.pack("<H", f16_bits(d)))
+    out += bytes(q[j] | q[j + 16] << 4 for j in range(16))
+    return out
+
+
+def encode_q4_k(block):
+    scales, mins = [], []
+    for s in range(8):
+        sub = block[32 * s:32 * s + 32]
+        low, high = min(0.0, min(sub)), max(sub)
+        scales.append((high - low) / 15.0)
+        mins.append(-low)
+    d = f16_round(max(scales) / 63.0)
+    dmin = f16_round(max(mins) / 63.0)
+    sc = [min(63, round_half_away(s / d)) if d else 0 for s in scales]
+    mn = [min(63, round_half_away(m / dmin)) if dmin else 0 for m in mins]
+    q = []
+    for s in range(8):
+        step, offset = d * sc[s], dmin * mn[s]
+        for v in block[32 * s:32 * s + 32]:
+            q.append(max(0, min(15, round_half_away((v + offset) / step)))
+                     if step else 0)
+    packed = [0] * 12
+    for j in range(4):
+        packed[j] = sc[j] | (sc[j + 4] >> 4) << 6
+        packed[j + 4] = mn[j] | (mn[j + 4] >> 4) << 6
+        packed[j + 8] = (sc[j + 4] & 0xF) | (mn[j + 4] & 0xF) << 4
+    out = bytearray(struct.pack("<HH", f16_bits(d), f16_bits(dmin)))
+    out += bytes(packed)
+    for pair in range(4):
+        out += bytes(q[64 * pair + l] | q[64 * pair + 32 + l] << 4
+                     for l in range(32))
+    return out
+
+
+def encode_q6_k(block):
+    sub_scales = []
+    for s in range(16):
+        peak = max(block[16 * s:16 * s + 16], key=abs)
+        sub_scales.append(peak / -32.0)
+    top = max(sub_scales, key=abs)
+    d = f16_round(top / -128.0) if top else 0.0
+    sc = [max(-128, min(127, round_half_away(s / d))) if d else 0
+          for s in sub_scales]
+    q = []
+    for i, v in enumerate(block):
+        step = d * sc[i // 16]
+        q.append(max(-32, min(31, round_half_away(v / step))) + 32
+                 if step else 32)
+    ql, qh = bytearray(128), bytearray(64)
+    for half in range(2):
+        for l in range(32):
+            q1, q2, q3, q4 = (q[128 * half + 32 * k + l] for k in range(4))
+            ql[64 * half + l] = (q1 & 0xF) | (q3 & 0xF) << 4
+            ql[64 * half + 32 + l] = (q2 & 0xF) | (q4 & 0xF) << 4
+            qh[32 * half + l] = (q1 >> 4) | (q2 >> 4) << 2 | \
+                (q3 >> 4) << 4 | (q4 >> 4) << 6
+    return ql + qh + bytes(s & 0xFF for s in sc) + struct.pack("<H", f16_bits(d))
+
+
+ENCODERS = {"Q8_0": encode_q8_0, "Q4_0": encode_q4_0, "Q4_K": encode_q4_k,
+            "Q6_K": encode_q6_k}
+
+
+def encode(values, ggml_type):
+    if ggml_type == "F32":
+        return array.array("f", values).tobytes()
+    if ggml_type == "F16":
+        return struct.pack(f"<{len(values)}e", *values)
+    if ggml_type == "BF16":
+        return struct.pack(f"<{len(values)}H", *(bf16_bits(v) for v in values))
+    n = BLOCK_ELEMENTS[ggml_type]
+    encoder = ENCODERS[ggml_type]
+    return b"".join(encoder(values[i:i + n]) for i in range(0, len(values), n))
+
+
+# ------------------------------------------------------------ models
+
+
+def permute_rows(values, rows, cols, heads):
+    """convert_hf_to_gguf's LlamaModel.permute: HF's half-split rotary rows
+    of each head become adjacent pairs."""
+    head_dim = rows // heads
+    out = []
+    for h in range(heads):
+        for i in range(head_dim // 2):
+            for half in range(2):
+                r = h * head_dim + half * (head_dim // 2) + i
+                out.extend(values[r * cols:(r + 1) * cols])
+    return out
+
+
+def read_hf(directory):
+    with open(os.path.join(directory, "config.json")) as f:
+        config = json.load(f)
+    with open(os.path.join(directory, "model.safetensors"), "rb") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(size))
+        data = f.read()
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        assert info["dtype"] == "F32", f"{name}: only F32 safetensors"
+        begin, end = info["data_offsets"]
+        tensors[name] = (info["shape"], list(array.array("f", data[begin:end])))
+    heads, kv = config["num_attention_heads"], config["num_key_value_heads"]
+    names = {"model.embed_tokens.weight": "token_embd.weight",
+             "model.norm.weight": "output_norm.weight",
+             "lm_head.weight": "output.weight"}
+    per_layer = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
+                 "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+                 "self_attn.o_proj": "attn_output",
+                 "post_attention_layernorm": "ffn_norm",
+                 "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+                 "mlp.down_proj": "ffn_down"}
+    out = []
+    for name, (shape, values) in tensors.items():
+        m = re.match(r"model\.layers\.(\d+)\.(.*)\.weight$", name)
+        target = f"blk.{m.group(1)}.{per_layer[m.group(2)]}.weight" if m \
+            else names[name]
+        if target.endswith("attn_q.weight"):
+            values = permute_rows(values, shape[0], shape[1], heads)
+        if target.endswith("attn_k.weight"):
+            values = permute_rows(values, shape[0], shape[1], kv)
+        out.append((target, shape, values))
+    hp = {"context_length": config["max_position_embeddings"],
+          "embedding_length": config["hidden_size"],
+          "block_count": config["num_hidden_layers"],
+          "feed_forward_length": config["intermediate_size"],
+          "attention.head_count": heads, "attention.head_count_kv": kv,
+          "attention.layer_norm_rms_epsilon": config["rms_norm_eps"],
+          "rope.freq_base": config.get("rope_theta", 10000.0)}
+    return hp, out
+
+
+def random_model(spec, seed):
+    """A LLaMA of `spec` = dim,layers,heads,kv_heads,ffn,vocab with weights
+    from a fixed generator (an LCG, so that every Python draws the same)."""
+    dim, layers, heads, kv, ffn, vocab = (int(x) for x in spec.split(","))
+    state = [seed * 2654435761 % 2**32 or 1]
+
+    def draw(count, scale):
+        values = []
+        for _ in range(count):
+            state[0] = (state[0] * 1664525 + 1013904223) % 2**32
+            values.append((state[0] / 2**32 - 0.5) * 2 * scale)
+        return values
+
+    kv_dim = dim // heads * kv
+    out = [("token_embd.weight", [vocab, dim], draw(vocab * dim, 1.0))]
+    for l in range(layers):
+        out += [(f"blk.{l}.attn_norm.weight", [dim],
+                 [1 + v for v in draw(dim, 0.1)]),
+                (f"blk.{l}.attn_q.weight", [dim, dim], draw(dim * dim, 0.1)),
+                (f"blk.{l}.attn_k.weight", [kv_dim, dim], draw(kv_dim * dim, 0.1)),
+                (f"blk.{l}.attn_v.weight", [kv_dim, dim], draw(kv_dim * dim, 0.1)),
+                (f"blk.{l}.attn_output.weight", [dim, dim], draw(dim * dim, 0.1)),
+                (f"blk.{l}.ffn_norm.weight", [dim],
+                 [1 + v for v in draw(dim, 0.1)]),
+                (f"blk.{l}.ffn_gate.weight", [ffn, dim], draw(ffn * dim, 0.1)),
+                (f"blk.{l}.ffn_up.weight", [ffn, dim], draw(ffn * dim, 0.1)),
+                (f"blk.{l}.ffn_down.weight", [dim, ffn], draw(dim * ffn, 0.1))]
+    out += [("output_norm.weight", [dim], [1 + v for v in draw(dim, 0.1)]),
+            ("output.weight", [vocab, dim], draw(vocab * dim, 0.1))]
+    hp = {"context_length": 64, "embedding_length": dim, "block_count": layers,
+          "feed_forward_length": ffn, "attention.head_count": heads,
+          "attention.head_count_kv": kv,
+          "attention.layer_norm_rms_epsilon": 1e-5, "rope.freq_base": 10000.0}
+    return hp, out
+
+
+# ------------------------------------------------------------ tokenizers
+
+
+def sentencepiece_from_llama2c(path, vocab_size):
+    """llama2.c's tokenizer.bin back in SentencePiece's spelling: "▁" for
+    spaces, <s> and </s> for its "\\n<s>\\n" and "\\n</s>\\n"."""
+    tokens, scores, types = [], [], []
+    with open(path, "rb") as f:
+        f.read(4)  # max token length
+        for i in range(vocab_size):
+            score, length = struct.unpack("<fi", f.read(8))
+            piece = f.read(length).decode("utf-8")
+            piece = piece.strip("\n") if i in (1, 2) else piece
+            tokens.append(piece.replace(" ", "\u2581"))
+            scores.append(score)
+            types.append(2 if i == 0 else 3 if i in (1, 2) else
+                         6 if re.fullmatch(r"<0x[0-9A-F]{2}>", piece) else 1)
+    return {"tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": tokens,
+            "tokenizer.ggml.scores": scores, "tokenizer.ggml.token_type": types,
+            "tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.eos_token_id": 2}
+
+
+def gpt2_from_files(directory):
+    with open(os.path.join(directory, "vocab.json"), encoding="utf-8") as f:
+        vocab = json.load(f)
+    with open(os.path.join(directory, "merges.txt"), encoding="utf-8") as f:
+        merges = [line.rstrip("\n") for line in f
+                  if line.strip() and not line.startswith("#version")]
+    tokens = [None] * len(vocab)
+    for piece, i in vocab.items():
+        tokens[i] = piece
+    types = [3 if t.startswith("<|") and t.endswith("|>") else 1 for t in tokens]
+    return {"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "gpt-2",
+            "tokenizer.ggml.tokens": tokens, "tokenizer.ggml.token_type": types,
+            "tokenizer.ggml.merges": merges}
+
+
+# ------------------------------------------------------------ container
+
+
+def gguf_string(s):
+    data = s.encode("utf-8") if isinstance(s, str) else s
+    return struct.pack("<Q", len(data)) + data
+
+
+def gguf_value(value, in_array=False):
+    """(type, bytes) of a metadata value: bool, int (u32, or i32 in arrays,
+    as llama.cpp wants token types; i64 past those), float (f32), str, or a
+    list of one of those."""
+    if isinstance(value, int) and in_array and -2**31 <= value < 2**31:
+        return 5, struct.pack("<i", value)
+    if isinstance(value, bool):
+        return 7, struct.pack("<?", value)
+    if isinstance(value, int):
+        return (4, struct.pack("<I", value)) if 0 <= value < 2**32 \
+            else (11, struct.pack("<q", value))
+    if isinstance(value, float):
+        return 6, struct.pack("<f", value)
+    if isinstance(value, str):
+        return 8, gguf_string(value)
+    element_type, _ = gguf_value(value[0], True)
+    body = b"".join(gguf_value(v, True)[1] for v in value)
+    return 9, struct.pack("<IQ", element_type, len(value)) + body
+
+
+BREAKAGES = {
+    "q5k": "the second tensor claims GGML type Q5_K",
+    "past-end": "the last tensor's offset lies past the end of the data",
+    "misaligned": "the second tensor's offset is not a multiple of 32",
+    "overlap": "the second tensor starts inside the first",
+    "duplicate": "the second tensor has the first one's name",
+    "huge-dim": "the second tensor's dims multiply past 2^64",
+}
+
+
+def write(path, metadata, tensors, breakage=None):
+    kv = b""
+    for key, value in metadata.items():
+        value_type, body = gguf_value(value)
+        kv += gguf_string(key) + struct.pack("<I", value_type) + body
+    infos, blobs, offset = b"", [], 0
+    for index, (name, shape, ggml_type, data) in enumerate(tensors):
+        dims = list(reversed(shape))
+        second, last = index == 1, index == len(tensors) - 1
+        at = offset
+        if second and breakage == "duplicate":
+            name = tensors[0][0]
+        if second and breakage == "huge-dim":
+            dims = [2**40, 2**40]
+        if second and breakage == "q5k":
+            ggml_type = "Q5_K"
+        if second and breakage == "misaligned":
+            at += 4
+        if second and breakage == "overlap":
+            at = 0
+        if last and breakage == "past-end":
+            at += 1 << 20
+        infos += gguf_string(name) + struct.pack("<I", len(dims))
+        infos += b"".join(struct.pack("<Q", d) for d in dims)
+        infos += struct.pack("<IQ", GGML_TYPES[ggml_type], at)
+        padded = data + b"\0" * (-len(data) % ALIGNMENT)
+        blobs.append(padded)
+        offset += len(padded)
+    header = struct.pack("<IIQQ", 0x46554747, 3, len(tensors), len(metadata))
+    body = header + kv + infos
+    body += b"\0" * (-len(body) % ALIGNMENT)
+    with open(path, "wb") as f:
+        f.write(body + b"".join(blobs))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--hf", metavar="DIR")
+    source.add_argument("--random", metavar="DIM,LAYERS,HEADS,KV,FFN,VOCAB")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--type", default="F32", choices=list(GGML_TYPES))
+    parser.add_argument("--edge-type", help="token_embd and output (default "
+                        "--type)")
+    parser.add_argument("--sp-tokenizer", metavar="TOKENIZER_BIN")
+    parser.add_argument("--gpt2-tokenizer", metavar="DIR")
+    parser.add_argument("--arch", default="llama")
+    parser.add_argument("--set", action="append", default=[],
+                        metavar="KEY=JSON", help="add or replace metadata "
+                        "(JSON null removes the key)")
+    parser.add_argument("--break", dest="breakage", choices=list(BREAKAGES),
+                        help="write a malformed file: " + "; ".join(
+                            f"{k}: {v}" for k, v in BREAKAGES.items()))
+    args = parser.parse_args()
+
+    hp, weights = read_hf(args.hf) if args.hf else \
+        random_model(args.random, args.seed)
+    vocab_size = next(s[0] for n, s, _ in weights if n == "token_embd.weight")
+    metadata = {"general.architecture": args.arch,
+                "general.alignment": ALIGNMENT}
+    metadata.update({f"{args.arch}.{k}": v for k, v in hp.items()})
+    if args.sp_tokenizer:
+        metadata.update(sentencepiece_from_llama2c(args.sp_tokenizer,
+                                                   vocab_size))
+    if args.gpt2_tokenizer:
+        metadata.update(gpt2_from_files(args.gpt2_tokenizer))
+    for setting in args.set:
+        key, value = setting.split("=", 1)
+        if value == "null":
+            metadata.pop(key, None)
+        else:
+            metadata[key] = json.loads(value)
+
+    tensors = []
+    for name, shape, values in weights:
+        edge = name in ("token_embd.weight", "output.weight")
+        wanted = (args.edge_type or args.type) if edge else args.type
+        if len(shape) == 1:
+            wanted = "F32"
+        elif shape[-1] % BLOCK_ELEMENTS[wanted]:
+            wanted = "F16"
+        tensors.append((name, shape, wanted, encode(values, wanted)))
+    write(args.out, metadata, tensors, args.breakage)
+
+
+if __name__ == "__main__":
+    main()
