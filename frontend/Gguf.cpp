@@ -269,7 +269,7 @@ private:
       return err;
     GgufTensor tensor;
     tensor.name = name.str();
-    auto where = "tensor '" + name + "'";
+    std::string where = ("tensor '" + name + "'").str();
     uint32_t rank;
     if (Error err = readU32(rank, where + "'s rank"))
       return err;
