@@ -7,6 +7,7 @@
 
 #include "compiler/Compiler.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/GgufModel.h"
 #include "frontend/Safetensors.h"
 #include "ir/TfmOps.h"
 #include "runtime/tfm_format.h"
@@ -157,7 +158,8 @@ llvm::Error readWeightsOfModule(ModuleOp module, llvm::StringRef path,
       : path.ends_with(".index.json")
           ? readSafetensorsCheckpoint(llvm::sys::path::parent_path(path),
                                       weights)
-          : readSafetensorsFile(path, weights);
+      : path.ends_with(".gguf") ? readGgufWeights(path, weights)
+                                : readSafetensorsFile(path, weights);
   if (read)
     return read;
   std::vector<std::string> errors;

@@ -146,7 +146,27 @@ void noteRequantized(const GgufFile &file) {
            "otherwise\n";
 }
 
+/// Every tensor of `file` as a view of its mapping (which the caller
+/// hands to the store once done with the file).
+void addGgufTensors(const GgufFile &file, WeightStore &weights) {
+  std::string source = llvm::sys::path::filename(file.path()).str();
+  for (const GgufTensor &tensor : file.tensors())
+    weights.add(tensor.name, WeightTensor::view(tensor.shape, tensor.dtype,
+                                                file.bytes() + tensor.offset,
+                                                file.isMapped(), source));
+}
+
 } // namespace
+
+llvm::Error mlir::tfm::readGgufWeights(llvm::StringRef path,
+                                       WeightStore &weights) {
+  llvm::Expected<GgufFile> file = GgufFile::open(path);
+  if (!file)
+    return file.takeError();
+  addGgufTensors(*file, weights);
+  weights.keepMapped(file->releaseBuffer());
+  return llvm::Error::success();
+}
 
 llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
                                                      llvm::StringRef path,
@@ -169,12 +189,7 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
     return spec.takeError();
 
   LoadedModel model;
-  std::string source = llvm::sys::path::filename(path).str();
-  for (const GgufTensor &tensor : file->tensors())
-    model.weights.add(tensor.name,
-                      WeightTensor::view(tensor.shape, tensor.dtype,
-                                         file->bytes() + tensor.offset,
-                                         file->isMapped(), source));
+  addGgufTensors(*file, model.weights);
   const WeightTensor *embedding = model.weights.lookup(spec->tokenEmbedding);
   if (!embedding || embedding->shape().size() != 2)
     return makeError(path + ": tensor '" + spec->tokenEmbedding +

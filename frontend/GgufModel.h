@@ -22,6 +22,10 @@ llvm::Expected<LoadedModel> loadGgufModel(mlir::MLIRContext &context,
                                           llvm::StringRef path,
                                           bool withTokenizer);
 
+/// Adds every tensor of the GGUF file at `path` to `weights` (a .mlir
+/// model compiled with --checkpoint FILE.gguf).
+llvm::Error readGgufWeights(llvm::StringRef path, WeightStore &weights);
+
 /// The tokenizer `file` embeds; nothing when it has none.
 llvm::Expected<std::optional<TokenizerVocab>>
 readGgufTokenizer(const GgufFile &file);
