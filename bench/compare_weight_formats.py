@@ -11,6 +11,11 @@ over --new tokens after a --prompt-token prompt, prefill tokens/s at
 bytes one decode step reads / the read bandwidth measured just before and
 after it). tfmc's compile time and peak RSS are reported for each format.
 
+With --gguf (and llama.cpp), tfmc also compiles llama.cpp's own GGUF files
+(Q8_0, Q4_0, and Q4_K_M from llama-quantize) as they are (each tensor keeps
+its format; Q4_K and Q6_K become int8) and runs beside llama.cpp on the
+very same file.
+
 The host's bandwidth drifts within minutes, so the engines run round robin
 (--rounds) and the ratios are taken within each round; the table prints
 each round's ratio and their median.
@@ -42,6 +47,8 @@ from compare_peers import hardware_limits, prompt_ids, read_bandwidth  # noqa: E
 
 # tfmc format -> llama.cpp's of the same bits (None: compared with none).
 PEER_FORMAT = {"f32": "F32", "bf16": "BF16", "int8": "Q8_0", "int4": "Q4_0"}
+# llama.cpp files tfmc compiles directly under --gguf.
+GGUF_FORMATS = ["Q8_0", "Q4_0", "Q4_K_M"]
 
 
 def run_measured(command):
@@ -64,9 +71,13 @@ def make_model(work, kind):
 
 
 def compile_tfmc(work, kind, model, fmt):
-    exe = os.path.join(work, f"{kind}-{fmt}")
+    """tfmc's `fmt` of `model`; fmt None: the checkpoint's own (a GGUF
+    file's formats)."""
+    exe = os.path.join(work, f"{kind}-{fmt}" if fmt else
+                       os.path.basename(model).replace(".gguf", "-tfmc"))
+    dtype = [f"--weights-dtype={fmt}"] if fmt else []
     seconds, rss = run_measured([os.path.join(ROOT, "build", "bin", "tfmc"), model,
-                                 f"--weights-dtype={fmt}", "-q", "-o", exe])
+                                 "-q", "-o", exe] + dtype)
     return exe, {"compile_seconds": seconds, "compile_peak_rss": rss,
                  "size": os.path.getsize(exe)}
 
@@ -176,7 +187,7 @@ def gguf_decode_bytes(llama_src, path):
     return sum(int(t.n_bytes) for t in reader.tensors if t.name != "token_embd.weight")
 
 
-def prepare_llama_cpp(args, work, kind, model):
+def prepare_llama_cpp(args, work, kind, model, extra_formats=()):
     """GGUF files of every peer format (F32 or BF16 written from the
     checkpoint, Q8_0 and Q4_0 by llama-quantize from it)."""
     src = os.path.dirname(os.path.abspath(args.llama_cpp.rstrip("/")))
@@ -186,7 +197,7 @@ def prepare_llama_cpp(args, work, kind, model):
     if not os.path.exists(base):
         write_gguf(src, model, base, source)
     files[source] = base
-    for fmt in ("F32", "BF16", "Q8_0", "Q4_0"):
+    for fmt in ("F32", "BF16", "Q8_0", "Q4_0") + tuple(extra_formats):
         path = os.path.join(work, f"{kind}-{fmt}.gguf")
         if fmt not in files and not os.path.exists(path):
             subprocess.run([os.path.join(args.llama_cpp, "bin", "llama-quantize"),
@@ -245,6 +256,20 @@ def summary(rounds, fmt, formats, with_peer):
     return "\n".join(lines)
 
 
+def gguf_summary(rounds, fmt):
+    """tfmc and llama.cpp on the same GGUF file."""
+    mine, peer = ("tfmc gguf", fmt), ("llama.cpp", fmt)
+    decode = [c[mine]["decode"] / c[peer]["decode"] for c in rounds]
+    prefill = [c[mine]["prefill"] / c[peer]["prefill"] for c in rounds]
+    return (f"  {fmt} file: tfmc decode {median_of(rounds, lambda c: c[mine]['decode']):7.1f}"
+            f" ({median_of(rounds, lambda c: fraction_of_bound(c[mine])):.0%} of bound)"
+            f" prefill {median_of(rounds, lambda c: c[mine]['prefill']):7.1f};"
+            f" llama.cpp decode {median_of(rounds, lambda c: c[peer]['decode']):7.1f}"
+            f" prefill {median_of(rounds, lambda c: c[peer]['prefill']):7.1f};"
+            f" tfmc / llama.cpp decode {statistics.median(decode):.2f},"
+            f" prefill {statistics.median(prefill):.2f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", default="/tmp/tfm-bench-formats")
@@ -255,6 +280,8 @@ def main():
     parser.add_argument("--new", type=int, default=64)
     parser.add_argument("--prefill", type=int, default=512)
     parser.add_argument("--llama-cpp", help="llama.cpp's CMake build directory")
+    parser.add_argument("--gguf", action="store_true",
+                        help="also compile llama.cpp's GGUF files with tfmc")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     limits = hardware_limits(args.work)
@@ -271,12 +298,20 @@ def main():
                   f"peak RSS {built['compile_peak_rss'] / 2**20:.0f} MiB, "
                   f"{built['size'] / 2**20:.0f} MiB", flush=True)
             engines[("tfmc", fmt)] = lambda exe=exe: tfmc_cell(exe, args, vocab, args.work)
+        gguf = args.gguf and args.llama_cpp
         if args.llama_cpp:
-            src, files = prepare_llama_cpp(args, args.work, kind, model)
-            for fmt in formats:
-                peer = PEER_FORMAT[fmt]
+            src, files = prepare_llama_cpp(args, args.work, kind, model,
+                                           ["Q4_K_M"] if gguf else [])
+            peers = [PEER_FORMAT[fmt] for fmt in formats]
+            for peer in peers + (GGUF_FORMATS if gguf else []):
                 engines[("llama.cpp", peer)] = (
                     lambda path=files[peer]: llama_cpp_cell(args, src, path, args.work))
+        for fmt in GGUF_FORMATS if gguf else []:
+            exe, built = compile_tfmc(args.work, kind, files[fmt], None)
+            print(f"{kind} tfmc of llama.cpp's {fmt} file: compiled in "
+                  f"{built['compile_seconds']:.1f} s, peak RSS "
+                  f"{built['compile_peak_rss'] / 2**20:.0f} MiB", flush=True)
+            engines[("tfmc gguf", fmt)] = lambda exe=exe: tfmc_cell(exe, args, vocab, args.work)
         rounds = []
         for r in range(args.rounds):
             cells = {key: run() for key, run in engines.items()}
@@ -291,6 +326,8 @@ def main():
         print(f"\n{kind}: medians over {args.rounds} rounds (ratios within each round)")
         for fmt in formats:
             print(summary(rounds, fmt, formats, args.llama_cpp))
+        for fmt in GGUF_FORMATS if gguf else []:
+            print(gguf_summary(rounds, fmt))
 
 if __name__ == "__main__":
     main()

@@ -52,6 +52,7 @@ void mlir::tfm::buildCpuPipeline(OpPassManager &pm,
     tfm.weightsDtype = options.weightsDtype;
     tfm.edgeDtype = options.edgeDtype;
     tfm.keepWeights = options.keepWeights;
+    tfm.weightsDtypeFor = options.weightsDtypeFor;
     buildTfmPipeline(pm, tfm);
   }
   if (runs(CpuPipelineStage::Linalg)) {

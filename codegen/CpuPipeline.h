@@ -47,6 +47,10 @@ struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("Storage of embedding tables and the LM head (empty: "
                      "int8 for int4, else weights-dtype)"),
       llvm::cl::init("")};
+  Option<std::string> weightsDtypeFor{
+      *this, "weights-dtype-for",
+      llvm::cl::desc("REGEX=DTYPE: the weights whose names match take DTYPE"),
+      llvm::cl::init("")};
   Option<std::string> keepWeights{
       *this, "keep-weights",
       llvm::cl::desc("Regex of weight names that stay f32"),

@@ -166,7 +166,10 @@ def QuantizeWeightsPass : Pass<"tfm-quantize-weights", "ModuleOp"> {
     instead (by default int8 when `dtype` is int4, as llama.cpp's Q4 files
     keep them at more bits; `dtype` otherwise). Weights whose checkpoint
     name matches the `keep` regex, vectors (norm gains, biases) and
-    weights read any other way stay f32. A join of weights is stored in
+    weights read any other way stay f32. `dtype-for=REGEX=DTYPE` gives the
+    weights whose names match REGEX another dtype (llama.cpp's Q4_K_M keeps
+    the value and down projections at more bits: `dtype=int4
+    dtype-for=v_proj|down_proj=int8`). A join of weights is stored in
     one format and stays a join when all its parts but the last have a
     multiple of 32 rows; otherwise each part is dequantized alone and the
     f32 parts joined.
@@ -189,7 +192,10 @@ def QuantizeWeightsPass : Pass<"tfm-quantize-weights", "ModuleOp"> {
            "Storage of embedding tables and the LM head: f32, bf16, f16, "
            "int8 or int4 (empty: int8 for int4, else dtype)">,
     Option<"keep", "keep", "std::string", /*default=*/"\"\"",
-           "Weights whose names match this regex stay f32">
+           "Weights whose names match this regex stay f32">,
+    Option<"dtypeFor", "dtype-for", "std::string", /*default=*/"\"\"",
+           "REGEX=DTYPE: weights whose names match take DTYPE instead "
+           "(after keep)">
   ];
 }
 

@@ -32,12 +32,14 @@ void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
   auto narrow = [](const std::string &dtype) {
     return !dtype.empty() && dtype != "f32";
   };
-  if (narrow(options.weightsDtype) || narrow(options.edgeDtype)) {
+  if (narrow(options.weightsDtype) || narrow(options.edgeDtype) ||
+      !options.weightsDtypeFor.empty()) {
     QuantizeWeightsPassOptions quantize;
     quantize.dtype =
         options.weightsDtype.empty() ? "f32" : options.weightsDtype;
     quantize.edgeDtype = options.edgeDtype;
     quantize.keep = options.keepWeights;
+    quantize.dtypeFor = options.weightsDtypeFor;
     pm.addPass(createQuantizeWeightsPass(quantize));
   }
   pm.addPass(createCanonicalizerPass());

@@ -27,7 +27,7 @@ struct TfmPipelineOptions {
   bool fuseNorm = true;
   /// tfm-quantize-weights' dtype, edge-dtype and keep; it runs unless
   /// both dtypes are empty or f32.
-  std::string weightsDtype, edgeDtype, keepWeights;
+  std::string weightsDtype, edgeDtype, keepWeights, weightsDtypeFor;
 };
 
 void buildTfmPipeline(OpPassManager &pm, const TfmPipelineOptions &options);

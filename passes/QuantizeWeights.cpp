@@ -154,6 +154,19 @@ struct QuantizeWeightsPass
       return signalPassFailure();
     }
 
+    // dtype-for: "REGEX=DTYPE", split at the last '='.
+    auto [ruleRegex, ruleDtype] = StringRef(dtypeFor).rsplit('=');
+    llvm::Regex ruled(ruleRegex);
+    if (!dtypeFor.empty() &&
+        (ruleRegex.empty() || !ruled.isValid(regexError) ||
+         (ruleDtype != kCheckpoint && !storageType(probe, ruleDtype)))) {
+      module.emitError() << "invalid dtype-for '" << dtypeFor
+                         << "' (expected REGEX=DTYPE with a valid regex and "
+                            "one of f32, bf16, f16, int8, int4, checkpoint)"
+                         << (regexError.empty() ? "" : ": ") << regexError;
+      return signalPassFailure();
+    }
+
     // Each declaration's storage type.
     llvm::StringMap<WeightUses> uses = classifyUses(module);
     llvm::StringMap<RankedTensorType> storage;
@@ -165,6 +178,8 @@ struct QuantizeWeightsPass
           (!keep.empty() && kept.match(decl.getSymName())))
         continue;
       StringRef chosen = it->second.edge ? edge : dtype;
+      if (!dtypeFor.empty() && ruled.match(decl.getSymName()))
+        chosen = ruleDtype;
       if (chosen == kCheckpoint) {
         auto stored = decl->getAttrOfType<StringAttr>(kCheckpointDtypeAttrName);
         chosen = stored ? stored.getValue() : "f32";

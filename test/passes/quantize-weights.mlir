@@ -3,6 +3,8 @@
 // RUN: tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=int4" | FileCheck %s --check-prefix=INT4
 // RUN: tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=bf16" | FileCheck %s --check-prefix=BF16
 // RUN: tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=int8 edge-dtype=f32 keep=^proj$" | FileCheck %s --check-prefix=KEEP
+// RUN: tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=int4 dtype-for=^pro=bf16" | FileCheck %s --check-prefix=FOR
+// RUN: not tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=int4 dtype-for=proj" 2>&1 | FileCheck %s --check-prefix=BAD-FOR
 // RUN: not tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=int3" 2>&1 | FileCheck %s --check-prefix=BAD-DTYPE
 // RUN: not tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=int8 keep=(" 2>&1 | FileCheck %s --check-prefix=BAD-REGEX
 
@@ -28,6 +30,10 @@
 // KEEP-LABEL: tfm.weight_decl @embed : tensor<64x32xf32>
 // KEEP: tfm.weight_decl @proj : tensor<32x32xf32>
 // KEEP-NOT: tfm.dequantize
+// dtype-for overrides the weights it matches, and only those.
+// FOR-LABEL: tfm.weight_decl @embed : tensor<64x32xi8, #tfm.block_quant<q8_0>>
+// FOR: tfm.weight_decl @proj : tensor<32x32xbf16>
+// BAD-FOR: error: invalid dtype-for 'proj' (expected REGEX=DTYPE with a valid regex and one of f32, bf16, f16, int8, int4, checkpoint)
 tfm.weight_decl @embed : tensor<64x32xf32>
 tfm.weight_decl @norm : tensor<32xf32>
 tfm.weight_decl @proj : tensor<32x32xf32>
@@ -72,5 +78,5 @@ func.func @joins(%x: tensor<?x16xf32>) -> (tensor<?x40xf32>, tensor<?x12xf32>) {
   return %a, %m : tensor<?x40xf32>, tensor<?x12xf32>
 }
 
-// BAD-DTYPE: error: unknown weight dtype 'int3' (expected f32, bf16, f16, int8 or int4)
+// BAD-DTYPE: error: unknown weight dtype 'int3' (expected f32, bf16, f16, int8, int4 or checkpoint)
 // BAD-REGEX: error: invalid regex '(' for the weights to keep

@@ -107,6 +107,12 @@ cl::opt<double> progressAfter(
     "progress-after",
     cl::desc("Seconds into a compile before progress shows (default 2)"),
     cl::init(2.0), cl::Hidden, cl::cat(outputCategory));
+cl::opt<std::string> weightsDtypeFor(
+    "weights-dtype-for",
+    cl::desc("REGEX=DTYPE: weights whose names match take DTYPE (e.g. "
+             "--weights-dtype=int4 --weights-dtype-for='v_proj|down_proj=int8', "
+             "as llama.cpp's Q4_K_M keeps those at more bits)"),
+    cl::value_desc("regex=dtype"), cl::cat(passCategory));
 cl::opt<std::string> keepWeights(
     "keep-weights", cl::desc("Weights whose names match this regex stay f32"),
     cl::value_desc("regex"), cl::cat(passCategory));
@@ -157,6 +163,7 @@ int main(int argc, char **argv) {
   pipeline.weightsDtype = weightsDtype;
   pipeline.edgeDtype = edgeDtype;
   pipeline.keepWeights = keepWeights;
+  pipeline.weightsDtypeFor = weightsDtypeFor;
   passSwitches.apply(pipeline);
 
   DefaultTimingManager timingManager;
