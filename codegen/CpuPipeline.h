@@ -39,7 +39,8 @@ struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
   Option<std::string> weightsDtype{
       *this, "weights-dtype",
       llvm::cl::desc("Storage of the weight matrices: f32, bf16, f16, int8, "
-                     "int4 or checkpoint (tfm-quantize-weights; empty: f32, "
+                     "int4, int4-min or checkpoint (tfm-quantize-weights; "
+                     "empty: f32, "
                      "or for a model read from a checkpoint, checkpoint)"),
       llvm::cl::init("")};
   Option<std::string> edgeDtype{

@@ -5,13 +5,15 @@
 #include "runtime/weight_formats.h"
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 #include <cstring>
 
 using namespace mlir::tfm;
 
 bool mlir::tfm::isBlockFormat(StoredFormat format) {
-  return format == StoredFormat::Q8_0 || format == StoredFormat::Q4_0;
+  return format == StoredFormat::Q8_0 || format == StoredFormat::Q4_0 ||
+         format == StoredFormat::Q4_1;
 }
 
 int64_t mlir::tfm::panelRows(StoredFormat format) {
@@ -19,7 +21,11 @@ int64_t mlir::tfm::panelRows(StoredFormat format) {
 }
 
 int mlir::tfm::blockFormatCode(StoredFormat format) {
-  return format == StoredFormat::Q8_0 ? TFM_BLOCKS_Q8_0 : TFM_BLOCKS_Q4_0;
+  switch (format) {
+  case StoredFormat::Q8_0: return TFM_BLOCKS_Q8_0;
+  case StoredFormat::Q4_1: return TFM_BLOCKS_Q4_1;
+  default: return TFM_BLOCKS_Q4_0;
+  }
 }
 
 namespace {
@@ -109,19 +115,81 @@ uint16_t quantizeBlock(StoredFormat format, const float *row, int64_t cols,
   return best;
 }
 
+/// The step of the grid `values` already lie on (a block of a Q4_1 or
+/// Q4_K checkpoint: least + step · q for q in [0, 15], whether or not its
+/// codes reach 15), or 0 when they lie on none that fits 16 levels: the
+/// smallest gap between distinct values, if every value is a whole number
+/// of such steps from the least.
+float gridStep(const float *values, float least, float range) {
+  float sorted[TFM_BLOCK_SIZE];
+  std::copy(values, values + TFM_BLOCK_SIZE, sorted);
+  std::sort(sorted, sorted + TFM_BLOCK_SIZE);
+  float step = 0, tiny = range * 1e-4f;
+  for (int i = 1; i < TFM_BLOCK_SIZE; ++i) {
+    float gap = sorted[i] - sorted[i - 1];
+    if (gap > tiny && (step == 0 || gap < step))
+      step = gap;
+  }
+  if (step == 0 || range / step > 15.01f)
+    return 0;
+  for (float v : sorted) {
+    float steps = (v - least) / step;
+    if (std::fabs(steps - std::nearbyint(steps)) > 0.01f)
+      return 0;
+  }
+  return step;
+}
+
+/// One row's block `block` in Q4_1: codes in [0, 15] for the f16 scale
+/// and minimum. The minimum is the block's least value; the scale is the
+/// step of the grid its values already lie on if they do (a quantized
+/// checkpoint's block, kept to within the f16 rounding of its scale, where
+/// spreading the range over 15 steps would move every value up to half a
+/// step), else llama.cpp's: the range in 15 steps. The codes use the
+/// stored f16 values.
+std::pair<uint16_t, uint16_t> quantizeBlockWithMin(const float *row,
+                                                   int64_t cols, int64_t block,
+                                                   int8_t codes[TFM_BLOCK_SIZE]) {
+  float values[TFM_BLOCK_SIZE] = {};
+  int64_t first = block * TFM_BLOCK_SIZE;
+  for (int64_t i = 0; i < TFM_BLOCK_SIZE && first + i < cols; ++i)
+    values[i] = row[first + i];
+  float least = *std::min_element(values, values + TFM_BLOCK_SIZE);
+  float most = *std::max_element(values, values + TFM_BLOCK_SIZE);
+  float grid = gridStep(values, least, most - least);
+  uint16_t scale = floatToHalf(grid != 0 ? grid : (most - least) / 15.0f);
+  uint16_t min = floatToHalf(least);
+  float step = halfToFloat(scale), offset = halfToFloat(min);
+  float inverse = step != 0 ? 1.0f / step : 0.0f;
+  for (int i = 0; i < TFM_BLOCK_SIZE; ++i)
+    codes[i] = int8_t(std::clamp(
+        std::nearbyint((values[i] - offset) * inverse), 0.0f, 15.0f));
+  return {scale, min};
+}
+
 void encodeBlockPanel(StoredFormat format, const float *rows, int64_t cols,
                       std::vector<uint8_t> &out) {
   constexpr int64_t kRows = TFM_BLOCK_PANEL_ROWS;
   int64_t blocks = tfm_blocks_per_row(cols);
   std::vector<int8_t> codes(kRows * blocks * TFM_BLOCK_SIZE);
-  std::vector<uint16_t> scales(kRows * blocks);
+  std::vector<uint16_t> scales(kRows * blocks), mins;
+  bool withMin = format == StoredFormat::Q4_1;
+  if (withMin)
+    mins.resize(kRows * blocks);
   for (int64_t r = 0; r < kRows; ++r)
-    for (int64_t b = 0; b < blocks; ++b)
-      scales[b * kRows + r] =
-          quantizeBlock(format, rows + r * cols, cols, b,
-                        &codes[(r * blocks + b) * TFM_BLOCK_SIZE]);
+    for (int64_t b = 0; b < blocks; ++b) {
+      int8_t *blockCodes = &codes[(r * blocks + b) * TFM_BLOCK_SIZE];
+      if (withMin)
+        std::tie(scales[b * kRows + r], mins[b * kRows + r]) =
+            quantizeBlockWithMin(rows + r * cols, cols, b, blockCodes);
+      else
+        scales[b * kRows + r] =
+            quantizeBlock(format, rows + r * cols, cols, b, blockCodes);
+    }
   for (uint16_t scale : scales)
     append16(out, scale);
+  for (uint16_t min : mins)
+    append16(out, min);
   auto code = [&](int64_t r, int64_t b, int64_t i) {
     return codes[(r * blocks + b) * TFM_BLOCK_SIZE + i];
   };

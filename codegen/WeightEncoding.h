@@ -16,7 +16,7 @@
 
 namespace mlir::tfm {
 
-enum class StoredFormat { F32, BF16, F16, Q8_0, Q4_0 };
+enum class StoredFormat { F32, BF16, F16, Q8_0, Q4_0, Q4_1 };
 
 /// Whether the format is block-quantized (always stored as block panels).
 bool isBlockFormat(StoredFormat format);

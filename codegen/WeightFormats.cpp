@@ -9,9 +9,13 @@ using namespace mlir;
 using namespace mlir::tfm;
 
 StoredFormat mlir::tfm::storedFormatOf(RankedTensorType type) {
-  if (auto quant = dyn_cast_or_null<BlockQuantAttr>(type.getEncoding()))
-    return quant.getFormat() == BlockFormat::q8_0 ? StoredFormat::Q8_0
-                                                  : StoredFormat::Q4_0;
+  if (auto quant = dyn_cast_or_null<BlockQuantAttr>(type.getEncoding())) {
+    switch (quant.getFormat()) {
+    case BlockFormat::q8_0: return StoredFormat::Q8_0;
+    case BlockFormat::q4_0: return StoredFormat::Q4_0;
+    case BlockFormat::q4_1: return StoredFormat::Q4_1;
+    }
+  }
   Type element = type.getElementType();
   if (element.isBF16())
     return StoredFormat::BF16;
@@ -27,6 +31,7 @@ llvm::StringRef mlir::tfm::storedFormatName(StoredFormat format) {
   case StoredFormat::F16: return "f16";
   case StoredFormat::Q8_0: return "q8_0";
   case StoredFormat::Q4_0: return "q4_0";
+  case StoredFormat::Q4_1: return "q4_1";
   }
   return "f32";
 }
@@ -38,6 +43,7 @@ std::optional<StoredFormat> mlir::tfm::parseStoredFormat(llvm::StringRef name) {
       .Case("f16", StoredFormat::F16)
       .Case("q8_0", StoredFormat::Q8_0)
       .Case("q4_0", StoredFormat::Q4_0)
+      .Case("q4_1", StoredFormat::Q4_1)
       .Default(std::nullopt);
 }
 

@@ -58,6 +58,7 @@ std::optional<WeightDtype> supportedDtype(uint32_t type) {
   case 0: return WeightDtype::F32;
   case 1: return WeightDtype::F16;
   case 2: return WeightDtype::Q4_0;
+  case 3: return WeightDtype::Q4_1;
   case 8: return WeightDtype::Q8_0;
   case 12: return WeightDtype::Q4_K;
   case 14: return WeightDtype::Q6_K;
@@ -297,7 +298,7 @@ private:
       return fail(where + " has GGML type " +
                   (known ? llvm::Twine(known) : llvm::Twine(type)) +
                   (known ? ", which tfmc does not read (F32, F16, BF16, Q8_0, "
-                           "Q4_0, Q4_K and Q6_K are read); requantize the "
+                           "Q4_0, Q4_1, Q4_K and Q6_K are read); requantize the "
                            "model with llama-quantize"
                          : ", which is not a GGML type"));
     }

@@ -129,9 +129,9 @@ llvm::Error applyRopeFactors(const GgufFile &file, const WeightStore &weights,
   return llvm::Error::success();
 }
 
-/// Says which tensors are kept in more bits than stored: no kernel reads
-/// the K-quants (tfm-quantize-weights' dtype=checkpoint stores them as
-/// int8).
+/// Says which tensors are requantized: no kernel reads the K-quants
+/// (tfm-quantize-weights' dtype=checkpoint stores Q4_K as int4-min, Q6_K
+/// as int8; checkpointDtype).
 void noteRequantized(const GgufFile &file) {
   llvm::StringMap<int> counts;
   for (const GgufTensor &tensor : file.tensors())
@@ -140,9 +140,11 @@ void noteRequantized(const GgufFile &file) {
   for (const auto &entry : counts)
     llvm::WithColor::note(llvm::errs(), "tfmc")
         << llvm::sys::path::filename(file.path()) << ": " << entry.getValue()
-        << " " << entry.getKey()
-        << " tensors are requantized to int8 (blocks of 32, 8.5 bits), "
-           "which tfmc has kernels for, unless --weights-dtype says "
+        << " " << entry.getKey() << " tensors are requantized to "
+        << (entry.getKey() == "Q4_K"
+                ? "int4-min (blocks of 32 with a scale and a minimum, 5 bits)"
+                : "int8 (blocks of 32, 8.5 bits)")
+        << ", which tfmc has kernels for, unless --weights-dtype says "
            "otherwise\n";
 }
 

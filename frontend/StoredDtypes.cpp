@@ -24,7 +24,8 @@ int64_t mlir::tfm::dtypeBlockElements(WeightDtype dtype) {
   case WeightDtype::F16:
   case WeightDtype::BF16: return 1;
   case WeightDtype::Q8_0:
-  case WeightDtype::Q4_0: return 32;
+  case WeightDtype::Q4_0:
+  case WeightDtype::Q4_1: return 32;
   case WeightDtype::Q4_K:
   case WeightDtype::Q6_K: return 256;
   }
@@ -38,6 +39,7 @@ int64_t mlir::tfm::dtypeBlockBytes(WeightDtype dtype) {
   case WeightDtype::BF16: return 2;
   case WeightDtype::Q8_0: return 34;
   case WeightDtype::Q4_0: return 18;
+  case WeightDtype::Q4_1: return 20;
   case WeightDtype::Q4_K: return 144;
   case WeightDtype::Q6_K: return 210;
   }
@@ -55,6 +57,7 @@ const char *mlir::tfm::dtypeName(WeightDtype dtype) {
   case WeightDtype::BF16: return "BF16";
   case WeightDtype::Q8_0: return "Q8_0";
   case WeightDtype::Q4_0: return "Q4_0";
+  case WeightDtype::Q4_1: return "Q4_1";
   case WeightDtype::Q4_K: return "Q4_K";
   case WeightDtype::Q6_K: return "Q6_K";
   }
@@ -75,6 +78,16 @@ void decodeQ4_0(const uint8_t *block, float *out) {
   for (int j = 0; j < 16; ++j) {
     out[j] = d * float(int(qs[j] & 0xf) - 8);
     out[j + 16] = d * float(int(qs[j] >> 4) - 8);
+  }
+}
+
+void decodeQ4_1(const uint8_t *block, float *out) {
+  float d = halfToFloat(read16le(block));
+  float m = halfToFloat(read16le(block + 2));
+  const uint8_t *qs = block + 4;
+  for (int j = 0; j < 16; ++j) {
+    out[j] = d * float(qs[j] & 0xf) + m;
+    out[j + 16] = d * float(qs[j] >> 4) + m;
   }
 }
 
@@ -149,6 +162,7 @@ void mlir::tfm::decodeStoredElements(WeightDtype dtype, const uint8_t *bytes,
   void (*decodeBlock)(const uint8_t *, float *) =
       dtype == WeightDtype::Q8_0   ? decodeQ8_0
       : dtype == WeightDtype::Q4_0 ? decodeQ4_0
+      : dtype == WeightDtype::Q4_1 ? decodeQ4_1
       : dtype == WeightDtype::Q4_K ? decodeQ4_K
                                    : decodeQ6_K;
   int64_t elements = dtypeBlockElements(dtype),

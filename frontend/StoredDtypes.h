@@ -9,6 +9,8 @@
 //   Q4_0  32 elements, 18 bytes: f16 d, uint8 qs[16]; element j < 16 is
 //         the low nibble of qs[j], element j + 16 its high nibble;
 //                                                               x = d·(q − 8)
+//   Q4_1  32 elements, 20 bytes: f16 d, f16 m, uint8 qs[16], nibbles as
+//         Q4_0's;                                               x = d·q + m
 //   Q4_K  256 elements, 144 bytes: f16 d, f16 dmin, uint8 scales[12],
 //         uint8 qs[128]; 8 sub-blocks of 32 with 6-bit scale s and min m
 //         packed in `scales`; each 32 bytes of qs hold two sub-blocks (low

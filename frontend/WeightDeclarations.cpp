@@ -15,10 +15,12 @@ std::optional<StringRef> mlir::tfm::checkpointDtype(WeightDtype dtype) {
   case WeightDtype::F16: return StringRef("f16");
   case WeightDtype::BF16: return StringRef("bf16");
   case WeightDtype::Q4_0: return StringRef("int4");
-  // Q8_0 is int8's own format; the K-quants have no kernel and are
-  // requantized to it (more bits, so no precision is lost).
-  case WeightDtype::Q8_0:
-  case WeightDtype::Q4_K:
+  case WeightDtype::Q4_1: return StringRef("int4-min");
+  case WeightDtype::Q8_0: return StringRef("int8");
+  // The K-quants have no kernel of their own. Q4_K's sub-blocks of 32
+  // have a scale and a minimum each: int4-min holds them within half a
+  // step (the f16 rounding of d·scale aside); Q6_K's 6 bits go to int8.
+  case WeightDtype::Q4_K: return StringRef("int4-min");
   case WeightDtype::Q6_K: return StringRef("int8");
   }
   return std::nullopt;

@@ -249,7 +249,9 @@ def Tfm_BlockFormat : I32EnumAttr<"BlockFormat",
       // Blocks of 32 along a row: w = scale · q, q in [-127, 127] (i8).
       I32EnumAttrCase<"q8_0", 0>,
       // Blocks of 32 along a row: w = scale · (q - 8), q in [0, 15] (i4).
-      I32EnumAttrCase<"q4_0", 1>
+      I32EnumAttrCase<"q4_0", 1>,
+      // Blocks of 32 along a row: w = scale · q + min, q in [0, 15] (i4).
+      I32EnumAttrCase<"q4_1", 2>
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;
@@ -261,10 +263,12 @@ def Tfm_BlockQuantAttr : AttrDef<Tfm_Dialect, "BlockQuant"> {
   let description = [{
     The encoding of a weight stored as integer codes in blocks of
     `blockSize()` (32) consecutive elements of a row (the last dimension),
-    each block with its own f16 scale, as llama.cpp's Q8_0 and Q4_0 store
-    them. The tensor's element type is the code's: `i8` for `q8_0`
+    each block with its own f16 scale, as llama.cpp's Q8_0, Q4_0 and Q4_1
+    store them. The tensor's element type is the code's: `i8` for `q8_0`
     (`w = scale · q`, `q` in [-127, 127]), `i4` for `q4_0`
-    (`w = scale · (q - 8)`, `q` in [0, 15]). A row whose length is not a
+    (`w = scale · (q - 8)`, `q` in [0, 15]) and for `q4_1`, whose blocks
+    also have an f16 minimum (`w = scale · q + min`: 5 bits a weight,
+    asymmetric ranges, and the form GGUF's Q4_K blocks are read into). A row whose length is not a
     multiple of 32 ends in a zero-padded block. `tfm.dequantize` gives the
     f32 values; tfm-quantize-weights makes such weights and codegen stores
     them in the layout its kernels read (runtime/weight_formats.h), so the
@@ -279,7 +283,7 @@ def Tfm_BlockQuantAttr : AttrDef<Tfm_Dialect, "BlockQuant"> {
   let extraClassDeclaration = [{
     /// Elements per block (a scale each).
     static constexpr int64_t blockSize() { return 32; }
-    /// The element type of the codes: i8 (q8_0) or i4 (q4_0).
+    /// The element type of the codes: i8 (q8_0) or i4 (q4_0, q4_1).
     unsigned codeBits() const;
   }];
 }

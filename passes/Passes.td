@@ -143,7 +143,7 @@ def FuseNormPass : Pass<"tfm-fuse-norm", "func::FuncOp"> {
 }
 
 def QuantizeWeightsPass : Pass<"tfm-quantize-weights", "ModuleOp"> {
-  let summary = "Store the weight matrices in bf16, f16, int8 or int4 blocks";
+  let summary = "Store the weight matrices in bf16, f16, or int8/int4 blocks";
   let description = [{
     Gives the matrices the model multiplies by and looks rows up in (the
     weights of `tfm.linear`, directly or joined with `tfm.concat`, and the
@@ -155,10 +155,13 @@ def QuantizeWeightsPass : Pass<"tfm-quantize-weights", "ModuleOp"> {
     - `int8`: `#tfm.block_quant<q8_0>` (blocks of 32 with an f16 scale:
       8.5 bits a weight);
     - `int4`: `#tfm.block_quant<q4_0>` (4.5 bits a weight);
+    - `int4-min`: `#tfm.block_quant<q4_1>` (a minimum per block too:
+      5 bits a weight);
     - `checkpoint`: each weight's `tfm.checkpoint_dtype` attribute, which
       the frontend sets on a declaration whose checkpoint stores it
       narrower than f32 (a BF16 safetensors file: `bf16`; a GGUF Q4_0
-      tensor: `int4`; Q8_0, Q4_K and Q6_K: `int8`), so that the blob
+      tensor: `int4`; Q4_1 and Q4_K: `int4-min`; Q8_0 and Q6_K: `int8`),
+      so that the blob
       keeps it as stored or, for formats without a kernel, in more bits.
 
     Embedding tables and the LM head (a linear whose result an entry point
@@ -186,11 +189,12 @@ def QuantizeWeightsPass : Pass<"tfm-quantize-weights", "ModuleOp"> {
   }];
   let options = [
     Option<"dtype", "dtype", "std::string", /*default=*/"\"int8\"",
-           "Storage of the weight matrices: bf16, f16, int8, int4 or "
-           "checkpoint">,
+           "Storage of the weight matrices: bf16, f16, int8, int4, "
+           "int4-min or checkpoint">,
     Option<"edgeDtype", "edge-dtype", "std::string", /*default=*/"\"\"",
            "Storage of embedding tables and the LM head: f32, bf16, f16, "
-           "int8 or int4 (empty: int8 for int4, else dtype)">,
+           "int8, int4 or int4-min (empty: int8 for int4 and int4-min, else "
+           "dtype)">,
     Option<"keep", "keep", "std::string", /*default=*/"\"\"",
            "Weights whose names match this regex stay f32">,
     Option<"dtypeFor", "dtype-for", "std::string", /*default=*/"\"\"",

@@ -31,9 +31,12 @@ constexpr int64_t kJoinRowMultiple = 32;
 
 /// The dtype that keeps each weight as its checkpoint stores it.
 constexpr StringLiteral kCheckpoint = "checkpoint";
+/// Every dtype name, for messages.
+constexpr StringLiteral kDtypeNames =
+    "f32, bf16, f16, int8, int4, int4-min or checkpoint";
 
 /// The storage type of an f32 matrix `type` in `dtype` (f32, bf16, f16,
-/// int8, int4); null for an unknown name.
+/// int8, int4, int4-min); null for an unknown name.
 RankedTensorType storageType(RankedTensorType type, StringRef dtype) {
   MLIRContext *ctx = type.getContext();
   ArrayRef<int64_t> shape = type.getShape();
@@ -49,6 +52,9 @@ RankedTensorType storageType(RankedTensorType type, StringRef dtype) {
   if (dtype == "int4")
     return RankedTensorType::get(shape, IntegerType::get(ctx, 4),
                                  BlockQuantAttr::get(ctx, BlockFormat::q4_0));
+  if (dtype == "int4-min")
+    return RankedTensorType::get(shape, IntegerType::get(ctx, 4),
+                                 BlockQuantAttr::get(ctx, BlockFormat::q4_1));
   return {};
 }
 
@@ -136,14 +142,15 @@ struct QuantizeWeightsPass
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     std::string edge = edgeDtype.empty()
-                           ? (dtype == "int4" ? std::string("int8") : dtype)
+                           ? (StringRef(dtype).starts_with("int4")
+                                  ? std::string("int8")
+                                  : dtype)
                            : edgeDtype;
     auto probe = RankedTensorType::get({1, 1}, Float32Type::get(ctx));
     for (StringRef name : {StringRef(dtype), StringRef(edge)})
       if (name != kCheckpoint && !storageType(probe, name)) {
         module.emitError() << "unknown weight dtype '" << name
-                           << "' (expected f32, bf16, f16, int8, int4 or "
-                              "checkpoint)";
+                           << "' (expected " << kDtypeNames << ")";
         return signalPassFailure();
       }
     llvm::Regex kept(keep);
@@ -162,7 +169,8 @@ struct QuantizeWeightsPass
          (ruleDtype != kCheckpoint && !storageType(probe, ruleDtype)))) {
       module.emitError() << "invalid dtype-for '" << dtypeFor
                          << "' (expected REGEX=DTYPE with a valid regex and "
-                            "one of f32, bf16, f16, int8, int4, checkpoint)"
+                            "one of "
+                         << kDtypeNames << ")"
                          << (regexError.empty() ? "" : ": ") << regexError;
       return signalPassFailure();
     }

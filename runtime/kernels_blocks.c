@@ -17,8 +17,9 @@
  *
  * vpdpbusd takes unsigned × signed bytes: weight codes are stored with an
  * offset (q8_0: +128; q4_0's nibbles are 0..15, offset 8), and the offset
- * times the block's activation sum is subtracted. The result is the same
- * on every path up to the order of the f32 additions.
+ * times the block's activation sum is subtracted; q4_1's nibbles need no
+ * offset, and its minimum times the activation sum is added in f32. The
+ * result is the same on every path up to the order of the f32 additions.
  *
  * Panels are split over the runtime's threads; within a panel, rows of A
  * go a tile of up to 8 at a time, so that each weight vector loaded serves
@@ -62,7 +63,21 @@ typedef struct {
 
 /* The weight codes' offset that vpdpbusd's unsigned operand needs. */
 static int32_t code_offset(int format) {
-  return format == TFM_BLOCKS_Q8_0 ? 128 : 8;
+  return format == TFM_BLOCKS_Q8_0 ? 128 : format == TFM_BLOCKS_Q4_0 ? 8 : 0;
+}
+
+/* Where a panel's block codes start, past its scales (and minimums). */
+static int64_t codes_start(int format, int64_t blocks) {
+  return blocks * TFM_BLOCK_META_BYTES(format);
+}
+
+/* A q4_1 panel's minimums ([block][row] f16, after the scales); NULL for
+ * formats without. */
+static const uint16_t *panel_mins(int format, const uint8_t *panel,
+                                  int64_t blocks) {
+  return format == TFM_BLOCKS_Q4_1
+             ? (const uint16_t *)panel + blocks * TFM_BLOCK_PANEL_ROWS
+             : NULL;
 }
 
 static float half_to_float(uint16_t bits) {
@@ -179,7 +194,8 @@ static void tile_scalar(const block_job *job, int64_t p, int64_t i0,
                         int rows) {
   const uint8_t *panel = job->weights + p * job->panel_bytes;
   const uint16_t *scales = (const uint16_t *)panel;
-  const uint8_t *codes = panel + job->blocks * TFM_BLOCK_SCALE_BYTES;
+  const uint16_t *mins = panel_mins(job->format, panel, job->blocks);
+  const uint8_t *codes = panel + codes_start(job->format, job->blocks);
   int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
   int32_t offset = code_offset(job->format);
   float tile[kTile * kRows] = {0};
@@ -196,6 +212,9 @@ static void tile_scalar(const block_job *job, int64_t p, int64_t i0,
           dot += stored_code(job->format, block_codes, o, e) * x[e];
         tile[r * kRows + o] += (float)(dot - offset * xsum) * xs *
                                half_to_float(scales[b * kRows + o]);
+        if (mins)
+          tile[r * kRows + o] +=
+              half_to_float(mins[b * kRows + o]) * xs * (float)xsum;
       }
     }
   }
@@ -222,9 +241,11 @@ TFM_AVX2_INLINE void half_tile_avx2(const block_job *job, int64_t p,
                                     float *tile) {
   const uint8_t *panel = job->weights + p * job->panel_bytes;
   const uint16_t *scales = (const uint16_t *)panel;
-  const uint8_t *codes = panel + job->blocks * TFM_BLOCK_SCALE_BYTES;
+  const uint16_t *mins = panel_mins(job->format, panel, job->blocks);
+  const uint8_t *codes = panel + codes_start(job->format, job->blocks);
   int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
   int q8 = job->format == TFM_BLOCKS_Q8_0;
+  int32_t offset = code_offset(job->format);
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(),
                    _mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t b = 0; b < job->blocks; ++b) {
@@ -272,12 +293,17 @@ TFM_AVX2_INLINE void half_tile_avx2(const block_job *job, int64_t p,
     for (int r = 0; r < rows; ++r) {
       int64_t i = (i0 + r) * job->blocks + b;
       /* q8_0 codes are signed here: no offset to remove. */
-      int32_t correction = q8 ? 0 : 8 * job->x.sums[i];
+      int32_t correction = q8 ? 0 : offset * job->x.sums[i];
       __m256 products = _mm256_cvtepi32_ps(
           _mm256_sub_epi32(dot[r], _mm256_set1_epi32(correction)));
       acc[r] = _mm256_fmadd_ps(
           products, _mm256_mul_ps(ws, _mm256_set1_ps(job->x.scales[i])),
           acc[r]);
+      if (mins)
+        acc[r] = _mm256_fmadd_ps(
+            _mm256_cvtph_ps(_mm_loadu_si128(
+                (const __m128i *)(mins + b * kRows + half * 8))),
+            _mm256_set1_ps(job->x.scales[i] * (float)job->x.sums[i]), acc[r]);
     }
   }
   for (int r = 0; r < rows; ++r)
@@ -320,6 +346,7 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int64_t p,
                                      float tile[2][kTile * kRows]) {
   int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
   int q8 = job->format == TFM_BLOCKS_Q8_0;
+  int with_min = job->format == TFM_BLOCKS_Q4_1;
   int32_t offset = code_offset(job->format);
   int64_t row_stride = job->blocks * kBlock;
   const uint8_t *panel[2] = {job->weights + p * job->panel_bytes,
@@ -331,7 +358,7 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int64_t p,
     for (int j = 0; j < np; ++j)
       acc[r][j] = _mm512_setzero_ps();
   for (int64_t b = 0; b < job->blocks; ++b) {
-    int64_t codes = job->blocks * TFM_BLOCK_SCALE_BYTES + b * code_bytes;
+    int64_t codes = codes_start(job->format, job->blocks) + b * code_bytes;
     const int8_t *x = job->x.codes + i0 * row_stride + b * kBlock;
     __m512i dot[kTile][2];
 #pragma GCC unroll 6
@@ -393,6 +420,22 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int64_t p,
             _mm512_cvtepi32_ps(_mm512_sub_epi32(dot[r][j], correction)),
             _mm512_mul_ps(ws[j], xs), acc[r][j]);
     }
+    if (with_min) {
+      __m512 wm[2];
+#pragma GCC unroll 2
+      for (int j = 0; j < np; ++j)
+        wm[j] = _mm512_cvtph_ps(_mm256_loadu_si256(
+            (const __m256i *)((const uint16_t *)panel[j] +
+                              (job->blocks + b) * kRows)));
+#pragma GCC unroll 6
+      for (int r = 0; r < rows; ++r) {
+        int64_t i = (i0 + r) * job->blocks + b;
+        __m512 xsum = _mm512_set1_ps(job->x.scales[i] * (float)job->x.sums[i]);
+#pragma GCC unroll 2
+        for (int j = 0; j < np; ++j)
+          acc[r][j] = _mm512_fmadd_ps(wm[j], xsum, acc[r][j]);
+      }
+    }
   }
 #pragma GCC unroll 6
   for (int r = 0; r < rows; ++r)
@@ -410,6 +453,7 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int64_t p,
                                      int count, float *out) {
   int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
   int q8 = job->format == TFM_BLOCKS_Q8_0;
+  int with_min = job->format == TFM_BLOCKS_Q4_1;
   int32_t offset = code_offset(job->format);
   const uint8_t *panel[kRowPanels];
   __m512 acc[kRowPanels];
@@ -425,7 +469,7 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int64_t p,
     for (int j = 0; j < count; ++j)
       even[j] = odd[j] = _mm512_setzero_si512();
     /* Where block b's codes start in each panel. */
-    int64_t codes = job->blocks * TFM_BLOCK_SCALE_BYTES + b * code_bytes;
+    int64_t codes = codes_start(job->format, job->blocks) + b * code_bytes;
     if (q8) {
 #pragma GCC unroll 4
       for (int g = 0; g < kBlock / 4; g += 2) {
@@ -459,6 +503,7 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int64_t p,
         odd[j] = _mm512_srai_epi32(odd[j], 4);
     }
     __m512 xs = _mm512_set1_ps(job->x.scales[b]);
+    __m512 xsum = _mm512_set1_ps(job->x.scales[b] * (float)job->x.sums[b]);
     __m512i correction = _mm512_set1_epi32(offset * job->x.sums[b]);
 #pragma GCC unroll 4
     for (int j = 0; j < count; ++j) {
@@ -468,6 +513,12 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int64_t p,
                                      correction);
       acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(ws, xs),
                                acc[j]);
+      if (with_min)
+        acc[j] = _mm512_fmadd_ps(
+            _mm512_cvtph_ps(_mm256_loadu_si256(
+                (const __m256i *)((const uint16_t *)panel[j] +
+                                  (job->blocks + b) * kRows))),
+            xsum, acc[j]);
     }
   }
 #pragma GCC unroll 4
@@ -633,15 +684,17 @@ static void widen_row(const uint8_t *weights, int format, int64_t cols,
   const uint8_t *panel =
       weights + (row / kRows) * tfm_block_panel_bytes(format, cols);
   const uint16_t *scales = (const uint16_t *)panel;
-  const uint8_t *codes = panel + blocks * TFM_BLOCK_SCALE_BYTES;
+  const uint16_t *mins = panel_mins(format, panel, blocks);
+  const uint8_t *codes = panel + codes_start(format, blocks);
   int r = (int)(row % kRows);
   int32_t offset = code_offset(format);
   for (int64_t b = 0; b < blocks; ++b) {
     float s = half_to_float(scales[b * kRows + r]) * scale;
+    float m = mins ? half_to_float(mins[b * kRows + r]) * scale : 0.0f;
     const uint8_t *block_codes = codes + b * TFM_BLOCK_CODE_BYTES(format);
     for (int e = 0; e < kBlock && b * kBlock + e < cols; ++e)
       out[b * kBlock + e] =
-          (float)(stored_code(format, block_codes, r, e) - offset) * s;
+          (float)(stored_code(format, block_codes, r, e) - offset) * s + m;
   }
 }
 

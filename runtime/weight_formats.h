@@ -11,11 +11,13 @@
  *
  * Block formats (#tfm.block_quant) are always stored as block panels of
  * TFM_BLOCK_PANEL_ROWS rows. A row is cut into blocks of TFM_BLOCK_SIZE
- * elements (the last zero-padded); each row's block has an f16 scale.
- * Panel p (rows 16p .. 16p + 15, the last panel's missing rows zero) holds
- * first the scales of all its blocks, then their codes:
+ * elements (the last zero-padded); each row's block has an f16 scale
+ * (and, for Q4_1, an f16 minimum). Panel p (rows 16p .. 16p + 15, the last
+ * panel's missing rows zero) holds first the scales of all its blocks,
+ * then Q4_1's minimums, then their codes:
  *
  *   scales[b][r]            f16, block b of row 16p + r
+ *   mins[b][r]              f16, Q4_1 only
  *   codes[b][...]           TFM_BLOCK_CODE_BYTES(format) bytes per block
  *
  * Codes of a block are in groups of four consecutive elements of a row,
@@ -30,6 +32,9 @@
  * - Q4_0, w = scale · (q - 8), q in [0, 15]: four 64-byte vectors; byte
  *   4r + i of vector v holds group 2v in its low nibble and group 2v + 1
  *   in its high nibble (element 32b + 8v + i, and 32b + 8v + 4 + i).
+ * - Q4_1, w = scale · q + min, q in [0, 15]: codes as Q4_0's (the kernel
+ *   adds min times the activations' block sum instead of subtracting 8
+ *   scales of it).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -39,7 +44,11 @@
 #include <stdint.h>
 
 /* The block formats (tfm::BlockFormat's values). */
-typedef enum { TFM_BLOCKS_Q8_0 = 0, TFM_BLOCKS_Q4_0 = 1 } tfm_block_format;
+typedef enum {
+  TFM_BLOCKS_Q8_0 = 0,
+  TFM_BLOCKS_Q4_0 = 1,
+  TFM_BLOCKS_Q4_1 = 2
+} tfm_block_format;
 
 #define TFM_BLOCK_SIZE 32
 #define TFM_BLOCK_PANEL_ROWS 16
@@ -49,6 +58,10 @@ typedef enum { TFM_BLOCKS_Q8_0 = 0, TFM_BLOCKS_Q4_0 = 1 } tfm_block_format;
                                : TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE / 2)
 /* Bytes of one block's scales for the 16 rows of a panel (f16 each). */
 #define TFM_BLOCK_SCALE_BYTES (TFM_BLOCK_PANEL_ROWS * 2)
+/* Bytes of one block's scales and minimums for a panel's 16 rows. */
+#define TFM_BLOCK_META_BYTES(format)                                           \
+  ((format) == TFM_BLOCKS_Q4_1 ? 2 * TFM_BLOCK_SCALE_BYTES                    \
+                               : TFM_BLOCK_SCALE_BYTES)
 
 /* Blocks of a row of `cols` elements. */
 static inline int64_t tfm_blocks_per_row(int64_t cols) {
@@ -57,7 +70,7 @@ static inline int64_t tfm_blocks_per_row(int64_t cols) {
 /* Bytes of one block panel of a matrix with `cols` columns. */
 static inline int64_t tfm_block_panel_bytes(int format, int64_t cols) {
   return tfm_blocks_per_row(cols) *
-         (TFM_BLOCK_SCALE_BYTES + TFM_BLOCK_CODE_BYTES(format));
+         (TFM_BLOCK_META_BYTES(format) + TFM_BLOCK_CODE_BYTES(format));
 }
 /* Bytes of a [rows, cols] matrix in block panels. */
 static inline int64_t tfm_block_matrix_bytes(int format, int64_t rows,

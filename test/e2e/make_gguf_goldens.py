@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes the golden logits of test/e2e/gguf-blocks.test: each GGUF file the
 test writes (write_gguf.py, same arguments) read back by llama.cpp's own
-gguf-py (GGUFReader, and gguf.quants.dequantize for the Q8_0, Q4_0, Q4_K and
-Q6_K blocks: a decoder independent of tfmc's), then run through a NumPy
+gguf-py (GGUFReader, and gguf.quants.dequantize for the Q8_0, Q4_0, Q4_1,
+Q4_K and Q6_K blocks: a decoder independent of tfmc's), then run through a NumPy
 LLaMA as llama.cpp computes it (RoPE on adjacent pairs, the layout its
 converter permutes Q and K into). Needs NumPy and llama.cpp's source tree:
 
@@ -29,6 +29,8 @@ MODELS = {
                   "Q4_0", "--edge-type", "Q8_0"],
     "gguf-bf16": ["--random", "256,2,4,1,256,32", "--seed", "3", "--type",
                   "BF16", "--edge-type", "F16"],
+    "gguf-q4_1": ["--random", "256,2,4,1,256,32", "--seed", "4", "--type",
+                  "Q4_1"],
 }
 
 

@@ -5,10 +5,10 @@ GGUF tests, with the Python standard library only (CI has no NumPy).
 Weights come from a Hugging Face LLaMA directory (F32 safetensors: Q and K
 rows permuted to llama.cpp's layout, as its convert_hf_to_gguf.py does) or
 are drawn at random from a seed (already in llama.cpp's layout). Matrices are
-stored in --type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K), the token
+stored in --type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K), the token
 embedding and LM head in --edge-type; a matrix whose rows are not whole
 blocks falls back to F16, as llama-quantize falls back. The quantizers make
-valid blocks of each format (Q8_0 and Q4_0 as llama.cpp's reference
+valid blocks of each format (Q8_0, Q4_0 and Q4_1 as llama.cpp's reference
 quantizers do; the K-quants from each sub-block's range), not llama.cpp's
 error-minimizing search. Tokenizers: a llama2.c tokenizer.bin spelled as
 SentencePiece pieces ("llama"), or GPT-2's vocab.json + merges.txt
@@ -27,9 +27,10 @@ import os
 import re
 import struct
 
-GGML_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q8_0": 8, "Q4_K": 12,
+GGML_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 8, "Q4_K": 12,
               "Q6_K": 14, "BF16": 30, "Q5_K": 13}
 BLOCK_ELEMENTS = {"F32": 1, "F16": 1, "BF16": 1, "Q8_0": 32, "Q4_0": 32,
+                  "Q4_1": 32,
                   "Q4_K": 256, "Q6_K": 256, "Q5_K": 256}
 ALIGNMENT = 32
 
@@ -71,6 +72,16 @@ def encode_q4_0(block):
     inv = 1.0 / d if d else 0.0
     q = [min(15, int(v * inv + 8.5)) for v in block]
     out = bytearray(struct.pack("<H", f16_bits(d)))
+    out += bytes(q[j] | q[j + 16] << 4 for j in range(16))
+    return out
+
+
+def encode_q4_1(block):
+    low, high = min(block), max(block)
+    d = (high - low) / 15.0
+    inv = 1.0 / d if d else 0.0
+    q = [min(15, int((v - low) * inv + 0.5)) for v in block]
+    out = bytearray(struct.pack("<HH", f16_bits(d), f16_bits(low)))
     out += bytes(q[j] | q[j + 16] << 4 for j in range(16))
     return out
 
@@ -130,7 +141,8 @@ def encode_q6_k(block):
     return ql + qh + bytes(s & 0xFF for s in sc) + struct.pack("<H", f16_bits(d))
 
 
-ENCODERS = {"Q8_0": encode_q8_0, "Q4_0": encode_q4_0, "Q4_K": encode_q4_k,
+ENCODERS = {"Q8_0": encode_q8_0, "Q4_0": encode_q4_0, "Q4_1": encode_q4_1,
+            "Q4_K": encode_q4_k,
             "Q6_K": encode_q6_k}
 
 

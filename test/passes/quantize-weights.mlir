@@ -33,7 +33,7 @@
 // dtype-for overrides the weights it matches, and only those.
 // FOR-LABEL: tfm.weight_decl @embed : tensor<64x32xi8, #tfm.block_quant<q8_0>>
 // FOR: tfm.weight_decl @proj : tensor<32x32xbf16>
-// BAD-FOR: error: invalid dtype-for 'proj' (expected REGEX=DTYPE with a valid regex and one of f32, bf16, f16, int8, int4, checkpoint)
+// BAD-FOR: error: invalid dtype-for 'proj' (expected REGEX=DTYPE with a valid regex and one of f32, bf16, f16, int8, int4, int4-min or checkpoint)
 tfm.weight_decl @embed : tensor<64x32xf32>
 tfm.weight_decl @norm : tensor<32xf32>
 tfm.weight_decl @proj : tensor<32x32xf32>
@@ -78,5 +78,5 @@ func.func @joins(%x: tensor<?x16xf32>) -> (tensor<?x40xf32>, tensor<?x12xf32>) {
   return %a, %m : tensor<?x40xf32>, tensor<?x12xf32>
 }
 
-// BAD-DTYPE: error: unknown weight dtype 'int3' (expected f32, bf16, f16, int8, int4 or checkpoint)
+// BAD-DTYPE: error: unknown weight dtype 'int3' (expected f32, bf16, f16, int8, int4, int4-min or checkpoint)
 // BAD-REGEX: error: invalid regex '(' for the weights to keep

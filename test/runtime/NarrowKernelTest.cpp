@@ -61,17 +61,23 @@ double decoded(StoredFormat format, const std::vector<uint8_t> &bytes,
     return value;
   }
   bool q8 = format == StoredFormat::Q8_0;
+  bool withMin = format == StoredFormat::Q4_1;
   int64_t blocks = (k + 31) / 32, b = col / 32, e = col % 32, r = row % 16;
-  int64_t codeBytes = q8 ? 512 : 256;
-  const uint8_t *panel = bytes.data() + (row / 16) * blocks * (32 + codeBytes);
-  uint16_t scaleBits = uint16_t(panel[(b * 16 + r) * 2] |
-                                panel[(b * 16 + r) * 2 + 1] << 8);
-  double scale = mlir::tfm::halfToFloat(scaleBits);
-  const uint8_t *codes = panel + blocks * 32 + b * codeBytes;
+  int64_t codeBytes = q8 ? 512 : 256, metaBytes = withMin ? 64 : 32;
+  const uint8_t *panel =
+      bytes.data() + (row / 16) * blocks * (metaBytes + codeBytes);
+  auto f16At = [](const uint8_t *at) {
+    return double(mlir::tfm::halfToFloat(uint16_t(at[0] | at[1] << 8)));
+  };
+  double scale = f16At(panel + (b * 16 + r) * 2);
+  const uint8_t *codes = panel + blocks * metaBytes + b * codeBytes;
   if (q8)
     return scale * (int(codes[(e / 4) * 64 + r * 4 + e % 4]) - 128);
   uint8_t byte = codes[(e / 8) * 64 + r * 4 + e % 4];
-  return scale * (int(e % 8 < 4 ? byte & 15 : byte >> 4) - 8);
+  int q = e % 8 < 4 ? byte & 15 : byte >> 4;
+  if (withMin) // the minimums follow all the scales
+    return scale * q + f16At(panel + blocks * 32 + (b * 16 + r) * 2);
+  return scale * (q - 8);
 }
 
 /// The instruction sets this machine runs, plain C first.
@@ -161,7 +167,8 @@ TEST(BlockKernel, EveryInstructionSetWithinTheActivationStep) {
                                    {2, 40, 100, false}, {8, 48, 64, true},
                                    {11, 33, 96, true},  {20, 64, 130, false}};
   tfm_blocks_isa before = tfm_blocks_use_isa(TFM_BLOCKS_ISA_SCALAR);
-  for (StoredFormat format : {StoredFormat::Q8_0, StoredFormat::Q4_0})
+  for (StoredFormat format :
+       {StoredFormat::Q8_0, StoredFormat::Q4_0, StoredFormat::Q4_1})
     for (const LinearCase &c : cases) {
       std::vector<float> first;
       for (tfm_blocks_isa isa : runnableIsas()) {
@@ -186,12 +193,15 @@ TEST(BlockKernel, EncodingKeepsEachValueWithinItsBlocksStep) {
   std::vector<float> w = randomValues(n * k, 6, 3.0f);
   w[5] = 0; // a zero, and a whole zero block below
   std::fill(w.begin() + 2 * k, w.begin() + 2 * k + 32, 0.0f);
-  for (StoredFormat format : {StoredFormat::Q8_0, StoredFormat::Q4_0}) {
+  for (StoredFormat format :
+       {StoredFormat::Q8_0, StoredFormat::Q4_0, StoredFormat::Q4_1}) {
     std::vector<uint8_t> bytes = encode(format, w, n, k);
     // q8_0: half a step of amax/127; q4_0 may clip its largest value to
-    // resolve the rest: within a step of amax/8.
-    double steps = format == StoredFormat::Q8_0 ? 127.0 : 8.0;
-    double slack = format == StoredFormat::Q8_0 ? 0.51 : 1.0;
+    // resolve the rest: within a step of amax/8; q4_1: half a step of its
+    // range (at most 2 amax) / 15, plus the f16 rounding of its minimum.
+    bool q8 = format == StoredFormat::Q8_0, q4 = format == StoredFormat::Q4_0;
+    double steps = q8 ? 127.0 : q4 ? 8.0 : 15.0;
+    double slack = q8 ? 0.51 : q4 ? 1.0 : 1.01;
     for (int64_t row = 0; row < n; ++row)
       for (int64_t col = 0; col < k; ++col) {
         int64_t first = col / 32 * 32;
@@ -225,34 +235,76 @@ TEST(BlockKernel, EncodingKeepsEachValueWithinItsBlocksStep) {
   }
 }
 
-/// A GGUF file's Q8_0 and Q4_0 blocks (llama.cpp's quantizers: the value
-/// of largest magnitude is ±127 or -8 steps of an f16 scale) are read as
-/// their values and encoded again: the packager must find the same scale
-/// and codes, so that a quantized checkpoint keeps its numbers exactly.
+/// A GGUF file's Q8_0, Q4_0 and Q4_1 blocks (llama.cpp's quantizers: the
+/// value of largest magnitude is ±127 or -8 steps of an f16 scale; Q4_1's
+/// codes span 0 to 15 above an f16 minimum) are read as their values and
+/// encoded again: the packager must find the same scale (and minimum) and
+/// codes, so that a quantized checkpoint keeps its numbers exactly.
 TEST(BlockKernel, QuantizedCheckpointBlocksEncodeToThemselves) {
   int64_t n = 16, k = 96;
   std::vector<float> noise = randomValues(n * k, 11, 1.0f);
   std::vector<float> scales = randomValues(n * k / 32, 12, 0.05f);
-  for (StoredFormat format : {StoredFormat::Q8_0, StoredFormat::Q4_0}) {
-    bool q8 = format == StoredFormat::Q8_0;
+  for (StoredFormat format :
+       {StoredFormat::Q8_0, StoredFormat::Q4_0, StoredFormat::Q4_1}) {
+    bool q8 = format == StoredFormat::Q8_0, q4 = format == StoredFormat::Q4_0;
     std::vector<float> w(n * k);
     for (int64_t b = 0; b < n * k / 32; ++b) {
       float d = mlir::tfm::halfToFloat(
           mlir::tfm::floatToHalf(std::fabs(scales[b]) + 1e-3f));
+      // Q4_1's minimum: an f16 below zero, the codes spanning 0 to 15.
+      float min = mlir::tfm::halfToFloat(mlir::tfm::floatToHalf(-8.25f * d));
       for (int64_t i = 0; i < 32; ++i) {
-        // Codes spread over the range, with the block's extreme first.
+        // Codes spread over the range, with the block's extremes first.
         float code = std::round(noise[b * 32 + i] * (q8 ? 127 : 7.4f));
         if (i == 0)
           code = q8 ? (b % 2 ? 127 : -127) : -8;
-        w[b * 32 + i] = d * (q8 ? code : std::min(code, 7.0f));
+        if (q8)
+          w[b * 32 + i] = d * code;
+        else if (q4)
+          w[b * 32 + i] = d * std::min(code, 7.0f);
+        else
+          w[b * 32 + i] = d * (i == 1 ? 15 : std::clamp(code + 8, 0.0f, 15.0f)) + min;
       }
     }
     std::vector<uint8_t> bytes = encode(format, w, n, k);
     for (int64_t row = 0; row < n; ++row)
       for (int64_t col = 0; col < k; ++col)
         ASSERT_EQ(decoded(format, bytes, k, row, col), w[row * k + col])
-            << (q8 ? "q8_0 " : "q4_0 ") << row << "," << col;
+            << int(format) << ": " << row << "," << col;
   }
+}
+
+/// A Q4_K checkpoint's sub-block of 32 is a grid d·s·q - dmin·m whose
+/// codes need not reach 0 or 15 (llama.cpp's quantizer clips and shifts
+/// them); spreading its range over 15 steps would move its values by up
+/// to half a step. The q4_1 encoder finds the grid instead: every value
+/// comes back within the f16 rounding of its step (2^-11 of it per code).
+TEST(BlockKernel, Q4KSubBlocksKeepTheirGrid) {
+  int64_t n = 16, k = 64;
+  std::vector<float> noise = randomValues(n * k, 21, 1.0f);
+  std::vector<float> steps = randomValues(n * k / 32, 22, 0.01f);
+  std::vector<float> w(n * k), tolerance(n * k);
+  for (int64_t b = 0; b < n * k / 32; ++b) {
+    // d·s: an f16 super-block scale times a 6-bit sub-block scale, which
+    // f16 cannot hold exactly.
+    float step = mlir::tfm::halfToFloat(mlir::tfm::floatToHalf(
+                     std::fabs(steps[b]) + 1e-3f)) * float(37 + b % 20);
+    float offset = -step * float(3 + b % 5) / 1.7f;
+    for (int64_t i = 0; i < 32; ++i) {
+      // Codes 2 to 12: the block reaches neither end of the range.
+      float code = 2 + std::round((noise[b * 32 + i] + 1) * 5);
+      if (i < 2)
+        code = i ? 12 : 2;
+      w[b * 32 + i] = step * code + offset;
+      tolerance[b * 32 + i] = step * 12 * 1.0f / 2048 + 1e-6f;
+    }
+  }
+  std::vector<uint8_t> bytes = encode(StoredFormat::Q4_1, w, n, k);
+  for (int64_t row = 0; row < n; ++row)
+    for (int64_t col = 0; col < k; ++col)
+      EXPECT_NEAR(decoded(StoredFormat::Q4_1, bytes, k, row, col),
+                  w[row * k + col], tolerance[row * k + col])
+          << row << "," << col;
 }
 
 } // namespace

@@ -91,14 +91,14 @@ cl::opt<int64_t> maxContext(
 cl::opt<std::string> weightsDtype(
     "weights-dtype",
     cl::desc("Storage of the weight matrices: f32, bf16, f16, int8 (blocks "
-             "of 32, 8.5 bits) or int4 (4.5 bits) (default: the "
-             "checkpoint's, each weight's own; GGUF's Q4_K and Q6_K become "
-             "int8)"),
+             "of 32, 8.5 bits), int4 (4.5 bits) or int4-min (with a minimum "
+             "per block, 5 bits) (default: the checkpoint's, each weight's "
+             "own; GGUF's Q4_K becomes int4-min, Q6_K int8)"),
     cl::value_desc("dtype"), cl::cat(passCategory));
 cl::opt<std::string> edgeDtype(
     "edge-dtype",
     cl::desc("Storage of embedding tables and the LM head (default: int8 "
-             "for int4, else --weights-dtype)"),
+             "for int4 and int4-min, else --weights-dtype)"),
     cl::value_desc("dtype"), cl::cat(passCategory));
 cl::opt<bool> quiet("q", cl::desc("No progress on stderr (a compile that "
                                    "takes more than a few seconds shows it)"),
