@@ -44,6 +44,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from compare_peers import hardware_limits, prompt_ids, read_bandwidth  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+from write_gguf import gguf_name  # noqa: E402  (llama.cpp's tensor names)
 
 # tfmc format -> llama.cpp's of the same bits (None: compared with none).
 PEER_FORMAT = {"f32": "F32", "bf16": "BF16", "int8": "Q8_0", "int4": "Q4_0"}
@@ -133,15 +135,6 @@ def write_gguf(llama_src, model, path, fmt):
     writer.add_token_types([gguf.TokenType.NORMAL] * vocab)
     writer.add_bos_token_id(1)
     writer.add_eos_token_id(2)
-    names = {"model.embed_tokens.weight": "token_embd.weight",
-             "model.norm.weight": "output_norm.weight",
-             "lm_head.weight": "output.weight"}
-    per_layer = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
-                 "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
-                 "self_attn.o_proj": "attn_output",
-                 "post_attention_layernorm": "ffn_norm",
-                 "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
-                 "mlp.down_proj": "ffn_down"}
     data = np.memmap(os.path.join(model, "model.safetensors"), dtype=np.uint8,
                      mode="r")
     for name, entry in header.items():
@@ -154,18 +147,13 @@ def write_gguf(llama_src, model, path, fmt):
         else:
             values = raw.view(np.float32)
         values = values.reshape(entry["shape"])
-        if name in names:
-            target = names[name]
-        else:
-            parts = name.split(".")
-            layer, rest = parts[2], ".".join(parts[3:-1])
-            target = f"blk.{layer}.{per_layer[rest]}.weight"
-            # llama.cpp's LLaMA permutes Q and K rows to its rotary layout
-            # (convert_hf_to_gguf's LlamaModel.permute).
-            if rest in ("self_attn.q_proj", "self_attn.k_proj"):
-                n = heads if rest == "self_attn.q_proj" else kv
-                values = (values.reshape(n, 2, values.shape[0] // n // 2, -1)
-                          .swapaxes(1, 2).reshape(values.shape))
+        target = gguf_name(name)
+        # llama.cpp's LLaMA permutes Q and K rows to its rotary layout
+        # (convert_hf_to_gguf's LlamaModel.permute).
+        if target.endswith(("attn_q.weight", "attn_k.weight")):
+            n = heads if target.endswith("attn_q.weight") else kv
+            values = (values.reshape(n, 2, values.shape[0] // n // 2, -1)
+                      .swapaxes(1, 2).reshape(values.shape))
         if fmt == "BF16" and values.ndim == 2:
             bits = np.ascontiguousarray(values).view(np.uint32)
             writer.add_tensor(target, (bits >> 16).astype(np.uint16),

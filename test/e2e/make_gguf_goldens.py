@@ -18,7 +18,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from make_goldens import causal_attention, rms_norm, rope, silu  # noqa: E402
+from make_goldens import llama_forward  # noqa: E402
+from write_gguf import HF_LAYER_NAMES, HF_NAMES, gguf_name  # noqa: E402
 
 TOKENS = [1, 17, 5, 30, 2, 9, 21, 0, 12, 28, 3, 14]
 # name -> write_gguf.py arguments; gguf-blocks.test writes the same files.
@@ -51,28 +52,21 @@ def read_gguf(path):
 
 
 def llama_cpp_forward(w, meta, tokens):
-    arch = "llama."
-    d = int(meta[arch + "embedding_length"])
-    heads = int(meta[arch + "attention.head_count"])
-    kvh = int(meta[arch + "attention.head_count_kv"])
-    eps = float(meta[arch + "attention.layer_norm_rms_epsilon"])
-    theta = float(meta[arch + "rope.freq_base"])
-    hd, s = d // heads, len(tokens)
-    x = w["token_embd.weight"][tokens]
-    for l in range(int(meta[arch + "block_count"])):
-        p = f"blk.{l}."
-        a = rms_norm(x, w[p + "attn_norm.weight"], eps)
-        q = (a @ w[p + "attn_q.weight"].T).reshape(s, heads, hd)
-        k = (a @ w[p + "attn_k.weight"].T).reshape(s, kvh, hd)
-        v = (a @ w[p + "attn_v.weight"].T).reshape(s, kvh, hd)
-        q, k = rope(q, theta, True), rope(k, theta, True)
-        att = causal_attention(q, k, v)
-        x = x + att.reshape(s, d) @ w[p + "attn_output.weight"].T
-        m = rms_norm(x, w[p + "ffn_norm.weight"], eps)
-        g = silu(m @ w[p + "ffn_gate.weight"].T) * (m @ w[p + "ffn_up.weight"].T)
-        x = x + g @ w[p + "ffn_down.weight"].T
-    x = rms_norm(x, w["output_norm.weight"], eps)
-    return x @ w.get("output.weight", w["token_embd.weight"]).T
+    """make_goldens.py's LLaMA on llama.cpp's tensors: its names mapped
+    back to Hugging Face's, RoPE on adjacent pairs."""
+    hf_of = {gguf_name(n): n for n in HF_NAMES}
+    layers = int(meta["llama.block_count"])
+    for l in range(layers):
+        for part in HF_LAYER_NAMES:
+            hf = f"model.layers.{l}.{part}.weight"
+            hf_of[gguf_name(hf)] = hf
+    cfg = {"hidden_size": int(meta["llama.embedding_length"]),
+           "num_attention_heads": int(meta["llama.attention.head_count"]),
+           "num_key_value_heads": int(meta["llama.attention.head_count_kv"]),
+           "rms_norm_eps": float(meta["llama.attention.layer_norm_rms_epsilon"]),
+           "rope_theta": float(meta["llama.rope.freq_base"]),
+           "num_hidden_layers": layers, "rope_interleaved": True}
+    return llama_forward({hf_of[n]: v for n, v in w.items()}, cfg, tokens)
 
 
 def main():

@@ -140,7 +140,9 @@ def llama_forward(w, cfg, tokens):
         q = (a @ w[p + "self_attn.q_proj.weight"].T).reshape(s, heads, hd)
         k = (a @ w[p + "self_attn.k_proj.weight"].T).reshape(s, kvh, hd)
         v = (a @ w[p + "self_attn.v_proj.weight"].T).reshape(s, kvh, hd)
-        q, k = rope(q, theta, False), rope(k, theta, False)
+        # llama.cpp's layout (GGUF) rotates adjacent pairs, HF's halves.
+        interleaved = cfg.get("rope_interleaved", False)
+        q, k = rope(q, theta, interleaved), rope(k, theta, interleaved)
         att = causal_attention(q, k, v, cfg.get("sliding_window"))
         x = x + att.reshape(s, d) @ w[p + "self_attn.o_proj.weight"].T
         m = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)

@@ -174,6 +174,24 @@ def permute_rows(values, rows, cols, heads):
     return out
 
 
+HF_NAMES = {"model.embed_tokens.weight": "token_embd.weight",
+            "model.norm.weight": "output_norm.weight",
+            "lm_head.weight": "output.weight"}
+HF_LAYER_NAMES = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
+                  "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+                  "self_attn.o_proj": "attn_output",
+                  "post_attention_layernorm": "ffn_norm",
+                  "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+                  "mlp.down_proj": "ffn_down"}
+
+
+def gguf_name(hf_name):
+    """llama.cpp's name of a Hugging Face LLaMA tensor."""
+    m = re.match(r"model\.layers\.(\d+)\.(.*)\.weight$", hf_name)
+    return f"blk.{m.group(1)}.{HF_LAYER_NAMES[m.group(2)]}.weight" if m \
+        else HF_NAMES[hf_name]
+
+
 def read_hf(directory):
     with open(os.path.join(directory, "config.json")) as f:
         config = json.load(f)
@@ -189,20 +207,9 @@ def read_hf(directory):
         begin, end = info["data_offsets"]
         tensors[name] = (info["shape"], list(array.array("f", data[begin:end])))
     heads, kv = config["num_attention_heads"], config["num_key_value_heads"]
-    names = {"model.embed_tokens.weight": "token_embd.weight",
-             "model.norm.weight": "output_norm.weight",
-             "lm_head.weight": "output.weight"}
-    per_layer = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
-                 "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
-                 "self_attn.o_proj": "attn_output",
-                 "post_attention_layernorm": "ffn_norm",
-                 "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
-                 "mlp.down_proj": "ffn_down"}
     out = []
     for name, (shape, values) in tensors.items():
-        m = re.match(r"model\.layers\.(\d+)\.(.*)\.weight$", name)
-        target = f"blk.{m.group(1)}.{per_layer[m.group(2)]}.weight" if m \
-            else names[name]
+        target = gguf_name(name)
         if target.endswith("attn_q.weight"):
             values = permute_rows(values, shape[0], shape[1], heads)
         if target.endswith("attn_k.weight"):
