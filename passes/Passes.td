@@ -166,9 +166,9 @@ def QuantizeWeightsPass : Pass<"tfm-quantize-weights", "ModuleOp"> {
 
     Embedding tables and the LM head (a linear whose result an entry point
     returns, or a weight also looked up as a table) take `edge-dtype`
-    instead (by default int8 when `dtype` is int4, as llama.cpp's Q4 files
-    keep them at more bits; `dtype` otherwise). Weights whose checkpoint
-    name matches the `keep` regex, vectors (norm gains, biases) and
+    instead (by default int8 when `dtype` is int4 or int4-min, as
+    llama.cpp's Q4 files keep them at more bits; `dtype` otherwise).
+    Weights whose checkpoint name matches the `keep` regex, vectors (norm gains, biases) and
     weights read any other way stay f32. `dtype-for=REGEX=DTYPE` gives the
     weights whose names match REGEX another dtype (llama.cpp's Q4_K_M keeps
     the value and down projections at more bits: `dtype=int4

@@ -31,6 +31,19 @@ tfm.weight_decl @w : tensor<4x32xbf16, #tfm.block_quant<q8_0>>
 
 // -----
 
+// expected-error @+1 {{'tfm.weight_decl' op expected weight 'w' in q4_1 to hold i4 codes, got 'i8'}}
+tfm.weight_decl @w : tensor<4x32xi8, #tfm.block_quant<q4_1>>
+
+// -----
+
+// The frontend's checkpoint dtype belongs on weight declarations only.
+// expected-error @+1 {{'tfm.checkpoint_dtype' is not valid here}}
+func.func @f() attributes {tfm.checkpoint_dtype = "int8"} {
+  return
+}
+
+// -----
+
 func.func @dequantize_f32(%w: tensor<4x32xf32>) -> tensor<4x32xf32> {
   // expected-error @+1 {{'tfm.dequantize' op expected the input to be stored narrower than f32}}
   %f = tfm.dequantize %w : tensor<4x32xf32> -> tensor<4x32xf32>
