@@ -13,8 +13,8 @@ after it). tfmc's compile time and peak RSS are reported for each format.
 
 With --gguf (and llama.cpp), tfmc also compiles llama.cpp's own GGUF files
 (Q8_0, Q4_0, and Q4_K_M from llama-quantize) as they are (each tensor keeps
-its format; Q4_K and Q6_K become int8) and runs beside llama.cpp on the
-very same file.
+its format; Q4_K becomes int4-min, Q6_K int8, a join of both int8) and
+runs beside llama.cpp on the very same file.
 
 The host's bandwidth drifts within minutes, so the engines run round robin
 (--rounds) and the ratios are taken within each round; the table prints

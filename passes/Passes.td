@@ -174,8 +174,10 @@ def QuantizeWeightsPass : Pass<"tfm-quantize-weights", "ModuleOp"> {
     the value and down projections at more bits: `dtype=int4
     dtype-for=v_proj|down_proj=int8`). A join of weights is stored in
     one format and stays a join when all its parts but the last have a
-    multiple of 32 rows; otherwise each part is dequantized alone and the
-    f32 parts joined.
+    multiple of 32 rows: parts given different formats all take the
+    widest of them (f32 > bf16, f16 > int8 > int4-min > int4; bf16 beside
+    f16 gives f32). Otherwise each part is dequantized alone and the f32
+    parts joined.
 
     ```mlir
     // before

@@ -134,6 +134,81 @@ void dequantizeFor(OpBuilder &b, Value value,
   });
 }
 
+/// How many bits a weight of `type` takes per element, doubled so that
+/// block formats (8.5, 5 and 4.5 bits) stay whole: the order in which a
+/// join's parts are widened to one format.
+int storageHalfBits(RankedTensorType type) {
+  if (auto quant = dyn_cast_or_null<BlockQuantAttr>(type.getEncoding())) {
+    switch (quant.getFormat()) {
+    case BlockFormat::q8_0:
+      return 17;
+    case BlockFormat::q4_1:
+      return 10;
+    case BlockFormat::q4_0:
+      return 9;
+    }
+  }
+  return 2 * type.getElementTypeBitWidth();
+}
+
+/// Gives all parts of each aligned join one format, the widest among them,
+/// so that the join stays one narrow weight: a llama.cpp Q4_K_M file stores
+/// some layers' value projection in Q6_K (int8 here) beside Q4_K query and
+/// key projections (int4-min), and a join of mixed parts would otherwise
+/// be dequantized to f32 on every call. A part kept f32 makes the whole
+/// join f32; bf16 beside f16 (neither holds the other) too. Widening
+/// repeats until no join changes, as a weight may sit in several joins.
+void unifyJoinFormats(ModuleOp module,
+                      llvm::StringMap<RankedTensorType> &storage) {
+  auto typeOf = [&](WeightOp part) {
+    RankedTensorType type = storage.lookup(part.getName());
+    return type ? type : cast<RankedTensorType>(part.getType());
+  };
+  auto setStorage = [&](StringRef name, RankedTensorType type) {
+    module.lookupSymbol<WeightDeclOp>(name).setType(type);
+    if (type.getElementType().isF32())
+      storage.erase(name);
+    else
+      storage[name] = type;
+  };
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    module.walk([&](ConcatOp concat) {
+      SmallVector<WeightOp> parts = joinedWeights(concat);
+      if (parts.empty())
+        return;
+      for (WeightOp part : ArrayRef(parts).drop_back())
+        if (part.getType().getDimSize(0) % kJoinRowMultiple != 0)
+          return;
+      RankedTensorType widest = typeOf(parts.front());
+      bool mixed = false;
+      for (WeightOp part : parts) {
+        RankedTensorType type = typeOf(part);
+        if (type.getElementType() == widest.getElementType() &&
+            type.getEncoding() == widest.getEncoding())
+          continue;
+        mixed = true;
+        int bits = storageHalfBits(type), widestBits = storageHalfBits(widest);
+        if (bits == widestBits) // bf16 beside f16
+          widest = RankedTensorType::get(widest.getShape(),
+                                         Float32Type::get(module.getContext()));
+        else if (bits > widestBits)
+          widest = type;
+      }
+      if (!mixed)
+        return;
+      for (WeightOp part : parts) {
+        auto shape = cast<RankedTensorType>(part.getType()).getShape();
+        setStorage(part.getName(),
+                   RankedTensorType::get(shape, widest.getElementType(),
+                                         widest.getEncoding()));
+      }
+      changed = true;
+    });
+  }
+}
+
 struct QuantizeWeightsPass
     : mlir::tfm::impl::QuantizeWeightsPassBase<QuantizeWeightsPass> {
   using Base::Base;
@@ -202,6 +277,8 @@ struct QuantizeWeightsPass
       storage[decl.getSymName()] = narrow;
       decl.setType(narrow);
     }
+
+    unifyJoinFormats(module, storage);
 
     // Joins: one narrow join when its parts share a format and line up on
     // panels, else each part dequantized alone.

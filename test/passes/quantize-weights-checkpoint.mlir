@@ -27,3 +27,34 @@ func.func @forward(%ids: tensor<?xi32>) -> tensor<?x32xf32> {
   %z = tfm.linear %y, %o : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x32xf32>
   return %z : tensor<?x32xf32>
 }
+
+// A join of parts stored in different formats takes the widest of them, so
+// that it stays one narrow join: llama.cpp's Q4_K_M stores some value
+// projections in Q6_K (int8) beside Q4_K queries and keys (int4-min). A
+// part without a narrow checkpoint dtype makes the whole join f32.
+// CHECK: tfm.weight_decl @q {tfm.checkpoint_dtype = "int4-min"} : tensor<32x32xi8, #tfm.block_quant<q8_0>>
+// CHECK: tfm.weight_decl @k {tfm.checkpoint_dtype = "int4-min"} : tensor<32x32xi8, #tfm.block_quant<q8_0>>
+// CHECK: tfm.weight_decl @v {tfm.checkpoint_dtype = "int8"} : tensor<32x32xi8, #tfm.block_quant<q8_0>>
+// CHECK: tfm.weight_decl @gate {tfm.checkpoint_dtype = "int4"} : tensor<32x32xf32>
+// CHECK: tfm.weight_decl @up32 : tensor<32x32xf32>
+// CHECK-LABEL: func.func @mixed_joins
+// CHECK: %[[QKV:.*]] = tfm.concat %{{.*}}, %{{.*}}, %{{.*}} : ({{.*}}) -> tensor<96x32xi8, #tfm.block_quant<q8_0>>
+// CHECK: tfm.dequantize %[[QKV]] : tensor<96x32xi8, #tfm.block_quant<q8_0>> -> tensor<96x32xf32>
+// CHECK: tfm.concat %{{.*}}, %{{.*}} : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<64x32xf32>
+tfm.weight_decl @q {tfm.checkpoint_dtype = "int4-min"} : tensor<32x32xf32>
+tfm.weight_decl @k {tfm.checkpoint_dtype = "int4-min"} : tensor<32x32xf32>
+tfm.weight_decl @v {tfm.checkpoint_dtype = "int8"} : tensor<32x32xf32>
+tfm.weight_decl @gate {tfm.checkpoint_dtype = "int4"} : tensor<32x32xf32>
+tfm.weight_decl @up32 : tensor<32x32xf32>
+func.func @mixed_joins(%x: tensor<?x32xf32>) -> (tensor<?x96xf32>, tensor<?x64xf32>) {
+  %q = tfm.weight @q : tensor<32x32xf32>
+  %k = tfm.weight @k : tensor<32x32xf32>
+  %v = tfm.weight @v : tensor<32x32xf32>
+  %qkv = tfm.concat %q, %k, %v : (tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<96x32xf32>
+  %a = tfm.linear %x, %qkv : (tensor<?x32xf32>, tensor<96x32xf32>) -> tensor<?x96xf32>
+  %g = tfm.weight @gate : tensor<32x32xf32>
+  %u = tfm.weight @up32 : tensor<32x32xf32>
+  %gu = tfm.concat %g, %u : (tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<64x32xf32>
+  %b = tfm.linear %x, %gu : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
+  return %a, %b : tensor<?x96xf32>, tensor<?x64xf32>
+}
