@@ -27,9 +27,12 @@
  * depth blocks, and each row's 32 outputs are put back in feature order
  * after the last. (Shuffling in the tile instead made GCC spill an
  * accumulator in the inner loop: prefill a third slower than f32's.)
+ * Where the CPU has AVX512_BF16, products of several rows over bf16
+ * panels go to kernels_panel_bf16_dot.c instead.
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/kernels_panel_bf16_dot.h"
 #include "runtime/simd.h"
 #include "runtime/thread_pool.h"
 #include "runtime/runtime_kernels.h"
@@ -347,6 +350,13 @@ static void linear_panels(tfm_memref2d_f32 *a, panel_format format,
       }
     return;
   }
+  /* Several rows of bf16 panels: vdpbf16ps where the CPU has it (twice
+   * the multiply rate); one row (decode) streams the weights at memory
+   * speed either way, and keeps its f32 activations. */
+  if (format == kBF16 && m > 1 &&
+      tfm_panel_gemm_bf16_dot(m, n, k, pa, a->strides[0], pb, base, pc,
+                              c->strides[0]))
+    return;
   panel_job job = {m,  n,  k,  pa, pb, base,
                    pc, a->strides[0], c->strides[0], format};
   int64_t used = (n + kPanel - 1) / kPanel;

@@ -8,12 +8,15 @@
 // to int8 per block: their error is bounded by half an activation step per
 // element times the weights, which is what the checks allow; every
 // instruction set the machine runs (plain C, AVX2, AVX-512 VNNI) must stay
-// inside the bound and agree with the others.
+// inside the bound and agree with the others. bf16 panels of several rows
+// go through vdpbf16ps where the CPU has it, with the activations rounded
+// to bf16: allowed a bf16 rounding per element times the weight.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/WeightEncoding.h"
 #include "runtime/kernels_blocks.h"
+#include "runtime/kernels_panel_bf16_dot.h"
 #include "runtime/runtime_kernels.h"
 #include "test/runtime/RandomValues.h"
 
@@ -134,6 +137,9 @@ std::vector<float> checkLinear(StoredFormat format, const LinearCase &c) {
       for (int64_t q = 0; q < c.k; ++q) {
         double wq = decoded(format, bytes, c.k, j, q);
         expected += a[i * c.k + q] * wq;
+        if (format == StoredFormat::BF16 && c.m > 1 && tfm_bf16_dot_enabled())
+          // The activation rounded to bf16 (8 significant bits).
+          bound += std::fabs(wq * a[i * c.k + q]) / 256.0;
         if (blocks) {
           // Half a step of the activation's block, times the weight.
           int64_t first = q / 32 * 32;
@@ -157,6 +163,25 @@ TEST(NarrowPanelKernel, BF16AndF16PanelsAreTheirWidenedWeights) {
                          {3, 50, 40, true}, {8, 96, 256, false},
                          {13, 64, 600, true}})
       checkLinear(format, c);
+}
+
+TEST(NarrowPanelKernel, BF16DotProductsAndWideningAgree) {
+  // Rows: partial tiles, whole tiles, past a 128-row pass; depth: odd,
+  // in one block, over several blocks with an odd last one; outputs:
+  // whole panels and a partial last one.
+  std::vector<LinearCase> cases = {{2, 32, 7, false},    {9, 40, 64, true},
+                                   {16, 96, 513, true},  {130, 64, 300, false},
+                                   {5, 33, 1, true}};
+  int before = tfm_bf16_dot_use(0);
+  for (const LinearCase &c : cases) {
+    tfm_bf16_dot_use(0);
+    std::vector<float> widened = checkLinear(StoredFormat::BF16, c);
+    if (!tfm_bf16_dot_use(1) && !tfm_bf16_dot_enabled())
+      GTEST_SKIP() << "this CPU has no AVX512_BF16";
+    std::vector<float> dot = checkLinear(StoredFormat::BF16, c);
+    EXPECT_NE(widened, dot) << "the vdpbf16ps path did not run";
+  }
+  tfm_bf16_dot_use(before);
 }
 
 TEST(BlockKernel, EveryInstructionSetWithinTheActivationStep) {
