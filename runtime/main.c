@@ -9,6 +9,7 @@
 
 #include "runtime/buffer_cache.h"
 #include "runtime/main_internal.h"
+#include "runtime/main_options.h"
 #include "runtime/read_file.h"
 #include "runtime/tfm_runtime.h"
 
@@ -20,307 +21,9 @@
 #include <sys/resource.h>
 
 extern const tfm_model_desc tfm_builtin_model;
-
-enum { kMaxStopStrings = 16 };
-
-typedef struct {
-  const char *prompt;
-  const char *prompt_file;
-  const char *tokens;
-  const char *forced_tokens;
-  long new_tokens;
-  int print_ids;
-  int tokenize;
-  const char *logits_path;
-  const char *step_logits_path;
-  int stats;
-  long warmup;
-  const char *weights_path;
-  tfm_call_options call;
-  tfm_sampler_options sampler;
-  const char *stop[kMaxStopStrings];
-  int stop_count;
-  int ignore_eos;
-  int beams; /* an encoder-decoder's beam search (1: greedy) */
-  int new_tokens_given, rules_given; /* -n; any generation rule flag */
-  float length_penalty;              /* a beam search's (default 1) */
-  int early_stopping;
-  tfm_generation_rules rules; /* an encoder-decoder's (suppressed: below) */
-  const char *suppress;       /* --suppress "ids" */
-  const char *perplexity;     /* --perplexity FILE */
-} options;
-
-static void usage(FILE *out, const char *argv0) {
-  fprintf(out,
-          "usage: %s [options]\n"
-          "  --prompt TEXT          text to continue (default: start from BOS)\n"
-          "  --prompt-file FILE     read the prompt text from FILE\n"
-          "  --perplexity FILE      the model's perplexity on a text (JSON)\n"
-          "  --tokens \"1 2 3\"       token ids to continue instead of text\n"
-          "  -n N                   new tokens to generate (default 128)\n"
-          "  --temperature T        0 (default) is greedy\n"
-          "  --top-k K              sample among the K most likely (0: all)\n"
-          "  --top-p P              sample within probability mass P (1: all)\n"
-          "  --repetition-penalty R >1 discourages repeating tokens (1: off)\n"
-          "  --seed S               sampling seed: same seed, same text\n"
-          "  --stop TEXT            stop once TEXT is generated (repeatable)\n"
-          "  --ignore-eos           do not stop at the end-of-sequence token\n"
-          "  --force-tokens \"4 5\"   emit these ids instead of sampling (teacher\n"
-          "                         forcing, to score a continuation)\n"
-          "  --print-ids            print generated token ids instead of text\n"
-          "  --tokenize             print the prompt's token ids and exit\n"
-          "  --logits FILE          write the prompt's logits, f32 [positions, vocab]\n"
-          "  --step-logits FILE     write the logits each new token was chosen\n"
-          "                         from, f32 [new tokens, vocab]\n"
-          "  --stats                timing and memory as JSON on stderr\n"
-          "  --warmup N             prefill the prompt N times first, untimed\n"
-          "                         (benchmarks: steady-state figures)\n"
-          "  --weights FILE         weights side file (overrides the default)\n"
-          "  --call NAME            run entry point @NAME (encode, embed, ...);\n"
-          "                         the default for models that do not generate:\n"
-          "    --tokens \"1 2\" [--token-types \"0 1\"]  the input as ids, or\n"
-          "    --decoder-tokens \"ids\"  an encoder-decoder's decoder ids\n"
-          "                         (teacher forcing; --tokens is the source)\n"
-          "  --text TEXT, --text-file FILE  an encoder-decoder's source (one\n"
-          "                         per line), translated to text; --tokens\n"
-          "                         \"ids\" gives its ids, --print-ids prints ids\n"
-          "  --beams N              an encoder-decoder's beam search width\n"
-          "                         (default 1: greedy or sampled)\n"
-          "  --no-repeat-ngram N, --min-new-tokens N, --suppress \"ids\",\n"
-          "  --forced-eos           an encoder-decoder's generation rules (as\n"
-          "                         generation_config.json's, transformers')\n"
-          "    --text TEXT [--text-pair TEXT]  text through the tokenizer\n"
-          "    --text-file FILE     one text per line, one output per line\n"
-          "    --batch N            at most N lines of --text-file (packed end\n"
-          "                         to end) or N images per call, through\n"
-          "                         @NAME_batch (default 32)\n"
-          "    IMAGE...             an image model's inputs: PNG or JPEG files,\n"
-          "                         preprocessed as preprocessor_config.json says\n"
-          "    --preprocess         write the preprocessed images, f32 [3, H, W]\n"
-          "  AUDIO...               a speech model's inputs (WAV, FLAC, ...):\n"
-          "                         mono, resampled, log-mel as\n"
-          "                         preprocessor_config.json says; one\n"
-          "                         transcript per file (--preprocess\n"
-          "                         --output FILE writes the features)\n"
-          "    --pixels FILE        an image model's input, raw f32 [3, H, W]\n"
-          "    --features FILE      a speech model's log-mel features, raw f32\n"
-          "                         [mel bins, frames] (also for generation)\n"
-          "    --truncate           cut text longer than the context\n"
-          "    --tokenize           print the ids and token types, run nothing\n"
-          "    --format F           text (default), json, or f32 (raw, stdout)\n"
-          "    --output FILE        write the outputs as raw f32\n",
-          argv0);
-}
-
 int tfm_main_fail(const char *argv0, const char *message) {
   fprintf(stderr, "%s: error: %s\n", argv0, message);
   return 1;
-}
-
-/* Parses a number option; returns 0 after reporting when it is not one. */
-static int parse_number(const char *argv0, const char *flag, const char *text,
-                        double *value) {
-  char *end;
-  errno = 0;
-  *value = strtod(text, &end);
-  if (errno || end == text || *end || isnan(*value)) {
-    fprintf(stderr, "%s: error: %s expects a number, got '%s'\n", argv0, flag,
-            text);
-    return 0;
-  }
-  return 1;
-}
-
-static int parse_options(int argc, char **argv, options *o) {
-  memset(o, 0, sizeof *o);
-  o->new_tokens = 128;
-  o->length_penalty = 1.0f;
-  o->sampler = tfm_sampler_default_options();
-  for (int i = 1; i < argc; ++i) {
-    const char *arg = argv[i];
-    const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-    double number;
-    if (arg[0] != '-') {
-      /* Image files (PNG, JPEG) for an image model, audio files for a
-       * speech model. */
-      if (!o->call.images && !(o->call.images = malloc(sizeof(char *) * argc))) {
-        fprintf(stderr, "%s: error: out of memory\n", argv[0]);
-        return 0;
-      }
-      o->call.images[o->call.image_count++] = arg;
-    } else if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-      usage(stdout, argv[0]);
-      exit(0);
-    } else if (!strcmp(arg, "--print-ids")) {
-      o->print_ids = 1;
-    } else if (!strcmp(arg, "--truncate")) {
-      o->call.truncate = 1;
-    } else if (!strcmp(arg, "--preprocess")) {
-      o->call.preprocess = 1;
-    } else if (!strcmp(arg, "--tokenize")) {
-      o->call.tokenize = 1;
-      o->tokenize = 1;
-    } else if (!strcmp(arg, "--stats")) {
-      o->stats = 1;
-    } else if (!strcmp(arg, "--ignore-eos")) {
-      o->ignore_eos = 1;
-    } else if (!strcmp(arg, "--forced-eos")) {
-      o->rules.forced_eos = 1;
-      o->rules_given = 1;
-    } else if (!value) {
-      fprintf(stderr, "%s: error: unknown or incomplete option '%s'\n",
-              argv[0], arg);
-      usage(stderr, argv[0]);
-      return 0;
-    } else if (!strcmp(arg, "--prompt")) {
-      o->prompt = argv[++i];
-    } else if (!strcmp(arg, "--perplexity")) {
-      o->perplexity = argv[++i];
-    } else if (!strcmp(arg, "--prompt-file")) {
-      o->prompt_file = argv[++i];
-    } else if (!strcmp(arg, "--tokens")) {
-      o->tokens = argv[++i];
-    } else if (!strcmp(arg, "--force-tokens")) {
-      o->forced_tokens = argv[++i];
-    } else if (!strcmp(arg, "--logits")) {
-      o->logits_path = argv[++i];
-    } else if (!strcmp(arg, "--step-logits")) {
-      o->step_logits_path = argv[++i];
-    } else if (!strcmp(arg, "--weights")) {
-      o->weights_path = argv[++i];
-    } else if (!strcmp(arg, "--call")) {
-      o->call.name = argv[++i];
-    } else if (!strcmp(arg, "--text")) {
-      o->call.text = argv[++i];
-    } else if (!strcmp(arg, "--text-pair")) {
-      o->call.text_pair = argv[++i];
-    } else if (!strcmp(arg, "--pixels") || !strcmp(arg, "--features")) {
-      o->call.pixels = argv[++i];
-    } else if (!strcmp(arg, "--text-file")) {
-      o->call.text_file = argv[++i];
-    } else if (!strcmp(arg, "--format")) {
-      o->call.format = argv[++i];
-    } else if (!strcmp(arg, "--token-types")) {
-      o->call.token_types = argv[++i];
-    } else if (!strcmp(arg, "--decoder-tokens")) {
-      o->call.decoder_tokens = argv[++i];
-    } else if (!strcmp(arg, "--suppress")) {
-      o->suppress = argv[++i];
-      o->rules_given = 1;
-    } else if (!strcmp(arg, "--output")) {
-      o->call.output_path = argv[++i];
-    } else if (!strcmp(arg, "--stop")) {
-      if (o->stop_count == kMaxStopStrings) {
-        fprintf(stderr, "%s: error: at most %d --stop strings\n", argv[0],
-                kMaxStopStrings);
-        return 0;
-      }
-      o->stop[o->stop_count++] = argv[++i];
-    } else if (!strcmp(arg, "-n") || !strcmp(arg, "--top-k") ||
-               !strcmp(arg, "--seed") || !strcmp(arg, "--warmup") ||
-               !strcmp(arg, "--batch") || !strcmp(arg, "--beams") ||
-               !strcmp(arg, "--no-repeat-ngram") ||
-               !strcmp(arg, "--min-new-tokens")) {
-      char *end;
-      errno = 0;
-      long long n = strtoll(argv[++i], &end, 10);
-      if (errno || *end || end == argv[i] || n < 0) {
-        fprintf(stderr, "%s: error: %s expects a non-negative integer, got '%s'\n",
-                argv[0], arg, argv[i]);
-        return 0;
-      }
-      if (!strcmp(arg, "-n")) {
-        o->new_tokens = (long)n;
-        o->new_tokens_given = 1;
-      }
-      else if (!strcmp(arg, "--top-k"))
-        o->sampler.top_k = (int32_t)n;
-      else if (!strcmp(arg, "--warmup"))
-        o->warmup = (long)n;
-      else if (!strcmp(arg, "--batch") && (n < 1 || n > 65536)) {
-        fprintf(stderr, "%s: error: --batch expects 1 to 65536, got %lld\n",
-                argv[0], n);
-        return 0;
-      } else if (!strcmp(arg, "--batch"))
-        o->call.batch = (int)n;
-      else if (!strcmp(arg, "--beams") && (n < 1 || n > 64)) {
-        fprintf(stderr, "%s: error: --beams expects 1 to 64, got %lld\n",
-                argv[0], n);
-        return 0;
-      } else if (!strcmp(arg, "--beams"))
-        o->beams = (int)n;
-      else if (!strcmp(arg, "--no-repeat-ngram")) {
-        o->rules.no_repeat_ngram_size = (int32_t)n;
-        o->rules_given = 1;
-      } else if (!strcmp(arg, "--min-new-tokens")) {
-        o->rules.min_new_tokens = (int64_t)n;
-        o->rules_given = 1;
-      }
-      else
-        o->sampler.seed = (uint64_t)n;
-    } else if (!strcmp(arg, "--temperature") || !strcmp(arg, "--top-p") ||
-               !strcmp(arg, "--repetition-penalty")) {
-      if (!parse_number(argv[0], arg, argv[++i], &number))
-        return 0;
-      if (!strcmp(arg, "--temperature"))
-        o->sampler.temperature = (float)number;
-      else if (!strcmp(arg, "--top-p"))
-        o->sampler.top_p = (float)number;
-      else
-        o->sampler.repetition_penalty = (float)number;
-    } else {
-      fprintf(stderr, "%s: error: unknown option '%s'\n", argv[0], arg);
-      usage(stderr, argv[0]);
-      return 0;
-    }
-  }
-  if (!!o->prompt + !!o->prompt_file + !!o->tokens > 1) {
-    fprintf(stderr,
-            "%s: error: give one of --prompt, --prompt-file and --tokens\n",
-            argv[0]);
-    return 0;
-  }
-  return 1;
-}
-
-/* Parses "1 2 3" into ids (writing at most `capacity`); returns the count,
- * or -1 after reporting. */
-long tfm_main_parse_ids(const char *argv0, const char *flag, const char *text,
-                        int32_t *ids, long capacity) {
-  long n = 0;
-  const char *at = text;
-  for (;;) {
-    while (*at == ' ' || *at == ',' || *at == '\t')
-      ++at;
-    if (!*at)
-      return n;
-    char *end;
-    errno = 0;
-    long value = strtol(at, &end, 10);
-    if (end == at || errno || value < INT32_MIN || value > INT32_MAX) {
-      fprintf(stderr, "%s: error: %s: '%s' is not a token id (at offset %ld)\n",
-              argv0, flag, at, (long)(at - text));
-      return -1;
-    }
-    if (n < capacity)
-      ids[n] = (int32_t)value;
-    ++n;
-    at = end;
-  }
-}
-
-int32_t *tfm_main_parse_id_list(const char *argv0, const char *flag,
-                                const char *text, long *count) {
-  *count = tfm_main_parse_ids(argv0, flag, text, NULL, 0);
-  if (*count < 0)
-    return NULL;
-  int32_t *ids = calloc((size_t)*count + 1, sizeof *ids);
-  if (!ids) {
-    fprintf(stderr, "%s: error: out of memory\n", argv0);
-    return NULL;
-  }
-  tfm_main_parse_ids(argv0, flag, text, ids, *count);
-  return ids;
 }
 
 char *tfm_main_read_text_file(const char *path) {
@@ -362,9 +65,18 @@ static void save_logits(void *user, const float *logits, int64_t vocab) {
 }
 
 int main(int argc, char **argv) {
-  options o;
-  if (!parse_options(argc, argv, &o))
+  tfm_main_options o;
+  switch (tfm_main_parse_options(argc, argv, &o)) {
+  case TFM_MAIN_OPTIONS_BAD:
+    tfm_main_options_free(&o);
     return 2;
+  case TFM_MAIN_OPTIONS_HELP:
+    tfm_main_usage(stdout, argv[0]);
+    tfm_main_options_free(&o);
+    return 0;
+  case TFM_MAIN_OPTIONS_RUN:
+    break;
+  }
   tfm_status status;
   tfm_model *model;
   if (tfm_model_load(&tfm_builtin_model, o.weights_path, &model, &status))

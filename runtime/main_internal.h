@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Parses "1 2 3" (spaces, tabs or commas between) into `ids` (at most
  * `capacity` stored); returns how many there were, or -1 after reporting
  * what is not an id (`flag` names the option). */
@@ -87,5 +91,9 @@ int tfm_main_perplexity(const char *argv0, tfm_model *model,
 
 int tfm_main_call(const char *argv0, tfm_model *model,
                   const tfm_call_options *options);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* TFM_RUNTIME_MAIN_INTERNAL_H */

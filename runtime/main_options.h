@@ -1,0 +1,69 @@
+/*===- main_options.h - a compiled model's command line, parsed ---------===//
+ *
+ * What main.c runs, as parsed from argv: apart from main() so that the
+ * parser can be tested and fuzzed (test/fuzz/FuzzArguments.c) without a
+ * model linked in.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_MAIN_OPTIONS_H
+#define TFM_RUNTIME_MAIN_OPTIONS_H
+
+#include "runtime/main_internal.h"
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { TFM_MAIN_MAX_STOP_STRINGS = 16 };
+
+typedef struct {
+  const char *prompt;
+  const char *prompt_file;
+  const char *tokens;
+  const char *forced_tokens;
+  long new_tokens;
+  int print_ids;
+  int tokenize;
+  const char *logits_path;
+  const char *step_logits_path;
+  int stats;
+  long warmup;
+  const char *weights_path;
+  tfm_call_options call;
+  tfm_sampler_options sampler;
+  const char *stop[TFM_MAIN_MAX_STOP_STRINGS];
+  int stop_count;
+  int ignore_eos;
+  int beams; /* an encoder-decoder's beam search (1: greedy) */
+  int new_tokens_given, rules_given; /* -n; any generation rule flag */
+  float length_penalty;              /* a beam search's (default 1) */
+  int early_stopping;
+  tfm_generation_rules rules; /* an encoder-decoder's (suppressed: below) */
+  const char *suppress;       /* --suppress "ids" */
+  const char *perplexity;     /* --perplexity FILE */
+} tfm_main_options;
+
+typedef enum {
+  TFM_MAIN_OPTIONS_BAD = 0, /* reported on stderr with the usage */
+  TFM_MAIN_OPTIONS_RUN = 1,
+  TFM_MAIN_OPTIONS_HELP = 2 /* --help: print the usage, run nothing */
+} tfm_main_options_result;
+
+/* Parses argv into `o` (defaults where absent). Option values point into
+ * argv; `o` owns only its list of image/audio files
+ * (tfm_main_options_free), also after a failure. */
+tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
+                                               tfm_main_options *o);
+void tfm_main_options_free(tfm_main_options *o);
+
+/* The options, one a line, to `out`. */
+void tfm_main_usage(FILE *out, const char *argv0);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TFM_RUNTIME_MAIN_OPTIONS_H */
