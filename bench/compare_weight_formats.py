@@ -9,7 +9,8 @@ compare_peers.py (`llama`, f32 weights) and TinyLlama-1.1B's shape
 over --new tokens after a --prompt-token prompt, prefill tokens/s at
 --prefill tokens, and decode as a fraction of its bandwidth bound (weight
 bytes one decode step reads / the read bandwidth measured just before and
-after it). tfmc's compile time and peak RSS are reported for each format.
+after it). tfmc's compile time and peak RSS (GNU time's, /usr/bin/time:
+Debian's `time` package) are reported for each format.
 
 With --gguf (and llama.cpp), tfmc also compiles llama.cpp's own GGUF files
 (Q8_0, Q4_0, and Q4_K_M from llama-quantize) as they are (each tensor keeps
@@ -38,6 +39,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -54,13 +56,18 @@ GGUF_FORMATS = ["Q8_0", "Q4_0", "Q4_K_M"]
 
 
 def run_measured(command):
-    """Runs `command`; returns (seconds, peak RSS in bytes) of the child."""
+    """Runs `command`; returns (seconds, peak RSS in bytes) of the child.
+    The RSS comes from GNU time, which forks the command from its own small
+    process: the kernel starts a child's peak RSS at its parent's size at
+    the fork, so this (large) Python process's own wait4 figure would be at
+    least its own RSS."""
     start = time.time()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    if status != 0:
-        raise SystemExit(f"failed ({status}): {' '.join(command)}")
-    return time.time() - start, usage.ru_maxrss * 1024
+    with tempfile.NamedTemporaryFile("r") as rss:
+        child = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name] +
+                               command, stdout=subprocess.DEVNULL)
+        if child.returncode != 0:
+            raise SystemExit(f"failed ({child.returncode}): {' '.join(command)}")
+        return time.time() - start, int(rss.read().split()[-1]) * 1024
 
 
 def make_model(work, kind):
