@@ -75,10 +75,13 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
   if (spec.slidingWindow < 0)
     return fail("sliding window must be positive, got " +
                 llvm::Twine(spec.slidingWindow));
-  if (!(spec.normEpsilon >= 0))
-    return fail("norm epsilon must be non-negative");
-  if (!spec.learnedPositions && !(spec.ropeTheta > 0))
-    return fail("rope theta must be positive");
+  if (!(spec.normEpsilon >= 0) || std::isinf(spec.normEpsilon))
+    return fail("norm epsilon must be finite and non-negative, got " +
+                llvm::Twine(std::to_string(spec.normEpsilon)));
+  if (!spec.learnedPositions &&
+      (!(spec.ropeTheta > 0) || std::isinf(spec.ropeTheta)))
+    return fail("rope theta must be finite and positive, got " +
+                llvm::Twine(std::to_string(spec.ropeTheta)));
   return llvm::Error::success();
 }
 

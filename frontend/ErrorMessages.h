@@ -27,14 +27,25 @@ struct NamedSize {
   int64_t value;
 };
 
-/// The first size that is not positive, as "<where>: <name> must be
-/// positive, got <value>"; success when all are.
+/// The largest size a config may give: token ids and the runtime's
+/// per-dimension counts are 32-bit, and products of a few such sizes (a
+/// table's elements, its bytes) then stay far from overflowing 64 bits.
+constexpr int64_t kMaxConfigSize = (int64_t(1) << 31) - 1;
+
+/// The first size that is not positive or is larger than kMaxConfigSize,
+/// as "<where>: <name> must be positive, got <value>"; success when all
+/// are in range. Checked before anything is allocated from them.
 inline llvm::Error expectPositiveSizes(const llvm::Twine &where,
                                        std::initializer_list<NamedSize> sizes) {
-  for (NamedSize size : sizes)
+  for (NamedSize size : sizes) {
     if (size.value <= 0)
       return makeError(where + ": " + size.name + " must be positive, got " +
                        llvm::Twine(size.value));
+    if (size.value > kMaxConfigSize)
+      return makeError(where + ": " + size.name + " " +
+                       llvm::Twine(size.value) + " is larger than any model's (at most " +
+                       llvm::Twine(kMaxConfigSize) + ")");
+  }
   return llvm::Error::success();
 }
 

@@ -86,22 +86,30 @@ llvm::Expected<LoadedModel> tfm::loadLlama2cModel(mlir::MLIRContext &context,
           layers = spec.numLayers, kvDim = spec.numKVHeads * spec.headDim();
   size_t at = sizeof h;
   std::string source = llvm::sys::path::filename(path).str();
-  auto expectedBytes = [&]() {
-    int64_t floats = spec.vocabSize * dim + layers * dim * 2 +
-                     layers * dim * dim * 2 + layers * kvDim * dim * 2 +
-                     layers * hidden * dim * 3 + dim +
-                     spec.maxContext * spec.headDim();
+  // In 128 bits: each size is below 2^31 (validateDecoderSpec), so these
+  // products of up to four cannot overflow, whatever the header says.
+  auto expectedBytes = [&]() -> __int128 {
+    __int128 floats = __int128(spec.vocabSize) * dim + __int128(layers) * dim * 2 +
+                      __int128(layers) * dim * dim * 2 +
+                      __int128(layers) * kvDim * dim * 2 +
+                      __int128(layers) * hidden * dim * 3 + dim +
+                      __int128(spec.maxContext) * spec.headDim();
     if (!spec.lmHead.empty())
-      floats += spec.vocabSize * dim;
+      floats += __int128(spec.vocabSize) * dim;
     return sizeof h + 4 * floats;
   };
-  if (data.size() != expectedBytes())
+  __int128 expected = expectedBytes();
+  if (__int128(data.size()) != expected) {
+    std::string implied =
+        expected > __int128(UINT64_MAX)
+            ? std::string("more than 2^64")
+            : std::to_string(static_cast<uint64_t>(expected));
     return makeError(path + ": the header (dim " + llvm::Twine(dim) +
                      ", " + llvm::Twine(layers) + " layers, vocab " +
-                     llvm::Twine(spec.vocabSize) + ") implies " +
-                     llvm::Twine(expectedBytes()) + " bytes, the file has " +
-                     llvm::Twine(data.size()) +
-                     (data.size() < expectedBytes() ? " (truncated)" : ""));
+                     llvm::Twine(spec.vocabSize) + ") implies " + implied +
+                     " bytes, the file has " + llvm::Twine(data.size()) +
+                     (__int128(data.size()) < expected ? " (truncated)" : ""));
+  }
   // The tensors are views of the (mapped) file, which the store keeps.
   bool mapped =
       (*buffer)->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap;

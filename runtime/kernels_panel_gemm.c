@@ -92,20 +92,19 @@ TFM_INLINE const void *panel_at(panel_format format, const void *panel,
 TFM_INLINE void features_to_steps(panel_format format, v16 *lo, v16 *hi) {
   if (format != kBF16)
     return;
-  v16 even = __builtin_shuffle(*lo, *hi, (vi16){0, 2, 4, 6, 8, 10, 12, 14, 16,
-                                                18, 20, 22, 24, 26, 28, 30});
-  v16 odd = __builtin_shuffle(*lo, *hi, (vi16){1, 3, 5, 7, 9, 11, 13, 15, 17,
-                                               19, 21, 23, 25, 27, 29, 31});
+  v16 even = __builtin_shufflevector(*lo, *hi, 0, 2, 4, 6, 8, 10, 12, 14, 16,
+                                     18, 20, 22, 24, 26, 28, 30);
+  v16 odd = __builtin_shufflevector(*lo, *hi, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19,
+                                    21, 23, 25, 27, 29, 31);
   *lo = even, *hi = odd;
 }
 TFM_INLINE void steps_to_features(panel_format format, v16 *lo, v16 *hi) {
   if (format != kBF16)
     return;
-  v16 first = __builtin_shuffle(*lo, *hi, (vi16){0, 16, 1, 17, 2, 18, 3, 19, 4,
-                                                 20, 5, 21, 6, 22, 7, 23});
-  v16 second = __builtin_shuffle(*lo, *hi, (vi16){8, 24, 9, 25, 10, 26, 11, 27,
-                                                  12, 28, 13, 29, 14, 30, 15,
-                                                  31});
+  v16 first = __builtin_shufflevector(*lo, *hi, 0, 16, 1, 17, 2, 18, 3, 19, 4,
+                                      20, 5, 21, 6, 22, 7, 23);
+  v16 second = __builtin_shufflevector(*lo, *hi, 8, 24, 9, 25, 10, 26, 11, 27,
+                                       12, 28, 13, 29, 14, 30, 15, 31);
   *lo = first, *hi = second;
 }
 

@@ -105,6 +105,13 @@ typedef struct {
   uint64_t size, at;
 } blob_reader;
 
+/* Whether `count` records of at least `bytes` each can follow: checked
+ * before allocating per record, so that a count the blob cannot hold is
+ * refused rather than allocated. */
+static int records_fit(const blob_reader *r, uint64_t count, uint64_t bytes) {
+  return count <= (r->size - r->at) / bytes;
+}
+
 static int read_u32(blob_reader *r, uint32_t *value) {
   if (r->size - r->at < 4)
     return 0;
@@ -116,6 +123,10 @@ static int read_u32(blob_reader *r, uint32_t *value) {
 static tfm_status_code parse_pieces(tfm_tokenizer *t, blob_reader *r,
                                     tfm_status *status) {
   uint32_t n = t->vocab_size;
+  if (!records_fit(r, n, 8))
+    return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                    "tokenizer blob: %u tokens do not fit in its %llu bytes",
+                    n, (unsigned long long)r->size);
   t->pieces = calloc(n, sizeof *t->pieces);
   t->lengths = calloc(n, sizeof *t->lengths);
   t->scores = calloc(n, sizeof *t->scores);
@@ -129,7 +140,7 @@ static tfm_status_code parse_pieces(tfm_tokenizer *t, blob_reader *r,
       return tfm_fail(status, TFM_ERROR_TOKENIZER,
                       "tokenizer blob: truncated at token %u of %u", i, n);
     memcpy(&t->scores[i], &score_bits, 4);
-    t->pieces[i] = malloc(length + 1);
+    t->pieces[i] = malloc((size_t)length + 1);
     if (!t->pieces[i])
       return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
     memcpy(t->pieces[i], r->data + r->at, length);
@@ -154,7 +165,7 @@ static tfm_status_code parse_framing(tfm_tokenizer *t, blob_reader *r,
                     "tokenizer blob: truncated framing");
   t->frame_begin = (int32_t)begin;
   t->frame_separator = (int32_t)separator;
-  if (t->special_count > r->size / 8)
+  if (!records_fit(r, t->special_count, 8))
     return tfm_fail(status, TFM_ERROR_TOKENIZER,
                     "tokenizer blob: %u special tokens do not fit",
                     t->special_count);
@@ -207,7 +218,7 @@ static tfm_status_code parse_wordpiece(tfm_tokenizer *t, blob_reader *r,
     return tfm_fail(status, TFM_ERROR_TOKENIZER,
                     "tokenizer blob: truncated WordPiece options");
   t->unknown = (int32_t)unknown;
-  t->continuation = malloc(t->continuation_length + 1);
+  t->continuation = malloc((size_t)t->continuation_length + 1);
   if (!t->continuation)
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   memcpy(t->continuation, r->data + r->at, t->continuation_length);
@@ -220,7 +231,7 @@ static tfm_status_code parse_wordpiece(tfm_tokenizer *t, blob_reader *r,
 static int read_bytes(blob_reader *r, char **bytes, uint32_t *length) {
   if (!read_u32(r, length) || r->size - r->at < *length)
     return 0;
-  *bytes = malloc(*length + 1);
+  *bytes = malloc((size_t)*length + 1);
   if (!*bytes)
     return 0;
   memcpy(*bytes, r->data + r->at, *length);
@@ -256,7 +267,7 @@ static tfm_status_code parse_unigram(tfm_tokenizer *t, blob_reader *r,
     if (t->scores[i] > t->max_score)
       t->max_score = t->scores[i];
   }
-  if (!read_u32(r, &t->rule_count) || t->rule_count > r->size / 8)
+  if (!read_u32(r, &t->rule_count) || !records_fit(r, t->rule_count, 8))
     return tfm_fail(status, TFM_ERROR_TOKENIZER,
                     "tokenizer blob: truncated normalization rules");
   uint32_t n = t->rule_count;
@@ -295,6 +306,9 @@ static tfm_status_code parse_merges(tfm_tokenizer *t, blob_reader *r,
   if (!read_u32(r, &t->merge_count))
     return tfm_fail(status, TFM_ERROR_TOKENIZER,
                     "tokenizer blob: truncated before the merges");
+  if (!records_fit(r, t->merge_count, 12))
+    return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                    "tokenizer blob: %u merges do not fit", t->merge_count);
   t->merges = calloc(t->merge_count ? t->merge_count : 1, sizeof *t->merges);
   if (!t->merges)
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");

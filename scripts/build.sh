@@ -1,12 +1,31 @@
 #!/usr/bin/env bash
 # build.sh - installs the dependencies, configures (Release, Ninja, ccache)
 # and builds tfmc into ./build. Safe to run again: every step is incremental.
+#
+#   bash scripts/build.sh [--sanitize] [--target TARGET]
+#
+# --sanitize builds with clang-22, AddressSanitizer and UBSan, and the
+# libFuzzer targets of test/fuzz, into ./build-sanitize instead.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+build="$root/build"
+configure=()
+target=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --sanitize)
+      build="$root/build-sanitize"
+      configure=(-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22
+                 -DTFM_SANITIZE=ON -DTFM_FUZZ=ON)
+      shift ;;
+    --target) target=("$2"); shift 2 ;;
+    *) echo "build.sh: unknown option '$1'" >&2; exit 2 ;;
+  esac
+done
 bash "$root/scripts/install-deps.sh"
-if [ ! -f "$root/build/build.ninja" ]; then
-  cmake -G Ninja -S "$root" -B "$root/build" \
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -G Ninja -S "$root" -B "$build" \
     -DCMAKE_BUILD_TYPE=Release \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit "${configure[@]}"
 fi
-ninja -C "$root/build" -j"${TFM_JOBS:-2}"
+ninja -C "$build" -j"${TFM_JOBS:-2}" "${target[@]}"

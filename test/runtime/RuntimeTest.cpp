@@ -596,11 +596,25 @@ TEST(Tokenizer, RejectsMalformedBlobs) {
   EXPECT_STREQ(status.message,
                "tokenizer blob: bad magic (not a tfmc tokenizer)");
   std::string blob = tokenizerBlob(TFM_TOKENIZER_SCORE_BPE, {{"a", 0}, {"b", 0}});
-  blob.resize(blob.size() - 3);
+  blob.resize(blob.size() - 1);
   EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
                               blob.size(), &t, &status),
             TFM_ERROR_TOKENIZER);
   EXPECT_STREQ(status.message, "tokenizer blob: truncated at token 1 of 2");
+  // Counts are checked against the bytes left before anything is allocated
+  // for them (fuzz-tokenizer found a merge count of 2^29 allocated first).
+  blob.resize(blob.size() - 2);
+  EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
+                              blob.size(), &t, &status),
+            TFM_ERROR_TOKENIZER);
+  EXPECT_STREQ(status.message,
+               "tokenizer blob: 2 tokens do not fit in its 51 bytes");
+  blob = tokenizerBlob(TFM_TOKENIZER_BYTE_LEVEL_BPE, {{"a", 0}}, {{0, 0, 0}});
+  blob.resize(blob.size() - 1);
+  EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
+                              blob.size(), &t, &status),
+            TFM_ERROR_TOKENIZER);
+  EXPECT_STREQ(status.message, "tokenizer blob: 1 merges do not fit");
   blob = tokenizerBlob(TFM_TOKENIZER_BYTE_LEVEL_BPE, {{"a", 0}}, {{0, 0, 7}});
   EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
                               blob.size(), &t, &status),

@@ -1,0 +1,74 @@
+//===- FuzzModel.cpp - a model description, as tfmc loads it --------------===//
+//
+// One libFuzzer target per kind of model input (TFM_FUZZ_MODEL, set by
+// CMakeLists.txt), each through the frontend's entry point, loadModel, as
+// `tfmc PATH` runs it: header and metadata checks, the family's config
+// reading, the tensor table against the config, the tokenizer, and the tfm
+// module built from it all. A model that loads then has every weight
+// decoded to f32, so that each accepted byte range and dtype is read.
+//
+//   gguf:     the input is model.gguf (llama.cpp's container)
+//   llama2c:  the input is model.bin (a llama2.c checkpoint)
+//   hf:       config.json, model.safetensors, then any of a Hugging Face
+//             directory's other files as (name, content) parts
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/ModelLoader.h"
+#include "test/fuzz/FuzzErrors.h"
+#include "test/fuzz/FuzzFiles.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <algorithm>
+#include <string_view>
+
+using namespace mlir;
+
+namespace {
+
+/// The files of a model directory the frontend reads besides config.json
+/// and model.safetensors; other names in an input are skipped.
+constexpr std::string_view kDirectoryFiles[] = {
+    "generation_config.json", "preprocessor_config.json",
+    "tokenizer_config.json",  "tokenizer.json",
+    "vocab.json",             "merges.txt",
+    "vocab.txt",              "tokenizer.model",
+    "spiece.model",           "special_tokens_map.json",
+};
+
+std::string writeModel(const uint8_t *data, size_t size) {
+  std::string_view kind = TFM_FUZZ_MODEL;
+  std::string_view bytes(reinterpret_cast<const char *>(data), size);
+  if (kind == "gguf")
+    return tfm_fuzz::writeFile("model.gguf", bytes);
+  if (kind == "llama2c")
+    return tfm_fuzz::writeFile("model.bin", bytes);
+  for (std::string_view name : kDirectoryFiles)
+    tfm_fuzz::removeFile(name);
+  std::vector<std::string_view> parts = tfm_fuzz::splitAllParts(data, size);
+  parts.resize(std::max<size_t>(parts.size(), 2));
+  tfm_fuzz::writeFile("config.json", parts[0]);
+  tfm_fuzz::writeFile("model.safetensors", parts[1]);
+  for (size_t i = 2; i + 1 < parts.size(); i += 2)
+    if (std::find(std::begin(kDirectoryFiles), std::end(kDirectoryFiles),
+                  parts[i]) != std::end(kDirectoryFiles))
+      tfm_fuzz::writeFile(parts[i], parts[i + 1]);
+  return tfm_fuzz::scratchDirectory();
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  std::string path = writeModel(data, size);
+  MLIRContext context(MLIRContext::Threading::DISABLED);
+  llvm::Expected<tfm::LoadedModel> model = tfm::loadModel(context, path, "");
+  if (!model) {
+    tfm_fuzz::expectMessage(model.takeError());
+    return 0;
+  }
+  for (const std::string &name : model->weights.names())
+    if (const tfm::WeightTensor *tensor = model->weights.lookup(name))
+      (void)tensor->toF32();
+  return 0;
+}

@@ -1,0 +1,312 @@
+#!/usr/bin/env python3
+"""test/fuzz/make_seeds.py: writes the fuzz targets' seed corpora
+(test/fuzz/corpus/<target>/) from the test suite's own inputs, with the
+Python standard library only.
+
+Each seed is one valid input of its target (FuzzFiles.h's part separator
+between the files of a multi-file input), so that fuzzing starts from
+everything the readers accept: one Hugging Face directory per family, the
+GGUF formats and both embedded tokenizers, a llama2.c checkpoint, every
+tokenizer file format, images, audio and command lines.
+
+fuzz-tokenizer's seeds are tokenizer blobs as tfmc serializes them, which
+only the built fuzz-tokenizer-files target can write: scripts/fuzz.sh
+passes --tokenizer-files BINARY to make those too.
+
+    /usr/bin/python3 test/fuzz/make_seeds.py [--tokenizer-files BINARY]
+"""
+import argparse
+import glob
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import wave
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+E2E = os.path.join(ROOT, "test", "e2e")
+SHARED_MODELS = os.path.join(ROOT, "..", "shared", "models")
+SEPARATOR = b"\n--tfm-fuzz-next-part--\n"
+# The files of a model directory FuzzModel.cpp's hf target writes.
+DIRECTORY_FILES = ["generation_config.json", "preprocessor_config.json",
+                   "tokenizer_config.json", "tokenizer.json", "vocab.json",
+                   "merges.txt", "vocab.txt", "tokenizer.model",
+                   "spiece.model", "special_tokens_map.json"]
+# Texts of the tokenizer seeds.
+TEXTS = [b"Once upon a time, there was a little fox.",
+         b"  Hello\tWORLD!! [MASK] <mask> </s> >>fra<< caf\xc3\xa9 \xff"]
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def corpus(target):
+    directory = os.path.join(HERE, "corpus", target)
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory)
+    return directory
+
+
+def write_seed(directory, name, data):
+    with open(os.path.join(directory, name), "wb") as f:
+        f.write(data)
+
+
+def hf_directory_seed(model_dir):
+    parts = [read(os.path.join(model_dir, "config.json")),
+             read(os.path.join(model_dir, "model.safetensors"))]
+    for name in DIRECTORY_FILES:
+        path = os.path.join(model_dir, name)
+        if os.path.exists(path):
+            parts += [name.encode(), read(path)]
+    return SEPARATOR.join(parts)
+
+
+def hf_seeds():
+    """One directory per model_type (its smallest), single-file checkpoints
+    only (sharded ones are the safetensors target's)."""
+    smallest = {}
+    for config in sorted(glob.glob(os.path.join(E2E, "**", "config.json"),
+                                   recursive=True)):
+        model_dir = os.path.dirname(config)
+        if not os.path.exists(os.path.join(model_dir, "model.safetensors")):
+            continue
+        kind = json.loads(read(config)).get("model_type", "?")
+        seed = hf_directory_seed(model_dir)
+        if kind not in smallest or len(seed) < len(smallest[kind][1]):
+            smallest[kind] = (os.path.basename(model_dir), seed)
+    directory = corpus("fuzz-hf")
+    for kind, (name, seed) in sorted(smallest.items()):
+        write_seed(directory, f"{kind}-{name}", seed)
+
+
+def safetensors_seeds():
+    directory = corpus("fuzz-safetensors")
+    single = os.path.join(E2E, "Inputs", "llama-gqa-f16-untied")
+    write_seed(directory, "single", SEPARATOR.join(
+        [b"", read(os.path.join(single, "model.safetensors"))]))
+    sharded = os.path.join(E2E, "Inputs", "llama-gqa-bf16-sharded")
+    write_seed(directory, "sharded", SEPARATOR.join(
+        [read(os.path.join(sharded, "model.safetensors.index.json")),
+         read(os.path.join(sharded, "model-00001-of-00002.safetensors")),
+         read(os.path.join(sharded, "model-00002-of-00002.safetensors"))]))
+
+
+def gguf_seeds(work):
+    directory = corpus("fuzz-gguf")
+    writer = os.path.join(E2E, "write_gguf.py")
+    tok512 = os.path.join(SHARED_MODELS, "stories260K", "tok512.bin")
+    runs = {
+        "f32-sentencepiece": ["--random", "32,1,4,2,64,512",
+                              "--sp-tokenizer", tok512],
+        "q8_0": ["--random", "32,1,4,2,64,64", "--type", "Q8_0"],
+        "q4_0-q4_1": ["--random", "32,1,4,2,64,64", "--type", "Q4_0",
+                      "--edge-type", "Q4_1"],
+        "bf16-f16": ["--random", "32,1,4,2,64,64", "--type", "BF16",
+                     "--edge-type", "F16"],
+        "q4_k-q6_k": ["--random", "256,1,4,1,256,16", "--type", "Q4_K",
+                      "--edge-type", "Q6_K"],
+        "gpt2-tokenizer": ["--random", "32,1,4,2,64,297", "--gpt2-tokenizer",
+                           os.path.join(E2E, "Inputs", "gpt2-bpe")],
+    }
+    for name, arguments in runs.items():
+        out = os.path.join(work, name + ".gguf")
+        subprocess.run([sys.executable, writer, out] + arguments, check=True)
+        write_seed(directory, name, read(out))
+
+
+def llama2c_seed():
+    """A llama2.c checkpoint (version 0: seven int32 sizes, then f32
+    weights in its order) with dim 8, one layer, vocab 16; a negative vocab
+    size means an unshared classifier."""
+    directory = corpus("fuzz-llama2c")
+    rng = random.Random(1)
+    for name, vocab in (("shared-classifier", 16), ("own-classifier", -16)):
+        dim, hidden, layers, heads, kv_heads, seq = 8, 16, 1, 2, 1, 16
+        head = dim // heads
+        counts = [abs(vocab) * dim,            # token embeddings
+                  layers * dim,                # attention norm
+                  layers * dim * dim,          # wq
+                  layers * dim * kv_heads * head,  # wk
+                  layers * dim * kv_heads * head,  # wv
+                  layers * dim * dim,          # wo
+                  layers * dim,                # ffn norm
+                  layers * hidden * dim,       # w1
+                  layers * dim * hidden,       # w2
+                  layers * hidden * dim,       # w3
+                  dim,                         # final norm
+                  seq * head // 2 * 2]         # the unused RoPE tables
+        if vocab < 0:
+            counts.append(abs(vocab) * dim)
+        values = [rng.uniform(-0.5, 0.5) for _ in range(sum(counts))]
+        write_seed(directory, name,
+                   struct.pack("<7i", dim, hidden, layers, heads, kv_heads,
+                               vocab, seq) +
+                   struct.pack(f"<{len(values)}f", *values))
+
+
+def tokenizer_file_seeds():
+    """(vocabulary size, path read, files) for every tokenizer format."""
+    directory = corpus("fuzz-tokenizer-files")
+    seeds = {}
+    stories = os.path.join(SHARED_MODELS, "stories260K")
+    stories_hf = os.path.join(SHARED_MODELS, "stories260K-hf")
+    seeds["llama2c-bin"] = (512, "tokenizer.bin", {
+        "tokenizer.bin": os.path.join(stories, "tok512.bin")})
+    seeds["sentencepiece-bpe"] = (512, "tokenizer.model", {
+        "tokenizer.model": os.path.join(stories_hf, "tokenizer.model")})
+    gpt2 = os.path.join(E2E, "Inputs", "gpt2-bpe")
+    seeds["gpt2-vocab-merges"] = (297, ".", {
+        "vocab.json": os.path.join(gpt2, "vocab.json"),
+        "merges.txt": os.path.join(gpt2, "merges.txt")})
+    encoders = os.path.join(E2E, "encoders", "Inputs")
+    wordpiece = os.path.join(encoders, "bert-wordpiece")
+    seeds["wordpiece-vocab-txt"] = (
+        json.loads(read(os.path.join(wordpiece, "config.json")))["vocab_size"],
+        ".", {"vocab.txt": os.path.join(wordpiece, "vocab.txt"),
+              "tokenizer_config.json":
+                  os.path.join(wordpiece, "tokenizer_config.json")})
+    seeds["wordpiece-tokenizer-json"] = (
+        json.loads(read(os.path.join(wordpiece, "config.json")))["vocab_size"],
+        ".", {"tokenizer.json":
+              os.path.join(encoders, "bert-wordpiece.tokenizer.json")})
+    for name, model_dir in (("roberta-bpe", "encoders/Inputs/roberta-bpe"),
+                            ("xlm-roberta-unigram",
+                             "encoders/Inputs/xlm-roberta-spm"),
+                            ("t5-unigram", "seq2seq/Inputs/t5-text"),
+                            ("marian", "seq2seq/Inputs/marian-text"),
+                            ("bart-bpe", "seq2seq/Inputs/bart-text")):
+        path = os.path.join(E2E, model_dir)
+        files = {f: os.path.join(path, f) for f in os.listdir(path)
+                 if f not in ("config.json", "model.safetensors",
+                              "generation_config.json", "added_tokens.json")}
+        vocab = json.loads(read(os.path.join(path, "config.json")))["vocab_size"]
+        seeds[name] = (vocab, ".", files)
+    for i, (name, (vocab, path, files)) in enumerate(seeds.items()):
+        parts = [str(vocab).encode(), path.encode(), TEXTS[i % len(TEXTS)]]
+        for file_name, source in sorted(files.items()):
+            parts += [file_name.encode(), read(source)]
+        write_seed(directory, name, SEPARATOR.join(parts))
+    return directory
+
+
+def tokenizer_seeds(tokenizer_files, seeds_dir, work):
+    """Blobs as tfmc serializes them (fuzz-tokenizer-files writes each),
+    each with a text."""
+    directory = corpus("fuzz-tokenizer")
+    for i, seed in enumerate(sorted(os.listdir(seeds_dir))):
+        blob = os.path.join(work, seed + ".blob")
+        subprocess.run([tokenizer_files, os.path.join(seeds_dir, seed)],
+                       env=dict(os.environ, TFM_FUZZ_SAVE_BLOB=blob),
+                       check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        # Unigram blobs carry their normalizer's whole character map (4
+        # MB): fuzz-tokenizer-files runs those on its inputs' texts.
+        if os.path.getsize(blob) <= 256 * 1024:
+            write_seed(directory, seed,
+                       read(blob) + SEPARATOR + TEXTS[i % len(TEXTS)])
+
+
+def png(width, height, color_type, rows):
+    """A PNG of 8-bit samples (color type 0 gray, 2 RGB, 6 RGBA)."""
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data)))
+    raw = b"".join(b"\0" + bytes(row) for row in rows)
+    return (b"\x89PNG\r\n\x1a\n" +
+            chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8,
+                                       color_type, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def image_seeds():
+    """PNGs drawn here and the JPEG/PNG files of the vision tests; the
+    first byte picks the resampling (FuzzImage.cpp)."""
+    directory = corpus("fuzz-image")
+    channels = {0: 1, 2: 3, 6: 4}
+    for filter_byte, (color_type, width, height) in enumerate(
+            [(2, 40, 30), (0, 17, 33), (6, 31, 31)]):
+        rows = [[(x * 7 + y * 3 + c * 50) % 256 for x in range(width)
+                 for c in range(channels[color_type])] for y in range(height)]
+        write_seed(directory, f"png-type{color_type}",
+                   bytes([filter_byte * 3]) + png(width, height, color_type,
+                                                  rows))
+    for i, path in enumerate(sorted(
+            glob.glob(os.path.join(E2E, "vision", "Inputs", "images", "*.jpg")) +
+            glob.glob(os.path.join(E2E, "vision", "Inputs", "images", "*.png")))):
+        if os.path.getsize(path) <= 64 * 1024:
+            write_seed(directory, os.path.basename(path),
+                       bytes([i % 12]) + read(path))
+
+
+def audio_seeds(work):
+    """WAV files (16-bit mono at the model's rate, stereo at another rate
+    that the loader resamples)."""
+    directory = corpus("fuzz-audio")
+    for name, channels, rate, frames in (("mono-16k", 1, 16000, 800),
+                                         ("stereo-22k", 2, 22050, 1500)):
+        path = os.path.join(work, name + ".wav")
+        with wave.open(path, "wb") as w:
+            w.setnchannels(channels)
+            w.setsampwidth(2)
+            w.setframerate(rate)
+            rng = random.Random(channels)
+            w.writeframes(struct.pack(
+                f"<{frames * channels}h",
+                *[rng.randint(-8000, 8000) for _ in range(frames * channels)]))
+        write_seed(directory, name, read(path))
+
+
+def argument_seeds():
+    directory = corpus("fuzz-arguments")
+    command_lines = {
+        "generate": ["--prompt", "Once upon a time", "-n", "20",
+                     "--temperature", "0.8", "--top-k", "40", "--top-p",
+                     "0.9", "--seed", "7", "--stop", ".", "--stats"],
+        "tokens": ["--tokens", "1 2, 3\t4", "--force-tokens", "5 6",
+                   "--print-ids", "--logits", "out.bin"],
+        "call": ["--call", "encode", "--text", "a", "--text-pair", "b",
+                 "--token-types", "0 1", "--format", "json", "--batch", "8"],
+        "seq2seq": ["--text", "hi", "--beams", "4", "--no-repeat-ngram", "3",
+                    "--min-new-tokens", "2", "--suppress", "1 2",
+                    "--forced-eos", "--decoder-tokens", "0 5"],
+        "files": ["image.png", "audio.wav", "--preprocess", "--output",
+                  "f.bin", "--truncate", "--repetition-penalty", "1.1"],
+    }
+    for name, arguments in command_lines.items():
+        write_seed(directory, name, b"\0".join(a.encode() for a in arguments))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tokenizer-files",
+                        help="the built fuzz-tokenizer-files, to write "
+                        "fuzz-tokenizer's seeds")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as work:
+        hf_seeds()
+        safetensors_seeds()
+        gguf_seeds(work)
+        llama2c_seed()
+        tokenizer_files = tokenizer_file_seeds()
+        if args.tokenizer_files:
+            tokenizer_seeds(args.tokenizer_files, tokenizer_files, work)
+        image_seeds()
+        audio_seeds(work)
+        argument_seeds()
+    for target in sorted(os.listdir(os.path.join(HERE, "corpus"))):
+        files = glob.glob(os.path.join(HERE, "corpus", target, "*"))
+        print(f"{target}: {len(files)} seeds, "
+              f"{sum(os.path.getsize(f) for f in files) // 1024} KiB")
+
+
+if __name__ == "__main__":
+    main()
