@@ -105,6 +105,9 @@ typedef struct {
   uint64_t size, at;
 } blob_reader;
 
+/* The most bytes a normalization rule may replace each byte with. */
+enum { kMaxRuleExpansion = 64 };
+
 /* Whether `count` records of at least `bytes` each can follow: checked
  * before allocating per record, so that a count the blob cannot hold is
  * refused rather than allocated. */
@@ -165,6 +168,12 @@ static tfm_status_code parse_framing(tfm_tokenizer *t, blob_reader *r,
                     "tokenizer blob: truncated framing");
   t->frame_begin = (int32_t)begin;
   t->frame_separator = (int32_t)separator;
+  /* RoBERTa's pairs have two separators between the texts; encoding sizes
+   * its work by this count. */
+  if (t->pair_separators > 16)
+    return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                    "tokenizer blob: %u separators between a pair's texts",
+                    t->pair_separators);
   if (!records_fit(r, t->special_count, 8))
     return tfm_fail(status, TFM_ERROR_TOKENIZER,
                     "tokenizer blob: %u special tokens do not fit",
@@ -294,6 +303,15 @@ static tfm_status_code parse_unigram(tfm_tokenizer *t, blob_reader *r,
                       i);
     uint32_t expansion =
         (t->replacement_lengths[i] + from_length - 1) / from_length;
+    /* Encoding sizes its work by the largest expansion (a ligature spelled
+     * out); a rule that multiplies text further than kMaxRuleExpansion is
+     * a corrupt blob, not a normalizer. */
+    if (expansion > kMaxRuleExpansion)
+      return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                      "tokenizer blob: normalization rule %u expands %u "
+                      "bytes to %u (at most %d times)",
+                      i, from_length, t->replacement_lengths[i],
+                      kMaxRuleExpansion);
     if (expansion > t->max_expansion)
       t->max_expansion = expansion;
   }
