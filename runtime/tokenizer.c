@@ -529,6 +529,11 @@ tfm_status_code tfm_tokenizer_encode(const tfm_tokenizer *t, const char *text,
   if (!t || !text || !count || (!ids && capacity > 0))
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_tokenizer_encode: NULL argument");
+  if (bos >= (int64_t)t->vocab_size)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_tokenizer_encode: BOS %d is not a token (vocabulary "
+                    "of %u)",
+                    bos, t->vocab_size);
   size_t length = strlen(text);
   int64_t room = work_capacity(t, length);
   int32_t *work = malloc(room * sizeof *work);

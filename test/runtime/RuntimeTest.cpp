@@ -615,6 +615,20 @@ TEST(Tokenizer, RejectsMalformedBlobs) {
                               blob.size(), &t, &status),
             TFM_ERROR_TOKENIZER);
   EXPECT_STREQ(status.message, "tokenizer blob: 1 merges do not fit");
+  // A BOS past the vocabulary is refused, not written as an id that does
+  // not decode (fuzz-tokenizer).
+  blob = tokenizerBlob(TFM_TOKENIZER_SCORE_BPE, {{"a", 0}, {"b", 0}});
+  ASSERT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
+                              blob.size(), &t, &status),
+            TFM_OK);
+  int64_t count = 0;
+  EXPECT_EQ(tfm_tokenizer_encode(t, "a", 2, nullptr, 0, &count, &status),
+            TFM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(status.message, "tfm_tokenizer_encode: BOS 2 is not a token "
+                               "(vocabulary of 2)");
+  EXPECT_EQ(tfm_tokenizer_encode(t, "a", 1, nullptr, 0, &count, &status),
+            TFM_OK);
+  tfm_tokenizer_free(t);
   blob = tokenizerBlob(TFM_TOKENIZER_BYTE_LEVEL_BPE, {{"a", 0}}, {{0, 0, 7}});
   EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
                               blob.size(), &t, &status),
