@@ -43,7 +43,8 @@ inline llvm::Error expectPositiveSizes(const llvm::Twine &where,
                        llvm::Twine(size.value));
     if (size.value > kMaxConfigSize)
       return makeError(where + ": " + size.name + " " +
-                       llvm::Twine(size.value) + " is larger than any model's (at most " +
+                       llvm::Twine(size.value) +
+                       " is larger than any model's (at most " +
                        llvm::Twine(kMaxConfigSize) + ")");
   }
   return llvm::Error::success();

@@ -89,7 +89,8 @@ llvm::Expected<LoadedModel> tfm::loadLlama2cModel(mlir::MLIRContext &context,
   // In 128 bits: each size is below 2^31 (validateDecoderSpec), so these
   // products of up to four cannot overflow, whatever the header says.
   auto expectedBytes = [&]() -> __int128 {
-    __int128 floats = __int128(spec.vocabSize) * dim + __int128(layers) * dim * 2 +
+    __int128 floats = __int128(spec.vocabSize) * dim +
+                      __int128(layers) * dim * 2 +
                       __int128(layers) * dim * dim * 2 +
                       __int128(layers) * kvDim * dim * 2 +
                       __int128(layers) * hidden * dim * 3 + dim +

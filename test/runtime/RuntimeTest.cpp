@@ -658,6 +658,21 @@ TEST(Tokenizer, RejectsMalformedBlobs) {
             TFM_ERROR_TOKENIZER);
   EXPECT_STREQ(status.message,
                "tokenizer blob: truncated at normalization rule 0 of 1");
+  // Encoding sizes its work by the largest expansion: one past the bound is
+  // a corrupt blob.
+  encoder.rules = {{"a", std::string(65, 'b')}};
+  blob = tokenizerBlob(TFM_TOKENIZER_UNIGRAM, {{"a", 0}}, {}, encoder);
+  EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
+                              blob.size(), &t, &status),
+            TFM_ERROR_TOKENIZER);
+  EXPECT_STREQ(status.message, "tokenizer blob: normalization rule 0 expands "
+                               "1 bytes to 65 (at most 64 times)");
+  encoder.rules = {{"a", std::string(64, 'b')}};
+  blob = tokenizerBlob(TFM_TOKENIZER_UNIGRAM, {{"a", 0}}, {}, encoder);
+  ASSERT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
+                              blob.size(), &t, &status),
+            TFM_OK);
+  tfm_tokenizer_free(t);
 }
 
 } // namespace
