@@ -64,6 +64,48 @@ static void save_logits(void *user, const float *logits, int64_t vocab) {
     fwrite(logits, sizeof *logits, (size_t)vocab, s->step_logits);
 }
 
+/* The most bytes of text one token can stand for: no prompt longer than
+ * the context times this fits (tokenizers that drop text while normalizing,
+ * collapsing runs of spaces, are the exception, and rare in decoders). */
+static size_t longest_piece_bytes(const tfm_tokenizer *tokenizer,
+                                  int64_t vocab) {
+  size_t longest = 1, size;
+  for (int32_t id = 0; id < vocab; ++id)
+    if (tfm_tokenizer_decode(tokenizer, -1, id, -1, &size) && size > longest)
+      longest = size;
+  return longest;
+}
+
+/* --prompt-file into o->prompt. To generate, a file that cannot fit the
+ * context is refused after reading at most the bytes that could;
+ * --tokenize reads any size. */
+static int read_prompt_file(const char *argv0, tfm_model *model,
+                            tfm_main_options *o) {
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  size_t max_size = SIZE_MAX - 1, size;
+  if (!o->tokenize) {
+    tfm_status status;
+    tfm_tokenizer *tokenizer = tfm_model_tokenizer(model, &status);
+    if (!tokenizer)
+      return tfm_main_fail(argv0, status.message);
+    size_t piece = longest_piece_bytes(tokenizer, desc->vocab_size);
+    max_size = (size_t)desc->max_context * piece;
+  }
+  o->prompt = (char *)tfm_read_file_at_most(o->prompt_file, max_size, &size);
+  if (o->prompt)
+    return 0;
+  if (errno == EFBIG)
+    fprintf(stderr,
+            "%s: error: prompt file '%s' is longer than the context of %lld "
+            "tokens can hold (more than %zu bytes, at most %zu per token)\n",
+            argv0, o->prompt_file, (long long)desc->max_context, max_size,
+            max_size / (size_t)desc->max_context);
+  else
+    fprintf(stderr, "%s: error: cannot read prompt file '%s': %s\n", argv0,
+            o->prompt_file, strerror(errno));
+  return 1;
+}
+
 int main(int argc, char **argv) {
   tfm_main_options o;
   switch (tfm_main_parse_options(argc, argv, &o)) {
@@ -163,11 +205,8 @@ int main(int argc, char **argv) {
                          "models; a prompt is --prompt TEXT)");
 
   /* The prompt: ids, text, or BOS alone. */
-  if (o.prompt_file && !(o.prompt = tfm_main_read_text_file(o.prompt_file))) {
-    fprintf(stderr, "%s: error: cannot read prompt file '%s': %s\n", argv[0],
-            o.prompt_file, strerror(errno));
+  if (o.prompt_file && read_prompt_file(argv[0], model, &o))
     return 1;
-  }
   /* Room for the context, or for a prompt of one id per byte (+ BOS and
    * the dummy prefix), whichever is larger. */
   int64_t capacity = context + 1;

@@ -7,13 +7,19 @@
 #include <stdlib.h>
 
 uint8_t *tfm_read_file(const char *path, size_t *size) {
+  return tfm_read_file_at_most(path, SIZE_MAX - 1, size);
+}
+
+uint8_t *tfm_read_file_at_most(const char *path, size_t max_size,
+                               size_t *size) {
   FILE *file = fopen(path, "rb");
   if (!file)
     return NULL;
   size_t capacity = 4096, used = 0, got;
   uint8_t *data = malloc(capacity);
   /* One byte always stays free for the NUL. */
-  while (data && (got = fread(data + used, 1, capacity - used - 1, file)) > 0) {
+  while (data && used <= max_size &&
+         (got = fread(data + used, 1, capacity - used - 1, file)) > 0) {
     used += got;
     if (used + 1 == capacity) {
       uint8_t *grown = realloc(data, capacity *= 2);
@@ -29,8 +35,13 @@ uint8_t *tfm_read_file(const char *path, size_t *size) {
     data = NULL;
     errno = EIO;
   }
+  if (data && used > max_size) {
+    free(data);
+    data = NULL;
+    errno = EFBIG;
+  }
   if (!data)
-    return NULL; /* errno: ENOMEM from malloc, or EIO */
+    return NULL; /* errno: ENOMEM from malloc, EIO, or EFBIG */
   data[used] = '\0';
   *size = used;
   return data;

@@ -7,7 +7,14 @@
 # something; its input is left in build-sanitize/fuzz-findings/TARGET/.
 #
 #   bash scripts/fuzz.sh [--seconds N] [--runs N] [TARGET...]
+#   bash scripts/fuzz.sh --smoke   # the test command's short, repeatable run
 #   bash scripts/fuzz.sh --seeds   # rewrite test/fuzz/corpus from the tests
+#
+# --smoke runs each target for the number of executions that
+# test/fuzz/smoke-runs lists (about 20 s each here) from a fixed random
+# seed, and without the kept corpus, so that a commit's result is the same
+# on every run and every machine: CI fails on a regression, never on the
+# luck of a campaign. Its timeout is 5 s (1 s otherwise) for slower hosts.
 #
 # New inputs that reach new code go to build-sanitize/fuzz-corpus/TARGET/
 # (kept between runs, not committed); the committed seeds and the
@@ -19,13 +26,15 @@ build="$root/build-sanitize"
 seconds=60
 runs=""
 seeds=0
+smoke=0
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
     --seeds) seeds=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --smoke) smoke=1; shift ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option '$1'" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -48,20 +57,31 @@ fuzz_one() {
   local log="$build/fuzz-logs/$target.log"
   mkdir -p "$work" "$findings" "$(dirname "$log")"
   local corpora=("$work" "$root/test/fuzz/corpus/$target")
+  local limit=(-max_total_time="$seconds") timeout=1 shown="${seconds}s"
+  [ -n "$runs" ] && limit=(-runs="$runs") && shown="$runs"
+  if [ "$smoke" = 1 ]; then
+    # A fresh, empty working corpus each time: nothing a campaign kept.
+    work="$(mktemp -d)"
+    corpora=("$work" "$root/test/fuzz/corpus/$target")
+    shown="$(awk -v t="$target" '$1 == t { print $2 }' \
+      "$root/test/fuzz/smoke-runs")"
+    [ -n "$shown" ] || { echo "fuzz.sh: $target is not in test/fuzz/smoke-runs" >&2; return 2; }
+    limit=(-runs="$shown" -seed=1)
+    timeout=5
+  fi
   [ -d "$root/test/fuzz/regressions/$target" ] &&
     corpora+=("$root/test/fuzz/regressions/$target")
-  local limit=(-max_total_time="$seconds")
-  [ -n "$runs" ] && limit=(-runs="$runs")
   local status=0
   # The targets' own stderr (refusals are printed by some readers) is
   # closed; libFuzzer's and the sanitizers' reports still come through.
   ASAN_OPTIONS=detect_leaks=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "$build/fuzz/$target" "${limit[@]}" -timeout=1 -rss_limit_mb=2048 \
+    "$build/fuzz/$target" "${limit[@]}" -timeout="$timeout" -rss_limit_mb=2048 \
       -max_len=$((512 * 1024)) -close_fd_mask=3 -print_final_stats=1 \
       -dict="$root/test/fuzz/fuzz.dict" -artifact_prefix="$findings" \
       "${corpora[@]}" >"$log" 2>&1 || status=$?
-  awk -v target="$target" -v status="$status" -v seconds="$seconds" '
+  [ "$smoke" = 1 ] && rm -rf "$work"
+  awk -v target="$target" -v status="$status" -v shown="$shown" '
     /^#[0-9]+/ && / cov: / { for (i = 1; i <= NF; ++i) {
         if ($i == "cov:") cov = $(i + 1)
         if ($i == "ft:") ft = $(i + 1)
@@ -71,8 +91,8 @@ fuzz_one() {
     /ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|ALARM: working on the last Unit/ {
       finding = finding ? finding : $0 }
     END {
-      printf "%-22s %5ss %11s execs %8s/s  cov %6s  ft %7s  corpus %6s  %s\n",
-        target, seconds, execs, rate, cov, ft, corp,
+      printf "%-22s %9s %11s execs %8s/s  cov %6s  ft %7s  corpus %6s  %s\n",
+        target, shown, execs, rate, cov, ft, corp,
         status == 0 ? "no findings" : "FINDING: " substr(finding, 1, 120)
     }' "$log"
   return "$status"
