@@ -139,7 +139,7 @@ tfm_status_code tfm_seq2seq_beam_search(tfm_model *model, const int32_t *source,
                                         int64_t *count, tfm_status *status) {
   if (!source)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_seq2seq_beam_search: NULL argument");
+                    "tfm_seq2seq_beam_search: NULL source");
   tfm_tensor ids = tfm_seq2seq_ids(source, n);
   return tfm_seq2seq_beam_search_from(model, &ids, options, out, capacity,
                                       count, status);
@@ -151,9 +151,16 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
                                              int32_t *out, int64_t capacity,
                                              int64_t *count,
                                              tfm_status *status) {
-  if (!model || !source || !options || !count || (!out && capacity > 0))
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_seq2seq_beam_search: NULL argument");
+  const char *function = "tfm_seq2seq_beam_search";
+  tfm_status_code checked = tfm_seq2seq_check_arguments(
+      function, model, source, out, capacity, count, status);
+  if (checked == TFM_OK && !options)
+    checked = tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                       "%s: NULL options", function);
+  if (checked == TFM_OK)
+    checked = tfm_generation_rules_check(function, options->rules, status);
+  if (checked != TFM_OK)
+    return checked;
   *count = 0;
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   int beams = options->num_beams;

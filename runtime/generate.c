@@ -59,7 +59,10 @@ static int hits_stop_string(const text_buffer *t, size_t from,
 tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
                              int64_t n, const tfm_generate_options *o,
                              tfm_generate_result *result, tfm_status *status) {
-  if (!session || !prompt || !o || !result)
+  tfm_generate_result ignored_result;
+  if (!result)
+    result = &ignored_result;
+  if (!session || !prompt || !o)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_generate: NULL argument");
   memset(result, 0, sizeof *result);
@@ -75,6 +78,19 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "max_new_tokens must be >= 0, got %lld",
                     (long long)o->max_new_tokens);
+  if (o->stop_string_count < 0 || (o->stop_string_count && !o->stop_strings))
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_generate: %d stop strings at %p",
+                    o->stop_string_count, (const void *)o->stop_strings);
+  for (int32_t i = 0; i < o->stop_string_count; ++i)
+    if (!o->stop_strings[i])
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "tfm_generate: stop string %d is NULL", i);
+  if (o->forced_count < 0 || (o->forced_count && !o->forced_tokens))
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_generate: %lld forced tokens at %p",
+                    (long long)o->forced_count,
+                    (const void *)o->forced_tokens);
   int64_t held = tfm_session_length(session);
   int64_t capacity = tfm_session_capacity(session);
   int64_t new_tokens = o->forced_tokens ? o->forced_count : o->max_new_tokens;

@@ -357,9 +357,10 @@ tfm_status_code tfm_image_load_memory(const tfm_model *model,
 tfm_status_code tfm_image_load(const tfm_model *model, const char *path,
                                float *pixels, int64_t capacity,
                                tfm_status *status) {
-  if (!path)
+  if (!model || !path || !pixels)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_image_load: NULL path");
+                    "tfm_image_load: NULL %s",
+                    !model ? "model" : !path ? "path" : "pixels");
   size_t size;
   uint8_t *data = tfm_read_file(path, &size);
   if (!data)

@@ -427,6 +427,8 @@ tfm_memref1d tfm_model_weights_descriptor(const tfm_model *model) {
 }
 
 int32_t tfm_argmax(const float *values, int64_t n) {
+  if (!values || n <= 0)
+    return -1;
   int32_t best = 0;
   for (int64_t i = 1; i < n; ++i)
     if (values[i] > values[best])

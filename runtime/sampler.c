@@ -98,6 +98,8 @@ static int by_value_descending(const void *a, const void *b) {
 
 int32_t tfm_sampler_sample(tfm_sampler *s, float *logits,
                            const int32_t *history, int64_t n) {
+  if (!s || !logits || n < 0 || (n > 0 && !history))
+    return -1;
   const tfm_sampler_options *o = &s->options;
   if (o->repetition_penalty != 1.0f && history) {
     for (int64_t i = 0; i < n; ++i) {

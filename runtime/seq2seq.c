@@ -321,13 +321,71 @@ tfm_status_code tfm_seq2seq_generate(tfm_model *model, const int32_t *source,
                                          capacity, count, status);
 }
 
+tfm_status_code tfm_seq2seq_check_arguments(const char *function,
+                                            const tfm_model *model,
+                                            const tfm_tensor *source,
+                                            const int32_t *out,
+                                            int64_t capacity,
+                                            const int64_t *count,
+                                            tfm_status *status) {
+  const char *missing = !model                   ? "model"
+                        : !source || !source->data ? "source"
+                        : !count                  ? "count"
+                        : !out && capacity > 0    ? "out"
+                                                  : NULL;
+  if (missing)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "%s: NULL %s",
+                    function, missing);
+  if (capacity < 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "%s: negative capacity %lld", function,
+                    (long long)capacity);
+  return tfm_ok(status);
+}
+
+tfm_status_code tfm_generation_rules_check(const char *function,
+                                           const tfm_generation_rules *rules,
+                                           tfm_status *status) {
+  if (!rules)
+    return tfm_ok(status);
+  struct {
+    const char *name;
+    int64_t count;
+    const void *array;
+  } lists[] = {{"suppressed", rules->suppressed_count, rules->suppressed},
+               {"bad_words", rules->bad_word_count, rules->bad_word_lengths},
+               {"prompt", rules->prompt_count, rules->prompt},
+               {"begin_suppressed", rules->begin_suppressed_count,
+                rules->begin_suppressed}};
+  for (size_t i = 0; i < sizeof lists / sizeof *lists; ++i)
+    if (lists[i].count < 0 || (lists[i].count > 0 && !lists[i].array))
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "%s: rules list %s has %lld entries at %p", function,
+                      lists[i].name, (long long)lists[i].count,
+                      lists[i].array);
+  if (rules->bad_word_count > 0 && !rules->bad_words)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "%s: rules have %d bad words and no tokens", function,
+                    rules->bad_word_count);
+  for (int32_t i = 0; i < rules->bad_word_count; ++i)
+    if (rules->bad_word_lengths[i] <= 0)
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "%s: bad word %d has %d tokens", function, i,
+                      rules->bad_word_lengths[i]);
+  if (rules->no_repeat_ngram_size < 0 || rules->min_new_tokens < 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "%s: negative no_repeat_ngram_size or min_new_tokens",
+                    function);
+  return tfm_ok(status);
+}
+
 tfm_status_code tfm_seq2seq_generate_with_rules(
     tfm_model *model, const int32_t *source, int64_t n,
     const tfm_generate_options *options, const tfm_generation_rules *rules,
     int32_t *out, int64_t capacity, int64_t *count, tfm_status *status) {
   if (!source)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_seq2seq_generate: NULL argument");
+                    "tfm_seq2seq_generate: NULL source");
   tfm_tensor ids = tfm_seq2seq_ids(source, n);
   return tfm_seq2seq_generate_from(model, &ids, options, rules, out, capacity,
                                    count, status);
@@ -337,9 +395,22 @@ tfm_status_code tfm_seq2seq_generate_from(
     tfm_model *model, const tfm_tensor *source,
     const tfm_generate_options *options, const tfm_generation_rules *rules,
     int32_t *out, int64_t capacity, int64_t *count, tfm_status *status) {
-  if (!model || !source || !options || !count || (!out && capacity > 0))
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_seq2seq_generate: NULL argument");
+  const char *function = "tfm_seq2seq_generate";
+  tfm_status_code code = tfm_seq2seq_check_arguments(
+      function, model, source, out, capacity, count, status);
+  if (code == TFM_OK && !options)
+    code = tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "%s: NULL options",
+                    function);
+  if (code == TFM_OK && (options->forced_count < 0 ||
+                         (options->forced_count && !options->forced_tokens)))
+    code = tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "%s: %lld forced tokens at %p", function,
+                    (long long)options->forced_count,
+                    (const void *)options->forced_tokens);
+  if (code == TFM_OK)
+    code = tfm_generation_rules_check(function, rules, status);
+  if (code != TFM_OK)
+    return code;
   *count = 0;
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   /* A forced prompt (Whisper's language, task, no timestamps) comes before
@@ -349,7 +420,7 @@ tfm_status_code tfm_seq2seq_generate_from(
                       : options->max_new_tokens +
                             (rules ? rules->prompt_count : 0);
   tfm_seq2seq_state *state = NULL;
-  tfm_status_code code =
+  code =
       tfm_seq2seq_begin(model, source, 1, steps, &state, status);
   if (code != TFM_OK)
     return code;

@@ -41,6 +41,20 @@ void tfm_seq2seq_end(tfm_seq2seq_state *state);
 
 /* Bans what `rules` forbid after sequence[0..length) (the decoder start
  * token first) in this step's `scores` (generation_rules.c). */
+/* The arguments every generation entry shares, checked before anything
+ * runs: a model, a source tensor with data, a `count`, and `out` unless
+ * `capacity` is 0; `function` names the entry in the message. */
+tfm_status_code tfm_seq2seq_check_arguments(const char *function,
+                                            const tfm_model *model,
+                                            const tfm_tensor *source,
+                                            const int32_t *out,
+                                            int64_t capacity,
+                                            const int64_t *count,
+                                            tfm_status *status);
+/* Whether `rules` (may be NULL) has every array its counts promise. */
+tfm_status_code tfm_generation_rules_check(const char *function,
+                                           const tfm_generation_rules *rules,
+                                           tfm_status *status);
 /* The ids source[0..n) as a tensor (read only). */
 tfm_tensor tfm_seq2seq_ids(const int32_t *source, int64_t n);
 

@@ -159,7 +159,8 @@ tfm_status_code tfm_sampler_new(const tfm_sampler_options *options,
                                 tfm_status *status);
 void tfm_sampler_free(tfm_sampler *sampler);
 /* Picks the next token from `logits` (modified in place), penalizing the
- * ids in `history[0..n)`. */
+ * ids in `history[0..n)`; -1 for a NULL sampler or logits, a negative n, or
+ * n > 0 without a history. */
 int32_t tfm_sampler_sample(tfm_sampler *sampler, float *logits,
                            const int32_t *history, int64_t n);
 
@@ -201,7 +202,7 @@ typedef struct {
  * max_new_tokens tokens, decoding each kept one (an end-of-sequence token
  * is not kept), so that the session holds the whole text afterwards. Fails
  * before running anything when the session cannot hold prompt +
- * max_new_tokens more positions. */
+ * max_new_tokens more positions. `result` may be NULL. */
 tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
                              int64_t n, const tfm_generate_options *options,
                              tfm_generate_result *result, tfm_status *status);
@@ -296,7 +297,7 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
                                              tfm_status *status);
 
 /* Index of the largest of `n` values (the first on ties), as greedy decoding
- * picks the next token. */
+ * picks the next token; -1 when there are none (NULL or n <= 0). */
 int32_t tfm_argmax(const float *values, int64_t n);
 
 /* The model's tokenizer, parsed on first use and owned by the model, or NULL

@@ -529,6 +529,10 @@ tfm_status_code tfm_tokenizer_encode(const tfm_tokenizer *t, const char *text,
   if (!t || !text || !count || (!ids && capacity > 0))
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_tokenizer_encode: NULL argument");
+  if (capacity < 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_tokenizer_encode: negative capacity %lld",
+                    (long long)capacity);
   if (bos >= (int64_t)t->vocab_size)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_tokenizer_encode: BOS %d is not a token (vocabulary "
@@ -566,6 +570,10 @@ tfm_status_code tfm_tokenizer_encode_text(const tfm_tokenizer *t,
   if (!t || !first || !count || (!ids && capacity > 0))
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_tokenizer_encode_text: NULL argument");
+  if (capacity < 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_tokenizer_encode_text: negative capacity %lld",
+                    (long long)capacity);
   if (t->frame_separator < 0)
     return tfm_fail(status, TFM_ERROR_TOKENIZER,
                     "the tokenizer has no [CLS]/[SEP] framing (a decoder's: "

@@ -12,6 +12,7 @@ extern "C" {
 }
 #include "runtime/tfm_format.h"
 #include "runtime/tfm_runtime.h"
+#include "test/runtime/RuntimeFixtures.h"
 
 #include <gtest/gtest.h>
 
@@ -25,73 +26,7 @@ extern "C" {
 
 namespace {
 
-constexpr int64_t kVocab = 5;
-
-/// logits[i, v] = token[i] * 10 + v, so tests can see what ran.
-extern "C" void fakeForward(tfm_memref2d_f32 *logits, tfm_memref1d *weights,
-                            tfm_memref1d *tokens) {
-  int64_t n = tokens->sizes[0];
-  auto *ids = static_cast<const int32_t *>(tokens->aligned);
-  // Allocated as generated code does: the runtime releases it.
-  float *data = static_cast<float *>(
-      _mlir_memref_to_llvm_alloc(n * kVocab * sizeof(float)));
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t v = 0; v < kVocab; ++v)
-      data[i * kVocab + v] = float(ids[i] * 10 + v);
-  *logits = {data, data, 0, {n, kVocab}, {kVocab, 1}};
-}
-
-const uint8_t kWeights[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
-
-/// The fake's generated call: fakeForward inside a call frame, as tfmc
-/// generates it (codegen/EntryPointTable.cpp).
-extern "C" int32_t callFakeForward(const tfm_memref1d *weights,
-                                   const tfm_tensor *inputs,
-                                   tfm_tensor *const *, tfm_tensor *outputs) {
-  jmp_buf jump;
-  if (setjmp(jump))
-    return TFM_ERROR_OUT_OF_MEMORY;
-  tfm_call_frame *frame = tfm_call_begin(&jump);
-  int64_t n = inputs[0].shape[0];
-  tfm_memref1d tokens = {inputs[0].data, inputs[0].data, 0, {n}, {1}};
-  tfm_memref2d_f32 logits;
-  fakeForward(&logits, const_cast<tfm_memref1d *>(weights), &tokens);
-  tfm_call_end(frame);
-  outputs[0] = {logits.aligned, TFM_DTYPE_F32, 2, {n, kVocab}, logits.allocated};
-  return TFM_OK;
-}
-
-const tfm_tensor_desc kForwardInputs[] = {
-    {TFM_ROLE_TOKEN_IDS, TFM_DTYPE_I32, 1, {-1}, kVocab}};
-const tfm_tensor_desc kForwardOutputs[] = {
-    {TFM_ROLE_LOGITS, TFM_DTYPE_F32, 2, {-1, kVocab}}};
-/// A packed twin (tfm-pack-sequences) of @forward: token ids and the
-/// lengths of the sequences in them; the fake runs them as one sequence.
-const tfm_tensor_desc kPackedInputs[] = {
-    {TFM_ROLE_TOKEN_IDS, TFM_DTYPE_I32, 1, {-1}, kVocab},
-    {TFM_ROLE_SEQUENCE_LENGTHS, TFM_DTYPE_I32, 1, {-1}, 0}};
-const tfm_entry_point kEntryPoints[] = {
-    {"forward", 1, kForwardInputs, 1, kForwardOutputs, 0, nullptr,
-     callFakeForward, reinterpret_cast<void (*)(void)>(fakeForward)},
-    {"forward_batch", 2, kPackedInputs, 1, kForwardOutputs, 0, nullptr,
-     callFakeForward, nullptr}};
-
-tfm_model_desc fakeDesc() {
-  tfm_model_desc desc = {};
-  desc.abi_version = TFM_ABI_VERSION;
-  desc.name = "fake";
-  desc.vocab_size = kVocab;
-  desc.max_context = 4;
-  desc.bos_token = 1;
-  desc.eos_token = 2;
-  desc.add_bos = 1;
-  desc.weights = kWeights;
-  desc.weights_size = sizeof kWeights;
-  desc.weights_checksum = tfm_weights_checksum(kWeights, sizeof kWeights);
-  desc.num_entry_points = 2;
-  desc.entry_points = kEntryPoints;
-  return desc;
-}
+using namespace tfm_test;
 
 TEST(Checksum, EveryByteAndTheSizeCount) {
   std::vector<uint8_t> data(37, 7);
@@ -342,97 +277,6 @@ TEST(Model, ChecksEmbeddedAndSideFileWeights) {
             TFM_ERROR_WEIGHTS);
   EXPECT_NE(std::string(status.message).find("cannot open weights file"),
             std::string::npos);
-}
-
-/// An encoder's framing and WordPiece options for tokenizerBlob.
-struct EncoderTokenizer {
-  int32_t begin = -1, separator = -1;
-  uint32_t pairSeparators = 1, secondType = 1;
-  std::vector<std::pair<int32_t, uint32_t>> specials; // id, strip flags
-  uint32_t wordPieceFlags = TFM_WORDPIECE_LOWERCASE |
-                            TFM_WORDPIECE_STRIP_ACCENTS |
-                            TFM_WORDPIECE_SPLIT_CJK;
-  int32_t unknown = 0;
-  uint32_t maxCharsPerWord = 100;
-  /// Unigram: flags, per-token piece types and normalization rules.
-  uint32_t unigramFlags = TFM_UNIGRAM_ADD_DUMMY_PREFIX |
-                          TFM_UNIGRAM_REMOVE_EXTRA_WHITESPACES |
-                          TFM_UNIGRAM_ESCAPE_WHITESPACES;
-  std::vector<uint8_t> pieceTypes;
-  std::vector<std::pair<std::string, std::string>> rules;
-};
-
-/// Builds a tokenizer blob (tfm_format.h).
-std::string tokenizerBlob(uint32_t kind,
-                          const std::vector<std::pair<std::string, float>> &pieces,
-                          const std::vector<std::array<uint32_t, 3>> &merges = {},
-                          const EncoderTokenizer &encoder = {}) {
-  std::string blob(TFM_TOKENIZER_MAGIC, TFM_TOKENIZER_MAGIC_SIZE);
-  auto u32 = [&](uint32_t v) { blob.append(reinterpret_cast<char *>(&v), 4); };
-  u32(kind);
-  u32(pieces.size());
-  u32(encoder.begin);
-  u32(encoder.separator);
-  u32(encoder.pairSeparators);
-  u32(encoder.secondType);
-  u32(encoder.specials.size());
-  for (auto [id, strips] : encoder.specials) {
-    u32(id);
-    u32(strips);
-  }
-  for (const auto &[piece, score] : pieces) {
-    blob.append(reinterpret_cast<const char *>(&score), 4);
-    u32(piece.size());
-    blob += piece;
-  }
-  if (kind == TFM_TOKENIZER_BYTE_LEVEL_BPE) {
-    u32(merges.size());
-    for (const auto &m : merges)
-      for (uint32_t id : m)
-        u32(id);
-  }
-  if (kind == TFM_TOKENIZER_WORDPIECE) {
-    u32(encoder.wordPieceFlags);
-    u32(encoder.unknown);
-    u32(encoder.maxCharsPerWord);
-    u32(2);
-    blob += "##";
-  }
-  if (kind == TFM_TOKENIZER_UNIGRAM) {
-    u32(encoder.unigramFlags);
-    u32(encoder.unknown);
-    for (size_t i = 0; i < pieces.size(); ++i)
-      blob += char(i < encoder.pieceTypes.size() ? encoder.pieceTypes[i]
-                                                 : uint8_t(TFM_UNIGRAM_PIECE_NORMAL));
-    u32(encoder.rules.size());
-    for (const auto &[from, to] : encoder.rules) {
-      u32(from.size());
-      blob += from;
-      u32(to.size());
-      blob += to;
-    }
-  }
-  return blob;
-}
-
-tfm_tokenizer *parse(const std::string &blob) {
-  tfm_tokenizer *tokenizer = nullptr;
-  tfm_status status;
-  EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
-                              blob.size(), &tokenizer, &status),
-            TFM_OK)
-      << status.message;
-  return tokenizer;
-}
-
-std::vector<int32_t> encode(tfm_tokenizer *t, const char *text, int32_t bos) {
-  int32_t ids[64];
-  int64_t count = 0;
-  tfm_status status;
-  EXPECT_EQ(tfm_tokenizer_encode(t, text, bos, ids, 64, &count, &status),
-            TFM_OK)
-      << status.message;
-  return std::vector<int32_t>(ids, ids + count);
 }
 
 TEST(ScoreBpe, MergesByScoreWithDummyPrefixAndByteFallback) {
