@@ -133,6 +133,8 @@ static void fail_current_call(void) {
   longjmp(*jump, 1);
 }
 
+void tfm_buffer_fail_call(void) { fail_current_call(); }
+
 tfm_call_frame *tfm_call_begin(void *jump) {
   tfm_call_frame *frame = calloc(1, sizeof *frame);
   if (!frame)

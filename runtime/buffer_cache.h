@@ -30,6 +30,11 @@ TFM_EXPORT void _mlir_memref_to_llvm_free(void *buffer);
  * fails (buffers the cache would hand out again count too). */
 void tfm_buffer_fail_after(long long allocations);
 
+/* A kernel's own allocation failed: inside a generated call, releases what
+ * the call allocated and returns TFM_ERROR_OUT_OF_MEMORY from it (does not
+ * return); outside one (a worker thread, a unit test), returns. */
+void tfm_buffer_fail_call(void);
+
 /* Releases a buffer that generated code returned (its `allocated`). */
 void tfm_buffer_release(void *buffer);
 

@@ -7,6 +7,7 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/attention_internal.h"
+#include "runtime/buffer_cache.h"
 #include "runtime/thread_pool.h"
 
 #include <math.h>
@@ -142,9 +143,11 @@ void tfm_attend_decode(const attention_job *job) {
   int64_t chunks = (dj.last - dj.first + dj.chunk - 1) / dj.chunk;
   size_t floats = (size_t)(job->heads * dj.dp +
                            chunks * job->heads * (dj.dvp + 2 + dj.chunk));
-  float *scratch = malloc(floats * sizeof(float));
+  /* From the buffer cache: the same size comes back every step, and a
+   * failure inside a model's call returns out of memory from it. */
+  float *scratch = _mlir_memref_to_llvm_alloc(floats * sizeof(float));
   if (!scratch)
-    abort(); /* no way to report from generated code */
+    abort(); /* called outside a model's call: nowhere to report */
   float *q = scratch;
   dj.q = q;
   dj.partials = q + job->heads * dj.dp;
@@ -156,5 +159,5 @@ void tfm_attend_decode(const attention_job *job) {
   }
   tfm_parallel_for(chunks, 1, decode_chunks, &dj);
   merge_chunks(&dj, chunks);
-  free(scratch);
+  _mlir_memref_to_llvm_free(scratch);
 }

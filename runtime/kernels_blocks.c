@@ -27,6 +27,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/buffer_cache.h"
 #include "runtime/kernels_blocks.h"
 #include "runtime/runtime_kernels.h"
 #include "runtime/simd.h"
@@ -652,8 +653,10 @@ static void linear_blocks(tfm_memref2d_f32 *a, tfm_memref1d_i8 *bytes,
       bytes->sizes[0] < tfm_block_matrix_bytes((int)format, n, k))
     abort();
   if (!quantize_activations(a->aligned + a->offset, m, k, a->strides[0],
-                            job.blocks, &job.x))
-    abort(); /* out of memory for a few KB of scratch */
+                            job.blocks, &job.x)) {
+    tfm_buffer_fail_call(); /* the model's call reports out of memory */
+    abort();                /* called outside one: nowhere to report */
+  }
   int64_t panels = (n + kRows - 1) / kRows;
   /* Several chunks per thread; for one row, at least 64 KiB of weights. */
   int64_t chunk = panels / (4 * tfm_thread_count());
