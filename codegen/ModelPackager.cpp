@@ -53,6 +53,13 @@ llvm::Error writeFile(llvm::StringRef path, llvm::StringRef bytes) {
 /// slower in the GEMMs (measured on a Zen 5 VM). Shared libraries get the
 /// same from glibc's loader, which honours the segments' alignment.
 constexpr const char *kHugeSegments = "-Wl,-z,max-page-size=0x200000";
+/// A sanitizer build's runtime needs the sanitizers' own runtime linked;
+/// elsewhere, none (the flag that says so, so that the command is one list).
+#ifdef TFM_SANITIZER_LINKER
+constexpr const char *kSanitizers = "-fsanitize=address,undefined";
+#else
+constexpr const char *kSanitizers = "-fno-sanitize=all";
+#endif
 
 /// Writes a file front to back, computing tfm_weights_checksum on the way.
 class BlobWriter {
@@ -652,7 +659,8 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
     case OutputKind::Executable:
       return appendUnlessExternal(runTool(
           "linking '" + options.outputPath + "'", options.cc,
-          {options.cc, "-O2", kHugeSegments, "-o", options.outputPath,
+          {options.cc, "-O2", kSanitizers, kHugeSegments, "-o",
+           options.outputPath,
            objectPath, sourcePath, include, options.runtimeMainLibrary,
            options.runtimeLibrary, "-lopenblas", "-lutf8proc", "-lpng", "-ljpeg",
            "-lfftw3", "-lsndfile", "-lsoxr", "-lm"}));
@@ -662,7 +670,7 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
       std::string rpath = "-Wl,-rpath," + options.runtimeLibraryDir;
       return appendUnlessExternal(runTool(
           "linking '" + options.outputPath + "'", options.cc,
-          {options.cc, "-O2", "-shared", "-fPIC", kHugeSegments,
+          {options.cc, "-O2", kSanitizers, "-shared", "-fPIC", kHugeSegments,
            "-fvisibility=hidden", "-o", options.outputPath, objectPath,
            sourcePath, include, libraryDir, rpath, "-ltfmrt", "-lm"}));
     }

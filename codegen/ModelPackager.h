@@ -102,6 +102,12 @@ struct ModelDescription {
 
 enum class OutputKind { Executable, SharedLibrary, StaticLibrary };
 
+#ifdef TFM_SANITIZER_LINKER
+inline constexpr const char *kDefaultLinker = TFM_SANITIZER_LINKER;
+#else
+inline constexpr const char *kDefaultLinker = "cc";
+#endif
+
 struct LinkOptions {
   OutputKind kind = OutputKind::Executable;
   std::string outputPath;
@@ -113,8 +119,10 @@ struct LinkOptions {
   std::function<void(uint64_t, uint64_t)> weightProgress;
   /// Write weights to `<output>.weights` instead of embedding them.
   bool externalWeights = false;
-  /// The C compiler driver used to link.
-  std::string cc = "cc";
+  /// The C compiler driver used to link: cc, or in a sanitizer build
+  /// (TFM_SANITIZE), whose runtime is instrumented, the clang it was built
+  /// with, linking the same sanitizers.
+  std::string cc = kDefaultLinker;
   /// Folder holding runtime/ headers, the runtime archives and the folder
   /// of the shared runtime (libtfmrt.so).
   std::string runtimeIncludeDir, runtimeLibrary, runtimeMainLibrary,

@@ -37,6 +37,20 @@ llvm_config.add_tool_substitutions(
 import sys
 config.substitutions.append(("%python", sys.executable))
 
+# %cc compiles and links test applications against the runtime: in a
+# sanitizer build (scripts/test.sh --sanitize) the runtime is instrumented,
+# so they use the same clang and sanitizers, and tests that cannot run
+# under AddressSanitizer (virtual-memory limits: its shadow memory needs
+# terabytes of address space) say `UNSUPPORTED: asan`.
+if config.tfm_sanitize:
+    config.available_features.add("asan")
+    config.substitutions.append(
+        ("%cc", config.tfm_c_compiler + " -fsanitize=address,undefined"))
+    config.environment["ASAN_OPTIONS"] = "detect_leaks=1"
+    config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+else:
+    config.substitutions.append(("%cc", "cc"))
+
 # The pretrained checkpoints beside the repo (../shared/models). Tests that
 # need them say `REQUIRES: shared-models` and are reported UNSUPPORTED (with
 # this note) when the folder is absent.
