@@ -76,11 +76,11 @@ static size_t longest_piece_bytes(const tfm_tokenizer *tokenizer,
   return longest;
 }
 
-/* --prompt-file into o->prompt. To generate, a file that cannot fit the
- * context is refused after reading at most the bytes that could;
- * --tokenize reads any size. */
+/* --prompt-file into *text (the caller's to free) and o->prompt. To
+ * generate, a file that cannot fit the context is refused after reading at
+ * most the bytes that could; --tokenize reads any size. */
 static int read_prompt_file(const char *argv0, tfm_model *model,
-                            tfm_main_options *o) {
+                            tfm_main_options *o, char **text) {
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   size_t max_size = SIZE_MAX - 1, size;
   if (!o->tokenize) {
@@ -91,8 +91,9 @@ static int read_prompt_file(const char *argv0, tfm_model *model,
     size_t piece = longest_piece_bytes(tokenizer, desc->vocab_size);
     max_size = (size_t)desc->max_context * piece;
   }
-  o->prompt = (char *)tfm_read_file_at_most(o->prompt_file, max_size, &size);
-  if (o->prompt)
+  *text = (char *)tfm_read_file_at_most(o->prompt_file, max_size, &size);
+  o->prompt = *text;
+  if (*text)
     return 0;
   if (errno == EFBIG)
     fprintf(stderr,
@@ -106,23 +107,21 @@ static int read_prompt_file(const char *argv0, tfm_model *model,
   return 1;
 }
 
-int main(int argc, char **argv) {
-  tfm_main_options o;
-  switch (tfm_main_parse_options(argc, argv, &o)) {
-  case TFM_MAIN_OPTIONS_BAD:
-    tfm_main_options_free(&o);
-    return 2;
-  case TFM_MAIN_OPTIONS_HELP:
-    tfm_main_usage(stdout, argv[0]);
-    tfm_main_options_free(&o);
-    return 0;
-  case TFM_MAIN_OPTIONS_RUN:
-    break;
-  }
-  tfm_status status;
+/* What run_model allocated, for main to release on every path. */
+typedef struct {
   tfm_model *model;
-  if (tfm_model_load(&tfm_builtin_model, o.weights_path, &model, &status))
-    return tfm_main_fail(argv[0], status.message);
+  tfm_session *session;
+  int32_t *ids, *forced;
+  float *logits;
+  char *prompt; /* --prompt-file's text */
+  FILE *step_logits;
+} run_holdings;
+
+/* Everything after loading: an encoder-decoder's, an encoder's or a
+ * decoder's command line. Returns the exit code. */
+static int run_model(const char *argv0, tfm_model *model,
+                     tfm_main_options *o, run_holdings *held) {
+  tfm_status status;
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   int64_t context = desc->max_context, vocab = desc->vocab_size;
   /* An encoder-decoder generates from its source (main_seq2seq.c), or is
@@ -131,163 +130,168 @@ int main(int argc, char **argv) {
   int seq2seq = forward && forward->num_inputs == 2 &&
                 tfm_model_entry_point(model, "encode") &&
                 tfm_model_entry_point(model, "decode");
-  if (seq2seq && !o.call.name && !o.call.decoder_tokens) {
+  if (seq2seq && !o->call.name && !o->call.decoder_tokens) {
     /* The model's generation defaults where the command line is silent. */
     const tfm_generation_defaults *g = desc->generation;
-    if (g && !o.beams)
-      o.beams = g->num_beams;
-    if (g && !o.new_tokens_given && g->max_new_tokens > 0)
-      o.new_tokens = g->max_new_tokens;
-    if (g && !o.rules_given) {
-      o.rules.no_repeat_ngram_size = g->no_repeat_ngram_size;
-      o.rules.min_new_tokens = g->min_new_tokens;
-      o.rules.forced_eos = g->forced_eos;
-      o.rules.suppressed = g->suppressed;
-      o.rules.suppressed_count = g->num_suppressed;
-      o.rules.bad_words = g->bad_words;
-      o.rules.bad_word_lengths = g->bad_word_lengths;
-      o.rules.bad_word_count = g->num_bad_words;
+    if (g && !o->beams)
+      o->beams = g->num_beams;
+    if (g && !o->new_tokens_given && g->max_new_tokens > 0)
+      o->new_tokens = g->max_new_tokens;
+    if (g && !o->rules_given) {
+      o->rules.no_repeat_ngram_size = g->no_repeat_ngram_size;
+      o->rules.min_new_tokens = g->min_new_tokens;
+      o->rules.forced_eos = g->forced_eos;
+      o->rules.suppressed = g->suppressed;
+      o->rules.suppressed_count = g->num_suppressed;
+      o->rules.bad_words = g->bad_words;
+      o->rules.bad_word_lengths = g->bad_word_lengths;
+      o->rules.bad_word_count = g->num_bad_words;
 
     }
     if (g) {
       /* mBART's target language, Whisper's language, task and
        * no-timestamps prompt, whatever the rules given. */
-      o.rules.has_forced_bos = g->forced_bos >= 0;
-      o.rules.forced_bos = g->forced_bos;
-      o.rules.prompt = g->prompt;
-      o.rules.prompt_count = g->num_prompt;
-      o.rules.begin_suppressed = g->begin_suppressed;
-      o.rules.begin_suppressed_count = g->num_begin_suppressed;
-      o.length_penalty = g->length_penalty;
-      o.early_stopping = g->early_stopping;
+      o->rules.has_forced_bos = g->forced_bos >= 0;
+      o->rules.forced_bos = g->forced_bos;
+      o->rules.prompt = g->prompt;
+      o->rules.prompt_count = g->num_prompt;
+      o->rules.begin_suppressed = g->begin_suppressed;
+      o->rules.begin_suppressed_count = g->num_begin_suppressed;
+      o->length_penalty = g->length_penalty;
+      o->early_stopping = g->early_stopping;
     }
-    tfm_seq2seq_command command = {o.tokens,
-                                   o.call.text,
-                                   o.call.text_file,
-                                   o.call.pixels,
-                                   o.call.images,
-                                   o.call.image_count,
-                                   o.call.preprocess,
-                                   o.call.output_path,
-                                   o.print_ids,
-                                   o.call.tokenize,
-                                   o.new_tokens,
-                                   o.sampler,
-                                   o.ignore_eos,
-                                   o.step_logits_path,
-                                   o.forced_tokens,
-                                   o.beams > 0 ? o.beams : 1,
-                                   o.rules,
-                                   o.suppress,
-                                   o.length_penalty,
-                                   o.early_stopping};
-    return tfm_main_seq2seq(argv[0], model, &command);
+    tfm_seq2seq_command command = {o->tokens,
+                                   o->call.text,
+                                   o->call.text_file,
+                                   o->call.pixels,
+                                   o->call.images,
+                                   o->call.image_count,
+                                   o->call.preprocess,
+                                   o->call.output_path,
+                                   o->print_ids,
+                                   o->call.tokenize,
+                                   o->new_tokens,
+                                   o->sampler,
+                                   o->ignore_eos,
+                                   o->step_logits_path,
+                                   o->forced_tokens,
+                                   o->beams > 0 ? o->beams : 1,
+                                   o->rules,
+                                   o->suppress,
+                                   o->length_penalty,
+                                   o->early_stopping};
+    return tfm_main_seq2seq(argv0, model, &command);
   }
-  if (o.perplexity) {
+  if (o->perplexity) {
     if (seq2seq || !forward || forward->num_inputs != 1)
-      return tfm_main_fail(argv[0],
+      return tfm_main_fail(argv0,
                          "--perplexity is for decoder language models");
-    return tfm_main_perplexity(argv[0], model, o.perplexity);
+    return tfm_main_perplexity(argv0, model, o->perplexity);
   }
   /* Models that do not generate (encoders) run their first entry point. */
   int generates = !seq2seq && (tfm_model_entry_point(model, "prefill") ||
                                (forward && forward->num_inputs == 1));
-  if (o.call.name || !generates) {
-    if (seq2seq && !o.call.name)
-      o.call.name = "forward";
-    if (!o.call.name)
-      o.call.name = desc->entry_points[0].name;
-    o.call.tokens = o.tokens;
-    return tfm_main_call(argv[0], model, &o.call);
+  if (o->call.name || !generates) {
+    if (seq2seq && !o->call.name)
+      o->call.name = "forward";
+    if (!o->call.name)
+      o->call.name = desc->entry_points[0].name;
+    o->call.tokens = o->tokens;
+    return tfm_main_call(argv0, model, &o->call);
   }
-  if (o.call.image_count)
-    return tfm_main_fail(argv[0], "unexpected argument (images are for image "
+  if (o->call.image_count)
+    return tfm_main_fail(argv0, "unexpected argument (images are for image "
                          "models; a prompt is --prompt TEXT)");
 
   /* The prompt: ids, text, or BOS alone. */
-  if (o.prompt_file && read_prompt_file(argv[0], model, &o))
+  if (o->prompt_file && read_prompt_file(argv0, model, o, &held->prompt))
     return 1;
   /* Room for the context, or for a prompt of one id per byte (+ BOS and
    * the dummy prefix), whichever is larger. */
   int64_t capacity = context + 1;
-  if (o.prompt && (int64_t)strlen(o.prompt) + 2 > capacity)
-    capacity = (int64_t)strlen(o.prompt) + 2;
-  int32_t *ids = malloc((size_t)capacity * sizeof *ids);
+  if (o->prompt && (int64_t)strlen(o->prompt) + 2 > capacity)
+    capacity = (int64_t)strlen(o->prompt) + 2;
+  int32_t *ids = held->ids = malloc((size_t)capacity * sizeof *ids);
   if (!ids)
-    return tfm_main_fail(argv[0], "out of memory");
+    return tfm_main_fail(argv0, "out of memory");
   int64_t n = 0;
-  if (o.tokens) {
-    n = tfm_main_parse_ids(argv[0], "--tokens", o.tokens, ids, capacity);
+  if (o->tokens) {
+    n = tfm_main_parse_ids(argv0, "--tokens", o->tokens, ids, capacity);
     if (n < 0)
       return 1;
     if (n > capacity)
       n = capacity; /* the context check below reports it */
-  } else if (o.prompt) {
+  } else if (o->prompt) {
     tfm_tokenizer *tokenizer = tfm_model_tokenizer(model, &status);
     if (!tokenizer)
-      return tfm_main_fail(argv[0], status.message);
+      return tfm_main_fail(argv0, status.message);
     int32_t bos = desc->add_bos ? desc->bos_token : -1;
-    if (tfm_tokenizer_encode(tokenizer, o.prompt, bos, ids, capacity, &n,
+    if (tfm_tokenizer_encode(tokenizer, o->prompt, bos, ids, capacity, &n,
                              &status))
-      return tfm_main_fail(argv[0], status.message);
+      return tfm_main_fail(argv0, status.message);
   }
   /* An empty prompt, given as text or as ids, starts from BOS alone. */
   if (n == 0 && desc->bos_token >= 0)
     ids[n++] = desc->bos_token;
-  if (o.tokenize) {
+  if (o->tokenize) {
     for (int64_t i = 0; i < n; ++i)
       printf("%s%d", i ? " " : "", ids[i]);
     printf("\n");
     return 0;
   }
   if (n == 0)
-    return tfm_main_fail(argv[0], "the prompt is empty and the model has no BOS token "
+    return tfm_main_fail(argv0, "the prompt is empty and the model has no BOS token "
                          "to start from (give at least one token)");
   /* Without a tokenizer the output can only be ids. */
-  if (!o.print_ids && !desc->tokenizer)
-    o.print_ids = 1;
+  if (!o->print_ids && !desc->tokenizer)
+    o->print_ids = 1;
 
-  if (o.logits_path) {
-    float *logits = malloc((size_t)(n * vocab) * sizeof *logits);
+  if (o->logits_path) {
+    float *logits = held->logits = malloc((size_t)(n * vocab) * sizeof *logits);
     if (!logits)
-      return tfm_main_fail(argv[0], "out of memory");
+      return tfm_main_fail(argv0, "out of memory");
     if (tfm_forward(model, ids, n, logits, &status))
-      return tfm_main_fail(argv[0], status.message);
-    if (!tfm_main_write_floats(o.logits_path, logits, (size_t)(n * vocab))) {
-      fprintf(stderr, "%s: error: cannot write logits to '%s'\n", argv[0],
-              o.logits_path);
+      return tfm_main_fail(argv0, status.message);
+    if (!tfm_main_write_floats(o->logits_path, logits, (size_t)(n * vocab))) {
+      fprintf(stderr, "%s: error: cannot write logits to '%s'\n", argv0,
+              o->logits_path);
       return 1;
     }
     free(logits);
+    held->logits = NULL;
   }
 
-  stream_state stream = {o.print_ids, 0, NULL};
-  if (o.step_logits_path && !(stream.step_logits = fopen(o.step_logits_path, "wb"))) {
-    fprintf(stderr, "%s: error: cannot write '%s'\n", argv[0],
-            o.step_logits_path);
+  stream_state stream = {o->print_ids, 0, NULL};
+  if (o->step_logits_path &&
+      !(stream.step_logits = held->step_logits = fopen(o->step_logits_path, "wb"))) {
+    fprintf(stderr, "%s: error: cannot write '%s'\n", argv0,
+            o->step_logits_path);
     return 1;
   }
   tfm_session *session;
-  if (tfm_session_new(model, &session, &status))
-    return tfm_main_fail(argv[0], status.message);
-  if (o.warmup > 0) {
+  if (tfm_session_new(model, &held->session, &status))
+    return tfm_main_fail(argv0, status.message);
+  session = held->session;
+  if (o->warmup > 0) {
     /* In the session that then generates: its cache and every buffer the
      * prefill uses are in place (and stay mapped) before the timed run. */
-    float *logits = malloc((size_t)vocab * sizeof *logits);
+    float *logits = held->logits = malloc((size_t)vocab * sizeof *logits);
     if (!logits)
-      return tfm_main_fail(argv[0], "out of memory");
-    for (long i = 0; i < o.warmup; ++i) {
+      return tfm_main_fail(argv0, "out of memory");
+    for (long i = 0; i < o->warmup; ++i) {
       if (tfm_prefill(session, ids, n, logits, &status))
-        return tfm_main_fail(argv[0], status.message);
+        return tfm_main_fail(argv0, status.message);
       tfm_session_reset(session);
     }
     free(logits);
+    held->logits = NULL;
   }
   tfm_generate_options generate = {0};
-  if (o.forced_tokens) {
-    int32_t *forced = malloc((size_t)(context + 1) * sizeof *forced);
-    long count = forced ? tfm_main_parse_ids(argv[0], "--force-tokens",
-                                             o.forced_tokens, forced,
+  if (o->forced_tokens) {
+    int32_t *forced = held->forced =
+        malloc((size_t)(context + 1) * sizeof *forced);
+    long count = forced ? tfm_main_parse_ids(argv0, "--force-tokens",
+                                             o->forced_tokens, forced,
                                            context + 1)
                         : -1;
     if (count < 0)
@@ -295,25 +299,26 @@ int main(int argc, char **argv) {
     generate.forced_tokens = forced;
     generate.forced_count = count > context + 1 ? context + 1 : count;
   }
-  generate.max_new_tokens = o.new_tokens;
-  generate.sampler = o.sampler;
-  generate.stop_strings = o.stop;
-  generate.stop_string_count = o.stop_count;
-  generate.ignore_eos = o.ignore_eos;
+  generate.max_new_tokens = o->new_tokens;
+  generate.sampler = o->sampler;
+  generate.stop_strings = o->stop;
+  generate.stop_string_count = o->stop_count;
+  generate.ignore_eos = o->ignore_eos;
   generate.on_token = print_token;
   generate.on_logits = save_logits;
   generate.user = &stream;
   /* Echo the prompt's text before its continuation. */
-  if (o.prompt && !o.print_ids)
-    fputs(o.prompt, stdout);
+  if (o->prompt && !o->print_ids)
+    fputs(o->prompt, stdout);
   tfm_generate_result result;
   if (tfm_generate(session, ids, n, &generate, &result, &status))
-    return tfm_main_fail(argv[0], status.message);
+    return tfm_main_fail(argv0, status.message);
   fputc('\n', stdout);
   if (stream.step_logits)
     fclose(stream.step_logits);
+  held->step_logits = NULL;
 
-  if (o.stats) {
+  if (o->stats) {
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
     /* The first new token comes from the prefill's logits. */
@@ -348,8 +353,38 @@ int main(int argc, char **argv) {
             (long long)tfm_buffer_peak_live_bytes(),
             (long long)desc->decode_weight_bytes);
   }
-  tfm_session_free(session);
-  tfm_model_free(model);
-  free(ids);
   return 0;
+}
+
+int main(int argc, char **argv) {
+  tfm_main_options o;
+  switch (tfm_main_parse_options(argc, argv, &o)) {
+  case TFM_MAIN_OPTIONS_BAD:
+    tfm_main_options_free(&o);
+    return 2;
+  case TFM_MAIN_OPTIONS_HELP:
+    tfm_main_usage(stdout, argv[0]);
+    tfm_main_options_free(&o);
+    return 0;
+  case TFM_MAIN_OPTIONS_RUN:
+    break;
+  }
+  tfm_status status;
+  run_holdings held = {0};
+  if (tfm_model_load(&tfm_builtin_model, o.weights_path, &held.model,
+                     &status))
+    return tfm_main_fail(argv[0], status.message);
+  int code = run_model(argv[0], held.model, &o, &held);
+  /* Everything released, whatever the path (and leak checkers stay quiet
+   * in sanitizer builds). */
+  if (held.step_logits)
+    fclose(held.step_logits);
+  tfm_session_free(held.session);
+  tfm_model_free(held.model);
+  free(held.ids);
+  free(held.forced);
+  free(held.logits);
+  free(held.prompt);
+  tfm_main_options_free(&o);
+  return code;
 }
