@@ -52,8 +52,17 @@ if config.tfm_sanitize:
     config.environment["ASAN_OPTIONS"] = (
         "detect_leaks=1:allow_user_poisoning=0")
     config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    # CMake projects built against the install tree (examples/app).
+    sanitizers = "-fsanitize=address,undefined"
+    config.substitutions.append(
+        ("%app_cmake_flags",
+         f"-DCMAKE_C_COMPILER={config.tfm_c_compiler} "
+         f"-DCMAKE_CXX_COMPILER={config.tfm_c_compiler.replace('clang', 'clang++')} "
+         f"-DCMAKE_C_FLAGS={sanitizers} -DCMAKE_CXX_FLAGS={sanitizers} "
+         f"-DCMAKE_EXE_LINKER_FLAGS={sanitizers}"))
 else:
     config.substitutions.append(("%cc", "cc"))
+    config.substitutions.append(("%app_cmake_flags", ""))
 
 # The pretrained checkpoints beside the repo (../shared/models). Tests that
 # need them say `REQUIRES: shared-models` and are reported UNSUPPORTED (with
