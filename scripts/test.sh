@@ -26,8 +26,8 @@ trap 'rm -f "$log"' EXIT
 status=0
 ninja -C "$build" check 2>&1 | tee "$log" || status=$?
 # One closing line in the plain 'N passed, N failed' form.
-awk -F': *' '/^  [A-Z][A-Za-z ]*: [0-9]+ \(/ {
-    kind = $1; sub(/^ +/, "", kind); n = $2 + 0
+awk -F': *' '/^  [A-Z][A-Za-z ]*: +[0-9]+ \(/ {
+    kind = $1; sub(/^ +/, "", kind); sub(/ +$/, "", kind); n = $2 + 0
     if (kind == "Passed" || kind == "Expectedly Failed") passed += n
     else if (kind == "Unsupported" || kind == "Skipped" || kind == "Excluded") skipped += n
     else failed += n
