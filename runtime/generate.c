@@ -7,6 +7,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/model_internal.h"
 #include "runtime/status.h"
 
 #include <stdlib.h>
@@ -56,6 +57,18 @@ static int hits_stop_string(const text_buffer *t, size_t from,
   return 0;
 }
 
+tfm_status_code tfm_check_forced_tokens(const char *function,
+                                        const tfm_generate_options *options,
+                                        tfm_status *status) {
+  if (options->forced_count < 0 ||
+      (options->forced_count && !options->forced_tokens))
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "%s: %lld forced tokens at %p", function,
+                    (long long)options->forced_count,
+                    (const void *)options->forced_tokens);
+  return tfm_ok(status);
+}
+
 tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
                              int64_t n, const tfm_generate_options *o,
                              tfm_generate_result *result, tfm_status *status) {
@@ -86,11 +99,9 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
     if (!o->stop_strings[i])
       return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                       "tfm_generate: stop string %d is NULL", i);
-  if (o->forced_count < 0 || (o->forced_count && !o->forced_tokens))
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_generate: %lld forced tokens at %p",
-                    (long long)o->forced_count,
-                    (const void *)o->forced_tokens);
+  tfm_status_code checked = tfm_check_forced_tokens("tfm_generate", o, status);
+  if (checked != TFM_OK)
+    return checked;
   int64_t held = tfm_session_length(session);
   int64_t capacity = tfm_session_capacity(session);
   int64_t new_tokens = o->forced_tokens ? o->forced_count : o->max_new_tokens;

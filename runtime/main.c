@@ -268,10 +268,9 @@ static int run_model(const char *argv0, tfm_model *model,
             o->step_logits_path);
     return 1;
   }
-  tfm_session *session;
   if (tfm_session_new(model, &held->session, &status))
     return tfm_main_fail(argv0, status.message);
-  session = held->session;
+  tfm_session *session = held->session;
   if (o->warmup > 0) {
     /* In the session that then generates: its cache and every buffer the
      * prefill uses are in place (and stay mapped) before the timed run. */

@@ -38,6 +38,13 @@ tfm_status_code tfm_check_token_ids(const tfm_model_desc *desc,
                                     const int32_t *tokens, int64_t n,
                                     tfm_status *status);
 
+/* Checks that options->forced_count is not negative and that forced
+ * tokens are there when it counts some (generate.c); `function` names the
+ * caller in the message. */
+tfm_status_code tfm_check_forced_tokens(const char *function,
+                                        const tfm_generate_options *options,
+                                        tfm_status *status);
+
 /* Copies the generated code's logits ([rows, vocab], from buffer_cache.c) to
  * `out` and frees them; a descriptor of another shape is reported. */
 tfm_status_code tfm_take_logits(const tfm_model_desc *desc,

@@ -6,6 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* Room left in the buffer, but no further than one byte past `left` (the
+ * bytes a file may still have): enough to tell that it is too long. */
+static size_t want(size_t room, size_t left) {
+  return room < left + 1 ? room : left + 1;
+}
+
 uint8_t *tfm_read_file(const char *path, size_t *size) {
   return tfm_read_file_at_most(path, SIZE_MAX - 1, size);
 }
@@ -19,7 +25,8 @@ uint8_t *tfm_read_file_at_most(const char *path, size_t max_size,
   uint8_t *data = malloc(capacity);
   /* One byte always stays free for the NUL. */
   while (data && used <= max_size &&
-         (got = fread(data + used, 1, capacity - used - 1, file)) > 0) {
+         (got = fread(data + used, 1, want(capacity - used - 1, max_size - used),
+                      file)) > 0) {
     used += got;
     if (used + 1 == capacity) {
       uint8_t *grown = realloc(data, capacity *= 2);

@@ -11,6 +11,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/model_internal.h"
 #include "runtime/seq2seq_internal.h"
 #include "runtime/status.h"
 #include "runtime/tfm_runtime.h"
@@ -343,42 +344,6 @@ tfm_status_code tfm_seq2seq_check_arguments(const char *function,
   return tfm_ok(status);
 }
 
-tfm_status_code tfm_generation_rules_check(const char *function,
-                                           const tfm_generation_rules *rules,
-                                           tfm_status *status) {
-  if (!rules)
-    return tfm_ok(status);
-  struct {
-    const char *name;
-    int64_t count;
-    const void *array;
-  } lists[] = {{"suppressed", rules->suppressed_count, rules->suppressed},
-               {"bad_words", rules->bad_word_count, rules->bad_word_lengths},
-               {"prompt", rules->prompt_count, rules->prompt},
-               {"begin_suppressed", rules->begin_suppressed_count,
-                rules->begin_suppressed}};
-  for (size_t i = 0; i < sizeof lists / sizeof *lists; ++i)
-    if (lists[i].count < 0 || (lists[i].count > 0 && !lists[i].array))
-      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                      "%s: rules list %s has %lld entries at %p", function,
-                      lists[i].name, (long long)lists[i].count,
-                      lists[i].array);
-  if (rules->bad_word_count > 0 && !rules->bad_words)
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "%s: rules have %d bad words and no tokens", function,
-                    rules->bad_word_count);
-  for (int32_t i = 0; i < rules->bad_word_count; ++i)
-    if (rules->bad_word_lengths[i] <= 0)
-      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                      "%s: bad word %d has %d tokens", function, i,
-                      rules->bad_word_lengths[i]);
-  if (rules->no_repeat_ngram_size < 0 || rules->min_new_tokens < 0)
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "%s: negative no_repeat_ngram_size or min_new_tokens",
-                    function);
-  return tfm_ok(status);
-}
-
 tfm_status_code tfm_seq2seq_generate_with_rules(
     tfm_model *model, const int32_t *source, int64_t n,
     const tfm_generate_options *options, const tfm_generation_rules *rules,
@@ -401,12 +366,8 @@ tfm_status_code tfm_seq2seq_generate_from(
   if (code == TFM_OK && !options)
     code = tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "%s: NULL options",
                     function);
-  if (code == TFM_OK && (options->forced_count < 0 ||
-                         (options->forced_count && !options->forced_tokens)))
-    code = tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "%s: %lld forced tokens at %p", function,
-                    (long long)options->forced_count,
-                    (const void *)options->forced_tokens);
+  if (code == TFM_OK)
+    code = tfm_check_forced_tokens(function, options, status);
   if (code == TFM_OK)
     code = tfm_generation_rules_check(function, rules, status);
   if (code != TFM_OK)

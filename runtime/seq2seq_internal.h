@@ -39,8 +39,6 @@ tfm_status_code tfm_seq2seq_fork(tfm_seq2seq_state *state, int from, int to,
 void tfm_seq2seq_commit(tfm_seq2seq_state *state);
 void tfm_seq2seq_end(tfm_seq2seq_state *state);
 
-/* Bans what `rules` forbid after sequence[0..length) (the decoder start
- * token first) in this step's `scores` (generation_rules.c). */
 /* The arguments every generation entry shares, checked before anything
  * runs: a model, a source tensor with data, a `count`, and `out` unless
  * `capacity` is 0; `function` names the entry in the message. */
@@ -51,13 +49,16 @@ tfm_status_code tfm_seq2seq_check_arguments(const char *function,
                                             int64_t capacity,
                                             const int64_t *count,
                                             tfm_status *status);
-/* Whether `rules` (may be NULL) has every array its counts promise. */
-tfm_status_code tfm_generation_rules_check(const char *function,
-                                           const tfm_generation_rules *rules,
-                                           tfm_status *status);
 /* The ids source[0..n) as a tensor (read only). */
 tfm_tensor tfm_seq2seq_ids(const int32_t *source, int64_t n);
 
+/* Whether `rules` (may be NULL) has every array its counts promise, and no
+ * negative count or size (generation_rules.c). */
+tfm_status_code tfm_generation_rules_check(const char *function,
+                                           const tfm_generation_rules *rules,
+                                           tfm_status *status);
+/* Bans what `rules` forbid after sequence[0..length) (the decoder start
+ * token first) in this step's `scores` (generation_rules.c). */
 void tfm_apply_generation_rules(const tfm_generation_rules *rules,
                                 const int32_t *sequence, int64_t length,
                                 int64_t max_new_tokens, int32_t eos,

@@ -7,6 +7,9 @@
 # something; its input is left in build-sanitize/fuzz-findings/TARGET/.
 #
 #   bash scripts/fuzz.sh [--seconds N] [--runs N] [TARGET...]
+#
+# With both --seconds and --runs a target stops at whichever comes first
+# (the issue's campaign: --seconds 3600 --runs 10000000).
 #   bash scripts/fuzz.sh --smoke   # the test command's short, repeatable run
 #   bash scripts/fuzz.sh --seeds   # rewrite test/fuzz/corpus from the tests
 #
@@ -23,7 +26,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build-sanitize"
-seconds=60
+seconds=""
 runs=""
 seeds=0
 smoke=0
@@ -34,12 +37,13 @@ while [ $# -gt 0 ]; do
     --runs) runs="$2"; shift 2 ;;
     --seeds) seeds=1; shift ;;
     --smoke) smoke=1; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option '$1'" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
 
+[ -n "$seconds$runs" ] || seconds=60
 bash "$root/scripts/build.sh" --sanitize --target fuzz-targets >&2
 if [ "$seeds" = 1 ]; then
   /usr/bin/python3 "$root/test/fuzz/make_seeds.py" \
@@ -57,8 +61,9 @@ fuzz_one() {
   local log="$build/fuzz-logs/$target.log"
   mkdir -p "$work" "$findings" "$(dirname "$log")"
   local corpora=("$work" "$root/test/fuzz/corpus/$target")
-  local limit=(-max_total_time="$seconds") timeout=1 shown="${seconds}s"
-  [ -n "$runs" ] && limit=(-runs="$runs") && shown="$runs"
+  local limit=() timeout=1 shown=""
+  [ -n "$seconds" ] && limit+=(-max_total_time="$seconds") && shown="${seconds}s"
+  [ -n "$runs" ] && limit+=(-runs="$runs") && shown="${shown:+$shown/}$runs"
   if [ "$smoke" = 1 ]; then
     # A fresh, empty working corpus each time: nothing a campaign kept.
     work="$(mktemp -d)"
