@@ -19,7 +19,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-enum { kMaxThreads = 64, kSpinsBeforeSleep = 200000 };
+enum { kMaxThreads = 64, kSpinsBeforeSleep = 200000, kSpinsBeforeYield = 1024 };
 
 /* Thresholds of tfm_rt_parallel_loop, in the compiler's estimated
  * operations (before vectorization). Handing a job to spinning workers
@@ -49,7 +49,16 @@ static struct {
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 static _Thread_local int inside_job;
 
-static void cpu_relax(void) {
+/* One turn of a spin loop. Every kSpinsBeforeYield turns it yields: with
+ * more runnable threads than cores (other processes, two tests at once)
+ * the thread we wait for may need this very core, and without the yield
+ * the spin would hold it for the rest of its time slice (milliseconds, so
+ * a step of many small kernels took seconds). */
+static void cpu_relax(int spin) {
+  if (spin % kSpinsBeforeYield == kSpinsBeforeYield - 1) {
+    sched_yield();
+    return;
+  }
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
@@ -75,7 +84,7 @@ static void *worker_main(void *argument) {
   for (;;) {
     uint64_t now = atomic_load_explicit(&pool.generation, memory_order_acquire);
     for (int spin = 0; now == seen && spin < kSpinsBeforeSleep; ++spin) {
-      cpu_relax();
+      cpu_relax(spin);
       now = atomic_load_explicit(&pool.generation, memory_order_acquire);
     }
     if (now == seen) {
@@ -151,8 +160,9 @@ void tfm_parallel_for(int64_t n, int64_t grain, tfm_parallel_body body,
   inside_job = 1;
   run_chunks(0);
   inside_job = 0;
-  while (atomic_load_explicit(&pool.pending, memory_order_acquire) > 0)
-    cpu_relax();
+  for (int spin = 0;
+       atomic_load_explicit(&pool.pending, memory_order_acquire) > 0; ++spin)
+    cpu_relax(spin);
   pthread_mutex_unlock(&pool.busy);
 }
 

@@ -1,0 +1,492 @@
+/*===- engine.c - the batch engine: continuous batching over a paged cache ===//
+ *
+ * See tfm_engine.h. A request waits in a queue until a slot of the batched
+ * cache is free, then prefills (a chunk per step, after any blocks it
+ * shares with earlier prompts), then generates one token per step in the
+ * step's single @decode_batch call. Its tokens (prompt, then generated) are
+ * kept whole so that a preempted request can be prefilled again.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/tfm_engine.h"
+
+#include "runtime/kv_pages.h"
+#include "runtime/model_internal.h"
+#include "runtime/status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { kWaiting, kPrefilling, kGenerating } request_state;
+
+typedef struct request {
+  int64_t id;
+  request_state state;
+  int32_t *tokens;  /* prompt, then generated: [capacity] */
+  int64_t length;   /* tokens known */
+  int64_t computed; /* positions in the cache */
+  int64_t generated, max_new_tokens;
+  int ignore_eos;
+  tfm_sampler *sampler;
+  int64_t slot;      /* -1 while waiting */
+  int64_t admitted;  /* admission order: the last admitted is preempted */
+  struct request *next; /* in the waiting queue or the running list */
+} request;
+
+struct tfm_engine {
+  tfm_model *model;
+  const tfm_model_desc *desc;
+  tfm_engine_options options;
+  tfm_kv_pages *pages;
+  int64_t capacity;       /* positions per sequence */
+  int64_t cache_shape[6]; /* [slots, layers, 2, capacity, kv_heads, dim] */
+  size_t slot_floats;
+  int64_t *free_slots, free_slot_count;
+  request *waiting, *running; /* FIFO queue; admission order */
+  int64_t next_id, admissions;
+  float *logits;              /* [max_sequences, vocab] */
+  int32_t *rows;              /* decode rows: tokens, positions, slots */
+  request **row_requests;
+  tfm_engine_stats stats;
+};
+
+tfm_engine_options tfm_engine_default_options(void) {
+  tfm_engine_options o = {16, 0, 16, 512, 1};
+  return o;
+}
+
+static const tfm_cache_desc *sequence_cache(const tfm_model_desc *desc) {
+  for (int32_t i = 0; i < desc->num_caches; ++i)
+    if (desc->caches[i].kind == TFM_CACHE_SELF_ATTENTION &&
+        desc->caches[i].rank == 5)
+      return &desc->caches[i];
+  return NULL;
+}
+
+tfm_status_code tfm_engine_new(tfm_model *model,
+                               const tfm_engine_options *options,
+                               tfm_engine **out, tfm_status *status) {
+  if (!model || !out)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_engine_new: NULL %s", model ? "output" : "model");
+  *out = NULL;
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  const tfm_cache_desc *cache = sequence_cache(desc);
+  if (!cache || !tfm_model_entry_point(model, "prefill") ||
+      !tfm_model_entry_point(model, "decode_batch"))
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
+                    "model '%s' has no @prefill and @decode_batch over a KV "
+                    "cache: compile a decoder language model with tfmc's "
+                    "defaults to serve it",
+                    desc->name);
+  if (cache->dtype != TFM_DTYPE_F32)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "model '%s': the engine serves f32 KV caches only",
+                    desc->name);
+  tfm_engine_options o = options ? *options : tfm_engine_default_options();
+  tfm_engine_options d = tfm_engine_default_options();
+  if (o.max_sequences < 0 || o.kv_pool_bytes < 0 || o.block_positions < 0 ||
+      o.prefill_chunk < 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_engine_new: negative option (max_sequences %d, "
+                    "kv_pool_bytes %lld, block_positions %d, prefill_chunk "
+                    "%lld)",
+                    o.max_sequences, (long long)o.kv_pool_bytes,
+                    o.block_positions, (long long)o.prefill_chunk);
+  if (!o.max_sequences)
+    o.max_sequences = d.max_sequences;
+  if (!o.block_positions)
+    o.block_positions = d.block_positions;
+  if (!o.prefill_chunk)
+    o.prefill_chunk = d.prefill_chunk;
+  tfm_engine *e = calloc(1, sizeof *e);
+  if (!e)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  e->model = model;
+  e->desc = desc;
+  e->capacity = cache->shape[2];
+  e->cache_shape[0] = o.max_sequences;
+  memcpy(e->cache_shape + 1, cache->shape, 5 * sizeof *e->cache_shape);
+  e->slot_floats = 1;
+  for (int i = 0; i < 5; ++i)
+    e->slot_floats *= (size_t)cache->shape[i];
+  if (!o.kv_pool_bytes)
+    o.kv_pool_bytes = (int64_t)(e->slot_floats * sizeof(float)) * o.max_sequences;
+  e->options = o;
+  tfm_kv_pages_options pages = {
+      o.max_sequences, cache->shape[0], cache->shape[2],
+      cache->shape[3] * cache->shape[4] * (int64_t)sizeof(float),
+      o.kv_pool_bytes, o.block_positions};
+  tfm_status_code code = tfm_kv_pages_new(&pages, &e->pages, status);
+  if (code != TFM_OK) {
+    free(e);
+    return code;
+  }
+  e->free_slots = malloc((size_t)o.max_sequences * sizeof *e->free_slots);
+  e->logits = malloc((size_t)(o.max_sequences * desc->vocab_size) * sizeof(float));
+  e->rows = malloc((size_t)o.max_sequences * 3 * sizeof *e->rows);
+  e->row_requests = malloc((size_t)o.max_sequences * sizeof *e->row_requests);
+  if (!e->free_slots || !e->logits || !e->rows || !e->row_requests) {
+    tfm_engine_free(e);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "out of memory for an engine of %d sequences",
+                    o.max_sequences);
+  }
+  for (int64_t s = 0; s < o.max_sequences; ++s)
+    e->free_slots[s] = o.max_sequences - 1 - s;
+  e->free_slot_count = o.max_sequences;
+  e->next_id = 1;
+  *out = e;
+  return tfm_ok(status);
+}
+
+static void free_request(request *r) {
+  tfm_sampler_free(r->sampler);
+  free(r->tokens);
+  free(r);
+}
+
+void tfm_engine_free(tfm_engine *e) {
+  if (!e)
+    return;
+  for (request *lists[2] = {e->waiting, e->running}, **l = lists; l < lists + 2;
+       ++l)
+    for (request *r = *l, *next; r; r = next) {
+      next = r->next;
+      free_request(r);
+    }
+  tfm_kv_pages_free(e->pages);
+  free(e->free_slots);
+  free(e->logits);
+  free(e->rows);
+  free(e->row_requests);
+  free(e);
+}
+
+tfm_status_code tfm_engine_submit(tfm_engine *e, const tfm_engine_request *q,
+                                  int64_t *id, tfm_status *status) {
+  if (!e || !q || !id || !q->prompt)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_engine_submit: NULL %s",
+                    !e ? "engine" : !q ? "request" : !id ? "id" : "prompt");
+  if (q->prompt_count < 1 || q->max_new_tokens < 1)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "a request needs at least one prompt token and one new "
+                    "token, got %lld and %lld",
+                    (long long)q->prompt_count, (long long)q->max_new_tokens);
+  if (q->prompt_count >= e->capacity)
+    return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
+                    "a prompt of %lld tokens leaves no room to generate in "
+                    "the %lld positions of model '%s'",
+                    (long long)q->prompt_count, (long long)e->capacity,
+                    e->desc->name);
+  tfm_status_code code =
+      tfm_check_token_ids(e->desc, q->prompt, q->prompt_count, status);
+  if (code != TFM_OK)
+    return code;
+  request *r = calloc(1, sizeof *r);
+  if (!r)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  code = tfm_sampler_new(&q->sampler, e->desc->vocab_size, &r->sampler, status);
+  if (code != TFM_OK) {
+    free(r);
+    return code;
+  }
+  r->tokens = malloc((size_t)e->capacity * sizeof *r->tokens);
+  if (!r->tokens) {
+    free_request(r);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+  memcpy(r->tokens, q->prompt, (size_t)q->prompt_count * sizeof *r->tokens);
+  r->length = q->prompt_count;
+  r->max_new_tokens = q->max_new_tokens;
+  r->ignore_eos = q->ignore_eos;
+  r->slot = -1;
+  r->id = e->next_id++;
+  request **tail = &e->waiting;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = r;
+  *id = r->id;
+  return tfm_ok(status);
+}
+
+/* Unlinks `r` from `list`. */
+static void unlink_request(request **list, request *r) {
+  for (; *list; list = &(*list)->next)
+    if (*list == r) {
+      *list = r->next;
+      r->next = NULL;
+      return;
+    }
+}
+
+static void give_back_slot(tfm_engine *e, request *r) {
+  if (r->slot < 0)
+    return;
+  tfm_kv_pages_release(e->pages, r->slot);
+  e->free_slots[e->free_slot_count++] = r->slot;
+  r->slot = -1;
+}
+
+static void retire(tfm_engine *e, request *r) {
+  give_back_slot(e, r);
+  unlink_request(r->state == kWaiting ? &e->waiting : &e->running, r);
+  free_request(r);
+}
+
+tfm_status_code tfm_engine_cancel(tfm_engine *e, int64_t id,
+                                  tfm_status *status) {
+  if (!e)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_engine_cancel: NULL engine");
+  for (request *lists[2] = {e->waiting, e->running}, **l = lists; l < lists + 2;
+       ++l)
+    for (request *r = *l; r; r = r->next)
+      if (r->id == id) {
+        retire(e, r);
+        return tfm_ok(status);
+      }
+  return tfm_fail(status, TFM_ERROR_NOT_FOUND,
+                  "no request %lld in the engine", (long long)id);
+}
+
+/* Moves the last admitted running request back to the front of the queue,
+ * its blocks freed; it will be prefilled again with all its tokens. */
+static request *preempt_last(tfm_engine *e) {
+  request *last = NULL;
+  for (request *r = e->running; r; r = r->next)
+    if (!last || r->admitted > last->admitted)
+      last = r;
+  if (!last)
+    return NULL;
+  give_back_slot(e, last);
+  unlink_request(&e->running, last);
+  last->state = kWaiting;
+  last->computed = 0;
+  last->next = e->waiting;
+  e->waiting = last;
+  ++e->stats.preemptions;
+  return last;
+}
+
+/* Backs positions [0, end) of `r`'s slot, preempting the requests admitted
+ * after it (or `r` itself) while the pool is short. 0 when `r` was
+ * preempted or cannot fit at all (then *status says so). */
+static int reserve(tfm_engine *e, request *r, int64_t end, tfm_status *status) {
+  while (tfm_kv_pages_reserve(e->pages, r->slot, end, status) != TFM_OK) {
+    if (status->code != TFM_ERROR_OUT_OF_MEMORY)
+      return 0;
+    if (e->running == r && !r->next) {
+      /* Alone, and still short: the pool cannot hold this sequence. */
+      tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+               "request %lld needs %lld positions of KV cache, more than "
+               "the pool holds",
+               (long long)r->id, (long long)end);
+      return 0;
+    }
+    if (preempt_last(e) == r)
+      return 0;
+  }
+  return 1;
+}
+
+/* Ends `r`, which cannot go on (the status says why): its event, then the
+ * status's code for the step to return. */
+static tfm_status_code fail_request(tfm_engine *e, request *r,
+                                    tfm_engine_event *events, int32_t *count) {
+  events[(*count)++] = (tfm_engine_event){r->id, -1, TFM_FINISH_ERROR};
+  retire(e, r);
+  return TFM_ERROR_OUT_OF_MEMORY;
+}
+
+static void admit(tfm_engine *e) {
+  while (e->waiting && e->free_slot_count > 0) {
+    request *r = e->waiting;
+    e->waiting = r->next;
+    r->next = NULL;
+    r->slot = e->free_slots[--e->free_slot_count];
+    r->state = kPrefilling;
+    r->admitted = ++e->admissions;
+    /* The last token is always computed: its logits start generation. */
+    r->computed = e->options.share_prefixes
+                      ? tfm_kv_pages_share_prefix(e->pages, r->slot, r->tokens,
+                                                  r->length, r->length - 1)
+                      : 0;
+    e->stats.prefix_tokens_reused += r->computed;
+    request **tail = &e->running;
+    while (*tail)
+      tail = &(*tail)->next;
+    *tail = r;
+  }
+}
+
+/* Takes the token sampled for `r` from `logits`: an event, and the
+ * request's end when it is one. */
+static void take_token(tfm_engine *e, request *r, float *logits,
+                       tfm_engine_event *event) {
+  int32_t token =
+      tfm_sampler_sample(r->sampler, logits, r->tokens, r->length);
+  event->id = r->id;
+  event->token = token;
+  event->finish = TFM_FINISH_NONE;
+  if (token == e->desc->eos_token && !r->ignore_eos) {
+    event->token = -1;
+    event->finish = TFM_FINISH_EOS;
+  } else {
+    r->tokens[r->length++] = token;
+    ++r->generated;
+    ++e->stats.generated_tokens;
+    if (r->generated >= r->max_new_tokens || r->length >= e->capacity)
+      event->finish = TFM_FINISH_LENGTH;
+  }
+  if (event->finish != TFM_FINISH_NONE)
+    retire(e, r);
+  else
+    r->state = kGenerating;
+}
+
+static tfm_tensor cache_tensor(tfm_engine *e, int64_t slot, int batched) {
+  tfm_tensor t = {tfm_kv_pages_base(e->pages), TFM_DTYPE_F32, 6, {0}, NULL};
+  memcpy(t.shape, e->cache_shape, sizeof e->cache_shape);
+  if (!batched) {
+    t.data = (float *)t.data + (size_t)slot * e->slot_floats;
+    t.rank = 5;
+    memmove(t.shape, t.shape + 1, 5 * sizeof *t.shape);
+  }
+  return t;
+}
+
+/* One prefill chunk of `r`; its first token when the prompt is done. */
+static tfm_status_code prefill_chunk(tfm_engine *e, request *r, int64_t n,
+                                     tfm_engine_event *events, int32_t *count,
+                                     tfm_status *status) {
+  if (!reserve(e, r, r->computed + n, status))
+    return r->state == kWaiting ? TFM_OK : fail_request(e, r, events, count);
+  int64_t position = r->computed;
+  tfm_tensor inputs[3] = {
+      {r->tokens + r->computed, TFM_DTYPE_I32, 1, {n}, NULL},
+      {&position, TFM_DTYPE_I64, 0, {0}, NULL},
+      {&position, TFM_DTYPE_I64, 0, {0}, NULL}};
+  tfm_tensor cache = cache_tensor(e, r->slot, 0), *caches = &cache, logits;
+  tfm_status_code code = tfm_model_call(e->model, "prefill", inputs, 3,
+                                        &caches, &logits, 1, status);
+  if (code != TFM_OK)
+    return code;
+  r->computed += n;
+  e->stats.prompt_tokens += n;
+  if (e->options.share_prefixes)
+    tfm_kv_pages_publish(e->pages, r->slot, r->tokens, r->computed);
+  if (r->computed == r->length)
+    take_token(e, r, logits.data, &events[(*count)++]);
+  tfm_tensor_release(&logits);
+  return TFM_OK;
+}
+
+/* Prefills waiting prompts, at most prefill_chunk tokens in all. */
+static tfm_status_code prefill(tfm_engine *e, tfm_engine_event *events,
+                               int32_t *count, tfm_status *status) {
+  int64_t budget = e->options.prefill_chunk;
+  for (request *r = e->running, *next; r && budget > 0; r = next) {
+    next = r->next;
+    if (r->state != kPrefilling)
+      continue;
+    int64_t n = r->length - r->computed;
+    if (n > budget)
+      n = budget;
+    tfm_status_code code = prefill_chunk(e, r, n, events, count, status);
+    if (code != TFM_OK)
+      return code;
+    budget -= n;
+  }
+  return TFM_OK;
+}
+
+/* One @decode_batch over every generating request. */
+static tfm_status_code decode(tfm_engine *e, tfm_engine_event *events,
+                              int32_t *count, tfm_status *status) {
+  int64_t rows = 0;
+  for (request *r = e->running, *next; r; r = next) {
+    next = r->next;
+    if (r->state != kGenerating)
+      continue;
+    if (!reserve(e, r, r->computed + 1, status)) {
+      if (r->state == kWaiting)
+        break; /* it was the last admitted: nothing after it either */
+      return fail_request(e, r, events, count);
+    }
+  }
+  /* Preemption may have removed requests the loop passed: count again. */
+  for (request *r = e->running; r; r = r->next)
+    if (r->state == kGenerating)
+      e->row_requests[rows++] = r;
+  if (rows == 0)
+    return TFM_OK;
+  int32_t *tokens = e->rows, *positions = e->rows + rows,
+          *slots = e->rows + 2 * rows;
+  for (int64_t b = 0; b < rows; ++b) {
+    request *r = e->row_requests[b];
+    tokens[b] = r->tokens[r->computed];
+    positions[b] = (int32_t)r->computed;
+    slots[b] = (int32_t)r->slot;
+  }
+  tfm_tensor inputs[3] = {{tokens, TFM_DTYPE_I32, 1, {rows}, NULL},
+                          {positions, TFM_DTYPE_I32, 1, {rows}, NULL},
+                          {slots, TFM_DTYPE_I32, 1, {rows}, NULL}};
+  tfm_tensor cache = cache_tensor(e, 0, 1), *caches = &cache, logits;
+  tfm_status_code code = tfm_model_call(e->model, "decode_batch", inputs, 3,
+                                        &caches, &logits, 1, status);
+  if (code != TFM_OK)
+    return code;
+  int64_t vocab = e->desc->vocab_size;
+  memcpy(e->logits, logits.data, (size_t)(rows * vocab) * sizeof(float));
+  tfm_tensor_release(&logits);
+  for (int64_t b = 0; b < rows; ++b) {
+    request *r = e->row_requests[b];
+    ++r->computed;
+    if (e->options.share_prefixes)
+      tfm_kv_pages_publish(e->pages, r->slot, r->tokens, r->computed);
+    take_token(e, r, e->logits + b * vocab, &events[(*count)++]);
+  }
+  return TFM_OK;
+}
+
+tfm_status_code tfm_engine_step(tfm_engine *e, tfm_engine_event *events,
+                                int32_t capacity, int32_t *count,
+                                tfm_status *status) {
+  if (!e || !events || !count)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_engine_step: NULL %s",
+                    !e ? "engine" : !events ? "events" : "count");
+  *count = 0;
+  if (capacity < 2 * e->options.max_sequences)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_engine_step: room for %d events, the engine may "
+                    "need %d",
+                    capacity, 2 * e->options.max_sequences);
+  ++e->stats.steps;
+  admit(e);
+  tfm_status_code code = prefill(e, events, count, status);
+  if (code == TFM_OK)
+    code = decode(e, events, count, status);
+  return code == TFM_OK ? tfm_ok(status) : code;
+}
+
+void tfm_engine_get_stats(const tfm_engine *e, tfm_engine_stats *s) {
+  if (!e || !s)
+    return;
+  *s = e->stats;
+  s->running = s->waiting = 0;
+  for (const request *r = e->running; r; r = r->next)
+    ++s->running;
+  for (const request *r = e->waiting; r; r = r->next)
+    ++s->waiting;
+  tfm_kv_pages_stats pages;
+  tfm_kv_pages_get_stats(e->pages, &pages);
+  s->kv_blocks = pages.blocks;
+  s->kv_blocks_used = pages.blocks_mapped;
+  s->kv_blocks_shared = pages.blocks_shared;
+  s->kv_blocks_cached = pages.blocks_cached;
+  s->kv_block_bytes = pages.block_bytes;
+  s->kv_block_positions = tfm_kv_pages_block_positions(e->pages);
+}

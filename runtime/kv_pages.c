@@ -1,0 +1,463 @@
+/*===- kv_pages.c - a paged KV cache: blocks, block tables, prefixes -----===//
+ *
+ * See kv_pages.h. The pool is one memfd laid out plane by plane (a plane:
+ * one layer's keys or values), block after block inside each plane, so
+ * that consecutive blocks of a sequence that got consecutive pool blocks
+ * are consecutive in the file too and the kernel merges their mappings
+ * (the number of mappings a process may hold is bounded:
+ * /proc/sys/vm/max_map_count).
+ *
+ *===----------------------------------------------------------------------===*/
+
+#define _GNU_SOURCE
+#include "runtime/kv_pages.h"
+
+#include "runtime/status.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+enum { kNone = -1 };
+
+typedef struct {
+  int32_t references; /* slots mapping it */
+  int published;      /* in the prefix table */
+  uint64_t hash;      /* of its parent's chain and its own tokens */
+  int64_t parent;     /* the block before it in its sequence; kNone first */
+  uint64_t parent_epoch;
+  uint64_t epoch;     /* bumped on each reuse: children of a reused block
+                         no longer match */
+  int64_t next_in_bucket, lru_prev, lru_next;
+} block_info;
+
+struct tfm_kv_pages {
+  tfm_kv_pages_options options;
+  int64_t block_positions, blocks_per_slot, planes;
+  size_t chunk_bytes; /* one block of one plane */
+  size_t plane_bytes; /* one plane of one slot */
+  size_t slot_bytes, reserved_bytes;
+  char *base;
+  int fd;
+  int64_t blocks;
+  block_info *info;
+  int32_t *block_tokens; /* [blocks][block_positions], published blocks */
+  int64_t *free_blocks, free_count;
+  int64_t lru_head, lru_tail, cached_count; /* released, still published */
+  int64_t *buckets, bucket_mask;
+  int64_t *tables;    /* [slots][blocks_per_slot] */
+  int64_t *mapped;    /* blocks mapped per slot */
+  int64_t *published; /* blocks offered per slot */
+};
+
+static int64_t gcd(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* The most mappings a process may hold (65530 unless raised). */
+static int64_t max_map_count(void) {
+  FILE *file = fopen("/proc/sys/vm/max_map_count", "r");
+  long long count = 65530;
+  if (file) {
+    if (fscanf(file, "%lld", &count) != 1)
+      count = 65530;
+    fclose(file);
+  }
+  return count;
+}
+
+/* Block sizes must be whole pages in every plane and divide the capacity;
+ * the worst case (every slot's every block mapped apart) must stay within
+ * half the mapping limit. */
+static tfm_status_code choose_block_positions(tfm_kv_pages *p,
+                                              tfm_status *status) {
+  const tfm_kv_pages_options *o = &p->options;
+  int64_t page = sysconf(_SC_PAGESIZE);
+  int64_t unit = page / gcd(page, o->position_bytes);
+  if (o->capacity % unit != 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "a paged KV cache needs a capacity that is a multiple of "
+                    "%lld positions (%lld bytes each, %lld-byte pages); "
+                    "this model's is %lld",
+                    (long long)unit, (long long)o->position_bytes,
+                    (long long)page, (long long)o->capacity);
+  int64_t wanted = o->block_positions > 0 ? o->block_positions : 16;
+  int64_t size = unit;
+  while (size < wanted || o->capacity % size != 0)
+    size += unit;
+  if (size > o->capacity)
+    size = o->capacity;
+  int64_t limit = max_map_count() / 2;
+  while (o->slots * (o->capacity / size) * p->planes > limit &&
+         o->capacity % (size * 2) == 0)
+    size *= 2;
+  p->block_positions = size;
+  return TFM_OK;
+}
+
+static int64_t *table_of(tfm_kv_pages *p, int64_t slot) {
+  return p->tables + slot * p->blocks_per_slot;
+}
+
+static char *chunk_address(const tfm_kv_pages *p, int64_t slot, int64_t plane,
+                           int64_t index) {
+  return p->base + (size_t)slot * p->slot_bytes + (size_t)plane * p->plane_bytes +
+         (size_t)index * p->chunk_bytes;
+}
+
+/* Puts `block`'s planes at block `index` of `slot`. */
+static int map_block(tfm_kv_pages *p, int64_t slot, int64_t index,
+                     int64_t block) {
+  for (int64_t plane = 0; plane < p->planes; ++plane) {
+    off_t offset = (off_t)((plane * p->blocks + block) * (int64_t)p->chunk_bytes);
+    void *at = chunk_address(p, slot, plane, index);
+    if (mmap(at, p->chunk_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+             p->fd, offset) == MAP_FAILED) {
+      /* Back to reserved address space: nothing half-mapped. */
+      for (int64_t done = 0; done < plane; ++done)
+        mmap(chunk_address(p, slot, done, index), p->chunk_bytes, PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static void unmap_block(tfm_kv_pages *p, int64_t slot, int64_t index) {
+  for (int64_t plane = 0; plane < p->planes; ++plane)
+    mmap(chunk_address(p, slot, plane, index), p->chunk_bytes, PROT_NONE,
+         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+}
+
+tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
+                                 tfm_kv_pages **out, tfm_status *status) {
+  if (!options || !out)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_kv_pages_new: NULL %s", options ? "output" : "options");
+  *out = NULL;
+  const tfm_kv_pages_options *o = options;
+  if (o->slots <= 0 || o->layers <= 0 || o->capacity <= 0 ||
+      o->position_bytes <= 0 || o->pool_bytes <= 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "a paged KV cache needs positive sizes (slots %lld, "
+                    "layers %lld, capacity %lld, %lld bytes a position, "
+                    "pool %lld bytes)",
+                    (long long)o->slots, (long long)o->layers,
+                    (long long)o->capacity, (long long)o->position_bytes,
+                    (long long)o->pool_bytes);
+  tfm_kv_pages *p = calloc(1, sizeof *p);
+  if (!p)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  p->options = *o;
+  p->fd = -1;
+  p->base = MAP_FAILED;
+  p->planes = 2 * o->layers;
+  tfm_status_code code = choose_block_positions(p, status);
+  if (code != TFM_OK) {
+    tfm_kv_pages_free(p);
+    return code;
+  }
+  p->blocks_per_slot = o->capacity / p->block_positions;
+  p->chunk_bytes = (size_t)(p->block_positions * o->position_bytes);
+  p->plane_bytes = (size_t)(o->capacity * o->position_bytes);
+  p->slot_bytes = p->plane_bytes * (size_t)p->planes;
+  p->reserved_bytes = p->slot_bytes * (size_t)o->slots;
+  p->blocks = o->pool_bytes / (int64_t)(p->chunk_bytes * (size_t)p->planes);
+  if (p->blocks < 1) {
+    tfm_kv_pages_free(p);
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "a KV pool of %lld bytes holds no block of %lld "
+                    "positions (%lld bytes)",
+                    (long long)o->pool_bytes, (long long)p->block_positions,
+                    (long long)(p->chunk_bytes * (size_t)p->planes));
+  }
+  int64_t buckets = 1;
+  while (buckets < 2 * p->blocks)
+    buckets *= 2;
+  p->bucket_mask = buckets - 1;
+  p->info = calloc((size_t)p->blocks, sizeof *p->info);
+  p->block_tokens =
+      malloc((size_t)(p->blocks * p->block_positions) * sizeof(int32_t));
+  p->free_blocks = malloc((size_t)p->blocks * sizeof(int64_t));
+  p->buckets = malloc((size_t)buckets * sizeof(int64_t));
+  p->tables = malloc((size_t)(o->slots * p->blocks_per_slot) * sizeof(int64_t));
+  p->mapped = calloc((size_t)o->slots, sizeof(int64_t));
+  p->published = calloc((size_t)o->slots, sizeof(int64_t));
+  if (!p->info || !p->block_tokens || !p->free_blocks || !p->buckets ||
+      !p->tables || !p->mapped || !p->published) {
+    tfm_kv_pages_free(p);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "out of memory for a KV pool of %lld blocks",
+                    (long long)p->blocks);
+  }
+  for (int64_t i = 0; i < buckets; ++i)
+    p->buckets[i] = kNone;
+  for (int64_t i = 0; i < o->slots * p->blocks_per_slot; ++i)
+    p->tables[i] = kNone;
+  /* Handed out from 0 upwards: consecutive blocks, merged mappings. */
+  for (int64_t i = 0; i < p->blocks; ++i)
+    p->free_blocks[i] = p->blocks - 1 - i;
+  p->free_count = p->blocks;
+  p->lru_head = p->lru_tail = kNone;
+  p->fd = memfd_create("tfm-kv-pool", MFD_CLOEXEC);
+  size_t pool = p->chunk_bytes * (size_t)p->planes * (size_t)p->blocks;
+  if (p->fd < 0 || ftruncate(p->fd, (off_t)pool) != 0) {
+    int error = errno;
+    tfm_kv_pages_free(p);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "cannot create a KV pool of %zu bytes: %s", pool,
+                    strerror(error));
+  }
+  p->base = mmap(NULL, p->reserved_bytes, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p->base == MAP_FAILED) {
+    int error = errno;
+    tfm_kv_pages_free(p);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "cannot reserve %zu bytes of address space for %lld KV "
+                    "slots: %s",
+                    (size_t)o->slots * (size_t)(o->capacity * o->position_bytes) *
+                        (size_t)(2 * o->layers),
+                    (long long)o->slots, strerror(error));
+  }
+  *out = p;
+  return tfm_ok(status);
+}
+
+void tfm_kv_pages_free(tfm_kv_pages *p) {
+  if (!p)
+    return;
+  if (p->base != MAP_FAILED)
+    munmap(p->base, p->reserved_bytes);
+  if (p->fd >= 0)
+    close(p->fd);
+  free(p->info);
+  free(p->block_tokens);
+  free(p->free_blocks);
+  free(p->buckets);
+  free(p->tables);
+  free(p->mapped);
+  free(p->published);
+  free(p);
+}
+
+float *tfm_kv_pages_base(const tfm_kv_pages *p) { return (float *)p->base; }
+int64_t tfm_kv_pages_block_positions(const tfm_kv_pages *p) {
+  return p->block_positions;
+}
+
+/*===--- The prefix table: published blocks by (parent, tokens) --------===*/
+
+static uint64_t hash_block(uint64_t parent_hash, const int32_t *tokens,
+                           int64_t n) {
+  uint64_t h = parent_hash ^ 0x9e3779b97f4a7c15ull;
+  for (int64_t i = 0; i < n; ++i) {
+    h ^= (uint32_t)tokens[i];
+    h *= 0x100000001b3ull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+static int64_t *bucket_of(tfm_kv_pages *p, uint64_t hash) {
+  return &p->buckets[hash & (uint64_t)p->bucket_mask];
+}
+
+/* The published block following `parent` (kNone: a first block) whose
+ * tokens are `tokens`; kNone if there is none. */
+static int64_t find_block(tfm_kv_pages *p, int64_t parent, uint64_t hash,
+                          const int32_t *tokens) {
+  uint64_t parent_epoch = parent == kNone ? 0 : p->info[parent].epoch;
+  for (int64_t b = *bucket_of(p, hash); b != kNone;
+       b = p->info[b].next_in_bucket) {
+    const block_info *info = &p->info[b];
+    if (info->hash == hash && info->parent == parent &&
+        info->parent_epoch == parent_epoch &&
+        memcmp(p->block_tokens + b * p->block_positions, tokens,
+               (size_t)p->block_positions * sizeof *tokens) == 0)
+      return b;
+  }
+  return kNone;
+}
+
+static void unpublish(tfm_kv_pages *p, int64_t block) {
+  block_info *info = &p->info[block];
+  for (int64_t *link = bucket_of(p, info->hash); *link != kNone;
+       link = &p->info[*link].next_in_bucket)
+    if (*link == block) {
+      *link = info->next_in_bucket;
+      break;
+    }
+  info->published = 0;
+}
+
+static void lru_remove(tfm_kv_pages *p, int64_t block) {
+  block_info *info = &p->info[block];
+  if (info->lru_prev != kNone)
+    p->info[info->lru_prev].lru_next = info->lru_next;
+  else
+    p->lru_head = info->lru_next;
+  if (info->lru_next != kNone)
+    p->info[info->lru_next].lru_prev = info->lru_prev;
+  else
+    p->lru_tail = info->lru_prev;
+  --p->cached_count;
+}
+
+static void lru_append(tfm_kv_pages *p, int64_t block) {
+  block_info *info = &p->info[block];
+  info->lru_prev = p->lru_tail;
+  info->lru_next = kNone;
+  if (p->lru_tail != kNone)
+    p->info[p->lru_tail].lru_next = block;
+  else
+    p->lru_head = block;
+  p->lru_tail = block;
+  ++p->cached_count;
+}
+
+/* A block for new contents: a free one, else the cached prefix released
+ * longest ago; kNone when every block is mapped. */
+static int64_t take_block(tfm_kv_pages *p) {
+  int64_t block;
+  if (p->free_count > 0) {
+    block = p->free_blocks[--p->free_count];
+  } else if (p->lru_head != kNone) {
+    block = p->lru_head;
+    lru_remove(p, block);
+    unpublish(p, block);
+  } else {
+    return kNone;
+  }
+  ++p->info[block].epoch;
+  p->info[block].references = 0;
+  return block;
+}
+
+static void drop_reference(tfm_kv_pages *p, int64_t block) {
+  if (--p->info[block].references > 0)
+    return;
+  if (p->info[block].published)
+    lru_append(p, block);
+  else
+    p->free_blocks[p->free_count++] = block;
+}
+
+/*===--- Slots ---------------------------------------------------------===*/
+
+tfm_status_code tfm_kv_pages_reserve(tfm_kv_pages *p, int64_t slot,
+                                     int64_t end, tfm_status *status) {
+  int64_t needed = (end + p->block_positions - 1) / p->block_positions;
+  if (slot < 0 || slot >= p->options.slots || end > p->options.capacity)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_RANGE,
+                    "KV slot %lld, %lld positions: outside %lld slots of %lld",
+                    (long long)slot, (long long)end,
+                    (long long)p->options.slots,
+                    (long long)p->options.capacity);
+  int64_t *table = table_of(p, slot);
+  while (p->mapped[slot] < needed) {
+    int64_t block = take_block(p);
+    if (block == kNone)
+      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                      "the KV pool's %lld blocks are all in use",
+                      (long long)p->blocks);
+    if (!map_block(p, slot, p->mapped[slot], block)) {
+      p->free_blocks[p->free_count++] = block;
+      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                      "cannot map a KV block: %s", strerror(errno));
+    }
+    p->info[block].references = 1;
+    table[p->mapped[slot]++] = block;
+  }
+  return tfm_ok(status);
+}
+
+int64_t tfm_kv_pages_share_prefix(tfm_kv_pages *p, int64_t slot,
+                                  const int32_t *tokens, int64_t n,
+                                  int64_t limit) {
+  if (slot < 0 || slot >= p->options.slots || p->mapped[slot] != 0)
+    return 0;
+  int64_t size = p->block_positions, parent = kNone;
+  uint64_t parent_hash = 0;
+  int64_t *table = table_of(p, slot);
+  if (limit > n)
+    limit = n;
+  for (int64_t index = 0; (index + 1) * size <= limit; ++index) {
+    const int32_t *own = tokens + index * size;
+    uint64_t hash = hash_block(parent_hash, own, size);
+    int64_t block = find_block(p, parent, hash, own);
+    if (block == kNone || !map_block(p, slot, index, block))
+      break;
+    if (p->info[block].references++ == 0)
+      lru_remove(p, block);
+    table[index] = block;
+    p->mapped[slot] = p->published[slot] = index + 1;
+    parent = block;
+    parent_hash = hash;
+  }
+  return p->mapped[slot] * size;
+}
+
+void tfm_kv_pages_publish(tfm_kv_pages *p, int64_t slot, const int32_t *tokens,
+                          int64_t filled) {
+  int64_t size = p->block_positions;
+  int64_t *table = table_of(p, slot);
+  int64_t full = filled / size;
+  if (full > p->mapped[slot])
+    full = p->mapped[slot];
+  for (int64_t index = p->published[slot]; index < full; ++index) {
+    int64_t block = table[index];
+    int64_t parent = index == 0 ? kNone : table[index - 1];
+    /* A chain is offered only as far as each link is the one offered
+     * (a twin computed at the same time by another slot stays private). */
+    if (parent != kNone && !p->info[parent].published)
+      break;
+    const int32_t *own = tokens + index * size;
+    uint64_t hash = hash_block(parent == kNone ? 0 : p->info[parent].hash, own,
+                               size);
+    if (find_block(p, parent, hash, own) != kNone)
+      break;
+    block_info *info = &p->info[block];
+    info->hash = hash;
+    info->parent = parent;
+    info->parent_epoch = parent == kNone ? 0 : p->info[parent].epoch;
+    memcpy(p->block_tokens + block * size, own, (size_t)size * sizeof *own);
+    info->next_in_bucket = *bucket_of(p, hash);
+    *bucket_of(p, hash) = block;
+    info->published = 1;
+    p->published[slot] = index + 1;
+  }
+}
+
+void tfm_kv_pages_release(tfm_kv_pages *p, int64_t slot) {
+  if (slot < 0 || slot >= p->options.slots)
+    return;
+  int64_t *table = table_of(p, slot);
+  for (int64_t index = 0; index < p->mapped[slot]; ++index) {
+    unmap_block(p, slot, index);
+    drop_reference(p, table[index]);
+    table[index] = kNone;
+  }
+  p->mapped[slot] = p->published[slot] = 0;
+}
+
+void tfm_kv_pages_get_stats(const tfm_kv_pages *p, tfm_kv_pages_stats *s) {
+  memset(s, 0, sizeof *s);
+  s->blocks = p->blocks;
+  s->block_bytes = (int64_t)(p->chunk_bytes * (size_t)p->planes);
+  s->blocks_cached = p->cached_count;
+  for (int64_t b = 0; b < p->blocks; ++b) {
+    s->blocks_mapped += p->info[b].references > 0;
+    s->blocks_shared += p->info[b].references > 1;
+  }
+  for (int64_t slot = 0; slot < p->options.slots; ++slot)
+    s->mappings += p->mapped[slot];
+}

@@ -1,0 +1,88 @@
+/*===- kv_pages.h - a paged KV cache: blocks, block tables, prefixes -----===//
+ *
+ * The serving engine's KV memory (engine.c). The compiled @prefill and
+ * @decode_batch read a batched cache [slots, layers, 2, capacity, kv_heads,
+ * head_dim] as one array. Reserving that whole array for every slot would
+ * hold max_context positions for each sequence; instead the array is only
+ * reserved address space, and its memory comes from a pool of fixed-size
+ * blocks (`block_positions` positions of every layer's keys and values):
+ * block i of a sequence is mapped, with mmap from one memfd, at the
+ * addresses of positions [i * B, (i + 1) * B) of its slot. Each sequence's
+ * block table lists the pool blocks it maps; the processor's page tables
+ * are that table as the kernels see it, so the generated attention reads
+ * a paged cache at the speed of a contiguous one (the design of vAttention,
+ * Prabhu et al. 2024, rather than PagedAttention's software indirection
+ * inside every kernel).
+ *
+ * A block is shared by every sequence whose tokens agree up to its end
+ * (prefix sharing): a full block's contents depend only on those tokens,
+ * and full blocks are never written again (the cache is append-only), so
+ * only full blocks are shared and no shared block is ever copied. A block
+ * no sequence maps keeps its prefix for later requests until the pool
+ * needs it (least recently released first).
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_KV_PAGES_H
+#define TFM_RUNTIME_KV_PAGES_H
+
+#include "runtime/tfm_runtime.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tfm_kv_pages tfm_kv_pages;
+
+typedef struct {
+  int64_t slots;           /* sequences mapped at once */
+  int64_t layers;          /* the cache's shape [slots, layers, 2, ...] */
+  int64_t capacity;        /* positions per sequence */
+  int64_t position_bytes;  /* kv_heads * head_dim * sizeof(float) */
+  int64_t pool_bytes;      /* bound on the blocks' memory */
+  int64_t block_positions; /* at least; rounded up to whole pages */
+} tfm_kv_pages_options;
+
+tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
+                                 tfm_kv_pages **out, tfm_status *status);
+void tfm_kv_pages_free(tfm_kv_pages *pages);
+
+/* The batched cache's first element ([slots, layers, 2, capacity, ...]). */
+float *tfm_kv_pages_base(const tfm_kv_pages *pages);
+int64_t tfm_kv_pages_block_positions(const tfm_kv_pages *pages);
+
+/* Maps pool blocks at slot `slot` until positions [0, end) are backed.
+ * TFM_ERROR_OUT_OF_MEMORY when the pool has no free block left (the
+ * blocks mapped before that stay, whole). */
+tfm_status_code tfm_kv_pages_reserve(tfm_kv_pages *pages, int64_t slot,
+                                     int64_t end, tfm_status *status);
+
+/* Maps the longest run of shared blocks whose tokens are a prefix of
+ * `tokens[0..n)` at the start of the empty slot `slot`, at most `limit`
+ * positions of them; returns the positions now backed and holding keys
+ * and values (a multiple of the block size). */
+int64_t tfm_kv_pages_share_prefix(tfm_kv_pages *pages, int64_t slot,
+                                  const int32_t *tokens, int64_t n,
+                                  int64_t limit);
+
+/* Offers slot `slot`'s full blocks up to position `filled` (their tokens
+ * `tokens[0..filled)`) for sharing. */
+void tfm_kv_pages_publish(tfm_kv_pages *pages, int64_t slot,
+                          const int32_t *tokens, int64_t filled);
+
+/* Unmaps every block of `slot`; blocks no other slot maps become free
+ * (kept, if published, until reused). */
+void tfm_kv_pages_release(tfm_kv_pages *pages, int64_t slot);
+
+typedef struct {
+  int64_t blocks;        /* in the pool */
+  int64_t blocks_mapped; /* mapped by at least one slot */
+  int64_t blocks_shared; /* mapped by two slots or more */
+  int64_t blocks_cached; /* mapped by none, kept for their prefix */
+  int64_t mappings;      /* block-in-slot mappings, shared ones counted
+                            once per slot */
+  int64_t block_bytes;   /* one block: every layer's keys and values */
+} tfm_kv_pages_stats;
+void tfm_kv_pages_get_stats(const tfm_kv_pages *pages,
+                            tfm_kv_pages_stats *stats);
+
+#endif /* TFM_RUNTIME_KV_PAGES_H */

@@ -1,0 +1,116 @@
+/*===- tfm_engine.h - serving many sequences: the batch engine ----------===//
+ *
+ * The engine decodes many sequences of one language model together: each
+ * step runs one @decode_batch over every sequence that is generating (each
+ * weight read once for all of them) and prefills waiting prompts in chunks
+ * of at most `prefill_chunk` tokens, so that a long prompt does not stall
+ * the others. Sequences join (tfm_engine_submit) and leave (finished, or
+ * tfm_engine_cancel) between steps: continuous batching.
+ *
+ * KV memory is a pool of fixed-size blocks bounded in bytes (runtime/
+ * kv_pages.h): a sequence holds blocks for the positions it has, not for
+ * the model's maximum context, and sequences whose prompts begin with the
+ * same tokens share those blocks. When the pool runs out, the sequence
+ * admitted last gives its blocks back and waits to be prefilled again
+ * (with what it generated so far): preemption by recomputation, so a
+ * sequence's tokens are the same whatever else runs.
+ *
+ * Models need @prefill and @decode_batch (tfmc's defaults for decoder
+ * language models). An engine is used by one thread at a time; it owns
+ * no thread (the caller steps it).
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_ENGINE_H
+#define TFM_ENGINE_H
+
+#include "runtime/tfm_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#pragma GCC visibility push(default)
+
+typedef struct {
+  int32_t max_sequences; /* generating at once; 0: 16 */
+  int64_t kv_pool_bytes; /* bound on KV memory; 0: max_sequences full
+                            contexts */
+  int32_t block_positions; /* positions per KV block (at least; rounded up
+                              to whole pages); 0: 16 */
+  int64_t prefill_chunk;   /* prompt tokens prefilled per step; 0: 512 */
+  int share_prefixes;      /* share blocks of common prefixes (1: yes) */
+} tfm_engine_options;
+
+/* max_sequences 16, the pool for 16 full contexts, blocks of 16, prefill
+ * chunks of 512, prefixes shared. */
+tfm_engine_options tfm_engine_default_options(void);
+
+typedef struct tfm_engine tfm_engine;
+
+tfm_status_code tfm_engine_new(tfm_model *model,
+                               const tfm_engine_options *options,
+                               tfm_engine **engine, tfm_status *status);
+void tfm_engine_free(tfm_engine *engine);
+
+typedef struct {
+  const int32_t *prompt; /* copied by submit */
+  int64_t prompt_count;  /* >= 1 */
+  int64_t max_new_tokens; /* > 0; the context bounds it too */
+  tfm_sampler_options sampler;
+  int ignore_eos; /* keep going past the end-of-sequence token */
+} tfm_engine_request;
+
+/* Queues a request; *id names it in events and in cancel. A prompt the
+ * model cannot hold with one more token (TFM_ERROR_CONTEXT_OVERFLOW), bad
+ * ids (TFM_ERROR_OUT_OF_RANGE) or options are refused here. */
+tfm_status_code tfm_engine_submit(tfm_engine *engine,
+                                  const tfm_engine_request *request,
+                                  int64_t *id, tfm_status *status);
+
+/* Removes a request, waiting or running; its blocks are free at once.
+ * TFM_ERROR_NOT_FOUND for an id that is not (or no longer) there. */
+tfm_status_code tfm_engine_cancel(tfm_engine *engine, int64_t id,
+                                  tfm_status *status);
+
+typedef enum {
+  TFM_FINISH_NONE = 0,   /* still generating */
+  TFM_FINISH_LENGTH = 1, /* max_new_tokens, or the context is full */
+  TFM_FINISH_EOS = 2,    /* the end-of-sequence token (not emitted) */
+  TFM_FINISH_ERROR = 3   /* could not go on (see the step's status) */
+} tfm_finish_reason;
+
+typedef struct {
+  int64_t id;
+  int32_t token;            /* -1 when the event only finishes */
+  tfm_finish_reason finish; /* the request is gone when not NONE */
+} tfm_engine_event;
+
+/* One step: admits, prefills, decodes. Writes the step's events to
+ * events[0..*count): at most two per request (the first token of a prompt
+ * prefilled, then a decoded one), so capacity must be 2 * max_sequences.
+ * A model call that fails (out of memory) returns its status after the
+ * events of what ran; the requests it concerned did not advance and run
+ * again next step. A request the KV pool cannot hold even alone gets a
+ * TFM_FINISH_ERROR event and the step returns TFM_ERROR_OUT_OF_MEMORY. */
+tfm_status_code tfm_engine_step(tfm_engine *engine, tfm_engine_event *events,
+                                int32_t capacity, int32_t *count,
+                                tfm_status *status);
+
+typedef struct {
+  int32_t running;   /* holding a slot: prefilling or generating */
+  int32_t waiting;   /* queued */
+  int64_t kv_blocks, kv_blocks_used, kv_blocks_shared, kv_blocks_cached;
+  int64_t kv_block_bytes, kv_block_positions;
+  int64_t prefix_tokens_reused; /* prompt tokens not prefilled: shared */
+  int64_t prompt_tokens, generated_tokens, preemptions, steps;
+} tfm_engine_stats;
+void tfm_engine_get_stats(const tfm_engine *engine, tfm_engine_stats *stats);
+
+#pragma GCC visibility pop
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TFM_ENGINE_H */
