@@ -488,5 +488,6 @@ void tfm_engine_get_stats(const tfm_engine *e, tfm_engine_stats *s) {
   s->kv_blocks_shared = pages.blocks_shared;
   s->kv_blocks_cached = pages.blocks_cached;
   s->kv_block_bytes = pages.block_bytes;
+  s->kv_paged = pages.mapped;
   s->kv_block_positions = tfm_kv_pages_block_positions(e->pages);
 }

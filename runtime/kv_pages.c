@@ -37,6 +37,7 @@ typedef struct {
 struct tfm_kv_pages {
   tfm_kv_pages_options options;
   int64_t block_positions, blocks_per_slot, planes;
+  int mapped_blocks; /* 0: the cache is plain memory, blocks only count */
   size_t chunk_bytes; /* one block of one plane */
   size_t plane_bytes; /* one plane of one slot */
   size_t slot_bytes, reserved_bytes;
@@ -76,31 +77,27 @@ static int64_t max_map_count(void) {
 
 /* Block sizes must be whole pages in every plane and divide the capacity;
  * the worst case (every slot's every block mapped apart) must stay within
- * half the mapping limit. */
-static tfm_status_code choose_block_positions(tfm_kv_pages *p,
-                                              tfm_status *status) {
+ * half the mapping limit. A capacity that is no whole number of pages per
+ * plane cannot be mapped block by block: the cache is then ordinary memory
+ * and blocks only count it (no sharing). */
+static void choose_block_positions(tfm_kv_pages *p) {
   const tfm_kv_pages_options *o = &p->options;
   int64_t page = sysconf(_SC_PAGESIZE);
   int64_t unit = page / gcd(page, o->position_bytes);
-  if (o->capacity % unit != 0)
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "a paged KV cache needs a capacity that is a multiple of "
-                    "%lld positions (%lld bytes each, %lld-byte pages); "
-                    "this model's is %lld",
-                    (long long)unit, (long long)o->position_bytes,
-                    (long long)page, (long long)o->capacity);
   int64_t wanted = o->block_positions > 0 ? o->block_positions : 16;
+  p->mapped_blocks = o->capacity % unit == 0;
+  if (!p->mapped_blocks) {
+    p->block_positions = wanted < o->capacity ? wanted : o->capacity;
+    return;
+  }
   int64_t size = unit;
   while (size < wanted || o->capacity % size != 0)
     size += unit;
-  if (size > o->capacity)
-    size = o->capacity;
   int64_t limit = max_map_count() / 2;
   while (o->slots * (o->capacity / size) * p->planes > limit &&
          o->capacity % (size * 2) == 0)
     size *= 2;
   p->block_positions = size;
-  return TFM_OK;
 }
 
 static int64_t *table_of(tfm_kv_pages *p, int64_t slot) {
@@ -116,6 +113,8 @@ static char *chunk_address(const tfm_kv_pages *p, int64_t slot, int64_t plane,
 /* Puts `block`'s planes at block `index` of `slot`. */
 static int map_block(tfm_kv_pages *p, int64_t slot, int64_t index,
                      int64_t block) {
+  if (!p->mapped_blocks)
+    return 1;
   for (int64_t plane = 0; plane < p->planes; ++plane) {
     off_t offset = (off_t)((plane * p->blocks + block) * (int64_t)p->chunk_bytes);
     void *at = chunk_address(p, slot, plane, index);
@@ -132,6 +131,8 @@ static int map_block(tfm_kv_pages *p, int64_t slot, int64_t index,
 }
 
 static void unmap_block(tfm_kv_pages *p, int64_t slot, int64_t index) {
+  if (!p->mapped_blocks)
+    return;
   for (int64_t plane = 0; plane < p->planes; ++plane)
     mmap(chunk_address(p, slot, plane, index), p->chunk_bytes, PROT_NONE,
          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
@@ -160,12 +161,9 @@ tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
   p->fd = -1;
   p->base = MAP_FAILED;
   p->planes = 2 * o->layers;
-  tfm_status_code code = choose_block_positions(p, status);
-  if (code != TFM_OK) {
-    tfm_kv_pages_free(p);
-    return code;
-  }
-  p->blocks_per_slot = o->capacity / p->block_positions;
+  choose_block_positions(p);
+  p->blocks_per_slot =
+      (o->capacity + p->block_positions - 1) / p->block_positions;
   p->chunk_bytes = (size_t)(p->block_positions * o->position_bytes);
   p->plane_bytes = (size_t)(o->capacity * o->position_bytes);
   p->slot_bytes = p->plane_bytes * (size_t)p->planes;
@@ -207,16 +205,18 @@ tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
     p->free_blocks[i] = p->blocks - 1 - i;
   p->free_count = p->blocks;
   p->lru_head = p->lru_tail = kNone;
-  p->fd = memfd_create("tfm-kv-pool", MFD_CLOEXEC);
   size_t pool = p->chunk_bytes * (size_t)p->planes * (size_t)p->blocks;
-  if (p->fd < 0 || ftruncate(p->fd, (off_t)pool) != 0) {
+  if (p->mapped_blocks)
+    p->fd = memfd_create("tfm-kv-pool", MFD_CLOEXEC);
+  if (p->mapped_blocks && (p->fd < 0 || ftruncate(p->fd, (off_t)pool) != 0)) {
     int error = errno;
     tfm_kv_pages_free(p);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "cannot create a KV pool of %zu bytes: %s", pool,
                     strerror(error));
   }
-  p->base = mmap(NULL, p->reserved_bytes, PROT_NONE,
+  p->base = mmap(NULL, p->reserved_bytes,
+                 p->mapped_blocks ? PROT_NONE : PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p->base == MAP_FAILED) {
     int error = errno;
@@ -383,7 +383,8 @@ tfm_status_code tfm_kv_pages_reserve(tfm_kv_pages *p, int64_t slot,
 int64_t tfm_kv_pages_share_prefix(tfm_kv_pages *p, int64_t slot,
                                   const int32_t *tokens, int64_t n,
                                   int64_t limit) {
-  if (slot < 0 || slot >= p->options.slots || p->mapped[slot] != 0)
+  if (slot < 0 || slot >= p->options.slots || p->mapped[slot] != 0 ||
+      !p->mapped_blocks)
     return 0;
   int64_t size = p->block_positions, parent = kNone;
   uint64_t parent_hash = 0;
@@ -408,6 +409,8 @@ int64_t tfm_kv_pages_share_prefix(tfm_kv_pages *p, int64_t slot,
 
 void tfm_kv_pages_publish(tfm_kv_pages *p, int64_t slot, const int32_t *tokens,
                           int64_t filled) {
+  if (!p->mapped_blocks)
+    return;
   int64_t size = p->block_positions;
   int64_t *table = table_of(p, slot);
   int64_t full = filled / size;
@@ -453,6 +456,7 @@ void tfm_kv_pages_get_stats(const tfm_kv_pages *p, tfm_kv_pages_stats *s) {
   memset(s, 0, sizeof *s);
   s->blocks = p->blocks;
   s->block_bytes = (int64_t)(p->chunk_bytes * (size_t)p->planes);
+  s->mapped = p->mapped_blocks;
   s->blocks_cached = p->cached_count;
   for (int64_t b = 0; b < p->blocks; ++b) {
     s->blocks_mapped += p->info[b].references > 0;

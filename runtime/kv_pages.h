@@ -12,7 +12,10 @@
  * are that table as the kernels see it, so the generated attention reads
  * a paged cache at the speed of a contiguous one (the design of vAttention,
  * Prabhu et al. 2024, rather than PagedAttention's software indirection
- * inside every kernel).
+ * inside every kernel). Mapping needs each layer's keys of a slot to be
+ * whole pages; a capacity where they are not (a page of 4096 bytes holds
+ * 4096 / position_bytes positions) leaves the cache as plain memory, with
+ * blocks that only count it.
  *
  * A block is shared by every sequence whose tokens agree up to its end
  * (prefix sharing): a full block's contents depend only on those tokens,
@@ -81,6 +84,9 @@ typedef struct {
   int64_t mappings;      /* block-in-slot mappings, shared ones counted
                             once per slot */
   int64_t block_bytes;   /* one block: every layer's keys and values */
+  int mapped;            /* 0: a capacity that is no whole number of pages
+                            a plane; the cache is plain memory for every
+                            slot, blocks only count it, nothing is shared */
 } tfm_kv_pages_stats;
 void tfm_kv_pages_get_stats(const tfm_kv_pages *pages,
                             tfm_kv_pages_stats *stats);

@@ -102,6 +102,9 @@ typedef struct {
   int32_t waiting;   /* queued */
   int64_t kv_blocks, kv_blocks_used, kv_blocks_shared, kv_blocks_cached;
   int64_t kv_block_bytes, kv_block_positions;
+  int kv_paged; /* 0: the model's cache capacity is no whole number of
+                   pages per layer, so each slot's cache is plain memory,
+                   the blocks only count it, and nothing is shared */
   int64_t prefix_tokens_reused; /* prompt tokens not prefilled: shared */
   int64_t prompt_tokens, generated_tokens, preemptions, steps;
 } tfm_engine_stats;

@@ -10,7 +10,7 @@ PACKAGES=(
   libclang-rt-22-dev
   libopenblas-dev libutf8proc-dev libpng-dev libjpeg62-turbo-dev
   libfftw3-dev libsndfile1-dev libsoxr-dev
-  nlohmann-json3-dev libgtest-dev
+  nlohmann-json3-dev libgtest-dev libcpp-httplib-dev
   cmake ninja-build ccache g++ binutils pkg-config python3
 )
 

@@ -1,0 +1,413 @@
+//===- tfm-serve.cpp - an OpenAI-compatible server for a compiled model ---===//
+//
+//   tfm-serve LIBRARY [--port N] [--host H] [options]
+//
+// Loads a language model compiled with `tfmc --emit=lib` and serves it over
+// HTTP (cpp-httplib): /v1/completions (streamed with server-sent events
+// when asked), /v1/models, /health, and /metrics in Prometheus' text
+// format. Requests are decoded together by the runtime's batch engine
+// (runtime/tfm_engine.h); see Scheduler.h for the threads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OpenAiApi.h"
+#include "Scheduler.h"
+
+#include <httplib.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <random>
+#include <sstream>
+
+using namespace tfm::serve;
+using nlohmann::json;
+
+namespace {
+
+const char *const kUsage =
+    "usage: tfm-serve LIBRARY [options]\n"
+    "  LIBRARY                 a language model compiled with tfmc --emit=lib\n"
+    "  --port N                TCP port (8080; 0: any free one, printed)\n"
+    "  --host H                address to listen on (127.0.0.1)\n"
+    "  --model-symbol S        the model's symbol (NAME_model, NAME from\n"
+    "                          libNAME.so)\n"
+    "  --name NAME             the model's name in the API (the library's)\n"
+    "  --max-sequences N       requests decoded together (16)\n"
+    "  --max-waiting N         requests queued beyond those; more get 503 (64)\n"
+    "  --kv-pool-mb N          KV cache memory (max-sequences full contexts)\n"
+    "  --block-positions N     positions per KV block (16, rounded up to pages)\n"
+    "  --prefill-chunk N       prompt tokens prefilled per step (512)\n"
+    "  --no-prefix-sharing     do not share KV blocks of common prefixes\n"
+    "  --max-tokens N          the largest max_tokens a request may ask for\n"
+    "                          (the context)\n"
+    "  --max-request-bytes N   the largest request body (1048576)\n"
+    "  --timeout S             socket read and write timeout, seconds (60)\n";
+
+struct Options {
+  std::string library, host = "127.0.0.1", symbol, name;
+  int port = 8080;
+  int64_t maxWaiting = 64, kvPoolMb = 0, maxTokens = 0;
+  int64_t maxRequestBytes = 1 << 20, timeoutSeconds = 60;
+  tfm_engine_options engine = tfm_engine_default_options();
+};
+
+[[noreturn]] void fail(const std::string &message) {
+  std::fprintf(stderr, "tfm-serve: error: %s\n", message.c_str());
+  std::exit(1);
+}
+
+int64_t parseCount(const char *flag, const char *text, int64_t low,
+                   int64_t high) {
+  char *end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text, &end, 10);
+  if (errno || end == text || *end || value < low || value > high)
+    fail(std::string(flag) + " expects an integer in [" + std::to_string(low) +
+         ", " + std::to_string(high) + "], got '" + text + "'");
+  return value;
+}
+
+Options parseOptions(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> const char * {
+      if (i + 1 >= argc)
+        fail(arg + " needs a value");
+      return argv[++i];
+    };
+    const int64_t big = int64_t(1) << 40;
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (arg == "--port") {
+      o.port = int(parseCount("--port", value(), 0, 65535));
+    } else if (arg == "--host") {
+      o.host = value();
+    } else if (arg == "--model-symbol") {
+      o.symbol = value();
+    } else if (arg == "--name") {
+      o.name = value();
+    } else if (arg == "--max-sequences") {
+      o.engine.max_sequences =
+          int32_t(parseCount("--max-sequences", value(), 1, 4096));
+    } else if (arg == "--max-waiting") {
+      o.maxWaiting = parseCount("--max-waiting", value(), 0, 1 << 20);
+    } else if (arg == "--kv-pool-mb") {
+      o.kvPoolMb = parseCount("--kv-pool-mb", value(), 1, 1 << 24);
+    } else if (arg == "--block-positions") {
+      o.engine.block_positions =
+          int32_t(parseCount("--block-positions", value(), 1, 1 << 20));
+    } else if (arg == "--prefill-chunk") {
+      o.engine.prefill_chunk = parseCount("--prefill-chunk", value(), 1, big);
+    } else if (arg == "--no-prefix-sharing") {
+      o.engine.share_prefixes = 0;
+    } else if (arg == "--max-tokens") {
+      o.maxTokens = parseCount("--max-tokens", value(), 1, big);
+    } else if (arg == "--max-request-bytes") {
+      o.maxRequestBytes = parseCount("--max-request-bytes", value(), 64, big);
+    } else if (arg == "--timeout") {
+      o.timeoutSeconds = parseCount("--timeout", value(), 1, 86400);
+    } else if (!arg.empty() && arg[0] == '-') {
+      fail("unknown option '" + arg + "'\n" + kUsage);
+    } else if (o.library.empty()) {
+      o.library = arg;
+    } else {
+      fail("one LIBRARY only, got '" + o.library + "' and '" + arg + "'");
+    }
+  }
+  if (o.library.empty())
+    fail(std::string("no LIBRARY given\n") + kUsage);
+  o.engine.kv_pool_bytes = o.kvPoolMb << 20;
+  return o;
+}
+
+/// NAME from .../libNAME.so[.x]: the model's name as tfmc exports it.
+std::string libraryStem(const std::string &path) {
+  std::string base = path.substr(path.find_last_of('/') + 1);
+  if (base.rfind("lib", 0) == 0)
+    base = base.substr(3);
+  return base.substr(0, base.find('.'));
+}
+
+const tfm_model_desc *loadLibrary(const Options &o, std::string &name) {
+  void *library = dlopen(o.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    fail("cannot load '" + o.library + "': " + dlerror());
+  name = libraryStem(o.library);
+  std::string symbol = o.symbol.empty() ? name + "_model" : o.symbol;
+  auto *desc = static_cast<const tfm_model_desc *>(
+      dlsym(library, symbol.c_str()));
+  if (!desc)
+    fail("'" + o.library + "' exports no '" + symbol +
+         "' (tfmc --emit=lib -o libNAME.so exports NAME_model; "
+         "--model-symbol names another)");
+  return desc;
+}
+
+void sendError(httplib::Response &res, const ApiError &error) {
+  res.status = error.status;
+  res.set_content(error.body().dump(), "application/json");
+}
+
+/// Prometheus' text format.
+std::string metricsText(const SchedulerStats &s) {
+  std::ostringstream out;
+  auto metric = [&](const char *name, const char *type, const char *help) {
+    out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' '
+        << type << '\n';
+  };
+  metric("tfm_requests_running", "gauge",
+         "Requests holding a KV slot (prefilling or generating).");
+  out << "tfm_requests_running " << s.engine.running << '\n';
+  metric("tfm_requests_waiting", "gauge", "Requests queued for a slot.");
+  out << "tfm_requests_waiting " << s.engine.waiting << '\n';
+  metric("tfm_requests_total", "counter", "Requests by outcome.");
+  out << "tfm_requests_total{outcome=\"admitted\"} " << s.requestsAdmitted
+      << "\ntfm_requests_total{outcome=\"rejected\"} " << s.requestsRejected
+      << "\ntfm_requests_total{outcome=\"cancelled\"} " << s.requestsCancelled
+      << "\ntfm_requests_total{outcome=\"finished\"} " << s.requestsFinished
+      << '\n';
+  metric("tfm_prompt_tokens_total", "counter", "Prompt tokens prefilled.");
+  out << "tfm_prompt_tokens_total " << s.engine.prompt_tokens << '\n';
+  metric("tfm_prompt_tokens_reused_total", "counter",
+         "Prompt tokens whose KV blocks were shared, not prefilled.");
+  out << "tfm_prompt_tokens_reused_total " << s.engine.prefix_tokens_reused
+      << '\n';
+  metric("tfm_generation_tokens_total", "counter", "Tokens generated.");
+  out << "tfm_generation_tokens_total " << s.engine.generated_tokens << '\n';
+  metric("tfm_preemptions_total", "counter",
+         "Requests that gave back their KV blocks to be prefilled again.");
+  out << "tfm_preemptions_total " << s.engine.preemptions << '\n';
+  metric("tfm_engine_steps_total", "counter", "Batch engine steps.");
+  out << "tfm_engine_steps_total " << s.engine.steps << '\n';
+  metric("tfm_kv_blocks", "gauge", "KV cache blocks by state.");
+  out << "tfm_kv_blocks{state=\"total\"} " << s.engine.kv_blocks
+      << "\ntfm_kv_blocks{state=\"used\"} " << s.engine.kv_blocks_used
+      << "\ntfm_kv_blocks{state=\"shared\"} " << s.engine.kv_blocks_shared
+      << "\ntfm_kv_blocks{state=\"cached\"} " << s.engine.kv_blocks_cached
+      << '\n';
+  metric("tfm_kv_block_bytes", "gauge", "Bytes of one KV block.");
+  out << "tfm_kv_block_bytes " << s.engine.kv_block_bytes << '\n';
+  metric("tfm_time_per_output_token_seconds", "histogram",
+         "Time between a request's consecutive tokens.");
+  uint64_t cumulative = 0;
+  for (size_t b = 0; b <= kTokenGapBuckets.size(); ++b) {
+    cumulative += s.tokenGapCounts[b];
+    out << "tfm_time_per_output_token_seconds_bucket{le=\"";
+    if (b < kTokenGapBuckets.size())
+      out << kTokenGapBuckets[b];
+    else
+      out << "+Inf";
+    out << "\"} " << cumulative << '\n';
+  }
+  out << "tfm_time_per_output_token_seconds_sum " << s.tokenGapSeconds
+      << "\ntfm_time_per_output_token_seconds_count " << cumulative << '\n';
+  return out.str();
+}
+
+/// One completion's progress, shared by a streaming response's calls.
+struct Generation {
+  std::shared_ptr<Completion> completion;
+  TextStream text;
+  size_t seen = 0; // tokens taken from the completion
+  bool done = false;
+  Generation(std::shared_ptr<Completion> completion, const ServedModel &model,
+             const CompletionRequest &request)
+      : completion(std::move(completion)),
+        text(model, request.stop, request.prompt.back()) {}
+
+  /// Waits up to `wait` for tokens; returns the new text, and whether the
+  /// generation ended (then `reason` says how).
+  std::string advance(Scheduler &scheduler, std::chrono::milliseconds wait,
+                      const char *&reason, std::string &error) {
+    std::vector<int32_t> fresh;
+    bool finished;
+    {
+      std::unique_lock<std::mutex> lock(completion->mutex);
+      completion->changed.wait_for(lock, wait, [&] {
+        return completion->tokens.size() > seen || completion->finished;
+      });
+      fresh.assign(completion->tokens.begin() + long(seen),
+                   completion->tokens.end());
+      finished = completion->finished;
+      reason = finishReason(completion->reason, false);
+      error = completion->error;
+    }
+    std::string out;
+    for (int32_t token : fresh) {
+      ++seen;
+      out += text.add(token);
+      if (text.stopped()) {
+        scheduler.cancel(completion);
+        reason = finishReason(TFM_FINISH_NONE, true);
+        done = true;
+        return out;
+      }
+    }
+    if (finished) {
+      out += text.flush();
+      done = true;
+    }
+    return out;
+  }
+};
+
+std::string sseEvent(const json &data) {
+  return "data: " + data.dump() + "\n\n";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o = parseOptions(argc, argv);
+  std::signal(SIGPIPE, SIG_IGN); // a client gone: a failed write, not death
+  ServedModel served;
+  const tfm_model_desc *desc = loadLibrary(o, served.name);
+  if (!o.name.empty())
+    served.name = o.name;
+  tfm_status status;
+  tfm_model *model;
+  if (tfm_model_load(desc, nullptr, &model, &status) != TFM_OK)
+    fail(status.message);
+  tfm_engine *engine;
+  if (tfm_engine_new(model, &o.engine, &engine, &status) != TFM_OK)
+    fail(status.message);
+  tfm_engine_stats engineStats;
+  tfm_engine_get_stats(engine, &engineStats);
+  served.desc = tfm_model_get_desc(model);
+  served.tokenizer = tfm_model_tokenizer(model, &status); // null: ids only
+  for (int32_t i = 0; i < served.desc->num_caches; ++i)
+    if (served.desc->caches[i].rank == 5)
+      served.contextPositions = served.desc->caches[i].shape[2];
+  served.maxTokensPerRequest =
+      o.maxTokens ? o.maxTokens : served.contextPositions;
+  int32_t maxSequences =
+      o.engine.max_sequences ? o.engine.max_sequences : 16;
+  Scheduler scheduler(engine, maxSequences, int32_t(o.maxWaiting));
+
+  httplib::Server server;
+  size_t threads = size_t(maxSequences + o.maxWaiting + 8);
+  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server.set_payload_max_length(size_t(o.maxRequestBytes));
+  server.set_read_timeout(time_t(o.timeoutSeconds), 0);
+  server.set_write_timeout(time_t(o.timeoutSeconds), 0);
+  std::random_device entropy;
+  std::atomic<uint64_t> nextSeed{(uint64_t(entropy()) << 32) | entropy()};
+  std::atomic<uint64_t> nextId{1};
+
+  server.Get("/health", [](const httplib::Request &, httplib::Response &res) {
+    res.set_content("{\"status\":\"ok\"}", "application/json");
+  });
+  server.Get("/v1/models", [&](const httplib::Request &, httplib::Response &res) {
+    json list = {{"object", "list"},
+                 {"data",
+                  json::array({{{"id", served.name},
+                                {"object", "model"},
+                                {"owned_by", "tfmc"},
+                                {"max_model_len", served.contextPositions}}})}};
+    res.set_content(list.dump(), "application/json");
+  });
+  server.Get("/metrics", [&](const httplib::Request &, httplib::Response &res) {
+    res.set_content(metricsText(scheduler.stats()),
+                    "text/plain; version=0.0.4");
+  });
+  server.Post("/v1/completions", [&](const httplib::Request &req,
+                                     httplib::Response &res) {
+    CompletionRequest request;
+    if (auto error = parseCompletionRequest(req.body, served, nextSeed++,
+                                            request))
+      return sendError(res, *error);
+    tfm_engine_request submitted = {
+        request.prompt.data(), int64_t(request.prompt.size()),
+        request.maxTokens, request.sampler, request.ignoreEos};
+    Scheduler::Refusal refusal;
+    std::string why;
+    auto completion = scheduler.submit(submitted, refusal, why);
+    if (!completion)
+      return sendError(res, refusal == Scheduler::Refusal::Full
+                                ? ApiError{503, why, "", "server_full"}
+                                : ApiError{400, why, "prompt"});
+    std::string id = "cmpl-" + std::to_string(nextId++);
+    int64_t created = int64_t(std::time(nullptr));
+    auto generation =
+        std::make_shared<Generation>(completion, served, request);
+    if (!request.stream) {
+      std::string text, error;
+      const char *reason = nullptr;
+      while (!generation->done)
+        text += generation->advance(scheduler, std::chrono::seconds(1), reason,
+                                    error);
+      if (!error.empty())
+        return sendError(res, ApiError{500, error, "", "server_error"});
+      json body = completionResponse(id, created, served.name,
+                                     completionChoice(text, reason));
+      body["usage"] = usage(completion->promptTokens, int64_t(generation->seen));
+      return res.set_content(body.dump(), "application/json");
+    }
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [&, generation, id, created](size_t, httplib::DataSink &sink) {
+          const char *reason = nullptr;
+          std::string error;
+          std::string text = generation->advance(
+              scheduler, std::chrono::milliseconds(50), reason, error);
+          auto send = [&](const std::string &event) {
+            return sink.write(event.data(), event.size());
+          };
+          auto chunk = [&](const std::string &piece, const char *finish) {
+            json body = completionResponse(id, created, served.name,
+                                           completionChoice(piece, finish));
+            if (finish)
+              body["usage"] = usage(generation->completion->promptTokens,
+                                    int64_t(generation->seen));
+            return send(sseEvent(body));
+          };
+          // A failed write is a client gone: the releaser cancels.
+          if (!generation->done)
+            return text.empty() || chunk(text, nullptr);
+          if (!(error.empty()
+                    ? chunk(text, reason)
+                    : send(sseEvent(
+                          ApiError{500, error, "", "server_error"}.body()))) ||
+              !send("data: [DONE]\n\n"))
+            return false;
+          sink.done();
+          return true;
+        },
+        [&scheduler, generation](bool) { scheduler.cancel(generation->completion); });
+  });
+  server.set_error_handler([](const httplib::Request &req,
+                              httplib::Response &res) {
+    if (!res.body.empty())
+      return;
+    std::string message =
+        res.status == 404 ? "no endpoint " + req.method + " " + req.path
+        : res.status == 413 ? "the request body is too large"
+                            : "the request could not be served";
+    sendError(res, ApiError{res.status, message});
+  });
+
+  int port = o.port;
+  if (port == 0) {
+    port = server.bind_to_any_port(o.host);
+    if (port < 0)
+      fail("cannot listen on " + o.host);
+  } else if (!server.bind_to_port(o.host, port)) {
+    fail("cannot listen on " + o.host + ":" + std::to_string(port));
+  }
+  std::printf("tfm-serve: serving '%s' (%lld positions, %d sequences, %lld "
+              "KV blocks of %lld positions%s) on http://%s:%d\n",
+              served.name.c_str(), (long long)served.contextPositions,
+              maxSequences, (long long)engineStats.kv_blocks,
+              (long long)engineStats.kv_block_positions,
+              engineStats.kv_paged ? "" : ", unpaged", o.host.c_str(), port);
+  std::fflush(stdout);
+  server.listen_after_bind();
+  return 0;
+}
