@@ -23,6 +23,12 @@ ApiError badField(const std::string &field, const std::string &what) {
   return {400, "'" + field + "' " + what, field};
 }
 
+/// `value` as a person writes it: 400, not 400.0.
+std::string formatNumber(double value) {
+  return value == double(int64_t(value)) ? std::to_string(int64_t(value))
+                                         : json(value).dump();
+}
+
 /// A number field within [low, high]; `open` excludes `low`.
 std::optional<ApiError> readNumber(const json &request, const char *field,
                                    double low, double high, bool open,
@@ -35,7 +41,7 @@ std::optional<ApiError> readNumber(const json &request, const char *field,
   double value = found->get<double>();
   if (value < low || value > high || (open && value == low))
     return badField(field, "must be in " + std::string(open ? "(" : "[") +
-                               json(low).dump() + ", " + json(high).dump() +
+                               formatNumber(low) + ", " + formatNumber(high) +
                                "], got " + found->dump());
   out = value;
   return std::nullopt;
