@@ -76,8 +76,8 @@ static int64_t max_map_count(void) {
 }
 
 /* Block sizes must be whole pages in every plane and divide the capacity;
- * the worst case (every slot's every block mapped apart) must stay within
- * half the mapping limit. A capacity that is no whole number of pages per
+ * the worst case (every slot's every block mapped apart) must leave 8192
+ * of the process's mappings to everything else. A capacity that is no whole number of pages per
  * plane cannot be mapped block by block: the cache is then ordinary memory
  * and blocks only count it (no sharing). */
 static void choose_block_positions(tfm_kv_pages *p) {
@@ -93,7 +93,7 @@ static void choose_block_positions(tfm_kv_pages *p) {
   int64_t size = unit;
   while (size < wanted || o->capacity % size != 0)
     size += unit;
-  int64_t limit = max_map_count() / 2;
+  int64_t limit = max_map_count() - 8192;
   while (o->slots * (o->capacity / size) * p->planes > limit &&
          o->capacity % (size * 2) == 0)
     size *= 2;

@@ -221,11 +221,12 @@ struct Generation {
       : completion(std::move(completion)),
         text(model, request.stop, request.prompt.back()) {}
 
-  /// Waits up to `wait` for tokens; returns the new text, and whether the
-  /// generation ended (then `reason` says how).
+  /// Waits up to `wait` for tokens; returns the new text (and the new
+  /// tokens in `fresh`); `done` tells whether the generation ended (then
+  /// `reason` says how).
   std::string advance(Scheduler &scheduler, std::chrono::milliseconds wait,
-                      const char *&reason, std::string &error) {
-    std::vector<int32_t> fresh;
+                      const char *&reason, std::string &error,
+                      std::vector<int32_t> &fresh) {
     bool finished;
     {
       std::unique_lock<std::mutex> lock(completion->mutex);
@@ -239,10 +240,11 @@ struct Generation {
       error = completion->error;
     }
     std::string out;
-    for (int32_t token : fresh) {
+    for (size_t i = 0; i < fresh.size(); ++i) {
       ++seen;
-      out += text.add(token);
+      out += text.add(fresh[i]);
       if (text.stopped()) {
+        fresh.resize(i + 1);
         scheduler.cancel(completion);
         reason = finishReason(TFM_FINISH_NONE, true);
         done = true;
@@ -339,9 +341,10 @@ int main(int argc, char **argv) {
     if (!request.stream) {
       std::string text, error;
       const char *reason = nullptr;
+      std::vector<int32_t> fresh;
       while (!generation->done)
         text += generation->advance(scheduler, std::chrono::seconds(1), reason,
-                                    error);
+                                    error, fresh);
       if (!error.empty())
         return sendError(res, ApiError{500, error, "", "server_error"});
       json body = completionResponse(id, created, served.name,
@@ -355,14 +358,20 @@ int main(int argc, char **argv) {
         [&, generation, id, created](size_t, httplib::DataSink &sink) {
           const char *reason = nullptr;
           std::string error;
+          std::vector<int32_t> fresh;
           std::string text = generation->advance(
-              scheduler, std::chrono::milliseconds(50), reason, error);
+              scheduler, std::chrono::milliseconds(50), reason, error, fresh);
           auto send = [&](const std::string &event) {
             return sink.write(event.data(), event.size());
           };
+          // Each chunk also lists its tokens (an extension, as vLLM's
+          // return_tokens_as_token_ids): text may be empty for a while
+          // (a stop string's possible start, a model without tokenizer).
           auto chunk = [&](const std::string &piece, const char *finish) {
+            json choice = completionChoice(piece, finish);
+            choice["token_ids"] = fresh;
             json body = completionResponse(id, created, served.name,
-                                           completionChoice(piece, finish));
+                                           std::move(choice));
             if (finish)
               body["usage"] = usage(generation->completion->promptTokens,
                                     int64_t(generation->seen));
@@ -370,7 +379,7 @@ int main(int argc, char **argv) {
           };
           // A failed write is a client gone: the releaser cancels.
           if (!generation->done)
-            return text.empty() || chunk(text, nullptr);
+            return fresh.empty() || chunk(text, nullptr);
           if (!(error.empty()
                     ? chunk(text, reason)
                     : send(sseEvent(
