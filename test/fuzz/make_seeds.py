@@ -285,6 +285,28 @@ def argument_seeds():
         write_seed(directory, name, b"\0".join(a.encode() for a in arguments))
 
 
+def http_body_seeds():
+    """/v1/completions bodies, alone (prompts as ids) and with a tokenizer
+    blob (fuzz-tokenizer's seeds carry them) for text prompts."""
+    directory = corpus("fuzz-http-body")
+    bodies = {
+        "text": {"model": "fuzz", "prompt": "Once upon a time",
+                 "max_tokens": 16, "temperature": 0.8, "top_p": 0.9,
+                 "top_k": 40, "seed": 3, "stop": [".", " the"],
+                 "stream": True, "ignore_eos": False},
+        "ids": {"prompt": [1, 5, 9, 300], "max_tokens": 4, "n": 1,
+                "repetition_penalty": 1.1, "stop": "x", "user": "u"},
+        "batch": {"prompt": ["one prompt"], "max_tokens": 2},
+    }
+    blob_seed = os.path.join(HERE, "corpus", "fuzz-tokenizer", "llama2c-bin")
+    blob = read(blob_seed).split(SEPARATOR)[0] if os.path.exists(blob_seed) else b""
+    for name, body in bodies.items():
+        data = json.dumps(body).encode()
+        write_seed(directory, name, data)
+        if blob:
+            write_seed(directory, name + "-tokenizer", data + SEPARATOR + blob)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokenizer-files",
@@ -302,6 +324,7 @@ def main():
         image_seeds()
         audio_seeds(work)
         argument_seeds()
+        http_body_seeds()
     for target in sorted(os.listdir(os.path.join(HERE, "corpus"))):
         files = glob.glob(os.path.join(HERE, "corpus", target, "*"))
         print(f"{target}: {len(files)} seeds, "

@@ -20,7 +20,7 @@ json ApiError::body() const {
 namespace {
 
 ApiError badField(const std::string &field, const std::string &what) {
-  return {400, "'" + field + "' " + what, field};
+  return {400, "'" + field + "' " + what, field, ""};
 }
 
 /// `value` as a person writes it: 400, not 400.0.
@@ -53,7 +53,7 @@ std::optional<ApiError> readPrompt(const json &request,
                                    std::vector<int32_t> &ids) {
   auto found = request.find("prompt");
   if (found == request.end())
-    return ApiError{400, "'prompt' is required", "prompt"};
+    return ApiError{400, "'prompt' is required", "prompt", ""};
   json prompt = *found;
   // OpenAI also takes a batch of prompts; one is what this server answers.
   if (prompt.is_array() && prompt.size() == 1 &&
@@ -131,16 +131,16 @@ tfm::serve::parseCompletionRequest(const std::string &body,
                                    CompletionRequest &out) {
   json request = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (request.is_discarded())
-    return ApiError{400, "the body is not valid JSON"};
+    return ApiError{400, "the body is not valid JSON", "", ""};
   if (!request.is_object())
-    return ApiError{400, "the body must be a JSON object"};
+    return ApiError{400, "the body must be a JSON object", "", ""};
   static const std::set<std::string> known = {
       "model",  "prompt",     "max_tokens", "temperature", "top_p",
       "top_k",  "seed",       "stop",       "ignore_eos",  "stream",
       "n",      "user",       "repetition_penalty"};
   for (auto &[key, value] : request.items())
     if (!known.count(key))
-      return ApiError{400, "unknown field '" + key + "'", key};
+      return ApiError{400, "unknown field '" + key + "'", key, ""};
   if (auto found = request.find("model"); found != request.end()) {
     if (!found->is_string())
       return badField("model", "must be a string");

@@ -333,7 +333,7 @@ int main(int argc, char **argv) {
     if (!completion)
       return sendError(res, refusal == Scheduler::Refusal::Full
                                 ? ApiError{503, why, "", "server_full"}
-                                : ApiError{400, why, "prompt"});
+                                : ApiError{400, why, "prompt", ""});
     std::string id = "cmpl-" + std::to_string(nextId++);
     int64_t created = int64_t(std::time(nullptr));
     auto generation =
@@ -399,7 +399,7 @@ int main(int argc, char **argv) {
         res.status == 404 ? "no endpoint " + req.method + " " + req.path
         : res.status == 413 ? "the request body is too large"
                             : "the request could not be served";
-    sendError(res, ApiError{res.status, message});
+    sendError(res, ApiError{res.status, message, "", ""});
   });
 
   int port = o.port;

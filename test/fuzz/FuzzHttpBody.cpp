@@ -1,0 +1,68 @@
+//===- FuzzHttpBody.cpp - tfm-serve's completion requests on any bytes ----===//
+//
+// tfm-serve's request parsing and text streaming (tools/tfm-serve/
+// OpenAiApi.cpp): a /v1/completions body, checked against a model of 512
+// ids and 256 positions, then, when accepted, its prompt ids streamed back
+// through TextStream with its stop strings. The input's parts: the body,
+// then a tokenizer blob (none, or one the runtime refuses: prompts must be
+// ids). An accepted request must be one the engine can run; a refused one
+// must say why with a 4xx status.
+//
+//===----------------------------------------------------------------------===//
+
+#include "test/fuzz/FuzzFiles.h"
+#include "tools/tfm-serve/OpenAiApi.h"
+
+#include <cstdlib>
+
+using namespace tfm::serve;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  std::vector<std::string_view> parts = tfm_fuzz::splitParts(data, size, 2);
+  std::vector<uint8_t> blob(parts[1].begin(), parts[1].end());
+  tfm_tokenizer *tokenizer = nullptr;
+  tfm_status status;
+  if (!blob.empty() &&
+      tfm_tokenizer_new(blob.data(), blob.size(), &tokenizer, &status) != TFM_OK)
+    tokenizer = nullptr;
+  tfm_model_desc desc{};
+  desc.vocab_size = 512;
+  desc.bos_token = 1;
+  desc.eos_token = 2;
+  desc.add_bos = 1;
+  ServedModel model;
+  model.name = "fuzz";
+  model.desc = &desc;
+  model.tokenizer = tokenizer;
+  model.contextPositions = 256;
+  model.maxTokensPerRequest = 128;
+  CompletionRequest request;
+  std::optional<ApiError> error =
+      parseCompletionRequest(std::string(parts[0]), model, 7, request);
+  if (error) {
+    if (error->message.empty() || error->status < 400 || error->status > 499)
+      std::abort();
+    (void)error->body().dump();
+  } else {
+    if (request.prompt.empty() || request.maxTokens < 1 ||
+        int64_t(request.prompt.size()) + request.maxTokens >
+            model.contextPositions)
+      std::abort();
+    for (int32_t id : request.prompt)
+      if (id < 0 || id >= desc.vocab_size)
+        std::abort();
+    TextStream text(model, request.stop, request.prompt.back());
+    std::string out;
+    for (int32_t id : request.prompt) {
+      out += text.add(id);
+      if (text.stopped())
+        break;
+    }
+    out += text.flush();
+    for (const std::string &stop : request.stop)
+      if (out.find(stop) != std::string::npos)
+        std::abort(); // a stop string is never part of the text
+  }
+  tfm_tokenizer_free(tokenizer);
+  return 0;
+}
