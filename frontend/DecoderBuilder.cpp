@@ -286,10 +286,33 @@ OwningOpRef<ModuleOp> DecoderIRBuilder::build() {
 
 } // namespace
 
+/// Whether some tensor of `weights` belongs to layer `layer`: has it as a
+/// component of its name ("model.layers.7.mlp...", "blk.7.ffn_up...").
+static bool hasLayerTensor(const WeightStore &weights, int64_t layer) {
+  std::string index = std::to_string(layer);
+  for (const std::string &name : weights.names()) {
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(name).split(parts, '.');
+    if (llvm::is_contained(parts, index))
+      return true;
+  }
+  return false;
+}
+
 llvm::Expected<OwningOpRef<ModuleOp>> mlir::tfm::buildDecoder(
     MLIRContext &context, const DecoderSpec &spec, const WeightStore &weights,
     llvm::StringRef checkpoint,
     llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight) {
+  // A config claiming more layers than the checkpoint holds is refused
+  // before they are built: every missing weight would be reported anyway,
+  // after building thousands of layers for a crafted file (seconds, and
+  // memory in proportion).
+  if (spec.numLayers > 0 && !weights.names().empty() &&
+      !hasLayerTensor(weights, spec.numLayers - 1))
+    return makeError(checkpoint + ": the config has " +
+                     llvm::Twine(spec.numLayers) +
+                     " layers, but no tensor of layer " +
+                     llvm::Twine(spec.numLayers - 1) + " is in the checkpoint");
   context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect>();
   DecoderIRBuilder builder(context, spec, weights, checkpoint);
   return builder.declarations.finish(builder.build(), isIgnoredWeight);

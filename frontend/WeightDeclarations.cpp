@@ -44,9 +44,11 @@ Value WeightDeclarations::readAs(OpBuilder &b, const std::string &name,
     // Declarations go before the functions, in first-use order.
     OpBuilder::InsertionGuard guard(b);
     auto module = b.getBlock()->getParentOp()->getParentOfType<ModuleOp>();
-    b.setInsertionPoint(
-        &*std::next(module.getBody()->begin(), declared.size()));
-    declared[name] = WeightDeclOp::create(b, loc, name, type);
+    if (lastDeclared)
+      b.setInsertionPointAfter(lastDeclared);
+    else
+      b.setInsertionPointToStart(module.getBody());
+    declared[name] = lastDeclared = WeightDeclOp::create(b, loc, name, type);
     if (const WeightTensor *tensor = weights.lookup(name))
       if (std::optional<StringRef> dtype = checkpointDtype(tensor->dtype()))
         declared[name]->setAttr(kCheckpointDtypeAttrName,

@@ -84,6 +84,10 @@ private:
   std::vector<std::string> errors;
   std::set<std::string> used;
   llvm::StringMap<WeightDeclOp> declared;
+  /// The last declaration made: the next goes after it (finding the place
+  /// by counting from the module's start cost O(weights) a weight, minutes
+  /// for a file claiming thousands of layers).
+  WeightDeclOp lastDeclared;
 };
 
 } // namespace mlir::tfm
