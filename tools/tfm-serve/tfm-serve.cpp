@@ -161,38 +161,43 @@ std::string metricsText(const SchedulerStats &s) {
     out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' '
         << type << '\n';
   };
-  metric("tfm_requests_running", "gauge",
-         "Requests holding a KV slot (prefilling or generating).");
-  out << "tfm_requests_running " << s.engine.running << '\n';
-  metric("tfm_requests_waiting", "gauge", "Requests queued for a slot.");
-  out << "tfm_requests_waiting " << s.engine.waiting << '\n';
+  // One metric of one sample.
+  auto single = [&](const char *name, const char *type, const char *help,
+                    auto value) {
+    metric(name, type, help);
+    out << name << ' ' << value << '\n';
+  };
+  single("tfm_requests_running", "gauge",
+         "Requests holding a KV slot (prefilling or generating).",
+         s.engine.running);
+  single("tfm_requests_waiting", "gauge", "Requests queued for a slot.",
+         s.engine.waiting);
   metric("tfm_requests_total", "counter", "Requests by outcome.");
   out << "tfm_requests_total{outcome=\"admitted\"} " << s.requestsAdmitted
       << "\ntfm_requests_total{outcome=\"rejected\"} " << s.requestsRejected
       << "\ntfm_requests_total{outcome=\"cancelled\"} " << s.requestsCancelled
       << "\ntfm_requests_total{outcome=\"finished\"} " << s.requestsFinished
       << '\n';
-  metric("tfm_prompt_tokens_total", "counter", "Prompt tokens prefilled.");
-  out << "tfm_prompt_tokens_total " << s.engine.prompt_tokens << '\n';
-  metric("tfm_prompt_tokens_reused_total", "counter",
-         "Prompt tokens whose KV blocks were shared, not prefilled.");
-  out << "tfm_prompt_tokens_reused_total " << s.engine.prefix_tokens_reused
-      << '\n';
-  metric("tfm_generation_tokens_total", "counter", "Tokens generated.");
-  out << "tfm_generation_tokens_total " << s.engine.generated_tokens << '\n';
-  metric("tfm_preemptions_total", "counter",
-         "Requests that gave back their KV blocks to be prefilled again.");
-  out << "tfm_preemptions_total " << s.engine.preemptions << '\n';
-  metric("tfm_engine_steps_total", "counter", "Batch engine steps.");
-  out << "tfm_engine_steps_total " << s.engine.steps << '\n';
+  single("tfm_prompt_tokens_total", "counter", "Prompt tokens prefilled.",
+         s.engine.prompt_tokens);
+  single("tfm_prompt_tokens_reused_total", "counter",
+         "Prompt tokens whose KV blocks were shared, not prefilled.",
+         s.engine.prefix_tokens_reused);
+  single("tfm_generation_tokens_total", "counter", "Tokens generated.",
+         s.engine.generated_tokens);
+  single("tfm_preemptions_total", "counter",
+         "Requests that gave back their KV blocks to be prefilled again.",
+         s.engine.preemptions);
+  single("tfm_engine_steps_total", "counter", "Batch engine steps.",
+         s.engine.steps);
   metric("tfm_kv_blocks", "gauge", "KV cache blocks by state.");
   out << "tfm_kv_blocks{state=\"total\"} " << s.engine.kv_blocks
       << "\ntfm_kv_blocks{state=\"used\"} " << s.engine.kv_blocks_used
       << "\ntfm_kv_blocks{state=\"shared\"} " << s.engine.kv_blocks_shared
       << "\ntfm_kv_blocks{state=\"cached\"} " << s.engine.kv_blocks_cached
       << '\n';
-  metric("tfm_kv_block_bytes", "gauge", "Bytes of one KV block.");
-  out << "tfm_kv_block_bytes " << s.engine.kv_block_bytes << '\n';
+  single("tfm_kv_block_bytes", "gauge", "Bytes of one KV block.",
+         s.engine.kv_block_bytes);
   metric("tfm_time_per_output_token_seconds", "histogram",
          "Time between a request's consecutive tokens.");
   uint64_t cumulative = 0;
