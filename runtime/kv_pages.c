@@ -170,12 +170,13 @@ tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
   p->reserved_bytes = p->slot_bytes * (size_t)o->slots;
   p->blocks = o->pool_bytes / (int64_t)(p->chunk_bytes * (size_t)p->planes);
   if (p->blocks < 1) {
-    tfm_kv_pages_free(p);
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "a KV pool of %lld bytes holds no block of %lld "
-                    "positions (%lld bytes)",
-                    (long long)o->pool_bytes, (long long)p->block_positions,
-                    (long long)(p->chunk_bytes * (size_t)p->planes));
+    tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+             "a KV pool of %lld bytes holds no block of %lld positions "
+             "(%lld bytes)",
+             (long long)o->pool_bytes, (long long)p->block_positions,
+             (long long)(p->chunk_bytes * (size_t)p->planes));
+    tfm_kv_pages_free(p); /* after the message, which reads it */
+    return TFM_ERROR_INVALID_ARGUMENT;
   }
   int64_t buckets = 1;
   while (buckets < 2 * p->blocks)
@@ -191,10 +192,10 @@ tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
   p->published = calloc((size_t)o->slots, sizeof(int64_t));
   if (!p->info || !p->block_tokens || !p->free_blocks || !p->buckets ||
       !p->tables || !p->mapped || !p->published) {
+    long long blocks = (long long)p->blocks;
     tfm_kv_pages_free(p);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
-                    "out of memory for a KV pool of %lld blocks",
-                    (long long)p->blocks);
+                    "out of memory for a KV pool of %lld blocks", blocks);
   }
   for (int64_t i = 0; i < buckets; ++i)
     p->buckets[i] = kNone;
