@@ -1,0 +1,182 @@
+//===- ChatTemplateTest.cpp - tfm-serve's Jinja subset against Jinja ------===//
+//
+// Inputs/chat-templates.json holds what transformers' apply_chat_template
+// (Jinja 2) renders for popular models' templates and one that uses every
+// construct of the subset, over several conversations
+// (make_chat_template_goldens.py). Each case must render byte for byte the
+// same, or raise the same message. The rest checks what the subset refuses
+// and where it says the fault is.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/tfm-serve/ChatTemplate.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+using tfm::serve::ChatTemplate;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+json readGoldens() {
+  std::ifstream in(TFM_SERVE_TEST_INPUTS "/chat-templates.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  return json::parse(text.str());
+}
+
+/// Renders `source` with `variables`; the output, or "error: ..." /
+/// "raised: ...".
+std::string render(const std::string &source, const json &variables) {
+  std::string error;
+  auto parsed = ChatTemplate::parse(source, error);
+  if (!parsed)
+    return "parse error: " + error;
+  std::string out;
+  ChatTemplate::Failure failure;
+  if (!parsed->render(variables, out, failure, error))
+    return (failure == ChatTemplate::Failure::Raised ? "raised: "
+                                                     : "error: ") +
+           error;
+  return out;
+}
+
+std::string parseError(const std::string &source) {
+  std::string error;
+  return ChatTemplate::parse(source, error) ? "parsed" : error;
+}
+
+TEST(ChatTemplate, RendersAsTransformersDoes) {
+  json goldens = readGoldens();
+  ASSERT_GE(goldens["cases"].size(), 70u);
+  int raised = 0;
+  for (const json &c : goldens["cases"]) {
+    std::string name = c["template"].get<std::string>() + " / " +
+                       c["conversation"].get<std::string>() +
+                       (c["add_generation_prompt"].get<bool>()
+                            ? " / generation prompt"
+                            : "");
+    json variables = goldens["variables"];
+    variables["messages"] = goldens["conversations"][c["conversation"]
+                                                         .get<std::string>()];
+    variables["add_generation_prompt"] = c["add_generation_prompt"];
+    std::string got = render(
+        goldens["templates"][c["template"].get<std::string>()], variables);
+    if (c.contains("raises")) {
+      ++raised;
+      EXPECT_EQ(got, "raised: " + c["raises"].get<std::string>()) << name;
+    } else {
+      EXPECT_EQ(got, c["expected"].get<std::string>()) << name;
+    }
+  }
+  EXPECT_GT(raised, 0);
+}
+
+TEST(ChatTemplate, WhitespaceControl) {
+  json none = json::object();
+  // trim_blocks: the newline after a block tag goes; lstrip_blocks: the
+  // indentation before one; `-` strips all whitespace on its side; output
+  // tags keep their surroundings.
+  EXPECT_EQ(render("a\n  {% if true %}\n  b\n  {% endif %}\nc", none),
+                   "a\n  b\nc");
+  EXPECT_EQ(render("a  {%- if true -%}  b  {%- endif %}", none), "ab");
+  EXPECT_EQ(render("x\n  {{ 1 }}\ny", none), "x\n  1\ny");
+  EXPECT_EQ(render("x {{- 1 -}} \n y", none), "x1y");
+  EXPECT_EQ(render("a {# note #}\nb", none), "a b");
+  EXPECT_EQ(render("  {%+ if true %}x{% endif %}", none), "  x");
+}
+
+TEST(ChatTemplate, ScopesAsJinja) {
+  json none = json::object();
+  // A loop's assignments stay in it; a namespace carries state out.
+  EXPECT_EQ(render("{% set x = 1 %}{% for i in [5] %}{% set x = i %}{% "
+                   "endfor %}{{ x }}",
+                   none),
+            "1");
+  EXPECT_EQ(render("{% set n = namespace(x=1) %}{% for i in [5] %}{% set "
+                   "n.x = i %}{% endfor %}{{ n.x }}",
+                   none),
+            "5");
+  EXPECT_EQ(render("{% if true %}{% set y = 2 %}{% endif %}{{ y }}", none),
+            "2");
+}
+
+TEST(ChatTemplate, RefusesWhatTheSubsetLacks) {
+  EXPECT_EQ(parseError("{{ messages | selectattr('role') }}"),
+            "line 1, column 15: the filter 'selectattr' is not in "
+            "tfm-serve's Jinja subset");
+  EXPECT_EQ(parseError("a\n{% macro m() %}{% endmacro %}"),
+            "line 2, column 4: the statement 'macro' is not in tfm-serve's "
+            "Jinja subset");
+  EXPECT_EQ(parseError("{{ x is divisibleby 3 }}"),
+            "line 1, column 9: the test 'divisibleby' is not in tfm-serve's "
+            "Jinja subset");
+  EXPECT_EQ(parseError("{{ strftime_now('%Y') }}"),
+            "line 1, column 4: the function 'strftime_now' is not in "
+            "tfm-serve's Jinja subset");
+  EXPECT_EQ(parseError("{{ (1, 2) }}"),
+            "line 1, column 6: tuples are not in tfm-serve's Jinja subset; "
+            "use a list");
+}
+
+TEST(ChatTemplate, SaysWhereTheSourceIsMalformed) {
+  EXPECT_EQ(parseError("ab\ncd {{ x "), "line 2, column 4: '{{' is not "
+                                        "closed by '}}'");
+  EXPECT_EQ(parseError("{% for m in messages %}x"),
+            "line 1, column 4: this block is not closed: the template ends "
+            "before 'else' or 'endfor'");
+  EXPECT_EQ(parseError("{% endif %}"),
+            "line 1, column 4: 'endif' without its 'if'");
+  // A quote is skipped to its end when the tag's end is looked for.
+  EXPECT_EQ(parseError("{{ 'abc }}"), "line 1, column 1: '{{' is not closed "
+                                      "by '}}'");
+  EXPECT_EQ(parseError("{{ 1 + }}"),
+            "line 1, column 8: expected a value, found the tag's end");
+  EXPECT_EQ(parseError("{% if x %}{% else y %}{% endif %}"),
+            "line 1, column 19: 'else' takes nothing after it");
+  EXPECT_EQ(parseError("{{ a b }}"), "line 1, column 6: unexpected 'b'");
+  EXPECT_EQ(parseError("{{ '\\u12' }}"),
+            "line 1, column 6: a malformed \\u escape");
+  EXPECT_EQ(parseError("{{ x ! y }}"),
+            "line 1, column 6: unexpected character '!'");
+}
+
+TEST(ChatTemplate, RenderErrorsNameThePlace) {
+  json variables = {{"messages", json::array()}};
+  // Jinja's Undefined: missing is empty, but a member of it is an error.
+  EXPECT_EQ(render("[{{ messages[0] }}]", variables), "[]");
+  EXPECT_EQ(render("\n{{ messages[0]['role'] }}", variables),
+            "error: line 2, column 15: the value is undefined: it has no "
+            "'role'");
+  EXPECT_EQ(render("{{ 'a' + 1 }}", variables),
+            "error: line 1, column 8: cannot apply '+' to a str and a int");
+  EXPECT_EQ(render("{{ 1 // 0 }}", variables),
+            "error: line 1, column 6: division by zero");
+  EXPECT_EQ(render("{{ 'x'.nope() }}", variables),
+            "error: line 1, column 12: a str has no method 'nope' in "
+            "tfm-serve's Jinja subset");
+  EXPECT_EQ(render("{{ raise_exception('Roles must alternate') }}",
+                   variables),
+            "raised: Roles must alternate");
+}
+
+TEST(ChatTemplate, RendersAreBounded) {
+  json none = json::object();
+  // A template comes from a model file: it cannot loop or print without
+  // end.
+  EXPECT_EQ(render("{% for i in range(5000000) %}{% endfor %}", none),
+            "error: line 1, column 18: range() is longer than 65536");
+  EXPECT_EQ(render("{% for i in range(300) %}{% for j in range(300) %}{% "
+                   "endfor %}{% endfor %}",
+                   none),
+            "error: line 1, column 29: the template loops more than 65536 "
+            "times");
+  EXPECT_EQ(render("{% for i in range(4000) %}{{ 'x' * 5000 }}{% endfor %}",
+                   none),
+            "error: line 1, column 30: the rendered prompt passes 16 MiB");
+}
+
+} // namespace

@@ -1,0 +1,125 @@
+"""Renders chat templates with Hugging Face transformers' apply_chat_template
+(Jinja 2 with trim_blocks and lstrip_blocks, raise_exception) and writes
+Inputs/chat-templates.json, the goldens ChatTemplateTest compares tfm-serve's
+Jinja subset against.
+
+    bash ../shared/reference/setup.sh && source /tmp/tfm-hfref/env.sh
+    /usr/bin/python3 test/serve/make_chat_template_goldens.py   # needs python3-jinja2
+
+Templates: the defaults transformers 4.40.2 ships (LLaMA-2, ChatML), the
+ones popular checkpoints carry in tokenizer_config.json (Zephyr/TinyLlama,
+Gemma, Qwen2, Mistral-Instruct, Phi-3, Llama-3), and one written to use
+every construct of the subset. The special tokens are stories260K-hf's
+(<s>, </s>, <unk>), whose tokenizer renders them.
+"""
+import json
+import os
+import sys
+
+from transformers import AutoTokenizer
+from transformers.models.llama.tokenization_llama import LlamaTokenizer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODEL = os.path.join(HERE, "..", "..", "..", "shared", "models", "stories260K-hf")
+
+tokenizer = AutoTokenizer.from_pretrained(MODEL, use_fast=False)
+tokenizer.use_default_system_prompt = False
+
+TEMPLATES = {
+    "llama2": LlamaTokenizer.default_chat_template.fget(tokenizer),
+    "chatml": super(LlamaTokenizer, tokenizer).default_chat_template,
+    "zephyr": "{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}",
+    "gemma": "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}",
+    "qwen2": "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}",
+    "mistral": "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}",
+    "phi3": "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') %}{{'<|user|>' + '\n' + message['content'] + '<|end|>' + '\n' + '<|assistant|>' + '\n'}}{% elif (message['role'] == 'assistant') %}{{message['content'] + '<|end|>' + '\n'}}{% endif %}{% endfor %}",
+    "llama3": "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}",
+    # Every construct of the subset, laid out over lines as people write
+    # templates, so that trim_blocks and lstrip_blocks matter.
+    "subset": """{#- a comment -#}
+{%- set ns = namespace(system='', turns=0, roles=[]) %}
+{%- for m in messages if m.role != 'system' %}
+    {%- set ns.turns = ns.turns + 1 %}
+    {%- set ns.roles = ns.roles + [m['role'] | upper] %}
+{%- else %}
+    [no turns]
+{%- endfor %}
+{%- if messages[0].role == 'system' %}
+  {%- set ns.system = messages[0]['content'].strip() %}
+{%- endif %}
+{{ bos_token ~ 'turns=' ~ ns.turns ~ ' roles=' ~ ns.roles | join(',') }}
+{% if ns.system is defined and ns.system %}
+    <<{{ ns.system | replace('kind', 'KIND') | title }}>>
+{% endif %}
+{% for message in messages[1:] if message is mapping %}
+  {% set content = message.content %}
+  {% if loop.first %}[first of {{ loop.length }}]{% endif %}
+  {{- loop.index }}/{{ loop.revindex0 }} {{ message.role | capitalize }}: {{ content | trim }}
+  {%- if content.startswith(' ') or content.endswith(' ') %} (padded){% endif %}
+  {%- if 'cat' in content and not 'dog' in content %} (cat){% endif %}
+  {%- if loop.previtem is defined %} after {{ loop.previtem.role }}{% endif %}
+
+{% endfor %}
+{{ messages | length }} {{ messages[-1]['content'][:5] }}|{{ messages[-1]['content'][::-1][:3] }}
+{{ (7 // 2) ~ (7 % 3) ~ (-7 // 2) ~ (-7 % 3) ~ (2 * 3 + 1) ~ (1 / 4) ~ (3 - 5) }}
+{{ messages[0] | tojson }} {{ {'b': [1, 2.5, none, true], 'a': 'x<y'} | tojson }}
+{{ messages[0].get('name', 'anonymous') }} {{ messages[0].get('role') }} {{ messages[9] is undefined }}
+{% for k, v in messages[0].items() %}{{ k }}={{ v | length }};{% endfor %}
+
+{{ 'a,b,,c'.split(',') | list | length }} {{ '  x y  '.split() }} {{ [3, 1, 2] | reverse | list }} {{ [3, 1, 2] | first }}{{ [3, 1, 2] | last }}
+{{ none }} {{ true }} {{ 1.0 }} {{ [1, 'two', none] }} {{ undefined_name }}|{{ undefined_name | default('fallback') }}|{{ '' | default('empty', true) }}
+{{ 'yes' if add_generation_prompt else 'no' }} {{ range(3) | join('-') }} {{ range(1, 7, 2) | list }}
+{{- ' ' ~ ('ok' if messages else 'empty') }}
+{% if add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}
+""",
+}
+
+CONVERSATIONS = {
+    "system-user": [
+        {"role": "system", "content": "Be kind."},
+        {"role": "user", "content": "Once upon a time"},
+    ],
+    "three-turns": [
+        {"role": "user", "content": "Tell me about a cat."},
+        {"role": "assistant", "content": "  The cat sat on the mat.  "},
+        {"role": "user", "content": "And then?"},
+    ],
+    "system-three-turns": [
+        {"role": "system", "content": " You are kind and brief. "},
+        {"role": "user", "content": "Hi!\nHow are \"you\"? It's 'fine'."},
+        {"role": "assistant", "content": "Très bien — merci 😊"},
+        {"role": "user", "content": "A dog and a cat"},
+    ],
+    "one-user": [{"role": "user", "content": "Lily"}],
+}
+
+
+def render(template, messages, add_generation_prompt):
+    try:
+        return {"expected": tokenizer.apply_chat_template(
+            messages, chat_template=template, tokenize=False,
+            add_generation_prompt=add_generation_prompt)}
+    except Exception as e:  # jinja2's TemplateError from raise_exception
+        return {"raises": str(e)}
+
+
+cases = []
+for name, template in TEMPLATES.items():
+    for conversation, messages in CONVERSATIONS.items():
+        for add in (False, True):
+            case = {"template": name, "conversation": conversation,
+                    "add_generation_prompt": add}
+            case.update(render(template, messages, add))
+            cases.append(case)
+
+goldens = {
+    "variables": {k: v for k, v in tokenizer.special_tokens_map.items()},
+    "templates": TEMPLATES,
+    "conversations": CONVERSATIONS,
+    "cases": cases,
+}
+with open(os.path.join(HERE, "Inputs", "chat-templates.json"), "w") as f:
+    json.dump(goldens, f, indent=1, ensure_ascii=False)
+    f.write("\n")
+raised = sum("raises" in c for c in cases)
+print(f"{len(cases)} cases ({raised} raise) written", file=sys.stderr)
