@@ -169,8 +169,26 @@ std::string escapeQuoted(llvm::StringRef text) {
   return out;
 }
 
+/// `text` as a C string literal: any bytes but NUL (which would end it
+/// early; callers refuse it), one line of source per line of text.
 std::string cStringLiteral(llvm::StringRef text) {
-  return "\"" + escapeQuoted(text) + "\"";
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    switch (c) {
+    case '"': out += "\\\""; break;
+    case '\\': out += "\\\\"; break;
+    case '\t': out += "\\t"; break;
+    case '?': out += "\\?"; break; // never a trigraph
+    case '\n': out += "\\n\"\n    \""; break;
+    default:
+      if (c < 0x20 || c == 0x7f) // octal: \ooo
+        out += {'\\', char('0' + (c >> 6)), char('0' + (c >> 3 & 7)),
+                char('0' + (c & 7))};
+      else
+        out += char(c);
+    }
+  }
+  return out + "\"";
 }
 
 /// Static libraries embed their weights (.incbin): the application's link
@@ -385,6 +403,10 @@ std::string generateModelSource(const ModelDescription &model,
        << "    .tokenizer_size = " << tokenizerBytes << "ull,\n";
   else
     os << "    .tokenizer = 0,\n    .tokenizer_size = 0,\n";
+  os << "    .chat_template = "
+     << (model.chatTemplate.empty() ? "0"
+                                    : cStringLiteral(model.chatTemplate))
+     << ",\n";
   os << "    .num_labels = " << model.labels.size() << ",\n"
      << "    .labels = " << (model.labels.empty() ? "0" : "tfm_labels")
      << ",\n"
@@ -491,7 +513,11 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
     append32(i < tokenizer.scores.size() ? tokenizer.scores[i] : 0.0f);
     appendBytes(piece);
   }
-  if (tokenizer.kind == TokenizerVocab::Kind::ByteLevelBpe) {
+  if (tokenizer.kind == TokenizerVocab::Kind::ScoreBpe) {
+    append32(uint32_t(tokenizer.removeExtraWhitespaces
+                          ? TFM_SCORE_BPE_REMOVE_EXTRA_WHITESPACES
+                          : 0));
+  } else if (tokenizer.kind == TokenizerVocab::Kind::ByteLevelBpe) {
     append32(uint32_t(tokenizer.merges.size()));
     for (const std::array<int32_t, 3> &merge : tokenizer.merges)
       for (int32_t id : merge)

@@ -83,6 +83,8 @@ struct ModelDescription {
   bool addBos = true;
   std::optional<TokenizerVocab> tokenizer;
   std::string family;
+  /// The chat template (Jinja source); empty: none.
+  std::string chatTemplate;
   /// A classifier's class names by id.
   std::vector<std::string> labels;
   /// An image model's preprocessing (tfm_image_load).

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Compiler.h"
+#include "frontend/ChatTemplates.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/GgufModel.h"
 #include "frontend/Safetensors.h"
@@ -287,7 +288,8 @@ mlir::tfm::loadInput(MLIRContext &context, const CompileOptions &options) {
       return makeError("--checkpoint is for a .mlir model; '" +
                        options.inputPath + "' has its own");
     llvm::Expected<LoadedModel> loaded =
-        loadModel(context, options.inputPath, options.tokenizerPath);
+        loadModel(context, options.inputPath, options.tokenizerPath,
+                  options.chatTemplatePath);
     if (!loaded)
       return loaded.takeError();
     unit.module = std::move(loaded->module);
@@ -312,6 +314,14 @@ mlir::tfm::loadInput(MLIRContext &context, const CompileOptions &options) {
   if (options.weightsPath.empty())
     return makeError(options.inputPath +
                      ": a model module needs its weights (--checkpoint FILE)");
+  if (!options.chatTemplatePath.empty()) {
+    llvm::Expected<std::string> chatTemplate =
+        readChatTemplateFile(options.chatTemplatePath);
+    if (!chatTemplate)
+      return chatTemplate.takeError();
+    unit.model = withChatTemplate(unit.model, *chatTemplate);
+    (*unit.module)->setAttr(kModelAttrName, unit.model);
+  }
   if (llvm::Error err = readWeightsOfModule(*unit.module, options.weightsPath,
                                             unit.weights))
     return std::move(err);
@@ -407,6 +417,7 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   description.eosToken = model.getEosToken();
   description.addBos = model.getAddBos();
   description.family = model.getFamily().str();
+  description.chatTemplate = model.getChatTemplate().str();
   if (ArrayAttr labels = model.getLabels())
     for (Attribute label : labels)
       description.labels.push_back(cast<StringAttr>(label).str());

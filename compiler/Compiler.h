@@ -70,6 +70,8 @@ struct CompileOptions {
   /// A tokenizer file to use instead of the one beside the model (or the
   /// one a .mlir module's tfm.model names).
   std::string tokenizerPath;
+  /// A chat template file (Jinja) the model carries instead of its own.
+  std::string chatTemplatePath;
   /// The checkpoint (--checkpoint) a .mlir model module's weights are read
   /// from: a
   /// .safetensors file, a model.safetensors.index.json, or a folder holding

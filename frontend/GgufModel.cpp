@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/GgufModel.h"
+#include "frontend/ChatTemplates.h"
 #include "frontend/DecoderBuilder.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/Gguf.h"
@@ -240,6 +241,16 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
       file->optionalInteger("tokenizer.ggml.add_bos_token", 1);
   if (!addBos)
     return addBos.takeError();
+  llvm::Expected<std::optional<llvm::StringRef>> chatTemplate =
+      file->optionalString("tokenizer.chat_template");
+  if (!chatTemplate)
+    return chatTemplate.takeError();
+  if (*chatTemplate) {
+    if (llvm::Error err = checkChatTemplate(
+            path + ": tokenizer.chat_template", **chatTemplate))
+      return std::move(err);
+    model.chatTemplate = (*chatTemplate)->str();
+  }
   model.bosToken = *bos;
   model.eosToken = *eos;
   // llama.cpp's default: SentencePiece vocabularies start with BOS.

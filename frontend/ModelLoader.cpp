@@ -1,6 +1,7 @@
 //===- ModelLoader.cpp - read a model description into tfm IR -----------===//
 
 #include "frontend/ModelLoader.h"
+#include "frontend/ChatTemplates.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/GgufModel.h"
 #include "frontend/JsonFile.h"
@@ -25,7 +26,8 @@ void mlir::tfm::recordDecoderShape(LoadedModel &model,
 
 llvm::Expected<LoadedModel> mlir::tfm::loadModel(mlir::MLIRContext &context,
                                            llvm::StringRef path,
-                                           llvm::StringRef tokenizerPath) {
+                                           llvm::StringRef tokenizerPath,
+                                           llvm::StringRef chatTemplatePath) {
   llvm::Expected<LoadedModel> model = [&]() -> llvm::Expected<LoadedModel> {
     if (llvm::sys::fs::is_directory(path))
       return loadHuggingFaceModel(context, path);
@@ -51,6 +53,16 @@ llvm::Expected<LoadedModel> mlir::tfm::loadModel(mlir::MLIRContext &context,
     model->tokenizer = std::move(*vocab);
     model->tokenizerPath = tokenizerPath.str();
   }
+  // An explicit template replaces the checkpoint's (a GGUF file's was read
+  // with it; a directory's is read here, unless replaced).
+  llvm::Expected<std::string> chatTemplate =
+      !chatTemplatePath.empty() ? readChatTemplateFile(chatTemplatePath)
+      : llvm::sys::fs::is_directory(path)
+          ? readHuggingFaceChatTemplate(path)
+          : llvm::Expected<std::string>(model->chatTemplate);
+  if (!chatTemplate)
+    return chatTemplate.takeError();
+  model->chatTemplate = std::move(*chatTemplate);
   describeModel(*model);
   return model;
 }
@@ -79,8 +91,19 @@ void mlir::tfm::describeModel(LoadedModel &model) {
       model.bosToken, model.eosToken, model.addBos && model.bosToken >= 0,
       tokenizer, model.hiddenSize, model.numLayers, model.numHeads,
       model.numKVHeads, labelsAttr(context, model.labels),
-      model.imagePreprocessing, model.generation, model.audioPreprocessing);
+      model.imagePreprocessing, model.generation, model.audioPreprocessing,
+      model.chatTemplate);
   (*model.module)->setAttr(kModelAttrName, attr);
+}
+
+ModelAttr mlir::tfm::withChatTemplate(ModelAttr m,
+                                      llvm::StringRef chatTemplate) {
+  return ModelAttr::get(
+      m.getContext(), m.getFamily(), m.getVocabSize(), m.getMaxContext(),
+      m.getBosToken(), m.getEosToken(), m.getAddBos(), m.getTokenizer(),
+      m.getHiddenSize(), m.getNumLayers(), m.getNumHeads(), m.getNumKvHeads(),
+      m.getLabels(), m.getImage(), m.getGeneration(), m.getAudio(),
+      chatTemplate);
 }
 
 /// WordPiece is an encoder's; byte-level BPE is when it has RoBERTa's <s>

@@ -42,6 +42,9 @@ struct LoadedModel {
   AudioPreprocessingAttr audioPreprocessing;
   /// An encoder-decoder's generation defaults (generation_config.json).
   GenerationAttr generation;
+  /// The chat template (Jinja source; frontend/ChatTemplates.h); empty
+  /// when the model has none.
+  std::string chatTemplate;
   /// Where the tokenizer was read from (a file, or the directory of a
   /// byte-level BPE); empty without one.
   std::string tokenizerPath;
@@ -63,10 +66,15 @@ void recordDecoderShape(LoadedModel &model, const DecoderSpec &spec);
 
 /// `path`: a Hugging Face model directory, a llama2.c `.bin` or a GGUF
 /// file (`.gguf`).
-/// `tokenizerPath`: overrides the tokenizer found beside the model.
+/// `tokenizerPath`: overrides the tokenizer found beside the model;
+/// `chatTemplatePath`: the chat template the model carries.
 llvm::Expected<LoadedModel> loadModel(mlir::MLIRContext &context,
                                       llvm::StringRef path,
-                                      llvm::StringRef tokenizerPath);
+                                      llvm::StringRef tokenizerPath,
+                                      llvm::StringRef chatTemplatePath = "");
+
+/// `model` with `chatTemplate` as its chat template.
+ModelAttr withChatTemplate(ModelAttr model, llvm::StringRef chatTemplate);
 
 /// The Hugging Face reader (HuggingFace.cpp).
 llvm::Expected<LoadedModel> loadHuggingFaceModel(mlir::MLIRContext &context,

@@ -333,8 +333,20 @@ mlir::tfm::readSentencePieceModel(llvm::StringRef path) {
     vocab.pieces.push_back(std::move(piece.text));
     vocab.scores.push_back(piece.score);
   }
-  if (model->modelType == kBpe)
-    return vocab; // llama2.c's encoding of SentencePiece BPE
+  if (model->modelType == kBpe) {
+    // llama2.c's encoding of SentencePiece BPE. Its control, unknown and
+    // user-defined pieces (<s>, </s>, <unk>) are matched whole in text, as
+    // transformers' LlamaTokenizer matches its added tokens (no stripping
+    // around them): a chat template's rendered "<s>[INST]" starts with BOS.
+    vocab.removeExtraWhitespaces = model->removeExtraWhitespaces;
+    for (auto [id, piece] : llvm::enumerate(model->pieces))
+      if (piece.type == kControl || piece.type == kUnknown ||
+          piece.type == kUserDefined) {
+        vocab.specialTokens.push_back(int32_t(id));
+        vocab.specialTokenStrips.push_back(0);
+      }
+    return vocab;
+  }
   if (model->modelType != kUnigram)
     return makeError(path + ": SentencePiece model type " +
                      llvm::Twine(model->modelType) +

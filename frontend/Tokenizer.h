@@ -56,6 +56,9 @@ struct TokenizerVocab {
     uint32_t maxCharsPerWord = 100;
     std::string continuationPrefix = "##";
   };
+  /// ScoreBpe from a SentencePiece model: its normalizer's
+  /// remove_extra_whitespaces (llama2.c's files do not say: off).
+  bool removeExtraWhitespaces = false;
   /// A Unigram model's normalizer and lattice (SentencePiece's
   /// NormalizerSpec and piece types).
   struct UnigramOptions {

@@ -21,7 +21,7 @@ ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                   StringRef tokenizer, int64_t hiddenSize, int64_t numLayers,
                   int64_t numHeads, int64_t numKVHeads, ArrayAttr labels,
                   ImagePreprocessingAttr image, GenerationAttr generation,
-                  AudioPreprocessingAttr audio) {
+                  AudioPreprocessingAttr audio, StringRef chatTemplate) {
   if (family.empty())
     return emitError() << "expected a non-empty model family";
   if (vocabSize < 0 || maxContext <= 0)
@@ -35,6 +35,11 @@ ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          << "), got " << token;
   if (addBos && bosToken < 0)
     return emitError() << "add_bos needs a bos_token";
+  // The runtime gets it as a C string.
+  if (size_t nul = chatTemplate.find('\0'); nul != StringRef::npos)
+    return emitError() << "expected a chat_template without NUL bytes, found "
+                          "one at offset "
+                       << nul;
   if (hiddenSize < 0 || numLayers < 0 || numHeads < 0 || numKVHeads < 0)
     return emitError() << "expected non-negative sizes";
   if (labels && !llvm::all_of(labels, llvm::IsaPred<StringAttr>))

@@ -194,7 +194,11 @@ def Tfm_ModelAttr : AttrDef<Tfm_Dialect, "Model"> {
     A classifier names its classes (`labels`, strings by class id: a
     config's `id2label`), which the runtime prints its logits with. An
     image model says how its input is made from an image file (`image`), an
-    encoder-decoder how generate() runs by default (`generation`).
+    encoder-decoder how generate() runs by default (`generation`). A chat
+    model carries its chat template (`chat_template`: the Jinja source from
+    tokenizer_config.json, chat_template.jinja, GGUF's
+    `tokenizer.chat_template` or `tfmc --chat-template`), which the
+    compiler keeps for the runtime without interpreting it.
   }];
   let parameters = (ins
     StringRefParameter<"the architecture's name">:$family,
@@ -214,7 +218,8 @@ def Tfm_ModelAttr : AttrDef<Tfm_Dialect, "Model"> {
     OptionalParameter<"GenerationAttr",
                       "an encoder-decoder's generation defaults">:$generation,
     OptionalParameter<"AudioPreprocessingAttr",
-                      "a speech model's preprocessing">:$audio
+                      "a speech model's preprocessing">:$audio,
+    StringRefParameter<"the chat template (Jinja source)", "\"\"">:$chat_template
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -64,7 +64,8 @@ typedef struct {
  * Unigram: uint32 flags (TFM_UNIGRAM_*), int32 unknown id, one uint8 piece
  * type per token (TFM_UNIGRAM_PIECE_*), uint32 normalization rule count and
  * per rule uint32 length and bytes of the text it replaces, then of its
- * replacement.
+ * replacement; score BPE: uint32 flags (TFM_SCORE_BPE_*), which blobs
+ * written before it existed lack (read as 0).
  * Pieces are raw bytes: ' ' for SentencePiece's U+2581, "<0xAB>" for
  * byte-fallback tokens, GPT-2's byte-to-unicode spelling undone. */
 #define TFM_TOKENIZER_MAGIC "TFMTOK02"
@@ -95,6 +96,9 @@ enum {
 /* Unigram normalizer switches (SentencePiece's NormalizerSpec) and byte
  * fallback (unknown characters as "<0xAB>" tokens instead of unknown). */
 enum {
+  /* SentencePiece's remove_extra_whitespaces: leading and trailing spaces
+   * dropped, runs of spaces made one, before the dummy prefix. */
+  TFM_SCORE_BPE_REMOVE_EXTRA_WHITESPACES = 1,
   TFM_UNIGRAM_ADD_DUMMY_PREFIX = 1,
   TFM_UNIGRAM_REMOVE_EXTRA_WHITESPACES = 2,
   TFM_UNIGRAM_ESCAPE_WHITESPACES = 4,

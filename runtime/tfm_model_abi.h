@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 11
+#define TFM_ABI_VERSION 12
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -291,6 +291,9 @@ typedef struct tfm_model_desc {
   /* Tokenizer blob (tfm_format.h), or NULL when compiled without one. */
   const uint8_t *tokenizer;
   uint64_t tokenizer_size;
+  /* The chat template (Jinja source: tokenizer_config.json's
+   * chat_template), or NULL. tfm-serve renders conversations with it. */
+  const char *chat_template;
   /* A classifier's class names by id (a config's id2label), which index
    * the last dimension of its logits; 0 and NULL otherwise. */
   int32_t num_labels;

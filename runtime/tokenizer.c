@@ -382,6 +382,10 @@ tfm_status_code tfm_tokenizer_new(const uint8_t *blob, uint64_t size,
     code = parse_wordpiece(t, &r, status);
   if (code == TFM_OK && t->kind == TFM_TOKENIZER_UNIGRAM)
     code = parse_unigram(t, &r, status);
+  if (code == TFM_OK && t->kind == TFM_TOKENIZER_SCORE_BPE && r.at < r.size &&
+      !read_u32(&r, &t->score_bpe_flags))
+    code = tfm_fail(status, TFM_ERROR_TOKENIZER,
+                    "tokenizer blob: truncated score BPE flags");
   if (code == TFM_OK)
     code = check_named_ids(t, status);
   if (code != TFM_OK) {

@@ -57,6 +57,7 @@ struct tfm_tokenizer {
    * lowest and highest score of a normal piece, and how many normalized
    * bytes one input byte can become (at least 1). */
   uint32_t unigram_flags;
+  uint32_t score_bpe_flags;
   uint8_t *piece_types;
   int has_user_defined;
   uint32_t rule_count;

@@ -12,9 +12,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-tfm_status_code tfm_score_bpe_encode(const tfm_tokenizer *t, const char *text,
-                                     size_t length, int32_t *work,
-                                     int64_t *count, tfm_status *status) {
+/* SentencePiece's remove_extra_whitespaces: `text` without leading or
+ * trailing spaces and with runs of spaces made one, in `out` (room for
+ * `length` bytes); returns its length. */
+static size_t remove_extra_spaces(const char *text, size_t length, char *out) {
+  size_t n = 0;
+  for (size_t i = 0; i < length; ++i)
+    if (text[i] != ' ' || (n > 0 && out[n - 1] != ' '))
+      out[n++] = text[i];
+  while (n > 0 && out[n - 1] == ' ')
+    --n;
+  return n;
+}
+
+/* The dummy space, one token per character, then the merges. */
+static tfm_status_code encode_characters_and_merge(const tfm_tokenizer *t,
+                                                   const char *text,
+                                                   size_t length, int32_t *work,
+                                                   int64_t *count,
+                                                   tfm_status *status) {
   int64_t n = 0;
   if (length > 0) {
     int32_t space = tfm_tokenizer_lookup(t, " ", 1);
@@ -72,4 +88,21 @@ tfm_status_code tfm_score_bpe_encode(const tfm_tokenizer *t, const char *text,
   free(pair);
   *count = n;
   return tfm_ok(status);
+}
+
+tfm_status_code tfm_score_bpe_encode(const tfm_tokenizer *t, const char *text,
+                                     size_t length, int32_t *work,
+                                     int64_t *count, tfm_status *status) {
+  char *normalized = NULL;
+  if (t->score_bpe_flags & TFM_SCORE_BPE_REMOVE_EXTRA_WHITESPACES) {
+    normalized = malloc(length + 1);
+    if (!normalized)
+      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+    length = remove_extra_spaces(text, length, normalized);
+    text = normalized;
+  }
+  tfm_status_code code =
+      encode_characters_and_merge(t, text, length, work, count, status);
+  free(normalized);
+  return code;
 }

@@ -118,6 +118,12 @@ module attributes {tfm.model = #tfm.model<family = "llama", vocab_size = 8, max_
 
 // -----
 
+// expected-error @+1 {{expected a chat_template without NUL bytes, found one at offset 3}}
+module attributes {tfm.model = #tfm.model<family = "llama", vocab_size = 8, max_context = 8, chat_template = "{{ \00 }}">} {
+}
+
+// -----
+
 module {
   // expected-error @+1 {{'tfm.model' belongs on the module}}
   func.func private @f() attributes {tfm.model = #tfm.model<family = "llama", vocab_size = 8, max_context = 8>}

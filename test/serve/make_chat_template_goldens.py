@@ -123,3 +123,15 @@ with open(os.path.join(HERE, "Inputs", "chat-templates.json"), "w") as f:
     f.write("\n")
 raised = sum("raises" in c for c in cases)
 print(f"{len(cases)} cases ({raised} raise) written", file=sys.stderr)
+
+# The ids transformers gives the LLaMA-2 chat prompt of one conversation
+# (apply_chat_template, tokenized), which tfm-serve must reproduce with
+# stories260K-hf and test/tools/Inputs/llama2-chat.jinja (tfm-serve.test).
+conversation = CONVERSATIONS["system-three-turns"]
+ids = tokenizer.apply_chat_template(conversation, chat_template=TEMPLATES["llama2"],
+                                    add_generation_prompt=True)
+with open(os.path.join(HERE, "..", "tools", "Inputs", "llama2-chat.json"), "w") as f:
+    json.dump({"messages": conversation, "prompt_ids": ids}, f, ensure_ascii=False)
+    f.write("\n")
+with open(os.path.join(HERE, "..", "tools", "Inputs", "llama2-chat.jinja"), "w") as f:
+    f.write(TEMPLATES["llama2"])

@@ -43,10 +43,10 @@ def get(port, path):
     return response.status, response.getheader("Content-Type"), payload
 
 
-def open_stream(port, body):
+def open_stream(port, body, path="/v1/completions"):
     """The connection and response of a streamed completion."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    connection.request("POST", "/v1/completions",
+    connection.request("POST", path,
                        json.dumps(dict(body, stream=True)),
                        {"Content-Type": "application/json"})
     return connection, connection.getresponse()
@@ -99,17 +99,23 @@ def wait_for(port, condition, seconds=10):
     return metrics(port)
 
 
+def start_server(serve, library, *options):
+    """The server process and its port; prints its banner (less the
+    address) and the chat template line."""
+    server = subprocess.Popen([serve, library, "--port", "0", *options],
+                              stdout=subprocess.PIPE, text=True)
+    banner = server.stdout.readline().strip()
+    print(banner.rsplit(" on ", 1)[0])
+    print(server.stdout.readline().strip())
+    return server, int(re.search(r":(\d+)$", banner).group(1))
+
+
 def main():
     serve, library, executable = sys.argv[1:4]
-    server = subprocess.Popen(
-        [serve, library, "--port", "0", "--max-sequences", "4",
-         "--max-waiting", "2", "--max-tokens", "400",
-         "--max-request-bytes", "4096"],
-        stdout=subprocess.PIPE, text=True)
+    server, port = start_server(serve, library, "--max-sequences", "4",
+                                "--max-waiting", "2", "--max-tokens", "400",
+                                "--max-request-bytes", "4096")
     try:
-        banner = server.stdout.readline().strip()
-        print(banner.rsplit(" on ", 1)[0])
-        port = int(re.search(r":(\d+)$", banner).group(1))
         run_checks(port, executable)
     finally:
         server.terminate()
@@ -241,6 +247,12 @@ def run_checks(port, executable):
           "waiting", int(after["tfm_requests_waiting"]), "blocks used",
           int(after['tfm_kv_blocks{state="used"}']), "rejected >= 1:",
           after['tfm_requests_total{outcome="rejected"}'] >= 1)
+
+    # A chat needs a chat template, which this model lacks.
+    status, payload = post(port, "/v1/chat/completions",
+                           {"messages": [{"role": "user", "content": "Hi"}]})
+    print("chat without template:", status,
+          json.loads(payload)["error"]["message"])
 
     status, kind, text = get(port, "/metrics")
     print("metrics:", status, kind,

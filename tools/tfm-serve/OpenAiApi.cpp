@@ -6,7 +6,7 @@
 #include <set>
 
 using namespace tfm::serve;
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 json ApiError::body() const {
   json error = {{"message", message},
@@ -47,6 +47,29 @@ std::optional<ApiError> readNumber(const json &request, const char *field,
   return std::nullopt;
 }
 
+/// `text` through the model's tokenizer, starting with `bos` (-1: none);
+/// errors name `field`.
+std::optional<ApiError> tokenizeText(const ServedModel &model,
+                                     const std::string &text, int32_t bos,
+                                     const std::string &field,
+                                     std::vector<int32_t> &ids) {
+  tfm_status status;
+  int64_t count = 0;
+  // Sized for the context: a longer prompt is refused by its count.
+  ids.resize(size_t(model.contextPositions) + 1);
+  if (tfm_tokenizer_encode(model.tokenizer, text.c_str(), bos, ids.data(),
+                           int64_t(ids.size()), &count, &status) != TFM_OK)
+    return badField(field, std::string("cannot be tokenized: ") +
+                               status.message);
+  // Past the capacity only the count is known; it is what gets reported.
+  ids.resize(size_t(count));
+  if (ids.empty() && model.desc->bos_token >= 0)
+    ids.push_back(model.desc->bos_token);
+  if (ids.empty())
+    return badField(field, "is empty");
+  return std::nullopt;
+}
+
 /// The prompt as ids: text through the model's tokenizer, or ids as given.
 std::optional<ApiError> readPrompt(const json &request,
                                    const ServedModel &model,
@@ -81,23 +104,86 @@ std::optional<ApiError> readPrompt(const json &request,
   if (!model.tokenizer)
     return badField("prompt", "must be token ids: the model was compiled "
                               "without a tokenizer");
-  std::string text = prompt.get<std::string>();
-  int32_t bos = model.desc->add_bos ? model.desc->bos_token : -1;
-  tfm_status status;
-  int64_t count = 0;
-  // Sized for the context: a longer prompt is refused by its count.
-  ids.resize(size_t(model.contextPositions) + 1);
-  if (tfm_tokenizer_encode(model.tokenizer, text.c_str(), bos, ids.data(),
-                           int64_t(ids.size()), &count, &status) != TFM_OK)
-    return badField("prompt", std::string("cannot be tokenized: ") +
-                                  status.message);
-  // Past the capacity only the count is known; it is what gets reported.
-  ids.resize(size_t(count));
-  if (ids.empty() && model.desc->bos_token >= 0)
-    ids.push_back(model.desc->bos_token);
-  if (ids.empty())
-    return badField("prompt", "is empty");
+  return tokenizeText(model, prompt.get<std::string>(),
+                      model.desc->add_bos ? model.desc->bos_token : -1,
+                      "prompt", ids);
+}
+
+/// A message's content as text: a string, or the texts of its parts
+/// (OpenAI's [{"type": "text", "text": ...}]) joined by newlines, as vLLM
+/// joins them; null (an assistant's tool call) is empty.
+std::optional<ApiError> messageText(const json &content, size_t index,
+                                    std::string &text) {
+  std::string field = "messages[" + std::to_string(index) + "].content";
+  if (content.is_null())
+    return std::nullopt;
+  if (content.is_string()) {
+    text = content.get<std::string>();
+    return std::nullopt;
+  }
+  if (!content.is_array())
+    return badField(field, "must be a string or an array of text parts");
+  for (const json &part : content) {
+    if (!part.is_object() || part.value("type", json()) != "text" ||
+        !part.contains("text") || !part["text"].is_string())
+      return badField(field, "has a part that is not {\"type\": \"text\", "
+                             "\"text\": string}: this model reads text only");
+    text += (text.empty() ? "" : "\n") + part["text"].get<std::string>();
+  }
   return std::nullopt;
+}
+
+/// A chat's messages, rendered with the model's template and tokenized.
+std::optional<ApiError> readMessages(const json &request,
+                                     const ServedModel &model,
+                                     std::vector<int32_t> &ids) {
+  auto found = request.find("messages");
+  if (found == request.end())
+    return ApiError{400, "'messages' is required", "messages", ""};
+  if (!found->is_array() || found->empty())
+    return badField("messages", "must be a non-empty array of messages");
+  if (!model.chatTemplate)
+    return ApiError{400, model.chatTemplateProblem, "messages",
+                    "chat_template_unavailable"};
+  if (!model.tokenizer)
+    return badField("messages", "cannot be read: the model was compiled "
+                                "without a tokenizer");
+  json messages = json::array();
+  for (size_t i = 0; i < found->size(); ++i) {
+    const json &message = (*found)[i];
+    std::string at = "messages[" + std::to_string(i) + "]";
+    if (!message.is_object())
+      return badField(at, "must be an object with a role and content");
+    if (!message.contains("role") || !message["role"].is_string())
+      return badField(at + ".role", "must be a string");
+    std::string text;
+    if (auto error = messageText(json(message.value("content", json())),
+                                 i, text))
+      return error;
+    json normalized = message;
+    normalized["content"] = text;
+    messages.push_back(std::move(normalized));
+  }
+  json variables = model.specialTokens;
+  variables["messages"] = std::move(messages);
+  bool generationPrompt = true;
+  if (auto flag = request.find("add_generation_prompt");
+      flag != request.end()) {
+    if (!flag->is_boolean())
+      return badField("add_generation_prompt", "must be true or false");
+    generationPrompt = flag->get<bool>();
+  }
+  variables["add_generation_prompt"] = generationPrompt;
+  std::string prompt, error;
+  ChatTemplate::Failure failure;
+  if (!model.chatTemplate->render(variables, prompt, failure, error))
+    return failure == ChatTemplate::Failure::Raised
+               ? ApiError{400, "the model's chat template refuses the "
+                               "conversation: " + error,
+                          "messages", ""}
+               : ApiError{400, "the model's chat template failed at " + error,
+                          "messages", "chat_template_error"};
+  return tokenizeText(model, prompt, /*bos=*/-1, "messages", ids);
 }
 
 std::optional<ApiError> readStop(const json &request,
@@ -125,7 +211,7 @@ std::optional<ApiError> readStop(const json &request,
 } // namespace
 
 std::optional<ApiError>
-tfm::serve::parseCompletionRequest(const std::string &body,
+tfm::serve::parseCompletionRequest(Endpoint endpoint, const std::string &body,
                                    const ServedModel &model,
                                    uint64_t defaultSeed,
                                    CompletionRequest &out) {
@@ -134,13 +220,32 @@ tfm::serve::parseCompletionRequest(const std::string &body,
     return ApiError{400, "the body is not valid JSON", "", ""};
   if (!request.is_object())
     return ApiError{400, "the body must be a JSON object", "", ""};
-  static const std::set<std::string> known = {
-      "model",  "prompt",     "max_tokens", "temperature", "top_p",
-      "top_k",  "seed",       "stop",       "ignore_eos",  "stream",
-      "n",      "user",       "repetition_penalty"};
+  static const std::set<std::string> common = {
+      "model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop",
+      "ignore_eos", "stream", "n", "user", "repetition_penalty"};
+  static const std::set<std::string> chatOnly = {
+      "messages", "max_completion_tokens", "add_generation_prompt",
+      "stream_options"};
+  bool chat = endpoint == Endpoint::ChatCompletions;
+  out.endpoint = endpoint;
   for (auto &[key, value] : request.items())
-    if (!known.count(key))
+    if (!common.count(key) && (chat ? !chatOnly.count(key) : key != "prompt"))
       return ApiError{400, "unknown field '" + key + "'", key, ""};
+  // A chat's newer name for max_tokens.
+  if (auto found = request.find("max_completion_tokens");
+      found != request.end()) {
+    if (request.contains("max_tokens"))
+      return badField("max_completion_tokens",
+                      "and 'max_tokens' are the same limit: give one");
+    request["max_tokens"] = *found;
+  }
+  // Every stream ends with the usage; include_usage is accepted for it.
+  if (auto found = request.find("stream_options"); found != request.end())
+    if (!found->is_object() || found->size() > 1 ||
+        (found->size() == 1 &&
+         !found->value("include_usage", json()).is_boolean()))
+      return badField("stream_options",
+                      "must be {\"include_usage\": true or false}");
   if (auto found = request.find("model"); found != request.end()) {
     if (!found->is_string())
       return badField("model", "must be a string");
@@ -154,7 +259,8 @@ tfm::serve::parseCompletionRequest(const std::string &body,
   if (auto found = request.find("n");
       found != request.end() && *found != json(1))
     return badField("n", "must be 1: one completion per request");
-  if (auto error = readPrompt(request, model, out.prompt))
+  if (auto error = chat ? readMessages(request, model, out.prompt)
+                        : readPrompt(request, model, out.prompt))
     return error;
   double maxTokens = 16;
   if (auto error = readNumber(request, "max_tokens", 1,
@@ -266,12 +372,26 @@ const char *tfm::serve::finishReason(tfm_finish_reason reason,
   return stopString || reason == TFM_FINISH_EOS ? "stop" : "length";
 }
 
-json tfm::serve::completionChoice(const std::string &text,
-                                  const char *finishReason) {
-  return {{"index", 0},
-          {"text", text},
-          {"logprobs", nullptr},
-          {"finish_reason", finishReason ? json(finishReason) : json(nullptr)}};
+json tfm::serve::completionChoice(Endpoint endpoint, const std::string &text,
+                                  const char *finishReason, bool streamed,
+                                  bool firstOfStream) {
+  json choice = {{"index", 0}};
+  if (endpoint == Endpoint::Completions) {
+    choice["text"] = text;
+  } else if (!streamed) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    // A stream's first delta names the role; its last may be empty.
+    json delta = json::object();
+    if (firstOfStream)
+      delta["role"] = "assistant";
+    if (!text.empty() || (firstOfStream && !finishReason))
+      delta["content"] = text;
+    choice["delta"] = std::move(delta);
+  }
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = finishReason ? json(finishReason) : json(nullptr);
+  return choice;
 }
 
 json tfm::serve::usage(int64_t promptTokens, int64_t completionTokens) {
@@ -280,10 +400,14 @@ json tfm::serve::usage(int64_t promptTokens, int64_t completionTokens) {
           {"total_tokens", promptTokens + completionTokens}};
 }
 
-json tfm::serve::completionResponse(const std::string &id, int64_t created,
+json tfm::serve::completionResponse(Endpoint endpoint, bool streamed,
+                                    const std::string &id, int64_t created,
                                     const std::string &model, json choice) {
+  const char *object = endpoint == Endpoint::Completions ? "text_completion"
+                       : streamed ? "chat.completion.chunk"
+                                  : "chat.completion";
   return {{"id", id},
-          {"object", "text_completion"},
+          {"object", object},
           {"created", created},
           {"model", model},
           {"choices", json::array({std::move(choice)})}};

@@ -1,15 +1,18 @@
 //===- OpenAiApi.h - OpenAI's completion requests and responses -----------===//
 //
-// What tfm-serve accepts and answers on /v1/completions, as OpenAI's API
-// (and vLLM's extensions: ignore_eos, top_k, repetition_penalty) defines
-// it: parsing and checking a request, turning generated tokens into text
-// that stops at the request's stop strings, and the response bodies.
+// What tfm-serve accepts and answers on /v1/completions and
+// /v1/chat/completions, as OpenAI's API (and vLLM's extensions: ignore_eos,
+// top_k, repetition_penalty, add_generation_prompt) defines it: parsing and
+// checking a request (a chat's messages rendered with the model's chat
+// template), turning generated tokens into text that stops at the
+// request's stop strings, and the response bodies.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TFM_TOOLS_TFM_SERVE_OPENAIAPI_H
 #define TFM_TOOLS_TFM_SERVE_OPENAIAPI_H
 
+#include "ChatTemplate.h"
 #include "runtime/tfm_engine.h"
 
 #include <nlohmann/json.hpp>
@@ -28,9 +31,21 @@ struct ServedModel {
   const tfm_tokenizer *tokenizer = nullptr; // may be null: ids only
   int64_t contextPositions = 0;             // the engine's per sequence
   int64_t maxTokensPerRequest = 0;          // max_tokens' ceiling
+  /// The chat template, or null with `chatTemplateProblem` saying why
+  /// (none, or one this server cannot render).
+  std::unique_ptr<ChatTemplate> chatTemplate;
+  std::string chatTemplateProblem;
+  /// The special tokens' spellings the template is given (bos_token,
+  /// eos_token), as the tokenizer spells them.
+  nlohmann::ordered_json specialTokens = nlohmann::ordered_json::object();
 };
 
+/// The two generation endpoints: their requests differ in the prompt
+/// (`prompt`, or `messages`), their responses in shape.
+enum class Endpoint { Completions, ChatCompletions };
+
 struct CompletionRequest {
+  Endpoint endpoint = Endpoint::Completions;
   std::vector<int32_t> prompt;
   int64_t maxTokens = 16;
   tfm_sampler_options sampler{};
@@ -45,12 +60,16 @@ struct ApiError {
   std::string message;
   std::string param; // the field at fault, if any
   std::string code;  // OpenAI's code ("context_length_exceeded"), if any
-  nlohmann::json body() const;
+  nlohmann::ordered_json body() const;
 };
 
-/// Parses and checks a /v1/completions body; a seed the request lacks is
-/// `defaultSeed`.
-std::optional<ApiError> parseCompletionRequest(const std::string &body,
+/// Parses and checks a body of `endpoint`; a seed the request lacks is
+/// `defaultSeed`. A chat's messages become the prompt through the model's
+/// chat template (with add_generation_prompt, true unless the request says
+/// otherwise) and its tokenizer, which adds no BOS (the template writes
+/// it, as transformers' apply_chat_template expects).
+std::optional<ApiError> parseCompletionRequest(Endpoint endpoint,
+                                               const std::string &body,
                                                const ServedModel &model,
                                                uint64_t defaultSeed,
                                                CompletionRequest &out);
@@ -81,13 +100,18 @@ private:
 /// "stop" (end of sequence, or a stop string) or "length".
 const char *finishReason(tfm_finish_reason reason, bool stopString);
 
-nlohmann::json completionChoice(const std::string &text,
-                                const char *finishReason);
-nlohmann::json usage(int64_t promptTokens, int64_t completionTokens);
-/// The response object (a chunk of a stream when `chunk`).
-nlohmann::json completionResponse(const std::string &id, int64_t created,
+/// A choice of `endpoint`'s response: the text (a completion's `text`, a
+/// chat's message), or in a stream the piece (a chat's `delta`, whose
+/// first also names the role).
+nlohmann::ordered_json completionChoice(Endpoint endpoint, const std::string &text,
+                                const char *finishReason, bool streamed,
+                                bool firstOfStream);
+nlohmann::ordered_json usage(int64_t promptTokens, int64_t completionTokens);
+/// The response object, or a chunk of a stream when `streamed`.
+nlohmann::ordered_json completionResponse(Endpoint endpoint, bool streamed,
+                                  const std::string &id, int64_t created,
                                   const std::string &model,
-                                  nlohmann::json choice);
+                                  nlohmann::ordered_json choice);
 
 } // namespace tfm::serve
 

@@ -3,9 +3,10 @@
 //   tfm-serve LIBRARY [--port N] [--host H] [options]
 //
 // Loads a language model compiled with `tfmc --emit=lib` and serves it over
-// HTTP (cpp-httplib): /v1/completions (streamed with server-sent events
-// when asked), /v1/models, /health, and /metrics in Prometheus' text
-// format. Requests are decoded together by the runtime's batch engine
+// HTTP (cpp-httplib): /v1/completions and /v1/chat/completions (streamed
+// with server-sent events when asked; chats rendered with the model's chat
+// template, ChatTemplate.h), /v1/models, /health, and /metrics in
+// Prometheus' text format. Requests are decoded together by the runtime's batch engine
 // (runtime/tfm_engine.h); see Scheduler.h for the threads.
 //
 //===----------------------------------------------------------------------===//
@@ -20,11 +21,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <fstream>
 #include <random>
 #include <sstream>
 
 using namespace tfm::serve;
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 
@@ -45,10 +47,12 @@ const char *const kUsage =
     "  --max-tokens N          the largest max_tokens a request may ask for\n"
     "                          (the context)\n"
     "  --max-request-bytes N   the largest request body (1048576)\n"
+    "  --chat-template FILE    the chat template (Jinja) for\n"
+    "                          /v1/chat/completions, instead of the model's\n"
     "  --timeout S             socket read and write timeout, seconds (60)\n";
 
 struct Options {
-  std::string library, host = "127.0.0.1", symbol, name;
+  std::string library, host = "127.0.0.1", symbol, name, chatTemplate;
   int port = 8080;
   int64_t maxWaiting = 64, kvPoolMb = 0, maxTokens = 0;
   int64_t maxRequestBytes = 1 << 20, timeoutSeconds = 60;
@@ -110,6 +114,8 @@ Options parseOptions(int argc, char **argv) {
       o.maxTokens = parseCount("--max-tokens", value(), 1, big);
     } else if (arg == "--max-request-bytes") {
       o.maxRequestBytes = parseCount("--max-request-bytes", value(), 64, big);
+    } else if (arg == "--chat-template") {
+      o.chatTemplate = value();
     } else if (arg == "--timeout") {
       o.timeoutSeconds = parseCount("--timeout", value(), 1, 86400);
     } else if (!arg.empty() && arg[0] == '-') {
@@ -147,6 +153,57 @@ const tfm_model_desc *loadLibrary(const Options &o, std::string &name) {
          "' (tfmc --emit=lib -o libNAME.so exports NAME_model; "
          "--model-symbol names another)");
   return desc;
+}
+
+/// The chat template: --chat-template's file (refused at start when it
+/// cannot be rendered), or the model's (a problem then only refuses chats).
+/// Returns where it came from, for the start-up message.
+std::string loadChatTemplate(const Options &o, ServedModel &served) {
+  std::string source, origin;
+  if (!o.chatTemplate.empty()) {
+    std::ifstream in(o.chatTemplate, std::ios::binary);
+    if (!in)
+      fail("cannot read the chat template '" + o.chatTemplate + "'");
+    std::stringstream text;
+    text << in.rdbuf();
+    source = text.str();
+    origin = "'" + o.chatTemplate + "'";
+  } else if (served.desc->chat_template) {
+    source = served.desc->chat_template;
+    origin = "the model's";
+  } else {
+    served.chatTemplateProblem =
+        "the model has no chat template (tokenizer_config.json's "
+        "chat_template, or tfmc --chat-template): /v1/chat/completions needs "
+        "one; start tfm-serve with --chat-template FILE";
+    return "none";
+  }
+  std::string error;
+  served.chatTemplate = ChatTemplate::parse(source, error);
+  if (served.chatTemplate)
+    return origin;
+  if (!o.chatTemplate.empty())
+    fail("the chat template '" + o.chatTemplate + "': " + error);
+  served.chatTemplateProblem =
+      "the model's chat template cannot be rendered by tfm-serve (" + error +
+      "); start tfm-serve with --chat-template FILE";
+  return "unusable: " + error;
+}
+
+/// What templates call bos_token and eos_token: the tokens' spellings.
+void recordSpecialTokens(ServedModel &served) {
+  if (!served.tokenizer)
+    return;
+  for (auto [name, id] : {std::pair<const char *, int32_t>{
+                              "bos_token", served.desc->bos_token},
+                          {"eos_token", served.desc->eos_token}}) {
+    size_t size = 0;
+    const char *piece =
+        id >= 0 ? tfm_tokenizer_decode(served.tokenizer, -1, id, -1, &size)
+                : nullptr;
+    if (piece)
+      served.specialTokens[name] = std::string(piece, size);
+  }
 }
 
 void sendError(httplib::Response &res, const ApiError &error) {
@@ -221,6 +278,7 @@ struct Generation {
   TextStream text;
   size_t seen = 0; // tokens taken from the completion
   bool done = false;
+  bool sentFirstChunk = false;
   Generation(std::shared_ptr<Completion> completion, const ServedModel &model,
              const CompletionRequest &request)
       : completion(std::move(completion)),
@@ -288,6 +346,8 @@ int main(int argc, char **argv) {
   tfm_engine_get_stats(engine, &engineStats);
   served.desc = tfm_model_get_desc(model);
   served.tokenizer = tfm_model_tokenizer(model, &status); // null: ids only
+  recordSpecialTokens(served);
+  std::string chatTemplateOrigin = loadChatTemplate(o, served);
   for (int32_t i = 0; i < served.desc->num_caches; ++i)
     if (served.desc->caches[i].rank == 5)
       served.contextPositions = served.desc->caches[i].shape[2];
@@ -323,11 +383,13 @@ int main(int argc, char **argv) {
     res.set_content(metricsText(scheduler.stats()),
                     "text/plain; version=0.0.4");
   });
-  server.Post("/v1/completions", [&](const httplib::Request &req,
-                                     httplib::Response &res) {
+  // Both generation endpoints: they differ in how the prompt is given and
+  // in the shape of their responses.
+  auto generate = [&](Endpoint endpoint, const httplib::Request &req,
+                      httplib::Response &res) {
     CompletionRequest request;
-    if (auto error = parseCompletionRequest(req.body, served, nextSeed++,
-                                            request))
+    if (auto error = parseCompletionRequest(endpoint, req.body, served,
+                                            nextSeed++, request))
       return sendError(res, *error);
     tfm_engine_request submitted = {
         request.prompt.data(), int64_t(request.prompt.size()),
@@ -339,7 +401,8 @@ int main(int argc, char **argv) {
       return sendError(res, refusal == Scheduler::Refusal::Full
                                 ? ApiError{503, why, "", "server_full"}
                                 : ApiError{400, why, "prompt", ""});
-    std::string id = "cmpl-" + std::to_string(nextId++);
+    std::string id = (endpoint == Endpoint::Completions ? "cmpl-" : "chatcmpl-") +
+                     std::to_string(nextId++);
     int64_t created = int64_t(std::time(nullptr));
     auto generation =
         std::make_shared<Generation>(completion, served, request);
@@ -352,15 +415,16 @@ int main(int argc, char **argv) {
                                     error, fresh);
       if (!error.empty())
         return sendError(res, ApiError{500, error, "", "server_error"});
-      json body = completionResponse(id, created, served.name,
-                                     completionChoice(text, reason));
+      json body = completionResponse(
+          endpoint, /*streamed=*/false, id, created, served.name,
+          completionChoice(endpoint, text, reason, false, false));
       body["usage"] = usage(completion->promptTokens, int64_t(generation->seen));
       return res.set_content(body.dump(), "application/json");
     }
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [&, generation, id, created](size_t, httplib::DataSink &sink) {
+        [&, endpoint, generation, id, created](size_t, httplib::DataSink &sink) {
           const char *reason = nullptr;
           std::string error;
           std::vector<int32_t> fresh;
@@ -373,9 +437,12 @@ int main(int argc, char **argv) {
           // return_tokens_as_token_ids): text may be empty for a while
           // (a stop string's possible start, a model without tokenizer).
           auto chunk = [&](const std::string &piece, const char *finish) {
-            json choice = completionChoice(piece, finish);
+            json choice = completionChoice(endpoint, piece, finish, true,
+                                           !generation->sentFirstChunk);
+            generation->sentFirstChunk = true;
             choice["token_ids"] = fresh;
-            json body = completionResponse(id, created, served.name,
+            json body = completionResponse(endpoint, /*streamed=*/true, id,
+                                           created, served.name,
                                            std::move(choice));
             if (finish)
               body["usage"] = usage(generation->completion->promptTokens,
@@ -395,7 +462,15 @@ int main(int argc, char **argv) {
           return true;
         },
         [&scheduler, generation](bool) { scheduler.cancel(generation->completion); });
-  });
+  };
+  server.Post("/v1/completions",
+              [&](const httplib::Request &req, httplib::Response &res) {
+                generate(Endpoint::Completions, req, res);
+              });
+  server.Post("/v1/chat/completions",
+              [&](const httplib::Request &req, httplib::Response &res) {
+                generate(Endpoint::ChatCompletions, req, res);
+              });
   server.set_error_handler([](const httplib::Request &req,
                               httplib::Response &res) {
     if (!res.body.empty())
@@ -421,6 +496,7 @@ int main(int argc, char **argv) {
               maxSequences, (long long)engineStats.kv_blocks,
               (long long)engineStats.kv_block_positions,
               engineStats.kv_paged ? "" : ", unpaged", o.host.c_str(), port);
+  std::printf("tfm-serve: chat template: %s\n", chatTemplateOrigin.c_str());
   std::fflush(stdout);
   server.listen_after_bind();
   return 0;

@@ -63,6 +63,11 @@ cl::opt<std::string> tokenizerPath(
     cl::desc("Tokenizer (tokenizer.bin, tokenizer.model, tokenizer.json) when "
              "it is not beside the model"),
     cl::value_desc("path"), cl::cat(outputCategory));
+cl::opt<std::string> chatTemplatePath(
+    "chat-template",
+    cl::desc("Chat template (Jinja) the model carries for tfm-serve's "
+             "/v1/chat/completions, instead of its tokenizer_config.json's"),
+    cl::value_desc("file"), cl::cat(outputCategory));
 cl::opt<std::string> checkpointPath(
     "checkpoint",
     cl::desc("Weights of a .mlir model (.safetensors, its index.json, or "
@@ -172,6 +177,7 @@ int main(int argc, char **argv) {
   tfm::CompileOptions options;
   options.inputPath = inputPath;
   options.tokenizerPath = tokenizerPath;
+  options.chatTemplatePath = chatTemplatePath;
   options.weightsPath = checkpointPath;
   options.emit = emitKind.getNumOccurrences()
                      ? emitKind.getValue()
