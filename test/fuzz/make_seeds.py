@@ -297,6 +297,11 @@ def http_body_seeds():
         "ids": {"prompt": [1, 5, 9, 300], "max_tokens": 4, "n": 1,
                 "repetition_penalty": 1.1, "stop": "x", "user": "u"},
         "batch": {"prompt": ["one prompt"], "max_tokens": 2},
+        "chat": {"messages": [{"role": "system", "content": "Be brief."},
+                              {"role": "user", "content": [
+                                  {"type": "text", "text": "Hi"}]}],
+                 "max_completion_tokens": 8, "add_generation_prompt": True,
+                 "stream": True, "stream_options": {"include_usage": True}},
     }
     blob_seed = os.path.join(HERE, "corpus", "fuzz-tokenizer", "llama2c-bin")
     blob = read(blob_seed).split(SEPARATOR)[0] if os.path.exists(blob_seed) else b""
@@ -305,6 +310,19 @@ def http_body_seeds():
         write_seed(directory, name, data)
         if blob:
             write_seed(directory, name + "-tokenizer", data + SEPARATOR + blob)
+
+
+def chat_template_seeds():
+    """The templates of test/serve's goldens, with a conversation each."""
+    directory = corpus("fuzz-chat-template")
+    with open(os.path.join(HERE, "..", "serve", "Inputs",
+                           "chat-templates.json")) as f:
+        goldens = json.load(f)
+    conversations = list(goldens["conversations"].values())
+    for i, (name, template) in enumerate(sorted(goldens["templates"].items())):
+        messages = json.dumps(conversations[i % len(conversations)])
+        write_seed(directory, name,
+                   template.encode() + SEPARATOR + messages.encode())
 
 
 def main():
@@ -325,6 +343,7 @@ def main():
         audio_seeds(work)
         argument_seeds()
         http_body_seeds()
+        chat_template_seeds()
     for target in sorted(os.listdir(os.path.join(HERE, "corpus"))):
         files = glob.glob(os.path.join(HERE, "corpus", target, "*"))
         print(f"{target}: {len(files)} seeds, "
