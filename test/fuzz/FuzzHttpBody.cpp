@@ -34,7 +34,7 @@ void check(Endpoint endpoint, const std::string &body,
   if (error) {
     if (error->message.empty() || error->status < 400 || error->status > 499)
       std::abort();
-    (void)error->body().dump();
+    (void)jsonText(error->body());
     return;
   }
   if (request.prompt.empty() || request.maxTokens < 1 ||
@@ -55,10 +55,9 @@ void check(Endpoint endpoint, const std::string &body,
   for (const std::string &stop : request.stop)
     if (out.find(stop) != std::string::npos)
       std::abort(); // a stop string is never part of the text
-  (void)completionResponse(request.endpoint, request.stream, "id", 0, "fuzz",
-                           completionChoice(request.endpoint, out, "stop",
-                                            request.stream, true))
-      .dump();
+  (void)jsonText(completionResponse(
+      request.endpoint, request.stream, "id", 0, "fuzz",
+      completionChoice(request.endpoint, out, "stop", request.stream, true)));
 }
 
 } // namespace

@@ -163,6 +163,16 @@ TEST(ChatTemplate, RenderErrorsNameThePlace) {
             "raised: Roles must alternate");
 }
 
+TEST(ChatTemplate, BytesThatAreNotUtf8) {
+  // A template's literal may hold any bytes (it comes from a model file):
+  // printed as they are, but tojson makes each bad one U+FFFD, as Python
+  // decoding with errors="replace" (fuzz-chat-template's first finding:
+  // the JSON writer threw).
+  json none = json::object();
+  EXPECT_EQ(render("{{ 'a\xff' }}", none), "a\xff");
+  EXPECT_EQ(render("{{ 'a\xff" "b' | tojson }}", none), "\"a\\ufffdb\"");
+}
+
 TEST(ChatTemplate, RendersAreBounded) {
   json none = json::object();
   // A template comes from a model file: it cannot loop or print without

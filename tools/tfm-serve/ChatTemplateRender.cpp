@@ -179,7 +179,10 @@ void pythonJson(const json &v, int indent, int depth, std::string &out) {
   }
   case json::value_t::string: {
     // ensure_ascii: every non-ASCII code point as \uXXXX (pairs past BMP).
-    std::string s = v.dump(-1, ' ', /*ensure_ascii=*/true);
+    // A template's literals may hold bytes that are not UTF-8: each becomes
+    // U+FFFD, as Python decoding with errors="replace" would make it.
+    std::string s = v.dump(-1, ' ', /*ensure_ascii=*/true,
+                           json::error_handler_t::replace);
     for (char c : s) {
       if (c == '<') out += "\\u003c";
       else if (c == '>') out += "\\u003e";
@@ -637,15 +640,9 @@ private:
                                       affix) == 0;
         return at;
       }
-      if (name == "upper" || name == "lower")
-        return caseMapped(s, name == "upper");
-      if (name == "capitalize")
-        return capitalized(s);
-      if (name == "title")
-        return titled(s);
-      if (name == "replace")
-        return replaced(s, stringArgument(e, 1, 0, nullptr, ""),
-                        stringArgument(e, 1, 1, nullptr, ""));
+      if (std::optional<json> result =
+              caseOrReplace(name, s, e, nullptr, nullptr))
+        return *result;
       if (name == "split")
         return split(s, argument(e, 1, 0, "sep", nullptr), e);
     } else if (self.is_object() && !self.contains(kNamespaceKey)) {
@@ -755,6 +752,17 @@ private:
     std::string s = text(v);
     if (name == "trim")
       return stripChars(s, kWhitespace, true, true);
+    if (std::optional<json> result = caseOrReplace(name, s, e, "old", "new"))
+      return *result;
+    fail(e.offset, "the filter '" + name + "' is not in the subset");
+  }
+
+  /// What a filter and a string method of the same name both do
+  /// (`x | upper`, `x.upper()`); `replace`'s arguments may be named
+  /// `oldName` and `newName`. nullopt for another name.
+  std::optional<json> caseOrReplace(const std::string &name,
+                                    const std::string &s, const Expr &e,
+                                    const char *oldName, const char *newName) {
     if (name == "upper" || name == "lower")
       return caseMapped(s, name == "upper");
     if (name == "capitalize")
@@ -762,9 +770,9 @@ private:
     if (name == "title")
       return titled(s);
     if (name == "replace")
-      return replaced(s, stringArgument(e, 1, 0, "old", ""),
-                      stringArgument(e, 1, 1, "new", ""));
-    fail(e.offset, "the filter '" + name + "' is not in the subset");
+      return replaced(s, stringArgument(e, 1, 0, oldName, ""),
+                      stringArgument(e, 1, 1, newName, ""));
+    return std::nullopt;
   }
 
   json number(const json &v, const std::string &name, const Expr &e) {

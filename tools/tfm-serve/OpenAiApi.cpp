@@ -394,6 +394,10 @@ json tfm::serve::completionChoice(Endpoint endpoint, const std::string &text,
   return choice;
 }
 
+std::string tfm::serve::jsonText(const json &value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 json tfm::serve::usage(int64_t promptTokens, int64_t completionTokens) {
   return {{"prompt_tokens", promptTokens},
           {"completion_tokens", completionTokens},

@@ -100,6 +100,11 @@ private:
 /// "stop" (end of sequence, or a stop string) or "length".
 const char *finishReason(tfm_finish_reason reason, bool stopString);
 
+/// `value` as JSON text. Text that is not UTF-8 (a model's byte tokens, a
+/// template's message) has each bad byte as U+FFFD: a response never
+/// fails to serialize.
+std::string jsonText(const nlohmann::ordered_json &value);
+
 /// A choice of `endpoint`'s response: the text (a completion's `text`, a
 /// chat's message), or in a stream the piece (a chat's `delta`, whose
 /// first also names the role).

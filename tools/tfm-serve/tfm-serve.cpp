@@ -208,7 +208,7 @@ void recordSpecialTokens(ServedModel &served) {
 
 void sendError(httplib::Response &res, const ApiError &error) {
   res.status = error.status;
-  res.set_content(error.body().dump(), "application/json");
+  res.set_content(jsonText(error.body()), "application/json");
 }
 
 /// Prometheus' text format.
@@ -323,7 +323,7 @@ struct Generation {
 };
 
 std::string sseEvent(const json &data) {
-  return "data: " + data.dump() + "\n\n";
+  return "data: " + jsonText(data) + "\n\n";
 }
 
 } // namespace
@@ -377,7 +377,7 @@ int main(int argc, char **argv) {
                                 {"object", "model"},
                                 {"owned_by", "tfmc"},
                                 {"max_model_len", served.contextPositions}}})}};
-    res.set_content(list.dump(), "application/json");
+    res.set_content(jsonText(list), "application/json");
   });
   server.Get("/metrics", [&](const httplib::Request &, httplib::Response &res) {
     res.set_content(metricsText(scheduler.stats()),
@@ -419,7 +419,7 @@ int main(int argc, char **argv) {
           endpoint, /*streamed=*/false, id, created, served.name,
           completionChoice(endpoint, text, reason, false, false));
       body["usage"] = usage(completion->promptTokens, int64_t(generation->seen));
-      return res.set_content(body.dump(), "application/json");
+      return res.set_content(jsonText(body), "application/json");
     }
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
