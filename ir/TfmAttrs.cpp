@@ -223,10 +223,11 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
     case InputRole::sequence_lengths:
     case InputRole::positions:
     case InputRole::cache_sequences:
+    case InputRole::chunk_lengths:
       if (!tensor || tensor.getRank() != 1 ||
           !tensor.getElementType().isSignlessInteger(32))
-        return fail("sequence lengths, positions and cache sequences are a "
-                    "tensor<?xi32>");
+        return fail("sequence lengths, positions, cache sequences and chunk "
+                    "lengths are a tensor<?xi32>");
       return success();
     case InputRole::features:
       if (!tensor || !isa<FloatType>(tensor.getElementType()))

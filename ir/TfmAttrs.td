@@ -31,11 +31,14 @@ def Tfm_InputRole : I32EnumAttr<"InputRole",
       // (an encoder-decoder's @prefill and @decode)
       I32EnumAttrCase<"encoded_length", 7>,
       // tensor<?xi32>: each row's position (@decode_batch: one token of
-      // each of several sequences)
+      // each of several sequences; @prefill_batch: every chunk's tokens)
       I32EnumAttrCase<"positions", 8>,
-      // tensor<?xi32>: which sequence of a batched cache each row reads and
-      // appends to (@decode_batch)
-      I32EnumAttrCase<"cache_sequences", 9>
+      // tensor<?xi32>: which sequence of a batched cache each row
+      // (@decode_batch) or each chunk (@prefill_batch) reads and appends to
+      I32EnumAttrCase<"cache_sequences", 9>,
+      // tensor<?xi32>: how many tokens each chunk of @prefill_batch has
+      // (consecutive positions of one sequence, chunks end to end)
+      I32EnumAttrCase<"chunk_lengths", 10>
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;

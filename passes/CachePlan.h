@@ -2,7 +2,8 @@
 //
 // The analysis of tfm-kv-cache (KVCache.cpp) and what the functions it
 // derives share: @prefill/@decode and @encode there, @decode_batch in
-// DecodeBatch.cpp.
+// DecodeBatch.cpp, @prefill_batch in PrefillBatch.cpp, and the slices of
+// a batched cache both batched ones take (BatchedCache.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,7 +13,11 @@
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <optional>
 
@@ -56,12 +61,57 @@ void pruneDeadCode(func::FuncOp func, std::optional<unsigned> unused);
 /// The window every self-attention layer shares (0: none, or not one).
 int64_t sharedWindow(const CachePlan &plan);
 
+/// `value` ([rows, features]) narrowed to `rows` of its rows by `pick`
+/// (which slices a [rows, features] value). The slice is taken above the
+/// position-wise ops that produce `value` (a final norm and the LM head),
+/// so that they run on the picked rows only. `varying`: the values that
+/// vary with the positions (the others are weights, taken whole).
+Value pickRows(OpBuilder &b, Location loc, Value value, int64_t rows,
+               llvm::function_ref<Value(OpBuilder &, Location, Value)> pick,
+               const llvm::DenseSet<Value> &varying);
+
+/// The batched cache of `cacheType`'s sequences: [?, layers, 2, capacity,
+/// kv_heads, head_dim], as many sequences as the caller allocates.
+RankedTensorType batchedCacheTypeOf(RankedTensorType cacheType);
+
+/// Rows [offset, offset + count) of `value` (its first dimension).
+Value sliceRows(OpBuilder &b, Location loc, Value value, OpFoldResult offset,
+                OpFoldResult count);
+/// `rows` inserted into `into` from row `offset` on.
+Value insertRows(OpBuilder &b, Location loc, Value rows, Value into,
+                 OpFoldResult offset);
+
+/// Offsets, sizes and strides of sequence `sequence` ([layers, 2,
+/// capacity, kv_heads, head_dim]) in the batched cache.
+struct SequenceOfCache {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+};
+SequenceOfCache sequenceOfCache(OpBuilder &b, RankedTensorType cacheType,
+                                Value sequence);
+
+/// Points the position ids `func` counts from `tokens` at `positions`
+/// (one per token, given by the caller).
+void replaceCountedPositions(func::FuncOp func, Value tokens,
+                             Value positions);
+
+/// Element `row` of a [n] integer tensor as an index.
+Value indexAt(OpBuilder &b, Location loc, Value values, Value row);
+
 /// @decode_batch(tokens [B], positions [B], sequences [B], cache [S,
 /// layers, 2, capacity, kv_heads, head_dim], ...) -> (logits [B, vocab],
 /// cache): one token of each of B sequences, each at its own position in
 /// its own sequence of the cache (DecodeBatch.cpp).
 void buildDecodeBatch(func::FuncOp forward, const CachePlan &plan,
                       int64_t capacity);
+
+/// @prefill_batch(tokens [N], positions [N], sequences [B], lengths [B],
+/// cache [S, layers, 2, capacity, kv_heads, head_dim]) -> (logits [B,
+/// vocab], cache): B chunks of consecutive tokens packed end to end, chunk
+/// b the next lengths[b] tokens of sequence sequences[b] of the cache, and
+/// the logits of each chunk's last token (PrefillBatch.cpp). Decoders
+/// only: an encoder-decoder's sequences would share one source.
+void buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
+                       int64_t capacity);
 
 } // namespace mlir::tfm
 

@@ -30,50 +30,6 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// The batched cache: [sequences, layers, 2, capacity, kv_heads,
-/// head_dim], as many sequences as the caller allocates.
-RankedTensorType batchedCacheTypeOf(RankedTensorType cacheType) {
-  SmallVector<int64_t> shape = {ShapedType::kDynamic};
-  llvm::append_range(shape, cacheType.getShape());
-  return RankedTensorType::get(shape, cacheType.getElementType());
-}
-
-/// Row `row` of `value` ([rows, ...] -> [?, ...] of one row).
-Value sliceRow(OpBuilder &b, Location loc, Value value, Value row,
-               Value one) {
-  auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, value);
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-  offsets[0] = row;
-  sizes[0] = one;
-  return tensor::ExtractSliceOp::create(b, loc, type, value, offsets, sizes,
-                                        strides);
-}
-
-/// Offsets, sizes and strides of sequence `sequence` ([layers, 2,
-/// capacity, kv_heads, head_dim]) in the batched cache.
-struct SequenceOfCache {
-  SmallVector<OpFoldResult> offsets, sizes, strides;
-};
-SequenceOfCache sequenceOfCache(OpBuilder &b, RankedTensorType cacheType,
-                                Value sequence) {
-  SequenceOfCache slice;
-  slice.offsets.assign(6, b.getIndexAttr(0));
-  slice.offsets[0] = sequence;
-  slice.sizes.push_back(b.getIndexAttr(1));
-  for (int64_t d : cacheType.getShape())
-    slice.sizes.push_back(b.getIndexAttr(d));
-  slice.strides.assign(6, b.getIndexAttr(1));
-  return slice;
-}
-
-/// Element `row` of a [B] integer tensor as an index.
-Value indexAt(OpBuilder &b, Location loc, Value values, Value row) {
-  Value element = tensor::ExtractOp::create(b, loc, values, row);
-  return arith::IndexCastOp::create(b, loc, b.getIndexType(), element);
-}
-
 /// Replaces self-attention `attention` ([B, heads, head_dim] queries, keys
 /// and values of B rows) by a loop over the rows, each appending to and
 /// attending over its own sequence of `cache`; returns the updated cache.
@@ -99,8 +55,8 @@ Value attendEachRow(AttentionOp attention, int64_t layer, Value cache,
             nb, l, cacheType, carried[1], slice.offsets, slice.sizes,
             slice.strides);
         own = KVCacheAppendOp::create(
-            nb, l, cacheType, own, sliceRow(nb, l, attention.getKey(), row, one),
-            sliceRow(nb, l, attention.getValue(), row, one), position,
+            nb, l, cacheType, own, sliceRows(nb, l, attention.getKey(), row, one),
+            sliceRows(nb, l, attention.getValue(), row, one), position,
             nb.getI64IntegerAttr(layer));
         Value end = arith::AddIOp::create(nb, l, position, one);
         auto read = KVCacheReadOp::create(nb, l, TypeRange{keyType, keyType},
@@ -109,20 +65,12 @@ Value attendEachRow(AttentionOp attention, int64_t layer, Value cache,
         // The row's query is the last of its sequence's positions, as in
         // @decode: causal masking, a window and relative-position terms
         // see the same distances.
-        Value query = sliceRow(nb, l, attention.getQuery(), row, one);
+        Value query = sliceRows(nb, l, attention.getQuery(), row, one);
         auto attended = cast<AttentionOp>(nb.clone(*attention));
         attended.getQueryMutable().assign(query);
         attended.getKeyMutable().assign(read.getKey());
         attended.getValueMutable().assign(read.getValue());
-        SmallVector<OpFoldResult> offsets(3, nb.getIndexAttr(0));
-        offsets[0] = row;
-        SmallVector<OpFoldResult> sizes = {
-            one, nb.getIndexAttr(type.getDimSize(1)),
-            nb.getIndexAttr(type.getDimSize(2))};
-        SmallVector<OpFoldResult> strides(3, nb.getIndexAttr(1));
-        Value out = tensor::InsertSliceOp::create(
-            nb, l, attended.getResult(), carried[0], offsets, sizes,
-            strides);
+        Value out = insertRows(nb, l, attended.getResult(), carried[0], row);
         Value updated = tensor::InsertSliceOp::create(
             nb, l, own, carried[1], slice.offsets, slice.sizes, slice.strides);
         scf::YieldOp::create(nb, l, ValueRange{out, updated});
@@ -152,16 +100,7 @@ void mlir::tfm::buildDecodeBatch(func::FuncOp forward, const CachePlan &plan,
   Value sequences = entry.addArgument(tokens.getType(), loc);
   Value cache = entry.addArgument(batchedType, loc);
 
-  // Each row's position is given, not counted.
-  SmallVector<PositionIdsOp> counted;
-  batch.walk([&](PositionIdsOp op) {
-    if (op.getTokens() == tokens)
-      counted.push_back(op);
-  });
-  for (PositionIdsOp op : counted) {
-    op.getResult().replaceAllUsesWith(positions);
-    op.erase();
-  }
+  replaceCountedPositions(batch, tokens, positions);
   for (auto [layer, original] : llvm::enumerate(plan.layers)) {
     Operation *originalOp = AttentionOp(original).getOperation();
     cache = attendEachRow(cast<AttentionOp>(mapping.lookup(originalOp)),

@@ -165,38 +165,6 @@ FailureOr<CachePlan> planCache(func::FuncOp forward) {
   return plan;
 }
 
-/// The last row of `value` ([?, features] -> [1, features]). The slice is
-/// taken above the position-wise ops that produce it (a final norm and the
-/// LM head), so that they run on one row only.
-Value sliceLastRow(OpBuilder &b, Location loc, Value value, Value last,
-                   const llvm::DenseSet<Value> &varying) {
-  auto type = cast<RankedTensorType>(value.getType());
-  auto rowType = RankedTensorType::get({1, type.getDimSize(1)},
-                                       type.getElementType());
-  Operation *producer = value.getDefiningOp();
-  auto isRows = [&](Value v) {
-    auto t = dyn_cast<RankedTensorType>(v.getType());
-    return !varying.contains(v) || (t && t.getRank() == 2);
-  };
-  if (producer && producer->hasOneUse() && producer->getNumResults() == 1 &&
-      producer->hasTrait<OpTrait::tfm::PositionWise>() &&
-      llvm::all_of(producer->getOperands(), isRows)) {
-    IRMapping mapping;
-    for (Value operand : producer->getOperands())
-      if (varying.contains(operand))
-        mapping.map(operand, sliceLastRow(b, loc, operand, last, varying));
-    Operation *row = b.clone(*producer, mapping);
-    row->getResult(0).setType(rowType);
-    return row->getResult(0);
-  }
-  SmallVector<OpFoldResult> offsets = {last, b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1),
-                                     b.getIndexAttr(type.getDimSize(1))};
-  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
-  return tensor::ExtractSliceOp::create(b, loc, rowType, value, offsets, sizes,
-                                        strides);
-}
-
 /// Says what each argument of @prefill or @decode is: tokens at a start
 /// position, written to the cache from a slot on, and the cache itself,
 /// state that codegen updates in place; for an encoder-decoder then the
@@ -275,9 +243,12 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
   b.setInsertionPoint(ret);
   Value last = arith::SubIOp::create(
       b, loc, rows, arith::ConstantIndexOp::create(b, loc, 1));
+  auto lastRow = [&](OpBuilder &nb, Location l, Value rows) {
+    return sliceRows(nb, l, rows, last, nb.getIndexAttr(1));
+  };
   Value logits =
-      sliceLastRow(b, loc, ret.getOperand(0), last,
-                   positionVaryingValues(prefill, plan.tokensArg));
+      pickRows(b, loc, ret.getOperand(0), 1, lastRow,
+               positionVaryingValues(prefill, plan.tokensArg));
   ret->setOperands({logits, cache});
   prefill.setType(FunctionType::get(ctx, entry.getArgumentTypes(),
                                     {logits.getType(), cacheType}));
@@ -386,7 +357,8 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
                        "@prefill and @decode from");
       return signalPassFailure();
     }
-    for (StringRef name : {"prefill", "decode", "decode_batch"})
+    for (StringRef name :
+         {"prefill", "decode", "decode_batch", "prefill_batch"})
       if (Operation *existing = module.lookupSymbol(name)) {
         existing->emitOpError() << "tfm-kv-cache: @" << name
                                 << " already exists";
@@ -420,6 +392,8 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
     buildDecode(buildPrefill(forward, *plan, capacity), *plan);
     if (decodeBatch)
       buildDecodeBatch(forward, *plan, capacity);
+    if (prefillBatch && !plan->sourceArg)
+      buildPrefillBatch(forward, *plan, capacity);
   }
 };
 
@@ -430,6 +404,32 @@ RankedTensorType mlir::tfm::cacheTypeOf(RankedTensorType keyType,
   return RankedTensorType::get({int64_t(layers), 2, capacity,
                                 keyType.getDimSize(1), keyType.getDimSize(2)},
                                keyType.getElementType());
+}
+
+Value mlir::tfm::pickRows(
+    OpBuilder &b, Location loc, Value value, int64_t rows,
+    llvm::function_ref<Value(OpBuilder &, Location, Value)> pick,
+    const llvm::DenseSet<Value> &varying) {
+  auto type = cast<RankedTensorType>(value.getType());
+  auto pickedType =
+      RankedTensorType::get({rows, type.getDimSize(1)}, type.getElementType());
+  Operation *producer = value.getDefiningOp();
+  auto isRows = [&](Value v) {
+    auto t = dyn_cast<RankedTensorType>(v.getType());
+    return !varying.contains(v) || (t && t.getRank() == 2);
+  };
+  if (producer && producer->hasOneUse() && producer->getNumResults() == 1 &&
+      producer->hasTrait<OpTrait::tfm::PositionWise>() &&
+      llvm::all_of(producer->getOperands(), isRows)) {
+    IRMapping mapping;
+    for (Value operand : producer->getOperands())
+      if (varying.contains(operand))
+        mapping.map(operand, pickRows(b, loc, operand, rows, pick, varying));
+    Operation *picked = b.clone(*producer, mapping);
+    picked->getResult(0).setType(pickedType);
+    return picked->getResult(0);
+  }
+  return pick(b, loc, value);
 }
 
 int64_t mlir::tfm::crossCapacity(const CachePlan &plan, int64_t capacity) {

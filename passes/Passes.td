@@ -46,6 +46,19 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
     appending to and attending over the row's own sequence. Positions are
     cache slots there: a batched cache is never slid.
 
+    With `prefill-batch` (the default) a decoder also gets
+    `@prefill_batch(tokens: tensor<?xi32>, positions: tensor<?xi32>,
+    sequences: tensor<?xi32>, lengths: tensor<?xi32>, cache: [?, layers, 2,
+    capacity, kv_heads, head_dim]) -> (logits: [?, vocab], cache)`: chunks
+    of consecutive tokens of several sequences packed end to end, chunk b
+    the next `lengths[b]` tokens of sequence `sequences[b]` at `positions`
+    (one per token), with the logits of each chunk's last token. A server's
+    step runs in it whole (prompt chunks and generated tokens, which are
+    chunks of one), reading each weight once; each self-attention becomes
+    an `scf.for` over the chunks, each appending to its own sequence and
+    attending causally as @prefill does, and the final norm and LM head run
+    on each chunk's last row only.
+
     The pass refuses, naming the op, what it cannot cache: bidirectional or
     biased attention, causal or biased cross-attention, positions it cannot
     follow, ops it does not know to be row-wise.
@@ -54,7 +67,10 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
     Option<"maxContext", "max-context", "int64_t", /*default=*/"0",
            "Cache capacity in positions (0: the max_context of tfm.model)">,
     Option<"decodeBatch", "decode-batch", "bool", /*default=*/"true",
-           "Also derive @decode_batch, one step of several sequences">
+           "Also derive @decode_batch, one step of several sequences">,
+    Option<"prefillBatch", "prefill-batch", "bool", /*default=*/"true",
+           "Also derive @prefill_batch (decoders): chunks of several "
+           "sequences in one call">
   ];
   let dependentDialects = ["::mlir::tensor::TensorDialect",
                            "::mlir::scf::SCFDialect",

@@ -131,15 +131,19 @@ static tfm_status_code check_lengths(const tfm_model_desc *desc,
   return TFM_OK;
 }
 
-/* @decode_batch's rows (inputs `positions` and `sequences`, one per token):
- * each position inside the batched cache's capacity and each sequence one
- * of its sequences, no two rows the same sequence (they would append to
- * the same place), as many of each as there are tokens. */
+/* The rows of @decode_batch (one token of each of several sequences) or
+ * the chunks of @prefill_batch (input `chunk_lengths`: that many tokens of
+ * one sequence each, end to end): each chunk's positions consecutive and
+ * inside the batched cache's capacity, its sequence one of the cache's and
+ * no two chunks on one sequence (they would append to the same place),
+ * chunk lengths at least 1 summing to the token count, a position per
+ * token and a sequence per chunk. */
 static tfm_status_code check_batch_rows(const tfm_tensor *inputs,
                                         tfm_tensor *const *caches,
                                         const tfm_model_desc *desc,
                                         const tfm_entry_point *entry,
                                         int32_t positions, int32_t sequences,
+                                        int32_t chunk_lengths,
                                         tfm_status *status) {
   const tfm_tensor *cache = NULL;
   for (int32_t i = 0; i < entry->num_caches; ++i)
@@ -151,38 +155,74 @@ static tfm_status_code check_batch_rows(const tfm_tensor *inputs,
                     "@%s: batched rows need positions, cache sequences and "
                     "a batched cache",
                     entry->name);
-  if (inputs[positions].shape[0] != rows || inputs[sequences].shape[0] != rows)
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "@%s: %lld tokens, %lld positions and %lld cache "
-                    "sequences: expected one of each per row",
-                    entry->name, (long long)rows,
-                    (long long)inputs[positions].shape[0],
-                    (long long)inputs[sequences].shape[0]);
+  const int32_t *length =
+      chunk_lengths >= 0 ? inputs[chunk_lengths].data : NULL;
+  int64_t chunks = length ? inputs[chunk_lengths].shape[0] : rows;
+  const char *unit = length ? "chunk" : "row";
+  if (inputs[positions].shape[0] != rows ||
+      inputs[sequences].shape[0] != chunks)
+    return length
+               ? tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                          "@%s: %lld tokens, %lld positions, %lld cache "
+                          "sequences and %lld chunk lengths: expected a "
+                          "position per token and a sequence per chunk",
+                          entry->name, (long long)rows,
+                          (long long)inputs[positions].shape[0],
+                          (long long)inputs[sequences].shape[0],
+                          (long long)chunks)
+               : tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                          "@%s: %lld tokens, %lld positions and %lld cache "
+                          "sequences: expected one of each per row",
+                          entry->name, (long long)rows,
+                          (long long)inputs[positions].shape[0],
+                          (long long)inputs[sequences].shape[0]);
   /* [sequences, layers, 2, capacity, kv_heads, head_dim] */
   int64_t count = cache->shape[0], capacity = cache->shape[3];
   const int32_t *position = inputs[positions].data;
   const int32_t *sequence = inputs[sequences].data;
-  for (int64_t r = 0; r < rows; ++r) {
-    if (position[r] < 0 || position[r] >= capacity)
-      return tfm_fail(status,
-                      position[r] < 0 ? TFM_ERROR_OUT_OF_RANGE
-                                      : TFM_ERROR_CONTEXT_OVERFLOW,
-                      "@%s: row %lld is at position %d, outside the cache's "
-                      "%lld positions",
-                      entry->name, (long long)r, position[r],
-                      (long long)capacity);
-    if (sequence[r] < 0 || sequence[r] >= count)
-      return tfm_fail(status, TFM_ERROR_OUT_OF_RANGE,
-                      "@%s: row %lld reads cache sequence %d of %lld",
-                      entry->name, (long long)r, sequence[r],
-                      (long long)count);
-    for (int64_t earlier = 0; earlier < r; ++earlier)
-      if (sequence[earlier] == sequence[r])
+  int64_t first = 0; /* the chunk's first row */
+  for (int64_t c = 0; c < chunks; ++c) {
+    int64_t n = length ? length[c] : 1;
+    if (n < 1 || n > rows - first)
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "@%s: chunk %lld has %lld tokens, expected 1 to the "
+                      "%lld not in earlier chunks",
+                      entry->name, (long long)c, (long long)n,
+                      (long long)(rows - first));
+    for (int64_t r = first; r < first + n; ++r) {
+      if (position[r] < 0 || position[r] >= capacity)
+        return tfm_fail(status,
+                        position[r] < 0 ? TFM_ERROR_OUT_OF_RANGE
+                                        : TFM_ERROR_CONTEXT_OVERFLOW,
+                        "@%s: row %lld is at position %d, outside the "
+                        "cache's %lld positions",
+                        entry->name, (long long)r, position[r],
+                        (long long)capacity);
+      if (r > first && position[r] != position[r - 1] + 1)
         return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                        "@%s: rows %lld and %lld both use cache sequence %d",
-                        entry->name, (long long)earlier, (long long)r,
-                        sequence[r]);
+                        "@%s: row %lld is at position %d after position %d: "
+                        "a chunk's positions are consecutive",
+                        entry->name, (long long)r, position[r],
+                        position[r - 1]);
+    }
+    if (sequence[c] < 0 || sequence[c] >= count)
+      return tfm_fail(status, TFM_ERROR_OUT_OF_RANGE,
+                      "@%s: %s %lld reads cache sequence %d of %lld",
+                      entry->name, unit, (long long)c, sequence[c],
+                      (long long)count);
+    for (int64_t earlier = 0; earlier < c; ++earlier)
+      if (sequence[earlier] == sequence[c])
+        return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                        "@%s: %ss %lld and %lld both use cache sequence %d",
+                        entry->name, unit, (long long)earlier, (long long)c,
+                        sequence[c]);
+    first += n;
   }
+  if (first != rows)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "@%s: chunk lengths sum to %lld, but there are %lld "
+                    "tokens",
+                    entry->name, (long long)first, (long long)rows);
   return TFM_OK;
 }
 
@@ -208,12 +248,14 @@ tfm_status_code tfm_model_call(tfm_model *model, const char *name,
                     "%d",
                     name, entry->num_inputs, entry->num_outputs, num_inputs,
                     num_outputs);
-  /* Packed sequences: the limits apply to each sequence (check_lengths). */
+  /* Packed sequences and chunks: the limits apply to each sequence
+   * (check_lengths) or chunk (check_batch_rows). */
   int32_t packed = input_of_role(entry, TFM_ROLE_SEQUENCE_LENGTHS);
+  int32_t chunk_lengths = input_of_role(entry, TFM_ROLE_CHUNK_LENGTHS);
   for (int32_t i = 0; i < num_inputs; ++i) {
-    tfm_status_code code = check_tensor(desc, &inputs[i], &entry->inputs[i],
-                                        packed >= 0, "input", i, name,
-                                        status);
+    tfm_status_code code = check_tensor(
+        desc, &inputs[i], &entry->inputs[i],
+        packed >= 0 || chunk_lengths >= 0, "input", i, name, status);
     if (code != TFM_OK)
       return code;
   }
@@ -255,8 +297,9 @@ tfm_status_code tfm_model_call(tfm_model *model, const char *name,
   int32_t positions = input_of_role(entry, TFM_ROLE_POSITIONS);
   int32_t sequences = input_of_role(entry, TFM_ROLE_CACHE_SEQUENCES);
   if (positions >= 0 || sequences >= 0) {
-    tfm_status_code code = check_batch_rows(inputs, caches, desc, entry,
-                                            positions, sequences, status);
+    tfm_status_code code =
+        check_batch_rows(inputs, caches, desc, entry, positions, sequences,
+                         chunk_lengths, status);
     if (code != TFM_OK)
       return code;
   }

@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 12
+#define TFM_ABI_VERSION 13
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -101,11 +101,17 @@ typedef enum {
    * cross-attention cache holds (what @encode was given). */
   TFM_ROLE_ENCODED_LENGTH = 7,
   /* int32 [n]: each row's position (@decode_batch: one token of each of n
-   * sequences), in [0, the cache's capacity). */
+   * sequences; @prefill_batch: each token of its chunks), in [0, the
+   * cache's capacity). */
   TFM_ROLE_POSITIONS = 8,
-  /* int32 [n]: which sequence of the batched cache each row reads and
-   * appends to, in [0, the cache's sequences), no two rows the same. */
+  /* int32 [n]: which sequence of the batched cache each row
+   * (@decode_batch) or each chunk (@prefill_batch) reads and appends to, in
+   * [0, the cache's sequences), no two the same. */
   TFM_ROLE_CACHE_SEQUENCES = 9,
+  /* int32 [chunks]: @prefill_batch's chunks, each at least one token of
+   * one sequence at consecutive positions, packed end to end in the token
+   * ids (summing to the token count). */
+  TFM_ROLE_CHUNK_LENGTHS = 10,
   TFM_ROLE_LOGITS = 16,        /* f32 [positions, vocab]; [sequences, labels]
                                   from a packed classifier */
   TFM_ROLE_HIDDEN_STATES = 17, /* f32 [positions, hidden] */

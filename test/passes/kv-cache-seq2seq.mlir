@@ -45,6 +45,8 @@
 // CHECK: scf.yield
 // CHECK: %[[BXK:.*]], %[[BXV:.*]] = tfm.kv_cache_read %[[BXC]][0] length %[[BENC]]
 // CHECK: tfm.attention %{{.*}}, %[[BXK]], %[[BXV]] {scale = 5.000000e-01 : f32} : (tensor<?x2x4xf32>
+// Sequences of a batch would share one source: no @prefill_batch.
+// CHECK-NOT: func.func @prefill_batch
 module attributes {tfm.model = #tfm.model<family = "toy", vocab_size = 16, max_context = 16, bos_token = 0, eos_token = 1, hidden_size = 8, num_layers = 1, num_heads = 2, num_kv_heads = 2>} {
 func.func @forward(%src: tensor<?xi32> {tfm.input = #tfm.input<token_ids>}, %tgt: tensor<?xi32> {tfm.input = #tfm.input<decoder_token_ids>}) -> (tensor<?x16xf32> {tfm.output = #tfm.output<logits>}) {
   %table = arith.constant dense<0.5> : tensor<16x8xf32>

@@ -60,6 +60,44 @@
 // CHECK: scf.yield %[[NEXT]], %[[BACK]]
 // CHECK: %[[BL:.*]] = tfm.linear %{{.*}} : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
 // CHECK: return %[[BL]], %[[LOOP]]#1
+// @prefill_batch: chunks of several sequences packed end to end, chunk c
+// the next lengths[c] tokens of sequence sequences[c] at positions given
+// per token. Projections run over all chunks' tokens at once; attention
+// is a loop over the chunks, each appending its keys at its first position
+// and attending over its own sequence up to its last; the residual add,
+// final norm and LM head see each chunk's last row only ([chunks, 8]).
+// CHECK-LABEL: func.func @prefill_batch(
+// CHECK-SAME: %[[PT:[^:]*]]: tensor<?xi32> {tfm.input = #tfm.input<token_ids>}, %[[PP:[^:]*]]: tensor<?xi32> {tfm.input = #tfm.input<positions>}, %[[PS:[^:]*]]: tensor<?xi32> {tfm.input = #tfm.input<cache_sequences>}, %[[PL:[^:]*]]: tensor<?xi32> {tfm.input = #tfm.input<chunk_lengths>}, %[[PC:[^:]*]]: tensor<?x1x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>})
+// CHECK-SAME: -> (tensor<?x16xf32> {tfm.output = #tfm.output<logits>}, tensor<?x1x2x32x2x4xf32>)
+// CHECK-NOT: tfm.position_ids
+// CHECK: tfm.embedding %{{.*}}[%[[PP]]]
+// CHECK: %[[PQ:.*]] = tfm.linear %{{.*}} : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x2x4xf32>
+// CHECK: %[[CHUNKS:.*]] = tensor.dim %[[PL]]
+// CHECK: %[[PLOOP:.*]]:3 = scf.for %[[CHUNK:.*]] = %{{.*}} to %[[CHUNKS]] step %{{.*}} iter_args(%[[POUT:.*]] = %{{.*}}, %[[PCARRIED:.*]] = %[[PC]], %[[FIRST:.*]] = %{{.*}})
+// CHECK: %[[NI:.*]] = tensor.extract %[[PL]][%[[CHUNK]]]
+// CHECK: %[[N:.*]] = arith.index_cast %[[NI]]
+// CHECK: %[[STARTI:.*]] = tensor.extract %[[PP]][%[[FIRST]]]
+// CHECK: %[[START:.*]] = arith.index_cast %[[STARTI]]
+// CHECK: %[[PSI:.*]] = tensor.extract %[[PS]][%[[CHUNK]]]
+// CHECK: %[[PSEQ:.*]] = arith.index_cast %[[PSI]]
+// CHECK: %[[POWN:.*]] = tensor.extract_slice %[[PCARRIED]][%[[PSEQ]], 0, 0, 0, 0, 0] [1, 1, 2, 32, 2, 4]
+// CHECK: %[[PAPPENDED:.*]] = tfm.kv_cache_append %[[POWN]][0], %{{.*}}, %{{.*}} at %[[START]]
+// CHECK: %[[PEND:.*]] = arith.addi %[[START]], %[[N]]
+// CHECK: %[[PK:.*]], %[[PV:.*]] = tfm.kv_cache_read %[[PAPPENDED]][0] length %[[PEND]]
+// CHECK: %[[PQC:.*]] = tensor.extract_slice %[[PQ]][%[[FIRST]], 0, 0] [%[[N]], 2, 4]
+// CHECK: %[[PATT:.*]] = tfm.attention %[[PQC]], %[[PK]], %[[PV]] {causal
+// CHECK: %[[PNEXT:.*]] = tensor.insert_slice %[[PATT]] into %[[POUT]][%[[FIRST]], 0, 0]
+// CHECK: %[[PBACK:.*]] = tensor.insert_slice %[[PAPPENDED]] into %[[PCARRIED]][%[[PSEQ]], 0, 0, 0, 0, 0]
+// CHECK: %[[AFTER:.*]] = arith.addi %[[FIRST]], %[[N]]
+// CHECK: scf.yield %[[PNEXT]], %[[PBACK]], %[[AFTER]]
+// CHECK: %[[PICKED:.*]]:2 = scf.for
+// CHECK: %[[LASTEND:.*]] = arith.addi
+// CHECK: %[[LASTROW:.*]] = arith.subi %[[LASTEND]]
+// CHECK: tensor.extract_slice %{{.*}}[%[[LASTROW]], 0] [1, 8] [1, 1] : tensor<?x8xf32> to tensor<1x8xf32>
+// CHECK: %[[PSUM:.*]] = tfm.add %{{.*}}#0, %{{.*}}#0 : tensor<?x8xf32>
+// CHECK: %[[PNORM:.*]] = tfm.layer_norm %[[PSUM]]
+// CHECK: %[[PLOGITS:.*]] = tfm.linear %[[PNORM]], %{{.*}} : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+// CHECK: return %[[PLOGITS]], %[[PLOOP]]#1
 // CAPACITY-LABEL: func.func @prefill(
 // CAPACITY-SAME: tensor<1x2x8x2x4xf32>
 module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 32>} {

@@ -1,0 +1,173 @@
+//===- PrefillBatch.cpp - @prefill_batch: chunks of many sequences ------===//
+//
+// tfm-kv-cache's batched prefill. A server's step advances many sequences
+// at once: some by one generated token, some by a chunk of their prompt.
+// @prefill_batch runs them all in one call, so each weight is read once
+// per step and every projection is one GEMM over all the step's tokens.
+// It is @forward cloned over chunks packed end to end:
+//
+// - every op but attention acts on each token alone (the analysis proved
+//   it), so it runs on all chunks' tokens as on one sequence's;
+// - positions come from an argument, one per token, instead of counting;
+// - each self-attention becomes a loop over the chunks: chunk b appends its
+//   keys and values to its own sequence of the cache from its first
+//   position on, and its queries attend causally over that sequence's
+//   positions up to its last, as @prefill's do;
+// - the final norm and LM head run on each chunk's last token only.
+//
+// A generating sequence is a chunk of one token, so @decode_batch's step
+// is the special case of chunks of length 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/CachePlan.h"
+#include "passes/PositionAnalysis.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// The batch's chunks: the tokens' positions, and each chunk's sequence of
+/// the batched cache and token count.
+struct Chunks {
+  Value positions, sequences, lengths;
+};
+
+/// Replaces self-attention `attention` (queries, keys and values of all
+/// chunks' tokens) by a loop over the chunks, each appending to and
+/// attending over its own sequence of `cache`; returns the updated cache.
+Value attendEachChunk(AttentionOp attention, int64_t layer, Value cache,
+                      RankedTensorType cacheType, const Chunks &chunks) {
+  OpBuilder b(attention);
+  Location loc = attention.getLoc();
+  RankedTensorType keyType = attention.getKey().getType();
+  RankedTensorType type = attention.getType();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value count = tensor::DimOp::create(b, loc, chunks.lengths, 0);
+  Value tokens = tensor::DimOp::create(b, loc, attention.getQuery(), 0);
+  Value init = tensor::EmptyOp::create(
+      b, loc, type.getShape(), type.getElementType(), ValueRange{tokens});
+  // Carried: the attended rows, the cache, the chunk's first token.
+  auto loop = scf::ForOp::create(
+      b, loc, zero, count, one, ValueRange{init, cache, zero},
+      [&](OpBuilder &nb, Location l, Value chunk, ValueRange carried) {
+        Value first = carried[2];
+        Value length = indexAt(nb, l, chunks.lengths, chunk);
+        Value start = indexAt(nb, l, chunks.positions, first);
+        SequenceOfCache slice = sequenceOfCache(
+            nb, cacheType, indexAt(nb, l, chunks.sequences, chunk));
+        Value own = tensor::ExtractSliceOp::create(
+            nb, l, cacheType, carried[1], slice.offsets, slice.sizes,
+            slice.strides);
+        own = KVCacheAppendOp::create(
+            nb, l, cacheType, own,
+            sliceRows(nb, l, attention.getKey(), first, length),
+            sliceRows(nb, l, attention.getValue(), first, length), start,
+            nb.getI64IntegerAttr(layer));
+        Value end = arith::AddIOp::create(nb, l, start, length);
+        auto read = KVCacheReadOp::create(nb, l, TypeRange{keyType, keyType},
+                                          own, end,
+                                          nb.getI64IntegerAttr(layer));
+        // The chunk's queries are the last of its sequence's positions, as
+        // in @prefill: causal masking, a window and relative-position
+        // terms see the same distances.
+        Value query = sliceRows(nb, l, attention.getQuery(), first, length);
+        auto attended = cast<AttentionOp>(nb.clone(*attention));
+        attended.getQueryMutable().assign(query);
+        attended.getKeyMutable().assign(read.getKey());
+        attended.getValueMutable().assign(read.getValue());
+        Value out =
+            insertRows(nb, l, attended.getResult(), carried[0], first);
+        Value updated = tensor::InsertSliceOp::create(
+            nb, l, own, carried[1], slice.offsets, slice.sizes, slice.strides);
+        Value next = arith::AddIOp::create(nb, l, first, length);
+        scf::YieldOp::create(nb, l, ValueRange{out, updated, next});
+      });
+  attention.getResult().replaceAllUsesWith(loop.getResult(0));
+  attention.erase();
+  return loop.getResult(1);
+}
+
+/// The last row of each chunk of `rows` ([tokens, features] -> [chunks,
+/// features]).
+Value lastRowOfEachChunk(OpBuilder &b, Location loc, Value rows,
+                         Value lengths) {
+  auto type = cast<RankedTensorType>(rows.getType());
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value count = tensor::DimOp::create(b, loc, lengths, 0);
+  Value init = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{ShapedType::kDynamic, type.getDimSize(1)},
+      type.getElementType(), ValueRange{count});
+  // Carried: the picked rows, the chunk's first token.
+  auto loop = scf::ForOp::create(
+      b, loc, zero, count, one, ValueRange{init, zero},
+      [&](OpBuilder &nb, Location l, Value chunk, ValueRange carried) {
+        Value next = arith::AddIOp::create(
+            nb, l, carried[1], indexAt(nb, l, lengths, chunk));
+        Value last = arith::SubIOp::create(nb, l, next, one);
+        Value row = sliceRows(nb, l, rows, last, nb.getIndexAttr(1));
+        Value picked = insertRows(nb, l, row, carried[0], chunk);
+        scf::YieldOp::create(nb, l, ValueRange{picked, next});
+      });
+  return loop.getResult(0);
+}
+
+} // namespace
+
+void mlir::tfm::buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
+                                  int64_t capacity) {
+  MLIRContext *ctx = forward.getContext();
+  Location loc = forward.getLoc();
+  RankedTensorType cacheType =
+      cacheTypeOf(plan.keyType, plan.layers.size(), capacity);
+  RankedTensorType batchedType = batchedCacheTypeOf(cacheType);
+
+  IRMapping mapping;
+  auto batch = cast<func::FuncOp>(forward->clone(mapping));
+  batch.setName("prefill_batch");
+  forward->getBlock()->push_back(batch);
+  Block &entry = batch.front();
+  Value tokens = entry.getArgument(plan.tokensArg);
+  Chunks chunks;
+  chunks.positions = entry.addArgument(tokens.getType(), loc);
+  chunks.sequences = entry.addArgument(tokens.getType(), loc);
+  chunks.lengths = entry.addArgument(tokens.getType(), loc);
+  Value cache = entry.addArgument(batchedType, loc);
+
+  replaceCountedPositions(batch, tokens, chunks.positions);
+  for (auto [layer, original] : llvm::enumerate(plan.layers)) {
+    Operation *originalOp = AttentionOp(original).getOperation();
+    cache = attendEachChunk(cast<AttentionOp>(mapping.lookup(originalOp)),
+                            layer, cache, cacheType, chunks);
+  }
+
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  OpBuilder b(ret);
+  auto lastRows = [&](OpBuilder &nb, Location l, Value rows) {
+    return lastRowOfEachChunk(nb, l, rows, chunks.lengths);
+  };
+  Value logits = pickRows(b, loc, ret.getOperand(0), ShapedType::kDynamic,
+                          lastRows, valuesComputedFrom(batch, tokens));
+  ret->setOperands({logits, cache});
+  batch.setType(FunctionType::get(ctx, entry.getArgumentTypes(),
+                                  {logits.getType(), batchedType}));
+  pruneDeadCode(batch, std::nullopt);
+
+  auto input = [&](InputRole role) { return InputRoleAttr::get(ctx, role); };
+  batch.setArgAttr(0, kInputArgAttrName, input(InputRole::token_ids));
+  batch.setArgAttr(1, kInputArgAttrName, input(InputRole::positions));
+  batch.setArgAttr(2, kInputArgAttrName, input(InputRole::cache_sequences));
+  batch.setArgAttr(3, kInputArgAttrName, input(InputRole::chunk_lengths));
+  batch.setArgAttr(4, kCacheArgAttrName,
+                   CacheAttr::get(ctx, CacheKind::self_attention,
+                                  sharedWindow(plan)));
+  batch.setResultAttr(0, kOutputResultAttrName,
+                      OutputRoleAttr::get(ctx, OutputRole::logits));
+}
