@@ -2,9 +2,11 @@
  *
  * See tfm_engine.h. A request waits in a queue until a slot of the batched
  * cache is free, then prefills (a chunk per step, after any blocks it
- * shares with earlier prompts), then generates one token per step in the
- * step's single @decode_batch call. Its tokens (prompt, then generated) are
- * kept whole so that a preempted request can be prefilled again.
+ * shares with earlier prompts), then generates one token per step. A step
+ * is one @prefill_batch call: every generating request's token and the
+ * prompt chunks, each a chunk of its own sequence. Its tokens (prompt, then
+ * generated) are kept whole so that a preempted request can be prefilled
+ * again.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -29,6 +31,7 @@ typedef struct request {
   int ignore_eos;
   tfm_sampler *sampler;
   int64_t slot;      /* -1 while waiting */
+  int64_t step_tokens; /* this step's chunk (0: none) */
   int64_t admitted;  /* admission order: the last admitted is preempted */
   struct request *next; /* in the waiting queue or the running list */
 } request;
@@ -45,8 +48,9 @@ struct tfm_engine {
   request *waiting, *running; /* FIFO queue; admission order */
   int64_t next_id, admissions;
   float *logits;              /* [max_sequences, vocab] */
-  int32_t *rows;              /* decode rows: tokens, positions, slots */
-  request **row_requests;
+  int32_t *tokens, *positions; /* the step's rows: [max_step_tokens] */
+  int32_t *slots, *lengths;    /* its chunks: [max_sequences] */
+  request **chunk_requests;    /* [max_sequences] */
   tfm_engine_stats stats;
 };
 
@@ -72,12 +76,11 @@ tfm_status_code tfm_engine_new(tfm_model *model,
   *out = NULL;
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   const tfm_cache_desc *cache = sequence_cache(desc);
-  if (!cache || !tfm_model_entry_point(model, "prefill") ||
-      !tfm_model_entry_point(model, "decode_batch"))
+  if (!cache || !tfm_model_entry_point(model, "prefill_batch"))
     return tfm_fail(status, TFM_ERROR_NOT_FOUND,
-                    "model '%s' has no @prefill and @decode_batch over a KV "
-                    "cache: compile a decoder language model with tfmc's "
-                    "defaults to serve it",
+                    "model '%s' has no @prefill_batch over a KV cache: "
+                    "compile a decoder language model with tfmc's defaults "
+                    "to serve it",
                     desc->name);
   if (cache->dtype != TFM_DTYPE_F32)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
@@ -99,6 +102,9 @@ tfm_status_code tfm_engine_new(tfm_model *model,
     o.block_positions = d.block_positions;
   if (!o.prefill_chunk)
     o.prefill_chunk = d.prefill_chunk;
+  /* No step has more prompt tokens than every sequence's whole context. */
+  if (o.prefill_chunk > cache->shape[2] * o.max_sequences)
+    o.prefill_chunk = cache->shape[2] * o.max_sequences;
   tfm_engine *e = calloc(1, sizeof *e);
   if (!e)
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -124,9 +130,16 @@ tfm_status_code tfm_engine_new(tfm_model *model,
   }
   e->free_slots = malloc((size_t)o.max_sequences * sizeof *e->free_slots);
   e->logits = malloc((size_t)(o.max_sequences * desc->vocab_size) * sizeof(float));
-  e->rows = malloc((size_t)o.max_sequences * 3 * sizeof *e->rows);
-  e->row_requests = malloc((size_t)o.max_sequences * sizeof *e->row_requests);
-  if (!e->free_slots || !e->logits || !e->rows || !e->row_requests) {
+  /* A step: a token of each generating sequence and the prompt chunks. */
+  size_t step_tokens = (size_t)o.max_sequences + (size_t)o.prefill_chunk;
+  e->tokens = malloc(step_tokens * sizeof *e->tokens);
+  e->positions = malloc(step_tokens * sizeof *e->positions);
+  e->slots = malloc((size_t)o.max_sequences * sizeof *e->slots);
+  e->lengths = malloc((size_t)o.max_sequences * sizeof *e->lengths);
+  e->chunk_requests =
+      malloc((size_t)o.max_sequences * sizeof *e->chunk_requests);
+  if (!e->free_slots || !e->logits || !e->tokens || !e->positions ||
+      !e->slots || !e->lengths || !e->chunk_requests) {
     tfm_engine_free(e);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "out of memory for an engine of %d sequences",
@@ -158,8 +171,11 @@ void tfm_engine_free(tfm_engine *e) {
   tfm_kv_pages_free(e->pages);
   free(e->free_slots);
   free(e->logits);
-  free(e->rows);
-  free(e->row_requests);
+  free(e->tokens);
+  free(e->positions);
+  free(e->slots);
+  free(e->lengths);
+  free(e->chunk_requests);
   free(e);
 }
 
@@ -346,107 +362,77 @@ static void take_token(tfm_engine *e, request *r, float *logits,
     r->state = kGenerating;
 }
 
-static tfm_tensor cache_tensor(tfm_engine *e, int64_t slot, int batched) {
-  tfm_tensor t = {tfm_kv_pages_base(e->pages), TFM_DTYPE_F32, 6, {0}, NULL};
-  memcpy(t.shape, e->cache_shape, sizeof e->cache_shape);
-  if (!batched) {
-    t.data = (float *)t.data + (size_t)slot * e->slot_floats;
-    t.rank = 5;
-    memmove(t.shape, t.shape + 1, 5 * sizeof *t.shape);
-  }
-  return t;
-}
-
-/* One prefill chunk of `r`; its first token when the prompt is done. */
-static tfm_status_code prefill_chunk(tfm_engine *e, request *r, int64_t n,
-                                     tfm_engine_event *events, int32_t *count,
-                                     tfm_status *status) {
-  if (!reserve(e, r, r->computed + n, status))
-    return r->state == kWaiting ? TFM_OK : fail_request(e, r, events, count);
-  int64_t position = r->computed;
-  tfm_tensor inputs[3] = {
-      {r->tokens + r->computed, TFM_DTYPE_I32, 1, {n}, NULL},
-      {&position, TFM_DTYPE_I64, 0, {0}, NULL},
-      {&position, TFM_DTYPE_I64, 0, {0}, NULL}};
-  tfm_tensor cache = cache_tensor(e, r->slot, 0), *caches = &cache, logits;
-  tfm_status_code code = tfm_model_call(e->model, "prefill", inputs, 3,
-                                        &caches, &logits, 1, status);
-  if (code != TFM_OK)
-    return code;
-  r->computed += n;
-  e->stats.prompt_tokens += n;
-  if (e->options.share_prefixes)
-    tfm_kv_pages_publish(e->pages, r->slot, r->tokens, r->computed);
-  if (r->computed == r->length)
-    take_token(e, r, logits.data, &events[(*count)++]);
-  tfm_tensor_release(&logits);
-  return TFM_OK;
-}
-
-/* Prefills waiting prompts, at most prefill_chunk tokens in all. */
-static tfm_status_code prefill(tfm_engine *e, tfm_engine_event *events,
-                               int32_t *count, tfm_status *status) {
+/* Chooses the step's chunks in admission order: each generating request's
+ * next token, and prompt chunks while the step's prefill budget lasts
+ * (r->step_tokens), and backs their positions, preempting the requests
+ * admitted last while the pool is short. */
+static tfm_status_code plan_step(tfm_engine *e, tfm_engine_event *events,
+                                 int32_t *count, tfm_status *status) {
   int64_t budget = e->options.prefill_chunk;
-  for (request *r = e->running, *next; r && budget > 0; r = next) {
-    next = r->next;
-    if (r->state != kPrefilling)
-      continue;
-    int64_t n = r->length - r->computed;
-    if (n > budget)
-      n = budget;
-    tfm_status_code code = prefill_chunk(e, r, n, events, count, status);
-    if (code != TFM_OK)
-      return code;
-    budget -= n;
-  }
-  return TFM_OK;
-}
-
-/* One @decode_batch over every generating request. */
-static tfm_status_code decode(tfm_engine *e, tfm_engine_event *events,
-                              int32_t *count, tfm_status *status) {
-  int64_t rows = 0;
-  for (request *r = e->running, *next; r; r = next) {
-    next = r->next;
-    if (r->state != kGenerating)
-      continue;
-    if (!reserve(e, r, r->computed + 1, status)) {
+  for (request *r = e->running; r; r = r->next)
+    r->step_tokens = 0;
+  for (request *r = e->running; r; r = r->next) {
+    int64_t n = 1;
+    if (r->state == kPrefilling) {
+      n = r->length - r->computed < budget ? r->length - r->computed : budget;
+      if (n <= 0)
+        continue;
+    }
+    if (!reserve(e, r, r->computed + n, status)) {
       if (r->state == kWaiting)
         break; /* it was the last admitted: nothing after it either */
       return fail_request(e, r, events, count);
     }
+    r->step_tokens = n;
+    if (r->state == kPrefilling)
+      budget -= n;
   }
-  /* Preemption may have removed requests the loop passed: count again. */
-  for (request *r = e->running; r; r = r->next)
-    if (r->state == kGenerating)
-      e->row_requests[rows++] = r;
-  if (rows == 0)
+  return TFM_OK;
+}
+
+/* Runs the planned chunks in one @prefill_batch call; a request whose chunk
+ * ends what it knows (its prompt, or its last token) takes its next token
+ * from the chunk's logits. */
+static tfm_status_code run_step(tfm_engine *e, tfm_engine_event *events,
+                                int32_t *count, tfm_status *status) {
+  int64_t rows = 0, chunks = 0;
+  for (request *r = e->running; r; r = r->next) {
+    if (!r->step_tokens)
+      continue;
+    for (int64_t i = 0; i < r->step_tokens; ++i) {
+      e->tokens[rows] = r->tokens[r->computed + i];
+      e->positions[rows++] = (int32_t)(r->computed + i);
+    }
+    e->slots[chunks] = (int32_t)r->slot;
+    e->lengths[chunks] = (int32_t)r->step_tokens;
+    e->chunk_requests[chunks++] = r;
+  }
+  if (chunks == 0)
     return TFM_OK;
-  int32_t *tokens = e->rows, *positions = e->rows + rows,
-          *slots = e->rows + 2 * rows;
-  for (int64_t b = 0; b < rows; ++b) {
-    request *r = e->row_requests[b];
-    tokens[b] = r->tokens[r->computed];
-    positions[b] = (int32_t)r->computed;
-    slots[b] = (int32_t)r->slot;
-  }
-  tfm_tensor inputs[3] = {{tokens, TFM_DTYPE_I32, 1, {rows}, NULL},
-                          {positions, TFM_DTYPE_I32, 1, {rows}, NULL},
-                          {slots, TFM_DTYPE_I32, 1, {rows}, NULL}};
-  tfm_tensor cache = cache_tensor(e, 0, 1), *caches = &cache, logits;
-  tfm_status_code code = tfm_model_call(e->model, "decode_batch", inputs, 3,
+  tfm_tensor inputs[4] = {{e->tokens, TFM_DTYPE_I32, 1, {rows}, NULL},
+                          {e->positions, TFM_DTYPE_I32, 1, {rows}, NULL},
+                          {e->slots, TFM_DTYPE_I32, 1, {chunks}, NULL},
+                          {e->lengths, TFM_DTYPE_I32, 1, {chunks}, NULL}};
+  tfm_tensor cache = {tfm_kv_pages_base(e->pages), TFM_DTYPE_F32, 6, {0},
+                      NULL};
+  memcpy(cache.shape, e->cache_shape, sizeof e->cache_shape);
+  tfm_tensor *caches = &cache, logits;
+  tfm_status_code code = tfm_model_call(e->model, "prefill_batch", inputs, 4,
                                         &caches, &logits, 1, status);
   if (code != TFM_OK)
     return code;
   int64_t vocab = e->desc->vocab_size;
-  memcpy(e->logits, logits.data, (size_t)(rows * vocab) * sizeof(float));
+  memcpy(e->logits, logits.data, (size_t)(chunks * vocab) * sizeof(float));
   tfm_tensor_release(&logits);
-  for (int64_t b = 0; b < rows; ++b) {
-    request *r = e->row_requests[b];
-    ++r->computed;
+  for (int64_t c = 0; c < chunks; ++c) {
+    request *r = e->chunk_requests[c];
+    if (r->state == kPrefilling)
+      e->stats.prompt_tokens += r->step_tokens;
+    r->computed += r->step_tokens;
     if (e->options.share_prefixes)
       tfm_kv_pages_publish(e->pages, r->slot, r->tokens, r->computed);
-    take_token(e, r, e->logits + b * vocab, &events[(*count)++]);
+    if (r->computed == r->length)
+      take_token(e, r, e->logits + c * vocab, &events[(*count)++]);
   }
   return TFM_OK;
 }
@@ -466,9 +452,9 @@ tfm_status_code tfm_engine_step(tfm_engine *e, tfm_engine_event *events,
                     capacity, 2 * e->options.max_sequences);
   ++e->stats.steps;
   admit(e);
-  tfm_status_code code = prefill(e, events, count, status);
+  tfm_status_code code = plan_step(e, events, count, status);
   if (code == TFM_OK)
-    code = decode(e, events, count, status);
+    code = run_step(e, events, count, status);
   return code == TFM_OK ? tfm_ok(status) : code;
 }
 

@@ -1,10 +1,10 @@
 /*===- tfm_engine.h - serving many sequences: the batch engine ----------===//
  *
  * The engine decodes many sequences of one language model together: each
- * step runs one @decode_batch over every sequence that is generating (each
- * weight read once for all of them) and prefills waiting prompts in chunks
- * of at most `prefill_chunk` tokens, so that a long prompt does not stall
- * the others. Sequences join (tfm_engine_submit) and leave (finished, or
+ * step is one @prefill_batch call over the next token of every sequence
+ * that is generating and chunks of waiting prompts (at most
+ * `prefill_chunk` prompt tokens a step, so that a long prompt does not
+ * stall the others), each weight read once for all of them. Sequences join (tfm_engine_submit) and leave (finished, or
  * tfm_engine_cancel) between steps: continuous batching.
  *
  * KV memory is a pool of fixed-size blocks bounded in bytes (runtime/
@@ -15,8 +15,8 @@
  * (with what it generated so far): preemption by recomputation, so a
  * sequence's tokens are the same whatever else runs.
  *
- * Models need @prefill and @decode_batch (tfmc's defaults for decoder
- * language models). An engine is used by one thread at a time; it owns
+ * Models need @prefill_batch (tfmc's default for decoder language
+ * models). An engine is used by one thread at a time; it owns
  * no thread (the caller steps it).
  *
  *===----------------------------------------------------------------------===*/
