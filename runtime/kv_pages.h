@@ -1,8 +1,8 @@
 /*===- kv_pages.h - a paged KV cache: blocks, block tables, prefixes -----===//
  *
- * The serving engine's KV memory (engine.c). The compiled @prefill and
- * @decode_batch read a batched cache [slots, layers, 2, capacity, kv_heads,
- * head_dim] as one array. Reserving that whole array for every slot would
+ * The serving engine's KV memory (engine.c). The compiled @prefill_batch
+ * reads a batched cache [slots, layers, 2, capacity, kv_heads, head_dim]
+ * as one array. Reserving that whole array for every slot would
  * hold max_context positions for each sequence; instead the array is only
  * reserved address space, and its memory comes from a pool of fixed-size
  * blocks (`block_positions` positions of every layer's keys and values):
