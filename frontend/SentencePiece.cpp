@@ -261,6 +261,14 @@ expandCharsMap(llvm::StringRef path, llvm::StringRef blob) {
               children.begin() + firstChild[base + 1],
               [&](uint32_t a, uint32_t b) { return (a ^ base) < (b ^ base); });
 
+  // Every rule ends at a unit with a value: reserving that many (more when
+  // suffixes are shared) spares most of the vector's regrowth (a copy of
+  // every rule so far, each time).
+  size_t valued = 0;
+  for (size_t p = 0; p < units; ++p)
+    valued += (unitAt(p) >> 8) & 1;
+  rules.reserve(valued);
+
   constexpr size_t kMaxKeyBytes = 64;
   // Darts-clone shares common suffixes (a DAWG), so a node may be reached
   // on several paths; a crafted map could multiply them past any memory.
