@@ -168,8 +168,13 @@ func.func private @f(tensor<?x2x2x?x4x4xf32> {tfm.cache = #tfm.cache<self_attent
 
 // -----
 
-// expected-error @+1 {{argument 0 of @f: sequence lengths, positions and cache sequences are a tensor<?xi32>, got 'tensor<?xi64>'}}
+// expected-error @+1 {{argument 0 of @f: sequence lengths, positions, cache sequences and chunk lengths are a tensor<?xi32>, got 'tensor<?xi64>'}}
 func.func private @f(tensor<?xi64> {tfm.input = #tfm.input<positions>})
+
+// -----
+
+// expected-error @+1 {{argument 0 of @f: sequence lengths, positions, cache sequences and chunk lengths are a tensor<?xi32>, got 'tensor<2x3xi32>'}}
+func.func private @f(tensor<2x3xi32> {tfm.input = #tfm.input<chunk_lengths>})
 
 // -----
 
