@@ -21,27 +21,34 @@ RankedTensorType mlir::tfm::batchedCacheTypeOf(RankedTensorType cacheType) {
   return RankedTensorType::get(shape, cacheType.getElementType());
 }
 
+namespace {
+/// Offsets, sizes and strides of all of `value` but its first dimension,
+/// which starts at `offset`.
+struct RowsOf {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  RowsOf(OpBuilder &b, Location loc, Value value, OpFoldResult offset) {
+    auto type = cast<RankedTensorType>(value.getType());
+    offsets.assign(type.getRank(), b.getIndexAttr(0));
+    sizes = tensor::getMixedSizes(b, loc, value);
+    strides.assign(type.getRank(), b.getIndexAttr(1));
+    offsets[0] = offset;
+  }
+};
+} // namespace
+
 Value mlir::tfm::sliceRows(OpBuilder &b, Location loc, Value value,
                            OpFoldResult offset, OpFoldResult count) {
-  auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, value);
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-  offsets[0] = offset;
-  sizes[0] = count;
-  return tensor::ExtractSliceOp::create(b, loc, value, offsets, sizes,
-                                        strides);
+  RowsOf rows(b, loc, value, offset);
+  rows.sizes[0] = count;
+  return tensor::ExtractSliceOp::create(b, loc, value, rows.offsets,
+                                        rows.sizes, rows.strides);
 }
 
 Value mlir::tfm::insertRows(OpBuilder &b, Location loc, Value rows,
                             Value into, OpFoldResult offset) {
-  auto type = cast<RankedTensorType>(rows.getType());
-  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, rows);
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-  offsets[0] = offset;
-  return tensor::InsertSliceOp::create(b, loc, rows, into, offsets, sizes,
-                                       strides);
+  RowsOf at(b, loc, rows, offset);
+  return tensor::InsertSliceOp::create(b, loc, rows, into, at.offsets,
+                                       at.sizes, at.strides);
 }
 
 SequenceOfCache mlir::tfm::sequenceOfCache(OpBuilder &b,
@@ -74,4 +81,43 @@ void mlir::tfm::replaceCountedPositions(func::FuncOp func, Value tokens,
     op.getResult().replaceAllUsesWith(positions);
     op.erase();
   }
+}
+
+func::FuncOp mlir::tfm::cloneForBatch(func::FuncOp forward, StringRef name,
+                                      IRMapping &mapping) {
+  auto batch = cast<func::FuncOp>(forward->clone(mapping));
+  batch.setName(name);
+  forward->getBlock()->push_back(batch);
+  return batch;
+}
+
+AttendedInSequence mlir::tfm::attendInSequence(
+    OpBuilder &b, Location loc, AttentionOp attention, int64_t layer,
+    RankedTensorType cacheType, Value out, Value cache, Value sequence,
+    Value first, Value count, Value start) {
+  RankedTensorType keyType = attention.getKey().getType();
+  SequenceOfCache slice = sequenceOfCache(b, cacheType, sequence);
+  Value own = tensor::ExtractSliceOp::create(b, loc, cacheType, cache,
+                                             slice.offsets, slice.sizes,
+                                             slice.strides);
+  Value keys = sliceRows(b, loc, attention.getKey(), first, count);
+  Value values = sliceRows(b, loc, attention.getValue(), first, count);
+  own = KVCacheAppendOp::create(b, loc, cacheType, own, keys, values, start,
+                                b.getI64IntegerAttr(layer));
+  Value end = arith::AddIOp::create(b, loc, start, count);
+  auto read = KVCacheReadOp::create(b, loc, TypeRange{keyType, keyType}, own,
+                                    end, b.getI64IntegerAttr(layer));
+  // The rows' queries are the last of their sequence's positions, as in
+  // @prefill and @decode: causal masking, a window and relative-position
+  // terms see the same distances.
+  Value query = sliceRows(b, loc, attention.getQuery(), first, count);
+  auto attended = cast<AttentionOp>(b.clone(*attention));
+  attended.getQueryMutable().assign(query);
+  attended.getKeyMutable().assign(read.getKey());
+  attended.getValueMutable().assign(read.getValue());
+  AttendedInSequence result;
+  result.out = insertRows(b, loc, attended.getResult(), out, first);
+  result.cache = tensor::InsertSliceOp::create(
+      b, loc, own, cache, slice.offsets, slice.sizes, slice.strides);
+  return result;
 }

@@ -94,6 +94,28 @@ SequenceOfCache sequenceOfCache(OpBuilder &b, RankedTensorType cacheType,
 void replaceCountedPositions(func::FuncOp func, Value tokens,
                              Value positions);
 
+/// A clone of `forward` named `name`, placed at the end of its module
+/// (`mapping`: from the original's values to the clone's).
+func::FuncOp cloneForBatch(func::FuncOp forward, StringRef name,
+                           IRMapping &mapping);
+
+/// What attendInSequence returns: the step's attended rows with the new
+/// ones inserted, and the updated batched cache.
+struct AttendedInSequence {
+  Value out, cache;
+};
+/// Inside a batched entry point's loop: rows [first, first + count) of
+/// self-attention `attention`'s queries, keys and values, which are the
+/// consecutive positions from `start` of sequence `sequence` of the
+/// batched `cache`, append their keys and values there and attend over
+/// that sequence's positions [0, start + count); their outputs go into
+/// `out` at the same rows.
+AttendedInSequence attendInSequence(OpBuilder &b, Location loc,
+                                    AttentionOp attention, int64_t layer,
+                                    RankedTensorType cacheType, Value out,
+                                    Value cache, Value sequence, Value first,
+                                    Value count, Value start);
+
 /// Element `row` of a [n] integer tensor as an index.
 Value indexAt(OpBuilder &b, Location loc, Value values, Value row);
 

@@ -38,7 +38,6 @@ Value attendEachRow(AttentionOp attention, int64_t layer, Value cache,
                     Value sequences) {
   OpBuilder b(attention);
   Location loc = attention.getLoc();
-  RankedTensorType keyType = attention.getKey().getType();
   RankedTensorType type = attention.getType();
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
@@ -49,31 +48,11 @@ Value attendEachRow(AttentionOp attention, int64_t layer, Value cache,
       b, loc, zero, rows, one, ValueRange{init, cache},
       [&](OpBuilder &nb, Location l, Value row, ValueRange carried) {
         Value position = indexAt(nb, l, positions, row);
-        SequenceOfCache slice =
-            sequenceOfCache(nb, cacheType, indexAt(nb, l, sequences, row));
-        Value own = tensor::ExtractSliceOp::create(
-            nb, l, cacheType, carried[1], slice.offsets, slice.sizes,
-            slice.strides);
-        own = KVCacheAppendOp::create(
-            nb, l, cacheType, own, sliceRows(nb, l, attention.getKey(), row, one),
-            sliceRows(nb, l, attention.getValue(), row, one), position,
-            nb.getI64IntegerAttr(layer));
-        Value end = arith::AddIOp::create(nb, l, position, one);
-        auto read = KVCacheReadOp::create(nb, l, TypeRange{keyType, keyType},
-                                          own, end,
-                                          nb.getI64IntegerAttr(layer));
-        // The row's query is the last of its sequence's positions, as in
-        // @decode: causal masking, a window and relative-position terms
-        // see the same distances.
-        Value query = sliceRows(nb, l, attention.getQuery(), row, one);
-        auto attended = cast<AttentionOp>(nb.clone(*attention));
-        attended.getQueryMutable().assign(query);
-        attended.getKeyMutable().assign(read.getKey());
-        attended.getValueMutable().assign(read.getValue());
-        Value out = insertRows(nb, l, attended.getResult(), carried[0], row);
-        Value updated = tensor::InsertSliceOp::create(
-            nb, l, own, carried[1], slice.offsets, slice.sizes, slice.strides);
-        scf::YieldOp::create(nb, l, ValueRange{out, updated});
+        Value sequence = indexAt(nb, l, sequences, row);
+        AttendedInSequence attended =
+            attendInSequence(nb, l, attention, layer, cacheType, carried[0],
+                             carried[1], sequence, row, one, position);
+        scf::YieldOp::create(nb, l, ValueRange{attended.out, attended.cache});
       });
   attention.getResult().replaceAllUsesWith(loop.getResult(0));
   attention.erase();
@@ -91,9 +70,7 @@ void mlir::tfm::buildDecodeBatch(func::FuncOp forward, const CachePlan &plan,
   RankedTensorType batchedType = batchedCacheTypeOf(cacheType);
 
   IRMapping mapping;
-  auto batch = cast<func::FuncOp>(forward->clone(mapping));
-  batch.setName("decode_batch");
-  forward->getBlock()->push_back(batch);
+  func::FuncOp batch = cloneForBatch(forward, "decode_batch", mapping);
   Block &entry = batch.front();
   Value tokens = entry.getArgument(plan.tokensArg);
   Value positions = entry.addArgument(tokens.getType(), loc);

@@ -45,7 +45,6 @@ Value attendEachChunk(AttentionOp attention, int64_t layer, Value cache,
                       RankedTensorType cacheType, const Chunks &chunks) {
   OpBuilder b(attention);
   Location loc = attention.getLoc();
-  RankedTensorType keyType = attention.getKey().getType();
   RankedTensorType type = attention.getType();
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
@@ -60,34 +59,13 @@ Value attendEachChunk(AttentionOp attention, int64_t layer, Value cache,
         Value first = carried[2];
         Value length = indexAt(nb, l, chunks.lengths, chunk);
         Value start = indexAt(nb, l, chunks.positions, first);
-        SequenceOfCache slice = sequenceOfCache(
-            nb, cacheType, indexAt(nb, l, chunks.sequences, chunk));
-        Value own = tensor::ExtractSliceOp::create(
-            nb, l, cacheType, carried[1], slice.offsets, slice.sizes,
-            slice.strides);
-        own = KVCacheAppendOp::create(
-            nb, l, cacheType, own,
-            sliceRows(nb, l, attention.getKey(), first, length),
-            sliceRows(nb, l, attention.getValue(), first, length), start,
-            nb.getI64IntegerAttr(layer));
-        Value end = arith::AddIOp::create(nb, l, start, length);
-        auto read = KVCacheReadOp::create(nb, l, TypeRange{keyType, keyType},
-                                          own, end,
-                                          nb.getI64IntegerAttr(layer));
-        // The chunk's queries are the last of its sequence's positions, as
-        // in @prefill: causal masking, a window and relative-position
-        // terms see the same distances.
-        Value query = sliceRows(nb, l, attention.getQuery(), first, length);
-        auto attended = cast<AttentionOp>(nb.clone(*attention));
-        attended.getQueryMutable().assign(query);
-        attended.getKeyMutable().assign(read.getKey());
-        attended.getValueMutable().assign(read.getValue());
-        Value out =
-            insertRows(nb, l, attended.getResult(), carried[0], first);
-        Value updated = tensor::InsertSliceOp::create(
-            nb, l, own, carried[1], slice.offsets, slice.sizes, slice.strides);
+        Value sequence = indexAt(nb, l, chunks.sequences, chunk);
+        AttendedInSequence attended =
+            attendInSequence(nb, l, attention, layer, cacheType, carried[0],
+                             carried[1], sequence, first, length, start);
         Value next = arith::AddIOp::create(nb, l, first, length);
-        scf::YieldOp::create(nb, l, ValueRange{out, updated, next});
+        scf::YieldOp::create(nb, l,
+                             ValueRange{attended.out, attended.cache, next});
       });
   attention.getResult().replaceAllUsesWith(loop.getResult(0));
   attention.erase();
@@ -130,9 +108,7 @@ void mlir::tfm::buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
   RankedTensorType batchedType = batchedCacheTypeOf(cacheType);
 
   IRMapping mapping;
-  auto batch = cast<func::FuncOp>(forward->clone(mapping));
-  batch.setName("prefill_batch");
-  forward->getBlock()->push_back(batch);
+  func::FuncOp batch = cloneForBatch(forward, "prefill_batch", mapping);
   Block &entry = batch.front();
   Value tokens = entry.getArgument(plan.tokensArg);
   Chunks chunks;

@@ -8,6 +8,8 @@
  * decoder library built with --prefix model. */
 #include "model.h"
 
+#include "cache_calls.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,34 +22,6 @@ static const int32_t prompts[kSequences][5] = {
 static const int64_t lengths[kSequences] = {3, 5, 2};
 /* Which sequence of the batched cache each row uses. */
 static const int32_t slot_of[kSequences] = {2, 0, 3};
-
-static int failed(tfm_status_code code, const tfm_status *status) {
-  if (code != TFM_OK)
-    fprintf(stderr, "error: %s\n", status->message);
-  return code != TFM_OK;
-}
-
-static tfm_tensor ids(const int32_t *values, int64_t n) {
-  return (tfm_tensor){(void *)values, TFM_DTYPE_I32, 1, {n}, NULL};
-}
-static tfm_tensor scalar(int64_t *value) {
-  return (tfm_tensor){value, TFM_DTYPE_I64, 0, {0}, NULL};
-}
-
-/* The model's one-sequence cache description. */
-static const tfm_cache_desc *sequence_cache(const tfm_model_desc *desc) {
-  for (int32_t i = 0; i < desc->num_caches; ++i)
-    if (desc->caches[i].rank == 5)
-      return &desc->caches[i];
-  return NULL;
-}
-
-/* A cache tensor viewing `data` with the one-sequence shape. */
-static tfm_tensor cache_view(const tfm_cache_desc *cache, float *data) {
-  tfm_tensor t = {data, TFM_DTYPE_F32, 5, {0}, NULL};
-  memcpy(t.shape, cache->shape, 5 * sizeof *t.shape);
-  return t;
-}
 
 /* @prefill or @decode of `n` tokens at `start` into `cache`; the logits of
  * the last one into `logits`. */

@@ -9,6 +9,8 @@
  * Linked with a decoder library built with --prefix model. */
 #include "model.h"
 
+#include "cache_calls.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,34 +29,13 @@ static const int64_t plan[][kSequences] = {
     {4, 5, 0}, {2, 4, 3}, {-1, -1, 1}, {-1, -1, -1}, {-1, -1, -1}};
 enum { kSteps = sizeof plan / sizeof *plan };
 
-static int failed(tfm_status_code code, const tfm_status *status) {
-  if (code != TFM_OK)
-    fprintf(stderr, "error: %s\n", status->message);
-  return code != TFM_OK;
-}
-
-static tfm_tensor ids(const int32_t *values, int64_t n) {
-  return (tfm_tensor){(void *)values, TFM_DTYPE_I32, 1, {n}, NULL};
-}
-static tfm_tensor scalar(int64_t *value) {
-  return (tfm_tensor){value, TFM_DTYPE_I64, 0, {0}, NULL};
-}
-
-static const tfm_cache_desc *sequence_cache(const tfm_model_desc *desc) {
-  for (int32_t i = 0; i < desc->num_caches; ++i)
-    if (desc->caches[i].rank == 5)
-      return &desc->caches[i];
-  return NULL;
-}
-
 /* @prefill or @decode of `n` tokens at `start` into `cache` (`data`); the
  * logits of the last one into `logits`. */
 static int run_alone(tfm_model *model, const tfm_cache_desc *desc,
                      float *data, const int32_t *tokens, int64_t n,
                      int64_t start, float *logits) {
   tfm_status status;
-  tfm_tensor cache = {data, TFM_DTYPE_F32, 5, {0}, NULL}, *caches = &cache;
-  memcpy(cache.shape, desc->shape, 5 * sizeof *cache.shape);
+  tfm_tensor cache = cache_view(desc, data), *caches = &cache;
   int64_t position = start, slot = start;
   tfm_tensor inputs[3] = {ids(tokens, n), scalar(&position), scalar(&slot)};
   tfm_tensor output;
