@@ -547,11 +547,7 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
                    : type == Piece::UserDefined ? TFM_UNIGRAM_PIECE_USER_DEFINED
                                                 : TFM_UNIGRAM_PIECE_RESERVED);
     }
-    append32(uint32_t(options.normalization.size()));
-    for (const auto &[from, to] : options.normalization) {
-      appendBytes(from);
-      appendBytes(to);
-    }
+    appendBytes(options.charsMap);
   }
   return blob;
 }

@@ -3,22 +3,20 @@
 // Reads SentencePiece's ModelProto (protobuf wire format, parsed here: the
 // runtime takes no protobuf dependency) into a TokenizerVocab: BPE models
 // become score BPE, Unigram models keep their piece types and normalizer.
-// The normalizer's precompiled character map is a Darts double-array trie;
-// it is expanded here into plain (from, to) rules so that the runtime needs
-// no trie format and a malformed map fails at compile time.
+// The normalizer's precompiled character map (a Darts double-array trie) is
+// embedded as it is, checked here by the runtime's own reader
+// (runtime/chars_map.h) so that a malformed map fails at compile time.
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontend/ErrorMessages.h"
 #include "frontend/Tokenizer.h"
+#include "runtime/chars_map.h"
 
 #include "llvm/ADT/SmallString.h"
-#include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
-#include <algorithm>
-#include <functional>
 #include <cstring>
 
 using namespace mlir;
@@ -212,107 +210,19 @@ llvm::Expected<SentencePieceModel> parseModel(llvm::StringRef path,
   return model;
 }
 
-/// Expands the precompiled character map (<uint32 trie size><Darts
-/// double-array trie><NUL-terminated replacements>) into (from, to) rules by
-/// walking every path of the trie.
-llvm::Expected<std::vector<std::pair<std::string, std::string>>>
-expandCharsMap(llvm::StringRef path, llvm::StringRef blob) {
-  std::vector<std::pair<std::string, std::string>> rules;
-  if (blob.empty())
-    return rules;
-  auto malformed = [&](const llvm::Twine &why) {
+/// The precompiled character map, checked as the runtime will read it.
+llvm::Expected<std::string> checkCharsMap(llvm::StringRef path,
+                                          std::string blob) {
+  tfm_chars_map map;
+  char why[160];
+  switch (tfm_chars_map_open(&map, blob.data(), blob.size(), why, sizeof why)) {
+  case 0:
+    return blob;
+  case -2:
+    return makeError(path + ": out of memory checking precompiled_charsmap");
+  default:
     return makeError(path + ": malformed precompiled_charsmap: " + why);
-  };
-  if (blob.size() < 4)
-    return malformed("shorter than its header");
-  uint32_t trieBytes = llvm::support::endian::read32le(blob.data());
-  if (trieBytes % 4 || trieBytes > blob.size() - 4)
-    return malformed("a trie of " + llvm::Twine(trieBytes) + " bytes in " +
-                     llvm::Twine(blob.size()) + " bytes");
-  size_t units = trieBytes / 4;
-  auto unitAt = [&](size_t i) {
-    return llvm::support::endian::read32le(blob.data() + 4 + 4 * i);
-  };
-  llvm::StringRef replacements = blob.drop_front(4 + trieBytes);
-  // A Darts unit: bit 8 says the key ending here has a value (in the unit at
-  // the child base), the low byte and bit 31 are the label, bits 10.. the
-  // offset to the children (shifted by 8 more when bit 9 is set).
-  auto offsetOf = [](uint32_t unit) {
-    return (unit >> 10) << ((unit & (1u << 9)) >> 6);
-  };
-  // Each unit's children, found in one pass: a unit at p labelled b (bit 31
-  // clear, low byte b != 0) is the child b of the node whose children start
-  // at p ^ b. Testing all 255 labels at every node instead costs 255 reads
-  // a node, seconds for nmt_nfkc's map in a sanitizer build.
-  std::vector<uint32_t> firstChild(units + 1, 0), children(units);
-  auto labelOf = [](uint32_t unit) { return unit & ((1u << 31) | 0xFF); };
-  for (size_t p = 0; p < units; ++p)
-    if (uint32_t label = labelOf(unitAt(p)); label && label < 256)
-      ++firstChild[(p ^ label) + 1];
-  for (size_t base = 0; base < units; ++base)
-    firstChild[base + 1] += firstChild[base];
-  std::vector<uint32_t> filled(firstChild.begin(), firstChild.end() - 1);
-  for (size_t p = 0; p < units; ++p)
-    if (uint32_t label = labelOf(unitAt(p)); label && label < 256)
-      children[filled[p ^ label]++] = p;
-  // In label order, as the rules were always listed.
-  for (size_t base = 0; base < units; ++base)
-    std::sort(children.begin() + firstChild[base],
-              children.begin() + firstChild[base + 1],
-              [&](uint32_t a, uint32_t b) { return (a ^ base) < (b ^ base); });
-
-  // Every rule ends at a unit with a value: reserving that many (more when
-  // suffixes are shared) spares most of the vector's regrowth (a copy of
-  // every rule so far, each time).
-  size_t valued = 0;
-  for (size_t p = 0; p < units; ++p)
-    valued += (unitAt(p) >> 8) & 1;
-  rules.reserve(valued);
-
-  constexpr size_t kMaxKeyBytes = 64;
-  // Darts-clone shares common suffixes (a DAWG), so a node may be reached
-  // on several paths; a crafted map could multiply them past any memory.
-  // Legitimate maps (nmt_nfkc: a 4 MB expansion) stay far below the limit.
-  constexpr size_t kMaxPaths = size_t(1) << 22;
-  size_t paths = 0;
-  std::string key;
-  std::function<llvm::Error(size_t)> walk = [&](size_t base) -> llvm::Error {
-    if (key.size() > kMaxKeyBytes)
-      return malformed("a key longer than " + llvm::Twine(kMaxKeyBytes) +
-                       " bytes (a cycle?)");
-    if (base >= units)
-      return llvm::Error::success(); // no unit has children there
-    for (uint32_t i = firstChild[base]; i < firstChild[base + 1]; ++i) {
-      size_t child = children[i];
-      uint32_t unit = unitAt(child);
-      if (++paths > kMaxPaths)
-        return malformed("more than " + llvm::Twine(kMaxPaths) +
-                         " paths through the trie");
-      size_t next = child ^ offsetOf(unit);
-      if (next >= units)
-        return malformed("a child past the trie");
-      key.push_back(char(labelOf(unit)));
-      if ((unit >> 8) & 1) {
-        uint32_t value = unitAt(next) & ((1u << 31) - 1);
-        size_t end = value < replacements.size()
-                         ? replacements.find('\0', value)
-                         : llvm::StringRef::npos;
-        if (end == llvm::StringRef::npos)
-          return malformed("replacement " + llvm::Twine(value) +
-                           " is past the map or not NUL-terminated");
-        rules.emplace_back(key, replacements.slice(value, end).str());
-      }
-      if (llvm::Error err = walk(next))
-        return err;
-      key.pop_back();
-    }
-    return llvm::Error::success();
-  };
-  if (units == 0)
-    return malformed("an empty trie");
-  if (llvm::Error err = walk(offsetOf(unitAt(0))))
-    return std::move(err);
-  return rules;
+  }
 }
 
 using PieceType = TokenizerVocab::UnigramOptions::Piece;
@@ -375,10 +285,10 @@ mlir::tfm::readSentencePieceModel(llvm::StringRef path) {
   }
   if (options.unknown < 0)
     return makeError(path + ": the Unigram model has no unknown piece");
-  auto rules = expandCharsMap(path, model->precompiledCharsMap);
-  if (!rules)
-    return rules.takeError();
-  options.normalization = std::move(*rules);
+  auto charsMap = checkCharsMap(path, std::move(model->precompiledCharsMap));
+  if (!charsMap)
+    return charsMap.takeError();
+  options.charsMap = std::move(*charsMap);
   return vocab;
 }
 

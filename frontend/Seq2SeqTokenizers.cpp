@@ -136,10 +136,10 @@ mlir::tfm::readMarianSentencePiece(llvm::StringRef directory) {
   }
   TokenizerVocab vocab;
   vocab.kind = TokenizerVocab::Kind::Unigram;
-  // The normalization rules (a real map: 225k of them) move, not copy.
-  auto normalization = std::move(source->unigram.normalization);
+  // The character map (nmt_nfkc's: 235 KB) moves, not copies.
+  std::string charsMap = std::move(source->unigram.charsMap);
   vocab.unigram = source->unigram;
-  vocab.unigram.normalization = std::move(normalization);
+  vocab.unigram.charsMap = std::move(charsMap);
   vocab.unigram.pieceTypes.assign(size, PieceType::Reserved);
   vocab.pieces.assign(size, "");
   vocab.scores.assign(size, 0.0f);

@@ -74,9 +74,11 @@ struct TokenizerVocab {
          escapeWhitespaces = true, byteFallback = false;
     int32_t unknown = -1;
     std::vector<Piece> pieceTypes;
-    /// The precompiled character map (nmt_nfkc, ...) as (from, to) byte
-    /// strings; the longest `from` matching the text is replaced.
-    std::vector<std::pair<std::string, std::string>> normalization;
+    /// The precompiled character map (nmt_nfkc, ...) as SentencePiece
+    /// stores it (runtime/chars_map.h: a trie of keys and their
+    /// replacements; the longest key matching the text is replaced), checked;
+    /// empty: none.
+    std::string charsMap;
   };
   Kind kind = Kind::ScoreBpe;
   /// Token pieces as bytes; SentencePiece's "▁" is already a space, byte

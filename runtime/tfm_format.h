@@ -62,13 +62,13 @@ typedef struct {
  * WordPiece: uint32 flags (TFM_WORDPIECE_*), int32 unknown id, uint32 max
  * characters per word, uint32 length and bytes of the continuation prefix;
  * Unigram: uint32 flags (TFM_UNIGRAM_*), int32 unknown id, one uint8 piece
- * type per token (TFM_UNIGRAM_PIECE_*), uint32 normalization rule count and
- * per rule uint32 length and bytes of the text it replaces, then of its
- * replacement; score BPE: uint32 flags (TFM_SCORE_BPE_*), which blobs
+ * type per token (TFM_UNIGRAM_PIECE_*), uint32 length and bytes of the
+ * normalizer's precompiled character map (runtime/chars_map.h; 0: none);
+ * score BPE: uint32 flags (TFM_SCORE_BPE_*), which blobs
  * written before it existed lack (read as 0).
  * Pieces are raw bytes: ' ' for SentencePiece's U+2581, "<0xAB>" for
  * byte-fallback tokens, GPT-2's byte-to-unicode spelling undone. */
-#define TFM_TOKENIZER_MAGIC "TFMTOK02"
+#define TFM_TOKENIZER_MAGIC "TFMTOK03"
 #define TFM_TOKENIZER_MAGIC_SIZE 8
 
 typedef enum {

@@ -86,16 +86,7 @@ void tfm_tokenizer_free(tfm_tokenizer *t) {
   free(t->special_strips);
   free(t->continuation);
   free(t->piece_types);
-  if (t->replacements)
-    for (uint32_t i = 0; i < t->rule_count; ++i)
-      free(t->replacements[i]);
-  free(t->replacements);
-  free(t->replacement_lengths);
-  if (t->rule_keys)
-    for (uint32_t i = 0; i < t->rule_count; ++i)
-      free(t->rule_keys[i]);
-  free(t->rule_keys);
-  free(t->rules);
+  free(t->chars_map_blob);
   free(t);
 }
 
@@ -104,9 +95,6 @@ typedef struct {
   const uint8_t *data;
   uint64_t size, at;
 } blob_reader;
-
-/* The most bytes a normalization rule may replace each byte with. */
-enum { kMaxRuleExpansion = 64 };
 
 /* Whether `count` records of at least `bytes` each can follow: checked
  * before allocating per record, so that a count the blob cannot hold is
@@ -276,46 +264,19 @@ static tfm_status_code parse_unigram(tfm_tokenizer *t, blob_reader *r,
     if (t->scores[i] > t->max_score)
       t->max_score = t->scores[i];
   }
-  if (!read_u32(r, &t->rule_count) || !records_fit(r, t->rule_count, 8))
+  uint32_t map_size = 0;
+  if (!read_bytes(r, &t->chars_map_blob, &map_size))
     return tfm_fail(status, TFM_ERROR_TOKENIZER,
-                    "tokenizer blob: truncated normalization rules");
-  uint32_t n = t->rule_count;
-  t->rules = calloc(n + 1, sizeof *t->rules);
-  t->rule_keys = calloc(n + 1, sizeof *t->rule_keys);
-  t->replacements = calloc(n + 1, sizeof *t->replacements);
-  t->replacement_lengths = calloc(n + 1, sizeof *t->replacement_lengths);
-  if (!t->rules || !t->rule_keys || !t->replacements ||
-      !t->replacement_lengths)
+                    "tokenizer blob: truncated character map");
+  char why[160];
+  int opened = tfm_chars_map_open(&t->chars_map, t->chars_map_blob, map_size,
+                                  why, sizeof why);
+  if (opened == -2)
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
-  t->max_expansion = 1;
-  for (uint32_t i = 0; i < n; ++i) {
-    uint32_t from_length = 0;
-    if (!read_bytes(r, &t->rule_keys[i], &from_length) ||
-        !read_bytes(r, &t->replacements[i], &t->replacement_lengths[i]))
-      return tfm_fail(status, TFM_ERROR_TOKENIZER,
-                      "tokenizer blob: truncated at normalization rule %u of "
-                      "%u",
-                      i, n);
-    t->rules[i] = (tfm_sorted_piece){t->rule_keys[i], from_length, (int32_t)i};
-    if (from_length == 0)
-      return tfm_fail(status, TFM_ERROR_TOKENIZER,
-                      "tokenizer blob: normalization rule %u replaces nothing",
-                      i);
-    uint32_t expansion =
-        (t->replacement_lengths[i] + from_length - 1) / from_length;
-    /* Encoding sizes its work by the largest expansion (a ligature spelled
-     * out); a rule that multiplies text further than kMaxRuleExpansion is
-     * a corrupt blob, not a normalizer. */
-    if (expansion > kMaxRuleExpansion)
-      return tfm_fail(status, TFM_ERROR_TOKENIZER,
-                      "tokenizer blob: normalization rule %u expands %u "
-                      "bytes to %u (at most %d times)",
-                      i, from_length, t->replacement_lengths[i],
-                      kMaxRuleExpansion);
-    if (expansion > t->max_expansion)
-      t->max_expansion = expansion;
-  }
-  qsort(t->rules, n, sizeof *t->rules, compare_pieces);
+  if (opened != 0)
+    return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                    "tokenizer blob: malformed character map: %s", why);
+  t->max_expansion = t->chars_map.max_expansion;
   return TFM_OK;
 }
 

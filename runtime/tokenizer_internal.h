@@ -9,6 +9,7 @@
 #ifndef TFM_RUNTIME_TOKENIZER_INTERNAL_H
 #define TFM_RUNTIME_TOKENIZER_INTERNAL_H
 
+#include "runtime/chars_map.h"
 #include "runtime/status.h"
 #include "runtime/tfm_format.h"
 
@@ -52,18 +53,16 @@ struct tfm_tokenizer {
   char *continuation;
   uint32_t continuation_length;
   /* Unigram (the unknown token is `unknown`): TFM_UNIGRAM_* flags, per
-   * token a TFM_UNIGRAM_PIECE_* type, the normalization rules sorted by the
-   * text they replace (id: the rule's index) and their replacements, the
-   * lowest and highest score of a normal piece, and how many normalized
-   * bytes one input byte can become (at least 1). */
+   * token a TFM_UNIGRAM_PIECE_* type, the normalizer's character map (read
+   * in place from its copy of the blob), the lowest and highest score of a
+   * normal piece, and how many normalized bytes one input byte can become
+   * (at least 1). */
   uint32_t unigram_flags;
   uint32_t score_bpe_flags;
   uint8_t *piece_types;
   int has_user_defined;
-  uint32_t rule_count;
-  tfm_sorted_piece *rules;
-  char **rule_keys, **replacements;
-  uint32_t *replacement_lengths;
+  char *chars_map_blob;
+  tfm_chars_map chars_map;
   float min_score, max_score;
   uint32_t max_expansion;
 };

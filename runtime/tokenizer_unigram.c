@@ -4,8 +4,8 @@
  * Normalizer::Normalize and Model::EncodeOptimized do it:
  *
  * 1. Normalize: at each position the longest user-defined piece is kept as
- *    is, else the longest rule of the precompiled character map (nmt_nfkc)
- *    is applied, else one character is copied. Extra whitespace is removed
+ *    is, else the longest key of the precompiled character map (nmt_nfkc)
+ *    is replaced, else one character is copied. Extra whitespace is removed
  *    (leading, trailing, runs), a dummy space is prefixed, and spaces become
  *    the space symbol U+2581 — held here as ' ', the spelling tfmc gives
  *    pieces, so a literal U+2581 in the text becomes ' ' too.
@@ -69,21 +69,10 @@ static void normalize_prefix(const tfm_tokenizer *t, const char *text,
       return;
     }
   }
-  size_t lo = 0, hi = t->rule_count;
-  int64_t rule = -1;
-  size_t rule_length = 0;
-  for (uint32_t depth = 0; depth < length && lo < hi; ++depth) {
-    int64_t k = tfm_sorted_narrow(t->rules, &lo, &hi, depth,
-                                  (unsigned char)text[depth]);
-    if (k >= 0) {
-      rule = t->rules[k].id;
-      rule_length = depth + 1;
-    }
-  }
-  if (rule >= 0) {
-    *chunk = t->replacements[rule];
-    *chunk_length = t->replacement_lengths[rule];
-    *consumed = rule_length;
+  size_t matched = tfm_chars_map_longest(&t->chars_map, text, length, chunk,
+                                         chunk_length);
+  if (matched) {
+    *consumed = matched;
     return;
   }
   size_t n = char_length((unsigned char)text[0]);

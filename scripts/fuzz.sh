@@ -73,6 +73,9 @@ fuzz_one() {
     [ -n "$shown" ] || { echo "fuzz.sh: $target is not in test/fuzz/smoke-runs" >&2; return 2; }
     limit=(-runs="$shown" -seed=1)
     timeout=5
+    # Its own log: a campaign of the same target may be running.
+    log="$build/fuzz-logs/smoke/$target.log"
+    mkdir -p "$(dirname "$log")"
   fi
   [ -d "$root/test/fuzz/regressions/$target" ] &&
     corpora+=("$root/test/fuzz/regressions/$target")

@@ -8,7 +8,9 @@ extern "C" {
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csetjmp>
+#include <map>
 
 namespace tfm_test {
 
@@ -120,15 +122,80 @@ std::string tokenizerBlob(uint32_t kind,
     for (size_t i = 0; i < pieces.size(); ++i)
       blob += char(i < encoder.pieceTypes.size() ? encoder.pieceTypes[i]
                                                  : uint8_t(TFM_UNIGRAM_PIECE_NORMAL));
-    u32(encoder.rules.size());
-    for (const auto &[from, to] : encoder.rules) {
-      u32(from.size());
-      blob += from;
-      u32(to.size());
-      blob += to;
-    }
+    std::string map = charsMapBlob(encoder.rules);
+    u32(map.size());
+    blob += map;
   }
   return blob;
+}
+
+std::string charsMapBlob(
+    const std::vector<std::pair<std::string, std::string>> &rules) {
+  if (rules.empty())
+    return "";
+  // The trie of the keys; a node's value indexes the replacements.
+  struct Node {
+    std::map<unsigned char, size_t> children;
+    int64_t value = -1;
+  };
+  std::vector<Node> nodes(1);
+  std::string replacements;
+  for (const auto &[key, replacement] : rules) {
+    size_t node = 0;
+    for (unsigned char byte : key) {
+      auto [child, added] = nodes[node].children.try_emplace(byte, nodes.size());
+      if (added)
+        nodes.emplace_back();
+      node = child->second;
+    }
+    nodes[node].value = int64_t(replacements.size());
+    replacements += replacement;
+    replacements += '\0';
+  }
+  // Placed breadth first: each node's children go at the first base b no
+  // other node has, where b (its value, label 0) and b ^ c for each child
+  // label c are free.
+  std::vector<uint32_t> units(1, 0);
+  std::vector<bool> baseTaken;
+  std::vector<bool> used(1, true); // the root
+  std::vector<uint32_t> position(nodes.size(), 0);
+  std::vector<size_t> queue{0};
+  for (size_t next = 0; next < queue.size(); ++next) {
+    const Node &node = nodes[queue[next]];
+    auto isFree = [&](uint32_t unit) {
+      return unit >= used.size() || !used[unit];
+    };
+    uint32_t base = 1;
+    for (;; ++base) {
+      bool fits = (base >= baseTaken.size() || !baseTaken[base]) &&
+                  (node.value < 0 || isFree(base));
+      for (const auto &[label, child] : node.children)
+        fits = fits && isFree(base ^ label);
+      if (fits)
+        break;
+    }
+    units.resize(std::max<size_t>(units.size(), (base | 0xFF) + 1), 0);
+    used.resize(units.size(), false);
+    baseTaken.resize(units.size(), false);
+    baseTaken[base] = true;
+    uint32_t here = position[queue[next]];
+    units[here] |= (here ^ base) << 10 | (node.value >= 0 ? 1u << 8 : 0);
+    if (node.value >= 0) {
+      units[base] = uint32_t(node.value) | 1u << 31;
+      used[base] = true;
+    }
+    for (const auto &[label, child] : node.children) {
+      position[child] = base ^ label;
+      units[base ^ label] = label;
+      used[base ^ label] = true;
+      queue.push_back(child);
+    }
+  }
+  std::string blob;
+  uint32_t trieBytes = uint32_t(units.size() * 4);
+  blob.append(reinterpret_cast<const char *>(&trieBytes), 4);
+  blob.append(reinterpret_cast<const char *>(units.data()), trieBytes);
+  return blob + replacements;
 }
 
 tfm_tokenizer *parse(const std::string &blob) {

@@ -38,13 +38,20 @@ struct EncoderTokenizer {
                             TFM_WORDPIECE_SPLIT_CJK;
   int32_t unknown = 0;
   uint32_t maxCharsPerWord = 100;
-  /// Unigram: flags, per-token piece types and normalization rules.
+  /// Unigram: flags, per-token piece types and the character map's rules
+  /// (key, replacement), embedded as charsMapBlob builds them.
   uint32_t unigramFlags = TFM_UNIGRAM_ADD_DUMMY_PREFIX |
                           TFM_UNIGRAM_REMOVE_EXTRA_WHITESPACES |
                           TFM_UNIGRAM_ESCAPE_WHITESPACES;
   std::vector<uint8_t> pieceTypes;
   std::vector<std::pair<std::string, std::string>> rules;
 };
+
+/// SentencePiece's precompiled character map of `rules` (key, replacement):
+/// uint32 trie bytes, a Darts-clone double-array trie, the NUL-terminated
+/// replacements (runtime/chars_map.h). No rules: an empty map.
+std::string charsMapBlob(
+    const std::vector<std::pair<std::string, std::string>> &rules);
 
 /// Builds a tokenizer blob (tfm_format.h).
 std::string tokenizerBlob(uint32_t kind,

@@ -500,8 +500,7 @@ TEST(Tokenizer, RejectsMalformedBlobs) {
   EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
                               blob.size(), &t, &status),
             TFM_ERROR_TOKENIZER);
-  EXPECT_STREQ(status.message,
-               "tokenizer blob: truncated at normalization rule 0 of 1");
+  EXPECT_STREQ(status.message, "tokenizer blob: truncated character map");
   // Encoding sizes its work by the largest expansion: one past the bound is
   // a corrupt blob.
   encoder.rules = {{"a", std::string(65, 'b')}};
@@ -509,8 +508,9 @@ TEST(Tokenizer, RejectsMalformedBlobs) {
   EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
                               blob.size(), &t, &status),
             TFM_ERROR_TOKENIZER);
-  EXPECT_STREQ(status.message, "tokenizer blob: normalization rule 0 expands "
-                               "1 bytes to 65 (at most 64 times)");
+  EXPECT_STREQ(status.message,
+               "tokenizer blob: malformed character map: a 1-byte key "
+               "replaced by 65 bytes (at most 64 a byte)");
   encoder.rules = {{"a", std::string(64, 'b')}};
   blob = tokenizerBlob(TFM_TOKENIZER_UNIGRAM, {{"a", 0}}, {}, encoder);
   ASSERT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
