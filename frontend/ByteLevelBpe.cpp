@@ -179,11 +179,25 @@ llvm::Expected<TokenizerVocab> mlir::tfm::byteLevelBpeFromSpellings(
   TokenizerVocab vocab;
   vocab.kind = TokenizerVocab::Kind::ByteLevelBpe;
   int64_t size = 0;
+  for (const auto &[spelling, id] : spelledVocab) {
+    if (id < 0)
+      return makeError(source + ": token '" + spelling + "' has id " +
+                       llvm::Twine(id) + ", below 0");
+    size = std::max(size, id + 1);
+  }
+  // N entries hold at most ids 0 to N-1 (added tokens may repeat an id), so
+  // a larger id means a missing one: found before anything is sized by the
+  // largest id (a crafted 2^40 would allocate terabytes).
+  std::vector<bool> seen(std::min<size_t>(size, spelledVocab.size()), false);
   for (const auto &entry : spelledVocab)
-    size = std::max(size, entry.second + 1);
+    if (size_t(entry.second) < seen.size())
+      seen[entry.second] = true;
+  for (size_t id = 0; id < seen.size(); ++id)
+    if (!seen[id])
+      return makeError(source + ": no token has id " + llvm::Twine(id) +
+                       " (ids must be 0 to " + llvm::Twine(size - 1) + ")");
   vocab.pieces.assign(size, "");
   vocab.scores.assign(size, 0.0f);
-  std::vector<bool> seen(size, false);
   auto table = unicodeToByte();
   llvm::StringMap<int32_t> idOf;
   for (const auto &[spelling, id] : spelledVocab) {
@@ -193,13 +207,8 @@ llvm::Expected<TokenizerVocab> mlir::tfm::byteLevelBpeFromSpellings(
       return makeError(source + ": token '" + spelling +
                        "' is not in GPT-2's byte-level spelling");
     vocab.pieces[id] = *bytes;
-    seen[id] = true;
     idOf[spelling] = int32_t(id);
   }
-  for (int64_t id = 0; id < size; ++id)
-    if (!seen[id])
-      return makeError(source + ": no token has id " + llvm::Twine(id) +
-                       " (ids must be 0 to " + llvm::Twine(size - 1) + ")");
   for (auto [rank, merge] : llvm::enumerate(merges)) {
     auto left = idOf.find(merge.first), right = idOf.find(merge.second),
          merged = idOf.find(merge.first + merge.second);
