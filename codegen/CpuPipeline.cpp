@@ -46,6 +46,7 @@ void mlir::tfm::buildCpuPipeline(OpPassManager &pm,
     TfmPipelineOptions tfm;
     tfm.kvCache = options.kvCache;
     tfm.maxContext = options.maxContext;
+    tfm.kvDtype = options.kvDtype;
     tfm.fuseQKV = options.fuseQKV;
     tfm.fuseMLP = options.fuseMLP;
     tfm.fuseNorm = options.fuseNorm;

@@ -12,6 +12,7 @@ namespace {
 const char *cType(int32_t dtype) {
   return dtype == TFM_DTYPE_I32 ? "int32_t"
          : dtype == TFM_DTYPE_I64 ? "int64_t"
+         : dtype == TFM_DTYPE_I8  ? "int8_t"
                                   : "float";
 }
 

@@ -2,7 +2,10 @@
 //
 // tfm.kv_cache_append and tfm.kv_cache_read as slices of the cache
 // tensor [layers, 2, capacity, kv_heads, head_dim]: bufferization turns
-// them into in-place writes and views of the runtime's buffer.
+// them into in-place writes and views of the runtime's buffer. An int8
+// cache's rows (tfm.quantize_rows, tfm.dequantize_rows) as linalg
+// generics: the codes, and the scale's bytes taken apart and put together
+// again with shifts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +13,7 @@
 #include "codegen/Passes.h"
 #include "ir/TfmOps.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -86,8 +90,177 @@ struct LowerKVCacheRead : OpConversionPattern<KVCacheReadOp> {
   }
 };
 
+constexpr int64_t kScaleBytes = QuantizeRowsOp::kScaleBytes;
+
+/// The maps of a generic over `rank` dimensions that reads a full-rank
+/// operand and one without the last dimension (its row's value).
+SmallVector<AffineMap> rowValueMaps(OpBuilder &b, int64_t rank) {
+  AffineMap identity = b.getMultiDimIdentityMap(rank);
+  return {identity, identity.dropResult(rank - 1), identity};
+}
+
+/// `value`'s sizes with the last one replaced by `last`.
+SmallVector<OpFoldResult> withLastSize(OpBuilder &b, Location loc, Value value,
+                                       int64_t last) {
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, value);
+  sizes.back() = b.getIndexAttr(last);
+  return sizes;
+}
+
+/// Columns [first, first + count) of every row of `value`.
+SmallVector<OpFoldResult> columnOffsets(OpBuilder &b, int64_t rank,
+                                        int64_t first) {
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+  offsets.back() = b.getIndexAttr(first);
+  return offsets;
+}
+
+/// x [..., n] -> [..., n + 4] i8: codes round(x · 127 / max|x|), then the
+/// scale max|x| / 127 as its four little-endian bytes.
+struct LowerQuantizeRows : OpConversionPattern<QuantizeRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(QuantizeRowsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Value x = adaptor.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t rank = type.getRank(), n = type.getShape().back();
+    Type i8 = b.getI8Type(), i32 = b.getI32Type();
+    SmallVector<utils::IteratorType> parallel(rank,
+                                              utils::IteratorType::parallel);
+    // NaN-propagating maximum: a row with a NaN keeps it (scale NaN).
+    Value absMax = createRowReduction(
+        b, loc, x, 0.0, [](OpBuilder &nb, Location l, ValueRange args) {
+          Value magnitude = math::AbsFOp::create(nb, l, args[0]);
+          return Value(arith::MaximumFOp::create(nb, l, magnitude, args[1]));
+        });
+    Value zero = f32Constant(b, loc, 0.0), limit = f32Constant(b, loc, 127.0);
+
+    Value codesInit = createEmpty(
+        b, loc, RankedTensorType::get(type.getShape(), i8),
+        tensor::getMixedSizes(b, loc, x));
+    Value codes = createGeneric(
+        b, loc, ValueRange{x, absMax}, codesInit, rowValueMaps(b, rank),
+        parallel, [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value positive = arith::CmpFOp::create(
+              nb, l, arith::CmpFPredicate::OGT, args[1], zero);
+          Value inverse = arith::SelectOp::create(
+              nb, l, positive, arith::DivFOp::create(nb, l, limit, args[1]),
+              zero);
+          Value scaled = math::RoundEvenOp::create(
+              nb, l, arith::MulFOp::create(nb, l, args[0], inverse));
+          // |scaled| <= 127 but for rounding; clamped so fptosi never
+          // sees a value out of i8's range.
+          Value clamped = arith::MinimumFOp::create(
+              nb, l,
+              arith::MaximumFOp::create(
+                  nb, l, scaled, arith::NegFOp::create(nb, l, limit)),
+              limit);
+          return Value(arith::FPToSIOp::create(nb, l, i8, clamped));
+        });
+
+    SmallVector<int64_t> scaleShape(type.getShape().drop_back());
+    scaleShape.push_back(kScaleBytes);
+    Value scaleInit =
+        createEmpty(b, loc, RankedTensorType::get(scaleShape, i8),
+                    withLastSize(b, loc, x, kScaleBytes));
+    AffineMap identity = b.getMultiDimIdentityMap(rank);
+    Value scaleBytes = createGeneric(
+        b, loc, ValueRange{absMax}, scaleInit,
+        {identity.dropResult(rank - 1), identity}, parallel,
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value scale = arith::DivFOp::create(nb, l, args[0], limit);
+          Value bits = arith::BitcastOp::create(nb, l, i32, scale);
+          Value byte = arith::IndexCastOp::create(
+              nb, l, i32, linalg::IndexOp::create(nb, l, rank - 1));
+          Value shift = arith::MulIOp::create(
+              nb, l, byte, arith::ConstantIntOp::create(nb, l, i32, 8));
+          return Value(arith::TruncIOp::create(
+              nb, l, i8, arith::ShRUIOp::create(nb, l, bits, shift)));
+        });
+
+    Value rows = createEmpty(b, loc, op.getType(),
+                             withLastSize(b, loc, x, n + kScaleBytes));
+    SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+    rows = tensor::InsertSliceOp::create(
+        b, loc, codes, rows, columnOffsets(b, rank, 0),
+        tensor::getMixedSizes(b, loc, codes), strides);
+    rows = tensor::InsertSliceOp::create(
+        b, loc, scaleBytes, rows, columnOffsets(b, rank, n),
+        tensor::getMixedSizes(b, loc, scaleBytes), strides);
+    rewriter.replaceOp(op, rows);
+    return success();
+  }
+};
+
+/// [..., n + 4] i8 -> [..., n]: code · scale, the scale put together from
+/// its row's last four bytes.
+struct LowerDequantizeRows : OpConversionPattern<DequantizeRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(DequantizeRowsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    Value rows = adaptor.getInput();
+    RankedTensorType type = op.getType();
+    int64_t rank = type.getRank(), n = type.getShape().back();
+    Type i32 = b.getI32Type();
+    SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+    Value codes = tensor::ExtractSliceOp::create(
+        b, loc, rows, columnOffsets(b, rank, 0), withLastSize(b, loc, rows, n),
+        strides);
+    Value bytes = tensor::ExtractSliceOp::create(
+        b, loc, rows, columnOffsets(b, rank, n),
+        withLastSize(b, loc, rows, kScaleBytes), strides);
+
+    // The scale's bits: byte i shifted left by 8·i, or-ed together.
+    SmallVector<OpFoldResult> rowSizes = tensor::getMixedSizes(b, loc, rows);
+    rowSizes.pop_back();
+    Value zeroBits = arith::ConstantIntOp::create(b, loc, i32, 0);
+    Value emptyBits = tensor::EmptyOp::create(b, loc, rowSizes, i32);
+    Value bitsInit =
+        linalg::FillOp::create(b, loc, zeroBits, emptyBits).getResult(0);
+    AffineMap identity = b.getMultiDimIdentityMap(rank);
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    iterators.back() = utils::IteratorType::reduction;
+    Value bits = createGeneric(
+        b, loc, ValueRange{bytes}, bitsInit,
+        {identity, identity.dropResult(rank - 1)}, iterators,
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value byte = arith::ExtUIOp::create(nb, l, i32, args[0]);
+          Value index = arith::IndexCastOp::create(
+              nb, l, i32, linalg::IndexOp::create(nb, l, rank - 1));
+          Value shift = arith::MulIOp::create(
+              nb, l, index, arith::ConstantIntOp::create(nb, l, i32, 8));
+          return Value(arith::OrIOp::create(
+              nb, l, args[1], arith::ShLIOp::create(nb, l, byte, shift)));
+        });
+
+    Value init =
+        createEmpty(b, loc, type, withLastSize(b, loc, rows, n));
+    SmallVector<utils::IteratorType> parallel(rank,
+                                              utils::IteratorType::parallel);
+    Value values = createGeneric(
+        b, loc, ValueRange{codes, bits}, init, rowValueMaps(b, rank), parallel,
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value code =
+              arith::SIToFPOp::create(nb, l, nb.getF32Type(), args[0]);
+          Value scale =
+              arith::BitcastOp::create(nb, l, nb.getF32Type(), args[1]);
+          return Value(arith::MulFOp::create(nb, l, code, scale));
+        });
+    rewriter.replaceOp(op, values);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::tfm::populateLowerKVCachePatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerKVCacheAppend, LowerKVCacheRead>(patterns.getContext());
+  patterns.add<LowerKVCacheAppend, LowerKVCacheRead, LowerQuantizeRows,
+               LowerDequantizeRows>(patterns.getContext());
 }

@@ -54,7 +54,7 @@ void populateLowerLinearAndElementwisePatterns(RewritePatternSet &patterns);
 void populateLowerNormPatterns(RewritePatternSet &patterns);
 /// tfm.attention with materialized scores.
 void populateLowerAttentionPatterns(RewritePatternSet &patterns);
-/// KV cache reads and appends.
+/// KV cache reads and appends, and an int8 cache's rows.
 void populateLowerKVCachePatterns(RewritePatternSet &patterns);
 /// tfm.pool: a sequence's hidden states to one (normalized) vector.
 void populateLowerPoolingPatterns(RewritePatternSet &patterns);

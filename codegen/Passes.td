@@ -49,7 +49,9 @@ def SelectCpuKernelsPass : Pass<"tfm-select-cpu-kernels", "ModuleOp"> {
     t]` bias a call of `tfm_rt_attention` (flash-style: online softmax over
     key tiles, causal tiles skipped, a single-query path for decode, on
     every core), or of `tfm_rt_attention_biased` with a `relative_bias`,
-    whose terms it reads by distance from a `[heads, s + t - 1]` tensor. The
+    whose terms it reads by distance from a `[heads, s + t - 1]` tensor;
+    keys and values that are `tfm.dequantize_rows` of an int8 cache go to
+    the `_rows_i8` variants as stored, widened in the kernel. The
     kernels are declared in the module (`llvm.emit_c_interface`,
     runtime/runtime_kernels.h) and take their operands as strided memrefs.
     Everything else is left to `tfm-lower-to-linalg`.

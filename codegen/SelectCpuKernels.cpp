@@ -107,7 +107,9 @@ struct LinearToKernelCall : OpConversionPattern<LinearOp> {
 /// scale, causal, window), over packed sequences
 /// tfm_rt_attention_packed(q, k, v, lengths, out, scale, causal, window),
 /// or with a relative_bias tfm_rt_attention_biased(q, k, v, distance bias,
-/// out, scale, causal, window), the terms by distance built here.
+/// out, scale, causal, window), the terms by distance built here. Keys and
+/// values read from an int8 cache (tfm.dequantize_rows of both) go to the
+/// kernels' _rows_i8 variants as stored: the kernel widens them.
 struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -119,6 +121,13 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
     Location loc = op.getLoc();
     SmallVector<Value> inputs = {adaptor.getQuery(), adaptor.getKey(),
                                  adaptor.getValue()};
+    auto keyRows = adaptor.getKey().getDefiningOp<DequantizeRowsOp>();
+    auto valueRows = adaptor.getValue().getDefiningOp<DequantizeRowsOp>();
+    bool int8Rows = keyRows && valueRows && !op.getLengths();
+    if (int8Rows) {
+      inputs[1] = keyRows.getInput();
+      inputs[2] = valueRows.getInput();
+    }
     if (Value lengths = adaptor.getLengths())
       inputs.push_back(lengths);
     if (Value table = adaptor.getRelativeBias())
@@ -135,12 +144,13 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
                                      op.getCausal() ? 1 : 0),
         arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
                                      op.getWindow().value_or(0))};
-    rewriter.replaceOp(
-        op, callKernelWithOutput(rewriter, loc,
-                                 op.getLengths()        ? "tfm_rt_attention_packed"
-                                 : op.getRelativeBias() ? "tfm_rt_attention_biased"
-                                                        : "tfm_rt_attention",
-                                 inputs, type, dynamicSizes, flags));
+    std::string kernel = op.getLengths()        ? "tfm_rt_attention_packed"
+                         : op.getRelativeBias() ? "tfm_rt_attention_biased"
+                                                : "tfm_rt_attention";
+    if (int8Rows)
+      kernel += "_rows_i8";
+    rewriter.replaceOp(op, callKernelWithOutput(rewriter, loc, kernel, inputs,
+                                                type, dynamicSizes, flags));
     return success();
   }
 };
@@ -168,8 +178,13 @@ struct SelectCpuKernelsPass
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
     // The dequantizations, block views and panels' unpacks the GEMM calls
-    // read through are dead now; none may reach bufferization.
+    // read through are dead now, and so are the int8 cache rows' widenings
+    // the attention kernel reads through; none may reach bufferization.
     eraseDeadWeightReads(module);
+    module.walk([](DequantizeRowsOp widen) {
+      if (widen->use_empty())
+        widen->erase();
+    });
   }
 };
 

@@ -73,6 +73,8 @@ std::optional<int32_t> abiDtype(Type type) {
     return TFM_DTYPE_F32;
   if (type.isSignlessInteger(32))
     return TFM_DTYPE_I32;
+  if (type.isSignlessInteger(8))
+    return TFM_DTYPE_I8;
   if (type.isIndex() || type.isSignlessInteger(64))
     return TFM_DTYPE_I64;
   return std::nullopt;

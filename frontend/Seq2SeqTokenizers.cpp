@@ -62,6 +62,11 @@ bool mlir::tfm::hasT5SentencePieceFiles(llvm::StringRef directory) {
   return llvm::sys::fs::exists(pathIn(directory, "spiece.model"));
 }
 
+/// Sentinel and padding ids beyond the model's own pieces that a T5
+/// vocabulary may add whatever its pieces (T5: 100 sentinels and 28
+/// padding ids after 32 000 pieces).
+constexpr int64_t kMaxMadeUpTokens = 1024;
+
 llvm::Expected<TokenizerVocab>
 mlir::tfm::readT5SentencePiece(llvm::StringRef directory, int64_t vocabSize) {
   std::string path = pathIn(directory, "spiece.model");
@@ -76,6 +81,16 @@ mlir::tfm::readT5SentencePiece(llvm::StringRef directory, int64_t vocabSize) {
     return extraIds.takeError();
   TokenizerVocab vocab = std::move(*model);
   int64_t modelPieces = vocab.pieces.size();
+  // The ids past the model's pieces (sentinels, then the padding that
+  // rounds T5's embedding up to a multiple of 128) are made up here, one
+  // string each: a config claiming far more than the file has would size
+  // them, not the file (2^31 of them: tens of gigabytes).
+  if (vocabSize - modelPieces > modelPieces + kMaxMadeUpTokens)
+    return makeError(path + ": the model's " + llvm::Twine(vocabSize) +
+                     "-token vocabulary is more than twice the file's " +
+                     llvm::Twine(modelPieces) +
+                     " pieces: the ids past them (sentinels and padding) "
+                     "would outnumber them");
   if (*extraIds < 0 || modelPieces + *extraIds > vocabSize)
     return makeError(path + ": " + llvm::Twine(modelPieces) + " pieces and " +
                      llvm::Twine(*extraIds) +

@@ -251,10 +251,12 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
     ArrayRef<int64_t> sequence =
         tensor ? tensor.getShape().drop_front(batched ? 1 : 0)
                : ArrayRef<int64_t>();
+    // i8: an int8 cache's rows (codes and scale, tfm.quantize_rows).
     if (!tensor || ShapedType::isDynamicShape(sequence) ||
-        !isa<FloatType>(tensor.getElementType()))
-      return fail("a cache is a float tensor of static shape (but for a "
-                  "batched cache's sequences)");
+        !(isa<FloatType>(tensor.getElementType()) ||
+          tensor.getElementType().isInteger(8)))
+      return fail("a cache is a float or i8 tensor of static shape (but for "
+                  "a batched cache's sequences)");
     if (sequence.size() != 5 || sequence[1] != 2)
       return fail("a key/value cache is [layers, 2, capacity, kv_heads, "
                   "head_dim], or [sequences, layers, 2, capacity, kv_heads, "

@@ -577,14 +577,18 @@ def Tfm_KVCacheAppendOp : Tfm_Op<"kv_cache_append", [Pure,
     + s)`. The runtime guarantees `position + s <= capacity`. After
     bufferization the cache is updated in place.
 
+    An int8 cache (`tfm-kv-cache`'s `kv-dtype=int8`) holds rows quantized
+    by `tfm.quantize_rows`: its last dimension is `head_dim + 4` bytes, and
+    so are the keys and values appended and read.
+
     ```mlir
     %c1 = tfm.kv_cache_append %c0[2], %k, %v at %pos : tensor<4x2x512x4x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$cache, Tfm_FloatTensor:$key,
-                       Tfm_FloatTensor:$value, Index:$position,
+  let arguments = (ins Tfm_CacheTensor:$cache, Tfm_CacheTensor:$key,
+                       Tfm_CacheTensor:$value, Index:$position,
                        I64Attr:$layer);
-  let results = (outs Tfm_FloatTensor:$result);
+  let results = (outs Tfm_CacheTensor:$result);
   let assemblyFormat = [{
     $cache `[` $layer `]` `,` $key `,` $value `at` $position attr-dict `:`
     type($cache) `,` type($key) `,` type($value)
@@ -602,12 +606,60 @@ def Tfm_KVCacheReadOp : Tfm_Op<"kv_cache_read", [Pure]> {
     %k, %v = tfm.kv_cache_read %c1[2] length %len : tensor<4x2x512x4x16xf32> -> tensor<?x4x16xf32>, tensor<?x4x16xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$cache, Index:$length, I64Attr:$layer);
-  let results = (outs Tfm_FloatTensor:$key, Tfm_FloatTensor:$value);
+  let arguments = (ins Tfm_CacheTensor:$cache, Index:$length, I64Attr:$layer);
+  let results = (outs Tfm_CacheTensor:$key, Tfm_CacheTensor:$value);
   let assemblyFormat = [{
     $cache `[` $layer `]` `length` $length attr-dict `:` type($cache) `->`
     type($key) `,` type($value)
   }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Row quantization (int8 KV caches)
+//===----------------------------------------------------------------------===//
+
+def Tfm_QuantizeRowsOp : Tfm_Op<"quantize_rows", [Pure]> {
+  let summary = "f32 rows as int8 codes, each row with its own scale";
+  let description = [{
+    Quantizes every row of the last dimension (`n` floats) symmetrically to
+    int8: `scale = max |x| / 127`, `code = round(x / scale)` in
+    `[-127, 127]` (a row of zeros: scale 0, codes 0). A result row is `n + 4`
+    bytes: the `n` codes, then the scale's f32 bytes (little-endian), so a
+    row is self-contained and a cache of such rows keeps its positions'
+    layout. What an int8 KV cache stores (`tfm-kv-cache`'s `kv-dtype=int8`):
+    one scale per position and KV head.
+
+    ```mlir
+    %q = tfm.quantize_rows %k : tensor<?x4x64xf32> -> tensor<?x4x68xi8>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input);
+  let results = (outs RankedTensorOf<[I8]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Bytes after a row's codes: its f32 scale.
+    static constexpr int64_t kScaleBytes = 4;
+  }];
+}
+
+def Tfm_DequantizeRowsOp : Tfm_Op<"dequantize_rows", [Pure]> {
+  let summary = "the f32 values of rows stored by tfm.quantize_rows";
+  let description = [{
+    `x = code · scale` for every row of `n + 4` bytes (`n` codes, then the
+    row's f32 scale). Codegen does not materialize it where the attention
+    kernel reads int8 rows: a `tfm.attention` whose keys and values are
+    dequantized rows calls the kernel's int8 variant, which widens in
+    registers.
+
+    ```mlir
+    %k = tfm.dequantize_rows %q : tensor<?x4x68xi8> -> tensor<?x4x64xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I8]>:$input);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 

@@ -95,29 +95,69 @@ AttendedInSequence mlir::tfm::attendInSequence(
     OpBuilder &b, Location loc, AttentionOp attention, int64_t layer,
     RankedTensorType cacheType, Value out, Value cache, Value sequence,
     Value first, Value count, Value start) {
-  RankedTensorType keyType = attention.getKey().getType();
   SequenceOfCache slice = sequenceOfCache(b, cacheType, sequence);
   Value own = tensor::ExtractSliceOp::create(b, loc, cacheType, cache,
                                              slice.offsets, slice.sizes,
                                              slice.strides);
   Value keys = sliceRows(b, loc, attention.getKey(), first, count);
   Value values = sliceRows(b, loc, attention.getValue(), first, count);
-  own = KVCacheAppendOp::create(b, loc, cacheType, own, keys, values, start,
-                                b.getI64IntegerAttr(layer));
   Value end = arith::AddIOp::create(b, loc, start, count);
-  auto read = KVCacheReadOp::create(b, loc, TypeRange{keyType, keyType}, own,
-                                    end, b.getI64IntegerAttr(layer));
+  CachedKeysAndValues cached = appendAndRead(b, loc, cacheType, own, keys,
+                                             values, start, end, layer);
   // The rows' queries are the last of their sequence's positions, as in
   // @prefill and @decode: causal masking, a window and relative-position
   // terms see the same distances.
   Value query = sliceRows(b, loc, attention.getQuery(), first, count);
   auto attended = cast<AttentionOp>(b.clone(*attention));
   attended.getQueryMutable().assign(query);
-  attended.getKeyMutable().assign(read.getKey());
-  attended.getValueMutable().assign(read.getValue());
+  attended.getKeyMutable().assign(cached.keys);
+  attended.getValueMutable().assign(cached.values);
   AttendedInSequence result;
   result.out = insertRows(b, loc, attended.getResult(), out, first);
   result.cache = tensor::InsertSliceOp::create(
-      b, loc, own, cache, slice.offsets, slice.sizes, slice.strides);
+      b, loc, cached.cache, cache, slice.offsets, slice.sizes, slice.strides);
   return result;
+}
+
+CachedKeysAndValues mlir::tfm::appendAndRead(OpBuilder &b, Location loc,
+                                             RankedTensorType cacheType,
+                                             Value cache, Value keys,
+                                             Value values, Value position,
+                                             Value end,
+                                             int64_t layer) {
+  auto keyType = cast<RankedTensorType>(keys.getType());
+  auto floatRows = RankedTensorType::get(
+      {ShapedType::kDynamic, keyType.getDimSize(1), keyType.getDimSize(2)},
+      keyType.getElementType());
+  RankedTensorType storedRows = floatRows;
+  bool int8 = cacheType.getElementType().isInteger(8);
+  if (int8) {
+    storedRows = RankedTensorType::get(
+        {ShapedType::kDynamic, cacheType.getDimSize(3),
+         cacheType.getDimSize(4)},
+        cacheType.getElementType());
+    auto quantized = [&](Value rows) -> Value {
+      auto type = cast<RankedTensorType>(rows.getType());
+      auto bytes = RankedTensorType::get(
+          {type.getDimSize(0), type.getDimSize(1), cacheType.getDimSize(4)},
+          cacheType.getElementType());
+      return QuantizeRowsOp::create(b, loc, bytes, rows);
+    };
+    keys = quantized(keys);
+    values = quantized(values);
+  }
+  CachedKeysAndValues cached;
+  cached.cache = KVCacheAppendOp::create(b, loc, cacheType, cache, keys,
+                                         values, position,
+                                         b.getI64IntegerAttr(layer));
+  auto read = KVCacheReadOp::create(b, loc, TypeRange{storedRows, storedRows},
+                                    cached.cache, end,
+                                    b.getI64IntegerAttr(layer));
+  cached.keys = read.getKey();
+  cached.values = read.getValue();
+  if (int8) {
+    cached.keys = DequantizeRowsOp::create(b, loc, floatRows, cached.keys);
+    cached.values = DequantizeRowsOp::create(b, loc, floatRows, cached.values);
+  }
+  return cached;
 }

@@ -35,6 +35,9 @@ struct CachePlan {
   RankedTensorType crossKeyType;
   unsigned tokensArg = 0;
   std::optional<unsigned> sourceArg;
+  /// The self-attention cache stores int8 rows (tfm.quantize_rows:
+  /// kv-dtype=int8); the cross-attention cache stays f32.
+  bool int8Rows = false;
 };
 
 /// The cache of `layers` layers of keys of `keyType` ([?, kv_heads,
@@ -46,6 +49,27 @@ RankedTensorType cacheTypeOf(RankedTensorType keyType, size_t layers,
 /// output has where that is fixed (Whisper's 1500 frames of 30 s), else
 /// `capacity` (text sources, as long as the decoder's context).
 int64_t crossCapacity(const CachePlan &plan, int64_t capacity);
+
+/// The self-attention cache of `plan`: cacheTypeOf its keys, or for int8
+/// rows [layers, 2, capacity, kv_heads, head_dim + 4] i8 (each row's codes
+/// and scale).
+RankedTensorType selfCacheTypeOf(const CachePlan &plan, int64_t capacity);
+
+/// What appendAndRead returns: the updated cache, and the layer's cached
+/// keys and values as f32.
+struct CachedKeysAndValues {
+  Value cache, keys, values;
+};
+/// Appends `keys` and `values` ([s, kv_heads, head_dim] f32) to layer
+/// `layer` of `cache` (of `cacheType`) from position `position`, then
+/// reads its positions [0, end) back; an int8 cache quantizes them on the
+/// way in and dequantizes on the way out (tfm.quantize_rows,
+/// tfm.dequantize_rows).
+CachedKeysAndValues appendAndRead(OpBuilder &b, Location loc,
+                                  RankedTensorType cacheType, Value cache,
+                                  Value keys, Value values, Value position,
+                                  Value end,
+                                  int64_t layer);
 
 /// In a clone of @forward (`mapping` from the original), points every
 /// cross-attention at the keys and values @encode cached: appends the

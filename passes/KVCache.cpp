@@ -196,8 +196,7 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
                           int64_t capacity) {
   MLIRContext *ctx = forward.getContext();
   Location loc = forward.getLoc();
-  RankedTensorType keyType = plan.keyType;
-  auto cacheType = cacheTypeOf(keyType, plan.layers.size(), capacity);
+  auto cacheType = selfCacheTypeOf(plan, capacity);
 
   // Clone @forward; map its attention ops onto the clone's.
   IRMapping mapping;
@@ -227,14 +226,13 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
     Operation *originalOp = AttentionOp(original).getOperation();
     auto attention = cast<AttentionOp>(mapping.lookup(originalOp));
     b.setInsertionPoint(attention);
-    Location at = attention.getLoc();
-    cache = KVCacheAppendOp::create(b, at, cacheType, cache,
-                                    attention.getKey(), attention.getValue(),
-                                    slot, b.getI64IntegerAttr(layer));
-    auto read = KVCacheReadOp::create(b, at, TypeRange{keyType, keyType},
-                                      cache, end, b.getI64IntegerAttr(layer));
-    attention.getKeyMutable().assign(read.getKey());
-    attention.getValueMutable().assign(read.getValue());
+    CachedKeysAndValues cached =
+        appendAndRead(b, attention.getLoc(), cacheType, cache,
+                      attention.getKey(), attention.getValue(), slot, end,
+                      layer);
+    cache = cached.cache;
+    attention.getKeyMutable().assign(cached.keys);
+    attention.getValueMutable().assign(cached.values);
   }
   if (plan.sourceArg)
     readCrossCache(prefill, mapping, plan, capacity);
@@ -374,9 +372,15 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
                             << kModelAttrName;
       return signalPassFailure();
     }
+    if (kvDtype != "f32" && kvDtype != "int8") {
+      module.emitError() << "tfm-kv-cache: unknown kv-dtype '" << kvDtype
+                         << "' (expected f32 or int8)";
+      return signalPassFailure();
+    }
     FailureOr<CachePlan> plan = planCache(forward);
     if (failed(plan))
       return signalPassFailure();
+    plan->int8Rows = kvDtype == "int8";
     if (plan->sourceArg && plan->crossLayers.empty()) {
       forward.emitOpError("tfm-kv-cache: an encoder-decoder without "
                           "cross-attention");
@@ -404,6 +408,16 @@ RankedTensorType mlir::tfm::cacheTypeOf(RankedTensorType keyType,
   return RankedTensorType::get({int64_t(layers), 2, capacity,
                                 keyType.getDimSize(1), keyType.getDimSize(2)},
                                keyType.getElementType());
+}
+
+RankedTensorType mlir::tfm::selfCacheTypeOf(const CachePlan &plan,
+                                            int64_t capacity) {
+  RankedTensorType f32 = cacheTypeOf(plan.keyType, plan.layers.size(), capacity);
+  if (!plan.int8Rows)
+    return f32;
+  SmallVector<int64_t> shape(f32.getShape());
+  shape.back() += QuantizeRowsOp::kScaleBytes;
+  return RankedTensorType::get(shape, IntegerType::get(f32.getContext(), 8));
 }
 
 Value mlir::tfm::pickRows(

@@ -13,6 +13,7 @@ void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
   if (options.kvCache) {
     KVCachePassOptions kvCache;
     kvCache.maxContext = options.maxContext;
+    kvCache.kvDtype = options.kvDtype;
     pm.addPass(createKVCachePass(kvCache));
     // @decode calls @prefill: inline it so that codegen sees one token.
     pm.addPass(createInlinerPass());

@@ -18,6 +18,8 @@ struct TfmPipelineOptions {
   bool kvCache = true;
   /// Cache capacity; 0 takes the model's maximum context.
   int64_t maxContext = 0;
+  /// The self-attention cache's storage: f32 or int8 (tfm-kv-cache).
+  std::string kvDtype = "f32";
   /// Derive @<name>_batch over packed sequences (encoders only).
   bool packSequences = true;
   bool batchImages = true;

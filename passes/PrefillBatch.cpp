@@ -103,8 +103,7 @@ void mlir::tfm::buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
                                   int64_t capacity) {
   MLIRContext *ctx = forward.getContext();
   Location loc = forward.getLoc();
-  RankedTensorType cacheType =
-      cacheTypeOf(plan.keyType, plan.layers.size(), capacity);
+  RankedTensorType cacheType = selfCacheTypeOf(plan, capacity);
   RankedTensorType batchedType = batchedCacheTypeOf(cacheType);
 
   IRMapping mapping;

@@ -10,6 +10,7 @@
 #ifndef TFM_RUNTIME_ATTENTION_INTERNAL_H
 #define TFM_RUNTIME_ATTENTION_INTERNAL_H
 
+#include "runtime/runtime_kernels.h"
 #include "runtime/simd.h"
 #include "runtime/tfm_model_abi.h"
 
@@ -20,7 +21,9 @@ enum {
 };
 
 typedef struct {
+  /* k and v are NULL where keys and values are int8 rows (k8, v8). */
   const tfm_memref3d_f32 *q, *k, *v, *out;
+  const tfm_memref3d_i8 *k8, *v8;
   float scale;
   int causal;
   int64_t window; /* 0: none */
@@ -38,6 +41,35 @@ typedef struct {
 
 TFM_INLINE float *row(const tfm_memref3d_f32 *m, int64_t i, int64_t h) {
   return m->aligned + m->offset + i * m->strides[0] + h * m->strides[1];
+}
+
+/* Row i of KV head h of int8 rows, and its n values (codes · the row's
+ * scale) widened into out, zero-padded to np floats (np >= n). */
+TFM_INLINE const int8_t *row_i8(const tfm_memref3d_i8 *m, int64_t i,
+                                int64_t h) {
+  return m->aligned + m->offset + i * m->strides[0] + h * m->strides[1];
+}
+TFM_INLINE void widen_row_i8(const tfm_memref3d_i8 *m, int64_t i, int64_t h,
+                             int64_t n, int64_t np, float *out) {
+  typedef int8_t vb16 __attribute__((vector_size(16)));
+  const int8_t *codes = row_i8(m, i, h);
+  int64_t stride = m->strides[2];
+  uint8_t bytes[4];
+  for (int b = 0; b < 4; ++b)
+    bytes[b] = (uint8_t)codes[(n + b) * stride];
+  float scale;
+  memcpy(&scale, bytes, sizeof scale); /* little-endian, as written */
+  int64_t c = 0;
+  if (stride == 1)
+    for (; c + kLanes <= n; c += kLanes) {
+      vb16 packed;
+      memcpy(&packed, codes + c, sizeof packed);
+      store16(out + c, scale * __builtin_convertvector(packed, v16));
+    }
+  for (; c < n; ++c)
+    out[c] = scale * (float)codes[c * stride];
+  for (; c < np; ++c)
+    out[c] = 0;
 }
 
 /* Keys [first, last) that query i of the sequence of keys [seq_lo, seq_hi)

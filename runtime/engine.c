@@ -43,7 +43,8 @@ struct tfm_engine {
   tfm_kv_pages *pages;
   int64_t capacity;       /* positions per sequence */
   int64_t cache_shape[6]; /* [slots, layers, 2, capacity, kv_heads, dim] */
-  size_t slot_floats;
+  size_t slot_bytes;     /* one sequence's whole cache */
+  int32_t cache_dtype;    /* f32, or an int8 cache's rows (TFM_DTYPE_I8) */
   int64_t *free_slots, free_slot_count;
   request *waiting, *running; /* FIFO queue; admission order */
   int64_t next_id, admissions;
@@ -82,10 +83,11 @@ tfm_status_code tfm_engine_new(tfm_model *model,
                     "compile a decoder language model with tfmc's defaults "
                     "to serve it",
                     desc->name);
-  if (cache->dtype != TFM_DTYPE_F32)
+  if (cache->dtype != TFM_DTYPE_F32 && cache->dtype != TFM_DTYPE_I8)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "model '%s': the engine serves f32 KV caches only",
-                    desc->name);
+                    "model '%s': the engine serves f32 and int8 KV caches, "
+                    "not dtype %d",
+                    desc->name, (int)cache->dtype);
   tfm_engine_options o = options ? *options : tfm_engine_default_options();
   tfm_engine_options d = tfm_engine_default_options();
   if (o.max_sequences < 0 || o.kv_pool_bytes < 0 || o.block_positions < 0 ||
@@ -113,15 +115,16 @@ tfm_status_code tfm_engine_new(tfm_model *model,
   e->capacity = cache->shape[2];
   e->cache_shape[0] = o.max_sequences;
   memcpy(e->cache_shape + 1, cache->shape, 5 * sizeof *e->cache_shape);
-  e->slot_floats = 1;
+  e->cache_dtype = cache->dtype;
+  e->slot_bytes = (size_t)tfm_dtype_bytes(cache->dtype);
   for (int i = 0; i < 5; ++i)
-    e->slot_floats *= (size_t)cache->shape[i];
+    e->slot_bytes *= (size_t)cache->shape[i];
   if (!o.kv_pool_bytes)
-    o.kv_pool_bytes = (int64_t)(e->slot_floats * sizeof(float)) * o.max_sequences;
+    o.kv_pool_bytes = (int64_t)e->slot_bytes * o.max_sequences;
   e->options = o;
   tfm_kv_pages_options pages = {
       o.max_sequences, cache->shape[0], cache->shape[2],
-      cache->shape[3] * cache->shape[4] * (int64_t)sizeof(float),
+      cache->shape[3] * cache->shape[4] * tfm_dtype_bytes(cache->dtype),
       o.kv_pool_bytes, o.block_positions};
   tfm_status_code code = tfm_kv_pages_new(&pages, &e->pages, status);
   if (code != TFM_OK) {
@@ -413,7 +416,7 @@ static tfm_status_code run_step(tfm_engine *e, tfm_engine_event *events,
                           {e->positions, TFM_DTYPE_I32, 1, {rows}, NULL},
                           {e->slots, TFM_DTYPE_I32, 1, {chunks}, NULL},
                           {e->lengths, TFM_DTYPE_I32, 1, {chunks}, NULL}};
-  tfm_tensor cache = {tfm_kv_pages_base(e->pages), TFM_DTYPE_F32, 6, {0},
+  tfm_tensor cache = {tfm_kv_pages_base(e->pages), e->cache_dtype, 6, {0},
                       NULL};
   memcpy(cache.shape, e->cache_shape, sizeof e->cache_shape);
   tfm_tensor *caches = &cache, logits;

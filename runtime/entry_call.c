@@ -21,6 +21,8 @@ static const char *dtype_name(int32_t dtype) {
     return "i32";
   case TFM_DTYPE_I64:
     return "i64";
+  case TFM_DTYPE_I8:
+    return "i8";
   }
   return "?";
 }

@@ -14,6 +14,9 @@
  * query (decode) takes its own path, split over chunks of keys instead
  * (kernels_attention_decode.c).
  *
+ * Keys and values cached as int8 rows (an int8 KV cache) are widened a
+ * tile at a time into the buffers a strided f32 cache already uses.
+ *
  * Vectors are GCC's generic 16-float vectors; the hot functions are cloned
  * for AVX-512, AVX2 and baseline x86-64 and picked at load time. Head
  * dimensions are zero-padded to 16 in local buffers.
@@ -94,13 +97,15 @@ static void attend_block(const attention_job *job, int64_t i0, int64_t i1,
   enum { kQueryVectors = kQueryBlock / kLanes };
   int64_t kh = h / job->group, d = job->d, dv = job->dv;
   int64_t dvp = round_up_to_lanes(dv);
-  int64_t rows = i1 - i0, ks = job->k->strides[2];
+  int int8 = job->k8 != NULL;
+  int64_t rows = i1 - i0, ks = int8 ? 1 : job->k->strides[2];
   /* Values are read in place when their rows are whole vectors. */
-  int direct_values = job->v->strides[2] == 1 && dv == dvp;
+  int direct_values = !int8 && job->v->strides[2] == 1 && dv == dvp;
   /* ~40 KB for 64-wide heads: stays in L1/L2 for the whole block. */
   float qt[d][kQueryBlock], zeros[d];
   float p[kKeyTile][kQueryBlock], o[kQueryBlock][dvp];
   float vt[direct_values ? 1 : kKeyTile][dvp];
+  float kt[int8 ? kKeyTile : 1][d]; /* int8 keys, widened */
   float correction[kQueryBlock], l_rows[kQueryBlock];
   int32_t lo[kQueryBlock], hi[kQueryBlock];
   const float *k_rows[kKeyTile], *v_rows[kKeyTile];
@@ -142,8 +147,16 @@ static void attend_block(const attention_job *job, int64_t i0, int64_t i1,
   first = first / kKeyTile * kKeyTile;
   for (int64_t j0 = first; j0 < last; j0 += kKeyTile) {
     int64_t tile = last - j0 < kKeyTile ? last - j0 : kKeyTile;
-    for (int64_t jj = 0; jj < kKeyTile; ++jj)
-      k_rows[jj] = jj < tile ? row(job->k, j0 + jj, kh) : zeros;
+    for (int64_t jj = 0; jj < kKeyTile; ++jj) {
+      if (jj >= tile) {
+        k_rows[jj] = zeros;
+      } else if (int8) {
+        widen_row_i8(job->k8, j0 + jj, kh, d, d, kt[jj]);
+        k_rows[jj] = kt[jj];
+      } else {
+        k_rows[jj] = row(job->k, j0 + jj, kh);
+      }
+    }
 
     /* Scores of four keys at a time against every query of the block. */
     for (int64_t jj = 0; jj < tile; jj += 4) {
@@ -201,10 +214,14 @@ static void attend_block(const attention_job *job, int64_t i0, int64_t i1,
         v_rows[jj] = row(job->v, j0 + jj, kh);
         continue;
       }
+      v_rows[jj] = vt[jj];
+      if (int8) {
+        widen_row_i8(job->v8, j0 + jj, kh, dv, dvp, vt[jj]);
+        continue;
+      }
       const float *vj = row(job->v, j0 + jj, kh);
       for (int64_t e = 0; e < dvp; ++e)
         vt[jj][e] = e < dv ? vj[e * job->v->strides[2]] : 0.0f;
-      v_rows[jj] = vt[jj];
     }
     for (int64_t r0 = 0; r0 < rows_by_four; r0 += 4) {
       int64_t group_lo = job->t, group_hi = 0;
@@ -255,13 +272,30 @@ static void attention_items(void *context, int64_t begin, int64_t end,
 static attention_job make_job(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
                               tfm_memref3d_f32 *v, tfm_memref3d_f32 *out,
                               float scale, int64_t causal, int64_t window) {
-  attention_job job = {q, k, v, out, scale, (int)causal, window};
+  attention_job job = {.q = q, .k = k, .v = v, .out = out, .scale = scale,
+                       .causal = (int)causal, .window = window};
   job.s = q->sizes[0];
   job.heads = q->sizes[1];
   job.d = q->sizes[2];
   job.t = k->sizes[0];
   job.group = job.heads / k->sizes[1];
   job.dv = v->sizes[2];
+  return job;
+}
+
+/* The job over int8 rows: head_dim + 4 bytes a row (codes, scale). */
+static attention_job make_job_rows_i8(tfm_memref3d_f32 *q, tfm_memref3d_i8 *k,
+                                      tfm_memref3d_i8 *v,
+                                      tfm_memref3d_f32 *out, float scale,
+                                      int64_t causal, int64_t window) {
+  attention_job job = {.q = q, .out = out, .k8 = k, .v8 = v, .scale = scale,
+                       .causal = (int)causal, .window = window};
+  job.s = q->sizes[0];
+  job.heads = q->sizes[1];
+  job.d = q->sizes[2];
+  job.t = k->sizes[0];
+  job.group = job.heads / k->sizes[1];
+  job.dv = v->sizes[2] - 4;
   return job;
 }
 
@@ -288,6 +322,21 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
     tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
     int64_t causal, int64_t window) {
   attention_job job = make_job(q, k, v, out, scale, causal, window);
+  job.distance_bias = distance_bias;
+  attend(job);
+}
+
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_i8(
+    tfm_memref3d_f32 *q, tfm_memref3d_i8 *k, tfm_memref3d_i8 *v,
+    tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window) {
+  attend(make_job_rows_i8(q, k, v, out, scale, causal, window));
+}
+
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_i8(
+    tfm_memref3d_f32 *q, tfm_memref3d_i8 *k, tfm_memref3d_i8 *v,
+    tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
+    int64_t causal, int64_t window) {
+  attention_job job = make_job_rows_i8(q, k, v, out, scale, causal, window);
   job.distance_bias = distance_bias;
   attend(job);
 }

@@ -2,7 +2,9 @@
  *
  * The decode step of tfm_rt_attention (see kernels_attention.c): one query
  * per head against the whole KV cache, which is read once, sequentially,
- * and split over the runtime's threads (flash-decoding).
+ * and split over the runtime's threads (flash-decoding). Int8 rows are
+ * widened a position at a time, every KV head's row once for the query
+ * heads that share it.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -50,14 +52,29 @@ static void decode_chunk(const decode_job *dj, int64_t index) {
   int64_t count = dj->last - j0 < dj->chunk ? dj->last - j0 : dj->chunk;
   float *scores = dj->scores + index * heads * dj->chunk;
   float *partial = dj->partials + index * heads * (dvp + 2);
-  int unit = job->k->strides[2] == 1 && job->v->strides[2] == 1 &&
-             d == dj->dp && dv == dvp;
+  /* Int8 rows are widened into `widened` ([kv_heads][width], zero-padded
+   * to whole vectors) and read from there as unit-stride rows. */
+  int int8 = job->k8 != NULL;
+  int unit = int8 || (job->k->strides[2] == 1 && job->v->strides[2] == 1 &&
+                      d == dj->dp && dv == dvp);
+  int64_t kv_heads = heads / job->group;
+  int64_t width = dj->dp > dvp ? dj->dp : dvp;
+  float widened[int8 ? kv_heads * width : 1];
+  int64_t key_length = int8 ? dj->dp : d, value_length = int8 ? dvp : dv;
+  int64_t key_stride = int8 ? 1 : job->k->strides[2];
+  int64_t value_stride = int8 ? 1 : job->v->strides[2];
   /* Scores, key-major: each key row is read once for all heads. */
-  for (int64_t jj = 0; jj < count; ++jj)
-    for (int64_t h = 0; h < heads; ++h)
+  for (int64_t jj = 0; jj < count; ++jj) {
+    if (int8)
+      for (int64_t kh = 0; kh < kv_heads; ++kh)
+        widen_row_i8(job->k8, j0 + jj, kh, d, dj->dp, widened + kh * width);
+    for (int64_t h = 0; h < heads; ++h) {
+      const float *key = int8 ? widened + h / job->group * width
+                              : row(job->k, j0 + jj, h / job->group);
       scores[h * dj->chunk + jj] =
-          dot_row(dj->q + h * dj->dp, row(job->k, j0 + jj, h / job->group), d,
-                  job->k->strides[2], unit);
+          dot_row(dj->q + h * dj->dp, key, key_length, key_stride, unit);
+    }
+  }
   if (job->distance_bias)
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t jj = 0; jj < count; ++jj)
@@ -80,17 +97,22 @@ static void decode_chunk(const decode_job *dj, int64_t index) {
     ph[dvp + 1] = total;
   }
   /* Weighted values, key-major again. */
-  for (int64_t jj = 0; jj < count; ++jj)
+  for (int64_t jj = 0; jj < count; ++jj) {
+    if (int8)
+      for (int64_t kh = 0; kh < kv_heads; ++kh)
+        widen_row_i8(job->v8, j0 + jj, kh, dv, dvp, widened + kh * width);
     for (int64_t h = 0; h < heads; ++h) {
-      const float *vj = row(job->v, j0 + jj, h / job->group);
+      const float *vj = int8 ? widened + h / job->group * width
+                             : row(job->v, j0 + jj, h / job->group);
       float *acc = partial + h * (dvp + 2), p = scores[h * dj->chunk + jj];
       if (unit)
-        for (int64_t e = 0; e < dv; e += kLanes)
+        for (int64_t e = 0; e < value_length; e += kLanes)
           store16(acc + e, load16(acc + e) + p * load16(vj + e));
       else
-        for (int64_t e = 0; e < dv; ++e)
-          acc[e] += p * vj[e * job->v->strides[2]];
+        for (int64_t e = 0; e < value_length; ++e)
+          acc[e] += p * vj[e * value_stride];
     }
+  }
 }
 
 static void decode_chunks(void *context, int64_t begin, int64_t end,

@@ -40,7 +40,7 @@ typedef struct {
   int64_t slots;           /* sequences mapped at once */
   int64_t layers;          /* the cache's shape [slots, layers, 2, ...] */
   int64_t capacity;        /* positions per sequence */
-  int64_t position_bytes;  /* kv_heads * head_dim * sizeof(float) */
+  int64_t position_bytes;  /* kv_heads * head_dim * the element's bytes */
   int64_t pool_bytes;      /* bound on the blocks' memory */
   int64_t block_positions; /* at least; rounded up to whole pages */
 } tfm_kv_pages_options;

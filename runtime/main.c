@@ -332,7 +332,7 @@ static int run_model(const char *argv0, tfm_model *model,
       for (int32_t d = 0; d < desc->caches[c].rank; ++d)
         elements *= desc->caches[c].shape[d];
       if (elements > 0)
-        cache_bytes += elements * (long long)sizeof(float);
+        cache_bytes += elements * tfm_dtype_bytes(desc->caches[c].dtype);
     }
     fprintf(stderr,
             "{\"prompt_tokens\": %lld, \"generated_tokens\": %lld, "

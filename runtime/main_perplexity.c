@@ -2,14 +2,19 @@
  *
  * `./story --perplexity eval.txt`: the text is tokenized (with BOS when the
  * model adds one) and cut into windows of the model's context, each
- * starting with BOS; @forward scores every token of a window after the
- * first from the ones before it. Prints one JSON line: the perplexity
- * (exp of the mean negative log-likelihood), the tokens scored and the
- * window. What `bench/weight_formats.py` compares across weight formats.
+ * starting with BOS; every token of a window after the first is scored
+ * from the ones before it. A model with a KV cache scores them as it
+ * generates, through a session (@prefill of BOS, then a @decode a token),
+ * so that what the cache stores (an int8 cache's rounding) counts; one
+ * without, by @forward over the window. Prints one JSON line: the
+ * perplexity (exp of the mean negative log-likelihood), the tokens scored,
+ * the window and the path. What `bench/compare_weight_formats.py` compares
+ * across weight formats.
  *
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/main_internal.h"
+#include "runtime/model_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -59,8 +64,12 @@ int tfm_main_perplexity(const char *argv0, tfm_model *model,
                        "context of at least 2");
   if (count == 0)
     return tfm_main_fail(argv0, "--perplexity: the text has no tokens");
+  int cached = tfm_model_kv_cache(model) != NULL;
+  tfm_session *session = NULL;
+  if (cached && tfm_session_new(model, &session, &status))
+    return tfm_main_fail(argv0, status.message);
   int32_t *tokens = malloc((size_t)window * sizeof *tokens);
-  float *logits = malloc((size_t)(window * vocab) * sizeof *logits);
+  float *logits = malloc((size_t)((cached ? 1 : window) * vocab) * sizeof *logits);
   if (!tokens || !logits)
     return tfm_main_fail(argv0, "out of memory");
   double total = 0;
@@ -69,17 +78,29 @@ int tfm_main_perplexity(const char *argv0, tfm_model *model,
     int64_t n = count - start < window - 1 ? count - start : window - 1;
     tokens[0] = bos;
     memcpy(tokens + 1, ids + start, (size_t)n * sizeof *tokens);
-    if (tfm_forward(model, tokens, n + 1, logits, &status))
-      return tfm_main_fail(argv0, status.message);
-    for (int64_t i = 0; i < n; ++i)
-      total += negative_log_likelihood(logits + i * vocab, vocab,
-                                       tokens[i + 1]);
+    if (!cached) {
+      if (tfm_forward(model, tokens, n + 1, logits, &status))
+        return tfm_main_fail(argv0, status.message);
+      for (int64_t i = 0; i < n; ++i)
+        total += negative_log_likelihood(logits + i * vocab, vocab,
+                                         tokens[i + 1]);
+      scored += n;
+      continue;
+    }
+    tfm_session_reset(session);
+    for (int64_t i = 0; i < n; ++i) {
+      if (tfm_prefill(session, tokens + i, 1, logits, &status))
+        return tfm_main_fail(argv0, status.message);
+      total += negative_log_likelihood(logits, vocab, tokens[i + 1]);
+    }
     scored += n;
   }
   printf("{\"perplexity\": %.6f, \"mean_nll\": %.6f, \"tokens\": %lld, "
-         "\"window\": %lld}\n",
+         "\"window\": %lld, \"through\": \"%s\"}\n",
          exp(total / (double)scored), total / (double)scored,
-         (long long)scored, (long long)window);
+         (long long)scored, (long long)window,
+         cached ? "kv-cache" : "forward");
+  tfm_session_free(session);
   free(tokens);
   free(logits);
   free(ids);

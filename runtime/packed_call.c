@@ -39,7 +39,7 @@ static int pooled_output(tfm_model *model, const tfm_entry_point *entry) {
 }
 
 static int64_t row_bytes(const tfm_tensor *t) {
-  int64_t bytes = t->dtype == TFM_DTYPE_I64 ? 8 : 4;
+  int64_t bytes = tfm_dtype_bytes(t->dtype);
   for (int32_t d = 1; d < t->rank; ++d)
     bytes *= t->shape[d];
   return bytes;

@@ -31,7 +31,7 @@ static int allocate_cache(const tfm_cache_desc *desc, int32_t rank,
     tensor->shape[d] = shape[d];
     count *= (size_t)shape[d];
   }
-  tensor->data = calloc(count, sizeof(float));
+  tensor->data = calloc(count, (size_t)tfm_dtype_bytes(desc->dtype));
   return tensor->data != NULL;
 }
 
@@ -47,7 +47,7 @@ struct tfm_seq2seq_state {
   int64_t encoded;    /* source positions in the cross cache */
   tfm_tensor cross;   /* read by every beam */
   tfm_tensor slots;   /* [beams, layers, 2, capacity, kv_heads, head_dim] */
-  int64_t slot_size;  /* floats per slot */
+  int64_t slot_size;  /* bytes per slot */
   int *slot;          /* per beam, its slot */
   int *parent;        /* per next beam, the beam it continues (fork) */
   int *next_slot;     /* scratch of commit: per next beam, its slot */
@@ -63,7 +63,7 @@ struct tfm_seq2seq_state {
 static void decode_caches(tfm_seq2seq_state *s, const tfm_entry_point *entry,
                           int slot, tfm_tensor *own, tfm_tensor **out) {
   const tfm_model_desc *desc = tfm_model_get_desc(s->model);
-  *own = (tfm_tensor){(float *)s->slots.data + (size_t)slot * s->slot_size,
+  *own = (tfm_tensor){(char *)s->slots.data + (size_t)slot * s->slot_size,
                       s->slots.dtype, s->slots.rank - 1, {0}, NULL};
   memcpy(own->shape, s->slots.shape + 1,
          (size_t)own->rank * sizeof *own->shape);
@@ -146,7 +146,7 @@ tfm_status_code tfm_seq2seq_begin(tfm_model *model, const tfm_tensor *source,
                                              : cross_desc->shape[2];
   int64_t shape[6] = {beams};
   memcpy(shape + 1, self_desc->shape, 5 * sizeof *shape);
-  s->slot_size = 1;
+  s->slot_size = tfm_dtype_bytes(self_desc->dtype);
   for (int d = 1; d < 6; ++d)
     s->slot_size *= shape[d];
   s->slot = malloc((size_t)beams * sizeof *s->slot);
@@ -271,13 +271,12 @@ tfm_status_code tfm_seq2seq_fork(tfm_seq2seq_state *s, int from, int to,
 static void copy_prefix(tfm_seq2seq_state *s, int from, int to) {
   /* [slots, layers, 2, capacity, kv_heads, head_dim] */
   const int64_t *shape = s->slots.shape;
-  size_t row = (size_t)(shape[4] * shape[5]);
-  const float *source = (const float *)s->slots.data + from * s->slot_size;
-  float *target = (float *)s->slots.data + to * s->slot_size;
+  size_t row = (size_t)(shape[4] * shape[5] * tfm_dtype_bytes(s->slots.dtype));
+  const char *source = (const char *)s->slots.data + from * s->slot_size;
+  char *target = (char *)s->slots.data + to * s->slot_size;
   for (int64_t plane = 0; plane < shape[1] * 2; ++plane)
     memcpy(target + (size_t)(plane * shape[3]) * row,
-           source + (size_t)(plane * shape[3]) * row,
-           (size_t)s->used * row * sizeof *target);
+           source + (size_t)(plane * shape[3]) * row, (size_t)s->used * row);
 }
 
 void tfm_seq2seq_commit(tfm_seq2seq_state *s) {

@@ -15,8 +15,11 @@
 
 struct tfm_session {
   tfm_model *model;
-  float *cache; /* NULL without a KV cache */
+  char *cache; /* NULL without a KV cache */
+  /* The cache's elements (f32, or an int8 cache's bytes: the generated
+   * code reads the pointer as its own element type). */
   tfm_memref5d_f32 cache_descriptor;
+  int64_t element_bytes;
   int64_t cache_capacity, cache_used; /* slots */
   int64_t window;                     /* > 0: slide the cache when full */
   int32_t *tokens;                    /* every token so far */
@@ -47,13 +50,15 @@ tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
     size_t count = 1;
     for (int i = 0; i < 5; ++i)
       count *= (size_t)sizes[i];
+    s->element_bytes = tfm_dtype_bytes(kv->dtype);
+    size_t bytes = count * (size_t)s->element_bytes;
     /* Zeroed so that no stale data is ever read (positions past the
      * session's length are masked anyway). */
-    s->cache = aligned_alloc(64, (count * sizeof(float) + 63) / 64 * 64);
+    s->cache = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (s->cache)
-      memset(s->cache, 0, count * sizeof(float));
+      memset(s->cache, 0, bytes);
     tfm_memref5d_f32 *d = &s->cache_descriptor;
-    d->allocated = d->aligned = s->cache;
+    d->allocated = d->aligned = (float *)(void *)s->cache;
     d->offset = 0;
     int64_t stride = 1;
     for (int i = 4; i >= 0; --i) {
@@ -108,11 +113,10 @@ static void slide_cache(tfm_session *s) {
   int64_t keep = s->window - 1;
   if (keep > s->cache_used)
     keep = s->cache_used;
-  int64_t row = d->strides[2]; /* floats per position */
+  int64_t row = d->strides[2] * s->element_bytes; /* bytes per position */
   for (int64_t plane = 0; plane < d->sizes[0] * 2; ++plane) {
-    float *base = s->cache + plane * d->strides[1];
-    memmove(base, base + (s->cache_used - keep) * row,
-            (size_t)(keep * row) * sizeof(float));
+    char *base = s->cache + plane * d->strides[1] * s->element_bytes;
+    memmove(base, base + (s->cache_used - keep) * row, (size_t)(keep * row));
   }
   s->cache_used = keep;
 }

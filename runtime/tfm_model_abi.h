@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 13
+#define TFM_ABI_VERSION 14
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -118,7 +118,19 @@ typedef enum {
   TFM_ROLE_EMBEDDING = 18      /* f32 [hidden]; [sequences, hidden] packed */
 } tfm_role;
 
-typedef enum { TFM_DTYPE_F32 = 0, TFM_DTYPE_I32 = 1, TFM_DTYPE_I64 = 2 } tfm_dtype;
+/* TFM_DTYPE_I8: bytes, an int8 KV cache's (rows of codes and their f32
+ * scale, tfm.quantize_rows). */
+typedef enum {
+  TFM_DTYPE_F32 = 0,
+  TFM_DTYPE_I32 = 1,
+  TFM_DTYPE_I64 = 2,
+  TFM_DTYPE_I8 = 3
+} tfm_dtype;
+
+/* Bytes of one element of `dtype`. */
+static inline int64_t tfm_dtype_bytes(int32_t dtype) {
+  return dtype == TFM_DTYPE_I64 ? 8 : dtype == TFM_DTYPE_I8 ? 1 : 4;
+}
 
 /* State an entry point keeps between calls (tfm.cache in the IR). */
 typedef enum {

@@ -95,3 +95,22 @@ func.func @relative_causal(%q: tensor<?x2x4xf32>, %k: tensor<?x2x4xf32>, %table:
   %0 = tfm.attention %q, %k, %k relative_bias %table {causal, max_distance = 12 : i64, scale = 1.0 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<8x2xf32>) -> tensor<?x2x4xf32>
   return %0 : tensor<?x2x4xf32>
 }
+
+// -----
+
+// Keys and values read from an int8 cache: the kernel's _rows_i8 variant
+// takes the rows as stored (codes and scale), and their widening is gone.
+// CHECK-LABEL: func.func private @tfm_rt_attention_rows_i8(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xi8, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xi8, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, f32, i64, i64)
+// CHECK-LABEL: func.func @int8_rows
+// CHECK-SAME: (%[[Q:.*]]: tensor<?x8x4xf32>, %[[K:.*]]: tensor<?x2x8xi8>, %[[V:.*]]: tensor<?x2x8xi8>)
+// CHECK-DAG: bufferization.to_buffer %[[K]] read_only : tensor<?x2x8xi8>
+// CHECK-DAG: bufferization.to_buffer %[[V]] read_only : tensor<?x2x8xi8>
+// CHECK-NOT: linalg.generic
+// CHECK: call @tfm_rt_attention_rows_i8
+// CHECK-NOT: linalg.generic
+func.func @int8_rows(%q: tensor<?x8x4xf32>, %k: tensor<?x2x8xi8>, %v: tensor<?x2x8xi8>) -> tensor<?x8x4xf32> {
+  %kf = tfm.dequantize_rows %k : tensor<?x2x8xi8> -> tensor<?x2x4xf32>
+  %vf = tfm.dequantize_rows %v : tensor<?x2x8xi8> -> tensor<?x2x4xf32>
+  %0 = tfm.attention %q, %kf, %vf {causal, scale = 0.5 : f32} : (tensor<?x8x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x8x4xf32>
+  return %0 : tensor<?x8x4xf32>
+}

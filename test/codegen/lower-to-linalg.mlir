@@ -319,3 +319,36 @@ func.func @windows(%x: tensor<?x4xf32>) -> tensor<?x12xf32> {
   %0 = tfm.windows %x {kernel = 3 : i64, padding = 1 : i64, stride = 2 : i64} : tensor<?x4xf32> -> tensor<?x12xf32>
   return %0 : tensor<?x12xf32>
 }
+
+// -----
+
+// An int8 cache's rows: codes round(x * 127 / max|x|) from a row reduction,
+// the scale max|x| / 127 taken apart into four bytes after them; read back,
+// the bytes or-ed into the scale's bits and each code times it.
+// CHECK-LABEL: func.func @quantized_rows
+// CHECK-SAME: (%[[X:.*]]: tensor<?x2x4xf32>)
+// CHECK: %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[X]] : tensor<?x2x4xf32>)
+// CHECK: math.absf
+// CHECK: arith.maximumf
+// CHECK: %[[CODES:.*]] = linalg.generic {{.*}} ins(%[[X]], %[[MAX]] : tensor<?x2x4xf32>, tensor<?x2xf32>)
+// CHECK: math.roundeven
+// CHECK: arith.fptosi %{{.*}} : f32 to i8
+// CHECK: %[[SCALE:.*]] = linalg.generic {{.*}} ins(%[[MAX]] : tensor<?x2xf32>) outs(%{{.*}} : tensor<?x2x4xi8>)
+// CHECK: arith.bitcast %{{.*}} : f32 to i32
+// CHECK: arith.shrui
+// CHECK: %[[WITH_CODES:.*]] = tensor.insert_slice %[[CODES]] into %{{.*}}[0, 0, 0] [%{{.*}}, 2, 4] [1, 1, 1] : tensor<?x2x4xi8> into tensor<?x2x8xi8>
+// CHECK: %[[ROWS:.*]] = tensor.insert_slice %[[SCALE]] into %[[WITH_CODES]][0, 0, 4] [%{{.*}}, 2, 4] [1, 1, 1] : tensor<?x2x4xi8> into tensor<?x2x8xi8>
+// CHECK: %[[READ_CODES:.*]] = tensor.extract_slice %[[ROWS]][0, 0, 0] [%{{.*}}, 2, 4] [1, 1, 1] : tensor<?x2x8xi8> to tensor<?x2x4xi8>
+// CHECK: %[[BYTES:.*]] = tensor.extract_slice %[[ROWS]][0, 0, 4] [%{{.*}}, 2, 4] [1, 1, 1] : tensor<?x2x8xi8> to tensor<?x2x4xi8>
+// CHECK: %[[BITS:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[BYTES]] : tensor<?x2x4xi8>) outs(%{{.*}} : tensor<?x2xi32>)
+// CHECK: arith.shli
+// CHECK: arith.ori
+// CHECK: %[[VALUES:.*]] = linalg.generic {{.*}} ins(%[[READ_CODES]], %[[BITS]] : tensor<?x2x4xi8>, tensor<?x2xi32>)
+// CHECK: arith.sitofp %{{.*}} : i8 to f32
+// CHECK: arith.bitcast %{{.*}} : i32 to f32
+// CHECK: return %[[VALUES]]
+func.func @quantized_rows(%k: tensor<?x2x4xf32>) -> tensor<?x2x4xf32> {
+  %q = tfm.quantize_rows %k : tensor<?x2x4xf32> -> tensor<?x2x8xi8>
+  %d = tfm.dequantize_rows %q : tensor<?x2x8xi8> -> tensor<?x2x4xf32>
+  return %d : tensor<?x2x4xf32>
+}

@@ -9,17 +9,48 @@ those before it; perplexity = exp(mean negative log-likelihood).
     bash ../shared/reference/setup.sh; source /tmp/tfm-hfref/env.sh
     /usr/bin/python3 test/e2e/make_perplexity_golden.py ../shared > \\
         test/e2e/Inputs/stories260K.perplexity.json
+
+With --kv-int8, every attention reads its keys (after RoPE) and values as
+an int8 KV cache stores them (tfmc --kv-dtype=int8): each position's row
+of a KV head rounded to 127 steps of its largest magnitude. Every key and
+value of a window is in the cache when a query reads it, so a whole
+window's forward with rounded keys and values is what decoding through
+the cache computes (test/e2e/kv-cache-int8.test):
+
+    /usr/bin/python3 test/e2e/make_perplexity_golden.py ../shared \\
+        --kv-int8 > test/e2e/Inputs/stories260K.perplexity-kv-int8.json
 """
 import json
 import math
 import sys
 
 import torch
+import transformers.models.llama.modeling_llama as modeling_llama
 from transformers import AutoTokenizer, LlamaForCausalLM
+
+
+def round_rows_to_int8(states):
+    """tfm.quantize_rows then tfm.dequantize_rows, in f32: codes
+    round-half-even(x * (127 / max|x|)), values code * (max|x| / 127)."""
+    largest = states.abs().amax(dim=-1, keepdim=True)
+    inverse = torch.where(largest > 0, 127.0 / largest,
+                          torch.zeros_like(largest))
+    codes = torch.round(states * inverse).clamp(-127, 127)
+    return codes * (largest / 127.0)
+
+
+def read_keys_and_values_as_int8():
+    """LlamaAttention passes its keys and values through repeat_kv
+    (grouped-query heads) right before using them: round them there."""
+    repeat_kv = modeling_llama.repeat_kv
+    modeling_llama.repeat_kv = lambda states, n_rep: repeat_kv(
+        round_rows_to_int8(states), n_rep)
 
 
 def main():
     shared = sys.argv[1]
+    if "--kv-int8" in sys.argv[2:]:
+        read_keys_and_values_as_int8()
     model_dir = f"{shared}/models/stories260K-hf"
     tokenizer = AutoTokenizer.from_pretrained(model_dir, use_fast=False)
     model = LlamaForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32)

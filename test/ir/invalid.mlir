@@ -157,13 +157,13 @@ func.func private @f(tensor<2x3x8x4x4xf32> {tfm.cache = #tfm.cache<self_attentio
 
 // -----
 
-// expected-error @+1 {{argument 0 of @f: a cache is a float tensor of static shape (but for a batched cache's sequences), got 'tensor<2x2x?x4x4xf32>'}}
+// expected-error @+1 {{argument 0 of @f: a cache is a float or i8 tensor of static shape (but for a batched cache's sequences), got 'tensor<2x2x?x4x4xf32>'}}
 func.func private @f(tensor<2x2x?x4x4xf32> {tfm.cache = #tfm.cache<self_attention>})
 
 // -----
 
 // A batched cache has any number of sequences, each of static shape.
-// expected-error @+1 {{argument 0 of @f: a cache is a float tensor of static shape (but for a batched cache's sequences), got 'tensor<?x2x2x?x4x4xf32>'}}
+// expected-error @+1 {{argument 0 of @f: a cache is a float or i8 tensor of static shape (but for a batched cache's sequences), got 'tensor<?x2x2x?x4x4xf32>'}}
 func.func private @f(tensor<?x2x2x?x4x4xf32> {tfm.cache = #tfm.cache<self_attention>})
 
 // -----
@@ -948,5 +948,45 @@ func.func @windows_padding(%x: tensor<80x100xf32>) {
 func.func @windows_rows(%x: tensor<100x32xf32>) {
   // expected-error @+1 {{'tfm.windows' op expected result rows (100) to match windows (50)}}
   %y = tfm.windows %x {kernel = 3 : i64, padding = 1 : i64, stride = 2 : i64} : tensor<100x32xf32> -> tensor<100x96xf32>
+  return
+}
+
+// -----
+
+func.func @quantize_rows_length(%x: tensor<?x2x4xf32>) {
+  // expected-error @+1 {{'tfm.quantize_rows' op expected result row (4) to match input row + 4 (its scale) (8)}}
+  %q = tfm.quantize_rows %x : tensor<?x2x4xf32> -> tensor<?x2x4xi8>
+  return
+}
+
+// -----
+
+func.func @quantize_rows_dynamic(%x: tensor<2x?xf32>) {
+  // expected-error @+1 {{'tfm.quantize_rows' op expected static rows, got 'tensor<2x?xf32>' and 'tensor<2x?xi8>'}}
+  %q = tfm.quantize_rows %x : tensor<2x?xf32> -> tensor<2x?xi8>
+  return
+}
+
+// -----
+
+func.func @dequantize_rows_heads(%q: tensor<?x2x8xi8>) {
+  // expected-error @+1 {{'tfm.dequantize_rows' op expected input dimension 1 (2) to match result dimension 1 (3)}}
+  %x = tfm.dequantize_rows %q : tensor<?x2x8xi8> -> tensor<?x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_rows_f16(%q: tensor<?x8xi8>) {
+  // expected-error @+1 {{'tfm.dequantize_rows' op expected result element type 'f16' to match 'f32'}}
+  %x = tfm.dequantize_rows %q : tensor<?x8xi8> -> tensor<?x4xf16>
+  return
+}
+
+// -----
+
+func.func @kv_cache_mixed(%c: tensor<3x2x16x2x8xi8>, %k: tensor<?x2x8xf32>, %p: index) {
+  // expected-error @+1 {{'tfm.kv_cache_append' op expected key element type 'f32' to match 'i8'}}
+  %0 = tfm.kv_cache_append %c[0], %k, %k at %p : tensor<3x2x16x2x8xi8>, tensor<?x2x8xf32>, tensor<?x2x8xf32>
   return
 }

@@ -225,6 +225,23 @@ func.func @kv_cache(%cache: tensor<3x2x16x2x4xf32>, %k: tensor<?x2x4xf32>, %v: t
 
 // -----
 
+// An int8 cache: rows of 4 codes and their scale's 4 bytes.
+// CHECK-LABEL: func.func @kv_cache_int8
+func.func @kv_cache_int8(%cache: tensor<3x2x16x2x8xi8>, %k: tensor<?x2x4xf32>, %v: tensor<?x2x4xf32>, %pos: index)
+    -> (tensor<3x2x16x2x8xi8>, tensor<?x2x4xf32>) {
+  // CHECK: %[[QK:.*]] = tfm.quantize_rows %{{.*}} : tensor<?x2x4xf32> -> tensor<?x2x8xi8>
+  %qk = tfm.quantize_rows %k : tensor<?x2x4xf32> -> tensor<?x2x8xi8>
+  %qv = tfm.quantize_rows %v : tensor<?x2x4xf32> -> tensor<?x2x8xi8>
+  // CHECK: tfm.kv_cache_append %{{.*}}[1], %[[QK]], %{{.*}} at %{{.*}} : tensor<3x2x16x2x8xi8>, tensor<?x2x8xi8>, tensor<?x2x8xi8>
+  %c1 = tfm.kv_cache_append %cache[1], %qk, %qv at %pos : tensor<3x2x16x2x8xi8>, tensor<?x2x8xi8>, tensor<?x2x8xi8>
+  %rk, %rv = tfm.kv_cache_read %c1[1] length %pos : tensor<3x2x16x2x8xi8> -> tensor<?x2x8xi8>, tensor<?x2x8xi8>
+  // CHECK: tfm.dequantize_rows %{{.*}} : tensor<?x2x8xi8> -> tensor<?x2x4xf32>
+  %k1 = tfm.dequantize_rows %rk : tensor<?x2x8xi8> -> tensor<?x2x4xf32>
+  return %c1, %k1 : tensor<3x2x16x2x8xi8>, tensor<?x2x4xf32>
+}
+
+// -----
+
 // Partial rotary, explicit (scaled) frequencies, scaled embeddings.
 // CHECK-LABEL: func.func @rope_variants
 func.func @rope_variants(%x: tensor<?x2x8xf32>, %p: tensor<?xi32>, %t: tensor<16x8xf32>) -> (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x8xf32>) {

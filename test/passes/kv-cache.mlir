@@ -50,8 +50,8 @@
 // CHECK: %[[SI:.*]] = tensor.extract %[[BS]][%[[ROW]]]
 // CHECK: %[[SEQ:.*]] = arith.index_cast %[[SI]]
 // CHECK: %[[OWN:.*]] = tensor.extract_slice %[[CARRIED]][%[[SEQ]], 0, 0, 0, 0, 0] [1, 1, 2, 32, 2, 4]
-// CHECK: %[[APPENDED:.*]] = tfm.kv_cache_append %[[OWN]][0], %{{.*}}, %{{.*}} at %[[POS]]
 // CHECK: %[[LEN:.*]] = arith.addi %[[POS]]
+// CHECK: %[[APPENDED:.*]] = tfm.kv_cache_append %[[OWN]][0], %{{.*}}, %{{.*}} at %[[POS]]
 // CHECK: %[[RK:.*]], %[[RV:.*]] = tfm.kv_cache_read %[[APPENDED]][0] length %[[LEN]]
 // CHECK: %[[QROW:.*]] = tensor.extract_slice %[[BQ]][%[[ROW]], 0, 0]
 // CHECK: %[[ATT:.*]] = tfm.attention %[[QROW]], %[[RK]], %[[RV]] {causal
@@ -81,8 +81,8 @@
 // CHECK: %[[PSI:.*]] = tensor.extract %[[PS]][%[[CHUNK]]]
 // CHECK: %[[PSEQ:.*]] = arith.index_cast %[[PSI]]
 // CHECK: %[[POWN:.*]] = tensor.extract_slice %[[PCARRIED]][%[[PSEQ]], 0, 0, 0, 0, 0] [1, 1, 2, 32, 2, 4]
-// CHECK: %[[PAPPENDED:.*]] = tfm.kv_cache_append %[[POWN]][0], %{{.*}}, %{{.*}} at %[[START]]
 // CHECK: %[[PEND:.*]] = arith.addi %[[START]], %[[N]]
+// CHECK: %[[PAPPENDED:.*]] = tfm.kv_cache_append %[[POWN]][0], %{{.*}}, %{{.*}} at %[[START]]
 // CHECK: %[[PK:.*]], %[[PV:.*]] = tfm.kv_cache_read %[[PAPPENDED]][0] length %[[PEND]]
 // CHECK: %[[PQC:.*]] = tensor.extract_slice %[[PQ]][%[[FIRST]], 0, 0] [%[[N]], 2, 4]
 // CHECK: %[[PATT:.*]] = tfm.attention %[[PQC]], %[[PK]], %[[PV]] {causal

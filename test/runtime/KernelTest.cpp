@@ -1,11 +1,12 @@
 //===- KernelTest.cpp - the kernels generated code calls ---------------===//
 //
-// tfm_rt_attention[_packed], tfm_rt_matmul_nt and tfm_rt_linear_panels[_bias]
-// against plain double-precision loops, over the shapes that exercise their
-// paths: several query blocks and key tiles, the causal diagonal inside a
-// tile, sliding windows, grouped-query heads, head sizes that are not a
-// multiple of the vector width, strided views (a fused QKV projection's
-// slices), single-query decode, GEMM row blocks, depth blocks and a
+// tfm_rt_attention[_packed|_biased][_rows_i8], tfm_rt_matmul_nt and
+// tfm_rt_linear_panels[_bias] against plain double-precision loops, over
+// the shapes that exercise their paths: several query blocks and key
+// tiles, the causal diagonal inside a tile, sliding windows, grouped-query
+// heads, head sizes that are not a multiple of the vector width, strided
+// views (a fused QKV projection's slices), single-query decode, keys and
+// values stored as int8 rows, GEMM row blocks, depth blocks and a
 // zero-padded last panel, and work split over threads.
 //
 //===----------------------------------------------------------------------===//
@@ -42,14 +43,46 @@ struct AttentionCase {
   /// in rows of s + t - 1 + this many floats (a strided view).
   bool distanceBias = false;
   int64_t biasRowPadding = 0;
+  /// Keys and values as an int8 cache stores them (the _rows_i8 kernels);
+  /// the reference reads their dequantized values.
+  bool int8Rows = false;
 };
+
+/// `values` ([rows, n] floats) as rows of n int8 codes and the f32 scale
+/// max|x| / 127 (tfm.quantize_rows' layout); `values` become what the rows
+/// hold (code · scale).
+std::vector<int8_t> quantizeRows(std::vector<float> &values, int64_t n) {
+  int64_t rows = int64_t(values.size()) / n;
+  std::vector<int8_t> bytes(rows * (n + 4));
+  for (int64_t r = 0; r < rows; ++r) {
+    float *x = values.data() + r * n;
+    int8_t *row = bytes.data() + r * (n + 4);
+    float largest = 0;
+    for (int64_t c = 0; c < n; ++c)
+      largest = std::max(largest, std::fabs(x[c]));
+    float scale = largest / 127;
+    for (int64_t c = 0; c < n; ++c) {
+      row[c] = int8_t(largest > 0 ? std::nearbyint(x[c] * 127 / largest) : 0);
+      x[c] = row[c] * scale;
+    }
+    std::memcpy(row + n, &scale, sizeof scale);
+  }
+  return bytes;
+}
+
+tfm_memref3d_i8 rowsView(std::vector<int8_t> &bytes, int64_t rows,
+                         int64_t heads, int64_t n) {
+  return {bytes.data(), bytes.data(), 0, {rows, heads, n + 4},
+          {heads * (n + 4), n + 4, 1}};
+}
 
 /// Runs the kernel on one case and compares with the reference.
 void checkAttention(const AttentionCase &c) {
   SCOPED_TRACE(testing::Message()
                << "s=" << c.s << " t=" << c.t << " heads=" << c.heads << "/"
                << c.kvHeads << " d=" << c.d << " dv=" << c.dv
-               << " causal=" << c.causal << " window=" << c.window);
+               << " causal=" << c.causal << " window=" << c.window
+               << " int8=" << c.int8Rows);
   // q sits in a wider buffer (offset 3, 5 spare floats per row).
   int64_t qRow = c.heads * c.d + 5;
   std::vector<float> q = randomValues(3 + c.s * qRow, 1);
@@ -63,9 +96,20 @@ void checkAttention(const AttentionCase &c) {
   float scale = 1.0f / std::sqrt(float(c.d));
   int64_t columns = c.s + c.t - 1, biasRow = columns + c.biasRowPadding;
   std::vector<float> bias = randomValues(c.heads * biasRow, 7);
-  if (c.distanceBias) {
-    tfm_memref2d_f32 bm = {bias.data(), bias.data(), 0, {c.heads, columns},
-                           {biasRow, 1}};
+  tfm_memref2d_f32 bm = {bias.data(), bias.data(), 0, {c.heads, columns},
+                         {biasRow, 1}};
+  if (c.int8Rows) {
+    std::vector<int8_t> kRows = quantizeRows(k, c.d);
+    std::vector<int8_t> vRows = quantizeRows(v, c.dv);
+    tfm_memref3d_i8 k8 = rowsView(kRows, c.t, c.kvHeads, c.d);
+    tfm_memref3d_i8 v8 = rowsView(vRows, c.t, c.kvHeads, c.dv);
+    if (c.distanceBias)
+      _mlir_ciface_tfm_rt_attention_biased_rows_i8(&qm, &k8, &v8, &bm, &om,
+                                                   scale, c.causal, c.window);
+    else
+      _mlir_ciface_tfm_rt_attention_rows_i8(&qm, &k8, &v8, &om, scale,
+                                            c.causal, c.window);
+  } else if (c.distanceBias) {
     _mlir_ciface_tfm_rt_attention_biased(&qm, &km, &vm, &bm, &om, scale,
                                          c.causal, c.window);
   } else {
@@ -150,6 +194,24 @@ TEST(AttentionKernel, RelativePositionTermsByDistance) {
   }
   checkAttention({40, 130, 2, 2, 32, 32, 0, true, true});
   checkAttention({5, 70, 2, 2, 8, 8, 0, false, true, /*biasRowPadding=*/3});
+}
+
+TEST(AttentionKernel, Int8RowsWidenedInPrefillAndDecode) {
+  // Prefill over tiles and decode over chunks; head sizes of whole
+  // vectors (the vector widening) and not (the scalar one); grouped
+  // queries, a window, relative-position terms.
+  for (AttentionCase c : std::vector<AttentionCase>{
+           {150, 150, 4, 2, 64, 64, 0, true},
+           {1, 300, 12, 4, 64, 64, 0, true},
+           {1, 5000, 8, 2, 128, 128, 0, true},
+           {33, 90, 3, 1, 8, 24, 0, true},
+           {1, 33, 4, 4, 10, 10, 0, true},
+           {1, 300, 2, 2, 16, 16, 100, true},
+           {40, 130, 2, 2, 32, 32, 0, true, true},
+           {1, 77, 4, 4, 16, 16, 0, true, true}}) {
+    c.int8Rows = true;
+    checkAttention(c);
+  }
 }
 
 /// Packed sequences of `lengths` against each sequence run alone: the

@@ -100,6 +100,12 @@ cl::opt<std::string> weightsDtype(
              "per block, 5 bits) (default: the checkpoint's, each weight's "
              "own; GGUF's Q4_K becomes int4-min, Q6_K int8)"),
     cl::value_desc("dtype"), cl::cat(passCategory));
+cl::opt<std::string> kvDtype(
+    "kv-dtype",
+    cl::desc("Storage of the KV cache: f32 (default), or int8 (each "
+             "position's keys and values of a KV head as int8 codes with an "
+             "f32 scale: a quarter of the bytes and of attention's reads)"),
+    cl::init("f32"), cl::value_desc("dtype"), cl::cat(passCategory));
 cl::opt<std::string> edgeDtype(
     "edge-dtype",
     cl::desc("Storage of embedding tables and the LM head (default: int8 "
@@ -165,6 +171,7 @@ int main(int argc, char **argv) {
 
   tfm::CpuPipelineOptions pipeline;
   pipeline.maxContext = maxContext;
+  pipeline.kvDtype = kvDtype;
   pipeline.weightsDtype = weightsDtype;
   pipeline.edgeDtype = edgeDtype;
   pipeline.keepWeights = keepWeights;

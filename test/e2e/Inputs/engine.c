@@ -325,14 +325,16 @@ int main(int argc, char **argv) {
   sampled.seed = 7;
   int ok = check_against_sessions("greedy", &options, &greedy) &&
            check_against_sessions("sampled", &options, &sampled);
-  /* A pool of two full contexts for four sequences: preemption. */
+  /* A pool of two requests' whole lengths (128 positions, in whole
+   * blocks) for four sequences: preemption. */
   tfm_engine *probe;
   tfm_engine_stats stats;
   if (ok && !failed(tfm_engine_new(model, &options, &probe, &status), &status)) {
     tfm_engine_get_stats(probe, &stats);
     tfm_engine_free(probe);
     options.kv_pool_bytes =
-        stats.kv_block_bytes * 2 * (128 / stats.kv_block_positions);
+        stats.kv_block_bytes * 2 *
+        ((128 + stats.kv_block_positions - 1) / stats.kv_block_positions);
     ok = check_against_sessions("preempted", &options, &greedy);
   }
   ok = ok && check_sharing() && check_churn(churn);

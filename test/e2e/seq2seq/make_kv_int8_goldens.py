@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Writes t5.logits-kv-int8.bin (test/e2e/seq2seq/Inputs): the teacher-
+forced decoder logits of Inputs/t5 (make_seq2seq_goldens.py's model, its
+SOURCE and DECODER tokens) as an int8 KV cache computes them (tfmc
+--kv-dtype=int8): every decoder self-attention reads its keys and values
+with each position's row of a head rounded to 127 steps of its largest
+magnitude. T5 has no rotary positions, so rounding the outputs of the k
+and v projections is rounding what the cache stores; the cross-attention
+cache stays f32. Every key and value is cached when a query reads it, so
+the whole sequence's forward with rounded rows is what decoding computes.
+
+    bash ../shared/reference/setup.sh && source /tmp/tfm-hfref/env.sh
+    /usr/bin/python3 test/e2e/seq2seq/make_kv_int8_goldens.py
+"""
+import os
+
+import torch
+import transformers as tf
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+INPUTS = os.path.join(HERE, "Inputs")
+SOURCE_TOKENS = [5, 17, 42, 9, 33, 21, 8, 60, 12, 3, 44, 19, 27, 50, 6, 38,
+                 11, 25, 1]
+DECODER_TOKENS = [0, 12, 7, 30, 5, 48, 22, 9, 41, 3, 17, 58, 33, 6, 20, 14]
+
+
+def round_rows_to_int8(states):
+    """tfm.quantize_rows then tfm.dequantize_rows over the last dimension,
+    in f32 (see test/e2e/make_perplexity_golden.py)."""
+    largest = states.abs().amax(dim=-1, keepdim=True)
+    inverse = torch.where(largest > 0, 127.0 / largest,
+                          torch.zeros_like(largest))
+    codes = torch.round(states * inverse).clamp(-127, 127)
+    return codes * (largest / 127.0)
+
+
+def main():
+    model = tf.T5ForConditionalGeneration.from_pretrained(
+        os.path.join(INPUTS, "t5"), torch_dtype=torch.float32).eval()
+    heads, head_dim = model.config.num_heads, model.config.d_kv
+
+    def rounded(module, inputs, output):
+        rows = output.view(*output.shape[:-1], heads, head_dim)
+        return round_rows_to_int8(rows).view(output.shape)
+
+    for block in model.decoder.block:
+        attention = block.layer[0].SelfAttention
+        attention.k.register_forward_hook(rounded)
+        attention.v.register_forward_hook(rounded)
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([SOURCE_TOKENS]),
+                       decoder_input_ids=torch.tensor([DECODER_TOKENS])).logits
+    logits[0].float().numpy().astype("<f4").tofile(
+        os.path.join(INPUTS, "t5.logits-kv-int8.bin"))
+
+
+if __name__ == "__main__":
+    main()
