@@ -8,7 +8,9 @@ make_random_model.py), compiled with --emit=lib:
    of the batch engine at B = 1, 4, 8, 16 sequences after 128-token
    prompts, and each B's ratio to B = 1; the machine's read bandwidth and
    FP32 peak measured in the same run (the limits: B = 1 reads every
-   weight per token, large B is bound by the multiply rate).
+   weight per token, large B is bound by the multiply rate). Each KV
+   cache dtype of --kv-dtypes (f32, int8: tfmc --kv-dtype) is a library
+   of its own, measured in the same rounds.
 2. Prefix sharing: KV bytes of 16 sequences sharing a 512-token prefix
    (each with a few tokens of its own) against one sequence's.
 3. Servers: tfm-serve against llama.cpp's llama-server (built from source:
@@ -21,6 +23,7 @@ make_random_model.py), compiled with --emit=lib:
    servers (this host's bandwidth drifts within minutes).
 
     /usr/bin/python3 bench/compare_serving.py [--llama-cpp DIR] [--rounds 2]
+        [--kv-dtypes f32 int8]
 """
 import argparse
 import json
@@ -47,17 +50,21 @@ def build(args):
     if not os.path.exists(os.path.join(model, "model.safetensors")):
         subprocess.run([sys.executable, os.path.join(HERE, "make_random_model.py"),
                         "llama", model], check=True)
-    library = os.path.join(args.work, "libllama.so")
-    if (not os.path.exists(library) or
-            os.path.getmtime(library) < os.path.getmtime(args.tfmc)):
-        subprocess.run([args.tfmc, model, "--emit=lib", "-q", "-o", library],
-                       check=True)
+    libraries = {}
+    for kv in args.kv_dtypes:
+        library = os.path.join(args.work, "libllama.so" if kv == "f32"
+                               else f"libllama-kv-{kv}.so")
+        if (not os.path.exists(library) or
+                os.path.getmtime(library) < os.path.getmtime(args.tfmc)):
+            subprocess.run([args.tfmc, model, "--emit=lib", "-q",
+                            f"--kv-dtype={kv}", "-o", library], check=True)
+        libraries[kv] = library
     bench = os.path.join(args.work, "engine_bench")
     lib_dir = os.path.join(ROOT, "build", "lib")
     subprocess.run(["cc", "-O2", os.path.join(HERE, "engine_bench.c"),
                     "-I", ROOT, "-L", lib_dir, "-ltfmrt",
                     "-Wl,-rpath," + lib_dir, "-ldl", "-o", bench], check=True)
-    return model, library, bench
+    return model, libraries, bench
 
 
 def engine(bench, library, *arguments):
@@ -144,12 +151,14 @@ def main():
     parser.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
     parser.add_argument("--llama-cpp", help="llama.cpp's CMake build directory")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--kv-dtypes", nargs="+", default=["f32", "int8"],
+                        help="KV cache dtypes to compile and compare")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--prompt", type=int, default=128)
     parser.add_argument("--new", type=int, default=128)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    model, library, bench = build(args)
+    model, libraries, bench = build(args)
     with open(os.path.join(model, "config.json")) as f:
         vocab = json.load(f)["vocab_size"]
     hw = hardware_limits(args.work)
@@ -158,40 +167,51 @@ def main():
 
     # 1. Batched decoding.
     batches = (1, 4, 8, 16)
-    rates = {b: [] for b in batches}
+    rates = {(kv, b): [] for kv in libraries for b in batches}
     bandwidth = []
     for _ in range(args.rounds):
         bandwidth.append(read_bandwidth(args.work))
         for b in batches:
-            rates[b].append(engine(bench, library, "decode", b, 128, 64)["tokens_per_s"])
+            for kv, library in libraries.items():
+                rates[kv, b].append(engine(bench, library, "decode", b, 128,
+                                           64)["tokens_per_s"])
     weights = os.path.getsize(os.path.join(model, "model.safetensors"))
     gb = statistics.median(bandwidth)
     print(f"\nbatched decode (engine, 124M LLaMA f32, {weights / 1e6:.0f} MB of "
           f"weights, read {gb:.0f} GB/s: B = 1 bound {gb * 1e9 / weights:.0f} tok/s)")
-    one = statistics.median(rates[1])
     flops = 2 * weights / 4
-    for b in batches:
-        rate = statistics.median(rates[b])
-        print(f"  B = {b:2d}: {rate:7.1f} tok/s  {rate / one:4.2f}x B = 1  "
-              f"{rate * flops / 1e9:5.0f} GFLOP/s = "
-              f"{rate * flops / 1e9 / hw['fp32_peak_gflops']:.0%} of FP32 peak")
+    for kv in libraries:
+        one = statistics.median(rates[kv, 1])
+        print(f"  KV cache {kv}:")
+        for b in batches:
+            rate = statistics.median(rates[kv, b])
+            print(f"  B = {b:2d}: {rate:7.1f} tok/s  {rate / one:4.2f}x B = 1  "
+                  f"{rate * flops / 1e9:5.0f} GFLOP/s = "
+                  f"{rate * flops / 1e9 / hw['fp32_peak_gflops']:.0%} of FP32 peak"
+                  + (f"  {rate / statistics.median(rates['f32', b]):.2f}x f32 KV"
+                     if kv != "f32" and "f32" in libraries else ""))
 
     # 2. Prefix sharing.
     print("\nprefix sharing: 16 sequences, a 512-token common prefix")
-    for own, block in ((4, 8), (4, 16), (16, 8)):
-        r = engine(bench, library, "share", 16, 512, own, block)
-        print(f"  {own:2d} own tokens each, blocks of {r['block_positions']:2d}: "
-              f"{r['all_bytes'] / 2**20:6.1f} MiB against one sequence's "
-              f"{r['one_bytes'] / 2**20:5.1f} MiB = {r['ratio']:.2f}x "
-              f"({r['prompt_tokens_reused']} prompt tokens not prefilled)")
+    for kv, library in libraries.items():
+        for own, block in ((4, 8), (4, 16), (16, 8)):
+            r = engine(bench, library, "share", 16, 512, own, block)
+            print(f"  KV {kv:4s} {own:2d} own tokens each, blocks of "
+                  f"{r['block_positions']:3d}: "
+                  f"{r['all_bytes'] / 2**20:6.1f} MiB against one sequence's "
+                  f"{r['one_bytes'] / 2**20:5.1f} MiB = {r['ratio']:.2f}x "
+                  f"({r['prompt_tokens_reused']} prompt tokens not prefilled)")
 
     # 3. Servers.
     print(f"\nservers: {args.clients} clients at once, {args.prompt}-token "
           f"prompts, {args.new} tokens each, 2 threads")
-    servers = {"tfm-serve": lambda: start_server(
-        [args.serve, library, "--port", "0", "--name", "llama",
-         "--max-sequences", str(args.clients), "--max-waiting", "0"],
-        r"on http://127\.0\.0\.1:(\d+)")}
+    def tfm_serve(library):
+        return lambda: start_server(
+            [args.serve, library, "--port", "0", "--name", "llama",
+             "--max-sequences", str(args.clients), "--max-waiting", "0"],
+            r"on http://127\.0\.0\.1:(\d+)")
+    servers = {("tfm-serve" if kv == "f32" else f"tfm-serve {kv} KV"):
+               tfm_serve(library) for kv, library in libraries.items()}
     if args.llama_cpp:
         gguf = os.path.join(args.work, "llama-F32.gguf")
         if not os.path.exists(gguf):
@@ -222,13 +242,16 @@ def main():
         summary[name] = {key: statistics.median(r[key] for r in runs)
                          for key in runs[0]}
         s = summary[name]
-        print(f"  {name:12s} {s['tokens_per_s']:7.1f} tok/s  time per output "
+        print(f"  {name:20s} {s['tokens_per_s']:7.1f} tok/s  time per output "
               f"token p50 {s['tpot_p50_ms']:6.1f} ms  p99 {s['tpot_p99_ms']:6.1f} ms"
               f"  ({s['tokens']:.0f} tokens in {s['seconds']:.1f} s)")
     if "llama-server" in summary:
-        ours, peer = summary["tfm-serve"], summary["llama-server"]
-        print(f"  tfm-serve / llama-server: {ours['tokens_per_s'] / peer['tokens_per_s']:.2f}x "
-              f"throughput, p99 {ours['tpot_p99_ms'] / peer['tpot_p99_ms']:.2f}x")
+        peer = summary["llama-server"]
+        for name, ours in summary.items():
+            if name.startswith("tfm-serve"):
+                print(f"  {name} / llama-server: "
+                      f"{ours['tokens_per_s'] / peer['tokens_per_s']:.2f}x "
+                      f"throughput, p99 {ours['tpot_p99_ms'] / peer['tpot_p99_ms']:.2f}x")
 
 
 if __name__ == "__main__":

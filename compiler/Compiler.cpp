@@ -349,7 +349,15 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
     pipeline.copyOptionValuesFrom(*options.pipeline);
   // Only causal models get a KV cache, once; a module that is not a model
   // is compiled as written.
+  bool askedForCache = pipeline.kvCache;
   pipeline.kvCache = pipeline.kvCache && unit.model && wantsKVCache(*unit.module);
+  // A cache dtype for a model that gets no cache would be silently moot.
+  if (first == CpuPipelineStage::Tfm && pipeline.kvDtype != "f32" &&
+      !pipeline.kvCache && unit.model)
+    return makeError("--kv-dtype=" + pipeline.kvDtype + ": " +
+                     (askedForCache ? "this model has no KV cache (only "
+                                      "decoders and encoder-decoders do)"
+                                    : "there is no KV cache (--no-kv-cache)"));
   // Weights keep the checkpoint's dtype unless told otherwise.
   if (pipeline.weightsDtype.empty() && unit.model &&
       unit.weights.hasNarrowMatrices())

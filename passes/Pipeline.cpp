@@ -23,6 +23,11 @@ void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
   if (options.batchImages)
     pm.addPass(createBatchImagesPass());
   pm.addPass(createCanonicalizerPass());
+  // The fusions match projections of one input value: @prefill's last rows
+  // are sliced once per use (pickRows), and only CSE makes them one, so
+  // without it the last layer's gate and up stayed apart until the IR was
+  // compiled a second time.
+  pm.addPass(createCSEPass());
   if (options.fuseQKV)
     pm.addNestedPass<func::FuncOp>(createFuseQKVPass());
   if (options.fuseMLP)

@@ -269,18 +269,25 @@ static void attention_items(void *context, int64_t begin, int64_t end,
   }
 }
 
+/* `job` with the sizes of its queries and of its t keys of kv_heads heads
+ * and values of dv features. */
+static attention_job sized(attention_job job, int64_t t, int64_t kv_heads,
+                           int64_t dv) {
+  job.s = job.q->sizes[0];
+  job.heads = job.q->sizes[1];
+  job.d = job.q->sizes[2];
+  job.t = t;
+  job.group = job.heads / kv_heads;
+  job.dv = dv;
+  return job;
+}
+
 static attention_job make_job(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
                               tfm_memref3d_f32 *v, tfm_memref3d_f32 *out,
                               float scale, int64_t causal, int64_t window) {
   attention_job job = {.q = q, .k = k, .v = v, .out = out, .scale = scale,
                        .causal = (int)causal, .window = window};
-  job.s = q->sizes[0];
-  job.heads = q->sizes[1];
-  job.d = q->sizes[2];
-  job.t = k->sizes[0];
-  job.group = job.heads / k->sizes[1];
-  job.dv = v->sizes[2];
-  return job;
+  return sized(job, k->sizes[0], k->sizes[1], v->sizes[2]);
 }
 
 /* The job over int8 rows: head_dim + 4 bytes a row (codes, scale). */
@@ -290,13 +297,7 @@ static attention_job make_job_rows_i8(tfm_memref3d_f32 *q, tfm_memref3d_i8 *k,
                                       int64_t causal, int64_t window) {
   attention_job job = {.q = q, .out = out, .k8 = k, .v8 = v, .scale = scale,
                        .causal = (int)causal, .window = window};
-  job.s = q->sizes[0];
-  job.heads = q->sizes[1];
-  job.d = q->sizes[2];
-  job.t = k->sizes[0];
-  job.group = job.heads / k->sizes[1];
-  job.dv = v->sizes[2] - 4;
-  return job;
+  return sized(job, k->sizes[0], k->sizes[1], v->sizes[2] - 4);
 }
 
 static void attend(attention_job job) {

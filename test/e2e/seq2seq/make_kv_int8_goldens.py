@@ -13,6 +13,7 @@ the whole sequence's forward with rounded rows is what decoding computes.
     /usr/bin/python3 test/e2e/seq2seq/make_kv_int8_goldens.py
 """
 import os
+import sys
 
 import torch
 import transformers as tf
@@ -24,14 +25,8 @@ SOURCE_TOKENS = [5, 17, 42, 9, 33, 21, 8, 60, 12, 3, 44, 19, 27, 50, 6, 38,
 DECODER_TOKENS = [0, 12, 7, 30, 5, 48, 22, 9, 41, 3, 17, 58, 33, 6, 20, 14]
 
 
-def round_rows_to_int8(states):
-    """tfm.quantize_rows then tfm.dequantize_rows over the last dimension,
-    in f32 (see test/e2e/make_perplexity_golden.py)."""
-    largest = states.abs().amax(dim=-1, keepdim=True)
-    inverse = torch.where(largest > 0, 127.0 / largest,
-                          torch.zeros_like(largest))
-    codes = torch.round(states * inverse).clamp(-127, 127)
-    return codes * (largest / 127.0)
+sys.path.insert(0, os.path.dirname(HERE))
+from make_perplexity_golden import round_rows_to_int8  # noqa: E402
 
 
 def main():
