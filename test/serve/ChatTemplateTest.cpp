@@ -144,6 +144,37 @@ TEST(ChatTemplate, SaysWhereTheSourceIsMalformed) {
             "line 1, column 6: unexpected character '!'");
 }
 
+TEST(ChatTemplate, NestingIsBounded) {
+  // Parsing, rendering and freeing recurse as deep as expressions and
+  // blocks nest: 100 levels pass, deeper is refused (10 000 '[' overflowed
+  // the stack), whether by recursion (brackets, unary operators) or by
+  // long left-deep chains (a + a + ...).
+  auto repeated = [](const std::string &part, int times) {
+    std::string out;
+    for (int i = 0; i < times; ++i)
+      out += part;
+    return out;
+  };
+  EXPECT_EQ(parseError("{{ " + repeated("[", 99) + repeated("]", 99) + " }}"),
+            "parsed");
+  EXPECT_EQ(parseError("{{ " + repeated("[", 10000) + " }}"),
+            "line 1, column 104: expressions nest deeper than 100 levels");
+  EXPECT_EQ(parseError("{{ " + repeated("-", 200) + "1 }}"),
+            "line 1, column 103: expressions nest deeper than 100 levels");
+  EXPECT_EQ(parseError("{{ " + repeated("not ", 200) + "x }}"),
+            "line 1, column 400: expressions nest deeper than 100 levels");
+  EXPECT_EQ(parseError("{{ " + repeated("(", 200) + "1" + repeated(")", 200) +
+                       " }}"),
+            "line 1, column 104: expressions nest deeper than 100 levels");
+  EXPECT_EQ(parseError("{{ 1" + repeated(" + 1", 99) + " }}"), "parsed");
+  EXPECT_EQ(parseError("{{ 1" + repeated(" + 1", 100000) + " }}"),
+            "line 1, column 402: expressions nest deeper than 100 levels");
+  EXPECT_EQ(parseError("{{ x" + repeated(".a", 200) + " }}"),
+            "line 1, column 203: expressions nest deeper than 100 levels");
+  EXPECT_EQ(parseError(repeated("{% if x %}", 200) + repeated("{% endif %}", 200)),
+            "line 1, column 1004: blocks nest deeper than 100 levels");
+}
+
 TEST(ChatTemplate, RenderErrorsNameThePlace) {
   json variables = {{"messages", json::array()}};
   // Jinja's Undefined: missing is empty, but a member of it is an error.

@@ -61,6 +61,11 @@ struct ParseError {
   std::string message;
 };
 
+/// How deep expressions and statements may nest: parsing, rendering and
+/// freeing them recurse that deep (a template of 10 000 '[' overflowed the
+/// stack: fuzz-chat-template). Real templates nest a few levels.
+constexpr unsigned kMaxNesting = 100;
+
 //===----------------------------------------------------------------------===//
 // Text and tags
 //===----------------------------------------------------------------------===//
@@ -313,6 +318,23 @@ class ExprParser {
 public:
   ExprParser(std::vector<Token> tokens) : tokens(std::move(tokens)) {}
 
+  /// Counts a level of the parser's recursion for as long as it lives.
+  class Nested {
+  public:
+    explicit Nested(ExprParser &parser) : parser(parser) {
+      if (++parser.nesting > kMaxNesting)
+        parser.fail(tooDeep());
+    }
+    ~Nested() { --parser.nesting; }
+
+  private:
+    ExprParser &parser;
+  };
+  static std::string tooDeep() {
+    return "expressions nest deeper than " + std::to_string(kMaxNesting) +
+           " levels";
+  }
+
   const Token &peek(size_t ahead = 0) const {
     return tokens[std::min(at + ahead, tokens.size() - 1)];
   }
@@ -354,6 +376,7 @@ public:
   }
 
   ExprPtr expression(bool withConditional = true) {
+    Nested level(*this);
     ExprPtr value = orExpr();
     if (withConditional && isName("if")) {
       size_t offset = peek().offset;
@@ -362,7 +385,7 @@ public:
       e->operands.push_back(orExpr());
       e->operands.push_back(std::move(value));
       e->operands.push_back(acceptName("else") ? expression() : nullptr);
-      return e;
+      return bounded(std::move(e));
     }
     return value;
   }
@@ -370,13 +393,27 @@ public:
 private:
   std::vector<Token> tokens;
   size_t at = 0;
+  unsigned nesting = 0;
+
+  /// `e`, its operands in, with its depth; refused past kMaxNesting (the
+  /// loops below build left-deep chains without recursing: a + a + ...).
+  ExprPtr bounded(ExprPtr e) {
+    for (const ExprPtr &operand : e->operands)
+      if (operand)
+        e->depth = std::max(e->depth, operand->depth + 1);
+    for (const auto &keyword : e->keywords)
+      e->depth = std::max(e->depth, keyword.second->depth + 1);
+    if (e->depth > kMaxNesting)
+      throw ParseError{e->offset, tooDeep()};
+    return e;
+  }
 
   ExprPtr binary(std::string op, ExprPtr left, ExprPtr right, size_t offset) {
     auto e = std::make_unique<Expr>(Expr::Kind::Binary, offset);
     e->name = std::move(op);
     e->operands.push_back(std::move(left));
     e->operands.push_back(std::move(right));
-    return e;
+    return bounded(std::move(e));
   }
 
   ExprPtr orExpr() {
@@ -397,11 +434,12 @@ private:
   }
   ExprPtr notExpr() {
     if (isName("not")) {
+      Nested level(*this);
       size_t offset = tokens[at++].offset;
       auto e = std::make_unique<Expr>(Expr::Kind::Unary, offset);
       e->name = "not";
       e->operands.push_back(notExpr());
-      return e;
+      return bounded(std::move(e));
     }
     return compare();
   }
@@ -451,11 +489,12 @@ private:
   }
   ExprPtr unary() {
     if (isOperator("-") || isOperator("+")) {
+      Nested level(*this);
       const Token &t = tokens[at++];
       auto e = std::make_unique<Expr>(Expr::Kind::Unary, t.offset);
       e->name = t.text;
       e->operands.push_back(unary());
-      return filtersAndTests(std::move(e));
+      return filtersAndTests(bounded(std::move(e)));
     }
     return filtersAndTests(postfix(primary()));
   }
@@ -491,7 +530,7 @@ private:
         e->operands.push_back(std::move(value));
         if (isOperator("("))
           arguments(*e);
-        value = std::move(e);
+        value = bounded(std::move(e));
       } else if (isName("is")) {
         ++at;
         auto e = std::make_unique<Expr>(Expr::Kind::Test, peek().offset);
@@ -503,7 +542,7 @@ private:
           throw ParseError{offset, "the test '" + e->name +
                                        "' is not in tfm-serve's Jinja subset"};
         e->operands.push_back(std::move(value));
-        value = std::move(e);
+        value = bounded(std::move(e));
       } else {
         return value;
       }
@@ -517,7 +556,7 @@ private:
         auto e = std::make_unique<Expr>(Expr::Kind::Attribute, offset);
         e->name = expectName();
         e->operands.push_back(std::move(value));
-        value = std::move(e);
+        value = bounded(std::move(e));
       } else if (acceptOperator("[")) {
         value = subscript(std::move(value), offset);
       } else if (isOperator("(")) {
@@ -528,7 +567,7 @@ private:
         auto e = std::make_unique<Expr>(Expr::Kind::Call, offset);
         e->operands.push_back(std::move(value));
         arguments(*e);
-        value = std::move(e);
+        value = bounded(std::move(e));
       } else {
         return value;
       }
@@ -554,13 +593,13 @@ private:
       auto e = std::make_unique<Expr>(Expr::Kind::Subscript, offset);
       e->operands.push_back(std::move(value));
       e->operands.push_back(std::move(parts[0]));
-      return e;
+      return bounded(std::move(e));
     }
     auto e = std::make_unique<Expr>(Expr::Kind::Slice, offset);
     e->operands.push_back(std::move(value));
     for (ExprPtr &part : parts)
       e->operands.push_back(std::move(part));
-    return e;
+    return bounded(std::move(e));
   }
 
   ExprPtr primary() {
@@ -609,7 +648,7 @@ private:
           if (!isOperator("]"))
             expectOperator(",");
         }
-        return e;
+        return bounded(std::move(e));
       }
       if (acceptOperator("{")) {
         auto e = std::make_unique<Expr>(Expr::Kind::Dict, offset);
@@ -620,7 +659,7 @@ private:
           if (!isOperator("}"))
             expectOperator(",");
         }
-        return e;
+        return bounded(std::move(e));
       }
       break;
     case Token::Kind::End:
@@ -648,6 +687,21 @@ public:
 private:
   std::vector<Chunk> chunks;
   size_t at = 0;
+  unsigned nesting = 0; // open {% if %} and {% for %} blocks
+
+  /// Counts an open block for as long as it lives.
+  class Block {
+  public:
+    Block(TemplateParser &parser, size_t offset) : parser(parser) {
+      if (++parser.nesting > kMaxNesting)
+        throw ParseError{offset, "blocks nest deeper than " +
+                                     std::to_string(kMaxNesting) + " levels"};
+    }
+    ~Block() { --parser.nesting; }
+
+  private:
+    TemplateParser &parser;
+  };
 
   static std::string keywordOf(const Chunk &chunk) {
     size_t start = chunk.content.find_first_not_of(" \t\r\n");
@@ -730,6 +784,7 @@ private:
   }
 
   Node parseIf(ExprParser &p, size_t offset) {
+    Block open(*this, offset);
     Node node(Node::Kind::If, offset);
     p.expectName(); // if
     ExprPtr condition = p.expression();
@@ -756,6 +811,7 @@ private:
   }
 
   Node parseFor(ExprParser &p, size_t offset) {
+    Block open(*this, offset);
     Node node(Node::Kind::For, offset);
     p.expectName(); // for
     do

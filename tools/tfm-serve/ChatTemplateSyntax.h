@@ -45,6 +45,9 @@ struct Expr {
   bool negated = false; // Test: `is not`
   std::vector<ExprPtr> operands;
   std::vector<std::pair<std::string, ExprPtr>> keywords;
+  /// Levels of expressions from this one down to its deepest operand:
+  /// evaluation and destruction recurse that deep, so the parser bounds it.
+  unsigned depth = 1;
 
   Expr(Kind kind, size_t offset) : kind(kind), offset(offset) {}
 };
