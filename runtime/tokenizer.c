@@ -84,6 +84,7 @@ void tfm_tokenizer_free(tfm_tokenizer *t) {
   free(t->merges);
   free(t->special_ids);
   free(t->special_strips);
+  tfm_special_trie_free(&t->special_trie);
   free(t->continuation);
   free(t->piece_types);
   free(t->chars_map_blob);
@@ -178,6 +179,24 @@ static tfm_status_code parse_framing(tfm_tokenizer *t, blob_reader *r,
     t->special_ids[i] = (int32_t)id;
   }
   return TFM_OK;
+}
+
+/* The trie of the special tokens' spellings (their ids checked); 0 when
+ * out of memory. */
+static int build_special_trie(tfm_tokenizer *t) {
+  const char **spellings =
+      malloc((t->special_count + 1) * sizeof *spellings);
+  uint32_t *lengths = malloc((t->special_count + 1) * sizeof *lengths);
+  int built = spellings && lengths;
+  for (uint32_t k = 0; built && k < t->special_count; ++k) {
+    spellings[k] = t->pieces[t->special_ids[k]];
+    lengths[k] = t->lengths[t->special_ids[k]];
+  }
+  built = built && tfm_special_trie_build(&t->special_trie, t->special_count,
+                                          spellings, lengths);
+  free(spellings);
+  free(lengths);
+  return built;
 }
 
 /* Ids the blob names must be tokens (or -1 where optional). */
@@ -349,6 +368,8 @@ tfm_status_code tfm_tokenizer_new(const uint8_t *blob, uint64_t size,
                     "tokenizer blob: truncated score BPE flags");
   if (code == TFM_OK)
     code = check_named_ids(t, status);
+  if (code == TFM_OK && !build_special_trie(t))
+    code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   if (code != TFM_OK) {
     tfm_tokenizer_free(t);
     return code;
@@ -430,15 +451,7 @@ static size_t space_after(const char *text, size_t at, size_t length) {
 /* The longest special token spelled at text[at], or -1. */
 static int64_t special_at(const tfm_tokenizer *t, const char *text,
                           size_t length, size_t at) {
-  int64_t best = -1;
-  for (uint32_t k = 0; k < t->special_count; ++k) {
-    uint32_t n = t->lengths[t->special_ids[k]];
-    if (n > 0 && n <= length - at &&
-        memcmp(text + at, t->pieces[t->special_ids[k]], n) == 0 &&
-        (best < 0 || n > t->lengths[t->special_ids[best]]))
-      best = k;
-  }
-  return best;
+  return tfm_special_trie_longest(&t->special_trie, text + at, length - at);
 }
 
 /* Encodes text with its special tokens kept whole (their lstrip/rstrip

@@ -10,6 +10,7 @@
 #define TFM_RUNTIME_TOKENIZER_INTERNAL_H
 
 #include "runtime/chars_map.h"
+#include "runtime/special_tokens.h"
 #include "runtime/status.h"
 #include "runtime/tfm_format.h"
 
@@ -45,6 +46,7 @@ struct tfm_tokenizer {
   uint32_t special_count;
   int32_t *special_ids;
   uint32_t *special_strips;
+  tfm_special_trie special_trie; /* their spellings, for encoding's scan */
   /* WordPiece: TFM_WORDPIECE_* flags, the unknown token, the longest word
    * (in characters) split into pieces, the continuation prefix ("##"). */
   uint32_t wordpiece_flags;
