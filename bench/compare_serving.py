@@ -56,8 +56,10 @@ def build(args):
                                else f"libllama-kv-{kv}.so")
         if (not os.path.exists(library) or
                 os.path.getmtime(library) < os.path.getmtime(args.tfmc)):
+            # One prefix for all: engine_bench finds llama_model in each.
             subprocess.run([args.tfmc, model, "--emit=lib", "-q",
-                            f"--kv-dtype={kv}", "-o", library], check=True)
+                            f"--kv-dtype={kv}", "--prefix=llama", "-o",
+                            library], check=True)
         libraries[kv] = library
     bench = os.path.join(args.work, "engine_bench")
     lib_dir = os.path.join(ROOT, "build", "lib")

@@ -93,6 +93,13 @@ llvm::Error readWordPieceJson(llvm::StringRef path, TokenizerVocab &vocab) {
     if (!value || *value < 0)
       return makeError(path + ": piece '" + piece.str() +
                        "' has no non-negative integer id");
+    // Ids are 0 .. pieces - 1: one past them leaves one of those missing,
+    // and must not size the vocabulary (2^44 ids: tens of terabytes).
+    if (*value >= int64_t(pieces->size()))
+      return makeError(path + ": piece '" + piece.str() + "' has id " +
+                       llvm::Twine(*value) + ", past the " +
+                       llvm::Twine(pieces->size()) +
+                       " pieces (ids are 0 to their count - 1)");
     entries.push_back({piece.str(), *value});
     size = std::max(size, *value + 1);
   }
