@@ -210,6 +210,7 @@ def main():
     def tfm_serve(library):
         return lambda: start_server(
             [args.serve, library, "--port", "0", "--name", "llama",
+             "--model-symbol", "llama_model",
              "--max-sequences", str(args.clients), "--max-waiting", "0"],
             r"on http://127\.0\.0\.1:(\d+)")
     servers = {("tfm-serve" if kv == "f32" else f"tfm-serve {kv} KV"):
