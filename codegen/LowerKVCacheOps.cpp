@@ -115,6 +115,16 @@ SmallVector<OpFoldResult> columnOffsets(OpBuilder &b, int64_t rank,
   return offsets;
 }
 
+/// Inside a generic over a row's scale bytes (dimension `dim`): how far byte
+/// i of the scale's bits is shifted, 8·i (i32).
+Value byteShift(OpBuilder &b, Location loc, int64_t dim) {
+  Type i32 = b.getI32Type();
+  Value byte = arith::IndexCastOp::create(b, loc, i32,
+                                          linalg::IndexOp::create(b, loc, dim));
+  return arith::MulIOp::create(b, loc, byte,
+                               arith::ConstantIntOp::create(b, loc, i32, 8));
+}
+
 /// x [..., n] -> [..., n + 4] i8: codes round(x · 127 / max|x|), then the
 /// scale max|x| / 127 as its four little-endian bytes.
 struct LowerQuantizeRows : OpConversionPattern<QuantizeRowsOp> {
@@ -173,12 +183,9 @@ struct LowerQuantizeRows : OpConversionPattern<QuantizeRowsOp> {
         [&](OpBuilder &nb, Location l, ValueRange args) {
           Value scale = arith::DivFOp::create(nb, l, args[0], limit);
           Value bits = arith::BitcastOp::create(nb, l, i32, scale);
-          Value byte = arith::IndexCastOp::create(
-              nb, l, i32, linalg::IndexOp::create(nb, l, rank - 1));
-          Value shift = arith::MulIOp::create(
-              nb, l, byte, arith::ConstantIntOp::create(nb, l, i32, 8));
           return Value(arith::TruncIOp::create(
-              nb, l, i8, arith::ShRUIOp::create(nb, l, bits, shift)));
+              nb, l, i8,
+              arith::ShRUIOp::create(nb, l, bits, byteShift(nb, l, rank - 1))));
         });
 
     Value rows = createEmpty(b, loc, op.getType(),
@@ -232,12 +239,9 @@ struct LowerDequantizeRows : OpConversionPattern<DequantizeRowsOp> {
         {identity, identity.dropResult(rank - 1)}, iterators,
         [&](OpBuilder &nb, Location l, ValueRange args) {
           Value byte = arith::ExtUIOp::create(nb, l, i32, args[0]);
-          Value index = arith::IndexCastOp::create(
-              nb, l, i32, linalg::IndexOp::create(nb, l, rank - 1));
-          Value shift = arith::MulIOp::create(
-              nb, l, index, arith::ConstantIntOp::create(nb, l, i32, 8));
-          return Value(arith::OrIOp::create(
-              nb, l, args[1], arith::ShLIOp::create(nb, l, byte, shift)));
+          Value shifted =
+              arith::ShLIOp::create(nb, l, byte, byteShift(nb, l, rank - 1));
+          return Value(arith::OrIOp::create(nb, l, args[1], shifted));
         });
 
     Value init =

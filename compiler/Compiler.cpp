@@ -262,15 +262,6 @@ LinkOptions mlir::tfm::locateRuntime(const char *argv0) {
   return options;
 }
 
-std::string mlir::tfm::identifierFrom(llvm::StringRef name) {
-  std::string id;
-  for (char c : name)
-    id += llvm::isAlnum(c) ? c : '_';
-  if (id.empty() || llvm::isDigit(id[0]))
-    id = "m_" + id;
-  return id;
-}
-
 bool mlir::tfm::isTfmModuleFile(llvm::StringRef path) {
   return path.ends_with(".mlir");
 }

@@ -19,6 +19,7 @@
 
 #include "codegen/CpuPipeline.h"
 #include "codegen/ModelPackager.h"
+#include "compiler/LibraryNames.h"
 #include "compiler/Progress.h"
 #include "frontend/ModelLoader.h"
 #include "ir/TfmOps.h"
@@ -170,9 +171,6 @@ llvm::Error compile(MLIRContext &context, const CompileOptions &options);
 /// a build-tree tfmc uses the folders it was configured with. `argv0`:
 /// the running tool's argv[0].
 LinkOptions locateRuntime(const char *argv0);
-
-/// A C identifier from a file name ("libstory-2.so" -> "story_2").
-std::string identifierFrom(llvm::StringRef name);
 
 } // namespace mlir::tfm
 

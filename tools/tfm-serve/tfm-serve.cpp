@@ -13,8 +13,8 @@
 
 #include "OpenAiApi.h"
 #include "Scheduler.h"
+#include "compiler/LibraryNames.h"
 
-#include <cctype>
 #include <httplib.h>
 
 #include <csignal>
@@ -141,25 +141,14 @@ std::string libraryStem(const std::string &path) {
   return base.substr(0, base.find('.'));
 }
 
-/// `name` as tfmc makes a C identifier of it for a library's symbols
-/// (compiler/Compiler.cpp's identifierFrom): libllama-kv-int8.so exports
-/// llama_kv_int8_model.
-std::string identifierOf(const std::string &name) {
-  std::string id;
-  for (char c : name)
-    id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  if (id.empty() || std::isdigit(static_cast<unsigned char>(id[0])))
-    id = "m_" + id;
-  return id;
-}
-
 const tfm_model_desc *loadLibrary(const Options &o, std::string &name) {
   void *library = dlopen(o.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library)
     fail("cannot load '" + o.library + "': " + dlerror());
   name = libraryStem(o.library);
+  // tfmc's symbol names: libllama-kv-int8.so exports llama_kv_int8_model.
   std::string symbol =
-      o.symbol.empty() ? identifierOf(name) + "_model" : o.symbol;
+      o.symbol.empty() ? mlir::tfm::identifierFrom(name) + "_model" : o.symbol;
   auto *desc = static_cast<const tfm_model_desc *>(
       dlsym(library, symbol.c_str()));
   if (!desc)
