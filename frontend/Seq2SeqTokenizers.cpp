@@ -140,13 +140,21 @@ mlir::tfm::readMarianSentencePiece(llvm::StringRef directory) {
     return makeError(vocabPath + ": expected an object of pieces and ids");
 
   // vocab.json's ids number the pieces; the source model lends each of its
-  // pieces' score and type to the id vocab.json gives that piece.
+  // pieces' score and type to the id vocab.json gives that piece. Ids are
+  // dense in real files: one past twice the entries' count would size the
+  // vocabulary by a number the file does not back (a 20-byte file asked for
+  // 2^24 pieces), and is refused as T5's oversized vocabularies are.
   size_t size = 0;
+  int64_t idLimit = 2 * int64_t(entries->size());
   for (const auto &[piece, id] : *entries) {
     std::optional<int64_t> value = id.getAsInteger();
-    if (!value || *value < 0 || *value >= (int64_t(1) << 24))
+    if (!value || *value < 0)
       return makeError(vocabPath + ": the id of '" + piece.str() +
                        "' is not a token id");
+    if (*value >= idLimit)
+      return makeError(vocabPath + ": piece '" + piece.str() + "' has id " +
+                       std::to_string(*value) + ", past twice the " +
+                       std::to_string(entries->size()) + " pieces");
     size = std::max(size, size_t(*value) + 1);
   }
   TokenizerVocab vocab;
