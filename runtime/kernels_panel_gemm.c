@@ -30,9 +30,19 @@
  * Where the CPU has AVX512_BF16, products of several rows over bf16
  * panels go to kernels_panel_bf16_dot.c instead.
  *
+ * The tile is sized for AVX-512's 32 vector registers. AVX2 has 16 (of
+ * half the width): there an 8 × 32 tile is 32 registers of accumulators
+ * alone, and GCC, splitting each 16-float vector into two, spilled and
+ * rebuilt every vector through the stack, 2 GFLOP/s, 50 times slower than
+ * the machine (a 124 M LLaMA decoded 5 tokens a second on an AVX2-only
+ * EPYC). Without AVX-512 the kernels use the narrow tile instead: 8-float
+ * vectors, three rows by 32 outputs (twelve accumulators, the panel's
+ * four vectors of the step), and two accumulator sets for one row.
+ *
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/kernels_panel_bf16_dot.h"
+#include "runtime/kernels_panel_gemm.h"
 #include "runtime/simd.h"
 #include "runtime/thread_pool.h"
 #include "runtime/runtime_kernels.h"
@@ -43,6 +53,7 @@ enum {
   kDepthBlock = 256, /* k per pass: a 32 KiB panel slice, in L1 */
   kRowPanel = 128,   /* rows per pass over the panels: 128 KiB of A's depth
                         block, in L2 */
+  kNarrowRowBlock = 3, /* rows of the narrow (AVX2) tile */
 };
 
 /* How panel elements are stored. */
@@ -55,6 +66,7 @@ typedef struct {
   float *c;
   int64_t lda, ldc;
   panel_format format;
+  int narrow; /* the tile for 16 vector registers (AVX2) */
 } panel_job;
 
 typedef uint32_t vu16 __attribute__((vector_size(64)));
@@ -169,6 +181,122 @@ TFM_INLINE void panel_row(panel_format format, int64_t depth, const float *x,
   store16(y + 16, hi);
 }
 
+/*===- The narrow tile: 8-float vectors, for AVX2's 16 registers -------===*/
+
+typedef float v8 __attribute__((vector_size(32)));
+typedef uint32_t vu8 __attribute__((vector_size(32)));
+typedef _Float16 vh8 __attribute__((vector_size(16)));
+
+TFM_INLINE v8 load8(const float *p) {
+  v8 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+TFM_INLINE void store8(float *p, v8 v) { memcpy(p, &v, sizeof v); }
+
+/* Row k of a panel as four 8-float vectors, in the order panel_step's two
+ * 16-float vectors hold them: b[0], b[1] are b0's halves, b[2], b[3] b1's. */
+TFM_INLINE void panel_step8(panel_format format, const void *panel, int64_t k,
+                            v8 b[4]) {
+  if (format == kF32) {
+    const float *p = (const float *)panel + k * kPanel;
+    for (int q = 0; q < 4; ++q)
+      b[q] = load8(p + 8 * q);
+  } else if (format == kBF16) {
+    vu8 lo, hi;
+    memcpy(&lo, (const uint16_t *)panel + k * kPanel, sizeof lo);
+    memcpy(&hi, (const uint16_t *)panel + k * kPanel + 16, sizeof hi);
+    b[0] = (v8)(lo << 16);
+    b[1] = (v8)(hi << 16);
+    b[2] = (v8)(lo & 0xFFFF0000u);
+    b[3] = (v8)(hi & 0xFFFF0000u);
+  } else {
+    for (int q = 0; q < 4; ++q) {
+      vh8 h;
+      memcpy(&h, (const uint16_t *)panel + k * kPanel + 8 * q, sizeof h);
+      b[q] = __builtin_convertvector(h, v8);
+    }
+  }
+}
+
+/* panel_tile with rows <= 3. */
+TFM_INLINE void panel_tile8(panel_format format, int rows, int64_t depth,
+                            const float *a, int64_t lda, const void *panel,
+                            float *c, int64_t ldc, const float *start) {
+  v8 acc[kNarrowRowBlock][4];
+#pragma GCC unroll 3
+  for (int r = 0; r < rows; ++r)
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q)
+      acc[r][q] = load8(start ? start + 8 * q : c + r * ldc + 8 * q);
+  for (int64_t k = 0; k < depth; ++k) {
+    v8 b[4];
+    panel_step8(format, panel, k, b);
+#pragma GCC unroll 3
+    for (int r = 0; r < rows; ++r) {
+      float x = a[r * lda + k];
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q)
+        acc[r][q] += x * b[q];
+    }
+  }
+#pragma GCC unroll 3
+  for (int r = 0; r < rows; ++r)
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q)
+      store8(c + r * ldc + 8 * q, acc[r][q]);
+}
+
+/* panel_row with two accumulator sets (eight registers). */
+TFM_INLINE void panel_row8(panel_format format, int64_t depth, const float *x,
+                           const void *panel, float *y, const float *start) {
+  v8 acc[2][4];
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) {
+    acc[0][q] = load8(start + 8 * q);
+    acc[1][q] = (v8){0};
+  }
+  if (format == kBF16) {
+    /* The bias into step order, as features_to_steps does. */
+    float steps[kPanel];
+    for (int j = 0; j < kPanel / 2; ++j) {
+      steps[j] = start[2 * j];
+      steps[kPanel / 2 + j] = start[2 * j + 1];
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q)
+      acc[0][q] = load8(steps + 8 * q);
+  }
+  int64_t k = 0;
+  for (; k + 2 <= depth; k += 2)
+#pragma GCC unroll 2
+    for (int u = 0; u < 2; ++u) {
+      v8 b[4];
+      panel_step8(format, panel, k + u, b);
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q)
+        acc[u][q] += x[k + u] * b[q];
+    }
+  for (; k < depth; ++k) {
+    v8 b[4];
+    panel_step8(format, panel, k, b);
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q)
+      acc[0][q] += x[k] * b[q];
+  }
+  float out[kPanel];
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q)
+    store8(out + 8 * q, acc[0][q] + acc[1][q]);
+  if (format == kBF16)
+    for (int j = 0; j < kPanel / 2; ++j) {
+      y[2 * j] = out[j];
+      y[2 * j + 1] = out[kPanel / 2 + j];
+    }
+  else
+    memcpy(y, out, sizeof out);
+}
+
 /* The start of a panel's outputs: its 32 bias values, or zeros. A last,
  * partial panel's bias is copied so that no read passes its end. */
 TFM_INLINE const float *panel_start(const panel_job *job, int64_t p,
@@ -200,6 +328,18 @@ TFM_INLINE void panel_rows(panel_format format, const panel_job *job,
   default: panel_tile(format, 1, depth, a, lda, panel, c, ldc, start); break;
   }
 }
+TFM_INLINE void panel_rows8(panel_format format, const panel_job *job,
+                            int64_t i, int64_t rows, const void *panel,
+                            int64_t k0, int64_t depth, float *c, int64_t ldc,
+                            const float *start) {
+  const float *a = job->a + i * job->lda + k0;
+  int64_t lda = job->lda;
+  switch (rows) {
+  case 3: panel_tile8(format, 3, depth, a, lda, panel, c, ldc, start); break;
+  case 2: panel_tile8(format, 2, depth, a, lda, panel, c, ldc, start); break;
+  default: panel_tile8(format, 1, depth, a, lda, panel, c, ldc, start); break;
+  }
+}
 
 /* 32 outputs at `c` from step order to feature order (bf16), in place. */
 TFM_INLINE void outputs_to_features(panel_format format, float *c) {
@@ -211,9 +351,11 @@ TFM_INLINE void outputs_to_features(panel_format format, float *c) {
   store16(c + 16, hi);
 }
 
-TFM_INLINE void panel_gemm_range(panel_format format, const panel_job *job,
-                                 int64_t p0, int64_t p1) {
+/* `narrow`, a constant at each call: the AVX2 tile. */
+TFM_INLINE void panel_gemm_range(panel_format format, int narrow,
+                                 const panel_job *job, int64_t p0, int64_t p1) {
   int64_t k = job->k, m = job->m;
+  int64_t row_block = narrow ? kNarrowRowBlock : kRowBlock;
   float start_scratch[kPanel], tile[kRowBlock * kPanel];
   float start_steps[kPanel];
   /* Rows a pass at a time (measured: 5-15% off a 512-row prefill), so
@@ -228,7 +370,10 @@ TFM_INLINE void panel_gemm_range(panel_format format, const panel_job *job,
           job->n - p * kPanel < kPanel ? job->n - p * kPanel : kPanel;
       float *c = job->c + p * kPanel;
       if (m == 1 && cols == kPanel) {
-        panel_row(format, k, job->a, panel, c, start);
+        if (narrow)
+          panel_row8(format, k, job->a, panel, c, start);
+        else
+          panel_row(format, k, job->a, panel, c, start);
         continue;
       }
       if (format == kBF16) {
@@ -241,9 +386,12 @@ TFM_INLINE void panel_gemm_range(panel_format format, const panel_job *job,
       if (cols < kPanel) {
         /* The zero-padded last panel: whole depth into a 32-wide tile,
          * then the valid columns out. */
-        for (int64_t i = i0; i < i1; i += kRowBlock) {
-          int64_t rows = i1 - i < kRowBlock ? i1 - i : kRowBlock;
-          panel_rows(format, job, i, rows, panel, 0, k, tile, kPanel, start);
+        for (int64_t i = i0; i < i1; i += row_block) {
+          int64_t rows = i1 - i < row_block ? i1 - i : row_block;
+          if (narrow)
+            panel_rows8(format, job, i, rows, panel, 0, k, tile, kPanel, start);
+          else
+            panel_rows(format, job, i, rows, panel, 0, k, tile, kPanel, start);
           for (int64_t r = 0; r < rows; ++r) {
             outputs_to_features(format, tile + r * kPanel);
             memcpy(c + (i + r) * job->ldc, tile + r * kPanel,
@@ -255,10 +403,18 @@ TFM_INLINE void panel_gemm_range(panel_format format, const panel_job *job,
       /* Depth blocks: a panel slice stays in L1 while the rows pass. */
       for (int64_t k0 = 0; k0 < k; k0 += kDepthBlock) {
         int64_t depth = k - k0 < kDepthBlock ? k - k0 : kDepthBlock;
-        for (int64_t i = i0; i < i1; i += kRowBlock)
-          panel_rows(format, job, i, i1 - i < kRowBlock ? i1 - i : kRowBlock,
-                     panel_at(format, panel, k0), k0, depth,
-                     c + i * job->ldc, job->ldc, k0 == 0 ? start : NULL);
+        for (int64_t i = i0; i < i1; i += row_block) {
+          int64_t rows = i1 - i < row_block ? i1 - i : row_block;
+          const void *slice = panel_at(format, panel, k0);
+          float *out = c + i * job->ldc;
+          const float *first = k0 == 0 ? start : NULL;
+          if (narrow)
+            panel_rows8(format, job, i, rows, slice, k0, depth, out, job->ldc,
+                        first);
+          else
+            panel_rows(format, job, i, rows, slice, k0, depth, out, job->ldc,
+                       first);
+        }
       }
       for (int64_t i = i0; i < i1 && format == kBF16; ++i)
         outputs_to_features(format, c + i * job->ldc);
@@ -266,18 +422,36 @@ TFM_INLINE void panel_gemm_range(panel_format format, const panel_job *job,
   }
 }
 
-/* One clone set per format, each with its loops specialized. */
-TFM_CLONED
-static void panel_gemm_f32(const panel_job *job, int64_t p0, int64_t p1) {
-  panel_gemm_range(kF32, job, p0, p1);
+/* One clone set per format, each with its loops specialized for both
+ * tiles (the clone for AVX2 runs the narrow one, AVX-512's the wide). */
+#define TFM_PANEL_GEMM(NAME, FORMAT)                                           \
+  TFM_CLONED                                                                   \
+  static void NAME(const panel_job *job, int64_t p0, int64_t p1) {             \
+    if (job->narrow)                                                           \
+      panel_gemm_range(FORMAT, 1, job, p0, p1);                                \
+    else                                                                       \
+      panel_gemm_range(FORMAT, 0, job, p0, p1);                                \
+  }
+TFM_PANEL_GEMM(panel_gemm_f32, kF32)
+TFM_PANEL_GEMM(panel_gemm_bf16, kBF16)
+TFM_PANEL_GEMM(panel_gemm_f16, kF16)
+#undef TFM_PANEL_GEMM
+
+/* -1: not chosen yet (the CPU decides on first use). */
+static int narrow_chosen = -1;
+
+static int use_narrow_tile(void) {
+  if (narrow_chosen < 0) {
+    __builtin_cpu_init();
+    narrow_chosen = !__builtin_cpu_supports("avx512f");
+  }
+  return narrow_chosen;
 }
-TFM_CLONED
-static void panel_gemm_bf16(const panel_job *job, int64_t p0, int64_t p1) {
-  panel_gemm_range(kBF16, job, p0, p1);
-}
-TFM_CLONED
-static void panel_gemm_f16(const panel_job *job, int64_t p0, int64_t p1) {
-  panel_gemm_range(kF16, job, p0, p1);
+
+int tfm_panel_gemm_use_narrow(int narrow) {
+  int before = use_narrow_tile();
+  narrow_chosen = narrow != 0;
+  return before;
 }
 
 static void panel_gemm_chunk(void *context, int64_t begin, int64_t end,
@@ -357,7 +531,7 @@ static void linear_panels(tfm_memref2d_f32 *a, panel_format format,
                               c->strides[0]))
     return;
   panel_job job = {m,  n,  k,  pa, pb, base,
-                   pc, a->strides[0], c->strides[0], format};
+                   pc, a->strides[0], c->strides[0], format, use_narrow_tile()};
   int64_t used = (n + kPanel - 1) / kPanel;
   tfm_parallel_for(used, panels_per_chunk(used, m, k), panel_gemm_chunk, &job);
 }

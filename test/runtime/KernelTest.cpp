@@ -13,6 +13,7 @@
 
 extern "C" {
 #include "runtime/buffer_cache.h"
+#include "runtime/kernels_panel_gemm.h"
 }
 #include "runtime/runtime_kernels.h"
 #include "test/runtime/RandomValues.h"
@@ -348,6 +349,19 @@ TEST(PanelLinearKernel, SingleRowStreamsPanels) {
   for (int64_t n : {32, 77, 2048})
     for (int64_t k : {3, 300})
       checkPanelLinear(1, n, k, /*withBias=*/n != 32, k);
+}
+
+TEST(PanelLinearKernel, NarrowTileOfAvx2) {
+  // The 3 x 32 tile CPUs without AVX-512 use (forced here where the CPU
+  // has it): one row, every remainder of three, whole and partial depth
+  // blocks, a partial last panel.
+  int before = tfm_panel_gemm_use_narrow(1);
+  for (int64_t m : {1, 2, 3, 4, 8, 13})
+    for (int64_t k : {5, 256, 600})
+      for (int64_t n : {64, 50})
+        checkPanelLinear(m, n, k, /*withBias=*/(m + k) % 2 == 0, k);
+  checkPanelLinear(5, 64, 30, /*withBias=*/true, 47);
+  tfm_panel_gemm_use_narrow(before);
 }
 
 TEST(PanelLinearKernel, StridedRowsOfTheInput) {
