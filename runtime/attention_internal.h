@@ -37,6 +37,7 @@ typedef struct {
    * s + t - 1]: query i and key j add column t - 1 + i - j of head h's
    * row; NULL without. */
   const tfm_memref2d_f32 *distance_bias;
+  int narrow; /* the kernels' narrow variants (vector_width.h) */
 } attention_job;
 
 TFM_INLINE float *row(const tfm_memref3d_f32 *m, int64_t i, int64_t h) {

@@ -17,8 +17,10 @@
  * Keys and values cached as int8 rows (an int8 KV cache) are widened a
  * tile at a time into the buffers a strided f32 cache already uses.
  *
- * Vectors are GCC's generic 16-float vectors; the hot functions are cloned
- * for AVX-512, AVX2 and baseline x86-64 and picked at load time. Head
+ * Vectors are GCC's generic vectors; the hot functions are cloned for
+ * AVX-512, AVX2 and baseline x86-64 and picked at load time. A query
+ * block's work (attention_block.inc) comes in two widths: 16-float vectors
+ * where the CPU has AVX-512, 8-float ones otherwise (vector_width.h). Head
  * dimensions are zero-padded to 16 in local buffers.
  *
  *===----------------------------------------------------------------------===*/
@@ -27,6 +29,7 @@
 #include "runtime/attention_internal.h"
 #include "runtime/buffer_cache.h"
 #include "runtime/thread_pool.h"
+#include "runtime/vector_width.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -36,218 +39,49 @@ enum {
   kQueryBlock = 32, /* queries of one head per work item: two vectors */
 };
 
-/* Rows [r0, r0 + 4) of the block's output o (dvp floats a row), columns
- * [e0, e0 + 16·nv), rescaled by `correction` and plus the tile's
- * probabilities p[jj][r] times value rows v[jj] for jj in [j_lo, j_hi):
- * 4·nv accumulators, each value vector loaded once for four queries. */
-TFM_INLINE void accumulate_values(float *o, int64_t dvp,
-                                  const float (*p)[kQueryBlock],
-                                  const float *const *v, const float *correction,
-                                  int64_t r0, int64_t e0, int64_t j_lo,
-                                  int64_t j_hi, int nv) {
-  v16 acc[4][4];
-  for (int u = 0; u < 4; ++u)
-    for (int w = 0; w < nv; ++w)
-      acc[u][w] = correction[r0 + u] * load16(o + (r0 + u) * dvp + e0 + w * kLanes);
-  for (int64_t jj = j_lo; jj < j_hi; ++jj) {
-    v16 values[4];
-    for (int w = 0; w < nv; ++w)
-      values[w] = load16(v[jj] + e0 + w * kLanes);
-    /* scalar · vector: GCC broadcasts from memory into the FMA; a splat()
-     * temporary here went through the stack in the target clones. */
-    for (int u = 0; u < 4; ++u)
-      for (int w = 0; w < nv; ++w)
-        acc[u][w] += p[jj][r0 + u] * values[w];
-  }
-  for (int u = 0; u < 4; ++u)
-    for (int w = 0; w < nv; ++w)
-      store16(o + (r0 + u) * dvp + e0 + w * kLanes, acc[u][w]);
-}
+#define AB_NAME(x) x##_wide
+#define AB_VF v16
+#define AB_VI vi16
+#define AB_LANES 16
+#define AB_LOAD load16
+#define AB_STORE store16
+#define AB_SPLAT splat
+#define AB_MAX vmax
+#define AB_EXP exp_nonpositive
+#define AB_KEYS 4
+#define AB_VALUE_VECTORS 4
+#include "runtime/attention_block.inc"
+#undef AB_NAME
+#undef AB_VF
+#undef AB_VI
+#undef AB_LANES
+#undef AB_LOAD
+#undef AB_STORE
+#undef AB_SPLAT
+#undef AB_MAX
+#undef AB_EXP
+#undef AB_KEYS
+#undef AB_VALUE_VECTORS
 
-/* The tile's scores p[jj][r] (keys j0 + jj, queries i0 + r) plus their
- * relative-position terms. For one key the block's queries read
- * consecutive columns, so whole blocks add them a vector at a time. */
-TFM_INLINE void add_distance_bias(const attention_job *job,
-                                  float (*p)[kQueryBlock], int64_t i0,
-                                  int64_t rows, int64_t j0, int64_t tile,
-                                  int64_t h) {
-  int64_t stride = job->distance_bias->strides[1];
-  for (int64_t jj = 0; jj < tile; ++jj) {
-    const float *terms = distance_terms(job, h, i0, j0 + jj);
-    if (stride == 1 && rows == kQueryBlock) {
-      for (int v = 0; v < kQueryBlock / kLanes; ++v)
-        store16(p[jj] + v * kLanes,
-                load16(p[jj] + v * kLanes) + load16(terms + v * kLanes));
-      continue;
-    }
-    for (int64_t r = 0; r < rows; ++r)
-      p[jj][r] += terms[r * stride];
-  }
-}
+#define AB_NAME(x) x##_narrow
+#define AB_VF v8
+#define AB_VI vi8
+#define AB_LANES 8
+#define AB_LOAD load8
+#define AB_STORE store8
+#define AB_SPLAT splat8
+#define AB_MAX vmax8
+#define AB_EXP exp_nonpositive8
+#define AB_KEYS 2
+#define AB_VALUE_VECTORS 2
+#include "runtime/attention_block.inc"
 
-/* Queries [i0, i1) of head h (at most kQueryBlock, of the sequence of keys
- * [seq_lo, seq_hi)) against their keys, a tile at a time. Scores are kept transposed, [key][query], so that every
- * step vectorizes over the block's queries: each key's features are
- * broadcast against the queries' (K is read in place, never transposed),
- * the running maximum and sum of every query are vectors, and masking
- * compares key positions lane by lane. */
-TFM_CLONED
 static void attend_block(const attention_job *job, int64_t i0, int64_t i1,
                          int64_t seq_lo, int64_t seq_hi, int64_t h) {
-  enum { kQueryVectors = kQueryBlock / kLanes };
-  int64_t kh = h / job->group, d = job->d, dv = job->dv;
-  int64_t dvp = round_up_to_lanes(dv);
-  int int8 = job->k8 != NULL;
-  int64_t rows = i1 - i0, ks = int8 ? 1 : job->k->strides[2];
-  /* Values are read in place when their rows are whole vectors. */
-  int direct_values = !int8 && job->v->strides[2] == 1 && dv == dvp;
-  /* ~40 KB for 64-wide heads: stays in L1/L2 for the whole block. */
-  float qt[d][kQueryBlock], zeros[d];
-  float p[kKeyTile][kQueryBlock], o[kQueryBlock][dvp];
-  float vt[direct_values ? 1 : kKeyTile][dvp];
-  float kt[int8 ? kKeyTile : 1][d]; /* int8 keys, widened */
-  float correction[kQueryBlock], l_rows[kQueryBlock];
-  int32_t lo[kQueryBlock], hi[kQueryBlock];
-  const float *k_rows[kKeyTile], *v_rows[kKeyTile];
-
-  /* Queries transposed and scaled; the block's unused rows are zero, see
-   * no keys (lo = hi = 0) and are never written out. [first, last): keys
-   * some query sees; [lo_max, hi_min): keys every query sees. */
-  int64_t first = job->t, last = 0, lo_max = 0, hi_min = INT64_MAX;
-  for (int64_t r = 0; r < kQueryBlock; ++r) {
-    int64_t key_lo = 0, key_hi = 0;
-    if (r < rows) {
-      const float *qi = row(job->q, i0 + r, h);
-      for (int64_t c = 0; c < d; ++c)
-        qt[c][r] = qi[c * job->q->strides[2]] * job->scale;
-      visible_keys(job, i0 + r, seq_lo, seq_hi, &key_lo, &key_hi);
-      first = key_lo < first ? key_lo : first;
-      last = key_hi > last ? key_hi : last;
-      lo_max = key_lo > lo_max ? key_lo : lo_max;
-      hi_min = key_hi < hi_min ? key_hi : hi_min;
-    } else {
-      for (int64_t c = 0; c < d; ++c)
-        qt[c][r] = 0;
-    }
-    lo[r] = (int32_t)key_lo;
-    hi[r] = (int32_t)key_hi;
-  }
-  memset(zeros, 0, sizeof zeros);
-  memset(o, 0, sizeof o);
-  v16 m[kQueryVectors], l[kQueryVectors];
-  vi16 lo_v[kQueryVectors], hi_v[kQueryVectors];
-  for (int v = 0; v < kQueryVectors; ++v) {
-    m[v] = splat(-INFINITY);
-    l[v] = splat(0);
-    memcpy(&lo_v[v], lo + v * kLanes, sizeof lo_v[v]);
-    memcpy(&hi_v[v], hi + v * kLanes, sizeof hi_v[v]);
-  }
-  int64_t rows_by_four = (rows + 3) / 4 * 4; /* whole groups of four */
-
-  first = first / kKeyTile * kKeyTile;
-  for (int64_t j0 = first; j0 < last; j0 += kKeyTile) {
-    int64_t tile = last - j0 < kKeyTile ? last - j0 : kKeyTile;
-    for (int64_t jj = 0; jj < kKeyTile; ++jj) {
-      if (jj >= tile) {
-        k_rows[jj] = zeros;
-      } else if (int8) {
-        widen_row_i8(job->k8, j0 + jj, kh, d, d, kt[jj]);
-        k_rows[jj] = kt[jj];
-      } else {
-        k_rows[jj] = row(job->k, j0 + jj, kh);
-      }
-    }
-
-    /* Scores of four keys at a time against every query of the block. */
-    for (int64_t jj = 0; jj < tile; jj += 4) {
-      v16 acc[4][kQueryVectors] = {{{0}}};
-      for (int64_t c = 0; c < d; ++c) {
-        v16 q[kQueryVectors];
-        for (int v = 0; v < kQueryVectors; ++v)
-          q[v] = load16(qt[c] + v * kLanes);
-        for (int u = 0; u < 4; ++u)
-          for (int v = 0; v < kQueryVectors; ++v)
-            acc[u][v] += k_rows[jj + u][c * ks] * q[v];
-      }
-      for (int u = 0; u < 4; ++u)
-        for (int v = 0; v < kQueryVectors; ++v)
-          store16(p[jj + u] + v * kLanes, acc[u][v]);
-    }
-    if (job->distance_bias)
-      add_distance_bias(job, p, i0, rows, j0, tile, h);
-    /* Keys some query may not see: -inf. */
-    if (j0 < lo_max || j0 + tile > hi_min)
-      for (int64_t jj = 0; jj < tile; ++jj) {
-        vi16 key = (vi16){0} + (int32_t)(j0 + jj);
-        for (int v = 0; v < kQueryVectors; ++v) {
-          vi16 visible = (key >= lo_v[v]) & (key < hi_v[v]);
-          v16 s = load16(p[jj] + v * kLanes);
-          store16(p[jj] + v * kLanes,
-                  (v16)(((vi16)s & visible) | ((vi16)splat(-INFINITY) & ~visible)));
-        }
-      }
-    /* Online softmax, every query's maximum and sum a lane. A query that
-     * has seen no key yet keeps the maximum -inf; 0 stands in for it so
-     * that its probabilities and correction come out 0, not NaN. */
-    for (int v = 0; v < kQueryVectors; ++v) {
-      v16 tile_max = splat(-INFINITY);
-      for (int64_t jj = 0; jj < tile; ++jj)
-        tile_max = vmax(tile_max, load16(p[jj] + v * kLanes));
-      v16 new_max = vmax(m[v], tile_max);
-      vi16 none = new_max == splat(-INFINITY);
-      v16 shift = (v16)((vi16)new_max & ~none);
-      v16 scale = exp_nonpositive(m[v] - shift);
-      m[v] = new_max;
-      v16 sum = {0};
-      for (int64_t jj = 0; jj < tile; ++jj) {
-        v16 e = exp_nonpositive(load16(p[jj] + v * kLanes) - shift);
-        store16(p[jj] + v * kLanes, e);
-        sum += e;
-      }
-      l[v] = l[v] * scale + sum;
-      store16(correction + v * kLanes, scale);
-    }
-    /* Weighted values, four queries at a time over the keys any of them
-     * sees. */
-    for (int64_t jj = 0; jj < tile; ++jj) {
-      if (direct_values) {
-        v_rows[jj] = row(job->v, j0 + jj, kh);
-        continue;
-      }
-      v_rows[jj] = vt[jj];
-      if (int8) {
-        widen_row_i8(job->v8, j0 + jj, kh, dv, dvp, vt[jj]);
-        continue;
-      }
-      const float *vj = row(job->v, j0 + jj, kh);
-      for (int64_t e = 0; e < dvp; ++e)
-        vt[jj][e] = e < dv ? vj[e * job->v->strides[2]] : 0.0f;
-    }
-    for (int64_t r0 = 0; r0 < rows_by_four; r0 += 4) {
-      int64_t group_lo = job->t, group_hi = 0;
-      for (int64_t r = r0; r < r0 + 4 && r < rows; ++r) {
-        group_lo = lo[r] < group_lo ? lo[r] : group_lo;
-        group_hi = hi[r] > group_hi ? hi[r] : group_hi;
-      }
-      int64_t j_lo = group_lo > j0 ? group_lo - j0 : 0;
-      int64_t j_hi = group_hi - j0 < tile ? group_hi - j0 : tile;
-      int64_t e0 = 0;
-      for (; e0 + 4 * kLanes <= dvp; e0 += 4 * kLanes)
-        accumulate_values(&o[0][0], dvp, p, v_rows, correction, r0, e0, j_lo,
-                          j_hi, 4);
-      for (; e0 < dvp; e0 += kLanes)
-        accumulate_values(&o[0][0], dvp, p, v_rows, correction, r0, e0, j_lo,
-                          j_hi, 1);
-    }
-  }
-  for (int v = 0; v < kQueryVectors; ++v)
-    store16(l_rows + v * kLanes, l[v]);
-  for (int64_t r = 0; r < rows; ++r) {
-    float *out = row(job->out, i0 + r, h);
-    float inverse = l_rows[r] > 0 ? 1.0f / l_rows[r] : 0.0f;
-    for (int64_t e = 0; e < dv; ++e)
-      out[e * job->out->strides[2]] = o[r][e] * inverse;
-  }
+  if (job->narrow)
+    attend_block_narrow(job, i0, i1, seq_lo, seq_hi, h);
+  else
+    attend_block_wide(job, i0, i1, seq_lo, seq_hi, h);
 }
 
 static void attention_items(void *context, int64_t begin, int64_t end,
@@ -279,6 +113,7 @@ static attention_job sized(attention_job job, int64_t t, int64_t kv_heads,
   job.t = t;
   job.group = job.heads / kv_heads;
   job.dv = dv;
+  job.narrow = tfm_kernels_narrow();
   return job;
 }
 

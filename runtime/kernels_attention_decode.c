@@ -4,7 +4,8 @@
  * per head against the whole KV cache, which is read once, sequentially,
  * and split over the runtime's threads (flash-decoding). Int8 rows are
  * widened a position at a time, every KV head's row once for the query
- * heads that share it.
+ * heads that share it. A chunk's work (attention_decode_chunk.inc) comes
+ * in two vector widths, as the prefill's does (vector_width.h).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -30,96 +31,43 @@ typedef struct {
   int64_t first, last, chunk, dp, dvp;
 } decode_job;
 
-TFM_INLINE float dot_row(const float *q, const float *k, int64_t d,
-                         int64_t stride, int unit) {
-  if (unit) {
-    v16 sum = {0};
-    for (int64_t c = 0; c < d; c += kLanes)
-      sum += load16(q + c) * load16(k + c);
-    return hsum(sum);
-  }
-  float dot = 0;
-  for (int64_t c = 0; c < d; ++c)
-    dot += q[c] * k[c * stride];
-  return dot;
-}
+#define AD_NAME(x) x##_wide
+#define AD_VF v16
+#define AD_LANES 16
+#define AD_LOAD load16
+#define AD_STORE store16
+#define AD_SPLAT splat
+#define AD_HSUM hsum
+#define AD_EXP exp_nonpositive
+#include "runtime/attention_decode_chunk.inc"
+#undef AD_NAME
+#undef AD_VF
+#undef AD_LANES
+#undef AD_LOAD
+#undef AD_STORE
+#undef AD_SPLAT
+#undef AD_HSUM
+#undef AD_EXP
 
-TFM_CLONED
-static void decode_chunk(const decode_job *dj, int64_t index) {
-  const attention_job *job = dj->job;
-  int64_t heads = job->heads, d = job->d, dv = job->dv, dvp = dj->dvp;
-  int64_t j0 = dj->first + index * dj->chunk;
-  int64_t count = dj->last - j0 < dj->chunk ? dj->last - j0 : dj->chunk;
-  float *scores = dj->scores + index * heads * dj->chunk;
-  float *partial = dj->partials + index * heads * (dvp + 2);
-  /* Int8 rows are widened into `widened` ([kv_heads][width], zero-padded
-   * to whole vectors) and read from there as unit-stride rows. */
-  int int8 = job->k8 != NULL;
-  int unit = int8 || (job->k->strides[2] == 1 && job->v->strides[2] == 1 &&
-                      d == dj->dp && dv == dvp);
-  int64_t kv_heads = heads / job->group;
-  int64_t width = dj->dp > dvp ? dj->dp : dvp;
-  float widened[int8 ? kv_heads * width : 1];
-  int64_t key_length = int8 ? dj->dp : d, value_length = int8 ? dvp : dv;
-  int64_t key_stride = int8 ? 1 : job->k->strides[2];
-  int64_t value_stride = int8 ? 1 : job->v->strides[2];
-  /* Scores, key-major: each key row is read once for all heads. */
-  for (int64_t jj = 0; jj < count; ++jj) {
-    if (int8)
-      for (int64_t kh = 0; kh < kv_heads; ++kh)
-        widen_row_i8(job->k8, j0 + jj, kh, d, dj->dp, widened + kh * width);
-    for (int64_t h = 0; h < heads; ++h) {
-      const float *key = int8 ? widened + h / job->group * width
-                              : row(job->k, j0 + jj, h / job->group);
-      scores[h * dj->chunk + jj] =
-          dot_row(dj->q + h * dj->dp, key, key_length, key_stride, unit);
-    }
-  }
-  if (job->distance_bias)
-    for (int64_t h = 0; h < heads; ++h)
-      for (int64_t jj = 0; jj < count; ++jj)
-        scores[h * dj->chunk + jj] += *distance_terms(job, h, 0, j0 + jj);
-  for (int64_t h = 0; h < heads; ++h) {
-    float *sh = scores + h * dj->chunk, maximum = -INFINITY, total = 0;
-    for (int64_t jj = 0; jj < count; ++jj)
-      maximum = sh[jj] > maximum ? sh[jj] : maximum;
-    int64_t jj = 0;
-    for (; jj + kLanes <= count; jj += kLanes) {
-      v16 e = exp_nonpositive(load16(sh + jj) - maximum);
-      store16(sh + jj, e);
-      total += hsum(e);
-    }
-    for (; jj < count; ++jj)
-      total += sh[jj] = exp_nonpositive(splat(sh[jj] - maximum))[0];
-    float *ph = partial + h * (dvp + 2);
-    memset(ph, 0, (size_t)dvp * sizeof(float));
-    ph[dvp] = maximum;
-    ph[dvp + 1] = total;
-  }
-  /* Weighted values, key-major again. */
-  for (int64_t jj = 0; jj < count; ++jj) {
-    if (int8)
-      for (int64_t kh = 0; kh < kv_heads; ++kh)
-        widen_row_i8(job->v8, j0 + jj, kh, dv, dvp, widened + kh * width);
-    for (int64_t h = 0; h < heads; ++h) {
-      const float *vj = int8 ? widened + h / job->group * width
-                             : row(job->v, j0 + jj, h / job->group);
-      float *acc = partial + h * (dvp + 2), p = scores[h * dj->chunk + jj];
-      if (unit)
-        for (int64_t e = 0; e < value_length; e += kLanes)
-          store16(acc + e, load16(acc + e) + p * load16(vj + e));
-      else
-        for (int64_t e = 0; e < value_length; ++e)
-          acc[e] += p * vj[e * value_stride];
-    }
-  }
-}
+#define AD_NAME(x) x##_narrow
+#define AD_VF v8
+#define AD_LANES 8
+#define AD_LOAD load8
+#define AD_STORE store8
+#define AD_SPLAT splat8
+#define AD_HSUM hsum8
+#define AD_EXP exp_nonpositive8
+#include "runtime/attention_decode_chunk.inc"
 
 static void decode_chunks(void *context, int64_t begin, int64_t end,
                           int thread) {
   (void)thread;
+  const decode_job *dj = context;
   for (int64_t index = begin; index < end; ++index)
-    decode_chunk(context, index);
+    if (dj->job->narrow)
+      decode_chunk_narrow(dj, index);
+    else
+      decode_chunk_wide(dj, index);
 }
 
 /* out[0, h] = sum over chunks of values·e^(max - M) / sum of sums·e^(max - M),

@@ -35,16 +35,16 @@
  * alone, and GCC, splitting each 16-float vector into two, spilled and
  * rebuilt every vector through the stack, 2 GFLOP/s, 50 times slower than
  * the machine (a 124 M LLaMA decoded 5 tokens a second on an AVX2-only
- * EPYC). Without AVX-512 the kernels use the narrow tile instead: 8-float
+ * EPYC). Without AVX-512 (vector_width.h) it uses the narrow tile: 8-float
  * vectors, three rows by 32 outputs (twelve accumulators, the panel's
  * four vectors of the step), and two accumulator sets for one row.
  *
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/kernels_panel_bf16_dot.h"
-#include "runtime/kernels_panel_gemm.h"
 #include "runtime/simd.h"
 #include "runtime/thread_pool.h"
+#include "runtime/vector_width.h"
 #include "runtime/runtime_kernels.h"
 
 enum {
@@ -183,16 +183,8 @@ TFM_INLINE void panel_row(panel_format format, int64_t depth, const float *x,
 
 /*===- The narrow tile: 8-float vectors, for AVX2's 16 registers -------===*/
 
-typedef float v8 __attribute__((vector_size(32)));
 typedef uint32_t vu8 __attribute__((vector_size(32)));
 typedef _Float16 vh8 __attribute__((vector_size(16)));
-
-TFM_INLINE v8 load8(const float *p) {
-  v8 v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-TFM_INLINE void store8(float *p, v8 v) { memcpy(p, &v, sizeof v); }
 
 /* Row k of a panel as four 8-float vectors, in the order panel_step's two
  * 16-float vectors hold them: b[0], b[1] are b0's halves, b[2], b[3] b1's. */
@@ -437,23 +429,6 @@ TFM_PANEL_GEMM(panel_gemm_bf16, kBF16)
 TFM_PANEL_GEMM(panel_gemm_f16, kF16)
 #undef TFM_PANEL_GEMM
 
-/* -1: not chosen yet (the CPU decides on first use). */
-static int narrow_chosen = -1;
-
-static int use_narrow_tile(void) {
-  if (narrow_chosen < 0) {
-    __builtin_cpu_init();
-    narrow_chosen = !__builtin_cpu_supports("avx512f");
-  }
-  return narrow_chosen;
-}
-
-int tfm_panel_gemm_use_narrow(int narrow) {
-  int before = use_narrow_tile();
-  narrow_chosen = narrow != 0;
-  return before;
-}
-
 static void panel_gemm_chunk(void *context, int64_t begin, int64_t end,
                              int thread) {
   (void)thread;
@@ -531,7 +506,7 @@ static void linear_panels(tfm_memref2d_f32 *a, panel_format format,
                               c->strides[0]))
     return;
   panel_job job = {m,  n,  k,  pa, pb, base,
-                   pc, a->strides[0], c->strides[0], format, use_narrow_tile()};
+                   pc, a->strides[0], c->strides[0], format, tfm_kernels_narrow()};
   int64_t used = (n + kPanel - 1) / kPanel;
   tfm_parallel_for(used, panels_per_chunk(used, m, k), panel_gemm_chunk, &job);
 }

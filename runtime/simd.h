@@ -15,6 +15,10 @@
 
 typedef float v16 __attribute__((vector_size(64)));
 typedef int32_t vi16 __attribute__((vector_size(64)));
+/* Half as wide: the narrow kernels' vectors, one AVX2 register (see
+ * vector_width.h). */
+typedef float v8 __attribute__((vector_size(32)));
+typedef int32_t vi8 __attribute__((vector_size(32)));
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define TFM_CLONED                                                             \
@@ -42,11 +46,23 @@ TFM_INLINE v16 load16(const float *p) {
   return v;
 }
 TFM_INLINE void store16(float *p, v16 v) { memcpy(p, &v, sizeof v); }
-
-TFM_INLINE v16 vmax(v16 a, v16 b) {
-  vi16 greater = a > b;
-  return (v16)(((vi16)a & greater) | ((vi16)b & ~greater));
+TFM_INLINE v8 splat8(float x) { return (v8){0} + x; }
+TFM_INLINE v8 load8(const float *p) {
+  v8 v;
+  memcpy(&v, p, sizeof v);
+  return v;
 }
+TFM_INLINE void store8(float *p, v8 v) { memcpy(p, &v, sizeof v); }
+
+/* Lane-wise maximum, for either width. */
+#define TFM_DEFINE_VMAX(NAME, VF, VI)                                          \
+  TFM_INLINE VF NAME(VF a, VF b) {                                             \
+    VI greater = a > b;                                                        \
+    return (VF)(((VI)a & greater) | ((VI)b & ~greater));                       \
+  }
+TFM_DEFINE_VMAX(vmax, v16, vi16)
+TFM_DEFINE_VMAX(vmax8, v8, vi8)
+#undef TFM_DEFINE_VMAX
 /* Halving adds: four shuffles instead of fifteen lane extracts. */
 TFM_INLINE float hsum(v16 v) {
   v += __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3,
@@ -60,26 +76,37 @@ TFM_INLINE float hsum(v16 v) {
   return v[0];
 }
 
+TFM_INLINE float hsum8(v8 v) {
+  v += __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3);
+  v += __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5);
+  v += __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6);
+  return v[0];
+}
+
 /* e^x for x <= 0 (scores minus their maximum); exactly 0 below -87, which
  * includes the -inf of masked keys. Cephes' expf: x = n·ln2 + r, |r| <=
  * ln2/2, a degree-6 polynomial for e^r, 2^n through the exponent bits;
  * relative error ~1e-7. */
-TFM_INLINE v16 exp_nonpositive(v16 x) {
-  vi16 underflow = x < -87.0f;
-  x = vmax(x, splat(-87.0f));
-  vi16 n = __builtin_convertvector(x * 1.44269504088896341f - 0.5f, vi16);
-  v16 fn = __builtin_convertvector(n, v16);
-  v16 r = x - fn * 0.693359375f + fn * 2.12194440e-4f;
-  v16 p = splat(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  vi16 scale = (n + 127) << 23;
-  v16 result = p * (v16)scale;
-  return (v16)((vi16)result & ~underflow);
-}
+#define TFM_DEFINE_EXP_NONPOSITIVE(NAME, VF, VI, MAX)                        \
+  TFM_INLINE VF NAME(VF x) {                                                   \
+    VI underflow = x < -87.0f;                                                 \
+    x = MAX(x, (VF){0} - 87.0f);                                               \
+    VI n = __builtin_convertvector(x * 1.44269504088896341f - 0.5f, VI);       \
+    VF fn = __builtin_convertvector(n, VF);                                    \
+    VF r = x - fn * 0.693359375f + fn * 2.12194440e-4f;                        \
+    VF p = (VF){0} + 1.9875691500e-4f;                                         \
+    p = p * r + 1.3981999507e-3f;                                              \
+    p = p * r + 8.3334519073e-3f;                                              \
+    p = p * r + 4.1665795894e-2f;                                              \
+    p = p * r + 1.6666665459e-1f;                                              \
+    p = p * r + 5.0000001201e-1f;                                              \
+    p = p * r * r + r + 1.0f;                                                  \
+    VI scale = (n + 127) << 23;                                                \
+    VF result = p * (VF)scale;                                                 \
+    return (VF)((VI)result & ~underflow);                                      \
+  }
+TFM_DEFINE_EXP_NONPOSITIVE(exp_nonpositive, v16, vi16, vmax)
+TFM_DEFINE_EXP_NONPOSITIVE(exp_nonpositive8, v8, vi8, vmax8)
+#undef TFM_DEFINE_EXP_NONPOSITIVE
 
 #endif /* TFM_RUNTIME_SIMD_H */

@@ -13,7 +13,7 @@
 
 extern "C" {
 #include "runtime/buffer_cache.h"
-#include "runtime/kernels_panel_gemm.h"
+#include "runtime/vector_width.h"
 }
 #include "runtime/runtime_kernels.h"
 #include "test/runtime/RandomValues.h"
@@ -78,7 +78,21 @@ tfm_memref3d_i8 rowsView(std::vector<int8_t> &bytes, int64_t rows,
 }
 
 /// Runs the kernel on one case and compares with the reference.
+void checkAttentionAtWidth(const AttentionCase &c);
+
+/// Both variants of the kernel: 16-float vectors (AVX-512) and 8-float
+/// ones (AVX2), forced here whatever the CPU has.
 void checkAttention(const AttentionCase &c) {
+  int before = tfm_kernels_use_narrow(0);
+  for (int narrow : {0, 1}) {
+    SCOPED_TRACE(testing::Message() << "narrow=" << narrow);
+    tfm_kernels_use_narrow(narrow);
+    checkAttentionAtWidth(c);
+  }
+  tfm_kernels_use_narrow(before);
+}
+
+void checkAttentionAtWidth(const AttentionCase &c) {
   SCOPED_TRACE(testing::Message()
                << "s=" << c.s << " t=" << c.t << " heads=" << c.heads << "/"
                << c.kvHeads << " d=" << c.d << " dv=" << c.dv
@@ -355,13 +369,13 @@ TEST(PanelLinearKernel, NarrowTileOfAvx2) {
   // The 3 x 32 tile CPUs without AVX-512 use (forced here where the CPU
   // has it): one row, every remainder of three, whole and partial depth
   // blocks, a partial last panel.
-  int before = tfm_panel_gemm_use_narrow(1);
+  int before = tfm_kernels_use_narrow(1);
   for (int64_t m : {1, 2, 3, 4, 8, 13})
     for (int64_t k : {5, 256, 600})
       for (int64_t n : {64, 50})
         checkPanelLinear(m, n, k, /*withBias=*/(m + k) % 2 == 0, k);
   checkPanelLinear(5, 64, 30, /*withBias=*/true, 47);
-  tfm_panel_gemm_use_narrow(before);
+  tfm_kernels_use_narrow(before);
 }
 
 TEST(PanelLinearKernel, StridedRowsOfTheInput) {

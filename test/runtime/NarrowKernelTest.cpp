@@ -17,7 +17,7 @@
 #include "codegen/WeightEncoding.h"
 #include "runtime/kernels_blocks.h"
 #include "runtime/kernels_panel_bf16_dot.h"
-#include "runtime/kernels_panel_gemm.h"
+#include "runtime/vector_width.h"
 #include "runtime/runtime_kernels.h"
 #include "test/runtime/RandomValues.h"
 
@@ -161,11 +161,11 @@ std::vector<float> checkLinear(StoredFormat format, const LinearCase &c) {
 TEST(NarrowPanelKernel, BF16AndF16PanelsAreTheirWidenedWeights) {
   // Both tiles: AVX-512's 8 x 32 and AVX2's 3 x 32 (forced here where the
   // CPU has AVX-512), bf16's step order through each.
-  int before = tfm_panel_gemm_use_narrow(0);
+  int before = tfm_kernels_use_narrow(0);
   int bf16Dot = tfm_bf16_dot_use(0);
   for (int narrow : {0, 1}) {
     SCOPED_TRACE(testing::Message() << "narrow tile=" << narrow);
-    tfm_panel_gemm_use_narrow(narrow);
+    tfm_kernels_use_narrow(narrow);
     for (StoredFormat format : {StoredFormat::BF16, StoredFormat::F16})
       for (LinearCase c : {LinearCase{1, 32, 300, false}, {1, 77, 5, true},
                            {2, 64, 9, true}, {3, 50, 40, true},
@@ -173,7 +173,7 @@ TEST(NarrowPanelKernel, BF16AndF16PanelsAreTheirWidenedWeights) {
         checkLinear(format, c);
   }
   tfm_bf16_dot_use(bf16Dot);
-  tfm_panel_gemm_use_narrow(before);
+  tfm_kernels_use_narrow(before);
 }
 
 TEST(NarrowPanelKernel, BF16DotProductsAndWideningAgree) {
