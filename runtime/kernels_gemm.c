@@ -13,6 +13,7 @@
 
 #include "runtime/simd.h"
 #include "runtime/thread_pool.h"
+#include "runtime/vector_width.h"
 #include "runtime/runtime_kernels.h"
 
 #include <cblas.h>
@@ -42,58 +43,69 @@ enum { kFewRows = 8, kTileRows = 4 };
  * two vectors a step for every row of A. One weight row at a time
  * streams the weight faster than tiles of several rows and outputs
  * (measured through tfm_rt_matmul_nt on a 58112 x 512 weight, 4 rows:
- * 49-55 GB/s against 32-38 for 4 x 4 tiles). */
-TFM_INLINE void dot_rows(int rows, int64_t k, const float *a, int64_t lda,
-                         const float *w, float *c, int64_t ldc) {
-  v16 acc[kTileRows][2] = {{{0}}};
-  int64_t p = 0;
-  for (; p + 2 * kLanes <= k; p += 2 * kLanes) {
-    v16 w0 = load16(w + p), w1 = load16(w + p + kLanes);
-#pragma GCC unroll 4
-    for (int r = 0; r < rows; ++r) {
-      acc[r][0] += load16(a + r * lda + p) * w0;
-      acc[r][1] += load16(a + r * lda + p + kLanes) * w1;
-    }
+ * 49-55 GB/s against 32-38 for 4 x 4 tiles). Defined for 16-float vectors
+ * (AVX-512) and 8-float ones (AVX2, where GCC keeps 16-float vectors in
+ * memory: vector_width.h). */
+#define TFM_DEFINE_DOT_ROWS(NAME, VF, LANES, LOAD, HSUM)                       \
+  TFM_INLINE void NAME(int rows, int64_t k, const float *a, int64_t lda,       \
+                       const float *w, float *c, int64_t ldc) {                \
+    VF acc[kTileRows][2] = {{{0}}};                                            \
+    int64_t p = 0;                                                             \
+    for (; p + 2 * LANES <= k; p += 2 * LANES) {                               \
+      VF w0 = LOAD(w + p), w1 = LOAD(w + p + LANES);                           \
+      _Pragma("GCC unroll 4") for (int r = 0; r < rows; ++r) {                 \
+        acc[r][0] += LOAD(a + r * lda + p) * w0;                               \
+        acc[r][1] += LOAD(a + r * lda + p + LANES) * w1;                       \
+      }                                                                        \
+    }                                                                          \
+    for (; p + LANES <= k; p += LANES) {                                       \
+      VF w0 = LOAD(w + p);                                                     \
+      _Pragma("GCC unroll 4") for (int r = 0; r < rows; ++r)                   \
+          acc[r][0] += LOAD(a + r * lda + p) * w0;                             \
+    }                                                                          \
+    for (int r = 0; r < rows; ++r) {                                           \
+      float sum = HSUM(acc[r][0] + acc[r][1]);                                 \
+      for (int64_t t = p; t < k; ++t)                                          \
+        sum += a[r * lda + t] * w[t];                                          \
+      c[r * ldc] += sum;                                                       \
+    }                                                                          \
   }
-  for (; p + kLanes <= k; p += kLanes) {
-    v16 w0 = load16(w + p);
-#pragma GCC unroll 4
-    for (int r = 0; r < rows; ++r)
-      acc[r][0] += load16(a + r * lda + p) * w0;
-  }
-  for (int r = 0; r < rows; ++r) {
-    float sum = hsum(acc[r][0] + acc[r][1]);
-    for (int64_t t = p; t < k; ++t)
-      sum += a[r * lda + t] * w[t];
-    c[r * ldc] += sum;
-  }
-}
+TFM_DEFINE_DOT_ROWS(dot_rows, v16, 16, load16, hsum)
+TFM_DEFINE_DOT_ROWS(dot_rows8, v8, 8, load8, hsum8)
+#undef TFM_DEFINE_DOT_ROWS
 
 /* Output features [begin, end) of C += A · Wᵀ for m <= kFewRows: each
  * weight row is read from memory once, for every row of A (which stays in
  * L1). */
-TFM_CLONED
-static void few_rows_range(const gemm_job *job, int64_t begin, int64_t end) {
-  for (int64_t j = begin; j < end; ++j) {
-    const float *w = job->b + j * job->ldb;
-    for (int64_t i = 0; i < job->m; i += kTileRows) {
-      const float *a = job->a + i * job->lda;
-      float *c = job->c + i * job->ldc + j;
-      switch (job->m - i < kTileRows ? job->m - i : kTileRows) {
-      case 4: dot_rows(4, job->k, a, job->lda, w, c, job->ldc); break;
-      case 3: dot_rows(3, job->k, a, job->lda, w, c, job->ldc); break;
-      case 2: dot_rows(2, job->k, a, job->lda, w, c, job->ldc); break;
-      default: dot_rows(1, job->k, a, job->lda, w, c, job->ldc); break;
-      }
-    }
+#define TFM_DEFINE_FEW_ROWS_RANGE(NAME, DOT_ROWS)                              \
+  TFM_CLONED                                                                   \
+  static void NAME(const gemm_job *job, int64_t begin, int64_t end) {          \
+    for (int64_t j = begin; j < end; ++j) {                                    \
+      const float *w = job->b + j * job->ldb;                                  \
+      for (int64_t i = 0; i < job->m; i += kTileRows) {                        \
+        const float *a = job->a + i * job->lda;                                \
+        float *c = job->c + i * job->ldc + j;                                  \
+        switch (job->m - i < kTileRows ? job->m - i : kTileRows) {             \
+        case 4: DOT_ROWS(4, job->k, a, job->lda, w, c, job->ldc); break;       \
+        case 3: DOT_ROWS(3, job->k, a, job->lda, w, c, job->ldc); break;       \
+        case 2: DOT_ROWS(2, job->k, a, job->lda, w, c, job->ldc); break;       \
+        default: DOT_ROWS(1, job->k, a, job->lda, w, c, job->ldc); break;      \
+        }                                                                      \
+      }                                                                        \
+    }                                                                          \
   }
-}
+TFM_DEFINE_FEW_ROWS_RANGE(few_rows_range, dot_rows)
+TFM_DEFINE_FEW_ROWS_RANGE(few_rows_range8, dot_rows8)
+#undef TFM_DEFINE_FEW_ROWS_RANGE
 
 static void gemm_chunk(void *context, int64_t begin, int64_t end, int thread) {
   (void)thread;
   const gemm_job *job = context;
   if (job->m > 1 && job->m <= kFewRows) {
-    few_rows_range(job, begin, end);
+    if (tfm_kernels_narrow())
+      few_rows_range8(job, begin, end);
+    else
+      few_rows_range(job, begin, end);
     return;
   }
   blasint n = (blasint)(end - begin);

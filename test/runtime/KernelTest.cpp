@@ -277,13 +277,16 @@ TEST(AttentionKernel, PackedSequencesSeeOnlyThemselves) {
 
 TEST(MatmulKernel, RowsTimesTransposedWeightAccumulates) {
   // One row (sgemv), few rows (the streaming kernel: whole and partial
-  // tiles of rows and outputs, k with and without a partial vector), many
-  // (sgemm).
+  // tiles of rows and outputs, k with and without a partial vector, in
+  // both vector widths), many (sgemm).
+  int narrowBefore = tfm_kernels_use_narrow(0);
+  for (int narrow : {0, 1})
   for (int64_t m : {1, 3, 4, 6, 8, 70})
     for (int64_t n : {1, 63, 200})
       for (int64_t k : {37, 64}) {
-        SCOPED_TRACE(testing::Message()
-                     << "m=" << m << " n=" << n << " k=" << k);
+        tfm_kernels_use_narrow(narrow);
+        SCOPED_TRACE(testing::Message() << "m=" << m << " n=" << n
+                                        << " k=" << k << " narrow=" << narrow);
         std::vector<float> a = randomValues(m * k, 4),
                            b = randomValues(n * k, 5);
         std::vector<float> c = randomValues(m * n, 6), before = c;
@@ -301,6 +304,7 @@ TEST(MatmulKernel, RowsTimesTransposedWeightAccumulates) {
           }
         EXPECT_LT(worst, 1e-4);
       }
+  tfm_kernels_use_narrow(narrowBefore);
 }
 
 /// W [n, k] as the packager stores it: panels[p][q][j] = W[32p + j][q],
