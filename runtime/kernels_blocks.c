@@ -32,6 +32,7 @@
 #include "runtime/runtime_kernels.h"
 #include "runtime/simd.h"
 #include "runtime/thread_pool.h"
+#include "runtime/vector_width.h"
 #include "runtime/weight_formats.h"
 
 #include <immintrin.h>
@@ -108,48 +109,58 @@ typedef struct {
   quantized_rows x;
 } quantize_job;
 
-/* Rounds to the nearest integer, ties to even (|v| < 2^22). */
-TFM_INLINE v16 round_nearest(v16 v) {
-  const float magic = 12582912.0f; /* 1.5 · 2^23 */
-  return (v + magic) - magic;
-}
-
-TFM_CLONED
-static void quantize_rows(const quantize_job *job, int64_t begin,
-                          int64_t end) {
-  for (int64_t i = begin; i < end; ++i) {
-    const float *row = job->a + i * job->lda;
-    int8_t *codes = job->x.codes + i * job->blocks * kBlock;
-    for (int64_t b = 0; b < job->blocks; ++b) {
-      float values[kBlock] = {0};
-      int64_t first = b * kBlock;
-      int64_t count = job->k - first < kBlock ? job->k - first : kBlock;
-      memcpy(values, row + first, (size_t)count * sizeof(float));
-      v16 lo = load16(values), hi = load16(values + 16);
-      v16 magnitude = vmax(vmax(lo, -lo), vmax(hi, -hi));
-      float amax = 0;
-      for (int j = 0; j < kLanes; ++j)
-        amax = magnitude[j] > amax ? magnitude[j] : amax;
-      float scale = amax / 127.0f;
-      float inverse = amax > 0 ? 127.0f / amax : 0.0f;
-      vi16 qlo = __builtin_convertvector(round_nearest(lo * inverse), vi16);
-      vi16 qhi = __builtin_convertvector(round_nearest(hi * inverse), vi16);
-      int32_t sum = 0;
-      for (int j = 0; j < kLanes; ++j) {
-        codes[b * kBlock + j] = (int8_t)qlo[j];
-        codes[b * kBlock + kLanes + j] = (int8_t)qhi[j];
-        sum += qlo[j] + qhi[j];
-      }
-      job->x.scales[i * job->blocks + b] = scale;
-      job->x.sums[i * job->blocks + b] = sum;
-    }
+/* Each row's blocks of 32 as int8 codes, a scale and their sum. Defined
+ * for 16-float vectors (AVX-512) and 8-float ones (AVX2, where GCC keeps
+ * 16-float vectors in memory: vector_width.h). Codes round to the nearest
+ * integer, ties to even, by adding and taking away 1.5 · 2^23 (|v| <=
+ * 127). */
+#define TFM_DEFINE_QUANTIZE_ROWS(NAME, VF, VI, LANES, LOAD, MAX)               \
+  TFM_CLONED                                                                   \
+  static void NAME(const quantize_job *job, int64_t begin, int64_t end) {      \
+    enum { kVectors = kBlock / LANES };                                        \
+    const float magic = 12582912.0f;                                           \
+    for (int64_t i = begin; i < end; ++i) {                                    \
+      const float *row = job->a + i * job->lda;                                \
+      int8_t *codes = job->x.codes + i * job->blocks * kBlock;                 \
+      for (int64_t b = 0; b < job->blocks; ++b) {                              \
+        float values[kBlock] = {0};                                            \
+        int64_t first = b * kBlock;                                            \
+        int64_t count = job->k - first < kBlock ? job->k - first : kBlock;     \
+        memcpy(values, row + first, (size_t)count * sizeof(float));            \
+        VF v[kVectors], magnitude = {0};                                       \
+        for (int q = 0; q < kVectors; ++q) {                                   \
+          v[q] = LOAD(values + q * LANES);                                     \
+          magnitude = MAX(magnitude, MAX(v[q], -v[q]));                        \
+        }                                                                      \
+        float amax = 0;                                                        \
+        for (int j = 0; j < LANES; ++j)                                        \
+          amax = magnitude[j] > amax ? magnitude[j] : amax;                    \
+        float inverse = amax > 0 ? 127.0f / amax : 0.0f;                       \
+        int32_t sum = 0;                                                       \
+        for (int q = 0; q < kVectors; ++q) {                                   \
+          VI code =                                                            \
+              __builtin_convertvector((v[q] * inverse + magic) - magic, VI);   \
+          for (int j = 0; j < LANES; ++j) {                                    \
+            codes[b * kBlock + q * LANES + j] = (int8_t)code[j];               \
+            sum += code[j];                                                    \
+          }                                                                    \
+        }                                                                      \
+        job->x.scales[i * job->blocks + b] = amax / 127.0f;                    \
+        job->x.sums[i * job->blocks + b] = sum;                                \
+      }                                                                        \
+    }                                                                          \
   }
-}
+TFM_DEFINE_QUANTIZE_ROWS(quantize_rows, v16, vi16, 16, load16, vmax)
+TFM_DEFINE_QUANTIZE_ROWS(quantize_rows8, v8, vi8, 8, load8, vmax8)
+#undef TFM_DEFINE_QUANTIZE_ROWS
 
 static void quantize_chunk(void *context, int64_t begin, int64_t end,
                            int thread) {
   (void)thread;
-  quantize_rows(context, begin, end);
+  if (tfm_kernels_narrow())
+    quantize_rows8(context, begin, end);
+  else
+    quantize_rows(context, begin, end);
 }
 
 /* Scratch for the quantized activations, kept per thread between calls
