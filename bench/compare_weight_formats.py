@@ -206,12 +206,12 @@ def llama_cpp_cell(args, src, path, work):
     bench = os.path.join(args.llama_cpp, "bin", "llama-bench")
     before = read_bandwidth(work)
     decode = json.loads(subprocess.run(
-        [bench, "-m", path, "-t", "2", "-p", "0", "-n", str(args.new),
+        [bench, "-m", path, "-t", str(args.threads), "-p", "0", "-n", str(args.new),
          "-d", str(args.prompt), "-r", "2", "-o", "json"],
         capture_output=True, text=True, check=True).stdout)
     after = read_bandwidth(work)
     prefill = json.loads(subprocess.run(
-        [bench, "-m", path, "-t", "2", "-p", str(args.prefill), "-n", "0",
+        [bench, "-m", path, "-t", str(args.threads), "-p", str(args.prefill), "-n", "0",
          "-r", "2", "-o", "json"],
         capture_output=True, text=True, check=True).stdout)
     return {"decode": decode[0]["avg_ts"], "prefill": prefill[0]["avg_ts"],
@@ -275,9 +275,16 @@ def main():
     parser.add_argument("--new", type=int, default=64)
     parser.add_argument("--prefill", type=int, default=512)
     parser.add_argument("--llama-cpp", help="llama.cpp's CMake build directory")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="threads of every engine and of the bandwidth "
+                             "measurement (run under taskset to pin them)")
     parser.add_argument("--gguf", action="store_true",
                         help="also compile llama.cpp's GGUF files with tfmc")
     args = parser.parse_args()
+    # tfmc's runtime, the bandwidth probe (OpenMP) and OpenBLAS inside it
+    # read these; llama-bench gets -t.
+    for variable in ("TFM_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[variable] = str(args.threads)
     os.makedirs(args.work, exist_ok=True)
     limits = hardware_limits(args.work)
     print(f"machine: {json.dumps(limits)}", flush=True)
