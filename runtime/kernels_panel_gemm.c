@@ -301,14 +301,23 @@ TFM_INLINE const float *panel_start(const panel_job *job, int64_t p,
   return scratch;
 }
 
-/* Rows [i, i + rows) of one panel over depth [k0, k0 + depth): the switch
+/* Rows [i, i + rows) of one panel over depth [k0, k0 + depth), in the
+ * wide or the narrow tile (`narrow` a constant at each call): the switch
  * gives each row count its own register-resident tile. */
-TFM_INLINE void panel_rows(panel_format format, const panel_job *job,
-                           int64_t i, int64_t rows, const void *panel,
-                           int64_t k0, int64_t depth, float *c, int64_t ldc,
-                           const float *start) {
+TFM_INLINE void panel_rows(panel_format format, int narrow,
+                           const panel_job *job, int64_t i, int64_t rows,
+                           const void *panel, int64_t k0, int64_t depth,
+                           float *c, int64_t ldc, const float *start) {
   const float *a = job->a + i * job->lda + k0;
   int64_t lda = job->lda;
+  if (narrow) {
+    switch (rows) {
+    case 3: panel_tile8(format, 3, depth, a, lda, panel, c, ldc, start); break;
+    case 2: panel_tile8(format, 2, depth, a, lda, panel, c, ldc, start); break;
+    default: panel_tile8(format, 1, depth, a, lda, panel, c, ldc, start); break;
+    }
+    return;
+  }
   switch (rows) {
   case 8: panel_tile(format, 8, depth, a, lda, panel, c, ldc, start); break;
   case 7: panel_tile(format, 7, depth, a, lda, panel, c, ldc, start); break;
@@ -318,18 +327,6 @@ TFM_INLINE void panel_rows(panel_format format, const panel_job *job,
   case 3: panel_tile(format, 3, depth, a, lda, panel, c, ldc, start); break;
   case 2: panel_tile(format, 2, depth, a, lda, panel, c, ldc, start); break;
   default: panel_tile(format, 1, depth, a, lda, panel, c, ldc, start); break;
-  }
-}
-TFM_INLINE void panel_rows8(panel_format format, const panel_job *job,
-                            int64_t i, int64_t rows, const void *panel,
-                            int64_t k0, int64_t depth, float *c, int64_t ldc,
-                            const float *start) {
-  const float *a = job->a + i * job->lda + k0;
-  int64_t lda = job->lda;
-  switch (rows) {
-  case 3: panel_tile8(format, 3, depth, a, lda, panel, c, ldc, start); break;
-  case 2: panel_tile8(format, 2, depth, a, lda, panel, c, ldc, start); break;
-  default: panel_tile8(format, 1, depth, a, lda, panel, c, ldc, start); break;
   }
 }
 
@@ -380,10 +377,8 @@ TFM_INLINE void panel_gemm_range(panel_format format, int narrow,
          * then the valid columns out. */
         for (int64_t i = i0; i < i1; i += row_block) {
           int64_t rows = i1 - i < row_block ? i1 - i : row_block;
-          if (narrow)
-            panel_rows8(format, job, i, rows, panel, 0, k, tile, kPanel, start);
-          else
-            panel_rows(format, job, i, rows, panel, 0, k, tile, kPanel, start);
+          panel_rows(format, narrow, job, i, rows, panel, 0, k, tile, kPanel,
+                     start);
           for (int64_t r = 0; r < rows; ++r) {
             outputs_to_features(format, tile + r * kPanel);
             memcpy(c + (i + r) * job->ldc, tile + r * kPanel,
@@ -395,18 +390,11 @@ TFM_INLINE void panel_gemm_range(panel_format format, int narrow,
       /* Depth blocks: a panel slice stays in L1 while the rows pass. */
       for (int64_t k0 = 0; k0 < k; k0 += kDepthBlock) {
         int64_t depth = k - k0 < kDepthBlock ? k - k0 : kDepthBlock;
-        for (int64_t i = i0; i < i1; i += row_block) {
-          int64_t rows = i1 - i < row_block ? i1 - i : row_block;
-          const void *slice = panel_at(format, panel, k0);
-          float *out = c + i * job->ldc;
-          const float *first = k0 == 0 ? start : NULL;
-          if (narrow)
-            panel_rows8(format, job, i, rows, slice, k0, depth, out, job->ldc,
-                        first);
-          else
-            panel_rows(format, job, i, rows, slice, k0, depth, out, job->ldc,
-                       first);
-        }
+        for (int64_t i = i0; i < i1; i += row_block)
+          panel_rows(format, narrow, job, i,
+                     i1 - i < row_block ? i1 - i : row_block,
+                     panel_at(format, panel, k0), k0, depth, c + i * job->ldc,
+                     job->ldc, k0 == 0 ? start : NULL);
       }
       for (int64_t i = i0; i < i1 && format == kBF16; ++i)
         outputs_to_features(format, c + i * job->ldc);

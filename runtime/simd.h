@@ -35,24 +35,23 @@ enum { kLanes = 16 };
 TFM_INLINE int64_t round_up_to_lanes(int64_t n) {
   return (n + kLanes - 1) / kLanes * kLanes;
 }
-/* In hot loops write scalar · vector instead: GCC folds the broadcast into
+/* A vector of x, and loads and stores, for either width. In hot loops
+ * write scalar · vector instead of a splat: GCC folds the broadcast into
  * the FMA, where a splat() temporary has gone through the stack (four
- * 16-byte stores, one 64-byte load) in the AVX-512 target clones. */
-TFM_INLINE v16 splat(float x) { return (v16){0} + x; }
-/* Unaligned: weights and activations are only float-aligned in general. */
-TFM_INLINE v16 load16(const float *p) {
-  v16 v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-TFM_INLINE void store16(float *p, v16 v) { memcpy(p, &v, sizeof v); }
-TFM_INLINE v8 splat8(float x) { return (v8){0} + x; }
-TFM_INLINE v8 load8(const float *p) {
-  v8 v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-TFM_INLINE void store8(float *p, v8 v) { memcpy(p, &v, sizeof v); }
+ * 16-byte stores, one 64-byte load) in the AVX-512 target clones. Loads
+ * and stores are unaligned: weights and activations are only
+ * float-aligned in general. */
+#define TFM_DEFINE_VECTOR_ACCESS(SPLAT, LOAD, STORE, VF)                       \
+  TFM_INLINE VF SPLAT(float x) { return (VF){0} + x; }                         \
+  TFM_INLINE VF LOAD(const float *p) {                                         \
+    VF v;                                                                      \
+    memcpy(&v, p, sizeof v);                                                   \
+    return v;                                                                  \
+  }                                                                            \
+  TFM_INLINE void STORE(float *p, VF v) { memcpy(p, &v, sizeof v); }
+TFM_DEFINE_VECTOR_ACCESS(splat, load16, store16, v16)
+TFM_DEFINE_VECTOR_ACCESS(splat8, load8, store8, v8)
+#undef TFM_DEFINE_VECTOR_ACCESS
 
 /* Lane-wise maximum, for either width. */
 #define TFM_DEFINE_VMAX(NAME, VF, VI)                                          \
