@@ -13,14 +13,17 @@
 static int narrow_chosen = -1;
 
 /* The environment variable TFM_NARROW_KERNELS=1 asks for the narrow
- * variants on a CPU with AVX-512: what a CPU with AVX2 only runs, checked
- * here. */
+ * variants on a CPU with AVX-512 (what a CPU with AVX2 only runs, checked
+ * there), and =0 for the wide ones on any CPU (what the kernels were
+ * before they had narrow variants, measured). */
 int tfm_kernels_narrow(void) {
   if (narrow_chosen < 0) {
     __builtin_cpu_init();
     const char *requested = getenv("TFM_NARROW_KERNELS");
-    narrow_chosen = !__builtin_cpu_supports("avx512f") ||
-                    (requested && strcmp(requested, "1") == 0);
+    if (requested && (!strcmp(requested, "0") || !strcmp(requested, "1")))
+      narrow_chosen = requested[0] == '1';
+    else
+      narrow_chosen = !__builtin_cpu_supports("avx512f");
   }
   return narrow_chosen;
 }

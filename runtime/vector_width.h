@@ -18,8 +18,9 @@ extern "C" {
 #endif
 
 /* Whether the kernels use their narrow variants: where the CPU has no
- * AVX-512 or the environment variable TFM_NARROW_KERNELS is 1, unless
- * tfm_kernels_use_narrow said otherwise. */
+ * AVX-512, unless the environment variable TFM_NARROW_KERNELS says 1 or 0
+ * (narrow or wide whatever the CPU), or tfm_kernels_use_narrow said
+ * otherwise. */
 int tfm_kernels_narrow(void);
 /* Makes the kernels use their narrow variants (1) or the wide ones (0);
  * returns whether they used the narrow ones before. */
