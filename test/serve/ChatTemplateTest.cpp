@@ -186,6 +186,12 @@ TEST(ChatTemplate, RenderErrorsNameThePlace) {
             "error: line 1, column 8: cannot apply '+' to a str and a int");
   EXPECT_EQ(render("{{ 1 // 0 }}", variables),
             "error: line 1, column 6: division by zero");
+  // Integers past int64 fail rather than wrap (found by fuzz-chat-template).
+  EXPECT_EQ(render("{{ 4928609403746240284 * 22222222 }}", variables),
+            "error: line 1, column 24: integer overflow in '*'");
+  EXPECT_EQ(render("{{ 9223372036854774784 + 1024 }}", variables),
+            "error: line 1, column 24: integer overflow in '+'");
+  EXPECT_EQ(render("{{ 3 * 4 - 20 }}", variables), "-8");
   EXPECT_EQ(render("{{ 'x'.nope() }}", variables),
             "error: line 1, column 12: a str has no method 'nope' in "
             "tfm-serve's Jinja subset");
