@@ -215,12 +215,24 @@ TEST(ChatTemplate, RendersAreBounded) {
   // A template comes from a model file: it cannot loop or print without
   // end.
   EXPECT_EQ(render("{% for i in range(5000000) %}{% endfor %}", none),
-            "error: line 1, column 18: range() is longer than 65536");
+            "error: line 1, column 18: range() is longer than 16384");
   EXPECT_EQ(render("{% for i in range(300) %}{% for j in range(300) %}{% "
                    "endfor %}{% endfor %}",
                    none),
-            "error: line 1, column 29: the template loops more than 65536 "
+            "error: line 1, column 29: the template loops more than 16384 "
             "times");
+  // Items handed to loops count, run or not (a nested loop's list is
+  // built each time round, its filter run over all of them): 300 lists
+  // of 300 that run nothing fail at the 55th.
+  EXPECT_EQ(render("{% for i in range(300) %}"
+                   "{% for j in range(300) if false %}{% endfor %}{% endfor %}",
+                   none),
+            "error: line 1, column 29: the template loops more than 16384 "
+            "times");
+  EXPECT_EQ(render("{% for i in range(50) %}{% for j in range(300) %}"
+                   "{% endfor %}{% endfor %}x",
+                   none),
+            "x");
   EXPECT_EQ(render("{% for i in range(4000) %}{{ 'x' * 5000 }}{% endfor %}",
                    none),
             "error: line 1, column 30: the rendered prompt passes 16 MiB");
