@@ -150,6 +150,16 @@ TFM_INLINE void panel_tile(panel_format format, int rows, int64_t depth,
   }
 }
 
+/* 32 outputs at `c` from step order to feature order (bf16), in place. */
+TFM_INLINE void outputs_to_features(panel_format format, float *c) {
+  if (format != kBF16)
+    return;
+  v16 lo = load16(c), hi = load16(c + 16);
+  steps_to_features(format, &lo, &hi);
+  store16(c, lo);
+  store16(c + 16, hi);
+}
+
 /* One row: y[32] = start + x[depth] · panel, with four independent
  * accumulator pairs so that FMA latency never stalls the stream. */
 TFM_INLINE void panel_row(panel_format format, int64_t depth, const float *x,
@@ -260,12 +270,12 @@ TFM_INLINE void panel_row8(panel_format format, int64_t depth, const float *x,
     acc[1][q] = (v8){0};
   }
   if (format == kBF16) {
-    /* The bias into step order, as features_to_steps does. */
+    /* The bias into step order (once a panel: outside the hot loop). */
     float steps[kPanel];
-    for (int j = 0; j < kPanel / 2; ++j) {
-      steps[j] = start[2 * j];
-      steps[kPanel / 2 + j] = start[2 * j + 1];
-    }
+    v16 lo = load16(start), hi = load16(start + 16);
+    features_to_steps(format, &lo, &hi);
+    store16(steps, lo);
+    store16(steps + 16, hi);
 #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q)
       acc[0][q] = load8(steps + 8 * q);
@@ -287,17 +297,10 @@ TFM_INLINE void panel_row8(panel_format format, int64_t depth, const float *x,
     for (int q = 0; q < 4; ++q)
       acc[0][q] += x[k] * b[q];
   }
-  float out[kPanel];
 #pragma GCC unroll 4
   for (int q = 0; q < 4; ++q)
-    store8(out + 8 * q, acc[0][q] + acc[1][q]);
-  if (format == kBF16)
-    for (int j = 0; j < kPanel / 2; ++j) {
-      y[2 * j] = out[j];
-      y[2 * j + 1] = out[kPanel / 2 + j];
-    }
-  else
-    memcpy(y, out, sizeof out);
+    store8(y + 8 * q, acc[0][q] + acc[1][q]);
+  outputs_to_features(format, y);
 }
 
 /* The start of a panel's outputs: its 32 bias values, or zeros. A last,
@@ -341,15 +344,6 @@ TFM_INLINE void panel_rows(panel_format format, int narrow,
   }
 }
 
-/* 32 outputs at `c` from step order to feature order (bf16), in place. */
-TFM_INLINE void outputs_to_features(panel_format format, float *c) {
-  if (format != kBF16)
-    return;
-  v16 lo = load16(c), hi = load16(c + 16);
-  steps_to_features(format, &lo, &hi);
-  store16(c, lo);
-  store16(c + 16, hi);
-}
 
 /* `narrow`, a constant at each call: the AVX2 tile. */
 TFM_INLINE void panel_gemm_range(panel_format format, int narrow,
