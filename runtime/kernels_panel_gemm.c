@@ -69,6 +69,21 @@ typedef struct {
   int narrow; /* the tile for 16 vector registers (AVX2) */
 } panel_job;
 
+/* What a tile prefetches: at its step k the line holding `next + k *
+ * step`. A few rows (batched decode) read each panel slice from memory
+ * in their first tile and from cache in the others; left to the hardware
+ * prefetcher, memory then idles while the later tiles compute, and a step
+ * of 8 rows took the time of one row's stream plus the multiplications
+ * (a 124 M LLaMA, AVX2, one core: 42 ms against 23 + 20). So the tiles
+ * of a slice share out the next slice's lines and fetch them while they
+ * compute: 34 ms (prefetching two or three slices ahead, or into another
+ * cache level, measured no faster). `step` 0 prefetches one line over and
+ * over (a tile with nothing to fetch). */
+typedef struct {
+  const char *next;
+  int64_t step;
+} slice_prefetch;
+
 typedef uint32_t vu16 __attribute__((vector_size(64)));
 typedef _Float16 vh16 __attribute__((vector_size(32)));
 
@@ -126,7 +141,8 @@ TFM_INLINE void steps_to_features(panel_format format, v16 *lo, v16 *hi) {
  * tile lives in registers. */
 TFM_INLINE void panel_tile(panel_format format, int rows, int64_t depth,
                            const float *a, int64_t lda, const void *panel,
-                           float *c, int64_t ldc, const float *start) {
+                           float *c, int64_t ldc, const float *start,
+                           slice_prefetch ahead) {
   v16 acc[kRowBlock][2];
 #pragma GCC unroll 8
   for (int r = 0; r < rows; ++r) {
@@ -135,6 +151,7 @@ TFM_INLINE void panel_tile(panel_format format, int rows, int64_t depth,
   }
   for (int64_t k = 0; k < depth; ++k) {
     v16 b0, b1;
+    __builtin_prefetch(ahead.next + k * ahead.step, 0, 2);
     panel_step(format, panel, k, &b0, &b1);
 #pragma GCC unroll 8
     for (int r = 0; r < rows; ++r) {
@@ -235,7 +252,8 @@ TFM_INLINE void widen_slice(panel_format format, const void *panel,
 /* panel_tile with rows <= 3. */
 TFM_INLINE void panel_tile8(panel_format format, int rows, int64_t depth,
                             const float *a, int64_t lda, const void *panel,
-                            float *c, int64_t ldc, const float *start) {
+                            float *c, int64_t ldc, const float *start,
+                            slice_prefetch ahead) {
   v8 acc[kNarrowRowBlock][4];
 #pragma GCC unroll 3
   for (int r = 0; r < rows; ++r)
@@ -244,6 +262,7 @@ TFM_INLINE void panel_tile8(panel_format format, int rows, int64_t depth,
       acc[r][q] = load8(start ? start + 8 * q : c + r * ldc + 8 * q);
   for (int64_t k = 0; k < depth; ++k) {
     v8 b[4];
+    __builtin_prefetch(ahead.next + k * ahead.step, 0, 2);
     panel_step8(format, panel, k, b);
 #pragma GCC unroll 3
     for (int r = 0; r < rows; ++r) {
@@ -321,27 +340,40 @@ TFM_INLINE const float *panel_start(const panel_job *job, int64_t p,
 TFM_INLINE void panel_rows(panel_format format, int narrow,
                            const panel_job *job, int64_t i, int64_t rows,
                            const void *panel, int64_t k0, int64_t depth,
-                           float *c, int64_t ldc, const float *start) {
+                           float *c, int64_t ldc, const float *start,
+                           slice_prefetch ahead) {
   const float *a = job->a + i * job->lda + k0;
   int64_t lda = job->lda;
+#define TFM_TILE(KERNEL, ROWS)                                                 \
+  KERNEL(format, ROWS, depth, a, lda, panel, c, ldc, start, ahead)
   if (narrow) {
     switch (rows) {
-    case 3: panel_tile8(format, 3, depth, a, lda, panel, c, ldc, start); break;
-    case 2: panel_tile8(format, 2, depth, a, lda, panel, c, ldc, start); break;
-    default: panel_tile8(format, 1, depth, a, lda, panel, c, ldc, start); break;
+    case 3: TFM_TILE(panel_tile8, 3); break;
+    case 2: TFM_TILE(panel_tile8, 2); break;
+    default: TFM_TILE(panel_tile8, 1); break;
     }
     return;
   }
   switch (rows) {
-  case 8: panel_tile(format, 8, depth, a, lda, panel, c, ldc, start); break;
-  case 7: panel_tile(format, 7, depth, a, lda, panel, c, ldc, start); break;
-  case 6: panel_tile(format, 6, depth, a, lda, panel, c, ldc, start); break;
-  case 5: panel_tile(format, 5, depth, a, lda, panel, c, ldc, start); break;
-  case 4: panel_tile(format, 4, depth, a, lda, panel, c, ldc, start); break;
-  case 3: panel_tile(format, 3, depth, a, lda, panel, c, ldc, start); break;
-  case 2: panel_tile(format, 2, depth, a, lda, panel, c, ldc, start); break;
-  default: panel_tile(format, 1, depth, a, lda, panel, c, ldc, start); break;
+  case 8: TFM_TILE(panel_tile, 8); break;
+  case 7: TFM_TILE(panel_tile, 7); break;
+  case 6: TFM_TILE(panel_tile, 6); break;
+  case 5: TFM_TILE(panel_tile, 5); break;
+  case 4: TFM_TILE(panel_tile, 4); break;
+  case 3: TFM_TILE(panel_tile, 3); break;
+  case 2: TFM_TILE(panel_tile, 2); break;
+  default: TFM_TILE(panel_tile, 1); break;
   }
+#undef TFM_TILE
+}
+
+/* Tile `tile` of `tiles` over a slice of `depth` steps: its share of the
+ * `bytes` at `next` (the slice the tiles read after this one). */
+TFM_INLINE slice_prefetch share_of_next(const void *next, int64_t bytes,
+                                        int64_t tiles, int64_t tile,
+                                        int64_t depth) {
+  int64_t step = (bytes + tiles * depth - 1) / (tiles * depth);
+  return (slice_prefetch){(const char *)next + tile * depth * step, step};
 }
 
 
@@ -384,7 +416,7 @@ TFM_INLINE void panel_gemm_range(panel_format format, int narrow,
         for (int64_t i = i0; i < i1; i += row_block) {
           int64_t rows = i1 - i < row_block ? i1 - i : row_block;
           panel_rows(format, narrow, job, i, rows, panel, 0, k, tile, kPanel,
-                     start);
+                     start, (slice_prefetch){panel, 0});
           for (int64_t r = 0; r < rows; ++r) {
             outputs_to_features(format, tile + r * kPanel);
             memcpy(c + (i + r) * job->ldc, tile + r * kPanel,
@@ -398,22 +430,41 @@ TFM_INLINE void panel_gemm_range(panel_format format, int narrow,
        * (otherwise each 3-row tile widened it again: bf16 prefill at half
        * f32's rate on AVX2); bf16's stay in step order. */
       int widen = narrow && format != kF32 && i1 - i0 > kNarrowRowBlock;
+      int64_t tiles = (i1 - i0 + row_block - 1) / row_block;
+      int64_t step_bytes = kPanel * (format == kF32 ? 4 : 2);
       for (int64_t k0 = 0; k0 < k; k0 += kDepthBlock) {
         int64_t depth = k - k0 < kDepthBlock ? k - k0 : kDepthBlock;
-        if (widen) {
-          widen_slice(format, panel_at(format, panel, k0), depth, widened);
-          for (int64_t i = i0; i < i1; i += row_block)
+        /* The next slice: this panel's next depth block, else the next
+         * panel's first (none after the thread's last panel). */
+        const void *next = panel;
+        int64_t next_depth = 0;
+        if (k0 + depth < k) {
+          next = panel_at(format, panel, k0 + depth);
+          next_depth = k - k0 - depth;
+        } else if (p + 1 < p1) {
+          next = panel_at(format, job->panels, (p + 1) * k);
+          next_depth = k;
+        }
+        int64_t next_bytes =
+            (next_depth < kDepthBlock ? next_depth : kDepthBlock) * step_bytes;
+        for (int64_t i = i0, t = 0; i < i1; i += row_block, ++t) {
+          slice_prefetch ahead =
+              share_of_next(next, next_bytes, tiles, t, depth);
+          if (widen) {
+            if (i == i0)
+              widen_slice(format, panel_at(format, panel, k0), depth,
+                          widened);
             panel_rows(kF32, narrow, job, i,
                        i1 - i < row_block ? i1 - i : row_block, widened, k0,
                        depth, c + i * job->ldc, job->ldc,
-                       k0 == 0 ? start : NULL);
-          continue;
-        }
-        for (int64_t i = i0; i < i1; i += row_block)
+                       k0 == 0 ? start : NULL, ahead);
+            continue;
+          }
           panel_rows(format, narrow, job, i,
                      i1 - i < row_block ? i1 - i : row_block,
                      panel_at(format, panel, k0), k0, depth, c + i * job->ldc,
-                     job->ldc, k0 == 0 ? start : NULL);
+                     job->ldc, k0 == 0 ? start : NULL, ahead);
+        }
       }
       for (int64_t i = i0; i < i1 && format == kBF16; ++i)
         outputs_to_features(format, c + i * job->ldc);
