@@ -46,6 +46,8 @@ struct tfm_tokenizer {
   uint32_t special_count;
   int32_t *special_ids;
   uint32_t *special_strips;
+  int32_t *special_ids_sorted; /* ascending: tfm_tokenizer_is_special's
+                                  binary search (a decoder asks per token) */
   tfm_special_trie special_trie; /* their spellings, for encoding's scan */
   /* WordPiece: TFM_WORDPIECE_* flags, the unknown token, the longest word
    * (in characters) split into pieces, the continuation prefix ("##"). */
