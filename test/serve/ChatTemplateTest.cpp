@@ -236,6 +236,35 @@ TEST(ChatTemplate, RendersAreBounded) {
   EXPECT_EQ(render("{% for i in range(4000) %}{{ 'x' * 5000 }}{% endfor %}",
                    none),
             "error: line 1, column 30: the rendered prompt passes 16 MiB");
+  // Within the items, every statement and expression evaluated counts:
+  // 10 000 runs of a body of 16 expressions stop at 2^17 steps.
+  std::string heavy = render("{% for i in range(100) %}{% for j in range(100) "
+                             "%}{{ i + j + i + j + i + j + i + j }}"
+                             "{% endfor %}{% endfor %}",
+                             none);
+  EXPECT_EQ(heavy.substr(0, 7), "error: ") << heavy;
+  EXPECT_NE(heavy.find("the template takes more than 131072 steps"),
+            std::string::npos)
+      << heavy;
+  // Copying a list costs a step an item.
+  std::string copies = render("{% set big = range(10000) | list %}"
+                              "{% for i in range(100) %}{{ big | length }}"
+                              "{% endfor %}",
+                              none);
+  EXPECT_NE(copies.find("the template takes more than 131072 steps"),
+            std::string::npos)
+      << copies.substr(0, 80);
+  // A ChatML conversation of 3 000 messages stays inside them.
+  json messages = json::array();
+  for (int i = 0; i < 3000; ++i)
+    messages.push_back({{"role", i % 2 ? "assistant" : "user"},
+                        {"content", "m" + std::to_string(i)}});
+  std::string chat =
+      render("{% for message in messages %}{{'<|im_start|>' + message['role'] "
+             "+ '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}",
+             {{"messages", messages}});
+  EXPECT_EQ(chat.substr(0, 25), "<|im_start|>user\nm0<|im_e") << chat.substr(0, 80);
+  EXPECT_NE(chat.find("m2999<|im_end|>"), std::string::npos);
 }
 
 } // namespace
