@@ -233,30 +233,40 @@ TEST(ChatTemplate, RendersAreBounded) {
                    "{% endfor %}{% endfor %}x",
                    none),
             "x");
-  EXPECT_EQ(render("{% for i in range(4000) %}{{ 'x' * 5000 }}{% endfor %}",
+  // Text a template holds prints without steps (what expressions make
+  // counts: below), so the output's bound is met first.
+  EXPECT_EQ(render("{% for i in range(4000) %}" + std::string(5000, 'x') +
+                       "{% endfor %}",
                    none),
-            "error: line 1, column 30: the rendered prompt passes 16 MiB");
+            "error: line 1, column 27: the rendered prompt passes 16 MiB");
   // Within the items, every statement and expression evaluated counts:
-  // 10 000 runs of a body of 16 expressions stop at 2^17 steps.
+  // 10 000 runs of a body of 16 expressions stop at 2^16 steps.
   std::string heavy = render("{% for i in range(100) %}{% for j in range(100) "
                              "%}{{ i + j + i + j + i + j + i + j }}"
                              "{% endfor %}{% endfor %}",
                              none);
   EXPECT_EQ(heavy.substr(0, 7), "error: ") << heavy;
-  EXPECT_NE(heavy.find("the template takes more than 131072 steps"),
+  EXPECT_NE(heavy.find("the template takes more than 65536 steps"),
             std::string::npos)
       << heavy;
+  // Strings an expression makes cost a step each 64 bytes: 4 000 of
+  // 5 000 bytes stop at the 840th.
+  std::string strings = render(
+      "{% for i in range(4000) %}{{ 'x' * 5000 }}{% endfor %}", none);
+  EXPECT_NE(strings.find("the template takes more than 65536 steps"),
+            std::string::npos)
+      << strings.substr(0, 80);
   // Copying a list costs a step an item.
   std::string copies = render("{% set big = range(10000) | list %}"
                               "{% for i in range(100) %}{{ big | length }}"
                               "{% endfor %}",
                               none);
-  EXPECT_NE(copies.find("the template takes more than 131072 steps"),
+  EXPECT_NE(copies.find("the template takes more than 65536 steps"),
             std::string::npos)
       << copies.substr(0, 80);
-  // A ChatML conversation of 3 000 messages stays inside them.
+  // A ChatML conversation of 2 000 messages stays inside them.
   json messages = json::array();
-  for (int i = 0; i < 3000; ++i)
+  for (int i = 0; i < 2000; ++i)
     messages.push_back({{"role", i % 2 ? "assistant" : "user"},
                         {"content", "m" + std::to_string(i)}});
   std::string chat =
@@ -264,7 +274,7 @@ TEST(ChatTemplate, RendersAreBounded) {
              "+ '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}",
              {{"messages", messages}});
   EXPECT_EQ(chat.substr(0, 25), "<|im_start|>user\nm0<|im_e") << chat.substr(0, 80);
-  EXPECT_NE(chat.find("m2999<|im_end|>"), std::string::npos);
+  EXPECT_NE(chat.find("m1999<|im_end|>"), std::string::npos);
 }
 
 } // namespace

@@ -30,11 +30,12 @@ namespace {
 /// fuzz-chat-template).
 constexpr size_t kMaxOutputBytes = size_t(16) << 20;
 constexpr size_t kMaxIterations = size_t(1) << 14;
-/// And the statements and expressions it may evaluate: loops within the
-/// item limit over a 2 KB body of thirty expressions took 2.9 s under ASan
-/// (fuzz-chat-template). Templates of real models take 10-30 a message,
-/// so this is a conversation of 4 000 messages or more.
-constexpr size_t kMaxSteps = size_t(1) << 17;
+/// And the steps it may take (statements and expressions evaluated, the
+/// lists and strings they make weighed by size: Renderer::eval): loops
+/// within the item limit over a 2 KB body of thirty expressions took 2.9 s
+/// under ASan (fuzz-chat-template). Templates of real models take 10-30
+/// a message, so this is a conversation of 2 000 messages or more.
+constexpr size_t kMaxSteps = size_t(1) << 16;
 
 /// Marks a JSON object as a namespace() (assignable with `set ns.x`).
 const char *const kNamespaceKey = "\x01namespace";
@@ -440,20 +441,27 @@ private:
     }
   }
 
+  /// An expression's value, counted: a step, and a step for each item of
+  /// a list or dict and each 64 bytes of a string it makes or copies (a
+  /// loop re-reading a variable of 10 000 items copied 10^8 of them; one
+  /// applying tojson to a long string made 2 KB of escapes a time round).
   json eval(const Expr &e) {
-    countStep(e.offset);
+    json value = evalUncounted(e);
+    countStep(e.offset, 1 + (value.is_string()
+                                 ? value.get_ref<const std::string &>().size() / 64
+                             : value.is_array() || value.is_object()
+                                 ? value.size()
+                                 : 0));
+    return value;
+  }
+
+  json evalUncounted(const Expr &e) {
     switch (e.kind) {
     case Expr::Kind::Literal:
       return e.value;
     case Expr::Kind::Name: {
       json *found = lookup(e.name);
-      if (!found)
-        return undefined();
-      // A copy of a list or dict costs a step an item: a loop re-reading
-      // a variable of 10 000 items would otherwise copy 10^8 of them.
-      if (found->is_array() || found->is_object())
-        countStep(e.offset, found->size());
-      return *found;
+      return found ? *found : undefined();
     }
     case Expr::Kind::Attribute:
     case Expr::Kind::Subscript: {
