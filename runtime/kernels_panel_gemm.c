@@ -109,10 +109,15 @@ TFM_INLINE void panel_step(panel_format format, const void *panel, int64_t k,
   }
 }
 
+/* Bytes of one depth step of a panel (its 32 elements). */
+TFM_INLINE int64_t panel_step_bytes(panel_format format) {
+  return kPanel * (format == kF32 ? 4 : 2);
+}
+
 /* The elements of depth k onwards of a panel stored in `format`. */
 TFM_INLINE const void *panel_at(panel_format format, const void *panel,
                                 int64_t k) {
-  return (const char *)panel + k * kPanel * (format == kF32 ? 4 : 2);
+  return (const char *)panel + k * panel_step_bytes(format);
 }
 
 /* 32 outputs in feature order from a panel step's order, and back. */
@@ -431,7 +436,6 @@ TFM_INLINE void panel_gemm_range(panel_format format, int narrow,
        * f32's rate on AVX2); bf16's stay in step order. */
       int widen = narrow && format != kF32 && i1 - i0 > kNarrowRowBlock;
       int64_t tiles = (i1 - i0 + row_block - 1) / row_block;
-      int64_t step_bytes = kPanel * (format == kF32 ? 4 : 2);
       for (int64_t k0 = 0; k0 < k; k0 += kDepthBlock) {
         int64_t depth = k - k0 < kDepthBlock ? k - k0 : kDepthBlock;
         /* The next slice: this panel's next depth block, else the next
@@ -446,24 +450,23 @@ TFM_INLINE void panel_gemm_range(panel_format format, int narrow,
           next_depth = k;
         }
         int64_t next_bytes =
-            (next_depth < kDepthBlock ? next_depth : kDepthBlock) * step_bytes;
+            (next_depth < kDepthBlock ? next_depth : kDepthBlock) *
+            panel_step_bytes(format);
+        if (widen)
+          widen_slice(format, panel_at(format, panel, k0), depth, widened);
         for (int64_t i = i0, t = 0; i < i1; i += row_block, ++t) {
+          int64_t rows = i1 - i < row_block ? i1 - i : row_block;
           slice_prefetch ahead =
               share_of_next(next, next_bytes, tiles, t, depth);
-          if (widen) {
-            if (i == i0)
-              widen_slice(format, panel_at(format, panel, k0), depth,
-                          widened);
-            panel_rows(kF32, narrow, job, i,
-                       i1 - i < row_block ? i1 - i : row_block, widened, k0,
-                       depth, c + i * job->ldc, job->ldc,
-                       k0 == 0 ? start : NULL, ahead);
-            continue;
-          }
-          panel_rows(format, narrow, job, i,
-                     i1 - i < row_block ? i1 - i : row_block,
-                     panel_at(format, panel, k0), k0, depth, c + i * job->ldc,
-                     job->ldc, k0 == 0 ? start : NULL, ahead);
+          if (widen)
+            panel_rows(kF32, narrow, job, i, rows, widened, k0, depth,
+                       c + i * job->ldc, job->ldc, k0 == 0 ? start : NULL,
+                       ahead);
+          else
+            panel_rows(format, narrow, job, i, rows,
+                       panel_at(format, panel, k0), k0, depth,
+                       c + i * job->ldc, job->ldc, k0 == 0 ? start : NULL,
+                       ahead);
         }
       }
       for (int64_t i = i0; i < i1 && format == kBF16; ++i)

@@ -447,12 +447,14 @@ private:
   /// applying tojson to a long string made 2 KB of escapes a time round).
   json eval(const Expr &e) {
     json value = evalUncounted(e);
-    countStep(e.offset, 1 + (value.is_string()
-                                 ? value.get_ref<const std::string &>().size() / 64
-                             : value.is_array() || value.is_object()
-                                 ? value.size()
-                                 : 0));
+    countStep(e.offset, 1 + sizeInSteps(value));
     return value;
+  }
+
+  static size_t sizeInSteps(const json &value) {
+    if (value.is_string())
+      return value.get_ref<const std::string &>().size() / 64;
+    return value.is_array() || value.is_object() ? value.size() : 0;
   }
 
   json evalUncounted(const Expr &e) {
@@ -466,7 +468,8 @@ private:
     case Expr::Kind::Attribute:
     case Expr::Kind::Subscript: {
       json holder;
-      return *view(e, holder);
+      const json *value = view(e, holder);
+      return value == &holder ? std::move(holder) : *value;
     }
     case Expr::Kind::Slice:
       return slice(e);
@@ -563,21 +566,15 @@ private:
                          " is undefined: it has no " +
                          (key.is_string() ? "'" + key.get<std::string>() + "'"
                                           : repr(key)));
-    if (v.is_object() && key.is_string()) {
-      auto found = v.find(key.get<std::string>());
-      return found == v.end() ? undefined() : *found;
-    }
-    if ((v.is_array() || v.is_string()) && key.is_number_integer()) {
-      std::vector<std::string> chars;
-      if (v.is_string())
-        chars = codePoints(v.get<std::string>());
-      int64_t size = v.is_array() ? int64_t(v.size()) : int64_t(chars.size());
-      int64_t index = key.get<int64_t>();
+    if (const json *item = storedMember(v, key))
+      return *item;
+    if (v.is_string() && key.is_number_integer()) {
+      std::vector<std::string> chars = codePoints(v.get<std::string>());
+      int64_t size = int64_t(chars.size()), index = key.get<int64_t>();
       if (index < 0)
         index += size;
-      if (index < 0 || index >= size)
-        return undefined();
-      return v.is_array() ? v[size_t(index)] : json(chars[size_t(index)]);
+      if (index >= 0 && index < size)
+        return chars[size_t(index)];
     }
     return undefined();
   }
