@@ -9,6 +9,10 @@ apt-get install python3-numpy.
 
     make_random_model.py gpt2 OUT_DIR
     make_random_model.py tinyllama OUT_DIR --dtype bf16
+
+--tiled repeats one random block of 4096 values through every tensor: the
+compiled model's weights then gzip a hundredfold, small enough to carry to
+a GPU machine (bench/gpu_bench.sh), and as slow to stream as any others.
 """
 import json
 import os
@@ -79,7 +83,9 @@ def tensors(kind, c):
 
 def main():
     kind, out = sys.argv[1], sys.argv[2]
-    dtype = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--dtype" else "f32"
+    flags = sys.argv[3:]
+    dtype = flags[flags.index("--dtype") + 1] if "--dtype" in flags else "f32"
+    tiled = "--tiled" in flags
     width = 2 if dtype == "bf16" else 4
     config = dict(SHAPES[kind])
     if kind != "gpt2":
@@ -88,6 +94,7 @@ def main():
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     rng = np.random.default_rng(0)
+    block = rng.normal(0, 0.02, 4096).astype("<f4")
     header, offset, shapes = {}, 0, list(tensors(kind, config))
     for name, shape in shapes:
         size = width * int(np.prod(shape))
@@ -101,8 +108,12 @@ def main():
         f.write(struct.pack("<Q", len(text)) + text)
         for name, shape in shapes:
             norm = name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight", "norm.weight"))
-            data = (np.ones(shape) if norm else
-                    rng.normal(0, 0.02, shape).astype("<f4")).astype("<f4")
+            if norm:
+                data = np.ones(shape, "<f4")
+            elif tiled:
+                data = np.resize(block, shape)
+            else:
+                data = rng.normal(0, 0.02, shape).astype("<f4")
             f.write(to_bf16_bytes(data) if dtype == "bf16" else data.tobytes())
     print(f"wrote {out}: {offset / 1e6:.0f} MB of {dtype} weights")
 

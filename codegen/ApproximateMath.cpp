@@ -1,4 +1,4 @@
-//===- ApproximateMath.cpp - vectorizable tanh, erf and exp -------------===//
+//===- ApproximateMath.cpp - polynomial tanh, erf, exp (and more) -------===//
 //
 // See ApproximateMathPass in Passes.td.
 //
@@ -21,12 +21,15 @@ namespace {
 
 struct ApproximateMathPass
     : mlir::tfm::impl::ApproximateMathPassBase<ApproximateMathPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populatePolynomialApproximateTanhPattern(patterns);
     populatePolynomialApproximateErfPattern(patterns);
+    bool every = everyFunction;
     populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef name) { return name == "math.exp"; });
+        patterns, [every](StringRef name) { return every || name == "math.exp"; });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

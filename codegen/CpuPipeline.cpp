@@ -54,18 +54,29 @@ void mlir::tfm::buildCpuPipeline(OpPassManager &pm,
     tfm.edgeDtype = options.edgeDtype;
     tfm.keepWeights = options.keepWeights;
     tfm.weightsDtypeFor = options.weightsDtypeFor;
+    // The GPU target runs one sequence per call so far: the batched entry
+    // points (the serving engine's) are not derived for it.
+    tfm.batchedEntryPoints = !targetsCuda(options);
     buildTfmPipeline(pm, tfm);
   }
   if (runs(CpuPipelineStage::Linalg)) {
+    // The runtime's kernels (GEMM panels, fused attention) are CPU code: the
+    // GPU target lowers everything to linalg.
     LowerToLinalgOptions linalg;
-    linalg.fusedAttention = options.fusedAttention;
-    linalg.packWeights = options.packWeights;
+    linalg.fusedAttention = options.fusedAttention && !targetsCuda(options);
+    linalg.packWeights = options.packWeights && !targetsCuda(options);
     buildLowerToLinalgPipeline(pm, linalg);
   }
   if (runs(CpuPipelineStage::LLVM)) {
     ExportEntryPointsPassOptions exported;
     exported.prefix = options.prefix;
     pm.addPass(createExportEntryPointsPass(exported));
+    if (targetsCuda(options)) {
+      LinalgToCudaOptions cuda;
+      cuda.cudaArch = options.cudaArch;
+      buildLinalgToCudaPipeline(pm, cuda);
+      return;
+    }
     LinalgToLLVMOptions llvm;
     llvm.planArena = options.planArena;
     llvm.annotateParallelLoops = options.annotateParallelLoops;
@@ -161,6 +172,7 @@ void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm,
 void mlir::tfm::registerLLVMTranslations(DialectRegistry &registry) {
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerCudaTranslations(registry);
 }
 
 namespace {

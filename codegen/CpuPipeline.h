@@ -95,6 +95,16 @@ struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("Parallel loops on the runtime's threads "
                      "(tfm-parallelize-loops)"),
       llvm::cl::init(true)};
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("What the code runs on: cpu (the host), or cuda (NVIDIA "
+                     "GPUs: kernels as PTX, the host code launching them)"),
+      llvm::cl::init("cpu")};
+  Option<std::string> cudaArch{
+      *this, "cuda-arch",
+      llvm::cl::desc("The GPU architecture the PTX targets (--target=cuda; "
+                     "the driver compiles it for newer GPUs too)"),
+      llvm::cl::init("sm_80")};
   Option<std::string> prefix{
       *this, "prefix",
       llvm::cl::desc("C identifier prefixing the entry points (libraries)"),
@@ -142,6 +152,31 @@ struct LinalgToLLVMOptions {
 /// called from C get `llvm.emit_c_interface` before this runs.
 void buildLinalgToLLVMPipeline(OpPassManager &pm,
                                const LinalgToLLVMOptions &options = {});
+
+/// Whether `options` compile for an NVIDIA GPU (--target=cuda).
+inline bool targetsCuda(const CpuPipelineOptions &options) {
+  return options.target == "cuda";
+}
+
+struct LinalgToCudaOptions {
+  /// The PTX's target architecture (nvvm-attach-target's chip).
+  std::string cudaArch = "sm_80";
+};
+
+/// linalg on tensors -> device buffers and GPU kernels (PTX in
+/// gpu.binary ops) launched from host code in the LLVM dialect: the
+/// --target=cuda counterpart of buildLinalgToLLVMPipeline
+/// (codegen/CudaPipeline.cpp).
+void buildLinalgToCudaPipeline(OpPassManager &pm,
+                               const LinalgToCudaOptions &options = {});
+
+/// The PTX of every kernel module of `module` (after the CUDA pipeline),
+/// each under a comment naming it.
+void printKernelAssembly(ModuleOp module, llvm::raw_ostream &os);
+
+/// Registers the GPU and NVVM dialect translations (the PTX of kernel
+/// modules, and the host code that embeds and launches it).
+void registerCudaTranslations(DialectRegistry &registry);
 
 /// Registers the dialect translations the LLVM IR export needs.
 void registerLLVMTranslations(DialectRegistry &registry);

@@ -376,6 +376,8 @@ std::string generateModelSource(const ModelDescription &model,
      << (library ? "__attribute__((visibility(\"default\"))) " : "")
      << "const tfm_model_desc " << descSymbol << " = {\n"
      << "    .abi_version = TFM_ABI_VERSION,\n"
+     << "    .target = " << (model.cudaTarget ? "TFM_TARGET_CUDA" : "TFM_TARGET_CPU")
+     << ",\n"
      << "    .name = " << cStringLiteral(model.name) << ",\n"
      << "    .family = " << cStringLiteral(model.family) << ",\n"
      << "    .vocab_size = " << model.vocabSize << ",\n"

@@ -245,7 +245,7 @@ def LowerMatmulToRuntimePass : Pass<"tfm-lower-matmul-to-runtime", "ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
-def ApproximateMathPass : Pass<"tfm-approximate-math", "ModuleOp"> {
+def ApproximateMathPass : Pass<"tfm-approximate-math"> {
   let summary = "Polynomial tanh, erf and exp so that activations vectorize";
   let description = [{
     GELU (tanh or erf) and SiLU/softmax (exp) would otherwise become one
@@ -256,6 +256,74 @@ def ApproximateMathPass : Pass<"tfm-approximate-math", "ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::vector::VectorDialect"];
+  let options = [
+    Option<"everyFunction", "every-function", "bool", /*default=*/"false",
+           "Also sin, cos, log and the rest upstream has polynomials for "
+           "(GPU kernels: no libdevice to call)">
+  ];
+}
+
+def CopiesToLinalgPass : Pass<"tfm-copies-to-linalg", "func::FuncOp"> {
+  let summary = "memref.copy as linalg.copy, so that copies become kernels";
+  let description = [{
+    Bufferization copies buffers with `memref.copy`, which the CPU lowers
+    to a runtime call on the host. On a GPU the buffers live in device
+    memory, where the host cannot read them: each copy becomes a
+    `linalg.copy`, which turns into a parallel loop and then a kernel like
+    every other linalg op.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def MapLoopsToGpuPass : Pass<"tfm-map-loops-to-gpu", "func::FuncOp"> {
+  let summary = "Split each outermost parallel loop into blocks of threads";
+  let description = [{
+    `convert-parallel-loops-to-gpu` makes a kernel of an outermost
+    `scf.parallel` mapped to the grid whose nested parallel loop is mapped
+    to a block's threads. Linalg's parallel loops have no such nest. This
+    pass tiles every outermost parallel loop: its innermost dimension (the
+    contiguous one) in tiles of up to `threads`, then, while a tile holds
+    fewer than `threads` iterations, the dimensions outside it. The tile
+    loop's dimensions become the threads, the outer loop's the blocks, each
+    innermost first (x), so that neighbouring threads touch neighbouring
+    elements (coalesced loads); dimensions beyond three, and parallel loops
+    nested deeper, run sequentially.
+
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%n, %c512) step (%c1, %c1)
+    // becomes
+    scf.parallel (%i, %j) = (%c0, %c0) to (%n, %c512) step (%c1, %c128) {
+      scf.parallel (%ii, %jj) = (%c0, %c0) to (%c1, %c128) step (%c1, %c1) {
+      } {mapping = [thread_y, thread_x]}
+    } {mapping = [block_y, block_x]}
+    ```
+  }];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::gpu::GPUDialect"];
+  let options = [
+    Option<"threads", "threads", "int64_t", /*default=*/"128",
+           "Threads per block to aim for">
+  ];
+}
+
+def PlaceBuffersOnDevicePass : Pass<"tfm-place-buffers-on-device", "ModuleOp"> {
+  let summary = "Allocate buffers on the GPU; copy inputs in and results out";
+  let description = [{
+    Runs once the parallel loops are `gpu.launch` regions, before they are
+    outlined. Every buffer a host function allocates becomes device memory
+    (`gpu.alloc`, `gpu.dealloc`). The weights blob and the caches are the
+    runtime's device memory already; the integer inputs (token ids,
+    positions, lengths) come from the caller's host memory and are copied
+    to the device at entry; each returned buffer is copied into a host
+    buffer the caller owns (MLIR's C interface: results from
+    `_mlir_memref_to_llvm_alloc`). Those are the only host copies.
+
+    The host may still compute sizes and views, but an op outside a kernel
+    that reads or writes a buffer's elements would read device memory from
+    the CPU: the pass refuses it, naming the op.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 #endif // TFM_CODEGEN_PASSES_TD

@@ -210,6 +210,42 @@ llvm::Error writeText(const CompileOptions &options,
   return llvm::Error::success();
 }
 
+/// --target and what it can compile: the GPU target runs models whose
+/// inputs are all token ids (decoder LMs, encoders without token types),
+/// in f32.
+llvm::Error checkTarget(const CompileOptions &options,
+                        const CompilationUnit &unit) {
+  std::string target =
+      options.pipeline ? options.pipeline->target.getValue() : "cpu";
+  if (target != "cpu" && target != "cuda")
+    return makeError("--target must be cpu or cuda, got '" + target + "'");
+  bool cuda = target == "cuda";
+  if (options.emit == EmitKind::Ptx && !cuda)
+    return makeError("--emit=ptx needs --target=cuda");
+  if (!cuda || !unit.model)
+    return llvm::Error::success();
+  std::string dtype = options.pipeline->weightsDtype;
+  if (!dtype.empty() && dtype != "f32")
+    return makeError("--target=cuda computes in f32 so far: "
+                     "--weights-dtype=" + dtype + " is CPU only");
+  if (options.pipeline->kvDtype != "f32")
+    return makeError("--target=cuda keeps an f32 KV cache so far: "
+                     "--kv-dtype=" + options.pipeline->kvDtype +
+                     " is CPU only");
+  ModuleOp module = *unit.module;
+  for (auto function : module.getOps<func::FuncOp>())
+    for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i) {
+      auto role =
+          function.getArgAttrOfType<InputRoleAttr>(i, kInputArgAttrName);
+      if (role && role.getValue() != InputRole::token_ids)
+        return makeError("--target=cuda takes models whose only input is "
+                         "token ids so far: '" +
+                         unit.model.getFamily() + "' takes " +
+                         stringifyInputRole(role.getValue()));
+    }
+  return llvm::Error::success();
+}
+
 /// Checks the options against each other and the input before any work.
 llvm::Error checkOptions(const CompileOptions &options,
                          const CompilationUnit &unit) {
@@ -229,6 +265,8 @@ llvm::Error checkOptions(const CompileOptions &options,
   std::string prefix = prefixOf(options);
   if (identifierFrom(prefix) != prefix)
     return makeError("--prefix must be a C identifier, got '" + prefix + "'");
+  if (llvm::Error err = checkTarget(options, unit))
+    return err;
   int64_t maxContext = options.pipeline ? options.pipeline->maxContext : 0;
   int64_t modelContext = unit.model ? unit.model.getMaxContext() : 0;
   if (maxContext < 0 || (unit.model && maxContext > modelContext))
@@ -349,10 +387,11 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
                      (askedForCache ? "this model has no KV cache (only "
                                       "decoders and encoder-decoders do)"
                                     : "there is no KV cache (--no-kv-cache)"));
-  // Weights keep the checkpoint's dtype unless told otherwise.
+  // Weights keep the checkpoint's dtype unless told otherwise (the GPU
+  // target widens them to f32: its kernels compute in f32 only so far).
   if (pipeline.weightsDtype.empty() && unit.model &&
       unit.weights.hasNarrowMatrices())
-    pipeline.weightsDtype = "checkpoint";
+    pipeline.weightsDtype = targetsCuda(pipeline) ? "f32" : "checkpoint";
   if (!unit.model && first == CpuPipelineStage::Tfm)
     first = CpuPipelineStage::Linalg;
   if (first > last)
@@ -408,6 +447,7 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   ModelDescription description;
   description.name = modelNameOf(options);
   description.source = options.inputPath;
+  description.cudaTarget = options.pipeline && targetsCuda(*options.pipeline);
   description.hiddenSize = model.getHiddenSize();
   description.numLayers = model.getNumLayers();
   description.numHeads = model.getNumHeads();
@@ -581,6 +621,10 @@ llvm::Error mlir::tfm::compile(MLIRContext &context,
     return err;
   if (options.emit == EmitKind::LLVMMLIR)
     return printModule();
+  if (options.emit == EmitKind::Ptx)
+    return writeText(options, [&](llvm::raw_ostream &os) {
+      printKernelAssembly(*unit.module, os);
+    });
   stage("optimizing LLVM IR");
   if (llvm::Error err = translateToLLVMIR(unit, options))
     return err;

@@ -47,6 +47,7 @@ enum class EmitKind {
   LLVMMLIR,  // the LLVM dialect
   LLVMIR,    // optimized LLVM IR
   Asm,       // assembly
+  Ptx,       // the GPU kernels' PTX (--target=cuda)
   Obj,       // an object file
   Exe,       // a native executable
   Lib,       // libNAME.so + NAME.h

@@ -14,13 +14,14 @@ void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
     KVCachePassOptions kvCache;
     kvCache.maxContext = options.maxContext;
     kvCache.kvDtype = options.kvDtype;
+    kvCache.decodeBatch = kvCache.prefillBatch = options.batchedEntryPoints;
     pm.addPass(createKVCachePass(kvCache));
     // @decode calls @prefill: inline it so that codegen sees one token.
     pm.addPass(createInlinerPass());
   }
-  if (options.packSequences)
+  if (options.packSequences && options.batchedEntryPoints)
     pm.addPass(createPackSequencesPass());
-  if (options.batchImages)
+  if (options.batchImages && options.batchedEntryPoints)
     pm.addPass(createBatchImagesPass());
   pm.addPass(createCanonicalizerPass());
   // The fusions match projections of one input value: @prefill's last rows

@@ -20,6 +20,8 @@ struct TfmPipelineOptions {
   int64_t maxContext = 0;
   /// The self-attention cache's storage: f32 or int8 (tfm-kv-cache).
   std::string kvDtype = "f32";
+  /// Derive @decode_batch and @prefill_batch (the serving engine's).
+  bool batchedEntryPoints = true;
   /// Derive @<name>_batch over packed sequences (encoders only).
   bool packSequences = true;
   bool batchImages = true;

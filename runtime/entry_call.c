@@ -284,6 +284,13 @@ tfm_status_code tfm_model_call(tfm_model *model, const char *name,
                       (long long)inputs[first_sequence].shape[0]);
     }
   }
+  /* The caller's caches are host memory; a GPU model's live on the GPU,
+   * in its sessions. */
+  if (entry->num_caches > 0 && tfm_model_on_gpu(model))
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "@%s of model '%s' keeps a cache, which lives on the GPU "
+                    "for a --target=cuda model: call it through a session",
+                    name, desc->name);
   for (int32_t i = 0; i < entry->num_caches; ++i) {
     const tfm_cache_desc *cache = &desc->caches[entry->caches[i]];
     tfm_tensor_desc expected = {-1 /* no role */, cache->dtype, cache->rank, {0}};
@@ -310,6 +317,12 @@ tfm_status_code tfm_model_call(tfm_model *model, const char *name,
     return tfm_call_packed(model, entry, inputs, packed, outputs, status);
   tfm_memref1d weights = tfm_model_weights_descriptor(model);
   int32_t code = entry->call(&weights, inputs, caches, outputs);
+  tfm_status_code device = tfm_model_check_device(model, name, status);
+  if (device != TFM_OK) {
+    for (int32_t i = 0; i < num_outputs; ++i)
+      tfm_tensor_release(&outputs[i]);
+    return device;
+  }
   if (code != TFM_OK)
     return tfm_fail(status, (tfm_status_code)code,
                     "@%s of model '%s' ran out of memory", name, desc->name);

@@ -10,6 +10,7 @@
 
 #define _GNU_SOURCE
 #include "runtime/buffer_cache.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/model_internal.h"
 #include "runtime/status.h"
 #include "runtime/tfm_format.h"
@@ -32,6 +33,8 @@ struct tfm_model {
   tfm_prefill_fn prefill, decode;
   const tfm_cache_desc *kv_cache;
   const uint8_t *weights;
+  /* A GPU model's copy of the weights in GPU memory, made at load. */
+  void *device_weights;
   void *mapping; /* non-NULL when the weights are a mapped side file */
   size_t mapping_size;
   tfm_tokenizer *tokenizer;
@@ -221,9 +224,64 @@ static void find_language_model_entry_points(tfm_model *model) {
 
 static tfm_status_code out_of_memory(const tfm_model *model,
                                      const char *entry, tfm_status *status) {
+  /* A GPU's allocations fail after any GPU error: report that instead. */
+  if (tfm_model_on_gpu(model) && tfm_cuda_error())
+    return tfm_model_check_device(model, entry, status);
   return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                   "@%s of model '%s' ran out of memory", entry,
                   model->desc->name);
+}
+
+int tfm_model_on_gpu(const tfm_model *model) {
+  return model->desc->target == TFM_TARGET_CUDA;
+}
+
+void *tfm_model_state_alloc(const tfm_model *model, size_t bytes) {
+  if (tfm_model_on_gpu(model)) {
+    void *device = tfm_cuda_alloc(bytes);
+    if (device && !tfm_cuda_zero(device, bytes)) {
+      tfm_cuda_free(device);
+      return NULL;
+    }
+    return device;
+  }
+  void *host = aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (host)
+    memset(host, 0, bytes);
+  return host;
+}
+
+void tfm_model_state_free(const tfm_model *model, void *state) {
+  if (tfm_model_on_gpu(model))
+    tfm_cuda_free(state);
+  else
+    free(state);
+}
+
+tfm_status_code tfm_model_check_device(const tfm_model *model,
+                                       const char *entry, tfm_status *status) {
+  if (!tfm_model_on_gpu(model) || tfm_cuda_synchronize())
+    return TFM_OK;
+  return tfm_fail(status, TFM_ERROR_DEVICE, "@%s of model '%s' on the GPU: %s",
+                  entry, model->desc->name, tfm_cuda_error());
+}
+
+/* A GPU model's weights, copied to GPU memory once; the driver must work
+ * (and have accepted the model's kernels, which loaded with the program). */
+static tfm_status_code upload_weights(tfm_model *model, tfm_status *status) {
+  const tfm_model_desc *desc = model->desc;
+  if (tfm_cuda_ready() && desc->weights_size) {
+    model->device_weights = tfm_cuda_alloc(desc->weights_size);
+    if (model->device_weights)
+      tfm_cuda_upload(model->device_weights, model->weights,
+                      desc->weights_size);
+  }
+  if (!tfm_cuda_error())
+    return TFM_OK;
+  return tfm_fail(status, TFM_ERROR_DEVICE,
+                  "model '%s' was compiled for an NVIDIA GPU (--target=cuda) "
+                  "and cannot run: %s",
+                  desc->name, tfm_cuda_error());
 }
 
 tfm_status_code tfm_run_forward(tfm_model *model, tfm_memref2d_f32 *logits,
@@ -240,7 +298,7 @@ tfm_status_code tfm_run_forward(tfm_model *model, tfm_memref2d_f32 *logits,
     return out_of_memory(model, "forward", status);
   model->forward(logits, &weights, tokens);
   tfm_call_end(frame);
-  return TFM_OK;
+  return tfm_model_check_device(model, "forward", status);
 }
 
 tfm_status_code tfm_run_prefill(tfm_model *model, int decode,
@@ -261,7 +319,7 @@ tfm_status_code tfm_run_prefill(tfm_model *model, int decode,
     return out_of_memory(model, name, status);
   run(logits, &weights, tokens, start, slot, cache);
   tfm_call_end(frame);
-  return TFM_OK;
+  return tfm_model_check_device(model, name, status);
 }
 
 const tfm_cache_desc *tfm_model_kv_cache(const tfm_model *model) {
@@ -321,6 +379,13 @@ tfm_status_code tfm_model_load(const tfm_model_desc *desc,
                     (unsigned long long)checksum,
                     (unsigned long long)desc->weights_checksum, desc->name);
   }
+  if (tfm_model_on_gpu(model)) {
+    tfm_status_code code = upload_weights(model, status);
+    if (code != TFM_OK) {
+      tfm_model_free(model);
+      return code;
+    }
+  }
   *out = model;
   return tfm_ok(status);
 }
@@ -328,6 +393,8 @@ tfm_status_code tfm_model_load(const tfm_model_desc *desc,
 void tfm_model_free(tfm_model *model) {
   if (!model)
     return;
+  if (model->device_weights)
+    tfm_cuda_free(model->device_weights);
   if (model->mapping)
     munmap(model->mapping, model->mapping_size);
   tfm_tokenizer_free(model->tokenizer);
@@ -420,7 +487,8 @@ tfm_status_code tfm_check_token_ids(const tfm_model_desc *desc,
 
 tfm_memref1d tfm_model_weights_descriptor(const tfm_model *model) {
   /* Not const in MLIR's C interface; the generated code only reads it. */
-  void *data = (void *)(uintptr_t)model->weights;
+  void *data = model->device_weights ? model->device_weights
+                                     : (void *)(uintptr_t)model->weights;
   tfm_memref1d weights = {data, data, 0,
                           {(int64_t)model->desc->weights_size}, {1}};
   return weights;

@@ -32,6 +32,19 @@ tfm_status_code tfm_call_packed(tfm_model *model,
 /* The weights as the generated code takes them. */
 tfm_memref1d tfm_model_weights_descriptor(const tfm_model *model);
 
+/* Whether the model's code runs on a GPU (--target=cuda): its weights and
+ * caches are then GPU memory, which the host cannot read. */
+int tfm_model_on_gpu(const tfm_model *model);
+/* Memory for state the entry points keep between calls (a session's KV
+ * cache), zeroed: host memory, or GPU memory for a GPU model. NULL when
+ * there is none to be had. */
+void *tfm_model_state_alloc(const tfm_model *model, size_t bytes);
+void tfm_model_state_free(const tfm_model *model, void *state);
+/* After a generated call of a GPU model: TFM_OK, or TFM_ERROR_DEVICE with
+ * what the GPU reported (nothing to do for a CPU model). */
+tfm_status_code tfm_model_check_device(const tfm_model *model,
+                                       const char *entry, tfm_status *status);
+
 /* Checks ids against the vocabulary: TFM_ERROR_OUT_OF_RANGE naming the
  * first bad one. */
 tfm_status_code tfm_check_token_ids(const tfm_model_desc *desc,

@@ -52,11 +52,17 @@ tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
       count *= (size_t)sizes[i];
     s->element_bytes = tfm_dtype_bytes(kv->dtype);
     size_t bytes = count * (size_t)s->element_bytes;
+    /* Sliding the window moves cache rows on the host. */
+    if (s->window && tfm_model_on_gpu(model)) {
+      free(s);
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "model '%s': sliding-window caches are not supported "
+                      "on the GPU yet",
+                      desc->name);
+    }
     /* Zeroed so that no stale data is ever read (positions past the
-     * session's length are masked anyway). */
-    s->cache = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (s->cache)
-      memset(s->cache, 0, bytes);
+     * session's length are masked anyway); GPU memory for a GPU model. */
+    s->cache = tfm_model_state_alloc(model, bytes);
     tfm_memref5d_f32 *d = &s->cache_descriptor;
     d->allocated = d->aligned = (float *)(void *)s->cache;
     d->offset = 0;
@@ -84,7 +90,8 @@ tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
 void tfm_session_free(tfm_session *s) {
   if (!s)
     return;
-  free(s->cache);
+  if (s->cache)
+    tfm_model_state_free(s->model, s->cache);
   free(s->scratch);
   free(s->tokens);
   free(s);

@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 14
+#define TFM_ABI_VERSION 15
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -281,9 +281,19 @@ typedef enum {
   TFM_WEIGHTS_APPENDED_TO_LIBRARY = 2     /* the shared object (dladdr) */
 } tfm_weights_appended;
 
+/* What a model's code runs on (tfmc --target). */
+typedef enum {
+  TFM_TARGET_CPU = 0,
+  /* NVIDIA GPUs: the entry points launch kernels through the CUDA driver
+   * (cuda_driver.h); the weights and caches live in GPU memory, which the
+   * runtime allocates; inputs and outputs are host memory, as on the CPU. */
+  TFM_TARGET_CUDA = 1
+} tfm_target;
+
 typedef struct tfm_model_desc {
   /* First, so that any runtime can read it: TFM_ABI_VERSION. */
   uint32_t abi_version;
+  int32_t target; /* tfm_target */
   const char *name;
   const char *family; /* config.json's model_type */
   int64_t vocab_size;

@@ -48,7 +48,9 @@ typedef enum {
   TFM_ERROR_ABI = 8,              /* model built for another runtime ABI */
   TFM_ERROR_NOT_FOUND = 9,        /* no such entry point */
   TFM_ERROR_IMAGE = 10,           /* unreadable, malformed or unsupported image */
-  TFM_ERROR_AUDIO = 11            /* unreadable, malformed or unsupported audio */
+  TFM_ERROR_AUDIO = 11,           /* unreadable, malformed or unsupported audio */
+  TFM_ERROR_DEVICE = 12           /* a --target=cuda model without a usable
+                                     GPU, or a GPU error */
 } tfm_status_code;
 
 typedef struct {

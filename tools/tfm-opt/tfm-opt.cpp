@@ -26,6 +26,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  mlir::tfm::registerLLVMTranslations(registry);
   registry.insert<mlir::tfm::TfmDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "tfm optimizer driver\n", registry));

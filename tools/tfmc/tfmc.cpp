@@ -46,6 +46,8 @@ cl::opt<EmitKind> emitKind(
                clEnumValN(EmitKind::LLVMMLIR, "llvm-mlir", "the LLVM dialect"),
                clEnumValN(EmitKind::LLVMIR, "llvm-ir", "optimized LLVM IR"),
                clEnumValN(EmitKind::Asm, "asm", "assembly"),
+               clEnumValN(EmitKind::Ptx, "ptx",
+                          "the GPU kernels' PTX (--target=cuda)"),
                clEnumValN(EmitKind::Obj, "obj", "an object file"),
                clEnumValN(EmitKind::Exe, "exe", "a native executable"),
                clEnumValN(EmitKind::Lib, "lib",
@@ -85,6 +87,16 @@ cl::opt<std::string> mcpu("mcpu",
                           cl::desc("Target CPU (default: the compiling "
                                    "machine's)"),
                           cl::init("native"), cl::cat(outputCategory));
+cl::opt<std::string> target(
+    "target",
+    cl::desc("What the model runs on: cpu (default), or cuda (NVIDIA GPUs: "
+             "PTX kernels loaded through the CUDA driver at run time)"),
+    cl::init("cpu"), cl::value_desc("cpu|cuda"), cl::cat(outputCategory));
+cl::opt<std::string> cudaArch(
+    "cuda-arch",
+    cl::desc("GPU architecture of the PTX (--target=cuda; default sm_80, "
+             "which newer GPUs run too)"),
+    cl::init("sm_80"), cl::value_desc("sm_XY"), cl::cat(outputCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level (0-3)"),
                            cl::Prefix, cl::init(3), cl::cat(outputCategory));
 cl::opt<int64_t> maxContext(
@@ -176,6 +188,8 @@ int main(int argc, char **argv) {
   pipeline.edgeDtype = edgeDtype;
   pipeline.keepWeights = keepWeights;
   pipeline.weightsDtypeFor = weightsDtypeFor;
+  pipeline.target = target;
+  pipeline.cudaArch = cudaArch;
   passSwitches.apply(pipeline);
 
   DefaultTimingManager timingManager;

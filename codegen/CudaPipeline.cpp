@@ -1,0 +1,114 @@
+//===- CudaPipeline.cpp - linalg to GPU kernels and their host code ------===//
+//
+// --target=cuda: every linalg op becomes a parallel loop, tiled into blocks
+// of threads and outlined as a kernel (gpu dialect -> NVVM -> PTX through
+// LLVM's NVPTX backend, no CUDA toolkit); buffers live in device memory and
+// the host code only sizes them and launches the kernels, through the
+// `mgpu*` functions the runtime implements over the CUDA driver API
+// (runtime/cuda_driver.c). The PTX is embedded in the object as a string
+// and JIT-compiled by the driver when the model is loaded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CpuPipeline.h"
+#include "codegen/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+void mlir::tfm::buildLinalgToCudaPipeline(OpPassManager &pm,
+                                          const LinalgToCudaOptions &options) {
+  // Bufferization as on the CPU (buildLinalgToLLVMPipeline says why).
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createDropReturnedArgumentsPass());
+  pm.addNestedPass<func::FuncOp>(bufferization::createBufferHoistingPass());
+  pm.addNestedPass<func::FuncOp>(
+      bufferization::createBufferLoopHoistingPass());
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+
+  // Every linalg op (copies included) to a parallel loop nest, tiled into
+  // blocks of threads, each loop nest a gpu.launch.
+  pm.addNestedPass<func::FuncOp>(createCopiesToLinalgPass());
+  // No canonicalization until the loops are kernels: it would drop loops
+  // of one iteration (a decode step's one row), leaving their bodies on the
+  // host.
+  pm.addPass(createConvertLinalgToParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createMapLoopsToGpuPass());
+  pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  pm.addPass(createPlaceBuffersOnDevicePass());
+  pm.addPass(createGpuKernelOutliningPass());
+  // Launches, allocations and copies as asynchronous ops on a stream (what
+  // the GPU runtime calls take), waiting only where the host needs a
+  // result.
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+
+  // Kernels: no libdevice without the CUDA toolkit, so the math functions
+  // become arithmetic (upstream's polynomials, a few ulp of f32); what
+  // convert-gpu-to-nvvm still calls libdevice for (__nv_sqrtf, __nv_floorf)
+  // the driver's JIT resolves (driver 580 on an H100, test/gpu).
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addNestedPass<gpu::GPUModuleOp>(math::createMathExpandOpsPass());
+  ApproximateMathPassOptions approximate;
+  approximate.everyFunction = true;
+  pm.addNestedPass<gpu::GPUModuleOp>(createApproximateMathPass(approximate));
+  pm.addPass(createSCFToControlFlowPass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.cudaArch;
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  // PTX ("isa"): a cubin or fatbin would need the toolkit's ptxas.
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+
+  // The host code, as on the CPU, plus the launches.
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::tfm::printKernelAssembly(ModuleOp module, llvm::raw_ostream &os) {
+  module.walk([&](gpu::BinaryOp binary) {
+    for (Attribute attr : binary.getObjects()) {
+      auto object = cast<gpu::ObjectAttr>(attr);
+      os << "// kernel module @" << binary.getSymName() << "\n"
+         << object.getObject().getValue() << "\n";
+    }
+  });
+}
+
+void mlir::tfm::registerCudaTranslations(DialectRegistry &registry) {
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  // How a gpu.binary is embedded and loaded (#gpu.select_object).
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
+}

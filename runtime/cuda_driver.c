@@ -1,0 +1,315 @@
+/*===- cuda_driver.c - the CUDA driver API, opened at run time -----------===//
+ *
+ * See cuda_driver.h. The driver's types and the few constants used are
+ * declared here from the driver API's documentation: no CUDA header or
+ * library is needed to build.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/cuda_driver.h"
+#include "runtime/buffer_cache.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef unsigned long long CUdeviceptr;
+
+enum { CUDA_SUCCESS = 0 };
+/* CUjit_option values. */
+enum { CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
+
+static struct {
+  pthread_once_t once;
+  pthread_mutex_t lock; /* guards `error` */
+  char error[1024];
+  int failed;
+  void *library;
+  CUcontext context;
+  CUstream stream;
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuStreamCreate)(CUstream *, unsigned);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *,
+                                 void **);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void **, void **);
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  /* Stream-ordered allocation (CUDA 11.2); NULL on older drivers. */
+  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+  CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+} cuda = {PTHREAD_ONCE_INIT, PTHREAD_MUTEX_INITIALIZER};
+
+/* Records the first error; later ones are consequences of it. */
+static void fail(const char *format, ...) {
+  pthread_mutex_lock(&cuda.lock);
+  if (!cuda.failed) {
+    va_list args;
+    va_start(args, format);
+    vsnprintf(cuda.error, sizeof cuda.error, format, args);
+    va_end(args);
+    cuda.failed = 1;
+  }
+  pthread_mutex_unlock(&cuda.lock);
+}
+
+static const char *describe(CUresult result) {
+  const char *text = NULL;
+  if (cuda.cuGetErrorString)
+    cuda.cuGetErrorString(result, &text);
+  return text ? text : "unknown CUDA error";
+}
+
+/* 1 when `result` is success; otherwise records "`what`: <the error>". */
+static int check(CUresult result, const char *what) {
+  if (result == CUDA_SUCCESS)
+    return 1;
+  fail("%s: %s (CUDA error %d)", what, describe(result), result);
+  return 0;
+}
+
+static int resolve(void **slot, const char *name, int required) {
+  *slot = dlsym(cuda.library, name);
+  if (!*slot && required) {
+    fail("the CUDA driver has no %s", name);
+    return 0;
+  }
+  return 1;
+}
+
+static void open_driver(void) {
+  const char *path = getenv("TFM_CUDA_DRIVER");
+  if (!path || !*path)
+    path = "libcuda.so.1";
+  cuda.library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!cuda.library) {
+    fail("cannot load the CUDA driver (%s): %s; a model compiled with "
+         "--target=cuda needs an NVIDIA GPU and its driver",
+         path, dlerror());
+    return;
+  }
+  struct {
+    void **slot;
+    const char *name;
+    int required;
+  } symbols[] = {
+      {(void **)&cuda.cuInit, "cuInit", 1},
+      {(void **)&cuda.cuDeviceGetCount, "cuDeviceGetCount", 1},
+      {(void **)&cuda.cuDeviceGet, "cuDeviceGet", 1},
+      {(void **)&cuda.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 1},
+      {(void **)&cuda.cuCtxSetCurrent, "cuCtxSetCurrent", 1},
+      {(void **)&cuda.cuStreamCreate, "cuStreamCreate", 1},
+      {(void **)&cuda.cuStreamSynchronize, "cuStreamSynchronize", 1},
+      {(void **)&cuda.cuModuleLoadDataEx, "cuModuleLoadDataEx", 1},
+      {(void **)&cuda.cuModuleUnload, "cuModuleUnload", 1},
+      {(void **)&cuda.cuModuleGetFunction, "cuModuleGetFunction", 1},
+      {(void **)&cuda.cuLaunchKernel, "cuLaunchKernel", 1},
+      {(void **)&cuda.cuMemAlloc, "cuMemAlloc_v2", 1},
+      {(void **)&cuda.cuMemFree, "cuMemFree_v2", 1},
+      {(void **)&cuda.cuMemAllocAsync, "cuMemAllocAsync", 0},
+      {(void **)&cuda.cuMemFreeAsync, "cuMemFreeAsync", 0},
+      {(void **)&cuda.cuMemcpyAsync, "cuMemcpyAsync", 1},
+      {(void **)&cuda.cuMemsetD8Async, "cuMemsetD8Async", 1},
+      {(void **)&cuda.cuGetErrorString, "cuGetErrorString", 0},
+  };
+  for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; ++i)
+    if (!resolve(symbols[i].slot, symbols[i].name, symbols[i].required))
+      return;
+  if (!check(cuda.cuInit(0), "cannot initialize the CUDA driver"))
+    return;
+  int devices = 0;
+  if (!check(cuda.cuDeviceGetCount(&devices), "cannot count CUDA devices"))
+    return;
+  if (devices < 1) {
+    fail("the CUDA driver sees no GPU");
+    return;
+  }
+  CUdevice device;
+  if (!check(cuda.cuDeviceGet(&device, 0), "cannot open CUDA device 0") ||
+      !check(cuda.cuDevicePrimaryCtxRetain(&cuda.context, device),
+             "cannot create a context on CUDA device 0") ||
+      !check(cuda.cuCtxSetCurrent(cuda.context),
+             "cannot use the context of CUDA device 0"))
+    return;
+  check(cuda.cuStreamCreate(&cuda.stream, 0), "cannot create a CUDA stream");
+}
+
+/* Opens the driver once, and makes the context current on this thread
+ * (the runtime's callers may be any threads). */
+static int enter(void) {
+  pthread_once(&cuda.once, open_driver);
+  if (cuda.failed)
+    return 0;
+  return check(cuda.cuCtxSetCurrent(cuda.context),
+               "cannot use the context of CUDA device 0");
+}
+
+int tfm_cuda_ready(void) { return enter(); }
+
+const char *tfm_cuda_error(void) { return cuda.failed ? cuda.error : NULL; }
+
+void *tfm_cuda_alloc(size_t bytes) {
+  if (!enter())
+    return NULL;
+  CUdeviceptr device = 0;
+  CUresult result = cuda.cuMemAllocAsync
+                        ? cuda.cuMemAllocAsync(&device, bytes ? bytes : 1,
+                                               cuda.stream)
+                        : cuda.cuMemAlloc(&device, bytes ? bytes : 1);
+  if (result != CUDA_SUCCESS) {
+    fail("cannot allocate %zu bytes of GPU memory: %s", bytes,
+         describe(result));
+    return NULL;
+  }
+  return (void *)(uintptr_t)device;
+}
+
+void tfm_cuda_free(void *device) {
+  if (!device || !enter())
+    return;
+  CUdeviceptr pointer = (CUdeviceptr)(uintptr_t)device;
+  if (cuda.cuMemFreeAsync)
+    check(cuda.cuMemFreeAsync(pointer, cuda.stream), "cannot free GPU memory");
+  else
+    check(cuda.cuMemFree(pointer), "cannot free GPU memory");
+}
+
+static int copy(void *to, const void *from, size_t bytes, const char *what) {
+  if (!enter())
+    return 0;
+  if (bytes == 0)
+    return 1;
+  return check(cuda.cuMemcpyAsync((CUdeviceptr)(uintptr_t)to,
+                                  (CUdeviceptr)(uintptr_t)from, bytes,
+                                  cuda.stream),
+               what) &&
+         check(cuda.cuStreamSynchronize(cuda.stream), what);
+}
+
+int tfm_cuda_upload(void *device, const void *host, size_t bytes) {
+  return copy(device, host, bytes, "cannot copy to the GPU");
+}
+
+int tfm_cuda_download(void *host, const void *device, size_t bytes) {
+  return copy(host, device, bytes, "cannot copy from the GPU");
+}
+
+int tfm_cuda_zero(void *device, size_t bytes) {
+  return enter() && check(cuda.cuMemsetD8Async((CUdeviceptr)(uintptr_t)device,
+                                                0, bytes, cuda.stream),
+                          "cannot clear GPU memory");
+}
+
+int tfm_cuda_synchronize(void) {
+  return enter() && check(cuda.cuStreamSynchronize(cuda.stream),
+                          "a GPU kernel failed");
+}
+
+/*===--- What generated code calls -----------------------------------===*/
+
+void *mgpuModuleLoad(void *data, size_t size) {
+  (void)size;
+  return mgpuModuleLoadJIT(data, 3);
+}
+
+void *mgpuModuleLoadJIT(void *ptx, int optimization_level) {
+  (void)optimization_level; /* the driver's default JIT level is the best */
+  if (!enter())
+    return NULL;
+  char log[4096] = "";
+  int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {log, (void *)(uintptr_t)sizeof log};
+  CUmodule module = NULL;
+  CUresult result = cuda.cuModuleLoadDataEx(&module, ptx, 2, options, values);
+  if (result != CUDA_SUCCESS) {
+    fail("the CUDA driver rejected a kernel module's PTX: %s%s%s",
+         describe(result), log[0] ? ": " : "", log);
+    return NULL;
+  }
+  return module;
+}
+
+void mgpuModuleUnload(void *module) {
+  /* At exit, after the driver may be gone: nothing to report to. */
+  if (module && !cuda.failed)
+    cuda.cuModuleUnload((CUmodule)module);
+}
+
+void *mgpuModuleGetFunction(void *module, const char *name) {
+  if (!module || !enter())
+    return NULL;
+  CUfunction function = NULL;
+  if (cuda.cuModuleGetFunction(&function, (CUmodule)module, name) !=
+      CUDA_SUCCESS) {
+    fail("kernel %s is missing from its module", name);
+    return NULL;
+  }
+  return function;
+}
+
+void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_y,
+                      intptr_t grid_z, intptr_t block_x, intptr_t block_y,
+                      intptr_t block_z, int32_t shared_bytes, void *stream,
+                      void **params, void **extra, size_t num_params) {
+  (void)stream;
+  (void)num_params;
+  if (!function || !enter())
+    return;
+  /* A loop of no iterations launches nothing (the driver refuses an
+   * empty grid). */
+  if (grid_x <= 0 || grid_y <= 0 || grid_z <= 0 || block_x <= 0 ||
+      block_y <= 0 || block_z <= 0)
+    return;
+  check(cuda.cuLaunchKernel((CUfunction)function, (unsigned)grid_x,
+                            (unsigned)grid_y, (unsigned)grid_z,
+                            (unsigned)block_x, (unsigned)block_y,
+                            (unsigned)block_z, (unsigned)shared_bytes,
+                            cuda.stream, params, extra),
+        "cannot launch a GPU kernel");
+}
+
+/* Generated code brackets each launch with a stream of its own; all of a
+ * model's work goes to the one stream instead, in order, so that nothing
+ * waits until a copy to the host does. */
+void *mgpuStreamCreate(void) { return enter() ? cuda.stream : NULL; }
+void mgpuStreamDestroy(void *stream) { (void)stream; }
+void mgpuStreamSynchronize(void *stream) { (void)stream; }
+
+void *mgpuMemAlloc(uint64_t bytes, void *stream, int8_t host_shared) {
+  (void)stream;
+  (void)host_shared;
+  void *device = tfm_cuda_alloc((size_t)bytes);
+  if (!device)
+    tfm_buffer_fail_call(); /* the generated call returns out of memory */
+  return device;
+}
+
+void mgpuMemFree(void *device, void *stream) {
+  (void)stream;
+  tfm_cuda_free(device);
+}
+
+void mgpuMemcpy(void *to, void *from, size_t bytes, void *stream) {
+  (void)stream;
+  copy(to, from, bytes, "a GPU kernel or copy failed");
+}

@@ -1,0 +1,99 @@
+/* A stand-in for libcuda.so.1 that fails the way real machines do, so
+ * that the CUDA loader's error paths run without a GPU (cuda-target.test).
+ * FAKE_CUDA_FAILURE picks the failure:
+ *   no-device  cuInit reports CUDA_ERROR_NO_DEVICE (no GPU, or none visible)
+ *   bad-ptx    a device works, but the driver rejects the kernels' PTX
+ *   launch     modules load, every kernel launch fails */
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_PTX = 218,
+  CUDA_ERROR_LAUNCH_FAILED = 719
+};
+
+static int failure(const char *name) {
+  const char *mode = getenv("FAKE_CUDA_FAILURE");
+  return mode && strcmp(mode, name) == 0;
+}
+
+CUresult cuGetErrorString(CUresult error, const char **text) {
+  *text = error == CUDA_ERROR_NO_DEVICE      ? "no CUDA-capable device is detected"
+          : error == CUDA_ERROR_INVALID_PTX  ? "a PTX JIT compilation failed"
+          : error == CUDA_ERROR_LAUNCH_FAILED ? "unspecified launch failure"
+                                             : "fake CUDA error";
+  return CUDA_SUCCESS;
+}
+CUresult cuInit(unsigned flags) {
+  (void)flags;
+  return failure("no-device") ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
+}
+CUresult cuDeviceGetCount(int *count) { *count = 1; return CUDA_SUCCESS; }
+CUresult cuDeviceGet(int *device, int ordinal) {
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+static int context, stream, module, function;
+CUresult cuDevicePrimaryCtxRetain(void **out, int device) {
+  (void)device;
+  *out = &context;
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxSetCurrent(void *c) { (void)c; return CUDA_SUCCESS; }
+CUresult cuStreamCreate(void **out, unsigned flags) {
+  (void)flags;
+  *out = &stream;
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamSynchronize(void *s) { (void)s; return CUDA_SUCCESS; }
+CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n,
+                            int *options, void **values) {
+  (void)image;
+  if (!failure("bad-ptx")) {
+    *out = &module;
+    return CUDA_SUCCESS;
+  }
+  for (unsigned i = 0; i < n; ++i)
+    if (options[i] == 5 /* CU_JIT_ERROR_LOG_BUFFER */)
+      strcpy((char *)values[i], "ptxas fatal: unsupported .target");
+  return CUDA_ERROR_INVALID_PTX;
+}
+CUresult cuModuleUnload(void *m) { (void)m; return CUDA_SUCCESS; }
+CUresult cuModuleGetFunction(void **out, void *m, const char *name) {
+  (void)m;
+  (void)name;
+  *out = &function;
+  return CUDA_SUCCESS;
+}
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
+                        unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                        void *s, void **params, void **extra) {
+  (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz;
+  (void)smem, (void)s, (void)params, (void)extra;
+  return CUDA_ERROR_LAUNCH_FAILED;
+}
+/* Host memory stands in for device memory. */
+CUresult cuMemAlloc_v2(unsigned long long *out, size_t bytes) {
+  void *p = malloc(bytes);
+  *out = (unsigned long long)(size_t)p;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemFree_v2(unsigned long long p) {
+  free((void *)(size_t)p);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyAsync(unsigned long long to, unsigned long long from,
+                       size_t bytes, void *s) {
+  (void)s;
+  memcpy((void *)(size_t)to, (const void *)(size_t)from, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemsetD8Async(unsigned long long p, unsigned char value,
+                         size_t bytes, void *s) {
+  (void)s;
+  memset((void *)(size_t)p, value, bytes);
+  return CUDA_SUCCESS;
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# make-bundle.sh - compiles the GPU checks' models with --target=cuda here
+# (the GPU machine has no LLVM/MLIR) and gathers them, with the shared
+# libraries they load that a bare machine may lack, into one folder:
+#
+#   bash test/gpu/make-bundle.sh [BUNDLE]   # default build/gpu-bundle
+#
+# then, on a machine with an NVIDIA GPU and its driver, from the repository
+# root: bash test/gpu/run-gpu-checks.sh BUNDLE (which unpacks the gzipped
+# executables).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+bundle="${1:-$root/build/gpu-bundle}"
+tfmc="$root/build/bin/tfmc"
+shared="$root/../shared/models"
+rm -rf "$bundle" && mkdir -p "$bundle"
+"$tfmc" -q "$shared/stories260K/stories260K.bin" \
+  --tokenizer "$shared/stories260K/tok512.bin" --target=cuda -o "$bundle/stories260K"
+"$tfmc" -q "$root/test/e2e/Inputs/llama-mha-f32" --target=cuda -o "$bundle/llama-mha-f32"
+"$tfmc" -q "$root/test/e2e/Inputs/llama-gqa-f16-untied" --target=cuda -o "$bundle/llama-gqa-f16-untied"
+bash "$root/test/gpu/copy-libs.sh" "$bundle/lib" "$bundle"/stories260K "$bundle"/llama-*
+# PTX is text: gzipped, the bundle fits what a device run carries.
+gzip "$bundle"/stories260K "$bundle"/llama-*
+du -sh --apparent-size "$bundle"
