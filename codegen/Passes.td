@@ -275,6 +275,38 @@ def CopiesToLinalgPass : Pass<"tfm-copies-to-linalg", "func::FuncOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def LowerMatvecToGpuPass : Pass<"tfm-lower-matvec-to-gpu", "func::FuncOp"> {
+  let summary = "Decode's x·Wᵀ as one block reduction per output";
+  let description = [{
+    A decode step multiplies a few rows (`max-rows`, known at compile time)
+    by each weight matrix: as parallel loops, one thread per output would
+    walk a weight row alone, and neighbouring threads would read addresses
+    a row apart. This pass makes each such `linalg.matmul` (C[m, n] +=
+    A[m, k] · B[n, k]) a `gpu.launch` with one block per output element:
+    its `threads` threads stride through k together, so that a warp reads
+    one contiguous run of the weight row, and `gpu.all_reduce` sums their
+    partial sums. The weights stream from memory once, coalesced.
+
+    ```mlir
+    linalg.matmul indexing_maps = [(m, k), (n, k), (m, n)]
+        ins(%x, %w : memref<1x768xf32>, memref<2048x768xf32>) outs(%y : memref<1x2048xf32>)
+    // becomes
+    gpu.launch blocks(%n, %m, %z) in (2048, 1, 1) threads(%t, ...) in (128, 1, 1) {
+      %part = scf.for %k = %t to %c768 step %c128 iter_args(...) -> (f32)
+      %sum = gpu.all_reduce add %part uniform {} : (f32) -> f32
+      scf.if %t == 0 { y[m, n] += %sum }
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect"];
+  let options = [
+    Option<"threads", "threads", "int64_t", /*default=*/"128",
+           "Threads of a block (a multiple of 32, at most 1024)">,
+    Option<"maxRows", "max-rows", "int64_t", /*default=*/"8",
+           "Most rows of x that count as a matrix-vector product">
+  ];
+}
+
 def MapLoopsToGpuPass : Pass<"tfm-map-loops-to-gpu", "func::FuncOp"> {
   let summary = "Split each outermost parallel loop into blocks of threads";
   let description = [{
