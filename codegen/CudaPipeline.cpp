@@ -44,10 +44,12 @@ void mlir::tfm::buildLinalgToCudaPipeline(OpPassManager &pm,
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
 
-  // Decode's matrix-vector products as block reductions; every other
+  // Decode's matrix-vector products and row reductions (norms, softmax)
+  // as block reductions; every other
   // linalg op (copies included) to a parallel loop nest, tiled into blocks
   // of threads, each loop nest a gpu.launch.
   pm.addNestedPass<func::FuncOp>(createLowerMatvecToGpuPass());
+  pm.addNestedPass<func::FuncOp>(createLowerReductionsToGpuPass());
   pm.addNestedPass<func::FuncOp>(createCopiesToLinalgPass());
   // No canonicalization until the loops are kernels: it would drop loops
   // of one iteration (a decode step's one row), leaving their bodies on the

@@ -307,6 +307,61 @@ def LowerMatvecToGpuPass : Pass<"tfm-lower-matvec-to-gpu", "func::FuncOp"> {
   ];
 }
 
+def LowerReductionsToGpuPass
+    : Pass<"tfm-lower-reductions-to-gpu", "func::FuncOp"> {
+  let summary = "Row reductions (norms, softmax) as one block reduction per row";
+  let description = [{
+    A `linalg.generic` that reduces its innermost dimension (a norm's sum of
+    squares, softmax's maximum and sum) would run, as parallel loops, one
+    thread per row walking the whole row: a chain of dependent loads, the
+    slowest part of a decode step. This pass makes each one a `gpu.launch`
+    with a block per row (the parallel dimensions, innermost on the grid's
+    x): its threads stride through the row, each folding its elements into
+    its own accumulators (starting from the combiner's neutral element: 0
+    for `addf`, -inf for `maximumf`) and writing the outputs the generic
+    writes elementwise; `gpu.all_reduce` joins the accumulators and thread 0
+    folds the totals into the reduced outputs, as the generic would.
+
+    A reduced dimension between parallel ones (attention's weighted sum
+    of values: queries, heads, positions reduced, head width) is first
+    moved innermost (`linalg::interchangeGenericOp`): left in place, it
+    would become a loop around the inner parallel dimensions, run by the
+    few threads of the outer ones.
+
+    Generics qualify with one reduced dimension, the innermost, at most
+    three parallel ones, every reduced output combined by `addf` or
+    `maximumf` of itself, and rows of at least `min-length` elements (or of
+    unknown length), or at most `max-rows` rows: a prefill's attention
+    scores (many rows of one head's width) stay one thread per row.
+
+    ```mlir
+    linalg.generic {iterator_types = ["parallel", "reduction"]}
+        ins(%x : memref<1x768xf32>) outs(%sum : memref<1xf32>) {
+      ^bb0(%in: f32, %acc: f32):
+        %sq = arith.mulf %in, %in : f32
+        %s = arith.addf %sq, %acc : f32
+        linalg.yield %s : f32
+    }
+    // becomes
+    gpu.launch blocks(%row, ...) in (1, 1, 1) threads(%t, ...) in (128, 1, 1) {
+      %part = scf.for %r = %t to %c768 step %c128 iter_args(%a = 0.0) -> (f32)
+      %total = gpu.all_reduce add %part uniform {} : (f32) -> f32
+      scf.if %t == 0 { sum[row] = sum[row] + %total }
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::affine::AffineDialect",
+                           "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect"];
+  let options = [
+    Option<"threads", "threads", "int64_t", /*default=*/"128",
+           "Most threads of a block (a multiple of 32, at most 1024)">,
+    Option<"minLength", "min-length", "int64_t", /*default=*/"256",
+           "Rows at least this long get a block each">,
+    Option<"maxRows", "max-rows", "int64_t", /*default=*/"4096",
+           "As do at most this many rows of any length">
+  ];
+}
+
 def MapLoopsToGpuPass : Pass<"tfm-map-loops-to-gpu", "func::FuncOp"> {
   let summary = "Split each outermost parallel loop into blocks of threads";
   let description = [{

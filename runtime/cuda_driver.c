@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,6 +226,94 @@ int tfm_cuda_synchronize(void) {
                           "a GPU kernel failed");
 }
 
+/*===--- TFM_CUDA_PROFILE: where a model's GPU time goes --------------===*/
+
+/* With TFM_CUDA_PROFILE set, every launch waits for its kernel, and the
+ * kernels' wall times (launch to completion, per kernel name) are printed
+ * to stderr at exit, the costliest first: a profile without the CUDA
+ * toolkit's tools. The waiting costs what the launches overlapped. */
+enum { kMaxProfiled = 4096 };
+typedef struct {
+  void *function;
+  char *name;
+  double seconds;
+  long long launches;
+  intptr_t grid[3], block[3]; /* of the last launch */
+} profiled_kernel;
+static struct {
+  int enabled; /* -1: not yet read from the environment */
+  int count;
+  profiled_kernel kernels[kMaxProfiled];
+} profile = {-1};
+
+static int profiling(void) {
+  if (profile.enabled < 0)
+    profile.enabled = getenv("TFM_CUDA_PROFILE") != NULL;
+  return profile.enabled;
+}
+
+static int by_time(const void *a, const void *b) {
+  double x = ((const profiled_kernel *)a)->seconds;
+  double y = ((const profiled_kernel *)b)->seconds;
+  return (x < y) - (x > y);
+}
+
+static void print_profile(void) {
+  double total = 0;
+  long long launches = 0;
+  for (int i = 0; i < profile.count; ++i) {
+    total += profile.kernels[i].seconds;
+    launches += profile.kernels[i].launches;
+  }
+  qsort(profile.kernels, (size_t)profile.count, sizeof profile.kernels[0],
+        by_time);
+  fprintf(stderr, "TFM_CUDA_PROFILE: %lld launches, %.3f s in kernels\n",
+          launches, total);
+  for (int i = 0; i < profile.count && i < 20; ++i)
+    fprintf(stderr, "  %8.3f ms %6lld x %s (grid %ld,%ld,%ld block %ld,%ld,%ld)\n",
+            profile.kernels[i].seconds * 1e3, profile.kernels[i].launches,
+            profile.kernels[i].name, (long)profile.kernels[i].grid[0],
+            (long)profile.kernels[i].grid[1], (long)profile.kernels[i].grid[2],
+            (long)profile.kernels[i].block[0],
+            (long)profile.kernels[i].block[1],
+            (long)profile.kernels[i].block[2]);
+}
+
+static profiled_kernel *find_kernel(void *function) {
+  for (int i = 0; i < profile.count; ++i)
+    if (profile.kernels[i].function == function)
+      return &profile.kernels[i];
+  return NULL;
+}
+
+/* Generated code looks each kernel up before each launch. */
+static void remember_kernel(void *function, const char *name) {
+  if (!profiling() || profile.count >= kMaxProfiled || find_kernel(function))
+    return;
+  if (profile.count == 0)
+    atexit(print_profile);
+  profile.kernels[profile.count].function = function;
+  profile.kernels[profile.count].name = strdup(name);
+  ++profile.count;
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void account(void *function, double seconds, const intptr_t grid[3],
+                    const intptr_t block[3]) {
+  profiled_kernel *kernel = find_kernel(function);
+  if (kernel) {
+    kernel->seconds += seconds;
+    ++kernel->launches;
+    memcpy(kernel->grid, grid, sizeof kernel->grid);
+    memcpy(kernel->block, block, sizeof kernel->block);
+  }
+}
+
 /*===--- What generated code calls -----------------------------------===*/
 
 void *mgpuModuleLoad(void *data, size_t size) {
@@ -264,6 +353,7 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
     fail("kernel %s is missing from its module", name);
     return NULL;
   }
+  remember_kernel(function, name);
   return function;
 }
 
@@ -280,12 +370,17 @@ void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_y,
   if (grid_x <= 0 || grid_y <= 0 || grid_z <= 0 || block_x <= 0 ||
       block_y <= 0 || block_z <= 0)
     return;
+  double start = profiling() ? now() : 0;
   check(cuda.cuLaunchKernel((CUfunction)function, (unsigned)grid_x,
                             (unsigned)grid_y, (unsigned)grid_z,
                             (unsigned)block_x, (unsigned)block_y,
                             (unsigned)block_z, (unsigned)shared_bytes,
                             cuda.stream, params, extra),
         "cannot launch a GPU kernel");
+  if (profiling() && check(cuda.cuStreamSynchronize(cuda.stream),
+                           "a GPU kernel failed"))
+    account(function, now() - start, (intptr_t[3]){grid_x, grid_y, grid_z},
+            (intptr_t[3]){block_x, block_y, block_z});
 }
 
 /* Generated code brackets each launch with a stream of its own; all of a

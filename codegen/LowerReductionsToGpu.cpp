@@ -1,0 +1,258 @@
+//===- LowerReductionsToGpu.cpp - row reductions as block reductions -----===//
+//
+// See LowerReductionsToGpuPass in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Passes.h"
+
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_LOWERREDUCTIONSTOGPUPASS
+#include "codegen/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+
+namespace {
+
+/// How one output of a reduction generic is combined across the reduced
+/// dimension: the op that folds a new value into it, the neutral element
+/// the threads start from, and gpu.all_reduce's name for it.
+struct Combiner {
+  Operation *op = nullptr;
+  TypedAttr identity;
+  gpu::AllReduceOperation kind;
+};
+
+/// The combiner of output `index` of `generic`: its yielded value must be
+/// `addf` or `maximumf` of its own block argument and something else.
+std::optional<Combiner> combinerOf(linalg::GenericOp generic, unsigned index) {
+  Block *body = generic.getBody();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  BlockArgument accumulator =
+      body->getArgument(generic.getNumDpsInputs() + index);
+  Operation *op = yield.getOperand(index).getDefiningOp();
+  if (!op || op->getNumOperands() != 2 ||
+      !llvm::is_contained(op->getOperands(), accumulator) ||
+      !accumulator.hasOneUse() || !accumulator.getType().isF32())
+    return std::nullopt;
+  Builder b(generic.getContext());
+  if (isa<arith::AddFOp>(op))
+    return Combiner{op, b.getF32FloatAttr(0.0f), gpu::AllReduceOperation::ADD};
+  if (isa<arith::MaximumFOp>(op))
+    return Combiner{op,
+                    b.getF32FloatAttr(-std::numeric_limits<float>::infinity()),
+                    gpu::AllReduceOperation::MAXIMUMF};
+  return std::nullopt;
+}
+
+struct LowerReductionsToGpuPass
+    : mlir::tfm::impl::LowerReductionsToGpuPassBase<
+          LowerReductionsToGpuPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    moveReductionsInnermost();
+    SmallVector<linalg::GenericOp> generics;
+    getOperation().walk([&](linalg::GenericOp generic) {
+      if (worthABlockPerRow(generic))
+        generics.push_back(generic);
+    });
+    for (linalg::GenericOp generic : generics)
+      lower(generic);
+  }
+
+  /// A reduction between parallel dimensions (attention's weighted sum of
+  /// values: queries, heads, positions reduced, head width) would become a
+  /// loop around the inner parallel ones, run by each thread of the outer
+  /// ones: a handful of threads doing all the work. Reduced last, every
+  /// parallel dimension is the GPU's.
+  void moveReductionsInnermost() {
+    SmallVector<linalg::GenericOp> generics;
+    getOperation().walk([&](linalg::GenericOp generic) {
+      if (generic.hasPureBufferSemantics() &&
+          generic.getNumReductionLoops() == 1 &&
+          generic.getIteratorTypesArray().back() !=
+              utils::IteratorType::reduction)
+        generics.push_back(generic);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::GenericOp generic : generics) {
+      SmallVector<unsigned> order, reduced;
+      for (auto [dim, kind] : llvm::enumerate(generic.getIteratorTypesArray()))
+        (kind == utils::IteratorType::reduction ? reduced : order)
+            .push_back(dim);
+      order.append(reduced);
+      rewriter.setInsertionPoint(generic);
+      (void)linalg::interchangeGenericOp(rewriter, generic, order);
+    }
+  }
+
+  /// One reduced dimension, the innermost (so that neighbouring threads
+  /// read neighbouring elements), at most three parallel ones (the grid's
+  /// x, y, z), outputs that are reduced with a known combiner or written
+  /// elementwise; and rows long enough, or few enough, to be worth a block
+  /// each (a prefill's short rows, numerous, stay one thread each).
+  bool worthABlockPerRow(linalg::GenericOp generic) {
+    if (!generic.hasPureBufferSemantics() || generic.getNumReductionLoops() != 1)
+      return false;
+    unsigned rank = generic.getNumLoops();
+    if (rank > 4 || generic.getIteratorTypesArray()[rank - 1] !=
+                        utils::IteratorType::reduction)
+      return false;
+    for (OpOperand &init : generic.getDpsInitsMutable()) {
+      AffineMap map = generic.getMatchingIndexingMap(&init);
+      unsigned index = init.getOperandNumber() - generic.getNumDpsInputs();
+      bool reduced = !map.isFunctionOfDim(rank - 1);
+      if (reduced && !combinerOf(generic, index))
+        return false;
+      // An output written elementwise must not read its old value.
+      if (!reduced && !generic.getMatchingBlockArgument(&init).use_empty())
+        return false;
+    }
+    SmallVector<int64_t> sizes = generic.getStaticLoopRanges();
+    int64_t rows = 1;
+    for (unsigned dim = 0; dim + 1 < rank; ++dim)
+      rows = ShapedType::isDynamic(sizes[dim]) || ShapedType::isDynamic(rows)
+                 ? ShapedType::kDynamic
+                 : rows * sizes[dim];
+    int64_t length = sizes[rank - 1];
+    return ShapedType::isDynamic(length) || length >= minLength ||
+           (!ShapedType::isDynamic(rows) && rows <= maxRows);
+  }
+
+  /// A block per point of the parallel dimensions; its threads stride
+  /// through the reduced dimension, each folding its elements into its own
+  /// accumulators (and writing the elementwise outputs); gpu.all_reduce
+  /// joins the accumulators and thread 0 folds the totals into the outputs.
+  void lower(linalg::GenericOp generic) {
+    OpBuilder b(generic);
+    Location loc = generic.getLoc();
+    unsigned rank = generic.getNumLoops();
+    unsigned numInputs = generic.getNumDpsInputs();
+    SmallVector<Range, 4> ranges =
+        cast<linalg::LinalgOp>(generic.getOperation()).createLoopRanges(b, loc);
+    auto value = [&](OpFoldResult size) {
+      return getValueOrCreateConstantIndexOp(b, loc, size);
+    };
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    // Grid x is the innermost parallel dimension.
+    SmallVector<Value> grid(3, one);
+    for (unsigned dim = 0; dim + 1 < rank; ++dim)
+      grid[rank - 2 - dim] = value(ranges[dim].size);
+    Value length = value(ranges[rank - 1].size);
+    SmallVector<int64_t> sizes = generic.getStaticLoopRanges();
+    int64_t blockSize = threads;
+    if (!ShapedType::isDynamic(sizes[rank - 1]))
+      blockSize = std::min<int64_t>(threads,
+                                    std::max<int64_t>(32, (sizes[rank - 1] + 31) / 32 * 32));
+    Value stride = arith::ConstantIndexOp::create(b, loc, blockSize);
+    auto launch = gpu::LaunchOp::create(b, loc, grid[0], grid[1], grid[2],
+                                        stride, one, one);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    gpu::KernelDim3 blockIds = launch.getBlockIds();
+    Value blocks[3] = {blockIds.x, blockIds.y, blockIds.z};
+    SmallVector<Value> point(rank);
+    for (unsigned dim = 0; dim + 1 < rank; ++dim)
+      point[dim] = blocks[rank - 2 - dim];
+    Value thread = launch.getThreadIds().x;
+
+    Block *body = generic.getBody();
+    auto yield = cast<linalg::YieldOp>(body->getTerminator());
+    SmallVector<unsigned> reduced;
+    SmallVector<Combiner> combiners;
+    SmallVector<Value> identities;
+    for (unsigned i = 0; i < generic.getNumDpsInits(); ++i)
+      if (!generic.getIndexingMapsArray()[numInputs + i].isFunctionOfDim(
+              rank - 1)) {
+        Combiner combiner = *combinerOf(generic, i);
+        reduced.push_back(i);
+        combiners.push_back(combiner);
+        identities.push_back(
+            arith::ConstantOp::create(b, loc, combiner.identity));
+      }
+
+    auto indicesAt = [&](OpBuilder &nb, Location nl, AffineMap map,
+                         ArrayRef<Value> ivs) {
+      SmallVector<Value> indices;
+      for (unsigned r = 0; r < map.getNumResults(); ++r)
+        indices.push_back(affine::AffineApplyOp::create(
+            nb, nl, map.getSubMap({r}), ivs));
+      return indices;
+    };
+    auto strided = scf::ForOp::create(
+        b, loc, thread, length, stride, identities,
+        [&](OpBuilder &nb, Location nl, Value r, ValueRange accumulators) {
+          SmallVector<Value> ivs(point);
+          ivs[rank - 1] = r;
+          IRMapping mapping;
+          for (OpOperand *input : generic.getDpsInputOperands()) {
+            Value element = memref::LoadOp::create(
+                nb, nl, input->get(),
+                indicesAt(nb, nl, generic.getMatchingIndexingMap(input), ivs));
+            mapping.map(body->getArgument(input->getOperandNumber()), element);
+          }
+          for (auto [position, i] : llvm::enumerate(reduced))
+            mapping.map(body->getArgument(numInputs + i),
+                        accumulators[position]);
+          for (Operation &op : body->without_terminator()) {
+            if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+              mapping.map(index.getResult(), ivs[index.getDim()]);
+              continue;
+            }
+            nb.clone(op, mapping);
+          }
+          SmallVector<Value> next;
+          for (unsigned i = 0; i < generic.getNumDpsInits(); ++i) {
+            Value yielded = mapping.lookupOrDefault(yield.getOperand(i));
+            if (llvm::is_contained(reduced, i)) {
+              next.push_back(yielded);
+              continue;
+            }
+            OpOperand *init = generic.getDpsInitOperand(i);
+            memref::StoreOp::create(
+                nb, nl, yielded, init->get(),
+                indicesAt(nb, nl, generic.getMatchingIndexingMap(init), ivs));
+          }
+          scf::YieldOp::create(nb, nl, next);
+        });
+
+    Value first = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, thread,
+        arith::ConstantIndexOp::create(b, loc, 0));
+    SmallVector<Value> totals;
+    for (auto [position, combiner] : llvm::enumerate(combiners))
+      totals.push_back(gpu::AllReduceOp::create(
+          b, loc, strided.getResult(position),
+          gpu::AllReduceOperationAttr::get(b.getContext(), combiner.kind),
+          b.getUnitAttr()));
+    scf::IfOp::create(b, loc, first, [&](OpBuilder &nb, Location nl) {
+      for (auto [position, i] : llvm::enumerate(reduced)) {
+        OpOperand *init = generic.getDpsInitOperand(i);
+        SmallVector<Value> at(point);
+        at[rank - 1] = thread; // 0 here; a reduced output does not use it
+        SmallVector<Value> indices =
+            indicesAt(nb, nl, generic.getMatchingIndexingMap(init), at);
+        Value old = memref::LoadOp::create(nb, nl, init->get(), indices);
+        IRMapping fold;
+        fold.map(body->getArgument(numInputs + i), old);
+        Operation *combiner = combiners[position].op;
+        for (Value operand : combiner->getOperands())
+          if (operand != body->getArgument(numInputs + i))
+            fold.map(operand, totals[position]);
+        Value folded = nb.clone(*combiner, fold)->getResult(0);
+        memref::StoreOp::create(nb, nl, folded, init->get(), indices);
+      }
+      scf::YieldOp::create(nb, nl);
+    });
+    gpu::TerminatorOp::create(b, loc);
+    generic.erase();
+  }
+};
+
+} // namespace

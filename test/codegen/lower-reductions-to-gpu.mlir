@@ -1,0 +1,91 @@
+// RUN: tfm-opt %s -split-input-file -tfm-lower-reductions-to-gpu | FileCheck %s
+
+// A fused residual add and RMSNorm's sum of squares over a decode step's
+// row: one block, its threads striding the row; the sum (an elementwise
+// output) written as it goes, the squares reduced across the block and
+// added to the output by thread 0.
+// CHECK-LABEL: func.func @add_sum_of_squares
+// CHECK-SAME: (%[[A:.*]]: memref<1x768xf32>, %[[B:.*]]: memref<1x768xf32>, %[[SUM:.*]]: memref<1x768xf32>, %[[SQ:.*]]: memref<1xf32>)
+// CHECK: %[[C128:.*]] = arith.constant 128 : index
+// CHECK: gpu.launch blocks(%[[ROW:.*]], %{{.*}}, %{{.*}}) in {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C128]],
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[PART:.*]] = scf.for %[[R:.*]] = %[[T]] to %{{.*}} step %[[C128]] iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (f32)
+// CHECK: %[[X:.*]] = arith.addf
+// CHECK: %[[NEXT:.*]] = arith.addf %{{.*}}, %[[ACC]]
+// CHECK: memref.store %[[X]], %[[SUM]]
+// CHECK: scf.yield %[[NEXT]]
+// CHECK: %[[TOTAL:.*]] = gpu.all_reduce add %[[PART]] uniform
+// CHECK: scf.if
+// CHECK: %[[OLD:.*]] = memref.load %[[SQ]]
+// CHECK: %[[NEW:.*]] = arith.addf %[[TOTAL]], %[[OLD]]
+// CHECK: memref.store %[[NEW]], %[[SQ]]
+// CHECK-NOT: linalg.generic
+func.func @add_sum_of_squares(%a: memref<1x768xf32>, %b: memref<1x768xf32>, %sum: memref<1x768xf32>, %sq: memref<1xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%a, %b : memref<1x768xf32>, memref<1x768xf32>) outs(%sum, %sq : memref<1x768xf32>, memref<1xf32>) {
+  ^bb0(%x: f32, %y: f32, %s: f32, %acc: f32):
+    %0 = arith.addf %x, %y : f32
+    %1 = arith.mulf %0, %0 : f32
+    %2 = arith.addf %1, %acc : f32
+    linalg.yield %0, %2 : f32, f32
+  }
+  return
+}
+
+// -----
+
+// Softmax's maximum over a head's scores (rows of unknown length): a block
+// per (head, query), starting from -inf.
+// CHECK-LABEL: func.func @row_max
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c1{{.*}}, %{{.*}} = %c8{{.*}}, %{{.*}} = %c1{{.*}})
+// CHECK: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[NEGINF]])
+// CHECK: arith.maximumf
+// CHECK: gpu.all_reduce maximumf
+func.func @row_max(%scores: memref<8x1x?xf32>, %max: memref<8x1xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%scores : memref<8x1x?xf32>) outs(%max : memref<8x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %in, %out : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+// Many short rows (a prefill's scores over one head's width) stay loops.
+// CHECK-LABEL: func.func @short_rows
+// CHECK: linalg.generic
+func.func @short_rows(%q: memref<?x64xf32>, %out: memref<?xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%q : memref<?x64xf32>) outs(%out : memref<?xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %0 = arith.addf %in, %acc : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+// Attention's weighted sum of values reduces positions between heads and
+// the head's width: moved innermost, it is a block reduction per (query,
+// head, width) element rather than a loop around the width in each of a
+// handful of threads.
+// CHECK-LABEL: func.func @weighted_values
+// CHECK: gpu.launch blocks(%[[D:.*]], %[[H:.*]], %[[Q:.*]]) in (%{{.*}} = %c64{{.*}}, %{{.*}} = %c12{{.*}}, %{{.*}} = %c1{{.*}})
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: memref.load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : memref<12x1x?xf32>
+// CHECK: gpu.all_reduce add
+// CHECK-NOT: linalg.generic
+func.func @weighted_values(%p: memref<12x1x?xf32>, %v: memref<?x4x64xf32>, %out: memref<1x12x64xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(q, h, t, d) -> (h, q, t)>, affine_map<(q, h, t, d) -> (t, h floordiv 3, d)>, affine_map<(q, h, t, d) -> (q, h, d)>], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+      ins(%p, %v : memref<12x1x?xf32>, memref<?x4x64xf32>) outs(%out : memref<1x12x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %0 = arith.mulf %a, %b : f32
+    %1 = arith.addf %0, %acc : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
