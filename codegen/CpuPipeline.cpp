@@ -74,6 +74,7 @@ void mlir::tfm::buildCpuPipeline(OpPassManager &pm,
     if (targetsCuda(options)) {
       LinalgToCudaOptions cuda;
       cuda.cudaArch = options.cudaArch;
+      cuda.planArena = options.planArena;
       buildLinalgToCudaPipeline(pm, cuda);
       return;
     }

@@ -161,6 +161,8 @@ inline bool targetsCuda(const CpuPipelineOptions &options) {
 struct LinalgToCudaOptions {
   /// The PTX's target architecture (nvvm-attach-target's chip).
   std::string cudaArch = "sm_80";
+  /// Temporary buffers in one device allocation (tfm-plan-arena).
+  bool planArena = true;
 };
 
 /// linalg on tensors -> device buffers and GPU kernels (PTX in

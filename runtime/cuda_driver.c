@@ -186,13 +186,16 @@ void *tfm_cuda_alloc(size_t bytes) {
 }
 
 void tfm_cuda_free(void *device) {
-  if (!device || !enter())
+  /* Freed even after an error (a model released after a failed kernel):
+   * only the first error is reported. */
+  if (!device || !cuda.context)
     return;
+  cuda.cuCtxSetCurrent(cuda.context);
   CUdeviceptr pointer = (CUdeviceptr)(uintptr_t)device;
-  if (cuda.cuMemFreeAsync)
-    check(cuda.cuMemFreeAsync(pointer, cuda.stream), "cannot free GPU memory");
-  else
-    check(cuda.cuMemFree(pointer), "cannot free GPU memory");
+  CUresult result = cuda.cuMemFreeAsync
+                        ? cuda.cuMemFreeAsync(pointer, cuda.stream)
+                        : cuda.cuMemFree(pointer);
+  check(result, "cannot free GPU memory");
 }
 
 static int copy(void *to, const void *from, size_t bytes, const char *what) {
