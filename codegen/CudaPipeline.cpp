@@ -50,10 +50,11 @@ void mlir::tfm::buildLinalgToCudaPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createPlanArenaPass());
 
   // Decode's matrix-vector products and row reductions (norms, softmax)
-  // as block reductions; every other
+  // as block reductions, prefill's products as tiled GEMMs; every other
   // linalg op (copies included) to a parallel loop nest, tiled into blocks
   // of threads, each loop nest a gpu.launch.
   pm.addNestedPass<func::FuncOp>(createLowerMatvecToGpuPass());
+  pm.addNestedPass<func::FuncOp>(createLowerMatmulToGpuTilesPass());
   pm.addNestedPass<func::FuncOp>(createLowerReductionsToGpuPass());
   pm.addNestedPass<func::FuncOp>(createCopiesToLinalgPass());
   // No canonicalization until the loops are kernels: it would drop loops

@@ -307,6 +307,23 @@ def LowerMatvecToGpuPass : Pass<"tfm-lower-matvec-to-gpu", "func::FuncOp"> {
   ];
 }
 
+def LowerMatmulToGpuTilesPass
+    : Pass<"tfm-lower-matmul-to-gpu-tiles", "func::FuncOp"> {
+  let summary = "x·Wᵀ over many rows as a GEMM staged through shared memory";
+  let description = [{
+    The matrix products `tfm-lower-matvec-to-gpu` leaves (a prefill's:
+    rows known at run time only) would run one thread per output, each
+    reading a row of x and a row of W from memory. This pass makes each
+    `linalg.matmul` (C[m, n] += A[m, k] · B[n, k]) a `gpu.launch` over
+    32 x 32 tiles of C: a block of 32 x 8 threads stages 32 x 32 tiles of A
+    and B in workgroup memory (neighbouring threads loading neighbouring k,
+    each tile padded by a column against bank conflicts), synchronizes,
+    and each thread accumulates four outputs of one column from the staged
+    tiles; out-of-range rows and depths read as zero.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect"];
+}
+
 def LowerReductionsToGpuPass
     : Pass<"tfm-lower-reductions-to-gpu", "func::FuncOp"> {
   let summary = "Row reductions (norms, softmax) as one block reduction per row";

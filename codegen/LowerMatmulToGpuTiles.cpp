@@ -1,0 +1,169 @@
+//===- LowerMatmulToGpuTiles.cpp - prefill's x·Wᵀ through shared memory ===//
+//
+// See LowerMatmulToGpuTilesPass in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_LOWERMATMULTOGPUTILESPASS
+#include "codegen/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+
+namespace {
+
+/// The tile: kTile rows of x by kTile rows of W (outputs), kTile deep;
+/// blocks of kTile x kRowGroups threads, each computing kTile / kRowGroups
+/// outputs of one column.
+constexpr int64_t kTile = 32;
+constexpr int64_t kRowGroups = 8;
+constexpr int64_t kRowsPerThread = kTile / kRowGroups;
+
+bool isMatmulTransposedB(linalg::MatmulOp matmul) {
+  if (!matmul.hasPureBufferSemantics())
+    return false;
+  MLIRContext *context = matmul.getContext();
+  AffineExpr m, n, k;
+  bindDims(context, m, n, k);
+  SmallVector<AffineMap> expected = {AffineMap::get(3, 0, {m, k}, context),
+                                     AffineMap::get(3, 0, {n, k}, context),
+                                     AffineMap::get(3, 0, {m, n}, context)};
+  return matmul.getIndexingMapsArray() == expected;
+}
+
+struct LowerMatmulToGpuTilesPass
+    : mlir::tfm::impl::LowerMatmulToGpuTilesPassBase<
+          LowerMatmulToGpuTilesPass> {
+  void runOnOperation() override {
+    SmallVector<linalg::MatmulOp> matmuls;
+    getOperation().walk([&](linalg::MatmulOp matmul) {
+      if (isMatmulTransposedB(matmul))
+        matmuls.push_back(matmul);
+    });
+    for (linalg::MatmulOp matmul : matmuls)
+      lower(matmul);
+  }
+
+  void lower(linalg::MatmulOp matmul) {
+    OpBuilder b(matmul);
+    Location loc = matmul.getLoc();
+    Value lhs = matmul.getDpsInputs()[0];
+    Value rhs = matmul.getDpsInputs()[1];
+    Value out = matmul.getDpsInits()[0];
+    auto index = [&](OpBuilder &at, int64_t value) -> Value {
+      return arith::ConstantIndexOp::create(at, loc, value);
+    };
+    Value one = index(b, 1);
+    Value tile = index(b, kTile);
+    Value rows = memref::DimOp::create(b, loc, lhs, 0);
+    Value depth = memref::DimOp::create(b, loc, lhs, 1);
+    Value columns = memref::DimOp::create(b, loc, rhs, 0);
+    auto tilesOf = [&](Value size) {
+      Value padded = arith::AddIOp::create(b, loc, size, index(b, kTile - 1));
+      return arith::DivUIOp::create(b, loc, padded, tile).getResult();
+    };
+    // A row of padding keeps a warp's column reads on distinct banks.
+    Type f32 = b.getF32Type();
+    auto shared = MemRefType::get(
+        {kTile, kTile + 1}, f32, AffineMap(),
+        gpu::AddressSpaceAttr::get(b.getContext(),
+                                   gpu::AddressSpace::Workgroup));
+    auto launch = gpu::LaunchOp::create(
+        b, loc, tilesOf(columns), tilesOf(rows), one, tile,
+        index(b, kRowGroups), one, /*dynamicSharedMemorySize=*/nullptr,
+        /*asyncTokenType=*/nullptr, /*asyncDependencies=*/{},
+        TypeRange{shared, shared});
+    b.setInsertionPointToStart(&launch.getBody().front());
+    Value lhsTile = launch.getWorkgroupAttributions()[0];
+    Value rhsTile = launch.getWorkgroupAttributions()[1];
+    Value tx = launch.getThreadIds().x;
+    Value ty = launch.getThreadIds().y;
+    Value rowBase = arith::MulIOp::create(b, loc, launch.getBlockIds().y, tile);
+    Value columnBase =
+        arith::MulIOp::create(b, loc, launch.getBlockIds().x, tile);
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
+    // The tile rows this thread loads and computes: ty, ty + 8, ...
+    SmallVector<Value> tileRows;
+    for (int64_t i = 0; i < kRowsPerThread; ++i)
+      tileRows.push_back(
+          arith::AddIOp::create(b, loc, ty, index(b, i * kRowGroups)));
+
+    SmallVector<Value> inits(kRowsPerThread, zero);
+    auto depthLoop = scf::ForOp::create(
+        b, loc, index(b, 0), depth, tile, inits,
+        [&](OpBuilder &nb, Location nl, Value k0, ValueRange sums) {
+          Value k = arith::AddIOp::create(nb, nl, k0, tx);
+          Value kInside = arith::CmpIOp::create(
+              nb, nl, arith::CmpIPredicate::ult, k, depth);
+          // Each thread stages kRowsPerThread elements of each tile;
+          // neighbouring threads read neighbouring k (coalesced).
+          auto stage = [&](Value source, Value base, Value limit,
+                           Value tileBuffer, Value tileRow) {
+            Value row = arith::AddIOp::create(nb, nl, base, tileRow);
+            Value inside = arith::AndIOp::create(
+                nb, nl, kInside,
+                arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, row,
+                                      limit));
+            auto load = scf::IfOp::create(
+                nb, nl, inside,
+                [&](OpBuilder &ib, Location il) {
+                  Value v = memref::LoadOp::create(ib, il, source,
+                                                   ValueRange{row, k});
+                  scf::YieldOp::create(ib, il, v);
+                },
+                [&](OpBuilder &ib, Location il) {
+                  scf::YieldOp::create(ib, il, zero);
+                });
+            memref::StoreOp::create(nb, nl, load.getResult(0), tileBuffer,
+                                    ValueRange{tileRow, tx});
+          };
+          for (Value tileRow : tileRows) {
+            stage(lhs, rowBase, rows, lhsTile, tileRow);
+            stage(rhs, columnBase, columns, rhsTile, tileRow);
+          }
+          gpu::BarrierOp::create(nb, nl);
+          auto inner = scf::ForOp::create(
+              nb, nl, index(nb, 0), tile, index(nb, 1), sums,
+              [&](OpBuilder &ib, Location il, Value kk, ValueRange acc) {
+                Value w = memref::LoadOp::create(ib, il, rhsTile,
+                                                 ValueRange{tx, kk});
+                SmallVector<Value> next;
+                for (auto [i, tileRow] : llvm::enumerate(tileRows)) {
+                  Value x = memref::LoadOp::create(ib, il, lhsTile,
+                                                   ValueRange{tileRow, kk});
+                  Value p = arith::MulFOp::create(ib, il, x, w);
+                  next.push_back(arith::AddFOp::create(ib, il, acc[i], p));
+                }
+                scf::YieldOp::create(ib, il, next);
+              });
+          // The next tiles overwrite these only after every thread is done.
+          gpu::BarrierOp::create(nb, nl);
+          scf::YieldOp::create(nb, nl, inner.getResults());
+        });
+
+    Value column = arith::AddIOp::create(b, loc, columnBase, tx);
+    Value columnInside = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ult, column, columns);
+    for (auto [i, tileRow] : llvm::enumerate(tileRows)) {
+      Value row = arith::AddIOp::create(b, loc, rowBase, tileRow);
+      Value inside = arith::AndIOp::create(
+          b, loc, columnInside,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, rows));
+      scf::IfOp::create(b, loc, inside, [&](OpBuilder &nb, Location nl) {
+        Value c = memref::LoadOp::create(nb, nl, out, ValueRange{row, column});
+        Value sum = arith::AddFOp::create(nb, nl, c, depthLoop.getResult(i));
+        memref::StoreOp::create(nb, nl, sum, out, ValueRange{row, column});
+        scf::YieldOp::create(nb, nl);
+      });
+    }
+    gpu::TerminatorOp::create(b, loc);
+    matmul.erase();
+  }
+};
+
+} // namespace
