@@ -8,7 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The types runtime/cuda_driver.c calls these through: UBSan checks that a
+ * call through a function pointer matches the callee's type. */
 typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef unsigned long long CUdeviceptr;
 enum {
   CUDA_SUCCESS = 0,
   CUDA_ERROR_NO_DEVICE = 100,
@@ -33,28 +41,29 @@ CUresult cuInit(unsigned flags) {
   return failure("no-device") ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
 }
 CUresult cuDeviceGetCount(int *count) { *count = 1; return CUDA_SUCCESS; }
-CUresult cuDeviceGet(int *device, int ordinal) {
+CUresult cuDeviceGet(CUdevice *device, int ordinal) {
   *device = ordinal;
   return CUDA_SUCCESS;
 }
+/* Handles: addresses of these, never dereferenced. */
 static int context, stream, module, function;
-CUresult cuDevicePrimaryCtxRetain(void **out, int device) {
+CUresult cuDevicePrimaryCtxRetain(CUcontext *out, CUdevice device) {
   (void)device;
-  *out = &context;
+  *out = (CUcontext)(void *)&context;
   return CUDA_SUCCESS;
 }
-CUresult cuCtxSetCurrent(void *c) { (void)c; return CUDA_SUCCESS; }
-CUresult cuStreamCreate(void **out, unsigned flags) {
+CUresult cuCtxSetCurrent(CUcontext c) { (void)c; return CUDA_SUCCESS; }
+CUresult cuStreamCreate(CUstream *out, unsigned flags) {
   (void)flags;
-  *out = &stream;
+  *out = (CUstream)(void *)&stream;
   return CUDA_SUCCESS;
 }
-CUresult cuStreamSynchronize(void *s) { (void)s; return CUDA_SUCCESS; }
-CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n,
+CUresult cuStreamSynchronize(CUstream s) { (void)s; return CUDA_SUCCESS; }
+CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned n,
                             int *options, void **values) {
   (void)image;
   if (!failure("bad-ptx")) {
-    *out = &module;
+    *out = (CUmodule)(void *)&module;
     return CUDA_SUCCESS;
   }
   for (unsigned i = 0; i < n; ++i)
@@ -62,16 +71,16 @@ CUresult cuModuleLoadDataEx(void **out, const void *image, unsigned n,
       strcpy((char *)values[i], "ptxas fatal: unsupported .target");
   return CUDA_ERROR_INVALID_PTX;
 }
-CUresult cuModuleUnload(void *m) { (void)m; return CUDA_SUCCESS; }
-CUresult cuModuleGetFunction(void **out, void *m, const char *name) {
+CUresult cuModuleUnload(CUmodule m) { (void)m; return CUDA_SUCCESS; }
+CUresult cuModuleGetFunction(CUfunction *out, CUmodule m, const char *name) {
   (void)m;
   (void)name;
-  *out = &function;
+  *out = (CUfunction)(void *)&function;
   return CUDA_SUCCESS;
 }
-CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, unsigned smem,
-                        void *s, void **params, void **extra) {
+                        CUstream s, void **params, void **extra) {
   (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz;
   (void)smem, (void)s, (void)params, (void)extra;
   return CUDA_ERROR_LAUNCH_FAILED;
@@ -81,26 +90,26 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
  * counts as a leak under AddressSanitizer. */
 static _Alignas(256) unsigned char pool[64 << 20];
 static size_t pool_used;
-CUresult cuMemAlloc_v2(unsigned long long *out, size_t bytes) {
+CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t bytes) {
   size_t size = (bytes + 255) / 256 * 256;
   if (size > sizeof pool - pool_used)
     return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
-  *out = (unsigned long long)(size_t)(pool + pool_used);
+  *out = (CUdeviceptr)(size_t)(pool + pool_used);
   pool_used += size;
   return CUDA_SUCCESS;
 }
-CUresult cuMemFree_v2(unsigned long long p) {
+CUresult cuMemFree_v2(CUdeviceptr p) {
   (void)p;
   return CUDA_SUCCESS;
 }
-CUresult cuMemcpyAsync(unsigned long long to, unsigned long long from,
-                       size_t bytes, void *s) {
+CUresult cuMemcpyAsync(CUdeviceptr to, CUdeviceptr from, size_t bytes,
+                       CUstream s) {
   (void)s;
   memcpy((void *)(size_t)to, (const void *)(size_t)from, bytes);
   return CUDA_SUCCESS;
 }
-CUresult cuMemsetD8Async(unsigned long long p, unsigned char value,
-                         size_t bytes, void *s) {
+CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char value, size_t bytes,
+                         CUstream s) {
   (void)s;
   memset((void *)(size_t)p, value, bytes);
   return CUDA_SUCCESS;
