@@ -31,7 +31,9 @@ using namespace mlir::tfm;
 
 void mlir::tfm::buildLinalgToCudaPipeline(OpPassManager &pm,
                                           const LinalgToCudaOptions &options) {
-  // Bufferization as on the CPU (buildLinalgToLLVMPipeline says why).
+  // Bufferization as on the CPU (buildLinalgToLLVMPipeline says why),
+  // with no fill shared between products (each would be copied).
+  pm.addNestedPass<func::FuncOp>(createFillPerUsePass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =

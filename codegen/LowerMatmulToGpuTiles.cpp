@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/GpuMatmuls.h"
 #include "codegen/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -14,6 +15,7 @@ namespace mlir::tfm {
 } // namespace mlir::tfm
 
 using namespace mlir;
+using namespace mlir::tfm;
 
 namespace {
 
@@ -24,17 +26,6 @@ constexpr int64_t kTile = 32;
 constexpr int64_t kRowGroups = 8;
 constexpr int64_t kRowsPerThread = kTile / kRowGroups;
 
-bool isMatmulTransposedB(linalg::MatmulOp matmul) {
-  if (!matmul.hasPureBufferSemantics())
-    return false;
-  MLIRContext *context = matmul.getContext();
-  AffineExpr m, n, k;
-  bindDims(context, m, n, k);
-  SmallVector<AffineMap> expected = {AffineMap::get(3, 0, {m, k}, context),
-                                     AffineMap::get(3, 0, {n, k}, context),
-                                     AffineMap::get(3, 0, {m, n}, context)};
-  return matmul.getIndexingMapsArray() == expected;
-}
 
 struct LowerMatmulToGpuTilesPass
     : mlir::tfm::impl::LowerMatmulToGpuTilesPassBase<
@@ -50,6 +41,7 @@ struct LowerMatmulToGpuTilesPass
   }
 
   void lower(linalg::MatmulOp matmul) {
+    bool overwrite = absorbZeroFill(matmul);
     OpBuilder b(matmul);
     Location loc = matmul.getLoc();
     Value lhs = matmul.getDpsInputs()[0];
@@ -155,8 +147,12 @@ struct LowerMatmulToGpuTilesPass
           b, loc, columnInside,
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, rows));
       scf::IfOp::create(b, loc, inside, [&](OpBuilder &nb, Location nl) {
-        Value c = memref::LoadOp::create(nb, nl, out, ValueRange{row, column});
-        Value sum = arith::AddFOp::create(nb, nl, c, depthLoop.getResult(i));
+        Value sum = depthLoop.getResult(i);
+        if (!overwrite) {
+          Value c =
+              memref::LoadOp::create(nb, nl, out, ValueRange{row, column});
+          sum = arith::AddFOp::create(nb, nl, c, sum);
+        }
         memref::StoreOp::create(nb, nl, sum, out, ValueRange{row, column});
         scf::YieldOp::create(nb, nl);
       });

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/GpuMatmuls.h"
 #include "codegen/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,22 +16,10 @@ namespace mlir::tfm {
 } // namespace mlir::tfm
 
 using namespace mlir;
+using namespace mlir::tfm;
 
 namespace {
 
-/// Whether `matmul` computes C[m, n] += A[m, k] · B[n, k] (tfm.linear's
-/// x·Wᵀ, the weight's rows contiguous in k) on buffers.
-bool isMatmulTransposedB(linalg::MatmulOp matmul) {
-  if (!matmul.hasPureBufferSemantics())
-    return false;
-  MLIRContext *context = matmul.getContext();
-  AffineExpr m, n, k;
-  bindDims(context, m, n, k);
-  SmallVector<AffineMap> expected = {AffineMap::get(3, 0, {m, k}, context),
-                                     AffineMap::get(3, 0, {n, k}, context),
-                                     AffineMap::get(3, 0, {m, n}, context)};
-  return matmul.getIndexingMapsArray() == expected;
-}
 
 struct LowerMatvecToGpuPass
     : mlir::tfm::impl::LowerMatvecToGpuPassBase<LowerMatvecToGpuPass> {
@@ -52,6 +41,7 @@ struct LowerMatvecToGpuPass
   /// threads, adjacent weights), then gpu.all_reduce sums their partial
   /// sums and thread 0 adds the total to C.
   void lower(linalg::MatmulOp matmul) {
+    bool overwrite = absorbZeroFill(matmul);
     OpBuilder b(matmul);
     Location loc = matmul.getLoc();
     Value lhs = matmul.getDpsInputs()[0];
@@ -89,8 +79,11 @@ struct LowerMatvecToGpuPass
     Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                         thread, zero);
     scf::IfOp::create(b, loc, first, [&](OpBuilder &nb, Location nl) {
-      Value c = memref::LoadOp::create(nb, nl, out, ValueRange{row, column});
-      Value sum = arith::AddFOp::create(nb, nl, c, total);
+      Value sum = total;
+      if (!overwrite) {
+        Value c = memref::LoadOp::create(nb, nl, out, ValueRange{row, column});
+        sum = arith::AddFOp::create(nb, nl, c, total);
+      }
       memref::StoreOp::create(nb, nl, sum, out, ValueRange{row, column});
       scf::YieldOp::create(nb, nl);
     });

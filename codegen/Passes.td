@@ -275,6 +275,28 @@ def CopiesToLinalgPass : Pass<"tfm-copies-to-linalg", "func::FuncOp"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def FillPerUsePass : Pass<"tfm-fill-per-use", "func::FuncOp"> {
+  let summary = "Give each user of a filled tensor its own fill";
+  let description = [{
+    CSE makes one `linalg.fill` of the zeros that every matrix product
+    accumulates into; bufferization then allocates it once and copies it
+    into a fresh buffer for each product that writes it. On a GPU each copy
+    is a kernel launch (a third of a decode step's). Run before
+    bufferization, this pass clones a fill (and the `tensor.empty` it
+    fills) for each further user, so that every product fills its own
+    buffer in place.
+
+    ```mlir
+    %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<1x64xf32>) -> tensor<1x64xf32>
+    %a = linalg.matmul ins(...) outs(%z : tensor<1x64xf32>)
+    %b = linalg.matmul ins(...) outs(%z : tensor<1x64xf32>)
+    // becomes
+    %z = linalg.fill ...   %a = linalg.matmul ins(...) outs(%z ...)
+    %z1 = linalg.fill ...  %b = linalg.matmul ins(...) outs(%z1 ...)
+    ```
+  }];
+}
+
 def LowerMatvecToGpuPass : Pass<"tfm-lower-matvec-to-gpu", "func::FuncOp"> {
   let summary = "Decode's x·Wᵀ as one block reduction per output";
   let description = [{
@@ -285,7 +307,10 @@ def LowerMatvecToGpuPass : Pass<"tfm-lower-matvec-to-gpu", "func::FuncOp"> {
     A[m, k] · B[n, k]) a `gpu.launch` with one block per output element:
     its `threads` threads stride through k together, so that a warp reads
     one contiguous run of the weight row, and `gpu.all_reduce` sums their
-    partial sums. The weights stream from memory once, coalesced.
+    partial sums. The weights stream from memory once, coalesced. When
+    the output was just filled with zeros (tfm-fill-per-use gives each
+    product its own fill), the fill goes and the sums are written instead
+    of added: one launch fewer.
 
     ```mlir
     linalg.matmul indexing_maps = [(m, k), (n, k), (m, n)]
@@ -319,7 +344,8 @@ def LowerMatmulToGpuTilesPass
     and B in workgroup memory (neighbouring threads loading neighbouring k,
     each tile padded by a column against bank conflicts), synchronizes,
     and each thread accumulates four outputs of one column from the staged
-    tiles; out-of-range rows and depths read as zero.
+    tiles; out-of-range rows and depths read as zero. Over a fresh zero
+    fill, the sums are written and the fill goes.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect"];
 }

@@ -32,3 +32,20 @@ func.func @prefill_projection(%x: memref<?x64xf32>, %w: memref<96x64xf32>, %y: m
       ins(%x, %w : memref<?x64xf32>, memref<96x64xf32>) outs(%y : memref<?x96xf32>)
   return
 }
+
+// -----
+
+// Over a zero fill made just for it, the kernel writes its sums: the fill
+// goes, and the output is never read.
+// CHECK-LABEL: func.func @over_zero_fill
+// CHECK-NOT: linalg.fill
+// CHECK: gpu.all_reduce add
+// CHECK-NOT: memref.load %{{.*}} : memref<1x96xf32>
+// CHECK: memref.store %{{.*}} : memref<1x96xf32>
+func.func @over_zero_fill(%x: memref<1x64xf32>, %w: memref<96x64xf32>, %y: memref<1x96xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<1x96xf32>)
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%x, %w : memref<1x64xf32>, memref<96x64xf32>) outs(%y : memref<1x96xf32>)
+  return
+}

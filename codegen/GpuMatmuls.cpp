@@ -1,0 +1,32 @@
+//===- GpuMatmuls.cpp - what the GPU matmul lowerings share -------------===//
+
+#include "codegen/GpuMatmuls.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+
+bool mlir::tfm::isMatmulTransposedB(linalg::MatmulOp matmul) {
+  if (!matmul.hasPureBufferSemantics())
+    return false;
+  MLIRContext *context = matmul.getContext();
+  AffineExpr m, n, k;
+  bindDims(context, m, n, k);
+  SmallVector<AffineMap> expected = {AffineMap::get(3, 0, {m, k}, context),
+                                     AffineMap::get(3, 0, {n, k}, context),
+                                     AffineMap::get(3, 0, {m, n}, context)};
+  return matmul.getIndexingMapsArray() == expected;
+}
+
+bool mlir::tfm::absorbZeroFill(linalg::MatmulOp matmul) {
+  Value out = matmul.getDpsInits()[0];
+  auto fill = dyn_cast_or_null<linalg::FillOp>(matmul->getPrevNode());
+  if (!fill || !fill.hasPureBufferSemantics() ||
+      fill.getDpsInits()[0] != out ||
+      !matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat()))
+    return false;
+  fill.erase();
+  return true;
+}

@@ -1,0 +1,26 @@
+//===- GpuMatmuls.h - what the GPU matmul lowerings share --------*- C++ -*-===//
+//
+// tfm-lower-matvec-to-gpu and tfm-lower-matmul-to-gpu-tiles both lower
+// tfm.linear's x·Wᵀ (linalg.matmul, C[m, n] += A[m, k] · B[n, k]) and both
+// write the sums over a zero fill instead of adding them to it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_CODEGEN_GPUMATMULS_H
+#define TFM_CODEGEN_GPUMATMULS_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+namespace mlir::tfm {
+
+/// Whether `matmul` computes C[m, n] += A[m, k] · B[n, k] on buffers.
+bool isMatmulTransposedB(linalg::MatmulOp matmul);
+
+/// When `matmul`'s output was just filled with zeros (the op before it, on
+/// that buffer), erases the fill and returns true: the kernel then writes
+/// its sums instead of adding them, one launch fewer.
+bool absorbZeroFill(linalg::MatmulOp matmul);
+
+} // namespace mlir::tfm
+
+#endif // TFM_CODEGEN_GPUMATMULS_H
