@@ -119,19 +119,7 @@ void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm,
   // No linalg-fuse-elementwise-ops: its reshape propagation pushes the
   // heads' expand_shape through projections and turns their linalg.matmul
   // into 4-d generics that no longer reach BLAS.
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  // The KV cache is updated in place; returning it would make deallocation
-  // clone it on every call.
-  pm.addPass(createDropReturnedArgumentsPass());
-  pm.addNestedPass<func::FuncOp>(bufferization::createBufferHoistingPass());
-  pm.addNestedPass<func::FuncOp>(
-      bufferization::createBufferLoopHoistingPass());
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  buildBufferizationPipeline(pm);
   // GEMMs and GEMVs go to the runtime's BLAS kernel.
   pm.addPass(createLowerMatmulToRuntimePass());
   // Deallocation frees every buffer at the function's end (hoisting put
@@ -161,10 +149,32 @@ void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm,
   // has intrinsics for) become LLVM intrinsics, which vectorize, before
   // what remains goes to libm (math-to-libm would make each FMA a call).
   pm.addPass(createApproximateMathPass());
+  addHostToLLVMPasses(pm, /*launchesKernels=*/false);
+}
+
+void mlir::tfm::buildBufferizationPipeline(OpPassManager &pm) {
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // The KV cache is updated in place; returning it would make deallocation
+  // clone it on every call.
+  pm.addPass(createDropReturnedArgumentsPass());
+  pm.addNestedPass<func::FuncOp>(bufferization::createBufferHoistingPass());
+  pm.addNestedPass<func::FuncOp>(
+      bufferization::createBufferLoopHoistingPass());
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+}
+
+void mlir::tfm::addHostToLLVMPasses(OpPassManager &pm, bool launchesKernels) {
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
+  if (launchesKernels)
+    pm.addPass(createGpuToLLVMConversionPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());

@@ -148,6 +148,17 @@ struct LinalgToLLVMOptions {
   bool parallelizeLoops = true;
 };
 
+/// Bufferization of a model's linalg on tensors, shared by both targets:
+/// one-shot across function boundaries (identity layouts), caches updated
+/// in place no longer returned (tfm-drop-returned-arguments), allocations
+/// hoisted, ownership-based deallocation.
+void buildBufferizationPipeline(OpPassManager &pm);
+
+/// The end of both targets' host code: math, arith, index, (with
+/// `launchesKernels`, the GPU runtime calls,) functions and control flow
+/// to the LLVM dialect. Memrefs must be converted already.
+void addHostToLLVMPasses(OpPassManager &pm, bool launchesKernels);
+
 /// linalg on tensors -> bufferized loops -> the LLVM dialect. Functions to be
 /// called from C get `llvm.emit_c_interface` before this runs.
 void buildLinalgToLLVMPipeline(OpPassManager &pm,

@@ -14,8 +14,6 @@
 #include "codegen/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
-#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
@@ -34,17 +32,7 @@ void mlir::tfm::buildLinalgToCudaPipeline(OpPassManager &pm,
   // Bufferization as on the CPU (buildLinalgToLLVMPipeline says why),
   // with no fill shared between products (each would be copied).
   pm.addNestedPass<func::FuncOp>(createFillPerUsePass());
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  pm.addPass(createDropReturnedArgumentsPass());
-  pm.addNestedPass<func::FuncOp>(bufferization::createBufferHoistingPass());
-  pm.addNestedPass<func::FuncOp>(
-      bufferization::createBufferLoopHoistingPass());
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  buildBufferizationPipeline(pm);
   // One device allocation per call instead of one per buffer (a decode
   // step of a 124 M model had about 200): buffers whose lifetimes do not
   // overlap share bytes, which the one stream's order makes safe.
@@ -98,14 +86,7 @@ void mlir::tfm::buildLinalgToCudaPipeline(OpPassManager &pm,
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   memrefToLLVM.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createGpuToLLVMConversionPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
+  addHostToLLVMPasses(pm, /*launchesKernels=*/true);
 }
 
 void mlir::tfm::printKernelAssembly(ModuleOp module, llvm::raw_ostream &os) {

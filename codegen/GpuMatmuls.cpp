@@ -30,3 +30,11 @@ bool mlir::tfm::absorbZeroFill(linalg::MatmulOp matmul) {
   fill.erase();
   return true;
 }
+
+void mlir::tfm::storeSum(OpBuilder &b, Location loc, Value sum, Value out,
+                         ValueRange indices, bool overwrite) {
+  if (!overwrite)
+    sum = arith::AddFOp::create(
+        b, loc, memref::LoadOp::create(b, loc, out, indices), sum);
+  memref::StoreOp::create(b, loc, sum, out, indices);
+}

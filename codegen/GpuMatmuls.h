@@ -21,6 +21,12 @@ bool isMatmulTransposedB(linalg::MatmulOp matmul);
 /// its sums instead of adding them, one launch fewer.
 bool absorbZeroFill(linalg::MatmulOp matmul);
 
+/// Writes an output element's `sum` into `out` at `indices`: stored when
+/// the zero fill was absorbed (`overwrite`), else added to what is there,
+/// as linalg.matmul accumulates.
+void storeSum(OpBuilder &b, Location loc, Value sum, Value out,
+              ValueRange indices, bool overwrite);
+
 } // namespace mlir::tfm
 
 #endif // TFM_CODEGEN_GPUMATMULS_H

@@ -26,7 +26,6 @@ constexpr int64_t kTile = 32;
 constexpr int64_t kRowGroups = 8;
 constexpr int64_t kRowsPerThread = kTile / kRowGroups;
 
-
 struct LowerMatmulToGpuTilesPass
     : mlir::tfm::impl::LowerMatmulToGpuTilesPassBase<
           LowerMatmulToGpuTilesPass> {
@@ -147,13 +146,8 @@ struct LowerMatmulToGpuTilesPass
           b, loc, columnInside,
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, rows));
       scf::IfOp::create(b, loc, inside, [&](OpBuilder &nb, Location nl) {
-        Value sum = depthLoop.getResult(i);
-        if (!overwrite) {
-          Value c =
-              memref::LoadOp::create(nb, nl, out, ValueRange{row, column});
-          sum = arith::AddFOp::create(nb, nl, c, sum);
-        }
-        memref::StoreOp::create(nb, nl, sum, out, ValueRange{row, column});
+        storeSum(nb, nl, depthLoop.getResult(i), out, ValueRange{row, column},
+                 overwrite);
         scf::YieldOp::create(nb, nl);
       });
     }

@@ -20,7 +20,6 @@ using namespace mlir::tfm;
 
 namespace {
 
-
 struct LowerMatvecToGpuPass
     : mlir::tfm::impl::LowerMatvecToGpuPassBase<LowerMatvecToGpuPass> {
   using Base::Base;
@@ -79,12 +78,7 @@ struct LowerMatvecToGpuPass
     Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                         thread, zero);
     scf::IfOp::create(b, loc, first, [&](OpBuilder &nb, Location nl) {
-      Value sum = total;
-      if (!overwrite) {
-        Value c = memref::LoadOp::create(nb, nl, out, ValueRange{row, column});
-        sum = arith::AddFOp::create(nb, nl, c, total);
-      }
-      memref::StoreOp::create(nb, nl, sum, out, ValueRange{row, column});
+      storeSum(nb, nl, total, out, ValueRange{row, column}, overwrite);
       scf::YieldOp::create(nb, nl);
     });
     gpu::TerminatorOp::create(b, loc);

@@ -1,13 +1,13 @@
 /*===- cuda_driver.c - the CUDA driver API, opened at run time -----------===//
  *
- * See cuda_driver.h. The driver's types and the few constants used are
- * declared here from the driver API's documentation: no CUDA header or
- * library is needed to build.
+ * See cuda_driver.h. The driver's types and the few constants used come
+ * from cuda_driver_api.h: no CUDA header or library is needed to build.
  *
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/cuda_driver.h"
 #include "runtime/buffer_cache.h"
+#include "runtime/cuda_driver_api.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -17,17 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef int CUresult;
-typedef int CUdevice;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef unsigned long long CUdeviceptr;
-
-enum { CUDA_SUCCESS = 0 };
-/* CUjit_option values. */
-enum { CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
 
 static struct {
   pthread_once_t once;

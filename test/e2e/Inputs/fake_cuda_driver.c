@@ -10,15 +10,9 @@
 
 /* The types runtime/cuda_driver.c calls these through: UBSan checks that a
  * call through a function pointer matches the callee's type. */
-typedef int CUresult;
-typedef int CUdevice;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef unsigned long long CUdeviceptr;
+#include "runtime/cuda_driver_api.h"
+
 enum {
-  CUDA_SUCCESS = 0,
   CUDA_ERROR_NO_DEVICE = 100,
   CUDA_ERROR_INVALID_PTX = 218,
   CUDA_ERROR_LAUNCH_FAILED = 719
@@ -67,7 +61,7 @@ CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned n,
     return CUDA_SUCCESS;
   }
   for (unsigned i = 0; i < n; ++i)
-    if (options[i] == 5 /* CU_JIT_ERROR_LOG_BUFFER */)
+    if (options[i] == CU_JIT_ERROR_LOG_BUFFER)
       strcpy((char *)values[i], "ptxas fatal: unsupported .target");
   return CUDA_ERROR_INVALID_PTX;
 }
