@@ -155,6 +155,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--kv-dtypes", nargs="+", default=["f32", "int8"],
                         help="KV cache dtypes to compile and compare")
+    parser.add_argument("--serve-blocks", nargs="+", type=int, default=[0],
+                        help="tfm-serve --block-positions values to serve "
+                        "with, each a server of its own (0: the default)")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--prompt", type=int, default=128)
     parser.add_argument("--new", type=int, default=128)
@@ -207,14 +210,19 @@ def main():
     # 3. Servers.
     print(f"\nservers: {args.clients} clients at once, {args.prompt}-token "
           f"prompts, {args.new} tokens each, 2 threads")
-    def tfm_serve(library):
+    def tfm_serve(library, block):
         return lambda: start_server(
             [args.serve, library, "--port", "0", "--name", "llama",
              "--model-symbol", "llama_model",
-             "--max-sequences", str(args.clients), "--max-waiting", "0"],
+             "--max-sequences", str(args.clients), "--max-waiting", "0"]
+            + (["--block-positions", str(block)] if block else []),
             r"on http://127\.0\.0\.1:(\d+)")
-    servers = {("tfm-serve" if kv == "f32" else f"tfm-serve {kv} KV"):
-               tfm_serve(library) for kv, library in libraries.items()}
+    servers = {}
+    for kv, library in libraries.items():
+        for block in args.serve_blocks:
+            name = ("tfm-serve" + ("" if kv == "f32" else f" {kv} KV")
+                    + (f" blocks {block}" if block else ""))
+            servers[name] = tfm_serve(library, block)
     if args.llama_cpp:
         gguf = os.path.join(args.work, "llama-F32.gguf")
         if not os.path.exists(gguf):

@@ -340,6 +340,141 @@ TFM_AVX2 static void tile_avx2(const block_job *job, int64_t p, int64_t i0,
   store_tile(job, p, i0, rows, tile);
 }
 
+/* One row of A (a decode step) against `count` (<= kRowPanelsAvx2, a
+ * constant at every call) consecutive panels, both halves of each in one
+ * pass: every 64-byte line of codes is loaded once, and each block's
+ * activation broadcasts serve all of them. Blocks kPrefetchBlocks ahead
+ * are prefetched: the panels' streams alone kept memory busy only half
+ * the time (54% of the bandwidth bound on a Zen 2). */
+enum { kRowPanelsAvx2 = 2, kPrefetchBlocks = 16 };
+TFM_AVX2_INLINE void row_panels_avx2(const block_job *job, int64_t p,
+                                     int count, float *out) {
+  int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
+  int q8 = job->format == TFM_BLOCKS_Q8_0;
+  int32_t offset = code_offset(job->format);
+  const uint8_t *panel[kRowPanelsAvx2];
+  const uint16_t *mins[kRowPanelsAvx2];
+  __m256 acc[kRowPanelsAvx2][2];
+#pragma GCC unroll 2
+  for (int j = 0; j < count; ++j) {
+    panel[j] = job->weights + (p + j) * job->panel_bytes;
+    mins[j] = panel_mins(job->format, panel[j], job->blocks);
+    acc[j][0] = acc[j][1] = _mm256_setzero_ps();
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int8_t *x = job->x.codes;
+  for (int64_t b = 0; b < job->blocks; ++b, x += kBlock) {
+    int64_t codes = codes_start(job->format, job->blocks) + b * code_bytes;
+    /* Past a panel's end this reaches into the next panel, or past the
+     * matrix: a prefetch does not fault. */
+#pragma GCC unroll 2
+    for (int j = 0; j < count; ++j)
+      for (int64_t line = 0; line < code_bytes; line += 64)
+        __builtin_prefetch(panel[j] + codes + kPrefetchBlocks * code_bytes +
+                               line, 0, 3);
+    __m256i dot[kRowPanelsAvx2][2];
+    if (q8) {
+#pragma GCC unroll 2
+      for (int j = 0; j < count; ++j)
+        dot[j][0] = dot[j][1] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+      for (int g = 0; g < kBlock / 4; ++g) {
+        int32_t four;
+        memcpy(&four, x + 4 * g, 4);
+        __m256i xg = _mm256_set1_epi32(four);
+#pragma GCC unroll 2
+        for (int j = 0; j < count; ++j)
+#pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h) {
+            /* Signed again (the offset removed), and the sign moved onto
+             * the activations: vpmaddubsw's pair sums stay in int16. */
+            __m256i w = _mm256_xor_si256(
+                _mm256_loadu_si256(
+                    (const __m256i *)(panel[j] + codes + g * 64 + h * 32)),
+                _mm256_set1_epi8((char)0x80));
+            dot[j][h] = _mm256_add_epi32(
+                dot[j][h], dot4_avx2(_mm256_sign_epi8(w, w),
+                                     _mm256_sign_epi8(xg, w)));
+          }
+      }
+    } else {
+      /* Nibbles times codes of at most 127: a pair's sum is at most
+       * 3810, so a block's eight vpmaddubsw results add up in int16
+       * (30480) and widen once. */
+      const __m256i nibble = _mm256_set1_epi8(0x0F);
+      __m256i sum16[kRowPanelsAvx2][2];
+#pragma GCC unroll 2
+      for (int j = 0; j < count; ++j)
+        sum16[j][0] = sum16[j][1] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+      for (int v = 0; v < kBlock / 8; ++v) {
+        int32_t first, second;
+        memcpy(&first, x + 8 * v, 4);
+        memcpy(&second, x + 8 * v + 4, 4);
+        __m256i x0 = _mm256_set1_epi32(first), x1 = _mm256_set1_epi32(second);
+#pragma GCC unroll 2
+        for (int j = 0; j < count; ++j)
+#pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h) {
+            __m256i raw = _mm256_loadu_si256(
+                (const __m256i *)(panel[j] + codes + v * 64 + h * 32));
+            __m256i low = _mm256_and_si256(raw, nibble);
+            __m256i high = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
+            sum16[j][h] =
+                _mm256_add_epi16(sum16[j][h], _mm256_maddubs_epi16(low, x0));
+            sum16[j][h] =
+                _mm256_add_epi16(sum16[j][h], _mm256_maddubs_epi16(high, x1));
+          }
+      }
+#pragma GCC unroll 2
+      for (int j = 0; j < count; ++j)
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h)
+          dot[j][h] = _mm256_madd_epi16(sum16[j][h], ones);
+    }
+    __m256 xs = _mm256_set1_ps(job->x.scales[b]);
+    __m256i correction = _mm256_set1_epi32(q8 ? 0 : offset * job->x.sums[b]);
+#pragma GCC unroll 2
+    for (int j = 0; j < count; ++j)
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const uint16_t *scales = (const uint16_t *)panel[j] + b * kRows + h * 8;
+        __m256 products =
+            _mm256_cvtepi32_ps(_mm256_sub_epi32(dot[j][h], correction));
+        acc[j][h] = _mm256_fmadd_ps(
+            products,
+            _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)scales)),
+                          xs),
+            acc[j][h]);
+        if (mins[j])
+          acc[j][h] = _mm256_fmadd_ps(
+              _mm256_cvtph_ps(_mm_loadu_si128(
+                  (const __m128i *)(mins[j] + b * kRows + h * 8))),
+              _mm256_set1_ps(job->x.scales[b] * (float)job->x.sums[b]),
+              acc[j][h]);
+      }
+  }
+#pragma GCC unroll 2
+  for (int j = 0; j < count; ++j)
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h)
+      _mm256_storeu_ps(out + j * kRows + h * 8, acc[j][h]);
+}
+
+/* Panels [p0, p1) for one row of A. */
+TFM_AVX2 static void row_avx2(const block_job *job, int64_t p0, int64_t p1) {
+  float tile[kRowPanelsAvx2 * kRows];
+  for (int64_t p = p0; p < p1; p += kRowPanelsAvx2) {
+    int count = p1 - p < kRowPanelsAvx2 ? (int)(p1 - p) : kRowPanelsAvx2;
+    if (count == 2)
+      row_panels_avx2(job, p, 2, tile);
+    else
+      row_panels_avx2(job, p, 1, tile);
+    for (int j = 0; j < count; ++j)
+      store_tile(job, p + j, 0, 1, tile + j * kRows);
+  }
+}
+
 /*===- AVX-512 VNNI -----------------------------------------------------===*/
 
 #define TFM_VNNI_TARGET "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c"
@@ -627,6 +762,10 @@ static void blocks_chunk(void *context, int64_t begin, int64_t end,
   tfm_blocks_isa isa = current_isa();
   if (job->m == 1 && isa == TFM_BLOCKS_ISA_VNNI) {
     row_vnni(job, begin, end);
+    return;
+  }
+  if (job->m == 1 && isa == TFM_BLOCKS_ISA_AVX2) {
+    row_avx2(job, begin, end);
     return;
   }
   if (isa == TFM_BLOCKS_ISA_VNNI) {
