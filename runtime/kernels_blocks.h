@@ -9,6 +9,8 @@
 #ifndef TFM_RUNTIME_KERNELS_BLOCKS_H
 #define TFM_RUNTIME_KERNELS_BLOCKS_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -26,6 +28,12 @@ tfm_blocks_isa tfm_blocks_best_isa(void);
  * environment variable TFM_BLOCKS_ISA names (scalar, avx2, vnni) if that
  * is less. */
 tfm_blocks_isa tfm_blocks_use_isa(tfm_blocks_isa isa);
+
+/* Whether a product of `m` rows widens the blocks into f32 panels for the
+ * panel GEMM under the instruction set in use (AVX2, many rows) instead
+ * of multiplying integer codes: its result is then A times the widened
+ * weights, without the activations' rounding to int8. */
+int tfm_blocks_widens(int64_t m);
 
 #ifdef __cplusplus
 }

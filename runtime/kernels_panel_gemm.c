@@ -42,6 +42,7 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/kernels_panel_bf16_dot.h"
+#include "runtime/kernels_panel_gemm.h"
 #include "runtime/simd.h"
 #include "runtime/thread_pool.h"
 #include "runtime/vector_width.h"
@@ -489,6 +490,14 @@ TFM_PANEL_GEMM(panel_gemm_f32, kF32)
 TFM_PANEL_GEMM(panel_gemm_bf16, kBF16)
 TFM_PANEL_GEMM(panel_gemm_f16, kF16)
 #undef TFM_PANEL_GEMM
+
+void tfm_panel_gemm_f32_serial(int64_t m, int64_t n, int64_t k,
+                               const float *a, int64_t lda, const float *bias,
+                               const float *panels, float *c, int64_t ldc) {
+  panel_job job = {m, n, k, a, bias, panels, c, lda, ldc, kF32,
+                   tfm_kernels_narrow()};
+  panel_gemm_f32(&job, 0, (n + kPanel - 1) / kPanel);
+}
 
 static void panel_gemm_chunk(void *context, int64_t begin, int64_t end,
                              int thread) {

@@ -141,8 +141,9 @@ std::vector<float> checkLinear(StoredFormat format, const LinearCase &c) {
         if (format == StoredFormat::BF16 && c.m > 1 && tfm_bf16_dot_enabled())
           // The activation rounded to bf16 (8 significant bits).
           bound += std::fabs(wq * a[i * c.k + q]) / 256.0;
-        if (blocks) {
-          // Half a step of the activation's block, times the weight.
+        if (blocks && !tfm_blocks_widens(c.m)) {
+          // Half a step of the activation's block, times the weight (the
+          // widened path multiplies the f32 activations: no such term).
           int64_t first = q / 32 * 32;
           double amax = 0;
           for (int64_t e = first; e < std::min(first + 32, c.k); ++e)
@@ -199,9 +200,12 @@ TEST(BlockKernel, EveryInstructionSetWithinTheActivationStep) {
   // Rows: one (decode), a partial tile, a whole tile and a tile plus some;
   // outputs: whole panels and a last partial one; depth: one block, a
   // partial last block, several blocks.
+  // Past 48 rows AVX2 widens the blocks (checked against the exact
+  // products alone).
   std::vector<LinearCase> cases = {{1, 16, 32, false},  {1, 100, 256, true},
                                    {2, 40, 100, false}, {8, 48, 64, true},
-                                   {11, 33, 96, true},  {20, 64, 130, false}};
+                                   {11, 33, 96, true},  {20, 64, 130, false},
+                                   {50, 40, 100, true}, {64, 96, 64, false}};
   tfm_blocks_isa before = tfm_blocks_use_isa(TFM_BLOCKS_ISA_SCALAR);
   for (StoredFormat format :
        {StoredFormat::Q8_0, StoredFormat::Q4_0, StoredFormat::Q4_1})
@@ -217,6 +221,8 @@ TEST(BlockKernel, EveryInstructionSetWithinTheActivationStep) {
         int narrowBefore = tfm_kernels_use_narrow(narrow);
         std::vector<float> out = checkLinear(format, c);
         tfm_kernels_use_narrow(narrowBefore);
+        if (tfm_blocks_widens(c.m))
+          continue;
         if (first.empty()) {
           first = out;
           continue;
@@ -227,6 +233,26 @@ TEST(BlockKernel, EveryInstructionSetWithinTheActivationStep) {
               << "output " << i;
       }
     }
+  tfm_blocks_use_isa(before);
+}
+
+TEST(BlockKernel, ManyRowsOnAvx2MultiplyTheWidenedWeights) {
+  if (tfm_blocks_best_isa() < TFM_BLOCKS_ISA_AVX2)
+    GTEST_SKIP() << "this CPU has no AVX2";
+  tfm_blocks_isa before = tfm_blocks_use_isa(TFM_BLOCKS_ISA_AVX2);
+  EXPECT_FALSE(tfm_blocks_widens(8)) << "a decode batch multiplies codes";
+  EXPECT_TRUE(tfm_blocks_widens(512)) << "a prefill widens";
+  // A partial last pair of panels (n = 40: one whole block panel, one
+  // half), a padding panel (n = 16), a partial last block (k = 100).
+  for (StoredFormat format :
+       {StoredFormat::Q8_0, StoredFormat::Q4_0, StoredFormat::Q4_1})
+    for (LinearCase c : {LinearCase{48, 40, 100, true}, {70, 16, 32, false},
+                         {96, 64, 300, true}})
+      checkLinear(format, c); // within f32 rounding of the exact products
+  tfm_blocks_use_isa(TFM_BLOCKS_ISA_VNNI);
+  EXPECT_FALSE(tfm_blocks_widens(512) && tfm_blocks_best_isa() ==
+                                            TFM_BLOCKS_ISA_VNNI)
+      << "VNNI multiplies codes at every size";
   tfm_blocks_use_isa(before);
 }
 
