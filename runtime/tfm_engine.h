@@ -37,12 +37,14 @@ typedef struct {
   int64_t kv_pool_bytes; /* bound on KV memory; 0: max_sequences full
                             contexts */
   int32_t block_positions; /* positions per KV block (at least; rounded up
-                              to whole pages); 0: 16 */
+                              to whole pages); 0: 8, small enough that 16
+                              sequences sharing a 512-token prefix store
+                              1.25x one sequence's KV (16: 1.5x) */
   int64_t prefill_chunk;   /* prompt tokens prefilled per step; 0: 512 */
   int share_prefixes;      /* share blocks of common prefixes (1: yes) */
 } tfm_engine_options;
 
-/* max_sequences 16, the pool for 16 full contexts, blocks of 16, prefill
+/* max_sequences 16, the pool for 16 full contexts, blocks of 8, prefill
  * chunks of 512, prefixes shared. */
 tfm_engine_options tfm_engine_default_options(void);
 

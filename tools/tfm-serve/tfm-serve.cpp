@@ -42,7 +42,7 @@ const char *const kUsage =
     "  --max-sequences N       requests decoded together (16)\n"
     "  --max-waiting N         requests queued beyond those; more get 503 (64)\n"
     "  --kv-pool-mb N          KV cache memory (max-sequences full contexts)\n"
-    "  --block-positions N     positions per KV block (16, rounded up to pages)\n"
+    "  --block-positions N     positions per KV block (8, rounded up to pages)\n"
     "  --prefill-chunk N       prompt tokens prefilled per step (512)\n"
     "  --no-prefix-sharing     do not share KV blocks of common prefixes\n"
     "  --max-tokens N          the largest max_tokens a request may ask for\n"
