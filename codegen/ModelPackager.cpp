@@ -13,6 +13,7 @@
 #include "llvm/Support/Alignment.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Parallel.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
@@ -123,20 +124,29 @@ private:
 };
 
 /// Writes the [rows, cols] matrix `weight` as panels of `format`
-/// (runtime/weight_formats.h): one panel's rows read, encoded and written
-/// at a time.
+/// (runtime/weight_formats.h): a group of panels' rows (about 8 MiB) read,
+/// encoded on every core, and written in order at a time. Quantizing is
+/// what a compile spends its time on: int4 tries 22 scales a block (the
+/// 1.1B LLaMA shape took 107 s on one core of two).
 void writePanels(const WeightRows &weight, StoredFormat format,
                  BlobWriter &out) {
   int64_t height = panelRows(format);
-  std::vector<float> rows(height * weight.cols);
-  std::vector<uint8_t> panel;
-  for (int64_t first = 0; first < weight.rows; first += height) {
-    int64_t count = std::min<int64_t>(height, weight.rows - first);
+  int64_t group = std::max<int64_t>(
+      1, (8 << 20) / std::max<int64_t>(1, height * weight.cols * 4));
+  std::vector<float> rows(group * height * weight.cols);
+  std::vector<std::vector<uint8_t>> panels(group);
+  for (int64_t first = 0; first < weight.rows; first += group * height) {
+    int64_t count = std::min<int64_t>(group * height, weight.rows - first);
     std::fill(rows.begin(), rows.end(), 0.0f);
     weight.read(first, count, rows.data());
-    panel.clear();
-    encodePanel(format, rows.data(), weight.cols, panel);
-    out.write(panel.data(), panel.size());
+    int64_t used = (count + height - 1) / height;
+    llvm::parallelFor(0, used, [&](size_t p) {
+      panels[p].clear();
+      encodePanel(format, rows.data() + p * height * weight.cols,
+                  weight.cols, panels[p]);
+    });
+    for (int64_t p = 0; p < used; ++p)
+      out.write(panels[p].data(), panels[p].size());
     weight.release(first, first + count);
   }
 }

@@ -88,6 +88,20 @@ static const uint16_t *panel_mins(int format, const uint8_t *panel,
              : NULL;
 }
 
+/* A block panel's parts (weight_formats.h): f16 scales [block][row], a
+ * q4_1 panel's minimums after them (NULL for other formats), then the
+ * codes, TFM_BLOCK_CODE_BYTES(format) a block. */
+typedef struct {
+  const uint16_t *scales, *mins;
+  const uint8_t *codes;
+} panel_parts;
+
+static panel_parts parts_of(const uint8_t *panel, int format, int64_t blocks) {
+  return (panel_parts){(const uint16_t *)panel,
+                       panel_mins(format, panel, blocks),
+                       panel + codes_start(format, blocks)};
+}
+
 static float half_to_float(uint16_t bits) {
   _Float16 half;
   memcpy(&half, &bits, sizeof half);
@@ -217,10 +231,10 @@ static int32_t stored_code(int format, const uint8_t *block_codes, int r,
 
 static void tile_scalar(const block_job *job, int64_t p, int64_t i0,
                         int rows) {
-  const uint8_t *panel = job->weights + p * job->panel_bytes;
-  const uint16_t *scales = (const uint16_t *)panel;
-  const uint16_t *mins = panel_mins(job->format, panel, job->blocks);
-  const uint8_t *codes = panel + codes_start(job->format, job->blocks);
+  panel_parts parts = parts_of(job->weights + p * job->panel_bytes,
+                               job->format, job->blocks);
+  const uint16_t *scales = parts.scales, *mins = parts.mins;
+  const uint8_t *codes = parts.codes;
   int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
   int32_t offset = code_offset(job->format);
   float tile[kTile * kRows] = {0};
@@ -264,10 +278,10 @@ TFM_AVX2_INLINE __m256i dot4_avx2(__m256i w, __m256i x) {
 TFM_AVX2_INLINE void half_tile_avx2(const block_job *job, int64_t p,
                                     int64_t i0, int rows, int half,
                                     float *tile) {
-  const uint8_t *panel = job->weights + p * job->panel_bytes;
-  const uint16_t *scales = (const uint16_t *)panel;
-  const uint16_t *mins = panel_mins(job->format, panel, job->blocks);
-  const uint8_t *codes = panel + codes_start(job->format, job->blocks);
+  panel_parts parts = parts_of(job->weights + p * job->panel_bytes,
+                               job->format, job->blocks);
+  const uint16_t *scales = parts.scales, *mins = parts.mins;
+  const uint8_t *codes = parts.codes;
   int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
   int q8 = job->format == TFM_BLOCKS_Q8_0;
   int32_t offset = code_offset(job->format);
@@ -767,10 +781,10 @@ TFM_AVX2_INLINE void transpose_codes_avx2(__m256i bytes, __m128i out[4]) {
 TFM_AVX2 static void widen_block_panel(const block_job *job, int64_t p,
                                        int column0, float *out) {
   int64_t valid = job->n - p * kRows;
-  const uint8_t *panel = job->weights + p * job->panel_bytes;
-  const uint16_t *scales = (const uint16_t *)panel;
-  const uint16_t *mins = panel_mins(job->format, panel, job->blocks);
-  const uint8_t *codes = panel + codes_start(job->format, job->blocks);
+  panel_parts parts = parts_of(job->weights + p * job->panel_bytes,
+                               job->format, job->blocks);
+  const uint16_t *scales = parts.scales, *mins = parts.mins;
+  const uint8_t *codes = parts.codes;
   int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
   int q8 = job->format == TFM_BLOCKS_Q8_0;
   const __m256 offset = _mm256_set1_ps((float)code_offset(job->format));
@@ -1004,11 +1018,11 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_linear_blocks_bias(
 static void widen_row(const uint8_t *weights, int format, int64_t cols,
                       int64_t row, float scale, float *out) {
   int64_t blocks = tfm_blocks_per_row(cols);
-  const uint8_t *panel =
-      weights + (row / kRows) * tfm_block_panel_bytes(format, cols);
-  const uint16_t *scales = (const uint16_t *)panel;
-  const uint16_t *mins = panel_mins(format, panel, blocks);
-  const uint8_t *codes = panel + codes_start(format, blocks);
+  panel_parts parts = parts_of(
+      weights + (row / kRows) * tfm_block_panel_bytes(format, cols), format,
+      blocks);
+  const uint16_t *scales = parts.scales, *mins = parts.mins;
+  const uint8_t *codes = parts.codes;
   int r = (int)(row % kRows);
   int32_t offset = code_offset(format);
   for (int64_t b = 0; b < blocks; ++b) {
