@@ -204,12 +204,13 @@ static int quantize_activations(const float *a, int64_t m, int64_t k,
                                 quantized_rows *x) {
   size_t codes = (size_t)(m * blocks * kBlock);
   size_t need = codes + (size_t)(m * blocks) * (sizeof(float) + sizeof(int32_t)) + 64;
-  if (!scratch_of(need))
+  char *base = scratch_of(need);
+  if (!base)
     return 0;
-  x->codes = scratch;
+  x->codes = (int8_t *)base;
   /* Scales and sums after the codes, 4-byte aligned (codes are whole
    * blocks of 32 bytes). */
-  x->scales = (float *)((char *)scratch + codes);
+  x->scales = (float *)(base + codes);
   x->sums = (int32_t *)(x->scales + m * blocks);
   quantize_job job = {a, lda, k, blocks, *x};
   tfm_parallel_for(m, m > 8 ? 8 : m, quantize_chunk, &job);
@@ -775,12 +776,17 @@ TFM_AVX2_INLINE void transpose_codes_avx2(__m256i bytes, __m128i out[4]) {
 }
 
 /* Block panel p's rows as features [column0, column0 + 16) of `out`
- * ([k][kWidenedPanel]); features past the matrix's rows are zeros (their
- * scales). Eight rows at a time: a 32-byte run of codes holds four
- * elements of each (weight_formats.h), transposed in registers. */
+ * ([k][kWidenedPanel]); past the matrix's last panel (the second of an
+ * odd count's last pair, which is not stored), zeros. Eight rows at a
+ * time: a 32-byte run of codes holds four elements of each
+ * (weight_formats.h), transposed in registers. */
 TFM_AVX2 static void widen_block_panel(const block_job *job, int64_t p,
                                        int column0, float *out) {
-  int64_t valid = job->n - p * kRows;
+  if (p * kRows >= job->n) {
+    for (int64_t kk = 0; kk < job->k; ++kk)
+      memset(out + kk * kWidenedPanel + column0, 0, kRows * sizeof(float));
+    return;
+  }
   panel_parts parts = parts_of(job->weights + p * job->panel_bytes,
                                job->format, job->blocks);
   const uint16_t *scales = parts.scales, *mins = parts.mins;
@@ -794,16 +800,12 @@ TFM_AVX2 static void widen_block_panel(const block_job *job, int64_t p,
      * short; the panel keeps room for a whole one). */
     int64_t elements = job->k - b * kBlock < kBlock ? job->k - b * kBlock : kBlock;
     for (int h = 0; h < 2; ++h) {
-      __m256 scale, minimum = _mm256_setzero_ps();
-      if (valid <= 0) { /* a padding panel */
-        scale = _mm256_setzero_ps();
-      } else {
-        scale = _mm256_cvtph_ps(
-            _mm_loadu_si128((const __m128i *)(scales + b * kRows + h * 8)));
-        if (mins)
-          minimum = _mm256_cvtph_ps(
-              _mm_loadu_si128((const __m128i *)(mins + b * kRows + h * 8)));
-      }
+      __m256 scale = _mm256_cvtph_ps(
+          _mm_loadu_si128((const __m128i *)(scales + b * kRows + h * 8)));
+      __m256 minimum =
+          mins ? _mm256_cvtph_ps(_mm_loadu_si128(
+                     (const __m128i *)(mins + b * kRows + h * 8)))
+               : _mm256_setzero_ps();
       float *column = out + b * kBlock * kWidenedPanel + column0 + h * 8;
       /* q8_0: eight runs, elements 4g + i; q4: four runs, elements 8v + i
        * (low nibbles) and 8v + 4 + i (high). */
