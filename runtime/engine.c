@@ -56,7 +56,7 @@ struct tfm_engine {
 };
 
 tfm_engine_options tfm_engine_default_options(void) {
-  tfm_engine_options o = {16, 0, 8, 512, 1};
+  tfm_engine_options o = {16, 0, TFM_KV_DEFAULT_BLOCK_POSITIONS, 512, 1};
   return o;
 }
 

@@ -84,7 +84,8 @@ static void choose_block_positions(tfm_kv_pages *p) {
   const tfm_kv_pages_options *o = &p->options;
   int64_t page = sysconf(_SC_PAGESIZE);
   int64_t unit = page / gcd(page, o->position_bytes);
-  int64_t wanted = o->block_positions > 0 ? o->block_positions : 8;
+  int64_t wanted = o->block_positions > 0 ? o->block_positions
+                                         : TFM_KV_DEFAULT_BLOCK_POSITIONS;
   p->mapped_blocks = o->capacity % unit == 0;
   if (!p->mapped_blocks) {
     p->block_positions = wanted < o->capacity ? wanted : o->capacity;

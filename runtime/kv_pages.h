@@ -34,6 +34,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Positions per block unless asked otherwise: small enough that 16
+ * sequences sharing a 512-token prefix store 1.25x one sequence's KV
+ * (1.5x with 16). */
+#define TFM_KV_DEFAULT_BLOCK_POSITIONS 8
+
 typedef struct tfm_kv_pages tfm_kv_pages;
 
 typedef struct {
@@ -42,7 +47,8 @@ typedef struct {
   int64_t capacity;        /* positions per sequence */
   int64_t position_bytes;  /* kv_heads * head_dim * the element's bytes */
   int64_t pool_bytes;      /* bound on the blocks' memory */
-  int64_t block_positions; /* at least; rounded up to whole pages */
+  int64_t block_positions; /* at least; rounded up to whole pages; 0:
+                              TFM_KV_DEFAULT_BLOCK_POSITIONS */
 } tfm_kv_pages_options;
 
 tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,

@@ -37,9 +37,7 @@ typedef struct {
   int64_t kv_pool_bytes; /* bound on KV memory; 0: max_sequences full
                             contexts */
   int32_t block_positions; /* positions per KV block (at least; rounded up
-                              to whole pages); 0: 8, small enough that 16
-                              sequences sharing a 512-token prefix store
-                              1.25x one sequence's KV (16: 1.5x) */
+                              to whole pages); 0: 8 */
   int64_t prefill_chunk;   /* prompt tokens prefilled per step; 0: 512 */
   int share_prefixes;      /* share blocks of common prefixes (1: yes) */
 } tfm_engine_options;
