@@ -20,6 +20,19 @@ bool mlir::tfm::isMatmulTransposedB(linalg::MatmulOp matmul) {
   return matmul.getIndexingMapsArray() == expected;
 }
 
+mlir::tfm::MatmulTransposedB
+mlir::tfm::readMatmulTransposedB(OpBuilder &b, linalg::MatmulOp matmul) {
+  Location loc = matmul.getLoc();
+  MatmulTransposedB mm;
+  mm.lhs = matmul.getDpsInputs()[0];
+  mm.rhs = matmul.getDpsInputs()[1];
+  mm.out = matmul.getDpsInits()[0];
+  mm.rows = memref::DimOp::create(b, loc, mm.lhs, 0);
+  mm.depth = memref::DimOp::create(b, loc, mm.lhs, 1);
+  mm.columns = memref::DimOp::create(b, loc, mm.rhs, 0);
+  return mm;
+}
+
 bool mlir::tfm::absorbZeroFill(linalg::MatmulOp matmul) {
   Value out = matmul.getDpsInits()[0];
   auto fill = dyn_cast_or_null<linalg::FillOp>(matmul->getPrevNode());

@@ -16,6 +16,16 @@ namespace mlir::tfm {
 /// Whether `matmul` computes C[m, n] += A[m, k] · B[n, k] on buffers.
 bool isMatmulTransposedB(linalg::MatmulOp matmul);
 
+/// The buffers of C[rows, columns] += A[rows, depth] · B[columns, depth]ᵀ
+/// and its sizes.
+struct MatmulTransposedB {
+  Value lhs, rhs, out;
+  Value rows, depth, columns;
+};
+
+/// `matmul`'s (isMatmulTransposedB) buffers, and its sizes read at `b`.
+MatmulTransposedB readMatmulTransposedB(OpBuilder &b, linalg::MatmulOp matmul);
+
 /// When `matmul`'s output was just filled with zeros (the op before it, on
 /// that buffer), erases the fill and returns true: the kernel then writes
 /// its sums instead of adding them, one launch fewer.

@@ -43,17 +43,12 @@ struct LowerMatmulToGpuTilesPass
     bool overwrite = absorbZeroFill(matmul);
     OpBuilder b(matmul);
     Location loc = matmul.getLoc();
-    Value lhs = matmul.getDpsInputs()[0];
-    Value rhs = matmul.getDpsInputs()[1];
-    Value out = matmul.getDpsInits()[0];
     auto index = [&](OpBuilder &at, int64_t value) -> Value {
       return arith::ConstantIndexOp::create(at, loc, value);
     };
     Value one = index(b, 1);
     Value tile = index(b, kTile);
-    Value rows = memref::DimOp::create(b, loc, lhs, 0);
-    Value depth = memref::DimOp::create(b, loc, lhs, 1);
-    Value columns = memref::DimOp::create(b, loc, rhs, 0);
+    MatmulTransposedB mm = readMatmulTransposedB(b, matmul);
     auto tilesOf = [&](Value size) {
       Value padded = arith::AddIOp::create(b, loc, size, index(b, kTile - 1));
       return arith::DivUIOp::create(b, loc, padded, tile).getResult();
@@ -65,7 +60,7 @@ struct LowerMatmulToGpuTilesPass
         gpu::AddressSpaceAttr::get(b.getContext(),
                                    gpu::AddressSpace::Workgroup));
     auto launch = gpu::LaunchOp::create(
-        b, loc, tilesOf(columns), tilesOf(rows), one, tile,
+        b, loc, tilesOf(mm.columns), tilesOf(mm.rows), one, tile,
         index(b, kRowGroups), one, /*dynamicSharedMemorySize=*/nullptr,
         /*asyncTokenType=*/nullptr, /*asyncDependencies=*/{},
         TypeRange{shared, shared});
@@ -86,11 +81,11 @@ struct LowerMatmulToGpuTilesPass
 
     SmallVector<Value> inits(kRowsPerThread, zero);
     auto depthLoop = scf::ForOp::create(
-        b, loc, index(b, 0), depth, tile, inits,
+        b, loc, index(b, 0), mm.depth, tile, inits,
         [&](OpBuilder &nb, Location nl, Value k0, ValueRange sums) {
           Value k = arith::AddIOp::create(nb, nl, k0, tx);
           Value kInside = arith::CmpIOp::create(
-              nb, nl, arith::CmpIPredicate::ult, k, depth);
+              nb, nl, arith::CmpIPredicate::ult, k, mm.depth);
           // Each thread stages kRowsPerThread elements of each tile;
           // neighbouring threads read neighbouring k (coalesced).
           auto stage = [&](Value source, Value base, Value limit,
@@ -114,8 +109,8 @@ struct LowerMatmulToGpuTilesPass
                                     ValueRange{tileRow, tx});
           };
           for (Value tileRow : tileRows) {
-            stage(lhs, rowBase, rows, lhsTile, tileRow);
-            stage(rhs, columnBase, columns, rhsTile, tileRow);
+            stage(mm.lhs, rowBase, mm.rows, lhsTile, tileRow);
+            stage(mm.rhs, columnBase, mm.columns, rhsTile, tileRow);
           }
           gpu::BarrierOp::create(nb, nl);
           auto inner = scf::ForOp::create(
@@ -139,14 +134,14 @@ struct LowerMatmulToGpuTilesPass
 
     Value column = arith::AddIOp::create(b, loc, columnBase, tx);
     Value columnInside = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::ult, column, columns);
+        b, loc, arith::CmpIPredicate::ult, column, mm.columns);
     for (auto [i, tileRow] : llvm::enumerate(tileRows)) {
       Value row = arith::AddIOp::create(b, loc, rowBase, tileRow);
       Value inside = arith::AndIOp::create(
           b, loc, columnInside,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, rows));
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, mm.rows));
       scf::IfOp::create(b, loc, inside, [&](OpBuilder &nb, Location nl) {
-        storeSum(nb, nl, depthLoop.getResult(i), out, ValueRange{row, column},
+        storeSum(nb, nl, depthLoop.getResult(i), mm.out, ValueRange{row, column},
                  overwrite);
         scf::YieldOp::create(nb, nl);
       });

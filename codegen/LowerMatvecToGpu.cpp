@@ -43,16 +43,11 @@ struct LowerMatvecToGpuPass
     bool overwrite = absorbZeroFill(matmul);
     OpBuilder b(matmul);
     Location loc = matmul.getLoc();
-    Value lhs = matmul.getDpsInputs()[0];
-    Value rhs = matmul.getDpsInputs()[1];
-    Value out = matmul.getDpsInits()[0];
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    Value rows = memref::DimOp::create(b, loc, lhs, 0);
-    Value depth = memref::DimOp::create(b, loc, lhs, 1);
-    Value columns = memref::DimOp::create(b, loc, rhs, 0);
+    MatmulTransposedB mm = readMatmulTransposedB(b, matmul);
     Value blockSize = arith::ConstantIndexOp::create(b, loc, threads);
-    auto launch = gpu::LaunchOp::create(b, loc, columns, rows, one, blockSize,
+    auto launch = gpu::LaunchOp::create(b, loc, mm.columns, mm.rows, one, blockSize,
                                         one, one);
     Block &body = launch.getBody().front();
     b.setInsertionPointToStart(&body);
@@ -62,10 +57,10 @@ struct LowerMatvecToGpuPass
     Type f32 = b.getF32Type();
     Value init = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
     auto strided = scf::ForOp::create(
-        b, loc, thread, depth, blockSize, ValueRange{init},
+        b, loc, thread, mm.depth, blockSize, ValueRange{init},
         [&](OpBuilder &nb, Location nl, Value k, ValueRange acc) {
-          Value x = memref::LoadOp::create(nb, nl, lhs, ValueRange{row, k});
-          Value w = memref::LoadOp::create(nb, nl, rhs, ValueRange{column, k});
+          Value x = memref::LoadOp::create(nb, nl, mm.lhs, ValueRange{row, k});
+          Value w = memref::LoadOp::create(nb, nl, mm.rhs, ValueRange{column, k});
           Value product = arith::MulFOp::create(nb, nl, x, w);
           Value sum = arith::AddFOp::create(nb, nl, acc[0], product);
           scf::YieldOp::create(nb, nl, sum);
@@ -78,7 +73,7 @@ struct LowerMatvecToGpuPass
     Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                         thread, zero);
     scf::IfOp::create(b, loc, first, [&](OpBuilder &nb, Location nl) {
-      storeSum(nb, nl, total, out, ValueRange{row, column}, overwrite);
+      storeSum(nb, nl, total, mm.out, ValueRange{row, column}, overwrite);
       scf::YieldOp::create(nb, nl);
     });
     gpu::TerminatorOp::create(b, loc);
