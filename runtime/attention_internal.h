@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 enum {
-  kKeyTile = 64, /* keys per prefill tile, and the fewest per decode chunk */
+  kKeyTile = 64, /* keys per prefill tile */
 };
 
 typedef struct {

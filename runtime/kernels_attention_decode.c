@@ -1,11 +1,12 @@
 /*===- kernels_attention_decode.c - attention of one query ---------------===//
  *
  * The decode step of tfm_rt_attention (see kernels_attention.c): one query
- * per head against the whole KV cache, which is read once, sequentially,
- * and split over the runtime's threads (flash-decoding). Int8 rows are
- * widened a position at a time, every KV head's row once for the query
- * heads that share it. A chunk's work (attention_decode_chunk.inc) comes
- * in two vector widths, as the prefill's does (vector_width.h).
+ * per head against the whole KV cache, which is read once and split over
+ * the runtime's threads by key positions (flash-decoding). Int8 rows are
+ * widened a chunk of positions at a time, every KV head's rows once for
+ * the query heads that share them. A chunk's work
+ * (attention_decode_chunk.inc) comes in two vector widths, as the
+ * prefill's does (vector_width.h).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -17,19 +18,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The single query of a decode step meets its keys a chunk at a time,
- * every head at once (flash-decoding): a key position's row holds all KV
- * heads contiguously, so a chunk is one sequential read of the cache,
- * where walking one head at a time would stride through it. Each chunk
- * leaves, per head, its maximum score, its sum of exponentials and its
- * unnormalised weighted values; merge_chunks rescales and adds them. */
+/* The single query of a decode step meets its keys a chunk of positions
+ * at a time (flash-decoding), the chunks shared over the threads. Each
+ * chunk leaves, per head, its maximum score, its sum of exponentials and
+ * its unnormalised weighted values; merge_chunks rescales and adds them. */
 typedef struct {
   const attention_job *job;
   const float *q;  /* [heads][dp], scaled, zero-padded */
   float *partials; /* [chunks][heads][dvp + 2]: values, maximum, sum */
-  float *scores;   /* [chunks][heads][chunk] */
+  float *scores;   /* [chunks][chunk]: one head's at a time */
+  float *widened;  /* int8 rows: [threads][chunk][dp + dvp] */
   int64_t first, last, chunk, dp, dvp;
 } decode_job;
+
+/* One KV head's keys or values over a chunk: row jj at base + jj ·
+ * position, its elements `element` floats apart. */
+typedef struct {
+  const float *base;
+  int64_t position, element;
+} kv_rows;
 
 #define AD_NAME(x) x##_wide
 #define AD_VF v16
@@ -64,13 +71,12 @@ typedef struct {
 
 static void decode_chunks(void *context, int64_t begin, int64_t end,
                           int thread) {
-  (void)thread;
   const decode_job *dj = context;
   for (int64_t index = begin; index < end; ++index)
     if (dj->job->narrow)
-      decode_chunk_narrow(dj, index);
+      decode_chunk_narrow(dj, index, thread);
     else
-      decode_chunk_wide(dj, index);
+      decode_chunk_wide(dj, index, thread);
 }
 
 /* out[0, h] = sum over chunks of values·e^(max - M) / sum of sums·e^(max - M),
@@ -99,12 +105,19 @@ static void merge_chunks(const decode_job *dj, int64_t chunks) {
   }
 }
 
-/* Keys per chunk: enough chunks to share over the threads, none so small
- * that the merge costs more than it splits. */
+/* Keys per chunk: two chunks a thread, so that a thread slowed by
+ * another process leaves its second to the others; none so small that
+ * the merge and the hand-off cost more than the split saves, nor so large
+ * that a KV head's rows of a chunk leave L2 before its group's last query
+ * head has read them. */
+enum { kFewestChunkKeys = 16, kMostChunkKeys = 256, kChunksPerThread = 2 };
+
 static int64_t decode_chunk_keys(int64_t keys) {
-  int64_t chunk = (keys + 4 * tfm_thread_count() - 1) / (4 * tfm_thread_count());
-  chunk = round_up_to_lanes(chunk);
-  return chunk > kKeyTile ? chunk : kKeyTile;
+  int64_t split = kChunksPerThread * tfm_thread_count();
+  int64_t chunk = round_up_to_lanes((keys + split - 1) / split);
+  if (chunk < kFewestChunkKeys)
+    return kFewestChunkKeys;
+  return chunk < kMostChunkKeys ? chunk : kMostChunkKeys;
 }
 
 void tfm_attend_decode(const attention_job *job) {
@@ -114,8 +127,12 @@ void tfm_attend_decode(const attention_job *job) {
   dj.dvp = round_up_to_lanes(job->dv);
   dj.chunk = decode_chunk_keys(dj.last - dj.first);
   int64_t chunks = (dj.last - dj.first + dj.chunk - 1) / dj.chunk;
+  size_t widened = job->k8 ? (size_t)(tfm_thread_count() * dj.chunk *
+                                     (dj.dp + dj.dvp))
+                           : 0;
   size_t floats = (size_t)(job->heads * dj.dp +
-                           chunks * job->heads * (dj.dvp + 2 + dj.chunk));
+                           chunks * (job->heads * (dj.dvp + 2) + dj.chunk)) +
+                  widened;
   /* From the buffer cache: the same size comes back every step, and a
    * failure inside a model's call returns out of memory from it. */
   float *scratch = _mlir_memref_to_llvm_alloc(floats * sizeof(float));
@@ -125,6 +142,7 @@ void tfm_attend_decode(const attention_job *job) {
   dj.q = q;
   dj.partials = q + job->heads * dj.dp;
   dj.scores = dj.partials + chunks * job->heads * (dj.dvp + 2);
+  dj.widened = dj.scores + chunks * dj.chunk;
   for (int64_t h = 0; h < job->heads; ++h) {
     const float *qh = row(job->q, 0, h);
     for (int64_t c = 0; c < dj.dp; ++c)

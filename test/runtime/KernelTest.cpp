@@ -198,6 +198,10 @@ TEST(AttentionKernel, SingleQueryDecode) {
   for (int64_t t : {1, 2, 17, 64, 65, 300, 5000})
     checkAttention({1, t, 12, 4, 64, 64, 0, true});
   checkAttention({1, 33, 4, 4, 10, 10, 0, true});
+  // Keys and values of different sizes; values in blocks of four vectors
+  // and single vectors after them; an odd count of keys per chunk.
+  checkAttention({1, 90, 3, 1, 8, 24, 0, true});
+  checkAttention({1, 131, 4, 2, 80, 80, 0, true});
 }
 
 TEST(AttentionKernel, RelativePositionTermsByDistance) {
