@@ -28,6 +28,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -64,10 +65,19 @@ def hardware_limits(work):
                                      check=True).stdout)
 
 
+# Seconds to let the host settle after the bandwidth probe: the kernel
+# frees the probe's GiB of huge pages after it exits, and a decode run
+# started at once was up to 17% slower (124M int4 on a Zen 2, 2 cores:
+# 250-293 tok/s against 300-303 after 1-2 s).
+PROBE_SETTLE_SECONDS = 2
+
+
 def read_bandwidth(work):
     exe = os.path.join(work, "hwlimits")
-    return json.loads(subprocess.run([exe, "--bandwidth"], capture_output=True, text=True,
-                                     check=True).stdout)["read_gb_per_s"]
+    gb_per_s = json.loads(subprocess.run([exe, "--bandwidth"], capture_output=True, text=True,
+                                         check=True).stdout)["read_gb_per_s"]
+    time.sleep(PROBE_SETTLE_SECONDS)
+    return gb_per_s
 
 
 def model_numbers(directory):
