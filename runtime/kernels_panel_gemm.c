@@ -285,6 +285,14 @@ TFM_INLINE void panel_tile8(panel_format format, int rows, int64_t depth,
       store8(c + r * ldc + 8 * q, acc[r][q]);
 }
 
+/* Bytes ahead of its step that panel_row8 prefetches a two-byte panel
+ * (bf16, f16): its stream ran at 75% of the bandwidth bound against f32's
+ * 90%, and this put the 124M LLaMA's bf16 decode on a Zen 2 6% faster
+ * (256 or 1024 bytes ahead: 3%; 2048: 8% slower; f32 panels: no change).
+ * Past a panel's end it reaches into the next, or past the weights: a
+ * prefetch does not fault. */
+enum { kNarrowRowPrefetchBytes = 512 };
+
 /* panel_row with two accumulator sets (eight registers). */
 TFM_INLINE void panel_row8(panel_format format, int64_t depth, const float *x,
                            const void *panel, float *y, const float *start) {
@@ -310,6 +318,10 @@ TFM_INLINE void panel_row8(panel_format format, int64_t depth, const float *x,
 #pragma GCC unroll 2
     for (int u = 0; u < 2; ++u) {
       v8 b[4];
+      if (format != kF32) /* a step is one 64-byte line */
+        __builtin_prefetch((const char *)panel_at(format, panel, k + u) +
+                               kNarrowRowPrefetchBytes,
+                           0, 3);
       panel_step8(format, panel, k + u, b);
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q)
