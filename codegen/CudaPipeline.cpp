@@ -54,6 +54,11 @@ void mlir::tfm::buildLinalgToCudaPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createMapLoopsToGpuPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createPlaceBuffersOnDevicePass());
+  // Constants (and dims and views of them) move into the kernels that use
+  // them: folding hoisted them to the function's entry, and outlined as
+  // they were they would be kernel parameters, unknown to the kernels'
+  // optimizer (no unrolling, no merged loads) and copied at every launch.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   // Launches, allocations and copies as asynchronous ops on a stream (what
   // the GPU runtime calls take), waiting only where the host needs a

@@ -1,4 +1,4 @@
-//===- LowerMatvecToGpu.cpp - decode's x·Wᵀ as block reductions ----------===//
+//===- LowerMatvecToGpu.cpp - decode's x·Wᵀ as warp reductions -----------===//
 //
 // See LowerMatvecToGpuPass in Passes.td.
 //
@@ -20,11 +20,22 @@ using namespace mlir::tfm;
 
 namespace {
 
+constexpr int64_t kWarp = 32;
+/// Elements a lane loads at once on the aligned path: 16 bytes, which the
+/// NVPTX backend merges into one ld.global.v4.f32.
+constexpr int64_t kLaneElements = 4;
+constexpr int64_t kLaneBytes = kLaneElements * 4;
+
 struct LowerMatvecToGpuPass
     : mlir::tfm::impl::LowerMatvecToGpuPassBase<LowerMatvecToGpuPass> {
   using Base::Base;
 
   void runOnOperation() override {
+    if (threads % kWarp != 0 || threads < kWarp || threads > 1024) {
+      getOperation().emitError("tfm-lower-matvec-to-gpu: threads must be a "
+                               "multiple of 32 between 32 and 1024");
+      return signalPassFailure();
+    }
     SmallVector<linalg::MatmulOp> matvecs;
     getOperation().walk([&](linalg::MatmulOp matmul) {
       auto lhs = cast<MemRefType>(matmul.getDpsInputs()[0].getType());
@@ -36,44 +47,148 @@ struct LowerMatvecToGpuPass
       lower(matmul);
   }
 
-  /// One block per output element: its threads stride through k (adjacent
-  /// threads, adjacent weights), then gpu.all_reduce sums their partial
-  /// sums and thread 0 adds the total to C.
+  /// Whether `buffer`'s rows start on 16-byte boundaries at run time: its
+  /// first element's address and its row stride (in bytes) are multiples
+  /// of 16. Its last stride must be 1 (checked at compile time).
+  static Value rowsAligned(OpBuilder &b, Location loc, Value buffer) {
+    auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+    Value four = arith::ConstantIndexOp::create(b, loc, 4);
+    Value first = arith::AddIOp::create(
+        b, loc, base,
+        arith::MulIOp::create(b, loc, metadata.getOffset(), four));
+    Value rowBytes =
+        arith::MulIOp::create(b, loc, metadata.getStrides()[0], four);
+    Value bits = arith::OrIOp::create(b, loc, first, rowBytes);
+    Value low = arith::RemUIOp::create(
+        b, loc, bits, arith::ConstantIndexOp::create(b, loc, kLaneBytes));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, low,
+                                 arith::ConstantIndexOp::create(b, loc, 0));
+  }
+
+  static bool unitInnerStride(Value buffer) {
+    auto type = cast<MemRefType>(buffer.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    return succeeded(type.getStridesAndOffset(strides, offset)) &&
+           strides.back() == 1;
+  }
+
+  /// A sum over the warp's 32 lanes, in every lane (butterfly shuffles).
+  static Value warpSum(OpBuilder &b, Location loc, Value value) {
+    Value width = arith::ConstantIntOp::create(b, loc, b.getI32Type(), kWarp);
+    for (int64_t offset = kWarp / 2; offset > 0; offset /= 2) {
+      Value distance =
+          arith::ConstantIntOp::create(b, loc, b.getI32Type(), offset);
+      Value other = gpu::ShuffleOp::create(b, loc, value, distance, width,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      value = arith::AddFOp::create(b, loc, value, other);
+    }
+    return value;
+  }
+
+  /// A warp per output element, `threads` / 32 of them per block: the
+  /// lanes stride through k together (a warp reads one contiguous run of
+  /// the weight row), 16 bytes per lane and load where both rows are
+  /// aligned, one element otherwise; shuffles sum the lanes' partial sums
+  /// and lane 0 writes the total.
   void lower(linalg::MatmulOp matmul) {
     bool overwrite = absorbZeroFill(matmul);
     OpBuilder b(matmul);
     Location loc = matmul.getLoc();
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto index = [&](OpBuilder &at, int64_t value) -> Value {
+      return arith::ConstantIndexOp::create(at, loc, value);
+    };
+    Value one = index(b, 1);
     MatmulTransposedB mm = readMatmulTransposedB(b, matmul);
-    Value blockSize = arith::ConstantIndexOp::create(b, loc, threads);
-    auto launch = gpu::LaunchOp::create(b, loc, mm.columns, mm.rows, one, blockSize,
-                                        one, one);
-    Block &body = launch.getBody().front();
-    b.setInsertionPointToStart(&body);
-    Value column = launch.getBlockIds().x;
-    Value row = launch.getBlockIds().y;
+    int64_t warps = threads / kWarp;
+    Value columnGroups = arith::DivUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, mm.columns, index(b, warps - 1)),
+        index(b, warps));
+    auto launch = gpu::LaunchOp::create(b, loc, columnGroups, mm.rows, one,
+                                        index(b, threads), one, one);
+    b.setInsertionPointToStart(&launch.getBody().front());
     Value thread = launch.getThreadIds().x;
+    Value lane = arith::RemUIOp::create(b, loc, thread, index(b, kWarp));
+    Value column = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, launch.getBlockIds().x, index(b, warps)),
+        arith::DivUIOp::create(b, loc, thread, index(b, kWarp)));
+    Value row = launch.getBlockIds().y;
     Type f32 = b.getF32Type();
-    Value init = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
-    auto strided = scf::ForOp::create(
-        b, loc, thread, mm.depth, blockSize, ValueRange{init},
-        [&](OpBuilder &nb, Location nl, Value k, ValueRange acc) {
-          Value x = memref::LoadOp::create(nb, nl, mm.lhs, ValueRange{row, k});
-          Value w = memref::LoadOp::create(nb, nl, mm.rhs, ValueRange{column, k});
-          Value product = arith::MulFOp::create(nb, nl, x, w);
-          Value sum = arith::AddFOp::create(nb, nl, acc[0], product);
-          scf::YieldOp::create(nb, nl, sum);
-        });
-    Value total = gpu::AllReduceOp::create(
-        b, loc, strided.getResult(0),
-        gpu::AllReduceOperationAttr::get(b.getContext(),
-                                         gpu::AllReduceOperation::ADD),
-        b.getUnitAttr());
-    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                        thread, zero);
-    scf::IfOp::create(b, loc, first, [&](OpBuilder &nb, Location nl) {
-      storeSum(nb, nl, total, mm.out, ValueRange{row, column}, overwrite);
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
+
+    // The partial sum of lane `lane` over k = start, start + step, ...
+    // with `width` consecutive elements per step (aligned when width > 1).
+    auto partialSum = [&](OpBuilder &ob, Location ol, Value start, Value step,
+                          int64_t width) {
+      auto loop = scf::ForOp::create(
+          ob, ol, start, mm.depth, step, ValueRange{zero},
+          [&](OpBuilder &nb, Location nl, Value k, ValueRange acc) {
+            Value sum = acc[0];
+            for (int64_t e = 0; e < width; ++e) {
+              Value at = e ? arith::AddIOp::create(nb, nl, k, index(nb, e))
+                                 .getResult()
+                           : k;
+              llvm::MaybeAlign align =
+                  width > 1 && e == 0 ? llvm::MaybeAlign(kLaneBytes)
+                                      : llvm::MaybeAlign();
+              Value x = memref::LoadOp::create(nb, nl, mm.lhs,
+                                               ValueRange{row, at}, false, align);
+              Value w = memref::LoadOp::create(nb, nl, mm.rhs,
+                                               ValueRange{column, at}, false,
+                                               align);
+              sum = arith::AddFOp::create(
+                  nb, nl, sum, arith::MulFOp::create(nb, nl, x, w));
+            }
+            scf::YieldOp::create(nb, nl, sum);
+          });
+      return loop.getResult(0);
+    };
+
+    // A warp past the last output has nothing to do; the condition is the
+    // same for all its lanes, so its shuffles see every lane.
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         column, mm.columns);
+    scf::IfOp::create(b, loc, inside, [&](OpBuilder &nb, Location nl) {
+      auto scalar = [&](OpBuilder &sb, Location sl) {
+        return partialSum(sb, sl, lane, index(sb, kWarp), 1);
+      };
+      Value part;
+      if (unitInnerStride(mm.lhs) && unitInnerStride(mm.rhs)) {
+        Value depthFits = arith::CmpIOp::create(
+            nb, nl, arith::CmpIPredicate::eq,
+            arith::RemUIOp::create(nb, nl, mm.depth, index(nb, kLaneElements)),
+            index(nb, 0));
+        Value aligned = arith::AndIOp::create(
+            nb, nl, depthFits,
+            arith::AndIOp::create(nb, nl, rowsAligned(nb, nl, mm.lhs),
+                                  rowsAligned(nb, nl, mm.rhs)));
+        auto choice = scf::IfOp::create(
+            nb, nl, aligned,
+            [&](OpBuilder &vb, Location vl) {
+              Value start =
+                  arith::MulIOp::create(vb, vl, lane, index(vb, kLaneElements));
+              scf::YieldOp::create(
+                  vb, vl,
+                  partialSum(vb, vl, start, index(vb, kWarp * kLaneElements),
+                             kLaneElements));
+            },
+            [&](OpBuilder &sb, Location sl) {
+              scf::YieldOp::create(sb, sl, scalar(sb, sl));
+            });
+        part = choice.getResult(0);
+      } else {
+        part = scalar(nb, nl);
+      }
+      Value total = warpSum(nb, nl, part);
+      Value first = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
+                                          lane, index(nb, 0));
+      scf::IfOp::create(nb, nl, first, [&](OpBuilder &fb, Location fl) {
+        storeSum(fb, fl, total, mm.out, ValueRange{row, column}, overwrite);
+        scf::YieldOp::create(fb, fl);
+      });
       scf::YieldOp::create(nb, nl);
     });
     gpu::TerminatorOp::create(b, loc);

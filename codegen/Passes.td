@@ -298,35 +298,43 @@ def FillPerUsePass : Pass<"tfm-fill-per-use", "func::FuncOp"> {
 }
 
 def LowerMatvecToGpuPass : Pass<"tfm-lower-matvec-to-gpu", "func::FuncOp"> {
-  let summary = "Decode's x·Wᵀ as one block reduction per output";
+  let summary = "Decode's x·Wᵀ as one warp reduction per output";
   let description = [{
     A decode step multiplies a few rows (`max-rows`, known at compile time)
     by each weight matrix: as parallel loops, one thread per output would
     walk a weight row alone, and neighbouring threads would read addresses
     a row apart. This pass makes each such `linalg.matmul` (C[m, n] +=
-    A[m, k] · B[n, k]) a `gpu.launch` with one block per output element:
-    its `threads` threads stride through k together, so that a warp reads
-    one contiguous run of the weight row, and `gpu.all_reduce` sums their
-    partial sums. The weights stream from memory once, coalesced. When
-    the output was just filled with zeros (tfm-fill-per-use gives each
-    product its own fill), the fill goes and the sums are written instead
-    of added: one launch fewer.
+    A[m, k] · B[n, k]) a `gpu.launch` with one warp per output element,
+    `threads` / 32 warps per block: the warp's lanes stride through k
+    together, so that it reads one contiguous run of the weight row, four
+    elements per lane and load (16-byte `ld.global.v4.f32`) where the rows
+    turn out aligned at run time, one otherwise; `gpu.shuffle xor` sums the
+    lanes' partial sums. The weights stream from memory once, coalesced,
+    with no shared memory or block barrier. When the output was just
+    filled with zeros (tfm-fill-per-use gives each product its own fill),
+    the fill goes and the sums are written instead of added: one launch
+    fewer.
 
     ```mlir
     linalg.matmul indexing_maps = [(m, k), (n, k), (m, n)]
         ins(%x, %w : memref<1x768xf32>, memref<2048x768xf32>) outs(%y : memref<1x2048xf32>)
     // becomes
-    gpu.launch blocks(%n, %m, %z) in (2048, 1, 1) threads(%t, ...) in (128, 1, 1) {
-      %part = scf.for %k = %t to %c768 step %c128 iter_args(...) -> (f32)
-      %sum = gpu.all_reduce add %part uniform {} : (f32) -> f32
-      scf.if %t == 0 { y[m, n] += %sum }
+    gpu.launch blocks(%g, %m, %z) in (256, 1, 1) threads(%t, ...) in (256, 1, 1) {
+      %n = %g * 8 + %t / 32
+      scf.if %n < 2048 {
+        %part = scf.if %aligned { scf.for %k = 4 * lane to 768 step 128 ... }
+                else { scf.for %k = lane to 768 step 32 ... }
+        %sum = 5 x (gpu.shuffle xor + addf)
+        scf.if %lane == 0 { y[m, n] = %sum }
+      }
     }
     ```
   }];
-  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect"];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect"];
   let options = [
-    Option<"threads", "threads", "int64_t", /*default=*/"128",
-           "Threads of a block (a multiple of 32, at most 1024)">,
+    Option<"threads", "threads", "int64_t", /*default=*/"256",
+           "Threads of a block: a multiple of 32 (a warp per output), at most 1024">,
     Option<"maxRows", "max-rows", "int64_t", /*default=*/"8",
            "Most rows of x that count as a matrix-vector product">
   ];

@@ -1,17 +1,34 @@
 // RUN: tfm-opt %s -split-input-file -tfm-lower-matvec-to-gpu | FileCheck %s
 
-// A decode step's x·Wᵀ: a block per output element, its threads striding
-// through k together, their partial sums reduced across the block.
+// A decode step's x·Wᵀ: a warp per output element (8 per block of 256
+// threads), its lanes striding through k together, 4 elements per load
+// where both rows are 16-byte aligned at run time, their partial sums
+// summed by butterfly shuffles, lane 0 adding the total to y.
 // CHECK-LABEL: func.func @decode_projection
 // CHECK-SAME: (%[[X:.*]]: memref<1x64xf32>, %[[W:.*]]: memref<96x64xf32>, %[[Y:.*]]: memref<1x96xf32>)
-// CHECK-DAG: %[[C128:.*]] = arith.constant 128 : index
 // CHECK-DAG: %[[K:.*]] = memref.dim %[[X]], %c1
 // CHECK-DAG: %[[N:.*]] = memref.dim %[[W]], %c0
-// CHECK: gpu.launch blocks(%[[COL:.*]], %[[ROW:.*]], %{{.*}}) in (%{{.*}} = %[[N]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C128]],
-// CHECK: %[[PART:.*]] = scf.for %[[KK:.*]] = %[[T]] to %[[K]] step %[[C128]] iter_args
-// CHECK: memref.load %[[X]][%[[ROW]], %[[KK]]]
-// CHECK: memref.load %[[W]][%[[COL]], %[[KK]]]
-// CHECK: %[[SUM:.*]] = gpu.all_reduce add %[[PART]] uniform
+// CHECK: %[[N7:.*]] = arith.addi %[[N]], %c7
+// CHECK: %[[GROUPS:.*]] = arith.divui %[[N7]], %c8
+// CHECK: %[[C256:.*]] = arith.constant 256 : index
+// CHECK: gpu.launch blocks(%[[G:.*]], %[[ROW:.*]], %{{.*}}) in (%{{.*}} = %[[GROUPS]], %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C256]],
+// CHECK: %[[LANE:.*]] = arith.remui %[[T]], %c32
+// CHECK: %[[WARP:.*]] = arith.divui %[[T]], %c32
+// CHECK: %[[FIRSTCOL:.*]] = arith.muli %[[G]], %c8
+// CHECK: %[[COL:.*]] = arith.addi %[[FIRSTCOL]], %[[WARP]]
+// CHECK: %[[INSIDE:.*]] = arith.cmpi ult, %[[COL]], %[[N]]
+// CHECK: scf.if %[[INSIDE]] {
+// CHECK-DAG: memref.extract_aligned_pointer_as_index %[[X]]
+// CHECK-DAG: memref.extract_aligned_pointer_as_index %[[W]]
+// CHECK: %[[PART:.*]] = scf.if %{{.*}} -> (f32) {
+// CHECK: %[[START:.*]] = arith.muli %[[LANE]], %c4
+// CHECK: scf.for %[[KK:.*]] = %[[START]] to %[[K]] step %c128{{.*}} iter_args
+// CHECK: memref.load %[[X]][%[[ROW]], %[[KK]]] {alignment = 16 : i64}
+// CHECK: memref.load %[[W]][%[[COL]], %[[KK]]] {alignment = 16 : i64}
+// CHECK: } else {
+// CHECK: scf.for %[[KS:.*]] = %[[LANE]] to %[[K]] step %c32{{.*}} iter_args
+// CHECK: memref.load %[[W]][%[[COL]], %[[KS]]] :
+// CHECK-COUNT-5: gpu.shuffle  xor
 // CHECK: scf.if
 // CHECK: memref.store %{{.*}}, %[[Y]][%[[ROW]], %[[COL]]]
 // CHECK-NOT: linalg.matmul
@@ -39,7 +56,7 @@ func.func @prefill_projection(%x: memref<?x64xf32>, %w: memref<96x64xf32>, %y: m
 // goes, and the output is never read.
 // CHECK-LABEL: func.func @over_zero_fill
 // CHECK-NOT: linalg.fill
-// CHECK: gpu.all_reduce add
+// CHECK: gpu.shuffle
 // CHECK-NOT: memref.load %{{.*}} : memref<1x96xf32>
 // CHECK: memref.store %{{.*}} : memref<1x96xf32>
 func.func @over_zero_fill(%x: memref<1x64xf32>, %w: memref<96x64xf32>, %y: memref<1x96xf32>) {
