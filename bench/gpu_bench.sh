@@ -6,32 +6,47 @@
 #
 # Here (needs the build and ../shared):
 #   bash bench/gpu_bench.sh --bundle build/gpu-bench
-# which compiles a 124 M LLaMA (bench/make_random_model.py llama --tiled,
-# so that its weights gzip small enough to carry) into the folder; there:
+# which compiles a 124 M LLaMA and a 1.1 B one of TinyLlama's shape
+# (bench/make_random_model.py llama|tinyllama --tiled, so that their
+# weights compress small enough to carry: zstd --long, whose executable
+# travels along) into the folder; there:
 #   bash bench/gpu_bench.sh --run build/gpu-bench
-# prints one JSON line per measurement.
+# prints one JSON line per measurement: decode after a 128-token prompt
+# and prefill of 512 tokens for both, of 2048 for the 1.1 B (the 124 M's
+# context is 1024), PyTorch's prefill of the same shapes beside them.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 mode="$1" dir="$2"
 prompt() { # N: N token ids in [3, 30000)
   /usr/bin/env python3 -c "import sys; n=int(sys.argv[1]); print(' '.join(str(3 + (7919 * i) % 29997) for i in range(n)))" "$1"
 }
+models="llama124m:llama tinyllama1b:tinyllama"
 if [ "$mode" = --bundle ]; then
   rm -rf "$dir" && mkdir -p "$dir"
-  /usr/bin/python3 "$root/bench/make_random_model.py" llama "$dir/llama124m-hf" --tiled
-  "$root/build/bin/tfmc" -q "$dir/llama124m-hf" --target=cuda --weights=external \
-    -o "$dir/llama124m"
-  bash "$root/test/gpu/copy-libs.sh" "$dir/lib" "$dir/llama124m"
-  gzip -1 "$dir/llama124m.weights" "$dir/llama124m"
-  rm -rf "$dir/llama124m-hf"
+  for entry in $models; do
+    name="${entry%%:*}" shape="${entry#*:}"
+    /usr/bin/python3 "$root/bench/make_random_model.py" "$shape" "$dir/$name-hf" --tiled
+    "$root/build/bin/tfmc" -q "$dir/$name-hf" --target=cuda --weights=external \
+      -o "$dir/$name"
+    rm -rf "$dir/$name-hf"
+  done
+  cp "$(command -v zstd)" "$dir/zstd"
+  bash "$root/test/gpu/copy-libs.sh" "$dir/lib" "$dir/llama124m" "$dir/zstd"
+  for entry in $models; do
+    zstd -q --rm -1 --long=27 "$dir/${entry%%:*}.weights" "$dir/${entry%%:*}"
+  done
   cp "$root/bench/make_random_model.py" "$dir/"
   du -sh "$dir"
   exit 0
 fi
 [ "$mode" = --run ] || { echo "usage: gpu_bench.sh --bundle|--run DIR" >&2; exit 2; }
-[ -f "$dir/llama124m.weights" ] || gunzip -k "$dir/llama124m.weights.gz"
-[ -f "$dir/llama124m" ] || { gunzip -k "$dir/llama124m.gz" && chmod +x "$dir/llama124m"; }
 export LD_LIBRARY_PATH="$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+unpack() { "$dir/zstd" -q -d --long=27 -o "$2" "$1"; }
+for entry in $models; do
+  name="${entry%%:*}"
+  [ -f "$dir/$name.weights" ] || unpack "$dir/$name.weights.zst" "$dir/$name.weights"
+  [ -f "$dir/$name" ] || { unpack "$dir/$name.zst" "$dir/$name" && chmod +x "$dir/$name"; }
+done
 python3 - <<'PY'
 import json, torch
 x = torch.empty(1 << 28, dtype=torch.float32, device="cuda")  # 1 GiB
@@ -46,28 +61,38 @@ seconds = start.elapsed_time(end) / 1e3 / 20
 # Read plus written bytes: what a stream of reads alone runs at, about.
 print(json.dumps({"gpu": torch.cuda.get_device_name(), "copy_gb_per_s": round(2 * x.numel() * 4 / seconds / 1e9, 1)}))
 PY
-tfmc() { # PROMPT_TOKENS NEW_TOKENS: one JSON line of the model's --stats
+tfmc() { # MODEL PROMPT_TOKENS NEW_TOKENS: one JSON line of the model's --stats
   local stats
-  stats=$(timeout 180 "$dir/llama124m" --tokens "$(prompt "$1")" -n "$2" --ignore-eos \
-    --warmup 1 --stats 2>&1 >/dev/null | grep prompt_tokens)
-  echo "{\"engine\": \"tfmc-cuda f32\", \"model\": \"llama124m\", \"stats\": $stats}"
+  if stats=$(timeout 180 "$dir/$1" --tokens "$(prompt "$2")" -n "$3" --ignore-eos \
+      --warmup 1 --stats 2>&1 >/dev/null | grep prompt_tokens); then
+    echo "{\"engine\": \"tfmc-cuda f32\", \"model\": \"$1\", \"stats\": $stats}"
+  else
+    echo "{\"engine\": \"tfmc-cuda f32\", \"model\": \"$1\", \"prompt_tokens\": $2, \"error\": \"no --stats line\"}"
+  fi
 }
-tfmc 128 64
-tfmc 512 1
+# Prefill alone (-n 0): a 2048-token prompt fills the 1.1 B's context.
+tfmc llama124m 128 64
+tfmc llama124m 512 0
+tfmc tinyllama1b 128 64
+tfmc tinyllama1b 512 0
+tfmc tinyllama1b 2048 0
 python3 - "$dir" <<'PY'
 import json, sys, time, torch
 sys.path.insert(0, sys.argv[1])
 from transformers import LlamaConfig, LlamaForCausalLM
 import make_random_model as m
-config = LlamaConfig(**{k: v for k, v in m.SHAPES["llama"].items() if k != "model_type"})
-config._attn_implementation = "sdpa"
-model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
-for n in (512,):
-    ids = torch.randint(3, 30000, (1, n), device="cuda")
-    with torch.no_grad():
-        for _ in range(3): model(ids)
-        torch.cuda.synchronize(); start = time.perf_counter()
-        for _ in range(10): model(ids)
-        torch.cuda.synchronize(); seconds = (time.perf_counter() - start) / 10
-    print(json.dumps({"engine": "pytorch bf16 sdpa", "model": "llama124m", "prompt_tokens": n, "prefill_tokens_per_s": round(n / seconds, 1)}))
+for name, shape, lengths in (("llama124m", "llama", (512,)),
+                             ("tinyllama1b", "tinyllama", (512, 2048))):
+    config = LlamaConfig(**{k: v for k, v in m.SHAPES[shape].items() if k != "model_type"})
+    config._attn_implementation = "sdpa"
+    model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
+    for n in lengths:
+        ids = torch.randint(3, 30000, (1, n), device="cuda")
+        with torch.no_grad():
+            for _ in range(3): model(ids)
+            torch.cuda.synchronize(); start = time.perf_counter()
+            for _ in range(10): model(ids)
+            torch.cuda.synchronize(); seconds = (time.perf_counter() - start) / 10
+        print(json.dumps({"engine": "pytorch bf16 sdpa", "model": name, "prompt_tokens": n, "prefill_tokens_per_s": round(n / seconds, 1)}))
+    del model
 PY

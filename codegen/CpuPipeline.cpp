@@ -61,9 +61,11 @@ void mlir::tfm::buildCpuPipeline(OpPassManager &pm,
   }
   if (runs(CpuPipelineStage::Linalg)) {
     // The runtime's kernels (GEMM panels, fused attention) are CPU code: the
-    // GPU target lowers everything to linalg.
+    // GPU target lowers everything to linalg but plain attention, whose
+    // call tfm-lower-attention-to-gpu makes a fused kernel.
     LowerToLinalgOptions linalg;
-    linalg.fusedAttention = options.fusedAttention && !targetsCuda(options);
+    linalg.fusedAttention = options.fusedAttention;
+    linalg.plainAttentionOnly = targetsCuda(options);
     linalg.packWeights = options.packWeights && !targetsCuda(options);
     buildLowerToLinalgPipeline(pm, linalg);
   }
@@ -104,6 +106,7 @@ void mlir::tfm::buildLowerToLinalgPipeline(
   pm.addPass(createLayOutWeightsPass(layout));
   SelectCpuKernelsPassOptions kernels;
   kernels.fusedAttention = options.fusedAttention;
+  kernels.plainAttentionOnly = options.plainAttentionOnly;
   pm.addPass(createSelectCpuKernelsPass(kernels));
   pm.addPass(createLowerToLinalgPass());
   // Every sequence-length dim back to the one of the tokens argument: the

@@ -129,6 +129,9 @@ struct LowerToLinalgOptions {
   bool packWeights = true;
   /// Attention through the runtime's fused kernel.
   bool fusedAttention = true;
+  /// Only plain attention's call (tfm_rt_attention), which the GPU target
+  /// makes a kernel of (tfm-lower-attention-to-gpu).
+  bool plainAttentionOnly = false;
 };
 
 /// tfm -> linalg/tensor/arith/math on tensors for the CPU: weight layout,

@@ -43,6 +43,8 @@ void mlir::tfm::buildLinalgToCudaPipeline(OpPassManager &pm,
   // as block reductions, prefill's products as tiled GEMMs; every other
   // linalg op (copies included) to a parallel loop nest, tiled into blocks
   // of threads, each loop nest a gpu.launch.
+  // Attention's kernel call (tfm-select-cpu-kernels) as one fused kernel.
+  pm.addPass(createLowerAttentionToGpuPass());
   pm.addNestedPass<func::FuncOp>(createLowerMatvecToGpuPass());
   pm.addNestedPass<func::FuncOp>(createLowerMatmulToGpuTilesPass());
   pm.addNestedPass<func::FuncOp>(createLowerReductionsToGpuPass());

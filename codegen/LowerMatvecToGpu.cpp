@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/GpuAlignment.h"
 #include "codegen/GpuMatmuls.h"
 #include "codegen/Passes.h"
 
@@ -23,8 +24,8 @@ namespace {
 constexpr int64_t kWarp = 32;
 /// Elements a lane loads at once on the aligned path: 16 bytes, which the
 /// NVPTX backend merges into one ld.global.v4.f32.
-constexpr int64_t kLaneElements = 4;
-constexpr int64_t kLaneBytes = kLaneElements * 4;
+constexpr int64_t kLaneElements = kWideLoadElements;
+constexpr int64_t kLaneBytes = kWideLoadBytes;
 
 struct LowerMatvecToGpuPass
     : mlir::tfm::impl::LowerMatvecToGpuPassBase<LowerMatvecToGpuPass> {
@@ -45,33 +46,6 @@ struct LowerMatvecToGpuPass
     });
     for (linalg::MatmulOp matmul : matvecs)
       lower(matmul);
-  }
-
-  /// Whether `buffer`'s rows start on 16-byte boundaries at run time: its
-  /// first element's address and its row stride (in bytes) are multiples
-  /// of 16. Its last stride must be 1 (checked at compile time).
-  static Value rowsAligned(OpBuilder &b, Location loc, Value buffer) {
-    auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
-    Value four = arith::ConstantIndexOp::create(b, loc, 4);
-    Value first = arith::AddIOp::create(
-        b, loc, base,
-        arith::MulIOp::create(b, loc, metadata.getOffset(), four));
-    Value rowBytes =
-        arith::MulIOp::create(b, loc, metadata.getStrides()[0], four);
-    Value bits = arith::OrIOp::create(b, loc, first, rowBytes);
-    Value low = arith::RemUIOp::create(
-        b, loc, bits, arith::ConstantIndexOp::create(b, loc, kLaneBytes));
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, low,
-                                 arith::ConstantIndexOp::create(b, loc, 0));
-  }
-
-  static bool unitInnerStride(Value buffer) {
-    auto type = cast<MemRefType>(buffer.getType());
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    return succeeded(type.getStridesAndOffset(strides, offset)) &&
-           strides.back() == 1;
   }
 
   /// A sum over the warp's 32 lanes, in every lane (butterfly shuffles).
@@ -156,15 +130,15 @@ struct LowerMatvecToGpuPass
         return partialSum(sb, sl, lane, index(sb, kWarp), 1);
       };
       Value part;
-      if (unitInnerStride(mm.lhs) && unitInnerStride(mm.rhs)) {
+      if (hasUnitInnerStride(mm.lhs) && hasUnitInnerStride(mm.rhs)) {
         Value depthFits = arith::CmpIOp::create(
             nb, nl, arith::CmpIPredicate::eq,
             arith::RemUIOp::create(nb, nl, mm.depth, index(nb, kLaneElements)),
             index(nb, 0));
         Value aligned = arith::AndIOp::create(
             nb, nl, depthFits,
-            arith::AndIOp::create(nb, nl, rowsAligned(nb, nl, mm.lhs),
-                                  rowsAligned(nb, nl, mm.rhs)));
+            arith::AndIOp::create(nb, nl, rowsStartAligned(nb, nl, mm.lhs),
+                                  rowsStartAligned(nb, nl, mm.rhs)));
         auto choice = scf::IfOp::create(
             nb, nl, aligned,
             [&](OpBuilder &vb, Location vl) {

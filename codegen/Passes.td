@@ -70,7 +70,12 @@ def SelectCpuKernelsPass : Pass<"tfm-select-cpu-kernels", "ModuleOp"> {
   ];
   let options = [
     Option<"fusedAttention", "fused-attention", "bool", /*default=*/"true",
-           "Lower tfm.attention to the runtime's fused kernel">
+           "Lower tfm.attention to the runtime's fused kernel">,
+    Option<"plainAttentionOnly", "plain-attention-only", "bool",
+           /*default=*/"false",
+           "Select only tfm_rt_attention (no packed sequences, relative "
+           "bias or int8 rows): the call tfm-lower-attention-to-gpu turns "
+           "into a kernel for --target=cuda">
   ];
 }
 
@@ -356,6 +361,48 @@ def LowerMatmulToGpuTilesPass
     fill, the sums are written and the fill goes.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect"];
+}
+
+def LowerAttentionToGpuPass
+    : Pass<"tfm-lower-attention-to-gpu", "ModuleOp"> {
+  let summary = "Attention's kernel call as one fused GPU kernel";
+  let description = [{
+    For `--target=cuda`, `tfm-select-cpu-kernels` (with
+    `plain-attention-only`) turns each `tfm.attention` without a bias,
+    packed sequences or an int8 cache into a call of `tfm_rt_attention(q,
+    k, v, out, scale, causal, window)`; after bufferization, this pass
+    replaces each such call with a `gpu.launch` computing it whole: a block
+    per (head, query), keys taken by chunks of as many as the block has
+    threads (each scores one: q · k scaled, masked by causality and the
+    window), `gpu.all_reduce` giving the chunk's maximum and sum of
+    exponentials (online softmax: the running sum and the outputs are
+    rescaled when the maximum grows), the weights staged in shared memory,
+    and each thread accumulating one output column over its share of the
+    chunk's keys. Query head h reads KV head h / (heads / kv_heads). What
+    the linalg lowering takes eleven kernels for (scores, mask, maximum,
+    exponentials, sum, division, weighted sum and their fills) is one, and
+    the scores never reach memory. Any other runtime kernel call left in
+    the module is an error: the GPU has none.
+
+    ```mlir
+    call @tfm_rt_attention(%q, %k, %v, %out, %scale, %causal, %window)
+    // becomes
+    gpu.launch blocks(%h, %i, %z) in (12, %s, 1) threads(%t, ...) in (128, 1, 1)
+        workgroup(%weights : memref<128xf32, 3>, %partials : memref<128xf32, 3>) {
+      scf.for %chunk = %first to %end step %c128 iter_args(%max, %sum, %acc) {
+        %score = q · k[%chunk + %t] * scale      // -inf when masked
+        %m = gpu.all_reduce maximumf %score uniform
+        %w = exp(%score - max(%max, %m)); weights[%t] = %w
+        %l = gpu.all_reduce add %w uniform
+        %acc' = %acc * rescale + Σ weights[j] · v[%chunk + j, h / group, col]
+      }
+      out[%i, %h, col] = Σ partials / %sum
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::math::MathDialect"];
 }
 
 def LowerReductionsToGpuPass

@@ -155,12 +155,24 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
   }
 };
 
+/// Whether `attention` reads its keys and values as an int8 cache's rows.
+bool readsInt8Rows(AttentionOp attention) {
+  return attention.getKey().getDefiningOp<DequantizeRowsOp>() &&
+         attention.getValue().getDefiningOp<DequantizeRowsOp>();
+}
+
 /// Whether a pattern above takes `op`.
-bool selectsKernel(Operation *op, bool fusedAttention) {
+bool selectsKernel(Operation *op, bool fusedAttention,
+                   bool plainAttentionOnly) {
   if (auto linear = dyn_cast<LinearOp>(op))
     return kernelWeight(linear.getWeight()).has_value();
-  if (auto attention = dyn_cast<AttentionOp>(op))
-    return fusedAttention && !attention.getBias();
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    if (!fusedAttention || attention.getBias())
+      return false;
+    return !plainAttentionOnly ||
+           (!attention.getLengths() && !attention.getRelativeBias() &&
+            !readsInt8Rows(attention));
+  }
   return false;
 }
 
@@ -172,7 +184,9 @@ struct SelectCpuKernelsPass
     ModuleOp module = getOperation();
     ConversionTarget target(getContext());
     target.markUnknownOpDynamicallyLegal(
-        [&](Operation *op) { return !selectsKernel(op, fusedAttention); });
+        [&](Operation *op) {
+          return !selectsKernel(op, fusedAttention, plainAttentionOnly);
+        });
     RewritePatternSet patterns(&getContext());
     populateCpuKernelPatterns(patterns, fusedAttention);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
