@@ -39,11 +39,11 @@ void mlir::tfm::buildLinalgToCudaPipeline(OpPassManager &pm,
   if (options.planArena)
     pm.addNestedPass<func::FuncOp>(createPlanArenaPass());
 
-  // Decode's matrix-vector products and row reductions (norms, softmax)
-  // as block reductions, prefill's products as tiled GEMMs; every other
-  // linalg op (copies included) to a parallel loop nest, tiled into blocks
-  // of threads, each loop nest a gpu.launch.
-  // Attention's kernel call (tfm-select-cpu-kernels) as one fused kernel.
+  // Attention's kernel call (tfm-select-cpu-kernels) as one fused kernel,
+  // decode's matrix-vector products as warp reductions, row reductions
+  // (norms) as block reductions, prefill's products as tiled GEMMs; every
+  // other linalg op (copies included) to a parallel loop nest, tiled into
+  // blocks of threads, each loop nest a gpu.launch.
   pm.addPass(createLowerAttentionToGpuPass());
   pm.addNestedPass<func::FuncOp>(createLowerMatvecToGpuPass());
   pm.addNestedPass<func::FuncOp>(createLowerMatmulToGpuTilesPass());
