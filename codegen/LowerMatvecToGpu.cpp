@@ -22,10 +22,6 @@ using namespace mlir::tfm;
 namespace {
 
 constexpr int64_t kWarp = 32;
-/// Elements a lane loads at once on the aligned path: 16 bytes, which the
-/// NVPTX backend merges into one ld.global.v4.f32.
-constexpr int64_t kLaneElements = kWideLoadElements;
-constexpr int64_t kLaneBytes = kWideLoadBytes;
 
 struct LowerMatvecToGpuPass
     : mlir::tfm::impl::LowerMatvecToGpuPassBase<LowerMatvecToGpuPass> {
@@ -106,7 +102,7 @@ struct LowerMatvecToGpuPass
                                  .getResult()
                            : k;
               llvm::MaybeAlign align =
-                  width > 1 && e == 0 ? llvm::MaybeAlign(kLaneBytes)
+                  width > 1 && e == 0 ? llvm::MaybeAlign(kWideLoadBytes)
                                       : llvm::MaybeAlign();
               Value x = memref::LoadOp::create(nb, nl, mm.lhs,
                                                ValueRange{row, at}, false, align);
@@ -133,7 +129,7 @@ struct LowerMatvecToGpuPass
       if (hasUnitInnerStride(mm.lhs) && hasUnitInnerStride(mm.rhs)) {
         Value depthFits = arith::CmpIOp::create(
             nb, nl, arith::CmpIPredicate::eq,
-            arith::RemUIOp::create(nb, nl, mm.depth, index(nb, kLaneElements)),
+            arith::RemUIOp::create(nb, nl, mm.depth, index(nb, kWideLoadElements)),
             index(nb, 0));
         Value aligned = arith::AndIOp::create(
             nb, nl, depthFits,
@@ -143,11 +139,11 @@ struct LowerMatvecToGpuPass
             nb, nl, aligned,
             [&](OpBuilder &vb, Location vl) {
               Value start =
-                  arith::MulIOp::create(vb, vl, lane, index(vb, kLaneElements));
+                  arith::MulIOp::create(vb, vl, lane, index(vb, kWideLoadElements));
               scf::YieldOp::create(
                   vb, vl,
-                  partialSum(vb, vl, start, index(vb, kWarp * kLaneElements),
-                             kLaneElements));
+                  partialSum(vb, vl, start, index(vb, kWarp * kWideLoadElements),
+                             kWideLoadElements));
             },
             [&](OpBuilder &sb, Location sl) {
               scf::YieldOp::create(sb, sl, scalar(sb, sl));

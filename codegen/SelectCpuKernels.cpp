@@ -102,6 +102,12 @@ struct LinearToKernelCall : OpConversionPattern<LinearOp> {
   }
 };
 
+/// Whether `attention` reads its keys and values as an int8 cache's rows.
+bool readsInt8Rows(AttentionOp attention) {
+  return attention.getKey().getDefiningOp<DequantizeRowsOp>() &&
+         attention.getValue().getDefiningOp<DequantizeRowsOp>();
+}
+
 /// tfm.attention without a [heads, s, t] bias: the runtime's flash-style
 /// kernel (runtime/kernels_attention.c), tfm_rt_attention(q, k, v, out,
 /// scale, causal, window), over packed sequences
@@ -121,12 +127,10 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
     Location loc = op.getLoc();
     SmallVector<Value> inputs = {adaptor.getQuery(), adaptor.getKey(),
                                  adaptor.getValue()};
-    auto keyRows = adaptor.getKey().getDefiningOp<DequantizeRowsOp>();
-    auto valueRows = adaptor.getValue().getDefiningOp<DequantizeRowsOp>();
-    bool int8Rows = keyRows && valueRows && !op.getLengths();
+    bool int8Rows = readsInt8Rows(op) && !op.getLengths();
     if (int8Rows) {
-      inputs[1] = keyRows.getInput();
-      inputs[2] = valueRows.getInput();
+      inputs[1] = op.getKey().getDefiningOp<DequantizeRowsOp>().getInput();
+      inputs[2] = op.getValue().getDefiningOp<DequantizeRowsOp>().getInput();
     }
     if (Value lengths = adaptor.getLengths())
       inputs.push_back(lengths);
@@ -154,12 +158,6 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
     return success();
   }
 };
-
-/// Whether `attention` reads its keys and values as an int8 cache's rows.
-bool readsInt8Rows(AttentionOp attention) {
-  return attention.getKey().getDefiningOp<DequantizeRowsOp>() &&
-         attention.getValue().getDefiningOp<DequantizeRowsOp>();
-}
 
 /// Whether a pattern above takes `op`.
 bool selectsKernel(Operation *op, bool fusedAttention,
