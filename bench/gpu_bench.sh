@@ -22,6 +22,8 @@ prompt() { # N: N token ids in [3, 30000)
 }
 models="llama124m:llama tinyllama1b:tinyllama"
 if [ "$mode" = --bundle ]; then
+  command -v zstd >/dev/null ||
+    { echo "gpu_bench.sh: --bundle compresses with zstd: apt-get install zstd" >&2; exit 1; }
   rm -rf "$dir" && mkdir -p "$dir"
   for entry in $models; do
     name="${entry%%:*}" shape="${entry#*:}"
