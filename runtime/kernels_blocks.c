@@ -371,38 +371,38 @@ TFM_AVX2 static void tile_avx2(const block_job *job, int64_t p, int64_t i0,
 /* One row of A (a decode step) against `count` (<= kRowPanelsAvx2, a
  * constant at every call) consecutive panels, both halves of each in one
  * pass: every 64-byte line of codes is loaded once, and each block's
- * activation broadcasts serve all of them. The next block of each panel
- * is prefetched: the panels' streams alone kept memory busy only half the
- * time (54% of the bandwidth bound on a Zen 2). One block ahead measured
- * best there: TinyLlama-1.1B int8 decode 27.6 -> 32.1 tok/s (99% of the
- * read probe) and the 124M's 5-10% faster than 16 blocks ahead; int4 the
- * same either way; 2, 4, 8 and 32 blocks slower. */
-enum { kRowPanelsAvx2 = 2, kPrefetchBlocks = 1 };
-TFM_AVX2_INLINE void row_panels_avx2(const block_job *job, int64_t p,
-                                     int count, float *out) {
-  int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
-  int q8 = job->format == TFM_BLOCKS_Q8_0;
-  int32_t offset = code_offset(job->format);
+ * activation broadcasts serve all of them. Each panel's codes are
+ * prefetched 512 bytes ahead (int8's next block, int4's second next) as
+ * non-temporal (prefetchnta): the weights are read once a step, and the
+ * hint keeps them out of the outer caches. On a Zen 2 (`bench/gemv_stream.c`,
+ * read probe 31.2 GB/s) that streamed int8 at 31.3 GB/s and int4 at 31.1,
+ * against 25.3 and 22.4 with prefetcht0 a block ahead; 1024 or 2048 bytes
+ * ahead, or into L2 only, were slower. */
+enum { kRowPanelsAvx2 = 2, kPrefetchBytes = 512 };
+TFM_AVX2_INLINE void row_panels_avx2(const block_job *job, int format,
+                                     int64_t p, int count, float *out) {
+  int64_t code_bytes = TFM_BLOCK_CODE_BYTES(format);
+  int q8 = format == TFM_BLOCKS_Q8_0;
+  int32_t offset = code_offset(format);
   const uint8_t *panel[kRowPanelsAvx2];
   const uint16_t *mins[kRowPanelsAvx2];
   __m256 acc[kRowPanelsAvx2][2];
 #pragma GCC unroll 2
   for (int j = 0; j < count; ++j) {
     panel[j] = job->weights + (p + j) * job->panel_bytes;
-    mins[j] = panel_mins(job->format, panel[j], job->blocks);
+    mins[j] = panel_mins(format, panel[j], job->blocks);
     acc[j][0] = acc[j][1] = _mm256_setzero_ps();
   }
   const __m256i ones = _mm256_set1_epi16(1);
   const int8_t *x = job->x.codes;
   for (int64_t b = 0; b < job->blocks; ++b, x += kBlock) {
-    int64_t codes = codes_start(job->format, job->blocks) + b * code_bytes;
+    int64_t codes = codes_start(format, job->blocks) + b * code_bytes;
     /* Past a panel's end this reaches into the next panel, or past the
      * matrix: a prefetch does not fault. */
 #pragma GCC unroll 2
     for (int j = 0; j < count; ++j)
       for (int64_t line = 0; line < code_bytes; line += 64)
-        __builtin_prefetch(panel[j] + codes + kPrefetchBlocks * code_bytes +
-                               line, 0, 3);
+        __builtin_prefetch(panel[j] + codes + kPrefetchBytes + line, 0, 0);
     __m256i dot[kRowPanelsAvx2][2];
     if (q8) {
 #pragma GCC unroll 2
@@ -492,17 +492,29 @@ TFM_AVX2_INLINE void row_panels_avx2(const block_job *job, int64_t p,
       _mm256_storeu_ps(out + j * kRows + h * 8, acc[j][h]);
 }
 
-/* Panels [p0, p1) for one row of A. */
-TFM_AVX2 static void row_avx2(const block_job *job, int64_t p0, int64_t p1) {
+/* Panels [p0, p1) for one row of A, `format` a constant at each call:
+ * the block loop then carries no test of the format (its branches and the
+ * accumulators they spilled and the accumulators they spilled made the
+ * kernel alone, on weights in cache, 8% slower). */
+TFM_AVX2_INLINE void row_format_avx2(const block_job *job, int format,
+                                     int64_t p0, int64_t p1) {
   float tile[kRowPanelsAvx2 * kRows];
   for (int64_t p = p0; p < p1; p += kRowPanelsAvx2) {
     int count = p1 - p < kRowPanelsAvx2 ? (int)(p1 - p) : kRowPanelsAvx2;
     if (count == 2)
-      row_panels_avx2(job, p, 2, tile);
+      row_panels_avx2(job, format, p, 2, tile);
     else
-      row_panels_avx2(job, p, 1, tile);
+      row_panels_avx2(job, format, p, 1, tile);
     for (int j = 0; j < count; ++j)
       store_tile(job, p + j, 0, 1, tile + j * kRows);
+  }
+}
+
+TFM_AVX2 static void row_avx2(const block_job *job, int64_t p0, int64_t p1) {
+  switch (job->format) {
+  case TFM_BLOCKS_Q8_0: row_format_avx2(job, TFM_BLOCKS_Q8_0, p0, p1); break;
+  case TFM_BLOCKS_Q4_0: row_format_avx2(job, TFM_BLOCKS_Q4_0, p0, p1); break;
+  default: row_format_avx2(job, TFM_BLOCKS_Q4_1, p0, p1); break;
   }
 }
 

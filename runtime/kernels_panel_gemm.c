@@ -289,8 +289,11 @@ TFM_INLINE void panel_tile8(panel_format format, int rows, int64_t depth,
  * (bf16, f16): its stream ran at 75% of the bandwidth bound against f32's
  * 90%, and this put the 124M LLaMA's bf16 decode on a Zen 2 6% faster
  * (256 or 1024 bytes ahead: 3%; 2048: 8% slower; f32 panels: no change).
- * Past a panel's end it reaches into the next, or past the weights: a
- * prefetch does not fault. */
+ * The prefetch is non-temporal (prefetchnta; the weights are read once a
+ * step): bf16 panels then streamed at 28.3 GB/s against 25.4 with
+ * prefetcht0 (`bench/gemv_stream.c`, Zen 2, read probe 31.2); f32 panels
+ * prefetched so gained nothing. Past a panel's end it reaches into the
+ * next, or past the weights: a prefetch does not fault. */
 enum { kNarrowRowPrefetchBytes = 512 };
 
 /* panel_row with two accumulator sets (eight registers). */
@@ -321,7 +324,7 @@ TFM_INLINE void panel_row8(panel_format format, int64_t depth, const float *x,
       if (format != kF32) /* a step is one 64-byte line */
         __builtin_prefetch((const char *)panel_at(format, panel, k + u) +
                                kNarrowRowPrefetchBytes,
-                           0, 3);
+                           0, 0);
       panel_step8(format, panel, k + u, b);
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q)
