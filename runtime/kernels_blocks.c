@@ -493,9 +493,9 @@ TFM_AVX2_INLINE void row_panels_avx2(const block_job *job, int format,
 }
 
 /* Panels [p0, p1) for one row of A, `format` a constant at each call:
- * the block loop then carries no test of the format (its branches and the
- * accumulators they spilled and the accumulators they spilled made the
- * kernel alone, on weights in cache, 8% slower). */
+ * the block loop then carries no test of the format (its branches, and
+ * the accumulators they spilled, made the kernel 8% slower on weights in
+ * cache). */
 TFM_AVX2_INLINE void row_format_avx2(const block_job *job, int format,
                                      int64_t p0, int64_t p1) {
   float tile[kRowPanelsAvx2 * kRows];
