@@ -13,6 +13,7 @@
 #include "runtime/runtime_kernels.h"
 #include "runtime/simd.h"
 #include "runtime/tfm_model_abi.h"
+#include "runtime/widen_rows_i8.h"
 
 #include <stdint.h>
 
@@ -44,40 +45,11 @@ TFM_INLINE float *row(const tfm_memref3d_f32 *m, int64_t i, int64_t h) {
   return m->aligned + m->offset + i * m->strides[0] + h * m->strides[1];
 }
 
-/* Row i of KV head h of int8 rows, and its n values (codes · the row's
- * scale) widened into out, zero-padded to np floats (np >= n). */
+/* Row i of KV head h of int8 rows: its codes, then its f32 scale. */
 TFM_INLINE const int8_t *row_i8(const tfm_memref3d_i8 *m, int64_t i,
                                 int64_t h) {
   return m->aligned + m->offset + i * m->strides[0] + h * m->strides[1];
 }
-/* Defined for 16-float vectors (AVX-512) and 8-float ones (AVX2: the
- * kernels' narrow variants, vector_width.h). */
-#define TFM_DEFINE_WIDEN_ROW_I8(NAME, VF, LANES, STORE)                         \
-  TFM_INLINE void NAME(const tfm_memref3d_i8 *m, int64_t i, int64_t h,          \
-                       int64_t n, int64_t np, float *out) {                     \
-    typedef int8_t vb __attribute__((vector_size(LANES)));                      \
-    const int8_t *codes = row_i8(m, i, h);                                      \
-    int64_t stride = m->strides[2];                                             \
-    uint8_t bytes[4];                                                           \
-    for (int b = 0; b < 4; ++b)                                                 \
-      bytes[b] = (uint8_t)codes[(n + b) * stride];                              \
-    float scale;                                                                \
-    memcpy(&scale, bytes, sizeof scale); /* little-endian, as written */        \
-    int64_t c = 0;                                                              \
-    if (stride == 1)                                                            \
-      for (; c + LANES <= n; c += LANES) {                                      \
-        vb packed;                                                              \
-        memcpy(&packed, codes + c, sizeof packed);                              \
-        STORE(out + c, scale * __builtin_convertvector(packed, VF));            \
-      }                                                                         \
-    for (; c < n; ++c)                                                          \
-      out[c] = scale * (float)codes[c * stride];                                \
-    for (; c < np; ++c)                                                         \
-      out[c] = 0;                                                               \
-  }
-TFM_DEFINE_WIDEN_ROW_I8(widen_row_i8, v16, 16, store16)
-TFM_DEFINE_WIDEN_ROW_I8(widen_row_i8_narrow, v8, 8, store8)
-#undef TFM_DEFINE_WIDEN_ROW_I8
 
 /* Keys [first, last) that query i of the sequence of keys [seq_lo, seq_hi)
  * may see ([0, t) unless packed). */

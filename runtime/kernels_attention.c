@@ -48,7 +48,6 @@ enum {
 #define AB_SPLAT splat
 #define AB_MAX vmax
 #define AB_EXP exp_nonpositive
-#define AB_WIDEN widen_row_i8
 #define AB_KEYS 4
 #define AB_VALUE_VECTORS 4
 #include "runtime/attention_block.inc"
@@ -61,7 +60,6 @@ enum {
 #undef AB_SPLAT
 #undef AB_MAX
 #undef AB_EXP
-#undef AB_WIDEN
 #undef AB_KEYS
 #undef AB_VALUE_VECTORS
 
@@ -74,7 +72,6 @@ enum {
 #define AB_SPLAT splat8
 #define AB_MAX vmax8
 #define AB_EXP exp_nonpositive8
-#define AB_WIDEN widen_row_i8_narrow
 #define AB_KEYS 2
 #define AB_VALUE_VECTORS 2
 #include "runtime/attention_block.inc"

@@ -46,7 +46,6 @@ typedef struct {
 #define AD_SPLAT splat
 #define AD_HSUM hsum
 #define AD_EXP exp_nonpositive
-#define AD_WIDEN widen_row_i8
 #include "runtime/attention_decode_chunk.inc"
 #undef AD_NAME
 #undef AD_VF
@@ -56,7 +55,6 @@ typedef struct {
 #undef AD_SPLAT
 #undef AD_HSUM
 #undef AD_EXP
-#undef AD_WIDEN
 
 #define AD_NAME(x) x##_narrow
 #define AD_VF v8
@@ -66,7 +64,6 @@ typedef struct {
 #define AD_SPLAT splat8
 #define AD_HSUM hsum8
 #define AD_EXP exp_nonpositive8
-#define AD_WIDEN widen_row_i8_narrow
 #include "runtime/attention_decode_chunk.inc"
 
 static void decode_chunks(void *context, int64_t begin, int64_t end,

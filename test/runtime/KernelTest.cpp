@@ -15,6 +15,7 @@ extern "C" {
 #include "runtime/buffer_cache.h"
 #include "runtime/vector_width.h"
 }
+#include "runtime/widen_rows_i8.h"
 #include "runtime/runtime_kernels.h"
 #include "test/runtime/RandomValues.h"
 
@@ -230,6 +231,33 @@ TEST(AttentionKernel, Int8RowsWidenedInPrefillAndDecode) {
            {1, 77, 4, 4, 16, 16, 0, true, true}}) {
     c.int8Rows = true;
     checkAttention(c);
+  }
+}
+
+/// tfm_widen_rows_i8 alone: whole vectors and a tail (n = 20), unit-stride
+/// rows (the vector path) and rows whose codes are two bytes apart (the
+/// scalar one), a first row other than 0, a second head, zero padding.
+TEST(AttentionKernel, Int8RowsWidenedPerTile) {
+  const int64_t rows = 7, heads = 2, n = 20, np = 24, first = 2, count = 4;
+  for (int64_t spread : {1, 2}) {
+    SCOPED_TRACE(testing::Message() << "code stride=" << spread);
+    std::vector<float> values = randomValues(rows * heads * n, 9);
+    std::vector<int8_t> packed = quantizeRows(values, n);
+    // Each byte of the packed rows at `spread` bytes apart (the gaps hold
+    // a value the widening must not read).
+    std::vector<int8_t> bytes(packed.size() * spread, 99);
+    for (size_t i = 0; i < packed.size(); ++i)
+      bytes[i * spread] = packed[i];
+    tfm_memref3d_i8 view = {bytes.data(), bytes.data(), 0,
+                            {rows, heads, n + 4},
+                            {heads * (n + 4) * spread, (n + 4) * spread, spread}};
+    std::vector<float> out(count * np, NAN);
+    tfm_widen_rows_i8(&view, first, count, /*h=*/1, n, np, out.data());
+    for (int64_t r = 0; r < count; ++r)
+      for (int64_t c = 0; c < np; ++c)
+        EXPECT_EQ(out[r * np + c],
+                  c < n ? values[((first + r) * heads + 1) * n + c] : 0.0f)
+            << "row " << r << " column " << c;
   }
 }
 
