@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/compare_weight_formats.py: tfmc's weight formats (f32, bf16, int8,
-int4) against llama.cpp's (F32, BF16, Q8_0, Q4_0) on the same random
-weights, in rounds, beside the read bandwidth measured in each round.
+int4; f16 on request) against llama.cpp's (F32, BF16, Q8_0, Q4_0; F16) on
+the same random weights, in rounds, beside the read bandwidth measured in
+each round.
 
 Models (make_random_model.py, into --work): the 124 M LLaMA shape of
 compare_peers.py (`llama`, f32 weights) and TinyLlama-1.1B's shape
@@ -50,7 +51,8 @@ sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
 from write_gguf import gguf_name  # noqa: E402  (llama.cpp's tensor names)
 
 # tfmc format -> llama.cpp's of the same bits (None: compared with none).
-PEER_FORMAT = {"f32": "F32", "bf16": "BF16", "int8": "Q8_0", "int4": "Q4_0"}
+PEER_FORMAT = {"f32": "F32", "bf16": "BF16", "f16": "F16", "int8": "Q8_0",
+               "int4": "Q4_0"}
 # llama.cpp files tfmc compiles directly under --gguf.
 GGUF_FORMATS = ["Q8_0", "Q4_0", "Q4_K_M"]
 
@@ -182,9 +184,9 @@ def gguf_decode_bytes(llama_src, path):
     return sum(int(t.n_bytes) for t in reader.tensors if t.name != "token_embd.weight")
 
 
-def prepare_llama_cpp(args, work, kind, model, extra_formats=()):
-    """GGUF files of every peer format (F32 or BF16 written from the
-    checkpoint, Q8_0 and Q4_0 by llama-quantize from it)."""
+def prepare_llama_cpp(args, work, kind, model, peer_formats):
+    """GGUF files of the peer formats asked for (F32 or BF16 written from
+    the checkpoint, the others by llama-quantize from it)."""
     src = os.path.dirname(os.path.abspath(args.llama_cpp.rstrip("/")))
     source = "BF16" if kind == "tinyllama" else "F32"
     files = {}
@@ -192,7 +194,7 @@ def prepare_llama_cpp(args, work, kind, model, extra_formats=()):
     if not os.path.exists(base):
         write_gguf(src, model, base, source)
     files[source] = base
-    for fmt in ("F32", "BF16", "Q8_0", "Q4_0") + tuple(extra_formats):
+    for fmt in peer_formats:
         path = os.path.join(work, f"{kind}-{fmt}.gguf")
         if fmt not in files and not os.path.exists(path):
             subprocess.run([os.path.join(args.llama_cpp, "bin", "llama-quantize"),
@@ -269,7 +271,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", default="/tmp/tfm-bench-formats")
     parser.add_argument("--models", default="llama,tinyllama")
-    parser.add_argument("--formats", default="f32,bf16,int8,int4")
+    parser.add_argument("--formats", default="f32,bf16,int8,int4",
+                        help="of f32, bf16, f16, int8, int4")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--prompt", type=int, default=128)
     parser.add_argument("--new", type=int, default=128,
@@ -283,6 +286,11 @@ def main():
     parser.add_argument("--gguf", action="store_true",
                         help="also compile llama.cpp's GGUF files with tfmc")
     args = parser.parse_args()
+    formats = args.formats.split(",")
+    unknown = [fmt for fmt in formats if fmt not in PEER_FORMAT]
+    if unknown:
+        parser.error(f"--formats: unknown {', '.join(unknown)} "
+                     f"(known: {', '.join(PEER_FORMAT)})")
     # tfmc's runtime, the bandwidth probe (OpenMP) and OpenBLAS inside it
     # read these; llama-bench gets -t.
     for variable in ("TFM_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
@@ -290,7 +298,6 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     limits = hardware_limits(args.work)
     print(f"machine: {json.dumps(limits)}", flush=True)
-    formats = args.formats.split(",")
     for kind in args.models.split(","):
         model = make_model(args.work, kind)
         with open(os.path.join(model, "config.json")) as f:
@@ -304,9 +311,10 @@ def main():
             engines[("tfmc", fmt)] = lambda exe=exe: tfmc_cell(exe, args, vocab, args.work)
         gguf = args.gguf and args.llama_cpp
         if args.llama_cpp:
-            src, files = prepare_llama_cpp(args, args.work, kind, model,
-                                           ["Q4_K_M"] if gguf else [])
             peers = [PEER_FORMAT[fmt] for fmt in formats]
+            src, files = prepare_llama_cpp(
+                args, args.work, kind, model,
+                peers + [f for f in GGUF_FORMATS if gguf and f not in peers])
             for peer in peers + (GGUF_FORMATS if gguf else []):
                 engines[("llama.cpp", peer)] = (
                     lambda path=files[peer]: llama_cpp_cell(args, src, path, args.work))
