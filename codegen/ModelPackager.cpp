@@ -82,24 +82,7 @@ public:
     const uint8_t *bytes = static_cast<const uint8_t *>(data);
     out.write(reinterpret_cast<const char *>(bytes), size);
     written += size;
-    // The checksum folds 8-byte words: keep a partial word for the next
-    // write.
-    while (size > 0) {
-      if (pending == 0 && size >= 8) {
-        uint64_t word;
-        std::memcpy(&word, bytes, 8);
-        hash = (hash ^ word) * 1099511628211ull;
-        bytes += 8, size -= 8;
-        continue;
-      }
-      size_t take = std::min<size_t>(8 - pending, size);
-      std::memcpy(reinterpret_cast<uint8_t *>(&carry) + pending, bytes, take);
-      pending += take, bytes += take, size -= take;
-      if (pending == 8) {
-        hash = (hash ^ carry) * 1099511628211ull;
-        pending = 0, carry = 0;
-      }
-    }
+    tfm_checksum_update(&checksum, bytes, size);
   }
   void zerosTo(uint64_t offset) {
     static const uint8_t zeros[4096] = {};
@@ -109,18 +92,21 @@ public:
   /// The checksum of everything written (tfm_format.h).
   uint64_t finish() {
     out.close();
-    uint64_t h = hash;
-    if (pending)
-      h = (h ^ carry) * 1099511628211ull;
-    return h ^ written;
+    return tfm_checksum_final(&checksum);
   }
 
 private:
   std::error_code ec;
   llvm::raw_fd_ostream out;
   std::string path;
-  uint64_t written = 0, hash = 14695981039346656037ull, carry = 0;
-  size_t pending = 0;
+  uint64_t written = 0;
+  tfm_checksum checksum = initialChecksum();
+
+  static tfm_checksum initialChecksum() {
+    tfm_checksum c;
+    tfm_checksum_init(&c);
+    return c;
+  }
 };
 
 /// Writes the [rows, cols] matrix `weight` as panels of `format`

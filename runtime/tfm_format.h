@@ -18,21 +18,84 @@ extern "C" {
 #endif
 
 /* Checksum of the weight blob: FNV-1a over 64-bit little-endian words (the
- * tail zero-padded), fast enough to verify hundreds of MB at load time. */
+ * tail zero-padded), word i into lane i % 4, the four lanes then folded
+ * by FNV-1a and the size xored in. One lane's multiplications are a
+ * chain (6 GB/s on a Zen 2: 0.7 s of loading a 4.4 GB model); four
+ * independent ones run at memory speed. Computed as the blob is written
+ * (tfmc: tfm_checksum_update a piece at a time) or over all of it (the
+ * loader: tfm_weights_checksum), with the same result. */
+enum { TFM_CHECKSUM_LANES = 4 };
+#define TFM_FNV_OFFSET 14695981039346656037ull
+#define TFM_FNV_PRIME 1099511628211ull
+typedef struct {
+  uint64_t lane[TFM_CHECKSUM_LANES];
+  uint64_t size;    /* bytes seen */
+  uint64_t partial; /* the bytes of an unfinished word, little endian */
+} tfm_checksum;
+
+static inline void tfm_checksum_init(tfm_checksum *c) {
+  for (int i = 0; i < TFM_CHECKSUM_LANES; ++i)
+    c->lane[i] = TFM_FNV_OFFSET;
+  c->size = 0;
+  c->partial = 0;
+}
+
+/* Folds the word that ends at byte c->size (a multiple of 8). */
+static inline void tfm_checksum_word(tfm_checksum *c, uint64_t word) {
+  uint64_t *lane = &c->lane[(c->size / 8 - 1) % TFM_CHECKSUM_LANES];
+  *lane = (*lane ^ word) * TFM_FNV_PRIME;
+}
+
+static inline void tfm_checksum_update(tfm_checksum *c, const uint8_t *data,
+                                       uint64_t size) {
+  while (size > 0) {
+    if (c->size % 8 != 0 || size < 8) { /* a byte of an unfinished word */
+      c->partial |= (uint64_t)*data << (8 * (c->size % 8));
+      ++data, --size, ++c->size;
+      if (c->size % 8 == 0) {
+        tfm_checksum_word(c, c->partial);
+        c->partial = 0;
+      }
+      continue;
+    }
+    if (c->size / 8 % TFM_CHECKSUM_LANES != 0 || size < 32) { /* a word */
+      uint64_t word;
+      memcpy(&word, data, 8);
+      data += 8, size -= 8, c->size += 8;
+      tfm_checksum_word(c, word);
+      continue;
+    }
+    /* Runs of four words from lane 0 on, a word per lane. */
+    uint64_t l0 = c->lane[0], l1 = c->lane[1], l2 = c->lane[2], l3 = c->lane[3];
+    for (; size >= 32; data += 32, size -= 32, c->size += 32) {
+      uint64_t w[4];
+      memcpy(w, data, 32);
+      l0 = (l0 ^ w[0]) * TFM_FNV_PRIME;
+      l1 = (l1 ^ w[1]) * TFM_FNV_PRIME;
+      l2 = (l2 ^ w[2]) * TFM_FNV_PRIME;
+      l3 = (l3 ^ w[3]) * TFM_FNV_PRIME;
+    }
+    c->lane[0] = l0, c->lane[1] = l1, c->lane[2] = l2, c->lane[3] = l3;
+  }
+}
+
+static inline uint64_t tfm_checksum_final(const tfm_checksum *c) {
+  tfm_checksum last = *c;
+  if (last.size % 8 != 0) { /* the tail, zero-padded */
+    last.size += 8 - last.size % 8;
+    tfm_checksum_word(&last, last.partial);
+  }
+  uint64_t hash = TFM_FNV_OFFSET;
+  for (int i = 0; i < TFM_CHECKSUM_LANES; ++i)
+    hash = (hash ^ last.lane[i]) * TFM_FNV_PRIME;
+  return hash ^ c->size;
+}
+
 static inline uint64_t tfm_weights_checksum(const uint8_t *data, uint64_t size) {
-  uint64_t hash = 14695981039346656037ull;
-  uint64_t i = 0;
-  for (; i + 8 <= size; i += 8) {
-    uint64_t word;
-    memcpy(&word, data + i, 8);
-    hash = (hash ^ word) * 1099511628211ull;
-  }
-  if (i < size) {
-    uint64_t word = 0;
-    memcpy(&word, data + i, (size_t)(size - i));
-    hash = (hash ^ word) * 1099511628211ull;
-  }
-  return hash ^ size;
+  tfm_checksum c;
+  tfm_checksum_init(&c);
+  tfm_checksum_update(&c, data, size);
+  return tfm_checksum_final(&c);
 }
 
 /* Weights appended to a linked executable or shared library (assemblers

@@ -16,6 +16,7 @@ extern "C" {
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <csetjmp>
@@ -38,6 +39,26 @@ TEST(Checksum, EveryByteAndTheSizeCount) {
   }
   data.push_back(0);
   EXPECT_NE(tfm_weights_checksum(data.data(), data.size()), base);
+}
+
+/// tfmc checksums the blob a piece at a time as it writes it, the loader
+/// all at once: pieces of any sizes (across words and four-word runs) give
+/// the checksum of the whole.
+TEST(Checksum, PiecesGiveTheWhole) {
+  std::vector<uint8_t> data(3000);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = uint8_t(i * 131 + 7);
+  for (size_t size : {size_t(0), size_t(5), size_t(8), size_t(31), size_t(32),
+                      size_t(33), size_t(1000), size_t(2999)})
+    for (size_t piece : {size_t(1), size_t(3), size_t(8), size_t(13),
+                         size_t(32), size_t(77)}) {
+      tfm_checksum c;
+      tfm_checksum_init(&c);
+      for (size_t at = 0; at < size; at += piece)
+        tfm_checksum_update(&c, data.data() + at, std::min(piece, size - at));
+      EXPECT_EQ(tfm_checksum_final(&c), tfm_weights_checksum(data.data(), size))
+          << "size " << size << " in pieces of " << piece;
+    }
 }
 
 TEST(Model, ForwardCopiesTheLogitsOfEveryPosition) {
