@@ -11,8 +11,8 @@
  * target clone, which made the int8 cache's decode no faster than the f32
  * one although it reads a quarter of the bytes. vpmovsxbd + vcvtdq2ps
  * take two. Intrinsics need their target on the function that uses them,
- * so this is a function of its own, picked by the CPU's features once, a
- * call per tile (not per row).
+ * so this is a function of its own, called a tile of rows at a time (not
+ * a row), which tests the CPU's features at each call.
  *
  *===----------------------------------------------------------------------===*/
 
