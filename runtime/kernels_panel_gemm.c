@@ -93,10 +93,11 @@ typedef uint32_t vu8 __attribute__((vector_size(32)));
  * time (a vpinsrw and a vcvtph2ps each, in every target clone, F16C's
  * too), which made decode over f16 panels 3x slower than over bf16 ones.
  * With F16C (every CPU with AVX2 has it) this is one vcvtph2ps: inlined
- * into the AVX2 and AVX-512 target clones (which fold the test of the
- * CPU), called from the baseline one where the CPU has F16C. On a Zen 2,
- * 124M LLaMA, f16 weights: decode 44 -> 141 tokens/s (bf16's: 131),
- * prefill 821-872 -> 879-891. */
+ * into the AVX2 and AVX-512 target clones, called from the baseline one
+ * where the CPU has F16C. The test of the CPU stays in every clone, a
+ * load and a well-predicted branch per step. On a Zen 2, 124M LLaMA, f16
+ * weights: decode 44 -> 133-135 tokens/s (bf16's: 127-129), prefill
+ * 821-872 -> 983-987. */
 static inline __attribute__((target("f16c"))) void
 halves_to_floats_f16c(const uint16_t *halves, float *out) {
   /* Through memory, not a returned vector: a call from the baseline clone
@@ -255,7 +256,6 @@ TFM_INLINE void panel_row(panel_format format, int64_t depth, const float *x,
 }
 
 /*===- The narrow tile: 8-float vectors, for AVX2's 16 registers -------===*/
-
 
 /* Row k of a panel as four 8-float vectors, in the order panel_step's two
  * 16-float vectors hold them: b[0], b[1] are b0's halves, b[2], b[3] b1's. */
