@@ -9,7 +9,8 @@
 # which compiles a 124 M LLaMA and a 1.1 B one of TinyLlama's shape
 # (bench/make_random_model.py llama|tinyllama --tiled, so that their
 # weights compress small enough to carry: zstd --long, whose executable
-# travels along) into the folder; there:
+# travels along), each with f32 and with bf16 weights, into the folder;
+# there:
 #   bash bench/gpu_bench.sh --run build/gpu-bench
 # prints one JSON line per measurement: decode after a 128-token prompt
 # and prefill of 512 tokens for both, of 2048 for the 1.1 B (the 124 M's
@@ -20,22 +21,34 @@ mode="$1" dir="$2"
 prompt() { # N: N token ids in [3, 30000)
   /usr/bin/env python3 -c "import sys; n=int(sys.argv[1]); print(' '.join(str(3 + (7919 * i) % 29997) for i in range(n)))" "$1"
 }
-models="llama124m:llama tinyllama1b:tinyllama"
+shapes="llama124m:llama tinyllama1b:tinyllama"
+dtypes="f32 bf16"
+# Each shape's executables: NAME (f32 weights) and NAME-bf16.
+executables() {
+  for entry in $shapes; do
+    for dtype in $dtypes; do
+      if [ "$dtype" = f32 ]; then echo "${entry%%:*}"; else echo "${entry%%:*}-$dtype"; fi
+    done
+  done
+}
 if [ "$mode" = --bundle ]; then
   command -v zstd >/dev/null ||
     { echo "gpu_bench.sh: --bundle compresses with zstd: apt-get install zstd" >&2; exit 1; }
   rm -rf "$dir" && mkdir -p "$dir"
-  for entry in $models; do
+  for entry in $shapes; do
     name="${entry%%:*}" shape="${entry#*:}"
     /usr/bin/python3 "$root/bench/make_random_model.py" "$shape" "$dir/$name-hf" --tiled
-    "$root/build/bin/tfmc" -q "$dir/$name-hf" --target=cuda --weights=external \
-      -o "$dir/$name"
+    for dtype in $dtypes; do
+      out="$dir/$name"; [ "$dtype" = f32 ] || out="$dir/$name-$dtype"
+      "$root/build/bin/tfmc" -q "$dir/$name-hf" --target=cuda --weights=external \
+        --weights-dtype="$dtype" -o "$out"
+    done
     rm -rf "$dir/$name-hf"
   done
   cp "$(command -v zstd)" "$dir/zstd"
   bash "$root/test/gpu/copy-libs.sh" "$dir/lib" "$dir/llama124m" "$dir/zstd"
-  for entry in $models; do
-    zstd -q --rm -1 --long=27 "$dir/${entry%%:*}.weights" "$dir/${entry%%:*}"
+  for name in $(executables); do
+    zstd -q --rm -1 --long=27 "$dir/$name.weights" "$dir/$name"
   done
   cp "$root/bench/make_random_model.py" "$dir/"
   du -sh "$dir"
@@ -44,8 +57,7 @@ fi
 [ "$mode" = --run ] || { echo "usage: gpu_bench.sh --bundle|--run DIR" >&2; exit 2; }
 export LD_LIBRARY_PATH="$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 unpack() { "$dir/zstd" -q -d --long=27 -o "$2" "$1"; }
-for entry in $models; do
-  name="${entry%%:*}"
+for name in $(executables); do
   [ -f "$dir/$name.weights" ] || unpack "$dir/$name.weights.zst" "$dir/$name.weights"
   [ -f "$dir/$name" ] || { unpack "$dir/$name.zst" "$dir/$name" && chmod +x "$dir/$name"; }
 done
@@ -64,20 +76,23 @@ seconds = start.elapsed_time(end) / 1e3 / 20
 print(json.dumps({"gpu": torch.cuda.get_device_name(), "copy_gb_per_s": round(2 * x.numel() * 4 / seconds / 1e9, 1)}))
 PY
 tfmc() { # MODEL PROMPT_TOKENS NEW_TOKENS: one JSON line of the model's --stats
-  local stats
+  local stats engine="tfmc-cuda f32"
+  case "$1" in *-bf16) engine="tfmc-cuda bf16" ;; esac
   if stats=$(timeout 180 "$dir/$1" --tokens "$(prompt "$2")" -n "$3" --ignore-eos \
       --warmup 1 --stats 2>&1 >/dev/null | grep prompt_tokens); then
-    echo "{\"engine\": \"tfmc-cuda f32\", \"model\": \"$1\", \"stats\": $stats}"
+    echo "{\"engine\": \"$engine\", \"model\": \"$1\", \"stats\": $stats}"
   else
-    echo "{\"engine\": \"tfmc-cuda f32\", \"model\": \"$1\", \"prompt_tokens\": $2, \"error\": \"no --stats line\"}"
+    echo "{\"engine\": \"$engine\", \"model\": \"$1\", \"prompt_tokens\": $2, \"error\": \"no --stats line\"}"
   fi
 }
 # Prefill alone (-n 0): a 2048-token prompt fills the 1.1 B's context.
-tfmc llama124m 128 64
-tfmc llama124m 512 0
-tfmc tinyllama1b 128 64
-tfmc tinyllama1b 512 0
-tfmc tinyllama1b 2048 0
+for suffix in "" -bf16; do
+  tfmc llama124m$suffix 128 64
+  tfmc llama124m$suffix 512 0
+  tfmc tinyllama1b$suffix 128 64
+  tfmc tinyllama1b$suffix 512 0
+  tfmc tinyllama1b$suffix 2048 0
+done
 python3 - "$dir" <<'PY'
 import json, sys, time, torch
 sys.path.insert(0, sys.argv[1])

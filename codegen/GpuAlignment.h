@@ -18,14 +18,14 @@ namespace mlir::tfm {
 constexpr int64_t kWideLoadBytes = 16;
 constexpr int64_t kWideLoadElements = kWideLoadBytes / 4;
 
-/// Whether f32 buffer `buffer`'s innermost stride is 1 at compile time,
-/// which wide loads along its rows need.
+/// Whether buffer `buffer`'s innermost stride is 1 at compile time, which
+/// wide loads along its rows need.
 bool hasUnitInnerStride(Value buffer);
 
-/// An i1, true at run time when f32 buffer `buffer`'s first element and
-/// every stride but the innermost (in bytes) are multiples of 16: then
-/// every run of four elements along a row that starts at a multiple of
-/// four is 16-byte aligned.
+/// An i1, true at run time when buffer `buffer`'s first element and every
+/// stride but the innermost (in bytes) are multiples of 16: then every run
+/// of 16 bytes along a row that starts at a multiple of 16 bytes (four
+/// f32, eight bf16) is 16-byte aligned.
 Value rowsStartAligned(OpBuilder &b, Location loc, Value buffer);
 
 } // namespace mlir::tfm

@@ -100,6 +100,10 @@ struct LowerMatmulToGpuTilesPass
                 [&](OpBuilder &ib, Location il) {
                   Value v = memref::LoadOp::create(ib, il, source,
                                                    ValueRange{row, k});
+                  // Narrow weights (tfm-widen-in-matmuls) are staged
+                  // widened: the tiles and the sums stay f32.
+                  if (v.getType() != f32)
+                    v = arith::ExtFOp::create(ib, il, f32, v);
                   scf::YieldOp::create(ib, il, v);
                 },
                 [&](OpBuilder &ib, Location il) {

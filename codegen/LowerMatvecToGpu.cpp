@@ -90,25 +90,36 @@ struct LowerMatvecToGpuPass
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
 
     // The partial sum of lane `lane` over k = start, start + step, ...
-    // with `width` consecutive elements per step (aligned when width > 1).
+    // with `width` consecutive elements per step, each operand's runs of
+    // 16 bytes loaded together where `wide` (the rows aligned). Narrow
+    // weights (bf16, f16: tfm-widen-in-matmuls) widen as they load.
     auto partialSum = [&](OpBuilder &ob, Location ol, Value start, Value step,
-                          int64_t width) {
+                          int64_t width, bool wide) {
       auto loop = scf::ForOp::create(
           ob, ol, start, mm.depth, step, ValueRange{zero},
           [&](OpBuilder &nb, Location nl, Value k, ValueRange acc) {
+            auto load = [&](Value buffer, Value outer, Value at, int64_t e) {
+              auto type = cast<MemRefType>(buffer.getType());
+              int64_t perWideLoad =
+                  kWideLoadBytes * 8 / type.getElementTypeBitWidth();
+              llvm::MaybeAlign align =
+                  wide && e % perWideLoad == 0
+                      ? llvm::MaybeAlign(kWideLoadBytes)
+                      : llvm::MaybeAlign();
+              Value v = memref::LoadOp::create(nb, nl, buffer,
+                                               ValueRange{outer, at}, false,
+                                               align);
+              return type.getElementType() == f32
+                         ? v
+                         : arith::ExtFOp::create(nb, nl, f32, v).getResult();
+            };
             Value sum = acc[0];
             for (int64_t e = 0; e < width; ++e) {
               Value at = e ? arith::AddIOp::create(nb, nl, k, index(nb, e))
                                  .getResult()
                            : k;
-              llvm::MaybeAlign align =
-                  width > 1 && e == 0 ? llvm::MaybeAlign(kWideLoadBytes)
-                                      : llvm::MaybeAlign();
-              Value x = memref::LoadOp::create(nb, nl, mm.lhs,
-                                               ValueRange{row, at}, false, align);
-              Value w = memref::LoadOp::create(nb, nl, mm.rhs,
-                                               ValueRange{column, at}, false,
-                                               align);
+              Value x = load(mm.lhs, row, at, e);
+              Value w = load(mm.rhs, column, at, e);
               sum = arith::AddFOp::create(
                   nb, nl, sum, arith::MulFOp::create(nb, nl, x, w));
             }
@@ -116,6 +127,13 @@ struct LowerMatvecToGpuPass
           });
       return loop.getResult(0);
     };
+    // A step of the aligned path: 16 bytes of the narrower operand (four
+    // f32 weights, eight bf16), as many elements of the other.
+    auto bitsOf = [](Value buffer) {
+      return cast<MemRefType>(buffer.getType()).getElementTypeBitWidth();
+    };
+    int64_t wideElements =
+        kWideLoadBytes * 8 / std::min(bitsOf(mm.lhs), bitsOf(mm.rhs));
 
     // A warp past the last output has nothing to do; the condition is the
     // same for all its lanes, so its shuffles see every lane.
@@ -123,13 +141,13 @@ struct LowerMatvecToGpuPass
                                          column, mm.columns);
     scf::IfOp::create(b, loc, inside, [&](OpBuilder &nb, Location nl) {
       auto scalar = [&](OpBuilder &sb, Location sl) {
-        return partialSum(sb, sl, lane, index(sb, kWarp), 1);
+        return partialSum(sb, sl, lane, index(sb, kWarp), 1, false);
       };
       Value part;
       if (hasUnitInnerStride(mm.lhs) && hasUnitInnerStride(mm.rhs)) {
         Value depthFits = arith::CmpIOp::create(
             nb, nl, arith::CmpIPredicate::eq,
-            arith::RemUIOp::create(nb, nl, mm.depth, index(nb, kWideLoadElements)),
+            arith::RemUIOp::create(nb, nl, mm.depth, index(nb, wideElements)),
             index(nb, 0));
         Value aligned = arith::AndIOp::create(
             nb, nl, depthFits,
@@ -139,11 +157,11 @@ struct LowerMatvecToGpuPass
             nb, nl, aligned,
             [&](OpBuilder &vb, Location vl) {
               Value start =
-                  arith::MulIOp::create(vb, vl, lane, index(vb, kWideLoadElements));
+                  arith::MulIOp::create(vb, vl, lane, index(vb, wideElements));
               scf::YieldOp::create(
                   vb, vl,
-                  partialSum(vb, vl, start, index(vb, kWarp * kWideLoadElements),
-                             kWideLoadElements));
+                  partialSum(vb, vl, start, index(vb, kWarp * wideElements),
+                             wideElements, true));
             },
             [&](OpBuilder &sb, Location sl) {
               scf::YieldOp::create(sb, sl, scalar(sb, sl));

@@ -302,6 +302,31 @@ def FillPerUsePass : Pass<"tfm-fill-per-use", "func::FuncOp"> {
   }];
 }
 
+def WidenInMatmulsPass : Pass<"tfm-widen-in-matmuls", "func::FuncOp"> {
+  let summary = "Products read narrow float weights as stored";
+  let description = [{
+    A weight stored as bf16 or f16 reaches a `linalg.matmul` through an
+    elementwise `arith.extf` over the whole matrix. On the CPU the kernel
+    selection reads the narrow panels directly; on a GPU that widening
+    would be a kernel of its own writing an f32 copy of every matrix at
+    every call, three times the bytes the product then reads. Run on
+    tensors, this pass makes each product whose operand is such a widening
+    read the narrow tensor itself (a mixed-precision `linalg.matmul`,
+    whose body widens each element as it multiplies); the widening goes
+    when nothing else uses it. The GPU lowerings of matrix products
+    (tfm-lower-matvec-to-gpu, tfm-lower-matmul-to-gpu-tiles) then load the
+    narrow elements and widen them in registers.
+
+    ```mlir
+    %wide = linalg.generic {identity maps} ins(%w : tensor<96x64xbf16>)
+        outs(%e : tensor<96x64xf32>) { arith.extf ... }
+    %y = linalg.matmul ins(%x, %wide : tensor<?x64xf32>, tensor<96x64xf32>) ...
+    // becomes
+    %y = linalg.matmul ins(%x, %w : tensor<?x64xf32>, tensor<96x64xbf16>) ...
+    ```
+  }];
+}
+
 def LowerMatvecToGpuPass : Pass<"tfm-lower-matvec-to-gpu", "func::FuncOp"> {
   let summary = "Decode's x·Wᵀ as one warp reduction per output";
   let description = [{

@@ -224,10 +224,24 @@ llvm::Error checkTarget(const CompileOptions &options,
     return makeError("--emit=ptx needs --target=cuda");
   if (!cuda || !unit.model)
     return llvm::Error::success();
-  std::string dtype = options.pipeline->weightsDtype;
-  if (!dtype.empty() && dtype != "f32")
-    return makeError("--target=cuda computes in f32 so far: "
-                     "--weights-dtype=" + dtype + " is CPU only");
+  // The GPU kernels read f32, bf16 and f16 weights; the block formats
+  // have CPU kernels only so far.
+  auto gpuFloat = [](llvm::StringRef dtype) {
+    return dtype.empty() || dtype == "f32" || dtype == "bf16" ||
+           dtype == "f16" || dtype == "checkpoint";
+  };
+  const CpuPipelineOptions &pipeline = *options.pipeline;
+  if (!gpuFloat(pipeline.weightsDtype))
+    return makeError("--target=cuda stores weights as f32, bf16 or f16 so "
+                     "far: --weights-dtype=" + pipeline.weightsDtype.getValue() +
+                     " is CPU only");
+  if (!gpuFloat(pipeline.edgeDtype))
+    return makeError("--target=cuda stores weights as f32, bf16 or f16 so "
+                     "far: --edge-dtype=" + pipeline.edgeDtype.getValue() +
+                     " is CPU only");
+  if (!pipeline.weightsDtypeFor.getValue().empty())
+    return makeError("--target=cuda takes one weights dtype so far: "
+                     "--weights-dtype-for is CPU only");
   if (options.pipeline->kvDtype != "f32")
     return makeError("--target=cuda keeps an f32 KV cache so far: "
                      "--kv-dtype=" + options.pipeline->kvDtype +
@@ -387,11 +401,11 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
                      (askedForCache ? "this model has no KV cache (only "
                                       "decoders and encoder-decoders do)"
                                     : "there is no KV cache (--no-kv-cache)"));
-  // Weights keep the checkpoint's dtype unless told otherwise (the GPU
-  // target widens them to f32: its kernels compute in f32 only so far).
+  // Weights keep the checkpoint's dtype unless told otherwise, on the GPU
+  // too (its kernels widen bf16 and f16 as they load them).
   if (pipeline.weightsDtype.empty() && unit.model &&
       unit.weights.hasNarrowMatrices())
-    pipeline.weightsDtype = targetsCuda(pipeline) ? "f32" : "checkpoint";
+    pipeline.weightsDtype = "checkpoint";
   if (!unit.model && first == CpuPipelineStage::Tfm)
     first = CpuPipelineStage::Linalg;
   if (first > last)

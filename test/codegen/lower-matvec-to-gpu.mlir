@@ -66,3 +66,27 @@ func.func @over_zero_fill(%x: memref<1x64xf32>, %w: memref<96x64xf32>, %y: memre
       ins(%x, %w : memref<1x64xf32>, memref<96x64xf32>) outs(%y : memref<1x96xf32>)
   return
 }
+
+// -----
+
+// bf16 weights (tfm-widen-in-matmuls): a lane's aligned step is 16 bytes
+// of the weight row, eight elements (two 16-byte runs of x), each widened
+// as it loads; the other path widens one at a time.
+// CHECK-LABEL: func.func @bf16_weights
+// CHECK-SAME: (%[[X:.*]]: memref<1x64xf32>, %[[W:.*]]: memref<96x64xbf16>, %{{.*}}: memref<1x96xf32>)
+// CHECK: scf.if %{{.*}} -> (f32) {
+// CHECK: %[[START:.*]] = arith.muli %{{.*}}, %c8
+// CHECK: scf.for %[[KK:.*]] = %[[START]] to %{{.*}} step %c256{{.*}} iter_args
+// CHECK: memref.load %[[X]][%{{.*}}, %[[KK]]] {alignment = 16 : i64}
+// CHECK: %[[W0:.*]] = memref.load %[[W]][%{{.*}}, %[[KK]]] {alignment = 16 : i64}
+// CHECK: arith.extf %[[W0]] : bf16 to f32
+// CHECK-COUNT-3: memref.load %[[X]]{{.*}} : memref<1x64xf32>
+// CHECK: memref.load %[[X]]{{.*}} {alignment = 16 : i64}
+// CHECK: } else {
+// CHECK: %[[W1:.*]] = memref.load %[[W]]
+// CHECK: arith.extf %[[W1]] : bf16 to f32
+func.func @bf16_weights(%x: memref<1x64xf32>, %w: memref<96x64xbf16>, %y: memref<1x96xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%x, %w : memref<1x64xf32>, memref<96x64xbf16>) outs(%y : memref<1x96xf32>)
+  return
+}

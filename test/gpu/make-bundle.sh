@@ -17,8 +17,14 @@ rm -rf "$bundle" && mkdir -p "$bundle"
 "$tfmc" -q "$shared/stories260K/stories260K.bin" \
   --tokenizer "$shared/stories260K/tok512.bin" --target=cuda -o "$bundle/stories260K"
 "$tfmc" -q "$root/test/e2e/Inputs/llama-mha-f32" --target=cuda -o "$bundle/llama-mha-f32"
+# The f16 and bf16 checkpoints keep their dtype in device memory.
 "$tfmc" -q "$root/test/e2e/Inputs/llama-gqa-f16-untied" --target=cuda -o "$bundle/llama-gqa-f16-untied"
-bash "$root/test/gpu/copy-libs.sh" "$bundle/lib" "$bundle"/stories260K "$bundle"/llama-*
+"$tfmc" -q "$root/test/e2e/Inputs/llama-gqa-bf16-sharded" --target=cuda -o "$bundle/llama-gqa-bf16-sharded"
+"$tfmc" -q "$shared/stories260K/stories260K.bin" --tokenizer "$shared/stories260K/tok512.bin" \
+  --target=cuda --weights-dtype=bf16 -o "$bundle/stories260K-bf16"
+"$tfmc" -q "$shared/stories260K/stories260K.bin" --tokenizer "$shared/stories260K/tok512.bin" \
+  --weights-dtype=bf16 --mcpu=x86-64-v3 -o "$bundle/stories260K-bf16-cpu"
+bash "$root/test/gpu/copy-libs.sh" "$bundle/lib" "$bundle"/stories260K* "$bundle"/llama-*
 # PTX is text: gzipped, the bundle fits what a device run carries.
-gzip "$bundle"/stories260K "$bundle"/llama-*
+gzip "$bundle"/stories260K* "$bundle"/llama-*
 du -sh --apparent-size "$bundle"
