@@ -336,9 +336,10 @@ def LowerMatvecToGpuPass : Pass<"tfm-lower-matvec-to-gpu", "func::FuncOp"> {
     a row apart. This pass makes each such `linalg.matmul` (C[m, n] +=
     A[m, k] · B[n, k]) a `gpu.launch` with one warp per output element,
     `threads` / 32 warps per block: the warp's lanes stride through k
-    together, so that it reads one contiguous run of the weight row, four
-    elements per lane and load (16-byte `ld.global.v4.f32`) where the rows
-    turn out aligned at run time, one otherwise; `gpu.shuffle xor` sums the
+    together, so that it reads one contiguous run of the weight row, 16
+    bytes per lane and load (`ld.global.v4`: four f32 weights, or eight
+    bf16 or f16 ones, widened in registers) where the rows turn out
+    aligned at run time, one element otherwise; `gpu.shuffle xor` sums the
     lanes' partial sums. The weights stream from memory once, coalesced,
     with no shared memory or block barrier. When the output was just
     filled with zeros (tfm-fill-per-use gives each product its own fill),
@@ -382,8 +383,10 @@ def LowerMatmulToGpuTilesPass
     and B in workgroup memory (neighbouring threads loading neighbouring k,
     each tile padded by a column against bank conflicts), synchronizes,
     and each thread accumulates four outputs of one column from the staged
-    tiles; out-of-range rows and depths read as zero. Over a fresh zero
-    fill, the sums are written and the fill goes.
+    tiles; out-of-range rows and depths read as zero. Narrow weights
+    (bf16, f16: `tfm-widen-in-matmuls`) are widened as they are staged,
+    so the tiles and sums stay f32. Over a fresh zero fill, the sums are
+    written and the fill goes.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect"];
 }
