@@ -408,7 +408,7 @@ TEST(PanelLinearKernel, NarrowTileOfAvx2) {
   int before = tfm_kernels_use_narrow(1);
   for (int64_t m : {1, 2, 3, 4, 8, 13})
     for (int64_t k : {5, 256, 600})
-      for (int64_t n : {64, 50})
+      for (int64_t n : {64, 50, 160}) // one row: panels in pairs, and alone
         checkPanelLinear(m, n, k, /*withBias=*/(m + k) % 2 == 0, k);
   checkPanelLinear(5, 64, 30, /*withBias=*/true, 47);
   tfm_kernels_use_narrow(before);

@@ -168,7 +168,10 @@ TEST(NarrowPanelKernel, BF16AndF16PanelsAreTheirWidenedWeights) {
     SCOPED_TRACE(testing::Message() << "narrow tile=" << narrow);
     tfm_kernels_use_narrow(narrow);
     for (StoredFormat format : {StoredFormat::BF16, StoredFormat::F16})
+      // One row: one panel; a pair, a pair and a partial panel; two
+      // pairs and a single (panels run two at a time).
       for (LinearCase c : {LinearCase{1, 32, 300, false}, {1, 77, 5, true},
+                           {1, 64, 33, true}, {1, 160, 17, false},
                            {2, 64, 9, true}, {3, 50, 40, true},
                            {8, 96, 256, false}, {13, 64, 600, true}})
         checkLinear(format, c);
