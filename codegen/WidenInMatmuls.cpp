@@ -53,9 +53,8 @@ Value narrowOperand(OpBuilder &b, Operation *before, Value value) {
   SmallVector<Value> parts;
   for (Value input : concat.getInputs()) {
     Value narrow = widenedFrom(input);
-    if (!narrow || getElementTypeOrSelf(narrow) !=
-                       getElementTypeOrSelf(widenedFrom(
-                           concat.getInputs().front())))
+    if (!narrow || (!parts.empty() && getElementTypeOrSelf(narrow) !=
+                                          getElementTypeOrSelf(parts.front())))
       return nullptr;
     parts.push_back(narrow);
   }

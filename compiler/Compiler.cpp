@@ -242,9 +242,9 @@ llvm::Error checkTarget(const CompileOptions &options,
   if (!pipeline.weightsDtypeFor.getValue().empty())
     return makeError("--target=cuda takes one weights dtype so far: "
                      "--weights-dtype-for is CPU only");
-  if (options.pipeline->kvDtype != "f32")
+  if (pipeline.kvDtype != "f32")
     return makeError("--target=cuda keeps an f32 KV cache so far: "
-                     "--kv-dtype=" + options.pipeline->kvDtype +
+                     "--kv-dtype=" + pipeline.kvDtype +
                      " is CPU only");
   ModuleOp module = *unit.module;
   for (auto function : module.getOps<func::FuncOp>())

@@ -345,6 +345,21 @@ TFM_INLINE const float *start_in_step_order(panel_format format,
   return steps;
 }
 
+/* acc += x_k times step k of a panel, a two-byte panel's line
+ * kNarrowRowPrefetchBytes ahead prefetched (a step is one 64-byte line). */
+TFM_INLINE void add_step8(panel_format format, const void *panel, int64_t k,
+                          float x_k, v8 acc[4]) {
+  v8 b[4];
+  if (format != kF32)
+    __builtin_prefetch((const char *)panel_at(format, panel, k) +
+                           kNarrowRowPrefetchBytes,
+                       0, 0);
+  panel_step8(format, panel, k, b);
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q)
+    acc[q] += x_k * b[q];
+}
+
 /* panel_row with two accumulator sets (eight registers). */
 TFM_INLINE void panel_row8(panel_format format, int64_t depth, const float *x,
                            const void *panel, float *y, const float *start) {
@@ -359,24 +374,10 @@ TFM_INLINE void panel_row8(panel_format format, int64_t depth, const float *x,
   int64_t k = 0;
   for (; k + 2 <= depth; k += 2)
 #pragma GCC unroll 2
-    for (int u = 0; u < 2; ++u) {
-      v8 b[4];
-      if (format != kF32) /* a step is one 64-byte line */
-        __builtin_prefetch((const char *)panel_at(format, panel, k + u) +
-                               kNarrowRowPrefetchBytes,
-                           0, 0);
-      panel_step8(format, panel, k + u, b);
-#pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q)
-        acc[u][q] += x[k + u] * b[q];
-    }
-  for (; k < depth; ++k) {
-    v8 b[4];
-    panel_step8(format, panel, k, b);
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q)
-      acc[0][q] += x[k] * b[q];
-  }
+    for (int u = 0; u < 2; ++u)
+      add_step8(format, panel, k + u, x[k + u], acc[u]);
+  for (; k < depth; ++k)
+    add_step8(format, panel, k, x[k], acc[0]);
 #pragma GCC unroll 4
   for (int q = 0; q < 4; ++q)
     store8(y + 8 * q, acc[0][q] + acc[1][q]);
@@ -410,17 +411,8 @@ TFM_INLINE void panel_row8_pair(panel_format format, int64_t depth,
       acc[j][q] = load8(starts[j] + 8 * q);
   for (int64_t k = 0; k < depth; ++k)
 #pragma GCC unroll 2
-    for (int j = 0; j < 2; ++j) {
-      v8 b[4];
-      if (format != kF32)
-        __builtin_prefetch((const char *)panel_at(format, panels[j], k) +
-                               kNarrowRowPrefetchBytes,
-                           0, 0);
-      panel_step8(format, panels[j], k, b);
-#pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q)
-        acc[j][q] += x[k] * b[q];
-    }
+    for (int j = 0; j < 2; ++j)
+      add_step8(format, panels[j], k, x[k], acc[j]);
 #pragma GCC unroll 2
   for (int j = 0; j < 2; ++j) {
 #pragma GCC unroll 4
