@@ -179,6 +179,10 @@ struct LinalgToCudaOptions {
   bool planArena = true;
 };
 
+/// The number of an architecture named sm_XY (sm_90a: 90), 0 when it is
+/// not so named.
+int cudaArchNumber(llvm::StringRef cudaArch);
+
 /// linalg on tensors -> device buffers and GPU kernels (PTX in
 /// gpu.binary ops) launched from host code in the LLVM dialect: the
 /// --target=cuda counterpart of buildLinalgToLLVMPipeline

@@ -27,6 +27,14 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
+int mlir::tfm::cudaArchNumber(llvm::StringRef cudaArch) {
+  int number = 0;
+  if (!cudaArch.consume_front("sm_") ||
+      cudaArch.take_while(llvm::isDigit).getAsInteger(10, number))
+    return 0;
+  return number;
+}
+
 void mlir::tfm::buildLinalgToCudaPipeline(OpPassManager &pm,
                                           const LinalgToCudaOptions &options) {
   // Bufferization as on the CPU (buildLinalgToLLVMPipeline says why),
@@ -49,6 +57,10 @@ void mlir::tfm::buildLinalgToCudaPipeline(OpPassManager &pm,
   // blocks of threads, each loop nest a gpu.launch.
   pm.addPass(createLowerAttentionToGpuPass());
   pm.addNestedPass<func::FuncOp>(createLowerMatvecToGpuPass());
+  // Prefill's products with bf16 or f16 weights on tensor cores where the
+  // architecture has mma.sync for them (sm_80: Ampere and newer).
+  if (cudaArchNumber(options.cudaArch) >= 80)
+    pm.addNestedPass<func::FuncOp>(createLowerMatmulToMmaPass());
   pm.addNestedPass<func::FuncOp>(createLowerMatmulToGpuTilesPass());
   pm.addNestedPass<func::FuncOp>(createLowerReductionsToGpuPass());
   pm.addNestedPass<func::FuncOp>(createCopiesToLinalgPass());

@@ -391,6 +391,44 @@ def LowerMatmulToGpuTilesPass
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect"];
 }
 
+def LowerMatmulToMmaPass
+    : Pass<"tfm-lower-matmul-to-mma", "func::FuncOp"> {
+  let summary = "x·Wᵀ with bf16 or f16 weights on tensor cores (mma.sync)";
+  let description = [{
+    The matrix products `tfm-lower-matvec-to-gpu` leaves (a prefill's)
+    whose weights are bf16 or f16 (`tfm-widen-in-matmuls`) and whose
+    activations and outputs are f32 run on the tensor cores (sm_80 and
+    newer): each `linalg.matmul` (C[m, n] += A[m, k] · B[n, k]) becomes a
+    `gpu.launch` over 64 x 64 tiles of C, a block of 4 warps each owning
+    32 x 32 outputs as 2 x 4 `nvvm.mma.sync` m16n8k16 blocks with f32
+    accumulators. Per stage of 32 k, the block stages both tiles in
+    workgroup memory as pairs of 16-bit elements (the activations rounded
+    to the weights' type, as PyTorch's bf16 products round them;
+    out-of-range rows and depths as zeros), so that each fragment register
+    is one 32-bit load (rows padded against bank conflicts). Sums are
+    written (over a fresh zero fill, which goes) or added. f32 weights
+    keep `tfm-lower-matmul-to-gpu-tiles`' f32 path.
+
+    ```mlir
+    linalg.matmul ins(%x, %w : memref<?x64xf32>, memref<96x64xbf16>) outs(%y : memref<?x96xf32>)
+    // becomes
+    gpu.launch blocks(...) in (2, (%m + 63) / 64, 1) threads(%t, ...) in (128, 1, 1)
+        workgroup(%xs : memref<64x20xi32, 3>, %ws : memref<64x20xi32, 3>) {
+      scf.for %k0 = 0 to 64 step 32 iter_args(32 x f32) {
+        8 x (xs[row][word] = pack(truncf x[..][k], truncf x[..][k+1]), ws[..] = pack(w, w))
+        gpu.barrier
+        2 x (4 words of xs per 16 rows, 2 of ws per 8 columns, 8 x nvvm.mma.sync)
+        gpu.barrier
+      }
+      32 x (scf.if inside { y[row, column] = sum })
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
+}
+
 def LowerAttentionToGpuPass
     : Pass<"tfm-lower-attention-to-gpu", "ModuleOp"> {
   let summary = "Attention's kernel call as one fused GPU kernel";

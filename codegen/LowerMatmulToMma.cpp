@@ -1,0 +1,287 @@
+//===- LowerMatmulToMma.cpp - prefill's x·Wᵀ on tensor cores (mma.sync) --===//
+//
+// See LowerMatmulToMmaPass in Passes.td.
+//
+// The fragment layout of mma.sync.m16n8k16 (PTX ISA, "Matrix Fragments for
+// mma.m16n8k16 with floating point type"), for lane = 4 * g + q:
+//   A (16 x 16, row-major), four 32-bit registers of two elements each:
+//     a0 = A[g][2q, 2q+1]   a1 = A[g+8][2q, 2q+1]
+//     a2 = A[g][2q+8, +9]   a3 = A[g+8][2q+8, +9]
+//   B (16 x 8, k by n, "col": n-major), two registers:
+//     b0 = B[2q, 2q+1][g]   b1 = B[2q+8, +9][g]
+//   C, D (16 x 8 f32): c0, c1 = C[g][2q, 2q+1]   c2, c3 = C[g+8][2q, 2q+1]
+// with the lower-indexed element of a pair in the register's low half.
+// W is stored [n, k], k contiguous, so a B register is two neighbouring
+// weights of one row, as an A register is two neighbouring activations:
+// the tiles are staged in workgroup memory as such pairs (32-bit words),
+// and every fragment register is one word load.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/GpuMatmuls.h"
+#include "codegen/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_LOWERMATMULTOMMAPASS
+#include "codegen/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+constexpr int64_t kWarp = 32;
+/// One mma.sync: a 16 x 8 block of C, 16 deep.
+constexpr int64_t kMmaRows = 16, kMmaColumns = 8, kMmaDepth = 16;
+/// A warp's part of the block's tile: 2 x 4 mma blocks, 32 x 32 outputs.
+constexpr int64_t kWarpRows = 32, kWarpColumns = 32;
+constexpr int64_t kMmasDown = kWarpRows / kMmaRows;
+constexpr int64_t kMmasAcross = kWarpColumns / kMmaColumns;
+/// The block's tile: 2 x 2 warps, 64 x 64 outputs, 32 deep per stage.
+constexpr int64_t kTileRows = 64, kTileColumns = 64, kTileDepth = 32;
+constexpr int64_t kWarpsAcross = kTileColumns / kWarpColumns;
+constexpr int64_t kThreads =
+    kWarp * (kTileRows / kWarpRows) * kWarpsAcross;
+/// A staged row holds kTileDepth / 2 words (pairs of 16-bit elements) and
+/// 4 words of padding: with rows 20 words apart, the words a fragment load
+/// reads (rows g, columns q: 20 g + q) fall on 32 distinct banks.
+constexpr int64_t kWordsPerRow = kTileDepth / 2;
+constexpr int64_t kPaddedWordsPerRow = kWordsPerRow + 4;
+/// Words each thread stages per tile and stage: 64 rows x 16 words / 128.
+constexpr int64_t kStagedWordsPerThread = kTileRows * kWordsPerRow / kThreads;
+static_assert(kTileRows == kTileColumns,
+              "the A and B tiles share the staging loop");
+
+struct LowerMatmulToMmaPass
+    : mlir::tfm::impl::LowerMatmulToMmaPassBase<LowerMatmulToMmaPass> {
+  void runOnOperation() override {
+    SmallVector<linalg::MatmulOp> matmuls;
+    getOperation().walk([&](linalg::MatmulOp matmul) {
+      if (!isMatmulTransposedB(matmul))
+        return;
+      auto operandType = [&](int i) {
+        return cast<MemRefType>(matmul->getOperand(i).getType())
+            .getElementType();
+      };
+      Type weights = operandType(1);
+      if ((weights.isBF16() || weights.isF16()) && operandType(0).isF32() &&
+          operandType(2).isF32())
+        matmuls.push_back(matmul);
+    });
+    for (linalg::MatmulOp matmul : matmuls)
+      lower(matmul);
+  }
+
+  void lower(linalg::MatmulOp matmul) {
+    bool overwrite = absorbZeroFill(matmul);
+    OpBuilder b(matmul);
+    Location loc = matmul.getLoc();
+    MLIRContext *context = b.getContext();
+    auto index = [&](OpBuilder &at, int64_t value) -> Value {
+      return arith::ConstantIndexOp::create(at, loc, value);
+    };
+    MatmulTransposedB mm = readMatmulTransposedB(b, matmul);
+    Type narrow = cast<MemRefType>(mm.rhs.getType()).getElementType();
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    auto tilesOf = [&](Value size, int64_t tile) {
+      Value padded =
+          arith::AddIOp::create(b, loc, size, index(b, tile - 1));
+      return arith::DivUIOp::create(b, loc, padded, index(b, tile))
+          .getResult();
+    };
+    auto staged = MemRefType::get(
+        {kTileRows, kPaddedWordsPerRow}, i32, AffineMap(),
+        gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
+    Value one = index(b, 1);
+    auto launch = gpu::LaunchOp::create(
+        b, loc, tilesOf(mm.columns, kTileColumns), tilesOf(mm.rows, kTileRows),
+        one, index(b, kThreads), one, one,
+        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+        /*asyncDependencies=*/{}, TypeRange{staged, staged});
+    b.setInsertionPointToStart(&launch.getBody().front());
+    Value lhsTile = launch.getWorkgroupAttributions()[0];
+    Value rhsTile = launch.getWorkgroupAttributions()[1];
+    Value thread = launch.getThreadIds().x;
+    Value warp = arith::DivUIOp::create(b, loc, thread, index(b, kWarp));
+    Value lane = arith::RemUIOp::create(b, loc, thread, index(b, kWarp));
+    Value group = arith::DivUIOp::create(b, loc, lane, index(b, 4));
+    Value inGroup = arith::RemUIOp::create(b, loc, lane, index(b, 4));
+    Value rowBase =
+        arith::MulIOp::create(b, loc, launch.getBlockIds().y, index(b, kTileRows));
+    Value columnBase = arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                                             index(b, kTileColumns));
+    Value warpRow = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, warp, index(b, kWarpsAcross)),
+        index(b, kWarpRows));
+    Value warpColumn = arith::MulIOp::create(
+        b, loc, arith::RemUIOp::create(b, loc, warp, index(b, kWarpsAcross)),
+        index(b, kWarpColumns));
+    auto add = [&](OpBuilder &at, Value x, int64_t offset) -> Value {
+      return offset ? arith::AddIOp::create(at, loc, x, index(at, offset))
+                          .getResult()
+                    : x;
+    };
+    // Staging: thread t stages words t, t + 128, ... of each tile, row
+    // t / 16 + 8 i, word t % 16: a warp's loads cover two runs of 32
+    // consecutive elements.
+    Value stagedRow = arith::DivUIOp::create(b, loc, thread,
+                                             index(b, kWordsPerRow));
+    Value stagedWord = arith::RemUIOp::create(b, loc, thread,
+                                              index(b, kWordsPerRow));
+
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
+    int64_t accumulators = kMmasDown * kMmasAcross * 4;
+    SmallVector<Value> inits(accumulators, zero);
+    auto depthLoop = scf::ForOp::create(
+        b, loc, index(b, 0), mm.depth, index(b, kTileDepth), inits,
+        [&](OpBuilder &nb, Location nl, Value k0, ValueRange sums) {
+          Value depthLast = arith::SubIOp::create(nb, nl, mm.depth, one);
+          Value narrowZero =
+              arith::ConstantOp::create(nb, nl, nb.getZeroAttr(narrow));
+          // Element (row, k) of `source` in the weights' type, zero outside
+          // [0, limit) x [0, depth). The load is clamped into the buffer
+          // (rows and depth are at least 1 when the kernel runs) and its
+          // value replaced, so no thread branches.
+          auto element = [&](Value source, Value row, Value limit, Value k) {
+            Value rowLast = arith::SubIOp::create(nb, nl, limit, one);
+            Value inside = arith::AndIOp::create(
+                nb, nl,
+                arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, row,
+                                      limit),
+                arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, k,
+                                      mm.depth));
+            Value v = memref::LoadOp::create(
+                nb, nl, source,
+                ValueRange{arith::MinUIOp::create(nb, nl, row, rowLast),
+                           arith::MinUIOp::create(nb, nl, k, depthLast)});
+            // Activations are rounded to the weights' type (as PyTorch's
+            // bf16 products are): mma.sync multiplies pairs of one type.
+            if (v.getType() != narrow)
+              v = arith::TruncFOp::create(nb, nl, narrow, v);
+            return arith::SelectOp::create(nb, nl, inside, v, narrowZero)
+                .getResult();
+          };
+          // Two 16-bit elements as one word, the first in the low half.
+          auto pack = [&](Value low, Value high) {
+            auto bits = [&](Value v) {
+              Value i16 =
+                  arith::BitcastOp::create(nb, nl, nb.getI16Type(), v);
+              return arith::ExtUIOp::create(nb, nl, i32, i16).getResult();
+            };
+            Value shifted = arith::ShLIOp::create(
+                nb, nl, bits(high),
+                arith::ConstantIntOp::create(nb, nl, i32, 16));
+            return arith::OrIOp::create(nb, nl, bits(low), shifted)
+                .getResult();
+          };
+          Value k = arith::AddIOp::create(
+              nb, nl, k0,
+              arith::MulIOp::create(nb, nl, stagedWord, index(nb, 2)));
+          Value kNext = add(nb, k, 1);
+          for (int64_t i = 0; i < kStagedWordsPerThread; ++i) {
+            Value tileRow = add(nb, stagedRow, i * (kThreads / kWordsPerRow));
+            auto stage = [&](Value source, Value base, Value limit,
+                             Value tile) {
+              Value row = arith::AddIOp::create(nb, nl, base, tileRow);
+              Value word = pack(element(source, row, limit, k),
+                                element(source, row, limit, kNext));
+              memref::StoreOp::create(nb, nl, word, tile,
+                                      ValueRange{tileRow, stagedWord});
+            };
+            stage(mm.lhs, rowBase, mm.rows, lhsTile);
+            stage(mm.rhs, columnBase, mm.columns, rhsTile);
+          }
+          gpu::BarrierOp::create(nb, nl);
+
+          SmallVector<Value> next(sums.begin(), sums.end());
+          // A fragment register: bf16 pairs as the i32 words they are
+          // staged as, f16 pairs as vector<2xf16> (what nvvm.mma.sync
+          // takes for each).
+          auto word = [&](Value tile, Value row, int64_t rowOffset,
+                          int64_t wordOffset) {
+            Value w = memref::LoadOp::create(
+                nb, nl, tile,
+                ValueRange{add(nb, row, rowOffset),
+                           add(nb, inGroup, wordOffset)});
+            if (narrow.isF16())
+              w = LLVM::BitcastOp::create(nb, nl, VectorType::get({2}, narrow),
+                                          w);
+            return w;
+          };
+          auto accumulatorType = LLVM::LLVMStructType::getLiteral(
+              context, SmallVector<Type>(4, f32));
+          NVVM::MMATypes multiplicand =
+              narrow.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+          for (int64_t step = 0; step < kTileDepth / kMmaDepth; ++step) {
+            int64_t stepWord = step * kMmaDepth / 2;
+            SmallVector<SmallVector<Value>> a, bFragments;
+            for (int64_t i = 0; i < kMmasDown; ++i) {
+              Value row = arith::AddIOp::create(
+                  nb, nl, add(nb, warpRow, i * kMmaRows), group);
+              a.push_back({word(lhsTile, row, 0, stepWord),
+                           word(lhsTile, row, 8, stepWord),
+                           word(lhsTile, row, 0, stepWord + 4),
+                           word(lhsTile, row, 8, stepWord + 4)});
+            }
+            for (int64_t j = 0; j < kMmasAcross; ++j) {
+              Value column = arith::AddIOp::create(
+                  nb, nl, add(nb, warpColumn, j * kMmaColumns), group);
+              bFragments.push_back({word(rhsTile, column, 0, stepWord),
+                                    word(rhsTile, column, 0, stepWord + 4)});
+            }
+            for (int64_t i = 0; i < kMmasDown; ++i)
+              for (int64_t j = 0; j < kMmasAcross; ++j) {
+                int64_t first = (i * kMmasAcross + j) * 4;
+                ValueRange c = ValueRange(next).slice(first, 4);
+                Value d = NVVM::MmaOp::create(
+                    nb, nl, accumulatorType, a[i], bFragments[j], c,
+                    ArrayRef<int64_t>{kMmaRows, kMmaColumns, kMmaDepth},
+                    std::nullopt, std::nullopt,
+                    std::array<NVVM::MMATypes, 2>{multiplicand, multiplicand},
+                    std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                                   NVVM::MMALayout::col});
+                for (int64_t e = 0; e < 4; ++e)
+                  next[first + e] = LLVM::ExtractValueOp::create(nb, nl, d, e);
+              }
+          }
+          // The next stage overwrites the tiles only after every warp is
+          // done with them.
+          gpu::BarrierOp::create(nb, nl);
+          scf::YieldOp::create(nb, nl, next);
+        });
+
+    // Each lane holds c0..c3 of every mma block: rows g and g + 8, columns
+    // 2q and 2q + 1.
+    Value laneRow = arith::AddIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, rowBase, warpRow), group);
+    Value laneColumn = arith::AddIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, columnBase, warpColumn),
+        arith::MulIOp::create(b, loc, inGroup, index(b, 2)));
+    for (int64_t i = 0; i < kMmasDown; ++i)
+      for (int64_t j = 0; j < kMmasAcross; ++j)
+        for (int64_t e = 0; e < 4; ++e) {
+          Value row = add(b, laneRow, i * kMmaRows + (e / 2) * 8);
+          Value column = add(b, laneColumn, j * kMmaColumns + e % 2);
+          Value inside = arith::AndIOp::create(
+              b, loc,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
+                                    mm.rows),
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, column,
+                                    mm.columns));
+          Value sum = depthLoop.getResult((i * kMmasAcross + j) * 4 + e);
+          scf::IfOp::create(b, loc, inside, [&](OpBuilder &nb, Location nl) {
+            storeSum(nb, nl, sum, mm.out, ValueRange{row, column}, overwrite);
+            scf::YieldOp::create(nb, nl);
+          });
+        }
+    gpu::TerminatorOp::create(b, loc);
+    matmul.erase();
+  }
+};
+
+} // namespace
