@@ -26,6 +26,10 @@ namespace {
 constexpr StringLiteral kAttentionKernel = "tfm_rt_attention";
 /// Threads of a block: the keys of a chunk, scored at once, one each.
 constexpr int64_t kThreads = 256;
+/// Decode's blocks (one query a head) each take a span of this many keys
+/// at least (and at least a head's width: a thread writes each column),
+/// so that a step has heads x keys / span blocks instead of heads.
+constexpr int64_t kDecodeSpan = 64;
 /// Keys a thread weighs per iteration of the weighted sum.
 constexpr int64_t kUnroll = 4;
 
@@ -98,29 +102,53 @@ struct LowerAttentionToGpuPass
              << kThreads << " are not supported on the GPU";
     OpBuilder b(call);
     Type f32 = b.getF32Type();
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto index = [&](int64_t value) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, value);
+    };
+    Value one = index(1);
     Value queries = memref::DimOp::create(b, loc, q, 0);
+    // Decode (queries known at compile time: one a step) splits the keys
+    // (flash-decoding): a block per (head, query, span of keys) writes its
+    // unnormalized outputs, maximum and sum, and a second kernel combines
+    // the spans. Prefill has heads x queries blocks already.
+    bool splitKeys = !qType.isDynamicDim(0);
+    int64_t threads =
+        splitKeys ? std::max<int64_t>(kDecodeSpan, llvm::alignTo(width, 32))
+                  : kThreads;
     Kernel kernel{q, k, v, out, queries, scaleAttr.getValueAsDouble(),
                   causalAttr.getInt() != 0, windowAttr.getInt(), width,
-                  heads / kType.getDimSize(1)};
+                  heads / kType.getDimSize(1), threads};
+    Value spans = one;
+    if (splitKeys) {
+      Value keys = memref::DimOp::create(b, loc, k, 0);
+      spans = arith::DivUIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, keys, index(threads - 1)),
+          index(threads));
+      // [head, query, span]: width outputs, then the maximum and the sum.
+      auto partsType = MemRefType::get(
+          {heads, qType.getDimSize(0), ShapedType::kDynamic, width + 2}, f32);
+      kernel.spanParts =
+          memref::AllocOp::create(b, loc, partsType, ValueRange{spans});
+    }
     auto workgroup = [&](int64_t size) {
       return MemRefType::get({size}, f32, AffineMap(),
                              gpu::AddressSpaceAttr::get(
                                  b.getContext(), gpu::AddressSpace::Workgroup));
     };
     auto launch = gpu::LaunchOp::create(
-        b, loc, arith::ConstantIndexOp::create(b, loc, heads), queries, one,
-        arith::ConstantIndexOp::create(b, loc, kThreads), one, one,
+        b, loc, index(heads), queries, spans, index(threads), one, one,
         /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
         /*asyncDependencies=*/{},
-        TypeRange{workgroup(kThreads),
-                  workgroup(kThreads * kWideLoadElements)});
+        TypeRange{workgroup(threads),
+                  workgroup(threads * kWideLoadElements)});
     b.setInsertionPointToStart(&launch.getBody().front());
     kernel.weights = launch.getWorkgroupAttributions()[0];
     kernel.partials = launch.getWorkgroupAttributions()[1];
     kernel.head = launch.getBlockIds().x;
     kernel.query = launch.getBlockIds().y;
     kernel.thread = launch.getThreadIds().x;
+    if (splitKeys)
+      kernel.keySpan = launch.getBlockIds().z;
     // The output is written one column per thread: only q, k and v are
     // read wide.
     bool wide = width % kWideLoadElements == 0 && hasUnitInnerStride(q) &&
@@ -144,6 +172,11 @@ struct LowerAttentionToGpuPass
       kernel.build(b, loc, 1);
     }
     gpu::TerminatorOp::create(b, loc);
+    if (splitKeys) {
+      b.setInsertionPointAfter(launch);
+      combineSpans(b, loc, kernel, heads, spans);
+      memref::DeallocOp::create(b, loc, kernel.spanParts);
+    }
 
     SmallVector<Value> operands(call.getOperands());
     call.erase();
@@ -161,7 +194,12 @@ struct LowerAttentionToGpuPass
     double scale;
     bool causal;
     int64_t window, width, group;
+    /// Threads of a block, keys of a chunk.
+    int64_t threads;
     Value weights, partials, head, query, thread;
+    /// For decode's split keys: the block's span of keys (block z) and the
+    /// buffer of every span's unnormalized outputs, maximum and sum.
+    Value keySpan, spanParts;
 
     void build(OpBuilder &b, Location loc, int64_t vec) const {
       auto index = [&](OpBuilder &at, int64_t value) -> Value {
@@ -173,7 +211,7 @@ struct LowerAttentionToGpuPass
       // Threads per key row (each `vec` columns) and the groups of them
       // that split a chunk's keys; threads past the last group only score.
       int64_t lanes = width / vec;
-      int64_t groups = kThreads / lanes;
+      int64_t groups = threads / lanes;
       llvm::MaybeAlign align =
           vec > 1 ? llvm::MaybeAlign(kWideLoadBytes) : llvm::MaybeAlign();
       Value one = index(b, 1);
@@ -199,6 +237,16 @@ struct LowerAttentionToGpuPass
         first = arith::SelectOp::create(
             b, loc, beyond, arith::SubIOp::create(b, loc, end, span), first);
       }
+      if (keySpan) {
+        // This block's keys: [span * threads, (span + 1) * threads) of the
+        // visible ones, one chunk (none where the span is out of view).
+        Value spanFirst =
+            arith::MulIOp::create(b, loc, keySpan, index(b, threads));
+        first = arith::MaxUIOp::create(b, loc, first, spanFirst);
+        end = arith::MinUIOp::create(
+            b, loc, end,
+            arith::AddIOp::create(b, loc, spanFirst, index(b, threads)));
+      }
       Value minusInf =
           f32Constant(b, -std::numeric_limits<double>::infinity());
       Value zero = f32Constant(b, 0.0);
@@ -219,7 +267,7 @@ struct LowerAttentionToGpuPass
       SmallVector<Value> inits = {minusInf, zero};
       inits.append(vec, zero);
       auto chunks = scf::ForOp::create(
-          b, loc, first, end, index(b, kThreads), inits,
+          b, loc, first, end, index(b, threads), inits,
           [&](OpBuilder &cb, Location, Value start, ValueRange carried) {
             Value runningMax = carried[0], runningSum = carried[1];
             Value key = arith::AddIOp::create(cb, loc, start, thread);
@@ -289,7 +337,7 @@ struct LowerAttentionToGpuPass
             gpu::BarrierOp::create(cb, loc);
             // This thread's keys of the chunk: share, share + groups, ...
             Value inChunk = arith::MinUIOp::create(
-                cb, loc, index(cb, kThreads),
+                cb, loc, index(cb, threads),
                 arith::SubIOp::create(cb, loc, end, start));
             Value count = arith::SelectOp::create(cb, loc, accumulates,
                                                   inChunk, index(cb, 0));
@@ -364,14 +412,99 @@ struct LowerAttentionToGpuPass
               fb, loc, total,
               memref::LoadOp::create(fb, loc, partials, ValueRange{slot}));
         }
-        Value normalized =
-            arith::DivFOp::create(fb, loc, total, chunks.getResult(1));
-        memref::StoreOp::create(fb, loc, normalized, out,
-                                ValueRange{query, head, thread});
+        if (keySpan) {
+          // combineSpans normalizes.
+          memref::StoreOp::create(fb, loc, total, spanParts,
+                                  ValueRange{head, query, keySpan, thread});
+        } else {
+          Value normalized =
+              arith::DivFOp::create(fb, loc, total, chunks.getResult(1));
+          memref::StoreOp::create(fb, loc, normalized, out,
+                                  ValueRange{query, head, thread});
+        }
         scf::YieldOp::create(fb, loc);
       });
+      if (keySpan) {
+        Value firstThread = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::eq, thread, index(b, 0));
+        scf::IfOp::create(b, loc, firstThread, [&](OpBuilder &fb, Location) {
+          for (auto [slot, value] :
+               {std::pair{width, chunks.getResult(0)},
+                std::pair{width + 1, chunks.getResult(1)}})
+            memref::StoreOp::create(
+                fb, loc, value, spanParts,
+                ValueRange{head, query, keySpan, index(fb, slot)});
+          scf::YieldOp::create(fb, loc);
+        });
+      }
     }
   };
+
+  /// The second kernel of a split: a block per (head, query), a thread per
+  /// output column, weighing each span's outputs and sum by exp(its
+  /// maximum - the maximum of all) (0 for a span without visible keys,
+  /// whose maximum is -inf) and dividing.
+  static void combineSpans(OpBuilder &b, Location loc, const Kernel &kernel,
+                           int64_t heads, Value spans) {
+    auto index = [&](OpBuilder &at, int64_t value) -> Value {
+      return arith::ConstantIndexOp::create(at, loc, value);
+    };
+    Value one = index(b, 1);
+    Type f32 = b.getF32Type();
+    auto launch = gpu::LaunchOp::create(b, loc, index(b, heads),
+                                        kernel.queries, one,
+                                        index(b, kernel.width), one, one);
+    OpBuilder::InsertionGuard afterLaunch(b);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    Value head = launch.getBlockIds().x, query = launch.getBlockIds().y;
+    Value column = launch.getThreadIds().x;
+    Value parts = kernel.spanParts;
+    Value maxAt = index(b, kernel.width), sumAt = index(b, kernel.width + 1);
+    auto part = [&](OpBuilder &at, Value span, Value slot) {
+      return memref::LoadOp::create(at, loc, parts,
+                                    ValueRange{head, query, span, slot})
+          .getResult();
+    };
+    Value minusInf = arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(-std::numeric_limits<double>::infinity()));
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
+    auto overall = scf::ForOp::create(
+        b, loc, index(b, 0), spans, one, ValueRange{minusInf},
+        [&](OpBuilder &fb, Location, Value span, ValueRange max) {
+          scf::YieldOp::create(
+              fb, loc,
+              arith::MaximumFOp::create(fb, loc, max[0],
+                                        part(fb, span, maxAt))
+                  .getResult());
+        });
+    Value largest = overall.getResult(0);
+    auto weighted = scf::ForOp::create(
+        b, loc, index(b, 0), spans, one, ValueRange{zero, zero},
+        [&](OpBuilder &fb, Location, Value span, ValueRange acc) {
+          Value max = part(fb, span, maxAt);
+          Value empty = arith::CmpFOp::create(
+              fb, loc, arith::CmpFPredicate::OEQ, max, minusInf);
+          Value weight = arith::SelectOp::create(
+              fb, loc, empty, zero,
+              math::ExpOp::create(fb, loc,
+                                  arith::SubFOp::create(fb, loc, max, largest)));
+          auto plus = [&](Value sum, Value value) {
+            return arith::AddFOp::create(
+                       fb, loc, sum,
+                       arith::MulFOp::create(fb, loc, weight, value))
+                .getResult();
+          };
+          scf::YieldOp::create(
+              fb, loc,
+              ValueRange{plus(acc[0], part(fb, span, column)),
+                         plus(acc[1], part(fb, span, sumAt))});
+        });
+    Value normalized = arith::DivFOp::create(b, loc, weighted.getResult(0),
+                                             weighted.getResult(1));
+    memref::StoreOp::create(b, loc, normalized, kernel.out,
+                            ValueRange{query, head, column});
+    gpu::TerminatorOp::create(b, loc);
+  }
 };
 
 } // namespace

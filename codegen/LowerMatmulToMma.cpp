@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/GpuAlignment.h"
 #include "codegen/GpuMatmuls.h"
 #include "codegen/Passes.h"
 
@@ -56,6 +57,11 @@ constexpr int64_t kPaddedWordsPerRow = kWordsPerRow + 4;
 constexpr int64_t kStagedWordsPerThread = kTileRows * kWordsPerRow / kThreads;
 static_assert(kTileRows == kTileColumns,
               "the A and B tiles share the staging loop");
+/// Where a block's tiles lie wholly inside both operands and their rows
+/// are 16-byte aligned, each thread stages runs of 16 bytes: four f32 of
+/// x (two words), eight bf16 or f16 of W (four words).
+constexpr int64_t kRunElementsOfX = kWideLoadBytes / 4;
+constexpr int64_t kRunElementsOfW = kWideLoadBytes / 2;
 
 struct LowerMatmulToMmaPass
     : mlir::tfm::impl::LowerMatmulToMmaPassBase<LowerMatmulToMmaPass> {
@@ -98,6 +104,13 @@ struct LowerMatmulToMmaPass
         {kTileRows, kPaddedWordsPerRow}, i32, AffineMap(),
         gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
     Value one = index(b, 1);
+    // Whether runs of 16 bytes along the rows of x and W are aligned (the
+    // same for every block): the fast staging path's condition, with the
+    // tile inside.
+    Value aligned = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+    if (hasUnitInnerStride(mm.lhs) && hasUnitInnerStride(mm.rhs))
+      aligned = arith::AndIOp::create(b, loc, rowsStartAligned(b, loc, mm.lhs),
+                                      rowsStartAligned(b, loc, mm.rhs));
     auto launch = gpu::LaunchOp::create(
         b, loc, tilesOf(mm.columns, kTileColumns), tilesOf(mm.rows, kTileRows),
         one, index(b, kThreads), one, one,
@@ -147,55 +160,115 @@ struct LowerMatmulToMmaPass
           // [0, limit) x [0, depth). The load is clamped into the buffer
           // (rows and depth are at least 1 when the kernel runs) and its
           // value replaced, so no thread branches.
-          auto element = [&](Value source, Value row, Value limit, Value k) {
-            Value rowLast = arith::SubIOp::create(nb, nl, limit, one);
+          // Activations are rounded to the weights' type (as PyTorch's
+          // bf16 products are): mma.sync multiplies pairs of one type.
+          auto toNarrow = [&](OpBuilder &ob, Value v) {
+            return v.getType() == narrow
+                       ? v
+                       : arith::TruncFOp::create(ob, loc, narrow, v)
+                             .getResult();
+          };
+          auto element = [&](OpBuilder &ob, Value source, Value row,
+                             Value limit, Value k) {
+            Value rowLast = arith::SubIOp::create(ob, loc, limit, one);
             Value inside = arith::AndIOp::create(
-                nb, nl,
-                arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, row,
+                ob, loc,
+                arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ult, row,
                                       limit),
-                arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, k,
+                arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ult, k,
                                       mm.depth));
             Value v = memref::LoadOp::create(
-                nb, nl, source,
-                ValueRange{arith::MinUIOp::create(nb, nl, row, rowLast),
-                           arith::MinUIOp::create(nb, nl, k, depthLast)});
-            // Activations are rounded to the weights' type (as PyTorch's
-            // bf16 products are): mma.sync multiplies pairs of one type.
-            if (v.getType() != narrow)
-              v = arith::TruncFOp::create(nb, nl, narrow, v);
-            return arith::SelectOp::create(nb, nl, inside, v, narrowZero)
+                ob, loc, source,
+                ValueRange{arith::MinUIOp::create(ob, loc, row, rowLast),
+                           arith::MinUIOp::create(ob, loc, k, depthLast)});
+            return arith::SelectOp::create(ob, loc, inside, toNarrow(ob, v),
+                                           narrowZero)
                 .getResult();
           };
           // Two 16-bit elements as one word, the first in the low half.
-          auto pack = [&](Value low, Value high) {
+          auto pack = [&](OpBuilder &ob, Value low, Value high) {
             auto bits = [&](Value v) {
               Value i16 =
-                  arith::BitcastOp::create(nb, nl, nb.getI16Type(), v);
-              return arith::ExtUIOp::create(nb, nl, i32, i16).getResult();
+                  arith::BitcastOp::create(ob, loc, ob.getI16Type(), v);
+              return arith::ExtUIOp::create(ob, loc, i32, i16).getResult();
             };
             Value shifted = arith::ShLIOp::create(
-                nb, nl, bits(high),
-                arith::ConstantIntOp::create(nb, nl, i32, 16));
-            return arith::OrIOp::create(nb, nl, bits(low), shifted)
+                ob, loc, bits(high),
+                arith::ConstantIntOp::create(ob, loc, i32, 16));
+            return arith::OrIOp::create(ob, loc, bits(low), shifted)
                 .getResult();
           };
-          Value k = arith::AddIOp::create(
-              nb, nl, k0,
-              arith::MulIOp::create(nb, nl, stagedWord, index(nb, 2)));
-          Value kNext = add(nb, k, 1);
-          for (int64_t i = 0; i < kStagedWordsPerThread; ++i) {
-            Value tileRow = add(nb, stagedRow, i * (kThreads / kWordsPerRow));
-            auto stage = [&](Value source, Value base, Value limit,
-                             Value tile) {
-              Value row = arith::AddIOp::create(nb, nl, base, tileRow);
-              Value word = pack(element(source, row, limit, k),
-                                element(source, row, limit, kNext));
-              memref::StoreOp::create(nb, nl, word, tile,
-                                      ValueRange{tileRow, stagedWord});
+          // The tiles' edges: out-of-range rows and depths stage zeros.
+          auto stageClamped = [&](OpBuilder &cb, Location cl) {
+            Value k = arith::AddIOp::create(
+                cb, cl, k0,
+                arith::MulIOp::create(cb, cl, stagedWord, index(cb, 2)));
+            Value kNext = add(cb, k, 1);
+            for (int64_t i = 0; i < kStagedWordsPerThread; ++i) {
+              Value tileRow =
+                  add(cb, stagedRow, i * (kThreads / kWordsPerRow));
+              auto stage = [&](Value source, Value base, Value limit,
+                               Value tile) {
+                Value row = arith::AddIOp::create(cb, cl, base, tileRow);
+                Value word = pack(cb, element(cb, source, row, limit, k),
+                                  element(cb, source, row, limit, kNext));
+                memref::StoreOp::create(cb, cl, word, tile,
+                                        ValueRange{tileRow, stagedWord});
+              };
+              stage(mm.lhs, rowBase, mm.rows, lhsTile);
+              stage(mm.rhs, columnBase, mm.columns, rhsTile);
+            }
+            scf::YieldOp::create(cb, cl);
+          };
+          // Inside: runs of 16 bytes, each loaded unconditionally from
+          // consecutive addresses (one 16-byte load once LLVM merges them)
+          // and stored as consecutive words.
+          auto stageRuns = [&](OpBuilder &rb, Location rl) {
+            auto stage = [&](Value source, Value base, Value tile,
+                             int64_t runElements) {
+              int64_t runsPerRow = kTileDepth / runElements;
+              int64_t runsPerThread = kTileRows * runsPerRow / kThreads;
+              Value runRow =
+                  arith::DivUIOp::create(rb, rl, thread, index(rb, runsPerRow));
+              Value run =
+                  arith::RemUIOp::create(rb, rl, thread, index(rb, runsPerRow));
+              Value firstK = arith::AddIOp::create(
+                  rb, rl, k0,
+                  arith::MulIOp::create(rb, rl, run, index(rb, runElements)));
+              Value firstWord =
+                  arith::MulIOp::create(rb, rl, run, index(rb, runElements / 2));
+              for (int64_t i = 0; i < runsPerThread; ++i) {
+                Value tileRow = add(rb, runRow, i * (kThreads / runsPerRow));
+                Value row = arith::AddIOp::create(rb, rl, base, tileRow);
+                SmallVector<Value> values;
+                for (int64_t e = 0; e < runElements; ++e) {
+                  Value v = memref::LoadOp::create(
+                      rb, rl, source, ValueRange{row, add(rb, firstK, e)},
+                      false,
+                      e ? llvm::MaybeAlign() : llvm::MaybeAlign(kWideLoadBytes));
+                  values.push_back(toNarrow(rb, v));
+                }
+                for (int64_t w = 0; w < runElements / 2; ++w)
+                  memref::StoreOp::create(
+                      rb, rl, pack(rb, values[2 * w], values[2 * w + 1]), tile,
+                      ValueRange{tileRow, add(rb, firstWord, w)});
+              }
             };
-            stage(mm.lhs, rowBase, mm.rows, lhsTile);
-            stage(mm.rhs, columnBase, mm.columns, rhsTile);
-          }
+            stage(mm.lhs, rowBase, lhsTile, kRunElementsOfX);
+            stage(mm.rhs, columnBase, rhsTile, kRunElementsOfW);
+            scf::YieldOp::create(rb, rl);
+          };
+          auto within = [&](Value base, int64_t size, Value limit) {
+            return arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ule,
+                                         add(nb, base, size), limit)
+                .getResult();
+          };
+          Value inside = aligned;
+          for (Value condition : {within(rowBase, kTileRows, mm.rows),
+                                  within(columnBase, kTileColumns, mm.columns),
+                                  within(k0, kTileDepth, mm.depth)})
+            inside = arith::AndIOp::create(nb, nl, inside, condition);
+          scf::IfOp::create(nb, nl, inside, stageRuns, stageClamped);
           gpu::BarrierOp::create(nb, nl);
 
           SmallVector<Value> next(sums.begin(), sums.end());

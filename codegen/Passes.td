@@ -405,7 +405,10 @@ def LowerMatmulToMmaPass
     workgroup memory as pairs of 16-bit elements (the activations rounded
     to the weights' type, as PyTorch's bf16 products round them;
     out-of-range rows and depths as zeros), so that each fragment register
-    is one 32-bit load (rows padded against bank conflicts). Sums are
+    is one 32-bit load (rows padded against bank conflicts); where a
+    stage's tiles lie wholly inside both operands and their rows are
+    16-byte aligned (tested at run time), each thread loads runs of 16
+    bytes instead of single elements. Sums are
     written (over a fresh zero fill, which goes) or added. f32 weights
     keep `tfm-lower-matmul-to-gpu-tiles`' f32 path.
 
@@ -415,7 +418,8 @@ def LowerMatmulToMmaPass
     gpu.launch blocks(...) in (2, (%m + 63) / 64, 1) threads(%t, ...) in (128, 1, 1)
         workgroup(%xs : memref<64x20xi32, 3>, %ws : memref<64x20xi32, 3>) {
       scf.for %k0 = 0 to 64 step 32 iter_args(32 x f32) {
-        8 x (xs[row][word] = pack(truncf x[..][k], truncf x[..][k+1]), ws[..] = pack(w, w))
+        scf.if %inside { runs of 16 bytes: 4 x (4 f32 of x), 2 x (8 bf16 of W) }
+        else { 8 x (xs[row][word] = pack(truncf x[..][k], truncf x[..][k+1]), ws[..] = pack(w, w)) }
         gpu.barrier
         2 x (4 words of xs per 16 rows, 2 of ws per 8 columns, 8 x nvvm.mma.sync)
         gpu.barrier
@@ -449,6 +453,14 @@ def LowerAttentionToGpuPass
     exponentials, sum, division, weighted sum and their fills) is one, and
     the scores never reach memory. Any other runtime kernel call left in
     the module is an error: the GPU has none.
+
+    Decode (queries known at compile time: one per step) splits the keys
+    as flash-decoding does: heads blocks would leave most of the GPU idle,
+    so a block of 64 threads (or the head's width) takes each (head,
+    query, span of as many keys), writes the span's unnormalized outputs,
+    maximum and sum to a buffer [heads, queries, spans, width + 2], and a
+    second kernel, a thread per output column, rescales the spans to their
+    common maximum (a span with no visible key weighs 0) and divides.
 
     ```mlir
     call @tfm_rt_attention(%q, %k, %v, %out, %scale, %causal, %window)

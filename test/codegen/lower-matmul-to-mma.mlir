@@ -11,6 +11,18 @@
 // CHECK: gpu.launch blocks({{.*}}) threads(%[[T:[a-z0-9_]+]], %{{.*}}, %{{.*}}) in (%{{[a-z0-9_]+}} = %c128, %{{[a-z0-9_]+}} = %c1{{[_0-9]*}}, %{{[a-z0-9_]+}} = %c1{{[_0-9]*}})
 // CHECK-SAME: workgroup(%[[XS:[a-z0-9_]+]] : memref<64x20xi32, #gpu.address_space<workgroup>>, %[[WS:[a-z0-9_]+]] : memref<64x20xi32, #gpu.address_space<workgroup>>)
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
+// Tiles wholly inside, rows aligned: runs of 16 bytes (4 f32 of x, 8 bf16
+// of W) loaded together, stored as consecutive words.
+// CHECK: scf.if %{{.*}} {
+// CHECK: %[[XR:.*]] = memref.load %[[X]][%{{.*}}, %{{.*}}] {alignment = 16 : i64}
+// CHECK: arith.truncf %[[XR]] : f32 to bf16
+// CHECK-COUNT-3: memref.load %[[X]][%{{.*}}, %{{.*}}] : memref<?x64xf32>
+// CHECK: memref.store %{{.*}}, %[[XS]]
+// CHECK: memref.load %[[W]][%{{.*}}, %{{.*}}] {alignment = 16 : i64}
+// CHECK-COUNT-7: memref.load %[[W]][%{{.*}}, %{{.*}}] : memref<96x64xbf16>
+// CHECK-COUNT-4: memref.store %{{.*}}, %[[WS]]
+// At the edges: element by element, zeros outside.
+// CHECK: } else {
 // CHECK: %[[XV:.*]] = memref.load %[[X]]
 // CHECK: %[[XH:.*]] = arith.truncf %[[XV]] : f32 to bf16
 // CHECK: arith.select %{{.*}}, %[[XH]], %{{.*}} : bf16

@@ -128,7 +128,14 @@ def gpt2_forward(w, cfg, tokens, prefix=""):
     return x @ w[p + "wte.weight"].T
 
 
-def llama_forward(w, cfg, tokens):
+def llama_forward(w, cfg, tokens, product_inputs=None):
+    """product_inputs: a dtype ("BF16", "F16") every matrix product's
+    activations are rounded to first, as tensor cores multiply them
+    (--target=cuda's prefill with such weights); None keeps them exact."""
+    def matmul(a, weight):
+        if product_inputs:
+            a = to_dtype(a, product_inputs)[1].astype(np.float64)
+        return a @ weight.T
     d, heads = cfg["hidden_size"], cfg["num_attention_heads"]
     kvh = cfg.get("num_key_value_heads", heads)
     hd, s = d // heads, len(tokens)
@@ -137,20 +144,20 @@ def llama_forward(w, cfg, tokens):
     for l in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{l}."
         a = rms_norm(x, w[p + "input_layernorm.weight"], eps)
-        q = (a @ w[p + "self_attn.q_proj.weight"].T).reshape(s, heads, hd)
-        k = (a @ w[p + "self_attn.k_proj.weight"].T).reshape(s, kvh, hd)
-        v = (a @ w[p + "self_attn.v_proj.weight"].T).reshape(s, kvh, hd)
+        q = matmul(a, w[p + "self_attn.q_proj.weight"]).reshape(s, heads, hd)
+        k = matmul(a, w[p + "self_attn.k_proj.weight"]).reshape(s, kvh, hd)
+        v = matmul(a, w[p + "self_attn.v_proj.weight"]).reshape(s, kvh, hd)
         # llama.cpp's layout (GGUF) rotates adjacent pairs, HF's halves.
         interleaved = cfg.get("rope_interleaved", False)
         q, k = rope(q, theta, interleaved), rope(k, theta, interleaved)
         att = causal_attention(q, k, v, cfg.get("sliding_window"))
-        x = x + att.reshape(s, d) @ w[p + "self_attn.o_proj.weight"].T
+        x = x + matmul(att.reshape(s, d), w[p + "self_attn.o_proj.weight"])
         m = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
-        g = silu(m @ w[p + "mlp.gate_proj.weight"].T) * (m @ w[p + "mlp.up_proj.weight"].T)
-        x = x + g @ w[p + "mlp.down_proj.weight"].T
+        g = silu(matmul(m, w[p + "mlp.gate_proj.weight"])) * matmul(m, w[p + "mlp.up_proj.weight"])
+        x = x + matmul(g, w[p + "mlp.down_proj.weight"])
     x = rms_norm(x, w["model.norm.weight"], eps)
     head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
-    return x @ head.T
+    return matmul(x, head)
 
 # ---------------------------------------------------------- test models
 
@@ -257,6 +264,12 @@ def write_model(name, cfg, dtype, extra, seed):
         logits = gpt2_forward(seen, cfg, tokens, extra.get("prefix", ""))
     else:
         logits = llama_forward(seen, cfg, tokens)
+        if dtype in ("BF16", "F16"):
+            # What --target=cuda's tensor-core prefill computes
+            # (test/gpu/run-gpu-checks.sh).
+            rounded = llama_forward(seen, cfg, tokens, product_inputs=dtype)
+            rounded.astype("<f4").tofile(
+                os.path.join(INPUTS, name + ".tensor-core.logits.bin"))
     logits.astype("<f4").tofile(os.path.join(INPUTS, name + ".logits.bin"))
 
 
