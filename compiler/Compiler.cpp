@@ -401,11 +401,16 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
                      (askedForCache ? "this model has no KV cache (only "
                                       "decoders and encoder-decoders do)"
                                     : "there is no KV cache (--no-kv-cache)"));
-  // Weights keep the checkpoint's dtype unless told otherwise, on the GPU
-  // too (its kernels widen bf16 and f16 as they load them).
-  if (pipeline.weightsDtype.empty() && unit.model &&
-      unit.weights.hasNarrowMatrices())
-    pipeline.weightsDtype = "checkpoint";
+  // Weights keep the checkpoint's dtype unless told otherwise. On the GPU
+  // an f32 checkpoint's matrices become bf16 (half the bytes a decoded
+  // token reads, tensor cores for prefill's products), f32 on request
+  // (--weights-dtype=f32), as GPU users expect of PyTorch or vLLM.
+  if (pipeline.weightsDtype.empty() && unit.model) {
+    if (unit.weights.hasNarrowMatrices())
+      pipeline.weightsDtype = "checkpoint";
+    else if (targetsCuda(pipeline))
+      pipeline.weightsDtype = "bf16";
+  }
   if (!unit.model && first == CpuPipelineStage::Tfm)
     first = CpuPipelineStage::Linalg;
   if (first > last)

@@ -14,9 +14,11 @@ bundle="${1:-$root/build/gpu-bundle}"
 tfmc="$root/build/bin/tfmc"
 shared="$root/../shared/models"
 rm -rf "$bundle" && mkdir -p "$bundle"
-"$tfmc" -q "$shared/stories260K/stories260K.bin" \
-  --tokenizer "$shared/stories260K/tok512.bin" --target=cuda -o "$bundle/stories260K"
-"$tfmc" -q "$root/test/e2e/Inputs/llama-mha-f32" --target=cuda -o "$bundle/llama-mha-f32"
+# f32 checkpoints stay f32 on request (bf16 is the GPU's default).
+"$tfmc" -q "$shared/stories260K/stories260K.bin" --tokenizer "$shared/stories260K/tok512.bin" \
+  --target=cuda --weights-dtype=f32 -o "$bundle/stories260K"
+"$tfmc" -q "$root/test/e2e/Inputs/llama-mha-f32" --target=cuda --weights-dtype=f32 \
+  -o "$bundle/llama-mha-f32"
 # The f16 and bf16 checkpoints keep their dtype in device memory.
 "$tfmc" -q "$root/test/e2e/Inputs/llama-gqa-f16-untied" --target=cuda -o "$bundle/llama-gqa-f16-untied"
 "$tfmc" -q "$root/test/e2e/Inputs/llama-gqa-bf16-sharded" --target=cuda -o "$bundle/llama-gqa-bf16-sharded"
