@@ -26,7 +26,16 @@ rm -rf "$bundle" && mkdir -p "$bundle"
   --target=cuda --weights-dtype=bf16 -o "$bundle/stories260K-bf16"
 "$tfmc" -q "$shared/stories260K/stories260K.bin" --tokenizer "$shared/stories260K/tok512.bin" \
   --weights-dtype=bf16 --mcpu=x86-64-v3 -o "$bundle/stories260K-bf16-cpu"
+# Every decoder family the CPU tests check against transformers (f32
+# checkpoints, f32 on the GPU too: their goldens are f32 logits).
+for dir in "$root"/test/e2e/families/Inputs/*/ "$root/test/e2e/Inputs/gpt2-f32" \
+           "$root/test/e2e/Inputs/mistral-window4"; do
+  name="$(basename "$dir")"
+  [ -f "$(dirname "$dir")/$name.logits.bin" ] || continue
+  "$tfmc" -q "$dir" --target=cuda --weights-dtype=f32 -o "$bundle/family-$name"
+done
 bash "$root/test/gpu/copy-libs.sh" "$bundle/lib" "$bundle"/stories260K* "$bundle"/llama-*
-# PTX is text: gzipped, the bundle fits what a device run carries.
-gzip "$bundle"/stories260K* "$bundle"/llama-*
+# PTX is text: gzipped (and the libraries), the bundle fits what a device
+# run carries.
+gzip "$bundle"/stories260K* "$bundle"/llama-* "$bundle"/family-* "$bundle"/lib/*
 du -sh --apparent-size "$bundle"

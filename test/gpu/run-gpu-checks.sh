@@ -12,7 +12,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 bundle="$1"
 out="${2:-$(mktemp -d)}"
 mkdir -p "$out"
-for packed in "$bundle"/*.gz; do
+for packed in "$bundle"/*.gz "$bundle"/lib/*.gz; do
   [ -f "${packed%.gz}" ] || { gunzip -k "$packed" && chmod +x "${packed%.gz}"; }
 done
 export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -44,6 +44,24 @@ logits_check() { # MODEL GOLDEN TOL
 logits_check llama-mha-f32 llama-mha-f32.logits.bin 1e-3
 for model in llama-gqa-f16-untied llama-gqa-bf16-sharded; do
   logits_check "$model" "$model.tensor-core.logits.bin" 5e-3
+done
+# Every decoder family of the CPU tests (GPT-2, Gemma, GPT-NeoX, Phi,
+# Qwen2, OLMo, StableLM, StarCoder2, LLaMA's RoPE scalings, Mistral's
+# window): the forward pass's logits, and the cache path's (a prefill of
+# 3, then a decode step a token) against the same rows, within 1e-3 of
+# transformers' (make_family_goldens.py, make_goldens.py).
+for exe in "$bundle"/family-*; do
+  case "$exe" in *.gz) continue ;; esac
+  name="${exe##*/family-}"
+  golden="$root/test/e2e/families/Inputs/$name.logits.bin"
+  [ -f "$golden" ] || golden="$inputs/$name.logits.bin"
+  check "$name-forward" bash -c "'$exe' --tokens '$tokens' -n 0 --logits \
+    '$out/$name.forward' && python3 '$root/test/e2e/compare_logits.py' \
+    '$out/$name.forward' '$golden' --tol 1e-3"
+  check "$name-decode" bash -c "'$exe' --tokens '1 17 42' --force-tokens \
+    '5 63 0 28 9 33 12 50 7' --step-logits '$out/$name.decode' && python3 \
+    '$root/test/e2e/compare_logits.py' '$out/$name.decode' '$golden' \
+    --expected-rows 2:11 --row-size 64 --tol 1e-3"
 done
 # stories260K's 200 greedy tokens equal the CPU's (llama2.c's reference).
 check stories260K-greedy bash -c "'$bundle/stories260K' -n 200 --print-ids \
