@@ -104,13 +104,6 @@ struct LowerMatmulToMmaPass
         {kTileRows, kPaddedWordsPerRow}, i32, AffineMap(),
         gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
     Value one = index(b, 1);
-    // Whether runs of 16 bytes along the rows of x and W are aligned (the
-    // same for every block): the fast staging path's condition, with the
-    // tile inside.
-    Value aligned = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
-    if (hasUnitInnerStride(mm.lhs) && hasUnitInnerStride(mm.rhs))
-      aligned = arith::AndIOp::create(b, loc, rowsStartAligned(b, loc, mm.lhs),
-                                      rowsStartAligned(b, loc, mm.rhs));
     auto launch = gpu::LaunchOp::create(
         b, loc, tilesOf(mm.columns, kTileColumns), tilesOf(mm.rows, kTileRows),
         one, index(b, kThreads), one, one,
@@ -120,6 +113,13 @@ struct LowerMatmulToMmaPass
     Value lhsTile = launch.getWorkgroupAttributions()[0];
     Value rhsTile = launch.getWorkgroupAttributions()[1];
     Value thread = launch.getThreadIds().x;
+    // Whether runs of 16 bytes along the rows of x and W are aligned (the
+    // same for every block, tested in the kernel as the matrix-vector
+    // kernel does): the fast staging path's condition, with the tile inside.
+    Value aligned = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+    if (hasUnitInnerStride(mm.lhs) && hasUnitInnerStride(mm.rhs))
+      aligned = arith::AndIOp::create(b, loc, rowsStartAligned(b, loc, mm.lhs),
+                                      rowsStartAligned(b, loc, mm.rhs));
     Value warp = arith::DivUIOp::create(b, loc, thread, index(b, kWarp));
     Value lane = arith::RemUIOp::create(b, loc, thread, index(b, kWarp));
     Value group = arith::DivUIOp::create(b, loc, lane, index(b, 4));
