@@ -251,9 +251,13 @@ llvm::Error checkTarget(const CompileOptions &options,
     for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i) {
       auto role =
           function.getArgAttrOfType<InputRoleAttr>(i, kInputArgAttrName);
-      if (role && role.getValue() != InputRole::token_ids)
-        return makeError("--target=cuda takes models whose only input is "
-                         "token ids so far: '" +
+      // Encoders' token types are one more id buffer copied in; features
+      // (images, audio) and an encoder-decoder's session state are not
+      // on the GPU yet.
+      if (role && role.getValue() != InputRole::token_ids &&
+          role.getValue() != InputRole::token_type_ids)
+        return makeError("--target=cuda takes models whose inputs are "
+                         "token ids (and token types) so far: '" +
                          unit.model.getFamily() + "' takes " +
                          stringifyInputRole(role.getValue()));
     }

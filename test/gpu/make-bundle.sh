@@ -34,8 +34,15 @@ for dir in "$root"/test/e2e/families/Inputs/*/ "$root/test/e2e/Inputs/gpt2-f32" 
   [ -f "$(dirname "$dir")/$name.logits.bin" ] || continue
   "$tfmc" -q "$dir" --target=cuda --weights-dtype=f32 -o "$bundle/family-$name"
 done
+# Encoders (BERT, DistilBERT, ELECTRA, RoBERTa: hidden states, pooler, heads).
+for name in bert bert-mlm bert-sequence bert-tokens distilbert-mlm electra-mlm \
+            roberta-mlm roberta-sequence; do
+  "$tfmc" -q "$root/test/e2e/encoders/Inputs/$name" --target=cuda --weights-dtype=f32 \
+    -o "$bundle/encoder-$name"
+done
 bash "$root/test/gpu/copy-libs.sh" "$bundle/lib" "$bundle"/stories260K* "$bundle"/llama-*
 # PTX is text: gzipped (and the libraries), the bundle fits what a device
 # run carries.
-gzip "$bundle"/stories260K* "$bundle"/llama-* "$bundle"/family-* "$bundle"/lib/*
+gzip "$bundle"/stories260K* "$bundle"/llama-* "$bundle"/family-* "$bundle"/encoder-* \
+  "$bundle"/lib/*
 du -sh --apparent-size "$bundle"
