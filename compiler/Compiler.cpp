@@ -251,13 +251,14 @@ llvm::Error checkTarget(const CompileOptions &options,
     for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i) {
       auto role =
           function.getArgAttrOfType<InputRoleAttr>(i, kInputArgAttrName);
-      // Encoders' token types are one more id buffer copied in; features
-      // (images, audio) and an encoder-decoder's session state are not
-      // on the GPU yet.
+      // Encoders' token types are one more id buffer copied in, and a
+      // vision transformer's pixels one f32 buffer; an encoder-decoder's
+      // session state (its cross-attention cache) is not on the GPU yet.
       if (role && role.getValue() != InputRole::token_ids &&
-          role.getValue() != InputRole::token_type_ids)
+          role.getValue() != InputRole::token_type_ids &&
+          role.getValue() != InputRole::features)
         return makeError("--target=cuda takes models whose inputs are "
-                         "token ids (and token types) so far: '" +
+                         "token ids, token types or pixels so far: '" +
                          unit.model.getFamily() + "' takes " +
                          stringifyInputRole(role.getValue()));
     }

@@ -40,9 +40,14 @@ for name in bert bert-mlm bert-sequence bert-tokens distilbert-mlm electra-mlm \
   "$tfmc" -q "$root/test/e2e/encoders/Inputs/$name" --target=cuda --weights-dtype=f32 \
     -o "$bundle/encoder-$name"
 done
+# Vision transformers (ViT, DeiT: pixels in).
+for name in vit vit-classifier deit-classifier deit-teacher; do
+  "$tfmc" -q "$root/test/e2e/vision/Inputs/$name" --target=cuda --weights-dtype=f32 \
+    -o "$bundle/vision-$name"
+done
 bash "$root/test/gpu/copy-libs.sh" "$bundle/lib" "$bundle"/stories260K* "$bundle"/llama-*
 # PTX is text: gzipped (and the libraries), the bundle fits what a device
 # run carries.
 gzip "$bundle"/stories260K* "$bundle"/llama-* "$bundle"/family-* "$bundle"/encoder-* \
-  "$bundle"/lib/*
+  "$bundle"/vision-* "$bundle"/lib/*
 du -sh --apparent-size "$bundle"

@@ -63,27 +63,34 @@ for exe in "$bundle"/family-*; do
     '$root/test/e2e/compare_logits.py' '$out/$name.decode' '$golden' \
     --expected-rows 2:11 --row-size 64 --tol 1e-3"
 done
-# Encoders, bidirectional attention and token types: their outputs within
-# 1e-3 of transformers' (make_encoder_goldens.py).
+# Encoders (bidirectional attention, token types) and vision transformers
+# (pixels in): their outputs within 1e-3 of transformers'
+# (make_encoder_goldens.py, make_vision_goldens.py).
 encoders="$root/test/e2e/encoders/Inputs"
+vision="$root/test/e2e/vision/Inputs"
 bert_tokens=(--tokens "2 17 42 5 63 0 28 9 33 3")
 bert_types=(--token-types "0 0 0 0 0 1 1 1 1 1")
 roberta_tokens=(--tokens "0 17 42 1 63 5 28 9 2")
-encoder_check() { # CHECK EXE GOLDEN ARGS...
-  local name="$1" exe="$bundle/encoder-$2" golden="$encoders/$3"; shift 3
+pixels=(--pixels "$vision/pixels.f32")
+output_check() { # CHECK EXE GOLDEN ARGS...: EXE ARGS --output vs GOLDEN
+  local name="$1" exe="$bundle/$2" golden="$3"; shift 3
   check "$name" bash -c '"$@" --output "'"$out/$name"'.out" && python3 \
     "'"$root"'/test/e2e/compare_logits.py" "'"$out/$name"'.out" "'"$golden"'" --tol 1e-3' \
     _ "$exe" "$@"
 }
-encoder_check bert-hidden bert bert.hidden.bin "${bert_tokens[@]}" "${bert_types[@]}"
-encoder_check bert-pooled bert bert.pooled.bin --call pool "${bert_tokens[@]}" "${bert_types[@]}"
-encoder_check bert-mlm bert-mlm bert-mlm.logits.bin "${bert_tokens[@]}"
-encoder_check bert-sequence bert-sequence bert-sequence.logits.bin "${bert_tokens[@]}" "${bert_types[@]}"
-encoder_check bert-tokens bert-tokens bert-tokens.logits.bin "${bert_tokens[@]}" "${bert_types[@]}"
-encoder_check distilbert-mlm distilbert-mlm distilbert-mlm.logits.bin "${bert_tokens[@]}"
-encoder_check electra-mlm electra-mlm electra-mlm.logits.bin "${bert_tokens[@]}"
-encoder_check roberta-mlm roberta-mlm roberta-mlm.logits.bin "${roberta_tokens[@]}"
-encoder_check roberta-sequence roberta-sequence roberta-sequence.logits.bin "${roberta_tokens[@]}"
+output_check bert-hidden encoder-bert "$encoders/bert.hidden.bin" "${bert_tokens[@]}" "${bert_types[@]}"
+output_check bert-pooled encoder-bert "$encoders/bert.pooled.bin" --call pool "${bert_tokens[@]}" "${bert_types[@]}"
+output_check bert-mlm encoder-bert-mlm "$encoders/bert-mlm.logits.bin" "${bert_tokens[@]}"
+output_check bert-sequence encoder-bert-sequence "$encoders/bert-sequence.logits.bin" "${bert_tokens[@]}" "${bert_types[@]}"
+output_check bert-tokens encoder-bert-tokens "$encoders/bert-tokens.logits.bin" "${bert_tokens[@]}" "${bert_types[@]}"
+output_check distilbert-mlm encoder-distilbert-mlm "$encoders/distilbert-mlm.logits.bin" "${bert_tokens[@]}"
+output_check electra-mlm encoder-electra-mlm "$encoders/electra-mlm.logits.bin" "${bert_tokens[@]}"
+output_check roberta-mlm encoder-roberta-mlm "$encoders/roberta-mlm.logits.bin" "${roberta_tokens[@]}"
+output_check roberta-sequence encoder-roberta-sequence "$encoders/roberta-sequence.logits.bin" "${roberta_tokens[@]}"
+output_check vit-hidden vision-vit "$vision/vit.hidden.bin" "${pixels[@]}"
+for name in vit-classifier deit-classifier deit-teacher; do
+  output_check "$name" "vision-$name" "$vision/$name.logits.bin" "${pixels[@]}"
+done
 # stories260K's 200 greedy tokens equal the CPU's (llama2.c's reference).
 check stories260K-greedy bash -c "'$bundle/stories260K' -n 200 --print-ids \
   > '$out/stories260K.ids' && diff -w '$out/stories260K.ids' \
