@@ -77,6 +77,8 @@ void mlir::tfm::buildCpuPipeline(OpPassManager &pm,
       LinalgToCudaOptions cuda;
       cuda.cudaArch = options.cudaArch;
       cuda.planArena = options.planArena;
+      cuda.tensorCores = options.cudaTensorCores;
+      cuda.splitAttention = options.cudaSplitAttention;
       buildLinalgToCudaPipeline(pm, cuda);
       return;
     }

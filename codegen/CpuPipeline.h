@@ -95,6 +95,16 @@ struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("Parallel loops on the runtime's threads "
                      "(tfm-parallelize-loops)"),
       llvm::cl::init(true)};
+  Option<bool> cudaTensorCores{
+      *this, "cuda-tensor-cores",
+      llvm::cl::desc("Prefill's bf16 and f16 products on tensor cores "
+                     "(tfm-lower-matmul-to-mma; --target=cuda)"),
+      llvm::cl::init(true)};
+  Option<bool> cudaSplitAttention{
+      *this, "cuda-split-attention",
+      llvm::cl::desc("Decode attention's keys split across blocks "
+                     "(flash-decoding; --target=cuda)"),
+      llvm::cl::init(true)};
   Option<std::string> target{
       *this, "target",
       llvm::cl::desc("What the code runs on: cpu (the host), or cuda (NVIDIA "
@@ -177,6 +187,10 @@ struct LinalgToCudaOptions {
   std::string cudaArch = "sm_80";
   /// Temporary buffers in one device allocation (tfm-plan-arena).
   bool planArena = true;
+  /// Prefill's bf16 and f16 products on tensor cores (sm_80 and newer).
+  bool tensorCores = true;
+  /// Decode attention's keys split across blocks (flash-decoding).
+  bool splitAttention = true;
 };
 
 /// The number of an architecture named sm_XY (sm_90a: 90), 0 when it is

@@ -55,11 +55,13 @@ void mlir::tfm::buildLinalgToCudaPipeline(OpPassManager &pm,
   // (norms) as block reductions, prefill's products as tiled GEMMs; every
   // other linalg op (copies included) to a parallel loop nest, tiled into
   // blocks of threads, each loop nest a gpu.launch.
-  pm.addPass(createLowerAttentionToGpuPass());
+  LowerAttentionToGpuPassOptions attention;
+  attention.splitDecodeKeys = options.splitAttention;
+  pm.addPass(createLowerAttentionToGpuPass(attention));
   pm.addNestedPass<func::FuncOp>(createLowerMatvecToGpuPass());
   // Prefill's products with bf16 or f16 weights on tensor cores where the
   // architecture has mma.sync for them (sm_80: Ampere and newer).
-  if (cudaArchNumber(options.cudaArch) >= 80)
+  if (options.tensorCores && cudaArchNumber(options.cudaArch) >= 80)
     pm.addNestedPass<func::FuncOp>(createLowerMatmulToMmaPass());
   pm.addNestedPass<func::FuncOp>(createLowerMatmulToGpuTilesPass());
   pm.addNestedPass<func::FuncOp>(createLowerReductionsToGpuPass());

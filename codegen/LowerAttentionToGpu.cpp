@@ -43,6 +43,8 @@ Value uncast(Value operand) {
 
 struct LowerAttentionToGpuPass
     : mlir::tfm::impl::LowerAttentionToGpuPassBase<LowerAttentionToGpuPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::CallOp> calls;
@@ -111,7 +113,7 @@ struct LowerAttentionToGpuPass
     // (flash-decoding): a block per (head, query, span of keys) writes its
     // unnormalized outputs, maximum and sum, and a second kernel combines
     // the spans. Prefill has heads x queries blocks already.
-    bool splitKeys = !qType.isDynamicDim(0);
+    bool splitKeys = splitDecodeKeys && !qType.isDynamicDim(0);
     int64_t threads =
         splitKeys ? std::max<int64_t>(kDecodeSpan, llvm::alignTo(width, 32))
                   : kThreads;

@@ -481,6 +481,11 @@ def LowerAttentionToGpuPass
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::math::MathDialect"];
+  let options = [
+    Option<"splitDecodeKeys", "split-decode-keys", "bool", /*default=*/"true",
+           "Split a static number of queries' keys across blocks "
+           "(flash-decoding)">,
+  ];
 }
 
 def LowerReductionsToGpuPass

@@ -19,7 +19,9 @@ const Switch kSwitchable[] = {
     &CpuPipelineOptions::fusedAttention, &CpuPipelineOptions::packWeights,
     &CpuPipelineOptions::planArena,
     &CpuPipelineOptions::annotateParallelLoops,
-    &CpuPipelineOptions::parallelizeLoops};
+    &CpuPipelineOptions::parallelizeLoops,
+    &CpuPipelineOptions::cudaTensorCores,
+    &CpuPipelineOptions::cudaSplitAttention};
 
 } // namespace
 

@@ -26,6 +26,14 @@ rm -rf "$bundle" && mkdir -p "$bundle"
   --target=cuda --weights-dtype=bf16 -o "$bundle/stories260K-bf16"
 "$tfmc" -q "$shared/stories260K/stories260K.bin" --tokenizer "$shared/stories260K/tok512.bin" \
   --weights-dtype=bf16 --mcpu=x86-64-v3 -o "$bundle/stories260K-bf16-cpu"
+# The same without the tensor-core GEMM, and without the split decode
+# attention: where a check fails, these say which of them to suspect.
+for model in llama-gqa-f16-untied llama-gqa-bf16-sharded; do
+  "$tfmc" -q "$root/test/e2e/Inputs/$model" --target=cuda --no-cuda-tensor-cores \
+    -o "$bundle/$model-no-mma"
+done
+"$tfmc" -q "$shared/stories260K/stories260K.bin" --tokenizer "$shared/stories260K/tok512.bin" \
+  --target=cuda --weights-dtype=f32 --no-cuda-split-attention -o "$bundle/stories260K-no-split"
 # Every decoder family the CPU tests check against transformers (f32
 # checkpoints, f32 on the GPU too: their goldens are f32 logits).
 for dir in "$root"/test/e2e/families/Inputs/*/ "$root/test/e2e/Inputs/gpt2-f32" \

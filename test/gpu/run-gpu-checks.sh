@@ -44,6 +44,9 @@ logits_check() { # MODEL GOLDEN TOL
 logits_check llama-mha-f32 llama-mha-f32.logits.bin 1e-3
 for model in llama-gqa-f16-untied llama-gqa-bf16-sharded; do
   logits_check "$model" "$model.tensor-core.logits.bin" 5e-3
+  # Diagnostic: compiled --no-cuda-tensor-cores, the products widen the
+  # weights on CUDA cores and match the exact reference.
+  logits_check "$model-no-mma" "$model.logits.bin" 1e-3
 done
 # Every decoder family of the CPU tests (GPT-2, Gemma, GPT-NeoX, Phi,
 # Qwen2, OLMo, StableLM, StarCoder2, LLaMA's RoPE scalings, Mistral's
@@ -94,6 +97,11 @@ done
 # stories260K's 200 greedy tokens equal the CPU's (llama2.c's reference).
 check stories260K-greedy bash -c "'$bundle/stories260K' -n 200 --print-ids \
   > '$out/stories260K.ids' && diff -w '$out/stories260K.ids' \
+  '$inputs/stories260K.greedy200.txt' && echo '200 greedy tokens equal'"
+# Diagnostic: the same with decode's attention a block per head
+# (--no-cuda-split-attention).
+check stories260K-no-split-greedy bash -c "'$bundle/stories260K-no-split' -n 200 --print-ids \
+  > '$out/stories260K-no-split.ids' && diff -w '$out/stories260K-no-split.ids' \
   '$inputs/stories260K.greedy200.txt' && echo '200 greedy tokens equal'"
 # With bf16 weights, the same greedy tokens as the CPU's bf16 build (its
 # products widened to f32 as the GPU's decode products are: TFM_BF16_DOT=0;
