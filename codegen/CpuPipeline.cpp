@@ -79,6 +79,7 @@ void mlir::tfm::buildCpuPipeline(OpPassManager &pm,
       cuda.planArena = options.planArena;
       cuda.tensorCores = options.cudaTensorCores;
       cuda.splitAttention = options.cudaSplitAttention;
+      cuda.fuseNorms = options.cudaFuseNorms;
       buildLinalgToCudaPipeline(pm, cuda);
       return;
     }

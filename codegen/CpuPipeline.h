@@ -105,6 +105,11 @@ struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("Decode attention's keys split across blocks "
                      "(flash-decoding; --target=cuda)"),
       llvm::cl::init(true)};
+  Option<bool> cudaFuseNorms{
+      *this, "cuda-fuse-norms",
+      llvm::cl::desc("A norm's scaling in the kernel of its sum of squares "
+                     "(tfm-lower-reductions-to-gpu; --target=cuda)"),
+      llvm::cl::init(true)};
   Option<std::string> target{
       *this, "target",
       llvm::cl::desc("What the code runs on: cpu (the host), or cuda (NVIDIA "
@@ -191,6 +196,8 @@ struct LinalgToCudaOptions {
   bool tensorCores = true;
   /// Decode attention's keys split across blocks (flash-decoding).
   bool splitAttention = true;
+  /// A norm's scaling in its reduction's kernel (tfm-lower-reductions-to-gpu).
+  bool fuseNorms = true;
 };
 
 /// The number of an architecture named sm_XY (sm_90a: 90), 0 when it is

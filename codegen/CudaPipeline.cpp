@@ -64,7 +64,9 @@ void mlir::tfm::buildLinalgToCudaPipeline(OpPassManager &pm,
   if (options.tensorCores && cudaArchNumber(options.cudaArch) >= 80)
     pm.addNestedPass<func::FuncOp>(createLowerMatmulToMmaPass());
   pm.addNestedPass<func::FuncOp>(createLowerMatmulToGpuTilesPass());
-  pm.addNestedPass<func::FuncOp>(createLowerReductionsToGpuPass());
+  LowerReductionsToGpuPassOptions reductions;
+  reductions.fuseConsumers = options.fuseNorms;
+  pm.addNestedPass<func::FuncOp>(createLowerReductionsToGpuPass(reductions));
   pm.addNestedPass<func::FuncOp>(createCopiesToLinalgPass());
   // No canonicalization until the loops are kernels: it would drop loops
   // of one iteration (a decode step's one row), leaving their bodies on the

@@ -58,13 +58,58 @@ struct LowerReductionsToGpuPass
 
   void runOnOperation() override {
     moveReductionsInnermost();
-    SmallVector<linalg::GenericOp> generics;
+    SmallVector<std::pair<linalg::GenericOp, linalg::GenericOp>> generics;
     getOperation().walk([&](linalg::GenericOp generic) {
       if (worthABlockPerRow(generic))
-        generics.push_back(generic);
+        generics.push_back(
+            {generic, fuseConsumers ? rowwiseConsumer(generic) : nullptr});
     });
-    for (linalg::GenericOp generic : generics)
-      lower(generic);
+    for (auto [generic, consumer] : generics)
+      lower(generic, consumer);
+  }
+
+  /// The elementwise generic right after `reduction` (past ops without
+  /// memory effects only) that reads a reduced output of it, over the same
+  /// rows and columns, e.g. a norm's scaling after its sum of squares: its
+  /// block can apply it once the totals are known, one launch instead of
+  /// two. It must read each of `reduction`'s outputs through the map
+  /// `reduction` writes it with (an elementwise one then at the very
+  /// elements this thread wrote), and read another operand of `reduction`
+  /// through the identity (so its loops are `reduction`'s), and write
+  /// elementwise without reading its outputs.
+  linalg::GenericOp rowwiseConsumer(linalg::GenericOp reduction) {
+    Operation *next = reduction->getNextNode();
+    while (next && isMemoryEffectFree(next) && next->getNumRegions() == 0)
+      next = next->getNextNode();
+    auto consumer = dyn_cast_or_null<linalg::GenericOp>(next);
+    unsigned rank = reduction.getNumLoops();
+    if (!consumer || !consumer.hasPureBufferSemantics() ||
+        consumer.getNumLoops() != rank ||
+        consumer.getNumParallelLoops() != rank)
+      return nullptr;
+    AffineMap identity =
+        AffineMap::getMultiDimIdentityMap(rank, reduction.getContext());
+    for (OpOperand &init : consumer.getDpsInitsMutable())
+      if (consumer.getMatchingIndexingMap(&init) != identity ||
+          !consumer.getMatchingBlockArgument(&init).use_empty())
+        return nullptr;
+    bool readsTotal = false, sharesRows = false;
+    for (OpOperand *input : consumer.getDpsInputOperands()) {
+      AffineMap map = consumer.getMatchingIndexingMap(input);
+      for (OpOperand &operand : reduction->getOpOperands()) {
+        if (operand.get() != input->get())
+          continue;
+        bool isOutput = reduction.isDpsInit(&operand);
+        if (isOutput && map != reduction.getMatchingIndexingMap(&operand))
+          return nullptr;
+        if (isOutput && !map.isFunctionOfDim(rank - 1))
+          readsTotal = true;
+        if (map == identity &&
+            reduction.getMatchingIndexingMap(&operand) == identity)
+          sharesRows = true;
+      }
+    }
+    return readsTotal && sharesRows ? consumer : nullptr;
   }
 
   /// A reduction between parallel dimensions (attention's weighted sum of
@@ -130,8 +175,15 @@ struct LowerReductionsToGpuPass
   /// through the reduced dimension, each folding its elements into its own
   /// accumulators (and writing the elementwise outputs); gpu.all_reduce
   /// joins the accumulators and thread 0 folds the totals into the outputs.
-  void lower(linalg::GenericOp generic) {
-    OpBuilder b(generic);
+  ///
+  /// With a rowwise `consumer` (rowwiseConsumer), built where it is: after
+  /// the totals, every thread folds them as thread 0 does (from the
+  /// outputs' old values, read before a barrier that orders them before
+  /// thread 0's stores, which another barrier orders before the consumer),
+  /// then strides through the row again applying the consumer, with the
+  /// folded totals for the reduced outputs it reads.
+  void lower(linalg::GenericOp generic, linalg::GenericOp consumer) {
+    OpBuilder b(consumer ? consumer : generic);
     Location loc = generic.getLoc();
     unsigned rank = generic.getNumLoops();
     unsigned numInputs = generic.getNumDpsInputs();
@@ -231,27 +283,113 @@ struct LowerReductionsToGpuPass
           b, loc, strided.getResult(position),
           gpu::AllReduceOperationAttr::get(b.getContext(), combiner.kind),
           b.getUnitAttr()));
+    // A reduced output's element of this row, and its old value folded
+    // with the total, as the generic would leave it.
+    auto reducedAt = [&](OpBuilder &nb, Location nl, unsigned i) {
+      OpOperand *init = generic.getDpsInitOperand(i);
+      SmallVector<Value> at(point);
+      at[rank - 1] = thread; // any: a reduced output does not use it
+      return indicesAt(nb, nl, generic.getMatchingIndexingMap(init), at);
+    };
+    auto fold = [&](OpBuilder &nb, Location nl, unsigned position,
+                    ValueRange indices) {
+      unsigned i = reduced[position];
+      Value old = memref::LoadOp::create(
+          nb, nl, generic.getDpsInitOperand(i)->get(), indices);
+      IRMapping mapping;
+      mapping.map(body->getArgument(numInputs + i), old);
+      Operation *combiner = combiners[position].op;
+      for (Value operand : combiner->getOperands())
+        if (operand != body->getArgument(numInputs + i))
+          mapping.map(operand, totals[position]);
+      return nb.clone(*combiner, mapping)->getResult(0);
+    };
+    SmallVector<Value> folded;
+    if (consumer) {
+      for (unsigned position = 0; position < reduced.size(); ++position)
+        folded.push_back(
+            fold(b, loc, position, reducedAt(b, loc, reduced[position])));
+      gpu::BarrierOp::create(b, loc);
+    }
     scf::IfOp::create(b, loc, first, [&](OpBuilder &nb, Location nl) {
       for (auto [position, i] : llvm::enumerate(reduced)) {
-        OpOperand *init = generic.getDpsInitOperand(i);
-        SmallVector<Value> at(point);
-        at[rank - 1] = thread; // 0 here; a reduced output does not use it
-        SmallVector<Value> indices =
-            indicesAt(nb, nl, generic.getMatchingIndexingMap(init), at);
-        Value old = memref::LoadOp::create(nb, nl, init->get(), indices);
-        IRMapping fold;
-        fold.map(body->getArgument(numInputs + i), old);
-        Operation *combiner = combiners[position].op;
-        for (Value operand : combiner->getOperands())
-          if (operand != body->getArgument(numInputs + i))
-            fold.map(operand, totals[position]);
-        Value folded = nb.clone(*combiner, fold)->getResult(0);
-        memref::StoreOp::create(nb, nl, folded, init->get(), indices);
+        SmallVector<Value> indices = reducedAt(nb, nl, i);
+        Value value = consumer ? folded[position]
+                               : fold(nb, nl, position, indices);
+        memref::StoreOp::create(nb, nl, value,
+                                generic.getDpsInitOperand(i)->get(), indices);
       }
       scf::YieldOp::create(nb, nl);
     });
+    if (consumer) {
+      // Thread 0's stores before any read of the consumer: it reads the
+      // totals from registers, but a view it reads may alias them.
+      gpu::BarrierOp::create(b, loc);
+      applyConsumer(b, loc, generic, consumer, point, thread, length, stride,
+                    folded, reduced);
+    }
     gpu::TerminatorOp::create(b, loc);
     generic.erase();
+    if (consumer)
+      consumer.erase();
+  }
+
+  /// The consumer's elements of this block's row, strided over its threads
+  /// as the reduction's were: its reads of a reduced output are the folded
+  /// totals, of an elementwise output what this thread wrote.
+  void applyConsumer(OpBuilder &b, Location loc, linalg::GenericOp generic,
+                     linalg::GenericOp consumer, ArrayRef<Value> point,
+                     Value thread, Value length, Value stride,
+                     ArrayRef<Value> folded, ArrayRef<unsigned> reduced) {
+    unsigned rank = consumer.getNumLoops();
+    Block *body = consumer.getBody();
+    auto yield = cast<linalg::YieldOp>(body->getTerminator());
+    auto indicesAt = [&](OpBuilder &nb, Location nl, AffineMap map,
+                         ArrayRef<Value> ivs) {
+      SmallVector<Value> indices;
+      for (unsigned r = 0; r < map.getNumResults(); ++r)
+        indices.push_back(affine::AffineApplyOp::create(
+            nb, nl, map.getSubMap({r}), ivs));
+      return indices;
+    };
+    auto totalOf = [&](Value buffer) -> Value {
+      for (auto [position, i] : llvm::enumerate(reduced))
+        if (generic.getDpsInitOperand(i)->get() == buffer)
+          return folded[position];
+      return Value();
+    };
+    scf::ForOp::create(
+        b, loc, thread, length, stride, ValueRange{},
+        [&](OpBuilder &nb, Location nl, Value c, ValueRange) {
+          SmallVector<Value> ivs(point);
+          ivs[rank - 1] = c;
+          IRMapping mapping;
+          for (OpOperand *input : consumer.getDpsInputOperands()) {
+            Value element = totalOf(input->get());
+            if (!element)
+              element = memref::LoadOp::create(
+                  nb, nl, input->get(),
+                  indicesAt(nb, nl, consumer.getMatchingIndexingMap(input),
+                            ivs));
+            mapping.map(body->getArgument(input->getOperandNumber()),
+                        element);
+          }
+          for (Operation &op : body->without_terminator()) {
+            if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+              mapping.map(index.getResult(), ivs[index.getDim()]);
+              continue;
+            }
+            nb.clone(op, mapping);
+          }
+          for (OpOperand &init : consumer.getDpsInitsMutable())
+            memref::StoreOp::create(
+                nb, nl,
+                mapping.lookupOrDefault(yield.getOperand(
+                    init.getOperandNumber() - consumer.getNumDpsInputs())),
+                init.get(),
+                indicesAt(nb, nl, consumer.getMatchingIndexingMap(&init), ivs));
+          scf::YieldOp::create(nb, nl);
+        });
   }
 };
 

@@ -509,6 +509,12 @@ def LowerReductionsToGpuPass
     would become a loop around the inner parallel dimensions, run by the
     few threads of the outer ones.
 
+    The elementwise generic right after one (a norm's scaling after its
+    sum of squares) that reads its reduced outputs over the same rows
+    joins its kernel (`fuse-consumers`): once the totals are known, the
+    block strides through the row again applying it, one launch instead
+    of two.
+
     Generics qualify with one reduced dimension, the innermost, at most
     three parallel ones, every reduced output combined by `addf` or
     `maximumf` of itself, and rows of at least `min-length` elements (or of
@@ -539,7 +545,10 @@ def LowerReductionsToGpuPass
     Option<"minLength", "min-length", "int64_t", /*default=*/"256",
            "Rows at least this long get a block each">,
     Option<"maxRows", "max-rows", "int64_t", /*default=*/"4096",
-           "As do at most this many rows of any length">
+           "As do at most this many rows of any length">,
+    Option<"fuseConsumers", "fuse-consumers", "bool", /*default=*/"true",
+           "Apply the elementwise generic that follows a reduction and reads "
+           "its totals in the same kernel">
   ];
 }
 

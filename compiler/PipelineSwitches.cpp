@@ -21,7 +21,8 @@ const Switch kSwitchable[] = {
     &CpuPipelineOptions::annotateParallelLoops,
     &CpuPipelineOptions::parallelizeLoops,
     &CpuPipelineOptions::cudaTensorCores,
-    &CpuPipelineOptions::cudaSplitAttention};
+    &CpuPipelineOptions::cudaSplitAttention,
+    &CpuPipelineOptions::cudaFuseNorms};
 
 } // namespace
 

@@ -89,3 +89,86 @@ func.func @weighted_values(%p: memref<12x1x?xf32>, %v: memref<?x4x64xf32>, %out:
   }
   return
 }
+
+// -----
+
+// The norm's scaling right after its sum of squares joins the kernel: after
+// the total, every thread folds it as thread 0 stores it (the old value
+// read before a barrier, the store before another), then strides through
+// the row again, scaling the sum it wrote by rsqrt(total / 768 + eps) and
+// the weight; one launch.
+// CHECK-LABEL: func.func @add_rms_norm
+// CHECK-SAME: (%[[A:.*]]: memref<1x768xf32>, %[[B:.*]]: memref<1x768xf32>, %[[G:.*]]: memref<768xf32>, %[[SUM:.*]]: memref<1x768xf32>, %[[SQ:.*]]: memref<1xf32>, %[[OUT:.*]]: memref<1x768xf32>)
+// CHECK: gpu.launch blocks(%[[ROW:.*]], %{{.*}}, %{{.*}}) in {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C128:.*]],
+// CHECK: scf.for %{{.*}} = %[[T]] to %{{.*}} step %{{.*}} iter_args
+// CHECK: memref.store %{{.*}}, %[[SUM]]
+// CHECK: %[[TOTAL:.*]] = gpu.all_reduce add
+// CHECK: %[[OLD:.*]] = memref.load %[[SQ]]
+// CHECK: %[[FOLDED:.*]] = arith.addf %[[TOTAL]], %[[OLD]]
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK: memref.store %[[FOLDED]], %[[SQ]]
+// CHECK: gpu.barrier
+// CHECK: scf.for %[[C:.*]] = %[[T]] to %{{.*}} step %{{.*}} {
+// CHECK: %[[X:.*]] = memref.load %[[SUM]]
+// CHECK-NOT: memref.load %[[SQ]]
+// CHECK: %[[W:.*]] = memref.load %[[G]]
+// CHECK: arith.divf %[[FOLDED]]
+// CHECK: math.rsqrt
+// CHECK: memref.store %{{.*}}, %[[OUT]]
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+// CHECK-NOT: linalg.generic
+func.func @add_rms_norm(%a: memref<1x768xf32>, %b: memref<1x768xf32>, %g: memref<768xf32>, %sum: memref<1x768xf32>, %sq: memref<1xf32>, %out: memref<1x768xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%a, %b : memref<1x768xf32>, memref<1x768xf32>) outs(%sum, %sq : memref<1x768xf32>, memref<1xf32>) {
+  ^bb0(%x: f32, %y: f32, %s: f32, %acc: f32):
+    %0 = arith.addf %x, %y : f32
+    %1 = arith.mulf %0, %0 : f32
+    %2 = arith.addf %1, %acc : f32
+    linalg.yield %0, %2 : f32, f32
+  }
+  %n = arith.constant 768.0 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%sum, %sq, %g : memref<1x768xf32>, memref<1xf32>, memref<768xf32>) outs(%out : memref<1x768xf32>) {
+  ^bb0(%x: f32, %ss: f32, %w: f32, %o: f32):
+    %mean = arith.divf %ss, %n : f32
+    %v = arith.addf %mean, %eps : f32
+    %r = math.rsqrt %v : f32
+    %y = arith.mulf %x, %r : f32
+    %z = arith.mulf %y, %w : f32
+    linalg.yield %z : f32
+  }
+  return
+}
+
+// -----
+
+// Not fused: a store between them (moving the reduction after it would
+// change what the reduction reads).
+// CHECK-LABEL: func.func @not_fused
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.terminator
+// CHECK: memref.store
+// CHECK: linalg.generic
+func.func @not_fused(%x: memref<1x768xf32>, %sq: memref<1xf32>, %out: memref<1x768xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<1x768xf32>) outs(%sq : memref<1xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %1 = arith.mulf %in, %in : f32
+    %2 = arith.addf %1, %acc : f32
+    linalg.yield %2 : f32
+  }
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1.0 : f32
+  memref.store %one, %x[%c0, %c0] : memref<1x768xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %sq : memref<1x768xf32>, memref<1xf32>) outs(%out : memref<1x768xf32>) {
+  ^bb0(%in: f32, %ss: f32, %o: f32):
+    %y = arith.mulf %in, %ss : f32
+    linalg.yield %y : f32
+  }
+  return
+}

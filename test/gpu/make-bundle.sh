@@ -34,6 +34,8 @@ for model in llama-gqa-f16-untied llama-gqa-bf16-sharded; do
 done
 "$tfmc" -q "$shared/stories260K/stories260K.bin" --tokenizer "$shared/stories260K/tok512.bin" \
   --target=cuda --weights-dtype=f32 --no-cuda-split-attention -o "$bundle/stories260K-no-split"
+"$tfmc" -q "$shared/stories260K/stories260K.bin" --tokenizer "$shared/stories260K/tok512.bin" \
+  --target=cuda --weights-dtype=f32 --no-cuda-fuse-norms -o "$bundle/stories260K-no-fuse-norms"
 # Every decoder family the CPU tests check against transformers (f32
 # checkpoints, f32 on the GPU too: their goldens are f32 logits).
 for dir in "$root"/test/e2e/families/Inputs/*/ "$root/test/e2e/Inputs/gpt2-f32" \

@@ -98,11 +98,14 @@ done
 check stories260K-greedy bash -c "'$bundle/stories260K' -n 200 --print-ids \
   > '$out/stories260K.ids' && diff -w '$out/stories260K.ids' \
   '$inputs/stories260K.greedy200.txt' && echo '200 greedy tokens equal'"
-# Diagnostic: the same with decode's attention a block per head
-# (--no-cuda-split-attention).
-check stories260K-no-split-greedy bash -c "'$bundle/stories260K-no-split' -n 200 --print-ids \
-  > '$out/stories260K-no-split.ids' && diff -w '$out/stories260K-no-split.ids' \
-  '$inputs/stories260K.greedy200.txt' && echo '200 greedy tokens equal'"
+# Diagnostics: the same with decode's attention a block per head
+# (--no-cuda-split-attention), and with each norm's scaling a kernel of
+# its own (--no-cuda-fuse-norms).
+for variant in no-split no-fuse-norms; do
+  check "stories260K-$variant-greedy" bash -c "'$bundle/stories260K-$variant' -n 200 \
+    --print-ids > '$out/stories260K-$variant.ids' && diff -w '$out/stories260K-$variant.ids' \
+    '$inputs/stories260K.greedy200.txt' && echo '200 greedy tokens equal'"
+done
 # With bf16 weights, the same greedy tokens as the CPU's bf16 build (its
 # products widened to f32 as the GPU's decode products are: TFM_BF16_DOT=0;
 # only the prefill of BOS runs on tensor cores, with rounded activations).
