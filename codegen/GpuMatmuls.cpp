@@ -33,6 +33,14 @@ mlir::tfm::readMatmulTransposedB(OpBuilder &b, linalg::MatmulOp matmul) {
   return mm;
 }
 
+Value mlir::tfm::tilesOf(OpBuilder &b, Location loc, Value size,
+                         int64_t tile) {
+  Value padded = arith::AddIOp::create(
+      b, loc, size, arith::ConstantIndexOp::create(b, loc, tile - 1));
+  return arith::DivUIOp::create(b, loc, padded,
+                                arith::ConstantIndexOp::create(b, loc, tile));
+}
+
 bool mlir::tfm::absorbZeroFill(linalg::MatmulOp matmul) {
   Value out = matmul.getDpsInits()[0];
   auto fill = dyn_cast_or_null<linalg::FillOp>(matmul->getPrevNode());

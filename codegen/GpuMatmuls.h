@@ -13,6 +13,12 @@
 
 namespace mlir::tfm {
 
+/// Threads of a warp.
+constexpr int64_t kWarp = 32;
+
+/// How many tiles of `tile` elements cover `size` (the last one partial).
+Value tilesOf(OpBuilder &b, Location loc, Value size, int64_t tile);
+
 /// Whether `matmul` computes C[m, n] += A[m, k] · B[n, k] on buffers.
 bool isMatmulTransposedB(linalg::MatmulOp matmul);
 

@@ -49,10 +49,6 @@ struct LowerMatmulToGpuTilesPass
     Value one = index(b, 1);
     Value tile = index(b, kTile);
     MatmulTransposedB mm = readMatmulTransposedB(b, matmul);
-    auto tilesOf = [&](Value size) {
-      Value padded = arith::AddIOp::create(b, loc, size, index(b, kTile - 1));
-      return arith::DivUIOp::create(b, loc, padded, tile).getResult();
-    };
     // A row of padding keeps a warp's column reads on distinct banks.
     Type f32 = b.getF32Type();
     auto shared = MemRefType::get(
@@ -60,7 +56,8 @@ struct LowerMatmulToGpuTilesPass
         gpu::AddressSpaceAttr::get(b.getContext(),
                                    gpu::AddressSpace::Workgroup));
     auto launch = gpu::LaunchOp::create(
-        b, loc, tilesOf(mm.columns), tilesOf(mm.rows), one, tile,
+        b, loc, tilesOf(b, loc, mm.columns, kTile),
+        tilesOf(b, loc, mm.rows, kTile), one, tile,
         index(b, kRowGroups), one, /*dynamicSharedMemorySize=*/nullptr,
         /*asyncTokenType=*/nullptr, /*asyncDependencies=*/{},
         TypeRange{shared, shared});

@@ -36,7 +36,6 @@ using namespace mlir::tfm;
 
 namespace {
 
-constexpr int64_t kWarp = 32;
 /// One mma.sync: a 16 x 8 block of C, 16 deep.
 constexpr int64_t kMmaRows = 16, kMmaColumns = 8, kMmaDepth = 16;
 /// A warp's part of the block's tile: 2 x 4 mma blocks, 32 x 32 outputs.
@@ -94,18 +93,13 @@ struct LowerMatmulToMmaPass
     MatmulTransposedB mm = readMatmulTransposedB(b, matmul);
     Type narrow = cast<MemRefType>(mm.rhs.getType()).getElementType();
     Type f32 = b.getF32Type(), i32 = b.getI32Type();
-    auto tilesOf = [&](Value size, int64_t tile) {
-      Value padded =
-          arith::AddIOp::create(b, loc, size, index(b, tile - 1));
-      return arith::DivUIOp::create(b, loc, padded, index(b, tile))
-          .getResult();
-    };
     auto staged = MemRefType::get(
         {kTileRows, kPaddedWordsPerRow}, i32, AffineMap(),
         gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
     Value one = index(b, 1);
     auto launch = gpu::LaunchOp::create(
-        b, loc, tilesOf(mm.columns, kTileColumns), tilesOf(mm.rows, kTileRows),
+        b, loc, tilesOf(b, loc, mm.columns, kTileColumns),
+        tilesOf(b, loc, mm.rows, kTileRows),
         one, index(b, kThreads), one, one,
         /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
         /*asyncDependencies=*/{}, TypeRange{staged, staged});

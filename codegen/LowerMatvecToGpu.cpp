@@ -21,7 +21,6 @@ using namespace mlir::tfm;
 
 namespace {
 
-constexpr int64_t kWarp = 32;
 
 struct LowerMatvecToGpuPass
     : mlir::tfm::impl::LowerMatvecToGpuPassBase<LowerMatvecToGpuPass> {
@@ -73,9 +72,7 @@ struct LowerMatvecToGpuPass
     Value one = index(b, 1);
     MatmulTransposedB mm = readMatmulTransposedB(b, matmul);
     int64_t warps = threads / kWarp;
-    Value columnGroups = arith::DivUIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, mm.columns, index(b, warps - 1)),
-        index(b, warps));
+    Value columnGroups = tilesOf(b, loc, mm.columns, warps);
     auto launch = gpu::LaunchOp::create(b, loc, columnGroups, mm.rows, one,
                                         index(b, threads), one, one);
     b.setInsertionPointToStart(&launch.getBody().front());

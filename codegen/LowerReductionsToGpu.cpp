@@ -51,6 +51,30 @@ std::optional<Combiner> combinerOf(linalg::GenericOp generic, unsigned index) {
   return std::nullopt;
 }
 
+/// The indices `map` gives at loop indices `ivs`.
+SmallVector<Value> indicesAt(OpBuilder &b, Location loc, AffineMap map,
+                             ArrayRef<Value> ivs) {
+  SmallVector<Value> indices;
+  for (unsigned r = 0; r < map.getNumResults(); ++r)
+    indices.push_back(
+        affine::AffineApplyOp::create(b, loc, map.getSubMap({r}), ivs));
+  return indices;
+}
+
+/// A generic's `body` but its yield, at loop indices `ivs`, cloned with
+/// `mapping` (its block arguments mapped already); linalg.index becomes
+/// the loop index.
+void cloneBody(OpBuilder &b, Block *body, ArrayRef<Value> ivs,
+               IRMapping &mapping) {
+  for (Operation &op : body->without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+      mapping.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    b.clone(op, mapping);
+  }
+}
+
 struct LowerReductionsToGpuPass
     : mlir::tfm::impl::LowerReductionsToGpuPassBase<
           LowerReductionsToGpuPass> {
@@ -229,14 +253,6 @@ struct LowerReductionsToGpuPass
             arith::ConstantOp::create(b, loc, combiner.identity));
       }
 
-    auto indicesAt = [&](OpBuilder &nb, Location nl, AffineMap map,
-                         ArrayRef<Value> ivs) {
-      SmallVector<Value> indices;
-      for (unsigned r = 0; r < map.getNumResults(); ++r)
-        indices.push_back(affine::AffineApplyOp::create(
-            nb, nl, map.getSubMap({r}), ivs));
-      return indices;
-    };
     auto strided = scf::ForOp::create(
         b, loc, thread, length, stride, identities,
         [&](OpBuilder &nb, Location nl, Value r, ValueRange accumulators) {
@@ -252,13 +268,7 @@ struct LowerReductionsToGpuPass
           for (auto [position, i] : llvm::enumerate(reduced))
             mapping.map(body->getArgument(numInputs + i),
                         accumulators[position]);
-          for (Operation &op : body->without_terminator()) {
-            if (auto index = dyn_cast<linalg::IndexOp>(op)) {
-              mapping.map(index.getResult(), ivs[index.getDim()]);
-              continue;
-            }
-            nb.clone(op, mapping);
-          }
+          cloneBody(nb, body, ivs, mapping);
           SmallVector<Value> next;
           for (unsigned i = 0; i < generic.getNumDpsInits(); ++i) {
             Value yielded = mapping.lookupOrDefault(yield.getOperand(i));
@@ -344,14 +354,6 @@ struct LowerReductionsToGpuPass
     unsigned rank = consumer.getNumLoops();
     Block *body = consumer.getBody();
     auto yield = cast<linalg::YieldOp>(body->getTerminator());
-    auto indicesAt = [&](OpBuilder &nb, Location nl, AffineMap map,
-                         ArrayRef<Value> ivs) {
-      SmallVector<Value> indices;
-      for (unsigned r = 0; r < map.getNumResults(); ++r)
-        indices.push_back(affine::AffineApplyOp::create(
-            nb, nl, map.getSubMap({r}), ivs));
-      return indices;
-    };
     auto totalOf = [&](Value buffer) -> Value {
       for (auto [position, i] : llvm::enumerate(reduced))
         if (generic.getDpsInitOperand(i)->get() == buffer)
@@ -374,13 +376,7 @@ struct LowerReductionsToGpuPass
             mapping.map(body->getArgument(input->getOperandNumber()),
                         element);
           }
-          for (Operation &op : body->without_terminator()) {
-            if (auto index = dyn_cast<linalg::IndexOp>(op)) {
-              mapping.map(index.getResult(), ivs[index.getDim()]);
-              continue;
-            }
-            nb.clone(op, mapping);
-          }
+          cloneBody(nb, body, ivs, mapping);
           for (OpOperand &init : consumer.getDpsInitsMutable())
             memref::StoreOp::create(
                 nb, nl,
