@@ -120,6 +120,12 @@ struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("The GPU architecture the PTX targets (--target=cuda; "
                      "the driver compiles it for newer GPUs too)"),
       llvm::cl::init("sm_80")};
+  Option<bool> cudaKernelsOnly{
+      *this, "cuda-kernels-only",
+      llvm::cl::desc("Stop the CUDA pipeline once the kernels are in the "
+                     "NVVM dialect, before PTX and the host code: what "
+                     "--emit=cuda-emulator compiles for the CPU"),
+      llvm::cl::init(false)};
   Option<std::string> prefix{
       *this, "prefix",
       llvm::cl::desc("C identifier prefixing the entry points (libraries)"),
@@ -198,6 +204,9 @@ struct LinalgToCudaOptions {
   bool splitAttention = true;
   /// A norm's scaling in its reduction's kernel (tfm-lower-reductions-to-gpu).
   bool fuseNorms = true;
+  /// Stop once the kernels are in the NVVM dialect (gpu.module ops of LLVM
+  /// functions): no PTX, no host lowering (--emit=cuda-emulator).
+  bool kernelsOnly = false;
 };
 
 /// The number of an architecture named sm_XY (sm_90a: 90), 0 when it is

@@ -103,6 +103,8 @@ void mlir::tfm::buildLinalgToCudaPipeline(OpPassManager &pm,
   pm.addPass(createGpuNVVMAttachTarget(target));
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  if (options.kernelsOnly)
+    return;
   // PTX ("isa"): a cubin or fatbin would need the toolkit's ptxas.
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = "isa";
