@@ -235,24 +235,32 @@ mlir::tfm::translateAndOptimize(ModuleOp module, llvm::LLVMContext &llvmContext,
     module.emitError("failed to translate the LLVM dialect to LLVM IR");
     return nullptr;
   }
-  std::string error;
-  std::unique_ptr<llvm::TargetMachine> machine =
-      createTargetMachine(target, error);
-  if (!machine) {
+  std::string error = optimizeForTarget(*llvmModule, target);
+  if (!error.empty()) {
     module.emitError(error);
     return nullptr;
   }
-  llvmModule->setDataLayout(machine->createDataLayout());
-  llvmModule->setTargetTriple(machine->getTargetTriple());
+  return llvmModule;
+}
+
+std::string mlir::tfm::optimizeForTarget(llvm::Module &llvmModule,
+                                         const NativeTarget &target) {
+  std::string error;
+  std::unique_ptr<llvm::TargetMachine> machine =
+      createTargetMachine(target, error);
+  if (!machine)
+    return error;
+  llvmModule.setDataLayout(machine->createDataLayout());
+  llvmModule.setTargetTriple(machine->getTargetTriple());
   // Per-function attributes so that LLVM's vectorizers see the target.
-  for (llvm::Function &f : *llvmModule) {
+  for (llvm::Function &f : llvmModule) {
     if (f.isDeclaration())
       continue;
     f.addFnAttr("target-cpu", machine->getTargetCPU());
     f.addFnAttr("target-features", machine->getTargetFeatureString());
   }
   if (target.optLevel == 0)
-    return llvmModule;
+    return "";
 
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -268,8 +276,8 @@ mlir::tfm::translateAndOptimize(ModuleOp module, llvm::LLVMContext &llvmContext,
                                   : target.optLevel == 2 ? llvm::OptimizationLevel::O2
                                                          : llvm::OptimizationLevel::O3;
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(level);
-  mpm.run(*llvmModule, mam);
-  return llvmModule;
+  mpm.run(llvmModule, mam);
+  return "";
 }
 
 std::string mlir::tfm::emitNativeCode(llvm::Module &module,

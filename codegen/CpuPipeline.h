@@ -246,6 +246,11 @@ std::unique_ptr<llvm::Module>
 translateAndOptimize(ModuleOp module, llvm::LLVMContext &llvmContext,
                      const NativeTarget &target);
 
+/// Sets `module`'s target (triple, data layout, each function's CPU and
+/// features) and runs LLVM's optimization pipeline at `target.optLevel`.
+/// Returns an error message, empty on success.
+std::string optimizeForTarget(llvm::Module &module, const NativeTarget &target);
+
 /// Writes `module` as an object file (or assembly when `assembly`) to
 /// `path` ("-" for stdout). Returns an error message, empty on success.
 std::string emitNativeCode(llvm::Module &module, const NativeTarget &target,

@@ -81,6 +81,7 @@ void mlir::tfm::buildLinalgToCudaPipeline(OpPassManager &pm,
   // optimizer (no unrolling, no merged loads) and copied at every launch.
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createNameKernelsByModulePass());
   // Launches, allocations and copies as asynchronous ops on a stream (what
   // the GPU runtime calls take), waiting only where the host needs a
   // result.

@@ -712,3 +712,11 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
   llvm::sys::fs::remove_directories(workDir);
   return result;
 }
+
+llvm::Error mlir::tfm::linkCudaEmulator(llvm::StringRef objectPath,
+                                        const LinkOptions &options) {
+  return runTool("linking '" + options.outputPath + "'", options.cc,
+                 {options.cc, "-O2", kSanitizers, "-shared", "-fPIC", "-o",
+                  options.outputPath, objectPath, options.cudaEmulatorLibrary,
+                  "-lm"});
+}

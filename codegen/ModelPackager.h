@@ -131,6 +131,8 @@ struct LinkOptions {
   /// of the shared runtime (libtfmrt.so).
   std::string runtimeIncludeDir, runtimeLibrary, runtimeMainLibrary,
       runtimeLibraryDir;
+  /// The CUDA emulator's archive (libtfmcudaemu.a, --emit=cuda-emulator).
+  std::string cudaEmulatorLibrary;
 };
 
 /// Writes the weight blob of `module` (laid out by tfm-lower-to-linalg) to
@@ -147,6 +149,12 @@ std::string serializeTokenizer(const TokenizerVocab &tokenizer);
 llvm::Error linkModel(ModuleOp module, WeightLookup weights,
                       const ModelDescription &model, llvm::StringRef objectPath,
                       const LinkOptions &options);
+
+/// Links `objectPath` (a model's kernels compiled for the host) with the
+/// CUDA emulator into the shared library `options.outputPath`, a stand-in
+/// for libcuda.so.1 (runtime/cuda_emulator.h).
+llvm::Error linkCudaEmulator(llvm::StringRef objectPath,
+                             const LinkOptions &options);
 
 /// The header of a model library: constants and the description's
 /// declaration.

@@ -603,4 +603,18 @@ def PlaceBuffersOnDevicePass : Pass<"tfm-place-buffers-on-device", "ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def NameKernelsByModulePass : Pass<"tfm-name-kernels-by-module", "ModuleOp"> {
+  let summary = "Give each outlined kernel its gpu.module's unique name";
+  let description = [{
+    Runs after `gpu-kernel-outlining`, which names every kernel of a
+    function alike (`forward_kernel`) in modules it numbers
+    (`@forward_kernel_3`). The kernel of a module takes the module's name
+    (of a module with several, `<module>_<kernel>`), and the launches
+    follow, so that the PTX's entries, the runtime's kernel profile
+    (TFM_CUDA_PROFILE) and the CUDA emulator (which looks kernels up by
+    name alone) tell the kernels apart.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 #endif // TFM_CODEGEN_PASSES_TD

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Compiler.h"
+#include "codegen/KernelsOnHost.h"
 #include "frontend/ChatTemplates.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/GgufModel.h"
@@ -222,6 +223,8 @@ llvm::Error checkTarget(const CompileOptions &options,
   bool cuda = target == "cuda";
   if (options.emit == EmitKind::Ptx && !cuda)
     return makeError("--emit=ptx needs --target=cuda");
+  if (options.emit == EmitKind::CudaEmulator && !cuda)
+    return makeError("--emit=cuda-emulator needs --target=cuda");
   if (!cuda || !unit.model)
     return llvm::Error::success();
   // The GPU kernels read f32, bf16 and f16 weights; the block formats
@@ -276,7 +279,7 @@ llvm::Error checkOptions(const CompileOptions &options,
                      " needs a model: '" + options.inputPath +
                      "' has no tfm.model attribute (use --emit=obj)");
   static const char *const binaryEmitNames[] = {"obj", "exe", "lib",
-                                                "staticlib"};
+                                                "staticlib", "cuda-emulator"};
   if (options.emit >= EmitKind::Obj && options.outputPath.empty())
     return makeError(llvm::Twine("--emit=") +
                      binaryEmitNames[int(options.emit) - int(EmitKind::Obj)] +
@@ -316,6 +319,7 @@ LinkOptions mlir::tfm::locateRuntime(const char *argv0) {
   options.runtimeLibraryDir = libDir;
   options.runtimeLibrary = libDir + "/libtfmrt.a";
   options.runtimeMainLibrary = libDir + "/libtfmrt_main.a";
+  options.cudaEmulatorLibrary = libDir + "/libtfmcudaemu.a";
   return options;
 }
 
@@ -421,6 +425,8 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
   if (first > last)
     return llvm::Error::success();
   pipeline.prefix = isLibrary(options.emit) ? prefixOf(options) : "";
+  // The emulator takes the kernels before PTX and the host code.
+  pipeline.cudaKernelsOnly = options.emit == EmitKind::CudaEmulator;
   PassManager pm(unit.module->getContext());
   if (options.configurePassManager &&
       failed(options.configurePassManager(pm)))
@@ -596,6 +602,32 @@ mlir::tfm::linkExecutableOrLibrary(CompilationUnit &unit,
   return linked;
 }
 
+llvm::Error mlir::tfm::emitCudaEmulator(CompilationUnit &unit,
+                                        const CompileOptions &options) {
+  if (options.progress)
+    options.progress->stage("compiling the kernels for the host");
+  unit.llvmContext = std::make_unique<llvm::LLVMContext>();
+  llvm::Expected<std::unique_ptr<llvm::Module>> kernels =
+      translateKernelsForHost(*unit.module, *unit.llvmContext, options.target);
+  if (!kernels)
+    return kernels.takeError();
+  unit.llvmModule = std::move(*kernels);
+  llvm::SmallString<128> objectPath;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "tfmc-kernels", "o", objectPath))
+    return makeError("cannot create a temporary object file: " +
+                     ec.message());
+  llvm::Error linked = emitMachineCode(unit, options, /*assembly=*/false,
+                                       objectPath);
+  if (!linked) {
+    LinkOptions link = options.runtime;
+    link.outputPath = options.outputPath;
+    linked = linkCudaEmulator(objectPath, link);
+  }
+  llvm::sys::fs::remove(objectPath);
+  return linked;
+}
+
 llvm::Error mlir::tfm::compile(MLIRContext &context,
                                const CompileOptions &options) {
   auto stage = [&](llvm::StringRef name) {
@@ -645,6 +677,8 @@ llvm::Error mlir::tfm::compile(MLIRContext &context,
     return err;
   if (options.emit == EmitKind::LLVMMLIR)
     return printModule();
+  if (options.emit == EmitKind::CudaEmulator)
+    return emitCudaEmulator(unit, options);
   if (options.emit == EmitKind::Ptx)
     return writeText(options, [&](llvm::raw_ostream &os) {
       printKernelAssembly(*unit.module, os);

@@ -51,7 +51,8 @@ enum class EmitKind {
   Obj,       // an object file
   Exe,       // a native executable
   Lib,       // libNAME.so + NAME.h
-  StaticLib  // libNAME.a + NAME.h
+  StaticLib, // libNAME.a + NAME.h
+  CudaEmulator // a libcuda.so.1 stand-in running the kernels on the CPU
 };
 
 /// A failure whose diagnostics the MLIRContext has already reported.
@@ -151,6 +152,12 @@ llvm::Error emitMachineCode(CompilationUnit &unit,
 llvm::Error linkExecutableOrLibrary(CompilationUnit &unit,
                                     const CompileOptions &options,
                                     const ModelDescription &description);
+
+/// --emit=cuda-emulator, after the CUDA pipeline stopped at the kernels:
+/// the kernels compiled for the host and linked with the CUDA emulator
+/// into the shared library `options.outputPath` (runtime/cuda_emulator.h).
+llvm::Error emitCudaEmulator(CompilationUnit &unit,
+                             const CompileOptions &options);
 
 /// What the runtime needs to know about a model after the tfm-level passes,
 /// read from the module (tfm.model; each public function's tfm.input,

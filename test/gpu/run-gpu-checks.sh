@@ -6,18 +6,31 @@
 #
 #   bash test/gpu/run-gpu-checks.sh BUNDLE [OUT]
 #
-# Prints one line per check and exits non-zero when any fails.
+# Prints one line per check and exits non-zero when any fails. A bundle of
+# make-bundle.sh --emulators runs here, without a GPU: each CUDA executable
+# X through X.emu.so, the CUDA emulator holding its kernels compiled for
+# the CPU (runtime/cuda_emulator.h).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 bundle="$1"
 out="${2:-$(mktemp -d)}"
 mkdir -p "$out"
 for packed in "$bundle"/*.gz "$bundle"/lib/*.gz; do
+  [ -f "$packed" ] || continue
   [ -f "${packed%.gz}" ] || { gunzip -k "$packed" && chmod +x "${packed%.gz}"; }
 done
 export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 inputs="$root/test/e2e/Inputs"
 failed=0
+run_model() { # EXE ARGS...: on the GPU, or through EXE's emulator
+  local exe="$1"; shift
+  if [ -f "$exe.emu.so" ]; then
+    TFM_CUDA_DRIVER="$exe.emu.so" "$exe" "$@"
+  else
+    "$exe" "$@"
+  fi
+}
+export -f run_model
 check() { # NAME COMMAND...: runs it, reports PASS or FAIL with its output
   local name="$1"; shift
   if timeout 180 "$@" > "$out/$name.log" 2>&1; then
@@ -37,7 +50,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 # 5e-3 (f32 sums in another order can round an activation the other way).
 tokens="1 17 42 5 63 0 28 9 33 12 50 7"
 logits_check() { # MODEL GOLDEN TOL
-  check "$1-logits" bash -c "'$bundle/$1' --tokens '$tokens' -n 0 \
+  check "$1-logits" bash -c "run_model '$bundle/$1' --tokens '$tokens' -n 0 \
     --logits '$out/$1.logits' && python3 '$root/test/e2e/compare_logits.py' \
     '$out/$1.logits' '$inputs/$2' --tol $3"
 }
@@ -58,10 +71,10 @@ for exe in "$bundle"/family-*; do
   name="${exe##*/family-}"
   golden="$root/test/e2e/families/Inputs/$name.logits.bin"
   [ -f "$golden" ] || golden="$inputs/$name.logits.bin"
-  check "$name-forward" bash -c "'$exe' --tokens '$tokens' -n 0 --logits \
+  check "$name-forward" bash -c "run_model '$exe' --tokens '$tokens' -n 0 --logits \
     '$out/$name.forward' && python3 '$root/test/e2e/compare_logits.py' \
     '$out/$name.forward' '$golden' --tol 1e-3"
-  check "$name-decode" bash -c "'$exe' --tokens '1 17 42' --force-tokens \
+  check "$name-decode" bash -c "run_model '$exe' --tokens '1 17 42' --force-tokens \
     '5 63 0 28 9 33 12 50 7' --step-logits '$out/$name.decode' && python3 \
     '$root/test/e2e/compare_logits.py' '$out/$name.decode' '$golden' \
     --expected-rows 2:11 --row-size 64 --tol 1e-3"
@@ -77,7 +90,7 @@ roberta_tokens=(--tokens "0 17 42 1 63 5 28 9 2")
 pixels=(--pixels "$vision/pixels.f32")
 output_check() { # CHECK EXE GOLDEN ARGS...: EXE ARGS --output vs GOLDEN
   local name="$1" exe="$bundle/$2" golden="$3"; shift 3
-  check "$name" bash -c '"$@" --output "'"$out/$name"'.out" && python3 \
+  check "$name" bash -c 'run_model "$@" --output "'"$out/$name"'.out" && python3 \
     "'"$root"'/test/e2e/compare_logits.py" "'"$out/$name"'.out" "'"$golden"'" --tol 1e-3' \
     _ "$exe" "$@"
 }
@@ -95,21 +108,21 @@ for name in vit-classifier deit-classifier deit-teacher; do
   output_check "$name" "vision-$name" "$vision/$name.logits.bin" "${pixels[@]}"
 done
 # stories260K's 200 greedy tokens equal the CPU's (llama2.c's reference).
-check stories260K-greedy bash -c "'$bundle/stories260K' -n 200 --print-ids \
+check stories260K-greedy bash -c "run_model '$bundle/stories260K' -n 200 --print-ids \
   > '$out/stories260K.ids' && diff -w '$out/stories260K.ids' \
   '$inputs/stories260K.greedy200.txt' && echo '200 greedy tokens equal'"
 # Diagnostics: the same with decode's attention a block per head
 # (--no-cuda-split-attention), and with each norm's scaling a kernel of
 # its own (--no-cuda-fuse-norms).
 for variant in no-split no-fuse-norms; do
-  check "stories260K-$variant-greedy" bash -c "'$bundle/stories260K-$variant' -n 200 \
+  check "stories260K-$variant-greedy" bash -c "run_model '$bundle/stories260K-$variant' -n 200 \
     --print-ids > '$out/stories260K-$variant.ids' && diff -w '$out/stories260K-$variant.ids' \
     '$inputs/stories260K.greedy200.txt' && echo '200 greedy tokens equal'"
 done
 # With bf16 weights, the same greedy tokens as the CPU's bf16 build (its
 # products widened to f32 as the GPU's decode products are: TFM_BF16_DOT=0;
 # only the prefill of BOS runs on tensor cores, with rounded activations).
-check stories260K-bf16-greedy bash -c "'$bundle/stories260K-bf16' -n 200 --print-ids \
+check stories260K-bf16-greedy bash -c "run_model '$bundle/stories260K-bf16' -n 200 --print-ids \
   > '$out/stories260K-bf16.ids' && TFM_BF16_DOT=0 '$bundle/stories260K-bf16-cpu' -n 200 \
   --print-ids > '$out/stories260K-bf16-cpu.ids' && diff -w '$out/stories260K-bf16.ids' \
   '$out/stories260K-bf16-cpu.ids' && echo '200 greedy tokens equal'"
@@ -119,11 +132,11 @@ check stories260K-bf16-greedy bash -c "'$bundle/stories260K-bf16' -n 200 --print
 # 0.068 (transformers' model with and without it, ../shared/models'
 # stories260K-hf); a misplaced fragment moves them by whole units.
 long_prompt="1 $(seq -s ' ' 100 249)"
-check stories260K-bf16-long-prompt bash -c "'$bundle/stories260K-bf16' \
+check stories260K-bf16-long-prompt bash -c "run_model '$bundle/stories260K-bf16' \
   --tokens '$long_prompt' -n 0 --logits '$out/long.logits' && TFM_BF16_DOT=0 \
   '$bundle/stories260K-bf16-cpu' --tokens '$long_prompt' -n 0 --logits \
   '$out/long-cpu.logits' && python3 '$root/test/e2e/compare_logits.py' \
   '$out/long.logits' '$out/long-cpu.logits' --tol 0.25"
-check stories260K-text bash -c "'$bundle/stories260K' --prompt 'Once upon a time' \
+check stories260K-text bash -c "run_model '$bundle/stories260K' --prompt 'Once upon a time' \
   -n 40 --stats"
 exit $failed

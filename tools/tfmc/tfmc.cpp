@@ -53,7 +53,11 @@ cl::opt<EmitKind> emitKind(
                clEnumValN(EmitKind::Lib, "lib",
                           "a shared library libNAME.so + NAME.h"),
                clEnumValN(EmitKind::StaticLib, "staticlib",
-                          "a static library libNAME.a + NAME.h")),
+                          "a static library libNAME.a + NAME.h"),
+               clEnumValN(EmitKind::CudaEmulator, "cuda-emulator",
+                          "a stand-in for libcuda.so.1 that runs the "
+                          "model's GPU kernels on the CPU (--target=cuda; "
+                          "run a CUDA build with TFM_CUDA_DRIVER=it)")),
     cl::cat(outputCategory));
 cl::opt<std::string> symbolPrefix(
     "prefix",
