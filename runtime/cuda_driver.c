@@ -207,6 +207,27 @@ int tfm_cuda_download(void *host, const void *device, size_t bytes) {
   return copy(host, device, bytes, "cannot copy from the GPU");
 }
 
+int tfm_cuda_move(void *to, const void *from, size_t bytes) {
+  if (!enter())
+    return 0;
+  CUdeviceptr t = (CUdeviceptr)(uintptr_t)to, f = (CUdeviceptr)(uintptr_t)from;
+  if (bytes == 0 || t == f)
+    return 1;
+  if (t + bytes <= f || f + bytes <= t)
+    return check(cuda.cuMemcpyAsync(t, f, bytes, cuda.stream),
+                 "cannot move GPU memory");
+  /* Overlapping (a copy's are undefined): through a scratch buffer. */
+  void *scratch = tfm_cuda_alloc(bytes);
+  CUdeviceptr s = (CUdeviceptr)(uintptr_t)scratch;
+  int moved = scratch &&
+              check(cuda.cuMemcpyAsync(s, f, bytes, cuda.stream),
+                    "cannot move GPU memory") &&
+              check(cuda.cuMemcpyAsync(t, s, bytes, cuda.stream),
+                    "cannot move GPU memory");
+  tfm_cuda_free(scratch);
+  return moved;
+}
+
 int tfm_cuda_zero(void *device, size_t bytes) {
   return enter() && check(cuda.cuMemsetD8Async((CUdeviceptr)(uintptr_t)device,
                                                 0, bytes, cuda.stream),

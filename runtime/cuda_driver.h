@@ -35,6 +35,9 @@ void tfm_cuda_free(void *device);
 /* Copies to and from device memory, waiting for the stream; 1 on success. */
 int tfm_cuda_upload(void *device, const void *host, size_t bytes);
 int tfm_cuda_download(void *host, const void *device, size_t bytes);
+/* Moves `bytes` within device memory as memmove does (in stream order);
+ * 1 on success. */
+int tfm_cuda_move(void *to, const void *from, size_t bytes);
 /* Zeroes device memory (in stream order); 1 on success. */
 int tfm_cuda_zero(void *device, size_t bytes);
 /* Waits for everything launched so far; 1 when it all succeeded. */

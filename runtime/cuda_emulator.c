@@ -409,6 +409,22 @@ void tfm_emu_mma_m16n8k16(int32_t kind, const uint32_t *a, const uint32_t *b,
   memcpy(d, o->d, sizeof o->d);
 }
 
+/* f32 -> bf16, rounding to nearest even, which LLVM calls for the kernels'
+ * truncf on CPUs without AVX-512 BF16 and which this libgcc lacks. bf16
+ * travels as _Float16 does (the low 16 bits of xmm0): the type only
+ * carries the bits. */
+_Float16 __truncsfbf2(float value);
+_Float16 __truncsfbf2(float value) {
+  uint32_t bits;
+  memcpy(&bits, &value, sizeof bits);
+  uint16_t narrow =
+      isnan(value) ? (uint16_t)(bits >> 16 | 0x40)
+                   : (uint16_t)((bits + 0x7fff + (bits >> 16 & 1)) >> 16);
+  _Float16 result;
+  memcpy(&result, &narrow, sizeof result);
+  return result;
+}
+
 /*===--- The driver API ------------------------------------------------===*/
 
 static int context, stream, module;

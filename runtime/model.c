@@ -258,6 +258,14 @@ void tfm_model_state_free(const tfm_model *model, void *state) {
     free(state);
 }
 
+int tfm_model_state_move(const tfm_model *model, void *to, const void *from,
+                         size_t bytes) {
+  if (tfm_model_on_gpu(model))
+    return tfm_cuda_move(to, from, bytes);
+  memmove(to, from, bytes);
+  return 1;
+}
+
 tfm_status_code tfm_model_check_device(const tfm_model *model,
                                        const char *entry, tfm_status *status) {
   if (!tfm_model_on_gpu(model) || tfm_cuda_synchronize())

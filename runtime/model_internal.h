@@ -40,6 +40,10 @@ int tfm_model_on_gpu(const tfm_model *model);
  * there is none to be had. */
 void *tfm_model_state_alloc(const tfm_model *model, size_t bytes);
 void tfm_model_state_free(const tfm_model *model, void *state);
+/* memmove within a model's state (device memory for a GPU model); 0 when
+ * the GPU failed (tfm_model_check_device says why). */
+int tfm_model_state_move(const tfm_model *model, void *to, const void *from,
+                         size_t bytes);
 /* After a generated call of a GPU model: TFM_OK, or TFM_ERROR_DEVICE with
  * what the GPU reported (nothing to do for a CPU model). */
 tfm_status_code tfm_model_check_device(const tfm_model *model,

@@ -52,14 +52,6 @@ tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
       count *= (size_t)sizes[i];
     s->element_bytes = tfm_dtype_bytes(kv->dtype);
     size_t bytes = count * (size_t)s->element_bytes;
-    /* Sliding the window moves cache rows on the host. */
-    if (s->window && tfm_model_on_gpu(model)) {
-      free(s);
-      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                      "model '%s': sliding-window caches are not supported "
-                      "on the GPU yet",
-                      desc->name);
-    }
     /* Zeroed so that no stale data is ever read (positions past the
      * session's length are masked anyway); GPU memory for a GPU model. */
     s->cache = tfm_model_state_alloc(model, bytes);
@@ -123,7 +115,8 @@ static void slide_cache(tfm_session *s) {
   int64_t row = d->strides[2] * s->element_bytes; /* bytes per position */
   for (int64_t plane = 0; plane < d->sizes[0] * 2; ++plane) {
     char *base = s->cache + plane * d->strides[1] * s->element_bytes;
-    memmove(base, base + (s->cache_used - keep) * row, (size_t)(keep * row));
+    tfm_model_state_move(s->model, base, base + (s->cache_used - keep) * row,
+                         (size_t)(keep * row));
   }
   s->cache_used = keep;
 }
