@@ -118,20 +118,18 @@ static void yield(thread_state state) {
   _longjmp(emu.scheduler, 1);
 }
 
-/* A fiber's first frame: the kernel, then back to the scheduler for good. */
+/* A fiber's first frame: it runs a thread of a block, ends it, and waits
+ * to run the same thread index of the next block or launch (a fiber
+ * starts once, a setcontext's system call, and is reused after). */
 static void run_thread(void) {
 #ifdef TFM_EMU_ASAN
   __sanitizer_finish_switch_fiber(NULL, &emu.scheduler_stack,
                                   &emu.scheduler_stack_bytes);
 #endif
-  emu.entry(emu.params);
-  emu.current->state = kDone;
-#ifdef TFM_EMU_ASAN
-  /* This fiber's fake stack goes away with it. */
-  __sanitizer_start_switch_fiber(NULL, emu.scheduler_stack,
-                                 emu.scheduler_stack_bytes);
-#endif
-  _longjmp(emu.scheduler, 1);
+  for (;;) {
+    emu.entry(emu.params);
+    yield(kDone);
+  }
 }
 
 /* Runs `t` until it waits or ends. */
@@ -319,7 +317,6 @@ static void run_block(void) {
     t->tid[1] = i / emu.block[0] % emu.block[1];
     t->tid[2] = i / (emu.block[0] * emu.block[1]);
     t->state = kRunnable;
-    t->started = 0;
   }
   for (;;) {
     int ran = 0, at_barrier = 0, running = 0;
