@@ -254,14 +254,16 @@ llvm::Error checkTarget(const CompileOptions &options,
     for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i) {
       auto role =
           function.getArgAttrOfType<InputRoleAttr>(i, kInputArgAttrName);
-      // Encoders' token types are one more id buffer copied in, and a
-      // vision transformer's pixels one f32 buffer; an encoder-decoder's
-      // session state (its cross-attention cache) is not on the GPU yet.
+      // Encoders' token types are one more id buffer copied in, a vision
+      // transformer's pixels (or a speech encoder's log-mel frames) one f32
+      // buffer, an encoder-decoder's decoder tokens one more id buffer.
       if (role && role.getValue() != InputRole::token_ids &&
           role.getValue() != InputRole::token_type_ids &&
-          role.getValue() != InputRole::features)
+          role.getValue() != InputRole::features &&
+          role.getValue() != InputRole::decoder_token_ids)
         return makeError("--target=cuda takes models whose inputs are "
-                         "token ids, token types or pixels so far: '" +
+                         "token ids, token types, features or decoder "
+                         "tokens so far: '" +
                          unit.model.getFamily() + "' takes " +
                          stringifyInputRole(role.getValue()));
     }

@@ -228,10 +228,13 @@ static tfm_status_code check_batch_rows(const tfm_tensor *inputs,
   return TFM_OK;
 }
 
-tfm_status_code tfm_model_call(tfm_model *model, const char *name,
-                               const tfm_tensor *inputs, int32_t num_inputs,
-                               tfm_tensor *const *caches, tfm_tensor *outputs,
-                               int32_t num_outputs, tfm_status *status) {
+/* tfm_model_call; `state_caches`: the caches are the runtime's, from
+ * tfm_model_state_alloc (GPU memory for a GPU model), not the caller's. */
+static tfm_status_code call_entry(tfm_model *model, const char *name,
+                                  const tfm_tensor *inputs, int32_t num_inputs,
+                                  tfm_tensor *const *caches,
+                                  tfm_tensor *outputs, int32_t num_outputs,
+                                  int state_caches, tfm_status *status) {
   if (!model || !name || (num_inputs && !inputs) ||
       (num_outputs && !outputs))
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
@@ -286,7 +289,7 @@ tfm_status_code tfm_model_call(tfm_model *model, const char *name,
   }
   /* The caller's caches are host memory; a GPU model's live on the GPU,
    * in its sessions. */
-  if (entry->num_caches > 0 && tfm_model_on_gpu(model))
+  if (entry->num_caches > 0 && tfm_model_on_gpu(model) && !state_caches)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "@%s of model '%s' keeps a cache, which lives on the GPU "
                     "for a --target=cuda model: call it through a session",
@@ -335,4 +338,23 @@ void tfm_tensor_release(tfm_tensor *tensor) {
   tfm_buffer_release(tensor->owner);
   tensor->owner = NULL;
   tensor->data = NULL;
+}
+
+tfm_status_code tfm_model_call(tfm_model *model, const char *name,
+                               const tfm_tensor *inputs, int32_t num_inputs,
+                               tfm_tensor *const *caches, tfm_tensor *outputs,
+                               int32_t num_outputs, tfm_status *status) {
+  return call_entry(model, name, inputs, num_inputs, caches, outputs,
+                    num_outputs, /*state_caches=*/0, status);
+}
+
+tfm_status_code tfm_model_call_with_state(tfm_model *model, const char *name,
+                                          const tfm_tensor *inputs,
+                                          int32_t num_inputs,
+                                          tfm_tensor *const *caches,
+                                          tfm_tensor *outputs,
+                                          int32_t num_outputs,
+                                          tfm_status *status) {
+  return call_entry(model, name, inputs, num_inputs, caches, outputs,
+                    num_outputs, /*state_caches=*/1, status);
 }

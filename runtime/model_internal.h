@@ -40,6 +40,16 @@ int tfm_model_on_gpu(const tfm_model *model);
  * there is none to be had. */
 void *tfm_model_state_alloc(const tfm_model *model, size_t bytes);
 void tfm_model_state_free(const tfm_model *model, void *state);
+/* tfm_model_call with caches from tfm_model_state_alloc: GPU memory for a
+ * GPU model, which tfm_model_call refuses (its caller's caches are host
+ * memory). */
+tfm_status_code tfm_model_call_with_state(tfm_model *model, const char *name,
+                                          const tfm_tensor *inputs,
+                                          int32_t num_inputs,
+                                          tfm_tensor *const *caches,
+                                          tfm_tensor *outputs,
+                                          int32_t num_outputs,
+                                          tfm_status *status);
 /* memmove within a model's state (device memory for a GPU model); 0 when
  * the GPU failed (tfm_model_check_device says why). */
 int tfm_model_state_move(const tfm_model *model, void *to, const void *from,

@@ -7,7 +7,8 @@
  * -> (logits, self cache). The source is encoded once; the decoder then
  * starts from the model's decoder start token (bos_token in its
  * description) and runs one token at a time through tfm_model_call, its
- * own keys and values appended to the self-attention cache.
+ * own keys and values appended to the self-attention cache. The caches
+ * are the model's state (GPU memory for a --target=cuda model).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -20,9 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A zeroed tensor of `rank` dimensions `shape` for a cache. */
-static int allocate_cache(const tfm_cache_desc *desc, int32_t rank,
-                          const int64_t *shape, tfm_tensor *tensor) {
+/* A zeroed tensor of `rank` dimensions `shape` for a cache of `model`
+ * (in GPU memory for a GPU model). */
+static int allocate_cache(const tfm_model *model, const tfm_cache_desc *desc,
+                          int32_t rank, const int64_t *shape,
+                          tfm_tensor *tensor) {
   size_t count = 1;
   memset(tensor, 0, sizeof *tensor);
   tensor->dtype = desc->dtype;
@@ -31,7 +34,8 @@ static int allocate_cache(const tfm_cache_desc *desc, int32_t rank,
     tensor->shape[d] = shape[d];
     count *= (size_t)shape[d];
   }
-  tensor->data = calloc(count, (size_t)tfm_dtype_bytes(desc->dtype));
+  tensor->data =
+      tfm_model_state_alloc(model, count * (size_t)tfm_dtype_bytes(desc->dtype));
   return tensor->data != NULL;
 }
 
@@ -78,8 +82,10 @@ static void decode_caches(tfm_seq2seq_state *s, const tfm_entry_point *entry,
 void tfm_seq2seq_end(tfm_seq2seq_state *s) {
   if (!s)
     return;
-  free(s->cross.data);
-  free(s->slots.data);
+  if (s->cross.data)
+    tfm_model_state_free(s->model, s->cross.data);
+  if (s->slots.data)
+    tfm_model_state_free(s->model, s->slots.data);
   free(s->slot);
   free(s->parent);
   free(s->next_slot);
@@ -158,9 +164,9 @@ tfm_status_code tfm_seq2seq_begin(tfm_model *model, const tfm_tensor *source,
       malloc((size_t)beams * (size_t)desc->vocab_size * sizeof *s->logits);
   int ok = s->slot && s->parent && s->next_slot && s->claimed && s->rows &&
            s->logits &&
-           allocate_cache(cross_desc, cross_desc->rank, cross_desc->shape,
-                          &s->cross) &&
-           allocate_cache(self_desc, 6, shape, &s->slots);
+           allocate_cache(model, cross_desc, cross_desc->rank,
+                          cross_desc->shape, &s->cross) &&
+           allocate_cache(model, self_desc, 6, shape, &s->slots);
   if (!ok) {
     tfm_seq2seq_end(s);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -171,7 +177,8 @@ tfm_status_code tfm_seq2seq_begin(tfm_model *model, const tfm_tensor *source,
    * only reads its inputs. */
   tfm_tensor *cross = &s->cross, output;
   tfm_status_code code =
-      tfm_model_call(model, "encode", source, 1, &cross, &output, 1, status);
+      tfm_model_call_with_state(model, "encode", source, 1, &cross, &output, 1,
+                                status);
   if (code != TFM_OK) {
     tfm_seq2seq_end(s);
     return code;
@@ -217,9 +224,9 @@ static tfm_status_code call_decode(tfm_seq2seq_state *s,
   tfm_tensor inputs[8], output, own, *caches[2];
   decode_inputs(s, entry, tokens, count, &position, inputs);
   decode_caches(s, entry, slot, &own, caches);
-  tfm_status_code code = tfm_model_call(s->model, entry->name, inputs,
-                                        entry->num_inputs, caches, &output, 1,
-                                        status);
+  tfm_status_code code =
+      tfm_model_call_with_state(s->model, entry->name, inputs,
+                                entry->num_inputs, caches, &output, 1, status);
   if (code != TFM_OK)
     return code;
   int64_t vocab = tfm_model_get_desc(s->model)->vocab_size;
@@ -275,8 +282,9 @@ static void copy_prefix(tfm_seq2seq_state *s, int from, int to) {
   const char *source = (const char *)s->slots.data + from * s->slot_size;
   char *target = (char *)s->slots.data + to * s->slot_size;
   for (int64_t plane = 0; plane < shape[1] * 2; ++plane)
-    memcpy(target + (size_t)(plane * shape[3]) * row,
-           source + (size_t)(plane * shape[3]) * row, (size_t)s->used * row);
+    tfm_model_state_move(s->model, target + (size_t)(plane * shape[3]) * row,
+                         source + (size_t)(plane * shape[3]) * row,
+                         (size_t)s->used * row);
 }
 
 void tfm_seq2seq_commit(tfm_seq2seq_state *s) {

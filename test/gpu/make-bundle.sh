@@ -62,10 +62,15 @@ done
 for name in vit vit-classifier deit-classifier deit-teacher; do
   cuda_model "$bundle/vision-$name" "$root/test/e2e/vision/Inputs/$name" --weights-dtype=f32
 done
+# Encoder-decoders (BART, mBART, Marian, T5, T5 v1.1, Whisper): their cross-attention
+# and beams' caches in GPU memory.
+for name in bart mbart marian t5 t5-v1.1 whisper; do
+  cuda_model "$bundle/seq2seq-$name" "$root/test/e2e/seq2seq/Inputs/$name" --weights-dtype=f32
+done
 bash "$root/test/gpu/copy-libs.sh" "$bundle/lib" "$bundle"/stories260K* "$bundle"/llama-*
 [ $emulators = 1 ] && { du -sh --apparent-size "$bundle"; exit 0; }
 # PTX is text: gzipped (and the libraries), the bundle fits what a device
 # run carries.
 gzip "$bundle"/stories260K* "$bundle"/llama-* "$bundle"/family-* "$bundle"/encoder-* \
-  "$bundle"/vision-* "$bundle"/lib/*
+  "$bundle"/vision-* "$bundle"/seq2seq-* "$bundle"/lib/*
 du -sh --apparent-size "$bundle"

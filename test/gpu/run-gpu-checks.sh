@@ -107,6 +107,30 @@ output_check vit-hidden vision-vit "$vision/vit.hidden.bin" "${pixels[@]}"
 for name in vit-classifier deit-classifier deit-teacher; do
   output_check "$name" "vision-$name" "$vision/$name.logits.bin" "${pixels[@]}"
 done
+# Encoder-decoders: each decode step's logits (teacher-forced) within 1e-3
+# of transformers', and the greedy and beam tokens the CPU tests expect
+# (make_seq2seq_goldens.py, make_whisper_goldens.py).
+seq2seq="$root/test/e2e/seq2seq/Inputs"
+seq2seq_check() { # NAME SOURCE-ARGS FORCED
+  local name="$1" source="$2" forced="$3" exe="$bundle/seq2seq-$1"
+  check "$name-steps" bash -c "run_model '$exe' $source --force-tokens '$forced' \
+    --step-logits '$out/$name.steps' && python3 '$root/test/e2e/compare_logits.py' \
+    '$out/$name.steps' '$seq2seq/$name.logits.bin' --tol 1e-3"
+}
+seq2seq_check bart "--tokens '5 17 42 9 33 21 0'" "12 7 30 5 48 1"
+seq2seq_check mbart "--tokens '5 17 42 9 33 21 0'" "12 7 30 5 48 1"
+seq2seq_check marian "--tokens '5 17 42 9 33 21 0'" "12 7 30 2 48 1"
+t5_source="--tokens '5 17 42 9 33 21 8 60 12 3 44 19 27 50 6 38 11 25 1'"
+t5_forced="12 7 30 5 48 22 9 41 3 17 58 33 6 20 14 1"
+seq2seq_check t5 "$t5_source" "$t5_forced"
+seq2seq_check t5-v1.1 "$t5_source" "$t5_forced"
+seq2seq_check whisper "--features '$seq2seq/whisper.features.bin'" "266 267 268 72 101 108 259 32 1"
+check bart-beams bash -c "for b in 2 4; do for s in '5 17 42 9 33 21 0' '7 3 50 0' \
+  '30 31 0' '60 5 0'; do run_model '$bundle/seq2seq-bart' --tokens \"\$s\" -n 12 --beams \$b; \
+  done; done > '$out/bart.beams' && diff '$out/bart.beams' '$seq2seq/bart.beams.txt' && echo 'beams equal'"
+check whisper-greedy bash -c "run_model '$bundle/seq2seq-whisper' --features \
+  '$seq2seq/whisper.features.bin' -n 12 --print-ids > '$out/whisper.ids' && diff \
+  '$out/whisper.ids' '$seq2seq/whisper.greedy.txt' && echo '12 greedy tokens equal'"
 # stories260K's 200 greedy tokens equal the CPU's (llama2.c's reference).
 check stories260K-greedy bash -c "run_model '$bundle/stories260K' -n 200 --print-ids \
   > '$out/stories260K.ids' && diff -w '$out/stories260K.ids' \
