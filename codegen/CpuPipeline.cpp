@@ -80,6 +80,7 @@ void mlir::tfm::buildCpuPipeline(OpPassManager &pm,
       cuda.tensorCores = options.cudaTensorCores;
       cuda.splitAttention = options.cudaSplitAttention;
       cuda.fuseNorms = options.cudaFuseNorms;
+      cuda.fuseElementwise = options.cudaFuseElementwise;
       cuda.kernelsOnly = options.cudaKernelsOnly;
       buildLinalgToCudaPipeline(pm, cuda);
       return;

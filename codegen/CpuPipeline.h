@@ -120,6 +120,11 @@ struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("The GPU architecture the PTX targets (--target=cuda; "
                      "the driver compiles it for newer GPUs too)"),
       llvm::cl::init("sm_80")};
+  Option<bool> cudaFuseElementwise{
+      *this, "cuda-fuse-elementwise",
+      llvm::cl::desc("Elementwise producers in their consumers' kernels "
+                     "(tfm-fuse-elementwise-for-gpu; --target=cuda)"),
+      llvm::cl::init(true)};
   Option<bool> cudaKernelsOnly{
       *this, "cuda-kernels-only",
       llvm::cl::desc("Stop the CUDA pipeline once the kernels are in the "
@@ -204,6 +209,9 @@ struct LinalgToCudaOptions {
   bool splitAttention = true;
   /// A norm's scaling in its reduction's kernel (tfm-lower-reductions-to-gpu).
   bool fuseNorms = true;
+  /// Elementwise producers fused into their consumers
+  /// (tfm-fuse-elementwise-for-gpu).
+  bool fuseElementwise = true;
   /// Stop once the kernels are in the NVVM dialect (gpu.module ops of LLVM
   /// functions): no PTX, no host lowering (--emit=cuda-emulator).
   bool kernelsOnly = false;

@@ -43,6 +43,9 @@ void mlir::tfm::buildLinalgToCudaPipeline(OpPassManager &pm,
   // bf16 and f16 weights stay narrow in device memory: products read them
   // as stored instead of through an f32 copy made at every call.
   pm.addNestedPass<func::FuncOp>(createWidenInMatmulsPass());
+  // Every generic left is a launch: elementwise chains as one kernel.
+  if (options.fuseElementwise)
+    pm.addNestedPass<func::FuncOp>(createFuseElementwiseForGpuPass());
   buildBufferizationPipeline(pm);
   // One device allocation per call instead of one per buffer (a decode
   // step of a 124 M model had about 200): buffers whose lifetimes do not

@@ -603,6 +603,23 @@ def PlaceBuffersOnDevicePass : Pass<"tfm-place-buffers-on-device", "ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def FuseElementwiseForGpuPass
+    : Pass<"tfm-fuse-elementwise-for-gpu", "func::FuncOp"> {
+  let summary = "Fuse elementwise producers into their consumers (one "
+                "kernel instead of several)";
+  let description = [{
+    On the GPU every `linalg.generic` left is a kernel launch, and a decode
+    step is launch-bound. An all-parallel producer fuses into the generic
+    that consumes it (linalg's elementwise fusion) when it has that one use,
+    or when recomputing it per element is cheap wherever it is used: its
+    only tensor inputs are smaller than its result (RoPE's inverse
+    frequencies, the cosines and sines of a position, which each layer's q
+    and k rotations would otherwise read from kernels of their own).
+    Producers that gather (`tensor.extract`: embeddings) stay as they are.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def NameKernelsByModulePass : Pass<"tfm-name-kernels-by-module", "ModuleOp"> {
   let summary = "Give each outlined kernel its gpu.module's unique name";
   let description = [{

@@ -22,7 +22,8 @@ const Switch kSwitchable[] = {
     &CpuPipelineOptions::parallelizeLoops,
     &CpuPipelineOptions::cudaTensorCores,
     &CpuPipelineOptions::cudaSplitAttention,
-    &CpuPipelineOptions::cudaFuseNorms};
+    &CpuPipelineOptions::cudaFuseNorms,
+    &CpuPipelineOptions::cudaFuseElementwise};
 
 } // namespace
 
