@@ -21,7 +21,7 @@ for packed in "$bundle"/*.gz "$bundle"/lib/*.gz; do
 done
 export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 inputs="$root/test/e2e/Inputs"
-failed=0
+failed=0 passes=0 failures=0
 run_model() { # EXE ARGS...: on the GPU, or through EXE's emulator
   local exe="$1"; shift
   if [ -f "$exe.emu.so" ]; then
@@ -34,9 +34,10 @@ export -f run_model
 check() { # NAME COMMAND...: runs it, reports PASS or FAIL with its output
   local name="$1"; shift
   if timeout 180 "$@" > "$out/$name.log" 2>&1; then
-    echo "PASS $name: $(tail -1 "$out/$name.log")"
+    echo "PASS $name: $(tail -1 "$out/$name.log")"; passes=$((passes + 1))
   else
     echo "FAIL $name:"; tail -20 "$out/$name.log"; failed=1
+    failures=$((failures + 1))
   fi
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
@@ -163,4 +164,5 @@ check stories260K-bf16-long-prompt bash -c "run_model '$bundle/stories260K-bf16'
   '$out/long.logits' '$out/long-cpu.logits' --tol 0.25"
 check stories260K-text bash -c "run_model '$bundle/stories260K' --prompt 'Once upon a time' \
   -n 40 --stats"
+echo "gpu checks: $passes passed, $failures failed"
 exit $failed
