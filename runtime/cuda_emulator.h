@@ -10,12 +10,13 @@
  *
  * Each block's threads are fibers on one host thread, switched where the
  * kernel waits for the others: at a barrier (the whole block), and at a
- * shuffle or an mma.sync (the warp, whose lanes' operands are gathered
- * and whose results are handed out as the hardware would). Blocks run
- * one after another, so a kernel's static shared memory is one global of
- * the host code. Lanes that reach a warp's collective while others wait
- * at a barrier, or a barrier that not every running thread reaches, are
- * deadlocks on a GPU: here the launch fails and says where.
+ * shuffle (the lanes of its mask) or an mma.sync (the whole warp), whose
+ * lanes' operands are gathered and whose results are handed out as the
+ * hardware would. Blocks run one after another, so a kernel's static
+ * shared memory is one global of the host code. A barrier that not every
+ * running thread reaches, or lanes of one mask waiting at different
+ * collectives, are deadlocks on a GPU: here the launch fails and says
+ * where.
  *
  * What the compiler emits and this file reads, and the stand-ins for the
  * NVVM intrinsics that the kernels call (codegen/KernelsOnHost.cpp
