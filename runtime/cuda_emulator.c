@@ -501,8 +501,12 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
   unsigned long long threads = (unsigned long long)bx * by * bz;
   if (!kernel || extra || threads == 0 || threads > kMaxThreads ||
       gx == 0 || gy == 0 || gz == 0) {
-    fprintf(stderr, "cuda emulator: a launch of %s with %u x %u x %u threads",
-            kernel ? kernel->name : "no kernel", bx, by, bz);
+    fprintf(stderr,
+            "cuda emulator: a launch of %s with blocks of %u x %u x %u "
+            "threads in a grid of %u x %u x %u (blocks hold 1 to %d threads, "
+            "grids at least one block; no extra launch options)\n",
+            kernel ? kernel->name : "no kernel", bx, by, bz, gx, gy, gz,
+            kMaxThreads);
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (smem) {
