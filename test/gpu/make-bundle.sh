@@ -45,6 +45,8 @@ cuda_model "$bundle/stories260K-no-split" "$shared/stories260K/stories260K.bin" 
   --weights-dtype=f32 --no-cuda-split-attention
 cuda_model "$bundle/stories260K-no-fuse-norms" "$shared/stories260K/stories260K.bin" --tokenizer "$shared/stories260K/tok512.bin" \
   --weights-dtype=f32 --no-cuda-fuse-norms
+cuda_model "$bundle/stories260K-no-fuse-elementwise" "$shared/stories260K/stories260K.bin" \
+  --tokenizer "$shared/stories260K/tok512.bin" --weights-dtype=f32 --no-cuda-fuse-elementwise
 # Every decoder family the CPU tests check against transformers (f32
 # checkpoints, f32 on the GPU too: their goldens are f32 logits).
 for dir in "$root"/test/e2e/families/Inputs/*/ "$root/test/e2e/Inputs/gpt2-f32" \

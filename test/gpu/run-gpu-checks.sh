@@ -137,9 +137,10 @@ check stories260K-greedy bash -c "run_model '$bundle/stories260K' -n 200 --print
   > '$out/stories260K.ids' && diff -w '$out/stories260K.ids' \
   '$inputs/stories260K.greedy200.txt' && echo '200 greedy tokens equal'"
 # Diagnostics: the same with decode's attention a block per head
-# (--no-cuda-split-attention), and with each norm's scaling a kernel of
-# its own (--no-cuda-fuse-norms).
-for variant in no-split no-fuse-norms; do
+# (--no-cuda-split-attention), with each norm's scaling a kernel of its
+# own (--no-cuda-fuse-norms), and with every elementwise generic a kernel
+# of its own (--no-cuda-fuse-elementwise).
+for variant in no-split no-fuse-norms no-fuse-elementwise; do
   check "stories260K-$variant-greedy" bash -c "run_model '$bundle/stories260K-$variant' -n 200 \
     --print-ids > '$out/stories260K-$variant.ids' && diff -w '$out/stories260K-$variant.ids' \
     '$inputs/stories260K.greedy200.txt' && echo '200 greedy tokens equal'"
