@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/KernelsOnHost.h"
+#include "runtime/cuda_emulator.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -52,14 +53,14 @@ llvm::Value *entryAlloca(llvm::CallInst *call, llvm::Type *type,
 int specialRegister(llvm::StringRef reg) {
   auto [kind, dim] = reg.split('.');
   int base = llvm::StringSwitch<int>(kind)
-                 .Case("tid", 0)
-                 .Case("ntid", 3)
-                 .Case("ctaid", 6)
-                 .Case("nctaid", 9)
-                 .Case("laneid", 12)
-                 .Case("warpsize", 13)
+                 .Case("tid", TFM_EMU_TID)
+                 .Case("ntid", TFM_EMU_NTID)
+                 .Case("ctaid", TFM_EMU_CTAID)
+                 .Case("nctaid", TFM_EMU_NCTAID)
+                 .Case("laneid", TFM_EMU_LANEID)
+                 .Case("warpsize", TFM_EMU_WARPSIZE)
                  .Default(-1);
-  if (base < 0 || base >= 12)
+  if (base < 0 || base >= TFM_EMU_LANEID)
     return dim.empty() ? base : -1;
   int offset = llvm::StringSwitch<int>(dim)
                    .Case("x", 0)
@@ -110,10 +111,9 @@ llvm::Expected<llvm::Value *> mma(llvm::CallInst *call) {
   llvm::Type *aType = call->getArgOperand(0)->getType();
   int kind;
   if (aType == i32)
-    kind = 0; // bf16 pairs in 32-bit registers
-  else if (aType->isVectorTy() &&
-           aType->getScalarType()->isHalfTy())
-    kind = 1; // f16 pairs
+    kind = TFM_EMU_MMA_BF16; // bf16 pairs in 32-bit registers
+  else if (aType->isVectorTy() && aType->getScalarType()->isHalfTy())
+    kind = TFM_EMU_MMA_F16; // f16 pairs
   else
     return makeError("the CUDA emulator has bf16 and f16 products only, not " +
                      call->getCalledFunction()->getName());
@@ -171,10 +171,10 @@ llvm::Expected<llvm::Value *> replaceIntrinsicCall(llvm::CallInst *call,
   if (rest.consume_front("llvm.nvvm.shfl.sync.")) {
     auto [modeName, type] = rest.split('.');
     int mode = llvm::StringSwitch<int>(modeName)
-                   .Case("idx", 0)
-                   .Case("up", 1)
-                   .Case("down", 2)
-                   .Case("bfly", 3)
+                   .Case("idx", TFM_EMU_SHFL_IDX)
+                   .Case("up", TFM_EMU_SHFL_UP)
+                   .Case("down", TFM_EMU_SHFL_DOWN)
+                   .Case("bfly", TFM_EMU_SHFL_BFLY)
                    .Default(-1);
     if (mode < 0 || call->arg_size() != 4)
       return makeError("the CUDA emulator has no shuffle " + name);

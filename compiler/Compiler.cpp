@@ -545,20 +545,35 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   return description;
 }
 
-llvm::Error
-mlir::tfm::linkExecutableOrLibrary(CompilationUnit &unit,
-                                   const CompileOptions &options,
-                                   const ModelDescription &description) {
+/// The unit's machine code in a new temporary object file named after
+/// `prefix` (removed again when emitting fails); the caller removes it
+/// once it is linked.
+static llvm::Expected<std::string>
+emitTemporaryObject(CompilationUnit &unit, const CompileOptions &options,
+                    llvm::StringRef prefix) {
   llvm::SmallString<128> objectPath;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-          "tfmc-model", "o", objectPath))
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile(prefix, "o", objectPath))
     return makeError("cannot create a temporary object file: " +
                      ec.message());
   if (options.progress)
     options.progress->stage("generating machine code");
   if (llvm::Error err = emitMachineCode(unit, options, /*assembly=*/false,
-                                        objectPath))
-    return err;
+                                        objectPath)) {
+    llvm::sys::fs::remove(objectPath);
+    return std::move(err);
+  }
+  return objectPath.str().str();
+}
+
+llvm::Error
+mlir::tfm::linkExecutableOrLibrary(CompilationUnit &unit,
+                                   const CompileOptions &options,
+                                   const ModelDescription &description) {
+  llvm::Expected<std::string> objectPath =
+      emitTemporaryObject(unit, options, "tfmc-model");
+  if (!objectPath)
+    return objectPath.takeError();
   LinkOptions link = options.runtime;
   link.kind = options.emit == EmitKind::Lib ? OutputKind::SharedLibrary
               : options.emit == EmitKind::StaticLib
@@ -598,9 +613,9 @@ mlir::tfm::linkExecutableOrLibrary(CompilationUnit &unit,
     std::optional<TimingScope> timing;
     if (options.timing)
       timing = options.timing->nest("Package weights and link");
-    return linkModel(*unit.module, lookup, description, objectPath, link);
+    return linkModel(*unit.module, lookup, description, *objectPath, link);
   }();
-  llvm::sys::fs::remove(objectPath);
+  llvm::sys::fs::remove(*objectPath);
   return linked;
 }
 
@@ -614,19 +629,14 @@ llvm::Error mlir::tfm::emitCudaEmulator(CompilationUnit &unit,
   if (!kernels)
     return kernels.takeError();
   unit.llvmModule = std::move(*kernels);
-  llvm::SmallString<128> objectPath;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-          "tfmc-kernels", "o", objectPath))
-    return makeError("cannot create a temporary object file: " +
-                     ec.message());
-  llvm::Error linked = emitMachineCode(unit, options, /*assembly=*/false,
-                                       objectPath);
-  if (!linked) {
-    LinkOptions link = options.runtime;
-    link.outputPath = options.outputPath;
-    linked = linkCudaEmulator(objectPath, link);
-  }
-  llvm::sys::fs::remove(objectPath);
+  llvm::Expected<std::string> objectPath =
+      emitTemporaryObject(unit, options, "tfmc-kernels");
+  if (!objectPath)
+    return objectPath.takeError();
+  LinkOptions link = options.runtime;
+  link.outputPath = options.outputPath;
+  llvm::Error linked = linkCudaEmulator(*objectPath, link);
+  llvm::sys::fs::remove(*objectPath);
   return linked;
 }
 

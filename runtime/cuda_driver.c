@@ -187,15 +187,21 @@ void tfm_cuda_free(void *device) {
   check(result, "cannot free GPU memory");
 }
 
+/* Queues a copy on the stream (either side host or device memory). */
+static int enqueue_copy(void *to, const void *from, size_t bytes,
+                        const char *what) {
+  return check(cuda.cuMemcpyAsync((CUdeviceptr)(uintptr_t)to,
+                                  (CUdeviceptr)(uintptr_t)from, bytes,
+                                  cuda.stream),
+               what);
+}
+
 static int copy(void *to, const void *from, size_t bytes, const char *what) {
   if (!enter())
     return 0;
   if (bytes == 0)
     return 1;
-  return check(cuda.cuMemcpyAsync((CUdeviceptr)(uintptr_t)to,
-                                  (CUdeviceptr)(uintptr_t)from, bytes,
-                                  cuda.stream),
-               what) &&
+  return enqueue_copy(to, from, bytes, what) &&
          check(cuda.cuStreamSynchronize(cuda.stream), what);
 }
 
@@ -208,22 +214,18 @@ int tfm_cuda_download(void *host, const void *device, size_t bytes) {
 }
 
 int tfm_cuda_move(void *to, const void *from, size_t bytes) {
+  static const char what[] = "cannot move GPU memory";
   if (!enter())
     return 0;
-  CUdeviceptr t = (CUdeviceptr)(uintptr_t)to, f = (CUdeviceptr)(uintptr_t)from;
+  uintptr_t t = (uintptr_t)to, f = (uintptr_t)from;
   if (bytes == 0 || t == f)
     return 1;
   if (t + bytes <= f || f + bytes <= t)
-    return check(cuda.cuMemcpyAsync(t, f, bytes, cuda.stream),
-                 "cannot move GPU memory");
+    return enqueue_copy(to, from, bytes, what);
   /* Overlapping (a copy's are undefined): through a scratch buffer. */
   void *scratch = tfm_cuda_alloc(bytes);
-  CUdeviceptr s = (CUdeviceptr)(uintptr_t)scratch;
-  int moved = scratch &&
-              check(cuda.cuMemcpyAsync(s, f, bytes, cuda.stream),
-                    "cannot move GPU memory") &&
-              check(cuda.cuMemcpyAsync(t, s, bytes, cuda.stream),
-                    "cannot move GPU memory");
+  int moved = scratch && enqueue_copy(scratch, from, bytes, what) &&
+              enqueue_copy(to, scratch, bytes, what);
   tfm_cuda_free(scratch);
   return moved;
 }

@@ -39,6 +39,7 @@ int tfm_model_on_gpu(const tfm_model *model);
  * cache), zeroed: host memory, or GPU memory for a GPU model. NULL when
  * there is none to be had. */
 void *tfm_model_state_alloc(const tfm_model *model, size_t bytes);
+/* Frees what tfm_model_state_alloc gave (NULL: nothing). */
 void tfm_model_state_free(const tfm_model *model, void *state);
 /* tfm_model_call with caches from tfm_model_state_alloc: GPU memory for a
  * GPU model, which tfm_model_call refuses (its caller's caches are host

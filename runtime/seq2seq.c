@@ -82,10 +82,8 @@ static void decode_caches(tfm_seq2seq_state *s, const tfm_entry_point *entry,
 void tfm_seq2seq_end(tfm_seq2seq_state *s) {
   if (!s)
     return;
-  if (s->cross.data)
-    tfm_model_state_free(s->model, s->cross.data);
-  if (s->slots.data)
-    tfm_model_state_free(s->model, s->slots.data);
+  tfm_model_state_free(s->model, s->cross.data);
+  tfm_model_state_free(s->model, s->slots.data);
   free(s->slot);
   free(s->parent);
   free(s->next_slot);
