@@ -1,10 +1,11 @@
 /*===- kernels_panel_bf16_dot.h - bf16 panels by AVX-512 BF16 ----*- C -*-===//
  *
  * The several-row product over bf16 panels with vdpbf16ps: activations
- * rounded to bf16 (as a BF16 model computes), two depths per instruction,
- * twice the multiply rate of widening the panels into f32 FMAs. Used by
- * kernels_panel_gemm.c where the CPU has AVX512_BF16; tests switch it off
- * to check both paths on the machine that runs them.
+ * rounded to bf16 (as a BF16 model computes), two depths per instruction.
+ * Used by kernels_panel_gemm.c where the CPU has AVX512_BF16 and the
+ * instruction outruns widening the panels into f32 FMAs (AMD's Zen 4 and
+ * 5, not Intel's Xeons); tests switch it on and off to check both paths
+ * on the machine that runs them.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -18,8 +19,8 @@ extern "C" {
 #endif
 
 /* Whether products over bf16 panels of more than one row use vdpbf16ps:
- * by default where the CPU has it, unless the environment variable
- * TFM_BF16_DOT is 0. */
+ * by default where the CPU has it and it pays off (AMD); the environment
+ * variable TFM_BF16_DOT=1 asks for it wherever the CPU has it, =0 never. */
 int tfm_bf16_dot_enabled(void);
 /* Turns the vdpbf16ps path on (where the CPU has it) or off; returns
  * whether it was on. */

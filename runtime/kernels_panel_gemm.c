@@ -224,35 +224,68 @@ TFM_INLINE void outputs_to_features(panel_format format, float *c) {
   store16(c + 16, hi);
 }
 
-/* One row: y[32] = start + x[depth] · panel, with four independent
- * accumulator pairs so that FMA latency never stalls the stream. */
-TFM_INLINE void panel_row(panel_format format, int64_t depth, const float *x,
-                          const void *panel, float *y, const float *start) {
-  v16 acc[4][2] = {{load16(start), load16(start + 16)},
-                   {splat(0), splat(0)},
-                   {splat(0), splat(0)},
-                   {splat(0), splat(0)}};
-  features_to_steps(format, &acc[0][0], &acc[0][1]);
-  int64_t k = 0;
-  for (; k + 4 <= depth; k += 4)
-#pragma GCC unroll 4
-    for (int u = 0; u < 4; ++u) {
-      v16 b0, b1;
-      panel_step(format, panel, k + u, &b0, &b1);
-      acc[u][0] += x[k + u] * b0;
-      acc[u][1] += x[k + u] * b1;
-    }
-  for (; k < depth; ++k) {
-    v16 b0, b1;
-    panel_step(format, panel, k, &b0, &b1);
-    acc[0][0] += x[k] * b0;
-    acc[0][1] += x[k] * b1;
+/* Bytes ahead of its step that the wide one-row kernel prefetches a
+ * two-byte panel (bf16, f16), into L1 (prefetcht0). Measured on an Intel
+ * Xeon with AVX-512 (`bench/gemv_stream.c`, read probe 29 GB/s): bf16
+ * panels streamed at 24.4 GB/s unprefetched against f32's 31, 31.5-32.4
+ * prefetched 1-8 KiB ahead (2 KiB here), and 14-18 with prefetchnta at any
+ * distance (the narrow path's hint, measured on a Zen 2, where it helps:
+ * the hint behaves differently per vendor); f32 panels gained nothing.
+ * A prefetch past the weights does not fault. */
+enum { kWideRowPrefetchBytes = 2048 };
+
+/* acc += x_k times step k of a panel (as two 16-float vectors), a
+ * two-byte panel prefetched kWideRowPrefetchBytes ahead. */
+TFM_INLINE void add_step(panel_format format, const void *panel, int64_t k,
+                         float x_k, v16 acc[2]) {
+  v16 b0, b1;
+  if (format != kF32)
+    __builtin_prefetch((const char *)panel_at(format, panel, k) +
+                           kWideRowPrefetchBytes,
+                       0, 3);
+  panel_step(format, panel, k, &b0, &b1);
+  acc[0] += x_k * b0;
+  acc[1] += x_k * b1;
+}
+
+/* One row against `count` (1 or 2, a constant at every call) consecutive
+ * panels in one pass: y[32 count] = start + x[depth] · panels, two
+ * accumulator pairs a panel so that FMA latency never stalls the stream.
+ * Two panels a pass give each thread two streams of weights (as the
+ * narrow panel_row8_pair and the block kernels do): on the Intel Xeon
+ * above, 124M LLaMA bf16 decode went from 108 to 126 tokens/s with two
+ * panels, and to 148-153 with the prefetch as well. */
+TFM_INLINE void panel_row(panel_format format, int count, int64_t depth,
+                          const float *x, const void *panel0, float *y,
+                          const float *start0, const float *start1) {
+  const void *panels[2] = {panel0, panel_at(format, panel0, depth)};
+  const float *starts[2] = {start0, start1};
+  v16 acc[2][2][2];
+#pragma GCC unroll 2
+  for (int j = 0; j < count; ++j) {
+    acc[j][0][0] = load16(starts[j]);
+    acc[j][0][1] = load16(starts[j] + 16);
+    features_to_steps(format, &acc[j][0][0], &acc[j][0][1]);
+    acc[j][1][0] = acc[j][1][1] = splat(0);
   }
-  v16 lo = (acc[0][0] + acc[1][0]) + (acc[2][0] + acc[3][0]);
-  v16 hi = (acc[0][1] + acc[1][1]) + (acc[2][1] + acc[3][1]);
-  steps_to_features(format, &lo, &hi);
-  store16(y, lo);
-  store16(y + 16, hi);
+  int64_t k = 0;
+  for (; k + 2 <= depth; k += 2)
+#pragma GCC unroll 2
+    for (int u = 0; u < 2; ++u)
+#pragma GCC unroll 2
+      for (int j = 0; j < count; ++j)
+        add_step(format, panels[j], k + u, x[k + u], acc[j][u]);
+  for (; k < depth; ++k)
+#pragma GCC unroll 2
+    for (int j = 0; j < count; ++j)
+      add_step(format, panels[j], k, x[k], acc[j][0]);
+#pragma GCC unroll 2
+  for (int j = 0; j < count; ++j) {
+    v16 lo = acc[j][0][0] + acc[j][1][0], hi = acc[j][0][1] + acc[j][1][1];
+    steps_to_features(format, &lo, &hi);
+    store16(y + j * kPanel, lo);
+    store16(y + j * kPanel + 16, hi);
+  }
 }
 
 /*===- The narrow tile: 8-float vectors, for AVX2's 16 registers -------===*/
@@ -392,9 +425,7 @@ TFM_INLINE void panel_row8(panel_format format, int64_t depth, const float *x,
  * time and bf16 at 34 against 30; the 124M LLaMA decoded 9% faster in f32
  * (66.1 -> 71.8 tokens/s, same rounds), 12% in bf16 (130.0 -> 145.5) and
  * 11% in f16, the 1.1B 4% in f32 and 8% in bf16. Three panels a pass
- * streamed f32 a little faster alone and decoded no faster. (The AVX-512
- * path, panel_row, still takes one panel at a time: not measured on a CPU
- * with AVX-512.) */
+ * streamed f32 a little faster alone and decoded no faster. */
 TFM_INLINE void panel_row8_pair(panel_format format, int64_t depth,
                                 const float *x, const void *panel0,
                                 const void *panel1, float *y,
@@ -497,18 +528,22 @@ TFM_INLINE void panel_gemm_range(panel_format format, int narrow,
           job->n - p * kPanel < kPanel ? job->n - p * kPanel : kPanel;
       float *c = job->c + p * kPanel;
       if (m == 1 && cols == kPanel) {
-        if (narrow && p + 1 < p1 && job->n - (p + 1) * kPanel >= kPanel) {
+        if (p + 1 < p1 && job->n - (p + 1) * kPanel >= kPanel) {
           float next_scratch[kPanel];
-          panel_row8_pair(format, k, job->a, panel,
-                          panel_at(format, job->panels, (p + 1) * k), c, start,
-                          panel_start(job, p + 1, next_scratch));
+          const float *next_start = panel_start(job, p + 1, next_scratch);
+          if (narrow)
+            panel_row8_pair(format, k, job->a, panel,
+                            panel_at(format, job->panels, (p + 1) * k), c,
+                            start, next_start);
+          else
+            panel_row(format, 2, k, job->a, panel, c, start, next_start);
           ++p;
           continue;
         }
         if (narrow)
           panel_row8(format, k, job->a, panel, c, start);
         else
-          panel_row(format, k, job->a, panel, c, start);
+          panel_row(format, 1, k, job->a, panel, c, start, start);
         continue;
       }
       start = start_in_step_order(format, start, start_steps);
