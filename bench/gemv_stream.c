@@ -5,10 +5,14 @@
  * decode step. Prints GB/s of weight read by each engine of the runtime:
  * the panel kernel (packed f32 and bf16 weights), the block kernels (int8
  * and int4 blocks) and the row-major path (a tied LM head, or
- * --no-pack-weights). Compare with bench/hwlimits' read bandwidth.
+ * --no-pack-weights). Compare with bench/hwlimits' read bandwidth. With
+ * `tinyllama`, TinyLlama-1.1B's shapes instead of GPT-2 small's: a CPU
+ * with a large last-level cache (260 MB on an Intel Xeon seen here) holds
+ * GPT-2 small's int8 or int4 weights whole, so only the larger shape
+ * measures their stream from memory.
  *
  *   cc -O2 -I. bench/gemv_stream.c build/lib/libtfmrt.a -lopenblas -lutf8proc -lm \
- *      -lpthread -o /tmp/gemv_stream && /tmp/gemv_stream
+ *      -lpthread -o /tmp/gemv_stream && /tmp/gemv_stream [gpt2|tinyllama]
  */
 #include "runtime/runtime_kernels.h"
 #include "runtime/weight_formats.h"
@@ -23,7 +27,7 @@ void _mlir_ciface_tfm_rt_matmul_nt(tfm_memref2d_f32 *, tfm_memref2d_f32 *,
 void _mlir_ciface_tfm_rt_linear_panels(tfm_memref2d_f32 *, tfm_memref3d_f32 *,
                                        tfm_memref2d_f32 *);
 
-enum { kLayers = 12, kPanel = 32, kRepeats = 20 };
+enum { kPanel = 32, kRepeats = 20 };
 
 static double now(void) {
   struct timespec t;
@@ -97,23 +101,50 @@ static double stream(const weight *w, int count, int format, float *x, float *y)
   return bytes / best / 1e9;
 }
 
-int main(void) {
-  static const int64_t layer[][2] = {{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}};
-  weight w[kLayers * 4 + 1];
+/* The layers' shapes [n, k]: QKV, attention output, MLP up (gate and up
+ * fused where the model has both) and down. */
+typedef struct {
+  const char *name;
+  int layers;
+  int64_t shapes[4][2];
+  int64_t vocab, width;
+} model_shape;
+
+static const model_shape kShapes[] = {
+    {"gpt2", 12, {{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}}, 50257, 768},
+    /* TinyLlama-1.1B: 32 query heads and 4 KV heads of 64, SwiGLU 5632:
+     * ten times GPT-2 small's weights, past any last-level cache. */
+    {"tinyllama", 22, {{2560, 2048}, {2048, 2048}, {11264, 2048}, {2048, 5632}},
+     32000, 2048},
+};
+
+int main(int argc, char **argv) {
+  const model_shape *shape = &kShapes[0];
+  for (size_t i = 0; argc > 1 && i < sizeof kShapes / sizeof kShapes[0]; ++i)
+    if (!strcmp(argv[1], kShapes[i].name))
+      shape = &kShapes[i];
+  if (argc > 2 || (argc > 1 && strcmp(argv[1], shape->name))) {
+    fprintf(stderr, "usage: gemv_stream [gpt2|tinyllama]\n");
+    return 2;
+  }
   int count = 0;
-  for (int l = 0; l < kLayers; ++l)
+  weight *w = calloc((size_t)shape->layers * 4, sizeof *w);
+  for (int l = 0; l < shape->layers; ++l)
     for (int s = 0; s < 4; ++s, ++count) {
-      w[count].n = layer[s][0];
-      w[count].k = layer[s][1];
+      w[count].n = shape->shapes[s][0];
+      w[count].k = shape->shapes[s][1];
       w[count].data = filled((size_t)((w[count].n + kPanel - 1) / kPanel * kPanel) * w[count].k);
     }
-  weight head = {50257, 768, filled((size_t)50257 * 768)};
-  float *x = filled(3072), *y = filled(50257 + kPanel);
+  weight head = {shape->vocab, shape->width,
+                 filled((size_t)shape->vocab * shape->width)};
+  float *x = filled(16384), *y = filled(16384 + kPanel);
+  printf("%s shape\n", shape->name);
   printf("layers' weights, panels:      %6.1f GB/s\n", stream(w, count, kPanels, x, y));
   printf("layers' weights, bf16 panels: %6.1f GB/s\n", stream(w, count, kBF16Panels, x, y));
   printf("layers' weights, int8 blocks: %6.1f GB/s\n", stream(w, count, kQ8, x, y));
   printf("layers' weights, int4 blocks: %6.1f GB/s\n", stream(w, count, kQ4, x, y));
   printf("layers' weights, row-major:   %6.1f GB/s\n", stream(w, count, kRows, x, y));
-  printf("LM head 50257x768, row-major: %6.1f GB/s\n", stream(&head, 1, kRows, x, y));
+  printf("LM head %lldx%lld, row-major: %6.1f GB/s\n", (long long)shape->vocab,
+         (long long)shape->width, stream(&head, 1, kRows, x, y));
   return 0;
 }
