@@ -69,6 +69,7 @@ typedef struct {
   int64_t lda, ldc;
   panel_format format;
   int narrow; /* the tile for 16 vector registers (AVX2) */
+  int stream_non_temporal; /* narrow_row_prefetch's hint: on AMD's cores */
 } panel_job;
 
 /* What a tile prefetches: at its step k the line holding `next + k *
@@ -353,16 +354,38 @@ TFM_INLINE void panel_tile8(panel_format format, int rows, int64_t depth,
       store8(c + r * ldc + 8 * q, acc[r][q]);
 }
 
-/* Bytes ahead of its step that panel_row8 prefetches a two-byte panel
- * (bf16, f16): its stream ran at 75% of the bandwidth bound against f32's
- * 90%, and this put the 124M LLaMA's bf16 decode on a Zen 2 6% faster
- * (256 or 1024 bytes ahead: 3%; 2048: 8% slower; f32 panels: no change).
- * The prefetch is non-temporal (prefetchnta; the weights are read once a
- * step): bf16 panels then streamed at 28.3 GB/s against 25.4 with
- * prefetcht0 (`bench/gemv_stream.c`, Zen 2, read probe 31.2); f32 panels
- * prefetched so gained nothing. Past a panel's end it reaches into the
- * next, or past the weights: a prefetch does not fault. */
-enum { kNarrowRowPrefetchBytes = 512 };
+/* How far ahead of its step, and with which hint, panel_row8 prefetches a
+ * two-byte panel (bf16, f16): its stream ran at 75% of the bandwidth bound
+ * against f32's 90%. On a Zen 2, 512 bytes ahead put the 124M LLaMA's bf16
+ * decode 6% faster (256 or 1024 bytes ahead: 3%; 2048: 8% slower; f32
+ * panels: no change), and non-temporal (prefetchnta; the weights are read
+ * once a step) streamed bf16 panels at 28.3 GB/s against 25.4 with
+ * prefetcht0 (`bench/gemv_stream.c`, read probe 31.2). The hint is the
+ * vendor's: an Intel Xeon's cores running the same narrow kernel
+ * (`TFM_NARROW_KERNELS=1 gemv_stream tinyllama`) streamed bf16 panels at
+ * 19.7 GB/s with prefetchnta and 29.6 with prefetcht0 1 KiB ahead (28.3
+ * at 512 bytes; f32 panels 31 either way), as the wide kernels there
+ * (kWideRowPrefetchBytes). Past a panel's end it reaches into the next,
+ * or past the weights: a prefetch does not fault. */
+enum { kNarrowRowPrefetchNtaBytes = 512, kNarrowRowPrefetchT0Bytes = 1024 };
+
+/* Whether narrow_row_prefetch is non-temporal on this CPU: on AMD's. */
+static int narrow_stream_non_temporal(void) {
+  static int chosen = -1;
+  if (chosen < 0) {
+    __builtin_cpu_init();
+    chosen = __builtin_cpu_is("amd");
+  }
+  return chosen;
+}
+
+/* panel_row8's prefetch of the line `at`'s stream reaches next. */
+TFM_INLINE void narrow_row_prefetch(const char *at, int non_temporal) {
+  if (non_temporal)
+    __builtin_prefetch(at + kNarrowRowPrefetchNtaBytes, 0, 0);
+  else
+    __builtin_prefetch(at + kNarrowRowPrefetchT0Bytes, 0, 3);
+}
 
 /* A panel's starting outputs (bias or zeros) in panel_step8's order:
  * `start` itself, or for bf16 its permutation into `steps` (once a panel,
@@ -378,15 +401,14 @@ TFM_INLINE const float *start_in_step_order(panel_format format,
   return steps;
 }
 
-/* acc += x_k times step k of a panel, a two-byte panel's line
- * kNarrowRowPrefetchBytes ahead prefetched (a step is one 64-byte line). */
-TFM_INLINE void add_step8(panel_format format, const void *panel, int64_t k,
-                          float x_k, v8 acc[4]) {
+/* acc += x_k times step k of a panel, a two-byte panel's line ahead
+ * prefetched (narrow_row_prefetch; a step is one 64-byte line). */
+TFM_INLINE void add_step8(panel_format format, int non_temporal,
+                          const void *panel, int64_t k, float x_k,
+                          v8 acc[4]) {
   v8 b[4];
   if (format != kF32)
-    __builtin_prefetch((const char *)panel_at(format, panel, k) +
-                           kNarrowRowPrefetchBytes,
-                       0, 0);
+    narrow_row_prefetch(panel_at(format, panel, k), non_temporal);
   panel_step8(format, panel, k, b);
 #pragma GCC unroll 4
   for (int q = 0; q < 4; ++q)
@@ -394,8 +416,9 @@ TFM_INLINE void add_step8(panel_format format, const void *panel, int64_t k,
 }
 
 /* panel_row with two accumulator sets (eight registers). */
-TFM_INLINE void panel_row8(panel_format format, int64_t depth, const float *x,
-                           const void *panel, float *y, const float *start) {
+TFM_INLINE void panel_row8(panel_format format, int non_temporal,
+                           int64_t depth, const float *x, const void *panel,
+                           float *y, const float *start) {
   float steps[kPanel];
   start = start_in_step_order(format, start, steps);
   v8 acc[2][4];
@@ -408,9 +431,9 @@ TFM_INLINE void panel_row8(panel_format format, int64_t depth, const float *x,
   for (; k + 2 <= depth; k += 2)
 #pragma GCC unroll 2
     for (int u = 0; u < 2; ++u)
-      add_step8(format, panel, k + u, x[k + u], acc[u]);
+      add_step8(format, non_temporal, panel, k + u, x[k + u], acc[u]);
   for (; k < depth; ++k)
-    add_step8(format, panel, k, x[k], acc[0]);
+    add_step8(format, non_temporal, panel, k, x[k], acc[0]);
 #pragma GCC unroll 4
   for (int q = 0; q < 4; ++q)
     store8(y + 8 * q, acc[0][q] + acc[1][q]);
@@ -426,8 +449,9 @@ TFM_INLINE void panel_row8(panel_format format, int64_t depth, const float *x,
  * (66.1 -> 71.8 tokens/s, same rounds), 12% in bf16 (130.0 -> 145.5) and
  * 11% in f16, the 1.1B 4% in f32 and 8% in bf16. Three panels a pass
  * streamed f32 a little faster alone and decoded no faster. */
-TFM_INLINE void panel_row8_pair(panel_format format, int64_t depth,
-                                const float *x, const void *panel0,
+TFM_INLINE void panel_row8_pair(panel_format format, int non_temporal,
+                                int64_t depth, const float *x,
+                                const void *panel0,
                                 const void *panel1, float *y,
                                 const float *start0, const float *start1) {
   const void *panels[2] = {panel0, panel1};
@@ -443,7 +467,7 @@ TFM_INLINE void panel_row8_pair(panel_format format, int64_t depth,
   for (int64_t k = 0; k < depth; ++k)
 #pragma GCC unroll 2
     for (int j = 0; j < 2; ++j)
-      add_step8(format, panels[j], k, x[k], acc[j]);
+      add_step8(format, non_temporal, panels[j], k, x[k], acc[j]);
 #pragma GCC unroll 2
   for (int j = 0; j < 2; ++j) {
 #pragma GCC unroll 4
@@ -532,7 +556,8 @@ TFM_INLINE void panel_gemm_range(panel_format format, int narrow,
           float next_scratch[kPanel];
           const float *next_start = panel_start(job, p + 1, next_scratch);
           if (narrow)
-            panel_row8_pair(format, k, job->a, panel,
+            panel_row8_pair(format, job->stream_non_temporal, k, job->a,
+                            panel,
                             panel_at(format, job->panels, (p + 1) * k), c,
                             start, next_start);
           else
@@ -541,7 +566,8 @@ TFM_INLINE void panel_gemm_range(panel_format format, int narrow,
           continue;
         }
         if (narrow)
-          panel_row8(format, k, job->a, panel, c, start);
+          panel_row8(format, job->stream_non_temporal, k, job->a, panel, c,
+                     start);
         else
           panel_row(format, 1, k, job->a, panel, c, start, start);
         continue;
@@ -629,7 +655,7 @@ void tfm_panel_gemm_f32_serial(int64_t m, int64_t n, int64_t k,
                                const float *a, int64_t lda, const float *bias,
                                const float *panels, float *c, int64_t ldc) {
   panel_job job = {m, n, k, a, bias, panels, c, lda, ldc, kF32,
-                   tfm_kernels_narrow()};
+                   tfm_kernels_narrow(), narrow_stream_non_temporal()};
   panel_gemm_f32(&job, 0, (n + kPanel - 1) / kPanel);
 }
 
@@ -709,8 +735,8 @@ static void linear_panels(tfm_memref2d_f32 *a, panel_format format,
       tfm_panel_gemm_bf16_dot(m, n, k, pa, a->strides[0], pb, base, pc,
                               c->strides[0]))
     return;
-  panel_job job = {m,  n,  k,  pa, pb, base,
-                   pc, a->strides[0], c->strides[0], format, tfm_kernels_narrow()};
+  panel_job job = {m, n, k, pa, pb, base, pc, a->strides[0], c->strides[0],
+                   format, tfm_kernels_narrow(), narrow_stream_non_temporal()};
   int64_t used = (n + kPanel - 1) / kPanel;
   tfm_parallel_for(used, panels_per_chunk(used, m, k), panel_gemm_chunk, &job);
 }
