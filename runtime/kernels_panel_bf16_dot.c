@@ -24,6 +24,7 @@
 #include "runtime/kernels_panel_bf16_dot.h"
 
 #include "runtime/thread_pool.h"
+#include "runtime/vector_width.h"
 
 #include <immintrin.h>
 #include <stdlib.h>
@@ -55,10 +56,7 @@ static int cpu_has_bf16_dot(void) {
  * it ran at 0.61x (873 against 1437 tokens/s at 128): there the
  * instruction issues on one port, at most as many products a cycle as two
  * FMA ports, and the pairing shuffles take the other FMA port. */
-static int bf16_dot_pays_off(void) {
-  __builtin_cpu_init();
-  return __builtin_cpu_is("amd");
-}
+static int bf16_dot_pays_off(void) { return tfm_cpu_is_amd(); }
 
 int tfm_bf16_dot_enabled(void) {
   if (dot_chosen < 0) {

@@ -69,7 +69,7 @@ typedef struct {
   int64_t lda, ldc;
   panel_format format;
   int narrow; /* the tile for 16 vector registers (AVX2) */
-  int stream_non_temporal; /* narrow_row_prefetch's hint: on AMD's cores */
+  int stream_non_temporal; /* narrow_row_prefetch's hint: AMD's cores */
 } panel_job;
 
 /* What a tile prefetches: at its step k the line holding `next + k *
@@ -380,16 +380,6 @@ TFM_INLINE void panel_tile8(panel_format format, int rows, int64_t depth,
  * or past the weights: a prefetch does not fault. */
 enum { kNarrowRowPrefetchNtaBytes = 512, kNarrowRowPrefetchT0Bytes = 1024 };
 
-/* Whether narrow_row_prefetch is non-temporal on this CPU: on AMD's. */
-static int narrow_stream_non_temporal(void) {
-  static int chosen = -1;
-  if (chosen < 0) {
-    __builtin_cpu_init();
-    chosen = __builtin_cpu_is("amd");
-  }
-  return chosen;
-}
-
 /* panel_row8's prefetch of the line `at`'s stream reaches next. */
 TFM_INLINE void narrow_row_prefetch(const char *at, int non_temporal) {
   if (non_temporal)
@@ -666,7 +656,7 @@ void tfm_panel_gemm_f32_serial(int64_t m, int64_t n, int64_t k,
                                const float *a, int64_t lda, const float *bias,
                                const float *panels, float *c, int64_t ldc) {
   panel_job job = {m, n, k, a, bias, panels, c, lda, ldc, kF32,
-                   tfm_kernels_narrow(), narrow_stream_non_temporal()};
+                   tfm_kernels_narrow(), tfm_cpu_is_amd()};
   panel_gemm_f32(&job, 0, (n + kPanel - 1) / kPanel);
 }
 
@@ -747,7 +737,7 @@ static void linear_panels(tfm_memref2d_f32 *a, panel_format format,
                               c->strides[0]))
     return;
   panel_job job = {m, n, k, pa, pb, base, pc, a->strides[0], c->strides[0],
-                   format, tfm_kernels_narrow(), narrow_stream_non_temporal()};
+                   format, tfm_kernels_narrow(), tfm_cpu_is_amd()};
   int64_t used = (n + kPanel - 1) / kPanel;
   tfm_parallel_for(used, panels_per_chunk(used, m, k), panel_gemm_chunk, &job);
 }

@@ -28,6 +28,15 @@ int tfm_kernels_narrow(void) {
   return narrow_chosen;
 }
 
+int tfm_cpu_is_amd(void) {
+  static int amd = -1;
+  if (amd < 0) {
+    __builtin_cpu_init();
+    amd = __builtin_cpu_is("amd");
+  }
+  return amd;
+}
+
 int tfm_kernels_use_narrow(int narrow) {
   int before = tfm_kernels_narrow();
   narrow_chosen = narrow != 0;

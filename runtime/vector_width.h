@@ -26,6 +26,12 @@ int tfm_kernels_narrow(void);
  * returns whether they used the narrow ones before. */
 int tfm_kernels_use_narrow(int narrow);
 
+/* Whether the CPU is AMD's. Some kernel choices were measured to differ
+ * by vendor on the same instruction set: vdpbf16ps against widening
+ * (kernels_panel_bf16_dot.c) and the narrow GEMV's prefetch hint
+ * (kernels_panel_gemm.c). */
+int tfm_cpu_is_amd(void);
+
 #ifdef __cplusplus
 }
 #endif
