@@ -38,9 +38,9 @@ struct CpuPipelineOptions : PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::init(0)};
   Option<std::string> kvDtype{
       *this, "kv-dtype",
-      llvm::cl::desc("Storage of the self-attention KV cache: f32, or int8 "
-                     "(each position's row of a KV head as codes and a "
-                     "scale)"),
+      llvm::cl::desc("Storage of the self-attention KV cache: f32, bf16, "
+                     "f16, or int8 (each position's row of a KV head as "
+                     "codes and a scale)"),
       llvm::cl::init("f32")};
   Option<std::string> weightsDtype{
       *this, "weights-dtype",

@@ -13,6 +13,7 @@ const char *cType(int32_t dtype) {
   return dtype == TFM_DTYPE_I32 ? "int32_t"
          : dtype == TFM_DTYPE_I64 ? "int64_t"
          : dtype == TFM_DTYPE_I8  ? "int8_t"
+         : dtype == TFM_DTYPE_BF16 || dtype == TFM_DTYPE_F16 ? "uint16_t"
                                   : "float";
 }
 

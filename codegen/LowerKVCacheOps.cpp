@@ -125,8 +125,50 @@ Value byteShift(OpBuilder &b, Location loc, int64_t dim) {
                                arith::ConstantIntOp::create(b, loc, i32, 8));
 }
 
+/// One f32 value rounded to bf16, to nearest with ties to even, in integer
+/// arithmetic: LLVM would make an f32 -> bf16 truncation a call to
+/// __truncsfbf2 where the CPU has no AVX-512 BF16, which Debian's libgcc
+/// (GCC 12) lacks. A NaN stays a (quiet) NaN.
+Value roundToBF16(OpBuilder &b, Location loc, Value x) {
+  Type i32 = b.getI32Type(), i16 = b.getIntegerType(16);
+  auto constant = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v);
+  };
+  Value bits = arith::BitcastOp::create(b, loc, i32, x);
+  Value sixteen = constant(16);
+  Value lowestKept = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, bits, sixteen), constant(1));
+  Value rounded = arith::AddIOp::create(
+      b, loc, bits, arith::AddIOp::create(b, loc, lowestKept, constant(0x7fff)));
+  Value quietNaN = arith::OrIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, bits, sixteen), constant(0x40));
+  Value isNaN =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, x, x);
+  Value high = arith::SelectOp::create(
+      b, loc, isNaN, quietNaN, arith::ShRUIOp::create(b, loc, rounded, sixteen));
+  return arith::BitcastOp::create(b, loc, b.getBF16Type(),
+                                  arith::TruncIOp::create(b, loc, i16, high));
+}
+
+/// x [..., n] -> [..., n] bf16 or f16, each value rounded to nearest even.
+Value roundRows(OpBuilder &b, Location loc, Value x, RankedTensorType type) {
+  int64_t rank = type.getRank();
+  Type element = type.getElementType();
+  Value init = createEmpty(b, loc, type, tensor::getMixedSizes(b, loc, x));
+  AffineMap identity = b.getMultiDimIdentityMap(rank);
+  return createGeneric(
+      b, loc, ValueRange{x}, init, {identity, identity},
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        if (element.isBF16())
+          return roundToBF16(nb, l, args[0]);
+        return Value(arith::TruncFOp::create(nb, l, element, args[0]));
+      });
+}
+
 /// x [..., n] -> [..., n + 4] i8: codes round(x · 127 / max|x|), then the
-/// scale max|x| / 127 as its four little-endian bytes.
+/// scale max|x| / 127 as its four little-endian bytes; or x rounded to bf16
+/// or f16.
 struct LowerQuantizeRows : OpConversionPattern<QuantizeRowsOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -135,6 +177,10 @@ struct LowerQuantizeRows : OpConversionPattern<QuantizeRowsOp> {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     Value x = adaptor.getInput();
+    if (!op.getType().getElementType().isInteger(8)) {
+      rewriter.replaceOp(op, roundRows(b, loc, x, op.getType()));
+      return success();
+    }
     auto type = cast<RankedTensorType>(x.getType());
     int64_t rank = type.getRank(), n = type.getShape().back();
     Type i8 = b.getI8Type(), i32 = b.getI32Type();
@@ -203,7 +249,7 @@ struct LowerQuantizeRows : OpConversionPattern<QuantizeRowsOp> {
 };
 
 /// [..., n + 4] i8 -> [..., n]: code · scale, the scale put together from
-/// its row's last four bytes.
+/// its row's last four bytes; [..., n] bf16 or f16 -> [..., n]: widened.
 struct LowerDequantizeRows : OpConversionPattern<DequantizeRowsOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -214,6 +260,21 @@ struct LowerDequantizeRows : OpConversionPattern<DequantizeRowsOp> {
     Value rows = adaptor.getInput();
     RankedTensorType type = op.getType();
     int64_t rank = type.getRank(), n = type.getShape().back();
+    SmallVector<utils::IteratorType> parallel(rank,
+                                              utils::IteratorType::parallel);
+    AffineMap identity = b.getMultiDimIdentityMap(rank);
+    if (!cast<RankedTensorType>(rows.getType()).getElementType().isInteger(8)) {
+      Value init =
+          createEmpty(b, loc, type, tensor::getMixedSizes(b, loc, rows));
+      rewriter.replaceOp(
+          op, createGeneric(b, loc, ValueRange{rows}, init,
+                            {identity, identity}, parallel,
+                            [&](OpBuilder &nb, Location l, ValueRange args) {
+                              return Value(arith::ExtFOp::create(
+                                  nb, l, nb.getF32Type(), args[0]));
+                            }));
+      return success();
+    }
     Type i32 = b.getI32Type();
     SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
     Value codes = tensor::ExtractSliceOp::create(
@@ -230,7 +291,6 @@ struct LowerDequantizeRows : OpConversionPattern<DequantizeRowsOp> {
     Value emptyBits = tensor::EmptyOp::create(b, loc, rowSizes, i32);
     Value bitsInit =
         linalg::FillOp::create(b, loc, zeroBits, emptyBits).getResult(0);
-    AffineMap identity = b.getMultiDimIdentityMap(rank);
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::parallel);
     iterators.back() = utils::IteratorType::reduction;
@@ -246,8 +306,6 @@ struct LowerDequantizeRows : OpConversionPattern<DequantizeRowsOp> {
 
     Value init =
         createEmpty(b, loc, type, withLastSize(b, loc, rows, n));
-    SmallVector<utils::IteratorType> parallel(rank,
-                                              utils::IteratorType::parallel);
     Value values = createGeneric(
         b, loc, ValueRange{codes, bits}, init, rowValueMaps(b, rank), parallel,
         [&](OpBuilder &nb, Location l, ValueRange args) {

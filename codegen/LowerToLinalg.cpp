@@ -46,7 +46,7 @@ void lowerArgumentDescriptions(func::FuncOp func) {
 }
 
 /// The op that this pass cannot take, with why: weights not laid out yet,
-/// or element types codegen does not support.
+/// or element types codegen does not compute in.
 LogicalResult checkLowerable(ModuleOp module) {
   WalkResult walk = module.walk([&](Operation *op) {
     if (!isa<TfmDialect>(op->getDialect()))
@@ -56,7 +56,11 @@ LogicalResult checkLowerable(ModuleOp module) {
                       "tfm-lay-out-weights before tfm-lower-to-linalg");
       return WalkResult::interrupt();
     }
-    // Codegen is f32-only for now; say so instead of miscompiling.
+    // Computation is f32-only; say so instead of miscompiling. A bf16 or
+    // f16 KV cache stores and reads rows in that type (tfm.quantize_rows
+    // narrows them, tfm.dequantize_rows widens them back to f32).
+    if (isa<QuantizeRowsOp, KVCacheAppendOp, KVCacheReadOp>(op))
+      return WalkResult::advance();
     for (Type t : op->getResultTypes()) {
       auto tensor = dyn_cast<RankedTensorType>(t);
       if (tensor && isa<FloatType>(tensor.getElementType()) &&

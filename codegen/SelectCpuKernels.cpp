@@ -102,10 +102,20 @@ struct LinearToKernelCall : OpConversionPattern<LinearOp> {
   }
 };
 
-/// Whether `attention` reads its keys and values as an int8 cache's rows.
-bool readsInt8Rows(AttentionOp attention) {
+/// Whether `attention` reads its keys and values as a narrow cache stores
+/// them (int8 rows, bf16, f16: tfm.dequantize_rows of both).
+bool readsStoredRows(AttentionOp attention) {
   return attention.getKey().getDefiningOp<DequantizeRowsOp>() &&
          attention.getValue().getDefiningOp<DequantizeRowsOp>();
+}
+
+/// The suffix of the attention kernel's variant that reads `rows` as
+/// stored: _rows_i8, _rows_bf16 or _rows_f16.
+std::string storedRowsSuffix(Value rows) {
+  Type element = cast<RankedTensorType>(rows.getType()).getElementType();
+  return element.isInteger(8) ? "_rows_i8"
+         : element.isBF16()   ? "_rows_bf16"
+                              : "_rows_f16";
 }
 
 /// tfm.attention without a [heads, s, t] bias: the runtime's flash-style
@@ -114,8 +124,9 @@ bool readsInt8Rows(AttentionOp attention) {
 /// tfm_rt_attention_packed(q, k, v, lengths, out, scale, causal, window),
 /// or with a relative_bias tfm_rt_attention_biased(q, k, v, distance bias,
 /// out, scale, causal, window), the terms by distance built here. Keys and
-/// values read from an int8 cache (tfm.dequantize_rows of both) go to the
-/// kernels' _rows_i8 variants as stored: the kernel widens them.
+/// values read from a narrow cache (tfm.dequantize_rows of both) go to the
+/// kernels' _rows_i8, _rows_bf16 or _rows_f16 variants as stored: the
+/// kernel widens them.
 struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -127,8 +138,8 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
     Location loc = op.getLoc();
     SmallVector<Value> inputs = {adaptor.getQuery(), adaptor.getKey(),
                                  adaptor.getValue()};
-    bool int8Rows = readsInt8Rows(op) && !op.getLengths();
-    if (int8Rows) {
+    bool storedRows = readsStoredRows(op) && !op.getLengths();
+    if (storedRows) {
       inputs[1] = op.getKey().getDefiningOp<DequantizeRowsOp>().getInput();
       inputs[2] = op.getValue().getDefiningOp<DequantizeRowsOp>().getInput();
     }
@@ -151,8 +162,8 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
     std::string kernel = op.getLengths()        ? "tfm_rt_attention_packed"
                          : op.getRelativeBias() ? "tfm_rt_attention_biased"
                                                 : "tfm_rt_attention";
-    if (int8Rows)
-      kernel += "_rows_i8";
+    if (storedRows)
+      kernel += storedRowsSuffix(inputs[1]);
     rewriter.replaceOp(op, callKernelWithOutput(rewriter, loc, kernel, inputs,
                                                 type, dynamicSizes, flags));
     return success();
@@ -169,7 +180,7 @@ bool selectsKernel(Operation *op, bool fusedAttention,
       return false;
     return !plainAttentionOnly ||
            (!attention.getLengths() && !attention.getRelativeBias() &&
-            !readsInt8Rows(attention));
+            !readsStoredRows(attention));
   }
   return false;
 }
@@ -190,7 +201,7 @@ struct SelectCpuKernelsPass
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
     // The dequantizations, block views and panels' unpacks the GEMM calls
-    // read through are dead now, and so are the int8 cache rows' widenings
+    // read through are dead now, and so are the narrow cache rows' widenings
     // the attention kernel reads through; none may reach bufferization.
     eraseDeadWeightReads(module);
     module.walk([](DequantizeRowsOp widen) {

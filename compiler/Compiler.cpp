@@ -76,6 +76,10 @@ std::optional<int32_t> abiDtype(Type type) {
     return TFM_DTYPE_I32;
   if (type.isSignlessInteger(8))
     return TFM_DTYPE_I8;
+  if (type.isBF16())
+    return TFM_DTYPE_BF16;
+  if (type.isF16())
+    return TFM_DTYPE_F16;
   if (type.isIndex() || type.isSignlessInteger(64))
     return TFM_DTYPE_I64;
   return std::nullopt;

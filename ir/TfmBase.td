@@ -106,5 +106,8 @@ def Tfm_WeightTensor : RankedTensorOf<[AnyFloat, I8, I<4>]>;
 // What a KV cache and its entries may hold: floats, or rows quantized to
 // int8 (tfm.quantize_rows: each row's codes, then its f32 scale's bytes).
 def Tfm_CacheTensor : RankedTensorOf<[AnyFloat, I8]>;
+// Rows as a narrow KV cache stores them (tfm.quantize_rows): int8 codes with
+// a scale per row, or bf16/f16 values.
+def Tfm_StoredRowsTensor : RankedTensorOf<[I8, BF16, F16]>;
 
 #endif // TFM_BASE_TD

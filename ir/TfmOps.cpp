@@ -599,46 +599,49 @@ LogicalResult KVCacheReadOp::verify() {
 // Row quantization
 //===----------------------------------------------------------------------===//
 
-/// Shared by tfm.quantize_rows and tfm.dequantize_rows: `floats` rows of a
-/// static length n and `bytes` rows of n + 4 (the codes, then the f32
-/// scale), the leading dimensions the same.
-static LogicalResult verifyQuantizedRows(Operation *op, Value floats,
-                                         StringRef floatsWhat, Value bytes,
-                                         StringRef bytesWhat) {
-  RankedTensorType floatType = tensorType(floats), byteType = tensorType(bytes);
+/// Shared by tfm.quantize_rows and tfm.dequantize_rows: f32 `floats` rows
+/// of a static length n, and `stored` rows of n + 4 bytes (int8: the codes,
+/// then the f32 scale) or of n bf16/f16 values, the leading dimensions the
+/// same.
+static LogicalResult verifyStoredRows(Operation *op, Value floats,
+                                      StringRef floatsWhat, Value stored,
+                                      StringRef storedWhat) {
+  RankedTensorType floatType = tensorType(floats), storedType = tensorType(stored);
   if (failed(expectElementType(op, floatsWhat, floats,
                                Float32Type::get(op->getContext()))))
     return failure();
   int64_t rank = floatType.getRank();
   if (rank == 0)
     return op->emitOpError() << "expected " << floatsWhat << " to have rows";
-  if (failed(expectRank(op, bytesWhat, bytes, rank)))
+  if (failed(expectRank(op, storedWhat, stored, rank)))
     return failure();
   for (int64_t d = 0; d + 1 < rank; ++d)
-    if (failed(expectDim(op, (bytesWhat + " dimension " + Twine(d)).str(),
-                         byteType.getDimSize(d),
+    if (failed(expectDim(op, (storedWhat + " dimension " + Twine(d)).str(),
+                         storedType.getDimSize(d),
                          (floatsWhat + " dimension " + Twine(d)).str(),
                          floatType.getDimSize(d))))
       return failure();
   int64_t row = floatType.getDimSize(rank - 1);
   if (ShapedType::isDynamic(row) ||
-      ShapedType::isDynamic(byteType.getDimSize(rank - 1)))
+      ShapedType::isDynamic(storedType.getDimSize(rank - 1)))
     return op->emitOpError() << "expected static rows, got " << floatType
-                             << " and " << byteType;
-  return expectDim(op, (bytesWhat + " row").str(),
-                   byteType.getDimSize(rank - 1),
+                             << " and " << storedType;
+  if (!storedType.getElementType().isInteger(8))
+    return expectDim(op, (storedWhat + " row").str(),
+                     storedType.getDimSize(rank - 1),
+                     (floatsWhat + " row").str(), row);
+  return expectDim(op, (storedWhat + " row").str(),
+                   storedType.getDimSize(rank - 1),
                    (floatsWhat + " row + 4 (its scale)").str(),
                    row + QuantizeRowsOp::kScaleBytes);
 }
 
 LogicalResult QuantizeRowsOp::verify() {
-  return verifyQuantizedRows(*this, getInput(), "input", getResult(),
-                             "result");
+  return verifyStoredRows(*this, getInput(), "input", getResult(), "result");
 }
 
 LogicalResult DequantizeRowsOp::verify() {
-  return verifyQuantizedRows(*this, getResult(), "result", getInput(),
-                             "input");
+  return verifyStoredRows(*this, getResult(), "result", getInput(), "input");
 }
 
 #define GET_OP_CLASSES

@@ -616,30 +616,36 @@ def Tfm_KVCacheReadOp : Tfm_Op<"kv_cache_read", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
-// Row quantization (int8 KV caches)
+// Row storage of narrow KV caches (int8, bf16, f16)
 //===----------------------------------------------------------------------===//
 
 def Tfm_QuantizeRowsOp : Tfm_Op<"quantize_rows", [Pure]> {
-  let summary = "f32 rows as int8 codes, each row with its own scale";
+  let summary = "f32 rows as a narrow KV cache stores them: int8 codes "
+                "with a scale per row, or bf16/f16 values";
   let description = [{
-    Quantizes every row of the last dimension (`n` floats) symmetrically to
-    int8: `scale = max |x| / 127`, `code = round(x / scale)` in
-    `[-127, 127]` (a row of zeros: scale 0, codes 0). A result row is `n + 4`
-    bytes: the `n` codes, then the scale's f32 bytes (little-endian), so a
-    row is self-contained and a cache of such rows keeps its positions'
-    layout. What an int8 KV cache stores (`tfm-kv-cache`'s `kv-dtype=int8`):
-    one scale per position and KV head.
+    Stores every row of the last dimension (`n` floats) in the result's
+    element type, what a narrow KV cache holds (`tfm-kv-cache`'s
+    `kv-dtype`):
+
+    - `i8`: quantized symmetrically, `scale = max |x| / 127`, `code =
+      round(x / scale)` in `[-127, 127]` (a row of zeros: scale 0, codes 0).
+      A result row is `n + 4` bytes: the `n` codes, then the scale's f32
+      bytes (little-endian), so a row is self-contained and a cache of such
+      rows keeps its positions' layout: one scale per position and KV head.
+    - `bf16`, `f16`: each value rounded to the nearest (ties to even), the
+      same shape.
 
     ```mlir
     %q = tfm.quantize_rows %k : tensor<?x4x64xf32> -> tensor<?x4x68xi8>
+    %h = tfm.quantize_rows %k : tensor<?x4x64xf32> -> tensor<?x4x64xbf16>
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input);
-  let results = (outs RankedTensorOf<[I8]>:$result);
+  let results = (outs Tfm_StoredRowsTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// Bytes after a row's codes: its f32 scale.
+    /// Bytes after an int8 row's codes: its f32 scale.
     static constexpr int64_t kScaleBytes = 4;
   }];
 }
@@ -647,17 +653,18 @@ def Tfm_QuantizeRowsOp : Tfm_Op<"quantize_rows", [Pure]> {
 def Tfm_DequantizeRowsOp : Tfm_Op<"dequantize_rows", [Pure]> {
   let summary = "the f32 values of rows stored by tfm.quantize_rows";
   let description = [{
-    `x = code · scale` for every row of `n + 4` bytes (`n` codes, then the
-    row's f32 scale). Codegen does not materialize it where the attention
-    kernel reads int8 rows: a `tfm.attention` whose keys and values are
-    dequantized rows calls the kernel's int8 variant, which widens in
-    registers.
+    `x = code · scale` for every int8 row of `n + 4` bytes (`n` codes, then
+    the row's f32 scale); bf16 and f16 values widened exactly. Codegen does
+    not materialize it where the attention kernel reads stored rows: a
+    `tfm.attention` whose keys and values are dequantized rows calls the
+    kernel's variant for their storage (`_rows_i8`, `_rows_bf16`,
+    `_rows_f16`), which widens them a tile at a time.
 
     ```mlir
     %k = tfm.dequantize_rows %q : tensor<?x4x68xi8> -> tensor<?x4x64xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[I8]>:$input);
+  let arguments = (ins Tfm_StoredRowsTensor:$input);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;

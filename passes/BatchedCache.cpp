@@ -130,18 +130,20 @@ CachedKeysAndValues mlir::tfm::appendAndRead(OpBuilder &b, Location loc,
       {ShapedType::kDynamic, keyType.getDimSize(1), keyType.getDimSize(2)},
       keyType.getElementType());
   RankedTensorType storedRows = floatRows;
-  bool int8 = cacheType.getElementType().isInteger(8);
-  if (int8) {
+  // A narrow cache (int8 rows and their scales, bf16, f16) stores its own
+  // element type.
+  bool narrow = cacheType.getElementType() != keyType.getElementType();
+  if (narrow) {
     storedRows = RankedTensorType::get(
         {ShapedType::kDynamic, cacheType.getDimSize(3),
          cacheType.getDimSize(4)},
         cacheType.getElementType());
     auto quantized = [&](Value rows) -> Value {
       auto type = cast<RankedTensorType>(rows.getType());
-      auto bytes = RankedTensorType::get(
+      auto stored = RankedTensorType::get(
           {type.getDimSize(0), type.getDimSize(1), cacheType.getDimSize(4)},
           cacheType.getElementType());
-      return QuantizeRowsOp::create(b, loc, bytes, rows);
+      return QuantizeRowsOp::create(b, loc, stored, rows);
     };
     keys = quantized(keys);
     values = quantized(values);
@@ -155,7 +157,7 @@ CachedKeysAndValues mlir::tfm::appendAndRead(OpBuilder &b, Location loc,
                                     b.getI64IntegerAttr(layer));
   cached.keys = read.getKey();
   cached.values = read.getValue();
-  if (int8) {
+  if (narrow) {
     cached.keys = DequantizeRowsOp::create(b, loc, floatRows, cached.keys);
     cached.values = DequantizeRowsOp::create(b, loc, floatRows, cached.values);
   }

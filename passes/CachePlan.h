@@ -35,9 +35,10 @@ struct CachePlan {
   RankedTensorType crossKeyType;
   unsigned tokensArg = 0;
   std::optional<unsigned> sourceArg;
-  /// The self-attention cache stores int8 rows (tfm.quantize_rows:
-  /// kv-dtype=int8); the cross-attention cache stays f32.
-  bool int8Rows = false;
+  /// What the self-attention cache stores its rows as (tfm.quantize_rows,
+  /// kv-dtype): i8 (codes and a scale), bf16 or f16; null: the keys' own
+  /// f32. The cross-attention cache stays f32.
+  Type storedRows;
 };
 
 /// The cache of `layers` layers of keys of `keyType` ([?, kv_heads,
@@ -50,9 +51,9 @@ RankedTensorType cacheTypeOf(RankedTensorType keyType, size_t layers,
 /// `capacity` (text sources, as long as the decoder's context).
 int64_t crossCapacity(const CachePlan &plan, int64_t capacity);
 
-/// The self-attention cache of `plan`: cacheTypeOf its keys, or for int8
-/// rows [layers, 2, capacity, kv_heads, head_dim + 4] i8 (each row's codes
-/// and scale).
+/// The self-attention cache of `plan`: cacheTypeOf its keys, for int8 rows
+/// [layers, 2, capacity, kv_heads, head_dim + 4] i8 (each row's codes and
+/// scale), for bf16/f16 rows the same shape in that type.
 RankedTensorType selfCacheTypeOf(const CachePlan &plan, int64_t capacity);
 
 /// What appendAndRead returns: the updated cache, and the layer's cached
@@ -62,9 +63,9 @@ struct CachedKeysAndValues {
 };
 /// Appends `keys` and `values` ([s, kv_heads, head_dim] f32) to layer
 /// `layer` of `cache` (of `cacheType`) from position `position`, then
-/// reads its positions [0, end) back; an int8 cache quantizes them on the
-/// way in and dequantizes on the way out (tfm.quantize_rows,
-/// tfm.dequantize_rows).
+/// reads its positions [0, end) back; a narrow cache (int8, bf16, f16)
+/// stores them on the way in and widens them on the way out
+/// (tfm.quantize_rows, tfm.dequantize_rows).
 CachedKeysAndValues appendAndRead(OpBuilder &b, Location loc,
                                   RankedTensorType cacheType, Value cache,
                                   Value keys, Value values, Value position,

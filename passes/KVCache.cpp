@@ -18,6 +18,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Transforms/RegionUtils.h"
 
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Debug.h"
 
 
@@ -372,15 +373,22 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
                             << kModelAttrName;
       return signalPassFailure();
     }
-    if (kvDtype != "f32" && kvDtype != "int8") {
+    Builder types(&getContext());
+    Type storedRows = llvm::StringSwitch<Type>(kvDtype)
+                          .Case("f32", Type())
+                          .Case("bf16", types.getBF16Type())
+                          .Case("f16", types.getF16Type())
+                          .Case("int8", types.getI8Type())
+                          .Default(types.getNoneType());
+    if (isa_and_nonnull<NoneType>(storedRows)) {
       module.emitError() << "tfm-kv-cache: unknown kv-dtype '" << kvDtype
-                         << "' (expected f32 or int8)";
+                         << "' (expected f32, bf16, f16 or int8)";
       return signalPassFailure();
     }
     FailureOr<CachePlan> plan = planCache(forward);
     if (failed(plan))
       return signalPassFailure();
-    plan->int8Rows = kvDtype == "int8";
+    plan->storedRows = storedRows;
     if (plan->sourceArg && plan->crossLayers.empty()) {
       forward.emitOpError("tfm-kv-cache: an encoder-decoder without "
                           "cross-attention");
@@ -413,11 +421,12 @@ RankedTensorType mlir::tfm::cacheTypeOf(RankedTensorType keyType,
 RankedTensorType mlir::tfm::selfCacheTypeOf(const CachePlan &plan,
                                             int64_t capacity) {
   RankedTensorType f32 = cacheTypeOf(plan.keyType, plan.layers.size(), capacity);
-  if (!plan.int8Rows)
+  if (!plan.storedRows)
     return f32;
   SmallVector<int64_t> shape(f32.getShape());
-  shape.back() += QuantizeRowsOp::kScaleBytes;
-  return RankedTensorType::get(shape, IntegerType::get(f32.getContext(), 8));
+  if (plan.storedRows.isInteger(8))
+    shape.back() += QuantizeRowsOp::kScaleBytes;
+  return RankedTensorType::get(shape, plan.storedRows);
 }
 
 Value mlir::tfm::pickRows(

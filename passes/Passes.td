@@ -59,12 +59,13 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
     attending causally as @prefill does, and the final norm and LM head run
     on each chunk's last row only.
 
-    With `kv-dtype=int8` the self-attention cache stores each position's
-    keys and values of a KV head as int8 codes with an f32 scale
-    (`tfm.quantize_rows` before the append, `tfm.dequantize_rows` after the
-    read, which the CPU's attention kernel reads fused): `[layers, 2,
-    capacity, kv_heads, head_dim + 4]` i8, a quarter of f32's bytes (a
-    cross-attention cache stays f32).
+    With `kv-dtype=bf16` or `f16` the self-attention cache stores keys and
+    values rounded to that type, half of f32's bytes; with `kv-dtype=int8`
+    each position's keys and values of a KV head as int8 codes with an f32
+    scale, `[layers, 2, capacity, kv_heads, head_dim + 4]` i8, a quarter of
+    f32's bytes. Either way `tfm.quantize_rows` comes before the append and
+    `tfm.dequantize_rows` after the read, which the CPU's attention kernel
+    reads fused (a cross-attention cache stays f32).
 
     The pass refuses, naming the op, what it cannot cache: bidirectional or
     biased attention, causal or biased cross-attention, positions it cannot
@@ -79,8 +80,8 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
            "Also derive @prefill_batch (decoders): chunks of several "
            "sequences in one call">,
     Option<"kvDtype", "kv-dtype", "std::string", /*default=*/"\"f32\"",
-           "Storage of the self-attention cache: f32, or int8 (rows of "
-           "codes with a scale each)">
+           "Storage of the self-attention cache: f32, bf16, f16, or int8 "
+           "(rows of codes with a scale each)">
   ];
   let dependentDialects = ["::mlir::tensor::TensorDialect",
                            "::mlir::scf::SCFDialect",

@@ -18,7 +18,8 @@ struct TfmPipelineOptions {
   bool kvCache = true;
   /// Cache capacity; 0 takes the model's maximum context.
   int64_t maxContext = 0;
-  /// The self-attention cache's storage: f32 or int8 (tfm-kv-cache).
+  /// The self-attention cache's storage: f32, bf16, f16 or int8
+  /// (tfm-kv-cache).
   std::string kvDtype = "f32";
   /// Derive @decode_batch and @prefill_batch (the serving engine's).
   bool batchedEntryPoints = true;

@@ -13,7 +13,7 @@
 #include "runtime/runtime_kernels.h"
 #include "runtime/simd.h"
 #include "runtime/tfm_model_abi.h"
-#include "runtime/widen_rows_i8.h"
+#include "runtime/widen_rows.h"
 
 #include <stdint.h>
 
@@ -22,9 +22,11 @@ enum {
 };
 
 typedef struct {
-  /* k and v are NULL where keys and values are int8 rows (k8, v8). */
+  /* k and v are NULL where keys and values are a narrow cache's stored
+   * rows (k_rows and v_rows, stored as `rows` says; TFM_ROWS_F32: none). */
   const tfm_memref3d_f32 *q, *k, *v, *out;
-  const tfm_memref3d_i8 *k8, *v8;
+  const void *k_rows, *v_rows;
+  tfm_row_storage rows;
   float scale;
   int causal;
   int64_t window; /* 0: none */
@@ -42,12 +44,6 @@ typedef struct {
 } attention_job;
 
 TFM_INLINE float *row(const tfm_memref3d_f32 *m, int64_t i, int64_t h) {
-  return m->aligned + m->offset + i * m->strides[0] + h * m->strides[1];
-}
-
-/* Row i of KV head h of int8 rows: its codes, then its f32 scale. */
-TFM_INLINE const int8_t *row_i8(const tfm_memref3d_i8 *m, int64_t i,
-                                int64_t h) {
   return m->aligned + m->offset + i * m->strides[0] + h * m->strides[1];
 }
 

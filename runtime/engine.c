@@ -44,7 +44,7 @@ struct tfm_engine {
   int64_t capacity;       /* positions per sequence */
   int64_t cache_shape[6]; /* [slots, layers, 2, capacity, kv_heads, dim] */
   size_t slot_bytes;     /* one sequence's whole cache */
-  int32_t cache_dtype;    /* f32, or an int8 cache's rows (TFM_DTYPE_I8) */
+  int32_t cache_dtype;    /* f32, bf16, f16, or an int8 cache's rows */
   int64_t *free_slots, free_slot_count;
   request *waiting, *running; /* FIFO queue; admission order */
   int64_t next_id, admissions;
@@ -83,10 +83,11 @@ tfm_status_code tfm_engine_new(tfm_model *model,
                     "compile a decoder language model with tfmc's defaults "
                     "to serve it",
                     desc->name);
-  if (cache->dtype != TFM_DTYPE_F32 && cache->dtype != TFM_DTYPE_I8)
+  if (cache->dtype != TFM_DTYPE_F32 && cache->dtype != TFM_DTYPE_BF16 &&
+      cache->dtype != TFM_DTYPE_F16 && cache->dtype != TFM_DTYPE_I8)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "model '%s': the engine serves f32 and int8 KV caches, "
-                    "not dtype %d",
+                    "model '%s': the engine serves f32, bf16, f16 and int8 "
+                    "KV caches, not dtype %d",
                     desc->name, (int)cache->dtype);
   tfm_engine_options o = options ? *options : tfm_engine_default_options();
   tfm_engine_options d = tfm_engine_default_options();

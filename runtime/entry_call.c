@@ -23,6 +23,10 @@ static const char *dtype_name(int32_t dtype) {
     return "i64";
   case TFM_DTYPE_I8:
     return "i8";
+  case TFM_DTYPE_BF16:
+    return "bf16";
+  case TFM_DTYPE_F16:
+    return "f16";
   }
   return "?";
 }

@@ -14,8 +14,9 @@
  * query (decode) takes its own path, split over chunks of keys instead
  * (kernels_attention_decode.c).
  *
- * Keys and values cached as int8 rows (an int8 KV cache) are widened a
- * tile at a time into the buffers a strided f32 cache already uses.
+ * Keys and values cached as a narrow KV cache's rows (int8, bf16, f16) are
+ * widened a tile at a time into the buffers a strided f32 cache already
+ * uses.
  *
  * Vectors are GCC's generic vectors; the hot functions are cloned for
  * AVX-512, AVX2 and baseline x86-64 and picked at load time. A query
@@ -125,14 +126,21 @@ static attention_job make_job(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
   return sized(job, k->sizes[0], k->sizes[1], v->sizes[2]);
 }
 
-/* The job over int8 rows: head_dim + 4 bytes a row (codes, scale). */
-static attention_job make_job_rows_i8(tfm_memref3d_f32 *q, tfm_memref3d_i8 *k,
-                                      tfm_memref3d_i8 *v,
-                                      tfm_memref3d_f32 *out, float scale,
-                                      int64_t causal, int64_t window) {
-  attention_job job = {.q = q, .out = out, .k8 = k, .v8 = v, .scale = scale,
+/* The job over a narrow cache's rows (k and v: tfm_memref3d_i8 for int8
+ * rows, head_dim + 4 bytes a row of codes and scale; tfm_memref3d_u16 for
+ * bf16 and f16; every 3-D descriptor has the same layout). */
+static attention_job make_job_rows(tfm_row_storage storage,
+                                   tfm_memref3d_f32 *q, const void *k,
+                                   const void *v, tfm_memref3d_f32 *out,
+                                   float scale, int64_t causal,
+                                   int64_t window) {
+  const tfm_memref3d_i8 *keys = k, *values = v;
+  attention_job job = {.q = q, .out = out, .k_rows = k, .v_rows = v,
+                       .rows = storage, .scale = scale,
                        .causal = (int)causal, .window = window};
-  return sized(job, k->sizes[0], k->sizes[1], v->sizes[2] - 4);
+  int64_t scale_bytes = storage == TFM_ROWS_I8 ? 4 : 0;
+  return sized(job, keys->sizes[0], keys->sizes[1],
+               values->sizes[2] - scale_bytes);
 }
 
 static void attend(attention_job job) {
@@ -162,20 +170,26 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
   attend(job);
 }
 
-TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_i8(
-    tfm_memref3d_f32 *q, tfm_memref3d_i8 *k, tfm_memref3d_i8 *v,
-    tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window) {
-  attend(make_job_rows_i8(q, k, v, out, scale, causal, window));
-}
-
-TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_i8(
-    tfm_memref3d_f32 *q, tfm_memref3d_i8 *k, tfm_memref3d_i8 *v,
-    tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
-    int64_t causal, int64_t window) {
-  attention_job job = make_job_rows_i8(q, k, v, out, scale, causal, window);
-  job.distance_bias = distance_bias;
-  attend(job);
-}
+/* The kernel's entry points over stored rows, plain and with
+ * relative-position terms, for one storage. */
+#define ATTENTION_OVER_ROWS(suffix, element, storage)                         \
+  TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_##suffix(                \
+      tfm_memref3d_f32 *q, element *k, element *v, tfm_memref3d_f32 *out,     \
+      float scale, int64_t causal, int64_t window) {                          \
+    attend(make_job_rows(storage, q, k, v, out, scale, causal, window));      \
+  }                                                                           \
+  TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_##suffix(         \
+      tfm_memref3d_f32 *q, element *k, element *v,                            \
+      tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,    \
+      int64_t causal, int64_t window) {                                       \
+    attention_job job =                                                       \
+        make_job_rows(storage, q, k, v, out, scale, causal, window);          \
+    job.distance_bias = distance_bias;                                        \
+    attend(job);                                                              \
+  }
+ATTENTION_OVER_ROWS(i8, tfm_memref3d_i8, TFM_ROWS_I8)
+ATTENTION_OVER_ROWS(bf16, tfm_memref3d_u16, TFM_ROWS_BF16)
+ATTENTION_OVER_ROWS(f16, tfm_memref3d_u16, TFM_ROWS_F16)
 
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,

@@ -2,8 +2,9 @@
  *
  * The decode step of tfm_rt_attention (see kernels_attention.c): one query
  * per head against the whole KV cache, which is read once and split over
- * the runtime's threads by key positions (flash-decoding). Int8 rows are
- * widened a chunk of positions at a time, every KV head's rows once for
+ * the runtime's threads by key positions (flash-decoding). A narrow
+ * cache's rows (int8, bf16, f16) are widened a chunk of positions at a
+ * time, every KV head's rows once for
  * the query heads that share them. A chunk's work
  * (attention_decode_chunk.inc) comes in two vector widths, as the
  * prefill's does (vector_width.h).
@@ -27,7 +28,7 @@ typedef struct {
   const float *q;  /* [heads][dp], scaled, zero-padded */
   float *partials; /* [chunks][heads][dvp + 2]: values, maximum, sum */
   float *scores;   /* [chunks][chunk]: one head's at a time */
-  float *widened;  /* int8 rows: [threads][chunk][dp + dvp] */
+  float *widened;  /* stored rows: [threads][chunk][dp + dvp] */
   int64_t first, last, chunk, dp, dvp;
 } decode_job;
 
@@ -124,7 +125,7 @@ void tfm_attend_decode(const attention_job *job) {
   dj.dvp = round_up_to_lanes(job->dv);
   dj.chunk = decode_chunk_keys(dj.last - dj.first);
   int64_t chunks = (dj.last - dj.first + dj.chunk - 1) / dj.chunk;
-  size_t widened = job->k8 ? (size_t)(tfm_thread_count() * dj.chunk *
+  size_t widened = job->rows != TFM_ROWS_F32 ? (size_t)(tfm_thread_count() * dj.chunk *
                                      (dj.dp + dj.dvp))
                            : 0;
   size_t floats = (size_t)(job->heads * dj.dp +

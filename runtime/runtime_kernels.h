@@ -74,13 +74,29 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
     int64_t causal, int64_t window);
 /* The same over keys and values cached as int8 rows (an int8 KV cache,
  * tfm.quantize_rows): [keys, kv_heads, head_dim + 4] bytes, each row its
- * codes and then its f32 scale; widened in registers. */
+ * codes and then its f32 scale; widened a tile at a time. */
 typedef TFM_MEMREF(int8_t, 3) tfm_memref3d_i8;
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_i8(
     tfm_memref3d_f32 *q, tfm_memref3d_i8 *k, tfm_memref3d_i8 *v,
     tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window);
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_i8(
     tfm_memref3d_f32 *q, tfm_memref3d_i8 *k, tfm_memref3d_i8 *v,
+    tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
+    int64_t causal, int64_t window);
+/* The same over a bf16 or f16 KV cache's values: [keys, kv_heads,
+ * head_dim] 16-bit elements, widened a tile at a time. */
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_bf16(
+    tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
+    tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window);
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_bf16(
+    tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
+    tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
+    int64_t causal, int64_t window);
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_f16(
+    tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
+    tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window);
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_f16(
+    tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
     tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
     int64_t causal, int64_t window);
 /* The same over several sequences packed end to end (s = t rows, `lengths`

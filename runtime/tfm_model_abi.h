@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 15
+#define TFM_ABI_VERSION 16
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -119,17 +119,30 @@ typedef enum {
 } tfm_role;
 
 /* TFM_DTYPE_I8: bytes, an int8 KV cache's (rows of codes and their f32
- * scale, tfm.quantize_rows). */
+ * scale, tfm.quantize_rows); TFM_DTYPE_BF16 and TFM_DTYPE_F16: a bf16 or
+ * f16 KV cache's values. */
 typedef enum {
   TFM_DTYPE_F32 = 0,
   TFM_DTYPE_I32 = 1,
   TFM_DTYPE_I64 = 2,
-  TFM_DTYPE_I8 = 3
+  TFM_DTYPE_I8 = 3,
+  TFM_DTYPE_BF16 = 4,
+  TFM_DTYPE_F16 = 5
 } tfm_dtype;
 
 /* Bytes of one element of `dtype`. */
 static inline int64_t tfm_dtype_bytes(int32_t dtype) {
-  return dtype == TFM_DTYPE_I64 ? 8 : dtype == TFM_DTYPE_I8 ? 1 : 4;
+  switch (dtype) {
+  case TFM_DTYPE_I64:
+    return 8;
+  case TFM_DTYPE_I8:
+    return 1;
+  case TFM_DTYPE_BF16:
+  case TFM_DTYPE_F16:
+    return 2;
+  default:
+    return 4;
+  }
 }
 
 /* State an entry point keeps between calls (tfm.cache in the IR). */

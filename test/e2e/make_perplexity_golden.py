@@ -19,6 +19,10 @@ the cache computes (test/e2e/kv-cache-int8.test):
 
     /usr/bin/python3 test/e2e/make_perplexity_golden.py ../shared \\
         --kv-int8 > test/e2e/Inputs/stories260K.perplexity-kv-int8.json
+
+With --kv-bf16 or --kv-f16, keys and values are rounded to that type (to
+nearest, ties to even: torch's conversion) as a bf16 or f16 KV cache
+(tfmc --kv-dtype=bf16, f16; test/e2e/kv-cache-half.test) stores them.
 """
 import json
 import math
@@ -39,18 +43,25 @@ def round_rows_to_int8(states):
     return codes * (largest / 127.0)
 
 
-def read_keys_and_values_as_int8():
+def read_keys_and_values_rounded(rounding):
     """LlamaAttention passes its keys and values through repeat_kv
     (grouped-query heads) right before using them: round them there."""
     repeat_kv = modeling_llama.repeat_kv
     modeling_llama.repeat_kv = lambda states, n_rep: repeat_kv(
-        round_rows_to_int8(states), n_rep)
+        rounding(states), n_rep)
+
+
+CACHE_ROUNDING = {
+    "--kv-int8": round_rows_to_int8,
+    "--kv-bf16": lambda states: states.to(torch.bfloat16).to(torch.float32),
+    "--kv-f16": lambda states: states.to(torch.float16).to(torch.float32),
+}
 
 
 def main():
     shared = sys.argv[1]
-    if "--kv-int8" in sys.argv[2:]:
-        read_keys_and_values_as_int8()
+    for flag in sys.argv[2:]:
+        read_keys_and_values_rounded(CACHE_ROUNDING[flag])
     model_dir = f"{shared}/models/stories260K-hf"
     tokenizer = AutoTokenizer.from_pretrained(model_dir, use_fast=False)
     model = LlamaForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32)

@@ -969,6 +969,22 @@ func.func @quantize_rows_dynamic(%x: tensor<2x?xf32>) {
 
 // -----
 
+func.func @quantize_rows_f16_length(%x: tensor<?x2x4xf32>) {
+  // expected-error @+1 {{'tfm.quantize_rows' op expected result row (8) to match input row (4)}}
+  %q = tfm.quantize_rows %x : tensor<?x2x4xf32> -> tensor<?x2x8xf16>
+  return
+}
+
+// -----
+
+func.func @quantize_rows_to_f32(%x: tensor<?x4xf32>) {
+  // expected-error @+1 {{'tfm.quantize_rows' op result #0 must be ranked tensor of 8-bit signless integer or bfloat16 type or 16-bit float values}}
+  %q = tfm.quantize_rows %x : tensor<?x4xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
 func.func @dequantize_rows_heads(%q: tensor<?x2x8xi8>) {
   // expected-error @+1 {{'tfm.dequantize_rows' op expected input dimension 1 (2) to match result dimension 1 (3)}}
   %x = tfm.dequantize_rows %q : tensor<?x2x8xi8> -> tensor<?x3x4xf32>

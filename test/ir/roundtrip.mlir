@@ -242,6 +242,21 @@ func.func @kv_cache_int8(%cache: tensor<3x2x16x2x8xi8>, %k: tensor<?x2x4xf32>, %
 
 // -----
 
+// A bf16 cache: rows rounded to bf16 on the way in, widened on the way out.
+// CHECK-LABEL: func.func @kv_cache_bf16
+func.func @kv_cache_bf16(%cache: tensor<3x2x16x2x4xbf16>, %k: tensor<?x2x4xf32>, %pos: index)
+    -> (tensor<3x2x16x2x4xbf16>, tensor<?x2x4xf32>) {
+  // CHECK: tfm.quantize_rows %{{.*}} : tensor<?x2x4xf32> -> tensor<?x2x4xbf16>
+  %qk = tfm.quantize_rows %k : tensor<?x2x4xf32> -> tensor<?x2x4xbf16>
+  %c1 = tfm.kv_cache_append %cache[2], %qk, %qk at %pos : tensor<3x2x16x2x4xbf16>, tensor<?x2x4xbf16>, tensor<?x2x4xbf16>
+  %rk, %rv = tfm.kv_cache_read %c1[2] length %pos : tensor<3x2x16x2x4xbf16> -> tensor<?x2x4xbf16>, tensor<?x2x4xbf16>
+  // CHECK: tfm.dequantize_rows %{{.*}} : tensor<?x2x4xbf16> -> tensor<?x2x4xf32>
+  %k1 = tfm.dequantize_rows %rk : tensor<?x2x4xbf16> -> tensor<?x2x4xf32>
+  return %c1, %k1 : tensor<3x2x16x2x4xbf16>, tensor<?x2x4xf32>
+}
+
+// -----
+
 // Partial rotary, explicit (scaled) frequencies, scaled embeddings.
 // CHECK-LABEL: func.func @rope_variants
 func.func @rope_variants(%x: tensor<?x2x8xf32>, %p: tensor<?xi32>, %t: tensor<16x8xf32>) -> (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x8xf32>) {

@@ -1,12 +1,13 @@
 //===- KernelTest.cpp - the kernels generated code calls ---------------===//
 //
-// tfm_rt_attention[_packed|_biased][_rows_i8], tfm_rt_matmul_nt and
+// tfm_rt_attention[_packed|_biased][_rows_i8|_rows_bf16|_rows_f16],
+// tfm_widen_rows, tfm_rt_matmul_nt and
 // tfm_rt_linear_panels[_bias] against plain double-precision loops, over
 // the shapes that exercise their paths: several query blocks and key
 // tiles, the causal diagonal inside a tile, sliding windows, grouped-query
 // heads, head sizes that are not a multiple of the vector width, strided
 // views (a fused QKV projection's slices), single-query decode, keys and
-// values stored as int8 rows, GEMM row blocks, depth blocks and a
+// values stored as int8, bf16 or f16 rows, GEMM row blocks, depth blocks and a
 // zero-padded last panel, and work split over threads.
 //
 //===----------------------------------------------------------------------===//
@@ -15,7 +16,7 @@ extern "C" {
 #include "runtime/buffer_cache.h"
 #include "runtime/vector_width.h"
 }
-#include "runtime/widen_rows_i8.h"
+#include "runtime/widen_rows.h"
 #include "runtime/runtime_kernels.h"
 #include "test/runtime/RandomValues.h"
 
@@ -45,9 +46,10 @@ struct AttentionCase {
   /// in rows of s + t - 1 + this many floats (a strided view).
   bool distanceBias = false;
   int64_t biasRowPadding = 0;
-  /// Keys and values as an int8 cache stores them (the _rows_i8 kernels);
-  /// the reference reads their dequantized values.
-  bool int8Rows = false;
+  /// Keys and values as a narrow cache stores them (the _rows_i8,
+  /// _rows_bf16 and _rows_f16 kernels); the reference reads the values
+  /// they hold.
+  tfm_row_storage storedRows = TFM_ROWS_F32;
 };
 
 /// `values` ([rows, n] floats) as rows of n int8 codes and the f32 scale
@@ -78,6 +80,33 @@ tfm_memref3d_i8 rowsView(std::vector<int8_t> &bytes, int64_t rows,
           {heads * (n + 4), n + 4, 1}};
 }
 
+/// `values` rounded to bf16 (to nearest, ties to even) or to f16 (the
+/// compiler's conversion of _Float16); `values` become what they hold.
+std::vector<uint16_t> roundTo16Bits(std::vector<float> &values,
+                                    tfm_row_storage storage) {
+  std::vector<uint16_t> halves(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &values[i], sizeof bits);
+    if (storage == TFM_ROWS_BF16) {
+      halves[i] = uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+      bits = uint32_t(halves[i]) << 16;
+      std::memcpy(&values[i], &bits, sizeof bits);
+    } else {
+      _Float16 half = _Float16(values[i]);
+      std::memcpy(&halves[i], &half, sizeof half);
+      values[i] = float(half);
+    }
+  }
+  return halves;
+}
+
+tfm_memref3d_u16 rowsView16(std::vector<uint16_t> &values, int64_t rows,
+                            int64_t heads, int64_t n) {
+  return {values.data(), values.data(), 0, {rows, heads, n},
+          {heads * n, n, 1}};
+}
+
 /// Runs the kernel on one case and compares with the reference.
 void checkAttentionAtWidth(const AttentionCase &c);
 
@@ -98,7 +127,7 @@ void checkAttentionAtWidth(const AttentionCase &c) {
                << "s=" << c.s << " t=" << c.t << " heads=" << c.heads << "/"
                << c.kvHeads << " d=" << c.d << " dv=" << c.dv
                << " causal=" << c.causal << " window=" << c.window
-               << " int8=" << c.int8Rows);
+               << " stored rows=" << c.storedRows);
   // q sits in a wider buffer (offset 3, 5 spare floats per row).
   int64_t qRow = c.heads * c.d + 5;
   std::vector<float> q = randomValues(3 + c.s * qRow, 1);
@@ -114,7 +143,21 @@ void checkAttentionAtWidth(const AttentionCase &c) {
   std::vector<float> bias = randomValues(c.heads * biasRow, 7);
   tfm_memref2d_f32 bm = {bias.data(), bias.data(), 0, {c.heads, columns},
                          {biasRow, 1}};
-  if (c.int8Rows) {
+  if (c.storedRows == TFM_ROWS_BF16 || c.storedRows == TFM_ROWS_F16) {
+    std::vector<uint16_t> kRows = roundTo16Bits(k, c.storedRows);
+    std::vector<uint16_t> vRows = roundTo16Bits(v, c.storedRows);
+    tfm_memref3d_u16 k16 = rowsView16(kRows, c.t, c.kvHeads, c.d);
+    tfm_memref3d_u16 v16 = rowsView16(vRows, c.t, c.kvHeads, c.dv);
+    bool bf16 = c.storedRows == TFM_ROWS_BF16;
+    if (c.distanceBias)
+      (bf16 ? _mlir_ciface_tfm_rt_attention_biased_rows_bf16
+            : _mlir_ciface_tfm_rt_attention_biased_rows_f16)(
+          &qm, &k16, &v16, &bm, &om, scale, c.causal, c.window);
+    else
+      (bf16 ? _mlir_ciface_tfm_rt_attention_rows_bf16
+            : _mlir_ciface_tfm_rt_attention_rows_f16)(
+          &qm, &k16, &v16, &om, scale, c.causal, c.window);
+  } else if (c.storedRows == TFM_ROWS_I8) {
     std::vector<int8_t> kRows = quantizeRows(k, c.d);
     std::vector<int8_t> vRows = quantizeRows(v, c.dv);
     tfm_memref3d_i8 k8 = rowsView(kRows, c.t, c.kvHeads, c.d);
@@ -216,10 +259,10 @@ TEST(AttentionKernel, RelativePositionTermsByDistance) {
   checkAttention({5, 70, 2, 2, 8, 8, 0, false, true, /*biasRowPadding=*/3});
 }
 
-TEST(AttentionKernel, Int8RowsWidenedInPrefillAndDecode) {
-  // Prefill over tiles and decode over chunks; head sizes of whole
-  // vectors (the vector widening) and not (the scalar one); grouped
-  // queries, a window, relative-position terms.
+TEST(AttentionKernel, StoredRowsWidenedInPrefillAndDecode) {
+  // Int8, bf16 and f16 rows; prefill over tiles and decode over chunks;
+  // head sizes of whole vectors (the vector widening) and not (the scalar
+  // one); grouped queries, a window, relative-position terms.
   for (AttentionCase c : std::vector<AttentionCase>{
            {150, 150, 4, 2, 64, 64, 0, true},
            {1, 300, 12, 4, 64, 64, 0, true},
@@ -228,13 +271,14 @@ TEST(AttentionKernel, Int8RowsWidenedInPrefillAndDecode) {
            {1, 33, 4, 4, 10, 10, 0, true},
            {1, 300, 2, 2, 16, 16, 100, true},
            {40, 130, 2, 2, 32, 32, 0, true, true},
-           {1, 77, 4, 4, 16, 16, 0, true, true}}) {
-    c.int8Rows = true;
-    checkAttention(c);
-  }
+           {1, 77, 4, 4, 16, 16, 0, true, true}})
+    for (tfm_row_storage storage : {TFM_ROWS_I8, TFM_ROWS_BF16, TFM_ROWS_F16}) {
+      c.storedRows = storage;
+      checkAttention(c);
+    }
 }
 
-/// tfm_widen_rows_i8 alone: whole vectors and a tail (n = 20), unit-stride
+/// tfm_widen_rows of int8 rows alone: whole vectors and a tail (n = 20), unit-stride
 /// rows (the vector path) and rows whose codes are two bytes apart (the
 /// scalar one), a first row other than 0, a second head, zero padding.
 TEST(AttentionKernel, Int8RowsWidenedPerTile) {
@@ -252,13 +296,51 @@ TEST(AttentionKernel, Int8RowsWidenedPerTile) {
                             {rows, heads, n + 4},
                             {heads * (n + 4) * spread, (n + 4) * spread, spread}};
     std::vector<float> out(count * np, NAN);
-    tfm_widen_rows_i8(&view, first, count, /*h=*/1, n, np, out.data());
+    tfm_widen_rows(TFM_ROWS_I8, &view, first, count, /*h=*/1, n, np,
+                   out.data());
     for (int64_t r = 0; r < count; ++r)
       for (int64_t c = 0; c < np; ++c)
         EXPECT_EQ(out[r * np + c],
                   c < n ? values[((first + r) * heads + 1) * n + c] : 0.0f)
             << "row " << r << " column " << c;
   }
+}
+
+/// The same for bf16 and f16 rows, with values at the edges of their
+/// ranges: f16's subnormals, infinities and a NaN widen exactly.
+TEST(AttentionKernel, HalfRowsWidenedPerTile) {
+  const int64_t rows = 7, heads = 2, n = 20, np = 24, first = 2, count = 4;
+  for (tfm_row_storage storage : {TFM_ROWS_BF16, TFM_ROWS_F16})
+    for (int64_t spread : {1, 2}) {
+      SCOPED_TRACE(testing::Message() << "storage=" << storage
+                                      << " element stride=" << spread);
+      std::vector<float> values = randomValues(rows * heads * n, 9);
+      int64_t edge = ((first + 1) * heads + 1) * n; // widened row 1
+      values[edge] = 3e-6f;                         // an f16 subnormal
+      values[edge + 1] = -INFINITY;
+      values[edge + 9] = 1e30f; // past f16's range: +inf there
+      std::vector<uint16_t> stored = roundTo16Bits(values, storage);
+      values[edge + 2] = NAN;
+      stored[edge + 2] = storage == TFM_ROWS_BF16 ? 0x7fc0 : 0x7e00;
+      std::vector<uint16_t> spaced(stored.size() * spread, 0x3c00);
+      for (size_t i = 0; i < stored.size(); ++i)
+        spaced[i * spread] = stored[i];
+      tfm_memref3d_u16 view = {spaced.data(), spaced.data(), 0,
+                               {rows, heads, n},
+                               {heads * n * spread, n * spread, spread}};
+      std::vector<float> out(count * np, -1.0f);
+      tfm_widen_rows(storage, &view, first, count, /*h=*/1, n, np, out.data());
+      for (int64_t r = 0; r < count; ++r)
+        for (int64_t c = 0; c < np; ++c) {
+          float expected =
+              c < n ? values[((first + r) * heads + 1) * n + c] : 0.0f;
+          float got = out[r * np + c];
+          if (std::isnan(expected))
+            EXPECT_TRUE(std::isnan(got)) << "row " << r << " column " << c;
+          else
+            EXPECT_EQ(got, expected) << "row " << r << " column " << c;
+        }
+    }
 }
 
 /// Packed sequences of `lengths` against each sequence run alone: the

@@ -119,9 +119,10 @@ cl::opt<std::string> weightsDtype(
     cl::value_desc("dtype"), cl::cat(passCategory));
 cl::opt<std::string> kvDtype(
     "kv-dtype",
-    cl::desc("Storage of the KV cache: f32 (default), or int8 (each "
-             "position's keys and values of a KV head as int8 codes with an "
-             "f32 scale: a quarter of the bytes and of attention's reads)"),
+    cl::desc("Storage of the KV cache: f32 (default), bf16 or f16 (half "
+             "the bytes and of attention's reads), or int8 (each position's "
+             "keys and values of a KV head as int8 codes with an f32 scale: "
+             "a quarter)"),
     cl::init("f32"), cl::value_desc("dtype"), cl::cat(passCategory));
 cl::opt<std::string> edgeDtype(
     "edge-dtype",

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""Writes t5.logits-kv-int8.bin (test/e2e/seq2seq/Inputs): the teacher-
-forced decoder logits of Inputs/t5 (make_seq2seq_goldens.py's model, its
-SOURCE and DECODER tokens) as an int8 KV cache computes them (tfmc
---kv-dtype=int8): every decoder self-attention reads its keys and values
-with each position's row of a head rounded to 127 steps of its largest
-magnitude. T5 has no rotary positions, so rounding the outputs of the k
-and v projections is rounding what the cache stores; the cross-attention
-cache stays f32. Every key and value is cached when a query reads it, so
-the whole sequence's forward with rounded rows is what decoding computes.
+"""Writes t5.logits-kv-{int8,bf16,f16}.bin (test/e2e/seq2seq/Inputs): the
+teacher-forced decoder logits of Inputs/t5 (make_seq2seq_goldens.py's
+model, its SOURCE and DECODER tokens) as a narrow KV cache computes them
+(tfmc --kv-dtype=int8, bf16, f16): every decoder self-attention reads its
+keys and values as the cache stores them, int8 with each position's row of
+a head rounded to 127 steps of its largest magnitude, bf16 and f16 each
+value rounded to that type. T5 has no rotary positions, so rounding the
+outputs of the k and v projections is rounding what the cache stores; the
+cross-attention cache stays f32. Every key and value is cached when a
+query reads it, so the whole sequence's forward with rounded rows is what
+decoding computes.
 
     bash ../shared/reference/setup.sh && source /tmp/tfm-hfref/env.sh
-    /usr/bin/python3 test/e2e/seq2seq/make_kv_int8_goldens.py
+    /usr/bin/python3 test/e2e/seq2seq/make_kv_cache_goldens.py
 """
 import os
 import sys
@@ -26,17 +28,17 @@ DECODER_TOKENS = [0, 12, 7, 30, 5, 48, 22, 9, 41, 3, 17, 58, 33, 6, 20, 14]
 
 
 sys.path.insert(0, os.path.dirname(HERE))
-from make_perplexity_golden import round_rows_to_int8  # noqa: E402
+from make_perplexity_golden import CACHE_ROUNDING  # noqa: E402
 
 
-def main():
+def write_logits(dtype, rounding):
     model = tf.T5ForConditionalGeneration.from_pretrained(
         os.path.join(INPUTS, "t5"), torch_dtype=torch.float32).eval()
     heads, head_dim = model.config.num_heads, model.config.d_kv
 
     def rounded(module, inputs, output):
         rows = output.view(*output.shape[:-1], heads, head_dim)
-        return round_rows_to_int8(rows).view(output.shape)
+        return rounding(rows).view(output.shape)
 
     for block in model.decoder.block:
         attention = block.layer[0].SelfAttention
@@ -46,7 +48,12 @@ def main():
         logits = model(input_ids=torch.tensor([SOURCE_TOKENS]),
                        decoder_input_ids=torch.tensor([DECODER_TOKENS])).logits
     logits[0].float().numpy().astype("<f4").tofile(
-        os.path.join(INPUTS, "t5.logits-kv-int8.bin"))
+        os.path.join(INPUTS, f"t5.logits-kv-{dtype}.bin"))
+
+
+def main():
+    for dtype in ("int8", "bf16", "f16"):
+        write_logits(dtype, CACHE_ROUNDING[f"--kv-{dtype}"])
 
 
 if __name__ == "__main__":
