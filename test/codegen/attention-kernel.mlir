@@ -114,3 +114,30 @@ func.func @int8_rows(%q: tensor<?x8x4xf32>, %k: tensor<?x2x8xi8>, %v: tensor<?x2
   %0 = tfm.attention %q, %kf, %vf {causal, scale = 0.5 : f32} : (tensor<?x8x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x8x4xf32>
   return %0 : tensor<?x8x4xf32>
 }
+
+// -----
+
+// Keys and values read from a bf16 cache: the kernel's _rows_bf16 variant
+// takes them as stored; f16's _rows_f16.
+// CHECK-LABEL: func.func private @tfm_rt_attention_rows_bf16(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xbf16, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xbf16, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, f32, i64, i64)
+// CHECK-LABEL: func.func @bf16_rows
+// CHECK-NOT: linalg.generic
+// CHECK: call @tfm_rt_attention_rows_bf16
+// CHECK-NOT: linalg.generic
+func.func @bf16_rows(%q: tensor<?x8x4xf32>, %k: tensor<?x2x4xbf16>, %v: tensor<?x2x4xbf16>) -> tensor<?x8x4xf32> {
+  %kf = tfm.dequantize_rows %k : tensor<?x2x4xbf16> -> tensor<?x2x4xf32>
+  %vf = tfm.dequantize_rows %v : tensor<?x2x4xbf16> -> tensor<?x2x4xf32>
+  %0 = tfm.attention %q, %kf, %vf {causal, scale = 0.5 : f32} : (tensor<?x8x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x8x4xf32>
+  return %0 : tensor<?x8x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func private @tfm_rt_attention_biased_rows_f16(
+// CHECK-LABEL: func.func @f16_rows_relative
+// CHECK: call @tfm_rt_attention_biased_rows_f16
+func.func @f16_rows_relative(%q: tensor<?x2x4xf32>, %k: tensor<?x2x4xf16>, %table: tensor<8x2xf32>) -> tensor<?x2x4xf32> {
+  %kf = tfm.dequantize_rows %k : tensor<?x2x4xf16> -> tensor<?x2x4xf32>
+  %0 = tfm.attention %q, %kf, %kf relative_bias %table {causal, max_distance = 12 : i64, scale = 1.0 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<8x2xf32>) -> tensor<?x2x4xf32>
+  return %0 : tensor<?x2x4xf32>
+}

@@ -352,3 +352,40 @@ func.func @quantized_rows(%k: tensor<?x2x4xf32>) -> tensor<?x2x4xf32> {
   %d = tfm.dequantize_rows %q : tensor<?x2x8xi8> -> tensor<?x2x4xf32>
   return %d : tensor<?x2x4xf32>
 }
+
+// -----
+
+// bf16 rows: rounded to nearest even in integer arithmetic (the lowest
+// kept bit plus 0x7fff added, the top half kept; a NaN quieted), widened
+// back by extension.
+// CHECK-LABEL: func.func @bf16_rows
+// CHECK-SAME: (%[[X:.*]]: tensor<?x2x4xf32>)
+// CHECK: %[[STORED:.*]] = linalg.generic {{.*}} ins(%[[X]] : tensor<?x2x4xf32>) outs(%{{.*}} : tensor<?x2x4xbf16>)
+// CHECK: arith.bitcast %{{.*}} : f32 to i32
+// CHECK: arith.shrui
+// CHECK: arith.andi
+// CHECK: arith.addi
+// CHECK: arith.cmpf uno
+// CHECK: arith.select
+// CHECK: arith.trunci %{{.*}} : i32 to i16
+// CHECK: arith.bitcast %{{.*}} : i16 to bf16
+// CHECK: %[[WIDE:.*]] = linalg.generic {{.*}} ins(%[[STORED]] : tensor<?x2x4xbf16>) outs(%{{.*}} : tensor<?x2x4xf32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: return %[[WIDE]]
+func.func @bf16_rows(%k: tensor<?x2x4xf32>) -> tensor<?x2x4xf32> {
+  %q = tfm.quantize_rows %k : tensor<?x2x4xf32> -> tensor<?x2x4xbf16>
+  %d = tfm.dequantize_rows %q : tensor<?x2x4xbf16> -> tensor<?x2x4xf32>
+  return %d : tensor<?x2x4xf32>
+}
+
+// -----
+
+// f16 rows: arith's truncation (to nearest even) and extension.
+// CHECK-LABEL: func.func @f16_rows
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+// CHECK: arith.extf %{{.*}} : f16 to f32
+func.func @f16_rows(%k: tensor<?x2x4xf32>) -> tensor<?x2x4xf32> {
+  %q = tfm.quantize_rows %k : tensor<?x2x4xf32> -> tensor<?x2x4xf16>
+  %d = tfm.dequantize_rows %q : tensor<?x2x4xf16> -> tensor<?x2x4xf32>
+  return %d : tensor<?x2x4xf32>
+}

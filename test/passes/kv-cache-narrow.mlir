@@ -1,4 +1,5 @@
 // RUN: tfm-opt %s -tfm-kv-cache=kv-dtype=int8 | FileCheck %s
+// RUN: tfm-opt %s -tfm-kv-cache=kv-dtype=bf16 | FileCheck %s --check-prefix=BF16
 // RUN: not tfm-opt %s -tfm-kv-cache=kv-dtype=int3 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 
 // kv-dtype=int8: the self-attention cache holds int8 rows, head_dim 4 + 4
@@ -27,7 +28,24 @@
 // CHECK: tfm.quantize_rows
 // CHECK: tfm.dequantize_rows
 
-// UNKNOWN: error: tfm-kv-cache: unknown kv-dtype 'int3' (expected f32 or int8)
+// kv-dtype=bf16: the cache holds bf16 keys and values of head_dim 4, in
+// every derived entry point, rounded before the append and widened after
+// the read.
+// BF16-LABEL: func.func @prefill(
+// BF16-SAME: %[[CACHE:[^:]*]]: tensor<1x2x32x2x4xbf16> {tfm.cache = #tfm.cache<self_attention>})
+// BF16: %[[QK:.*]] = tfm.quantize_rows %{{.*}} : tensor<?x2x4xf32> -> tensor<?x2x4xbf16>
+// BF16: %[[QV:.*]] = tfm.quantize_rows %{{.*}} : tensor<?x2x4xf32> -> tensor<?x2x4xbf16>
+// BF16: %[[C1:.*]] = tfm.kv_cache_append %[[CACHE]][0], %[[QK]], %[[QV]] at %{{.*}} : tensor<1x2x32x2x4xbf16>, tensor<?x2x4xbf16>, tensor<?x2x4xbf16>
+// BF16: %[[K:.*]], %[[V:.*]] = tfm.kv_cache_read %[[C1]][0] length %{{.*}} : tensor<1x2x32x2x4xbf16> -> tensor<?x2x4xbf16>, tensor<?x2x4xbf16>
+// BF16: %[[KF:.*]] = tfm.dequantize_rows %[[K]] : tensor<?x2x4xbf16> -> tensor<?x2x4xf32>
+// BF16: %[[VF:.*]] = tfm.dequantize_rows %[[V]] : tensor<?x2x4xbf16> -> tensor<?x2x4xf32>
+// BF16: tfm.attention %{{.*}}, %[[KF]], %[[VF]] {causal
+// BF16-LABEL: func.func @decode_batch(
+// BF16-SAME: tensor<?x1x2x32x2x4xbf16> {tfm.cache = #tfm.cache<self_attention>}
+// BF16-LABEL: func.func @prefill_batch(
+// BF16-SAME: tensor<?x1x2x32x2x4xbf16> {tfm.cache = #tfm.cache<self_attention>}
+
+// UNKNOWN: error: tfm-kv-cache: unknown kv-dtype 'int3' (expected f32, bf16, f16 or int8)
 
 module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 32>} {
 tfm.weight_decl @wte : tensor<16x8xf32>
