@@ -278,6 +278,55 @@ TEST(AttentionKernel, StoredRowsWidenedInPrefillAndDecode) {
     }
 }
 
+/// A decode step reads unit-stride bf16 rows of whole vectors where they
+/// are, widening them in registers, and other rows (and f16's) through
+/// tfm_widen_rows: over the same values, with edges among them (f16's
+/// subnormals, its largest finite, a negative zero, a value that rounds to
+/// infinity), both give the same bits.
+TEST(AttentionKernel, HalfRowsReadInPlaceAsWidened) {
+  const int64_t t = 100, heads = 4, kvHeads = 2, d = 64;
+  for (tfm_row_storage storage : {TFM_ROWS_BF16, TFM_ROWS_F16})
+    for (int narrow : {0, 1}) {
+      SCOPED_TRACE(testing::Message() << "storage=" << storage
+                                      << " narrow=" << narrow);
+      int before = tfm_kernels_use_narrow(narrow);
+      std::vector<float> q = randomValues(heads * d, 1);
+      std::vector<float> k = randomValues(t * kvHeads * d, 2);
+      std::vector<float> v = randomValues(t * kvHeads * d, 3);
+      const float edges[] = {3e-6f, -6e-8f, 65504.0f, -0.0f,
+                             1e-5f, -2e-7f, 65536.0f};
+      for (size_t i = 0; i < sizeof edges / sizeof edges[0]; ++i) {
+        k[i * 37] = edges[i] / 65536; // small keys: scores stay finite
+        v[i * 53] = edges[i];
+      }
+      std::vector<uint16_t> kRows = roundTo16Bits(k, storage);
+      std::vector<uint16_t> vRows = roundTo16Bits(v, storage);
+      // The same rows with every element two apart: the widening path.
+      std::vector<uint16_t> kSpread(2 * kRows.size()), vSpread(2 * vRows.size());
+      for (size_t i = 0; i < kRows.size(); ++i) {
+        kSpread[2 * i] = kRows[i];
+        vSpread[2 * i] = vRows[i];
+      }
+      tfm_memref3d_f32 qm = view3d(q, 1, heads, d, heads * d);
+      std::vector<float> inPlace(heads * d), widened(heads * d);
+      tfm_memref3d_f32 om = view3d(inPlace, 1, heads, d, heads * d);
+      tfm_memref3d_f32 wm = view3d(widened, 1, heads, d, heads * d);
+      tfm_memref3d_u16 k16 = rowsView16(kRows, t, kvHeads, d);
+      tfm_memref3d_u16 v16 = rowsView16(vRows, t, kvHeads, d);
+      tfm_memref3d_u16 kWide = {kSpread.data(), kSpread.data(), 0, {t, kvHeads, d},
+                                {2 * kvHeads * d, 2 * d, 2}};
+      tfm_memref3d_u16 vWide = {vSpread.data(), vSpread.data(), 0, {t, kvHeads, d},
+                                {2 * kvHeads * d, 2 * d, 2}};
+      auto attend = storage == TFM_ROWS_BF16 ? _mlir_ciface_tfm_rt_attention_rows_bf16
+                                             : _mlir_ciface_tfm_rt_attention_rows_f16;
+      attend(&qm, &k16, &v16, &om, 0.125f, 1, 0);
+      attend(&qm, &kWide, &vWide, &wm, 0.125f, 1, 0);
+      for (int64_t i = 0; i < heads * d; ++i)
+        ASSERT_EQ(inPlace[i], widened[i]) << "output " << i;
+      tfm_kernels_use_narrow(before);
+    }
+}
+
 /// tfm_widen_rows of int8 rows alone: whole vectors and a tail (n = 20), unit-stride
 /// rows (the vector path) and rows whose codes are two bytes apart (the
 /// scalar one), a first row other than 0, a second head, zero padding.
