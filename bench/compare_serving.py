@@ -9,7 +9,7 @@ make_random_model.py), compiled with --emit=lib:
    prompts, and each B's ratio to B = 1; the machine's read bandwidth and
    FP32 peak measured in the same run (the limits: B = 1 reads every
    weight per token, large B is bound by the multiply rate). Each KV
-   cache dtype of --kv-dtypes (f32, int8: tfmc --kv-dtype) is a library
+   cache dtype of --kv-dtypes (f32, bf16, f16, int8: tfmc --kv-dtype) is a library
    of its own, measured in the same rounds.
 2. Prefix sharing: KV bytes of 16 sequences sharing a 512-token prefix
    (each with a few tokens of its own) against one sequence's.
