@@ -30,9 +30,8 @@ typedef struct {
   float *scores;   /* [chunks][chunk]: one head's at a time */
   float *widened;  /* stored rows: [threads][chunk][dp + dvp] */
   int64_t first, last, chunk, dp, dvp;
-  /* bf16 rows of whole vectors, unit stride: read where they are,
-   * widened in registers (no buffer; f16's conversion in generic vectors
-   * cost more than widening through F16C into the buffer). */
+  /* bf16 rows of whole vectors, unit stride, for few query heads a KV
+   * head: read where they are, widened in registers (no buffer). */
   int rows_in_place;
 } decode_job;
 
@@ -135,6 +134,16 @@ static void merge_chunks(const decode_job *dj, int64_t chunks) {
  * at 256 the widening wrote and read it through L2 (an Intel Xeon,
  * 124M int8 weights: an f16 cache after a 512-token prompt 253-284 ->
  * 291-309 tok/s). */
+/* bf16 rows are widened in registers as each query head reads them, so
+ * once per head of a KV head's group: up to groups of 4 that costs less
+ * than a pass through the buffer (the 124M LLaMA shape, groups of 3, after
+ * an 896-token prompt: 264-282 tok/s against 269-272), beyond it more
+ * (TinyLlama's groups of 8 after 1920 tokens: 19.1-20.8 against
+ * 22.3-22.7, the f32 cache's 21.2-22.2). f16's conversion in generic
+ * vectors, an element at a time in GCC 12, costs more than widening
+ * through F16C into the buffer, so f16 rows always take the buffer. */
+enum { kMostInPlaceGroup = 4 };
+
 enum {
   kFewestChunkKeys = 16,
   kMostChunkKeys = 256,
@@ -157,6 +166,7 @@ void tfm_attend_decode(const attention_job *job) {
   dj.dvp = round_up_to_lanes(job->dv);
   const tfm_memref3d_u16 *k16 = job->k_rows, *v16 = job->v_rows;
   dj.rows_in_place = job->rows == TFM_ROWS_BF16 &&
+                     job->group <= kMostInPlaceGroup &&
                      job->d == dj.dp && job->dv == dj.dvp &&
                      k16->strides[2] == 1 && v16->strides[2] == 1;
   int widened_rows = job->rows != TFM_ROWS_F32 && !dj.rows_in_place;
