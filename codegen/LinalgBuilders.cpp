@@ -49,7 +49,13 @@ Value mlir::tfm::createGeneric(OpBuilder &b, Location loc, ValueRange inputs,
 
 Value mlir::tfm::createElementwise(OpBuilder &b, Location loc, Value like,
                                    ValueRange inputs, GenericBody body) {
-  auto type = cast<RankedTensorType>(like.getType());
+  return createElementwise(b, loc, cast<RankedTensorType>(like.getType()),
+                           like, inputs, body);
+}
+
+Value mlir::tfm::createElementwise(OpBuilder &b, Location loc,
+                                   RankedTensorType type, Value like,
+                                   ValueRange inputs, GenericBody body) {
   Value init = createEmpty(b, loc, type, tensor::getMixedSizes(b, loc, like));
   SmallVector<AffineMap> maps(inputs.size() + 1,
                               b.getMultiDimIdentityMap(type.getRank()));

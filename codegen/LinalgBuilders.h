@@ -38,6 +38,10 @@ Value createGeneric(OpBuilder &b, Location loc, ValueRange inputs, Value init,
 /// (identity maps); `like` gives the result's type and dynamic sizes.
 Value createElementwise(OpBuilder &b, Location loc, Value like,
                         ValueRange inputs, GenericBody body);
+/// The same with a result of `type` (another element type than `like`'s),
+/// its dynamic sizes `like`'s.
+Value createElementwise(OpBuilder &b, Location loc, RankedTensorType type,
+                        Value like, ValueRange inputs, GenericBody body);
 
 /// Reduces the last dimension of `input` (rank 2 or 3) into a tensor of the
 /// leading dimensions, starting from `initValue` and combining with `body`

@@ -152,13 +152,9 @@ Value roundToBF16(OpBuilder &b, Location loc, Value x) {
 
 /// x [..., n] -> [..., n] bf16 or f16, each value rounded to nearest even.
 Value roundRows(OpBuilder &b, Location loc, Value x, RankedTensorType type) {
-  int64_t rank = type.getRank();
   Type element = type.getElementType();
-  Value init = createEmpty(b, loc, type, tensor::getMixedSizes(b, loc, x));
-  AffineMap identity = b.getMultiDimIdentityMap(rank);
-  return createGeneric(
-      b, loc, ValueRange{x}, init, {identity, identity},
-      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+  return createElementwise(
+      b, loc, type, x, ValueRange{x},
       [&](OpBuilder &nb, Location l, ValueRange args) {
         if (element.isBF16())
           return roundToBF16(nb, l, args[0]);
@@ -260,19 +256,13 @@ struct LowerDequantizeRows : OpConversionPattern<DequantizeRowsOp> {
     Value rows = adaptor.getInput();
     RankedTensorType type = op.getType();
     int64_t rank = type.getRank(), n = type.getShape().back();
-    SmallVector<utils::IteratorType> parallel(rank,
-                                              utils::IteratorType::parallel);
-    AffineMap identity = b.getMultiDimIdentityMap(rank);
     if (!cast<RankedTensorType>(rows.getType()).getElementType().isInteger(8)) {
-      Value init =
-          createEmpty(b, loc, type, tensor::getMixedSizes(b, loc, rows));
       rewriter.replaceOp(
-          op, createGeneric(b, loc, ValueRange{rows}, init,
-                            {identity, identity}, parallel,
-                            [&](OpBuilder &nb, Location l, ValueRange args) {
-                              return Value(arith::ExtFOp::create(
-                                  nb, l, nb.getF32Type(), args[0]));
-                            }));
+          op, createElementwise(b, loc, type, rows, ValueRange{rows},
+                                [&](OpBuilder &nb, Location l, ValueRange args) {
+                                  return Value(arith::ExtFOp::create(
+                                      nb, l, nb.getF32Type(), args[0]));
+                                }));
       return success();
     }
     Type i32 = b.getI32Type();
@@ -291,6 +281,7 @@ struct LowerDequantizeRows : OpConversionPattern<DequantizeRowsOp> {
     Value emptyBits = tensor::EmptyOp::create(b, loc, rowSizes, i32);
     Value bitsInit =
         linalg::FillOp::create(b, loc, zeroBits, emptyBits).getResult(0);
+    AffineMap identity = b.getMultiDimIdentityMap(rank);
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::parallel);
     iterators.back() = utils::IteratorType::reduction;
@@ -306,6 +297,8 @@ struct LowerDequantizeRows : OpConversionPattern<DequantizeRowsOp> {
 
     Value init =
         createEmpty(b, loc, type, withLastSize(b, loc, rows, n));
+    SmallVector<utils::IteratorType> parallel(rank,
+                                              utils::IteratorType::parallel);
     Value values = createGeneric(
         b, loc, ValueRange{codes, bits}, init, rowValueMaps(b, rank), parallel,
         [&](OpBuilder &nb, Location l, ValueRange args) {

@@ -31,8 +31,9 @@ typedef struct {
   float *widened;  /* stored rows: [threads][chunk][dp + dvp] */
   int64_t first, last, chunk, dp, dvp;
   /* bf16 rows of whole vectors, unit stride, for few query heads a KV
-   * head: read where they are, widened in registers (no buffer). */
-  int rows_in_place;
+   * head: read where they are, widened in registers (no buffer); other
+   * stored rows are widened into `widened`. */
+  int rows_in_place, widened_rows;
 } decode_job;
 
 /* One KV head's keys or values over a chunk: row jj at base + jj ·
@@ -47,13 +48,6 @@ typedef struct {
 /* A vector of 16-bit elements (a bf16 cache's) of either width. */
 typedef uint16_t vu16x16 __attribute__((vector_size(32)));
 typedef uint16_t vu16x8 __attribute__((vector_size(16)));
-
-/* Row i of KV head h of a bf16 cache ([keys, kv_heads, head_dim]
- * 16-bit elements; a 3-D descriptor of any element has this layout). */
-TFM_INLINE const uint16_t *row16(const void *rows, int64_t i, int64_t h) {
-  const tfm_memref3d_u16 *m = rows;
-  return m->aligned + m->offset + i * m->strides[0] + h * m->strides[1];
-}
 
 #define AD_NAME(x) x##_wide
 #define AD_VF v16
@@ -134,6 +128,13 @@ static void merge_chunks(const decode_job *dj, int64_t chunks) {
  * at 256 the widening wrote and read it through L2 (an Intel Xeon,
  * 124M int8 weights: an f16 cache after a 512-token prompt 253-284 ->
  * 291-309 tok/s). */
+enum {
+  kFewestChunkKeys = 16,
+  kMostChunkKeys = 256,
+  kMostWidenedChunkKeys = 64,
+  kChunksPerThread = 2
+};
+
 /* bf16 rows are widened in registers as each query head reads them, so
  * once per head of a KV head's group: up to groups of 4 that costs less
  * than a pass through the buffer (the 124M LLaMA shape, groups of 3, after
@@ -143,13 +144,6 @@ static void merge_chunks(const decode_job *dj, int64_t chunks) {
  * vectors, an element at a time in GCC 12, costs more than widening
  * through F16C into the buffer, so f16 rows always take the buffer. */
 enum { kMostInPlaceGroup = 4 };
-
-enum {
-  kFewestChunkKeys = 16,
-  kMostChunkKeys = 256,
-  kMostWidenedChunkKeys = 64,
-  kChunksPerThread = 2
-};
 
 static int64_t decode_chunk_keys(int64_t keys, int64_t most) {
   int64_t split = kChunksPerThread * tfm_thread_count();
@@ -169,12 +163,12 @@ void tfm_attend_decode(const attention_job *job) {
                      job->group <= kMostInPlaceGroup &&
                      job->d == dj.dp && job->dv == dj.dvp &&
                      k16->strides[2] == 1 && v16->strides[2] == 1;
-  int widened_rows = job->rows != TFM_ROWS_F32 && !dj.rows_in_place;
-  dj.chunk = decode_chunk_keys(dj.last - dj.first, widened_rows
+  dj.widened_rows = job->rows != TFM_ROWS_F32 && !dj.rows_in_place;
+  dj.chunk = decode_chunk_keys(dj.last - dj.first, dj.widened_rows
                                                        ? kMostWidenedChunkKeys
                                                        : kMostChunkKeys);
   int64_t chunks = (dj.last - dj.first + dj.chunk - 1) / dj.chunk;
-  size_t widened = widened_rows ? (size_t)(tfm_thread_count() * dj.chunk *
+  size_t widened = dj.widened_rows ? (size_t)(tfm_thread_count() * dj.chunk *
                                            (dj.dp + dj.dvp))
                                 : 0;
   size_t floats = (size_t)(job->heads * dj.dp +

@@ -22,13 +22,6 @@
 #include <immintrin.h>
 #include <string.h>
 
-/* The elements of row i of KV head h (of any element size). */
-static const void *row_start(const tfm_memref3d_i8 *m, int64_t element_bytes,
-                             int64_t i, int64_t h) {
-  return (const char *)m->aligned +
-         (m->offset + i * m->strides[0] + h * m->strides[1]) * element_bytes;
-}
-
 /*===--- int8 rows: codes, then an f32 scale ---------------------------===*/
 
 /* Row i's scale: the 4 bytes after its n codes, little-endian as written
@@ -57,7 +50,7 @@ static void widen_i8_scalar(const tfm_memref3d_i8 *m, int64_t first,
                             float *out) {
   int64_t stride = m->strides[2];
   for (int64_t r = 0; r < count; ++r) {
-    const int8_t *codes = row_start(m, 1, first + r, h);
+    const int8_t *codes = tfm_stored_row(m, 1, first + r, h);
     widen_tail_i8(codes, stride, row_scale(codes, n, stride), 0, n, np,
                   out + r * np);
   }
@@ -67,7 +60,7 @@ __attribute__((target("avx2"))) static void
 widen_i8_avx2(const tfm_memref3d_i8 *m, int64_t first, int64_t count,
               int64_t h, int64_t n, int64_t np, float *out) {
   for (int64_t r = 0; r < count; ++r) {
-    const int8_t *codes = row_start(m, 1, first + r, h);
+    const int8_t *codes = tfm_stored_row(m, 1, first + r, h);
     float scale = row_scale(codes, n, 1);
     __m256 s = _mm256_set1_ps(scale);
     float *row_out = out + r * np;
@@ -111,7 +104,7 @@ static void widen_16_scalar(int bf16, const tfm_memref3d_i8 *m, int64_t first,
                             int64_t count, int64_t h, int64_t n, int64_t np,
                             float *out) {
   for (int64_t r = 0; r < count; ++r)
-    widen_tail_16(bf16, row_start(m, 2, first + r, h), m->strides[2], 0, n,
+    widen_tail_16(bf16, tfm_stored_row(m, 2, first + r, h), m->strides[2], 0, n,
                   np, out + r * np);
 }
 
@@ -119,7 +112,7 @@ __attribute__((target("avx2,f16c"))) static void
 widen_16_avx2(int bf16, const tfm_memref3d_i8 *m, int64_t first, int64_t count,
               int64_t h, int64_t n, int64_t np, float *out) {
   for (int64_t r = 0; r < count; ++r) {
-    const uint16_t *values = row_start(m, 2, first + r, h);
+    const uint16_t *values = tfm_stored_row(m, 2, first + r, h);
     float *row_out = out + r * np;
     int64_t c = 0;
     for (; c + 8 <= n; c += 8) {

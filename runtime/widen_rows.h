@@ -24,6 +24,16 @@ typedef enum {
   TFM_ROWS_F16 = 3   /* n f16 values */
 } tfm_row_storage;
 
+/* Row i of KV head h of stored rows (`rows`: any 3-D memref descriptor,
+ * all of which have one layout; elements of `element_bytes`). */
+static inline const void *tfm_stored_row(const void *rows,
+                                         int64_t element_bytes, int64_t i,
+                                         int64_t h) {
+  const tfm_memref3d_i8 *m = (const tfm_memref3d_i8 *)rows;
+  return (const char *)m->aligned +
+         (m->offset + i * m->strides[0] + h * m->strides[1]) * element_bytes;
+}
+
 /* Rows [first, first + count) of KV head h of stored rows (`rows`: a
  * tfm_memref3d_i8 for TFM_ROWS_I8, a tfm_memref3d_u16 for bf16 and f16),
  * each row's n values widened into out, np floats a row, zero-padded (np >=
