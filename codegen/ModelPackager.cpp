@@ -6,6 +6,7 @@
 #include "codegen/Passes.h"
 #include "runtime/tfm_format.h"
 #include "runtime/tfm_model_abi.h"
+#include "runtime/weight_formats.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -135,6 +136,36 @@ void writePanels(const WeightRows &weight, StoredFormat format,
       out.write(panels[p].data(), panels[p].size());
     weight.release(first, first + count);
   }
+}
+
+/// Writes `weight`, stored in GGUF's Q4_K, as q4_k panels: the file's blocks
+/// rearranged (encodeQ4KPanel), a group of panels at a time.
+llvm::Error writeQ4KPanels(llvm::StringRef name, const WeightRows &weight,
+                           BlobWriter &out) {
+  if (weight.storedDtype != "Q4_K" || !weight.readStored ||
+      weight.cols % kQ4KElements != 0)
+    return makeError("weight '" + name + "' is declared q4_k, which only a "
+                     "tensor stored in Q4_K can be (its checkpoint stores " +
+                     weight.storedDtype + ")");
+  int64_t height = TFM_BLOCK_PANEL_ROWS;
+  int64_t rowBytes = weight.cols / kQ4KElements * kQ4KBytes;
+  int64_t group = std::max<int64_t>(1, (8 << 20) / (height * rowBytes));
+  std::vector<uint8_t> rows(group * height * rowBytes);
+  std::vector<uint8_t> panel;
+  for (int64_t first = 0; first < weight.rows; first += group * height) {
+    int64_t count = std::min<int64_t>(group * height, weight.rows - first);
+    std::fill(rows.begin(), rows.end(), 0);
+    if (!weight.readStored(first, count, rows.data()))
+      return makeError("internal error: the Q4_K blocks of weight '" + name +
+                       "' cannot be read as stored");
+    for (int64_t p = 0; p < (count + height - 1) / height; ++p) {
+      panel.clear();
+      encodeQ4KPanel(rows.data() + p * height * rowBytes, weight.cols, panel);
+      out.write(panel.data(), panel.size());
+    }
+    weight.release(first, first + count);
+  }
+  return llvm::Error::success();
 }
 
 /// Writes `weight` row-major in `format` (f32, bf16, f16), a block of rows
@@ -457,7 +488,10 @@ llvm::Expected<uint64_t> mlir::tfm::writeWeightBlob(
       return makeError("internal error: weight '" + name +
                        "' in blocks is not recorded as panels");
     out.zerosTo(offset);
-    if (shape)
+    if (format == StoredFormat::Q4_K) {
+      if (llvm::Error err = writeQ4KPanels(name, *weight, out))
+        return std::move(err);
+    } else if (shape)
       writePanels(*weight, format, out);
     else
       writeRows(*weight, format, out);

@@ -36,6 +36,11 @@ struct WeightRows {
   /// Called as rows [begin, end) have been written, and with (0, rows) at
   /// the end: the source may drop what it held for them.
   std::function<void(int64_t begin, int64_t end)> release;
+  /// How the checkpoint stores it ("F32", "Q4_K": GGUF's names), and its
+  /// rows [begin, begin + count) as stored, for formats the packager
+  /// copies rather than encodes (q4_k); false where it cannot.
+  std::string storedDtype;
+  std::function<bool(int64_t begin, int64_t count, uint8_t *out)> readStored;
 };
 
 /// Gives a weight by name (nullopt if unknown).

@@ -5,6 +5,7 @@
 #include "runtime/weight_formats.h"
 
 #include <algorithm>
+#include <cassert>
 #include <tuple>
 #include <cmath>
 #include <cstring>
@@ -13,7 +14,7 @@ using namespace mlir::tfm;
 
 bool mlir::tfm::isBlockFormat(StoredFormat format) {
   return format == StoredFormat::Q8_0 || format == StoredFormat::Q4_0 ||
-         format == StoredFormat::Q4_1;
+         format == StoredFormat::Q4_1 || format == StoredFormat::Q4_K;
 }
 
 int64_t mlir::tfm::panelRows(StoredFormat format) {
@@ -24,6 +25,7 @@ int mlir::tfm::blockFormatCode(StoredFormat format) {
   switch (format) {
   case StoredFormat::Q8_0: return TFM_BLOCKS_Q8_0;
   case StoredFormat::Q4_1: return TFM_BLOCKS_Q4_1;
+  case StoredFormat::Q4_K: return TFM_BLOCKS_Q4_K;
   default: return TFM_BLOCKS_Q4_0;
   }
 }
@@ -167,6 +169,18 @@ std::pair<uint16_t, uint16_t> quantizeBlockWithMin(const float *row,
   return {scale, min};
 }
 
+/// Appends a block's codes (q4 formats) for a panel's 16 rows, `code(r,
+/// e)` giving element e of row r: four 64-byte vectors, the low nibbles of
+/// vector v elements 8v + i and the high ones 8v + 4 + i
+/// (weight_formats.h).
+template <typename Code>
+void appendNibbleCodes(std::vector<uint8_t> &out, Code code) {
+  for (int v = 0; v < TFM_BLOCK_SIZE / 8; ++v)
+    for (int64_t r = 0; r < TFM_BLOCK_PANEL_ROWS; ++r)
+      for (int i = 0; i < 4; ++i)
+        out.push_back(uint8_t(code(r, 8 * v + i) | code(r, 8 * v + 4 + i) << 4));
+}
+
 void encodeBlockPanel(StoredFormat format, const float *rows, int64_t cols,
                       std::vector<uint8_t> &out) {
   constexpr int64_t kRows = TFM_BLOCK_PANEL_ROWS;
@@ -201,11 +215,7 @@ void encodeBlockPanel(StoredFormat format, const float *rows, int64_t cols,
             out.push_back(uint8_t(code(r, b, 4 * g + i) + 128));
       continue;
     }
-    for (int v = 0; v < TFM_BLOCK_SIZE / 8; ++v)
-      for (int64_t r = 0; r < kRows; ++r)
-        for (int i = 0; i < 4; ++i)
-          out.push_back(uint8_t(code(r, b, 8 * v + i) |
-                                (code(r, b, 8 * v + 4 + i) << 4)));
+    appendNibbleCodes(out, [&](int64_t r, int e) { return code(r, b, e); });
   }
 }
 
@@ -245,6 +255,43 @@ uint16_t mlir::tfm::floatToBFloat16(float value) {
   return uint16_t(bits >> 16);
 }
 
+void mlir::tfm::encodeQ4KPanel(const uint8_t *rowBlocks, int64_t cols,
+                                std::vector<uint8_t> &out) {
+  constexpr int64_t kRows = TFM_BLOCK_PANEL_ROWS;
+  int64_t supers = cols / kQ4KElements;
+  int64_t blocks = supers * TFM_Q4K_SUPER_BLOCKS;
+  auto blockOf = [&](int64_t r, int64_t s) {
+    return rowBlocks + (r * supers + s) * kQ4KBytes;
+  };
+  // d, then dmin, [super-block][row]: the file's f16 bits.
+  for (int half = 0; half < 2; ++half)
+    for (int64_t s = 0; s < supers; ++s)
+      for (int64_t r = 0; r < kRows; ++r) {
+        const uint8_t *at = blockOf(r, s) + 2 * half;
+        out.push_back(at[0]);
+        out.push_back(at[1]);
+      }
+  // The 6-bit scales, then minimums, [block][row].
+  for (int which = 0; which < 2; ++which)
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t r = 0; r < kRows; ++r) {
+        int scale, min;
+        q4KScaleMin(int(b % TFM_Q4K_SUPER_BLOCKS),
+                    blockOf(r, b / TFM_Q4K_SUPER_BLOCKS) + 4, scale, min);
+        out.push_back(uint8_t(which == 0 ? scale : min));
+      }
+  // Sub-block j of a Q4_K block is the low (j even) or high nibbles of its
+  // bytes 32 · (j / 2) .. + 31.
+  for (int64_t b = 0; b < blocks; ++b) {
+    int64_t j = b % TFM_Q4K_SUPER_BLOCKS;
+    appendNibbleCodes(out, [&](int64_t r, int e) {
+      uint8_t byte =
+          blockOf(r, b / TFM_Q4K_SUPER_BLOCKS)[16 + 32 * (j / 2) + e];
+      return j % 2 ? byte >> 4 : byte & 0x0F;
+    });
+  }
+}
+
 void mlir::tfm::encodeRowMajor(StoredFormat format, const float *values,
                                int64_t count, std::vector<uint8_t> &out) {
   if (format == StoredFormat::F32) {
@@ -259,6 +306,7 @@ void mlir::tfm::encodeRowMajor(StoredFormat format, const float *values,
 
 void mlir::tfm::encodePanel(StoredFormat format, const float *rows,
                             int64_t cols, std::vector<uint8_t> &out) {
+  assert(format != StoredFormat::Q4_K && "Q4_K panels come from its blocks");
   if (isBlockFormat(format))
     return encodeBlockPanel(format, rows, cols, out);
   std::vector<float> transposed(TFM_PANEL_WIDTH * cols);

@@ -16,7 +16,9 @@
 
 namespace mlir::tfm {
 
-enum class StoredFormat { F32, BF16, F16, Q8_0, Q4_0, Q4_1 };
+/// Q4_K is GGUF's, copied from a checkpoint's blocks (encodeQ4KPanel);
+/// the others are encoded from f32 values.
+enum class StoredFormat { F32, BF16, F16, Q8_0, Q4_0, Q4_1, Q4_K };
 
 /// Whether the format is block-quantized (always stored as block panels).
 bool isBlockFormat(StoredFormat format);
@@ -49,11 +51,37 @@ inline float halfToFloat(uint16_t half) {
   return value;
 }
 
+/// GGUF's Q4_K blocks (ggml-common.h's block_q4_K): 256 elements in 144
+/// bytes, f16 d and dmin, 12 bytes of packed 6-bit scales and minimums for
+/// 8 sub-blocks of 32, then 128 bytes of nibbles.
+constexpr int64_t kQ4KElements = 256, kQ4KBytes = 144;
+
+/// Q4_K's 6-bit scale and min of sub-block `j` (0..7) from its 12 packed
+/// bytes: sub-blocks 0-3 hold theirs in the low 6 bits of bytes j and
+/// j + 4; 4-7 take 4 low bits from byte j + 4 and 2 high bits from the top
+/// of bytes j - 4 (scale) and j (min).
+inline void q4KScaleMin(int j, const uint8_t *packed, int &scale, int &min) {
+  if (j < 4) {
+    scale = packed[j] & 63;
+    min = packed[j + 4] & 63;
+  } else {
+    scale = (packed[j + 4] & 0xf) | ((packed[j - 4] >> 6) << 4);
+    min = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+  }
+}
+
+/// Appends one Q4_K panel to `out`: 16 rows of `cols` elements (a multiple
+/// of 256), given as each row's Q4_K blocks one after another (cols / 256
+/// blocks a row; rows missing from the matrix all zero bytes). The
+/// numbers stay the file's exactly.
+void encodeQ4KPanel(const uint8_t *rowBlocks, int64_t cols,
+                    std::vector<uint8_t> &out);
+
 /// Appends `count` f32 values in `format` (F32, BF16 or F16) to `out`.
 void encodeRowMajor(StoredFormat format, const float *values, int64_t count,
                     std::vector<uint8_t> &out);
 /// Appends one panel (panelRows(format) rows of `cols` values, row-major,
-/// missing rows zero) in `format` to `out`.
+/// missing rows zero) in `format` (not Q4_K) to `out`.
 void encodePanel(StoredFormat format, const float *rows, int64_t cols,
                  std::vector<uint8_t> &out);
 

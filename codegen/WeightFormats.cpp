@@ -14,6 +14,7 @@ StoredFormat mlir::tfm::storedFormatOf(RankedTensorType type) {
     case BlockFormat::q8_0: return StoredFormat::Q8_0;
     case BlockFormat::q4_0: return StoredFormat::Q4_0;
     case BlockFormat::q4_1: return StoredFormat::Q4_1;
+    case BlockFormat::q4_k: return StoredFormat::Q4_K;
     }
   }
   Type element = type.getElementType();
@@ -32,6 +33,7 @@ llvm::StringRef mlir::tfm::storedFormatName(StoredFormat format) {
   case StoredFormat::Q8_0: return "q8_0";
   case StoredFormat::Q4_0: return "q4_0";
   case StoredFormat::Q4_1: return "q4_1";
+  case StoredFormat::Q4_K: return "q4_k";
   }
   return "f32";
 }
@@ -44,6 +46,7 @@ std::optional<StoredFormat> mlir::tfm::parseStoredFormat(llvm::StringRef name) {
       .Case("q8_0", StoredFormat::Q8_0)
       .Case("q4_0", StoredFormat::Q4_0)
       .Case("q4_1", StoredFormat::Q4_1)
+      .Case("q4_k", StoredFormat::Q4_K)
       .Default(std::nullopt);
 }
 

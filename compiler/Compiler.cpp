@@ -605,6 +605,10 @@ mlir::tfm::linkExecutableOrLibrary(CompilationUnit &unit,
             tensor->releasePages();
           else
             tensor->releaseRows(begin, end);
+        },
+        dtypeName(tensor->dtype()),
+        [tensor](int64_t begin, int64_t count, uint8_t *out) {
+          return tensor->readStoredRows(begin, count, out);
         }};
   };
   if (options.progress) {

@@ -130,22 +130,18 @@ llvm::Error applyRopeFactors(const GgufFile &file, const WeightStore &weights,
   return llvm::Error::success();
 }
 
-/// Says which tensors are requantized: no kernel reads the K-quants
-/// (tfm-quantize-weights' dtype=checkpoint stores Q4_K as int4-min, Q6_K
-/// as int8; checkpointDtype).
+/// Says which tensors are requantized: no kernel reads Q6_K
+/// (tfm-quantize-weights' dtype=checkpoint stores it as int8;
+/// checkpointDtype). Q4_K tensors keep their blocks.
 void noteRequantized(const GgufFile &file) {
-  llvm::StringMap<int> counts;
+  int count = 0;
   for (const GgufTensor &tensor : file.tensors())
-    if (tensor.dtype == WeightDtype::Q4_K || tensor.dtype == WeightDtype::Q6_K)
-      ++counts[dtypeName(tensor.dtype)];
-  for (const auto &entry : counts)
+    count += tensor.dtype == WeightDtype::Q6_K;
+  if (count)
     llvm::WithColor::note(llvm::errs(), "tfmc")
-        << llvm::sys::path::filename(file.path()) << ": " << entry.getValue()
-        << " " << entry.getKey() << " tensors are requantized to "
-        << (entry.getKey() == "Q4_K"
-                ? "int4-min (blocks of 32 with a scale and a minimum, 5 bits)"
-                : "int8 (blocks of 32, 8.5 bits)")
-        << ", which tfmc has kernels for, unless --weights-dtype says "
+        << llvm::sys::path::filename(file.path()) << ": " << count
+        << " Q6_K tensors are requantized to int8 (blocks of 32, 8.5 bits), "
+           "which tfmc has kernels for, unless --weights-dtype says "
            "otherwise\n";
 }
 

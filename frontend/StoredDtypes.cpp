@@ -91,20 +91,6 @@ void decodeQ4_1(const uint8_t *block, float *out) {
   }
 }
 
-/// Q4_K's 6-bit scale and min of sub-block `j` (0..7) from its 12 packed
-/// bytes: sub-blocks 0-3 hold theirs in the low 6 bits of bytes j and
-/// j + 4; 4-7 take 4 low bits from byte j + 4 and 2 high bits from the top
-/// of bytes j - 4 (scale) and j (min).
-void q4KScaleMin(int j, const uint8_t *packed, int &scale, int &min) {
-  if (j < 4) {
-    scale = packed[j] & 63;
-    min = packed[j + 4] & 63;
-  } else {
-    scale = (packed[j + 4] & 0xf) | ((packed[j - 4] >> 6) << 4);
-    min = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
-  }
-}
-
 void decodeQ4_K(const uint8_t *block, float *out) {
   float d = halfToFloat(read16le(block));
   float dmin = halfToFloat(read16le(block + 2));

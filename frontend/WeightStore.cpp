@@ -72,6 +72,18 @@ void WeightTensor::readRows(int64_t begin, int64_t count, float *out) const {
   }
 }
 
+bool WeightTensor::readStoredRows(int64_t begin, int64_t count,
+                                  uint8_t *out) const {
+  if (owned || colStride != 1 || addend != 0)
+    return false;
+  int64_t rowBytes = dtypeStoredBytes(storedDtype, cols());
+  for (int64_t r = begin; r < begin + count; ++r, out += rowBytes)
+    std::memcpy(out,
+                data + dtypeStoredBytes(storedDtype, storedRow(r) * rowStride),
+                rowBytes);
+  return true;
+}
+
 std::vector<float> WeightTensor::toF32() const {
   std::vector<float> values(numElements());
   readRows(0, rows(), values.data());

@@ -74,6 +74,10 @@ public:
 
   /// Writes rows [begin, begin + count) as f32, row-major, to `out`.
   void readRows(int64_t begin, int64_t count, float *out) const;
+  /// Copies rows [begin, begin + count) as stored (dtypeStoredBytes(dtype(),
+  /// cols()) bytes each: a block dtype's blocks) to `out`; false for a
+  /// view that transposes or adds, or values a frontend computed.
+  bool readStoredRows(int64_t begin, int64_t count, uint8_t *out) const;
   /// All elements as f32 (tests, small tensors).
   std::vector<float> toF32() const;
 

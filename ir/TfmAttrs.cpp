@@ -125,6 +125,13 @@ LogicalResult mlir::tfm::verifyWeightStorage(Operation *op, StringRef what,
     return op->emitOpError() << "expected " << what
                              << " in blocks to be a matrix, got rank "
                              << type.getRank();
+  int64_t cols = type.getDimSize(1);
+  if (quant.getFormat() == BlockFormat::q4_k && !ShapedType::isDynamic(cols) &&
+      cols % BlockQuantAttr::superBlockSize() != 0)
+    return op->emitOpError()
+           << "expected " << what << " in q4_k to have rows of whole "
+           << "super-blocks (a multiple of "
+           << BlockQuantAttr::superBlockSize() << " elements), got " << cols;
   return success();
 }
 

@@ -259,7 +259,11 @@ def Tfm_BlockFormat : I32EnumAttr<"BlockFormat",
       // Blocks of 32 along a row: w = scale · (q - 8), q in [0, 15] (i4).
       I32EnumAttrCase<"q4_0", 1>,
       // Blocks of 32 along a row: w = scale · q + min, q in [0, 15] (i4).
-      I32EnumAttrCase<"q4_1", 2>
+      I32EnumAttrCase<"q4_1", 2>,
+      // Super-blocks of 256 along a row (GGUF's Q4_K): 8 blocks of 32, each
+      // w = d · scale · q - dmin · min, q in [0, 15] (i4), with 6-bit scale
+      // and min per block and f16 d and dmin per super-block.
+      I32EnumAttrCase<"q4_k", 3>
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;
@@ -276,8 +280,15 @@ def Tfm_BlockQuantAttr : AttrDef<Tfm_Dialect, "BlockQuant"> {
     (`w = scale · q`, `q` in [-127, 127]), `i4` for `q4_0`
     (`w = scale · (q - 8)`, `q` in [0, 15]) and for `q4_1`, whose blocks
     also have an f16 minimum (`w = scale · q + min`: 5 bits a weight,
-    asymmetric ranges, and the form GGUF's Q4_K blocks are read into). A row whose length is not a
-    multiple of 32 ends in a zero-padded block. `tfm.dequantize` gives the
+    asymmetric ranges). `q4_k` is GGUF's Q4_K kept as the checkpoint stores
+    it: blocks of 32 codes in [0, 15] grouped by 8 into super-blocks of 256,
+    `w = d · scale · q - dmin · min` with a 6-bit `scale` and `min` per
+    block and f16 `d` and `dmin` per super-block (4.5 bits a weight in the
+    file, 4.625 in the kernels' layout); its rows are whole super-blocks,
+    and only a Q4_K checkpoint tensor can be stored so (the packager copies
+    its blocks; there is no encoder from f32). A row of another format
+    whose length is not a multiple of 32 ends in a zero-padded block.
+    `tfm.dequantize` gives the
     f32 values; tfm-quantize-weights makes such weights and codegen stores
     them in the layout its kernels read (runtime/weight_formats.h), so the
     dequantization happens in registers inside the matrix kernels.
@@ -291,7 +302,9 @@ def Tfm_BlockQuantAttr : AttrDef<Tfm_Dialect, "BlockQuant"> {
   let extraClassDeclaration = [{
     /// Elements per block (a scale each).
     static constexpr int64_t blockSize() { return 32; }
-    /// The element type of the codes: i8 (q8_0) or i4 (q4_0, q4_1).
+    /// Elements per super-block of q4_k (the row length's multiple).
+    static constexpr int64_t superBlockSize() { return 256; }
+    /// The element type of the codes: i8 (q8_0) or i4 (q4_0, q4_1, q4_k).
     unsigned codeBits() const;
   }];
 }

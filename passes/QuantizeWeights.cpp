@@ -35,8 +35,12 @@ constexpr StringLiteral kCheckpoint = "checkpoint";
 constexpr StringLiteral kDtypeNames =
     "f32, bf16, f16, int8, int4, int4-min or checkpoint";
 
+/// A dtype only a checkpoint tensor can have: GGUF's Q4_K, whose blocks the
+/// packager copies (there is no encoder from f32 values).
+constexpr StringLiteral kCheckpointOnly = "q4_k";
+
 /// The storage type of an f32 matrix `type` in `dtype` (f32, bf16, f16,
-/// int8, int4, int4-min); null for an unknown name.
+/// int8, int4, int4-min, q4_k); null for an unknown name.
 RankedTensorType storageType(RankedTensorType type, StringRef dtype) {
   MLIRContext *ctx = type.getContext();
   ArrayRef<int64_t> shape = type.getShape();
@@ -55,6 +59,9 @@ RankedTensorType storageType(RankedTensorType type, StringRef dtype) {
   if (dtype == "int4-min")
     return RankedTensorType::get(shape, IntegerType::get(ctx, 4),
                                  BlockQuantAttr::get(ctx, BlockFormat::q4_1));
+  if (dtype == kCheckpointOnly)
+    return RankedTensorType::get(shape, IntegerType::get(ctx, 4),
+                                 BlockQuantAttr::get(ctx, BlockFormat::q4_k));
   return {};
 }
 
@@ -145,6 +152,7 @@ int storageHalfBits(RankedTensorType type) {
     case BlockFormat::q4_1:
       return 10;
     case BlockFormat::q4_0:
+    case BlockFormat::q4_k: // 4.625 bits in the kernels' layout
       return 9;
     }
   }
@@ -156,13 +164,19 @@ int storageHalfBits(RankedTensorType type) {
 /// some layers' value projection in Q6_K (int8 here) beside Q4_K query and
 /// key projections (int4-min), and a join of mixed parts would otherwise
 /// be dequantized to f32 on every call. A part kept f32 makes the whole
-/// join f32; bf16 beside f16 (neither holds the other) too. Widening
-/// repeats until no join changes, as a weight may sit in several joins.
+/// join f32; bf16 beside f16 (neither holds the other) too. q4_k, which
+/// only a Q4_K tensor can be stored in, joins others as int4-min (q4_1:
+/// the same grid per block of 32, its f16 step rounded). Widening repeats
+/// until no join changes, as a weight may sit in several joins.
 void unifyJoinFormats(ModuleOp module,
                       llvm::StringMap<RankedTensorType> &storage) {
   auto typeOf = [&](WeightOp part) {
     RankedTensorType type = storage.lookup(part.getName());
     return type ? type : cast<RankedTensorType>(part.getType());
+  };
+  auto isQ4K = [](RankedTensorType type) {
+    auto quant = dyn_cast_or_null<BlockQuantAttr>(type.getEncoding());
+    return quant && quant.getFormat() == BlockFormat::q4_k;
   };
   auto setStorage = [&](StringRef name, RankedTensorType type) {
     module.lookupSymbol<WeightDeclOp>(name).setType(type);
@@ -181,14 +195,24 @@ void unifyJoinFormats(ModuleOp module,
       for (WeightOp part : ArrayRef(parts).drop_back())
         if (part.getType().getDimSize(0) % kJoinRowMultiple != 0)
           return;
-      RankedTensorType widest = typeOf(parts.front());
-      bool mixed = false;
-      for (WeightOp part : parts) {
+      auto sameStorage = [](RankedTensorType a, RankedTensorType b) {
+        return a.getElementType() == b.getElementType() &&
+               a.getEncoding() == b.getEncoding();
+      };
+      if (llvm::all_of(parts, [&](WeightOp part) {
+            return sameStorage(typeOf(part), typeOf(parts.front()));
+          }))
+        return;
+      // Mixed: q4_k parts count as the int4-min they join as.
+      auto joinable = [&](WeightOp part) {
         RankedTensorType type = typeOf(part);
-        if (type.getElementType() == widest.getElementType() &&
-            type.getEncoding() == widest.getEncoding())
+        return isQ4K(type) ? storageType(type, "int4-min") : type;
+      };
+      RankedTensorType widest = joinable(parts.front());
+      for (WeightOp part : parts) {
+        RankedTensorType type = joinable(part);
+        if (sameStorage(type, widest))
           continue;
-        mixed = true;
         int bits = storageHalfBits(type), widestBits = storageHalfBits(widest);
         if (bits == widestBits) // bf16 beside f16
           widest = RankedTensorType::get(widest.getShape(),
@@ -196,8 +220,6 @@ void unifyJoinFormats(ModuleOp module,
         else if (bits > widestBits)
           widest = type;
       }
-      if (!mixed)
-        return;
       for (WeightOp part : parts) {
         auto shape = cast<RankedTensorType>(part.getType()).getShape();
         setStorage(part.getName(),
@@ -222,12 +244,23 @@ struct QuantizeWeightsPass
                                   : dtype)
                            : edgeDtype;
     auto probe = RankedTensorType::get({1, 1}, Float32Type::get(ctx));
-    for (StringRef name : {StringRef(dtype), StringRef(edge)})
-      if (name != kCheckpoint && !storageType(probe, name)) {
+    auto isUserDtype = [&](StringRef name) {
+      return name != kCheckpointOnly && storageType(probe, name);
+    };
+    for (StringRef name : {StringRef(dtype), StringRef(edge)}) {
+      if (name == kCheckpointOnly) {
+        module.emitError()
+            << "weight dtype '" << name << "' is kept from a checkpoint's "
+            << "Q4_K tensors only (dtype=checkpoint), not made from others "
+            << "(expected " << kDtypeNames << ")";
+        return signalPassFailure();
+      }
+      if (name != kCheckpoint && !isUserDtype(name)) {
         module.emitError() << "unknown weight dtype '" << name
                            << "' (expected " << kDtypeNames << ")";
         return signalPassFailure();
       }
+    }
     llvm::Regex kept(keep);
     std::string regexError;
     if (!keep.empty() && !kept.isValid(regexError)) {
@@ -241,7 +274,7 @@ struct QuantizeWeightsPass
     llvm::Regex ruled(ruleRegex);
     if (!dtypeFor.empty() &&
         (ruleRegex.empty() || !ruled.isValid(regexError) ||
-         (ruleDtype != kCheckpoint && !storageType(probe, ruleDtype)))) {
+         (ruleDtype != kCheckpoint && !isUserDtype(ruleDtype)))) {
       module.emitError() << "invalid dtype-for '" << dtypeFor
                          << "' (expected REGEX=DTYPE with a valid regex and "
                             "one of "

@@ -69,6 +69,11 @@ typedef struct {
   float *widened; /* the widened path's f32 panel per thread */
 } block_job;
 
+/* Whether a block has a minimum to add (times the activations' sum). */
+static int has_min(int format) {
+  return format == TFM_BLOCKS_Q4_1 || format == TFM_BLOCKS_Q4_K;
+}
+
 /* The weight codes' offset that vpdpbusd's unsigned operand needs. */
 static int32_t code_offset(int format) {
   return format == TFM_BLOCKS_Q8_0 ? 128 : format == TFM_BLOCKS_Q4_0 ? 8 : 0;
@@ -79,33 +84,55 @@ static int64_t codes_start(int format, int64_t blocks) {
   return blocks * TFM_BLOCK_META_BYTES(format);
 }
 
-/* A q4_1 panel's minimums ([block][row] f16, after the scales); NULL for
- * formats without. */
-static const uint16_t *panel_mins(int format, const uint8_t *panel,
-                                  int64_t blocks) {
-  return format == TFM_BLOCKS_Q4_1
-             ? (const uint16_t *)panel + blocks * TFM_BLOCK_PANEL_ROWS
-             : NULL;
-}
-
-/* A block panel's parts (weight_formats.h): f16 scales [block][row], a
- * q4_1 panel's minimums after them (NULL for other formats), then the
- * codes, TFM_BLOCK_CODE_BYTES(format) a block. */
+/* A block panel's parts (weight_formats.h): f16 scales [block][row]
+ * (q4_k: its super-blocks' d [super-block][row]), minimums after them
+ * (q4_1: f16 [block][row]; q4_k: dmin [super-block][row]; NULL for other
+ * formats), q4_k's own 6-bit scales and minimums [block][row] (NULL for
+ * others), then the codes, TFM_BLOCK_CODE_BYTES(format) a block. */
 typedef struct {
   const uint16_t *scales, *mins;
+  const uint8_t *block_scales, *block_mins;
   const uint8_t *codes;
 } panel_parts;
 
 static panel_parts parts_of(const uint8_t *panel, int format, int64_t blocks) {
-  return (panel_parts){(const uint16_t *)panel,
-                       panel_mins(format, panel, blocks),
+  const uint16_t *scales = (const uint16_t *)panel;
+  panel_parts parts = {scales, NULL, NULL, NULL,
                        panel + codes_start(format, blocks)};
+  if (format == TFM_BLOCKS_Q4_1)
+    parts.mins = scales + blocks * kRows;
+  if (format == TFM_BLOCKS_Q4_K) {
+    int64_t supers = blocks / TFM_Q4K_SUPER_BLOCKS;
+    parts.mins = scales + supers * kRows;
+    parts.block_scales = (const uint8_t *)(parts.mins + supers * kRows);
+    parts.block_mins = parts.block_scales + blocks * kRows;
+  }
+  return parts;
 }
 
 static float half_to_float(uint16_t bits) {
   _Float16 half;
   memcpy(&half, &bits, sizeof half);
   return (float)half;
+}
+
+/* Row r's scale of block b, and the minimum added to its weights (0 for
+ * formats without): q4_k's are d · scale and -dmin · min. */
+static float block_scale(int format, const panel_parts *parts, int64_t b,
+                         int r) {
+  if (format != TFM_BLOCKS_Q4_K)
+    return half_to_float(parts->scales[b * kRows + r]);
+  return half_to_float(parts->scales[b / TFM_Q4K_SUPER_BLOCKS * kRows + r]) *
+         (float)parts->block_scales[b * kRows + r];
+}
+static float block_min(int format, const panel_parts *parts, int64_t b,
+                       int r) {
+  if (format == TFM_BLOCKS_Q4_1)
+    return half_to_float(parts->mins[b * kRows + r]);
+  if (format != TFM_BLOCKS_Q4_K)
+    return 0.0f;
+  return -half_to_float(parts->mins[b / TFM_Q4K_SUPER_BLOCKS * kRows + r]) *
+         (float)parts->block_mins[b * kRows + r];
 }
 
 /* Writes one tile's outputs (rows × 16, row-major in `tile`) to C, plus
@@ -253,7 +280,6 @@ static void tile_scalar(const block_job *job, int64_t p, int64_t i0,
                         int rows) {
   panel_parts parts = parts_of(job->weights + p * job->panel_bytes,
                                job->format, job->blocks);
-  const uint16_t *scales = parts.scales, *mins = parts.mins;
   const uint8_t *codes = parts.codes;
   int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
   int32_t offset = code_offset(job->format);
@@ -270,10 +296,9 @@ static void tile_scalar(const block_job *job, int64_t p, int64_t i0,
         for (int e = 0; e < kBlock; ++e)
           dot += stored_code(job->format, block_codes, o, e) * x[e];
         tile[r * kRows + o] += (float)(dot - offset * xsum) * xs *
-                               half_to_float(scales[b * kRows + o]);
-        if (mins)
-          tile[r * kRows + o] +=
-              half_to_float(mins[b * kRows + o]) * xs * (float)xsum;
+                               block_scale(job->format, &parts, b, o);
+        tile[r * kRows + o] +=
+            block_min(job->format, &parts, b, o) * xs * (float)xsum;
       }
     }
   }
@@ -285,6 +310,37 @@ static void tile_scalar(const block_job *job, int64_t p, int64_t i0,
 #define TFM_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define TFM_AVX2_INLINE                                                        \
   static inline __attribute__((always_inline, target("avx2,fma,f16c")))
+
+/* Eight f16 or uint8 values from `at`, as f32. */
+TFM_AVX2_INLINE __m256 halves8_avx2(const uint16_t *at) {
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)at));
+}
+TFM_AVX2_INLINE __m256 bytes8_avx2(const uint8_t *at) {
+  return _mm256_cvtepi32_ps(
+      _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)at)));
+}
+
+/* Block b's scales, and the minimums added to its weights, of rows
+ * 8·half .. 8·half + 7 of a panel (block_scale, block_min). */
+TFM_AVX2_INLINE __m256 scales8_avx2(int format, const panel_parts *parts,
+                                    int64_t b, int half) {
+  if (format != TFM_BLOCKS_Q4_K)
+    return halves8_avx2(parts->scales + b * kRows + half * 8);
+  return _mm256_mul_ps(
+      halves8_avx2(parts->scales + b / TFM_Q4K_SUPER_BLOCKS * kRows + half * 8),
+      bytes8_avx2(parts->block_scales + b * kRows + half * 8));
+}
+TFM_AVX2_INLINE __m256 mins8_avx2(int format, const panel_parts *parts,
+                                  int64_t b, int half) {
+  if (format == TFM_BLOCKS_Q4_1)
+    return halves8_avx2(parts->mins + b * kRows + half * 8);
+  if (format != TFM_BLOCKS_Q4_K)
+    return _mm256_setzero_ps();
+  return _mm256_mul_ps(
+      halves8_avx2(parts->mins + b / TFM_Q4K_SUPER_BLOCKS * kRows + half * 8),
+      _mm256_sub_ps(_mm256_setzero_ps(),
+                    bytes8_avx2(parts->block_mins + b * kRows + half * 8)));
+}
 
 /* Sums of four products of unsigned `w` and signed `x` bytes per lane;
  * products of pairs must fit int16 (codes of at most 127 by 127). */
@@ -300,16 +356,15 @@ TFM_AVX2_INLINE void half_tile_avx2(const block_job *job, int64_t p,
                                     float *tile) {
   panel_parts parts = parts_of(job->weights + p * job->panel_bytes,
                                job->format, job->blocks);
-  const uint16_t *scales = parts.scales, *mins = parts.mins;
   const uint8_t *codes = parts.codes;
   int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
   int q8 = job->format == TFM_BLOCKS_Q8_0;
+  int with_min = has_min(job->format);
   int32_t offset = code_offset(job->format);
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(),
                    _mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t b = 0; b < job->blocks; ++b) {
-    __m256 ws = _mm256_cvtph_ps(_mm_loadu_si128(
-        (const __m128i *)(scales + b * kRows + half * 8)));
+    __m256 ws = scales8_avx2(job->format, &parts, b, half);
     const uint8_t *block_codes = codes + b * code_bytes + half * 32;
     const int8_t *x[4];
     __m256i dot[4];
@@ -358,10 +413,9 @@ TFM_AVX2_INLINE void half_tile_avx2(const block_job *job, int64_t p,
       acc[r] = _mm256_fmadd_ps(
           products, _mm256_mul_ps(ws, _mm256_set1_ps(job->x.scales[i])),
           acc[r]);
-      if (mins)
+      if (with_min)
         acc[r] = _mm256_fmadd_ps(
-            _mm256_cvtph_ps(_mm_loadu_si128(
-                (const __m128i *)(mins + b * kRows + half * 8))),
+            mins8_avx2(job->format, &parts, b, half),
             _mm256_set1_ps(job->x.scales[i] * (float)job->x.sums[i]), acc[r]);
     }
   }
@@ -404,12 +458,12 @@ TFM_AVX2_INLINE void row_panels_avx2(const block_job *job, int format,
   int q8 = format == TFM_BLOCKS_Q8_0;
   int32_t offset = code_offset(format);
   const uint8_t *panel[kRowPanelsAvx2];
-  const uint16_t *mins[kRowPanelsAvx2];
+  panel_parts parts[kRowPanelsAvx2];
   __m256 acc[kRowPanelsAvx2][2];
 #pragma GCC unroll 2
   for (int j = 0; j < count; ++j) {
     panel[j] = job->weights + (p + j) * job->panel_bytes;
-    mins[j] = panel_mins(format, panel[j], job->blocks);
+    parts[j] = parts_of(panel[j], format, job->blocks);
     acc[j][0] = acc[j][1] = _mm256_setzero_ps();
   }
   const __m256i ones = _mm256_set1_epi16(1);
@@ -488,18 +542,14 @@ TFM_AVX2_INLINE void row_panels_avx2(const block_job *job, int format,
     for (int j = 0; j < count; ++j)
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
-        const uint16_t *scales = (const uint16_t *)panel[j] + b * kRows + h * 8;
         __m256 products =
             _mm256_cvtepi32_ps(_mm256_sub_epi32(dot[j][h], correction));
         acc[j][h] = _mm256_fmadd_ps(
-            products,
-            _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)scales)),
-                          xs),
+            products, _mm256_mul_ps(scales8_avx2(format, &parts[j], b, h), xs),
             acc[j][h]);
-        if (mins[j])
+        if (has_min(format))
           acc[j][h] = _mm256_fmadd_ps(
-              _mm256_cvtph_ps(_mm_loadu_si128(
-                  (const __m128i *)(mins[j] + b * kRows + h * 8))),
+              mins8_avx2(format, &parts[j], b, h),
               _mm256_set1_ps(job->x.scales[b] * (float)job->x.sums[b]),
               acc[j][h]);
       }
@@ -533,7 +583,8 @@ TFM_AVX2 static void row_avx2(const block_job *job, int64_t p0, int64_t p1) {
   switch (job->format) {
   case TFM_BLOCKS_Q8_0: row_format_avx2(job, TFM_BLOCKS_Q8_0, p0, p1); break;
   case TFM_BLOCKS_Q4_0: row_format_avx2(job, TFM_BLOCKS_Q4_0, p0, p1); break;
-  default: row_format_avx2(job, TFM_BLOCKS_Q4_1, p0, p1); break;
+  case TFM_BLOCKS_Q4_1: row_format_avx2(job, TFM_BLOCKS_Q4_1, p0, p1); break;
+  default: row_format_avx2(job, TFM_BLOCKS_Q4_K, p0, p1); break;
   }
 }
 
@@ -543,6 +594,35 @@ TFM_AVX2 static void row_avx2(const block_job *job, int64_t p0, int64_t p1) {
 #define TFM_VNNI __attribute__((target(TFM_VNNI_TARGET)))
 #define TFM_VNNI_INLINE                                                        \
   static inline __attribute__((always_inline, target(TFM_VNNI_TARGET)))
+
+/* Block b's scales, and the minimums added to its weights, of a panel's
+ * 16 rows (block_scale, block_min). */
+TFM_VNNI_INLINE __m512 scales16_vnni(int format, const panel_parts *parts,
+                                     int64_t b) {
+  if (format != TFM_BLOCKS_Q4_K)
+    return _mm512_cvtph_ps(
+        _mm256_loadu_si256((const __m256i *)(parts->scales + b * kRows)));
+  return _mm512_mul_ps(
+      _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(
+          parts->scales + b / TFM_Q4K_SUPER_BLOCKS * kRows))),
+      _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+          _mm_loadu_si128((const __m128i *)(parts->block_scales + b * kRows)))));
+}
+TFM_VNNI_INLINE __m512 mins16_vnni(int format, const panel_parts *parts,
+                                   int64_t b) {
+  if (format == TFM_BLOCKS_Q4_1)
+    return _mm512_cvtph_ps(
+        _mm256_loadu_si256((const __m256i *)(parts->mins + b * kRows)));
+  if (format != TFM_BLOCKS_Q4_K)
+    return _mm512_setzero_ps();
+  return _mm512_mul_ps(
+      _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(
+          parts->mins + b / TFM_Q4K_SUPER_BLOCKS * kRows))),
+      _mm512_cvtepi32_ps(_mm512_sub_epi32(
+          _mm512_setzero_si512(),
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(
+              (const __m128i *)(parts->block_mins + b * kRows))))));
+}
 
 /* Four activation codes of a row, broadcast to every lane. */
 TFM_VNNI_INLINE __m512i broadcast4(const int8_t *x) {
@@ -562,11 +642,13 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int64_t p,
                                      float tile[2][kTile * kRows]) {
   int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
   int q8 = job->format == TFM_BLOCKS_Q8_0;
-  int with_min = job->format == TFM_BLOCKS_Q4_1;
+  int with_min = has_min(job->format);
   int32_t offset = code_offset(job->format);
   int64_t row_stride = job->blocks * kBlock;
   const uint8_t *panel[2] = {job->weights + p * job->panel_bytes,
                              job->weights + (p + np - 1) * job->panel_bytes};
+  panel_parts parts[2] = {parts_of(panel[0], job->format, job->blocks),
+                          parts_of(panel[1], job->format, job->blocks)};
   __m512 acc[kTile][2];
 #pragma GCC unroll 6
   for (int r = 0; r < rows; ++r)
@@ -623,8 +705,7 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int64_t p,
     __m512 ws[2];
 #pragma GCC unroll 2
     for (int j = 0; j < np; ++j)
-      ws[j] = _mm512_cvtph_ps(_mm256_loadu_si256(
-          (const __m256i *)((const uint16_t *)panel[j] + b * kRows)));
+      ws[j] = scales16_vnni(job->format, &parts[j], b);
 #pragma GCC unroll 6
     for (int r = 0; r < rows; ++r) {
       int64_t i = (i0 + r) * job->blocks + b;
@@ -640,9 +721,7 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int64_t p,
       __m512 wm[2];
 #pragma GCC unroll 2
       for (int j = 0; j < np; ++j)
-        wm[j] = _mm512_cvtph_ps(_mm256_loadu_si256(
-            (const __m256i *)((const uint16_t *)panel[j] +
-                              (job->blocks + b) * kRows)));
+        wm[j] = mins16_vnni(job->format, &parts[j], b);
 #pragma GCC unroll 6
       for (int r = 0; r < rows; ++r) {
         int64_t i = (i0 + r) * job->blocks + b;
@@ -676,13 +755,15 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
                                      int64_t p, int count, float *out) {
   int64_t code_bytes = TFM_BLOCK_CODE_BYTES(format);
   int q8 = format == TFM_BLOCKS_Q8_0;
-  int with_min = format == TFM_BLOCKS_Q4_1;
+  int with_min = has_min(format);
   int32_t offset = code_offset(format);
   const uint8_t *panel[kRowPanels];
+  panel_parts parts[kRowPanels];
   __m512 acc[kRowPanels];
 #pragma GCC unroll 4
   for (int j = 0; j < count; ++j) {
     panel[j] = job->weights + (p + j) * job->panel_bytes;
+    parts[j] = parts_of(panel[j], format, job->blocks);
     acc[j] = _mm512_setzero_ps();
   }
   const int8_t *x = job->x.codes;
@@ -734,18 +815,14 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
     __m512i correction = _mm512_set1_epi32(offset * job->x.sums[b]);
 #pragma GCC unroll 4
     for (int j = 0; j < count; ++j) {
-      __m512 ws = _mm512_cvtph_ps(_mm256_loadu_si256(
-          (const __m256i *)((const uint16_t *)panel[j] + b * kRows)));
+      __m512 ws = scales16_vnni(format, &parts[j], b);
       __m512i dot = _mm512_sub_epi32(_mm512_add_epi32(even[j], odd[j]),
                                      correction);
       acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(ws, xs),
                                acc[j]);
       if (with_min)
-        acc[j] = _mm512_fmadd_ps(
-            _mm512_cvtph_ps(_mm256_loadu_si256(
-                (const __m256i *)((const uint16_t *)panel[j] +
-                                  (job->blocks + b) * kRows))),
-            xsum, acc[j]);
+        acc[j] = _mm512_fmadd_ps(mins16_vnni(format, &parts[j], b), xsum,
+                                 acc[j]);
     }
   }
 #pragma GCC unroll 4
@@ -775,7 +852,8 @@ TFM_VNNI static void row_vnni(const block_job *job, int64_t p0, int64_t p1) {
   switch (job->format) {
   case TFM_BLOCKS_Q8_0: row_format_vnni(job, TFM_BLOCKS_Q8_0, p0, p1); break;
   case TFM_BLOCKS_Q4_0: row_format_vnni(job, TFM_BLOCKS_Q4_0, p0, p1); break;
-  default: row_format_vnni(job, TFM_BLOCKS_Q4_1, p0, p1); break;
+  case TFM_BLOCKS_Q4_1: row_format_vnni(job, TFM_BLOCKS_Q4_1, p0, p1); break;
+  default: row_format_vnni(job, TFM_BLOCKS_Q4_K, p0, p1); break;
   }
 }
 
@@ -844,7 +922,6 @@ TFM_AVX2 static void widen_block_panel(const block_job *job, int64_t p,
   }
   panel_parts parts = parts_of(job->weights + p * job->panel_bytes,
                                job->format, job->blocks);
-  const uint16_t *scales = parts.scales, *mins = parts.mins;
   const uint8_t *codes = parts.codes;
   int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
   int q8 = job->format == TFM_BLOCKS_Q8_0;
@@ -855,12 +932,8 @@ TFM_AVX2 static void widen_block_panel(const block_job *job, int64_t p,
      * short; the panel keeps room for a whole one). */
     int64_t elements = job->k - b * kBlock < kBlock ? job->k - b * kBlock : kBlock;
     for (int h = 0; h < 2; ++h) {
-      __m256 scale = _mm256_cvtph_ps(
-          _mm_loadu_si128((const __m128i *)(scales + b * kRows + h * 8)));
-      __m256 minimum =
-          mins ? _mm256_cvtph_ps(_mm_loadu_si128(
-                     (const __m128i *)(mins + b * kRows + h * 8)))
-               : _mm256_setzero_ps();
+      __m256 scale = scales8_avx2(job->format, &parts, b, h);
+      __m256 minimum = mins8_avx2(job->format, &parts, b, h);
       float *column = out + b * kBlock * kWidenedPanel + column0 + h * 8;
       /* q8_0: eight runs, elements 4g + i; q4: four runs, elements 8v + i
        * (low nibbles) and 8v + 4 + i (high). */
@@ -1082,13 +1155,12 @@ static void widen_row(const uint8_t *weights, int format, int64_t cols,
   panel_parts parts = parts_of(
       weights + (row / kRows) * tfm_block_panel_bytes(format, cols), format,
       blocks);
-  const uint16_t *scales = parts.scales, *mins = parts.mins;
   const uint8_t *codes = parts.codes;
   int r = (int)(row % kRows);
   int32_t offset = code_offset(format);
   for (int64_t b = 0; b < blocks; ++b) {
-    float s = half_to_float(scales[b * kRows + r]) * scale;
-    float m = mins ? half_to_float(mins[b * kRows + r]) * scale : 0.0f;
+    float s = block_scale(format, &parts, b, r) * scale;
+    float m = block_min(format, &parts, b, r) * scale;
     const uint8_t *block_codes = codes + b * TFM_BLOCK_CODE_BYTES(format);
     for (int e = 0; e < kBlock && b * kBlock + e < cols; ++e)
       out[b * kBlock + e] =

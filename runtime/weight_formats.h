@@ -35,6 +35,15 @@
  * - Q4_1, w = scale · q + min, q in [0, 15]: codes as Q4_0's (the kernel
  *   adds min times the activations' block sum instead of subtracting 8
  *   scales of it).
+ * - Q4_K (GGUF's, its blocks copied), w = d · scale · q - dmin · min, q in
+ *   [0, 15]: codes as Q4_0's; rows are whole super-blocks of 8 blocks
+ *   (256 elements), and the panel's metadata is, for S = blocks / 8
+ *   super-blocks:
+ *
+ *     d[s][r], dmin[s][r]     f16, super-block s of row 16p + r
+ *     scales[b][r], mins[b][r] uint8 (6 bits), block b of row 16p + r
+ *
+ *   40 bytes a block for 16 rows against Q4_1's 64 (4.625 bits a weight).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -47,21 +56,28 @@
 typedef enum {
   TFM_BLOCKS_Q8_0 = 0,
   TFM_BLOCKS_Q4_0 = 1,
-  TFM_BLOCKS_Q4_1 = 2
+  TFM_BLOCKS_Q4_1 = 2,
+  TFM_BLOCKS_Q4_K = 3
 } tfm_block_format;
 
 #define TFM_BLOCK_SIZE 32
 #define TFM_BLOCK_PANEL_ROWS 16
+/* Blocks per Q4_K super-block. */
+#define TFM_Q4K_SUPER_BLOCKS 8
 /* Bytes of one block's codes for the 16 rows of a panel. */
 #define TFM_BLOCK_CODE_BYTES(format)                                           \
   ((format) == TFM_BLOCKS_Q8_0 ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE        \
                                : TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE / 2)
 /* Bytes of one block's scales for the 16 rows of a panel (f16 each). */
 #define TFM_BLOCK_SCALE_BYTES (TFM_BLOCK_PANEL_ROWS * 2)
-/* Bytes of one block's scales and minimums for a panel's 16 rows. */
+/* Bytes of one block's scales and minimums for a panel's 16 rows (Q4_K:
+ * its own 6-bit ones, and an eighth of its super-block's d and dmin). */
 #define TFM_BLOCK_META_BYTES(format)                                           \
-  ((format) == TFM_BLOCKS_Q4_1 ? 2 * TFM_BLOCK_SCALE_BYTES                    \
-                               : TFM_BLOCK_SCALE_BYTES)
+  ((format) == TFM_BLOCKS_Q4_1   ? 2 * TFM_BLOCK_SCALE_BYTES                  \
+   : (format) == TFM_BLOCKS_Q4_K ? 2 * TFM_BLOCK_PANEL_ROWS +                 \
+                                       2 * TFM_BLOCK_SCALE_BYTES /            \
+                                           TFM_Q4K_SUPER_BLOCKS               \
+                                 : TFM_BLOCK_SCALE_BYTES)
 
 /* Blocks of a row of `cols` elements. */
 static inline int64_t tfm_blocks_per_row(int64_t cols) {

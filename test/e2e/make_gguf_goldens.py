@@ -32,6 +32,9 @@ MODELS = {
                   "BF16", "--edge-type", "F16"],
     "gguf-q4_1": ["--random", "256,2,4,1,256,32", "--seed", "4", "--type",
                   "Q4_1"],
+    "gguf-q4_k_m": ["--random", "256,2,4,1,256,32", "--seed", "5", "--type",
+                    "Q4_K", "--type-for", "attn_v=Q6_K", "--type-for",
+                    "ffn_down=Q6_K", "--edge-type", "Q6_K"],
 }
 
 

@@ -381,6 +381,10 @@ def main():
     parser.add_argument("--type", default="F32", choices=list(GGML_TYPES))
     parser.add_argument("--edge-type", help="token_embd and output (default "
                         "--type)")
+    parser.add_argument("--type-for", action="append", default=[],
+                        metavar="PART=TYPE", help="tensors whose names "
+                        "contain PART (attn_v: llama.cpp's Q4_K_M keeps "
+                        "some in Q6_K) in TYPE")
     parser.add_argument("--sp-tokenizer", metavar="TOKENIZER_BIN")
     parser.add_argument("--gpt2-tokenizer", metavar="DIR")
     parser.add_argument("--arch", default="llama")
@@ -414,6 +418,10 @@ def main():
     for name, shape, values in weights:
         edge = name in ("token_embd.weight", "output.weight")
         wanted = (args.edge_type or args.type) if edge else args.type
+        for rule in args.type_for:
+            part, ggml_type = rule.split("=")
+            if part in name:
+                wanted = ggml_type
         if len(shape) == 1:
             wanted = "F32"
         elif shape[-1] % BLOCK_ELEMENTS[wanted]:

@@ -36,6 +36,12 @@ tfm.weight_decl @w : tensor<4x32xi8, #tfm.block_quant<q4_1>>
 
 // -----
 
+// q4_k's rows are whole super-blocks of 256, as GGUF's Q4_K stores them.
+// expected-error @+1 {{'tfm.weight_decl' op expected weight 'w' in q4_k to have rows of whole super-blocks (a multiple of 256 elements), got 288}}
+tfm.weight_decl @w : tensor<4x288xi4, #tfm.block_quant<q4_k>>
+
+// -----
+
 // The frontend's checkpoint dtype belongs on weight declarations only.
 // expected-error @+1 {{'tfm.checkpoint_dtype' is not valid here}}
 func.func @f() attributes {tfm.checkpoint_dtype = "int8"} {

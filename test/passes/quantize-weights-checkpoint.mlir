@@ -58,3 +58,30 @@ func.func @mixed_joins(%x: tensor<?x32xf32>) -> (tensor<?x96xf32>, tensor<?x64xf
   %b = tfm.linear %x, %gu : (tensor<?x32xf32>, tensor<64x32xf32>) -> tensor<?x64xf32>
   return %a, %b : tensor<?x96xf32>, tensor<?x64xf32>
 }
+
+// A GGUF file's Q4_K tensors stay q4_k (tfm.checkpoint_dtype "q4_k"), and
+// a join of Q4_K parts is one q4_k join. Beside a part in another format,
+// q4_k joins as the int4-min that holds its blocks' grids (here beside
+// int4, which int4-min also holds).
+// CHECK: tfm.weight_decl @kq {tfm.checkpoint_dtype = "q4_k"} : tensor<32x256xi4, #tfm.block_quant<q4_k>>
+// CHECK: tfm.weight_decl @kk {tfm.checkpoint_dtype = "q4_k"} : tensor<32x256xi4, #tfm.block_quant<q4_k>>
+// CHECK: tfm.weight_decl @kg {tfm.checkpoint_dtype = "q4_k"} : tensor<32x256xi4, #tfm.block_quant<q4_1>>
+// CHECK: tfm.weight_decl @ku {tfm.checkpoint_dtype = "int4"} : tensor<32x256xi4, #tfm.block_quant<q4_1>>
+// CHECK-LABEL: func.func @q4k_joins
+// CHECK: tfm.concat %{{.*}}, %{{.*}} : ({{.*}}) -> tensor<64x256xi4, #tfm.block_quant<q4_k>>
+// CHECK: tfm.concat %{{.*}}, %{{.*}} : ({{.*}}) -> tensor<64x256xi4, #tfm.block_quant<q4_1>>
+tfm.weight_decl @kq {tfm.checkpoint_dtype = "q4_k"} : tensor<32x256xf32>
+tfm.weight_decl @kk {tfm.checkpoint_dtype = "q4_k"} : tensor<32x256xf32>
+tfm.weight_decl @kg {tfm.checkpoint_dtype = "q4_k"} : tensor<32x256xf32>
+tfm.weight_decl @ku {tfm.checkpoint_dtype = "int4"} : tensor<32x256xf32>
+func.func @q4k_joins(%x: tensor<?x256xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
+  %q = tfm.weight @kq : tensor<32x256xf32>
+  %k = tfm.weight @kk : tensor<32x256xf32>
+  %qk = tfm.concat %q, %k : (tensor<32x256xf32>, tensor<32x256xf32>) -> tensor<64x256xf32>
+  %a = tfm.linear %x, %qk : (tensor<?x256xf32>, tensor<64x256xf32>) -> tensor<?x64xf32>
+  %g = tfm.weight @kg : tensor<32x256xf32>
+  %u = tfm.weight @ku : tensor<32x256xf32>
+  %gu = tfm.concat %g, %u : (tensor<32x256xf32>, tensor<32x256xf32>) -> tensor<64x256xf32>
+  %b = tfm.linear %x, %gu : (tensor<?x256xf32>, tensor<64x256xf32>) -> tensor<?x64xf32>
+  return %a, %b : tensor<?x64xf32>, tensor<?x64xf32>
+}

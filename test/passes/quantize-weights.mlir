@@ -7,6 +7,7 @@
 // RUN: not tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=int4 dtype-for=proj" 2>&1 | FileCheck %s --check-prefix=BAD-FOR
 // RUN: not tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=int3" 2>&1 | FileCheck %s --check-prefix=BAD-DTYPE
 // RUN: not tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=int8 keep=(" 2>&1 | FileCheck %s --check-prefix=BAD-REGEX
+// RUN: not tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=q4_k" 2>&1 | FileCheck %s --check-prefix=BAD-Q4K
 
 // A decoder in miniature: the table tied to the LM head (an edge weight:
 // int8 under int4), a projection, a norm gain that stays f32.
@@ -80,3 +81,4 @@ func.func @joins(%x: tensor<?x16xf32>) -> (tensor<?x40xf32>, tensor<?x12xf32>) {
 
 // BAD-DTYPE: error: unknown weight dtype 'int3' (expected f32, bf16, f16, int8, int4, int4-min or checkpoint)
 // BAD-REGEX: error: invalid regex '(' for the weights to keep
+// BAD-Q4K: error: weight dtype 'q4_k' is kept from a checkpoint's Q4_K tensors only (dtype=checkpoint), not made from others

@@ -50,6 +50,60 @@ std::vector<uint8_t> encode(StoredFormat format, const std::vector<float> &w,
   return bytes;
 }
 
+/// GGUF Q4_K blocks of a random W [n, k] (k a multiple of 256): f16 d and
+/// dmin of a few thousandths, then random bytes for the packed 6-bit
+/// scales and minimums and the nibbles; each row's blocks in turn.
+std::vector<uint8_t> randomQ4KBlocks(int64_t n, int64_t k, unsigned seed) {
+  std::vector<uint8_t> blocks(n * k / 256 * 144);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> scale(1e-3f, 2e-2f);
+  for (size_t at = 0; at < blocks.size(); at += 144) {
+    for (int half = 0; half < 2; ++half) {
+      uint16_t bits = mlir::tfm::floatToHalf(scale(rng));
+      blocks[at + 2 * half] = uint8_t(bits);
+      blocks[at + 2 * half + 1] = uint8_t(bits >> 8);
+    }
+    for (int i = 4; i < 144; ++i)
+      blocks[at + i] = uint8_t(rng());
+  }
+  return blocks;
+}
+
+/// Element (row, col) of the Q4_K blocks above, decoded as ggml's
+/// dequantize_row_q4_K does (written here from ggml-common.h's
+/// block_q4_K, not from the packager's code).
+double q4KValue(const std::vector<uint8_t> &blocks, int64_t k, int64_t row,
+                int64_t col) {
+  const uint8_t *block = blocks.data() + (row * (k / 256) + col / 256) * 144;
+  auto f16At = [](const uint8_t *at) {
+    return mlir::tfm::halfToFloat(uint16_t(at[0] | at[1] << 8));
+  };
+  int sub = int(col % 256 / 32), e = int(col % 32);
+  const uint8_t *q = block + 4; // the 12 packed bytes
+  int scale = sub < 4 ? q[sub] & 63 : (q[sub + 4] & 0xF) | (q[sub - 4] >> 6) << 4;
+  int min = sub < 4 ? q[sub + 4] & 63 : (q[sub + 4] >> 4) | (q[sub] >> 6) << 4;
+  uint8_t byte = block[16 + 32 * (sub / 2) + e];
+  int code = sub % 2 ? byte >> 4 : byte & 0xF;
+  return f16At(block) * float(scale) * float(code) - f16At(block + 2) * float(min);
+}
+
+/// The Q4_K blocks as q4_k panels, as the packager writes them.
+std::vector<uint8_t> encodeQ4K(const std::vector<uint8_t> &blocks, int64_t n,
+                               int64_t k) {
+  int64_t rowBytes = k / 256 * 144;
+  std::vector<uint8_t> bytes;
+  for (int64_t first = 0; first < n; first += 16) {
+    std::vector<uint8_t> rows(16 * rowBytes, 0);
+    int64_t count = std::min<int64_t>(16, n - first);
+    std::copy_n(blocks.begin() + first * rowBytes, count * rowBytes,
+                rows.begin());
+    mlir::tfm::encodeQ4KPanel(rows.data(), k, bytes);
+  }
+  EXPECT_EQ(int64_t(bytes.size()), mlir::tfm::storedMatrixBytes(
+                                       StoredFormat::Q4_K, n, k, true));
+  return bytes;
+}
+
 /// Element (row, col) of W [n, k] stored as `bytes`, decoded from the
 /// layout weight_formats.h describes.
 double decoded(StoredFormat format, const std::vector<uint8_t> &bytes,
@@ -64,15 +118,27 @@ double decoded(StoredFormat format, const std::vector<uint8_t> &bytes,
     std::memcpy(&value, &wide, 4);
     return value;
   }
-  bool q8 = format == StoredFormat::Q8_0;
-  bool withMin = format == StoredFormat::Q4_1;
   int64_t blocks = (k + 31) / 32, b = col / 32, e = col % 32, r = row % 16;
-  int64_t codeBytes = q8 ? 512 : 256, metaBytes = withMin ? 64 : 32;
-  const uint8_t *panel =
-      bytes.data() + (row / 16) * blocks * (metaBytes + codeBytes);
   auto f16At = [](const uint8_t *at) {
     return double(mlir::tfm::halfToFloat(uint16_t(at[0] | at[1] << 8)));
   };
+  if (format == StoredFormat::Q4_K) {
+    // d, dmin [super-block][row]; scales, mins [block][row]; codes.
+    int64_t supers = blocks / 8, s = b / 8;
+    const uint8_t *panel = bytes.data() + (row / 16) * blocks * (40 + 256);
+    double d = f16At(panel + (s * 16 + r) * 2);
+    double dmin = f16At(panel + supers * 32 + (s * 16 + r) * 2);
+    int scale = panel[supers * 64 + b * 16 + r];
+    int min = panel[supers * 64 + blocks * 16 + b * 16 + r];
+    uint8_t byte = panel[blocks * 40 + b * 256 + (e / 8) * 64 + r * 4 + e % 4];
+    int q = e % 8 < 4 ? byte & 15 : byte >> 4;
+    return float(d * scale) * q - float(dmin * min);
+  }
+  bool q8 = format == StoredFormat::Q8_0;
+  bool withMin = format == StoredFormat::Q4_1;
+  int64_t codeBytes = q8 ? 512 : 256, metaBytes = withMin ? 64 : 32;
+  const uint8_t *panel =
+      bytes.data() + (row / 16) * blocks * (metaBytes + codeBytes);
   double scale = f16At(panel + (b * 16 + r) * 2);
   const uint8_t *codes = panel + blocks * metaBytes + b * codeBytes;
   if (q8)
@@ -107,7 +173,10 @@ std::vector<float> checkLinear(StoredFormat format, const LinearCase &c) {
                                   << " bias=" << c.bias);
   std::vector<float> a = randomValues(c.m * c.k, 3), w = randomValues(c.n * c.k, 4);
   std::vector<float> bias = randomValues(c.n, 5), out(c.m * c.n, NAN);
-  std::vector<uint8_t> bytes = encode(format, w, c.n, c.k);
+  std::vector<uint8_t> bytes =
+      format == StoredFormat::Q4_K
+          ? encodeQ4K(randomQ4KBlocks(c.n, c.k, 4), c.n, c.k)
+          : encode(format, w, c.n, c.k);
   tfm_memref2d_f32 am = {a.data(), a.data(), 0, {c.m, c.k}, {c.k, 1}};
   tfm_memref1d_f32 bm = {bias.data(), bias.data(), 0, {c.n}, {1}};
   tfm_memref2d_f32 cm = {out.data(), out.data(), 0, {c.m, c.n}, {c.n, 1}};
@@ -209,10 +278,15 @@ TEST(BlockKernel, EveryInstructionSetWithinTheActivationStep) {
                                    {2, 40, 100, false}, {8, 48, 64, true},
                                    {11, 33, 96, true},  {20, 64, 130, false},
                                    {50, 40, 100, true}, {64, 96, 64, false}};
+  // q4_k's rows are whole super-blocks of 256.
+  std::vector<LinearCase> superBlockCases = {
+      {1, 16, 256, false}, {1, 100, 512, true}, {2, 40, 256, false},
+      {8, 48, 512, true},  {11, 33, 256, true}, {50, 40, 256, true}};
   tfm_blocks_isa before = tfm_blocks_use_isa(TFM_BLOCKS_ISA_SCALAR);
-  for (StoredFormat format :
-       {StoredFormat::Q8_0, StoredFormat::Q4_0, StoredFormat::Q4_1})
-    for (const LinearCase &c : cases) {
+  for (StoredFormat format : {StoredFormat::Q8_0, StoredFormat::Q4_0,
+                              StoredFormat::Q4_1, StoredFormat::Q4_K})
+    for (const LinearCase &c :
+         format == StoredFormat::Q4_K ? superBlockCases : cases) {
       std::vector<float> first;
       // Activations quantized in 16- and 8-float vectors (vector_width.h)
       // give the same codes.
@@ -252,6 +326,8 @@ TEST(BlockKernel, ManyRowsOnAvx2MultiplyTheWidenedWeights) {
     for (LinearCase c : {LinearCase{48, 40, 100, true}, {70, 16, 32, false},
                          {96, 64, 300, true}})
       checkLinear(format, c); // within f32 rounding of the exact products
+  for (LinearCase c : {LinearCase{48, 40, 256, true}, {70, 16, 512, false}})
+    checkLinear(StoredFormat::Q4_K, c);
   tfm_blocks_use_isa(TFM_BLOCKS_ISA_VNNI);
   EXPECT_FALSE(tfm_blocks_widens(512) && tfm_blocks_best_isa() ==
                                             TFM_BLOCKS_ISA_VNNI)
@@ -376,6 +452,39 @@ TEST(BlockKernel, Q4KSubBlocksKeepTheirGrid) {
       EXPECT_NEAR(decoded(StoredFormat::Q4_1, bytes, k, row, col),
                   w[row * k + col], tolerance[row * k + col])
           << row << "," << col;
+}
+
+/// A Q4_K checkpoint's blocks are kept, not requantized: the q4_k panels
+/// hold every weight exactly as ggml decodes the file's blocks (up to the
+/// order of d · scale · q's two products, and f32 rounding), and the
+/// runtime's own widening (a dequantized matrix, an embedding lookup)
+/// reads the same values back.
+TEST(BlockKernel, Q4KPanelsHoldTheFilesBlocks) {
+  int64_t n = 40, k = 512; // a partial last panel, two super-blocks a row
+  std::vector<uint8_t> blocks = randomQ4KBlocks(n, k, 31);
+  std::vector<uint8_t> bytes = encodeQ4K(blocks, n, k);
+  for (int64_t row = 0; row < n; ++row)
+    for (int64_t col = 0; col < k; ++col)
+      ASSERT_FLOAT_EQ(decoded(StoredFormat::Q4_K, bytes, k, row, col),
+                      q4KValue(blocks, k, row, col))
+          << row << "," << col;
+  int64_t code = mlir::tfm::blockFormatCode(StoredFormat::Q4_K);
+  auto *data = reinterpret_cast<int8_t *>(bytes.data());
+  tfm_memref1d_i8 wm = {data, data, 0, {int64_t(bytes.size())}, {1}};
+  std::vector<float> whole(n * k, NAN), rows(2 * k, NAN);
+  tfm_memref2d_f32 whole_m = {whole.data(), whole.data(), 0, {n, k}, {k, 1}};
+  _mlir_ciface_tfm_rt_dequantize_blocks(&wm, &whole_m, code);
+  std::vector<int32_t> ids = {39, 5};
+  tfm_memref1d_i32 idm = {ids.data(), ids.data(), 0, {2}, {1}};
+  tfm_memref2d_f32 rows_m = {rows.data(), rows.data(), 0, {2, k}, {k, 1}};
+  _mlir_ciface_tfm_rt_embedding_blocks(&idm, &wm, &rows_m, code, 2.0f);
+  for (int64_t row = 0; row < n; ++row)
+    for (int64_t col = 0; col < k; ++col)
+      ASSERT_FLOAT_EQ(whole[row * k + col], q4KValue(blocks, k, row, col))
+          << row << "," << col;
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t col = 0; col < k; ++col)
+      ASSERT_FLOAT_EQ(rows[i * k + col], 2 * q4KValue(blocks, k, ids[i], col));
 }
 
 } // namespace
