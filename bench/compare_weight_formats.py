@@ -15,8 +15,10 @@ Debian's `time` package) are reported for each format.
 
 With --gguf (and llama.cpp), tfmc also compiles llama.cpp's own GGUF files
 (Q8_0, Q4_0, and Q4_K_M from llama-quantize) as they are (each tensor keeps
-its format; Q4_K becomes int4-min, Q6_K int8, a join of both int8) and
-runs beside llama.cpp on the very same file.
+its format: Q4_K stays q4_k, Q6_K becomes int8, a join of both int8) and
+runs beside llama.cpp on the very same file; --gguf-formats picks the
+files. --baseline-tfmc PATH compiles them with another build's tfmc too
+and runs it in the same rounds (a change's before and after).
 
 The host's bandwidth drifts within minutes, so the engines run round robin
 (--rounds) and the ratios are taken within each round; the table prints
@@ -81,14 +83,15 @@ def make_model(work, kind):
     return directory
 
 
-def compile_tfmc(work, kind, model, fmt):
+def compile_tfmc(work, kind, model, fmt, tfmc=None, suffix=""):
     """tfmc's `fmt` of `model`; fmt None: the checkpoint's own (a GGUF
-    file's formats)."""
-    exe = os.path.join(work, f"{kind}-{fmt}" if fmt else
-                       os.path.basename(model).replace(".gguf", "-tfmc"))
+    file's formats). `tfmc`: another build's compiler (its executables
+    named with `suffix`)."""
+    exe = os.path.join(work, (f"{kind}-{fmt}" if fmt else
+                              os.path.basename(model).replace(".gguf", "-tfmc")) + suffix)
     dtype = [f"--weights-dtype={fmt}"] if fmt else []
-    seconds, rss = run_measured([os.path.join(ROOT, "build", "bin", "tfmc"), model,
-                                 "-q", "-o", exe] + dtype)
+    seconds, rss = run_measured([tfmc or os.path.join(ROOT, "build", "bin", "tfmc"),
+                                 model, "-q", "-o", exe] + dtype)
     return exe, {"compile_seconds": seconds, "compile_peak_rss": rss,
                  "size": os.path.getsize(exe)}
 
@@ -254,17 +257,28 @@ def summary(rounds, fmt, formats, with_peer):
 
 
 def gguf_summary(rounds, fmt):
-    """tfmc and llama.cpp on the same GGUF file."""
-    mine, peer = ("tfmc gguf", fmt), ("llama.cpp", fmt)
+    """tfmc and llama.cpp on the same GGUF file (and the baseline tfmc's
+    compile of it, where there is one)."""
+    mine, peer, base = ("tfmc gguf", fmt), ("llama.cpp", fmt), ("tfmc base", fmt)
     decode = [c[mine]["decode"] / c[peer]["decode"] for c in rounds]
     prefill = [c[mine]["prefill"] / c[peer]["prefill"] for c in rounds]
+    against_base = ""
+    if base in rounds[0]:
+        ratios = [c[mine]["decode"] / c[base]["decode"] for c in rounds]
+        against_base = (
+            f"\n    baseline tfmc decode {median_of(rounds, lambda c: c[base]['decode']):7.1f}"
+            f" ({median_of(rounds, lambda c: c[base]['bytes']) / 1e6:.0f} MB/token against"
+            f" {median_of(rounds, lambda c: c[mine]['bytes']) / 1e6:.0f}),"
+            f" prefill {median_of(rounds, lambda c: c[base]['prefill']):7.1f};"
+            f" tfmc / baseline decode {statistics.median(ratios):.2f}"
+            f" (rounds {', '.join(f'{r:.2f}' for r in ratios)})")
     return (f"  {fmt} file: tfmc decode {median_of(rounds, lambda c: c[mine]['decode']):7.1f}"
             f" ({median_of(rounds, lambda c: fraction_of_bound(c[mine])):.0%} of bound)"
             f" prefill {median_of(rounds, lambda c: c[mine]['prefill']):7.1f};"
             f" llama.cpp decode {median_of(rounds, lambda c: c[peer]['decode']):7.1f}"
             f" prefill {median_of(rounds, lambda c: c[peer]['prefill']):7.1f};"
             f" tfmc / llama.cpp decode {statistics.median(decode):.2f},"
-            f" prefill {statistics.median(prefill):.2f}")
+            f" prefill {statistics.median(prefill):.2f}" + against_base)
 
 
 def main():
@@ -285,8 +299,13 @@ def main():
                              "measurement (run under taskset to pin them)")
     parser.add_argument("--gguf", action="store_true",
                         help="also compile llama.cpp's GGUF files with tfmc")
+    parser.add_argument("--gguf-formats", default=",".join(GGUF_FORMATS),
+                        help="the llama.cpp files --gguf compiles")
+    parser.add_argument("--baseline-tfmc", metavar="PATH",
+                        help="another build's tfmc, compiling the --gguf files too")
     args = parser.parse_args()
-    formats = args.formats.split(",")
+    formats = [fmt for fmt in args.formats.split(",") if fmt]
+    gguf_formats = [fmt for fmt in args.gguf_formats.split(",") if fmt]
     unknown = [fmt for fmt in formats if fmt not in PEER_FORMAT]
     if unknown:
         parser.error(f"--formats: unknown {', '.join(unknown)} "
@@ -314,16 +333,19 @@ def main():
             peers = [PEER_FORMAT[fmt] for fmt in formats]
             src, files = prepare_llama_cpp(
                 args, args.work, kind, model,
-                peers + [f for f in GGUF_FORMATS if gguf and f not in peers])
-            for peer in peers + (GGUF_FORMATS if gguf else []):
+                peers + [f for f in gguf_formats if gguf and f not in peers])
+            for peer in peers + (gguf_formats if gguf else []):
                 engines[("llama.cpp", peer)] = (
                     lambda path=files[peer]: llama_cpp_cell(args, src, path, args.work))
-        for fmt in GGUF_FORMATS if gguf else []:
-            exe, built = compile_tfmc(args.work, kind, files[fmt], None)
-            print(f"{kind} tfmc of llama.cpp's {fmt} file: compiled in "
-                  f"{built['compile_seconds']:.1f} s, peak RSS "
-                  f"{built['compile_peak_rss'] / 2**20:.0f} MiB", flush=True)
-            engines[("tfmc gguf", fmt)] = lambda exe=exe: tfmc_cell(exe, args, vocab, args.work)
+        for fmt in gguf_formats if gguf else []:
+            for engine, tfmc, suffix in [("tfmc gguf", None, "")] + (
+                    [("tfmc base", args.baseline_tfmc, "-baseline")]
+                    if args.baseline_tfmc else []):
+                exe, built = compile_tfmc(args.work, kind, files[fmt], None, tfmc, suffix)
+                print(f"{kind} {engine} of llama.cpp's {fmt} file: compiled in "
+                      f"{built['compile_seconds']:.1f} s, peak RSS "
+                      f"{built['compile_peak_rss'] / 2**20:.0f} MiB", flush=True)
+                engines[(engine, fmt)] = lambda exe=exe: tfmc_cell(exe, args, vocab, args.work)
         rounds = []
         for r in range(args.rounds):
             cells = {key: run() for key, run in engines.items()}
@@ -338,7 +360,7 @@ def main():
         print(f"\n{kind}: medians over {args.rounds} rounds (ratios within each round)")
         for fmt in formats:
             print(summary(rounds, fmt, formats, args.llama_cpp))
-        for fmt in GGUF_FORMATS if gguf else []:
+        for fmt in gguf_formats if gguf else []:
             print(gguf_summary(rounds, fmt))
 
 if __name__ == "__main__":

@@ -138,17 +138,20 @@ void writePanels(const WeightRows &weight, StoredFormat format,
   }
 }
 
-/// Writes `weight`, stored in GGUF's Q4_K, as q4_k panels: the file's blocks
-/// rearranged (encodeQ4KPanel), a group of panels at a time.
-llvm::Error writeQ4KPanels(llvm::StringRef name, const WeightRows &weight,
-                           BlobWriter &out) {
-  if (weight.storedDtype != "Q4_K" || !weight.readStored ||
-      weight.cols % kQ4KElements != 0)
-    return makeError("weight '" + name + "' is declared q4_k, which only a "
-                     "tensor stored in Q4_K can be (its checkpoint stores " +
+/// Writes `weight`, stored in GGUF's Q4_K or Q6_K (`format`), as q4_k or
+/// q6_k panels: the file's blocks rearranged (encodeKQuantPanel), a group
+/// of panels at a time.
+llvm::Error writeKQuantPanels(llvm::StringRef name, const WeightRows &weight,
+                              StoredFormat format, BlobWriter &out) {
+  std::string stored = format == StoredFormat::Q4_K ? "Q4_K" : "Q6_K";
+  if (weight.storedDtype != stored || !weight.readStored ||
+      weight.cols % kKQuantElements != 0)
+    return makeError("weight '" + name + "' is declared " +
+                     storedFormatName(format) + ", which only a tensor stored "
+                     "in " + stored + " can be (its checkpoint stores " +
                      weight.storedDtype + ")");
   int64_t height = TFM_BLOCK_PANEL_ROWS;
-  int64_t rowBytes = weight.cols / kQ4KElements * kQ4KBytes;
+  int64_t rowBytes = weight.cols / kKQuantElements * kQuantBlockBytes(format);
   int64_t group = std::max<int64_t>(1, (8 << 20) / (height * rowBytes));
   std::vector<uint8_t> rows(group * height * rowBytes);
   std::vector<uint8_t> panel;
@@ -156,11 +159,12 @@ llvm::Error writeQ4KPanels(llvm::StringRef name, const WeightRows &weight,
     int64_t count = std::min<int64_t>(group * height, weight.rows - first);
     std::fill(rows.begin(), rows.end(), 0);
     if (!weight.readStored(first, count, rows.data()))
-      return makeError("internal error: the Q4_K blocks of weight '" + name +
-                       "' cannot be read as stored");
+      return makeError("internal error: the " + stored + " blocks of weight '" +
+                       name + "' cannot be read as stored");
     for (int64_t p = 0; p < (count + height - 1) / height; ++p) {
       panel.clear();
-      encodeQ4KPanel(rows.data() + p * height * rowBytes, weight.cols, panel);
+      encodeKQuantPanel(format, rows.data() + p * height * rowBytes,
+                        weight.cols, panel);
       out.write(panel.data(), panel.size());
     }
     weight.release(first, first + count);
@@ -488,8 +492,8 @@ llvm::Expected<uint64_t> mlir::tfm::writeWeightBlob(
       return makeError("internal error: weight '" + name +
                        "' in blocks is not recorded as panels");
     out.zerosTo(offset);
-    if (format == StoredFormat::Q4_K) {
-      if (llvm::Error err = writeQ4KPanels(name, *weight, out))
+    if (isKQuant(format)) {
+      if (llvm::Error err = writeKQuantPanels(name, *weight, format, out))
         return std::move(err);
     } else if (shape)
       writePanels(*weight, format, out);

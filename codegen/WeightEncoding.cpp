@@ -14,7 +14,7 @@ using namespace mlir::tfm;
 
 bool mlir::tfm::isBlockFormat(StoredFormat format) {
   return format == StoredFormat::Q8_0 || format == StoredFormat::Q4_0 ||
-         format == StoredFormat::Q4_1 || format == StoredFormat::Q4_K;
+         format == StoredFormat::Q4_1 || isKQuant(format);
 }
 
 int64_t mlir::tfm::panelRows(StoredFormat format) {
@@ -26,6 +26,7 @@ int mlir::tfm::blockFormatCode(StoredFormat format) {
   case StoredFormat::Q8_0: return TFM_BLOCKS_Q8_0;
   case StoredFormat::Q4_1: return TFM_BLOCKS_Q4_1;
   case StoredFormat::Q4_K: return TFM_BLOCKS_Q4_K;
+  case StoredFormat::Q6_K: return TFM_BLOCKS_Q6_K;
   default: return TFM_BLOCKS_Q4_0;
   }
 }
@@ -255,17 +256,23 @@ uint16_t mlir::tfm::floatToBFloat16(float value) {
   return uint16_t(bits >> 16);
 }
 
-void mlir::tfm::encodeQ4KPanel(const uint8_t *rowBlocks, int64_t cols,
-                                std::vector<uint8_t> &out) {
+namespace {
+
+/// The file's K-quant blocks of a panel's 16 rows: block `s` of row `r`.
+struct PanelBlocks {
+  const uint8_t *rowBlocks;
+  int64_t supers, blockBytes;
+  const uint8_t *operator()(int64_t r, int64_t s) const {
+    return rowBlocks + (r * supers + s) * blockBytes;
+  }
+};
+
+void appendQ4KPanel(const PanelBlocks &blockOf, std::vector<uint8_t> &out) {
   constexpr int64_t kRows = TFM_BLOCK_PANEL_ROWS;
-  int64_t supers = cols / kQ4KElements;
-  int64_t blocks = supers * TFM_Q4K_SUPER_BLOCKS;
-  auto blockOf = [&](int64_t r, int64_t s) {
-    return rowBlocks + (r * supers + s) * kQ4KBytes;
-  };
+  int64_t blocks = blockOf.supers * TFM_K_SUPER_BLOCKS;
   // d, then dmin, [super-block][row]: the file's f16 bits.
   for (int half = 0; half < 2; ++half)
-    for (int64_t s = 0; s < supers; ++s)
+    for (int64_t s = 0; s < blockOf.supers; ++s)
       for (int64_t r = 0; r < kRows; ++r) {
         const uint8_t *at = blockOf(r, s) + 2 * half;
         out.push_back(at[0]);
@@ -276,20 +283,76 @@ void mlir::tfm::encodeQ4KPanel(const uint8_t *rowBlocks, int64_t cols,
     for (int64_t b = 0; b < blocks; ++b)
       for (int64_t r = 0; r < kRows; ++r) {
         int scale, min;
-        q4KScaleMin(int(b % TFM_Q4K_SUPER_BLOCKS),
-                    blockOf(r, b / TFM_Q4K_SUPER_BLOCKS) + 4, scale, min);
+        q4KScaleMin(int(b % TFM_K_SUPER_BLOCKS),
+                    blockOf(r, b / TFM_K_SUPER_BLOCKS) + 4, scale, min);
         out.push_back(uint8_t(which == 0 ? scale : min));
       }
   // Sub-block j of a Q4_K block is the low (j even) or high nibbles of its
   // bytes 32 · (j / 2) .. + 31.
   for (int64_t b = 0; b < blocks; ++b) {
-    int64_t j = b % TFM_Q4K_SUPER_BLOCKS;
+    int64_t j = b % TFM_K_SUPER_BLOCKS;
     appendNibbleCodes(out, [&](int64_t r, int e) {
-      uint8_t byte =
-          blockOf(r, b / TFM_Q4K_SUPER_BLOCKS)[16 + 32 * (j / 2) + e];
+      uint8_t byte = blockOf(r, b / TFM_K_SUPER_BLOCKS)[16 + 32 * (j / 2) + e];
       return j % 2 ? byte >> 4 : byte & 0x0F;
     });
   }
+}
+
+/// Element n (0..255) of a Q6_K block, as its 6-bit code: element
+/// 128h + 32k + l has its low 4 bits in ql[64h + 32(k % 2) + l] (the low
+/// nibble for k < 2) and its high 2 bits at bit 2k of qh[32h + l].
+int q6KCode(const uint8_t *block, int n) {
+  int h = n / 128, k = n % 128 / 32, l = n % 32;
+  uint8_t low = block[64 * h + 32 * (k % 2) + l];
+  uint8_t high = block[128 + 32 * h + l];
+  return (k < 2 ? low & 0x0F : low >> 4) | ((high >> (2 * k)) & 3) << 4;
+}
+
+void appendQ6KPanel(const PanelBlocks &blockOf, std::vector<uint8_t> &out) {
+  constexpr int64_t kRows = TFM_BLOCK_PANEL_ROWS;
+  int64_t blocks = blockOf.supers * TFM_K_SUPER_BLOCKS;
+  for (int64_t s = 0; s < blockOf.supers; ++s)
+    for (int64_t r = 0; r < kRows; ++r) {
+      const uint8_t *d = blockOf(r, s) + 208;
+      out.push_back(d[0]);
+      out.push_back(d[1]);
+    }
+  // The scales of elements 16j .. 16j + 15 of a super-block are at 192 + j.
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int half = 0; half < 2; ++half)
+      for (int64_t r = 0; r < kRows; ++r)
+        out.push_back(blockOf(r, b / TFM_K_SUPER_BLOCKS)
+                          [192 + 2 * (b % TFM_K_SUPER_BLOCKS) + half]);
+  for (int64_t b = 0; b < blocks; ++b) {
+    auto code = [&](int64_t r, int e) {
+      return q6KCode(blockOf(r, b / TFM_K_SUPER_BLOCKS),
+                     int(b % TFM_K_SUPER_BLOCKS * TFM_BLOCK_SIZE + e));
+    };
+    appendNibbleCodes(out, [&](int64_t r, int e) { return code(r, e) & 0x0F; });
+    // Nibble vector v holds elements 8v + i (low) and 8v + 4 + i (high).
+    for (int h = 0; h < 2; ++h)
+      for (int64_t r = 0; r < kRows; ++r)
+        for (int i = 0; i < 4; ++i) {
+          int bits = 0;
+          for (int part = 0; part < 4; ++part) {
+            int v = 2 * h + part / 2, e = 8 * v + 4 * (part % 2) + i;
+            bits |= (code(r, e) >> 4) << (2 * part);
+          }
+          out.push_back(uint8_t(bits));
+        }
+  }
+}
+
+} // namespace
+
+void mlir::tfm::encodeKQuantPanel(StoredFormat format, const uint8_t *rowBlocks,
+                                  int64_t cols, std::vector<uint8_t> &out) {
+  PanelBlocks blocks{rowBlocks, cols / kKQuantElements,
+                     kQuantBlockBytes(format)};
+  if (format == StoredFormat::Q4_K)
+    appendQ4KPanel(blocks, out);
+  else
+    appendQ6KPanel(blocks, out);
 }
 
 void mlir::tfm::encodeRowMajor(StoredFormat format, const float *values,
@@ -306,7 +369,7 @@ void mlir::tfm::encodeRowMajor(StoredFormat format, const float *values,
 
 void mlir::tfm::encodePanel(StoredFormat format, const float *rows,
                             int64_t cols, std::vector<uint8_t> &out) {
-  assert(format != StoredFormat::Q4_K && "Q4_K panels come from its blocks");
+  assert(!isKQuant(format) && "K-quant panels come from their blocks");
   if (isBlockFormat(format))
     return encodeBlockPanel(format, rows, cols, out);
   std::vector<float> transposed(TFM_PANEL_WIDTH * cols);

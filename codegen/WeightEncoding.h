@@ -16,9 +16,14 @@
 
 namespace mlir::tfm {
 
-/// Q4_K is GGUF's, copied from a checkpoint's blocks (encodeQ4KPanel);
-/// the others are encoded from f32 values.
-enum class StoredFormat { F32, BF16, F16, Q8_0, Q4_0, Q4_1, Q4_K };
+/// Q4_K and Q6_K are GGUF's, copied from a checkpoint's blocks
+/// (encodeKQuantPanel); the others are encoded from f32 values.
+enum class StoredFormat { F32, BF16, F16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K };
+
+/// Whether the format's panels are copied from a checkpoint's blocks.
+inline bool isKQuant(StoredFormat format) {
+  return format == StoredFormat::Q4_K || format == StoredFormat::Q6_K;
+}
 
 /// Whether the format is block-quantized (always stored as block panels).
 bool isBlockFormat(StoredFormat format);
@@ -51,10 +56,15 @@ inline float halfToFloat(uint16_t half) {
   return value;
 }
 
-/// GGUF's Q4_K blocks (ggml-common.h's block_q4_K): 256 elements in 144
-/// bytes, f16 d and dmin, 12 bytes of packed 6-bit scales and minimums for
-/// 8 sub-blocks of 32, then 128 bytes of nibbles.
-constexpr int64_t kQ4KElements = 256, kQ4KBytes = 144;
+/// GGUF's K-quant blocks (ggml-common.h) of 256 elements: block_q4_K, 144
+/// bytes (f16 d and dmin, 12 bytes of packed 6-bit scales and minimums for
+/// 8 sub-blocks of 32, then 128 bytes of nibbles); block_q6_K, 210 bytes
+/// (128 bytes of low 4 bits, 64 of high 2 bits, 16 int8 scales, f16 d).
+constexpr int64_t kKQuantElements = 256, kQ4KBytes = 144, kQ6KBytes = 210;
+/// Bytes of one K-quant block in the file.
+inline int64_t kQuantBlockBytes(StoredFormat format) {
+  return format == StoredFormat::Q4_K ? kQ4KBytes : kQ6KBytes;
+}
 
 /// Q4_K's 6-bit scale and min of sub-block `j` (0..7) from its 12 packed
 /// bytes: sub-blocks 0-3 hold theirs in the low 6 bits of bytes j and
@@ -70,18 +80,18 @@ inline void q4KScaleMin(int j, const uint8_t *packed, int &scale, int &min) {
   }
 }
 
-/// Appends one Q4_K panel to `out`: 16 rows of `cols` elements (a multiple
-/// of 256), given as each row's Q4_K blocks one after another (cols / 256
-/// blocks a row; rows missing from the matrix all zero bytes). The
-/// numbers stay the file's exactly.
-void encodeQ4KPanel(const uint8_t *rowBlocks, int64_t cols,
-                    std::vector<uint8_t> &out);
+/// Appends one Q4_K or Q6_K panel to `out`: 16 rows of `cols` elements (a
+/// multiple of 256), given as each row's blocks in the file's format one
+/// after another (cols / 256 blocks a row; rows missing from the matrix
+/// all zero bytes). The numbers stay the file's exactly.
+void encodeKQuantPanel(StoredFormat format, const uint8_t *rowBlocks,
+                       int64_t cols, std::vector<uint8_t> &out);
 
 /// Appends `count` f32 values in `format` (F32, BF16 or F16) to `out`.
 void encodeRowMajor(StoredFormat format, const float *values, int64_t count,
                     std::vector<uint8_t> &out);
 /// Appends one panel (panelRows(format) rows of `cols` values, row-major,
-/// missing rows zero) in `format` (not Q4_K) to `out`.
+/// missing rows zero) in `format` (not a K-quant) to `out`.
 void encodePanel(StoredFormat format, const float *rows, int64_t cols,
                  std::vector<uint8_t> &out);
 

@@ -130,21 +130,6 @@ llvm::Error applyRopeFactors(const GgufFile &file, const WeightStore &weights,
   return llvm::Error::success();
 }
 
-/// Says which tensors are requantized: no kernel reads Q6_K
-/// (tfm-quantize-weights' dtype=checkpoint stores it as int8;
-/// checkpointDtype). Q4_K tensors keep their blocks.
-void noteRequantized(const GgufFile &file) {
-  int count = 0;
-  for (const GgufTensor &tensor : file.tensors())
-    count += tensor.dtype == WeightDtype::Q6_K;
-  if (count)
-    llvm::WithColor::note(llvm::errs(), "tfmc")
-        << llvm::sys::path::filename(file.path()) << ": " << count
-        << " Q6_K tensors are requantized to int8 (blocks of 32, 8.5 bits), "
-           "which tfmc has kernels for, unless --weights-dtype says "
-           "otherwise\n";
-}
-
 /// Every tensor of `file` as a view of its mapping (which the caller
 /// hands to the store once done with the file).
 void addGgufTensors(const GgufFile &file, WeightStore &weights) {
@@ -252,7 +237,6 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
   // llama.cpp's default: SentencePiece vocabularies start with BOS.
   model.addBos = addBos->value_or(*tokenizerKind && **tokenizerKind == "llama");
 
-  noteRequantized(*file);
   model.weights.keepMapped(file->releaseBuffer());
   auto module = buildDecoder(
       context, *spec, model.weights, path,

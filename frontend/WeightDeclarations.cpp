@@ -17,10 +17,9 @@ std::optional<StringRef> mlir::tfm::checkpointDtype(WeightDtype dtype) {
   case WeightDtype::Q4_0: return StringRef("int4");
   case WeightDtype::Q4_1: return StringRef("int4-min");
   case WeightDtype::Q8_0: return StringRef("int8");
-  // Q4_K keeps its blocks (the q4_k block kernels); Q6_K has no kernel of
-  // its own, and its 6 bits go to int8.
+  // The K-quants keep their blocks (the q4_k and q6_k block kernels).
   case WeightDtype::Q4_K: return StringRef("q4_k");
-  case WeightDtype::Q6_K: return StringRef("int8");
+  case WeightDtype::Q6_K: return StringRef("q6_k");
   }
   return std::nullopt;
 }

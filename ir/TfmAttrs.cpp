@@ -98,7 +98,11 @@ LogicalResult CacheAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 //===----------------------------------------------------------------------===//
 
 unsigned BlockQuantAttr::codeBits() const {
-  return getFormat() == BlockFormat::q8_0 ? 8 : 4;
+  switch (getFormat()) {
+  case BlockFormat::q8_0: return 8;
+  case BlockFormat::q6_k: return 6;
+  default: return 4;
+  }
 }
 
 LogicalResult mlir::tfm::verifyWeightStorage(Operation *op, StringRef what,
@@ -126,10 +130,14 @@ LogicalResult mlir::tfm::verifyWeightStorage(Operation *op, StringRef what,
                              << " in blocks to be a matrix, got rank "
                              << type.getRank();
   int64_t cols = type.getDimSize(1);
-  if (quant.getFormat() == BlockFormat::q4_k && !ShapedType::isDynamic(cols) &&
+  bool superBlocks = quant.getFormat() == BlockFormat::q4_k ||
+                     quant.getFormat() == BlockFormat::q6_k;
+  if (superBlocks && !ShapedType::isDynamic(cols) &&
       cols % BlockQuantAttr::superBlockSize() != 0)
     return op->emitOpError()
-           << "expected " << what << " in q4_k to have rows of whole "
+           << "expected " << what << " in "
+           << stringifyBlockFormat(quant.getFormat())
+           << " to have rows of whole "
            << "super-blocks (a multiple of "
            << BlockQuantAttr::superBlockSize() << " elements), got " << cols;
   return success();

@@ -263,7 +263,11 @@ def Tfm_BlockFormat : I32EnumAttr<"BlockFormat",
       // Super-blocks of 256 along a row (GGUF's Q4_K): 8 blocks of 32, each
       // w = d · scale · q - dmin · min, q in [0, 15] (i4), with 6-bit scale
       // and min per block and f16 d and dmin per super-block.
-      I32EnumAttrCase<"q4_k", 3>
+      I32EnumAttrCase<"q4_k", 3>,
+      // Super-blocks of 256 along a row (GGUF's Q6_K): 16 groups of 16,
+      // each w = d · scale · (q - 32), q in [0, 63] (i6), with an 8-bit
+      // signed scale per group and an f16 d per super-block.
+      I32EnumAttrCase<"q6_k", 4>
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;
@@ -286,7 +290,11 @@ def Tfm_BlockQuantAttr : AttrDef<Tfm_Dialect, "BlockQuant"> {
     block and f16 `d` and `dmin` per super-block (4.5 bits a weight in the
     file, 4.625 in the kernels' layout); its rows are whole super-blocks,
     and only a Q4_K checkpoint tensor can be stored so (the packager copies
-    its blocks; there is no encoder from f32). A row of another format
+    its blocks; there is no encoder from f32). `q6_k` is GGUF's Q6_K kept
+    so, `i6` codes: `w = d · scale · (q - 32)`, `q` in [0, 63], an 8-bit
+    signed `scale` per 16 elements and an f16 `d` per super-block of 256
+    (6.5625 bits a weight, in the file and in the kernels' layout), also
+    only from a Q6_K tensor. A row of another format
     whose length is not a multiple of 32 ends in a zero-padded block.
     `tfm.dequantize` gives the
     f32 values; tfm-quantize-weights makes such weights and codegen stores
@@ -302,9 +310,11 @@ def Tfm_BlockQuantAttr : AttrDef<Tfm_Dialect, "BlockQuant"> {
   let extraClassDeclaration = [{
     /// Elements per block (a scale each).
     static constexpr int64_t blockSize() { return 32; }
-    /// Elements per super-block of q4_k (the row length's multiple).
+    /// Elements per super-block of q4_k and q6_k (the row length's
+    /// multiple).
     static constexpr int64_t superBlockSize() { return 256; }
-    /// The element type of the codes: i8 (q8_0) or i4 (q4_0, q4_1, q4_k).
+    /// The element type of the codes: i8 (q8_0), i6 (q6_k) or i4 (q4_0,
+    /// q4_1, q4_k).
     unsigned codeBits() const;
   }];
 }

@@ -35,12 +35,14 @@ constexpr StringLiteral kCheckpoint = "checkpoint";
 constexpr StringLiteral kDtypeNames =
     "f32, bf16, f16, int8, int4, int4-min or checkpoint";
 
-/// A dtype only a checkpoint tensor can have: GGUF's Q4_K, whose blocks the
-/// packager copies (there is no encoder from f32 values).
-constexpr StringLiteral kCheckpointOnly = "q4_k";
+/// Dtypes only a checkpoint tensor can have: GGUF's Q4_K and Q6_K, whose
+/// blocks the packager copies (there is no encoder from f32 values).
+bool isCheckpointOnly(StringRef dtype) {
+  return dtype == "q4_k" || dtype == "q6_k";
+}
 
 /// The storage type of an f32 matrix `type` in `dtype` (f32, bf16, f16,
-/// int8, int4, int4-min, q4_k); null for an unknown name.
+/// int8, int4, int4-min, q4_k, q6_k); null for an unknown name.
 RankedTensorType storageType(RankedTensorType type, StringRef dtype) {
   MLIRContext *ctx = type.getContext();
   ArrayRef<int64_t> shape = type.getShape();
@@ -59,9 +61,12 @@ RankedTensorType storageType(RankedTensorType type, StringRef dtype) {
   if (dtype == "int4-min")
     return RankedTensorType::get(shape, IntegerType::get(ctx, 4),
                                  BlockQuantAttr::get(ctx, BlockFormat::q4_1));
-  if (dtype == kCheckpointOnly)
+  if (dtype == "q4_k")
     return RankedTensorType::get(shape, IntegerType::get(ctx, 4),
                                  BlockQuantAttr::get(ctx, BlockFormat::q4_k));
+  if (dtype == "q6_k")
+    return RankedTensorType::get(shape, IntegerType::get(ctx, 6),
+                                 BlockQuantAttr::get(ctx, BlockFormat::q6_k));
   return {};
 }
 
@@ -152,8 +157,11 @@ int storageHalfBits(RankedTensorType type) {
     case BlockFormat::q4_1:
       return 10;
     case BlockFormat::q4_0:
-    case BlockFormat::q4_k: // 4.625 bits in the kernels' layout
       return 9;
+    case BlockFormat::q4_k: // never compared: joins as q4_1 (joinable)
+      return 10;
+    case BlockFormat::q6_k: // never compared: joins as q8_0
+      return 13;
     }
   }
   return 2 * type.getElementTypeBitWidth();
@@ -164,19 +172,21 @@ int storageHalfBits(RankedTensorType type) {
 /// some layers' value projection in Q6_K (int8 here) beside Q4_K query and
 /// key projections (int4-min), and a join of mixed parts would otherwise
 /// be dequantized to f32 on every call. A part kept f32 makes the whole
-/// join f32; bf16 beside f16 (neither holds the other) too. q4_k, which
-/// only a Q4_K tensor can be stored in, joins others as int4-min (q4_1:
-/// the same grid per block of 32, its f16 step rounded). Widening repeats
-/// until no join changes, as a weight may sit in several joins.
+/// join f32; bf16 beside f16 (neither holds the other) too. q4_k and q6_k,
+/// which only Q4_K and Q6_K tensors can be stored in, join others as
+/// int4-min (q4_1: the same grid per block of 32, its f16 step rounded)
+/// and int8. Widening repeats until no join changes, as a weight may sit
+/// in several joins.
 void unifyJoinFormats(ModuleOp module,
                       llvm::StringMap<RankedTensorType> &storage) {
   auto typeOf = [&](WeightOp part) {
     RankedTensorType type = storage.lookup(part.getName());
     return type ? type : cast<RankedTensorType>(part.getType());
   };
-  auto isQ4K = [](RankedTensorType type) {
-    auto quant = dyn_cast_or_null<BlockQuantAttr>(type.getEncoding());
-    return quant && quant.getFormat() == BlockFormat::q4_k;
+  auto formatOf = [](RankedTensorType type) -> std::optional<BlockFormat> {
+    if (auto quant = dyn_cast_or_null<BlockQuantAttr>(type.getEncoding()))
+      return quant.getFormat();
+    return std::nullopt;
   };
   auto setStorage = [&](StringRef name, RankedTensorType type) {
     module.lookupSymbol<WeightDeclOp>(name).setType(type);
@@ -203,10 +213,16 @@ void unifyJoinFormats(ModuleOp module,
             return sameStorage(typeOf(part), typeOf(parts.front()));
           }))
         return;
-      // Mixed: q4_k parts count as the int4-min they join as.
+      // Mixed: q4_k and q6_k parts count as the int4-min and int8 they
+      // join as.
       auto joinable = [&](WeightOp part) {
         RankedTensorType type = typeOf(part);
-        return isQ4K(type) ? storageType(type, "int4-min") : type;
+        std::optional<BlockFormat> format = formatOf(type);
+        if (format == BlockFormat::q4_k)
+          return storageType(type, "int4-min");
+        if (format == BlockFormat::q6_k)
+          return storageType(type, "int8");
+        return type;
       };
       RankedTensorType widest = joinable(parts.front());
       for (WeightOp part : parts) {
@@ -245,13 +261,14 @@ struct QuantizeWeightsPass
                            : edgeDtype;
     auto probe = RankedTensorType::get({1, 1}, Float32Type::get(ctx));
     auto isUserDtype = [&](StringRef name) {
-      return name != kCheckpointOnly && storageType(probe, name);
+      return !isCheckpointOnly(name) && storageType(probe, name);
     };
     for (StringRef name : {StringRef(dtype), StringRef(edge)}) {
-      if (name == kCheckpointOnly) {
+      if (isCheckpointOnly(name)) {
         module.emitError()
             << "weight dtype '" << name << "' is kept from a checkpoint's "
-            << "Q4_K tensors only (dtype=checkpoint), not made from others "
+            << StringRef(name).upper() << " tensors only (dtype=checkpoint), "
+            << "not made from others "
             << "(expected " << kDtypeNames << ")";
         return signalPassFailure();
       }

@@ -49,11 +49,13 @@ enum {
 };
 
 /* Rows of A quantized per block: codes[row][k padded to whole blocks],
- * scales and code sums [row][block]. */
+ * scales and code sums [row][block], and the sums of each half of a block
+ * [row][block][2] (q6_k's scales are per half). */
 typedef struct {
   int8_t *codes;
   float *scales;
   int32_t *sums;
+  int32_t *half_sums;
 } quantized_rows;
 
 typedef struct {
@@ -76,7 +78,12 @@ static int has_min(int format) {
 
 /* The weight codes' offset that vpdpbusd's unsigned operand needs. */
 static int32_t code_offset(int format) {
-  return format == TFM_BLOCKS_Q8_0 ? 128 : format == TFM_BLOCKS_Q4_0 ? 8 : 0;
+  switch (format) {
+  case TFM_BLOCKS_Q8_0: return 128;
+  case TFM_BLOCKS_Q4_0: return 8;
+  case TFM_BLOCKS_Q6_K: return 32; /* subtracted per half: two scales */
+  default: return 0;
+  }
 }
 
 /* Where a panel's block codes start, past its scales (and minimums). */
@@ -85,10 +92,11 @@ static int64_t codes_start(int format, int64_t blocks) {
 }
 
 /* A block panel's parts (weight_formats.h): f16 scales [block][row]
- * (q4_k: its super-blocks' d [super-block][row]), minimums after them
- * (q4_1: f16 [block][row]; q4_k: dmin [super-block][row]; NULL for other
- * formats), q4_k's own 6-bit scales and minimums [block][row] (NULL for
- * others), then the codes, TFM_BLOCK_CODE_BYTES(format) a block. */
+ * (q4_k, q6_k: their super-blocks' d [super-block][row]), minimums after
+ * them (q4_1: f16 [block][row]; q4_k: dmin [super-block][row]; NULL for
+ * other formats), q4_k's own 6-bit scales and minimums [block][row] and
+ * q6_k's int8 scales [block][half][row] (NULL for others), then the codes,
+ * TFM_BLOCK_CODE_BYTES(format) a block. */
 typedef struct {
   const uint16_t *scales, *mins;
   const uint8_t *block_scales, *block_mins;
@@ -102,11 +110,14 @@ static panel_parts parts_of(const uint8_t *panel, int format, int64_t blocks) {
   if (format == TFM_BLOCKS_Q4_1)
     parts.mins = scales + blocks * kRows;
   if (format == TFM_BLOCKS_Q4_K) {
-    int64_t supers = blocks / TFM_Q4K_SUPER_BLOCKS;
+    int64_t supers = blocks / TFM_K_SUPER_BLOCKS;
     parts.mins = scales + supers * kRows;
     parts.block_scales = (const uint8_t *)(parts.mins + supers * kRows);
     parts.block_mins = parts.block_scales + blocks * kRows;
   }
+  if (format == TFM_BLOCKS_Q6_K)
+    parts.block_scales =
+        (const uint8_t *)(scales + blocks / TFM_K_SUPER_BLOCKS * kRows);
   return parts;
 }
 
@@ -122,8 +133,14 @@ static float block_scale(int format, const panel_parts *parts, int64_t b,
                          int r) {
   if (format != TFM_BLOCKS_Q4_K)
     return half_to_float(parts->scales[b * kRows + r]);
-  return half_to_float(parts->scales[b / TFM_Q4K_SUPER_BLOCKS * kRows + r]) *
+  return half_to_float(parts->scales[b / TFM_K_SUPER_BLOCKS * kRows + r]) *
          (float)parts->block_scales[b * kRows + r];
+}
+/* Row r's q6_k scale of half `part` (elements 16·part .. + 15) of block
+ * b: d · scale. */
+static float q6_scale(const panel_parts *parts, int64_t b, int part, int r) {
+  return half_to_float(parts->scales[b / TFM_K_SUPER_BLOCKS * kRows + r]) *
+         (float)(int8_t)parts->block_scales[(2 * b + part) * kRows + r];
 }
 static float block_min(int format, const panel_parts *parts, int64_t b,
                        int r) {
@@ -131,7 +148,7 @@ static float block_min(int format, const panel_parts *parts, int64_t b,
     return half_to_float(parts->mins[b * kRows + r]);
   if (format != TFM_BLOCKS_Q4_K)
     return 0.0f;
-  return -half_to_float(parts->mins[b / TFM_Q4K_SUPER_BLOCKS * kRows + r]) *
+  return -half_to_float(parts->mins[b / TFM_K_SUPER_BLOCKS * kRows + r]) *
          (float)parts->block_mins[b * kRows + r];
 }
 
@@ -183,18 +200,20 @@ typedef struct {
         for (int j = 0; j < LANES; ++j)                                        \
           amax = magnitude[j] > amax ? magnitude[j] : amax;                    \
         float inverse = amax > 0 ? 127.0f / amax : 0.0f;                       \
-        VI sums = {0};                                                         \
+        VI sums[2] = {{0}, {0}};                                               \
         for (int q = 0; q < kVectors; ++q) {                                   \
           VI code =                                                            \
               __builtin_convertvector((v[q] * inverse + magic) - magic, VI);   \
           STORE_CODES(codes + b * kBlock + q * LANES, code);                   \
-          sums += code;                                                        \
+          sums[q / (kVectors / 2)] += code;                                    \
         }                                                                      \
-        int32_t sum = 0;                                                       \
+        int32_t half[2] = {0, 0};                                              \
         for (int j = 0; j < LANES; ++j)                                        \
-          sum += sums[j];                                                      \
+          half[0] += sums[0][j], half[1] += sums[1][j];                        \
         job->x.scales[i * job->blocks + b] = amax / 127.0f;                    \
-        job->x.sums[i * job->blocks + b] = sum;                                \
+        job->x.sums[i * job->blocks + b] = half[0] + half[1];                  \
+        job->x.half_sums[2 * (i * job->blocks + b)] = half[0];                 \
+        job->x.half_sums[2 * (i * job->blocks + b) + 1] = half[1];             \
       }                                                                        \
     }                                                                          \
   }
@@ -249,7 +268,8 @@ static int quantize_activations(const float *a, int64_t m, int64_t k,
                                 int64_t lda, int64_t blocks,
                                 quantized_rows *x) {
   size_t codes = (size_t)(m * blocks * kBlock);
-  size_t need = codes + (size_t)(m * blocks) * (sizeof(float) + sizeof(int32_t)) + 64;
+  size_t need =
+      codes + (size_t)(m * blocks) * (sizeof(float) + 3 * sizeof(int32_t)) + 64;
   char *base = scratch_of(need);
   if (!base)
     return 0;
@@ -258,6 +278,7 @@ static int quantize_activations(const float *a, int64_t m, int64_t k,
    * blocks of 32 bytes). */
   x->scales = (float *)(base + codes);
   x->sums = (int32_t *)(x->scales + m * blocks);
+  x->half_sums = x->sums + m * blocks;
   quantize_job job = {a, lda, k, blocks, *x};
   tfm_parallel_for(m, m > 8 ? 8 : m, quantize_chunk, &job);
   return 1;
@@ -266,14 +287,20 @@ static int quantize_activations(const float *a, int64_t m, int64_t k,
 /*===- Plain C ---------------------------------------------------------===*/
 
 /* The stored code of row `r` (of the panel), element `e` of a block:
- * q8_0's q + 128 (0..255), q4_0's q (0..15). The weight is the block's
- * scale times (code - code_offset). */
+ * q8_0's q + 128 (0..255), q4's q (0..15), q6_k's q (0..63: a nibble and
+ * two high bits). The weight is the block's (q6_k: the half's) scale
+ * times (code - code_offset), plus its minimum. */
 static int32_t stored_code(int format, const uint8_t *block_codes, int r,
                            int e) {
   if (format == TFM_BLOCKS_Q8_0)
     return block_codes[(e / 4) * 64 + r * 4 + e % 4];
   uint8_t byte = block_codes[(e / 8) * 64 + r * 4 + e % 4];
-  return e % 8 < 4 ? byte & 0x0F : byte >> 4;
+  int32_t nibble = e % 8 < 4 ? byte & 0x0F : byte >> 4;
+  if (format != TFM_BLOCKS_Q6_K)
+    return nibble;
+  int part = (e / 8) % 2 * 2 + (e % 8 >= 4); /* its two bits' place */
+  uint8_t bits = block_codes[256 + (e / 16) * 64 + r * 4 + e % 4];
+  return nibble | ((bits >> (2 * part)) & 3) << 4;
 }
 
 static void tile_scalar(const block_job *job, int64_t p, int64_t i0,
@@ -292,6 +319,16 @@ static void tile_scalar(const block_job *job, int64_t p, int64_t i0,
       float xs = job->x.scales[i * job->blocks + b];
       int32_t xsum = job->x.sums[i * job->blocks + b];
       for (int o = 0; o < kRows; ++o) {
+        if (job->format == TFM_BLOCKS_Q6_K) {
+          for (int part = 0; part < 2; ++part) {
+            int32_t dot = 0;
+            for (int e = 16 * part; e < 16 * part + 16; ++e)
+              dot += stored_code(job->format, block_codes, o, e) * x[e];
+            dot -= offset * job->x.half_sums[2 * (i * job->blocks + b) + part];
+            tile[r * kRows + o] += (float)dot * xs * q6_scale(&parts, b, part, o);
+          }
+          continue;
+        }
         int32_t dot = 0;
         for (int e = 0; e < kBlock; ++e)
           dot += stored_code(job->format, block_codes, o, e) * x[e];
@@ -327,7 +364,7 @@ TFM_AVX2_INLINE __m256 scales8_avx2(int format, const panel_parts *parts,
   if (format != TFM_BLOCKS_Q4_K)
     return halves8_avx2(parts->scales + b * kRows + half * 8);
   return _mm256_mul_ps(
-      halves8_avx2(parts->scales + b / TFM_Q4K_SUPER_BLOCKS * kRows + half * 8),
+      halves8_avx2(parts->scales + b / TFM_K_SUPER_BLOCKS * kRows + half * 8),
       bytes8_avx2(parts->block_scales + b * kRows + half * 8));
 }
 TFM_AVX2_INLINE __m256 mins8_avx2(int format, const panel_parts *parts,
@@ -337,9 +374,36 @@ TFM_AVX2_INLINE __m256 mins8_avx2(int format, const panel_parts *parts,
   if (format != TFM_BLOCKS_Q4_K)
     return _mm256_setzero_ps();
   return _mm256_mul_ps(
-      halves8_avx2(parts->mins + b / TFM_Q4K_SUPER_BLOCKS * kRows + half * 8),
+      halves8_avx2(parts->mins + b / TFM_K_SUPER_BLOCKS * kRows + half * 8),
       _mm256_sub_ps(_mm256_setzero_ps(),
                     bytes8_avx2(parts->block_mins + b * kRows + half * 8)));
+}
+
+/* Row-half `half`'s q6_k scales of half `part` of block b (q6_scale). */
+TFM_AVX2_INLINE __m256 q6_scales8_avx2(const panel_parts *parts, int64_t b,
+                                       int part, int half) {
+  return _mm256_mul_ps(
+      halves8_avx2(parts->scales + b / TFM_K_SUPER_BLOCKS * kRows + half * 8),
+      _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(
+          parts->block_scales + (2 * b + part) * kRows + half * 8)))));
+}
+
+/* Nibble vector v's 32 bytes of q6_k codes at `codes` (a block's, offset
+ * to the rows wanted) as whole codes: its low nibbles' (elements 8v + i)
+ * and its high nibbles' (8v + 4 + i), each with its two high bits. */
+TFM_AVX2_INLINE void q6_codes_avx2(const uint8_t *codes, int v, __m256i *low,
+                                   __m256i *high) {
+  __m256i raw = _mm256_loadu_si256((const __m256i *)(codes + v * 64));
+  __m256i bits =
+      _mm256_loadu_si256((const __m256i *)(codes + 256 + v / 2 * 64));
+  if (v % 2)
+    bits = _mm256_srli_epi16(bits, 4);
+  const __m256i nibble = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30);
+  *low = _mm256_or_si256(_mm256_and_si256(raw, nibble),
+                         _mm256_and_si256(_mm256_slli_epi16(bits, 4), top));
+  *high = _mm256_or_si256(
+      _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble),
+      _mm256_and_si256(_mm256_slli_epi16(bits, 2), top));
 }
 
 /* Sums of four products of unsigned `w` and signed `x` bytes per lane;
@@ -364,7 +428,6 @@ TFM_AVX2_INLINE void half_tile_avx2(const block_job *job, int64_t p,
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(),
                    _mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t b = 0; b < job->blocks; ++b) {
-    __m256 ws = scales8_avx2(job->format, &parts, b, half);
     const uint8_t *block_codes = codes + b * code_bytes + half * 32;
     const int8_t *x[4];
     __m256i dot[4];
@@ -372,6 +435,38 @@ TFM_AVX2_INLINE void half_tile_avx2(const block_job *job, int64_t p,
       x[r] = job->x.codes + ((i0 + r) * job->blocks + b) * kBlock;
       dot[r] = _mm256_setzero_si256();
     }
+    if (job->format == TFM_BLOCKS_Q6_K) {
+      /* Each half of the block (nibble vectors 2·part, 2·part + 1) with
+       * its own scale. Codes of at most 63 by 127: pair sums fit int16. */
+      for (int part = 0; part < 2; ++part) {
+        for (int r = 0; r < rows; ++r)
+          dot[r] = _mm256_setzero_si256();
+        for (int v = 2 * part; v < 2 * part + 2; ++v) {
+          __m256i low, high;
+          q6_codes_avx2(block_codes, v, &low, &high);
+          for (int r = 0; r < rows; ++r) {
+            int32_t first, second;
+            memcpy(&first, x[r] + 8 * v, 4);
+            memcpy(&second, x[r] + 8 * v + 4, 4);
+            dot[r] = _mm256_add_epi32(
+                dot[r], dot4_avx2(low, _mm256_set1_epi32(first)));
+            dot[r] = _mm256_add_epi32(
+                dot[r], dot4_avx2(high, _mm256_set1_epi32(second)));
+          }
+        }
+        __m256 ws = q6_scales8_avx2(&parts, b, part, half);
+        for (int r = 0; r < rows; ++r) {
+          int64_t i = (i0 + r) * job->blocks + b;
+          __m256i correction =
+              _mm256_set1_epi32(offset * job->x.half_sums[2 * i + part]);
+          acc[r] = _mm256_fmadd_ps(
+              _mm256_cvtepi32_ps(_mm256_sub_epi32(dot[r], correction)),
+              _mm256_mul_ps(ws, _mm256_set1_ps(job->x.scales[i])), acc[r]);
+        }
+      }
+      continue;
+    }
+    __m256 ws = scales8_avx2(job->format, &parts, b, half);
     if (q8) {
       for (int g = 0; g < kBlock / 4; ++g) {
         __m256i w = _mm256_xor_si256(
@@ -477,6 +572,43 @@ TFM_AVX2_INLINE void row_panels_avx2(const block_job *job, int format,
       for (int64_t line = 0; line < code_bytes; line += 64)
         __builtin_prefetch(panel[j] + codes + kPrefetchBytes + line, 0, 0);
     __m256i dot[kRowPanelsAvx2][2];
+    if (format == TFM_BLOCKS_Q6_K) {
+      /* Each half of the block with its own scale (half_tile_avx2). */
+      for (int part = 0; part < 2; ++part) {
+#pragma GCC unroll 2
+        for (int j = 0; j < count; ++j)
+          dot[j][0] = dot[j][1] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+        for (int v = 2 * part; v < 2 * part + 2; ++v) {
+          int32_t first, second;
+          memcpy(&first, x + 8 * v, 4);
+          memcpy(&second, x + 8 * v + 4, 4);
+          __m256i x0 = _mm256_set1_epi32(first), x1 = _mm256_set1_epi32(second);
+#pragma GCC unroll 2
+          for (int j = 0; j < count; ++j)
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; ++h) {
+              __m256i low, high;
+              q6_codes_avx2(panel[j] + codes + h * 32, v, &low, &high);
+              dot[j][h] = _mm256_add_epi32(
+                  dot[j][h], _mm256_add_epi32(dot4_avx2(low, x0),
+                                              dot4_avx2(high, x1)));
+            }
+        }
+        __m256 xs = _mm256_set1_ps(job->x.scales[b]);
+        __m256i correction =
+            _mm256_set1_epi32(offset * job->x.half_sums[2 * b + part]);
+#pragma GCC unroll 2
+        for (int j = 0; j < count; ++j)
+#pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h)
+            acc[j][h] = _mm256_fmadd_ps(
+                _mm256_cvtepi32_ps(_mm256_sub_epi32(dot[j][h], correction)),
+                _mm256_mul_ps(q6_scales8_avx2(&parts[j], b, part, h), xs),
+                acc[j][h]);
+      }
+      continue;
+    }
     if (q8) {
 #pragma GCC unroll 2
       for (int j = 0; j < count; ++j)
@@ -584,7 +716,8 @@ TFM_AVX2 static void row_avx2(const block_job *job, int64_t p0, int64_t p1) {
   case TFM_BLOCKS_Q8_0: row_format_avx2(job, TFM_BLOCKS_Q8_0, p0, p1); break;
   case TFM_BLOCKS_Q4_0: row_format_avx2(job, TFM_BLOCKS_Q4_0, p0, p1); break;
   case TFM_BLOCKS_Q4_1: row_format_avx2(job, TFM_BLOCKS_Q4_1, p0, p1); break;
-  default: row_format_avx2(job, TFM_BLOCKS_Q4_K, p0, p1); break;
+  case TFM_BLOCKS_Q4_K: row_format_avx2(job, TFM_BLOCKS_Q4_K, p0, p1); break;
+  default: row_format_avx2(job, TFM_BLOCKS_Q6_K, p0, p1); break;
   }
 }
 
@@ -604,7 +737,7 @@ TFM_VNNI_INLINE __m512 scales16_vnni(int format, const panel_parts *parts,
         _mm256_loadu_si256((const __m256i *)(parts->scales + b * kRows)));
   return _mm512_mul_ps(
       _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(
-          parts->scales + b / TFM_Q4K_SUPER_BLOCKS * kRows))),
+          parts->scales + b / TFM_K_SUPER_BLOCKS * kRows))),
       _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
           _mm_loadu_si128((const __m128i *)(parts->block_scales + b * kRows)))));
 }
@@ -617,11 +750,37 @@ TFM_VNNI_INLINE __m512 mins16_vnni(int format, const panel_parts *parts,
     return _mm512_setzero_ps();
   return _mm512_mul_ps(
       _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(
-          parts->mins + b / TFM_Q4K_SUPER_BLOCKS * kRows))),
+          parts->mins + b / TFM_K_SUPER_BLOCKS * kRows))),
       _mm512_cvtepi32_ps(_mm512_sub_epi32(
           _mm512_setzero_si512(),
           _mm512_cvtepu8_epi32(_mm_loadu_si128(
               (const __m128i *)(parts->block_mins + b * kRows))))));
+}
+
+/* A panel's q6_k scales of half `part` of block b (q6_scale). */
+TFM_VNNI_INLINE __m512 q6_scales16_vnni(const panel_parts *parts, int64_t b,
+                                        int part) {
+  return _mm512_mul_ps(
+      _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(
+          parts->scales + b / TFM_K_SUPER_BLOCKS * kRows))),
+      _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
+          (const __m128i *)(parts->block_scales + (2 * b + part) * kRows)))));
+}
+
+/* Nibble vector v of a block's q6_k codes at `codes` as whole codes, as
+ * q6_codes_avx2 for a panel's 16 rows. */
+TFM_VNNI_INLINE void q6_codes_vnni(const uint8_t *codes, int v, __m512i *low,
+                                   __m512i *high) {
+  __m512i raw = _mm512_loadu_si512(codes + v * 64);
+  __m512i bits = _mm512_loadu_si512(codes + 256 + v / 2 * 64);
+  if (v % 2)
+    bits = _mm512_srli_epi16(bits, 4);
+  const __m512i nibble = _mm512_set1_epi8(0x0F), top = _mm512_set1_epi8(0x30);
+  *low = _mm512_or_si512(_mm512_and_si512(raw, nibble),
+                         _mm512_and_si512(_mm512_slli_epi16(bits, 4), top));
+  *high = _mm512_or_si512(
+      _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble),
+      _mm512_and_si512(_mm512_slli_epi16(bits, 2), top));
 }
 
 /* Four activation codes of a row, broadcast to every lane. */
@@ -664,6 +823,48 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int64_t p,
 #pragma GCC unroll 2
       for (int j = 0; j < np; ++j)
         dot[r][j] = _mm512_setzero_si512();
+    if (job->format == TFM_BLOCKS_Q6_K) {
+      /* Each half of the block with its own scale, folded into the f32
+       * accumulators before the next: the same registers as the others. */
+      for (int part = 0; part < 2; ++part) {
+#pragma GCC unroll 2
+        for (int v = 2 * part; v < 2 * part + 2; ++v) {
+          __m512i low[2], high[2];
+#pragma GCC unroll 2
+          for (int j = 0; j < np; ++j)
+            q6_codes_vnni(panel[j] + codes, v, &low[j], &high[j]);
+#pragma GCC unroll 6
+          for (int r = 0; r < rows; ++r) {
+            __m512i x0 = broadcast4(x + r * row_stride + 8 * v);
+            __m512i x1 = broadcast4(x + r * row_stride + 8 * v + 4);
+#pragma GCC unroll 2
+            for (int j = 0; j < np; ++j) {
+              dot[r][j] = _mm512_dpbusd_epi32(dot[r][j], low[j], x0);
+              dot[r][j] = _mm512_dpbusd_epi32(dot[r][j], high[j], x1);
+            }
+          }
+        }
+        __m512 ws[2];
+#pragma GCC unroll 2
+        for (int j = 0; j < np; ++j)
+          ws[j] = q6_scales16_vnni(&parts[j], b, part);
+#pragma GCC unroll 6
+        for (int r = 0; r < rows; ++r) {
+          int64_t i = (i0 + r) * job->blocks + b;
+          __m512i correction =
+              _mm512_set1_epi32(offset * job->x.half_sums[2 * i + part]);
+          __m512 xs = _mm512_set1_ps(job->x.scales[i]);
+#pragma GCC unroll 2
+          for (int j = 0; j < np; ++j) {
+            acc[r][j] = _mm512_fmadd_ps(
+                _mm512_cvtepi32_ps(_mm512_sub_epi32(dot[r][j], correction)),
+                _mm512_mul_ps(ws[j], xs), acc[r][j]);
+            dot[r][j] = _mm512_setzero_si512();
+          }
+        }
+      }
+      continue;
+    }
     if (q8) {
 #pragma GCC unroll 8
       for (int g = 0; g < kBlock / 4; ++g) {
@@ -774,6 +975,41 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
       even[j] = odd[j] = _mm512_setzero_si512();
     /* Where block b's codes start in each panel. */
     int64_t codes = codes_start(format, job->blocks) + b * code_bytes;
+    if (format == TFM_BLOCKS_Q6_K) {
+      /* The block's halves in `even` and `odd`, each with its scale. */
+#pragma GCC unroll 4
+      for (int v = 0; v < kBlock / 8; ++v) {
+        __m512i x0 = broadcast4(x + 8 * v), x1 = broadcast4(x + 8 * v + 4);
+#pragma GCC unroll 4
+        for (int j = 0; j < count; ++j) {
+          const uint8_t *at = panel[j] + codes;
+          __builtin_prefetch(at + v * 64 + kVnniRowPrefetchBytes, 0, 3);
+          if (v < 2)
+            __builtin_prefetch(at + 256 + v * 64 + kVnniRowPrefetchBytes, 0, 3);
+          __m512i low, high;
+          q6_codes_vnni(at, v, &low, &high);
+          if (v < 2)
+            even[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(even[j], low, x0),
+                                          high, x1);
+          else
+            odd[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(odd[j], low, x0),
+                                         high, x1);
+        }
+      }
+      __m512 xs = _mm512_set1_ps(job->x.scales[b]);
+      __m512i first = _mm512_set1_epi32(offset * job->x.half_sums[2 * b]);
+      __m512i second = _mm512_set1_epi32(offset * job->x.half_sums[2 * b + 1]);
+#pragma GCC unroll 4
+      for (int j = 0; j < count; ++j) {
+        acc[j] = _mm512_fmadd_ps(
+            _mm512_cvtepi32_ps(_mm512_sub_epi32(even[j], first)),
+            _mm512_mul_ps(q6_scales16_vnni(&parts[j], b, 0), xs), acc[j]);
+        acc[j] = _mm512_fmadd_ps(
+            _mm512_cvtepi32_ps(_mm512_sub_epi32(odd[j], second)),
+            _mm512_mul_ps(q6_scales16_vnni(&parts[j], b, 1), xs), acc[j]);
+      }
+      continue;
+    }
     if (q8) {
 #pragma GCC unroll 4
       for (int g = 0; g < kBlock / 4; g += 2) {
@@ -853,7 +1089,8 @@ TFM_VNNI static void row_vnni(const block_job *job, int64_t p0, int64_t p1) {
   case TFM_BLOCKS_Q8_0: row_format_vnni(job, TFM_BLOCKS_Q8_0, p0, p1); break;
   case TFM_BLOCKS_Q4_0: row_format_vnni(job, TFM_BLOCKS_Q4_0, p0, p1); break;
   case TFM_BLOCKS_Q4_1: row_format_vnni(job, TFM_BLOCKS_Q4_1, p0, p1); break;
-  default: row_format_vnni(job, TFM_BLOCKS_Q4_K, p0, p1); break;
+  case TFM_BLOCKS_Q4_K: row_format_vnni(job, TFM_BLOCKS_Q4_K, p0, p1); break;
+  default: row_format_vnni(job, TFM_BLOCKS_Q6_K, p0, p1); break;
   }
 }
 
@@ -932,9 +1169,39 @@ TFM_AVX2 static void widen_block_panel(const block_job *job, int64_t p,
      * short; the panel keeps room for a whole one). */
     int64_t elements = job->k - b * kBlock < kBlock ? job->k - b * kBlock : kBlock;
     for (int h = 0; h < 2; ++h) {
+      float *column = out + b * kBlock * kWidenedPanel + column0 + h * 8;
+      if (job->format == TFM_BLOCKS_Q6_K) {
+        /* Four runs of whole codes, elements 8v + i and 8v + 4 + i, each
+         * half of the block with its own scale. */
+        for (int v = 0; v < 4; ++v) {
+          __m256 scale = q6_scales8_avx2(&parts, b, v / 2, h);
+          __m256i low, high;
+          q6_codes_avx2(block_codes + h * 32, v, &low, &high);
+          __m128i lows[4], highs[4];
+          transpose_codes_avx2(low, lows);
+          transpose_codes_avx2(high, highs);
+          for (int i = 0; i < 4; ++i) {
+            int64_t e = 8 * v + i;
+            if (e < elements)
+              _mm256_storeu_ps(
+                  column + e * kWidenedPanel,
+                  _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(
+                                                  _mm256_cvtepu8_epi32(lows[i])),
+                                              offset),
+                                scale));
+            if (e + 4 < elements)
+              _mm256_storeu_ps(
+                  column + (e + 4) * kWidenedPanel,
+                  _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(
+                                                  _mm256_cvtepu8_epi32(highs[i])),
+                                              offset),
+                                scale));
+          }
+        }
+        continue;
+      }
       __m256 scale = scales8_avx2(job->format, &parts, b, h);
       __m256 minimum = mins8_avx2(job->format, &parts, b, h);
-      float *column = out + b * kBlock * kWidenedPanel + column0 + h * 8;
       /* q8_0: eight runs, elements 4g + i; q4: four runs, elements 8v + i
        * (low nibbles) and 8v + 4 + i (high). */
       for (int run = 0; run < (q8 ? 8 : 4); ++run) {
@@ -1159,12 +1426,16 @@ static void widen_row(const uint8_t *weights, int format, int64_t cols,
   int r = (int)(row % kRows);
   int32_t offset = code_offset(format);
   for (int64_t b = 0; b < blocks; ++b) {
-    float s = block_scale(format, &parts, b, r) * scale;
+    int q6 = format == TFM_BLOCKS_Q6_K;
+    float s[2] = {q6 ? q6_scale(&parts, b, 0, r) * scale
+                     : block_scale(format, &parts, b, r) * scale,
+                  q6 ? q6_scale(&parts, b, 1, r) * scale : 0.0f};
     float m = block_min(format, &parts, b, r) * scale;
     const uint8_t *block_codes = codes + b * TFM_BLOCK_CODE_BYTES(format);
     for (int e = 0; e < kBlock && b * kBlock + e < cols; ++e)
       out[b * kBlock + e] =
-          (float)(stored_code(format, block_codes, r, e) - offset) * s + m;
+          (float)(stored_code(format, block_codes, r, e) - offset) *
+              s[q6 && e >= 16] + m;
   }
 }
 

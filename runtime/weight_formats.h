@@ -44,6 +44,18 @@
  *     scales[b][r], mins[b][r] uint8 (6 bits), block b of row 16p + r
  *
  *   40 bytes a block for 16 rows against Q4_1's 64 (4.625 bits a weight).
+ * - Q6_K (GGUF's, its blocks copied), w = d · scale · (q - 32), q in
+ *   [0, 63]: rows are whole super-blocks of 8 blocks; each block has a
+ *   signed 8-bit scale per half (elements 0-15, 16-31). Its codes are
+ *   Q4_0's nibbles (256 bytes: the low 4 bits) followed by two 64-byte
+ *   vectors of the high 2 bits: byte 4r + i of vector h holds, from bit 0
+ *   up, those of the low and the high nibble of byte 4r + i of nibble
+ *   vector 2h, then of nibble vector 2h + 1. Its metadata:
+ *
+ *     d[s][r]                 f16, super-block s of row 16p + r
+ *     scales[b][half][r]      int8, half of block b of row 16p + r
+ *
+ *   36 bytes a block for 16 rows, 384 of codes (6.5625 bits a weight).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -57,26 +69,32 @@ typedef enum {
   TFM_BLOCKS_Q8_0 = 0,
   TFM_BLOCKS_Q4_0 = 1,
   TFM_BLOCKS_Q4_1 = 2,
-  TFM_BLOCKS_Q4_K = 3
+  TFM_BLOCKS_Q4_K = 3,
+  TFM_BLOCKS_Q6_K = 4
 } tfm_block_format;
 
 #define TFM_BLOCK_SIZE 32
 #define TFM_BLOCK_PANEL_ROWS 16
-/* Blocks per Q4_K super-block. */
-#define TFM_Q4K_SUPER_BLOCKS 8
+/* Blocks per Q4_K and Q6_K super-block. */
+#define TFM_K_SUPER_BLOCKS 8
 /* Bytes of one block's codes for the 16 rows of a panel. */
 #define TFM_BLOCK_CODE_BYTES(format)                                           \
-  ((format) == TFM_BLOCKS_Q8_0 ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE        \
-                               : TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE / 2)
+  ((format) == TFM_BLOCKS_Q8_0   ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE      \
+   : (format) == TFM_BLOCKS_Q6_K ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE * 3 / 4 \
+                                 : TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE / 2)
 /* Bytes of one block's scales for the 16 rows of a panel (f16 each). */
 #define TFM_BLOCK_SCALE_BYTES (TFM_BLOCK_PANEL_ROWS * 2)
 /* Bytes of one block's scales and minimums for a panel's 16 rows (Q4_K:
- * its own 6-bit ones, and an eighth of its super-block's d and dmin). */
+ * its own 6-bit ones, and an eighth of its super-block's d and dmin;
+ * Q6_K: a scale per half, and an eighth of its super-block's d). */
 #define TFM_BLOCK_META_BYTES(format)                                           \
   ((format) == TFM_BLOCKS_Q4_1   ? 2 * TFM_BLOCK_SCALE_BYTES                  \
    : (format) == TFM_BLOCKS_Q4_K ? 2 * TFM_BLOCK_PANEL_ROWS +                 \
                                        2 * TFM_BLOCK_SCALE_BYTES /            \
-                                           TFM_Q4K_SUPER_BLOCKS               \
+                                           TFM_K_SUPER_BLOCKS               \
+   : (format) == TFM_BLOCKS_Q6_K ? 2 * TFM_BLOCK_PANEL_ROWS +                 \
+                                       TFM_BLOCK_SCALE_BYTES /                \
+                                           TFM_K_SUPER_BLOCKS               \
                                  : TFM_BLOCK_SCALE_BYTES)
 
 /* Blocks of a row of `cols` elements. */

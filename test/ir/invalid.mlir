@@ -42,6 +42,16 @@ tfm.weight_decl @w : tensor<4x288xi4, #tfm.block_quant<q4_k>>
 
 // -----
 
+// expected-error @+1 {{'tfm.weight_decl' op expected weight 'w' in q6_k to hold i6 codes, got 'i8'}}
+tfm.weight_decl @w : tensor<4x256xi8, #tfm.block_quant<q6_k>>
+
+// -----
+
+// expected-error @+1 {{'tfm.weight_decl' op expected weight 'w' in q6_k to have rows of whole super-blocks (a multiple of 256 elements), got 128}}
+tfm.weight_decl @w : tensor<4x128xi6, #tfm.block_quant<q6_k>>
+
+// -----
+
 // The frontend's checkpoint dtype belongs on weight declarations only.
 // expected-error @+1 {{'tfm.checkpoint_dtype' is not valid here}}
 func.func @f() attributes {tfm.checkpoint_dtype = "int8"} {

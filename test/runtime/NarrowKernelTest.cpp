@@ -87,20 +87,61 @@ double q4KValue(const std::vector<uint8_t> &blocks, int64_t k, int64_t row,
   return f16At(block) * float(scale) * float(code) - f16At(block + 2) * float(min);
 }
 
-/// The Q4_K blocks as q4_k panels, as the packager writes them.
-std::vector<uint8_t> encodeQ4K(const std::vector<uint8_t> &blocks, int64_t n,
-                               int64_t k) {
-  int64_t rowBytes = k / 256 * 144;
+/// GGUF Q6_K blocks of a random W [n, k]: random bytes for the codes'
+/// low 4 and high 2 bits and the int8 scales, an f16 d of a few ten
+/// thousandths (weights within ±2, as the other formats' tests draw them:
+/// larger ones would make the f32 sums' order differ by more than the
+/// cross-instruction-set check allows).
+std::vector<uint8_t> randomQ6KBlocks(int64_t n, int64_t k, unsigned seed) {
+  std::vector<uint8_t> blocks(n * k / 256 * 210);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> scale(2e-4f, 5e-4f);
+  for (size_t at = 0; at < blocks.size(); at += 210) {
+    for (int i = 0; i < 208; ++i)
+      blocks[at + i] = uint8_t(rng());
+    uint16_t bits = mlir::tfm::floatToHalf(scale(rng));
+    blocks[at + 208] = uint8_t(bits);
+    blocks[at + 209] = uint8_t(bits >> 8);
+  }
+  return blocks;
+}
+
+/// Element (row, col) of the Q6_K blocks above, decoded as ggml's
+/// dequantize_row_q6_K does.
+double q6KValue(const std::vector<uint8_t> &blocks, int64_t k, int64_t row,
+                int64_t col) {
+  const uint8_t *block = blocks.data() + (row * (k / 256) + col / 256) * 210;
+  int n = int(col % 256), h = n / 128, quarter = n % 128 / 32, l = n % 32;
+  uint8_t ql = block[64 * h + 32 * (quarter % 2) + l];
+  int low = quarter < 2 ? ql & 0xF : ql >> 4;
+  int high = (block[128 + 32 * h + l] >> (2 * quarter)) & 3;
+  auto scale = int8_t(block[192 + 8 * h + l / 16 + 2 * quarter]);
+  float d = mlir::tfm::halfToFloat(uint16_t(block[208] | block[209] << 8));
+  return d * float(scale) * float((low | high << 4) - 32);
+}
+
+/// Random GGUF blocks of `format` (Q4_K, Q6_K) for W [n, k].
+std::vector<uint8_t> randomKQuantBlocks(StoredFormat format, int64_t n,
+                                        int64_t k, unsigned seed) {
+  return format == StoredFormat::Q4_K ? randomQ4KBlocks(n, k, seed)
+                                      : randomQ6KBlocks(n, k, seed);
+}
+
+/// The blocks as q4_k or q6_k panels, as the packager writes them.
+std::vector<uint8_t> encodeKQuant(StoredFormat format,
+                                  const std::vector<uint8_t> &blocks,
+                                  int64_t n, int64_t k) {
+  int64_t rowBytes = k / 256 * (format == StoredFormat::Q4_K ? 144 : 210);
   std::vector<uint8_t> bytes;
   for (int64_t first = 0; first < n; first += 16) {
     std::vector<uint8_t> rows(16 * rowBytes, 0);
     int64_t count = std::min<int64_t>(16, n - first);
     std::copy_n(blocks.begin() + first * rowBytes, count * rowBytes,
                 rows.begin());
-    mlir::tfm::encodeQ4KPanel(rows.data(), k, bytes);
+    mlir::tfm::encodeKQuantPanel(format, rows.data(), k, bytes);
   }
-  EXPECT_EQ(int64_t(bytes.size()), mlir::tfm::storedMatrixBytes(
-                                       StoredFormat::Q4_K, n, k, true));
+  EXPECT_EQ(int64_t(bytes.size()),
+            mlir::tfm::storedMatrixBytes(format, n, k, true));
   return bytes;
 }
 
@@ -133,6 +174,20 @@ double decoded(StoredFormat format, const std::vector<uint8_t> &bytes,
     uint8_t byte = panel[blocks * 40 + b * 256 + (e / 8) * 64 + r * 4 + e % 4];
     int q = e % 8 < 4 ? byte & 15 : byte >> 4;
     return float(d * scale) * q - float(dmin * min);
+  }
+  if (format == StoredFormat::Q6_K) {
+    // d [super-block][row]; int8 scales [block][half][row]; nibbles, then
+    // two vectors of high bits.
+    int64_t supers = blocks / 8, s = b / 8;
+    const uint8_t *panel = bytes.data() + (row / 16) * blocks * (36 + 384);
+    double d = f16At(panel + (s * 16 + r) * 2);
+    auto scale = int8_t(panel[supers * 32 + (2 * b + e / 16) * 16 + r]);
+    const uint8_t *codes = panel + blocks * 36 + b * 384;
+    uint8_t byte = codes[(e / 8) * 64 + r * 4 + e % 4];
+    int nibble = e % 8 < 4 ? byte & 15 : byte >> 4;
+    int place = (e / 8) % 2 * 2 + (e % 8 >= 4);
+    int high = (codes[256 + (e / 16) * 64 + r * 4 + e % 4] >> (2 * place)) & 3;
+    return float(d * scale) * ((nibble | high << 4) - 32);
   }
   bool q8 = format == StoredFormat::Q8_0;
   bool withMin = format == StoredFormat::Q4_1;
@@ -174,8 +229,9 @@ std::vector<float> checkLinear(StoredFormat format, const LinearCase &c) {
   std::vector<float> a = randomValues(c.m * c.k, 3), w = randomValues(c.n * c.k, 4);
   std::vector<float> bias = randomValues(c.n, 5), out(c.m * c.n, NAN);
   std::vector<uint8_t> bytes =
-      format == StoredFormat::Q4_K
-          ? encodeQ4K(randomQ4KBlocks(c.n, c.k, 4), c.n, c.k)
+      mlir::tfm::isKQuant(format)
+          ? encodeKQuant(format, randomKQuantBlocks(format, c.n, c.k, 4), c.n,
+                         c.k)
           : encode(format, w, c.n, c.k);
   tfm_memref2d_f32 am = {a.data(), a.data(), 0, {c.m, c.k}, {c.k, 1}};
   tfm_memref1d_f32 bm = {bias.data(), bias.data(), 0, {c.n}, {1}};
@@ -278,15 +334,17 @@ TEST(BlockKernel, EveryInstructionSetWithinTheActivationStep) {
                                    {2, 40, 100, false}, {8, 48, 64, true},
                                    {11, 33, 96, true},  {20, 64, 130, false},
                                    {50, 40, 100, true}, {64, 96, 64, false}};
-  // q4_k's rows are whole super-blocks of 256.
+  // The K-quants' rows are whole super-blocks of 256.
   std::vector<LinearCase> superBlockCases = {
       {1, 16, 256, false}, {1, 100, 512, true}, {2, 40, 256, false},
-      {8, 48, 512, true},  {11, 33, 256, true}, {50, 40, 256, true}};
+      {8, 48, 512, true},  {11, 33, 256, true}, {50, 40, 256, true},
+      {12, 32, 256, false}};
   tfm_blocks_isa before = tfm_blocks_use_isa(TFM_BLOCKS_ISA_SCALAR);
-  for (StoredFormat format : {StoredFormat::Q8_0, StoredFormat::Q4_0,
-                              StoredFormat::Q4_1, StoredFormat::Q4_K})
+  for (StoredFormat format :
+       {StoredFormat::Q8_0, StoredFormat::Q4_0, StoredFormat::Q4_1,
+        StoredFormat::Q4_K, StoredFormat::Q6_K})
     for (const LinearCase &c :
-         format == StoredFormat::Q4_K ? superBlockCases : cases) {
+         mlir::tfm::isKQuant(format) ? superBlockCases : cases) {
       std::vector<float> first;
       // Activations quantized in 16- and 8-float vectors (vector_width.h)
       // give the same codes.
@@ -326,8 +384,9 @@ TEST(BlockKernel, ManyRowsOnAvx2MultiplyTheWidenedWeights) {
     for (LinearCase c : {LinearCase{48, 40, 100, true}, {70, 16, 32, false},
                          {96, 64, 300, true}})
       checkLinear(format, c); // within f32 rounding of the exact products
-  for (LinearCase c : {LinearCase{48, 40, 256, true}, {70, 16, 512, false}})
-    checkLinear(StoredFormat::Q4_K, c);
+  for (StoredFormat format : {StoredFormat::Q4_K, StoredFormat::Q6_K})
+    for (LinearCase c : {LinearCase{48, 40, 256, true}, {70, 16, 512, false}})
+      checkLinear(format, c);
   tfm_blocks_use_isa(TFM_BLOCKS_ISA_VNNI);
   EXPECT_FALSE(tfm_blocks_widens(512) && tfm_blocks_best_isa() ==
                                             TFM_BLOCKS_ISA_VNNI)
@@ -454,37 +513,44 @@ TEST(BlockKernel, Q4KSubBlocksKeepTheirGrid) {
           << row << "," << col;
 }
 
-/// A Q4_K checkpoint's blocks are kept, not requantized: the q4_k panels
-/// hold every weight exactly as ggml decodes the file's blocks (up to the
-/// order of d · scale · q's two products, and f32 rounding), and the
-/// runtime's own widening (a dequantized matrix, an embedding lookup)
-/// reads the same values back.
-TEST(BlockKernel, Q4KPanelsHoldTheFilesBlocks) {
+/// A GGUF file's Q4_K and Q6_K blocks are kept, not requantized: the
+/// q4_k and q6_k panels hold every weight exactly as ggml decodes the
+/// file's blocks (up to the order of d · scale · q's two products, and
+/// f32 rounding), and the runtime's own widening (a dequantized matrix, an
+/// embedding lookup) reads the same values back.
+TEST(BlockKernel, KQuantPanelsHoldTheFilesBlocks) {
   int64_t n = 40, k = 512; // a partial last panel, two super-blocks a row
-  std::vector<uint8_t> blocks = randomQ4KBlocks(n, k, 31);
-  std::vector<uint8_t> bytes = encodeQ4K(blocks, n, k);
-  for (int64_t row = 0; row < n; ++row)
-    for (int64_t col = 0; col < k; ++col)
-      ASSERT_FLOAT_EQ(decoded(StoredFormat::Q4_K, bytes, k, row, col),
-                      q4KValue(blocks, k, row, col))
-          << row << "," << col;
-  int64_t code = mlir::tfm::blockFormatCode(StoredFormat::Q4_K);
-  auto *data = reinterpret_cast<int8_t *>(bytes.data());
-  tfm_memref1d_i8 wm = {data, data, 0, {int64_t(bytes.size())}, {1}};
-  std::vector<float> whole(n * k, NAN), rows(2 * k, NAN);
-  tfm_memref2d_f32 whole_m = {whole.data(), whole.data(), 0, {n, k}, {k, 1}};
-  _mlir_ciface_tfm_rt_dequantize_blocks(&wm, &whole_m, code);
-  std::vector<int32_t> ids = {39, 5};
-  tfm_memref1d_i32 idm = {ids.data(), ids.data(), 0, {2}, {1}};
-  tfm_memref2d_f32 rows_m = {rows.data(), rows.data(), 0, {2, k}, {k, 1}};
-  _mlir_ciface_tfm_rt_embedding_blocks(&idm, &wm, &rows_m, code, 2.0f);
-  for (int64_t row = 0; row < n; ++row)
-    for (int64_t col = 0; col < k; ++col)
-      ASSERT_FLOAT_EQ(whole[row * k + col], q4KValue(blocks, k, row, col))
-          << row << "," << col;
-  for (int64_t i = 0; i < 2; ++i)
-    for (int64_t col = 0; col < k; ++col)
-      ASSERT_FLOAT_EQ(rows[i * k + col], 2 * q4KValue(blocks, k, ids[i], col));
+  for (StoredFormat format : {StoredFormat::Q4_K, StoredFormat::Q6_K}) {
+    SCOPED_TRACE(testing::Message() << "format=" << int(format));
+    std::vector<uint8_t> blocks = randomKQuantBlocks(format, n, k, 31);
+    std::vector<uint8_t> bytes = encodeKQuant(format, blocks, n, k);
+    auto fileValue = [&](int64_t row, int64_t col) {
+      return format == StoredFormat::Q4_K ? q4KValue(blocks, k, row, col)
+                                          : q6KValue(blocks, k, row, col);
+    };
+    for (int64_t row = 0; row < n; ++row)
+      for (int64_t col = 0; col < k; ++col)
+        ASSERT_FLOAT_EQ(decoded(format, bytes, k, row, col),
+                        fileValue(row, col))
+            << row << "," << col;
+    int64_t code = mlir::tfm::blockFormatCode(format);
+    auto *data = reinterpret_cast<int8_t *>(bytes.data());
+    tfm_memref1d_i8 wm = {data, data, 0, {int64_t(bytes.size())}, {1}};
+    std::vector<float> whole(n * k, NAN), rows(2 * k, NAN);
+    tfm_memref2d_f32 whole_m = {whole.data(), whole.data(), 0, {n, k}, {k, 1}};
+    _mlir_ciface_tfm_rt_dequantize_blocks(&wm, &whole_m, code);
+    std::vector<int32_t> ids = {39, 5};
+    tfm_memref1d_i32 idm = {ids.data(), ids.data(), 0, {2}, {1}};
+    tfm_memref2d_f32 rows_m = {rows.data(), rows.data(), 0, {2, k}, {k, 1}};
+    _mlir_ciface_tfm_rt_embedding_blocks(&idm, &wm, &rows_m, code, 2.0f);
+    for (int64_t row = 0; row < n; ++row)
+      for (int64_t col = 0; col < k; ++col)
+        ASSERT_FLOAT_EQ(whole[row * k + col], fileValue(row, col))
+            << row << "," << col;
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t col = 0; col < k; ++col)
+        ASSERT_FLOAT_EQ(rows[i * k + col], 2 * fileValue(ids[i], col));
+  }
 }
 
 } // namespace
