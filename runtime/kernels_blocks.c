@@ -728,43 +728,47 @@ TFM_AVX2 static void row_avx2(const block_job *job, int64_t p0, int64_t p1) {
 #define TFM_VNNI_INLINE                                                        \
   static inline __attribute__((always_inline, target(TFM_VNNI_TARGET)))
 
+/* Sixteen f16 or uint8 values from `at`, as f32. */
+TFM_VNNI_INLINE __m512 halves16_vnni(const uint16_t *at) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)at));
+}
+TFM_VNNI_INLINE __m512 bytes16_vnni(const uint8_t *at) {
+  return _mm512_cvtepi32_ps(
+      _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)at)));
+}
+TFM_VNNI_INLINE __m512 signed_bytes16_vnni(const uint8_t *at) {
+  return _mm512_cvtepi32_ps(
+      _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)at)));
+}
+
 /* Block b's scales, and the minimums added to its weights, of a panel's
  * 16 rows (block_scale, block_min). */
 TFM_VNNI_INLINE __m512 scales16_vnni(int format, const panel_parts *parts,
                                      int64_t b) {
   if (format != TFM_BLOCKS_Q4_K)
-    return _mm512_cvtph_ps(
-        _mm256_loadu_si256((const __m256i *)(parts->scales + b * kRows)));
+    return halves16_vnni(parts->scales + b * kRows);
   return _mm512_mul_ps(
-      _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(
-          parts->scales + b / TFM_K_SUPER_BLOCKS * kRows))),
-      _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
-          _mm_loadu_si128((const __m128i *)(parts->block_scales + b * kRows)))));
+      halves16_vnni(parts->scales + b / TFM_K_SUPER_BLOCKS * kRows),
+      bytes16_vnni(parts->block_scales + b * kRows));
 }
 TFM_VNNI_INLINE __m512 mins16_vnni(int format, const panel_parts *parts,
                                    int64_t b) {
   if (format == TFM_BLOCKS_Q4_1)
-    return _mm512_cvtph_ps(
-        _mm256_loadu_si256((const __m256i *)(parts->mins + b * kRows)));
+    return halves16_vnni(parts->mins + b * kRows);
   if (format != TFM_BLOCKS_Q4_K)
     return _mm512_setzero_ps();
   return _mm512_mul_ps(
-      _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(
-          parts->mins + b / TFM_K_SUPER_BLOCKS * kRows))),
-      _mm512_cvtepi32_ps(_mm512_sub_epi32(
-          _mm512_setzero_si512(),
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(
-              (const __m128i *)(parts->block_mins + b * kRows))))));
+      halves16_vnni(parts->mins + b / TFM_K_SUPER_BLOCKS * kRows),
+      _mm512_sub_ps(_mm512_setzero_ps(),
+                    bytes16_vnni(parts->block_mins + b * kRows)));
 }
 
 /* A panel's q6_k scales of half `part` of block b (q6_scale). */
 TFM_VNNI_INLINE __m512 q6_scales16_vnni(const panel_parts *parts, int64_t b,
                                         int part) {
   return _mm512_mul_ps(
-      _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(
-          parts->scales + b / TFM_K_SUPER_BLOCKS * kRows))),
-      _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
-          (const __m128i *)(parts->block_scales + (2 * b + part) * kRows)))));
+      halves16_vnni(parts->scales + b / TFM_K_SUPER_BLOCKS * kRows),
+      signed_bytes16_vnni(parts->block_scales + (2 * b + part) * kRows));
 }
 
 /* Nibble vector v of a block's q6_k codes at `codes` as whole codes, as
@@ -960,12 +964,13 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
   int32_t offset = code_offset(format);
   const uint8_t *panel[kRowPanels];
   panel_parts parts[kRowPanels];
-  __m512 acc[kRowPanels];
+  /* q4_k: the current super-block's sums by scale and by minimum. */
+  __m512 acc[kRowPanels], by_scale[kRowPanels], by_min[kRowPanels];
 #pragma GCC unroll 4
   for (int j = 0; j < count; ++j) {
     panel[j] = job->weights + (p + j) * job->panel_bytes;
     parts[j] = parts_of(panel[j], format, job->blocks);
-    acc[j] = _mm512_setzero_ps();
+    acc[j] = by_scale[j] = by_min[j] = _mm512_setzero_ps();
   }
   const int8_t *x = job->x.codes;
   for (int64_t b = 0; b < job->blocks; ++b, x += kBlock) {
@@ -996,17 +1001,29 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
                                          high, x1);
         }
       }
+      /* As q4_k's below: the super-block's d scales its sums once. */
       __m512 xs = _mm512_set1_ps(job->x.scales[b]);
       __m512i first = _mm512_set1_epi32(offset * job->x.half_sums[2 * b]);
       __m512i second = _mm512_set1_epi32(offset * job->x.half_sums[2 * b + 1]);
 #pragma GCC unroll 4
       for (int j = 0; j < count; ++j) {
-        acc[j] = _mm512_fmadd_ps(
-            _mm512_cvtepi32_ps(_mm512_sub_epi32(even[j], first)),
-            _mm512_mul_ps(q6_scales16_vnni(&parts[j], b, 0), xs), acc[j]);
-        acc[j] = _mm512_fmadd_ps(
-            _mm512_cvtepi32_ps(_mm512_sub_epi32(odd[j], second)),
-            _mm512_mul_ps(q6_scales16_vnni(&parts[j], b, 1), xs), acc[j]);
+        const uint8_t *half_scales = parts[j].block_scales + 2 * b * kRows;
+        by_scale[j] = _mm512_fmadd_ps(
+            _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(even[j], first)), xs),
+            signed_bytes16_vnni(half_scales), by_scale[j]);
+        by_scale[j] = _mm512_fmadd_ps(
+            _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(odd[j], second)), xs),
+            signed_bytes16_vnni(half_scales + kRows), by_scale[j]);
+      }
+      if (b % TFM_K_SUPER_BLOCKS == TFM_K_SUPER_BLOCKS - 1) {
+        int64_t super = b / TFM_K_SUPER_BLOCKS * kRows;
+#pragma GCC unroll 4
+        for (int j = 0; j < count; ++j) {
+          acc[j] = _mm512_fmadd_ps(by_scale[j],
+                                   halves16_vnni(parts[j].scales + super),
+                                   acc[j]);
+          by_scale[j] = _mm512_setzero_ps();
+        }
       }
       continue;
     }
@@ -1048,6 +1065,34 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
     }
     __m512 xs = _mm512_set1_ps(job->x.scales[b]);
     __m512 xsum = _mm512_set1_ps(job->x.scales[b] * (float)job->x.sums[b]);
+    if (format == TFM_BLOCKS_Q4_K) {
+      /* A super-block's d and dmin scale its blocks' sums once: each
+       * block's products add up by its 6-bit scale (and minimum) first. */
+#pragma GCC unroll 4
+      for (int j = 0; j < count; ++j) {
+        __m512 products = _mm512_mul_ps(
+            _mm512_cvtepi32_ps(_mm512_add_epi32(even[j], odd[j])), xs);
+        by_scale[j] = _mm512_fmadd_ps(
+            products, bytes16_vnni(parts[j].block_scales + b * kRows),
+            by_scale[j]);
+        by_min[j] = _mm512_fmadd_ps(
+            bytes16_vnni(parts[j].block_mins + b * kRows), xsum, by_min[j]);
+      }
+      if (b % TFM_K_SUPER_BLOCKS == TFM_K_SUPER_BLOCKS - 1) {
+        int64_t super = b / TFM_K_SUPER_BLOCKS * kRows;
+#pragma GCC unroll 4
+        for (int j = 0; j < count; ++j) {
+          acc[j] = _mm512_fmadd_ps(by_scale[j],
+                                   halves16_vnni(parts[j].scales + super),
+                                   acc[j]);
+          acc[j] = _mm512_fnmadd_ps(by_min[j],
+                                    halves16_vnni(parts[j].mins + super),
+                                    acc[j]);
+          by_scale[j] = by_min[j] = _mm512_setzero_ps();
+        }
+      }
+      continue;
+    }
     __m512i correction = _mm512_set1_epi32(offset * job->x.sums[b]);
 #pragma GCC unroll 4
     for (int j = 0; j < count; ++j) {
