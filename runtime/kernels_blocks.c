@@ -16,9 +16,13 @@
  *   row's scales into f32 accumulators.
  *
  * vpdpbusd takes unsigned × signed bytes: weight codes are stored with an
- * offset (q8_0: +128; q4_0's nibbles are 0..15, offset 8), and the offset
- * times the block's activation sum is subtracted; q4_1's nibbles need no
- * offset, and its minimum times the activation sum is added in f32. The
+ * offset (q8_0: +128; q4_0's nibbles are 0..15, offset 8; q6_k's codes
+ * 0..63, offset 32), and the offset times the block's activation sum is
+ * subtracted; q4_1's and q4_k's nibbles need no offset, and their minimum
+ * times the activation sum is added in f32. GGUF's K-quants scale in two
+ * levels: q4_k's blocks by d · scale (a 6-bit scale per block, an f16 d
+ * per super-block of 8 blocks), q6_k's halves of a block each by their
+ * own d · scale (so its activations' sums are kept per half too). The
  * result is the same on every path up to the order of the f32 additions.
  *
  * Panels are split over the runtime's threads; within a panel, rows of A
