@@ -249,6 +249,13 @@ llvm::Error checkTarget(const CompileOptions &options,
   if (!pipeline.weightsDtypeFor.getValue().empty())
     return makeError("--target=cuda takes one weights dtype so far: "
                      "--weights-dtype-for is CPU only");
+  std::optional<WeightDtype> blocks = unit.weights.firstBlockDtype();
+  if (blocks && (pipeline.weightsDtype.empty() ||
+                 pipeline.weightsDtype == "checkpoint"))
+    return makeError("--target=cuda stores weights as f32, bf16 or f16 so "
+                     "far: '" + options.inputPath + "' stores matrices in " +
+                     dtypeName(*blocks) + ", which only the CPU reads "
+                     "(--weights-dtype=bf16 widens them)");
   if (pipeline.kvDtype != "f32")
     return makeError("--target=cuda keeps an f32 KV cache so far: "
                      "--kv-dtype=" + pipeline.kvDtype +

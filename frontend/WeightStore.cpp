@@ -194,6 +194,15 @@ bool WeightStore::hasNarrowMatrices() const {
   });
 }
 
+std::optional<WeightDtype> WeightStore::firstBlockDtype() const {
+  for (const std::string &name : order) {
+    const WeightTensor &tensor = tensors.find(name)->second;
+    if (tensor.shape().size() >= 2 && dtypeBlockElements(tensor.dtype()) > 1)
+      return tensor.dtype();
+  }
+  return std::nullopt;
+}
+
 WeightTensor WeightStore::take(llvm::StringRef name) {
   WeightTensor tensor = std::move(tensors[name]);
   tensors.erase(name);

@@ -142,6 +142,9 @@ public:
   /// f32, which the compiler then keeps (tfm-quantize-weights' dtype
   /// "checkpoint").
   bool hasNarrowMatrices() const;
+  /// The block dtype (GGUF's Q8_0, Q4_K, ...) of the first matrix stored in
+  /// blocks, if any: what only the CPU's kernels read.
+  std::optional<WeightDtype> firstBlockDtype() const;
   /// Keeps a checkpoint file mapped for the tensors that view it.
   void keepMapped(std::unique_ptr<llvm::MemoryBuffer> file) {
     files.push_back(std::move(file));
