@@ -32,6 +32,25 @@ bool isHeadProjection(LinearOp op) {
   return op.getType().getRank() == 3 && !op.getActivation() && !op.getGated();
 }
 
+/// The K-quant its checkpoint stores the projection's weight in ("q4_k",
+/// "q6_k": tfm.checkpoint_dtype), empty for anything else. Projections in
+/// different K-quants stay apart: a join is stored in one format, and
+/// neither holds the other's blocks, so a join of llama.cpp's Q4_K_M
+/// layers whose V is Q6_K would be int8 (8.5 bits a weight for Q and K's
+/// 4.625).
+StringRef kQuantOf(LinearOp op) {
+  auto weight = op.getWeight().getDefiningOp<WeightOp>();
+  if (!weight)
+    return {};
+  auto decl = SymbolTable::lookupNearestSymbolFrom<WeightDeclOp>(
+      op, weight.getNameAttr());
+  auto dtype =
+      decl ? decl->getAttrOfType<StringAttr>(kCheckpointDtypeAttrName) : nullptr;
+  if (!dtype || (dtype.getValue() != "q4_k" && dtype.getValue() != "q6_k"))
+    return {};
+  return dtype.getValue();
+}
+
 /// Joins `group` (same input, same head_dim, all with a bias or none) into
 /// one linear placed at the first of them.
 void fuse(ArrayRef<LinearOp> group) {
@@ -97,8 +116,9 @@ void fuse(ArrayRef<LinearOp> group) {
 struct FuseQKVPass : mlir::tfm::impl::FuseQKVPassBase<FuseQKVPass> {
   void runOnOperation() override {
     // Sibling projections of each input, in program order, grouped by
-    // head_dim and by whether they carry a bias.
-    llvm::MapVector<std::tuple<Value, int64_t, int, Type>,
+    // head_dim, by whether they carry a bias and by their checkpoint's
+    // K-quant.
+    llvm::MapVector<std::tuple<Value, int64_t, int, Type, StringRef>,
                     SmallVector<LinearOp>>
         groups;
     getOperation().walk([&](LinearOp op) {
@@ -106,7 +126,8 @@ struct FuseQKVPass : mlir::tfm::impl::FuseQKVPassBase<FuseQKVPass> {
         return;
       auto key = std::make_tuple(op.getInput(), op.getType().getDimSize(2),
                                  op.getBias() ? 1 : 0,
-                                 op.getWeight().getType().getElementType());
+                                 op.getWeight().getType().getElementType(),
+                                 kQuantOf(op));
       groups[key].push_back(op);
     });
     for (auto &[key, group] : groups)

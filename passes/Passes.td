@@ -143,7 +143,10 @@ def FuseQKVPass : Pass<"tfm-fuse-qkv", "func::FuncOp"> {
     with `tfm.concat` (and biases, when all have one), whose result the
     heads are sliced from. Codegen places the joined weights back to back
     in the weight blob, so the join costs nothing at run time; the GEMM
-    reads the input once and runs one wider product.
+    reads the input once and runs one wider product. Projections whose
+    checkpoint stores them in different K-quants (`tfm.checkpoint_dtype`
+    `q4_k` beside `q6_k`, as llama.cpp's Q4_K_M files do) are not joined:
+    a join is stored in one format, which would be int8 for both.
   }];
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }

@@ -66,3 +66,29 @@ func.func @no_match(%x: tensor<3x8xf32>, %y: tensor<3x8xf32>, %b: tensor<8xf32>)
   %g = tfm.linear %x, %w : (tensor<3x8xf32>, tensor<8x8xf32>) -> tensor<3x8xf32>
   return %a, %c, %d, %e, %f, %g : tensor<3x2x4xf32>, tensor<3x2x4xf32>, tensor<3x4x2xf32>, tensor<3x2x4xf32>, tensor<3x8xf32>, tensor<3x8xf32>
 }
+
+// -----
+
+// Projections a GGUF file stores in different K-quants (llama.cpp's Q4_K_M
+// keeps some layers' V in Q6_K) stay apart: Q and K (Q4_K) join, V does
+// not, so that each keeps its blocks instead of a join's int8.
+// CHECK-LABEL: func.func @kquants
+// CHECK-DAG: %[[WQ:.*]] = tfm.weight @kq
+// CHECK-DAG: %[[WK:.*]] = tfm.weight @kk
+// CHECK: %[[W:.*]] = tfm.concat %[[WQ]], %[[WK]] : (tensor<32x32xf32>, tensor<16x32xf32>) -> tensor<48x32xf32>
+// CHECK: tfm.linear %arg0, %[[W]] : (tensor<?x32xf32>, tensor<48x32xf32>) -> tensor<?x6x8xf32>
+// CHECK: %[[WV:.*]] = tfm.weight @kv
+// CHECK: tfm.linear %arg0, %[[WV]] : (tensor<?x32xf32>, tensor<16x32xf32>) -> tensor<?x2x8xf32>
+tfm.weight_decl @kq {tfm.checkpoint_dtype = "q4_k"} : tensor<32x32xf32>
+tfm.weight_decl @kk {tfm.checkpoint_dtype = "q4_k"} : tensor<16x32xf32>
+tfm.weight_decl @kv {tfm.checkpoint_dtype = "q6_k"} : tensor<16x32xf32>
+func.func @kquants(%x: tensor<?x32xf32>) -> tensor<?x4x8xf32> {
+  %wq = tfm.weight @kq : tensor<32x32xf32>
+  %q = tfm.linear %x, %wq : (tensor<?x32xf32>, tensor<32x32xf32>) -> tensor<?x4x8xf32>
+  %wk = tfm.weight @kk : tensor<16x32xf32>
+  %k = tfm.linear %x, %wk : (tensor<?x32xf32>, tensor<16x32xf32>) -> tensor<?x2x8xf32>
+  %wv = tfm.weight @kv : tensor<16x32xf32>
+  %v = tfm.linear %x, %wv : (tensor<?x32xf32>, tensor<16x32xf32>) -> tensor<?x2x8xf32>
+  %a = tfm.attention %q, %k, %v {causal, scale = 0.35 : f32} : (tensor<?x4x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>) -> tensor<?x4x8xf32>
+  return %a : tensor<?x4x8xf32>
+}
