@@ -11,6 +11,7 @@
 #undef _FORTIFY_SOURCE
 #include "runtime/cuda_emulator.h"
 #include "runtime/cuda_driver_api.h"
+#include "runtime/half_floats.h"
 
 #include <math.h>
 #include <setjmp.h>
@@ -160,15 +161,8 @@ static void resume(fiber *t) {
 /* Reads element `i` (0 or 1) of a register of two 16-bit halves. */
 static float half_element(int32_t kind, uint32_t reg, int i) {
   uint16_t bits = (uint16_t)(i ? reg >> 16 : reg & 0xffff);
-  if (kind == TFM_EMU_MMA_BF16) {
-    uint32_t widened = (uint32_t)bits << 16;
-    float f;
-    memcpy(&f, &widened, sizeof f);
-    return f;
-  }
-  _Float16 h;
-  memcpy(&h, &bits, sizeof h);
-  return (float)h;
+  return kind == TFM_EMU_MMA_BF16 ? tfm_bf16_to_float(bits)
+                                  : tfm_f16_to_float(bits);
 }
 
 /* D = A x B + C for the warp starting at thread `first`, from the

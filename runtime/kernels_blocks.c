@@ -34,6 +34,7 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/buffer_cache.h"
+#include "runtime/half_floats.h"
 #include "runtime/kernels_blocks.h"
 #include "runtime/kernels_panel_gemm.h"
 #include "runtime/runtime_kernels.h"
@@ -125,34 +126,28 @@ static panel_parts parts_of(const uint8_t *panel, int format, int64_t blocks) {
   return parts;
 }
 
-static float half_to_float(uint16_t bits) {
-  _Float16 half;
-  memcpy(&half, &bits, sizeof half);
-  return (float)half;
-}
-
 /* Row r's scale of block b, and the minimum added to its weights (0 for
  * formats without): q4_k's are d · scale and -dmin · min. */
 static float block_scale(int format, const panel_parts *parts, int64_t b,
                          int r) {
   if (format != TFM_BLOCKS_Q4_K)
-    return half_to_float(parts->scales[b * kRows + r]);
-  return half_to_float(parts->scales[b / TFM_K_SUPER_BLOCKS * kRows + r]) *
+    return tfm_f16_to_float(parts->scales[b * kRows + r]);
+  return tfm_f16_to_float(parts->scales[b / TFM_K_SUPER_BLOCKS * kRows + r]) *
          (float)parts->block_scales[b * kRows + r];
 }
 /* Row r's q6_k scale of half `part` (elements 16·part .. + 15) of block
  * b: d · scale. */
 static float q6_scale(const panel_parts *parts, int64_t b, int part, int r) {
-  return half_to_float(parts->scales[b / TFM_K_SUPER_BLOCKS * kRows + r]) *
+  return tfm_f16_to_float(parts->scales[b / TFM_K_SUPER_BLOCKS * kRows + r]) *
          (float)(int8_t)parts->block_scales[(2 * b + part) * kRows + r];
 }
 static float block_min(int format, const panel_parts *parts, int64_t b,
                        int r) {
   if (format == TFM_BLOCKS_Q4_1)
-    return half_to_float(parts->mins[b * kRows + r]);
+    return tfm_f16_to_float(parts->mins[b * kRows + r]);
   if (format != TFM_BLOCKS_Q4_K)
     return 0.0f;
-  return -half_to_float(parts->mins[b / TFM_K_SUPER_BLOCKS * kRows + r]) *
+  return -tfm_f16_to_float(parts->mins[b / TFM_K_SUPER_BLOCKS * kRows + r]) *
          (float)parts->block_mins[b * kRows + r];
 }
 

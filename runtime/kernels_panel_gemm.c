@@ -42,6 +42,7 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/kernels_panel_bf16_dot.h"
+#include "runtime/half_floats.h"
 #include "runtime/kernels_panel_gemm.h"
 #include "runtime/simd.h"
 #include "runtime/thread_pool.h"
@@ -122,11 +123,8 @@ halves_to_floats_f16c(const uint16_t *halves, float *out) {
  * the clones do not carry it unrolled. */
 static __attribute__((noinline)) void
 halves_to_floats_slowly(const uint16_t *halves, float *out) {
-  for (int i = 0; i < 8; ++i) {
-    _Float16 half;
-    memcpy(&half, halves + i, sizeof half);
-    out[i] = (float)half;
-  }
+  for (int i = 0; i < 8; ++i)
+    out[i] = tfm_f16_to_float(halves[i]);
 }
 
 TFM_INLINE v8 halves_to_floats8(const uint16_t *halves) {
@@ -686,15 +684,7 @@ static float panel_element(panel_format format, const void *base,
   if (format == kF32)
     return ((const float *)base)[index];
   uint16_t bits = ((const uint16_t *)base)[index];
-  if (format == kF16) {
-    _Float16 half;
-    memcpy(&half, &bits, sizeof half);
-    return (float)half;
-  }
-  uint32_t wide = (uint32_t)bits << 16;
-  float value;
-  memcpy(&value, &wide, sizeof value);
-  return value;
+  return format == kF16 ? tfm_f16_to_float(bits) : tfm_bf16_to_float(bits);
 }
 
 /* `base`, `sizes` and `strides`: the panels' descriptor, of any element

@@ -18,6 +18,7 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/widen_rows.h"
+#include "runtime/half_floats.h"
 
 #include <immintrin.h>
 #include <string.h>
@@ -76,26 +77,13 @@ widen_i8_avx2(const tfm_memref3d_i8 *m, int64_t first, int64_t count,
 
 /*===--- bf16 and f16 rows ---------------------------------------------===*/
 
-static float bf16_to_float(uint16_t bits) {
-  uint32_t wide = (uint32_t)bits << 16;
-  float value;
-  memcpy(&value, &wide, sizeof value);
-  return value;
-}
-
-static float f16_to_float(uint16_t bits) {
-  _Float16 half;
-  memcpy(&half, &bits, sizeof half);
-  return (float)half;
-}
-
 /* Values [from, n) of a bf16 or f16 row and its zero padding to np. */
 static void widen_tail_16(int bf16, const uint16_t *values, int64_t stride,
                           int64_t from, int64_t n, int64_t np, float *out) {
   int64_t c = from;
   for (; c < n; ++c)
-    out[c] = bf16 ? bf16_to_float(values[c * stride])
-                  : f16_to_float(values[c * stride]);
+    out[c] = bf16 ? tfm_bf16_to_float(values[c * stride])
+                  : tfm_f16_to_float(values[c * stride]);
   for (; c < np; ++c)
     out[c] = 0;
 }
