@@ -12,6 +12,7 @@
 #include "passes/Passes.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Regex.h"
 
 namespace mlir::tfm {
@@ -52,22 +53,19 @@ RankedTensorType storageType(RankedTensorType type, StringRef dtype) {
     return RankedTensorType::get(shape, BFloat16Type::get(ctx));
   if (dtype == "f16")
     return RankedTensorType::get(shape, Float16Type::get(ctx));
-  if (dtype == "int8")
-    return RankedTensorType::get(shape, IntegerType::get(ctx, 8),
-                                 BlockQuantAttr::get(ctx, BlockFormat::q8_0));
-  if (dtype == "int4")
-    return RankedTensorType::get(shape, IntegerType::get(ctx, 4),
-                                 BlockQuantAttr::get(ctx, BlockFormat::q4_0));
-  if (dtype == "int4-min")
-    return RankedTensorType::get(shape, IntegerType::get(ctx, 4),
-                                 BlockQuantAttr::get(ctx, BlockFormat::q4_1));
-  if (dtype == "q4_k")
-    return RankedTensorType::get(shape, IntegerType::get(ctx, 4),
-                                 BlockQuantAttr::get(ctx, BlockFormat::q4_k));
-  if (dtype == "q6_k")
-    return RankedTensorType::get(shape, IntegerType::get(ctx, 6),
-                                 BlockQuantAttr::get(ctx, BlockFormat::q6_k));
-  return {};
+  std::optional<BlockFormat> blocks =
+      llvm::StringSwitch<std::optional<BlockFormat>>(dtype)
+          .Case("int8", BlockFormat::q8_0)
+          .Case("int4", BlockFormat::q4_0)
+          .Case("int4-min", BlockFormat::q4_1)
+          .Case("q4_k", BlockFormat::q4_k)
+          .Case("q6_k", BlockFormat::q6_k)
+          .Default(std::nullopt);
+  if (!blocks)
+    return {};
+  auto quant = BlockQuantAttr::get(ctx, *blocks);
+  return RankedTensorType::get(shape, IntegerType::get(ctx, quant.codeBits()),
+                               quant);
 }
 
 /// Whether `value` is what an entry point returns (an LM head's logits).
