@@ -205,6 +205,25 @@ double decoded(StoredFormat format, const std::vector<uint8_t> &bytes,
   return scale * (q - 8);
 }
 
+/// W [n, k] stored as `bytes` as the runtime widens it: whole
+/// (tfm_rt_dequantize_blocks), and rows `ids` times `scale` (an embedding
+/// lookup, tfm_rt_embedding_blocks).
+std::pair<std::vector<float>, std::vector<float>>
+widenedByRuntime(StoredFormat format, std::vector<uint8_t> &bytes, int64_t n,
+                 int64_t k, std::vector<int32_t> &ids, float scale) {
+  int64_t code = mlir::tfm::blockFormatCode(format);
+  int64_t count = int64_t(ids.size());
+  auto *data = reinterpret_cast<int8_t *>(bytes.data());
+  tfm_memref1d_i8 wm = {data, data, 0, {int64_t(bytes.size())}, {1}};
+  std::vector<float> whole(n * k, NAN), rows(count * k, NAN);
+  tfm_memref2d_f32 whole_m = {whole.data(), whole.data(), 0, {n, k}, {k, 1}};
+  _mlir_ciface_tfm_rt_dequantize_blocks(&wm, &whole_m, code);
+  tfm_memref1d_i32 idm = {ids.data(), ids.data(), 0, {count}, {1}};
+  tfm_memref2d_f32 rows_m = {rows.data(), rows.data(), 0, {count, k}, {k, 1}};
+  _mlir_ciface_tfm_rt_embedding_blocks(&idm, &wm, &rows_m, code, scale);
+  return {whole, rows};
+}
+
 /// The instruction sets this machine runs, plain C first.
 std::vector<tfm_blocks_isa> runnableIsas() {
   std::vector<tfm_blocks_isa> isas = {TFM_BLOCKS_ISA_SCALAR};
@@ -421,16 +440,8 @@ TEST(BlockKernel, EncodingKeepsEachValueWithinItsBlocksStep) {
     // The runtime's own widening agrees with the layout's description,
     // whole (tfm_rt_dequantize_blocks) and by rows (an embedding lookup,
     // scaled).
-    int64_t code = mlir::tfm::blockFormatCode(format);
-    auto *data = reinterpret_cast<int8_t *>(bytes.data());
-    tfm_memref1d_i8 wm = {data, data, 0, {int64_t(bytes.size())}, {1}};
-    std::vector<float> whole(n * k, NAN), rows(3 * k, NAN);
-    tfm_memref2d_f32 whole_m = {whole.data(), whole.data(), 0, {n, k}, {k, 1}};
-    _mlir_ciface_tfm_rt_dequantize_blocks(&wm, &whole_m, code);
     std::vector<int32_t> ids = {19, 0, 7};
-    tfm_memref1d_i32 idm = {ids.data(), ids.data(), 0, {3}, {1}};
-    tfm_memref2d_f32 rows_m = {rows.data(), rows.data(), 0, {3, k}, {k, 1}};
-    _mlir_ciface_tfm_rt_embedding_blocks(&idm, &wm, &rows_m, code, 0.5f);
+    auto [whole, rows] = widenedByRuntime(format, bytes, n, k, ids, 0.5f);
     for (int64_t row = 0; row < n; ++row)
       for (int64_t col = 0; col < k; ++col)
         EXPECT_EQ(whole[row * k + col], decoded(format, bytes, k, row, col));
@@ -533,16 +544,8 @@ TEST(BlockKernel, KQuantPanelsHoldTheFilesBlocks) {
         ASSERT_FLOAT_EQ(decoded(format, bytes, k, row, col),
                         fileValue(row, col))
             << row << "," << col;
-    int64_t code = mlir::tfm::blockFormatCode(format);
-    auto *data = reinterpret_cast<int8_t *>(bytes.data());
-    tfm_memref1d_i8 wm = {data, data, 0, {int64_t(bytes.size())}, {1}};
-    std::vector<float> whole(n * k, NAN), rows(2 * k, NAN);
-    tfm_memref2d_f32 whole_m = {whole.data(), whole.data(), 0, {n, k}, {k, 1}};
-    _mlir_ciface_tfm_rt_dequantize_blocks(&wm, &whole_m, code);
     std::vector<int32_t> ids = {39, 5};
-    tfm_memref1d_i32 idm = {ids.data(), ids.data(), 0, {2}, {1}};
-    tfm_memref2d_f32 rows_m = {rows.data(), rows.data(), 0, {2, k}, {k, 1}};
-    _mlir_ciface_tfm_rt_embedding_blocks(&idm, &wm, &rows_m, code, 2.0f);
+    auto [whole, rows] = widenedByRuntime(format, bytes, n, k, ids, 2.0f);
     for (int64_t row = 0; row < n; ++row)
       for (int64_t col = 0; col < k; ++col)
         ASSERT_FLOAT_EQ(whole[row * k + col], fileValue(row, col))
