@@ -411,6 +411,36 @@ TFM_AVX2_INLINE __m256i dot4_avx2(__m256i w, __m256i x) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
 }
 
+/* Nibble vector v's 32 bytes of a q4 or q6_k block's codes at `codes`, as
+ * the codes of its low nibbles' elements (8v + i) and its high ones'
+ * (8v + 4 + i): the nibbles, and q6_k's with their two high bits. */
+TFM_AVX2_INLINE void nibble_codes_avx2(int format, const uint8_t *codes, int v,
+                                       __m256i *low, __m256i *high) {
+  if (format == TFM_BLOCKS_Q6_K) {
+    q6_codes_avx2(codes, v, low, high);
+    return;
+  }
+  __m256i raw = _mm256_loadu_si256((const __m256i *)(codes + v * 64));
+  *low = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
+  *high = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
+}
+
+/* Adds nibble vector v's products with `rows` rows of activations (x[r]:
+ * each row's block) to dot[r]. */
+TFM_AVX2_INLINE void add_nibble_products_avx2(int format, const uint8_t *codes,
+                                              int v, const int8_t *const *x,
+                                              int rows, __m256i *dot) {
+  __m256i low, high;
+  nibble_codes_avx2(format, codes, v, &low, &high);
+  for (int r = 0; r < rows; ++r) {
+    int32_t first, second;
+    memcpy(&first, x[r] + 8 * v, 4);
+    memcpy(&second, x[r] + 8 * v + 4, 4);
+    dot[r] = _mm256_add_epi32(dot[r], dot4_avx2(low, _mm256_set1_epi32(first)));
+    dot[r] = _mm256_add_epi32(dot[r], dot4_avx2(high, _mm256_set1_epi32(second)));
+  }
+}
+
 /* One half (8 outputs) of a panel for up to 4 rows of A. q8_0's codes are
  * made signed again (the offset removed) so that the sign trick keeps
  * vpmaddubsw's pair sums inside int16. */
@@ -440,19 +470,8 @@ TFM_AVX2_INLINE void half_tile_avx2(const block_job *job, int format,
       for (int part = 0; part < 2; ++part) {
         for (int r = 0; r < rows; ++r)
           dot[r] = _mm256_setzero_si256();
-        for (int v = 2 * part; v < 2 * part + 2; ++v) {
-          __m256i low, high;
-          q6_codes_avx2(block_codes, v, &low, &high);
-          for (int r = 0; r < rows; ++r) {
-            int32_t first, second;
-            memcpy(&first, x[r] + 8 * v, 4);
-            memcpy(&second, x[r] + 8 * v + 4, 4);
-            dot[r] = _mm256_add_epi32(
-                dot[r], dot4_avx2(low, _mm256_set1_epi32(first)));
-            dot[r] = _mm256_add_epi32(
-                dot[r], dot4_avx2(high, _mm256_set1_epi32(second)));
-          }
-        }
+        for (int v = 2 * part; v < 2 * part + 2; ++v)
+          add_nibble_products_avx2(format, block_codes, v, x, rows, dot);
         __m256 ws = q6_scales8_avx2(&parts, b, part, half);
         for (int r = 0; r < rows; ++r) {
           int64_t i = (i0 + r) * job->blocks + b;
@@ -481,22 +500,8 @@ TFM_AVX2_INLINE void half_tile_avx2(const block_job *job, int format,
         }
       }
     } else {
-      for (int v = 0; v < kBlock / 8; ++v) {
-        __m256i raw =
-            _mm256_loadu_si256((const __m256i *)(block_codes + v * 64));
-        __m256i low = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
-        __m256i high =
-            _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
-        for (int r = 0; r < rows; ++r) {
-          int32_t first, second;
-          memcpy(&first, x[r] + 8 * v, 4);
-          memcpy(&second, x[r] + 8 * v + 4, 4);
-          dot[r] = _mm256_add_epi32(
-              dot[r], dot4_avx2(low, _mm256_set1_epi32(first)));
-          dot[r] = _mm256_add_epi32(
-              dot[r], dot4_avx2(high, _mm256_set1_epi32(second)));
-        }
-      }
+      for (int v = 0; v < kBlock / 8; ++v)
+        add_nibble_products_avx2(format, block_codes, v, x, rows, dot);
     }
     for (int r = 0; r < rows; ++r) {
       int64_t i = (i0 + r) * job->blocks + b;
@@ -807,6 +812,46 @@ TFM_VNNI_INLINE __m512i broadcast4(const int8_t *x) {
   return _mm512_set1_epi32(four);
 }
 
+/* Nibble vector v of a q4 or q6_k block's codes at `codes` for a panel's
+ * 16 rows, as nibble_codes_avx2. */
+TFM_VNNI_INLINE void nibble_codes_vnni(int format, const uint8_t *codes, int v,
+                                       __m512i *low, __m512i *high) {
+  if (format == TFM_BLOCKS_Q6_K) {
+    q6_codes_vnni(codes, v, low, high);
+    return;
+  }
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  __m512i raw = _mm512_loadu_si512(codes + v * 64);
+  *low = _mm512_and_si512(raw, nibble);
+  *high = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+}
+
+/* Adds nibble vector v's products (block codes at `codes` in each of `np`
+ * panels) with `rows` rows of activations (x: the first row's block, rows
+ * row_stride apart) to dot[r][j]: each code vector serves every row, each
+ * broadcast every panel. */
+TFM_VNNI_INLINE void add_nibble_products_vnni(int format,
+                                              const uint8_t *const *panel,
+                                              int64_t codes, const int8_t *x,
+                                              int64_t row_stride, int v,
+                                              int rows, int np,
+                                              __m512i dot[][2]) {
+  __m512i low[2], high[2];
+#pragma GCC unroll 2
+  for (int j = 0; j < np; ++j)
+    nibble_codes_vnni(format, panel[j] + codes, v, &low[j], &high[j]);
+#pragma GCC unroll 6
+  for (int r = 0; r < rows; ++r) {
+    __m512i x0 = broadcast4(x + r * row_stride + 8 * v);
+    __m512i x1 = broadcast4(x + r * row_stride + 8 * v + 4);
+#pragma GCC unroll 2
+    for (int j = 0; j < np; ++j) {
+      dot[r][j] = _mm512_dpbusd_epi32(dot[r][j], low[j], x0);
+      dot[r][j] = _mm512_dpbusd_epi32(dot[r][j], high[j], x1);
+    }
+  }
+}
+
 /* `np` (1 or 2) whole panels (16 outputs each) for `rows` (2 to 6) rows
  * of A, both constants at every call so that the accumulators stay in
  * registers: one int32 chain and one f32 accumulator per row and panel
@@ -845,22 +890,9 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int format,
        * accumulators before the next: the same registers as the others. */
       for (int part = 0; part < 2; ++part) {
 #pragma GCC unroll 2
-        for (int v = 2 * part; v < 2 * part + 2; ++v) {
-          __m512i low[2], high[2];
-#pragma GCC unroll 2
-          for (int j = 0; j < np; ++j)
-            q6_codes_vnni(panel[j] + codes, v, &low[j], &high[j]);
-#pragma GCC unroll 6
-          for (int r = 0; r < rows; ++r) {
-            __m512i x0 = broadcast4(x + r * row_stride + 8 * v);
-            __m512i x1 = broadcast4(x + r * row_stride + 8 * v + 4);
-#pragma GCC unroll 2
-            for (int j = 0; j < np; ++j) {
-              dot[r][j] = _mm512_dpbusd_epi32(dot[r][j], low[j], x0);
-              dot[r][j] = _mm512_dpbusd_epi32(dot[r][j], high[j], x1);
-            }
-          }
-        }
+        for (int v = 2 * part; v < 2 * part + 2; ++v)
+          add_nibble_products_vnni(format, panel, codes, x, row_stride, v,
+                                   rows, np, dot);
         __m512 ws[2];
 #pragma GCC unroll 2
         for (int j = 0; j < np; ++j)
@@ -898,27 +930,10 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int format,
         }
       }
     } else {
-      const __m512i nibble = _mm512_set1_epi8(0x0F);
 #pragma GCC unroll 4
-      for (int v = 0; v < kBlock / 8; ++v) {
-        __m512i low[2], high[2];
-#pragma GCC unroll 2
-        for (int j = 0; j < np; ++j) {
-          __m512i raw = _mm512_loadu_si512(panel[j] + codes + v * 64);
-          low[j] = _mm512_and_si512(raw, nibble);
-          high[j] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
-        }
-#pragma GCC unroll 6
-        for (int r = 0; r < rows; ++r) {
-          __m512i x0 = broadcast4(x + r * row_stride + 8 * v);
-          __m512i x1 = broadcast4(x + r * row_stride + 8 * v + 4);
-#pragma GCC unroll 2
-          for (int j = 0; j < np; ++j) {
-            dot[r][j] = _mm512_dpbusd_epi32(dot[r][j], low[j], x0);
-            dot[r][j] = _mm512_dpbusd_epi32(dot[r][j], high[j], x1);
-          }
-        }
-      }
+      for (int v = 0; v < kBlock / 8; ++v)
+        add_nibble_products_vnni(format, panel, codes, x, row_stride, v, rows,
+                                 np, dot);
     }
     __m512 ws[2];
 #pragma GCC unroll 2
