@@ -979,6 +979,26 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int format,
  * 27.2 and 30.9 (512 bytes: 32.7 and 29.1; 4 KiB: 31.9 and 29.1). */
 enum { kVnniRowPrefetchBytes = 1024 };
 
+/* After block b, the K-quant row kernel's step at the end of a
+ * super-block: its sums by scale times d (and, q4_k, its sums by minimum
+ * times dmin, subtracted) into the accumulators, and the sums restarted. */
+TFM_VNNI_INLINE void end_super_block_vnni(int format, const panel_parts *parts,
+                                          int count, int64_t b, __m512 *acc,
+                                          __m512 *by_scale, __m512 *by_min) {
+  if (b % TFM_K_SUPER_BLOCKS != TFM_K_SUPER_BLOCKS - 1)
+    return;
+  int64_t super = b / TFM_K_SUPER_BLOCKS * kRows;
+#pragma GCC unroll 4
+  for (int j = 0; j < count; ++j) {
+    acc[j] = _mm512_fmadd_ps(by_scale[j], halves16_vnni(parts[j].scales + super),
+                             acc[j]);
+    if (format == TFM_BLOCKS_Q4_K)
+      acc[j] = _mm512_fnmadd_ps(by_min[j], halves16_vnni(parts[j].mins + super),
+                                acc[j]);
+    by_scale[j] = by_min[j] = _mm512_setzero_ps();
+  }
+}
+
 /* One row of A (a decode step) against `count` (<= kRowPanels) consecutive
  * panels in `format`, both constants at every call: each block's
  * activation broadcasts serve all of them, and the panels' independent
@@ -1043,16 +1063,7 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
             _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(odd[j], second)), xs),
             signed_bytes16_vnni(half_scales + kRows), by_scale[j]);
       }
-      if (b % TFM_K_SUPER_BLOCKS == TFM_K_SUPER_BLOCKS - 1) {
-        int64_t super = b / TFM_K_SUPER_BLOCKS * kRows;
-#pragma GCC unroll 4
-        for (int j = 0; j < count; ++j) {
-          acc[j] = _mm512_fmadd_ps(by_scale[j],
-                                   halves16_vnni(parts[j].scales + super),
-                                   acc[j]);
-          by_scale[j] = _mm512_setzero_ps();
-        }
-      }
+      end_super_block_vnni(format, parts, count, b, acc, by_scale, by_min);
       continue;
     }
     if (q8) {
@@ -1106,19 +1117,7 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
         by_min[j] = _mm512_fmadd_ps(
             bytes16_vnni(parts[j].block_mins + b * kRows), xsum, by_min[j]);
       }
-      if (b % TFM_K_SUPER_BLOCKS == TFM_K_SUPER_BLOCKS - 1) {
-        int64_t super = b / TFM_K_SUPER_BLOCKS * kRows;
-#pragma GCC unroll 4
-        for (int j = 0; j < count; ++j) {
-          acc[j] = _mm512_fmadd_ps(by_scale[j],
-                                   halves16_vnni(parts[j].scales + super),
-                                   acc[j]);
-          acc[j] = _mm512_fnmadd_ps(by_min[j],
-                                    halves16_vnni(parts[j].mins + super),
-                                    acc[j]);
-          by_scale[j] = by_min[j] = _mm512_setzero_ps();
-        }
-      }
+      end_super_block_vnni(format, parts, count, b, acc, by_scale, by_min);
       continue;
     }
     __m512i correction = _mm512_set1_epi32(offset * job->x.sums[b]);
