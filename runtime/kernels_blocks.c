@@ -1230,6 +1230,21 @@ TFM_AVX2_INLINE void transpose_codes_avx2(__m256i bytes, __m128i out[4]) {
   out[3] = _mm_unpackhi_epi64(out[2], out[2]);
 }
 
+/* Element e (if inside the row's `elements`) of eight rows, their codes
+ * the low 8 bytes of `codes`, widened: (code - offset) · scale + minimum,
+ * into row e of a widened panel's column. */
+TFM_AVX2_INLINE void store_widened_avx2(float *column, int64_t e,
+                                        int64_t elements, __m128i codes,
+                                        __m256 offset, __m256 scale,
+                                        __m256 minimum) {
+  if (e < elements)
+    _mm256_storeu_ps(
+        column + e * kWidenedPanel,
+        _mm256_fmadd_ps(
+            _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(codes)), offset),
+            scale, minimum));
+}
+
 /* Block panel p's rows as features [column0, column0 + 16) of `out`
  * ([k][kWidenedPanel]); past the matrix's last panel (the second of an
  * odd count's last pair, which is not stored), zeros. Eight rows at a
@@ -1255,76 +1270,37 @@ TFM_AVX2 static void widen_block_panel(const block_job *job, int64_t p,
     int64_t elements = job->k - b * kBlock < kBlock ? job->k - b * kBlock : kBlock;
     for (int h = 0; h < 2; ++h) {
       float *column = out + b * kBlock * kWidenedPanel + column0 + h * 8;
-      if (job->format == TFM_BLOCKS_Q6_K) {
-        /* Four runs of whole codes, elements 8v + i and 8v + 4 + i, each
-         * half of the block with its own scale. */
-        for (int v = 0; v < 4; ++v) {
-          __m256 scale = q6_scales8_avx2(&parts, b, v / 2, h);
-          __m256i low, high;
-          q6_codes_avx2(block_codes + h * 32, v, &low, &high);
-          __m128i lows[4], highs[4];
-          transpose_codes_avx2(low, lows);
-          transpose_codes_avx2(high, highs);
-          for (int i = 0; i < 4; ++i) {
-            int64_t e = 8 * v + i;
-            if (e < elements)
-              _mm256_storeu_ps(
-                  column + e * kWidenedPanel,
-                  _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(
-                                                  _mm256_cvtepu8_epi32(lows[i])),
-                                              offset),
-                                scale));
-            if (e + 4 < elements)
-              _mm256_storeu_ps(
-                  column + (e + 4) * kWidenedPanel,
-                  _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(
-                                                  _mm256_cvtepu8_epi32(highs[i])),
-                                              offset),
-                                scale));
-          }
+      __m256 minimum = mins8_avx2(job->format, &parts, b, h);
+      if (q8) {
+        /* Eight runs, elements 4g + i. */
+        __m256 scale = scales8_avx2(job->format, &parts, b, h);
+        for (int g = 0; g < 8; ++g) {
+          __m128i four[4];
+          transpose_codes_avx2(
+              _mm256_loadu_si256((const __m256i *)(block_codes + g * 64 + h * 32)),
+              four);
+          for (int i = 0; i < 4; ++i)
+            store_widened_avx2(column, 4 * g + i, elements, four[i], offset,
+                               scale, minimum);
         }
         continue;
       }
-      __m256 scale = scales8_avx2(job->format, &parts, b, h);
-      __m256 minimum = mins8_avx2(job->format, &parts, b, h);
-      /* q8_0: eight runs, elements 4g + i; q4: four runs, elements 8v + i
-       * (low nibbles) and 8v + 4 + i (high). */
-      for (int run = 0; run < (q8 ? 8 : 4); ++run) {
-        __m128i four[4];
-        transpose_codes_avx2(
-            _mm256_loadu_si256(
-                (const __m256i *)(block_codes + run * 64 + h * 32)),
-            four);
+      /* Four nibble vectors, elements 8v + i (low) and 8v + 4 + i (high);
+       * q6_k's halves of a block each with its own scale. */
+      for (int v = 0; v < 4; ++v) {
+        __m256 scale = job->format == TFM_BLOCKS_Q6_K
+                           ? q6_scales8_avx2(&parts, b, v / 2, h)
+                           : scales8_avx2(job->format, &parts, b, h);
+        __m256i low, high;
+        nibble_codes_avx2(job->format, block_codes + h * 32, v, &low, &high);
+        __m128i lows[4], highs[4];
+        transpose_codes_avx2(low, lows);
+        transpose_codes_avx2(high, highs);
         for (int i = 0; i < 4; ++i) {
-          if (q8) {
-            int64_t e = 4 * run + i;
-            if (e < elements)
-              _mm256_storeu_ps(
-                  column + e * kWidenedPanel,
-                  _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(
-                                                  _mm256_cvtepu8_epi32(four[i])),
-                                              offset),
-                                scale));
-            continue;
-          }
-          __m128i low = _mm_and_si128(four[i], _mm_set1_epi8(0x0F));
-          __m128i high =
-              _mm_and_si128(_mm_srli_epi16(four[i], 4), _mm_set1_epi8(0x0F));
-          int64_t e = 8 * run + i;
-          if (e < elements)
-            _mm256_storeu_ps(
-                column + e * kWidenedPanel,
-                _mm256_fmadd_ps(
-                    _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(low)),
-                                  offset),
-                    scale, minimum));
-          if (e + 4 < elements)
-            _mm256_storeu_ps(
-                column + (e + 4) * kWidenedPanel,
-                _mm256_fmadd_ps(
-                    _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(high)),
-                                  offset),
-                    scale, minimum));
+          store_widened_avx2(column, 8 * v + i, elements, lows[i], offset,
+                             scale, minimum);
+          store_widened_avx2(column, 8 * v + 4 + i, elements, highs[i], offset,
+                             scale, minimum);
         }
       }
     }
