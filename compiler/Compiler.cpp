@@ -11,6 +11,7 @@
 #include "frontend/ErrorMessages.h"
 #include "frontend/GgufModel.h"
 #include "frontend/Safetensors.h"
+#include "frontend/WeightDeclarations.h"
 #include "ir/TfmOps.h"
 #include "runtime/tfm_format.h"
 #include "runtime/tfm_model_abi.h"
@@ -25,6 +26,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
 
 #include <set>
 
@@ -432,6 +434,18 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
       pipeline.weightsDtype = "checkpoint";
     else if (targetsCuda(pipeline))
       pipeline.weightsDtype = "bf16";
+  }
+  // Formats no kernel reads are requantized, which users of such a file
+  // (llama.cpp's Q5_K_M, Q3_K_M, IQ4_XS) should know.
+  if (first == CpuPipelineStage::Tfm && unit.model &&
+      pipeline.weightsDtype == "checkpoint") {
+    std::string requantized = describeRequantized(unit.weights);
+    if (!requantized.empty())
+      llvm::WithColor::note(llvm::errs(), "tfmc")
+          << llvm::sys::path::filename(options.inputPath)
+          << ": requantized " << requantized
+          << ": no kernel reads their formats as stored (--weights-dtype "
+             "picks another dtype)\n";
   }
   if (!unit.model && first == CpuPipelineStage::Tfm)
     first = CpuPipelineStage::Linalg;

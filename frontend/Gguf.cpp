@@ -59,9 +59,16 @@ std::optional<WeightDtype> supportedDtype(uint32_t type) {
   case 1: return WeightDtype::F16;
   case 2: return WeightDtype::Q4_0;
   case 3: return WeightDtype::Q4_1;
+  case 6: return WeightDtype::Q5_0;
+  case 7: return WeightDtype::Q5_1;
   case 8: return WeightDtype::Q8_0;
+  case 10: return WeightDtype::Q2_K;
+  case 11: return WeightDtype::Q3_K;
   case 12: return WeightDtype::Q4_K;
+  case 13: return WeightDtype::Q5_K;
   case 14: return WeightDtype::Q6_K;
+  case 20: return WeightDtype::IQ4_NL;
+  case 23: return WeightDtype::IQ4_XS;
   case 30: return WeightDtype::BF16;
   default: return std::nullopt;
   }
@@ -298,8 +305,9 @@ private:
       return fail(where + " has GGML type " +
                   (known ? llvm::Twine(known) : llvm::Twine(type)) +
                   (known ? ", which tfmc does not read (F32, F16, BF16, Q8_0, "
-                           "Q4_0, Q4_1, Q4_K and Q6_K are read); requantize the "
-                           "model with llama-quantize"
+                           "Q4_0, Q4_1, Q5_0, Q5_1, Q2_K to Q6_K, IQ4_NL and "
+                           "IQ4_XS are read); requantize the model with "
+                           "llama-quantize"
                          : ", which is not a GGML type"));
     }
     tensor.dtype = *dtype;

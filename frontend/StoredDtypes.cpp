@@ -6,62 +6,18 @@
 #include "llvm/Support/Endian.h"
 
 #include <cstring>
+#include <iterator>
 
 using namespace mlir;
 using namespace mlir::tfm;
 using llvm::support::endian::read16le;
+using llvm::support::endian::read32le;
 
 float mlir::tfm::bfloat16ToFloat(uint16_t b) {
   uint32_t bits = uint32_t(b) << 16;
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
-}
-
-int64_t mlir::tfm::dtypeBlockElements(WeightDtype dtype) {
-  switch (dtype) {
-  case WeightDtype::F32:
-  case WeightDtype::F16:
-  case WeightDtype::BF16: return 1;
-  case WeightDtype::Q8_0:
-  case WeightDtype::Q4_0:
-  case WeightDtype::Q4_1: return 32;
-  case WeightDtype::Q4_K:
-  case WeightDtype::Q6_K: return 256;
-  }
-  return 1;
-}
-
-int64_t mlir::tfm::dtypeBlockBytes(WeightDtype dtype) {
-  switch (dtype) {
-  case WeightDtype::F32: return 4;
-  case WeightDtype::F16:
-  case WeightDtype::BF16: return 2;
-  case WeightDtype::Q8_0: return 34;
-  case WeightDtype::Q4_0: return 18;
-  case WeightDtype::Q4_1: return 20;
-  case WeightDtype::Q4_K: return 144;
-  case WeightDtype::Q6_K: return 210;
-  }
-  return 4;
-}
-
-int64_t mlir::tfm::dtypeStoredBytes(WeightDtype dtype, int64_t elements) {
-  return elements / dtypeBlockElements(dtype) * dtypeBlockBytes(dtype);
-}
-
-const char *mlir::tfm::dtypeName(WeightDtype dtype) {
-  switch (dtype) {
-  case WeightDtype::F32: return "F32";
-  case WeightDtype::F16: return "F16";
-  case WeightDtype::BF16: return "BF16";
-  case WeightDtype::Q8_0: return "Q8_0";
-  case WeightDtype::Q4_0: return "Q4_0";
-  case WeightDtype::Q4_1: return "Q4_1";
-  case WeightDtype::Q4_K: return "Q4_K";
-  case WeightDtype::Q6_K: return "Q6_K";
-  }
-  return "?";
 }
 
 namespace {
@@ -126,7 +82,183 @@ void decodeQ6_K(const uint8_t *block, float *out) {
   }
 }
 
+/// The bit of element `j` (0..31) in a Q5_0/Q5_1 block's 32-bit `qh`.
+int fifthBit(uint32_t qh, int j) { return (qh >> j) & 1; }
+
+void decodeQ5_0(const uint8_t *block, float *out) {
+  float d = halfToFloat(read16le(block));
+  uint32_t qh = read32le(block + 2);
+  const uint8_t *qs = block + 6;
+  for (int j = 0; j < 16; ++j) {
+    out[j] = d * float(((qs[j] & 0xf) | fifthBit(qh, j) << 4) - 16);
+    out[j + 16] = d * float(((qs[j] >> 4) | fifthBit(qh, j + 16) << 4) - 16);
+  }
+}
+
+void decodeQ5_1(const uint8_t *block, float *out) {
+  float d = halfToFloat(read16le(block));
+  float m = halfToFloat(read16le(block + 2));
+  uint32_t qh = read32le(block + 4);
+  const uint8_t *qs = block + 8;
+  for (int j = 0; j < 16; ++j) {
+    out[j] = d * float((qs[j] & 0xf) | fifthBit(qh, j) << 4) + m;
+    out[j + 16] = d * float((qs[j] >> 4) | fifthBit(qh, j + 16) << 4) + m;
+  }
+}
+
+void decodeQ5_K(const uint8_t *block, float *out) {
+  float d = halfToFloat(read16le(block));
+  float dmin = halfToFloat(read16le(block + 2));
+  const uint8_t *packed = block + 4, *qh = block + 16, *qs = block + 48;
+  // Sub-blocks pair up as Q4_K's; the fifth bit of sub-block j's element
+  // l is bit j of qh[l].
+  for (int pair = 0; pair < 4; ++pair, qs += 32, out += 64) {
+    int scaleLow, minLow, scaleHigh, minHigh;
+    q4KScaleMin(2 * pair, packed, scaleLow, minLow);
+    q4KScaleMin(2 * pair + 1, packed, scaleHigh, minHigh);
+    for (int l = 0; l < 32; ++l) {
+      int low = (qs[l] & 0xf) | ((qh[l] >> (2 * pair)) & 1) << 4;
+      int high = (qs[l] >> 4) | ((qh[l] >> (2 * pair + 1)) & 1) << 4;
+      out[l] = d * scaleLow * float(low) - dmin * minLow;
+      out[l + 32] = d * scaleHigh * float(high) - dmin * minHigh;
+    }
+  }
+}
+
+void decodeQ2_K(const uint8_t *block, float *out) {
+  const uint8_t *scales = block, *qs = block + 16;
+  float d = halfToFloat(read16le(block + 80));
+  float dmin = halfToFloat(read16le(block + 82));
+  // Two halves of 128; in each, shift s of its 32 bytes holds sub-blocks
+  // 2s (bytes 0-15) and 2s + 1 (bytes 16-31) of 16 elements, each with a
+  // 4-bit scale (low nibble) and minimum (high nibble).
+  for (int half = 0; half < 2; ++half, qs += 32)
+    for (int shift = 0; shift < 8; shift += 2)
+      for (int part = 0; part < 2; ++part, ++scales, out += 16)
+        for (int l = 0; l < 16; ++l)
+          out[l] = d * float(*scales & 0xf) *
+                       float((qs[16 * part + l] >> shift) & 3) -
+                   dmin * float(*scales >> 4);
+}
+
+/// Q3_K's 16 signed 6-bit scales, unpacked from 12 bytes: the low
+/// nibbles of bytes 0-7 hold scales 0-7, their high nibbles 8-15, and
+/// bytes 8-11 the two high bits of each, in four groups of four.
+void q3KScales(const uint8_t *packed, int *scales) {
+  for (int j = 0; j < 16; ++j) {
+    int low = (packed[j % 8] >> (4 * (j / 8))) & 0xf;
+    int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
+    scales[j] = (low | high << 4) - 32;
+  }
+}
+
+void decodeQ3_K(const uint8_t *block, float *out) {
+  const uint8_t *hmask = block, *qs = block + 32;
+  int scales[16];
+  q3KScales(block + 96, scales);
+  float d = halfToFloat(read16le(block + 108));
+  // As Q2_K's layout, with a third bit per element in hmask: bit
+  // (half·4 + shift/2) of hmask[l]; a code is the two low bits minus 4
+  // where that bit is clear.
+  const int *scale = scales;
+  for (int half = 0; half < 2; ++half, qs += 32)
+    for (int shift = 0; shift < 8; shift += 2)
+      for (int part = 0; part < 2; ++part, ++scale, out += 16) {
+        int bit = 4 * half + shift / 2;
+        for (int l = 0; l < 16; ++l) {
+          int element = 16 * part + l;
+          int code = ((qs[element] >> shift) & 3) -
+                     ((hmask[element] >> bit) & 1 ? 0 : 4);
+          out[l] = d * float(*scale) * float(code);
+        }
+      }
+}
+
+/// IQ4_NL's and IQ4_XS's 16 levels (llama.cpp's kvalues_iq4nl), which a
+/// nibble indexes: denser near zero, where weights are.
+constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
+
+/// 32 elements of IQ4: 16 bytes of nibbles (the low ones first), times `d`.
+void decodeIq4Nibbles(const uint8_t *qs, float d, float *out) {
+  for (int j = 0; j < 16; ++j) {
+    out[j] = d * float(kIq4Levels[qs[j] & 0xf]);
+    out[j + 16] = d * float(kIq4Levels[qs[j] >> 4]);
+  }
+}
+
+void decodeIQ4_NL(const uint8_t *block, float *out) {
+  decodeIq4Nibbles(block + 2, halfToFloat(read16le(block)), out);
+}
+
+void decodeIQ4_XS(const uint8_t *block, float *out) {
+  float d = halfToFloat(read16le(block));
+  uint16_t scalesHigh = read16le(block + 2);
+  const uint8_t *scalesLow = block + 4, *qs = block + 8;
+  for (int sub = 0; sub < 8; ++sub) {
+    int scale = ((scalesLow[sub / 2] >> (4 * (sub % 2))) & 0xf) |
+                ((scalesHigh >> (2 * sub)) & 3) << 4;
+    decodeIq4Nibbles(qs + 16 * sub, d * float(scale - 32), out + 32 * sub);
+  }
+}
+
+using BlockDecoder = void (*)(const uint8_t *, float *);
+
+/// Each dtype's name, block and decoder, in WeightDtype's order.
+struct DtypeLayout {
+  WeightDtype dtype;
+  const char *name;
+  int64_t blockElements, blockBytes;
+  BlockDecoder decode; // null for the floats, decoded element by element
+};
+
+constexpr DtypeLayout kLayouts[] = {
+    {WeightDtype::F32, "F32", 1, 4, nullptr},
+    {WeightDtype::F16, "F16", 1, 2, nullptr},
+    {WeightDtype::BF16, "BF16", 1, 2, nullptr},
+    {WeightDtype::Q8_0, "Q8_0", 32, 34, decodeQ8_0},
+    {WeightDtype::Q4_0, "Q4_0", 32, 18, decodeQ4_0},
+    {WeightDtype::Q4_1, "Q4_1", 32, 20, decodeQ4_1},
+    {WeightDtype::Q4_K, "Q4_K", 256, 144, decodeQ4_K},
+    {WeightDtype::Q6_K, "Q6_K", 256, 210, decodeQ6_K},
+    {WeightDtype::Q5_0, "Q5_0", 32, 22, decodeQ5_0},
+    {WeightDtype::Q5_1, "Q5_1", 32, 24, decodeQ5_1},
+    {WeightDtype::Q2_K, "Q2_K", 256, 84, decodeQ2_K},
+    {WeightDtype::Q3_K, "Q3_K", 256, 110, decodeQ3_K},
+    {WeightDtype::Q5_K, "Q5_K", 256, 176, decodeQ5_K},
+    {WeightDtype::IQ4_NL, "IQ4_NL", 32, 18, decodeIQ4_NL},
+    {WeightDtype::IQ4_XS, "IQ4_XS", 256, 136, decodeIQ4_XS},
+};
+
+constexpr bool layoutsInEnumOrder() {
+  for (size_t i = 0; i < std::size(kLayouts); ++i)
+    if (static_cast<size_t>(kLayouts[i].dtype) != i)
+      return false;
+  return std::size(kLayouts) == static_cast<size_t>(WeightDtype::IQ4_XS) + 1;
+}
+static_assert(layoutsInEnumOrder(), "kLayouts: one row per WeightDtype");
+
+const DtypeLayout &layoutOf(WeightDtype dtype) {
+  return kLayouts[static_cast<size_t>(dtype)];
+}
+
 } // namespace
+
+int64_t mlir::tfm::dtypeBlockElements(WeightDtype dtype) {
+  return layoutOf(dtype).blockElements;
+}
+
+int64_t mlir::tfm::dtypeBlockBytes(WeightDtype dtype) {
+  return layoutOf(dtype).blockBytes;
+}
+
+int64_t mlir::tfm::dtypeStoredBytes(WeightDtype dtype, int64_t elements) {
+  return elements / dtypeBlockElements(dtype) * dtypeBlockBytes(dtype);
+}
+
+const char *mlir::tfm::dtypeName(WeightDtype dtype) {
+  return layoutOf(dtype).name;
+}
 
 void mlir::tfm::decodeStoredElements(WeightDtype dtype, const uint8_t *bytes,
                                      int64_t count, float *out) {
@@ -145,14 +277,8 @@ void mlir::tfm::decodeStoredElements(WeightDtype dtype, const uint8_t *bytes,
   default:
     break;
   }
-  void (*decodeBlock)(const uint8_t *, float *) =
-      dtype == WeightDtype::Q8_0   ? decodeQ8_0
-      : dtype == WeightDtype::Q4_0 ? decodeQ4_0
-      : dtype == WeightDtype::Q4_1 ? decodeQ4_1
-      : dtype == WeightDtype::Q4_K ? decodeQ4_K
-                                   : decodeQ6_K;
-  int64_t elements = dtypeBlockElements(dtype),
-          blockBytes = dtypeBlockBytes(dtype);
-  for (int64_t b = 0; b < count / elements; ++b)
-    decodeBlock(bytes + b * blockBytes, out + b * elements);
+  const DtypeLayout &layout = layoutOf(dtype);
+  for (int64_t b = 0; b < count / layout.blockElements; ++b)
+    layout.decode(bytes + b * layout.blockBytes,
+                  out + b * layout.blockElements);
 }

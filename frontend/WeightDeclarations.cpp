@@ -6,6 +6,8 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <map>
+
 using namespace mlir;
 using namespace mlir::tfm;
 
@@ -20,8 +22,55 @@ std::optional<StringRef> mlir::tfm::checkpointDtype(WeightDtype dtype) {
   // The K-quants keep their blocks (the q4_k and q6_k block kernels).
   case WeightDtype::Q4_K: return StringRef("q4_k");
   case WeightDtype::Q6_K: return StringRef("q6_k");
+  // No kernel reads these: their decoded values are requantized into
+  // int8, within 1/254 of each block's peak of the file's numbers. Four
+  // bits would add an error of the order of theirs (Q3_K into int4 or
+  // int4-min moved test logits 7x as far from the file's as int8 did);
+  // --weights-dtype=int4 asks for it.
+  case WeightDtype::Q5_0:
+  case WeightDtype::Q5_1:
+  case WeightDtype::Q5_K:
+  case WeightDtype::Q2_K:
+  case WeightDtype::Q3_K:
+  case WeightDtype::IQ4_NL:
+  case WeightDtype::IQ4_XS: return StringRef("int8");
   }
   return std::nullopt;
+}
+
+bool mlir::tfm::checkpointRequantizes(WeightDtype dtype) {
+  switch (dtype) {
+  case WeightDtype::Q5_0:
+  case WeightDtype::Q5_1:
+  case WeightDtype::Q5_K:
+  case WeightDtype::IQ4_NL:
+  case WeightDtype::IQ4_XS:
+  case WeightDtype::Q2_K:
+  case WeightDtype::Q3_K: return true;
+  default: return false;
+  }
+}
+
+std::string mlir::tfm::describeRequantized(const WeightStore &weights) {
+  // Target dtype -> stored dtype -> count, each in a fixed order.
+  std::map<std::string, std::map<WeightDtype, int>> counts;
+  for (const std::string &name : weights.names())
+    if (WeightDtype dtype = weights.lookup(name)->dtype();
+        checkpointRequantizes(dtype))
+      ++counts[checkpointDtype(dtype)->str()][dtype];
+  std::string text;
+  for (const auto &[target, stored] : counts) {
+    int total = 0;
+    std::string parts;
+    for (auto [dtype, count] : stored) {
+      total += count;
+      parts += (parts.empty() ? "" : ", ") + std::to_string(count) + " " +
+               dtypeName(dtype);
+    }
+    text += (text.empty() ? "" : "; ") + std::to_string(total) +
+            " tensors to " + target + " (" + parts + ")";
+  }
+  return text;
 }
 
 Value WeightDeclarations::read(OpBuilder &b, const std::string &name,

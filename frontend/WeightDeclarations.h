@@ -28,6 +28,15 @@ namespace mlir::tfm {
 /// (kCheckpointDtypeAttrName); none for f32.
 std::optional<StringRef> checkpointDtype(WeightDtype dtype);
 
+/// Whether `dtype` has no block kernel, so that keeping a checkpoint's
+/// dtype requantizes its values into checkpointDtype's.
+bool checkpointRequantizes(WeightDtype dtype);
+
+/// Says which tensors of `weights` keeping the checkpoint's dtypes
+/// requantizes ("14 tensors to int8 (12 Q5_K, 2 Q5_0)"); empty when
+/// none.
+std::string describeRequantized(const WeightStore &weights);
+
 class WeightDeclarations {
 public:
   /// `family` names the config in messages ("the bert config implies").

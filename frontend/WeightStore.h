@@ -30,10 +30,13 @@ namespace mlir::tfm {
 /// How a checkpoint stores a tensor's elements: floats, or GGML's blocks
 /// (GGUF files): Q8_0 and Q4_0 are blocks of 32 with an f16 scale (the
 /// formats of #tfm.block_quant), Q4_1 adds an f16 minimum, Q4_K and Q6_K
-/// super-blocks of 256 with
-/// quantized sub-block scales (frontend/StoredDtypes.h).
+/// super-blocks of 256 with quantized sub-block scales; those have block
+/// kernels. Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS are read
+/// (decoded to f32) and requantized to int8 (frontend/StoredDtypes.h,
+/// checkpointDtype).
 enum class WeightDtype : uint8_t {
-  F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K
+  F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K,
+  Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS
 };
 
 /// Elements per block of `dtype` (1 for floats).

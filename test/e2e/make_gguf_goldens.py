@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes the golden logits of test/e2e/gguf-blocks.test: each GGUF file the
 test writes (write_gguf.py, same arguments) read back by llama.cpp's own
-gguf-py (GGUFReader, and gguf.quants.dequantize for the Q8_0, Q4_0, Q4_1,
-Q4_K and Q6_K blocks: a decoder independent of tfmc's), then run through a NumPy
+gguf-py (GGUFReader, and gguf.quants.dequantize for every block format: a
+decoder independent of tfmc's), then run through a NumPy
 LLaMA as llama.cpp computes it (RoPE on adjacent pairs, the layout its
 converter permutes Q and K into). Needs NumPy and llama.cpp's source tree:
 
@@ -35,6 +35,13 @@ MODELS = {
     "gguf-q4_k_m": ["--random", "256,2,4,1,256,32", "--seed", "5", "--type",
                     "Q4_K", "--type-for", "attn_v=Q6_K", "--type-for",
                     "ffn_down=Q6_K", "--edge-type", "Q6_K"],
+    "gguf-q5-iq4": ["--random", "256,2,4,1,256,32", "--seed", "6", "--type",
+                    "Q5_K", "--type-for", "attn_k=Q5_0", "--type-for",
+                    "ffn_up=Q5_1", "--type-for", "attn_v=IQ4_NL",
+                    "--type-for", "ffn_down=IQ4_XS", "--edge-type", "Q5_0"],
+    "gguf-q2-q3": ["--random", "256,2,4,1,256,32", "--seed", "7", "--type",
+                   "Q3_K", "--type-for", "ffn_gate=Q2_K", "--type-for",
+                   "attn_output=Q2_K", "--edge-type", "Q6_K"],
 }
 
 

@@ -5,11 +5,12 @@ GGUF tests, with the Python standard library only (CI has no NumPy).
 Weights come from a Hugging Face LLaMA directory (F32 safetensors: Q and K
 rows permuted to llama.cpp's layout, as its convert_hf_to_gguf.py does) or
 are drawn at random from a seed (already in llama.cpp's layout). Matrices are
-stored in --type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K), the token
-embedding and LM head in --edge-type; a matrix whose rows are not whole
-blocks falls back to F16, as llama-quantize falls back. The quantizers make
-valid blocks of each format (Q8_0, Q4_0 and Q4_1 as llama.cpp's reference
-quantizers do; the K-quants from each sub-block's range), not llama.cpp's
+stored in --type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K to
+Q6_K, IQ4_NL, IQ4_XS), the token embedding and LM head in --edge-type; a
+matrix whose rows are not whole blocks falls back to F16, as
+llama-quantize falls back. The quantizers make valid blocks of each format
+(Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 as llama.cpp's reference quantizers do;
+the K-quants and IQ4 from each sub-block's range or peak), not llama.cpp's
 error-minimizing search. Tokenizers: a llama2.c tokenizer.bin spelled as
 SentencePiece pieces ("llama"), or GPT-2's vocab.json + merges.txt
 ("gpt2").
@@ -27,11 +28,14 @@ import os
 import re
 import struct
 
-GGML_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 8, "Q4_K": 12,
-              "Q6_K": 14, "BF16": 30, "Q5_K": 13}
+GGML_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7,
+              "Q8_0": 8, "Q2_K": 10, "Q3_K": 11, "Q4_K": 12, "Q5_K": 13,
+              "Q6_K": 14, "IQ2_XXS": 16, "IQ4_NL": 20, "IQ4_XS": 23,
+              "BF16": 30}
 BLOCK_ELEMENTS = {"F32": 1, "F16": 1, "BF16": 1, "Q8_0": 32, "Q4_0": 32,
-                  "Q4_1": 32,
-                  "Q4_K": 256, "Q6_K": 256, "Q5_K": 256}
+                  "Q4_1": 32, "Q5_0": 32, "Q5_1": 32, "IQ4_NL": 32,
+                  "Q2_K": 256, "Q3_K": 256, "Q4_K": 256, "Q5_K": 256,
+                  "Q6_K": 256, "IQ4_XS": 256}
 ALIGNMENT = 32
 
 # ------------------------------------------------------------ numbers
@@ -86,12 +90,42 @@ def encode_q4_1(block):
     return out
 
 
-def encode_q4_k(block):
+def nibbles(q):
+    """32 codes as 16 bytes: code j in the low nibble of byte j, code
+    j + 16 in its high nibble."""
+    return bytes((q[j] & 0xF) | (q[j + 16] & 0xF) << 4 for j in range(16))
+
+
+def fifth_bits(q):
+    return struct.pack("<I", sum((q[j] >> 4) << j for j in range(32)))
+
+
+def encode_q5_0(block):
+    peak = max(block, key=abs)
+    d = peak / -16.0
+    inv = 1.0 / d if d else 0.0
+    q = [min(31, int(v * inv + 16.5)) for v in block]
+    return struct.pack("<H", f16_bits(d)) + fifth_bits(q) + nibbles(q)
+
+
+def encode_q5_1(block):
+    low, high = min(block), max(block)
+    d = (high - low) / 31.0
+    inv = 1.0 / d if d else 0.0
+    q = [min(31, int((v - low) * inv + 0.5)) for v in block]
+    return struct.pack("<HH", f16_bits(d), f16_bits(low)) + fifth_bits(q) + \
+        nibbles(q)
+
+
+def k_scales_mins(block, levels):
+    """Q4_K's and Q5_K's 8 sub-blocks of 32: codes in [0, levels] on
+    d·scale steps above -dmin·min, the 6-bit scales and mins packed in 12
+    bytes; (d, dmin, packed, codes)."""
     scales, mins = [], []
     for s in range(8):
         sub = block[32 * s:32 * s + 32]
         low, high = min(0.0, min(sub)), max(sub)
-        scales.append((high - low) / 15.0)
+        scales.append((high - low) / levels)
         mins.append(-low)
     d = f16_round(max(scales) / 63.0)
     dmin = f16_round(max(mins) / 63.0)
@@ -101,19 +135,119 @@ def encode_q4_k(block):
     for s in range(8):
         step, offset = d * sc[s], dmin * mn[s]
         for v in block[32 * s:32 * s + 32]:
-            q.append(max(0, min(15, round_half_away((v + offset) / step)))
+            q.append(max(0, min(levels, round_half_away((v + offset) / step)))
                      if step else 0)
     packed = [0] * 12
     for j in range(4):
         packed[j] = sc[j] | (sc[j + 4] >> 4) << 6
         packed[j + 4] = mn[j] | (mn[j + 4] >> 4) << 6
         packed[j + 8] = (sc[j + 4] & 0xF) | (mn[j + 4] & 0xF) << 4
+    return d, dmin, bytes(packed), q
+
+
+def encode_q4_k(block):
+    d, dmin, packed, q = k_scales_mins(block, 15)
     out = bytearray(struct.pack("<HH", f16_bits(d), f16_bits(dmin)))
-    out += bytes(packed)
+    out += packed
     for pair in range(4):
         out += bytes(q[64 * pair + l] | q[64 * pair + 32 + l] << 4
                      for l in range(32))
     return out
+
+
+def encode_q5_k(block):
+    d, dmin, packed, q = k_scales_mins(block, 31)
+    qh = bytes(sum((q[32 * s + l] >> 4) << s for s in range(8))
+               for l in range(32))
+    out = bytearray(struct.pack("<HH", f16_bits(d), f16_bits(dmin)))
+    out += packed + qh
+    for pair in range(4):
+        out += bytes((q[64 * pair + l] & 0xF) | (q[64 * pair + 32 + l] & 0xF)
+                     << 4 for l in range(32))
+    return out
+
+
+def two_bit_layout(q):
+    """Q2_K's and Q3_K's 64 bytes of 2-bit codes: element 128h + 32k +
+    16p + l at bits 2k of byte 32h + 16p + l."""
+    qs = bytearray(64)
+    for i, code in enumerate(q):
+        h, k, p, l = i // 128, i % 128 // 32, i % 32 // 16, i % 16
+        qs[32 * h + 16 * p + l] |= (code & 3) << (2 * k)
+    return qs
+
+
+def encode_q2_k(block):
+    scales, mins = [], []
+    for s in range(16):
+        sub = block[16 * s:16 * s + 16]
+        low, high = min(0.0, min(sub)), max(sub)
+        scales.append((high - low) / 3.0)
+        mins.append(-low)
+    d = f16_round(max(scales) / 15.0)
+    dmin = f16_round(max(mins) / 15.0)
+    sc = [min(15, round_half_away(s / d)) if d else 0 for s in scales]
+    mn = [min(15, round_half_away(m / dmin)) if dmin else 0 for m in mins]
+    q = []
+    for i, v in enumerate(block):
+        step, offset = d * sc[i // 16], dmin * mn[i // 16]
+        q.append(max(0, min(3, round_half_away((v + offset) / step)))
+                 if step else 0)
+    return bytes(sc[s] | mn[s] << 4 for s in range(16)) + two_bit_layout(q) + \
+        struct.pack("<HH", f16_bits(d), f16_bits(dmin))
+
+
+def encode_q3_k(block):
+    sub_scales = [max(block[16 * s:16 * s + 16], key=abs) / -4.0
+                  for s in range(16)]
+    d = f16_round(max(abs(s) for s in sub_scales) / 31.0)
+    sc = [max(-32, min(31, round_half_away(s / d))) if d else 0
+          for s in sub_scales]
+    q = []  # codes + 4, in [0, 7]
+    for i, v in enumerate(block):
+        step = d * sc[i // 16]
+        q.append(max(-4, min(3, round_half_away(v / step))) + 4 if step else 4)
+    hmask = bytearray(32)
+    for i, code in enumerate(q):
+        if code >= 4:
+            hmask[i % 32] |= 1 << (4 * (i // 128) + i % 128 // 32)
+    packed = bytearray(12)
+    for j, scale in enumerate(sc):
+        u = scale + 32
+        packed[j % 8] |= (u & 0xF) << (4 * (j // 8))
+        packed[8 + j % 4] |= (u >> 4) << (2 * (j // 4))
+    low_bits = [code - 4 if code >= 4 else code for code in q]
+    return bytes(hmask) + two_bit_layout(low_bits) + bytes(packed) + \
+        struct.pack("<H", f16_bits(d))
+
+
+IQ4_LEVELS = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69,
+              89, 113]
+
+
+def iq4_codes(block, d):
+    inv = 1.0 / d if d else 0.0
+    return [min(range(16), key=lambda k: abs(IQ4_LEVELS[k] - v * inv))
+            for v in block]
+
+
+def encode_iq4_nl(block):
+    d = f16_round(max(block, key=abs) / -127.0)
+    return struct.pack("<H", f16_bits(d)) + nibbles(iq4_codes(block, d))
+
+
+def encode_iq4_xs(block):
+    sub_scales = [max(block[32 * s:32 * s + 32], key=abs) / -127.0
+                  for s in range(8)]
+    d = f16_round(max(abs(s) for s in sub_scales) / 31.0)
+    ls = [max(-32, min(31, round_half_away(s / d))) + 32 if d else 32
+          for s in sub_scales]
+    high = sum((u >> 4) << (2 * s) for s, u in enumerate(ls))
+    low = bytes((ls[2 * i] & 0xF) | (ls[2 * i + 1] & 0xF) << 4
+                for i in range(4))
+    qs = b"".join(nibbles(iq4_codes(block[32 * s:32 * s + 32],
+                                    d * (ls[s] - 32))) for s in range(8))
+    return struct.pack("<HH", f16_bits(d), high) + low + qs
 
 
 def encode_q6_k(block):
@@ -142,8 +276,10 @@ def encode_q6_k(block):
 
 
 ENCODERS = {"Q8_0": encode_q8_0, "Q4_0": encode_q4_0, "Q4_1": encode_q4_1,
-            "Q4_K": encode_q4_k,
-            "Q6_K": encode_q6_k}
+            "Q5_0": encode_q5_0, "Q5_1": encode_q5_1, "Q2_K": encode_q2_k,
+            "Q3_K": encode_q3_k, "Q4_K": encode_q4_k, "Q5_K": encode_q5_k,
+            "Q6_K": encode_q6_k, "IQ4_NL": encode_iq4_nl,
+            "IQ4_XS": encode_iq4_xs}
 
 
 def encode(values, ggml_type):
@@ -327,7 +463,7 @@ def gguf_value(value, in_array=False):
 
 
 BREAKAGES = {
-    "q5k": "the second tensor claims GGML type Q5_K",
+    "iq2": "the second tensor claims GGML type IQ2_XXS",
     "past-end": "the last tensor's offset lies past the end of the data",
     "misaligned": "the second tensor's offset is not a multiple of 32",
     "overlap": "the second tensor starts inside the first",
@@ -350,8 +486,8 @@ def write(path, metadata, tensors, breakage=None):
             name = tensors[0][0]
         if second and breakage == "huge-dim":
             dims = [2**40, 2**40]
-        if second and breakage == "q5k":
-            ggml_type = "Q5_K"
+        if second and breakage == "iq2":
+            ggml_type = "IQ2_XXS"
         if second and breakage == "misaligned":
             at += 4
         if second and breakage == "overlap":
