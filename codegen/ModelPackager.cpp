@@ -558,6 +558,12 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
     for (const std::array<int32_t, 3> &merge : tokenizer.merges)
       for (int32_t id : merge)
         append32(id);
+    using Split = TokenizerVocab::BpeSplit;
+    switch (tokenizer.bpeSplit) {
+    case Split::Gpt2: append32(uint32_t(TFM_BPE_SPLIT_GPT2)); break;
+    case Split::Llama3: append32(uint32_t(TFM_BPE_SPLIT_LLAMA3)); break;
+    case Split::Qwen2: append32(uint32_t(TFM_BPE_SPLIT_QWEN2)); break;
+    }
   } else if (tokenizer.kind == TokenizerVocab::Kind::WordPiece) {
     const TokenizerVocab::WordPieceOptions &options = tokenizer.wordPiece;
     append32(uint32_t((options.lowercase ? TFM_WORDPIECE_LOWERCASE : 0) |

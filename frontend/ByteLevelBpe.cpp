@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -56,6 +57,17 @@ decodeSpelling(llvm::StringRef spelling,
   return bytes;
 }
 
+/// The pre-tokenizer patterns of Llama 3 and Qwen2 as their tokenizer.json
+/// files spell them (runtime/tokenizer_byte_level_bpe.c matches them).
+constexpr llvm::StringLiteral kLlama3Pattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+    "\\s+(?!\\S)|\\s+";
+constexpr llvm::StringLiteral kQwen2Pattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+    "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+    "\\s+(?!\\S)|\\s+";
+
 struct RawBpe {
   std::vector<std::pair<std::string, int64_t>> vocab; // spelling, id
   std::vector<std::pair<std::string, std::string>> merges;
@@ -93,6 +105,33 @@ llvm::Error readMergesText(llvm::StringRef path, RawBpe &raw) {
     raw.merges.push_back({left.str(), right.str()});
   }
   return llvm::Error::success();
+}
+
+/// The split of the tokenizer.json at `path`, checked against its
+/// normalizer: none, or Qwen2's NFC with Qwen2's split (the runtime
+/// composes text to NFC for that split, and for no other).
+llvm::Expected<TokenizerVocab::BpeSplit> readBpeSplit(llvm::StringRef path) {
+  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
+  if (!json)
+    return json.takeError();
+  const llvm::json::Object *object = json->getAsObject();
+  llvm::Expected<TokenizerVocab::BpeSplit> split = bpeSplitOfPreTokenizer(
+      object ? object->get("pre_tokenizer") : nullptr, path);
+  if (!split)
+    return split.takeError();
+  const llvm::json::Value *normalizer =
+      object ? object->get("normalizer") : nullptr;
+  bool none = !normalizer || normalizer->kind() == llvm::json::Value::Null;
+  bool nfc = normalizer && normalizer->getAsObject() &&
+             normalizer->getAsObject()->getString("type") ==
+                 std::optional<llvm::StringRef>("NFC");
+  bool qwen2 = *split == TokenizerVocab::BpeSplit::Qwen2;
+  if (qwen2 ? !nfc : !none)
+    return makeError(path + ": a byte-level BPE normalizer other than " +
+                     (qwen2 ? "NFC with Qwen2's pre-tokenizer"
+                            : "none with this pre-tokenizer") +
+                     " is not supported");
+  return split;
 }
 
 /// tokenizer.json of Hugging Face's fast tokenizers, model type BPE.
@@ -170,7 +209,93 @@ llvm::Error readSpecialTokens(llvm::StringRef directory,
   return llvm::Error::success();
 }
 
+/// A directory's split: its tokenizer.json's pre-tokenizer; without one,
+/// tokenizer_config.json's tokenizer_class (Qwen2's slow tokenizer splits
+/// by its own pattern), else GPT-2's.
+llvm::Expected<TokenizerVocab::BpeSplit>
+directoryBpeSplit(llvm::StringRef directory) {
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, "tokenizer.json");
+  if (llvm::sys::fs::exists(path))
+    return readBpeSplit(path);
+  path = directory;
+  llvm::sys::path::append(path, "tokenizer_config.json");
+  if (!llvm::sys::fs::exists(path))
+    return TokenizerVocab::BpeSplit::Gpt2;
+  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
+  if (!json)
+    return json.takeError();
+  const llvm::json::Object *config = json->getAsObject();
+  std::optional<llvm::StringRef> tokenizerClass =
+      config ? config->getString("tokenizer_class") : std::nullopt;
+  return tokenizerClass && tokenizerClass->starts_with("Qwen2Tokenizer")
+             ? TokenizerVocab::BpeSplit::Qwen2
+             : TokenizerVocab::BpeSplit::Gpt2;
+}
+
 } // namespace
+
+llvm::Expected<TokenizerVocab::BpeSplit>
+mlir::tfm::bpeSplitOfPreTokenizer(const llvm::json::Value *preTokenizer,
+                                  llvm::StringRef path) {
+  using Split = TokenizerVocab::BpeSplit;
+  if (!preTokenizer || preTokenizer->kind() == llvm::json::Value::Null)
+    return Split::Gpt2;
+  auto refuse = [&](const llvm::Twine &what) {
+    return makeError(path + ": pre_tokenizer " + what +
+                     " is not a split tfmc implements (GPT-2's ByteLevel, "
+                     "or a Split by Llama 3's or Qwen2's pattern before a "
+                     "ByteLevel that does not split)");
+  };
+  // ByteLevel: `splits` says whether it applies GPT-2's pattern itself.
+  auto isByteLevel = [](const llvm::json::Object *o, bool splits) {
+    return o && o->getString("type") == std::optional<llvm::StringRef>("ByteLevel") &&
+           !o->getBoolean("add_prefix_space").value_or(false) &&
+           o->getBoolean("use_regex").value_or(true) == splits;
+  };
+  const llvm::json::Object *object = preTokenizer->getAsObject();
+  if (!object)
+    return refuse("(not an object)");
+  if (isByteLevel(object, true))
+    return Split::Gpt2;
+  std::optional<llvm::StringRef> type = object->getString("type");
+  const llvm::json::Array *parts =
+      type == std::optional<llvm::StringRef>("Sequence")
+          ? object->getArray("pretokenizers")
+          : nullptr;
+  if (parts && parts->size() == 2 &&
+      isByteLevel((*parts)[1].getAsObject(), false)) {
+    const llvm::json::Object *split = (*parts)[0].getAsObject();
+    const llvm::json::Object *pattern =
+        split ? split->getObject("pattern") : nullptr;
+    std::optional<llvm::StringRef> regex =
+        pattern ? pattern->getString("Regex") : std::nullopt;
+    if (split && regex &&
+        split->getString("type") == std::optional<llvm::StringRef>("Split") &&
+        split->getString("behavior").value_or("Isolated") == "Isolated" &&
+        !split->getBoolean("invert").value_or(false)) {
+      if (*regex == kLlama3Pattern)
+        return Split::Llama3;
+      if (*regex == kQwen2Pattern)
+        return Split::Qwen2;
+      return refuse("Split by '" + *regex + "'");
+    }
+  }
+  return refuse("'" + type.value_or("(no type)") + "'");
+}
+
+std::optional<TokenizerVocab::BpeSplit>
+mlir::tfm::bpeSplitOfGgufPre(llvm::StringRef pre) {
+  // llama.cpp's names for the three patterns (src/llama-vocab.cpp).
+  using Split = TokenizerVocab::BpeSplit;
+  return llvm::StringSwitch<std::optional<Split>>(pre)
+      .Cases({"gpt-2", "default", "phi-2", "olmo", "mpt"}, Split::Gpt2)
+      .Cases({"llama3", "llama-v3", "llama-bpe", "smaug-bpe", "falcon3",
+              "pixtral"},
+             Split::Llama3)
+      .Cases({"qwen2", "deepseek-r1-qwen", "stablelm2"}, Split::Qwen2)
+      .Default(std::nullopt);
+}
 
 llvm::Expected<TokenizerVocab> mlir::tfm::byteLevelBpeFromSpellings(
     llvm::StringRef source,
@@ -275,6 +400,10 @@ mlir::tfm::readByteLevelBpe(llvm::StringRef directory) {
       byteLevelBpeFromSpellings(source, raw.vocab, raw.merges);
   if (!vocab)
     return vocab.takeError();
+  llvm::Expected<TokenizerVocab::BpeSplit> split = directoryBpeSplit(directory);
+  if (!split)
+    return split.takeError();
+  vocab->bpeSplit = *split;
   if (llvm::Error err = readSpecialTokens(directory, *vocab))
     return std::move(err);
   return vocab;

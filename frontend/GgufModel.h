@@ -2,7 +2,7 @@
 //
 // A GGUF file's architecture, weights and tokenizer as a LoadedModel: the
 // hyperparameters come from "<arch>.*" metadata, the tensors keep their
-// stored types (WeightDtype; F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K) as
+// stored types (WeightDtype: F32, F16, BF16, and GGML's block formats) as
 // views of the mapped file, and the tokenizer comes from "tokenizer.ggml.*".
 //
 //===----------------------------------------------------------------------===//

@@ -43,16 +43,19 @@ llvm::Expected<TokenizerVocab> sentencePieceBpe(const GgufFile &file,
 
 llvm::Expected<TokenizerVocab> byteLevelBpe(const GgufFile &file,
                                             const GgufValue &tokens) {
-  // Only GPT-2's pre-tokenizer pattern is implemented (runtime/
-  // tokenizer_byte_level_bpe.c); others split text differently.
+  // GPT-2's, Llama 3's and Qwen2's pre-tokenizer patterns are implemented
+  // (runtime/tokenizer_byte_level_bpe.c); others split text differently.
   llvm::Expected<std::optional<llvm::StringRef>> pre =
       file.optionalString("tokenizer.ggml.pre");
   if (!pre)
     return pre.takeError();
-  if (*pre && **pre != "gpt-2" && **pre != "default")
+  std::optional<TokenizerVocab::BpeSplit> split =
+      bpeSplitOfGgufPre(pre->value_or("default"));
+  if (!split)
     return makeError(file.path() + ": tokenizer.ggml.pre '" + **pre +
-                     "' (a byte-level BPE pre-tokenizer other than GPT-2's) "
-                     "is not supported; pass another --tokenizer");
+                     "' (a byte-level BPE pre-tokenizer other than GPT-2's, "
+                     "Llama 3's and Qwen2's) is not supported; pass another "
+                     "--tokenizer");
   llvm::Expected<const GgufValue *> merges =
       file.array("tokenizer.ggml.merges", /*strings=*/true);
   if (!merges)
@@ -73,6 +76,7 @@ llvm::Expected<TokenizerVocab> byteLevelBpe(const GgufFile &file,
       byteLevelBpeFromSpellings(file.path(), spelled, pairs);
   if (!vocab)
     return vocab.takeError();
+  vocab->bpeSplit = *split;
   // Added tokens (control and user-defined) are matched whole in text, as
   // Hugging Face's added tokens are.
   if (const GgufValue *types = file.lookup("tokenizer.ggml.token_type")) {

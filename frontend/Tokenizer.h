@@ -15,6 +15,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <array>
@@ -88,6 +89,10 @@ struct TokenizerVocab {
   std::vector<float> scores;
   /// ByteLevelBpe: (left id, right id, merged id) in rank order.
   std::vector<std::array<int32_t, 3>> merges;
+  /// ByteLevelBpe: the pre-tokenizer's pattern that splits text into the
+  /// pieces merges work inside (runtime/tfm_format.h, TFM_BPE_SPLIT_*).
+  enum class BpeSplit : uint8_t { Gpt2, Llama3, Qwen2 };
+  BpeSplit bpeSplit = BpeSplit::Gpt2;
   Framing framing;
   /// Tokens matched whole in the text before splitting ([MASK], <mask>):
   /// their piece is their spelling.
@@ -169,6 +174,18 @@ bool hasWordPieceFiles(llvm::StringRef directory);
 /// tokenizer_config.json (cls_token, sep_token, mask_token) or the family's
 /// defaults; mask and unknown tokens become special tokens.
 llvm::Error frameForEncoder(TokenizerVocab &vocab, llvm::StringRef directory);
+
+/// The split of a tokenizer.json's "pre_tokenizer" (`path` names it in
+/// messages): GPT-2's ByteLevel (or none given), or a Split by Llama 3's or
+/// Qwen2's pattern before a ByteLevel that does not split; any other is
+/// refused rather than split otherwise than the model was trained on.
+llvm::Expected<TokenizerVocab::BpeSplit>
+bpeSplitOfPreTokenizer(const llvm::json::Value *preTokenizer,
+                       llvm::StringRef path);
+
+/// The split a GGUF file's tokenizer.ggml.pre names (llama.cpp's names:
+/// "gpt-2", "llama-bpe", "qwen2", ...); none for a name tfmc does not know.
+std::optional<TokenizerVocab::BpeSplit> bpeSplitOfGgufPre(llvm::StringRef pre);
 
 /// Whether `directory` holds byte-level BPE files (vocab.json + merges.txt,
 /// or tokenizer.json), which readByteLevelBpe reads.

@@ -168,6 +168,21 @@ enum {
   TFM_UNIGRAM_BYTE_FALLBACK = 8
 };
 
+/* Byte-level BPE's split of text into pieces before merging, after the
+ * merges in the blob (a blob without it splits as GPT-2): the regular
+ * expression of the model's pre-tokenizer, as tokenizer_byte_level_bpe.c
+ * spells them out. */
+enum {
+  /* GPT-2's: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|...
+   * (GPT-2, RoBERTa, BART, Whisper, Phi-2, OLMo). */
+  TFM_BPE_SPLIT_GPT2 = 0,
+  /* Llama 3's (tiktoken's cl100k): (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|
+   * \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+  TFM_BPE_SPLIT_LLAMA3 = 1,
+  /* Qwen2's: Llama 3's with one digit a piece (\p{N}). */
+  TFM_BPE_SPLIT_QWEN2 = 2
+};
+
 /* Unigram piece types: reserved pieces (control, unknown, byte, unused) are
  * never matched in text; user-defined ones are matched before
  * normalization and always preferred. */

@@ -346,6 +346,15 @@ static tfm_status_code parse_merges(tfm_tokenizer *t, blob_reader *r,
                                (int32_t)ids[2]};
   }
   qsort(t->merges, t->merge_count, sizeof *t->merges, compare_merges);
+  /* The split rule follows (older blobs end here: GPT-2's). */
+  if (r->at < r->size) {
+    if (!read_u32(r, &t->bpe_split))
+      return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                      "tokenizer blob: truncated split rule");
+    if (t->bpe_split > TFM_BPE_SPLIT_QWEN2)
+      return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                      "tokenizer blob: unknown split rule %u", t->bpe_split);
+  }
   return TFM_OK;
 }
 

@@ -1,11 +1,15 @@
 /*===- tokenizer_byte_level_bpe.c - GPT-2's byte-level BPE --------------===//
  *
- * GPT-2 first splits text with the pattern
+ * Byte-level BPE first splits text with its pre-tokenizer's pattern, GPT-2's
  *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
- * and then, inside each piece, merges adjacent tokens in merge-rank order,
- * starting from single bytes. Character classes come from utf8proc
- * (letters L*, numbers N*, whitespace as Unicode's White_Space); bytes that
- * are not UTF-8 count as "other", one byte each.
+ * or Llama 3's (tiktoken's cl100k; Qwen2's takes one digit at a time, \p{N})
+ *   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+ *   ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * (each matched here by hand, alternatives in order), and then, inside each
+ * piece, merges adjacent tokens in merge-rank order, starting from single
+ * bytes. Character classes come from utf8proc (letters L*, numbers N*,
+ * whitespace as Unicode's White_Space); bytes that are not UTF-8 count as
+ * "other", one byte each.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -44,42 +48,130 @@ static char_class classify(const char *text, size_t length, size_t at,
   return CLASS_OTHER;
 }
 
-/* Length of the pre-token starting at text[at]. */
-static size_t pretoken_length(const char *text, size_t length, size_t at) {
+static int is_newline(char c) { return c == '\r' || c == '\n'; }
+
+/* Length of the contraction ('s 't 're 've 'm 'll 'd) at text[at], in
+ * either case when `any_case` (ASCII letters, as llama.cpp reads Llama
+ * 3's "(?i:...)"); 0 when none starts there. */
+static size_t contraction_length(const char *text, size_t length, size_t at,
+                                 int any_case) {
   static const char *const contractions[] = {"s", "t", "re", "ve",
                                              "m", "ll", "d"};
-  if (text[at] == '\'') {
-    for (size_t i = 0; i < sizeof contractions / sizeof *contractions; ++i) {
-      size_t n = 0;
-      while (contractions[i][n] && at + 1 + n < length &&
-             text[at + 1 + n] == contractions[i][n])
-        ++n;
-      if (!contractions[i][n])
-        return 1 + n;
+  if (text[at] != '\'')
+    return 0;
+  for (size_t i = 0; i < sizeof contractions / sizeof *contractions; ++i) {
+    size_t n = 0;
+    while (contractions[i][n] && at + 1 + n < length) {
+      char c = text[at + 1 + n];
+      if (any_case && c >= 'A' && c <= 'Z')
+        c = (char)(c - 'A' + 'a');
+      if (c != contractions[i][n])
+        break;
+      ++n;
     }
+    if (!contractions[i][n])
+      return 1 + n;
   }
+  return 0;
+}
+
+/* Where the run of `cls` characters starting at text[at] ends. */
+static size_t run_end(const char *text, size_t length, size_t at,
+                      char_class cls) {
+  size_t size;
+  while (at < length && classify(text, length, at, &size) == cls)
+    at += size;
+  return at;
+}
+
+/* A whitespace run from text[at]: "\s+(?!\S)|\s+", so that when a word
+ * follows, the run's last character stays for the word, unless the run is
+ * that one character. `through_newline`: "\s*[\r\n]+" first, the run up
+ * to its last newline (Llama 3's). */
+static size_t space_length(const char *text, size_t length, size_t at,
+                           int through_newline) {
+  size_t end = at, last = at, size;
+  size_t after_newline = 0;
+  while (end < length && classify(text, length, end, &size) == CLASS_SPACE) {
+    if (is_newline(text[end]))
+      after_newline = end + 1;
+    last = end;
+    end += size;
+  }
+  if (through_newline && after_newline)
+    return after_newline - at;
+  if (end < length && last > at)
+    end = last;
+  return end - at;
+}
+
+/* Length of GPT-2's pre-token starting at text[at]. */
+static size_t gpt2_pretoken_length(const char *text, size_t length,
+                                   size_t at) {
+  size_t contraction = contraction_length(text, length, at, 0);
+  if (contraction)
+    return contraction;
   /* " ?X+" for X letters, digits or other: an optional space, one class. */
   size_t start = at, size, next_size;
   if (text[at] == ' ' && at + 1 < length &&
       classify(text, length, at + 1, &next_size) != CLASS_SPACE)
     ++start;
   char_class cls = classify(text, length, start, &size);
-  if (cls != CLASS_SPACE) {
-    size_t end = start + size;
-    while (end < length && classify(text, length, end, &size) == cls)
+  if (cls != CLASS_SPACE)
+    return run_end(text, length, start + size, cls) - at;
+  return space_length(text, length, at, 0);
+}
+
+/* Length of Llama 3's pre-token starting at text[at]; `max_digits`: 3
+ * (Llama 3) or 1 (Qwen2). */
+static size_t llama3_pretoken_length(const char *text, size_t length,
+                                     size_t at, size_t max_digits) {
+  size_t contraction = contraction_length(text, length, at, 1);
+  if (contraction)
+    return contraction;
+  size_t size, next_size;
+  char_class cls = classify(text, length, at, &size);
+  /* [^\r\n\p{L}\p{N}]?\p{L}+: letters, after one character that is
+   * neither a letter, a digit nor a newline. */
+  if (cls == CLASS_LETTER)
+    return run_end(text, length, at + size, CLASS_LETTER) - at;
+  if (cls != CLASS_DIGIT && !is_newline(text[at]) && at + size < length &&
+      classify(text, length, at + size, &next_size) == CLASS_LETTER)
+    return run_end(text, length, at + size + next_size, CLASS_LETTER) - at;
+  /* \p{N}{1,max_digits} */
+  if (cls == CLASS_DIGIT) {
+    size_t end = at;
+    for (size_t i = 0; i < max_digits && end < length &&
+                       classify(text, length, end, &size) == CLASS_DIGIT;
+         ++i)
       end += size;
     return end - at;
   }
-  /* Whitespace: a run; when a word follows, its last character stays for
-   * the word ("\s+(?!\S)"), unless the run is that one character. */
-  size_t end = at, last = at;
-  while (end < length && classify(text, length, end, &size) == CLASS_SPACE) {
-    last = end;
-    end += size;
+  /* " ?[^\s\p{L}\p{N}]+[\r\n]*": other characters, after an optional
+   * space, then any newlines. */
+  size_t start = at;
+  if (text[at] == ' ' && at + 1 < length &&
+      classify(text, length, at + 1, &next_size) == CLASS_OTHER)
+    start = at + 1;
+  if (classify(text, length, start, &size) == CLASS_OTHER) {
+    size_t end = run_end(text, length, start + size, CLASS_OTHER);
+    while (end < length && is_newline(text[end]))
+      ++end;
+    return end - at;
   }
-  if (end < length && last > at)
-    end = last;
-  return end - at;
+  return space_length(text, length, at, 1);
+}
+
+static size_t pretoken_length(const tfm_tokenizer *t, const char *text,
+                              size_t length, size_t at) {
+  switch (t->bpe_split) {
+  case TFM_BPE_SPLIT_LLAMA3:
+    return llama3_pretoken_length(text, length, at, 3);
+  case TFM_BPE_SPLIT_QWEN2:
+    return llama3_pretoken_length(text, length, at, 1);
+  default:
+    return gpt2_pretoken_length(text, length, at);
+  }
 }
 
 static int compare_merge(const void *key, const void *element) {
@@ -95,13 +187,13 @@ static const tfm_merge *find_merge(const tfm_tokenizer *t, int32_t left,
                  compare_merge);
 }
 
-tfm_status_code tfm_byte_level_bpe_encode(const tfm_tokenizer *t,
-                                          const char *text, size_t length,
-                                          int32_t *out, int64_t *count,
-                                          tfm_status *status) {
+static tfm_status_code encode_pieces(const tfm_tokenizer *t,
+                                     const char *text, size_t length,
+                                     int32_t *out, int64_t *count,
+                                     tfm_status *status) {
   int64_t n = 0;
   for (size_t at = 0; at < length;) {
-    size_t size = pretoken_length(text, length, at);
+    size_t size = pretoken_length(t, text, length, at);
     int32_t *piece = out + n;
     int64_t pieces = 0;
     for (size_t i = 0; i < size; ++i) {
@@ -135,4 +227,35 @@ tfm_status_code tfm_byte_level_bpe_encode(const tfm_tokenizer *t,
   }
   *count = n;
   return tfm_ok(status);
+}
+
+tfm_status_code tfm_byte_level_bpe_encode(const tfm_tokenizer *t,
+                                          const char *text, size_t length,
+                                          int32_t *out, int64_t *count,
+                                          tfm_status *status) {
+  if (t->bpe_split != TFM_BPE_SPLIT_QWEN2 || !length)
+    return encode_pieces(t, text, length, out, count, status);
+  /* Qwen2's tokenizer composes text to NFC first. Text that is not UTF-8
+   * has no NFC form (nor a Python string): it is split as it is. */
+  utf8proc_uint8_t *nfc = NULL;
+  utf8proc_ssize_t n =
+      utf8proc_map((const utf8proc_uint8_t *)text, (utf8proc_ssize_t)length,
+                   &nfc, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+  if (n == UTF8PROC_ERROR_NOMEM)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  if (n < 0)
+    return encode_pieces(t, text, length, out, count, status);
+  /* A few characters decompose under NFC (U+0958 into two); the caller's
+   * room for ids is sized by the text's bytes. */
+  if ((size_t)n > length) {
+    free(nfc);
+    return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                    "the text's NFC form (%zd bytes) is longer than the text "
+                    "(%zu bytes), which this tokenizer does not encode",
+                    n, length);
+  }
+  tfm_status_code code =
+      encode_pieces(t, (const char *)nfc, (size_t)n, out, count, status);
+  free(nfc);
+  return code;
 }

@@ -39,6 +39,7 @@ struct tfm_tokenizer {
   int32_t byte_tokens[256];
   tfm_merge *merges; /* byte-level BPE, sorted by pair */
   uint32_t merge_count;
+  uint32_t bpe_split; /* byte-level BPE: TFM_BPE_SPLIT_* */
   /* An encoder's framing (tfm_format.h); frame_begin < 0: none. */
   int32_t frame_begin, frame_separator;
   uint32_t pair_separators, second_type;

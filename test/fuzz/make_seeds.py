@@ -167,6 +167,10 @@ def tokenizer_file_seeds():
     seeds["gpt2-vocab-merges"] = (297, ".", {
         "vocab.json": os.path.join(gpt2, "vocab.json"),
         "merges.txt": os.path.join(gpt2, "merges.txt")})
+    splits = os.path.join(E2E, "Inputs", "bpe-splits")
+    for split in ("llama3", "qwen2"):
+        seeds[f"{split}-tokenizer-json"] = (317, ".", {
+            "tokenizer.json": os.path.join(splits, split, "tokenizer.json")})
     encoders = os.path.join(E2E, "encoders", "Inputs")
     wordpiece = os.path.join(encoders, "bert-wordpiece")
     seeds["wordpiece-vocab-txt"] = (

@@ -344,6 +344,53 @@ TEST(ByteLevelBpe, MergesByRankWithinPretokens) {
   tfm_tokenizer_free(t);
 }
 
+TEST(ByteLevelBpe, SplitsTextByTheBlobsRule) {
+  // Bytes "1" "2" "3" "4", then merges ranked: "34" before "12".
+  std::string blob = tokenizerBlob(
+      TFM_TOKENIZER_BYTE_LEVEL_BPE,
+      {{"1", 0}, {"2", 0}, {"3", 0}, {"4", 0}, {"34", 0}, {"12", 0}},
+      {{2, 3, 4}, {0, 1, 5}});
+  auto withSplit = [&](uint32_t split) {
+    return blob + std::string(reinterpret_cast<const char *>(&split), 4);
+  };
+  using Ids = std::vector<int32_t>;
+  // GPT-2's (also a blob without the rule): the digits are one piece.
+  for (const std::string &gpt2 : {blob, withSplit(TFM_BPE_SPLIT_GPT2)}) {
+    tfm_tokenizer *t = parse(gpt2);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(encode(t, "1234", -1), (Ids{5, 4}));
+    tfm_tokenizer_free(t);
+  }
+  // Llama 3's: three digits at most, so "34" cannot form.
+  tfm_tokenizer *t = parse(withSplit(TFM_BPE_SPLIT_LLAMA3));
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(encode(t, "1234", -1), (Ids{5, 2, 3}));
+  tfm_tokenizer_free(t);
+  // Qwen2's: one digit a piece; text composed to NFC first, and refused
+  // where NFC would lengthen it (U+0958 decomposes into two characters).
+  t = parse(withSplit(TFM_BPE_SPLIT_QWEN2));
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(encode(t, "1234", -1), (Ids{0, 1, 2, 3}));
+  int32_t ids[8];
+  int64_t count;
+  tfm_status status;
+  EXPECT_EQ(tfm_tokenizer_encode(t, "\xe0\xa5\x98", -1, ids, 8, &count,
+                                 &status),
+            TFM_ERROR_TOKENIZER);
+  EXPECT_STREQ(status.message, "the text's NFC form (6 bytes) is longer than "
+                               "the text (3 bytes), which this tokenizer does "
+                               "not encode");
+  tfm_tokenizer_free(t);
+  // A rule the runtime does not know is refused at load.
+  std::string unknown = withSplit(7);
+  t = nullptr;
+  EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(unknown.data()),
+                              unknown.size(), &t, &status),
+            TFM_ERROR_TOKENIZER);
+  EXPECT_EQ(t, nullptr);
+  EXPECT_STREQ(status.message, "tokenizer blob: unknown split rule 7");
+}
+
 /// Encodes a text (and a second one) as an encoder's input.
 std::pair<std::vector<int32_t>, std::vector<int32_t>>
 encodeText(tfm_tokenizer *t, const char *first, const char *second = nullptr) {
