@@ -5,7 +5,9 @@
 // (absent when tied), and rope_freqs (Llama 3's per-frequency divisors).
 // Its converter permutes LLaMA's Q and K rows so that RoPE rotates
 // adjacent pairs (Meta's original layout), which is how they are read
-// here: interleaved RoPE, as for llama2.c checkpoints.
+// here: interleaved RoPE, as for llama2.c checkpoints. Architecture
+// "qwen2" is LLaMA's with biases on Q, K and V (blk.N.attn_q.bias, ...),
+// its rows left as Hugging Face's: RoPE on halves (llama.cpp's NEOX).
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,9 +41,11 @@ llvm::Expected<DecoderSpec> llamaSpec(const GgufFile &file,
     return file.integer(key + name.str(), max);
   };
   DecoderSpec spec;
-  spec.family = "llama";
+  bool qwen2 = arch == "qwen2";
+  spec.family = qwen2 ? "qwen2" : "llama";
+  spec.qkvBias = qwen2;
   spec.rmsNorm = true;
-  spec.ropeStyle = RopeStyle::interleaved;
+  spec.ropeStyle = qwen2 ? RopeStyle::rotate_half : RopeStyle::interleaved;
   spec.gatedMlp = true;
   spec.activation = ActivationKind::silu;
   llvm::Expected<int64_t> hidden = integer("embedding_length", kMaxWidth);
@@ -164,10 +168,10 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
     return arch.takeError();
   if (!*arch)
     return makeError(path + ": metadata 'general.architecture' is missing");
-  if (**arch != "llama")
+  if (**arch != "llama" && **arch != "qwen2")
     return makeError(path + ": architecture '" + **arch +
                      "' is not supported (GGUF input reads \"llama\": "
-                     "LLaMA, Mistral, TinyLlama and the like)");
+                     "LLaMA, Mistral, TinyLlama and the like, and \"qwen2\")");
   llvm::Expected<DecoderSpec> spec = llamaSpec(*file, **arch);
   if (!spec)
     return spec.takeError();
@@ -245,6 +249,6 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
     return module.takeError();
   model.module = std::move(*module);
   recordDecoderShape(model, *spec);
-  model.family = "llama";
+  model.family = spec->family;
   return model;
 }

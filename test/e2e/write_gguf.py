@@ -18,6 +18,7 @@ SentencePiece pieces ("llama"), or GPT-2's vocab.json + merges.txt
 --break writes a malformed file for the reader's error tests.
 
     write_gguf.py OUT.gguf --hf DIR [--sp-tokenizer tokenizer.bin]
+    write_gguf.py OUT.gguf --hf QWEN2_DIR --arch qwen2
     write_gguf.py OUT.gguf --random 256,1,4,1,256,32 --type Q4_K
 """
 import argparse
@@ -322,13 +323,13 @@ HF_LAYER_NAMES = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
 
 
 def gguf_name(hf_name):
-    """llama.cpp's name of a Hugging Face LLaMA tensor."""
-    m = re.match(r"model\.layers\.(\d+)\.(.*)\.weight$", hf_name)
-    return f"blk.{m.group(1)}.{HF_LAYER_NAMES[m.group(2)]}.weight" if m \
+    """llama.cpp's name of a Hugging Face LLaMA (or Qwen2) tensor."""
+    m = re.match(r"model\.layers\.(\d+)\.(.*)\.(weight|bias)$", hf_name)
+    return f"blk.{m.group(1)}.{HF_LAYER_NAMES[m.group(2)]}.{m.group(3)}" if m \
         else HF_NAMES[hf_name]
 
 
-def read_hf(directory):
+def read_hf(directory, arch):
     with open(os.path.join(directory, "config.json")) as f:
         config = json.load(f)
     with open(os.path.join(directory, "model.safetensors"), "rb") as f:
@@ -346,9 +347,10 @@ def read_hf(directory):
     out = []
     for name, (shape, values) in tensors.items():
         target = gguf_name(name)
-        if target.endswith("attn_q.weight"):
+        # llama.cpp permutes LLaMA's Q and K rows (not Qwen2's: NEOX RoPE).
+        if arch == "llama" and target.endswith("attn_q.weight"):
             values = permute_rows(values, shape[0], shape[1], heads)
-        if target.endswith("attn_k.weight"):
+        if arch == "llama" and target.endswith("attn_k.weight"):
             values = permute_rows(values, shape[0], shape[1], kv)
         out.append((target, shape, values))
     hp = {"context_length": config["max_position_embeddings"],
@@ -532,7 +534,7 @@ def main():
                             f"{k}: {v}" for k, v in BREAKAGES.items()))
     args = parser.parse_args()
 
-    hp, weights = read_hf(args.hf) if args.hf else \
+    hp, weights = read_hf(args.hf, args.arch) if args.hf else \
         random_model(args.random, args.seed)
     vocab_size = next(s[0] for n, s, _ in weights if n == "token_embd.weight")
     metadata = {"general.architecture": args.arch,
