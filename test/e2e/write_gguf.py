@@ -118,26 +118,32 @@ def encode_q5_1(block):
         nibbles(q)
 
 
-def k_scales_mins(block, levels):
-    """Q4_K's and Q5_K's 8 sub-blocks of 32: codes in [0, levels] on
-    d·scale steps above -dmin·min, the 6-bit scales and mins packed in 12
-    bytes; (d, dmin, packed, codes)."""
-    scales, mins = [], []
-    for s in range(8):
-        sub = block[32 * s:32 * s + 32]
-        low, high = min(0.0, min(sub)), max(sub)
-        scales.append((high - low) / levels)
-        mins.append(-low)
-    d = f16_round(max(scales) / 63.0)
-    dmin = f16_round(max(mins) / 63.0)
-    sc = [min(63, round_half_away(s / d)) if d else 0 for s in scales]
-    mn = [min(63, round_half_away(m / dmin)) if dmin else 0 for m in mins]
+def scales_mins(block, sub_size, levels, scale_max):
+    """Sub-blocks of `sub_size` with codes in [0, levels] on d·scale steps
+    above -dmin·min, each scale and min in [0, scale_max] (Q2_K's 4 bits,
+    Q4_K's and Q5_K's 6); (d, dmin, scales, mins, codes)."""
+    subs = [block[i:i + sub_size] for i in range(0, len(block), sub_size)]
+    ranges = [(min(0.0, min(sub)), max(sub)) for sub in subs]
+    scales = [(high - low) / levels for low, high in ranges]
+    mins = [-low for low, _ in ranges]
+    d = f16_round(max(scales) / scale_max)
+    dmin = f16_round(max(mins) / scale_max)
+    sc = [min(scale_max, round_half_away(s / d)) if d else 0 for s in scales]
+    mn = [min(scale_max, round_half_away(m / dmin)) if dmin else 0
+          for m in mins]
     q = []
-    for s in range(8):
+    for s, sub in enumerate(subs):
         step, offset = d * sc[s], dmin * mn[s]
-        for v in block[32 * s:32 * s + 32]:
+        for v in sub:
             q.append(max(0, min(levels, round_half_away((v + offset) / step)))
                      if step else 0)
+    return d, dmin, sc, mn, q
+
+
+def k_scales_mins(block, levels):
+    """Q4_K's and Q5_K's 8 sub-blocks of 32, their 6-bit scales and mins
+    packed in 12 bytes; (d, dmin, packed, codes)."""
+    d, dmin, sc, mn, q = scales_mins(block, 32, levels, 63)
     packed = [0] * 12
     for j in range(4):
         packed[j] = sc[j] | (sc[j + 4] >> 4) << 6
@@ -179,21 +185,7 @@ def two_bit_layout(q):
 
 
 def encode_q2_k(block):
-    scales, mins = [], []
-    for s in range(16):
-        sub = block[16 * s:16 * s + 16]
-        low, high = min(0.0, min(sub)), max(sub)
-        scales.append((high - low) / 3.0)
-        mins.append(-low)
-    d = f16_round(max(scales) / 15.0)
-    dmin = f16_round(max(mins) / 15.0)
-    sc = [min(15, round_half_away(s / d)) if d else 0 for s in scales]
-    mn = [min(15, round_half_away(m / dmin)) if dmin else 0 for m in mins]
-    q = []
-    for i, v in enumerate(block):
-        step, offset = d * sc[i // 16], dmin * mn[i // 16]
-        q.append(max(0, min(3, round_half_away((v + offset) / step)))
-                 if step else 0)
+    d, dmin, sc, mn, q = scales_mins(block, 16, 3, 15)
     return bytes(sc[s] | mn[s] << 4 for s in range(16)) + two_bit_layout(q) + \
         struct.pack("<HH", f16_bits(d), f16_bits(dmin))
 
