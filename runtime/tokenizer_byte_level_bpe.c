@@ -7,7 +7,7 @@
  *   ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
  * (each matched here by hand, alternatives in order), and then, inside each
  * piece, merges adjacent tokens in merge-rank order, starting from single
- * bytes. Character classes come from utf8proc (letters L*, numbers N*,
+ * bytes (tokenizer_merges.c). Character classes come from utf8proc (letters L*, numbers N*,
  * whitespace as Unicode's White_Space); bytes that are not UTF-8 count as
  * "other", one byte each.
  *
@@ -187,6 +187,19 @@ static const tfm_merge *find_merge(const tfm_tokenizer *t, int32_t left,
                  compare_merge);
 }
 
+/* GPT-2's merge of `left` and `right`: the lowest rank first. */
+static int rank_pair_merge(const tfm_tokenizer *t, int32_t left,
+                           int32_t right, char *scratch, double *priority,
+                           int32_t *merged) {
+  (void)scratch;
+  const tfm_merge *m = find_merge(t, left, right);
+  if (!m)
+    return 0;
+  *priority = -(double)m->rank;
+  *merged = m->merged;
+  return 1;
+}
+
 static tfm_status_code encode_pieces(const tfm_tokenizer *t,
                                      const char *text, size_t length,
                                      int32_t *out, int64_t *count,
@@ -204,24 +217,9 @@ static tfm_status_code encode_pieces(const tfm_tokenizer *t,
                         (unsigned char)text[at + i], at + i);
       piece[pieces++] = id;
     }
-    /* Merge the lowest-ranked adjacent pair until none is a merge. */
-    for (;;) {
-      const tfm_merge *best = NULL;
-      int64_t best_at = -1;
-      for (int64_t i = 0; i + 1 < pieces; ++i) {
-        const tfm_merge *m = find_merge(t, piece[i], piece[i + 1]);
-        if (m && (!best || m->rank < best->rank)) {
-          best = m;
-          best_at = i;
-        }
-      }
-      if (!best)
-        break;
-      piece[best_at] = best->merged;
-      for (int64_t i = best_at + 1; i + 1 < pieces; ++i)
-        piece[i] = piece[i + 1];
-      --pieces;
-    }
+    pieces = tfm_merge_best_pairs(t, piece, pieces, rank_pair_merge, status);
+    if (pieces < 0)
+      return status->code;
     n += pieces;
     at += size;
   }

@@ -104,4 +104,15 @@ tfm_status_code tfm_byte_level_bpe_encode(const tfm_tokenizer *t,
                                           int32_t *out, int64_t *count,
                                           tfm_status *status);
 
+/* Whether tokens `left` and `right` merge, into `merged` with `priority`
+ * (the highest merges first); `scratch` has room for two pieces. */
+typedef int (*tfm_pair_merge)(const tfm_tokenizer *t, int32_t left,
+                              int32_t right, char *scratch, double *priority,
+                              int32_t *merged);
+/* Merges the best adjacent pair of `work[0, n)` until none merges
+ * (tokenizer_merges.c); returns the token count, or -1 when out of memory
+ * (`status` says so). */
+int64_t tfm_merge_best_pairs(const tfm_tokenizer *t, int32_t *work, int64_t n,
+                             tfm_pair_merge find, tfm_status *status);
+
 #endif /* TFM_RUNTIME_TOKENIZER_INTERNAL_H */
