@@ -116,6 +116,18 @@ def gguf_seeds(work):
                       "--edge-type", "Q6_K"],
         "gpt2-tokenizer": ["--random", "32,1,4,2,64,297", "--gpt2-tokenizer",
                            os.path.join(E2E, "Inputs", "gpt2-bpe")],
+        # Formats read and requantized: the fifth bits, IQ4's levels, the
+        # two- and three-bit K-quants.
+        "q5-iq4": ["--random", "256,1,4,1,256,16", "--type", "Q5_K",
+                   "--type-for", "attn_k=Q5_0", "--type-for", "attn_v=IQ4_XS",
+                   "--type-for", "ffn_up=Q5_1", "--type-for", "ffn_down=Q3_K",
+                   "--type-for", "ffn_gate=Q2_K", "--edge-type", "IQ4_NL"],
+        # Qwen2's biases and byte-level BPE split.
+        "qwen2": ["--hf", os.path.join(E2E, "families", "Inputs", "qwen2"),
+                  "--arch", "qwen2"],
+        "llama3-split": ["--random", "32,1,4,2,64,317", "--gpt2-tokenizer",
+                         os.path.join(E2E, "Inputs", "bpe-splits", "vocab"),
+                         "--set", 'tokenizer.ggml.pre="llama-bpe"'],
     }
     for name, arguments in runs.items():
         out = os.path.join(work, name + ".gguf")
