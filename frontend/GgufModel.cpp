@@ -7,7 +7,11 @@
 // adjacent pairs (Meta's original layout), which is how they are read
 // here: interleaved RoPE, as for llama2.c checkpoints. Architecture
 // "qwen2" is LLaMA's with biases on Q, K and V (blk.N.attn_q.bias, ...),
-// its rows left as Hugging Face's: RoPE on halves (llama.cpp's NEOX).
+// its rows left as Hugging Face's: RoPE on halves (llama.cpp's NEOX);
+// "gemma" is LLaMA's with GeGLU (tanh GELU), embeddings scaled by
+// sqrt(width), a head size of its own (attention.key_length), RoPE on
+// halves, and RMSNorm weights that already hold Gemma's 1 + w (llama.cpp's
+// converter adds the 1).
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,13 +45,14 @@ llvm::Expected<DecoderSpec> llamaSpec(const GgufFile &file,
     return file.integer(key + name.str(), max);
   };
   DecoderSpec spec;
-  bool qwen2 = arch == "qwen2";
-  spec.family = qwen2 ? "qwen2" : "llama";
+  bool qwen2 = arch == "qwen2", gemma = arch == "gemma";
+  spec.family = arch.str();
   spec.qkvBias = qwen2;
   spec.rmsNorm = true;
-  spec.ropeStyle = qwen2 ? RopeStyle::rotate_half : RopeStyle::interleaved;
+  spec.ropeStyle = arch == "llama" ? RopeStyle::interleaved
+                                   : RopeStyle::rotate_half;
   spec.gatedMlp = true;
-  spec.activation = ActivationKind::silu;
+  spec.activation = gemma ? ActivationKind::gelu_tanh : ActivationKind::silu;
   llvm::Expected<int64_t> hidden = integer("embedding_length", kMaxWidth);
   llvm::Expected<int64_t> layers = integer("block_count", kMaxLayers);
   llvm::Expected<int64_t> ffn = integer("feed_forward_length", kMaxWidth);
@@ -58,6 +63,8 @@ llvm::Expected<DecoderSpec> llamaSpec(const GgufFile &file,
     if (!*value)
       return value->takeError();
   spec.hiddenSize = *hidden;
+  if (gemma)
+    spec.embeddingScale = std::sqrt(double(spec.hiddenSize));
   spec.numLayers = *layers;
   spec.intermediateSize = *ffn;
   spec.numHeads = *heads;
@@ -168,10 +175,11 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
     return arch.takeError();
   if (!*arch)
     return makeError(path + ": metadata 'general.architecture' is missing");
-  if (**arch != "llama" && **arch != "qwen2")
+  if (**arch != "llama" && **arch != "qwen2" && **arch != "gemma")
     return makeError(path + ": architecture '" + **arch +
                      "' is not supported (GGUF input reads \"llama\": "
-                     "LLaMA, Mistral, TinyLlama and the like, and \"qwen2\")");
+                     "LLaMA, Mistral, TinyLlama and the like, \"qwen2\" and "
+                     "\"gemma\")");
   llvm::Expected<DecoderSpec> spec = llamaSpec(*file, **arch);
   if (!spec)
     return spec.takeError();

@@ -339,7 +339,10 @@ def read_hf(directory, arch):
     out = []
     for name, (shape, values) in tensors.items():
         target = gguf_name(name)
-        # llama.cpp permutes LLaMA's Q and K rows (not Qwen2's: NEOX RoPE).
+        # llama.cpp permutes LLaMA's Q and K rows (not Qwen2's nor Gemma's:
+        # NEOX RoPE), and adds Gemma's 1 to its RMSNorm weights.
+        if arch == "gemma" and target.endswith("norm.weight"):
+            values = [v + 1.0 for v in values]
         if arch == "llama" and target.endswith("attn_q.weight"):
             values = permute_rows(values, shape[0], shape[1], heads)
         if arch == "llama" and target.endswith("attn_k.weight"):
@@ -352,6 +355,9 @@ def read_hf(directory, arch):
           "attention.head_count": heads, "attention.head_count_kv": kv,
           "attention.layer_norm_rms_epsilon": config["rms_norm_eps"],
           "rope.freq_base": config.get("rope_theta", 10000.0)}
+    if "head_dim" in config:
+        hp["attention.key_length"] = hp["attention.value_length"] = \
+            config["head_dim"]
     return hp, out
 
 
