@@ -71,6 +71,8 @@ constexpr llvm::StringLiteral kQwen2Pattern =
 struct RawBpe {
   std::vector<std::pair<std::string, int64_t>> vocab; // spelling, id
   std::vector<std::pair<std::string, std::string>> merges;
+  /// A tokenizer.json's split, read with its vocabulary.
+  std::optional<TokenizerVocab::BpeSplit> split;
 };
 
 llvm::Error readVocabObject(const llvm::json::Object *object,
@@ -107,14 +109,12 @@ llvm::Error readMergesText(llvm::StringRef path, RawBpe &raw) {
   return llvm::Error::success();
 }
 
-/// The split of the tokenizer.json at `path`, checked against its
-/// normalizer: none, or Qwen2's NFC with Qwen2's split (the runtime
+/// The split of tokenizer.json `json` (read from `path`), checked against
+/// its normalizer: none, or Qwen2's NFC with Qwen2's split (the runtime
 /// composes text to NFC for that split, and for no other).
-llvm::Expected<TokenizerVocab::BpeSplit> readBpeSplit(llvm::StringRef path) {
-  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
-  if (!json)
-    return json.takeError();
-  const llvm::json::Object *object = json->getAsObject();
+llvm::Expected<TokenizerVocab::BpeSplit>
+tokenizerJsonSplit(const llvm::json::Value &json, llvm::StringRef path) {
+  const llvm::json::Object *object = json.getAsObject();
   llvm::Expected<TokenizerVocab::BpeSplit> split = bpeSplitOfPreTokenizer(
       object ? object->get("pre_tokenizer") : nullptr, path);
   if (!split)
@@ -143,6 +143,11 @@ llvm::Error readTokenizerJson(llvm::StringRef path, RawBpe &raw) {
       json->getAsObject() ? json->getAsObject()->getObject("model") : nullptr;
   if (!model || model->getString("type") != std::optional<llvm::StringRef>("BPE"))
     return makeError(path + ": expected a \"model\" of type \"BPE\"");
+  llvm::Expected<TokenizerVocab::BpeSplit> split =
+      tokenizerJsonSplit(*json, path);
+  if (!split)
+    return split.takeError();
+  raw.split = *split;
   if (llvm::Error err = readVocabObject(model->getObject("vocab"), path, raw))
     return err;
   const llvm::json::Array *merges = model->getArray("merges");
@@ -216,8 +221,12 @@ llvm::Expected<TokenizerVocab::BpeSplit>
 directoryBpeSplit(llvm::StringRef directory) {
   llvm::SmallString<256> path(directory);
   llvm::sys::path::append(path, "tokenizer.json");
-  if (llvm::sys::fs::exists(path))
-    return readBpeSplit(path);
+  if (llvm::sys::fs::exists(path)) {
+    llvm::Expected<llvm::json::Value> json = readJsonFile(path);
+    if (!json)
+      return json.takeError();
+    return tokenizerJsonSplit(*json, path);
+  }
   path = directory;
   llvm::sys::path::append(path, "tokenizer_config.json");
   if (!llvm::sys::fs::exists(path))
@@ -400,10 +409,14 @@ mlir::tfm::readByteLevelBpe(llvm::StringRef directory) {
       byteLevelBpeFromSpellings(source, raw.vocab, raw.merges);
   if (!vocab)
     return vocab.takeError();
-  llvm::Expected<TokenizerVocab::BpeSplit> split = directoryBpeSplit(directory);
-  if (!split)
-    return split.takeError();
-  vocab->bpeSplit = *split;
+  if (!raw.split) {
+    llvm::Expected<TokenizerVocab::BpeSplit> split =
+        directoryBpeSplit(directory);
+    if (!split)
+      return split.takeError();
+    raw.split = *split;
+  }
+  vocab->bpeSplit = *raw.split;
   if (llvm::Error err = readSpecialTokens(directory, *vocab))
     return std::move(err);
   return vocab;

@@ -204,25 +204,31 @@ static tfm_status_code encode_pieces(const tfm_tokenizer *t,
                                      const char *text, size_t length,
                                      int32_t *out, int64_t *count,
                                      tfm_status *status) {
+  tfm_merge_workspace workspace = {0};
+  tfm_status_code code = TFM_OK;
   int64_t n = 0;
-  for (size_t at = 0; at < length;) {
+  for (size_t at = 0; at < length && code == TFM_OK;) {
     size_t size = pretoken_length(t, text, length, at);
     int32_t *piece = out + n;
     int64_t pieces = 0;
-    for (size_t i = 0; i < size; ++i) {
+    for (size_t i = 0; i < size && code == TFM_OK; ++i) {
       int32_t id = t->byte_tokens[(unsigned char)text[at + i]];
       if (id < 0)
-        return tfm_fail(status, TFM_ERROR_TOKENIZER,
+        code = tfm_fail(status, TFM_ERROR_TOKENIZER,
                         "byte 0x%02X at offset %zu of the text has no token",
                         (unsigned char)text[at + i], at + i);
       piece[pieces++] = id;
     }
-    pieces = tfm_merge_best_pairs(t, piece, pieces, rank_pair_merge, status);
-    if (pieces < 0)
-      return status->code;
-    n += pieces;
+    if (code == TFM_OK && pieces > 1 &&
+        !tfm_merge_workspace_reserve(&workspace, t, pieces))
+      code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (code == TFM_OK)
+      n += tfm_merge_best_pairs(t, &workspace, piece, pieces, rank_pair_merge);
     at += size;
   }
+  tfm_merge_workspace_free(&workspace);
+  if (code != TFM_OK)
+    return code;
   *count = n;
   return tfm_ok(status);
 }

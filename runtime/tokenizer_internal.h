@@ -109,10 +109,21 @@ tfm_status_code tfm_byte_level_bpe_encode(const tfm_tokenizer *t,
 typedef int (*tfm_pair_merge)(const tfm_tokenizer *t, int32_t left,
                               int32_t right, char *scratch, double *priority,
                               int32_t *merged);
+/* The merge loop's arrays, grown to the longest run of tokens merged
+ * (one allocation for all of a text's pieces; zero-initialize it). */
+typedef struct tfm_merge_workspace {
+  int64_t *next, *prev;
+  struct tfm_merge_candidate *heap;
+  char *scratch;
+  int64_t capacity;
+} tfm_merge_workspace;
+/* Room for `n` tokens; 0 when out of memory. */
+int tfm_merge_workspace_reserve(tfm_merge_workspace *w,
+                                const tfm_tokenizer *t, int64_t n);
+void tfm_merge_workspace_free(tfm_merge_workspace *w);
 /* Merges the best adjacent pair of `work[0, n)` until none merges
- * (tokenizer_merges.c); returns the token count, or -1 when out of memory
- * (`status` says so). */
-int64_t tfm_merge_best_pairs(const tfm_tokenizer *t, int32_t *work, int64_t n,
-                             tfm_pair_merge find, tfm_status *status);
+ * (tokenizer_merges.c; `w` has room for `n`); returns the token count. */
+int64_t tfm_merge_best_pairs(const tfm_tokenizer *t, tfm_merge_workspace *w,
+                             int32_t *work, int64_t n, tfm_pair_merge find);
 
 #endif /* TFM_RUNTIME_TOKENIZER_INTERNAL_H */

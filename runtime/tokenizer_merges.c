@@ -18,7 +18,7 @@
 
 /* A candidate merge: the pair of tokens starting at `left` and `right`
  * (indices into the token arrays), as they were when it was found. */
-typedef struct {
+typedef struct tfm_merge_candidate {
   double priority;
   int32_t left_id, right_id, id;
   int64_t left, right;
@@ -71,30 +71,50 @@ static void offer_pair(const tfm_tokenizer *t, const int32_t *ids,
                           right});
 }
 
-int64_t tfm_merge_best_pairs(const tfm_tokenizer *t, int32_t *work, int64_t n,
-                             tfm_pair_merge find, tfm_status *status) {
+int tfm_merge_workspace_reserve(tfm_merge_workspace *w,
+                                const tfm_tokenizer *t, int64_t n) {
+  if (!w->scratch && !(w->scratch = malloc(2 * (size_t)t->max_length + 1)))
+    return 0;
+  if (n <= w->capacity)
+    return 1;
+  int64_t capacity = n > 2 * w->capacity ? n : 2 * w->capacity;
+  int64_t *next = realloc(w->next, (size_t)capacity * sizeof *next);
+  if (next)
+    w->next = next;
+  int64_t *prev = realloc(w->prev, (size_t)capacity * sizeof *prev);
+  if (prev)
+    w->prev = prev;
+  /* n - 1 pairs at first, at most two new ones per merge (n - 1 merges). */
+  candidate *heap = realloc(w->heap, (size_t)(3 * capacity) * sizeof *heap);
+  if (heap)
+    w->heap = heap;
+  if (!next || !prev || !heap)
+    return 0;
+  w->capacity = capacity;
+  return 1;
+}
+
+void tfm_merge_workspace_free(tfm_merge_workspace *w) {
+  free(w->next);
+  free(w->prev);
+  free(w->heap);
+  free(w->scratch);
+  *w = (tfm_merge_workspace){0};
+}
+
+int64_t tfm_merge_best_pairs(const tfm_tokenizer *t, tfm_merge_workspace *w,
+                             int32_t *work, int64_t n, tfm_pair_merge find) {
   if (n < 2)
     return n;
-  int64_t *next = malloc((size_t)n * sizeof *next);
-  int64_t *prev = malloc((size_t)n * sizeof *prev);
-  /* n - 1 pairs at first, at most two new ones per merge (n - 1 merges). */
-  candidate *heap = malloc((size_t)(3 * n) * sizeof *heap);
-  char *scratch = malloc(2 * (size_t)t->max_length + 1);
-  if (!next || !prev || !heap || !scratch) {
-    free(next);
-    free(prev);
-    free(heap);
-    free(scratch);
-    tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
-    return -1;
-  }
+  int64_t *next = w->next, *prev = w->prev;
+  candidate *heap = w->heap;
   int64_t size = 0;
   for (int64_t i = 0; i < n; ++i) {
     next[i] = i + 1 < n ? i + 1 : -1;
     prev[i] = i - 1;
   }
   for (int64_t i = 0; i + 1 < n; ++i)
-    offer_pair(t, work, i, i + 1, find, scratch, heap, &size);
+    offer_pair(t, work, i, i + 1, find, w->scratch, heap, &size);
   while (size > 0) {
     candidate c = heap_pop(heap, &size);
     /* Stale: a side was merged away or into something else since. */
@@ -107,16 +127,14 @@ int64_t tfm_merge_best_pairs(const tfm_tokenizer *t, int32_t *work, int64_t n,
     if (next[c.left] >= 0)
       prev[next[c.left]] = c.left;
     if (prev[c.left] >= 0)
-      offer_pair(t, work, prev[c.left], c.left, find, scratch, heap, &size);
+      offer_pair(t, work, prev[c.left], c.left, find, w->scratch, heap,
+                 &size);
     if (next[c.left] >= 0)
-      offer_pair(t, work, c.left, next[c.left], find, scratch, heap, &size);
+      offer_pair(t, work, c.left, next[c.left], find, w->scratch, heap,
+                 &size);
   }
   int64_t count = 0;
   for (int64_t i = 0; i >= 0; i = next[i])
     work[count++] = work[i];
-  free(next);
-  free(prev);
-  free(heap);
-  free(scratch);
   return count;
 }

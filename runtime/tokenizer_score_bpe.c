@@ -76,11 +76,13 @@ static tfm_status_code encode_characters_and_merge(const tfm_tokenizer *t,
     }
     i += size;
   }
-  int64_t merged =
-      tfm_merge_best_pairs(t, work, n, score_pair_merge, status);
-  if (merged < 0)
-    return status->code;
-  *count = merged;
+  tfm_merge_workspace workspace = {0};
+  if (!tfm_merge_workspace_reserve(&workspace, t, n)) {
+    tfm_merge_workspace_free(&workspace);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+  *count = tfm_merge_best_pairs(t, &workspace, work, n, score_pair_merge);
+  tfm_merge_workspace_free(&workspace);
   return tfm_ok(status);
 }
 
