@@ -38,8 +38,10 @@ constexpr int64_t kMaxWidth = 1 << 20, kMaxLayers = 1 << 12,
                   kMaxHeads = 1 << 12, kMaxContext = 1 << 24;
 constexpr llvm::StringLiteral kRopeFactors = "rope_freqs.weight";
 
-llvm::Expected<DecoderSpec> llamaSpec(const GgufFile &file,
-                                      llvm::StringRef arch) {
+/// The decoder of architecture `arch` ("llama", "qwen2" or "gemma") from
+/// the file's "<arch>.*" metadata.
+llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
+                                          llvm::StringRef arch) {
   std::string key = (arch + ".").str();
   auto integer = [&](llvm::StringRef name, int64_t max) {
     return file.integer(key + name.str(), max);
@@ -180,7 +182,7 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
                      "' is not supported (GGUF input reads \"llama\": "
                      "LLaMA, Mistral, TinyLlama and the like, \"qwen2\" and "
                      "\"gemma\")");
-  llvm::Expected<DecoderSpec> spec = llamaSpec(*file, **arch);
+  llvm::Expected<DecoderSpec> spec = decoderSpecOf(*file, **arch);
   if (!spec)
     return spec.takeError();
 
