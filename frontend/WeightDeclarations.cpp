@@ -11,9 +11,38 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
-std::optional<StringRef> mlir::tfm::checkpointDtype(WeightDtype dtype) {
+/// What keeping a checkpoint's dtype makes of the formats no kernel reads:
+/// their decoded values requantized into int8, within 1/254 of each
+/// block's peak of the file's numbers. Four bits would add an error of the
+/// order of theirs (Q3_K into int4 or int4-min moved test logits 7x as far
+/// from the file's as int8 did); --weights-dtype=int4 asks for it.
+constexpr llvm::StringLiteral kRequantizedDtype = "int8";
+
+bool mlir::tfm::checkpointRequantizes(WeightDtype dtype) {
   switch (dtype) {
-  case WeightDtype::F32: return std::nullopt;
+  case WeightDtype::F32:
+  case WeightDtype::F16:
+  case WeightDtype::BF16:
+  case WeightDtype::Q8_0:
+  case WeightDtype::Q4_0:
+  case WeightDtype::Q4_1:
+  case WeightDtype::Q4_K:
+  case WeightDtype::Q6_K: return false;
+  case WeightDtype::Q5_0:
+  case WeightDtype::Q5_1:
+  case WeightDtype::Q2_K:
+  case WeightDtype::Q3_K:
+  case WeightDtype::Q5_K:
+  case WeightDtype::IQ4_NL:
+  case WeightDtype::IQ4_XS: return true;
+  }
+  return false;
+}
+
+std::optional<StringRef> mlir::tfm::checkpointDtype(WeightDtype dtype) {
+  if (checkpointRequantizes(dtype))
+    return StringRef(kRequantizedDtype);
+  switch (dtype) {
   case WeightDtype::F16: return StringRef("f16");
   case WeightDtype::BF16: return StringRef("bf16");
   case WeightDtype::Q4_0: return StringRef("int4");
@@ -22,55 +51,27 @@ std::optional<StringRef> mlir::tfm::checkpointDtype(WeightDtype dtype) {
   // The K-quants keep their blocks (the q4_k and q6_k block kernels).
   case WeightDtype::Q4_K: return StringRef("q4_k");
   case WeightDtype::Q6_K: return StringRef("q6_k");
-  // No kernel reads these: their decoded values are requantized into
-  // int8, within 1/254 of each block's peak of the file's numbers. Four
-  // bits would add an error of the order of theirs (Q3_K into int4 or
-  // int4-min moved test logits 7x as far from the file's as int8 did);
-  // --weights-dtype=int4 asks for it.
-  case WeightDtype::Q5_0:
-  case WeightDtype::Q5_1:
-  case WeightDtype::Q5_K:
-  case WeightDtype::Q2_K:
-  case WeightDtype::Q3_K:
-  case WeightDtype::IQ4_NL:
-  case WeightDtype::IQ4_XS: return StringRef("int8");
-  }
-  return std::nullopt;
-}
-
-bool mlir::tfm::checkpointRequantizes(WeightDtype dtype) {
-  switch (dtype) {
-  case WeightDtype::Q5_0:
-  case WeightDtype::Q5_1:
-  case WeightDtype::Q5_K:
-  case WeightDtype::IQ4_NL:
-  case WeightDtype::IQ4_XS:
-  case WeightDtype::Q2_K:
-  case WeightDtype::Q3_K: return true;
-  default: return false;
+  default: return std::nullopt; // f32
   }
 }
 
 std::string mlir::tfm::describeRequantized(const WeightStore &weights) {
-  // Target dtype -> stored dtype -> count, each in a fixed order.
-  std::map<std::string, std::map<WeightDtype, int>> counts;
+  std::map<WeightDtype, int> counts; // in WeightDtype's order
+  int total = 0;
   for (const std::string &name : weights.names())
     if (WeightDtype dtype = weights.lookup(name)->dtype();
-        checkpointRequantizes(dtype))
-      ++counts[checkpointDtype(dtype)->str()][dtype];
-  std::string text;
-  for (const auto &[target, stored] : counts) {
-    int total = 0;
-    std::string parts;
-    for (auto [dtype, count] : stored) {
-      total += count;
-      parts += (parts.empty() ? "" : ", ") + std::to_string(count) + " " +
-               dtypeName(dtype);
+        checkpointRequantizes(dtype)) {
+      ++counts[dtype];
+      ++total;
     }
-    text += (text.empty() ? "" : "; ") + std::to_string(total) +
-            " tensors to " + target + " (" + parts + ")";
-  }
-  return text;
+  if (!total)
+    return "";
+  std::string parts;
+  for (auto [dtype, count] : counts)
+    parts += (parts.empty() ? "" : ", ") + std::to_string(count) + " " +
+             dtypeName(dtype);
+  return std::to_string(total) + " tensors to " + kRequantizedDtype.str() +
+         " (" + parts + ")";
 }
 
 Value WeightDeclarations::read(OpBuilder &b, const std::string &name,

@@ -7,9 +7,9 @@
  *   ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
  * (each matched here by hand, alternatives in order), and then, inside each
  * piece, merges adjacent tokens in merge-rank order, starting from single
- * bytes (tokenizer_merges.c). Character classes come from utf8proc (letters L*, numbers N*,
- * whitespace as Unicode's White_Space); bytes that are not UTF-8 count as
- * "other", one byte each.
+ * bytes (tokenizer_merges.c). Character classes come from utf8proc
+ * (letters L*, numbers N*, whitespace as Unicode's White_Space); bytes that
+ * are not UTF-8 count as "other", one byte each.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -211,12 +211,14 @@ static tfm_status_code encode_pieces(const tfm_tokenizer *t,
     size_t size = pretoken_length(t, text, length, at);
     int32_t *piece = out + n;
     int64_t pieces = 0;
-    for (size_t i = 0; i < size && code == TFM_OK; ++i) {
+    for (size_t i = 0; i < size; ++i) {
       int32_t id = t->byte_tokens[(unsigned char)text[at + i]];
-      if (id < 0)
+      if (id < 0) {
         code = tfm_fail(status, TFM_ERROR_TOKENIZER,
                         "byte 0x%02X at offset %zu of the text has no token",
                         (unsigned char)text[at + i], at + i);
+        break;
+      }
       piece[pieces++] = id;
     }
     if (code == TFM_OK && pieces > 1 &&
