@@ -36,6 +36,10 @@ cuda_model "$bundle/stories260K-bf16" "$shared/stories260K/stories260K.bin" --to
   --weights-dtype=bf16
 "$tfmc" -q "$shared/stories260K/stories260K.bin" --tokenizer "$shared/stories260K/tok512.bin" \
   --weights-dtype=bf16 --mcpu=x86-64-v3 -o "$bundle/stories260K-bf16-cpu"
+# PTX for a newer GPU than the H100/H200's sm_90, which their driver must
+# refuse (run-gpu-checks.sh checks that the model fails cleanly).
+[ $emulators = 1 ] || "$tfmc" -q "$shared/stories260K/stories260K.bin" --tokenizer "$shared/stories260K/tok512.bin" \
+  --target=cuda --cuda-arch=sm_120 -o "$bundle/stories260K-sm120"
 # The same without the tensor-core GEMM, and without the split decode
 # attention: where a check fails, these say which of them to suspect.
 for model in llama-gqa-f16-untied llama-gqa-bf16-sharded; do
