@@ -559,11 +559,19 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
       for (int32_t id : merge)
         append32(id);
     using Split = TokenizerVocab::BpeSplit;
+    uint32_t split = TFM_BPE_SPLIT_GPT2;
     switch (tokenizer.bpeSplit) {
-    case Split::Gpt2: append32(uint32_t(TFM_BPE_SPLIT_GPT2)); break;
-    case Split::Llama3: append32(uint32_t(TFM_BPE_SPLIT_LLAMA3)); break;
-    case Split::Qwen2: append32(uint32_t(TFM_BPE_SPLIT_QWEN2)); break;
+    case Split::Gpt2: split = TFM_BPE_SPLIT_GPT2; break;
+    case Split::Llama3: split = TFM_BPE_SPLIT_LLAMA3; break;
+    case Split::Qwen2: split = TFM_BPE_SPLIT_QWEN2; break;
+    case Split::DeepseekLlm: split = TFM_BPE_SPLIT_DEEPSEEK_LLM; break;
+    case Split::DeepseekCoder: split = TFM_BPE_SPLIT_DEEPSEEK_CODER; break;
+    case Split::Falcon: split = TFM_BPE_SPLIT_FALCON; break;
+    case Split::DigitsThenGpt2: split = TFM_BPE_SPLIT_DIGITS_THEN_GPT2; break;
     }
+    if (tokenizer.ignoreMerges)
+      split |= uint32_t(TFM_BPE_IGNORE_MERGES);
+    append32(split);
   } else if (tokenizer.kind == TokenizerVocab::Kind::WordPiece) {
     const TokenizerVocab::WordPieceOptions &options = tokenizer.wordPiece;
     append32(uint32_t((options.lowercase ? TFM_WORDPIECE_LOWERCASE : 0) |

@@ -361,6 +361,8 @@ mlir::tfm::loadInput(MLIRContext &context, const CompileOptions &options) {
                   options.chatTemplatePath);
     if (!loaded)
       return loaded.takeError();
+    for (const std::string &note : loaded->notes)
+      llvm::WithColor::note(llvm::errs(), "tfmc") << note << "\n";
     unit.module = std::move(loaded->module);
     unit.model = (*unit.module)->getAttrOfType<ModelAttr>(kModelAttrName);
     unit.weights = std::move(loaded->weights);
@@ -388,7 +390,11 @@ mlir::tfm::loadInput(MLIRContext &context, const CompileOptions &options) {
         readChatTemplateFile(options.chatTemplatePath);
     if (!chatTemplate)
       return chatTemplate.takeError();
-    unit.model = withChatTemplate(unit.model, *chatTemplate);
+    llvm::Expected<ModelAttr> model = withChatTemplate(
+        unit.model, *chatTemplate, options.chatTemplatePath);
+    if (!model)
+      return model.takeError();
+    unit.model = *model;
     (*unit.module)->setAttr(kModelAttrName, unit.model);
   }
   if (llvm::Error err = readWeightsOfModule(*unit.module, options.weightsPath,

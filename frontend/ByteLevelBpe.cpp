@@ -73,6 +73,8 @@ struct RawBpe {
   std::vector<std::pair<std::string, std::string>> merges;
   /// A tokenizer.json's split, read with its vocabulary.
   std::optional<TokenizerVocab::BpeSplit> split;
+  /// tokenizer.json's model.ignore_merges (Llama 3's).
+  bool ignoreMerges = false;
 };
 
 llvm::Error readVocabObject(const llvm::json::Object *object,
@@ -148,6 +150,7 @@ llvm::Error readTokenizerJson(llvm::StringRef path, RawBpe &raw) {
   if (!split)
     return split.takeError();
   raw.split = *split;
+  raw.ignoreMerges = model->getBoolean("ignore_merges").value_or(false);
   if (llvm::Error err = readVocabObject(model->getObject("vocab"), path, raw))
     return err;
   const llvm::json::Array *merges = model->getArray("merges");
@@ -293,16 +296,25 @@ mlir::tfm::bpeSplitOfPreTokenizer(const llvm::json::Value *preTokenizer,
   return refuse("'" + type.value_or("(no type)") + "'");
 }
 
-std::optional<TokenizerVocab::BpeSplit>
-mlir::tfm::bpeSplitOfGgufPre(llvm::StringRef pre) {
-  // llama.cpp's names for the three patterns (src/llama-vocab.cpp).
+std::optional<GgufBpeSplit> mlir::tfm::bpeSplitOfGgufPre(llvm::StringRef pre) {
+  // llama.cpp's names for its pre-tokenizer types (src/llama-vocab.cpp,
+  // llama_vocab::impl::load: each type's expressions and whether it
+  // ignores merges). "gpt-neox" is GPT-NeoX's tokenizer.json, a ByteLevel
+  // pre-tokenizer with GPT-2's expression.
   using Split = TokenizerVocab::BpeSplit;
-  return llvm::StringSwitch<std::optional<Split>>(pre)
-      .Cases({"gpt-2", "default", "phi-2", "olmo", "mpt"}, Split::Gpt2)
-      .Cases({"llama3", "llama-v3", "llama-bpe", "smaug-bpe", "falcon3",
-              "pixtral"},
-             Split::Llama3)
-      .Cases({"qwen2", "deepseek-r1-qwen", "stablelm2"}, Split::Qwen2)
+  return llvm::StringSwitch<std::optional<GgufBpeSplit>>(pre)
+      .Cases({"gpt-2", "default", "phi-2", "olmo", "mpt", "gpt-neox"},
+             GgufBpeSplit{Split::Gpt2, false})
+      .Cases({"llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral"},
+             GgufBpeSplit{Split::Llama3, true})
+      .Case("smaug-bpe", GgufBpeSplit{Split::Llama3, false})
+      .Cases({"qwen2", "deepseek-r1-qwen", "stablelm2"},
+             GgufBpeSplit{Split::Qwen2, false})
+      .Case("deepseek-llm", GgufBpeSplit{Split::DeepseekLlm, false})
+      .Case("deepseek-coder", GgufBpeSplit{Split::DeepseekCoder, false})
+      .Case("falcon", GgufBpeSplit{Split::Falcon, false})
+      .Cases({"starcoder", "refact", "command-r"},
+             GgufBpeSplit{Split::DigitsThenGpt2, false})
       .Default(std::nullopt);
 }
 
@@ -417,6 +429,7 @@ mlir::tfm::readByteLevelBpe(llvm::StringRef directory) {
     raw.split = *split;
   }
   vocab->bpeSplit = *raw.split;
+  vocab->ignoreMerges = raw.ignoreMerges;
   if (llvm::Error err = readSpecialTokens(directory, *vocab))
     return std::move(err);
   return vocab;

@@ -206,11 +206,14 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
     if (!vocab)
       return vocab.takeError();
     if (*vocab) {
-      if (int64_t((*vocab)->pieces.size()) != spec->vocabSize)
+      // A table padded past the tokenizer is usual (see readTokenizerAt).
+      if (int64_t((*vocab)->pieces.size()) > spec->vocabSize)
         return makeError(path + ": the tokenizer has " +
                          llvm::Twine((*vocab)->pieces.size()) +
-                         " tokens, the token embedding " +
-                         llvm::Twine(spec->vocabSize) + " rows");
+                         " tokens, more than the token embedding's " +
+                         llvm::Twine(spec->vocabSize) +
+                         " rows (tfmc takes a tokenizer no larger than the "
+                         "table)");
       model.tokenizer = std::move(**vocab);
       model.tokenizerPath = path.str();
     }

@@ -43,19 +43,20 @@ llvm::Expected<TokenizerVocab> sentencePieceBpe(const GgufFile &file,
 
 llvm::Expected<TokenizerVocab> byteLevelBpe(const GgufFile &file,
                                             const GgufValue &tokens) {
-  // GPT-2's, Llama 3's and Qwen2's pre-tokenizer patterns are implemented
-  // (runtime/tokenizer_byte_level_bpe.c); others split text differently.
+  // The pre-tokenizers runtime/tokenizer_bpe_split.c implements; others
+  // split text differently.
   llvm::Expected<std::optional<llvm::StringRef>> pre =
       file.optionalString("tokenizer.ggml.pre");
   if (!pre)
     return pre.takeError();
-  std::optional<TokenizerVocab::BpeSplit> split =
+  std::optional<GgufBpeSplit> split =
       bpeSplitOfGgufPre(pre->value_or("default"));
   if (!split)
     return makeError(file.path() + ": tokenizer.ggml.pre '" + **pre +
-                     "' (a byte-level BPE pre-tokenizer other than GPT-2's, "
-                     "Llama 3's and Qwen2's) is not supported; pass another "
-                     "--tokenizer");
+                     "' is not a pre-tokenizer tfmc implements (gpt-2, "
+                     "llama-bpe, qwen2, deepseek-llm, deepseek-coder, falcon, "
+                     "starcoder, refact, command-r and their aliases); pass "
+                     "another --tokenizer");
   llvm::Expected<const GgufValue *> merges =
       file.array("tokenizer.ggml.merges", /*strings=*/true);
   if (!merges)
@@ -76,7 +77,8 @@ llvm::Expected<TokenizerVocab> byteLevelBpe(const GgufFile &file,
       byteLevelBpeFromSpellings(file.path(), spelled, pairs);
   if (!vocab)
     return vocab.takeError();
-  vocab->bpeSplit = *split;
+  vocab->bpeSplit = split->split;
+  vocab->ignoreMerges = split->ignoreMerges;
   // Added tokens (control and user-defined) are matched whole in text, as
   // Hugging Face's added tokens are.
   if (const GgufValue *types = file.lookup("tokenizer.ggml.token_type")) {

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontend/CheckedAttributes.h"
 #include "frontend/JsonFile.h"
 #include "frontend/VisionTransformer.h"
 
@@ -137,8 +138,8 @@ mlir::tfm::readImagePreprocessing(MLIRContext &context,
                      "x" + llvm::Twine(height) + ", but the model takes " +
                      llvm::Twine(imageSize) + "x" + llvm::Twine(imageSize) +
                      " (config.json's image_size)");
-  return ImagePreprocessingAttr::get(
-      &context, resize.height, resize.width, resize.shortestEdge,
+  return getCheckedAttr<ImagePreprocessingAttr>(
+      path, &context, resize.height, resize.width, resize.shortestEdge,
       int32_t(resample), crop.height, crop.width,
       FloatAttr::get(Float64Type::get(&context), rescale),
       normalize, mean, std);

@@ -2,6 +2,7 @@
 
 #include "frontend/ModelLoader.h"
 #include "frontend/ChatTemplates.h"
+#include "frontend/CheckedAttributes.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/GgufModel.h"
 #include "frontend/JsonFile.h"
@@ -63,7 +64,8 @@ llvm::Expected<LoadedModel> mlir::tfm::loadModel(mlir::MLIRContext &context,
   if (!chatTemplate)
     return chatTemplate.takeError();
   model->chatTemplate = std::move(*chatTemplate);
-  describeModel(*model);
+  if (llvm::Error err = describeModel(*model, path))
+    return std::move(err);
   return model;
 }
 
@@ -77,33 +79,75 @@ static ArrayAttr labelsAttr(MLIRContext *context,
   return ArrayAttr::get(context, names);
 }
 
-void mlir::tfm::describeModel(LoadedModel &model) {
+/// Drops a special token the model's vocabulary does not have, with a
+/// note. transformers loads such configs (tiny test models keep GPT-2's
+/// 50256 with a vocabulary of a few hundred): an EOS it can never sample
+/// never ends generation, and a BOS it cannot embed is never added here.
+/// An id below -1 (none) is no token at all: an error.
+static llvm::Error dropSpecialTokenOutside(LoadedModel &model,
+                                           llvm::StringRef source,
+                                           llvm::StringRef name,
+                                           int32_t &token) {
+  if (token < -1)
+    return makeError(source + ": " + name + " " + llvm::Twine(token) +
+                     " is not a token id (0 to " +
+                     llvm::Twine(model.vocabSize - 1) +
+                     ", or null for none)");
+  if (token < 0 || token < model.vocabSize)
+    return llvm::Error::success();
+  model.notes.push_back(
+      (source + ": " + name + " " + llvm::Twine(token) + " is not in the " +
+       llvm::Twine(model.vocabSize) + "-token vocabulary; tfmc ignores it (" +
+       (name.starts_with("bos") ? "no BOS is added"
+                                : "generation stops at its length limit") +
+       ")")
+          .str());
+  token = -1;
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::tfm::describeModel(LoadedModel &model, llvm::StringRef path) {
   MLIRContext *context = model.module->getContext();
   std::string tokenizer;
   if (model.tokenizer && !model.tokenizerPath.empty()) {
     // Absolute, so that the module compiles from any folder.
-    llvm::SmallString<256> path(model.tokenizerPath);
-    llvm::sys::fs::make_absolute(path);
-    tokenizer = path.str().str();
+    llvm::SmallString<256> tokenizerPath(model.tokenizerPath);
+    llvm::sys::fs::make_absolute(tokenizerPath);
+    tokenizer = tokenizerPath.str().str();
   }
-  auto attr = ModelAttr::get(
-      context, model.family, model.vocabSize, model.maxContext,
-      model.bosToken, model.eosToken, model.addBos && model.bosToken >= 0,
-      tokenizer, model.hiddenSize, model.numLayers, model.numHeads,
+  // A directory's special tokens come from its config.json.
+  llvm::SmallString<256> source(path);
+  if (llvm::sys::fs::is_directory(path))
+    llvm::sys::path::append(source, "config.json");
+  if (llvm::Error err = dropSpecialTokenOutside(model, source, "bos_token_id",
+                                                model.bosToken))
+    return err;
+  if (llvm::Error err = dropSpecialTokenOutside(model, source, "eos_token_id",
+                                                model.eosToken))
+    return err;
+  llvm::Expected<ModelAttr> attr = getCheckedAttr<ModelAttr>(
+      path, context, llvm::StringRef(model.family), model.vocabSize,
+      model.maxContext, model.bosToken, model.eosToken,
+      model.addBos && model.bosToken >= 0, llvm::StringRef(tokenizer),
+      model.hiddenSize, model.numLayers, model.numHeads,
       model.numKVHeads, labelsAttr(context, model.labels),
       model.imagePreprocessing, model.generation, model.audioPreprocessing,
-      model.chatTemplate);
-  (*model.module)->setAttr(kModelAttrName, attr);
+      llvm::StringRef(model.chatTemplate));
+  if (!attr)
+    return attr.takeError();
+  (*model.module)->setAttr(kModelAttrName, *attr);
+  return llvm::Error::success();
 }
 
-ModelAttr mlir::tfm::withChatTemplate(ModelAttr m,
-                                      llvm::StringRef chatTemplate) {
-  return ModelAttr::get(
-      m.getContext(), m.getFamily(), m.getVocabSize(), m.getMaxContext(),
-      m.getBosToken(), m.getEosToken(), m.getAddBos(), m.getTokenizer(),
-      m.getHiddenSize(), m.getNumLayers(), m.getNumHeads(), m.getNumKvHeads(),
-      m.getLabels(), m.getImage(), m.getGeneration(), m.getAudio(),
-      chatTemplate);
+llvm::Expected<ModelAttr> mlir::tfm::withChatTemplate(
+    ModelAttr m, llvm::StringRef chatTemplate,
+    llvm::StringRef chatTemplatePath) {
+  return getCheckedAttr<ModelAttr>(
+      chatTemplatePath, m.getContext(), m.getFamily(), m.getVocabSize(),
+      m.getMaxContext(), m.getBosToken(), m.getEosToken(), m.getAddBos(),
+      m.getTokenizer(), m.getHiddenSize(), m.getNumLayers(), m.getNumHeads(),
+      m.getNumKvHeads(), m.getLabels(), m.getImage(), m.getGeneration(),
+      m.getAudio(), chatTemplate);
 }
 
 /// WordPiece is an encoder's; byte-level BPE is when it has RoBERTa's <s>
@@ -166,10 +210,16 @@ llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
                      "': no vocab.txt, vocab.json + merges.txt, tokenizer.json, "
                      "sentencepiece.bpe.model, spiece.model or source.spm + "
                      "vocab.json there");
-  if (int64_t(vocab->pieces.size()) != vocabSize)
+  // Checkpoints pad their embedding tables past the tokenizer (to a
+  // multiple of 64 or 128: Qwen2, Pythia, Phi-2, OLMo); the rows past it
+  // are ids no text encodes to, and decode to nothing if sampled
+  // (tfm_tokenizer_decode returns NULL past the tokenizer's pieces).
+  if (int64_t(vocab->pieces.size()) > vocabSize)
     return makeError(path + ": tokenizer has " +
                      llvm::Twine(vocab->pieces.size()) +
-                     " tokens, the model's vocabulary has " +
-                     llvm::Twine(vocabSize));
+                     " tokens, more than the model's vocabulary of " +
+                     llvm::Twine(vocabSize) +
+                     " (tfmc takes a tokenizer no larger than the embedding "
+                     "table)");
   return vocab;
 }

@@ -19,6 +19,8 @@
 #include "mlir/IR/OwningOpRef.h"
 
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace mlir::tfm {
 
@@ -48,11 +50,17 @@ struct LoadedModel {
   /// Where the tokenizer was read from (a file, or the directory of a
   /// byte-level BPE); empty without one.
   std::string tokenizerPath;
+  /// What the reader changed or ignored and a user should know ("<file>:
+  /// ..."), printed by the driver as notes.
+  std::vector<std::string> notes;
 };
 
-/// Records what `model` is on its module as the `tfm.model` attribute, from
-/// which the driver, packager and runtime learn it (ModelAttr).
-void describeModel(LoadedModel &model);
+/// Records what `model` (read from `path`) is on its module as the
+/// `tfm.model` attribute, from which the driver, packager and runtime learn
+/// it (ModelAttr). Special tokens outside the vocabulary are dropped with a
+/// note in `model.notes`; values ModelAttr cannot hold are an error naming
+/// `path`.
+llvm::Error describeModel(LoadedModel &model, llvm::StringRef path);
 
 /// Reads the tokenizer at `path` (what ModelAttr's `tokenizer` names): a
 /// SentencePiece .model, a llama2.c tokenizer .bin, a GGUF file's embedded
@@ -73,8 +81,11 @@ llvm::Expected<LoadedModel> loadModel(mlir::MLIRContext &context,
                                       llvm::StringRef tokenizerPath,
                                       llvm::StringRef chatTemplatePath = "");
 
-/// `model` with `chatTemplate` as its chat template.
-ModelAttr withChatTemplate(ModelAttr model, llvm::StringRef chatTemplate);
+/// `model` with `chatTemplate` (read from `chatTemplatePath`) as its chat
+/// template; an error naming the file when the template cannot be one.
+llvm::Expected<ModelAttr> withChatTemplate(ModelAttr model,
+                                           llvm::StringRef chatTemplate,
+                                           llvm::StringRef chatTemplatePath);
 
 /// The Hugging Face reader (HuggingFace.cpp).
 llvm::Expected<LoadedModel> loadHuggingFaceModel(mlir::MLIRContext &context,

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontend/CheckedAttributes.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/JsonFile.h"
 #include "frontend/Seq2SeqFamilies.h"
@@ -220,8 +221,8 @@ mlir::tfm::readAudioPreprocessing(MLIRContext &context,
                      " frames; the encoder takes " + llvm::Twine(spec.melBins) +
                      " x " + llvm::Twine(frames) +
                      " (num_mel_bins, 2 x max_source_positions)");
-  return AudioPreprocessingAttr::get(&context, melBins, rate, nFft, hop,
-                                     samples);
+  return getCheckedAttr<AudioPreprocessingAttr>(path, &context, melBins, rate,
+                                                nFft, hop, samples);
 }
 
 llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(

@@ -91,8 +91,22 @@ struct TokenizerVocab {
   std::vector<std::array<int32_t, 3>> merges;
   /// ByteLevelBpe: the pre-tokenizer's pattern that splits text into the
   /// pieces merges work inside (runtime/tfm_format.h, TFM_BPE_SPLIT_*).
-  enum class BpeSplit : uint8_t { Gpt2, Llama3, Qwen2 };
+  enum class BpeSplit : uint8_t {
+    Gpt2,
+    Llama3,
+    Qwen2,
+    /// llama.cpp's staged splits (runtime/tokenizer_bpe_split.c).
+    DeepseekLlm,
+    DeepseekCoder,
+    Falcon,
+    /// StarCoder's, Refact's and Command R's: single digits, then GPT-2's.
+    DigitsThenGpt2,
+  };
   BpeSplit bpeSplit = BpeSplit::Gpt2;
+  /// ByteLevelBpe: a piece the pre-tokenizer splits off that is a token of
+  /// its own is that token, merges or not (tokenizer.json's
+  /// `model.ignore_merges`, Llama 3's; llama.cpp's Llama 3 pre-tokenizers).
+  bool ignoreMerges = false;
   Framing framing;
   /// Tokens matched whole in the text before splitting ([MASK], <mask>):
   /// their piece is their spelling.
@@ -183,9 +197,15 @@ llvm::Expected<TokenizerVocab::BpeSplit>
 bpeSplitOfPreTokenizer(const llvm::json::Value *preTokenizer,
                        llvm::StringRef path);
 
-/// The split a GGUF file's tokenizer.ggml.pre names (llama.cpp's names:
-/// "gpt-2", "llama-bpe", "qwen2", ...); none for a name tfmc does not know.
-std::optional<TokenizerVocab::BpeSplit> bpeSplitOfGgufPre(llvm::StringRef pre);
+/// What a GGUF file's tokenizer.ggml.pre names (llama.cpp's names:
+/// "gpt-2", "llama-bpe", "qwen2", "deepseek-llm", ...): the split, and
+/// whether llama.cpp ignores merges for it.
+struct GgufBpeSplit {
+  TokenizerVocab::BpeSplit split;
+  bool ignoreMerges;
+};
+/// None for a name tfmc does not know.
+std::optional<GgufBpeSplit> bpeSplitOfGgufPre(llvm::StringRef pre);
 
 /// Whether `directory` holds byte-level BPE files (vocab.json + merges.txt,
 /// or tokenizer.json), which readByteLevelBpe reads.

@@ -131,6 +131,17 @@ static int run_model(const char *argv0, tfm_model *model,
                 tfm_model_entry_point(model, "encode") &&
                 tfm_model_entry_point(model, "decode");
   if (seq2seq && !o->call.name && !o->call.decoder_tokens) {
+    if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_SEQ2SEQ))
+      return 1;
+    /* Only audio is preprocessed (to log-mel features, for --output). */
+    int audio = o->call.image_count > 0;
+    if (o->call.preprocess && !audio)
+      return tfm_main_fail(argv0, "--preprocess writes the features of audio "
+                                  "files; give AUDIO... files");
+    if (o->call.output_path && !o->call.preprocess)
+      return tfm_main_fail(argv0, "--output writes --preprocess's features; "
+                                  "translations are printed (--step-logits "
+                                  "FILE writes each step's logits)");
     /* The model's generation defaults where the command line is silent. */
     const tfm_generation_defaults *g = desc->generation;
     if (g && !o->beams)
@@ -186,6 +197,8 @@ static int run_model(const char *argv0, tfm_model *model,
     if (seq2seq || !forward || forward->num_inputs != 1)
       return tfm_main_fail(argv0,
                          "--perplexity is for decoder language models");
+    if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_PERPLEXITY))
+      return 1;
     return tfm_main_perplexity(argv0, model, o->perplexity);
   }
   /* Models that do not generate (encoders) run their first entry point. */
@@ -196,12 +209,28 @@ static int run_model(const char *argv0, tfm_model *model,
       o->call.name = "forward";
     if (!o->call.name)
       o->call.name = desc->entry_points[0].name;
+    if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_CALL))
+      return 1;
+    /* Teacher forcing's output is @forward's logits, [decoder positions,
+     * vocab]: --logits writes them as a decoder's does. */
+    if (o->logits_path) {
+      if (!seq2seq || strcmp(o->call.name, "forward"))
+        return tfm_main_fail(argv0, "--logits is for language models' "
+                                    "logits; @NAME's output goes to "
+                                    "--output FILE (raw f32)");
+      if (o->call.output_path)
+        return tfm_main_fail(argv0, "--logits and --output both name where "
+                                    "@forward's logits go: give one");
+      o->call.output_path = o->logits_path;
+    }
     o->call.tokens = o->tokens;
     return tfm_main_call(argv0, model, &o->call);
   }
   if (o->call.image_count)
     return tfm_main_fail(argv0, "unexpected argument (images are for image "
                          "models; a prompt is --prompt TEXT)");
+  if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_GENERATE))
+    return 1;
 
   /* The prompt: ids, text, or BOS alone. */
   if (o->prompt_file && read_prompt_file(argv0, model, o, &held->prompt))

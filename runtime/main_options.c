@@ -74,6 +74,95 @@ void tfm_main_usage(FILE *out, const char *argv0) {
           argv0);
 }
 
+/* Which modes read each flag (a bit per tfm_main_mode). */
+enum {
+  GENERATE = 1 << TFM_MAIN_MODE_GENERATE,
+  SEQ2SEQ = 1 << TFM_MAIN_MODE_SEQ2SEQ,
+  PERPLEXITY = 1 << TFM_MAIN_MODE_PERPLEXITY,
+  CALL = 1 << TFM_MAIN_MODE_CALL,
+  EVERY_MODE = GENERATE | SEQ2SEQ | PERPLEXITY | CALL
+};
+static const struct {
+  const char *name; /* as spelled; "" for image and audio files */
+  unsigned modes;
+} flags[] = {
+    {"--prompt", GENERATE},
+    {"--prompt-file", GENERATE},
+    {"--perplexity", PERPLEXITY},
+    {"--tokens", GENERATE | SEQ2SEQ | CALL},
+    {"-n", GENERATE | SEQ2SEQ},
+    {"--temperature", GENERATE | SEQ2SEQ},
+    {"--top-k", GENERATE | SEQ2SEQ},
+    {"--top-p", GENERATE | SEQ2SEQ},
+    {"--repetition-penalty", GENERATE | SEQ2SEQ},
+    {"--seed", GENERATE | SEQ2SEQ},
+    {"--stop", GENERATE},
+    {"--ignore-eos", GENERATE | SEQ2SEQ},
+    {"--force-tokens", GENERATE | SEQ2SEQ},
+    {"--print-ids", GENERATE | SEQ2SEQ},
+    {"--tokenize", GENERATE | SEQ2SEQ | CALL},
+    /* CALL: an encoder-decoder's teacher-forced logits (main.c). */
+    {"--logits", GENERATE | CALL},
+    {"--step-logits", GENERATE | SEQ2SEQ},
+    {"--stats", GENERATE},
+    {"--warmup", GENERATE},
+    {"--weights", EVERY_MODE},
+    {"--call", CALL},
+    {"--token-types", CALL},
+    {"--decoder-tokens", CALL},
+    {"--text", SEQ2SEQ | CALL},
+    {"--text-pair", CALL},
+    {"--text-file", SEQ2SEQ | CALL},
+    {"--beams", SEQ2SEQ},
+    {"--no-repeat-ngram", SEQ2SEQ},
+    {"--min-new-tokens", SEQ2SEQ},
+    {"--suppress", SEQ2SEQ},
+    {"--forced-eos", SEQ2SEQ},
+    {"--batch", CALL},
+    {"--pixels", SEQ2SEQ | CALL},
+    {"--features", SEQ2SEQ | CALL},
+    {"--preprocess", SEQ2SEQ | CALL},
+    {"--truncate", CALL},
+    {"--format", CALL},
+    {"--output", SEQ2SEQ | CALL},
+    {"", SEQ2SEQ | CALL},
+};
+
+_Static_assert(sizeof flags / sizeof flags[0] <= 64,
+               "tfm_main_options.given has a bit per flag");
+
+static uint64_t flag_bit(const char *arg) {
+  const char *name = arg[0] == '-' ? arg : "";
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; ++i)
+    if (!strcmp(flags[i].name, name))
+      return (uint64_t)1 << i;
+  return 0;
+}
+
+int tfm_main_refuse_unused(const char *argv0, const tfm_main_options *o,
+                           tfm_main_mode mode) {
+  static const char *const what[TFM_MAIN_MODE_COUNT] = {
+      "when a decoder generates (from --prompt, --prompt-file or --tokens; "
+      "--call NAME runs one entry point)",
+      "when an encoder-decoder generates from --text, --text-file, --tokens "
+      "or audio (--decoder-tokens \"ids\" teacher-forces @forward instead)",
+      "with --perplexity, which reads only its text file",
+      "when an entry point runs on its inputs (--call, an encoder, or "
+      "--decoder-tokens), writing its output as text, --format json or f32, "
+      "or --output FILE"};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; ++i)
+    if ((o->given >> i & 1) && !(flags[i].modes >> mode & 1)) {
+      if (!*flags[i].name)
+        fprintf(stderr, "%s: error: image or audio files do nothing %s\n",
+                argv0, what[mode]);
+      else
+        fprintf(stderr, "%s: error: %s does nothing %s\n", argv0,
+                flags[i].name, what[mode]);
+      return 0;
+    }
+  return 1;
+}
+
 /* Parses a number option; returns 0 after reporting when it is not one. */
 static int parse_number(const char *argv0, const char *flag, const char *text,
                         double *value) {
@@ -98,6 +187,7 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
     const char *arg = argv[i];
     const char *value = i + 1 < argc ? argv[i + 1] : NULL;
     double number;
+    o->given |= flag_bit(arg);
     if (arg[0] != '-') {
       /* Image files (PNG, JPEG) for an image model, audio files for a
        * speech model. */

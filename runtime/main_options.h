@@ -19,6 +19,18 @@ extern "C" {
 
 enum { TFM_MAIN_MAX_STOP_STRINGS = 16 };
 
+/* What a compiled model's command line does, as main.c decides from the
+ * model and the flags; each reads some flags and refuses the rest
+ * (tfm_main_refuse_unused), so that no flag is accepted and ignored. */
+typedef enum {
+  TFM_MAIN_MODE_GENERATE,   /* a decoder continues a prompt */
+  TFM_MAIN_MODE_SEQ2SEQ,    /* an encoder-decoder generates from a source */
+  TFM_MAIN_MODE_PERPLEXITY, /* --perplexity FILE */
+  TFM_MAIN_MODE_CALL,       /* one entry point (--call, encoders, teacher
+                               forcing with --decoder-tokens) */
+  TFM_MAIN_MODE_COUNT
+} tfm_main_mode;
+
 typedef struct {
   const char *prompt;
   const char *prompt_file;
@@ -44,6 +56,7 @@ typedef struct {
   tfm_generation_rules rules; /* an encoder-decoder's (suppressed: below) */
   const char *suppress;       /* --suppress "ids" */
   const char *perplexity;     /* --perplexity FILE */
+  uint64_t given; /* the flags given: bit i for main_options.c's flags[i] */
 } tfm_main_options;
 
 typedef enum {
@@ -58,6 +71,11 @@ typedef enum {
 tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
                                                tfm_main_options *o);
 void tfm_main_options_free(tfm_main_options *o);
+
+/* Reports the first flag given that `mode` does not read, with what to use
+ * instead; returns 0 then, 1 when every flag given acts. */
+int tfm_main_refuse_unused(const char *argv0, const tfm_main_options *o,
+                           tfm_main_mode mode);
 
 /* The options, one a line, to `out`. */
 void tfm_main_usage(FILE *out, const char *argv0);

@@ -180,7 +180,17 @@ enum {
    * \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
   TFM_BPE_SPLIT_LLAMA3 = 1,
   /* Qwen2's: Llama 3's with one digit a piece (\p{N}). */
-  TFM_BPE_SPLIT_QWEN2 = 2
+  TFM_BPE_SPLIT_QWEN2 = 2,
+  /* llama.cpp's staged splits (tokenizer_bpe_split.c spells them out). */
+  TFM_BPE_SPLIT_DEEPSEEK_LLM = 3,
+  TFM_BPE_SPLIT_DEEPSEEK_CODER = 4,
+  TFM_BPE_SPLIT_FALCON = 5,
+  /* StarCoder's, Refact's, Command R's: single digits, then GPT-2's. */
+  TFM_BPE_SPLIT_DIGITS_THEN_GPT2 = 6,
+  TFM_BPE_SPLIT_LAST = TFM_BPE_SPLIT_DIGITS_THEN_GPT2,
+  /* Or'ed into the split: a piece that is a token of its own is that token,
+   * merges or not (tokenizer.json's ignore_merges). */
+  TFM_BPE_IGNORE_MERGES = 1u << 16
 };
 
 /* Unigram piece types: reserved pieces (control, unknown, byte, unused) are

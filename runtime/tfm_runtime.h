@@ -345,7 +345,8 @@ int tfm_tokenizer_is_special(const tfm_tokenizer *tokenizer, int32_t id);
 
 /* The bytes token `id` stands for after `previous` (a leading space after
  * BOS is dropped; "<0xAB>" becomes the byte 0xAB). Sets *size. Returns NULL
- * for an id out of range. */
+ * for an id out of range, which includes the rows a padded embedding table
+ * has past its tokenizer: such ids decode to nothing. */
 const char *tfm_tokenizer_decode(const tfm_tokenizer *tokenizer,
                                  int32_t previous, int32_t id, int32_t bos,
                                  size_t *size);

@@ -351,7 +351,9 @@ static tfm_status_code parse_merges(tfm_tokenizer *t, blob_reader *r,
     if (!read_u32(r, &t->bpe_split))
       return tfm_fail(status, TFM_ERROR_TOKENIZER,
                       "tokenizer blob: truncated split rule");
-    if (t->bpe_split > TFM_BPE_SPLIT_QWEN2)
+    t->bpe_ignore_merges = (t->bpe_split & TFM_BPE_IGNORE_MERGES) != 0;
+    t->bpe_split &= ~(uint32_t)TFM_BPE_IGNORE_MERGES;
+    if (t->bpe_split > TFM_BPE_SPLIT_LAST)
       return tfm_fail(status, TFM_ERROR_TOKENIZER,
                       "tokenizer blob: unknown split rule %u", t->bpe_split);
   }

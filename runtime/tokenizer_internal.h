@@ -40,6 +40,7 @@ struct tfm_tokenizer {
   tfm_merge *merges; /* byte-level BPE, sorted by pair */
   uint32_t merge_count;
   uint32_t bpe_split; /* byte-level BPE: TFM_BPE_SPLIT_* */
+  int bpe_ignore_merges; /* a piece that is a token is that token */
   /* An encoder's framing (tfm_format.h); frame_begin < 0: none. */
   int32_t frame_begin, frame_separator;
   uint32_t pair_separators, second_type;
@@ -103,6 +104,13 @@ tfm_status_code tfm_byte_level_bpe_encode(const tfm_tokenizer *t,
                                           const char *text, size_t length,
                                           int32_t *out, int64_t *count,
                                           tfm_status *status);
+
+/* Splits text[0, length) into the pieces byte-level BPE merges inside, by
+ * t's pre-tokenizer (tokenizer_bpe_split.c): writes each piece's end to
+ * `ends` (room for `length` of them) and returns their count, or -1 when
+ * out of memory. */
+int64_t tfm_bpe_split(const tfm_tokenizer *t, const char *text, size_t length,
+                      size_t *ends);
 
 /* Whether tokens `left` and `right` merge, into `merged` with `priority`
  * (the highest merges first); `scratch` has room for two pieces. */

@@ -8,7 +8,15 @@ merges.txt and as the tokenizer.json of a Llama 3 and of a Qwen2 tokenizer
 NFC); and each text's ids from transformers' slow tokenizers (4.40.2,
 ../shared/reference): GPT2Tokenizer, Qwen2Tokenizer, and Qwen2Tokenizer
 with Llama 3's pattern put in its place (Llama 3 has no slow tokenizer; the
-rest of the algorithm is the same byte-level BPE, without the NFC step).
+rest of the algorithm is the same byte-level BPE, without the NFC step) and
+with ignore_merges, as Llama 3's tokenizer.json has it (a piece that is a
+token is that token: the vocabulary gets " Việt", which no merge reaches).
+llama.cpp's staged pre-tokenizers (deepseek-llm, deepseek-coder, falcon,
+starcoder) split with their expressions (llama.cpp's src/llama-vocab.cpp,
+from the models' tokenizer.json) through the `regex` module, each splitting
+the pieces of the one before, matches and the text between them both kept
+(Hugging Face's "Isolated"), and then GPT2Tokenizer's byte-level BPE runs
+on each piece.
 
     bash ../shared/reference/setup.sh; source /tmp/tfm-hfref/env.sh
     /usr/bin/python3 test/e2e/make_bpe_split_goldens.py
@@ -35,7 +43,88 @@ TEXTS = [
     "cafe\u0301 and na\u00efve: decomposed then composed",
     "Emoji \U0001F600!!!\n\nnumbers 1,234,567.89 and x2y3z ...\n",
     "  leading, trailing  ",
+    # Precomposed Latin letters (category Ll/Lu), Vietnamese first.
+    "Cửa Việt, Hà Nội và Đà Nẵng. "
+    "Zażółć gęślą jaźń; "
+    "Příliš žluťoučký kůň; "
+    "İstanbul'da ğüşıöç; Þórður; "
+    "Știință și țară",
+    # What the staged splits tell apart: CJK and Hangul runs, fullwidth
+    # punctuation, digit runs, trailing spaces, Greek and Armenian letters.
+    "你好世界！한국어 abc123456789 x=$5+<y>^~|`z "
+    "«αβγ» Աաբգ ‘q’ (a) end   ",
 ]
+
+# llama.cpp's staged pre-tokenizers, as the Python `regex` module spells
+# them. DeepSeek LLM's letters are its tokenizer.json's ranges.
+DEEPSEEK_LETTER_RANGES = [
+    (0x41, 0x5A), (0x61, 0x7A), (0xB5, 0xB5), (0xC0, 0xD6), (0xD8, 0xF6),
+    (0xF8, 0x1BA), (0x1BC, 0x1BF), (0x1C4, 0x293), (0x295, 0x2AF),
+    (0x370, 0x373), (0x376, 0x377), (0x37B, 0x37D), (0x37F, 0x37F),
+    (0x386, 0x386), (0x388, 0x38A), (0x38C, 0x38C), (0x38E, 0x3A1),
+    (0x3A3, 0x3F5), (0x3F7, 0x481), (0x48A, 0x52F), (0x531, 0x556),
+    (0x10A0, 0x10C5), (0x13A0, 0x13F5), (0x13F8, 0x13FD), (0x1C90, 0x1CBA),
+    (0x1CBD, 0x1CBF), (0x1D00, 0x1D2B), (0x1D6B, 0x1D77), (0x1D79, 0x1D9A),
+    (0x1E00, 0x1F15), (0x1F18, 0x1F1D), (0x1F20, 0x1F45), (0x1F48, 0x1F4D),
+    (0x1F50, 0x1F57), (0x1F59, 0x1F59), (0x1F5B, 0x1F5B), (0x1F5D, 0x1F5D),
+    (0x1F5F, 0x1F7D), (0x1F80, 0x1FB4), (0x1FB6, 0x1FBC), (0x1FBE, 0x1FBE),
+    (0x1FC2, 0x1FC4), (0x1FC6, 0x1FCC), (0x1FD0, 0x1FD3), (0x1FD6, 0x1FDB),
+    (0x1FE0, 0x1FEC), (0x1FF2, 0x1FF4), (0x1FF6, 0x1FFC), (0x2102, 0x2102),
+    (0x2107, 0x2107), (0x210A, 0x2113), (0x2115, 0x2115), (0x2119, 0x211D),
+    (0x2124, 0x2124), (0x2126, 0x2126), (0x2128, 0x2128), (0x212A, 0x212D),
+    (0x212F, 0x2134), (0x2139, 0x2139), (0x213C, 0x213F), (0x2145, 0x2149),
+    (0x214E, 0x214E), (0x2183, 0x2184), (0x2C00, 0x2C7B), (0x2C7E, 0x2CE4),
+    (0x2CEB, 0x2CEE), (0x2CF2, 0x2CF3), (0xA640, 0xA66D), (0xA680, 0xA69B),
+    (0xA722, 0xA76F), (0xA771, 0xA787), (0xA78B, 0xA78E), (0xAB70, 0xABBF),
+    (0xFB00, 0xFB06), (0xFB13, 0xFB17), (0xFF21, 0xFF3A), (0xFF41, 0xFF5A),
+    (0x10400, 0x1044F), (0x104B0, 0x104D3), (0x104D8, 0x104FB),
+    (0x10C80, 0x10CB2), (0x10CC0, 0x10CF2), (0x118A0, 0x118DF),
+    (0x1E900, 0x1E943)]
+DEEPSEEK_LETTERS = "".join(f"{regex.escape(chr(a))}-{regex.escape(chr(b))}"
+                           for a, b in DEEPSEEK_LETTER_RANGES)
+CJK = r"[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+"
+GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"""
+STAGED = {
+    "deepseek-llm": [r"[\r\n]", r"\s?[" + DEEPSEEK_LETTERS + r"]+",
+                     r"\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+",
+                     r"\s+$", CJK, r"\p{N}+"],
+    "deepseek-coder": [r"[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", CJK, r"\p{N}"],
+    "falcon": [r"[\p{P}\$\+<=>\^~\|`]+", GPT2_PATTERN, r"[0-9][0-9][0-9]"],
+    "starcoder": [r"\p{N}", GPT2_PATTERN],
+}
+
+
+def staged_split(text, patterns):
+    pieces = [text]
+    for pattern in patterns:
+        expression = regex.compile(pattern)
+        split = []
+        for piece in pieces:
+            last = 0
+            for match in expression.finditer(piece):
+                if match.start() > last:
+                    split.append(piece[last:match.start()])
+                split.append(match.group())
+                last = match.end()
+            if last < len(piece):
+                split.append(piece[last:])
+        pieces = split
+    return pieces
+
+
+class StagedTokenizer(GPT2Tokenizer):
+    """GPT2Tokenizer's byte-level BPE over a staged split's pieces."""
+
+    def __init__(self, *args, patterns, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.patterns = patterns
+
+    def _tokenize(self, text):
+        tokens = []
+        for piece in staged_split(text, self.patterns):
+            spelled = "".join(self.byte_encoder[b] for b in piece.encode("utf-8"))
+            tokens.extend(self.bpe(spelled).split(" "))
+        return tokens
 
 
 # Merges (in GPT-2's byte spelling: Ġ space, Ċ newline, č return, ĉ tab)
@@ -46,6 +135,9 @@ EXTRA_MERGES = [("1", "2"), ("12", "3"), ("4", "5"), ("123", "45"),
                 ("Ċ", "Ċ"), ("!", "č"), ("!č", "Ċ"), ("ĉ", "w"),
                 ("?", "Ċ"), ("'", "q"), ("Ġ", "Ġ"), ("ĠĠ", "Ġ"),
                 ("ĠĠ", "Ċ")]
+# Whole words no merge reaches, as Llama 3's vocabulary has them; only a
+# tokenizer that ignores merges (Llama 3's) gives their ids.
+WHOLE_WORDS = [" Vi\u1ec7t"]
 
 
 def write_vocabulary():
@@ -60,6 +152,11 @@ def write_vocabulary():
         if left + right not in vocab:
             vocab[left + right] = len(vocab)
         merges.append((left, right))
+    byte_encoder = GPT2Tokenizer(os.path.join(VOCAB, "vocab.json"),
+                                 os.path.join(VOCAB, "merges.txt")).byte_encoder
+    for word in WHOLE_WORDS:
+        spelled = "".join(byte_encoder[b] for b in word.encode("utf-8"))
+        vocab.setdefault(spelled, len(vocab))
     directory = os.path.join(OUT, "vocab")
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "vocab.json"), "w", encoding="utf-8") as f:
@@ -80,8 +177,12 @@ class Llama3Tokenizer(Qwen2Tokenizer):
     def prepare_for_tokenization(self, text, **kwargs):
         return text, kwargs
 
+    def bpe(self, token):
+        # ignore_merges: a piece that is a token is that token.
+        return token if token in self.encoder else super().bpe(token)
 
-def tokenizer_json(vocab, merges, pattern, normalizer):
+
+def tokenizer_json(vocab, merges, pattern, normalizer, ignore_merges):
     return {
         "version": "1.0",
         "added_tokens": [],
@@ -92,7 +193,7 @@ def tokenizer_json(vocab, merges, pattern, normalizer):
             {"type": "ByteLevel", "add_prefix_space": False,
              "trim_offsets": False, "use_regex": False}]},
         "model": {"type": "BPE", "dropout": None, "unk_token": None,
-                  "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]},
+                  "ignore_merges": ignore_merges, "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]},
     }
 
 
@@ -105,17 +206,21 @@ def main():
     vocab, merges = write_vocabulary()
     files = [os.path.join(OUT, "vocab", "vocab.json"),
              os.path.join(OUT, "vocab", "merges.txt")]
-    for name, cls, pattern, normalizer in [
-            ("gpt2", GPT2Tokenizer, None, None),
-            ("qwen2", Qwen2Tokenizer, QWEN2_PATTERN, {"type": "NFC"}),
-            ("llama3", Llama3Tokenizer, LLAMA3_PATTERN, None)]:
+    tokenizers = [
+        ("gpt2", GPT2Tokenizer, None, None, {}),
+        ("qwen2", Qwen2Tokenizer, QWEN2_PATTERN, {"type": "NFC"}, {}),
+        ("llama3", Llama3Tokenizer, LLAMA3_PATTERN, None, {})]
+    tokenizers += [(name, StagedTokenizer, None, None, {"patterns": patterns})
+                   for name, patterns in STAGED.items()]
+    for name, cls, pattern, normalizer, options in tokenizers:
         if pattern:
             os.makedirs(os.path.join(OUT, name), exist_ok=True)
             with open(os.path.join(OUT, name, "tokenizer.json"), "w",
                       encoding="utf-8") as f:
-                json.dump(tokenizer_json(vocab, merges, pattern, normalizer), f,
+                json.dump(tokenizer_json(vocab, merges, pattern, normalizer,
+                                         cls is Llama3Tokenizer), f,
                           ensure_ascii=False)
-        tokenizer = cls(*files, errors="replace")
+        tokenizer = cls(*files, errors="replace", **options)
         with open(os.path.join(OUT, f"{name}.ids.txt"), "w") as f:
             for text in TEXTS:
                 ids = tokenizer(text, add_special_tokens=False)["input_ids"]

@@ -953,6 +953,38 @@ func.func @relative_packed(%q: tensor<?x8x16xf32>, %t: tensor<32x8xf32>, %n: ten
 
 // -----
 
+func.func @patches_dynamic(%x: tensor<3x?x32xf32>) {
+  // expected-error @+1 {{'tfm.patches' op needs an image of static size, got 'tensor<3x?x32xf32>'}}
+  %y = tfm.patches %x {patch = 8 : i64} : tensor<3x?x32xf32> -> tensor<16x192xf32>
+  return
+}
+
+// -----
+
+func.func @patches_divide(%x: tensor<3x32x30xf32>) {
+  // expected-error @+1 {{'tfm.patches' op patch 8 does not divide the image's 32x30}}
+  %y = tfm.patches %x {patch = 8 : i64} : tensor<3x32x30xf32> -> tensor<16x192xf32>
+  return
+}
+
+// -----
+
+func.func @patches_rows(%x: tensor<3x32x32xf32>) {
+  // expected-error @+1 {{'tfm.patches' op expected result rows (15) to match patches (16)}}
+  %y = tfm.patches %x {patch = 8 : i64} : tensor<3x32x32xf32> -> tensor<15x192xf32>
+  return
+}
+
+// -----
+
+func.func @patches_width(%x: tensor<3x32x32xf32>) {
+  // expected-error @+1 {{'tfm.patches' op expected result width (190) to match patch size (192)}}
+  %y = tfm.patches %x {patch = 8 : i64} : tensor<3x32x32xf32> -> tensor<16x190xf32>
+  return
+}
+
+// -----
+
 func.func @windows_padding(%x: tensor<80x100xf32>) {
   // expected-error @+1 {{'tfm.windows' op expected a positive kernel and stride and a padding below the kernel, got kernel 3, stride 1, padding 3}}
   %y = tfm.windows %x {channels_first, kernel = 3 : i64, padding = 3 : i64, stride = 1 : i64} : tensor<80x100xf32> -> tensor<104x240xf32>

@@ -304,6 +304,13 @@ func.func @packed(%tokens: tensor<?xi32>, %lengths: tensor<?xi32>, %h: tensor<?x
 
 // -----
 
+// CHECK-LABEL: func.func @patches
+func.func @patches(%image: tensor<3x32x48xf32>) -> tensor<24x192xf32> {
+  // CHECK: tfm.patches %{{.*}} {patch = 8 : i64} : tensor<3x32x48xf32> -> tensor<24x192xf32>
+  %p = tfm.patches %image {patch = 8 : i64} : tensor<3x32x48xf32> -> tensor<24x192xf32>
+  return %p : tensor<24x192xf32>
+}
+
 // CHECK-LABEL: func.func @windows
 func.func @windows(%mel: tensor<80x?xf32>, %x: tensor<?x32xf32>) -> (tensor<?x240xf32>, tensor<?x96xf32>) {
   // CHECK: tfm.windows %{{.*}} {channels_first, kernel = 3 : i64, padding = 1 : i64, stride = 1 : i64} : tensor<80x?xf32> -> tensor<?x240xf32>

@@ -34,7 +34,7 @@ cl::OptionCategory mlirCategory("MLIR (IR printing, timing, diagnostics)");
 
 cl::opt<std::string> inputPath(
     cl::Positional,
-    cl::desc("<model: Hugging Face directory, llama2.c .bin, or .mlir>"),
+    cl::desc("<model: Hugging Face directory, GGUF file, llama2.c .bin, or .mlir>"),
     cl::Required, cl::cat(outputCategory));
 cl::opt<std::string> outputPath("o", cl::desc("Output file"),
                                 cl::value_desc("path"), cl::cat(outputCategory));
