@@ -85,6 +85,29 @@ struct LowerActivation : OpConversionPattern<ActivationOp> {
   }
 };
 
+/// min(max(x, lo), hi); NaN stays NaN, as torch.clamp keeps it.
+struct LowerClamp : OpConversionPattern<ClampOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ClampOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    APFloat min = op.getMin(), max = op.getMax();
+    rewriter.replaceOp(
+        op, createElementwise(
+                rewriter, op.getLoc(), adaptor.getInput(), adaptor.getInput(),
+                [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                  Type type = args[0].getType();
+                  Value lo = arith::ConstantOp::create(
+                      b, l, type, b.getFloatAttr(type, min.convertToDouble()));
+                  Value hi = arith::ConstantOp::create(
+                      b, l, type, b.getFloatAttr(type, max.convertToDouble()));
+                  Value above = arith::MaximumFOp::create(b, l, args[0], lo);
+                  return arith::MinimumFOp::create(b, l, above, hi);
+                }));
+    return success();
+  }
+};
+
 template <typename TfmOp, typename ArithOp>
 struct LowerBinary : OpConversionPattern<TfmOp> {
   using OpConversionPattern<TfmOp>::OpConversionPattern;
@@ -157,7 +180,7 @@ struct LowerDequantize : OpConversionPattern<DequantizeOp> {
 
 void mlir::tfm::populateLowerLinearAndElementwisePatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerLinear, LowerDequantize, LowerActivation, LowerBinary<AddOp, arith::AddFOp>,
+  patterns.add<LowerLinear, LowerDequantize, LowerActivation, LowerClamp, LowerBinary<AddOp, arith::AddFOp>,
                LowerBinary<MulOp, arith::MulFOp>, LowerConcat>(
       patterns.getContext());
 }

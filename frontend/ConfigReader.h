@@ -44,9 +44,11 @@ public:
     fail("field '" + key + "' must be an integer");
     return 0;
   }
+  /// `fallback` when absent or null (configs write unset values as null:
+  /// OLMo's "clip_qkv": null).
   double number(llvm::StringRef key, double fallback) {
     const llvm::json::Value *value = object.get(key);
-    if (!value)
+    if (!value || value->kind() == llvm::json::Value::Null)
       return fallback;
     if (std::optional<double> v = value->getAsNumber())
       return *v;

@@ -163,6 +163,13 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
                    {dyn, kvHeads, headDim}, loc);
   Value v = linear(h, tfm::layerWeightName(n.value, layer), spec.qkvBias,
                    {dyn, kvHeads, headDim}, loc);
+  if (spec.clipQkv > 0) {
+    auto min = b.getF32FloatAttr(-spec.clipQkv);
+    auto max = b.getF32FloatAttr(spec.clipQkv);
+    q = ClampOp::create(b, loc, q, min, max);
+    k = ClampOp::create(b, loc, k, min, max);
+    v = ClampOp::create(b, loc, v, min, max);
+  }
   if (!spec.learnedPositions) {
     auto theta = b.getF32FloatAttr(spec.ropeTheta);
     auto style = RopeStyleAttr::get(b.getContext(), spec.ropeStyle);

@@ -173,15 +173,19 @@ DecoderSpec readGemmaSpec(ConfigReader &config) {
 }
 
 /// OLMo: LLaMA with LayerNorms that have neither scale nor shift (epsilon
-/// 1e-5, fixed by the reference) and optional biases on every attention
-/// projection.
+/// 1e-5, fixed by the reference), optional biases on every attention
+/// projection, and Q, K and V optionally clamped (clip_qkv: OLMo 7B 0424
+/// and 0724 set 8.0).
 DecoderSpec readOlmoSpec(ConfigReader &config) {
   DecoderSpec spec = readLlamaSpec(config);
   spec.family = "olmo";
   spec.rmsNorm = false;
   spec.normScale = spec.normBias = false;
   spec.normEpsilon = 1e-5;
-  config.refuseUnlessAbsent("clip_qkv", "Q/K/V clamping");
+  spec.clipQkv = config.number("clip_qkv", 0);
+  if (!(spec.clipQkv >= 0) || std::isinf(spec.clipQkv))
+    config.fail("clip_qkv must be a finite number >= 0 (or null), got " +
+                std::to_string(spec.clipQkv));
   return spec;
 }
 

@@ -64,6 +64,9 @@ struct DecoderSpec {
   mlir::tfm::ActivationKind activation = mlir::tfm::ActivationKind::silu;
   /// Biases of Q/K/V, of the attention output, of the MLP and of the LM
   /// head (Qwen2 has the first only, Phi all four).
+  /// OLMo's clip_qkv: Q, K and V clamped to [-clipQkv, clipQkv] after
+  /// their projections; 0: none.
+  double clipQkv = 0;
   bool qkvBias = false, outputBias = false, mlpBias = false,
        lmHeadBias = false;
   /// Sliding-window attention: each position sees the last `slidingWindow`

@@ -127,6 +127,17 @@ LogicalResult PositionIdsOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// ClampOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ClampOp::verify() {
+  double min = getMin().convertToDouble(), max = getMax().convertToDouble();
+  if (!(min <= max))
+    return emitOpError("expected min <= max, got ") << min << " and " << max;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // PatchesOp
 //===----------------------------------------------------------------------===//
 

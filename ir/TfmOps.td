@@ -241,6 +241,24 @@ def Tfm_ActivationOp : Tfm_Op<"activation", [Pure, Tfm_PositionWise,
   let hasFolder = 1;
 }
 
+def Tfm_ClampOp : Tfm_Op<"clamp", [Pure, Tfm_PositionWise,
+    SameOperandsAndResultType]> {
+  let summary = "elementwise clamp to [min, max]";
+  let description = [{
+    `result = min(max(input, min), max)` for every element: OLMo's
+    `clip_qkv`, which clamps Q, K and V to `[-clip_qkv, clip_qkv]` after
+    their projections (OlmoAttention).
+
+    ```mlir
+    %q = tfm.clamp %x {max = 8.0 : f32, min = -8.0 : f32} : tensor<?x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, F32Attr:$min, F32Attr:$max);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Tfm_PoolOp : Tfm_Op<"pool", [Pure]> {
   let summary = "one vector for a sequence: mean, first token or max, normalized";
   let description = [{

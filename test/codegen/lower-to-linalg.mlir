@@ -103,6 +103,19 @@ func.func @activations(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
 
 // -----
 
+// CHECK-LABEL: func.func @clamp
+// CHECK: linalg.generic
+// CHECK-DAG: %[[LO:.*]] = arith.constant -8.000000e+00 : f32
+// CHECK-DAG: %[[HI:.*]] = arith.constant 8.000000e+00 : f32
+// CHECK: %[[ABOVE:.*]] = arith.maximumf %{{.*}}, %[[LO]] : f32
+// CHECK: arith.minimumf %[[ABOVE]], %[[HI]] : f32
+func.func @clamp(%x: tensor<?x4x16xf32>) -> tensor<?x4x16xf32> {
+  %0 = tfm.clamp %x {max = 8.0 : f32, min = -8.0 : f32} : tensor<?x4x16xf32>
+  return %0 : tensor<?x4x16xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @add_mul
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<?x4xf32>, tensor<?x4xf32>)
 // CHECK: arith.addf

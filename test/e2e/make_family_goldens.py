@@ -121,6 +121,11 @@ def main():
                                      partial_rotary_factor=0.5))
     write("olmo", build(tf.OlmoConfig, tf.OlmoForCausalLM, 12,
                         num_key_value_heads=2, attention_bias=True))
+    # clip_qkv well inside the projections' range (about ±3 here), so that
+    # the clamp changes most of Q, K and V.
+    write("olmo-clip-qkv", build(tf.OlmoConfig, tf.OlmoForCausalLM, 13,
+                                 num_key_value_heads=2, attention_bias=True,
+                                 clip_qkv=0.5))
     write("phi", build(tf.PhiConfig, tf.PhiForCausalLM, 6,
                        num_key_value_heads=4, partial_rotary_factor=0.5, hidden_act="gelu_new"))
     write("gpt-neox", build(tf.GPTNeoXConfig, tf.GPTNeoXForCausalLM, 7,

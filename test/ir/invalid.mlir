@@ -953,6 +953,14 @@ func.func @relative_packed(%q: tensor<?x8x16xf32>, %t: tensor<32x8xf32>, %n: ten
 
 // -----
 
+func.func @clamp_bounds(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'tfm.clamp' op expected min <= max, got 1.000000e+00 and -1.000000e+00}}
+  %y = tfm.clamp %x {max = -1.0 : f32, min = 1.0 : f32} : tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @patches_dynamic(%x: tensor<3x?x32xf32>) {
   // expected-error @+1 {{'tfm.patches' op needs an image of static size, got 'tensor<3x?x32xf32>'}}
   %y = tfm.patches %x {patch = 8 : i64} : tensor<3x?x32xf32> -> tensor<16x192xf32>

@@ -304,6 +304,13 @@ func.func @packed(%tokens: tensor<?xi32>, %lengths: tensor<?xi32>, %h: tensor<?x
 
 // -----
 
+// CHECK-LABEL: func.func @clamp
+func.func @clamp(%x: tensor<?x4x16xf32>) -> tensor<?x4x16xf32> {
+  // CHECK: tfm.clamp %{{.*}} {max = 8.000000e+00 : f32, min = -8.000000e+00 : f32} : tensor<?x4x16xf32>
+  %y = tfm.clamp %x {max = 8.0 : f32, min = -8.0 : f32} : tensor<?x4x16xf32>
+  return %y : tensor<?x4x16xf32>
+}
+
 // CHECK-LABEL: func.func @patches
 func.func @patches(%image: tensor<3x32x48xf32>) -> tensor<24x192xf32> {
   // CHECK: tfm.patches %{{.*}} {patch = 8 : i64} : tensor<3x32x48xf32> -> tensor<24x192xf32>
