@@ -212,7 +212,7 @@ struct LowerEmbedding : OpConversionPattern<EmbeddingOp> {
 /// base^(-2·pair/dim): the frequency of dimension pair `pair`, computed as
 /// 1 / base^(2·pair/dim) like llama2.c and Hugging Face do.
 Value inverseFrequency(OpBuilder &b, Location loc, Value pair, int64_t dim,
-                       double base) {
+                       Value baseF) {
   // Each operand built on its own line: argument evaluation order is
   // unspecified in C++, and the IR must not depend on the host compiler.
   Value pairF = indexToF32(b, loc, pair);
@@ -220,10 +220,37 @@ Value inverseFrequency(OpBuilder &b, Location loc, Value pair, int64_t dim,
   Value twice = arith::MulFOp::create(b, loc, two, pairF);
   Value dimF = f32Constant(b, loc, dim);
   Value exponent = arith::DivFOp::create(b, loc, twice, dimF);
-  Value baseF = f32Constant(b, loc, base);
   Value power = math::PowFOp::create(b, loc, baseF, exponent);
   Value one = f32Constant(b, loc, 1.0);
   return arith::DivFOp::create(b, loc, one, power);
+}
+
+Value inverseFrequency(OpBuilder &b, Location loc, Value pair, int64_t dim,
+                       double base) {
+  return inverseFrequency(b, loc, pair, dim, f32Constant(b, loc, base));
+}
+
+/// Dynamic NTK scaling's base for a row at `position` (i32): theta while
+/// position + 1 <= context, else theta · (factor · (position + 1) / context
+/// − (factor − 1))^(dim / (dim − 2)), in f32 as transformers computes it.
+Value dynamicNtkBase(OpBuilder &b, Location loc, Value position, double theta,
+                     double factor, int64_t context, int64_t dim) {
+  Value positionF = arith::SIToFPOp::create(b, loc, b.getF32Type(), position);
+  Value one = f32Constant(b, loc, 1.0);
+  Value length = arith::AddFOp::create(b, loc, positionF, one);
+  Value factorF = f32Constant(b, loc, factor);
+  Value scaled = arith::MulFOp::create(b, loc, factorF, length);
+  Value contextF = f32Constant(b, loc, double(context));
+  Value ratio = arith::DivFOp::create(b, loc, scaled, contextF);
+  Value shift = f32Constant(b, loc, factor - 1);
+  Value grown = arith::SubFOp::create(b, loc, ratio, shift);
+  Value exponent = f32Constant(b, loc, double(dim) / double(dim - 2));
+  Value power = math::PowFOp::create(b, loc, grown, exponent);
+  Value thetaF = f32Constant(b, loc, theta);
+  Value base = arith::MulFOp::create(b, loc, thetaF, power);
+  Value past = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, length,
+                                     contextF);
+  return arith::SelectOp::create(b, loc, past, base, thetaF);
 }
 
 /// cos (or sin) of positions[i] · theta^(-2j/headDim) as a [s, headDim/2]
@@ -232,11 +259,44 @@ Value inverseFrequency(OpBuilder &b, Location loc, Value pair, int64_t dim,
 /// by every layer.
 /// `rotaryDims`: the rotated dimensions of a head (the table has half as
 /// many columns); `given`: the op's explicit inverse frequencies, if any.
-Value ropeTable(OpBuilder &b, Location loc, Value positions, int64_t rotaryDims,
-                double theta, std::optional<ArrayRef<float>> given,
+Value ropeTable(OpBuilder &b, Location loc, RopeOp op, Value positions,
                 bool sine) {
   MLIRContext *ctx = b.getContext();
+  int64_t rotaryDims = op.getRotaryDims();
+  double theta = op.getTheta().convertToDouble();
+  std::optional<ArrayRef<float>> given = op.getFrequencies();
+  std::optional<APFloat> ntkFactor = op.getNtkFactor();
   int64_t half = rotaryDims / 2;
+  auto positionsType = cast<RankedTensorType>(positions.getType());
+  auto tableType = RankedTensorType::get({positionsType.getDimSize(0), half},
+                                         b.getF32Type());
+  SmallVector<OpFoldResult> sizes = {tensor::getMixedSize(b, loc, positions, 0),
+                                     b.getIndexAttr(half)};
+  auto angleFunction = [&](OpBuilder &nb, Location l, Value positionI,
+                           Value inverse) -> Value {
+    Value position = arith::SIToFPOp::create(nb, l, nb.getF32Type(), positionI);
+    Value angle = arith::MulFOp::create(nb, l, position, inverse);
+    if (sine)
+      return math::SinOp::create(nb, l, angle);
+    return math::CosOp::create(nb, l, angle);
+  };
+  if (ntkFactor) {
+    // Each row's own base: its inverse frequencies are computed per row.
+    return createGeneric(
+        b, loc, ValueRange{positions}, createEmpty(b, loc, tableType, sizes),
+        {AffineMap::get(2, 0, getAffineDimExpr(0, ctx)),
+         b.getMultiDimIdentityMap(2)},
+        {IteratorType::parallel, IteratorType::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value base = dynamicNtkBase(nb, l, args[0], theta,
+                                      ntkFactor->convertToDouble(),
+                                      int64_t(*op.getNtkContext()),
+                                      rotaryDims);
+          Value j = linalg::IndexOp::create(nb, l, 1);
+          Value inverse = inverseFrequency(nb, l, j, rotaryDims, base);
+          return angleFunction(nb, l, args[0], inverse);
+        });
+  }
   auto frequencyType = RankedTensorType::get({half}, b.getF32Type());
   Value frequencies =
       given ? Value(arith::ConstantOp::create(
@@ -249,11 +309,6 @@ Value ropeTable(OpBuilder &b, Location loc, Value positions, int64_t rotaryDims,
                     Value j = linalg::IndexOp::create(nb, l, 0);
                     return inverseFrequency(nb, l, j, rotaryDims, theta);
                   });
-  auto positionsType = cast<RankedTensorType>(positions.getType());
-  auto tableType = RankedTensorType::get({positionsType.getDimSize(0), half},
-                                         b.getF32Type());
-  SmallVector<OpFoldResult> sizes = {tensor::getMixedSize(b, loc, positions, 0),
-                                     b.getIndexAttr(half)};
   return createGeneric(
       b, loc, ValueRange{positions, frequencies},
       createEmpty(b, loc, tableType, sizes),
@@ -262,12 +317,7 @@ Value ropeTable(OpBuilder &b, Location loc, Value positions, int64_t rotaryDims,
        b.getMultiDimIdentityMap(2)},
       {IteratorType::parallel, IteratorType::parallel},
       [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value position = arith::SIToFPOp::create(nb, l, nb.getF32Type(),
-                                                 args[0]);
-        Value angle = arith::MulFOp::create(nb, l, position, args[1]);
-        if (sine)
-          return math::SinOp::create(nb, l, angle);
-        return math::CosOp::create(nb, l, angle);
+        return angleFunction(nb, l, args[0], args[1]);
       });
 }
 
@@ -281,12 +331,11 @@ struct LowerRope : OpConversionPattern<RopeOp> {
     Value x = adaptor.getInput();
     int64_t headDim = op.getType().getDimSize(2);
     int64_t rotary = op.getRotaryDims();
-    double theta = op.getTheta().convertToDouble();
     bool interleaved = op.getStyle() == RopeStyle::interleaved;
-    Value cosTable = ropeTable(rewriter, loc, adaptor.getPositions(), rotary,
-                               theta, op.getFrequencies(), /*sine=*/false);
-    Value sinTable = ropeTable(rewriter, loc, adaptor.getPositions(), rotary,
-                               theta, op.getFrequencies(), /*sine=*/true);
+    Value cosTable =
+        ropeTable(rewriter, loc, op, adaptor.getPositions(), /*sine=*/false);
+    Value sinTable =
+        ropeTable(rewriter, loc, op, adaptor.getPositions(), /*sine=*/true);
     // Element d < rotary of a head belongs to pair d / 2 (interleaved) or
     // d mod rotary/2 (halves). Dimensions past `rotary` pass through; the
     // map keeps their (unused) table index in bounds.

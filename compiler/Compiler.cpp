@@ -284,6 +284,18 @@ llvm::Error checkTarget(const CompileOptions &options,
 }
 
 /// Checks the options against each other and the input before any work.
+/// Whether the model's positions may run past its maximum context: its
+/// rotary embeddings scale with the sequence (dynamic NTK), as
+/// transformers runs such a model at any length. Learned position tables
+/// and fixed frequencies end at the maximum.
+bool runsPastMaxContext(const CompilationUnit &unit) {
+  bool dynamic = false;
+  (*unit.module)->walk([&](RopeOp rope) {
+    dynamic |= rope.getNtkFactor().has_value();
+  });
+  return dynamic;
+}
+
 llvm::Error checkOptions(const CompileOptions &options,
                          const CompilationUnit &unit) {
   bool linked = options.emit == EmitKind::Exe || isLibrary(options.emit);
@@ -306,11 +318,13 @@ llvm::Error checkOptions(const CompileOptions &options,
     return err;
   int64_t maxContext = options.pipeline ? options.pipeline->maxContext : 0;
   int64_t modelContext = unit.model ? unit.model.getMaxContext() : 0;
-  if (maxContext < 0 || (unit.model && maxContext > modelContext))
+  if (maxContext < 0 ||
+      (unit.model && maxContext > modelContext && !runsPastMaxContext(unit)))
     return makeError("--max-context must be between 1 and the model's "
                      "maximum context (" +
                      llvm::Twine(modelContext) + "), got " +
-                     llvm::Twine(maxContext));
+                     llvm::Twine(maxContext) +
+                     " (only rope_scaling \"dynamic\" runs past it)");
   return llvm::Error::success();
 }
 
@@ -516,7 +530,11 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   description.numHeads = model.getNumHeads();
   description.numKVHeads = model.getNumKvHeads();
   description.vocabSize = model.getVocabSize();
-  description.maxContext = model.getMaxContext();
+  // --max-context past the model's maximum (dynamic NTK scaling) is the
+  // context the compiled model takes.
+  description.maxContext =
+      std::max<int64_t>(model.getMaxContext(),
+                        options.pipeline ? options.pipeline->maxContext : 0);
   description.bosToken = model.getBosToken();
   description.eosToken = model.getEosToken();
   description.addBos = model.getAddBos();

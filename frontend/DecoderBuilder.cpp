@@ -180,10 +180,16 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
         spec.ropeFrequencies.empty()
             ? DenseF32ArrayAttr()
             : b.getDenseF32ArrayAttr(spec.ropeFrequencies);
+    FloatAttr ntkFactor = spec.ropeNtkFactor > 0
+                              ? b.getF32FloatAttr(spec.ropeNtkFactor)
+                              : FloatAttr();
+    IntegerAttr ntkContext = spec.ropeNtkFactor > 0
+                                 ? b.getI64IntegerAttr(spec.ropeNtkContext)
+                                 : IntegerAttr();
     q = RopeOp::create(b, loc, q.getType(), style, q, positions, theta,
-                       rotaryDim, frequencies);
+                       rotaryDim, frequencies, ntkFactor, ntkContext);
     k = RopeOp::create(b, loc, k.getType(), style, k, positions, theta,
-                       rotaryDim, frequencies);
+                       rotaryDim, frequencies, ntkFactor, ntkContext);
   }
   auto scale = b.getF32FloatAttr(1.0 / std::sqrt(double(headDim)));
   // A window as long as the context excludes nothing: leave it out.

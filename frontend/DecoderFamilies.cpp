@@ -62,9 +62,9 @@ void readPartialRotary(ConfigReader &config, llvm::StringRef key,
 }
 
 /// rope_scaling: "linear" (positions divided by the factor: every
-/// frequency is), "dynamic" (NTK: the base grows only past
-/// max_position_embeddings, which tfmc's context never exceeds, so the
-/// frequencies are theta's) and "llama3" (frequencies scaled by band).
+/// frequency is), "dynamic" (NTK: the base grows with the sequence past
+/// max_position_embeddings, which --max-context may then exceed) and
+/// "llama3" (frequencies scaled by band).
 void readRopeScaling(ConfigReader &config, DecoderSpec &spec) {
   const llvm::json::Object *scaling = config.nested("rope_scaling");
   if (!scaling || spec.numHeads <= 0)
@@ -86,6 +86,11 @@ void readRopeScaling(ConfigReader &config, DecoderSpec &spec) {
       f /= factor;
   } else if (type == "dynamic") {
     keepsTheta = true;
+    spec.ropeNtkFactor = factor;
+    spec.ropeNtkContext = spec.maxContext;
+    if (rotary <= 2)
+      config.fail("rope_scaling dynamic needs more than 2 rotary dimensions, "
+                  "got " + std::to_string(rotary));
   } else if (type == "llama3") {
     double low = fields.number("low_freq_factor", 1.0);
     double high = fields.number("high_freq_factor", 4.0);

@@ -50,6 +50,11 @@ struct DecoderSpec {
   int64_t rotaryDim = 0;
   /// Inverse frequencies of scaled RoPE variants; empty: theta's.
   std::vector<float> ropeFrequencies;
+  /// Dynamic NTK scaling (rope_scaling "dynamic"): its factor and the
+  /// context the base starts growing past (tfm.rope's ntk_factor and
+  /// ntk_context); 0: none.
+  double ropeNtkFactor = 0;
+  int64_t ropeNtkContext = 0;
   /// Multiplies the token embeddings looked up (Gemma: sqrt(hidden)); 0:
   /// none.
   double embeddingScale = 0;

@@ -409,6 +409,24 @@ LogicalResult RopeOp::verify() {
         return emitOpError() << "expected positive, finite frequencies, got "
                              << f << " at " << i;
   }
+  std::optional<APFloat> factor = getNtkFactor();
+  std::optional<uint64_t> context = getNtkContext();
+  if (factor.has_value() != context.has_value())
+    return emitOpError() << "expected ntk_factor and ntk_context together";
+  if (factor) {
+    if (!(factor->convertToDouble() >= 1) || factor->isInfinity())
+      return emitOpError() << "expected a finite ntk_factor >= 1, got "
+                           << factor->convertToDouble();
+    if (int64_t(*context) <= 0)
+      return emitOpError() << "expected a positive ntk_context, got "
+                           << int64_t(*context);
+    if (getFrequencies())
+      return emitOpError() << "dynamic NTK scaling computes its frequencies: "
+                              "expected no frequencies";
+    if (rotary <= 2)
+      return emitOpError() << "dynamic NTK scaling needs rotary_dim > 2, got "
+                           << rotary;
+  }
   return success();
 }
 

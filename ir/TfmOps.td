@@ -476,6 +476,18 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, Tfm_PositionWise,
     of each head rotate; the rest pass through unchanged. It defaults to
     `head_dim`.
 
+    With `ntk_factor` and `ntk_context` (dynamic NTK scaling, Hugging
+    Face's `rope_scaling: {"type": "dynamic"}`), a row at position `p` past
+    the context the model was trained on (`p + 1 > ntk_context`) rotates
+    with the base `theta · (ntk_factor · (p + 1) / ntk_context −
+    (ntk_factor − 1))^(rotary_dim / (rotary_dim − 2))`: the base
+    transformers computes for a sequence of `p + 1` tokens. Each row gets
+    its own sequence length's base, as if the tokens were decoded one at a
+    time with transformers' cache (a key keeps the rotation it was cached
+    with), so that any split of a sequence into calls gives the same
+    result; transformers' uncached forward instead rotates every position
+    of a sequence with its last position's base.
+
     ```mlir
     %qr = tfm.rope rotate_half %q, %pos {theta = 1.0e4 : f32} : tensor<?x8x64xf32>, tensor<?xi32>
     %kr = tfm.rope rotate_half %k, %pos {theta = 1.0e4 : f32, rotary_dim = 16 : i64} : tensor<?x8x64xf32>, tensor<?xi32>
@@ -484,7 +496,9 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, Tfm_PositionWise,
   let arguments = (ins Tfm_RopeStyleAttr:$style, Tfm_FloatTensor:$input,
                        Tfm_IntTensor:$positions, F32Attr:$theta,
                        OptionalAttr<I64Attr>:$rotary_dim,
-                       OptionalAttr<DenseF32ArrayAttr>:$frequencies);
+                       OptionalAttr<DenseF32ArrayAttr>:$frequencies,
+                       OptionalAttr<F32Attr>:$ntk_factor,
+                       OptionalAttr<I64Attr>:$ntk_context);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     ``$style $input `,` $positions attr-dict `:` type($input) `,` type($positions)

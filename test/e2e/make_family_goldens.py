@@ -102,8 +102,42 @@ def mistral_window_convention():
     print(f"mistral window convention: {tuple(logits.shape)}")
 
 
+LONG_TOKENS = [(7 * i + 3) % 64 for i in range(40)]
+
+
+def dynamic_ntk_past_max_context():
+    """Dynamic NTK past max_position_embeddings (32), 40 tokens: the logits
+    of transformers' cached generation, one token a call (each position's
+    keys rotated with the base of its own sequence length, kept in the
+    cache: tfmc's convention), and of its uncached forward (every position
+    with the 40-token base). Fresh models for each: 4.40 keeps the last
+    scaled frequencies in the module."""
+    fixture = os.path.join(OUT, "llama-rope-dynamic")
+    ids = torch.tensor([LONG_TOKENS])
+
+    def fresh():
+        config = tf.LlamaConfig.from_pretrained(fixture)
+        config._attn_implementation = "eager"
+        return tf.LlamaForCausalLM.from_pretrained(fixture, config=config).eval()
+
+    with torch.no_grad():
+        model, past, rows = fresh(), None, []
+        for i in range(len(LONG_TOKENS)):
+            out = model(ids[:, i:i + 1], past_key_values=past, use_cache=True)
+            past = out.past_key_values
+            rows.append(out.logits[0, -1].float())
+        cached = torch.stack(rows)
+        forward = fresh()(ids).logits[0].float()
+    for name, logits in (("cached40", cached), ("forward40", forward)):
+        path = os.path.join(OUT, f"llama-rope-dynamic.{name}.logits.bin")
+        logits.numpy().astype("<f4").tofile(path)
+    print(f"dynamic NTK past the context: max |cached - forward| "
+          f"{(cached - forward).abs().max():.4f}")
+
+
 def main():
     mistral_window_convention()
+    dynamic_ntk_past_max_context()
     write("qwen2", build(tf.Qwen2Config, tf.Qwen2ForCausalLM, 1,
                          num_key_value_heads=2, tie_word_embeddings=False,
                          sliding_window=32, rope_theta=1e4))

@@ -457,6 +457,30 @@ func.func @f29(%x: tensor<?x4xf32>, %g: tensor<4xf32>) {
 
 // -----
 
+func.func @rope_ntk_alone(%x: tensor<?x4x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.rope' op expected ntk_factor and ntk_context together}}
+  %y = tfm.rope rotate_half %x, %p {ntk_factor = 2.0 : f32, theta = 1.0e4 : f32} : tensor<?x4x8xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_ntk_factor(%x: tensor<?x4x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.rope' op expected a finite ntk_factor >= 1, got 5.000000e-01}}
+  %y = tfm.rope rotate_half %x, %p {ntk_context = 32 : i64, ntk_factor = 0.5 : f32, theta = 1.0e4 : f32} : tensor<?x4x8xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_ntk_frequencies(%x: tensor<?x4x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.rope' op dynamic NTK scaling computes its frequencies: expected no frequencies}}
+  %y = tfm.rope rotate_half %x, %p {frequencies = array<f32: 1.0, 0.5, 0.25, 0.125>, ntk_context = 32 : i64, ntk_factor = 2.0 : f32, theta = 1.0e4 : f32} : tensor<?x4x8xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
 func.func @f30(%x: tensor<?x4xf32>, %p: tensor<?xi32>) {
   // expected-error @+1 {{'tfm.rope' op expected input to be rank 3, got rank 2}}
   %y = tfm.rope interleaved %x, %p {theta = 1.0e4 : f32} : tensor<?x4xf32>, tensor<?xi32>

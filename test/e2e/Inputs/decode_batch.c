@@ -5,7 +5,9 @@
  * sequences out of order and one unused). The logits must agree within
  * 1e-5. Then the rows' checks: positions past the cache, a sequence out of
  * range, two rows on one sequence, counts that disagree. Linked with a
- * decoder library built with --prefix model. */
+ * decoder library built with --prefix model. `decode-batch P` puts P
+ * filler tokens before each prompt, so that the rows run at later
+ * positions (past a dynamic-NTK model's trained context). */
 #include "model.h"
 
 #include "cache_calls.h"
@@ -61,7 +63,22 @@ static tfm_status_code run_batch(tfm_model *model, const int32_t *tokens,
   return code;
 }
 
-int main(void) {
+enum { kMaxFiller = 64 };
+
+int main(int argc, char **argv) {
+  int filler = argc > 1 ? atoi(argv[1]) : 0;
+  if (filler < 0 || filler > kMaxFiller) {
+    fprintf(stderr, "error: 0 to %d filler tokens\n", kMaxFiller);
+    return 1;
+  }
+  int32_t sequences[kSequences][kMaxFiller + 5];
+  int64_t sequence_lengths[kSequences];
+  for (int b = 0; b < kSequences; ++b) {
+    for (int i = 0; i < filler; ++i)
+      sequences[b][i] = (int32_t)((5 * i + 3) % MODEL_VOCAB_SIZE);
+    memcpy(sequences[b] + filler, prompts[b], sizeof prompts[b]);
+    sequence_lengths[b] = filler + lengths[b];
+  }
   tfm_status status;
   tfm_model *model;
   if (failed(tfm_model_load(&model_model, NULL, &model, &status), &status))
@@ -86,16 +103,16 @@ int main(void) {
   for (int b = 0; b < kSequences; ++b) {
     tfm_tensor own = cache_view(cache, alone + b * floats);
     tfm_tensor slot = cache_view(cache, slots + slot_of[b] * floats);
-    if (!run_cached(model, "prefill", prompts[b], lengths[b], 0, &own,
-                    scratch) ||
-        !run_cached(model, "prefill", prompts[b], lengths[b], 0, &slot,
-                    scratch))
+    if (!run_cached(model, "prefill", sequences[b], sequence_lengths[b], 0,
+                    &own, scratch) ||
+        !run_cached(model, "prefill", sequences[b], sequence_lengths[b], 0,
+                    &slot, scratch))
       return 1;
     int32_t token = tfm_argmax(scratch, MODEL_VOCAB_SIZE);
     for (int s = 0; s < kSteps; ++s) {
       next[s][b] = token;
-      if (!run_cached(model, "decode", &token, 1, lengths[b] + s, &own,
-                      expected[s][b]))
+      if (!run_cached(model, "decode", &token, 1, sequence_lengths[b] + s,
+                      &own, expected[s][b]))
         return 1;
       token = tfm_argmax(expected[s][b], MODEL_VOCAB_SIZE);
     }
@@ -108,7 +125,7 @@ int main(void) {
   for (int s = 0; s < kSteps; ++s) {
     int32_t positions[kSequences];
     for (int b = 0; b < kSequences; ++b)
-      positions[b] = (int32_t)(lengths[b] + s);
+      positions[b] = (int32_t)(sequence_lengths[b] + s);
     if (failed(run_batch(model, next[s], positions, slot_of, kSequences,
                          kSequences, &batched, &got[0][0], &status),
                &status))
