@@ -75,6 +75,8 @@ struct RawBpe {
   std::optional<TokenizerVocab::BpeSplit> split;
   /// tokenizer.json's model.ignore_merges (Llama 3's).
   bool ignoreMerges = false;
+  /// Per vocab entry: an added token, stored as its text.
+  llvm::SmallVector<bool> asWritten;
 };
 
 llvm::Error readVocabObject(const llvm::json::Object *object,
@@ -176,8 +178,11 @@ llvm::Error readTokenizerJson(llvm::StringRef path, RawBpe &raw) {
     for (const llvm::json::Value &token : *added)
       if (const llvm::json::Object *t = token.getAsObject())
         if (auto content = t->getString("content"))
-          if (auto id = t->getInteger("id"))
+          if (auto id = t->getInteger("id")) {
             raw.vocab.push_back({content->str(), *id});
+            raw.asWritten.resize(raw.vocab.size(), false);
+            raw.asWritten.back() = true;
+          }
   return llvm::Error::success();
 }
 
@@ -321,7 +326,8 @@ std::optional<GgufBpeSplit> mlir::tfm::bpeSplitOfGgufPre(llvm::StringRef pre) {
 llvm::Expected<TokenizerVocab> mlir::tfm::byteLevelBpeFromSpellings(
     llvm::StringRef source,
     llvm::ArrayRef<std::pair<std::string, int64_t>> spelledVocab,
-    llvm::ArrayRef<std::pair<std::string, std::string>> merges) {
+    llvm::ArrayRef<std::pair<std::string, std::string>> merges,
+    llvm::ArrayRef<bool> asWritten) {
   TokenizerVocab vocab;
   vocab.kind = TokenizerVocab::Kind::ByteLevelBpe;
   int64_t size = 0;
@@ -346,8 +352,12 @@ llvm::Expected<TokenizerVocab> mlir::tfm::byteLevelBpeFromSpellings(
   vocab.scores.assign(size, 0.0f);
   auto table = unicodeToByte();
   llvm::StringMap<int32_t> idOf;
-  for (const auto &[spelling, id] : spelledVocab) {
-    // Special tokens like <|endoftext|> are spelled in plain ASCII anyway.
+  for (auto [index, entry] : llvm::enumerate(spelledVocab)) {
+    const auto &[spelling, id] = entry;
+    if (index < asWritten.size() && asWritten[index]) {
+      vocab.pieces[id] = spelling;
+      continue;
+    }
     std::optional<std::string> bytes = decodeSpelling(spelling, table);
     if (!bytes)
       return makeError(source + ": token '" + spelling +
@@ -418,7 +428,7 @@ mlir::tfm::readByteLevelBpe(llvm::StringRef directory) {
   }
 
   llvm::Expected<TokenizerVocab> vocab =
-      byteLevelBpeFromSpellings(source, raw.vocab, raw.merges);
+      byteLevelBpeFromSpellings(source, raw.vocab, raw.merges, raw.asWritten);
   if (!vocab)
     return vocab.takeError();
   if (!raw.split) {

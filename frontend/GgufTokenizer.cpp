@@ -6,7 +6,9 @@
 // 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte) and, for
 // byte-level BPE, .merges the merges in rank order ("a b"). "llama" is
 // SentencePiece's BPE (pieces spelled with "▁"), "gpt2" GPT-2's byte-level
-// BPE (pieces in its byte-to-unicode spelling).
+// BPE (pieces in its byte-to-unicode spelling), "bert" BERT's WordPiece in
+// llama.cpp's "phantom space" spelling: a word's first piece is "▁piece",
+// a continuation ("##piece") is "piece", a [SPECIAL] token is as written.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,9 +63,26 @@ llvm::Expected<TokenizerVocab> byteLevelBpe(const GgufFile &file,
       file.array("tokenizer.ggml.merges", /*strings=*/true);
   if (!merges)
     return merges.takeError();
+  // Control and user-defined tokens are stored as their text, not in
+  // GPT-2's byte-level spelling (llama.cpp's token_to_piece): MPT's runs
+  // of spaces are spaces. They are matched whole in text, as Hugging
+  // Face's added tokens are.
+  const GgufValue *types = file.lookup("tokenizer.ggml.token_type");
+  if (types && (types->kind != GgufValue::Kind::Array ||
+                types->numbers.size() != tokens.strings.size()))
+    return makeError(file.path() + ": tokenizer.ggml.token_type must be " +
+                     "an array of " + llvm::Twine(tokens.strings.size()) +
+                     " numbers, one per token");
+  auto isAdded = [&](size_t id) {
+    return types && (types->numbers[id] == kControl ||
+                     types->numbers[id] == kUserDefined);
+  };
   std::vector<std::pair<std::string, int64_t>> spelled;
-  for (auto [id, piece] : llvm::enumerate(tokens.strings))
+  llvm::SmallVector<bool> asWritten;
+  for (auto [id, piece] : llvm::enumerate(tokens.strings)) {
     spelled.push_back({piece.str(), int64_t(id)});
+    asWritten.push_back(isAdded(id));
+  }
   std::vector<std::pair<std::string, std::string>> pairs;
   for (auto [rank, merge] : llvm::enumerate((*merges)->strings)) {
     auto [left, right] = merge.split(' ');
@@ -74,25 +93,78 @@ llvm::Expected<TokenizerVocab> byteLevelBpe(const GgufFile &file,
     pairs.push_back({left.str(), right.str()});
   }
   llvm::Expected<TokenizerVocab> vocab =
-      byteLevelBpeFromSpellings(file.path(), spelled, pairs);
+      byteLevelBpeFromSpellings(file.path(), spelled, pairs, asWritten);
   if (!vocab)
     return vocab.takeError();
   vocab->bpeSplit = split->split;
   vocab->ignoreMerges = split->ignoreMerges;
-  // Added tokens (control and user-defined) are matched whole in text, as
-  // Hugging Face's added tokens are.
-  if (const GgufValue *types = file.lookup("tokenizer.ggml.token_type")) {
-    if (types->kind != GgufValue::Kind::Array ||
-        types->numbers.size() != tokens.strings.size())
-      return makeError(file.path() + ": tokenizer.ggml.token_type must be " +
-                       "an array of " + llvm::Twine(tokens.strings.size()) +
-                       " numbers, one per token");
-    for (auto [id, type] : llvm::enumerate(types->numbers))
-      if (type == kControl || type == kUserDefined) {
-        vocab->specialTokens.push_back(int32_t(id));
-        vocab->specialTokenStrips.push_back(0);
-      }
+  for (size_t id = 0; id < tokens.strings.size(); ++id)
+    if (isAdded(id)) {
+      vocab->specialTokens.push_back(int32_t(id));
+      vocab->specialTokenStrips.push_back(0);
+    }
+  return vocab;
+}
+
+/// BERT's WordPiece (llama.cpp's convert_hf_to_gguf.py writes BERT, and
+/// BERT-based embedders such as bge and all-MiniLM, so), normalized as
+/// uncased BERT is (lowercase, accents stripped, CJK characters apart:
+/// GGUF keeps no tokenizer_config.json) and framed [CLS] ... [SEP].
+llvm::Expected<TokenizerVocab> wordPiece(const GgufFile &file,
+                                         const GgufValue &tokens) {
+  TokenizerVocab vocab;
+  vocab.kind = TokenizerVocab::Kind::WordPiece;
+  constexpr llvm::StringLiteral kPhantomSpace = "\xe2\x96\x81"; // ▁
+  for (llvm::StringRef token : tokens.strings) {
+    if (token.consume_front(kPhantomSpace))
+      vocab.pieces.push_back(token.str());
+    else if (token.starts_with("[") && token.ends_with("]"))
+      vocab.pieces.push_back(token.str());
+    else
+      vocab.pieces.push_back("##" + token.str());
   }
+  vocab.scores.assign(vocab.pieces.size(), 0.0f);
+  auto id = [&](llvm::StringRef key,
+                llvm::StringRef fallback) -> llvm::Expected<int32_t> {
+    llvm::Expected<std::optional<int64_t>> value =
+        file.optionalInteger(key, int64_t(vocab.pieces.size()) - 1);
+    if (!value)
+      return value.takeError();
+    if (*value)
+      return int32_t(**value);
+    auto found = llvm::find(vocab.pieces, fallback);
+    if (found == vocab.pieces.end())
+      return makeError(file.path() + ": no " + key + " and no '" + fallback +
+                       "' token");
+    return int32_t(found - vocab.pieces.begin());
+  };
+  llvm::Expected<int32_t> unknown = id("tokenizer.ggml.unknown_token_id", "[UNK]");
+  if (!unknown)
+    return unknown.takeError();
+  // llama.cpp spells the key "seperator".
+  llvm::Expected<int32_t> begin = id("tokenizer.ggml.cls_token_id", "[CLS]");
+  if (!begin)
+    return begin.takeError();
+  llvm::Expected<int32_t> separator =
+      id("tokenizer.ggml.seperator_token_id", "[SEP]");
+  if (!separator)
+    return separator.takeError();
+  vocab.wordPiece.unknown = *unknown;
+  vocab.framing.begin = *begin;
+  vocab.framing.separator = *separator;
+  // Control and user-defined tokens ([CLS], [MASK], ...) are matched whole
+  // in text; [unusedN] are normal tokens, split as text is.
+  const GgufValue *types = file.lookup("tokenizer.ggml.token_type");
+  if (types && (types->kind != GgufValue::Kind::Array ||
+                types->numbers.size() != tokens.strings.size()))
+    return makeError(file.path() + ": tokenizer.ggml.token_type must be " +
+                     "an array of " + llvm::Twine(tokens.strings.size()) +
+                     " numbers, one per token");
+  for (size_t i = 0; types && i < types->numbers.size(); ++i)
+    if (types->numbers[i] == kControl || types->numbers[i] == kUserDefined) {
+      vocab.specialTokens.push_back(int32_t(i));
+      vocab.specialTokenStrips.push_back(0);
+    }
   return vocab;
 }
 
@@ -114,8 +186,11 @@ mlir::tfm::readGgufTokenizer(const GgufFile &file) {
     return sentencePieceBpe(file, **tokens);
   if (**kind == "gpt2")
     return byteLevelBpe(file, **tokens);
+  if (**kind == "bert")
+    return wordPiece(file, **tokens);
   return makeError(file.path() + ": tokenizer.ggml.model '" + **kind +
-                   "' is not supported (\"llama\" and \"gpt2\" are)");
+                   "' is not supported (\"llama\", \"gpt2\" and \"bert\" "
+                   "are)");
 }
 
 llvm::Expected<TokenizerVocab>

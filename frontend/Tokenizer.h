@@ -169,10 +169,15 @@ llvm::Expected<TokenizerVocab> readByteLevelBpe(llvm::StringRef directory);
 /// GPT-2's byte-level BPE from its vocabulary as spelled in its files
 /// ((spelling, id); ids 0 to N - 1 each once) and its merges in rank order
 /// (the two spellings merged); `source` names the file in messages.
+/// `asWritten[i]` marks entries stored as their text rather than in GPT-2's
+/// byte-level spelling: added tokens (tokenizer.json's added_tokens, a GGUF
+/// file's control and user-defined tokens, such as MPT's runs of spaces);
+/// empty: none.
 llvm::Expected<TokenizerVocab> byteLevelBpeFromSpellings(
     llvm::StringRef source,
     llvm::ArrayRef<std::pair<std::string, int64_t>> spelledVocab,
-    llvm::ArrayRef<std::pair<std::string, std::string>> merges);
+    llvm::ArrayRef<std::pair<std::string, std::string>> merges,
+    llvm::ArrayRef<bool> asWritten = {});
 
 /// BERT's WordPiece from a model directory: vocab.txt (with
 /// tokenizer_config.json's options and special tokens), or tokenizer.json

@@ -16,7 +16,9 @@ starcoder) split with their expressions (llama.cpp's src/llama-vocab.cpp,
 from the models' tokenizer.json) through the `regex` module, each splitting
 the pieces of the one before, matches and the text between them both kept
 (Hugging Face's "Isolated"), and then GPT2Tokenizer's byte-level BPE runs
-on each piece.
+on each piece. MPT's GGUF files add runs of spaces as user-defined tokens
+stored as written: GPT2Tokenizer with MPT_ADDED added (ids 318 on) gives
+their ids.
 
     bash ../shared/reference/setup.sh; source /tmp/tfm-hfref/env.sh
     /usr/bin/python3 test/e2e/make_bpe_split_goldens.py
@@ -92,6 +94,10 @@ STAGED = {
     "falcon": [r"[\p{P}\$\+<=>\^~\|`]+", GPT2_PATTERN, r"[0-9][0-9][0-9]"],
     "starcoder": [r"\p{N}", GPT2_PATTERN],
 }
+
+
+# Added tokens of MPT's (GPT-NeoX-20B's) vocabulary: runs of spaces.
+MPT_ADDED = ["    ", "   ", "  "]
 
 
 def staged_split(text, patterns):
@@ -212,6 +218,7 @@ def main():
         ("llama3", Llama3Tokenizer, LLAMA3_PATTERN, None, {})]
     tokenizers += [(name, StagedTokenizer, None, None, {"patterns": patterns})
                    for name, patterns in STAGED.items()]
+    tokenizers.append(("mpt", GPT2Tokenizer, None, None, {}))
     for name, cls, pattern, normalizer, options in tokenizers:
         if pattern:
             os.makedirs(os.path.join(OUT, name), exist_ok=True)
@@ -221,6 +228,10 @@ def main():
                                          cls is Llama3Tokenizer), f,
                           ensure_ascii=False)
         tokenizer = cls(*files, errors="replace", **options)
+        if name == "mpt":
+            tokenizer.add_tokens(MPT_ADDED)
+            assert tokenizer.convert_tokens_to_ids(MPT_ADDED) == [
+                len(vocab) + i for i in range(len(MPT_ADDED))]
         with open(os.path.join(OUT, f"{name}.ids.txt"), "w") as f:
             for text in TEXTS:
                 ids = tokenizer(text, add_special_tokens=False)["input_ids"]

@@ -419,7 +419,30 @@ def sentencepiece_from_llama2c(path, vocab_size):
             "tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.eos_token_id": 2}
 
 
-def gpt2_from_files(directory):
+def bert_from_files(directory):
+    """BERT's vocab.txt as llama.cpp's convert_hf_to_gguf.py writes it: the
+    "phantom space" spelling (a word's first piece "▁piece", a continuation
+    "##piece" as "piece", [SPECIAL] tokens as written), the named special
+    tokens control (3)."""
+    with open(os.path.join(directory, "vocab.txt"), encoding="utf-8") as f:
+        vocab = [line.rstrip("\n") for line in f]
+
+    def phantom(token):
+        if token.startswith("[") and token.endswith("]"):
+            return token
+        return token[2:] if token.startswith("##") else "\u2581" + token
+    named = {"[PAD]": "padding", "[UNK]": "unknown", "[CLS]": "cls",
+             "[SEP]": "seperator", "[MASK]": "mask"}
+    metadata = {"tokenizer.ggml.model": "bert",
+                "tokenizer.ggml.tokens": [phantom(t) for t in vocab],
+                "tokenizer.ggml.token_type": [3 if t in named else 1 for t in vocab]}
+    for token, key in named.items():
+        if token in vocab:
+            metadata[f"tokenizer.ggml.{key}_token_id"] = vocab.index(token)
+    return metadata
+
+
+def gpt2_from_files(directory, added=()):
     with open(os.path.join(directory, "vocab.json"), encoding="utf-8") as f:
         vocab = json.load(f)
     with open(os.path.join(directory, "merges.txt"), encoding="utf-8") as f:
@@ -429,6 +452,10 @@ def gpt2_from_files(directory):
     for piece, i in vocab.items():
         tokens[i] = piece
     types = [3 if t.startswith("<|") and t.endswith("|>") else 1 for t in tokens]
+    # Added tokens as llama.cpp's converter stores them: as written (not in
+    # the byte-level spelling), user-defined (4).
+    tokens += list(added)
+    types += [4] * len(added)
     return {"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "gpt-2",
             "tokenizer.ggml.tokens": tokens, "tokenizer.ggml.token_type": types,
             "tokenizer.ggml.merges": merges}
@@ -523,6 +550,12 @@ def main():
                         "some in Q6_K) in TYPE")
     parser.add_argument("--sp-tokenizer", metavar="TOKENIZER_BIN")
     parser.add_argument("--gpt2-tokenizer", metavar="DIR")
+    parser.add_argument("--bert-tokenizer", metavar="DIR",
+                        help="BERT's vocab.txt in DIR, as llama.cpp writes it")
+    parser.add_argument("--added-token", action="append", default=[],
+                        metavar="TEXT", help="append a user-defined token "
+                        "to --gpt2-tokenizer's (\\n, \\t and \\s, a space, "
+                        "unescaped)")
     parser.add_argument("--arch", default="llama")
     parser.add_argument("--set", action="append", default=[],
                         metavar="KEY=JSON", help="add or replace metadata "
@@ -542,7 +575,11 @@ def main():
         metadata.update(sentencepiece_from_llama2c(args.sp_tokenizer,
                                                    vocab_size))
     if args.gpt2_tokenizer:
-        metadata.update(gpt2_from_files(args.gpt2_tokenizer))
+        added = [t.replace("\\s", " ").replace("\\t", "\t").replace("\\n", "\n")
+                 for t in args.added_token]
+        metadata.update(gpt2_from_files(args.gpt2_tokenizer, added))
+    if args.bert_tokenizer:
+        metadata.update(bert_from_files(args.bert_tokenizer))
     for setting in args.set:
         key, value = setting.split("=", 1)
         if value == "null":
