@@ -571,6 +571,8 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
     }
     if (tokenizer.ignoreMerges)
       split |= uint32_t(TFM_BPE_IGNORE_MERGES);
+    if (tokenizer.nfc)
+      split |= uint32_t(TFM_BPE_NFC);
     append32(split);
   } else if (tokenizer.kind == TokenizerVocab::Kind::WordPiece) {
     const TokenizerVocab::WordPieceOptions &options = tokenizer.wordPiece;

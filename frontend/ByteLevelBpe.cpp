@@ -20,6 +20,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <set>
+
 using namespace mlir;
 using namespace mlir::tfm;
 
@@ -75,9 +77,23 @@ struct RawBpe {
   std::optional<TokenizerVocab::BpeSplit> split;
   /// tokenizer.json's model.ignore_merges (Llama 3's).
   bool ignoreMerges = false;
+  /// tokenizer.json's normalizer is NFC.
+  bool nfc = false;
+  /// Added tokens: id, TokenizerVocab::specialTokenStrips flags.
+  std::vector<std::pair<int64_t, uint8_t>> added;
   /// Per vocab entry: an added token, stored as its text.
   llvm::SmallVector<bool> asWritten;
 };
+
+/// An added token's matching flags (TokenizerVocab::specialTokenStrips):
+/// its lstrip and rstrip, and whether it is text rather than special.
+uint8_t addedTokenFlags(const llvm::json::Object &token) {
+  return uint8_t(token.getBoolean("lstrip").value_or(false)) |
+         uint8_t(token.getBoolean("rstrip").value_or(false)) << 1 |
+         (token.getBoolean("special").value_or(false)
+              ? 0
+              : TokenizerVocab::kAddedText);
+}
 
 llvm::Error readVocabObject(const llvm::json::Object *object,
                             llvm::StringRef path, RawBpe &raw) {
@@ -113,10 +129,10 @@ llvm::Error readMergesText(llvm::StringRef path, RawBpe &raw) {
   return llvm::Error::success();
 }
 
-/// The split of tokenizer.json `json` (read from `path`), checked against
-/// its normalizer: none, or Qwen2's NFC with Qwen2's split (the runtime
-/// composes text to NFC for that split, and for no other).
-llvm::Expected<TokenizerVocab::BpeSplit>
+/// The split of tokenizer.json `json` (read from `path`) and whether its
+/// normalizer composes to NFC: none or NFC (GPT-NeoX's, OLMo's, Qwen2's);
+/// Qwen2's split always has NFC (the runtime composes for it).
+llvm::Expected<std::pair<TokenizerVocab::BpeSplit, bool>>
 tokenizerJsonSplit(const llvm::json::Value &json, llvm::StringRef path) {
   const llvm::json::Object *object = json.getAsObject();
   llvm::Expected<TokenizerVocab::BpeSplit> split = bpeSplitOfPreTokenizer(
@@ -130,12 +146,12 @@ tokenizerJsonSplit(const llvm::json::Value &json, llvm::StringRef path) {
              normalizer->getAsObject()->getString("type") ==
                  std::optional<llvm::StringRef>("NFC");
   bool qwen2 = *split == TokenizerVocab::BpeSplit::Qwen2;
-  if (qwen2 ? !nfc : !none)
+  if (!(none || nfc) || (qwen2 && !nfc))
     return makeError(path + ": a byte-level BPE normalizer other than " +
                      (qwen2 ? "NFC with Qwen2's pre-tokenizer"
-                            : "none with this pre-tokenizer") +
+                            : "none or NFC") +
                      " is not supported");
-  return split;
+  return std::make_pair(*split, nfc);
 }
 
 /// tokenizer.json of Hugging Face's fast tokenizers, model type BPE.
@@ -147,11 +163,12 @@ llvm::Error readTokenizerJson(llvm::StringRef path, RawBpe &raw) {
       json->getAsObject() ? json->getAsObject()->getObject("model") : nullptr;
   if (!model || model->getString("type") != std::optional<llvm::StringRef>("BPE"))
     return makeError(path + ": expected a \"model\" of type \"BPE\"");
-  llvm::Expected<TokenizerVocab::BpeSplit> split =
+  llvm::Expected<std::pair<TokenizerVocab::BpeSplit, bool>> split =
       tokenizerJsonSplit(*json, path);
   if (!split)
     return split.takeError();
-  raw.split = *split;
+  raw.split = split->first;
+  raw.nfc = split->second;
   raw.ignoreMerges = model->getBoolean("ignore_merges").value_or(false);
   if (llvm::Error err = readVocabObject(model->getObject("vocab"), path, raw))
     return err;
@@ -182,13 +199,51 @@ llvm::Error readTokenizerJson(llvm::StringRef path, RawBpe &raw) {
             raw.vocab.push_back({content->str(), *id});
             raw.asWritten.resize(raw.vocab.size(), false);
             raw.asWritten.back() = true;
+            raw.added.push_back({*id, addedTokenFlags(*t)});
           }
   return llvm::Error::success();
 }
 
-/// The tokens tokenizer_config.json's added_tokens_decoder marks special
-/// (<|endoftext|>, Whisper's task tokens): matched whole in text, with
-/// their lstrip/rstrip, and skipped when output is shown.
+/// The added tokens of tokenizer_config.json's added_tokens_decoder (id ->
+/// content), for a slow tokenizer's vocab.json that lacks them: added to
+/// the vocabulary as written, where vocab.json has no token of that id.
+llvm::Error readAddedTokensDecoder(llvm::StringRef directory, RawBpe &raw) {
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, "tokenizer_config.json");
+  if (!llvm::sys::fs::exists(path))
+    return llvm::Error::success();
+  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
+  if (!json)
+    return json.takeError();
+  const llvm::json::Object *config = json->getAsObject();
+  const llvm::json::Object *added =
+      config ? config->getObject("added_tokens_decoder") : nullptr;
+  if (!added)
+    return llvm::Error::success();
+  std::set<int64_t> ids;
+  for (const auto &entry : raw.vocab)
+    ids.insert(entry.second);
+  for (const auto &[key, value] : *added) {
+    const llvm::json::Object *token = value.getAsObject();
+    std::optional<llvm::StringRef> content =
+        token ? token->getString("content") : std::nullopt;
+    int64_t id = -1;
+    if (!content || llvm::StringRef(key.str()).getAsInteger(10, id) || id < 0)
+      return makeError(path + ": added token '" + key.str() +
+                       "' needs a non-negative id and a content");
+    if (ids.count(id))
+      continue;
+    raw.vocab.push_back({content->str(), id});
+    raw.asWritten.resize(raw.vocab.size(), false);
+    raw.asWritten.back() = true;
+  }
+  return llvm::Error::success();
+}
+
+/// The added tokens of tokenizer_config.json's added_tokens_decoder
+/// (<|endoftext|>, Whisper's task tokens, Qwen2's <tool_call>): matched
+/// whole in text, with their lstrip/rstrip; the special ones skipped when
+/// output is shown.
 llvm::Error readSpecialTokens(llvm::StringRef directory,
                               TokenizerVocab &vocab) {
   llvm::SmallString<256> path(directory);
@@ -211,21 +266,19 @@ llvm::Error readSpecialTokens(llvm::StringRef directory,
         id >= int64_t(vocab.pieces.size()))
       return makeError(path + ": added token '" + key.str() +
                        "' is not an id of the vocabulary");
-    if (!token->getBoolean("special").value_or(false) ||
-        llvm::is_contained(vocab.specialTokens, int32_t(id)))
+    if (llvm::is_contained(vocab.specialTokens, int32_t(id)))
       continue;
     vocab.specialTokens.push_back(int32_t(id));
-    vocab.specialTokenStrips.push_back(
-        uint8_t(token->getBoolean("lstrip").value_or(false)) |
-        uint8_t(token->getBoolean("rstrip").value_or(false)) << 1);
+    vocab.specialTokenStrips.push_back(addedTokenFlags(*token));
   }
   return llvm::Error::success();
 }
 
-/// A directory's split: its tokenizer.json's pre-tokenizer; without one,
-/// tokenizer_config.json's tokenizer_class (Qwen2's slow tokenizer splits
-/// by its own pattern), else GPT-2's.
-llvm::Expected<TokenizerVocab::BpeSplit>
+/// A directory's split and NFC normalization: its tokenizer.json's
+/// pre-tokenizer and normalizer; without one, tokenizer_config.json's
+/// tokenizer_class (Qwen2's slow tokenizer splits by its own pattern, after
+/// NFC), else GPT-2's.
+llvm::Expected<std::pair<TokenizerVocab::BpeSplit, bool>>
 directoryBpeSplit(llvm::StringRef directory) {
   llvm::SmallString<256> path(directory);
   llvm::sys::path::append(path, "tokenizer.json");
@@ -238,16 +291,17 @@ directoryBpeSplit(llvm::StringRef directory) {
   path = directory;
   llvm::sys::path::append(path, "tokenizer_config.json");
   if (!llvm::sys::fs::exists(path))
-    return TokenizerVocab::BpeSplit::Gpt2;
+    return std::make_pair(TokenizerVocab::BpeSplit::Gpt2, false);
   llvm::Expected<llvm::json::Value> json = readJsonFile(path);
   if (!json)
     return json.takeError();
   const llvm::json::Object *config = json->getAsObject();
   std::optional<llvm::StringRef> tokenizerClass =
       config ? config->getString("tokenizer_class") : std::nullopt;
-  return tokenizerClass && tokenizerClass->starts_with("Qwen2Tokenizer")
-             ? TokenizerVocab::BpeSplit::Qwen2
-             : TokenizerVocab::BpeSplit::Gpt2;
+  bool qwen2 = tokenizerClass && tokenizerClass->starts_with("Qwen2Tokenizer");
+  return std::make_pair(qwen2 ? TokenizerVocab::BpeSplit::Qwen2
+                              : TokenizerVocab::BpeSplit::Gpt2,
+                        qwen2);
 }
 
 } // namespace
@@ -261,8 +315,9 @@ mlir::tfm::bpeSplitOfPreTokenizer(const llvm::json::Value *preTokenizer,
   auto refuse = [&](const llvm::Twine &what) {
     return makeError(path + ": pre_tokenizer " + what +
                      " is not a split tfmc implements (GPT-2's ByteLevel, "
-                     "or a Split by Llama 3's or Qwen2's pattern before a "
-                     "ByteLevel that does not split)");
+                     "a Split by Llama 3's or Qwen2's pattern before a "
+                     "ByteLevel that does not split, or StarCoder's "
+                     "individual Digits before GPT-2's ByteLevel)");
   };
   // ByteLevel: `splits` says whether it applies GPT-2's pattern itself.
   auto isByteLevel = [](const llvm::json::Object *o, bool splits) {
@@ -280,6 +335,15 @@ mlir::tfm::bpeSplitOfPreTokenizer(const llvm::json::Value *preTokenizer,
       type == std::optional<llvm::StringRef>("Sequence")
           ? object->getArray("pretokenizers")
           : nullptr;
+  // StarCoder's: single digits apart, then GPT-2's split.
+  if (parts && parts->size() == 2 &&
+      isByteLevel((*parts)[1].getAsObject(), true)) {
+    const llvm::json::Object *digits = (*parts)[0].getAsObject();
+    if (digits &&
+        digits->getString("type") == std::optional<llvm::StringRef>("Digits") &&
+        digits->getBoolean("individual_digits").value_or(false))
+      return Split::DigitsThenGpt2;
+  }
   if (parts && parts->size() == 2 &&
       isByteLevel((*parts)[1].getAsObject(), false)) {
     const llvm::json::Object *split = (*parts)[0].getAsObject();
@@ -418,6 +482,10 @@ mlir::tfm::readByteLevelBpe(llvm::StringRef directory) {
               readVocabObject(added->getAsObject(), addedPath, raw))
         return std::move(err);
     }
+    // As do the added tokens tokenizer_config.json lists (Qwen2's
+    // <|endoftext|> and <|im_start|>, past vocab.json's ids), as written.
+    if (llvm::Error err = readAddedTokensDecoder(directory, raw))
+      return std::move(err);
     source = vocabPath;
   } else if (llvm::sys::fs::exists(jsonPath)) {
     if (llvm::Error err = readTokenizerJson(jsonPath, raw))
@@ -432,14 +500,24 @@ mlir::tfm::readByteLevelBpe(llvm::StringRef directory) {
   if (!vocab)
     return vocab.takeError();
   if (!raw.split) {
-    llvm::Expected<TokenizerVocab::BpeSplit> split =
+    llvm::Expected<std::pair<TokenizerVocab::BpeSplit, bool>> split =
         directoryBpeSplit(directory);
     if (!split)
       return split.takeError();
-    raw.split = *split;
+    raw.split = split->first;
+    raw.nfc = split->second;
   }
   vocab->bpeSplit = *raw.split;
   vocab->ignoreMerges = raw.ignoreMerges;
+  vocab->nfc = raw.nfc || vocab->bpeSplit == TokenizerVocab::BpeSplit::Qwen2;
+  // tokenizer.json's added tokens are matched whole, as the fast tokenizer
+  // matches them (GPT-2's <|endoftext|>, with no tokenizer_config.json
+  // entry).
+  for (auto [id, flags] : raw.added)
+    if (!llvm::is_contained(vocab->specialTokens, int32_t(id))) {
+      vocab->specialTokens.push_back(int32_t(id));
+      vocab->specialTokenStrips.push_back(flags);
+    }
   if (llvm::Error err = readSpecialTokens(directory, *vocab))
     return std::move(err);
   return vocab;

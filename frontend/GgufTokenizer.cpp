@@ -98,10 +98,13 @@ llvm::Expected<TokenizerVocab> byteLevelBpe(const GgufFile &file,
     return vocab.takeError();
   vocab->bpeSplit = split->split;
   vocab->ignoreMerges = split->ignoreMerges;
+  // User-defined tokens are text (shown when decoding), control ones not.
   for (size_t id = 0; id < tokens.strings.size(); ++id)
     if (isAdded(id)) {
       vocab->specialTokens.push_back(int32_t(id));
-      vocab->specialTokenStrips.push_back(0);
+      vocab->specialTokenStrips.push_back(types->numbers[id] == kUserDefined
+                                              ? TokenizerVocab::kAddedText
+                                              : 0);
     }
   return vocab;
 }

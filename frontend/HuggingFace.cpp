@@ -257,6 +257,46 @@ llvm::Expected<LoadedModel> loadSeq2Seq(MLIRContext &context,
 
 } // namespace
 
+/// Whether the tokenizer beside a decoder puts BOS before a prompt, as
+/// transformers' tokenizer does: tokenizer_config.json's add_bos_token
+/// where it says; else a tokenizer.json's post-processor (Llama 3's,
+/// Mistral's TemplateProcessing starts with BOS; Qwen2's, GPT-NeoX's
+/// ByteLevel adds nothing); else SentencePiece tokenizers do (LlamaTokenizer)
+/// and byte-level BPE ones do not (GPT2Tokenizer, Qwen2Tokenizer).
+static llvm::Expected<bool> tokenizerAddsBos(llvm::StringRef directory) {
+  auto inDirectory = [&](llvm::StringRef name) {
+    llvm::SmallString<256> path(directory);
+    llvm::sys::path::append(path, name);
+    return path.str().str();
+  };
+  std::string configPath = inDirectory("tokenizer_config.json");
+  if (llvm::sys::fs::exists(configPath)) {
+    llvm::Expected<llvm::json::Value> config = readJsonFile(configPath);
+    if (!config)
+      return config.takeError();
+    if (const llvm::json::Object *object = config->getAsObject())
+      if (std::optional<bool> addBos = object->getBoolean("add_bos_token"))
+        return *addBos;
+  }
+  std::string fastPath = inDirectory("tokenizer.json");
+  if (llvm::sys::fs::exists(fastPath)) {
+    llvm::Expected<llvm::json::Value> fast = readJsonFile(fastPath);
+    if (!fast)
+      return fast.takeError();
+    const llvm::json::Object *object = fast->getAsObject();
+    const llvm::json::Object *post =
+        object ? object->getObject("post_processor") : nullptr;
+    if (!post || post->getString("type") !=
+                     std::optional<llvm::StringRef>("TemplateProcessing"))
+      return false;
+    const llvm::json::Array *single = post->getArray("single");
+    const llvm::json::Object *first =
+        single && !single->empty() ? single->front().getAsObject() : nullptr;
+    return first && first->getObject("SpecialToken");
+  }
+  return llvm::sys::fs::exists(inDirectory("tokenizer.model"));
+}
+
 llvm::Expected<LoadedModel>
 mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
                           llvm::StringRef directory) {
@@ -288,20 +328,10 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
   model.family = modelType;
   model.bosToken = config.integer("bos_token_id", -1);
   model.eosToken = config.integer("eos_token_id", -1);
-  // GPT-2's tokenizer adds no BOS to prompts, LLaMA's does;
-  // tokenizer_config.json says so explicitly where present.
-  model.addBos = modelType != "gpt2";
-  llvm::SmallString<256> tokenizerConfigPath(directory);
-  llvm::sys::path::append(tokenizerConfigPath, "tokenizer_config.json");
-  if (llvm::sys::fs::exists(tokenizerConfigPath)) {
-    llvm::Expected<llvm::json::Value> tokenizerConfig =
-        readJsonFile(tokenizerConfigPath);
-    if (!tokenizerConfig)
-      return tokenizerConfig.takeError();
-    if (const llvm::json::Object *object = tokenizerConfig->getAsObject())
-      if (std::optional<bool> addBos = object->getBoolean("add_bos_token"))
-        model.addBos = *addBos;
-  }
+  llvm::Expected<bool> addBos = tokenizerAddsBos(directory);
+  if (!addBos)
+    return addBos.takeError();
+  model.addBos = *addBos;
   if (llvm::Error err = config.takeError())
     return std::move(err);
   if (llvm::Error err = validateDecoderSpec(spec, configPath))

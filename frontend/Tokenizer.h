@@ -107,13 +107,19 @@ struct TokenizerVocab {
   /// its own is that token, merges or not (tokenizer.json's
   /// `model.ignore_merges`, Llama 3's; llama.cpp's Llama 3 pre-tokenizers).
   bool ignoreMerges = false;
+  /// ByteLevelBpe: text is composed to NFC before splitting (tokenizer.json's
+  /// NFC normalizer: Qwen2's, GPT-NeoX's, OLMo's).
+  bool nfc = false;
   Framing framing;
   /// Tokens matched whole in the text before splitting ([MASK], <mask>):
   /// their piece is their spelling.
   std::vector<int32_t> specialTokens;
   /// Per special token: bit 0 strips the spaces before it, bit 1 those
-  /// after it (Hugging Face's lstrip/rstrip; RoBERTa's <mask> has lstrip).
+  /// after it (Hugging Face's lstrip/rstrip; RoBERTa's <mask> has lstrip);
+  /// bit 2 (kAddedText) marks an added token that is not special: matched
+  /// whole, but shown when decoding (GPT-NeoX's runs of spaces).
   std::vector<uint8_t> specialTokenStrips;
+  static constexpr uint8_t kAddedText = 4;
   WordPieceOptions wordPiece;
   UnigramOptions unigram;
 };

@@ -147,7 +147,13 @@ typedef enum {
 } tfm_tokenizer_kind;
 
 /* A special token's strip flags: drop the whitespace before / after it. */
-enum { TFM_TOKENIZER_STRIP_LEFT = 1, TFM_TOKENIZER_STRIP_RIGHT = 2 };
+enum {
+  TFM_TOKENIZER_STRIP_LEFT = 1,
+  TFM_TOKENIZER_STRIP_RIGHT = 2,
+  /* An added token that is text, not special (GPT-NeoX's runs of spaces):
+   * matched whole like the others, but shown when decoding. */
+  TFM_TOKENIZER_ADDED_TEXT = 4
+};
 
 /* WordPiece normalization switches. */
 enum {
@@ -190,7 +196,10 @@ enum {
   TFM_BPE_SPLIT_LAST = TFM_BPE_SPLIT_DIGITS_THEN_GPT2,
   /* Or'ed into the split: a piece that is a token of its own is that token,
    * merges or not (tokenizer.json's ignore_merges). */
-  TFM_BPE_IGNORE_MERGES = 1u << 16
+  TFM_BPE_IGNORE_MERGES = 1u << 16,
+  /* Or'ed into the split: text is composed to NFC first (tokenizer.json's
+   * NFC normalizer: GPT-NeoX's, OLMo's; Qwen2's split implies it). */
+  TFM_BPE_NFC = 1u << 17
 };
 
 /* Unigram piece types: reserved pieces (control, unknown, byte, unused) are

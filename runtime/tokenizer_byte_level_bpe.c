@@ -94,9 +94,9 @@ tfm_status_code tfm_byte_level_bpe_encode(const tfm_tokenizer *t,
                                           const char *text, size_t length,
                                           int32_t *out, int64_t *count,
                                           tfm_status *status) {
-  if (t->bpe_split != TFM_BPE_SPLIT_QWEN2 || !length)
+  if (!t->bpe_nfc || !length)
     return encode_pieces(t, text, length, out, count, status);
-  /* Qwen2's tokenizer composes text to NFC first. Text that is not UTF-8
+  /* An NFC normalizer (Qwen2's, GPT-NeoX's) composes text first. Text that is not UTF-8
    * has no NFC form (nor a Python string): it is split as it is. */
   utf8proc_uint8_t *nfc = NULL;
   utf8proc_ssize_t n =

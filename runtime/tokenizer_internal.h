@@ -41,14 +41,17 @@ struct tfm_tokenizer {
   uint32_t merge_count;
   uint32_t bpe_split; /* byte-level BPE: TFM_BPE_SPLIT_* */
   int bpe_ignore_merges; /* a piece that is a token is that token */
+  int bpe_nfc;           /* text is composed to NFC first */
   /* An encoder's framing (tfm_format.h); frame_begin < 0: none. */
   int32_t frame_begin, frame_separator;
   uint32_t pair_separators, second_type;
   /* Special tokens matched whole in text, with TFM_TOKENIZER_STRIP_* flags. */
   uint32_t special_count;
+  uint32_t special_sorted_count; /* those without TFM_TOKENIZER_ADDED_TEXT */
   int32_t *special_ids;
   uint32_t *special_strips;
-  int32_t *special_ids_sorted; /* ascending: tfm_tokenizer_is_special's
+  int32_t *special_ids_sorted; /* ascending, added text left out:
+                                  tfm_tokenizer_is_special's
                                   binary search (a decoder asks per token) */
   tfm_special_trie special_trie; /* their spellings, for encoding's scan */
   /* WordPiece: TFM_WORDPIECE_* flags, the unknown token, the longest word
