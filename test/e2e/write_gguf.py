@@ -332,9 +332,16 @@ def read_hf(directory, arch):
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        assert info["dtype"] == "F32", f"{name}: only F32 safetensors"
+        assert info["dtype"] in ("F32", "BF16"), f"{name}: F32 or BF16 only"
         begin, end = info["data_offsets"]
-        tensors[name] = (info["shape"], list(array.array("f", data[begin:end])))
+        raw = data[begin:end]
+        if info["dtype"] == "BF16":
+            # A bf16 value is the high half of its f32.
+            widened = bytearray(2 * len(raw))
+            widened[2::4] = raw[0::2]
+            widened[3::4] = raw[1::2]
+            raw = bytes(widened)
+        tensors[name] = (info["shape"], list(array.array("f", raw)))
     heads, kv = config["num_attention_heads"], config["num_key_value_heads"]
     out = []
     for name, (shape, values) in tensors.items():

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Checks one model of the conformance suite (stdlib only):
 
-    check_conformance.py Inputs/NAME.json WORK_DIR TFMC [tfmc options...]
+    check_conformance.py Inputs/NAME.json WORK_DIR TFMC [--gguf ARCH]
+
+With --gguf, the checkpoint is converted to a GGUF file first (as
+llama.cpp's converter lays it out: write_gguf.py --hf, f32) and that file
+compiled: the same logits, from llama.cpp's format.
 
 Writes the real-shaped checkpoint (make_fixture.py), compiles it with
 tfmc (f32 weights: the model's arithmetic, not a narrow format's, is what
@@ -44,6 +48,7 @@ def compare(actual, expected, vocab, rows, label):
 
 def main():
     manifest_path, work, tfmc, *options = sys.argv[1:]
+    gguf_arch = options[1] if options[:1] == ["--gguf"] else None
     with open(manifest_path, encoding="utf-8") as f:
         manifest = json.load(f)
     name = os.path.basename(manifest_path)[:-len(".json")]
@@ -53,7 +58,37 @@ def main():
     model = os.path.join(work, name)
     make_fixture.write_fixture(manifest_path, model)
     exe = model + ".exe"
-    run(tfmc, model, "--weights-dtype=f32", "-q", "-o", exe, *options)
+    if gguf_arch:
+        gguf = model + ".gguf"
+        run(sys.executable, os.path.join(os.path.dirname(HERE), "write_gguf.py"),
+            gguf, "--hf", model, "--arch", gguf_arch)
+        manifest.pop("prompt", None)  # the file carries no tokenizer here
+        run(tfmc, gguf, "--weights-dtype=f32", "-q", "-o", exe)
+    else:
+        run(tfmc, model, "--weights-dtype=f32", "-q", "-o", exe)
+    kind = manifest.get("kind", "decoder")
+    if kind == "masked-lm":
+        # An encoder's masked-LM logits of every position.
+        logits = model + ".logits"
+        run(exe, "--tokens", " ".join(tokens), "--output", logits)
+        compare(logits, golden, vocab, f"0:{len(tokens)}", "encode")
+        return
+    if kind in ("seq2seq", "speech-seq2seq"):
+        # Teacher-forced through @forward, then step by step through the
+        # caches from the decoder start token.
+        source = (["--features", os.path.join(model, "features.bin")]
+                  if kind == "speech-seq2seq" else ["--tokens", " ".join(tokens)])
+        decoder = [str(t) for t in manifest["decoder_tokens"]]
+        forward = model + ".forward"
+        run(exe, *source, "--decoder-tokens", " ".join(decoder), "--logits",
+            forward)
+        compare(forward, golden, vocab, f"0:{len(decoder)}", "forward")
+        steps = model + ".steps"
+        run(exe, *source, "--force-tokens",
+            " ".join(decoder[1:] + [decoder[-1]]), "-n", str(len(decoder)),
+            "--ignore-eos", "--print-ids", "--step-logits", steps)
+        compare(steps, golden, vocab, f"0:{len(decoder)}", "decode")
+        return
     forward = model + ".forward"
     run(exe, "--tokens", " ".join(tokens), "-n", "0", "--logits", forward)
     compare(forward, golden, vocab, f"0:{len(tokens)}", "forward")

@@ -17,6 +17,7 @@ replaced by the published formula's (as make_family_goldens.py does).
 """
 import json
 import os
+import shutil
 import struct
 import sys
 import tempfile
@@ -366,6 +367,82 @@ MODELS = {
             model_max_length=1000000000000000019884624838656,
             tokenizer_class="GPT2Tokenizer"),
         tokens=[0, 589, 17966, 365, 4, 5, 49151, 44, 45, 46, 222, 1]),
+    "bert-base-uncased": dict(
+        kind="masked-lm",
+        classes=(tf.BertConfig, tf.BertForMaskedLM),
+        config={"architectures": ["BertForMaskedLM"],
+                "attention_probs_dropout_prob": 0.1,
+                "gradient_checkpointing": False, "hidden_act": "gelu",
+                "hidden_dropout_prob": 0.1, "initializer_range": 0.02,
+                "layer_norm_eps": 1e-12, "max_position_embeddings": 512,
+                "model_type": "bert", "pad_token_id": 0,
+                "position_embedding_type": "absolute",
+                "transformers_version": "4.6.0.dev0", "type_vocab_size": 2,
+                "use_cache": True, "vocab_size": 30522,
+                # cut: 768 wide, 3072, 12 layers, 12 heads
+                "hidden_size": 32, "intermediate_size": 48,
+                "num_hidden_layers": 2, "num_attention_heads": 4},
+        tokens=[101, 7592, 1010, 2088, 999, 102, 30521, 0, 100, 103, 2023,
+                102]),
+    "roberta-base": dict(
+        kind="masked-lm",
+        classes=(tf.RobertaConfig, tf.RobertaForMaskedLM),
+        config={"architectures": ["RobertaForMaskedLM"],
+                "attention_probs_dropout_prob": 0.1, "bos_token_id": 0,
+                "eos_token_id": 2, "hidden_act": "gelu",
+                "hidden_dropout_prob": 0.1, "initializer_range": 0.02,
+                "layer_norm_eps": 1e-05, "max_position_embeddings": 514,
+                "model_type": "roberta", "pad_token_id": 1,
+                "type_vocab_size": 1, "vocab_size": 50265,
+                # cut: 768 wide, 3072, 12 layers, 12 heads
+                "hidden_size": 32, "intermediate_size": 48,
+                "num_hidden_layers": 2, "num_attention_heads": 4},
+        tokens=[0, 31414, 6, 232, 328, 2, 50264, 3, 4, 50263, 1437, 2]),
+    "t5-small": dict(
+        kind="seq2seq",
+        classes=(tf.T5Config, tf.T5ForConditionalGeneration),
+        config={"architectures": ["T5ForConditionalGeneration"],
+                "decoder_start_token_id": 0,
+                "dropout_rate": 0.1, "eos_token_id": 1,
+                "initializer_factor": 1.0, "is_encoder_decoder": True,
+                "layer_norm_epsilon": 1e-06, "model_type": "t5",
+                "n_positions": 512, "output_past": True, "pad_token_id": 0,
+                "relative_attention_num_buckets": 32, "vocab_size": 32128,
+                # cut: d_model 512, d_ff 2048, 6 layers, 8 heads of 64
+                "d_model": 32, "d_ff": 48, "d_kv": 8, "num_layers": 2,
+                "num_decoder_layers": 2, "num_heads": 4},
+        tokens=[8774, 10, 8, 1712, 19, 1627, 32099, 32127, 5, 1],
+        decoder_tokens=[0, 32099, 8, 1712, 32100, 32127, 1]),
+    "whisper-tiny": dict(
+        kind="speech-seq2seq",
+        classes=(tf.WhisperConfig, tf.WhisperForConditionalGeneration),
+        config={"activation_dropout": 0.0, "activation_function": "gelu",
+                "architectures": ["WhisperForConditionalGeneration"],
+                "attention_dropout": 0.0, "begin_suppress_tokens": [220, 50257],
+                "bos_token_id": 50257, "decoder_start_token_id": 50258,
+                "dropout": 0.0, "eos_token_id": 50257,
+                "init_std": 0.02, "is_encoder_decoder": True,
+                "max_source_positions": 1500, "max_target_positions": 448,
+                "model_type": "whisper", "num_mel_bins": 80,
+                "pad_token_id": 50257, "scale_embedding": False,
+                "use_cache": True, "vocab_size": 51865,
+                # cut: d_model 384, ffn 1536, 4 + 4 layers, 6 heads
+                "d_model": 16, "decoder_attention_heads": 2,
+                "decoder_ffn_dim": 32, "decoder_layers": 1,
+                "encoder_attention_heads": 2, "encoder_ffn_dim": 32,
+                "encoder_layers": 1, "num_hidden_layers": 1},
+        preprocessor_config={"chunk_length": 30, "feature_extractor_type":
+                             "WhisperFeatureExtractor", "feature_size": 80,
+                             "hop_length": 160, "n_fft": 400,
+                             "n_samples": 480000, "nb_max_frames": 3000,
+                             "padding_side": "right", "padding_value": 0.0,
+                             "processor_class": "WhisperProcessor",
+                             "return_attention_mask": False,
+                             "sampling_rate": 16000},
+        features=[80, 3000, 7],
+        tokens=[],
+        decoder_tokens=[50258, 50259, 50359, 50363, 2425, 11, 1002, 0,
+                        51864, 50257]),
 }
 SEEDS = {name: 1000 + i for i, name in enumerate(MODELS)}
 
@@ -419,12 +496,12 @@ def tensor_names(spec, config):
 
 def golden(name, spec, manifest_path):
     config_class, model_class = spec["classes"]
-    with tempfile.TemporaryDirectory() as directory:
-        make_fixture.write_fixture(manifest_path, directory)
-        config = config_class(**hf_config(spec["config"]))
-        config._attn_implementation = "eager"
-        model = model_class.from_pretrained(
-            directory, config=config, torch_dtype=torch.float32).eval()
+    fixture = tempfile.mkdtemp()
+    make_fixture.write_fixture(manifest_path, fixture)
+    config = config_class(**hf_config(spec["config"]))
+    config._attn_implementation = "eager"
+    model = model_class.from_pretrained(
+        fixture, config=config, torch_dtype=torch.float32).eval()
     scaling = spec["config"].get("rope_scaling") or {}
     if scaling.get("rope_type") == "llama3":
         dim = config.hidden_size // config.num_attention_heads
@@ -434,14 +511,27 @@ def golden(name, spec, manifest_path):
             scaling["original_max_position_embeddings"])
         for layer in model.model.layers:
             layer.self_attn.rotary_emb.inv_freq.copy_(inverse)
+    kind = spec.get("kind", "decoder")
     with torch.no_grad():
-        logits = model(torch.tensor([spec["tokens"]])).logits[0].float()
+        if kind == "seq2seq":
+            logits = model(input_ids=torch.tensor([spec["tokens"]]),
+                           decoder_input_ids=torch.tensor(
+                               [spec["decoder_tokens"]])).logits[0].float()
+        elif kind == "speech-seq2seq":
+            features = torch.frombuffer(bytearray(open(os.path.join(
+                fixture, "features.bin"), "rb").read()), dtype=torch.float32)
+            logits = model(input_features=features.view(1, 80, -1),
+                           decoder_input_ids=torch.tensor(
+                               [spec["decoder_tokens"]])).logits[0].float()
+        else:
+            logits = model(torch.tensor([spec["tokens"]])).logits[0].float()
     vocab = spec["config"]["vocab_size"]
     keep = make_fixture.columns(vocab)
     logits[:, keep].numpy().astype("<f4").tofile(
         os.path.join(OUT, name + ".logits.bin"))
     print(f"{name}: logits {tuple(logits.shape)}, {len(keep)} columns kept, "
           f"max |logit| {logits.abs().max():.2f}")
+    shutil.rmtree(fixture)
 
 
 def main():
@@ -449,7 +539,9 @@ def main():
     for name, spec in MODELS.items():
         manifest = {key: spec[key] for key in
                     ("config", "generation_config", "tokenizer_config",
-                     "tokenizer", "tokens") if key in spec}
+                     "tokenizer", "tokens", "decoder_tokens", "kind",
+                     "preprocessor_config", "features")
+                    if key in spec}
         manifest["seed"] = SEEDS[name]
         if name in PROMPT_IDS:
             manifest["prompt"] = PROMPT

@@ -122,7 +122,8 @@ def write_fixture(manifest_path, out):
     with open(manifest_path, encoding="utf-8") as f:
         manifest = json.load(f)
     os.makedirs(out, exist_ok=True)
-    for name in ("config", "generation_config", "tokenizer_config"):
+    for name in ("config", "generation_config", "tokenizer_config",
+                 "preprocessor_config"):
         if name in manifest:
             with open(os.path.join(out, name + ".json"), "w",
                       encoding="utf-8") as f:
@@ -134,6 +135,16 @@ def write_fixture(manifest_path, out):
                       ensure_ascii=False)
     write_safetensors(os.path.join(out, "model.safetensors"),
                       manifest["tensors"], manifest["seed"])
+    if "features" in manifest:
+        # A speech model's input: log-mel-like values in [-1, 1].
+        rows, columns_, seed = manifest["features"]
+        rng = random.Random(seed)
+        values = array.array("f", (rng.uniform(-1, 1)
+                                   for _ in range(rows * columns_)))
+        if sys.byteorder != "little":
+            values.byteswap()
+        with open(os.path.join(out, "features.bin"), "wb") as f:
+            f.write(values.tobytes())
 
 
 def columns(vocab):
