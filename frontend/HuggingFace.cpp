@@ -262,8 +262,11 @@ llvm::Expected<LoadedModel> loadSeq2Seq(MLIRContext &context,
 /// where it says; else a tokenizer.json's post-processor (Llama 3's,
 /// Mistral's TemplateProcessing starts with BOS; Qwen2's, GPT-NeoX's
 /// ByteLevel adds nothing); else SentencePiece tokenizers do (LlamaTokenizer)
-/// and byte-level BPE ones do not (GPT2Tokenizer, Qwen2Tokenizer).
-static llvm::Expected<bool> tokenizerAddsBos(llvm::StringRef directory) {
+/// and byte-level BPE ones do not (GPT2Tokenizer, Qwen2Tokenizer). Without
+/// tokenizer files, the family's usual tokenizer decides (a --tokenizer
+/// given later): GPT-2's adds none, LLaMA's SentencePiece does.
+static llvm::Expected<bool> tokenizerAddsBos(llvm::StringRef directory,
+                                             llvm::StringRef modelType) {
   auto inDirectory = [&](llvm::StringRef name) {
     llvm::SmallString<256> path(directory);
     llvm::sys::path::append(path, name);
@@ -294,7 +297,11 @@ static llvm::Expected<bool> tokenizerAddsBos(llvm::StringRef directory) {
         single && !single->empty() ? single->front().getAsObject() : nullptr;
     return first && first->getObject("SpecialToken");
   }
-  return llvm::sys::fs::exists(inDirectory("tokenizer.model"));
+  if (llvm::sys::fs::exists(inDirectory("tokenizer.model")))
+    return true;
+  if (hasByteLevelBpeFiles(directory))
+    return false;
+  return modelType != "gpt2";
 }
 
 llvm::Expected<LoadedModel>
@@ -328,7 +335,7 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
   model.family = modelType;
   model.bosToken = config.integer("bos_token_id", -1);
   model.eosToken = config.integer("eos_token_id", -1);
-  llvm::Expected<bool> addBos = tokenizerAddsBos(directory);
+  llvm::Expected<bool> addBos = tokenizerAddsBos(directory, modelType);
   if (!addBos)
     return addBos.takeError();
   model.addBos = *addBos;
