@@ -33,6 +33,7 @@ constexpr std::string_view kFiles[] = {
     "vocab.json",      "merges.txt",            "vocab.txt",
     "tokenizer_config.json", "special_tokens_map.json", "spiece.model",
     "sentencepiece.bpe.model", "source.spm",     "target.spm",
+    "tokenizer.gguf", // a GGUF file's tokenizer (--tokenizer FILE.gguf)
 };
 
 constexpr const char *kTexts[] = {

@@ -125,7 +125,7 @@ def gguf_seeds(work):
         # Qwen2's biases and byte-level BPE split.
         "qwen2": ["--hf", os.path.join(E2E, "families", "Inputs", "qwen2"),
                   "--arch", "qwen2"],
-        "llama3-split": ["--random", "32,1,4,2,64,317", "--gpt2-tokenizer",
+        "llama3-split": ["--random", "32,1,4,2,64,320", "--gpt2-tokenizer",
                          os.path.join(E2E, "Inputs", "bpe-splits", "vocab"),
                          "--set", 'tokenizer.ggml.pre="llama-bpe"'],
     }
@@ -165,7 +165,7 @@ def llama2c_seed():
                    struct.pack(f"<{len(values)}f", *values))
 
 
-def tokenizer_file_seeds():
+def tokenizer_file_seeds(work):
     """(vocabulary size, path read, files) for every tokenizer format."""
     directory = corpus("fuzz-tokenizer-files")
     seeds = {}
@@ -181,7 +181,7 @@ def tokenizer_file_seeds():
         "merges.txt": os.path.join(gpt2, "merges.txt")})
     splits = os.path.join(E2E, "Inputs", "bpe-splits")
     for split in ("llama3", "qwen2"):
-        seeds[f"{split}-tokenizer-json"] = (317, ".", {
+        seeds[f"{split}-tokenizer-json"] = (320, ".", {
             "tokenizer.json": os.path.join(splits, split, "tokenizer.json")})
     encoders = os.path.join(E2E, "encoders", "Inputs")
     wordpiece = os.path.join(encoders, "bert-wordpiece")
@@ -215,6 +215,34 @@ def tokenizer_file_seeds():
               os.path.join(encoders, "xlm-roberta-spm-bytes.model"),
               "tokenizer_config.json":
                   os.path.join(xlmr, "tokenizer_config.json")})
+    # Last, so that the seeds before keep their texts: StarCoder's Digits
+    # split, an NFC normalizer, ignore_merges and an added token that is
+    # text (runs of spaces), in one tokenizer.json.
+    starcoder = json.loads(read(os.path.join(splits, "llama3", "tokenizer.json")))
+    starcoder["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": True},
+        {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}]}
+    starcoder["normalizer"] = {"type": "NFC"}
+    starcoder["added_tokens"] = [{"id": 318, "content": "  ", "special": False},
+                                 {"id": 319, "content": "<|end|>", "special": True}]
+    path = os.path.join(work, "starcoder-tokenizer.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(starcoder, f, ensure_ascii=False)
+    seeds["starcoder-tokenizer-json"] = (320, ".", {"tokenizer.json": path})
+    # GGUF tokenizers: llama.cpp's staged DeepSeek split, BERT's WordPiece.
+    writer = os.path.join(E2E, "write_gguf.py")
+    for name, arguments in (
+            ("deepseek-llm-gguf", ["--random", "32,1,4,2,64,320",
+                                   "--gpt2-tokenizer", os.path.join(splits, "vocab"),
+                                   "--added-token", "\\s\\s",
+                                   "--set", 'tokenizer.ggml.pre="deepseek-llm"']),
+            ("bert-gguf", ["--random", "32,1,4,2,64,296", "--bert-tokenizer",
+                           os.path.join(E2E, "encoders", "Inputs",
+                                        "bert-wordpiece")])):
+        path = os.path.join(work, name + ".gguf")
+        subprocess.run([sys.executable, writer, path] + arguments, check=True)
+        vocab = 320 if name.startswith("deepseek") else 296
+        seeds[name] = (vocab, "tokenizer.gguf", {"tokenizer.gguf": path})
     for i, (name, (vocab, path, files)) in enumerate(seeds.items()):
         parts = [str(vocab).encode(), path.encode(), TEXTS[i % len(TEXTS)]]
         for file_name, source in sorted(files.items()):
@@ -362,7 +390,7 @@ def main():
         safetensors_seeds()
         gguf_seeds(work)
         llama2c_seed()
-        tokenizer_files = tokenizer_file_seeds()
+        tokenizer_files = tokenizer_file_seeds(work)
         if args.tokenizer_files:
             tokenizer_seeds(args.tokenizer_files, tokenizer_files, work)
         image_seeds()
