@@ -431,41 +431,73 @@ void prepareGemmaWeights(const DecoderSpec &spec, WeightStore &store) {
   }
 }
 
+llvm::Error prepareGemmaCheckpoint(DecoderSpec &spec, WeightStore &store,
+                                   llvm::StringRef) {
+  prepareGemmaWeights(spec, store);
+  return llvm::Error::success();
+}
+
+llvm::Error prepareGptNeoXCheckpoint(DecoderSpec &spec, WeightStore &store,
+                                     llvm::StringRef checkpoint) {
+  return prepareGptNeoXWeights(spec, store, checkpoint);
+}
+
+/// Mistral is LLaMA with sliding-window attention.
+DecoderSpec readMistralSpec(ConfigReader &config) {
+  DecoderSpec spec = readLlamaSpec(config);
+  spec.family = "mistral";
+  spec.slidingWindow = config.integer("sliding_window", 0);
+  return spec;
+}
+
+/// A decoder `model_type`: how its config reads, what its checkpoint needs
+/// before the builder reads it, and whether its usual tokenizer puts BOS
+/// before a prompt (for a directory without tokenizer files).
+struct DecoderFamily {
+  llvm::StringLiteral modelType;
+  DecoderSpec (*read)(ConfigReader &config);
+  llvm::Error (*prepare)(DecoderSpec &spec, WeightStore &store,
+                         llvm::StringRef checkpoint);
+  bool tokenizerAddsBos;
+};
+
+/// Every decoder family, in the order messages list them. A new family is
+/// a reader above and a row here.
+const DecoderFamily kDecoderFamilies[] = {
+    {"gemma", readGemmaSpec, prepareGemmaCheckpoint, true},
+    {"gpt2", readGpt2Spec, prepareGpt2Weights, false},
+    {"gpt_neox", readGptNeoXSpec, prepareGptNeoXCheckpoint, false},
+    {"llama", readLlamaSpec, nullptr, true},
+    {"mistral", readMistralSpec, nullptr, true},
+    {"olmo", readOlmoSpec, nullptr, false},
+    {"phi", readPhiSpec, nullptr, false},
+    {"qwen2", readQwen2Spec, nullptr, false},
+    {"stablelm", readStableLmSpec, nullptr, false},
+    {"starcoder2", readStarcoder2Spec, nullptr, false},
+};
+
+const DecoderFamily *findDecoderFamily(llvm::StringRef modelType) {
+  for (const DecoderFamily &family : kDecoderFamilies)
+    if (family.modelType == modelType)
+      return &family;
+  return nullptr;
+}
+
 } // namespace
 
 std::string mlir::tfm::supportedDecoderFamilies() {
-  return "gemma, gpt2, gpt_neox, llama, mistral, olmo, phi, qwen2, "
-         "stablelm, starcoder2";
+  std::string names;
+  for (const DecoderFamily &family : kDecoderFamilies)
+    names += (names.empty() ? "" : ", ") + family.modelType.str();
+  return names;
 }
 
 bool mlir::tfm::readDecoderFamily(llvm::StringRef modelType,
                                   ConfigReader &config, DecoderSpec &spec) {
-  if (modelType == "llama") {
-    spec = readLlamaSpec(config);
-  } else if (modelType == "mistral") {
-    // Mistral is LLaMA with sliding-window attention.
-    spec = readLlamaSpec(config);
-    spec.family = "mistral";
-    spec.slidingWindow = config.integer("sliding_window", 0);
-  } else if (modelType == "qwen2") {
-    spec = readQwen2Spec(config);
-  } else if (modelType == "gemma") {
-    spec = readGemmaSpec(config);
-  } else if (modelType == "olmo") {
-    spec = readOlmoSpec(config);
-  } else if (modelType == "starcoder2") {
-    spec = readStarcoder2Spec(config);
-  } else if (modelType == "stablelm") {
-    spec = readStableLmSpec(config);
-  } else if (modelType == "phi") {
-    spec = readPhiSpec(config);
-  } else if (modelType == "gpt_neox") {
-    spec = readGptNeoXSpec(config);
-  } else if (modelType == "gpt2") {
-    spec = readGpt2Spec(config);
-  } else {
+  const DecoderFamily *family = findDecoderFamily(modelType);
+  if (!family)
     return false;
-  }
+  spec = family->read(config);
   return true;
 }
 
@@ -473,11 +505,13 @@ llvm::Error mlir::tfm::prepareDecoderWeights(llvm::StringRef modelType,
                                              DecoderSpec &spec,
                                              WeightStore &store,
                                              llvm::StringRef checkpoint) {
-  if (modelType == "gpt2")
-    return prepareGpt2Weights(spec, store, checkpoint);
-  if (modelType == "gpt_neox")
-    return prepareGptNeoXWeights(spec, store, checkpoint);
-  if (modelType == "gemma")
-    prepareGemmaWeights(spec, store);
-  return llvm::Error::success();
+  const DecoderFamily *family = findDecoderFamily(modelType);
+  if (!family || !family->prepare)
+    return llvm::Error::success();
+  return family->prepare(spec, store, checkpoint);
+}
+
+bool mlir::tfm::decoderTokenizerAddsBos(llvm::StringRef modelType) {
+  const DecoderFamily *family = findDecoderFamily(modelType);
+  return !family || family->tokenizerAddsBos;
 }

@@ -4,8 +4,8 @@
 // sizes and options its config.json gives, the checkpoint names of its
 // weights, and the rewrites some checkpoints need before the builder reads
 // them (GPT-2's Conv1D layout, GPT-NeoX's fused QKV, Gemma's (1 + w)
-// norms). A new decoder family is a reader here, plus an op where it needs
-// one; nothing else changes.
+// norms). A new decoder family is a reader and a row of kDecoderFamilies
+// there, plus an op where it needs one; the lists in messages follow.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +20,11 @@ namespace mlir::tfm {
 
 /// The model_types readDecoderFamily knows, for messages.
 std::string supportedDecoderFamilies();
+
+/// Whether `modelType`'s usual tokenizer puts BOS before a prompt (LLaMA's
+/// SentencePiece does, GPT-2's byte-level BPE does not): what a directory
+/// without tokenizer files assumes.
+bool decoderTokenizerAddsBos(llvm::StringRef modelType);
 
 /// Fills `spec` from `config` for `modelType`; false when the type is
 /// unknown. Problems with the config are recorded in `config`.

@@ -301,7 +301,7 @@ static llvm::Expected<bool> tokenizerAddsBos(llvm::StringRef directory,
     return true;
   if (hasByteLevelBpeFiles(directory))
     return false;
-  return modelType != "gpt2";
+  return decoderTokenizerAddsBos(modelType);
 }
 
 llvm::Expected<LoadedModel>
