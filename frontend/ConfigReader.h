@@ -84,6 +84,8 @@ public:
     return nullptr;
   }
   const std::string &file() const { return path; }
+  /// The config's fields as JSON, for checks the typed readers do not make.
+  const llvm::json::Object &raw() const { return object; }
   /// Refuses a field that changes the model in a way not implemented.
   void refuseUnlessAbsent(llvm::StringRef key, llvm::StringRef why) {
     const llvm::json::Value *value = object.get(key);

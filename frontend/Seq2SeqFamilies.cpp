@@ -34,12 +34,24 @@ void readBartSizes(ConfigReader &config, Seq2SeqSpec &spec) {
   spec.scaleEmbedding = config.boolean("scale_embedding", false);
   spec.padToken = config.integer("pad_token_id", -1);
   spec.eosToken = config.integer("eos_token_id", -1);
-  spec.decoderStartToken =
-      config.integer("decoder_start_token_id", spec.padToken);
-  // Pre-norm variants (normalize_before in older configs) are another
-  // architecture.
-  config.refuseUnlessAbsent("normalize_before", "pre-norm blocks");
-  config.refuseUnlessAbsent("add_final_layer_norm", "a final LayerNorm");
+  // Without decoder_start_token_id (mBART-cc25's config), generation
+  // starts from BOS, as transformers' generate() falls back to it.
+  spec.decoderStartToken = config.integer(
+      "decoder_start_token_id", config.integer("bos_token_id", spec.padToken));
+  // Older (fairseq-converted) configs say whether blocks are pre-norm with
+  // a final LayerNorm per stack; transformers' class decides, so a value
+  // is accepted where it says what the class does (mBART-cc25's true,
+  // BART's and Marian's false) and refused where it says otherwise.
+  for (llvm::StringRef key : {"normalize_before", "add_final_layer_norm"}) {
+    const llvm::json::Value *value = config.raw().get(key);
+    std::optional<bool> given = value ? value->getAsBoolean() : std::nullopt;
+    if (given && *given != spec.preNorm)
+      config.fail("unsupported config value '" + key + "' = " +
+                  (*given ? "true" : "false") + " (" + spec.family +
+                  (spec.preNorm ? " has pre-norm blocks and final LayerNorms"
+                                : " has post-norm blocks")
+                  + ")");
+  }
 }
 
 /// T5 (v1.0 and v1.1): T5Config's names and defaults.
@@ -70,8 +82,10 @@ void readT5(ConfigReader &config, Seq2SeqSpec &spec) {
   spec.tiedHead = config.boolean("tie_word_embeddings", true);
   spec.padToken = config.integer("pad_token_id", 0);
   spec.eosToken = config.integer("eos_token_id", 1);
-  spec.decoderStartToken =
-      config.integer("decoder_start_token_id", spec.padToken);
+  // Without decoder_start_token_id (mBART-cc25's config), generation
+  // starts from BOS, as transformers' generate() falls back to it.
+  spec.decoderStartToken = config.integer(
+      "decoder_start_token_id", config.integer("bos_token_id", spec.padToken));
 }
 
 /// Whisper: BART's names for the sizes, plus the audio's.
@@ -107,10 +121,10 @@ bool mlir::tfm::readSeq2SeqFamily(llvm::StringRef modelType,
     // layernorm_embedding) with pre-norm blocks and a final LayerNorm per
     // stack.
     spec.family = modelType.str();
+    spec.preNorm = true;
     readBartSizes(config, spec);
     spec.positionOffset = 2;
     spec.embeddingNorm = true;
-    spec.preNorm = true;
     return true;
   }
   if (modelType == "whisper") {

@@ -53,7 +53,7 @@ def main():
         manifest = json.load(f)
     name = os.path.basename(manifest_path)[:-len(".json")]
     golden = os.path.join(os.path.dirname(manifest_path), name + ".logits.bin")
-    vocab = manifest["config"]["vocab_size"]
+    vocab = make_fixture.output_width(manifest["config"])
     tokens = [str(t) for t in manifest["tokens"]]
     model = os.path.join(work, name)
     make_fixture.write_fixture(manifest_path, model)
@@ -67,6 +67,12 @@ def main():
     else:
         run(tfmc, model, "--weights-dtype=f32", "-q", "-o", exe)
     kind = manifest.get("kind", "decoder")
+    if kind == "image-classification":
+        logits = model + ".logits"
+        run(exe, "--pixels", os.path.join(model, "features.bin"), "--output",
+            logits)
+        compare(logits, golden, vocab, "0:1", "classify")
+        return
     if kind == "masked-lm":
         # An encoder's masked-LM logits of every position.
         logits = model + ".logits"

@@ -443,6 +443,168 @@ MODELS = {
         tokens=[],
         decoder_tokens=[50258, 50259, 50359, 50363, 2425, 11, 1002, 0,
                         51864, 50257]),
+    "distilbert-base-uncased": dict(
+        kind="masked-lm",
+        classes=(tf.DistilBertConfig, tf.DistilBertForMaskedLM),
+        config={"activation": "gelu", "architectures": ["DistilBertForMaskedLM"],
+                "attention_dropout": 0.1, "dropout": 0.1,
+                "initializer_range": 0.02, "max_position_embeddings": 512,
+                "model_type": "distilbert", "pad_token_id": 0,
+                "qa_dropout": 0.1, "seq_classif_dropout": 0.2,
+                "sinusoidal_pos_embds": False, "tie_weights_": True,
+                "vocab_size": 30522,
+                # cut: dim 768, hidden_dim 3072, 6 layers, 12 heads
+                "dim": 32, "hidden_dim": 48, "n_layers": 2, "n_heads": 4},
+        tokens=[101, 7592, 1010, 2088, 999, 102, 30521, 0, 100, 103, 2023,
+                102]),
+    "xlm-roberta-base": dict(
+        kind="masked-lm",
+        classes=(tf.XLMRobertaConfig, tf.XLMRobertaForMaskedLM),
+        config={"architectures": ["XLMRobertaForMaskedLM"],
+                "attention_probs_dropout_prob": 0.1, "bos_token_id": 0,
+                "eos_token_id": 2, "hidden_act": "gelu",
+                "hidden_dropout_prob": 0.1, "initializer_range": 0.02,
+                "layer_norm_eps": 1e-05, "max_position_embeddings": 514,
+                "model_type": "xlm-roberta", "output_past": True,
+                "pad_token_id": 1, "position_embedding_type": "absolute",
+                "type_vocab_size": 1, "use_cache": True, "vocab_size": 250002,
+                # cut: 768 wide, 3072, 12 layers, 12 heads
+                "hidden_size": 16, "intermediate_size": 24,
+                "num_hidden_layers": 2, "num_attention_heads": 4},
+        tokens=[0, 35378, 4, 8999, 38, 2, 250001, 3, 250000, 6, 5, 2]),
+    "electra-small-generator": dict(
+        kind="masked-lm",
+        classes=(tf.ElectraConfig, tf.ElectraForMaskedLM),
+        config={"architectures": ["ElectraForMaskedLM"],
+                "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu",
+                "hidden_dropout_prob": 0.1, "initializer_range": 0.02,
+                "layer_norm_eps": 1e-12, "max_position_embeddings": 512,
+                "model_type": "electra", "pad_token_id": 0,
+                "type_vocab_size": 2, "vocab_size": 30522,
+                # cut: embeddings 128, 256 wide, 1024, 12 layers, 4 heads
+                "embedding_size": 16, "hidden_size": 32,
+                "intermediate_size": 48, "num_hidden_layers": 2,
+                "num_attention_heads": 4},
+        tokens=[101, 7592, 1010, 2088, 999, 102, 30521, 0, 100, 103, 2023,
+                102]),
+    "bart-base": dict(
+        kind="seq2seq",
+        classes=(tf.BartConfig, tf.BartForConditionalGeneration),
+        config={"activation_dropout": 0.1, "activation_function": "gelu",
+                "add_bias_logits": False, "add_final_layer_norm": False,
+                "architectures": ["BartModel"], "attention_dropout": 0.1,
+                "bos_token_id": 0, "classif_dropout": 0.1,
+                "classifier_dropout": 0.0, "decoder_layerdrop": 0.0,
+                "decoder_start_token_id": 2, "dropout": 0.1,
+                "early_stopping": True, "encoder_layerdrop": 0.0,
+                "eos_token_id": 2, "forced_eos_token_id": 2,
+                "gradient_checkpointing": False, "init_std": 0.02,
+                "is_encoder_decoder": True, "max_position_embeddings": 1024,
+                "model_type": "bart", "no_repeat_ngram_size": 3,
+                "normalize_before": False, "normalize_embedding": True,
+                "num_beams": 4, "pad_token_id": 1, "scale_embedding": False,
+                "use_cache": True, "vocab_size": 50265,
+                # cut: d_model 768, ffn 3072, 6 + 6 layers, 12 heads
+                "d_model": 32, "decoder_attention_heads": 4,
+                "decoder_ffn_dim": 48, "decoder_layers": 2,
+                "encoder_attention_heads": 4, "encoder_ffn_dim": 48,
+                "encoder_layers": 2, "num_hidden_layers": 2},
+        tokens=[0, 31414, 6, 232, 328, 50264, 3, 50263, 2],
+        decoder_tokens=[2, 0, 31414, 6, 232, 50264, 1, 2]),
+    "opus-mt-en-de": dict(
+        kind="seq2seq",
+        classes=(tf.MarianConfig, tf.MarianMTModel),
+        config={"activation_dropout": 0.0, "activation_function": "swish",
+                "add_bias_logits": False, "add_final_layer_norm": False,
+                "architectures": ["MarianMTModel"], "attention_dropout": 0.0,
+                "bad_words_ids": [[58100]], "bos_token_id": 0,
+                "classif_dropout": 0.0, "classifier_dropout": 0.0,
+                "decoder_layerdrop": 0.0, "decoder_start_token_id": 58100,
+                "decoder_vocab_size": 58101, "dropout": 0.1,
+                "encoder_layerdrop": 0.0, "eos_token_id": 0,
+                "forced_eos_token_id": 0, "init_std": 0.02,
+                "is_encoder_decoder": True, "max_length": 512,
+                "max_position_embeddings": 512, "model_type": "marian",
+                "normalize_before": False, "normalize_embedding": False,
+                "num_beams": 4, "pad_token_id": 58100,
+                "scale_embedding": True,
+                "share_encoder_decoder_embeddings": True,
+                "static_position_embeddings": True, "vocab_size": 58101,
+                # cut: d_model 512, ffn 2048, 6 + 6 layers, 8 heads
+                "d_model": 32, "decoder_attention_heads": 4,
+                "decoder_ffn_dim": 48, "decoder_layers": 2,
+                "encoder_attention_heads": 4, "encoder_ffn_dim": 48,
+                "encoder_layers": 2, "num_hidden_layers": 2},
+        tokens=[160, 2072, 5, 58099, 3, 0],
+        decoder_tokens=[58100, 3, 2072, 58099, 5, 58100, 0]),
+    "vit-base-patch16-224": dict(
+        kind="image-classification",
+        classes=(tf.ViTConfig, tf.ViTForImageClassification),
+        config={"architectures": ["ViTForImageClassification"],
+                "attention_probs_dropout_prob": 0.0, "hidden_act": "gelu",
+                "hidden_dropout_prob": 0.0, "image_size": 224,
+                "initializer_range": 0.02, "layer_norm_eps": 1e-12,
+                "model_type": "vit", "num_channels": 3, "patch_size": 16,
+                "qkv_bias": True,
+                # 1000 ImageNet classes (published names not kept)
+                "id2label": {str(i): f"class {i}" for i in range(1000)},
+                "label2id": {f"class {i}": i for i in range(1000)},
+                # cut: 768 wide, 3072, 12 layers, 12 heads
+                "hidden_size": 32, "intermediate_size": 48,
+                "num_hidden_layers": 2, "num_attention_heads": 4},
+        preprocessor_config={"do_normalize": True, "do_resize": True,
+                             "image_mean": [0.5, 0.5, 0.5],
+                             "image_processor_type": "ViTImageProcessor",
+                             "image_std": [0.5, 0.5, 0.5], "resample": 2,
+                             "size": 224},
+        features=[3, 224 * 224, 11],
+        tokens=[]),
+    "mbart-large-cc25": dict(
+        kind="seq2seq",
+        classes=(tf.MBartConfig, tf.MBartForConditionalGeneration),
+        config={"activation_dropout": 0.0, "activation_function": "gelu",
+                "add_bias_logits": False, "add_final_layer_norm": True,
+                "architectures": ["MBartForConditionalGeneration"],
+                "attention_dropout": 0.0, "bos_token_id": 0,
+                "classif_dropout": 0.0, "decoder_layerdrop": 0.0,
+                "dropout": 0.1, "encoder_layerdrop": 0.0, "eos_token_id": 2,
+                "init_std": 0.02, "is_encoder_decoder": True,
+                "max_position_embeddings": 1024, "model_type": "mbart",
+                "normalize_before": True, "normalize_embedding": True,
+                "output_past": True, "pad_token_id": 1,
+                "scale_embedding": True, "static_position_embeddings": False,
+                "vocab_size": 250027,
+                # cut: d_model 1024, ffn 4096, 12 + 12 layers, 16 heads
+                "d_model": 16, "decoder_attention_heads": 4,
+                "decoder_ffn_dim": 24, "decoder_layers": 2,
+                "encoder_attention_heads": 4, "encoder_ffn_dim": 24,
+                "encoder_layers": 2, "num_hidden_layers": 2},
+        tokens=[35378, 4, 8999, 38, 2, 250004],
+        # No decoder_start_token_id: generation starts from BOS (0).
+        decoder_tokens=[0, 250004, 35378, 4, 250026, 5, 2]),
+    "deit-base-distilled-patch16-224": dict(
+        kind="image-classification",
+        classes=(tf.DeiTConfig, tf.DeiTForImageClassificationWithTeacher),
+        config={"architectures": ["DeiTForImageClassificationWithTeacher"],
+                "attention_probs_dropout_prob": 0.0, "encoder_stride": 16,
+                "hidden_act": "gelu", "hidden_dropout_prob": 0.0,
+                "image_size": 224, "initializer_range": 0.02,
+                "layer_norm_eps": 1e-12, "model_type": "deit",
+                "num_channels": 3, "patch_size": 16, "qkv_bias": True,
+                # 1000 ImageNet classes (published names not kept)
+                "id2label": {str(i): f"class {i}" for i in range(1000)},
+                "label2id": {f"class {i}": i for i in range(1000)},
+                # cut: 768 wide, 3072, 12 layers, 12 heads
+                "hidden_size": 32, "intermediate_size": 48,
+                "num_hidden_layers": 2, "num_attention_heads": 4},
+        preprocessor_config={"crop_size": 224, "do_center_crop": True,
+                             "do_normalize": True, "do_resize": True,
+                             "image_mean": [0.485, 0.456, 0.406],
+                             "image_processor_type": "DeiTImageProcessor",
+                             "image_std": [0.229, 0.224, 0.225],
+                             "resample": 3, "size": 256},
+        features=[3, 224 * 224, 13],
+        tokens=[]),
 }
 SEEDS = {name: 1000 + i for i, name in enumerate(MODELS)}
 
@@ -517,6 +679,11 @@ def golden(name, spec, manifest_path):
             logits = model(input_ids=torch.tensor([spec["tokens"]]),
                            decoder_input_ids=torch.tensor(
                                [spec["decoder_tokens"]])).logits[0].float()
+        elif kind == "image-classification":
+            features = torch.frombuffer(bytearray(open(os.path.join(
+                fixture, "features.bin"), "rb").read()), dtype=torch.float32)
+            size = spec["config"]["image_size"]
+            logits = model(pixel_values=features.view(1, 3, size, size)).logits
         elif kind == "speech-seq2seq":
             features = torch.frombuffer(bytearray(open(os.path.join(
                 fixture, "features.bin"), "rb").read()), dtype=torch.float32)
@@ -525,7 +692,7 @@ def golden(name, spec, manifest_path):
                                [spec["decoder_tokens"]])).logits[0].float()
         else:
             logits = model(torch.tensor([spec["tokens"]])).logits[0].float()
-    vocab = spec["config"]["vocab_size"]
+    vocab = make_fixture.output_width(spec["config"])
     keep = make_fixture.columns(vocab)
     logits[:, keep].numpy().astype("<f4").tofile(
         os.path.join(OUT, name + ".logits.bin"))

@@ -136,7 +136,8 @@ def write_fixture(manifest_path, out):
     write_safetensors(os.path.join(out, "model.safetensors"),
                       manifest["tensors"], manifest["seed"])
     if "features" in manifest:
-        # A speech model's input: log-mel-like values in [-1, 1].
+        # A speech model's log-mel-like input, an image model's pixels:
+        # values in [-1, 1].
         rows, columns_, seed = manifest["features"]
         rng = random.Random(seed)
         values = array.array("f", (rng.uniform(-1, 1)
@@ -145,6 +146,13 @@ def write_fixture(manifest_path, out):
             values.byteswap()
         with open(os.path.join(out, "features.bin"), "wb") as f:
             f.write(values.tobytes())
+
+
+def output_width(config):
+    """The width of a model's logits: its vocabulary, or its labels."""
+    if "vocab_size" in config:
+        return config["vocab_size"]
+    return len(config["id2label"])
 
 
 def columns(vocab):
