@@ -204,36 +204,68 @@ llvm::Error readTokenizerJson(llvm::StringRef path, RawBpe &raw) {
   return llvm::Error::success();
 }
 
-/// The added tokens of tokenizer_config.json's added_tokens_decoder (id ->
-/// content), for a slow tokenizer's vocab.json that lacks them: added to
-/// the vocabulary as written, where vocab.json has no token of that id.
-llvm::Error readAddedTokensDecoder(llvm::StringRef directory, RawBpe &raw) {
-  llvm::SmallString<256> path(directory);
-  llvm::sys::path::append(path, "tokenizer_config.json");
-  if (!llvm::sys::fs::exists(path))
-    return llvm::Error::success();
-  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
+/// One entry of tokenizer_config.json's added_tokens_decoder (id ->
+/// token), as read; each reader checks what it needs of it.
+struct ConfigAddedToken {
+  std::string key;                    // the id as written, for messages
+  int64_t id = -1;                    // -1: the key is not an id
+  bool isObject = false;              // the value is a token object
+  std::optional<std::string> content; // its content, where given
+  uint8_t flags = 0;                  // addedTokenFlags
+};
+
+/// The entries of tokenizer_config.json's added_tokens_decoder in a
+/// directory (none without the file or the field); `path` is set to the
+/// file's, for messages.
+llvm::Expected<std::vector<ConfigAddedToken>>
+readConfigAddedTokens(llvm::StringRef directory, std::string &path) {
+  llvm::SmallString<256> file(directory);
+  llvm::sys::path::append(file, "tokenizer_config.json");
+  path = file.str().str();
+  std::vector<ConfigAddedToken> tokens;
+  if (!llvm::sys::fs::exists(file))
+    return tokens;
+  llvm::Expected<llvm::json::Value> json = readJsonFile(file);
   if (!json)
     return json.takeError();
   const llvm::json::Object *config = json->getAsObject();
   const llvm::json::Object *added =
       config ? config->getObject("added_tokens_decoder") : nullptr;
   if (!added)
-    return llvm::Error::success();
+    return tokens;
+  for (const auto &[key, value] : *added) {
+    ConfigAddedToken entry;
+    entry.key = key.str();
+    int64_t id = -1;
+    if (!llvm::StringRef(entry.key).getAsInteger(10, id) && id >= 0)
+      entry.id = id;
+    if (const llvm::json::Object *token = value.getAsObject()) {
+      entry.isObject = true;
+      if (std::optional<llvm::StringRef> content = token->getString("content"))
+        entry.content = content->str();
+      entry.flags = addedTokenFlags(*token);
+    }
+    tokens.push_back(std::move(entry));
+  }
+  return tokens;
+}
+
+/// A slow tokenizer's vocab.json lacks the added tokens
+/// tokenizer_config.json lists (Qwen2's <|endoftext|> and <|im_start|>,
+/// past vocab.json's ids): they join the vocabulary as written, where
+/// vocab.json has no token of their id.
+llvm::Error addConfigAddedTokens(llvm::ArrayRef<ConfigAddedToken> added,
+                                 llvm::StringRef path, RawBpe &raw) {
   std::set<int64_t> ids;
   for (const auto &entry : raw.vocab)
     ids.insert(entry.second);
-  for (const auto &[key, value] : *added) {
-    const llvm::json::Object *token = value.getAsObject();
-    std::optional<llvm::StringRef> content =
-        token ? token->getString("content") : std::nullopt;
-    int64_t id = -1;
-    if (!content || llvm::StringRef(key.str()).getAsInteger(10, id) || id < 0)
-      return makeError(path + ": added token '" + key.str() +
+  for (const ConfigAddedToken &token : added) {
+    if (token.id < 0 || !token.content)
+      return makeError(path + ": added token '" + token.key +
                        "' needs a non-negative id and a content");
-    if (ids.count(id))
+    if (ids.count(token.id))
       continue;
-    raw.vocab.push_back({content->str(), id});
+    raw.vocab.push_back({*token.content, token.id});
     raw.asWritten.resize(raw.vocab.size(), false);
     raw.asWritten.back() = true;
   }
@@ -244,32 +276,17 @@ llvm::Error readAddedTokensDecoder(llvm::StringRef directory, RawBpe &raw) {
 /// (<|endoftext|>, Whisper's task tokens, Qwen2's <tool_call>): matched
 /// whole in text, with their lstrip/rstrip; the special ones skipped when
 /// output is shown.
-llvm::Error readSpecialTokens(llvm::StringRef directory,
-                              TokenizerVocab &vocab) {
-  llvm::SmallString<256> path(directory);
-  llvm::sys::path::append(path, "tokenizer_config.json");
-  if (!llvm::sys::fs::exists(path))
-    return llvm::Error::success();
-  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
-  if (!json)
-    return json.takeError();
-  const llvm::json::Object *config = json->getAsObject();
-  const llvm::json::Object *added =
-      config ? config->getObject("added_tokens_decoder") : nullptr;
-  if (!added)
-    return llvm::Error::success();
-  for (const auto &[key, value] : *added) {
-    const llvm::json::Object *token = value.getAsObject();
-    int64_t id = -1;
-    if (!token || key.str().empty() ||
-        llvm::StringRef(key.str()).getAsInteger(10, id) || id < 0 ||
-        id >= int64_t(vocab.pieces.size()))
-      return makeError(path + ": added token '" + key.str() +
+llvm::Error addSpecialTokens(llvm::ArrayRef<ConfigAddedToken> added,
+                             llvm::StringRef path, TokenizerVocab &vocab) {
+  for (const ConfigAddedToken &token : added) {
+    if (!token.isObject || token.id < 0 ||
+        token.id >= int64_t(vocab.pieces.size()))
+      return makeError(path + ": added token '" + token.key +
                        "' is not an id of the vocabulary");
-    if (llvm::is_contained(vocab.specialTokens, int32_t(id)))
+    if (llvm::is_contained(vocab.specialTokens, int32_t(token.id)))
       continue;
-    vocab.specialTokens.push_back(int32_t(id));
-    vocab.specialTokenStrips.push_back(addedTokenFlags(*token));
+    vocab.specialTokens.push_back(int32_t(token.id));
+    vocab.specialTokenStrips.push_back(token.flags);
   }
   return llvm::Error::success();
 }
@@ -463,6 +480,18 @@ mlir::tfm::readByteLevelBpe(llvm::StringRef directory) {
               jsonPath = inDirectory("tokenizer.json");
   RawBpe raw;
   std::string source;
+  // tokenizer_config.json's added tokens, read once: they extend a slow
+  // tokenizer's vocabulary, and every tokenizer matches them whole.
+  std::string configPath;
+  std::vector<ConfigAddedToken> configAdded;
+  auto readConfigAdded = [&]() -> llvm::Error {
+    llvm::Expected<std::vector<ConfigAddedToken>> added =
+        readConfigAddedTokens(directory, configPath);
+    if (!added)
+      return added.takeError();
+    configAdded = std::move(*added);
+    return llvm::Error::success();
+  };
   if (llvm::sys::fs::exists(vocabPath) && llvm::sys::fs::exists(mergesPath)) {
     llvm::Expected<llvm::json::Value> vocab = readJsonFile(vocabPath);
     if (!vocab)
@@ -482,13 +511,15 @@ mlir::tfm::readByteLevelBpe(llvm::StringRef directory) {
               readVocabObject(added->getAsObject(), addedPath, raw))
         return std::move(err);
     }
-    // As do the added tokens tokenizer_config.json lists (Qwen2's
-    // <|endoftext|> and <|im_start|>, past vocab.json's ids), as written.
-    if (llvm::Error err = readAddedTokensDecoder(directory, raw))
+    if (llvm::Error err = readConfigAdded())
+      return std::move(err);
+    if (llvm::Error err = addConfigAddedTokens(configAdded, configPath, raw))
       return std::move(err);
     source = vocabPath;
   } else if (llvm::sys::fs::exists(jsonPath)) {
     if (llvm::Error err = readTokenizerJson(jsonPath, raw))
+      return std::move(err);
+    if (llvm::Error err = readConfigAdded())
       return std::move(err);
     source = jsonPath;
   } else {
@@ -518,7 +549,7 @@ mlir::tfm::readByteLevelBpe(llvm::StringRef directory) {
       vocab->specialTokens.push_back(int32_t(id));
       vocab->specialTokenStrips.push_back(flags);
     }
-  if (llvm::Error err = readSpecialTokens(directory, *vocab))
+  if (llvm::Error err = addSpecialTokens(configAdded, configPath, *vocab))
     return std::move(err);
   return vocab;
 }

@@ -23,6 +23,26 @@ namespace {
 
 enum TokenType { kControl = 3, kUserDefined = 4 };
 
+/// tokenizer.ggml.token_type, checked to hold one type per token; null
+/// where the file has none.
+llvm::Expected<const GgufValue *> tokenTypes(const GgufFile &file,
+                                             const GgufValue &tokens) {
+  const GgufValue *types = file.lookup("tokenizer.ggml.token_type");
+  if (types && (types->kind != GgufValue::Kind::Array ||
+                types->numbers.size() != tokens.strings.size()))
+    return makeError(file.path() + ": tokenizer.ggml.token_type must be " +
+                     "an array of " + llvm::Twine(tokens.strings.size()) +
+                     " numbers, one per token");
+  return types;
+}
+
+/// Whether token `id` is an added one (control or user-defined): matched
+/// whole in text, as Hugging Face's added tokens are.
+bool isAddedToken(const GgufValue *types, size_t id) {
+  return types && (types->numbers[id] == kControl ||
+                   types->numbers[id] == kUserDefined);
+}
+
 llvm::Expected<TokenizerVocab> sentencePieceBpe(const GgufFile &file,
                                                 const GgufValue &tokens) {
   llvm::Expected<const GgufValue *> scores =
@@ -65,18 +85,11 @@ llvm::Expected<TokenizerVocab> byteLevelBpe(const GgufFile &file,
     return merges.takeError();
   // Control and user-defined tokens are stored as their text, not in
   // GPT-2's byte-level spelling (llama.cpp's token_to_piece): MPT's runs
-  // of spaces are spaces. They are matched whole in text, as Hugging
-  // Face's added tokens are.
-  const GgufValue *types = file.lookup("tokenizer.ggml.token_type");
-  if (types && (types->kind != GgufValue::Kind::Array ||
-                types->numbers.size() != tokens.strings.size()))
-    return makeError(file.path() + ": tokenizer.ggml.token_type must be " +
-                     "an array of " + llvm::Twine(tokens.strings.size()) +
-                     " numbers, one per token");
-  auto isAdded = [&](size_t id) {
-    return types && (types->numbers[id] == kControl ||
-                     types->numbers[id] == kUserDefined);
-  };
+  // of spaces are spaces.
+  llvm::Expected<const GgufValue *> types = tokenTypes(file, tokens);
+  if (!types)
+    return types.takeError();
+  auto isAdded = [&](size_t id) { return isAddedToken(*types, id); };
   std::vector<std::pair<std::string, int64_t>> spelled;
   llvm::SmallVector<bool> asWritten;
   for (auto [id, piece] : llvm::enumerate(tokens.strings)) {
@@ -102,7 +115,7 @@ llvm::Expected<TokenizerVocab> byteLevelBpe(const GgufFile &file,
   for (size_t id = 0; id < tokens.strings.size(); ++id)
     if (isAdded(id)) {
       vocab->specialTokens.push_back(int32_t(id));
-      vocab->specialTokenStrips.push_back(types->numbers[id] == kUserDefined
+      vocab->specialTokenStrips.push_back((*types)->numbers[id] == kUserDefined
                                               ? TokenizerVocab::kAddedText
                                               : 0);
     }
@@ -157,14 +170,11 @@ llvm::Expected<TokenizerVocab> wordPiece(const GgufFile &file,
   vocab.framing.separator = *separator;
   // Control and user-defined tokens ([CLS], [MASK], ...) are matched whole
   // in text; [unusedN] are normal tokens, split as text is.
-  const GgufValue *types = file.lookup("tokenizer.ggml.token_type");
-  if (types && (types->kind != GgufValue::Kind::Array ||
-                types->numbers.size() != tokens.strings.size()))
-    return makeError(file.path() + ": tokenizer.ggml.token_type must be " +
-                     "an array of " + llvm::Twine(tokens.strings.size()) +
-                     " numbers, one per token");
-  for (size_t i = 0; types && i < types->numbers.size(); ++i)
-    if (types->numbers[i] == kControl || types->numbers[i] == kUserDefined) {
+  llvm::Expected<const GgufValue *> types = tokenTypes(file, tokens);
+  if (!types)
+    return types.takeError();
+  for (size_t i = 0; i < tokens.strings.size(); ++i)
+    if (isAddedToken(*types, i)) {
       vocab.specialTokens.push_back(int32_t(i));
       vocab.specialTokenStrips.push_back(0);
     }

@@ -354,11 +354,12 @@ static tfm_status_code parse_merges(tfm_tokenizer *t, blob_reader *r,
     if (!read_u32(r, &t->bpe_split))
       return tfm_fail(status, TFM_ERROR_TOKENIZER,
                       "tokenizer blob: truncated split rule");
-    t->bpe_ignore_merges = (t->bpe_split & TFM_BPE_IGNORE_MERGES) != 0;
+    uint32_t flags = t->bpe_split & (TFM_BPE_IGNORE_MERGES | TFM_BPE_NFC);
+    t->bpe_split &= ~flags;
+    t->bpe_ignore_merges = (flags & TFM_BPE_IGNORE_MERGES) != 0;
     /* Qwen2's split always came with its NFC normalizer. */
-    t->bpe_nfc = (t->bpe_split & TFM_BPE_NFC) != 0 ||
-                 (t->bpe_split & 0xFFFF) == TFM_BPE_SPLIT_QWEN2;
-    t->bpe_split &= ~(uint32_t)(TFM_BPE_IGNORE_MERGES | TFM_BPE_NFC);
+    t->bpe_nfc = (flags & TFM_BPE_NFC) != 0 ||
+                 t->bpe_split == TFM_BPE_SPLIT_QWEN2;
     if (t->bpe_split > TFM_BPE_SPLIT_LAST)
       return tfm_fail(status, TFM_ERROR_TOKENIZER,
                       "tokenizer blob: unknown split rule %u", t->bpe_split);

@@ -40,25 +40,40 @@ static int is_white_space(int32_t cp) {
          cp == 0x3000;
 }
 
-/* The class of the character at text[at] and its length in bytes. */
-static char_class classify(const char *text, size_t length, size_t at,
-                           size_t *size) {
+/* The code point at text[at] and its size in bytes (one byte of "other",
+ * code point -1, where the text is not UTF-8). */
+static int32_t code_point(const char *text, size_t length, size_t at,
+                          size_t *size) {
   utf8proc_int32_t cp;
   utf8proc_ssize_t n =
       utf8proc_iterate((const uint8_t *)text + at, length - at, &cp);
   if (n <= 0) {
     *size = 1;
-    return CLASS_OTHER;
+    return -1;
   }
   *size = (size_t)n;
+  return cp;
+}
+
+static int is_letter(int32_t cp) {
+  utf8proc_category_t c = utf8proc_category(cp);
+  return cp >= 0 && c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_LO;
+}
+
+static int is_number(int32_t cp) {
+  utf8proc_category_t c = utf8proc_category(cp);
+  return cp >= 0 && c >= UTF8PROC_CATEGORY_ND && c <= UTF8PROC_CATEGORY_NO;
+}
+
+/* The class of the character at text[at] and its length in bytes. */
+static char_class classify(const char *text, size_t length, size_t at,
+                           size_t *size) {
+  int32_t cp = code_point(text, length, at, size);
   if (is_white_space(cp))
     return CLASS_SPACE;
-  utf8proc_category_t category = utf8proc_category(cp);
-  if (category >= UTF8PROC_CATEGORY_LU && category <= UTF8PROC_CATEGORY_LO)
+  if (is_letter(cp))
     return CLASS_LETTER;
-  if (category >= UTF8PROC_CATEGORY_ND && category <= UTF8PROC_CATEGORY_NO)
-    return CLASS_DIGIT;
-  return CLASS_OTHER;
+  return is_number(cp) ? CLASS_DIGIT : CLASS_OTHER;
 }
 
 static int is_newline(char c) { return c == '\r' || c == '\n'; }
@@ -219,21 +234,6 @@ static const matcher kFalcon[] = {MATCH_FALCON_PUNCTUATION, MATCH_GPT2,
                                   MATCH_THREE_DIGITS, MATCH_END};
 static const matcher kDigitsThenGpt2[] = {MATCH_NUMBER, MATCH_GPT2, MATCH_END};
 
-/* The code point at text[at] and its size in bytes (one byte of "other",
- * code point -1, where the text is not UTF-8). */
-static int32_t code_point(const char *text, size_t length, size_t at,
-                          size_t *size) {
-  utf8proc_int32_t cp;
-  utf8proc_ssize_t n =
-      utf8proc_iterate((const uint8_t *)text + at, length - at, &cp);
-  if (n <= 0) {
-    *size = 1;
-    return -1;
-  }
-  *size = (size_t)n;
-  return cp;
-}
-
 /* DeepSeek LLM's letters, as its tokenizer.json's expression spells them
  * ([A-Za-zµÀ-ÖØ-öø-ƺ...]): mostly cased letters, but not exactly
  * (Armenian's capitals and not its small letters, ʕ and not ʔ), so the
@@ -273,16 +273,6 @@ static int is_deepseek_letter(int32_t cp) {
   return bsearch(&cp, kDeepseekLetters,
                  sizeof kDeepseekLetters / sizeof kDeepseekLetters[0],
                  sizeof kDeepseekLetters[0], compare_range) != NULL;
-}
-
-static int is_letter(int32_t cp) {
-  utf8proc_category_t c = utf8proc_category(cp);
-  return cp >= 0 && c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_LO;
-}
-
-static int is_number(int32_t cp) {
-  utf8proc_category_t c = utf8proc_category(cp);
-  return cp >= 0 && c >= UTF8PROC_CATEGORY_ND && c <= UTF8PROC_CATEGORY_NO;
 }
 
 static int is_punctuation(int32_t cp) {
