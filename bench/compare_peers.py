@@ -50,8 +50,7 @@ def link_model_bench(work, model, harness, name):
                     os.path.join(HERE, harness), "-I" + lib,
                     "-I" + ROOT, os.path.join(lib, "libmodel.a"),
                     os.path.join(ROOT, "build", "lib", "libtfmrt.a"),
-                    "-lopenblas", "-lutf8proc", "-lpng", "-ljpeg", "-lfftw3",
-                    "-lsndfile", "-lsoxr", "-lm", "-lpthread", "-o", exe],
+                    "-lopenblas", "-lutf8proc", "-lm", "-lpthread", "-o", exe],
                    check=True)
     return exe
 

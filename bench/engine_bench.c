@@ -1,4 +1,4 @@
-/* bench/engine_bench.c: the batch engine (runtime/tfm_engine.h) on a model
+/* bench/engine_bench.c: the batch engine (runtime/include/tfm/tfm_engine.h) on a model
  * compiled with --emit=lib, without HTTP. Driven by compare_serving.py.
  *
  *   engine_bench LIBRARY SYMBOL decode B PROMPT STEPS
@@ -8,7 +8,7 @@
  *     one request of PREFIX + OWN tokens prefilled (its KV blocks counted),
  *     then N - 1 more with the same PREFIX and their own OWN tokens: one
  *     line of JSON with the KV bytes of all N against one's. */
-#include "runtime/tfm_engine.h"
+#include "tfm/tfm_engine.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

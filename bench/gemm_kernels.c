@@ -2,7 +2,7 @@
  * shapes, GFLOP/s with the runtime's threads: OpenBLAS on the checkpoint
  * layout (tfm_rt_matmul_nt) and the micro-kernel on compile-time panels
  * (tfm_rt_linear_panels). Built and run by bench/gemm_kernels.sh. */
-#include "runtime/tfm_model_abi.h"
+#include "tfm/tfm_model_abi.h"
 
 #include <stdio.h>
 #include <stdlib.h>

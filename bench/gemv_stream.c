@@ -14,8 +14,8 @@
  *   cc -O2 -I. bench/gemv_stream.c build/lib/libtfmrt.a -lopenblas -lutf8proc -lm \
  *      -lpthread -o /tmp/gemv_stream && /tmp/gemv_stream [gpt2|tinyllama]
  */
-#include "runtime/runtime_kernels.h"
-#include "runtime/weight_formats.h"
+#include "tfm/runtime_kernels.h"
+#include "tfm/weight_formats.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -142,7 +142,7 @@ void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm,
   // lower-affine.
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  // Buffers come from the runtime's cache (runtime/buffer_cache.c), not
+  // Buffers come from the runtime's cache (runtime/core/buffer_cache.c), not
   // straight from malloc. Converted while loops are still structured: the
   // annotation pass tags the LLVM loads and stores inside each loop.
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;

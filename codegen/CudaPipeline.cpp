@@ -5,7 +5,7 @@
 // LLVM's NVPTX backend, no CUDA toolkit); buffers live in device memory and
 // the host code only sizes them and launches the kernels, through the
 // `mgpu*` functions the runtime implements over the CUDA driver API
-// (runtime/cuda_driver.c). The PTX is embedded in the object as a string
+// (runtime/cuda/cuda_driver.c). The PTX is embedded in the object as a string
 // and JIT-compiled by the driver when the model is loaded.
 //
 //===----------------------------------------------------------------------===//

@@ -2,7 +2,7 @@
 
 #include "codegen/EntryPointTable.h"
 
-#include "runtime/tfm_model_abi.h"
+#include "tfm/tfm_model_abi.h"
 
 using namespace mlir;
 using namespace mlir::tfm;

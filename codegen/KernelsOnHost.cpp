@@ -4,14 +4,14 @@
 // translate them (NVVM ops become llvm.nvvm.* intrinsics), and then each
 // intrinsic call is replaced by host code: the special registers, barriers,
 // shuffles and mma.sync by calls into the emulator, which runs a block's
-// threads as fibers (runtime/cuda_emulator.c); libdevice's functions
+// threads as fibers (runtime/cuda/cuda_emulator.c); libdevice's functions
 // (__nv_sqrtf) by libm's. Shared memory stays in address space 3, which
 // x86 addresses as plain memory.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/KernelsOnHost.h"
-#include "runtime/cuda_emulator.h"
+#include "runtime/cuda/cuda_emulator.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

@@ -2,7 +2,7 @@
 //
 // --emit=cuda-emulator: the kernels of the CUDA pipeline (stopped once they
 // are in the NVVM dialect) as host LLVM IR, each NVVM intrinsic a call to
-// the emulator's stand-in (runtime/cuda_emulator.h), each kernel entered
+// the emulator's stand-in (runtime/cuda/cuda_emulator.h), each kernel entered
 // through the launch's parameter array, all listed in tfm_emu_kernels.
 //
 //===----------------------------------------------------------------------===//

@@ -128,7 +128,7 @@ Value readPanels(OpBuilder &b, Location loc, Value panels, Value row,
 }
 
 /// Rows of a table in block panels, looked up by the runtime
-/// (tfm_rt_embedding_blocks in runtime/kernels_blocks.c), which widens and
+/// (tfm_rt_embedding_blocks in runtime/kernels/kernels_blocks.c), which widens and
 /// scales only the rows it reads.
 Value lookUpBlockRows(ConversionPatternRewriter &rewriter, EmbeddingOp op,
                       Value ids, Value bytes, StoredFormat format) {

@@ -11,7 +11,7 @@
 #define TFM_CODEGEN_MODELPACKAGER_H
 
 #include "frontend/Tokenizer.h"
-#include "runtime/tfm_model_abi.h"
+#include "tfm/tfm_model_abi.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -132,10 +132,11 @@ struct LinkOptions {
   /// (TFM_SANITIZE), whose runtime is instrumented, the clang it was built
   /// with, linking the same sanitizers.
   std::string cc = kDefaultLinker;
-  /// Folder holding runtime/ headers, the runtime archives and the folder
-  /// of the shared runtime (libtfmrt.so).
+  /// Folder holding the tfm/ headers, the runtime archives (libtfmrt.a, its
+  /// command line libtfmrt_main.a, image and audio decoding
+  /// libtfmrt_media.a) and the folder of the shared runtime (libtfmrt.so).
   std::string runtimeIncludeDir, runtimeLibrary, runtimeMainLibrary,
-      runtimeLibraryDir;
+      runtimeMediaLibrary, runtimeLibraryDir;
   /// The CUDA emulator's archive (libtfmcudaemu.a, --emit=cuda-emulator).
   std::string cudaEmulatorLibrary;
 };
@@ -157,7 +158,7 @@ llvm::Error linkModel(ModuleOp module, WeightLookup weights,
 
 /// Links `objectPath` (a model's kernels compiled for the host) with the
 /// CUDA emulator into the shared library `options.outputPath`, a stand-in
-/// for libcuda.so.1 (runtime/cuda_emulator.h).
+/// for libcuda.so.1 (runtime/cuda/cuda_emulator.h).
 llvm::Error linkCudaEmulator(llvm::StringRef objectPath,
                              const LinkOptions &options);
 

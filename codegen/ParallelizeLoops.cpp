@@ -26,7 +26,7 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// The runtime's entry point (runtime/thread_pool.h).
+/// The runtime's entry point (runtime/core/thread_pool.h).
 constexpr llvm::StringLiteral kParallelLoopName = "tfm_rt_parallel_loop";
 /// Trip count assumed for a loop whose bounds are not constants (a
 /// sequence length, say): the cost estimate only has to be the right order

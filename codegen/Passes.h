@@ -3,7 +3,7 @@
 #ifndef TFM_CODEGEN_PASSES_H
 #define TFM_CODEGEN_PASSES_H
 
-#include "runtime/runtime_kernels.h"
+#include "tfm/runtime_kernels.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -45,7 +45,7 @@ inline constexpr int64_t kWeightAlignment = 64;
 /// Rows per panel of a weight stored as panels: panels[p][k][j] =
 /// W[kPanelWidth·p + j][k], the last panel zero-padded (linalg.pack of W
 /// with inner tile kPanelWidth on dim 0). The runtime's GEMM kernel
-/// (runtime/kernels_panel_gemm.c) assumes this width.
+/// (runtime/kernels/kernels_panel_gemm.c) assumes this width.
 inline constexpr int64_t kPanelWidth = TFM_PANEL_WIDTH;
 
 /// The target-independent tfm -> linalg lowering, one family of ops per

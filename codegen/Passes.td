@@ -53,7 +53,7 @@ def SelectCpuKernelsPass : Pass<"tfm-select-cpu-kernels", "ModuleOp"> {
     keys and values that are `tfm.dequantize_rows` of an int8 cache go to
     the `_rows_i8` variants as stored, widened in the kernel. The
     kernels are declared in the module (`llvm.emit_c_interface`,
-    runtime/runtime_kernels.h) and take their operands as strided memrefs.
+    runtime/include/tfm/runtime_kernels.h) and take their operands as strided memrefs.
     Everything else is left to `tfm-lower-to-linalg`.
 
     ```mlir
@@ -192,7 +192,7 @@ def ParallelizeLoopsPass : Pass<"tfm-parallelize-loops", "ModuleOp"> {
     `tfm_rt_parallel_loop(iterations, cost, body, context)`, where `cost`
     is the estimated operations per iteration (nested trip counts
     included; 64 where unknown); the runtime runs small loops inline and
-    splits the others into chunks (runtime/thread_pool.h).
+    splits the others into chunks (runtime/core/thread_pool.h).
 
     Left alone: loops with reductions (`scf.reduce` operands), loops that
     call functions (the runtime's allocator and kernels are not entered

@@ -82,7 +82,7 @@ Value kernelProduct(ConversionPatternRewriter &rewriter, Location loc,
 }
 
 /// tfm.linear over a weight a kernel reads as stored (panels, block
-/// panels): the runtime's GEMM (runtime/kernels_panel_gemm.c,
+/// panels): the runtime's GEMM (runtime/kernels/kernels_panel_gemm.c,
 /// kernels_blocks.c), which adds the bias itself; the activation stays an
 /// epilogue.
 struct LinearToKernelCall : OpConversionPattern<LinearOp> {
@@ -119,7 +119,7 @@ std::string storedRowsSuffix(Value rows) {
 }
 
 /// tfm.attention without a [heads, s, t] bias: the runtime's flash-style
-/// kernel (runtime/kernels_attention.c), tfm_rt_attention(q, k, v, out,
+/// kernel (runtime/kernels/kernels_attention.c), tfm_rt_attention(q, k, v, out,
 /// scale, causal, window), over packed sequences
 /// tfm_rt_attention_packed(q, k, v, lengths, out, scale, causal, window),
 /// or with a relative_bias tfm_rt_attention_biased(q, k, v, distance bias,

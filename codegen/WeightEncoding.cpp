@@ -1,8 +1,8 @@
 //===- WeightEncoding.cpp - f32 values into a stored weight format -------===//
 
 #include "codegen/WeightEncoding.h"
-#include "runtime/runtime_kernels.h"
-#include "runtime/weight_formats.h"
+#include "tfm/runtime_kernels.h"
+#include "tfm/weight_formats.h"
 
 #include <algorithm>
 #include <cassert>

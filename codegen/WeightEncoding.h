@@ -1,7 +1,7 @@
 //===- WeightEncoding.h - f32 values into a stored weight format -*- C++ -*-===//
 //
 // The formats a weight may be stored in and the encoding of f32 values into
-// each (runtime/weight_formats.h documents the byte layouts). Free of MLIR,
+// each (runtime/include/tfm/weight_formats.h documents the byte layouts). Free of MLIR,
 // so that the runtime's kernel tests encode weights exactly as the packager
 // does.
 //
@@ -27,7 +27,7 @@ inline bool isKQuant(StoredFormat format) {
 
 /// Whether the format is block-quantized (always stored as block panels).
 bool isBlockFormat(StoredFormat format);
-/// The runtime's tfm_block_format (runtime/weight_formats.h) of a block
+/// The runtime's tfm_block_format (runtime/include/tfm/weight_formats.h) of a block
 /// format: what the block kernels are told they read.
 int blockFormatCode(StoredFormat format);
 /// Rows per panel: 32 for floats, 16 for block formats.

@@ -6,7 +6,7 @@
 
 #include "codegen/WeightLayout.h"
 #include "codegen/WeightFormats.h"
-#include "runtime/weight_formats.h"
+#include "tfm/weight_formats.h"
 #include "codegen/Passes.h"
 #include "ir/TfmOps.h"
 

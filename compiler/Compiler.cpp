@@ -13,8 +13,8 @@
 #include "frontend/Safetensors.h"
 #include "frontend/WeightDeclarations.h"
 #include "ir/TfmOps.h"
-#include "runtime/tfm_format.h"
-#include "runtime/tfm_model_abi.h"
+#include "tfm/tfm_format.h"
+#include "tfm/tfm_model_abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/InitAllDialects.h"
@@ -337,17 +337,17 @@ LinkOptions mlir::tfm::locateRuntime(const char *argv0) {
   llvm::SmallString<256> prefix(
       llvm::sys::path::parent_path(llvm::sys::path::parent_path(exe)));
   llvm::SmallString<256> installedHeader(prefix);
-  llvm::sys::path::append(installedHeader, "include", "tfmc", "runtime",
-                          "tfm_runtime.h");
+  llvm::sys::path::append(installedHeader, "include", "tfm", "tfm_runtime.h");
   std::string libDir = TFM_RUNTIME_LIBRARY_DIR;
   options.runtimeIncludeDir = TFM_RUNTIME_INCLUDE_DIR;
   if (llvm::sys::fs::exists(installedHeader)) {
     libDir = (prefix + "/lib").str();
-    options.runtimeIncludeDir = (prefix + "/include/tfmc").str();
+    options.runtimeIncludeDir = (prefix + "/include").str();
   }
   options.runtimeLibraryDir = libDir;
   options.runtimeLibrary = libDir + "/libtfmrt.a";
   options.runtimeMainLibrary = libDir + "/libtfmrt_main.a";
+  options.runtimeMediaLibrary = libDir + "/libtfmrt_media.a";
   options.cudaEmulatorLibrary = libDir + "/libtfmcudaemu.a";
   return options;
 }

@@ -155,7 +155,7 @@ llvm::Error linkExecutableOrLibrary(CompilationUnit &unit,
 
 /// --emit=cuda-emulator, after the CUDA pipeline stopped at the kernels:
 /// the kernels compiled for the host and linked with the CUDA emulator
-/// into the shared library `options.outputPath` (runtime/cuda_emulator.h).
+/// into the shared library `options.outputPath` (runtime/cuda/cuda_emulator.h).
 llvm::Error emitCudaEmulator(CompilationUnit &unit,
                              const CompileOptions &options);
 
@@ -175,7 +175,7 @@ void registerCompilerDialects(DialectRegistry &registry);
 llvm::Error compile(MLIRContext &context, const CompileOptions &options);
 
 /// The runtime a compiled model links with: an installed tfmc finds it
-/// beside itself (<prefix>/bin/tfmc, <prefix>/lib, <prefix>/include/tfmc);
+/// beside itself (<prefix>/bin/tfmc, <prefix>/lib, <prefix>/include/tfm);
 /// a build-tree tfmc uses the folders it was configured with. `argv0`:
 /// the running tool's argv[0].
 LinkOptions locateRuntime(const char *argv0);

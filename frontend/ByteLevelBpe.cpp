@@ -60,7 +60,7 @@ decodeSpelling(llvm::StringRef spelling,
 }
 
 /// The pre-tokenizer patterns of Llama 3 and Qwen2 as their tokenizer.json
-/// files spell them (runtime/tokenizer_byte_level_bpe.c matches them).
+/// files spell them (runtime/tokenizer/tokenizer_byte_level_bpe.c matches them).
 constexpr llvm::StringLiteral kLlama3Pattern =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
     "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"

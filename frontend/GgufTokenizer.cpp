@@ -65,7 +65,7 @@ llvm::Expected<TokenizerVocab> sentencePieceBpe(const GgufFile &file,
 
 llvm::Expected<TokenizerVocab> byteLevelBpe(const GgufFile &file,
                                             const GgufValue &tokens) {
-  // The pre-tokenizers runtime/tokenizer_bpe_split.c implements; others
+  // The pre-tokenizers runtime/tokenizer/tokenizer_bpe_split.c implements; others
   // split text differently.
   llvm::Expected<std::optional<llvm::StringRef>> pre =
       file.optionalString("tokenizer.ggml.pre");

@@ -5,13 +5,13 @@
 // become score BPE, Unigram models keep their piece types and normalizer.
 // The normalizer's precompiled character map (a Darts double-array trie) is
 // embedded as it is, checked here by the runtime's own reader
-// (runtime/chars_map.h) so that a malformed map fails at compile time.
+// (runtime/tokenizer/chars_map.h) so that a malformed map fails at compile time.
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontend/ErrorMessages.h"
 #include "frontend/Tokenizer.h"
-#include "runtime/chars_map.h"
+#include "runtime/tokenizer/chars_map.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

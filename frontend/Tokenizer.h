@@ -76,7 +76,7 @@ struct TokenizerVocab {
     int32_t unknown = -1;
     std::vector<Piece> pieceTypes;
     /// The precompiled character map (nmt_nfkc, ...) as SentencePiece
-    /// stores it (runtime/chars_map.h: a trie of keys and their
+    /// stores it (runtime/tokenizer/chars_map.h: a trie of keys and their
     /// replacements; the longest key matching the text is replaced), checked;
     /// empty: none.
     std::string charsMap;
@@ -90,12 +90,12 @@ struct TokenizerVocab {
   /// ByteLevelBpe: (left id, right id, merged id) in rank order.
   std::vector<std::array<int32_t, 3>> merges;
   /// ByteLevelBpe: the pre-tokenizer's pattern that splits text into the
-  /// pieces merges work inside (runtime/tfm_format.h, TFM_BPE_SPLIT_*).
+  /// pieces merges work inside (runtime/include/tfm/tfm_format.h, TFM_BPE_SPLIT_*).
   enum class BpeSplit : uint8_t {
     Gpt2,
     Llama3,
     Qwen2,
-    /// llama.cpp's staged splits (runtime/tokenizer_bpe_split.c).
+    /// llama.cpp's staged splits (runtime/tokenizer/tokenizer_bpe_split.c).
     DeepseekLlm,
     DeepseekCoder,
     Falcon,

@@ -298,7 +298,7 @@ def Tfm_BlockQuantAttr : AttrDef<Tfm_Dialect, "BlockQuant"> {
     whose length is not a multiple of 32 ends in a zero-padded block.
     `tfm.dequantize` gives the
     f32 values; tfm-quantize-weights makes such weights and codegen stores
-    them in the layout its kernels read (runtime/weight_formats.h), so the
+    them in the layout its kernels read (runtime/include/tfm/weight_formats.h), so the
     dequantization happens in registers inside the matrix kernels.
 
     ```mlir

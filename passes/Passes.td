@@ -126,7 +126,7 @@ def BatchImagesPass : Pass<"tfm-batch-images", "ModuleOp"> {
     GEMM rows (as tfm-pack-sequences packs text): one image already gives
     the GEMMs enough rows (ViT-Base: 197), and packs of more than about 160
     rows measured slower per row than smaller ones (BERT-base; see
-    kPackTokens in runtime/main_call.c), since their activations no longer
+    kPackTokens in runtime/cli/main_call.c), since their activations no longer
     stay in cache while the weights stream past.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect",

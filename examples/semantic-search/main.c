@@ -3,7 +3,7 @@
  * sentences by cosine similarity to the query.
  *
  *   tfmc all-MiniLM-L6-v2/ --emit=staticlib --prefix embedder -o libembedder.a
- *   cc main.c -I. -I<tfmc>/include/tfmc libembedder.a -ltfmrt -lopenblas \
+ *   cc main.c -I. -I<tfmc>/include libembedder.a -ltfmrt -lopenblas \
  *      -lutf8proc -lm -o search
  *   ./search "how do I cook pasta?" "Boil water, add spaghetti." "The sky is blue."
  *

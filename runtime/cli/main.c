@@ -7,11 +7,11 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/buffer_cache.h"
-#include "runtime/main_internal.h"
-#include "runtime/main_options.h"
-#include "runtime/read_file.h"
-#include "runtime/tfm_runtime.h"
+#include "runtime/core/buffer_cache.h"
+#include "runtime/cli/main_internal.h"
+#include "runtime/cli/main_options.h"
+#include "runtime/core/read_file.h"
+#include "tfm/tfm_runtime.h"
 
 #include <errno.h>
 #include <math.h>

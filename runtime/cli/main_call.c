@@ -11,7 +11,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/main_internal.h"
+#include "runtime/cli/main_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -188,6 +188,16 @@ static int input_from_image(const char *argv0, tfm_model *model,
   tfm_status status;
   if (!in->features) {
     fprintf(stderr, "%s: error: out of memory\n", argv0);
+    return 0;
+  }
+  if (!tfm_image_load) {
+    /* tfmc links image decoding into every model with image preprocessing
+     * (main_internal.h); this one has none, as tfm_image_load would say. */
+    fprintf(stderr,
+            "%s: error: %s: model '%s' was compiled without a "
+            "preprocessor_config.json, so it cannot preprocess image files "
+            "(give preprocessed pixels instead)\n",
+            argv0, path, tfm_model_get_desc(model)->name);
     return 0;
   }
   if (tfm_image_load(model, path, in->features, count, &status) != TFM_OK) {

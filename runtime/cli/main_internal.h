@@ -3,10 +3,18 @@
 #ifndef TFM_RUNTIME_MAIN_INTERNAL_H
 #define TFM_RUNTIME_MAIN_INTERNAL_H
 
-#include "runtime/tfm_runtime.h"
+#include "tfm/tfm_runtime.h"
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* Image and audio loading live in libtfmrt_media, which tfmc links only into
+ * the executables of models that take images or audio (forcing these two in
+ * with --undefined): the command line refers to them weakly, so that a text
+ * model's executable links none of libpng, libjpeg, libsndfile, libsoxr and
+ * fftw. Elsewhere they are NULL, and the command line says so. */
+#pragma weak tfm_image_load
+#pragma weak tfm_audio_load
 
 #ifdef __cplusplus
 extern "C" {

@@ -4,7 +4,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/main_options.h"
+#include "runtime/cli/main_options.h"
 
 #include <errno.h>
 #include <math.h>

@@ -9,7 +9,7 @@
 #ifndef TFM_RUNTIME_MAIN_OPTIONS_H
 #define TFM_RUNTIME_MAIN_OPTIONS_H
 
-#include "runtime/main_internal.h"
+#include "runtime/cli/main_internal.h"
 
 #include <stdio.h>
 

@@ -13,8 +13,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/main_internal.h"
-#include "runtime/model_internal.h"
+#include "runtime/cli/main_internal.h"
+#include "runtime/core/model_internal.h"
 
 #include <errno.h>
 #include <math.h>

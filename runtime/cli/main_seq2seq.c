@@ -15,7 +15,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/main_internal.h"
+#include "runtime/cli/main_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,6 +159,11 @@ static int transcribe(const char *argv0, tfm_model *model,
     float *features = NULL;
     if (command->features) {
       features = tfm_main_read_features(argv0, encode, command->features);
+    } else if (!tfm_audio_load) {
+      /* Linked without audio decoding: the model has no audio preprocessing
+       * (main_internal.h), as tfm_audio_load would say. */
+      fprintf(stderr, "%s: error: model '%s' takes no audio\n", argv0,
+              tfm_model_get_desc(model)->name);
     } else if ((features = malloc((size_t)count * sizeof *features))) {
       tfm_status status;
       if (tfm_audio_load(model, command->audio[i], features, count,

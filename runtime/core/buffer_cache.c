@@ -9,7 +9,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/buffer_cache.h"
+#include "runtime/core/buffer_cache.h"
 
 #include <pthread.h>
 #include <setjmp.h>

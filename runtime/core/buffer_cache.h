@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-#include "runtime/tfm_model_abi.h"
+#include "tfm/tfm_model_abi.h"
 
 /* What generated code calls (declared here for the runtime and tests). */
 TFM_EXPORT void *_mlir_memref_to_llvm_alloc(size_t size);

@@ -7,9 +7,9 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/buffer_cache.h"
-#include "runtime/model_internal.h"
-#include "runtime/status.h"
+#include "runtime/core/buffer_cache.h"
+#include "runtime/core/model_internal.h"
+#include "runtime/core/status.h"
 
 #include <string.h>
 

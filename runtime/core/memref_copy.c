@@ -7,7 +7,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/runtime_kernels.h"
+#include "tfm/runtime_kernels.h"
 
 #include <stdint.h>
 #include <string.h>

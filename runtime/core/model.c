@@ -9,11 +9,11 @@
  *===----------------------------------------------------------------------===*/
 
 #define _GNU_SOURCE
-#include "runtime/buffer_cache.h"
-#include "runtime/cuda_driver.h"
-#include "runtime/model_internal.h"
-#include "runtime/status.h"
-#include "runtime/tfm_format.h"
+#include "runtime/core/buffer_cache.h"
+#include "runtime/cuda/cuda_driver.h"
+#include "runtime/core/model_internal.h"
+#include "runtime/core/status.h"
+#include "tfm/tfm_format.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -3,7 +3,7 @@
 #ifndef TFM_RUNTIME_MODEL_INTERNAL_H
 #define TFM_RUNTIME_MODEL_INTERNAL_H
 
-#include "runtime/tfm_runtime.h"
+#include "tfm/tfm_runtime.h"
 
 /* The cache @prefill updates (NULL without one). */
 const tfm_cache_desc *tfm_model_kv_cache(const tfm_model *model);

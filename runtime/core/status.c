@@ -1,6 +1,6 @@
 /*===- status.c - filling tfm_status ------------------------------------===*/
 
-#include "runtime/status.h"
+#include "runtime/core/status.h"
 
 #include <stdarg.h>
 #include <stdio.h>

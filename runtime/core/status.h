@@ -3,7 +3,7 @@
 #ifndef TFM_RUNTIME_STATUS_H
 #define TFM_RUNTIME_STATUS_H
 
-#include "runtime/tfm_runtime.h"
+#include "tfm/tfm_runtime.h"
 
 /* Sets `status` (may be NULL) to `code` and a printf-style message; returns
  * `code` so that callers can `return tfm_fail(...)`. */

@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "runtime/runtime_kernels.h"
+#include "tfm/runtime_kernels.h"
 
 /* A chunk of work: items [begin, end) of `n`, on thread `thread`
  * (tfm_parallel_body, runtime_kernels.h). */

@@ -5,9 +5,9 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/cuda_driver.h"
-#include "runtime/buffer_cache.h"
-#include "runtime/cuda_driver_api.h"
+#include "runtime/cuda/cuda_driver.h"
+#include "runtime/core/buffer_cache.h"
+#include "runtime/cuda/cuda_driver_api.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

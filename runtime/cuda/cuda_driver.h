@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/tfm_model_abi.h"
+#include "tfm/tfm_model_abi.h"
 
 /* Opens the driver and the device (once); 1 when they work and no error
  * happened since, 0 otherwise (tfm_cuda_error says why). */

@@ -1,6 +1,6 @@
 /*===- cuda_emulator.c - a CUDA driver that runs kernels on the CPU ----===//
  *
- * See cuda_emulator.h. The driver functions are those runtime/cuda_driver.c
+ * See cuda_emulator.h. The driver functions are those runtime/cuda/cuda_driver.c
  * resolves; device memory is host memory.
  *
  *===----------------------------------------------------------------------===*/
@@ -9,9 +9,9 @@
 /* Fibers switch with _setjmp/_longjmp between their stacks, which the
  * fortified longjmp refuses. */
 #undef _FORTIFY_SOURCE
-#include "runtime/cuda_emulator.h"
-#include "runtime/cuda_driver_api.h"
-#include "runtime/half_floats.h"
+#include "runtime/cuda/cuda_emulator.h"
+#include "runtime/cuda/cuda_driver_api.h"
+#include "tfm/half_floats.h"
 
 #include <math.h>
 #include <setjmp.h>

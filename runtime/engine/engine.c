@@ -10,11 +10,11 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/tfm_engine.h"
+#include "tfm/tfm_engine.h"
 
-#include "runtime/kv_pages.h"
-#include "runtime/model_internal.h"
-#include "runtime/status.h"
+#include "runtime/engine/kv_pages.h"
+#include "runtime/core/model_internal.h"
+#include "runtime/core/status.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -10,9 +10,9 @@
  *===----------------------------------------------------------------------===*/
 
 #define _GNU_SOURCE
-#include "runtime/kv_pages.h"
+#include "runtime/engine/kv_pages.h"
 
-#include "runtime/status.h"
+#include "runtime/core/status.h"
 
 #include <errno.h>
 #include <stdio.h>

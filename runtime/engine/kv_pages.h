@@ -29,7 +29,7 @@
 #ifndef TFM_RUNTIME_KV_PAGES_H
 #define TFM_RUNTIME_KV_PAGES_H
 
-#include "runtime/tfm_runtime.h"
+#include "tfm/tfm_runtime.h"
 
 #include <stddef.h>
 #include <stdint.h>

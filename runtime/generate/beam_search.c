@@ -18,10 +18,10 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/seq2seq_internal.h"
-#include "runtime/simd.h"
-#include "runtime/status.h"
-#include "runtime/tfm_runtime.h"
+#include "runtime/generate/seq2seq_internal.h"
+#include "runtime/kernels/simd.h"
+#include "runtime/core/status.h"
+#include "tfm/tfm_runtime.h"
 
 #include <float.h>
 #include <math.h>

@@ -7,8 +7,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/model_internal.h"
-#include "runtime/status.h"
+#include "runtime/core/model_internal.h"
+#include "runtime/core/status.h"
 
 #include <stdlib.h>
 #include <string.h>

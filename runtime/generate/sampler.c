@@ -8,7 +8,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/status.h"
+#include "runtime/core/status.h"
 
 #include <math.h>
 #include <stdlib.h>

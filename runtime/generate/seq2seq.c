@@ -12,10 +12,10 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/model_internal.h"
-#include "runtime/seq2seq_internal.h"
-#include "runtime/status.h"
-#include "runtime/tfm_runtime.h"
+#include "runtime/core/model_internal.h"
+#include "runtime/generate/seq2seq_internal.h"
+#include "runtime/core/status.h"
+#include "tfm/tfm_runtime.h"
 
 #include <stdint.h>
 #include <stdlib.h>

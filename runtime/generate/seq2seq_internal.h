@@ -13,7 +13,7 @@
 #ifndef TFM_RUNTIME_SEQ2SEQ_INTERNAL_H
 #define TFM_RUNTIME_SEQ2SEQ_INTERNAL_H
 
-#include "runtime/tfm_runtime.h"
+#include "tfm/tfm_runtime.h"
 
 typedef struct tfm_seq2seq_state tfm_seq2seq_state;
 

@@ -26,11 +26,11 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/runtime_kernels.h"
-#include "runtime/attention_internal.h"
-#include "runtime/buffer_cache.h"
-#include "runtime/thread_pool.h"
-#include "runtime/vector_width.h"
+#include "tfm/runtime_kernels.h"
+#include "runtime/kernels/attention_internal.h"
+#include "runtime/core/buffer_cache.h"
+#include "runtime/core/thread_pool.h"
+#include "runtime/kernels/vector_width.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -51,7 +51,7 @@ enum {
 #define AB_EXP exp_nonpositive
 #define AB_KEYS 4
 #define AB_VALUE_VECTORS 4
-#include "runtime/attention_block.inc"
+#include "runtime/kernels/attention_block.inc"
 #undef AB_NAME
 #undef AB_VF
 #undef AB_VI
@@ -75,7 +75,7 @@ enum {
 #define AB_EXP exp_nonpositive8
 #define AB_KEYS 2
 #define AB_VALUE_VECTORS 2
-#include "runtime/attention_block.inc"
+#include "runtime/kernels/attention_block.inc"
 
 static void attend_block(const attention_job *job, int64_t i0, int64_t i1,
                          int64_t seq_lo, int64_t seq_hi, int64_t h) {

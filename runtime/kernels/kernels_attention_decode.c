@@ -11,9 +11,9 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/attention_internal.h"
-#include "runtime/buffer_cache.h"
-#include "runtime/thread_pool.h"
+#include "runtime/kernels/attention_internal.h"
+#include "runtime/core/buffer_cache.h"
+#include "runtime/core/thread_pool.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -59,7 +59,7 @@ typedef uint16_t vu16x8 __attribute__((vector_size(16)));
 #define AD_SPLAT splat
 #define AD_HSUM hsum
 #define AD_EXP exp_nonpositive
-#include "runtime/attention_decode_chunk.inc"
+#include "runtime/kernels/attention_decode_chunk.inc"
 #undef AD_NAME
 #undef AD_VF
 #undef AD_VI
@@ -81,7 +81,7 @@ typedef uint16_t vu16x8 __attribute__((vector_size(16)));
 #define AD_SPLAT splat8
 #define AD_HSUM hsum8
 #define AD_EXP exp_nonpositive8
-#include "runtime/attention_decode_chunk.inc"
+#include "runtime/kernels/attention_decode_chunk.inc"
 
 static void decode_chunks(void *context, int64_t begin, int64_t end,
                           int thread) {

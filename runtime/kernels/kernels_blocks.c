@@ -33,15 +33,15 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/buffer_cache.h"
-#include "runtime/half_floats.h"
-#include "runtime/kernels_blocks.h"
-#include "runtime/kernels_panel_gemm.h"
-#include "runtime/runtime_kernels.h"
-#include "runtime/simd.h"
-#include "runtime/thread_pool.h"
-#include "runtime/vector_width.h"
-#include "runtime/weight_formats.h"
+#include "runtime/core/buffer_cache.h"
+#include "tfm/half_floats.h"
+#include "runtime/kernels/kernels_blocks.h"
+#include "runtime/kernels/kernels_panel_gemm.h"
+#include "tfm/runtime_kernels.h"
+#include "runtime/kernels/simd.h"
+#include "runtime/core/thread_pool.h"
+#include "runtime/kernels/vector_width.h"
+#include "tfm/weight_formats.h"
 
 #include <immintrin.h>
 #include <math.h>

@@ -11,10 +11,10 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/simd.h"
-#include "runtime/thread_pool.h"
-#include "runtime/vector_width.h"
-#include "runtime/runtime_kernels.h"
+#include "runtime/kernels/simd.h"
+#include "runtime/core/thread_pool.h"
+#include "runtime/kernels/vector_width.h"
+#include "tfm/runtime_kernels.h"
 
 #include <cblas.h>
 

@@ -21,10 +21,10 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/kernels_panel_bf16_dot.h"
+#include "runtime/kernels/kernels_panel_bf16_dot.h"
 
-#include "runtime/thread_pool.h"
-#include "runtime/vector_width.h"
+#include "runtime/core/thread_pool.h"
+#include "runtime/kernels/vector_width.h"
 
 #include <immintrin.h>
 #include <stdlib.h>

@@ -41,13 +41,13 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/kernels_panel_bf16_dot.h"
-#include "runtime/half_floats.h"
-#include "runtime/kernels_panel_gemm.h"
-#include "runtime/simd.h"
-#include "runtime/thread_pool.h"
-#include "runtime/vector_width.h"
-#include "runtime/runtime_kernels.h"
+#include "runtime/kernels/kernels_panel_bf16_dot.h"
+#include "tfm/half_floats.h"
+#include "runtime/kernels/kernels_panel_gemm.h"
+#include "runtime/kernels/simd.h"
+#include "runtime/core/thread_pool.h"
+#include "runtime/kernels/vector_width.h"
+#include "tfm/runtime_kernels.h"
 #include <immintrin.h>
 
 enum {

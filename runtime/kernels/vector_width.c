@@ -4,7 +4,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/vector_width.h"
+#include "runtime/kernels/vector_width.h"
 
 #include <stdlib.h>
 #include <string.h>

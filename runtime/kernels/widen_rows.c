@@ -17,8 +17,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/widen_rows.h"
-#include "runtime/half_floats.h"
+#include "runtime/kernels/widen_rows.h"
+#include "tfm/half_floats.h"
 
 #include <immintrin.h>
 #include <string.h>

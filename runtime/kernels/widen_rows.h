@@ -8,7 +8,7 @@
 #ifndef TFM_RUNTIME_WIDEN_ROWS_H
 #define TFM_RUNTIME_WIDEN_ROWS_H
 
-#include "runtime/runtime_kernels.h"
+#include "tfm/runtime_kernels.h"
 
 #include <stdint.h>
 

@@ -11,8 +11,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/status.h"
-#include "runtime/tfm_runtime.h"
+#include "runtime/core/status.h"
+#include "tfm/tfm_runtime.h"
 
 #include <fftw3.h>
 #include <math.h>

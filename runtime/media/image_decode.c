@@ -11,7 +11,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/image_internal.h"
+#include "runtime/media/image_internal.h"
 
 #include <stdio.h> /* before jpeglib.h, which uses FILE */
 

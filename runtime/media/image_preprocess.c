@@ -16,9 +16,9 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/image_internal.h"
-#include "runtime/read_file.h"
-#include "runtime/status.h"
+#include "runtime/media/image_internal.h"
+#include "runtime/core/read_file.h"
+#include "runtime/core/status.h"
 
 #include <errno.h>
 #include <math.h>

@@ -10,7 +10,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/chars_map.h"
+#include "runtime/tokenizer/chars_map.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/special_tokens.h"
+#include "runtime/tokenizer/special_tokens.h"
 
 #include <stdlib.h>
 

@@ -8,7 +8,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/tokenizer_internal.h"
+#include "runtime/tokenizer/tokenizer_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/tokenizer_internal.h"
+#include "runtime/tokenizer/tokenizer_internal.h"
 
 #include <stdlib.h>
 #include <utf8proc.h>

@@ -9,10 +9,10 @@
 #ifndef TFM_RUNTIME_TOKENIZER_INTERNAL_H
 #define TFM_RUNTIME_TOKENIZER_INTERNAL_H
 
-#include "runtime/chars_map.h"
-#include "runtime/special_tokens.h"
-#include "runtime/status.h"
-#include "runtime/tfm_format.h"
+#include "runtime/tokenizer/chars_map.h"
+#include "runtime/tokenizer/special_tokens.h"
+#include "runtime/core/status.h"
+#include "tfm/tfm_format.h"
 
 typedef struct {
   const char *piece;

@@ -12,7 +12,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/tokenizer_internal.h"
+#include "runtime/tokenizer/tokenizer_internal.h"
 
 #include <stdlib.h>
 

@@ -13,7 +13,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/tokenizer_internal.h"
+#include "runtime/tokenizer/tokenizer_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

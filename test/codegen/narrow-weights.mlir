@@ -1,7 +1,7 @@
 // Weights stored narrower than f32 (tfm-quantize-weights): where
 // tfm-lay-out-weights puts them and what reads them. bf16 panels go to
 // the panel GEMM's bf16 entry, which widens in registers; block formats
-// are block panels (runtime/weight_formats.h) that the block kernels read
+// are block panels (runtime/include/tfm/weight_formats.h) that the block kernels read
 // as bytes, for products and for table lookups alike.
 // RUN: tfm-opt %s -split-input-file -tfm-lay-out-weights -tfm-select-cpu-kernels -tfm-lower-to-linalg | FileCheck %s
 // Without the CPU's kernel selection the f32 values are materialized:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads, checks or damages the weights appended to a compiled model
-(runtime/tfm_format.h: the blob at a 2 MiB-aligned offset, then a trailer
+(runtime/include/tfm/tfm_format.h: the blob at a 2 MiB-aligned offset, then a trailer
 "TFMWTS01", u64 offset, u64 size, u64 checksum). Without -o, prints what
 the trailer says and exits non-zero if it is inconsistent; with -o, writes
 a damaged copy (executable) for the loader's error tests."""

@@ -1,13 +1,13 @@
 //===- FuzzArguments.cpp - a compiled model's command line ----------------===//
 //
-// tfm_main_parse_options (runtime/main_options.c) on any argv: the input's
+// tfm_main_parse_options (runtime/cli/main_options.c) on any argv: the input's
 // NUL-separated strings are the arguments after the program's name. What
 // parses then has its id lists parsed as main.c parses them and its
 // sampling options checked by tfm_sampler_new, as a run would.
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/main_options.h"
+#include "runtime/cli/main_options.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -10,8 +10,8 @@
 #ifndef TFM_TEST_FUZZ_FUZZMODELDESC_H
 #define TFM_TEST_FUZZ_FUZZMODELDESC_H
 
-#include "runtime/tfm_format.h"
-#include "runtime/tfm_runtime.h"
+#include "tfm/tfm_format.h"
+#include "tfm/tfm_runtime.h"
 
 #include <cstdlib>
 

@@ -11,7 +11,7 @@
 #ifndef TFM_TEST_FUZZ_FUZZTOKENIZERUSE_H
 #define TFM_TEST_FUZZ_FUZZTOKENIZERUSE_H
 
-#include "runtime/tfm_runtime.h"
+#include "tfm/tfm_runtime.h"
 
 #include <climits>
 #include <cstdlib>

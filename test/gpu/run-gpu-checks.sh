@@ -9,7 +9,7 @@
 # Prints one line per check and exits non-zero when any fails. A bundle of
 # make-bundle.sh --emulators runs here, without a GPU: each CUDA executable
 # X through X.emu.so, the CUDA emulator holding its kernels compiled for
-# the CPU (runtime/cuda_emulator.h).
+# the CPU (runtime/cuda/cuda_emulator.h).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 bundle="$1"

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/tfm_runtime.h"
+#include "tfm/tfm_runtime.h"
 #include "test/runtime/RuntimeFixtures.h"
 
 #include <gtest/gtest.h>

@@ -8,7 +8,7 @@
 
 #include "test/runtime/RuntimeFixtures.h"
 
-#include "runtime/chars_map.h"
+#include "runtime/tokenizer/chars_map.h"
 
 #include <gtest/gtest.h>
 

@@ -13,11 +13,11 @@
 //===----------------------------------------------------------------------===//
 
 extern "C" {
-#include "runtime/buffer_cache.h"
-#include "runtime/vector_width.h"
+#include "runtime/core/buffer_cache.h"
+#include "runtime/kernels/vector_width.h"
 }
-#include "runtime/widen_rows.h"
-#include "runtime/runtime_kernels.h"
+#include "runtime/kernels/widen_rows.h"
+#include "tfm/runtime_kernels.h"
 #include "test/runtime/RandomValues.h"
 
 #include <gtest/gtest.h>

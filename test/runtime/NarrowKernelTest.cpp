@@ -1,9 +1,9 @@
 //===- NarrowKernelTest.cpp - kernels over weights stored narrower -------===//
 //
-// The bf16/f16 panel GEMM and the block kernels (runtime/kernels_blocks.c)
+// The bf16/f16 panel GEMM and the block kernels (runtime/kernels/kernels_blocks.c)
 // over weights encoded as the packager encodes them (WeightEncoding.h),
 // against double loops over the values the layout documented in
-// runtime/weight_formats.h decodes to (a decoder written here from that
+// runtime/include/tfm/weight_formats.h decodes to (a decoder written here from that
 // description, not the runtime's). Block products quantize the activations
 // to int8 per block: their error is bounded by half an activation step per
 // element times the weights, which is what the checks allow; every
@@ -15,10 +15,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/WeightEncoding.h"
-#include "runtime/kernels_blocks.h"
-#include "runtime/kernels_panel_bf16_dot.h"
-#include "runtime/vector_width.h"
-#include "runtime/runtime_kernels.h"
+#include "runtime/kernels/kernels_blocks.h"
+#include "runtime/kernels/kernels_panel_bf16_dot.h"
+#include "runtime/kernels/vector_width.h"
+#include "tfm/runtime_kernels.h"
 #include "test/runtime/RandomValues.h"
 
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 #include "test/runtime/RuntimeFixtures.h"
 
 extern "C" {
-#include "runtime/buffer_cache.h"
+#include "runtime/core/buffer_cache.h"
 }
 
 #include <gtest/gtest.h>

@@ -9,8 +9,8 @@
 #ifndef TFM_TEST_RUNTIME_RUNTIMEFIXTURES_H
 #define TFM_TEST_RUNTIME_RUNTIMEFIXTURES_H
 
-#include "runtime/tfm_format.h"
-#include "runtime/tfm_runtime.h"
+#include "tfm/tfm_format.h"
+#include "tfm/tfm_runtime.h"
 
 #include <array>
 #include <cstdint>
@@ -49,7 +49,7 @@ struct EncoderTokenizer {
 
 /// SentencePiece's precompiled character map of `rules` (key, replacement):
 /// uint32 trie bytes, a Darts-clone double-array trie, the NUL-terminated
-/// replacements (runtime/chars_map.h). No rules: an empty map.
+/// replacements (runtime/tokenizer/chars_map.h). No rules: an empty map.
 std::string charsMapBlob(
     const std::vector<std::pair<std::string, std::string>> &rules);
 

@@ -8,10 +8,10 @@
 //===----------------------------------------------------------------------===//
 
 extern "C" {
-#include "runtime/buffer_cache.h"
+#include "runtime/core/buffer_cache.h"
 }
-#include "runtime/tfm_format.h"
-#include "runtime/tfm_runtime.h"
+#include "tfm/tfm_format.h"
+#include "tfm/tfm_runtime.h"
 #include "test/runtime/RuntimeFixtures.h"
 
 #include <gtest/gtest.h>

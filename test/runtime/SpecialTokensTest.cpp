@@ -1,12 +1,12 @@
 //===- SpecialTokensTest.cpp - the special tokens' byte trie ------------===//
 //
-// runtime/special_tokens.c: the longest spelling a text starts with, among
+// runtime/tokenizer/special_tokens.c: the longest spelling a text starts with, among
 // spellings that share prefixes, repeat, are empty or run past the text.
 //
 //===----------------------------------------------------------------------===//
 
 extern "C" {
-#include "runtime/special_tokens.h"
+#include "runtime/tokenizer/special_tokens.h"
 }
 
 #include <gtest/gtest.h>

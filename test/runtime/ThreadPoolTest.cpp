@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 extern "C" {
-#include "runtime/thread_pool.h"
+#include "runtime/core/thread_pool.h"
 }
 
 #include <gtest/gtest.h>

@@ -13,7 +13,7 @@
 #define TFM_TOOLS_TFM_SERVE_OPENAIAPI_H
 
 #include "ChatTemplate.h"
-#include "runtime/tfm_engine.h"
+#include "tfm/tfm_engine.h"
 
 #include <nlohmann/json.hpp>
 

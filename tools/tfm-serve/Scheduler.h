@@ -12,7 +12,7 @@
 #ifndef TFM_TOOLS_TFM_SERVE_SCHEDULER_H
 #define TFM_TOOLS_TFM_SERVE_SCHEDULER_H
 
-#include "runtime/tfm_engine.h"
+#include "tfm/tfm_engine.h"
 
 #include <atomic>
 #include <chrono>

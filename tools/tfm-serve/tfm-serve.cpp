@@ -7,7 +7,7 @@
 // with server-sent events when asked; chats rendered with the model's chat
 // template, ChatTemplate.h), /v1/models, /health, and /metrics in
 // Prometheus' text format. Requests are decoded together by the runtime's batch engine
-// (runtime/tfm_engine.h); see Scheduler.h for the threads.
+// (runtime/include/tfm/tfm_engine.h); see Scheduler.h for the threads.
 //
 //===----------------------------------------------------------------------===//
 

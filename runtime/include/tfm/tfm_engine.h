@@ -24,7 +24,7 @@
 #ifndef TFM_ENGINE_H
 #define TFM_ENGINE_H
 
-#include "runtime/tfm_runtime.h"
+#include "tfm/tfm_runtime.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -126,7 +126,7 @@ typedef struct {
  * characters per word, uint32 length and bytes of the continuation prefix;
  * Unigram: uint32 flags (TFM_UNIGRAM_*), int32 unknown id, one uint8 piece
  * type per token (TFM_UNIGRAM_PIECE_*), uint32 length and bytes of the
- * normalizer's precompiled character map (runtime/chars_map.h; 0: none);
+ * normalizer's precompiled character map (runtime/tokenizer/chars_map.h; 0: none);
  * score BPE: uint32 flags (TFM_SCORE_BPE_*), which blobs
  * written before it existed lack (read as 0).
  * Pieces are raw bytes: ' ' for SentencePiece's U+2581, "<0xAB>" for

@@ -24,7 +24,7 @@
 #ifndef TFM_RUNTIME_TFM_RUNTIME_H
 #define TFM_RUNTIME_TFM_RUNTIME_H
 
-#include "runtime/tfm_model_abi.h"
+#include "tfm/tfm_model_abi.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -6,7 +6,7 @@
  * logits as a call that never failed, and a session that saw failures goes
  * on as if they had not happened. Prints what it saw. */
 #include "model.h"
-#include "runtime/buffer_cache.h"
+#include "runtime/core/buffer_cache.h"
 
 #include <math.h>
 #include <stdio.h>

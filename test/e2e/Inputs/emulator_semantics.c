@@ -3,8 +3,8 @@
  * at a barrier (how reductions finish), an mma.sync against a plain
  * product, and a deadlock the emulator must report instead of hanging.
  * Prints one line per check; exits non-zero on the first wrong one. */
-#include "runtime/cuda_driver_api.h"
-#include "runtime/cuda_emulator.h"
+#include "runtime/cuda/cuda_driver_api.h"
+#include "runtime/cuda/cuda_emulator.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* The batch engine (runtime/tfm_engine.h) against sessions, on a decoder
+/* The batch engine (runtime/include/tfm/tfm_engine.h) against sessions, on a decoder
  * library built with --prefix model:
  *  - batched: requests of mixed prompt lengths, more than the engine runs
  *    at once, prompts prefilled in small chunks; each request's tokens
@@ -10,7 +10,7 @@
  *    small pool; afterwards no block is held and every block is counted;
  *  - errors: what submit, cancel, step and new refuse. */
 #include "model.h"
-#include "runtime/tfm_engine.h"
+#include "tfm/tfm_engine.h"
 
 #include <stdio.h>
 #include <stdlib.h>

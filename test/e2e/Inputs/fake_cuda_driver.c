@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The types runtime/cuda_driver.c calls these through: UBSan checks that a
+/* The types runtime/cuda/cuda_driver.c calls these through: UBSan checks that a
  * call through a function pointer matches the callee's type. */
-#include "runtime/cuda_driver_api.h"
+#include "runtime/cuda/cuda_driver_api.h"
 
 enum {
   CUDA_ERROR_NO_DEVICE = 100,
