@@ -1,0 +1,163 @@
+/*===- kernels_blocks_internal.h - what the block kernels share -*- C -*-===//
+ *
+ * kernels_blocks.c (activations, plain C, dispatch) and its instruction-set
+ * paths, x86/blocks_avx2.c and x86/blocks_vnni.c, each compiled with its
+ * own -m flags: the job they share, the block panels' parts (the layout is
+ * in tfm/weight_formats.h) and each path's entry points.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_KERNELS_BLOCKS_INTERNAL_H
+#define TFM_RUNTIME_KERNELS_BLOCKS_INTERNAL_H
+
+#include "runtime/kernels/kernels_panel_gemm.h"
+#include "tfm/half_floats.h"
+#include "tfm/runtime_kernels.h"
+#include "tfm/weight_formats.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+  kRows = TFM_BLOCK_PANEL_ROWS, /* outputs per panel */
+  kBlock = TFM_BLOCK_SIZE,
+  kTile = 6, /* rows of A per pass over a panel */
+};
+
+/* Rows of A quantized per block: codes[row][k padded to whole blocks],
+ * scales and code sums [row][block], and the sums of each half of a block
+ * [row][block][2] (q6_k's scales are per half). */
+typedef struct {
+  int8_t *codes;
+  float *scales;
+  int32_t *sums;
+  int32_t *half_sums;
+} quantized_rows;
+
+typedef struct {
+  const uint8_t *weights;
+  int format;
+  int64_t m, n, k, blocks, panel_bytes;
+  quantized_rows x;
+  const float *bias; /* NULL: none */
+  float *c;
+  int64_t ldc;
+  const float *a; /* the f32 activations, for the widened path */
+  int64_t lda;
+  float *widened; /* the widened path's f32 panel per thread */
+} block_job;
+
+/* Whether a block has a minimum to add (times the activations' sum). */
+static inline int has_min(int format) {
+  return format == TFM_BLOCKS_Q4_1 || format == TFM_BLOCKS_Q4_K;
+}
+
+/* The weight codes' offset that vpdpbusd's unsigned operand needs. */
+static inline int32_t code_offset(int format) {
+  switch (format) {
+  case TFM_BLOCKS_Q8_0: return 128;
+  case TFM_BLOCKS_Q4_0: return 8;
+  case TFM_BLOCKS_Q6_K: return 32; /* subtracted per half: two scales */
+  default: return 0;
+  }
+}
+
+/* Where a panel's block codes start, past its scales (and minimums). */
+static inline int64_t codes_start(int format, int64_t blocks) {
+  return blocks * TFM_BLOCK_META_BYTES(format);
+}
+
+/* A block panel's parts (weight_formats.h): f16 scales [block][row]
+ * (q4_k, q6_k: their super-blocks' d [super-block][row]), minimums after
+ * them (q4_1: f16 [block][row]; q4_k: dmin [super-block][row]; NULL for
+ * other formats), q4_k's own 6-bit scales and minimums [block][row] and
+ * q6_k's int8 scales [block][half][row] (NULL for others), then the codes,
+ * TFM_BLOCK_CODE_BYTES(format) a block. */
+typedef struct {
+  const uint16_t *scales, *mins;
+  const uint8_t *block_scales, *block_mins;
+  const uint8_t *codes;
+} panel_parts;
+
+static inline panel_parts parts_of(const uint8_t *panel, int format, int64_t blocks) {
+  const uint16_t *scales = (const uint16_t *)panel;
+  panel_parts parts = {scales, NULL, NULL, NULL,
+                       panel + codes_start(format, blocks)};
+  if (format == TFM_BLOCKS_Q4_1)
+    parts.mins = scales + blocks * kRows;
+  if (format == TFM_BLOCKS_Q4_K) {
+    int64_t supers = blocks / TFM_K_SUPER_BLOCKS;
+    parts.mins = scales + supers * kRows;
+    parts.block_scales = (const uint8_t *)(parts.mins + supers * kRows);
+    parts.block_mins = parts.block_scales + blocks * kRows;
+  }
+  if (format == TFM_BLOCKS_Q6_K)
+    parts.block_scales =
+        (const uint8_t *)(scales + blocks / TFM_K_SUPER_BLOCKS * kRows);
+  return parts;
+}
+
+/* Row r's scale of block b, and the minimum added to its weights (0 for
+ * formats without): q4_k's are d · scale and -dmin · min. */
+static inline float block_scale(int format, const panel_parts *parts, int64_t b,
+                         int r) {
+  if (format != TFM_BLOCKS_Q4_K)
+    return tfm_f16_to_float(parts->scales[b * kRows + r]);
+  return tfm_f16_to_float(parts->scales[b / TFM_K_SUPER_BLOCKS * kRows + r]) *
+         (float)parts->block_scales[b * kRows + r];
+}
+/* Row r's q6_k scale of half `part` (elements 16·part .. + 15) of block
+ * b: d · scale. */
+static inline float q6_scale(const panel_parts *parts, int64_t b, int part, int r) {
+  return tfm_f16_to_float(parts->scales[b / TFM_K_SUPER_BLOCKS * kRows + r]) *
+         (float)(int8_t)parts->block_scales[(2 * b + part) * kRows + r];
+}
+static inline float block_min(int format, const panel_parts *parts, int64_t b,
+                       int r) {
+  if (format == TFM_BLOCKS_Q4_1)
+    return tfm_f16_to_float(parts->mins[b * kRows + r]);
+  if (format != TFM_BLOCKS_Q4_K)
+    return 0.0f;
+  return -tfm_f16_to_float(parts->mins[b / TFM_K_SUPER_BLOCKS * kRows + r]) *
+         (float)parts->block_mins[b * kRows + r];
+}
+
+/* Writes one tile's outputs (rows × 16, row-major in `tile`) to C, plus
+ * the bias; a last, partial panel writes only its valid columns. */
+static inline void store_tile(const block_job *job, int64_t p, int64_t i0, int rows,
+                       const float *tile) {
+  int64_t first = p * kRows;
+  int64_t cols = job->n - first < kRows ? job->n - first : kRows;
+  for (int r = 0; r < rows; ++r) {
+    float *out = job->c + (i0 + r) * job->ldc + first;
+    for (int64_t j = 0; j < cols; ++j)
+      out[j] = tile[r * kRows + j] + (job->bias ? job->bias[first + j] : 0);
+  }
+}
+
+
+/* Without VNNI, products of many rows multiply faster as f32 FMAs than as
+ * integer sums: AVX2's vpmaddubsw needs the sign trick and a vpmaddwd per
+ * product vector, and a 124 M LLaMA's int8 prefill ran at 0.76x its f32
+ * prefill on a Zen 2. So there each pair of block panels is widened into
+ * one f32 panel of 32 features (panel[k][j]), which the panel GEMM
+ * multiplies by every row of A: one pass of widening per call, shared by
+ * all of its rows. */
+enum { kWidenedPanel = TFM_PANEL_WIDTH };
+_Static_assert(kWidenedPanel == 2 * kRows, "a widened panel: two block panels");
+
+/* The AVX2 path (x86/blocks_avx2.c): a tile of up to kTile rows of A over
+ * panel p, one row over panels [p0, p1), and block panel p widened into
+ * columns column0.. of an f32 panel. */
+void tfm_blocks_tile_avx2(const block_job *job, int64_t p, int64_t i0,
+                          int rows);
+void tfm_blocks_row_avx2(const block_job *job, int64_t p0, int64_t p1);
+void tfm_blocks_widen_panel_avx2(const block_job *job, int64_t p, int column0,
+                                 float *out);
+/* The AVX-512 VNNI path (x86/blocks_vnni.c): as AVX2's, a tile over one or
+ * two panels. */
+void tfm_blocks_row_vnni(const block_job *job, int64_t p0, int64_t p1);
+void tfm_blocks_tile_vnni(const block_job *job, int64_t p, int64_t i0,
+                          int rows, int panels);
+
+#endif /* TFM_RUNTIME_KERNELS_BLOCKS_INTERNAL_H */
