@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/CpuPipeline.h"
-#include "codegen/Passes.h"
+#include "codegen/cpu/CpuPipeline.h"
+#include "codegen/cpu/Passes.h"
 #include "passes/Pipeline.h"
 
 #include "mlir/Conversion/Passes.h"

@@ -9,7 +9,7 @@
 #ifndef TFM_CODEGEN_CPUPIPELINE_H
 #define TFM_CODEGEN_CPUPIPELINE_H
 
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -224,7 +224,7 @@ int cudaArchNumber(llvm::StringRef cudaArch);
 /// linalg on tensors -> device buffers and GPU kernels (PTX in
 /// gpu.binary ops) launched from host code in the LLVM dialect: the
 /// --target=cuda counterpart of buildLinalgToLLVMPipeline
-/// (codegen/CudaPipeline.cpp).
+/// (codegen/cuda/CudaPipeline.cpp).
 void buildLinalgToCudaPipeline(OpPassManager &pm,
                                const LinalgToCudaOptions &options = {});
 

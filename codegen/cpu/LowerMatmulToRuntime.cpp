@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Passes.h"
-#include "codegen/RuntimeKernels.h"
+#include "codegen/cpu/Passes.h"
+#include "codegen/cpu/RuntimeKernels.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -16,7 +16,7 @@
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_LOWERMATMULTORUNTIMEPASS
-#include "codegen/Passes.h.inc"
+#include "codegen/cpu/Passes.h.inc"
 } // namespace mlir::tfm
 
 using namespace mlir;

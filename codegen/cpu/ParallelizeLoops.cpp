@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Passes.h"
+#include "codegen/cpu/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -18,7 +18,7 @@
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_PARALLELIZELOOPSPASS
-#include "codegen/Passes.h.inc"
+#include "codegen/cpu/Passes.h.inc"
 } // namespace mlir::tfm
 
 using namespace mlir;

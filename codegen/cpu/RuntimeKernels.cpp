@@ -1,6 +1,6 @@
 //===- RuntimeKernels.cpp - calls of the runtime's C kernels ------------===//
 
-#include "codegen/RuntimeKernels.h"
+#include "codegen/cpu/RuntimeKernels.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

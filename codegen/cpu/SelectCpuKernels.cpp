@@ -9,12 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/LinearLowering.h"
-#include "codegen/Passes.h"
-#include "codegen/RelativePositionBias.h"
-#include "codegen/RuntimeKernels.h"
-#include "codegen/WeightFormats.h"
-#include "codegen/WeightLayout.h"
+#include "codegen/linalg/LinearLowering.h"
+#include "codegen/cpu/Passes.h"
+#include "codegen/linalg/RelativePositionBias.h"
+#include "codegen/cpu/RuntimeKernels.h"
+#include "codegen/linalg/WeightFormats.h"
+#include "codegen/linalg/WeightLayout.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,7 +22,7 @@
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_SELECTCPUKERNELSPASS
-#include "codegen/Passes.h.inc"
+#include "codegen/cpu/Passes.h.inc"
 } // namespace mlir::tfm
 
 using namespace mlir;

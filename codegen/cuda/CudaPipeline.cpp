@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/CpuPipeline.h"
-#include "codegen/Passes.h"
+#include "codegen/cpu/CpuPipeline.h"
+#include "codegen/cuda/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"

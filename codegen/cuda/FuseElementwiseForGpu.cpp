@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Passes.h"
+#include "codegen/cuda/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -14,7 +14,7 @@
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_FUSEELEMENTWISEFORGPUPASS
-#include "codegen/Passes.h.inc"
+#include "codegen/cuda/Passes.h.inc"
 } // namespace mlir::tfm
 
 using namespace mlir;

@@ -1,6 +1,6 @@
 //===- GpuAlignment.cpp - run-time alignment checks for wide loads ------===//
 
-#include "codegen/GpuAlignment.h"
+#include "codegen/cuda/GpuAlignment.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

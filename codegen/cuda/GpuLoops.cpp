@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Passes.h"
+#include "codegen/cuda/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
@@ -15,7 +15,7 @@
 namespace mlir::tfm {
 #define GEN_PASS_DEF_COPIESTOLINALGPASS
 #define GEN_PASS_DEF_MAPLOOPSTOGPUPASS
-#include "codegen/Passes.h.inc"
+#include "codegen/cuda/Passes.h.inc"
 } // namespace mlir::tfm
 
 using namespace mlir;

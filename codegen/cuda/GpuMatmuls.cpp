@@ -1,6 +1,6 @@
 //===- GpuMatmuls.cpp - what the GPU matmul lowerings share -------------===//
 
-#include "codegen/GpuMatmuls.h"
+#include "codegen/cuda/GpuMatmuls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/KernelsOnHost.h"
+#include "codegen/cuda/KernelsOnHost.h"
 #include "runtime/cuda/cuda_emulator.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

@@ -10,7 +10,7 @@
 #ifndef TFM_CODEGEN_KERNELSONHOST_H
 #define TFM_CODEGEN_KERNELSONHOST_H
 
-#include "codegen/CpuPipeline.h"
+#include "codegen/cpu/CpuPipeline.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/GpuAlignment.h"
-#include "codegen/Passes.h"
+#include "codegen/cuda/GpuAlignment.h"
+#include "codegen/cuda/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -15,7 +15,7 @@
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_LOWERATTENTIONTOGPUPASS
-#include "codegen/Passes.h.inc"
+#include "codegen/cuda/Passes.h.inc"
 } // namespace mlir::tfm
 
 using namespace mlir;

@@ -18,9 +18,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/GpuAlignment.h"
-#include "codegen/GpuMatmuls.h"
-#include "codegen/Passes.h"
+#include "codegen/cuda/GpuAlignment.h"
+#include "codegen/cuda/GpuMatmuls.h"
+#include "codegen/cuda/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -28,7 +28,7 @@
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_LOWERMATMULTOMMAPASS
-#include "codegen/Passes.h.inc"
+#include "codegen/cuda/Passes.h.inc"
 } // namespace mlir::tfm
 
 using namespace mlir;

@@ -4,16 +4,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/GpuAlignment.h"
-#include "codegen/GpuMatmuls.h"
-#include "codegen/Passes.h"
+#include "codegen/cuda/GpuAlignment.h"
+#include "codegen/cuda/GpuMatmuls.h"
+#include "codegen/cuda/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AffineMap.h"
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_LOWERMATVECTOGPUPASS
-#include "codegen/Passes.h.inc"
+#include "codegen/cuda/Passes.h.inc"
 } // namespace mlir::tfm
 
 using namespace mlir;

@@ -4,13 +4,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Passes.h"
+#include "codegen/cuda/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_NAMEKERNELSBYMODULEPASS
-#include "codegen/Passes.h.inc"
+#include "codegen/cuda/Passes.h.inc"
 } // namespace mlir::tfm
 
 using namespace mlir;

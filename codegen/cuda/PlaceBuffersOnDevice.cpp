@@ -4,13 +4,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Passes.h"
+#include "codegen/cuda/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_PLACEBUFFERSONDEVICEPASS
-#include "codegen/Passes.h.inc"
+#include "codegen/cuda/Passes.h.inc"
 } // namespace mlir::tfm
 
 using namespace mlir;

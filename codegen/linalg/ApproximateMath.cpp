@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Passes.h"
+#include "codegen/linalg/Passes.h"
 
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -12,7 +12,7 @@
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_APPROXIMATEMATHPASS
-#include "codegen/Passes.h.inc"
+#include "codegen/linalg/Passes.h.inc"
 } // namespace mlir::tfm
 
 using namespace mlir;

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Passes.h"
+#include "codegen/linalg/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -13,7 +13,7 @@
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_DROPRETURNEDARGUMENTSPASS
-#include "codegen/Passes.h.inc"
+#include "codegen/linalg/Passes.h.inc"
 } // namespace mlir::tfm
 
 using namespace mlir;

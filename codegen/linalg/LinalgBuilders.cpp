@@ -1,6 +1,6 @@
 //===- LinalgBuilders.cpp - small builders of linalg ops ----------------===//
 
-#include "codegen/LinalgBuilders.h"
+#include "codegen/linalg/LinalgBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"

@@ -1,7 +1,7 @@
 //===- LinearLowering.cpp - what every lowering of tfm.linear shares ----===//
 
-#include "codegen/LinearLowering.h"
-#include "codegen/LinalgBuilders.h"
+#include "codegen/linalg/LinearLowering.h"
+#include "codegen/linalg/LinalgBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

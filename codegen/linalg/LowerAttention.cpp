@@ -9,9 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/LinalgBuilders.h"
-#include "codegen/Passes.h"
-#include "codegen/RelativePositionBias.h"
+#include "codegen/linalg/LinalgBuilders.h"
+#include "codegen/linalg/Passes.h"
+#include "codegen/linalg/RelativePositionBias.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"

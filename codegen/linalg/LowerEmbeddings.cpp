@@ -6,11 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/LinalgBuilders.h"
-#include "codegen/Passes.h"
-#include "codegen/RuntimeKernels.h"
-#include "codegen/WeightFormats.h"
-#include "codegen/WeightLayout.h"
+#include "codegen/linalg/LinalgBuilders.h"
+#include "codegen/linalg/Passes.h"
+#include "codegen/cpu/RuntimeKernels.h"
+#include "codegen/linalg/WeightFormats.h"
+#include "codegen/linalg/WeightLayout.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

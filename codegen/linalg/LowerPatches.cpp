@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Passes.h"
+#include "codegen/linalg/Passes.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

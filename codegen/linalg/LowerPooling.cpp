@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/LinalgBuilders.h"
-#include "codegen/Passes.h"
+#include "codegen/linalg/LinalgBuilders.h"
+#include "codegen/linalg/Passes.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Transforms/DialectConversion.h"

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Passes.h"
-#include "codegen/WeightLayout.h"
+#include "codegen/linalg/Passes.h"
+#include "codegen/linalg/WeightLayout.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -20,7 +20,7 @@
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_LOWERTOLINALGPASS
-#include "codegen/Passes.h.inc"
+#include "codegen/linalg/Passes.h.inc"
 } // namespace mlir::tfm
 
 using namespace mlir;

@@ -4,14 +4,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Passes.h"
+#include "codegen/linalg/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_PLANARENAPASS
-#include "codegen/Passes.h.inc"
+#include "codegen/linalg/Passes.h.inc"
 } // namespace mlir::tfm
 
 using namespace mlir;

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/RelativePositionBias.h"
-#include "codegen/LinalgBuilders.h"
+#include "codegen/linalg/RelativePositionBias.h"
+#include "codegen/linalg/LinalgBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

@@ -1,6 +1,6 @@
 //===- WeightFormats.cpp - the stored forms of a weight ------------------===//
 
-#include "codegen/WeightFormats.h"
+#include "codegen/linalg/WeightFormats.h"
 #include "ir/TfmDialect.h"
 
 #include "llvm/ADT/StringSwitch.h"

@@ -10,7 +10,7 @@
 #ifndef TFM_CODEGEN_WEIGHTFORMATS_H
 #define TFM_CODEGEN_WEIGHTFORMATS_H
 
-#include "codegen/WeightEncoding.h"
+#include "codegen/packaging/WeightEncoding.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 

@@ -4,10 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/WeightLayout.h"
-#include "codegen/WeightFormats.h"
+#include "codegen/linalg/WeightLayout.h"
+#include "codegen/linalg/WeightFormats.h"
 #include "tfm/weight_formats.h"
-#include "codegen/Passes.h"
+#include "codegen/linalg/Passes.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,7 +19,7 @@
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_LAYOUTWEIGHTSPASS
-#include "codegen/Passes.h.inc"
+#include "codegen/linalg/Passes.h.inc"
 } // namespace mlir::tfm
 
 #define DEBUG_TYPE "tfm-lay-out-weights"

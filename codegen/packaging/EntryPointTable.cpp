@@ -1,6 +1,6 @@
 //===- EntryPointTable.cpp - the generated C of a model's entry points --===//
 
-#include "codegen/EntryPointTable.h"
+#include "codegen/packaging/EntryPointTable.h"
 
 #include "tfm/tfm_model_abi.h"
 

@@ -12,7 +12,7 @@
 #ifndef TFM_CODEGEN_ENTRYPOINTTABLE_H
 #define TFM_CODEGEN_ENTRYPOINTTABLE_H
 
-#include "codegen/ModelPackager.h"
+#include "codegen/packaging/ModelPackager.h"
 
 #include "llvm/Support/raw_ostream.h"
 

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Passes.h"
+#include "codegen/packaging/Passes.h"
 #include "ir/TfmDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -13,7 +13,7 @@
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_EXPORTENTRYPOINTSPASS
-#include "codegen/Passes.h.inc"
+#include "codegen/packaging/Passes.h.inc"
 } // namespace mlir::tfm
 
 using namespace mlir;

@@ -1,9 +1,9 @@
 //===- ModelPackager.cpp - weights, tokenizer and link step -------------===//
 
-#include "codegen/ModelPackager.h"
-#include "codegen/WeightFormats.h"
-#include "codegen/EntryPointTable.h"
-#include "codegen/Passes.h"
+#include "codegen/packaging/ModelPackager.h"
+#include "codegen/linalg/WeightFormats.h"
+#include "codegen/packaging/EntryPointTable.h"
+#include "codegen/packaging/Passes.h"
 #include "tfm/tfm_format.h"
 #include "tfm/tfm_model_abi.h"
 #include "tfm/weight_formats.h"

@@ -1,6 +1,6 @@
 //===- WeightEncoding.cpp - f32 values into a stored weight format -------===//
 
-#include "codegen/WeightEncoding.h"
+#include "codegen/packaging/WeightEncoding.h"
 #include "tfm/runtime_kernels.h"
 #include "tfm/weight_formats.h"
 

@@ -1,0 +1,24 @@
+//===- Passes.h - the CPU target's passes -*- C++ -*-===//
+
+#ifndef TFM_CODEGEN_CPU_PASSES_H
+#define TFM_CODEGEN_CPU_PASSES_H
+
+#include "codegen/linalg/Passes.h"
+
+namespace mlir::tfm {
+
+#define GEN_PASS_DECL
+#include "codegen/cpu/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "codegen/cpu/Passes.h.inc"
+
+/// CPU kernel selection (tfm-select-cpu-kernels): tfm.linear over panel
+/// weights to the runtime's GEMM, and with `fusedAttention` tfm.attention
+/// without bias to its fused kernel.
+void populateCpuKernelPatterns(RewritePatternSet &patterns,
+                               bool fusedAttention);
+
+} // namespace mlir::tfm
+
+#endif // TFM_CODEGEN_CPU_PASSES_H
