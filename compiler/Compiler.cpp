@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Compiler.h"
-#include "codegen/KernelsOnHost.h"
+#include "codegen/cuda/KernelsOnHost.h"
 #include "frontend/ChatTemplates.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/GgufModel.h"
@@ -239,7 +239,7 @@ llvm::Error checkTarget(const CompileOptions &options,
     return dtype.empty() || dtype == "f32" || dtype == "bf16" ||
            dtype == "f16" || dtype == "checkpoint";
   };
-  const CpuPipelineOptions &pipeline = *options.pipeline;
+  const CodegenPipelineOptions &pipeline = *options.pipeline;
   if (!gpuFloat(pipeline.weightsDtype))
     return makeError("--target=cuda stores weights as f32, bf16 or f16 so "
                      "far: --weights-dtype=" + pipeline.weightsDtype.getValue() +
@@ -429,9 +429,9 @@ mlir::tfm::loadInput(MLIRContext &context, const CompileOptions &options) {
 
 llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
                                          const CompileOptions &options,
-                                         CpuPipelineStage first,
-                                         CpuPipelineStage last) {
-  CpuPipelineOptions pipeline;
+                                         PipelineStage first,
+                                         PipelineStage last) {
+  CodegenPipelineOptions pipeline;
   if (options.pipeline)
     pipeline.copyOptionValuesFrom(*options.pipeline);
   // Only causal models get a KV cache, once; a module that is not a model
@@ -439,7 +439,7 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
   bool askedForCache = pipeline.kvCache;
   pipeline.kvCache = pipeline.kvCache && unit.model && wantsKVCache(*unit.module);
   // A cache dtype for a model that gets no cache would be silently moot.
-  if (first == CpuPipelineStage::Tfm && pipeline.kvDtype != "f32" &&
+  if (first == PipelineStage::Tfm && pipeline.kvDtype != "f32" &&
       !pipeline.kvCache && unit.model)
     return makeError("--kv-dtype=" + pipeline.kvDtype + ": " +
                      (askedForCache ? "this model has no KV cache (only "
@@ -457,7 +457,7 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
   }
   // Formats no kernel reads are requantized, which users of such a file
   // (llama.cpp's Q5_K_M, Q3_K_M, IQ4_XS) should know.
-  if (first == CpuPipelineStage::Tfm && unit.model &&
+  if (first == PipelineStage::Tfm && unit.model &&
       pipeline.weightsDtype == "checkpoint") {
     std::string requantized = describeRequantized(unit.weights);
     if (!requantized.empty())
@@ -467,8 +467,8 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
           << ": no kernel reads their formats as stored (--weights-dtype "
              "picks another dtype)\n";
   }
-  if (!unit.model && first == CpuPipelineStage::Tfm)
-    first = CpuPipelineStage::Linalg;
+  if (!unit.model && first == PipelineStage::Tfm)
+    first = PipelineStage::Linalg;
   if (first > last)
     return llvm::Error::success();
   pipeline.prefix = isLibrary(options.emit) ? prefixOf(options) : "";
@@ -480,7 +480,7 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
     return diagnosed();
   if (options.timing)
     pm.enableTiming(*options.timing);
-  buildCpuPipeline(pm, pipeline, first, last);
+  buildCodegenPipeline(pm, pipeline, first, last);
   if (failed(pm.run(*unit.module)))
     return diagnosed();
   return llvm::Error::success();
@@ -710,7 +710,7 @@ llvm::Error mlir::tfm::compile(MLIRContext &context,
     return writeText(options,
                      [&](llvm::raw_ostream &os) { unit.module->print(os); });
   };
-  using Stage = CpuPipelineStage;
+  using Stage = PipelineStage;
   stage("running the tfm passes");
   if (llvm::Error err =
           runPipelineStages(unit, options, Stage::Tfm, Stage::Tfm))

@@ -17,8 +17,8 @@
 #ifndef TFM_COMPILER_COMPILER_H
 #define TFM_COMPILER_COMPILER_H
 
-#include "codegen/CpuPipeline.h"
-#include "codegen/ModelPackager.h"
+#include "codegen/Pipeline.h"
+#include "codegen/packaging/ModelPackager.h"
 #include "compiler/LibraryNames.h"
 #include "compiler/Progress.h"
 #include "frontend/ModelLoader.h"
@@ -88,9 +88,9 @@ struct CompileOptions {
   std::string modelName, prefix;
   /// Weights in `<output>.weights` instead of embedded.
   bool externalWeights = false;
-  /// The pass pipeline's options (tfm-cpu-pipeline); `prefix` is set from
+  /// The pass pipeline's options (tfm-codegen-pipeline); `prefix` is set from
   /// the above for libraries.
-  const CpuPipelineOptions *pipeline = nullptr;
+  const CodegenPipelineOptions *pipeline = nullptr;
   NativeTarget target;
   /// Runtime headers and archives the link step uses.
   LinkOptions runtime;
@@ -135,7 +135,7 @@ llvm::Expected<CompilationUnit> loadInput(MLIRContext &context,
 /// causal models that have no @prefill yet.
 llvm::Error runPipelineStages(CompilationUnit &unit,
                               const CompileOptions &options,
-                              CpuPipelineStage first, CpuPipelineStage last);
+                              PipelineStage first, PipelineStage last);
 
 /// Stage 3: the LLVM dialect to optimized LLVM IR for `options.target`.
 llvm::Error translateToLLVMIR(CompilationUnit &unit,

@@ -10,26 +10,26 @@ using namespace mlir::tfm;
 
 namespace {
 
-using Switch = CpuPipelineOptions::Option<bool> CpuPipelineOptions::*;
+using Switch = CodegenPipelineOptions::Option<bool> CodegenPipelineOptions::*;
 
 /// The options that a --no-X flag turns off.
 const Switch kSwitchable[] = {
-    &CpuPipelineOptions::kvCache,        &CpuPipelineOptions::fuseQKV,
-    &CpuPipelineOptions::fuseMLP,        &CpuPipelineOptions::fuseNorm,
-    &CpuPipelineOptions::fusedAttention, &CpuPipelineOptions::packWeights,
-    &CpuPipelineOptions::planArena,
-    &CpuPipelineOptions::annotateParallelLoops,
-    &CpuPipelineOptions::parallelizeLoops,
-    &CpuPipelineOptions::cudaTensorCores,
-    &CpuPipelineOptions::cudaSplitAttention,
-    &CpuPipelineOptions::cudaFuseNorms,
-    &CpuPipelineOptions::cudaFuseElementwise};
+    &CodegenPipelineOptions::kvCache,        &CodegenPipelineOptions::fuseQKV,
+    &CodegenPipelineOptions::fuseMLP,        &CodegenPipelineOptions::fuseNorm,
+    &CodegenPipelineOptions::fusedAttention, &CodegenPipelineOptions::packWeights,
+    &CodegenPipelineOptions::planArena,
+    &CodegenPipelineOptions::annotateParallelLoops,
+    &CodegenPipelineOptions::parallelizeLoops,
+    &CodegenPipelineOptions::cudaTensorCores,
+    &CodegenPipelineOptions::cudaSplitAttention,
+    &CodegenPipelineOptions::cudaFuseNorms,
+    &CodegenPipelineOptions::cudaFuseElementwise};
 
 } // namespace
 
 PipelineSwitches::PipelineSwitches(llvm::cl::OptionCategory &category) {
   // Names and descriptions outlive the flags that point at them.
-  static CpuPipelineOptions defaults;
+  static CodegenPipelineOptions defaults;
   static llvm::BumpPtrAllocator allocator;
   static llvm::StringSaver names(allocator);
   for (Switch field : kSwitchable) {
@@ -41,7 +41,7 @@ PipelineSwitches::PipelineSwitches(llvm::cl::OptionCategory &category) {
   }
 }
 
-void PipelineSwitches::apply(CpuPipelineOptions &options) const {
+void PipelineSwitches::apply(CodegenPipelineOptions &options) const {
   for (auto [field, flag] : llvm::zip_equal(kSwitchable, flags))
     if (*flag)
       options.*field = false;

@@ -1,7 +1,7 @@
 //===- StoredDtypes.cpp - checkpoint element encodings, decoded ---------===//
 
 #include "frontend/StoredDtypes.h"
-#include "codegen/WeightEncoding.h"
+#include "codegen/packaging/WeightEncoding.h"
 
 #include "llvm/Support/Endian.h"
 

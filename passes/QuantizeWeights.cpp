@@ -4,7 +4,7 @@
 // every weight matrix the model multiplies by or looks rows up in, retypes
 // its declaration and reads, and puts tfm.dequantize where the f32 values
 // are used. The values themselves are converted by the packager as it
-// writes the blob (codegen/WeightFormats.cpp).
+// writes the blob (codegen/linalg/WeightFormats.cpp).
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,24 +1,20 @@
-//===- CpuPipeline.cpp - tfm to LLVM for the host CPU -------------------===//
+//===- CpuPipeline.cpp - linalg to LLVM and native code for the CPU ------===//
 //
 // Upstream passes do the heavy lifting: one-shot bufferization across
-// function boundaries, ownership-based deallocation, linalg to loops, and the
-// conversions to the LLVM dialect. LLVM's O3 pipeline (loop vectorizer
+// function boundaries (linalg/BufferizationPipeline.cpp), linalg to loops,
+// and the conversions to the LLVM dialect. LLVM's O3 pipeline (loop vectorizer
 // included) then optimizes for the target CPU.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/CpuPipeline.h"
 #include "codegen/cpu/Passes.h"
-#include "passes/Pipeline.h"
+#include "codegen/linalg/BufferizationPipeline.h"
 
 #include "mlir/Conversion/Passes.h"
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
-#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -34,93 +30,6 @@
 
 using namespace mlir;
 using namespace mlir::tfm;
-
-void mlir::tfm::buildCpuPipeline(OpPassManager &pm,
-                                 const CpuPipelineOptions &options,
-                                 CpuPipelineStage first,
-                                 CpuPipelineStage last) {
-  auto runs = [&](CpuPipelineStage stage) {
-    return first <= stage && stage <= last;
-  };
-  if (runs(CpuPipelineStage::Tfm)) {
-    TfmPipelineOptions tfm;
-    tfm.kvCache = options.kvCache;
-    tfm.maxContext = options.maxContext;
-    tfm.kvDtype = options.kvDtype;
-    tfm.fuseQKV = options.fuseQKV;
-    tfm.fuseMLP = options.fuseMLP;
-    tfm.fuseNorm = options.fuseNorm;
-    tfm.weightsDtype = options.weightsDtype;
-    tfm.edgeDtype = options.edgeDtype;
-    tfm.keepWeights = options.keepWeights;
-    tfm.weightsDtypeFor = options.weightsDtypeFor;
-    // The GPU target runs one sequence per call so far: the batched entry
-    // points (the serving engine's) are not derived for it.
-    tfm.batchedEntryPoints = !targetsCuda(options);
-    buildTfmPipeline(pm, tfm);
-  }
-  if (runs(CpuPipelineStage::Linalg)) {
-    // The runtime's kernels (GEMM panels, fused attention) are CPU code: the
-    // GPU target lowers everything to linalg but plain attention, whose
-    // call tfm-lower-attention-to-gpu makes a fused kernel.
-    LowerToLinalgOptions linalg;
-    linalg.fusedAttention = options.fusedAttention;
-    linalg.plainAttentionOnly = targetsCuda(options);
-    linalg.packWeights = options.packWeights && !targetsCuda(options);
-    buildLowerToLinalgPipeline(pm, linalg);
-  }
-  if (runs(CpuPipelineStage::LLVM)) {
-    ExportEntryPointsPassOptions exported;
-    exported.prefix = options.prefix;
-    pm.addPass(createExportEntryPointsPass(exported));
-    if (targetsCuda(options)) {
-      LinalgToCudaOptions cuda;
-      cuda.cudaArch = options.cudaArch;
-      cuda.planArena = options.planArena;
-      cuda.tensorCores = options.cudaTensorCores;
-      cuda.splitAttention = options.cudaSplitAttention;
-      cuda.fuseNorms = options.cudaFuseNorms;
-      cuda.fuseElementwise = options.cudaFuseElementwise;
-      cuda.kernelsOnly = options.cudaKernelsOnly;
-      buildLinalgToCudaPipeline(pm, cuda);
-      return;
-    }
-    LinalgToLLVMOptions llvm;
-    llvm.planArena = options.planArena;
-    llvm.annotateParallelLoops = options.annotateParallelLoops;
-    llvm.parallelizeLoops = options.parallelizeLoops;
-    buildLinalgToLLVMPipeline(pm, llvm);
-  }
-}
-
-void mlir::tfm::registerCpuPipeline() {
-  PassPipelineRegistration<CpuPipelineOptions>(
-      "tfm-cpu-pipeline",
-      "A model's tfm IR to the LLVM dialect for the host CPU: the tfm-level "
-      "passes (KV cache, fusion), the lowering to linalg, bufferization, "
-      "the arena and the runtime calls; what tfmc runs",
-      [](OpPassManager &pm, const CpuPipelineOptions &options) {
-        buildCpuPipeline(pm, options);
-      });
-}
-
-void mlir::tfm::buildLowerToLinalgPipeline(
-    OpPassManager &pm, const LowerToLinalgOptions &options) {
-  LayOutWeightsPassOptions layout;
-  layout.packWeights = options.packWeights;
-  pm.addPass(createLayOutWeightsPass(layout));
-  SelectCpuKernelsPassOptions kernels;
-  kernels.fusedAttention = options.fusedAttention;
-  kernels.plainAttentionOnly = options.plainAttentionOnly;
-  pm.addPass(createSelectCpuKernelsPass(kernels));
-  pm.addPass(createLowerToLinalgPass());
-  // Every sequence-length dim back to the one of the tokens argument: the
-  // buffers sized by it (kernel outputs included) can then all be
-  // allocated up front and planned into one arena.
-  pm.addPass(memref::createResolveRankedShapeTypeResultDimsPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-}
 
 void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm,
                                           const LinalgToLLVMOptions &options) {
@@ -160,22 +69,6 @@ void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm,
   addHostToLLVMPasses(pm, /*launchesKernels=*/false);
 }
 
-void mlir::tfm::buildBufferizationPipeline(OpPassManager &pm) {
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  // The KV cache is updated in place; returning it would make deallocation
-  // clone it on every call.
-  pm.addPass(createDropReturnedArgumentsPass());
-  pm.addNestedPass<func::FuncOp>(bufferization::createBufferHoistingPass());
-  pm.addNestedPass<func::FuncOp>(
-      bufferization::createBufferLoopHoistingPass());
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
-}
-
 void mlir::tfm::addHostToLLVMPasses(OpPassManager &pm, bool launchesKernels) {
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
@@ -186,12 +79,6 @@ void mlir::tfm::addHostToLLVMPasses(OpPassManager &pm, bool launchesKernels) {
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-}
-
-void mlir::tfm::registerLLVMTranslations(DialectRegistry &registry) {
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
-  registerCudaTranslations(registry);
 }
 
 namespace {

@@ -10,8 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/cuda/CudaPipeline.h"
 #include "codegen/cpu/CpuPipeline.h"
 #include "codegen/cuda/Passes.h"
+#include "codegen/linalg/BufferizationPipeline.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"

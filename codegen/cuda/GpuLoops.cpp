@@ -1,7 +1,7 @@
 //===- GpuLoops.cpp - linalg's loops shaped for GPU kernels --------------===//
 //
-// See CopiesToLinalgPass and MapLoopsToGpuPass in Passes.td: the steps
-// between bufferized linalg and `convert-parallel-loops-to-gpu`.
+// See MapLoopsToGpuPass in Passes.td: the parallel loops of bufferized
+// linalg split into blocks of threads for `convert-parallel-loops-to-gpu`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,7 +13,6 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::tfm {
-#define GEN_PASS_DEF_COPIESTOLINALGPASS
 #define GEN_PASS_DEF_MAPLOOPSTOGPUPASS
 #include "codegen/cuda/Passes.h.inc"
 } // namespace mlir::tfm
@@ -21,20 +20,6 @@ namespace mlir::tfm {
 using namespace mlir;
 
 namespace {
-
-struct CopiesToLinalgPass
-    : mlir::tfm::impl::CopiesToLinalgPassBase<CopiesToLinalgPass> {
-  void runOnOperation() override {
-    SmallVector<memref::CopyOp> copies;
-    getOperation().walk([&](memref::CopyOp copy) { copies.push_back(copy); });
-    for (memref::CopyOp copy : copies) {
-      OpBuilder builder(copy);
-      linalg::CopyOp::create(builder, copy.getLoc(), copy.getSource(),
-                             copy.getTarget());
-      copy.erase();
-    }
-  }
-};
 
 /// The static trip count of dimension `dim` of `loop`, if it has one.
 std::optional<int64_t> staticTripCount(scf::ParallelOp loop, unsigned dim) {

@@ -3,7 +3,7 @@
 #include "codegen/packaging/ModelPackager.h"
 #include "codegen/linalg/WeightFormats.h"
 #include "codegen/packaging/EntryPointTable.h"
-#include "codegen/packaging/Passes.h"
+#include "codegen/linalg/Passes.h"
 #include "tfm/tfm_format.h"
 #include "tfm/tfm_model_abi.h"
 #include "tfm/weight_formats.h"

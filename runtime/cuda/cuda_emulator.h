@@ -19,7 +19,7 @@
  * where.
  *
  * What the compiler emits and this file reads, and the stand-ins for the
- * NVVM intrinsics that the kernels call (codegen/KernelsOnHost.cpp
+ * NVVM intrinsics that the kernels call (codegen/cuda/KernelsOnHost.cpp
  * rewrites each intrinsic to one of these).
  *
  *===----------------------------------------------------------------------===*/

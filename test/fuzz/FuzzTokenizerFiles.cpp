@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/ModelPackager.h"
+#include "codegen/packaging/ModelPackager.h"
 #include "frontend/ModelLoader.h"
 #include "test/fuzz/FuzzErrors.h"
 #include "test/fuzz/FuzzFiles.h"

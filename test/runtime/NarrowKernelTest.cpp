@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/WeightEncoding.h"
+#include "codegen/packaging/WeightEncoding.h"
 #include "runtime/kernels/kernels_blocks.h"
 #include "runtime/kernels/kernels_panel_bf16_dot.h"
 #include "runtime/kernels/vector_width.h"

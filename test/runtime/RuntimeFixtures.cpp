@@ -32,7 +32,7 @@ extern const uint8_t kWeights[16];
 const uint8_t kWeights[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
 
 /// The fake's generated call: fakeForward inside a call frame, as tfmc
-/// generates it (codegen/EntryPointTable.cpp).
+/// generates it (codegen/packaging/EntryPointTable.cpp).
 extern "C" int32_t callFakeForward(const tfm_memref1d *weights,
                                    const tfm_tensor *inputs,
                                    tfm_tensor *const *, tfm_tensor *outputs) {

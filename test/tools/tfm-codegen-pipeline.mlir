@@ -2,12 +2,12 @@
 // switches as options: a one-layer model in tfm IR goes through the KV-cache
 // derivation, fusion, the lowering and bufferization to the LLVM dialect and
 // on to LLVM IR.
-// RUN: tfm-opt %s --tfm-cpu-pipeline="max-context=8" | mlir-translate --mlir-to-llvmir | FileCheck %s
-// RUN: tfm-opt %s --tfm-cpu-pipeline="kv-cache=false fuse-qkv=false prefix=tiny" | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=OFF
+// RUN: tfm-opt %s --tfm-codegen-pipeline="max-context=8" | mlir-translate --mlir-to-llvmir | FileCheck %s
+// RUN: tfm-opt %s --tfm-codegen-pipeline="kv-cache=false fuse-qkv=false prefix=tiny" | mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=OFF
 // Stopping after the tfm-level passes shows what the options changed.
-// RUN: tfm-opt %s --tfm-cpu-pipeline="max-context=8" --mlir-print-ir-after=tfm-fuse-qkv 2>&1 -o /dev/null | FileCheck %s --check-prefix=TFM
-// RUN: tfm-opt %s --tfm-cpu-pipeline="fuse-qkv=false fuse-mlp=false fuse-norm=false" --mlir-print-ir-after=canonicalize 2>&1 -o /dev/null | FileCheck %s --check-prefix=UNFUSED
-// RUN: not tfm-opt %s --tfm-cpu-pipeline="fuse-everything=true" 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
+// RUN: tfm-opt %s --tfm-codegen-pipeline="max-context=8" --mlir-print-ir-after=tfm-fuse-qkv 2>&1 -o /dev/null | FileCheck %s --check-prefix=TFM
+// RUN: tfm-opt %s --tfm-codegen-pipeline="fuse-qkv=false fuse-mlp=false fuse-norm=false" --mlir-print-ir-after=canonicalize 2>&1 -o /dev/null | FileCheck %s --check-prefix=UNFUSED
+// RUN: not tfm-opt %s --tfm-codegen-pipeline="fuse-everything=true" 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
 
 // CHECK-DAG: define {{.*}}void @_mlir_ciface_forward(ptr
 // CHECK-DAG: define {{.*}}void @_mlir_ciface_prefill(ptr

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/CpuPipeline.h"
+#include "codegen/Pipeline.h"
 #include "codegen/Passes.h"
 #include "ir/TfmDialect.h"
 #include "passes/Passes.h"
@@ -19,7 +19,7 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::tfm::registerTfmCodegenPasses();
-  mlir::tfm::registerCpuPipeline();
+  mlir::tfm::registerCodegenPipeline();
   mlir::tfm::registerTfmPasses();
   mlir::tfm::registerDebugOnlyOption();
 

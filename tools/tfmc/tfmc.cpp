@@ -29,7 +29,7 @@ namespace {
 
 cl::OptionCategory outputCategory("Compilation (model in, what comes out, target)");
 cl::OptionCategory passCategory(
-    "Passes (each --no-X sets X=false in tfm-cpu-pipeline)");
+    "Passes (each --no-X sets X=false in tfm-codegen-pipeline)");
 cl::OptionCategory mlirCategory("MLIR (IR printing, timing, diagnostics)");
 
 cl::opt<std::string> inputPath(
@@ -187,7 +187,7 @@ int main(int argc, char **argv) {
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 
-  tfm::CpuPipelineOptions pipeline;
+  tfm::CodegenPipelineOptions pipeline;
   pipeline.maxContext = maxContext;
   pipeline.kvDtype = kvDtype;
   pipeline.weightsDtype = weightsDtype;

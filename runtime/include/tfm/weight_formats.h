@@ -1,7 +1,7 @@
 /*===- weight_formats.h - how narrow weights lie in the blob -----*- C -*-===//
  *
  * The storage of weights that tfm-quantize-weights narrows, as the
- * packager writes them (codegen/WeightFormats.cpp) and the kernels read
+ * packager writes them (codegen/linalg/WeightFormats.cpp) and the kernels read
  * them (kernels_panel_gemm.c, kernels_blocks.c). One header for both, so
  * that a change shows everywhere at once.
  *
