@@ -6,16 +6,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/ConfigReader.h"
-#include "frontend/DecoderBuilder.h"
-#include "frontend/DecoderFamilies.h"
-#include "frontend/EncoderFamilies.h"
+#include "frontend/formats/ConfigReader.h"
+#include "frontend/builders/DecoderBuilder.h"
+#include "frontend/families/DecoderFamilies.h"
+#include "frontend/families/EncoderFamilies.h"
 #include "frontend/ErrorMessages.h"
-#include "frontend/JsonFile.h"
+#include "frontend/formats/JsonFile.h"
 #include "frontend/ModelLoader.h"
-#include "frontend/Seq2SeqFamilies.h"
-#include "frontend/Safetensors.h"
-#include "frontend/VisionTransformer.h"
+#include "frontend/families/Seq2SeqFamilies.h"
+#include "frontend/formats/Safetensors.h"
+#include "frontend/families/VisionTransformer.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

@@ -1,11 +1,11 @@
 //===- ModelLoader.cpp - read a model description into tfm IR -----------===//
 
 #include "frontend/ModelLoader.h"
-#include "frontend/ChatTemplates.h"
-#include "frontend/CheckedAttributes.h"
+#include "frontend/tokenizers/ChatTemplates.h"
+#include "frontend/builders/CheckedAttributes.h"
 #include "frontend/ErrorMessages.h"
-#include "frontend/GgufModel.h"
-#include "frontend/JsonFile.h"
+#include "frontend/families/GgufModel.h"
+#include "frontend/formats/JsonFile.h"
 #include "ir/TfmOps.h"
 
 #include "llvm/ADT/SmallString.h"

@@ -10,9 +10,9 @@
 #ifndef TFM_FRONTEND_MODELLOADER_H
 #define TFM_FRONTEND_MODELLOADER_H
 
-#include "frontend/DecoderSpec.h"
-#include "frontend/Tokenizer.h"
-#include "frontend/WeightStore.h"
+#include "frontend/builders/DecoderSpec.h"
+#include "frontend/tokenizers/Tokenizer.h"
+#include "frontend/formats/WeightStore.h"
 #include "ir/TfmDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -44,7 +44,7 @@ struct LoadedModel {
   AudioPreprocessingAttr audioPreprocessing;
   /// An encoder-decoder's generation defaults (generation_config.json).
   GenerationAttr generation;
-  /// The chat template (Jinja source; frontend/ChatTemplates.h); empty
+  /// The chat template (Jinja source; frontend/tokenizers/ChatTemplates.h); empty
   /// when the model has none.
   std::string chatTemplate;
   /// Where the tokenizer was read from (a file, or the directory of a

@@ -10,7 +10,7 @@
 #ifndef TFM_CODEGEN_MODELPACKAGER_H
 #define TFM_CODEGEN_MODELPACKAGER_H
 
-#include "frontend/Tokenizer.h"
+#include "frontend/tokenizers/Tokenizer.h"
 #include "tfm/tfm_model_abi.h"
 #include "mlir/IR/BuiltinOps.h"
 

@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/DecoderBuilder.h"
+#include "frontend/builders/DecoderBuilder.h"
 #include "frontend/ErrorMessages.h"
-#include "frontend/ModelIRBuilder.h"
+#include "frontend/builders/ModelIRBuilder.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -9,8 +9,8 @@
 #ifndef TFM_FRONTEND_DECODERBUILDER_H
 #define TFM_FRONTEND_DECODERBUILDER_H
 
-#include "frontend/DecoderSpec.h"
-#include "frontend/WeightStore.h"
+#include "frontend/builders/DecoderSpec.h"
+#include "frontend/formats/WeightStore.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"

@@ -9,7 +9,7 @@
 #ifndef TFM_FRONTEND_MODELIRBUILDER_H
 #define TFM_FRONTEND_MODELIRBUILDER_H
 
-#include "frontend/WeightDeclarations.h"
+#include "frontend/builders/WeightDeclarations.h"
 
 namespace mlir::tfm {
 

@@ -17,8 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/ModelIRBuilder.h"
-#include "frontend/Seq2SeqFamilies.h"
+#include "frontend/builders/ModelIRBuilder.h"
+#include "frontend/families/Seq2SeqFamilies.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

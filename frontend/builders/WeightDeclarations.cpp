@@ -1,7 +1,7 @@
 //===- WeightDeclarations.cpp - a builder's reads of checkpoint tensors ---===//
 
-#include "frontend/WeightDeclarations.h"
-#include "frontend/DecoderSpec.h"
+#include "frontend/builders/WeightDeclarations.h"
+#include "frontend/builders/DecoderSpec.h"
 #include "frontend/ErrorMessages.h"
 
 #include "llvm/ADT/StringExtras.h"

@@ -12,7 +12,7 @@
 #ifndef TFM_FRONTEND_WEIGHTDECLARATIONS_H
 #define TFM_FRONTEND_WEIGHTDECLARATIONS_H
 
-#include "frontend/WeightStore.h"
+#include "frontend/formats/WeightStore.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/IR/Builders.h"

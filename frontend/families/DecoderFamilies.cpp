@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/DecoderFamilies.h"
+#include "frontend/families/DecoderFamilies.h"
 #include "frontend/ErrorMessages.h"
 
 

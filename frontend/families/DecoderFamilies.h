@@ -12,9 +12,9 @@
 #ifndef TFM_FRONTEND_DECODERFAMILIES_H
 #define TFM_FRONTEND_DECODERFAMILIES_H
 
-#include "frontend/ConfigReader.h"
-#include "frontend/DecoderSpec.h"
-#include "frontend/WeightStore.h"
+#include "frontend/formats/ConfigReader.h"
+#include "frontend/builders/DecoderSpec.h"
+#include "frontend/formats/WeightStore.h"
 
 namespace mlir::tfm {
 

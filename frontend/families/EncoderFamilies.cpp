@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/EncoderFamilies.h"
-#include "frontend/DecoderSpec.h"
+#include "frontend/families/EncoderFamilies.h"
+#include "frontend/builders/DecoderSpec.h"
 #include "frontend/ErrorMessages.h"
 #include "ir/TfmOps.h"
 

@@ -9,9 +9,9 @@
 #ifndef TFM_FRONTEND_ENCODERFAMILIES_H
 #define TFM_FRONTEND_ENCODERFAMILIES_H
 
-#include "frontend/ConfigReader.h"
-#include "frontend/EncoderSpec.h"
-#include "frontend/WeightStore.h"
+#include "frontend/formats/ConfigReader.h"
+#include "frontend/builders/EncoderSpec.h"
+#include "frontend/formats/WeightStore.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"

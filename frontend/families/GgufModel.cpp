@@ -15,12 +15,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/GgufModel.h"
-#include "frontend/ChatTemplates.h"
-#include "frontend/DecoderBuilder.h"
+#include "frontend/families/GgufModel.h"
+#include "frontend/tokenizers/ChatTemplates.h"
+#include "frontend/builders/DecoderBuilder.h"
 #include "frontend/ErrorMessages.h"
-#include "frontend/Gguf.h"
-#include "frontend/StoredDtypes.h"
+#include "frontend/formats/Gguf.h"
+#include "frontend/formats/StoredDtypes.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Path.h"

@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/EncoderFamilies.h"
+#include "frontend/families/EncoderFamilies.h"
 #include "frontend/ErrorMessages.h"
-#include "frontend/JsonFile.h"
+#include "frontend/formats/JsonFile.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

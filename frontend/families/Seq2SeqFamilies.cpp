@@ -5,10 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/CheckedAttributes.h"
+#include "frontend/builders/CheckedAttributes.h"
 #include "frontend/ErrorMessages.h"
-#include "frontend/JsonFile.h"
-#include "frontend/Seq2SeqFamilies.h"
+#include "frontend/formats/JsonFile.h"
+#include "frontend/families/Seq2SeqFamilies.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

@@ -10,9 +10,9 @@
 #ifndef TFM_FRONTEND_SEQ2SEQFAMILIES_H
 #define TFM_FRONTEND_SEQ2SEQFAMILIES_H
 
-#include "frontend/ConfigReader.h"
-#include "frontend/Seq2SeqSpec.h"
-#include "frontend/WeightStore.h"
+#include "frontend/formats/ConfigReader.h"
+#include "frontend/builders/Seq2SeqSpec.h"
+#include "frontend/formats/WeightStore.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"

@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/VisionTransformer.h"
-#include "frontend/DecoderSpec.h"
+#include "frontend/families/VisionTransformer.h"
+#include "frontend/builders/DecoderSpec.h"
 #include "frontend/ErrorMessages.h"
-#include "frontend/ModelIRBuilder.h"
+#include "frontend/builders/ModelIRBuilder.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -11,7 +11,7 @@
 #ifndef TFM_FRONTEND_VISIONTRANSFORMER_H
 #define TFM_FRONTEND_VISIONTRANSFORMER_H
 
-#include "frontend/ConfigReader.h"
+#include "frontend/formats/ConfigReader.h"
 #include "frontend/ModelLoader.h"
 
 namespace mlir::tfm {

@@ -1,8 +1,8 @@
 //===- Gguf.cpp - llama.cpp's GGUF container, read and checked ----------===//
 
-#include "frontend/Gguf.h"
+#include "frontend/formats/Gguf.h"
 #include "frontend/ErrorMessages.h"
-#include "frontend/StoredDtypes.h"
+#include "frontend/formats/StoredDtypes.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Endian.h"

@@ -13,7 +13,7 @@
 #ifndef TFM_FRONTEND_GGUF_H
 #define TFM_FRONTEND_GGUF_H
 
-#include "frontend/WeightStore.h"
+#include "frontend/formats/WeightStore.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"

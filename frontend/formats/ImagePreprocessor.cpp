@@ -10,9 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/CheckedAttributes.h"
-#include "frontend/JsonFile.h"
-#include "frontend/VisionTransformer.h"
+#include "frontend/builders/CheckedAttributes.h"
+#include "frontend/formats/JsonFile.h"
+#include "frontend/families/VisionTransformer.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"

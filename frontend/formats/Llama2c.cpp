@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/DecoderBuilder.h"
+#include "frontend/builders/DecoderBuilder.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/ModelLoader.h"
 

@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/Safetensors.h"
+#include "frontend/formats/Safetensors.h"
 #include "frontend/ErrorMessages.h"
-#include "frontend/JsonFile.h"
+#include "frontend/formats/JsonFile.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Endian.h"

@@ -10,7 +10,7 @@
 #ifndef TFM_FRONTEND_SAFETENSORS_H
 #define TFM_FRONTEND_SAFETENSORS_H
 
-#include "frontend/WeightStore.h"
+#include "frontend/formats/WeightStore.h"
 
 #include "llvm/Support/Error.h"
 

@@ -1,6 +1,6 @@
 //===- StoredDtypes.cpp - checkpoint element encodings, decoded ---------===//
 
-#include "frontend/StoredDtypes.h"
+#include "frontend/formats/StoredDtypes.h"
 #include "codegen/packaging/WeightEncoding.h"
 
 #include "llvm/Support/Endian.h"

@@ -49,7 +49,7 @@
 #ifndef TFM_FRONTEND_STOREDDTYPES_H
 #define TFM_FRONTEND_STOREDDTYPES_H
 
-#include "frontend/WeightStore.h"
+#include "frontend/formats/WeightStore.h"
 
 #include <cstdint>
 

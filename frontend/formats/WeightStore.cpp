@@ -1,7 +1,7 @@
 //===- WeightStore.cpp - the weights a frontend read --------------------===//
 
-#include "frontend/WeightStore.h"
-#include "frontend/StoredDtypes.h"
+#include "frontend/formats/WeightStore.h"
+#include "frontend/formats/StoredDtypes.h"
 
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/Process.h"

@@ -32,7 +32,7 @@ namespace mlir::tfm {
 /// formats of #tfm.block_quant), Q4_1 adds an f16 minimum, Q4_K and Q6_K
 /// super-blocks of 256 with quantized sub-block scales; those have block
 /// kernels. Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS are read
-/// (decoded to f32) and requantized to int8 (frontend/StoredDtypes.h,
+/// (decoded to f32) and requantized to int8 (frontend/formats/StoredDtypes.h,
 /// checkpointDtype).
 enum class WeightDtype : uint8_t {
   F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K,

@@ -1,8 +1,8 @@
 //===- ChatTemplates.cpp - where a model's chat template comes from -------===//
 
-#include "frontend/ChatTemplates.h"
+#include "frontend/tokenizers/ChatTemplates.h"
 #include "frontend/ErrorMessages.h"
-#include "frontend/JsonFile.h"
+#include "frontend/formats/JsonFile.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

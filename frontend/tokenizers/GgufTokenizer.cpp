@@ -13,8 +13,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/ErrorMessages.h"
-#include "frontend/Gguf.h"
-#include "frontend/GgufModel.h"
+#include "frontend/formats/Gguf.h"
+#include "frontend/families/GgufModel.h"
 
 using namespace mlir;
 using namespace mlir::tfm;

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/ErrorMessages.h"
-#include "frontend/Tokenizer.h"
+#include "frontend/tokenizers/Tokenizer.h"
 #include "runtime/tokenizer/chars_map.h"
 
 #include "llvm/ADT/SmallString.h"

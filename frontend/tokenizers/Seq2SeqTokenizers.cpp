@@ -9,8 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/ErrorMessages.h"
-#include "frontend/JsonFile.h"
-#include "frontend/Tokenizer.h"
+#include "frontend/formats/JsonFile.h"
+#include "frontend/tokenizers/Tokenizer.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringMap.h"

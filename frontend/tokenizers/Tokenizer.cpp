@@ -1,6 +1,6 @@
 //===- Tokenizer.cpp - tokenizer files; llama2.c's tokenizer.bin --------===//
 
-#include "frontend/Tokenizer.h"
+#include "frontend/tokenizers/Tokenizer.h"
 #include "frontend/ErrorMessages.h"
 
 #include "llvm/Support/Endian.h"

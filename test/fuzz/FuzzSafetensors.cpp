@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/Safetensors.h"
-#include "frontend/WeightStore.h"
+#include "frontend/formats/Safetensors.h"
+#include "frontend/formats/WeightStore.h"
 #include "test/fuzz/FuzzErrors.h"
 #include "test/fuzz/FuzzFiles.h"
 
