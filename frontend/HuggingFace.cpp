@@ -330,7 +330,8 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
     return makeError(configPath + ": unknown model_type '" + modelType +
                      "' (supported: " + supportedDecoderFamilies() + ", " +
                      supportedEncoderFamilies() + ", " +
-                     supportedSeq2SeqFamilies() + ", vit, deit)");
+                     supportedSeq2SeqFamilies() + ", " +
+                     supportedVisionFamilies() + ")");
   LoadedModel model;
   model.family = modelType;
   model.bosToken = config.integer("bos_token_id", -1);

@@ -91,37 +91,66 @@ void useBertNames(EncoderSpec &spec, const std::string &prefix) {
   spec.outputNorm = l + "output.LayerNorm.weight";
 }
 
+/// ELECTRA: BERT's layers over embeddings of their own width, projected.
+EncoderSpec readElectraSpec(ConfigReader &config) {
+  EncoderSpec spec = readBertSpec(config);
+  spec.family = "electra";
+  spec.embeddingSize = config.integer("embedding_size", spec.hiddenSize);
+  return spec;
+}
+
+/// RoBERTa and XLM-RoBERTa: BERT's layers; positions number only real
+/// tokens, after the padding id, and there is one token type.
+EncoderSpec readRobertaLikeSpec(ConfigReader &config, llvm::StringRef family) {
+  EncoderSpec spec = readBertSpec(config);
+  spec.family = family.str();
+  spec.typeVocabSize = config.integer("type_vocab_size", 1);
+  spec.positionPaddingId = config.integer("pad_token_id", 1);
+  if (spec.positionPaddingId < 0)
+    config.fail("pad_token_id must be non-negative, got " +
+                llvm::Twine(spec.positionPaddingId));
+  return spec;
+}
+EncoderSpec readRobertaSpec(ConfigReader &config) {
+  return readRobertaLikeSpec(config, "roberta");
+}
+EncoderSpec readXlmRobertaSpec(ConfigReader &config) {
+  return readRobertaLikeSpec(config, "xlm-roberta");
+}
+
+/// An encoder family: config.json's model_type and the reader of its spec.
+struct EncoderFamily {
+  llvm::StringLiteral modelType;
+  EncoderSpec (*read)(ConfigReader &config);
+};
+
+/// Every encoder family, in the order messages list them. A new family is
+/// a reader above and a row here.
+const EncoderFamily kEncoderFamilies[] = {
+    {"bert", readBertSpec},
+    {"distilbert", readDistilBertSpec},
+    {"electra", readElectraSpec},
+    {"roberta", readRobertaSpec},
+    {"xlm-roberta", readXlmRobertaSpec},
+};
+
 } // namespace
 
 std::string mlir::tfm::supportedEncoderFamilies() {
-  return "bert, distilbert, electra, roberta, xlm-roberta";
+  std::string names;
+  for (const EncoderFamily &family : kEncoderFamilies)
+    names += (names.empty() ? "" : ", ") + family.modelType.str();
+  return names;
 }
 
 bool mlir::tfm::readEncoderFamily(llvm::StringRef modelType,
                                   ConfigReader &config, EncoderSpec &spec) {
-  if (modelType == "bert") {
-    spec = readBertSpec(config);
-  } else if (modelType == "distilbert") {
-    spec = readDistilBertSpec(config);
-  } else if (modelType == "electra") {
-    // BERT's layers over embeddings of their own width, projected.
-    spec = readBertSpec(config);
-    spec.family = "electra";
-    spec.embeddingSize = config.integer("embedding_size", spec.hiddenSize);
-  } else if (modelType == "roberta" || modelType == "xlm-roberta") {
-    // BERT's layers; positions number only real tokens, after the padding
-    // id, and there is one token type.
-    spec = readBertSpec(config);
-    spec.family = modelType.str();
-    spec.typeVocabSize = config.integer("type_vocab_size", 1);
-    spec.positionPaddingId = config.integer("pad_token_id", 1);
-    if (spec.positionPaddingId < 0)
-      config.fail("pad_token_id must be non-negative, got " +
-                  llvm::Twine(spec.positionPaddingId));
-  } else {
-    return false;
-  }
-  return true;
+  for (const EncoderFamily &family : kEncoderFamilies)
+    if (family.modelType == modelType) {
+      spec = family.read(config);
+      return true;
+    }
+  return false;
 }
 
 llvm::Error mlir::tfm::validateEncoderSpec(const EncoderSpec &spec,

@@ -38,23 +38,59 @@ constexpr int64_t kMaxWidth = 1 << 20, kMaxLayers = 1 << 12,
                   kMaxHeads = 1 << 12, kMaxContext = 1 << 24;
 constexpr llvm::StringLiteral kRopeFactors = "rope_freqs.weight";
 
-/// The decoder of architecture `arch` ("llama", "qwen2" or "gemma") from
-/// the file's "<arch>.*" metadata.
+/// A GGUF architecture tfmc reads: general.architecture's value, what it
+/// differs from LLaMA's in, and the models that use it (for messages).
+struct GgufArchitecture {
+  llvm::StringLiteral name;
+  llvm::StringLiteral models;
+  RopeStyle ropeStyle;
+  bool qkvBias;
+  ActivationKind activation;
+  /// Embeddings scaled by sqrt(hidden size) (Gemma).
+  bool scaledEmbeddings;
+};
+
+/// Every GGUF architecture, in the order messages list them. A new one is
+/// a row here (and whatever its tensors need in decoderSpecOf).
+const GgufArchitecture kGgufArchitectures[] = {
+    {"llama", "LLaMA, Mistral, TinyLlama and the like",
+     RopeStyle::interleaved, false, ActivationKind::silu, false},
+    {"qwen2", "Qwen2", RopeStyle::rotate_half, true, ActivationKind::silu,
+     false},
+    {"gemma", "Gemma", RopeStyle::rotate_half, false,
+     ActivationKind::gelu_tanh, true},
+};
+
+const GgufArchitecture *findGgufArchitecture(llvm::StringRef name) {
+  for (const GgufArchitecture &arch : kGgufArchitectures)
+    if (arch.name == name)
+      return &arch;
+  return nullptr;
+}
+
+/// "\"llama\": LLaMA, ..., \"qwen2\": Qwen2, ...".
+std::string supportedGgufArchitectures() {
+  std::string list;
+  for (const GgufArchitecture &arch : kGgufArchitectures)
+    list += (list.empty() ? "\"" : "; \"") + arch.name.str() + "\": " +
+            arch.models.str();
+  return list;
+}
+
+/// The decoder of architecture `arch` from the file's "<arch>.*" metadata.
 llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
-                                          llvm::StringRef arch) {
-  std::string key = (arch + ".").str();
+                                          const GgufArchitecture &arch) {
+  std::string key = (arch.name + ".").str();
   auto integer = [&](llvm::StringRef name, int64_t max) {
     return file.integer(key + name.str(), max);
   };
   DecoderSpec spec;
-  bool qwen2 = arch == "qwen2", gemma = arch == "gemma";
-  spec.family = arch.str();
-  spec.qkvBias = qwen2;
+  spec.family = arch.name.str();
+  spec.qkvBias = arch.qkvBias;
   spec.rmsNorm = true;
-  spec.ropeStyle = arch == "llama" ? RopeStyle::interleaved
-                                   : RopeStyle::rotate_half;
+  spec.ropeStyle = arch.ropeStyle;
   spec.gatedMlp = true;
-  spec.activation = gemma ? ActivationKind::gelu_tanh : ActivationKind::silu;
+  spec.activation = arch.activation;
   llvm::Expected<int64_t> hidden = integer("embedding_length", kMaxWidth);
   llvm::Expected<int64_t> layers = integer("block_count", kMaxLayers);
   llvm::Expected<int64_t> ffn = integer("feed_forward_length", kMaxWidth);
@@ -65,7 +101,7 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
     if (!*value)
       return value->takeError();
   spec.hiddenSize = *hidden;
-  if (gemma)
+  if (arch.scaledEmbeddings)
     spec.embeddingScale = std::sqrt(double(spec.hiddenSize));
   spec.numLayers = *layers;
   spec.intermediateSize = *ffn;
@@ -177,12 +213,12 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
     return arch.takeError();
   if (!*arch)
     return makeError(path + ": metadata 'general.architecture' is missing");
-  if (**arch != "llama" && **arch != "qwen2" && **arch != "gemma")
+  const GgufArchitecture *architecture = findGgufArchitecture(**arch);
+  if (!architecture)
     return makeError(path + ": architecture '" + **arch +
-                     "' is not supported (GGUF input reads \"llama\": "
-                     "LLaMA, Mistral, TinyLlama and the like, \"qwen2\" and "
-                     "\"gemma\")");
-  llvm::Expected<DecoderSpec> spec = decoderSpecOf(*file, **arch);
+                     "' is not supported (GGUF input reads " +
+                     supportedGgufArchitectures() + ")");
+  llvm::Expected<DecoderSpec> spec = decoderSpecOf(*file, *architecture);
   if (!spec)
     return spec.takeError();
 

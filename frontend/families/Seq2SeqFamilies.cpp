@@ -99,56 +99,82 @@ void readWhisper(ConfigReader &config, Seq2SeqSpec &spec) {
   spec.decoderStartToken = config.integer("decoder_start_token_id", 50257);
 }
 
-} // namespace
-
-std::string mlir::tfm::supportedSeq2SeqFamilies() {
-  return "bart, marian, mbart, t5, whisper";
+/// BART: learned positions from row 2 on, a LayerNorm on the embeddings,
+/// GELU.
+void readBart(ConfigReader &config, Seq2SeqSpec &spec) {
+  spec.family = "bart";
+  readBartSizes(config, spec);
+  spec.positionOffset = 2;
+  spec.embeddingNorm = true;
 }
 
-bool mlir::tfm::readSeq2SeqFamily(llvm::StringRef modelType,
-                                  ConfigReader &config, Seq2SeqSpec &spec) {
-  if (modelType == "bart") {
-    // BART: learned positions from row 2 on, a LayerNorm on the embeddings,
-    // GELU.
-    spec.family = modelType.str();
-    readBartSizes(config, spec);
-    spec.positionOffset = 2;
-    spec.embeddingNorm = true;
-    return true;
-  }
-  if (modelType == "mbart") {
-    // mBART: BART's embeddings (learned positions from row 2,
-    // layernorm_embedding) with pre-norm blocks and a final LayerNorm per
-    // stack.
-    spec.family = modelType.str();
-    spec.preNorm = true;
-    readBartSizes(config, spec);
-    spec.positionOffset = 2;
-    spec.embeddingNorm = true;
-    return true;
-  }
-  if (modelType == "whisper") {
-    spec.family = modelType.str();
-    readWhisper(config, spec);
-    return true;
-  }
-  if (modelType == "t5") {
-    spec.family = modelType.str();
-    readT5(config, spec);
-    return true;
-  }
-  if (modelType != "marian")
-    return false;
-  // Marian: the original Transformer's post-norm blocks, sinusoidal
-  // positions, one vocabulary for both sides.
-  spec.family = modelType.str();
+/// mBART: BART's embeddings (learned positions from row 2,
+/// layernorm_embedding) with pre-norm blocks and a final LayerNorm per
+/// stack.
+void readMbart(ConfigReader &config, Seq2SeqSpec &spec) {
+  spec.family = "mbart";
+  spec.preNorm = true;
+  readBartSizes(config, spec);
+  spec.positionOffset = 2;
+  spec.embeddingNorm = true;
+}
+
+/// Marian: the original Transformer's post-norm blocks, sinusoidal
+/// positions, one vocabulary for both sides.
+void readMarian(ConfigReader &config, Seq2SeqSpec &spec) {
+  spec.family = "marian";
   readBartSizes(config, spec);
   spec.activation = config.activation("activation_function", "swish");
   spec.sinusoidalPositions = true;
   if (!config.boolean("share_encoder_decoder_embeddings", true))
     config.fail("unsupported config value 'share_encoder_decoder_embeddings' "
                 "= false (separate source and target vocabularies)");
-  return true;
+}
+
+void readWhisperFamily(ConfigReader &config, Seq2SeqSpec &spec) {
+  spec.family = "whisper";
+  readWhisper(config, spec);
+}
+
+void readT5Family(ConfigReader &config, Seq2SeqSpec &spec) {
+  spec.family = "t5";
+  readT5(config, spec);
+}
+
+/// An encoder-decoder family: config.json's model_type and the reader that
+/// fills its spec.
+struct Seq2SeqFamily {
+  llvm::StringLiteral modelType;
+  void (*read)(ConfigReader &config, Seq2SeqSpec &spec);
+};
+
+/// Every encoder-decoder family, in the order messages list them. A new
+/// family is a reader above and a row here.
+const Seq2SeqFamily kSeq2SeqFamilies[] = {
+    {"bart", readBart},
+    {"marian", readMarian},
+    {"mbart", readMbart},
+    {"t5", readT5Family},
+    {"whisper", readWhisperFamily},
+};
+
+} // namespace
+
+std::string mlir::tfm::supportedSeq2SeqFamilies() {
+  std::string names;
+  for (const Seq2SeqFamily &family : kSeq2SeqFamilies)
+    names += (names.empty() ? "" : ", ") + family.modelType.str();
+  return names;
+}
+
+bool mlir::tfm::readSeq2SeqFamily(llvm::StringRef modelType,
+                                  ConfigReader &config, Seq2SeqSpec &spec) {
+  for (const Seq2SeqFamily &family : kSeq2SeqFamilies)
+    if (family.modelType == modelType) {
+      family.read(config, spec);
+      return true;
+    }
+  return false;
 }
 
 llvm::Error mlir::tfm::validateSeq2SeqSpec(const Seq2SeqSpec &spec,

@@ -176,8 +176,17 @@ OwningOpRef<ModuleOp> VisionIRBuilder::build() {
 
 } // namespace
 
+/// Every vision family (one reader serves both: DeiT is ViT with a
+/// distillation token), in the order messages list them.
+static const llvm::StringLiteral kVisionFamilies[] = {"vit", "deit"};
+
 bool mlir::tfm::isVisionFamily(llvm::StringRef modelType) {
-  return modelType == "vit" || modelType == "deit";
+  return llvm::is_contained(kVisionFamilies, modelType);
+}
+
+std::string mlir::tfm::supportedVisionFamilies() {
+  return llvm::join(std::begin(kVisionFamilies), std::end(kVisionFamilies),
+                    ", ");
 }
 
 llvm::Error mlir::tfm::loadVisionTransformer(

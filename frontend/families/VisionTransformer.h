@@ -19,6 +19,9 @@ namespace mlir::tfm {
 /// Whether config.json's model_type is a vision transformer.
 bool isVisionFamily(llvm::StringRef modelType);
 
+/// The vision families, for messages ("vit, deit").
+std::string supportedVisionFamilies();
+
 /// Builds the module of the vision transformer `config` describes into
 /// `model`, whose weights are loaded; `labels` are id2label's names.
 llvm::Error loadVisionTransformer(MLIRContext &context,
