@@ -1,6 +1,7 @@
 //===- WeightEncoding.cpp - f32 values into a stored weight format -------===//
 
 #include "codegen/packaging/WeightEncoding.h"
+#include "tfm/half_floats.h"
 #include "tfm/runtime_kernels.h"
 #include "tfm/weight_formats.h"
 
@@ -37,17 +38,6 @@ int64_t elementBytes(StoredFormat format) {
   return format == StoredFormat::F32 ? 4 : 2;
 }
 
-uint32_t bitsOf(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  return bits;
-}
-
-float floatOf(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, 4);
-  return value;
-}
 
 void append16(std::vector<uint8_t> &out, uint16_t value) {
   out.push_back(uint8_t(value));
@@ -58,7 +48,7 @@ void append16(std::vector<uint8_t> &out, uint16_t value) {
 /// the format's range) and their squared error.
 double codesFor(StoredFormat format, const float *values, uint16_t scale,
                 int8_t codes[TFM_BLOCK_SIZE]) {
-  float rounded = halfToFloat(scale);
+  float rounded = tfm_f16_to_float(scale);
   float inverse = rounded != 0 ? 1.0f / rounded : 0.0f;
   double error = 0;
   for (int i = 0; i < TFM_BLOCK_SIZE; ++i) {
@@ -98,17 +88,17 @@ uint16_t quantizeBlock(StoredFormat format, const float *row, int64_t cols,
     if (std::fabs(v) > std::fabs(extreme))
       extreme = v;
   if (format == StoredFormat::Q8_0) {
-    uint16_t scale = floatToHalf(std::fabs(extreme) / 127.0f);
+    uint16_t scale = tfm_float_to_f16(std::fabs(extreme) / 127.0f);
     codesFor(format, values, scale, codes);
     return scale;
   }
-  uint16_t best = floatToHalf(extreme / -8.0f);
+  uint16_t best = tfm_float_to_f16(extreme / -8.0f);
   double bestError = codesFor(format, values, best, codes);
   if (bestError == 0)
     return best; // exact: a Q4_0 checkpoint's own block
   int8_t trial[TFM_BLOCK_SIZE];
   for (int step = -4; step <= 16; ++step) {
-    uint16_t scale = floatToHalf(extreme / (-8.0f - 0.125f * step));
+    uint16_t scale = tfm_float_to_f16(extreme / (-8.0f - 0.125f * step));
     double error = codesFor(format, values, scale, trial);
     if (error < bestError) {
       bestError = error, best = scale;
@@ -160,9 +150,9 @@ std::pair<uint16_t, uint16_t> quantizeBlockWithMin(const float *row,
   float least = *std::min_element(values, values + TFM_BLOCK_SIZE);
   float most = *std::max_element(values, values + TFM_BLOCK_SIZE);
   float grid = gridStep(values, least, most - least);
-  uint16_t scale = floatToHalf(grid != 0 ? grid : (most - least) / 15.0f);
-  uint16_t min = floatToHalf(least);
-  float step = halfToFloat(scale), offset = halfToFloat(min);
+  uint16_t scale = tfm_float_to_f16(grid != 0 ? grid : (most - least) / 15.0f);
+  uint16_t min = tfm_float_to_f16(least);
+  float step = tfm_f16_to_float(scale), offset = tfm_f16_to_float(min);
   float inverse = step != 0 ? 1.0f / step : 0.0f;
   for (int i = 0; i < TFM_BLOCK_SIZE; ++i)
     codes[i] = int8_t(std::clamp(
@@ -231,31 +221,6 @@ int64_t mlir::tfm::storedMatrixBytes(StoredFormat format, int64_t rows,
   return rows * cols * elementBytes(format);
 }
 
-uint16_t mlir::tfm::floatToHalf(float value) {
-  uint32_t bits = bitsOf(value);
-  uint16_t sign = uint16_t((bits >> 16) & 0x8000);
-  uint32_t magnitude = bits & 0x7FFFFFFF;
-  if (magnitude >= 0x7F800000) // infinity, NaN
-    return sign | (magnitude > 0x7F800000 ? 0x7E00 : 0x7C00);
-  if (magnitude >= 0x477FF000) // 65520 and up round to infinity
-    return sign | 0x7C00;
-  if (magnitude < 0x38800000) // below 2^-14: a subnormal half
-    return sign | uint16_t(std::nearbyint(floatOf(magnitude) * 16777216.0f));
-  uint32_t half = ((magnitude >> 23) - 112) << 10 | (magnitude >> 13 & 0x3FF);
-  uint32_t rest = magnitude & 0x1FFF;
-  if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
-    ++half; // a carry into the exponent is still the right rounding
-  return sign | uint16_t(half);
-}
-
-uint16_t mlir::tfm::floatToBFloat16(float value) {
-  uint32_t bits = bitsOf(value);
-  if ((bits & 0x7FFFFFFF) > 0x7F800000)
-    return uint16_t((bits >> 16) | 0x40); // a quiet NaN stays NaN
-  bits += 0x7FFF + ((bits >> 16) & 1);
-  return uint16_t(bits >> 16);
-}
-
 namespace {
 
 /// The file's K-quant blocks of a panel's 16 rows: block `s` of row `r`.
@@ -283,8 +248,9 @@ void appendQ4KPanel(const PanelBlocks &blockOf, std::vector<uint8_t> &out) {
     for (int64_t b = 0; b < blocks; ++b)
       for (int64_t r = 0; r < kRows; ++r) {
         int scale, min;
-        q4KScaleMin(int(b % TFM_K_SUPER_BLOCKS),
-                    blockOf(r, b / TFM_K_SUPER_BLOCKS) + 4, scale, min);
+        tfm_q4k_scale_min(int(b % TFM_K_SUPER_BLOCKS),
+                          blockOf(r, b / TFM_K_SUPER_BLOCKS) + 4, &scale,
+                          &min);
         out.push_back(uint8_t(which == 0 ? scale : min));
       }
   // Sub-block j of a Q4_K block is the low (j even) or high nibbles of its
@@ -363,8 +329,8 @@ void mlir::tfm::encodeRowMajor(StoredFormat format, const float *values,
     return;
   }
   for (int64_t i = 0; i < count; ++i)
-    append16(out, format == StoredFormat::BF16 ? floatToBFloat16(values[i])
-                                               : floatToHalf(values[i]));
+    append16(out, format == StoredFormat::BF16 ? tfm_float_to_bf16(values[i])
+                                               : tfm_float_to_f16(values[i]));
 }
 
 void mlir::tfm::encodePanel(StoredFormat format, const float *rows,

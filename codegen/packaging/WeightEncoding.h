@@ -36,26 +36,6 @@ int64_t panelRows(StoredFormat format);
 int64_t storedMatrixBytes(StoredFormat format, int64_t rows, int64_t cols,
                           bool panels);
 
-/// IEEE binary16 and bfloat16 from f32, rounding to nearest even.
-uint16_t floatToHalf(float value);
-uint16_t floatToBFloat16(float value);
-/// f32 from IEEE binary16, exactly (inline, so that the frontend decodes
-/// F16 checkpoints with it without linking codegen).
-inline float halfToFloat(uint16_t half) {
-  uint32_t sign = uint32_t(half & 0x8000) << 16;
-  uint32_t exponent = (half >> 10) & 0x1F, mantissa = half & 0x3FF;
-  if (exponent == 0) { // zero or subnormal: mantissa * 2^-24
-    float magnitude = float(mantissa) / 16777216.0f;
-    return sign ? -magnitude : magnitude;
-  }
-  uint32_t bits = exponent == 31 ? sign | 0x7F800000 | mantissa << 13
-                                 : sign | (exponent + 112) << 23 |
-                                       mantissa << 13;
-  float value;
-  std::memcpy(&value, &bits, 4);
-  return value;
-}
-
 /// GGUF's K-quant blocks (ggml-common.h) of 256 elements: block_q4_K, 144
 /// bytes (f16 d and dmin, 12 bytes of packed 6-bit scales and minimums for
 /// 8 sub-blocks of 32, then 128 bytes of nibbles); block_q6_K, 210 bytes
@@ -66,19 +46,7 @@ inline int64_t kQuantBlockBytes(StoredFormat format) {
   return format == StoredFormat::Q4_K ? kQ4KBytes : kQ6KBytes;
 }
 
-/// Q4_K's 6-bit scale and min of sub-block `j` (0..7) from its 12 packed
-/// bytes: sub-blocks 0-3 hold theirs in the low 6 bits of bytes j and
-/// j + 4; 4-7 take 4 low bits from byte j + 4 and 2 high bits from the top
-/// of bytes j - 4 (scale) and j (min).
-inline void q4KScaleMin(int j, const uint8_t *packed, int &scale, int &min) {
-  if (j < 4) {
-    scale = packed[j] & 63;
-    min = packed[j + 4] & 63;
-  } else {
-    scale = (packed[j + 4] & 0xf) | ((packed[j - 4] >> 6) << 4);
-    min = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
-  }
-}
+
 
 /// Appends one Q4_K or Q6_K panel to `out`: 16 rows of `cols` elements (a
 /// multiple of 256), given as each row's blocks in the file's format one

@@ -1,7 +1,8 @@
 //===- StoredDtypes.cpp - checkpoint element encodings, decoded ---------===//
 
 #include "frontend/formats/StoredDtypes.h"
-#include "codegen/packaging/WeightEncoding.h"
+#include "tfm/half_floats.h"
+#include "tfm/weight_formats.h"
 
 #include "llvm/Support/Endian.h"
 
@@ -13,23 +14,16 @@ using namespace mlir::tfm;
 using llvm::support::endian::read16le;
 using llvm::support::endian::read32le;
 
-float mlir::tfm::bfloat16ToFloat(uint16_t b) {
-  uint32_t bits = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 namespace {
 
 void decodeQ8_0(const uint8_t *block, float *out) {
-  float d = halfToFloat(read16le(block));
+  float d = tfm_f16_to_float(read16le(block));
   for (int i = 0; i < 32; ++i)
     out[i] = d * float(int8_t(block[2 + i]));
 }
 
 void decodeQ4_0(const uint8_t *block, float *out) {
-  float d = halfToFloat(read16le(block));
+  float d = tfm_f16_to_float(read16le(block));
   const uint8_t *qs = block + 2;
   for (int j = 0; j < 16; ++j) {
     out[j] = d * float(int(qs[j] & 0xf) - 8);
@@ -38,8 +32,8 @@ void decodeQ4_0(const uint8_t *block, float *out) {
 }
 
 void decodeQ4_1(const uint8_t *block, float *out) {
-  float d = halfToFloat(read16le(block));
-  float m = halfToFloat(read16le(block + 2));
+  float d = tfm_f16_to_float(read16le(block));
+  float m = tfm_f16_to_float(read16le(block + 2));
   const uint8_t *qs = block + 4;
   for (int j = 0; j < 16; ++j) {
     out[j] = d * float(qs[j] & 0xf) + m;
@@ -48,13 +42,13 @@ void decodeQ4_1(const uint8_t *block, float *out) {
 }
 
 void decodeQ4_K(const uint8_t *block, float *out) {
-  float d = halfToFloat(read16le(block));
-  float dmin = halfToFloat(read16le(block + 2));
+  float d = tfm_f16_to_float(read16le(block));
+  float dmin = tfm_f16_to_float(read16le(block + 2));
   const uint8_t *packed = block + 4, *qs = block + 16;
   for (int pair = 0; pair < 4; ++pair, qs += 32, out += 64) {
     int scaleLow, minLow, scaleHigh, minHigh;
-    q4KScaleMin(2 * pair, packed, scaleLow, minLow);
-    q4KScaleMin(2 * pair + 1, packed, scaleHigh, minHigh);
+    tfm_q4k_scale_min(2 * pair, packed, &scaleLow, &minLow);
+    tfm_q4k_scale_min(2 * pair + 1, packed, &scaleHigh, &minHigh);
     for (int l = 0; l < 32; ++l) {
       out[l] = d * scaleLow * float(qs[l] & 0xf) - dmin * minLow;
       out[l + 32] = d * scaleHigh * float(qs[l] >> 4) - dmin * minHigh;
@@ -65,7 +59,7 @@ void decodeQ4_K(const uint8_t *block, float *out) {
 void decodeQ6_K(const uint8_t *block, float *out) {
   const uint8_t *ql = block, *qh = block + 128;
   const auto *scales = reinterpret_cast<const int8_t *>(block + 192);
-  float d = halfToFloat(read16le(block + 208));
+  float d = tfm_f16_to_float(read16le(block + 208));
   for (int half = 0; half < 2; ++half, ql += 64, qh += 32, scales += 8,
            out += 128) {
     for (int l = 0; l < 32; ++l) {
@@ -86,7 +80,7 @@ void decodeQ6_K(const uint8_t *block, float *out) {
 int fifthBit(uint32_t qh, int j) { return (qh >> j) & 1; }
 
 void decodeQ5_0(const uint8_t *block, float *out) {
-  float d = halfToFloat(read16le(block));
+  float d = tfm_f16_to_float(read16le(block));
   uint32_t qh = read32le(block + 2);
   const uint8_t *qs = block + 6;
   for (int j = 0; j < 16; ++j) {
@@ -96,8 +90,8 @@ void decodeQ5_0(const uint8_t *block, float *out) {
 }
 
 void decodeQ5_1(const uint8_t *block, float *out) {
-  float d = halfToFloat(read16le(block));
-  float m = halfToFloat(read16le(block + 2));
+  float d = tfm_f16_to_float(read16le(block));
+  float m = tfm_f16_to_float(read16le(block + 2));
   uint32_t qh = read32le(block + 4);
   const uint8_t *qs = block + 8;
   for (int j = 0; j < 16; ++j) {
@@ -107,15 +101,15 @@ void decodeQ5_1(const uint8_t *block, float *out) {
 }
 
 void decodeQ5_K(const uint8_t *block, float *out) {
-  float d = halfToFloat(read16le(block));
-  float dmin = halfToFloat(read16le(block + 2));
+  float d = tfm_f16_to_float(read16le(block));
+  float dmin = tfm_f16_to_float(read16le(block + 2));
   const uint8_t *packed = block + 4, *qh = block + 16, *qs = block + 48;
   // Sub-blocks pair up as Q4_K's; the fifth bit of sub-block j's element
   // l is bit j of qh[l].
   for (int pair = 0; pair < 4; ++pair, qs += 32, out += 64) {
     int scaleLow, minLow, scaleHigh, minHigh;
-    q4KScaleMin(2 * pair, packed, scaleLow, minLow);
-    q4KScaleMin(2 * pair + 1, packed, scaleHigh, minHigh);
+    tfm_q4k_scale_min(2 * pair, packed, &scaleLow, &minLow);
+    tfm_q4k_scale_min(2 * pair + 1, packed, &scaleHigh, &minHigh);
     for (int l = 0; l < 32; ++l) {
       int low = (qs[l] & 0xf) | ((qh[l] >> (2 * pair)) & 1) << 4;
       int high = (qs[l] >> 4) | ((qh[l] >> (2 * pair + 1)) & 1) << 4;
@@ -127,8 +121,8 @@ void decodeQ5_K(const uint8_t *block, float *out) {
 
 void decodeQ2_K(const uint8_t *block, float *out) {
   const uint8_t *scales = block, *qs = block + 16;
-  float d = halfToFloat(read16le(block + 80));
-  float dmin = halfToFloat(read16le(block + 82));
+  float d = tfm_f16_to_float(read16le(block + 80));
+  float dmin = tfm_f16_to_float(read16le(block + 82));
   // Two halves of 128; in each, shift s of its 32 bytes holds sub-blocks
   // 2s (bytes 0-15) and 2s + 1 (bytes 16-31) of 16 elements, each with a
   // 4-bit scale (low nibble) and minimum (high nibble).
@@ -156,7 +150,7 @@ void decodeQ3_K(const uint8_t *block, float *out) {
   const uint8_t *hmask = block, *qs = block + 32;
   int scales[16];
   q3KScales(block + 96, scales);
-  float d = halfToFloat(read16le(block + 108));
+  float d = tfm_f16_to_float(read16le(block + 108));
   // As Q2_K's layout, with a third bit per element in hmask: bit
   // (half·4 + shift/2) of hmask[l]; a code is the two low bits minus 4
   // where that bit is clear.
@@ -188,11 +182,11 @@ void decodeIq4Nibbles(const uint8_t *qs, float d, float *out) {
 }
 
 void decodeIQ4_NL(const uint8_t *block, float *out) {
-  decodeIq4Nibbles(block + 2, halfToFloat(read16le(block)), out);
+  decodeIq4Nibbles(block + 2, tfm_f16_to_float(read16le(block)), out);
 }
 
 void decodeIQ4_XS(const uint8_t *block, float *out) {
-  float d = halfToFloat(read16le(block));
+  float d = tfm_f16_to_float(read16le(block));
   uint16_t scalesHigh = read16le(block + 2);
   const uint8_t *scalesLow = block + 4, *qs = block + 8;
   for (int sub = 0; sub < 8; ++sub) {
@@ -268,11 +262,11 @@ void mlir::tfm::decodeStoredElements(WeightDtype dtype, const uint8_t *bytes,
     return;
   case WeightDtype::F16:
     for (int64_t i = 0; i < count; ++i)
-      out[i] = halfToFloat(read16le(bytes + 2 * i));
+      out[i] = tfm_f16_to_float(read16le(bytes + 2 * i));
     return;
   case WeightDtype::BF16:
     for (int64_t i = 0; i < count; ++i)
-      out[i] = bfloat16ToFloat(read16le(bytes + 2 * i));
+      out[i] = tfm_bf16_to_float(read16le(bytes + 2 * i));
     return;
   default:
     break;

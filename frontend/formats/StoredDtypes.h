@@ -55,8 +55,6 @@
 
 namespace mlir::tfm {
 
-float bfloat16ToFloat(uint16_t bits);
-
 /// Decodes `count` consecutive elements of `dtype` stored at `bytes` into
 /// `out`; for a block dtype, `count` is a whole number of blocks and
 /// `bytes` the start of one.

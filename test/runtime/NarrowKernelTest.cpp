@@ -18,6 +18,7 @@
 #include "runtime/kernels/kernels_blocks.h"
 #include "runtime/kernels/kernels_panel_bf16_dot.h"
 #include "runtime/kernels/vector_width.h"
+#include "tfm/half_floats.h"
 #include "tfm/runtime_kernels.h"
 #include "test/runtime/RandomValues.h"
 
@@ -59,7 +60,7 @@ std::vector<uint8_t> randomQ4KBlocks(int64_t n, int64_t k, unsigned seed) {
   std::uniform_real_distribution<float> scale(1e-3f, 2e-2f);
   for (size_t at = 0; at < blocks.size(); at += 144) {
     for (int half = 0; half < 2; ++half) {
-      uint16_t bits = mlir::tfm::floatToHalf(scale(rng));
+      uint16_t bits = tfm_float_to_f16(scale(rng));
       blocks[at + 2 * half] = uint8_t(bits);
       blocks[at + 2 * half + 1] = uint8_t(bits >> 8);
     }
@@ -76,7 +77,7 @@ double q4KValue(const std::vector<uint8_t> &blocks, int64_t k, int64_t row,
                 int64_t col) {
   const uint8_t *block = blocks.data() + (row * (k / 256) + col / 256) * 144;
   auto f16At = [](const uint8_t *at) {
-    return mlir::tfm::halfToFloat(uint16_t(at[0] | at[1] << 8));
+    return tfm_f16_to_float(uint16_t(at[0] | at[1] << 8));
   };
   int sub = int(col % 256 / 32), e = int(col % 32);
   const uint8_t *q = block + 4; // the 12 packed bytes
@@ -99,7 +100,7 @@ std::vector<uint8_t> randomQ6KBlocks(int64_t n, int64_t k, unsigned seed) {
   for (size_t at = 0; at < blocks.size(); at += 210) {
     for (int i = 0; i < 208; ++i)
       blocks[at + i] = uint8_t(rng());
-    uint16_t bits = mlir::tfm::floatToHalf(scale(rng));
+    uint16_t bits = tfm_float_to_f16(scale(rng));
     blocks[at + 208] = uint8_t(bits);
     blocks[at + 209] = uint8_t(bits >> 8);
   }
@@ -116,7 +117,7 @@ double q6KValue(const std::vector<uint8_t> &blocks, int64_t k, int64_t row,
   int low = quarter < 2 ? ql & 0xF : ql >> 4;
   int high = (block[128 + 32 * h + l] >> (2 * quarter)) & 3;
   auto scale = int8_t(block[192 + 8 * h + l / 16 + 2 * quarter]);
-  float d = mlir::tfm::halfToFloat(uint16_t(block[208] | block[209] << 8));
+  float d = tfm_f16_to_float(uint16_t(block[208] | block[209] << 8));
   return d * float(scale) * float((low | high << 4) - 32);
 }
 
@@ -153,7 +154,7 @@ double decoded(StoredFormat format, const std::vector<uint8_t> &bytes,
     int64_t index = ((row / 32) * k + col) * 32 + row % 32;
     uint16_t bits = uint16_t(bytes[2 * index] | bytes[2 * index + 1] << 8);
     if (format == StoredFormat::F16)
-      return mlir::tfm::halfToFloat(bits);
+      return tfm_f16_to_float(bits);
     uint32_t wide = uint32_t(bits) << 16;
     float value;
     std::memcpy(&value, &wide, 4);
@@ -161,7 +162,7 @@ double decoded(StoredFormat format, const std::vector<uint8_t> &bytes,
   }
   int64_t blocks = (k + 31) / 32, b = col / 32, e = col % 32, r = row % 16;
   auto f16At = [](const uint8_t *at) {
-    return double(mlir::tfm::halfToFloat(uint16_t(at[0] | at[1] << 8)));
+    return double(tfm_f16_to_float(uint16_t(at[0] | at[1] << 8)));
   };
   if (format == StoredFormat::Q4_K) {
     // d, dmin [super-block][row]; scales, mins [block][row]; codes.
@@ -466,10 +467,10 @@ TEST(BlockKernel, QuantizedCheckpointBlocksEncodeToThemselves) {
     bool q8 = format == StoredFormat::Q8_0, q4 = format == StoredFormat::Q4_0;
     std::vector<float> w(n * k);
     for (int64_t b = 0; b < n * k / 32; ++b) {
-      float d = mlir::tfm::halfToFloat(
-          mlir::tfm::floatToHalf(std::fabs(scales[b]) + 1e-3f));
+      float d = tfm_f16_to_float(
+          tfm_float_to_f16(std::fabs(scales[b]) + 1e-3f));
       // Q4_1's minimum: an f16 below zero, the codes spanning 0 to 15.
-      float min = mlir::tfm::halfToFloat(mlir::tfm::floatToHalf(-8.25f * d));
+      float min = tfm_f16_to_float(tfm_float_to_f16(-8.25f * d));
       for (int64_t i = 0; i < 32; ++i) {
         // Codes spread over the range, with the block's extremes first.
         float code = std::round(noise[b * 32 + i] * (q8 ? 127 : 7.4f));
@@ -504,7 +505,7 @@ TEST(BlockKernel, Q4KSubBlocksKeepTheirGrid) {
   for (int64_t b = 0; b < n * k / 32; ++b) {
     // d·s: an f16 super-block scale times a 6-bit sub-block scale, which
     // f16 cannot hold exactly.
-    float step = mlir::tfm::halfToFloat(mlir::tfm::floatToHalf(
+    float step = tfm_f16_to_float(tfm_float_to_f16(
                      std::fabs(steps[b]) + 1e-3f)) * float(37 + b % 20);
     float offset = -step * float(3 + b % 5) / 1.7f;
     for (int64_t i = 0; i < 32; ++i) {

@@ -113,4 +113,20 @@ static inline int64_t tfm_block_matrix_bytes(int format, int64_t rows,
   return panels * tfm_block_panel_bytes(format, cols);
 }
 
+/* GGUF Q4_K's 6-bit scale and min of sub-block `j` (0..7) from its 12
+ * packed bytes: sub-blocks 0-3 hold theirs in the low 6 bits of bytes j and
+ * j + 4; 4-7 take 4 low bits from byte j + 4 and 2 high bits from the top
+ * of bytes j - 4 (scale) and j (min). The packager (into q4_k panels) and
+ * the frontend (decoding Q4_K tensors) both unpack them with this. */
+static inline void tfm_q4k_scale_min(int j, const uint8_t *packed, int *scale,
+                                     int *min) {
+  if (j < 4) {
+    *scale = packed[j] & 63;
+    *min = packed[j + 4] & 63;
+  } else {
+    *scale = (packed[j + 4] & 0xf) | ((packed[j - 4] >> 6) << 4);
+    *min = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+  }
+}
+
 #endif /* TFM_RUNTIME_WEIGHT_FORMATS_H */
