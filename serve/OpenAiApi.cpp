@@ -1,6 +1,6 @@
 //===- OpenAiApi.cpp - OpenAI's completion requests and responses ---------===//
 
-#include "OpenAiApi.h"
+#include "serve/OpenAiApi.h"
 
 #include <algorithm>
 #include <set>

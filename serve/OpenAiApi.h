@@ -12,7 +12,7 @@
 #ifndef TFM_TOOLS_TFM_SERVE_OPENAIAPI_H
 #define TFM_TOOLS_TFM_SERVE_OPENAIAPI_H
 
-#include "ChatTemplate.h"
+#include "serve/jinja/ChatTemplate.h"
 #include "tfm/tfm_engine.h"
 
 #include <nlohmann/json.hpp>

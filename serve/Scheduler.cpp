@@ -1,6 +1,6 @@
 //===- Scheduler.cpp - the engine's thread and the requests' channels -----===//
 
-#include "Scheduler.h"
+#include "serve/Scheduler.h"
 
 #include <algorithm>
 

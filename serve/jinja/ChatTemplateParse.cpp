@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ChatTemplate.h"
-#include "ChatTemplateSyntax.h"
+#include "serve/jinja/ChatTemplate.h"
+#include "serve/jinja/ChatTemplateSyntax.h"
 
 #include <cstring>
 #include <set>

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ChatTemplate.h"
-#include "ChatTemplateSyntax.h"
+#include "serve/jinja/ChatTemplate.h"
+#include "serve/jinja/ChatTemplateSyntax.h"
 
 #include <algorithm>
 #include <cmath>

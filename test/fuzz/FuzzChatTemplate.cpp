@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "test/fuzz/FuzzFiles.h"
-#include "tools/tfm-serve/ChatTemplate.h"
+#include "serve/jinja/ChatTemplate.h"
 
 #include <cstdlib>
 

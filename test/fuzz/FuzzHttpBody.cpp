@@ -1,6 +1,6 @@
 //===- FuzzHttpBody.cpp - tfm-serve's completion requests on any bytes ----===//
 //
-// tfm-serve's request parsing and text streaming (tools/tfm-serve/
+// tfm-serve's request parsing and text streaming (serve/
 // OpenAiApi.cpp): a body as /v1/completions and as /v1/chat/completions
 // read it, checked against a model of 512 ids and 256 positions with a
 // ChatML chat template, then, when accepted, its prompt ids streamed back
@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "test/fuzz/FuzzFiles.h"
-#include "tools/tfm-serve/OpenAiApi.h"
+#include "serve/OpenAiApi.h"
 
 #include <cstdlib>
 

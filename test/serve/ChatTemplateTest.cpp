@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/tfm-serve/ChatTemplate.h"
+#include "serve/jinja/ChatTemplate.h"
 
 #include <gtest/gtest.h>
 

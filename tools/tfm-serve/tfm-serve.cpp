@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OpenAiApi.h"
-#include "Scheduler.h"
+#include "serve/OpenAiApi.h"
+#include "serve/Scheduler.h"
 #include "compiler/LibraryNames.h"
 
 #include <httplib.h>
