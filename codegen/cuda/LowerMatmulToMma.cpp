@@ -62,41 +62,60 @@ static_assert(kTileRows == kTileColumns,
 constexpr int64_t kRunElementsOfX = kWideLoadBytes / 4;
 constexpr int64_t kRunElementsOfW = kWideLoadBytes / 2;
 
-struct LowerMatmulToMmaPass
-    : mlir::tfm::impl::LowerMatmulToMmaPassBase<LowerMatmulToMmaPass> {
-  void runOnOperation() override {
-    SmallVector<linalg::MatmulOp> matmuls;
-    getOperation().walk([&](linalg::MatmulOp matmul) {
-      if (!isMatmulTransposedB(matmul))
-        return;
-      auto operandType = [&](int i) {
-        return cast<MemRefType>(matmul->getOperand(i).getType())
-            .getElementType();
-      };
-      Type weights = operandType(1);
-      if ((weights.isBF16() || weights.isF16()) && operandType(0).isF32() &&
-          operandType(2).isF32())
-        matmuls.push_back(matmul);
-    });
-    for (linalg::MatmulOp matmul : matmuls)
-      lower(matmul);
+/// One matmul's kernel as it is built: the launch, each thread's place in
+/// its block and warp, and the staged tiles, which the parts below (staging
+/// the tiles, the mma.sync steps, storing the sums) all read.
+class MmaKernel {
+public:
+  MmaKernel(linalg::MatmulOp matmul, bool overwrite)
+      : matmul(matmul), overwrite(overwrite), loc(matmul.getLoc()),
+        context(matmul.getContext()) {}
+
+  /// Replaces the matmul with the kernel.
+  void build() {
+    OpBuilder b(matmul);
+    mm = readMatmulTransposedB(b, matmul);
+    narrow = cast<MemRefType>(mm.rhs.getType()).getElementType();
+    f32 = b.getF32Type();
+    i32 = b.getI32Type();
+    launchBlocks(b);
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
+    int64_t accumulators = kMmasDown * kMmasAcross * 4;
+    SmallVector<Value> inits(accumulators, zero);
+    auto depthLoop = scf::ForOp::create(
+        b, loc, index(b, 0), mm.depth, index(b, kTileDepth), inits,
+        [&](OpBuilder &nb, Location nl, Value k0, ValueRange sums) {
+          depthLast = arith::SubIOp::create(nb, nl, mm.depth, one);
+          narrowZero = arith::ConstantOp::create(nb, nl, nb.getZeroAttr(narrow));
+          stageTiles(nb, nl, k0);
+          SmallVector<Value> next = multiplyStagedTiles(nb, nl, sums);
+          // The next stage overwrites the tiles only after every warp is
+          // done with them.
+          gpu::BarrierOp::create(nb, nl);
+          scf::YieldOp::create(nb, nl, next);
+        });
+    storeSums(b, depthLoop);
+    gpu::TerminatorOp::create(b, loc);
+    matmul.erase();
   }
 
-  void lower(linalg::MatmulOp matmul) {
-    bool overwrite = absorbZeroFill(matmul);
-    OpBuilder b(matmul);
-    Location loc = matmul.getLoc();
-    MLIRContext *context = b.getContext();
-    auto index = [&](OpBuilder &at, int64_t value) -> Value {
-      return arith::ConstantIndexOp::create(at, loc, value);
-    };
-    MatmulTransposedB mm = readMatmulTransposedB(b, matmul);
-    Type narrow = cast<MemRefType>(mm.rhs.getType()).getElementType();
-    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+private:
+  Value index(OpBuilder &at, int64_t value) {
+    return arith::ConstantIndexOp::create(at, loc, value);
+  }
+  Value add(OpBuilder &at, Value x, int64_t offset) {
+    return offset ? arith::AddIOp::create(at, loc, x, index(at, offset))
+                        .getResult()
+                  : x;
+  }
+
+  /// The launch (a block per 64 x 64 tile of outputs, its two staged tiles
+  /// in workgroup memory) and each thread's coordinates.
+  void launchBlocks(OpBuilder &b) {
     auto staged = MemRefType::get(
         {kTileRows, kPaddedWordsPerRow}, i32, AffineMap(),
         gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
-    Value one = index(b, 1);
+    one = index(b, 1);
     auto launch = gpu::LaunchOp::create(
         b, loc, tilesOf(b, loc, mm.columns, kTileColumns),
         tilesOf(b, loc, mm.rows, kTileRows),
@@ -104,224 +123,220 @@ struct LowerMatmulToMmaPass
         /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
         /*asyncDependencies=*/{}, TypeRange{staged, staged});
     b.setInsertionPointToStart(&launch.getBody().front());
-    Value lhsTile = launch.getWorkgroupAttributions()[0];
-    Value rhsTile = launch.getWorkgroupAttributions()[1];
-    Value thread = launch.getThreadIds().x;
+    lhsTile = launch.getWorkgroupAttributions()[0];
+    rhsTile = launch.getWorkgroupAttributions()[1];
+    thread = launch.getThreadIds().x;
     // Whether runs of 16 bytes along the rows of x and W are aligned (the
     // same for every block, tested in the kernel as the matrix-vector
     // kernel does): the fast staging path's condition, with the tile inside.
-    Value aligned = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+    aligned = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
     if (hasUnitInnerStride(mm.lhs) && hasUnitInnerStride(mm.rhs))
       aligned = arith::AndIOp::create(b, loc, rowsStartAligned(b, loc, mm.lhs),
                                       rowsStartAligned(b, loc, mm.rhs));
     Value warp = arith::DivUIOp::create(b, loc, thread, index(b, kWarp));
     Value lane = arith::RemUIOp::create(b, loc, thread, index(b, kWarp));
-    Value group = arith::DivUIOp::create(b, loc, lane, index(b, 4));
-    Value inGroup = arith::RemUIOp::create(b, loc, lane, index(b, 4));
-    Value rowBase =
+    group = arith::DivUIOp::create(b, loc, lane, index(b, 4));
+    inGroup = arith::RemUIOp::create(b, loc, lane, index(b, 4));
+    rowBase =
         arith::MulIOp::create(b, loc, launch.getBlockIds().y, index(b, kTileRows));
-    Value columnBase = arith::MulIOp::create(b, loc, launch.getBlockIds().x,
-                                             index(b, kTileColumns));
-    Value warpRow = arith::MulIOp::create(
+    columnBase = arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                                       index(b, kTileColumns));
+    warpRow = arith::MulIOp::create(
         b, loc, arith::DivUIOp::create(b, loc, warp, index(b, kWarpsAcross)),
         index(b, kWarpRows));
-    Value warpColumn = arith::MulIOp::create(
+    warpColumn = arith::MulIOp::create(
         b, loc, arith::RemUIOp::create(b, loc, warp, index(b, kWarpsAcross)),
         index(b, kWarpColumns));
-    auto add = [&](OpBuilder &at, Value x, int64_t offset) -> Value {
-      return offset ? arith::AddIOp::create(at, loc, x, index(at, offset))
-                          .getResult()
-                    : x;
-    };
     // Staging: thread t stages words t, t + 128, ... of each tile, row
     // t / 16 + 8 i, word t % 16: a warp's loads cover two runs of 32
     // consecutive elements.
-    Value stagedRow = arith::DivUIOp::create(b, loc, thread,
-                                             index(b, kWordsPerRow));
-    Value stagedWord = arith::RemUIOp::create(b, loc, thread,
-                                              index(b, kWordsPerRow));
+    stagedRow = arith::DivUIOp::create(b, loc, thread, index(b, kWordsPerRow));
+    stagedWord = arith::RemUIOp::create(b, loc, thread, index(b, kWordsPerRow));
+  }
 
-    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
-    int64_t accumulators = kMmasDown * kMmasAcross * 4;
-    SmallVector<Value> inits(accumulators, zero);
-    auto depthLoop = scf::ForOp::create(
-        b, loc, index(b, 0), mm.depth, index(b, kTileDepth), inits,
-        [&](OpBuilder &nb, Location nl, Value k0, ValueRange sums) {
-          Value depthLast = arith::SubIOp::create(nb, nl, mm.depth, one);
-          Value narrowZero =
-              arith::ConstantOp::create(nb, nl, nb.getZeroAttr(narrow));
-          // Element (row, k) of `source` in the weights' type, zero outside
-          // [0, limit) x [0, depth). The load is clamped into the buffer
-          // (rows and depth are at least 1 when the kernel runs) and its
-          // value replaced, so no thread branches.
-          // Activations are rounded to the weights' type (as PyTorch's
-          // bf16 products are): mma.sync multiplies pairs of one type.
-          auto toNarrow = [&](OpBuilder &ob, Value v) {
-            return v.getType() == narrow
-                       ? v
-                       : arith::TruncFOp::create(ob, loc, narrow, v)
-                             .getResult();
-          };
-          auto element = [&](OpBuilder &ob, Value source, Value row,
-                             Value limit, Value k) {
-            Value rowLast = arith::SubIOp::create(ob, loc, limit, one);
-            Value inside = arith::AndIOp::create(
-                ob, loc,
-                arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ult, row,
-                                      limit),
-                arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ult, k,
-                                      mm.depth));
-            Value v = memref::LoadOp::create(
-                ob, loc, source,
-                ValueRange{arith::MinUIOp::create(ob, loc, row, rowLast),
-                           arith::MinUIOp::create(ob, loc, k, depthLast)});
-            return arith::SelectOp::create(ob, loc, inside, toNarrow(ob, v),
-                                           narrowZero)
-                .getResult();
-          };
-          // Two 16-bit elements as one word, the first in the low half.
-          auto pack = [&](OpBuilder &ob, Value low, Value high) {
-            auto bits = [&](Value v) {
-              Value i16 =
-                  arith::BitcastOp::create(ob, loc, ob.getI16Type(), v);
-              return arith::ExtUIOp::create(ob, loc, i32, i16).getResult();
-            };
-            Value shifted = arith::ShLIOp::create(
-                ob, loc, bits(high),
-                arith::ConstantIntOp::create(ob, loc, i32, 16));
-            return arith::OrIOp::create(ob, loc, bits(low), shifted)
-                .getResult();
-          };
-          // The tiles' edges: out-of-range rows and depths stage zeros.
-          auto stageClamped = [&](OpBuilder &cb, Location cl) {
-            Value k = arith::AddIOp::create(
-                cb, cl, k0,
-                arith::MulIOp::create(cb, cl, stagedWord, index(cb, 2)));
-            Value kNext = add(cb, k, 1);
-            for (int64_t i = 0; i < kStagedWordsPerThread; ++i) {
-              Value tileRow =
-                  add(cb, stagedRow, i * (kThreads / kWordsPerRow));
-              auto stage = [&](Value source, Value base, Value limit,
-                               Value tile) {
-                Value row = arith::AddIOp::create(cb, cl, base, tileRow);
-                Value word = pack(cb, element(cb, source, row, limit, k),
-                                  element(cb, source, row, limit, kNext));
-                memref::StoreOp::create(cb, cl, word, tile,
-                                        ValueRange{tileRow, stagedWord});
-              };
-              stage(mm.lhs, rowBase, mm.rows, lhsTile);
-              stage(mm.rhs, columnBase, mm.columns, rhsTile);
-            }
-            scf::YieldOp::create(cb, cl);
-          };
-          // Inside: runs of 16 bytes, each loaded unconditionally from
-          // consecutive addresses (one 16-byte load once LLVM merges them)
-          // and stored as consecutive words.
-          auto stageRuns = [&](OpBuilder &rb, Location rl) {
-            auto stage = [&](Value source, Value base, Value tile,
-                             int64_t runElements) {
-              int64_t runsPerRow = kTileDepth / runElements;
-              int64_t runsPerThread = kTileRows * runsPerRow / kThreads;
-              Value runRow =
-                  arith::DivUIOp::create(rb, rl, thread, index(rb, runsPerRow));
-              Value run =
-                  arith::RemUIOp::create(rb, rl, thread, index(rb, runsPerRow));
-              Value firstK = arith::AddIOp::create(
-                  rb, rl, k0,
-                  arith::MulIOp::create(rb, rl, run, index(rb, runElements)));
-              Value firstWord =
-                  arith::MulIOp::create(rb, rl, run, index(rb, runElements / 2));
-              for (int64_t i = 0; i < runsPerThread; ++i) {
-                Value tileRow = add(rb, runRow, i * (kThreads / runsPerRow));
-                Value row = arith::AddIOp::create(rb, rl, base, tileRow);
-                SmallVector<Value> values;
-                for (int64_t e = 0; e < runElements; ++e) {
-                  Value v = memref::LoadOp::create(
-                      rb, rl, source, ValueRange{row, add(rb, firstK, e)},
-                      false,
-                      e ? llvm::MaybeAlign() : llvm::MaybeAlign(kWideLoadBytes));
-                  values.push_back(toNarrow(rb, v));
-                }
-                for (int64_t w = 0; w < runElements / 2; ++w)
-                  memref::StoreOp::create(
-                      rb, rl, pack(rb, values[2 * w], values[2 * w + 1]), tile,
-                      ValueRange{tileRow, add(rb, firstWord, w)});
-              }
-            };
-            stage(mm.lhs, rowBase, lhsTile, kRunElementsOfX);
-            stage(mm.rhs, columnBase, rhsTile, kRunElementsOfW);
-            scf::YieldOp::create(rb, rl);
-          };
-          auto within = [&](Value base, int64_t size, Value limit) {
-            return arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ule,
-                                         add(nb, base, size), limit)
-                .getResult();
-          };
-          Value inside = aligned;
-          for (Value condition : {within(rowBase, kTileRows, mm.rows),
-                                  within(columnBase, kTileColumns, mm.columns),
-                                  within(k0, kTileDepth, mm.depth)})
-            inside = arith::AndIOp::create(nb, nl, inside, condition);
-          scf::IfOp::create(nb, nl, inside, stageRuns, stageClamped);
-          gpu::BarrierOp::create(nb, nl);
+  /// Activations are rounded to the weights' type (as PyTorch's bf16
+  /// products are): mma.sync multiplies pairs of one type.
+  Value toNarrow(OpBuilder &ob, Value v) {
+    return v.getType() == narrow
+               ? v
+               : arith::TruncFOp::create(ob, loc, narrow, v).getResult();
+  }
 
-          SmallVector<Value> next(sums.begin(), sums.end());
-          // A fragment register: bf16 pairs as the i32 words they are
-          // staged as, f16 pairs as vector<2xf16> (what nvvm.mma.sync
-          // takes for each).
-          auto word = [&](Value tile, Value row, int64_t rowOffset,
-                          int64_t wordOffset) {
-            Value w = memref::LoadOp::create(
-                nb, nl, tile,
-                ValueRange{add(nb, row, rowOffset),
-                           add(nb, inGroup, wordOffset)});
-            if (narrow.isF16())
-              w = LLVM::BitcastOp::create(nb, nl, VectorType::get({2}, narrow),
-                                          w);
-            return w;
-          };
-          auto accumulatorType = LLVM::LLVMStructType::getLiteral(
-              context, SmallVector<Type>(4, f32));
-          NVVM::MMATypes multiplicand =
-              narrow.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-          for (int64_t step = 0; step < kTileDepth / kMmaDepth; ++step) {
-            int64_t stepWord = step * kMmaDepth / 2;
-            SmallVector<SmallVector<Value>> a, bFragments;
-            for (int64_t i = 0; i < kMmasDown; ++i) {
-              Value row = arith::AddIOp::create(
-                  nb, nl, add(nb, warpRow, i * kMmaRows), group);
-              a.push_back({word(lhsTile, row, 0, stepWord),
-                           word(lhsTile, row, 8, stepWord),
-                           word(lhsTile, row, 0, stepWord + 4),
-                           word(lhsTile, row, 8, stepWord + 4)});
-            }
-            for (int64_t j = 0; j < kMmasAcross; ++j) {
-              Value column = arith::AddIOp::create(
-                  nb, nl, add(nb, warpColumn, j * kMmaColumns), group);
-              bFragments.push_back({word(rhsTile, column, 0, stepWord),
-                                    word(rhsTile, column, 0, stepWord + 4)});
-            }
-            for (int64_t i = 0; i < kMmasDown; ++i)
-              for (int64_t j = 0; j < kMmasAcross; ++j) {
-                int64_t first = (i * kMmasAcross + j) * 4;
-                ValueRange c = ValueRange(next).slice(first, 4);
-                Value d = NVVM::MmaOp::create(
-                    nb, nl, accumulatorType, a[i], bFragments[j], c,
-                    ArrayRef<int64_t>{kMmaRows, kMmaColumns, kMmaDepth},
-                    std::nullopt, std::nullopt,
-                    std::array<NVVM::MMATypes, 2>{multiplicand, multiplicand},
-                    std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                                   NVVM::MMALayout::col});
-                for (int64_t e = 0; e < 4; ++e)
-                  next[first + e] = LLVM::ExtractValueOp::create(nb, nl, d, e);
-              }
-          }
-          // The next stage overwrites the tiles only after every warp is
-          // done with them.
-          gpu::BarrierOp::create(nb, nl);
-          scf::YieldOp::create(nb, nl, next);
-        });
+  /// Element (row, k) of `source` in the weights' type, zero outside
+  /// [0, limit) x [0, depth). The load is clamped into the buffer (rows and
+  /// depth are at least 1 when the kernel runs) and its value replaced, so
+  /// no thread branches.
+  Value element(OpBuilder &ob, Value source, Value row, Value limit,
+                Value k) {
+    Value rowLast = arith::SubIOp::create(ob, loc, limit, one);
+    Value inside = arith::AndIOp::create(
+        ob, loc,
+        arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ult, row, limit),
+        arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ult, k,
+                              mm.depth));
+    Value v = memref::LoadOp::create(
+        ob, loc, source,
+        ValueRange{arith::MinUIOp::create(ob, loc, row, rowLast),
+                   arith::MinUIOp::create(ob, loc, k, depthLast)});
+    return arith::SelectOp::create(ob, loc, inside, toNarrow(ob, v),
+                                   narrowZero)
+        .getResult();
+  }
 
+  /// Two 16-bit elements as one word, the first in the low half.
+  Value pack(OpBuilder &ob, Value low, Value high) {
+    auto bits = [&](Value v) {
+      Value i16 = arith::BitcastOp::create(ob, loc, ob.getI16Type(), v);
+      return arith::ExtUIOp::create(ob, loc, i32, i16).getResult();
+    };
+    Value shifted = arith::ShLIOp::create(
+        ob, loc, bits(high), arith::ConstantIntOp::create(ob, loc, i32, 16));
+    return arith::OrIOp::create(ob, loc, bits(low), shifted).getResult();
+  }
+
+  /// Stages depth k0.. of both tiles: runs of 16 bytes where the tiles lie
+  /// inside the operands and their rows are aligned, element by element
+  /// (zeros outside) at the edges; then waits for every thread.
+  void stageTiles(OpBuilder &nb, Location nl, Value k0) {
+    auto within = [&](Value base, int64_t size, Value limit) {
+      return arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ule,
+                                   add(nb, base, size), limit)
+          .getResult();
+    };
+    Value inside = aligned;
+    for (Value condition : {within(rowBase, kTileRows, mm.rows),
+                            within(columnBase, kTileColumns, mm.columns),
+                            within(k0, kTileDepth, mm.depth)})
+      inside = arith::AndIOp::create(nb, nl, inside, condition);
+    scf::IfOp::create(
+        nb, nl, inside,
+        [&](OpBuilder &rb, Location rl) { stageRuns(rb, rl, k0); },
+        [&](OpBuilder &cb, Location cl) { stageClamped(cb, cl, k0); });
+    gpu::BarrierOp::create(nb, nl);
+  }
+
+  /// The tiles' edges: out-of-range rows and depths stage zeros.
+  void stageClamped(OpBuilder &cb, Location cl, Value k0) {
+    Value k = arith::AddIOp::create(
+        cb, cl, k0,
+        arith::MulIOp::create(cb, cl, stagedWord, index(cb, 2)));
+    Value kNext = add(cb, k, 1);
+    for (int64_t i = 0; i < kStagedWordsPerThread; ++i) {
+      Value tileRow =
+          add(cb, stagedRow, i * (kThreads / kWordsPerRow));
+      auto stage = [&](Value source, Value base, Value limit,
+                       Value tile) {
+        Value row = arith::AddIOp::create(cb, cl, base, tileRow);
+        Value word = pack(cb, element(cb, source, row, limit, k),
+                          element(cb, source, row, limit, kNext));
+        memref::StoreOp::create(cb, cl, word, tile,
+                                ValueRange{tileRow, stagedWord});
+      };
+      stage(mm.lhs, rowBase, mm.rows, lhsTile);
+      stage(mm.rhs, columnBase, mm.columns, rhsTile);
+    }
+    scf::YieldOp::create(cb, cl);
+  }
+
+  /// Inside: runs of 16 bytes, each loaded unconditionally from consecutive
+  /// addresses (one 16-byte load once LLVM merges them) and stored as
+  /// consecutive words.
+  void stageRuns(OpBuilder &rb, Location rl, Value k0) {
+    auto stage = [&](Value source, Value base, Value tile,
+                     int64_t runElements) {
+      int64_t runsPerRow = kTileDepth / runElements;
+      int64_t runsPerThread = kTileRows * runsPerRow / kThreads;
+      Value runRow =
+          arith::DivUIOp::create(rb, rl, thread, index(rb, runsPerRow));
+      Value run =
+          arith::RemUIOp::create(rb, rl, thread, index(rb, runsPerRow));
+      Value firstK = arith::AddIOp::create(
+          rb, rl, k0,
+          arith::MulIOp::create(rb, rl, run, index(rb, runElements)));
+      Value firstWord =
+          arith::MulIOp::create(rb, rl, run, index(rb, runElements / 2));
+      for (int64_t i = 0; i < runsPerThread; ++i) {
+        Value tileRow = add(rb, runRow, i * (kThreads / runsPerRow));
+        Value row = arith::AddIOp::create(rb, rl, base, tileRow);
+        SmallVector<Value> values;
+        for (int64_t e = 0; e < runElements; ++e) {
+          Value v = memref::LoadOp::create(
+              rb, rl, source, ValueRange{row, add(rb, firstK, e)},
+              false,
+              e ? llvm::MaybeAlign() : llvm::MaybeAlign(kWideLoadBytes));
+          values.push_back(toNarrow(rb, v));
+        }
+        for (int64_t w = 0; w < runElements / 2; ++w)
+          memref::StoreOp::create(
+              rb, rl, pack(rb, values[2 * w], values[2 * w + 1]), tile,
+              ValueRange{tileRow, add(rb, firstWord, w)});
+      }
+    };
+    stage(mm.lhs, rowBase, lhsTile, kRunElementsOfX);
+    stage(mm.rhs, columnBase, rhsTile, kRunElementsOfW);
+    scf::YieldOp::create(rb, rl);
+  }
+
+  /// The warp's 2 x 4 mma blocks over the staged depth: `sums` (the
+  /// accumulators) plus the tiles' products.
+  SmallVector<Value> multiplyStagedTiles(OpBuilder &nb, Location nl,
+                                         ValueRange sums) {
+    SmallVector<Value> next(sums.begin(), sums.end());
+    // A fragment register: bf16 pairs as the i32 words they are
+    // staged as, f16 pairs as vector<2xf16> (what nvvm.mma.sync
+    // takes for each).
+    auto word = [&](Value tile, Value row, int64_t rowOffset,
+                    int64_t wordOffset) {
+      Value w = memref::LoadOp::create(
+          nb, nl, tile,
+          ValueRange{add(nb, row, rowOffset),
+                     add(nb, inGroup, wordOffset)});
+      if (narrow.isF16())
+        w = LLVM::BitcastOp::create(nb, nl, VectorType::get({2}, narrow),
+                                    w);
+      return w;
+    };
+    auto accumulatorType = LLVM::LLVMStructType::getLiteral(
+        context, SmallVector<Type>(4, f32));
+    NVVM::MMATypes multiplicand =
+        narrow.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    for (int64_t step = 0; step < kTileDepth / kMmaDepth; ++step) {
+      int64_t stepWord = step * kMmaDepth / 2;
+      SmallVector<SmallVector<Value>> a, bFragments;
+      for (int64_t i = 0; i < kMmasDown; ++i) {
+        Value row = arith::AddIOp::create(
+            nb, nl, add(nb, warpRow, i * kMmaRows), group);
+        a.push_back({word(lhsTile, row, 0, stepWord),
+                     word(lhsTile, row, 8, stepWord),
+                     word(lhsTile, row, 0, stepWord + 4),
+                     word(lhsTile, row, 8, stepWord + 4)});
+      }
+      for (int64_t j = 0; j < kMmasAcross; ++j) {
+        Value column = arith::AddIOp::create(
+            nb, nl, add(nb, warpColumn, j * kMmaColumns), group);
+        bFragments.push_back({word(rhsTile, column, 0, stepWord),
+                              word(rhsTile, column, 0, stepWord + 4)});
+      }
+      for (int64_t i = 0; i < kMmasDown; ++i)
+        for (int64_t j = 0; j < kMmasAcross; ++j) {
+          int64_t first = (i * kMmasAcross + j) * 4;
+          ValueRange c = ValueRange(next).slice(first, 4);
+          Value d = NVVM::MmaOp::create(
+              nb, nl, accumulatorType, a[i], bFragments[j], c,
+              ArrayRef<int64_t>{kMmaRows, kMmaColumns, kMmaDepth},
+              std::nullopt, std::nullopt,
+              std::array<NVVM::MMATypes, 2>{multiplicand, multiplicand},
+              std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                             NVVM::MMALayout::col});
+          for (int64_t e = 0; e < 4; ++e)
+            next[first + e] = LLVM::ExtractValueOp::create(nb, nl, d, e);
+        }
+    }
+    return next;
+  }
+
+  /// Each lane's sums into C (overwritten, or added to).
+  void storeSums(OpBuilder &b, scf::ForOp depthLoop) {
     // Each lane holds c0..c3 of every mma block: rows g and g + 8, columns
     // 2q and 2q + 1.
     Value laneRow = arith::AddIOp::create(
@@ -346,8 +361,40 @@ struct LowerMatmulToMmaPass
             scf::YieldOp::create(nb, nl);
           });
         }
-    gpu::TerminatorOp::create(b, loc);
-    matmul.erase();
+  }
+
+  linalg::MatmulOp matmul;
+  bool overwrite;
+  Location loc;
+  MLIRContext *context;
+  MatmulTransposedB mm;
+  Type narrow, f32, i32;
+  Value one, lhsTile, rhsTile, thread, aligned, group, inGroup, rowBase,
+      columnBase, warpRow, warpColumn, stagedRow, stagedWord;
+  /// Set at the start of each depth step.
+  Value depthLast, narrowZero;
+};
+
+struct LowerMatmulToMmaPass
+    : mlir::tfm::impl::LowerMatmulToMmaPassBase<LowerMatmulToMmaPass> {
+  void runOnOperation() override {
+    SmallVector<linalg::MatmulOp> matmuls;
+    getOperation().walk([&](linalg::MatmulOp matmul) {
+      if (!isMatmulTransposedB(matmul))
+        return;
+      auto operandType = [&](int i) {
+        return cast<MemRefType>(matmul->getOperand(i).getType())
+            .getElementType();
+      };
+      Type weights = operandType(1);
+      if ((weights.isBF16() || weights.isF16()) && operandType(0).isF32() &&
+          operandType(2).isF32())
+        matmuls.push_back(matmul);
+    });
+    for (linalg::MatmulOp matmul : matmuls) {
+      bool overwrite = absorbZeroFill(matmul);
+      MmaKernel(matmul, overwrite).build();
+    }
   }
 };
 

@@ -117,151 +117,237 @@ typedef struct {
   FILE *step_logits;
 } run_holdings;
 
-/* Everything after loading: an encoder-decoder's, an encoder's or a
- * decoder's command line. Returns the exit code. */
-static int run_model(const char *argv0, tfm_model *model,
-                     tfm_main_options *o, run_holdings *held) {
-  tfm_status status;
+/* The model's generation defaults (generation_config.json) where the
+ * command line is silent, for an encoder-decoder. */
+static void apply_generation_defaults(const tfm_model_desc *desc,
+                                      tfm_main_options *o) {
+  const tfm_generation_defaults *g = desc->generation;
+  if (g && !o->beams)
+    o->beams = g->num_beams;
+  if (g && !o->new_tokens_given && g->max_new_tokens > 0)
+    o->new_tokens = g->max_new_tokens;
+  if (g && !o->rules_given) {
+    o->rules.no_repeat_ngram_size = g->no_repeat_ngram_size;
+    o->rules.min_new_tokens = g->min_new_tokens;
+    o->rules.forced_eos = g->forced_eos;
+    o->rules.suppressed = g->suppressed;
+    o->rules.suppressed_count = g->num_suppressed;
+    o->rules.bad_words = g->bad_words;
+    o->rules.bad_word_lengths = g->bad_word_lengths;
+    o->rules.bad_word_count = g->num_bad_words;
+
+  }
+  if (g) {
+    /* mBART's target language, Whisper's language, task and
+     * no-timestamps prompt, whatever the rules given. */
+    o->rules.has_forced_bos = g->forced_bos >= 0;
+    o->rules.forced_bos = g->forced_bos;
+    o->rules.prompt = g->prompt;
+    o->rules.prompt_count = g->num_prompt;
+    o->rules.begin_suppressed = g->begin_suppressed;
+    o->rules.begin_suppressed_count = g->num_begin_suppressed;
+    o->length_penalty = g->length_penalty;
+    o->early_stopping = g->early_stopping;
+  }
+}
+
+/* An encoder-decoder generating from its source (main_seq2seq.c). */
+static int run_seq2seq(const char *argv0, tfm_model *model,
+                       tfm_main_options *o) {
+  if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_SEQ2SEQ))
+    return 1;
+  /* Only audio is preprocessed (to log-mel features, for --output). */
+  int audio = o->call.image_count > 0;
+  if (o->call.preprocess && !audio)
+    return tfm_main_fail(argv0, "--preprocess writes the features of audio "
+                                "files; give AUDIO... files");
+  if (o->call.output_path && !o->call.preprocess)
+    return tfm_main_fail(argv0, "--output writes --preprocess's features; "
+                                "translations are printed (--step-logits "
+                                "FILE writes each step's logits)");
+  apply_generation_defaults(tfm_model_get_desc(model), o);
+  tfm_seq2seq_command command = {o->tokens,
+                                 o->call.text,
+                                 o->call.text_file,
+                                 o->call.pixels,
+                                 o->call.images,
+                                 o->call.image_count,
+                                 o->call.preprocess,
+                                 o->call.output_path,
+                                 o->print_ids,
+                                 o->call.tokenize,
+                                 o->new_tokens,
+                                 o->sampler,
+                                 o->ignore_eos,
+                                 o->step_logits_path,
+                                 o->forced_tokens,
+                                 o->beams > 0 ? o->beams : 1,
+                                 o->rules,
+                                 o->suppress,
+                                 o->length_penalty,
+                                 o->early_stopping};
+  return tfm_main_seq2seq(argv0, model, &command);
+}
+
+/* One entry point called with the command line's inputs (main_call.c):
+ * @NAME, an encoder's first, or an encoder-decoder's @forward teacher-forced
+ * with --decoder-tokens. */
+static int run_entry_point(const char *argv0, tfm_model *model,
+                           tfm_main_options *o, int seq2seq) {
+  if (seq2seq && !o->call.name)
+    o->call.name = "forward";
+  if (!o->call.name)
+    o->call.name = tfm_model_get_desc(model)->entry_points[0].name;
+  if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_CALL))
+    return 1;
+  /* Teacher forcing's output is @forward's logits, [decoder positions,
+   * vocab]: --logits writes them as a decoder's does. */
+  if (o->logits_path) {
+    if (!seq2seq || strcmp(o->call.name, "forward"))
+      return tfm_main_fail(argv0, "--logits is for language models' "
+                                  "logits; @NAME's output goes to "
+                                  "--output FILE (raw f32)");
+    if (o->call.output_path)
+      return tfm_main_fail(argv0, "--logits and --output both name where "
+                                  "@forward's logits go: give one");
+    o->call.output_path = o->logits_path;
+  }
+  o->call.tokens = o->tokens;
+  return tfm_main_call(argv0, model, &o->call);
+}
+
+/* The prompt as ids (--tokens, --prompt, --prompt-file, or BOS alone) in
+ * held->ids; returns their count, or -1 after reporting an error. */
+static int64_t prompt_ids(const char *argv0, tfm_model *model,
+                          tfm_main_options *o, run_holdings *held) {
   const tfm_model_desc *desc = tfm_model_get_desc(model);
-  int64_t context = desc->max_context, vocab = desc->vocab_size;
-  /* An encoder-decoder generates from its source (main_seq2seq.c), or is
-   * teacher-forced through @forward (--decoder-tokens). */
-  const tfm_entry_point *forward = tfm_model_entry_point(model, "forward");
-  int seq2seq = forward && forward->num_inputs == 2 &&
-                tfm_model_entry_point(model, "encode") &&
-                tfm_model_entry_point(model, "decode");
-  if (seq2seq && !o->call.name && !o->call.decoder_tokens) {
-    if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_SEQ2SEQ))
-      return 1;
-    /* Only audio is preprocessed (to log-mel features, for --output). */
-    int audio = o->call.image_count > 0;
-    if (o->call.preprocess && !audio)
-      return tfm_main_fail(argv0, "--preprocess writes the features of audio "
-                                  "files; give AUDIO... files");
-    if (o->call.output_path && !o->call.preprocess)
-      return tfm_main_fail(argv0, "--output writes --preprocess's features; "
-                                  "translations are printed (--step-logits "
-                                  "FILE writes each step's logits)");
-    /* The model's generation defaults where the command line is silent. */
-    const tfm_generation_defaults *g = desc->generation;
-    if (g && !o->beams)
-      o->beams = g->num_beams;
-    if (g && !o->new_tokens_given && g->max_new_tokens > 0)
-      o->new_tokens = g->max_new_tokens;
-    if (g && !o->rules_given) {
-      o->rules.no_repeat_ngram_size = g->no_repeat_ngram_size;
-      o->rules.min_new_tokens = g->min_new_tokens;
-      o->rules.forced_eos = g->forced_eos;
-      o->rules.suppressed = g->suppressed;
-      o->rules.suppressed_count = g->num_suppressed;
-      o->rules.bad_words = g->bad_words;
-      o->rules.bad_word_lengths = g->bad_word_lengths;
-      o->rules.bad_word_count = g->num_bad_words;
-
-    }
-    if (g) {
-      /* mBART's target language, Whisper's language, task and
-       * no-timestamps prompt, whatever the rules given. */
-      o->rules.has_forced_bos = g->forced_bos >= 0;
-      o->rules.forced_bos = g->forced_bos;
-      o->rules.prompt = g->prompt;
-      o->rules.prompt_count = g->num_prompt;
-      o->rules.begin_suppressed = g->begin_suppressed;
-      o->rules.begin_suppressed_count = g->num_begin_suppressed;
-      o->length_penalty = g->length_penalty;
-      o->early_stopping = g->early_stopping;
-    }
-    tfm_seq2seq_command command = {o->tokens,
-                                   o->call.text,
-                                   o->call.text_file,
-                                   o->call.pixels,
-                                   o->call.images,
-                                   o->call.image_count,
-                                   o->call.preprocess,
-                                   o->call.output_path,
-                                   o->print_ids,
-                                   o->call.tokenize,
-                                   o->new_tokens,
-                                   o->sampler,
-                                   o->ignore_eos,
-                                   o->step_logits_path,
-                                   o->forced_tokens,
-                                   o->beams > 0 ? o->beams : 1,
-                                   o->rules,
-                                   o->suppress,
-                                   o->length_penalty,
-                                   o->early_stopping};
-    return tfm_main_seq2seq(argv0, model, &command);
-  }
-  if (o->perplexity) {
-    if (seq2seq || !forward || forward->num_inputs != 1)
-      return tfm_main_fail(argv0,
-                         "--perplexity is for decoder language models");
-    if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_PERPLEXITY))
-      return 1;
-    return tfm_main_perplexity(argv0, model, o->perplexity);
-  }
-  /* Models that do not generate (encoders) run their first entry point. */
-  int generates = !seq2seq && (tfm_model_entry_point(model, "prefill") ||
-                               (forward && forward->num_inputs == 1));
-  if (o->call.name || !generates) {
-    if (seq2seq && !o->call.name)
-      o->call.name = "forward";
-    if (!o->call.name)
-      o->call.name = desc->entry_points[0].name;
-    if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_CALL))
-      return 1;
-    /* Teacher forcing's output is @forward's logits, [decoder positions,
-     * vocab]: --logits writes them as a decoder's does. */
-    if (o->logits_path) {
-      if (!seq2seq || strcmp(o->call.name, "forward"))
-        return tfm_main_fail(argv0, "--logits is for language models' "
-                                    "logits; @NAME's output goes to "
-                                    "--output FILE (raw f32)");
-      if (o->call.output_path)
-        return tfm_main_fail(argv0, "--logits and --output both name where "
-                                    "@forward's logits go: give one");
-      o->call.output_path = o->logits_path;
-    }
-    o->call.tokens = o->tokens;
-    return tfm_main_call(argv0, model, &o->call);
-  }
-  if (o->call.image_count)
-    return tfm_main_fail(argv0, "unexpected argument (images are for image "
-                         "models; a prompt is --prompt TEXT)");
-  if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_GENERATE))
-    return 1;
-
-  /* The prompt: ids, text, or BOS alone. */
+  tfm_status status;
   if (o->prompt_file && read_prompt_file(argv0, model, o, &held->prompt))
-    return 1;
+    return -1;
   /* Room for the context, or for a prompt of one id per byte (+ BOS and
    * the dummy prefix), whichever is larger. */
-  int64_t capacity = context + 1;
+  int64_t capacity = desc->max_context + 1;
   if (o->prompt && (int64_t)strlen(o->prompt) + 2 > capacity)
     capacity = (int64_t)strlen(o->prompt) + 2;
   int32_t *ids = held->ids = malloc((size_t)capacity * sizeof *ids);
   if (!ids)
-    return tfm_main_fail(argv0, "out of memory");
+    return tfm_main_fail(argv0, "out of memory"), -1;
   int64_t n = 0;
   if (o->tokens) {
     n = tfm_main_parse_ids(argv0, "--tokens", o->tokens, ids, capacity);
     if (n < 0)
-      return 1;
+      return -1;
     if (n > capacity)
       n = capacity; /* the context check below reports it */
   } else if (o->prompt) {
     tfm_tokenizer *tokenizer = tfm_model_tokenizer(model, &status);
     if (!tokenizer)
-      return tfm_main_fail(argv0, status.message);
+      return tfm_main_fail(argv0, status.message), -1;
     int32_t bos = desc->add_bos ? desc->bos_token : -1;
     if (tfm_tokenizer_encode(tokenizer, o->prompt, bos, ids, capacity, &n,
                              &status))
-      return tfm_main_fail(argv0, status.message);
+      return tfm_main_fail(argv0, status.message), -1;
   }
   /* An empty prompt, given as text or as ids, starts from BOS alone. */
   if (n == 0 && desc->bos_token >= 0)
     ids[n++] = desc->bos_token;
+  return n;
+}
+
+/* --logits: the prompt's logits from @forward, written as raw f32. */
+static int write_prompt_logits(const char *argv0, tfm_model *model,
+                               const int32_t *ids, int64_t n,
+                               run_holdings *held, const char *path) {
+  int64_t vocab = tfm_model_get_desc(model)->vocab_size;
+  tfm_status status;
+  float *logits = held->logits = malloc((size_t)(n * vocab) * sizeof *logits);
+  if (!logits)
+    return tfm_main_fail(argv0, "out of memory");
+  if (tfm_forward(model, ids, n, logits, &status))
+    return tfm_main_fail(argv0, status.message);
+  if (!tfm_main_write_floats(path, logits, (size_t)(n * vocab))) {
+    fprintf(stderr, "%s: error: cannot write logits to '%s'\n", argv0,
+            path);
+    return 1;
+  }
+  free(logits);
+  held->logits = NULL;
+  return 0;
+}
+
+/* --warmup N: N prefills in the session that then generates, so that its
+ * cache and every buffer the prefill uses are in place (and stay mapped)
+ * before the timed run. */
+static int warm_up(const char *argv0, tfm_session *session, const int32_t *ids,
+                   int64_t n, long times, int64_t vocab, run_holdings *held) {
+  tfm_status status;
+  float *logits = held->logits = malloc((size_t)vocab * sizeof *logits);
+  if (!logits)
+    return tfm_main_fail(argv0, "out of memory");
+  for (long i = 0; i < times; ++i) {
+    if (tfm_prefill(session, ids, n, logits, &status))
+      return tfm_main_fail(argv0, status.message);
+    tfm_session_reset(session);
+  }
+  free(logits);
+  held->logits = NULL;
+  return 0;
+}
+
+/* --stats: timings, memory and what the memory holds by design, as JSON on
+ * stderr. */
+static void print_stats(const tfm_model_desc *desc,
+                        const tfm_generate_result *result) {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  /* The first new token comes from the prefill's logits. */
+  double decoded = (double)result->generated_tokens;
+  /* What the memory holds by design, beside the peak RSS: weights, the
+   * KV cache, and the most the compiled code had allocated at once. */
+  long long cache_bytes = 0;
+  for (int32_t c = 0; c < desc->num_caches; ++c) {
+    /* A batched cache ([sequences, ...], the first dimension dynamic)
+     * is not this session's. */
+    long long elements = 1;
+    for (int32_t d = 0; d < desc->caches[c].rank; ++d)
+      elements *= desc->caches[c].shape[d];
+    if (elements > 0)
+      cache_bytes += elements * tfm_dtype_bytes(desc->caches[c].dtype);
+  }
+  fprintf(stderr,
+          "{\"prompt_tokens\": %lld, \"generated_tokens\": %lld, "
+          "\"prefill_seconds\": %.6f, \"decode_seconds\": %.6f, "
+          "\"prefill_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "
+          "\"peak_rss_bytes\": %lld, \"weights_bytes\": %lld, "
+          "\"kv_cache_bytes\": %lld, \"activation_peak_bytes\": %lld, "
+          "\"weight_bytes_per_token\": %lld}\n",
+          (long long)result->prompt_tokens, (long long)result->generated_tokens,
+          result->prefill_seconds, result->decode_seconds,
+          result->prefill_seconds > 0
+              ? (double)result->prompt_tokens / result->prefill_seconds
+              : 0.0,
+          result->decode_seconds > 0 ? decoded / result->decode_seconds : 0.0,
+          (long long)usage.ru_maxrss * 1024,
+          (long long)desc->weights_size, cache_bytes,
+          (long long)tfm_buffer_peak_live_bytes(),
+          (long long)desc->decode_weight_bytes);
+}
+
+/* A decoder's generation from its prompt. */
+static int run_generate(const char *argv0, tfm_model *model,
+                        tfm_main_options *o, run_holdings *held) {
+  tfm_status status;
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  int64_t context = desc->max_context, vocab = desc->vocab_size;
+  if (o->call.image_count)
+    return tfm_main_fail(argv0, "unexpected argument (images are for image "
+                         "models; a prompt is --prompt TEXT)");
+  if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_GENERATE))
+    return 1;
+  int64_t n = prompt_ids(argv0, model, o, held);
+  if (n < 0)
+    return 1;
+  int32_t *ids = held->ids;
   if (o->tokenize) {
     for (int64_t i = 0; i < n; ++i)
       printf("%s%d", i ? " " : "", ids[i]);
@@ -274,21 +360,9 @@ static int run_model(const char *argv0, tfm_model *model,
   /* Without a tokenizer the output can only be ids. */
   if (!o->print_ids && !desc->tokenizer)
     o->print_ids = 1;
-
-  if (o->logits_path) {
-    float *logits = held->logits = malloc((size_t)(n * vocab) * sizeof *logits);
-    if (!logits)
-      return tfm_main_fail(argv0, "out of memory");
-    if (tfm_forward(model, ids, n, logits, &status))
-      return tfm_main_fail(argv0, status.message);
-    if (!tfm_main_write_floats(o->logits_path, logits, (size_t)(n * vocab))) {
-      fprintf(stderr, "%s: error: cannot write logits to '%s'\n", argv0,
-              o->logits_path);
-      return 1;
-    }
-    free(logits);
-    held->logits = NULL;
-  }
+  if (o->logits_path &&
+      write_prompt_logits(argv0, model, ids, n, held, o->logits_path))
+    return 1;
 
   stream_state stream = {o->print_ids, 0, NULL};
   if (o->step_logits_path &&
@@ -300,20 +374,9 @@ static int run_model(const char *argv0, tfm_model *model,
   if (tfm_session_new(model, &held->session, &status))
     return tfm_main_fail(argv0, status.message);
   tfm_session *session = held->session;
-  if (o->warmup > 0) {
-    /* In the session that then generates: its cache and every buffer the
-     * prefill uses are in place (and stay mapped) before the timed run. */
-    float *logits = held->logits = malloc((size_t)vocab * sizeof *logits);
-    if (!logits)
-      return tfm_main_fail(argv0, "out of memory");
-    for (long i = 0; i < o->warmup; ++i) {
-      if (tfm_prefill(session, ids, n, logits, &status))
-        return tfm_main_fail(argv0, status.message);
-      tfm_session_reset(session);
-    }
-    free(logits);
-    held->logits = NULL;
-  }
+  if (o->warmup > 0 &&
+      warm_up(argv0, session, ids, n, o->warmup, vocab, held))
+    return 1;
   tfm_generate_options generate = {0};
   if (o->forced_tokens) {
     int32_t *forced = held->forced =
@@ -346,42 +409,37 @@ static int run_model(const char *argv0, tfm_model *model,
     fclose(stream.step_logits);
   held->step_logits = NULL;
 
-  if (o->stats) {
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    /* The first new token comes from the prefill's logits. */
-    double decoded = (double)result.generated_tokens;
-    /* What the memory holds by design, beside the peak RSS: weights, the
-     * KV cache, and the most the compiled code had allocated at once. */
-    long long cache_bytes = 0;
-    for (int32_t c = 0; c < desc->num_caches; ++c) {
-      /* A batched cache ([sequences, ...], the first dimension dynamic)
-       * is not this session's. */
-      long long elements = 1;
-      for (int32_t d = 0; d < desc->caches[c].rank; ++d)
-        elements *= desc->caches[c].shape[d];
-      if (elements > 0)
-        cache_bytes += elements * tfm_dtype_bytes(desc->caches[c].dtype);
-    }
-    fprintf(stderr,
-            "{\"prompt_tokens\": %lld, \"generated_tokens\": %lld, "
-            "\"prefill_seconds\": %.6f, \"decode_seconds\": %.6f, "
-            "\"prefill_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "
-            "\"peak_rss_bytes\": %lld, \"weights_bytes\": %lld, "
-            "\"kv_cache_bytes\": %lld, \"activation_peak_bytes\": %lld, "
-            "\"weight_bytes_per_token\": %lld}\n",
-            (long long)result.prompt_tokens, (long long)result.generated_tokens,
-            result.prefill_seconds, result.decode_seconds,
-            result.prefill_seconds > 0
-                ? (double)result.prompt_tokens / result.prefill_seconds
-                : 0.0,
-            result.decode_seconds > 0 ? decoded / result.decode_seconds : 0.0,
-            (long long)usage.ru_maxrss * 1024,
-            (long long)desc->weights_size, cache_bytes,
-            (long long)tfm_buffer_peak_live_bytes(),
-            (long long)desc->decode_weight_bytes);
-  }
+  if (o->stats)
+    print_stats(desc, &result);
   return 0;
+}
+
+/* Everything after loading: an encoder-decoder's, an encoder's or a
+ * decoder's command line. Returns the exit code. */
+static int run_model(const char *argv0, tfm_model *model,
+                     tfm_main_options *o, run_holdings *held) {
+  /* An encoder-decoder generates from its source, or is teacher-forced
+   * through @forward (--decoder-tokens). */
+  const tfm_entry_point *forward = tfm_model_entry_point(model, "forward");
+  int seq2seq = forward && forward->num_inputs == 2 &&
+                tfm_model_entry_point(model, "encode") &&
+                tfm_model_entry_point(model, "decode");
+  if (seq2seq && !o->call.name && !o->call.decoder_tokens)
+    return run_seq2seq(argv0, model, o);
+  if (o->perplexity) {
+    if (seq2seq || !forward || forward->num_inputs != 1)
+      return tfm_main_fail(argv0,
+                         "--perplexity is for decoder language models");
+    if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_PERPLEXITY))
+      return 1;
+    return tfm_main_perplexity(argv0, model, o->perplexity);
+  }
+  /* Models that do not generate (encoders) run their first entry point. */
+  int generates = !seq2seq && (tfm_model_entry_point(model, "prefill") ||
+                               (forward && forward->num_inputs == 1));
+  if (o->call.name || !generates)
+    return run_entry_point(argv0, model, o, seq2seq);
+  return run_generate(argv0, model, o, held);
 }
 
 int main(int argc, char **argv) {

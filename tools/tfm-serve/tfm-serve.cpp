@@ -331,6 +331,172 @@ std::string sseEvent(const json &data) {
 
 } // namespace
 
+namespace {
+
+/// The two generation endpoints (/v1/completions, /v1/chat/completions):
+/// they differ in how the prompt is given and in the shape of their
+/// responses, answered whole or streamed as server-sent events.
+class CompletionEndpoints {
+public:
+  CompletionEndpoints(const ServedModel &served, Scheduler &scheduler)
+      : served(served), scheduler(scheduler) {
+    std::random_device entropy;
+    nextSeed = (uint64_t(entropy()) << 32) | entropy();
+  }
+
+  void handle(Endpoint endpoint, const httplib::Request &req,
+              httplib::Response &res) {
+    CompletionRequest request;
+    if (auto error = parseCompletionRequest(endpoint, req.body, served,
+                                            nextSeed++, request))
+      return sendError(res, *error);
+    tfm_engine_request submitted = {
+        request.prompt.data(), int64_t(request.prompt.size()),
+        request.maxTokens, request.sampler, request.ignoreEos};
+    Scheduler::Refusal refusal;
+    std::string why;
+    auto completion = scheduler.submit(submitted, refusal, why);
+    if (!completion)
+      return sendError(res, refusal == Scheduler::Refusal::Full
+                                ? ApiError{503, why, "", "server_full"}
+                                : ApiError{400, why, "prompt", ""});
+    std::string id = (endpoint == Endpoint::Completions ? "cmpl-" : "chatcmpl-") +
+                     std::to_string(nextId++);
+    int64_t created = int64_t(std::time(nullptr));
+    auto generation =
+        std::make_shared<Generation>(completion, served, request);
+    if (!request.stream)
+      return respondWhole(endpoint, res, generation, id, created);
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, endpoint, generation, id, created](size_t,
+                                                  httplib::DataSink &sink) {
+          return streamChunk(endpoint, sink, *generation, id, created);
+        },
+        [this, generation](bool) { scheduler.cancel(generation->completion); });
+  }
+
+private:
+  /// The whole completion in one response, once generation has ended.
+  void respondWhole(Endpoint endpoint, httplib::Response &res,
+                    const std::shared_ptr<Generation> &generation,
+                    const std::string &id, int64_t created) {
+    const auto &completion = generation->completion;
+    std::string text, error;
+    const char *reason = nullptr;
+    std::vector<int32_t> fresh;
+    while (!generation->done)
+      text += generation->advance(scheduler, std::chrono::seconds(1), reason,
+                                  error, fresh);
+    if (!error.empty())
+      return sendError(res, ApiError{500, error, "", "server_error"});
+    json body = completionResponse(
+        endpoint, /*streamed=*/false, id, created, served.name,
+        completionChoice(endpoint, text, reason, false, false));
+    body["usage"] = usage(completion->promptTokens, int64_t(generation->seen));
+    res.set_content(jsonText(body), "application/json");
+  }
+
+  /// The next server-sent event of a streamed completion: the tokens made
+  /// since the last, or at the end the finish reason (or the error) and
+  /// [DONE]. False when the client is gone: the releaser cancels.
+  bool streamChunk(Endpoint endpoint, httplib::DataSink &sink,
+                   Generation &generation, const std::string &id,
+                   int64_t created) {
+    const char *reason = nullptr;
+    std::string error;
+    std::vector<int32_t> fresh;
+    std::string text = generation.advance(
+        scheduler, std::chrono::milliseconds(50), reason, error, fresh);
+    auto send = [&](const std::string &event) {
+      return sink.write(event.data(), event.size());
+    };
+    // Each chunk also lists its tokens (an extension, as vLLM's
+    // return_tokens_as_token_ids): text may be empty for a while
+    // (a stop string's possible start, a model without tokenizer).
+    auto chunk = [&](const std::string &piece, const char *finish) {
+      json choice = completionChoice(endpoint, piece, finish, true,
+                                     !generation.sentFirstChunk);
+      generation.sentFirstChunk = true;
+      choice["token_ids"] = fresh;
+      json body = completionResponse(endpoint, /*streamed=*/true, id,
+                                     created, served.name,
+                                     std::move(choice));
+      if (finish)
+        body["usage"] = usage(generation.completion->promptTokens,
+                              int64_t(generation.seen));
+      return send(sseEvent(body));
+    };
+    // A failed write is a client gone: the releaser cancels.
+    if (!generation.done)
+      return fresh.empty() || chunk(text, nullptr);
+    if (!(error.empty()
+              ? chunk(text, reason)
+              : send(sseEvent(
+                    ApiError{500, error, "", "server_error"}.body()))) ||
+        !send("data: [DONE]\n\n"))
+      return false;
+    sink.done();
+    return true;
+  }
+
+  const ServedModel &served;
+  Scheduler &scheduler;
+  std::atomic<uint64_t> nextSeed{0};
+  std::atomic<uint64_t> nextId{1};
+};
+
+/// /health, /v1/models and /metrics.
+void addInformationRoutes(httplib::Server &server, const ServedModel &served,
+                          Scheduler &scheduler) {
+  server.Get("/health", [](const httplib::Request &, httplib::Response &res) {
+    res.set_content("{\"status\":\"ok\"}", "application/json");
+  });
+  server.Get("/v1/models", [&](const httplib::Request &, httplib::Response &res) {
+    json list = {{"object", "list"},
+                 {"data",
+                  json::array({{{"id", served.name},
+                                {"object", "model"},
+                                {"owned_by", "tfmc"},
+                                {"max_model_len", served.contextPositions}}})}};
+    res.set_content(jsonText(list), "application/json");
+  });
+  server.Get("/metrics", [&](const httplib::Request &, httplib::Response &res) {
+    res.set_content(metricsText(scheduler.stats()),
+                    "text/plain; version=0.0.4");
+  });
+}
+
+/// Errors as OpenAI's JSON bodies, also for requests no route answered.
+void addErrorHandler(httplib::Server &server) {
+  server.set_error_handler([](const httplib::Request &req,
+                              httplib::Response &res) {
+    if (!res.body.empty())
+      return;
+    std::string message =
+        res.status == 404 ? "no endpoint " + req.method + " " + req.path
+        : res.status == 413 ? "the request body is too large"
+                            : "the request could not be served";
+    sendError(res, ApiError{res.status, message, "", ""});
+  });
+}
+
+/// Binds the server to --host and --port (0: any free port), or fails.
+int bindServer(httplib::Server &server, const Options &o) {
+  int port = o.port;
+  if (port == 0) {
+    port = server.bind_to_any_port(o.host);
+    if (port < 0)
+      fail("cannot listen on " + o.host);
+  } else if (!server.bind_to_port(o.host, port)) {
+    fail("cannot listen on " + o.host + ":" + std::to_string(port));
+  }
+  return port;
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
   Options o = parseOptions(argc, argv);
   std::signal(SIGPIPE, SIG_IGN); // a client gone: a failed write, not death
@@ -366,133 +532,19 @@ int main(int argc, char **argv) {
   server.set_payload_max_length(size_t(o.maxRequestBytes));
   server.set_read_timeout(time_t(o.timeoutSeconds), 0);
   server.set_write_timeout(time_t(o.timeoutSeconds), 0);
-  std::random_device entropy;
-  std::atomic<uint64_t> nextSeed{(uint64_t(entropy()) << 32) | entropy()};
-  std::atomic<uint64_t> nextId{1};
-
-  server.Get("/health", [](const httplib::Request &, httplib::Response &res) {
-    res.set_content("{\"status\":\"ok\"}", "application/json");
-  });
-  server.Get("/v1/models", [&](const httplib::Request &, httplib::Response &res) {
-    json list = {{"object", "list"},
-                 {"data",
-                  json::array({{{"id", served.name},
-                                {"object", "model"},
-                                {"owned_by", "tfmc"},
-                                {"max_model_len", served.contextPositions}}})}};
-    res.set_content(jsonText(list), "application/json");
-  });
-  server.Get("/metrics", [&](const httplib::Request &, httplib::Response &res) {
-    res.set_content(metricsText(scheduler.stats()),
-                    "text/plain; version=0.0.4");
-  });
-  // Both generation endpoints: they differ in how the prompt is given and
-  // in the shape of their responses.
-  auto generate = [&](Endpoint endpoint, const httplib::Request &req,
-                      httplib::Response &res) {
-    CompletionRequest request;
-    if (auto error = parseCompletionRequest(endpoint, req.body, served,
-                                            nextSeed++, request))
-      return sendError(res, *error);
-    tfm_engine_request submitted = {
-        request.prompt.data(), int64_t(request.prompt.size()),
-        request.maxTokens, request.sampler, request.ignoreEos};
-    Scheduler::Refusal refusal;
-    std::string why;
-    auto completion = scheduler.submit(submitted, refusal, why);
-    if (!completion)
-      return sendError(res, refusal == Scheduler::Refusal::Full
-                                ? ApiError{503, why, "", "server_full"}
-                                : ApiError{400, why, "prompt", ""});
-    std::string id = (endpoint == Endpoint::Completions ? "cmpl-" : "chatcmpl-") +
-                     std::to_string(nextId++);
-    int64_t created = int64_t(std::time(nullptr));
-    auto generation =
-        std::make_shared<Generation>(completion, served, request);
-    if (!request.stream) {
-      std::string text, error;
-      const char *reason = nullptr;
-      std::vector<int32_t> fresh;
-      while (!generation->done)
-        text += generation->advance(scheduler, std::chrono::seconds(1), reason,
-                                    error, fresh);
-      if (!error.empty())
-        return sendError(res, ApiError{500, error, "", "server_error"});
-      json body = completionResponse(
-          endpoint, /*streamed=*/false, id, created, served.name,
-          completionChoice(endpoint, text, reason, false, false));
-      body["usage"] = usage(completion->promptTokens, int64_t(generation->seen));
-      return res.set_content(jsonText(body), "application/json");
-    }
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [&, endpoint, generation, id, created](size_t, httplib::DataSink &sink) {
-          const char *reason = nullptr;
-          std::string error;
-          std::vector<int32_t> fresh;
-          std::string text = generation->advance(
-              scheduler, std::chrono::milliseconds(50), reason, error, fresh);
-          auto send = [&](const std::string &event) {
-            return sink.write(event.data(), event.size());
-          };
-          // Each chunk also lists its tokens (an extension, as vLLM's
-          // return_tokens_as_token_ids): text may be empty for a while
-          // (a stop string's possible start, a model without tokenizer).
-          auto chunk = [&](const std::string &piece, const char *finish) {
-            json choice = completionChoice(endpoint, piece, finish, true,
-                                           !generation->sentFirstChunk);
-            generation->sentFirstChunk = true;
-            choice["token_ids"] = fresh;
-            json body = completionResponse(endpoint, /*streamed=*/true, id,
-                                           created, served.name,
-                                           std::move(choice));
-            if (finish)
-              body["usage"] = usage(generation->completion->promptTokens,
-                                    int64_t(generation->seen));
-            return send(sseEvent(body));
-          };
-          // A failed write is a client gone: the releaser cancels.
-          if (!generation->done)
-            return fresh.empty() || chunk(text, nullptr);
-          if (!(error.empty()
-                    ? chunk(text, reason)
-                    : send(sseEvent(
-                          ApiError{500, error, "", "server_error"}.body()))) ||
-              !send("data: [DONE]\n\n"))
-            return false;
-          sink.done();
-          return true;
-        },
-        [&scheduler, generation](bool) { scheduler.cancel(generation->completion); });
-  };
+  addInformationRoutes(server, served, scheduler);
+  CompletionEndpoints completions(served, scheduler);
   server.Post("/v1/completions",
               [&](const httplib::Request &req, httplib::Response &res) {
-                generate(Endpoint::Completions, req, res);
+                completions.handle(Endpoint::Completions, req, res);
               });
   server.Post("/v1/chat/completions",
               [&](const httplib::Request &req, httplib::Response &res) {
-                generate(Endpoint::ChatCompletions, req, res);
+                completions.handle(Endpoint::ChatCompletions, req, res);
               });
-  server.set_error_handler([](const httplib::Request &req,
-                              httplib::Response &res) {
-    if (!res.body.empty())
-      return;
-    std::string message =
-        res.status == 404 ? "no endpoint " + req.method + " " + req.path
-        : res.status == 413 ? "the request body is too large"
-                            : "the request could not be served";
-    sendError(res, ApiError{res.status, message, "", ""});
-  });
+  addErrorHandler(server);
 
-  int port = o.port;
-  if (port == 0) {
-    port = server.bind_to_any_port(o.host);
-    if (port < 0)
-      fail("cannot listen on " + o.host);
-  } else if (!server.bind_to_port(o.host, port)) {
-    fail("cannot listen on " + o.host + ":" + std::to_string(port));
-  }
+  int port = bindServer(server, o);
   std::printf("tfm-serve: serving '%s' (%lld positions, %d sequences, %lld "
               "KV blocks of %lld positions%s) on http://%s:%d\n",
               served.name.c_str(), (long long)served.contextPositions,
