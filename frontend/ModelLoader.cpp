@@ -4,7 +4,11 @@
 #include "frontend/tokenizers/ChatTemplates.h"
 #include "frontend/builders/CheckedAttributes.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/families/DecoderFamilies.h"
+#include "frontend/families/EncoderFamilies.h"
 #include "frontend/families/GgufModel.h"
+#include "frontend/families/Seq2SeqFamilies.h"
+#include "frontend/families/VisionTransformer.h"
 #include "frontend/formats/JsonFile.h"
 #include "ir/TfmOps.h"
 
@@ -222,4 +226,13 @@ llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
                      " (tfmc takes a tokenizer no larger than the embedding "
                      "table)");
   return vocab;
+}
+
+std::string mlir::tfm::supportedModelsSummary() {
+  return "Models (Hugging Face model_type; GGUF general.architecture):\n"
+         "  decoders: " + supportedDecoderFamilies() + "\n"
+         "  encoders: " + supportedEncoderFamilies() + "\n"
+         "  vision: " + supportedVisionFamilies() + "\n"
+         "  encoder-decoders: " + supportedSeq2SeqFamilies() + "\n"
+         "  GGUF: " + supportedGgufArchitectureNames() + "\n";
 }

@@ -76,6 +76,10 @@ void recordDecoderShape(LoadedModel &model, const DecoderSpec &spec);
 /// file (`.gguf`).
 /// `tokenizerPath`: overrides the tokenizer found beside the model;
 /// `chatTemplatePath`: the chat template the model carries.
+/// What tfmc reads, a line per kind, from the families' tables (for
+/// --help and the documentation's check).
+std::string supportedModelsSummary();
+
 llvm::Expected<LoadedModel> loadModel(mlir::MLIRContext &context,
                                       llvm::StringRef path,
                                       llvm::StringRef tokenizerPath,

@@ -68,6 +68,17 @@ const GgufArchitecture *findGgufArchitecture(llvm::StringRef name) {
   return nullptr;
 }
 
+} // namespace
+
+std::string mlir::tfm::supportedGgufArchitectureNames() {
+  std::string names;
+  for (const GgufArchitecture &arch : kGgufArchitectures)
+    names += (names.empty() ? "" : ", ") + arch.name.str();
+  return names;
+}
+
+namespace {
+
 /// "\"llama\": LLaMA, ..., \"qwen2\": Qwen2, ...".
 std::string supportedGgufArchitectures() {
   std::string list;

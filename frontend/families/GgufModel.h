@@ -16,6 +16,9 @@ namespace mlir::tfm {
 
 class GgufFile;
 
+/// The general.architecture values tfmc reads ("llama, qwen2, gemma").
+std::string supportedGgufArchitectureNames();
+
 /// `withTokenizer`: read the embedded tokenizer (false when the user gives
 /// another).
 llvm::Expected<LoadedModel> loadGgufModel(mlir::MLIRContext &context,

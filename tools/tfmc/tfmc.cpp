@@ -11,6 +11,7 @@
 
 #include "compiler/Compiler.h"
 #include "compiler/PipelineSwitches.h"
+#include "frontend/ModelLoader.h"
 #include "tools/common/DebugOption.h"
 
 #include "mlir/IR/AsmState.h"
@@ -177,6 +178,9 @@ int main(int argc, char **argv) {
   tfm::registerDebugOnlyOption();
   tfm::PipelineSwitches passSwitches(passCategory);
   groupHelpCategories();
+  // The families each kind reads, from the frontend's tables.
+  std::string models = tfm::supportedModelsSummary();
+  cl::extrahelp modelsHelp(models);
   cl::ParseCommandLineOptions(argc, argv, "tfmc: transformer model compiler\n");
 
   DialectRegistry registry;
