@@ -7,11 +7,11 @@
 
 #include "compiler/Compiler.h"
 #include "codegen/cuda/KernelsOnHost.h"
-#include "frontend/tokenizers/ChatTemplates.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/builders/WeightDeclarations.h"
 #include "frontend/families/GgufModel.h"
 #include "frontend/formats/Safetensors.h"
-#include "frontend/builders/WeightDeclarations.h"
+#include "frontend/tokenizers/ChatTemplates.h"
 #include "ir/TfmOps.h"
 #include "tfm/tfm_format.h"
 #include "tfm/tfm_model_abi.h"

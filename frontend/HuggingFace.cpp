@@ -6,16 +6,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/formats/ConfigReader.h"
+#include "frontend/ErrorMessages.h"
+#include "frontend/ModelLoader.h"
 #include "frontend/builders/DecoderBuilder.h"
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/EncoderFamilies.h"
-#include "frontend/ErrorMessages.h"
-#include "frontend/formats/JsonFile.h"
-#include "frontend/ModelLoader.h"
 #include "frontend/families/Seq2SeqFamilies.h"
-#include "frontend/formats/Safetensors.h"
 #include "frontend/families/VisionTransformer.h"
+#include "frontend/formats/ConfigReader.h"
+#include "frontend/formats/JsonFile.h"
+#include "frontend/formats/Safetensors.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

@@ -1,15 +1,15 @@
 //===- ModelLoader.cpp - read a model description into tfm IR -----------===//
 
 #include "frontend/ModelLoader.h"
-#include "frontend/tokenizers/ChatTemplates.h"
-#include "frontend/builders/CheckedAttributes.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/builders/CheckedAttributes.h"
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/EncoderFamilies.h"
 #include "frontend/families/GgufModel.h"
 #include "frontend/families/Seq2SeqFamilies.h"
 #include "frontend/families/VisionTransformer.h"
 #include "frontend/formats/JsonFile.h"
+#include "frontend/tokenizers/ChatTemplates.h"
 #include "ir/TfmOps.h"
 
 #include "llvm/ADT/SmallString.h"

@@ -11,8 +11,8 @@
 #define TFM_FRONTEND_MODELLOADER_H
 
 #include "frontend/builders/DecoderSpec.h"
-#include "frontend/tokenizers/Tokenizer.h"
 #include "frontend/formats/WeightStore.h"
+#include "frontend/tokenizers/Tokenizer.h"
 #include "ir/TfmDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"

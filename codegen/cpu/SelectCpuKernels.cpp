@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/linalg/LinearLowering.h"
 #include "codegen/cpu/Passes.h"
-#include "codegen/linalg/RelativePositionBias.h"
 #include "codegen/cpu/RuntimeKernels.h"
+#include "codegen/linalg/LinearLowering.h"
+#include "codegen/linalg/RelativePositionBias.h"
 #include "codegen/linalg/WeightFormats.h"
 #include "codegen/linalg/WeightLayout.h"
 #include "ir/TfmOps.h"

@@ -6,10 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/cpu/RuntimeKernels.h"
 #include "codegen/linalg/LinalgBuilders.h"
 #include "codegen/linalg/LinearLowering.h"
 #include "codegen/linalg/Passes.h"
-#include "codegen/cpu/RuntimeKernels.h"
 #include "codegen/linalg/WeightFormats.h"
 #include "codegen/linalg/WeightLayout.h"
 #include "ir/TfmOps.h"

@@ -5,10 +5,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/linalg/WeightLayout.h"
-#include "codegen/linalg/WeightFormats.h"
-#include "tfm/weight_formats.h"
 #include "codegen/linalg/Passes.h"
+#include "codegen/linalg/WeightFormats.h"
 #include "ir/TfmOps.h"
+#include "tfm/weight_formats.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 

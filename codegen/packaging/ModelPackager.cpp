@@ -1,9 +1,9 @@
 //===- ModelPackager.cpp - weights, tokenizer and link step -------------===//
 
 #include "codegen/packaging/ModelPackager.h"
+#include "codegen/linalg/Passes.h"
 #include "codegen/linalg/WeightFormats.h"
 #include "codegen/packaging/EntryPointTable.h"
-#include "codegen/linalg/Passes.h"
 #include "tfm/tfm_format.h"
 #include "tfm/tfm_model_abi.h"
 #include "tfm/weight_formats.h"

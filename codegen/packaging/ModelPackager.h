@@ -11,8 +11,8 @@
 #define TFM_CODEGEN_MODELPACKAGER_H
 
 #include "frontend/tokenizers/Tokenizer.h"
-#include "tfm/tfm_model_abi.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "tfm/tfm_model_abi.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"

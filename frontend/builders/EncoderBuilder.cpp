@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/builders/DecoderSpec.h"
-#include "frontend/families/EncoderFamilies.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/builders/DecoderSpec.h"
 #include "frontend/builders/ModelIRBuilder.h"
+#include "frontend/families/EncoderFamilies.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

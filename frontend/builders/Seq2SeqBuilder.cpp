@@ -23,8 +23,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/families/Seq2SeqFamilies.h"
 #include "frontend/builders/ModelIRBuilder.h"
+#include "frontend/families/Seq2SeqFamilies.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

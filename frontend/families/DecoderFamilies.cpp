@@ -8,6 +8,7 @@
 
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/families/FamilyTable.h"
 
 
 #include <cmath>
@@ -477,19 +478,13 @@ const DecoderFamily kDecoderFamilies[] = {
 };
 
 const DecoderFamily *findDecoderFamily(llvm::StringRef modelType) {
-  for (const DecoderFamily &family : kDecoderFamilies)
-    if (family.modelType == modelType)
-      return &family;
-  return nullptr;
+  return findFamily(kDecoderFamilies, &DecoderFamily::modelType, modelType);
 }
 
 } // namespace
 
 std::string mlir::tfm::supportedDecoderFamilies() {
-  std::string names;
-  for (const DecoderFamily &family : kDecoderFamilies)
-    names += (names.empty() ? "" : ", ") + family.modelType.str();
-  return names;
+  return familyNames(kDecoderFamilies, &DecoderFamily::modelType);
 }
 
 bool mlir::tfm::readDecoderFamily(llvm::StringRef modelType,

@@ -12,8 +12,8 @@
 #ifndef TFM_FRONTEND_DECODERFAMILIES_H
 #define TFM_FRONTEND_DECODERFAMILIES_H
 
-#include "frontend/formats/ConfigReader.h"
 #include "frontend/builders/DecoderSpec.h"
+#include "frontend/formats/ConfigReader.h"
 #include "frontend/formats/WeightStore.h"
 
 namespace mlir::tfm {

@@ -6,8 +6,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/EncoderFamilies.h"
-#include "frontend/builders/DecoderSpec.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/builders/DecoderSpec.h"
+#include "frontend/families/FamilyTable.h"
 #include "ir/TfmOps.h"
 
 #include <cmath>
@@ -137,20 +138,17 @@ const EncoderFamily kEncoderFamilies[] = {
 } // namespace
 
 std::string mlir::tfm::supportedEncoderFamilies() {
-  std::string names;
-  for (const EncoderFamily &family : kEncoderFamilies)
-    names += (names.empty() ? "" : ", ") + family.modelType.str();
-  return names;
+  return familyNames(kEncoderFamilies, &EncoderFamily::modelType);
 }
 
 bool mlir::tfm::readEncoderFamily(llvm::StringRef modelType,
                                   ConfigReader &config, EncoderSpec &spec) {
-  for (const EncoderFamily &family : kEncoderFamilies)
-    if (family.modelType == modelType) {
-      spec = family.read(config);
-      return true;
-    }
-  return false;
+  const EncoderFamily *family =
+      findFamily(kEncoderFamilies, &EncoderFamily::modelType, modelType);
+  if (!family)
+    return false;
+  spec = family->read(config);
+  return true;
 }
 
 llvm::Error mlir::tfm::validateEncoderSpec(const EncoderSpec &spec,

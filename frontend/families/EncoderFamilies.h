@@ -9,8 +9,8 @@
 #ifndef TFM_FRONTEND_ENCODERFAMILIES_H
 #define TFM_FRONTEND_ENCODERFAMILIES_H
 
-#include "frontend/formats/ConfigReader.h"
 #include "frontend/builders/EncoderSpec.h"
+#include "frontend/formats/ConfigReader.h"
 #include "frontend/formats/WeightStore.h"
 
 #include "mlir/IR/BuiltinOps.h"

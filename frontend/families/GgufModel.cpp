@@ -16,11 +16,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/GgufModel.h"
-#include "frontend/tokenizers/ChatTemplates.h"
-#include "frontend/builders/DecoderBuilder.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/builders/DecoderBuilder.h"
+#include "frontend/families/FamilyTable.h"
 #include "frontend/formats/Gguf.h"
 #include "frontend/formats/StoredDtypes.h"
+#include "frontend/tokenizers/ChatTemplates.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Path.h"
@@ -62,19 +63,13 @@ const GgufArchitecture kGgufArchitectures[] = {
 };
 
 const GgufArchitecture *findGgufArchitecture(llvm::StringRef name) {
-  for (const GgufArchitecture &arch : kGgufArchitectures)
-    if (arch.name == name)
-      return &arch;
-  return nullptr;
+  return findFamily(kGgufArchitectures, &GgufArchitecture::name, name);
 }
 
 } // namespace
 
 std::string mlir::tfm::supportedGgufArchitectureNames() {
-  std::string names;
-  for (const GgufArchitecture &arch : kGgufArchitectures)
-    names += (names.empty() ? "" : ", ") + arch.name.str();
-  return names;
+  return familyNames(kGgufArchitectures, &GgufArchitecture::name);
 }
 
 namespace {

@@ -5,10 +5,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/builders/CheckedAttributes.h"
 #include "frontend/ErrorMessages.h"
-#include "frontend/formats/JsonFile.h"
+#include "frontend/builders/CheckedAttributes.h"
+#include "frontend/families/FamilyTable.h"
 #include "frontend/families/Seq2SeqFamilies.h"
+#include "frontend/formats/JsonFile.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -161,20 +162,17 @@ const Seq2SeqFamily kSeq2SeqFamilies[] = {
 } // namespace
 
 std::string mlir::tfm::supportedSeq2SeqFamilies() {
-  std::string names;
-  for (const Seq2SeqFamily &family : kSeq2SeqFamilies)
-    names += (names.empty() ? "" : ", ") + family.modelType.str();
-  return names;
+  return familyNames(kSeq2SeqFamilies, &Seq2SeqFamily::modelType);
 }
 
 bool mlir::tfm::readSeq2SeqFamily(llvm::StringRef modelType,
                                   ConfigReader &config, Seq2SeqSpec &spec) {
-  for (const Seq2SeqFamily &family : kSeq2SeqFamilies)
-    if (family.modelType == modelType) {
-      family.read(config, spec);
-      return true;
-    }
-  return false;
+  const Seq2SeqFamily *family =
+      findFamily(kSeq2SeqFamilies, &Seq2SeqFamily::modelType, modelType);
+  if (!family)
+    return false;
+  family->read(config, spec);
+  return true;
 }
 
 llvm::Error mlir::tfm::validateSeq2SeqSpec(const Seq2SeqSpec &spec,

@@ -10,8 +10,8 @@
 #ifndef TFM_FRONTEND_SEQ2SEQFAMILIES_H
 #define TFM_FRONTEND_SEQ2SEQFAMILIES_H
 
-#include "frontend/formats/ConfigReader.h"
 #include "frontend/builders/Seq2SeqSpec.h"
+#include "frontend/formats/ConfigReader.h"
 #include "frontend/formats/WeightStore.h"
 
 #include "mlir/IR/BuiltinOps.h"

@@ -13,8 +13,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/VisionTransformer.h"
-#include "frontend/builders/DecoderSpec.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/builders/DecoderSpec.h"
 #include "frontend/builders/ModelIRBuilder.h"
 #include "ir/TfmOps.h"
 

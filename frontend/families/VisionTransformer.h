@@ -11,8 +11,8 @@
 #ifndef TFM_FRONTEND_VISIONTRANSFORMER_H
 #define TFM_FRONTEND_VISIONTRANSFORMER_H
 
-#include "frontend/formats/ConfigReader.h"
 #include "frontend/ModelLoader.h"
+#include "frontend/formats/ConfigReader.h"
 
 namespace mlir::tfm {
 

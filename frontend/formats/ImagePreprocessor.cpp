@@ -11,8 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/builders/CheckedAttributes.h"
-#include "frontend/formats/JsonFile.h"
 #include "frontend/families/VisionTransformer.h"
+#include "frontend/formats/JsonFile.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"

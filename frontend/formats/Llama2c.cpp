@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/builders/DecoderBuilder.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/ModelLoader.h"
+#include "frontend/builders/DecoderBuilder.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Endian.h"

@@ -13,8 +13,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/ErrorMessages.h"
-#include "frontend/formats/Gguf.h"
 #include "frontend/families/GgufModel.h"
+#include "frontend/formats/Gguf.h"
 
 using namespace mlir;
 using namespace mlir::tfm;

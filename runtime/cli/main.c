@@ -7,9 +7,9 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/core/buffer_cache.h"
 #include "runtime/cli/main_internal.h"
 #include "runtime/cli/main_options.h"
+#include "runtime/core/buffer_cache.h"
 #include "runtime/core/read_file.h"
 #include "tfm/tfm_runtime.h"
 

@@ -10,9 +10,9 @@
 
 #define _GNU_SOURCE
 #include "runtime/core/buffer_cache.h"
-#include "runtime/cuda/cuda_driver.h"
 #include "runtime/core/model_internal.h"
 #include "runtime/core/status.h"
+#include "runtime/cuda/cuda_driver.h"
 #include "tfm/tfm_format.h"
 
 #include <dlfcn.h>

@@ -10,8 +10,8 @@
  *===----------------------------------------------------------------------===*/
 
 #define _GNU_SOURCE
-#include "tfm/tfm_model_abi.h"
 #include "runtime/core/thread_pool.h"
+#include "tfm/tfm_model_abi.h"
 
 #include <cblas.h>
 #include <pthread.h>

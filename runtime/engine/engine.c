@@ -12,9 +12,9 @@
 
 #include "tfm/tfm_engine.h"
 
-#include "runtime/engine/kv_pages.h"
 #include "runtime/core/model_internal.h"
 #include "runtime/core/status.h"
+#include "runtime/engine/kv_pages.h"
 
 #include <stdlib.h>
 #include <string.h>

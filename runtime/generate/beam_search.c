@@ -18,9 +18,9 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/core/status.h"
 #include "runtime/generate/seq2seq_internal.h"
 #include "runtime/kernels/simd.h"
-#include "runtime/core/status.h"
 #include "tfm/tfm_runtime.h"
 
 #include <float.h>

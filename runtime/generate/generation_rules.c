@@ -10,8 +10,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/generate/seq2seq_internal.h"
 #include "runtime/core/status.h"
+#include "runtime/generate/seq2seq_internal.h"
 
 #include <math.h>
 

@@ -13,8 +13,8 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/core/model_internal.h"
-#include "runtime/generate/seq2seq_internal.h"
 #include "runtime/core/status.h"
+#include "runtime/generate/seq2seq_internal.h"
 #include "tfm/tfm_runtime.h"
 
 #include <stdint.h>

@@ -10,10 +10,10 @@
 #ifndef TFM_RUNTIME_ATTENTION_INTERNAL_H
 #define TFM_RUNTIME_ATTENTION_INTERNAL_H
 
-#include "tfm/runtime_kernels.h"
 #include "runtime/kernels/simd.h"
-#include "tfm/tfm_model_abi.h"
 #include "runtime/kernels/widen_rows.h"
+#include "tfm/runtime_kernels.h"
+#include "tfm/tfm_model_abi.h"
 
 #include <stdint.h>
 

@@ -26,11 +26,11 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "tfm/runtime_kernels.h"
-#include "runtime/kernels/attention_internal.h"
 #include "runtime/core/buffer_cache.h"
 #include "runtime/core/thread_pool.h"
+#include "runtime/kernels/attention_internal.h"
 #include "runtime/kernels/vector_width.h"
+#include "tfm/runtime_kernels.h"
 
 #include <math.h>
 #include <stdlib.h>

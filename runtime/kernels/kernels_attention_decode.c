@@ -11,9 +11,9 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/kernels/attention_internal.h"
 #include "runtime/core/buffer_cache.h"
 #include "runtime/core/thread_pool.h"
+#include "runtime/kernels/attention_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -11,8 +11,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/kernels/simd.h"
 #include "runtime/core/thread_pool.h"
+#include "runtime/kernels/simd.h"
 #include "runtime/kernels/vector_width.h"
 #include "tfm/runtime_kernels.h"
 

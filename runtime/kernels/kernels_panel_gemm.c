@@ -41,12 +41,12 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/core/thread_pool.h"
 #include "runtime/kernels/kernels_panel_bf16_dot.h"
-#include "tfm/half_floats.h"
 #include "runtime/kernels/kernels_panel_gemm.h"
 #include "runtime/kernels/simd.h"
-#include "runtime/core/thread_pool.h"
 #include "runtime/kernels/vector_width.h"
+#include "tfm/half_floats.h"
 #include "tfm/runtime_kernels.h"
 #include <immintrin.h>
 

@@ -16,9 +16,9 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/media/image_internal.h"
 #include "runtime/core/read_file.h"
 #include "runtime/core/status.h"
+#include "runtime/media/image_internal.h"
 
 #include <errno.h>
 #include <math.h>

@@ -9,9 +9,9 @@
 #ifndef TFM_RUNTIME_TOKENIZER_INTERNAL_H
 #define TFM_RUNTIME_TOKENIZER_INTERNAL_H
 
+#include "runtime/core/status.h"
 #include "runtime/tokenizer/chars_map.h"
 #include "runtime/tokenizer/special_tokens.h"
-#include "runtime/core/status.h"
 #include "tfm/tfm_format.h"
 
 typedef struct {

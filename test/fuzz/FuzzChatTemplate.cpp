@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "test/fuzz/FuzzFiles.h"
 #include "serve/jinja/ChatTemplate.h"
+#include "test/fuzz/FuzzFiles.h"
 
 #include <cstdlib>
 

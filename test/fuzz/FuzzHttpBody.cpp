@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "test/fuzz/FuzzFiles.h"
 #include "serve/OpenAiApi.h"
+#include "test/fuzz/FuzzFiles.h"
 
 #include <cstdlib>
 

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tfm/tfm_runtime.h"
 #include "test/runtime/RuntimeFixtures.h"
+#include "tfm/tfm_runtime.h"
 
 #include <gtest/gtest.h>
 

@@ -17,8 +17,8 @@ extern "C" {
 #include "runtime/kernels/vector_width.h"
 }
 #include "runtime/kernels/widen_rows.h"
-#include "tfm/runtime_kernels.h"
 #include "test/runtime/RandomValues.h"
+#include "tfm/runtime_kernels.h"
 
 #include <gtest/gtest.h>
 

@@ -18,9 +18,9 @@
 #include "runtime/kernels/kernels_blocks.h"
 #include "runtime/kernels/kernels_panel_bf16_dot.h"
 #include "runtime/kernels/vector_width.h"
+#include "test/runtime/RandomValues.h"
 #include "tfm/half_floats.h"
 #include "tfm/runtime_kernels.h"
-#include "test/runtime/RandomValues.h"
 
 #include <gtest/gtest.h>
 

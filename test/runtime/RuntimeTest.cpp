@@ -10,9 +10,9 @@
 extern "C" {
 #include "runtime/core/buffer_cache.h"
 }
+#include "test/runtime/RuntimeFixtures.h"
 #include "tfm/tfm_format.h"
 #include "tfm/tfm_runtime.h"
-#include "test/runtime/RuntimeFixtures.h"
 
 #include <gtest/gtest.h>
 

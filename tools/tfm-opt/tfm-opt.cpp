@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/Pipeline.h"
 #include "codegen/Passes.h"
+#include "codegen/Pipeline.h"
 #include "ir/TfmDialect.h"
 #include "passes/Passes.h"
 #include "tools/common/DebugOption.h"

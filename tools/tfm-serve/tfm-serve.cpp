@@ -11,9 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/LibraryNames.h"
 #include "serve/OpenAiApi.h"
 #include "serve/Scheduler.h"
-#include "compiler/LibraryNames.h"
 
 #include <httplib.h>
 
