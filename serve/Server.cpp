@@ -1,16 +1,16 @@
-//===- tfm-serve.cpp - an OpenAI-compatible server for a compiled model ---===//
+//===- Server.cpp - an OpenAI-compatible server for a compiled model -----===//
 //
-//   tfm-serve LIBRARY [--port N] [--host H] [options]
-//
-// Loads a language model compiled with `tfmc --emit=lib` and serves it over
-// HTTP (cpp-httplib): /v1/completions and /v1/chat/completions (streamed
-// with server-sent events when asked; chats rendered with the model's chat
-// template, ChatTemplate.h), /v1/models, /health, and /metrics in
-// Prometheus' text format. Requests are decoded together by the runtime's batch engine
-// (runtime/include/tfm/tfm_engine.h); see Scheduler.h for the threads.
+// What tfm-serve runs (tools/tfm-serve parses its options): loads a
+// language model compiled with `tfmc --emit=lib` and serves it over HTTP
+// (cpp-httplib): /v1/completions and /v1/chat/completions (streamed with
+// server-sent events when asked; chats rendered with the model's chat
+// template, jinja/ChatTemplate.h), /v1/models, /health, and /metrics in
+// Prometheus' text format. Requests are decoded together by the runtime's
+// batch engine (tfm/tfm_engine.h); see Scheduler.h for the threads.
 //
 //===----------------------------------------------------------------------===//
 
+#include "serve/Server.h"
 #include "compiler/LibraryNames.h"
 #include "serve/OpenAiApi.h"
 #include "serve/Scheduler.h"
@@ -31,106 +31,9 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-const char *const kUsage =
-    "usage: tfm-serve LIBRARY [options]\n"
-    "  LIBRARY                 a language model compiled with tfmc --emit=lib\n"
-    "  --port N                TCP port (8080; 0: any free one, printed)\n"
-    "  --host H                address to listen on (127.0.0.1)\n"
-    "  --model-symbol S        the model's symbol (NAME_model, NAME from\n"
-    "                          libNAME.so)\n"
-    "  --name NAME             the model's name in the API (the library's)\n"
-    "  --max-sequences N       requests decoded together (16)\n"
-    "  --max-waiting N         requests queued beyond those; more get 503 (64)\n"
-    "  --kv-pool-mb N          KV cache memory (max-sequences full contexts)\n"
-    "  --block-positions N     positions per KV block (8, rounded up to pages)\n"
-    "  --prefill-chunk N       prompt tokens prefilled per step (512)\n"
-    "  --no-prefix-sharing     do not share KV blocks of common prefixes\n"
-    "  --max-tokens N          the largest max_tokens a request may ask for\n"
-    "                          (the context)\n"
-    "  --max-request-bytes N   the largest request body (1048576)\n"
-    "  --chat-template FILE    the chat template (Jinja) for\n"
-    "                          /v1/chat/completions, instead of the model's\n"
-    "  --timeout S             socket read and write timeout, seconds (60)\n";
-
-struct Options {
-  std::string library, host = "127.0.0.1", symbol, name, chatTemplate;
-  int port = 8080;
-  int64_t maxWaiting = 64, kvPoolMb = 0, maxTokens = 0;
-  int64_t maxRequestBytes = 1 << 20, timeoutSeconds = 60;
-  tfm_engine_options engine = tfm_engine_default_options();
-};
-
 [[noreturn]] void fail(const std::string &message) {
   std::fprintf(stderr, "tfm-serve: error: %s\n", message.c_str());
   std::exit(1);
-}
-
-int64_t parseCount(const char *flag, const char *text, int64_t low,
-                   int64_t high) {
-  char *end = nullptr;
-  errno = 0;
-  long long value = std::strtoll(text, &end, 10);
-  if (errno || end == text || *end || value < low || value > high)
-    fail(std::string(flag) + " expects an integer in [" + std::to_string(low) +
-         ", " + std::to_string(high) + "], got '" + text + "'");
-  return value;
-}
-
-Options parseOptions(int argc, char **argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> const char * {
-      if (i + 1 >= argc)
-        fail(arg + " needs a value");
-      return argv[++i];
-    };
-    const int64_t big = int64_t(1) << 40;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (arg == "--port") {
-      o.port = int(parseCount("--port", value(), 0, 65535));
-    } else if (arg == "--host") {
-      o.host = value();
-    } else if (arg == "--model-symbol") {
-      o.symbol = value();
-    } else if (arg == "--name") {
-      o.name = value();
-    } else if (arg == "--max-sequences") {
-      o.engine.max_sequences =
-          int32_t(parseCount("--max-sequences", value(), 1, 4096));
-    } else if (arg == "--max-waiting") {
-      o.maxWaiting = parseCount("--max-waiting", value(), 0, 1 << 20);
-    } else if (arg == "--kv-pool-mb") {
-      o.kvPoolMb = parseCount("--kv-pool-mb", value(), 1, 1 << 24);
-    } else if (arg == "--block-positions") {
-      o.engine.block_positions =
-          int32_t(parseCount("--block-positions", value(), 1, 1 << 20));
-    } else if (arg == "--prefill-chunk") {
-      o.engine.prefill_chunk = parseCount("--prefill-chunk", value(), 1, big);
-    } else if (arg == "--no-prefix-sharing") {
-      o.engine.share_prefixes = 0;
-    } else if (arg == "--max-tokens") {
-      o.maxTokens = parseCount("--max-tokens", value(), 1, big);
-    } else if (arg == "--max-request-bytes") {
-      o.maxRequestBytes = parseCount("--max-request-bytes", value(), 64, big);
-    } else if (arg == "--chat-template") {
-      o.chatTemplate = value();
-    } else if (arg == "--timeout") {
-      o.timeoutSeconds = parseCount("--timeout", value(), 1, 86400);
-    } else if (!arg.empty() && arg[0] == '-') {
-      fail("unknown option '" + arg + "'\n" + kUsage);
-    } else if (o.library.empty()) {
-      o.library = arg;
-    } else {
-      fail("one LIBRARY only, got '" + o.library + "' and '" + arg + "'");
-    }
-  }
-  if (o.library.empty())
-    fail(std::string("no LIBRARY given\n") + kUsage);
-  o.engine.kv_pool_bytes = o.kvPoolMb << 20;
-  return o;
 }
 
 /// NAME from .../libNAME.so[.x]: the model's name as tfmc exports it.
@@ -141,7 +44,7 @@ std::string libraryStem(const std::string &path) {
   return base.substr(0, base.find('.'));
 }
 
-const tfm_model_desc *loadLibrary(const Options &o, std::string &name) {
+const tfm_model_desc *loadLibrary(const ServerOptions &o, std::string &name) {
   void *library = dlopen(o.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library)
     fail("cannot load '" + o.library + "': " + dlerror());
@@ -161,7 +64,7 @@ const tfm_model_desc *loadLibrary(const Options &o, std::string &name) {
 /// The chat template: --chat-template's file (refused at start when it
 /// cannot be rendered), or the model's (a problem then only refuses chats).
 /// Returns where it came from, for the start-up message.
-std::string loadChatTemplate(const Options &o, ServedModel &served) {
+std::string loadChatTemplate(const ServerOptions &o, ServedModel &served) {
   std::string source, origin;
   if (!o.chatTemplate.empty()) {
     std::ifstream in(o.chatTemplate, std::ios::binary);
@@ -483,7 +386,7 @@ void addErrorHandler(httplib::Server &server) {
 }
 
 /// Binds the server to --host and --port (0: any free port), or fails.
-int bindServer(httplib::Server &server, const Options &o) {
+int bindServer(httplib::Server &server, const ServerOptions &o) {
   int port = o.port;
   if (port == 0) {
     port = server.bind_to_any_port(o.host);
@@ -497,8 +400,7 @@ int bindServer(httplib::Server &server, const Options &o) {
 
 } // namespace
 
-int main(int argc, char **argv) {
-  Options o = parseOptions(argc, argv);
+int tfm::serve::runServer(const ServerOptions &o) {
   std::signal(SIGPIPE, SIG_IGN); // a client gone: a failed write, not death
   ServedModel served;
   const tfm_model_desc *desc = loadLibrary(o, served.name);

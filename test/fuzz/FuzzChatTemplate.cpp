@@ -1,7 +1,7 @@
 //===- FuzzChatTemplate.cpp - chat templates and conversations on any bytes ===//
 //
 // A chat template comes from a model file and a conversation from a client:
-// tfm-serve's Jinja subset (tools/tfm-serve/ChatTemplate.h) parses the
+// tfm-serve's Jinja subset (serve/jinja/ChatTemplate.h) parses the
 // input's first part as a template and, when it parses, renders it with the
 // second part as the conversation (a JSON array of messages; a fixed one
 // when it is not). Refusals must say where and why; a render must stay

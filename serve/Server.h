@@ -1,0 +1,34 @@
+//===- Server.h - an OpenAI-compatible server for a compiled model -*- C++ -*-===//
+//
+// tfm-serve's server: a language model compiled with `tfmc --emit=lib`
+// loaded, its batch engine started, and HTTP served until the process is
+// stopped (Server.cpp says what is served).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_SERVE_SERVER_H
+#define TFM_SERVE_SERVER_H
+
+#include "tfm/tfm_engine.h"
+
+#include <cstdint>
+#include <string>
+
+namespace tfm::serve {
+
+/// What the command line sets (tools/tfm-serve lists each option).
+struct ServerOptions {
+  std::string library, host = "127.0.0.1", symbol, name, chatTemplate;
+  int port = 8080;
+  int64_t maxWaiting = 64, kvPoolMb = 0, maxTokens = 0;
+  int64_t maxRequestBytes = 1 << 20, timeoutSeconds = 60;
+  tfm_engine_options engine = tfm_engine_default_options();
+};
+
+/// Loads the model, serves it, and returns only on a failure to listen
+/// (other failures at start exit with a message).
+int runServer(const ServerOptions &options);
+
+} // namespace tfm::serve
+
+#endif // TFM_SERVE_SERVER_H

@@ -1,0 +1,119 @@
+//===- tfm-serve.cpp - an OpenAI-compatible server for a compiled model ---===//
+//
+//   tfm-serve LIBRARY [--port N] [--host H] [options]
+//
+// The command line of serve/Server.h: options parsed and checked here, the
+// server itself in serve/.
+//
+//===----------------------------------------------------------------------===//
+
+#include "serve/Server.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+using tfm::serve::ServerOptions;
+
+namespace {
+
+const char *const kUsage =
+    "usage: tfm-serve LIBRARY [options]\n"
+    "  LIBRARY                 a language model compiled with tfmc --emit=lib\n"
+    "  --port N                TCP port (8080; 0: any free one, printed)\n"
+    "  --host H                address to listen on (127.0.0.1)\n"
+    "  --model-symbol S        the model's symbol (NAME_model, NAME from\n"
+    "                          libNAME.so)\n"
+    "  --name NAME             the model's name in the API (the library's)\n"
+    "  --max-sequences N       requests decoded together (16)\n"
+    "  --max-waiting N         requests queued beyond those; more get 503 (64)\n"
+    "  --kv-pool-mb N          KV cache memory (max-sequences full contexts)\n"
+    "  --block-positions N     positions per KV block (8, rounded up to pages)\n"
+    "  --prefill-chunk N       prompt tokens prefilled per step (512)\n"
+    "  --no-prefix-sharing     do not share KV blocks of common prefixes\n"
+    "  --max-tokens N          the largest max_tokens a request may ask for\n"
+    "                          (the context)\n"
+    "  --max-request-bytes N   the largest request body (1048576)\n"
+    "  --chat-template FILE    the chat template (Jinja) for\n"
+    "                          /v1/chat/completions, instead of the model's\n"
+    "  --timeout S             socket read and write timeout, seconds (60)\n";
+
+[[noreturn]] void fail(const std::string &message) {
+  std::fprintf(stderr, "tfm-serve: error: %s\n", message.c_str());
+  std::exit(1);
+}
+
+int64_t parseCount(const char *flag, const char *text, int64_t low,
+                   int64_t high) {
+  char *end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text, &end, 10);
+  if (errno || end == text || *end || value < low || value > high)
+    fail(std::string(flag) + " expects an integer in [" + std::to_string(low) +
+         ", " + std::to_string(high) + "], got '" + text + "'");
+  return value;
+}
+
+ServerOptions parseOptions(int argc, char **argv) {
+  ServerOptions o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> const char * {
+      if (i + 1 >= argc)
+        fail(arg + " needs a value");
+      return argv[++i];
+    };
+    const int64_t big = int64_t(1) << 40;
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (arg == "--port") {
+      o.port = int(parseCount("--port", value(), 0, 65535));
+    } else if (arg == "--host") {
+      o.host = value();
+    } else if (arg == "--model-symbol") {
+      o.symbol = value();
+    } else if (arg == "--name") {
+      o.name = value();
+    } else if (arg == "--max-sequences") {
+      o.engine.max_sequences =
+          int32_t(parseCount("--max-sequences", value(), 1, 4096));
+    } else if (arg == "--max-waiting") {
+      o.maxWaiting = parseCount("--max-waiting", value(), 0, 1 << 20);
+    } else if (arg == "--kv-pool-mb") {
+      o.kvPoolMb = parseCount("--kv-pool-mb", value(), 1, 1 << 24);
+    } else if (arg == "--block-positions") {
+      o.engine.block_positions =
+          int32_t(parseCount("--block-positions", value(), 1, 1 << 20));
+    } else if (arg == "--prefill-chunk") {
+      o.engine.prefill_chunk = parseCount("--prefill-chunk", value(), 1, big);
+    } else if (arg == "--no-prefix-sharing") {
+      o.engine.share_prefixes = 0;
+    } else if (arg == "--max-tokens") {
+      o.maxTokens = parseCount("--max-tokens", value(), 1, big);
+    } else if (arg == "--max-request-bytes") {
+      o.maxRequestBytes = parseCount("--max-request-bytes", value(), 64, big);
+    } else if (arg == "--chat-template") {
+      o.chatTemplate = value();
+    } else if (arg == "--timeout") {
+      o.timeoutSeconds = parseCount("--timeout", value(), 1, 86400);
+    } else if (!arg.empty() && arg[0] == '-') {
+      fail("unknown option '" + arg + "'\n" + kUsage);
+    } else if (o.library.empty()) {
+      o.library = arg;
+    } else {
+      fail("one LIBRARY only, got '" + o.library + "' and '" + arg + "'");
+    }
+  }
+  if (o.library.empty())
+    fail(std::string("no LIBRARY given\n") + kUsage);
+  o.engine.kv_pool_bytes = o.kvPoolMb << 20;
+  return o;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  return tfm::serve::runServer(parseOptions(argc, argv));
+}
