@@ -738,12 +738,13 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
       // The command line refers to image and audio loading weakly
       // (cli/main_internal.h): only a model that takes images or audio
       // pulls them in, with the libraries they decode with.
-      if (model.imagePreprocessing || model.audioPreprocessing)
+      bool media = model.imagePreprocessing || model.audioPreprocessing;
+      if (media)
         args.append({"-Wl,--undefined=tfm_image_load",
                      "-Wl,--undefined=tfm_audio_load",
                      options.runtimeMediaLibrary});
       args.append({options.runtimeLibrary, "-lopenblas", "-lutf8proc"});
-      if (model.imagePreprocessing || model.audioPreprocessing)
+      if (media)
         args.append({"-lpng", "-ljpeg", "-lfftw3", "-lsndfile", "-lsoxr"});
       args.push_back("-lm");
       return appendUnlessExternal(runTool(

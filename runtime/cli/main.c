@@ -122,11 +122,13 @@ typedef struct {
 static void apply_generation_defaults(const tfm_model_desc *desc,
                                       tfm_main_options *o) {
   const tfm_generation_defaults *g = desc->generation;
-  if (g && !o->beams)
+  if (!g)
+    return;
+  if (!o->beams)
     o->beams = g->num_beams;
-  if (g && !o->new_tokens_given && g->max_new_tokens > 0)
+  if (!o->new_tokens_given && g->max_new_tokens > 0)
     o->new_tokens = g->max_new_tokens;
-  if (g && !o->rules_given) {
+  if (!o->rules_given) {
     o->rules.no_repeat_ngram_size = g->no_repeat_ngram_size;
     o->rules.min_new_tokens = g->min_new_tokens;
     o->rules.forced_eos = g->forced_eos;
@@ -135,20 +137,17 @@ static void apply_generation_defaults(const tfm_model_desc *desc,
     o->rules.bad_words = g->bad_words;
     o->rules.bad_word_lengths = g->bad_word_lengths;
     o->rules.bad_word_count = g->num_bad_words;
-
   }
-  if (g) {
-    /* mBART's target language, Whisper's language, task and
-     * no-timestamps prompt, whatever the rules given. */
-    o->rules.has_forced_bos = g->forced_bos >= 0;
-    o->rules.forced_bos = g->forced_bos;
-    o->rules.prompt = g->prompt;
-    o->rules.prompt_count = g->num_prompt;
-    o->rules.begin_suppressed = g->begin_suppressed;
-    o->rules.begin_suppressed_count = g->num_begin_suppressed;
-    o->length_penalty = g->length_penalty;
-    o->early_stopping = g->early_stopping;
-  }
+  /* mBART's target language, Whisper's language, task and no-timestamps
+   * prompt, whatever the rules given. */
+  o->rules.has_forced_bos = g->forced_bos >= 0;
+  o->rules.forced_bos = g->forced_bos;
+  o->rules.prompt = g->prompt;
+  o->rules.prompt_count = g->num_prompt;
+  o->rules.begin_suppressed = g->begin_suppressed;
+  o->rules.begin_suppressed_count = g->num_begin_suppressed;
+  o->length_penalty = g->length_penalty;
+  o->early_stopping = g->early_stopping;
 }
 
 /* An encoder-decoder generating from its source (main_seq2seq.c). */

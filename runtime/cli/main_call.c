@@ -193,11 +193,8 @@ static int input_from_image(const char *argv0, tfm_model *model,
   if (!tfm_image_load) {
     /* tfmc links image decoding into every model with image preprocessing
      * (main_internal.h); this one has none, as tfm_image_load would say. */
-    fprintf(stderr,
-            "%s: error: %s: model '%s' was compiled without a "
-            "preprocessor_config.json, so it cannot preprocess image files "
-            "(give preprocessed pixels instead)\n",
-            argv0, path, tfm_model_get_desc(model)->name);
+    fprintf(stderr, "%s: error: %s: " TFM_NO_IMAGE_PREPROCESSING "\n", argv0,
+            path, tfm_model_get_desc(model)->name);
     return 0;
   }
   if (tfm_image_load(model, path, in->features, count, &status) != TFM_OK) {

@@ -3,6 +3,7 @@
 #ifndef TFM_RUNTIME_MAIN_INTERNAL_H
 #define TFM_RUNTIME_MAIN_INTERNAL_H
 
+#include "runtime/media/refusals.h"
 #include "tfm/tfm_runtime.h"
 
 #include <stddef.h>

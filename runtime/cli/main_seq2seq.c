@@ -162,7 +162,7 @@ static int transcribe(const char *argv0, tfm_model *model,
     } else if (!tfm_audio_load) {
       /* Linked without audio decoding: the model has no audio preprocessing
        * (main_internal.h), as tfm_audio_load would say. */
-      fprintf(stderr, "%s: error: model '%s' takes no audio\n", argv0,
+      fprintf(stderr, "%s: error: " TFM_NO_AUDIO_PREPROCESSING "\n", argv0,
               tfm_model_get_desc(model)->name);
     } else if ((features = malloc((size_t)count * sizeof *features))) {
       tfm_status status;

@@ -12,6 +12,7 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/core/status.h"
+#include "runtime/media/refusals.h"
 #include "tfm/tfm_runtime.h"
 
 #include <fftw3.h>
@@ -73,8 +74,8 @@ tfm_status_code tfm_log_mel(const tfm_model *model, const float *samples,
   const tfm_audio_preprocessing *p =
       tfm_model_get_desc(model)->audio_preprocessing;
   if (!p)
-    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
-                    "model '%s' takes no audio", tfm_model_get_desc(model)->name);
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND, TFM_NO_AUDIO_PREPROCESSING,
+                    tfm_model_get_desc(model)->name);
   int64_t length = p->samples, hop = p->hop_length, n_fft = p->n_fft;
   int64_t frames = length / hop, mels = p->mel_bins, bins = n_fft / 2 + 1;
   if (capacity < mels * frames)
@@ -229,7 +230,7 @@ tfm_status_code tfm_audio_load(const tfm_model *model, const char *path,
   const tfm_audio_preprocessing *p =
       tfm_model_get_desc(model)->audio_preprocessing;
   if (!p)
-    return tfm_fail(status, TFM_ERROR_NOT_FOUND, "model '%s' takes no audio",
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND, TFM_NO_AUDIO_PREPROCESSING,
                     tfm_model_get_desc(model)->name);
   int64_t n = 0;
   int rate = 0;

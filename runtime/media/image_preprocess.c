@@ -19,6 +19,7 @@
 #include "runtime/core/read_file.h"
 #include "runtime/core/status.h"
 #include "runtime/media/image_internal.h"
+#include "runtime/media/refusals.h"
 
 #include <errno.h>
 #include <math.h>
@@ -291,10 +292,7 @@ tfm_status_code tfm_image_load_memory(const tfm_model *model,
     return tfm_fail(status, TFM_ERROR_NOT_FOUND,
                     "model '%s' takes no RGB image", desc->name);
   if (!p)
-    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
-                    "model '%s' was compiled without a "
-                    "preprocessor_config.json, so it cannot preprocess "
-                    "image files (give preprocessed pixels instead)",
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND, TFM_NO_IMAGE_PREPROCESSING,
                     desc->name);
   int64_t height = input->shape[1], width = input->shape[2];
   if (capacity < 3 * height * width)
