@@ -1,6 +1,7 @@
 //===- Pipeline.cpp - the registered pipeline, picking by target ---------===//
 
 #include "codegen/Pipeline.h"
+#include "codegen/cpu/Passes.h"
 #include "codegen/packaging/Passes.h"
 #include "passes/Pipeline.h"
 
@@ -43,23 +44,26 @@ void mlir::tfm::buildCodegenPipeline(OpPassManager &pm,
   auto runs = [&](PipelineStage stage) {
     return first <= stage && stage <= last;
   };
-  if (runs(PipelineStage::Tfm)) {
-    TfmPipelineOptions tfm;
-    tfm.kvCache = options.kvCache;
-    tfm.maxContext = options.maxContext;
-    tfm.kvDtype = options.kvDtype;
-    tfm.fuseQKV = options.fuseQKV;
-    tfm.fuseMLP = options.fuseMLP;
-    tfm.fuseNorm = options.fuseNorm;
-    tfm.weightsDtype = options.weightsDtype;
-    tfm.edgeDtype = options.edgeDtype;
-    tfm.keepWeights = options.keepWeights;
-    tfm.weightsDtypeFor = options.weightsDtypeFor;
-    // The GPU target runs one sequence per call so far: the batched entry
-    // points (the serving engine's) are not derived for it.
-    tfm.batchedEntryPoints = !targetsCuda(options);
+  TfmPipelineOptions tfm;
+  tfm.kvCache = options.kvCache;
+  tfm.maxContext = options.maxContext;
+  tfm.kvDtype = options.kvDtype;
+  tfm.fuseQKV = options.fuseQKV;
+  tfm.fuseMLP = options.fuseMLP;
+  tfm.fuseNorm = options.fuseNorm;
+  tfm.weightsDtype = options.weightsDtype;
+  tfm.edgeDtype = options.edgeDtype;
+  tfm.keepWeights = options.keepWeights;
+  tfm.weightsDtypeFor = options.weightsDtypeFor;
+  tfm.ranks = options.ranks;
+  // The GPU target runs one sequence per call so far: the batched entry
+  // points (the serving engine's) are not derived for it. Nor are they
+  // split over ranks yet: their loops over sequences hold the attention.
+  tfm.batchedEntryPoints = !targetsCuda(options) && options.ranks <= 1;
+  if (runs(PipelineStage::Tfm))
     buildTfmPipeline(pm, tfm);
-  }
+  if (runs(PipelineStage::Partition))
+    buildTfmPartitionPipeline(pm, tfm);
   if (runs(PipelineStage::Linalg)) {
     // The runtime's kernels (GEMM panels, fused attention) are CPU code: the
     // GPU target lowers everything to linalg but plain attention, whose
@@ -99,6 +103,10 @@ void mlir::tfm::registerCodegenPipeline() {
       [](OpPassManager &pm, const CodegenPipelineOptions &options) {
         buildCodegenPipeline(pm, options);
       });
+}
+
+void mlir::tfm::registerCodegenExtensions(DialectRegistry &registry) {
+  registerMPIMemoryEffects(registry);
 }
 
 void mlir::tfm::registerLLVMTranslations(DialectRegistry &registry) {

@@ -130,6 +130,12 @@ struct CodegenPipelineOptions : PassPipelineOptions<CodegenPipelineOptions> {
                      "NVVM dialect, before PTX and the host code: what "
                      "--emit=cuda-emulator compiles for the CPU"),
       llvm::cl::init(false)};
+  Option<int64_t> ranks{
+      *this, "ranks",
+      llvm::cl::desc("Processes (MPI ranks) the model is split over: "
+                     "attention by heads, the MLP by its features, "
+                     "all-reduced (tensor parallelism)"),
+      llvm::cl::init(1)};
   Option<std::string> prefix{
       *this, "prefix",
       llvm::cl::desc("C identifier prefixing the entry points (libraries)"),
@@ -137,8 +143,10 @@ struct CodegenPipelineOptions : PassPipelineOptions<CodegenPipelineOptions> {
 };
 
 /// Where the CPU pipeline stops: after the tfm-level passes, after the
-/// lowering to linalg on tensors, or in the LLVM dialect.
-enum class PipelineStage { Tfm, Linalg, LLVM };
+/// split over ranks is carried out (and the fusions that follow it; with
+/// one rank the tfm stage does them), after the lowering to linalg on
+/// tensors, or in the LLVM dialect.
+enum class PipelineStage { Tfm, Partition, Linalg, LLVM };
 
 /// The pipeline from a model's tfm IR through `last` for the target the
 /// options name (cpu or cuda), as `tfm-codegen-pipeline` registers it (with
@@ -155,6 +163,10 @@ void registerCodegenPipeline();
 inline bool targetsCuda(const CodegenPipelineOptions &options) {
   return options.target == "cuda";
 }
+
+/// Registers what codegen adds to upstream dialects (mpi.allreduce's
+/// memory effects).
+void registerCodegenExtensions(DialectRegistry &registry);
 
 /// Registers the dialect translations the LLVM IR export needs.
 void registerLLVMTranslations(DialectRegistry &registry);

@@ -717,6 +717,9 @@ llvm::Error mlir::tfm::compile(MLIRContext &context,
     return err;
   if (options.emit == EmitKind::Tfm)
     return printModule();
+  if (llvm::Error err = runPipelineStages(unit, options, Stage::Partition,
+                                          Stage::Partition))
+    return err;
   // Read before lowering: the tfm-level @prefill says what cache it takes.
   std::optional<ModelDescription> description;
   if (unit.model) {
@@ -767,4 +770,5 @@ void mlir::tfm::registerCompilerDialects(DialectRegistry &registry) {
   registerAllExtensions(registry);
   registry.insert<TfmDialect>();
   registerLLVMTranslations(registry);
+  registerCodegenExtensions(registry);
 }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/TfmOps.h"
+#include "ir/TfmSharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -153,6 +154,23 @@ LogicalResult WeightDeclOp::verify() {
                              getTensorType());
 }
 
+/// Whether `type` is one rank's part of the weight `decl` declares whole
+/// (tfm.split_over_ranks; shard-partition reads the part before
+/// tfm-localize-sharded-weights declares it).
+static bool isRankPart(WeightDeclOp decl, Type type) {
+  auto split = decl->getAttrOfType<DenseI64ArrayAttr>(kSplitOverRanksAttrName);
+  auto whole = dyn_cast<RankedTensorType>(decl.getType());
+  auto part = dyn_cast<RankedTensorType>(type);
+  if (!split || !whole || !part || whole.getRank() != part.getRank() ||
+      whole.getElementType() != part.getElementType())
+    return false;
+  for (int64_t d = 0; d < whole.getRank(); ++d)
+    if (part.getDimSize(d) != (d == split[0] ? whole.getDimSize(d) / split[1]
+                                             : whole.getDimSize(d)))
+      return false;
+  return true;
+}
+
 LogicalResult
 WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto decl =
@@ -160,7 +178,7 @@ WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!decl)
     return emitOpError() << "refers to '" << getName()
                          << "', which no tfm.weight_decl declares";
-  if (decl.getType() != getType())
+  if (decl.getType() != getType() && !isRankPart(decl, getType()))
     return emitOpError() << "reads weight '" << getName() << "' as "
                          << getType() << ", but it is declared as "
                          << decl.getType();
@@ -185,6 +203,14 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
   } else if (name == "tfm.weight_bytes" ||
              name == "tfm.decode_weight_bytes") {
     if (onModule && isa<IntegerAttr>(attr.getValue()))
+      return success();
+  } else if (name == kSplitOverRanksAttrName) {
+    auto split = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (isa<WeightDeclOp>(op) && split && split.size() == 2 && split[1] > 1)
+      return success();
+  } else if (name == kPartialOverRanksAttrName) {
+    auto ranks = dyn_cast<IntegerAttr>(attr.getValue());
+    if (isa<WeightDeclOp>(op) && ranks && ranks.getInt() > 1)
       return success();
   } else if (name == kCheckpointDtypeAttrName) {
     if (isa<WeightDeclOp>(op) && isa<StringAttr>(attr.getValue()))

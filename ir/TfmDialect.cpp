@@ -6,6 +6,7 @@
 
 #include "ir/TfmDialect.h"
 #include "ir/TfmOps.h"
+#include "ir/TfmSharding.h"
 
 #include "mlir/Transforms/InliningUtils.h"
 
@@ -43,4 +44,5 @@ void TfmDialect::initialize() {
 #include "ir/TfmAttrs.cpp.inc"
       >();
   addInterfaces<TfmInlinerInterface>();
+  attachShardingModels(*getContext());
 }

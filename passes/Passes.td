@@ -236,4 +236,46 @@ def QuantizeWeightsPass : Pass<"tfm-quantize-weights", "ModuleOp"> {
   ];
 }
 
+def ShardTensorParallelPass : Pass<"tfm-shard-tensor-parallel", "ModuleOp"> {
+  let summary = "Plan tensor parallelism over N ranks as upstream shard annotations";
+  let description = [{
+    Megatron-LM's split of a transformer over `ranks` processes, written as
+    the upstream `shard` dialect's annotations, which `shard-partition` then
+    carries out (with the tfm ops' ShardingInterface, ir/TfmSharding.cpp):
+
+    - attention is split by heads: the query, key and value projections'
+      weight rows (and biases), the rotary embeddings, the attention and the
+      KV cache (its heads axis; each rank caches its own heads). KV heads
+      are split too, so a grouped-query group stays on one rank; `ranks`
+      must divide the KV heads (they are not replicated);
+    - the MLP's up and gate projections are split by rows, its activation
+      and gate product follow;
+    - the attention output and MLP down projections take the split input
+      and their weights' columns: each rank's product is a partial sum, and
+      `shard.all_reduce` sums them (one per block of each layer). Their
+      bias is held by rank 0 alone (`tfm.partial_over_ranks`);
+    - embeddings, norms and the LM head are replicated: a decoded token then
+      needs no gather of the logits.
+
+    The module gets `shard.grid @ranks(shape = N)`; every tensor of every
+    entry point is annotated (`shard.shard`), as shard-partition requires;
+    the weights' declarations record their split (`tfm.split_over_ranks`).
+    A model outside this plan is refused with the reason.
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", "2", "Processes the model is split over">,
+  ];
+  let dependentDialects = ["shard::ShardDialect"];
+}
+
+def LocalizeShardedWeightsPass : Pass<"tfm-localize-sharded-weights", "ModuleOp"> {
+  let summary = "Declare each split weight as the part one rank holds";
+  let description = [{
+    After `shard-partition`, each rank reads its part of a split weight:
+    `tfm.weight_decl`s with `tfm.split_over_ranks` get that part's type, so
+    the weight layout and the weight blob (one per rank) are laid out for
+    the part.
+  }];
+}
+
 #endif // TFM_PASSES_PASSES_TD

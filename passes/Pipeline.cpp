@@ -3,26 +3,16 @@
 #include "passes/Pipeline.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Shard/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 using namespace mlir::tfm;
 
-void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
-                                 const TfmPipelineOptions &options) {
-  if (options.kvCache) {
-    KVCachePassOptions kvCache;
-    kvCache.maxContext = options.maxContext;
-    kvCache.kvDtype = options.kvDtype;
-    kvCache.decodeBatch = kvCache.prefillBatch = options.batchedEntryPoints;
-    pm.addPass(createKVCachePass(kvCache));
-    // @decode calls @prefill: inline it so that codegen sees one token.
-    pm.addPass(createInlinerPass());
-  }
-  if (options.packSequences && options.batchedEntryPoints)
-    pm.addPass(createPackSequencesPass());
-  if (options.batchImages && options.batchedEntryPoints)
-    pm.addPass(createBatchImagesPass());
+/// Fusions and weight storage: after the split when there is one, so that
+/// joined weights (QKV, gate and up) are joins of the rank's parts.
+static void addFusionPasses(OpPassManager &pm,
+                            const TfmPipelineOptions &options) {
   pm.addPass(createCanonicalizerPass());
   // The fusions match projections of one input value: @prefill's last rows
   // are sliced once per use (pickRows), and only CSE makes them one, so
@@ -51,4 +41,39 @@ void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
   }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+}
+
+void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
+                                 const TfmPipelineOptions &options) {
+  if (options.kvCache) {
+    KVCachePassOptions kvCache;
+    kvCache.maxContext = options.maxContext;
+    kvCache.kvDtype = options.kvDtype;
+    kvCache.decodeBatch = kvCache.prefillBatch = options.batchedEntryPoints;
+    pm.addPass(createKVCachePass(kvCache));
+    // @decode calls @prefill: inline it so that codegen sees one token.
+    pm.addPass(createInlinerPass());
+  }
+  if (options.packSequences && options.batchedEntryPoints)
+    pm.addPass(createPackSequencesPass());
+  if (options.batchImages && options.batchedEntryPoints)
+    pm.addPass(createBatchImagesPass());
+  if (options.ranks > 1) {
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    ShardTensorParallelPassOptions split;
+    split.ranks = options.ranks;
+    pm.addPass(createShardTensorParallelPass(split));
+    return;
+  }
+  addFusionPasses(pm, options);
+}
+
+void mlir::tfm::buildTfmPartitionPipeline(OpPassManager &pm,
+                                          const TfmPipelineOptions &options) {
+  if (options.ranks <= 1)
+    return;
+  pm.addNestedPass<func::FuncOp>(shard::createPartition());
+  pm.addPass(createLocalizeShardedWeightsPass());
+  addFusionPasses(pm, options);
 }

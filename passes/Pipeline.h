@@ -33,9 +33,22 @@ struct TfmPipelineOptions {
   /// tfm-quantize-weights' dtype, edge-dtype and keep; it runs unless
   /// both dtypes are empty or f32.
   std::string weightsDtype, edgeDtype, keepWeights, weightsDtypeFor;
+  /// Processes the model is split over (tensor parallelism, --ranks): more
+  /// than one ends the tfm stage with the split's annotations
+  /// (tfm-shard-tensor-parallel), and the partition stage carries it out
+  /// before fusing.
+  int64_t ranks = 1;
 };
 
+/// The tfm stage: the derived entry points, then (one rank) the fusions and
+/// weight storage, or (several) the split's annotations.
 void buildTfmPipeline(OpPassManager &pm, const TfmPipelineOptions &options);
+
+/// The partition stage, between the tfm stage and codegen: for several
+/// ranks, upstream shard-partition, the rank's weight parts, then the
+/// fusions and weight storage on the per-rank program; nothing for one.
+void buildTfmPartitionPipeline(OpPassManager &pm,
+                               const TfmPipelineOptions &options);
 
 } // namespace mlir::tfm
 

@@ -11,6 +11,7 @@ PACKAGES=(
   libopenblas-dev libutf8proc-dev libpng-dev libjpeg62-turbo-dev
   libfftw3-dev libsndfile1-dev libsoxr-dev
   nlohmann-json3-dev libgtest-dev libcpp-httplib-dev
+  openmpi-bin libopenmpi-dev
   cmake ninja-build ccache g++ binutils pkg-config python3
 )
 

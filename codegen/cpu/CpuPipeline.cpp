@@ -36,6 +36,10 @@ void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm,
   // No linalg-fuse-elementwise-ops: its reshape propagation pushes the
   // heads' expand_shape through projections and turns their linalg.matmul
   // into 4-d generics that no longer reach BLAS.
+  // A model split over ranks sums its partial products through MPI.
+  LowerCollectivesToMPIPassOptions collectives;
+  collectives.implementation = options.mpiImplementation;
+  pm.addPass(createLowerCollectivesToMPIPass(collectives));
   buildBufferizationPipeline(pm);
   // GEMMs and GEMVs go to the runtime's BLAS kernel.
   pm.addPass(createLowerMatmulToRuntimePass());
@@ -54,6 +58,7 @@ void mlir::tfm::buildLinalgToLLVMPipeline(OpPassManager &pm,
   // Buffers come from the runtime's cache (runtime/core/buffer_cache.c), not
   // straight from malloc. Converted while loops are still structured: the
   // annotation pass tags the LLVM loads and stores inside each loop.
+  pm.addPass(createConvertMPIToLLVMPass());
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   memrefToLLVM.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));

@@ -31,6 +31,9 @@ struct LinalgToLLVMOptions {
   bool annotateParallelLoops = true;
   /// Those loops run on the runtime's threads (tfm-parallelize-loops).
   bool parallelizeLoops = true;
+  /// The MPI a model split over ranks links against (its handles are the
+  /// implementation's): the one tfmc's runtime was built with.
+  std::string mpiImplementation = TFM_MPI_IMPLEMENTATION;
 };
 
 /// The end of both targets' host code: math, arith, index, (with

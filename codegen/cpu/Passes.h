@@ -5,6 +5,9 @@
 
 #include "codegen/linalg/Passes.h"
 
+#include "mlir/Dialect/DLTI/DLTI.h"
+#include "mlir/Dialect/MPI/IR/MPI.h"
+
 namespace mlir::tfm {
 
 #define GEN_PASS_DECL
@@ -18,6 +21,10 @@ namespace mlir::tfm {
 /// without bias to its fused kernel.
 void populateCpuKernelPatterns(RewritePatternSet &patterns,
                                bool fusedAttention);
+
+/// Declares the memory effects of mpi.allreduce (LowerCollectivesToMPI.cpp),
+/// which bufferization's deallocation needs.
+void registerMPIMemoryEffects(DialectRegistry &registry);
 
 } // namespace mlir::tfm
 

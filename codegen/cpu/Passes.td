@@ -125,4 +125,42 @@ def LowerMatmulToRuntimePass : Pass<"tfm-lower-matmul-to-runtime", "ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def LowerCollectivesToMPIPass : Pass<"tfm-lower-collectives-to-mpi", "ModuleOp"> {
+  let summary = "shard.all_reduce over the ranks as an in-place MPI_Allreduce";
+  let description = [{
+    A model split over ranks (tfm-shard-tensor-parallel, shard-partition)
+    sums partial products with `shard.all_reduce` over its one-axis grid
+    `@ranks`, whose size is MPI_COMM_WORLD's. Each becomes a buffer the
+    partial sum is copied into, `mpi.allreduce` of it in place (MPI_IN_PLACE)
+    on `mpi.comm_world`, and the buffer as the result tensor. The module
+    gets the DLTI entry naming the MPI implementation (`MPI:Implementation`)
+    the MPI lowering reads, and loses the grid.
+
+    Upstream's convert-shard-to-mpi is not used for these: it splits a new
+    communicator (MPI_Comm_split, itself a collective, never freed) for
+    every all-reduce it runs, and sizes the buffer of a tensor with a
+    dynamic dimension from a wrong index (LLVM 22), which a prefill's
+    `tensor<?x4096xf32>` has.
+  }];
+  let options = [
+    Option<"implementation", "implementation", "std::string", "\"OpenMPI\"",
+           "The MPI the program links against: OpenMPI or MPICH (their "
+           "handles differ)">,
+  ];
+  let dependentDialects = ["mpi::MPIDialect", "bufferization::BufferizationDialect",
+                           "memref::MemRefDialect", "DLTIDialect"];
+}
+
+def ConvertMPIToLLVMPass : Pass<"tfm-convert-mpi-to-llvm", "ModuleOp"> {
+  let summary = "mpi ops as calls to the MPI library (upstream's patterns)";
+  let description = [{
+    Upstream's MPI-to-LLVM patterns (`populateMPIToLLVMConversionPatterns`)
+    as a pass of the CPU pipeline, which converts dialect by dialect rather
+    than through convert-to-llvm: `mpi.comm_world` and `mpi.allreduce`
+    become `MPI_Allreduce` on the implementation's predefined handles, per
+    the module's `MPI:Implementation` DLTI entry.
+  }];
+  let dependentDialects = ["LLVM::LLVMDialect"];
+}
+
 #endif // TFM_CODEGEN_CPU_PASSES_TD

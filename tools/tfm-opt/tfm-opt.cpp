@@ -27,6 +27,7 @@ int main(int argc, char **argv) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::tfm::registerLLVMTranslations(registry);
+  mlir::tfm::registerCodegenExtensions(registry);
   registry.insert<mlir::tfm::TfmDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "tfm optimizer driver\n", registry));

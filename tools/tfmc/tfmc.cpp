@@ -102,6 +102,12 @@ cl::opt<std::string> cudaArch(
     cl::desc("GPU architecture of the PTX (--target=cuda; default sm_80, "
              "which newer GPUs run too)"),
     cl::init("sm_80"), cl::value_desc("sm_XY"), cl::cat(outputCategory));
+cl::opt<int64_t> ranks(
+    "ranks",
+    cl::desc("Processes the model runs as (MPI ranks: mpirun -np N ./model), "
+             "each holding about 1/N of the weights: attention split by "
+             "heads, the MLP by its features (default 1)"),
+    cl::init(1), cl::value_desc("N"), cl::cat(outputCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level (0-3)"),
                            cl::Prefix, cl::init(3), cl::cat(outputCategory));
 cl::opt<int64_t> maxContext(
@@ -200,6 +206,7 @@ int main(int argc, char **argv) {
   pipeline.weightsDtypeFor = weightsDtypeFor;
   pipeline.target = target;
   pipeline.cudaArch = cudaArch;
+  pipeline.ranks = ranks;
   passSwitches.apply(pipeline);
 
   DefaultTimingManager timingManager;

@@ -1,0 +1,147 @@
+//===- LowerCollectivesToMPI.cpp - all-reduces as MPI_Allreduce ----------===//
+//
+// The tfm-lower-collectives-to-mpi pass (see Passes.td): the all-reduces
+// tensor parallelism leaves in a per-rank program, on tensors, become an
+// in-place mpi.allreduce of a buffer on MPI_COMM_WORLD, before
+// bufferization.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/cpu/Passes.h"
+
+#include "mlir/Dialect/Shard/IR/ShardDialect.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_LOWERCOLLECTIVESTOMPIPASS
+#include "codegen/cpu/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+struct LowerCollectivesToMPIPass
+    : tfm::impl::LowerCollectivesToMPIPassBase<LowerCollectivesToMPIPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<shard::GridOp> grids(module.getOps<shard::GridOp>());
+    if (grids.empty())
+      return;
+    if (implementation != "OpenMPI" && implementation != "MPICH") {
+      module.emitError("tfm-lower-collectives-to-mpi: unknown MPI "
+                       "implementation '")
+          << implementation << "' (OpenMPI or MPICH)";
+      return signalPassFailure();
+    }
+    // The ranks are MPI_COMM_WORLD: one grid of one axis, all-reduced whole.
+    if (grids.size() != 1 || grids[0].getRank() != 1) {
+      grids[0].emitError("tfm-lower-collectives-to-mpi: a model is split "
+                         "over one grid of one axis, its MPI ranks");
+      return signalPassFailure();
+    }
+    WalkResult walked = module.walk([&](Operation *op) {
+      if (op->getDialect() &&
+          op->getDialect()->getNamespace() ==
+              shard::ShardDialect::getDialectNamespace() &&
+          !isa<shard::GridOp, shard::AllReduceOp>(op)) {
+        op->emitOpError("is not lowered to MPI by tfmc");
+        return WalkResult::interrupt();
+      }
+      if (auto allReduce = dyn_cast<shard::AllReduceOp>(op))
+        if (failed(lower(allReduce)))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (walked.wasInterrupted())
+      return signalPassFailure();
+    grids[0].erase();
+    MLIRContext *context = &getContext();
+    DataLayoutEntryInterface entry =
+        DataLayoutEntryAttr::get(StringAttr::get(context, "MPI:Implementation"),
+                                 StringAttr::get(context, implementation));
+    module->setAttr(DLTIDialect::kMapAttrName, MapAttr::get(context, entry));
+  }
+
+  LogicalResult lower(shard::AllReduceOp allReduce) {
+    auto tensor = dyn_cast<RankedTensorType>(allReduce.getInput().getType());
+    if (!tensor || allReduce.getReduction() != shard::ReductionKind::Sum ||
+        allReduce.getGridAxes().size() != 1 ||
+        allReduce.getType() != allReduce.getInput().getType() ||
+        !tensor.getElementType().isF32())
+      return allReduce.emitOpError("tfmc lowers to MPI the sum of an f32 "
+                                   "tensor over all ranks only");
+    OpBuilder builder(allReduce);
+    Location loc = allReduce.getLoc();
+    Value input = allReduce.getInput();
+    SmallVector<Value> dynamicSizes;
+    for (int64_t d = 0; d < tensor.getRank(); ++d)
+      if (tensor.isDynamicDim(d))
+        dynamicSizes.push_back(
+            tensor::DimOp::create(builder, loc, input, d).getResult());
+    auto bufferType =
+        MemRefType::get(tensor.getShape(), tensor.getElementType());
+    Value buffer =
+        memref::AllocOp::create(builder, loc, bufferType, dynamicSizes);
+    auto copy = bufferization::MaterializeInDestinationOp::create(
+        builder, loc, input, buffer);
+    copy.setWritable(true);
+    copy.setRestrict(true);
+    // MPI sees the buffer as one vector of floats.
+    Value flat = buffer;
+    if (tensor.getRank() > 1) {
+      ReassociationIndices all;
+      for (int64_t d = 0; d < tensor.getRank(); ++d)
+        all.push_back(d);
+      flat = memref::CollapseShapeOp::create(
+          builder, loc, buffer, ArrayRef<ReassociationIndices>{all});
+    }
+    Value world = mpi::CommWorldOp::create(
+        builder, loc, mpi::CommType::get(builder.getContext()));
+    mpi::AllReduceOp::create(builder, loc, /*retval=*/Type(), flat, flat,
+                             mpi::MPI_ReductionOpEnum::MPI_SUM, world);
+    Value sum = bufferization::ToTensorOp::create(
+        builder, loc, tensor, buffer, /*restrict=*/true, /*writable=*/true);
+    allReduce.replaceAllUsesWith(sum);
+    allReduce.erase();
+    return success();
+  }
+};
+
+} // namespace
+
+namespace {
+
+/// What mpi.allreduce does to memory, which upstream's op does not declare
+/// (LLVM 22): without it the ownership-based deallocation rejects a
+/// function that calls it. It reads the send buffer and reads and writes
+/// the receive buffer (in place, they are one).
+struct AllReduceEffects
+    : MemoryEffectOpInterface::ExternalModel<AllReduceEffects,
+                                             mpi::AllReduceOp> {
+  void getEffects(
+      Operation *op,
+      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+          &effects) const {
+    auto allReduce = cast<mpi::AllReduceOp>(op);
+    effects.emplace_back(MemoryEffects::Read::get(),
+                         &allReduce.getSendbufMutable());
+    effects.emplace_back(MemoryEffects::Read::get(),
+                         &allReduce.getRecvbufMutable());
+    effects.emplace_back(MemoryEffects::Write::get(),
+                         &allReduce.getRecvbufMutable());
+  }
+};
+
+} // namespace
+
+void mlir::tfm::registerMPIMemoryEffects(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, mpi::MPIDialect *) {
+    mpi::AllReduceOp::attachInterface<AllReduceEffects>(*context);
+  });
+}

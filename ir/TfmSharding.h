@@ -1,0 +1,33 @@
+//===- TfmSharding.h - tfm ops' ShardingInterface -----------------*- C++
+//-*-===//
+//
+// How upstream shard-partition partitions tfm ops (TfmSharding.cpp), and the
+// records tensor parallelism leaves on weight declarations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_IR_TFMSHARDING_H
+#define TFM_IR_TFMSHARDING_H
+
+#include "mlir/IR/MLIRContext.h"
+
+namespace mlir::tfm {
+
+/// On a tfm.weight_decl of a model compiled for N ranks: `array<i64: axis,
+/// N>`: each rank holds the checkpoint tensor's part `rank` of N equal
+/// parts along `axis`, and the declared type is that part (after
+/// tfm-localize-sharded-weights; the whole tensor before it).
+inline constexpr llvm::StringLiteral kSplitOverRanksAttrName =
+    "tfm.split_over_ranks";
+/// On a tfm.weight_decl: the ranks (an integer) among which rank 0 holds the
+/// tensor and the others zeros, so that their sum is the tensor: the bias
+/// of a projection whose partial products are summed (shard.all_reduce).
+inline constexpr llvm::StringLiteral kPartialOverRanksAttrName =
+    "tfm.partial_over_ranks";
+
+/// Attaches ShardingInterface to the tfm ops that tensor parallelism splits.
+void attachShardingModels(MLIRContext &context);
+
+} // namespace mlir::tfm
+
+#endif // TFM_IR_TFMSHARDING_H

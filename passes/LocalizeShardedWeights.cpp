@@ -1,0 +1,47 @@
+//===- LocalizeShardedWeights.cpp - declare the rank's part of a weight --===//
+//
+// The tfm-localize-sharded-weights pass (see Passes.td): after
+// shard-partition every tfm.weight of a split weight reads the rank's part;
+// the declaration follows, so codegen lays out and packages the part.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TfmOps.h"
+#include "ir/TfmSharding.h"
+#include "passes/Passes.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_LOCALIZESHARDEDWEIGHTSPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+struct LocalizeShardedWeightsPass
+    : tfm::impl::LocalizeShardedWeightsPassBase<LocalizeShardedWeightsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (auto decl : module.getOps<WeightDeclOp>()) {
+      auto split =
+          decl->getAttrOfType<DenseI64ArrayAttr>(kSplitOverRanksAttrName);
+      auto whole = dyn_cast<RankedTensorType>(decl.getType());
+      if (!split || !whole)
+        continue;
+      SmallVector<int64_t> shape(whole.getShape());
+      if (shape[split[0]] % split[1] != 0) {
+        decl.emitOpError("is split over ")
+            << split[1] << " ranks along axis " << split[0]
+            << ", which its size " << shape[split[0]]
+            << " is not a multiple of";
+        return signalPassFailure();
+      }
+      shape[split[0]] /= split[1];
+      decl.setType(whole.clone(shape));
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,464 @@
+//===- ShardTensorParallel.cpp - Megatron's split as shard annotations ---===//
+//
+// The tfm-shard-tensor-parallel pass (see Passes.td). It plans which values
+// are split over the ranks, by which axis, from the transformer's
+// structure, then writes the plan as upstream `shard.shard` annotations on
+// every tensor, the fully annotated form `shard-partition` takes.
+//
+// The plan starts from two kinds of seed and propagates backwards:
+// - every tfm.attention's query, key and value are split by heads (axis 1),
+//   and so is what computes them: rotary embeddings, KV cache reads and the
+//   appends and cache arguments behind them, the projections (their weight
+//   rows and bias); its result feeds projections whose input features are
+//   split (row-parallel);
+// - a projection fed by an activation or a gate product is the MLP's down
+//   projection: row-parallel, its input split along the features, which
+//   splits the activation, the product and the projections feeding them.
+// Then every op that reads a split value must be one whose parts compute
+// the same thing (TfmSharding.cpp); anything else is refused, naming it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TfmOps.h"
+#include "ir/TfmSharding.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/IR/Builders.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_SHARDTENSORPARALLELPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+constexpr llvm::StringLiteral kGridName = "ranks";
+
+/// Which values are split (by which axis) over the ranks; the rest are
+/// replicated.
+class SplitPlan {
+public:
+  SplitPlan(int64_t ranks) : ranks(ranks) {}
+
+  /// Plans `func`; fails with a diagnostic naming what cannot be split.
+  LogicalResult planFunction(func::FuncOp func);
+
+  std::optional<int64_t> axisOf(Value v) const {
+    auto it = split.find(v);
+    return it == split.end() ? std::nullopt : std::optional(it->second);
+  }
+  /// Weight name -> the axis its declaration is split along.
+  const llvm::MapVector<StringAttr, int64_t> &splitWeights() const {
+    return weightAxis;
+  }
+  const llvm::SetVector<StringAttr> &partialWeights() const { return partial; }
+
+private:
+  LogicalResult requireSplit(Value v, int64_t axis, Operation *reader);
+  LogicalResult makeRowParallel(LinearOp linear);
+  LogicalResult requireWeight(Value v, Operation *reader,
+                              llvm::function_ref<LogicalResult(WeightOp)> fn);
+  LogicalResult checkReaders(func::FuncOp func);
+
+  int64_t ranks;
+  DenseMap<Value, int64_t> split;
+  DenseSet<Operation *> rowParallel;
+  llvm::MapVector<StringAttr, int64_t> weightAxis;
+  llvm::SetVector<StringAttr> partial;
+};
+
+/// "what" for a diagnostic: the op's name.
+std::string describe(Value v) {
+  if (Operation *op = v.getDefiningOp())
+    return "'" + op->getName().getStringRef().str() + "'";
+  return "argument " + std::to_string(cast<BlockArgument>(v).getArgNumber());
+}
+
+LogicalResult SplitPlan::requireSplit(Value v, int64_t axis,
+                                      Operation *reader) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  if (!type || axis >= type.getRank())
+    return reader->emitOpError("tensor parallelism: cannot split ")
+           << describe(v) << " along axis " << axis;
+  auto [it, inserted] = split.try_emplace(v, axis);
+  if (!inserted) {
+    if (it->second == axis)
+      return success();
+    return reader->emitOpError("tensor parallelism: ")
+           << describe(v) << " would be split along axes " << it->second
+           << " and " << axis;
+  }
+  int64_t size = type.getDimSize(axis);
+  if (ShapedType::isDynamic(size) || size % ranks != 0)
+    return reader->emitOpError("tensor parallelism over ")
+           << ranks << " ranks splits " << describe(v) << " (" << type
+           << ") along axis " << axis << " into equal parts, but "
+           << (ShapedType::isDynamic(size)
+                   ? std::string("its size is dynamic")
+                   : std::to_string(size) + " is not a multiple of " +
+                         std::to_string(ranks));
+
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (func && func.getArgAttr(arg.getArgNumber(), kCacheArgAttrName))
+      return success(); // a cache: each rank's holds its heads
+    return reader->emitOpError("tensor parallelism: argument ")
+           << arg.getArgNumber() << " would be split, but only caches are";
+  }
+  Operation *def = v.getDefiningOp();
+  if (auto rope = dyn_cast<RopeOp>(def))
+    return requireSplit(rope.getInput(), axis, def);
+  if (isa<DequantizeOp, ActivationOp, QuantizeRowsOp, DequantizeRowsOp,
+          tensor::CastOp>(def))
+    return requireSplit(def->getOperand(0), axis, def);
+  if (isa<AddOp, MulOp>(def)) {
+    if (failed(requireSplit(def->getOperand(0), axis, def)))
+      return failure();
+    return requireSplit(def->getOperand(1), axis, def);
+  }
+  if (auto weight = dyn_cast<WeightOp>(def)) {
+    auto [entry, fresh] =
+        weightAxis.insert({weight.getNameAttr().getAttr(), axis});
+    if (!fresh && entry->second != axis)
+      return def->emitOpError("tensor parallelism: weight '")
+             << weight.getName() << "' would be split along axes "
+             << entry->second << " and " << axis;
+    if (partial.contains(weight.getNameAttr().getAttr()))
+      return def->emitOpError("tensor parallelism: weight '")
+             << weight.getName() << "' is both split and a summed bias";
+    return success();
+  }
+  if (auto read = dyn_cast<KVCacheReadOp>(def)) {
+    // [layers, 2, capacity, kv_heads, head_dim]: heads are the next to last.
+    if (axis != 1)
+      return def->emitOpError("tensor parallelism splits cached keys and "
+                              "values by heads only");
+    auto cache = cast<RankedTensorType>(read.getCache().getType());
+    return requireSplit(read.getCache(), cache.getRank() - 2, def);
+  }
+  if (auto append = dyn_cast<KVCacheAppendOp>(def)) {
+    auto cache = cast<RankedTensorType>(append.getCache().getType());
+    if (axis != cache.getRank() - 2)
+      return def->emitOpError("tensor parallelism splits a KV cache by heads "
+                              "only");
+    if (failed(requireSplit(append.getCache(), axis, def)) ||
+        failed(requireSplit(append.getKey(), 1, def)))
+      return failure();
+    return requireSplit(append.getValue(), 1, def);
+  }
+  if (auto linear = dyn_cast<LinearOp>(def)) {
+    // Column-parallel: [seq, heads, head_dim] by heads or [seq, out] by
+    // features; the weight's rows (and the bias) split alike.
+    if (axis != 1 || rowParallel.contains(def) || linear.getGated())
+      return def->emitOpError("tensor parallelism: cannot split this "
+                              "projection's output along axis ")
+             << axis;
+    if (failed(requireSplit(linear.getWeight(), 0, def)))
+      return failure();
+    if (Value bias = linear.getBias())
+      return requireSplit(bias, 0, def);
+    return success();
+  }
+  return reader->emitOpError("tensor parallelism: cannot split ")
+         << describe(v) << " along axis " << axis
+         << " (tfmc splits attention by heads and the MLP by its features)";
+}
+
+/// Row-parallel: the input's features and the weight's columns split, the
+/// bias held by rank 0 (summed once by the all-reduce).
+LogicalResult SplitPlan::makeRowParallel(LinearOp linear) {
+  if (!rowParallel.insert(linear).second)
+    return success();
+  if (linear.getGated() || linear.getActivation())
+    return linear.emitOpError("tensor parallelism: a row-parallel projection "
+                              "cannot have an epilogue");
+  if (failed(requireSplit(linear.getInput(), 1, linear)) ||
+      failed(requireSplit(linear.getWeight(), 1, linear)))
+    return failure();
+  if (Value bias = linear.getBias())
+    return requireWeight(bias, linear, [&](WeightOp weight) -> LogicalResult {
+      StringAttr name = weight.getNameAttr().getAttr();
+      if (weightAxis.contains(name))
+        return weight.emitOpError("tensor parallelism: weight '")
+               << weight.getName() << "' is both split and a summed bias";
+      partial.insert(name);
+      return success();
+    });
+  return success();
+}
+
+/// `v` read straight from a weight (through a dequantize).
+LogicalResult
+SplitPlan::requireWeight(Value v, Operation *reader,
+                         llvm::function_ref<LogicalResult(WeightOp)> fn) {
+  if (auto dequantize = v.getDefiningOp<DequantizeOp>())
+    v = dequantize.getInput();
+  if (auto weight = v.getDefiningOp<WeightOp>())
+    return fn(weight);
+  return reader->emitOpError("tensor parallelism: the bias of a row-parallel "
+                             "projection must be a weight");
+}
+
+LogicalResult SplitPlan::planFunction(func::FuncOp func) {
+  WalkResult seeds = func.walk([&](AttentionOp attention) {
+    if (attention.getBias() || attention.getLengths()) {
+      attention.emitOpError("tensor parallelism: attention with an additive "
+                            "bias or packed sequences is not split yet");
+      return WalkResult::interrupt();
+    }
+    if (failed(requireSplit(attention.getQuery(), 1, attention)) ||
+        failed(requireSplit(attention.getKey(), 1, attention)) ||
+        failed(requireSplit(attention.getValue(), 1, attention)))
+      return WalkResult::interrupt();
+    if (Value table = attention.getRelativeBias())
+      if (failed(requireSplit(table, 1, attention)))
+        return WalkResult::interrupt();
+    split[attention.getResult()] = 1;
+    for (Operation *user : attention->getUsers()) {
+      auto linear = dyn_cast<LinearOp>(user);
+      if (!linear || linear.getInput() != attention.getResult()) {
+        user->emitOpError("tensor parallelism: reads the heads of an "
+                          "attention, which only an output projection may");
+        return WalkResult::interrupt();
+      }
+      if (failed(makeRowParallel(linear)))
+        return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (seeds.wasInterrupted())
+    return failure();
+  WalkResult mlps = func.walk([&](LinearOp linear) {
+    if (!linear.getInput().getDefiningOp<ActivationOp>() &&
+        !linear.getInput().getDefiningOp<MulOp>())
+      return WalkResult::advance();
+    return failed(makeRowParallel(linear)) ? WalkResult::interrupt()
+                                           : WalkResult::advance();
+  });
+  if (mlps.wasInterrupted())
+    return failure();
+  return checkReaders(func);
+}
+
+/// Every reader of a split value computes on parts: an op of
+/// TfmSharding.cpp whose other tensors are split alike, a row-parallel
+/// projection, or the return of a cache.
+LogicalResult SplitPlan::checkReaders(func::FuncOp func) {
+  WalkResult result = func.walk([&](Operation *op) {
+    bool readsSplit = llvm::any_of(op->getOperands(),
+                                   [&](Value v) { return split.contains(v); });
+    if (!readsSplit)
+      return WalkResult::advance();
+    if (op->getParentOp() != func) {
+      op->emitOpError("tensor parallelism: split values inside '")
+          << op->getParentOp()->getName()
+          << "' are not partitioned yet (entry points with loops over "
+             "sequences: @decode_batch, @prefill_batch)";
+      return WalkResult::interrupt();
+    }
+    if (isa<func::ReturnOp>(op) || rowParallel.contains(op))
+      return WalkResult::advance();
+    if (!isa<RopeOp, AttentionOp, KVCacheAppendOp, KVCacheReadOp, LinearOp,
+             ActivationOp, AddOp, MulOp, DequantizeOp, QuantizeRowsOp,
+             DequantizeRowsOp, tensor::CastOp>(op)) {
+      op->emitOpError("tensor parallelism: cannot compute on the ranks' "
+                      "parts of a split value");
+      return WalkResult::interrupt();
+    }
+    for (Value result : op->getResults())
+      if (isa<RankedTensorType>(result.getType()) && !split.contains(result)) {
+        op->emitOpError("tensor parallelism: reads a split value but its "
+                        "result would be whole");
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+/// shard-partition requires each op's result to have one use (its
+/// annotation): index computations used twice are computed once per use
+/// (CSE joins them again after partitioning).
+void cloneSharedScalars(func::FuncOp func) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : func.getBody().front())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops)) {
+    if (op->hasTrait<OpTrait::ConstantLike>() || op->getNumRegions() ||
+        op->getNumResults() != 1 ||
+        isa<RankedTensorType>(op->getResultTypes()[0]))
+      continue;
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : op->getResult(0).getUses())
+      uses.push_back(&use);
+    for (OpOperand *use : llvm::drop_begin(uses)) {
+      OpBuilder builder(use->getOwner());
+      use->set(builder.clone(*op)->getResult(0));
+    }
+  }
+}
+
+/// Writes the plan as shard.shard annotations on every tensor of `func`.
+class Annotator {
+public:
+  Annotator(func::FuncOp func, const SplitPlan &plan)
+      : func(func), plan(plan), builder(func.getContext()) {}
+
+  void run() {
+    Block &body = func.getBody().front();
+    builder.setInsertionPointToStart(&body);
+    for (BlockArgument arg : body.getArguments())
+      annotateResult(arg);
+    SmallVector<Operation *> ops;
+    for (Operation &op : body)
+      if (!isa<shard::ShardOp, shard::ShardingOp>(op))
+        ops.push_back(&op);
+    for (Operation *op : ops) {
+      if (op->hasTrait<OpTrait::ConstantLike>())
+        continue;
+      for (OpOperand &operand : op->getOpOperands())
+        if (annotated(operand.get()))
+          operand.set(forUsers(operand.get()));
+      builder.setInsertionPointAfter(op);
+      for (Value result : op->getResults())
+        annotateResult(result);
+    }
+  }
+
+private:
+  static bool annotated(Value v) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    return type && type.getRank() > 0;
+  }
+  /// The planned axis of `v`, through the annotation that stands for it.
+  std::optional<int64_t> planned(Value v) {
+    auto it = original.find(v);
+    return plan.axisOf(it == original.end() ? v : it->second);
+  }
+  /// The annotation `v`'s readers read (one per value: every reader wants
+  /// the value as planned), right after `v`'s own.
+  Value forUsers(Value annotation) {
+    Value &users = readers[annotation];
+    if (users)
+      return users;
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointAfterValue(annotation);
+    return users =
+               shard::ShardOp::create(builder, annotation.getLoc(), annotation,
+                                      sharding(planned(annotation)),
+                                      /*annotate_for_users=*/true);
+  }
+  /// `v`'s own annotation; its readers read the annotation.
+  void annotateResult(Value v) {
+    if (!annotated(v))
+      return;
+    auto shardOp =
+        shard::ShardOp::create(builder, v.getLoc(), v, sharding(plan.axisOf(v)),
+                               /*annotate_for_users=*/false);
+    v.replaceAllUsesExcept(shardOp.getResult(), shardOp);
+    original[shardOp.getResult()] = v;
+  }
+  /// One shard.sharding per axis (and one replicated), at the entry.
+  Value sharding(std::optional<int64_t> axis) {
+    int64_t key = axis.value_or(-1);
+    auto it = shardings.find(key);
+    if (it != shardings.end())
+      return it->second;
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(&func.getBody().front());
+    SmallVector<shard::GridAxesAttr> axes;
+    MLIRContext *context = func.getContext();
+    if (axis) {
+      for (int64_t d = 0; d < *axis; ++d)
+        axes.push_back(shard::GridAxesAttr::get(context, {}));
+      axes.push_back(shard::GridAxesAttr::get(context, {0}));
+    } else {
+      axes.push_back(shard::GridAxesAttr::get(context, {}));
+    }
+    auto op = shard::ShardingOp::create(
+        builder, func.getLoc(), FlatSymbolRefAttr::get(context, kGridName),
+        axes);
+    return shardings[key] = op.getResult();
+  }
+
+  func::FuncOp func;
+  const SplitPlan &plan;
+  OpBuilder builder;
+  DenseMap<int64_t, Value> shardings;
+  DenseMap<Value, Value> original;
+  DenseMap<Value, Value> readers;
+};
+
+struct ShardTensorParallelPass
+    : tfm::impl::ShardTensorParallelPassBase<ShardTensorParallelPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (ranks < 2)
+      return; // one process: nothing to split
+    if (failed(checkModel(module)))
+      return signalPassFailure();
+    SplitPlan plan(ranks);
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal())
+        funcs.push_back(func);
+    for (func::FuncOp func : funcs)
+      if (failed(plan.planFunction(func)))
+        return signalPassFailure();
+    OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
+    shard::GridOp::create(builder, module.getLoc(), kGridName,
+                          ArrayRef<int64_t>{ranks});
+    recordWeights(module, plan);
+    for (func::FuncOp func : funcs) {
+      cloneSharedScalars(func);
+      Annotator(func, plan).run();
+    }
+  }
+
+  /// The model's head counts, refused with the reason when the ranks do
+  /// not divide them (before any op-level diagnostic).
+  LogicalResult checkModel(ModuleOp module) {
+    auto model = module->getAttrOfType<ModelAttr>(kModelAttrName);
+    if (!model)
+      return success();
+    auto refuse = [&](StringRef what, int64_t count) {
+      return module.emitError("--ranks ")
+             << ranks << ": the model's " << count << " " << what
+             << " do not divide among " << ranks
+             << " ranks (tfmc splits attention by heads, KV heads included, "
+                "keeping grouped-query groups whole, and does not replicate "
+                "KV heads): use a number of ranks that divides "
+             << count;
+    };
+    if (model.getNumKvHeads() % ranks != 0)
+      return refuse("KV heads", model.getNumKvHeads());
+    if (model.getNumHeads() % ranks != 0)
+      return refuse("attention heads", model.getNumHeads());
+    return success();
+  }
+
+  void recordWeights(ModuleOp module, const SplitPlan &plan) {
+    MLIRContext *context = module.getContext();
+    for (auto decl : module.getOps<WeightDeclOp>()) {
+      StringAttr name = decl.getSymNameAttr();
+      auto it = plan.splitWeights().find(name);
+      if (it != plan.splitWeights().end())
+        decl->setAttr(kSplitOverRanksAttrName,
+                      DenseI64ArrayAttr::get(context, {it->second, ranks}));
+      if (plan.partialWeights().contains(name))
+        decl->setAttr(kPartialOverRanksAttrName,
+                      IntegerAttr::get(IntegerType::get(context, 64), ranks));
+    }
+  }
+};
+
+} // namespace
