@@ -296,6 +296,32 @@ bool runsPastMaxContext(const CompilationUnit &unit) {
   return dynamic;
 }
 
+/// --ranks: a model split over MPI processes needs MPI where tfmc was
+/// built, runs on the CPU, and is an executable (one weights file with a
+/// section per rank; libraries would need their application to be an MPI
+/// program too).
+llvm::Error checkRanks(const CompileOptions &options) {
+  int64_t ranks = options.pipeline ? options.pipeline->ranks : 1;
+  if (ranks == 1)
+    return llvm::Error::success();
+  if (ranks < 1)
+    return makeError("--ranks must be at least 1, got " +
+                     llvm::Twine(ranks));
+  if (llvm::StringRef(TFM_MPI_IMPLEMENTATION).empty())
+    return makeError("--ranks " + llvm::Twine(ranks) +
+                     ": this tfmc was built without MPI (install "
+                     "libopenmpi-dev and build it again)");
+  if (targetsCuda(*options.pipeline))
+    return makeError("--ranks " + llvm::Twine(ranks) +
+                     ": a model split over ranks runs on the CPU "
+                     "(--target=cuda runs on one GPU)");
+  if (isLibrary(options.emit))
+    return makeError("--ranks " + llvm::Twine(ranks) +
+                     ": a model split over ranks is an executable (--emit=exe)"
+                     ", run with mpirun -np " + llvm::Twine(ranks));
+  return llvm::Error::success();
+}
+
 llvm::Error checkOptions(const CompileOptions &options,
                          const CompilationUnit &unit) {
   bool linked = options.emit == EmitKind::Exe || isLibrary(options.emit);
@@ -315,6 +341,8 @@ llvm::Error checkOptions(const CompileOptions &options,
   if (identifierFrom(prefix) != prefix)
     return makeError("--prefix must be a C identifier, got '" + prefix + "'");
   if (llvm::Error err = checkTarget(options, unit))
+    return err;
+  if (llvm::Error err = checkRanks(options))
     return err;
   int64_t maxContext = options.pipeline ? options.pipeline->maxContext : 0;
   int64_t modelContext = unit.model ? unit.model.getMaxContext() : 0;
@@ -349,6 +377,11 @@ LinkOptions mlir::tfm::locateRuntime(const char *argv0) {
   options.runtimeMainLibrary = libDir + "/libtfmrt_main.a";
   options.runtimeMediaLibrary = libDir + "/libtfmrt_media.a";
   options.cudaEmulatorLibrary = libDir + "/libtfmcudaemu.a";
+  options.runtimeMpiLibrary = libDir + "/libtfmrt_mpi.a";
+  llvm::SmallVector<llvm::StringRef> mpiLibraries;
+  llvm::StringRef(TFM_MPI_LIBRARIES).split(mpiLibraries, ';', -1, false);
+  for (llvm::StringRef library : mpiLibraries)
+    options.mpiLibraries.push_back(library.str());
   return options;
 }
 
@@ -539,6 +572,7 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   description.eosToken = model.getEosToken();
   description.addBos = model.getAddBos();
   description.family = model.getFamily().str();
+  description.ranks = options.pipeline ? options.pipeline->ranks : 1;
   description.chatTemplate = model.getChatTemplate().str();
   if (ArrayAttr labels = model.getLabels())
     for (Attribute label : labels)

@@ -197,7 +197,7 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   bool onModule = isa<ModuleOp>(op);
   if (name == "tfm.weight_layout" || name == "tfm.weight_panels" ||
-      name == "tfm.weight_formats") {
+      name == "tfm.weight_formats" || name == kRankWeightsAttrName) {
     if (onModule && isa<DictionaryAttr>(attr.getValue()))
       return success();
   } else if (name == "tfm.weight_bytes" ||

@@ -25,6 +25,12 @@ inline constexpr llvm::StringLiteral kSplitOverRanksAttrName =
 inline constexpr llvm::StringLiteral kPartialOverRanksAttrName =
     "tfm.partial_over_ranks";
 
+/// On the module of a model split over ranks, from
+/// tfm-localize-sharded-weights on (codegen lowers the declarations away):
+/// weight name -> `array<i64: axis, ranks>`, axis -1 for a summed bias.
+/// What the packager writes each rank's weights from.
+inline constexpr llvm::StringLiteral kRankWeightsAttrName = "tfm.rank_weights";
+
 /// Attaches ShardingInterface to the tfm ops that tensor parallelism splits.
 void attachShardingModels(MLIRContext &context);
 

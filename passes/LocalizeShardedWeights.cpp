@@ -24,7 +24,14 @@ struct LocalizeShardedWeightsPass
     : tfm::impl::LocalizeShardedWeightsPassBase<LocalizeShardedWeightsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    MLIRContext *context = module.getContext();
+    SmallVector<NamedAttribute> parts;
     for (auto decl : module.getOps<WeightDeclOp>()) {
+      if (auto partial =
+              decl->getAttrOfType<IntegerAttr>(kPartialOverRanksAttrName))
+        parts.emplace_back(decl.getSymNameAttr(),
+                           DenseI64ArrayAttr::get(context,
+                                                  {-1, partial.getInt()}));
       auto split =
           decl->getAttrOfType<DenseI64ArrayAttr>(kSplitOverRanksAttrName);
       auto whole = dyn_cast<RankedTensorType>(decl.getType());
@@ -40,7 +47,11 @@ struct LocalizeShardedWeightsPass
       }
       shape[split[0]] /= split[1];
       decl.setType(whole.clone(shape));
+      parts.emplace_back(decl.getSymNameAttr(), split);
     }
+    if (!parts.empty())
+      module->setAttr(kRankWeightsAttrName,
+                      DictionaryAttr::get(context, parts));
   }
 };
 

@@ -41,7 +41,30 @@ struct ConvertMPIToLLVMPass
     target.addIllegalDialect<mpi::MPIDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    renameOpenMPIOps(module);
+  }
+
+  /// Upstream (LLVM 22) names Open MPI's predefined reduction ops
+  /// `ompi_mpi_<op>`; Open MPI's mpi.h defines MPI_SUM as
+  /// `&ompi_mpi_op_sum` (and so on), the symbols libmpi exports. Without
+  /// this, a model's link fails on `ompi_mpi_sum`.
+  static void renameOpenMPIOps(ModuleOp module) {
+    static const char *const kOps[] = {"max",  "min",  "sum",    "prod",
+                                       "land", "band", "lor",    "bor",
+                                       "lxor", "bxor", "minloc", "maxloc",
+                                       "replace"};
+    for (const char *op : kOps) {
+      std::string upstream = std::string("ompi_mpi_") + op;
+      auto global = module.lookupSymbol<LLVM::GlobalOp>(upstream);
+      if (!global)
+        continue;
+      auto renamed = StringAttr::get(module.getContext(),
+                                     std::string("ompi_mpi_op_") + op);
+      if (failed(SymbolTable::replaceAllSymbolUses(global, renamed, module)))
+        continue;
+      global.setSymName(renamed.getValue());
+    }
   }
 };
 

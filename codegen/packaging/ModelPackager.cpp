@@ -1,6 +1,7 @@
 //===- ModelPackager.cpp - weights, tokenizer and link step -------------===//
 
 #include "codegen/packaging/ModelPackager.h"
+#include "codegen/packaging/RankWeights.h"
 #include "codegen/linalg/Passes.h"
 #include "codegen/linalg/WeightFormats.h"
 #include "codegen/packaging/EntryPointTable.h"
@@ -231,41 +232,29 @@ bool embedsWeights(const LinkOptions &options) {
          options.kind == OutputKind::StaticLibrary;
 }
 
-/// Appends the blob at `blobPath` to the linked `outputPath` at an aligned
-/// offset, then the trailer the runtime finds it by (tfm_format.h). The
-/// copy goes through the kernel (copy_file_range), not through memory.
-llvm::Error appendWeights(llvm::StringRef outputPath, llvm::StringRef blobPath,
-                          uint64_t size, uint64_t checksum) {
-  auto fail = [&](const llvm::Twine &what) {
-    return makeError("cannot append the weights to '" + outputPath +
-                     "': " + what + ": " + std::strerror(errno));
-  };
+/// Bytes from one rank's weights to the next's in the weights file (or
+/// what is appended): each rank's section starts aligned, so it maps as
+/// the one blob of a model that is not split does.
+uint64_t rankStride(uint64_t size) {
+  return llvm::alignTo(size, TFM_APPENDED_ALIGNMENT);
+}
+
+/// Copies the file `blobPath` into `out` at `offset`, through the kernel
+/// (copy_file_range) where it can. Returns the step that failed, or "".
+std::string copyBlob(llvm::StringRef blobPath, int out, uint64_t offset,
+                     uint64_t size) {
   int in = ::open(blobPath.str().c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0)
-    return fail("open '" + blobPath + "'");
-  int out = ::open(outputPath.str().c_str(), O_WRONLY | O_CLOEXEC);
-  if (out < 0) {
-    ::close(in);
-    return fail("open");
-  }
-  auto finish = [&](llvm::Error err) {
-    ::close(in);
-    if (::close(out) != 0 && !err)
-      return fail("close");
-    return err;
-  };
-  off_t end = ::lseek(out, 0, SEEK_END);
-  if (end < 0)
-    return finish(fail("seek"));
-  uint64_t offset = llvm::alignTo(uint64_t(end), TFM_APPENDED_ALIGNMENT);
-  // The padding is a hole: ftruncate extends the file without writing it.
+    return ("open '" + blobPath + "'").str();
+  // The padding before it is a hole: ftruncate extends without writing.
   if (::ftruncate(out, off_t(offset)) != 0 ||
-      ::lseek(out, off_t(offset), SEEK_SET) < 0)
-    return finish(fail("pad"));
+      ::lseek(out, off_t(offset), SEEK_SET) < 0) {
+    ::close(in);
+    return "pad";
+  }
   uint64_t copied = 0;
   while (copied < size) {
-    ssize_t n = ::copy_file_range(in, nullptr, out, nullptr,
-                                  size - copied, 0);
+    ssize_t n = ::copy_file_range(in, nullptr, out, nullptr, size - copied, 0);
     if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL ||
                   errno == EOPNOTSUPP) && copied == 0) {
       // File systems without copy_file_range: through a small buffer.
@@ -273,30 +262,81 @@ llvm::Error appendWeights(llvm::StringRef outputPath, llvm::StringRef blobPath,
       while (copied < size) {
         ssize_t r = ::read(in, buffer.data(),
                            std::min<uint64_t>(buffer.size(), size - copied));
-        if (r <= 0 || ::write(out, buffer.data(), size_t(r)) != r)
-          return finish(fail("copy"));
+        if (r <= 0 || ::write(out, buffer.data(), size_t(r)) != r) {
+          ::close(in);
+          return "copy";
+        }
         copied += uint64_t(r);
       }
       break;
     }
-    if (n <= 0)
-      return finish(fail("copy"));
+    if (n <= 0) {
+      ::close(in);
+      return "copy";
+    }
     copied += uint64_t(n);
   }
-  tfm_appended_trailer trailer = {};
-  std::memcpy(trailer.magic, TFM_APPENDED_MAGIC, sizeof trailer.magic);
-  trailer.offset = offset;
-  trailer.size = size;
-  trailer.checksum = checksum;
-  if (::write(out, &trailer, sizeof trailer) != ssize_t(sizeof trailer))
+  ::close(in);
+  return "";
+}
+
+/// Appends the blobs at `blobPaths` (one per rank, `size` bytes each) to
+/// the linked `outputPath` at an aligned offset, a rank stride apart, then
+/// the trailer the runtime finds them by (tfm_format.h). With `trailer`
+/// false, `outputPath` is a weights file of the sections alone.
+llvm::Error writeSections(llvm::StringRef outputPath,
+                          llvm::ArrayRef<std::string> blobPaths, uint64_t size,
+                          uint64_t checksum, bool trailer) {
+  auto fail = [&](const llvm::Twine &what) {
+    return makeError("cannot " +
+                     llvm::Twine(trailer ? "append the weights to" : "write") +
+                     " '" + outputPath + "': " + what + ": " +
+                     std::strerror(errno));
+  };
+  int flags = trailer ? O_WRONLY | O_CLOEXEC
+                      : O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+  int out = ::open(outputPath.str().c_str(), flags, 0644);
+  if (out < 0)
+    return fail("open");
+  auto finish = [&](llvm::Error err) {
+    if (::close(out) != 0 && !err)
+      return fail("close");
+    return err;
+  };
+  off_t end = trailer ? ::lseek(out, 0, SEEK_END) : 0;
+  if (end < 0)
+    return finish(fail("seek"));
+  uint64_t offset = llvm::alignTo(uint64_t(end), TFM_APPENDED_ALIGNMENT);
+  for (size_t r = 0; r < blobPaths.size(); ++r) {
+    std::string failed =
+        copyBlob(blobPaths[r], out, offset + r * rankStride(size), size);
+    if (!failed.empty())
+      return finish(fail(failed));
+  }
+  if (!trailer)
+    return finish(llvm::Error::success());
+  tfm_appended_trailer appended = {};
+  std::memcpy(appended.magic, TFM_APPENDED_MAGIC, sizeof appended.magic);
+  appended.offset = offset;
+  appended.size = rankStride(size) * (blobPaths.size() - 1) + size;
+  appended.checksum = checksum;
+  if (::write(out, &appended, sizeof appended) != ssize_t(sizeof appended))
     return finish(fail("write the trailer"));
   return finish(llvm::Error::success());
 }
 
 /// The generated C file: embedded blobs (.incbin) and the model description.
+/// The weight blobs written: one per rank (one for a model not split).
+struct WrittenWeights {
+  uint64_t size = 0;
+  std::vector<uint64_t> checksums;
+  /// Bytes every rank holds alike.
+  uint64_t replicated = 0;
+};
+
 std::string generateModelSource(const ModelDescription &model,
                                 const LinkOptions &options,
-                                uint64_t weightBytes, uint64_t checksum,
+                                const WrittenWeights &written,
                                 llvm::StringRef weightsPath,
                                 llvm::StringRef tokenizerPath,
                                 uint64_t tokenizerBytes) {
@@ -403,6 +443,12 @@ std::string generateModelSource(const ModelDescription &model,
   bool library = options.kind != OutputKind::Executable;
   std::string descSymbol =
       library ? options.prefix + "_model" : "tfm_builtin_model";
+  if (model.ranks > 1) {
+    os << "static const uint64_t tfm_rank_checksums[] = {";
+    for (uint64_t checksum : written.checksums)
+      os << checksum << "ull, ";
+    os << "};\n";
+  }
   os << "\n"
      << (library ? "__attribute__((visibility(\"default\"))) " : "")
      << "const tfm_model_desc " << descSymbol << " = {\n"
@@ -428,8 +474,8 @@ std::string generateModelSource(const ModelDescription &model,
                ? "TFM_WEIGHTS_APPENDED_TO_EXECUTABLE"
                : "TFM_WEIGHTS_APPENDED_TO_LIBRARY")
        << ",\n";
-  os << "    .weights_size = " << weightBytes << "ull,\n"
-     << "    .weights_checksum = " << checksum << "ull,\n"
+  os << "    .weights_size = " << written.size << "ull,\n"
+     << "    .weights_checksum = " << written.checksums[0] << "ull,\n"
      << "    .decode_weight_bytes = " << model.decodeWeightBytes << "ull,\n";
   if (model.tokenizer)
     os << "    .tokenizer = tfm_tokenizer_blob,\n"
@@ -454,6 +500,11 @@ std::string generateModelSource(const ModelDescription &model,
      << "    .num_caches = " << model.caches.size() << ",\n"
      << "    .caches = " << (model.caches.empty() ? "0" : "tfm_caches")
      << ",\n";
+  if (model.ranks > 1)
+    os << "    .ranks = " << model.ranks << ",\n"
+       << "    .rank_stride = " << rankStride(written.size) << "ull,\n"
+       << "    .rank_checksums = tfm_rank_checksums,\n"
+       << "    .replicated_weights_size = " << written.replicated << "ull,\n";
   os << "};\n";
   return source;
 }
@@ -462,7 +513,8 @@ std::string generateModelSource(const ModelDescription &model,
 
 llvm::Expected<uint64_t> mlir::tfm::writeWeightBlob(
     ModuleOp module, WeightLookup weights, llvm::StringRef path,
-    const std::function<void(uint64_t, uint64_t)> &progress) {
+    const std::function<void(uint64_t, uint64_t)> &progress, int64_t rank,
+    uint64_t *replicatedBytes) {
   auto layout = module->getAttrOfType<DictionaryAttr>(kWeightLayoutAttrName);
   auto bytes = module->getAttrOfType<IntegerAttr>(kWeightBytesAttrName);
   if (!layout || !bytes)
@@ -478,8 +530,17 @@ llvm::Expected<uint64_t> mlir::tfm::writeWeightBlob(
                      entry.getName().getValue()});
   llvm::sort(order);
   BlobWriter out(path);
+  uint64_t replicated = 0;
+  RankWeights split(module);
   for (auto [offset, name] : order) {
     std::optional<WeightRows> weight = weights(name);
+    if (weight) {
+      llvm::Expected<WeightRows> part = split.part(name, *weight, rank);
+      if (!part)
+        return part.takeError();
+      weight = *part;
+    }
+    uint64_t start = std::max<uint64_t>(out.position(), offset);
     auto shape = panels ? panels.getAs<DenseI64ArrayAttr>(name)
                         : DenseI64ArrayAttr();
     if (!weight || uint64_t(offset) < out.position() ||
@@ -500,6 +561,8 @@ llvm::Expected<uint64_t> mlir::tfm::writeWeightBlob(
     else
       writeRows(*weight, format, out);
     weight->release(0, weight->rows);
+    if (split.isReplicated(name))
+      replicated += out.position() - start;
     if (progress)
       progress(out.position(), bytes.getInt());
   }
@@ -509,6 +572,8 @@ llvm::Expected<uint64_t> mlir::tfm::writeWeightBlob(
   uint64_t checksum = out.finish();
   if (llvm::Error err = out.status())
     return std::move(err);
+  if (replicatedBytes)
+    *replicatedBytes = replicated;
   return checksum;
 }
 
@@ -698,22 +763,38 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
     std::string weightsPath = options.externalWeights
                                   ? options.outputPath + ".weights"
                                   : inWorkDir("weights.bin");
-    llvm::Expected<uint64_t> checksum =
-        writeWeightBlob(module, weights, weightsPath, options.weightProgress);
-    if (!checksum)
-      return checksum.takeError();
+    // A model split over ranks: a blob per rank, then sections of one file.
+    WrittenWeights written;
+    std::vector<std::string> blobPaths;
+    for (int64_t rank = 0; rank < model.ranks; ++rank) {
+      blobPaths.push_back(model.ranks == 1
+                              ? weightsPath
+                              : inWorkDir("weights." + std::to_string(rank) +
+                                          ".bin"));
+      llvm::Expected<uint64_t> checksum =
+          writeWeightBlob(module, weights, blobPaths.back(),
+                          options.weightProgress, rank, &written.replicated);
+      if (!checksum)
+        return checksum.takeError();
+      written.checksums.push_back(*checksum);
+    }
+    written.size = uint64_t(
+        module->getAttrOfType<IntegerAttr>(kWeightBytesAttrName).getInt());
+    if (model.ranks > 1 && options.externalWeights)
+      if (llvm::Error err = writeSections(weightsPath, blobPaths, written.size,
+                                          written.checksums[0],
+                                          /*trailer=*/false))
+        return err;
     std::string tokenizerPath = inWorkDir("tokenizer.bin");
     std::string tokenizerBlob =
         model.tokenizer ? serializeTokenizer(*model.tokenizer) : "";
     if (model.tokenizer)
       if (llvm::Error err = writeFile(tokenizerPath, tokenizerBlob))
         return err;
-    uint64_t weightBytes =
-        module->getAttrOfType<IntegerAttr>(kWeightBytesAttrName).getInt();
     std::string sourcePath = inWorkDir("model.c");
     if (llvm::Error err = writeFile(
-            sourcePath, generateModelSource(model, options, weightBytes,
-                                            *checksum, weightsPath,
+            sourcePath, generateModelSource(model, options, written,
+                                            weightsPath,
                                             tokenizerPath,
                                             tokenizerBlob.size())))
       return err;
@@ -726,8 +807,8 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
     auto appendUnlessExternal = [&](llvm::Error linked) -> llvm::Error {
       if (linked || options.externalWeights)
         return linked;
-      return appendWeights(options.outputPath, weightsPath, weightBytes,
-                           *checksum);
+      return writeSections(options.outputPath, blobPaths, written.size,
+                           written.checksums[0], /*trailer=*/true);
     };
     switch (options.kind) {
     case OutputKind::Executable: {
@@ -743,7 +824,15 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
         args.append({"-Wl,--undefined=tfm_image_load",
                      "-Wl,--undefined=tfm_audio_load",
                      options.runtimeMediaLibrary});
+      // A model split over ranks: libtfmrt_mpi, which the core refers to
+      // weakly (runtime/core/ranks.h), and MPI.
+      if (model.ranks > 1)
+        args.append({"-Wl,--undefined=tfm_ranks_join",
+                     options.runtimeMpiLibrary});
       args.append({options.runtimeLibrary, "-lopenblas", "-lutf8proc"});
+      if (model.ranks > 1)
+        for (const std::string &library : options.mpiLibraries)
+          args.push_back(library);
       if (media)
         args.append({"-lpng", "-ljpeg", "-lfftw3", "-lsndfile", "-lsoxr"});
       args.push_back("-lm");

@@ -107,6 +107,8 @@ struct ModelDescription {
   std::vector<EntryPointDescription> entryPoints;
   /// The model's caches (shared by the entry points that use them).
   std::vector<TensorDescription> caches;
+  /// MPI processes the model runs as (tfmc --ranks); 1: one.
+  int64_t ranks = 1;
 };
 
 enum class OutputKind { Executable, SharedLibrary, StaticLibrary };
@@ -137,15 +139,22 @@ struct LinkOptions {
   /// libtfmrt_media.a) and the folder of the shared runtime (libtfmrt.so).
   std::string runtimeIncludeDir, runtimeLibrary, runtimeMainLibrary,
       runtimeMediaLibrary, runtimeLibraryDir;
+  /// A model split over ranks: the ranks' side of the runtime
+  /// (libtfmrt_mpi.a) and the MPI libraries it and the model's code call.
+  std::string runtimeMpiLibrary;
+  std::vector<std::string> mpiLibraries;
   /// The CUDA emulator's archive (libtfmcudaemu.a, --emit=cuda-emulator).
   std::string cudaEmulatorLibrary;
 };
 
 /// Writes the weight blob of `module` (laid out by tfm-lower-to-linalg) to
-/// `path`, streaming it weight by weight, and returns its checksum.
+/// `path`, streaming it weight by weight, and returns its checksum. A model
+/// split over ranks has one blob per rank: `rank`'s (RankWeights.h), and
+/// the bytes of it every rank holds alike in `replicatedBytes`.
 llvm::Expected<uint64_t>
 writeWeightBlob(ModuleOp module, WeightLookup weights, llvm::StringRef path,
-                const std::function<void(uint64_t, uint64_t)> &progress = {});
+                const std::function<void(uint64_t, uint64_t)> &progress = {},
+                int64_t rank = 0, uint64_t *replicatedBytes = nullptr);
 
 /// Serializes a tokenizer vocabulary in the runtime's blob format.
 std::string serializeTokenizer(const TokenizerVocab &tokenizer);

@@ -9,6 +9,7 @@
 
 #include "runtime/core/buffer_cache.h"
 #include "runtime/core/model_internal.h"
+#include "runtime/core/ranks.h"
 #include "runtime/core/status.h"
 
 #include <string.h>
@@ -320,19 +321,32 @@ static tfm_status_code call_entry(tfm_model *model, const char *name,
       return code;
   }
   memset(outputs, 0, (size_t)num_outputs * sizeof *outputs);
+  return tfm_model_dispatch(model, entry, inputs, caches, outputs, status);
+}
+
+tfm_status_code tfm_model_dispatch(tfm_model *model,
+                                   const tfm_entry_point *entry,
+                                   const tfm_tensor *inputs,
+                                   tfm_tensor *const *caches,
+                                   tfm_tensor *outputs, tfm_status *status) {
+  /* The other ranks of a split model make the same call. */
+  if (tfm_model_leads(model))
+    tfm_ranks_lead_call(model, entry, inputs, caches);
+  int32_t packed = input_of_role(entry, TFM_ROLE_SEQUENCE_LENGTHS);
   if (packed >= 0) /* in groups of whole sequences (packed_call.c) */
     return tfm_call_packed(model, entry, inputs, packed, outputs, status);
   tfm_memref1d weights = tfm_model_weights_descriptor(model);
   int32_t code = entry->call(&weights, inputs, caches, outputs);
-  tfm_status_code device = tfm_model_check_device(model, name, status);
+  tfm_status_code device = tfm_model_check_device(model, entry->name, status);
   if (device != TFM_OK) {
-    for (int32_t i = 0; i < num_outputs; ++i)
+    for (int32_t i = 0; i < entry->num_outputs; ++i)
       tfm_tensor_release(&outputs[i]);
     return device;
   }
   if (code != TFM_OK)
     return tfm_fail(status, (tfm_status_code)code,
-                    "@%s of model '%s' ran out of memory", name, desc->name);
+                    "@%s of model '%s' ran out of memory", entry->name,
+                    tfm_model_get_desc(model)->name);
   return tfm_ok(status);
 }
 

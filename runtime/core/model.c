@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "runtime/core/buffer_cache.h"
 #include "runtime/core/model_internal.h"
+#include "runtime/core/ranks.h"
 #include "runtime/core/status.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "tfm/tfm_format.h"
@@ -38,7 +39,17 @@ struct tfm_model {
   void *mapping; /* non-NULL when the weights are a mapped side file */
   size_t mapping_size;
   tfm_tokenizer *tokenizer;
+  /* This process's rank of a split model (ranks.h); 0 otherwise. */
+  int32_t rank;
 };
+
+int32_t tfm_model_ranks(const tfm_model *model) {
+  return model->desc->ranks > 1 ? model->desc->ranks : 1;
+}
+
+int tfm_model_leads(const tfm_model *model) {
+  return tfm_model_ranks(model) > 1 && model->rank == 0;
+}
 
 /* Resolves a relative side-file name against the executable's folder. */
 static void resolve_beside_executable(const char *name, char *path,
@@ -111,6 +122,19 @@ static tfm_status_code map_weights_at(tfm_model *model, int fd,
   return TFM_OK;
 }
 
+/* Bytes of every rank's weights together: the file's (or what is
+ * appended). */
+static uint64_t weights_span(const tfm_model_desc *desc) {
+  if (desc->ranks <= 1)
+    return desc->weights_size;
+  return desc->rank_stride * (uint64_t)(desc->ranks - 1) + desc->weights_size;
+}
+
+/* Where this rank's weights start among them. */
+static uint64_t rank_offset(const tfm_model *model) {
+  return model->desc->rank_stride * (uint64_t)model->rank;
+}
+
 static tfm_status_code map_side_file(tfm_model *model, const char *path,
                                      tfm_status *status) {
   const tfm_model_desc *desc = model->desc;
@@ -120,15 +144,15 @@ static tfm_status_code map_side_file(tfm_model *model, const char *path,
                     "cannot open weights file '%s': %s", path,
                     strerror(errno));
   struct stat st;
-  if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != desc->weights_size) {
+  if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != weights_span(desc)) {
     close(fd);
     return tfm_fail(status, TFM_ERROR_WEIGHTS,
                     "weights file '%s' has %lld bytes, model '%s' was "
                     "compiled for %llu",
                     path, (long long)st.st_size, desc->name,
-                    (unsigned long long)desc->weights_size);
+                    (unsigned long long)weights_span(desc));
   }
-  return map_weights_at(model, fd, path, 0, status);
+  return map_weights_at(model, fd, path, rank_offset(model), status);
 }
 
 /* The file the weights were appended to: this executable, or the shared
@@ -179,7 +203,7 @@ static tfm_status_code map_appended(tfm_model *model, tfm_status *status) {
                     "truncated?); compile model '%s' again",
                     path, desc->name);
   }
-  if (trailer.size != desc->weights_size ||
+  if (trailer.size != weights_span(desc) ||
       trailer.checksum != desc->weights_checksum ||
       trailer.offset % TFM_APPENDED_ALIGNMENT != 0 ||
       trailer.offset > file_size - sizeof trailer ||
@@ -192,9 +216,10 @@ static tfm_status_code map_appended(tfm_model *model, tfm_status *status) {
                     path, (unsigned long long)trailer.size,
                     (unsigned long long)trailer.offset,
                     (unsigned long long)file_size,
-                    (unsigned long long)desc->weights_size, desc->name);
+                    (unsigned long long)weights_span(desc), desc->name);
   }
-  return map_weights_at(model, fd, path, trailer.offset, status);
+  return map_weights_at(model, fd, path, trailer.offset + rank_offset(model),
+                        status);
 }
 
 const tfm_entry_point *tfm_model_entry_point(const tfm_model *model,
@@ -248,10 +273,14 @@ void *tfm_model_state_alloc(const tfm_model *model, size_t bytes) {
   void *host = aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (host)
     memset(host, 0, bytes);
+  if (host && tfm_model_leads(model))
+    tfm_ranks_lead_alloc(host, bytes);
   return host;
 }
 
 void tfm_model_state_free(const tfm_model *model, void *state) {
+  if (state && tfm_model_leads(model))
+    tfm_ranks_lead_free(state);
   if (tfm_model_on_gpu(model))
     tfm_cuda_free(state);
   else
@@ -262,6 +291,8 @@ int tfm_model_state_move(const tfm_model *model, void *to, const void *from,
                          size_t bytes) {
   if (tfm_model_on_gpu(model))
     return tfm_cuda_move(to, from, bytes);
+  if (tfm_model_leads(model))
+    tfm_ranks_lead_move(to, from, bytes);
   memmove(to, from, bytes);
   return 1;
 }
@@ -304,6 +335,8 @@ tfm_status_code tfm_run_forward(tfm_model *model, tfm_memref2d_f32 *logits,
   tfm_call_frame *frame = tfm_call_begin(&jump);
   if (!frame)
     return out_of_memory(model, "forward", status);
+  if (tfm_model_leads(model))
+    tfm_ranks_lead_forward(tokens);
   model->forward(logits, &weights, tokens);
   tfm_call_end(frame);
   return tfm_model_check_device(model, "forward", status);
@@ -325,6 +358,8 @@ tfm_status_code tfm_run_prefill(tfm_model *model, int decode,
   tfm_call_frame *frame = tfm_call_begin(&jump);
   if (!frame)
     return out_of_memory(model, name, status);
+  if (tfm_model_leads(model))
+    tfm_ranks_lead_prefill(decode, tokens, start, slot, cache);
   run(logits, &weights, tokens, start, slot, cache);
   tfm_call_end(frame);
   return tfm_model_check_device(model, name, status);
@@ -332,6 +367,47 @@ tfm_status_code tfm_run_prefill(tfm_model *model, int decode,
 
 const tfm_cache_desc *tfm_model_kv_cache(const tfm_model *model) {
   return model->kv_cache;
+}
+
+/* Maps (or finds) the model's weights, this rank's part of a split
+ * model's, and checks them. */
+static tfm_status_code load_weights(tfm_model *model, const char *weights_path,
+                                    tfm_status *status) {
+  const tfm_model_desc *desc = model->desc;
+  if (desc->weights && !weights_path) {
+    model->weights = desc->weights;
+  } else if (desc->weights_appended && !weights_path) {
+    tfm_status_code code = map_appended(model, status);
+    if (code != TFM_OK)
+      return code;
+  } else {
+    char path[PATH_MAX];
+    if (weights_path)
+      snprintf(path, sizeof path, "%s", weights_path);
+    else if (desc->weights_file)
+      resolve_beside_executable(desc->weights_file, path, sizeof path);
+    else
+      path[0] = '\0';
+    tfm_status_code code =
+        path[0] ? map_side_file(model, path, status)
+                : tfm_fail(status, TFM_ERROR_WEIGHTS,
+                           "model '%s' has no weights", desc->name);
+    if (code != TFM_OK)
+      return code;
+  }
+  uint64_t expected = tfm_model_ranks(model) > 1
+                          ? desc->rank_checksums[model->rank]
+                          : desc->weights_checksum;
+  uint64_t checksum = tfm_weights_checksum(model->weights, desc->weights_size);
+  if (checksum != expected)
+    return tfm_fail(status, TFM_ERROR_WEIGHTS,
+                    "weights checksum %016llx does not match the %016llx "
+                    "model '%s' was compiled with",
+                    (unsigned long long)checksum,
+                    (unsigned long long)expected, desc->name);
+  if (tfm_model_on_gpu(model))
+    return upload_weights(model, status);
+  return TFM_OK;
 }
 
 tfm_status_code tfm_model_load(const tfm_model_desc *desc,
@@ -353,47 +429,33 @@ tfm_status_code tfm_model_load(const tfm_model_desc *desc,
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   model->desc = desc;
   find_language_model_entry_points(model);
-  if (desc->weights && !weights_path) {
-    model->weights = desc->weights;
-  } else if (desc->weights_appended && !weights_path) {
-    tfm_status_code code = map_appended(model, status);
-    if (code != TFM_OK) {
+  if (tfm_model_ranks(model) > 1) {
+    if (!tfm_ranks_join) {
       free(model);
-      return code;
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "model '%s' is split over %d MPI ranks (tfmc --ranks) "
+                      "but was linked without libtfmrt_mpi",
+                      desc->name, desc->ranks);
     }
-  } else {
-    char path[PATH_MAX];
-    if (weights_path)
-      snprintf(path, sizeof path, "%s", weights_path);
-    else if (desc->weights_file)
-      resolve_beside_executable(desc->weights_file, path, sizeof path);
-    else
-      path[0] = '\0';
-    tfm_status_code code =
-        path[0] ? map_side_file(model, path, status)
-                : tfm_fail(status, TFM_ERROR_WEIGHTS,
-                           "model '%s' has no weights", desc->name);
-    if (code != TFM_OK) {
+    tfm_status joined;
+    model->rank = tfm_ranks_join(desc, &joined);
+    if (model->rank < 0) {
       free(model);
-      return code;
+      return tfm_fail(status, joined.code, "%s", joined.message);
     }
   }
-  uint64_t checksum = tfm_weights_checksum(model->weights, desc->weights_size);
-  if (checksum != desc->weights_checksum) {
+  tfm_status loaded;
+  tfm_status_code code = load_weights(model, weights_path, &loaded);
+  if (code != TFM_OK) {
+    /* One rank that cannot start ends them all: never a hang. */
+    if (tfm_model_ranks(model) > 1)
+      tfm_ranks_abort(loaded.message);
     tfm_model_free(model);
-    return tfm_fail(status, TFM_ERROR_WEIGHTS,
-                    "weights checksum %016llx does not match the %016llx "
-                    "model '%s' was compiled with",
-                    (unsigned long long)checksum,
-                    (unsigned long long)desc->weights_checksum, desc->name);
+    return tfm_fail(status, code, "%s", loaded.message);
   }
-  if (tfm_model_on_gpu(model)) {
-    tfm_status_code code = upload_weights(model, status);
-    if (code != TFM_OK) {
-      tfm_model_free(model);
-      return code;
-    }
-  }
+  /* The other ranks follow rank 0 from here, and end with it. */
+  if (tfm_model_ranks(model) > 1 && model->rank != 0)
+    tfm_ranks_follow(model);
   *out = model;
   return tfm_ok(status);
 }

@@ -29,6 +29,14 @@ tfm_status_code tfm_call_packed(tfm_model *model,
                                 const tfm_tensor *inputs, int32_t lengths_at,
                                 tfm_tensor *output, tfm_status *status);
 
+/* Runs `entry` on inputs and caches tfm_model_call has checked (the other
+ * ranks of a split model too: the ones that follow call it directly). */
+tfm_status_code tfm_model_dispatch(tfm_model *model,
+                                   const tfm_entry_point *entry,
+                                   const tfm_tensor *inputs,
+                                   tfm_tensor *const *caches,
+                                   tfm_tensor *outputs, tfm_status *status);
+
 /* The weights as the generated code takes them. */
 tfm_memref1d tfm_model_weights_descriptor(const tfm_model *model);
 

@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 16
+#define TFM_ABI_VERSION 17
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -349,6 +349,17 @@ typedef struct tfm_model_desc {
   const tfm_entry_point *entry_points;
   int32_t num_caches;
   const tfm_cache_desc *caches;
+  /* Tensor parallelism (tfmc --ranks): the MPI processes the model runs
+   * as (0 or 1: one). Each rank's weights are a section of the weights
+   * file (or of what is appended), `rank_stride` bytes after the previous
+   * rank's, `weights_size` bytes each, with its own checksum
+   * (`weights_checksum` is rank 0's). `replicated_weights_size` of them
+   * are alike on every rank (embeddings, norms, the LM head); the rest is
+   * the rank's part of the split. */
+  int32_t ranks;
+  uint64_t rank_stride;
+  const uint64_t *rank_checksums;
+  uint64_t replicated_weights_size;
 } tfm_model_desc;
 
 /* What generated entry points call around the model's code (runtime,

@@ -1,0 +1,89 @@
+//===- RankWeights.cpp - one rank's part of a split model's weights ------===//
+
+#include "codegen/packaging/RankWeights.h"
+#include "ir/TfmSharding.h"
+
+#include <memory>
+#include <vector>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+RankWeights::RankWeights(ModuleOp module)
+    : parts(module->getAttrOfType<DictionaryAttr>(kRankWeightsAttrName)) {}
+
+bool RankWeights::isReplicated(llvm::StringRef name) const {
+  return !parts || !parts.get(name);
+}
+
+static llvm::Error partError(llvm::StringRef name, const llvm::Twine &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "weight '" + name + "' split over ranks: " +
+                                     why);
+}
+
+llvm::Expected<WeightRows> RankWeights::part(llvm::StringRef name,
+                                             WeightRows whole,
+                                             int64_t rank) const {
+  auto split = parts ? parts.getAs<DenseI64ArrayAttr>(name) : nullptr;
+  if (!split)
+    return whole;
+  if (split[0] < 0) {
+    if (rank == 0)
+      return whole;
+    // The others hold zeros: the all-reduce adds the bias once.
+    WeightRows zeros = whole;
+    zeros.read = [cols = whole.cols](int64_t, int64_t count, float *out) {
+      std::fill(out, out + count * cols, 0.0f);
+    };
+    zeros.release = [](int64_t, int64_t) {};
+    zeros.readStored = nullptr;
+    return zeros;
+  }
+  int64_t axis = split[0], ranks = split[1];
+  if (axis == 0) {
+    // Rows [rank * part, (rank + 1) * part): a contiguous run of the
+    // checkpoint's rows, stored blocks included.
+    if (whole.rows % ranks != 0)
+      return partError(name, llvm::Twine(whole.rows) + " rows over " +
+                                 llvm::Twine(ranks) + " ranks");
+    int64_t part = whole.rows / ranks, first = rank * part;
+    WeightRows rows = whole;
+    rows.rows = part;
+    rows.read = [whole, first](int64_t begin, int64_t count, float *out) {
+      whole.read(first + begin, count, out);
+    };
+    rows.release = [whole, first](int64_t begin, int64_t end) {
+      whole.release(first + begin, first + end);
+    };
+    if (whole.readStored)
+      rows.readStored = [whole, first](int64_t begin, int64_t count,
+                                       uint8_t *out) {
+        return whole.readStored(first + begin, count, out);
+      };
+    return rows;
+  }
+  if (axis != 1)
+    return partError(name, "only a matrix's rows or columns are split");
+  // Columns [rank * part, (rank + 1) * part) of every row: whole rows read,
+  // the rank's columns kept. (Stored blocks are not cut: a column-split
+  // weight is encoded from its values.)
+  if (whole.cols % ranks != 0)
+    return partError(name, llvm::Twine(whole.cols) + " columns over " +
+                               llvm::Twine(ranks) + " ranks");
+  int64_t part = whole.cols / ranks, first = rank * part;
+  WeightRows columns = whole;
+  columns.cols = part;
+  auto scratch = std::make_shared<std::vector<float>>();
+  columns.read = [whole, part, first, scratch](int64_t begin, int64_t count,
+                                               float *out) {
+    scratch->resize(count * whole.cols);
+    whole.read(begin, count, scratch->data());
+    for (int64_t r = 0; r < count; ++r)
+      std::copy_n(scratch->data() + r * whole.cols + first, part,
+                  out + r * part);
+  };
+  columns.readStored = nullptr;
+  columns.storedDtype = "F32";
+  return columns;
+}

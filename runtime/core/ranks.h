@@ -1,0 +1,76 @@
+/*===- ranks.h - a model split over MPI ranks, as the core sees it ------===*
+ *
+ * A model compiled with tfmc --ranks N runs as N MPI processes, each with
+ * its part of the weights and of the KV caches. Rank 0 runs the program
+ * (the command line, an application, tfm-serve); the others follow it:
+ * every call of the model's code and every change rank 0 makes to cache
+ * memory (allocating, freeing, moving) is broadcast to them, and they make
+ * it on their own parts, so the all-reduces in the code meet.
+ *
+ * The MPI side is libtfmrt_mpi (runtime/distributed/ranks.c), linked into
+ * split models only: the core refers to it weakly, and refuses a split
+ * model linked without it.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_CORE_RANKS_H
+#define TFM_RUNTIME_CORE_RANKS_H
+
+#include "runtime/core/status.h"
+#include "tfm/tfm_runtime.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What one rank reports for --stats. */
+typedef struct {
+  uint64_t weights_bytes;    /* the weights it maps */
+  int64_t peak_rss_bytes;
+  int64_t all_reduces;       /* MPI_Allreduce calls of the model's code */
+  double all_reduce_seconds; /* time in them */
+} tfm_rank_stats;
+
+/* Joins the model's ranks (MPI initialized, its world as large as the
+ * model's ranks): this process's rank, or -1 with `status` set. */
+int32_t tfm_ranks_join(const tfm_model_desc *desc, tfm_status *status);
+/* A rank other than 0, once loaded: follows rank 0 until it ends, then
+ * exits the process. Never returns. */
+void tfm_ranks_follow(tfm_model *model);
+/* Ends every rank, `message` naming this one on stderr. */
+void tfm_ranks_abort(const char *message);
+
+/* Rank 0, before it calls the model's code: the same call for the others. */
+void tfm_ranks_lead_forward(const tfm_memref1d *tokens);
+void tfm_ranks_lead_prefill(int decode, const tfm_memref1d *tokens,
+                            int64_t start, int64_t slot,
+                            const tfm_memref5d_f32 *cache);
+void tfm_ranks_lead_call(const tfm_model *model, const tfm_entry_point *entry,
+                         const tfm_tensor *inputs, tfm_tensor *const *caches);
+/* Rank 0, as it changes cache memory: the same change for the others. */
+void tfm_ranks_lead_alloc(const void *state, size_t bytes);
+void tfm_ranks_lead_free(const void *state);
+void tfm_ranks_lead_move(void *to, const void *from, size_t bytes);
+/* Rank 0: every rank's stats, `out` holding the model's ranks. */
+void tfm_ranks_gather_stats(const tfm_model *model, tfm_rank_stats *out);
+/* This rank's stats (ranks.c; rank 0's own part of the gather). */
+void tfm_ranks_own_stats(const tfm_model *model, tfm_rank_stats *out);
+
+#pragma weak tfm_ranks_join
+#pragma weak tfm_ranks_follow
+#pragma weak tfm_ranks_abort
+#pragma weak tfm_ranks_lead_forward
+#pragma weak tfm_ranks_lead_prefill
+#pragma weak tfm_ranks_lead_call
+#pragma weak tfm_ranks_lead_alloc
+#pragma weak tfm_ranks_lead_free
+#pragma weak tfm_ranks_lead_move
+#pragma weak tfm_ranks_gather_stats
+#pragma weak tfm_ranks_own_stats
+
+/* Whether `model` is split and this process is rank 0, which broadcasts
+ * what it does (model.c). */
+int tfm_model_leads(const tfm_model *model);
+/* The model's ranks (1: not split). */
+int32_t tfm_model_ranks(const tfm_model *model);
+
+#endif /* TFM_RUNTIME_CORE_RANKS_H */

@@ -1,0 +1,430 @@
+/*===- ranks.c - a model split over MPI ranks: rank 0 leads, others follow -===*
+ *
+ * libtfmrt_mpi, linked into models compiled with tfmc --ranks N (see
+ * runtime/core/ranks.h for the core's side). Rank 0 runs the program; before
+ * each call of the model's code, and as it allocates, frees or moves cache
+ * memory, it broadcasts a message; the other ranks wait for messages in
+ * tfm_ranks_follow and do the same on their own parts. Token ids and every
+ * other input travel with the calls; caches are named by rank 0's
+ * addresses, which each follower maps to its own allocations.
+ *
+ * A message's header is broadcast non-blocking: a follower waiting for rank
+ * 0 (tokenizing, sampling, or a server with nothing to do) polls it with
+ * growing sleeps instead of spinning a core. MPI's default error handler
+ * ends the job on any failure, and mpirun ends every rank when one dies.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/core/buffer_cache.h"
+#include "runtime/core/model_internal.h"
+#include "runtime/core/ranks.h"
+#include "runtime/core/status.h"
+
+#include <mpi.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+enum {
+  MSG_STOP,     /* rank 0 ends: finalize and exit */
+  MSG_FORWARD,  /* tfm_run_forward(tokens) */
+  MSG_PREFILL,  /* tfm_run_prefill(decode, tokens, start, slot, cache) */
+  MSG_CALL,     /* tfm_model_dispatch(entry, inputs, caches) */
+  MSG_ALLOC,    /* cache memory allocated */
+  MSG_FREE,     /* cache memory freed */
+  MSG_MOVE,     /* cache memory moved (a sliding window's slide) */
+  MSG_STATS     /* --stats: gather every rank's */
+};
+
+/* The fixed part of a message; `payload` bytes follow in a second
+ * broadcast. */
+typedef struct {
+  int32_t kind;
+  int32_t entry; /* MSG_CALL: index in the model's entry points;
+                    MSG_PREFILL: whether @decode */
+  int64_t a, b, c; /* addresses, sizes, positions: per kind */
+  int64_t payload;
+} message;
+
+/* A tensor as it travels: its description, then its data (inputs) or rank
+ * 0's address of it (caches). */
+typedef struct {
+  int32_t dtype, rank;
+  int64_t shape[TFM_MAX_RANK];
+  int64_t address;
+} tensor_header;
+
+static int world_rank = -1;
+static int stopped;
+/* The model's code's MPI_Allreduce calls (the profiling interface below). */
+static int64_t all_reduces;
+static double all_reduce_seconds;
+
+int MPI_Allreduce(const void *send, void *receive, int count,
+                  MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  double start = MPI_Wtime();
+  int code = PMPI_Allreduce(send, receive, count, type, op, comm);
+  all_reduce_seconds += MPI_Wtime() - start;
+  ++all_reduces;
+  return code;
+}
+
+void tfm_ranks_abort(const char *message) {
+  fprintf(stderr, "error: rank %d: %s\n", world_rank, message);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  exit(1);
+}
+
+/* Rank 0 sends `m`, then `payload` (m->payload bytes). */
+static void send(message *m, const void *payload) {
+  MPI_Request request;
+  MPI_Ibcast(m, sizeof *m, MPI_BYTE, 0, MPI_COMM_WORLD, &request);
+  MPI_Wait(&request, MPI_STATUS_IGNORE);
+  if (m->payload > 0)
+    MPI_Bcast((void *)(uintptr_t)payload, (int)m->payload, MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+
+/* A follower's wait for the next message: spin briefly (the next token's
+ * call comes microseconds after the last), then sleep up to a millisecond
+ * at a time. */
+static void receive(message *m) {
+  MPI_Request request;
+  MPI_Ibcast(m, sizeof *m, MPI_BYTE, 0, MPI_COMM_WORLD, &request);
+  int done = 0;
+  long nap = 0;
+  for (int spins = 0; !done; ++spins) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done || spins < 2000)
+      continue;
+    nap = nap ? (nap * 2 > 1000000 ? 1000000 : nap * 2) : 1000;
+    struct timespec pause = {0, nap};
+    nanosleep(&pause, NULL);
+  }
+}
+
+static void stop_followers(void) {
+  if (stopped || world_rank != 0)
+    return;
+  stopped = 1;
+  message m = {MSG_STOP, 0, 0, 0, 0, 0};
+  send(&m, NULL);
+  MPI_Finalize();
+}
+
+int32_t tfm_ranks_join(const tfm_model_desc *desc, tfm_status *status) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided;
+    /* The model's code calls MPI from the thread that called it. */
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) !=
+        MPI_SUCCESS)
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "model '%s': MPI did not start", desc->name),
+             -1;
+  }
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  if (size != desc->ranks) {
+    tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+             "model '%s' is split over %d ranks (tfmc --ranks %d) and runs "
+             "as %d MPI processes (mpirun -np %d ...); this run has %d",
+             desc->name, desc->ranks, desc->ranks, desc->ranks, desc->ranks,
+             size);
+    MPI_Finalize();
+    return -1;
+  }
+  if (world_rank == 0)
+    atexit(stop_followers);
+  return world_rank;
+}
+
+/* Bytes of a tensor's data. */
+static size_t tensor_bytes(int32_t dtype, int32_t rank, const int64_t *shape) {
+  size_t n = tfm_dtype_bytes(dtype);
+  for (int32_t d = 0; d < rank; ++d)
+    n *= (size_t)shape[d];
+  return n;
+}
+
+/*===- rank 0 ------------------------------------------------------------===*/
+
+void tfm_ranks_lead_alloc(const void *state, size_t bytes) {
+  message m = {MSG_ALLOC, 0, (int64_t)(intptr_t)state, (int64_t)bytes, 0, 0};
+  send(&m, NULL);
+}
+
+void tfm_ranks_lead_free(const void *state) {
+  message m = {MSG_FREE, 0, (int64_t)(intptr_t)state, 0, 0, 0};
+  send(&m, NULL);
+}
+
+void tfm_ranks_lead_move(void *to, const void *from, size_t bytes) {
+  message m = {MSG_MOVE, 0, (int64_t)(intptr_t)to, (int64_t)(intptr_t)from,
+               (int64_t)bytes, 0};
+  send(&m, NULL);
+}
+
+void tfm_ranks_lead_forward(const tfm_memref1d *tokens) {
+  int64_t n = tokens->sizes[0];
+  message m = {MSG_FORWARD, 0, n, 0, 0, n * (int64_t)sizeof(int32_t)};
+  send(&m, (const int32_t *)tokens->aligned + tokens->offset);
+}
+
+void tfm_ranks_lead_prefill(int decode, const tfm_memref1d *tokens,
+                            int64_t start, int64_t slot,
+                            const tfm_memref5d_f32 *cache) {
+  int64_t n = tokens->sizes[0];
+  message m = {MSG_PREFILL, decode, start, slot,
+               (int64_t)(intptr_t)(cache->aligned + cache->offset),
+               n * (int64_t)sizeof(int32_t)};
+  send(&m, (const int32_t *)tokens->aligned + tokens->offset);
+}
+
+void tfm_ranks_lead_call(const tfm_model *model, const tfm_entry_point *entry,
+                         const tfm_tensor *inputs, tfm_tensor *const *caches) {
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  size_t size = 0;
+  for (int32_t i = 0; i < entry->num_inputs; ++i)
+    size += sizeof(tensor_header) +
+            tensor_bytes(inputs[i].dtype, inputs[i].rank, inputs[i].shape);
+  size += (size_t)entry->num_caches * sizeof(tensor_header);
+  char *payload = malloc(size ? size : 1), *at = payload;
+  if (!payload)
+    tfm_ranks_abort("out of memory for a call's inputs");
+  for (int32_t i = 0; i < entry->num_inputs; ++i) {
+    tensor_header h = {inputs[i].dtype, inputs[i].rank, {0}, 0};
+    memcpy(h.shape, inputs[i].shape, sizeof h.shape);
+    memcpy(at, &h, sizeof h);
+    at += sizeof h;
+    size_t bytes = tensor_bytes(h.dtype, h.rank, h.shape);
+    memcpy(at, inputs[i].data, bytes);
+    at += bytes;
+  }
+  for (int32_t i = 0; i < entry->num_caches; ++i) {
+    tensor_header h = {caches[i]->dtype, caches[i]->rank, {0},
+                       (int64_t)(intptr_t)caches[i]->data};
+    memcpy(h.shape, caches[i]->shape, sizeof h.shape);
+    memcpy(at, &h, sizeof h);
+    at += sizeof h;
+  }
+  message m = {MSG_CALL, (int32_t)(entry - desc->entry_points), 0, 0, 0,
+               (int64_t)size};
+  send(&m, payload);
+  free(payload);
+}
+
+void tfm_ranks_own_stats(const tfm_model *model, tfm_rank_stats *out) {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  out->weights_bytes = tfm_model_get_desc(model)->weights_size;
+  out->peak_rss_bytes = (int64_t)usage.ru_maxrss * 1024;
+  out->all_reduces = all_reduces;
+  out->all_reduce_seconds = all_reduce_seconds;
+}
+
+void tfm_ranks_gather_stats(const tfm_model *model, tfm_rank_stats *out) {
+  message m = {MSG_STATS, 0, 0, 0, 0, 0};
+  send(&m, NULL);
+  tfm_rank_stats own;
+  tfm_ranks_own_stats(model, &own);
+  MPI_Gather(&own, sizeof own, MPI_BYTE, out, sizeof own, MPI_BYTE, 0,
+             MPI_COMM_WORLD);
+}
+
+/*===- the other ranks ---------------------------------------------------===*/
+
+/* Rank 0's cache memory and this rank's copy of it. */
+typedef struct {
+  int64_t remote;
+  size_t bytes;
+  char *local;
+} mirror;
+
+typedef struct {
+  tfm_model *model;
+  mirror *mirrors;
+  size_t count, capacity;
+} follower;
+
+static mirror *find_mirror(follower *f, int64_t remote) {
+  for (size_t i = 0; i < f->count; ++i)
+    if (remote >= f->mirrors[i].remote &&
+        remote < f->mirrors[i].remote + (int64_t)f->mirrors[i].bytes)
+      return &f->mirrors[i];
+  return NULL;
+}
+
+static mirror *add_mirror(follower *f, int64_t remote, size_t bytes) {
+  if (f->count == f->capacity) {
+    size_t capacity = f->capacity ? 2 * f->capacity : 8;
+    mirror *grown = realloc(f->mirrors, capacity * sizeof *grown);
+    if (!grown)
+      tfm_ranks_abort("out of memory for its caches");
+    f->mirrors = grown;
+    f->capacity = capacity;
+  }
+  char *local = tfm_model_state_alloc(f->model, bytes);
+  if (!local)
+    tfm_ranks_abort("out of memory for its part of a KV cache");
+  f->mirrors[f->count] = (mirror){remote, bytes, local};
+  return &f->mirrors[f->count++];
+}
+
+static void remove_mirror(follower *f, int64_t remote) {
+  for (size_t i = 0; i < f->count; ++i)
+    if (f->mirrors[i].remote == remote) {
+      tfm_model_state_free(f->model, f->mirrors[i].local);
+      f->mirrors[i] = f->mirrors[--f->count];
+      return;
+    }
+}
+
+/* This rank's memory for rank 0's `bytes` at `remote`: inside an
+ * allocation rank 0 announced, or (caches an application allocated itself)
+ * made now. */
+static char *local_memory(follower *f, int64_t remote, size_t bytes) {
+  mirror *m = find_mirror(f, remote);
+  if (m && remote + (int64_t)bytes > m->remote + (int64_t)m->bytes) {
+    remove_mirror(f, m->remote); /* freed by the application, reused */
+    m = NULL;
+  }
+  if (!m)
+    m = add_mirror(f, remote, bytes);
+  return m->local + (remote - m->remote);
+}
+
+static void check(tfm_status_code code, const tfm_status *status) {
+  if (code != TFM_OK)
+    tfm_ranks_abort(status->message);
+}
+
+static void follow_prefill(follower *f, const message *m, int32_t *tokens) {
+  const tfm_cache_desc *kv = tfm_model_kv_cache(f->model);
+  if (!kv)
+    tfm_ranks_abort("rank 0 runs @prefill, which this model lacks");
+  tfm_memref5d_f32 cache = {0};
+  size_t bytes = tensor_bytes(kv->dtype, 5, kv->shape);
+  cache.allocated = cache.aligned =
+      (float *)(void *)local_memory(f, m->c, bytes);
+  int64_t stride = 1;
+  for (int d = 4; d >= 0; --d) {
+    cache.sizes[d] = kv->shape[d];
+    cache.strides[d] = stride;
+    stride *= kv->shape[d];
+  }
+  int64_t n = m->payload / (int64_t)sizeof(int32_t);
+  tfm_memref1d ids = {tokens, tokens, 0, {n}, {1}};
+  tfm_memref2d_f32 logits = {0};
+  tfm_status status;
+  check(tfm_run_prefill(f->model, m->entry, &logits, &ids, m->a, m->b, &cache,
+                        &status),
+        &status);
+  tfm_buffer_release(logits.allocated);
+}
+
+static void follow_forward(follower *f, const message *m, int32_t *tokens) {
+  tfm_memref1d ids = {tokens, tokens, 0, {m->a}, {1}};
+  tfm_memref2d_f32 logits = {0};
+  tfm_status status;
+  check(tfm_run_forward(f->model, &logits, &ids, &status), &status);
+  tfm_buffer_release(logits.allocated);
+}
+
+static void follow_call(follower *f, const message *m, char *payload) {
+  const tfm_model_desc *desc = tfm_model_get_desc(f->model);
+  if (m->entry < 0 || m->entry >= desc->num_entry_points)
+    tfm_ranks_abort("rank 0 calls an entry point this model lacks");
+  const tfm_entry_point *entry = &desc->entry_points[m->entry];
+  tfm_tensor inputs[16], cache_tensors[16], *caches[16];
+  tfm_tensor outputs[16];
+  if (entry->num_inputs > 16 || entry->num_caches > 16 ||
+      entry->num_outputs > 16)
+    tfm_ranks_abort("an entry point with more than 16 tensors");
+  char *at = payload;
+  for (int32_t i = 0; i < entry->num_inputs; ++i) {
+    tensor_header h;
+    memcpy(&h, at, sizeof h);
+    at += sizeof h;
+    inputs[i] = (tfm_tensor){at, h.dtype, h.rank, {0}, NULL};
+    memcpy(inputs[i].shape, h.shape, sizeof h.shape);
+    at += tensor_bytes(h.dtype, h.rank, h.shape);
+  }
+  for (int32_t i = 0; i < entry->num_caches; ++i) {
+    tensor_header h;
+    memcpy(&h, at, sizeof h);
+    at += sizeof h;
+    size_t bytes = tensor_bytes(h.dtype, h.rank, h.shape);
+    cache_tensors[i] = (tfm_tensor){local_memory(f, h.address, bytes), h.dtype,
+                                    h.rank, {0}, NULL};
+    memcpy(cache_tensors[i].shape, h.shape, sizeof h.shape);
+    caches[i] = &cache_tensors[i];
+  }
+  memset(outputs, 0, sizeof outputs);
+  tfm_status status;
+  check(tfm_model_dispatch(f->model, entry, inputs, caches, outputs, &status),
+        &status);
+  for (int32_t i = 0; i < entry->num_outputs; ++i)
+    tfm_tensor_release(&outputs[i]);
+}
+
+void tfm_ranks_follow(tfm_model *model) {
+  follower f = {model, NULL, 0, 0};
+  char *payload = NULL;
+  size_t payload_capacity = 0;
+  for (;;) {
+    message m;
+    receive(&m);
+    if (m.payload > 0) {
+      if ((size_t)m.payload > payload_capacity) {
+        free(payload);
+        payload_capacity = (size_t)m.payload;
+        payload = malloc(payload_capacity);
+        if (!payload)
+          tfm_ranks_abort("out of memory for a call's inputs");
+      }
+      MPI_Bcast(payload, (int)m.payload, MPI_BYTE, 0, MPI_COMM_WORLD);
+    }
+    switch (m.kind) {
+    case MSG_STOP:
+      MPI_Finalize();
+      exit(0);
+    case MSG_FORWARD:
+      follow_forward(&f, &m, (int32_t *)(void *)payload);
+      break;
+    case MSG_PREFILL:
+      follow_prefill(&f, &m, (int32_t *)(void *)payload);
+      break;
+    case MSG_CALL:
+      follow_call(&f, &m, payload);
+      break;
+    case MSG_ALLOC:
+      add_mirror(&f, m.a, (size_t)m.b);
+      break;
+    case MSG_FREE:
+      remove_mirror(&f, m.a);
+      break;
+    case MSG_MOVE: {
+      char *to = local_memory(&f, m.a, (size_t)m.c);
+      const char *from = local_memory(&f, m.b, (size_t)m.c);
+      tfm_model_state_move(model, to, from, (size_t)m.c);
+      break;
+    }
+    case MSG_STATS: {
+      tfm_rank_stats own;
+      tfm_ranks_own_stats(model, &own);
+      MPI_Gather(&own, sizeof own, MPI_BYTE, NULL, 0, MPI_BYTE, 0,
+                 MPI_COMM_WORLD);
+      break;
+    }
+    default:
+      tfm_ranks_abort("unknown message from rank 0");
+    }
+  }
+}
