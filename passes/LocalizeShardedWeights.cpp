@@ -29,9 +29,9 @@ struct LocalizeShardedWeightsPass
     for (auto decl : module.getOps<WeightDeclOp>()) {
       if (auto partial =
               decl->getAttrOfType<IntegerAttr>(kPartialOverRanksAttrName))
-        parts.emplace_back(decl.getSymNameAttr(),
-                           DenseI64ArrayAttr::get(context,
-                                                  {-1, partial.getInt()}));
+        parts.emplace_back(
+            decl.getSymNameAttr(),
+            DenseI64ArrayAttr::get(context, {-1, partial.getInt()}));
       auto split =
           decl->getAttrOfType<DenseI64ArrayAttr>(kSplitOverRanksAttrName);
       auto whole = dyn_cast<RankedTensorType>(decl.getType());

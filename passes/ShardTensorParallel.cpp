@@ -207,6 +207,24 @@ SplitPlan::requireWeight(Value v, Operation *reader,
 }
 
 LogicalResult SplitPlan::planFunction(func::FuncOp func) {
+  // Caches hold each rank's heads ([..., kv_heads, head_dim]), whichever
+  // entry point writes or reads them: what an encoder writes into a
+  // cross-attention cache is split as the decoder reads it.
+  for (BlockArgument arg : func.getArguments()) {
+    auto cache = dyn_cast<RankedTensorType>(arg.getType());
+    if (cache && cache.getRank() >= 2 &&
+        func.getArgAttr(arg.getArgNumber(), kCacheArgAttrName) &&
+        failed(requireSplit(arg, cache.getRank() - 2, func)))
+      return failure();
+  }
+  WalkResult appends = func.walk([&](KVCacheAppendOp append) {
+    auto cache = cast<RankedTensorType>(append.getType());
+    return failed(requireSplit(append.getResult(), cache.getRank() - 2, append))
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
+  });
+  if (appends.wasInterrupted())
+    return failure();
   WalkResult seeds = func.walk([&](AttentionOp attention) {
     if (attention.getBias() || attention.getLengths()) {
       attention.emitOpError("tensor parallelism: attention with an additive "
@@ -432,8 +450,8 @@ struct ShardTensorParallelPass
       return success();
     auto refuse = [&](StringRef what, int64_t count) {
       return module.emitError("--ranks ")
-             << ranks << ": the model's " << count << " " << what
-             << " do not divide among " << ranks
+             << ranks.getValue() << ": the model's " << count << " " << what
+             << " do not divide among " << ranks.getValue()
              << " ranks (tfmc splits attention by heads, KV heads included, "
                 "keeping grouped-query groups whole, and does not replicate "
                 "KV heads): use a number of ranks that divides "

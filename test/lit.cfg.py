@@ -64,6 +64,15 @@ else:
     config.substitutions.append(("%cc", "cc"))
     config.substitutions.append(("%app_cmake_flags", ""))
 
+# Models split over MPI ranks (tfmc --ranks) run under mpirun: on this
+# machine, as many processes as asked whatever the cores (--oversubscribe),
+# as root in CI's containers. Tests say `REQUIRES: mpi`.
+import shutil
+if config.tfm_mpi and shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    config.substitutions.append(
+        ("%mpirun", "mpirun --allow-run-as-root --oversubscribe"))
+
 # The pretrained checkpoints beside the repo (../shared/models). Tests that
 # need them say `REQUIRES: shared-models` and are reported UNSUPPORTED (with
 # this note) when the folder is absent.

@@ -50,10 +50,9 @@ struct ConvertMPIToLLVMPass
   /// `&ompi_mpi_op_sum` (and so on), the symbols libmpi exports. Without
   /// this, a model's link fails on `ompi_mpi_sum`.
   static void renameOpenMPIOps(ModuleOp module) {
-    static const char *const kOps[] = {"max",  "min",  "sum",    "prod",
-                                       "land", "band", "lor",    "bor",
-                                       "lxor", "bxor", "minloc", "maxloc",
-                                       "replace"};
+    static const char *const kOps[] = {
+        "max", "min",  "sum",  "prod",   "land",   "band",   "lor",
+        "bor", "lxor", "bxor", "minloc", "maxloc", "replace"};
     for (const char *op : kOps) {
       std::string upstream = std::string("ompi_mpi_") + op;
       auto global = module.lookupSymbol<LLVM::GlobalOp>(upstream);

@@ -18,13 +18,12 @@ bool RankWeights::isReplicated(llvm::StringRef name) const {
 
 static llvm::Error partError(llvm::StringRef name, const llvm::Twine &why) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "weight '" + name + "' split over ranks: " +
-                                     why);
+                                 "weight '" + name +
+                                     "' split over ranks: " + why);
 }
 
-llvm::Expected<WeightRows> RankWeights::part(llvm::StringRef name,
-                                             WeightRows whole,
-                                             int64_t rank) const {
+llvm::Expected<WeightRows>
+RankWeights::part(llvm::StringRef name, WeightRows whole, int64_t rank) const {
   auto split = parts ? parts.getAs<DenseI64ArrayAttr>(name) : nullptr;
   if (!split)
     return whole;

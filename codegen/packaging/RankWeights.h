@@ -1,4 +1,5 @@
-//===- RankWeights.h - one rank's part of a split model's weights -*- C++ -*-===//
+//===- RankWeights.h - one rank's part of a split model's weights -*- C++
+//-*-===//
 //
 // A model compiled with --ranks N gets one weight blob per rank
 // (ModelPackager.cpp writes them as sections of one file): a weight split

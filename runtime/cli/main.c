@@ -10,6 +10,7 @@
 #include "runtime/cli/main_internal.h"
 #include "runtime/cli/main_options.h"
 #include "runtime/core/buffer_cache.h"
+#include "runtime/core/ranks.h"
 #include "runtime/core/read_file.h"
 #include "tfm/tfm_runtime.h"
 
@@ -293,10 +294,35 @@ static int warm_up(const char *argv0, tfm_session *session, const int32_t *ids,
   return 0;
 }
 
+/* --stats of a model split over ranks: each rank's weights (its part and
+ * what all hold alike), peak RSS and time in the model's all-reduces. */
+static void print_rank_stats(const tfm_model *model) {
+  int32_t ranks = tfm_model_ranks(model);
+  if (ranks <= 1 || !tfm_ranks_gather_stats)
+    return;
+  tfm_rank_stats *stats = calloc((size_t)ranks, sizeof *stats);
+  if (!stats)
+    return;
+  tfm_ranks_gather_stats(model, stats);
+  fprintf(stderr, ", \"replicated_weights_bytes\": %llu, \"ranks\": [",
+          (unsigned long long)tfm_model_get_desc(model)->replicated_weights_size);
+  for (int32_t r = 0; r < ranks; ++r)
+    fprintf(stderr,
+            "%s{\"rank\": %d, \"weights_bytes\": %llu, "
+            "\"peak_rss_bytes\": %lld, \"all_reduces\": %lld, "
+            "\"all_reduce_seconds\": %.6f}",
+            r ? ", " : "", r, (unsigned long long)stats[r].weights_bytes,
+            (long long)stats[r].peak_rss_bytes, (long long)stats[r].all_reduces,
+            stats[r].all_reduce_seconds);
+  fprintf(stderr, "]");
+  free(stats);
+}
+
 /* --stats: timings, memory and what the memory holds by design, as JSON on
  * stderr. */
-static void print_stats(const tfm_model_desc *desc,
+static void print_stats(const tfm_model *model,
                         const tfm_generate_result *result) {
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
   struct rusage usage;
   getrusage(RUSAGE_SELF, &usage);
   /* The first new token comes from the prefill's logits. */
@@ -319,7 +345,7 @@ static void print_stats(const tfm_model_desc *desc,
           "\"prefill_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "
           "\"peak_rss_bytes\": %lld, \"weights_bytes\": %lld, "
           "\"kv_cache_bytes\": %lld, \"activation_peak_bytes\": %lld, "
-          "\"weight_bytes_per_token\": %lld}\n",
+          "\"weight_bytes_per_token\": %lld",
           (long long)result->prompt_tokens, (long long)result->generated_tokens,
           result->prefill_seconds, result->decode_seconds,
           result->prefill_seconds > 0
@@ -330,6 +356,8 @@ static void print_stats(const tfm_model_desc *desc,
           (long long)desc->weights_size, cache_bytes,
           (long long)tfm_buffer_peak_live_bytes(),
           (long long)desc->decode_weight_bytes);
+  print_rank_stats(model);
+  fprintf(stderr, "}\n");
 }
 
 /* A decoder's generation from its prompt. */
@@ -409,7 +437,7 @@ static int run_generate(const char *argv0, tfm_model *model,
   held->step_logits = NULL;
 
   if (o->stats)
-    print_stats(desc, &result);
+    print_stats(model, &result);
   return 0;
 }
 

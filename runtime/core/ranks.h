@@ -24,7 +24,7 @@
 
 /* What one rank reports for --stats. */
 typedef struct {
-  uint64_t weights_bytes;    /* the weights it maps */
+  uint64_t weights_bytes; /* the weights it maps */
   int64_t peak_rss_bytes;
   int64_t all_reduces;       /* MPI_Allreduce calls of the model's code */
   double all_reduce_seconds; /* time in them */

@@ -15,9 +15,9 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/core/ranks.h"
 #include "runtime/core/buffer_cache.h"
 #include "runtime/core/model_internal.h"
-#include "runtime/core/ranks.h"
 #include "runtime/core/status.h"
 
 #include <mpi.h>
@@ -30,22 +30,22 @@
 #include <time.h>
 
 enum {
-  MSG_STOP,     /* rank 0 ends: finalize and exit */
-  MSG_FORWARD,  /* tfm_run_forward(tokens) */
-  MSG_PREFILL,  /* tfm_run_prefill(decode, tokens, start, slot, cache) */
-  MSG_CALL,     /* tfm_model_dispatch(entry, inputs, caches) */
-  MSG_ALLOC,    /* cache memory allocated */
-  MSG_FREE,     /* cache memory freed */
-  MSG_MOVE,     /* cache memory moved (a sliding window's slide) */
-  MSG_STATS     /* --stats: gather every rank's */
+  MSG_STOP,    /* rank 0 ends: finalize and exit */
+  MSG_FORWARD, /* tfm_run_forward(tokens) */
+  MSG_PREFILL, /* tfm_run_prefill(decode, tokens, start, slot, cache) */
+  MSG_CALL,    /* tfm_model_dispatch(entry, inputs, caches) */
+  MSG_ALLOC,   /* cache memory allocated */
+  MSG_FREE,    /* cache memory freed */
+  MSG_MOVE,    /* cache memory moved (a sliding window's slide) */
+  MSG_STATS    /* --stats: gather every rank's */
 };
 
 /* The fixed part of a message; `payload` bytes follow in a second
  * broadcast. */
 typedef struct {
   int32_t kind;
-  int32_t entry; /* MSG_CALL: index in the model's entry points;
-                    MSG_PREFILL: whether @decode */
+  int32_t entry;   /* MSG_CALL: index in the model's entry points;
+                      MSG_PREFILL: whether @decode */
   int64_t a, b, c; /* addresses, sizes, positions: per kind */
   int64_t payload;
 } message;
@@ -64,8 +64,8 @@ static int stopped;
 static int64_t all_reduces;
 static double all_reduce_seconds;
 
-int MPI_Allreduce(const void *send, void *receive, int count,
-                  MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+int MPI_Allreduce(const void *send, void *receive, int count, MPI_Datatype type,
+                  MPI_Op op, MPI_Comm comm) {
   double start = MPI_Wtime();
   int code = PMPI_Allreduce(send, receive, count, type, op, comm);
   all_reduce_seconds += MPI_Wtime() - start;
@@ -86,7 +86,8 @@ static void send(message *m, const void *payload) {
   MPI_Ibcast(m, sizeof *m, MPI_BYTE, 0, MPI_COMM_WORLD, &request);
   MPI_Wait(&request, MPI_STATUS_IGNORE);
   if (m->payload > 0)
-    MPI_Bcast((void *)(uintptr_t)payload, (int)m->payload, MPI_BYTE, 0, MPI_COMM_WORLD);
+    MPI_Bcast((void *)(uintptr_t)payload, (int)m->payload, MPI_BYTE, 0,
+              MPI_COMM_WORLD);
 }
 
 /* A follower's wait for the next message: spin briefly (the next token's
@@ -166,8 +167,9 @@ void tfm_ranks_lead_free(const void *state) {
 }
 
 void tfm_ranks_lead_move(void *to, const void *from, size_t bytes) {
-  message m = {MSG_MOVE, 0, (int64_t)(intptr_t)to, (int64_t)(intptr_t)from,
-               (int64_t)bytes, 0};
+  message m = {
+      MSG_MOVE,       0, (int64_t)(intptr_t)to, (int64_t)(intptr_t)from,
+      (int64_t)bytes, 0};
   send(&m, NULL);
 }
 
@@ -181,7 +183,10 @@ void tfm_ranks_lead_prefill(int decode, const tfm_memref1d *tokens,
                             int64_t start, int64_t slot,
                             const tfm_memref5d_f32 *cache) {
   int64_t n = tokens->sizes[0];
-  message m = {MSG_PREFILL, decode, start, slot,
+  message m = {MSG_PREFILL,
+               decode,
+               start,
+               slot,
                (int64_t)(intptr_t)(cache->aligned + cache->offset),
                n * (int64_t)sizeof(int32_t)};
   send(&m, (const int32_t *)tokens->aligned + tokens->offset);
@@ -208,13 +213,15 @@ void tfm_ranks_lead_call(const tfm_model *model, const tfm_entry_point *entry,
     at += bytes;
   }
   for (int32_t i = 0; i < entry->num_caches; ++i) {
-    tensor_header h = {caches[i]->dtype, caches[i]->rank, {0},
+    tensor_header h = {caches[i]->dtype,
+                       caches[i]->rank,
+                       {0},
                        (int64_t)(intptr_t)caches[i]->data};
     memcpy(h.shape, caches[i]->shape, sizeof h.shape);
     memcpy(at, &h, sizeof h);
     at += sizeof h;
   }
-  message m = {MSG_CALL, (int32_t)(entry - desc->entry_points), 0, 0, 0,
+  message m = {MSG_CALL,     (int32_t)(entry - desc->entry_points), 0, 0, 0,
                (int64_t)size};
   send(&m, payload);
   free(payload);
@@ -361,8 +368,8 @@ static void follow_call(follower *f, const message *m, char *payload) {
     memcpy(&h, at, sizeof h);
     at += sizeof h;
     size_t bytes = tensor_bytes(h.dtype, h.rank, h.shape);
-    cache_tensors[i] = (tfm_tensor){local_memory(f, h.address, bytes), h.dtype,
-                                    h.rank, {0}, NULL};
+    cache_tensors[i] = (tfm_tensor){
+        local_memory(f, h.address, bytes), h.dtype, h.rank, {0}, NULL};
     memcpy(cache_tensors[i].shape, h.shape, sizeof h.shape);
     caches[i] = &cache_tensors[i];
   }
