@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""bench/compare_ranks: a model split over MPI ranks (tfmc --ranks) against
+the same model in one process, on this machine, with ranks x threads = 2.
+
+For the 124M LLaMA shape (12 heads / 4 KV heads) and TinyLlama-1.1B's
+(32 / 4, bf16), random weights: prefill and decode tokens/s at N = 1 (one
+process, 2 threads) and N = 2 (mpirun -np 2, 1 thread each), the time the
+ranks spend in all-reduces per decode step (two per layer, from --stats:
+MPI_Allreduce timed through the MPI profiling interface), and each rank's
+peak RSS. The machine's read bandwidth is measured in the same run
+(hwlimits), since a decode step is bound by it.
+
+    /usr/bin/python3 bench/compare_ranks.py [--models llama,tinyllama]
+
+NumPy for the random models: /usr/bin/python3 with python3-numpy.
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+MODELS = {"llama": ("124M LLaMA shape", "f32"),
+          "tinyllama": ("TinyLlama-1.1B shape", "bf16")}
+
+
+def build(args, name):
+    """The random model's folder and its executables at 1 and 2 ranks."""
+    dtype = MODELS[name][1]
+    model = os.path.join(args.work, f"ranks-{name}-random")
+    if not os.path.exists(os.path.join(model, "model.safetensors")):
+        subprocess.run([sys.executable, os.path.join(HERE, "make_random_model.py"),
+                        name, model, "--dtype", dtype], check=True)
+    exes = {}
+    for ranks in (1, 2):
+        exe = os.path.join(args.work, f"ranks-{name}.{ranks}")
+        if not os.path.exists(exe):
+            subprocess.run([args.tfmc, model, "--ranks", str(ranks), "-q",
+                            "-o", exe], check=True)
+        exes[ranks] = exe
+    with open(os.path.join(model, "config.json")) as f:
+        return json.load(f), exes
+
+
+def run(exe, ranks, prompt, new_tokens):
+    env = dict(os.environ, TFM_NUM_THREADS=str(2 // ranks))
+    command = [exe, "--tokens", prompt, "-n", str(new_tokens), "--print-ids",
+               "--ignore-eos", "--stats"]
+    if ranks > 1:
+        command = MPIRUN + ["-np", str(ranks), "-x", "TFM_NUM_THREADS"] + command
+    out = subprocess.run(command, capture_output=True, text=True, check=True,
+                         env=env)
+    return json.loads([line for line in out.stderr.splitlines()
+                       if line.startswith("{")][-1])
+
+
+def read_bandwidth(work):
+    exe = os.path.join(work, "hwlimits")
+    if not os.path.exists(exe):
+        subprocess.run(["cc", "-O3", "-march=native", "-fopenmp",
+                        os.path.join(HERE, "hwlimits.c"), "-lopenblas", "-o",
+                        exe], check=True)
+    out = subprocess.run([exe, "--bandwidth"], capture_output=True, text=True,
+                         check=True).stdout
+    time.sleep(2)  # the probe's huge pages freed before the next run
+    return json.loads(out)["read_gb_per_s"]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tfmc", default=os.path.join(ROOT, "build", "bin", "tfmc"))
+    parser.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
+    parser.add_argument("--models", default="llama,tinyllama")
+    parser.add_argument("--prompt", type=int, default=128)
+    parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    print(f"read bandwidth: {read_bandwidth(args.work):.1f} GB/s; prompt "
+          f"{args.prompt} tokens, {args.new_tokens} new, best of "
+          f"{args.repeats}; ranks x threads = 2")
+    print(f"{'model':<22} {'N':>2} {'prefill tok/s':>14} {'decode tok/s':>13} "
+          f"{'all-reduce ms/step':>19} {'peak RSS MB per rank':>22}")
+    for name in args.models.split(","):
+        config, exes = build(args, name)
+        rng = random.Random(0)
+        prompt = " ".join(str(rng.randrange(config["vocab_size"]))
+                          for _ in range(args.prompt))
+        layers = config["num_hidden_layers"]
+        for ranks in (1, 2):
+            runs = [run(exes[ranks], ranks, prompt, args.new_tokens)
+                    for _ in range(args.repeats)]
+            best_decode = max(runs, key=lambda s: s["decode_tokens_per_s"])
+            best_prefill = max(s["prefill_tokens_per_s"] for s in runs)
+            per_rank = best_decode.get("ranks", [])
+            step_ms = ""
+            if per_rank:
+                r0 = per_rank[0]
+                step_ms = (f"{1e3 * r0['all_reduce_seconds'] / r0['all_reduces'] * 2 * layers:.3f}"
+                           if r0["all_reduces"] else "")
+            rss = ([r["peak_rss_bytes"] for r in per_rank] if per_rank
+                   else [best_decode["peak_rss_bytes"]])
+            print(f"{MODELS[name][0] + ' ' + MODELS[name][1]:<22} {ranks:>2} "
+                  f"{best_prefill:>14.1f} "
+                  f"{best_decode['decode_tokens_per_s']:>13.1f} {step_ms:>19} "
+                  f"{' / '.join(f'{b / 1e6:.0f}' for b in rss):>22}")
+
+
+if __name__ == "__main__":
+    main()
