@@ -343,10 +343,15 @@ tfm_status_code tfm_model_dispatch(tfm_model *model,
       tfm_tensor_release(&outputs[i]);
     return device;
   }
-  if (code != TFM_OK)
+  if (code != TFM_OK) {
+    /* The other ranks of a split model may wait in the call's
+     * all-reduces: end them all rather than leave them hanging. */
+    if (tfm_model_leads(model))
+      tfm_ranks_abort("the model's code ran out of memory");
     return tfm_fail(status, (tfm_status_code)code,
                     "@%s of model '%s' ran out of memory", entry->name,
                     tfm_model_get_desc(model)->name);
+  }
   return tfm_ok(status);
 }
 

@@ -249,6 +249,10 @@ static void find_language_model_entry_points(tfm_model *model) {
 
 static tfm_status_code out_of_memory(const tfm_model *model,
                                      const char *entry, tfm_status *status) {
+  /* The other ranks of a split model may wait in the call's all-reduces:
+   * end them all rather than leave them hanging. */
+  if (tfm_model_leads(model))
+    tfm_ranks_abort("the model's code ran out of memory");
   /* A GPU's allocations fail after any GPU error: report that instead. */
   if (tfm_model_on_gpu(model) && tfm_cuda_error())
     return tfm_model_check_device(model, entry, status);
