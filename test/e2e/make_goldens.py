@@ -230,6 +230,9 @@ MODELS = {
                                     rope_theta=500000.0), "BF16", {"shards": 2}),
     "mistral-window4": (dict(LLAMA, model_type="mistral", sliding_window=4,
                              num_key_value_heads=2), "F32", {}),
+    # Grouped-query attention that 4 ranks split (test/e2e/ranks).
+    "llama-gqa8-f32": (dict(LLAMA, num_attention_heads=8,
+                            num_key_value_heads=4), "F32", {}),
 }
 TOKENS = [1, 17, 42, 5, 63, 0, 28, 9, 33, 12, 50, 7]
 
