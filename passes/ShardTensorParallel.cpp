@@ -59,6 +59,15 @@ public:
     return weightAxis;
   }
   const llvm::SetVector<StringAttr> &partialWeights() const { return partial; }
+  /// Whether the readers of `v` read it whole though it is split: the
+  /// vocabulary-parallel LM head's logits, which shard-partition gathers.
+  bool isGathered(Value v) const { return gathered.contains(v); }
+
+  /// Picks the LM heads of `module` to split by vocabulary: projections to
+  /// `vocab` logits from a whole input, whose weight nothing else reads (a
+  /// head tied to the embeddings stays replicated: the embedding lookup
+  /// reads the whole table).
+  void chooseVocabularyHeads(ModuleOp module, int64_t vocab);
 
 private:
   LogicalResult requireSplit(Value v, int64_t axis, Operation *reader);
@@ -72,7 +81,63 @@ private:
   DenseSet<Operation *> rowParallel;
   llvm::MapVector<StringAttr, int64_t> weightAxis;
   llvm::SetVector<StringAttr> partial;
+  DenseSet<Operation *> vocabularyHeads;
+  DenseSet<Value> gathered;
 };
+
+/// Whether `v` is returned, as it is or through casts and slices (the
+/// logits of @prefill's last row).
+bool isReturned(Value v) {
+  for (Operation *user : v.getUsers()) {
+    if (isa<func::ReturnOp>(user))
+      return true;
+    if (isa<tensor::CastOp, tensor::ExtractSliceOp>(user) &&
+        isReturned(user->getResult(0)))
+      return true;
+  }
+  return false;
+}
+
+/// The weight a projection reads (through a dequantize), if it reads one.
+WeightOp weightOf(LinearOp linear) {
+  Value weight = linear.getWeight();
+  if (auto dequantize = weight.getDefiningOp<DequantizeOp>())
+    weight = dequantize.getInput();
+  return weight.getDefiningOp<WeightOp>();
+}
+
+void SplitPlan::chooseVocabularyHeads(ModuleOp module, int64_t vocab) {
+  if (vocab <= 0 || vocab % ranks != 0)
+    return;
+  // Weight name -> whether every read of it is a head's.
+  llvm::DenseMap<StringAttr, bool> onlyHeads;
+  SmallVector<LinearOp> heads;
+  module.walk([&](WeightOp weight) {
+    StringAttr name = weight.getNameAttr().getAttr();
+    bool head = !weight->use_empty();
+    for (Operation *user : weight->getUsers()) {
+      Operation *reader = user;
+      if (isa<DequantizeOp>(user) && user->hasOneUse())
+        reader = *user->getUsers().begin();
+      auto linear = dyn_cast<LinearOp>(reader);
+      auto type = linear ? dyn_cast<RankedTensorType>(linear.getType())
+                         : RankedTensorType();
+      head = linear && weightOf(linear) == weight && type &&
+             type.getRank() == 2 && type.getDimSize(1) == vocab &&
+             !linear.getBias() && !linear.getActivation() &&
+             !linear.getGated() && isReturned(linear.getResult());
+      if (!head)
+        break;
+      heads.push_back(linear);
+    }
+    auto [it, fresh] = onlyHeads.try_emplace(name, head);
+    if (!fresh)
+      it->second = it->second && head;
+  });
+  for (LinearOp head : heads)
+    if (onlyHeads.lookup(weightOf(head).getNameAttr().getAttr()))
+      vocabularyHeads.insert(head);
+}
 
 /// "what" for a diagnostic: the op's name.
 std::string describe(Value v) {
@@ -262,6 +327,20 @@ LogicalResult SplitPlan::planFunction(func::FuncOp func) {
   });
   if (mlps.wasInterrupted())
     return failure();
+  // The LM head split by vocabulary rows: each rank reads 1/N of it, and
+  // the logits are gathered (a replicated head would be read whole by
+  // every rank for every token).
+  WalkResult heads = func.walk([&](LinearOp linear) {
+    if (!vocabularyHeads.contains(linear) ||
+        split.contains(linear.getInput()) || split.contains(linear.getResult()))
+      return WalkResult::advance();
+    if (failed(requireSplit(linear.getResult(), 1, linear)))
+      return WalkResult::interrupt();
+    gathered.insert(linear.getResult());
+    return WalkResult::advance();
+  });
+  if (heads.wasInterrupted())
+    return failure();
   return checkReaders(func);
 }
 
@@ -270,8 +349,9 @@ LogicalResult SplitPlan::planFunction(func::FuncOp func) {
 /// projection, or the return of a cache.
 LogicalResult SplitPlan::checkReaders(func::FuncOp func) {
   WalkResult result = func.walk([&](Operation *op) {
-    bool readsSplit = llvm::any_of(op->getOperands(),
-                                   [&](Value v) { return split.contains(v); });
+    bool readsSplit = llvm::any_of(op->getOperands(), [&](Value v) {
+      return split.contains(v) && !gathered.contains(v);
+    });
     if (!readsSplit)
       return WalkResult::advance();
     if (op->getParentOp() != func) {
@@ -368,10 +448,13 @@ private:
       return users;
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointAfterValue(annotation);
-    return users =
-               shard::ShardOp::create(builder, annotation.getLoc(), annotation,
-                                      sharding(planned(annotation)),
-                                      /*annotate_for_users=*/true);
+    // Gathered logits are read whole: shard-partition all-gathers them.
+    auto it = original.find(annotation);
+    bool whole = it != original.end() && plan.isGathered(it->second);
+    return users = shard::ShardOp::create(
+               builder, annotation.getLoc(), annotation,
+               sharding(whole ? std::nullopt : planned(annotation)),
+               /*annotate_for_users=*/true);
   }
   /// `v`'s own annotation; its readers read the annotation.
   void annotateResult(Value v) {
@@ -425,6 +508,8 @@ struct ShardTensorParallelPass
     if (failed(checkModel(module)))
       return signalPassFailure();
     SplitPlan plan(ranks);
+    if (auto model = module->getAttrOfType<ModelAttr>(kModelAttrName))
+      plan.chooseVocabularyHeads(module, model.getVocabSize());
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal())

@@ -9,6 +9,7 @@
 
 #include "codegen/cpu/Passes.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -49,12 +50,15 @@ struct LowerCollectivesToMPIPass
       if (op->getDialect() &&
           op->getDialect()->getNamespace() ==
               shard::ShardDialect::getDialectNamespace() &&
-          !isa<shard::GridOp, shard::AllReduceOp>(op)) {
+          !isa<shard::GridOp, shard::AllReduceOp, shard::AllGatherOp>(op)) {
         op->emitOpError("is not lowered to MPI by tfmc");
         return WalkResult::interrupt();
       }
       if (auto allReduce = dyn_cast<shard::AllReduceOp>(op))
         if (failed(lower(allReduce)))
+          return WalkResult::interrupt();
+      if (auto allGather = dyn_cast<shard::AllGatherOp>(op))
+        if (failed(lower(allGather)))
           return WalkResult::interrupt();
       return WalkResult::advance();
     });
@@ -68,6 +72,89 @@ struct LowerCollectivesToMPIPass
     module->setAttr(DLTIDialect::kMapAttrName, MapAttr::get(context, entry));
   }
 
+  /// A buffer of `type`'s shape, the dynamic sizes those of `like`.
+  static Value allocLike(OpBuilder &builder, Location loc,
+                         RankedTensorType type, Value like) {
+    SmallVector<Value> dynamicSizes;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (type.isDynamicDim(d))
+        dynamicSizes.push_back(tensor::DimOp::create(builder, loc, like, d));
+    return memref::AllocOp::create(
+        builder, loc, MemRefType::get(type.getShape(), type.getElementType()),
+        dynamicSizes);
+  }
+
+  /// Sums `buffer` over the ranks in place, seen as one vector of floats;
+  /// returns it as a tensor of `type`.
+  static Value sumInPlace(OpBuilder &builder, Location loc, Value buffer,
+                          RankedTensorType type, Value world) {
+    Value flat = buffer;
+    if (type.getRank() > 1) {
+      ReassociationIndices all;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        all.push_back(d);
+      flat = memref::CollapseShapeOp::create(
+          builder, loc, buffer, ArrayRef<ReassociationIndices>{all});
+    }
+    mpi::AllReduceOp::create(builder, loc, /*retval=*/Type(), flat, flat,
+                             mpi::MPI_ReductionOpEnum::MPI_SUM, world);
+    return bufferization::ToTensorOp::create(builder, loc, type, buffer,
+                                             /*restrict=*/true,
+                                             /*writable=*/true);
+  }
+
+  /// The vocabulary-parallel LM head's logits: each rank writes its part
+  /// into a zeroed buffer of the whole, and the sum over the ranks is the
+  /// whole (the mpi dialect has no all-gather; the zeros add exactly).
+  LogicalResult lower(shard::AllGatherOp allGather) {
+    auto part = dyn_cast<RankedTensorType>(allGather.getInput().getType());
+    auto whole = dyn_cast<RankedTensorType>(allGather.getType());
+    int64_t axis = allGather.getGatherAxis().getSExtValue();
+    if (!part || !whole || !part.getElementType().isF32() ||
+        allGather.getGridAxes().size() != 1 || part.isDynamicDim(axis))
+      return allGather.emitOpError("tfmc lowers to MPI the gathering of an "
+                                   "f32 tensor over all ranks only");
+    OpBuilder builder(allGather);
+    Location loc = allGather.getLoc();
+    Value input = allGather.getInput();
+    Value buffer = allocLike(builder, loc, whole, input);
+    Value zero =
+        arith::ConstantOp::create(builder, loc, builder.getF32FloatAttr(0.0f));
+    linalg::FillOp::create(builder, loc, ValueRange{zero}, ValueRange{buffer});
+    Value world = mpi::CommWorldOp::create(
+        builder, loc, mpi::CommType::get(builder.getContext()));
+    auto rank = mpi::CommRankOp::create(builder, loc, /*retval=*/Type(),
+                                        builder.getI32Type(), world);
+    Value rankIndex = arith::IndexCastOp::create(
+        builder, loc, builder.getIndexType(), rank.getRank());
+    Value partSize =
+        arith::ConstantIndexOp::create(builder, loc, part.getDimSize(axis));
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    for (int64_t d = 0; d < part.getRank(); ++d) {
+      offsets.push_back(
+          d == axis ? OpFoldResult(arith::MulIOp::create(builder, loc,
+                                                         rankIndex, partSize)
+                                       .getResult())
+                    : OpFoldResult(builder.getIndexAttr(0)));
+      sizes.push_back(
+          part.isDynamicDim(d)
+              ? OpFoldResult(
+                    tensor::DimOp::create(builder, loc, input, d).getResult())
+              : OpFoldResult(builder.getIndexAttr(part.getDimSize(d))));
+      strides.push_back(builder.getIndexAttr(1));
+    }
+    Value slot = memref::SubViewOp::create(builder, loc, buffer, offsets, sizes,
+                                           strides);
+    auto copy = bufferization::MaterializeInDestinationOp::create(builder, loc,
+                                                                  input, slot);
+    copy.setWritable(true);
+    copy.setRestrict(true);
+    allGather.replaceAllUsesWith(
+        sumInPlace(builder, loc, buffer, whole, world));
+    allGather.erase();
+    return success();
+  }
+
   LogicalResult lower(shard::AllReduceOp allReduce) {
     auto tensor = dyn_cast<RankedTensorType>(allReduce.getInput().getType());
     if (!tensor || allReduce.getReduction() != shard::ReductionKind::Sum ||
@@ -79,34 +166,14 @@ struct LowerCollectivesToMPIPass
     OpBuilder builder(allReduce);
     Location loc = allReduce.getLoc();
     Value input = allReduce.getInput();
-    SmallVector<Value> dynamicSizes;
-    for (int64_t d = 0; d < tensor.getRank(); ++d)
-      if (tensor.isDynamicDim(d))
-        dynamicSizes.push_back(
-            tensor::DimOp::create(builder, loc, input, d).getResult());
-    auto bufferType =
-        MemRefType::get(tensor.getShape(), tensor.getElementType());
-    Value buffer =
-        memref::AllocOp::create(builder, loc, bufferType, dynamicSizes);
+    Value buffer = allocLike(builder, loc, tensor, input);
     auto copy = bufferization::MaterializeInDestinationOp::create(
         builder, loc, input, buffer);
     copy.setWritable(true);
     copy.setRestrict(true);
-    // MPI sees the buffer as one vector of floats.
-    Value flat = buffer;
-    if (tensor.getRank() > 1) {
-      ReassociationIndices all;
-      for (int64_t d = 0; d < tensor.getRank(); ++d)
-        all.push_back(d);
-      flat = memref::CollapseShapeOp::create(
-          builder, loc, buffer, ArrayRef<ReassociationIndices>{all});
-    }
     Value world = mpi::CommWorldOp::create(
         builder, loc, mpi::CommType::get(builder.getContext()));
-    mpi::AllReduceOp::create(builder, loc, /*retval=*/Type(), flat, flat,
-                             mpi::MPI_ReductionOpEnum::MPI_SUM, world);
-    Value sum = bufferization::ToTensorOp::create(
-        builder, loc, tensor, buffer, /*restrict=*/true, /*writable=*/true);
+    Value sum = sumInPlace(builder, loc, buffer, tensor, world);
     allReduce.replaceAllUsesWith(sum);
     allReduce.erase();
     return success();
@@ -124,10 +191,10 @@ namespace {
 struct AllReduceEffects
     : MemoryEffectOpInterface::ExternalModel<AllReduceEffects,
                                              mpi::AllReduceOp> {
-  void getEffects(
-      Operation *op,
-      SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
-          &effects) const {
+  void
+  getEffects(Operation *op,
+             SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+                 &effects) const {
     auto allReduce = cast<mpi::AllReduceOp>(op);
     effects.emplace_back(MemoryEffects::Read::get(),
                          &allReduce.getSendbufMutable());
