@@ -102,9 +102,9 @@ struct LinearSharding
       return op->emitOpError("tensor parallelism: a projection whose input "
                              "features are split yields a sum over the "
                              "ranks, which is whole on every rank");
-    // The partial product keeps the whole result type; the sum replaces it.
-    IRMapping partial = map;
-    Operation *clone = builder.clone(*op, partial);
+    // The partial product keeps the whole result type; the sum replaces it
+    // as the op's partitioned result.
+    Operation *clone = builder.clone(*op, map);
     auto gridName = operandShardings[0].getGridAttr();
     auto sum = shard::AllReduceOp::create(
         builder, op->getLoc(), clone->getResult(0).getType(),

@@ -72,8 +72,6 @@ public:
 private:
   LogicalResult requireSplit(Value v, int64_t axis, Operation *reader);
   LogicalResult makeRowParallel(LinearOp linear);
-  LogicalResult requireWeight(Value v, Operation *reader,
-                              llvm::function_ref<LogicalResult(WeightOp)> fn);
   LogicalResult checkReaders(func::FuncOp func);
 
   int64_t ranks;
@@ -98,13 +96,15 @@ bool isReturned(Value v) {
   return false;
 }
 
-/// The weight a projection reads (through a dequantize), if it reads one.
-WeightOp weightOf(LinearOp linear) {
-  Value weight = linear.getWeight();
-  if (auto dequantize = weight.getDefiningOp<DequantizeOp>())
-    weight = dequantize.getInput();
-  return weight.getDefiningOp<WeightOp>();
+/// The weight `v` is read from (through a dequantize), if it is one.
+WeightOp weightBehind(Value v) {
+  if (auto dequantize = v.getDefiningOp<DequantizeOp>())
+    v = dequantize.getInput();
+  return v.getDefiningOp<WeightOp>();
 }
+
+/// The weight a projection reads, if it reads one.
+WeightOp weightOf(LinearOp linear) { return weightBehind(linear.getWeight()); }
 
 void SplitPlan::chooseVocabularyHeads(ModuleOp module, int64_t vocab) {
   if (vocab <= 0 || vocab % ranks != 0)
@@ -247,28 +247,19 @@ LogicalResult SplitPlan::makeRowParallel(LinearOp linear) {
   if (failed(requireSplit(linear.getInput(), 1, linear)) ||
       failed(requireSplit(linear.getWeight(), 1, linear)))
     return failure();
-  if (Value bias = linear.getBias())
-    return requireWeight(bias, linear, [&](WeightOp weight) -> LogicalResult {
-      StringAttr name = weight.getNameAttr().getAttr();
-      if (weightAxis.contains(name))
-        return weight.emitOpError("tensor parallelism: weight '")
-               << weight.getName() << "' is both split and a summed bias";
-      partial.insert(name);
-      return success();
-    });
+  Value bias = linear.getBias();
+  if (!bias)
+    return success();
+  WeightOp weight = weightBehind(bias);
+  if (!weight)
+    return linear.emitOpError("tensor parallelism: the bias of a "
+                              "row-parallel projection must be a weight");
+  StringAttr name = weight.getNameAttr().getAttr();
+  if (weightAxis.contains(name))
+    return weight.emitOpError("tensor parallelism: weight '")
+           << weight.getName() << "' is both split and a summed bias";
+  partial.insert(name);
   return success();
-}
-
-/// `v` read straight from a weight (through a dequantize).
-LogicalResult
-SplitPlan::requireWeight(Value v, Operation *reader,
-                         llvm::function_ref<LogicalResult(WeightOp)> fn) {
-  if (auto dequantize = v.getDefiningOp<DequantizeOp>())
-    v = dequantize.getInput();
-  if (auto weight = v.getDefiningOp<WeightOp>())
-    return fn(weight);
-  return reader->emitOpError("tensor parallelism: the bias of a row-parallel "
-                             "projection must be a weight");
 }
 
 LogicalResult SplitPlan::planFunction(func::FuncOp func) {
