@@ -57,9 +57,8 @@ void mlir::tfm::buildCodegenPipeline(OpPassManager &pm,
   tfm.weightsDtypeFor = options.weightsDtypeFor;
   tfm.ranks = options.ranks;
   // The GPU target runs one sequence per call so far: the batched entry
-  // points (the serving engine's) are not derived for it. Nor are they
-  // split over ranks yet: their loops over sequences hold the attention.
-  tfm.batchedEntryPoints = !targetsCuda(options) && options.ranks <= 1;
+  // points (the serving engine's) are not derived for it.
+  tfm.batchedEntryPoints = !targetsCuda(options);
   if (runs(PipelineStage::Tfm))
     buildTfmPipeline(pm, tfm);
   if (runs(PipelineStage::Partition))

@@ -297,9 +297,7 @@ bool runsPastMaxContext(const CompilationUnit &unit) {
 }
 
 /// --ranks: a model split over MPI processes needs MPI where tfmc was
-/// built, runs on the CPU, and is an executable (one weights file with a
-/// section per rank; libraries would need their application to be an MPI
-/// program too).
+/// built and runs on the CPU.
 llvm::Error checkRanks(const CompileOptions &options) {
   int64_t ranks = options.pipeline ? options.pipeline->ranks : 1;
   if (ranks == 1)
@@ -315,10 +313,6 @@ llvm::Error checkRanks(const CompileOptions &options) {
     return makeError("--ranks " + llvm::Twine(ranks) +
                      ": a model split over ranks runs on the CPU "
                      "(--target=cuda runs on one GPU)");
-  if (isLibrary(options.emit))
-    return makeError("--ranks " + llvm::Twine(ranks) +
-                     ": a model split over ranks is an executable (--emit=exe)"
-                     ", run with mpirun -np " + llvm::Twine(ranks));
   return llvm::Error::success();
 }
 
@@ -470,7 +464,12 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
   // Only causal models get a KV cache, once; a module that is not a model
   // is compiled as written.
   bool askedForCache = pipeline.kvCache;
-  pipeline.kvCache = pipeline.kvCache && unit.model && wantsKVCache(*unit.module);
+  // After the tfm stage: whether it made one (a split model's partition
+  // stage batches the cached entry points).
+  bool cached = first == PipelineStage::Tfm
+                    ? wantsKVCache(*unit.module)
+                    : bool((*unit.module).lookupSymbol("prefill"));
+  pipeline.kvCache = pipeline.kvCache && unit.model && cached;
   // A cache dtype for a model that gets no cache would be silently moot.
   if (first == PipelineStage::Tfm && pipeline.kvDtype != "f32" &&
       !pipeline.kvCache && unit.model)

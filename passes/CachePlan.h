@@ -41,6 +41,12 @@ struct CachePlan {
   Type storedRows;
 };
 
+/// The analysis of tfm-kv-cache (KVCache.cpp): proves that caching
+/// `forward` is sound (only attention mixes positions, it is causal, and
+/// positions count the tokens) and finds its layers and their keys, or
+/// says on the op why not. `storedRows` is left null (f32).
+FailureOr<CachePlan> planCache(func::FuncOp forward);
+
 /// The cache of `layers` layers of keys of `keyType` ([?, kv_heads,
 /// head_dim]): [layers, 2, capacity, kv_heads, head_dim].
 RankedTensorType cacheTypeOf(RankedTensorType keyType, size_t layers,
@@ -88,7 +94,8 @@ int64_t sharedWindow(const CachePlan &plan);
 
 /// `value` ([rows, features]) narrowed to `rows` of its rows by `pick`
 /// (which slices a [rows, features] value). The slice is taken above the
-/// position-wise ops that produce `value` (a final norm and the LM head),
+/// position-wise ops that produce `value` (a final norm, the LM head, a
+/// split head's gather of its columns),
 /// so that they run on the picked rows only. `varying`: the values that
 /// vary with the positions (the others are weights, taken whole).
 Value pickRows(OpBuilder &b, Location loc, Value value, int64_t rows,

@@ -15,6 +15,7 @@
 #include "passes/Passes.h"
 #include "passes/PositionAnalysis.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Transforms/RegionUtils.h"
 
@@ -95,75 +96,6 @@ LogicalResult planCrossAttention(AttentionOp attention, CachePlan &plan) {
   plan.crossKeyType = keyType;
   plan.crossLayers.push_back(attention);
   return success();
-}
-
-FailureOr<CachePlan> planCache(func::FuncOp forward) {
-  CachePlan plan;
-  if (failed(findTokenArguments(forward, plan)))
-    return failure();
-  Value tokens = forward.getArgument(plan.tokensArg);
-  llvm::DenseSet<Value> varying =
-      positionVaryingValues(forward, plan.tokensArg);
-  WalkResult walk = forward.walk([&](Operation *op) -> WalkResult {
-    // What reads no position-varying value is computed alike either way;
-    // a position-wise op may run on the new positions alone.
-    bool readsPositions = llvm::any_of(
-        op->getOperands(), [&](Value v) { return varying.contains(v); });
-    if (op == forward || isa<func::ReturnOp>(op) || !readsPositions ||
-        actsOnEachPosition(op))
-      return WalkResult::advance();
-    if (auto positions = dyn_cast<PositionIdsOp>(op)) {
-      if (positions.getTokens() != tokens || positions.getOffset() ||
-          positions.getPaddingId()) {
-        op->emitOpError("cannot cache: positions that do not count the "
-                        "tokens of @forward from 0");
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    }
-    if (auto attention = dyn_cast<AttentionOp>(op)) {
-      if (!varying.contains(attention.getKey()) &&
-          !varying.contains(attention.getValue()))
-        return failed(planCrossAttention(attention, plan))
-                   ? WalkResult::interrupt()
-                   : WalkResult::advance();
-      if (!attention.getCausal()) {
-        op->emitOpError("cannot cache bidirectional attention: a new token "
-                        "would change the past positions' outputs");
-        return WalkResult::interrupt();
-      }
-      // A relative_bias depends on distances alone, which a cached step
-      // keeps; an arbitrary bias would need its rows for the new positions.
-      if (attention.getBias()) {
-        op->emitOpError("cannot cache attention with an additive bias");
-        return WalkResult::interrupt();
-      }
-      RankedTensorType keyType = attention.getKey().getType();
-      if (attention.getValue().getType() != keyType) {
-        op->emitOpError() << "cannot cache values of type "
-                          << attention.getValue().getType()
-                          << " beside keys of type " << keyType;
-        return WalkResult::interrupt();
-      }
-      if (plan.keyType && plan.keyType != keyType) {
-        op->emitOpError() << "cannot cache keys of type " << keyType
-                          << " in the cache of " << plan.keyType
-                          << " that earlier layers use";
-        return WalkResult::interrupt();
-      }
-      plan.keyType = keyType;
-      plan.layers.push_back(attention);
-      return WalkResult::advance();
-    }
-    op->emitOpError("cannot cache through an op that is not position-wise "
-                    "(Tfm_PositionWise, or a slice keeping every row)");
-    return WalkResult::interrupt();
-  });
-  if (walk.wasInterrupted())
-    return failure();
-  if (plan.layers.empty())
-    return forward.emitOpError("has no attention to cache");
-  return plan;
 }
 
 /// Says what each argument of @prefill or @decode is: tokens at a start
@@ -411,6 +343,75 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
 
 } // namespace
 
+FailureOr<CachePlan> mlir::tfm::planCache(func::FuncOp forward) {
+  CachePlan plan;
+  if (failed(findTokenArguments(forward, plan)))
+    return failure();
+  Value tokens = forward.getArgument(plan.tokensArg);
+  llvm::DenseSet<Value> varying =
+      positionVaryingValues(forward, plan.tokensArg);
+  WalkResult walk = forward.walk([&](Operation *op) -> WalkResult {
+    // What reads no position-varying value is computed alike either way;
+    // a position-wise op may run on the new positions alone.
+    bool readsPositions = llvm::any_of(
+        op->getOperands(), [&](Value v) { return varying.contains(v); });
+    if (op == forward || isa<func::ReturnOp>(op) || !readsPositions ||
+        actsOnEachPosition(op))
+      return WalkResult::advance();
+    if (auto positions = dyn_cast<PositionIdsOp>(op)) {
+      if (positions.getTokens() != tokens || positions.getOffset() ||
+          positions.getPaddingId()) {
+        op->emitOpError("cannot cache: positions that do not count the "
+                        "tokens of @forward from 0");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    }
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      if (!varying.contains(attention.getKey()) &&
+          !varying.contains(attention.getValue()))
+        return failed(planCrossAttention(attention, plan))
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      if (!attention.getCausal()) {
+        op->emitOpError("cannot cache bidirectional attention: a new token "
+                        "would change the past positions' outputs");
+        return WalkResult::interrupt();
+      }
+      // A relative_bias depends on distances alone, which a cached step
+      // keeps; an arbitrary bias would need its rows for the new positions.
+      if (attention.getBias()) {
+        op->emitOpError("cannot cache attention with an additive bias");
+        return WalkResult::interrupt();
+      }
+      RankedTensorType keyType = attention.getKey().getType();
+      if (attention.getValue().getType() != keyType) {
+        op->emitOpError() << "cannot cache values of type "
+                          << attention.getValue().getType()
+                          << " beside keys of type " << keyType;
+        return WalkResult::interrupt();
+      }
+      if (plan.keyType && plan.keyType != keyType) {
+        op->emitOpError() << "cannot cache keys of type " << keyType
+                          << " in the cache of " << plan.keyType
+                          << " that earlier layers use";
+        return WalkResult::interrupt();
+      }
+      plan.keyType = keyType;
+      plan.layers.push_back(attention);
+      return WalkResult::advance();
+    }
+    op->emitOpError("cannot cache through an op that is not position-wise "
+                    "(Tfm_PositionWise, or a slice keeping every row)");
+    return WalkResult::interrupt();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  if (plan.layers.empty())
+    return forward.emitOpError("has no attention to cache");
+  return plan;
+}
+
 RankedTensorType mlir::tfm::cacheTypeOf(RankedTensorType keyType,
                                         size_t layers, int64_t capacity) {
   return RankedTensorType::get({int64_t(layers), 2, capacity,
@@ -441,8 +442,12 @@ Value mlir::tfm::pickRows(
     auto t = dyn_cast<RankedTensorType>(v.getType());
     return !varying.contains(v) || (t && t.getRank() == 2);
   };
-  if (producer && producer->hasOneUse() && producer->getNumResults() == 1 &&
-      producer->hasTrait<OpTrait::tfm::PositionWise>() &&
+  // Ops that compute each row alone: position-wise tfm ops, and those
+  // after a vocabulary-parallel head (the gather of its logits' columns,
+  // a cast), which then gather the picked rows only.
+  bool eachRowAlone = producer && actsOnEachPosition(producer) &&
+                      !isa<tensor::DimOp, tensor::ExtractSliceOp>(producer);
+  if (eachRowAlone && producer->hasOneUse() && producer->getNumResults() == 1 &&
       llvm::all_of(producer->getOperands(), isRows)) {
     IRMapping mapping;
     for (Value operand : producer->getOperands())

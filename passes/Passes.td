@@ -89,6 +89,28 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def BatchKVCachePass : Pass<"tfm-batch-kv-cache", "ModuleOp"> {
+  let summary = "Derive @decode_batch and @prefill_batch beside a cached "
+                "@prefill";
+  let description = [{
+    The batched entry points of tfm-kv-cache (see its `decode-batch` and
+    `prefill-batch`), derived later, from a module that already has
+    `@forward` and the `@prefill` tfm-kv-cache made: the capacity and the
+    stored element type are `@prefill`'s cache's.
+
+    A model split over ranks needs them derived after its partition:
+    upstream `shard-partition` partitions a function's top level only, and
+    the batched entry points hold each attention in an `scf.for` over
+    sequences. After the partition `@forward` is the rank's program, whose
+    all-reduces and gathers (`shard.all_reduce`, `shard.all_gather` of
+    columns) act on each position alone, so the rank's batched entry
+    points follow from it as the whole model's do from its `@forward`.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def PackSequencesPass : Pass<"tfm-pack-sequences", "ModuleOp"> {
   let summary = "Derive @<name>_batch over sequences packed end to end";
   let description = [{

@@ -43,21 +43,37 @@ static void addFusionPasses(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
+/// The batch twins of encoders and image models (@<name>_batch): for a
+/// model split over ranks, after its partition, since their loops over
+/// images and their packed attention are not split themselves.
+static void addBatchingPasses(OpPassManager &pm,
+                              const TfmPipelineOptions &options) {
+  if (!options.batchedEntryPoints)
+    return;
+  if (options.packSequences)
+    pm.addPass(createPackSequencesPass());
+  if (options.batchImages)
+    pm.addPass(createBatchImagesPass());
+}
+
 void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
                                  const TfmPipelineOptions &options) {
   if (options.kvCache) {
     KVCachePassOptions kvCache;
     kvCache.maxContext = options.maxContext;
     kvCache.kvDtype = options.kvDtype;
-    kvCache.decodeBatch = kvCache.prefillBatch = options.batchedEntryPoints;
+    // A split model's batched entry points come after its partition (their
+    // loops over sequences hold the attention, and shard-partition
+    // partitions a function's top level only).
+    kvCache.decodeBatch = kvCache.prefillBatch =
+        options.batchedEntryPoints && options.ranks <= 1;
     pm.addPass(createKVCachePass(kvCache));
     // @decode calls @prefill: inline it so that codegen sees one token.
     pm.addPass(createInlinerPass());
   }
-  if (options.packSequences && options.batchedEntryPoints)
-    pm.addPass(createPackSequencesPass());
-  if (options.batchImages && options.batchedEntryPoints)
-    pm.addPass(createBatchImagesPass());
+  // A split model's batched entry points come after its partition.
+  if (options.ranks <= 1)
+    addBatchingPasses(pm, options);
   if (options.ranks > 1) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
@@ -75,5 +91,9 @@ void mlir::tfm::buildTfmPartitionPipeline(OpPassManager &pm,
     return;
   pm.addNestedPass<func::FuncOp>(shard::createPartition());
   pm.addPass(createLocalizeShardedWeightsPass());
+  // The batched entry points, from the rank's own functions.
+  if (options.kvCache && options.batchedEntryPoints)
+    pm.addPass(createBatchKVCachePass());
+  addBatchingPasses(pm, options);
   addFusionPasses(pm, options);
 }

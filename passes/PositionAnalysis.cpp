@@ -3,6 +3,7 @@
 #include "passes/PositionAnalysis.h"
 #include "ir/TfmOps.h"
 
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
@@ -43,6 +44,21 @@ llvm::DenseSet<Value> mlir::tfm::valuesComputedFrom(func::FuncOp func,
 bool mlir::tfm::actsOnEachPosition(Operation *op) {
   if (op->hasTrait<OpTrait::tfm::PositionWise>() || isa<tensor::DimOp>(op))
     return true;
+  // A cast that says no more about the rows than its source did (one
+  // pinning them to a count would not hold for other rows).
+  if (auto cast = dyn_cast<tensor::CastOp>(op)) {
+    auto from = dyn_cast<RankedTensorType>(cast.getSource().getType());
+    auto to = dyn_cast<RankedTensorType>(cast.getType());
+    return from && to && from.getRank() > 0 && to.getRank() > 0 &&
+           from.getDimSize(0) == to.getDimSize(0);
+  }
+  // A split model's collectives: an all-reduce sums each element over the
+  // ranks, and a gather of columns (a vocabulary-parallel head's logits)
+  // joins each row's parts.
+  if (isa<shard::AllReduceOp>(op))
+    return true;
+  if (auto gather = dyn_cast<shard::AllGatherOp>(op))
+    return gather.getGatherAxis().getZExtValue() != 0;
   auto slice = dyn_cast<tensor::ExtractSliceOp>(op);
   return slice && keepsAllRows(slice);
 }

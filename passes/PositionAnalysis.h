@@ -23,8 +23,8 @@ llvm::DenseSet<Value> valuesComputedFrom(func::FuncOp func, ValueRange seeds);
 /// Whether `op` computes each row of its results from the same row of its
 /// operands alone: tfm ops say so with Tfm_PositionWise; of upstream ops,
 /// the shape glue fusions leave (tfm-fuse-qkv splits its product by
-/// columns) does: the row count (tensor.dim), and slices that keep every
-/// row.
+/// columns) does: the row count (tensor.dim), casts, and slices that
+/// keep every row; so do a split model's all-reduces and gathers of columns.
 bool actsOnEachPosition(Operation *op);
 
 } // namespace mlir::tfm

@@ -447,12 +447,19 @@ int tfm::serve::runServer(const ServerOptions &o) {
   addErrorHandler(server);
 
   int port = bindServer(server, o);
+  // A model split over MPI ranks (tfmc --ranks) serves from rank 0; the
+  // others follow inside tfm_model_load.
+  std::string split =
+      served.desc->ranks > 1
+          ? ", split over " + std::to_string(served.desc->ranks) + " ranks"
+          : "";
   std::printf("tfm-serve: serving '%s' (%lld positions, %d sequences, %lld "
-              "KV blocks of %lld positions%s) on http://%s:%d\n",
+              "KV blocks of %lld positions%s%s) on http://%s:%d\n",
               served.name.c_str(), (long long)served.contextPositions,
               maxSequences, (long long)engineStats.kv_blocks,
               (long long)engineStats.kv_block_positions,
-              engineStats.kv_paged ? "" : ", unpaged", o.host.c_str(), port);
+              engineStats.kv_paged ? "" : ", unpaged", split.c_str(),
+              o.host.c_str(), port);
   std::printf("tfm-serve: chat template: %s\n", chatTemplateOrigin.c_str());
   std::fflush(stdout);
   server.listen_after_bind();

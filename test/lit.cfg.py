@@ -72,6 +72,13 @@ if config.tfm_mpi and shutil.which("mpirun"):
     config.available_features.add("mpi")
     config.substitutions.append(
         ("%mpirun", "mpirun --allow-run-as-root --oversubscribe"))
+    # An application linking a split model's archive adds these after the
+    # runtime's.
+    config.substitutions.append((
+        "%tfm_mpi_libs",
+        os.path.join(config.tfm_obj_root, "lib", "libtfmrt_mpi.a") + " "
+        + os.path.join(config.tfm_obj_root, "lib", "libtfmrt.a") + " "
+        + " ".join(config.tfm_mpi_libraries.split(";"))))
 
 # The pretrained checkpoints beside the repo (../shared/models). Tests that
 # need them say `REQUIRES: shared-models` and are reported UNSUPPORTED (with

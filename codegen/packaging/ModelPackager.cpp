@@ -443,6 +443,12 @@ std::string generateModelSource(const ModelDescription &model,
   bool library = options.kind != OutputKind::Executable;
   std::string descSymbol =
       library ? options.prefix + "_model" : "tfm_builtin_model";
+  // A split model in an archive pulls libtfmrt_mpi's ranks.o into the
+  // application's link, which refers to it only weakly otherwise (ranks.h).
+  if (model.ranks > 1 && options.kind == OutputKind::StaticLibrary)
+    os << "extern void tfm_ranks_join(void);\n"
+       << "__attribute__((used)) static void (*const tfm_needs_ranks)(void) = "
+          "tfm_ranks_join;\n";
   if (model.ranks > 1) {
     os << "static const uint64_t tfm_rank_checksums[] = {";
     for (uint64_t checksum : written.checksums)
@@ -780,7 +786,7 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
     }
     written.size = uint64_t(
         module->getAttrOfType<IntegerAttr>(kWeightBytesAttrName).getInt());
-    if (model.ranks > 1 && options.externalWeights)
+    if (model.ranks > 1 && (options.externalWeights || embedsWeights(options)))
       if (llvm::Error err = writeSections(weightsPath, blobPaths, written.size,
                                           written.checksums[0],
                                           /*trailer=*/false))
@@ -840,14 +846,31 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
           "linking '" + options.outputPath + "'", options.cc, args));
     }
     case OutputKind::SharedLibrary: {
-      // The runtime is shared too: one copy however many models load.
+      // The runtime is shared too: one copy however many models load. It
+      // runs split models where tfmc has MPI; their code calls MPI itself.
       std::string libraryDir = "-L" + options.runtimeLibraryDir;
       std::string rpath = "-Wl,-rpath," + options.runtimeLibraryDir;
-      return appendUnlessExternal(runTool(
-          "linking '" + options.outputPath + "'", options.cc,
-          {options.cc, "-O2", kSanitizers, "-shared", "-fPIC", kHugeSegments,
-           "-fvisibility=hidden", "-o", options.outputPath, objectPath,
-           sourcePath, include, libraryDir, rpath, "-ltfmrt", "-lm"}));
+      llvm::SmallVector<llvm::StringRef> args = {options.cc,
+                                                 "-O2",
+                                                 kSanitizers,
+                                                 "-shared",
+                                                 "-fPIC",
+                                                 kHugeSegments,
+                                                 "-fvisibility=hidden",
+                                                 "-o",
+                                                 options.outputPath,
+                                                 objectPath,
+                                                 sourcePath,
+                                                 include,
+                                                 libraryDir,
+                                                 rpath,
+                                                 "-ltfmrt"};
+      if (model.ranks > 1)
+        for (const std::string &library : options.mpiLibraries)
+          args.push_back(library);
+      args.push_back("-lm");
+      return appendUnlessExternal(
+          runTool("linking '" + options.outputPath + "'", options.cc, args));
     }
     case OutputKind::StaticLibrary: {
       // The model alone: applications link the runtime once.

@@ -379,7 +379,8 @@ static tfm_status_code load_weights(tfm_model *model, const char *weights_path,
                                     tfm_status *status) {
   const tfm_model_desc *desc = model->desc;
   if (desc->weights && !weights_path) {
-    model->weights = desc->weights;
+    /* A split model's sections, embedded one after another. */
+    model->weights = desc->weights + rank_offset(model);
   } else if (desc->weights_appended && !weights_path) {
     tfm_status_code code = map_appended(model, status);
     if (code != TFM_OK)

@@ -48,6 +48,13 @@ void tfm_ranks_lead_call(const tfm_model *model, const tfm_entry_point *entry,
                          const tfm_tensor *inputs, tfm_tensor *const *caches);
 /* Rank 0, as it changes cache memory: the same change for the others. */
 void tfm_ranks_lead_alloc(const void *state, size_t bytes);
+/* The batch engine's paged KV pool (runtime/engine/kv_pages.h): made, and
+ * a block mapped at block `index` of a slot (`block` -1: unmapped); freed
+ * as any cache memory is, by tfm_ranks_lead_free of its base. */
+typedef struct tfm_kv_pages tfm_kv_pages;
+void tfm_ranks_lead_pool_new(const tfm_kv_pages *pool);
+void tfm_ranks_lead_pool_map(const tfm_kv_pages *pool, int64_t slot,
+                             int64_t index, int64_t block);
 void tfm_ranks_lead_free(const void *state);
 void tfm_ranks_lead_move(void *to, const void *from, size_t bytes);
 /* Rank 0: every rank's stats, `out` holding the model's ranks. */
@@ -62,6 +69,8 @@ void tfm_ranks_own_stats(const tfm_model *model, tfm_rank_stats *out);
 #pragma weak tfm_ranks_lead_prefill
 #pragma weak tfm_ranks_lead_call
 #pragma weak tfm_ranks_lead_alloc
+#pragma weak tfm_ranks_lead_pool_new
+#pragma weak tfm_ranks_lead_pool_map
 #pragma weak tfm_ranks_lead_free
 #pragma weak tfm_ranks_lead_move
 #pragma weak tfm_ranks_gather_stats

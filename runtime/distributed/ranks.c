@@ -19,6 +19,7 @@
 #include "runtime/core/buffer_cache.h"
 #include "runtime/core/model_internal.h"
 #include "runtime/core/status.h"
+#include "runtime/engine/kv_pages.h"
 
 #include <mpi.h>
 
@@ -37,7 +38,9 @@ enum {
   MSG_ALLOC,   /* cache memory allocated */
   MSG_FREE,    /* cache memory freed */
   MSG_MOVE,    /* cache memory moved (a sliding window's slide) */
-  MSG_STATS    /* --stats: gather every rank's */
+  MSG_STATS,   /* --stats: gather every rank's */
+  MSG_POOL,    /* the batch engine's KV pool made (its layout follows) */
+  MSG_MAP      /* a block of it mapped or unmapped */
 };
 
 /* The fixed part of a message; `payload` bytes follow in a second
@@ -46,7 +49,7 @@ typedef struct {
   int32_t kind;
   int32_t entry;   /* MSG_CALL: index in the model's entry points;
                       MSG_PREFILL: whether @decode */
-  int64_t a, b, c; /* addresses, sizes, positions: per kind */
+  int64_t a, b, c, d; /* addresses, sizes, positions: per kind */
   int64_t payload;
 } message;
 
@@ -112,7 +115,7 @@ static void stop_followers(void) {
   if (stopped || world_rank != 0)
     return;
   stopped = 1;
-  message m = {MSG_STOP, 0, 0, 0, 0, 0};
+  message m = {.kind = MSG_STOP};
   send(&m, NULL);
   MPI_Finalize();
 }
@@ -122,9 +125,12 @@ int32_t tfm_ranks_join(const tfm_model_desc *desc, tfm_status *status) {
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided;
-    /* The model's code calls MPI from the thread that called it. */
-    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) !=
-        MPI_SUCCESS)
+    /* The model's code calls MPI from the thread that calls it, one call
+     * at a time, which need not be the thread that loaded it (tfm-serve
+     * loads on its main thread and steps its engine on another). */
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) !=
+            MPI_SUCCESS ||
+        provided < MPI_THREAD_SERIALIZED)
       return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                       "model '%s': MPI did not start", desc->name),
              -1;
@@ -157,25 +163,49 @@ static size_t tensor_bytes(int32_t dtype, int32_t rank, const int64_t *shape) {
 /*===- rank 0 ------------------------------------------------------------===*/
 
 void tfm_ranks_lead_alloc(const void *state, size_t bytes) {
-  message m = {MSG_ALLOC, 0, (int64_t)(intptr_t)state, (int64_t)bytes, 0, 0};
+  message m = {
+      .kind = MSG_ALLOC, .a = (int64_t)(intptr_t)state, .b = (int64_t)bytes};
   send(&m, NULL);
 }
 
 void tfm_ranks_lead_free(const void *state) {
-  message m = {MSG_FREE, 0, (int64_t)(intptr_t)state, 0, 0, 0};
+  message m = {.kind = MSG_FREE, .a = (int64_t)(intptr_t)state};
   send(&m, NULL);
 }
 
 void tfm_ranks_lead_move(void *to, const void *from, size_t bytes) {
-  message m = {
-      MSG_MOVE,       0, (int64_t)(intptr_t)to, (int64_t)(intptr_t)from,
-      (int64_t)bytes, 0};
+  message m = {.kind = MSG_MOVE,
+               .a = (int64_t)(intptr_t)to,
+               .b = (int64_t)(intptr_t)from,
+               .c = (int64_t)bytes};
+  send(&m, NULL);
+}
+
+void tfm_ranks_lead_pool_new(const tfm_kv_pages *pool) {
+  tfm_kv_pages_options layout;
+  size_t reserved;
+  tfm_kv_pages_get_layout(pool, &layout, &reserved);
+  message m = {.kind = MSG_POOL,
+               .a = (int64_t)(intptr_t)tfm_kv_pages_base(pool),
+               .b = (int64_t)reserved,
+               .payload = (int64_t)sizeof layout};
+  send(&m, &layout);
+}
+
+void tfm_ranks_lead_pool_map(const tfm_kv_pages *pool, int64_t slot,
+                             int64_t index, int64_t block) {
+  message m = {.kind = MSG_MAP,
+               .a = (int64_t)(intptr_t)tfm_kv_pages_base(pool),
+               .b = slot,
+               .c = index,
+               .d = block};
   send(&m, NULL);
 }
 
 void tfm_ranks_lead_forward(const tfm_memref1d *tokens) {
   int64_t n = tokens->sizes[0];
-  message m = {MSG_FORWARD, 0, n, 0, 0, n * (int64_t)sizeof(int32_t)};
+  message m = {
+      .kind = MSG_FORWARD, .a = n, .payload = n * (int64_t)sizeof(int32_t)};
   send(&m, (const int32_t *)tokens->aligned + tokens->offset);
 }
 
@@ -183,12 +213,12 @@ void tfm_ranks_lead_prefill(int decode, const tfm_memref1d *tokens,
                             int64_t start, int64_t slot,
                             const tfm_memref5d_f32 *cache) {
   int64_t n = tokens->sizes[0];
-  message m = {MSG_PREFILL,
-               decode,
-               start,
-               slot,
-               (int64_t)(intptr_t)(cache->aligned + cache->offset),
-               n * (int64_t)sizeof(int32_t)};
+  message m = {.kind = MSG_PREFILL,
+               .entry = decode,
+               .a = start,
+               .b = slot,
+               .c = (int64_t)(intptr_t)(cache->aligned + cache->offset),
+               .payload = n * (int64_t)sizeof(int32_t)};
   send(&m, (const int32_t *)tokens->aligned + tokens->offset);
 }
 
@@ -221,8 +251,9 @@ void tfm_ranks_lead_call(const tfm_model *model, const tfm_entry_point *entry,
     memcpy(at, &h, sizeof h);
     at += sizeof h;
   }
-  message m = {MSG_CALL,     (int32_t)(entry - desc->entry_points), 0, 0, 0,
-               (int64_t)size};
+  message m = {.kind = MSG_CALL,
+               .entry = (int32_t)(entry - desc->entry_points),
+               .payload = (int64_t)size};
   send(&m, payload);
   free(payload);
 }
@@ -237,7 +268,7 @@ void tfm_ranks_own_stats(const tfm_model *model, tfm_rank_stats *out) {
 }
 
 void tfm_ranks_gather_stats(const tfm_model *model, tfm_rank_stats *out) {
-  message m = {MSG_STATS, 0, 0, 0, 0, 0};
+  message m = {.kind = MSG_STATS};
   send(&m, NULL);
   tfm_rank_stats own;
   tfm_ranks_own_stats(model, &own);
@@ -247,11 +278,13 @@ void tfm_ranks_gather_stats(const tfm_model *model, tfm_rank_stats *out) {
 
 /*===- the other ranks ---------------------------------------------------===*/
 
-/* Rank 0's cache memory and this rank's copy of it. */
+/* Rank 0's cache memory and this rank's copy of it: model state, or the
+ * batch engine's KV pool (`pool`), whose blocks it maps as rank 0 does. */
 typedef struct {
   int64_t remote;
   size_t bytes;
   char *local;
+  tfm_kv_pages *pool;
 } mirror;
 
 typedef struct {
@@ -268,7 +301,13 @@ static mirror *find_mirror(follower *f, int64_t remote) {
   return NULL;
 }
 
-static mirror *add_mirror(follower *f, int64_t remote, size_t bytes) {
+static void check(tfm_status_code code, const tfm_status *status) {
+  if (code != TFM_OK)
+    tfm_ranks_abort(status->message);
+}
+
+/* Room for one more mirror. */
+static mirror *new_mirror(follower *f) {
   if (f->count == f->capacity) {
     size_t capacity = f->capacity ? 2 * f->capacity : 8;
     mirror *grown = realloc(f->mirrors, capacity * sizeof *grown);
@@ -277,17 +316,52 @@ static mirror *add_mirror(follower *f, int64_t remote, size_t bytes) {
     f->mirrors = grown;
     f->capacity = capacity;
   }
+  return &f->mirrors[f->count++];
+}
+
+static mirror *add_mirror(follower *f, int64_t remote, size_t bytes) {
   char *local = tfm_model_state_alloc(f->model, bytes);
   if (!local)
     tfm_ranks_abort("out of memory for its part of a KV cache");
-  f->mirrors[f->count] = (mirror){remote, bytes, local};
-  return &f->mirrors[f->count++];
+  mirror *m = new_mirror(f);
+  *m = (mirror){remote, bytes, local, NULL};
+  return m;
+}
+
+/* Rank 0's engine made a KV pool at `remote`: one of the same layout. */
+static void add_pool(follower *f, const message *m,
+                     const tfm_kv_pages_options *layout) {
+  tfm_kv_pages *pool = NULL;
+  tfm_status status;
+  check(tfm_kv_pages_new(layout, &pool, &status), &status);
+  tfm_kv_pages_options own;
+  size_t reserved;
+  tfm_kv_pages_get_layout(pool, &own, &reserved);
+  if (reserved != (size_t)m->b ||
+      own.block_positions != layout->block_positions)
+    tfm_ranks_abort("its KV pool cannot take rank 0's layout (blocks of "
+                    "another size: a host whose vm.max_map_count differs)");
+  mirror *added = new_mirror(f);
+  *added = (mirror){m->a, reserved, (char *)tfm_kv_pages_base(pool), pool};
+}
+
+static void map_in_pool(follower *f, const message *m) {
+  mirror *pool = find_mirror(f, m->a);
+  if (!pool || !pool->pool || pool->remote != m->a)
+    tfm_ranks_abort("rank 0 maps a block of a KV pool it never made");
+  if (m->d < 0)
+    tfm_kv_pages_unmap(pool->pool, m->b, m->c);
+  else if (!tfm_kv_pages_map(pool->pool, m->b, m->c, m->d))
+    tfm_ranks_abort("cannot map a block of its KV pool (mmap failed)");
 }
 
 static void remove_mirror(follower *f, int64_t remote) {
   for (size_t i = 0; i < f->count; ++i)
     if (f->mirrors[i].remote == remote) {
-      tfm_model_state_free(f->model, f->mirrors[i].local);
+      if (f->mirrors[i].pool)
+        tfm_kv_pages_free(f->mirrors[i].pool);
+      else
+        tfm_model_state_free(f->model, f->mirrors[i].local);
       f->mirrors[i] = f->mirrors[--f->count];
       return;
     }
@@ -305,11 +379,6 @@ static char *local_memory(follower *f, int64_t remote, size_t bytes) {
   if (!m)
     m = add_mirror(f, remote, bytes);
   return m->local + (remote - m->remote);
-}
-
-static void check(tfm_status_code code, const tfm_status *status) {
-  if (code != TFM_OK)
-    tfm_ranks_abort(status->message);
 }
 
 static void follow_prefill(follower *f, const message *m, int32_t *tokens) {
@@ -423,6 +492,12 @@ void tfm_ranks_follow(tfm_model *model) {
       tfm_model_state_move(model, to, from, (size_t)m.c);
       break;
     }
+    case MSG_POOL:
+      add_pool(&f, &m, (const tfm_kv_pages_options *)(void *)payload);
+      break;
+    case MSG_MAP:
+      map_in_pool(&f, &m);
+      break;
     case MSG_STATS: {
       tfm_rank_stats own;
       tfm_ranks_own_stats(model, &own);

@@ -13,6 +13,7 @@
 #include "tfm/tfm_engine.h"
 
 #include "runtime/core/model_internal.h"
+#include "runtime/core/ranks.h"
 #include "runtime/core/status.h"
 #include "runtime/engine/kv_pages.h"
 
@@ -132,6 +133,10 @@ tfm_status_code tfm_engine_new(tfm_model *model,
     free(e);
     return code;
   }
+  /* A split model's other ranks keep pools of their parts of the heads,
+   * mapped as this one is. */
+  if (tfm_model_leads(model))
+    tfm_kv_pages_lead_ranks(e->pages);
   e->free_slots = malloc((size_t)o.max_sequences * sizeof *e->free_slots);
   e->logits = malloc((size_t)(o.max_sequences * desc->vocab_size) * sizeof(float));
   /* A step: a token of each generating sequence and the prompt chunks. */

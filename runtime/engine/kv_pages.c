@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "runtime/engine/kv_pages.h"
 
+#include "runtime/core/ranks.h"
 #include "runtime/core/status.h"
 
 #include <errno.h>
@@ -38,6 +39,7 @@ struct tfm_kv_pages {
   tfm_kv_pages_options options;
   int64_t block_positions, blocks_per_slot, planes;
   int mapped_blocks; /* 0: the cache is plain memory, blocks only count */
+  int leads;         /* rank 0 of a split model: the others map alike */
   size_t chunk_bytes; /* one block of one plane */
   size_t plane_bytes; /* one plane of one slot */
   size_t slot_bytes, reserved_bytes;
@@ -111,8 +113,7 @@ static char *chunk_address(const tfm_kv_pages *p, int64_t slot, int64_t plane,
          (size_t)index * p->chunk_bytes;
 }
 
-/* Puts `block`'s planes at block `index` of `slot`. */
-static int map_block(tfm_kv_pages *p, int64_t slot, int64_t index,
+int tfm_kv_pages_map(tfm_kv_pages *p, int64_t slot, int64_t index,
                      int64_t block) {
   if (!p->mapped_blocks)
     return 1;
@@ -128,15 +129,19 @@ static int map_block(tfm_kv_pages *p, int64_t slot, int64_t index,
       return 0;
     }
   }
+  if (p->leads)
+    tfm_ranks_lead_pool_map(p, slot, index, block);
   return 1;
 }
 
-static void unmap_block(tfm_kv_pages *p, int64_t slot, int64_t index) {
+void tfm_kv_pages_unmap(tfm_kv_pages *p, int64_t slot, int64_t index) {
   if (!p->mapped_blocks)
     return;
   for (int64_t plane = 0; plane < p->planes; ++plane)
     mmap(chunk_address(p, slot, plane, index), p->chunk_bytes, PROT_NONE,
          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+  if (p->leads)
+    tfm_ranks_lead_pool_map(p, slot, index, -1);
 }
 
 tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
@@ -234,9 +239,24 @@ tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
   return tfm_ok(status);
 }
 
+void tfm_kv_pages_lead_ranks(tfm_kv_pages *p) {
+  p->leads = 1;
+  tfm_ranks_lead_pool_new(p);
+}
+
+void tfm_kv_pages_get_layout(const tfm_kv_pages *p,
+                             tfm_kv_pages_options *layout,
+                             size_t *reserved_bytes) {
+  *layout = p->options;
+  layout->block_positions = p->block_positions;
+  *reserved_bytes = p->reserved_bytes;
+}
+
 void tfm_kv_pages_free(tfm_kv_pages *p) {
   if (!p)
     return;
+  if (p->leads)
+    tfm_ranks_lead_free(p->base);
   if (p->base != MAP_FAILED)
     munmap(p->base, p->reserved_bytes);
   if (p->fd >= 0)
@@ -371,7 +391,7 @@ tfm_status_code tfm_kv_pages_reserve(tfm_kv_pages *p, int64_t slot,
       return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                       "the KV pool's %lld blocks are all in use",
                       (long long)p->blocks);
-    if (!map_block(p, slot, p->mapped[slot], block)) {
+    if (!tfm_kv_pages_map(p, slot, p->mapped[slot], block)) {
       p->free_blocks[p->free_count++] = block;
       return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                       "cannot map a KV block: %s", strerror(errno));
@@ -397,7 +417,7 @@ int64_t tfm_kv_pages_share_prefix(tfm_kv_pages *p, int64_t slot,
     const int32_t *own = tokens + index * size;
     uint64_t hash = hash_block(parent_hash, own, size);
     int64_t block = find_block(p, parent, hash, own);
-    if (block == kNone || !map_block(p, slot, index, block))
+    if (block == kNone || !tfm_kv_pages_map(p, slot, index, block))
       break;
     if (p->info[block].references++ == 0)
       lru_remove(p, block);
@@ -447,7 +467,7 @@ void tfm_kv_pages_release(tfm_kv_pages *p, int64_t slot) {
     return;
   int64_t *table = table_of(p, slot);
   for (int64_t index = 0; index < p->mapped[slot]; ++index) {
-    unmap_block(p, slot, index);
+    tfm_kv_pages_unmap(p, slot, index);
     drop_reference(p, table[index]);
     table[index] = kNone;
   }

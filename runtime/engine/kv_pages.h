@@ -97,4 +97,23 @@ typedef struct {
 void tfm_kv_pages_get_stats(const tfm_kv_pages *pages,
                             tfm_kv_pages_stats *stats);
 
+/* A split model's pool (runtime/core/ranks.h): on rank 0, every block
+ * mapped or unmapped is broadcast, and each other rank keeps a pool of the
+ * same layout (its part of the heads makes a position's bytes alike on
+ * every rank) in which it maps the same blocks at the same places, so that
+ * the slots rank 0 hands the compiled code hold the same sequences on
+ * every rank. `lead_ranks` starts that on rank 0 (the others build theirs
+ * from the layout); `map` and `unmap` are what a follower then replays. */
+void tfm_kv_pages_lead_ranks(tfm_kv_pages *pages);
+/* The options that rebuild this pool's layout (its block size as chosen)
+ * and the address space it reserves. */
+void tfm_kv_pages_get_layout(const tfm_kv_pages *pages,
+                             tfm_kv_pages_options *layout,
+                             size_t *reserved_bytes);
+/* Puts pool block `block`'s planes at block `index` of `slot` (0 when
+ * mmap fails; nothing is then half-mapped), or takes them away. */
+int tfm_kv_pages_map(tfm_kv_pages *pages, int64_t slot, int64_t index,
+                     int64_t block);
+void tfm_kv_pages_unmap(tfm_kv_pages *pages, int64_t slot, int64_t index);
+
 #endif /* TFM_RUNTIME_KV_PAGES_H */

@@ -3,7 +3,8 @@ line per check for FileCheck (tfm-serve.test).
 
   serve_client.py TFM_SERVE LIBRARY EXECUTABLE
 
-Starts `TFM_SERVE LIBRARY --port 0` with small limits, reads the port it
+Starts `TFM_SERVE LIBRARY --port 0` with small limits (TFM_SERVE may be a
+command line: `mpirun -np 2 tfm-serve` for a model split over ranks), reads the port it
 prints, and checks: greedy completions equal the compiled executable's
 text; streams equal the same requests unstreamed, eight at once (more than
 the server decodes together); prompts as ids; malformed requests; a client
@@ -14,6 +15,7 @@ freed); overload (503); /health and /metrics.
 import http.client
 import json
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -102,7 +104,8 @@ def wait_for(port, condition, seconds=10):
 def start_server(serve, library, *options):
     """The server process and its port; prints its banner (less the
     address) and the chat template line."""
-    server = subprocess.Popen([serve, library, "--port", "0", *options],
+    server = subprocess.Popen([*shlex.split(serve), library, "--port", "0",
+                               *options],
                               stdout=subprocess.PIPE, text=True)
     banner = server.stdout.readline().strip()
     print(banner.rsplit(" on ", 1)[0])
