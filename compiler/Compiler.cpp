@@ -673,21 +673,23 @@ mlir::tfm::linkExecutableOrLibrary(CompilationUnit &unit,
     const WeightTensor *tensor = weights.lookup(name);
     if (!tensor)
       return std::nullopt;
-    return WeightRows{
-        tensor->rows(), tensor->cols(),
-        [tensor](int64_t begin, int64_t count, float *out) {
-          tensor->readRows(begin, count, out);
-        },
-        [tensor](int64_t begin, int64_t end) {
-          if (begin == 0 && end == tensor->rows())
-            tensor->releasePages();
-          else
-            tensor->releaseRows(begin, end);
-        },
-        dtypeName(tensor->dtype()),
-        [tensor](int64_t begin, int64_t count, uint8_t *out) {
-          return tensor->readStoredRows(begin, count, out);
-        }};
+    return WeightRows{tensor->rows(),
+                      tensor->cols(),
+                      [tensor](int64_t begin, int64_t count, float *out) {
+                        tensor->readRows(begin, count, out);
+                      },
+                      [tensor](int64_t begin, int64_t end) {
+                        if (begin == 0 && end == tensor->rows())
+                          tensor->releasePages();
+                        else
+                          tensor->releaseRows(begin, end);
+                      },
+                      dtypeName(tensor->dtype()),
+                      [tensor](int64_t begin, int64_t count, uint8_t *out) {
+                        return tensor->readStoredRows(begin, count, out);
+                      },
+                      dtypeBlockElements(tensor->dtype()),
+                      dtypeBlockBytes(tensor->dtype())};
   };
   if (options.progress) {
     options.progress->stage("writing weights and linking");

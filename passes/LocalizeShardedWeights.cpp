@@ -20,6 +20,28 @@ using namespace mlir::tfm;
 
 namespace {
 
+/// Columns of a GGUF K-quant block (Q4_K, Q6_K: 256 elements of a row).
+constexpr int64_t kKQuantBlockColumns = 256;
+
+/// A weight kept in its checkpoint's K-quant blocks (tfm.checkpoint_dtype
+/// q4_k or q6_k) and split by columns into parts of `columns` each: its
+/// blocks copy as stored where the parts are whole blocks; where a part
+/// would cut a block (LLaMA-2-7B's 11008 MLP features over 2 ranks) it is
+/// requantized to int8, as formats no kernel reads are, and tfmc says so.
+void keepBlocksWhole(WeightDeclOp decl, int64_t axis, int64_t columns) {
+  auto stored = decl->getAttrOfType<StringAttr>(kCheckpointDtypeAttrName);
+  if (axis != 1 || !stored ||
+      (stored.getValue() != "q4_k" && stored.getValue() != "q6_k") ||
+      columns % kKQuantBlockColumns == 0)
+    return;
+  decl.emitWarning() << "split into parts of " << columns
+                     << " columns, which would cut its "
+                     << stored.getValue().upper() << " blocks of "
+                     << kKQuantBlockColumns << ": requantized to int8";
+  decl->setAttr(kCheckpointDtypeAttrName,
+                StringAttr::get(decl.getContext(), "int8"));
+}
+
 struct LocalizeShardedWeightsPass
     : tfm::impl::LocalizeShardedWeightsPassBase<LocalizeShardedWeightsPass> {
   void runOnOperation() override {
@@ -47,6 +69,7 @@ struct LocalizeShardedWeightsPass
       }
       shape[split[0]] /= split[1];
       decl.setType(whole.clone(shape));
+      keepBlocksWhole(decl, split[0], shape[split[0]]);
       parts.emplace_back(decl.getSymNameAttr(), split);
     }
     if (!parts.empty())

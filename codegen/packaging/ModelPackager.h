@@ -41,6 +41,9 @@ struct WeightRows {
   /// copies rather than encodes (q4_k); false where it cannot.
   std::string storedDtype;
   std::function<bool(int64_t begin, int64_t count, uint8_t *out)> readStored;
+  /// The stored format's blocks along a row: elements and bytes (1 and the
+  /// element's bytes for floats). A split by columns copies whole blocks.
+  int64_t storedBlockElements = 1, storedBlockBytes = 4;
 };
 
 /// Gives a weight by name (nullopt if unknown).

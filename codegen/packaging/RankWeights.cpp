@@ -65,8 +65,9 @@ RankWeights::part(llvm::StringRef name, WeightRows whole, int64_t rank) const {
   if (axis != 1)
     return partError(name, "only a matrix's rows or columns are split");
   // Columns [rank * part, (rank + 1) * part) of every row: whole rows read,
-  // the rank's columns kept. (Stored blocks are not cut: a column-split
-  // weight is encoded from its values.)
+  // the rank's columns kept; as stored too, where the part is whole blocks
+  // (a GGUF K-quant's row-parallel projection keeps its blocks as the file
+  // has them).
   if (whole.cols % ranks != 0)
     return partError(name, llvm::Twine(whole.cols) + " columns over " +
                                llvm::Twine(ranks) + " ranks");
@@ -82,7 +83,29 @@ RankWeights::part(llvm::StringRef name, WeightRows whole, int64_t rank) const {
       std::copy_n(scratch->data() + r * whole.cols + first, part,
                   out + r * part);
   };
-  columns.readStored = nullptr;
-  columns.storedDtype = "F32";
+  int64_t block = whole.storedBlockElements;
+  if (!whole.readStored || block < 1 || part % block != 0) {
+    // Blocks the split would cut: the part is encoded from its values.
+    columns.readStored = nullptr;
+    columns.storedDtype = "F32";
+    columns.storedBlockElements = 1;
+    columns.storedBlockBytes = 4;
+    return columns;
+  }
+  int64_t blockBytes = whole.storedBlockBytes;
+  int64_t rowBytes = whole.cols / block * blockBytes;
+  int64_t partBytes = part / block * blockBytes;
+  int64_t firstByte = first / block * blockBytes;
+  auto stored = std::make_shared<std::vector<uint8_t>>();
+  columns.readStored = [whole, rowBytes, partBytes, firstByte,
+                        stored](int64_t begin, int64_t count, uint8_t *out) {
+    stored->resize(count * rowBytes);
+    if (!whole.readStored(begin, count, stored->data()))
+      return false;
+    for (int64_t r = 0; r < count; ++r)
+      std::copy_n(stored->data() + r * rowBytes + firstByte, partBytes,
+                  out + r * partBytes);
+    return true;
+  };
   return columns;
 }
