@@ -9,6 +9,7 @@
 #include "frontend/ErrorMessages.h"
 #include "frontend/ModelLoader.h"
 #include "frontend/builders/DecoderBuilder.h"
+#include "frontend/families/Clip.h"
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/EncoderFamilies.h"
 #include "frontend/families/Seq2SeqFamilies.h"
@@ -76,6 +77,23 @@ llvm::Expected<LoadedModel> loadVision(MLIRContext &context,
           loadVisionTransformer(context, modelType, config, architectures,
                                 std::move(*labels), checkpoint, configPath,
                                 model))
+    return std::move(err);
+  return model;
+}
+
+/// CLIP (Clip.h): its text and image towers.
+llvm::Expected<LoadedModel> loadClipModel(MLIRContext &context,
+                                          llvm::StringRef directory,
+                                          llvm::StringRef modelType,
+                                          ConfigReader &config) {
+  std::string configPath = (directory + "/config.json").str();
+  LoadedModel model;
+  if (llvm::Error err = readSafetensorsCheckpoint(directory, model.weights))
+    return std::move(err);
+  std::string checkpoint = (directory + "/model.safetensors").str();
+  if (llvm::Error err =
+          loadClip(context, modelType, config, config.strings("architectures"),
+                   checkpoint, configPath, model))
     return std::move(err);
   return model;
 }
@@ -322,16 +340,18 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
     return loadEncoder(context, directory, config, std::move(encoder));
   if (isVisionFamily(modelType))
     return loadVision(context, directory, modelType, config);
+  if (isClipFamily(modelType))
+    return loadClipModel(context, directory, modelType, config);
   Seq2SeqSpec seq2seq;
   if (readSeq2SeqFamily(modelType, config, seq2seq))
     return loadSeq2Seq(context, directory, config, std::move(seq2seq));
   DecoderSpec spec;
   if (!readDecoderFamily(modelType, config, spec))
-    return makeError(configPath + ": unknown model_type '" + modelType +
-                     "' (supported: " + supportedDecoderFamilies() + ", " +
-                     supportedEncoderFamilies() + ", " +
-                     supportedSeq2SeqFamilies() + ", " +
-                     supportedVisionFamilies() + ")");
+    return makeError(
+        configPath + ": unknown model_type '" + modelType +
+        "' (supported: " + supportedDecoderFamilies() + ", " +
+        supportedEncoderFamilies() + ", " + supportedSeq2SeqFamilies() + ", " +
+        supportedVisionFamilies() + ", " + supportedClipFamilies() + ")");
   LoadedModel model;
   model.family = modelType;
   model.bosToken = config.integer("bos_token_id", -1);

@@ -3,6 +3,7 @@
 #include "frontend/ModelLoader.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/builders/CheckedAttributes.h"
+#include "frontend/families/Clip.h"
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/EncoderFamilies.h"
 #include "frontend/families/GgufModel.h"
@@ -230,9 +231,21 @@ llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
 
 std::string mlir::tfm::supportedModelsSummary() {
   return "Models (Hugging Face model_type; GGUF general.architecture):\n"
-         "  decoders: " + supportedDecoderFamilies() + "\n"
-         "  encoders: " + supportedEncoderFamilies() + "\n"
-         "  vision: " + supportedVisionFamilies() + "\n"
-         "  encoder-decoders: " + supportedSeq2SeqFamilies() + "\n"
-         "  GGUF: " + supportedGgufArchitectureNames() + "\n";
+         "  decoders: " +
+         supportedDecoderFamilies() +
+         "\n"
+         "  encoders: " +
+         supportedEncoderFamilies() +
+         "\n"
+         "  vision: " +
+         supportedVisionFamilies() +
+         "\n"
+         "  text and image (CLIP): " +
+         supportedClipFamilies() +
+         "\n"
+         "  encoder-decoders: " +
+         supportedSeq2SeqFamilies() +
+         "\n"
+         "  GGUF: " +
+         supportedGgufArchitectureNames() + "\n";
 }

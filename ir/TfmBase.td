@@ -40,7 +40,8 @@ def Tfm_ActivationKind : I32EnumAttr<"ActivationKind",
       I32EnumAttrCase<"gelu_tanh", 1>, // GPT-2's tanh approximation
       I32EnumAttrCase<"relu", 2>,
       I32EnumAttrCase<"silu", 3>,
-      I32EnumAttrCase<"tanh", 4>       // classification heads' pooler
+      I32EnumAttrCase<"tanh", 4>,      // classification heads' pooler
+      I32EnumAttrCase<"quick_gelu", 5> // CLIP's x·σ(1.702·x)
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;

@@ -199,6 +199,22 @@ LogicalResult WindowsOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// TokenRowOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TokenRowOp::verify() {
+  if (failed(expectRank(*this, "input", getInput(), 2)) ||
+      failed(expectRank(*this, "tokens", getTokens(), 1)) ||
+      failed(expectRank(*this, "result", getResult(), 1)) ||
+      failed(expectDim(*this, "tokens length",
+                       getTokens().getType().getDimSize(0), "input rows",
+                       getInput().getType().getDimSize(0))))
+    return failure();
+  return expectDim(*this, "result width", getType().getDimSize(0),
+                   "input width", getInput().getType().getDimSize(1));
+}
+
+//===----------------------------------------------------------------------===//
 // EmbeddingOp
 //===----------------------------------------------------------------------===//
 

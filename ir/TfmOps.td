@@ -225,11 +225,11 @@ def Tfm_ConcatOp : Tfm_Op<"concat", [Pure]> {
 
 def Tfm_ActivationOp : Tfm_Op<"activation", [Pure, Tfm_PositionWise,
     SameOperandsAndResultType]> {
-  let summary = "elementwise activation: gelu, gelu_tanh, relu, silu or tanh";
+  let summary = "elementwise activation: gelu, gelu_tanh, quick_gelu, relu, silu or tanh";
   let description = [{
     Applies the activation function `kind` to every element:
     `gelu` is the exact `x·Φ(x)`, `gelu_tanh` GPT-2's tanh approximation,
-    `silu` is `x·σ(x)`.
+    `quick_gelu` CLIP's `x·σ(1.702·x)`, `silu` is `x·σ(x)`.
 
     ```mlir
     %y = tfm.activation gelu_tanh %x : tensor<?x3072xf32>
@@ -283,6 +283,29 @@ def Tfm_PoolOp : Tfm_Op<"pool", [Pure]> {
   let assemblyFormat = [{
     ``$kind $input (`lengths` $lengths^ `:` type($lengths))? attr-dict `:`
     type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_TokenRowOp : Tfm_Op<"token_row", [Pure]> {
+  let summary = "the hidden state at a token: CLIP's end-of-text pooling";
+  let description = [{
+    The row of `input` (`[tokens, d]`) at the first position where
+    `tokens` holds `token_id`, as a `[d]` vector; row 0 when no position
+    does (as `(ids == eos).argmax()` gives). Without `token_id`, the row at
+    the first position of the largest id: CLIP's first checkpoints pool at
+    their end-of-text token that way, its id being the vocabulary's last.
+
+    ```mlir
+    %p = tfm.token_row %h at %ids {token_id = 49407} : tensor<?x512xf32>, tensor<?xi32> -> tensor<512xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_IntTensor:$tokens,
+                       OptionalAttr<I64Attr>:$token_id);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `at` $tokens attr-dict `:` type($input) `,` type($tokens) `->`
+    type($result)
   }];
   let hasVerifier = 1;
 }

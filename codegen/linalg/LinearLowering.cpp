@@ -62,6 +62,14 @@ Value mlir::tfm::applyActivation(OpBuilder &b, Location loc,
         arith::AddFOp::create(b, loc, one, math::ExpOp::create(b, loc, negX));
     return arith::DivFOp::create(b, loc, x, denom);
   }
+  case ActivationKind::quick_gelu: {
+    // x·σ(1.702·x) = x / (1 + e^(-1.702·x)), OpenAI CLIP's approximation
+    Value scaled =
+        arith::MulFOp::create(b, loc, f32Constant(b, loc, -1.702), x);
+    Value denom =
+        arith::AddFOp::create(b, loc, one, math::ExpOp::create(b, loc, scaled));
+    return arith::DivFOp::create(b, loc, x, denom);
+  }
   }
   llvm_unreachable("unknown activation kind");
 }

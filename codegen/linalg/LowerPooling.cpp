@@ -3,7 +3,8 @@
 // A sequence's hidden states [tokens, d] to one [d] vector: the first row
 // (cls), or a reduction over the rows (mean: sum, then a division by the
 // row count; max), then optionally the L2 normalization sentence embedders
-// end with: x / max(|x|, 1e-12).
+// end with: x / max(|x|, 1e-12). tfm.token_row: the row at a token (CLIP's
+// end-of-text pooling), found by a reduction over the token ids.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 #include "codegen/linalg/Passes.h"
 #include "ir/TfmOps.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <limits>
@@ -148,8 +150,75 @@ struct LowerPool : PackedSequencesPattern<PoolOp> {
   }
 };
 
+/// tfm.token_row: one pass over the ids keeps the best key and its first
+/// position (a strictly greater key replaces it): the key is the id itself
+/// (the largest id), or whether it is `token_id` (its first position; none:
+/// position 0, every key 0 beating the initial -1). Then that row.
+struct LowerTokenRow : OpConversionPattern<TokenRowOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TokenRowOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value ids = adaptor.getTokens();
+    Type i64 = rewriter.getI64Type();
+    auto scalar = RankedTensorType::get({}, i64);
+    std::optional<int64_t> tokenId = op.getTokenId();
+    auto filled = [&](int64_t value) {
+      Value empty =
+          tensor::EmptyOp::create(rewriter, loc, scalar.getShape(), i64);
+      Value constant = arith::ConstantIntOp::create(rewriter, loc, i64, value);
+      return linalg::FillOp::create(rewriter, loc, constant, empty)
+          .getResult(0);
+    };
+    Value bestInit = filled(tokenId ? -1 : std::numeric_limits<int64_t>::min());
+    Value positionInit = filled(0);
+    AffineExpr i = getAffineDimExpr(0, ctx);
+    SmallVector<AffineMap> maps = {AffineMap::get(1, 0, {i}, ctx),
+                                   AffineMap::get(1, 0, {}, ctx),
+                                   AffineMap::get(1, 0, {}, ctx)};
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{scalar, scalar}, ValueRange{ids},
+        ValueRange{bestInit, positionInit}, maps, {IteratorType::reduction},
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value id = args[0];
+          if (id.getType() != i64)
+            id = arith::ExtSIOp::create(nb, l, i64, id);
+          Value key = id;
+          if (tokenId) {
+            Value wanted = arith::ConstantIntOp::create(nb, l, i64, *tokenId);
+            Value match = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                                id, wanted);
+            key = arith::ExtUIOp::create(nb, l, i64, match);
+          }
+          Value position = arith::IndexCastOp::create(
+              nb, l, i64, linalg::IndexOp::create(nb, l, 0));
+          Value better = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sgt,
+                                               key, args[1]);
+          linalg::YieldOp::create(
+              nb, l,
+              ValueRange{
+                  arith::SelectOp::create(nb, l, better, key, args[1]),
+                  arith::SelectOp::create(nb, l, better, position, args[2])});
+        });
+    Value found = tensor::ExtractOp::create(rewriter, loc, generic.getResult(1),
+                                            ValueRange{});
+    Value row = arith::IndexCastOp::create(rewriter, loc,
+                                           rewriter.getIndexType(), found);
+    int64_t d = op.getType().getDimSize(0);
+    SmallVector<OpFoldResult> offsets = {row, rewriter.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(1),
+                                       rewriter.getIndexAttr(d)};
+    SmallVector<OpFoldResult> strides(2, rewriter.getIndexAttr(1));
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, op.getType(), adaptor.getInput(), offsets, sizes, strides);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::tfm::populateLowerPoolingPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerPool>(patterns.getContext());
+  patterns.add<LowerPool, LowerTokenRow>(patterns.getContext());
 }

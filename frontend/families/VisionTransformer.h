@@ -35,10 +35,11 @@ llvm::Error loadVisionTransformer(MLIRContext &context,
 
 /// preprocessor_config.json in `directory` (ImagePreprocessor.cpp): how an
 /// image file becomes the model's [3, imageSize, imageSize] input; a null
-/// attribute when there is no such file.
+/// attribute when there is no such file. `sizeIsShortestEdge`: a number as
+/// `size` is the shortest edge (CLIP's processor), not a square (ViT's).
 llvm::Expected<ImagePreprocessingAttr>
 readImagePreprocessing(MLIRContext &context, llvm::StringRef directory,
-                       int64_t imageSize);
+                       int64_t imageSize, bool sizeIsShortestEdge = false);
 
 } // namespace mlir::tfm
 

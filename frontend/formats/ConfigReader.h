@@ -109,10 +109,12 @@ public:
             .Case("gelu", ActivationKind::gelu)
             .Case("relu", ActivationKind::relu)
             .Cases({"silu", "swish"}, ActivationKind::silu)
+            .Case("quick_gelu", ActivationKind::quick_gelu)
             .Default(std::nullopt);
     if (!kind)
       fail("unsupported config value " + key + " = '" + name +
-           "' (supported: gelu, gelu_new, gelu_pytorch_tanh, relu, silu)");
+           "' (supported: gelu, gelu_new, gelu_pytorch_tanh, quick_gelu, "
+           "relu, silu)");
     return kind.value_or(ActivationKind::gelu);
   }
   /// The strings of array `key` (["BertForMaskedLM"]); empty when absent,

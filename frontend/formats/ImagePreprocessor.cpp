@@ -27,15 +27,21 @@ struct SizeField {
   int64_t height = 0, width = 0, shortestEdge = 0;
 };
 
+/// A number is a square, or with `numberIsShortestEdge` the shortest edge
+/// (CLIPImageProcessor's `size`).
 std::optional<SizeField> readSize(ConfigReader &config,
                                   const llvm::json::Object &file,
-                                  llvm::StringRef key) {
+                                  llvm::StringRef key,
+                                  bool numberIsShortestEdge = false) {
   const llvm::json::Value *value = file.get(key);
   if (!value || value->kind() == llvm::json::Value::Null)
     return std::nullopt;
   SizeField size;
-  if (std::optional<int64_t> square = value->getAsInteger()) {
-    size.height = size.width = *square;
+  if (std::optional<int64_t> number = value->getAsInteger()) {
+    if (numberIsShortestEdge)
+      size.shortestEdge = *number;
+    else
+      size.height = size.width = *number;
     return size;
   }
   const llvm::json::Object *object = value->getAsObject();
@@ -87,8 +93,8 @@ DenseF32ArrayAttr readTriple(MLIRContext &context, ConfigReader &config,
 
 llvm::Expected<ImagePreprocessingAttr>
 mlir::tfm::readImagePreprocessing(MLIRContext &context,
-                                  llvm::StringRef directory,
-                                  int64_t imageSize) {
+                                  llvm::StringRef directory, int64_t imageSize,
+                                  bool sizeIsShortestEdge) {
   llvm::SmallString<256> path(directory);
   llvm::sys::path::append(path, "preprocessor_config.json");
   if (!llvm::sys::fs::exists(path))
@@ -102,7 +108,7 @@ mlir::tfm::readImagePreprocessing(MLIRContext &context,
   ConfigReader config(*file, path.str().str());
   SizeField resize, crop;
   if (config.boolean("do_resize", true))
-    resize = readSize(config, *file, "size")
+    resize = readSize(config, *file, "size", sizeIsShortestEdge)
                  .value_or(SizeField{imageSize, imageSize, 0});
   if (config.boolean("do_center_crop", false))
     if (std::optional<SizeField> size = readSize(config, *file, "crop_size"))

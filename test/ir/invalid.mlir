@@ -905,6 +905,22 @@ func.func @rope_frequency_value(%x: tensor<?x2x4xf32>, %p: tensor<?xi32>) -> ten
 
 // -----
 
+func.func @token_row_width(%h: tensor<?x16xf32>, %ids: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.token_row' op expected result width (8) to match input width (16)}}
+  %e = tfm.token_row %h at %ids : tensor<?x16xf32>, tensor<?xi32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @token_row_rows(%h: tensor<4x16xf32>, %ids: tensor<5xi32>) {
+  // expected-error @+1 {{'tfm.token_row' op expected tokens length (5) to match input rows (4)}}
+  %e = tfm.token_row %h at %ids : tensor<4x16xf32>, tensor<5xi32> -> tensor<16xf32>
+  return
+}
+
+// -----
+
 func.func @pool_width(%h: tensor<?x16xf32>) {
   // expected-error @+1 {{'tfm.pool' op expected result width (8) to match input width (16)}}
   %e = tfm.pool mean %h : tensor<?x16xf32> -> tensor<8xf32>

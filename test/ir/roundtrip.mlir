@@ -288,6 +288,21 @@ func.func @pool(%h: tensor<?x16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor
 
 // -----
 
+// CLIP's end-of-text pooling: at a token id's first position, or (no
+// token_id) at the largest id's; quick_gelu.
+// CHECK-LABEL: func.func @token_row
+func.func @token_row(%h: tensor<?x16xf32>, %ids: tensor<?xi32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<?x16xf32>) {
+  // CHECK: tfm.token_row %{{.*}} at %{{.*}} {token_id = 49407 : i64} : tensor<?x16xf32>, tensor<?xi32> -> tensor<16xf32>
+  %a = tfm.token_row %h at %ids {token_id = 49407} : tensor<?x16xf32>, tensor<?xi32> -> tensor<16xf32>
+  // CHECK: tfm.token_row %{{.*}} at %{{.*}} : tensor<?x16xf32>, tensor<?xi32> -> tensor<16xf32>
+  %b = tfm.token_row %h at %ids : tensor<?x16xf32>, tensor<?xi32> -> tensor<16xf32>
+  // CHECK: tfm.activation quick_gelu
+  %c = tfm.activation quick_gelu %h : tensor<?x16xf32>
+  return %a, %b, %c : tensor<16xf32>, tensor<16xf32>, tensor<?x16xf32>
+}
+
+// -----
+
 // Packed sequences (tfm-pack-sequences): the ops that see sequence
 // boundaries take the lengths.
 // CHECK-LABEL: func.func @packed

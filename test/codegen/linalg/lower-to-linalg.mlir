@@ -312,6 +312,33 @@ func.func @packed(%tokens: tensor<?xi32>, %lengths: tensor<?xi32>, %h: tensor<?x
 
 // -----
 
+// tfm.token_row: one reduction over the ids keeps the best key and its
+// first position (a strictly greater key replaces it): with token_id the
+// key is whether the id is it (initial best -1: no match is position 0),
+// without it the id itself; then that row of the hidden states.
+// quick_gelu: x / (1 + e^(-1.702 x)).
+// CHECK-LABEL: func.func @token_row
+// CHECK: %[[MATCHES:.*]]:2 = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%arg1 : tensor<?xi32>)
+// CHECK: arith.cmpi eq
+// CHECK: arith.cmpi sgt
+// CHECK: %[[AT:.*]] = tensor.extract %[[MATCHES]]#1[]
+// CHECK: %[[ROW:.*]] = arith.index_cast %[[AT]] : i64 to index
+// CHECK: tensor.extract_slice %arg0[%[[ROW]], 0] [1, 8] [1, 1] : tensor<?x8xf32> to tensor<8xf32>
+// CHECK: %[[LARGEST:.*]]:2 = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%arg1 : tensor<?xi32>)
+// CHECK-NOT: arith.cmpi eq
+// CHECK: arith.cmpi sgt
+// CHECK: tensor.extract %[[LARGEST]]#1[]
+// CHECK: arith.constant -1.702
+// CHECK: math.exp
+func.func @token_row(%h: tensor<?x8xf32>, %ids: tensor<?xi32>) -> (tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>) {
+  %a = tfm.token_row %h at %ids {token_id = 7} : tensor<?x8xf32>, tensor<?xi32> -> tensor<8xf32>
+  %b = tfm.token_row %h at %ids : tensor<?x8xf32>, tensor<?xi32> -> tensor<8xf32>
+  %c = tfm.activation quick_gelu %h : tensor<?x8xf32>
+  return %a, %b, %c : tensor<8xf32>, tensor<8xf32>, tensor<?x8xf32>
+}
+
+// -----
+
 // A 1-D convolution's windows: one generic gathering tap j of channel c
 // from position row * stride + j - padding, zero outside the input; rows
 // (length + 2 * padding - kernel) / stride + 1.

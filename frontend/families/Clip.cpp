@@ -1,0 +1,451 @@
+//===- Clip.cpp - CLIP's text and image encoders as tfm IR ---------------===//
+//
+// transformers' CLIP (modeling_clip.py). Both towers are pre-norm
+// transformers whose blocks are
+//     x = x + out_proj(attention(layer_norm1(x)))
+//     x = x + fc2(act(fc1(layer_norm2(x))))          (act: quick_gelu)
+// The text tower: token + learned position embeddings, causal attention,
+// final_layer_norm; its pooled state is the row of the end-of-text token
+// (tfm.token_row): the first position of eos_token_id, or, for the first
+// checkpoints whose config says eos_token_id 2, of the largest id (their
+// end-of-text is the vocabulary's last), as CLIPTextTransformer pools.
+// The image tower: the patch convolution (no bias) as a GEMM over
+// tfm.patches, the class embedding before the patches, learned positions,
+// pre_layrnorm, the blocks; its pooled state is post_layernorm of the class
+// token's row. text_projection and visual_projection (no biases) map the
+// pooled states into the shared embedding space.
+//
+// Entry points, per tower present: @encode_text(ids) and
+// @encode_image(pixels) return the last hidden state; @embed_text and
+// @embed_image the projected embedding, or the pooled state of a tower
+// without a projection (CLIPTextModel, CLIPVisionModel).
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/families/Clip.h"
+#include "frontend/ErrorMessages.h"
+#include "frontend/builders/ModelIRBuilder.h"
+#include "frontend/families/VisionTransformer.h"
+#include "ir/TfmOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// What both towers share: the transformer.
+struct TowerSpec {
+  std::string prefix; // "text_model." or "vision_model."
+  int64_t hiddenSize = 0, numLayers = 0, numHeads = 0, intermediateSize = 0;
+  double normEpsilon = 1e-5;
+  ActivationKind activation = ActivationKind::quick_gelu;
+  /// The projection's weight ("text_projection.weight"); empty: none.
+  std::string projection;
+};
+
+struct TextSpec : TowerSpec {
+  int64_t vocabSize = 0, maxPositions = 0;
+  /// The end-of-text id pooled at; nullopt: the largest id's position.
+  std::optional<int64_t> eosTokenId;
+};
+
+struct ImageSpec : TowerSpec {
+  int64_t imageSize = 0, patchSize = 0, channels = 3;
+  int64_t patches() const {
+    return (imageSize / patchSize) * (imageSize / patchSize);
+  }
+  int64_t tokens() const { return patches() + 1; }
+};
+
+struct ClipSpec {
+  std::string family;
+  std::optional<TextSpec> text;
+  std::optional<ImageSpec> image;
+  int64_t projectionDim = 0;
+};
+
+class ClipIRBuilder : public ModelIRBuilder {
+public:
+  ClipIRBuilder(MLIRContext &context, const ClipSpec &spec,
+                const WeightStore &weights, llvm::StringRef checkpoint)
+      : ModelIRBuilder(context, weights, checkpoint, spec.family), spec(spec) {}
+
+  OwningOpRef<ModuleOp> build();
+
+private:
+  RankedTensorType matrix(int64_t rows, int64_t columns) {
+    return RankedTensorType::get({rows, columns}, b.getF32Type());
+  }
+  RankedTensorType vector(int64_t n) {
+    return RankedTensorType::get({n}, b.getF32Type());
+  }
+  Value norm(const TowerSpec &tower, Value x, llvm::StringRef name) {
+    return declarations.biasedLayerNorm(b, x, tower.prefix + name.str(),
+                                        tower.hiddenSize, tower.normEpsilon);
+  }
+  Value layer(const TowerSpec &tower, Value x, int64_t index, bool causal);
+  Value encoder(const TowerSpec &tower, Value x, bool causal);
+  /// The pooled [d] state through the tower's projection, if it has one.
+  Value project(const TowerSpec &tower, Value pooled);
+
+  Value textHidden(Value ids);
+  Value textEmbedding(Value ids);
+  Value imageHidden(Value pixels);
+  Value imageEmbedding(Value pixels);
+
+  /// func @name(input) -> result, its body from `body`.
+  void entryPoint(llvm::StringRef name, Type input, InputRole role,
+                  OutputRole output, llvm::function_ref<Value(Value)> body);
+
+  const ClipSpec &spec;
+};
+
+Value ClipIRBuilder::layer(const TowerSpec &tower, Value x, int64_t index,
+                           bool causal) {
+  std::string at =
+      tower.prefix + "encoder.layers." + std::to_string(index) + ".";
+  int64_t d = tower.hiddenSize, heads = tower.numHeads, headDim = d / heads;
+  Value h =
+      norm(tower, x,
+           "encoder.layers." + std::to_string(index) + ".layer_norm1.weight");
+  Value q = linear(h, at + "self_attn.q_proj.weight", {heads, headDim});
+  Value k = linear(h, at + "self_attn.k_proj.weight", {heads, headDim});
+  Value v = linear(h, at + "self_attn.v_proj.weight", {heads, headDim});
+  Value attended = AttentionOp::create(
+      b, named(tower.prefix + "layer " + llvm::Twine(index) + " attention"),
+      q.getType(), q, k, v, /*bias=*/Value(), /*lengths=*/Value(),
+      /*relative_bias=*/Value(),
+      b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
+      causal ? b.getUnitAttr() : UnitAttr(), /*window=*/IntegerAttr(),
+      /*max_distance=*/IntegerAttr());
+  x = AddOp::create(b, x.getLoc(), x,
+                    linear(attended, at + "self_attn.out_proj.weight", {d}));
+  h = norm(tower, x,
+           "encoder.layers." + std::to_string(index) + ".layer_norm2.weight");
+  h = linear(h, at + "mlp.fc1.weight", {tower.intermediateSize},
+             tower.activation);
+  return AddOp::create(b, x.getLoc(), x, linear(h, at + "mlp.fc2.weight", {d}));
+}
+
+Value ClipIRBuilder::encoder(const TowerSpec &tower, Value x, bool causal) {
+  for (int64_t i = 0; i < tower.numLayers; ++i)
+    x = layer(tower, x, i, causal);
+  return x;
+}
+
+Value ClipIRBuilder::project(const TowerSpec &tower, Value pooled) {
+  if (tower.projection.empty())
+    return pooled;
+  // A [d] vector through the [projection_dim, d] matrix: as one row.
+  Location loc = named(tower.projection);
+  int64_t d = tower.hiddenSize;
+  Value row = tensor::ExpandShapeOp::create(
+      b, loc, matrix(1, d), pooled, SmallVector<ReassociationIndices>{{0, 1}});
+  Value projected = declarations.unbiasedLinear(b, row, tower.projection,
+                                                {spec.projectionDim});
+  return tensor::CollapseShapeOp::create(
+      b, loc, vector(spec.projectionDim), projected,
+      SmallVector<ReassociationIndices>{{0, 1}});
+}
+
+Value ClipIRBuilder::textHidden(Value ids) {
+  const TextSpec &text = *spec.text;
+  Location loc = named("text embeddings");
+  int64_t d = text.hiddenSize;
+  Value tokens = EmbeddingOp::create(
+      b, loc, rows({d}),
+      weight(text.prefix + "embeddings.token_embedding.weight",
+             {text.vocabSize, d}),
+      ids, /*scale=*/FloatAttr());
+  Value positions = PositionIdsOp::create(
+      b, loc, ids.getType(), ids, /*offset=*/Value(), /*lengths=*/Value(),
+      /*padding_id=*/IntegerAttr());
+  Value learned = EmbeddingOp::create(
+      b, loc, rows({d}),
+      weight(text.prefix + "embeddings.position_embedding.weight",
+             {text.maxPositions, d}),
+      positions, /*scale=*/FloatAttr());
+  Value x = encoder(text, AddOp::create(b, loc, tokens, learned),
+                    /*causal=*/true);
+  return norm(text, x, "final_layer_norm.weight");
+}
+
+Value ClipIRBuilder::textEmbedding(Value ids) {
+  const TextSpec &text = *spec.text;
+  Value hidden = textHidden(ids);
+  IntegerAttr eos =
+      text.eosTokenId ? b.getI64IntegerAttr(*text.eosTokenId) : IntegerAttr();
+  Value pooled = TokenRowOp::create(b, named("end-of-text pooling"),
+                                    vector(text.hiddenSize), hidden, ids, eos);
+  return project(text, pooled);
+}
+
+Value ClipIRBuilder::imageHidden(Value pixels) {
+  const ImageSpec &image = *spec.image;
+  Location loc = named("image embeddings");
+  int64_t d = image.hiddenSize, p = image.patchSize, c = image.channels,
+          n = image.patches(), tokens = image.tokens();
+  // The stride-p convolution without a bias: a GEMM over the flattened
+  // patches with the [d, C, p, p] kernel read as [d, C·p·p].
+  Value patches = PatchesOp::create(b, loc, matrix(n, c * p * p), pixels,
+                                    b.getI64IntegerAttr(p));
+  std::string kernel = image.prefix + "embeddings.patch_embedding.weight";
+  Value x = LinearOp::create(
+      b, loc, matrix(n, d), patches,
+      declarations.readAs(b, kernel, {d, c, p, p}, {d, c * p * p}),
+      /*bias=*/Value(), ActivationKindAttr(), UnitAttr());
+  Value cls = declarations.readAs(
+      b, image.prefix + "embeddings.class_embedding", {d}, {1, d});
+  x = ConcatOp::create(b, loc, matrix(tokens, d), ValueRange{cls, x});
+  Value positions = weight(
+      image.prefix + "embeddings.position_embedding.weight", {tokens, d});
+  x = AddOp::create(b, loc, x, positions);
+  x = norm(image, x, "pre_layrnorm.weight");
+  return encoder(image, x, /*causal=*/false);
+}
+
+Value ClipIRBuilder::imageEmbedding(Value pixels) {
+  const ImageSpec &image = *spec.image;
+  Value hidden = imageHidden(pixels);
+  int64_t d = image.hiddenSize;
+  Value cls = tensor::ExtractSliceOp::create(
+      b, named("class token"), vector(d), hidden, ValueRange(), ValueRange(),
+      ValueRange(), b.getDenseI64ArrayAttr({0, 0}),
+      b.getDenseI64ArrayAttr({1, d}), b.getDenseI64ArrayAttr({1, 1}));
+  // post_layernorm of the one row, kept [1, d] for the norm's rows.
+  Location loc = named("image pooling");
+  Value row = tensor::ExpandShapeOp::create(
+      b, loc, matrix(1, d), cls, SmallVector<ReassociationIndices>{{0, 1}});
+  row = norm(image, row, "post_layernorm.weight");
+  Value pooled = tensor::CollapseShapeOp::create(
+      b, loc, vector(d), row, SmallVector<ReassociationIndices>{{0, 1}});
+  return project(image, pooled);
+}
+
+void ClipIRBuilder::entryPoint(llvm::StringRef name, Type input, InputRole role,
+                               OutputRole output,
+                               llvm::function_ref<Value(Value)> body) {
+  MLIRContext *ctx = b.getContext();
+  OpBuilder::InsertionGuard guard(b);
+  // The result type is known once the body is built: start with none.
+  auto function = func::FuncOp::create(b, named(name), name,
+                                       b.getFunctionType({input}, {}));
+  function.setArgAttr(0, kInputArgAttrName, InputRoleAttr::get(ctx, role));
+  Block *entry = function.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value result = body(entry->getArgument(0));
+  func::ReturnOp::create(b, named(name), result);
+  function.setType(b.getFunctionType({input}, {result.getType()}));
+  function.setResultAttr(0, kOutputResultAttrName,
+                         OutputRoleAttr::get(ctx, output));
+}
+
+OwningOpRef<ModuleOp> ClipIRBuilder::build() {
+  OwningOpRef<ModuleOp> module = ModuleOp::create(named(spec.family));
+  b.setInsertionPointToEnd(module->getBody());
+  if (spec.text) {
+    auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
+    entryPoint("encode_text", ids, InputRole::token_ids,
+               OutputRole::hidden_states,
+               [&](Value in) { return textHidden(in); });
+    entryPoint("embed_text", ids, InputRole::token_ids, OutputRole::embedding,
+               [&](Value in) { return textEmbedding(in); });
+  }
+  if (spec.image) {
+    const ImageSpec &image = *spec.image;
+    auto pixels = RankedTensorType::get(
+        {image.channels, image.imageSize, image.imageSize}, b.getF32Type());
+    entryPoint("encode_image", pixels, InputRole::features,
+               OutputRole::hidden_states,
+               [&](Value in) { return imageHidden(in); });
+    entryPoint("embed_image", pixels, InputRole::features,
+               OutputRole::embedding,
+               [&](Value in) { return imageEmbedding(in); });
+  }
+  return module;
+}
+
+/// The transformer sizes of a tower's config (CLIPTextConfig,
+/// CLIPVisionConfig), checked.
+void readTower(ConfigReader &config, TowerSpec &tower) {
+  tower.hiddenSize = config.integer("hidden_size");
+  tower.numLayers = config.integer("num_hidden_layers");
+  tower.numHeads = config.integer("num_attention_heads");
+  tower.intermediateSize = config.integer("intermediate_size");
+  tower.normEpsilon = config.number("layer_norm_eps", 1e-5);
+  tower.activation = config.activation("hidden_act", "quick_gelu");
+  if (tower.hiddenSize <= 0 || tower.numLayers <= 0 || tower.numHeads <= 0 ||
+      tower.intermediateSize <= 0)
+    config.fail("hidden_size, num_hidden_layers, num_attention_heads and "
+                "intermediate_size must be positive");
+  else if (tower.hiddenSize % tower.numHeads)
+    config.fail("hidden_size " + llvm::Twine(tower.hiddenSize) +
+                " is not a multiple of num_attention_heads " +
+                llvm::Twine(tower.numHeads));
+}
+
+void readText(ConfigReader &config, TextSpec &text) {
+  text.prefix = "text_model.";
+  readTower(config, text);
+  text.vocabSize = config.integer("vocab_size");
+  text.maxPositions = config.integer("max_position_embeddings", 77);
+  if (text.vocabSize <= 0 || text.maxPositions <= 0)
+    config.fail("vocab_size and max_position_embeddings must be positive");
+  // transformers 4.40 pools at the largest id where eos_token_id is 2 (the
+  // first checkpoints' configs), else at eos_token_id's first position.
+  int64_t eos = config.integer("eos_token_id", 49407);
+  if (eos != 2)
+    text.eosTokenId = eos;
+  if (eos < 0 || eos >= text.vocabSize)
+    config.fail("eos_token_id " + llvm::Twine(eos) +
+                " is outside the vocabulary [0, " +
+                llvm::Twine(text.vocabSize) + ")");
+}
+
+void readImage(ConfigReader &config, ImageSpec &image) {
+  image.prefix = "vision_model.";
+  readTower(config, image);
+  image.imageSize = config.integer("image_size", 224);
+  image.patchSize = config.integer("patch_size", 32);
+  image.channels = config.integer("num_channels", 3);
+  if (image.imageSize <= 0 || image.patchSize <= 0 || image.channels <= 0)
+    config.fail("image_size, patch_size and num_channels must be positive");
+  else if (image.imageSize % image.patchSize)
+    config.fail("patch_size " + llvm::Twine(image.patchSize) +
+                " does not divide image_size " + llvm::Twine(image.imageSize));
+}
+
+/// A nested tower config (CLIPConfig's text_config, vision_config): read
+/// with its own reader, whose errors name the field.
+template <typename Spec>
+void readNested(ConfigReader &config, llvm::StringRef key, Spec &spec,
+                void (*read)(ConfigReader &, Spec &)) {
+  const llvm::json::Object *nested = config.nested(key);
+  if (!nested) {
+    config.fail("a CLIPModel config needs '" + key + "'");
+    return;
+  }
+  // Its errors read "<config.json>: text_config: ...".
+  ConfigReader reader(*nested, key.str());
+  read(reader, spec);
+  if (llvm::Error err = reader.takeError())
+    config.fail(llvm::toString(std::move(err)));
+}
+
+} // namespace
+
+static const llvm::StringLiteral kClipFamilies[] = {"clip", "clip_text_model",
+                                                    "clip_vision_model"};
+
+bool mlir::tfm::isClipFamily(llvm::StringRef modelType) {
+  return llvm::is_contained(kClipFamilies, modelType);
+}
+
+std::string mlir::tfm::supportedClipFamilies() {
+  return llvm::join(std::begin(kClipFamilies), std::end(kClipFamilies), ", ");
+}
+
+llvm::Error mlir::tfm::loadClip(MLIRContext &context, llvm::StringRef modelType,
+                                ConfigReader &config,
+                                ArrayRef<std::string> architectures,
+                                llvm::StringRef checkpoint,
+                                llvm::StringRef configPath,
+                                LoadedModel &model) {
+  ClipSpec spec;
+  spec.family = modelType.str();
+  std::string architecture = architectures.empty() ? "" : architectures.front();
+  // Which towers and projections each architecture has.
+  bool text = false, image = false, projections = false;
+  if (modelType == "clip") {
+    text = image = projections = true;
+    if (!architecture.empty() && architecture != "CLIPModel")
+      return makeError(configPath + ": the " + architecture +
+                       " head of clip is not supported (CLIPModel is)");
+  } else if (modelType == "clip_text_model") {
+    text = true;
+    projections = architecture == "CLIPTextModelWithProjection";
+    if (!architecture.empty() && architecture != "CLIPTextModel" &&
+        !projections)
+      return makeError(configPath + ": the " + architecture +
+                       " head of clip_text_model is not supported "
+                       "(CLIPTextModel, CLIPTextModelWithProjection are)");
+  } else {
+    image = true;
+    projections = architecture == "CLIPVisionModelWithProjection";
+    if (!architecture.empty() && architecture != "CLIPVisionModel" &&
+        !projections)
+      return makeError(configPath + ": the " + architecture +
+                       " head of clip_vision_model is not supported "
+                       "(CLIPVisionModel, CLIPVisionModelWithProjection are)");
+  }
+  if (modelType == "clip") {
+    spec.text.emplace();
+    spec.image.emplace();
+    readNested<TextSpec>(config, "text_config", *spec.text, readText);
+    readNested<ImageSpec>(config, "vision_config", *spec.image, readImage);
+  } else if (text) {
+    spec.text.emplace();
+    readText(config, *spec.text);
+  } else {
+    spec.image.emplace();
+    readImage(config, *spec.image);
+  }
+  if (projections) {
+    spec.projectionDim = config.integer("projection_dim", 512);
+    if (spec.projectionDim <= 0)
+      config.fail("projection_dim must be positive");
+    if (spec.text)
+      spec.text->projection = "text_projection.weight";
+    if (spec.image)
+      spec.image->projection = "visual_projection.weight";
+  }
+  if (llvm::Error err = config.takeError())
+    return std::move(err);
+
+  context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect,
+                      tensor::TensorDialect>();
+  ClipIRBuilder builder(context, spec, model.weights, checkpoint);
+  // CLIPModel's logit_scale (the temperature of its training loss) and the
+  // position ids buffers some checkpoints carry are not outputs here.
+  auto ignored = [](llvm::StringRef n) {
+    return n == "logit_scale" || n.ends_with("embeddings.position_ids");
+  };
+  auto module = builder.declarations.finish(builder.build(), ignored);
+  if (!module)
+    return module.takeError();
+  model.module = std::move(*module);
+  model.family = spec.family;
+  model.addBos = false;
+  if (spec.text) {
+    model.vocabSize = spec.text->vocabSize;
+    model.maxContext = spec.text->maxPositions;
+    model.hiddenSize = spec.text->hiddenSize;
+    model.numLayers = spec.text->numLayers;
+    model.numHeads = model.numKVHeads = spec.text->numHeads;
+  } else {
+    model.maxContext = spec.image->tokens();
+    model.hiddenSize = spec.image->hiddenSize;
+    model.numLayers = spec.image->numLayers;
+    model.numHeads = model.numKVHeads = spec.image->numHeads;
+  }
+  if (spec.image) {
+    llvm::Expected<ImagePreprocessingAttr> preprocessing =
+        readImagePreprocessing(context,
+                               llvm::sys::path::parent_path(configPath),
+                               spec.image->imageSize,
+                               /*sizeIsShortestEdge=*/true);
+    if (!preprocessing)
+      return preprocessing.takeError();
+    model.imagePreprocessing = *preprocessing;
+  }
+  return llvm::Error::success();
+}
