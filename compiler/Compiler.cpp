@@ -561,6 +561,9 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   description.numLayers = model.getNumLayers();
   description.numHeads = model.getNumHeads();
   description.numKVHeads = model.getNumKvHeads();
+  if (auto scale =
+          (*unit.module)->getAttrOfType<FloatAttr>(kLogitScaleAttrName))
+    description.logitScale = scale.getValueAsDouble();
   description.vocabSize = model.getVocabSize();
   // --max-context past the model's maximum (dynamic NTK scaling) is the
   // context the compiled model takes.

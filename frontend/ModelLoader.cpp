@@ -155,11 +155,14 @@ llvm::Expected<ModelAttr> mlir::tfm::withChatTemplate(
       m.getAudio(), chatTemplate);
 }
 
-/// WordPiece is an encoder's; byte-level BPE is when it has RoBERTa's <s>
-/// and </s> or tokenizer_config.json names a CLS token, as GPT-2's does not.
+/// WordPiece and CLIP's BPE are encoders'; byte-level BPE is when it has
+/// RoBERTa's <s> and </s> or tokenizer_config.json names a CLS token, as
+/// GPT-2's does not.
 static bool isEncoderTokenizer(const TokenizerVocab &vocab,
                                llvm::StringRef directory) {
-  if (vocab.kind == TokenizerVocab::Kind::WordPiece)
+  if (vocab.kind == TokenizerVocab::Kind::WordPiece ||
+      (vocab.kind == TokenizerVocab::Kind::ByteLevelBpe &&
+       vocab.bpeSplit == TokenizerVocab::BpeSplit::Clip))
     return true;
   auto has = [&](llvm::StringRef piece) {
     return llvm::is_contained(vocab.pieces, piece);

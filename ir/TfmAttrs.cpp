@@ -212,6 +212,10 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
     auto ranks = dyn_cast<IntegerAttr>(attr.getValue());
     if (isa<WeightDeclOp>(op) && ranks && ranks.getInt() > 1)
       return success();
+  } else if (name == kLogitScaleAttrName) {
+    auto scale = dyn_cast<FloatAttr>(attr.getValue());
+    if (onModule && scale && scale.getValueAsDouble() > 0)
+      return success();
   } else if (name == kCheckpointDtypeAttrName) {
     if (isa<WeightDeclOp>(op) && isa<StringAttr>(attr.getValue()))
       return success();

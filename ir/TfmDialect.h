@@ -29,6 +29,9 @@ inline constexpr llvm::StringLiteral kOutputResultAttrName = "tfm.output";
 /// dtype=checkpoint; absent: f32.
 inline constexpr llvm::StringLiteral kCheckpointDtypeAttrName =
     "tfm.checkpoint_dtype";
+/// On the module of a CLIP model: the scale of its text-image similarities,
+/// exp(logit_scale) (a positive FloatAttr).
+inline constexpr llvm::StringLiteral kLogitScaleAttrName = "tfm.logit_scale";
 
 } // namespace mlir::tfm
 #include "ir/TfmEnums.h.inc"

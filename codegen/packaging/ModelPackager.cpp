@@ -511,6 +511,9 @@ std::string generateModelSource(const ModelDescription &model,
        << "    .rank_stride = " << rankStride(written.size) << "ull,\n"
        << "    .rank_checksums = tfm_rank_checksums,\n"
        << "    .replicated_weights_size = " << written.replicated << "ull,\n";
+  if (model.logitScale > 0)
+    os << "    .logit_scale = " << llvm::formatv("{0:e9}f", model.logitScale)
+       << ",\n";
   os << "};\n";
   return source;
 }
@@ -639,6 +642,9 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
     case Split::DeepseekCoder: split = TFM_BPE_SPLIT_DEEPSEEK_CODER; break;
     case Split::Falcon: split = TFM_BPE_SPLIT_FALCON; break;
     case Split::DigitsThenGpt2: split = TFM_BPE_SPLIT_DIGITS_THEN_GPT2; break;
+    case Split::Clip:
+      split = TFM_BPE_SPLIT_CLIP;
+      break;
     }
     if (tokenizer.ignoreMerges)
       split |= uint32_t(TFM_BPE_IGNORE_MERGES);

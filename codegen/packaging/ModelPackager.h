@@ -85,6 +85,8 @@ struct ModelDescription {
   std::string source;
   int64_t hiddenSize = 0, numLayers = 0, numHeads = 0, numKVHeads = 0;
   int64_t vocabSize = 0, maxContext = 0;
+  /// CLIP's similarity scale (tfm.logit_scale); 0: none.
+  double logitScale = 0;
   /// The code runs on an NVIDIA GPU (--target=cuda).
   bool cudaTarget = false;
   /// Bytes of weights a @decode step reads (tfm.decode_weight_bytes).

@@ -26,6 +26,7 @@
 #include "frontend/ErrorMessages.h"
 #include "frontend/builders/ModelIRBuilder.h"
 #include "frontend/families/VisionTransformer.h"
+#include "frontend/tokenizers/Tokenizer.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -33,6 +34,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
 #include <cmath>
@@ -424,7 +426,39 @@ llvm::Error mlir::tfm::loadClip(MLIRContext &context, llvm::StringRef modelType,
     return module.takeError();
   model.module = std::move(*module);
   model.family = spec.family;
+  // CLIPModel's similarity scale: exp of its logit_scale.
+  if (text && image) {
+    const WeightTensor *scale = model.weights.lookup("logit_scale");
+    if (!scale || scale->numElements() != 1)
+      return makeError(checkpoint + ": CLIPModel needs its scalar "
+                                    "'logit_scale'");
+    float logit = scale->toF32()[0];
+    double value = std::exp(double(logit));
+    if (!std::isfinite(value) || value <= 0)
+      return makeError(checkpoint + ": 'logit_scale' " +
+                       llvm::formatv("{0}", logit).str() +
+                       " gives no positive, finite scale");
+    (*model.module)
+        ->setAttr(kLogitScaleAttrName,
+                  FloatAttr::get(Float64Type::get(&context), value));
+  }
   model.addBos = false;
+  // The tokenizer beside a text tower: CLIP's BPE, framed with its start
+  // and end of text.
+  llvm::StringRef directory = llvm::sys::path::parent_path(configPath);
+  if (spec.text && hasByteLevelBpeFiles(directory)) {
+    llvm::Expected<TokenizerVocab> vocab =
+        readTokenizerAt(directory, spec.text->vocabSize);
+    if (!vocab)
+      return vocab.takeError();
+    if (vocab->bpeSplit != TokenizerVocab::BpeSplit::Clip)
+      return makeError(directory + ": CLIP's text tower needs CLIP's "
+                                   "tokenizer (tokenizer_class "
+                                   "CLIPTokenizer, or a tokenizer.json whose "
+                                   "words end in \"</w>\")");
+    model.tokenizer = std::move(*vocab);
+    model.tokenizerPath = directory.str();
+  }
   if (spec.text) {
     model.vocabSize = spec.text->vocabSize;
     model.maxContext = spec.text->maxPositions;

@@ -135,6 +135,19 @@ llvm::Error readMergesText(llvm::StringRef path, RawBpe &raw) {
 llvm::Expected<std::pair<TokenizerVocab::BpeSplit, bool>>
 tokenizerJsonSplit(const llvm::json::Value &json, llvm::StringRef path) {
   const llvm::json::Object *object = json.getAsObject();
+  // CLIP's: a BPE whose words end in "</w>" (its own split and normalizer,
+  // NFC, whitespace runs one space, lowercase, which the runtime applies).
+  const llvm::json::Object *model =
+      object ? object->getObject("model") : nullptr;
+  std::optional<llvm::StringRef> suffix =
+      model ? model->getString("end_of_word_suffix") : std::nullopt;
+  if (suffix && *suffix == "</w>")
+    return std::make_pair(TokenizerVocab::BpeSplit::Clip, true);
+  if (suffix && !suffix->empty())
+    return makeError(path +
+                     ": a BPE end_of_word_suffix other than CLIP's "
+                     "\"</w>\" is not supported (got \"" +
+                     *suffix + "\")");
   llvm::Expected<TokenizerVocab::BpeSplit> split = bpeSplitOfPreTokenizer(
       object ? object->get("pre_tokenizer") : nullptr, path);
   if (!split)
@@ -294,7 +307,7 @@ llvm::Error addSpecialTokens(llvm::ArrayRef<ConfigAddedToken> added,
 /// A directory's split and NFC normalization: its tokenizer.json's
 /// pre-tokenizer and normalizer; without one, tokenizer_config.json's
 /// tokenizer_class (Qwen2's slow tokenizer splits by its own pattern, after
-/// NFC), else GPT-2's.
+/// NFC; CLIP's by its own), else GPT-2's.
 llvm::Expected<std::pair<TokenizerVocab::BpeSplit, bool>>
 directoryBpeSplit(llvm::StringRef directory) {
   llvm::SmallString<256> path(directory);
@@ -315,6 +328,8 @@ directoryBpeSplit(llvm::StringRef directory) {
   const llvm::json::Object *config = json->getAsObject();
   std::optional<llvm::StringRef> tokenizerClass =
       config ? config->getString("tokenizer_class") : std::nullopt;
+  if (tokenizerClass && tokenizerClass->starts_with("CLIPTokenizer"))
+    return std::make_pair(TokenizerVocab::BpeSplit::Clip, true);
   bool qwen2 = tokenizerClass && tokenizerClass->starts_with("Qwen2Tokenizer");
   return std::make_pair(qwen2 ? TokenizerVocab::BpeSplit::Qwen2
                               : TokenizerVocab::BpeSplit::Gpt2,

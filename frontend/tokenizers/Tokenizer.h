@@ -101,6 +101,9 @@ struct TokenizerVocab {
     Falcon,
     /// StarCoder's, Refact's and Command R's: single digits, then GPT-2's.
     DigitsThenGpt2,
+    /// CLIP's: lowercased, whitespace dropped, words ending in "</w>"
+    /// tokens (tfm_format.h's TFM_BPE_SPLIT_CLIP).
+    Clip,
   };
   BpeSplit bpeSplit = BpeSplit::Gpt2;
   /// ByteLevelBpe: a piece the pre-tokenizer splits off that is a token of

@@ -203,6 +203,12 @@ llvm::Error mlir::tfm::frameForEncoder(TokenizerVocab &vocab,
   };
   std::string begin = spelling("cls_token", wordPiece ? "[CLS]" : "<s>"),
               separator = spelling("sep_token", wordPiece ? "[SEP]" : "</s>");
+  // CLIP frames with its start and end of text, as RoBERTa's processor.
+  if (vocab.kind == TokenizerVocab::Kind::ByteLevelBpe &&
+      vocab.bpeSplit == TokenizerVocab::BpeSplit::Clip) {
+    begin = spelling("bos_token", "<|startoftext|>");
+    separator = spelling("eos_token", "<|endoftext|>");
+  }
   TokenizerVocab::Framing &framing = vocab.framing;
   framing.begin = idOf(vocab, begin);
   framing.separator = idOf(vocab, separator);

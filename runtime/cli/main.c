@@ -200,6 +200,10 @@ static int run_entry_point(const char *argv0, tfm_model *model,
     o->call.name = tfm_model_get_desc(model)->entry_points[0].name;
   if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_CALL))
     return 1;
+  if (o->text_count > 1)
+    return tfm_main_fail(argv0, "--text is given more than once: an entry "
+                                "point runs on one text (--text-file runs "
+                                "one a line)");
   /* Teacher forcing's output is @forward's logits, [decoder positions,
    * vocab]: --logits writes them as a decoder's does. */
   if (o->logits_path) {
@@ -460,6 +464,16 @@ static int run_model(const char *argv0, tfm_model *model,
     if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_PERPLEXITY))
       return 1;
     return tfm_main_perplexity(argv0, model, o->perplexity);
+  }
+  /* CLIP: texts and images given, each image against every text. */
+  if (!o->call.name && tfm_main_is_similarity(model) &&
+      (o->text_count || o->call.text_file) && o->call.image_count) {
+    if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_SIMILARITY))
+      return 1;
+    tfm_similarity_options similarity = {o->texts, o->text_count,
+                                         o->call.text_file, o->call.images,
+                                         o->call.image_count};
+    return tfm_main_similarity(argv0, model, &similarity);
   }
   /* Models that do not generate (encoders) run their first entry point. */
   int generates = !seq2seq && (tfm_model_entry_point(model, "prefill") ||

@@ -101,6 +101,20 @@ int tfm_main_perplexity(const char *argv0, tfm_model *model,
 int tfm_main_call(const char *argv0, tfm_model *model,
                   const tfm_call_options *options);
 
+/* The similarity mode (main_similarity.c): a model with @embed_text and
+ * @embed_image (CLIPModel) compares each image with every text. */
+typedef struct {
+  const char *const *texts; /* --text, in order */
+  int text_count;
+  const char *text_file; /* and one text per line */
+  const char **images;
+  int image_count;
+} tfm_similarity_options;
+/* Whether `model` compares texts with images. */
+int tfm_main_is_similarity(const tfm_model *model);
+int tfm_main_similarity(const char *argv0, tfm_model *model,
+                        const tfm_similarity_options *options);
+
 #ifdef __cplusplus
 }
 #endif

@@ -80,7 +80,8 @@ enum {
   SEQ2SEQ = 1 << TFM_MAIN_MODE_SEQ2SEQ,
   PERPLEXITY = 1 << TFM_MAIN_MODE_PERPLEXITY,
   CALL = 1 << TFM_MAIN_MODE_CALL,
-  EVERY_MODE = GENERATE | SEQ2SEQ | PERPLEXITY | CALL
+  SIMILARITY = 1 << TFM_MAIN_MODE_SIMILARITY,
+  EVERY_MODE = GENERATE | SEQ2SEQ | PERPLEXITY | CALL | SIMILARITY
 };
 static const struct {
   const char *name; /* as spelled; "" for image and audio files */
@@ -110,9 +111,9 @@ static const struct {
     {"--call", CALL},
     {"--token-types", CALL},
     {"--decoder-tokens", CALL},
-    {"--text", SEQ2SEQ | CALL},
+    {"--text", SEQ2SEQ | CALL | SIMILARITY},
     {"--text-pair", CALL},
-    {"--text-file", SEQ2SEQ | CALL},
+    {"--text-file", SEQ2SEQ | CALL | SIMILARITY},
     {"--beams", SEQ2SEQ},
     {"--no-repeat-ngram", SEQ2SEQ},
     {"--min-new-tokens", SEQ2SEQ},
@@ -125,7 +126,7 @@ static const struct {
     {"--truncate", CALL},
     {"--format", CALL},
     {"--output", SEQ2SEQ | CALL},
-    {"", SEQ2SEQ | CALL},
+    {"", SEQ2SEQ | CALL | SIMILARITY},
 };
 
 _Static_assert(sizeof flags / sizeof flags[0] <= 64,
@@ -147,6 +148,8 @@ int tfm_main_refuse_unused(const char *argv0, const tfm_main_options *o,
       "when an encoder-decoder generates from --text, --text-file, --tokens "
       "or audio (--decoder-tokens \"ids\" teacher-forces @forward instead)",
       "with --perplexity, which reads only its text file",
+      "when texts are compared with images (--text TEXT... or --text-file, "
+      "and image files)",
       "when an entry point runs on its inputs (--call, an encoder, or "
       "--decoder-tokens), writing its output as text, --format json or f32, "
       "or --output FILE"};
@@ -238,7 +241,11 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
     } else if (!strcmp(arg, "--call")) {
       o->call.name = argv[++i];
     } else if (!strcmp(arg, "--text")) {
-      o->call.text = argv[++i];
+      if (!o->texts && !(o->texts = malloc(sizeof(char *) * argc))) {
+        fprintf(stderr, "%s: error: out of memory\n", argv[0]);
+        return TFM_MAIN_OPTIONS_BAD;
+      }
+      o->call.text = o->texts[o->text_count++] = argv[++i];
     } else if (!strcmp(arg, "--text-pair")) {
       o->call.text_pair = argv[++i];
     } else if (!strcmp(arg, "--pixels") || !strcmp(arg, "--features")) {
@@ -331,6 +338,9 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
 }
 
 void tfm_main_options_free(tfm_main_options *o) {
+  free(o->texts);
+  o->texts = NULL;
+  o->text_count = 0;
   free(o->call.images);
   o->call.images = NULL;
   o->call.image_count = 0;

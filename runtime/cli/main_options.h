@@ -26,6 +26,7 @@ typedef enum {
   TFM_MAIN_MODE_GENERATE,   /* a decoder continues a prompt */
   TFM_MAIN_MODE_SEQ2SEQ,    /* an encoder-decoder generates from a source */
   TFM_MAIN_MODE_PERPLEXITY, /* --perplexity FILE */
+  TFM_MAIN_MODE_SIMILARITY, /* CLIP: texts against images */
   TFM_MAIN_MODE_CALL,       /* one entry point (--call, encoders, teacher
                                forcing with --decoder-tokens) */
   TFM_MAIN_MODE_COUNT
@@ -45,6 +46,10 @@ typedef struct {
   long warmup;
   const char *weights_path;
   tfm_call_options call;
+  /* Every --text given, in order (call.text is the last): CLIP compares
+   * several with its images. */
+  const char **texts;
+  int text_count;
   tfm_sampler_options sampler;
   const char *stop[TFM_MAIN_MAX_STOP_STRINGS];
   int stop_count;

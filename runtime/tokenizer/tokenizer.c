@@ -86,6 +86,11 @@ void tfm_tokenizer_free(tfm_tokenizer *t) {
     for (uint32_t i = 0; i < t->vocab_size; ++i)
       free(t->pieces[i]);
   free(t->pieces);
+  if (t->shown)
+    for (uint32_t i = 0; i < t->vocab_size; ++i)
+      free(t->shown[i]);
+  free(t->shown);
+  free(t->shown_lengths);
   free(t->lengths);
   free(t->scores);
   free(t->sorted);
@@ -367,6 +372,44 @@ static tfm_status_code parse_merges(tfm_tokenizer *t, blob_reader *r,
   return TFM_OK;
 }
 
+static int clip_split(const tfm_tokenizer *t) {
+  return t->kind == TFM_TOKENIZER_BYTE_LEVEL_BPE &&
+         t->bpe_split == TFM_BPE_SPLIT_CLIP;
+}
+
+/* CLIP's end-of-word tokens ("a</w>") for each byte, and every piece as
+ * decoding shows it: "</w>" a space, as CLIPTokenizer decodes. */
+static int read_word_ends(tfm_tokenizer *t) {
+  static const char suffix[] = "</w>";
+  const size_t suffix_length = sizeof suffix - 1;
+  for (int b = 0; b < 256; ++b) {
+    char spelling[8] = {(char)b};
+    memcpy(spelling + 1, suffix, suffix_length);
+    t->word_end_tokens[b] =
+        tfm_tokenizer_lookup(t, spelling, (uint32_t)(1 + suffix_length));
+  }
+  t->shown = calloc(t->vocab_size, sizeof *t->shown);
+  t->shown_lengths = calloc(t->vocab_size, sizeof *t->shown_lengths);
+  if (!t->shown || !t->shown_lengths)
+    return 0;
+  for (uint32_t i = 0; i < t->vocab_size; ++i) {
+    size_t length = t->lengths[i];
+    int word_end =
+        length >= suffix_length && memcmp(t->pieces[i] + length - suffix_length,
+                                          suffix, suffix_length) == 0;
+    size_t shown = word_end ? length - suffix_length + 1 : length;
+    t->shown[i] = malloc(shown + 1);
+    if (!t->shown[i])
+      return 0;
+    memcpy(t->shown[i], t->pieces[i], word_end ? shown - 1 : shown);
+    if (word_end)
+      t->shown[i][shown - 1] = ' ';
+    t->shown[i][shown] = '\0';
+    t->shown_lengths[i] = (uint32_t)shown;
+  }
+  return 1;
+}
+
 tfm_status_code tfm_tokenizer_new(const uint8_t *blob, uint64_t size,
                                   tfm_tokenizer **out, tfm_status *status) {
   if (!blob || !out)
@@ -411,6 +454,10 @@ tfm_status_code tfm_tokenizer_new(const uint8_t *blob, uint64_t size,
   if (code != TFM_OK) {
     tfm_tokenizer_free(t);
     return code;
+  }
+  if (clip_split(t) && !read_word_ends(t)) {
+    tfm_tokenizer_free(t);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   }
   for (int b = 0; b < 256; ++b) {
     if (t->kind == TFM_TOKENIZER_BYTE_LEVEL_BPE) {
@@ -680,6 +727,10 @@ const char *tfm_tokenizer_decode(const tfm_tokenizer *t, int32_t previous,
           *size = 1;
           return &bytes[b];
         }
+  }
+  if (t->shown) {
+    *size = t->shown_lengths[id];
+    return t->shown[id];
   }
   *size = length;
   return piece;

@@ -4,7 +4,8 @@
  * by its pre-tokenizer's regular expressions, matched here by hand:
  *
  * - GPT-2's (GPT-2, RoBERTa, BART, Whisper, Phi-2, OLMo, MPT, GPT-NeoX)
- *     's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ *     's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+|
+ *?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
  * - Llama 3's (tiktoken's cl100k; Qwen2's takes one digit at a time, \p{N})
  *     (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
  *      ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
@@ -18,6 +19,9 @@
  *     DeepSeek Coder: [\r\n] | \s?\p{L}+ | \s?\p{P}+ | [CJK, Hangul]+ | \p{N}
  *     Falcon:         [\p{P}$+<=>^~|`]+ | GPT-2's | [0-9]{3}
  *     StarCoder, Refact, Command R: \p{N} | GPT-2's
+ * - CLIP's, over text its encoder normalized (NFC, whitespace runs one
+ *   space, lowercase), whitespace dropped:
+ *     's|'t|'re|'ve|'m|'ll|'d|\p{L}+|\p{N}|[^\s\p{L}\p{N}]+
  *
  * Character classes come from utf8proc (letters L*, numbers N*,
  * punctuation P*, whitespace as Unicode's White_Space); bytes that are not
@@ -191,9 +195,25 @@ static size_t llama3_pretoken_length(const char *text, size_t length,
 }
 
 /* The length of the one-expression split's piece at text[at]. */
+/* CLIP's: 's|'t|'re|'ve|'m|'ll|'d|\p{L}+|\p{N}|[^\s\p{L}\p{N}]+ over
+ * lowercased text, whitespace its own pieces (which the encoder drops):
+ * no piece carries a space. */
+static size_t clip_pretoken_length(const char *text, size_t length, size_t at) {
+  size_t size;
+  size_t contraction = contraction_length(text, length, at, 0);
+  if (contraction)
+    return contraction;
+  char_class cls = classify(text, length, at, &size);
+  if (cls == CLASS_DIGIT)
+    return size;
+  return run_end(text, length, at, cls) - at;
+}
+
 static size_t pretoken_length(uint32_t split, const char *text, size_t length,
                               size_t at) {
   switch (split) {
+  case TFM_BPE_SPLIT_CLIP:
+    return clip_pretoken_length(text, length, at);
   case TFM_BPE_SPLIT_LLAMA3:
     return llama3_pretoken_length(text, length, at, 3);
   case TFM_BPE_SPLIT_QWEN2:

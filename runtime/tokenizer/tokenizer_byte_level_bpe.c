@@ -6,7 +6,10 @@
  * (tokenizer_merges.c). With ignore_merges (Llama 3's tokenizer.json, and
  * llama.cpp's Llama 3 pre-tokenizer types), a piece that is a token of its
  * own is that token, merges or not: Llama 3's vocabulary has words (" Việt")
- * its merges never reach.
+ * its merges never reach. CLIP's split normalizes the text first (NFC,
+ * whitespace runs one space, lowercase, as its tokenizer.json's
+ * normalizer), drops the whitespace between pieces and starts each piece's
+ * last byte as its end-of-word token ("a</w>").
  *
  *===----------------------------------------------------------------------===*/
 
@@ -64,14 +67,19 @@ static tfm_status_code encode_pieces(const tfm_tokenizer *t,
       out[n++] = whole;
       continue;
     }
+    int clip = t->bpe_split == TFM_BPE_SPLIT_CLIP;
+    if (clip && text[at] == ' ')
+      continue; /* the space between CLIP's pieces */
     int32_t *piece = out + n;
     int64_t pieces = 0;
     for (size_t i = 0; i < size; ++i) {
-      int32_t id = t->byte_tokens[(unsigned char)text[at + i]];
+      unsigned char byte = (unsigned char)text[at + i];
+      int32_t id = clip && i + 1 == size ? t->word_end_tokens[byte]
+                                         : t->byte_tokens[byte];
       if (id < 0) {
         code = tfm_fail(status, TFM_ERROR_TOKENIZER,
                         "byte 0x%02X at offset %zu of the text has no token",
-                        (unsigned char)text[at + i], at + i);
+                        byte, at + i);
         break;
       }
       piece[pieces++] = id;
@@ -90,10 +98,84 @@ static tfm_status_code encode_pieces(const tfm_tokenizer *t,
   return tfm_ok(status);
 }
 
+/* CLIP's normalizer on text already in NFC: each whitespace run one space,
+ * each code point lowercased (utf8proc's simple mapping); bytes that are
+ * not UTF-8 kept. `out` has room for 4 bytes a byte of text; returns the
+ * bytes written. */
+static size_t clip_normalize(const char *text, size_t length, char *out) {
+  size_t n = 0;
+  int space = 0;
+  for (size_t at = 0; at < length;) {
+    utf8proc_int32_t cp;
+    utf8proc_ssize_t size =
+        utf8proc_iterate((const uint8_t *)text + at, length - at, &cp);
+    if (size <= 0) {
+      out[n++] = text[at++];
+      space = 0;
+      continue;
+    }
+    at += (size_t)size;
+    /* \s: Unicode's White_Space. */
+    int white = (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 ||
+                cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
+                cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
+                cp == 0x3000;
+    if (white) {
+      if (!space)
+        out[n++] = ' ';
+      space = 1;
+      continue;
+    }
+    space = 0;
+    n += (size_t)utf8proc_encode_char(utf8proc_tolower(cp),
+                                      (utf8proc_uint8_t *)out + n);
+  }
+  return n;
+}
+
+/* CLIP's: the text normalized, then split and merged. */
+static tfm_status_code encode_clip(const tfm_tokenizer *t, const char *text,
+                                   size_t length, int32_t *out, int64_t *count,
+                                   tfm_status *status) {
+  char *normal = malloc(4 * length + 1);
+  if (!normal)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  size_t n = clip_normalize(text, length, normal);
+  /* The caller's room for ids is sized by the text's bytes. */
+  tfm_status_code code =
+      n > length ? tfm_fail(status, TFM_ERROR_TOKENIZER,
+                            "the text's lowercase form (%zu bytes) is longer "
+                            "than the text (%zu bytes), which this tokenizer "
+                            "does not encode",
+                            n, length)
+                 : encode_pieces(t, normal, n, out, count, status);
+  free(normal);
+  return code;
+}
+
 tfm_status_code tfm_byte_level_bpe_encode(const tfm_tokenizer *t,
                                           const char *text, size_t length,
                                           int32_t *out, int64_t *count,
                                           tfm_status *status) {
+  if (t->bpe_split == TFM_BPE_SPLIT_CLIP && t->bpe_nfc && length) {
+    /* NFC first, as below, then CLIP's own normalization. */
+    utf8proc_uint8_t *nfc = NULL;
+    utf8proc_ssize_t n =
+        utf8proc_map((const utf8proc_uint8_t *)text, (utf8proc_ssize_t)length,
+                     &nfc, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+    if (n == UTF8PROC_ERROR_NOMEM)
+      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (n < 0 || (size_t)n > length) {
+      free(nfc);
+      return encode_clip(t, text, length, out, count, status);
+    }
+    tfm_status_code code =
+        encode_clip(t, (const char *)nfc, (size_t)n, out, count, status);
+    free(nfc);
+    return code;
+  }
+  if (t->bpe_split == TFM_BPE_SPLIT_CLIP)
+    return encode_clip(t, text, length, out, count, status);
   if (!t->bpe_nfc || !length)
     return encode_pieces(t, text, length, out, count, status);
   /* An NFC normalizer (Qwen2's, GPT-NeoX's) composes text first. Text that is not UTF-8

@@ -37,6 +37,12 @@ struct tfm_tokenizer {
   /* Score BPE: the id of "<0xAB>"; byte-level BPE: the id of the byte's
    * one-byte piece. -1 where there is none. */
   int32_t byte_tokens[256];
+  /* CLIP's split: the byte's token with "</w>" appended, which a word's
+   * last byte starts as (-1: none); the pieces as decoded, "</w>" shown as
+   * a space (NULL for other tokenizers). */
+  int32_t word_end_tokens[256];
+  char **shown;
+  uint32_t *shown_lengths;
   tfm_merge *merges; /* byte-level BPE, sorted by pair */
   uint32_t merge_count;
   uint32_t bpe_split; /* byte-level BPE: TFM_BPE_SPLIT_* */

@@ -193,7 +193,12 @@ enum {
   TFM_BPE_SPLIT_FALCON = 5,
   /* StarCoder's, Refact's, Command R's: single digits, then GPT-2's. */
   TFM_BPE_SPLIT_DIGITS_THEN_GPT2 = 6,
-  TFM_BPE_SPLIT_LAST = TFM_BPE_SPLIT_DIGITS_THEN_GPT2,
+  /* CLIP's: text normalized (NFC, whitespace runs one space, lowercase),
+   * split by 's|'t|'re|'ve|'m|'ll|'d|\p{L}+|\p{N}|[^\s\p{L}\p{N}]+ with
+   * whitespace dropped; a piece's last byte starts as its token with
+   * "</w>" appended (the end of a word), which decoding shows as a space. */
+  TFM_BPE_SPLIT_CLIP = 7,
+  TFM_BPE_SPLIT_LAST = TFM_BPE_SPLIT_CLIP,
   /* Or'ed into the split: a piece that is a token of its own is that token,
    * merges or not (tokenizer.json's ignore_merges). */
   TFM_BPE_IGNORE_MERGES = 1u << 16,

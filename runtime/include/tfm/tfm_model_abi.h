@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 17
+#define TFM_ABI_VERSION 18
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -360,6 +360,9 @@ typedef struct tfm_model_desc {
   uint64_t rank_stride;
   const uint64_t *rank_checksums;
   uint64_t replicated_weights_size;
+  /* CLIP: the scale of its text-image similarities, exp(logit_scale)
+   * (logits_per_image = scale · cosine); 0 for other models. */
+  float logit_scale;
 } tfm_model_desc;
 
 /* What generated entry points call around the model's code (runtime,
