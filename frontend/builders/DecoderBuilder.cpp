@@ -75,6 +75,15 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
   if (spec.slidingWindow < 0)
     return fail("sliding window must be positive, got " +
                 llvm::Twine(spec.slidingWindow));
+  if (!spec.layerWindows.empty() &&
+      int64_t(spec.layerWindows.size()) != spec.numLayers)
+    return fail("the attention pattern lists " +
+                llvm::Twine(spec.layerWindows.size()) +
+                " layers, the model has " + llvm::Twine(spec.numLayers));
+  for (int64_t window : spec.layerWindows)
+    if (window < 0)
+      return fail("a local layer's window must be positive, got " +
+                  llvm::Twine(window));
   if (!(spec.normEpsilon >= 0) || std::isinf(spec.normEpsilon))
     return fail("norm epsilon must be finite and non-negative, got " +
                 llvm::Twine(std::to_string(spec.normEpsilon)));
@@ -191,12 +200,15 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
     k = RopeOp::create(b, loc, k.getType(), style, k, positions, theta,
                        rotaryDim, frequencies, ntkFactor, ntkContext);
   }
-  auto scale = b.getF32FloatAttr(1.0 / std::sqrt(double(headDim)));
+  auto scale = b.getF32FloatAttr(spec.attentionScale > 0
+                                     ? spec.attentionScale
+                                     : 1.0 / std::sqrt(double(headDim)));
   // A window as long as the context excludes nothing: leave it out.
-  IntegerAttr window =
-      spec.slidingWindow > 0 && spec.slidingWindow < spec.maxContext
-          ? b.getI64IntegerAttr(spec.slidingWindow)
-          : IntegerAttr();
+  int64_t layerWindow =
+      spec.layerWindows.empty() ? spec.slidingWindow : spec.layerWindows[layer];
+  IntegerAttr window = layerWindow > 0 && layerWindow < spec.maxContext
+                           ? b.getI64IntegerAttr(layerWindow)
+                           : IntegerAttr();
   Value attended =
       AttentionOp::create(b, loc, q.getType(), q, k, v, /*bias=*/Value(),
                           /*lengths=*/Value(), /*relative_bias=*/Value(),

@@ -77,6 +77,13 @@ struct DecoderSpec {
   /// Sliding-window attention: each position sees the last `slidingWindow`
   /// positions (itself included); 0: all before it.
   int64_t slidingWindow = 0;
+  /// Per layer, its own window (0: global attention) where layers differ
+  /// (GPT-Neo's alternating global and local layers); empty: every layer
+  /// has `slidingWindow`.
+  std::vector<int64_t> layerWindows;
+  /// The attention scores' scale; 0: 1/sqrt(head_dim). GPT-Neo's are not
+  /// scaled (1).
+  double attentionScale = 0;
 
   std::string tokenEmbedding, positionEmbedding, finalNorm;
   /// Empty when the LM head is tied to the token embedding.

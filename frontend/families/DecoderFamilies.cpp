@@ -259,6 +259,73 @@ DecoderSpec readPhiSpec(ConfigReader &config) {
   return spec;
 }
 
+/// GPT-Neo: GPT-2's blocks with Q, K and V apart (no biases), attention
+/// scores not scaled, and layers of global or local attention as the
+/// config's attention_types lists them ([[["global", "local"], 12]]: the
+/// pair 12 times); a local layer's positions see the last window_size.
+DecoderSpec readGptNeoSpec(ConfigReader &config) {
+  DecoderSpec spec;
+  spec.family = "gpt_neo";
+  spec.vocabSize = config.integer("vocab_size");
+  spec.hiddenSize = config.integer("hidden_size");
+  spec.numLayers = config.integer("num_layers");
+  spec.numHeads = spec.numKVHeads = config.integer("num_heads");
+  // intermediate_size null (its default): four times the hidden size.
+  const llvm::json::Value *inner = config.fields().get("intermediate_size");
+  spec.intermediateSize = inner && inner->kind() != llvm::json::Value::Null
+                              ? config.integer("intermediate_size")
+                              : 4 * spec.hiddenSize;
+  spec.maxContext = config.integer("max_position_embeddings");
+  spec.normEpsilon = config.number("layer_norm_epsilon", 1e-5);
+  spec.activation = config.activation("activation_function", "gelu_new");
+  spec.learnedPositions = true;
+  spec.outputBias = spec.mlpBias = true;
+  spec.attentionScale = 1.0;
+  int64_t window = config.integer("window_size", 256);
+  const llvm::json::Array *types = config.fields().getArray("attention_types");
+  auto bad = [&] {
+    config.fail("attention_types must list [[\"global\" or \"local\", "
+                "...], repeats] pairs");
+  };
+  if (!types)
+    bad();
+  for (const llvm::json::Value &entry : types ? *types : llvm::json::Array()) {
+    const llvm::json::Array *pair = entry.getAsArray();
+    const llvm::json::Array *kinds =
+        pair && pair->size() == 2 ? (*pair)[0].getAsArray() : nullptr;
+    std::optional<int64_t> repeats =
+        pair && pair->size() == 2 ? (*pair)[1].getAsInteger() : std::nullopt;
+    if (!kinds || !repeats || *repeats < 0 || *repeats > 1 << 16)
+      return bad(), spec;
+    for (int64_t r = 0; r < *repeats; ++r)
+      for (const llvm::json::Value &kind : *kinds) {
+        std::optional<llvm::StringRef> name = kind.getAsString();
+        if (name == std::optional<llvm::StringRef>("global"))
+          spec.layerWindows.push_back(0);
+        else if (name == std::optional<llvm::StringRef>("local"))
+          spec.layerWindows.push_back(window);
+        else
+          return bad(), spec;
+      }
+  }
+  std::string p = "transformer.h.{}.";
+  spec.tokenEmbedding = "transformer.wte.weight";
+  spec.positionEmbedding = "transformer.wpe.weight";
+  spec.finalNorm = "transformer.ln_f.weight";
+  if (!config.boolean("tie_word_embeddings", true))
+    spec.lmHead = "lm_head.weight";
+  spec.layer = {p + "ln_1.weight",
+                p + "attn.attention.q_proj.weight",
+                p + "attn.attention.k_proj.weight",
+                p + "attn.attention.v_proj.weight",
+                p + "attn.attention.out_proj.weight",
+                p + "ln_2.weight",
+                p + "mlp.c_fc.weight",
+                "",
+                p + "mlp.c_proj.weight"};
+  return spec;
+}
+
 /// GPT-NeoX / Pythia: parallel residual (two norms), partial rotary, a
 /// fused QKV weight (split by prepareGptNeoXWeights), biases everywhere.
 DecoderSpec readGptNeoXSpec(ConfigReader &config) {
@@ -467,6 +534,7 @@ struct DecoderFamily {
 const DecoderFamily kDecoderFamilies[] = {
     {"gemma", readGemmaSpec, prepareGemmaCheckpoint, true},
     {"gpt2", readGpt2Spec, prepareGpt2Weights, false},
+    {"gpt_neo", readGptNeoSpec, nullptr, false},
     {"gpt_neox", readGptNeoXSpec, prepareGptNeoXCheckpoint, false},
     {"llama", readLlamaSpec, nullptr, true},
     {"mistral", readMistralSpec, nullptr, true},

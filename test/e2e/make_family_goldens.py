@@ -3,7 +3,8 @@
 config.json + model.safetensors, tiny random weights) and their goldens
 (<name>.logits.bin: little-endian f32 [12, vocab], the logits of every
 position of TOKENS) with the Hugging Face transformers 4.40 model classes
-(../shared/reference). Llama 3's rope scaling postdates 4.40: its golden
+(../shared/reference), GPT-Neo's with four layers of alternating global
+and local attention. Llama 3's rope scaling postdates 4.40: its golden
 runs LlamaForCausalLM with the rotary inverse frequencies replaced by ones
 computed here by hand from the published formula. Regenerate with
 
@@ -135,7 +136,23 @@ def dynamic_ntk_past_max_context():
           f"{(cached - forward).abs().max():.4f}")
 
 
+def gpt_neo():
+    """GPT-Neo: four layers, global and local in turn, a window of 4
+    positions (of the 12 tokens), unscaled attention scores."""
+    config = tf.GPTNeoConfig(vocab_size=64, hidden_size=32, num_layers=4,
+                             num_heads=4, intermediate_size=48,
+                             max_position_embeddings=32, window_size=4,
+                             attention_types=[[["global", "local"], 2]],
+                             bos_token_id=1, eos_token_id=2)
+    config._attn_implementation = "eager"
+    torch.manual_seed(14)
+    model = tf.GPTNeoForCausalLM(config).eval()
+    randomize(model, 14)
+    write("gpt-neo", model)
+
+
 def main():
+    gpt_neo()
     mistral_window_convention()
     dynamic_ntk_past_max_context()
     write("qwen2", build(tf.Qwen2Config, tf.Qwen2ForCausalLM, 1,

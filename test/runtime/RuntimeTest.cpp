@@ -382,13 +382,13 @@ TEST(ByteLevelBpe, SplitsTextByTheBlobsRule) {
                                "not encode");
   tfm_tokenizer_free(t);
   // A rule the runtime does not know is refused at load.
-  std::string unknown = withSplit(7);
+  std::string unknown = withSplit(TFM_BPE_SPLIT_LAST + 1);
   t = nullptr;
   EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(unknown.data()),
                               unknown.size(), &t, &status),
             TFM_ERROR_TOKENIZER);
   EXPECT_EQ(t, nullptr);
-  EXPECT_STREQ(status.message, "tokenizer blob: unknown split rule 7");
+  EXPECT_STREQ(status.message, "tokenizer blob: unknown split rule 8");
 }
 
 /// Encodes a text (and a second one) as an encoder's input.
