@@ -276,13 +276,24 @@ OwningOpRef<ModuleOp> ClipIRBuilder::build() {
   return module;
 }
 
+/// A tower's defaults, as CLIPTextConfig and CLIPVisionConfig have them:
+/// transformers writes only the fields that differ (a CLIPModel saved with
+/// the defaults says no more than "model_type" in its tower configs).
+struct TowerDefaults {
+  int64_t hiddenSize, numLayers, numHeads, intermediateSize;
+};
+constexpr TowerDefaults kTextDefaults = {512, 12, 8, 2048};
+constexpr TowerDefaults kImageDefaults = {768, 12, 12, 3072};
+
 /// The transformer sizes of a tower's config (CLIPTextConfig,
 /// CLIPVisionConfig), checked.
-void readTower(ConfigReader &config, TowerSpec &tower) {
-  tower.hiddenSize = config.integer("hidden_size");
-  tower.numLayers = config.integer("num_hidden_layers");
-  tower.numHeads = config.integer("num_attention_heads");
-  tower.intermediateSize = config.integer("intermediate_size");
+void readTower(ConfigReader &config, const TowerDefaults &defaults,
+               TowerSpec &tower) {
+  tower.hiddenSize = config.integer("hidden_size", defaults.hiddenSize);
+  tower.numLayers = config.integer("num_hidden_layers", defaults.numLayers);
+  tower.numHeads = config.integer("num_attention_heads", defaults.numHeads);
+  tower.intermediateSize =
+      config.integer("intermediate_size", defaults.intermediateSize);
   tower.normEpsilon = config.number("layer_norm_eps", 1e-5);
   tower.activation = config.activation("hidden_act", "quick_gelu");
   if (tower.hiddenSize <= 0 || tower.numLayers <= 0 || tower.numHeads <= 0 ||
@@ -297,8 +308,8 @@ void readTower(ConfigReader &config, TowerSpec &tower) {
 
 void readText(ConfigReader &config, TextSpec &text) {
   text.prefix = "text_model.";
-  readTower(config, text);
-  text.vocabSize = config.integer("vocab_size");
+  readTower(config, kTextDefaults, text);
+  text.vocabSize = config.integer("vocab_size", 49408);
   text.maxPositions = config.integer("max_position_embeddings", 77);
   if (text.vocabSize <= 0 || text.maxPositions <= 0)
     config.fail("vocab_size and max_position_embeddings must be positive");
@@ -315,7 +326,7 @@ void readText(ConfigReader &config, TextSpec &text) {
 
 void readImage(ConfigReader &config, ImageSpec &image) {
   image.prefix = "vision_model.";
-  readTower(config, image);
+  readTower(config, kImageDefaults, image);
   image.imageSize = config.integer("image_size", 224);
   image.patchSize = config.integer("patch_size", 32);
   image.channels = config.integer("num_channels", 3);
@@ -327,17 +338,19 @@ void readImage(ConfigReader &config, ImageSpec &image) {
 }
 
 /// A nested tower config (CLIPConfig's text_config, vision_config): read
-/// with its own reader, whose errors name the field.
+/// with its own reader, whose errors name the field. The first published
+/// configs also carry text_config_dict and vision_config_dict, whose
+/// fields win, as CLIPConfig reads them; without either, the defaults.
 template <typename Spec>
 void readNested(ConfigReader &config, llvm::StringRef key, Spec &spec,
                 void (*read)(ConfigReader &, Spec &)) {
-  const llvm::json::Object *nested = config.nested(key);
-  if (!nested) {
-    config.fail("a CLIPModel config needs '" + key + "'");
-    return;
-  }
+  llvm::json::Object merged;
+  for (std::string field : {key.str(), key.str() + "_dict"})
+    if (const llvm::json::Object *nested = config.nested(field))
+      for (const auto &entry : *nested)
+        merged[entry.first] = entry.second;
   // Its errors read "<config.json>: text_config: ...".
-  ConfigReader reader(*nested, key.str());
+  ConfigReader reader(merged, key.str());
   read(reader, spec);
   if (llvm::Error err = reader.takeError())
     config.fail(llvm::toString(std::move(err)));
@@ -395,6 +408,7 @@ llvm::Error mlir::tfm::loadClip(MLIRContext &context, llvm::StringRef modelType,
     readNested<TextSpec>(config, "text_config", *spec.text, readText);
     readNested<ImageSpec>(config, "vision_config", *spec.image, readImage);
   } else if (text) {
+    // A tower's own config, as CLIPTextModel saves it.
     spec.text.emplace();
     readText(config, *spec.text);
   } else {
