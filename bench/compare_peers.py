@@ -48,7 +48,8 @@ def link_model_bench(work, model, harness, name):
     # the installed CMake/pkg-config files link static models.
     subprocess.run(["cc", "-O2", "-Wl,-z,max-page-size=0x200000",
                     os.path.join(HERE, harness), "-I" + lib,
-                    "-I" + ROOT, os.path.join(lib, "libmodel.a"),
+                    "-I" + ROOT, "-I" + os.path.join(ROOT, "runtime", "include"),
+                    os.path.join(lib, "libmodel.a"),
                     os.path.join(ROOT, "build", "lib", "libtfmrt.a"),
                     "-lopenblas", "-lutf8proc", "-lm", "-lpthread", "-o", exe],
                    check=True)
