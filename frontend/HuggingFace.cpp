@@ -58,25 +58,37 @@ readClassLabels(ConfigReader &config, llvm::StringRef configPath) {
   return names;
 }
 
+/// A model folder's config.json and model.safetensors paths, the latter
+/// read into `model.weights`.
+struct FolderPaths {
+  std::string configPath, checkpoint;
+};
+llvm::Expected<FolderPaths> readFolderWeights(llvm::StringRef directory,
+                                              LoadedModel &model) {
+  if (llvm::Error err = readSafetensorsCheckpoint(directory, model.weights))
+    return std::move(err);
+  return FolderPaths{(directory + "/config.json").str(),
+                     (directory + "/model.safetensors").str()};
+}
+
 /// A vision transformer (VisionTransformer.h): pixels in.
 llvm::Expected<LoadedModel> loadVision(MLIRContext &context,
                                        llvm::StringRef directory,
                                        llvm::StringRef modelType,
                                        ConfigReader &config) {
-  std::string configPath = (directory + "/config.json").str();
   LoadedModel model;
-  if (llvm::Error err = readSafetensorsCheckpoint(directory, model.weights))
-    return std::move(err);
+  llvm::Expected<FolderPaths> paths = readFolderWeights(directory, model);
+  if (!paths)
+    return paths.takeError();
+  const std::string &configPath = paths->configPath;
   std::vector<std::string> architectures = config.strings("architectures");
   llvm::Expected<std::vector<std::string>> labels =
       readClassLabels(config, configPath);
   if (!labels)
     return labels.takeError();
-  std::string checkpoint = (directory + "/model.safetensors").str();
-  if (llvm::Error err =
-          loadVisionTransformer(context, modelType, config, architectures,
-                                std::move(*labels), checkpoint, configPath,
-                                model))
+  if (llvm::Error err = loadVisionTransformer(
+          context, modelType, config, architectures, std::move(*labels),
+          paths->checkpoint, configPath, model))
     return std::move(err);
   return model;
 }
@@ -86,14 +98,13 @@ llvm::Expected<LoadedModel> loadClipModel(MLIRContext &context,
                                           llvm::StringRef directory,
                                           llvm::StringRef modelType,
                                           ConfigReader &config) {
-  std::string configPath = (directory + "/config.json").str();
   LoadedModel model;
-  if (llvm::Error err = readSafetensorsCheckpoint(directory, model.weights))
-    return std::move(err);
-  std::string checkpoint = (directory + "/model.safetensors").str();
+  llvm::Expected<FolderPaths> paths = readFolderWeights(directory, model);
+  if (!paths)
+    return paths.takeError();
   if (llvm::Error err =
           loadClip(context, modelType, config, config.strings("architectures"),
-                   checkpoint, configPath, model))
+                   paths->checkpoint, paths->configPath, model))
     return std::move(err);
   return model;
 }

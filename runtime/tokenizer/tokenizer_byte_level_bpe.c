@@ -157,27 +157,12 @@ tfm_status_code tfm_byte_level_bpe_encode(const tfm_tokenizer *t,
                                           const char *text, size_t length,
                                           int32_t *out, int64_t *count,
                                           tfm_status *status) {
-  if (t->bpe_split == TFM_BPE_SPLIT_CLIP && t->bpe_nfc && length) {
-    /* NFC first, as below, then CLIP's own normalization. */
-    utf8proc_uint8_t *nfc = NULL;
-    utf8proc_ssize_t n =
-        utf8proc_map((const utf8proc_uint8_t *)text, (utf8proc_ssize_t)length,
-                     &nfc, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
-    if (n == UTF8PROC_ERROR_NOMEM)
-      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
-    if (n < 0 || (size_t)n > length) {
-      free(nfc);
-      return encode_clip(t, text, length, out, count, status);
-    }
-    tfm_status_code code =
-        encode_clip(t, (const char *)nfc, (size_t)n, out, count, status);
-    free(nfc);
-    return code;
-  }
-  if (t->bpe_split == TFM_BPE_SPLIT_CLIP)
-    return encode_clip(t, text, length, out, count, status);
+  /* CLIP's split normalizes further after NFC. */
+  tfm_status_code (*encode)(const tfm_tokenizer *, const char *, size_t,
+                            int32_t *, int64_t *, tfm_status *) =
+      t->bpe_split == TFM_BPE_SPLIT_CLIP ? encode_clip : encode_pieces;
   if (!t->bpe_nfc || !length)
-    return encode_pieces(t, text, length, out, count, status);
+    return encode(t, text, length, out, count, status);
   /* An NFC normalizer (Qwen2's, GPT-NeoX's) composes text first. Text that is not UTF-8
    * has no NFC form (nor a Python string): it is split as it is. */
   utf8proc_uint8_t *nfc = NULL;
@@ -187,7 +172,7 @@ tfm_status_code tfm_byte_level_bpe_encode(const tfm_tokenizer *t,
   if (n == UTF8PROC_ERROR_NOMEM)
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   if (n < 0)
-    return encode_pieces(t, text, length, out, count, status);
+    return encode(t, text, length, out, count, status);
   /* A few characters decompose under NFC (U+0958 into two); the caller's
    * room for ids is sized by the text's bytes. */
   if ((size_t)n > length) {
@@ -198,7 +183,7 @@ tfm_status_code tfm_byte_level_bpe_encode(const tfm_tokenizer *t,
                     n, length);
   }
   tfm_status_code code =
-      encode_pieces(t, (const char *)nfc, (size_t)n, out, count, status);
+      encode(t, (const char *)nfc, (size_t)n, out, count, status);
   free(nfc);
   return code;
 }
