@@ -5,7 +5,8 @@
 // (cpp-httplib): /v1/completions and /v1/chat/completions (streamed with
 // server-sent events when asked; chats rendered with the model's chat
 // template, jinja/ChatTemplate.h), /v1/models, /health, and /metrics in
-// Prometheus' text format. Requests are decoded together by the runtime's
+// Prometheus' text format; with --api-key, every endpoint but /health for
+// the key's holders only. Requests are decoded together by the runtime's
 // batch engine (tfm/tfm_engine.h); see Scheduler.h for the threads.
 //
 //===----------------------------------------------------------------------===//
@@ -17,6 +18,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -385,6 +387,57 @@ void addErrorHandler(httplib::Server &server) {
   });
 }
 
+/// Whether `given` equals `expected`, in time that depends on their lengths
+/// only: an attacker timing replies learns nothing of how much of a guess
+/// was right.
+bool sameKey(const std::string &given, const std::string &expected) {
+  size_t longest = std::max(given.size(), expected.size());
+  unsigned char difference = given.size() != expected.size();
+  for (size_t i = 0; i < longest; ++i) {
+    unsigned char a = i < given.size() ? given[i] : 0;
+    unsigned char b = i < expected.size() ? expected[i] : 0;
+    difference |= a ^ b;
+  }
+  return difference == 0;
+}
+
+/// --api-key: every request but /health carries "Authorization: Bearer
+/// KEY", or gets 401 with OpenAI's error object; without a key, a server
+/// open to more than this machine says so.
+void requireApiKey(httplib::Server &server, const ServerOptions &o) {
+  if (o.apiKey.empty()) {
+    bool loopback = o.host == "localhost" || o.host == "::1" ||
+                    o.host.rfind("127.", 0) == 0;
+    if (!loopback)
+      std::fprintf(stderr,
+                   "tfm-serve: warning: listening on %s without --api-key: "
+                   "anyone who can reach this address can use the model\n",
+                   o.host.c_str());
+    return;
+  }
+  server.set_pre_routing_handler(
+      [key = o.apiKey](const httplib::Request &req, httplib::Response &res) {
+        if (req.path == "/health")
+          return httplib::Server::HandlerResponse::Unhandled;
+        static const std::string kBearer = "Bearer ";
+        std::string header = req.get_header_value("Authorization");
+        if (header.empty()) {
+          sendError(res, ApiError{401,
+                                  "no API key given: send the header "
+                                  "'Authorization: Bearer KEY'",
+                                  "", "invalid_api_key"});
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        bool bearer = header.rfind(kBearer, 0) == 0;
+        if (!bearer || !sameKey(header.substr(kBearer.size()), key)) {
+          sendError(res, ApiError{401, "incorrect API key provided", "",
+                                  "invalid_api_key"});
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+      });
+}
+
 /// Binds the server to --host and --port (0: any free port), or fails.
 int bindServer(httplib::Server &server, const ServerOptions &o) {
   int port = o.port;
@@ -445,6 +498,7 @@ int tfm::serve::runServer(const ServerOptions &o) {
                 completions.handle(Endpoint::ChatCompletions, req, res);
               });
   addErrorHandler(server);
+  requireApiKey(server, o);
 
   int port = bindServer(server, o);
   // A model split over MPI ranks (tfmc --ranks) serves from rank 0; the

@@ -19,6 +19,9 @@ namespace tfm::serve {
 /// What the command line sets (tools/tfm-serve lists each option).
 struct ServerOptions {
   std::string library, host = "127.0.0.1", symbol, name, chatTemplate;
+  /// Required as "Authorization: Bearer KEY" on every endpoint but
+  /// /health; empty: none (then a host other than loopback is warned of).
+  std::string apiKey;
   int port = 8080;
   int64_t maxWaiting = 64, kvPoolMb = 0, maxTokens = 0;
   int64_t maxRequestBytes = 1 << 20, timeoutSeconds = 60;

@@ -9,9 +9,11 @@
 
 #include "serve/Server.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 using tfm::serve::ServerOptions;
@@ -27,9 +29,11 @@ const char *const kUsage =
     "                          libNAME.so)\n"
     "  --name NAME             the model's name in the API (the library's)\n"
     "  --max-sequences N       requests decoded together (16)\n"
-    "  --max-waiting N         requests queued beyond those; more get 503 (64)\n"
+    "  --max-waiting N         requests queued beyond those; more get 503 "
+    "(64)\n"
     "  --kv-pool-mb N          KV cache memory (max-sequences full contexts)\n"
-    "  --block-positions N     positions per KV block (8, rounded up to pages)\n"
+    "  --block-positions N     positions per KV block (8, rounded up to "
+    "pages)\n"
     "  --prefill-chunk N       prompt tokens prefilled per step (512)\n"
     "  --no-prefix-sharing     do not share KV blocks of common prefixes\n"
     "  --max-tokens N          the largest max_tokens a request may ask for\n"
@@ -37,7 +41,11 @@ const char *const kUsage =
     "  --max-request-bytes N   the largest request body (1048576)\n"
     "  --chat-template FILE    the chat template (Jinja) for\n"
     "                          /v1/chat/completions, instead of the model's\n"
-    "  --timeout S             socket read and write timeout, seconds (60)\n";
+    "  --timeout S             socket read and write timeout, seconds (60)\n"
+    "  --api-key KEY           require 'Authorization: Bearer KEY' on every\n"
+    "                          endpoint but /health\n"
+    "  --api-key-file FILE     the same, the key read from FILE's first line\n"
+    "                          (out of the process list)\n";
 
 [[noreturn]] void fail(const std::string &message) {
   std::fprintf(stderr, "tfm-serve: error: %s\n", message.c_str());
@@ -53,6 +61,18 @@ int64_t parseCount(const char *flag, const char *text, int64_t low,
     fail(std::string(flag) + " expects an integer in [" + std::to_string(low) +
          ", " + std::to_string(high) + "], got '" + text + "'");
   return value;
+}
+
+/// The first line of `path`, without its line end and trailing spaces.
+std::string readKeyFile(const char *path) {
+  std::ifstream in(path);
+  if (!in)
+    fail(std::string("--api-key-file: cannot read '") + path + "'");
+  std::string key;
+  std::getline(in, key);
+  while (!key.empty() && std::isspace((unsigned char)key.back()))
+    key.pop_back();
+  return key;
 }
 
 ServerOptions parseOptions(int argc, char **argv) {
@@ -98,6 +118,13 @@ ServerOptions parseOptions(int argc, char **argv) {
       o.chatTemplate = value();
     } else if (arg == "--timeout") {
       o.timeoutSeconds = parseCount("--timeout", value(), 1, 86400);
+    } else if (arg == "--api-key" || arg == "--api-key-file") {
+      if (!o.apiKey.empty())
+        fail("give one --api-key or --api-key-file");
+      o.apiKey =
+          arg == "--api-key" ? std::string(value()) : readKeyFile(value());
+      if (o.apiKey.empty())
+        fail(arg + ": the key is empty");
     } else if (!arg.empty() && arg[0] == '-') {
       fail("unknown option '" + arg + "'\n" + kUsage);
     } else if (o.library.empty()) {
