@@ -12,6 +12,7 @@ PACKAGES=(
   libfftw3-dev libsndfile1-dev libsoxr-dev
   nlohmann-json3-dev libgtest-dev libcpp-httplib-dev
   openmpi-bin libopenmpi-dev
+  openssl
   cmake ninja-build ccache g++ binutils pkg-config python3
 )
 

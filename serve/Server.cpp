@@ -6,8 +6,9 @@
 // server-sent events when asked; chats rendered with the model's chat
 // template, jinja/ChatTemplate.h), /v1/models, /health, and /metrics in
 // Prometheus' text format; with --api-key, every endpoint but /health for
-// the key's holders only. Requests are decoded together by the runtime's
-// batch engine (tfm/tfm_engine.h); see Scheduler.h for the threads.
+// the key's holders only; over TLS with --ssl-cert and --ssl-key. Requests are
+// decoded together by the runtime's batch engine (tfm/tfm_engine.h); see
+// Scheduler.h for the threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -481,7 +483,19 @@ int tfm::serve::runServer(const ServerOptions &o) {
       o.engine.max_sequences ? o.engine.max_sequences : 16;
   Scheduler scheduler(engine, maxSequences, int32_t(o.maxWaiting));
 
-  httplib::Server server;
+  // TLS with --ssl-cert and --ssl-key (Debian's cpp-httplib is built with
+  // OpenSSL).
+  std::unique_ptr<httplib::Server> https;
+  if (!o.sslCert.empty()) {
+    auto tls = std::make_unique<httplib::SSLServer>(o.sslCert.c_str(),
+                                                    o.sslKey.c_str());
+    if (!tls->is_valid())
+      fail("cannot use the certificate '" + o.sslCert + "' with the key '" +
+           o.sslKey + "' (PEM files, the key the certificate's)");
+    https = std::move(tls);
+  }
+  httplib::Server plain;
+  httplib::Server &server = https ? *https : plain;
   size_t threads = size_t(maxSequences + o.maxWaiting + 8);
   server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server.set_payload_max_length(size_t(o.maxRequestBytes));
@@ -508,12 +522,12 @@ int tfm::serve::runServer(const ServerOptions &o) {
           ? ", split over " + std::to_string(served.desc->ranks) + " ranks"
           : "";
   std::printf("tfm-serve: serving '%s' (%lld positions, %d sequences, %lld "
-              "KV blocks of %lld positions%s%s) on http://%s:%d\n",
+              "KV blocks of %lld positions%s%s) on %s://%s:%d\n",
               served.name.c_str(), (long long)served.contextPositions,
               maxSequences, (long long)engineStats.kv_blocks,
               (long long)engineStats.kv_block_positions,
               engineStats.kv_paged ? "" : ", unpaged", split.c_str(),
-              o.host.c_str(), port);
+              https ? "https" : "http", o.host.c_str(), port);
   std::printf("tfm-serve: chat template: %s\n", chatTemplateOrigin.c_str());
   std::fflush(stdout);
   server.listen_after_bind();

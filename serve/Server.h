@@ -22,6 +22,8 @@ struct ServerOptions {
   /// Required as "Authorization: Bearer KEY" on every endpoint but
   /// /health; empty: none (then a host other than loopback is warned of).
   std::string apiKey;
+  /// TLS: the server's certificate and private key (PEM); empty: HTTP.
+  std::string sslCert, sslKey;
   int port = 8080;
   int64_t maxWaiting = 64, kvPoolMb = 0, maxTokens = 0;
   int64_t maxRequestBytes = 1 << 20, timeoutSeconds = 60;

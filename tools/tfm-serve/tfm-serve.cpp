@@ -45,7 +45,9 @@ const char *const kUsage =
     "  --api-key KEY           require 'Authorization: Bearer KEY' on every\n"
     "                          endpoint but /health\n"
     "  --api-key-file FILE     the same, the key read from FILE's first line\n"
-    "                          (out of the process list)\n";
+    "                          (out of the process list)\n"
+    "  --ssl-cert FILE --ssl-key FILE  serve HTTPS with this certificate and\n"
+    "                          private key (PEM)\n";
 
 [[noreturn]] void fail(const std::string &message) {
   std::fprintf(stderr, "tfm-serve: error: %s\n", message.c_str());
@@ -118,6 +120,10 @@ ServerOptions parseOptions(int argc, char **argv) {
       o.chatTemplate = value();
     } else if (arg == "--timeout") {
       o.timeoutSeconds = parseCount("--timeout", value(), 1, 86400);
+    } else if (arg == "--ssl-cert") {
+      o.sslCert = value();
+    } else if (arg == "--ssl-key") {
+      o.sslKey = value();
     } else if (arg == "--api-key" || arg == "--api-key-file") {
       if (!o.apiKey.empty())
         fail("give one --api-key or --api-key-file");
@@ -135,6 +141,8 @@ ServerOptions parseOptions(int argc, char **argv) {
   }
   if (o.library.empty())
     fail(std::string("no LIBRARY given\n") + kUsage);
+  if (o.sslCert.empty() != o.sslKey.empty())
+    fail("--ssl-cert and --ssl-key go together: give both, or neither");
   o.engine.kv_pool_bytes = o.kvPoolMb << 20;
   return o;
 }
