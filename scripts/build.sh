@@ -29,3 +29,4 @@ if [ ! -f "$build/build.ninja" ]; then
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit "${configure[@]}"
 fi
 ninja -C "$build" -j"${TFM_JOBS:-2}" "${target[@]}"
+bash "$root/scripts/install-python.sh"

@@ -13,7 +13,7 @@ PACKAGES=(
   nlohmann-json3-dev libgtest-dev libcpp-httplib-dev
   openmpi-bin libopenmpi-dev
   openssl
-  cmake ninja-build ccache g++ binutils pkg-config python3
+  cmake ninja-build ccache g++ binutils pkg-config python3 python3-numpy
 )
 
 missing=()

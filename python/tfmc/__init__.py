@@ -1,0 +1,339 @@
+"""tfmc from Python: compile a model, load the library, call it.
+
+    import tfmc
+    tfmc.compile("TinyLlama-1.1B", "libtiny.so")
+    m = tfmc.load("libtiny.so")
+    print(m.generate("Once upon a time", max_tokens=32))
+    for piece in m.generate("Once", max_tokens=8, stream=True):
+        print(piece, end="")
+    e = tfmc.load("libminilm.so").embed(["a sentence", "another"])  # [2, 384]
+
+ctypes over the C API (runtime/include/tfm/tfm_runtime.h), which a model
+library brings with it (libtfmrt.so): nothing to build, and ctypes releases
+the GIL for every call into the runtime. NumPy arrays go in without copies
+where they are contiguous and of the entry point's dtype.
+"""
+
+import ctypes
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+
+import numpy as np
+
+from tfmc._abi import (ROLE_NAMES, DTYPE_NAMES, NUMPY_DTYPES, Status,
+                       Tensor, GenerateOptions, GenerateResult, ModelDesc,
+                       SamplerOptions, ON_TOKEN, declare)
+
+__all__ = ["TfmcError", "compile", "load", "Model"]
+
+_DTYPE_CODES = {name: code for code, name in DTYPE_NAMES.items()}
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+class TfmcError(Exception):
+    """What tfmc or the runtime said was wrong."""
+
+
+def _tfmc_path():
+    built = os.path.join(_ROOT, "build", "bin", "tfmc")
+    return os.environ.get("TFMC", built if os.path.exists(built) else "tfmc")
+
+
+def compile(model, output, weights_dtype=None, kv_dtype=None, target=None,
+            emit="lib", args=(), progress=True):
+    """Runs tfmc on `model` (a model folder, GGUF file, .mlir, ...) writing
+    `output` (a shared library by default). Its progress goes to stderr
+    unless `progress` is False; a failure raises TfmcError with tfmc's
+    error lines."""
+    command = [_tfmc_path(), str(model), "-o", str(output), "--emit=" + emit]
+    if weights_dtype:
+        command.append("--weights-dtype=" + weights_dtype)
+    if kv_dtype:
+        command.append("--kv-dtype=" + kv_dtype)
+    if target:
+        command.append("--target=" + target)
+    if not progress:
+        command.append("-q")
+    command += list(args)
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    errors = []
+    for line in process.stderr:
+        if "error" in line:
+            errors.append(line.rstrip("\n"))
+        if progress:
+            sys.stderr.write(line)
+    if process.wait() != 0:
+        raise TfmcError("\n".join(errors) or
+                        f"tfmc exited with status {process.returncode}")
+    return output
+
+
+def load(path, symbol=None):
+    """The model compiled into the shared library `path` (tfmc
+    --emit=lib): libNAME.so exports NAME_model, or `symbol`."""
+    return Model(path, symbol)
+
+
+def _check(code, status):
+    if code != 0:
+        raise TfmcError(status.message.decode(errors="replace"))
+
+
+class Model:
+    """A loaded model: its description, tokenizer, entry points, and the
+    language models' generation."""
+
+    def __init__(self, path, symbol=None):
+        self._handle = None
+        path = os.path.abspath(path)
+        try:
+            self._library = ctypes.CDLL(path)
+        except OSError as e:
+            raise TfmcError(f"cannot load '{path}': {e}") from None
+        declare(self._library)
+        if symbol is None:
+            stem = re.sub(r"^lib", "", os.path.basename(path)).split(".")[0]
+            symbol = re.sub(r"[^A-Za-z0-9_]", "_", stem) + "_model"
+        try:
+            desc = ModelDesc.in_dll(self._library, symbol)
+        except ValueError:
+            raise TfmcError(f"'{path}' exports no '{symbol}' (tfmc --emit=lib "
+                            "-o libNAME.so exports NAME_model)") from None
+        self._handle = ctypes.c_void_p()
+        status = Status()
+        _check(self._library.tfm_model_load(ctypes.byref(desc), None,
+                                            ctypes.byref(self._handle),
+                                            ctypes.byref(status)), status)
+        self._desc = self._library.tfm_model_get_desc(self._handle).contents
+        self._tokenizer = self._library.tfm_model_tokenizer(
+            self._handle, ctypes.byref(status))
+        self.description = self._describe()
+
+    def close(self):
+        if self._handle:
+            self._library.tfm_model_free(self._handle)
+        self._handle = None
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # The model's description.
+
+    def _describe(self):
+        d = self._desc
+
+        def tensors(count, array):
+            return [{"role": ROLE_NAMES.get(array[i].role, array[i].role),
+                     "dtype": DTYPE_NAMES[array[i].dtype],
+                     "shape": [array[i].shape[k] for k in range(array[i].rank)]}
+                    for i in range(count)]
+
+        entries = {}
+        for i in range(d.num_entry_points):
+            e = d.entry_points[i]
+            entries[e.name.decode()] = {
+                "inputs": tensors(e.num_inputs, e.inputs),
+                "outputs": tensors(e.num_outputs, e.outputs),
+                "caches": e.num_caches}
+        return {"name": d.name.decode(), "family": d.family.decode(),
+                "vocab_size": d.vocab_size, "max_context": d.max_context,
+                "bos_token": d.bos_token, "eos_token": d.eos_token,
+                "add_bos": bool(d.add_bos),
+                "labels": [d.labels[i].decode() for i in range(d.num_labels)],
+                "entry_points": entries,
+                "has_tokenizer": bool(self._tokenizer),
+                "ranks": max(d.ranks, 1),
+                "logit_scale": d.logit_scale}
+
+    # Text.
+
+    def _need_tokenizer(self):
+        if not self._tokenizer:
+            raise TfmcError(f"model '{self.description['name']}' was compiled "
+                            "without a tokenizer: give token ids")
+
+    def tokenize(self, text, framed=None):
+        """The ids of `text`: a language model's prompt (with BOS where the
+        model adds it), or with `framed` (the default for models that do
+        not generate) an encoder's framed input ([CLS] ... [SEP])."""
+        self._need_tokenizer()
+        if framed is None:
+            framed = not self._generates()
+        data = text.encode()
+        count = ctypes.c_int64()
+        status = Status()
+        ids = (ctypes.c_int32 * (len(data) + 8))()
+        if framed:
+            code = self._library.tfm_tokenizer_encode_text(
+                self._tokenizer, data, None, ids, None, len(ids),
+                ctypes.byref(count), ctypes.byref(status))
+        else:
+            bos = self._desc.bos_token if self._desc.add_bos else -1
+            code = self._library.tfm_tokenizer_encode(
+                self._tokenizer, data, bos, ids, len(ids),
+                ctypes.byref(count), ctypes.byref(status))
+        _check(code, status)
+        return list(ids[:count.value])
+
+    def detokenize(self, ids):
+        """The text of `ids` (special tokens left out)."""
+        self._need_tokenizer()
+        out, previous = bytearray(), -1
+        size = ctypes.c_size_t()
+        bos = self._desc.bos_token
+        for token in ids:
+            token = int(token)
+            if not self._library.tfm_tokenizer_is_special(self._tokenizer,
+                                                          token):
+                piece = self._library.tfm_tokenizer_decode(
+                    self._tokenizer, previous, token, bos, ctypes.byref(size))
+                if piece:
+                    out += ctypes.string_at(piece, size.value)
+            previous = token
+        return out.decode(errors="replace")
+
+    # Entry points.
+
+    def call(self, entry, *args, **inputs):
+        """Runs entry point `entry` on its inputs (positionally, or by role
+        name: token_ids=..., features=...): NumPy arrays or lists, scalars
+        for scalar inputs. Returns {role: array} of its outputs."""
+        spec = self.description["entry_points"].get(entry)
+        if spec is None:
+            raise TfmcError(f"model '{self.description['name']}' has no "
+                            f"entry point @{entry} (it has: " +
+                            ", ".join(self.description["entry_points"]) + ")")
+        if spec["caches"]:
+            raise TfmcError(f"@{entry} takes caches: use generate()")
+        given = list(args)
+        for tensor in spec["inputs"][len(given):]:
+            if tensor["role"] not in inputs:
+                raise TfmcError(f"@{entry} needs its {tensor['role']} input")
+            given.append(inputs.pop(tensor["role"]))
+        if inputs or len(given) != len(spec["inputs"]):
+            raise TfmcError(f"@{entry} takes {len(spec['inputs'])} inputs (" +
+                            ", ".join(t["role"] for t in spec["inputs"]) + ")")
+        arrays, tensors = [], (Tensor * len(given))()
+        for i, (value, tensor) in enumerate(zip(given, spec["inputs"])):
+            array = np.ascontiguousarray(value,
+                                         dtype=NUMPY_DTYPES[tensor["dtype"]])
+            arrays.append(array)  # alive through the call
+            tensors[i].data = array.ctypes.data
+            tensors[i].dtype = _DTYPE_CODES[tensor["dtype"]]
+            tensors[i].rank = array.ndim
+            for k, n in enumerate(array.shape):
+                tensors[i].shape[k] = n
+        outputs = (Tensor * len(spec["outputs"]))()
+        status = Status()
+        _check(self._library.tfm_model_call(
+            self._handle, entry.encode(), tensors, len(given), None, outputs,
+            len(outputs), ctypes.byref(status)), status)
+        results = {}
+        for tensor, out in zip(spec["outputs"], outputs):
+            shape = tuple(out.shape[k] for k in range(out.rank))
+            dtype = NUMPY_DTYPES[DTYPE_NAMES[out.dtype]]
+            count = int(np.prod(shape)) if shape else 1
+            buffer = (ctypes.c_char * (count * np.dtype(dtype).itemsize)
+                      ).from_address(out.data)
+            results[tensor["role"]] = np.frombuffer(
+                buffer, dtype=dtype).reshape(shape).copy()
+            self._library.tfm_tensor_release(ctypes.byref(out))
+        return results
+
+    def embed(self, texts):
+        """One vector per text through @embed (sentence embedders, CLIP's
+        @embed_text): a NumPy [n, dim] array."""
+        single = isinstance(texts, str)
+        entry = next((e for e in ("embed", "embed_text")
+                      if e in self.description["entry_points"]), None)
+        if entry is None:
+            raise TfmcError(f"model '{self.description['name']}' has no "
+                            "@embed or @embed_text")
+        rows = [self.call(entry, np.array(self.tokenize(t), np.int32)
+                          if isinstance(t, str) else t)["embedding"]
+                for t in ([texts] if single else texts)]
+        return rows[0] if single else np.stack(rows)
+
+    # Generation.
+
+    def _generates(self):
+        return "prefill" in self.description["entry_points"]
+
+    def generate(self, prompt, max_tokens=128, temperature=0.0, top_p=1.0,
+                 top_k=0, seed=0, stop=(), stream=False):
+        """Continues `prompt` (text, or a list of ids). Returns the new
+        text, or with stream=True a generator of its pieces as they come
+        (the generation runs on a thread; the GIL is free meanwhile)."""
+        if not self._generates():
+            raise TfmcError(f"model '{self.description['name']}' does not "
+                            "generate (it has no @prefill)")
+        ids = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
+        pieces = queue.Queue() if stream else None
+        collected = []
+
+        def on_token(user, token, text, size):
+            piece = (ctypes.string_at(text, size).decode(errors="replace")
+                     if size else "")
+            (pieces.put if stream else collected.append)(piece)
+            return 0
+
+        def run():
+            session = ctypes.c_void_p()
+            status = Status()
+            _check(self._library.tfm_session_new(
+                self._handle, ctypes.byref(session), ctypes.byref(status)),
+                status)
+            try:
+                options = GenerateOptions()
+                options.max_new_tokens = max_tokens
+                options.sampler = SamplerOptions(temperature, top_k, top_p,
+                                                 1.0, seed)
+                stops = (ctypes.c_char_p * max(len(stop), 1))(
+                    *[s.encode() for s in stop])
+                options.stop_strings = ctypes.cast(
+                    stops, ctypes.POINTER(ctypes.c_char_p))
+                options.stop_string_count = len(stop)
+                callback = ON_TOKEN(on_token)
+                options.on_token = callback
+                prompt_ids = (ctypes.c_int32 * len(ids))(*ids)
+                _check(self._library.tfm_generate(
+                    session, prompt_ids, len(ids), ctypes.byref(options), None,
+                    ctypes.byref(status)), status)
+            finally:
+                self._library.tfm_session_free(session)
+
+        if not stream:
+            run()
+            return "".join(collected)
+        return self._stream(run, pieces)
+
+    @staticmethod
+    def _stream(run, pieces):
+        failure = []
+
+        def worker():
+            try:
+                run()
+            except TfmcError as e:
+                failure.append(e)
+            finally:
+                pieces.put(None)
+
+        thread = threading.Thread(target=worker, daemon=True)
+        thread.start()
+        while (piece := pieces.get()) is not None:
+            yield piece
+        thread.join()
+        if failure:
+            raise failure[0]

@@ -1,0 +1,150 @@
+"""The C API's structures and functions as ctypes sees them: a transcription
+of runtime/include/tfm/tfm_model_abi.h and tfm_runtime.h (ABI version 18),
+field for field; test/python checks it against compiled models."""
+
+import ctypes
+
+import numpy as np
+
+ABI_VERSION = 18
+MAX_RANK = 6
+
+ROLE_NAMES = {0: "token_ids", 1: "features", 2: "start_position",
+              3: "cache_slot", 4: "token_type_ids", 5: "sequence_lengths",
+              6: "decoder_token_ids", 7: "encoded_length", 8: "positions",
+              9: "cache_sequences", 10: "chunk_lengths", 16: "logits",
+              17: "hidden_states", 18: "embedding"}
+# tfm_dtype's values in order.
+DTYPE_NAMES = {0: "f32", 1: "i32", 2: "i64", 3: "i8", 4: "bf16", 5: "f16"}
+NUMPY_DTYPES = {"f32": np.float32, "i32": np.int32, "i64": np.int64,
+                "i8": np.int8, "f16": np.float16, "bf16": np.uint16}
+
+
+class Status(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 512)]
+
+
+class TensorDesc(ctypes.Structure):
+    _fields_ = [("role", ctypes.c_int32), ("dtype", ctypes.c_int32),
+                ("rank", ctypes.c_int32),
+                ("shape", ctypes.c_int64 * MAX_RANK),
+                ("bound", ctypes.c_int64)]
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int32),
+                ("rank", ctypes.c_int32),
+                ("shape", ctypes.c_int64 * MAX_RANK),
+                ("owner", ctypes.c_void_p)]
+
+
+class EntryPoint(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("num_inputs", ctypes.c_int32),
+                ("inputs", ctypes.POINTER(TensorDesc)),
+                ("num_outputs", ctypes.c_int32),
+                ("outputs", ctypes.POINTER(TensorDesc)),
+                ("num_caches", ctypes.c_int32),
+                ("caches", ctypes.POINTER(ctypes.c_int32)),
+                ("call", ctypes.c_void_p), ("function", ctypes.c_void_p)]
+
+
+class ModelDesc(ctypes.Structure):
+    _fields_ = [("abi_version", ctypes.c_uint32), ("target", ctypes.c_int32),
+                ("name", ctypes.c_char_p), ("family", ctypes.c_char_p),
+                ("vocab_size", ctypes.c_int64),
+                ("max_context", ctypes.c_int64),
+                ("bos_token", ctypes.c_int32), ("eos_token", ctypes.c_int32),
+                ("add_bos", ctypes.c_int32),
+                ("weights", ctypes.c_void_p),
+                ("weights_file", ctypes.c_char_p),
+                ("weights_appended", ctypes.c_int),
+                ("weights_size", ctypes.c_uint64),
+                ("weights_checksum", ctypes.c_uint64),
+                ("decode_weight_bytes", ctypes.c_uint64),
+                ("tokenizer", ctypes.c_void_p),
+                ("tokenizer_size", ctypes.c_uint64),
+                ("chat_template", ctypes.c_char_p),
+                ("num_labels", ctypes.c_int32),
+                ("labels", ctypes.POINTER(ctypes.c_char_p)),
+                ("image_preprocessing", ctypes.c_void_p),
+                ("generation", ctypes.c_void_p),
+                ("audio_preprocessing", ctypes.c_void_p),
+                ("num_entry_points", ctypes.c_int32),
+                ("entry_points", ctypes.POINTER(EntryPoint)),
+                ("num_caches", ctypes.c_int32),
+                ("caches", ctypes.c_void_p),
+                ("ranks", ctypes.c_int32),
+                ("rank_stride", ctypes.c_uint64),
+                ("rank_checksums", ctypes.c_void_p),
+                ("replicated_weights_size", ctypes.c_uint64),
+                ("logit_scale", ctypes.c_float)]
+
+
+class SamplerOptions(ctypes.Structure):
+    _fields_ = [("temperature", ctypes.c_float), ("top_k", ctypes.c_int32),
+                ("top_p", ctypes.c_float),
+                ("repetition_penalty", ctypes.c_float),
+                ("seed", ctypes.c_uint64)]
+
+
+ON_TOKEN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32,
+                            ctypes.c_void_p, ctypes.c_size_t)
+
+
+class GenerateOptions(ctypes.Structure):
+    _fields_ = [("max_new_tokens", ctypes.c_int64),
+                ("sampler", SamplerOptions),
+                ("stop_strings", ctypes.POINTER(ctypes.c_char_p)),
+                ("stop_string_count", ctypes.c_int32),
+                ("ignore_eos", ctypes.c_int),
+                ("forced_tokens", ctypes.POINTER(ctypes.c_int32)),
+                ("forced_count", ctypes.c_int64),
+                ("on_token", ON_TOKEN), ("on_logits", ctypes.c_void_p),
+                ("user", ctypes.c_void_p)]
+
+
+class GenerateResult(ctypes.Structure):
+    _fields_ = [("prompt_tokens", ctypes.c_int64),
+                ("generated_tokens", ctypes.c_int64),
+                ("prefill_seconds", ctypes.c_double),
+                ("decode_seconds", ctypes.c_double),
+                ("stop_reason", ctypes.c_int)]
+
+
+def declare(library):
+    """Argument and result types of the runtime functions the package
+    calls, reached through the model library (which links libtfmrt.so)."""
+    p, i32, i64 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64
+    status = ctypes.POINTER(Status)
+    signatures = {
+        "tfm_model_load": (ctypes.c_int, [ctypes.POINTER(ModelDesc),
+                                          ctypes.c_char_p,
+                                          ctypes.POINTER(p), status]),
+        "tfm_model_free": (None, [p]),
+        "tfm_model_get_desc": (ctypes.POINTER(ModelDesc), [p]),
+        "tfm_model_tokenizer": (p, [p, status]),
+        "tfm_model_call": (ctypes.c_int, [p, ctypes.c_char_p,
+                                          ctypes.POINTER(Tensor), i32, p,
+                                          ctypes.POINTER(Tensor), i32,
+                                          status]),
+        "tfm_tensor_release": (None, [ctypes.POINTER(Tensor)]),
+        "tfm_tokenizer_encode": (ctypes.c_int, [p, ctypes.c_char_p, i32,
+                                                ctypes.POINTER(i32), i64,
+                                                ctypes.POINTER(i64), status]),
+        "tfm_tokenizer_encode_text": (ctypes.c_int, [
+            p, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(i32),
+            ctypes.POINTER(i32), i64, ctypes.POINTER(i64), status]),
+        "tfm_tokenizer_is_special": (ctypes.c_int, [p, i32]),
+        "tfm_tokenizer_decode": (p, [p, i32, i32, i32,
+                                     ctypes.POINTER(ctypes.c_size_t)]),
+        "tfm_session_new": (ctypes.c_int, [p, ctypes.POINTER(p), status]),
+        "tfm_session_free": (None, [p]),
+        "tfm_generate": (ctypes.c_int, [p, ctypes.POINTER(i32), i64,
+                                        ctypes.POINTER(GenerateOptions),
+                                        ctypes.POINTER(GenerateResult),
+                                        status]),
+    }
+    for name, (result, arguments) in signatures.items():
+        function = getattr(library, name)
+        function.restype = result
+        function.argtypes = arguments

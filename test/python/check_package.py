@@ -1,0 +1,78 @@
+"""The Python package (python/tfmc) against the compiled executables and
+the goldens (package.test). Prints one line per check for FileCheck.
+
+    check_package.py WORK STORIES_MODEL STORIES_EXE CLIP_LIB CLIP_INPUTS
+
+STORIES_MODEL is compiled here with tfmc.compile() into WORK.
+"""
+import subprocess
+import sys
+
+import numpy as np
+
+import tfmc
+
+
+def main():
+    work, stories_model, stories_exe, clip_lib, clip_inputs = sys.argv[1:6]
+    stories_lib = tfmc.compile(stories_model, work + "/libstories.so",
+                               progress=False)
+    m = tfmc.load(stories_lib)
+    d = m.description
+    print("description:", d["name"], d["family"], d["vocab_size"],
+          d["max_context"], "add_bos", d["add_bos"],
+          sorted(d["entry_points"]))
+    print("forward inputs:", d["entry_points"]["forward"]["inputs"])
+    ids = m.tokenize("Once upon a time")
+    print("tokenize:", ids, "detokenize:", repr(m.detokenize(ids)))
+    text = m.generate("Once upon a time", max_tokens=24)
+    alone = subprocess.run([stories_exe, "--prompt", "Once upon a time",
+                            "-n", "24"], capture_output=True, text=True,
+                           check=True).stdout.rstrip("\n")
+    print("greedy equals the executable:", "Once upon a time" + text == alone)
+    streamed = list(m.generate("Once upon a time", max_tokens=24,
+                               stream=True))
+    print("streamed pieces:", len(streamed), "joined equal:",
+          "".join(streamed) == text)
+    stopped = m.generate("Once upon a time", max_tokens=24, stop=["girl"])
+    print("stop string:", repr(stopped))
+    sampled = [m.generate("Once", max_tokens=16, temperature=0.8, seed=s)
+               for s in (7, 7, 8)]
+    print("same seed, same text:", sampled[0] == sampled[1],
+          "another seed differs:", sampled[0] != sampled[2])
+    logits = m.call("forward", np.array(ids, dtype=np.int32))["logits"]
+    print("call @forward:", logits.shape, logits.dtype,
+          "last row's argmax is the first greedy token:",
+          int(np.argmax(logits[-1])) == m.tokenize("Once upon a time" +
+                                                   text)[len(ids)])
+
+    clip = tfmc.load(clip_lib)
+    embeds = clip.embed(["a photo of a cat", "a photo of a dog"])
+    golden = np.fromfile(clip_inputs + "/clip-tokenized.text.embeds.bin",
+                         dtype="<f4")
+    print("embed:", embeds.shape, "max error against transformers:",
+          "%.0e" % np.abs(embeds[0] - golden).max() if
+          np.abs(embeds[0] - golden).max() < 1e-4 else "TOO LARGE")
+    print("CLIP's logit scale:", round(clip.description["logit_scale"], 4))
+
+    for label, action in [
+            ("no such entry point", lambda: m.call("encode", [1, 2])),
+            ("id out of range", lambda: m.call("forward",
+                                               np.array([1, 99999], np.int32))),
+            ("missing input", lambda: clip.call("embed_image")),
+            ("bad library", lambda: tfmc.load(stories_exe)),
+            ("not a generator", lambda: clip.generate("a cat")),
+            ("compile error", lambda: tfmc.compile(work + "/missing",
+                                                   work + "/m.so",
+                                                   progress=False))]:
+        try:
+            action()
+            print(label + ": no error")
+        except tfmc.TfmcError as e:
+            print(label + ":", str(e).splitlines()[0])
+        except OSError as e:
+            print(label + ": OSError", e)
+
+
+if __name__ == "__main__":
+    main()
