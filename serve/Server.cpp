@@ -1,8 +1,9 @@
 //===- Server.cpp - an OpenAI-compatible server for a compiled model -----===//
 //
 // What tfm-serve runs (tools/tfm-serve parses its options): loads a
-// language model compiled with `tfmc --emit=lib` and serves it over HTTP
-// (cpp-httplib): /v1/completions and /v1/chat/completions (streamed with
+// language model or an embedder compiled with `tfmc --emit=lib` and serves
+// it over HTTP (cpp-httplib): an embedder's /v1/embeddings (Embeddings.h),
+// a language model's /v1/completions and /v1/chat/completions (streamed with
 // server-sent events when asked; chats rendered with the model's chat
 // template, jinja/ChatTemplate.h), /v1/models, /health, and /metrics in
 // Prometheus' text format; with --api-key, every endpoint but /health for
@@ -14,6 +15,7 @@
 
 #include "serve/Server.h"
 #include "compiler/LibraryNames.h"
+#include "serve/Embeddings.h"
 #include "serve/OpenAiApi.h"
 #include "serve/Scheduler.h"
 
@@ -27,6 +29,7 @@
 #include <dlfcn.h>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <sstream>
 
@@ -354,9 +357,9 @@ private:
   std::atomic<uint64_t> nextId{1};
 };
 
-/// /health, /v1/models and /metrics.
+/// /health, /v1/models and (a language model's) /metrics.
 void addInformationRoutes(httplib::Server &server, const ServedModel &served,
-                          Scheduler &scheduler) {
+                          Scheduler *scheduler) {
   server.Get("/health", [](const httplib::Request &, httplib::Response &res) {
     res.set_content("{\"status\":\"ok\"}", "application/json");
   });
@@ -369,10 +372,13 @@ void addInformationRoutes(httplib::Server &server, const ServedModel &served,
                                 {"max_model_len", served.contextPositions}}})}};
     res.set_content(jsonText(list), "application/json");
   });
-  server.Get("/metrics", [&](const httplib::Request &, httplib::Response &res) {
-    res.set_content(metricsText(scheduler.stats()),
-                    "text/plain; version=0.0.4");
-  });
+  // The batch engine's metrics (a language model's).
+  if (scheduler)
+    server.Get("/metrics",
+               [scheduler](const httplib::Request &, httplib::Response &res) {
+                 res.set_content(metricsText(scheduler->stats()),
+                                 "text/plain; version=0.0.4");
+               });
 }
 
 /// Errors as OpenAI's JSON bodies, also for requests no route answered.
@@ -453,6 +459,61 @@ int bindServer(httplib::Server &server, const ServerOptions &o) {
   return port;
 }
 
+/// An embedder's /v1/embeddings: each input through `entry` (@embed or
+/// @embed_text), one call at a time.
+class EmbeddingEndpoint {
+public:
+  EmbeddingEndpoint(const ServedModel &served, tfm_model *model,
+                    const tfm_entry_point *entry)
+      : served(served), model(model), entry(entry) {}
+
+  int64_t dimensions() const { return entry->outputs[0].shape[0]; }
+
+  void handle(const httplib::Request &req, httplib::Response &res) {
+    EmbeddingRequest request;
+    if (std::optional<ApiError> error = parseEmbeddingRequest(
+            req.body, served, dimensions(), served.desc->max_context, request))
+      return sendError(res, *error);
+    std::vector<std::vector<float>> embeddings;
+    for (std::vector<int32_t> &ids : request.inputs) {
+      tfm_tensor input = {
+          ids.data(), TFM_DTYPE_I32, 1, {int64_t(ids.size())}, nullptr};
+      tfm_tensor output;
+      tfm_status status;
+      std::lock_guard<std::mutex> lock(calls);
+      if (tfm_model_call(model, entry->name, &input, 1, nullptr, &output, 1,
+                         &status) != TFM_OK)
+        return sendError(res, ApiError{400, status.message, "input", ""});
+      const float *values = static_cast<const float *>(output.data);
+      embeddings.emplace_back(values, values + output.shape[0]);
+      tfm_tensor_release(&output);
+    }
+    res.set_content(
+        jsonText(embeddingResponse(embeddings, request.base64, served.name,
+                                   request.promptTokens)),
+        "application/json");
+  }
+
+private:
+  const ServedModel &served;
+  tfm_model *model;
+  const tfm_entry_point *entry;
+  std::mutex calls;
+};
+
+/// The entry point an embedder is served through: @embed (sentence
+/// embedders) or @embed_text (CLIP), token ids in, one vector out.
+const tfm_entry_point *embeddingEntry(const tfm_model *model) {
+  for (const char *name : {"embed", "embed_text"}) {
+    const tfm_entry_point *entry = tfm_model_entry_point(model, name);
+    if (entry && entry->num_inputs == 1 &&
+        entry->inputs[0].role == TFM_ROLE_TOKEN_IDS &&
+        entry->num_outputs == 1 && entry->outputs[0].rank == 1)
+      return entry;
+  }
+  return nullptr;
+}
+
 } // namespace
 
 int tfm::serve::runServer(const ServerOptions &o) {
@@ -465,23 +526,37 @@ int tfm::serve::runServer(const ServerOptions &o) {
   tfm_model *model;
   if (tfm_model_load(desc, nullptr, &model, &status) != TFM_OK)
     fail(status.message);
-  tfm_engine *engine;
-  if (tfm_engine_new(model, &o.engine, &engine, &status) != TFM_OK)
-    fail(status.message);
-  tfm_engine_stats engineStats;
-  tfm_engine_get_stats(engine, &engineStats);
   served.desc = tfm_model_get_desc(model);
   served.tokenizer = tfm_model_tokenizer(model, &status); // null: ids only
-  recordSpecialTokens(served);
-  std::string chatTemplateOrigin = loadChatTemplate(o, served);
-  for (int32_t i = 0; i < served.desc->num_caches; ++i)
-    if (served.desc->caches[i].rank == 5)
-      served.contextPositions = served.desc->caches[i].shape[2];
-  served.maxTokensPerRequest =
-      o.maxTokens ? o.maxTokens : served.contextPositions;
+  // A language model through the batch engine, or an embedder.
+  const tfm_entry_point *embed = embeddingEntry(model);
+  bool generates = tfm_model_entry_point(model, "prefill_batch") != nullptr;
+  if (!generates && !embed)
+    fail("model '" + served.name +
+         "' has neither @prefill_batch (a decoder language model) nor "
+         "@embed or @embed_text (an embedder): tfm-serve serves those");
   int32_t maxSequences =
       o.engine.max_sequences ? o.engine.max_sequences : 16;
-  Scheduler scheduler(engine, maxSequences, int32_t(o.maxWaiting));
+  std::unique_ptr<Scheduler> scheduler;
+  tfm_engine_stats engineStats{};
+  std::string chatTemplateOrigin;
+  if (generates) {
+    tfm_engine *engine;
+    if (tfm_engine_new(model, &o.engine, &engine, &status) != TFM_OK)
+      fail(status.message);
+    tfm_engine_get_stats(engine, &engineStats);
+    recordSpecialTokens(served);
+    chatTemplateOrigin = loadChatTemplate(o, served);
+    for (int32_t i = 0; i < served.desc->num_caches; ++i)
+      if (served.desc->caches[i].rank == 5)
+        served.contextPositions = served.desc->caches[i].shape[2];
+    served.maxTokensPerRequest =
+        o.maxTokens ? o.maxTokens : served.contextPositions;
+    scheduler = std::make_unique<Scheduler>(engine, maxSequences,
+                                            int32_t(o.maxWaiting));
+  } else {
+    served.contextPositions = served.desc->max_context;
+  }
 
   // TLS with --ssl-cert and --ssl-key (Debian's cpp-httplib is built with
   // OpenSSL).
@@ -501,16 +576,27 @@ int tfm::serve::runServer(const ServerOptions &o) {
   server.set_payload_max_length(size_t(o.maxRequestBytes));
   server.set_read_timeout(time_t(o.timeoutSeconds), 0);
   server.set_write_timeout(time_t(o.timeoutSeconds), 0);
-  addInformationRoutes(server, served, scheduler);
-  CompletionEndpoints completions(served, scheduler);
-  server.Post("/v1/completions",
-              [&](const httplib::Request &req, httplib::Response &res) {
-                completions.handle(Endpoint::Completions, req, res);
-              });
-  server.Post("/v1/chat/completions",
-              [&](const httplib::Request &req, httplib::Response &res) {
-                completions.handle(Endpoint::ChatCompletions, req, res);
-              });
+  addInformationRoutes(server, served, scheduler.get());
+  std::unique_ptr<CompletionEndpoints> completions;
+  if (scheduler) {
+    completions = std::make_unique<CompletionEndpoints>(served, *scheduler);
+    server.Post("/v1/completions",
+                [&](const httplib::Request &req, httplib::Response &res) {
+                  completions->handle(Endpoint::Completions, req, res);
+                });
+    server.Post("/v1/chat/completions",
+                [&](const httplib::Request &req, httplib::Response &res) {
+                  completions->handle(Endpoint::ChatCompletions, req, res);
+                });
+  }
+  std::unique_ptr<EmbeddingEndpoint> embeddings;
+  if (embed) {
+    embeddings = std::make_unique<EmbeddingEndpoint>(served, model, embed);
+    server.Post("/v1/embeddings",
+                [&](const httplib::Request &req, httplib::Response &res) {
+                  embeddings->handle(req, res);
+                });
+  }
   addErrorHandler(server);
   requireApiKey(server, o);
 
@@ -521,14 +607,23 @@ int tfm::serve::runServer(const ServerOptions &o) {
       served.desc->ranks > 1
           ? ", split over " + std::to_string(served.desc->ranks) + " ranks"
           : "";
-  std::printf("tfm-serve: serving '%s' (%lld positions, %d sequences, %lld "
-              "KV blocks of %lld positions%s%s) on %s://%s:%d\n",
-              served.name.c_str(), (long long)served.contextPositions,
-              maxSequences, (long long)engineStats.kv_blocks,
-              (long long)engineStats.kv_block_positions,
-              engineStats.kv_paged ? "" : ", unpaged", split.c_str(),
-              https ? "https" : "http", o.host.c_str(), port);
-  std::printf("tfm-serve: chat template: %s\n", chatTemplateOrigin.c_str());
+  const char *scheme = https ? "https" : "http";
+  if (generates)
+    std::printf("tfm-serve: serving '%s' (%lld positions, %d sequences, %lld "
+                "KV blocks of %lld positions%s%s) on %s://%s:%d\n",
+                served.name.c_str(), (long long)served.contextPositions,
+                maxSequences, (long long)engineStats.kv_blocks,
+                (long long)engineStats.kv_block_positions,
+                engineStats.kv_paged ? "" : ", unpaged", split.c_str(), scheme,
+                o.host.c_str(), port);
+  else
+    std::printf("tfm-serve: serving '%s' (embeddings of %lld dimensions, "
+                "inputs of up to %lld tokens%s) on %s://%s:%d\n",
+                served.name.c_str(), (long long)embeddings->dimensions(),
+                (long long)served.contextPositions, split.c_str(), scheme,
+                o.host.c_str(), port);
+  std::printf("tfm-serve: chat template: %s\n",
+              generates ? chatTemplateOrigin.c_str() : "none (an embedder)");
   std::fflush(stdout);
   server.listen_after_bind();
   return 0;

@@ -1,8 +1,10 @@
-//===- Server.h - an OpenAI-compatible server for a compiled model -*- C++ -*-===//
+//===- Server.h - an OpenAI-compatible server for a compiled model -*- C++
+//-*-===//
 //
 // tfm-serve's server: a language model compiled with `tfmc --emit=lib`
-// loaded, its batch engine started, and HTTP served until the process is
-// stopped (Server.cpp says what is served).
+// loaded, its batch engine started (or an embedder's /v1/embeddings), and
+// HTTP served until the process is stopped (Server.cpp says what is
+// served).
 //
 //===----------------------------------------------------------------------===//
 

@@ -22,7 +22,8 @@ namespace {
 
 const char *const kUsage =
     "usage: tfm-serve LIBRARY [options]\n"
-    "  LIBRARY                 a language model compiled with tfmc --emit=lib\n"
+    "  LIBRARY                 a language model or an embedder (@embed,\n"
+    "                          @embed_text) compiled with tfmc --emit=lib\n"
     "  --port N                TCP port (8080; 0: any free one, printed)\n"
     "  --host H                address to listen on (127.0.0.1)\n"
     "  --model-symbol S        the model's symbol (NAME_model, NAME from\n"

@@ -1,0 +1,166 @@
+//===- Embeddings.cpp - OpenAI's /v1/embeddings -------------------------===//
+
+#include "serve/Embeddings.h"
+
+#include <cstring>
+#include <set>
+
+using namespace tfm::serve;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+ApiError badInput(const std::string &what) {
+  return {400, "'input' " + what, "input", ""};
+}
+
+/// Token ids as JSON gives them: each an integer in [0, vocab).
+std::optional<ApiError> readIds(const json &ids, const ServedModel &model,
+                                std::vector<int32_t> &out) {
+  for (const json &id : ids) {
+    if (!id.is_number_integer())
+      return badInput("must be a string, a list of strings, token ids or "
+                      "lists of token ids");
+    int64_t value = id.get<int64_t>();
+    if (value < 0 || value >= model.desc->vocab_size)
+      return badInput("has token id " + std::to_string(value) +
+                      ", outside the vocabulary [0, " +
+                      std::to_string(model.desc->vocab_size) + ")");
+    out.push_back(int32_t(value));
+  }
+  return std::nullopt;
+}
+
+/// `text` through the tokenizer, framed as the encoder takes it.
+std::optional<ApiError> tokenize(const std::string &text,
+                                 const ServedModel &model,
+                                 std::vector<int32_t> &out) {
+  if (!model.tokenizer)
+    return badInput("must be token ids: the model was compiled without a "
+                    "tokenizer");
+  if (text.empty())
+    return badInput("must not hold an empty string");
+  int64_t count = 0;
+  tfm_status status;
+  if (tfm_tokenizer_encode_text(model.tokenizer, text.c_str(), nullptr, nullptr,
+                                nullptr, 0, &count, &status) != TFM_OK)
+    return badInput(std::string("cannot be tokenized: ") + status.message);
+  out.resize(size_t(count));
+  tfm_tokenizer_encode_text(model.tokenizer, text.c_str(), nullptr, out.data(),
+                            nullptr, count, &count, &status);
+  return std::nullopt;
+}
+
+/// The floats' bytes, little endian, in base64 (OpenAI's
+/// encoding_format "base64").
+std::string base64(const std::vector<float> &values) {
+  static const char digits[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string bytes(values.size() * sizeof(float), '\0');
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t group = uint32_t(uint8_t(bytes[i])) << 16;
+    if (i + 1 < bytes.size())
+      group |= uint32_t(uint8_t(bytes[i + 1])) << 8;
+    if (i + 2 < bytes.size())
+      group |= uint32_t(uint8_t(bytes[i + 2]));
+    out += digits[group >> 18 & 63];
+    out += digits[group >> 12 & 63];
+    out += i + 1 < bytes.size() ? digits[group >> 6 & 63] : '=';
+    out += i + 2 < bytes.size() ? digits[group & 63] : '=';
+  }
+  return out;
+}
+
+} // namespace
+
+std::optional<ApiError>
+tfm::serve::parseEmbeddingRequest(const std::string &body,
+                                  const ServedModel &model, int64_t dimensions,
+                                  int64_t context, EmbeddingRequest &out) {
+  json request = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (request.is_discarded())
+    return ApiError{400, "the body is not valid JSON", "", ""};
+  if (!request.is_object())
+    return ApiError{400, "the body must be a JSON object", "", ""};
+  static const std::set<std::string> known = {
+      "model", "input", "encoding_format", "dimensions", "user"};
+  for (auto &[key, value] : request.items())
+    if (!known.count(key))
+      return ApiError{400, "unknown field '" + key + "'", key, ""};
+  if (auto found = request.find("model"); found != request.end()) {
+    if (!found->is_string())
+      return ApiError{400, "'model' must be a string", "model", ""};
+    if (found->get<std::string>() != model.name)
+      return ApiError{404,
+                      "model '" + found->get<std::string>() +
+                          "' does not exist; this server serves '" +
+                          model.name + "'",
+                      "model", "model_not_found"};
+  }
+  if (auto found = request.find("encoding_format"); found != request.end()) {
+    if (*found != json("float") && *found != json("base64"))
+      return ApiError{400, "'encoding_format' must be \"float\" or \"base64\"",
+                      "encoding_format", ""};
+    out.base64 = *found == json("base64");
+  }
+  if (auto found = request.find("dimensions"); found != request.end())
+    if (*found != json(dimensions))
+      return ApiError{400,
+                      "'dimensions' can only be the model's own " +
+                          std::to_string(dimensions) +
+                          ": it has no shortened embeddings",
+                      "dimensions", ""};
+  auto input = request.find("input");
+  if (input == request.end())
+    return ApiError{400, "'input' is required", "input", ""};
+  // A string; a list of strings; token ids; or lists of token ids.
+  std::vector<json> items;
+  if (input->is_string() ||
+      (input->is_array() && !input->empty() && (*input)[0].is_number()))
+    items.push_back(*input);
+  else if (input->is_array())
+    items.assign(input->begin(), input->end());
+  if (items.empty())
+    return badInput("must hold at least one input");
+  for (const json &item : items) {
+    std::vector<int32_t> ids;
+    std::optional<ApiError> error =
+        item.is_string()  ? tokenize(item.get<std::string>(), model, ids)
+        : item.is_array() ? readIds(item, model, ids)
+                          : std::optional<ApiError>(badInput(
+                                "must be a string, a list of strings, token "
+                                "ids or lists of token ids"));
+    if (error)
+      return error;
+    if (ids.empty())
+      return badInput("must not hold an empty list of token ids");
+    if (int64_t(ids.size()) > context)
+      return ApiError{400,
+                      "this model's maximum context is " +
+                          std::to_string(context) + " tokens; input " +
+                          std::to_string(out.inputs.size()) + " has " +
+                          std::to_string(ids.size()),
+                      "input", "context_length_exceeded"};
+    out.promptTokens += int64_t(ids.size());
+    out.inputs.push_back(std::move(ids));
+  }
+  return std::nullopt;
+}
+
+json tfm::serve::embeddingResponse(
+    const std::vector<std::vector<float>> &embeddings, bool asBase64,
+    const std::string &model, int64_t promptTokens) {
+  json data = json::array();
+  for (size_t i = 0; i < embeddings.size(); ++i)
+    data.push_back({{"object", "embedding"},
+                    {"index", i},
+                    {"embedding", asBase64 ? json(base64(embeddings[i]))
+                                           : json(embeddings[i])}});
+  return {{"object", "list"},
+          {"data", data},
+          {"model", model},
+          {"usage",
+           {{"prompt_tokens", promptTokens}, {"total_tokens", promptTokens}}}};
+}
