@@ -79,26 +79,16 @@ std::optional<ApiError>
 tfm::serve::parseEmbeddingRequest(const std::string &body,
                                   const ServedModel &model, int64_t dimensions,
                                   int64_t context, EmbeddingRequest &out) {
-  json request = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (request.is_discarded())
-    return ApiError{400, "the body is not valid JSON", "", ""};
-  if (!request.is_object())
-    return ApiError{400, "the body must be a JSON object", "", ""};
+  json request;
+  if (std::optional<ApiError> error = parseRequestObject(body, request))
+    return error;
   static const std::set<std::string> known = {
       "model", "input", "encoding_format", "dimensions", "user"};
   for (auto &[key, value] : request.items())
     if (!known.count(key))
       return ApiError{400, "unknown field '" + key + "'", key, ""};
-  if (auto found = request.find("model"); found != request.end()) {
-    if (!found->is_string())
-      return ApiError{400, "'model' must be a string", "model", ""};
-    if (found->get<std::string>() != model.name)
-      return ApiError{404,
-                      "model '" + found->get<std::string>() +
-                          "' does not exist; this server serves '" +
-                          model.name + "'",
-                      "model", "model_not_found"};
-  }
+  if (std::optional<ApiError> error = checkModelField(request, model))
+    return error;
   if (auto found = request.find("encoding_format"); found != request.end()) {
     if (*found != json("float") && *found != json("base64"))
       return ApiError{400, "'encoding_format' must be \"float\" or \"base64\"",

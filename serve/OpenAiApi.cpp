@@ -210,16 +210,40 @@ std::optional<ApiError> readStop(const json &request,
 
 } // namespace
 
+std::optional<ApiError> tfm::serve::parseRequestObject(const std::string &body,
+                                                       json &out) {
+  out = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (out.is_discarded())
+    return ApiError{400, "the body is not valid JSON", "", ""};
+  if (!out.is_object())
+    return ApiError{400, "the body must be a JSON object", "", ""};
+  return std::nullopt;
+}
+
+std::optional<ApiError> tfm::serve::checkModelField(const json &request,
+                                                    const ServedModel &model) {
+  auto found = request.find("model");
+  if (found == request.end())
+    return std::nullopt;
+  if (!found->is_string())
+    return badField("model", "must be a string");
+  if (found->get<std::string>() != model.name)
+    return ApiError{404,
+                    "model '" + found->get<std::string>() +
+                        "' does not exist; this server serves '" + model.name +
+                        "'",
+                    "model", "model_not_found"};
+  return std::nullopt;
+}
+
 std::optional<ApiError>
 tfm::serve::parseCompletionRequest(Endpoint endpoint, const std::string &body,
                                    const ServedModel &model,
                                    uint64_t defaultSeed,
                                    CompletionRequest &out) {
-  json request = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (request.is_discarded())
-    return ApiError{400, "the body is not valid JSON", "", ""};
-  if (!request.is_object())
-    return ApiError{400, "the body must be a JSON object", "", ""};
+  json request;
+  if (std::optional<ApiError> error = parseRequestObject(body, request))
+    return error;
   static const std::set<std::string> common = {
       "model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop",
       "ignore_eos", "stream", "n", "user", "repetition_penalty"};
@@ -246,16 +270,8 @@ tfm::serve::parseCompletionRequest(Endpoint endpoint, const std::string &body,
          !found->value("include_usage", json()).is_boolean()))
       return badField("stream_options",
                       "must be {\"include_usage\": true or false}");
-  if (auto found = request.find("model"); found != request.end()) {
-    if (!found->is_string())
-      return badField("model", "must be a string");
-    if (found->get<std::string>() != model.name)
-      return ApiError{404,
-                      "model '" + found->get<std::string>() +
-                          "' does not exist; this server serves '" +
-                          model.name + "'",
-                      "model", "model_not_found"};
-  }
+  if (std::optional<ApiError> error = checkModelField(request, model))
+    return error;
   if (auto found = request.find("n");
       found != request.end() && *found != json(1))
     return badField("n", "must be 1: one completion per request");

@@ -63,6 +63,14 @@ struct ApiError {
   nlohmann::ordered_json body() const;
 };
 
+/// A request's body as a JSON object, or the 400 that says it is not one.
+std::optional<ApiError> parseRequestObject(const std::string &body,
+                                           nlohmann::ordered_json &out);
+/// The request's `model`, if it names one, must be the served model's name
+/// (404 otherwise, as OpenAI answers for a model that does not exist).
+std::optional<ApiError> checkModelField(const nlohmann::ordered_json &request,
+                                        const ServedModel &model);
+
 /// Parses and checks a body of `endpoint`; a seed the request lacks is
 /// `defaultSeed`. A chat's messages become the prompt through the model's
 /// chat template (with add_generation_prompt, true unless the request says
