@@ -265,6 +265,27 @@ class Model:
                 for t in ([texts] if single else texts)]
         return rows[0] if single else np.stack(rows)
 
+    def classify(self, inputs, top=None):
+        """A classifier's @classify on text, token ids, or (image models)
+        preprocessed pixels: its labels with their probabilities (softmax
+        of the logits), most likely first, `top` of them (default all)."""
+        if "classify" not in self.description["entry_points"]:
+            raise TfmcError(f"model '{self.description['name']}' has no "
+                            "@classify")
+        spec = self.description["entry_points"]["classify"]["inputs"]
+        if isinstance(inputs, str):
+            inputs = np.array(self.tokenize(inputs), np.int32)
+        given = [inputs]
+        if len(spec) == 2 and spec[1]["role"] == "token_type_ids":
+            given.append(np.zeros(len(inputs), np.int32))
+        logits = self.call("classify", *given)["logits"].astype(np.float64)
+        probabilities = np.exp(logits - logits.max())
+        probabilities /= probabilities.sum()
+        labels = self.description["labels"] or [
+            str(i) for i in range(len(logits))]
+        order = np.argsort(-probabilities, kind="stable")[:top]
+        return [(labels[i], float(probabilities[i])) for i in order]
+
     # Generation.
 
     def _generates(self):

@@ -55,6 +55,15 @@ def main():
           np.abs(embeds[0] - golden).max() < 1e-4 else "TOO LARGE")
     print("CLIP's logit scale:", round(clip.description["logit_scale"], 4))
 
+    classifier = tfmc.load(work + "/libclassifier.so")
+    ranked = classifier.classify([2, 17, 42, 5, 3])
+    print("classify:", [label for label, _ in ranked],
+          "probabilities sum to 1:", abs(sum(p for _, p in ranked) - 1) < 1e-6,
+          "most likely is the largest logit:",
+          ranked[0][0] == classifier.description["labels"][int(np.argmax(
+              classifier.call("classify", [2, 17, 42, 5, 3],
+                              [0, 0, 0, 0, 0])["logits"]))])
+
     for label, action in [
             ("no such entry point", lambda: m.call("encode", [1, 2])),
             ("id out of range", lambda: m.call("forward",
