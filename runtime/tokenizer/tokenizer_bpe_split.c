@@ -4,8 +4,7 @@
  * by its pre-tokenizer's regular expressions, matched here by hand:
  *
  * - GPT-2's (GPT-2, RoBERTa, BART, Whisper, Phi-2, OLMo, MPT, GPT-NeoX)
- *     's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+|
- *?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ *     's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
  * - Llama 3's (tiktoken's cl100k; Qwen2's takes one digit at a time, \p{N})
  *     (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
  *      ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
@@ -37,7 +36,7 @@
 
 typedef enum { CLASS_LETTER, CLASS_DIGIT, CLASS_SPACE, CLASS_OTHER } char_class;
 
-static int is_white_space(int32_t cp) {
+int tfm_is_white_space(int32_t cp) {
   return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 ||
          cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
          cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
@@ -73,7 +72,7 @@ static int is_number(int32_t cp) {
 static char_class classify(const char *text, size_t length, size_t at,
                            size_t *size) {
   int32_t cp = code_point(text, length, at, size);
-  if (is_white_space(cp))
+  if (tfm_is_white_space(cp))
     return CLASS_SPACE;
   if (is_letter(cp))
     return CLASS_LETTER;
@@ -194,7 +193,6 @@ static size_t llama3_pretoken_length(const char *text, size_t length,
   return space_length(text, length, at, 1);
 }
 
-/* The length of the one-expression split's piece at text[at]. */
 /* CLIP's: 's|'t|'re|'ve|'m|'ll|'d|\p{L}+|\p{N}|[^\s\p{L}\p{N}]+ over
  * lowercased text, whitespace its own pieces (which the encoder drops):
  * no piece carries a space. */
@@ -209,6 +207,7 @@ static size_t clip_pretoken_length(const char *text, size_t length, size_t at) {
   return run_end(text, length, at, cls) - at;
 }
 
+/* The length of the one-expression split's piece at text[at]. */
 static size_t pretoken_length(uint32_t split, const char *text, size_t length,
                               size_t at) {
   switch (split) {
@@ -329,7 +328,8 @@ static size_t space_then_run(const char *text, size_t length, size_t at,
                              int (*in)(int32_t)) {
   size_t size;
   size_t start = at;
-  if (is_white_space(code_point(text, length, at, &size)) && at + size < length)
+  if (tfm_is_white_space(code_point(text, length, at, &size)) &&
+      at + size < length)
     start += size;
   size_t run = class_run(text, length, start, in);
   return run ? start + run - at : 0;
@@ -345,7 +345,7 @@ static size_t match_at(matcher m, const char *text, size_t length, size_t at) {
   case MATCH_ASCII_PUNCTUATION:
     return space_then_run(text, length, at, is_ascii_punctuation);
   case MATCH_TRAILING_SPACE: {
-    size_t run = class_run(text, length, at, is_white_space);
+    size_t run = class_run(text, length, at, tfm_is_white_space);
     return at + run == length ? run : 0;
   }
   case MATCH_CJK:

@@ -58,6 +58,7 @@ static tfm_status_code encode_pieces(const tfm_tokenizer *t,
   tfm_status_code code = TFM_OK;
   int64_t n = 0;
   size_t at = 0;
+  int clip = t->bpe_split == TFM_BPE_SPLIT_CLIP;
   for (int64_t p = 0; p < pieces_total && code == TFM_OK; at = ends[p++]) {
     size_t size = ends[p] - at;
     int32_t whole = t->bpe_ignore_merges
@@ -67,7 +68,6 @@ static tfm_status_code encode_pieces(const tfm_tokenizer *t,
       out[n++] = whole;
       continue;
     }
-    int clip = t->bpe_split == TFM_BPE_SPLIT_CLIP;
     if (clip && text[at] == ' ')
       continue; /* the space between CLIP's pieces */
     int32_t *piece = out + n;
@@ -115,12 +115,7 @@ static size_t clip_normalize(const char *text, size_t length, char *out) {
       continue;
     }
     at += (size_t)size;
-    /* \s: Unicode's White_Space. */
-    int white = (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 ||
-                cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
-                cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
-                cp == 0x3000;
-    if (white) {
+    if (tfm_is_white_space(cp)) {
       if (!space)
         out[n++] = ' ';
       space = 1;

@@ -114,6 +114,11 @@ tfm_status_code tfm_byte_level_bpe_encode(const tfm_tokenizer *t,
                                           int32_t *out, int64_t *count,
                                           tfm_status *status);
 
+/* Whether `cp` is Unicode's White_Space (regular expressions' \s), which
+ * the byte-level splits and CLIP's normalizer treat alike
+ * (tokenizer_bpe_split.c). */
+int tfm_is_white_space(int32_t cp);
+
 /* Splits text[0, length) into the pieces byte-level BPE merges inside, by
  * t's pre-tokenizer (tokenizer_bpe_split.c): writes each piece's end to
  * `ends` (room for `length` of them) and returns their count, or -1 when
