@@ -219,17 +219,15 @@ Value ClipIRBuilder::imageEmbedding(Value pixels) {
   const ImageSpec &image = *spec.image;
   Value hidden = imageHidden(pixels);
   int64_t d = image.hiddenSize;
-  Value cls = tensor::ExtractSliceOp::create(
-      b, named("class token"), vector(d), hidden, ValueRange(), ValueRange(),
+  // The class token's row, kept [1, d] for post_layernorm's rows.
+  Value row = tensor::ExtractSliceOp::create(
+      b, named("class token"), matrix(1, d), hidden, ValueRange(), ValueRange(),
       ValueRange(), b.getDenseI64ArrayAttr({0, 0}),
       b.getDenseI64ArrayAttr({1, d}), b.getDenseI64ArrayAttr({1, 1}));
-  // post_layernorm of the one row, kept [1, d] for the norm's rows.
-  Location loc = named("image pooling");
-  Value row = tensor::ExpandShapeOp::create(
-      b, loc, matrix(1, d), cls, SmallVector<ReassociationIndices>{{0, 1}});
   row = norm(image, row, "post_layernorm.weight");
   Value pooled = tensor::CollapseShapeOp::create(
-      b, loc, vector(d), row, SmallVector<ReassociationIndices>{{0, 1}});
+      b, named("image pooling"), vector(d), row,
+      SmallVector<ReassociationIndices>{{0, 1}});
   return project(image, pooled);
 }
 

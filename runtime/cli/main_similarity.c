@@ -118,9 +118,11 @@ int tfm_main_similarity(const char *argv0, tfm_model *model,
       (!text_embeddings || !image_embedding || !pixels || !logits || !ids))
     ok = !tfm_main_fail(argv0, "out of memory");
   for (int t = 0; ok && t < text_count; ++t) {
+    /* Room for one id past the context: a longer text is refused below. */
     int64_t count = 0;
-    if (tfm_tokenizer_encode_text(tokenizer, texts[t], NULL, NULL, NULL, 0,
-                                  &count, &status) != TFM_OK) {
+    if (tfm_tokenizer_encode_text(tokenizer, texts[t], NULL, ids, NULL,
+                                  desc->max_context + 1, &count,
+                                  &status) != TFM_OK) {
       fprintf(stderr, "%s: error: text %d: %s\n", argv0, t + 1, status.message);
       ok = 0;
       break;
@@ -133,8 +135,6 @@ int tfm_main_similarity(const char *argv0, tfm_model *model,
       ok = 0;
       break;
     }
-    tfm_tokenizer_encode_text(tokenizer, texts[t], NULL, ids, NULL, count,
-                              &count, &status);
     tfm_tensor input = {ids, TFM_DTYPE_I32, 1, {count}, NULL};
     ok = embed(argv0, model, "embed_text", &input, text_embeddings + t * dim,
                dim);
