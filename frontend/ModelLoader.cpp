@@ -234,21 +234,10 @@ llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
 
 std::string mlir::tfm::supportedModelsSummary() {
   return "Models (Hugging Face model_type; GGUF general.architecture):\n"
-         "  decoders: " +
-         supportedDecoderFamilies() +
-         "\n"
-         "  encoders: " +
-         supportedEncoderFamilies() +
-         "\n"
-         "  vision: " +
-         supportedVisionFamilies() +
-         "\n"
-         "  text and image (CLIP): " +
-         supportedClipFamilies() +
-         "\n"
-         "  encoder-decoders: " +
-         supportedSeq2SeqFamilies() +
-         "\n"
-         "  GGUF: " +
-         supportedGgufArchitectureNames() + "\n";
+         "  decoders: " + supportedDecoderFamilies() + "\n"
+         "  encoders: " + supportedEncoderFamilies() + "\n"
+         "  vision: " + supportedVisionFamilies() + "\n"
+         "  text and image (CLIP): " + supportedClipFamilies() + "\n"
+         "  encoder-decoders: " + supportedSeq2SeqFamilies() + "\n"
+         "  GGUF: " + supportedGgufArchitectureNames() + "\n";
 }
