@@ -599,6 +599,11 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
     description.audioPreprocessing = tfm_audio_preprocessing{
         audio.getMelBins(), audio.getSamplingRate(), audio.getNFft(),
         audio.getHopLength(), audio.getSamples()};
+  if (WaveformAttr w = model.getWaveform())
+    description.waveform = tfm_waveform_input{
+        w.getSamplingRate(), w.getMinSamples(), w.getFrameSamples(),
+        w.getBlank(),        w.getWordDelimiter(), w.getCleanUp(),
+        w.getLowercase()};
   if (GenerationAttr generation = model.getGeneration()) {
     tfm_generation_defaults g = {};
     g.num_beams = generation.getNumBeams();

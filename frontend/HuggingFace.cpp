@@ -14,6 +14,7 @@
 #include "frontend/families/EncoderFamilies.h"
 #include "frontend/families/Seq2SeqFamilies.h"
 #include "frontend/families/VisionTransformer.h"
+#include "frontend/families/Wav2Vec2.h"
 #include "frontend/formats/ConfigReader.h"
 #include "frontend/formats/JsonFile.h"
 #include "frontend/formats/Safetensors.h"
@@ -353,6 +354,13 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
     return loadVision(context, directory, modelType, config);
   if (isClipFamily(modelType))
     return loadClipModel(context, directory, modelType, config);
+  if (isSpeechFamily(modelType)) {
+    LoadedModel model;
+    if (llvm::Error err =
+            loadSpeechModel(context, directory, modelType, config, model))
+      return std::move(err);
+    return model;
+  }
   Seq2SeqSpec seq2seq;
   if (readSeq2SeqFamily(modelType, config, seq2seq))
     return loadSeq2Seq(context, directory, config, std::move(seq2seq));
@@ -362,7 +370,8 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
         configPath + ": unknown model_type '" + modelType +
         "' (supported: " + supportedDecoderFamilies() + ", " +
         supportedEncoderFamilies() + ", " + supportedSeq2SeqFamilies() + ", " +
-        supportedVisionFamilies() + ", " + supportedClipFamilies() + ")");
+        supportedVisionFamilies() + ", " + supportedClipFamilies() + ", " +
+        supportedSpeechFamilies() + ")");
   LoadedModel model;
   model.family = modelType;
   model.bosToken = config.integer("bos_token_id", -1);

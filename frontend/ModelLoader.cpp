@@ -9,6 +9,7 @@
 #include "frontend/families/GgufModel.h"
 #include "frontend/families/Seq2SeqFamilies.h"
 #include "frontend/families/VisionTransformer.h"
+#include "frontend/families/Wav2Vec2.h"
 #include "frontend/formats/JsonFile.h"
 #include "frontend/tokenizers/ChatTemplates.h"
 #include "ir/TfmOps.h"
@@ -137,7 +138,7 @@ llvm::Error mlir::tfm::describeModel(LoadedModel &model, llvm::StringRef path) {
       model.hiddenSize, model.numLayers, model.numHeads,
       model.numKVHeads, labelsAttr(context, model.labels),
       model.imagePreprocessing, model.generation, model.audioPreprocessing,
-      llvm::StringRef(model.chatTemplate));
+      model.waveform, llvm::StringRef(model.chatTemplate));
   if (!attr)
     return attr.takeError();
   (*model.module)->setAttr(kModelAttrName, *attr);
@@ -152,7 +153,7 @@ llvm::Expected<ModelAttr> mlir::tfm::withChatTemplate(
       m.getMaxContext(), m.getBosToken(), m.getEosToken(), m.getAddBos(),
       m.getTokenizer(), m.getHiddenSize(), m.getNumLayers(), m.getNumHeads(),
       m.getNumKvHeads(), m.getLabels(), m.getImage(), m.getGeneration(),
-      m.getAudio(), chatTemplate);
+      m.getAudio(), m.getWaveform(), chatTemplate);
 }
 
 /// WordPiece and CLIP's BPE are encoders'; byte-level BPE is when it has
@@ -238,6 +239,7 @@ std::string mlir::tfm::supportedModelsSummary() {
          "  encoders: " + supportedEncoderFamilies() + "\n"
          "  vision: " + supportedVisionFamilies() + "\n"
          "  text and image (CLIP): " + supportedClipFamilies() + "\n"
+         "  speech recognition (CTC): " + supportedSpeechFamilies() + "\n"
          "  encoder-decoders: " + supportedSeq2SeqFamilies() + "\n"
          "  GGUF: " + supportedGgufArchitectureNames() + "\n";
 }

@@ -42,6 +42,9 @@ struct LoadedModel {
   ImagePreprocessingAttr imagePreprocessing;
   /// A speech model's preprocessing (Whisper's preprocessor_config.json).
   AudioPreprocessingAttr audioPreprocessing;
+  /// A waveform speech model's input, and a recognizer's CTC decoding
+  /// (its labels are the vocabulary).
+  WaveformAttr waveform;
   /// An encoder-decoder's generation defaults (generation_config.json).
   GenerationAttr generation;
   /// The chat template (Jinja source; frontend/tokenizers/ChatTemplates.h); empty

@@ -22,7 +22,8 @@ ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                   StringRef tokenizer, int64_t hiddenSize, int64_t numLayers,
                   int64_t numHeads, int64_t numKVHeads, ArrayAttr labels,
                   ImagePreprocessingAttr image, GenerationAttr generation,
-                  AudioPreprocessingAttr audio, StringRef chatTemplate) {
+                  AudioPreprocessingAttr audio, WaveformAttr waveform,
+                  StringRef chatTemplate) {
   if (family.empty())
     return emitError() << "expected a non-empty model family";
   if (vocabSize < 0 || maxContext <= 0)
@@ -45,6 +46,11 @@ ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "expected non-negative sizes";
   if (labels && !llvm::all_of(labels, llvm::IsaPred<StringAttr>))
     return emitError() << "expected labels to be strings";
+  if (waveform && waveform.getBlank() >= 0 &&
+      (!labels || waveform.getBlank() >= int64_t(labels.size()) ||
+       waveform.getWordDelimiter() >= int64_t(labels.size())))
+    return emitError() << "expected a CTC model's labels to hold its blank "
+                          "and word delimiter";
   return success();
 }
 
@@ -56,6 +62,20 @@ LogicalResult AudioPreprocessingAttr::verify(
     return emitError() << "expected positive mel bins, sampling rate and hop "
                           "length, an even n_fft and at least one hop of "
                           "samples";
+  return success();
+}
+
+LogicalResult WaveformAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                             int64_t samplingRate, int64_t minSamples,
+                             int64_t frameSamples, int32_t blank,
+                             int32_t wordDelimiter, bool, bool) {
+  if (samplingRate <= 0 || minSamples <= 0 || frameSamples <= 0)
+    return emitError() << "expected a positive sampling rate, receptive field "
+                          "and frame";
+  if (blank < -1 || wordDelimiter < -1 ||
+      (blank >= 0 && wordDelimiter == blank))
+    return emitError() << "expected a blank label (or -1: no CTC head) and a "
+                          "word delimiter (or -1) apart from it";
   return success();
 }
 

@@ -132,6 +132,36 @@ def Tfm_AudioPreprocessingAttr : AttrDef<Tfm_Dialect, "AudioPreprocessing"> {
   let genVerifyDecl = 1;
 }
 
+def Tfm_WaveformAttr : AttrDef<Tfm_Dialect, "Waveform"> {
+  let mnemonic = "waveform";
+  let summary = "a speech model that hears raw samples, and its CTC decoding";
+  let description = [{
+    A Wav2Vec2-style model: its entry point takes mono samples at
+    `sampling_rate` (at least `min_samples`, the convolutional feature
+    encoder's receptive field) and returns a row for every `frame_samples`
+    samples. A recognizer (…ForCTC; `blank` >= 0, -1 otherwise) returns a
+    label's logits per frame, the model's `labels` being the CTC vocabulary
+    (Wav2Vec2CTCTokenizer's `vocab.json`, by id). Greedy decoding takes each
+    frame's best label, merges repeats, drops `blank` (the tokenizer's pad
+    token), spells `word_delimiter` (-1: none) as a space, trims the ends,
+    with `lowercase` lowercases the text and with `clean_up` joins English
+    contractions and punctuation to the word before (transformers'
+    clean_up_tokenization).
+
+    ```mlir
+    #tfm.waveform<sampling_rate = 16000, min_samples = 400,
+        frame_samples = 320, blank = 0, word_delimiter = 4, clean_up = true,
+        lowercase = false>
+    ```
+  }];
+  let parameters = (ins "int64_t":$sampling_rate, "int64_t":$min_samples,
+                        "int64_t":$frame_samples, "int32_t":$blank,
+                        "int32_t":$word_delimiter, "bool":$clean_up,
+                        "bool":$lowercase);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Tfm_GenerationAttr : AttrDef<Tfm_Dialect, "Generation"> {
   let mnemonic = "generation";
   let summary = "an encoder-decoder's generation defaults";
@@ -197,7 +227,10 @@ def Tfm_ModelAttr : AttrDef<Tfm_Dialect, "Model"> {
     A classifier names its classes (`labels`, strings by class id: a
     config's `id2label`), which the runtime prints its logits with. An
     image model says how its input is made from an image file (`image`), an
-    encoder-decoder how generate() runs by default (`generation`). A chat
+    encoder-decoder how generate() runs by default (`generation`), a speech
+    model hearing raw samples what it takes and, as a recognizer, how its
+    frames become text (`waveform`, with the CTC vocabulary as its
+    `labels`). A chat
     model carries its chat template (`chat_template`: the Jinja source from
     tokenizer_config.json, chat_template.jinja, GGUF's
     `tokenizer.chat_template` or `tfmc --chat-template`), which the
@@ -222,6 +255,8 @@ def Tfm_ModelAttr : AttrDef<Tfm_Dialect, "Model"> {
                       "an encoder-decoder's generation defaults">:$generation,
     OptionalParameter<"AudioPreprocessingAttr",
                       "a speech model's preprocessing">:$audio,
+    OptionalParameter<"WaveformAttr",
+                      "a waveform speech model's input and decoding">:$waveform,
     StringRefParameter<"the chat template (Jinja source)", "\"\"">:$chat_template
   );
   let assemblyFormat = "`<` struct(params) `>`";

@@ -376,6 +376,25 @@ LogicalResult LayerNormOp::verify() {
                     getEpsilon());
 }
 
+LogicalResult ChannelNormOp::verify() {
+  // The scale and the shift come together (GroupNorm's affine pair) or not
+  // at all (the waveform's normalization).
+  if (getBeta() && !getGamma())
+    return emitOpError("expected gamma with beta");
+  if (!getGamma()) {
+    if (failed(expectRank(*this, "input", getInput(), 2)))
+      return failure();
+    if (getInput().getType() != getResult().getType())
+      return emitOpError() << "expected result type " << getResult().getType()
+                           << " to match input type " << getInput().getType();
+    if (getEpsilon().isNegative() || getEpsilon().isNaN())
+      return emitOpError() << "expected a non-negative epsilon";
+    return success();
+  }
+  return verifyNorm(*this, getInput(), getGamma(), getBeta(), getResult(),
+                    getEpsilon());
+}
+
 LogicalResult RmsNormOp::verify() {
   return verifyNorm(*this, getInput(), getGamma(), Value(), getResult(),
                     getEpsilon());

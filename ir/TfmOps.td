@@ -417,6 +417,31 @@ def Tfm_LayerNormOp : Tfm_Op<"layer_norm", [Pure, Tfm_PositionWise]> {
   let hasVerifier = 1;
 }
 
+def Tfm_ChannelNormOp : Tfm_Op<"channel_norm", [Pure, AttrSizedOperandSegments]> {
+  let summary = "each column normalized over the rows: GroupNorm per channel";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon)` of each column of `input`
+    (`[positions, channels]`) over all its rows, then `* gamma + beta` where
+    given (`[channels]`). The statistics span the whole sequence, so the op
+    is not position-wise: Wav2Vec2's first convolution normalizes so
+    (GroupNorm with one group per channel), and on the `[samples, 1]`
+    waveform without `gamma` it is the feature extractor's zero-mean,
+    unit-variance normalization.
+
+    ```mlir
+    %n = tfm.channel_norm %x, %g, %b {epsilon = 1.0e-5 : f32} : (tensor<?x512xf32>, tensor<512xf32>, tensor<512xf32>) -> tensor<?x512xf32>
+    %w = tfm.channel_norm %samples {epsilon = 1.0e-7 : f32} : (tensor<?x1xf32>) -> tensor<?x1xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Optional<Tfm_FloatTensor>:$gamma,
+                       Optional<Tfm_FloatTensor>:$beta, F32Attr:$epsilon);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`,` $gamma^)? (`,` $beta^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tfm_RmsNormOp : Tfm_Op<"rms_norm", [Pure, Tfm_PositionWise]> {
   let summary = "RMSNorm over the last dimension";
   let description = [{

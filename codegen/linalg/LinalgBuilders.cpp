@@ -6,6 +6,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::tfm;
 
@@ -80,6 +82,28 @@ Value mlir::tfm::createRowReduction(OpBuilder &b, Location loc, Value input,
   iterators.back() = utils::IteratorType::reduction;
   return createGeneric(b, loc, input, init, {identity, dropLast}, iterators,
                        body);
+}
+
+Value mlir::tfm::createColumnReduction(OpBuilder &b, Location loc, Value x,
+                                       bool max) {
+  MLIRContext *ctx = b.getContext();
+  auto inputType = cast<RankedTensorType>(x.getType());
+  auto type = RankedTensorType::get({inputType.getDimSize(1)},
+                                    inputType.getElementType());
+  double start = max ? -std::numeric_limits<double>::infinity() : 0.0;
+  // createFilled takes every dimension's size.
+  Value init = createFilled(b, loc, type, {b.getIndexAttr(type.getDimSize(0))},
+                            start);
+  AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx);
+  return createGeneric(
+      b, loc, x, init,
+      {AffineMap::get(2, 0, {i, j}, ctx), AffineMap::get(2, 0, {j}, ctx)},
+      {utils::IteratorType::reduction, utils::IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        if (max)
+          return arith::MaximumFOp::create(nb, l, args[0], args[1]);
+        return accumulate(nb, l, args[1], args[0]);
+      });
 }
 
 SmallVector<Value> mlir::tfm::forEachSequence(OpBuilder &b, Location loc,

@@ -49,6 +49,10 @@ Value createElementwise(OpBuilder &b, Location loc, RankedTensorType type,
 Value createRowReduction(OpBuilder &b, Location loc, Value input,
                          double initValue, GenericBody body);
 
+/// Sum (or max) over the rows of `x` ([n, d] -> [d]): a column's
+/// statistic (mean pooling, a channel's norm).
+Value createColumnReduction(OpBuilder &b, Location loc, Value x, bool max);
+
 /// What runs for one sequence of a packed batch: its index, first row and
 /// row count (all `index`), and the loop-carried values; returns their
 /// next values.

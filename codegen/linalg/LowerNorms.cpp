@@ -2,7 +2,8 @@
 //
 // tfm.layer_norm, tfm.rms_norm and their fused forms with the residual
 // add (tfm.add_layer_norm, tfm.add_rms_norm): row statistics as linalg
-// reductions, then one elementwise pass.
+// reductions, then one elementwise pass. tfm.channel_norm the same with
+// column statistics over every row.
 //
 //===----------------------------------------------------------------------===//
 
@@ -204,9 +205,81 @@ struct LowerAddLayerNorm : OpConversionPattern<AddLayerNormOp> {
   }
 };
 
+/// Each column over the rows: its mean, then the centred squares' mean
+/// (two passes, as GroupNorm and NumPy's var compute it), then one
+/// elementwise pass with the optional scale and shift.
+struct LowerChannelNorm : OpConversionPattern<ChannelNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ChannelNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value x = adaptor.getInput(), gamma = adaptor.getGamma(),
+          beta = adaptor.getBeta();
+    double epsilon = op.getEpsilon().convertToDouble();
+    Value rows = arith::SIToFPOp::create(
+        rewriter, loc, rewriter.getF32Type(),
+        arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
+                                   tensor::DimOp::create(rewriter, loc, x, 0)));
+    AffineMap identity = rewriter.getMultiDimIdentityMap(2);
+    AffineMap columns = AffineMap::get(2, 0, getAffineDimExpr(1, ctx));
+    auto byColumn = [&](Value input, ValueRange vectors, GenericBody body) {
+      SmallVector<Value> inputs = {input};
+      inputs.append(vectors.begin(), vectors.end());
+      SmallVector<AffineMap> maps(1, identity);
+      maps.append(vectors.size(), columns);
+      maps.push_back(identity);
+      Value init = createEmpty(rewriter, loc,
+                               cast<RankedTensorType>(input.getType()),
+                               tensor::getMixedSizes(rewriter, loc, input));
+      return createGeneric(rewriter, loc, inputs, init, maps,
+                           {utils::IteratorType::parallel,
+                            utils::IteratorType::parallel},
+                           body);
+    };
+    Value sum = createColumnReduction(rewriter, loc, x, /*max=*/false);
+    Value centred = byColumn(
+        x, sum, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value mean = arith::DivFOp::create(nb, l, args[1], rows);
+          return arith::SubFOp::create(nb, l, args[0], mean);
+        });
+    Value squares = createElementwise(
+        rewriter, loc, centred, centred,
+        [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          return arith::MulFOp::create(nb, l, args[0], args[0]);
+        });
+    Value sumSquares =
+        createColumnReduction(rewriter, loc, squares, /*max=*/false);
+    SmallVector<Value> vectors = {sumSquares};
+    if (gamma)
+      vectors.push_back(gamma);
+    if (beta)
+      vectors.push_back(beta);
+    rewriter.replaceOp(
+        op, byColumn(centred, vectors,
+                     [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                       Value variance =
+                           arith::DivFOp::create(nb, l, args[1], rows);
+                       Value root = math::SqrtOp::create(
+                           nb, l,
+                           arith::AddFOp::create(nb, l, variance,
+                                                 f32Constant(nb, l, epsilon)));
+                       Value normed =
+                           arith::DivFOp::create(nb, l, args[0], root);
+                       if (gamma)
+                         normed = arith::MulFOp::create(nb, l, normed, args[2]);
+                       if (beta)
+                         normed = arith::AddFOp::create(nb, l, normed, args[3]);
+                       return normed;
+                     }));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::tfm::populateLowerNormPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerRmsNorm, LowerLayerNorm, LowerAddRmsNorm,
-               LowerAddLayerNorm>(patterns.getContext());
+               LowerAddLayerNorm, LowerChannelNorm>(patterns.getContext());
 }

@@ -67,16 +67,20 @@ struct LowerWindows : OpConversionPattern<WindowsOp> {
     RankedTensorType type = op.getType();
     SmallVector<Value> dynamicSizes;
     if (type.isDynamicDim(0)) {
-      // (length + 2 * padding - kernel) / stride + 1
+      // max(0, (length + 2 * padding - kernel) / stride + 1): an input
+      // shorter than the kernel has no window (a speech model's clip below
+      // its receptive field, which the runtime refuses first).
       Value span = arith::AddIOp::create(
           rewriter, loc, length,
           arith::ConstantIndexOp::create(rewriter, loc, 2 * padding - kernel));
-      dynamicSizes.push_back(arith::AddIOp::create(
+      Value count = arith::AddIOp::create(
           rewriter, loc,
           arith::DivSIOp::create(
               rewriter, loc, span,
               arith::ConstantIndexOp::create(rewriter, loc, stride)),
-          arith::ConstantIndexOp::create(rewriter, loc, 1)));
+          arith::ConstantIndexOp::create(rewriter, loc, 1));
+      dynamicSizes.push_back(arith::MaxSIOp::create(
+          rewriter, loc, count, arith::ConstantIndexOp::create(rewriter, loc, 0)));
     }
     Value init = tensor::EmptyOp::create(rewriter, loc, type, dynamicSizes);
     auto windows = linalg::GenericOp::create(

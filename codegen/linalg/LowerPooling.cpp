@@ -24,26 +24,6 @@ namespace {
 
 using utils::IteratorType;
 
-/// Sum (or max) over the rows of `x` ([n, d] -> [d]).
-Value reduceRows(OpBuilder &b, Location loc, Value x, RankedTensorType type,
-                 bool max) {
-  MLIRContext *ctx = b.getContext();
-  double start = max ? -std::numeric_limits<double>::infinity() : 0.0;
-  // createEmpty takes every dimension's size.
-  Value init = createFilled(b, loc, type, {b.getIndexAttr(type.getDimSize(0))},
-                            start);
-  AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx);
-  return createGeneric(
-      b, loc, x, init,
-      {AffineMap::get(2, 0, {i, j}, ctx), AffineMap::get(2, 0, {j}, ctx)},
-      {IteratorType::reduction, IteratorType::parallel},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        if (max)
-          return arith::MaximumFOp::create(nb, l, args[0], args[1]);
-        return accumulate(nb, l, args[1], args[0]);
-      });
-}
-
 /// x / max(|x|_2, 1e-12) over the [d] vector `x`.
 Value normalize(OpBuilder &b, Location loc, Value x) {
   MLIRContext *ctx = b.getContext();
@@ -126,10 +106,10 @@ struct LowerPool : PackedSequencesPattern<PoolOp> {
       break;
     }
     case PoolingKind::max:
-      pooled = reduceRows(rewriter, loc, x, type, /*max=*/true);
+      pooled = createColumnReduction(rewriter, loc, x, /*max=*/true);
       break;
     case PoolingKind::mean: {
-      Value sum = reduceRows(rewriter, loc, x, type, /*max=*/false);
+      Value sum = createColumnReduction(rewriter, loc, x, /*max=*/false);
       Value rows = tensor::DimOp::create(rewriter, loc, x, 0);
       Value count = arith::SIToFPOp::create(
           rewriter, loc, rewriter.getF32Type(),

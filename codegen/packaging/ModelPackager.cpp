@@ -400,6 +400,15 @@ std::string generateModelSource(const ModelDescription &model,
        << ", .n_fft = " << audio->n_fft
        << ", .hop_length = " << audio->hop_length
        << ", .samples = " << audio->samples << "};\n";
+  if (const std::optional<tfm_waveform_input> &w = model.waveform)
+    os << "static const tfm_waveform_input tfm_waveform = {\n"
+       << "    .sampling_rate = " << w->sampling_rate
+       << ", .min_samples = " << w->min_samples
+       << ", .frame_samples = " << w->frame_samples << ",\n"
+       << "    .blank = " << w->blank
+       << ", .word_delimiter = " << w->word_delimiter
+       << ", .clean_up = " << w->clean_up
+       << ", .lowercase = " << w->lowercase << "};\n";
   if (const std::optional<tfm_generation_defaults> &g = model.generation) {
     // Each token list as a static array, or a null pointer when empty.
     auto tokens = [&](const char *name, const std::vector<int32_t> &list) {
@@ -514,6 +523,8 @@ std::string generateModelSource(const ModelDescription &model,
   if (model.logitScale > 0)
     os << "    .logit_scale = " << llvm::formatv("{0:e9}f", model.logitScale)
        << ",\n";
+  if (model.waveform)
+    os << "    .waveform = &tfm_waveform,\n";
   os << "};\n";
   return source;
 }
@@ -831,10 +842,12 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
       // The command line refers to image and audio loading weakly
       // (cli/main_internal.h): only a model that takes images or audio
       // pulls them in, with the libraries they decode with.
-      bool media = model.imagePreprocessing || model.audioPreprocessing;
+      bool media = model.imagePreprocessing || model.audioPreprocessing ||
+                   model.waveform;
       if (media)
         args.append({"-Wl,--undefined=tfm_image_load",
                      "-Wl,--undefined=tfm_audio_load",
+                     "-Wl,--undefined=tfm_audio_read",
                      options.runtimeMediaLibrary});
       // A model split over ranks: libtfmrt_mpi, which the core refers to
       // weakly (runtime/core/ranks.h), and MPI.

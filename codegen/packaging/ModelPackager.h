@@ -103,6 +103,8 @@ struct ModelDescription {
   std::optional<tfm_image_preprocessing> imagePreprocessing;
   /// A speech model's preprocessing (tfm_audio_load).
   std::optional<tfm_audio_preprocessing> audioPreprocessing;
+  /// A waveform speech model's input and CTC decoding (tfm_transcribe).
+  std::optional<tfm_waveform_input> waveform;
   /// An encoder-decoder's generation defaults; their token lists
   /// (suppressed, bad words, prompt, begin-suppressed) and counts are
   /// written out from these vectors.

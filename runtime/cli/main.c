@@ -475,6 +475,17 @@ static int run_model(const char *argv0, tfm_model *model,
                                          o->call.image_count};
     return tfm_main_similarity(argv0, model, &similarity);
   }
+  /* A speech recognizer: the audio files' transcripts. */
+  if (!o->call.name && tfm_main_is_transcription(model)) {
+    if (!o->call.image_count)
+      return tfm_main_fail(argv0, "give audio files to transcribe (WAV, "
+                                  "FLAC, Ogg, ...)");
+    if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_TRANSCRIBE))
+      return 1;
+    return tfm_main_transcribe(argv0, model,
+                               (const char *const *)o->call.images,
+                               o->call.image_count);
+  }
   /* Models that do not generate (encoders) run their first entry point. */
   int generates = !seq2seq && (tfm_model_entry_point(model, "prefill") ||
                                (forward && forward->num_inputs == 1));

@@ -204,6 +204,30 @@ static int input_from_image(const char *argv0, tfm_model *model,
   return 1;
 }
 
+/* Whether the features input is a waveform (a speech model's samples, of
+ * any count) rather than an image of a fixed shape. */
+static int takes_waveform(const tfm_tensor_desc *features) {
+  return features && features->rank == 1 && features->shape[0] < 0;
+}
+
+/* An audio file, read whole at the model's rate (tfm_audio_read). */
+static int input_from_audio(const char *argv0, tfm_model *model,
+                            const char *path, call_input *in) {
+  if (!tfm_audio_read) {
+    fprintf(stderr, "%s: error: %s: " TFM_NO_AUDIO_PREPROCESSING "\n", argv0,
+            path, tfm_model_get_desc(model)->name);
+    return 0;
+  }
+  tfm_status status;
+  int64_t n = 0;
+  if (tfm_audio_read(model, path, &in->features, &n, &status) != TFM_OK) {
+    fprintf(stderr, "%s: error: %s\n", argv0, status.message);
+    return 0;
+  }
+  in->count = (long)n;
+  return 1;
+}
+
 /* --tokens / --token-types. */
 static int input_from_ids(const char *argv0, const tfm_call_options *o,
                           call_input *in) {
@@ -444,6 +468,8 @@ static int run_inputs(const char *argv0, tfm_model *model,
           inputs[i] = (tfm_tensor){in[k].features, TFM_DTYPE_F32, desc->rank,
                                    {0}, NULL};
           memcpy(inputs[i].shape, desc->shape, sizeof inputs[i].shape);
+          if (takes_waveform(desc))
+            inputs[i].shape[0] = in[k].count;
         } else if (desc->role == TFM_ROLE_DECODER_TOKEN_IDS) {
           inputs[i] = (tfm_tensor){in[k].decoder_ids, TFM_DTYPE_I32, 1,
                                    {in[k].decoder_count}, NULL};
@@ -514,7 +540,9 @@ static int check_inputs(const char *argv0, const tfm_entry_point *entry,
     takes_types |= role == TFM_ROLE_TOKEN_TYPE_IDS;
     takes_decoder_ids |= role == TFM_ROLE_DECODER_TOKEN_IDS;
     int batched = 0; /* a batch of images: @NAME_batch */
-    for (int32_t d = 0; role == TFM_ROLE_FEATURES && d < entry->inputs[i].rank;
+    for (int32_t d = 0; role == TFM_ROLE_FEATURES &&
+                        !takes_waveform(&entry->inputs[i]) &&
+                        d < entry->inputs[i].rank;
          ++d)
       batched |= entry->inputs[i].shape[d] < 0;
     if (batched) {
@@ -574,7 +602,16 @@ int tfm_main_call(const char *argv0, tfm_model *model,
   }
   int texts = !!o->text + !!o->text_file;
   int takes_pixels = features_input(entry) != NULL;
-  if (takes_pixels) {
+  int waveform = takes_waveform(features_input(entry));
+  if (waveform) {
+    if (!o->image_count || o->pixels || o->preprocess || texts || o->tokens) {
+      fprintf(stderr,
+              "%s: error: @%s takes audio: AUDIO... (WAV, FLAC, Ogg, ... "
+              "files)\n",
+              argv0, o->name);
+      return 1;
+    }
+  } else if (takes_pixels) {
     if (!o->pixels == !o->image_count || texts || o->tokens) {
       fprintf(stderr,
               "%s: error: @%s takes images: IMAGE... (PNG or JPEG files) or "
@@ -665,7 +702,9 @@ int tfm_main_call(const char *argv0, tfm_model *model,
     call_input *in = &ins[n++];
     in->image = image;
     in->number = number;
-    if (image)
+    if (image && waveform)
+      ok = input_from_audio(argv0, model, image, in);
+    else if (image)
       ok = input_from_image(argv0, model, entry, image, in);
     else if (takes_pixels)
       ok = input_from_pixels(argv0, entry, o->pixels, in);

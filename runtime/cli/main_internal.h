@@ -10,12 +10,13 @@
 #include <stdint.h>
 
 /* Image and audio loading live in libtfmrt_media, which tfmc links only into
- * the executables of models that take images or audio (forcing these two in
+ * the executables of models that take images or audio (forcing these in
  * with --undefined): the command line refers to them weakly, so that a text
  * model's executable links none of libpng, libjpeg, libsndfile, libsoxr and
  * fftw. Elsewhere they are NULL, and the command line says so. */
 #pragma weak tfm_image_load
 #pragma weak tfm_audio_load
+#pragma weak tfm_audio_read
 
 #ifdef __cplusplus
 extern "C" {
@@ -114,6 +115,12 @@ typedef struct {
 int tfm_main_is_similarity(const tfm_model *model);
 int tfm_main_similarity(const char *argv0, tfm_model *model,
                         const tfm_similarity_options *options);
+
+/* The transcription mode (main_transcribe.c): a speech recognizer (CTC)
+ * prints each audio file's transcript. */
+int tfm_main_is_transcription(const tfm_model *model);
+int tfm_main_transcribe(const char *argv0, tfm_model *model,
+                        const char *const *files, int count);
 
 #ifdef __cplusplus
 }

@@ -60,10 +60,10 @@ void tfm_main_usage(FILE *out, const char *argv0) {
           "                         preprocessed as preprocessor_config.json says\n"
           "    --preprocess         write the preprocessed images, f32 [3, H, W]\n"
           "  AUDIO...               a speech model's inputs (WAV, FLAC, ...):\n"
-          "                         mono, resampled, log-mel as\n"
-          "                         preprocessor_config.json says; one\n"
-          "                         transcript per file (--preprocess\n"
-          "                         --output FILE writes the features)\n"
+          "                         mono, resampled to its rate (Whisper: then\n"
+          "                         log-mel as preprocessor_config.json says;\n"
+          "                         --preprocess --output FILE writes them);\n"
+          "                         one transcript per file\n"
           "    --pixels FILE        an image model's input, raw f32 [3, H, W]\n"
           "    --features FILE      a speech model's log-mel features, raw f32\n"
           "                         [mel bins, frames] (also for generation)\n"
@@ -81,7 +81,8 @@ enum {
   PERPLEXITY = 1 << TFM_MAIN_MODE_PERPLEXITY,
   CALL = 1 << TFM_MAIN_MODE_CALL,
   SIMILARITY = 1 << TFM_MAIN_MODE_SIMILARITY,
-  EVERY_MODE = GENERATE | SEQ2SEQ | PERPLEXITY | CALL | SIMILARITY
+  TRANSCRIBE = 1 << TFM_MAIN_MODE_TRANSCRIBE,
+  EVERY_MODE = GENERATE | SEQ2SEQ | PERPLEXITY | CALL | SIMILARITY | TRANSCRIBE
 };
 static const struct {
   const char *name; /* as spelled; "" for image and audio files */
@@ -126,7 +127,7 @@ static const struct {
     {"--truncate", CALL},
     {"--format", CALL},
     {"--output", SEQ2SEQ | CALL},
-    {"", SEQ2SEQ | CALL | SIMILARITY},
+    {"", SEQ2SEQ | CALL | SIMILARITY | TRANSCRIBE},
 };
 
 _Static_assert(sizeof flags / sizeof flags[0] <= 64,
@@ -150,6 +151,7 @@ int tfm_main_refuse_unused(const char *argv0, const tfm_main_options *o,
       "with --perplexity, which reads only its text file",
       "when texts are compared with images (--text TEXT... or --text-file, "
       "and image files)",
+      "when a speech recognizer transcribes audio files",
       "when an entry point runs on its inputs (--call, an encoder, or "
       "--decoder-tokens), writing its output as text, --format json or f32, "
       "or --output FILE"};

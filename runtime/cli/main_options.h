@@ -27,6 +27,7 @@ typedef enum {
   TFM_MAIN_MODE_SEQ2SEQ,    /* an encoder-decoder generates from a source */
   TFM_MAIN_MODE_PERPLEXITY, /* --perplexity FILE */
   TFM_MAIN_MODE_SIMILARITY, /* CLIP: texts against images */
+  TFM_MAIN_MODE_TRANSCRIBE, /* a speech recognizer: audio files' text */
   TFM_MAIN_MODE_CALL,       /* one entry point (--call, encoders, teacher
                                forcing with --decoder-tokens) */
   TFM_MAIN_MODE_COUNT

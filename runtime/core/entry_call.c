@@ -71,6 +71,28 @@ static tfm_status_code check_tensor(const tfm_model_desc *desc,
                     "of model '%s' (%lld)",
                     what, index, entry, (long long)tensor->shape[0],
                     desc->name, (long long)desc->max_context);
+  /* A speech model's samples: enough for one frame (its feature encoder's
+   * receptive field), and no more than its longest clip. */
+  const tfm_waveform_input *waveform = desc->waveform;
+  if (waveform && expected->role == TFM_ROLE_FEATURES && expected->rank == 1 &&
+      expected->shape[0] < 0) {
+    int64_t n = tensor->shape[0];
+    double rate = (double)waveform->sampling_rate;
+    if (n < waveform->min_samples)
+      return tfm_fail(status, TFM_ERROR_AUDIO,
+                      "%s %d of @%s: a clip of %lld samples (%.1f ms) is "
+                      "shorter than model '%s' hears in one frame (%lld "
+                      "samples, %.1f ms)",
+                      what, index, entry, (long long)n, 1e3 * (double)n / rate,
+                      desc->name, (long long)waveform->min_samples,
+                      1e3 * (double)waveform->min_samples / rate);
+    if (n > desc->max_context)
+      return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
+                      "%s %d of @%s: a clip of %lld samples (%.1f s) is "
+                      "longer than model '%s' takes (%.1f s): split it",
+                      what, index, entry, (long long)n, (double)n / rate,
+                      desc->name, (double)desc->max_context / rate);
+  }
   if (expected->bound > 0 && expected->dtype == TFM_DTYPE_I32) {
     /* Values index a table: one out of range would read past it. */
     int64_t count = 1;

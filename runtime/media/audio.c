@@ -221,6 +221,48 @@ static tfm_status_code read_mono(const char *path, float **out, int64_t *n,
   return TFM_OK;
 }
 
+/* The mono samples of the file at `path` resampled to `to` Hz (libsoxr,
+ * high quality) where they are at another rate: *samples (malloc'd) and
+ * *n. Only the first `keep` seconds' worth (and a tenth of a second for
+ * the filter) are resampled when `keep` > 0: a 1 Hz file of 800 samples
+ * was resampled whole to 12.8 M samples, over a second (found by
+ * fuzz-audio). */
+static tfm_status_code read_at_rate(const char *path, int64_t to, double keep,
+                                    float **out, int64_t *count,
+                                    tfm_status *status) {
+  int64_t n = 0;
+  int rate = 0;
+  float *samples = NULL;
+  tfm_status_code read = read_mono(path, &samples, &n, &rate, status);
+  if (read != TFM_OK)
+    return read;
+  if (rate != to) {
+    int64_t needed = (int64_t)(keep * rate) + rate / 10 + 16;
+    if (keep > 0 && n > needed)
+      n = needed;
+    size_t room = (size_t)((double)n * (double)to / rate) + 16;
+    float *resampled = malloc(room * sizeof *resampled);
+    size_t done = 0;
+    soxr_quality_spec_t quality = soxr_quality_spec(SOXR_HQ, 0);
+    soxr_error_t error =
+        resampled ? soxr_oneshot(rate, (double)to, 1, samples, (size_t)n, NULL,
+                                 resampled, room, &done, NULL, &quality, NULL)
+                  : "out of memory";
+    free(samples);
+    if (error) {
+      free(resampled);
+      return tfm_fail(status, TFM_ERROR_AUDIO,
+                      "cannot resample '%s' from %d to %lld Hz: %s", path, rate,
+                      (long long)to, error);
+    }
+    samples = resampled;
+    n = (int64_t)done;
+  }
+  *out = samples;
+  *count = n;
+  return TFM_OK;
+}
+
 tfm_status_code tfm_audio_load(const tfm_model *model, const char *path,
                                float *features, int64_t capacity,
                                tfm_status *status) {
@@ -232,41 +274,35 @@ tfm_status_code tfm_audio_load(const tfm_model *model, const char *path,
   if (!p)
     return tfm_fail(status, TFM_ERROR_NOT_FOUND, TFM_NO_AUDIO_PREPROCESSING,
                     tfm_model_get_desc(model)->name);
-  int64_t n = 0;
-  int rate = 0;
   float *samples = NULL;
-  tfm_status_code read = read_mono(path, &samples, &n, &rate, status);
-  if (read != TFM_OK)
-    return read;
-  if (rate != p->sampling_rate) {
-    /* Only as much as the chunk needs, and then some for the filter: the
-     * input is cut to the chunk's duration plus a tenth of a second first
-     * (a 1 Hz file of 800 samples was resampled whole to 12.8 M samples,
-     * over a second: found by fuzz-audio). */
-    int64_t needed = (int64_t)((double)p->samples * rate / p->sampling_rate) +
-                     rate / 10 + 16;
-    if (n > needed)
-      n = needed;
-    size_t room = (size_t)((double)n * (double)p->sampling_rate / rate) + 16;
-    float *resampled = malloc(room * sizeof *resampled);
-    size_t done = 0;
-    soxr_quality_spec_t quality = soxr_quality_spec(SOXR_HQ, 0);
-    soxr_error_t error =
-        resampled ? soxr_oneshot(rate, (double)p->sampling_rate, 1, samples,
-                                 (size_t)n, NULL, resampled, room, &done, NULL,
-                                 &quality, NULL)
-                  : "out of memory";
-    free(samples);
-    if (error) {
-      free(resampled);
-      return tfm_fail(status, TFM_ERROR_AUDIO,
-                      "cannot resample '%s' from %d to %lld Hz: %s", path, rate,
-                      (long long)p->sampling_rate, error);
-    }
-    samples = resampled;
-    n = (int64_t)done;
-  }
-  tfm_status_code code = tfm_log_mel(model, samples, n, features, capacity, status);
+  int64_t n = 0;
+  /* Only as much as the chunk needs. */
+  tfm_status_code code =
+      read_at_rate(path, p->sampling_rate,
+                   (double)p->samples / (double)p->sampling_rate, &samples, &n,
+                   status);
+  if (code != TFM_OK)
+    return code;
+  code = tfm_log_mel(model, samples, n, features, capacity, status);
   free(samples);
   return code;
+}
+
+tfm_status_code tfm_audio_read(const tfm_model *model, const char *path,
+                               float **samples, int64_t *n,
+                               tfm_status *status) {
+  if (!model || !path || !samples || !n)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_audio_read: NULL argument");
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  int64_t rate = desc->waveform ? desc->waveform->sampling_rate
+                 : desc->audio_preprocessing
+                     ? desc->audio_preprocessing->sampling_rate
+                     : 0;
+  if (!rate)
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND, TFM_NO_AUDIO_PREPROCESSING,
+                    desc->name);
+  *samples = NULL;
+  *n = 0;
+  return read_at_rate(path, rate, 0, samples, n, status);
 }

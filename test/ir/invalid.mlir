@@ -1033,6 +1033,22 @@ func.func @patches_width(%x: tensor<3x32x32xf32>) {
 
 // -----
 
+func.func @channel_norm_gamma(%x: tensor<?x4xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'tfm.channel_norm' op expected gamma size (8) to match input features (4)}}
+  %y = tfm.channel_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x4xf32>, tensor<8xf32>) -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @channel_norm_result(%x: tensor<?x4xf32>) {
+  // expected-error @+1 {{'tfm.channel_norm' op expected result type 'tensor<?x8xf32>' to match input type 'tensor<?x4xf32>'}}
+  %y = tfm.channel_norm %x {epsilon = 1.0e-5 : f32} : (tensor<?x4xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
 func.func @windows_padding(%x: tensor<80x100xf32>) {
   // expected-error @+1 {{'tfm.windows' op expected a positive kernel and stride and a padding below the kernel, got kernel 3, stride 1, padding 3}}
   %y = tfm.windows %x {channels_first, kernel = 3 : i64, padding = 3 : i64, stride = 1 : i64} : tensor<80x100xf32> -> tensor<104x240xf32>

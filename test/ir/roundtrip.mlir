@@ -129,6 +129,10 @@ func.func @norms(%x: tensor<?x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>)
   %ln = tfm.layer_norm %x, %g, %b {epsilon = 1.0e-5 : f32} : (tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
   // CHECK: tfm.layer_norm %[[X]], %[[G]] {epsilon = 9.99999974E-6 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
   %ln2 = tfm.layer_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  // CHECK: tfm.channel_norm %[[X]], %[[G]], %[[B]] {epsilon = 9.99999974E-6 : f32} : (tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  %cn = tfm.channel_norm %x, %g, %b {epsilon = 1.0e-5 : f32} : (tensor<?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  // CHECK: tfm.channel_norm %[[X]] {epsilon = 1.000000e-07 : f32} : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  %cn2 = tfm.channel_norm %x {epsilon = 1.0e-7 : f32} : (tensor<?x64xf32>) -> tensor<?x64xf32>
   // CHECK: tfm.rms_norm %[[X]], %[[G]] {epsilon = 9.99999974E-6 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
   %rms = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
   return %ln, %ln2, %rms : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>

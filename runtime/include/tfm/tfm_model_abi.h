@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 18
+#define TFM_ABI_VERSION 19
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -263,6 +263,21 @@ typedef struct {
   int64_t mel_bins, sampling_rate, n_fft, hop_length, samples;
 } tfm_audio_preprocessing;
 
+/* A speech model that hears raw samples (Wav2Vec2, HuBERT): its entry
+ * point takes mono f32 samples at sampling_rate (at least min_samples, its
+ * feature encoder's receptive field; at most the model's max_context) and
+ * returns a row per frame_samples samples. A recognizer (a CTC head,
+ * `blank` >= 0; -1 otherwise) returns [frames, labels] logits, its labels
+ * being the CTC vocabulary; greedy decoding (tfm_ctc_decode) merges
+ * repeated labels, drops `blank`, spells `word_delimiter` (-1: none) as a
+ * space, with `clean_up` joins contractions and punctuation to the word
+ * before and with `lowercase` lowercases. */
+typedef struct {
+  int64_t sampling_rate, min_samples, frame_samples;
+  int32_t blank, word_delimiter;
+  int32_t clean_up, lowercase;
+} tfm_waveform_input;
+
 /* An encoder-decoder's generation defaults, from its generation_config.json
  * (or config.json): what transformers' generate() does unless told
  * otherwise. */
@@ -363,6 +378,9 @@ typedef struct tfm_model_desc {
   /* CLIP: the scale of its text-image similarities, exp(logit_scale)
    * (logits_per_image = scale · cosine); 0 for other models. */
   float logit_scale;
+  /* A speech model's samples and a recognizer's decoding
+   * (tfm_transcribe), or NULL. */
+  const tfm_waveform_input *waveform;
 } tfm_model_desc;
 
 /* What generated entry points call around the model's code (runtime,

@@ -363,6 +363,32 @@ tfm_status_code tfm_audio_load(const tfm_model *model, const char *path,
                                float *features, int64_t capacity,
                                tfm_status *status);
 
+/* The whole of an audio file as mono samples at the model's rate (a
+ * speech recognizer's, or a speech model's), read and resampled as
+ * tfm_audio_load does: *samples (malloc'd; the caller frees it) and *n.
+ * Errors as tfm_audio_load's. */
+tfm_status_code tfm_audio_read(const tfm_model *model, const char *path,
+                               float **samples, int64_t *n,
+                               tfm_status *status);
+
+/* Greedy CTC decoding of a speech recognizer's logits ([frames, labels],
+ * f32): each frame's best label, repeats merged, the blank dropped, the
+ * word delimiter spelled as a space, the ends trimmed, then
+ * transformers' clean_up_tokenization (" ." -> ".", " 's" -> "'s", ...)
+ * and lowercasing where the model's tokenizer does them, as
+ * Wav2Vec2CTCTokenizer.decode does. *text is malloc'd (NUL-terminated; the
+ * caller frees it). TFM_ERROR_NOT_FOUND for a model without CTC labels. */
+tfm_status_code tfm_ctc_decode(const tfm_model *model, const float *logits,
+                               int64_t frames, char **text,
+                               tfm_status *status);
+
+/* A speech recognizer's transcript of `n` mono samples at its rate
+ * (tfm_audio_read): its entry point, then tfm_ctc_decode. A clip shorter
+ * than the model's receptive field is TFM_ERROR_AUDIO; one longer than its
+ * maximum, TFM_ERROR_CONTEXT_OVERFLOW. Thread-safe. */
+tfm_status_code tfm_transcribe(tfm_model *model, const float *samples,
+                               int64_t n, char **text, tfm_status *status);
+
 /* Whisper's log-mel features of `n` mono samples at the model's rate,
  * padded with silence or cut to its chunk, as WhisperFeatureExtractor
  * computes them: a centered STFT (periodic Hann windows of n_fft samples

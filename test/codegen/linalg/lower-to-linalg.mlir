@@ -158,6 +158,24 @@ func.func @layer_norm(%x: tensor<?x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>)
 
 // -----
 
+// Each column's mean over the rows (a reduction over the first dimension),
+// the centred values, their squares' column sums, then scale and shift by
+// column.
+// CHECK-LABEL: func.func @channel_norm
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]
+// CHECK: %[[CENTRED:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[SUM]] : tensor<?x4xf32>, tensor<4xf32>)
+// CHECK: arith.subf
+// CHECK: %[[SQUARES:.*]] = linalg.generic {{.*}} ins(%[[CENTRED]] :
+// CHECK: %[[VAR:.*]] = linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]{{.*}} ins(%[[SQUARES]] :
+// CHECK: linalg.generic {{.*}} ins(%[[CENTRED]], %[[VAR]], %{{.*}}, %{{.*}} : tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+// CHECK: math.sqrt
+func.func @channel_norm(%x: tensor<?x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<?x4xf32> {
+  %0 = tfm.channel_norm %x, %g, %b {epsilon = 1.0e-5 : f32} : (tensor<?x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
 // Interleaved pairs: the partner is d xor 1 and the pair d floordiv 2;
 // rotate-half: d ± head_dim/2 and d mod head_dim/2. The angles' cos and sin
 // come from [s, head_dim/2] tables over the inverse frequencies (powf per
@@ -341,12 +359,14 @@ func.func @token_row(%h: tensor<?x8xf32>, %ids: tensor<?xi32>) -> (tensor<8xf32>
 
 // A 1-D convolution's windows: one generic gathering tap j of channel c
 // from position row * stride + j - padding, zero outside the input; rows
-// (length + 2 * padding - kernel) / stride + 1.
+// (length + 2 * padding - kernel) / stride + 1, none for an input shorter
+// than the kernel.
 // CHECK-LABEL: func.func @windows
 // CHECK: %[[LEN:.*]] = tensor.dim %arg0, %c0
 // CHECK: %[[SPAN:.*]] = arith.addi %[[LEN]], %c-1
 // CHECK: %[[HALF:.*]] = arith.divsi %[[SPAN]], %c2
-// CHECK: %[[ROWS:.*]] = arith.addi %[[HALF]], %c1
+// CHECK: %[[COUNT:.*]] = arith.addi %[[HALF]], %c1
+// CHECK: %[[ROWS:.*]] = arith.maxsi %[[COUNT]], %c0
 // CHECK: tensor.empty(%[[ROWS]]) : tensor<?x12xf32>
 // CHECK: linalg.generic
 // CHECK: %[[CHANNEL:.*]] = arith.divui
