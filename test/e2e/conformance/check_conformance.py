@@ -73,6 +73,19 @@ def main():
             logits)
         compare(logits, golden, vocab, "0:1", "classify")
         return
+    if kind == "speech-ctc":
+        # A waveform recognizer: the CTC head's logits of clip.wav, then its
+        # transcript.
+        logits = model + ".logits"
+        clip = os.path.join(model, "clip.wav")
+        run(exe, "--call", "recognize", clip, "--output", logits)
+        compare(logits, golden, vocab, f"0:{manifest['frames']}", "recognize")
+        text = run(exe, clip).stdout.rstrip("\n")
+        if text != manifest["transcript"]:
+            sys.exit(f"transcribe: MISMATCH: {text!r}, expected "
+                     f"{manifest['transcript']!r}")
+        print(f"transcribe: OK: {len(text)} characters")
+        return
     if kind == "masked-lm":
         # An encoder's masked-LM logits of every position.
         logits = model + ".logits"

@@ -13,7 +13,7 @@ columns make_fixture.py --columns keeps. Llama 3's rope scaling postdates
 replaced by the published formula's (as make_family_goldens.py does).
 
     bash ../shared/reference/setup.sh && source /tmp/tfm-hfref/env.sh
-    /usr/bin/python3 test/e2e/conformance/make_conformance_goldens.py
+    /usr/bin/python3 test/e2e/conformance/make_conformance_goldens.py [NAME...]
 """
 import json
 import os
@@ -605,8 +605,85 @@ MODELS = {
                              "resample": 3, "size": 256},
         features=[3, 224 * 224, 13],
         tokens=[]),
+    "wav2vec2-base-960h": dict(
+        kind="speech-ctc",
+        classes=(tf.Wav2Vec2Config, tf.Wav2Vec2ForCTC),
+        config={"activation_dropout": 0.1, "apply_spec_augment": True,
+                "architectures": ["Wav2Vec2ForCTC"], "attention_dropout": 0.1,
+                "bos_token_id": 1, "conv_bias": False,
+                "conv_kernel": [10, 3, 3, 3, 3, 2, 2],
+                "conv_stride": [5, 2, 2, 2, 2, 2, 2],
+                "ctc_loss_reduction": "sum", "ctc_zero_infinity": False,
+                "do_stable_layer_norm": False, "eos_token_id": 2,
+                "feat_extract_activation": "gelu",
+                "feat_extract_dropout": 0.0, "feat_extract_norm": "group",
+                "feat_proj_dropout": 0.1, "final_dropout": 0.1,
+                "hidden_act": "gelu", "hidden_dropout": 0.1,
+                "initializer_range": 0.02, "layer_norm_eps": 1e-05,
+                "layerdrop": 0.1, "mask_feature_length": 10,
+                "mask_feature_prob": 0.0, "mask_time_length": 10,
+                "mask_time_prob": 0.05, "model_type": "wav2vec2",
+                "num_conv_pos_embedding_groups": 16,
+                "num_conv_pos_embeddings": 128, "num_feat_extract_layers": 7,
+                "pad_token_id": 0, "vocab_size": 32,
+                # cut: conv_dim 512 x 7, 768 wide, 3072, 12 layers, 12 heads
+                "conv_dim": [16] * 7, "hidden_size": 32,
+                "intermediate_size": 48, "num_hidden_layers": 2,
+                "num_attention_heads": 4},
+        preprocessor_config={"do_normalize": True,
+                             "feature_extractor_type": "Wav2Vec2FeatureExtractor",
+                             "feature_size": 1, "padding_side": "right",
+                             "padding_value": 0.0,
+                             "return_attention_mask": False,
+                             "sampling_rate": 16000},
+        tokenizer_config={"bos_token": "<s>", "do_lower_case": False,
+                          "do_normalize": True, "eos_token": "</s>",
+                          "pad_token": "<pad>", "return_attention_mask": False,
+                          "unk_token": "<unk>", "word_delimiter_token": "|"},
+        audio=[8000, 17],
+        tokens=[]),
+    "hubert-large-ls960-ft": dict(
+        kind="speech-ctc",
+        classes=(tf.HubertConfig, tf.HubertForCTC),
+        config={"activation_dropout": 0.1, "apply_spec_augment": True,
+                "architectures": ["HubertForCTC"], "attention_dropout": 0.1,
+                "bos_token_id": 1, "conv_bias": True,
+                "conv_kernel": [10, 3, 3, 3, 3, 2, 2],
+                "conv_stride": [5, 2, 2, 2, 2, 2, 2],
+                "ctc_loss_reduction": "sum", "ctc_zero_infinity": False,
+                "do_stable_layer_norm": True, "eos_token_id": 2,
+                "feat_extract_activation": "gelu",
+                "feat_extract_dropout": 0.0, "feat_extract_norm": "layer",
+                "feat_proj_dropout": 0.1, "final_dropout": 0.1,
+                "hidden_act": "gelu", "hidden_dropout": 0.1,
+                "initializer_range": 0.02, "layer_norm_eps": 1e-05,
+                "layerdrop": 0.1, "mask_feature_length": 10,
+                "mask_feature_prob": 0.0, "mask_time_length": 10,
+                "mask_time_prob": 0.05, "model_type": "hubert",
+                "num_conv_pos_embedding_groups": 16,
+                "num_conv_pos_embeddings": 128, "num_feat_extract_layers": 7,
+                "pad_token_id": 0, "vocab_size": 32,
+                # cut: conv_dim 512 x 7, 1024 wide, 4096, 24 layers, 16 heads
+                "conv_dim": [16] * 7, "hidden_size": 32,
+                "intermediate_size": 48, "num_hidden_layers": 2,
+                "num_attention_heads": 4},
+        preprocessor_config={"do_normalize": True,
+                             "feature_extractor_type": "Wav2Vec2FeatureExtractor",
+                             "feature_size": 1, "padding_side": "right",
+                             "padding_value": 0, "return_attention_mask": True,
+                             "sampling_rate": 16000},
+        tokenizer_config={"bos_token": "<s>", "do_lower_case": False,
+                          "eos_token": "</s>", "pad_token": "<pad>",
+                          "unk_token": "<unk>", "word_delimiter_token": "|"},
+        audio=[8000, 19],
+        tokens=[]),
 }
 SEEDS = {name: 1000 + i for i, name in enumerate(MODELS)}
+# LibriSpeech's characters, as wav2vec2-base-960h's and
+# hubert-large-ls960-ft's vocab.json number them.
+LIBRISPEECH_VOCAB = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, "|": 4,
+                     **{c: 5 + i for i, c in
+                        enumerate("ETAONIHSRDLUMWCFGYPBVK'XJQZ")}}
 
 # What each tokenizer makes of one prompt, by the published tokenizer's
 # rules on the fixture's vocabulary (bytes, then Ġt, he, Ġthe, then
@@ -684,6 +761,26 @@ def golden(name, spec, manifest_path):
                 fixture, "features.bin"), "rb").read()), dtype=torch.float32)
             size = spec["config"]["image_size"]
             logits = model(pixel_values=features.view(1, 3, size, size)).logits
+        elif kind == "speech-ctc":
+            import numpy as np
+            import wave
+            with wave.open(os.path.join(fixture, "clip.wav"), "rb") as w:
+                pcm = np.frombuffer(w.readframes(w.getnframes()), "<i2")
+            extractor = tf.Wav2Vec2FeatureExtractor(
+                **{k: v for k, v in spec["preprocessor_config"].items()
+                   if k != "feature_extractor_type"})
+            values = extractor(pcm.astype(np.float32) / 32768.0,
+                               sampling_rate=16000,
+                               return_tensors="pt").input_values
+            logits = model(values).logits[0]
+            tokenizer = tf.Wav2Vec2CTCTokenizer.from_pretrained(fixture)
+            transcript = tokenizer.batch_decode(logits.argmax(-1)[None])[0]
+            with open(manifest_path, encoding="utf-8") as f:
+                manifest = json.load(f)
+            manifest["frames"] = logits.shape[0]
+            manifest["transcript"] = transcript
+            with open(manifest_path, "w", encoding="utf-8") as f:
+                json.dump(manifest, f, indent=1, ensure_ascii=False)
         elif kind == "speech-seq2seq":
             features = torch.frombuffer(bytearray(open(os.path.join(
                 fixture, "features.bin"), "rb").read()), dtype=torch.float32)
@@ -701,14 +798,19 @@ def golden(name, spec, manifest_path):
     shutil.rmtree(fixture)
 
 
-def main():
+def main(names):
+    """Every model's manifest and golden, or only those named."""
     os.makedirs(OUT, exist_ok=True)
     for name, spec in MODELS.items():
+        if names and name not in names:
+            continue
         manifest = {key: spec[key] for key in
                     ("config", "generation_config", "tokenizer_config",
                      "tokenizer", "tokens", "decoder_tokens", "kind",
-                     "preprocessor_config", "features")
+                     "preprocessor_config", "features", "audio")
                     if key in spec}
+        if spec.get("kind") == "speech-ctc":
+            manifest["vocab"] = LIBRISPEECH_VOCAB
         manifest["seed"] = SEEDS[name]
         if name in PROMPT_IDS:
             manifest["prompt"] = PROMPT
@@ -721,4 +823,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

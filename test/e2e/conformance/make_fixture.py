@@ -27,6 +27,7 @@ import os
 import random
 import struct
 import sys
+import wave
 
 
 def byte_alphabet():
@@ -128,6 +129,10 @@ def write_fixture(manifest_path, out):
             with open(os.path.join(out, name + ".json"), "w",
                       encoding="utf-8") as f:
                 json.dump(manifest[name], f, indent=2, ensure_ascii=False)
+    if "vocab" in manifest:  # a CTC head's Wav2Vec2CTCTokenizer
+        with open(os.path.join(out, "vocab.json"), "w",
+                  encoding="utf-8") as f:
+            json.dump(manifest["vocab"], f, ensure_ascii=False)
     if "tokenizer" in manifest:
         with open(os.path.join(out, "tokenizer.json"), "w",
                   encoding="utf-8") as f:
@@ -135,6 +140,19 @@ def write_fixture(manifest_path, out):
                       ensure_ascii=False)
     write_safetensors(os.path.join(out, "model.safetensors"),
                       manifest["tensors"], manifest["seed"])
+    if "audio" in manifest:
+        # A waveform model's input: clip.wav, 16-bit mono noise.
+        count, seed = manifest["audio"]
+        rng = random.Random(seed)
+        samples = array.array("h", (round(rng.uniform(-0.5, 0.5) * 32767)
+                                    for _ in range(count)))
+        if sys.byteorder != "little":
+            samples.byteswap()
+        with wave.open(os.path.join(out, "clip.wav"), "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(manifest["preprocessor_config"]["sampling_rate"])
+            w.writeframes(samples.tobytes())
     if "features" in manifest:
         # A speech model's log-mel-like input, an image model's pixels:
         # values in [-1, 1].
