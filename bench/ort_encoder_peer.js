@@ -7,6 +7,8 @@
 //       a batch of sequences padded to the longest, with an attention mask
 //   node ort_encoder_peer.js MODEL.onnx --images 1 --reps 5
 //       224x224 images
+//   node ort_encoder_peer.js MODEL.onnx --samples 480000 --reps 3
+//       a speech model's mono samples (input_values [1, samples])
 const ort = require('onnxruntime-node');
 
 function argument(name) {
@@ -15,6 +17,12 @@ function argument(name) {
 }
 
 function inputs() {
+  const samples = argument('--samples');
+  if (samples !== undefined) {
+    const n = Number(samples);
+    const values = Float32Array.from({length: n}, (_, i) => ((i * 7919) % 65536) / 65536 - 0.5);
+    return {input_values: new ort.Tensor('float32', values, [1, n])};
+  }
   const images = argument('--images');
   if (images !== undefined) {
     const n = Number(images), size = n * 3 * 224 * 224;

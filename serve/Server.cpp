@@ -1,8 +1,10 @@
 //===- Server.cpp - an OpenAI-compatible server for a compiled model -----===//
 //
 // What tfm-serve runs (tools/tfm-serve parses its options): loads a
-// language model or an embedder compiled with `tfmc --emit=lib` and serves
-// it over HTTP (cpp-httplib): an embedder's /v1/embeddings (Embeddings.h),
+// language model, an embedder or a speech recognizer compiled with `tfmc
+// --emit=lib` and serves it over HTTP (cpp-httplib): an embedder's
+// /v1/embeddings (Embeddings.h), a recognizer's /v1/audio/transcriptions
+// (Transcriptions.h),
 // a language model's /v1/completions and /v1/chat/completions (streamed with
 // server-sent events when asked; chats rendered with the model's chat
 // template, jinja/ChatTemplate.h), /v1/models, /health, and /metrics in
@@ -16,6 +18,7 @@
 #include "serve/Server.h"
 #include "compiler/LibraryNames.h"
 #include "serve/Embeddings.h"
+#include "serve/Transcriptions.h"
 #include "serve/OpenAiApi.h"
 #include "serve/Scheduler.h"
 
@@ -32,6 +35,7 @@
 #include <mutex>
 #include <random>
 #include <sstream>
+#include <unistd.h>
 
 using namespace tfm::serve;
 using json = nlohmann::ordered_json;
@@ -501,6 +505,83 @@ private:
   std::mutex calls;
 };
 
+/// A speech recognizer's /v1/audio/transcriptions: the upload written to a
+/// temporary file for libsndfile (tfm_audio_read), then tfm_transcribe, one
+/// call at a time.
+class TranscriptionEndpoint {
+public:
+  TranscriptionEndpoint(const ServedModel &served, tfm_model *model)
+      : served(served), model(model) {}
+
+  void handle(const httplib::Request &req, httplib::Response &res) {
+    if (!req.is_multipart_form_data())
+      return sendError(res, ApiError{400,
+                                     "the body must be a multipart form "
+                                     "(multipart/form-data) with the audio "
+                                     "as 'file'",
+                                     "", ""});
+    std::map<std::string, std::string> fields;
+    for (const auto &[name, part] : req.files)
+      fields[name] = part.content;
+    TranscriptionRequest request;
+    if (std::optional<ApiError> error =
+            parseTranscriptionRequest(fields, served, request))
+      return sendError(res, *error);
+    std::string text;
+    if (std::optional<ApiError> error = transcribe(request.audio, text))
+      return sendError(res, *error);
+    if (request.plainText)
+      res.set_content(text + "\n", "text/plain; charset=utf-8");
+    else
+      res.set_content(jsonText(transcriptionResponse(text)),
+                      "application/json");
+  }
+
+private:
+  std::optional<ApiError> transcribe(const std::string &audio,
+                                     std::string &text) {
+    const char *directory = std::getenv("TMPDIR");
+    std::string path =
+        std::string(directory && *directory ? directory : "/tmp") +
+        "/tfm-serve-audio-XXXXXX";
+    int fd = mkstemp(path.data());
+    if (fd < 0)
+      return ApiError{500, "cannot store the upload", "", ""};
+    bool written =
+        write(fd, audio.data(), audio.size()) == ssize_t(audio.size());
+    close(fd);
+    float *samples = nullptr;
+    int64_t n = 0;
+    char *transcript = nullptr;
+    tfm_status status;
+    std::optional<ApiError> error;
+    if (!written) {
+      error = ApiError{500, "cannot store the upload", "", ""};
+    } else if (tfm_audio_read(model, path.c_str(), &samples, &n, &status) !=
+               TFM_OK) {
+      // Name the upload, not the temporary file.
+      std::string message = status.message;
+      for (size_t at; (at = message.find(path)) != std::string::npos;)
+        message.replace(at, path.size(), "the uploaded file");
+      error = ApiError{400, message, "file", ""};
+    } else {
+      std::lock_guard<std::mutex> lock(calls);
+      if (tfm_transcribe(model, samples, n, &transcript, &status) != TFM_OK)
+        error = ApiError{400, status.message, "file", ""};
+    }
+    unlink(path.c_str());
+    if (transcript)
+      text = transcript;
+    std::free(transcript);
+    std::free(samples);
+    return error;
+  }
+
+  const ServedModel &served;
+  tfm_model *model;
+  std::mutex calls;
+};
+
 /// The entry point an embedder is served through: @embed (sentence
 /// embedders) or @embed_text (CLIP), token ids in, one vector out.
 const tfm_entry_point *embeddingEntry(const tfm_model *model) {
@@ -531,10 +612,12 @@ int tfm::serve::runServer(const ServerOptions &o) {
   // A language model through the batch engine, or an embedder.
   const tfm_entry_point *embed = embeddingEntry(model);
   bool generates = tfm_model_entry_point(model, "prefill_batch") != nullptr;
-  if (!generates && !embed)
+  bool recognizes = served.desc->waveform && served.desc->waveform->blank >= 0;
+  if (!generates && !embed && !recognizes)
     fail("model '" + served.name +
-         "' has neither @prefill_batch (a decoder language model) nor "
-         "@embed or @embed_text (an embedder): tfm-serve serves those");
+         "' has neither @prefill_batch (a decoder language model), @embed "
+         "or @embed_text (an embedder) nor a CTC head (a speech "
+         "recognizer): tfm-serve serves those");
   int32_t maxSequences =
       o.engine.max_sequences ? o.engine.max_sequences : 16;
   std::unique_ptr<Scheduler> scheduler;
@@ -597,6 +680,14 @@ int tfm::serve::runServer(const ServerOptions &o) {
                   embeddings->handle(req, res);
                 });
   }
+  std::unique_ptr<TranscriptionEndpoint> transcriptions;
+  if (recognizes) {
+    transcriptions = std::make_unique<TranscriptionEndpoint>(served, model);
+    server.Post("/v1/audio/transcriptions",
+                [&](const httplib::Request &req, httplib::Response &res) {
+                  transcriptions->handle(req, res);
+                });
+  }
   addErrorHandler(server);
   requireApiKey(server, o);
 
@@ -616,14 +707,23 @@ int tfm::serve::runServer(const ServerOptions &o) {
                 (long long)engineStats.kv_block_positions,
                 engineStats.kv_paged ? "" : ", unpaged", split.c_str(), scheme,
                 o.host.c_str(), port);
-  else
+  else if (embed)
     std::printf("tfm-serve: serving '%s' (embeddings of %lld dimensions, "
                 "inputs of up to %lld tokens%s) on %s://%s:%d\n",
                 served.name.c_str(), (long long)embeddings->dimensions(),
                 (long long)served.contextPositions, split.c_str(), scheme,
                 o.host.c_str(), port);
+  else
+    std::printf("tfm-serve: serving '%s' (transcriptions of clips up to "
+                "%.0f s%s) on %s://%s:%d\n",
+                served.name.c_str(),
+                double(served.desc->max_context) /
+                    double(served.desc->waveform->sampling_rate),
+                split.c_str(), scheme, o.host.c_str(), port);
   std::printf("tfm-serve: chat template: %s\n",
-              generates ? chatTemplateOrigin.c_str() : "none (an embedder)");
+              generates ? chatTemplateOrigin.c_str()
+              : embed   ? "none (an embedder)"
+                        : "none (a speech recognizer)");
   std::fflush(stdout);
   server.listen_after_bind();
   return 0;

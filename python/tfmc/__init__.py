@@ -7,6 +7,7 @@
     for piece in m.generate("Once", max_tokens=8, stream=True):
         print(piece, end="")
     e = tfmc.load("libminilm.so").embed(["a sentence", "another"])  # [2, 384]
+    print(tfmc.load("libwav2vec2.so").transcribe("speech.wav"))
 
 ctypes over the C API (runtime/include/tfm/tfm_runtime.h), which a model
 library brings with it (libtfmrt.so): nothing to build, and ctypes releases
@@ -37,6 +38,31 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 
 class TfmcError(Exception):
     """What tfmc or the runtime said was wrong."""
+
+
+_LIBC = ctypes.CDLL(None)
+_LIBC.free.argtypes = [ctypes.c_void_p]
+
+
+def _media_library():
+    """libtfmrt_media.so (audio decoding, resampling), beside the built
+    libtfmrt.so or where the loader finds it; None when there is none."""
+    built = os.path.join(_ROOT, "build", "lib", "libtfmrt_media.so")
+    for path in (os.environ.get("TFM_MEDIA_LIBRARY"), built,
+                 "libtfmrt_media.so"):
+        if not path:
+            continue
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        library.tfm_audio_read.restype = ctypes.c_int
+        library.tfm_audio_read.argtypes = [
+            ctypes.c_void_p, ctypes.c_char_p,
+            ctypes.POINTER(ctypes.POINTER(ctypes.c_float)),
+            ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(Status)]
+        return library
+    return None
 
 
 def _tfmc_path():
@@ -154,7 +180,9 @@ class Model:
                 "entry_points": entries,
                 "has_tokenizer": bool(self._tokenizer),
                 "ranks": max(d.ranks, 1),
-                "logit_scale": d.logit_scale}
+                "logit_scale": d.logit_scale,
+                "sampling_rate": (d.waveform.contents.sampling_rate
+                                  if d.waveform else None)}
 
     # Text.
 
@@ -285,6 +313,52 @@ class Model:
             str(i) for i in range(len(logits))]
         order = np.argsort(-probabilities, kind="stable")[:top]
         return [(labels[i], float(probabilities[i])) for i in order]
+
+    # Speech.
+
+    def read_audio(self, path):
+        """An audio file (WAV, FLAC, Ogg, ...) as mono f32 samples at the
+        model's rate: channels mixed down, resampled with libsoxr
+        (tfm_audio_read, libtfmrt_media.so)."""
+        media = _media_library()
+        if media is None:
+            raise TfmcError("libtfmrt_media.so (audio decoding) is not found: "
+                            "set TFM_MEDIA_LIBRARY, or give samples")
+        samples = ctypes.POINTER(ctypes.c_float)()
+        count = ctypes.c_int64()
+        status = Status()
+        _check(media.tfm_audio_read(self._handle, os.fsencode(path),
+                                    ctypes.byref(samples),
+                                    ctypes.byref(count),
+                                    ctypes.byref(status)), status)
+        try:
+            return np.ctypeslib.as_array(samples, (count.value,)).copy()
+        finally:
+            _LIBC.free(samples)
+
+    def transcribe(self, audio):
+        """A speech recognizer's transcript (Wav2Vec2ForCTC, HubertForCTC):
+        of `audio`, mono samples at the model's rate (description's
+        sampling_rate; a NumPy array or list), or an audio file's path
+        (read_audio). Greedy CTC decoding, as Wav2Vec2CTCTokenizer's."""
+        waveform = self._desc.waveform
+        if not waveform or waveform.contents.blank < 0:
+            raise TfmcError(f"model '{self.description['name']}' is not a "
+                            "speech recognizer (no CTC head)")
+        if isinstance(audio, (str, bytes, os.PathLike)):
+            samples = self.read_audio(audio)
+        else:
+            samples = np.ascontiguousarray(audio, dtype=np.float32).ravel()
+        text = ctypes.c_void_p()
+        status = Status()
+        _check(self._library.tfm_transcribe(
+            self._handle,
+            samples.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+            len(samples), ctypes.byref(text), ctypes.byref(status)), status)
+        try:
+            return ctypes.string_at(text.value).decode("utf-8", "replace")
+        finally:
+            _LIBC.free(text)
 
     # Generation.
 

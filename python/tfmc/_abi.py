@@ -48,6 +48,16 @@ class EntryPoint(ctypes.Structure):
                 ("call", ctypes.c_void_p), ("function", ctypes.c_void_p)]
 
 
+class WaveformInput(ctypes.Structure):
+    """tfm_waveform_input: a Wav2Vec2-style model's samples and CTC
+    decoding."""
+    _fields_ = [("sampling_rate", ctypes.c_int64),
+                ("min_samples", ctypes.c_int64),
+                ("frame_samples", ctypes.c_int64),
+                ("blank", ctypes.c_int32), ("word_delimiter", ctypes.c_int32),
+                ("clean_up", ctypes.c_int32), ("lowercase", ctypes.c_int32)]
+
+
 class ModelDesc(ctypes.Structure):
     _fields_ = [("abi_version", ctypes.c_uint32), ("target", ctypes.c_int32),
                 ("name", ctypes.c_char_p), ("family", ctypes.c_char_p),
@@ -77,7 +87,8 @@ class ModelDesc(ctypes.Structure):
                 ("rank_stride", ctypes.c_uint64),
                 ("rank_checksums", ctypes.c_void_p),
                 ("replicated_weights_size", ctypes.c_uint64),
-                ("logit_scale", ctypes.c_float)]
+                ("logit_scale", ctypes.c_float),
+                ("waveform", ctypes.POINTER(WaveformInput))]
 
 
 class SamplerOptions(ctypes.Structure):
@@ -139,6 +150,8 @@ def declare(library):
                                      ctypes.POINTER(ctypes.c_size_t)]),
         "tfm_session_new": (ctypes.c_int, [p, ctypes.POINTER(p), status]),
         "tfm_session_free": (None, [p]),
+        "tfm_transcribe": (ctypes.c_int, [p, ctypes.POINTER(ctypes.c_float),
+                                          i64, ctypes.POINTER(p), status]),
         "tfm_generate": (ctypes.c_int, [p, ctypes.POINTER(i32), i64,
                                         ctypes.POINTER(GenerateOptions),
                                         ctypes.POINTER(GenerateResult),

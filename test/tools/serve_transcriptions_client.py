@@ -1,0 +1,105 @@
+"""Drives tfm-serve's /v1/audio/transcriptions with Python's HTTP client
+(multipart forms, as OpenAI's SDKs send them) and prints one line per check
+for FileCheck (tfm-serve-transcriptions.test).
+
+  serve_transcriptions_client.py TFM_SERVE LIBRARY INPUTS
+
+The library is the wav2vec2-ctc fixture; INPUTS holds clip.wav and the
+transcript transformers gives it (wav2vec2-ctc.text).
+"""
+
+import http.client
+import io
+import json
+import re
+import subprocess
+import sys
+import uuid
+import wave
+
+
+def post(port, fields, files=(), content_type=None, body=None):
+    boundary = uuid.uuid4().hex
+    if body is None:
+        parts = []
+        for name, value in fields:
+            parts.append(f'--{boundary}\r\nContent-Disposition: form-data; '
+                         f'name="{name}"\r\n\r\n{value}\r\n'.encode())
+        for name, filename, data in files:
+            parts.append(f'--{boundary}\r\nContent-Disposition: form-data; '
+                         f'name="{name}"; filename="{filename}"\r\n'
+                         'Content-Type: application/octet-stream\r\n\r\n'
+                         .encode() + data + b"\r\n")
+        body = b"".join(parts) + f"--{boundary}--\r\n".encode()
+        content_type = f"multipart/form-data; boundary={boundary}"
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    connection.request("POST", "/v1/audio/transcriptions", body,
+                       {"Content-Type": content_type})
+    response = connection.getresponse()
+    payload = response.read().decode()
+    kind = response.getheader("Content-Type")
+    connection.close()
+    if kind.startswith("application/json"):
+        payload = json.loads(payload)
+    return response.status, payload
+
+
+def short_clip(samples):
+    """A 16 kHz WAV of `samples` silent samples."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(b"\0\0" * samples)
+    return out.getvalue()
+
+
+def error(payload):
+    return payload["error"]["message"]
+
+
+def main():
+    serve, library, inputs = sys.argv[1:4]
+    audio = open(f"{inputs}/clip.wav", "rb").read()
+    expected = open(f"{inputs}/wav2vec2-ctc.text").read().rstrip("\n")
+    server = subprocess.Popen([serve, library, "--port", "0"],
+                              stdout=subprocess.PIPE, text=True)
+    banner = server.stdout.readline().strip()
+    print(banner.rsplit(" on ", 1)[0])
+    print(server.stdout.readline().strip())
+    port = int(re.search(r":(\d+)$", banner).group(1))
+    clip = [("file", "clip.wav", audio)]
+    try:
+        status, body = post(port, [("model", "w2v")], clip)
+        print("json:", status, "equals transformers':", body["text"] == expected)
+        status, body = post(port, [("response_format", "text"),
+                                   ("temperature", "0")], clip)
+        print("text:", status, "equals transformers':",
+              body == expected + "\n")
+        status, body = post(port, [("model", "w2v")],
+                            [("file", "clip-8k.wav",
+                              open(f"{inputs}/clip-8k.wav", "rb").read())])
+        print("8 kHz, resampled:", status, len(body["text"]) > 0)
+        for label, fields, files in [
+                ("no file", [("model", "w2v")], []),
+                ("format", [("response_format", "srt")], clip),
+                ("language", [("language", "en")], clip),
+                ("temperature", [("temperature", "0.4")], clip),
+                ("unknown field", [("stream", "true")], clip),
+                ("another model", [("model", "whisper-1")], clip),
+                ("not audio", [], [("file", "x.wav", b"not audio at all")]),
+                ("truncated", [], [("file", "cut.wav", audio[:64])]),
+                ("too short", [], [("file", "short.wav", short_clip(10))])]:
+            status, body = post(port, fields, files)
+            print(f"refused, {label}:", status, error(body))
+        status, body = post(port, [], body=b'{"file": "x"}',
+                            content_type="application/json")
+        print("refused, JSON:", status, error(body))
+    finally:
+        server.terminate()
+        server.wait()
+
+
+if __name__ == "__main__":
+    main()
