@@ -597,8 +597,17 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   }
   if (AudioPreprocessingAttr audio = model.getAudio())
     description.audioPreprocessing = tfm_audio_preprocessing{
-        audio.getMelBins(), audio.getSamplingRate(), audio.getNFft(),
-        audio.getHopLength(), audio.getSamples()};
+        audio.getMelBins(),
+        audio.getSamplingRate(),
+        audio.getNFft(),
+        audio.getHopLength(),
+        audio.getSamples(),
+        audio.getKaldi(),
+        audio.getNormalize(),
+        audio.getWindowLength(),
+        audio.getFrames(),
+        audio.getMean() ? float(audio.getMean().getValueAsDouble()) : 0.0f,
+        audio.getStd() ? float(audio.getStd().getValueAsDouble()) : 0.0f};
   if (WaveformAttr w = model.getWaveform())
     description.waveform = tfm_waveform_input{
         w.getSamplingRate(), w.getMinSamples(), w.getFrameSamples(),

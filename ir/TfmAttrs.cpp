@@ -56,12 +56,20 @@ ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult AudioPreprocessingAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, int64_t melBins,
-    int64_t samplingRate, int64_t nFft, int64_t hopLength, int64_t samples) {
+    int64_t samplingRate, int64_t nFft, int64_t hopLength, int64_t samples,
+    bool kaldi, int64_t windowLength, int64_t frames, bool normalize,
+    FloatAttr mean, FloatAttr std) {
   if (melBins <= 0 || samplingRate <= 0 || nFft < 2 || nFft % 2 != 0 ||
       hopLength <= 0 || samples < hopLength)
     return emitError() << "expected positive mel bins, sampling rate and hop "
                           "length, an even n_fft and at least one hop of "
                           "samples";
+  if (kaldi && (windowLength <= 0 || windowLength > nFft || frames <= 0))
+    return emitError() << "expected Kaldi filterbanks of a window no longer "
+                          "than n_fft and a positive frame count";
+  if (normalize && (!mean || !std || std.getValueAsDouble() <= 0))
+    return emitError() << "expected a mean and a positive std to normalize "
+                          "with";
   return success();
 }
 

@@ -120,14 +120,32 @@ def Tfm_AudioPreprocessingAttr : AttrDef<Tfm_Dialect, "AudioPreprocessing"> {
     maximum, then (x + 4) / 4. The runtime's tfm_log_mel computes this;
     tfm_audio_load reads and resamples the audio first.
 
+    With `kaldi` (ASTFeatureExtractor), the features are Kaldi-style log
+    filterbanks instead: `window_length`-sample frames every `hop_length`
+    (the DC offset removed, pre-emphasis 0.97, a symmetric Hann window, an
+    `n_fft`-point FFT), power spectra through `mel_bins` triangles on
+    Kaldi's mel scale from 20 Hz to Nyquist, the natural log floored at
+    FLT_EPSILON, zero-padded or cut to `frames`, then with `normalize`
+    (x - mean) / (2 std); tfm_kaldi_fbank computes them.
+
     ```mlir
     #tfm.audio_preprocessing<mel_bins = 80, sampling_rate = 16000,
         n_fft = 400, hop_length = 160, samples = 480000>
+    #tfm.audio_preprocessing<mel_bins = 128, sampling_rate = 16000,
+        n_fft = 512, hop_length = 160, samples = 164080, kaldi = true,
+        window_length = 400, frames = 1024, normalize = true,
+        mean = -4.2677393 : f32, std = 4.5689974 : f32>
     ```
   }];
   let parameters = (ins "int64_t":$mel_bins, "int64_t":$sampling_rate,
                         "int64_t":$n_fft, "int64_t":$hop_length,
-                        "int64_t":$samples);
+                        "int64_t":$samples,
+                        DefaultValuedParameter<"bool", "false">:$kaldi,
+                        DefaultValuedParameter<"int64_t", "0">:$window_length,
+                        DefaultValuedParameter<"int64_t", "0">:$frames,
+                        DefaultValuedParameter<"bool", "false">:$normalize,
+                        OptionalParameter<"FloatAttr">:$mean,
+                        OptionalParameter<"FloatAttr">:$std);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -150,12 +150,25 @@ LogicalResult PatchesOp::verify() {
   if (ShapedType::isDynamicShape(image))
     return emitOpError("needs an image of static size, got ")
            << getInput().getType();
-  if (patch <= 0 || image[1] % patch || image[2] % patch)
-    return emitOpError("patch ")
-           << patch << " does not divide the image's " << image[1] << "x"
-           << image[2];
+  int64_t patches = 0;
+  if (std::optional<ArrayRef<int64_t>> strides = getStrides()) {
+    if (strides->size() != 2 || (*strides)[0] <= 0 || (*strides)[1] <= 0)
+      return emitOpError("expected two positive strides");
+    if (patch <= 0 || image[1] < patch || image[2] < patch)
+      return emitOpError("patch ")
+             << patch << " does not fit the image's " << image[1] << "x"
+             << image[2];
+    patches = ((image[1] - patch) / (*strides)[0] + 1) *
+              ((image[2] - patch) / (*strides)[1] + 1);
+  } else {
+    if (patch <= 0 || image[1] % patch || image[2] % patch)
+      return emitOpError("patch ")
+             << patch << " does not divide the image's " << image[1] << "x"
+             << image[2];
+    patches = (image[1] / patch) * (image[2] / patch);
+  }
   if (failed(expectDim(*this, "result rows", getType().getDimSize(0),
-                       "patches", (image[1] / patch) * (image[2] / patch))))
+                       "patches", patches)))
     return failure();
   return expectDim(*this, "result width", getType().getDimSize(1),
                    "patch size", image[0] * patch * patch);

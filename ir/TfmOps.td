@@ -311,7 +311,7 @@ def Tfm_TokenRowOp : Tfm_Op<"token_row", [Pure]> {
 }
 
 def Tfm_PatchesOp : Tfm_Op<"patches", [Pure]> {
-  let summary = "an image's non-overlapping square patches, one per row";
+  let summary = "an image's square patches, one per row";
   let description = [{
     Cuts the image `input` (`[channels, height, width]`) into `patch` x
     `patch` squares and returns them row by row (left to right, then top to
@@ -321,11 +321,19 @@ def Tfm_PatchesOp : Tfm_Op<"patches", [Pure]> {
     convolution, is then a `tfm.linear` with the convolution's
     `[out, channels * patch * patch]` weight.
 
+    With `strides` (`[rows, columns]`), patches start every `strides[0]` rows
+    and `strides[1]` columns and may overlap (the Audio Spectrogram
+    Transformer's 16x16 patches every 10): `((H - patch) / strides[0] + 1)
+    * ((W - patch) / strides[1] + 1)` of them, as a convolution with those
+    strides takes.
+
     ```mlir
     %p = tfm.patches %image {patch = 16} : tensor<3x224x224xf32> -> tensor<196x768xf32>
+    %s = tfm.patches %fbank {patch = 16, strides = array<i64: 10, 10>} : tensor<1x128x1024xf32> -> tensor<1212x256xf32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$input, I64Attr:$patch);
+  let arguments = (ins Tfm_FloatTensor:$input, I64Attr:$patch,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $input attr-dict `:` type($input) `->` type($result)

@@ -3,7 +3,8 @@
 // tfm.patches: [C, H, W] -> [C, H/p, p, W/p, p] (expand) -> [H/p, W/p, C,
 // p, p] (linalg.transpose) -> [(H/p)(W/p), C·p·p] (collapse): the patches
 // in row-major order, each flattened channel-major, as a convolution weight
-// [out, C, p, p] flattens.
+// [out, C, p, p] flattens. Strided (overlapping) patches: one
+// linalg.generic gathering each patch's pixels.
 //
 // tfm.windows: one linalg.generic gathering each window's taps (zero
 // where they fall in the padding), channel-major as a [out, C, k] weight
@@ -29,6 +30,8 @@ struct LowerPatches : OpConversionPattern<PatchesOp> {
   LogicalResult
   matchAndRewrite(PatchesOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (op.getStrides())
+      return lowerStrided(op, adaptor.getInput(), rewriter);
     Location loc = op.getLoc();
     auto imageType = cast<RankedTensorType>(adaptor.getInput().getType());
     int64_t c = imageType.getDimSize(0), p = op.getPatch(),
@@ -48,6 +51,47 @@ struct LowerPatches : OpConversionPattern<PatchesOp> {
     rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
         op, op.getType(), transposed,
         ArrayRef<ReassociationIndices>{{0, 1}, {2, 3, 4}});
+    return success();
+  }
+
+  /// result[py * columns + px, (c * p + ky) * p + kx] =
+  /// input[c, py * sy + ky, px * sx + kx].
+  static LogicalResult lowerStrided(PatchesOp op, Value input,
+                                    ConversionPatternRewriter &rewriter) {
+    Location loc = op.getLoc();
+    auto imageType = cast<RankedTensorType>(input.getType());
+    int64_t p = op.getPatch(), sy = (*op.getStrides())[0],
+            sx = (*op.getStrides())[1];
+    int64_t columns = (imageType.getDimSize(2) - p) / sx + 1;
+    RankedTensorType type = op.getType();
+    Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                         type.getElementType());
+    auto gathered = linalg::GenericOp::create(
+        rewriter, loc, type, ValueRange{}, ValueRange{init},
+        ArrayRef<AffineMap>{rewriter.getMultiDimIdentityMap(2)},
+        ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
+                                      utils::IteratorType::parallel},
+        [&](OpBuilder &b, Location l, ValueRange) {
+          auto index = [&](int64_t v) {
+            return arith::ConstantIndexOp::create(b, l, v);
+          };
+          Value row = linalg::IndexOp::create(b, l, 0);
+          Value column = linalg::IndexOp::create(b, l, 1);
+          Value py = arith::DivUIOp::create(b, l, row, index(columns));
+          Value px = arith::RemUIOp::create(b, l, row, index(columns));
+          Value c = arith::DivUIOp::create(b, l, column, index(p * p));
+          Value ky = arith::RemUIOp::create(
+              b, l, arith::DivUIOp::create(b, l, column, index(p)), index(p));
+          Value kx = arith::RemUIOp::create(b, l, column, index(p));
+          Value y = arith::AddIOp::create(
+              b, l, arith::MulIOp::create(b, l, py, index(sy)), ky);
+          Value x = arith::AddIOp::create(
+              b, l, arith::MulIOp::create(b, l, px, index(sx)), kx);
+          linalg::YieldOp::create(
+              b, l, ValueRange{tensor::ExtractOp::create(
+                        b, l, input, ValueRange{c, y, x})});
+        });
+    rewriter.replaceOp(op, gathered->getResults());
     return success();
   }
 };

@@ -399,7 +399,13 @@ std::string generateModelSource(const ModelDescription &model,
        << ", .sampling_rate = " << audio->sampling_rate
        << ", .n_fft = " << audio->n_fft
        << ", .hop_length = " << audio->hop_length
-       << ", .samples = " << audio->samples << "};\n";
+       << ", .samples = " << audio->samples << ",\n"
+       << "    .kaldi = " << audio->kaldi
+       << ", .normalize = " << audio->normalize
+       << ", .window_length = " << audio->window_length
+       << ", .frames = " << audio->frames << ",\n"
+       << "    .mean = " << llvm::formatv("{0:e9}f", audio->mean)
+       << ", .std = " << llvm::formatv("{0:e9}f", audio->std) << "};\n";
   if (const std::optional<tfm_waveform_input> &w = model.waveform)
     os << "static const tfm_waveform_input tfm_waveform = {\n"
        << "    .sampling_rate = " << w->sampling_rate

@@ -199,7 +199,8 @@ Value ClipIRBuilder::imageHidden(Value pixels) {
   // The stride-p convolution without a bias: a GEMM over the flattened
   // patches with the [d, C, p, p] kernel read as [d, C·p·p].
   Value patches = PatchesOp::create(b, loc, matrix(n, c * p * p), pixels,
-                                    b.getI64IntegerAttr(p));
+                                    b.getI64IntegerAttr(p),
+                                    /*strides=*/DenseI64ArrayAttr());
   std::string kernel = image.prefix + "embeddings.patch_embedding.weight";
   Value x = LinearOp::create(
       b, loc, matrix(n, d), patches,

@@ -259,8 +259,10 @@ mlir::tfm::readAudioPreprocessing(MLIRContext &context,
                      " frames; the encoder takes " + llvm::Twine(spec.melBins) +
                      " x " + llvm::Twine(frames) +
                      " (num_mel_bins, 2 x max_source_positions)");
-  return getCheckedAttr<AudioPreprocessingAttr>(path, &context, melBins, rate,
-                                                nFft, hop, samples);
+  return getCheckedAttr<AudioPreprocessingAttr>(
+      path, &context, melBins, rate, nFft, hop, samples, /*kaldi=*/false,
+      /*windowLength=*/int64_t(0), /*frames=*/int64_t(0), /*normalize=*/false,
+      FloatAttr(), FloatAttr());
 }
 
 llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(

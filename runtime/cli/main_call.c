@@ -178,7 +178,9 @@ static int input_from_pixels(const char *argv0, const tfm_entry_point *entry,
   return in->features != NULL;
 }
 
-/* An image file through the model's preprocessing (tfm_image_load). */
+/* An image file through the model's preprocessing (tfm_image_load), or
+ * an audio classifier's audio file through its filterbank
+ * (tfm_audio_load). */
 static int input_from_image(const char *argv0, tfm_model *model,
                             const tfm_entry_point *entry, const char *path,
                             call_input *in) {
@@ -189,6 +191,18 @@ static int input_from_image(const char *argv0, tfm_model *model,
   if (!in->features) {
     fprintf(stderr, "%s: error: out of memory\n", argv0);
     return 0;
+  }
+  if (tfm_model_get_desc(model)->audio_preprocessing) {
+    if (!tfm_audio_load) {
+      fprintf(stderr, "%s: error: %s: " TFM_NO_AUDIO_PREPROCESSING "\n",
+              argv0, path, tfm_model_get_desc(model)->name);
+      return 0;
+    }
+    if (tfm_audio_load(model, path, in->features, count, &status) != TFM_OK) {
+      fprintf(stderr, "%s: error: %s\n", argv0, status.message);
+      return 0;
+    }
+    return 1;
   }
   if (!tfm_image_load) {
     /* tfmc links image decoding into every model with image preprocessing

@@ -7,7 +7,12 @@
  * last frame dropped) in double precision, with FFTW's real FFT. The mel
  * filters are transformers' mel_filter_bank(norm="slaney",
  * mel_scale="slaney") from 0 to 8 kHz, computed here from the model's
- * recorded parameters.
+ * recorded parameters. tfm_kaldi_fbank computes the Audio Spectrogram
+ * Transformer's Kaldi-style filterbanks as ASTFeatureExtractor's NumPy
+ * path does (transformers' spectrogram() with remove_dc_offset,
+ * preemphasis and mel_filter_bank(mel_scale="kaldi",
+ * triangularize_in_mel_space=True)). tfm_audio_read gives a file's
+ * samples whole, for the models that hear them raw (Wav2Vec2).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -73,7 +78,7 @@ tfm_status_code tfm_log_mel(const tfm_model *model, const float *samples,
                     "tfm_log_mel: NULL argument");
   const tfm_audio_preprocessing *p =
       tfm_model_get_desc(model)->audio_preprocessing;
-  if (!p)
+  if (!p || p->kaldi)
     return tfm_fail(status, TFM_ERROR_NOT_FOUND, TFM_NO_AUDIO_PREPROCESSING,
                     tfm_model_get_desc(model)->name);
   int64_t length = p->samples, hop = p->hop_length, n_fft = p->n_fft;
@@ -151,6 +156,119 @@ tfm_status_code tfm_log_mel(const tfm_model *model, const float *samples,
   free(signal), free(window), free(filters), free(mel), free(power);
   fftw_free(frame), fftw_free(spectrum);
   return ok ? TFM_OK : tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+}
+
+/* Kaldi's mel scale. */
+static double kaldi_mel(double hertz) { return 1127.0 * log(1.0 + hertz / 700.0); }
+
+/* filters[k * mels + m]: weight of FFT bin k in mel bin m, triangles in
+ * Kaldi's mel space from 20 Hz to Nyquist over the first n_fft / 2 bins
+ * (the Nyquist bin gets none), as mel_filter_bank(..., mel_scale="kaldi",
+ * triangularize_in_mel_space=True) and ASTFeatureExtractor's padding. */
+static void kaldi_filters(int64_t bins, int64_t mels, double rate,
+                          double *filters) {
+  double low = kaldi_mel(20.0), high = kaldi_mel(rate / 2);
+  double *edges = malloc((size_t)(mels + 2) * sizeof *edges);
+  for (int64_t i = 0; edges && i < mels + 2; ++i)
+    edges[i] = low + (high - low) * (double)i / (double)(mels + 1);
+  for (int64_t k = 0; edges && k < bins; ++k) {
+    double mel = kaldi_mel(rate / (2.0 * (double)(bins - 1)) * (double)k);
+    for (int64_t m = 0; m < mels; ++m) {
+      double down = (mel - edges[m]) / (edges[m + 1] - edges[m]);
+      double up = (edges[m + 2] - mel) / (edges[m + 2] - edges[m + 1]);
+      filters[k * mels + m] = k == bins - 1 ? 0.0 : fmax(0.0, fmin(down, up));
+    }
+  }
+  free(edges);
+}
+
+tfm_status_code tfm_kaldi_fbank(const tfm_model *model, const float *samples,
+                                int64_t n, float *features, int64_t capacity,
+                                tfm_status *status) {
+  if (!model || (!samples && n > 0) || !features || n < 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_kaldi_fbank: NULL argument");
+  const tfm_audio_preprocessing *p =
+      tfm_model_get_desc(model)->audio_preprocessing;
+  if (!p || !p->kaldi)
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
+                    "model '%s' takes no Kaldi filterbanks",
+                    tfm_model_get_desc(model)->name);
+  int64_t window = p->window_length, hop = p->hop_length, n_fft = p->n_fft;
+  int64_t mels = p->mel_bins, frames = p->frames, bins = n_fft / 2 + 1;
+  if (capacity < mels * frames)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_kaldi_fbank: room for %lld features, %lld needed",
+                    (long long)capacity, (long long)(mels * frames));
+  if (n < window)
+    return tfm_fail(status, TFM_ERROR_AUDIO,
+                    "a clip of %lld samples is shorter than one %lld-sample "
+                    "window of model '%s'",
+                    (long long)n, (long long)window,
+                    tfm_model_get_desc(model)->name);
+  int64_t count = 1 + (n - window) / hop;
+  if (count > frames)
+    count = frames;
+  double *filters = malloc((size_t)(bins * mels) * sizeof *filters);
+  double *frame = fftw_malloc((size_t)n_fft * sizeof *frame);
+  fftw_complex *spectrum = fftw_malloc((size_t)bins * sizeof *spectrum);
+  double *power = malloc((size_t)bins * sizeof *power);
+  double *hann = malloc((size_t)window * sizeof *hann);
+  fftw_plan plan = NULL;
+  if (filters && frame && spectrum && power && hann) {
+    pthread_mutex_lock(&planner);
+    plan = fftw_plan_dft_r2c_1d((int)n_fft, frame, spectrum, FFTW_ESTIMATE);
+    pthread_mutex_unlock(&planner);
+  }
+  if (!plan) {
+    free(filters), free(power), free(hann);
+    fftw_free(frame), fftw_free(spectrum);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+  kaldi_filters(bins, mels, (double)p->sampling_rate, filters);
+  for (int64_t i = 0; i < window; ++i) /* symmetric Hann */
+    hann[i] = 0.5 - 0.5 * cos(2.0 * M_PI * (double)i / (double)(window - 1));
+  const double preemphasis = 0.97, floor_ = 1.192092955078125e-07;
+  float mean = p->mean, scale = (float)(2.0 * (double)p->std);
+  for (int64_t t = 0; t < frames; ++t) {
+    if (t >= count) { /* padding: zeros before normalization */
+      for (int64_t m = 0; m < mels; ++m)
+        features[m * frames + t] = p->normalize ? (0.0f - mean) / scale : 0.0f;
+      continue;
+    }
+    const float *x = samples + t * hop;
+    double dc = 0;
+    for (int64_t i = 0; i < window; ++i)
+      dc += x[i];
+    dc /= (double)window;
+    for (int64_t i = window - 1; i >= 0; --i) {
+      double previous = i ? (double)x[i - 1] - dc : 0.0;
+      double value = (double)x[i] - dc;
+      value = i ? value - preemphasis * previous : value * (1 - preemphasis);
+      frame[i] = value * hann[i];
+    }
+    for (int64_t i = window; i < n_fft; ++i)
+      frame[i] = 0;
+    fftw_execute_dft_r2c(plan, frame, spectrum);
+    for (int64_t k = 0; k < bins; ++k) {
+      /* transformers keeps the FFT as complex64 before |.|^2. */
+      double re = (float)spectrum[k][0], im = (float)spectrum[k][1];
+      power[k] = re * re + im * im;
+    }
+    for (int64_t m = 0; m < mels; ++m) {
+      double sum = 0;
+      for (int64_t k = 0; k < bins; ++k)
+        sum += filters[k * mels + m] * power[k];
+      float value = (float)log(fmax(floor_, sum));
+      features[m * frames + t] = p->normalize ? (value - mean) / scale : value;
+    }
+  }
+  pthread_mutex_lock(&planner);
+  fftw_destroy_plan(plan);
+  pthread_mutex_unlock(&planner);
+  free(filters), free(power), free(hann);
+  fftw_free(frame), fftw_free(spectrum);
+  return TFM_OK;
 }
 
 /* The file's samples mixed down to mono (the channels' mean) into *out,
@@ -283,7 +401,9 @@ tfm_status_code tfm_audio_load(const tfm_model *model, const char *path,
                    status);
   if (code != TFM_OK)
     return code;
-  code = tfm_log_mel(model, samples, n, features, capacity, status);
+  code = p->kaldi
+             ? tfm_kaldi_fbank(model, samples, n, features, capacity, status)
+             : tfm_log_mel(model, samples, n, features, capacity, status);
   free(samples);
   return code;
 }

@@ -1017,6 +1017,22 @@ func.func @patches_divide(%x: tensor<3x32x30xf32>) {
 
 // -----
 
+func.func @patches_strides(%x: tensor<1x16x64xf32>) {
+  // expected-error @+1 {{'tfm.patches' op expected two positive strides}}
+  %y = tfm.patches %x {patch = 8 : i64, strides = array<i64: 4, 0>} : tensor<1x16x64xf32> -> tensor<45x64xf32>
+  return
+}
+
+// -----
+
+func.func @patches_strided_rows(%x: tensor<1x16x64xf32>) {
+  // expected-error @+1 {{'tfm.patches' op expected result rows (44) to match patches (45)}}
+  %y = tfm.patches %x {patch = 8 : i64, strides = array<i64: 4, 4>} : tensor<1x16x64xf32> -> tensor<44x64xf32>
+  return
+}
+
+// -----
+
 func.func @patches_rows(%x: tensor<3x32x32xf32>) {
   // expected-error @+1 {{'tfm.patches' op expected result rows (15) to match patches (16)}}
   %y = tfm.patches %x {patch = 8 : i64} : tensor<3x32x32xf32> -> tensor<15x192xf32>

@@ -334,6 +334,8 @@ func.func @clamp(%x: tensor<?x4x16xf32>) -> tensor<?x4x16xf32> {
 func.func @patches(%image: tensor<3x32x48xf32>) -> tensor<24x192xf32> {
   // CHECK: tfm.patches %{{.*}} {patch = 8 : i64} : tensor<3x32x48xf32> -> tensor<24x192xf32>
   %p = tfm.patches %image {patch = 8 : i64} : tensor<3x32x48xf32> -> tensor<24x192xf32>
+  // CHECK: tfm.patches %{{.*}} {patch = 8 : i64, strides = array<i64: 4, 6>} : tensor<3x32x48xf32> -> tensor<49x192xf32>
+  %s = tfm.patches %image {patch = 8 : i64, strides = array<i64: 4, 6>} : tensor<3x32x48xf32> -> tensor<49x192xf32>
   return %p : tensor<24x192xf32>
 }
 

@@ -256,11 +256,19 @@ typedef struct {
 } tfm_image_preprocessing;
 
 /* How a speech model's input is made from audio (its
- * preprocessor_config.json, WhisperFeatureExtractor): mono samples at
- * sampling_rate, padded or cut to `samples`, become log-mel features f32
- * [mel_bins, samples / hop_length] (tfm_log_mel). */
+ * preprocessor_config.json): mono samples at sampling_rate become f32
+ * features [mel_bins, frames]. WhisperFeatureExtractor (kaldi 0): the
+ * samples padded or cut to `samples`, log-mel features of frames =
+ * samples / hop_length (tfm_log_mel). ASTFeatureExtractor (kaldi 1):
+ * Kaldi-style log filterbanks of window_length-sample frames every
+ * hop_length (an n_fft-point FFT), padded with zeros or cut to `frames`,
+ * then with `normalize` (x - mean) / (2 std) (tfm_kaldi_fbank); `samples`
+ * is what the frames span. */
 typedef struct {
   int64_t mel_bins, sampling_rate, n_fft, hop_length, samples;
+  int32_t kaldi, normalize;
+  int64_t window_length, frames;
+  float mean, std;
 } tfm_audio_preprocessing;
 
 /* A speech model that hears raw samples (Wav2Vec2, HuBERT): its entry

@@ -355,7 +355,8 @@ const char *tfm_tokenizer_decode(const tfm_tokenizer *tokenizer,
  * libsndfile reads them): channels mixed down to mono (their mean),
  * resampled to the model's rate with libsoxr (high quality) where it
  * differs, padded with silence or cut to the model's chunk (Whisper's 30
- * s), then tfm_log_mel into `features` (`capacity` floats). TFM_ERROR_AUDIO
+ * s), then tfm_log_mel (or, for the Audio Spectrogram Transformer,
+ * tfm_kaldi_fbank) into `features` (`capacity` floats). TFM_ERROR_AUDIO
  * says what is wrong with the file (unknown format, truncated, no
  * samples), TFM_ERROR_NOT_FOUND when the model takes no audio,
  * TFM_ERROR_INVALID_ARGUMENT when `capacity` is too small. */
@@ -398,6 +399,17 @@ tfm_status_code tfm_transcribe(tfm_model *model, const float *samples,
 tfm_status_code tfm_log_mel(const tfm_model *model, const float *samples,
                             int64_t n, float *features, int64_t capacity,
                             tfm_status *status);
+
+/* The Audio Spectrogram Transformer's features of `n` mono samples at the
+ * model's rate, as ASTFeatureExtractor computes them: Kaldi-style log
+ * filterbanks (25 ms windows every 10 ms, the DC offset removed,
+ * pre-emphasis, a symmetric Hann window, Kaldi's mel scale), zero-padded
+ * or cut to the model's frames, normalized with its mean and std; f32
+ * [mel bins, frames] into `features`. TFM_ERROR_AUDIO for a clip shorter
+ * than one window. */
+tfm_status_code tfm_kaldi_fbank(const tfm_model *model, const float *samples,
+                                int64_t n, float *features, int64_t capacity,
+                                tfm_status *status);
 
 /* An image model's input from a PNG or JPEG file (or its bytes in
  * memory): decoded as Pillow decodes it and converted to RGB (gray

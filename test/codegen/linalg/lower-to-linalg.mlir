@@ -357,6 +357,22 @@ func.func @token_row(%h: tensor<?x8xf32>, %ids: tensor<?xi32>) -> (tensor<8xf32>
 
 // -----
 
+// Overlapping patches: one generic gathering patch (py, px)'s pixel (c, ky,
+// kx) from (c, py * 4 + ky, px * 4 + kx), columns = (64 - 8) / 4 + 1 = 15.
+// CHECK-LABEL: func.func @strided_patches
+// CHECK: linalg.generic
+// CHECK: %[[ROW:.*]] = linalg.index 0
+// CHECK: %[[PY:.*]] = arith.divui %[[ROW]], %c15
+// CHECK: %[[PX:.*]] = arith.remui %[[ROW]], %c15
+// CHECK: tensor.extract %arg0[
+// CHECK-SAME: tensor<1x16x64xf32>
+func.func @strided_patches(%x: tensor<1x16x64xf32>) -> tensor<45x64xf32> {
+  %0 = tfm.patches %x {patch = 8 : i64, strides = array<i64: 4, 4>} : tensor<1x16x64xf32> -> tensor<45x64xf32>
+  return %0 : tensor<45x64xf32>
+}
+
+// -----
+
 // A 1-D convolution's windows: one generic gathering tap j of channel c
 // from position row * stride + j - padding, zero outside the input; rows
 // (length + 2 * padding - kernel) / stride + 1, none for an input shorter
