@@ -73,6 +73,12 @@ def main():
             logits)
         compare(logits, golden, vocab, "0:1", "classify")
         return
+    if kind == "audio-classification":
+        # The filterbank of clip.wav, computed by the executable, classified.
+        logits = model + ".logits"
+        run(exe, os.path.join(model, "clip.wav"), "--output", logits)
+        compare(logits, golden, vocab, "0:1", "classify")
+        return
     if kind == "speech-ctc":
         # A waveform recognizer: the CTC head's logits of clip.wav, then its
         # transcript.

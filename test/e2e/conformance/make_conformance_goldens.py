@@ -677,6 +677,31 @@ MODELS = {
                           "unk_token": "<unk>", "word_delimiter_token": "|"},
         audio=[8000, 19],
         tokens=[]),
+    "ast-finetuned-audioset-10-10-0.4593": dict(
+        kind="audio-classification",
+        classes=(tf.ASTConfig, tf.ASTForAudioClassification),
+        config={"architectures": ["ASTForAudioClassification"],
+                "attention_probs_dropout_prob": 0.0, "frequency_stride": 10,
+                "hidden_act": "gelu", "hidden_dropout_prob": 0.0,
+                "initializer_range": 0.02, "layer_norm_eps": 1e-12,
+                "max_length": 1024, "model_type": "audio-spectrogram-transformer",
+                "num_mel_bins": 128, "patch_size": 16, "qkv_bias": True,
+                "time_stride": 10,
+                # AudioSet's 527 classes (published names not kept)
+                "id2label": {str(i): f"class {i}" for i in range(527)},
+                "label2id": {f"class {i}": i for i in range(527)},
+                # cut: 768 wide, 3072, 12 layers, 12 heads
+                "hidden_size": 32, "intermediate_size": 48,
+                "num_hidden_layers": 2, "num_attention_heads": 4},
+        preprocessor_config={"do_normalize": True,
+                             "feature_extractor_type": "ASTFeatureExtractor",
+                             "feature_size": 1, "max_length": 1024,
+                             "mean": -4.2677393, "num_mel_bins": 128,
+                             "padding_side": "right", "padding_value": 0.0,
+                             "return_attention_mask": False,
+                             "sampling_rate": 16000, "std": 4.5689974},
+        audio=[16000, 23],
+        tokens=[]),
 }
 SEEDS = {name: 1000 + i for i, name in enumerate(MODELS)}
 # LibriSpeech's characters, as wav2vec2-base-960h's and
@@ -781,6 +806,18 @@ def golden(name, spec, manifest_path):
             manifest["transcript"] = transcript
             with open(manifest_path, "w", encoding="utf-8") as f:
                 json.dump(manifest, f, indent=1, ensure_ascii=False)
+        elif kind == "audio-classification":
+            import numpy as np
+            import wave
+            with wave.open(os.path.join(fixture, "clip.wav"), "rb") as w:
+                pcm = np.frombuffer(w.readframes(w.getnframes()), "<i2")
+            extractor = tf.ASTFeatureExtractor(
+                **{k: v for k, v in spec["preprocessor_config"].items()
+                   if k != "feature_extractor_type"})
+            values = extractor(pcm.astype(np.float32) / 32768.0,
+                               sampling_rate=16000,
+                               return_tensors="pt").input_values
+            logits = model(values).logits
         elif kind == "speech-seq2seq":
             features = torch.frombuffer(bytearray(open(os.path.join(
                 fixture, "features.bin"), "rb").read()), dtype=torch.float32)
