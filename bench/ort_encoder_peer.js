@@ -9,6 +9,8 @@
 //       224x224 images
 //   node ort_encoder_peer.js MODEL.onnx --samples 480000 --reps 3
 //       a speech model's mono samples (input_values [1, samples])
+//   node ort_encoder_peer.js MODEL.onnx --values 1,1024,128 --reps 3
+//       input_values of that shape (an audio classifier's filterbank)
 const ort = require('onnxruntime-node');
 
 function argument(name) {
@@ -17,11 +19,13 @@ function argument(name) {
 }
 
 function inputs() {
-  const samples = argument('--samples');
-  if (samples !== undefined) {
-    const n = Number(samples);
+  const samples = argument('--samples'), shape = argument('--values');
+  if (samples !== undefined || shape !== undefined) {
+    const dims = shape !== undefined ? shape.split(',').map(Number)
+                                     : [1, Number(samples)];
+    const n = dims.reduce((a, b) => a * b, 1);
     const values = Float32Array.from({length: n}, (_, i) => ((i * 7919) % 65536) / 65536 - 0.5);
-    return {input_values: new ort.Tensor('float32', values, [1, n])};
+    return {input_values: new ort.Tensor('float32', values, dims)};
   }
   const images = argument('--images');
   if (images !== undefined) {
