@@ -1,5 +1,6 @@
 # lit configuration of the tfm tests.
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -8,7 +9,8 @@ from lit.llvm.subst import ToolSubst
 config.name = "TFM"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
+                   "openai-sdk"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tfm_obj_root, "test")
 
@@ -93,3 +95,8 @@ if os.path.isdir(os.path.join(shared_models, "stories260K")):
         ("%shared_data", os.path.join(os.path.dirname(shared_models), "data")))
 else:
     lit_config.note(f"{shared_models} not found: the stories260K tests are skipped")
+# OpenAI's Node SDK, where scripts/install-deps.sh could install it.
+if os.path.isfile(os.path.join(config.test_source_root, "tools", "openai-sdk",
+                               "node_modules", "openai", "package.json")) \
+        and shutil.which("node"):
+    config.available_features.add("openai-sdk")
