@@ -174,6 +174,25 @@ LogicalResult PatchesOp::verify() {
                    "patch size", image[0] * patch * patch);
 }
 
+LogicalResult GatherRowsOp::verify() {
+  if (failed(expectRank(*this, "input", getInput(), 2)) ||
+      failed(expectRank(*this, "result", getResult(), 2)))
+    return failure();
+  RankedTensorType input = getInput().getType(), result = getType();
+  if (input.isDynamicDim(0) || result.isDynamicDim(0))
+    return emitOpError("expected static row counts");
+  if (failed(expectDim(*this, "result rows", result.getDimSize(0),
+                       "rows listed", int64_t(getRows().size()))) ||
+      failed(expectDim(*this, "result width", result.getDimSize(1),
+                       "input width", input.getDimSize(1))))
+    return failure();
+  for (int64_t row : getRows())
+    if (row < 0 || row >= input.getDimSize(0))
+      return emitOpError() << "row " << row << " is outside the input's "
+                           << input.getDimSize(0);
+  return success();
+}
+
 int64_t WindowsOp::windowCount(int64_t length) {
   if (ShapedType::isDynamic(length))
     return length;
@@ -426,6 +445,37 @@ LogicalResult AddRmsNormOp::verify() {
 //===----------------------------------------------------------------------===//
 // Positions
 //===----------------------------------------------------------------------===//
+
+LogicalResult WindowAttentionOp::verify() {
+  for (auto [name, value] : {std::pair<StringRef, Value>{"query", getQuery()},
+                             {"key", getKey()},
+                             {"value", getValue()}}) {
+    if (failed(expectRank(*this, name, value, 3)))
+      return failure();
+    if (value.getType() != getQuery().getType())
+      return emitOpError() << "expected " << name << " of the query's type "
+                           << getQuery().getType();
+  }
+  if (getType() != getQuery().getType())
+    return emitOpError() << "expected the result of the query's type";
+  if (failed(expectRank(*this, "bias", getBias(), 4)))
+    return failure();
+  ArrayRef<int64_t> q = getQuery().getType().getShape();
+  ArrayRef<int64_t> bias = getBias().getType().getShape();
+  int64_t window = getWindow();
+  if (ShapedType::isDynamicShape(q) || ShapedType::isDynamicShape(bias))
+    return emitOpError("expected static shapes");
+  if (window <= 0 || q[0] % window)
+    return emitOpError() << "expected windows of " << window
+                         << " rows to tile the " << q[0] << " rows";
+  int64_t windows = q[0] / window;
+  if (bias[1] != q[1] || bias[2] != window || bias[3] != window ||
+      bias[0] <= 0 || windows % bias[0])
+    return emitOpError() << "expected a bias [b, " << q[1] << ", " << window
+                         << ", " << window << "] with b dividing the "
+                         << windows << " windows";
+  return success();
+}
 
 LogicalResult RopeOp::verify() {
   if (failed(expectRank(*this, "input", getInput(), 3)) ||

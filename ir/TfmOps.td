@@ -373,6 +373,24 @@ def Tfm_WindowsOp : Tfm_Op<"windows", [Pure]> {
   }];
 }
 
+def Tfm_GatherRowsOp : Tfm_Op<"gather_rows", [Pure]> {
+  let summary = "rows of a tensor in a fixed order: Swin's windows";
+  let description = [{
+    `result[i, :] = input[rows[i], :]` for the constant row list `rows`:
+    a static rearrangement of the tokens, such as Swin's cyclic shift and
+    partition into windows (and its inverse), or the 2x2 neighbourhoods a
+    patch merging concatenates.
+
+    ```mlir
+    %w = tfm.gather_rows %x {rows = array<i64: 0, 1, 4, 5, 2, 3, 6, 7>} : tensor<8x96xf32> -> tensor<8x96xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, DenseI64ArrayAttr:$rows);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 class Tfm_BinaryElementwiseOp<string mnemonic, string what>
     : Tfm_Op<mnemonic, [Pure, Tfm_PositionWise, Commutative,
                         SameOperandsAndResultType]> {
@@ -648,6 +666,31 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   }];
   let hasVerifier = 1;
   let hasCanonicalizer = 1;
+}
+
+def Tfm_WindowAttentionOp : Tfm_Op<"window_attention", [Pure]> {
+  let summary = "attention within fixed windows of rows, with a bias per window";
+  let description = [{
+    The rows of `query`, `key` and `value` (`[s, heads, head_dim]`, `s` a
+    multiple of `window`) form `s / window` windows of consecutive rows;
+    each query attends to the keys of its own window only:
+    `softmax(scale · q·kᵀ + bias[w mod b, h]) · v` for window `w`, with
+    `bias` `[b, heads, window, window]` (Swin's relative-position bias,
+    `b` = 1, plus the shifted windows' mask, `b` = windows). Scores exist a
+    window at a time, `[heads, window, window]`, never `[heads, s, s]`.
+
+    ```mlir
+    %a = tfm.window_attention %q, %k, %v, %bias {scale = 0.17677 : f32, window = 49 : i64} : (tensor<3136x3x32xf32>, tensor<3136x3x32xf32>, tensor<3136x3x32xf32>, tensor<64x3x49x49xf32>) -> tensor<3136x3x32xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
+                       Tfm_FloatTensor:$value, Tfm_FloatTensor:$bias,
+                       I64Attr:$window, F32Attr:$scale);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $bias attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -6,6 +6,8 @@
 // KV head h floordiv (heads / kv_heads), which an affine map expresses
 // directly, so grouped-query attention needs no repeated K/V. It serves
 // attention with a [heads, s, t] bias and checks the kernel in tests.
+// tfm.window_attention (Swin) is lowered the same way a window at a time:
+// scores [windows, heads, window, window], linear in the rows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -224,8 +226,119 @@ struct LowerAttention : PackedSequencesPattern<AttentionOp> {
   }
 };
 
+/// Windows of L rows: q, k and v as [windows, L, heads, d]; scores
+/// [windows, heads, L, L] plus window w's bias bias[w mod b] (an affine
+/// map), soft-maxed along the keys, times the values.
+struct LowerWindowAttention : OpConversionPattern<WindowAttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(WindowAttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType type = op.getType();
+    int64_t L = op.getWindow(), rows = type.getDimSize(0),
+            heads = type.getDimSize(1), d = type.getDimSize(2),
+            windows = rows / L,
+            biases = op.getBias().getType().getDimSize(0);
+    Type f32 = rewriter.getF32Type();
+    auto split = [&](Value x) {
+      return tensor::ExpandShapeOp::create(
+          rewriter, loc, RankedTensorType::get({windows, L, heads, d}, f32), x,
+          ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
+    };
+    Value q = split(adaptor.getQuery()), k = split(adaptor.getKey()),
+          v = split(adaptor.getValue());
+    auto scoresType = RankedTensorType::get({windows, heads, L, L}, f32);
+    auto sizesOf = [&](RankedTensorType t) {
+      SmallVector<OpFoldResult> sizes;
+      for (int64_t n : t.getShape())
+        sizes.push_back(rewriter.getIndexAttr(n));
+      return sizes;
+    };
+    AffineExpr w = getAffineDimExpr(0, ctx), h = getAffineDimExpr(1, ctx),
+               i = getAffineDimExpr(2, ctx), j = getAffineDimExpr(3, ctx),
+               e = getAffineDimExpr(4, ctx);
+    SmallVector<IteratorType> parallel4(4, IteratorType::parallel);
+    // scores[w, h, i, j] = Σ_e q[w, i, h, e] · k[w, j, h, e], iterated
+    // (w, h, i, j, e).
+    Value dots = createGeneric(
+        rewriter, loc, ValueRange{q, k},
+        createFilled(rewriter, loc, scoresType, sizesOf(scoresType), 0.0),
+        {AffineMap::get(5, 0, {w, i, h, e}, ctx),
+         AffineMap::get(5, 0, {w, j, h, e}, ctx),
+         AffineMap::get(5, 0, {w, h, i, j}, ctx)},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
+         IteratorType::parallel, IteratorType::reduction},
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
+          return accumulate(b, l, args[2], prod);
+        });
+    AffineMap identity4 = rewriter.getMultiDimIdentityMap(4);
+    AffineExpr w4 = getAffineDimExpr(0, ctx), h4 = getAffineDimExpr(1, ctx),
+               i4 = getAffineDimExpr(2, ctx), j4 = getAffineDimExpr(3, ctx);
+    AffineMap biasMap = AffineMap::get(4, 0, {w4 % biases, h4, i4, j4}, ctx);
+    AffineMap rowMap = AffineMap::get(4, 0, {w4, h4, i4}, ctx);
+    float scale = op.getScale().convertToFloat();
+    auto empty = [&] {
+      return createEmpty(rewriter, loc, scoresType, sizesOf(scoresType));
+    };
+    Value logits = createGeneric(
+        rewriter, loc, ValueRange{dots, adaptor.getBias()}, empty(),
+        {identity4, biasMap, identity4}, parallel4,
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value scaled =
+              arith::MulFOp::create(b, l, args[0], f32Constant(b, l, scale));
+          return arith::AddFOp::create(b, l, scaled, args[1]);
+        });
+    Value rowMax = createRowReduction(
+        rewriter, loc, logits, -std::numeric_limits<double>::infinity(),
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::MaximumFOp::create(b, l, args[0], args[1]);
+        });
+    Value exps = createGeneric(
+        rewriter, loc, ValueRange{logits, rowMax}, empty(),
+        {identity4, rowMap, identity4}, parallel4,
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return math::ExpOp::create(
+              b, l, arith::SubFOp::create(b, l, args[0], args[1]));
+        });
+    Value rowSum = createRowReduction(
+        rewriter, loc, exps, 0.0,
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return accumulate(b, l, args[1], args[0]);
+        });
+    Value probs = createGeneric(
+        rewriter, loc, ValueRange{exps, rowSum}, empty(),
+        {identity4, rowMap, identity4}, parallel4,
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::DivFOp::create(b, l, args[0], args[1]);
+        });
+    // out[w, i, h, e] = Σ_j probs[w, h, i, j] · v[w, j, h, e], iterated
+    // (w, i, h, j, e).
+    AffineExpr oi = getAffineDimExpr(1, ctx), oh = getAffineDimExpr(2, ctx),
+               oj = getAffineDimExpr(3, ctx), oe = getAffineDimExpr(4, ctx);
+    auto outType = RankedTensorType::get({windows, L, heads, d}, f32);
+    Value out = createGeneric(
+        rewriter, loc, ValueRange{probs, v},
+        createFilled(rewriter, loc, outType, sizesOf(outType), 0.0),
+        {AffineMap::get(5, 0, {w, oh, oi, oj}, ctx),
+         AffineMap::get(5, 0, {w, oj, oh, oe}, ctx),
+         AffineMap::get(5, 0, {w, oi, oh, oe}, ctx)},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
+         IteratorType::reduction, IteratorType::parallel},
+        [](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value prod = arith::MulFOp::create(b, l, args[0], args[1]);
+          return accumulate(b, l, args[2], prod);
+        });
+    rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
+        op, type, out, ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::tfm::populateLowerAttentionPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerAttention>(patterns.getContext());
+  patterns.add<LowerAttention, LowerWindowAttention>(patterns.getContext());
 }

@@ -8,7 +8,8 @@
 //
 // tfm.windows: one linalg.generic gathering each window's taps (zero
 // where they fall in the padding), channel-major as a [out, C, k] weight
-// flattens.
+// flattens. tfm.gather_rows: a generic reading each row's source from a
+// constant table of row numbers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -169,8 +170,44 @@ struct LowerWindows : OpConversionPattern<WindowsOp> {
   }
 };
 
+struct LowerGatherRows : OpConversionPattern<GatherRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GatherRowsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    SmallVector<int32_t> rows(op.getRows().begin(), op.getRows().end());
+    auto tableType = RankedTensorType::get({int64_t(rows.size())},
+                                           rewriter.getI32Type());
+    Value table = arith::ConstantOp::create(
+        rewriter, loc, DenseElementsAttr::get(tableType, ArrayRef(rows)));
+    Value input = adaptor.getInput();
+    Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
+                                         type.getElementType());
+    MLIRContext *ctx = rewriter.getContext();
+    auto gathered = linalg::GenericOp::create(
+        rewriter, loc, type, ValueRange{table}, ValueRange{init},
+        ArrayRef<AffineMap>{AffineMap::get(2, 0, getAffineDimExpr(0, ctx)),
+                            rewriter.getMultiDimIdentityMap(2)},
+        ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
+                                      utils::IteratorType::parallel},
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value row = arith::IndexCastOp::create(b, l, b.getIndexType(),
+                                                 args[0]);
+          Value column = linalg::IndexOp::create(b, l, 1);
+          linalg::YieldOp::create(
+              b, l, ValueRange{tensor::ExtractOp::create(
+                        b, l, input, ValueRange{row, column})});
+        });
+    rewriter.replaceOp(op, gathered->getResults());
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::tfm::populateLowerPatchesPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerPatches, LowerWindows>(patterns.getContext());
+  patterns.add<LowerPatches, LowerWindows, LowerGatherRows>(
+      patterns.getContext());
 }

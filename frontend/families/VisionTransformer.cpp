@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/VisionTransformer.h"
+#include "frontend/families/Swin.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/builders/CheckedAttributes.h"
 #include "frontend/formats/JsonFile.h"
@@ -261,11 +262,11 @@ readFilterbankPreprocessing(MLIRContext &context, llvm::StringRef directory,
 
 } // namespace
 
-/// Every vision family (one reader serves them all: DeiT is ViT with a
-/// distillation token, AST a DeiT over spectrograms), in the order messages
-/// list them.
+/// Every vision family (one reader serves ViT, DeiT, a ViT with a
+/// distillation token, and AST, a DeiT over spectrograms; Swin has its
+/// own, Swin.cpp), in the order messages list them.
 static const llvm::StringLiteral kVisionFamilies[] = {
-    "vit", "deit", "audio-spectrogram-transformer"};
+    "vit", "deit", "swin", "audio-spectrogram-transformer"};
 
 bool mlir::tfm::isVisionFamily(llvm::StringRef modelType) {
   return llvm::is_contained(kVisionFamilies, modelType);
@@ -281,6 +282,9 @@ llvm::Error mlir::tfm::loadVisionTransformer(
     ArrayRef<std::string> architectures, std::vector<std::string> labels,
     llvm::StringRef checkpoint, llvm::StringRef configPath,
     LoadedModel &model) {
+  if (modelType == "swin")
+    return loadSwin(context, config, architectures, std::move(labels),
+                    checkpoint, configPath, model);
   const WeightStore &weights = model.weights;
   VisionSpec spec;
   spec.family = modelType.str();

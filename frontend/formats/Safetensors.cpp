@@ -135,6 +135,14 @@ Error mlir::tfm::readSafetensorsFile(llvm::StringRef path, WeightStore &store) {
   for (const auto &[key, value] : *object) {
     if (key == "__metadata__")
       continue;
+    // Integer tensors are buffers saved with the parameters (Swin's
+    // relative_position_index, position_ids), not weights: tfmc computes
+    // what it needs of them itself.
+    if (const llvm::json::Object *fields = value.getAsObject())
+      if (std::optional<llvm::StringRef> dtype = fields->getString("dtype"))
+        if (llvm::is_contained({"I64", "I32", "I16", "I8", "U8", "BOOL"},
+                               *dtype))
+          continue;
     Entry entry;
     if (Error err = parseEntry(path, key, value, dataSize, entry))
       return err;

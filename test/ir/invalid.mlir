@@ -1134,3 +1134,27 @@ func.func @kv_cache_mixed(%c: tensor<3x2x16x2x8xi8>, %k: tensor<?x2x8xf32>, %p: 
   %0 = tfm.kv_cache_append %c[0], %k, %k at %p : tensor<3x2x16x2x8xi8>, tensor<?x2x8xf32>, tensor<?x2x8xf32>
   return
 }
+
+// -----
+
+func.func @gather_rows_range(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tfm.gather_rows' op row 4 is outside the input's 4}}
+  %y = tfm.gather_rows %x {rows = array<i64: 0, 4>} : tensor<4x8xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @window_attention_tiles(%q: tensor<30x2x8xf32>, %bias: tensor<1x2x16x16xf32>) {
+  // expected-error @+1 {{'tfm.window_attention' op expected windows of 16 rows to tile the 30 rows}}
+  %a = tfm.window_attention %q, %q, %q, %bias {scale = 1.0 : f32, window = 16 : i64} : (tensor<30x2x8xf32>, tensor<30x2x8xf32>, tensor<30x2x8xf32>, tensor<1x2x16x16xf32>) -> tensor<30x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @window_attention_bias(%q: tensor<48x2x8xf32>, %bias: tensor<2x2x16x16xf32>) {
+  // expected-error @+1 {{'tfm.window_attention' op expected a bias [b, 2, 16, 16] with b dividing the 3 windows}}
+  %a = tfm.window_attention %q, %q, %q, %bias {scale = 1.0 : f32, window = 16 : i64} : (tensor<48x2x8xf32>, tensor<48x2x8xf32>, tensor<48x2x8xf32>, tensor<2x2x16x16xf32>) -> tensor<48x2x8xf32>
+  return
+}

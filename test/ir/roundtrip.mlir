@@ -336,6 +336,8 @@ func.func @patches(%image: tensor<3x32x48xf32>) -> tensor<24x192xf32> {
   %p = tfm.patches %image {patch = 8 : i64} : tensor<3x32x48xf32> -> tensor<24x192xf32>
   // CHECK: tfm.patches %{{.*}} {patch = 8 : i64, strides = array<i64: 4, 6>} : tensor<3x32x48xf32> -> tensor<49x192xf32>
   %s = tfm.patches %image {patch = 8 : i64, strides = array<i64: 4, 6>} : tensor<3x32x48xf32> -> tensor<49x192xf32>
+  // CHECK: tfm.gather_rows %{{.*}} {rows = array<i64: 3, 0, 1>} : tensor<24x192xf32> -> tensor<3x192xf32>
+  %g = tfm.gather_rows %p {rows = array<i64: 3, 0, 1>} : tensor<24x192xf32> -> tensor<3x192xf32>
   return %p : tensor<24x192xf32>
 }
 
@@ -346,4 +348,13 @@ func.func @windows(%mel: tensor<80x?xf32>, %x: tensor<?x32xf32>) -> (tensor<?x24
   // CHECK: tfm.windows %{{.*}} {kernel = 3 : i64, padding = 1 : i64, stride = 2 : i64} : tensor<?x32xf32> -> tensor<?x96xf32>
   %b = tfm.windows %x {kernel = 3 : i64, padding = 1 : i64, stride = 2 : i64} : tensor<?x32xf32> -> tensor<?x96xf32>
   return %a, %b : tensor<?x240xf32>, tensor<?x96xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @window_attention
+func.func @window_attention(%q: tensor<32x2x8xf32>, %bias: tensor<2x2x16x16xf32>) -> tensor<32x2x8xf32> {
+  // CHECK: tfm.window_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 3.535530e-01 : f32, window = 16 : i64} : (tensor<32x2x8xf32>, tensor<32x2x8xf32>, tensor<32x2x8xf32>, tensor<2x2x16x16xf32>) -> tensor<32x2x8xf32>
+  %a = tfm.window_attention %q, %q, %q, %bias {scale = 0.353553 : f32, window = 16 : i64} : (tensor<32x2x8xf32>, tensor<32x2x8xf32>, tensor<32x2x8xf32>, tensor<2x2x16x16xf32>) -> tensor<32x2x8xf32>
+  return %a : tensor<32x2x8xf32>
 }

@@ -465,3 +465,32 @@ func.func @f16_rows(%k: tensor<?x2x4xf32>) -> tensor<?x2x4xf32> {
   %d = tfm.dequantize_rows %q : tensor<?x2x4xf16> -> tensor<?x2x4xf32>
   return %d : tensor<?x2x4xf32>
 }
+
+// -----
+
+// Rows in a constant order: a generic reading each row's number from a
+// table.
+// CHECK-LABEL: func.func @gather_rows
+// CHECK: %[[ROWS:.*]] = arith.constant dense<[2, 0]> : tensor<2xi32>
+// CHECK: linalg.generic {{.*}} ins(%[[ROWS]] : tensor<2xi32>)
+// CHECK: arith.index_cast
+// CHECK: tensor.extract %arg0
+func.func @gather_rows(%x: tensor<4x8xf32>) -> tensor<2x8xf32> {
+  %0 = tfm.gather_rows %x {rows = array<i64: 2, 0>} : tensor<4x8xf32> -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// Windows of 16 rows: scores [windows, heads, 16, 16], the bias of window w
+// read at w mod 1, soft-maxed, times the values.
+// CHECK-LABEL: func.func @window_attention
+// CHECK: tensor.expand_shape %arg0 {{.*}} into tensor<2x16x2x8xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]{{.*}} outs(%{{.*}} : tensor<2x2x16x16xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %arg1 : tensor<2x2x16x16xf32>, tensor<1x2x16x16xf32>)
+// CHECK: math.exp
+// CHECK: tensor.collapse_shape {{.*}} into tensor<32x2x8xf32>
+func.func @window_attention(%q: tensor<32x2x8xf32>, %bias: tensor<1x2x16x16xf32>) -> tensor<32x2x8xf32> {
+  %0 = tfm.window_attention %q, %q, %q, %bias {scale = 0.35 : f32, window = 16 : i64} : (tensor<32x2x8xf32>, tensor<32x2x8xf32>, tensor<32x2x8xf32>, tensor<1x2x16x16xf32>) -> tensor<32x2x8xf32>
+  return %0 : tensor<32x2x8xf32>
+}
