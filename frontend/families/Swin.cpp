@@ -352,10 +352,12 @@ llvm::Error mlir::tfm::loadSwin(MLIRContext &context, ConfigReader &config,
   context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect,
                       tensor::TensorDialect>();
   SwinIRBuilder builder(context, spec, model.weights, checkpoint);
-  // The relative position tables are read into each block's window bias;
+  // The relative position tables are read into each block's window bias
+  // (and their index, where a checkpoint stores it as floats, recomputed);
   // the masked-image-modeling token is training's.
   auto ignored = [&](llvm::StringRef n) {
     return n.ends_with("relative_position_bias_table") ||
+           n.ends_with("relative_position_index") ||
            n.starts_with(spec.prefix + "embeddings.mask_token");
   };
   auto module = builder.declarations.finish(builder.build(), ignored);
