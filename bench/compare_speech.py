@@ -16,7 +16,7 @@ same run:
     /usr/bin/python3 bench/compare_speech.py [--model ast] [--seconds 30] [--reps 3] [--no-ort]
 
 tfmc: the model compiled with --emit=staticlib and timed through
-tfm_model_call on @recognize or @classify (bench/speech_bench.c). PyTorch:
+tfm_model_call on @recognize or @classify (bench/features_bench.c). PyTorch:
 the model's forward (OPENBLAS_NUM_THREADS=2, torch.set_num_threads(2), no
 grad). ONNX Runtime: onnxruntime-node on the model exported with
 torch.onnx (CPU, 2 intra-op threads, all graph optimizations;
@@ -169,7 +169,7 @@ def main():
     name = "ast-base" if ast else "wav2vec2-base"
     model = os.path.join(args.work, name + "-random")
     (make_ast if ast else make_model)(model)
-    exe = link_model_bench(args.work, model, "speech_bench.c", name)
+    exe = link_model_bench(args.work, model, "features_bench.c", name)
     samples = int(seconds * 16000)
     ours = json.loads(subprocess.run([exe, str(seconds), str(args.reps)],
                                      capture_output=True, text=True,

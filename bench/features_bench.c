@@ -1,11 +1,12 @@
-/* bench/speech_bench.c: a speech model compiled with --emit=staticlib
- * --prefix model (symbol model_model) through tfm_model_call: a Wav2Vec2
- * recognizer's @recognize on `seconds` of 16 kHz noise, or (an audio
- * classifier, whose features have a fixed shape) @classify on features of
- * noise. Prints one JSON line with the best seconds over `reps` calls,
- * after a warm-up call. Built by bench/compare_speech.py.
+/* bench/features_bench.c: a model whose entry point takes f32 features,
+ * compiled with --emit=staticlib --prefix model (symbol model_model), timed
+ * through tfm_model_call: a Wav2Vec2 recognizer's @recognize on `seconds`
+ * of 16 kHz noise, or an image or audio classifier's @classify on
+ * features of noise of their fixed shape. Prints one JSON line with the
+ * best seconds over `reps` calls, after a warm-up call. Built by
+ * bench/compare_speech.py and bench/compare_swin.py.
  *
- *   speech_bench SECONDS REPS */
+ *   features_bench SECONDS REPS */
 #include "model.h"
 #include "tfm/tfm_runtime.h"
 
