@@ -137,12 +137,14 @@ Error mlir::tfm::readSafetensorsFile(llvm::StringRef path, WeightStore &store) {
       continue;
     // Integer tensors are buffers saved with the parameters (Swin's
     // relative_position_index, position_ids), not weights: tfmc computes
-    // what it needs of them itself.
+    // what it needs of them itself, and names them if asked for one.
     if (const llvm::json::Object *fields = value.getAsObject())
       if (std::optional<llvm::StringRef> dtype = fields->getString("dtype"))
         if (llvm::is_contained({"I64", "I32", "I16", "I8", "U8", "BOOL"},
-                               *dtype))
+                               *dtype)) {
+          store.addIntegerBuffer(key, *dtype);
           continue;
+        }
     Entry entry;
     if (Error err = parseEntry(path, key, value, dataSize, entry))
       return err;

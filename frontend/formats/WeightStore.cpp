@@ -164,6 +164,11 @@ WeightStore::mismatch(llvm::StringRef checkpoint, llvm::StringRef name,
                       const std::vector<int64_t> &shape,
                       const llvm::Twine &expectation) const {
   const WeightTensor *tensor = lookup(name);
+  if (auto skipped = integerBuffers.find(name);
+      !tensor && skipped != integerBuffers.end())
+    return (checkpoint + ": tensor '" + name + "': unsupported dtype '" +
+            skipped->second + "' (supported: F32, F16, BF16)")
+        .str();
   if (!tensor)
     return (checkpoint + ": missing tensor '" + name + "' (shape " +
             formatShape(shape) + ")")

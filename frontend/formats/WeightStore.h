@@ -148,6 +148,12 @@ public:
   /// The block dtype (GGUF's Q8_0, Q4_K, ...) of the first matrix stored in
   /// blocks, if any: what only the CPU's kernels read.
   std::optional<WeightDtype> firstBlockDtype() const;
+  /// A tensor of integers (or booleans) the reader left out: a buffer
+  /// saved with the parameters (Swin's relative_position_index), which no
+  /// builder reads as a weight; named with its dtype if one asks for it.
+  void addIntegerBuffer(llvm::StringRef name, llvm::StringRef dtype) {
+    integerBuffers[name] = dtype.str();
+  }
   /// Keeps a checkpoint file mapped for the tensors that view it.
   void keepMapped(std::unique_ptr<llvm::MemoryBuffer> file) {
     files.push_back(std::move(file));
@@ -155,6 +161,7 @@ public:
 
 private:
   llvm::StringMap<WeightTensor> tensors;
+  llvm::StringMap<std::string> integerBuffers;
   std::vector<std::string> order;
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> files;
 };
