@@ -424,5 +424,12 @@ tfm_status_code tfm_audio_read(const tfm_model *model, const char *path,
                     desc->name);
   *samples = NULL;
   *n = 0;
-  return read_at_rate(path, rate, 0, samples, n, status);
+  /* No more than the model takes (a waveform model: a little over its
+   * longest clip, which its call then refuses by length; Whisper: its
+   * chunk): a few bytes of header claiming an hour at 1 Hz must not be
+   * resampled into an hour at 16 kHz. */
+  double keep = desc->waveform
+                    ? (double)(desc->max_context + 1) / (double)rate
+                    : (double)desc->audio_preprocessing->samples / (double)rate;
+  return read_at_rate(path, rate, keep, samples, n, status);
 }

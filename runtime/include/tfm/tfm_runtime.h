@@ -364,10 +364,12 @@ tfm_status_code tfm_audio_load(const tfm_model *model, const char *path,
                                float *features, int64_t capacity,
                                tfm_status *status);
 
-/* The whole of an audio file as mono samples at the model's rate (a
- * speech recognizer's, or a speech model's), read and resampled as
- * tfm_audio_load does: *samples (malloc'd; the caller frees it) and *n.
- * Errors as tfm_audio_load's. */
+/* An audio file as mono samples at the model's rate (a waveform model's,
+ * or a speech model's), read and resampled as tfm_audio_load does:
+ * *samples (malloc'd; the caller frees it) and *n. A file at another rate
+ * is resampled only as far as the model hears (a waveform model: just past
+ * its longest clip, which its call refuses; Whisper: its chunk); one at the
+ * model's rate is read whole. Errors as tfm_audio_load's. */
 tfm_status_code tfm_audio_read(const tfm_model *model, const char *path,
                                float **samples, int64_t *n,
                                tfm_status *status);
