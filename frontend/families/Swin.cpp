@@ -276,20 +276,6 @@ OwningOpRef<ModuleOp> SwinIRBuilder::build() {
   return module;
 }
 
-/// Config list `key` of positive integers.
-std::vector<int64_t> positiveList(ConfigReader &config, llvm::StringRef key) {
-  std::vector<int64_t> values;
-  const llvm::json::Array *list = nullptr;
-  if (const llvm::json::Value *value = config.raw().get(key))
-    list = value->getAsArray();
-  for (size_t i = 0; list && i < list->size(); ++i)
-    if (std::optional<int64_t> v = (*list)[i].getAsInteger(); v && *v > 0)
-      values.push_back(*v);
-  if (!list || list->empty() || values.size() != list->size())
-    config.fail("field '" + key + "' must list positive integers");
-  return values;
-}
-
 } // namespace
 
 llvm::Error mlir::tfm::loadSwin(MLIRContext &context, ConfigReader &config,
@@ -304,8 +290,8 @@ llvm::Error mlir::tfm::loadSwin(MLIRContext &context, ConfigReader &config,
   spec.channels = config.integer("num_channels", 3);
   spec.embedDim = config.integer("embed_dim", 96);
   spec.window = config.integer("window_size", 7);
-  spec.depths = positiveList(config, "depths");
-  spec.heads = positiveList(config, "num_heads");
+  spec.depths = config.positiveIntegers("depths");
+  spec.heads = config.positiveIntegers("num_heads");
   spec.mlpRatio = config.number("mlp_ratio", 4.0);
   spec.normEpsilon = config.number("layer_norm_eps", 1e-5);
   spec.activation = config.activation("hidden_act", "gelu");

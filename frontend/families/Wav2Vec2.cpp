@@ -270,23 +270,6 @@ OwningOpRef<ModuleOp> SpeechIRBuilder::build() {
   return module;
 }
 
-/// The integers of config list `key`, `count` of them (a missing list is
-/// an error; so is any other length).
-std::vector<int64_t> integerList(ConfigReader &config, llvm::StringRef key,
-                                 size_t count) {
-  std::vector<int64_t> values;
-  const llvm::json::Array *list = nullptr;
-  if (const llvm::json::Value *value = config.raw().get(key))
-    list = value->getAsArray();
-  for (size_t i = 0; list && i < list->size(); ++i)
-    if (std::optional<int64_t> v = (*list)[i].getAsInteger(); v && *v > 0)
-      values.push_back(*v);
-  if (!list || values.size() != list->size() || values.size() != count)
-    config.fail("field '" + key + "' must list " + llvm::Twine(count) +
-                " positive integers (num_feat_extract_layers)");
-  return values;
-}
-
 /// The positional convolution's weight from its weight norm (dim 2, as
 /// nn.utils.weight_norm stores it: `weight_g` [1, 1, k], `weight_v`
 /// [d, d / groups, k]; or the parametrization's original0 and original1):
@@ -448,9 +431,12 @@ llvm::Error mlir::tfm::loadSpeechModel(MLIRContext &context,
   spec.activation = config.activation("hidden_act", "gelu");
   spec.featureActivation = config.activation("feat_extract_activation", "gelu");
   size_t convolutions = size_t(config.integer("num_feat_extract_layers", 7));
-  spec.convDim = integerList(config, "conv_dim", convolutions);
-  spec.convKernel = integerList(config, "conv_kernel", convolutions);
-  spec.convStride = integerList(config, "conv_stride", convolutions);
+  spec.convDim = config.positiveIntegers("conv_dim", convolutions,
+                                          "num_feat_extract_layers");
+  spec.convKernel = config.positiveIntegers("conv_kernel", convolutions,
+                                          "num_feat_extract_layers");
+  spec.convStride = config.positiveIntegers("conv_stride", convolutions,
+                                          "num_feat_extract_layers");
   spec.convBias = config.boolean("conv_bias", false);
   std::string featureNorm = config.string("feat_extract_norm", "group");
   if (featureNorm == "layer")

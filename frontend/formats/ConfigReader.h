@@ -132,6 +132,26 @@ public:
       fail("field '" + key + "' must be an array of strings");
     return result;
   }
+  /// The positive integers of array `key` (Swin's depths, Wav2Vec2's
+  /// conv_kernel): a non-empty list, or with `count` exactly that many,
+  /// whose size `countFrom` names in the failure.
+  std::vector<int64_t> positiveIntegers(llvm::StringRef key,
+                                        std::optional<size_t> count = {},
+                                        llvm::StringRef countFrom = "") {
+    std::vector<int64_t> values;
+    const llvm::json::Value *value = object.get(key);
+    const llvm::json::Array *list = value ? value->getAsArray() : nullptr;
+    for (size_t i = 0; list && i < list->size(); ++i)
+      if (std::optional<int64_t> v = (*list)[i].getAsInteger(); v && *v > 0)
+        values.push_back(*v);
+    if (!list || values.size() != list->size() ||
+        (count ? values.size() != *count : values.empty()))
+      fail("field '" + key + "' must list " +
+           (count ? llvm::Twine(*count) + " " : llvm::Twine()) +
+           "positive integers" +
+           (count ? " (" + countFrom + ")" : llvm::Twine()));
+    return values;
+  }
   void fail(const llvm::Twine &message) {
     if (errors.empty())
       errors = path + ": " + message.str();
