@@ -3,6 +3,7 @@
 #include "codegen/linalg/LinalgBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -82,6 +83,38 @@ Value mlir::tfm::createRowReduction(OpBuilder &b, Location loc, Value input,
   iterators.back() = utils::IteratorType::reduction;
   return createGeneric(b, loc, input, init, {identity, dropLast}, iterators,
                        body);
+}
+
+Value mlir::tfm::softmaxOverLastDim(OpBuilder &b, Location loc, Value logits,
+                                    ArrayRef<OpFoldResult> sizes) {
+  auto type = cast<RankedTensorType>(logits.getType());
+  int64_t rank = type.getRank();
+  AffineMap identity = b.getMultiDimIdentityMap(rank);
+  AffineMap rows = identity.dropResult(rank - 1);
+  SmallVector<utils::IteratorType> parallel(rank,
+                                            utils::IteratorType::parallel);
+  Value rowMax = createRowReduction(
+      b, loc, logits, -std::numeric_limits<double>::infinity(),
+      [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return arith::MaximumFOp::create(nb, l, args[0], args[1]);
+      });
+  Value exps = createGeneric(
+      b, loc, ValueRange{logits, rowMax}, createEmpty(b, loc, type, sizes),
+      {identity, rows, identity}, parallel,
+      [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value shifted = arith::SubFOp::create(nb, l, args[0], args[1]);
+        return math::ExpOp::create(nb, l, shifted);
+      });
+  Value rowSum = createRowReduction(
+      b, loc, exps, 0.0, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return accumulate(nb, l, args[1], args[0]);
+      });
+  return createGeneric(
+      b, loc, ValueRange{exps, rowSum}, createEmpty(b, loc, type, sizes),
+      {identity, rows, identity}, parallel,
+      [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return arith::DivFOp::create(nb, l, args[0], args[1]);
+      });
 }
 
 Value mlir::tfm::createColumnReduction(OpBuilder &b, Location loc, Value x,

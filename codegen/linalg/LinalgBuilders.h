@@ -49,6 +49,12 @@ Value createElementwise(OpBuilder &b, Location loc, RankedTensorType type,
 Value createRowReduction(OpBuilder &b, Location loc, Value input,
                          double initValue, GenericBody body);
 
+/// softmax(x) along the last dimension of `logits` (any rank; `sizes` its
+/// dimensions): the row maximum subtracted, exponentiated, normalized by
+/// the row sum: attention's probabilities.
+Value softmaxOverLastDim(OpBuilder &b, Location loc, Value logits,
+                         ArrayRef<OpFoldResult> sizes);
+
 /// Sum (or max) over the rows of `x` ([n, d] -> [d]): a column's
 /// statistic (mean pooling, a channel's norm).
 Value createColumnReduction(OpBuilder &b, Location loc, Value x, bool max);

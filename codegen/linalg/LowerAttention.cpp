@@ -169,37 +169,7 @@ struct LowerAttention : PackedSequencesPattern<AttentionOp> {
         });
 
     // Softmax over j: subtract the row maximum, exponentiate, normalize.
-    Value rowMax = createRowReduction(
-        rewriter, loc, logits, -std::numeric_limits<double>::infinity(),
-        [](OpBuilder &b, Location l, ValueRange args) -> Value {
-          return arith::MaximumFOp::create(b, l, args[0], args[1]);
-        });
-    AffineMap identity3 = rewriter.getMultiDimIdentityMap(3);
-    AffineMap rows3 = AffineMap::get(3, 0, {getAffineDimExpr(0, ctx),
-                                            getAffineDimExpr(1, ctx)},
-                                     ctx);
-    SmallVector<IteratorType> parallel3(3, IteratorType::parallel);
-    auto emptyScores = [&] {
-      return createEmpty(rewriter, loc, scoresType, scoreSizes);
-    };
-    Value exps = createGeneric(
-        rewriter, loc, ValueRange{logits, rowMax}, emptyScores(),
-        {identity3, rows3, identity3}, parallel3,
-        [](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value shifted = arith::SubFOp::create(b, l, args[0], args[1]);
-          return math::ExpOp::create(b, l, shifted);
-        });
-    Value rowSum = createRowReduction(
-        rewriter, loc, exps, 0.0,
-        [](OpBuilder &b, Location l, ValueRange args) -> Value {
-          return accumulate(b, l, args[1], args[0]);
-        });
-    Value probs = createGeneric(
-        rewriter, loc, ValueRange{exps, rowSum}, emptyScores(),
-        {identity3, rows3, identity3}, parallel3,
-        [](OpBuilder &b, Location l, ValueRange args) -> Value {
-          return arith::DivFOp::create(b, l, args[0], args[1]);
-        });
+    Value probs = softmaxOverLastDim(rewriter, loc, logits, scoreSizes);
 
     // out[i, h, e] = Σ_j probs[h, i, j] · v[j, h / group, e], iterated
     // (i, h, j, e): the innermost loop runs along contiguous rows of v and
@@ -278,7 +248,6 @@ struct LowerWindowAttention : OpConversionPattern<WindowAttentionOp> {
     AffineExpr w4 = getAffineDimExpr(0, ctx), h4 = getAffineDimExpr(1, ctx),
                i4 = getAffineDimExpr(2, ctx), j4 = getAffineDimExpr(3, ctx);
     AffineMap biasMap = AffineMap::get(4, 0, {w4 % biases, h4, i4, j4}, ctx);
-    AffineMap rowMap = AffineMap::get(4, 0, {w4, h4, i4}, ctx);
     float scale = op.getScale().convertToFloat();
     auto empty = [&] {
       return createEmpty(rewriter, loc, scoresType, sizesOf(scoresType));
@@ -291,29 +260,8 @@ struct LowerWindowAttention : OpConversionPattern<WindowAttentionOp> {
               arith::MulFOp::create(b, l, args[0], f32Constant(b, l, scale));
           return arith::AddFOp::create(b, l, scaled, args[1]);
         });
-    Value rowMax = createRowReduction(
-        rewriter, loc, logits, -std::numeric_limits<double>::infinity(),
-        [](OpBuilder &b, Location l, ValueRange args) -> Value {
-          return arith::MaximumFOp::create(b, l, args[0], args[1]);
-        });
-    Value exps = createGeneric(
-        rewriter, loc, ValueRange{logits, rowMax}, empty(),
-        {identity4, rowMap, identity4}, parallel4,
-        [](OpBuilder &b, Location l, ValueRange args) -> Value {
-          return math::ExpOp::create(
-              b, l, arith::SubFOp::create(b, l, args[0], args[1]));
-        });
-    Value rowSum = createRowReduction(
-        rewriter, loc, exps, 0.0,
-        [](OpBuilder &b, Location l, ValueRange args) -> Value {
-          return accumulate(b, l, args[1], args[0]);
-        });
-    Value probs = createGeneric(
-        rewriter, loc, ValueRange{exps, rowSum}, empty(),
-        {identity4, rowMap, identity4}, parallel4,
-        [](OpBuilder &b, Location l, ValueRange args) -> Value {
-          return arith::DivFOp::create(b, l, args[0], args[1]);
-        });
+    Value probs = softmaxOverLastDim(rewriter, loc, logits,
+                                     sizesOf(scoresType));
     // out[w, i, h, e] = Σ_j probs[w, h, i, j] · v[w, j, h, e], iterated
     // (w, i, h, j, e).
     AffineExpr oi = getAffineDimExpr(1, ctx), oh = getAffineDimExpr(2, ctx),
