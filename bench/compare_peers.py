@@ -56,6 +56,29 @@ def link_model_bench(work, model, harness, name):
     return exe
 
 
+def torch_best_seconds(setup, call, reps):
+    """The best seconds of `call` (a Python statement) over `reps` runs
+    after one warm-up, in Debian's PyTorch with 2 threads (OpenBLAS's too)
+    and no grad, after `setup` (which defines what `call` uses; `tf` is
+    transformers)."""
+    code = f"""
+import json, time, torch, transformers as tf
+torch.set_num_threads(2)
+{setup}
+times = []
+with torch.no_grad():
+    for r in range({reps} + 1):
+        start = time.perf_counter()
+        {call}
+        times.append(time.perf_counter() - start)
+print(json.dumps({{"seconds": min(times[1:])}}))
+"""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="2")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, env=env, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])["seconds"]
+
+
 def hardware_limits(work):
     exe = os.path.join(work, "hwlimits")
     subprocess.run(["cc", "-O3", "-march=native", "-fopenmp",

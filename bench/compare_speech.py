@@ -30,7 +30,8 @@ import os
 import subprocess
 import sys
 
-from compare_peers import hardware_limits, link_model_bench, ort_unavailable
+from compare_peers import (hardware_limits, link_model_bench, ort_unavailable,
+                           torch_best_seconds)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -99,23 +100,9 @@ def flops(samples):
 def torch_peer(directory, samples, reps, ast=False):
     model_class = "ASTForAudioClassification" if ast else "Wav2Vec2ForCTC"
     shape = "1, 1024, 128" if ast else f"1, {samples}"
-    code = f"""
-import json, time, torch, transformers as tf
-torch.set_num_threads(2)
-model = tf.{model_class}.from_pretrained({directory!r}).eval()
-x = torch.rand({shape}) - 0.5
-times = []
-with torch.no_grad():
-    for r in range({reps} + 1):
-        start = time.perf_counter()
-        model(x)
-        times.append(time.perf_counter() - start)
-print(json.dumps({{"seconds": min(times[1:])}}))
-"""
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="2")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                         text=True, env=env, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])["seconds"]
+    return torch_best_seconds(
+        f"model = tf.{model_class}.from_pretrained({directory!r}).eval()\n"
+        f"x = torch.rand({shape}) - 0.5", "model(x)", reps)
 
 
 def export_onnx(directory, onnx, ast=False):

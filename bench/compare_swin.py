@@ -21,7 +21,8 @@ import os
 import subprocess
 import sys
 
-from compare_peers import hardware_limits, link_model_bench, ort_unavailable
+from compare_peers import (hardware_limits, link_model_bench, ort_unavailable,
+                           torch_best_seconds)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -55,23 +56,9 @@ def flops():
 
 
 def torch_peer(directory, reps):
-    code = f"""
-import json, time, torch, transformers as tf
-torch.set_num_threads(2)
-model = tf.SwinForImageClassification.from_pretrained({directory!r}).eval()
-x = torch.rand(1, 3, 224, 224)
-times = []
-with torch.no_grad():
-    for r in range({reps} + 1):
-        start = time.perf_counter()
-        model(pixel_values=x)
-        times.append(time.perf_counter() - start)
-print(json.dumps({{"seconds": min(times[1:])}}))
-"""
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="2")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                         text=True, env=env, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])["seconds"]
+    return torch_best_seconds(
+        f"model = tf.SwinForImageClassification.from_pretrained({directory!r}).eval()\n"
+        "x = torch.rand(1, 3, 224, 224)", "model(pixel_values=x)", reps)
 
 
 def ort_peer(directory, reps):
