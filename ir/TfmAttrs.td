@@ -38,7 +38,10 @@ def Tfm_InputRole : I32EnumAttr<"InputRole",
       I32EnumAttrCase<"cache_sequences", 9>,
       // tensor<?xi32>: how many tokens each chunk of @prefill_batch has
       // (consecutive positions of one sequence, chunks end to end)
-      I32EnumAttrCase<"chunk_lengths", 10>
+      I32EnumAttrCase<"chunk_lengths", 10>,
+      // tensor<?xi32>: which tokens attend to and are attended by every
+      // token (nonzero: global; Longformer's global_attention_mask)
+      I32EnumAttrCase<"global_attention", 11>
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;

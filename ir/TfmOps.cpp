@@ -477,6 +477,42 @@ LogicalResult WindowAttentionOp::verify() {
   return success();
 }
 
+LogicalResult SparseAttentionOp::verify() {
+  RankedTensorType type = getQuery().getType();
+  if (failed(expectRank(*this, "query", getQuery(), 3)))
+    return failure();
+  for (auto [name, value] :
+       {std::pair<StringRef, Value>{"key", getKey()},
+        {"value", getValue()},
+        {"global_query", getGlobalQuery()},
+        {"global_key", getGlobalKey()},
+        {"global_value", getGlobalValue()},
+        {"result", getResult()}}) {
+    if (value.getType() != type)
+      return emitOpError() << "expected " << name << " of the query's type "
+                           << type;
+  }
+  if (ShapedType::isDynamic(type.getDimSize(1)) ||
+      ShapedType::isDynamic(type.getDimSize(2)))
+    return emitOpError("expected static heads and head_dim");
+  if (Value global = getGlobal()) {
+    if (failed(expectRank(*this, "global", global, 1)) ||
+        failed(expectDim(*this, "global length",
+                         tensorType(global).getDimSize(0), "query rows",
+                         type.getDimSize(0))))
+      return failure();
+  }
+  if (getWindow() <= 0)
+    return emitOpError() << "expected a positive window, got " << getWindow();
+  if (getGlobalPrefix() < 0)
+    return emitOpError() << "expected a non-negative global_prefix, got "
+                         << getGlobalPrefix();
+  if (!getScale().isFiniteNonZero())
+    return emitOpError() << "expected a finite, non-zero scale, got "
+                         << getScale().convertToDouble();
+  return success();
+}
+
 LogicalResult RopeOp::verify() {
   if (failed(expectRank(*this, "input", getInput(), 3)) ||
       failed(expectRank(*this, "positions", getPositions(), 1)))

@@ -693,6 +693,44 @@ def Tfm_WindowAttentionOp : Tfm_Op<"window_attention", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tfm_SparseAttentionOp : Tfm_Op<"sparse_attention", [Pure]> {
+  let summary = "Longformer's attention: a sliding window plus global tokens";
+  let description = [{
+    Bidirectional self-attention over `s` rows (`[s, heads, head_dim]`
+    operands and result) with Longformer's sparse pattern. A token is
+    global when `global[j] != 0` (an `i32 [s]` mask, optional) or
+    `j < global_prefix` (the classifiers' first token).
+
+    - A query `i` that is not global attends with `query`, `key` and
+      `value` to the keys within `window` of it (`|i - j| <= window`) and
+      to every global key: `softmax(scale · q·kᵀ)` over that set.
+    - A global query attends to every key, with its own projections:
+      `global_query`, `global_key` and `global_value`.
+
+    The fused kernel visits only the key tiles the window reaches plus the
+    global keys, so a layer's cost grows linearly in `s` for a fixed
+    number of global tokens; the reference lowering materializes
+    `[heads, s, s]`.
+
+    ```mlir
+    %a = tfm.sparse_attention %q, %k, %v, %gq, %gk, %gv global %mask {scale = 0.125 : f32, window = 256 : i64} : (tensor<?x12x64xf32>, tensor<?x12x64xf32>, tensor<?x12x64xf32>, tensor<?x12x64xf32>, tensor<?x12x64xf32>, tensor<?x12x64xf32>, tensor<?xi32>) -> tensor<?x12x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
+                       Tfm_FloatTensor:$value, Tfm_FloatTensor:$global_query,
+                       Tfm_FloatTensor:$global_key,
+                       Tfm_FloatTensor:$global_value,
+                       Optional<Tfm_IntTensor>:$global,
+                       I64Attr:$window, F32Attr:$scale,
+                       DefaultValuedAttr<I64Attr, "0">:$global_prefix);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $global_query `,` $global_key `,`
+    $global_value (`global` $global^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // KV cache (produced by tfm-kv-cache)
 //===----------------------------------------------------------------------===//

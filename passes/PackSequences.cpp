@@ -73,6 +73,9 @@ Operation *firstUnpackableOp(func::FuncOp func, ValueRange perToken,
         return WalkResult::advance();
       else
         why = "attention already over packed sequences";
+    } else if (isa<SparseAttentionOp>(op)) {
+      why = "Longformer's sparse attention (windows and global tokens would "
+            "cross sequences)";
     } else if (auto pool = dyn_cast<PoolOp>(op)) {
       bool returned = llvm::all_of(pool->getUsers(), [](Operation *user) {
         return isa<func::ReturnOp>(user);
@@ -136,8 +139,11 @@ struct PackSequencesPass
         continue;
       std::string why;
       if (Operation *op = firstUnpackableOp(func, perToken, why)) {
-        // Decoders are expected here; anything else is worth a word.
-        if (!isa<AttentionOp>(op) || !cast<AttentionOp>(op).getCausal())
+        // Decoders and Longformer's classifiers are expected here; anything
+        // else is worth a word.
+        bool expected = isa<SparseAttentionOp>(op) ||
+                        (isa<AttentionOp>(op) && cast<AttentionOp>(op).getCausal());
+        if (!expected)
           op->emitRemark() << "tfm-pack-sequences: @" << func.getSymName()
                            << " gets no batched form: " << why;
         continue;

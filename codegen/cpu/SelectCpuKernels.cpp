@@ -170,6 +170,47 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
   }
 };
 
+/// tfm.sparse_attention: the runtime's Longformer kernel
+/// (kernels_attention_sparse.c), tfm_rt_sparse_attention(q, k, v, global q,
+/// k, v, global mask, out, scale, window, global prefix). Without a mask
+/// the kernel gets an empty one.
+struct SparseAttentionToKernelCall
+    : OpConversionPattern<SparseAttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(SparseAttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value global = adaptor.getGlobal();
+    if (!global) {
+      auto none = RankedTensorType::get({0}, rewriter.getI32Type());
+      global = arith::ConstantOp::create(
+          rewriter, loc, DenseElementsAttr::get(none, ArrayRef<int32_t>{}));
+    }
+    SmallVector<Value> inputs = {
+        adaptor.getQuery(),       adaptor.getKey(),       adaptor.getValue(),
+        adaptor.getGlobalQuery(), adaptor.getGlobalKey(), adaptor.getGlobalValue(),
+        global};
+    RankedTensorType type = op.getType();
+    SmallVector<Value> dynamicSizes;
+    if (type.isDynamicDim(0))
+      dynamicSizes.push_back(
+          tensor::DimOp::create(rewriter, loc, adaptor.getQuery(), 0));
+    Type i64 = rewriter.getI64Type();
+    SmallVector<Value> flags = {
+        arith::ConstantOp::create(rewriter, loc, op.getScaleAttr()),
+        arith::ConstantIntOp::create(rewriter, loc, i64, op.getWindow()),
+        arith::ConstantIntOp::create(rewriter, loc, i64,
+                                     op.getGlobalPrefix())};
+    rewriter.replaceOp(op, callKernelWithOutput(rewriter, loc,
+                                                "tfm_rt_sparse_attention",
+                                                inputs, type, dynamicSizes,
+                                                flags));
+    return success();
+  }
+};
+
 /// Whether a pattern above takes `op`.
 bool selectsKernel(Operation *op, bool fusedAttention,
                    bool plainAttentionOnly) {
@@ -182,6 +223,8 @@ bool selectsKernel(Operation *op, bool fusedAttention,
            (!attention.getLengths() && !attention.getRelativeBias() &&
             !readsStoredRows(attention));
   }
+  if (isa<SparseAttentionOp>(op))
+    return fusedAttention && !plainAttentionOnly;
   return false;
 }
 
@@ -217,5 +260,6 @@ void mlir::tfm::populateCpuKernelPatterns(RewritePatternSet &patterns,
                                           bool fusedAttention) {
   patterns.add<LinearToKernelCall>(patterns.getContext());
   if (fusedAttention)
-    patterns.add<AttentionToKernelCall>(patterns.getContext());
+    patterns.add<AttentionToKernelCall, SparseAttentionToKernelCall>(
+        patterns.getContext());
 }

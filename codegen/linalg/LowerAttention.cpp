@@ -8,6 +8,8 @@
 // attention with a [heads, s, t] bias and checks the kernel in tests.
 // tfm.window_attention (Swin) is lowered the same way a window at a time:
 // scores [windows, heads, window, window], linear in the rows.
+// tfm.sparse_attention (Longformer) becomes two of these attentions, one
+// with a mask of its pattern, and a choice of rows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -285,8 +287,115 @@ struct LowerWindowAttention : OpConversionPattern<WindowAttentionOp> {
   }
 };
 
+/// Longformer's pattern, densely: the local attention as tfm.attention
+/// with a [heads, s, s] bias (0 where a key is visible, -inf elsewhere),
+/// the global queries' as full tfm.attention over the global projections
+/// (both lowered by LowerAttention), then each row taken from one or the
+/// other. Quadratic in s: the reference the fused kernel is checked
+/// against, and the lowering of targets without that kernel.
+struct LowerSparseAttention : OpConversionPattern<SparseAttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SparseAttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType type = op.getType();
+    int64_t heads = type.getDimSize(1);
+    Value q = adaptor.getQuery();
+    OpFoldResult s = tensor::getMixedSize(rewriter, loc, q, 0);
+    Value global = adaptor.getGlobal();
+    int64_t prefix = op.getGlobalPrefix();
+    // Whether token `index` is global (a linalg body's i32 mask element,
+    // or none).
+    auto isGlobal = [&](OpBuilder &b, Location l, Value index,
+                        Value maskElement) -> Value {
+      Value result = arith::CmpIOp::create(
+          b, l, arith::CmpIPredicate::ult, index,
+          arith::ConstantIndexOp::create(b, l, prefix));
+      if (maskElement)
+        result = arith::OrIOp::create(
+            b, l, result,
+            arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::ne, maskElement,
+                arith::ConstantIntOp::create(b, l, b.getI32Type(), 0)));
+      return result;
+    };
+    auto biasType = RankedTensorType::get(
+        {heads, type.getDimSize(0), type.getDimSize(0)}, rewriter.getF32Type());
+    SmallVector<OpFoldResult> biasSizes = {rewriter.getIndexAttr(heads), s, s};
+    AffineExpr h = getAffineDimExpr(0, ctx), i = getAffineDimExpr(1, ctx),
+               j = getAffineDimExpr(2, ctx);
+    SmallVector<Value> maskInputs;
+    SmallVector<AffineMap> maps;
+    if (global) {
+      maskInputs.push_back(global);
+      maps.push_back(AffineMap::get(3, 0, {j}, ctx));
+    }
+    maps.push_back(AffineMap::get(3, 0, {h, i, j}, ctx));
+    int64_t window = op.getWindow();
+    Value bias = createGeneric(
+        rewriter, loc, maskInputs, createEmpty(rewriter, loc, biasType, biasSizes),
+        maps, SmallVector<IteratorType>(3, IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value row = linalg::IndexOp::create(b, l, 1);
+          Value col = linalg::IndexOp::create(b, l, 2);
+          // |i - j| <= window, in index arithmetic: j <= i + window and
+          // i <= j + window.
+          Value span = arith::ConstantIndexOp::create(b, l, window);
+          Value near = arith::AndIOp::create(
+              b, l,
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::ule, col,
+                                    arith::AddIOp::create(b, l, row, span)),
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::ule, row,
+                                    arith::AddIOp::create(b, l, col, span)));
+          Value visible = arith::OrIOp::create(
+              b, l, near, isGlobal(b, l, col, global ? args[0] : Value()));
+          return arith::SelectOp::create(
+              b, l, visible, f32Constant(b, l, 0.0),
+              f32Constant(b, l, -std::numeric_limits<double>::infinity()));
+        });
+    auto attend = [&](Value query, Value key, Value value, Value withBias) {
+      return AttentionOp::create(
+          rewriter, loc, type, query, key, value, withBias,
+          /*lengths=*/Value(), /*relative_bias=*/Value(), op.getScaleAttr(),
+          /*causal=*/UnitAttr(), /*window=*/IntegerAttr(),
+          /*max_distance=*/IntegerAttr());
+    };
+    Value local = attend(q, adaptor.getKey(), adaptor.getValue(), bias);
+    Value full = attend(adaptor.getGlobalQuery(), adaptor.getGlobalKey(),
+                        adaptor.getGlobalValue(), Value());
+    // out[i] = global(i) ? full[i] : local[i]
+    AffineExpr r = getAffineDimExpr(0, ctx), rh = getAffineDimExpr(1, ctx),
+               re = getAffineDimExpr(2, ctx);
+    AffineMap rows3 = AffineMap::get(3, 0, {r, rh, re}, ctx);
+    SmallVector<Value> selectInputs = {local, full};
+    SmallVector<AffineMap> selectMaps = {rows3, rows3};
+    if (global) {
+      selectInputs.push_back(global);
+      selectMaps.push_back(AffineMap::get(3, 0, {r}, ctx));
+    }
+    selectMaps.push_back(rows3);
+    SmallVector<OpFoldResult> outSizes = {
+        s, rewriter.getIndexAttr(heads),
+        rewriter.getIndexAttr(type.getDimSize(2))};
+    Value out = createGeneric(
+        rewriter, loc, selectInputs, createEmpty(rewriter, loc, type, outSizes),
+        selectMaps, SmallVector<IteratorType>(3, IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value row = linalg::IndexOp::create(b, l, 0);
+          return arith::SelectOp::create(
+              b, l, isGlobal(b, l, row, global ? args[2] : Value()), args[1],
+              args[0]);
+        });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::tfm::populateLowerAttentionPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerAttention, LowerWindowAttention>(patterns.getContext());
+  patterns.add<LowerAttention, LowerWindowAttention, LowerSparseAttention>(
+      patterns.getContext());
 }

@@ -42,7 +42,15 @@ private:
     return declarations.biasedLayerNorm(b, x, name, d ? d : spec.hiddenSize,
                                         spec.normEpsilon);
   }
-  Value layer(Value x, int64_t index);
+  Value layer(Value x, int64_t index, Value global);
+  /// Longformer's attention of layer `index` (tfm.sparse_attention).
+  Value sparseAttention(Value x, Value q, Value k, Value v, int64_t index,
+                        Value global);
+  /// Whether the entry points take a global_attention mask (Longformer,
+  /// but for a sequence classifier, whose first token is global).
+  bool takesGlobalMask() const {
+    return spec.sparse && spec.sparse->globalPrefix == 0;
+  }
   Value wordTable() {
     return weight(spec.wordEmbeddings, {spec.vocabSize, spec.embeddingWidth()});
   }
@@ -54,7 +62,28 @@ private:
   const EncoderSpec &spec;
 };
 
-Value EncoderIRBuilder::layer(Value x, int64_t index) {
+Value EncoderIRBuilder::sparseAttention(Value x, Value q, Value k, Value v,
+                                        int64_t index, Value global) {
+  const EncoderSpec::SparseAttention &sparse = *spec.sparse;
+  auto name = [&](const std::string &pattern) {
+    return layerWeightName(pattern, index);
+  };
+  int64_t heads = spec.numHeads, headDim = spec.headDim();
+  // transformers computes the global projections of global tokens (query)
+  // and of all of them (keys, values); the query's rows of the others are
+  // never read.
+  Value gq = linear(x, name(sparse.globalQuery), {heads, headDim});
+  Value gk = linear(x, name(sparse.globalKey), {heads, headDim});
+  Value gv = linear(x, name(sparse.globalValue), {heads, headDim});
+  return SparseAttentionOp::create(
+      b, named("layer " + llvm::Twine(index) + " sparse attention"),
+      q.getType(), q, k, v, gq, gk, gv, global,
+      b.getI64IntegerAttr(sparse.windows[index]),
+      b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
+      b.getI64IntegerAttr(sparse.globalPrefix));
+}
+
+Value EncoderIRBuilder::layer(Value x, int64_t index, Value global) {
   auto name = [&](const std::string &pattern) {
     return layerWeightName(pattern, index);
   };
@@ -64,12 +93,16 @@ Value EncoderIRBuilder::layer(Value x, int64_t index) {
   Value k = linear(x, name(spec.key), {heads, headDim});
   Value v = linear(x, name(spec.value), {heads, headDim});
   auto scale = b.getF32FloatAttr(1.0 / std::sqrt(double(headDim)));
-  // Bidirectional: no causal mask; every token sees every token.
-  Value attended = AttentionOp::create(
-      b, named("layer " + llvm::Twine(index) + " attention"), q.getType(), q,
-      k, v, /*bias=*/Value(), /*lengths=*/Value(), /*relative_bias=*/Value(),
-      scale, /*causal=*/UnitAttr(), /*window=*/IntegerAttr(),
-      /*max_distance=*/IntegerAttr());
+  // Bidirectional: no causal mask; every token sees every token (but in
+  // Longformer, whose tokens see a window and the global ones).
+  Value attended =
+      spec.sparse
+          ? sparseAttention(x, q, k, v, index, global)
+          : AttentionOp::create(
+                b, named("layer " + llvm::Twine(index) + " attention"),
+                q.getType(), q, k, v, /*bias=*/Value(), /*lengths=*/Value(),
+                /*relative_bias=*/Value(), scale, /*causal=*/UnitAttr(),
+                /*window=*/IntegerAttr(), /*max_distance=*/IntegerAttr());
   Value projected = linear(attended, name(spec.attentionOutput), {d});
   x = norm(AddOp::create(b, x.getLoc(), x, projected),
            name(spec.attentionNorm));
@@ -79,14 +112,17 @@ Value EncoderIRBuilder::layer(Value x, int64_t index) {
   return norm(AddOp::create(b, x.getLoc(), x, out), name(spec.outputNorm));
 }
 
-/// A public entry point `name` taking the token ids (and token types)
-/// and returning `result` in `role`; the builder is left in its body.
+/// A public entry point `name` taking the token ids (and token types, and
+/// Longformer's global attention mask) and returning `result` in `role`;
+/// the builder is left in its body.
 func::FuncOp EncoderIRBuilder::beginFunction(llvm::StringRef name,
                                              Type result, OutputRole role) {
   auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
   bool types = !spec.typeEmbeddings.empty();
   SmallVector<Type> inputs = {ids};
   if (types)
+    inputs.push_back(ids);
+  if (takesGlobalMask())
     inputs.push_back(ids);
   auto function = func::FuncOp::create(b, named(name), name,
                                        b.getFunctionType(inputs, {result}));
@@ -96,6 +132,9 @@ func::FuncOp EncoderIRBuilder::beginFunction(llvm::StringRef name,
   if (types)
     function.setArgAttr(1, kInputArgAttrName,
                         InputRoleAttr::get(ctx, InputRole::token_type_ids));
+  if (takesGlobalMask())
+    function.setArgAttr(inputs.size() - 1, kInputArgAttrName,
+                        InputRoleAttr::get(ctx, InputRole::global_attention));
   function.setResultAttr(0, kOutputResultAttrName,
                          OutputRoleAttr::get(ctx, role));
   b.setInsertionPointToStart(function.addEntryBlock());
@@ -128,8 +167,11 @@ Value EncoderIRBuilder::encodeTokens(Block *entry) {
   x = norm(AddOp::create(b, loc, x, positions), spec.embeddingNorm, e);
   if (!spec.embeddingProjection.empty())
     x = linear(x, spec.embeddingProjection, {spec.hiddenSize});
+  Value global = takesGlobalMask()
+                     ? entry->getArgument(entry->getNumArguments() - 1)
+                     : Value();
   for (int64_t i = 0; i < spec.numLayers; ++i)
-    x = layer(x, i);
+    x = layer(x, i, global);
   return x;
 }
 

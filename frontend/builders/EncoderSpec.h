@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::tfm {
 
@@ -43,6 +44,19 @@ struct EncoderSpec {
       embeddingNorm, embeddingProjection;
   std::string query, key, value, attentionOutput, attentionNorm,
       intermediate, output, outputNorm;
+
+  /// Longformer's sparse attention (tfm.sparse_attention): per layer, how
+  /// far a token sees on either side (half the config's even
+  /// attention_window); empty: full attention. Global tokens attend with
+  /// their own projections (the global names, "{}" the layer), given by a
+  /// global_attention input, or the first `globalPrefix` tokens for a
+  /// classifier (as LongformerForSequenceClassification sets them).
+  struct SparseAttention {
+    std::vector<int64_t> windows;
+    std::string globalQuery, globalKey, globalValue;
+    int64_t globalPrefix = 0;
+  };
+  std::optional<SparseAttention> sparse;
 
   /// A masked-LM head (*ForMaskedLM): dense + activation + LayerNorm, then
   /// the decoder to the vocabulary (the word embeddings when tied) with

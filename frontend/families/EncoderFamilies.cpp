@@ -119,6 +119,33 @@ EncoderSpec readXlmRobertaSpec(ConfigReader &config) {
   return readRobertaLikeSpec(config, "xlm-roberta");
 }
 
+/// Longformer: RoBERTa's embeddings and layers, with sparse attention. A
+/// layer's attention_window (one for all, or a list) is even and covers
+/// both sides of a token; the spec keeps the one-sided half.
+EncoderSpec readLongformerSpec(ConfigReader &config) {
+  EncoderSpec spec = readRobertaLikeSpec(config, "longformer");
+  EncoderSpec::SparseAttention sparse;
+  const llvm::json::Value *window = config.fields().get("attention_window");
+  std::optional<int64_t> shared = window ? window->getAsInteger() : 512;
+  if (shared)
+    sparse.windows.assign(std::max<int64_t>(spec.numLayers, 0), *shared);
+  else
+    sparse.windows = config.positiveIntegers(
+        "attention_window", std::max<int64_t>(spec.numLayers, 0),
+        "one per layer: num_hidden_layers");
+  for (int64_t &w : sparse.windows) {
+    if (w <= 0 || w % 2 != 0) {
+      config.fail("attention_window must be even and positive (a window "
+                  "of w sees w/2 tokens on each side), got " +
+                  llvm::Twine(w));
+      break;
+    }
+    w /= 2;
+  }
+  spec.sparse = sparse;
+  return spec;
+}
+
 /// An encoder family: config.json's model_type and the reader of its spec.
 struct EncoderFamily {
   llvm::StringLiteral modelType;
@@ -131,6 +158,7 @@ const EncoderFamily kEncoderFamilies[] = {
     {"bert", readBertSpec},
     {"distilbert", readDistilBertSpec},
     {"electra", readElectraSpec},
+    {"longformer", readLongformerSpec},
     {"roberta", readRobertaSpec},
     {"xlm-roberta", readXlmRobertaSpec},
 };
@@ -207,7 +235,15 @@ bool mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
     useBertNames(spec, prefix);
   if (spec.embeddingWidth() != spec.hiddenSize)
     spec.embeddingProjection = prefix + "embeddings_project.weight";
-  bool roberta = spec.family == "roberta" || spec.family == "xlm-roberta";
+  if (spec.sparse) {
+    std::string l = prefix + "encoder.layer.{}.attention.self.";
+    spec.sparse->globalQuery = l + "query_global.weight";
+    spec.sparse->globalKey = l + "key_global.weight";
+    spec.sparse->globalValue = l + "value_global.weight";
+  }
+  // Longformer's heads are RoBERTa's.
+  bool roberta = spec.family == "roberta" || spec.family == "xlm-roberta" ||
+                 spec.family == "longformer";
   bool bert = spec.family == "bert", electra = spec.family == "electra";
   switch (head) {
   case EncoderHead::None:
@@ -228,6 +264,10 @@ bool mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
       spec.classifier = {false, "classifier.dense.weight",
                          "classifier.out_proj.weight", labels,
                          electra ? ActivationKind::gelu : ActivationKind::tanh};
+    // LongformerForSequenceClassification gives the first token global
+    // attention when the caller sets none; its @classify always does.
+    if (spec.sparse)
+      spec.sparse->globalPrefix = 1;
     else
       spec.classifier = {false, "pre_classifier.weight", "classifier.weight",
                          labels, ActivationKind::relu};

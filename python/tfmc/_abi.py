@@ -12,7 +12,8 @@ MAX_RANK = 6
 ROLE_NAMES = {0: "token_ids", 1: "features", 2: "start_position",
               3: "cache_slot", 4: "token_type_ids", 5: "sequence_lengths",
               6: "decoder_token_ids", 7: "encoded_length", 8: "positions",
-              9: "cache_sequences", 10: "chunk_lengths", 16: "logits",
+              9: "cache_sequences", 10: "chunk_lengths",
+              11: "global_attention", 16: "logits",
               17: "hidden_states", 18: "embedding"}
 # tfm_dtype's values in order.
 DTYPE_NAMES = {0: "f32", 1: "i32", 2: "i64", 3: "i8", 4: "bf16", 5: "f16"}

@@ -32,6 +32,8 @@ static const char *role_name(int32_t role) {
     return "a start position";
   case TFM_ROLE_CACHE_SLOT:
     return "a cache slot";
+  case TFM_ROLE_GLOBAL_ATTENTION:
+    return "a global attention mask (--global-attention)";
   case TFM_ROLE_SEQUENCE_LENGTHS:
     return "sequence lengths (run @NAME with --text-file: its lines are "
            "packed)";
@@ -99,6 +101,8 @@ static void print_output(const char *name, const tfm_tensor *out) {
  * encoder-decoder's decoder ids. */
 typedef struct {
   int32_t *ids, *types, *decoder_ids;
+  /* --global-attention's mask; NULL: no global token. */
+  int32_t *globals;
   long count, decoder_count;
   float *features; /* --pixels: the features input, of its static shape */
   /* IMAGE...: the file and its number from 1, for the heading of its
@@ -111,8 +115,9 @@ static void free_input(call_input *in) {
   free(in->ids);
   free(in->types);
   free(in->decoder_ids);
+  free(in->globals);
   free(in->features);
-  in->ids = in->types = in->decoder_ids = NULL;
+  in->ids = in->types = in->decoder_ids = in->globals = NULL;
   in->features = NULL;
 }
 
@@ -263,6 +268,23 @@ static int input_from_ids(const char *argv0, const tfm_call_options *o,
     if (n != count) {
       fprintf(stderr,
               "%s: error: --token-types has %ld values for %ld tokens\n",
+              argv0, n, count);
+      return 0;
+    }
+  }
+  if (o->global_attention) {
+    in->globals = calloc((size_t)count + 1, sizeof *in->globals);
+    if (!in->globals) {
+      fprintf(stderr, "%s: error: out of memory\n", argv0);
+      return 0;
+    }
+    long n = tfm_main_parse_ids(argv0, "--global-attention",
+                                o->global_attention, in->globals, count);
+    if (n < 0)
+      return 0;
+    if (n != count) {
+      fprintf(stderr,
+              "%s: error: --global-attention has %ld values for %ld tokens\n",
               argv0, n, count);
       return 0;
     }
@@ -476,6 +498,7 @@ static int run_inputs(const char *argv0, tfm_model *model,
   tfm_status status;
   if (!packed || n == 1) {
     for (int k = 0; k < n; ++k) {
+      int32_t *no_globals = NULL; /* without --global-attention: zeros */
       for (int32_t i = 0; i < entry->num_inputs; ++i) {
         const tfm_tensor_desc *desc = &entry->inputs[i];
         if (desc->role == TFM_ROLE_FEATURES) {
@@ -487,6 +510,15 @@ static int run_inputs(const char *argv0, tfm_model *model,
         } else if (desc->role == TFM_ROLE_DECODER_TOKEN_IDS) {
           inputs[i] = (tfm_tensor){in[k].decoder_ids, TFM_DTYPE_I32, 1,
                                    {in[k].decoder_count}, NULL};
+        } else if (desc->role == TFM_ROLE_GLOBAL_ATTENTION) {
+          int32_t *mask = in[k].globals;
+          if (!mask && !(mask = no_globals = calloc(
+                             (size_t)in[k].count + 1, sizeof *mask))) {
+            fprintf(stderr, "%s: error: out of memory\n", argv0);
+            return 0;
+          }
+          inputs[i] = (tfm_tensor){mask, TFM_DTYPE_I32, 1, {in[k].count},
+                                   NULL};
         } else {
           inputs[i] =
               (tfm_tensor){desc->role == TFM_ROLE_TOKEN_IDS ? in[k].ids
@@ -494,8 +526,11 @@ static int run_inputs(const char *argv0, tfm_model *model,
                            TFM_DTYPE_I32, 1, {in[k].count}, NULL};
         }
       }
-      if (tfm_model_call(model, entry->name, inputs, entry->num_inputs, NULL,
-                         &output, 1, &status) != TFM_OK) {
+      int called = tfm_model_call(model, entry->name, inputs,
+                                  entry->num_inputs, NULL, &output, 1,
+                                  &status) == TFM_OK;
+      free(no_globals);
+      if (!called) {
         fprintf(stderr, "%s: error: %s\n", argv0, status.message);
         return 0;
       }
@@ -543,7 +578,7 @@ static int run_inputs(const char *argv0, tfm_model *model,
 /* Checks that the command line can give every input of the entry point. */
 static int check_inputs(const char *argv0, const tfm_entry_point *entry,
                         const tfm_call_options *o) {
-  int takes_types = 0, takes_decoder_ids = 0;
+  int takes_types = 0, takes_decoder_ids = 0, takes_globals = 0;
   if (entry->num_inputs > 8) {
     fprintf(stderr, "%s: error: @%s has %d inputs\n", argv0, o->name,
             entry->num_inputs);
@@ -553,6 +588,7 @@ static int check_inputs(const char *argv0, const tfm_entry_point *entry,
     int32_t role = entry->inputs[i].role;
     takes_types |= role == TFM_ROLE_TOKEN_TYPE_IDS;
     takes_decoder_ids |= role == TFM_ROLE_DECODER_TOKEN_IDS;
+    takes_globals |= role == TFM_ROLE_GLOBAL_ATTENTION;
     int batched = 0; /* a batch of images: @NAME_batch */
     for (int32_t d = 0; role == TFM_ROLE_FEATURES &&
                         !takes_waveform(&entry->inputs[i]) &&
@@ -567,7 +603,8 @@ static int check_inputs(const char *argv0, const tfm_entry_point *entry,
       return 0;
     }
     if (role != TFM_ROLE_TOKEN_IDS && role != TFM_ROLE_TOKEN_TYPE_IDS &&
-        role != TFM_ROLE_FEATURES && role != TFM_ROLE_DECODER_TOKEN_IDS) {
+        role != TFM_ROLE_FEATURES && role != TFM_ROLE_DECODER_TOKEN_IDS &&
+        role != TFM_ROLE_GLOBAL_ATTENTION) {
       fprintf(stderr,
               "%s: error: input %d of @%s is %s, which the command line "
               "cannot give\n",
@@ -577,6 +614,16 @@ static int check_inputs(const char *argv0, const tfm_entry_point *entry,
   }
   if (o->token_types && !takes_types) {
     fprintf(stderr, "%s: error: @%s takes no token types\n", argv0, o->name);
+    return 0;
+  }
+  if (o->global_attention && !takes_globals) {
+    fprintf(stderr, "%s: error: @%s takes no global attention mask\n", argv0,
+            o->name);
+    return 0;
+  }
+  if (o->global_attention && !o->tokens) {
+    fprintf(stderr, "%s: error: --global-attention goes with --tokens\n",
+            argv0);
     return 0;
   }
   if (!o->decoder_tokens != !takes_decoder_ids) {

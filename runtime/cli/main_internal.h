@@ -51,6 +51,7 @@ char *tfm_main_read_text_file(const char *path);
 typedef struct {
   const char *name;                   /* the entry point */
   const char *tokens, *token_types;   /* ids, "1 2 3" */
+  const char *global_attention;       /* with --tokens: "1 0 0" */
   const char *decoder_tokens;         /* an encoder-decoder's decoder ids */
   const char *text, *text_pair;       /* text through the tokenizer */
   const char *text_file;              /* one input per line */

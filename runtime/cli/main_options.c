@@ -41,6 +41,8 @@ void tfm_main_usage(FILE *out, const char *argv0) {
           "  --call NAME            run entry point @NAME (encode, embed, ...);\n"
           "                         the default for models that do not generate:\n"
           "    --tokens \"1 2\" [--token-types \"0 1\"]  the input as ids, or\n"
+          "    --global-attention \"1 0\"  with --tokens: Longformer's global\n"
+          "                         tokens (none by default)\n"
           "    --decoder-tokens \"ids\"  an encoder-decoder's decoder ids\n"
           "                         (teacher forcing; --tokens is the source)\n"
           "  --text TEXT, --text-file FILE  an encoder-decoder's source (one\n"
@@ -111,6 +113,7 @@ static const struct {
     {"--weights", EVERY_MODE},
     {"--call", CALL},
     {"--token-types", CALL},
+    {"--global-attention", CALL},
     {"--decoder-tokens", CALL},
     {"--text", SEQ2SEQ | CALL | SIMILARITY},
     {"--text-pair", CALL},
@@ -258,6 +261,8 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
       o->call.format = argv[++i];
     } else if (!strcmp(arg, "--token-types")) {
       o->call.token_types = argv[++i];
+    } else if (!strcmp(arg, "--global-attention")) {
+      o->call.global_attention = argv[++i];
     } else if (!strcmp(arg, "--decoder-tokens")) {
       o->call.decoder_tokens = argv[++i];
     } else if (!strcmp(arg, "--suppress")) {

@@ -64,6 +64,7 @@ static tfm_status_code check_tensor(const tfm_model_desc *desc,
   }
   int sequence = expected->role == TFM_ROLE_TOKEN_IDS ||
                  expected->role == TFM_ROLE_TOKEN_TYPE_IDS ||
+                 expected->role == TFM_ROLE_GLOBAL_ATTENTION ||
                  expected->role == TFM_ROLE_DECODER_TOKEN_IDS;
   if (sequence && !packed && tensor->shape[0] > desc->max_context)
     return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
@@ -297,19 +298,22 @@ static tfm_status_code call_entry(tfm_model *model, const char *name,
     if (code != TFM_OK)
       return code;
   }
-  /* Token ids and token types describe the same positions: the generated
-   * code adds their embeddings row by row, so their lengths must agree. */
+  /* Token ids, token types and a global attention mask describe the same
+   * positions: the generated code reads them row by row, so their lengths
+   * must agree. */
   int32_t first_sequence = -1;
   for (int32_t i = 0; i < num_inputs; ++i) {
     int32_t role = entry->inputs[i].role;
-    if (role != TFM_ROLE_TOKEN_IDS && role != TFM_ROLE_TOKEN_TYPE_IDS)
+    if (role != TFM_ROLE_TOKEN_IDS && role != TFM_ROLE_TOKEN_TYPE_IDS &&
+        role != TFM_ROLE_GLOBAL_ATTENTION)
       continue;
     if (first_sequence < 0) {
       first_sequence = i;
     } else if (inputs[i].shape[0] != inputs[first_sequence].shape[0]) {
       return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                       "input %d of @%s has %lld positions, input %d has "
-                      "%lld: token ids and token types go together",
+                      "%lld: token ids, token types and global attention "
+                      "go together",
                       i, name, (long long)inputs[i].shape[0], first_sequence,
                       (long long)inputs[first_sequence].shape[0]);
     }

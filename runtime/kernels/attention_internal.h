@@ -29,7 +29,17 @@ typedef struct {
   tfm_row_storage rows;
   float scale;
   int causal;
-  int64_t window; /* 0: none */
+  /* 0: none. Causal: the `window` most recent keys; otherwise
+   * (Longformer) the keys within `window` of the query on either side. */
+  int64_t window;
+  /* Longformer's global keys (tfm_rt_sparse_attention), ascending: every
+   * query sees them, after its window, whose tiles mask them (so none is
+   * counted twice); global_mask[j] != 0 or j < global_prefix marks them.
+   * global_count 0: none. */
+  const int64_t *global_keys;
+  int64_t global_count;
+  const int32_t *global_mask; /* NULL: the prefix alone */
+  int64_t global_mask_stride, global_prefix;
   int64_t s, t, heads, group, d, dv, blocks;
   /* Packed sequences (tfm_rt_attention_packed): the query blocks, none
    * straddling two sequences, as [first query, end, sequence start,
@@ -59,7 +69,18 @@ TFM_INLINE void visible_keys(const attention_job *job, int64_t i,
     *last = position + 1;
     if (job->window && position + 1 - job->window > *first)
       *first = position + 1 - job->window;
+  } else if (job->window) {
+    if (position - job->window > *first)
+      *first = position - job->window;
+    if (position + job->window + 1 < *last)
+      *last = position + job->window + 1;
   }
+}
+
+/* Whether key j is one of the global keys (job->global_count > 0). */
+TFM_INLINE int is_global_key(const attention_job *job, int64_t j) {
+  return j < job->global_prefix ||
+         (job->global_mask && job->global_mask[j * job->global_mask_stride]);
 }
 
 /* The relative-position term of query i and key j for head h. */
@@ -69,6 +90,10 @@ TFM_INLINE const float *distance_terms(const attention_job *job, int64_t h,
   return bias->aligned + bias->offset + h * bias->strides[0] +
          (job->t - 1 + i - j) * bias->strides[1];
 }
+
+/* Every query block of every head, spread over the runtime's threads (the
+ * prefill path, whatever the query count). */
+void tfm_attend_blocks(attention_job job);
 
 /* A single query (a decode step) against all its keys: out[0, h] for every
  * head h. */

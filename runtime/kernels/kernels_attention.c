@@ -143,6 +143,11 @@ static attention_job make_job_rows(tfm_row_storage storage,
                values->sizes[2] - scale_bytes);
 }
 
+void tfm_attend_blocks(attention_job job) {
+  job.blocks = (job.s + kQueryBlock - 1) / kQueryBlock;
+  tfm_parallel_for(job.blocks * job.heads, 1, attention_items, &job);
+}
+
 static void attend(attention_job job) {
   if (job.s == 0)
     return;
@@ -150,8 +155,7 @@ static void attend(attention_job job) {
     tfm_attend_decode(&job);
     return;
   }
-  job.blocks = (job.s + kQueryBlock - 1) / kQueryBlock;
-  tfm_parallel_for(job.blocks * job.heads, 1, attention_items, &job);
+  tfm_attend_blocks(job);
 }
 
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,

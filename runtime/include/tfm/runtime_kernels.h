@@ -106,6 +106,16 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
     tfm_memref1d_i32 *lengths, tfm_memref3d_f32 *out, float scale,
     int64_t causal, int64_t window);
+/* Longformer's attention (tfm.sparse_attention) over s rows: a query that
+ * is not global sees the keys within `window` on either side and every
+ * global key; a global query sees every key through gq, gk and gv. Global:
+ * global[j] != 0 (when `global` has s entries; an empty one: none) or
+ * j < global_prefix. */
+TFM_EXPORT void _mlir_ciface_tfm_rt_sparse_attention(
+    tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
+    tfm_memref3d_f32 *gq, tfm_memref3d_f32 *gk, tfm_memref3d_f32 *gv,
+    tfm_memref1d_i32 *global, tfm_memref3d_f32 *out, float scale,
+    int64_t window, int64_t global_prefix);
 
 /* out[i, :] = W[ids[i], :] · scale for W in block panels (an embedding
  * table stored in blocks); ids were range-checked by the caller. */

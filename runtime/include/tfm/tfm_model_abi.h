@@ -112,6 +112,10 @@ typedef enum {
    * one sequence at consecutive positions, packed end to end in the token
    * ids (summing to the token count). */
   TFM_ROLE_CHUNK_LENGTHS = 10,
+  /* int32 [n], as many as the token ids: nonzero marks a global token,
+   * which attends to and is attended by every token (Longformer's
+   * global_attention_mask); the others attend within their window. */
+  TFM_ROLE_GLOBAL_ATTENTION = 11,
   TFM_ROLE_LOGITS = 16,        /* f32 [positions, vocab]; [sequences, labels]
                                   from a packed classifier */
   TFM_ROLE_HIDDEN_STATES = 17, /* f32 [positions, hidden] */
