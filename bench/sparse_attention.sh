@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # sparse_attention.sh - attention time against sequence length, full
-# causal attention against a sliding window of 512 (GPT-Neo's local layers,
-# Mistral's window), through the runtime's fused kernel
-# (bench/sparse_attention.c). Run from the repository root after the
+# attention against a window of 512: causal (GPT-Neo's local layers,
+# Mistral's window) and Longformer's (256 on either side plus a global
+# token), through the runtime's fused kernels (bench/sparse_attention.c). Run from the repository root after the
 # build: bash bench/sparse_attention.sh [longest tokens, default 16384]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

@@ -727,6 +727,27 @@ MODELS = {
                              "size": {"height": 224, "width": 224}},
         features=[3, 224 * 224, 29],
         tokens=[]),
+    "longformer-base-4096": dict(
+        kind="masked-lm",
+        classes=(tf.LongformerConfig, tf.LongformerForMaskedLM),
+        config={"architectures": ["LongformerForMaskedLM"],
+                "attention_mode": "longformer",
+                "attention_probs_dropout_prob": 0.1, "bos_token_id": 0,
+                "eos_token_id": 2, "gradient_checkpointing": False,
+                "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+                "ignore_attention_mask": False, "initializer_range": 0.02,
+                "layer_norm_eps": 1e-05, "max_position_embeddings": 4098,
+                "model_type": "longformer", "pad_token_id": 1,
+                "sep_token_id": 2, "type_vocab_size": 1,
+                "vocab_size": 50265,
+                # cut: 768 wide, 3072, 12 layers, 12 heads, and
+                # attention_window 512 (every layer) to 4 and 6, so that
+                # the 20 tokens see a window, not each other
+                "hidden_size": 32, "intermediate_size": 48,
+                "num_hidden_layers": 2, "num_attention_heads": 4,
+                "attention_window": [4, 6]},
+        tokens=[0, 31414, 6, 232, 328, 2, 50264, 3, 4, 50263, 1437, 2,
+                713, 16, 10, 1296, 9, 5, 1263, 2]),
 }
 SEEDS = {name: 1000 + i for i, name in enumerate(MODELS)}
 # LibriSpeech's characters, as wav2vec2-base-960h's and
