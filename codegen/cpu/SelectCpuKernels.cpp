@@ -211,6 +211,41 @@ struct SparseAttentionToKernelCall
   }
 };
 
+/// The window sizes and head dimensions tfm_rt_window_attention takes (its
+/// per-window buffers live on the stack).
+constexpr int64_t kWindowKernelMax = 256;
+
+/// Whether the runtime's window kernel computes `op`.
+bool windowKernelTakes(WindowAttentionOp op) {
+  return op.getWindow() <= kWindowKernelMax &&
+         op.getType().getDimSize(2) <= kWindowKernelMax;
+}
+
+/// tfm.window_attention (Swin): the runtime's kernel
+/// (kernels_attention_window.c), tfm_rt_window_attention(q, k, v, bias, out,
+/// scale, window), a window of a head per work item.
+struct WindowAttentionToKernelCall : OpConversionPattern<WindowAttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(WindowAttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!windowKernelTakes(op))
+      return rewriter.notifyMatchFailure(op, "window too large for the kernel");
+    Location loc = op.getLoc();
+    SmallVector<Value> flags = {
+        arith::ConstantOp::create(rewriter, loc, op.getScaleAttr()),
+        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
+                                     op.getWindow())};
+    rewriter.replaceOp(
+        op, callKernelWithOutput(rewriter, loc, "tfm_rt_window_attention",
+                                 {adaptor.getQuery(), adaptor.getKey(),
+                                  adaptor.getValue(), adaptor.getBias()},
+                                 op.getType(), /*dynamicSizes=*/{}, flags));
+    return success();
+  }
+};
+
 /// Whether a pattern above takes `op`.
 bool selectsKernel(Operation *op, bool fusedAttention,
                    bool plainAttentionOnly) {
@@ -225,6 +260,8 @@ bool selectsKernel(Operation *op, bool fusedAttention,
   }
   if (isa<SparseAttentionOp>(op))
     return fusedAttention && !plainAttentionOnly;
+  if (auto window = dyn_cast<WindowAttentionOp>(op))
+    return fusedAttention && !plainAttentionOnly && windowKernelTakes(window);
   return false;
 }
 
@@ -260,6 +297,6 @@ void mlir::tfm::populateCpuKernelPatterns(RewritePatternSet &patterns,
                                           bool fusedAttention) {
   patterns.add<LinearToKernelCall>(patterns.getContext());
   if (fusedAttention)
-    patterns.add<AttentionToKernelCall, SparseAttentionToKernelCall>(
-        patterns.getContext());
+    patterns.add<AttentionToKernelCall, SparseAttentionToKernelCall,
+                 WindowAttentionToKernelCall>(patterns.getContext());
 }

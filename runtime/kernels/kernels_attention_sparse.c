@@ -17,6 +17,7 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/kernels/attention_internal.h"
+#include "runtime/kernels/vector_width.h"
 #include "tfm/runtime_kernels.h"
 
 #include <stdlib.h>
