@@ -76,32 +76,10 @@ std::string base64(const std::vector<float> &values) {
 } // namespace
 
 std::optional<ApiError>
-tfm::serve::parseEmbeddingRequest(const std::string &body,
-                                  const ServedModel &model, int64_t dimensions,
-                                  int64_t context, EmbeddingRequest &out) {
-  json request;
-  if (std::optional<ApiError> error = parseRequestObject(body, request))
-    return error;
-  static const std::set<std::string> known = {
-      "model", "input", "encoding_format", "dimensions", "user"};
-  for (auto &[key, value] : request.items())
-    if (!known.count(key))
-      return ApiError{400, "unknown field '" + key + "'", key, ""};
-  if (std::optional<ApiError> error = checkModelField(request, model))
-    return error;
-  if (auto found = request.find("encoding_format"); found != request.end()) {
-    if (*found != json("float") && *found != json("base64"))
-      return ApiError{400, "'encoding_format' must be \"float\" or \"base64\"",
-                      "encoding_format", ""};
-    out.base64 = *found == json("base64");
-  }
-  if (auto found = request.find("dimensions"); found != request.end())
-    if (*found != json(dimensions))
-      return ApiError{400,
-                      "'dimensions' can only be the model's own " +
-                          std::to_string(dimensions) +
-                          ": it has no shortened embeddings",
-                      "dimensions", ""};
+tfm::serve::parseInputField(const json &request, const ServedModel &model,
+                            int64_t context,
+                            std::vector<std::vector<int32_t>> &out,
+                            int64_t &tokens) {
   auto input = request.find("input");
   if (input == request.end())
     return ApiError{400, "'input' is required", "input", ""};
@@ -130,13 +108,44 @@ tfm::serve::parseEmbeddingRequest(const std::string &body,
       return ApiError{400,
                       "this model's maximum context is " +
                           std::to_string(context) + " tokens; input " +
-                          std::to_string(out.inputs.size()) + " has " +
+                          std::to_string(out.size()) + " has " +
                           std::to_string(ids.size()),
                       "input", "context_length_exceeded"};
-    out.promptTokens += int64_t(ids.size());
-    out.inputs.push_back(std::move(ids));
+    tokens += int64_t(ids.size());
+    out.push_back(std::move(ids));
   }
   return std::nullopt;
+}
+
+std::optional<ApiError>
+tfm::serve::parseEmbeddingRequest(const std::string &body,
+                                  const ServedModel &model, int64_t dimensions,
+                                  int64_t context, EmbeddingRequest &out) {
+  json request;
+  if (std::optional<ApiError> error = parseRequestObject(body, request))
+    return error;
+  static const std::set<std::string> known = {
+      "model", "input", "encoding_format", "dimensions", "user"};
+  for (auto &[key, value] : request.items())
+    if (!known.count(key))
+      return ApiError{400, "unknown field '" + key + "'", key, ""};
+  if (std::optional<ApiError> error = checkModelField(request, model))
+    return error;
+  if (auto found = request.find("encoding_format"); found != request.end()) {
+    if (*found != json("float") && *found != json("base64"))
+      return ApiError{400, "'encoding_format' must be \"float\" or \"base64\"",
+                      "encoding_format", ""};
+    out.base64 = *found == json("base64");
+  }
+  if (auto found = request.find("dimensions"); found != request.end())
+    if (*found != json(dimensions))
+      return ApiError{400,
+                      "'dimensions' can only be the model's own " +
+                          std::to_string(dimensions) +
+                          ": it has no shortened embeddings",
+                      "dimensions", ""};
+  return parseInputField(request, model, context, out.inputs,
+                         out.promptTokens);
 }
 
 json tfm::serve::embeddingResponse(

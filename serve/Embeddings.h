@@ -30,6 +30,15 @@ struct EmbeddingRequest {
   int64_t promptTokens = 0;
 };
 
+/// The request's `input` (a string, a list of strings, token ids or lists
+/// of them) as token ids, each input framed as the encoder takes it and
+/// within `context` tokens; `tokens` grows by their count.
+std::optional<ApiError> parseInputField(const nlohmann::ordered_json &request,
+                                        const ServedModel &model,
+                                        int64_t context,
+                                        std::vector<std::vector<int32_t>> &out,
+                                        int64_t &tokens);
+
 /// Parses and checks a body; `dimensions` is the model's embedding width,
 /// `context` the most tokens an input may have.
 std::optional<ApiError> parseEmbeddingRequest(const std::string &body,

@@ -3,8 +3,10 @@
 // What tfm-serve runs (tools/tfm-serve parses its options): loads a
 // language model, an embedder or a speech recognizer compiled with `tfmc
 // --emit=lib` and serves it over HTTP (cpp-httplib): an embedder's
-// /v1/embeddings (Embeddings.h), a recognizer's /v1/audio/transcriptions
-// (Transcriptions.h),
+// /v1/embeddings (Embeddings.h), a classifier's /classify and a
+// cross-encoder's /rerank (Classification.h), both with concurrent
+// requests packed into shared calls (EncoderCalls.h), a recognizer's
+// /v1/audio/transcriptions (Transcriptions.h),
 // a language model's /v1/completions and /v1/chat/completions (streamed with
 // server-sent events when asked; chats rendered with the model's chat
 // template, jinja/ChatTemplate.h), /v1/models, /health, and /metrics in
@@ -17,7 +19,9 @@
 
 #include "serve/Server.h"
 #include "compiler/LibraryNames.h"
+#include "serve/Classification.h"
 #include "serve/Embeddings.h"
+#include "serve/EncoderCalls.h"
 #include "serve/Transcriptions.h"
 #include "serve/OpenAiApi.h"
 #include "serve/Scheduler.h"
@@ -25,6 +29,8 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <atomic>
+#include <ctime>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -385,6 +391,24 @@ void addInformationRoutes(httplib::Server &server, const ServedModel &served,
                });
 }
 
+/// An encoder's /metrics: its calls and the inputs they ran (several a call
+/// where requests were packed together).
+void addEncoderMetrics(httplib::Server &server, const EncoderCalls &calls) {
+  server.Get("/metrics", [&calls](const httplib::Request &,
+                                  httplib::Response &res) {
+    std::string text =
+        "# HELP tfm_encoder_calls_total Calls of the encoder's entry point.\n"
+        "# TYPE tfm_encoder_calls_total counter\n"
+        "tfm_encoder_calls_total " +
+        std::to_string(calls.callCount()) +
+        "\n# HELP tfm_encoder_inputs_total Inputs those calls ran.\n"
+        "# TYPE tfm_encoder_inputs_total counter\n"
+        "tfm_encoder_inputs_total " +
+        std::to_string(calls.inputCount()) + "\n";
+    res.set_content(text, "text/plain; version=0.0.4");
+  });
+}
+
 /// Errors as OpenAI's JSON bodies, also for requests no route answered.
 void addErrorHandler(httplib::Server &server) {
   server.set_error_handler([](const httplib::Request &req,
@@ -463,35 +487,28 @@ int bindServer(httplib::Server &server, const ServerOptions &o) {
   return port;
 }
 
-/// An embedder's /v1/embeddings: each input through `entry` (@embed or
-/// @embed_text), one call at a time.
+/// An embedder's /v1/embeddings: the inputs through `entry` (@embed or
+/// @embed_text), packed with other requests' (EncoderCalls).
 class EmbeddingEndpoint {
 public:
   EmbeddingEndpoint(const ServedModel &served, tfm_model *model,
-                    const tfm_entry_point *entry)
-      : served(served), model(model), entry(entry) {}
+                    EncoderEntry entry)
+      : served(served), entry(entry), calls(model, entry) {}
 
-  int64_t dimensions() const { return entry->outputs[0].shape[0]; }
+  int64_t dimensions() const { return entry.width(); }
+  const EncoderCalls &encoderCalls() const { return calls; }
 
   void handle(const httplib::Request &req, httplib::Response &res) {
     EmbeddingRequest request;
     if (std::optional<ApiError> error = parseEmbeddingRequest(
             req.body, served, dimensions(), served.desc->max_context, request))
       return sendError(res, *error);
+    std::vector<EncoderInput> inputs;
+    for (std::vector<int32_t> &ids : request.inputs)
+      inputs.push_back({std::move(ids), {}});
     std::vector<std::vector<float>> embeddings;
-    for (std::vector<int32_t> &ids : request.inputs) {
-      tfm_tensor input = {
-          ids.data(), TFM_DTYPE_I32, 1, {int64_t(ids.size())}, nullptr};
-      tfm_tensor output;
-      tfm_status status;
-      std::lock_guard<std::mutex> lock(calls);
-      if (tfm_model_call(model, entry->name, &input, 1, nullptr, &output, 1,
-                         &status) != TFM_OK)
-        return sendError(res, ApiError{400, status.message, "input", ""});
-      const float *values = static_cast<const float *>(output.data);
-      embeddings.emplace_back(values, values + output.shape[0]);
-      tfm_tensor_release(&output);
-    }
+    if (std::optional<std::string> error = calls.run(inputs, embeddings))
+      return sendError(res, ApiError{500, *error, "", ""});
     res.set_content(
         jsonText(embeddingResponse(embeddings, request.base64, served.name,
                                    request.promptTokens)),
@@ -500,9 +517,54 @@ public:
 
 private:
   const ServedModel &served;
-  tfm_model *model;
-  const tfm_entry_point *entry;
-  std::mutex calls;
+  EncoderEntry entry;
+  EncoderCalls calls;
+};
+
+/// A sequence classifier's /classify, and a cross-encoder's (one logit)
+/// /rerank and /v1/rerank, through @classify packed with other requests'.
+class ClassifierEndpoints {
+public:
+  ClassifierEndpoints(const ServedModel &served, tfm_model *model,
+                      EncoderEntry entry)
+      : served(served), entry(entry), calls(model, entry) {}
+
+  int64_t labels() const { return entry.width(); }
+  const EncoderCalls &encoderCalls() const { return calls; }
+  bool reranks() const { return labels() == 1; }
+
+  void classify(const httplib::Request &req, httplib::Response &res) {
+    ClassificationRequest request;
+    if (std::optional<ApiError> error = parseClassificationRequest(
+            req.body, served, served.desc->max_context, request))
+      return sendError(res, *error);
+    std::vector<std::vector<float>> logits;
+    if (std::optional<std::string> error = calls.run(request.inputs, logits))
+      return sendError(res, ApiError{500, *error, "", ""});
+    int64_t created = int64_t(std::time(nullptr));
+    res.set_content(jsonText(classificationResponse(
+                        logits, served, request.promptTokens,
+                        "classify-" + std::to_string(++requests), created)),
+                    "application/json");
+  }
+
+  void rerank(const httplib::Request &req, httplib::Response &res) {
+    RerankRequest request;
+    if (std::optional<ApiError> error = parseRerankRequest(
+            req.body, served, served.desc->max_context, request))
+      return sendError(res, *error);
+    std::vector<std::vector<float>> logits;
+    if (std::optional<std::string> error = calls.run(request.pairs, logits))
+      return sendError(res, ApiError{500, *error, "", ""});
+    res.set_content(jsonText(rerankResponse(logits, request, served.name)),
+                    "application/json");
+  }
+
+private:
+  const ServedModel &served;
+  EncoderEntry entry;
+  EncoderCalls calls;
+  std::atomic<int64_t> requests{0};
 };
 
 /// A speech recognizer's /v1/audio/transcriptions: the upload written to a
@@ -583,16 +645,13 @@ private:
 };
 
 /// The entry point an embedder is served through: @embed (sentence
-/// embedders) or @embed_text (CLIP), token ids in, one vector out.
-const tfm_entry_point *embeddingEntry(const tfm_model *model) {
-  for (const char *name : {"embed", "embed_text"}) {
-    const tfm_entry_point *entry = tfm_model_entry_point(model, name);
-    if (entry && entry->num_inputs == 1 &&
-        entry->inputs[0].role == TFM_ROLE_TOKEN_IDS &&
-        entry->num_outputs == 1 && entry->outputs[0].rank == 1)
+/// embedders) or @embed_text (CLIP), token ids (and token types) in, one
+/// vector out.
+std::optional<EncoderEntry> embeddingEntry(const tfm_model *model) {
+  for (const char *name : {"embed", "embed_text"})
+    if (std::optional<EncoderEntry> entry = findEncoderEntry(model, name))
       return entry;
-  }
-  return nullptr;
+  return std::nullopt;
 }
 
 } // namespace
@@ -610,14 +669,16 @@ int tfm::serve::runServer(const ServerOptions &o) {
   served.desc = tfm_model_get_desc(model);
   served.tokenizer = tfm_model_tokenizer(model, &status); // null: ids only
   // A language model through the batch engine, or an embedder.
-  const tfm_entry_point *embed = embeddingEntry(model);
+  std::optional<EncoderEntry> embed = embeddingEntry(model);
+  std::optional<EncoderEntry> classifier = findEncoderEntry(model, "classify");
   bool generates = tfm_model_entry_point(model, "prefill_batch") != nullptr;
   bool recognizes = served.desc->waveform && served.desc->waveform->blank >= 0;
-  if (!generates && !embed && !recognizes)
+  if (!generates && !embed && !classifier && !recognizes)
     fail("model '" + served.name +
          "' has neither @prefill_batch (a decoder language model), @embed "
-         "or @embed_text (an embedder) nor a CTC head (a speech "
-         "recognizer): tfm-serve serves those");
+         "or @embed_text (an embedder), @classify on token ids (a "
+         "classifier) nor a CTC head (a speech recognizer): tfm-serve "
+         "serves those");
   int32_t maxSequences =
       o.engine.max_sequences ? o.engine.max_sequences : 16;
   std::unique_ptr<Scheduler> scheduler;
@@ -674,11 +735,28 @@ int tfm::serve::runServer(const ServerOptions &o) {
   }
   std::unique_ptr<EmbeddingEndpoint> embeddings;
   if (embed) {
-    embeddings = std::make_unique<EmbeddingEndpoint>(served, model, embed);
+    embeddings = std::make_unique<EmbeddingEndpoint>(served, model, *embed);
+    addEncoderMetrics(server, embeddings->encoderCalls());
     server.Post("/v1/embeddings",
                 [&](const httplib::Request &req, httplib::Response &res) {
                   embeddings->handle(req, res);
                 });
+  }
+  std::unique_ptr<ClassifierEndpoints> classifiers;
+  if (classifier) {
+    classifiers =
+        std::make_unique<ClassifierEndpoints>(served, model, *classifier);
+    addEncoderMetrics(server, classifiers->encoderCalls());
+    server.Post("/classify",
+                [&](const httplib::Request &req, httplib::Response &res) {
+                  classifiers->classify(req, res);
+                });
+    if (classifiers->reranks())
+      for (const char *path : {"/rerank", "/v1/rerank"})
+        server.Post(path,
+                    [&](const httplib::Request &req, httplib::Response &res) {
+                      classifiers->rerank(req, res);
+                    });
   }
   std::unique_ptr<TranscriptionEndpoint> transcriptions;
   if (recognizes) {
@@ -713,6 +791,15 @@ int tfm::serve::runServer(const ServerOptions &o) {
                 served.name.c_str(), (long long)embeddings->dimensions(),
                 (long long)served.contextPositions, split.c_str(), scheme,
                 o.host.c_str(), port);
+  else if (classifier)
+    std::printf("tfm-serve: serving '%s' (%s of %lld labels, inputs of up to "
+                "%lld tokens%s) on %s://%s:%d\n",
+                served.name.c_str(),
+                classifiers->reranks() ? "a cross-encoder: /rerank, /classify"
+                                       : "a classifier: /classify",
+                (long long)classifiers->labels(),
+                (long long)served.contextPositions, split.c_str(), scheme,
+                o.host.c_str(), port);
   else
     std::printf("tfm-serve: serving '%s' (transcriptions of clips up to "
                 "%.0f s%s) on %s://%s:%d\n",
@@ -722,8 +809,9 @@ int tfm::serve::runServer(const ServerOptions &o) {
                 split.c_str(), scheme, o.host.c_str(), port);
   std::printf("tfm-serve: chat template: %s\n",
               generates ? chatTemplateOrigin.c_str()
-              : embed   ? "none (an embedder)"
-                        : "none (a speech recognizer)");
+              : embed      ? "none (an embedder)"
+              : classifier ? "none (a classifier)"
+                           : "none (a speech recognizer)");
   std::fflush(stdout);
   server.listen_after_bind();
   return 0;

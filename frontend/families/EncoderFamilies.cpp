@@ -264,13 +264,13 @@ bool mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
       spec.classifier = {false, "classifier.dense.weight",
                          "classifier.out_proj.weight", labels,
                          electra ? ActivationKind::gelu : ActivationKind::tanh};
+    else
+      spec.classifier = {false, "pre_classifier.weight", "classifier.weight",
+                         labels, ActivationKind::relu};
     // LongformerForSequenceClassification gives the first token global
     // attention when the caller sets none; its @classify always does.
     if (spec.sparse)
       spec.sparse->globalPrefix = 1;
-    else
-      spec.classifier = {false, "pre_classifier.weight", "classifier.weight",
-                         labels, ActivationKind::relu};
     return true;
   case EncoderHead::MaskedLm:
     break;
