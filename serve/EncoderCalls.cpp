@@ -2,6 +2,7 @@
 
 #include "serve/EncoderCalls.h"
 
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -12,6 +13,9 @@ namespace {
 /// Inputs one packed call takes at most: a bound on its buffers (the
 /// runtime runs them in cache-sized groups anyway).
 constexpr size_t kMaxInputsPerCall = 64;
+
+/// How long a call waits for the requests of the previous call's clients.
+constexpr std::chrono::microseconds kGatherWait{2000};
 
 bool takesTokens(const tfm_entry_point *entry, bool packed, bool &types) {
   int32_t expected = packed ? 2 : 1;
@@ -142,15 +146,23 @@ EncoderCalls::run(const std::vector<EncoderInput> &inputs,
   Job job{&inputs, &rows, std::nullopt};
   std::unique_lock<std::mutex> lock(mutex);
   waiting.push_back(&job);
+  arrived.notify_all();
   while (!job.done) {
     if (running) {
       finished.wait(lock);
       continue;
     }
     // No call is running: this request runs every waiting one's inputs.
-    std::vector<Job *> jobs(waiting.begin(), waiting.end());
-    waiting.clear();
+    // When the last call served several requests, their clients are
+    // about to send their next ones: a moment's wait lets them join this
+    // call instead of the next.
     running = true;
+    if (lastJobs > 1 && waiting.size() < size_t(lastJobs))
+      arrived.wait_for(lock, kGatherWait,
+                       [&] { return waiting.size() >= size_t(lastJobs); });
+    std::vector<Job *> jobs(waiting.begin(), waiting.end());
+    lastJobs = int64_t(jobs.size());
+    waiting.clear();
     lock.unlock();
     runJobs(jobs);
     lock.lock();

@@ -80,7 +80,9 @@ private:
   tfm_model *model;
   EncoderEntry entry;
   std::mutex mutex;
-  std::condition_variable finished;
+  std::condition_variable finished, arrived;
+  /// Requests the last call served: how many to wait a moment for.
+  int64_t lastJobs = 0;
   std::deque<Job *> waiting;
   bool running = false;
   std::atomic<int64_t> calls{0}, inputsRun{0};

@@ -280,17 +280,32 @@ class Model:
         return results
 
     def embed(self, texts):
-        """One vector per text through @embed (sentence embedders, CLIP's
-        @embed_text): a NumPy [n, dim] array."""
-        single = isinstance(texts, str)
+        """One vector per text (or list of token ids) through @embed
+        (sentence embedders, CLIP's @embed_text): a NumPy [n, dim] array,
+        or [dim] for one string or one list of token ids. Several texts go through the packed twin
+        (@embed_batch) in one call where the model has it."""
+        # One input: a string, or one list of token ids.
+        single = isinstance(texts, str) or (
+            len(texts) > 0 and isinstance(texts[0], (int, np.integer)))
         entry = next((e for e in ("embed", "embed_text")
                       if e in self.description["entry_points"]), None)
         if entry is None:
             raise TfmcError(f"model '{self.description['name']}' has no "
                             "@embed or @embed_text")
-        rows = [self.call(entry, np.array(self.tokenize(t), np.int32)
-                          if isinstance(t, str) else t)["embedding"]
-                for t in ([texts] if single else texts)]
+        inputs = [np.array(self.tokenize(t) if isinstance(t, str) else t,
+                           np.int32) for t in ([texts] if single else texts)]
+        if not inputs:
+            raise TfmcError("embed: no texts")
+        spec = self.description["entry_points"][entry]["inputs"]
+        types = len(spec) == 2 and spec[1]["role"] == "token_type_ids"
+        packed = self.description["entry_points"].get(entry + "_batch")
+        if packed is not None and len(inputs) > 1:
+            ids = np.concatenate(inputs)
+            given = [ids] + ([np.zeros_like(ids)] if types else []) + [
+                np.array([len(i) for i in inputs], np.int32)]
+            return self.call(entry + "_batch", *given)["embedding"]
+        rows = [self.call(entry, i, *([np.zeros_like(i)] if types else []))[
+            "embedding"] for i in inputs]
         return rows[0] if single else np.stack(rows)
 
     def classify(self, inputs, top=None):
