@@ -61,6 +61,11 @@ def _media_library():
             ctypes.c_void_p, ctypes.c_char_p,
             ctypes.POINTER(ctypes.POINTER(ctypes.c_float)),
             ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(Status)]
+        library.tfm_log_mel.restype = ctypes.c_int
+        library.tfm_log_mel.argtypes = [
+            ctypes.c_void_p, ctypes.POINTER(ctypes.c_float), ctypes.c_int64,
+            ctypes.POINTER(ctypes.c_float), ctypes.c_int64,
+            ctypes.POINTER(Status)]
         return library
     return None
 
@@ -351,29 +356,108 @@ class Model:
         finally:
             _LIBC.free(samples)
 
-    def transcribe(self, audio):
-        """A speech recognizer's transcript (Wav2Vec2ForCTC, HubertForCTC):
-        of `audio`, mono samples at the model's rate (description's
-        sampling_rate; a NumPy array or list), or an audio file's path
-        (read_audio). Greedy CTC decoding, as Wav2Vec2CTCTokenizer's."""
+    def _take_text(self, text):
+        """A malloc'd C string the runtime returned, as str, freed."""
+        try:
+            return ctypes.string_at(text.value).decode("utf-8", "replace")
+        finally:
+            _LIBC.free(text)
+
+    def _seq2seq_text(self, source, beams, max_new_tokens):
+        if beams is not None and beams < 1:
+            raise TfmcError(f"beams must be at least 1, got {beams}")
+        if max_new_tokens is not None and max_new_tokens < 1:
+            raise TfmcError("max_new_tokens must be at least 1, got "
+                            f"{max_new_tokens}")
+        dtype = (DTYPE_NAMES[1] if source.dtype == np.int32 else
+                 DTYPE_NAMES[0])
+        tensor = Tensor()
+        tensor.data = source.ctypes.data
+        tensor.dtype = _DTYPE_CODES[dtype]
+        tensor.rank = source.ndim
+        for k, n in enumerate(source.shape):
+            tensor.shape[k] = n
+        text = ctypes.c_void_p()
+        status = Status()
+        _check(self._library.tfm_seq2seq_text(
+            self._handle, ctypes.byref(tensor), beams or 0,
+            max_new_tokens or 0, ctypes.byref(text), ctypes.byref(status)),
+            status)
+        return self._take_text(text)
+
+    def _encoder_decoder(self):
+        entries = self.description["entry_points"]
+        return "encode" in entries and "decode" in entries
+
+    def translate(self, text, beams=None, max_new_tokens=None):
+        """An encoder-decoder's output for `text` (or its source token ids),
+        generated as its generation_config.json says (num_beams unless
+        `beams` is given, max_new_tokens likewise; the no-repeat, bad-words
+        and forced-token rules), as text without special tokens: Marian,
+        BART, mBART, T5."""
+        if not self._encoder_decoder():
+            raise TfmcError(f"model '{self.description['name']}' is not an "
+                            "encoder-decoder (it has no @encode and @decode)")
+        if self.description["entry_points"]["encode"]["inputs"][0][
+                "dtype"] != "i32":
+            raise TfmcError(f"model '{self.description['name']}' takes "
+                            "audio: use transcribe()")
+        if isinstance(text, str) and not text:
+            raise TfmcError("translate: the text is empty")
+        source = np.ascontiguousarray(
+            self.tokenize(text, framed=True) if isinstance(text, str)
+            else text, dtype=np.int32)
+        if source.ndim != 1 or len(source) == 0:
+            raise TfmcError("translate: the source is empty")
+        return self._seq2seq_text(source, beams, max_new_tokens)
+
+    def _samples(self, audio):
+        if isinstance(audio, (str, bytes, os.PathLike)):
+            return self.read_audio(audio)
+        return np.ascontiguousarray(audio, dtype=np.float32).ravel()
+
+    def transcribe(self, audio, beams=None, max_new_tokens=None):
+        """A speech model's transcript of `audio`: mono samples at the
+        model's rate (description's sampling_rate; a NumPy array or list),
+        or an audio file's path (read_audio). A recognizer
+        (Wav2Vec2ForCTC, HubertForCTC) decodes greedily, as
+        Wav2Vec2CTCTokenizer does; Whisper generates from the clip's
+        log-mel features (its first 30 s) as translate() does, with its
+        language, task and no-timestamps prompt."""
         waveform = self._desc.waveform
+        if not waveform and self._encoder_decoder() and \
+                self.description["entry_points"]["encode"]["inputs"][0][
+                    "dtype"] == "f32":
+            media = _media_library()
+            if media is None:
+                raise TfmcError("libtfmrt_media.so (log-mel features) is not "
+                                "found: set TFM_MEDIA_LIBRARY")
+            samples = self._samples(audio)
+            shape = self.description["entry_points"]["encode"]["inputs"][0][
+                "shape"]
+            features = np.zeros(shape, np.float32)
+            status = Status()
+            _check(media.tfm_log_mel(
+                self._handle,
+                samples.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                len(samples),
+                features.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                features.size, ctypes.byref(status)), status)
+            return self._seq2seq_text(features, beams, max_new_tokens)
         if not waveform or waveform.contents.blank < 0:
             raise TfmcError(f"model '{self.description['name']}' is not a "
-                            "speech recognizer (no CTC head)")
-        if isinstance(audio, (str, bytes, os.PathLike)):
-            samples = self.read_audio(audio)
-        else:
-            samples = np.ascontiguousarray(audio, dtype=np.float32).ravel()
+                            "speech recognizer (no CTC head) or Whisper")
+        if beams is not None or max_new_tokens is not None:
+            raise TfmcError("beams and max_new_tokens are for Whisper: a CTC "
+                            "recognizer decodes greedily, frame by frame")
+        samples = self._samples(audio)
         text = ctypes.c_void_p()
         status = Status()
         _check(self._library.tfm_transcribe(
             self._handle,
             samples.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
             len(samples), ctypes.byref(text), ctypes.byref(status)), status)
-        try:
-            return ctypes.string_at(text.value).decode("utf-8", "replace")
-        finally:
-            _LIBC.free(text)
+        return self._take_text(text)
 
     # Generation.
 

@@ -153,6 +153,8 @@ def declare(library):
         "tfm_session_free": (None, [p]),
         "tfm_transcribe": (ctypes.c_int, [p, ctypes.POINTER(ctypes.c_float),
                                           i64, ctypes.POINTER(p), status]),
+        "tfm_seq2seq_text": (ctypes.c_int, [p, ctypes.POINTER(Tensor), i32,
+                                            i64, ctypes.POINTER(p), status]),
         "tfm_generate": (ctypes.c_int, [p, ctypes.POINTER(i32), i64,
                                         ctypes.POINTER(GenerateOptions),
                                         ctypes.POINTER(GenerateResult),

@@ -120,33 +120,29 @@ typedef struct {
 
 /* The model's generation defaults (generation_config.json) where the
  * command line is silent, for an encoder-decoder. */
-static void apply_generation_defaults(const tfm_model_desc *desc,
+static void apply_generation_defaults(const tfm_model *model,
                                       tfm_main_options *o) {
-  const tfm_generation_defaults *g = desc->generation;
+  const tfm_generation_defaults *g = tfm_model_get_desc(model)->generation;
   if (!g)
     return;
   if (!o->beams)
     o->beams = g->num_beams;
   if (!o->new_tokens_given && g->max_new_tokens > 0)
     o->new_tokens = g->max_new_tokens;
+  tfm_generation_rules defaults;
+  tfm_generation_rules_defaults(model, &defaults);
   if (!o->rules_given) {
-    o->rules.no_repeat_ngram_size = g->no_repeat_ngram_size;
-    o->rules.min_new_tokens = g->min_new_tokens;
-    o->rules.forced_eos = g->forced_eos;
-    o->rules.suppressed = g->suppressed;
-    o->rules.suppressed_count = g->num_suppressed;
-    o->rules.bad_words = g->bad_words;
-    o->rules.bad_word_lengths = g->bad_word_lengths;
-    o->rules.bad_word_count = g->num_bad_words;
+    o->rules = defaults;
+  } else {
+    /* mBART's target language, Whisper's language, task and no-timestamps
+     * prompt, whatever the rules given. */
+    o->rules.has_forced_bos = defaults.has_forced_bos;
+    o->rules.forced_bos = defaults.forced_bos;
+    o->rules.prompt = defaults.prompt;
+    o->rules.prompt_count = defaults.prompt_count;
+    o->rules.begin_suppressed = defaults.begin_suppressed;
+    o->rules.begin_suppressed_count = defaults.begin_suppressed_count;
   }
-  /* mBART's target language, Whisper's language, task and no-timestamps
-   * prompt, whatever the rules given. */
-  o->rules.has_forced_bos = g->forced_bos >= 0;
-  o->rules.forced_bos = g->forced_bos;
-  o->rules.prompt = g->prompt;
-  o->rules.prompt_count = g->num_prompt;
-  o->rules.begin_suppressed = g->begin_suppressed;
-  o->rules.begin_suppressed_count = g->num_begin_suppressed;
   o->length_penalty = g->length_penalty;
   o->early_stopping = g->early_stopping;
 }
@@ -165,7 +161,7 @@ static int run_seq2seq(const char *argv0, tfm_model *model,
     return tfm_main_fail(argv0, "--output writes --preprocess's features; "
                                 "translations are printed (--step-logits "
                                 "FILE writes each step's logits)");
-  apply_generation_defaults(tfm_model_get_desc(model), o);
+  apply_generation_defaults(model, o);
   tfm_seq2seq_command command = {o->tokens,
                                  o->call.text,
                                  o->call.text_file,

@@ -276,6 +276,21 @@ tfm_status_code tfm_seq2seq_generate_from(
     const tfm_generate_options *options, const tfm_generation_rules *rules,
     int32_t *out, int64_t capacity, int64_t *count, tfm_status *status);
 
+/* The rules of the model's generation_config.json (all zero, forced_bos
+ * -1, without one): what generate() applies unless told otherwise. */
+void tfm_generation_rules_defaults(const tfm_model *model,
+                                   tfm_generation_rules *rules);
+
+/* An encoder-decoder's output for `source` (token ids, or a speech model's
+ * log-mel features; see tfm_seq2seq_generate_from) as text, generated as
+ * its generation_config.json says: the rules above, beam search of `beams`
+ * (0: the config's num_beams; 1: greedy), at most `max_new_tokens` (0: the
+ * config's, else 128, at most what the decoder's cache holds), then decoded as decode(skip_special_tokens=True).
+ * *text is malloc'd (NUL-terminated; the caller frees it). */
+tfm_status_code tfm_seq2seq_text(tfm_model *model, const tfm_tensor *source,
+                                 int32_t beams, int64_t max_new_tokens,
+                                 char **text, tfm_status *status);
+
 /* Beam search of an encoder-decoder, as transformers' generate(num_beams)
  * searches: the source is encoded once and its cross-attention cache
  * shared by every beam; each beam has its own self-attention cache: a

@@ -1,0 +1,136 @@
+/*===- seq2seq_text.c - an encoder-decoder's output as text -------------===//
+ *
+ * tfm_seq2seq_text: what the executable prints for a source (main_seq2seq.c)
+ * as one call for the libraries' users (the Python package's translate()
+ * and Whisper's transcribe()): the generation_config.json defaults as
+ * rules, beam search or greedy decoding, then the new tokens as text,
+ * special tokens skipped.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/core/model_internal.h"
+#include "runtime/core/status.h"
+#include "tfm/tfm_runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void tfm_generation_rules_defaults(const tfm_model *model,
+                                   tfm_generation_rules *rules) {
+  memset(rules, 0, sizeof *rules);
+  const tfm_generation_defaults *g =
+      model ? tfm_model_get_desc(model)->generation : NULL;
+  rules->forced_bos = -1;
+  if (!g)
+    return;
+  rules->no_repeat_ngram_size = g->no_repeat_ngram_size;
+  rules->min_new_tokens = g->min_new_tokens;
+  rules->forced_eos = g->forced_eos;
+  rules->has_forced_bos = g->forced_bos >= 0;
+  rules->forced_bos = g->forced_bos;
+  rules->suppressed = g->suppressed;
+  rules->suppressed_count = g->num_suppressed;
+  rules->bad_words = g->bad_words;
+  rules->bad_word_lengths = g->bad_word_lengths;
+  rules->bad_word_count = g->num_bad_words;
+  rules->prompt = g->prompt;
+  rules->prompt_count = g->num_prompt;
+  rules->begin_suppressed = g->begin_suppressed;
+  rules->begin_suppressed_count = g->num_begin_suppressed;
+}
+
+/* `ids` as text into a malloc'd string: the end-of-sequence token and the
+ * tokenizer's special tokens skipped, as decode(skip_special_tokens=True). */
+static tfm_status_code decode(const tfm_model *model,
+                              const tfm_tokenizer *tokenizer,
+                              const int32_t *ids, int64_t count, char **text,
+                              tfm_status *status) {
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  size_t length = 0, capacity = 64;
+  char *out = malloc(capacity);
+  int32_t start = desc->bos_token, previous = start;
+  for (int64_t i = 0; out && i < count; ++i) {
+    if (ids[i] == desc->eos_token || tfm_tokenizer_is_special(tokenizer, ids[i]))
+      continue;
+    size_t size = 0;
+    const char *piece =
+        tfm_tokenizer_decode(tokenizer, previous, ids[i], start, &size);
+    previous = ids[i];
+    if (!piece)
+      continue;
+    if (length + size + 1 > capacity) {
+      while (length + size + 1 > capacity)
+        capacity *= 2;
+      char *grown = realloc(out, capacity);
+      if (!grown) {
+        free(out);
+        out = NULL;
+        break;
+      }
+      out = grown;
+    }
+    memcpy(out + length, piece, size);
+    length += size;
+  }
+  if (!out)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  out[length] = '\0';
+  *text = out;
+  return tfm_ok(status);
+}
+
+tfm_status_code tfm_seq2seq_text(tfm_model *model, const tfm_tensor *source,
+                                 int32_t beams, int64_t max_new_tokens,
+                                 char **text, tfm_status *status) {
+  if (!model || !source || !text)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_seq2seq_text: NULL %s",
+                    !model ? "model" : !source ? "source" : "text");
+  if (beams < 0 || max_new_tokens < 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_seq2seq_text: negative %s",
+                    beams < 0 ? "beams" : "max_new_tokens");
+  const tfm_tokenizer *tokenizer = tfm_model_tokenizer(model, status);
+  if (!tokenizer)
+    return status ? status->code : TFM_ERROR_NOT_FOUND;
+  const tfm_generation_defaults *g = tfm_model_get_desc(model)->generation;
+  if (!beams)
+    beams = g && g->num_beams > 0 ? g->num_beams : 1;
+  tfm_generation_rules rules;
+  tfm_generation_rules_defaults(model, &rules);
+  if (!max_new_tokens) {
+    /* The config's, or as many as the decoder's cache holds after the
+     * forced prompt, at most 128 (the executable's default). */
+    max_new_tokens = g && g->max_new_tokens > 0 ? g->max_new_tokens : 128;
+    const tfm_model_desc *desc = tfm_model_get_desc(model);
+    for (int32_t i = 0; i < desc->num_caches; ++i)
+      if (desc->caches[i].kind == TFM_CACHE_SELF_ATTENTION &&
+          desc->caches[i].rank == 5 &&
+          desc->caches[i].shape[2] - rules.prompt_count < max_new_tokens)
+        max_new_tokens = desc->caches[i].shape[2] - rules.prompt_count;
+  }
+  int64_t capacity = max_new_tokens + rules.prompt_count + 1, count = 0;
+  int32_t *generated = malloc((size_t)capacity * sizeof *generated);
+  if (!generated)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  tfm_status_code code;
+  if (beams > 1) {
+    tfm_beam_options options = {beams, max_new_tokens,
+                                g ? g->length_penalty : 1.0f,
+                                g ? g->early_stopping : 0, &rules};
+    code = tfm_seq2seq_beam_search_from(model, source, &options, generated,
+                                        capacity, &count, status);
+  } else {
+    tfm_generate_options options;
+    memset(&options, 0, sizeof options);
+    options.max_new_tokens = max_new_tokens;
+    options.sampler = tfm_sampler_default_options(); /* greedy */
+    code = tfm_seq2seq_generate_from(model, source, &options, &rules,
+                                     generated, capacity, &count, status);
+  }
+  if (code == TFM_OK)
+    code = decode(model, tokenizer, generated, count < capacity ? count : capacity,
+                  text, status);
+  free(generated);
+  return code;
+}
