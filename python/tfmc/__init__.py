@@ -70,6 +70,20 @@ def _media_library():
     return None
 
 
+class _OutputBuffer:
+    """Releases one output tensor of tfm_model_call once nothing views it
+    (see Model._output_array). Holds the library, so the runtime outlives
+    its buffers."""
+
+    def __init__(self, library, tensor):
+        self._library = library
+        self._tensor = Tensor()
+        ctypes.pointer(self._tensor)[0] = tensor
+
+    def __del__(self):
+        self._library.tfm_tensor_release(ctypes.byref(self._tensor))
+
+
 def _tfmc_path():
     built = os.path.join(_ROOT, "build", "bin", "tfmc")
     return os.environ.get("TFMC", built if os.path.exists(built) else "tfmc")
@@ -272,17 +286,24 @@ class Model:
         _check(self._library.tfm_model_call(
             self._handle, entry.encode(), tensors, len(given), None, outputs,
             len(outputs), ctypes.byref(status)), status)
-        results = {}
-        for tensor, out in zip(spec["outputs"], outputs):
-            shape = tuple(out.shape[k] for k in range(out.rank))
-            dtype = NUMPY_DTYPES[DTYPE_NAMES[out.dtype]]
-            count = int(np.prod(shape)) if shape else 1
-            buffer = (ctypes.c_char * (count * np.dtype(dtype).itemsize)
-                      ).from_address(out.data)
-            results[tensor["role"]] = np.frombuffer(
-                buffer, dtype=dtype).reshape(shape).copy()
+        return {tensor["role"]: self._output_array(out)
+                for tensor, out in zip(spec["outputs"], outputs)}
+
+    def _output_array(self, out):
+        """An output of tfm_model_call as a NumPy array over the runtime's
+        own buffer, no copy: the buffer is released (tfm_tensor_release)
+        when the last array viewing it is gone."""
+        shape = tuple(out.shape[k] for k in range(out.rank))
+        dtype = np.dtype(NUMPY_DTYPES[DTYPE_NAMES[out.dtype]])
+        count = int(np.prod(shape)) if shape else 1
+        if count == 0 or not out.data:
             self._library.tfm_tensor_release(ctypes.byref(out))
-        return results
+            return np.empty(shape, dtype)
+        buffer = (ctypes.c_char * (count * dtype.itemsize)).from_address(
+            out.data)
+        # The array keeps `buffer` alive, and `buffer` its owner.
+        buffer._owner = _OutputBuffer(self._library, out)
+        return np.frombuffer(buffer, dtype=dtype).reshape(shape)
 
     def embed(self, texts):
         """One vector per text (or list of token ids) through @embed

@@ -22,6 +22,13 @@ hidden = m.call("encode", ids, token_type_ids=np.zeros_like(ids),
 expected = np.fromfile(golden, "<f4").reshape(hidden.shape)
 print("global hidden states:", hidden.shape,
       "within 1e-4:", bool(np.abs(hidden - expected).max() < 1e-4))
+# Outputs view the runtime's buffers (no copy), released with the array.
+first = hidden[0, 0]
+del hidden
+again = m.call("encode", ids, token_type_ids=np.zeros_like(ids),
+               global_attention=mask)["hidden_states"]
+print("no copy:", not again.flags.owndata, "writable:", again.flags.writeable,
+      "same values after a release:", bool(again[0, 0] == first))
 try:
     m.call("encode", ids, token_type_ids=np.zeros_like(ids),
            global_attention=mask[:-1])
