@@ -29,7 +29,7 @@ from tfmc._abi import (ROLE_NAMES, DTYPE_NAMES, NUMPY_DTYPES, Status,
                        Tensor, GenerateOptions, GenerateResult, ModelDesc,
                        SamplerOptions, ON_TOKEN, declare)
 
-__all__ = ["TfmcError", "compile", "load", "Model"]
+__all__ = ["TfmcError", "compile", "load", "Model", "Engine"]
 
 _DTYPE_CODES = {name: code for code, name in DTYPE_NAMES.items()}
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -552,3 +552,6 @@ class Model:
         thread.join()
         if failure:
             raise failure[0]
+
+
+from tfmc.engine import Engine  # noqa: E402  (it uses the names above)

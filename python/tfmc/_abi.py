@@ -115,6 +115,47 @@ class GenerateOptions(ctypes.Structure):
                 ("user", ctypes.c_void_p)]
 
 
+class EngineOptions(ctypes.Structure):
+    _fields_ = [("max_sequences", ctypes.c_int32),
+                ("kv_pool_bytes", ctypes.c_int64),
+                ("block_positions", ctypes.c_int32),
+                ("prefill_chunk", ctypes.c_int64),
+                ("share_prefixes", ctypes.c_int)]
+
+
+class EngineRequest(ctypes.Structure):
+    _fields_ = [("prompt", ctypes.POINTER(ctypes.c_int32)),
+                ("prompt_count", ctypes.c_int64),
+                ("max_new_tokens", ctypes.c_int64),
+                ("sampler", SamplerOptions),
+                ("ignore_eos", ctypes.c_int)]
+
+
+class EngineEvent(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_int64), ("token", ctypes.c_int32),
+                ("finish", ctypes.c_int)]
+
+
+class EngineStats(ctypes.Structure):
+    _fields_ = [("running", ctypes.c_int32), ("waiting", ctypes.c_int32),
+                ("kv_blocks", ctypes.c_int64),
+                ("kv_blocks_used", ctypes.c_int64),
+                ("kv_blocks_shared", ctypes.c_int64),
+                ("kv_blocks_cached", ctypes.c_int64),
+                ("kv_block_bytes", ctypes.c_int64),
+                ("kv_block_positions", ctypes.c_int64),
+                ("kv_paged", ctypes.c_int),
+                ("prefix_tokens_reused", ctypes.c_int64),
+                ("prompt_tokens", ctypes.c_int64),
+                ("generated_tokens", ctypes.c_int64),
+                ("preemptions", ctypes.c_int64),
+                ("steps", ctypes.c_int64)]
+
+
+# tfm_finish_reason's values.
+FINISH_NAMES = {0: None, 1: "length", 2: "eos", 3: "error"}
+
+
 class GenerateResult(ctypes.Structure):
     _fields_ = [("prompt_tokens", ctypes.c_int64),
                 ("generated_tokens", ctypes.c_int64),
@@ -155,6 +196,16 @@ def declare(library):
                                           i64, ctypes.POINTER(p), status]),
         "tfm_seq2seq_text": (ctypes.c_int, [p, ctypes.POINTER(Tensor), i32,
                                             i64, ctypes.POINTER(p), status]),
+        "tfm_engine_default_options": (EngineOptions, []),
+        "tfm_engine_new": (ctypes.c_int, [p, ctypes.POINTER(EngineOptions),
+                                          ctypes.POINTER(p), status]),
+        "tfm_engine_free": (None, [p]),
+        "tfm_engine_submit": (ctypes.c_int, [p, ctypes.POINTER(EngineRequest),
+                                             ctypes.POINTER(i64), status]),
+        "tfm_engine_cancel": (ctypes.c_int, [p, i64, status]),
+        "tfm_engine_step": (ctypes.c_int, [p, ctypes.POINTER(EngineEvent),
+                                           i32, ctypes.POINTER(i32), status]),
+        "tfm_engine_get_stats": (None, [p, ctypes.POINTER(EngineStats)]),
         "tfm_generate": (ctypes.c_int, [p, ctypes.POINTER(i32), i64,
                                         ctypes.POINTER(GenerateOptions),
                                         ctypes.POINTER(GenerateResult),

@@ -1,0 +1,137 @@
+"""The batch engine from Python: many sequences of one language model
+generated together (the runtime's tfm_engine: continuous batching over
+@prefill_batch, a paged KV cache shared between common prefixes).
+
+    engine = tfmc.Engine(model, max_sequences=8)
+    texts = engine.generate(["Once upon", "The dog"], max_tokens=32)
+
+or request by request:
+
+    first = engine.submit("Once upon", max_tokens=32)
+    while engine.pending():
+        for request, token, finish in engine.step():
+            ...
+
+An engine is stepped by one thread at a time (a lock guards it); each step
+runs with the GIL released."""
+import ctypes
+import threading
+
+from tfmc._abi import (EngineEvent, EngineOptions, EngineRequest, EngineStats,
+                       FINISH_NAMES, SamplerOptions, Status)
+
+
+class Engine:
+    def __init__(self, model, max_sequences=16, kv_pool_mb=0,
+                 block_positions=0, prefill_chunk=0, share_prefixes=True):
+        """An engine over `model` (a tfmc.Model of a decoder language model
+        compiled with its batched entry points, tfmc's default)."""
+        from tfmc import TfmcError, _check
+        if "prefill_batch" not in model.description["entry_points"]:
+            raise TfmcError(f"model '{model.description['name']}' has no "
+                            "@prefill_batch: the engine serves decoder "
+                            "language models")
+        self._check, self._model = _check, model
+        self._library = model._library
+        options = self._library.tfm_engine_default_options()
+        if max_sequences:
+            options.max_sequences = max_sequences
+        options.kv_pool_bytes = int(kv_pool_mb) << 20
+        if block_positions:
+            options.block_positions = block_positions
+        if prefill_chunk:
+            options.prefill_chunk = prefill_chunk
+        options.share_prefixes = 1 if share_prefixes else 0
+        self._events = (EngineEvent * (2 * options.max_sequences))()
+        self._engine = ctypes.c_void_p()
+        status = Status()
+        _check(self._library.tfm_engine_new(
+            model._handle, ctypes.byref(options), ctypes.byref(self._engine),
+            ctypes.byref(status)), status)
+        self._lock = threading.Lock()
+        self._open = set()  # requests not finished yet
+
+    def close(self):
+        """Frees the engine (and its KV pool); also done when it is
+        collected."""
+        if getattr(self, "_engine", None):
+            self._library.tfm_engine_free(self._engine)
+            self._engine = None
+
+    def __del__(self):
+        self.close()
+
+    def submit(self, prompt, max_tokens=128, temperature=0.0, top_p=1.0,
+               top_k=0, seed=0, ignore_eos=False):
+        """Queues `prompt` (text or token ids); returns the request's id,
+        which step() names its tokens with."""
+        ids = (self._model.tokenize(prompt) if isinstance(prompt, str)
+               else [int(t) for t in prompt])
+        prompt_ids = (ctypes.c_int32 * max(len(ids), 1))(*ids)
+        request = EngineRequest(prompt_ids, len(ids), max_tokens,
+                                SamplerOptions(temperature, top_k, top_p,
+                                               1.0, seed),
+                                1 if ignore_eos else 0)
+        request_id = ctypes.c_int64()
+        status = Status()
+        with self._lock:
+            self._check(self._library.tfm_engine_submit(
+                self._engine, ctypes.byref(request), ctypes.byref(request_id),
+                ctypes.byref(status)), status)
+            self._open.add(request_id.value)
+        return request_id.value
+
+    def cancel(self, request):
+        """Drops a request, waiting or running."""
+        status = Status()
+        with self._lock:
+            self._check(self._library.tfm_engine_cancel(
+                self._engine, request, ctypes.byref(status)), status)
+            self._open.discard(request)
+
+    def pending(self):
+        """How many requests have not finished."""
+        return len(self._open)
+
+    def step(self):
+        """One step of every running request: a list of (request, token,
+        finish), token None when the event only finishes it, finish None
+        while it goes on, else "length", "eos" or "error"."""
+        count = ctypes.c_int32()
+        status = Status()
+        with self._lock:
+            code = self._library.tfm_engine_step(
+                self._engine, self._events, len(self._events),
+                ctypes.byref(count), ctypes.byref(status))
+            events = []
+            for event in self._events[:count.value]:
+                finish = FINISH_NAMES.get(event.finish, "error")
+                if finish:
+                    self._open.discard(event.id)
+                events.append((event.id,
+                               event.token if event.token >= 0 else None,
+                               finish))
+        self._check(code, status)
+        return events
+
+    def generate(self, prompts, **options):
+        """Every prompt to its end, together: their texts in order (submit's
+        options apply to each)."""
+        requests = [self.submit(p, **options) for p in prompts]
+        tokens = {r: [] for r in requests}
+        waiting = set(requests)
+        while waiting:
+            for request, token, finish in self.step():
+                if request in tokens and token is not None:
+                    tokens[request].append(token)
+                if finish:
+                    waiting.discard(request)
+        return [self._model.detokenize(tokens[r]) for r in requests]
+
+    def stats(self):
+        """The engine's counters (tfm_engine_stats) as a dict."""
+        stats = EngineStats()
+        with self._lock:
+            self._library.tfm_engine_get_stats(self._engine,
+                                               ctypes.byref(stats))
+        return {name: getattr(stats, name) for name, _ in stats._fields_}
