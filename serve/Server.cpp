@@ -567,13 +567,34 @@ private:
   std::atomic<int64_t> requests{0};
 };
 
-/// A speech recognizer's /v1/audio/transcriptions: the upload written to a
-/// temporary file for libsndfile (tfm_audio_read), then tfm_transcribe, one
-/// call at a time.
+/// The spelling of token `id` (a special token's, as <|en|>).
+std::string spelling(const tfm_tokenizer *tokenizer, int32_t id) {
+  size_t size = 0;
+  const char *piece = tfm_tokenizer_decode(tokenizer, -1, id, -1, &size);
+  return piece ? std::string(piece, size) : std::string();
+}
+
+/// Whether `token` spells a Whisper language, <|xx|> or <|xxx|>.
+bool isLanguageToken(const std::string &token) {
+  if (token.size() < 6 || token.size() > 7 || token.rfind("<|", 0) != 0 ||
+      token.compare(token.size() - 2, 2, "|>") != 0)
+    return false;
+  for (size_t i = 2; i + 2 < token.size(); ++i)
+    if (token[i] < 'a' || token[i] > 'z')
+      return false;
+  return true;
+}
+
+/// A speech model's /v1/audio/transcriptions: the upload written to a
+/// temporary file for libsndfile (tfm_audio_read), then a CTC recognizer's
+/// tfm_transcribe, or Whisper's log-mel features (tfm_log_mel) and
+/// tfm_seq2seq_text with its prompt's language as asked; one call at a
+/// time.
 class TranscriptionEndpoint {
 public:
-  TranscriptionEndpoint(const ServedModel &served, tfm_model *model)
-      : served(served), model(model) {}
+  TranscriptionEndpoint(const ServedModel &served, tfm_model *model,
+                        bool whisper)
+      : served(served), model(model), whisper(whisper) {}
 
   void handle(const httplib::Request &req, httplib::Response &res) {
     if (!req.is_multipart_form_data())
@@ -587,21 +608,102 @@ public:
       fields[name] = part.content;
     TranscriptionRequest request;
     if (std::optional<ApiError> error =
-            parseTranscriptionRequest(fields, served, request))
+            parseTranscriptionRequest(fields, served, whisper, request))
       return sendError(res, *error);
-    std::string text;
-    if (std::optional<ApiError> error = transcribe(request.audio, text))
+    std::string text, language;
+    double duration = 0;
+    if (std::optional<ApiError> error =
+            transcribe(request, text, language, duration))
       return sendError(res, *error);
-    if (request.plainText)
+    if (request.format == TranscriptionFormat::Text)
       res.set_content(text + "\n", "text/plain; charset=utf-8");
     else
-      res.set_content(jsonText(transcriptionResponse(text)),
+      res.set_content(jsonText(transcriptionResponse(text, request, language,
+                                                     duration)),
                       "application/json");
   }
 
 private:
-  std::optional<ApiError> transcribe(const std::string &audio,
-                                     std::string &text) {
+  /// Whisper's generation rules for `request`: the model's, its prompt's
+  /// language token replaced by the one asked for; `language` gets the
+  /// language spoken of (the prompt's, or English without one).
+  std::optional<ApiError> whisperRules(const TranscriptionRequest &request,
+                                       tfm_generation_rules &rules,
+                                       std::vector<int32_t> &prompt,
+                                       std::string &language) {
+    tfm_generation_rules_defaults(model, &rules);
+    prompt.assign(rules.prompt, rules.prompt + rules.prompt_count);
+    int32_t at = -1;
+    for (size_t i = 0; i < prompt.size(); ++i)
+      if (isLanguageToken(spelling(served.tokenizer, prompt[i])))
+        at = int32_t(i);
+    language = at >= 0 ? spelling(served.tokenizer, prompt[size_t(at)])
+                             .substr(2)
+                       : "en";
+    language = language.substr(0, language.find('|'));
+    if (request.language.empty() || request.language == language)
+      return std::nullopt;
+    if (at < 0)
+      return ApiError{400,
+                      "'language' \"" + request.language +
+                          "\": model '" + served.name +
+                          "' hears English only (its prompt names no language)",
+                      "language", ""};
+    std::string token = "<|" + request.language + "|>";
+    int32_t id = -1;
+    int64_t count = 0;
+    tfm_status status;
+    if (tfm_tokenizer_encode(served.tokenizer, token.c_str(), -1, &id, 1,
+                             &count, &status) != TFM_OK ||
+        count != 1 || spelling(served.tokenizer, id) != token)
+      return ApiError{400,
+                      "'language' \"" + request.language + "\": model '" +
+                          served.name + "' has no " + token + " token",
+                      "language", ""};
+    prompt[size_t(at)] = id;
+    rules.prompt = prompt.data();
+    language = request.language;
+    return std::nullopt;
+  }
+
+  /// Whisper's transcript of `n` samples: log-mel features, then
+  /// generation as the rules say.
+  std::optional<ApiError> whisperText(const TranscriptionRequest &request,
+                                      const float *samples, int64_t n,
+                                      std::string &text,
+                                      std::string &language) {
+    tfm_generation_rules rules;
+    std::vector<int32_t> prompt;
+    if (std::optional<ApiError> error =
+            whisperRules(request, rules, prompt, language))
+      return error;
+    const tfm_tensor_desc &input =
+        tfm_model_entry_point(model, "encode")->inputs[0];
+    tfm_tensor features = {nullptr, TFM_DTYPE_F32, input.rank, {0}, nullptr};
+    int64_t count = 1;
+    for (int32_t d = 0; d < input.rank; ++d)
+      count *= features.shape[d] = input.shape[d];
+    std::vector<float> values(static_cast<size_t>(count));
+    features.data = values.data();
+    tfm_status status;
+    char *transcript = nullptr;
+    if (tfm_log_mel(model, samples, n, values.data(), count, &status) !=
+            TFM_OK ||
+        tfm_seq2seq_text(model, &features, 0, 0, &rules, &transcript,
+                         &status) != TFM_OK)
+      return ApiError{400, status.message, "file", ""};
+    text = transcript;
+    std::free(transcript);
+    // Whisper's text starts with the space its first token carries.
+    if (!text.empty() && text[0] == ' ')
+      text.erase(0, 1);
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> transcribe(const TranscriptionRequest &request,
+                                     std::string &text, std::string &language,
+                                     double &duration) {
+    const std::string &audio = request.audio;
     const char *directory = std::getenv("TMPDIR");
     std::string path =
         std::string(directory && *directory ? directory : "/tmp") +
@@ -626,8 +728,14 @@ private:
       for (size_t at; (at = message.find(path)) != std::string::npos;)
         message.replace(at, path.size(), "the uploaded file");
       error = ApiError{400, message, "file", ""};
+    } else if (whisper) {
+      std::lock_guard<std::mutex> lock(calls);
+      duration = double(n) /
+                 double(served.desc->audio_preprocessing->sampling_rate);
+      error = whisperText(request, samples, n, text, language);
     } else {
       std::lock_guard<std::mutex> lock(calls);
+      duration = double(n) / double(served.desc->waveform->sampling_rate);
       if (tfm_transcribe(model, samples, n, &transcript, &status) != TFM_OK)
         error = ApiError{400, status.message, "file", ""};
     }
@@ -641,6 +749,7 @@ private:
 
   const ServedModel &served;
   tfm_model *model;
+  bool whisper;
   std::mutex calls;
 };
 
@@ -673,11 +782,18 @@ int tfm::serve::runServer(const ServerOptions &o) {
   std::optional<EncoderEntry> classifier = findEncoderEntry(model, "classify");
   bool generates = tfm_model_entry_point(model, "prefill_batch") != nullptr;
   bool recognizes = served.desc->waveform && served.desc->waveform->blank >= 0;
+  // Whisper: an encoder-decoder on log-mel features.
+  const tfm_entry_point *encode = tfm_model_entry_point(model, "encode");
+  bool whisper = served.desc->audio_preprocessing &&
+                 !served.desc->audio_preprocessing->kaldi && encode &&
+                 tfm_model_entry_point(model, "decode") &&
+                 encode->inputs[0].dtype == TFM_DTYPE_F32 && served.tokenizer;
+  recognizes = recognizes || whisper;
   if (!generates && !embed && !classifier && !recognizes)
     fail("model '" + served.name +
          "' has neither @prefill_batch (a decoder language model), @embed "
          "or @embed_text (an embedder), @classify on token ids (a "
-         "classifier) nor a CTC head (a speech recognizer): tfm-serve "
+         "classifier) nor a CTC head or Whisper (speech): tfm-serve "
          "serves those");
   int32_t maxSequences =
       o.engine.max_sequences ? o.engine.max_sequences : 16;
@@ -763,7 +879,8 @@ int tfm::serve::runServer(const ServerOptions &o) {
   }
   std::unique_ptr<TranscriptionEndpoint> transcriptions;
   if (recognizes) {
-    transcriptions = std::make_unique<TranscriptionEndpoint>(served, model);
+    transcriptions =
+        std::make_unique<TranscriptionEndpoint>(served, model, whisper);
     server.Post("/v1/audio/transcriptions",
                 [&](const httplib::Request &req, httplib::Response &res) {
                   transcriptions->handle(req, res);
@@ -803,6 +920,13 @@ int tfm::serve::runServer(const ServerOptions &o) {
                 (long long)classifiers->labels(),
                 (long long)served.contextPositions, split.c_str(), scheme,
                 o.host.c_str(), port);
+  else if (whisper)
+    std::printf("tfm-serve: serving '%s' (Whisper: transcriptions of the "
+                "first %.0f s of a clip%s) on %s://%s:%d\n",
+                served.name.c_str(),
+                double(served.desc->audio_preprocessing->samples) /
+                    double(served.desc->audio_preprocessing->sampling_rate),
+                split.c_str(), scheme, o.host.c_str(), port);
   else
     std::printf("tfm-serve: serving '%s' (transcriptions of clips up to "
                 "%.0f s%s) on %s://%s:%d\n",

@@ -9,7 +9,8 @@ using json = nlohmann::ordered_json;
 
 std::optional<ApiError> tfm::serve::parseTranscriptionRequest(
     const std::map<std::string, std::string> &fields, const ServedModel &model,
-    TranscriptionRequest &out) {
+    bool whisper, TranscriptionRequest &out) {
+  const char *kind = whisper ? "Whisper" : "a CTC recognizer";
   for (const auto &[name, value] : fields) {
     if (name == "file") {
       out.audio = value;
@@ -18,24 +19,47 @@ std::optional<ApiError> tfm::serve::parseTranscriptionRequest(
               checkModelField(json{{"model", value}}, model))
         return error;
     } else if (name == "response_format") {
-      if (value != "json" && value != "text")
+      if (value == "json" || value == "text" ||
+          (whisper && value == "verbose_json"))
+        out.format = value == "json"   ? TranscriptionFormat::Json
+                     : value == "text" ? TranscriptionFormat::Text
+                                       : TranscriptionFormat::VerboseJson;
+      else
         return ApiError{400,
-                        "'response_format' must be \"json\" or \"text\" "
-                        "(a CTC recognizer has no segments or timestamps)",
+                        whisper ? "'response_format' must be \"json\", "
+                                  "\"text\" or \"verbose_json\" (no "
+                                  "subtitles: srt and vtt need timestamps)"
+                                : "'response_format' must be \"json\" or "
+                                  "\"text\" (a CTC recognizer has no "
+                                  "segments or timestamps)",
                         "response_format", ""};
-      out.plainText = value == "text";
     } else if (name == "temperature") {
       char *end = nullptr;
       double t = std::strtod(value.c_str(), &end);
       if (end == value.c_str() || *end || t != 0)
         return ApiError{400,
-                        "'temperature' can only be 0: a CTC recognizer "
-                        "decodes greedily",
+                        std::string("'temperature' can only be 0: ") + kind +
+                            (whisper ? " searches as its generation config "
+                                       "says"
+                                     : " decodes greedily"),
                         "temperature", ""};
+    } else if (name == "language" && whisper) {
+      bool code = value.size() >= 2 && value.size() <= 3;
+      for (char c : value)
+        code = code && c >= 'a' && c <= 'z';
+      if (!code)
+        return ApiError{400,
+                        "'language' must be an ISO 639-1 code such as "
+                        "\"en\", got \"" + value + "\"",
+                        "language", ""};
+      out.language = value;
     } else if (name == "language" || name == "prompt") {
       return ApiError{400,
-                      "'" + name + "' is not supported: a CTC recognizer "
-                      "hears one language and takes no prompt",
+                      "'" + name + "' is not supported: " +
+                          (whisper ? "Whisper's previous-text prompt is not "
+                                     "taken yet"
+                                   : "a CTC recognizer hears one language "
+                                     "and takes no prompt"),
                       name, ""};
     } else {
       return ApiError{400, "unknown field '" + name + "'", name, ""};
@@ -50,6 +74,18 @@ std::optional<ApiError> tfm::serve::parseTranscriptionRequest(
   return std::nullopt;
 }
 
-json tfm::serve::transcriptionResponse(const std::string &text) {
-  return json{{"text", text}};
+json tfm::serve::transcriptionResponse(const std::string &text,
+                                       const TranscriptionRequest &request,
+                                       const std::string &language,
+                                       double duration) {
+  if (request.format != TranscriptionFormat::VerboseJson)
+    return json{{"text", text}};
+  json segment = {{"id", 0},          {"seek", 0},
+                  {"start", 0.0},     {"end", duration},
+                  {"text", text},     {"temperature", 0.0}};
+  return json{{"task", "transcribe"},
+              {"language", language},
+              {"duration", duration},
+              {"text", text},
+              {"segments", json::array({segment})}};
 }

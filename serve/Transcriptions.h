@@ -1,11 +1,12 @@
 //===- Transcriptions.h - OpenAI's /v1/audio/transcriptions -----*- C++ -*-===//
 //
 // What tfm-serve accepts and answers on /v1/audio/transcriptions for a
-// speech recognizer (a CTC head: Wav2Vec2ForCTC, HubertForCTC): OpenAI's
-// multipart form (`file`, the audio; `model`; `response_format` json or
-// text; `temperature` 0, as greedy CTC decoding is) and its response. A
-// recognizer has no language or prompt to condition on: such fields are
-// refused, not ignored.
+// speech recognizer (a CTC head: Wav2Vec2ForCTC, HubertForCTC) or Whisper:
+// OpenAI's multipart form (`file`, the audio; `model`; `response_format`
+// json or text, and for Whisper verbose_json; `temperature` 0, as greedy
+// CTC decoding and Whisper's configured search are; Whisper's `language`)
+// and its response. A CTC recognizer has no language to condition on, and
+// neither takes a `prompt` yet: such fields are refused, not ignored.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,21 +21,31 @@
 
 namespace tfm::serve {
 
+enum class TranscriptionFormat { Json, Text, VerboseJson };
+
 struct TranscriptionRequest {
   /// The uploaded file's bytes.
   std::string audio;
-  /// response_format "text": the transcript as text/plain.
-  bool plainText = false;
+  TranscriptionFormat format = TranscriptionFormat::Json;
+  /// Whisper's language (ISO 639-1, as its <|xx|> tokens spell it); empty:
+  /// the model's own.
+  std::string language;
 };
 
 /// Checks the form's fields (name -> value; the file's bytes under "file")
-/// and fills `out`.
+/// and fills `out`; `whisper` says the model is Whisper (which takes a
+/// language and has verbose_json), not a CTC recognizer.
 std::optional<ApiError>
 parseTranscriptionRequest(const std::map<std::string, std::string> &fields,
-                          const ServedModel &model, TranscriptionRequest &out);
+                          const ServedModel &model, bool whisper,
+                          TranscriptionRequest &out);
 
-/// The JSON response: {"text": ...}.
-nlohmann::ordered_json transcriptionResponse(const std::string &text);
+/// The JSON response: {"text": ...}, or verbose_json's {"task",
+/// "language", "duration", "text", "segments"} (one segment: the clip).
+nlohmann::ordered_json transcriptionResponse(const std::string &text,
+                                             const TranscriptionRequest &request,
+                                             const std::string &language,
+                                             double duration);
 
 } // namespace tfm::serve
 

@@ -402,7 +402,8 @@ class Model:
         status = Status()
         _check(self._library.tfm_seq2seq_text(
             self._handle, ctypes.byref(tensor), beams or 0,
-            max_new_tokens or 0, ctypes.byref(text), ctypes.byref(status)),
+            max_new_tokens or 0, None, ctypes.byref(text),
+            ctypes.byref(status)),
             status)
         return self._take_text(text)
 

@@ -81,6 +81,7 @@ static tfm_status_code decode(const tfm_model *model,
 
 tfm_status_code tfm_seq2seq_text(tfm_model *model, const tfm_tensor *source,
                                  int32_t beams, int64_t max_new_tokens,
+                                 const tfm_generation_rules *given,
                                  char **text, tfm_status *status) {
   if (!model || !source || !text)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
@@ -97,7 +98,10 @@ tfm_status_code tfm_seq2seq_text(tfm_model *model, const tfm_tensor *source,
   if (!beams)
     beams = g && g->num_beams > 0 ? g->num_beams : 1;
   tfm_generation_rules rules;
-  tfm_generation_rules_defaults(model, &rules);
+  if (given)
+    rules = *given;
+  else
+    tfm_generation_rules_defaults(model, &rules);
   if (!max_new_tokens) {
     /* The config's, or as many as the decoder's cache holds after the
      * forced prompt, at most 128 (the executable's default). */

@@ -283,12 +283,14 @@ void tfm_generation_rules_defaults(const tfm_model *model,
 
 /* An encoder-decoder's output for `source` (token ids, or a speech model's
  * log-mel features; see tfm_seq2seq_generate_from) as text, generated as
- * its generation_config.json says: the rules above, beam search of `beams`
+ * its generation_config.json says: `rules` (NULL: the defaults above;
+ * Whisper's prompt names its language and task), beam search of `beams`
  * (0: the config's num_beams; 1: greedy), at most `max_new_tokens` (0: the
  * config's, else 128, at most what the decoder's cache holds), then decoded as decode(skip_special_tokens=True).
  * *text is malloc'd (NUL-terminated; the caller frees it). */
 tfm_status_code tfm_seq2seq_text(tfm_model *model, const tfm_tensor *source,
                                  int32_t beams, int64_t max_new_tokens,
+                                 const tfm_generation_rules *rules,
                                  char **text, tfm_status *status);
 
 /* Beam search of an encoder-decoder, as transformers' generate(num_beams)

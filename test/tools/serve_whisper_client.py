@@ -1,0 +1,53 @@
+"""Drives tfm-serve's /v1/audio/transcriptions for Whisper (multipart forms,
+as OpenAI's SDKs send them) and prints one line per check for FileCheck
+(tfm-serve-transcriptions.test):
+
+  serve_whisper_client.py TFM_SERVE LIBRARY WAV EXPECTED_TEXT
+
+EXPECTED_TEXT is what the executable prints for WAV (its first space is the
+first token's)."""
+
+import re
+import subprocess
+import sys
+
+from serve_transcriptions_client import post
+
+
+def main():
+    serve, library, wav, expected_path = sys.argv[1:5]
+    expected = open(expected_path).read().rstrip("\n").lstrip(" ")
+    audio = open(wav, "rb").read()
+    server = subprocess.Popen([serve, library, "--port", "0"],
+                              stdout=subprocess.PIPE, text=True)
+    banner = server.stdout.readline().strip()
+    print(banner.rsplit(" on ", 1)[0])
+    print(server.stdout.readline().strip())
+    port = int(re.search(r":(\d+)$", banner).group(1))
+    files = [("file", "tones.wav", audio)]
+    try:
+        status, body = post(port, [("model", "whisper")], files)
+        print("json:", status, "equals the executable's:",
+              body["text"] == expected)
+        status, body = post(port, [("response_format", "text"),
+                                   ("language", "en")], files)
+        print("text, language en:", status, body.rstrip("\n") == expected)
+        status, body = post(port, [("response_format", "verbose_json")], files)
+        print("verbose_json:", status, body["task"], body["language"],
+              body["duration"], len(body["segments"]),
+              body["segments"][0]["end"], body["text"] == expected)
+        for label, fields in [
+                ("language", [("language", "fr")]),
+                ("language code", [("language", "French")]),
+                ("prompt", [("prompt", "Hello.")]),
+                ("format", [("response_format", "srt")]),
+                ("temperature", [("temperature", "0.4")])]:
+            status, body = post(port, fields, files)
+            print(f"refused, {label}:", status, body["error"]["message"])
+    finally:
+        server.terminate()
+        server.wait()
+
+
+if __name__ == "__main__":
+    main()
