@@ -33,9 +33,8 @@ static tfm_memref3d_f32 rows(float *data, int64_t n, int64_t heads,
  * a window or none), or with `longformer` tfm_rt_sparse_attention (a
  * window on either side and the first token global). */
 static double time_attention(float *q, float *k, float *v, float *out,
-                             int64_t n, int64_t heads, int64_t dim,
-                             int causal, int64_t window, int longformer,
-                             int runs) {
+                             int64_t n, int64_t heads, int64_t dim, int causal,
+                             int64_t window, int longformer, int runs) {
   tfm_memref3d_f32 mq = rows(q, n, heads, dim), mk = rows(k, n, heads, dim),
                    mv = rows(v, n, heads, dim), mo = rows(out, n, heads, dim);
   int32_t none = 0;
@@ -47,8 +46,7 @@ static double time_attention(float *q, float *k, float *v, float *out,
       _mlir_ciface_tfm_rt_sparse_attention(&mq, &mk, &mv, &mq, &mk, &mv,
                                            &no_mask, &mo, 0.125f, window, 1);
     else
-      _mlir_ciface_tfm_rt_attention(&mq, &mk, &mv, &mo, 0.125f, causal,
-                                    window);
+      _mlir_ciface_tfm_rt_attention(&mq, &mk, &mv, &mo, 0.125f, causal, window);
     double took = (now() - start) * 1e3;
     if (took < best)
       best = took;
@@ -59,9 +57,9 @@ static double time_attention(float *q, float *k, float *v, float *out,
 int main(int argc, char **argv) {
   const int64_t heads = 12, dim = 64, window = 512;
   int64_t longest = argc > 1 ? atoll(argv[1]) : 16384;
-  printf("%7s %11s %11s %8s %11s %11s %8s %9s %9s\n", "tokens",
-         "causal ms", "window ms", "ratio", "bidir ms", "longf. ms", "ratio",
-         "win us/t", "longf us/t");
+  printf("%7s %11s %11s %8s %11s %11s %8s %9s %9s\n", "tokens", "causal ms",
+         "window ms", "ratio", "bidir ms", "longf. ms", "ratio", "win us/t",
+         "longf us/t");
   for (int64_t n = 1024; n <= longest; n *= 2) {
     size_t count = (size_t)(n * heads * dim);
     float *q = malloc(count * 4), *k = malloc(count * 4),

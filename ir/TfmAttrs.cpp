@@ -289,11 +289,14 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
     case InputRole::token_ids:
     case InputRole::token_type_ids:
     case InputRole::decoder_token_ids:
+      if (!tensor || tensor.getRank() != 1 ||
+          !tensor.getElementType().isSignlessInteger(32))
+        return fail("token ids are a tensor<?xi32>");
+      return success();
     case InputRole::global_attention:
       if (!tensor || tensor.getRank() != 1 ||
           !tensor.getElementType().isSignlessInteger(32))
-        return fail("token ids, token types and global attention masks are "
-                    "a tensor<?xi32>");
+        return fail("a global attention mask is a tensor<?xi32>");
       return success();
     case InputRole::sequence_lengths:
     case InputRole::positions:

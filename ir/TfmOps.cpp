@@ -481,13 +481,12 @@ LogicalResult SparseAttentionOp::verify() {
   RankedTensorType type = getQuery().getType();
   if (failed(expectRank(*this, "query", getQuery(), 3)))
     return failure();
-  for (auto [name, value] :
-       {std::pair<StringRef, Value>{"key", getKey()},
-        {"value", getValue()},
-        {"global_query", getGlobalQuery()},
-        {"global_key", getGlobalKey()},
-        {"global_value", getGlobalValue()},
-        {"result", getResult()}}) {
+  for (auto [name, value] : {std::pair<StringRef, Value>{"key", getKey()},
+                             {"value", getValue()},
+                             {"global_query", getGlobalQuery()},
+                             {"global_key", getGlobalKey()},
+                             {"global_value", getGlobalValue()},
+                             {"result", getResult()}}) {
     if (value.getType() != type)
       return emitOpError() << "expected " << name << " of the query's type "
                            << type;
@@ -502,11 +501,14 @@ LogicalResult SparseAttentionOp::verify() {
                          type.getDimSize(0))))
       return failure();
   }
-  if (getWindow() <= 0)
-    return emitOpError() << "expected a positive window, got " << getWindow();
-  if (getGlobalPrefix() < 0)
+  // The getters read the attributes unsigned.
+  int64_t window = getWindowAttr().getInt();
+  if (window <= 0)
+    return emitOpError() << "expected a positive window, got " << window;
+  int64_t prefix = getGlobalPrefixAttr().getInt();
+  if (prefix < 0)
     return emitOpError() << "expected a non-negative global_prefix, got "
-                         << getGlobalPrefix();
+                         << prefix;
   if (!getScale().isFiniteNonZero())
     return emitOpError() << "expected a finite, non-zero scale, got "
                          << getScale().convertToDouble();

@@ -141,8 +141,9 @@ struct PackSequencesPass
       if (Operation *op = firstUnpackableOp(func, perToken, why)) {
         // Decoders and Longformer's classifiers are expected here; anything
         // else is worth a word.
-        bool expected = isa<SparseAttentionOp>(op) ||
-                        (isa<AttentionOp>(op) && cast<AttentionOp>(op).getCausal());
+        bool expected =
+            isa<SparseAttentionOp>(op) ||
+            (isa<AttentionOp>(op) && cast<AttentionOp>(op).getCausal());
         if (!expected)
           op->emitRemark() << "tfm-pack-sequences: @" << func.getSymName()
                            << " gets no batched form: " << why;

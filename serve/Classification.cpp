@@ -78,12 +78,9 @@ json tfm::serve::classificationResponse(
                     {"probs", p},
                     {"num_classes", p.size()}});
   }
-  return {{"id", id},
-          {"object", "list"},
-          {"created", created},
-          {"model", model.name},
-          {"data", data},
-          {"usage", usage(promptTokens, 0)}};
+  return {{"id", id},           {"object", "list"},
+          {"created", created}, {"model", model.name},
+          {"data", data},       {"usage", usage(promptTokens, 0)}};
 }
 
 std::optional<ApiError> tfm::serve::parseRerankRequest(const std::string &body,
@@ -93,9 +90,9 @@ std::optional<ApiError> tfm::serve::parseRerankRequest(const std::string &body,
   json request;
   if (std::optional<ApiError> error = parseRequestObject(body, request))
     return error;
-  if (std::optional<ApiError> error = unknownField(
-          request,
-          {"model", "query", "documents", "top_n", "return_documents", "user"}))
+  if (std::optional<ApiError> error =
+          unknownField(request, {"model", "query", "documents", "top_n",
+                                 "return_documents", "user"}))
     return error;
   if (std::optional<ApiError> error = checkModelField(request, model))
     return error;
@@ -147,11 +144,11 @@ std::optional<ApiError> tfm::serve::parseRerankRequest(const std::string &body,
     if (tfm_tokenizer_encode_text(model.tokenizer, text.c_str(), document,
                                   nullptr, nullptr, 0, &count,
                                   &status) != TFM_OK)
-      return ApiError{400,
-                      "'documents' " + std::to_string(i) +
-                          " cannot be tokenized with the query: " +
-                          status.message,
-                      "documents", ""};
+      return ApiError{
+          400,
+          "'documents' " + std::to_string(i) +
+              " cannot be tokenized with the query: " + status.message,
+          "documents", ""};
     if (count > context)
       return ApiError{400,
                       "this model's maximum context is " +
@@ -163,8 +160,8 @@ std::optional<ApiError> tfm::serve::parseRerankRequest(const std::string &body,
     pair.ids.resize(size_t(count));
     pair.types.resize(size_t(count));
     tfm_tokenizer_encode_text(model.tokenizer, text.c_str(), document,
-                              pair.ids.data(), pair.types.data(), count,
-                              &count, &status);
+                              pair.ids.data(), pair.types.data(), count, &count,
+                              &status);
     out.promptTokens += count;
     out.pairs.push_back(std::move(pair));
   }

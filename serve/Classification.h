@@ -1,4 +1,5 @@
-//===- Classification.h - /classify and /rerank for classifiers --*- C++ -*-===//
+//===- Classification.h - /classify and /rerank for classifiers --*- C++
+//-*-===//
 //
 // What tfm-serve accepts and answers for a sequence classifier (@classify):
 //   - POST /classify, in vLLM's shape: `input` a string, a list of strings,
@@ -61,9 +62,9 @@ std::optional<ApiError> parseRerankRequest(const std::string &body,
                                            int64_t context, RerankRequest &out);
 
 /// The /rerank response for the pairs' logits (one each).
-nlohmann::ordered_json rerankResponse(const std::vector<std::vector<float>> &logits,
-                                      const RerankRequest &request,
-                                      const std::string &model);
+nlohmann::ordered_json
+rerankResponse(const std::vector<std::vector<float>> &logits,
+               const RerankRequest &request, const std::string &model);
 
 } // namespace tfm::serve
 

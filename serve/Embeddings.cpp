@@ -75,11 +75,9 @@ std::string base64(const std::vector<float> &values) {
 
 } // namespace
 
-std::optional<ApiError>
-tfm::serve::parseInputField(const json &request, const ServedModel &model,
-                            int64_t context,
-                            std::vector<std::vector<int32_t>> &out,
-                            int64_t &tokens) {
+std::optional<ApiError> tfm::serve::parseInputField(
+    const json &request, const ServedModel &model, int64_t context,
+    std::vector<std::vector<int32_t>> &out, int64_t &tokens) {
   auto input = request.find("input");
   if (input == request.end())
     return ApiError{400, "'input' is required", "input", ""};
@@ -144,8 +142,7 @@ tfm::serve::parseEmbeddingRequest(const std::string &body,
                           std::to_string(dimensions) +
                           ": it has no shortened embeddings",
                       "dimensions", ""};
-  return parseInputField(request, model, context, out.inputs,
-                         out.promptTokens);
+  return parseInputField(request, model, context, out.inputs, out.promptTokens);
 }
 
 json tfm::serve::embeddingResponse(

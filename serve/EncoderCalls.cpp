@@ -30,8 +30,8 @@ bool takesTokens(const tfm_entry_point *entry, bool packed, bool &types) {
 
 } // namespace
 
-std::optional<EncoderEntry>
-tfm::serve::findEncoderEntry(const tfm_model *model, const char *name) {
+std::optional<EncoderEntry> tfm::serve::findEncoderEntry(const tfm_model *model,
+                                                         const char *name) {
   EncoderEntry found;
   found.single = tfm_model_entry_point(model, name);
   if (!found.single || !takesTokens(found.single, false, found.takesTypes) ||
@@ -47,8 +47,8 @@ tfm::serve::findEncoderEntry(const tfm_model *model, const char *name) {
   return found;
 }
 
-std::optional<std::string>
-EncoderCalls::runOne(const EncoderInput &input, std::vector<float> &row) {
+std::optional<std::string> EncoderCalls::runOne(const EncoderInput &input,
+                                                std::vector<float> &row) {
   std::vector<int32_t> zeros;
   const std::vector<int32_t> *types = &input.types;
   if (types->empty()) {
@@ -71,9 +71,9 @@ EncoderCalls::runOne(const EncoderInput &input, std::vector<float> &row) {
   return std::nullopt;
 }
 
-std::optional<std::string> EncoderCalls::runPacked(
-    const std::vector<const EncoderInput *> &inputs,
-    std::vector<std::vector<float> *> &rows) {
+std::optional<std::string>
+EncoderCalls::runPacked(const std::vector<const EncoderInput *> &inputs,
+                        std::vector<std::vector<float> *> &rows) {
   std::vector<int32_t> ids, types, lengths;
   for (const EncoderInput *input : inputs) {
     ids.insert(ids.end(), input->ids.begin(), input->ids.end());
@@ -117,8 +117,9 @@ void EncoderCalls::runJobs(const std::vector<Job *> &jobs) {
     }
   }
   for (size_t first = 0; first < inputs.size();) {
-    size_t end = entry.packed ? std::min(inputs.size(), first + kMaxInputsPerCall)
-                              : first + 1;
+    size_t end = entry.packed
+                     ? std::min(inputs.size(), first + kMaxInputsPerCall)
+                     : first + 1;
     std::optional<std::string> error;
     if (entry.packed) {
       std::vector<const EncoderInput *> part(inputs.begin() + first,

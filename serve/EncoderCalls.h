@@ -1,4 +1,5 @@
-//===- EncoderCalls.h - encoder calls shared by concurrent requests -*- C++ -*-===//
+//===- EncoderCalls.h - encoder calls shared by concurrent requests -*- C++
+//-*-===//
 //
 // How tfm-serve runs an encoder entry point (@embed, @embed_text,
 // @classify) for many requests at once. Requests hand their inputs in and
@@ -74,8 +75,9 @@ private:
   void runJobs(const std::vector<Job *> &jobs);
   std::optional<std::string> runOne(const EncoderInput &input,
                                     std::vector<float> &row);
-  std::optional<std::string> runPacked(const std::vector<const EncoderInput *> &inputs,
-                                       std::vector<std::vector<float> *> &rows);
+  std::optional<std::string>
+  runPacked(const std::vector<const EncoderInput *> &inputs,
+            std::vector<std::vector<float> *> &rows);
 
   tfm_model *model;
   EncoderEntry entry;

@@ -22,19 +22,19 @@
 #include "serve/Classification.h"
 #include "serve/Embeddings.h"
 #include "serve/EncoderCalls.h"
-#include "serve/Transcriptions.h"
 #include "serve/OpenAiApi.h"
 #include "serve/Scheduler.h"
+#include "serve/Transcriptions.h"
 
 #include <httplib.h>
 
 #include <algorithm>
 #include <atomic>
-#include <ctime>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <dlfcn.h>
 #include <fstream>
 #include <memory>
@@ -618,9 +618,9 @@ public:
     if (request.format == TranscriptionFormat::Text)
       res.set_content(text + "\n", "text/plain; charset=utf-8");
     else
-      res.set_content(jsonText(transcriptionResponse(text, request, language,
-                                                     duration)),
-                      "application/json");
+      res.set_content(
+          jsonText(transcriptionResponse(text, request, language, duration)),
+          "application/json");
   }
 
 private:
@@ -637,16 +637,16 @@ private:
     for (size_t i = 0; i < prompt.size(); ++i)
       if (isLanguageToken(spelling(served.tokenizer, prompt[i])))
         at = int32_t(i);
-    language = at >= 0 ? spelling(served.tokenizer, prompt[size_t(at)])
-                             .substr(2)
-                       : "en";
+    language = at >= 0
+                   ? spelling(served.tokenizer, prompt[size_t(at)]).substr(2)
+                   : "en";
     language = language.substr(0, language.find('|'));
     if (request.language.empty() || request.language == language)
       return std::nullopt;
     if (at < 0)
       return ApiError{400,
-                      "'language' \"" + request.language +
-                          "\": model '" + served.name +
+                      "'language' \"" + request.language + "\": model '" +
+                          served.name +
                           "' hears English only (its prompt names no language)",
                       "language", ""};
     std::string token = "<|" + request.language + "|>";
@@ -730,8 +730,8 @@ private:
       error = ApiError{400, message, "file", ""};
     } else if (whisper) {
       std::lock_guard<std::mutex> lock(calls);
-      duration = double(n) /
-                 double(served.desc->audio_preprocessing->sampling_rate);
+      duration =
+          double(n) / double(served.desc->audio_preprocessing->sampling_rate);
       error = whisperText(request, samples, n, text, language);
     } else {
       std::lock_guard<std::mutex> lock(calls);
@@ -935,7 +935,7 @@ int tfm::serve::runServer(const ServerOptions &o) {
                     double(served.desc->waveform->sampling_rate),
                 split.c_str(), scheme, o.host.c_str(), port);
   std::printf("tfm-serve: chat template: %s\n",
-              generates ? chatTemplateOrigin.c_str()
+              generates    ? chatTemplateOrigin.c_str()
               : embed      ? "none (an embedder)"
               : classifier ? "none (a classifier)"
                            : "none (a speech recognizer)");

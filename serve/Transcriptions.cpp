@@ -50,7 +50,8 @@ std::optional<ApiError> tfm::serve::parseTranscriptionRequest(
       if (!code)
         return ApiError{400,
                         "'language' must be an ISO 639-1 code such as "
-                        "\"en\", got \"" + value + "\"",
+                        "\"en\", got \"" +
+                            value + "\"",
                         "language", ""};
       out.language = value;
     } else if (name == "language" || name == "prompt") {
@@ -80,9 +81,8 @@ json tfm::serve::transcriptionResponse(const std::string &text,
                                        double duration) {
   if (request.format != TranscriptionFormat::VerboseJson)
     return json{{"text", text}};
-  json segment = {{"id", 0},          {"seek", 0},
-                  {"start", 0.0},     {"end", duration},
-                  {"text", text},     {"temperature", 0.0}};
+  json segment = {{"id", 0},         {"seek", 0},    {"start", 0.0},
+                  {"end", duration}, {"text", text}, {"temperature", 0.0}};
   return json{{"task", "transcribe"},
               {"language", language},
               {"duration", duration},

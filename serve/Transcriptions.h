@@ -42,10 +42,10 @@ parseTranscriptionRequest(const std::map<std::string, std::string> &fields,
 
 /// The JSON response: {"text": ...}, or verbose_json's {"task",
 /// "language", "duration", "text", "segments"} (one segment: the clip).
-nlohmann::ordered_json transcriptionResponse(const std::string &text,
-                                             const TranscriptionRequest &request,
-                                             const std::string &language,
-                                             double duration);
+nlohmann::ordered_json
+transcriptionResponse(const std::string &text,
+                      const TranscriptionRequest &request,
+                      const std::string &language, double duration);
 
 } // namespace tfm::serve
 

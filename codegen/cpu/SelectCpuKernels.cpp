@@ -174,8 +174,7 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
 /// (kernels_attention_sparse.c), tfm_rt_sparse_attention(q, k, v, global q,
 /// k, v, global mask, out, scale, window, global prefix). Without a mask
 /// the kernel gets an empty one.
-struct SparseAttentionToKernelCall
-    : OpConversionPattern<SparseAttentionOp> {
+struct SparseAttentionToKernelCall : OpConversionPattern<SparseAttentionOp> {
   using OpConversionPattern::OpConversionPattern;
 
   LogicalResult
@@ -188,10 +187,13 @@ struct SparseAttentionToKernelCall
       global = arith::ConstantOp::create(
           rewriter, loc, DenseElementsAttr::get(none, ArrayRef<int32_t>{}));
     }
-    SmallVector<Value> inputs = {
-        adaptor.getQuery(),       adaptor.getKey(),       adaptor.getValue(),
-        adaptor.getGlobalQuery(), adaptor.getGlobalKey(), adaptor.getGlobalValue(),
-        global};
+    SmallVector<Value> inputs = {adaptor.getQuery(),
+                                 adaptor.getKey(),
+                                 adaptor.getValue(),
+                                 adaptor.getGlobalQuery(),
+                                 adaptor.getGlobalKey(),
+                                 adaptor.getGlobalValue(),
+                                 global};
     RankedTensorType type = op.getType();
     SmallVector<Value> dynamicSizes;
     if (type.isDynamicDim(0))
@@ -201,12 +203,10 @@ struct SparseAttentionToKernelCall
     SmallVector<Value> flags = {
         arith::ConstantOp::create(rewriter, loc, op.getScaleAttr()),
         arith::ConstantIntOp::create(rewriter, loc, i64, op.getWindow()),
-        arith::ConstantIntOp::create(rewriter, loc, i64,
-                                     op.getGlobalPrefix())};
-    rewriter.replaceOp(op, callKernelWithOutput(rewriter, loc,
-                                                "tfm_rt_sparse_attention",
-                                                inputs, type, dynamicSizes,
-                                                flags));
+        arith::ConstantIntOp::create(rewriter, loc, i64, op.getGlobalPrefix())};
+    rewriter.replaceOp(
+        op, callKernelWithOutput(rewriter, loc, "tfm_rt_sparse_attention",
+                                 inputs, type, dynamicSizes, flags));
     return success();
   }
 };

@@ -1,9 +1,9 @@
 //===- LowerAttention.cpp - tfm.attention to linalg ---------------------===//
 //
 // The target-independent lowering (the CPU's fused kernel is chosen before
-// it, by tfm-select-cpu-kernels): scores [heads, s, t] are materialized, masked,
-// soft-maxed row by row and multiplied with the values. Query head h reads
-// KV head h floordiv (heads / kv_heads), which an affine map expresses
+// it, by tfm-select-cpu-kernels): scores [heads, s, t] are materialized,
+// masked, soft-maxed row by row and multiplied with the values. Query head h
+// reads KV head h floordiv (heads / kv_heads), which an affine map expresses
 // directly, so grouped-query attention needs no repeated K/V. It serves
 // attention with a [heads, s, t] bias and checks the kernel in tests.
 // tfm.window_attention (Swin) is lowered the same way a window at a time:
@@ -310,9 +310,9 @@ struct LowerSparseAttention : OpConversionPattern<SparseAttentionOp> {
     // or none).
     auto isGlobal = [&](OpBuilder &b, Location l, Value index,
                         Value maskElement) -> Value {
-      Value result = arith::CmpIOp::create(
-          b, l, arith::CmpIPredicate::ult, index,
-          arith::ConstantIndexOp::create(b, l, prefix));
+      Value result =
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, index,
+                                arith::ConstantIndexOp::create(b, l, prefix));
       if (maskElement)
         result = arith::OrIOp::create(
             b, l, result,
@@ -335,8 +335,9 @@ struct LowerSparseAttention : OpConversionPattern<SparseAttentionOp> {
     maps.push_back(AffineMap::get(3, 0, {h, i, j}, ctx));
     int64_t window = op.getWindow();
     Value bias = createGeneric(
-        rewriter, loc, maskInputs, createEmpty(rewriter, loc, biasType, biasSizes),
-        maps, SmallVector<IteratorType>(3, IteratorType::parallel),
+        rewriter, loc, maskInputs,
+        createEmpty(rewriter, loc, biasType, biasSizes), maps,
+        SmallVector<IteratorType>(3, IteratorType::parallel),
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           Value row = linalg::IndexOp::create(b, l, 1);
           Value col = linalg::IndexOp::create(b, l, 2);

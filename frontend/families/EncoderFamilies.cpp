@@ -155,12 +155,9 @@ struct EncoderFamily {
 /// Every encoder family, in the order messages list them. A new family is
 /// a reader above and a row here.
 const EncoderFamily kEncoderFamilies[] = {
-    {"bert", readBertSpec},
-    {"distilbert", readDistilBertSpec},
-    {"electra", readElectraSpec},
-    {"longformer", readLongformerSpec},
-    {"roberta", readRobertaSpec},
-    {"xlm-roberta", readXlmRobertaSpec},
+    {"bert", readBertSpec},       {"distilbert", readDistilBertSpec},
+    {"electra", readElectraSpec}, {"longformer", readLongformerSpec},
+    {"roberta", readRobertaSpec}, {"xlm-roberta", readXlmRobertaSpec},
 };
 
 } // namespace

@@ -512,13 +512,12 @@ static int run_inputs(const char *argv0, tfm_model *model,
                                    {in[k].decoder_count}, NULL};
         } else if (desc->role == TFM_ROLE_GLOBAL_ATTENTION) {
           int32_t *mask = in[k].globals;
-          if (!mask && !(mask = no_globals = calloc(
-                             (size_t)in[k].count + 1, sizeof *mask))) {
+          if (!mask && !(mask = no_globals =
+                             calloc((size_t)in[k].count + 1, sizeof *mask))) {
             fprintf(stderr, "%s: error: out of memory\n", argv0);
             return 0;
           }
-          inputs[i] = (tfm_tensor){mask, TFM_DTYPE_I32, 1, {in[k].count},
-                                   NULL};
+          inputs[i] = (tfm_tensor){mask, TFM_DTYPE_I32, 1, {in[k].count}, NULL};
         } else {
           inputs[i] =
               (tfm_tensor){desc->role == TFM_ROLE_TOKEN_IDS ? in[k].ids
@@ -526,9 +525,8 @@ static int run_inputs(const char *argv0, tfm_model *model,
                            TFM_DTYPE_I32, 1, {in[k].count}, NULL};
         }
       }
-      int called = tfm_model_call(model, entry->name, inputs,
-                                  entry->num_inputs, NULL, &output, 1,
-                                  &status) == TFM_OK;
+      int called = tfm_model_call(model, entry->name, inputs, entry->num_inputs,
+                                  NULL, &output, 1, &status) == TFM_OK;
       free(no_globals);
       if (!called) {
         fprintf(stderr, "%s: error: %s\n", argv0, status.message);

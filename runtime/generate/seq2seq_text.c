@@ -50,7 +50,8 @@ static tfm_status_code decode(const tfm_model *model,
   char *out = malloc(capacity);
   int32_t start = desc->bos_token, previous = start;
   for (int64_t i = 0; out && i < count; ++i) {
-    if (ids[i] == desc->eos_token || tfm_tokenizer_is_special(tokenizer, ids[i]))
+    if (ids[i] == desc->eos_token ||
+        tfm_tokenizer_is_special(tokenizer, ids[i]))
       continue;
     size_t size = 0;
     const char *piece =
@@ -81,12 +82,14 @@ static tfm_status_code decode(const tfm_model *model,
 
 tfm_status_code tfm_seq2seq_text(tfm_model *model, const tfm_tensor *source,
                                  int32_t beams, int64_t max_new_tokens,
-                                 const tfm_generation_rules *given,
-                                 char **text, tfm_status *status) {
+                                 const tfm_generation_rules *given, char **text,
+                                 tfm_status *status) {
   if (!model || !source || !text)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_seq2seq_text: NULL %s",
-                    !model ? "model" : !source ? "source" : "text");
+                    !model    ? "model"
+                    : !source ? "source"
+                              : "text");
   if (beams < 0 || max_new_tokens < 0)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_seq2seq_text: negative %s",
@@ -129,12 +132,12 @@ tfm_status_code tfm_seq2seq_text(tfm_model *model, const tfm_tensor *source,
     memset(&options, 0, sizeof options);
     options.max_new_tokens = max_new_tokens;
     options.sampler = tfm_sampler_default_options(); /* greedy */
-    code = tfm_seq2seq_generate_from(model, source, &options, &rules,
-                                     generated, capacity, &count, status);
+    code = tfm_seq2seq_generate_from(model, source, &options, &rules, generated,
+                                     capacity, &count, status);
   }
   if (code == TFM_OK)
-    code = decode(model, tokenizer, generated, count < capacity ? count : capacity,
-                  text, status);
+    code = decode(model, tokenizer, generated,
+                  count < capacity ? count : capacity, text, status);
   free(generated);
   return code;
 }

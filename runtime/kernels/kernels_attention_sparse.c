@@ -26,7 +26,8 @@
 /* q, k, v and out of one head layout [rows, heads, dim], contiguous. */
 static tfm_memref3d_f32 contiguous(float *data, int64_t rows, int64_t heads,
                                    int64_t dim) {
-  tfm_memref3d_f32 m = {data, data, 0, {rows, heads, dim}, {heads * dim, dim, 1}};
+  tfm_memref3d_f32 m = {
+      data, data, 0, {rows, heads, dim}, {heads * dim, dim, 1}};
   return m;
 }
 
@@ -89,8 +90,13 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_sparse_attention(
   int64_t *keys = malloc((size_t)s * sizeof *keys), count = 0;
   if (!keys)
     abort();
-  attention_job job = {.q = q, .k = k, .v = v, .out = out, .scale = scale,
-                       .window = window, .global_keys = keys,
+  attention_job job = {.q = q,
+                       .k = k,
+                       .v = v,
+                       .out = out,
+                       .scale = scale,
+                       .window = window,
+                       .global_keys = keys,
                        .global_mask = mask,
                        .global_mask_stride = global->strides[0],
                        .global_prefix = global_prefix};

@@ -52,8 +52,8 @@ static void attend_window(const window_job *job, int64_t w, int64_t h) {
       vt[j][e] = e < d ? value[e * v->strides[2]] : 0.0f;
   }
   const tfm_memref4d_f32 *b = job->bias;
-  const float *bias = b->aligned + b->offset + (w % job->biases) * b->strides[0] +
-                      h * b->strides[1];
+  const float *bias = b->aligned + b->offset +
+                      (w % job->biases) * b->strides[0] + h * b->strides[1];
   for (int64_t i = 0; i < L; ++i) {
     const float *query = at(q, first + i, h);
     v16 acc[kMaxWindow / kLanes];
@@ -108,9 +108,16 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_window_attention(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
     tfm_memref4d_f32 *bias, tfm_memref3d_f32 *out, float scale,
     int64_t window) {
-  window_job job = {.q = q, .k = k, .v = v, .out = out, .bias = bias,
-                    .scale = scale, .window = window, .heads = q->sizes[1],
-                    .d = q->sizes[2], .biases = bias->sizes[0]};
+  window_job job = {.q = q,
+                    .k = k,
+                    .v = v,
+                    .out = out,
+                    .bias = bias,
+                    .scale = scale,
+                    .window = window,
+                    .heads = q->sizes[1],
+                    .d = q->sizes[2],
+                    .biases = bias->sizes[0]};
   int64_t windows = q->sizes[0] / window;
   tfm_parallel_for(windows * job.heads, 1, window_items, &job);
 }

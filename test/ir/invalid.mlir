@@ -1158,3 +1158,40 @@ func.func @window_attention_bias(%q: tensor<48x2x8xf32>, %bias: tensor<2x2x16x16
   %a = tfm.window_attention %q, %q, %q, %bias {scale = 1.0 : f32, window = 16 : i64} : (tensor<48x2x8xf32>, tensor<48x2x8xf32>, tensor<48x2x8xf32>, tensor<2x2x16x16xf32>) -> tensor<48x2x8xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{argument 1 of @f: a global attention mask is a tensor<?xi32>, got 'tensor<?xf32>'}}
+func.func private @f(tensor<?xi32> {tfm.input = #tfm.input<token_ids>}, tensor<?xf32> {tfm.input = #tfm.input<global_attention>})
+
+// -----
+
+func.func @sparse_attention_types(%q: tensor<?x2x8xf32>, %g: tensor<?x2x4xf32>) {
+  // expected-error @+1 {{'tfm.sparse_attention' op expected global_key of the query's type 'tensor<?x2x8xf32>'}}
+  %a = tfm.sparse_attention %q, %q, %q, %q, %g, %q {scale = 1.0 : f32, window = 2 : i64} : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x4xf32>, tensor<?x2x8xf32>) -> tensor<?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @sparse_attention_window(%q: tensor<?x2x8xf32>) {
+  // expected-error @+1 {{'tfm.sparse_attention' op expected a positive window, got -2}}
+  %a = tfm.sparse_attention %q, %q, %q, %q, %q, %q {scale = 1.0 : f32, window = -2 : i64} : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>) -> tensor<?x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @sparse_attention_mask(%q: tensor<6x2x8xf32>, %mask: tensor<5xi32>) {
+  // expected-error @+1 {{'tfm.sparse_attention' op expected global length (5) to match query rows (6)}}
+  %a = tfm.sparse_attention %q, %q, %q, %q, %q, %q global %mask {scale = 1.0 : f32, window = 2 : i64} : (tensor<6x2x8xf32>, tensor<6x2x8xf32>, tensor<6x2x8xf32>, tensor<6x2x8xf32>, tensor<6x2x8xf32>, tensor<6x2x8xf32>, tensor<5xi32>) -> tensor<6x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @sparse_attention_prefix(%q: tensor<?x2x8xf32>) {
+  // expected-error @+1 {{'tfm.sparse_attention' op expected a non-negative global_prefix, got -1}}
+  %a = tfm.sparse_attention %q, %q, %q, %q, %q, %q {global_prefix = -1 : i64, scale = 1.0 : f32, window = 2 : i64} : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>) -> tensor<?x2x8xf32>
+  return
+}

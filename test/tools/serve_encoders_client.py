@@ -23,6 +23,8 @@ import subprocess
 import sys
 import threading
 
+from serve_process import start
+
 
 def request(port, method, path, body=None):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
@@ -48,15 +50,6 @@ def refused(port, path, label, body):
     error = answer["error"] if isinstance(answer, dict) else {}
     print(f"refused, {label}:", status, error.get("message"),
           "param", error.get("param"))
-
-
-def start(serve, library):
-    server = subprocess.Popen([serve, library, "--port", "0"],
-                              stdout=subprocess.PIPE, text=True)
-    banner = server.stdout.readline().strip()
-    print(banner.rsplit(" on ", 1)[0])
-    print(server.stdout.readline().strip())
-    return server, int(re.search(r":(\d+)$", banner).group(1))
 
 
 def outputs(executable, text, pair=None):

@@ -7,10 +7,9 @@ as OpenAI's SDKs send them) and prints one line per check for FileCheck
 EXPECTED_TEXT is what the executable prints for WAV (its first space is the
 first token's)."""
 
-import re
-import subprocess
 import sys
 
+from serve_process import start
 from serve_transcriptions_client import post
 
 
@@ -18,12 +17,7 @@ def main():
     serve, library, wav, expected_path = sys.argv[1:5]
     expected = open(expected_path).read().rstrip("\n").lstrip(" ")
     audio = open(wav, "rb").read()
-    server = subprocess.Popen([serve, library, "--port", "0"],
-                              stdout=subprocess.PIPE, text=True)
-    banner = server.stdout.readline().strip()
-    print(banner.rsplit(" on ", 1)[0])
-    print(server.stdout.readline().strip())
-    port = int(re.search(r":(\d+)$", banner).group(1))
+    server, port = start(serve, library)
     files = [("file", "tones.wav", audio)]
     try:
         status, body = post(port, [("model", "whisper")], files)

@@ -112,8 +112,7 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed(
 typedef TFM_MEMREF(float, 4) tfm_memref4d_f32;
 TFM_EXPORT void _mlir_ciface_tfm_rt_window_attention(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
-    tfm_memref4d_f32 *bias, tfm_memref3d_f32 *out, float scale,
-    int64_t window);
+    tfm_memref4d_f32 *bias, tfm_memref3d_f32 *out, float scale, int64_t window);
 /* Longformer's attention (tfm.sparse_attention) over s rows: a query that
  * is not global sees the keys within `window` on either side and every
  * global key; a global query sees every key through gq, gk and gv. Global:

@@ -286,12 +286,13 @@ void tfm_generation_rules_defaults(const tfm_model *model,
  * its generation_config.json says: `rules` (NULL: the defaults above;
  * Whisper's prompt names its language and task), beam search of `beams`
  * (0: the config's num_beams; 1: greedy), at most `max_new_tokens` (0: the
- * config's, else 128, at most what the decoder's cache holds), then decoded as decode(skip_special_tokens=True).
- * *text is malloc'd (NUL-terminated; the caller frees it). */
+ * config's, else 128, at most what the decoder's cache holds), then decoded as
+ * decode(skip_special_tokens=True). *text is malloc'd (NUL-terminated; the
+ * caller frees it). */
 tfm_status_code tfm_seq2seq_text(tfm_model *model, const tfm_tensor *source,
                                  int32_t beams, int64_t max_new_tokens,
-                                 const tfm_generation_rules *rules,
-                                 char **text, tfm_status *status);
+                                 const tfm_generation_rules *rules, char **text,
+                                 tfm_status *status);
 
 /* Beam search of an encoder-decoder, as transformers' generate(num_beams)
  * searches: the source is encoded once and its cross-attention cache
