@@ -2,6 +2,7 @@
 
 #include "serve/EncoderCalls.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>

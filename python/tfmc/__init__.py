@@ -308,8 +308,9 @@ class Model:
     def embed(self, texts):
         """One vector per text (or list of token ids) through @embed
         (sentence embedders, CLIP's @embed_text): a NumPy [n, dim] array,
-        or [dim] for one string or one list of token ids. Several texts go through the packed twin
-        (@embed_batch) in one call where the model has it."""
+        or [dim] for one string or one list of token ids. Several texts go
+        through the packed twin (@embed_batch) in one call where the model
+        has it."""
         # One input: a string, or one list of token ids.
         single = isinstance(texts, str) or (
             len(texts) > 0 and isinstance(texts[0], (int, np.integer)))
