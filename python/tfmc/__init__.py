@@ -70,6 +70,18 @@ def _media_library():
     return None
 
 
+def _tensor_of(array, dtype):
+    """A tfm_tensor over contiguous `array` (of tfm dtype name `dtype`), in
+    place: the array must outlive the call."""
+    tensor = Tensor()
+    tensor.data = array.ctypes.data
+    tensor.dtype = _DTYPE_CODES[dtype]
+    tensor.rank = array.ndim
+    for k, n in enumerate(array.shape):
+        tensor.shape[k] = n
+    return tensor
+
+
 class _OutputBuffer:
     """Releases one output tensor of tfm_model_call once nothing views it
     (see Model._output_array). Holds the library, so the runtime outlives
@@ -276,11 +288,7 @@ class Model:
             array = np.ascontiguousarray(value,
                                          dtype=NUMPY_DTYPES[tensor["dtype"]])
             arrays.append(array)  # alive through the call
-            tensors[i].data = array.ctypes.data
-            tensors[i].dtype = _DTYPE_CODES[tensor["dtype"]]
-            tensors[i].rank = array.ndim
-            for k, n in enumerate(array.shape):
-                tensors[i].shape[k] = n
+            tensors[i] = _tensor_of(array, tensor["dtype"])
         outputs = (Tensor * len(spec["outputs"]))()
         status = Status()
         _check(self._library.tfm_model_call(
@@ -391,14 +399,8 @@ class Model:
         if max_new_tokens is not None and max_new_tokens < 1:
             raise TfmcError("max_new_tokens must be at least 1, got "
                             f"{max_new_tokens}")
-        dtype = (DTYPE_NAMES[1] if source.dtype == np.int32 else
-                 DTYPE_NAMES[0])
-        tensor = Tensor()
-        tensor.data = source.ctypes.data
-        tensor.dtype = _DTYPE_CODES[dtype]
-        tensor.rank = source.ndim
-        for k, n in enumerate(source.shape):
-            tensor.shape[k] = n
+        tensor = _tensor_of(source,
+                            "i32" if source.dtype == np.int32 else "f32")
         text = ctypes.c_void_p()
         status = Status()
         _check(self._library.tfm_seq2seq_text(

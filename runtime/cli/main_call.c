@@ -247,7 +247,22 @@ static int input_from_audio(const char *argv0, tfm_model *model,
   return 1;
 }
 
-/* --tokens / --token-types. */
+/* `option`'s list, one value for each of the `count` tokens, into
+ * `values`; 0 after reporting an error. */
+static int per_token_values(const char *argv0, const char *option,
+                            const char *list, int32_t *values, long count) {
+  long n = tfm_main_parse_ids(argv0, option, list, values, count);
+  if (n < 0)
+    return 0;
+  if (n != count) {
+    fprintf(stderr, "%s: error: %s has %ld values for %ld tokens\n", argv0,
+            option, n, count);
+    return 0;
+  }
+  return 1;
+}
+
+/* --tokens, --token-types, --global-attention. */
 static int input_from_ids(const char *argv0, const tfm_call_options *o,
                           call_input *in) {
   long count = tfm_main_parse_ids(argv0, "--tokens", o->tokens, NULL, 0);
@@ -260,34 +275,19 @@ static int input_from_ids(const char *argv0, const tfm_call_options *o,
     return 0;
   }
   in->count = tfm_main_parse_ids(argv0, "--tokens", o->tokens, in->ids, count);
-  if (o->token_types) {
-    long n = tfm_main_parse_ids(argv0, "--token-types", o->token_types,
-                                in->types, count);
-    if (n < 0)
-      return 0;
-    if (n != count) {
-      fprintf(stderr,
-              "%s: error: --token-types has %ld values for %ld tokens\n",
-              argv0, n, count);
-      return 0;
-    }
-  }
+  if (o->token_types &&
+      !per_token_values(argv0, "--token-types", o->token_types, in->types,
+                        count))
+    return 0;
   if (o->global_attention) {
     in->globals = calloc((size_t)count + 1, sizeof *in->globals);
     if (!in->globals) {
       fprintf(stderr, "%s: error: out of memory\n", argv0);
       return 0;
     }
-    long n = tfm_main_parse_ids(argv0, "--global-attention",
-                                o->global_attention, in->globals, count);
-    if (n < 0)
+    if (!per_token_values(argv0, "--global-attention", o->global_attention,
+                          in->globals, count))
       return 0;
-    if (n != count) {
-      fprintf(stderr,
-              "%s: error: --global-attention has %ld values for %ld tokens\n",
-              argv0, n, count);
-      return 0;
-    }
   }
   return 1;
 }

@@ -55,30 +55,31 @@ static int32_t *encode_source(const char *argv0, const tfm_tokenizer *tokenizer,
   return ids;
 }
 
-/* Prints generated ids, or their text: special tokens (</s>, <pad>,
- * sentinels) are skipped, and the decoder start token counts as the
- * SentencePiece BOS whose following space is dropped. */
-static void print_output(const tfm_model *model, const tfm_tokenizer *tokenizer,
-                         const int32_t *ids, int64_t count) {
+/* Prints generated ids, or their text (tfm_seq2seq_decode_text: special
+ * tokens such as </s>, <pad> and sentinels skipped, the decoder start token
+ * counting as the SentencePiece BOS whose following space is dropped); 0
+ * after reporting an error. */
+static int print_output(const char *argv0, const tfm_model *model,
+                        const tfm_tokenizer *tokenizer, const int32_t *ids,
+                        int64_t count) {
   if (!tokenizer) {
     for (int64_t i = 0; i < count; ++i)
       printf("%s%d", i ? " " : "", ids[i]);
     printf("\n");
-    return;
+    return 1;
   }
-  const tfm_model_desc *desc = tfm_model_get_desc(model);
-  int32_t start = desc->bos_token, previous = start;
-  for (int64_t i = 0; i < count; ++i) {
-    if (ids[i] == desc->eos_token || tfm_tokenizer_is_special(tokenizer, ids[i]))
-      continue;
-    size_t size = 0;
-    const char *piece =
-        tfm_tokenizer_decode(tokenizer, previous, ids[i], start, &size);
-    if (piece)
-      fwrite(piece, 1, size, stdout);
-    previous = ids[i];
+  char *text = NULL;
+  size_t length = 0;
+  tfm_status status;
+  if (tfm_seq2seq_decode_text(model, tokenizer, ids, count, &text, &length,
+                              &status) != TFM_OK) {
+    fprintf(stderr, "%s: error: %s\n", argv0, status.message);
+    return 0;
   }
+  fwrite(text, 1, length, stdout);
   printf("\n");
+  free(text);
+  return 1;
 }
 
 /* Generates from one source and prints the result; 0 after reporting an
@@ -117,12 +118,13 @@ static int translate(const char *argv0, tfm_model *model,
                                          steps + 1, &count, &status)
           : tfm_seq2seq_generate_from(model, source, &options, rules,
                                       generated, steps + 1, &count, &status);
-  if (code != TFM_OK)
+  int ok = code == TFM_OK;
+  if (!ok)
     fprintf(stderr, "%s: error: %s\n", argv0, status.message);
   else
-    print_output(model, output_tokenizer, generated, count);
+    ok = print_output(argv0, model, output_tokenizer, generated, count);
   free(generated);
-  return code == TFM_OK;
+  return ok;
 }
 
 /* A speech model: translate() from --features (raw log-mel features) or
@@ -282,7 +284,7 @@ int tfm_main_seq2seq(const char *argv0, tfm_model *model,
     }
     tfm_tensor ids = {source, TFM_DTYPE_I32, 1, {n}, NULL};
     if (ok && source && command->tokenize)
-      print_output(model, NULL, source, n);
+      print_output(argv0, model, NULL, source, n);
     else
       ok = ok && source &&
            translate(argv0, model, command, output, &ids, forced_ids, forced,

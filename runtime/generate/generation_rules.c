@@ -14,6 +14,7 @@
 #include "runtime/generate/seq2seq_internal.h"
 
 #include <math.h>
+#include <string.h>
 
 tfm_status_code tfm_generation_rules_check(const char *function,
                                            const tfm_generation_rules *rules,
@@ -114,4 +115,28 @@ void tfm_apply_generation_rules(const tfm_generation_rules *rules,
       length - 1 == max_new_tokens - 1) /* the last step */
     for (int64_t v = 0; v < vocab; ++v)
       scores[v] = v == eos ? 0.0f : -INFINITY;
+}
+
+void tfm_generation_rules_defaults(const tfm_model *model,
+                                   tfm_generation_rules *rules) {
+  memset(rules, 0, sizeof *rules);
+  const tfm_generation_defaults *g =
+      model ? tfm_model_get_desc(model)->generation : NULL;
+  rules->forced_bos = -1;
+  if (!g)
+    return;
+  rules->no_repeat_ngram_size = g->no_repeat_ngram_size;
+  rules->min_new_tokens = g->min_new_tokens;
+  rules->forced_eos = g->forced_eos;
+  rules->has_forced_bos = g->forced_bos >= 0;
+  rules->forced_bos = g->forced_bos;
+  rules->suppressed = g->suppressed;
+  rules->suppressed_count = g->num_suppressed;
+  rules->bad_words = g->bad_words;
+  rules->bad_word_lengths = g->bad_word_lengths;
+  rules->bad_word_count = g->num_bad_words;
+  rules->prompt = g->prompt;
+  rules->prompt_count = g->num_prompt;
+  rules->begin_suppressed = g->begin_suppressed;
+  rules->begin_suppressed_count = g->num_begin_suppressed;
 }

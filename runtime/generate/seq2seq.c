@@ -97,11 +97,9 @@ tfm_tensor tfm_seq2seq_ids(const int32_t *source, int64_t n) {
   return (tfm_tensor){(void *)(uintptr_t)source, TFM_DTYPE_I32, 1, {n}, NULL};
 }
 
-/* The model's cache descriptions: the cross cache, and one sequence's
- * self-attention cache (the one @decode takes). */
-static void find_caches(const tfm_model_desc *desc,
-                        const tfm_cache_desc **self,
-                        const tfm_cache_desc **cross) {
+void tfm_seq2seq_find_caches(const tfm_model_desc *desc,
+                             const tfm_cache_desc **self,
+                             const tfm_cache_desc **cross) {
   *self = *cross = NULL;
   for (int32_t i = 0; i < desc->num_caches; ++i) {
     if (desc->caches[i].kind == TFM_CACHE_CROSS_ATTENTION)
@@ -119,7 +117,7 @@ tfm_status_code tfm_seq2seq_begin(tfm_model *model, const tfm_tensor *source,
   const tfm_entry_point *encode = tfm_model_entry_point(model, "encode");
   const tfm_entry_point *decode = tfm_model_entry_point(model, "decode");
   const tfm_cache_desc *self_desc, *cross_desc;
-  find_caches(desc, &self_desc, &cross_desc);
+  tfm_seq2seq_find_caches(desc, &self_desc, &cross_desc);
   if (!encode || !decode || !self_desc || !cross_desc ||
       encode->num_caches != 1 || decode->num_caches != 2 ||
       decode->num_inputs > 8)

@@ -49,6 +49,12 @@ tfm_status_code tfm_seq2seq_check_arguments(const char *function,
                                             int64_t capacity,
                                             const int64_t *count,
                                             tfm_status *status);
+/* The model's cache descriptions: the cross cache, and one sequence's
+ * self-attention cache (the one @decode takes); NULL where it has none. */
+void tfm_seq2seq_find_caches(const tfm_model_desc *desc,
+                             const tfm_cache_desc **self,
+                             const tfm_cache_desc **cross);
+
 /* The ids source[0..n) as a tensor (read only). */
 tfm_tensor tfm_seq2seq_ids(const int32_t *source, int64_t n);
 

@@ -3,48 +3,25 @@
  * tfm_seq2seq_text: what the executable prints for a source (main_seq2seq.c)
  * as one call for the libraries' users (the Python package's translate()
  * and Whisper's transcribe()): the generation_config.json defaults as
- * rules, beam search or greedy decoding, then the new tokens as text,
- * special tokens skipped.
+ * rules (generation_rules.c), beam search or greedy decoding, then the new
+ * tokens as text, special tokens skipped (tfm_seq2seq_decode_text, which
+ * the executable prints with too).
  *
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/core/model_internal.h"
 #include "runtime/core/status.h"
+#include "runtime/generate/seq2seq_internal.h"
 #include "tfm/tfm_runtime.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-void tfm_generation_rules_defaults(const tfm_model *model,
-                                   tfm_generation_rules *rules) {
-  memset(rules, 0, sizeof *rules);
-  const tfm_generation_defaults *g =
-      model ? tfm_model_get_desc(model)->generation : NULL;
-  rules->forced_bos = -1;
-  if (!g)
-    return;
-  rules->no_repeat_ngram_size = g->no_repeat_ngram_size;
-  rules->min_new_tokens = g->min_new_tokens;
-  rules->forced_eos = g->forced_eos;
-  rules->has_forced_bos = g->forced_bos >= 0;
-  rules->forced_bos = g->forced_bos;
-  rules->suppressed = g->suppressed;
-  rules->suppressed_count = g->num_suppressed;
-  rules->bad_words = g->bad_words;
-  rules->bad_word_lengths = g->bad_word_lengths;
-  rules->bad_word_count = g->num_bad_words;
-  rules->prompt = g->prompt;
-  rules->prompt_count = g->num_prompt;
-  rules->begin_suppressed = g->begin_suppressed;
-  rules->begin_suppressed_count = g->num_begin_suppressed;
-}
-
-/* `ids` as text into a malloc'd string: the end-of-sequence token and the
- * tokenizer's special tokens skipped, as decode(skip_special_tokens=True). */
-static tfm_status_code decode(const tfm_model *model,
-                              const tfm_tokenizer *tokenizer,
-                              const int32_t *ids, int64_t count, char **text,
-                              tfm_status *status) {
+tfm_status_code tfm_seq2seq_decode_text(const tfm_model *model,
+                                        const tfm_tokenizer *tokenizer,
+                                        const int32_t *ids, int64_t count,
+                                        char **text, size_t *length_out,
+                                        tfm_status *status) {
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   size_t length = 0, capacity = 64;
   char *out = malloc(capacity);
@@ -77,6 +54,8 @@ static tfm_status_code decode(const tfm_model *model,
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   out[length] = '\0';
   *text = out;
+  if (length_out)
+    *length_out = length;
   return tfm_ok(status);
 }
 
@@ -109,12 +88,10 @@ tfm_status_code tfm_seq2seq_text(tfm_model *model, const tfm_tensor *source,
     /* The config's, or as many as the decoder's cache holds after the
      * forced prompt, at most 128 (the executable's default). */
     max_new_tokens = g && g->max_new_tokens > 0 ? g->max_new_tokens : 128;
-    const tfm_model_desc *desc = tfm_model_get_desc(model);
-    for (int32_t i = 0; i < desc->num_caches; ++i)
-      if (desc->caches[i].kind == TFM_CACHE_SELF_ATTENTION &&
-          desc->caches[i].rank == 5 &&
-          desc->caches[i].shape[2] - rules.prompt_count < max_new_tokens)
-        max_new_tokens = desc->caches[i].shape[2] - rules.prompt_count;
+    const tfm_cache_desc *self, *cross;
+    tfm_seq2seq_find_caches(tfm_model_get_desc(model), &self, &cross);
+    if (self && self->shape[2] - rules.prompt_count < max_new_tokens)
+      max_new_tokens = self->shape[2] - rules.prompt_count;
   }
   int64_t capacity = max_new_tokens + rules.prompt_count + 1, count = 0;
   int32_t *generated = malloc((size_t)capacity * sizeof *generated);
@@ -136,8 +113,9 @@ tfm_status_code tfm_seq2seq_text(tfm_model *model, const tfm_tensor *source,
                                      capacity, &count, status);
   }
   if (code == TFM_OK)
-    code = decode(model, tokenizer, generated,
-                  count < capacity ? count : capacity, text, status);
+    code = tfm_seq2seq_decode_text(model, tokenizer, generated,
+                                   count < capacity ? count : capacity, text,
+                                   NULL, status);
   free(generated);
   return code;
 }

@@ -91,6 +91,11 @@ TFM_INLINE const float *distance_terms(const attention_job *job, int64_t h,
          (job->t - 1 + i - j) * bias->strides[1];
 }
 
+/* `job` with the sizes of its queries (job.q) and of its t keys of kv_heads
+ * heads and values of dv features, and the kernels' width. */
+attention_job tfm_attention_sized(attention_job job, int64_t t,
+                                  int64_t kv_heads, int64_t dv);
+
 /* Every query block of every head, spread over the runtime's threads (the
  * prefill path, whatever the query count). */
 void tfm_attend_blocks(attention_job job);

@@ -104,10 +104,8 @@ static void attention_items(void *context, int64_t begin, int64_t end,
   }
 }
 
-/* `job` with the sizes of its queries and of its t keys of kv_heads heads
- * and values of dv features. */
-static attention_job sized(attention_job job, int64_t t, int64_t kv_heads,
-                           int64_t dv) {
+attention_job tfm_attention_sized(attention_job job, int64_t t,
+                                  int64_t kv_heads, int64_t dv) {
   job.s = job.q->sizes[0];
   job.heads = job.q->sizes[1];
   job.d = job.q->sizes[2];
@@ -123,7 +121,7 @@ static attention_job make_job(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
                               float scale, int64_t causal, int64_t window) {
   attention_job job = {.q = q, .k = k, .v = v, .out = out, .scale = scale,
                        .causal = (int)causal, .window = window};
-  return sized(job, k->sizes[0], k->sizes[1], v->sizes[2]);
+  return tfm_attention_sized(job, k->sizes[0], k->sizes[1], v->sizes[2]);
 }
 
 /* The job over a narrow cache's rows (k and v: tfm_memref3d_i8 for int8
@@ -139,7 +137,7 @@ static attention_job make_job_rows(tfm_row_storage storage,
                        .rows = storage, .scale = scale,
                        .causal = (int)causal, .window = window};
   int64_t scale_bytes = storage == TFM_ROWS_I8 ? 4 : 0;
-  return sized(job, keys->sizes[0], keys->sizes[1],
+  return tfm_attention_sized(job, keys->sizes[0], keys->sizes[1],
                values->sizes[2] - scale_bytes);
 }
 

@@ -17,7 +17,6 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/kernels/attention_internal.h"
-#include "runtime/kernels/vector_width.h"
 #include "tfm/runtime_kernels.h"
 
 #include <stdlib.h>
@@ -62,14 +61,7 @@ static void attend_global_rows(tfm_memref3d_f32 *gq, tfm_memref3d_f32 *gk,
   tfm_memref3d_f32 q = contiguous(queries, count, heads, d);
   tfm_memref3d_f32 o = contiguous(results, count, heads, dv);
   attention_job job = {.q = &q, .k = gk, .v = gv, .out = &o, .scale = scale};
-  job.s = count;
-  job.heads = heads;
-  job.d = d;
-  job.t = gk->sizes[0];
-  job.group = heads / gk->sizes[1];
-  job.dv = dv;
-  job.narrow = tfm_kernels_narrow();
-  tfm_attend_blocks(job);
+  tfm_attend_blocks(tfm_attention_sized(job, gk->sizes[0], gk->sizes[1], dv));
   for (int64_t g = 0; g < count; ++g)
     copy_row(out, rows[g], results + g * heads * dv, 0);
   free(queries);
@@ -104,14 +96,8 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_sparse_attention(
     if (is_global_key(&job, j))
       keys[count++] = j;
   job.global_count = count;
-  job.s = s;
-  job.t = k->sizes[0];
-  job.heads = q->sizes[1];
-  job.d = q->sizes[2];
-  job.group = job.heads / k->sizes[1];
-  job.dv = v->sizes[2];
-  job.narrow = tfm_kernels_narrow();
-  tfm_attend_blocks(job);
+  tfm_attend_blocks(
+      tfm_attention_sized(job, k->sizes[0], k->sizes[1], v->sizes[2]));
   if (count)
     attend_global_rows(gq, gk, gv, out, keys, count, scale);
   free(keys);

@@ -281,6 +281,18 @@ tfm_status_code tfm_seq2seq_generate_from(
 void tfm_generation_rules_defaults(const tfm_model *model,
                                    tfm_generation_rules *rules);
 
+/* An encoder-decoder's new tokens ids[0..count) as text: its end-of-sequence
+ * token and the tokenizer's special tokens skipped, each piece spelled
+ * after the one before (from the decoder start token), as
+ * decode(skip_special_tokens=True). *text is malloc'd (NUL-terminated; the
+ * caller frees it); *length (when not NULL) receives its bytes, which a
+ * byte token may make hold a NUL. */
+tfm_status_code tfm_seq2seq_decode_text(const tfm_model *model,
+                                        const tfm_tokenizer *tokenizer,
+                                        const int32_t *ids, int64_t count,
+                                        char **text, size_t *length,
+                                        tfm_status *status);
+
 /* An encoder-decoder's output for `source` (token ids, or a speech model's
  * log-mel features; see tfm_seq2seq_generate_from) as text, generated as
  * its generation_config.json says: `rules` (NULL: the defaults above;
