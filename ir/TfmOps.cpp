@@ -760,6 +760,42 @@ LogicalResult KVCacheReadOp::verify() {
                        {{"key", getKey()}, {"value", getValue()}});
 }
 
+/// A ring of `window` rows from row `offset` inside the cache's capacity.
+static LogicalResult verifyRing(Operation *op, Value cache, int64_t offset,
+                                int64_t window) {
+  int64_t capacity = tensorType(cache).getDimSize(2);
+  if (window <= 0 || offset < 0 || offset + window > capacity)
+    return op->emitOpError() << "expected a ring of a positive window within "
+                                "the cache's "
+                             << capacity << " rows, got rows [" << offset
+                             << ", " << offset + window << ")";
+  return success();
+}
+
+LogicalResult KVRingAppendOp::verify() {
+  if (failed(verifyKVCache(*this, getCache(), getPlaneAttr().getInt(),
+                           {{"key", getKey()}, {"value", getValue()}})) ||
+      failed(verifyRing(*this, getCache(), getOffsetAttr().getInt(),
+                        getWindowAttr().getInt())))
+    return failure();
+  return expectDim(*this, "value length", getValue().getType().getDimSize(0),
+                   "key length", getKey().getType().getDimSize(0));
+}
+
+LogicalResult KVRingReadOp::verify() {
+  return failure(
+      failed(verifyKVCache(*this, getCache(), getPlaneAttr().getInt(),
+                           {{"key", getKey()},
+                            {"value", getValue()},
+                            {"new key", getNewKey()},
+                            {"new value", getNewValue()}})) ||
+      failed(verifyRing(*this, getCache(), getOffsetAttr().getInt(),
+                        getWindowAttr().getInt())) ||
+      failed(expectDim(*this, "new value length",
+                       getNewValue().getType().getDimSize(0), "new key length",
+                       getNewKey().getType().getDimSize(0))));
+}
+
 //===----------------------------------------------------------------------===//
 // Row quantization
 //===----------------------------------------------------------------------===//

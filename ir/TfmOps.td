@@ -784,6 +784,59 @@ def Tfm_KVCacheReadOp : Tfm_Op<"kv_cache_read", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tfm_KVRingAppendOp : Tfm_Op<"kv_ring_append", [Pure,
+    AllTypesMatch<["cache", "result"]>]> {
+  let summary = "write a windowed layer's new keys and values into its ring";
+  let description = [{
+    A layer that attends to the last `window` positions only (GPT-Neo's
+    local layers beside global ones) keeps just those: rows `[offset,
+    offset + window)` of plane `plane` of the cache (laid out as for
+    `tfm.kv_cache_append`) are a ring, position `p` at row `offset + p mod
+    window`. This op writes `key` and `value` (`[s, kv_heads, head_dim]`),
+    positions `[position, position + s)`; of more than `window` rows only
+    the last `window` are kept.
+
+    ```mlir
+    %c1 = tfm.kv_ring_append %c0[2] rows 4 ring 4, %k, %v at %pos : tensor<3x2x32x4x8xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_CacheTensor:$cache, Tfm_CacheTensor:$key,
+                       Tfm_CacheTensor:$value, Index:$position,
+                       I64Attr:$plane, I64Attr:$offset, I64Attr:$window);
+  let results = (outs Tfm_CacheTensor:$result);
+  let assemblyFormat = [{
+    $cache `[` $plane `]` `rows` $offset `ring` $window `,` $key `,` $value
+    `at` $position attr-dict `:` type($cache) `,` type($key) `,` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_KVRingReadOp : Tfm_Op<"kv_ring_read", [Pure]> {
+  let summary = "what a windowed layer's new positions see: the ring's "
+                "earlier positions, then their own";
+  let description = [{
+    Returns positions `[first, end)` of the ring that `tfm.kv_ring_append`
+    writes (`end - first < window`, the last positions appended), oldest
+    first, followed by `new_key` and `new_value` (the positions from `end`
+    on). They are read from the cache before the new rows overwrite the
+    ring's oldest.
+
+    ```mlir
+    %k, %v = tfm.kv_ring_read %c[2] rows 4 ring 4 positions %first to %end then %nk, %nv : tensor<3x2x32x4x8xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32> -> tensor<?x4x8xf32>, tensor<?x4x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_CacheTensor:$cache, Index:$first, Index:$end,
+                       Tfm_CacheTensor:$new_key, Tfm_CacheTensor:$new_value,
+                       I64Attr:$plane, I64Attr:$offset, I64Attr:$window);
+  let results = (outs Tfm_CacheTensor:$key, Tfm_CacheTensor:$value);
+  let assemblyFormat = [{
+    $cache `[` $plane `]` `rows` $offset `ring` $window `positions` $first
+    `to` $end `then` $new_key `,` $new_value attr-dict `:` type($cache) `,`
+    type($new_key) `,` type($new_value) `->` type($key) `,` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Row storage of narrow KV caches (int8, bf16, f16)
 //===----------------------------------------------------------------------===//

@@ -122,7 +122,7 @@ template <typename... Ops> void attachPartwise(MLIRContext &context) {
 
 void mlir::tfm::attachShardingModels(MLIRContext &context) {
   attachPartwise<WeightOp, DequantizeOp, RopeOp, AttentionOp, KVCacheAppendOp,
-                 KVCacheReadOp, ActivationOp, AddOp, MulOp, QuantizeRowsOp,
-                 DequantizeRowsOp>(context);
+                 KVCacheReadOp, KVRingAppendOp, KVRingReadOp, ActivationOp,
+                 AddOp, MulOp, QuantizeRowsOp, DequantizeRowsOp>(context);
   LinearOp::attachInterface<LinearSharding>(context);
 }

@@ -55,11 +55,14 @@ struct BatchKVCachePass
     if (stored != plan->keyType.getElementType())
       plan->storedRows = stored;
     int64_t capacity = cacheType.getDimSize(2);
-    if (selfCacheTypeOf(*plan, capacity) != cacheType) {
+    // @prefill's planes (windowed layers' rings share theirs); the batched
+    // cache keeps a plane per layer.
+    RankedTensorType expected =
+        selfCacheTypeOf(*plan, capacity, layOutCache(*plan, capacity).planes);
+    if (expected != cacheType) {
       prefill.emitOpError()
-          << "tfm-batch-kv-cache: @forward's layers would cache "
-          << selfCacheTypeOf(*plan, capacity) << ", not @prefill's "
-          << cacheType;
+          << "tfm-batch-kv-cache: @forward's layers would cache " << expected
+          << ", not @prefill's " << cacheType;
       return signalPassFailure();
     }
     buildDecodeBatch(forward, *plan, capacity);

@@ -59,8 +59,28 @@ int64_t crossCapacity(const CachePlan &plan, int64_t capacity);
 
 /// The self-attention cache of `plan`: cacheTypeOf its keys, for int8 rows
 /// [layers, 2, capacity, kv_heads, head_dim + 4] i8 (each row's codes and
-/// scale), for bf16/f16 rows the same shape in that type.
-RankedTensorType selfCacheTypeOf(const CachePlan &plan, int64_t capacity);
+/// scale), for bf16/f16 rows the same shape in that type. `planes`: as many
+/// layer planes (CacheLayout's), where that is not one per layer.
+RankedTensorType selfCacheTypeOf(const CachePlan &plan, int64_t capacity,
+                                 std::optional<int64_t> planes = {});
+
+/// Where @prefill's cache keeps one layer's keys and values: in plane
+/// `plane` of [planes, 2, capacity, ...], every position at its slot
+/// (`ring` 0) or, for a windowed layer, only the last `ring` positions in
+/// rows [offset, offset + ring), position p at row offset + p mod ring.
+struct LayerRows {
+  int64_t plane = 0, offset = 0, ring = 0;
+};
+struct CacheLayout {
+  int64_t planes = 0;
+  SmallVector<LayerRows> layers; // as plan.layers
+};
+/// One plane per layer, unless layers' windows differ (GPT-Neo's local
+/// layers beside global ones): then each windowed layer keeps a ring of its
+/// window, as many rings to a plane as fit its capacity, so that the cache
+/// holds only what some query can still see. (Where every layer has one
+/// window, the runtime slides the whole cache instead: sharedWindow.)
+CacheLayout layOutCache(const CachePlan &plan, int64_t capacity);
 
 /// What appendAndRead returns: the updated cache, and the layer's cached
 /// keys and values as f32.
@@ -77,6 +97,16 @@ CachedKeysAndValues appendAndRead(OpBuilder &b, Location loc,
                                   Value keys, Value values, Value position,
                                   Value end,
                                   int64_t layer);
+
+/// A windowed layer's `appendAndRead` (`layer.ring` > 0): appends the rows
+/// of positions [start, start + s) to its ring and returns the keys and
+/// values of positions [max(start - ring + 1, 0), start + s), so that
+/// causal attention with the layer's window sees what it would see over
+/// every position.
+CachedKeysAndValues appendAndReadRing(OpBuilder &b, Location loc,
+                                      RankedTensorType cacheType, Value cache,
+                                      Value keys, Value values, Value start,
+                                      const LayerRows &layer);
 
 /// In a clone of @forward (`mapping` from the original), points every
 /// cross-attention at the keys and values @encode cached: appends the

@@ -4,9 +4,10 @@
 // caching is sound for every op of @forward: only attention mixes positions,
 // attention is causal, and positions come from the token sequence. The
 // rewrite then clones @forward into @prefill, threads the cache through each
-// layer's attention and keeps only the last position's logits (sliced before
-// the final norm and LM head, which act row by row); @decode calls @prefill
-// with one token.
+// layer's attention (where windows differ, a windowed layer's through its
+// ring: layOutCache) and keeps only the last position's logits (sliced
+// before the final norm and LM head, which act row by row); @decode calls
+// @prefill with one token.
 //
 //===----------------------------------------------------------------------===//
 
@@ -129,7 +130,8 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
                           int64_t capacity) {
   MLIRContext *ctx = forward.getContext();
   Location loc = forward.getLoc();
-  auto cacheType = selfCacheTypeOf(plan, capacity);
+  CacheLayout layout = layOutCache(plan, capacity);
+  auto cacheType = selfCacheTypeOf(plan, capacity, layout.planes);
 
   // Clone @forward; map its attention ops onto the clone's.
   IRMapping mapping;
@@ -159,10 +161,14 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
     Operation *originalOp = AttentionOp(original).getOperation();
     auto attention = cast<AttentionOp>(mapping.lookup(originalOp));
     b.setInsertionPoint(attention);
+    LayerRows rows = layout.layers[layer];
     CachedKeysAndValues cached =
-        appendAndRead(b, attention.getLoc(), cacheType, cache,
-                      attention.getKey(), attention.getValue(), slot, end,
-                      layer);
+        rows.ring ? appendAndReadRing(b, attention.getLoc(), cacheType, cache,
+                                      attention.getKey(), attention.getValue(),
+                                      start, rows)
+                  : appendAndRead(b, attention.getLoc(), cacheType, cache,
+                                  attention.getKey(), attention.getValue(),
+                                  slot, end, rows.plane);
     cache = cached.cache;
     attention.getKeyMutable().assign(cached.keys);
     attention.getValueMutable().assign(cached.values);
@@ -420,8 +426,10 @@ RankedTensorType mlir::tfm::cacheTypeOf(RankedTensorType keyType,
 }
 
 RankedTensorType mlir::tfm::selfCacheTypeOf(const CachePlan &plan,
-                                            int64_t capacity) {
-  RankedTensorType f32 = cacheTypeOf(plan.keyType, plan.layers.size(), capacity);
+                                            int64_t capacity,
+                                            std::optional<int64_t> planes) {
+  RankedTensorType f32 = cacheTypeOf(
+      plan.keyType, planes ? *planes : plan.layers.size(), capacity);
   if (!plan.storedRows)
     return f32;
   SmallVector<int64_t> shape(f32.getShape());
@@ -463,6 +471,40 @@ Value mlir::tfm::pickRows(
 int64_t mlir::tfm::crossCapacity(const CachePlan &plan, int64_t capacity) {
   int64_t rows = plan.crossKeyType.getDimSize(0);
   return ShapedType::isDynamic(rows) ? capacity : rows;
+}
+
+CacheLayout mlir::tfm::layOutCache(const CachePlan &plan, int64_t capacity) {
+  CacheLayout layout;
+  auto windowOf = [&](AttentionOp attention) {
+    int64_t window = attention.getWindow().value_or(0);
+    return window < capacity ? window : 0;
+  };
+  bool rings = sharedWindow(plan) == 0 &&
+               llvm::any_of(plan.layers, [&](AttentionOp attention) {
+                 return windowOf(attention) > 0;
+               });
+  for (AttentionOp attention : plan.layers) {
+    LayerRows rows;
+    rows.ring = rings ? windowOf(attention) : 0;
+    if (!rows.ring)
+      rows.plane = layout.planes++;
+    layout.layers.push_back(rows);
+  }
+  // The rings after the whole planes, each in the last ring plane while it
+  // has room.
+  int64_t used = capacity;
+  for (LayerRows &rows : layout.layers) {
+    if (!rows.ring)
+      continue;
+    if (used + rows.ring > capacity) {
+      ++layout.planes;
+      used = 0;
+    }
+    rows.plane = layout.planes - 1;
+    rows.offset = used;
+    used += rows.ring;
+  }
+  return layout;
 }
 
 int64_t mlir::tfm::sharedWindow(const CachePlan &plan) {

@@ -30,6 +30,14 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
     attribute the frontend puts on `@forward`. `@forward` stays for
     whole-sequence use.
 
+    Where layers' windows differ (GPT-Neo's local layers beside global
+    ones), @prefill's cache keeps a windowed layer's last `window`
+    positions only, in a ring (`tfm.kv_ring_append`, `tfm.kv_ring_read`),
+    as many rings to a plane of the cache as its capacity holds: the first
+    dimension counts planes, one per global layer and then the rings'.
+    The batched entry points keep every position of every layer (the
+    engine's pages are positions).
+
     An encoder-decoder's `@forward(source, decoder ids)` also gets
     `@encode(source, cross cache) -> (encoder output, cross cache)`: the
     encoder and every decoder layer's cross-attention keys and values, run

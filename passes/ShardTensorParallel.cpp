@@ -200,23 +200,32 @@ LogicalResult SplitPlan::requireSplit(Value v, int64_t axis,
              << weight.getName() << "' is both split and a summed bias";
     return success();
   }
-  if (auto read = dyn_cast<KVCacheReadOp>(def)) {
+  if (isa<KVCacheReadOp, KVRingReadOp>(def)) {
     // [layers, 2, capacity, kv_heads, head_dim]: heads are the next to last.
     if (axis != 1)
       return def->emitOpError("tensor parallelism splits cached keys and "
                               "values by heads only");
-    auto cache = cast<RankedTensorType>(read.getCache().getType());
-    return requireSplit(read.getCache(), cache.getRank() - 2, def);
+    Value cache = def->getOperand(0);
+    if (failed(requireSplit(
+            cache, cast<RankedTensorType>(cache.getType()).getRank() - 2, def)))
+      return failure();
+    // A ring's read also returns the new rows after the cached ones.
+    if (auto ring = dyn_cast<KVRingReadOp>(def))
+      if (failed(requireSplit(ring.getNewKey(), 1, def)) ||
+          failed(requireSplit(ring.getNewValue(), 1, def)))
+        return failure();
+    return success();
   }
-  if (auto append = dyn_cast<KVCacheAppendOp>(def)) {
-    auto cache = cast<RankedTensorType>(append.getCache().getType());
-    if (axis != cache.getRank() - 2)
+  if (isa<KVCacheAppendOp, KVRingAppendOp>(def)) {
+    // (cache, key, value, position): the same operands either way.
+    Value cache = def->getOperand(0);
+    if (axis != cast<RankedTensorType>(cache.getType()).getRank() - 2)
       return def->emitOpError("tensor parallelism splits a KV cache by heads "
                               "only");
-    if (failed(requireSplit(append.getCache(), axis, def)) ||
-        failed(requireSplit(append.getKey(), 1, def)))
+    if (failed(requireSplit(cache, axis, def)) ||
+        failed(requireSplit(def->getOperand(1), 1, def)))
       return failure();
-    return requireSplit(append.getValue(), 1, def);
+    return requireSplit(def->getOperand(2), 1, def);
   }
   if (auto linear = dyn_cast<LinearOp>(def)) {
     // Column-parallel: [seq, heads, head_dim] by heads or [seq, out] by
@@ -273,9 +282,12 @@ LogicalResult SplitPlan::planFunction(func::FuncOp func) {
         failed(requireSplit(arg, cache.getRank() - 2, func)))
       return failure();
   }
-  WalkResult appends = func.walk([&](KVCacheAppendOp append) {
-    auto cache = cast<RankedTensorType>(append.getType());
-    return failed(requireSplit(append.getResult(), cache.getRank() - 2, append))
+  WalkResult appends = func.walk([&](Operation *append) {
+    if (!isa<KVCacheAppendOp, KVRingAppendOp>(append))
+      return WalkResult::advance();
+    Value cache = append->getResult(0);
+    auto type = cast<RankedTensorType>(cache.getType());
+    return failed(requireSplit(cache, type.getRank() - 2, append))
                ? WalkResult::interrupt()
                : WalkResult::advance();
   });
@@ -354,9 +366,10 @@ LogicalResult SplitPlan::checkReaders(func::FuncOp func) {
     }
     if (isa<func::ReturnOp>(op) || rowParallel.contains(op))
       return WalkResult::advance();
-    if (!isa<RopeOp, AttentionOp, KVCacheAppendOp, KVCacheReadOp, LinearOp,
-             ActivationOp, AddOp, MulOp, DequantizeOp, QuantizeRowsOp,
-             DequantizeRowsOp, tensor::CastOp>(op)) {
+    if (!isa<RopeOp, AttentionOp, KVCacheAppendOp, KVCacheReadOp,
+             KVRingAppendOp, KVRingReadOp, LinearOp, ActivationOp, AddOp, MulOp,
+             DequantizeOp, QuantizeRowsOp, DequantizeRowsOp, tensor::CastOp>(
+            op)) {
       op->emitOpError("tensor parallelism: cannot compute on the ranks' "
                       "parts of a split value");
       return WalkResult::interrupt();

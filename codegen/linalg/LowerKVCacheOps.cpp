@@ -2,8 +2,9 @@
 //
 // tfm.kv_cache_append and tfm.kv_cache_read as slices of the cache
 // tensor [layers, 2, capacity, kv_heads, head_dim]: bufferization turns
-// them into in-place writes and views of the runtime's buffer. An int8
-// cache's rows (tfm.quantize_rows, tfm.dequantize_rows) as linalg
+// them into in-place writes and views of the runtime's buffer; a windowed
+// layer's ring (tfm.kv_ring_append, tfm.kv_ring_read) as two runs of rows. An
+// int8 cache's rows (tfm.quantize_rows, tfm.dequantize_rows) as linalg
 // generics: the codes, and the scale's bytes taken apart and put together
 // again with shifts.
 //
@@ -84,6 +85,141 @@ struct LowerKVCacheRead : OpConversionPattern<KVCacheReadOp> {
       planes.push_back(tensor::ExtractSliceOp::create(
           rewriter, loc, cast<RankedTensorType>(type), adaptor.getCache(),
           plane.offsets, plane.sizes, plane.strides));
+    }
+    rewriter.replaceOp(op, planes);
+    return success();
+  }
+};
+
+/// Where `count` consecutive positions from `first` lie in a ring of
+/// `window` rows from row `offset`: at most two runs of rows, the second
+/// from the ring's start once the first reaches its end.
+struct RingRuns {
+  Value firstRow, firstLength, secondLength;
+  Value offset; // the second run's row
+};
+
+RingRuns ringRuns(OpBuilder &b, Location loc, int64_t offset, int64_t window,
+                  Value first, Value count) {
+  Value ring = arith::ConstantIndexOp::create(b, loc, window);
+  Value base = arith::ConstantIndexOp::create(b, loc, offset);
+  Value inRing = arith::RemUIOp::create(b, loc, first, ring);
+  RingRuns runs;
+  runs.firstRow = arith::AddIOp::create(b, loc, base, inRing);
+  runs.firstLength = arith::MinUIOp::create(
+      b, loc, count, arith::SubIOp::create(b, loc, ring, inRing));
+  runs.secondLength = arith::SubIOp::create(b, loc, count, runs.firstLength);
+  runs.offset = base;
+  return runs;
+}
+
+/// Rows [first, first + length) of [s, kv_heads, head_dim] `rows`.
+Value rowsOf(OpBuilder &b, Location loc, Value rows, Value first,
+             Value length) {
+  auto type = cast<RankedTensorType>(rows.getType());
+  SmallVector<OpFoldResult> offsets = {first, b.getIndexAttr(0),
+                                       b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {length, b.getIndexAttr(type.getDimSize(1)),
+                                     b.getIndexAttr(type.getDimSize(2))};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  auto slice = RankedTensorType::get(
+      {ShapedType::kDynamic, type.getDimSize(1), type.getDimSize(2)},
+      type.getElementType());
+  return tensor::ExtractSliceOp::create(b, loc, slice, rows, offsets, sizes,
+                                        strides);
+}
+
+/// Rows of a windowed layer's ring as slices of the cache: the last
+/// `window` of the appended rows in (at most) two runs, and a read's two
+/// runs put together oldest first.
+struct LowerKVRingAppend : OpConversionPattern<KVRingAppendOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(KVRingAppendOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    int64_t window = op.getWindowAttr().getInt();
+    Value count = tensor::DimOp::create(b, loc, adaptor.getKey(), 0);
+    // Rows a later row of this append overwrites are never written.
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value skipped = arith::MaxSIOp::create(
+        b, loc,
+        arith::SubIOp::create(b, loc, count,
+                              arith::ConstantIndexOp::create(b, loc, window)),
+        zero);
+    Value kept = arith::SubIOp::create(b, loc, count, skipped);
+    Value first = arith::AddIOp::create(b, loc, adaptor.getPosition(), skipped);
+    RingRuns runs =
+        ringRuns(b, loc, op.getOffsetAttr().getInt(), window, first, kept);
+    Value secondSource =
+        arith::AddIOp::create(b, loc, skipped, runs.firstLength);
+    Value cache = adaptor.getCache();
+    Value planes[] = {adaptor.getKey(), adaptor.getValue()};
+    for (auto [kind, rows] : llvm::enumerate(planes)) {
+      auto write = [&](Value source, Value length, Value row) {
+        CachePlane plane = cachePlane(
+            b, op.getType(), op.getPlaneAttr().getInt(), kind, row, length);
+        cache = tensor::InsertSliceOp::create(
+            b, loc, rowsOf(b, loc, rows, source, length), cache, plane.offsets,
+            plane.sizes, plane.strides);
+      };
+      write(skipped, runs.firstLength, runs.firstRow);
+      write(secondSource, runs.secondLength, runs.offset);
+    }
+    rewriter.replaceOp(op, cache);
+    return success();
+  }
+};
+
+struct LowerKVRingRead : OpConversionPattern<KVRingReadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(KVRingReadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    auto cacheType = cast<RankedTensorType>(op.getCache().getType());
+    Value count =
+        arith::SubIOp::create(b, loc, adaptor.getEnd(), adaptor.getFirst());
+    RingRuns runs =
+        ringRuns(b, loc, op.getOffsetAttr().getInt(),
+                 op.getWindowAttr().getInt(), adaptor.getFirst(), count);
+    Value newRows[] = {adaptor.getNewKey(), adaptor.getNewValue()};
+    SmallVector<Value> planes;
+    for (auto [kind, type] : llvm::enumerate(op.getResultTypes())) {
+      auto rowsType = cast<RankedTensorType>(type);
+      int64_t heads = rowsType.getDimSize(1), dim = rowsType.getDimSize(2);
+      auto runType = RankedTensorType::get({ShapedType::kDynamic, heads, dim},
+                                           rowsType.getElementType());
+      Value total = arith::AddIOp::create(
+          b, loc, count, tensor::DimOp::create(b, loc, newRows[kind], 0));
+      Value rows =
+          tensor::EmptyOp::create(b, loc, runType.getShape(),
+                                  runType.getElementType(), ValueRange{total});
+      auto place = [&](Value run, Value length, Value at) {
+        SmallVector<OpFoldResult> offsets = {at, b.getIndexAttr(0),
+                                             b.getIndexAttr(0)};
+        SmallVector<OpFoldResult> sizes = {length, b.getIndexAttr(heads),
+                                           b.getIndexAttr(dim)};
+        SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+        rows = tensor::InsertSliceOp::create(b, loc, run, rows, offsets, sizes,
+                                             strides);
+      };
+      auto read = [&](Value row, Value length, Value at) {
+        CachePlane plane = cachePlane(b, cacheType, op.getPlaneAttr().getInt(),
+                                      kind, row, length);
+        place(tensor::ExtractSliceOp::create(b, loc, runType,
+                                             adaptor.getCache(), plane.offsets,
+                                             plane.sizes, plane.strides),
+              length, at);
+      };
+      read(runs.firstRow, runs.firstLength,
+           arith::ConstantIndexOp::create(b, loc, 0));
+      read(runs.offset, runs.secondLength, runs.firstLength);
+      place(newRows[kind], tensor::DimOp::create(b, loc, newRows[kind], 0),
+            count);
+      planes.push_back(tensor::CastOp::create(b, loc, rowsType, rows));
     }
     rewriter.replaceOp(op, planes);
     return success();
@@ -316,6 +452,7 @@ struct LowerDequantizeRows : OpConversionPattern<DequantizeRowsOp> {
 } // namespace
 
 void mlir::tfm::populateLowerKVCachePatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerKVCacheAppend, LowerKVCacheRead, LowerQuantizeRows,
-               LowerDequantizeRows>(patterns.getContext());
+  patterns.add<LowerKVCacheAppend, LowerKVCacheRead, LowerKVRingAppend,
+               LowerKVRingRead, LowerQuantizeRows, LowerDequantizeRows>(
+      patterns.getContext());
 }

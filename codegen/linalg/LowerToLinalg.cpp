@@ -59,7 +59,8 @@ LogicalResult checkLowerable(ModuleOp module) {
     // Computation is f32-only; say so instead of miscompiling. A bf16 or
     // f16 KV cache stores and reads rows in that type (tfm.quantize_rows
     // narrows them, tfm.dequantize_rows widens them back to f32).
-    if (isa<QuantizeRowsOp, KVCacheAppendOp, KVCacheReadOp>(op))
+    if (isa<QuantizeRowsOp, KVCacheAppendOp, KVCacheReadOp, KVRingAppendOp,
+            KVRingReadOp>(op))
       return WalkResult::advance();
     for (Type t : op->getResultTypes()) {
       auto tensor = dyn_cast<RankedTensorType>(t);

@@ -61,10 +61,13 @@ tfm_engine_options tfm_engine_default_options(void) {
   return o;
 }
 
-static const tfm_cache_desc *sequence_cache(const tfm_model_desc *desc) {
+/* The batched entry points' cache, [-1, layers, 2, capacity, kv_heads,
+ * head_dim]: the engine's sequences (@prefill's own may keep fewer planes,
+ * windowed layers in rings). */
+static const tfm_cache_desc *batched_cache(const tfm_model_desc *desc) {
   for (int32_t i = 0; i < desc->num_caches; ++i)
     if (desc->caches[i].kind == TFM_CACHE_SELF_ATTENTION &&
-        desc->caches[i].rank == 5)
+        desc->caches[i].rank == 6)
       return &desc->caches[i];
   return NULL;
 }
@@ -77,7 +80,7 @@ tfm_status_code tfm_engine_new(tfm_model *model,
                     "tfm_engine_new: NULL %s", model ? "output" : "model");
   *out = NULL;
   const tfm_model_desc *desc = tfm_model_get_desc(model);
-  const tfm_cache_desc *cache = sequence_cache(desc);
+  const tfm_cache_desc *cache = batched_cache(desc);
   if (!cache || !tfm_model_entry_point(model, "prefill_batch"))
     return tfm_fail(status, TFM_ERROR_NOT_FOUND,
                     "model '%s' has no @prefill_batch over a KV cache: "
@@ -90,6 +93,7 @@ tfm_status_code tfm_engine_new(tfm_model *model,
                     "model '%s': the engine serves f32, bf16, f16 and int8 "
                     "KV caches, not dtype %d",
                     desc->name, (int)cache->dtype);
+  const int64_t *shape = cache->shape + 1; /* one sequence's */
   tfm_engine_options o = options ? *options : tfm_engine_default_options();
   tfm_engine_options d = tfm_engine_default_options();
   if (o.max_sequences < 0 || o.kv_pool_bytes < 0 || o.block_positions < 0 ||
@@ -107,26 +111,26 @@ tfm_status_code tfm_engine_new(tfm_model *model,
   if (!o.prefill_chunk)
     o.prefill_chunk = d.prefill_chunk;
   /* No step has more prompt tokens than every sequence's whole context. */
-  if (o.prefill_chunk > cache->shape[2] * o.max_sequences)
-    o.prefill_chunk = cache->shape[2] * o.max_sequences;
+  if (o.prefill_chunk > shape[2] * o.max_sequences)
+    o.prefill_chunk = shape[2] * o.max_sequences;
   tfm_engine *e = calloc(1, sizeof *e);
   if (!e)
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   e->model = model;
   e->desc = desc;
-  e->capacity = cache->shape[2];
+  e->capacity = shape[2];
   e->cache_shape[0] = o.max_sequences;
-  memcpy(e->cache_shape + 1, cache->shape, 5 * sizeof *e->cache_shape);
+  memcpy(e->cache_shape + 1, shape, 5 * sizeof *e->cache_shape);
   e->cache_dtype = cache->dtype;
   e->slot_bytes = (size_t)tfm_dtype_bytes(cache->dtype);
   for (int i = 0; i < 5; ++i)
-    e->slot_bytes *= (size_t)cache->shape[i];
+    e->slot_bytes *= (size_t)shape[i];
   if (!o.kv_pool_bytes)
     o.kv_pool_bytes = (int64_t)e->slot_bytes * o.max_sequences;
   e->options = o;
   tfm_kv_pages_options pages = {
-      o.max_sequences, cache->shape[0], cache->shape[2],
-      cache->shape[3] * cache->shape[4] * tfm_dtype_bytes(cache->dtype),
+      o.max_sequences, shape[0],
+      shape[2],        shape[3] * shape[4] * tfm_dtype_bytes(cache->dtype),
       o.kv_pool_bytes, o.block_positions};
   tfm_status_code code = tfm_kv_pages_new(&pages, &e->pages, status);
   if (code != TFM_OK) {

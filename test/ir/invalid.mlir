@@ -729,6 +729,22 @@ func.func @kv_layer(%c: tensor<3x2x16x2x4xf32>, %p: index) {
 
 // -----
 
+func.func @kv_ring_outside(%c: tensor<3x2x16x2x4xf32>, %k: tensor<?x2x4xf32>, %p: index) {
+  // expected-error @+1 {{'tfm.kv_ring_append' op expected a ring of a positive window within the cache's 16 rows, got rows [14, 18)}}
+  %0 = tfm.kv_ring_append %c[2] rows 14 ring 4, %k, %k at %p : tensor<3x2x16x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @kv_ring_new_rows(%c: tensor<3x2x16x2x4xf32>, %k: tensor<?x2x4xf32>, %v: tensor<?x4x4xf32>, %p: index) {
+  // expected-error @+1 {{'tfm.kv_ring_read' op expected new value heads (4) to match cache kv_heads (2)}}
+  %rk, %rv = tfm.kv_ring_read %c[2] rows 0 ring 4 positions %p to %p then %k, %v : tensor<3x2x16x2x4xf32>, tensor<?x2x4xf32>, tensor<?x4x4xf32> -> tensor<?x2x4xf32>, tensor<?x2x4xf32>
+  return
+}
+
+// -----
+
 func.func @kv_heads(%c: tensor<3x2x16x2x4xf32>, %k: tensor<?x4x4xf32>, %p: index) {
   // expected-error @+1 {{'tfm.kv_cache_append' op expected key heads (4) to match cache kv_heads (2)}}
   %0 = tfm.kv_cache_append %c[0], %k, %k at %p : tensor<3x2x16x2x4xf32>, tensor<?x4x4xf32>, tensor<?x4x4xf32>

@@ -233,6 +233,20 @@ func.func @kv_cache(%cache: tensor<3x2x16x2x4xf32>, %k: tensor<?x2x4xf32>, %v: t
 
 // -----
 
+// A windowed layer's ring: rows [8, 12) of plane 2, then what its new
+// positions see.
+// CHECK-LABEL: func.func @kv_ring
+func.func @kv_ring(%cache: tensor<3x2x16x2x4xf32>, %k: tensor<?x2x4xf32>, %first: index, %pos: index)
+    -> (tensor<3x2x16x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) {
+  // CHECK: tfm.kv_ring_read %{{.*}}[2] rows 8 ring 4 positions %{{.*}} to %{{.*}} then %{{.*}}, %{{.*}} : tensor<3x2x16x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32> -> tensor<?x2x4xf32>, tensor<?x2x4xf32>
+  %rk, %rv = tfm.kv_ring_read %cache[2] rows 8 ring 4 positions %first to %pos then %k, %k : tensor<3x2x16x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32> -> tensor<?x2x4xf32>, tensor<?x2x4xf32>
+  // CHECK: tfm.kv_ring_append %{{.*}}[2] rows 8 ring 4, %{{.*}}, %{{.*}} at %{{.*}} : tensor<3x2x16x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>
+  %c1 = tfm.kv_ring_append %cache[2] rows 8 ring 4, %k, %k at %pos : tensor<3x2x16x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>
+  return %c1, %rk, %rv : tensor<3x2x16x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>
+}
+
+// -----
+
 // An int8 cache: rows of 4 codes and their scale's 4 bytes.
 // CHECK-LABEL: func.func @kv_cache_int8
 func.func @kv_cache_int8(%cache: tensor<3x2x16x2x8xi8>, %k: tensor<?x2x4xf32>, %v: tensor<?x2x4xf32>, %pos: index)

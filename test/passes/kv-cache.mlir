@@ -178,3 +178,44 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> {
   return %logits : tensor<?x16xf32>
 }
 }
+
+// -----
+
+// Layers of different windows (a global layer, then two of window 4, as
+// GPT-Neo's): @prefill's cache has a plane for the global layer and one
+// holding both windowed layers' rings, rows [0, 4) and [4, 8) of 32. A
+// ring is read from max(start - 3, 0) up to the new rows before they are
+// appended; the batched cache keeps every layer's every position.
+// CHECK-LABEL: func.func @prefill(
+// CHECK-SAME: %[[START:[^:]*]]: index {tfm.input = #tfm.input<start_position>}, %[[SLOT:[^:]*]]: index {tfm.input = #tfm.input<cache_slot>}, %[[CACHE:[^:]*]]: tensor<2x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>})
+// CHECK: %[[C1:.*]] = tfm.kv_cache_append %[[CACHE]][0], %{{.*}}, %{{.*}} at %[[SLOT]]
+// CHECK: %[[SEEN:.*]] = arith.subi %[[START]], %c3
+// CHECK: %[[FIRST:.*]] = arith.maxsi %[[SEEN]], %c0
+// CHECK: %[[K1:.*]], %[[V1:.*]] = tfm.kv_ring_read %[[C1]][1] rows 0 ring 4 positions %[[FIRST]] to %[[START]] then
+// CHECK: %[[C2:.*]] = tfm.kv_ring_append %[[C1]][1] rows 0 ring 4, %{{.*}}, %{{.*}} at %[[START]]
+// CHECK: tfm.attention %{{.*}}, %[[K1]], %[[V1]] {causal, scale = 5.000000e-01 : f32, window = 4 : i64}
+// CHECK: tfm.kv_ring_read %[[C2]][1] rows 4 ring 4 positions
+// CHECK: %[[C3:.*]] = tfm.kv_ring_append %[[C2]][1] rows 4 ring 4,
+// CHECK: return %{{.*}}, %[[C3]]
+// CHECK-LABEL: func.func @decode_batch(
+// CHECK-SAME: tensor<?x3x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>}
+module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 32>} {
+tfm.weight_decl @wte : tensor<16x8xf32>
+tfm.weight_decl @w : tensor<8x8xf32>
+func.func @forward(%tokens: tensor<?xi32> {tfm.input = #tfm.input<token_ids>}) -> (tensor<?x16xf32> {tfm.output = #tfm.output<logits>}) {
+  %wte = tfm.weight @wte : tensor<16x8xf32>
+  %w = tfm.weight @w : tensor<8x8xf32>
+  %x = tfm.embedding %wte[%tokens] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  %q0 = tfm.linear %x, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x2x4xf32>
+  %a0 = tfm.attention %q0, %q0, %q0 {causal, scale = 0.5 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x2x4xf32>
+  %x1 = tfm.linear %a0, %w : (tensor<?x2x4xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %q1 = tfm.linear %x1, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x2x4xf32>
+  %a1 = tfm.attention %q1, %q1, %q1 {causal, scale = 0.5 : f32, window = 4 : i64} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x2x4xf32>
+  %x2 = tfm.linear %a1, %w : (tensor<?x2x4xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %q2 = tfm.linear %x2, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x2x4xf32>
+  %a2 = tfm.attention %q2, %q2, %q2 {causal, scale = 0.5 : f32, window = 4 : i64} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x2x4xf32>
+  %x3 = tfm.linear %a2, %w : (tensor<?x2x4xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %logits = tfm.linear %x3, %wte : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+  return %logits : tensor<?x16xf32>
+}
+}

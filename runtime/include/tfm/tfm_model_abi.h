@@ -171,9 +171,10 @@ typedef struct {
 
 /* One cache of the model: a tensor that the runtime allocates per session
  * and entry points update in place. A self-attention cache is [layers, 2,
- * capacity, kv_heads, head_dim] (static); @decode_batch's is [-1, layers,
- * 2, capacity, kv_heads, head_dim], as many sequences as its caller
- * allocates. */
+ * capacity, kv_heads, head_dim] (static; where layers' windows differ, the
+ * first dimension counts planes, windowed layers sharing them as rings of
+ * their window); @decode_batch's is [-1, layers, 2, capacity, kv_heads,
+ * head_dim], as many sequences as its caller allocates. */
 typedef struct {
   int32_t kind;  /* tfm_cache_kind */
   int32_t dtype; /* tfm_dtype */

@@ -282,6 +282,28 @@ func.func @kv_cache(%cache: tensor<2x2x8x1x4xf32> {tfm.cache = #tfm.cache<self_a
 
 // -----
 
+// A windowed layer's ring (rows [8, 12) of plane 1): a read's two runs of
+// rows and then the new rows; the appended rows' last 4 in two runs, the
+// second from the ring's first row.
+// CHECK-LABEL: func.func @kv_ring
+// CHECK: %[[RING:.*]] = arith.constant 4 : index
+// CHECK: %[[BASE:.*]] = arith.constant 8 : index
+// CHECK: %[[AT:.*]] = arith.remui %{{.*}}, %[[RING]]
+// CHECK: %[[ROW:.*]] = arith.addi %[[BASE]], %[[AT]]
+// CHECK: tensor.extract_slice %{{.*}}[1, 0, %[[ROW]], 0, 0] [1, 1, %{{.*}}, 1, 4]
+// CHECK: tensor.extract_slice %{{.*}}[1, 0, %[[BASE]], 0, 0] [1, 1, %{{.*}}, 1, 4]
+// CHECK: arith.maxsi
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[1, 0, %{{.*}}, 0, 0] [1, 1, %{{.*}}, 1, 4]
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[1, 0, %{{.*}}, 0, 0] [1, 1, %{{.*}}, 1, 4]
+func.func @kv_ring(%cache: tensor<2x2x16x1x4xf32> {tfm.cache = #tfm.cache<self_attention>}, %k: tensor<?x1x4xf32>, %first: index, %pos: index)
+    -> (tensor<2x2x16x1x4xf32>, tensor<?x1x4xf32>, tensor<?x1x4xf32>) {
+  %rk, %rv = tfm.kv_ring_read %cache[1] rows 8 ring 4 positions %first to %pos then %k, %k : tensor<2x2x16x1x4xf32>, tensor<?x1x4xf32>, tensor<?x1x4xf32> -> tensor<?x1x4xf32>, tensor<?x1x4xf32>
+  %c = tfm.kv_ring_append %cache[1] rows 8 ring 4, %k, %k at %pos : tensor<2x2x16x1x4xf32>, tensor<?x1x4xf32>, tensor<?x1x4xf32>
+  return %c, %rk, %rv : tensor<2x2x16x1x4xf32>, tensor<?x1x4xf32>, tensor<?x1x4xf32>
+}
+
+// -----
+
 // A function calling one that reads weights passes its own weights along.
 // CHECK-LABEL: func.func @reads
 // CHECK-SAME: (%[[W1:.*]]: memref<?xi8>)

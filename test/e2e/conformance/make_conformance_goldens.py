@@ -748,6 +748,31 @@ MODELS = {
                 "attention_window": [4, 6]},
         tokens=[0, 31414, 6, 232, 328, 2, 50264, 3, 4, 50263, 1437, 2,
                 713, 16, 10, 1296, 9, 5, 1263, 2]),
+    "gpt-neo-125m": dict(
+        classes=(tf.GPTNeoConfig, tf.GPTNeoForCausalLM),
+        config={"activation_function": "gelu_new",
+                "architectures": ["GPTNeoForCausalLM"],
+                "attention_dropout": 0, "bos_token_id": 50256,
+                "embed_dropout": 0, "eos_token_id": 50256,
+                "gradient_checkpointing": False, "initializer_range": 0.02,
+                "intermediate_size": None, "layer_norm_epsilon": 1e-05,
+                "max_position_embeddings": 2048, "model_type": "gpt_neo",
+                "resid_dropout": 0, "summary_activation": None,
+                "summary_first_dropout": 0.1, "summary_proj_to_labels": True,
+                "summary_type": "cls_index", "summary_use_proj": True,
+                "tokenizer_class": "GPT2Tokenizer", "use_cache": True,
+                "vocab_size": 50257,
+                # cut: 768 wide, 12 layers ([["global", "local"], 6]), 12
+                # heads, and window_size 256 to 4, so that the 12 tokens
+                # see a window and the local layers' rings wrap
+                "hidden_size": 32, "num_heads": 4, "num_layers": 4,
+                "attention_types": [[["global", "local"], 2]],
+                "attention_layers": ["global", "local", "global", "local"],
+                "window_size": 4},
+        tokenizer=byte_level(50256, added(50256, ["<|endoftext|>"]),
+                             GPT2_BYTE_LEVEL),
+        tokenizer_config={"model_max_length": 2048},
+        tokens=[50256, 15496, 11, 995, 0, 50255, 13, 198, 464, 3290, 318, 50256]),
 }
 SEEDS = {name: 1000 + i for i, name in enumerate(MODELS)}
 # LibriSpeech's characters, as wav2vec2-base-960h's and
@@ -777,6 +802,8 @@ PROMPT_IDS = {
                   [260, 34, 51, 52, 53, 50276, 122, 50279],
     "gpt2": [ord(c) for c in "<|im_start|>user\n"] +
             [258, 32, 49, 50, 51, 32, 32, 120, 50256],
+    "gpt-neo-125m": [ord(c) for c in "<|im_start|>user\n"] +
+                    [258, 32, 49, 50, 51, 32, 32, 120, 50256],
     "starcoder2-3b": [ord(c) + 38 for c in "<|im_start|>user\n"] +
                      [296, 70, 87, 88, 89, 70, 70, 158, 0],
 }

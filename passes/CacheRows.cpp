@@ -1,0 +1,103 @@
+//===- CacheRows.cpp - a layer's keys and values into and out of its cache
+//-===//
+//
+// How every entry point tfm-kv-cache derives stores one layer's new keys
+// and values and reads back what its queries see: positions at their slots
+// (tfm.kv_cache_append, tfm.kv_cache_read), or a windowed layer's ring
+// (tfm.kv_ring_append, tfm.kv_ring_read). A narrow cache (int8 rows with
+// their scales, bf16, f16) narrows rows on the way in (tfm.quantize_rows)
+// and widens them on the way out (tfm.dequantize_rows), so that the new
+// positions are seen as a later step will see them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/CachePlan.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// The rows of f32 keys of `keyType` as they are computed with and as a
+/// cache of `cacheType` stores them (the same type unless it is narrow).
+struct CachedRows {
+  RankedTensorType floats, stored;
+  CachedRows(RankedTensorType cacheType, RankedTensorType keyType) {
+    int64_t dyn = ShapedType::kDynamic;
+    floats = RankedTensorType::get(
+        {dyn, keyType.getDimSize(1), keyType.getDimSize(2)},
+        keyType.getElementType());
+    stored = RankedTensorType::get(
+        {dyn, cacheType.getDimSize(3), cacheType.getDimSize(4)},
+        cacheType.getElementType());
+  }
+  bool narrow() const { return floats != stored; }
+
+  Value store(OpBuilder &b, Location loc, Value rows) const {
+    if (!narrow())
+      return rows;
+    auto type = cast<RankedTensorType>(rows.getType());
+    auto storedType = RankedTensorType::get(
+        {type.getDimSize(0), stored.getDimSize(1), stored.getDimSize(2)},
+        stored.getElementType());
+    return QuantizeRowsOp::create(b, loc, storedType, rows);
+  }
+  Value widen(OpBuilder &b, Location loc, Value rows) const {
+    return narrow() ? DequantizeRowsOp::create(b, loc, floats, rows) : rows;
+  }
+};
+
+} // namespace
+
+CachedKeysAndValues mlir::tfm::appendAndRead(OpBuilder &b, Location loc,
+                                             RankedTensorType cacheType,
+                                             Value cache, Value keys,
+                                             Value values, Value position,
+                                             Value end, int64_t layer) {
+  CachedRows rows(cacheType, cast<RankedTensorType>(keys.getType()));
+  // Keys first: the order the IR reads in.
+  Value storedKeys = rows.store(b, loc, keys);
+  Value storedValues = rows.store(b, loc, values);
+  CachedKeysAndValues cached;
+  cached.cache = KVCacheAppendOp::create(b, loc, cacheType, cache, storedKeys,
+                                         storedValues, position,
+                                         b.getI64IntegerAttr(layer));
+  auto read =
+      KVCacheReadOp::create(b, loc, TypeRange{rows.stored, rows.stored},
+                            cached.cache, end, b.getI64IntegerAttr(layer));
+  cached.keys = rows.widen(b, loc, read.getKey());
+  cached.values = rows.widen(b, loc, read.getValue());
+  return cached;
+}
+
+CachedKeysAndValues mlir::tfm::appendAndReadRing(OpBuilder &b, Location loc,
+                                                 RankedTensorType cacheType,
+                                                 Value cache, Value keys,
+                                                 Value values, Value start,
+                                                 const LayerRows &layer) {
+  CachedRows rows(cacheType, cast<RankedTensorType>(keys.getType()));
+  auto attr = [&](int64_t v) { return b.getI64IntegerAttr(v); };
+  // The earlier positions the new ones still see, the last ring - 1, are
+  // read before the new rows overwrite the ring's oldest.
+  Value first = arith::MaxSIOp::create(
+      b, loc,
+      arith::SubIOp::create(
+          b, loc, start,
+          arith::ConstantIndexOp::create(b, loc, layer.ring - 1)),
+      arith::ConstantIndexOp::create(b, loc, 0));
+  Value newKeys = rows.store(b, loc, keys);
+  Value newValues = rows.store(b, loc, values);
+  auto seen = KVRingReadOp::create(
+      b, loc, TypeRange{rows.stored, rows.stored}, cache, first, start, newKeys,
+      newValues, attr(layer.plane), attr(layer.offset), attr(layer.ring));
+  CachedKeysAndValues cached;
+  cached.cache = KVRingAppendOp::create(b, loc, cacheType, cache, newKeys,
+                                        newValues, start, attr(layer.plane),
+                                        attr(layer.offset), attr(layer.ring));
+  cached.keys = rows.widen(b, loc, seen.getKey());
+  cached.values = rows.widen(b, loc, seen.getValue());
+  return cached;
+}

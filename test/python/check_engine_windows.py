@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""The batch engine on a model whose layers differ in their windows
+(GPT-Neo's global and local layers): prompts of several lengths,
+generated together on two sequences, continue as greedy decoding through
+@forward over the whole sequence does (no cache at all).
+
+    check_engine_windows.py LIBRARY"""
+import sys
+
+import numpy as np
+
+import tfmc
+
+m = tfmc.load(sys.argv[1])
+context = 32  # the fixture's max_position_embeddings
+
+
+def greedy_by_forward(prompt, count):
+    ids = list(prompt)
+    for _ in range(count):
+        logits = m.call("forward", token_ids=np.array(ids, np.int32))["logits"]
+        ids.append(int(np.argmax(logits[-1])))
+    return ids[len(prompt):]
+
+
+prompts = [[1, 17, 42], [5], [1, 17, 42, 5, 63, 0, 28, 9, 33],
+           [12, 50, 7, 3, 8, 60]]
+engine = tfmc.Engine(m, max_sequences=2)
+requests = {engine.submit(p, max_tokens=context - len(p), ignore_eos=True): p
+            for p in prompts}
+tokens = {r: [] for r in requests}
+while engine.pending():
+    for request, token, _ in engine.step():
+        if token is not None:
+            tokens[request].append(token)
+equal = [tokens[r] == greedy_by_forward(p, context - len(p))
+         for r, p in requests.items()]
+print("engine equals forward:", equal)
+engine.close()
