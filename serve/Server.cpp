@@ -677,6 +677,16 @@ private:
     if (std::optional<ApiError> error =
             whisperRules(request, rules, prompt, language))
       return error;
+    tfm_status status;
+    int32_t *previous = nullptr;
+    if (!request.prompt.empty() &&
+        tfm_seq2seq_previous_text(model, request.prompt.c_str(), &previous,
+                                  &rules.previous_count, &status) != TFM_OK)
+      return ApiError{400, "'prompt': " + std::string(status.message), "prompt",
+                      ""};
+    std::unique_ptr<int32_t, decltype(&std::free)> previousIds(previous,
+                                                               &std::free);
+    rules.previous = previous;
     const tfm_tensor_desc &input =
         tfm_model_entry_point(model, "encode")->inputs[0];
     tfm_tensor features = {nullptr, TFM_DTYPE_F32, input.rank, {0}, nullptr};
@@ -685,7 +695,6 @@ private:
       count *= features.shape[d] = input.shape[d];
     std::vector<float> values(static_cast<size_t>(count));
     features.data = values.data();
-    tfm_status status;
     char *transcript = nullptr;
     if (tfm_log_mel(model, samples, n, values.data(), count, &status) !=
             TFM_OK ||

@@ -54,13 +54,13 @@ std::optional<ApiError> tfm::serve::parseTranscriptionRequest(
                             value + "\"",
                         "language", ""};
       out.language = value;
+    } else if (name == "prompt" && whisper) {
+      out.prompt = value;
     } else if (name == "language" || name == "prompt") {
       return ApiError{400,
-                      "'" + name + "' is not supported: " +
-                          (whisper ? "Whisper's previous-text prompt is not "
-                                     "taken yet"
-                                   : "a CTC recognizer hears one language "
-                                     "and takes no prompt"),
+                      "'" + name +
+                          "' is not supported: a CTC recognizer hears one "
+                          "language and takes no prompt",
                       name, ""};
     } else {
       return ApiError{400, "unknown field '" + name + "'", name, ""};

@@ -30,6 +30,9 @@ struct TranscriptionRequest {
   /// Whisper's language (ISO 639-1, as its <|xx|> tokens spell it); empty:
   /// the model's own.
   std::string language;
+  /// Whisper's previous text (the transcript before this audio), which
+  /// conditions it; empty: none.
+  std::string prompt;
 };
 
 /// Checks the form's fields (name -> value; the file's bytes under "file")

@@ -26,7 +26,8 @@ import threading
 import numpy as np
 
 from tfmc._abi import (ROLE_NAMES, DTYPE_NAMES, NUMPY_DTYPES, Status,
-                       Tensor, GenerateOptions, GenerateResult, ModelDesc,
+                       Tensor, GenerateOptions, GenerateResult,
+                       GenerationRules, ModelDesc,
                        SamplerOptions, ON_TOKEN, declare)
 
 __all__ = ["TfmcError", "compile", "load", "Model", "Engine"]
@@ -393,7 +394,9 @@ class Model:
         finally:
             _LIBC.free(text)
 
-    def _seq2seq_text(self, source, beams, max_new_tokens):
+    def _seq2seq_text(self, source, beams, max_new_tokens, previous=None):
+        """tfm_seq2seq_text of `source`; `previous`: Whisper's previous
+        text, which conditions the output (tfm_seq2seq_previous_text)."""
         if beams is not None and beams < 1:
             raise TfmcError(f"beams must be at least 1, got {beams}")
         if max_new_tokens is not None and max_new_tokens < 1:
@@ -403,11 +406,24 @@ class Model:
                             "i32" if source.dtype == np.int32 else "f32")
         text = ctypes.c_void_p()
         status = Status()
-        _check(self._library.tfm_seq2seq_text(
-            self._handle, ctypes.byref(tensor), beams or 0,
-            max_new_tokens or 0, None, ctypes.byref(text),
-            ctypes.byref(status)),
-            status)
+        rules, ids = None, ctypes.POINTER(ctypes.c_int32)()
+        if previous is not None:
+            rules = GenerationRules()
+            self._library.tfm_generation_rules_defaults(self._handle,
+                                                        ctypes.byref(rules))
+            count = ctypes.c_int32()
+            _check(self._library.tfm_seq2seq_previous_text(
+                self._handle, str(previous).encode(), ctypes.byref(ids),
+                ctypes.byref(count), ctypes.byref(status)), status)
+            rules.previous, rules.previous_count = ids, count
+        try:
+            _check(self._library.tfm_seq2seq_text(
+                self._handle, ctypes.byref(tensor), beams or 0,
+                max_new_tokens or 0, ctypes.byref(rules) if rules else None,
+                ctypes.byref(text), ctypes.byref(status)),
+                status)
+        finally:
+            _LIBC.free(ctypes.cast(ids, ctypes.c_void_p))
         return self._take_text(text)
 
     def _encoder_decoder(self):
@@ -441,14 +457,16 @@ class Model:
             return self.read_audio(audio)
         return np.ascontiguousarray(audio, dtype=np.float32).ravel()
 
-    def transcribe(self, audio, beams=None, max_new_tokens=None):
+    def transcribe(self, audio, beams=None, max_new_tokens=None, prompt=None):
         """A speech model's transcript of `audio`: mono samples at the
         model's rate (description's sampling_rate; a NumPy array or list),
         or an audio file's path (read_audio). A recognizer
         (Wav2Vec2ForCTC, HubertForCTC) decodes greedily, as
         Wav2Vec2CTCTokenizer does; Whisper generates from the clip's
         log-mel features (its first 30 s) as translate() does, with its
-        language, task and no-timestamps prompt."""
+        language, task and no-timestamps prompt; `prompt` is the text
+        before the clip (OpenAI's, generate()'s prompt_ids), which
+        conditions the transcript without being part of it."""
         waveform = self._desc.waveform
         if not waveform and self._encoder_decoder() and \
                 self.description["entry_points"]["encode"]["inputs"][0][
@@ -468,13 +486,15 @@ class Model:
                 len(samples),
                 features.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
                 features.size, ctypes.byref(status)), status)
-            return self._seq2seq_text(features, beams, max_new_tokens)
+            return self._seq2seq_text(features, beams, max_new_tokens, prompt)
         if not waveform or waveform.contents.blank < 0:
             raise TfmcError(f"model '{self.description['name']}' is not a "
                             "speech recognizer (no CTC head) or Whisper")
-        if beams is not None or max_new_tokens is not None:
-            raise TfmcError("beams and max_new_tokens are for Whisper: a CTC "
-                            "recognizer decodes greedily, frame by frame")
+        if beams is not None or max_new_tokens is not None or \
+                prompt is not None:
+            raise TfmcError("beams, max_new_tokens and prompt are for "
+                            "Whisper: a CTC recognizer decodes greedily, "
+                            "frame by frame")
         samples = self._samples(audio)
         text = ctypes.c_void_p()
         status = Status()

@@ -156,6 +156,25 @@ class EngineStats(ctypes.Structure):
 FINISH_NAMES = {0: None, 1: "length", 2: "eos", 3: "error"}
 
 
+class GenerationRules(ctypes.Structure):
+    _fields_ = [("no_repeat_ngram_size", ctypes.c_int32),
+                ("min_new_tokens", ctypes.c_int64),
+                ("forced_eos", ctypes.c_int),
+                ("has_forced_bos", ctypes.c_int),
+                ("forced_bos", ctypes.c_int32),
+                ("suppressed", ctypes.POINTER(ctypes.c_int32)),
+                ("suppressed_count", ctypes.c_int32),
+                ("bad_words", ctypes.POINTER(ctypes.c_int32)),
+                ("bad_word_lengths", ctypes.POINTER(ctypes.c_int32)),
+                ("bad_word_count", ctypes.c_int32),
+                ("prompt", ctypes.POINTER(ctypes.c_int32)),
+                ("prompt_count", ctypes.c_int32),
+                ("begin_suppressed", ctypes.POINTER(ctypes.c_int32)),
+                ("begin_suppressed_count", ctypes.c_int32),
+                ("previous", ctypes.POINTER(ctypes.c_int32)),
+                ("previous_count", ctypes.c_int32)]
+
+
 class GenerateResult(ctypes.Structure):
     _fields_ = [("prompt_tokens", ctypes.c_int64),
                 ("generated_tokens", ctypes.c_int64),
@@ -195,8 +214,14 @@ def declare(library):
         "tfm_transcribe": (ctypes.c_int, [p, ctypes.POINTER(ctypes.c_float),
                                           i64, ctypes.POINTER(p), status]),
         "tfm_seq2seq_text": (ctypes.c_int, [p, ctypes.POINTER(Tensor), i32,
-                                            i64, p, ctypes.POINTER(p),
-                                            status]),
+                                            i64,
+                                            ctypes.POINTER(GenerationRules),
+                                            ctypes.POINTER(p), status]),
+        "tfm_generation_rules_defaults": (
+            None, [p, ctypes.POINTER(GenerationRules)]),
+        "tfm_seq2seq_previous_text": (ctypes.c_int, [
+            p, ctypes.c_char_p, ctypes.POINTER(ctypes.POINTER(i32)),
+            ctypes.POINTER(i32), status]),
         "tfm_engine_default_options": (EngineOptions, []),
         "tfm_engine_new": (ctypes.c_int, [p, ctypes.POINTER(EngineOptions),
                                           ctypes.POINTER(p), status]),

@@ -162,26 +162,18 @@ static int run_seq2seq(const char *argv0, tfm_model *model,
                                 "translations are printed (--step-logits "
                                 "FILE writes each step's logits)");
   apply_generation_defaults(model, o);
-  tfm_seq2seq_command command = {o->tokens,
-                                 o->call.text,
-                                 o->call.text_file,
-                                 o->call.pixels,
-                                 o->call.images,
-                                 o->call.image_count,
-                                 o->call.preprocess,
-                                 o->call.output_path,
-                                 o->print_ids,
-                                 o->call.tokenize,
-                                 o->new_tokens,
-                                 o->sampler,
-                                 o->ignore_eos,
-                                 o->step_logits_path,
-                                 o->forced_tokens,
-                                 o->beams > 0 ? o->beams : 1,
-                                 o->rules,
-                                 o->suppress,
-                                 o->length_penalty,
-                                 o->early_stopping};
+  tfm_seq2seq_command command = {
+      o->tokens,          o->call.text,
+      o->call.text_file,  o->call.pixels,
+      o->call.images,     o->call.image_count,
+      o->call.preprocess, o->call.output_path,
+      o->print_ids,       o->call.tokenize,
+      o->new_tokens,      o->sampler,
+      o->ignore_eos,      o->step_logits_path,
+      o->forced_tokens,   o->beams > 0 ? o->beams : 1,
+      o->rules,           o->suppress,
+      o->previous_text,   o->length_penalty,
+      o->early_stopping};
   return tfm_main_seq2seq(argv0, model, &command);
 }
 

@@ -89,6 +89,7 @@ typedef struct {
   int beams;                    /* --beams: beam search past 1 */
   tfm_generation_rules rules;   /* suppressed ids from `suppress` if given */
   const char *suppress;         /* --suppress "ids" */
+  const char *previous_text;    /* --previous-text TEXT (Whisper's) */
   float length_penalty;         /* a beam search's */
   int early_stopping;
 } tfm_seq2seq_command;

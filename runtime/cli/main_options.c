@@ -52,6 +52,8 @@ void tfm_main_usage(FILE *out, const char *argv0) {
       "                         \"ids\" gives its ids, --print-ids prints ids\n"
       "  --beams N              an encoder-decoder's beam search width\n"
       "                         (default 1: greedy or sampled)\n"
+      "  --previous-text TEXT   Whisper's previous text (the transcript\n"
+      "                         before this audio), which conditions it\n"
       "  --no-repeat-ngram N, --min-new-tokens N, --suppress \"ids\",\n"
       "  --forced-eos           an encoder-decoder's generation rules (as\n"
       "                         generation_config.json's, transformers')\n"
@@ -124,6 +126,7 @@ static const struct {
     {"--no-repeat-ngram", SEQ2SEQ},
     {"--min-new-tokens", SEQ2SEQ},
     {"--suppress", SEQ2SEQ},
+    {"--previous-text", SEQ2SEQ},
     {"--forced-eos", SEQ2SEQ},
     {"--batch", CALL},
     {"--pixels", SEQ2SEQ | CALL},
@@ -267,6 +270,8 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
       o->call.global_attention = argv[++i];
     } else if (!strcmp(arg, "--decoder-tokens")) {
       o->call.decoder_tokens = argv[++i];
+    } else if (!strcmp(arg, "--previous-text")) {
+      o->previous_text = argv[++i];
     } else if (!strcmp(arg, "--suppress")) {
       o->suppress = argv[++i];
       o->rules_given = 1;

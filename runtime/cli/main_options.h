@@ -61,6 +61,7 @@ typedef struct {
   int early_stopping;
   tfm_generation_rules rules; /* an encoder-decoder's (suppressed: below) */
   const char *suppress;       /* --suppress "ids" */
+  const char *previous_text;  /* --previous-text TEXT (Whisper's) */
   const char *perplexity;     /* --perplexity FILE */
   uint64_t given; /* the flags given: bit i for main_options.c's flags[i] */
 } tfm_main_options;

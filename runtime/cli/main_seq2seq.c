@@ -8,7 +8,8 @@
  * prints the decoded text, as decode(skip_special_tokens=True) spells it
  * before clean_up_tokenization, or the ids (--print-ids, or a model
  * compiled without a tokenizer); --tokenize prints each source's ids
- * instead of translating. --force-tokens feeds given ids instead
+ * instead of translating; --previous-text conditions a Whisper transcript
+ * on the text before it. --force-tokens feeds given ids instead
  * (through the caches, e.g. to check them against @forward, whose
  * logits --step-logits writes). Teacher forcing (--decoder-tokens) runs
  * @forward through the generic mode instead (main_call.c).
@@ -233,6 +234,16 @@ int tfm_main_seq2seq(const char *argv0, tfm_model *model,
     rules.suppressed = suppressed_ids;
     rules.suppressed_count = (int32_t)suppressed;
   }
+  int32_t *previous_ids = NULL;
+  if (ok && command->previous_text) {
+    if (tfm_seq2seq_previous_text(model, command->previous_text, &previous_ids,
+                                  &rules.previous_count, &status) != TFM_OK) {
+      fprintf(stderr, "%s: error: --previous-text: %s\n", argv0,
+              status.message);
+      ok = 0;
+    }
+    rules.previous = previous_ids;
+  }
   FILE *step_logits = NULL;
   if (ok && command->step_logits_path &&
       !(step_logits = fopen(command->step_logits_path, "wb"))) {
@@ -301,5 +312,6 @@ int tfm_main_seq2seq(const char *argv0, tfm_model *model,
   free(file);
   free(forced_ids);
   free(suppressed_ids);
+  free(previous_ids);
   return ok ? 0 : 1;
 }

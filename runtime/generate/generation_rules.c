@@ -29,7 +29,8 @@ tfm_status_code tfm_generation_rules_check(const char *function,
                {"bad_words", rules->bad_word_count, rules->bad_word_lengths},
                {"prompt", rules->prompt_count, rules->prompt},
                {"begin_suppressed", rules->begin_suppressed_count,
-                rules->begin_suppressed}};
+                rules->begin_suppressed},
+               {"previous", rules->previous_count, rules->previous}};
   for (size_t i = 0; i < sizeof lists / sizeof *lists; ++i)
     if (lists[i].count < 0 || (lists[i].count > 0 && !lists[i].array))
       return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,

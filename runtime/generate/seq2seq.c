@@ -383,11 +383,15 @@ tfm_status_code tfm_seq2seq_generate_from(
                       ? options->forced_count
                       : options->max_new_tokens +
                             (rules ? rules->prompt_count : 0);
+  /* Previous text (Whisper's) is decoded first, at positions of its own. */
+  int64_t before = rules ? rules->previous_count : 0;
   tfm_seq2seq_state *state = NULL;
-  code =
-      tfm_seq2seq_begin(model, source, 1, steps, &state, status);
+  code = tfm_seq2seq_begin(model, source, 1, before + steps, &state, status);
   if (code != TFM_OK)
     return code;
+  float *ignored;
+  for (int64_t p = 0; code == TFM_OK && p < before; ++p)
+    code = tfm_seq2seq_step(state, 1, &rules->previous[p], p, &ignored, status);
   tfm_sampler *sampler = NULL;
   int32_t *history = malloc((size_t)(steps + 1) * sizeof *history);
   if (!history) {
@@ -399,7 +403,8 @@ tfm_status_code tfm_seq2seq_generate_from(
   int32_t token = (int32_t)desc->bos_token;
   for (int64_t position = 0; code == TFM_OK && position < steps; ++position) {
     float *logits;
-    code = tfm_seq2seq_step(state, 1, &token, position, &logits, status);
+    code =
+        tfm_seq2seq_step(state, 1, &token, before + position, &logits, status);
     if (code != TFM_OK)
       break;
     if (options->on_logits)

@@ -90,8 +90,11 @@ tfm_status_code tfm_seq2seq_text(tfm_model *model, const tfm_tensor *source,
     max_new_tokens = g && g->max_new_tokens > 0 ? g->max_new_tokens : 128;
     const tfm_cache_desc *self, *cross;
     tfm_seq2seq_find_caches(tfm_model_get_desc(model), &self, &cross);
-    if (self && self->shape[2] - rules.prompt_count < max_new_tokens)
-      max_new_tokens = self->shape[2] - rules.prompt_count;
+    int64_t room =
+        self ? self->shape[2] - rules.previous_count - rules.prompt_count
+             : max_new_tokens;
+    if (room < max_new_tokens)
+      max_new_tokens = room > 0 ? room : 1;
   }
   int64_t capacity = max_new_tokens + rules.prompt_count + 1, count = 0;
   int32_t *generated = malloc((size_t)capacity * sizeof *generated);
@@ -118,4 +121,80 @@ tfm_status_code tfm_seq2seq_text(tfm_model *model, const tfm_tensor *source,
                                    NULL, status);
   free(generated);
   return code;
+}
+
+/* The id of special token `spelling` (matched whole by the tokenizer), or
+ * -1 where the tokenizer has no such token. */
+static int32_t special_token(const tfm_tokenizer *tokenizer,
+                             const char *spelling) {
+  int32_t id = -1;
+  int64_t count = 0;
+  tfm_status status;
+  if (tfm_tokenizer_encode(tokenizer, spelling, -1, &id, 1, &count, &status) !=
+          TFM_OK ||
+      count != 1 || !tfm_tokenizer_is_special(tokenizer, id))
+    return -1;
+  return id;
+}
+
+tfm_status_code tfm_seq2seq_previous_text(tfm_model *model, const char *text,
+                                          int32_t **ids, int32_t *count,
+                                          tfm_status *status) {
+  if (!model || !text || !ids || !count)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_seq2seq_previous_text: NULL %s",
+                    !model  ? "model"
+                    : !text ? "text"
+                            : "output");
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  const tfm_tokenizer *tokenizer = tfm_model_tokenizer(model, status);
+  if (!tokenizer)
+    return status ? status->code : TFM_ERROR_TOKENIZER;
+  int32_t start = special_token(tokenizer, "<|startofprev|>");
+  const tfm_cache_desc *self, *cross;
+  tfm_seq2seq_find_caches(desc, &self, &cross);
+  if (start < 0 || !self)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "model '%s' takes no previous text: %s", desc->name,
+                    self ? "its tokenizer has no <|startofprev|>"
+                         : "it is not an encoder-decoder with caches");
+  /* " " + the text without the whitespace at its ends, as
+   * WhisperProcessor.get_prompt_ids spells it. */
+  while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r')
+    ++text;
+  size_t length = strlen(text);
+  while (length && strchr(" \t\n\r", text[length - 1]))
+    --length;
+  char *spaced = malloc(length + 2);
+  if (!spaced)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  spaced[0] = ' ';
+  memcpy(spaced + 1, text, length);
+  spaced[length + 1] = '\0';
+  int64_t needed = 0;
+  int32_t *tokens = NULL;
+  tfm_status_code code =
+      tfm_tokenizer_encode(tokenizer, spaced, -1, NULL, 0, &needed, status);
+  if (code == TFM_OK &&
+      !(tokens = malloc((size_t)(needed + 1) * sizeof *tokens)))
+    code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  if (code == TFM_OK)
+    code = tfm_tokenizer_encode(tokenizer, spaced, -1, tokens + 1, needed,
+                                &needed, status);
+  free(spaced);
+  if (code != TFM_OK) {
+    free(tokens);
+    return code;
+  }
+  /* The text's last tokens that fit half the context less one, as
+   * OpenAI's decoding keeps them. */
+  int64_t kept = self->shape[2] / 2 - 1;
+  if (kept > needed)
+    kept = needed;
+  memmove(tokens + 1, tokens + 1 + (needed - kept),
+          (size_t)kept * sizeof *tokens);
+  tokens[0] = start;
+  *ids = tokens;
+  *count = (int32_t)(kept + 1);
+  return tfm_ok(status);
 }

@@ -8,8 +8,8 @@ import sys
 
 import tfmc
 
-marian_library, texts, decoded, beams2, whisper_library, wav, wav_text = \
-    sys.argv[1:]
+(marian_library, texts, decoded, beams2, whisper_library, wav, wav_text,
+ wav_previous_text) = sys.argv[1:]
 marian = tfmc.load(marian_library)
 lines = open(texts).read().splitlines()
 expected = open(decoded).read().splitlines()
@@ -40,3 +40,7 @@ try:
     whisper.translate("hello")
 except tfmc.TfmcError as e:
     print("text to whisper:", e)
+after = whisper.transcribe(wav, max_new_tokens=6, prompt="the cat sat on the mat")
+print("after a prompt equals the executable's:",
+      after == open(wav_previous_text).read().rstrip("\n"))
+

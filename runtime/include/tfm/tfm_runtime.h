@@ -251,6 +251,12 @@ typedef struct {
   /* Never the first token after the prompt (begin_suppress_tokens). */
   const int32_t *begin_suppressed;
   int32_t begin_suppressed_count;
+  /* Decoded before the decoder start token, conditioning what follows
+   * without being part of it: Whisper's previous text (<|startofprev|>
+   * and the text's tokens, generate()'s prompt_ids;
+   * tfm_seq2seq_previous_text). */
+  const int32_t *previous;
+  int32_t previous_count;
 } tfm_generation_rules;
 
 typedef struct {
@@ -292,6 +298,16 @@ tfm_status_code tfm_seq2seq_decode_text(const tfm_model *model,
                                         const int32_t *ids, int64_t count,
                                         char **text, size_t *length,
                                         tfm_status *status);
+
+/* Whisper's previous-text prompt for `text`, as its `prompt` conditions a
+ * transcript: <|startofprev|>, then the tokens of " " + text (whitespace
+ * at its ends trimmed), at most the last half of the decoder's context less
+ * one of them (OpenAI's n_ctx // 2 - 1). *ids is malloc'd (the caller
+ * frees it), for tfm_generation_rules.previous. Fails naming the model
+ * where its tokenizer has no <|startofprev|>. */
+tfm_status_code tfm_seq2seq_previous_text(tfm_model *model, const char *text,
+                                          int32_t **ids, int32_t *count,
+                                          tfm_status *status);
 
 /* An encoder-decoder's output for `source` (token ids, or a speech model's
  * log-mel features; see tfm_seq2seq_generate_from) as text, generated as

@@ -17,7 +17,11 @@ special tokens) and its goldens with transformers 4.40
   printable ASCII so that every output is plain text) and
   begin_suppress_tokens;
   whisper.text.txt the text decode(skip_special_tokens=True) makes of them;
-  whisper.beams.txt the same of beam searches of 2 and 4 beams.
+  whisper.beams.txt the same of beam searches of 2 and 4 beams;
+- whisper.previous.txt: the greedy ids and 2 beams' after each of
+  PREVIOUS_TEXTS (get_prompt_ids: <|startofprev|>, then " " + the text,
+  its last 19 tokens as OpenAI keeps them) before the decoder start token,
+  begin_suppress_tokens applied to the first new token.
 
 Regenerate with
 
@@ -38,7 +42,7 @@ OUT = os.path.join(HERE, "Inputs")
 MERGES = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("Ġ", "a"),
           ("o", "n"), ("e", "r"), ("Ġ", "s")]
 SPECIALS = ["<|startoftranscript|>", "<|en|>", "<|transcribe|>",
-            "<|notimestamps|>"]
+            "<|notimestamps|>", "<|startofprev|>"]
 
 
 def write_tokenizer(folder):
@@ -65,13 +69,19 @@ def write_tokenizer(folder):
 FOLDER = os.path.join(OUT, "whisper")
 TOKENIZER, ALPHABET = write_tokenizer(FOLDER)
 EOS = TOKENIZER.convert_tokens_to_ids("<|endoftext|>")
-START, LANGUAGE, TASK, NO_TIMESTAMPS = TOKENIZER.convert_tokens_to_ids(SPECIALS)
+START, LANGUAGE, TASK, NO_TIMESTAMPS, PREVIOUS = TOKENIZER.convert_tokens_to_ids(
+    SPECIALS)
 PROMPT = [LANGUAGE, TASK, NO_TIMESTAMPS]
 DECODER_TOKENS = [START] + PROMPT + [72, 101, 108, 259, 32]
-SUPPRESSED = ([START, LANGUAGE, TASK, NO_TIMESTAMPS] + list(range(0, 32)) +
-              list(range(127, 256)))
+SUPPRESSED = ([START, LANGUAGE, TASK, NO_TIMESTAMPS, PREVIOUS] +
+              list(range(0, 32)) + list(range(127, 256)))
 BEGIN_SUPPRESSED = [32, EOS]
 NEW_TOKENS = 12
+# Previous text (the API's `prompt`): a short one, and one longer than the
+# 40-position decoder's half less one (19 tokens), whose last 19 are kept.
+PREVIOUS_TEXTS = ["  the cat sat on the mat ",
+                  "in the beginning there was the word and the word was "
+                  "with the sea"]
 
 
 def tones(seconds, rate=16000):
@@ -145,6 +155,21 @@ def main():
                     max_new_tokens=NEW_TOKENS)[0].tolist()
             f.write(" ".join(map(str, beam_ids[1:])) + "\n")
             print(f"{beams} beams", beam_ids)
+    with open(os.path.join(OUT, "whisper.previous.txt"), "w") as f:
+        for previous in PREVIOUS_TEXTS:
+            prompt_ids = TOKENIZER.get_prompt_ids(previous).tolist()
+            prompt_ids = prompt_ids[:1] + prompt_ids[1:][-19:]
+            start = prompt_ids + [START] + PROMPT
+            for beams in (1, 2):
+                with torch.no_grad():
+                    after = tf.GenerationMixin.generate(
+                        model, features, decoder_input_ids=torch.tensor([start]),
+                        forced_decoder_ids=None, do_sample=False,
+                        num_beams=beams, length_penalty=1.0,
+                        early_stopping=False,
+                        max_new_tokens=NEW_TOKENS)[0].tolist()
+                f.write(" ".join(map(str, after[len(prompt_ids) + 1:])) + "\n")
+                print("previous", len(prompt_ids), beams, after)
     text = TOKENIZER.decode(ids, skip_special_tokens=True,
                             clean_up_tokenization_spaces=False)
     with open(os.path.join(OUT, "whisper.text.txt"), "w") as f:
