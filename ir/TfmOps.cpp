@@ -428,6 +428,24 @@ LogicalResult ChannelNormOp::verify() {
 }
 
 LogicalResult RmsNormOp::verify() {
+  // [seq, heads, head_dim] too: each head normed alone (Qwen3's Q and K).
+  RankedTensorType type = tensorType(getInput());
+  if (type.getRank() != 2 && type.getRank() != 3)
+    return emitOpError() << "expected input of rank 2 ([seq, d]) or 3 ([seq, "
+                            "heads, d]), got rank "
+                         << type.getRank();
+  if (type.getRank() == 3) {
+    if (type != getResult().getType())
+      return emitOpError() << "expected result type " << getResult().getType()
+                           << " to match input type " << type;
+    if (failed(verifyFeatureVector(*this, "gamma", getGamma(),
+                                   type.getDimSize(2), type.getElementType())))
+      return failure();
+    if (getEpsilon().isNegative() || getEpsilon().isNaN())
+      return emitOpError() << "expected a non-negative epsilon, got "
+                           << getEpsilon().convertToDouble();
+    return success();
+  }
   return verifyNorm(*this, getInput(), getGamma(), Value(), getResult(),
                     getEpsilon());
 }

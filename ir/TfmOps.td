@@ -472,7 +472,8 @@ def Tfm_RmsNormOp : Tfm_Op<"rms_norm", [Pure, Tfm_PositionWise]> {
   let summary = "RMSNorm over the last dimension";
   let description = [{
     `x / sqrt(mean(x²) + epsilon) * gamma` over the last dimension of
-    `input` (`[seq, d]`); `gamma` is `[d]`.
+    `input` (`[seq, d]`, or `[seq, heads, d]`: each head normed alone, as
+    Qwen3 norms Q and K); `gamma` is `[d]`.
 
     ```mlir
     %h = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>

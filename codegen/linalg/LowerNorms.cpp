@@ -150,10 +150,19 @@ struct LowerRmsNorm : OpConversionPattern<RmsNormOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
-    rewriter.replaceOp(op, rmsNormRows(rewriter, loc, x,
-                                       sumOfSquares(rewriter, loc, x),
-                                       adaptor.getGamma(),
-                                       op.getEpsilon().convertToDouble()));
+    // [seq, heads, d]: the rows of [seq * heads, d].
+    auto type = cast<RankedTensorType>(x.getType());
+    SmallVector<ReassociationIndices> heads = {{0, 1}, {2}};
+    if (type.getRank() == 3)
+      x = tensor::CollapseShapeOp::create(rewriter, loc, x, heads);
+    Value normed =
+        rmsNormRows(rewriter, loc, x, sumOfSquares(rewriter, loc, x),
+                    adaptor.getGamma(), op.getEpsilon().convertToDouble());
+    if (type.getRank() == 3)
+      normed = tensor::ExpandShapeOp::create(
+          rewriter, loc, type, normed, heads,
+          tensor::getMixedSizes(rewriter, loc, adaptor.getInput()));
+    rewriter.replaceOp(op, normed);
     return success();
   }
 };

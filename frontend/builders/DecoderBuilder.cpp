@@ -172,6 +172,16 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
                    {dyn, kvHeads, headDim}, loc);
   Value v = linear(h, tfm::layerWeightName(n.value, layer), spec.qkvBias,
                    {dyn, kvHeads, headDim}, loc);
+  // Per-head RMSNorms of Q and K (Qwen3), before RoPE.
+  auto headNorm = [&](Value x, const std::string &name) {
+    if (name.empty())
+      return x;
+    Value gamma = weight(tfm::layerWeightName(name, layer), {headDim});
+    return Value(RmsNormOp::create(b, loc, x.getType(), x, gamma,
+                                   b.getF32FloatAttr(spec.normEpsilon)));
+  };
+  q = headNorm(q, n.queryNorm);
+  k = headNorm(k, n.keyNorm);
   if (spec.clipQkv > 0) {
     auto min = b.getF32FloatAttr(-spec.clipQkv);
     auto max = b.getF32FloatAttr(spec.clipQkv);

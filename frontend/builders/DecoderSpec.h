@@ -23,6 +23,9 @@ namespace mlir::tfm {
 struct LayerWeightNames {
   std::string attnNorm, query, key, value, output;
   std::string mlpNorm, up, gate, down; // gate: gated (SwiGLU) MLPs only
+  /// RMSNorms of each head of Q and K after their projections (Qwen3's
+  /// q_norm and k_norm, [head_dim]); empty: none.
+  std::string queryNorm = "", keyNorm = "";
 };
 
 struct DecoderSpec {

@@ -157,6 +157,49 @@ DecoderSpec readQwen2Spec(ConfigReader &config) {
   return spec;
 }
 
+/// Qwen3: LLaMA with a head size of its own, an RMSNorm over each head of Q
+/// and K after their projections (q_norm, k_norm, before RoPE) and no
+/// biases unless attention_bias.
+DecoderSpec readQwen3Spec(ConfigReader &config) {
+  DecoderSpec spec;
+  spec.family = "qwen3";
+  readLlamaSizes(config, spec);
+  if (spec.numHeads > 0)
+    spec.explicitHeadDim =
+        config.integer("head_dim", spec.hiddenSize / spec.numHeads);
+  spec.rmsNorm = true;
+  spec.normEpsilon = config.number("rms_norm_eps", 1e-6);
+  spec.gatedMlp = true;
+  spec.activation = config.activation("hidden_act", "silu");
+  spec.qkvBias = spec.outputBias = config.boolean("attention_bias", false);
+  if (config.boolean("use_sliding_window", false))
+    config.fail("unsupported config value 'use_sliding_window' = true "
+                "(Qwen3's per-layer windows)");
+  readRopeScaling(config, spec);
+  useLlamaNames(config, spec, /*tiedByDefault=*/false);
+  spec.layer.queryNorm = "model.layers.{}.self_attn.q_norm.weight";
+  spec.layer.keyNorm = "model.layers.{}.self_attn.k_norm.weight";
+  return spec;
+}
+
+/// Phi-3: LLaMA with Q, K and V in one projection (qkv_proj) and the MLP's
+/// gate and up in one (gate_up_proj), split by preparePhi3Checkpoint, and a
+/// sliding window where the config sets one (Phi-3-mini-4k's 2047).
+DecoderSpec readPhi3Spec(ConfigReader &config) {
+  DecoderSpec spec = readLlamaSpec(config);
+  spec.family = "phi3";
+  const llvm::json::Value *window = config.fields().get("sliding_window");
+  if (window && window->kind() != llvm::json::Value::Null)
+    spec.slidingWindow = config.integer("sliding_window");
+  std::string p = "model.layers.{}.";
+  spec.layer.query = p + "self_attn.qkv_proj.q.weight";
+  spec.layer.key = p + "self_attn.qkv_proj.k.weight";
+  spec.layer.value = p + "self_attn.qkv_proj.v.weight";
+  spec.layer.gate = p + "mlp.gate_up_proj.gate.weight";
+  spec.layer.up = p + "mlp.gate_up_proj.up.weight";
+  return spec;
+}
+
 /// Gemma: LLaMA with GeGLU, embeddings scaled by sqrt(hidden), RMSNorms
 /// that multiply by (1 + w) (prepareDecoderWeights adds the 1), a head size
 /// of its own, and a tied head.
@@ -483,6 +526,45 @@ llvm::Error prepareGptNeoXWeights(const DecoderSpec &spec, WeightStore &store,
   return llvm::Error::success();
 }
 
+/// Phi-3 stores Q, K and V as one weight, [Q rows, K rows, V rows], and the
+/// MLP's gate and up as one, [gate rows, up rows]: split them.
+llvm::Error preparePhi3Checkpoint(DecoderSpec &spec, WeightStore &store,
+                                  llvm::StringRef checkpoint) {
+  int64_t d = spec.hiddenSize, hd = spec.headDim();
+  int64_t q = spec.numHeads * hd, kv = spec.numKVHeads * hd;
+  int64_t inner = spec.intermediateSize;
+  struct Fused {
+    const char *name;
+    std::vector<std::pair<const char *, int64_t>> parts; // name, rows
+  };
+  const Fused fused[] = {
+      {"self_attn.qkv_proj", {{"q", q}, {"k", kv}, {"v", kv}}},
+      {"mlp.gate_up_proj", {{"gate", inner}, {"up", inner}}}};
+  for (int64_t l = 0; l < spec.numLayers; ++l)
+    for (const Fused &f : fused) {
+      std::string base =
+          "model.layers." + std::to_string(l) + "." + f.name + ".";
+      int64_t rows = 0;
+      for (const auto &part : f.parts)
+        rows += part.second;
+      if (std::optional<std::string> error =
+              store.mismatch(checkpoint, base + "weight", {rows, d},
+                             "the phi3 config implies"))
+        return makeError(*error);
+      WeightTensor t = store.take(base + "weight");
+      int64_t first = 0;
+      for (const auto &[part, count] : f.parts) {
+        std::vector<int64_t> picked(static_cast<size_t>(count));
+        for (int64_t i = 0; i < count; ++i)
+          picked[size_t(i)] = first + i;
+        store.add(base + part + ".weight",
+                  t.selectRows(std::move(picked), {count, d}));
+        first += count;
+      }
+    }
+  return llvm::Error::success();
+}
+
 /// Gemma's RMSNorm scales by (1 + w): store 1 + w, so that the norm is
 /// the usual one.
 void prepareGemmaWeights(const DecoderSpec &spec, WeightStore &store) {
@@ -540,7 +622,9 @@ const DecoderFamily kDecoderFamilies[] = {
     {"mistral", readMistralSpec, nullptr, true},
     {"olmo", readOlmoSpec, nullptr, false},
     {"phi", readPhiSpec, nullptr, false},
+    {"phi3", readPhi3Spec, preparePhi3Checkpoint, false},
     {"qwen2", readQwen2Spec, nullptr, false},
+    {"qwen3", readQwen3Spec, nullptr, false},
     {"stablelm", readStableLmSpec, nullptr, false},
     {"starcoder2", readStarcoder2Spec, nullptr, false},
 };

@@ -11,7 +11,9 @@
 // "gemma" is LLaMA's with GeGLU (tanh GELU), embeddings scaled by
 // sqrt(width), a head size of its own (attention.key_length), RoPE on
 // halves, and RMSNorm weights that already hold Gemma's 1 + w (llama.cpp's
-// converter adds the 1).
+// converter adds the 1); "qwen3" is LLaMA's with RoPE on halves, a head
+// size of its own and an RMSNorm of each head of Q and K
+// (blk.N.attn_q_norm, blk.N.attn_k_norm).
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,17 +51,21 @@ struct GgufArchitecture {
   ActivationKind activation;
   /// Embeddings scaled by sqrt(hidden size) (Gemma).
   bool scaledEmbeddings;
+  /// Per-head RMSNorms of Q and K after their projections (Qwen3).
+  bool headNorms = false;
 };
 
 /// Every GGUF architecture, in the order messages list them. A new one is
 /// a row here (and whatever its tensors need in decoderSpecOf).
 const GgufArchitecture kGgufArchitectures[] = {
-    {"llama", "LLaMA, Mistral, TinyLlama and the like",
-     RopeStyle::interleaved, false, ActivationKind::silu, false},
+    {"llama", "LLaMA, Mistral, TinyLlama and the like", RopeStyle::interleaved,
+     false, ActivationKind::silu, false},
     {"qwen2", "Qwen2", RopeStyle::rotate_half, true, ActivationKind::silu,
      false},
-    {"gemma", "Gemma", RopeStyle::rotate_half, false,
-     ActivationKind::gelu_tanh, true},
+    {"gemma", "Gemma", RopeStyle::rotate_half, false, ActivationKind::gelu_tanh,
+     true},
+    {"qwen3", "Qwen3", RopeStyle::rotate_half, false, ActivationKind::silu,
+     false, /*headNorms=*/true},
 };
 
 const GgufArchitecture *findGgufArchitecture(llvm::StringRef name) {
@@ -157,6 +163,10 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
                 "blk.{}.attn_output.weight", "blk.{}.ffn_norm.weight",
                 "blk.{}.ffn_up.weight",    "blk.{}.ffn_gate.weight",
                 "blk.{}.ffn_down.weight"};
+  if (arch.headNorms) {
+    spec.layer.queryNorm = "blk.{}.attn_q_norm.weight";
+    spec.layer.keyNorm = "blk.{}.attn_k_norm.weight";
+  }
   return spec;
 }
 

@@ -6,15 +6,20 @@ position of TOKENS) with the Hugging Face transformers 4.40 model classes
 (../shared/reference), GPT-Neo's with four layers of alternating global
 and local attention. Llama 3's rope scaling postdates 4.40: its golden
 runs LlamaForCausalLM with the rotary inverse frequencies replaced by ones
-computed here by hand from the published formula. Regenerate with
+computed here by hand from the published formula; Qwen3's (added in 4.51)
+runs 4.40's Llama with its per-head Q and K norms added (qwen3()).
+Regenerate all, or the fixtures named, with
 
     bash ../shared/reference/setup.sh && source /tmp/tfm-hfref/env.sh
-    /usr/bin/python3 test/e2e/make_family_goldens.py
+    /usr/bin/python3 test/e2e/make_family_goldens.py [qwen3 ...]
 """
 import json
 import math
 import os
 
+import sys
+
+import safetensors.torch
 import torch
 import transformers as tf
 
@@ -151,7 +156,40 @@ def gpt_neo():
     write("gpt-neo", model)
 
 
+def phi3():
+    """Phi-3 (added in transformers 4.41): LLaMA's computation with Q, K and
+    V fused into qkv_proj ([Q rows; K rows; V rows]) and the MLP's gate and
+    up into gate_up_proj ([gate rows; up rows], chunked in that order), as
+    4.51's Phi3Attention and Phi3MLP split them, and a sliding window: run
+    as 4.40's MistralForCausalLM, saved fused with Phi-3's config. tfmc's
+    window of W positions (as mistral_window_convention says) is 4.40's
+    W - 1: the golden model has sliding_window 4, the fixture's config 5."""
+    model = build(tf.MistralConfig, tf.MistralForCausalLM, 22,
+                  num_key_value_heads=2, sliding_window=4,
+                  tie_word_embeddings=False)
+    write("phi3", model, config_patch={
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3",
+        "sliding_window": 5, "original_max_position_embeddings": 32,
+        "rope_scaling": None, "attention_bias": False, "pad_token_id": 0})
+    weights = model.state_dict()
+    fused = {}
+    for name, tensor in weights.items():
+        for parts, into in ((("q_proj", "k_proj", "v_proj"), "qkv_proj"),
+                            (("gate_proj", "up_proj"), "gate_up_proj")):
+            if f".{parts[0]}." in name:
+                fused[name.replace(parts[0], into)] = torch.cat(
+                    [weights[name.replace(parts[0], p)] for p in parts])
+        if not any(f".{p}." in name for p in ("q_proj", "k_proj", "v_proj",
+                                               "gate_proj", "up_proj")):
+            fused[name] = tensor.contiguous()
+    safetensors.torch.save_file(
+        fused, os.path.join(OUT, "phi3", "model.safetensors"),
+        metadata={"format": "pt"})
+
+
 def main():
+    phi3()
+    qwen3()
     gpt_neo()
     mistral_window_convention()
     dynamic_ntk_past_max_context()
@@ -200,5 +238,62 @@ def main():
     write("llama-rope-llama3", model, config_patch={"rope_scaling": llama3})
 
 
+class NormedProjection(torch.nn.Linear):
+    """Q's or K's projection followed by Qwen3's RMSNorm of each head
+    (transformers 4.51's Qwen3Attention: q_norm(q_proj(x).view(..., -1,
+    head_dim))), the norm held by the attention beside it (as q_norm), not
+    by this module."""
+
+    def forward(self, x):
+        y = super().forward(x)
+        norm = self.__dict__["head_norm"]
+        return norm(y.view(*y.shape[:-1], -1, norm.weight.shape[0])).view(
+            y.shape)
+
+
+class Qwen3ForCausalLM440(tf.LlamaForCausalLM):
+    """transformers 4.51's Qwen3ForCausalLM on 4.40's Llama (no biases):
+    every attention's q_proj and k_proj normed per head by its q_norm and
+    k_norm (Qwen3RMSNorm computes as 4.40's LlamaRMSNorm) before RoPE. Its
+    weights have Qwen3's names."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        head_dim = config.hidden_size // config.num_attention_heads
+        for layer in self.model.layers:
+            attention = layer.self_attn
+            for part in ("q", "k"):
+                old = getattr(attention, f"{part}_proj")
+                norm = tf.models.llama.modeling_llama.LlamaRMSNorm(
+                    head_dim, config.rms_norm_eps)
+                setattr(attention, f"{part}_norm", norm)
+                projection = NormedProjection(old.in_features,
+                                              old.out_features, bias=False)
+                projection.__dict__["head_norm"] = norm
+                setattr(attention, f"{part}_proj", projection)
+
+
+def qwen3():
+    """Qwen3 (added in transformers 4.51) as Qwen3ForCausalLM440, saved with
+    Qwen3's config."""
+    config = tf.LlamaConfig(**SIZES, num_key_value_heads=2,
+                            tie_word_embeddings=False, rope_theta=1e6,
+                            rms_norm_eps=1e-6)
+    config._attn_implementation = "eager"
+    torch.manual_seed(21)
+    model = Qwen3ForCausalLM440(config).eval()
+    randomize(model, 21)
+    write("qwen3", model, config_patch={
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+        "head_dim": config.hidden_size // config.num_attention_heads,
+        "use_sliding_window": False, "sliding_window": None,
+        "max_window_layers": 2})
+
+
 if __name__ == "__main__":
-    main()
+    # Only the fixtures named (functions of this file), or all of them.
+    if sys.argv[1:]:
+        for fixture in sys.argv[1:]:
+            globals()[fixture]()
+    else:
+        main()

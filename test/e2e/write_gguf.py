@@ -311,11 +311,13 @@ HF_LAYER_NAMES = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
                   "self_attn.o_proj": "attn_output",
                   "post_attention_layernorm": "ffn_norm",
                   "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
-                  "mlp.down_proj": "ffn_down"}
+                  "mlp.down_proj": "ffn_down",
+                  "self_attn.q_norm": "attn_q_norm",
+                  "self_attn.k_norm": "attn_k_norm"}
 
 
 def gguf_name(hf_name):
-    """llama.cpp's name of a Hugging Face LLaMA (or Qwen2) tensor."""
+    """llama.cpp's name of a Hugging Face LLaMA (or Qwen2, Qwen3) tensor."""
     m = re.match(r"model\.layers\.(\d+)\.(.*)\.(weight|bias)$", hf_name)
     return f"blk.{m.group(1)}.{HF_LAYER_NAMES[m.group(2)]}.{m.group(3)}" if m \
         else HF_NAMES[hf_name]

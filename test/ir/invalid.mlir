@@ -393,9 +393,18 @@ func.func @f21(%x: tensor<?x4xf32>, %w: tensor<8x4xf32>, %b: tensor<4xf32>) {
 
 // -----
 
-func.func @f22(%x: tensor<?x2x4xf32>, %g: tensor<4xf32>) {
-  // expected-error @+1 {{'tfm.rms_norm' op expected input to be rank 2, got rank 3}}
-  %y = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x2x4xf32>, tensor<4xf32>) -> tensor<?x2x4xf32>
+func.func @f22(%x: tensor<?x2x2x4xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{'tfm.rms_norm' op expected input of rank 2 ([seq, d]) or 3 ([seq, heads, d]), got rank 4}}
+  %y = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x2x2x4xf32>, tensor<4xf32>) -> tensor<?x2x2x4xf32>
+  return
+}
+
+// -----
+
+// Each head's norm: gamma is as long as a head.
+func.func @head_norm(%x: tensor<?x2x4xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'tfm.rms_norm' op expected gamma}}
+  %y = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x2x4xf32>, tensor<8xf32>) -> tensor<?x2x4xf32>
   return
 }
 

@@ -144,6 +144,18 @@ func.func @rms_norm(%x: tensor<?x4xf32>, %g: tensor<4xf32>) -> tensor<?x4xf32> {
 
 // -----
 
+// Each head's RMSNorm (Qwen3's Q and K): the rows of [seq * heads, d].
+// CHECK-LABEL: func.func @head_rms_norm
+// CHECK: %[[ROWS:.*]] = tensor.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : tensor<?x2x4xf32> into tensor<?x4xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[ROWS]], %{{.*}}, %{{.*}} : tensor<?x4xf32>, tensor<?xf32>, tensor<4xf32>)
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1], [2]] output_shape [%{{.*}}, 2, 4] : tensor<?x4xf32> into tensor<?x2x4xf32>
+func.func @head_rms_norm(%x: tensor<?x2x4xf32>, %g: tensor<4xf32>) -> tensor<?x2x4xf32> {
+  %0 = tfm.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : (tensor<?x2x4xf32>, tensor<4xf32>) -> tensor<?x2x4xf32>
+  return %0 : tensor<?x2x4xf32>
+}
+
+// -----
+
 // Mean, centred values, their variance, then scale and shift.
 // CHECK-LABEL: func.func @layer_norm
 // CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]

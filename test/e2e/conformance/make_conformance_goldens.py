@@ -29,7 +29,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 import make_fixture  # noqa: E402
-from make_family_goldens import llama3_inverse_frequencies  # noqa: E402
+from make_family_goldens import (llama3_inverse_frequencies,  # noqa: E402
+                                 Qwen3ForCausalLM440)
 
 OUT = os.path.join(HERE, "Inputs")
 
@@ -72,6 +73,10 @@ QWEN2_ADDED = added(151643, [
 for _id in ("151657", "151658", "151659", "151660", "151661", "151662",
             "151663", "151664"):
     QWEN2_ADDED[_id]["special"] = False
+# Qwen3's: Qwen2's and four more that are text (tool responses, thinking).
+QWEN3_ADDED = {**QWEN2_ADDED, **added(151665, [
+    "<tool_response>", "</tool_response>", "<think>", "</think>"],
+    special=False)}
 LLAMA3_ADDED = added(128000, [
     "<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
     "<|reserved_special_token_1|>", "<|finetune_right_pad_id|>",
@@ -773,6 +778,36 @@ MODELS = {
                              GPT2_BYTE_LEVEL),
         tokenizer_config={"model_max_length": 2048},
         tokens=[50256, 15496, 11, 995, 0, 50255, 13, 198, 464, 3290, 318, 50256]),
+    "qwen3-0.6b": dict(
+        # transformers 4.51's Qwen3 as 4.40's Llama with its per-head Q and
+        # K norms (make_family_goldens.Qwen3ForCausalLM440)
+        classes=(tf.LlamaConfig, Qwen3ForCausalLM440),
+        config={"architectures": ["Qwen3ForCausalLM"], "attention_bias": False,
+                "attention_dropout": 0.0, "bos_token_id": 151643,
+                "eos_token_id": 151645, "hidden_act": "silu",
+                "initializer_range": 0.02, "max_position_embeddings": 40960,
+                "max_window_layers": 28, "model_type": "qwen3",
+                "rms_norm_eps": 1e-06, "rope_scaling": None,
+                "rope_theta": 1000000, "sliding_window": None,
+                "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+                "use_cache": True, "use_sliding_window": False,
+                "vocab_size": 151936,
+                # cut: 1024 wide, 3072, 28 layers, 16/8 heads of 128
+                "hidden_size": 32, "intermediate_size": 24,
+                "num_hidden_layers": 2, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "head_dim": 8},
+        generation_config={"bos_token_id": 151643, "do_sample": True,
+                           "eos_token_id": [151645, 151643],
+                           "pad_token_id": 151643, "temperature": 0.6,
+                           "top_k": 20, "top_p": 0.95},
+        tokenizer=byte_level(151643, QWEN3_ADDED, QWEN2_SPLIT, {"type": "NFC"}),
+        tokenizer_config=tokenizer_config(
+            QWEN3_ADDED, bos_token=None, eos_token="<|im_end|>",
+            pad_token="<|endoftext|>", model_max_length=131072,
+            tokenizer_class="Qwen2Tokenizer", errors="replace",
+            split_special_tokens=False),
+        tokens=[151644, 872, 198, 9707, 11, 1879, 0, 151645, 198, 151667,
+                151668, 151935]),
 }
 SEEDS = {name: 1000 + i for i, name in enumerate(MODELS)}
 # LibriSpeech's characters, as wav2vec2-base-960h's and
@@ -794,6 +829,8 @@ PROMPT_IDS = {
     "llama-3.2-1b": [128000] + [ord(c) for c in "<|im_start|>user\n"] +
                     [258, 32, 49, 50, 51, 32, 32, 120] +
                     [ord(c) for c in "<|endoftext|>"],
+    "qwen3-0.6b": [151644, 117, 115, 101, 114, 10, 258, 32, 49, 50, 51, 32,
+                   32, 120, 151643],
     "pythia-160m": [ord(c) + 2 for c in "<|im_start|>user\n"] +
                    [260, 34, 51, 52, 53, 50276, 122, 0],
     "phi-2": [ord(c) for c in "<|im_start|>user\n"] +

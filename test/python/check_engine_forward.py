@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""The batch engine on a model whose layers differ in their windows
-(GPT-Neo's global and local layers): prompts of several lengths,
+"""The batch engine on a decoder fixture of 32 positions (GPT-Neo's
+global and local layers, Qwen3's head norms): prompts of several lengths,
 generated together on two sequences, continue as greedy decoding through
 @forward over the whole sequence does (no cache at all).
 
-    check_engine_windows.py LIBRARY"""
+    check_engine_forward.py LIBRARY"""
 import sys
 
 import numpy as np
