@@ -10,6 +10,7 @@
 #include "ir/TfmSharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 
 using namespace mlir;
@@ -246,6 +247,11 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
       return success();
   } else if (name == kCheckpointDtypeAttrName) {
     if (isa<WeightDeclOp>(op) && isa<StringAttr>(attr.getValue()))
+      return success();
+  } else if (name == kExpertShareAttrName) {
+    auto share = dyn_cast<FloatAttr>(attr.getValue());
+    double value = share ? share.getValueAsDouble() : 0;
+    if (isa<scf::IfOp>(op) && value > 0 && value <= 1)
       return success();
   } else {
     return op->emitError() << "unknown tfm attribute '" << name << "'";

@@ -32,6 +32,10 @@ inline constexpr llvm::StringLiteral kCheckpointDtypeAttrName =
 /// On the module of a CLIP model: the scale of its text-image similarities,
 /// exp(logit_scale) (a positive FloatAttr).
 inline constexpr llvm::StringLiteral kLogitScaleAttrName = "tfm.logit_scale";
+/// On the scf.if that runs one expert's projections (tfm-expand-experts):
+/// the share of tokens routed to it on average, top_k / experts (an
+/// f64 FloatAttr), by which a decode step's weight reads count its weights.
+inline constexpr llvm::StringLiteral kExpertShareAttrName = "tfm.expert_share";
 
 } // namespace mlir::tfm
 #include "ir/TfmEnums.h.inc"

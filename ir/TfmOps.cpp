@@ -865,3 +865,116 @@ LogicalResult DequantizeRowsOp::verify() {
 
 #define GET_OP_CLASSES
 #include "ir/TfmOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+/// top_k in [1, experts].
+static LogicalResult verifyTopK(Operation *op, int64_t topK, int64_t experts) {
+  if (topK < 1 || (!ShapedType::isDynamic(experts) && topK > experts))
+    return op->emitOpError()
+           << "expected top_k in [1, " << experts << "], got " << topK;
+  return success();
+}
+
+LogicalResult MoeOp::verify() {
+  if (failed(expectRank(*this, "input", getInput(), 2)) ||
+      failed(expectRank(*this, "router logits", getRouterLogits(), 2)))
+    return failure();
+  if (getType() != getInput().getType())
+    return emitOpError() << "expected the result of the input's type";
+  ArrayRef<int64_t> x = getInput().getType().getShape();
+  ArrayRef<int64_t> logits = getRouterLogits().getType().getShape();
+  if (failed(expectDim(*this, "router logits rows", logits[0], "input rows",
+                       x[0])))
+    return failure();
+  int64_t experts = logits[1];
+  if (ShapedType::isDynamic(experts) ||
+      int64_t(getExperts().size()) != 3 * experts)
+    return emitOpError() << "expected 3 weights (gate, up, down) for each of "
+                         << dimToString(experts) << " experts, got "
+                         << getExperts().size();
+  if (failed(verifyTopK(*this, getTopK(), experts)))
+    return failure();
+  int64_t inner = tensorType(getExperts()[0]).getRank() == 2
+                      ? tensorType(getExperts()[0]).getDimSize(0)
+                      : ShapedType::kDynamic;
+  for (auto [i, weight] : llvm::enumerate(getExperts())) {
+    static const char *const kParts[] = {"gate", "up", "down"};
+    std::string what =
+        "expert " + std::to_string(i / 3) + "'s " + kParts[i % 3];
+    if (failed(expectRank(*this, what, weight, 2)))
+      return failure();
+    ArrayRef<int64_t> shape = tensorType(weight).getShape();
+    bool down = i % 3 == 2;
+    if (failed(expectDim(*this, what + " rows", shape[0],
+                         down ? "input features" : "the experts' width",
+                         down ? x[1] : inner)) ||
+        failed(expectDim(*this, what + " columns", shape[1],
+                         down ? "the experts' width" : "input features",
+                         down ? inner : x[1])))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult RouteOp::verify() {
+  if (failed(expectRank(*this, "router logits", getRouterLogits(), 2)) ||
+      failed(expectRank(*this, "weights", getWeights(), 2)) ||
+      failed(expectRank(*this, "experts", getExperts(), 2)))
+    return failure();
+  ArrayRef<int64_t> logits = getRouterLogits().getType().getShape();
+  for (Value result : {getWeights(), getExperts()}) {
+    ArrayRef<int64_t> shape = tensorType(result).getShape();
+    if (failed(expectDim(*this, "result rows", shape[0], "router logits rows",
+                         logits[0])) ||
+        failed(
+            expectDim(*this, "result columns", shape[1], "top_k", getTopK())))
+      return failure();
+  }
+  return verifyTopK(*this, getTopK(), logits[1]);
+}
+
+LogicalResult ExpertRowsOp::verify() {
+  if (failed(expectRank(*this, "experts", getExperts(), 2)) ||
+      failed(expectRank(*this, "rows", getRows(), 1)) ||
+      failed(expectRank(*this, "scales", getScales(), 1)))
+    return failure();
+  if (getExperts().getType().getShape() != getWeights().getType().getShape())
+    return emitOpError() << "expected weights of the experts' shape "
+                         << getExperts().getType();
+  if (getExpert() < 0)
+    return emitOpError() << "expected a non-negative expert, got "
+                         << getExpert();
+  return success();
+}
+
+LogicalResult TakeRowsOp::verify() {
+  if (failed(expectRank(*this, "input", getInput(), 2)) ||
+      failed(expectRank(*this, "rows", getRows(), 1)) ||
+      failed(expectRank(*this, "result", getResult(), 2)))
+    return failure();
+  return failure(
+      failed(expectDim(*this, "result rows", getType().getDimSize(0),
+                       "row count", getRows().getType().getDimSize(0))) ||
+      failed(expectDim(*this, "result columns", getType().getDimSize(1),
+                       "input columns", getInput().getType().getDimSize(1))));
+}
+
+LogicalResult ScatterAddRowsOp::verify() {
+  if (failed(expectRank(*this, "values", getValues(), 2)) ||
+      failed(expectRank(*this, "scales", getScales(), 1)) ||
+      failed(expectRank(*this, "into", getInto(), 2)) ||
+      failed(expectRank(*this, "rows", getRows(), 1)))
+    return failure();
+  int64_t n = getValues().getType().getDimSize(0);
+  return failure(
+      failed(expectDim(*this, "scales", getScales().getType().getDimSize(0),
+                       "value rows", n)) ||
+      failed(expectDim(*this, "rows", getRows().getType().getDimSize(0),
+                       "value rows", n)) ||
+      failed(expectDim(*this, "value columns",
+                       getValues().getType().getDimSize(1), "columns",
+                       getInto().getType().getDimSize(1))));
+}

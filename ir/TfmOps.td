@@ -733,6 +733,125 @@ def Tfm_SparseAttentionOp : Tfm_Op<"sparse_attention", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+def Tfm_MoeOp : Tfm_Op<"moe", [Pure, Tfm_PositionWise]> {
+  let summary = "a mixture-of-experts MLP: each token through its top-k "
+                "experts";
+  let description = [{
+    Each row of `input` (`[seq, d]`) is routed by its row of
+    `router_logits` (`[seq, experts]`): the softmax over the experts, the
+    `top_k` largest (renormalized to sum to 1 with `normalize`, as Mixtral
+    and Qwen2-MoE's norm_topk_prob do), and the sum of those experts'
+    gated MLPs, `down · (act(gate · x) * (up · x))`, each times its weight.
+    `experts` lists every expert's `gate` (`[f, d]`), `up` (`[f, d]`) and
+    `down` (`[d, f]`) in turn.
+
+    Each token's output depends on its own row only. `tfm-expand-experts`
+    turns the op into one group of projections per expert over the tokens
+    routed to it, so that a step reads only the experts its tokens chose.
+
+    ```mlir
+    %y = tfm.moe %x, %logits, [%g0, %u0, %d0, %g1, %u1, %d1] {activation = #tfm<activation_kind silu>, normalize, top_k = 1 : i64} : (tensor<?x8xf32>, tensor<?x2xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>) -> tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$router_logits,
+                       Variadic<Tfm_WeightTensor>:$experts, I64Attr:$top_k,
+                       UnitAttr:$normalize,
+                       Tfm_ActivationKindAttr:$activation);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $router_logits `,` `[` $experts `]` attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_RouteOp : Tfm_Op<"route", [Pure, Tfm_PositionWise]> {
+  let summary = "each token's top-k experts and their weights";
+  let description = [{
+    For each row of `router_logits` (`[seq, experts]`): the softmax over
+    the experts, then the `top_k` largest in decreasing order (the lower
+    index first among equals), as `experts` (`[seq, top_k]`, i32) and
+    `weights` (`[seq, top_k]`), renormalized to sum to 1 with `normalize`.
+
+    ```mlir
+    %w, %e = tfm.route %logits {normalize, top_k = 2 : i64} : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$router_logits, I64Attr:$top_k,
+                       UnitAttr:$normalize);
+  let results = (outs Tfm_FloatTensor:$weights, Tfm_IntTensor:$experts);
+  let assemblyFormat = [{
+    $router_logits attr-dict `:` type($router_logits) `->` type($weights) `,`
+    type($experts)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_ExpertRowsOp : Tfm_Op<"expert_rows", [Pure]> {
+  let summary = "the tokens routed to one expert, and their weights";
+  let description = [{
+    The rows `i` (ascending) for which `experts[i, j] == expert` for some
+    `j`, as `rows` (`[n]`, i32), and `weights[i, j]` for each, as
+    `scales` (`[n]`); `n` is known at run time only.
+
+    ```mlir
+    %rows, %scales = tfm.expert_rows %e, %w {expert = 3 : i64} : tensor<?x2xi32>, tensor<?x2xf32> -> tensor<?xi32>, tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_IntTensor:$experts, Tfm_FloatTensor:$weights,
+                       I64Attr:$expert);
+  let results = (outs Tfm_IntTensor:$rows, Tfm_FloatTensor:$scales);
+  let assemblyFormat = [{
+    $experts `,` $weights attr-dict `:` type($experts) `,` type($weights)
+    `->` type($rows) `,` type($scales)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_TakeRowsOp : Tfm_Op<"take_rows", [Pure]> {
+  let summary = "rows of a tensor picked at run time";
+  let description = [{
+    `result[i, :] = input[rows[i], :]`, the row list a tensor
+    (`tfm.expert_rows`' tokens); each must be a row of `input`.
+
+    ```mlir
+    %t = tfm.take_rows %x[%rows] : tensor<?x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_IntTensor:$rows);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `[` $rows `]` attr-dict `:` type($input) `,` type($rows) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_ScatterAddRowsOp : Tfm_Op<"scatter_add_rows", [Pure,
+    AllTypesMatch<["into", "result"]>]> {
+  let summary = "rows scaled and added into a tensor at run-time rows";
+  let description = [{
+    `result = into` with `scales[i] * values[i, :]` added to row `rows[i]`
+    for each `i` in turn: an expert's outputs back to its tokens.
+
+    ```mlir
+    %y1 = tfm.scatter_add_rows %values, %scales into %y0[%rows] : tensor<?x8xf32>, tensor<?xf32>, tensor<?x8xf32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$values, Tfm_FloatTensor:$scales,
+                       Tfm_FloatTensor:$into, Tfm_IntTensor:$rows);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $values `,` $scales `into` $into `[` $rows `]` attr-dict `:`
+    type($values) `,` type($scales) `,` type($into) `,` type($rows)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // KV cache (produced by tfm-kv-cache)
 //===----------------------------------------------------------------------===//
 

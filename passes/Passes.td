@@ -181,6 +181,25 @@ def FuseQKVPass : Pass<"tfm-fuse-qkv", "func::FuncOp"> {
   let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
+def ExpandExpertsPass : Pass<"tfm-expand-experts", "ModuleOp"> {
+  let summary = "A mixture of experts as projections of each expert's tokens";
+  let description = [{
+    Each `tfm.moe` becomes `tfm.route` (each token's top-k experts and
+    weights), then for each expert `tfm.expert_rows` (its tokens) and, under
+    an `scf.if` that skips an expert no token chose, `tfm.take_rows`, its
+    gate, up and down `tfm.linear`s and `tfm.scatter_add_rows` back into the
+    output: one GEMM per expert over its tokens in a prefill, and in a
+    decode step only the chosen experts' weights are read. Runs after the
+    cache derivations (which see one position-wise op) and before the
+    fusions and weight storage, which then treat each expert's projections
+    as any other.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def FuseMLPPass : Pass<"tfm-fuse-mlp", "func::FuncOp"> {
   let summary = "Activation epilogues and gated MLPs in the projection";
   let description = [{

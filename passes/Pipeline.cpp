@@ -13,6 +13,9 @@ using namespace mlir::tfm;
 /// joined weights (QKV, gate and up) are joins of the rank's parts.
 static void addFusionPasses(OpPassManager &pm,
                             const TfmPipelineOptions &options) {
+  // Experts as projections first: the fusions and weight storage then
+  // treat them as any other.
+  pm.addPass(createExpandExpertsPass());
   pm.addPass(createCanonicalizerPass());
   // The fusions match projections of one input value: @prefill's last rows
   // are sliced once per use (pickRows), and only CSE makes them one, so

@@ -121,4 +121,5 @@ void mlir::tfm::populateLowerToLinalgPatterns(RewritePatternSet &patterns) {
   populateLowerKVCachePatterns(patterns);
   populateLowerPoolingPatterns(patterns);
   populateLowerPatchesPatterns(patterns);
+  populateLowerExpertPatterns(patterns);
 }

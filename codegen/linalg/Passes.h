@@ -64,6 +64,8 @@ void populateLowerKVCachePatterns(RewritePatternSet &patterns);
 void populateLowerPoolingPatterns(RewritePatternSet &patterns);
 /// tfm.patches: an image cut into flattened patches (vision transformers).
 void populateLowerPatchesPatterns(RewritePatternSet &patterns);
+/// A mixture of experts' routing and row moves (LowerExperts.cpp).
+void populateLowerExpertPatterns(RewritePatternSet &patterns);
 void populateLowerToLinalgPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::tfm

@@ -257,11 +257,30 @@ int64_t storedBytes(RankedTensorType type, bool panels) {
 
 /// Bytes of weights one call of `func` (on one token) reads: each weight
 /// whole, but a table it only looks up one row.
+/// The share of calls that read `weight`: that of the expert (an scf.if of
+/// tfm-expand-experts) every use is inside, else 1.
+double shareOfCalls(WeightOp weight) {
+  double share = 0;
+  for (Operation *user : weight->getUsers()) {
+    Operation *guard = user;
+    while (guard && !guard->hasAttr(kExpertShareAttrName))
+      guard = guard->getParentOp();
+    if (!guard)
+      return 1.0;
+    share =
+        std::max(share, cast<FloatAttr>(guard->getAttr(kExpertShareAttrName))
+                            .getValueAsDouble());
+  }
+  return share > 0 ? share : 1.0;
+}
+
 int64_t bytesReadPerCall(func::FuncOp func, const WeightLayout &layout) {
   llvm::StringMap<int64_t> read;
   func.walk([&](WeightOp weight) {
     RankedTensorType type = weight.getType();
     int64_t bytes = storedBytes(type, layout.panels.contains(weight.getName()));
+    // An expert's weights: read by the share of tokens routed to it.
+    bytes = int64_t(double(bytes) * shareOfCalls(weight));
     bool multiplied = false;
     bool rowsOnly = readAsMatrix(weight.getResult(), /*lookups=*/true,
                                  multiplied) &&

@@ -80,6 +80,16 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
     return fail("the attention pattern lists " +
                 llvm::Twine(spec.layerWindows.size()) +
                 " layers, the model has " + llvm::Twine(spec.numLayers));
+  if (spec.numExperts < 0 ||
+      (spec.numExperts > 0 &&
+       (spec.expertsPerToken < 1 || spec.expertsPerToken > spec.numExperts ||
+        spec.expertSize <= 0)))
+    return fail("a mixture of experts needs experts, an expert size and 1 "
+                "to " +
+                llvm::Twine(spec.numExperts) + " experts per token, got " +
+                llvm::Twine(spec.numExperts) + " experts of " +
+                llvm::Twine(spec.expertSize) + ", " +
+                llvm::Twine(spec.expertsPerToken) + " per token");
   for (int64_t window : spec.layerWindows)
     if (window < 0)
       return fail("a local layer's window must be positive, got " +
@@ -121,6 +131,8 @@ private:
   /// without the residual add.
   Value attention(Value h, Value positions, int64_t layer);
   Value mlp(Value h, int64_t layer);
+  /// A mixture of experts in place of the MLP (tfm.moe).
+  Value experts(Value h, int64_t layer);
   Value block(Value x, Value positions, int64_t layer);
 
   const DecoderSpec &spec;
@@ -228,7 +240,39 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
                 spec.outputBias, {dyn, spec.hiddenSize}, loc);
 }
 
+/// `pattern` with "{}" the layer and "{e}" the expert.
+static std::string expertWeightName(const std::string &pattern, int64_t layer,
+                                    int64_t expert) {
+  std::string name = tfm::layerWeightName(pattern, layer);
+  size_t at = name.find("{e}");
+  if (at != std::string::npos)
+    name.replace(at, 3, std::to_string(expert));
+  return name;
+}
+
+Value DecoderIRBuilder::experts(Value h, int64_t layer) {
+  const tfm::LayerWeightNames &n = spec.layer;
+  Location loc = named("layer " + llvm::Twine(layer) + " experts");
+  int64_t d = spec.hiddenSize, f = spec.expertSize;
+  Value logits =
+      linear(h, tfm::layerWeightName(n.router, layer), /*bias=*/false,
+             {ShapedType::kDynamic, spec.numExperts}, loc);
+  SmallVector<Value> weights;
+  for (int64_t e = 0; e < spec.numExperts; ++e) {
+    weights.push_back(weight(expertWeightName(n.expertGate, layer, e), {f, d}));
+    weights.push_back(weight(expertWeightName(n.expertUp, layer, e), {f, d}));
+    weights.push_back(weight(expertWeightName(n.expertDown, layer, e), {d, f}));
+  }
+  return MoeOp::create(
+      b, loc, h.getType(), h, logits, weights,
+      b.getI64IntegerAttr(spec.expertsPerToken),
+      spec.normalizeExpertWeights ? b.getUnitAttr() : UnitAttr(),
+      ActivationKindAttr::get(b.getContext(), spec.activation));
+}
+
 Value DecoderIRBuilder::mlp(Value h, int64_t layer) {
+  if (spec.numExperts > 0)
+    return experts(h, layer);
   const tfm::LayerWeightNames &n = spec.layer;
   Location loc = named("layer " + llvm::Twine(layer) + " mlp");
   int64_t dyn = ShapedType::kDynamic;

@@ -26,6 +26,10 @@ struct LayerWeightNames {
   /// RMSNorms of each head of Q and K after their projections (Qwen3's
   /// q_norm and k_norm, [head_dim]); empty: none.
   std::string queryNorm = "", keyNorm = "";
+  /// A mixture of experts' router ([experts, hidden]) and each expert's
+  /// gate, up and down, "{e}" standing for the expert (Mixtral's
+  /// block_sparse_moe: gate, experts.{e}.w1, w3, w2).
+  std::string router = "", expertGate = "", expertUp = "", expertDown = "";
 };
 
 struct DecoderSpec {
@@ -84,6 +88,12 @@ struct DecoderSpec {
   /// (GPT-Neo's alternating global and local layers); empty: every layer
   /// has `slidingWindow`.
   std::vector<int64_t> layerWindows;
+  /// A mixture of experts in place of each MLP (tfm.moe): `numExperts`
+  /// gated MLPs of `expertSize`, each token through its top
+  /// `expertsPerToken`, their weights renormalized (Mixtral) unless not
+  /// `normalizeExpertWeights`; 0 experts: a dense MLP.
+  int64_t numExperts = 0, expertsPerToken = 0, expertSize = 0;
+  bool normalizeExpertWeights = true;
   /// The attention scores' scale; 0: 1/sqrt(head_dim). GPT-Neo's are not
   /// scaled (1).
   double attentionScale = 0;

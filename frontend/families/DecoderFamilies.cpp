@@ -200,6 +200,28 @@ DecoderSpec readPhi3Spec(ConfigReader &config) {
   return spec;
 }
 
+/// Mixtral: Mistral with a mixture of experts in place of each MLP
+/// (block_sparse_moe): a router (gate) over num_local_experts SwiGLU
+/// experts (w1 gate, w3 up, w2 down), each token through its top
+/// num_experts_per_tok, their softmax weights renormalized.
+DecoderSpec readMixtralSpec(ConfigReader &config) {
+  DecoderSpec spec = readLlamaSpec(config);
+  spec.family = "mixtral";
+  const llvm::json::Value *window = config.fields().get("sliding_window");
+  if (window && window->kind() != llvm::json::Value::Null)
+    spec.slidingWindow = config.integer("sliding_window");
+  spec.numExperts = config.integer("num_local_experts", 8);
+  spec.expertsPerToken = config.integer("num_experts_per_tok", 2);
+  spec.expertSize = spec.intermediateSize;
+  std::string moe = "model.layers.{}.block_sparse_moe.";
+  spec.layer.router = moe + "gate.weight";
+  spec.layer.expertGate = moe + "experts.{e}.w1.weight";
+  spec.layer.expertUp = moe + "experts.{e}.w3.weight";
+  spec.layer.expertDown = moe + "experts.{e}.w2.weight";
+  spec.layer.gate = spec.layer.up = spec.layer.down = "";
+  return spec;
+}
+
 /// Gemma: LLaMA with GeGLU, embeddings scaled by sqrt(hidden), RMSNorms
 /// that multiply by (1 + w) (prepareDecoderWeights adds the 1), a head size
 /// of its own, and a tied head.
@@ -620,6 +642,7 @@ const DecoderFamily kDecoderFamilies[] = {
     {"gpt_neox", readGptNeoXSpec, prepareGptNeoXCheckpoint, false},
     {"llama", readLlamaSpec, nullptr, true},
     {"mistral", readMistralSpec, nullptr, true},
+    {"mixtral", readMixtralSpec, nullptr, true},
     {"olmo", readOlmoSpec, nullptr, false},
     {"phi", readPhiSpec, nullptr, false},
     {"phi3", readPhi3Spec, preparePhi3Checkpoint, false},

@@ -187,7 +187,17 @@ def phi3():
         metadata={"format": "pt"})
 
 
+def mixtral():
+    """Mixtral (4.40's MixtralForCausalLM): four SwiGLU experts, each token
+    through its top 2, GQA 4/2; 12 tokens spread over every expert."""
+    write("mixtral", build(tf.MixtralConfig, tf.MixtralForCausalLM, 23,
+                           num_key_value_heads=2, num_local_experts=4,
+                           num_experts_per_tok=2, sliding_window=None,
+                           tie_word_embeddings=False))
+
+
 def main():
+    mixtral()
     phi3()
     qwen3()
     gpt_neo()

@@ -1220,3 +1220,35 @@ func.func @sparse_attention_prefix(%q: tensor<?x2x8xf32>) {
   %a = tfm.sparse_attention %q, %q, %q, %q, %q, %q {global_prefix = -1 : i64, scale = 1.0 : f32, window = 2 : i64} : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>) -> tensor<?x2x8xf32>
   return
 }
+
+// -----
+
+func.func @moe_weights(%x: tensor<?x8xf32>, %logits: tensor<?x2xf32>, %g: tensor<16x8xf32>, %d: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tfm.moe' op expected 3 weights (gate, up, down) for each of 2 experts, got 3}}
+  %y = tfm.moe %x, %logits, [%g, %g, %d] {activation = #tfm<activation_kind silu>, top_k = 1 : i64} : (tensor<?x8xf32>, tensor<?x2xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_top_k(%x: tensor<?x8xf32>, %logits: tensor<?x1xf32>, %g: tensor<16x8xf32>, %d: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tfm.moe' op expected top_k in [1, 1], got 2}}
+  %y = tfm.moe %x, %logits, [%g, %g, %d] {activation = #tfm<activation_kind silu>, top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x1xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_down(%x: tensor<?x8xf32>, %logits: tensor<?x1xf32>, %g: tensor<16x8xf32>) {
+  // expected-error @+1 {{'tfm.moe' op expected expert 0's down rows (16) to match input features (8)}}
+  %y = tfm.moe %x, %logits, [%g, %g, %g] {activation = #tfm<activation_kind silu>, top_k = 1 : i64} : (tensor<?x8xf32>, tensor<?x1xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_rows(%v: tensor<?x8xf32>, %s: tensor<?xf32>, %into: tensor<?x4xf32>, %rows: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.scatter_add_rows' op expected value columns (8) to match columns (4)}}
+  %y = tfm.scatter_add_rows %v, %s into %into[%rows] : tensor<?x8xf32>, tensor<?xf32>, tensor<?x4xf32>, tensor<?xi32>
+  return
+}

@@ -372,3 +372,21 @@ func.func @window_attention(%q: tensor<32x2x8xf32>, %bias: tensor<2x2x16x16xf32>
   %a = tfm.window_attention %q, %q, %q, %bias {scale = 0.353553 : f32, window = 16 : i64} : (tensor<32x2x8xf32>, tensor<32x2x8xf32>, tensor<32x2x8xf32>, tensor<2x2x16x16xf32>) -> tensor<32x2x8xf32>
   return %a : tensor<32x2x8xf32>
 }
+
+// -----
+
+// A mixture of experts and what tfm-expand-experts makes of it.
+// CHECK-LABEL: func.func @experts
+func.func @experts(%x: tensor<?x8xf32>, %logits: tensor<?x2xf32>, %g: tensor<16x8xf32>, %d: tensor<8x16xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {
+  // CHECK: tfm.moe %{{.*}}, %{{.*}}, [%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {activation = #tfm<activation_kind silu>, normalize, top_k = 2 : i64}
+  %y = tfm.moe %x, %logits, [%g, %g, %d, %g, %g, %d] {activation = #tfm<activation_kind silu>, normalize, top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x2xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>) -> tensor<?x8xf32>
+  // CHECK: tfm.route %{{.*}} {top_k = 2 : i64} : tensor<?x2xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  %w, %e = tfm.route %logits {top_k = 2 : i64} : tensor<?x2xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  // CHECK: tfm.expert_rows %{{.*}}, %{{.*}} {expert = 1 : i64} : tensor<?x2xi32>, tensor<?x2xf32> -> tensor<?xi32>, tensor<?xf32>
+  %rows, %scales = tfm.expert_rows %e, %w {expert = 1 : i64} : tensor<?x2xi32>, tensor<?x2xf32> -> tensor<?xi32>, tensor<?xf32>
+  // CHECK: tfm.take_rows %{{.*}}[%{{.*}}] : tensor<?x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  %t = tfm.take_rows %x[%rows] : tensor<?x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  // CHECK: tfm.scatter_add_rows %{{.*}}, %{{.*}} into %{{.*}}[%{{.*}}] : tensor<?x8xf32>, tensor<?xf32>, tensor<?x8xf32>, tensor<?xi32>
+  %s = tfm.scatter_add_rows %t, %scales into %x[%rows] : tensor<?x8xf32>, tensor<?xf32>, tensor<?x8xf32>, tensor<?xi32>
+  return %y, %s : tensor<?x8xf32>, tensor<?x8xf32>
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The batch engine on a decoder fixture of 32 positions (GPT-Neo's
-global and local layers, Qwen3's head norms): prompts of several lengths,
+global and local layers, Qwen3's head norms, Mixtral's experts): prompts of several lengths,
 generated together on two sequences, continue as greedy decoding through
 @forward over the whole sequence does (no cache at all).
 

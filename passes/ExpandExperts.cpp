@@ -1,0 +1,105 @@
+//===- ExpandExperts.cpp - a mixture of experts as per-expert projections -===//
+//
+// The tfm-expand-experts pass (see Passes.td): tfm.moe, which the cache
+// derivations see as one position-wise op, becomes the routing
+// (tfm.route), then for each expert the tokens routed to it
+// (tfm.expert_rows) and, only where there are some, their rows
+// (tfm.take_rows) through the expert's gate, up and down projections
+// (tfm.linear: every weight format and GEMM kernel a dense MLP has, and the
+// gate/up fusion) and back to their tokens, scaled by their weights
+// (tfm.scatter_add_rows). A decode step thus reads its top_k experts only;
+// a prefill runs one GEMM per expert over the tokens it got.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/TfmOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_EXPANDEXPERTSPASS
+#include "passes/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+void expand(MoeOp moe) {
+  OpBuilder b(moe);
+  Location loc = moe.getLoc();
+  Value x = moe.getInput();
+  RankedTensorType type = moe.getType();
+  int64_t dyn = ShapedType::kDynamic, k = moe.getTopK();
+  int64_t experts = moe.getRouterLogits().getType().getDimSize(1);
+  auto route = RouteOp::create(
+      b, loc,
+      TypeRange{RankedTensorType::get({dyn, k}, b.getF32Type()),
+                RankedTensorType::get({dyn, k}, b.getI32Type())},
+      moe.getRouterLogits(), moe.getTopKAttr(), moe.getNormalizeAttr());
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  Value empty = tensor::EmptyOp::create(
+      b, loc, tensor::getMixedSizes(b, loc, x), type.getElementType());
+  Value out = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+  auto rowsType = RankedTensorType::get({dyn}, b.getI32Type());
+  auto scalesType = RankedTensorType::get({dyn}, b.getF32Type());
+  Value none = arith::ConstantIndexOp::create(b, loc, 0);
+  for (int64_t e = 0; e < experts; ++e) {
+    auto routed = ExpertRowsOp::create(b, loc, TypeRange{rowsType, scalesType},
+                                       route.getExperts(), route.getWeights(),
+                                       b.getI64IntegerAttr(e));
+    Value count = tensor::DimOp::create(b, loc, routed.getRows(), 0);
+    Value any =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, count, none);
+    Value gate = moe.getExperts()[3 * e], up = moe.getExperts()[3 * e + 1],
+          down = moe.getExperts()[3 * e + 2];
+    int64_t inner = cast<RankedTensorType>(gate.getType()).getDimSize(0);
+    auto ifOp = scf::IfOp::create(
+        b, loc, any,
+        [&](OpBuilder &b, Location loc) {
+          auto rows = [&](int64_t width) {
+            return RankedTensorType::get({dyn, width}, b.getF32Type());
+          };
+          Value taken = TakeRowsOp::create(b, loc, rows(type.getDimSize(1)), x,
+                                           routed.getRows());
+          Value gated =
+              LinearOp::create(b, loc, rows(inner), taken, gate, Value());
+          Value upped =
+              LinearOp::create(b, loc, rows(inner), taken, up, Value());
+          Value hidden = MulOp::create(
+              b, loc, ActivationOp::create(b, loc, moe.getActivation(), gated),
+              upped);
+          Value result = LinearOp::create(b, loc, rows(type.getDimSize(1)),
+                                          hidden, down, Value());
+          scf::YieldOp::create(
+              b, loc,
+              ValueRange{ScatterAddRowsOp::create(
+                  b, loc, result, routed.getScales(), out, routed.getRows())});
+        },
+        [&](OpBuilder &b, Location loc) {
+          scf::YieldOp::create(b, loc, ValueRange{out});
+        });
+    // What share of the calls read this expert's weights, on average: the
+    // weight layout's bytes read per decode step count that share.
+    ifOp->setAttr(kExpertShareAttrName,
+                  b.getF64FloatAttr(double(k) / double(experts)));
+    out = ifOp.getResult(0);
+  }
+  moe.replaceAllUsesWith(out);
+  moe.erase();
+}
+
+struct ExpandExpertsPass
+    : mlir::tfm::impl::ExpandExpertsPassBase<ExpandExpertsPass> {
+  void runOnOperation() override {
+    SmallVector<MoeOp> ops;
+    getOperation().walk([&](MoeOp moe) { ops.push_back(moe); });
+    for (MoeOp moe : ops)
+      expand(moe);
+  }
+};
+
+} // namespace
