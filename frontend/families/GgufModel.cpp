@@ -156,6 +156,22 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
   if (*scaling && **scaling != "none")
     return makeError(file.path() + ": RoPE scaling '" + **scaling +
                      "' is not supported");
+  // Mixtral: a mixture of experts in each layer, stacked ffn_*_exps
+  // tensors and a router (ffn_gate_inp); weights renormalized, as
+  // llama.cpp's llama architecture has them.
+  llvm::Expected<std::optional<int64_t>> experts =
+      file.optionalInteger(key + "expert_count", kMaxHeads);
+  llvm::Expected<std::optional<int64_t>> used =
+      file.optionalInteger(key + "expert_used_count", kMaxHeads);
+  if (!experts)
+    return experts.takeError();
+  if (!used)
+    return used.takeError();
+  if (experts->value_or(0) > 0) {
+    spec.numExperts = **experts;
+    spec.expertsPerToken = used->value_or(0);
+    spec.expertSize = spec.intermediateSize;
+  }
   spec.tokenEmbedding = "token_embd.weight";
   spec.finalNorm = "output_norm.weight";
   spec.layer = {"blk.{}.attn_norm.weight", "blk.{}.attn_q.weight",
@@ -166,6 +182,12 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
   if (arch.headNorms) {
     spec.layer.queryNorm = "blk.{}.attn_q_norm.weight";
     spec.layer.keyNorm = "blk.{}.attn_k_norm.weight";
+  }
+  if (spec.numExperts > 0) {
+    spec.layer.router = "blk.{}.ffn_gate_inp.weight";
+    spec.layer.expertGate = "blk.{}.ffn_gate_exps.{e}.weight";
+    spec.layer.expertUp = "blk.{}.ffn_up_exps.{e}.weight";
+    spec.layer.expertDown = "blk.{}.ffn_down_exps.{e}.weight";
   }
   return spec;
 }
@@ -195,14 +217,37 @@ llvm::Error applyRopeFactors(const GgufFile &file, const WeightStore &weights,
   return llvm::Error::success();
 }
 
+/// The name of expert `e`'s slice of a stacked tensor:
+/// "blk.0.ffn_up_exps.weight" -> "blk.0.ffn_up_exps.3.weight".
+std::string expertSliceName(llvm::StringRef stacked, int64_t expert) {
+  llvm::StringRef base = stacked;
+  bool weight = base.consume_back(".weight");
+  return (base + "." + llvm::Twine(expert) + (weight ? ".weight" : "")).str();
+}
+
 /// Every tensor of `file` as a view of its mapping (which the caller
-/// hands to the store once done with the file).
+/// hands to the store once done with the file); a tensor of stacked
+/// experts ([experts, rows, columns]: Mixtral's ffn_*_exps) as each
+/// expert's matrix instead (expertSliceName), rows of whole blocks.
 void addGgufTensors(const GgufFile &file, WeightStore &weights) {
   std::string source = llvm::sys::path::filename(file.path()).str();
-  for (const GgufTensor &tensor : file.tensors())
-    weights.add(tensor.name, WeightTensor::view(tensor.shape, tensor.dtype,
-                                                file.bytes() + tensor.offset,
-                                                file.isMapped(), source));
+  for (const GgufTensor &tensor : file.tensors()) {
+    const uint8_t *data = file.bytes() + tensor.offset;
+    if (tensor.shape.size() != 3 ||
+        !llvm::StringRef(tensor.name).contains("_exps.")) {
+      weights.add(tensor.name,
+                  WeightTensor::view(tensor.shape, tensor.dtype, data,
+                                     file.isMapped(), source));
+      continue;
+    }
+    std::vector<int64_t> matrix = {tensor.shape[1], tensor.shape[2]};
+    int64_t bytes =
+        tensor.shape[1] * dtypeStoredBytes(tensor.dtype, tensor.shape[2]);
+    for (int64_t e = 0; e < tensor.shape[0]; ++e)
+      weights.add(expertSliceName(tensor.name, e),
+                  WeightTensor::view(matrix, tensor.dtype, data + e * bytes,
+                                     file.isMapped(), source));
+  }
 }
 
 } // namespace

@@ -316,8 +316,18 @@ HF_LAYER_NAMES = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
                   "self_attn.k_norm": "attn_k_norm"}
 
 
+# Mixtral's experts, stacked per layer as llama.cpp's converter writes
+# them ([experts, rows, columns]); its router.
+EXPERT_NAMES = {"w1": "ffn_gate_exps", "w3": "ffn_up_exps",
+                "w2": "ffn_down_exps"}
+
+
 def gguf_name(hf_name):
     """llama.cpp's name of a Hugging Face LLaMA (or Qwen2, Qwen3) tensor."""
+    m = re.match(r"model\.layers\.(\d+)\.block_sparse_moe\.gate\.weight$",
+                 hf_name)
+    if m:
+        return f"blk.{m.group(1)}.ffn_gate_inp.weight"
     m = re.match(r"model\.layers\.(\d+)\.(.*)\.(weight|bias)$", hf_name)
     return f"blk.{m.group(1)}.{HF_LAYER_NAMES[m.group(2)]}.{m.group(3)}" if m \
         else HF_NAMES[hf_name]
@@ -346,6 +356,15 @@ def read_hf(directory, arch):
         tensors[name] = (info["shape"], list(array.array("f", raw)))
     heads, kv = config["num_attention_heads"], config["num_key_value_heads"]
     out = []
+    # Experts stacked: blk.N.ffn_*_exps [experts, rows, columns].
+    experts = config.get("num_local_experts", 0)
+    for layer in range(config["num_hidden_layers"] if experts else 0):
+        for part, target in EXPERT_NAMES.items():
+            names = [f"model.layers.{layer}.block_sparse_moe.experts.{e}."
+                     f"{part}.weight" for e in range(experts)]
+            shape = [experts] + tensors[names[0]][0]
+            values = [v for n in names for v in tensors.pop(n)[1]]
+            out.append((f"blk.{layer}.{target}.weight", shape, values))
     for name, (shape, values) in tensors.items():
         target = gguf_name(name)
         # llama.cpp permutes LLaMA's Q and K rows (not Qwen2's nor Gemma's:
@@ -364,6 +383,9 @@ def read_hf(directory, arch):
           "attention.head_count": heads, "attention.head_count_kv": kv,
           "attention.layer_norm_rms_epsilon": config["rms_norm_eps"],
           "rope.freq_base": config.get("rope_theta", 10000.0)}
+    if experts:
+        hp["expert_count"] = experts
+        hp["expert_used_count"] = config["num_experts_per_tok"]
     if "head_dim" in config:
         hp["attention.key_length"] = hp["attention.value_length"] = \
             config["head_dim"]
