@@ -41,7 +41,8 @@ def Tfm_ActivationKind : I32EnumAttr<"ActivationKind",
       I32EnumAttrCase<"relu", 2>,
       I32EnumAttrCase<"silu", 3>,
       I32EnumAttrCase<"tanh", 4>,      // classification heads' pooler
-      I32EnumAttrCase<"quick_gelu", 5> // CLIP's x·σ(1.702·x)
+      I32EnumAttrCase<"quick_gelu", 5>, // CLIP's x·σ(1.702·x)
+      I32EnumAttrCase<"sigmoid", 6>     // σ(x): Qwen2-MoE's shared expert gate
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;

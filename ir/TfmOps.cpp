@@ -878,6 +878,31 @@ static LogicalResult verifyTopK(Operation *op, int64_t topK, int64_t experts) {
   return success();
 }
 
+/// A gated MLP's `gate` and `up` ([width, features]) and `down`
+/// ([features, width]), one of a tfm.moe's experts (`who`: "expert 3's").
+static LogicalResult verifyGatedMlp(Operation *op, const std::string &who,
+                                    ValueRange weights, int64_t features) {
+  int64_t width = tensorType(weights[0]).getRank() == 2
+                      ? tensorType(weights[0]).getDimSize(0)
+                      : ShapedType::kDynamic;
+  static const char *const kParts[] = {"gate", "up", "down"};
+  for (int i = 0; i < 3; ++i) {
+    std::string what = who + kParts[i];
+    if (failed(expectRank(op, what, weights[i], 2)))
+      return failure();
+    ArrayRef<int64_t> shape = tensorType(weights[i]).getShape();
+    bool down = i == 2;
+    if (failed(expectDim(op, what + " rows", shape[0],
+                         down ? "input features" : "its width",
+                         down ? features : width)) ||
+        failed(expectDim(op, what + " columns", shape[1],
+                         down ? "its width" : "input features",
+                         down ? width : features)))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult MoeOp::verify() {
   if (failed(expectRank(*this, "input", getInput(), 2)) ||
       failed(expectRank(*this, "router logits", getRouterLogits(), 2)))
@@ -897,26 +922,24 @@ LogicalResult MoeOp::verify() {
                          << getExperts().size();
   if (failed(verifyTopK(*this, getTopK(), experts)))
     return failure();
-  int64_t inner = tensorType(getExperts()[0]).getRank() == 2
-                      ? tensorType(getExperts()[0]).getDimSize(0)
-                      : ShapedType::kDynamic;
-  for (auto [i, weight] : llvm::enumerate(getExperts())) {
-    static const char *const kParts[] = {"gate", "up", "down"};
-    std::string what =
-        "expert " + std::to_string(i / 3) + "'s " + kParts[i % 3];
-    if (failed(expectRank(*this, what, weight, 2)))
+  for (int64_t e = 0; e < experts; ++e)
+    if (failed(verifyGatedMlp(*this, "expert " + std::to_string(e) + "'s ",
+                              getExperts().slice(3 * e, 3), x[1])))
       return failure();
-    ArrayRef<int64_t> shape = tensorType(weight).getShape();
-    bool down = i % 3 == 2;
-    if (failed(expectDim(*this, what + " rows", shape[0],
-                         down ? "input features" : "the experts' width",
-                         down ? x[1] : inner)) ||
-        failed(expectDim(*this, what + " columns", shape[1],
-                         down ? "the experts' width" : "input features",
-                         down ? inner : x[1])))
-      return failure();
-  }
-  return success();
+  if (getShared().empty())
+    return success();
+  if (getShared().size() != 4)
+    return emitOpError() << "expected the shared expert's gate, up, down and "
+                            "gate vector, got "
+                         << getShared().size() << " weights";
+  ArrayRef<int64_t> vector = tensorType(getShared()[3]).getShape();
+  if (vector.size() != 2 || vector[0] != 1 || !dimsCompatible(vector[1], x[1]))
+    return emitOpError() << "expected the shared expert's gate vector to be "
+                            "[1, "
+                         << dimToString(x[1]) << "], got "
+                         << getShared()[3].getType();
+  return verifyGatedMlp(*this, "the shared expert's ",
+                        getShared().take_front(3), x[1]);
 }
 
 LogicalResult RouteOp::verify() {

@@ -225,7 +225,7 @@ def Tfm_ConcatOp : Tfm_Op<"concat", [Pure]> {
 
 def Tfm_ActivationOp : Tfm_Op<"activation", [Pure, Tfm_PositionWise,
     SameOperandsAndResultType]> {
-  let summary = "elementwise activation: gelu, gelu_tanh, quick_gelu, relu, silu or tanh";
+  let summary = "elementwise activation: gelu, gelu_tanh, quick_gelu, relu, silu, tanh or sigmoid";
   let description = [{
     Applies the activation function `kind` to every element:
     `gelu` is the exact `x·Φ(x)`, `gelu_tanh` GPT-2's tanh approximation,
@@ -736,7 +736,8 @@ def Tfm_SparseAttentionOp : Tfm_Op<"sparse_attention", [Pure]> {
 // Mixture of experts
 //===----------------------------------------------------------------------===//
 
-def Tfm_MoeOp : Tfm_Op<"moe", [Pure, Tfm_PositionWise]> {
+def Tfm_MoeOp : Tfm_Op<"moe", [Pure, Tfm_PositionWise,
+    AttrSizedOperandSegments]> {
   let summary = "a mixture-of-experts MLP: each token through its top-k "
                 "experts";
   let description = [{
@@ -746,7 +747,9 @@ def Tfm_MoeOp : Tfm_Op<"moe", [Pure, Tfm_PositionWise]> {
     and Qwen2-MoE's norm_topk_prob do), and the sum of those experts'
     gated MLPs, `down · (act(gate · x) * (up · x))`, each times its weight.
     `experts` lists every expert's `gate` (`[f, d]`), `up` (`[f, d]`) and
-    `down` (`[d, f]`) in turn.
+    `down` (`[d, f]`) in turn. A `shared` expert (Qwen2-MoE's), its `gate`,
+    `up` and `down` and a gate vector `[1, d]`, runs on every token, its
+    output times `sigmoid(x · gate vector)` added to the routed experts'.
 
     Each token's output depends on its own row only. `tfm-expand-experts`
     turns the op into one group of projections per expert over the tokens
@@ -757,12 +760,14 @@ def Tfm_MoeOp : Tfm_Op<"moe", [Pure, Tfm_PositionWise]> {
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$router_logits,
-                       Variadic<Tfm_WeightTensor>:$experts, I64Attr:$top_k,
+                       Variadic<Tfm_WeightTensor>:$experts,
+                       Variadic<Tfm_WeightTensor>:$shared, I64Attr:$top_k,
                        UnitAttr:$normalize,
                        Tfm_ActivationKindAttr:$activation);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $router_logits `,` `[` $experts `]` attr-dict `:`
+    $input `,` $router_logits `,` `[` $experts `]`
+    (`shared` `[` $shared^ `]`)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;

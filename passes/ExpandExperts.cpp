@@ -28,6 +28,50 @@ using namespace mlir::tfm;
 
 namespace {
 
+/// `out` plus the shared expert's output on every token, times
+/// sigmoid(x · gate vector) (Qwen2-MoE): a scatter over every row.
+Value addSharedExpert(OpBuilder &b, MoeOp moe, Value out) {
+  Location loc = moe.getLoc();
+  Value x = moe.getInput();
+  ValueRange shared = moe.getShared();
+  int64_t dyn = ShapedType::kDynamic;
+  // As many rows as the input (one, where @prefill keeps the last).
+  auto rows = [&](int64_t width) {
+    return RankedTensorType::get({moe.getType().getDimSize(0), width},
+                                 b.getF32Type());
+  };
+  int64_t width = cast<RankedTensorType>(shared[0].getType()).getDimSize(0);
+  int64_t features = moe.getType().getDimSize(1);
+  Value gated = LinearOp::create(b, loc, rows(width), x, shared[0], Value());
+  Value upped = LinearOp::create(b, loc, rows(width), x, shared[1], Value());
+  Value hidden = MulOp::create(
+      b, loc, ActivationOp::create(b, loc, moe.getActivation(), gated), upped);
+  Value result =
+      LinearOp::create(b, loc, rows(features), hidden, shared[2], Value());
+  Value gate = ActivationOp::create(
+      b, loc, ActivationKind::sigmoid,
+      LinearOp::create(b, loc, rows(1), x, shared[3], Value()));
+  SmallVector<ReassociationIndices> flat = {{0, 1}};
+  Value scales = tensor::CollapseShapeOp::create(b, loc, gate, flat);
+  // Every row, in order: [0, tokens).
+  Value tokens = tensor::DimOp::create(b, loc, x, 0);
+  auto indexType = RankedTensorType::get({dyn}, b.getI32Type());
+  Value empty = tensor::EmptyOp::create(b, loc, indexType.getShape(),
+                                        b.getI32Type(), ValueRange{tokens});
+  auto iota = linalg::GenericOp::create(
+      b, loc, indexType, ValueRange{}, ValueRange{empty},
+      ArrayRef<AffineMap>{b.getMultiDimIdentityMap(1)},
+      ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        Value i = linalg::IndexOp::create(nb, l, 0);
+        linalg::YieldOp::create(
+            nb, l,
+            ValueRange{arith::IndexCastOp::create(nb, l, nb.getI32Type(), i)});
+      });
+  return ScatterAddRowsOp::create(b, loc, result, scales, out,
+                                  iota.getResult(0));
+}
+
 void expand(MoeOp moe) {
   OpBuilder b(moe);
   Location loc = moe.getLoc();
@@ -88,6 +132,8 @@ void expand(MoeOp moe) {
                   b.getF64FloatAttr(double(k) / double(experts)));
     out = ifOp.getResult(0);
   }
+  if (!moe.getShared().empty())
+    out = addSharedExpert(b, moe, out);
   moe.replaceAllUsesWith(out);
   moe.erase();
 }

@@ -62,6 +62,13 @@ Value mlir::tfm::applyActivation(OpBuilder &b, Location loc,
         arith::AddFOp::create(b, loc, one, math::ExpOp::create(b, loc, negX));
     return arith::DivFOp::create(b, loc, x, denom);
   }
+  case ActivationKind::sigmoid: {
+    // 1 / (1 + e^-x)
+    Value denom = arith::AddFOp::create(
+        b, loc, one,
+        math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x)));
+    return arith::DivFOp::create(b, loc, one, denom);
+  }
   case ActivationKind::quick_gelu: {
     // x·σ(1.702·x) = x / (1 + e^(-1.702·x)), OpenAI CLIP's approximation
     Value scaled =

@@ -263,8 +263,17 @@ Value DecoderIRBuilder::experts(Value h, int64_t layer) {
     weights.push_back(weight(expertWeightName(n.expertUp, layer, e), {f, d}));
     weights.push_back(weight(expertWeightName(n.expertDown, layer, e), {d, f}));
   }
+  // Qwen2-MoE's shared expert, and its gate vector.
+  SmallVector<Value> shared;
+  if (spec.sharedExpertSize > 0) {
+    int64_t s = spec.sharedExpertSize;
+    shared = {weight(tfm::layerWeightName(n.sharedGate, layer), {s, d}),
+              weight(tfm::layerWeightName(n.sharedUp, layer), {s, d}),
+              weight(tfm::layerWeightName(n.sharedDown, layer), {d, s}),
+              weight(tfm::layerWeightName(n.sharedExpertGate, layer), {1, d})};
+  }
   return MoeOp::create(
-      b, loc, h.getType(), h, logits, weights,
+      b, loc, h.getType(), h, logits, weights, shared,
       b.getI64IntegerAttr(spec.expertsPerToken),
       spec.normalizeExpertWeights ? b.getUnitAttr() : UnitAttr(),
       ActivationKindAttr::get(b.getContext(), spec.activation));

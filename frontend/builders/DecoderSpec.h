@@ -30,6 +30,10 @@ struct LayerWeightNames {
   /// gate, up and down, "{e}" standing for the expert (Mixtral's
   /// block_sparse_moe: gate, experts.{e}.w1, w3, w2).
   std::string router = "", expertGate = "", expertUp = "", expertDown = "";
+  /// A shared expert run on every token (Qwen2-MoE's shared_expert) and the
+  /// vector ([1, hidden]) whose sigmoid scales its output.
+  std::string sharedGate = "", sharedUp = "", sharedDown = "",
+              sharedExpertGate = "";
 };
 
 struct DecoderSpec {
@@ -94,6 +98,8 @@ struct DecoderSpec {
   /// `normalizeExpertWeights`; 0 experts: a dense MLP.
   int64_t numExperts = 0, expertsPerToken = 0, expertSize = 0;
   bool normalizeExpertWeights = true;
+  /// A shared expert's width (layer.sharedGate, ...); 0: none.
+  int64_t sharedExpertSize = 0;
   /// The attention scores' scale; 0: 1/sqrt(head_dim). GPT-Neo's are not
   /// scaled (1).
   double attentionScale = 0;

@@ -222,6 +222,39 @@ DecoderSpec readMixtralSpec(ConfigReader &config) {
   return spec;
 }
 
+/// Qwen2-MoE: Qwen2 with a mixture of experts in place of each MLP
+/// (mlp.gate the router over num_experts SwiGLU experts of
+/// moe_intermediate_size, each token through its top num_experts_per_tok,
+/// renormalized where norm_topk_prob) plus a shared expert on every token
+/// (shared_expert, scaled by sigmoid(shared_expert_gate · x)).
+DecoderSpec readQwen2MoeSpec(ConfigReader &config) {
+  DecoderSpec spec = readQwen2Spec(config);
+  spec.family = "qwen2_moe";
+  if (config.integer("decoder_sparse_step", 1) != 1)
+    config.fail("unsupported config value decoder_sparse_step (tfmc reads "
+                "Qwen2-MoE with experts in every layer: 1)");
+  const llvm::json::Array *dense = config.fields().getArray("mlp_only_layers");
+  if (dense && !dense->empty())
+    config.fail("unsupported config value mlp_only_layers (tfmc reads "
+                "Qwen2-MoE with experts in every layer: [])");
+  spec.numExperts = config.integer("num_experts", 60);
+  spec.expertsPerToken = config.integer("num_experts_per_tok", 4);
+  spec.expertSize = config.integer("moe_intermediate_size", 1408);
+  spec.normalizeExpertWeights = config.boolean("norm_topk_prob", false);
+  spec.sharedExpertSize = config.integer("shared_expert_intermediate_size", 0);
+  std::string mlp = "model.layers.{}.mlp.";
+  spec.layer.router = mlp + "gate.weight";
+  spec.layer.expertGate = mlp + "experts.{e}.gate_proj.weight";
+  spec.layer.expertUp = mlp + "experts.{e}.up_proj.weight";
+  spec.layer.expertDown = mlp + "experts.{e}.down_proj.weight";
+  spec.layer.sharedGate = mlp + "shared_expert.gate_proj.weight";
+  spec.layer.sharedUp = mlp + "shared_expert.up_proj.weight";
+  spec.layer.sharedDown = mlp + "shared_expert.down_proj.weight";
+  spec.layer.sharedExpertGate = mlp + "shared_expert_gate.weight";
+  spec.layer.gate = spec.layer.up = spec.layer.down = "";
+  return spec;
+}
+
 /// Gemma: LLaMA with GeGLU, embeddings scaled by sqrt(hidden), RMSNorms
 /// that multiply by (1 + w) (prepareDecoderWeights adds the 1), a head size
 /// of its own, and a tied head.
@@ -647,6 +680,7 @@ const DecoderFamily kDecoderFamilies[] = {
     {"phi", readPhiSpec, nullptr, false},
     {"phi3", readPhi3Spec, preparePhi3Checkpoint, false},
     {"qwen2", readQwen2Spec, nullptr, false},
+    {"qwen2_moe", readQwen2MoeSpec, nullptr, false},
     {"qwen3", readQwen3Spec, nullptr, false},
     {"stablelm", readStableLmSpec, nullptr, false},
     {"starcoder2", readStarcoder2Spec, nullptr, false},

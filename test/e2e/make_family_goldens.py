@@ -196,7 +196,21 @@ def mixtral():
                            tie_word_embeddings=False))
 
 
+def qwen2_moe():
+    """Qwen2-MoE (4.40's Qwen2MoeForCausalLM): four experts of 24, each
+    token through its top 2, weights not renormalized (norm_topk_prob
+    false, as Qwen1.5-MoE), a shared expert of 40 scaled by its sigmoid
+    gate, Qwen2's Q, K and V biases."""
+    write("qwen2-moe", build(tf.Qwen2MoeConfig, tf.Qwen2MoeForCausalLM, 24,
+                             num_key_value_heads=2, num_experts=4,
+                             num_experts_per_tok=2, moe_intermediate_size=24,
+                             shared_expert_intermediate_size=40,
+                             norm_topk_prob=False, decoder_sparse_step=1,
+                             tie_word_embeddings=False))
+
+
 def main():
+    qwen2_moe()
     mixtral()
     phi3()
     qwen3()

@@ -1252,3 +1252,11 @@ func.func @scatter_rows(%v: tensor<?x8xf32>, %s: tensor<?xf32>, %into: tensor<?x
   %y = tfm.scatter_add_rows %v, %s into %into[%rows] : tensor<?x8xf32>, tensor<?xf32>, tensor<?x4xf32>, tensor<?xi32>
   return
 }
+
+// -----
+
+func.func @moe_shared(%x: tensor<?x8xf32>, %logits: tensor<?x1xf32>, %g: tensor<16x8xf32>, %d: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tfm.moe' op expected the shared expert's gate vector to be [1, 8], got 'tensor<16x8xf32>'}}
+  %y = tfm.moe %x, %logits, [%g, %g, %d] shared [%g, %g, %d, %g] {activation = #tfm<activation_kind silu>, top_k = 1 : i64} : (tensor<?x8xf32>, tensor<?x1xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<?x8xf32>
+  return
+}
