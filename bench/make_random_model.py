@@ -2,8 +2,10 @@
 """Writes a Hugging Face model directory with random weights for the
 benchmarks: `gpt2` (GPT-2 small: 12 layers, 768 wide, 12 heads, vocab 50257),
 `llama` (a LLaMA of similar size with grouped-query attention: 12 heads,
-4 KV heads) or `tinyllama` (TinyLlama-1.1B's shape: 22 layers, 2048 wide,
-32 heads / 4 KV heads, FFN 5632, vocab 32000). F32 by default, or BF16
+4 KV heads), `tinyllama` (TinyLlama-1.1B's shape: 22 layers, 2048 wide,
+32 heads / 4 KV heads, FFN 5632, vocab 32000) or `mixtral` (a small
+Mixtral: 12 layers, 1024 wide, 16 heads / 4 KV heads, 8 experts of 2816,
+top 2, vocab 32000: 0.94 B parameters, 0.33 B of them read per token). F32 by default, or BF16
 (--dtype bf16), written a tensor at a time. NumPy: /usr/bin/python3 after
 apt-get install python3-numpy.
 
@@ -37,6 +39,13 @@ SHAPES = {
                   "num_key_value_heads": 4, "max_position_embeddings": 2048,
                   "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
                   "hidden_act": "silu", "tie_word_embeddings": False},
+    "mixtral": {"model_type": "mixtral", "vocab_size": 32000,
+                "hidden_size": 1024, "intermediate_size": 2816,
+                "num_hidden_layers": 12, "num_attention_heads": 16,
+                "num_key_value_heads": 4, "max_position_embeddings": 2048,
+                "rms_norm_eps": 1e-5, "rope_theta": 1e6, "hidden_act": "silu",
+                "num_local_experts": 8, "num_experts_per_tok": 2,
+                "sliding_window": None, "tie_word_embeddings": False},
 }
 
 
@@ -73,8 +82,17 @@ def tensors(kind, c):
                         (p + "self_attn.k_proj.weight", (kv, d)),
                         (p + "self_attn.v_proj.weight", (kv, d)),
                         (p + "self_attn.o_proj.weight", (d, d)),
-                        (p + "post_attention_layernorm.weight", (d,)),
-                        (p + "mlp.gate_proj.weight", (i, d)),
+                        (p + "post_attention_layernorm.weight", (d,))]
+            experts = c.get("num_local_experts", 0)
+            if experts:
+                moe = p + "block_sparse_moe."
+                yield moe + "gate.weight", (experts, d)
+                for e in range(experts):
+                    yield from [(f"{moe}experts.{e}.w1.weight", (i, d)),
+                                (f"{moe}experts.{e}.w3.weight", (i, d)),
+                                (f"{moe}experts.{e}.w2.weight", (d, i))]
+                continue
+            yield from [(p + "mlp.gate_proj.weight", (i, d)),
                         (p + "mlp.up_proj.weight", (i, d)),
                         (p + "mlp.down_proj.weight", (d, i))]
         yield "model.norm.weight", (d,)

@@ -260,8 +260,19 @@ int64_t storedBytes(RankedTensorType type, bool panels) {
 /// The share of calls that read `weight`: that of the expert (an scf.if of
 /// tfm-expand-experts) every use is inside, else 1.
 double shareOfCalls(WeightOp weight) {
+  // The ops that compute with it: through the widening of a narrow weight
+  // and the joins of weights (which codegen reads as stored).
+  SmallVector<Operation *> users, pending(weight->getUsers().begin(),
+                                          weight->getUsers().end());
+  while (!pending.empty()) {
+    Operation *user = pending.pop_back_val();
+    if (isa<DequantizeOp, ConcatOp>(user))
+      pending.append(user->getUsers().begin(), user->getUsers().end());
+    else
+      users.push_back(user);
+  }
   double share = 0;
-  for (Operation *user : weight->getUsers()) {
+  for (Operation *user : users) {
     Operation *guard = user;
     while (guard && !guard->hasAttr(kExpertShareAttrName))
       guard = guard->getParentOp();
