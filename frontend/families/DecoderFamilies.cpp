@@ -182,15 +182,34 @@ DecoderSpec readQwen3Spec(ConfigReader &config) {
   return spec;
 }
 
+/// A sliding window where the config sets one (absent or null: none).
+int64_t optionalWindow(ConfigReader &config) {
+  const llvm::json::Value *window = config.fields().get("sliding_window");
+  return window && window->kind() != llvm::json::Value::Null
+             ? config.integer("sliding_window")
+             : 0;
+}
+
+/// Experts in place of the dense MLP: the router `block` + "gate.weight"
+/// and each expert's projections `block` + "experts.{e}." + gate, up and
+/// down + ".weight" (Mixtral's w1, w3, w2).
+void useExpertNames(DecoderSpec &spec, const std::string &block,
+                    const char *gate, const char *up, const char *down) {
+  std::string expert = block + "experts.{e}.";
+  spec.layer.router = block + "gate.weight";
+  spec.layer.expertGate = expert + gate + ".weight";
+  spec.layer.expertUp = expert + up + ".weight";
+  spec.layer.expertDown = expert + down + ".weight";
+  spec.layer.gate = spec.layer.up = spec.layer.down = "";
+}
+
 /// Phi-3: LLaMA with Q, K and V in one projection (qkv_proj) and the MLP's
 /// gate and up in one (gate_up_proj), split by preparePhi3Checkpoint, and a
 /// sliding window where the config sets one (Phi-3-mini-4k's 2047).
 DecoderSpec readPhi3Spec(ConfigReader &config) {
   DecoderSpec spec = readLlamaSpec(config);
   spec.family = "phi3";
-  const llvm::json::Value *window = config.fields().get("sliding_window");
-  if (window && window->kind() != llvm::json::Value::Null)
-    spec.slidingWindow = config.integer("sliding_window");
+  spec.slidingWindow = optionalWindow(config);
   std::string p = "model.layers.{}.";
   spec.layer.query = p + "self_attn.qkv_proj.q.weight";
   spec.layer.key = p + "self_attn.qkv_proj.k.weight";
@@ -207,18 +226,11 @@ DecoderSpec readPhi3Spec(ConfigReader &config) {
 DecoderSpec readMixtralSpec(ConfigReader &config) {
   DecoderSpec spec = readLlamaSpec(config);
   spec.family = "mixtral";
-  const llvm::json::Value *window = config.fields().get("sliding_window");
-  if (window && window->kind() != llvm::json::Value::Null)
-    spec.slidingWindow = config.integer("sliding_window");
+  spec.slidingWindow = optionalWindow(config);
   spec.numExperts = config.integer("num_local_experts", 8);
   spec.expertsPerToken = config.integer("num_experts_per_tok", 2);
   spec.expertSize = spec.intermediateSize;
-  std::string moe = "model.layers.{}.block_sparse_moe.";
-  spec.layer.router = moe + "gate.weight";
-  spec.layer.expertGate = moe + "experts.{e}.w1.weight";
-  spec.layer.expertUp = moe + "experts.{e}.w3.weight";
-  spec.layer.expertDown = moe + "experts.{e}.w2.weight";
-  spec.layer.gate = spec.layer.up = spec.layer.down = "";
+  useExpertNames(spec, "model.layers.{}.block_sparse_moe.", "w1", "w3", "w2");
   return spec;
 }
 
@@ -243,15 +255,11 @@ DecoderSpec readQwen2MoeSpec(ConfigReader &config) {
   spec.normalizeExpertWeights = config.boolean("norm_topk_prob", false);
   spec.sharedExpertSize = config.integer("shared_expert_intermediate_size", 0);
   std::string mlp = "model.layers.{}.mlp.";
-  spec.layer.router = mlp + "gate.weight";
-  spec.layer.expertGate = mlp + "experts.{e}.gate_proj.weight";
-  spec.layer.expertUp = mlp + "experts.{e}.up_proj.weight";
-  spec.layer.expertDown = mlp + "experts.{e}.down_proj.weight";
+  useExpertNames(spec, mlp, "gate_proj", "up_proj", "down_proj");
   spec.layer.sharedGate = mlp + "shared_expert.gate_proj.weight";
   spec.layer.sharedUp = mlp + "shared_expert.up_proj.weight";
   spec.layer.sharedDown = mlp + "shared_expert.down_proj.weight";
   spec.layer.sharedExpertGate = mlp + "shared_expert_gate.weight";
-  spec.layer.gate = spec.layer.up = spec.layer.down = "";
   return spec;
 }
 
