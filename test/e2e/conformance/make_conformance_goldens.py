@@ -808,6 +808,56 @@ MODELS = {
             split_special_tokens=False),
         tokens=[151644, 872, 198, 9707, 11, 1879, 0, 151645, 198, 151667,
                 151668, 151935]),
+    "mixtral-8x7b-v0.1": dict(
+        classes=(tf.MixtralConfig, tf.MixtralForCausalLM),
+        config={"architectures": ["MixtralForCausalLM"],
+                "attention_dropout": 0.0, "bos_token_id": 1,
+                "eos_token_id": 2, "hidden_act": "silu",
+                "initializer_range": 0.02, "max_position_embeddings": 32768,
+                "model_type": "mixtral", "num_experts_per_tok": 2,
+                "num_local_experts": 8, "output_router_logits": False,
+                "rms_norm_eps": 1e-05, "rope_theta": 1000000.0,
+                "router_aux_loss_coef": 0.02, "sliding_window": None,
+                "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+                "use_cache": True, "vocab_size": 32000,
+                # cut: 4096 wide, experts of 14336, 32 layers, 32/8 heads
+                # of 128
+                "hidden_size": 32, "intermediate_size": 48,
+                "num_hidden_layers": 2, "num_attention_heads": 4,
+                "num_key_value_heads": 1},
+        generation_config={"bos_token_id": 1, "eos_token_id": 2},
+        tokens=[1, 22557, 28725, 1526, 28808, 2, 0, 31999, 13, 28705, 415, 1]),
+    "qwen1.5-moe-a2.7b": dict(
+        classes=(tf.Qwen2MoeConfig, tf.Qwen2MoeForCausalLM),
+        config={"architectures": ["Qwen2MoeForCausalLM"],
+                "attention_dropout": 0.0, "bos_token_id": 151643,
+                "decoder_sparse_step": 1, "eos_token_id": 151643,
+                "hidden_act": "silu", "initializer_range": 0.02,
+                "max_position_embeddings": 8192, "max_window_layers": 21,
+                "model_type": "qwen2_moe", "norm_topk_prob": False,
+                "num_experts": 60, "num_experts_per_tok": 4,
+                "output_router_logits": False, "rms_norm_eps": 1e-06,
+                "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001,
+                "sliding_window": 32768, "tie_word_embeddings": False,
+                "torch_dtype": "bfloat16", "use_cache": True,
+                "use_sliding_window": False, "vocab_size": 151936,
+                # cut: 2048 wide, 5632, 24 layers, 16 heads of 128,
+                # experts of 1408 and a shared expert of 5632
+                "hidden_size": 32, "intermediate_size": 48,
+                "moe_intermediate_size": 16,
+                "shared_expert_intermediate_size": 48,
+                "num_hidden_layers": 2, "num_attention_heads": 4,
+                "num_key_value_heads": 4},
+        generation_config={"bos_token_id": 151643, "do_sample": False,
+                           "eos_token_id": 151643, "max_new_tokens": 2048},
+        tokenizer=byte_level(151643, QWEN2_ADDED, QWEN2_SPLIT, {"type": "NFC"}),
+        tokenizer_config=tokenizer_config(
+            QWEN2_ADDED, bos_token=None, eos_token="<|endoftext|>",
+            pad_token="<|endoftext|>", model_max_length=8192,
+            tokenizer_class="Qwen2Tokenizer", errors="replace",
+            split_special_tokens=False),
+        tokens=[151644, 872, 198, 9707, 11, 1879, 0, 151645, 198, 151664,
+                151643, 151935]),
 }
 SEEDS = {name: 1000 + i for i, name in enumerate(MODELS)}
 # LibriSpeech's characters, as wav2vec2-base-960h's and
@@ -831,6 +881,8 @@ PROMPT_IDS = {
                     [ord(c) for c in "<|endoftext|>"],
     "qwen3-0.6b": [151644, 117, 115, 101, 114, 10, 258, 32, 49, 50, 51, 32,
                    32, 120, 151643],
+    "qwen1.5-moe-a2.7b": [151644, 117, 115, 101, 114, 10, 258, 32, 49, 50,
+                          51, 32, 32, 120, 151643],
     "pythia-160m": [ord(c) + 2 for c in "<|im_start|>user\n"] +
                    [260, 34, 51, 52, 53, 50276, 122, 0],
     "phi-2": [ord(c) for c in "<|im_start|>user\n"] +
