@@ -53,6 +53,9 @@ struct GgufArchitecture {
   bool scaledEmbeddings;
   /// Per-head RMSNorms of Q and K after their projections (Qwen3).
   bool headNorms = false;
+  /// Experts' weights renormalized over the chosen (Mixtral's llama), or
+  /// as the softmax gives them (Qwen2-MoE).
+  bool normalizeExperts = true;
 };
 
 /// Every GGUF architecture, in the order messages list them. A new one is
@@ -66,6 +69,8 @@ const GgufArchitecture kGgufArchitectures[] = {
      true},
     {"qwen3", "Qwen3", RopeStyle::rotate_half, false, ActivationKind::silu,
      false, /*headNorms=*/true},
+    {"qwen2moe", "Qwen1.5-MoE, Qwen2-MoE", RopeStyle::rotate_half, true,
+     ActivationKind::silu, false, false, /*normalizeExperts=*/false},
 };
 
 const GgufArchitecture *findGgufArchitecture(llvm::StringRef name) {
@@ -167,10 +172,20 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
     return experts.takeError();
   if (!used)
     return used.takeError();
+  llvm::Expected<std::optional<int64_t>> expertWidth =
+      file.optionalInteger(key + "expert_feed_forward_length", kMaxWidth);
+  llvm::Expected<std::optional<int64_t>> sharedWidth = file.optionalInteger(
+      key + "expert_shared_feed_forward_length", kMaxWidth);
+  if (!expertWidth)
+    return expertWidth.takeError();
+  if (!sharedWidth)
+    return sharedWidth.takeError();
   if (experts->value_or(0) > 0) {
     spec.numExperts = **experts;
     spec.expertsPerToken = used->value_or(0);
-    spec.expertSize = spec.intermediateSize;
+    spec.expertSize = expertWidth->value_or(spec.intermediateSize);
+    spec.normalizeExpertWeights = arch.normalizeExperts;
+    spec.sharedExpertSize = sharedWidth->value_or(0);
   }
   spec.tokenEmbedding = "token_embd.weight";
   spec.finalNorm = "output_norm.weight";
@@ -188,6 +203,12 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
     spec.layer.expertGate = "blk.{}.ffn_gate_exps.{e}.weight";
     spec.layer.expertUp = "blk.{}.ffn_up_exps.{e}.weight";
     spec.layer.expertDown = "blk.{}.ffn_down_exps.{e}.weight";
+  }
+  if (spec.sharedExpertSize > 0) {
+    spec.layer.sharedGate = "blk.{}.ffn_gate_shexp.weight";
+    spec.layer.sharedUp = "blk.{}.ffn_up_shexp.weight";
+    spec.layer.sharedDown = "blk.{}.ffn_down_shexp.weight";
+    spec.layer.sharedExpertGate = "blk.{}.ffn_gate_inp_shexp.weight";
   }
   return spec;
 }
@@ -233,6 +254,15 @@ void addGgufTensors(const GgufFile &file, WeightStore &weights) {
   std::string source = llvm::sys::path::filename(file.path()).str();
   for (const GgufTensor &tensor : file.tensors()) {
     const uint8_t *data = file.bytes() + tensor.offset;
+    // Qwen2-MoE's shared expert gate vector: [hidden] in the file, the
+    // [1, hidden] projection it is.
+    if (tensor.shape.size() == 1 &&
+        llvm::StringRef(tensor.name).ends_with("ffn_gate_inp_shexp.weight")) {
+      weights.add(tensor.name,
+                  WeightTensor::view({1, tensor.shape[0]}, tensor.dtype, data,
+                                     file.isMapped(), source));
+      continue;
+    }
     if (tensor.shape.size() != 3 ||
         !llvm::StringRef(tensor.name).contains("_exps.")) {
       weights.add(tensor.name,

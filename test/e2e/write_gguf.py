@@ -316,10 +316,18 @@ HF_LAYER_NAMES = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
                   "self_attn.k_norm": "attn_k_norm"}
 
 
-# Mixtral's experts, stacked per layer as llama.cpp's converter writes
-# them ([experts, rows, columns]); its router.
+# Experts, stacked per layer as llama.cpp's converter writes them
+# ([experts, rows, columns]): Mixtral's (block_sparse_moe, w1 w3 w2) and
+# Qwen2-MoE's (mlp, gate_proj up_proj down_proj).
 EXPERT_NAMES = {"w1": "ffn_gate_exps", "w3": "ffn_up_exps",
-                "w2": "ffn_down_exps"}
+                "w2": "ffn_down_exps", "gate_proj": "ffn_gate_exps",
+                "up_proj": "ffn_up_exps", "down_proj": "ffn_down_exps"}
+# Qwen2-MoE's shared expert and its gate vector (written as [hidden]).
+HF_LAYER_NAMES_MOE = {"mlp.gate": "ffn_gate_inp",
+                      "mlp.shared_expert.gate_proj": "ffn_gate_shexp",
+                      "mlp.shared_expert.up_proj": "ffn_up_shexp",
+                      "mlp.shared_expert.down_proj": "ffn_down_shexp",
+                      "mlp.shared_expert_gate": "ffn_gate_inp_shexp"}
 
 
 def gguf_name(hf_name):
@@ -329,8 +337,10 @@ def gguf_name(hf_name):
     if m:
         return f"blk.{m.group(1)}.ffn_gate_inp.weight"
     m = re.match(r"model\.layers\.(\d+)\.(.*)\.(weight|bias)$", hf_name)
-    return f"blk.{m.group(1)}.{HF_LAYER_NAMES[m.group(2)]}.{m.group(3)}" if m \
-        else HF_NAMES[hf_name]
+    if not m:
+        return HF_NAMES[hf_name]
+    names = {**HF_LAYER_NAMES, **HF_LAYER_NAMES_MOE}
+    return f"blk.{m.group(1)}.{names[m.group(2)]}.{m.group(3)}"
 
 
 def read_hf(directory, arch):
@@ -357,11 +367,14 @@ def read_hf(directory, arch):
     heads, kv = config["num_attention_heads"], config["num_key_value_heads"]
     out = []
     # Experts stacked: blk.N.ffn_*_exps [experts, rows, columns].
-    experts = config.get("num_local_experts", 0)
+    experts = config.get("num_local_experts", config.get("num_experts", 0))
+    block = "block_sparse_moe" if "num_local_experts" in config else "mlp"
     for layer in range(config["num_hidden_layers"] if experts else 0):
         for part, target in EXPERT_NAMES.items():
-            names = [f"model.layers.{layer}.block_sparse_moe.experts.{e}."
+            names = [f"model.layers.{layer}.{block}.experts.{e}."
                      f"{part}.weight" for e in range(experts)]
+            if names[0] not in tensors:
+                continue
             shape = [experts] + tensors[names[0]][0]
             values = [v for n in names for v in tensors.pop(n)[1]]
             out.append((f"blk.{layer}.{target}.weight", shape, values))
@@ -375,6 +388,8 @@ def read_hf(directory, arch):
             values = permute_rows(values, shape[0], shape[1], heads)
         if arch == "llama" and target.endswith("attn_k.weight"):
             values = permute_rows(values, shape[0], shape[1], kv)
+        if target.endswith("ffn_gate_inp_shexp.weight"):
+            shape = shape[1:]  # [1, hidden] written as [hidden]
         out.append((target, shape, values))
     hp = {"context_length": config["max_position_embeddings"],
           "embedding_length": config["hidden_size"],
@@ -386,6 +401,10 @@ def read_hf(directory, arch):
     if experts:
         hp["expert_count"] = experts
         hp["expert_used_count"] = config["num_experts_per_tok"]
+    if "moe_intermediate_size" in config:
+        hp["expert_feed_forward_length"] = config["moe_intermediate_size"]
+        hp["expert_shared_feed_forward_length"] = \
+            config["shared_expert_intermediate_size"]
     if "head_dim" in config:
         hp["attention.key_length"] = hp["attention.value_length"] = \
             config["head_dim"]
