@@ -84,16 +84,24 @@ LogicalResult verifyFeatureVector(Operation *op, StringRef what, Value v,
 
 /// `inputName` names the normalized operand in messages: "input", or "lhs"
 /// for the fused add + norm ops (whose operands and results share one type).
+/// `eachHead`: a [seq, heads, d] input too, each head normed alone.
 LogicalResult verifyNorm(Operation *op, Value input, Value gamma, Value beta,
                          Value result, APFloat epsilon,
-                         llvm::StringRef inputName = "input") {
+                         llvm::StringRef inputName = "input",
+                         bool eachHead = false) {
   RankedTensorType inputType = tensorType(input);
-  if (failed(expectRank(op, inputName, input, 2)))
+  int64_t rank = inputType.getRank();
+  if (eachHead && rank != 2 && rank != 3)
+    return op->emitOpError() << "expected " << inputName
+                             << " of rank 2 ([seq, d]) or 3 ([seq, heads, "
+                                "d]), got rank "
+                             << rank;
+  if (!eachHead && failed(expectRank(op, inputName, input, 2)))
     return failure();
   if (inputType != result.getType())
     return op->emitOpError() << "expected result type " << result.getType()
                              << " to match input type " << inputType;
-  int64_t features = inputType.getDimSize(1);
+  int64_t features = inputType.getDimSize(rank - 1);
   Type elementType = inputType.getElementType();
   if (failed(verifyFeatureVector(op, "gamma", gamma, features, elementType)))
     return failure();
@@ -429,25 +437,8 @@ LogicalResult ChannelNormOp::verify() {
 
 LogicalResult RmsNormOp::verify() {
   // [seq, heads, head_dim] too: each head normed alone (Qwen3's Q and K).
-  RankedTensorType type = tensorType(getInput());
-  if (type.getRank() != 2 && type.getRank() != 3)
-    return emitOpError() << "expected input of rank 2 ([seq, d]) or 3 ([seq, "
-                            "heads, d]), got rank "
-                         << type.getRank();
-  if (type.getRank() == 3) {
-    if (type != getResult().getType())
-      return emitOpError() << "expected result type " << getResult().getType()
-                           << " to match input type " << type;
-    if (failed(verifyFeatureVector(*this, "gamma", getGamma(),
-                                   type.getDimSize(2), type.getElementType())))
-      return failure();
-    if (getEpsilon().isNegative() || getEpsilon().isNaN())
-      return emitOpError() << "expected a non-negative epsilon, got "
-                           << getEpsilon().convertToDouble();
-    return success();
-  }
   return verifyNorm(*this, getInput(), getGamma(), Value(), getResult(),
-                    getEpsilon());
+                    getEpsilon(), "input", /*eachHead=*/true);
 }
 
 LogicalResult AddLayerNormOp::verify() {

@@ -191,3 +191,22 @@ Value mlir::tfm::insertRows(OpBuilder &b, Location loc, Value rows,
   return tensor::InsertSliceOp::create(b, loc, rows, into, offsets, sizes,
                                        strides);
 }
+
+Value mlir::tfm::gatherRows(OpBuilder &b, Location loc, Value input, Value rows,
+                            RankedTensorType type) {
+  SmallVector<OpFoldResult> sizes = {tensor::getMixedSize(b, loc, rows, 0),
+                                     tensor::getMixedSize(b, loc, input, 1)};
+  Value init = createEmpty(b, loc, type, sizes);
+  MLIRContext *ctx = b.getContext();
+  return createGeneric(
+      b, loc, ValueRange{rows}, init,
+      {AffineMap::get(2, 0, getAffineDimExpr(0, ctx)),
+       b.getMultiDimIdentityMap(2)},
+      {utils::IteratorType::parallel, utils::IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value row =
+            arith::IndexCastOp::create(nb, l, nb.getIndexType(), args[0]);
+        Value column = linalg::IndexOp::create(nb, l, 1);
+        return tensor::ExtractOp::create(nb, l, input, ValueRange{row, column});
+      });
+}

@@ -94,6 +94,12 @@ struct PackedSequencesPattern : OpConversionPattern<OpTy> {
 /// Creates an f32 constant.
 Value f32Constant(OpBuilder &b, Location loc, double value);
 
+/// `result[i, :] = input[rows[i], :]` for an integer row list `rows` ([n]),
+/// as `type` ([n, columns]): tfm.gather_rows' constant table, tfm.take_rows'
+/// run-time one.
+Value gatherRows(OpBuilder &b, Location loc, Value input, Value rows,
+                 RankedTensorType type);
+
 /// `acc + value` as a reduction step: reassociable (and contractible into
 /// an FMA), so that LLVM vectorizes the loop; summation order is not part of
 /// any op's contract.

@@ -55,19 +55,14 @@ Value mlir::tfm::applyActivation(OpBuilder &b, Location loc,
     return arith::MaximumFOp::create(b, loc, x, f32Constant(b, loc, 0.0));
   case ActivationKind::tanh:
     return math::TanhOp::create(b, loc, x);
-  case ActivationKind::silu: {
-    // x·σ(x) = x / (1 + e^-x)
+  case ActivationKind::silu:
+  case ActivationKind::sigmoid: {
+    // σ(x) = 1 / (1 + e^-x); x·σ(x) = x / (1 + e^-x)
     Value negX = arith::NegFOp::create(b, loc, x);
     Value denom =
         arith::AddFOp::create(b, loc, one, math::ExpOp::create(b, loc, negX));
-    return arith::DivFOp::create(b, loc, x, denom);
-  }
-  case ActivationKind::sigmoid: {
-    // 1 / (1 + e^-x)
-    Value denom = arith::AddFOp::create(
-        b, loc, one,
-        math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x)));
-    return arith::DivFOp::create(b, loc, one, denom);
+    return arith::DivFOp::create(b, loc, kind == ActivationKind::silu ? x : one,
+                                 denom);
   }
   case ActivationKind::quick_gelu: {
     // x·σ(1.702·x) = x / (1 + e^(-1.702·x)), OpenAI CLIP's approximation

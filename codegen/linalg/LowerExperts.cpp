@@ -28,10 +28,6 @@ Value index(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
-Value f32(OpBuilder &b, Location loc, double v) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-}
-
 /// A loop over [0, n) carrying `init`; `body` returns the next values.
 SmallVector<Value>
 loop(OpBuilder &b, Location loc, Value n, ValueRange init,
@@ -74,7 +70,7 @@ struct LowerRoute : OpConversionPattern<RouteOp> {
                 tensor::ExtractOp::create(b, loc, logits, ValueRange{r, e}));
           };
           // The softmax's maximum and denominator.
-          Value max = loop(b, loc, numExperts, {f32(b, loc, -INFINITY)},
+          Value max = loop(b, loc, numExperts, {f32Constant(b, loc, -INFINITY)},
                            [&](OpBuilder &b, Location loc, Value e,
                                ValueRange acc) -> SmallVector<Value> {
                              return {arith::MaximumFOp::create(
@@ -84,7 +80,7 @@ struct LowerRoute : OpConversionPattern<RouteOp> {
             return Value(math::ExpOp::create(
                 b, loc, arith::SubFOp::create(b, loc, logit(b, loc, e), max)));
           };
-          Value sum = loop(b, loc, numExperts, {f32(b, loc, 0.0)},
+          Value sum = loop(b, loc, numExperts, {f32Constant(b, loc, 0.0)},
                            [&](OpBuilder &b, Location loc, Value e,
                                ValueRange acc) -> SmallVector<Value> {
                              return {arith::AddFOp::create(
@@ -94,13 +90,14 @@ struct LowerRoute : OpConversionPattern<RouteOp> {
           // order (probability descending, index ascending).
           SmallVector<Value> picked = loop(
               b, loc, picks,
-              {carried[0], carried[1], f32(b, loc, INFINITY), index(b, loc, -1),
-               f32(b, loc, 0.0)},
+              {carried[0], carried[1], f32Constant(b, loc, INFINITY),
+               index(b, loc, -1), f32Constant(b, loc, 0.0)},
               [&](OpBuilder &b, Location loc, Value j,
                   ValueRange state) -> SmallVector<Value> {
                 Value previous = state[2], previousExpert = state[3];
                 SmallVector<Value> best = loop(
-                    b, loc, numExperts, {f32(b, loc, -1.0), index(b, loc, 0)},
+                    b, loc, numExperts,
+                    {f32Constant(b, loc, -1.0), index(b, loc, 0)},
                     [&](OpBuilder &b, Location loc, Value e,
                         ValueRange acc) -> SmallVector<Value> {
                       Value p = arith::DivFOp::create(
@@ -231,27 +228,8 @@ struct LowerTakeRows : OpConversionPattern<TakeRowsOp> {
   LogicalResult
   matchAndRewrite(TakeRowsOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value input = adaptor.getInput(), rows = adaptor.getRows();
-    RankedTensorType type = op.getType();
-    SmallVector<OpFoldResult> sizes = {
-        tensor::getMixedSize(rewriter, loc, rows, 0),
-        tensor::getMixedSize(rewriter, loc, input, 1)};
-    Value init = createEmpty(rewriter, loc, type, sizes);
-    MLIRContext *ctx = rewriter.getContext();
-    Value taken = createGeneric(
-        rewriter, loc, ValueRange{rows}, init,
-        {AffineMap::get(2, 0, getAffineDimExpr(0, ctx)),
-         rewriter.getMultiDimIdentityMap(2)},
-        {utils::IteratorType::parallel, utils::IteratorType::parallel},
-        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value row =
-              arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
-          Value column = linalg::IndexOp::create(b, l, 1);
-          return tensor::ExtractOp::create(b, l, input,
-                                           ValueRange{row, column});
-        });
-    rewriter.replaceOp(op, taken);
+    rewriter.replaceOp(op, gatherRows(rewriter, op.getLoc(), adaptor.getInput(),
+                                      adaptor.getRows(), op.getType()));
     return success();
   }
 };

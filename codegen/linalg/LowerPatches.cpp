@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/linalg/LinalgBuilders.h"
 #include "codegen/linalg/Passes.h"
 #include "ir/TfmOps.h"
 
@@ -182,25 +183,8 @@ struct LowerGatherRows : OpConversionPattern<GatherRowsOp> {
                                            rewriter.getI32Type());
     Value table = arith::ConstantOp::create(
         rewriter, loc, DenseElementsAttr::get(tableType, ArrayRef(rows)));
-    Value input = adaptor.getInput();
-    Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
-                                         type.getElementType());
-    MLIRContext *ctx = rewriter.getContext();
-    auto gathered = linalg::GenericOp::create(
-        rewriter, loc, type, ValueRange{table}, ValueRange{init},
-        ArrayRef<AffineMap>{AffineMap::get(2, 0, getAffineDimExpr(0, ctx)),
-                            rewriter.getMultiDimIdentityMap(2)},
-        ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
-                                      utils::IteratorType::parallel},
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          Value row = arith::IndexCastOp::create(b, l, b.getIndexType(),
-                                                 args[0]);
-          Value column = linalg::IndexOp::create(b, l, 1);
-          linalg::YieldOp::create(
-              b, l, ValueRange{tensor::ExtractOp::create(
-                        b, l, input, ValueRange{row, column})});
-        });
-    rewriter.replaceOp(op, gathered->getResults());
+    rewriter.replaceOp(
+        op, gatherRows(rewriter, loc, adaptor.getInput(), table, type));
     return success();
   }
 };

@@ -255,8 +255,6 @@ int64_t storedBytes(RankedTensorType type, bool panels) {
              : type.getNumElements() * type.getElementTypeBitWidth() / 8;
 }
 
-/// Bytes of weights one call of `func` (on one token) reads: each weight
-/// whole, but a table it only looks up one row.
 /// The share of calls that read `weight`: that of the expert (an scf.if of
 /// tfm-expand-experts) every use is inside, else 1.
 double shareOfCalls(WeightOp weight) {
@@ -285,6 +283,9 @@ double shareOfCalls(WeightOp weight) {
   return share > 0 ? share : 1.0;
 }
 
+/// Bytes of weights one call of `func` (on one token) reads: each weight
+/// whole, but a table it only looks up one row, and an expert's by its
+/// share of the calls.
 int64_t bytesReadPerCall(func::FuncOp func, const WeightLayout &layout) {
   llvm::StringMap<int64_t> read;
   func.walk([&](WeightOp weight) {

@@ -161,9 +161,10 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
   if (*scaling && **scaling != "none")
     return makeError(file.path() + ": RoPE scaling '" + **scaling +
                      "' is not supported");
-  // Mixtral: a mixture of experts in each layer, stacked ffn_*_exps
-  // tensors and a router (ffn_gate_inp); weights renormalized, as
-  // llama.cpp's llama architecture has them.
+  // A mixture of experts in each layer (Mixtral's llama, qwen2moe):
+  // stacked ffn_*_exps tensors, a router (ffn_gate_inp), qwen2moe's own
+  // expert width and shared expert; weights renormalized or not as the
+  // architecture says.
   llvm::Expected<std::optional<int64_t>> experts =
       file.optionalInteger(key + "expert_count", kMaxHeads);
   llvm::Expected<std::optional<int64_t>> used =

@@ -174,21 +174,11 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "%d beams: expected 1 to half the vocabulary (%lld)", beams,
                     (long long)(vocab / 2));
-  /* Previous text (Whisper's) is decoded first, on one beam, at positions
-   * of its own: `before` them. */
-  int64_t before = rules ? rules->previous_count : 0;
   tfm_seq2seq_state *state = NULL;
   tfm_status_code code =
-      tfm_seq2seq_begin(model, source, beams, before + steps, &state, status);
+      tfm_seq2seq_begin(model, source, beams, rules, steps, &state, status);
   if (code != TFM_OK)
     return code;
-  float *ignored;
-  for (int64_t p = 0; code == TFM_OK && p < before; ++p)
-    code = tfm_seq2seq_step(state, 1, &rules->previous[p], p, &ignored, status);
-  if (code != TFM_OK) {
-    tfm_seq2seq_end(state);
-    return code;
-  }
   /* Per beam its sequence, the decoder start token first (row `stride`
    * long), this step's and the next's, and its score; one beam's
    * log-probabilities; the 2N best candidates of a step. */
@@ -213,8 +203,8 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
   while (length < steps && !finished) {
     if (length < prompt) {
       float *logits;
-      code = tfm_seq2seq_step(state, 1, &sequences[length], before + length,
-                              &logits, status);
+      code = tfm_seq2seq_step(state, 1, &sequences[length], length, &logits,
+                              status);
       if (code != TFM_OK)
         goto done;
       sequences[length + 1] = rules->prompt[length];
@@ -227,8 +217,7 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
     float *logits;
     for (int b = 0; b < live; ++b)
       last_tokens[b] = sequences[(size_t)b * stride + (size_t)length];
-    code = tfm_seq2seq_step(state, live, last_tokens, before + length, &logits,
-                            status);
+    code = tfm_seq2seq_step(state, live, last_tokens, length, &logits, status);
     if (code != TFM_OK)
       goto done;
     for (int b = 0; b < live; ++b) {
@@ -261,8 +250,7 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
       memcpy(extended, sequence, (size_t)(length + 1) * sizeof *extended);
       extended[length + 1] = c->token;
       scores[next] = c->score;
-      code =
-          tfm_seq2seq_fork(state, c->beam, next, before + length + 1, status);
+      code = tfm_seq2seq_fork(state, c->beam, next, length + 1, status);
       if (code != TFM_OK)
         goto done;
       ++next;

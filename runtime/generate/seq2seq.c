@@ -58,6 +58,7 @@ struct tfm_seq2seq_state {
   int *claimed;       /* scratch of commit: per slot, taken */
   int next_beams;     /* forks recorded this step */
   int64_t used;       /* positions the forked beams have written */
+  int64_t first;      /* the decoder start token's: after previous text */
   int32_t *rows;      /* @decode_batch's positions, then its sequences */
   float *logits;      /* [beams, vocab] */
 };
@@ -110,8 +111,9 @@ void tfm_seq2seq_find_caches(const tfm_model_desc *desc,
 }
 
 tfm_status_code tfm_seq2seq_begin(tfm_model *model, const tfm_tensor *source,
-                                  int beams, int64_t steps,
-                                  tfm_seq2seq_state **out, tfm_status *status) {
+                                  int beams, const tfm_generation_rules *rules,
+                                  int64_t steps, tfm_seq2seq_state **out,
+                                  tfm_status *status) {
   *out = NULL;
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   const tfm_entry_point *encode = tfm_model_entry_point(model, "encode");
@@ -129,6 +131,9 @@ tfm_status_code tfm_seq2seq_begin(tfm_model *model, const tfm_tensor *source,
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "model '%s' has no decoder start token", desc->name);
   int64_t room = self_desc->shape[2]; /* [layers, 2, capacity, ...] */
+  /* Previous text (Whisper's) takes the first positions. */
+  int64_t before = rules ? rules->previous_count : 0;
+  steps += before;
   if (steps < 0 || steps > room)
     return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
                     "%lld new tokens do not fit the decoder's %lld positions",
@@ -180,6 +185,15 @@ tfm_status_code tfm_seq2seq_begin(tfm_model *model, const tfm_tensor *source,
     return code;
   }
   tfm_tensor_release(&output);
+  float *ignored;
+  for (int64_t p = 0; p < before; ++p) {
+    code = tfm_seq2seq_step(s, 1, &rules->previous[p], p, &ignored, status);
+    if (code != TFM_OK) {
+      tfm_seq2seq_end(s);
+      return code;
+    }
+  }
+  s->first = before;
   *out = s;
   return TFM_OK;
 }
@@ -235,6 +249,7 @@ tfm_status_code tfm_seq2seq_step(tfm_seq2seq_state *s, int count,
                                  const int32_t *tokens, int64_t position,
                                  float **logits, tfm_status *status) {
   *logits = s->logits;
+  position += s->first;
   /* Several beams in one call when the model has @decode_batch: row b at
    * `position` in beam b's slot. */
   if (s->decode_batch && count > 1) {
@@ -259,6 +274,7 @@ tfm_status_code tfm_seq2seq_step(tfm_seq2seq_state *s, int count,
 tfm_status_code tfm_seq2seq_fork(tfm_seq2seq_state *s, int from, int to,
                                  int64_t used, tfm_status *status) {
   int64_t capacity = s->slots.shape[3];
+  used += s->first;
   if (used > capacity)
     return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
                     "a beam of %lld positions in a cache of %lld",
@@ -379,19 +395,14 @@ tfm_status_code tfm_seq2seq_generate_from(
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   /* A forced prompt (Whisper's language, task, no timestamps) comes before
    * the max_new_tokens. */
-  int64_t steps = options->forced_tokens
-                      ? options->forced_count
-                      : options->max_new_tokens +
-                            (rules ? rules->prompt_count : 0);
-  /* Previous text (Whisper's) is decoded first, at positions of its own. */
-  int64_t before = rules ? rules->previous_count : 0;
+  int64_t steps =
+      options->forced_tokens
+          ? options->forced_count
+          : options->max_new_tokens + (rules ? rules->prompt_count : 0);
   tfm_seq2seq_state *state = NULL;
-  code = tfm_seq2seq_begin(model, source, 1, before + steps, &state, status);
+  code = tfm_seq2seq_begin(model, source, 1, rules, steps, &state, status);
   if (code != TFM_OK)
     return code;
-  float *ignored;
-  for (int64_t p = 0; code == TFM_OK && p < before; ++p)
-    code = tfm_seq2seq_step(state, 1, &rules->previous[p], p, &ignored, status);
   tfm_sampler *sampler = NULL;
   int32_t *history = malloc((size_t)(steps + 1) * sizeof *history);
   if (!history) {
@@ -403,8 +414,7 @@ tfm_status_code tfm_seq2seq_generate_from(
   int32_t token = (int32_t)desc->bos_token;
   for (int64_t position = 0; code == TFM_OK && position < steps; ++position) {
     float *logits;
-    code =
-        tfm_seq2seq_step(state, 1, &token, before + position, &logits, status);
+    code = tfm_seq2seq_step(state, 1, &token, position, &logits, status);
     if (code != TFM_OK)
       break;
     if (options->on_logits)

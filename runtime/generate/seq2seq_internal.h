@@ -18,20 +18,24 @@
 typedef struct tfm_seq2seq_state tfm_seq2seq_state;
 
 /* Encodes `source` (@encode: ids, or a speech model's features) and makes
- * `beams` self-attention caches for `steps` decoder positions; the model
- * must be an encoder-decoder with its caches and a decoder start token. */
+ * `beams` self-attention caches for `steps` decoder positions after the
+ * `rules`' previous text (Whisper's; rules may be NULL), which it decodes
+ * on the first beam at positions of their own: the caller's positions
+ * count from the decoder start token. The model must be an
+ * encoder-decoder with its caches and a decoder start token. */
 tfm_status_code tfm_seq2seq_begin(tfm_model *model, const tfm_tensor *source,
-                                  int beams, int64_t steps,
-                                  tfm_seq2seq_state **state,
+                                  int beams, const tfm_generation_rules *rules,
+                                  int64_t steps, tfm_seq2seq_state **state,
                                   tfm_status *status);
-/* Decodes tokens[b] at `position` on beam b for b in [0, count); *logits
- * ([count, vocab]) are the state's, the caller's to change until the next
- * step. */
+/* Decodes tokens[b] at `position` (after the previous text) on beam b for
+ * b in [0, count); *logits ([count, vocab]) are the state's, the caller's
+ * to change until the next step. */
 tfm_status_code tfm_seq2seq_step(tfm_seq2seq_state *state, int count,
                                  const int32_t *tokens, int64_t position,
                                  float **logits, tfm_status *status);
 /* The next step's beam `to` continues beam `from`, whose first `used`
- * positions are written (recorded; tfm_seq2seq_commit moves the caches). */
+ * positions after the previous text are written (recorded;
+ * tfm_seq2seq_commit moves the caches, the previous text's too). */
 tfm_status_code tfm_seq2seq_fork(tfm_seq2seq_state *state, int from, int to,
                                  int64_t used, tfm_status *status);
 /* The forked beams become the beams: the first continuation of a beam
