@@ -182,14 +182,6 @@ DecoderSpec readQwen3Spec(ConfigReader &config) {
   return spec;
 }
 
-/// A sliding window where the config sets one (absent or null: none).
-int64_t optionalWindow(ConfigReader &config) {
-  const llvm::json::Value *window = config.fields().get("sliding_window");
-  return window && window->kind() != llvm::json::Value::Null
-             ? config.integer("sliding_window")
-             : 0;
-}
-
 /// Experts in place of the dense MLP: the router `block` + "gate.weight"
 /// and each expert's projections `block` + "experts.{e}." + gate, up and
 /// down + ".weight" (Mixtral's w1, w3, w2).
@@ -209,7 +201,7 @@ void useExpertNames(DecoderSpec &spec, const std::string &block,
 DecoderSpec readPhi3Spec(ConfigReader &config) {
   DecoderSpec spec = readLlamaSpec(config);
   spec.family = "phi3";
-  spec.slidingWindow = optionalWindow(config);
+  spec.slidingWindow = config.integer("sliding_window", 0);
   std::string p = "model.layers.{}.";
   spec.layer.query = p + "self_attn.qkv_proj.q.weight";
   spec.layer.key = p + "self_attn.qkv_proj.k.weight";
@@ -226,7 +218,7 @@ DecoderSpec readPhi3Spec(ConfigReader &config) {
 DecoderSpec readMixtralSpec(ConfigReader &config) {
   DecoderSpec spec = readLlamaSpec(config);
   spec.family = "mixtral";
-  spec.slidingWindow = optionalWindow(config);
+  spec.slidingWindow = config.integer("sliding_window", 0);
   spec.numExperts = config.integer("num_local_experts", 8);
   spec.expertsPerToken = config.integer("num_experts_per_tok", 2);
   spec.expertSize = spec.intermediateSize;
@@ -377,10 +369,8 @@ DecoderSpec readGptNeoSpec(ConfigReader &config) {
   spec.numLayers = config.integer("num_layers");
   spec.numHeads = spec.numKVHeads = config.integer("num_heads");
   // intermediate_size null (its default): four times the hidden size.
-  const llvm::json::Value *inner = config.fields().get("intermediate_size");
-  spec.intermediateSize = inner && inner->kind() != llvm::json::Value::Null
-                              ? config.integer("intermediate_size")
-                              : 4 * spec.hiddenSize;
+  spec.intermediateSize =
+      config.integer("intermediate_size", 4 * spec.hiddenSize);
   spec.maxContext = config.integer("max_position_embeddings");
   spec.normEpsilon = config.number("layer_norm_epsilon", 1e-5);
   spec.activation = config.activation("activation_function", "gelu_new");
