@@ -26,6 +26,10 @@
 #include "serve/Scheduler.h"
 #include "serve/Transcriptions.h"
 
+// cpp-httplib listens with a backlog of 5: a burst of concurrent clients
+// (32 in tfm-serve-encoders.test) overflowed it and had their connections
+// reset. The kernel caps this at net.core.somaxconn.
+#define CPPHTTPLIB_LISTEN_BACKLOG 512
 #include <httplib.h>
 
 #include <algorithm>
