@@ -28,6 +28,12 @@ bool keepsAllRows(tensor::ExtractSliceOp slice) {
          dim.getConstantIndex() == std::optional<int64_t>(0);
 }
 
+/// Whether a reshape's first group is dimension 0 alone: each row is
+/// reshaped by itself.
+bool keepsRowsApart(ArrayRef<ReassociationIndices> groups) {
+  return !groups.empty() && groups[0].size() == 1 && groups[0][0] == 0;
+}
+
 } // namespace
 
 llvm::DenseSet<Value> mlir::tfm::valuesComputedFrom(func::FuncOp func,
@@ -59,6 +65,12 @@ bool mlir::tfm::actsOnEachPosition(Operation *op) {
     return true;
   if (auto gather = dyn_cast<shard::AllGatherOp>(op))
     return gather.getGatherAxis().getZExtValue() != 0;
+  // A reshape of each row alone (its rows one group of their own, as
+  // OLMoE's Q, normed whole, is split into heads).
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op))
+    return keepsRowsApart(expand.getReassociationIndices());
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op))
+    return keepsRowsApart(collapse.getReassociationIndices());
   auto slice = dyn_cast<tensor::ExtractSliceOp>(op);
   return slice && keepsAllRows(slice);
 }

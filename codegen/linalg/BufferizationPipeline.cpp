@@ -15,6 +15,7 @@ void mlir::tfm::buildBufferizationPipeline(OpPassManager &pm) {
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(createPlaceKernelReadsPass());
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   // The KV cache is updated in place; returning it would make deallocation
   // clone it on every call.

@@ -64,6 +64,24 @@ def LowerToLinalgPass : Pass<"tfm-lower-to-linalg", "ModuleOp"> {
   ];
 }
 
+def PlaceKernelReadsPass : Pass<"tfm-place-kernel-reads", "ModuleOp"> {
+  let summary = "Give each runtime-kernel call its own read-only buffers, right before it";
+  let description = [{
+    A kernel call reads a tensor through `bufferization.to_buffer
+    read_only` (cast to the kernels' strided layout). One-Shot Bufferize
+    sees the tensor read at that conversion, not at the call, so the
+    conversion must sit right before its call. CSE merges identical
+    conversions of calls apart, and then a write between the calls may
+    reuse the tensor's buffer while a later call still reads it: OLMoE's
+    norm of Q, written into the buffer of the attention norm's output that
+    the K and V projections were still to read. This pass, run right
+    before bufferization, gives every call operand its own conversion
+    immediately before its call and drops the merged ones.
+  }];
+  let dependentDialects = ["bufferization::BufferizationDialect",
+                           "memref::MemRefDialect"];
+}
+
 def DropReturnedArgumentsPass : Pass<"tfm-drop-returned-arguments", "ModuleOp"> {
   let summary = "Drop results that return a function's own memref argument";
   let description = [{

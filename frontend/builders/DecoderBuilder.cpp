@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -178,22 +179,34 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
   Location loc = named("layer " + llvm::Twine(layer) + " attention");
   int64_t dyn = ShapedType::kDynamic, heads = spec.numHeads,
           kvHeads = spec.numKVHeads, headDim = spec.headDim();
-  Value q = linear(h, tfm::layerWeightName(n.query, layer), spec.qkvBias,
-                   {dyn, heads, headDim}, loc);
-  Value k = linear(h, tfm::layerWeightName(n.key, layer), spec.qkvBias,
-                   {dyn, kvHeads, headDim}, loc);
-  Value v = linear(h, tfm::layerWeightName(n.value, layer), spec.qkvBias,
-                   {dyn, kvHeads, headDim}, loc);
-  // Per-head RMSNorms of Q and K (Qwen3), before RoPE.
-  auto headNorm = [&](Value x, const std::string &name) {
-    if (name.empty())
-      return x;
-    Value gamma = weight(tfm::layerWeightName(name, layer), {headDim});
-    return Value(RmsNormOp::create(b, loc, x.getType(), x, gamma,
-                                   b.getF32FloatAttr(spec.normEpsilon)));
+  // A projection to `count` heads, then its RMSNorm (before RoPE) where
+  // the model has one: of each head (Qwen3) or of all heads together
+  // (OLMoE), whose rows are normed whole before they are split into heads.
+  auto project = [&](const std::string &name, int64_t count,
+                     const std::string &normName) {
+    auto epsilon = b.getF32FloatAttr(spec.normEpsilon);
+    std::string weightName = tfm::layerWeightName(name, layer);
+    if (normName.empty() || !spec.qkNormAcrossHeads) {
+      Value x = linear(h, weightName, spec.qkvBias, {dyn, count, headDim}, loc);
+      if (normName.empty())
+        return x;
+      Value gamma = weight(tfm::layerWeightName(normName, layer), {headDim});
+      return Value(
+          RmsNormOp::create(b, loc, x.getType(), x, gamma, epsilon));
+    }
+    Value rows =
+        linear(h, weightName, spec.qkvBias, {dyn, count * headDim}, loc);
+    Value gamma =
+        weight(tfm::layerWeightName(normName, layer), {count * headDim});
+    Value normed = RmsNormOp::create(b, loc, rows.getType(), rows, gamma,
+                                     epsilon);
+    return Value(tensor::ExpandShapeOp::create(
+        b, loc, tensorType({dyn, count, headDim}), normed,
+        SmallVector<ReassociationIndices>{{0}, {1, 2}}));
   };
-  q = headNorm(q, n.queryNorm);
-  k = headNorm(k, n.keyNorm);
+  Value q = project(n.query, heads, n.queryNorm);
+  Value k = project(n.key, kvHeads, n.keyNorm);
+  Value v = project(n.value, kvHeads, "");
   if (spec.clipQkv > 0) {
     auto min = b.getF32FloatAttr(-spec.clipQkv);
     auto max = b.getF32FloatAttr(spec.clipQkv);
@@ -401,7 +414,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> mlir::tfm::buildDecoder(
                      llvm::Twine(spec.numLayers) +
                      " layers, but no tensor of layer " +
                      llvm::Twine(spec.numLayers - 1) + " is in the checkpoint");
-  context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect>();
+  context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect,
+                      tensor::TensorDialect>();
   DecoderIRBuilder builder(context, spec, weights, checkpoint);
   return builder.declarations.finish(builder.build(), isIgnoredWeight);
 }

@@ -23,8 +23,10 @@ namespace mlir::tfm {
 struct LayerWeightNames {
   std::string attnNorm, query, key, value, output;
   std::string mlpNorm, up, gate, down; // gate: gated (SwiGLU) MLPs only
-  /// RMSNorms of each head of Q and K after their projections (Qwen3's
-  /// q_norm and k_norm, [head_dim]); empty: none.
+  /// RMSNorms of Q and K after their projections, before RoPE: of each
+  /// head (Qwen3's q_norm and k_norm, [head_dim]) or, where the spec says
+  /// qkNormAcrossHeads, of all heads together (OLMoE's, [heads ·
+  /// head_dim]); empty: none.
   std::string queryNorm = "", keyNorm = "";
   /// A mixture of experts' router ([experts, hidden]) and each expert's
   /// gate, up and down, "{e}" standing for the expert (Mixtral's
@@ -83,6 +85,9 @@ struct DecoderSpec {
   /// OLMo's clip_qkv: Q, K and V clamped to [-clipQkv, clipQkv] after
   /// their projections; 0: none.
   double clipQkv = 0;
+  /// Q's and K's norms (layer.queryNorm, keyNorm) span every head of the
+  /// projection, not one head (OLMoE).
+  bool qkNormAcrossHeads = false;
   bool qkvBias = false, outputBias = false, mlpBias = false,
        lmHeadBias = false;
   /// Sliding-window attention: each position sees the last `slidingWindow`

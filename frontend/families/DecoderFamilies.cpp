@@ -276,6 +276,15 @@ DecoderSpec readGemmaSpec(ConfigReader &config) {
   return spec;
 }
 
+/// OLMo's clip_qkv: Q, K and V clamped to [-clip_qkv, clip_qkv] after their
+/// projections; null or absent: not clamped.
+void readClipQkv(ConfigReader &config, DecoderSpec &spec) {
+  spec.clipQkv = config.number("clip_qkv", 0);
+  if (!(spec.clipQkv >= 0) || std::isinf(spec.clipQkv))
+    config.fail("clip_qkv must be a finite number >= 0 (or null), got " +
+                std::to_string(spec.clipQkv));
+}
+
 /// OLMo: LLaMA with LayerNorms that have neither scale nor shift (epsilon
 /// 1e-5, fixed by the reference), optional biases on every attention
 /// projection, and Q, K and V optionally clamped (clip_qkv: OLMo 7B 0424
@@ -286,10 +295,31 @@ DecoderSpec readOlmoSpec(ConfigReader &config) {
   spec.rmsNorm = false;
   spec.normScale = spec.normBias = false;
   spec.normEpsilon = 1e-5;
-  spec.clipQkv = config.number("clip_qkv", 0);
-  if (!(spec.clipQkv >= 0) || std::isinf(spec.clipQkv))
-    config.fail("clip_qkv must be a finite number >= 0 (or null), got " +
-                std::to_string(spec.clipQkv));
+  readClipQkv(config, spec);
+  return spec;
+}
+
+/// OLMoE: LLaMA with an RMSNorm over the whole of Q and of K after their
+/// projections (q_norm [hidden], k_norm [kv_heads · head_dim], before the
+/// heads are split and rotated), Q, K and V optionally clamped (clip_qkv),
+/// and a mixture of experts in place of each MLP: mlp.gate the router over
+/// num_experts SwiGLU experts of intermediate_size, each token through its
+/// top num_experts_per_tok, renormalized only where norm_topk_prob (false
+/// in OLMoE-1B-7B).
+DecoderSpec readOlmoeSpec(ConfigReader &config) {
+  DecoderSpec spec = readLlamaSpec(config);
+  spec.family = "olmoe";
+  spec.normEpsilon = config.number("rms_norm_eps", 1e-5);
+  readClipQkv(config, spec);
+  spec.numExperts = config.integer("num_experts", 64);
+  spec.expertsPerToken = config.integer("num_experts_per_tok", 8);
+  spec.expertSize = spec.intermediateSize;
+  spec.normalizeExpertWeights = config.boolean("norm_topk_prob", false);
+  useExpertNames(spec, "model.layers.{}.mlp.", "gate_proj", "up_proj",
+                 "down_proj");
+  spec.layer.queryNorm = "model.layers.{}.self_attn.q_norm.weight";
+  spec.layer.keyNorm = "model.layers.{}.self_attn.k_norm.weight";
+  spec.qkNormAcrossHeads = true;
   return spec;
 }
 
@@ -675,6 +705,7 @@ const DecoderFamily kDecoderFamilies[] = {
     {"mistral", readMistralSpec, nullptr, true},
     {"mixtral", readMixtralSpec, nullptr, true},
     {"olmo", readOlmoSpec, nullptr, false},
+    {"olmoe", readOlmoeSpec, nullptr, false},
     {"phi", readPhiSpec, nullptr, false},
     {"phi3", readPhi3Spec, preparePhi3Checkpoint, false},
     {"qwen2", readQwen2Spec, nullptr, false},

@@ -210,6 +210,7 @@ def qwen2_moe():
 
 
 def main():
+    olmoe()
     qwen2_moe()
     mixtral()
     phi3()
@@ -312,6 +313,97 @@ def qwen3():
         "head_dim": config.hidden_size // config.num_attention_heads,
         "use_sliding_window": False, "sliding_window": None,
         "max_window_layers": 2})
+
+
+class WholeNormedProjection(torch.nn.Linear):
+    """Q's or K's projection followed by OLMoE's RMSNorm of the whole
+    projection (transformers 4.45's OlmoeAttention: q_norm(q_proj(x)), before
+    the heads are split; OlmoeRMSNorm computes as 4.40's LlamaRMSNorm), the
+    norm held by the attention beside it."""
+
+    def forward(self, x):
+        return self.__dict__["whole_norm"](super().forward(x))
+
+
+def olmoe_experts(block, norm_topk_prob):
+    """4.45's OlmoeSparseMoeBlock.forward for 4.40's Mixtral block: softmax
+    in f32, top k, renormalized only where norm_topk_prob, each expert over
+    its tokens."""
+    def forward(hidden_states):
+        batch, length, width = hidden_states.shape
+        rows = hidden_states.view(-1, width)
+        router_logits = block.gate(rows)
+        weights = torch.softmax(router_logits, dim=1, dtype=torch.float)
+        weights, chosen = torch.topk(weights, block.top_k, dim=-1)
+        if norm_topk_prob:
+            weights /= weights.sum(dim=-1, keepdim=True)
+        out = torch.zeros_like(rows)
+        mask = torch.nn.functional.one_hot(
+            chosen, num_classes=block.num_experts).permute(2, 1, 0)
+        for e in range(block.num_experts):
+            slot, token = torch.where(mask[e])
+            y = block.experts[e](rows[token]) * weights[token, slot, None]
+            out.index_add_(0, token, y)
+        return out.reshape(batch, length, width), router_logits
+    return forward
+
+
+def olmoe():
+    """OLMoE (added in transformers 4.45) as 4.40's Mixtral with OLMoE's
+    whole-projection Q and K norms and its routing (four experts, top 2,
+    weights not renormalized: norm_topk_prob false as OLMoE-1B-7B), saved
+    with OLMoE's names (mlp.gate, mlp.experts.{e}.gate_proj/up_proj/
+    down_proj) and config."""
+    config = tf.MixtralConfig(**SIZES, num_key_value_heads=2,
+                              num_local_experts=4, num_experts_per_tok=2,
+                              sliding_window=None, tie_word_embeddings=False,
+                              rms_norm_eps=1e-5, rope_theta=10000.0)
+    config._attn_implementation = "eager"
+    torch.manual_seed(25)
+    model = tf.MixtralForCausalLM(config).eval()
+    head_dim = config.hidden_size // config.num_attention_heads
+    for layer in model.model.layers:
+        attention = layer.self_attn
+        for part in ("q", "k"):
+            old = getattr(attention, f"{part}_proj")
+            norm = tf.models.llama.modeling_llama.LlamaRMSNorm(
+                old.out_features, config.rms_norm_eps)
+            setattr(attention, f"{part}_norm", norm)
+            projection = WholeNormedProjection(old.in_features,
+                                               old.out_features, bias=False)
+            projection.__dict__["whole_norm"] = norm
+            setattr(attention, f"{part}_proj", projection)
+        layer.block_sparse_moe.forward = olmoe_experts(
+            layer.block_sparse_moe, norm_topk_prob=False)
+    randomize(model, 25)
+    folder = os.path.join(OUT, "olmoe")
+    os.makedirs(folder, exist_ok=True)
+    names = {"block_sparse_moe.": "mlp.", ".w1.": ".gate_proj.",
+             ".w3.": ".up_proj.", ".w2.": ".down_proj."}
+    weights = {}
+    for name, tensor in model.state_dict().items():
+        for old, new in names.items():
+            name = name.replace(old, new)
+        weights[name] = tensor.contiguous()
+    safetensors.torch.save_file(weights, os.path.join(folder, "model.safetensors"),
+                                metadata={"format": "pt"})
+    olmoe_config = {
+        "architectures": ["OlmoeForCausalLM"], "model_type": "olmoe",
+        "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48,
+        "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "max_position_embeddings": 32,
+        "hidden_act": "silu", "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+        "rope_scaling": None, "attention_bias": False, "clip_qkv": None,
+        "num_experts": 4, "num_experts_per_tok": 2, "norm_topk_prob": False,
+        "output_router_logits": False, "router_aux_loss_coef": 0.01,
+        "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2,
+        "pad_token_id": 0, "torch_dtype": "float32"}
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(olmoe_config, f, indent=2, sort_keys=True)
+    with torch.no_grad():
+        logits = model(torch.tensor([TOKENS])).logits[0].float()
+    logits.numpy().astype("<f4").tofile(os.path.join(OUT, "olmoe.logits.bin"))
+    print(f"olmoe: logits {tuple(logits.shape)}, max |logit| {logits.abs().max():.2f}")
 
 
 if __name__ == "__main__":
