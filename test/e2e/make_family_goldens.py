@@ -325,85 +325,106 @@ class WholeNormedProjection(torch.nn.Linear):
         return self.__dict__["whole_norm"](super().forward(x))
 
 
-def olmoe_experts(block, norm_topk_prob):
-    """4.45's OlmoeSparseMoeBlock.forward for 4.40's Mixtral block: softmax
-    in f32, top k, renormalized only where norm_topk_prob, each expert over
-    its tokens."""
-    def forward(hidden_states):
+class OlmoeExpert440(torch.nn.Module):
+    """4.45's OlmoeMLP: down(silu(gate(x)) * up(x))."""
+
+    def __init__(self, config):
+        super().__init__()
+        width, inner = config.hidden_size, config.intermediate_size
+        self.gate_proj = torch.nn.Linear(width, inner, bias=False)
+        self.up_proj = torch.nn.Linear(width, inner, bias=False)
+        self.down_proj = torch.nn.Linear(inner, width, bias=False)
+
+    def forward(self, x):
+        silu = torch.nn.functional.silu
+        return self.down_proj(silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class OlmoeSparseBlock440(torch.nn.Module):
+    """4.45's OlmoeSparseMoeBlock: softmax in f32, top k, renormalized only
+    where norm_topk_prob, each expert over its tokens."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.num_experts = config.num_experts
+        self.top_k = config.num_experts_per_tok
+        self.norm_topk_prob = config.norm_topk_prob
+        self.gate = torch.nn.Linear(config.hidden_size, self.num_experts,
+                                    bias=False)
+        self.experts = torch.nn.ModuleList(
+            [OlmoeExpert440(config) for _ in range(self.num_experts)])
+
+    def forward(self, hidden_states):
         batch, length, width = hidden_states.shape
         rows = hidden_states.view(-1, width)
-        router_logits = block.gate(rows)
+        router_logits = self.gate(rows)
         weights = torch.softmax(router_logits, dim=1, dtype=torch.float)
-        weights, chosen = torch.topk(weights, block.top_k, dim=-1)
-        if norm_topk_prob:
+        weights, chosen = torch.topk(weights, self.top_k, dim=-1)
+        if self.norm_topk_prob:
             weights /= weights.sum(dim=-1, keepdim=True)
         out = torch.zeros_like(rows)
         mask = torch.nn.functional.one_hot(
-            chosen, num_classes=block.num_experts).permute(2, 1, 0)
-        for e in range(block.num_experts):
+            chosen, num_classes=self.num_experts).permute(2, 1, 0)
+        for e in range(self.num_experts):
             slot, token = torch.where(mask[e])
-            y = block.experts[e](rows[token]) * weights[token, slot, None]
+            y = self.experts[e](rows[token]) * weights[token, slot, None]
             out.index_add_(0, token, y)
         return out.reshape(batch, length, width), router_logits
-    return forward
+
+
+class OlmoeForCausalLM440(tf.MixtralForCausalLM):
+    """transformers 4.45's OlmoeForCausalLM on 4.40's Mixtral (whose layers
+    are OLMoE's but for these): every attention's q_proj and k_proj normed
+    whole by its q_norm and k_norm, and each layer's experts OLMoE's sparse
+    block, held as mlp (OLMoE's weight names) and run where Mixtral's
+    block_sparse_moe was. Takes OLMoE's config fields (num_experts,
+    norm_topk_prob) on a MixtralConfig."""
+
+    def __init__(self, config):
+        config.num_local_experts = config.num_experts
+        super().__init__(config)
+        if getattr(config, "clip_qkv", None) is not None:
+            raise ValueError("OlmoeForCausalLM440 does not clip Q, K and V")
+        for layer in self.model.layers:
+            attention = layer.self_attn
+            for part in ("q", "k"):
+                old = getattr(attention, f"{part}_proj")
+                norm = tf.models.llama.modeling_llama.LlamaRMSNorm(
+                    old.out_features, config.rms_norm_eps)
+                setattr(attention, f"{part}_norm", norm)
+                projection = WholeNormedProjection(
+                    old.in_features, old.out_features, bias=False)
+                projection.__dict__["whole_norm"] = norm
+                setattr(attention, f"{part}_proj", projection)
+            block = OlmoeSparseBlock440(config)
+            del layer.block_sparse_moe
+            layer.mlp = block
+            object.__setattr__(layer, "block_sparse_moe", block)
 
 
 def olmoe():
-    """OLMoE (added in transformers 4.45) as 4.40's Mixtral with OLMoE's
-    whole-projection Q and K norms and its routing (four experts, top 2,
-    weights not renormalized: norm_topk_prob false as OLMoE-1B-7B), saved
-    with OLMoE's names (mlp.gate, mlp.experts.{e}.gate_proj/up_proj/
-    down_proj) and config."""
-    config = tf.MixtralConfig(**SIZES, num_key_value_heads=2,
-                              num_local_experts=4, num_experts_per_tok=2,
+    """OLMoE (added in transformers 4.45) as OlmoeForCausalLM440: four
+    experts, top 2, weights not renormalized (norm_topk_prob false, as
+    OLMoE-1B-7B), saved with OLMoE's config."""
+    config = tf.MixtralConfig(**SIZES, num_key_value_heads=2, num_experts=4,
+                              num_experts_per_tok=2, norm_topk_prob=False,
                               sliding_window=None, tie_word_embeddings=False,
                               rms_norm_eps=1e-5, rope_theta=10000.0)
     config._attn_implementation = "eager"
     torch.manual_seed(25)
-    model = tf.MixtralForCausalLM(config).eval()
-    head_dim = config.hidden_size // config.num_attention_heads
-    for layer in model.model.layers:
-        attention = layer.self_attn
-        for part in ("q", "k"):
-            old = getattr(attention, f"{part}_proj")
-            norm = tf.models.llama.modeling_llama.LlamaRMSNorm(
-                old.out_features, config.rms_norm_eps)
-            setattr(attention, f"{part}_norm", norm)
-            projection = WholeNormedProjection(old.in_features,
-                                               old.out_features, bias=False)
-            projection.__dict__["whole_norm"] = norm
-            setattr(attention, f"{part}_proj", projection)
-        layer.block_sparse_moe.forward = olmoe_experts(
-            layer.block_sparse_moe, norm_topk_prob=False)
+    model = OlmoeForCausalLM440(config).eval()
     randomize(model, 25)
-    folder = os.path.join(OUT, "olmoe")
-    os.makedirs(folder, exist_ok=True)
-    names = {"block_sparse_moe.": "mlp.", ".w1.": ".gate_proj.",
-             ".w3.": ".up_proj.", ".w2.": ".down_proj."}
-    weights = {}
-    for name, tensor in model.state_dict().items():
-        for old, new in names.items():
-            name = name.replace(old, new)
-        weights[name] = tensor.contiguous()
-    safetensors.torch.save_file(weights, os.path.join(folder, "model.safetensors"),
-                                metadata={"format": "pt"})
-    olmoe_config = {
+    write("olmoe", model, config_patch={
         "architectures": ["OlmoeForCausalLM"], "model_type": "olmoe",
-        "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48,
-        "num_hidden_layers": 2, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "max_position_embeddings": 32,
-        "hidden_act": "silu", "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
-        "rope_scaling": None, "attention_bias": False, "clip_qkv": None,
-        "num_experts": 4, "num_experts_per_tok": 2, "norm_topk_prob": False,
-        "output_router_logits": False, "router_aux_loss_coef": 0.01,
-        "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2,
-        "pad_token_id": 0, "torch_dtype": "float32"}
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(olmoe_config, f, indent=2, sort_keys=True)
-    with torch.no_grad():
-        logits = model(torch.tensor([TOKENS])).logits[0].float()
-    logits.numpy().astype("<f4").tofile(os.path.join(OUT, "olmoe.logits.bin"))
-    print(f"olmoe: logits {tuple(logits.shape)}, max |logit| {logits.abs().max():.2f}")
+        "clip_qkv": None, "pad_token_id": 1})
+    # Mixtral's own fields, which OLMoE's config does not have.
+    path = os.path.join(OUT, "olmoe", "config.json")
+    with open(path) as f:
+        config = json.load(f)
+    for key in ("num_local_experts", "sliding_window"):
+        config.pop(key, None)
+    with open(path, "w") as f:
+        json.dump(config, f, indent=2, sort_keys=True)
 
 
 if __name__ == "__main__":

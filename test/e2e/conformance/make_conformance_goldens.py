@@ -30,7 +30,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 import make_fixture  # noqa: E402
 from make_family_goldens import (llama3_inverse_frequencies,  # noqa: E402
-                                 Qwen3ForCausalLM440)
+                                 OlmoeForCausalLM440, Qwen3ForCausalLM440)
 
 OUT = os.path.join(HERE, "Inputs")
 
@@ -858,6 +858,34 @@ MODELS = {
             split_special_tokens=False),
         tokens=[151644, 872, 198, 9707, 11, 1879, 0, 151645, 198, 151664,
                 151643, 151935]),
+    "olmoe-1b-7b-0924": dict(
+        # transformers 4.45's OLMoE as 4.40's Mixtral with its whole-row Q
+        # and K norms and its routing (make_family_goldens.OlmoeForCausalLM440)
+        classes=(tf.MixtralConfig, OlmoeForCausalLM440),
+        config={"architectures": ["OlmoeForCausalLM"], "attention_bias": False,
+                "attention_dropout": 0.0, "clip_qkv": None,
+                "eos_token_id": 50279, "hidden_act": "silu",
+                "initializer_range": 0.02, "max_position_embeddings": 4096,
+                "model_type": "olmoe", "norm_topk_prob": False,
+                "num_experts": 64, "num_experts_per_tok": 8,
+                "output_router_logits": False, "pad_token_id": 1,
+                "rms_norm_eps": 1e-05, "rope_scaling": None,
+                "rope_theta": 10000.0, "router_aux_loss_coef": 0.01,
+                "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+                "use_cache": True, "vocab_size": 50304,
+                # cut: 2048 wide, experts of 1024, 16 layers, 16 heads of
+                # 128
+                "hidden_size": 32, "intermediate_size": 16,
+                "num_hidden_layers": 2, "num_attention_heads": 4,
+                "num_key_value_heads": 4},
+        generation_config={"eos_token_id": 50279, "pad_token_id": 1},
+        tokenizer=byte_level(50254, OLMO_ADDED, GPT2_BYTE_LEVEL, {"type": "NFC"}),
+        tokenizer_config=tokenizer_config(
+            {k: v for k, v in OLMO_ADDED.items() if v.get("special", True)},
+            eos_token="<|endoftext|>", pad_token="<|padding|>",
+            tokenizer_class="GPTNeoXTokenizer"),
+        tokens=[50279, 12092, 13, 310, 1, 50277, 50278, 50280, 50303, 187,
+                2, 0]),
 }
 SEEDS = {name: 1000 + i for i, name in enumerate(MODELS)}
 # LibriSpeech's characters, as wav2vec2-base-960h's and
@@ -889,6 +917,8 @@ PROMPT_IDS = {
              [258, 32, 49, 50, 51, 50286, 120, 50256],
     "olmo-1b-hf": [ord(c) + 2 for c in "<|im_start|>user\n"] +
                   [260, 34, 51, 52, 53, 50276, 122, 50279],
+    "olmoe-1b-7b-0924": [ord(c) + 2 for c in "<|im_start|>user\n"] +
+                        [260, 34, 51, 52, 53, 50276, 122, 50279],
     "gpt2": [ord(c) for c in "<|im_start|>user\n"] +
             [258, 32, 49, 50, 51, 32, 32, 120, 50256],
     "gpt-neo-125m": [ord(c) for c in "<|im_start|>user\n"] +
