@@ -145,6 +145,13 @@ LogicalResult ClampOp::verify() {
   return success();
 }
 
+LogicalResult SoftcapOp::verify() {
+  if (!getCap().isFiniteNonZero() || getCap().isNegative())
+    return emitOpError("expected a finite, positive cap, got ")
+           << getCap().convertToDouble();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // PatchesOp
 //===----------------------------------------------------------------------===//
@@ -716,6 +723,10 @@ LogicalResult AttentionOp::verify() {
   if (!getScale().isFiniteNonZero())
     return emitOpError() << "expected a finite, non-zero scale, got "
                          << getScale().convertToDouble();
+  if (std::optional<APFloat> softcap = getSoftcap())
+    if (!softcap->isFiniteNonZero() || softcap->isNegative())
+      return emitOpError() << "expected a finite, positive softcap, got "
+                           << softcap->convertToDouble();
   return success();
 }
 

@@ -259,6 +259,24 @@ def Tfm_ClampOp : Tfm_Op<"clamp", [Pure, Tfm_PositionWise,
   let hasVerifier = 1;
 }
 
+def Tfm_SoftcapOp : Tfm_Op<"softcap", [Pure, Tfm_PositionWise,
+    SameOperandsAndResultType]> {
+  let summary = "elementwise soft-capping: cap · tanh(x / cap)";
+  let description = [{
+    Squashes every element smoothly into `(-cap, cap)`: Gemma 2's final
+    logits (`final_logit_softcapping`). Attention's scores have their own
+    `softcap` on `tfm.attention`.
+
+    ```mlir
+    %logits = tfm.softcap %x {cap = 30.0 : f32} : tensor<?x256000xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, F32Attr:$cap);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Tfm_PoolOp : Tfm_Op<"pool", [Pure]> {
   let summary = "one vector for a sequence: mean, first token or max, normalized";
   let description = [{
@@ -648,6 +666,9 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     sees only the keys of its own sequence (under `causal`, the earlier
     ones): a block-diagonal mask, which the fused kernel never materializes.
 
+    With `softcap = c` (Gemma 2), every scaled score `x` becomes
+    `c · tanh(x / c)` before the bias and the mask.
+
     ```mlir
     %a = tfm.attention %q, %k, %v {causal, scale = 0.125 : f32} : (tensor<?x8x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32>) -> tensor<?x8x64xf32>
     %t5 = tfm.attention %q, %k, %v relative_bias %table {max_distance = 128 : i64, scale = 1.0 : f32} : (tensor<?x8x64xf32>, tensor<?x8x64xf32>, tensor<?x8x64xf32>, tensor<32x8xf32>) -> tensor<?x8x64xf32>
@@ -659,7 +680,8 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
                        Optional<Tfm_FloatTensor>:$relative_bias,
                        F32Attr:$scale, UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
-                       OptionalAttr<I64Attr>:$max_distance);
+                       OptionalAttr<I64Attr>:$max_distance,
+                       OptionalAttr<F32Attr>:$softcap);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`bias` $bias^)? (`lengths` $lengths^)?

@@ -120,10 +120,11 @@ std::string storedRowsSuffix(Value rows) {
 
 /// tfm.attention without a [heads, s, t] bias: the runtime's flash-style
 /// kernel (runtime/kernels/kernels_attention.c), tfm_rt_attention(q, k, v, out,
-/// scale, causal, window), over packed sequences
-/// tfm_rt_attention_packed(q, k, v, lengths, out, scale, causal, window),
-/// or with a relative_bias tfm_rt_attention_biased(q, k, v, distance bias,
-/// out, scale, causal, window), the terms by distance built here. Keys and
+/// scale, causal, window, softcap), over packed sequences
+/// tfm_rt_attention_packed(q, k, v, lengths, out, scale, causal, window,
+/// softcap), or with a relative_bias tfm_rt_attention_biased(q, k, v,
+/// distance bias, out, scale, causal, window, softcap), the terms by
+/// distance built here; softcap 0 where the op has none. Keys and
 /// values read from a narrow cache (tfm.dequantize_rows of both) go to the
 /// kernels' _rows_i8, _rows_bf16 or _rows_f16 variants as stored: the
 /// kernel widens them.
@@ -158,7 +159,11 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
         arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
                                      op.getCausal() ? 1 : 0),
         arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
-                                     op.getWindow().value_or(0))};
+                                     op.getWindow().value_or(0)),
+        arith::ConstantOp::create(
+            rewriter, loc,
+            rewriter.getF32FloatAttr(
+                op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0))};
     std::string kernel = op.getLengths()        ? "tfm_rt_attention_packed"
                          : op.getRelativeBias() ? "tfm_rt_attention_biased"
                                                 : "tfm_rt_attention";

@@ -82,15 +82,16 @@ struct LowerAttentionToGpuPass
   /// otherwise.
   LogicalResult lower(func::CallOp call) {
     Location loc = call.getLoc();
-    if (call.getNumOperands() != 7)
-      return call.emitError("tfm_rt_attention takes 7 operands");
+    if (call.getNumOperands() != 8)
+      return call.emitError("tfm_rt_attention takes 8 operands");
     Value q = uncast(call.getOperand(0)), k = uncast(call.getOperand(1)),
           v = uncast(call.getOperand(2)), out = uncast(call.getOperand(3));
-    FloatAttr scaleAttr;
+    FloatAttr scaleAttr, softcapAttr;
     IntegerAttr causalAttr, windowAttr;
     if (!matchPattern(call.getOperand(4), m_Constant(&scaleAttr)) ||
         !matchPattern(call.getOperand(5), m_Constant(&causalAttr)) ||
-        !matchPattern(call.getOperand(6), m_Constant(&windowAttr)))
+        !matchPattern(call.getOperand(6), m_Constant(&windowAttr)) ||
+        !matchPattern(call.getOperand(7), m_Constant(&softcapAttr)))
       return call.emitError("attention's scale and flags must be constants");
     auto qType = cast<MemRefType>(q.getType());
     auto kType = cast<MemRefType>(k.getType());
@@ -118,6 +119,7 @@ struct LowerAttentionToGpuPass
         splitKeys ? std::max<int64_t>(kDecodeSpan, llvm::alignTo(width, 32))
                   : kThreads;
     Kernel kernel{q, k, v, out, queries, scaleAttr.getValueAsDouble(),
+                  softcapAttr.getValueAsDouble(),
                   causalAttr.getInt() != 0, windowAttr.getInt(), width,
                   heads / kType.getDimSize(1), threads};
     Value spans = one;
@@ -194,6 +196,9 @@ struct LowerAttentionToGpuPass
   struct Kernel {
     Value q, k, v, out, queries;
     double scale;
+    /// Scores soft-capped to softcap · tanh(score / softcap) (Gemma 2);
+    /// 0: none.
+    double softcap;
     bool causal;
     int64_t window, width, group;
     /// Threads of a block, keys of a chunk.
@@ -301,11 +306,17 @@ struct LowerAttentionToGpuPass
                         }
                         scf::YieldOp::create(db, loc, total);
                       });
-                  scf::YieldOp::create(
-                      sb, loc,
-                      arith::MulFOp::create(sb, loc, dot.getResult(0),
-                                            f32Constant(sb, scale))
-                          .getResult());
+                  Value score = arith::MulFOp::create(
+                      sb, loc, dot.getResult(0), f32Constant(sb, scale));
+                  if (softcap > 0)
+                    score = arith::MulFOp::create(
+                        sb, loc,
+                        math::TanhOp::create(
+                            sb, loc,
+                            arith::DivFOp::create(sb, loc, score,
+                                                  f32Constant(sb, softcap))),
+                        f32Constant(sb, softcap));
+                  scf::YieldOp::create(sb, loc, score);
                 },
                 [&](OpBuilder &sb, Location) {
                   scf::YieldOp::create(sb, loc, minusInf);

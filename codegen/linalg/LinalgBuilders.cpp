@@ -16,6 +16,12 @@ Value mlir::tfm::f32Constant(OpBuilder &b, Location loc, double value) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
 }
 
+Value mlir::tfm::softcapped(OpBuilder &b, Location loc, Value x, double cap) {
+  Value scaled = arith::DivFOp::create(b, loc, x, f32Constant(b, loc, cap));
+  return arith::MulFOp::create(b, loc, math::TanhOp::create(b, loc, scaled),
+                               f32Constant(b, loc, cap));
+}
+
 Value mlir::tfm::accumulate(OpBuilder &b, Location loc, Value acc,
                             Value value) {
   auto flags = arith::FastMathFlagsAttr::get(

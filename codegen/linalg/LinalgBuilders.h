@@ -94,6 +94,10 @@ struct PackedSequencesPattern : OpConversionPattern<OpTy> {
 /// Creates an f32 constant.
 Value f32Constant(OpBuilder &b, Location loc, double value);
 
+/// Soft-capping of one f32 value: `cap · tanh(x / cap)` (Gemma 2's
+/// attention scores and final logits).
+Value softcapped(OpBuilder &b, Location loc, Value x, double cap);
+
 /// `result[i, :] = input[rows[i], :]` for an integer row list `rows` ([n]),
 /// as `type` ([n, columns]): tfm.gather_rows' constant table, tfm.take_rows'
 /// run-time one.

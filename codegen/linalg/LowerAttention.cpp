@@ -71,7 +71,7 @@ struct LowerAttention : PackedSequencesPattern<AttentionOp> {
               sliceRows(nb, l, v, start, length), ownBias,
               /*lengths=*/Value(), /*relative_bias=*/Value(),
               op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(),
-              /*max_distance=*/IntegerAttr());
+              /*max_distance=*/IntegerAttr(), op.getSoftcapAttr());
           return {insertRows(nb, l, attended, carried[0], start)};
         })[0];
   }
@@ -116,6 +116,9 @@ struct LowerAttention : PackedSequencesPattern<AttentionOp> {
 
     // Scale, add the bias, and mask keys the query may not see with -inf.
     double scale = op.getScale().convertToDouble();
+    std::optional<double> softcap;
+    if (std::optional<APFloat> cap = op.getSoftcap())
+      softcap = cap->convertToDouble();
     bool causal = op.getCausal();
     std::optional<int64_t> window = op.getWindow();
     Value sValue = getValueOrCreateConstantIndexOp(rewriter, loc, s);
@@ -137,6 +140,8 @@ struct LowerAttention : PackedSequencesPattern<AttentionOp> {
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           Value x = arith::MulFOp::create(b, l, args[0],
                                           f32Constant(b, l, scale));
+          if (softcap)
+            x = softcapped(b, l, x, *softcap);
           if (maskInputs.size() == 2)
             x = arith::AddFOp::create(b, l, x, args[1]);
           if (!distanceBias && !causal)
@@ -361,7 +366,7 @@ struct LowerSparseAttention : OpConversionPattern<SparseAttentionOp> {
           rewriter, loc, type, query, key, value, withBias,
           /*lengths=*/Value(), /*relative_bias=*/Value(), op.getScaleAttr(),
           /*causal=*/UnitAttr(), /*window=*/IntegerAttr(),
-          /*max_distance=*/IntegerAttr());
+          /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());
     };
     Value local = attend(q, adaptor.getKey(), adaptor.getValue(), bias);
     Value full = attend(adaptor.getGlobalQuery(), adaptor.getGlobalKey(),

@@ -108,6 +108,22 @@ struct LowerClamp : OpConversionPattern<ClampOp> {
   }
 };
 
+struct LowerSoftcap : OpConversionPattern<SoftcapOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SoftcapOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    double cap = op.getCap().convertToDouble();
+    rewriter.replaceOp(
+        op, createElementwise(
+                rewriter, op.getLoc(), adaptor.getInput(), adaptor.getInput(),
+                [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                  return softcapped(b, l, args[0], cap);
+                }));
+    return success();
+  }
+};
+
 template <typename TfmOp, typename ArithOp>
 struct LowerBinary : OpConversionPattern<TfmOp> {
   using OpConversionPattern<TfmOp>::OpConversionPattern;
@@ -180,7 +196,7 @@ struct LowerDequantize : OpConversionPattern<DequantizeOp> {
 
 void mlir::tfm::populateLowerLinearAndElementwisePatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerLinear, LowerDequantize, LowerActivation, LowerClamp, LowerBinary<AddOp, arith::AddFOp>,
+  patterns.add<LowerLinear, LowerDequantize, LowerActivation, LowerClamp, LowerSoftcap, LowerBinary<AddOp, arith::AddFOp>,
                LowerBinary<MulOp, arith::MulFOp>, LowerConcat>(
       patterns.getContext());
 }

@@ -98,6 +98,14 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
   if (!(spec.normEpsilon >= 0) || std::isinf(spec.normEpsilon))
     return fail("norm epsilon must be finite and non-negative, got " +
                 llvm::Twine(std::to_string(spec.normEpsilon)));
+  for (auto [what, value] :
+       {std::pair<const char *, double>{"attention soft-cap",
+                                        spec.attentionSoftcap},
+        {"logit soft-cap", spec.logitSoftcap},
+        {"local rope theta", spec.localRopeTheta}})
+    if (!(value >= 0) || std::isinf(value))
+      return fail(llvm::Twine(what) + " must be finite and positive, got " +
+                  std::to_string(value));
   if (!spec.learnedPositions &&
       (!(spec.ropeTheta > 0) || std::isinf(spec.ropeTheta)))
     return fail("rope theta must be finite and positive, got " +
@@ -214,20 +222,29 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
     k = ClampOp::create(b, loc, k, min, max);
     v = ClampOp::create(b, loc, v, min, max);
   }
+  // A window as long as the context excludes nothing: leave it out.
+  int64_t layerWindow =
+      spec.layerWindows.empty() ? spec.slidingWindow : spec.layerWindows[layer];
+  IntegerAttr window = layerWindow > 0 && layerWindow < spec.maxContext
+                           ? b.getI64IntegerAttr(layerWindow)
+                           : IntegerAttr();
+  // Gemma 3's local layers rotate with a base of their own, unscaled.
+  bool localRope = spec.localRopeTheta > 0 && layerWindow > 0;
   if (!spec.learnedPositions) {
-    auto theta = b.getF32FloatAttr(spec.ropeTheta);
+    auto theta =
+        b.getF32FloatAttr(localRope ? spec.localRopeTheta : spec.ropeTheta);
     auto style = RopeStyleAttr::get(b.getContext(), spec.ropeStyle);
     IntegerAttr rotaryDim = spec.rotaryDims() < headDim
                                 ? b.getI64IntegerAttr(spec.rotaryDims())
                                 : IntegerAttr();
     DenseF32ArrayAttr frequencies =
-        spec.ropeFrequencies.empty()
+        spec.ropeFrequencies.empty() || localRope
             ? DenseF32ArrayAttr()
             : b.getDenseF32ArrayAttr(spec.ropeFrequencies);
-    FloatAttr ntkFactor = spec.ropeNtkFactor > 0
+    FloatAttr ntkFactor = spec.ropeNtkFactor > 0 && !localRope
                               ? b.getF32FloatAttr(spec.ropeNtkFactor)
                               : FloatAttr();
-    IntegerAttr ntkContext = spec.ropeNtkFactor > 0
+    IntegerAttr ntkContext = ntkFactor
                                  ? b.getI64IntegerAttr(spec.ropeNtkContext)
                                  : IntegerAttr();
     q = RopeOp::create(b, loc, q.getType(), style, q, positions, theta,
@@ -238,17 +255,14 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
   auto scale = b.getF32FloatAttr(spec.attentionScale > 0
                                      ? spec.attentionScale
                                      : 1.0 / std::sqrt(double(headDim)));
-  // A window as long as the context excludes nothing: leave it out.
-  int64_t layerWindow =
-      spec.layerWindows.empty() ? spec.slidingWindow : spec.layerWindows[layer];
-  IntegerAttr window = layerWindow > 0 && layerWindow < spec.maxContext
-                           ? b.getI64IntegerAttr(layerWindow)
-                           : IntegerAttr();
+  FloatAttr softcap = spec.attentionSoftcap > 0
+                          ? b.getF32FloatAttr(spec.attentionSoftcap)
+                          : FloatAttr();
   Value attended =
       AttentionOp::create(b, loc, q.getType(), q, k, v, /*bias=*/Value(),
                           /*lengths=*/Value(), /*relative_bias=*/Value(),
                           scale, /*causal=*/b.getUnitAttr(), window,
-                          /*max_distance=*/IntegerAttr());
+                          /*max_distance=*/IntegerAttr(), softcap);
   return linear(attended, tfm::layerWeightName(n.output, layer),
                 spec.outputBias, {dyn, spec.hiddenSize}, loc);
 }
@@ -317,19 +331,25 @@ Value DecoderIRBuilder::mlp(Value h, int64_t layer) {
 Value DecoderIRBuilder::block(Value x, Value positions, int64_t layer) {
   const tfm::LayerWeightNames &n = spec.layer;
   Location loc = named("layer " + llvm::Twine(layer));
+  // Gemma 2 and 3 norm each branch's output too, before its residual add.
+  auto postNorm = [&](Value branch, const std::string &name) {
+    return name.empty() ? branch
+                        : norm(branch, tfm::layerWeightName(name, layer), loc);
+  };
   Value h = norm(x, tfm::layerWeightName(n.attnNorm, layer), loc);
-  Value attended = attention(h, positions, layer);
+  Value attended = postNorm(attention(h, positions, layer), n.postAttentionNorm);
   if (!spec.parallelResidual) {
     x = AddOp::create(b, loc, x, attended);
     Value h2 = norm(x, tfm::layerWeightName(n.mlpNorm, layer), loc);
-    return AddOp::create(b, loc, x, mlp(h2, layer));
+    return AddOp::create(b, loc, x, postNorm(mlp(h2, layer), n.postMlpNorm));
   }
   // Both branches read the layer's input: Phi normalizes it once for both,
   // GPT-NeoX once for each.
   Value h2 = n.mlpNorm.empty()
                  ? h
                  : norm(x, tfm::layerWeightName(n.mlpNorm, layer), loc);
-  Value branches = AddOp::create(b, loc, attended, mlp(h2, layer));
+  Value branches = AddOp::create(b, loc, attended,
+                                 postNorm(mlp(h2, layer), n.postMlpNorm));
   return AddOp::create(b, loc, x, branches);
 }
 
@@ -381,6 +401,9 @@ OwningOpRef<ModuleOp> DecoderIRBuilder::build() {
                        : Value();
   Value logits =
       LinearOp::create(b, head, logitsType, x, headWeight, headBias);
+  if (spec.logitSoftcap > 0)
+    logits = SoftcapOp::create(b, head, logits,
+                               b.getF32FloatAttr(spec.logitSoftcap));
   func::ReturnOp::create(b, loc, logits);
   return module;
 }

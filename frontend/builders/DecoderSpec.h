@@ -36,6 +36,10 @@ struct LayerWeightNames {
   /// vector ([1, hidden]) whose sigmoid scales its output.
   std::string sharedGate = "", sharedUp = "", sharedDown = "",
               sharedExpertGate = "";
+  /// Norms of the attention's and of the MLP's outputs, before their
+  /// residual adds (Gemma 2 and 3's post_attention_layernorm and
+  /// post_feedforward_layernorm); empty: none.
+  std::string postAttentionNorm = "", postMlpNorm = "";
 };
 
 struct DecoderSpec {
@@ -108,6 +112,13 @@ struct DecoderSpec {
   /// The attention scores' scale; 0: 1/sqrt(head_dim). GPT-Neo's are not
   /// scaled (1).
   double attentionScale = 0;
+  /// Soft-capping of the attention scores and of the final logits, x ->
+  /// cap · tanh(x / cap) (Gemma 2's attn_logit_softcapping and
+  /// final_logit_softcapping); 0: none.
+  double attentionSoftcap = 0, logitSoftcap = 0;
+  /// Windowed layers' RoPE base, without the spec's scaling (Gemma 3's
+  /// rope_local_base_freq); 0: every layer rotates as the spec says.
+  double localRopeTheta = 0;
 
   std::string tokenEmbedding, positionEmbedding, finalNorm;
   /// Empty when the LM head is tied to the token embedding.

@@ -153,7 +153,7 @@ Value Seq2SeqIRBuilder::attention(Value queries, Value keys,
       /*lengths=*/Value(), /*relative_bias=*/Value(),
       b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
       causal ? b.getUnitAttr() : UnitAttr(), /*window=*/IntegerAttr(),
-      /*max_distance=*/IntegerAttr());
+      /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());
   return linear(attended, module + "out_proj.weight", {spec.hiddenSize});
 }
 

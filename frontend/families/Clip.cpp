@@ -128,7 +128,7 @@ Value ClipIRBuilder::layer(const TowerSpec &tower, Value x, int64_t index,
       /*relative_bias=*/Value(),
       b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
       causal ? b.getUnitAttr() : UnitAttr(), /*window=*/IntegerAttr(),
-      /*max_distance=*/IntegerAttr());
+      /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());
   x = AddOp::create(b, x.getLoc(), x,
                     linear(attended, at + "self_attn.out_proj.weight", {d}));
   h = norm(tower, x,

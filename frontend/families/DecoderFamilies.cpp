@@ -226,6 +226,36 @@ DecoderSpec readMixtralSpec(ConfigReader &config) {
   return spec;
 }
 
+/// Qwen2-MoE and Qwen3-MoE's layers without experts (decoder_sparse_step,
+/// mlp_only_layers), which tfmc does not read: refused by name.
+void refuseDenseLayers(ConfigReader &config) {
+  if (config.integer("decoder_sparse_step", 1) != 1)
+    config.fail("unsupported config value decoder_sparse_step (tfmc reads "
+                "experts in every layer: 1)");
+  const llvm::json::Array *dense = config.fields().getArray("mlp_only_layers");
+  if (dense && !dense->empty())
+    config.fail("unsupported config value mlp_only_layers (tfmc reads "
+                "experts in every layer: [])");
+}
+
+/// Qwen3-MoE: Qwen3 (an RMSNorm of each head of Q and K) with a mixture of
+/// experts in place of each MLP: mlp.gate the router over num_experts
+/// SwiGLU experts of moe_intermediate_size, each token through its top
+/// num_experts_per_tok, renormalized where norm_topk_prob (true in
+/// Qwen3-30B-A3B); no shared expert.
+DecoderSpec readQwen3MoeSpec(ConfigReader &config) {
+  DecoderSpec spec = readQwen3Spec(config);
+  spec.family = "qwen3_moe";
+  refuseDenseLayers(config);
+  spec.numExperts = config.integer("num_experts", 128);
+  spec.expertsPerToken = config.integer("num_experts_per_tok", 8);
+  spec.expertSize = config.integer("moe_intermediate_size", 768);
+  spec.normalizeExpertWeights = config.boolean("norm_topk_prob", true);
+  useExpertNames(spec, "model.layers.{}.mlp.", "gate_proj", "up_proj",
+                 "down_proj");
+  return spec;
+}
+
 /// Qwen2-MoE: Qwen2 with a mixture of experts in place of each MLP
 /// (mlp.gate the router over num_experts SwiGLU experts of
 /// moe_intermediate_size, each token through its top num_experts_per_tok,
@@ -234,13 +264,7 @@ DecoderSpec readMixtralSpec(ConfigReader &config) {
 DecoderSpec readQwen2MoeSpec(ConfigReader &config) {
   DecoderSpec spec = readQwen2Spec(config);
   spec.family = "qwen2_moe";
-  if (config.integer("decoder_sparse_step", 1) != 1)
-    config.fail("unsupported config value decoder_sparse_step (tfmc reads "
-                "Qwen2-MoE with experts in every layer: 1)");
-  const llvm::json::Array *dense = config.fields().getArray("mlp_only_layers");
-  if (dense && !dense->empty())
-    config.fail("unsupported config value mlp_only_layers (tfmc reads "
-                "Qwen2-MoE with experts in every layer: [])");
+  refuseDenseLayers(config);
   spec.numExperts = config.integer("num_experts", 60);
   spec.expertsPerToken = config.integer("num_experts_per_tok", 4);
   spec.expertSize = config.integer("moe_intermediate_size", 1408);
@@ -273,6 +297,101 @@ DecoderSpec readGemmaSpec(ConfigReader &config) {
   spec.qkvBias = spec.outputBias = config.boolean("attention_bias", false);
   spec.embeddingScale = std::sqrt(double(spec.hiddenSize));
   useLlamaNames(config, spec, /*tiedByDefault=*/true);
+  return spec;
+}
+
+/// A soft-cap of Gemma 2's config (attn_logit_softcapping,
+/// final_logit_softcapping): `absent` when the config leaves it out, none
+/// (0) when it is null.
+double readSoftcap(ConfigReader &config, llvm::StringRef key, double absent) {
+  if (!config.fields().get(key))
+    return absent;
+  double cap = config.number(key, 0);
+  if (!(cap >= 0) || std::isinf(cap))
+    config.fail("config value " + key + " must be a positive number or "
+                "null, got " + std::to_string(cap));
+  return cap;
+}
+
+/// Each layer's window from layer_types ("sliding_attention": `window`,
+/// "full_attention": none), where the config lists them (transformers 4.53
+/// and later write it); false where it does not.
+bool readLayerTypes(ConfigReader &config, DecoderSpec &spec, int64_t window) {
+  std::vector<std::string> types = config.strings("layer_types");
+  for (const std::string &type : types) {
+    if (type != "sliding_attention" && type != "full_attention")
+      config.fail("layer_types must list \"sliding_attention\" or "
+                  "\"full_attention\", got \"" + type + "\"");
+    spec.layerWindows.push_back(type == "sliding_attention" ? window : 0);
+  }
+  return !types.empty();
+}
+
+/// Gemma 2 and 3's layer: Gemma's, with the attention's and the MLP's
+/// outputs normed too before their residual adds, the MLP's input norm
+/// named pre_feedforward_layernorm, and the scores scaled by
+/// query_pre_attn_scalar^-1/2 (`fallback` where absent).
+void useGemma2Layers(ConfigReader &config, DecoderSpec &spec,
+                     double fallback) {
+  std::string p = "model.layers.{}.";
+  spec.layer.postAttentionNorm = p + "post_attention_layernorm.weight";
+  spec.layer.mlpNorm = p + "pre_feedforward_layernorm.weight";
+  spec.layer.postMlpNorm = p + "post_feedforward_layernorm.weight";
+  double scalar = config.number("query_pre_attn_scalar", fallback);
+  if (!(scalar > 0) || std::isinf(scalar))
+    config.fail("config value query_pre_attn_scalar must be positive, got " +
+                std::to_string(scalar));
+  else
+    spec.attentionScale = 1.0 / std::sqrt(scalar);
+}
+
+/// Gemma 2: Gemma's layers with their outputs normed too (useGemma2Layers),
+/// attention scores and final logits soft-capped (attn_logit_softcapping,
+/// final_logit_softcapping; 50 and 30 where absent, none where null), and
+/// sliding-window attention (sliding_window) in every other layer, the
+/// even ones from 0.
+DecoderSpec readGemma2Spec(ConfigReader &config) {
+  DecoderSpec spec = readGemmaSpec(config);
+  spec.family = "gemma2";
+  useGemma2Layers(config, spec, 224);
+  spec.attentionSoftcap = readSoftcap(config, "attn_logit_softcapping", 50);
+  spec.logitSoftcap = readSoftcap(config, "final_logit_softcapping", 30);
+  int64_t window = config.integer("sliding_window", 4096);
+  if (!readLayerTypes(config, spec, window))
+    for (int64_t l = 0; l < spec.numLayers && spec.numLayers <= 1 << 16; ++l)
+      spec.layerWindows.push_back(l % 2 == 0 ? window : 0);
+  return spec;
+}
+
+/// Gemma 3 (its text model, gemma3_text): Gemma 2's layers without
+/// soft-capping unless the config sets it, RMSNorms (Gemma's 1 + w) of each
+/// head of Q and K before RoPE (q_norm, k_norm), and local layers of
+/// sliding-window attention, whose RoPE has a base of its own
+/// (rope_local_base_freq) and no scaling, between global ones whose RoPE
+/// takes rope_theta and rope_scaling: as layer_types lists them, or one
+/// global layer in every sliding_window_pattern (the last of each group).
+DecoderSpec readGemma3Spec(ConfigReader &config) {
+  DecoderSpec spec = readGemmaSpec(config);
+  spec.family = "gemma3_text";
+  spec.ropeTheta = config.number("rope_theta", 1000000.0);
+  useGemma2Layers(config, spec, 256);
+  spec.attentionSoftcap = readSoftcap(config, "attn_logit_softcapping", 0);
+  spec.logitSoftcap = readSoftcap(config, "final_logit_softcapping", 0);
+  readRopeScaling(config, spec);
+  spec.localRopeTheta = config.number("rope_local_base_freq", 10000.0);
+  int64_t window = config.integer("sliding_window", 4096);
+  if (!readLayerTypes(config, spec, window)) {
+    int64_t pattern = config.integer("sliding_window_pattern", 6);
+    if (pattern < 1)
+      config.fail("config value sliding_window_pattern must be positive, "
+                  "got " + std::to_string(pattern));
+    for (int64_t l = 0;
+         pattern >= 1 && l < spec.numLayers && spec.numLayers <= 1 << 16; ++l)
+      spec.layerWindows.push_back((l + 1) % pattern != 0 ? window : 0);
+  }
+  std::string p = "model.layers.{}.self_attn.";
+  spec.layer.queryNorm = p + "q_norm.weight";
+  spec.layer.keyNorm = p + "k_norm.weight";
   return spec;
 }
 
@@ -652,10 +771,13 @@ llvm::Error preparePhi3Checkpoint(DecoderSpec &spec, WeightStore &store,
 /// the usual one.
 void prepareGemmaWeights(const DecoderSpec &spec, WeightStore &store) {
   std::vector<std::string> norms = {spec.finalNorm};
-  for (int64_t l = 0; l < spec.numLayers; ++l) {
-    norms.push_back(layerWeightName(spec.layer.attnNorm, l));
-    norms.push_back(layerWeightName(spec.layer.mlpNorm, l));
-  }
+  const LayerWeightNames &n = spec.layer;
+  for (int64_t l = 0; l < spec.numLayers; ++l)
+    for (const std::string *name :
+         {&n.attnNorm, &n.mlpNorm, &n.postAttentionNorm, &n.postMlpNorm,
+          &n.queryNorm, &n.keyNorm})
+      if (!name->empty())
+        norms.push_back(layerWeightName(*name, l));
   for (const std::string &name : norms) {
     if (!store.contains(name))
       continue; // the builder reports it missing
@@ -698,6 +820,8 @@ struct DecoderFamily {
 /// a reader above and a row here.
 const DecoderFamily kDecoderFamilies[] = {
     {"gemma", readGemmaSpec, prepareGemmaCheckpoint, true},
+    {"gemma2", readGemma2Spec, prepareGemmaCheckpoint, true},
+    {"gemma3_text", readGemma3Spec, prepareGemmaCheckpoint, true},
     {"gpt2", readGpt2Spec, prepareGpt2Weights, false},
     {"gpt_neo", readGptNeoSpec, nullptr, false},
     {"gpt_neox", readGptNeoXSpec, prepareGptNeoXCheckpoint, false},
@@ -711,6 +835,7 @@ const DecoderFamily kDecoderFamilies[] = {
     {"qwen2", readQwen2Spec, nullptr, false},
     {"qwen2_moe", readQwen2MoeSpec, nullptr, false},
     {"qwen3", readQwen3Spec, nullptr, false},
+    {"qwen3_moe", readQwen3MoeSpec, nullptr, false},
     {"stablelm", readStableLmSpec, nullptr, false},
     {"starcoder2", readStarcoder2Spec, nullptr, false},
 };

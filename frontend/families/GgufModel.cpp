@@ -13,7 +13,12 @@
 // halves, and RMSNorm weights that already hold Gemma's 1 + w (llama.cpp's
 // converter adds the 1); "qwen3" is LLaMA's with RoPE on halves, a head
 // size of its own and an RMSNorm of each head of Q and K
-// (blk.N.attn_q_norm, blk.N.attn_k_norm).
+// (blk.N.attn_q_norm, blk.N.attn_k_norm). Mixtures of experts: llama with
+// expert_count (Mixtral), qwen2moe, qwen3moe and olmoe (whose Q and K norms
+// span all heads). "gemma2" and "gemma3" are Gemma's with each branch's
+// output normed (blk.N.post_attention_norm, blk.N.post_ffw_norm; ffn_norm
+// is the MLP's input norm), windows and soft-caps from the metadata, and
+// Gemma 3's per-head Q and K norms.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +61,19 @@ struct GgufArchitecture {
   /// Experts' weights renormalized over the chosen (Mixtral's llama), or
   /// as the softmax gives them (Qwen2-MoE).
   bool normalizeExperts = true;
+  /// One RMSNorm over all of Q's heads and one over K's (OLMoE), not one
+  /// per head.
+  bool normsAcrossHeads = false;
+  /// Gemma 2 and 3's layers: each branch's output normed
+  /// (post_attention_norm, post_ffw_norm), sliding-window attention
+  /// (attention.sliding_window) in all layers but every `slidingPattern`-th
+  /// (llama.cpp's fixed patterns: 2, 6), whose RoPE has base
+  /// `localRopeTheta` unscaled where set (Gemma 3), and queries scaled by
+  /// 1/sqrt(head size) except in the model of `widthScaledLayers` layers
+  /// (27B), whose are scaled by 1/sqrt(width / heads), as llama.cpp does.
+  int64_t slidingPattern = 0;
+  double localRopeTheta = 0;
+  int64_t widthScaledLayers = 0;
 };
 
 /// Every GGUF architecture, in the order messages list them. A new one is
@@ -71,6 +89,18 @@ const GgufArchitecture kGgufArchitectures[] = {
      false, /*headNorms=*/true},
     {"qwen2moe", "Qwen1.5-MoE, Qwen2-MoE", RopeStyle::rotate_half, true,
      ActivationKind::silu, false, false, /*normalizeExperts=*/false},
+    {"qwen3moe", "Qwen3-MoE", RopeStyle::rotate_half, false,
+     ActivationKind::silu, false, /*headNorms=*/true},
+    {"olmoe", "OLMoE", RopeStyle::rotate_half, false, ActivationKind::silu,
+     false, /*headNorms=*/true, /*normalizeExperts=*/false,
+     /*normsAcrossHeads=*/true},
+    {"gemma2", "Gemma 2", RopeStyle::rotate_half, false,
+     ActivationKind::gelu_tanh, true, false, true, false,
+     /*slidingPattern=*/2, /*localRopeTheta=*/0, /*widthScaledLayers=*/46},
+    {"gemma3", "Gemma 3 (text)", RopeStyle::rotate_half, false,
+     ActivationKind::gelu_tanh, true, /*headNorms=*/true, true, false,
+     /*slidingPattern=*/6, /*localRopeTheta=*/10000,
+     /*widthScaledLayers=*/62},
 };
 
 const GgufArchitecture *findGgufArchitecture(llvm::StringRef name) {
@@ -92,6 +122,41 @@ std::string supportedGgufArchitectures() {
     list += (list.empty() ? "\"" : "; \"") + arch.name.str() + "\": " +
             arch.models.str();
   return list;
+}
+
+/// Gemma 2 and 3's soft-caps (absent: none), windows, local RoPE and query
+/// scale (see GgufArchitecture), once `spec` has its sizes and RoPE.
+llvm::Error readGemmaLayers(const GgufFile &file, const GgufArchitecture &arch,
+                            DecoderSpec &spec) {
+  std::string key = (arch.name + ".").str();
+  llvm::Expected<std::optional<double>> attentionCap =
+      file.optionalReal(key + "attn_logit_softcapping");
+  llvm::Expected<std::optional<double>> logitCap =
+      file.optionalReal(key + "final_logit_softcapping");
+  llvm::Expected<std::optional<int64_t>> window =
+      file.optionalInteger(key + "attention.sliding_window", kMaxContext);
+  if (!attentionCap)
+    return attentionCap.takeError();
+  if (!logitCap)
+    return logitCap.takeError();
+  if (!window)
+    return window.takeError();
+  spec.attentionSoftcap = attentionCap->value_or(0);
+  spec.logitSoftcap = logitCap->value_or(0);
+  if (!*window)
+    return makeError(file.path() + ": metadata '" + key +
+                     "attention.sliding_window' is missing");
+  for (int64_t l = 0; l < spec.numLayers; ++l)
+    spec.layerWindows.push_back((l + 1) % arch.slidingPattern != 0 ? **window
+                                                                    : 0);
+  spec.localRopeTheta = arch.localRopeTheta;
+  if (spec.numHeads <= 0 || spec.headDim() <= 0)
+    return llvm::Error::success(); // validateDecoderSpec says what is wrong
+  double width = spec.numLayers == arch.widthScaledLayers
+                     ? double(spec.hiddenSize / spec.numHeads)
+                     : double(spec.headDim());
+  spec.attentionScale = 1.0 / std::sqrt(width);
+  return llvm::Error::success();
 }
 
 /// The decoder of architecture `arch` from the file's "<arch>.*" metadata.
@@ -158,9 +223,28 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
   spec.ropeTheta = theta->value_or(10000.0);
   if (!std::isfinite(spec.ropeTheta))
     return makeError(file.path() + ": rope.freq_base is not finite");
-  if (*scaling && **scaling != "none")
+  // Linear scaling (Gemma 3's global layers): positions divided by the
+  // factor, as every inverse frequency is.
+  if (*scaling && **scaling == "linear") {
+    llvm::Expected<std::optional<double>> factor =
+        file.optionalReal(key + "rope.scaling.factor");
+    if (!factor)
+      return factor.takeError();
+    if (!*factor || !(**factor >= 1) || !std::isfinite(**factor))
+      return makeError(file.path() + ": linear RoPE scaling needs a finite "
+                       "rope.scaling.factor of at least 1");
+    int64_t rotary = spec.numHeads > 0 ? spec.rotaryDims() : 0;
+    for (int64_t i = 0; i < rotary / 2; ++i)
+      spec.ropeFrequencies.push_back(float(
+          std::pow(spec.ropeTheta, -2.0 * double(i) / double(rotary)) /
+          **factor));
+  } else if (*scaling && **scaling != "none") {
     return makeError(file.path() + ": RoPE scaling '" + **scaling +
-                     "' is not supported");
+                     "' is not supported (tfmc reads linear)");
+  }
+  if (arch.slidingPattern > 0)
+    if (llvm::Error err = readGemmaLayers(file, arch, spec))
+      return std::move(err);
   // A mixture of experts in each layer (Mixtral's llama, qwen2moe):
   // stacked ffn_*_exps tensors, a router (ffn_gate_inp), qwen2moe's own
   // expert width and shared expert; weights renormalized or not as the
@@ -198,6 +282,11 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
   if (arch.headNorms) {
     spec.layer.queryNorm = "blk.{}.attn_q_norm.weight";
     spec.layer.keyNorm = "blk.{}.attn_k_norm.weight";
+    spec.qkNormAcrossHeads = arch.normsAcrossHeads;
+  }
+  if (arch.slidingPattern > 0) {
+    spec.layer.postAttentionNorm = "blk.{}.post_attention_norm.weight";
+    spec.layer.postMlpNorm = "blk.{}.post_ffw_norm.weight";
   }
   if (spec.numExperts > 0) {
     spec.layer.router = "blk.{}.ffn_gate_inp.weight";

@@ -154,7 +154,7 @@ Value VisionIRBuilder::layer(Value x, int64_t index) {
       k, v, /*bias=*/Value(), /*lengths=*/Value(), /*relative_bias=*/Value(),
       b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
       /*causal=*/UnitAttr(), /*window=*/IntegerAttr(),
-      /*max_distance=*/IntegerAttr());
+      /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());
   x = AddOp::create(b, x.getLoc(), x,
                     linear(attended, n("attention.output.dense.weight"), {d}));
   h = norm(x, n("layernorm_after.weight"));

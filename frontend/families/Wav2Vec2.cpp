@@ -223,7 +223,7 @@ Value SpeechIRBuilder::layer(Value x, int64_t index) {
       k, v, /*bias=*/Value(), /*lengths=*/Value(), /*relative_bias=*/Value(),
       b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
       /*causal=*/UnitAttr(), /*window=*/IntegerAttr(),
-      /*max_distance=*/IntegerAttr());
+      /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());
   x = AddOp::create(b, x.getLoc(), x,
                     linear(attended, name("attention.out_proj.weight"), {d}));
   if (!preNorm)

@@ -15,6 +15,7 @@
 #include "tfm/runtime_kernels.h"
 #include "tfm/tfm_model_abi.h"
 
+#include <math.h>
 #include <stdint.h>
 
 enum {
@@ -28,6 +29,9 @@ typedef struct {
   const void *k_rows, *v_rows;
   tfm_row_storage rows;
   float scale;
+  /* Gemma 2's soft-capping: every scaled score x becomes softcap ·
+   * tanh(x / softcap), before any bias or mask; 0: none. */
+  float softcap;
   int causal;
   /* 0: none. Causal: the `window` most recent keys; otherwise
    * (Longformer) the keys within `window` of the query on either side. */
@@ -81,6 +85,12 @@ TFM_INLINE void visible_keys(const attention_job *job, int64_t i,
 TFM_INLINE int is_global_key(const attention_job *job, int64_t j) {
   return j < job->global_prefix ||
          (job->global_mask && job->global_mask[j * job->global_mask_stride]);
+}
+
+/* `count` scores soft-capped in place: cap · tanh(score / cap). */
+TFM_INLINE void softcap_scores(float *scores, int64_t count, float cap) {
+  for (int64_t i = 0; i < count; ++i)
+    scores[i] = cap * tanhf(scores[i] / cap);
 }
 
 /* The relative-position term of query i and key j for head h. */

@@ -118,9 +118,11 @@ attention_job tfm_attention_sized(attention_job job, int64_t t,
 
 static attention_job make_job(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
                               tfm_memref3d_f32 *v, tfm_memref3d_f32 *out,
-                              float scale, int64_t causal, int64_t window) {
+                              float scale, int64_t causal, int64_t window,
+                              float softcap) {
   attention_job job = {.q = q, .k = k, .v = v, .out = out, .scale = scale,
-                       .causal = (int)causal, .window = window};
+                       .causal = (int)causal, .window = window,
+                       .softcap = softcap};
   return tfm_attention_sized(job, k->sizes[0], k->sizes[1], v->sizes[2]);
 }
 
@@ -131,11 +133,12 @@ static attention_job make_job_rows(tfm_row_storage storage,
                                    tfm_memref3d_f32 *q, const void *k,
                                    const void *v, tfm_memref3d_f32 *out,
                                    float scale, int64_t causal,
-                                   int64_t window) {
+                                   int64_t window, float softcap) {
   const tfm_memref3d_i8 *keys = k, *values = v;
   attention_job job = {.q = q, .out = out, .k_rows = k, .v_rows = v,
                        .rows = storage, .scale = scale,
-                       .causal = (int)causal, .window = window};
+                       .causal = (int)causal, .window = window,
+                       .softcap = softcap};
   int64_t scale_bytes = storage == TFM_ROWS_I8 ? 4 : 0;
   return tfm_attention_sized(job, keys->sizes[0], keys->sizes[1],
                values->sizes[2] - scale_bytes);
@@ -159,15 +162,15 @@ static void attend(attention_job job) {
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
                                    tfm_memref3d_f32 *v, tfm_memref3d_f32 *out,
                                    float scale, int64_t causal,
-                                   int64_t window) {
-  attend(make_job(q, k, v, out, scale, causal, window));
+                                   int64_t window, float softcap) {
+  attend(make_job(q, k, v, out, scale, causal, window, softcap));
 }
 
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
     tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
-    int64_t causal, int64_t window) {
-  attention_job job = make_job(q, k, v, out, scale, causal, window);
+    int64_t causal, int64_t window, float softcap) {
+  attention_job job = make_job(q, k, v, out, scale, causal, window, softcap);
   job.distance_bias = distance_bias;
   attend(job);
 }
@@ -177,15 +180,16 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
 #define ATTENTION_OVER_ROWS(suffix, element, storage)                         \
   TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_##suffix(                \
       tfm_memref3d_f32 *q, element *k, element *v, tfm_memref3d_f32 *out,     \
-      float scale, int64_t causal, int64_t window) {                          \
-    attend(make_job_rows(storage, q, k, v, out, scale, causal, window));      \
+      float scale, int64_t causal, int64_t window, float softcap) {           \
+    attend(                                                                   \
+        make_job_rows(storage, q, k, v, out, scale, causal, window, softcap)); \
   }                                                                           \
   TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_##suffix(         \
       tfm_memref3d_f32 *q, element *k, element *v,                            \
       tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,    \
-      int64_t causal, int64_t window) {                                       \
-    attention_job job =                                                       \
-        make_job_rows(storage, q, k, v, out, scale, causal, window);          \
+      int64_t causal, int64_t window, float softcap) {                        \
+    attention_job job = make_job_rows(storage, q, k, v, out, scale, causal,   \
+                                      window, softcap);                       \
     job.distance_bias = distance_bias;                                        \
     attend(job);                                                              \
   }
@@ -196,8 +200,8 @@ ATTENTION_OVER_ROWS(f16, tfm_memref3d_u16, TFM_ROWS_F16)
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
     tfm_memref1d_i32 *lengths, tfm_memref3d_f32 *out, float scale,
-    int64_t causal, int64_t window) {
-  attention_job job = make_job(q, k, v, out, scale, causal, window);
+    int64_t causal, int64_t window, float softcap) {
+  attention_job job = make_job(q, k, v, out, scale, causal, window, softcap);
   /* The caller (tfm_model_call) checked that the lengths are positive and
    * sum to s = t. */
   int64_t sequences = lengths->sizes[0], blocks = 0;

@@ -210,6 +210,9 @@ def qwen2_moe():
 
 
 def main():
+    qwen3_moe()
+    gemma3()
+    gemma2()
     olmoe()
     qwen2_moe()
     mixtral()
@@ -389,17 +392,71 @@ class OlmoeForCausalLM440(tf.MixtralForCausalLM):
             attention = layer.self_attn
             for part in ("q", "k"):
                 old = getattr(attention, f"{part}_proj")
-                norm = tf.models.llama.modeling_llama.LlamaRMSNorm(
-                    old.out_features, config.rms_norm_eps)
+                norm, projection = self.normed_projection(old, config)
                 setattr(attention, f"{part}_norm", norm)
-                projection = WholeNormedProjection(
-                    old.in_features, old.out_features, bias=False)
-                projection.__dict__["whole_norm"] = norm
                 setattr(attention, f"{part}_proj", projection)
             block = OlmoeSparseBlock440(config)
             del layer.block_sparse_moe
             layer.mlp = block
             object.__setattr__(layer, "block_sparse_moe", block)
+
+    @staticmethod
+    def normed_projection(old, config):
+        """OLMoE's Q or K projection, normed whole, and its norm."""
+        norm = tf.models.llama.modeling_llama.LlamaRMSNorm(
+            old.out_features, config.rms_norm_eps)
+        projection = WholeNormedProjection(old.in_features, old.out_features,
+                                           bias=False)
+        projection.__dict__["whole_norm"] = norm
+        return norm, projection
+
+
+class Qwen3MoeForCausalLM440(OlmoeForCausalLM440):
+    """transformers 4.51's Qwen3MoeForCausalLM: OLMoE's layout (4.51's
+    Qwen3MoeSparseMoeBlock routes as OLMoE's block does, renormalizing
+    where norm_topk_prob) with Qwen3's RMSNorm of each head of Q and K,
+    experts of moe_intermediate_size."""
+
+    def __init__(self, config):
+        config.intermediate_size = config.moe_intermediate_size
+        super().__init__(config)
+
+    @staticmethod
+    def normed_projection(old, config):
+        head_dim = config.hidden_size // config.num_attention_heads
+        norm = tf.models.llama.modeling_llama.LlamaRMSNorm(
+            head_dim, config.rms_norm_eps)
+        projection = NormedProjection(old.in_features, old.out_features,
+                                      bias=False)
+        projection.__dict__["head_norm"] = norm
+        return norm, projection
+
+
+def qwen3_moe():
+    """Qwen3-MoE as Qwen3MoeForCausalLM440: four experts of 24, top 2,
+    renormalized (norm_topk_prob true, as Qwen3-30B-A3B), per-head Q and K
+    norms, saved with Qwen3-MoE's config."""
+    config = tf.MixtralConfig(**SIZES, num_key_value_heads=2, num_experts=4,
+                              num_experts_per_tok=2, norm_topk_prob=True,
+                              moe_intermediate_size=24, sliding_window=None,
+                              tie_word_embeddings=False, rms_norm_eps=1e-6,
+                              rope_theta=1e6)
+    config._attn_implementation = "eager"
+    torch.manual_seed(28)
+    model = Qwen3MoeForCausalLM440(config).eval()
+    randomize(model, 28)
+    write("qwen3-moe", model, config_patch={
+        "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+        "head_dim": 8, "intermediate_size": 64, "decoder_sparse_step": 1,
+        "mlp_only_layers": [], "use_sliding_window": False,
+        "attention_bias": False})
+    path = os.path.join(OUT, "qwen3-moe", "config.json")
+    with open(path) as f:
+        config = json.load(f)
+    for key in ("num_local_experts",):
+        config.pop(key, None)
+    with open(path, "w") as f:
+        json.dump(config, f, indent=2, sort_keys=True)
 
 
 def olmoe():
@@ -425,6 +482,157 @@ def olmoe():
         config.pop(key, None)
     with open(path, "w") as f:
         json.dump(config, f, indent=2, sort_keys=True)
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def gemma2_attention(attention, config, window, rope_base, rope_factor):
+    """4.42's Gemma2Attention (eager) for 4.40's GemmaAttention: scores
+    scaled by query_pre_attn_scalar^-1/2 and soft-capped
+    (attn_logit_softcapping) before the mask, which a sliding layer limits
+    to the last `window` keys (torch.tril(..., diagonal=-window)); RoPE of
+    base `rope_base`, positions divided by `rope_factor` (Gemma 3's local
+    and global layers); Gemma 3's per-head q_norm and k_norm (attributes of
+    `attention`, where present) before RoPE."""
+    heads, kv_heads = attention.num_heads, attention.num_key_value_heads
+    d = attention.head_dim
+    scaling = config.query_pre_attn_scalar ** -0.5
+    softcap = getattr(config, "attn_logit_softcapping", None)
+
+    def forward(hidden_states, attention_mask=None, position_ids=None,
+                past_key_value=None, output_attentions=False, use_cache=False,
+                cache_position=None, **kwargs):
+        b, n, _ = hidden_states.shape
+        q = attention.q_proj(hidden_states).view(b, n, heads, d).transpose(1, 2)
+        k = attention.k_proj(hidden_states).view(b, n, kv_heads, d).transpose(1, 2)
+        v = attention.v_proj(hidden_states).view(b, n, kv_heads, d).transpose(1, 2)
+        if hasattr(attention, "q_norm"):
+            q, k = attention.q_norm(q), attention.k_norm(k)
+        inverse = 1.0 / rope_base ** (
+            torch.arange(0, d, 2, dtype=torch.int64).float() / d) / rope_factor
+        angles = position_ids[:, :, None].float() * inverse[None, None, :]
+        angles = torch.cat((angles, angles), dim=-1)
+        cos, sin = angles.cos()[:, None], angles.sin()[:, None]
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k = k.repeat_interleave(heads // kv_heads, dim=1)
+        v = v.repeat_interleave(heads // kv_heads, dim=1)
+        scores = torch.matmul(q, k.transpose(2, 3)) * scaling
+        if softcap is not None:
+            scores = torch.tanh(scores / softcap) * softcap
+        mask = attention_mask[:, :, :, :n]
+        if window:
+            far = torch.tril(torch.ones_like(mask, dtype=torch.bool),
+                             diagonal=-window)
+            mask = torch.where(far, torch.finfo(mask.dtype).min, mask)
+        weights = torch.softmax((scores + mask).float(), dim=-1)
+        out = torch.matmul(weights, v).transpose(1, 2).reshape(b, n, -1)
+        return attention.o_proj(out), None, past_key_value
+    return forward
+
+
+def gemma2_layer(layer):
+    """4.42's Gemma2DecoderLayer.forward for 4.40's GemmaDecoderLayer: each
+    branch's output normed (post_attention_layernorm, post_feedforward_
+    layernorm) before its residual add, the MLP's input by
+    pre_feedforward_layernorm."""
+    def forward(hidden_states, attention_mask=None, position_ids=None,
+                past_key_value=None, output_attentions=False, use_cache=False,
+                cache_position=None, **kwargs):
+        attended, _, cache = layer.self_attn(
+            layer.input_layernorm(hidden_states), attention_mask=attention_mask,
+            position_ids=position_ids, past_key_value=past_key_value)
+        x = hidden_states + layer.post_attention_layernorm(attended)
+        y = layer.mlp(layer.pre_feedforward_layernorm(x))
+        x = x + layer.post_feedforward_layernorm(y)
+        return (x, cache) if use_cache else (x,)
+    return forward
+
+
+class Gemma2ForCausalLM440(tf.GemmaForCausalLM):
+    """transformers 4.42's Gemma2ForCausalLM (and, with a Gemma 3 config,
+    4.50's Gemma3ForCausalLM) on 4.40's Gemma, whose embedding scaling,
+    (1 + w) RMSNorms and GeGLU MLP they share: gemma2_layer's norms,
+    gemma2_attention's scaling, soft-capping, windows and RoPE, and the
+    final logits soft-capped (final_logit_softcapping). Gemma 2's sliding
+    layers are the even ones; Gemma 3's (config.rope_local_base_freq set)
+    all but each sliding_window_pattern-th, with RoPE of their own base and
+    q_norm and k_norm in every layer."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        norm = tf.models.gemma.modeling_gemma.GemmaRMSNorm
+        gemma3 = getattr(config, "rope_local_base_freq", None) is not None
+        scaling = getattr(config, "rope_scaling", None) or {}
+        for index, layer in enumerate(self.model.layers):
+            layer.pre_feedforward_layernorm = norm(config.hidden_size,
+                                                   config.rms_norm_eps)
+            layer.post_feedforward_layernorm = norm(config.hidden_size,
+                                                    config.rms_norm_eps)
+            attention = layer.self_attn
+            if gemma3:
+                sliding = (index + 1) % config.sliding_window_pattern != 0
+                attention.q_norm = norm(config.head_dim, config.rms_norm_eps)
+                attention.k_norm = norm(config.head_dim, config.rms_norm_eps)
+                base = config.rope_local_base_freq if sliding else config.rope_theta
+                factor = 1.0 if sliding else scaling.get("factor", 1.0)
+            else:
+                sliding = index % 2 == 0
+                base, factor = config.rope_theta, 1.0
+            window = config.sliding_window if sliding else None
+            attention.forward = gemma2_attention(attention, config, window,
+                                                 base, factor)
+            layer.forward = gemma2_layer(layer)
+        cap = getattr(config, "final_logit_softcapping", None)
+        if cap is not None:
+            head = self.lm_head
+            linear = head.forward
+            head.forward = lambda x: torch.tanh(linear(x) / cap) * cap
+
+
+def gemma2():
+    """Gemma 2 as Gemma2ForCausalLM440: four layers, the even ones with a
+    window of 4 (of the 12 tokens), a head size of its own, a
+    query_pre_attn_scalar unlike it, and soft-caps low enough (2 on the
+    scores, 3 on the logits) to change most values."""
+    config = tf.GemmaConfig(**{**SIZES, "num_hidden_layers": 4},
+                            num_key_value_heads=2, head_dim=16,
+                            hidden_activation="gelu_pytorch_tanh",
+                            query_pre_attn_scalar=24, sliding_window=4,
+                            attn_logit_softcapping=2.0,
+                            final_logit_softcapping=3.0)
+    config._attn_implementation = "eager"
+    torch.manual_seed(26)
+    model = Gemma2ForCausalLM440(config).eval()
+    randomize(model, 26)
+    write("gemma2", model, config_patch={
+        "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2",
+        "cache_implementation": "hybrid"})
+
+
+def gemma3():
+    """Gemma 3's text model as Gemma2ForCausalLM440 with a Gemma 3 config:
+    four layers, every second global (sliding_window_pattern 2), local
+    layers with a window of 4 and RoPE of base 100, global ones of base
+    10000 and linear scaling by 2, per-head Q and K norms."""
+    config = tf.GemmaConfig(**{**SIZES, "num_hidden_layers": 4},
+                            num_key_value_heads=2, head_dim=16,
+                            hidden_activation="gelu_pytorch_tanh",
+                            query_pre_attn_scalar=16, sliding_window=4,
+                            sliding_window_pattern=2, rope_theta=10000.0,
+                            rope_local_base_freq=100.0,
+                            rope_scaling={"rope_type": "linear", "factor": 2.0})
+    config._attn_implementation = "eager"
+    torch.manual_seed(27)
+    model = Gemma2ForCausalLM440(config).eval()
+    randomize(model, 27)
+    write("gemma3", model, config_patch={
+        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+        "attn_logit_softcapping": None, "final_logit_softcapping": None,
+        "cache_implementation": "hybrid"})
 
 
 if __name__ == "__main__":

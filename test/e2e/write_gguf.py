@@ -314,6 +314,14 @@ HF_LAYER_NAMES = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
                   "mlp.down_proj": "ffn_down",
                   "self_attn.q_norm": "attn_q_norm",
                   "self_attn.k_norm": "attn_k_norm"}
+# Gemma 2 and 3 norm each branch's output too; their MLP's input norm is
+# pre_feedforward_layernorm, and post_attention_layernorm is the
+# attention's output norm (llama.cpp's attn_post_norm), not the MLP's
+# input norm as in LLaMA.
+HF_LAYER_NAMES_GEMMA2 = {**HF_LAYER_NAMES,
+                         "post_attention_layernorm": "post_attention_norm",
+                         "pre_feedforward_layernorm": "ffn_norm",
+                         "post_feedforward_layernorm": "post_ffw_norm"}
 
 
 # Experts, stacked per layer as llama.cpp's converter writes them
@@ -330,8 +338,9 @@ HF_LAYER_NAMES_MOE = {"mlp.gate": "ffn_gate_inp",
                       "mlp.shared_expert_gate": "ffn_gate_inp_shexp"}
 
 
-def gguf_name(hf_name):
-    """llama.cpp's name of a Hugging Face LLaMA (or Qwen2, Qwen3) tensor."""
+def gguf_name(hf_name, arch="llama"):
+    """llama.cpp's name of a Hugging Face LLaMA (or Qwen2, Qwen3, OLMoE,
+    Gemma 2 and 3) tensor."""
     m = re.match(r"model\.layers\.(\d+)\.block_sparse_moe\.gate\.weight$",
                  hf_name)
     if m:
@@ -339,7 +348,9 @@ def gguf_name(hf_name):
     m = re.match(r"model\.layers\.(\d+)\.(.*)\.(weight|bias)$", hf_name)
     if not m:
         return HF_NAMES[hf_name]
-    names = {**HF_LAYER_NAMES, **HF_LAYER_NAMES_MOE}
+    layer_names = HF_LAYER_NAMES_GEMMA2 if arch in ("gemma2", "gemma3") \
+        else HF_LAYER_NAMES
+    names = {**layer_names, **HF_LAYER_NAMES_MOE}
     return f"blk.{m.group(1)}.{names[m.group(2)]}.{m.group(3)}"
 
 
@@ -379,10 +390,12 @@ def read_hf(directory, arch):
             values = [v for n in names for v in tensors.pop(n)[1]]
             out.append((f"blk.{layer}.{target}.weight", shape, values))
     for name, (shape, values) in tensors.items():
-        target = gguf_name(name)
+        target = gguf_name(name, arch)
         # llama.cpp permutes LLaMA's Q and K rows (not Qwen2's nor Gemma's:
-        # NEOX RoPE), and adds Gemma's 1 to its RMSNorm weights.
-        if arch == "gemma" and target.endswith("norm.weight"):
+        # NEOX RoPE), and adds Gemma's 1 to its RMSNorm weights (Gemma 3's
+        # Q and K norms too).
+        if arch in ("gemma", "gemma2", "gemma3") and \
+                target.endswith("norm.weight"):
             values = [v + 1.0 for v in values]
         if arch == "llama" and target.endswith("attn_q.weight"):
             values = permute_rows(values, shape[0], shape[1], heads)
@@ -403,8 +416,20 @@ def read_hf(directory, arch):
         hp["expert_used_count"] = config["num_experts_per_tok"]
     if "moe_intermediate_size" in config:
         hp["expert_feed_forward_length"] = config["moe_intermediate_size"]
+    if config.get("shared_expert_intermediate_size"):
         hp["expert_shared_feed_forward_length"] = \
             config["shared_expert_intermediate_size"]
+    # Gemma 2's soft-caps and window, Gemma 3's window and global RoPE
+    # scaling, as llama.cpp's converter writes them.
+    for key, target in (("attn_logit_softcapping", "attn_logit_softcapping"),
+                        ("final_logit_softcapping", "final_logit_softcapping"),
+                        ("sliding_window", "attention.sliding_window")):
+        if arch in ("gemma2", "gemma3") and config.get(key) is not None:
+            hp[target] = config[key]
+    scaling = config.get("rope_scaling") or {}
+    if arch == "gemma3" and scaling.get("rope_type") == "linear":
+        hp["rope.scaling.type"] = "linear"
+        hp["rope.scaling.factor"] = scaling["factor"]
     if "head_dim" in config:
         hp["attention.key_length"] = hp["attention.value_length"] = \
             config["head_dim"]

@@ -50,6 +50,8 @@ struct AttentionCase {
   /// _rows_bf16 and _rows_f16 kernels); the reference reads the values
   /// they hold.
   tfm_row_storage storedRows = TFM_ROWS_F32;
+  /// Scores soft-capped to softcap · tanh(score / softcap); 0: none.
+  float softcap = 0;
 };
 
 /// `values` ([rows, n] floats) as rows of n int8 codes and the f32 scale
@@ -127,7 +129,8 @@ void checkAttentionAtWidth(const AttentionCase &c) {
                << "s=" << c.s << " t=" << c.t << " heads=" << c.heads << "/"
                << c.kvHeads << " d=" << c.d << " dv=" << c.dv
                << " causal=" << c.causal << " window=" << c.window
-               << " stored rows=" << c.storedRows);
+               << " stored rows=" << c.storedRows
+               << " softcap=" << c.softcap);
   // q sits in a wider buffer (offset 3, 5 spare floats per row).
   int64_t qRow = c.heads * c.d + 5;
   std::vector<float> q = randomValues(3 + c.s * qRow, 1);
@@ -152,28 +155,28 @@ void checkAttentionAtWidth(const AttentionCase &c) {
     if (c.distanceBias)
       (bf16 ? _mlir_ciface_tfm_rt_attention_biased_rows_bf16
             : _mlir_ciface_tfm_rt_attention_biased_rows_f16)(
-          &qm, &k16, &v16, &bm, &om, scale, c.causal, c.window);
+          &qm, &k16, &v16, &bm, &om, scale, c.causal, c.window, c.softcap);
     else
       (bf16 ? _mlir_ciface_tfm_rt_attention_rows_bf16
             : _mlir_ciface_tfm_rt_attention_rows_f16)(
-          &qm, &k16, &v16, &om, scale, c.causal, c.window);
+          &qm, &k16, &v16, &om, scale, c.causal, c.window, c.softcap);
   } else if (c.storedRows == TFM_ROWS_I8) {
     std::vector<int8_t> kRows = quantizeRows(k, c.d);
     std::vector<int8_t> vRows = quantizeRows(v, c.dv);
     tfm_memref3d_i8 k8 = rowsView(kRows, c.t, c.kvHeads, c.d);
     tfm_memref3d_i8 v8 = rowsView(vRows, c.t, c.kvHeads, c.dv);
     if (c.distanceBias)
-      _mlir_ciface_tfm_rt_attention_biased_rows_i8(&qm, &k8, &v8, &bm, &om,
-                                                   scale, c.causal, c.window);
+      _mlir_ciface_tfm_rt_attention_biased_rows_i8(
+          &qm, &k8, &v8, &bm, &om, scale, c.causal, c.window, c.softcap);
     else
       _mlir_ciface_tfm_rt_attention_rows_i8(&qm, &k8, &v8, &om, scale,
-                                            c.causal, c.window);
+                                            c.causal, c.window, c.softcap);
   } else if (c.distanceBias) {
     _mlir_ciface_tfm_rt_attention_biased(&qm, &km, &vm, &bm, &om, scale,
-                                         c.causal, c.window);
+                                         c.causal, c.window, c.softcap);
   } else {
     _mlir_ciface_tfm_rt_attention(&qm, &km, &vm, &om, scale, c.causal,
-                                  c.window);
+                                  c.window, c.softcap);
   }
 
   int64_t group = c.heads / c.kvHeads;
@@ -195,6 +198,8 @@ void checkAttentionAtWidth(const AttentionCase &c) {
           dot += double(q[3 + i * qRow + h * c.d + e]) *
                  k[(j * c.kvHeads + kh) * c.d + e];
         p[j] = dot * scale;
+        if (c.softcap > 0)
+          p[j] = c.softcap * std::tanh(p[j] / c.softcap);
         if (c.distanceBias) // column t - 1 + i - j
           p[j] += bias[h * biasRow + c.t - 1 + i - j];
         maximum = std::max(maximum, p[j]);
@@ -231,6 +236,23 @@ TEST(AttentionKernel, WideHeadsInVectorGroupsAndRemainders) {
 TEST(AttentionKernel, SlidingWindow) {
   checkAttention({130, 130, 2, 1, 16, 16, 17, true});
   checkAttention({1, 300, 2, 2, 16, 16, 100, true});
+}
+
+TEST(AttentionKernel, SoftCappedScores) {
+  // Gemma 2's cap (50) is far above these scores; a cap of 0.5 squashes
+  // most of them. Prefill blocks, a decode step, a window, int8 rows.
+  for (float cap : {50.0f, 0.5f}) {
+    AttentionCase prefill{70, 70, 4, 2, 16, 16, 0, true};
+    prefill.softcap = cap;
+    checkAttention(prefill);
+    AttentionCase decode{1, 90, 4, 2, 16, 16, 0, true};
+    decode.softcap = cap;
+    checkAttention(decode);
+    AttentionCase window{40, 40, 2, 1, 16, 16, 9, true};
+    window.softcap = cap;
+    window.storedRows = TFM_ROWS_I8;
+    checkAttention(window);
+  }
 }
 
 TEST(AttentionKernel, BidirectionalCrossAttention) {
@@ -319,8 +341,8 @@ TEST(AttentionKernel, HalfRowsReadInPlaceAsWidened) {
                                 {2 * kvHeads * d, 2 * d, 2}};
       auto attend = storage == TFM_ROWS_BF16 ? _mlir_ciface_tfm_rt_attention_rows_bf16
                                              : _mlir_ciface_tfm_rt_attention_rows_f16;
-      attend(&qm, &k16, &v16, &om, 0.125f, 1, 0);
-      attend(&qm, &kWide, &vWide, &wm, 0.125f, 1, 0);
+      attend(&qm, &k16, &v16, &om, 0.125f, 1, 0, 0.0f);
+      attend(&qm, &kWide, &vWide, &wm, 0.125f, 1, 0, 0.0f);
       for (int64_t i = 0; i < heads * d; ++i)
         ASSERT_EQ(inPlace[i], widened[i]) << "output " << i;
       tfm_kernels_use_narrow(before);
@@ -414,7 +436,7 @@ void checkPackedAttention(std::vector<int32_t> lengths, bool causal) {
   tfm_memref1d_i32 lm = {lengths.data(), lengths.data(), 0,
                          {int64_t(lengths.size())}, {1}};
   _mlir_ciface_tfm_rt_attention_packed(&qm, &km, &vm, &lm, &om, 0.25f, causal,
-                                       0);
+                                       0, 0.0f);
   int64_t start = 0;
   for (int32_t n : lengths) {
     tfm_memref3d_f32 qs = view3d(q, n, heads, d, heads * d, start * heads * d);
@@ -424,7 +446,7 @@ void checkPackedAttention(std::vector<int32_t> lengths, bool causal) {
         view3d(v, n, kvHeads, d, kvHeads * d, start * kvHeads * d);
     tfm_memref3d_f32 os =
         view3d(alone, n, heads, d, heads * d, start * heads * d);
-    _mlir_ciface_tfm_rt_attention(&qs, &ks, &vs, &os, 0.25f, causal, 0);
+    _mlir_ciface_tfm_rt_attention(&qs, &ks, &vs, &os, 0.25f, causal, 0, 0.0f);
     start += n;
   }
   double worst = 0;

@@ -30,7 +30,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 import make_fixture  # noqa: E402
 from make_family_goldens import (llama3_inverse_frequencies,  # noqa: E402
-                                 OlmoeForCausalLM440, Qwen3ForCausalLM440)
+                                 Gemma2ForCausalLM440, OlmoeForCausalLM440,
+                                 Qwen3ForCausalLM440, Qwen3MoeForCausalLM440)
 
 OUT = os.path.join(HERE, "Inputs")
 
@@ -886,6 +887,93 @@ MODELS = {
             tokenizer_class="GPTNeoXTokenizer"),
         tokens=[50279, 12092, 13, 310, 1, 50277, 50278, 50280, 50303, 187,
                 2, 0]),
+    "gemma-2-2b-it": dict(
+        # transformers 4.42's Gemma 2 on 4.40's Gemma
+        # (make_family_goldens.Gemma2ForCausalLM440)
+        classes=(tf.GemmaConfig, Gemma2ForCausalLM440),
+        config={"architectures": ["Gemma2ForCausalLM"], "attention_bias": False,
+                "attention_dropout": 0.0, "attn_logit_softcapping": 50.0,
+                "bos_token_id": 2, "cache_implementation": "hybrid",
+                "eos_token_id": [1, 107], "final_logit_softcapping": 30.0,
+                "hidden_act": "gelu_pytorch_tanh",
+                "hidden_activation": "gelu_pytorch_tanh",
+                "initializer_range": 0.02, "max_position_embeddings": 8192,
+                "model_type": "gemma2", "pad_token_id": 0,
+                "rms_norm_eps": 1e-06, "rope_theta": 10000.0,
+                "torch_dtype": "float32", "use_cache": True,
+                "vocab_size": 256000,
+                # cut: 2304 wide, 9216, 26 layers, 8/4 heads of 256,
+                # query_pre_attn_scalar 256 (the head size, cut with it),
+                # a window of 4096
+                "hidden_size": 16, "intermediate_size": 32,
+                "num_hidden_layers": 2, "num_attention_heads": 8,
+                "num_key_value_heads": 4, "head_dim": 4,
+                "query_pre_attn_scalar": 4, "sliding_window": 4},
+        generation_config={"bos_token_id": 2, "cache_implementation": "hybrid",
+                           "eos_token_id": [1, 107], "pad_token_id": 0},
+        tokens=[2, 4521, 235269, 2134, 235341, 1, 0, 255999, 106, 107, 108, 3]),
+    "gemma-3-1b-it": dict(
+        # transformers 4.50's Gemma 3 on 4.40's Gemma
+        # (make_family_goldens.Gemma2ForCausalLM440)
+        classes=(tf.GemmaConfig, Gemma2ForCausalLM440),
+        config={"architectures": ["Gemma3ForCausalLM"], "attention_bias": False,
+                "attention_dropout": 0.0, "attn_logit_softcapping": None,
+                "bos_token_id": 2, "cache_implementation": "hybrid",
+                "eos_token_id": [1, 106], "final_logit_softcapping": None,
+                "hidden_activation": "gelu_pytorch_tanh",
+                "initializer_range": 0.02, "max_position_embeddings": 32768,
+                "model_type": "gemma3_text", "pad_token_id": 0,
+                "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000,
+                "rope_scaling": None, "rope_theta": 1000000,
+                "sliding_window_pattern": 6, "torch_dtype": "bfloat16",
+                "use_cache": True, "vocab_size": 262144,
+                # cut: 1152 wide, 6912, 26 layers (6 kept: five local, one
+                # global), 4/1 heads of 256, query_pre_attn_scalar 256 (the
+                # head size, cut with it), a window of 512
+                "hidden_size": 16, "intermediate_size": 32,
+                "num_hidden_layers": 6, "num_attention_heads": 4,
+                "num_key_value_heads": 1, "head_dim": 4,
+                "query_pre_attn_scalar": 4, "sliding_window": 4},
+        generation_config={"bos_token_id": 2, "cache_implementation": "hybrid",
+                           "do_sample": True, "eos_token_id": [1, 106],
+                           "pad_token_id": 0, "top_k": 64, "top_p": 0.95},
+        tokens=[2, 4521, 235269, 2134, 235341, 1, 0, 262143, 106, 107, 108, 3]),
+    "qwen3-30b-a3b": dict(
+        # transformers 4.51's Qwen3-MoE on 4.40's Mixtral
+        # (make_family_goldens.Qwen3MoeForCausalLM440)
+        classes=(tf.MixtralConfig, Qwen3MoeForCausalLM440),
+        config={"architectures": ["Qwen3MoeForCausalLM"],
+                "attention_bias": False, "attention_dropout": 0.0,
+                "bos_token_id": 151643, "decoder_sparse_step": 1,
+                "eos_token_id": 151645, "hidden_act": "silu",
+                "initializer_range": 0.02, "max_position_embeddings": 40960,
+                "max_window_layers": 48, "mlp_only_layers": [],
+                "model_type": "qwen3_moe", "norm_topk_prob": True,
+                "num_experts": 128, "num_experts_per_tok": 8,
+                "output_router_logits": False, "rms_norm_eps": 1e-06,
+                "rope_scaling": None, "rope_theta": 1000000.0,
+                "router_aux_loss_coef": 0.001, "sliding_window": None,
+                "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+                "use_cache": True, "use_sliding_window": False,
+                "vocab_size": 151936,
+                # cut: 2048 wide, experts of 768, 48 layers, 32/4 heads of
+                # 128
+                "hidden_size": 32, "intermediate_size": 48,
+                "moe_intermediate_size": 16, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "num_key_value_heads": 2,
+                "head_dim": 8},
+        generation_config={"bos_token_id": 151643, "do_sample": True,
+                           "eos_token_id": [151645, 151643],
+                           "pad_token_id": 151643, "temperature": 0.6,
+                           "top_k": 20, "top_p": 0.95},
+        tokenizer=byte_level(151643, QWEN3_ADDED, QWEN2_SPLIT, {"type": "NFC"}),
+        tokenizer_config=tokenizer_config(
+            QWEN3_ADDED, bos_token=None, eos_token="<|im_end|>",
+            pad_token="<|endoftext|>", model_max_length=131072,
+            tokenizer_class="Qwen2Tokenizer", errors="replace",
+            split_special_tokens=False),
+        tokens=[151644, 872, 198, 9707, 11, 1879, 0, 151645, 198, 151667,
+                151668, 151935]),
 }
 SEEDS = {name: 1000 + i for i, name in enumerate(MODELS)}
 # LibriSpeech's characters, as wav2vec2-base-960h's and
@@ -911,6 +999,8 @@ PROMPT_IDS = {
                    32, 120, 151643],
     "qwen1.5-moe-a2.7b": [151644, 117, 115, 101, 114, 10, 258, 32, 49, 50,
                           51, 32, 32, 120, 151643],
+    "qwen3-30b-a3b": [151644, 117, 115, 101, 114, 10, 258, 32, 49, 50, 51,
+                      32, 32, 120, 151643],
     "pythia-160m": [ord(c) + 2 for c in "<|im_start|>user\n"] +
                    [260, 34, 51, 52, 53, 50276, 122, 0],
     "phi-2": [ord(c) for c in "<|im_start|>user\n"] +
