@@ -551,7 +551,10 @@ LogicalResult RopeOp::verify() {
   if (rotary <= 0 || rotary > headDim || rotary % 2 != 0)
     return emitOpError() << "expected rotary_dim to be even and in (0, "
                          << headDim << "], got " << rotary;
-  if (std::optional<ArrayRef<float>> frequencies = getFrequencies()) {
+  for (std::optional<ArrayRef<float>> frequencies :
+       {getFrequencies(), getLongFrequencies()}) {
+    if (!frequencies)
+      continue;
     if (int64_t(frequencies->size()) != rotary / 2)
       return emitOpError() << "expected " << rotary / 2
                            << " frequencies (one per rotated pair), got "
@@ -560,6 +563,17 @@ LogicalResult RopeOp::verify() {
       if (!(f > 0) || std::isinf(f))
         return emitOpError() << "expected positive, finite frequencies, got "
                              << f << " at " << i;
+  }
+  if (getLongFrequencies().has_value() != getLongContext().has_value())
+    return emitOpError()
+           << "expected long_frequencies and long_context together";
+  if (std::optional<uint64_t> longContext = getLongContext()) {
+    if (int64_t(*longContext) <= 0)
+      return emitOpError() << "expected a positive long_context, got "
+                           << int64_t(*longContext);
+    if (!getFrequencies() || getNtkFactor())
+      return emitOpError() << "expected long_frequencies beside frequencies "
+                              "and without dynamic NTK scaling";
   }
   std::optional<APFloat> factor = getNtkFactor();
   std::optional<uint64_t> context = getNtkContext();

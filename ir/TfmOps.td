@@ -581,6 +581,13 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, Tfm_PositionWise,
     result; transformers' uncached forward instead rotates every position
     of a sequence with its last position's base.
 
+    With `long_frequencies` and `long_context` (Phi-3's LongRoPE), a row at
+    position `p` past the context of the short factors (`p + 1 >
+    long_context`) rotates with `long_frequencies` instead of
+    `frequencies`: again each row by its own sequence length, as
+    transformers' cached decoding does (its uncached forward rotates every
+    position of a sequence longer than `long_context` with the long ones).
+
     ```mlir
     %qr = tfm.rope rotate_half %q, %pos {theta = 1.0e4 : f32} : tensor<?x8x64xf32>, tensor<?xi32>
     %kr = tfm.rope rotate_half %k, %pos {theta = 1.0e4 : f32, rotary_dim = 16 : i64} : tensor<?x8x64xf32>, tensor<?xi32>
@@ -591,7 +598,9 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, Tfm_PositionWise,
                        OptionalAttr<I64Attr>:$rotary_dim,
                        OptionalAttr<DenseF32ArrayAttr>:$frequencies,
                        OptionalAttr<F32Attr>:$ntk_factor,
-                       OptionalAttr<I64Attr>:$ntk_context);
+                       OptionalAttr<I64Attr>:$ntk_context,
+                       OptionalAttr<DenseF32ArrayAttr>:$long_frequencies,
+                       OptionalAttr<I64Attr>:$long_context);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     ``$style $input `,` $positions attr-dict `:` type($input) `,` type($positions)

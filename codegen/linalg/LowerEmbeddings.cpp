@@ -298,6 +298,30 @@ Value ropeTable(OpBuilder &b, Location loc, RopeOp op, Value positions,
         });
   }
   auto frequencyType = RankedTensorType::get({half}, b.getF32Type());
+  if (std::optional<ArrayRef<float>> longer = op.getLongFrequencies()) {
+    // LongRoPE: each row's frequencies by its own sequence length.
+    Value shortTable = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(frequencyType, *given));
+    Value longTable = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(frequencyType, *longer));
+    int64_t context = int64_t(*op.getLongContext());
+    return createGeneric(
+        b, loc, ValueRange{positions, shortTable, longTable},
+        createEmpty(b, loc, tableType, sizes),
+        {AffineMap::get(2, 0, getAffineDimExpr(0, ctx)),
+         AffineMap::get(2, 0, getAffineDimExpr(1, ctx)),
+         AffineMap::get(2, 0, getAffineDimExpr(1, ctx)),
+         b.getMultiDimIdentityMap(2)},
+        {IteratorType::parallel, IteratorType::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          // p + 1 > context, as p >= context.
+          Value past = arith::CmpIOp::create(
+              nb, l, arith::CmpIPredicate::sge, args[0],
+              arith::ConstantIntOp::create(nb, l, args[0].getType(), context));
+          Value inverse = arith::SelectOp::create(nb, l, past, args[2], args[1]);
+          return angleFunction(nb, l, args[0], inverse);
+        });
+  }
   Value frequencies =
       given ? Value(arith::ConstantOp::create(
                   b, loc, DenseElementsAttr::get(frequencyType, *given)))

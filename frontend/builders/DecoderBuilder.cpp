@@ -247,14 +247,25 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
     IntegerAttr ntkContext = ntkFactor
                                  ? b.getI64IntegerAttr(spec.ropeNtkContext)
                                  : IntegerAttr();
+    bool longRope = !spec.ropeLongFrequencies.empty() && !localRope;
+    DenseF32ArrayAttr longFrequencies =
+        longRope ? b.getDenseF32ArrayAttr(spec.ropeLongFrequencies)
+                 : DenseF32ArrayAttr();
+    IntegerAttr longContext =
+        longRope ? b.getI64IntegerAttr(spec.ropeLongContext) : IntegerAttr();
     q = RopeOp::create(b, loc, q.getType(), style, q, positions, theta,
-                       rotaryDim, frequencies, ntkFactor, ntkContext);
+                       rotaryDim, frequencies, ntkFactor, ntkContext,
+                       longFrequencies, longContext);
     k = RopeOp::create(b, loc, k.getType(), style, k, positions, theta,
-                       rotaryDim, frequencies, ntkFactor, ntkContext);
+                       rotaryDim, frequencies, ntkFactor, ntkContext,
+                       longFrequencies, longContext);
   }
-  auto scale = b.getF32FloatAttr(spec.attentionScale > 0
-                                     ? spec.attentionScale
-                                     : 1.0 / std::sqrt(double(headDim)));
+  // LongRoPE's magnitude multiplies both Q's and K's rotations: the scores
+  // by its square.
+  auto scale = b.getF32FloatAttr(
+      (spec.attentionScale > 0 ? spec.attentionScale
+                               : 1.0 / std::sqrt(double(headDim))) *
+      spec.ropeMagnitude * spec.ropeMagnitude);
   FloatAttr softcap = spec.attentionSoftcap > 0
                           ? b.getF32FloatAttr(spec.attentionSoftcap)
                           : FloatAttr();

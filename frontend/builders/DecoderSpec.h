@@ -72,6 +72,13 @@ struct DecoderSpec {
   /// ntk_context); 0: none.
   double ropeNtkFactor = 0;
   int64_t ropeNtkContext = 0;
+  /// LongRoPE (Phi-3): the inverse frequencies of rows past
+  /// `ropeLongContext` positions (ropeFrequencies are the short ones), and
+  /// the factor both cos and sin are multiplied by (so the scores by its
+  /// square); empty, 0 and 1: none.
+  std::vector<float> ropeLongFrequencies;
+  int64_t ropeLongContext = 0;
+  double ropeMagnitude = 1.0;
   /// Multiplies the token embeddings looked up (Gemma: sqrt(hidden)); 0:
   /// none.
   double embeddingScale = 0;

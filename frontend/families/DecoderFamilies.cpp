@@ -62,6 +62,51 @@ void readPartialRotary(ConfigReader &config, llvm::StringRef key,
     spec.rotaryDim = int64_t(spec.headDim() * factor);
 }
 
+/// Phi-3's LongRoPE ("longrope", earlier "su"): each inverse frequency
+/// divided by its short_factor (rows within original_max_position_embeddings)
+/// or its long_factor (rows past it), cos and sin multiplied by
+/// sqrt(1 + ln(s) / ln(original)) where s = max_position_embeddings /
+/// original > 1 (transformers 4.41's Phi3LongRoPEScaledRotaryEmbedding).
+/// `inverse` becomes the short frequencies.
+void readLongRope(ConfigReader &config, ConfigReader &fields,
+                  std::vector<double> &inverse, DecoderSpec &spec) {
+  int64_t original = config.integer("original_max_position_embeddings",
+                                    fields.integer(
+                                        "original_max_position_embeddings", 0));
+  if (original <= 0)
+    config.fail("rope_scaling longrope needs a positive "
+                "original_max_position_embeddings");
+  for (const char *key : {"short_mscale", "long_mscale"})
+    fields.refuseUnlessAbsent(key, "LongRoPE magnitudes of its own");
+  std::vector<double> longer = inverse;
+  for (auto [key, frequencies] :
+       {std::pair<const char *, std::vector<double> *>{"short_factor", &inverse},
+        {"long_factor", &longer}}) {
+    const llvm::json::Array *factors = fields.fields().getArray(key);
+    if (!factors || factors->size() != frequencies->size()) {
+      config.fail("rope_scaling " + llvm::Twine(key) + " must list " +
+                  llvm::Twine(frequencies->size()) +
+                  " numbers (one per rotated pair)");
+      return;
+    }
+    for (size_t i = 0; i < factors->size(); ++i) {
+      std::optional<double> factor = (*factors)[i].getAsNumber();
+      if (!factor || !(*factor > 0) || std::isinf(*factor)) {
+        config.fail("rope_scaling " + llvm::Twine(key) +
+                    " must hold positive numbers");
+        return;
+      }
+      (*frequencies)[i] /= *factor;
+    }
+  }
+  spec.ropeLongFrequencies.assign(longer.begin(), longer.end());
+  spec.ropeLongContext = original;
+  double scale = original > 0 ? double(spec.maxContext) / double(original) : 1;
+  if (scale > 1)
+    spec.ropeMagnitude =
+        std::sqrt(1 + std::log(scale) / std::log(double(original)));
+}
+
 /// rope_scaling: "linear" (positions divided by the factor: every
 /// frequency is), "dynamic" (NTK: the base grows with the sequence past
 /// max_position_embeddings, which --max-context may then exceed) and
@@ -111,9 +156,11 @@ void readRopeScaling(ConfigReader &config, DecoderSpec &spec) {
         f = (1 - smooth) * f / factor + smooth * f;
       }
     }
+  } else if (type == "longrope" || type == "su") {
+    readLongRope(config, fields, inverse, spec);
   } else {
     config.fail("unsupported config value rope_scaling type '" + type +
-                "' (supported: linear, dynamic, llama3)");
+                "' (supported: linear, dynamic, llama3, longrope)");
   }
   // Malformed fields count for every type, "dynamic" included.
   if (llvm::Error err = fields.takeError())
@@ -732,38 +779,21 @@ llvm::Error prepareGptNeoXWeights(const DecoderSpec &spec, WeightStore &store,
 /// MLP's gate and up as one, [gate rows, up rows]: split them.
 llvm::Error preparePhi3Checkpoint(DecoderSpec &spec, WeightStore &store,
                                   llvm::StringRef checkpoint) {
-  int64_t d = spec.hiddenSize, hd = spec.headDim();
+  int64_t hd = spec.headDim(), inner = spec.intermediateSize;
   int64_t q = spec.numHeads * hd, kv = spec.numKVHeads * hd;
-  int64_t inner = spec.intermediateSize;
-  struct Fused {
-    const char *name;
-    std::vector<std::pair<const char *, int64_t>> parts; // name, rows
-  };
-  const Fused fused[] = {
-      {"self_attn.qkv_proj", {{"q", q}, {"k", kv}, {"v", kv}}},
-      {"mlp.gate_up_proj", {{"gate", inner}, {"up", inner}}}};
-  for (int64_t l = 0; l < spec.numLayers; ++l)
-    for (const Fused &f : fused) {
-      std::string base =
-          "model.layers." + std::to_string(l) + "." + f.name + ".";
-      int64_t rows = 0;
-      for (const auto &part : f.parts)
-        rows += part.second;
-      if (std::optional<std::string> error =
-              store.mismatch(checkpoint, base + "weight", {rows, d},
-                             "the phi3 config implies"))
-        return makeError(*error);
-      WeightTensor t = store.take(base + "weight");
-      int64_t first = 0;
-      for (const auto &[part, count] : f.parts) {
-        std::vector<int64_t> picked(static_cast<size_t>(count));
-        for (int64_t i = 0; i < count; ++i)
-          picked[size_t(i)] = first + i;
-        store.add(base + part + ".weight",
-                  t.selectRows(std::move(picked), {count, d}));
-        first += count;
-      }
-    }
+  for (int64_t l = 0; l < spec.numLayers; ++l) {
+    std::string layer = "model.layers." + std::to_string(l) + ".";
+    if (llvm::Error err = splitFusedRows(
+            store, checkpoint, layer + "self_attn.qkv_proj.",
+            {{"q", q}, {"k", kv}, {"v", kv}}, spec.hiddenSize,
+            "the phi3 config implies"))
+      return err;
+    if (llvm::Error err = splitFusedRows(
+            store, checkpoint, layer + "mlp.gate_up_proj.",
+            {{"gate", inner}, {"up", inner}}, spec.hiddenSize,
+            "the phi3 config implies"))
+      return err;
+  }
   return llvm::Error::success();
 }
 
@@ -867,6 +897,29 @@ llvm::Error mlir::tfm::prepareDecoderWeights(llvm::StringRef modelType,
   if (!family || !family->prepare)
     return llvm::Error::success();
   return family->prepare(spec, store, checkpoint);
+}
+
+llvm::Error mlir::tfm::splitFusedRows(
+    WeightStore &store, llvm::StringRef checkpoint, const std::string &base,
+    llvm::ArrayRef<std::pair<const char *, int64_t>> parts, int64_t cols,
+    llvm::StringRef what) {
+  int64_t rows = 0;
+  for (const auto &part : parts)
+    rows += part.second;
+  if (std::optional<std::string> error =
+          store.mismatch(checkpoint, base + "weight", {rows, cols}, what))
+    return makeError(*error);
+  WeightTensor t = store.take(base + "weight");
+  int64_t first = 0;
+  for (const auto &[part, count] : parts) {
+    std::vector<int64_t> picked(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i)
+      picked[size_t(i)] = first + i;
+    store.add(base + part + ".weight",
+              t.selectRows(std::move(picked), {count, cols}));
+    first += count;
+  }
+  return llvm::Error::success();
 }
 
 bool mlir::tfm::decoderTokenizerAddsBos(llvm::StringRef modelType) {

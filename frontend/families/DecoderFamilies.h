@@ -37,6 +37,16 @@ llvm::Error prepareDecoderWeights(llvm::StringRef modelType, DecoderSpec &spec,
                                   WeightStore &store,
                                   llvm::StringRef checkpoint);
 
+/// Phi-3's fused projections split: `base` + "weight" ([Q rows; K rows; V
+/// rows] or [gate rows; up rows], `parts` their names and row counts, of
+/// `cols` columns) becomes `base` + part + ".weight" for each part (rows of
+/// a block dtype stay whole blocks). `what` names the config that implies
+/// the shape, for the mismatch message.
+llvm::Error splitFusedRows(WeightStore &store, llvm::StringRef checkpoint,
+                           const std::string &base,
+                           llvm::ArrayRef<std::pair<const char *, int64_t>> parts,
+                           int64_t cols, llvm::StringRef what);
+
 } // namespace mlir::tfm
 
 #endif // TFM_FRONTEND_DECODERFAMILIES_H

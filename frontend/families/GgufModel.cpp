@@ -18,13 +18,16 @@
 // span all heads). "gemma2" and "gemma3" are Gemma's with each branch's
 // output normed (blk.N.post_attention_norm, blk.N.post_ffw_norm; ffn_norm
 // is the MLP's input norm), windows and soft-caps from the metadata, and
-// Gemma 3's per-head Q and K norms.
+// Gemma 3's per-head Q and K norms. "phi3" fuses Q, K and V (attn_qkv)
+// and the MLP's gate and up (ffn_up), split as the file is read, and
+// carries LongRoPE's factors as tensors (rope_factors_short, _long).
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/GgufModel.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/builders/DecoderBuilder.h"
+#include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/FamilyTable.h"
 #include "frontend/formats/Gguf.h"
 #include "frontend/formats/StoredDtypes.h"
@@ -45,6 +48,10 @@ namespace {
 constexpr int64_t kMaxWidth = 1 << 20, kMaxLayers = 1 << 12,
                   kMaxHeads = 1 << 12, kMaxContext = 1 << 24;
 constexpr llvm::StringLiteral kRopeFactors = "rope_freqs.weight";
+/// Phi-3's LongRoPE factors: each inverse frequency's divisor within the
+/// original context (short) and past it (long).
+constexpr llvm::StringLiteral kShortRopeFactors = "rope_factors_short.weight",
+                              kLongRopeFactors = "rope_factors_long.weight";
 
 /// A GGUF architecture tfmc reads: general.architecture's value, what it
 /// differs from LLaMA's in, and the models that use it (for messages).
@@ -74,6 +81,10 @@ struct GgufArchitecture {
   int64_t slidingPattern = 0;
   double localRopeTheta = 0;
   int64_t widthScaledLayers = 0;
+  /// Phi-3's fused projections: Q, K and V in attn_qkv, the MLP's gate and
+  /// up in ffn_up (gate rows first), split as the file is read; a window
+  /// where attention.sliding_window says; LongRoPE's factors as tensors.
+  bool fusedProjections = false;
 };
 
 /// Every GGUF architecture, in the order messages list them. A new one is
@@ -101,6 +112,8 @@ const GgufArchitecture kGgufArchitectures[] = {
      ActivationKind::gelu_tanh, true, /*headNorms=*/true, true, false,
      /*slidingPattern=*/6, /*localRopeTheta=*/10000,
      /*widthScaledLayers=*/62},
+    {"phi3", "Phi-3", RopeStyle::rotate_half, false, ActivationKind::silu,
+     false, false, true, false, 0, 0, 0, /*fusedProjections=*/true},
 };
 
 const GgufArchitecture *findGgufArchitecture(llvm::StringRef name) {
@@ -294,6 +307,18 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
     spec.layer.expertUp = "blk.{}.ffn_up_exps.{e}.weight";
     spec.layer.expertDown = "blk.{}.ffn_down_exps.{e}.weight";
   }
+  if (arch.fusedProjections) {
+    spec.layer.query = "blk.{}.attn_qkv.q.weight";
+    spec.layer.key = "blk.{}.attn_qkv.k.weight";
+    spec.layer.value = "blk.{}.attn_qkv.v.weight";
+    spec.layer.gate = "blk.{}.ffn_up.gate.weight";
+    spec.layer.up = "blk.{}.ffn_up.up.weight";
+    llvm::Expected<std::optional<int64_t>> window = file.optionalInteger(
+        key + "attention.sliding_window", kMaxContext);
+    if (!window)
+      return window.takeError();
+    spec.slidingWindow = window->value_or(0);
+  }
   if (spec.sharedExpertSize > 0) {
     spec.layer.sharedGate = "blk.{}.ffn_gate_shexp.weight";
     spec.layer.sharedUp = "blk.{}.ffn_up_shexp.weight";
@@ -325,6 +350,74 @@ llvm::Error applyRopeFactors(const GgufFile &file, const WeightStore &weights,
         std::pow(spec.ropeTheta, -2.0 * double(i) / double(2 * pairs));
     spec.ropeFrequencies.push_back(float(inverse / values[i]));
   }
+  return llvm::Error::success();
+}
+
+/// Phi-3's fused attn_qkv and ffn_up split into the parts the spec names,
+/// and its LongRoPE (rope_factors_short and rope_factors_long, the
+/// rope.scaling.original_context_length they switch at and the
+/// rope.scaling.attn_factor that multiplies cos and sin).
+llvm::Error preparePhi3(const GgufFile &file, const GgufArchitecture &arch,
+                        WeightStore &weights, DecoderSpec &spec) {
+  int64_t hd = spec.headDim(), d = spec.hiddenSize;
+  for (int64_t l = 0; l < spec.numLayers; ++l) {
+    std::string layer = "blk." + std::to_string(l) + ".";
+    if (llvm::Error err = splitFusedRows(
+            weights, file.path(), layer + "attn_qkv.",
+            {{"q", spec.numHeads * hd},
+             {"k", spec.numKVHeads * hd},
+             {"v", spec.numKVHeads * hd}},
+            d, "the metadata implies"))
+      return err;
+    if (llvm::Error err = splitFusedRows(
+            weights, file.path(), layer + "ffn_up.",
+            {{"gate", spec.intermediateSize}, {"up", spec.intermediateSize}},
+            d, "the metadata implies"))
+      return err;
+  }
+  const WeightTensor *shortFactors = weights.lookup(kShortRopeFactors);
+  const WeightTensor *longFactors = weights.lookup(kLongRopeFactors);
+  if (!shortFactors && !longFactors)
+    return llvm::Error::success();
+  int64_t pairs = spec.rotaryDims() / 2;
+  std::string key = (arch.name + ".").str();
+  llvm::Expected<std::optional<int64_t>> original = file.optionalInteger(
+      key + "rope.scaling.original_context_length", kMaxContext);
+  llvm::Expected<std::optional<double>> magnitude =
+      file.optionalReal(key + "rope.scaling.attn_factor");
+  if (!original)
+    return original.takeError();
+  if (!magnitude)
+    return magnitude.takeError();
+  if (!shortFactors || !longFactors || !*original || **original <= 0)
+    return makeError(file.path() + ": LongRoPE needs both '" +
+                     kShortRopeFactors + "' and '" + kLongRopeFactors +
+                     "' and a positive rope.scaling.original_context_length");
+  std::vector<double> inverse;
+  for (int64_t i = 0; i < pairs; ++i)
+    inverse.push_back(std::pow(spec.ropeTheta, -2.0 * double(i) /
+                                                   double(2 * pairs)));
+  for (auto [name, factors, out] :
+       {std::tuple{kShortRopeFactors, shortFactors, &spec.ropeFrequencies},
+        std::tuple{kLongRopeFactors, longFactors, &spec.ropeLongFrequencies}}) {
+    if (factors->shape() != std::vector<int64_t>{pairs})
+      return makeError(file.path() + ": tensor '" + name + "' has shape " +
+                       formatShape(factors->shape()) +
+                       ", the rotary dimensions imply [" + llvm::Twine(pairs) +
+                       "]");
+    std::vector<float> values = factors->toF32();
+    for (int64_t i = 0; i < pairs; ++i) {
+      if (!(values[i] > 0) || !std::isfinite(values[i]))
+        return makeError(file.path() + ": " + name + "[" + llvm::Twine(i) +
+                         "] is not a positive number");
+      out->push_back(float(inverse[i] / values[i]));
+    }
+  }
+  spec.ropeLongContext = **original;
+  spec.ropeMagnitude = magnitude->value_or(1.0);
+  if (!(spec.ropeMagnitude > 0) || !std::isfinite(spec.ropeMagnitude))
+    return makeError(file.path() + ": rope.scaling.attn_factor is not a "
+                     "positive number");
   return llvm::Error::success();
 }
 
@@ -416,6 +509,10 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
     return std::move(err);
   if (llvm::Error err = applyRopeFactors(*file, model.weights, *spec))
     return std::move(err);
+  if (architecture->fusedProjections)
+    if (llvm::Error err =
+            preparePhi3(*file, *architecture, model.weights, *spec))
+      return std::move(err);
 
   if (withTokenizer) {
     llvm::Expected<std::optional<TokenizerVocab>> vocab =
@@ -474,7 +571,10 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
   model.weights.keepMapped(file->releaseBuffer());
   auto module = buildDecoder(
       context, *spec, model.weights, path,
-      [](llvm::StringRef name) { return name == kRopeFactors; });
+      [](llvm::StringRef name) {
+        return name == kRopeFactors || name == kShortRopeFactors ||
+               name == kLongRopeFactors;
+      });
   if (!module)
     return module.takeError();
   model.module = std::move(*module);

@@ -171,6 +171,12 @@ def phi3():
         "architectures": ["Phi3ForCausalLM"], "model_type": "phi3",
         "sliding_window": 5, "original_max_position_embeddings": 32,
         "rope_scaling": None, "attention_bias": False, "pad_token_id": 0})
+    save_phi3_weights("phi3", model)
+
+
+def save_phi3_weights(fixture, model):
+    """`model`'s weights as Phi-3 stores them: Q, K and V fused into
+    qkv_proj, the MLP's gate and up into gate_up_proj."""
     weights = model.state_dict()
     fused = {}
     for name, tensor in weights.items():
@@ -183,8 +189,120 @@ def phi3():
                                                "gate_proj", "up_proj")):
             fused[name] = tensor.contiguous()
     safetensors.torch.save_file(
-        fused, os.path.join(OUT, "phi3", "model.safetensors"),
+        fused, os.path.join(OUT, fixture, "model.safetensors"),
         metadata={"format": "pt"})
+
+
+class LongRope440(torch.nn.Module):
+    """transformers 4.41's Phi3LongRoPEScaledRotaryEmbedding for 4.40's
+    Mistral attention, which asks for the cached keys plus the new ones
+    (4.41's max position + 1): the short factors up to
+    original_max_position_embeddings, the long ones past it, cos and sin
+    multiplied by sqrt(1 + ln(s) / ln(original)), s = max_position_embeddings
+    / original."""
+
+    def __init__(self, dim, config):
+        super().__init__()
+        self.dim, self.base = dim, config.rope_theta
+        self.short = config.rope_scaling["short_factor"]
+        self.long = config.rope_scaling["long_factor"]
+        self.original = config.original_max_position_embeddings
+        scale = config.max_position_embeddings / self.original
+        self.magnitude = 1.0 if scale <= 1 else math.sqrt(
+            1 + math.log(scale) / math.log(self.original))
+
+    def forward(self, x, seq_len=None):
+        factors = torch.tensor(
+            self.long if seq_len > self.original else self.short,
+            dtype=torch.float32)
+        shape = torch.arange(0, self.dim, 2, dtype=torch.int64).float() / self.dim
+        inverse = 1.0 / (factors * self.base ** shape)
+        angles = torch.outer(torch.arange(seq_len, dtype=torch.float32), inverse)
+        angles = torch.cat((angles, angles), dim=-1)
+        return angles.cos() * self.magnitude, angles.sin() * self.magnitude
+
+
+class RowsOf(torch.nn.Module):
+    """Rows [begin, end) of a fused projection, as a projection of their
+    own (the fused one held beside it, not by this module)."""
+
+    def __init__(self, fused, begin, end):
+        super().__init__()
+        self.__dict__["fused"] = fused
+        self.begin, self.end = begin, end
+
+    def forward(self, x):
+        return torch.nn.functional.linear(
+            x, self.__dict__["fused"].weight[self.begin:self.end])
+
+
+class Phi3ForCausalLM440(tf.MistralForCausalLM):
+    """transformers 4.41's Phi3ForCausalLM on 4.40's Mistral: Q, K and V one
+    projection (qkv_proj, [Q rows; K rows; V rows]) and the MLP's gate and
+    up one (gate_up_proj, [gate rows; up rows]), as Phi-3's weights are
+    named, and LongRope440 where the config's rope_scaling is LongRoPE.
+    Mistral's window is tfmc's minus one (mistral_window_convention): the
+    config's sliding_window, where set, is lowered by one here."""
+
+    def __init__(self, config):
+        if getattr(config, "sliding_window", None):
+            config.sliding_window -= 1
+        super().__init__(config)
+        d = config.hidden_size
+        head_dim = d // config.num_attention_heads
+        q = config.num_attention_heads * head_dim
+        kv = config.num_key_value_heads * head_dim
+        inner = config.intermediate_size
+        scaling = getattr(config, "rope_scaling", None) or {}
+        for layer in self.model.layers:
+            attention, mlp = layer.self_attn, layer.mlp
+            del attention.q_proj, attention.k_proj, attention.v_proj
+            attention.qkv_proj = torch.nn.Linear(d, q + 2 * kv, bias=False)
+            for name, begin, end in (("q_proj", 0, q), ("k_proj", q, q + kv),
+                                     ("v_proj", q + kv, q + 2 * kv)):
+                object.__setattr__(attention, name,
+                                   RowsOf(attention.qkv_proj, begin, end))
+            del mlp.gate_proj, mlp.up_proj
+            mlp.gate_up_proj = torch.nn.Linear(d, 2 * inner, bias=False)
+            object.__setattr__(mlp, "gate_proj",
+                               RowsOf(mlp.gate_up_proj, 0, inner))
+            object.__setattr__(mlp, "up_proj",
+                               RowsOf(mlp.gate_up_proj, inner, 2 * inner))
+            if scaling.get("type") in ("longrope", "su"):
+                attention.rotary_emb = LongRope440(head_dim, config)
+
+
+def phi3_longrope():
+    """Phi-3 with LongRoPE (Phi-3-mini-128k's rope_scaling): short factors
+    up to 8 positions, long ones past them, a context of 32 (magnitude
+    sqrt(1 + ln 4 / ln 8)). The golden is transformers' cached generation,
+    one token a call (each row rotated by its own sequence length: tfmc's
+    convention, as for dynamic NTK), of the 12 tokens."""
+    scaling = {"type": "longrope", "short_factor": [1.0, 1.5, 2.0, 3.0],
+               "long_factor": [1.2, 2.5, 4.0, 8.0]}
+    model = build(tf.MistralConfig, tf.MistralForCausalLM, 29,
+                  num_key_value_heads=2, sliding_window=None,
+                  tie_word_embeddings=False, rope_scaling=scaling,
+                  original_max_position_embeddings=8)
+    for layer in model.model.layers:
+        layer.self_attn.rotary_emb = LongRope440(
+            model.config.hidden_size // model.config.num_attention_heads,
+            model.config)
+    write("phi3-longrope", model, config_patch={
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3",
+        "sliding_window": None, "attention_bias": False, "pad_token_id": 0})
+    save_phi3_weights("phi3-longrope", model)
+    ids = torch.tensor([TOKENS])
+    with torch.no_grad():
+        past, rows = None, []
+        for i in range(len(TOKENS)):
+            out = model(ids[:, i:i + 1], past_key_values=past, use_cache=True)
+            past = out.past_key_values
+            rows.append(out.logits[0, -1].float())
+        cached = torch.stack(rows)
+    cached.numpy().astype("<f4").tofile(
+        os.path.join(OUT, "phi3-longrope.cached.logits.bin"))
+    print(f"phi3 longrope: cached rows {tuple(cached.shape)}")
 
 
 def mixtral():
@@ -210,6 +328,7 @@ def qwen2_moe():
 
 
 def main():
+    phi3_longrope()
     qwen3_moe()
     gemma3()
     gemma2()

@@ -313,7 +313,10 @@ HF_LAYER_NAMES = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
                   "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
                   "mlp.down_proj": "ffn_down",
                   "self_attn.q_norm": "attn_q_norm",
-                  "self_attn.k_norm": "attn_k_norm"}
+                  "self_attn.k_norm": "attn_k_norm",
+                  # Phi-3's fused projections, kept fused
+                  "self_attn.qkv_proj": "attn_qkv",
+                  "mlp.gate_up_proj": "ffn_up"}
 # Gemma 2 and 3 norm each branch's output too; their MLP's input norm is
 # pre_feedforward_layernorm, and post_attention_layernorm is the
 # attention's output norm (llama.cpp's attn_post_norm), not the MLP's
@@ -427,6 +430,22 @@ def read_hf(directory, arch):
         if arch in ("gemma2", "gemma3") and config.get(key) is not None:
             hp[target] = config[key]
     scaling = config.get("rope_scaling") or {}
+    if arch == "phi3":
+        # llama.cpp's Phi3MiniModel: the window (0: none), the rotary
+        # dimensions, and LongRoPE's factors as tensors beside its
+        # original context and the magnitude of cos and sin.
+        hp["attention.sliding_window"] = config.get("sliding_window") or 0
+        hp["rope.dimension_count"] = config["hidden_size"] // heads
+        original = config["original_max_position_embeddings"]
+        hp["rope.scaling.original_context_length"] = original
+        if scaling.get("type") in ("longrope", "su"):
+            ratio = config["max_position_embeddings"] / original
+            hp["rope.scaling.attn_factor"] = math.sqrt(
+                1 + math.log(ratio) / math.log(original)) if ratio > 1 else 1.0
+            for kind in ("long", "short"):
+                factors = scaling[f"{kind}_factor"]
+                out.append((f"rope_factors_{kind}.weight", [len(factors)],
+                            [float(f) for f in factors]))
     if arch == "gemma3" and scaling.get("rope_type") == "linear":
         hp["rope.scaling.type"] = "linear"
         hp["rope.scaling.factor"] = scaling["factor"]
@@ -437,9 +456,14 @@ def read_hf(directory, arch):
 
 
 def random_model(spec, seed):
-    """A LLaMA of `spec` = dim,layers,heads,kv_heads,ffn,vocab with weights
-    from a fixed generator (an LCG, so that every Python draws the same)."""
-    dim, layers, heads, kv, ffn, vocab = (int(x) for x in spec.split(","))
+    """A LLaMA of `spec` = dim,layers,heads,kv_heads,ffn,vocab[,experts,used]
+    with weights from a fixed generator (an LCG, so that every Python draws
+    the same); with experts, Mixtral's layout: a router (ffn_gate_inp) and
+    `experts` MLPs of ffn stacked in ffn_{gate,up,down}_exps, `used` a
+    token."""
+    sizes = [int(x) for x in spec.split(",")]
+    dim, layers, heads, kv, ffn, vocab = sizes[:6]
+    experts, used = (sizes[6:8] + [0, 0])[:2]
     state = [seed * 2654435761 % 2**32 or 1]
 
     def draw(count, scale):
@@ -459,8 +483,19 @@ def random_model(spec, seed):
                 (f"blk.{l}.attn_v.weight", [kv_dim, dim], draw(kv_dim * dim, 0.1)),
                 (f"blk.{l}.attn_output.weight", [dim, dim], draw(dim * dim, 0.1)),
                 (f"blk.{l}.ffn_norm.weight", [dim],
-                 [1 + v for v in draw(dim, 0.1)]),
-                (f"blk.{l}.ffn_gate.weight", [ffn, dim], draw(ffn * dim, 0.1)),
+                 [1 + v for v in draw(dim, 0.1)])]
+        if experts:
+            n = experts
+            out += [(f"blk.{l}.ffn_gate_inp.weight", [n, dim],
+                     draw(n * dim, 0.5)),
+                    (f"blk.{l}.ffn_gate_exps.weight", [n, ffn, dim],
+                     draw(n * ffn * dim, 0.1)),
+                    (f"blk.{l}.ffn_up_exps.weight", [n, ffn, dim],
+                     draw(n * ffn * dim, 0.1)),
+                    (f"blk.{l}.ffn_down_exps.weight", [n, dim, ffn],
+                     draw(n * dim * ffn, 0.1))]
+            continue
+        out += [(f"blk.{l}.ffn_gate.weight", [ffn, dim], draw(ffn * dim, 0.1)),
                 (f"blk.{l}.ffn_up.weight", [ffn, dim], draw(ffn * dim, 0.1)),
                 (f"blk.{l}.ffn_down.weight", [dim, ffn], draw(dim * ffn, 0.1))]
     out += [("output_norm.weight", [dim], [1 + v for v in draw(dim, 0.1)]),
@@ -469,6 +504,8 @@ def random_model(spec, seed):
           "feed_forward_length": ffn, "attention.head_count": heads,
           "attention.head_count_kv": kv,
           "attention.layer_norm_rms_epsilon": 1e-5, "rope.freq_base": 10000.0}
+    if experts:
+        hp["expert_count"], hp["expert_used_count"] = experts, used
     return hp, out
 
 

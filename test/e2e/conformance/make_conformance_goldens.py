@@ -31,7 +31,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 import make_fixture  # noqa: E402
 from make_family_goldens import (llama3_inverse_frequencies,  # noqa: E402
                                  Gemma2ForCausalLM440, OlmoeForCausalLM440,
-                                 Qwen3ForCausalLM440, Qwen3MoeForCausalLM440)
+                                 Phi3ForCausalLM440, Qwen3ForCausalLM440,
+                                 Qwen3MoeForCausalLM440)
 
 OUT = os.path.join(HERE, "Inputs")
 
@@ -974,6 +975,32 @@ MODELS = {
             split_special_tokens=False),
         tokens=[151644, 872, 198, 9707, 11, 1879, 0, 151645, 198, 151667,
                 151668, 151935]),
+    "phi-3-mini-4k-instruct": dict(
+        # transformers 4.41's Phi-3 on 4.40's Mistral
+        # (make_family_goldens.Phi3ForCausalLM440: fused qkv_proj and
+        # gate_up_proj)
+        classes=(tf.MistralConfig, Phi3ForCausalLM440),
+        config={"architectures": ["Phi3ForCausalLM"], "attention_bias": False,
+                "attention_dropout": 0.0, "bos_token_id": 1,
+                "embd_pdrop": 0.0, "eos_token_id": 32000,
+                "hidden_act": "silu", "initializer_range": 0.02,
+                "max_position_embeddings": 4096, "model_type": "phi3",
+                "original_max_position_embeddings": 4096,
+                "pad_token_id": 32000, "resid_pdrop": 0.0,
+                "rms_norm_eps": 1e-05, "rope_scaling": None,
+                "rope_theta": 10000.0, "tie_word_embeddings": False,
+                "torch_dtype": "bfloat16", "use_cache": True,
+                "vocab_size": 32064,
+                # cut: 3072 wide, 8192, 32 layers, 32 heads of 96, a window
+                # of 2047
+                "hidden_size": 32, "intermediate_size": 48,
+                "num_hidden_layers": 2, "num_attention_heads": 4,
+                "num_key_value_heads": 4, "sliding_window": 5},
+        generation_config={"bos_token_id": 1, "eos_token_id": [32000, 32001,
+                                                               32007],
+                           "pad_token_id": 32000},
+        tokens=[1, 22557, 28725, 1526, 28808, 32000, 0, 32063, 32010, 13,
+                415, 2]),
 }
 SEEDS = {name: 1000 + i for i, name in enumerate(MODELS)}
 # LibriSpeech's characters, as wav2vec2-base-960h's and
