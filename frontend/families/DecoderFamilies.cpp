@@ -285,6 +285,29 @@ void refuseDenseLayers(ConfigReader &config) {
                 "experts in every layer: [])");
 }
 
+/// The defaults of a Qwen MoE config's expert fields.
+struct QwenExpertDefaults {
+  int64_t experts, perToken, size;
+  bool normalize;
+};
+
+/// Qwen2-MoE's and Qwen3-MoE's experts: mlp.gate the router over
+/// num_experts SwiGLU experts of moe_intermediate_size (mlp.experts.{e}.
+/// gate_proj, up_proj, down_proj), each token through its top
+/// num_experts_per_tok, renormalized where norm_topk_prob; in every layer.
+void readQwenExperts(ConfigReader &config, DecoderSpec &spec,
+                     QwenExpertDefaults defaults) {
+  refuseDenseLayers(config);
+  spec.numExperts = config.integer("num_experts", defaults.experts);
+  spec.expertsPerToken =
+      config.integer("num_experts_per_tok", defaults.perToken);
+  spec.expertSize = config.integer("moe_intermediate_size", defaults.size);
+  spec.normalizeExpertWeights =
+      config.boolean("norm_topk_prob", defaults.normalize);
+  useExpertNames(spec, "model.layers.{}.mlp.", "gate_proj", "up_proj",
+                 "down_proj");
+}
+
 /// Qwen3-MoE: Qwen3 (an RMSNorm of each head of Q and K) with a mixture of
 /// experts in place of each MLP: mlp.gate the router over num_experts
 /// SwiGLU experts of moe_intermediate_size, each token through its top
@@ -293,13 +316,7 @@ void refuseDenseLayers(ConfigReader &config) {
 DecoderSpec readQwen3MoeSpec(ConfigReader &config) {
   DecoderSpec spec = readQwen3Spec(config);
   spec.family = "qwen3_moe";
-  refuseDenseLayers(config);
-  spec.numExperts = config.integer("num_experts", 128);
-  spec.expertsPerToken = config.integer("num_experts_per_tok", 8);
-  spec.expertSize = config.integer("moe_intermediate_size", 768);
-  spec.normalizeExpertWeights = config.boolean("norm_topk_prob", true);
-  useExpertNames(spec, "model.layers.{}.mlp.", "gate_proj", "up_proj",
-                 "down_proj");
+  readQwenExperts(config, spec, {128, 8, 768, true});
   return spec;
 }
 
@@ -311,14 +328,9 @@ DecoderSpec readQwen3MoeSpec(ConfigReader &config) {
 DecoderSpec readQwen2MoeSpec(ConfigReader &config) {
   DecoderSpec spec = readQwen2Spec(config);
   spec.family = "qwen2_moe";
-  refuseDenseLayers(config);
-  spec.numExperts = config.integer("num_experts", 60);
-  spec.expertsPerToken = config.integer("num_experts_per_tok", 4);
-  spec.expertSize = config.integer("moe_intermediate_size", 1408);
-  spec.normalizeExpertWeights = config.boolean("norm_topk_prob", false);
+  readQwenExperts(config, spec, {60, 4, 1408, false});
   spec.sharedExpertSize = config.integer("shared_expert_intermediate_size", 0);
   std::string mlp = "model.layers.{}.mlp.";
-  useExpertNames(spec, mlp, "gate_proj", "up_proj", "down_proj");
   spec.layer.sharedGate = mlp + "shared_expert.gate_proj.weight";
   spec.layer.sharedUp = mlp + "shared_expert.up_proj.weight";
   spec.layer.sharedDown = mlp + "shared_expert.down_proj.weight";

@@ -59,7 +59,7 @@ def llama3_inverse_frequencies(theta, dim, factor, low, high, original):
     return torch.tensor(out, dtype=torch.float32)
 
 
-def write(name, model, config_patch=None):
+def write(name, model, config_patch=None, config_drop=()):
     folder = os.path.join(OUT, name)
     os.makedirs(folder, exist_ok=True)
     model.save_pretrained(folder, safe_serialization=True)
@@ -67,11 +67,15 @@ def write(name, model, config_patch=None):
         path = os.path.join(folder, extra)
         if os.path.exists(path):
             os.remove(path)
-    if config_patch:
+    if config_patch or config_drop:
+        # The published config's fields, not those of the class that
+        # stands in for it (config_drop: Mixtral's own).
         path = os.path.join(folder, "config.json")
         with open(path) as f:
             config = json.load(f)
-        config.update(config_patch)
+        config.update(config_patch or {})
+        for key in config_drop:
+            config.pop(key, None)
         with open(path, "w") as f:
             json.dump(config, f, indent=2, sort_keys=True)
     with torch.no_grad():
@@ -555,52 +559,31 @@ def qwen3_moe():
     """Qwen3-MoE as Qwen3MoeForCausalLM440: four experts of 24, top 2,
     renormalized (norm_topk_prob true, as Qwen3-30B-A3B), per-head Q and K
     norms, saved with Qwen3-MoE's config."""
-    config = tf.MixtralConfig(**SIZES, num_key_value_heads=2, num_experts=4,
-                              num_experts_per_tok=2, norm_topk_prob=True,
-                              moe_intermediate_size=24, sliding_window=None,
-                              tie_word_embeddings=False, rms_norm_eps=1e-6,
-                              rope_theta=1e6)
-    config._attn_implementation = "eager"
-    torch.manual_seed(28)
-    model = Qwen3MoeForCausalLM440(config).eval()
-    randomize(model, 28)
+    model = build(tf.MixtralConfig, Qwen3MoeForCausalLM440, 28,
+                  num_key_value_heads=2, num_experts=4, num_experts_per_tok=2,
+                  norm_topk_prob=True, moe_intermediate_size=24,
+                  sliding_window=None, tie_word_embeddings=False,
+                  rms_norm_eps=1e-6, rope_theta=1e6)
     write("qwen3-moe", model, config_patch={
         "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
         "head_dim": 8, "intermediate_size": 64, "decoder_sparse_step": 1,
         "mlp_only_layers": [], "use_sliding_window": False,
-        "attention_bias": False})
-    path = os.path.join(OUT, "qwen3-moe", "config.json")
-    with open(path) as f:
-        config = json.load(f)
-    for key in ("num_local_experts",):
-        config.pop(key, None)
-    with open(path, "w") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
+        "attention_bias": False}, config_drop=("num_local_experts",))
 
 
 def olmoe():
     """OLMoE (added in transformers 4.45) as OlmoeForCausalLM440: four
     experts, top 2, weights not renormalized (norm_topk_prob false, as
     OLMoE-1B-7B), saved with OLMoE's config."""
-    config = tf.MixtralConfig(**SIZES, num_key_value_heads=2, num_experts=4,
-                              num_experts_per_tok=2, norm_topk_prob=False,
-                              sliding_window=None, tie_word_embeddings=False,
-                              rms_norm_eps=1e-5, rope_theta=10000.0)
-    config._attn_implementation = "eager"
-    torch.manual_seed(25)
-    model = OlmoeForCausalLM440(config).eval()
-    randomize(model, 25)
+    model = build(tf.MixtralConfig, OlmoeForCausalLM440, 25,
+                  num_key_value_heads=2, num_experts=4, num_experts_per_tok=2,
+                  norm_topk_prob=False, sliding_window=None,
+                  tie_word_embeddings=False, rms_norm_eps=1e-5,
+                  rope_theta=10000.0)
     write("olmoe", model, config_patch={
         "architectures": ["OlmoeForCausalLM"], "model_type": "olmoe",
-        "clip_qkv": None, "pad_token_id": 1})
-    # Mixtral's own fields, which OLMoE's config does not have.
-    path = os.path.join(OUT, "olmoe", "config.json")
-    with open(path) as f:
-        config = json.load(f)
-    for key in ("num_local_experts", "sliding_window"):
-        config.pop(key, None)
-    with open(path, "w") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
+        "clip_qkv": None, "pad_token_id": 1},
+        config_drop=("num_local_experts", "sliding_window"))
 
 
 def rotate_half(x):
@@ -717,16 +700,11 @@ def gemma2():
     window of 4 (of the 12 tokens), a head size of its own, a
     query_pre_attn_scalar unlike it, and soft-caps low enough (2 on the
     scores, 3 on the logits) to change most values."""
-    config = tf.GemmaConfig(**{**SIZES, "num_hidden_layers": 4},
-                            num_key_value_heads=2, head_dim=16,
-                            hidden_activation="gelu_pytorch_tanh",
-                            query_pre_attn_scalar=24, sliding_window=4,
-                            attn_logit_softcapping=2.0,
-                            final_logit_softcapping=3.0)
-    config._attn_implementation = "eager"
-    torch.manual_seed(26)
-    model = Gemma2ForCausalLM440(config).eval()
-    randomize(model, 26)
+    model = build(tf.GemmaConfig, Gemma2ForCausalLM440, 26,
+                  num_hidden_layers=4, num_key_value_heads=2, head_dim=16,
+                  hidden_activation="gelu_pytorch_tanh",
+                  query_pre_attn_scalar=24, sliding_window=4,
+                  attn_logit_softcapping=2.0, final_logit_softcapping=3.0)
     write("gemma2", model, config_patch={
         "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2",
         "cache_implementation": "hybrid"})
@@ -737,17 +715,13 @@ def gemma3():
     four layers, every second global (sliding_window_pattern 2), local
     layers with a window of 4 and RoPE of base 100, global ones of base
     10000 and linear scaling by 2, per-head Q and K norms."""
-    config = tf.GemmaConfig(**{**SIZES, "num_hidden_layers": 4},
-                            num_key_value_heads=2, head_dim=16,
-                            hidden_activation="gelu_pytorch_tanh",
-                            query_pre_attn_scalar=16, sliding_window=4,
-                            sliding_window_pattern=2, rope_theta=10000.0,
-                            rope_local_base_freq=100.0,
-                            rope_scaling={"rope_type": "linear", "factor": 2.0})
-    config._attn_implementation = "eager"
-    torch.manual_seed(27)
-    model = Gemma2ForCausalLM440(config).eval()
-    randomize(model, 27)
+    model = build(tf.GemmaConfig, Gemma2ForCausalLM440, 27,
+                  num_hidden_layers=4, num_key_value_heads=2, head_dim=16,
+                  hidden_activation="gelu_pytorch_tanh",
+                  query_pre_attn_scalar=16, sliding_window=4,
+                  sliding_window_pattern=2, rope_theta=10000.0,
+                  rope_local_base_freq=100.0,
+                  rope_scaling={"rope_type": "linear", "factor": 2.0})
     write("gemma3", model, config_patch={
         "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
         "attn_logit_softcapping": None, "final_logit_softcapping": None,
