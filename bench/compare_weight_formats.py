@@ -5,8 +5,10 @@ the same random weights, in rounds, beside the read bandwidth measured in
 each round.
 
 Models (make_random_model.py, into --work): the 124 M LLaMA shape of
-compare_peers.py (`llama`, f32 weights) and TinyLlama-1.1B's shape
-(`tinyllama`, bf16 weights). For every engine and format: decode tokens/s
+compare_peers.py (`llama`, f32 weights), TinyLlama-1.1B's shape
+(`tinyllama`, bf16 weights) and a small Mixtral (`mixtral`: 8 experts, top
+2, 0.94 B parameters, bf16; its decode bytes count the routed experts by
+top_k / experts, for llama.cpp's file as for tfmc's --stats). For every engine and format: decode tokens/s
 over --new tokens after a --prompt-token prompt, prefill tokens/s at
 --prefill tokens, and decode as a fraction of its bandwidth bound (weight
 bytes one decode step reads / the read bandwidth measured just before and
@@ -36,6 +38,14 @@ files). node-llama-cpp's npm package carries that source as a git bundle:
     ninja -C llama.cpp/build llama-bench llama-quantize
 
     /usr/bin/python3 bench/compare_weight_formats.py --llama-cpp llama.cpp/build
+
+Issue 59's two cells (llama.cpp's Q4_K_M Mixtral and Q5_K_M TinyLlama,
+round robin with tfmc on the same files):
+
+    /usr/bin/python3 bench/compare_weight_formats.py --llama-cpp llama.cpp/build \
+        --models mixtral --formats "" --gguf --gguf-formats Q4_K_M
+    /usr/bin/python3 bench/compare_weight_formats.py --llama-cpp llama.cpp/build \
+        --models tinyllama --formats "" --gguf --gguf-formats Q5_K_M
 """
 import argparse
 import json
@@ -75,10 +85,15 @@ def run_measured(command):
         return time.time() - start, int(rss.read().split()[-1]) * 1024
 
 
+# Shapes whose checkpoints (and llama.cpp's source files) are bf16: the
+# billion-parameter ones.
+BF16_SHAPES = ("tinyllama", "mixtral")
+
+
 def make_model(work, kind):
     directory = os.path.join(work, kind)
     if not os.path.exists(os.path.join(directory, "model.safetensors")):
-        dtype = ["--dtype", "bf16"] if kind == "tinyllama" else []
+        dtype = ["--dtype", "bf16"] if kind in BF16_SHAPES else []
         subprocess.run(["/usr/bin/python3", os.path.join(HERE, "make_random_model.py"),
                         kind, directory] + dtype, check=True)
     return directory
@@ -118,7 +133,10 @@ def tfmc_cell(exe, args, vocab, work):
 def write_gguf(llama_src, model, path, fmt):
     """The model's weights as a GGUF file of llama.cpp's LLaMA (F32 or
     BF16), written with llama.cpp's own gguf-py; a vocabulary of
-    placeholder pieces, since the weights are random."""
+    placeholder pieces, since the weights are random. A Mixtral's experts
+    as llama.cpp's converter writes them: the router as ffn_gate_inp, each
+    layer's experts stacked in ffn_{gate,up,down}_exps [experts, rows,
+    columns], expert_count and expert_used_count."""
     sys.path.insert(0, os.path.join(llama_src, "gguf-py"))
     import gguf  # noqa: E402
     import numpy as np  # noqa: E402
@@ -141,6 +159,10 @@ def write_gguf(llama_src, model, path, fmt):
     writer.add_rope_dimension_count(c["hidden_size"] // heads)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_BF16 if fmt == "BF16"
                          else gguf.LlamaFileType.ALL_F32)
+    experts = c.get("num_local_experts", 0)
+    if experts:
+        writer.add_expert_count(experts)
+        writer.add_expert_used_count(c["num_experts_per_tok"])
     vocab = c["vocab_size"]
     writer.add_tokenizer_model("llama")
     writer.add_token_list([f"<t{i}>".encode() for i in range(vocab)])
@@ -150,24 +172,37 @@ def write_gguf(llama_src, model, path, fmt):
     writer.add_eos_token_id(2)
     data = np.memmap(os.path.join(model, "model.safetensors"), dtype=np.uint8,
                      mode="r")
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
+
+    def read(name):
+        entry = header[name]
         begin, end = entry["data_offsets"]
         raw = data[base + begin:base + end]
         if entry["dtype"] == "BF16":
             values = (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
         else:
             values = raw.view(np.float32)
-        values = values.reshape(entry["shape"])
-        target = gguf_name(name)
+        return values.reshape(entry["shape"])
+
+    tensors = []
+    for name in header:
+        if name == "__metadata__" or ".experts." in name:
+            continue
+        tensors.append((gguf_name(name), read(name)))
+        if name.endswith("block_sparse_moe.gate.weight"):
+            layer = name.split(".")[2]
+            moe = f"model.layers.{layer}.block_sparse_moe.experts"
+            for part, target in (("w1", "ffn_gate_exps"), ("w3", "ffn_up_exps"),
+                                 ("w2", "ffn_down_exps")):
+                tensors.append((f"blk.{layer}.{target}.weight", np.stack(
+                    [read(f"{moe}.{e}.{part}.weight") for e in range(experts)])))
+    for target, values in tensors:
         # llama.cpp's LLaMA permutes Q and K rows to its rotary layout
         # (convert_hf_to_gguf's LlamaModel.permute).
         if target.endswith(("attn_q.weight", "attn_k.weight")):
             n = heads if target.endswith("attn_q.weight") else kv
             values = (values.reshape(n, 2, values.shape[0] // n // 2, -1)
                       .swapaxes(1, 2).reshape(values.shape))
-        if fmt == "BF16" and values.ndim == 2:
+        if fmt == "BF16" and values.ndim >= 2:
             bits = np.ascontiguousarray(values).view(np.uint32)
             writer.add_tensor(target, (bits >> 16).astype(np.uint16),
                               raw_dtype=gguf.GGMLQuantizationType.BF16)
@@ -181,18 +216,26 @@ def write_gguf(llama_src, model, path, fmt):
 
 def gguf_decode_bytes(llama_src, path):
     """Bytes of tensors one decode step reads: all but the token table
-    (of which it reads one row)."""
+    (of which it reads one row), stacked experts by the share a token is
+    routed to (expert_used_count / expert_count), as tfmc's --stats counts
+    them."""
     sys.path.insert(0, os.path.join(llama_src, "gguf-py"))
     import gguf  # noqa: E402
     reader = gguf.GGUFReader(path)
-    return sum(int(t.n_bytes) for t in reader.tensors if t.name != "token_embd.weight")
+    share = 1.0
+    count = reader.fields.get("llama.expert_count")
+    used = reader.fields.get("llama.expert_used_count")
+    if count and used:
+        share = int(used.parts[-1][0]) / int(count.parts[-1][0])
+    return sum(int(t.n_bytes) * (share if "_exps." in t.name else 1.0)
+               for t in reader.tensors if t.name != "token_embd.weight")
 
 
 def prepare_llama_cpp(args, work, kind, model, peer_formats):
     """GGUF files of the peer formats asked for (F32 or BF16 written from
     the checkpoint, the others by llama-quantize from it)."""
     src = os.path.dirname(os.path.abspath(args.llama_cpp.rstrip("/")))
-    source = "BF16" if kind == "tinyllama" else "F32"
+    source = "BF16" if kind in BF16_SHAPES else "F32"
     files = {}
     base = os.path.join(work, f"{kind}-{source}.gguf")
     if not os.path.exists(base):
