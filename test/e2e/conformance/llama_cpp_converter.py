@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""Runs llama.cpp's own convert_hf_to_gguf.py (from llama.cpp's source
+tree, the working directory) on Debian's torch 1.13: the float8 and wide
+unsigned dtypes it names in its tables, which these checkpoints never use,
+stand in as other dtypes, and the vocabulary is a placeholder of the
+table's size (the Rust tokenizers library is not here; the weights are
+what check_llama_cpp_converter.sh compares). Arguments: the converter's.
+"""
+import runpy
+import sys
+
+import torch
+
+for name, stand_in in (("float8_e4m3fn", torch.int16),
+                       ("float8_e5m2", torch.int32), ("uint16", torch.int64),
+                       ("uint32", torch.complex64),
+                       ("uint64", torch.complex128)):
+    if not hasattr(torch, name):
+        setattr(torch, name, stand_in)
+sys.argv = ["convert_hf_to_gguf.py"] + sys.argv[1:]
+sys.path.insert(0, ".")
+
+import conversion.base as base  # noqa: E402  (llama.cpp's)
+import gguf  # noqa: E402  (llama.cpp's gguf-py)
+
+
+def placeholder_vocab(self):
+    vocab = self.hparams["vocab_size"]
+    self.gguf_writer.add_tokenizer_model("llama")
+    self.gguf_writer.add_token_list([f"<t{i}>" for i in range(vocab)])
+    self.gguf_writer.add_token_scores([0.0] * vocab)
+    self.gguf_writer.add_token_types([gguf.TokenType.NORMAL] * vocab)
+
+
+base.TextModel.set_vocab = placeholder_vocab
+runpy.run_path("convert_hf_to_gguf.py", run_name="__main__")
