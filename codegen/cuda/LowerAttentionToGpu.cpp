@@ -6,6 +6,7 @@
 
 #include "codegen/cuda/GpuAlignment.h"
 #include "codegen/cuda/Passes.h"
+#include "codegen/linalg/LinalgBuilders.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -309,13 +310,7 @@ struct LowerAttentionToGpuPass
                   Value score = arith::MulFOp::create(
                       sb, loc, dot.getResult(0), f32Constant(sb, scale));
                   if (softcap > 0)
-                    score = arith::MulFOp::create(
-                        sb, loc,
-                        math::TanhOp::create(
-                            sb, loc,
-                            arith::DivFOp::create(sb, loc, score,
-                                                  f32Constant(sb, softcap))),
-                        f32Constant(sb, softcap));
+                    score = softcapped(sb, loc, score, softcap);
                   scf::YieldOp::create(sb, loc, score);
                 },
                 [&](OpBuilder &sb, Location) {

@@ -104,7 +104,7 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
         {"logit soft-cap", spec.logitSoftcap},
         {"local rope theta", spec.localRopeTheta}})
     if (!(value >= 0) || std::isinf(value))
-      return fail(llvm::Twine(what) + " must be finite and positive, got " +
+      return fail(llvm::Twine(what) + " must be finite and non-negative, got " +
                   std::to_string(value));
   if (!spec.learnedPositions &&
       (!(spec.ropeTheta > 0) || std::isinf(spec.ropeTheta)))

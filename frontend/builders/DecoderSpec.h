@@ -11,6 +11,7 @@
 
 #include "ir/TfmDialect.h"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -136,6 +137,23 @@ struct DecoderSpec {
     return explicitHeadDim ? explicitHeadDim : hiddenSize / numHeads;
   }
   int64_t rotaryDims() const { return rotaryDim ? rotaryDim : headDim(); }
+  /// RoPE's unscaled inverse frequencies, theta^(-2i / rotary dims): what
+  /// the scaled variants divide.
+  std::vector<double> inverseFrequencies() const {
+    std::vector<double> inverse;
+    int64_t rotary = rotaryDims();
+    for (int64_t i = 0; i < rotary / 2; ++i)
+      inverse.push_back(1.0 / std::pow(ropeTheta, 2.0 * double(i) / rotary));
+    return inverse;
+  }
+  /// Sliding windows of `window` in every layer but each `pattern`-th
+  /// (global attention): Gemma 2's even layers (2), Gemma 3's five in six.
+  /// A config of more than 2^16 layers (refused by validateDecoderSpec)
+  /// gets none listed rather than a list of that length.
+  void windowAllButEvery(int64_t pattern, int64_t window) {
+    for (int64_t l = 0; l < numLayers && numLayers <= 1 << 16; ++l)
+      layerWindows.push_back((l + 1) % pattern != 0 ? window : 0);
+  }
 };
 
 /// The bias name of a weight name ("x.weight" -> "x.bias").

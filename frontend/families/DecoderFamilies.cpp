@@ -123,9 +123,7 @@ void readRopeScaling(ConfigReader &config, DecoderSpec &spec) {
     config.fail("rope_scaling factor must be at least 1, got " +
                 std::to_string(factor));
   int64_t rotary = spec.rotaryDims();
-  std::vector<double> inverse;
-  for (int64_t i = 0; i < rotary / 2; ++i)
-    inverse.push_back(1.0 / std::pow(spec.ropeTheta, 2.0 * i / rotary));
+  std::vector<double> inverse = spec.inverseFrequencies();
   bool keepsTheta = false;
   if (type == "linear") {
     for (double &f : inverse)
@@ -417,8 +415,7 @@ DecoderSpec readGemma2Spec(ConfigReader &config) {
   spec.logitSoftcap = readSoftcap(config, "final_logit_softcapping", 30);
   int64_t window = config.integer("sliding_window", 4096);
   if (!readLayerTypes(config, spec, window))
-    for (int64_t l = 0; l < spec.numLayers && spec.numLayers <= 1 << 16; ++l)
-      spec.layerWindows.push_back(l % 2 == 0 ? window : 0);
+    spec.windowAllButEvery(2, window);
   return spec;
 }
 
@@ -444,9 +441,8 @@ DecoderSpec readGemma3Spec(ConfigReader &config) {
     if (pattern < 1)
       config.fail("config value sliding_window_pattern must be positive, "
                   "got " + std::to_string(pattern));
-    for (int64_t l = 0;
-         pattern >= 1 && l < spec.numLayers && spec.numLayers <= 1 << 16; ++l)
-      spec.layerWindows.push_back((l + 1) % pattern != 0 ? window : 0);
+    else
+      spec.windowAllButEvery(pattern, window);
   }
   std::string p = "model.layers.{}.self_attn.";
   spec.layer.queryNorm = p + "q_norm.weight";

@@ -159,9 +159,7 @@ llvm::Error readGemmaLayers(const GgufFile &file, const GgufArchitecture &arch,
   if (!*window)
     return makeError(file.path() + ": metadata '" + key +
                      "attention.sliding_window' is missing");
-  for (int64_t l = 0; l < spec.numLayers; ++l)
-    spec.layerWindows.push_back((l + 1) % arch.slidingPattern != 0 ? **window
-                                                                    : 0);
+  spec.windowAllButEvery(arch.slidingPattern, **window);
   spec.localRopeTheta = arch.localRopeTheta;
   if (spec.numHeads <= 0 || spec.headDim() <= 0)
     return llvm::Error::success(); // validateDecoderSpec says what is wrong
@@ -246,11 +244,9 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
     if (!*factor || !(**factor >= 1) || !std::isfinite(**factor))
       return makeError(file.path() + ": linear RoPE scaling needs a finite "
                        "rope.scaling.factor of at least 1");
-    int64_t rotary = spec.numHeads > 0 ? spec.rotaryDims() : 0;
-    for (int64_t i = 0; i < rotary / 2; ++i)
-      spec.ropeFrequencies.push_back(float(
-          std::pow(spec.ropeTheta, -2.0 * double(i) / double(rotary)) /
-          **factor));
+    if (spec.numHeads > 0)
+      for (double inverse : spec.inverseFrequencies())
+        spec.ropeFrequencies.push_back(float(inverse / **factor));
   } else if (*scaling && **scaling != "none") {
     return makeError(file.path() + ": RoPE scaling '" + **scaling +
                      "' is not supported (tfmc reads linear)");
@@ -328,29 +324,40 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
   return spec;
 }
 
+/// RoPE's inverse frequencies, each divided by its factor from tensor
+/// `name` ([rotary dims / 2], positive), into `out`: Llama 3's rope_freqs
+/// (llama.cpp's "freq_factors"), Phi-3's rope_factors_short and _long.
+llvm::Error divideRopeFrequencies(const GgufFile &file,
+                                  const WeightTensor &factors,
+                                  llvm::StringRef name,
+                                  const DecoderSpec &spec,
+                                  std::vector<float> &out) {
+  std::vector<double> inverse = spec.inverseFrequencies();
+  int64_t pairs = int64_t(inverse.size());
+  if (factors.shape() != std::vector<int64_t>{pairs})
+    return makeError(file.path() + ": tensor '" + name + "' has shape " +
+                     formatShape(factors.shape()) +
+                     ", the rotary dimensions imply [" + llvm::Twine(pairs) +
+                     "]");
+  std::vector<float> values = factors.toF32();
+  for (int64_t i = 0; i < pairs; ++i) {
+    if (!(values[i] > 0) || !std::isfinite(values[i]))
+      return makeError(file.path() + ": " + name + "[" + llvm::Twine(i) +
+                       "] is not a positive number");
+    out.push_back(float(inverse[i] / values[i]));
+  }
+  return llvm::Error::success();
+}
+
 /// Llama 3's RoPE: each inverse frequency divided by its factor from
-/// rope_freqs.weight (llama.cpp's "freq_factors").
+/// rope_freqs.weight.
 llvm::Error applyRopeFactors(const GgufFile &file, const WeightStore &weights,
                              DecoderSpec &spec) {
   const WeightTensor *factors = weights.lookup(kRopeFactors);
   if (!factors)
     return llvm::Error::success();
-  int64_t pairs = spec.rotaryDims() / 2;
-  if (factors->shape() != std::vector<int64_t>{pairs})
-    return makeError(file.path() + ": tensor '" + kRopeFactors +
-                     "' has shape " + formatShape(factors->shape()) +
-                     ", the rotary dimensions imply [" + llvm::Twine(pairs) +
-                     "]");
-  std::vector<float> values = factors->toF32();
-  for (int64_t i = 0; i < pairs; ++i) {
-    if (!(values[i] > 0) || !std::isfinite(values[i]))
-      return makeError(file.path() + ": " + kRopeFactors + "[" +
-                       llvm::Twine(i) + "] is not a positive number");
-    double inverse =
-        std::pow(spec.ropeTheta, -2.0 * double(i) / double(2 * pairs));
-    spec.ropeFrequencies.push_back(float(inverse / values[i]));
-  }
-  return llvm::Error::success();
+  return divideRopeFrequencies(file, *factors, kRopeFactors, spec,
+                               spec.ropeFrequencies);
 }
 
 /// Phi-3's fused attn_qkv and ffn_up split into the parts the spec names,
@@ -379,7 +386,6 @@ llvm::Error preparePhi3(const GgufFile &file, const GgufArchitecture &arch,
   const WeightTensor *longFactors = weights.lookup(kLongRopeFactors);
   if (!shortFactors && !longFactors)
     return llvm::Error::success();
-  int64_t pairs = spec.rotaryDims() / 2;
   std::string key = (arch.name + ".").str();
   llvm::Expected<std::optional<int64_t>> original = file.optionalInteger(
       key + "rope.scaling.original_context_length", kMaxContext);
@@ -393,26 +399,13 @@ llvm::Error preparePhi3(const GgufFile &file, const GgufArchitecture &arch,
     return makeError(file.path() + ": LongRoPE needs both '" +
                      kShortRopeFactors + "' and '" + kLongRopeFactors +
                      "' and a positive rope.scaling.original_context_length");
-  std::vector<double> inverse;
-  for (int64_t i = 0; i < pairs; ++i)
-    inverse.push_back(std::pow(spec.ropeTheta, -2.0 * double(i) /
-                                                   double(2 * pairs)));
-  for (auto [name, factors, out] :
-       {std::tuple{kShortRopeFactors, shortFactors, &spec.ropeFrequencies},
-        std::tuple{kLongRopeFactors, longFactors, &spec.ropeLongFrequencies}}) {
-    if (factors->shape() != std::vector<int64_t>{pairs})
-      return makeError(file.path() + ": tensor '" + name + "' has shape " +
-                       formatShape(factors->shape()) +
-                       ", the rotary dimensions imply [" + llvm::Twine(pairs) +
-                       "]");
-    std::vector<float> values = factors->toF32();
-    for (int64_t i = 0; i < pairs; ++i) {
-      if (!(values[i] > 0) || !std::isfinite(values[i]))
-        return makeError(file.path() + ": " + name + "[" + llvm::Twine(i) +
-                         "] is not a positive number");
-      out->push_back(float(inverse[i] / values[i]));
-    }
-  }
+  if (llvm::Error err = divideRopeFrequencies(
+          file, *shortFactors, kShortRopeFactors, spec, spec.ropeFrequencies))
+    return err;
+  if (llvm::Error err =
+          divideRopeFrequencies(file, *longFactors, kLongRopeFactors, spec,
+                                spec.ropeLongFrequencies))
+    return err;
   spec.ropeLongContext = **original;
   spec.ropeMagnitude = magnitude->value_or(1.0);
   if (!(spec.ropeMagnitude > 0) || !std::isfinite(spec.ropeMagnitude))
