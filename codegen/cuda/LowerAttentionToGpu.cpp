@@ -119,10 +119,18 @@ struct LowerAttentionToGpuPass
     int64_t threads =
         splitKeys ? std::max<int64_t>(kDecodeSpan, llvm::alignTo(width, 32))
                   : kThreads;
-    Kernel kernel{q, k, v, out, queries, scaleAttr.getValueAsDouble(),
+    Kernel kernel{q,
+                  k,
+                  v,
+                  out,
+                  queries,
+                  scaleAttr.getValueAsDouble(),
                   softcapAttr.getValueAsDouble(),
-                  causalAttr.getInt() != 0, windowAttr.getInt(), width,
-                  heads / kType.getDimSize(1), threads};
+                  causalAttr.getInt() != 0,
+                  windowAttr.getInt(),
+                  width,
+                  heads / kType.getDimSize(1),
+                  threads};
     Value spans = one;
     if (splitKeys) {
       Value keys = memref::DimOp::create(b, loc, k, 0);
@@ -307,8 +315,8 @@ struct LowerAttentionToGpuPass
                         }
                         scf::YieldOp::create(db, loc, total);
                       });
-                  Value score = arith::MulFOp::create(
-                      sb, loc, dot.getResult(0), f32Constant(sb, scale));
+                  Value score = arith::MulFOp::create(sb, loc, dot.getResult(0),
+                                                      f32Constant(sb, scale));
                   if (softcap > 0)
                     score = softcapped(sb, loc, score, softcap);
                   scf::YieldOp::create(sb, loc, score);

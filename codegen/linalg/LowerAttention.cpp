@@ -69,8 +69,8 @@ struct LowerAttention : PackedSequencesPattern<AttentionOp> {
               nb, l, ownType, sliceRows(nb, l, q, start, length),
               sliceRows(nb, l, k, start, length),
               sliceRows(nb, l, v, start, length), ownBias,
-              /*lengths=*/Value(), /*relative_bias=*/Value(),
-              op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(),
+              /*lengths=*/Value(), /*relative_bias=*/Value(), op.getScaleAttr(),
+              op.getCausalAttr(), op.getWindowAttr(),
               /*max_distance=*/IntegerAttr(), op.getSoftcapAttr());
           return {insertRows(nb, l, attended, carried[0], start)};
         })[0];

@@ -318,7 +318,8 @@ Value ropeTable(OpBuilder &b, Location loc, RopeOp op, Value positions,
           Value past = arith::CmpIOp::create(
               nb, l, arith::CmpIPredicate::sge, args[0],
               arith::ConstantIntOp::create(nb, l, args[0].getType(), context));
-          Value inverse = arith::SelectOp::create(nb, l, past, args[2], args[1]);
+          Value inverse =
+              arith::SelectOp::create(nb, l, past, args[2], args[1]);
           return angleFunction(nb, l, args[0], inverse);
         });
   }

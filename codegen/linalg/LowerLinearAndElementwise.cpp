@@ -196,7 +196,8 @@ struct LowerDequantize : OpConversionPattern<DequantizeOp> {
 
 void mlir::tfm::populateLowerLinearAndElementwisePatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerLinear, LowerDequantize, LowerActivation, LowerClamp, LowerSoftcap, LowerBinary<AddOp, arith::AddFOp>,
+  patterns.add<LowerLinear, LowerDequantize, LowerActivation, LowerClamp,
+               LowerSoftcap, LowerBinary<AddOp, arith::AddFOp>,
                LowerBinary<MulOp, arith::MulFOp>, LowerConcat>(
       patterns.getContext());
 }

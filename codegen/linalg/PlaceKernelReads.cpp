@@ -47,8 +47,8 @@ struct PlaceKernelReadsPass
           continue;
         Value buffer = b.clone(*read)->getResult(0);
         for (memref::CastOp cast : llvm::reverse(casts))
-          buffer = memref::CastOp::create(b, cast.getLoc(), cast.getType(),
-                                          buffer);
+          buffer =
+              memref::CastOp::create(b, cast.getLoc(), cast.getType(), buffer);
         replaced.insert(casts.begin(), casts.end());
         replaced.insert(read);
         operand.set(buffer);

@@ -98,11 +98,10 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
   if (!(spec.normEpsilon >= 0) || std::isinf(spec.normEpsilon))
     return fail("norm epsilon must be finite and non-negative, got " +
                 llvm::Twine(std::to_string(spec.normEpsilon)));
-  for (auto [what, value] :
-       {std::pair<const char *, double>{"attention soft-cap",
-                                        spec.attentionSoftcap},
-        {"logit soft-cap", spec.logitSoftcap},
-        {"local rope theta", spec.localRopeTheta}})
+  for (auto [what, value] : {std::pair<const char *, double>{
+                                 "attention soft-cap", spec.attentionSoftcap},
+                             {"logit soft-cap", spec.logitSoftcap},
+                             {"local rope theta", spec.localRopeTheta}})
     if (!(value >= 0) || std::isinf(value))
       return fail(llvm::Twine(what) + " must be finite and non-negative, got " +
                   std::to_string(value));
@@ -199,15 +198,14 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
       if (normName.empty())
         return x;
       Value gamma = weight(tfm::layerWeightName(normName, layer), {headDim});
-      return Value(
-          RmsNormOp::create(b, loc, x.getType(), x, gamma, epsilon));
+      return Value(RmsNormOp::create(b, loc, x.getType(), x, gamma, epsilon));
     }
     Value rows =
         linear(h, weightName, spec.qkvBias, {dyn, count * headDim}, loc);
     Value gamma =
         weight(tfm::layerWeightName(normName, layer), {count * headDim});
-    Value normed = RmsNormOp::create(b, loc, rows.getType(), rows, gamma,
-                                     epsilon);
+    Value normed =
+        RmsNormOp::create(b, loc, rows.getType(), rows, gamma, epsilon);
     return Value(tensor::ExpandShapeOp::create(
         b, loc, tensorType({dyn, count, headDim}), normed,
         SmallVector<ReassociationIndices>{{0}, {1, 2}}));
@@ -244,9 +242,8 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
     FloatAttr ntkFactor = spec.ropeNtkFactor > 0 && !localRope
                               ? b.getF32FloatAttr(spec.ropeNtkFactor)
                               : FloatAttr();
-    IntegerAttr ntkContext = ntkFactor
-                                 ? b.getI64IntegerAttr(spec.ropeNtkContext)
-                                 : IntegerAttr();
+    IntegerAttr ntkContext =
+        ntkFactor ? b.getI64IntegerAttr(spec.ropeNtkContext) : IntegerAttr();
     bool longRope = !spec.ropeLongFrequencies.empty() && !localRope;
     DenseF32ArrayAttr longFrequencies =
         longRope ? b.getDenseF32ArrayAttr(spec.ropeLongFrequencies)
@@ -262,17 +259,17 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
   }
   // LongRoPE's magnitude multiplies both Q's and K's rotations: the scores
   // by its square.
-  auto scale = b.getF32FloatAttr(
-      (spec.attentionScale > 0 ? spec.attentionScale
-                               : 1.0 / std::sqrt(double(headDim))) *
-      spec.ropeMagnitude * spec.ropeMagnitude);
+  auto scale = b.getF32FloatAttr((spec.attentionScale > 0
+                                      ? spec.attentionScale
+                                      : 1.0 / std::sqrt(double(headDim))) *
+                                 spec.ropeMagnitude * spec.ropeMagnitude);
   FloatAttr softcap = spec.attentionSoftcap > 0
                           ? b.getF32FloatAttr(spec.attentionSoftcap)
                           : FloatAttr();
   Value attended =
       AttentionOp::create(b, loc, q.getType(), q, k, v, /*bias=*/Value(),
-                          /*lengths=*/Value(), /*relative_bias=*/Value(),
-                          scale, /*causal=*/b.getUnitAttr(), window,
+                          /*lengths=*/Value(), /*relative_bias=*/Value(), scale,
+                          /*causal=*/b.getUnitAttr(), window,
                           /*max_distance=*/IntegerAttr(), softcap);
   return linear(attended, tfm::layerWeightName(n.output, layer),
                 spec.outputBias, {dyn, spec.hiddenSize}, loc);
@@ -348,7 +345,8 @@ Value DecoderIRBuilder::block(Value x, Value positions, int64_t layer) {
                         : norm(branch, tfm::layerWeightName(name, layer), loc);
   };
   Value h = norm(x, tfm::layerWeightName(n.attnNorm, layer), loc);
-  Value attended = postNorm(attention(h, positions, layer), n.postAttentionNorm);
+  Value attended =
+      postNorm(attention(h, positions, layer), n.postAttentionNorm);
   if (!spec.parallelResidual) {
     x = AddOp::create(b, loc, x, attended);
     Value h2 = norm(x, tfm::layerWeightName(n.mlpNorm, layer), loc);
@@ -359,8 +357,8 @@ Value DecoderIRBuilder::block(Value x, Value positions, int64_t layer) {
   Value h2 = n.mlpNorm.empty()
                  ? h
                  : norm(x, tfm::layerWeightName(n.mlpNorm, layer), loc);
-  Value branches = AddOp::create(b, loc, attended,
-                                 postNorm(mlp(h2, layer), n.postMlpNorm));
+  Value branches =
+      AddOp::create(b, loc, attended, postNorm(mlp(h2, layer), n.postMlpNorm));
   return AddOp::create(b, loc, x, branches);
 }
 

@@ -102,7 +102,8 @@ Value EncoderIRBuilder::layer(Value x, int64_t index, Value global) {
                 b, named("layer " + llvm::Twine(index) + " attention"),
                 q.getType(), q, k, v, /*bias=*/Value(), /*lengths=*/Value(),
                 /*relative_bias=*/Value(), scale, /*causal=*/UnitAttr(),
-                /*window=*/IntegerAttr(), /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());
+                /*window=*/IntegerAttr(), /*max_distance=*/IntegerAttr(),
+                /*softcap=*/FloatAttr());
   Value projected = linear(attended, name(spec.attentionOutput), {d});
   x = norm(AddOp::create(b, x.getLoc(), x, projected),
            name(spec.attentionNorm));

@@ -77,7 +77,8 @@ Value T5IRBuilder::attention(Value queries, Value keys,
       /*lengths=*/Value(), relativeTable, b.getF32FloatAttr(1.0f),
       causal ? b.getUnitAttr() : UnitAttr(), /*window=*/IntegerAttr(),
       relativeTable ? b.getI64IntegerAttr(spec.relativeMaxDistance)
-                    : IntegerAttr(), /*softcap=*/FloatAttr());
+                    : IntegerAttr(),
+      /*softcap=*/FloatAttr());
   return project(attended, module + "o.weight", {spec.hiddenSize});
 }
 

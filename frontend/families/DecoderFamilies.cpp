@@ -70,9 +70,9 @@ void readPartialRotary(ConfigReader &config, llvm::StringRef key,
 /// `inverse` becomes the short frequencies.
 void readLongRope(ConfigReader &config, ConfigReader &fields,
                   std::vector<double> &inverse, DecoderSpec &spec) {
-  int64_t original = config.integer("original_max_position_embeddings",
-                                    fields.integer(
-                                        "original_max_position_embeddings", 0));
+  int64_t original =
+      config.integer("original_max_position_embeddings",
+                     fields.integer("original_max_position_embeddings", 0));
   if (original <= 0)
     config.fail("rope_scaling longrope needs a positive "
                 "original_max_position_embeddings");
@@ -80,7 +80,8 @@ void readLongRope(ConfigReader &config, ConfigReader &fields,
     fields.refuseUnlessAbsent(key, "LongRoPE magnitudes of its own");
   std::vector<double> longer = inverse;
   for (auto [key, frequencies] :
-       {std::pair<const char *, std::vector<double> *>{"short_factor", &inverse},
+       {std::pair<const char *, std::vector<double> *>{"short_factor",
+                                                       &inverse},
         {"long_factor", &longer}}) {
     const llvm::json::Array *factors = fields.fields().getArray(key);
     if (!factors || factors->size() != frequencies->size()) {
@@ -365,8 +366,10 @@ double readSoftcap(ConfigReader &config, llvm::StringRef key, double absent) {
     return absent;
   double cap = config.number(key, 0);
   if (!(cap >= 0) || std::isinf(cap))
-    config.fail("config value " + key + " must be a positive number or "
-                "null, got " + std::to_string(cap));
+    config.fail("config value " + key +
+                " must be a positive number or "
+                "null, got " +
+                std::to_string(cap));
   return cap;
 }
 
@@ -378,7 +381,8 @@ bool readLayerTypes(ConfigReader &config, DecoderSpec &spec, int64_t window) {
   for (const std::string &type : types) {
     if (type != "sliding_attention" && type != "full_attention")
       config.fail("layer_types must list \"sliding_attention\" or "
-                  "\"full_attention\", got \"" + type + "\"");
+                  "\"full_attention\", got \"" +
+                  type + "\"");
     spec.layerWindows.push_back(type == "sliding_attention" ? window : 0);
   }
   return !types.empty();
@@ -388,8 +392,7 @@ bool readLayerTypes(ConfigReader &config, DecoderSpec &spec, int64_t window) {
 /// outputs normed too before their residual adds, the MLP's input norm
 /// named pre_feedforward_layernorm, and the scores scaled by
 /// query_pre_attn_scalar^-1/2 (`fallback` where absent).
-void useGemma2Layers(ConfigReader &config, DecoderSpec &spec,
-                     double fallback) {
+void useGemma2Layers(ConfigReader &config, DecoderSpec &spec, double fallback) {
   std::string p = "model.layers.{}.";
   spec.layer.postAttentionNorm = p + "post_attention_layernorm.weight";
   spec.layer.mlpNorm = p + "pre_feedforward_layernorm.weight";
@@ -440,7 +443,8 @@ DecoderSpec readGemma3Spec(ConfigReader &config) {
     int64_t pattern = config.integer("sliding_window_pattern", 6);
     if (pattern < 1)
       config.fail("config value sliding_window_pattern must be positive, "
-                  "got " + std::to_string(pattern));
+                  "got " +
+                  std::to_string(pattern));
     else
       spec.windowAllButEvery(pattern, window);
   }
@@ -791,15 +795,15 @@ llvm::Error preparePhi3Checkpoint(DecoderSpec &spec, WeightStore &store,
   int64_t q = spec.numHeads * hd, kv = spec.numKVHeads * hd;
   for (int64_t l = 0; l < spec.numLayers; ++l) {
     std::string layer = "model.layers." + std::to_string(l) + ".";
-    if (llvm::Error err = splitFusedRows(
-            store, checkpoint, layer + "self_attn.qkv_proj.",
-            {{"q", q}, {"k", kv}, {"v", kv}}, spec.hiddenSize,
-            "the phi3 config implies"))
+    if (llvm::Error err =
+            splitFusedRows(store, checkpoint, layer + "self_attn.qkv_proj.",
+                           {{"q", q}, {"k", kv}, {"v", kv}}, spec.hiddenSize,
+                           "the phi3 config implies"))
       return err;
-    if (llvm::Error err = splitFusedRows(
-            store, checkpoint, layer + "mlp.gate_up_proj.",
-            {{"gate", inner}, {"up", inner}}, spec.hiddenSize,
-            "the phi3 config implies"))
+    if (llvm::Error err =
+            splitFusedRows(store, checkpoint, layer + "mlp.gate_up_proj.",
+                           {{"gate", inner}, {"up", inner}}, spec.hiddenSize,
+                           "the phi3 config implies"))
       return err;
   }
   return llvm::Error::success();

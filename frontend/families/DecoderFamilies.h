@@ -42,10 +42,11 @@ llvm::Error prepareDecoderWeights(llvm::StringRef modelType, DecoderSpec &spec,
 /// `cols` columns) becomes `base` + part + ".weight" for each part (rows of
 /// a block dtype stay whole blocks). `what` names the config that implies
 /// the shape, for the mismatch message.
-llvm::Error splitFusedRows(WeightStore &store, llvm::StringRef checkpoint,
-                           const std::string &base,
-                           llvm::ArrayRef<std::pair<const char *, int64_t>> parts,
-                           int64_t cols, llvm::StringRef what);
+llvm::Error
+splitFusedRows(WeightStore &store, llvm::StringRef checkpoint,
+               const std::string &base,
+               llvm::ArrayRef<std::pair<const char *, int64_t>> parts,
+               int64_t cols, llvm::StringRef what);
 
 } // namespace mlir::tfm
 

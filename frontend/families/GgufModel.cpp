@@ -243,7 +243,7 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
       return factor.takeError();
     if (!*factor || !(**factor >= 1) || !std::isfinite(**factor))
       return makeError(file.path() + ": linear RoPE scaling needs a finite "
-                       "rope.scaling.factor of at least 1");
+                                     "rope.scaling.factor of at least 1");
     if (spec.numHeads > 0)
       for (double inverse : spec.inverseFrequencies())
         spec.ropeFrequencies.push_back(float(inverse / **factor));
@@ -309,8 +309,8 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
     spec.layer.value = "blk.{}.attn_qkv.v.weight";
     spec.layer.gate = "blk.{}.ffn_up.gate.weight";
     spec.layer.up = "blk.{}.ffn_up.up.weight";
-    llvm::Expected<std::optional<int64_t>> window = file.optionalInteger(
-        key + "attention.sliding_window", kMaxContext);
+    llvm::Expected<std::optional<int64_t>> window =
+        file.optionalInteger(key + "attention.sliding_window", kMaxContext);
     if (!window)
       return window.takeError();
     spec.slidingWindow = window->value_or(0);
@@ -329,8 +329,7 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
 /// (llama.cpp's "freq_factors"), Phi-3's rope_factors_short and _long.
 llvm::Error divideRopeFrequencies(const GgufFile &file,
                                   const WeightTensor &factors,
-                                  llvm::StringRef name,
-                                  const DecoderSpec &spec,
+                                  llvm::StringRef name, const DecoderSpec &spec,
                                   std::vector<float> &out) {
   std::vector<double> inverse = spec.inverseFrequencies();
   int64_t pairs = int64_t(inverse.size());
@@ -369,17 +368,17 @@ llvm::Error preparePhi3(const GgufFile &file, const GgufArchitecture &arch,
   int64_t hd = spec.headDim(), d = spec.hiddenSize;
   for (int64_t l = 0; l < spec.numLayers; ++l) {
     std::string layer = "blk." + std::to_string(l) + ".";
-    if (llvm::Error err = splitFusedRows(
-            weights, file.path(), layer + "attn_qkv.",
-            {{"q", spec.numHeads * hd},
-             {"k", spec.numKVHeads * hd},
-             {"v", spec.numKVHeads * hd}},
-            d, "the metadata implies"))
+    if (llvm::Error err =
+            splitFusedRows(weights, file.path(), layer + "attn_qkv.",
+                           {{"q", spec.numHeads * hd},
+                            {"k", spec.numKVHeads * hd},
+                            {"v", spec.numKVHeads * hd}},
+                           d, "the metadata implies"))
       return err;
     if (llvm::Error err = splitFusedRows(
             weights, file.path(), layer + "ffn_up.",
-            {{"gate", spec.intermediateSize}, {"up", spec.intermediateSize}},
-            d, "the metadata implies"))
+            {{"gate", spec.intermediateSize}, {"up", spec.intermediateSize}}, d,
+            "the metadata implies"))
       return err;
   }
   const WeightTensor *shortFactors = weights.lookup(kShortRopeFactors);
@@ -402,15 +401,14 @@ llvm::Error preparePhi3(const GgufFile &file, const GgufArchitecture &arch,
   if (llvm::Error err = divideRopeFrequencies(
           file, *shortFactors, kShortRopeFactors, spec, spec.ropeFrequencies))
     return err;
-  if (llvm::Error err =
-          divideRopeFrequencies(file, *longFactors, kLongRopeFactors, spec,
-                                spec.ropeLongFrequencies))
+  if (llvm::Error err = divideRopeFrequencies(
+          file, *longFactors, kLongRopeFactors, spec, spec.ropeLongFrequencies))
     return err;
   spec.ropeLongContext = **original;
   spec.ropeMagnitude = magnitude->value_or(1.0);
   if (!(spec.ropeMagnitude > 0) || !std::isfinite(spec.ropeMagnitude))
     return makeError(file.path() + ": rope.scaling.attn_factor is not a "
-                     "positive number");
+                                   "positive number");
   return llvm::Error::success();
 }
 
@@ -563,8 +561,7 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
 
   model.weights.keepMapped(file->releaseBuffer());
   auto module = buildDecoder(
-      context, *spec, model.weights, path,
-      [](llvm::StringRef name) {
+      context, *spec, model.weights, path, [](llvm::StringRef name) {
         return name == kRopeFactors || name == kShortRopeFactors ||
                name == kLongRopeFactors;
       });

@@ -120,8 +120,13 @@ static attention_job make_job(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
                               tfm_memref3d_f32 *v, tfm_memref3d_f32 *out,
                               float scale, int64_t causal, int64_t window,
                               float softcap) {
-  attention_job job = {.q = q, .k = k, .v = v, .out = out, .scale = scale,
-                       .causal = (int)causal, .window = window,
+  attention_job job = {.q = q,
+                       .k = k,
+                       .v = v,
+                       .out = out,
+                       .scale = scale,
+                       .causal = (int)causal,
+                       .window = window,
                        .softcap = softcap};
   return tfm_attention_sized(job, k->sizes[0], k->sizes[1], v->sizes[2]);
 }
@@ -129,15 +134,20 @@ static attention_job make_job(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
 /* The job over a narrow cache's rows (k and v: tfm_memref3d_i8 for int8
  * rows, head_dim + 4 bytes a row of codes and scale; tfm_memref3d_u16 for
  * bf16 and f16; every 3-D descriptor has the same layout). */
-static attention_job make_job_rows(tfm_row_storage storage,
-                                   tfm_memref3d_f32 *q, const void *k,
-                                   const void *v, tfm_memref3d_f32 *out,
-                                   float scale, int64_t causal,
-                                   int64_t window, float softcap) {
+static attention_job make_job_rows(tfm_row_storage storage, tfm_memref3d_f32 *q,
+                                   const void *k, const void *v,
+                                   tfm_memref3d_f32 *out, float scale,
+                                   int64_t causal, int64_t window,
+                                   float softcap) {
   const tfm_memref3d_i8 *keys = k, *values = v;
-  attention_job job = {.q = q, .out = out, .k_rows = k, .v_rows = v,
-                       .rows = storage, .scale = scale,
-                       .causal = (int)causal, .window = window,
+  attention_job job = {.q = q,
+                       .out = out,
+                       .k_rows = k,
+                       .v_rows = v,
+                       .rows = storage,
+                       .scale = scale,
+                       .causal = (int)causal,
+                       .window = window,
                        .softcap = softcap};
   int64_t scale_bytes = storage == TFM_ROWS_I8 ? 4 : 0;
   return tfm_attention_sized(job, keys->sizes[0], keys->sizes[1],
@@ -159,10 +169,12 @@ static void attend(attention_job job) {
   tfm_attend_blocks(job);
 }
 
-TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
-                                   tfm_memref3d_f32 *v, tfm_memref3d_f32 *out,
-                                   float scale, int64_t causal,
-                                   int64_t window, float softcap) {
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q,
+                                              tfm_memref3d_f32 *k,
+                                              tfm_memref3d_f32 *v,
+                                              tfm_memref3d_f32 *out,
+                                              float scale, int64_t causal,
+                                              int64_t window, float softcap) {
   attend(make_job(q, k, v, out, scale, causal, window, softcap));
 }
 
@@ -177,21 +189,21 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
 
 /* The kernel's entry points over stored rows, plain and with
  * relative-position terms, for one storage. */
-#define ATTENTION_OVER_ROWS(suffix, element, storage)                         \
-  TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_##suffix(                \
-      tfm_memref3d_f32 *q, element *k, element *v, tfm_memref3d_f32 *out,     \
-      float scale, int64_t causal, int64_t window, float softcap) {           \
-    attend(                                                                   \
+#define ATTENTION_OVER_ROWS(suffix, element, storage)                          \
+  TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_##suffix(                 \
+      tfm_memref3d_f32 *q, element *k, element *v, tfm_memref3d_f32 *out,      \
+      float scale, int64_t causal, int64_t window, float softcap) {            \
+    attend(                                                                    \
         make_job_rows(storage, q, k, v, out, scale, causal, window, softcap)); \
-  }                                                                           \
-  TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_##suffix(         \
-      tfm_memref3d_f32 *q, element *k, element *v,                            \
-      tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,    \
-      int64_t causal, int64_t window, float softcap) {                        \
-    attention_job job = make_job_rows(storage, q, k, v, out, scale, causal,   \
-                                      window, softcap);                       \
-    job.distance_bias = distance_bias;                                        \
-    attend(job);                                                              \
+  }                                                                            \
+  TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_##suffix(          \
+      tfm_memref3d_f32 *q, element *k, element *v,                             \
+      tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,     \
+      int64_t causal, int64_t window, float softcap) {                         \
+    attention_job job =                                                        \
+        make_job_rows(storage, q, k, v, out, scale, causal, window, softcap);  \
+    job.distance_bias = distance_bias;                                         \
+    attend(job);                                                               \
   }
 ATTENTION_OVER_ROWS(i8, tfm_memref3d_i8, TFM_ROWS_I8)
 ATTENTION_OVER_ROWS(bf16, tfm_memref3d_u16, TFM_ROWS_BF16)

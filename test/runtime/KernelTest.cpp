@@ -129,8 +129,7 @@ void checkAttentionAtWidth(const AttentionCase &c) {
                << "s=" << c.s << " t=" << c.t << " heads=" << c.heads << "/"
                << c.kvHeads << " d=" << c.d << " dv=" << c.dv
                << " causal=" << c.causal << " window=" << c.window
-               << " stored rows=" << c.storedRows
-               << " softcap=" << c.softcap);
+               << " stored rows=" << c.storedRows << " softcap=" << c.softcap);
   // q sits in a wider buffer (offset 3, 5 spare floats per row).
   int64_t qRow = c.heads * c.d + 5;
   std::vector<float> q = randomValues(3 + c.s * qRow, 1);
@@ -169,14 +168,14 @@ void checkAttentionAtWidth(const AttentionCase &c) {
       _mlir_ciface_tfm_rt_attention_biased_rows_i8(
           &qm, &k8, &v8, &bm, &om, scale, c.causal, c.window, c.softcap);
     else
-      _mlir_ciface_tfm_rt_attention_rows_i8(&qm, &k8, &v8, &om, scale,
-                                            c.causal, c.window, c.softcap);
+      _mlir_ciface_tfm_rt_attention_rows_i8(&qm, &k8, &v8, &om, scale, c.causal,
+                                            c.window, c.softcap);
   } else if (c.distanceBias) {
     _mlir_ciface_tfm_rt_attention_biased(&qm, &km, &vm, &bm, &om, scale,
                                          c.causal, c.window, c.softcap);
   } else {
-    _mlir_ciface_tfm_rt_attention(&qm, &km, &vm, &om, scale, c.causal,
-                                  c.window, c.softcap);
+    _mlir_ciface_tfm_rt_attention(&qm, &km, &vm, &om, scale, c.causal, c.window,
+                                  c.softcap);
   }
 
   int64_t group = c.heads / c.kvHeads;

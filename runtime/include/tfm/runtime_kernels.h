@@ -78,9 +78,11 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
  * tfm.quantize_rows): [keys, kv_heads, head_dim + 4] bytes, each row its
  * codes and then its f32 scale; widened a tile at a time. */
 typedef TFM_MEMREF(int8_t, 3) tfm_memref3d_i8;
-TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_i8(
-    tfm_memref3d_f32 *q, tfm_memref3d_i8 *k, tfm_memref3d_i8 *v,
-    tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window, float softcap);
+TFM_EXPORT void
+_mlir_ciface_tfm_rt_attention_rows_i8(tfm_memref3d_f32 *q, tfm_memref3d_i8 *k,
+                                      tfm_memref3d_i8 *v, tfm_memref3d_f32 *out,
+                                      float scale, int64_t causal,
+                                      int64_t window, float softcap);
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_i8(
     tfm_memref3d_f32 *q, tfm_memref3d_i8 *k, tfm_memref3d_i8 *v,
     tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
@@ -89,14 +91,16 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_i8(
  * head_dim] 16-bit elements, widened a tile at a time. */
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_bf16(
     tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
-    tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window, float softcap);
+    tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window,
+    float softcap);
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_bf16(
     tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
     tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
     int64_t causal, int64_t window, float softcap);
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_f16(
     tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
-    tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window, float softcap);
+    tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window,
+    float softcap);
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_f16(
     tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
     tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
