@@ -1260,3 +1260,43 @@ func.func @moe_shared(%x: tensor<?x8xf32>, %logits: tensor<?x1xf32>, %g: tensor<
   %y = tfm.moe %x, %logits, [%g, %g, %d] shared [%g, %g, %d, %g] {activation = #tfm<activation_kind silu>, top_k = 1 : i64} : (tensor<?x8xf32>, tensor<?x1xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @softcap_negative(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'tfm.softcap' op expected a finite, positive cap, got -3}}
+  %y = tfm.softcap %x {cap = -3.0 : f32} : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_softcap_zero(%x: tensor<?x2x4xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected a finite, positive softcap, got 0}}
+  %y = tfm.attention %x, %x, %x {causal, scale = 0.5 : f32, softcap = 0.0 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @long_rope_without_context(%x: tensor<?x2x4xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.rope' op expected long_frequencies and long_context together}}
+  %y = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32, frequencies = array<f32: 1.0, 0.05>, long_frequencies = array<f32: 0.5, 0.025>} : tensor<?x2x4xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @long_rope_without_short(%x: tensor<?x2x4xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.rope' op expected long_frequencies beside frequencies and without dynamic NTK scaling}}
+  %y = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32, long_frequencies = array<f32: 0.5, 0.025>, long_context = 8 : i64} : tensor<?x2x4xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @long_rope_count(%x: tensor<?x2x4xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.rope' op expected 2 frequencies (one per rotated pair), got 3}}
+  %y = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32, frequencies = array<f32: 1.0, 0.05>, long_frequencies = array<f32: 0.5, 0.025, 0.1>, long_context = 8 : i64} : tensor<?x2x4xf32>, tensor<?xi32>
+  return
+}

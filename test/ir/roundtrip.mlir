@@ -390,3 +390,18 @@ func.func @experts(%x: tensor<?x8xf32>, %logits: tensor<?x2xf32>, %g: tensor<16x
   %s = tfm.scatter_add_rows %t, %scales into %x[%rows] : tensor<?x8xf32>, tensor<?xf32>, tensor<?x8xf32>, tensor<?xi32>
   return %y, %s : tensor<?x8xf32>, tensor<?x8xf32>
 }
+
+// -----
+
+// Gemma 2's soft-caps (attention scores, final logits) and Phi-3's
+// LongRoPE frequencies.
+// CHECK-LABEL: func.func @softcap_and_long_rope
+func.func @softcap_and_long_rope(%x: tensor<?x2x4xf32>, %p: tensor<?xi32>, %l: tensor<?x8xf32>) -> (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x8xf32>) {
+  // CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 5.000000e-01 : f32, softcap = 5.000000e+01 : f32}
+  %a = tfm.attention %x, %x, %x {causal, scale = 0.5 : f32, softcap = 50.0 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x2x4xf32>
+  // CHECK: tfm.rope rotate_half %{{.*}}, %{{.*}} {frequencies = array<f32: 1.000000e+00, 5.000000e-02>, long_context = 8 : i64, long_frequencies = array<f32: 5.000000e-01, 2.500000e-02>, theta = 1.000000e+04 : f32}
+  %r = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32, frequencies = array<f32: 1.0, 0.05>, long_frequencies = array<f32: 0.5, 0.025>, long_context = 8 : i64} : tensor<?x2x4xf32>, tensor<?xi32>
+  // CHECK: tfm.softcap %{{.*}} {cap = 3.000000e+01 : f32} : tensor<?x8xf32>
+  %s = tfm.softcap %l {cap = 30.0 : f32} : tensor<?x8xf32>
+  return %a, %r, %s : tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x8xf32>
+}
