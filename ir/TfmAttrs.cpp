@@ -131,6 +131,7 @@ unsigned BlockQuantAttr::codeBits() const {
   switch (getFormat()) {
   case BlockFormat::q8_0: return 8;
   case BlockFormat::q6_k: return 6;
+  case BlockFormat::q5_k: return 5;
   default: return 4;
   }
 }
@@ -160,8 +161,7 @@ LogicalResult mlir::tfm::verifyWeightStorage(Operation *op, StringRef what,
                              << " in blocks to be a matrix, got rank "
                              << type.getRank();
   int64_t cols = type.getDimSize(1);
-  bool superBlocks = quant.getFormat() == BlockFormat::q4_k ||
-                     quant.getFormat() == BlockFormat::q6_k;
+  bool superBlocks = isKQuantDtype(stringifyBlockFormat(quant.getFormat()));
   if (superBlocks && !ShapedType::isDynamic(cols) &&
       cols % BlockQuantAttr::superBlockSize() != 0)
     return op->emitOpError()

@@ -323,7 +323,10 @@ def Tfm_BlockFormat : I32EnumAttr<"BlockFormat",
       // Super-blocks of 256 along a row (GGUF's Q6_K): 16 groups of 16,
       // each w = d · scale · (q - 32), q in [0, 63] (i6), with an 8-bit
       // signed scale per group and an f16 d per super-block.
-      I32EnumAttrCase<"q6_k", 4>
+      I32EnumAttrCase<"q6_k", 4>,
+      // Super-blocks of 256 along a row (GGUF's Q5_K): q4_k's, with codes
+      // q in [0, 31] (i5): a fifth bit beside each nibble.
+      I32EnumAttrCase<"q5_k", 5>
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;
@@ -350,7 +353,10 @@ def Tfm_BlockQuantAttr : AttrDef<Tfm_Dialect, "BlockQuant"> {
     so, `i6` codes: `w = d · scale · (q - 32)`, `q` in [0, 63], an 8-bit
     signed `scale` per 16 elements and an f16 `d` per super-block of 256
     (6.5625 bits a weight, in the file and in the kernels' layout), also
-    only from a Q6_K tensor. A row of another format
+    only from a Q6_K tensor. `q5_k` is GGUF's Q5_K kept so: `q4_k`'s
+    metadata and formula with `i5` codes, `q` in [0, 31] (5.5 bits a weight
+    in the file, 5.625 in the kernels' layout), only from a Q5_K tensor.
+    A row of another format
     whose length is not a multiple of 32 ends in a zero-padded block.
     `tfm.dequantize` gives the
     f32 values; tfm-quantize-weights makes such weights and codegen stores
@@ -366,11 +372,11 @@ def Tfm_BlockQuantAttr : AttrDef<Tfm_Dialect, "BlockQuant"> {
   let extraClassDeclaration = [{
     /// Elements per block (a scale each).
     static constexpr int64_t blockSize() { return 32; }
-    /// Elements per super-block of q4_k and q6_k (the row length's
+    /// Elements per super-block of q4_k, q5_k and q6_k (the row length's
     /// multiple).
     static constexpr int64_t superBlockSize() { return 256; }
-    /// The element type of the codes: i8 (q8_0), i6 (q6_k) or i4 (q4_0,
-    /// q4_1, q4_k).
+    /// The element type of the codes: i8 (q8_0), i6 (q6_k), i5 (q5_k) or
+    /// i4 (q4_0, q4_1, q4_k).
     unsigned codeBits() const;
   }];
 }

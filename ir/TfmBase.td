@@ -104,7 +104,7 @@ def Tfm_FloatTensor : RankedTensorOf<[AnyFloat]>;
 def Tfm_IntTensor : RankedTensorOf<[AnySignlessInteger]>;
 // What a weight may be stored as: floats (f32, and bf16/f16 read through
 // tfm.dequantize), or integer codes with a #tfm.block_quant encoding.
-def Tfm_WeightTensor : RankedTensorOf<[AnyFloat, I8, I<6>, I<4>]>;
+def Tfm_WeightTensor : RankedTensorOf<[AnyFloat, I8, I<6>, I<5>, I<4>]>;
 // What a KV cache and its entries may hold: floats, or rows quantized to
 // int8 (tfm.quantize_rows: each row's codes, then its f32 scale's bytes).
 def Tfm_CacheTensor : RankedTensorOf<[AnyFloat, I8]>;

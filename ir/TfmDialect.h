@@ -29,6 +29,12 @@ inline constexpr llvm::StringLiteral kOutputResultAttrName = "tfm.output";
 /// dtype=checkpoint; absent: f32.
 inline constexpr llvm::StringLiteral kCheckpointDtypeAttrName =
     "tfm.checkpoint_dtype";
+/// Whether a checkpoint dtype (or block format) is one of GGUF's K-quants
+/// kept as stored ("q4_k", "q5_k", "q6_k"): super-blocks of 256 elements
+/// that only a tensor stored so can fill (no encoder from f32).
+inline bool isKQuantDtype(llvm::StringRef dtype) {
+  return dtype == "q4_k" || dtype == "q5_k" || dtype == "q6_k";
+}
 /// On the module of a CLIP model: the scale of its text-image similarities,
 /// exp(logit_scale) (a positive FloatAttr).
 inline constexpr llvm::StringLiteral kLogitScaleAttrName = "tfm.logit_scale";

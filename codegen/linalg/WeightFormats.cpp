@@ -15,6 +15,7 @@ StoredFormat mlir::tfm::storedFormatOf(RankedTensorType type) {
     case BlockFormat::q4_0: return StoredFormat::Q4_0;
     case BlockFormat::q4_1: return StoredFormat::Q4_1;
     case BlockFormat::q4_k: return StoredFormat::Q4_K;
+    case BlockFormat::q5_k: return StoredFormat::Q5_K;
     case BlockFormat::q6_k: return StoredFormat::Q6_K;
     }
   }
@@ -35,6 +36,7 @@ llvm::StringRef mlir::tfm::storedFormatName(StoredFormat format) {
   case StoredFormat::Q4_0: return "q4_0";
   case StoredFormat::Q4_1: return "q4_1";
   case StoredFormat::Q4_K: return "q4_k";
+  case StoredFormat::Q5_K: return "q5_k";
   case StoredFormat::Q6_K: return "q6_k";
   }
   return "f32";
@@ -49,6 +51,7 @@ std::optional<StoredFormat> mlir::tfm::parseStoredFormat(llvm::StringRef name) {
       .Case("q4_0", StoredFormat::Q4_0)
       .Case("q4_1", StoredFormat::Q4_1)
       .Case("q4_k", StoredFormat::Q4_K)
+      .Case("q5_k", StoredFormat::Q5_K)
       .Case("q6_k", StoredFormat::Q6_K)
       .Default(std::nullopt);
 }

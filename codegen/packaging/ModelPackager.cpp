@@ -139,12 +139,12 @@ void writePanels(const WeightRows &weight, StoredFormat format,
   }
 }
 
-/// Writes `weight`, stored in GGUF's Q4_K or Q6_K (`format`), as q4_k or
-/// q6_k panels: the file's blocks rearranged (encodeKQuantPanel), a group
+/// Writes `weight`, stored in GGUF's Q4_K, Q5_K or Q6_K (`format`), as q4_k,
+/// q5_k or q6_k panels: the file's blocks rearranged (encodeKQuantPanel), a group
 /// of panels at a time.
 llvm::Error writeKQuantPanels(llvm::StringRef name, const WeightRows &weight,
                               StoredFormat format, BlobWriter &out) {
-  std::string stored = format == StoredFormat::Q4_K ? "Q4_K" : "Q6_K";
+  std::string stored = kQuantName(format);
   if (weight.storedDtype != stored || !weight.readStored ||
       weight.cols % kKQuantElements != 0)
     return makeError("weight '" + name + "' is declared " +

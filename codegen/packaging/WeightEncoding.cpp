@@ -27,6 +27,7 @@ int mlir::tfm::blockFormatCode(StoredFormat format) {
   case StoredFormat::Q8_0: return TFM_BLOCKS_Q8_0;
   case StoredFormat::Q4_1: return TFM_BLOCKS_Q4_1;
   case StoredFormat::Q4_K: return TFM_BLOCKS_Q4_K;
+  case StoredFormat::Q5_K: return TFM_BLOCKS_Q5_K;
   case StoredFormat::Q6_K: return TFM_BLOCKS_Q6_K;
   default: return TFM_BLOCKS_Q4_0;
   }
@@ -232,7 +233,11 @@ struct PanelBlocks {
   }
 };
 
-void appendQ4KPanel(const PanelBlocks &blockOf, std::vector<uint8_t> &out) {
+/// Appends a Q4_K or Q5_K panel (the same metadata; Q5_K's nibbles are
+/// 32 bytes further into its blocks, after the fifth bits, which follow
+/// each block's nibbles in the panel).
+void appendQ4KOrQ5KPanel(const PanelBlocks &blockOf, bool fifthBits,
+                         std::vector<uint8_t> &out) {
   constexpr int64_t kRows = TFM_BLOCK_PANEL_ROWS;
   int64_t blocks = blockOf.supers * TFM_K_SUPER_BLOCKS;
   // d, then dmin, [super-block][row]: the file's f16 bits.
@@ -254,13 +259,28 @@ void appendQ4KPanel(const PanelBlocks &blockOf, std::vector<uint8_t> &out) {
         out.push_back(uint8_t(which == 0 ? scale : min));
       }
   // Sub-block j of a Q4_K block is the low (j even) or high nibbles of its
-  // bytes 32 · (j / 2) .. + 31.
+  // bytes 32 · (j / 2) .. + 31 of nibbles; Q5_K's fifth bit of element e of
+  // sub-block j is bit j of qh[e].
+  int64_t nibbles = fifthBits ? 48 : 16;
   for (int64_t b = 0; b < blocks; ++b) {
     int64_t j = b % TFM_K_SUPER_BLOCKS;
+    auto block = [&](int64_t r) { return blockOf(r, b / TFM_K_SUPER_BLOCKS); };
     appendNibbleCodes(out, [&](int64_t r, int e) {
-      uint8_t byte = blockOf(r, b / TFM_K_SUPER_BLOCKS)[16 + 32 * (j / 2) + e];
+      uint8_t byte = block(r)[nibbles + 32 * (j / 2) + e];
       return j % 2 ? byte >> 4 : byte & 0x0F;
     });
+    if (!fifthBits)
+      continue;
+    // Bit 2v (+ 1) of byte 4r + i: element 8v + i (8v + 4 + i).
+    for (int64_t r = 0; r < kRows; ++r)
+      for (int i = 0; i < 4; ++i) {
+        int bits = 0;
+        for (int part = 0; part < 8; ++part) {
+          int e = 8 * (part / 2) + 4 * (part % 2) + i;
+          bits |= ((block(r)[16 + e] >> j) & 1) << part;
+        }
+        out.push_back(uint8_t(bits));
+      }
   }
 }
 
@@ -315,10 +335,10 @@ void mlir::tfm::encodeKQuantPanel(StoredFormat format, const uint8_t *rowBlocks,
                                   int64_t cols, std::vector<uint8_t> &out) {
   PanelBlocks blocks{rowBlocks, cols / kKQuantElements,
                      kQuantBlockBytes(format)};
-  if (format == StoredFormat::Q4_K)
-    appendQ4KPanel(blocks, out);
-  else
+  if (format == StoredFormat::Q6_K)
     appendQ6KPanel(blocks, out);
+  else
+    appendQ4KOrQ5KPanel(blocks, format == StoredFormat::Q5_K, out);
 }
 
 void mlir::tfm::encodeRowMajor(StoredFormat format, const float *values,

@@ -16,13 +16,14 @@
 
 namespace mlir::tfm {
 
-/// Q4_K and Q6_K are GGUF's, copied from a checkpoint's blocks
+/// Q4_K, Q5_K and Q6_K are GGUF's, copied from a checkpoint's blocks
 /// (encodeKQuantPanel); the others are encoded from f32 values.
-enum class StoredFormat { F32, BF16, F16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K };
+enum class StoredFormat { F32, BF16, F16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K };
 
 /// Whether the format's panels are copied from a checkpoint's blocks.
 inline bool isKQuant(StoredFormat format) {
-  return format == StoredFormat::Q4_K || format == StoredFormat::Q6_K;
+  return format == StoredFormat::Q4_K || format == StoredFormat::Q5_K ||
+         format == StoredFormat::Q6_K;
 }
 
 /// Whether the format is block-quantized (always stored as block panels).
@@ -38,17 +39,28 @@ int64_t storedMatrixBytes(StoredFormat format, int64_t rows, int64_t cols,
 
 /// GGUF's K-quant blocks (ggml-common.h) of 256 elements: block_q4_K, 144
 /// bytes (f16 d and dmin, 12 bytes of packed 6-bit scales and minimums for
-/// 8 sub-blocks of 32, then 128 bytes of nibbles); block_q6_K, 210 bytes
-/// (128 bytes of low 4 bits, 64 of high 2 bits, 16 int8 scales, f16 d).
-constexpr int64_t kKQuantElements = 256, kQ4KBytes = 144, kQ6KBytes = 210;
+/// 8 sub-blocks of 32, then 128 bytes of nibbles); block_q5_K, 176 bytes
+/// (Q4_K's 16 bytes of d, dmin and scales, 32 of fifth bits, 128 of
+/// nibbles); block_q6_K, 210 bytes (128 bytes of low 4 bits, 64 of high 2
+/// bits, 16 int8 scales, f16 d).
+constexpr int64_t kKQuantElements = 256, kQ4KBytes = 144, kQ5KBytes = 176,
+                  kQ6KBytes = 210;
 /// Bytes of one K-quant block in the file.
 inline int64_t kQuantBlockBytes(StoredFormat format) {
-  return format == StoredFormat::Q4_K ? kQ4KBytes : kQ6KBytes;
+  return format == StoredFormat::Q4_K   ? kQ4KBytes
+         : format == StoredFormat::Q5_K ? kQ5KBytes
+                                        : kQ6KBytes;
+}
+/// GGUF's name of a K-quant ("Q4_K", "Q5_K", "Q6_K").
+inline const char *kQuantName(StoredFormat format) {
+  return format == StoredFormat::Q4_K   ? "Q4_K"
+         : format == StoredFormat::Q5_K ? "Q5_K"
+                                        : "Q6_K";
 }
 
 
 
-/// Appends one Q4_K or Q6_K panel to `out`: 16 rows of `cols` elements (a
+/// Appends one Q4_K, Q5_K or Q6_K panel to `out`: 16 rows of `cols` elements (a
 /// multiple of 256), given as each row's blocks in the file's format one
 /// after another (cols / 256 blocks a row; rows missing from the matrix
 /// all zero bytes). The numbers stay the file's exactly.

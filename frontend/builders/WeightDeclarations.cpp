@@ -27,12 +27,12 @@ bool mlir::tfm::checkpointRequantizes(WeightDtype dtype) {
   case WeightDtype::Q4_0:
   case WeightDtype::Q4_1:
   case WeightDtype::Q4_K:
+  case WeightDtype::Q5_K:
   case WeightDtype::Q6_K: return false;
   case WeightDtype::Q5_0:
   case WeightDtype::Q5_1:
   case WeightDtype::Q2_K:
   case WeightDtype::Q3_K:
-  case WeightDtype::Q5_K:
   case WeightDtype::IQ4_NL:
   case WeightDtype::IQ4_XS: return true;
   }
@@ -48,8 +48,10 @@ std::optional<StringRef> mlir::tfm::checkpointDtype(WeightDtype dtype) {
   case WeightDtype::Q4_0: return StringRef("int4");
   case WeightDtype::Q4_1: return StringRef("int4-min");
   case WeightDtype::Q8_0: return StringRef("int8");
-  // The K-quants keep their blocks (the q4_k and q6_k block kernels).
+  // The K-quants keep their blocks (the q4_k, q5_k and q6_k block
+  // kernels).
   case WeightDtype::Q4_K: return StringRef("q4_k");
+  case WeightDtype::Q5_K: return StringRef("q5_k");
   case WeightDtype::Q6_K: return StringRef("q6_k");
   default: return std::nullopt; // f32
   }

@@ -18,10 +18,10 @@
  * vpdpbusd takes unsigned × signed bytes: weight codes are stored with an
  * offset (q8_0: +128; q4_0's nibbles are 0..15, offset 8; q6_k's codes
  * 0..63, offset 32), and the offset times the block's activation sum is
- * subtracted; q4_1's and q4_k's nibbles need no offset, and their minimum
- * times the activation sum is added in f32. GGUF's K-quants scale in two
- * levels: q4_k's blocks by d · scale (a 6-bit scale per block, an f16 d
- * per super-block of 8 blocks), q6_k's halves of a block each by their
+ * subtracted; q4_1's, q4_k's and q5_k's codes need no offset, and their
+ * minimum times the activation sum is added in f32. GGUF's K-quants scale
+ * in two levels: q4_k's and q5_k's blocks by d · scale (a 6-bit scale per
+ * block, an f16 d per super-block of 8 blocks), q6_k's halves of a block each by their
  * own d · scale (so its activations' sums are kept per half too). The
  * result is the same on every path up to the order of the f32 additions.
  *
@@ -171,8 +171,8 @@ static int quantize_activations(const float *a, int64_t m, int64_t k,
 /*===- Plain C ---------------------------------------------------------===*/
 
 /* The stored code of row `r` (of the panel), element `e` of a block:
- * q8_0's q + 128 (0..255), q4's q (0..15), q6_k's q (0..63: a nibble and
- * two high bits). The weight is the block's (q6_k: the half's) scale
+ * q8_0's q + 128 (0..255), q4's q (0..15), q5_k's q (0..31: a nibble and
+ * a fifth bit), q6_k's q (0..63: a nibble and two high bits). The weight is the block's (q6_k: the half's) scale
  * times (code - code_offset), plus its minimum. */
 static int32_t stored_code(int format, const uint8_t *block_codes, int r,
                            int e) {
@@ -180,6 +180,10 @@ static int32_t stored_code(int format, const uint8_t *block_codes, int r,
     return block_codes[(e / 4) * 64 + r * 4 + e % 4];
   uint8_t byte = block_codes[(e / 8) * 64 + r * 4 + e % 4];
   int32_t nibble = e % 8 < 4 ? byte & 0x0F : byte >> 4;
+  if (format == TFM_BLOCKS_Q5_K) {
+    int bit = (e / 8) * 2 + (e % 8 >= 4); /* its fifth bit's place */
+    return nibble | ((block_codes[256 + r * 4 + e % 4] >> bit) & 1) << 4;
+  }
   if (format != TFM_BLOCKS_Q6_K)
     return nibble;
   int part = (e / 8) % 2 * 2 + (e % 8 >= 4); /* its two bits' place */

@@ -47,9 +47,15 @@ typedef struct {
   float *widened; /* the widened path's f32 panel per thread */
 } block_job;
 
+/* Whether the format is a K-quant with minimums (q4_k, q5_k): d · scale
+ * and dmin · min per block, d and dmin per super-block. */
+static inline int is_k_with_min(int format) {
+  return format == TFM_BLOCKS_Q4_K || format == TFM_BLOCKS_Q5_K;
+}
+
 /* Whether a block has a minimum to add (times the activations' sum). */
 static inline int has_min(int format) {
-  return format == TFM_BLOCKS_Q4_1 || format == TFM_BLOCKS_Q4_K;
+  return format == TFM_BLOCKS_Q4_1 || is_k_with_min(format);
 }
 
 /* The weight codes' offset that vpdpbusd's unsigned operand needs. */
@@ -68,9 +74,10 @@ static inline int64_t codes_start(int format, int64_t blocks) {
 }
 
 /* A block panel's parts (weight_formats.h): f16 scales [block][row]
- * (q4_k, q6_k: their super-blocks' d [super-block][row]), minimums after
- * them (q4_1: f16 [block][row]; q4_k: dmin [super-block][row]; NULL for
- * other formats), q4_k's own 6-bit scales and minimums [block][row] and
+ * (q4_k, q5_k, q6_k: their super-blocks' d [super-block][row]), minimums
+ * after them (q4_1: f16 [block][row]; q4_k, q5_k: dmin [super-block][row];
+ * NULL for other formats), q4_k's and q5_k's own 6-bit scales and
+ * minimums [block][row] and
  * q6_k's int8 scales [block][half][row] (NULL for others), then the codes,
  * TFM_BLOCK_CODE_BYTES(format) a block. */
 typedef struct {
@@ -85,7 +92,7 @@ static inline panel_parts parts_of(const uint8_t *panel, int format, int64_t blo
                        panel + codes_start(format, blocks)};
   if (format == TFM_BLOCKS_Q4_1)
     parts.mins = scales + blocks * kRows;
-  if (format == TFM_BLOCKS_Q4_K) {
+  if (is_k_with_min(format)) {
     int64_t supers = blocks / TFM_K_SUPER_BLOCKS;
     parts.mins = scales + supers * kRows;
     parts.block_scales = (const uint8_t *)(parts.mins + supers * kRows);
@@ -98,10 +105,10 @@ static inline panel_parts parts_of(const uint8_t *panel, int format, int64_t blo
 }
 
 /* Row r's scale of block b, and the minimum added to its weights (0 for
- * formats without): q4_k's are d · scale and -dmin · min. */
+ * formats without): q4_k's and q5_k's are d · scale and -dmin · min. */
 static inline float block_scale(int format, const panel_parts *parts, int64_t b,
                          int r) {
-  if (format != TFM_BLOCKS_Q4_K)
+  if (!is_k_with_min(format))
     return tfm_f16_to_float(parts->scales[b * kRows + r]);
   return tfm_f16_to_float(parts->scales[b / TFM_K_SUPER_BLOCKS * kRows + r]) *
          (float)parts->block_scales[b * kRows + r];
@@ -116,7 +123,7 @@ static inline float block_min(int format, const panel_parts *parts, int64_t b,
                        int r) {
   if (format == TFM_BLOCKS_Q4_1)
     return tfm_f16_to_float(parts->mins[b * kRows + r]);
-  if (format != TFM_BLOCKS_Q4_K)
+  if (!is_k_with_min(format))
     return 0.0f;
   return -tfm_f16_to_float(parts->mins[b / TFM_K_SUPER_BLOCKS * kRows + r]) *
          (float)parts->block_mins[b * kRows + r];

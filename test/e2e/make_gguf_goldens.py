@@ -42,6 +42,10 @@ MODELS = {
     "gguf-q2-q3": ["--random", "256,2,4,1,256,32", "--seed", "7", "--type",
                    "Q3_K", "--type-for", "ffn_gate=Q2_K", "--type-for",
                    "attn_output=Q2_K", "--edge-type", "Q6_K"],
+    "gguf-q5_k_m": ["--random", "256,2,4,1,256,32", "--seed", "8", "--type",
+                    "Q5_K", "--type-for", "attn_v=Q6_K", "--type-for",
+                    "ffn_down=Q6_K", "--edge-type", "Q6_K", "--type-for",
+                    "token_embd=Q5_K"],
 }
 
 
@@ -69,7 +73,9 @@ def llama_cpp_forward(w, meta, tokens):
     for l in range(layers):
         for part in HF_LAYER_NAMES:
             hf = f"model.layers.{l}.{part}.weight"
-            hf_of[gguf_name(hf)] = hf
+            # The first HF name of a GGUF one: LLaMA's (ffn_up is also
+            # Phi-3's fused gate_up_proj).
+            hf_of.setdefault(gguf_name(hf), hf)
     cfg = {"hidden_size": int(meta["llama.embedding_length"]),
            "num_attention_heads": int(meta["llama.attention.head_count"]),
            "num_key_value_heads": int(meta["llama.attention.head_count_kv"]),
@@ -83,10 +89,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--llama-cpp", required=True,
                         help="llama.cpp's source tree (for gguf-py)")
+    parser.add_argument("names", nargs="*", help="only these (default: all)")
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(args.llama_cpp, "gguf-py"))
     with tempfile.TemporaryDirectory() as work:
         for name, writer_args in MODELS.items():
+            if args.names and name not in args.names:
+                continue
             path = os.path.join(work, name + ".gguf")
             subprocess.run([sys.executable, os.path.join(HERE, "write_gguf.py"),
                             path] + writer_args, check=True)

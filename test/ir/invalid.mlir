@@ -52,6 +52,16 @@ tfm.weight_decl @w : tensor<4x128xi6, #tfm.block_quant<q6_k>>
 
 // -----
 
+// expected-error @+1 {{'tfm.weight_decl' op expected weight 'w' in q5_k to hold i5 codes, got 'i4'}}
+tfm.weight_decl @w : tensor<4x256xi4, #tfm.block_quant<q5_k>>
+
+// -----
+
+// expected-error @+1 {{'tfm.weight_decl' op expected weight 'w' in q5_k to have rows of whole super-blocks (a multiple of 256 elements), got 96}}
+tfm.weight_decl @w : tensor<4x96xi5, #tfm.block_quant<q5_k>>
+
+// -----
+
 // The frontend's checkpoint dtype belongs on weight declarations only.
 // expected-error @+1 {{'tfm.checkpoint_dtype' is not valid here}}
 func.func @f() attributes {tfm.checkpoint_dtype = "int8"} {

@@ -88,6 +88,43 @@ double q4KValue(const std::vector<uint8_t> &blocks, int64_t k, int64_t row,
   return f16At(block) * float(scale) * float(code) - f16At(block + 2) * float(min);
 }
 
+/// GGUF Q5_K blocks of a random W [n, k] (k a multiple of 256): as Q4_K's,
+/// with random fifth bits, and d and dmin of a few ten thousandths (weights
+/// within ±4, for Q6_K's reason below).
+std::vector<uint8_t> randomQ5KBlocks(int64_t n, int64_t k, unsigned seed) {
+  std::vector<uint8_t> blocks(n * k / 256 * 176);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> scale(2e-4f, 2e-3f);
+  for (size_t at = 0; at < blocks.size(); at += 176) {
+    for (int half = 0; half < 2; ++half) {
+      uint16_t bits = tfm_float_to_f16(scale(rng));
+      blocks[at + 2 * half] = uint8_t(bits);
+      blocks[at + 2 * half + 1] = uint8_t(bits >> 8);
+    }
+    for (int i = 4; i < 176; ++i)
+      blocks[at + i] = uint8_t(rng());
+  }
+  return blocks;
+}
+
+/// Element (row, col) of the Q5_K blocks above, decoded as ggml's
+/// dequantize_row_q5_K does (from ggml-common.h's block_q5_K: d, dmin,
+/// scales[12], qh[32], qs[128]).
+double q5KValue(const std::vector<uint8_t> &blocks, int64_t k, int64_t row,
+                int64_t col) {
+  const uint8_t *block = blocks.data() + (row * (k / 256) + col / 256) * 176;
+  auto f16At = [](const uint8_t *at) {
+    return tfm_f16_to_float(uint16_t(at[0] | at[1] << 8));
+  };
+  int sub = int(col % 256 / 32), e = int(col % 32);
+  const uint8_t *q = block + 4; // the 12 packed bytes, as Q4_K's
+  int scale = sub < 4 ? q[sub] & 63 : (q[sub + 4] & 0xF) | (q[sub - 4] >> 6) << 4;
+  int min = sub < 4 ? q[sub + 4] & 63 : (q[sub + 4] >> 4) | (q[sub] >> 6) << 4;
+  uint8_t byte = block[48 + 32 * (sub / 2) + e];
+  int code = (sub % 2 ? byte >> 4 : byte & 0xF) | ((block[16 + e] >> sub) & 1) << 4;
+  return f16At(block) * float(scale) * float(code) - f16At(block + 2) * float(min);
+}
+
 /// GGUF Q6_K blocks of a random W [n, k]: random bytes for the codes'
 /// low 4 and high 2 bits and the int8 scales, an f16 d of a few ten
 /// thousandths (weights within ±2, as the other formats' tests draw them:
@@ -121,18 +158,31 @@ double q6KValue(const std::vector<uint8_t> &blocks, int64_t k, int64_t row,
   return d * float(scale) * float((low | high << 4) - 32);
 }
 
-/// Random GGUF blocks of `format` (Q4_K, Q6_K) for W [n, k].
+/// Random GGUF blocks of `format` (Q4_K, Q5_K, Q6_K) for W [n, k].
 std::vector<uint8_t> randomKQuantBlocks(StoredFormat format, int64_t n,
                                         int64_t k, unsigned seed) {
-  return format == StoredFormat::Q4_K ? randomQ4KBlocks(n, k, seed)
-                                      : randomQ6KBlocks(n, k, seed);
+  switch (format) {
+  case StoredFormat::Q4_K: return randomQ4KBlocks(n, k, seed);
+  case StoredFormat::Q5_K: return randomQ5KBlocks(n, k, seed);
+  default: return randomQ6KBlocks(n, k, seed);
+  }
 }
 
-/// The blocks as q4_k or q6_k panels, as the packager writes them.
+/// Element (row, col) of random GGUF blocks of `format`, as ggml decodes it.
+double kQuantValue(StoredFormat format, const std::vector<uint8_t> &blocks,
+                   int64_t k, int64_t row, int64_t col) {
+  switch (format) {
+  case StoredFormat::Q4_K: return q4KValue(blocks, k, row, col);
+  case StoredFormat::Q5_K: return q5KValue(blocks, k, row, col);
+  default: return q6KValue(blocks, k, row, col);
+  }
+}
+
+/// The blocks as q4_k, q5_k or q6_k panels, as the packager writes them.
 std::vector<uint8_t> encodeKQuant(StoredFormat format,
                                   const std::vector<uint8_t> &blocks,
                                   int64_t n, int64_t k) {
-  int64_t rowBytes = k / 256 * (format == StoredFormat::Q4_K ? 144 : 210);
+  int64_t rowBytes = k / 256 * mlir::tfm::kQuantBlockBytes(format);
   std::vector<uint8_t> bytes;
   for (int64_t first = 0; first < n; first += 16) {
     std::vector<uint8_t> rows(16 * rowBytes, 0);
@@ -164,16 +214,21 @@ double decoded(StoredFormat format, const std::vector<uint8_t> &bytes,
   auto f16At = [](const uint8_t *at) {
     return double(tfm_f16_to_float(uint16_t(at[0] | at[1] << 8)));
   };
-  if (format == StoredFormat::Q4_K) {
-    // d, dmin [super-block][row]; scales, mins [block][row]; codes.
-    int64_t supers = blocks / 8, s = b / 8;
-    const uint8_t *panel = bytes.data() + (row / 16) * blocks * (40 + 256);
+  if (format == StoredFormat::Q4_K || format == StoredFormat::Q5_K) {
+    // d, dmin [super-block][row]; scales, mins [block][row]; codes (q5_k:
+    // the nibbles, then a vector of fifth bits).
+    bool q5 = format == StoredFormat::Q5_K;
+    int64_t supers = blocks / 8, s = b / 8, codeBytes = q5 ? 320 : 256;
+    const uint8_t *panel = bytes.data() + (row / 16) * blocks * (40 + codeBytes);
     double d = f16At(panel + (s * 16 + r) * 2);
     double dmin = f16At(panel + supers * 32 + (s * 16 + r) * 2);
     int scale = panel[supers * 64 + b * 16 + r];
     int min = panel[supers * 64 + blocks * 16 + b * 16 + r];
-    uint8_t byte = panel[blocks * 40 + b * 256 + (e / 8) * 64 + r * 4 + e % 4];
+    const uint8_t *codes = panel + blocks * 40 + b * codeBytes;
+    uint8_t byte = codes[(e / 8) * 64 + r * 4 + e % 4];
     int q = e % 8 < 4 ? byte & 15 : byte >> 4;
+    if (q5)
+      q |= ((codes[256 + r * 4 + e % 4] >> ((e / 8) * 2 + (e % 8 >= 4))) & 1) << 4;
     return float(d * scale) * q - float(dmin * min);
   }
   if (format == StoredFormat::Q6_K) {
@@ -362,7 +417,7 @@ TEST(BlockKernel, EveryInstructionSetWithinTheActivationStep) {
   tfm_blocks_isa before = tfm_blocks_use_isa(TFM_BLOCKS_ISA_SCALAR);
   for (StoredFormat format :
        {StoredFormat::Q8_0, StoredFormat::Q4_0, StoredFormat::Q4_1,
-        StoredFormat::Q4_K, StoredFormat::Q6_K})
+        StoredFormat::Q4_K, StoredFormat::Q5_K, StoredFormat::Q6_K})
     for (const LinearCase &c :
          mlir::tfm::isKQuant(format) ? superBlockCases : cases) {
       std::vector<float> first;
@@ -404,7 +459,8 @@ TEST(BlockKernel, ManyRowsOnAvx2MultiplyTheWidenedWeights) {
     for (LinearCase c : {LinearCase{48, 40, 100, true}, {70, 16, 32, false},
                          {96, 64, 300, true}})
       checkLinear(format, c); // within f32 rounding of the exact products
-  for (StoredFormat format : {StoredFormat::Q4_K, StoredFormat::Q6_K})
+  for (StoredFormat format :
+       {StoredFormat::Q4_K, StoredFormat::Q5_K, StoredFormat::Q6_K})
     for (LinearCase c : {LinearCase{48, 40, 256, true}, {70, 16, 512, false}})
       checkLinear(format, c);
   tfm_blocks_use_isa(TFM_BLOCKS_ISA_VNNI);
@@ -525,20 +581,20 @@ TEST(BlockKernel, Q4KSubBlocksKeepTheirGrid) {
           << row << "," << col;
 }
 
-/// A GGUF file's Q4_K and Q6_K blocks are kept, not requantized: the
-/// q4_k and q6_k panels hold every weight exactly as ggml decodes the
+/// A GGUF file's Q4_K, Q5_K and Q6_K blocks are kept, not requantized:
+/// the q4_k, q5_k and q6_k panels hold every weight exactly as ggml decodes the
 /// file's blocks (up to the order of d · scale · q's two products, and
 /// f32 rounding), and the runtime's own widening (a dequantized matrix, an
 /// embedding lookup) reads the same values back.
 TEST(BlockKernel, KQuantPanelsHoldTheFilesBlocks) {
   int64_t n = 40, k = 512; // a partial last panel, two super-blocks a row
-  for (StoredFormat format : {StoredFormat::Q4_K, StoredFormat::Q6_K}) {
+  for (StoredFormat format :
+       {StoredFormat::Q4_K, StoredFormat::Q5_K, StoredFormat::Q6_K}) {
     SCOPED_TRACE(testing::Message() << "format=" << int(format));
     std::vector<uint8_t> blocks = randomKQuantBlocks(format, n, k, 31);
     std::vector<uint8_t> bytes = encodeKQuant(format, blocks, n, k);
     auto fileValue = [&](int64_t row, int64_t col) {
-      return format == StoredFormat::Q4_K ? q4KValue(blocks, k, row, col)
-                                          : q6KValue(blocks, k, row, col);
+      return kQuantValue(format, blocks, k, row, col);
     };
     for (int64_t row = 0; row < n; ++row)
       for (int64_t col = 0; col < k; ++col)

@@ -122,7 +122,8 @@ cl::opt<std::string> weightsDtype(
              "of 32, 8.5 bits), int4 (4.5 bits) or int4-min (with a minimum "
              "per block, 5 bits) (default: the checkpoint's, each weight's "
              "own, but bf16 for an f32 checkpoint on --target=cuda; GGUF's "
-             "Q4_K becomes int4-min, Q6_K int8)"),
+             "Q4_K, Q5_K and Q6_K keep their blocks, formats no kernel "
+             "reads become int8)"),
     cl::value_desc("dtype"), cl::cat(passCategory));
 cl::opt<std::string> kvDtype(
     "kv-dtype",

@@ -44,6 +44,12 @@
  *     scales[b][r], mins[b][r] uint8 (6 bits), block b of row 16p + r
  *
  *   40 bytes a block for 16 rows against Q4_1's 64 (4.625 bits a weight).
+ * - Q5_K (GGUF's, its blocks copied), w = d · scale · q - dmin · min, q in
+ *   [0, 31]: Q4_K's metadata; its codes are Q4_0's nibbles (256 bytes: the
+ *   low 4 bits) followed by one 64-byte vector of fifth bits: bit 2v of
+ *   byte 4r + i is that of the low nibble of byte 4r + i of nibble vector
+ *   v, bit 2v + 1 that of its high nibble. 40 bytes a block for 16 rows,
+ *   320 of codes (5.625 bits a weight).
  * - Q6_K (GGUF's, its blocks copied), w = d · scale · (q - 32), q in
  *   [0, 63]: rows are whole super-blocks of 8 blocks; each block has a
  *   signed 8-bit scale per half (elements 0-15, 16-31). Its codes are
@@ -70,26 +76,29 @@ typedef enum {
   TFM_BLOCKS_Q4_0 = 1,
   TFM_BLOCKS_Q4_1 = 2,
   TFM_BLOCKS_Q4_K = 3,
-  TFM_BLOCKS_Q6_K = 4
+  TFM_BLOCKS_Q6_K = 4,
+  TFM_BLOCKS_Q5_K = 5
 } tfm_block_format;
 
 #define TFM_BLOCK_SIZE 32
 #define TFM_BLOCK_PANEL_ROWS 16
-/* Blocks per Q4_K and Q6_K super-block. */
+/* Blocks per Q4_K, Q5_K and Q6_K super-block. */
 #define TFM_K_SUPER_BLOCKS 8
 /* Bytes of one block's codes for the 16 rows of a panel. */
 #define TFM_BLOCK_CODE_BYTES(format)                                           \
   ((format) == TFM_BLOCKS_Q8_0   ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE      \
    : (format) == TFM_BLOCKS_Q6_K ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE * 3 / 4 \
+   : (format) == TFM_BLOCKS_Q5_K ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE * 5 / 8 \
                                  : TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE / 2)
 /* Bytes of one block's scales for the 16 rows of a panel (f16 each). */
 #define TFM_BLOCK_SCALE_BYTES (TFM_BLOCK_PANEL_ROWS * 2)
-/* Bytes of one block's scales and minimums for a panel's 16 rows (Q4_K:
- * its own 6-bit ones, and an eighth of its super-block's d and dmin;
+/* Bytes of one block's scales and minimums for a panel's 16 rows (Q4_K,
+ * Q5_K: its own 6-bit ones, and an eighth of its super-block's d and dmin;
  * Q6_K: a scale per half, and an eighth of its super-block's d). */
 #define TFM_BLOCK_META_BYTES(format)                                           \
   ((format) == TFM_BLOCKS_Q4_1   ? 2 * TFM_BLOCK_SCALE_BYTES                  \
-   : (format) == TFM_BLOCKS_Q4_K ? 2 * TFM_BLOCK_PANEL_ROWS +                 \
+   : (format) == TFM_BLOCKS_Q4_K || (format) == TFM_BLOCKS_Q5_K               \
+       ? 2 * TFM_BLOCK_PANEL_ROWS +                                           \
                                        2 * TFM_BLOCK_SCALE_BYTES /            \
                                            TFM_K_SUPER_BLOCKS               \
    : (format) == TFM_BLOCKS_Q6_K ? 2 * TFM_BLOCK_PANEL_ROWS +                 \
@@ -113,7 +122,7 @@ static inline int64_t tfm_block_matrix_bytes(int format, int64_t rows,
   return panels * tfm_block_panel_bytes(format, cols);
 }
 
-/* GGUF Q4_K's 6-bit scale and min of sub-block `j` (0..7) from its 12
+/* GGUF Q4_K's (and Q5_K's) 6-bit scale and min of sub-block `j` (0..7) from its 12
  * packed bytes: sub-blocks 0-3 hold theirs in the low 6 bits of bytes j and
  * j + 4; 4-7 take 4 low bits from byte j + 4 and 2 high bits from the top
  * of bytes j - 4 (scale) and j (min). The packager (into q4_k panels) and

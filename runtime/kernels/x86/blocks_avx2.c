@@ -28,7 +28,7 @@ TFM_AVX2_INLINE __m256 bytes8_avx2(const uint8_t *at) {
  * 8·half .. 8·half + 7 of a panel (block_scale, block_min). */
 TFM_AVX2_INLINE __m256 scales8_avx2(int format, const panel_parts *parts,
                                     int64_t b, int half) {
-  if (format != TFM_BLOCKS_Q4_K)
+  if (!is_k_with_min(format))
     return halves8_avx2(parts->scales + b * kRows + half * 8);
   return _mm256_mul_ps(
       halves8_avx2(parts->scales + b / TFM_K_SUPER_BLOCKS * kRows + half * 8),
@@ -38,7 +38,7 @@ TFM_AVX2_INLINE __m256 mins8_avx2(int format, const panel_parts *parts,
                                   int64_t b, int half) {
   if (format == TFM_BLOCKS_Q4_1)
     return halves8_avx2(parts->mins + b * kRows + half * 8);
-  if (format != TFM_BLOCKS_Q4_K)
+  if (!is_k_with_min(format))
     return _mm256_setzero_ps();
   return _mm256_mul_ps(
       halves8_avx2(parts->mins + b / TFM_K_SUPER_BLOCKS * kRows + half * 8),
@@ -73,19 +73,40 @@ TFM_AVX2_INLINE void q6_codes_avx2(const uint8_t *codes, int v, __m256i *low,
       _mm256_and_si256(_mm256_slli_epi16(bits, 2), top));
 }
 
+/* Nibble vector v's 32 bytes of q5_k codes at `codes`, as q6_codes_avx2:
+ * each nibble with its fifth bit (bits 2v and 2v + 1 of the bit vector,
+ * brought down to bits 0 and 1 by one shift). */
+TFM_AVX2_INLINE void q5_codes_avx2(const uint8_t *codes, int v, __m256i *low,
+                                   __m256i *high) {
+  __m256i raw = _mm256_loadu_si256((const __m256i *)(codes + v * 64));
+  __m256i bits = _mm256_srli_epi16(
+      _mm256_loadu_si256((const __m256i *)(codes + 256)), 2 * v);
+  const __m256i nibble = _mm256_set1_epi8(0x0F), fifth = _mm256_set1_epi8(0x10);
+  *low = _mm256_or_si256(_mm256_and_si256(raw, nibble),
+                         _mm256_and_si256(_mm256_slli_epi16(bits, 4), fifth));
+  *high = _mm256_or_si256(
+      _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble),
+      _mm256_and_si256(_mm256_slli_epi16(bits, 3), fifth));
+}
+
 /* Sums of four products of unsigned `w` and signed `x` bytes per lane;
  * products of pairs must fit int16 (codes of at most 127 by 127). */
 TFM_AVX2_INLINE __m256i dot4_avx2(__m256i w, __m256i x) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
 }
 
-/* Nibble vector v's 32 bytes of a q4 or q6_k block's codes at `codes`, as
- * the codes of its low nibbles' elements (8v + i) and its high ones'
- * (8v + 4 + i): the nibbles, and q6_k's with their two high bits. */
+/* Nibble vector v's 32 bytes of a q4, q5_k or q6_k block's codes at
+ * `codes`, as the codes of its low nibbles' elements (8v + i) and its high
+ * ones' (8v + 4 + i): the nibbles, q5_k's with their fifth bits and q6_k's
+ * with their two high bits. */
 TFM_AVX2_INLINE void nibble_codes_avx2(int format, const uint8_t *codes, int v,
                                        __m256i *low, __m256i *high) {
   if (format == TFM_BLOCKS_Q6_K) {
     q6_codes_avx2(codes, v, low, high);
+    return;
+  }
+  if (format == TFM_BLOCKS_Q5_K) {
+    q5_codes_avx2(codes, v, low, high);
     return;
   }
   __m256i raw = _mm256_loadu_si256((const __m256i *)(codes + v * 64));
@@ -215,6 +236,7 @@ TFM_AVX2 void tfm_blocks_tile_avx2(const block_job *job, int64_t p, int64_t i0,
     case TFM_BLOCKS_Q4_0: TFM_HALF_TILES(TFM_BLOCKS_Q4_0) break;
     case TFM_BLOCKS_Q4_1: TFM_HALF_TILES(TFM_BLOCKS_Q4_1) break;
     case TFM_BLOCKS_Q4_K: TFM_HALF_TILES(TFM_BLOCKS_Q4_K) break;
+    case TFM_BLOCKS_Q5_K: TFM_HALF_TILES(TFM_BLOCKS_Q5_K) break;
     default: TFM_HALF_TILES(TFM_BLOCKS_Q6_K) break;
     }
 #undef TFM_HALF_TILES
@@ -322,12 +344,14 @@ TFM_AVX2_INLINE void row_panels_avx2(const block_job *job, int format,
     } else {
       /* Nibbles times codes of at most 127: a pair's sum is at most
        * 3810, so a block's eight vpmaddubsw results add up in int16
-       * (30480) and widen once. */
-      const __m256i nibble = _mm256_set1_epi8(0x0F);
+       * (30480) and widen once; q5_k's codes of at most 31 (7874 a pair)
+       * widen after every two nibble vectors (31496). */
+      const int widen_every = format == TFM_BLOCKS_Q5_K ? 2 : 4;
       __m256i sum16[kRowPanelsAvx2][2];
 #pragma GCC unroll 2
       for (int j = 0; j < count; ++j)
-        sum16[j][0] = sum16[j][1] = _mm256_setzero_si256();
+        sum16[j][0] = sum16[j][1] = dot[j][0] = dot[j][1] =
+            _mm256_setzero_si256();
 #pragma GCC unroll 1
       for (int v = 0; v < kBlock / 8; ++v) {
         int32_t first, second;
@@ -338,21 +362,25 @@ TFM_AVX2_INLINE void row_panels_avx2(const block_job *job, int format,
         for (int j = 0; j < count; ++j)
 #pragma GCC unroll 2
           for (int h = 0; h < 2; ++h) {
-            __m256i raw = _mm256_loadu_si256(
-                (const __m256i *)(panel[j] + codes + v * 64 + h * 32));
-            __m256i low = _mm256_and_si256(raw, nibble);
-            __m256i high = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
+            __m256i low, high;
+            nibble_codes_avx2(format, panel[j] + codes + h * 32, v, &low,
+                              &high);
             sum16[j][h] =
                 _mm256_add_epi16(sum16[j][h], _mm256_maddubs_epi16(low, x0));
             sum16[j][h] =
                 _mm256_add_epi16(sum16[j][h], _mm256_maddubs_epi16(high, x1));
           }
+        if ((v + 1) % widen_every)
+          continue;
+#pragma GCC unroll 2
+        for (int j = 0; j < count; ++j)
+#pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h) {
+            dot[j][h] =
+                _mm256_add_epi32(dot[j][h], _mm256_madd_epi16(sum16[j][h], ones));
+            sum16[j][h] = _mm256_setzero_si256();
+          }
       }
-#pragma GCC unroll 2
-      for (int j = 0; j < count; ++j)
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h)
-          dot[j][h] = _mm256_madd_epi16(sum16[j][h], ones);
     }
     __m256 xs = _mm256_set1_ps(job->x.scales[b]);
     __m256i correction = _mm256_set1_epi32(q8 ? 0 : offset * job->x.sums[b]);
@@ -403,6 +431,7 @@ TFM_AVX2 void tfm_blocks_row_avx2(const block_job *job, int64_t p0, int64_t p1) 
   case TFM_BLOCKS_Q4_0: row_format_avx2(job, TFM_BLOCKS_Q4_0, p0, p1); break;
   case TFM_BLOCKS_Q4_1: row_format_avx2(job, TFM_BLOCKS_Q4_1, p0, p1); break;
   case TFM_BLOCKS_Q4_K: row_format_avx2(job, TFM_BLOCKS_Q4_K, p0, p1); break;
+  case TFM_BLOCKS_Q5_K: row_format_avx2(job, TFM_BLOCKS_Q5_K, p0, p1); break;
   default: row_format_avx2(job, TFM_BLOCKS_Q6_K, p0, p1); break;
   }
 }

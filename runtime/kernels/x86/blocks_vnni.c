@@ -32,7 +32,7 @@ TFM_VNNI_INLINE __m512 signed_bytes16_vnni(const uint8_t *at) {
  * 16 rows (block_scale, block_min). */
 TFM_VNNI_INLINE __m512 scales16_vnni(int format, const panel_parts *parts,
                                      int64_t b) {
-  if (format != TFM_BLOCKS_Q4_K)
+  if (!is_k_with_min(format))
     return halves16_vnni(parts->scales + b * kRows);
   return _mm512_mul_ps(
       halves16_vnni(parts->scales + b / TFM_K_SUPER_BLOCKS * kRows),
@@ -42,7 +42,7 @@ TFM_VNNI_INLINE __m512 mins16_vnni(int format, const panel_parts *parts,
                                    int64_t b) {
   if (format == TFM_BLOCKS_Q4_1)
     return halves16_vnni(parts->mins + b * kRows);
-  if (format != TFM_BLOCKS_Q4_K)
+  if (!is_k_with_min(format))
     return _mm512_setzero_ps();
   return _mm512_mul_ps(
       halves16_vnni(parts->mins + b / TFM_K_SUPER_BLOCKS * kRows),
@@ -74,6 +74,21 @@ TFM_VNNI_INLINE void q6_codes_vnni(const uint8_t *codes, int v, __m512i *low,
       _mm512_and_si512(_mm512_slli_epi16(bits, 2), top));
 }
 
+/* Nibble vector v of a block's q5_k codes at `codes` as whole codes: its
+ * low and high nibbles, each with its fifth bit (bits 2v and 2v + 1 of
+ * the block's bit vector, brought down to bits 0 and 1 by one shift). */
+TFM_VNNI_INLINE void q5_codes_vnni(const uint8_t *codes, int v, __m512i *low,
+                                   __m512i *high) {
+  __m512i raw = _mm512_loadu_si512(codes + v * 64);
+  __m512i bits = _mm512_srli_epi16(_mm512_loadu_si512(codes + 256), 2 * v);
+  const __m512i nibble = _mm512_set1_epi8(0x0F), fifth = _mm512_set1_epi8(0x10);
+  *low = _mm512_or_si512(_mm512_and_si512(raw, nibble),
+                         _mm512_and_si512(_mm512_slli_epi16(bits, 4), fifth));
+  *high = _mm512_or_si512(
+      _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble),
+      _mm512_and_si512(_mm512_slli_epi16(bits, 3), fifth));
+}
+
 /* Four activation codes of a row, broadcast to every lane. */
 TFM_VNNI_INLINE __m512i broadcast4(const int8_t *x) {
   int32_t four;
@@ -81,12 +96,16 @@ TFM_VNNI_INLINE __m512i broadcast4(const int8_t *x) {
   return _mm512_set1_epi32(four);
 }
 
-/* Nibble vector v of a q4 or q6_k block's codes at `codes` for a panel's
- * 16 rows, as nibble_codes_avx2. */
+/* Nibble vector v of a q4, q5_k or q6_k block's codes at `codes` for a
+ * panel's 16 rows, as nibble_codes_avx2. */
 TFM_VNNI_INLINE void nibble_codes_vnni(int format, const uint8_t *codes, int v,
                                        __m512i *low, __m512i *high) {
   if (format == TFM_BLOCKS_Q6_K) {
     q6_codes_vnni(codes, v, low, high);
+    return;
+  }
+  if (format == TFM_BLOCKS_Q5_K) {
+    q5_codes_vnni(codes, v, low, high);
     return;
   }
   const __m512i nibble = _mm512_set1_epi8(0x0F);
@@ -249,8 +268,9 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int format,
 enum { kVnniRowPrefetchBytes = 1024 };
 
 /* After block b, the K-quant row kernel's step at the end of a
- * super-block: its sums by scale times d (and, q4_k, its sums by minimum
- * times dmin, subtracted) into the accumulators, and the sums restarted. */
+ * super-block: its sums by scale times d (and, q4_k and q5_k, its sums by
+ * minimum times dmin, subtracted) into the accumulators, and the sums
+ * restarted. */
 TFM_VNNI_INLINE void end_super_block_vnni(int format, const panel_parts *parts,
                                           int count, int64_t b, __m512 *acc,
                                           __m512 *by_scale, __m512 *by_min) {
@@ -261,7 +281,7 @@ TFM_VNNI_INLINE void end_super_block_vnni(int format, const panel_parts *parts,
   for (int j = 0; j < count; ++j) {
     acc[j] = _mm512_fmadd_ps(by_scale[j], halves16_vnni(parts[j].scales + super),
                              acc[j]);
-    if (format == TFM_BLOCKS_Q4_K)
+    if (is_k_with_min(format))
       acc[j] = _mm512_fnmadd_ps(by_min[j], halves16_vnni(parts[j].mins + super),
                                 acc[j]);
     by_scale[j] = by_min[j] = _mm512_setzero_ps();
@@ -281,7 +301,7 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
   int32_t offset = code_offset(format);
   const uint8_t *panel[kRowPanels];
   panel_parts parts[kRowPanels];
-  /* q4_k: the current super-block's sums by scale and by minimum. */
+  /* K-quants: the current super-block's sums by scale and by minimum. */
   __m512 acc[kRowPanels], by_scale[kRowPanels], by_min[kRowPanels];
 #pragma GCC unroll 4
   for (int j = 0; j < count; ++j) {
@@ -348,6 +368,24 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
           odd[j] = _mm512_dpbusd_epi32(odd[j], _mm512_loadu_si512(at + 64), x1);
         }
       }
+    } else if (format == TFM_BLOCKS_Q5_K) {
+      /* Whole codes: a high nibble with its fifth bit, kept in place,
+       * would overflow the byte. */
+#pragma GCC unroll 4
+      for (int v = 0; v < kBlock / 8; ++v) {
+        __m512i x0 = broadcast4(x + 8 * v), x1 = broadcast4(x + 8 * v + 4);
+#pragma GCC unroll 4
+        for (int j = 0; j < count; ++j) {
+          const uint8_t *at = panel[j] + codes;
+          __builtin_prefetch(at + v * 64 + kVnniRowPrefetchBytes, 0, 3);
+          if (v == 0)
+            __builtin_prefetch(at + 256 + kVnniRowPrefetchBytes, 0, 3);
+          __m512i low, high;
+          q5_codes_vnni(at, v, &low, &high);
+          even[j] = _mm512_dpbusd_epi32(even[j], low, x0);
+          odd[j] = _mm512_dpbusd_epi32(odd[j], high, x1);
+        }
+      }
     } else {
       /* The high nibbles stay in place (16 times their value: no shift
        * per vector); their sum, a multiple of 16, is shifted once. */
@@ -373,7 +411,7 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
     }
     __m512 xs = _mm512_set1_ps(job->x.scales[b]);
     __m512 xsum = _mm512_set1_ps(job->x.scales[b] * (float)job->x.sums[b]);
-    if (format == TFM_BLOCKS_Q4_K) {
+    if (is_k_with_min(format)) {
       /* A super-block's d and dmin scale its blocks' sums once: each
        * block's products add up by its 6-bit scale (and minimum) first. */
 #pragma GCC unroll 4
@@ -431,6 +469,7 @@ TFM_VNNI void tfm_blocks_row_vnni(const block_job *job, int64_t p0, int64_t p1) 
   case TFM_BLOCKS_Q4_0: row_format_vnni(job, TFM_BLOCKS_Q4_0, p0, p1); break;
   case TFM_BLOCKS_Q4_1: row_format_vnni(job, TFM_BLOCKS_Q4_1, p0, p1); break;
   case TFM_BLOCKS_Q4_K: row_format_vnni(job, TFM_BLOCKS_Q4_K, p0, p1); break;
+  case TFM_BLOCKS_Q5_K: row_format_vnni(job, TFM_BLOCKS_Q5_K, p0, p1); break;
   default: row_format_vnni(job, TFM_BLOCKS_Q6_K, p0, p1); break;
   }
 }
@@ -459,6 +498,7 @@ TFM_VNNI void tfm_blocks_tile_vnni(const block_job *job, int64_t p, int64_t i0,
     TFM_TILE_ROWS(FORMAT, 1)
   switch (job->format) {
   case TFM_BLOCKS_Q4_K: TFM_TILE_CASES(TFM_BLOCKS_Q4_K) break;
+  case TFM_BLOCKS_Q5_K: TFM_TILE_CASES(TFM_BLOCKS_Q5_K) break;
   case TFM_BLOCKS_Q6_K: TFM_TILE_CASES(TFM_BLOCKS_Q6_K) break;
   case TFM_BLOCKS_Q8_0: TFM_TILE_CASES(TFM_BLOCKS_Q8_0) break;
   case TFM_BLOCKS_Q4_0: TFM_TILE_CASES(TFM_BLOCKS_Q4_0) break;
