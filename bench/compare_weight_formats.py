@@ -17,10 +17,11 @@ Debian's `time` package) are reported for each format.
 
 With --gguf (and llama.cpp), tfmc also compiles llama.cpp's own GGUF files
 (Q8_0, Q4_0, and Q4_K_M from llama-quantize) as they are (each tensor keeps
-its format: Q4_K and Q6_K stay q4_k and q6_k, a join of both int8) and
-runs beside llama.cpp on the very same file; --gguf-formats picks the
-files: any type llama-quantize makes without an importance matrix
-(Q5_K_M, Q3_K_M and IQ4_XS files hold formats tfmc requantizes to int8). --baseline-tfmc PATH compiles them with another build's tfmc too
+its format: Q4_K, Q5_K and Q6_K stay q4_k, q5_k and q6_k) and runs
+beside llama.cpp on the very same file; --gguf-formats picks the files: any
+type llama-quantize makes without an importance matrix (Q3_K_M and IQ4_XS
+files hold formats tfmc requantizes to int8). --baseline-tfmc PATH
+compiles them with another build's tfmc too
 and runs it in the same rounds (a change's before and after).
 
 The host's bandwidth drifts within minutes, so the engines run round robin

@@ -41,14 +41,15 @@ typedef struct {
 } weight;
 
 /* How the layers' weights are stored: as f32 rows or panels, bf16 panels,
- * or blocks (the same memory, reinterpreted: the values do not matter). */
-enum { kRows, kPanels, kBF16Panels, kQ8, kQ4 };
+ * or blocks of tfm_block_format f (kBlocks + f: the same memory,
+ * reinterpreted: the values do not matter). */
+enum { kRows, kPanels, kBF16Panels, kBlocks };
+
+static int is_blocks(int format) { return format >= kBlocks; }
 
 static double stored_bytes(const weight *w, int format) {
-  if (format == kQ8 || format == kQ4)
-    return (double)tfm_block_matrix_bytes(format == kQ8 ? TFM_BLOCKS_Q8_0
-                                                        : TFM_BLOCKS_Q4_0,
-                                          w->n, w->k);
+  if (is_blocks(format))
+    return (double)tfm_block_matrix_bytes(format - kBlocks, w->n, w->k);
   return (double)w->n * w->k * (format == kBF16Panels ? 2 : 4);
 }
 
@@ -63,11 +64,10 @@ static float *filled(size_t count) {
 static void gemv(const weight *w, int format, float *x, float *y) {
   tfm_memref2d_f32 a = {x, x, 0, {1, w->k}, {w->k, 1}};
   tfm_memref2d_f32 c = {y, y, 0, {1, w->n}, {w->n, 1}};
-  if (format == kQ8 || format == kQ4) {
+  if (is_blocks(format)) {
     int8_t *bytes = (int8_t *)w->data;
     tfm_memref1d_i8 b = {bytes, bytes, 0, {(int64_t)stored_bytes(w, format)}, {1}};
-    _mlir_ciface_tfm_rt_linear_blocks(&a, &b, &c, format == kQ8 ? TFM_BLOCKS_Q8_0
-                                                               : TFM_BLOCKS_Q4_0);
+    _mlir_ciface_tfm_rt_linear_blocks(&a, &b, &c, format - kBlocks);
   } else if (format == kBF16Panels) {
     int64_t count = (w->n + kPanel - 1) / kPanel;
     uint16_t *half = (uint16_t *)w->data;
@@ -141,8 +141,18 @@ int main(int argc, char **argv) {
   printf("%s shape\n", shape->name);
   printf("layers' weights, panels:      %6.1f GB/s\n", stream(w, count, kPanels, x, y));
   printf("layers' weights, bf16 panels: %6.1f GB/s\n", stream(w, count, kBF16Panels, x, y));
-  printf("layers' weights, int8 blocks: %6.1f GB/s\n", stream(w, count, kQ8, x, y));
-  printf("layers' weights, int4 blocks: %6.1f GB/s\n", stream(w, count, kQ4, x, y));
+  /* The K-quants' rows are whole super-blocks of 256: both shapes' are. */
+  static const struct {
+    const char *name;
+    int format;
+  } kBlockFormats[] = {{"int8 (q8_0)", TFM_BLOCKS_Q8_0},
+                       {"int4 (q4_0)", TFM_BLOCKS_Q4_0},
+                       {"q4_k", TFM_BLOCKS_Q4_K},
+                       {"q5_k", TFM_BLOCKS_Q5_K},
+                       {"q6_k", TFM_BLOCKS_Q6_K}};
+  for (size_t f = 0; f < sizeof kBlockFormats / sizeof kBlockFormats[0]; ++f)
+    printf("layers' weights, %-12s  %6.1f GB/s\n", kBlockFormats[f].name,
+           stream(w, count, kBlocks + kBlockFormats[f].format, x, y));
   printf("layers' weights, row-major:   %6.1f GB/s\n", stream(w, count, kRows, x, y));
   printf("LM head %lldx%lld, row-major: %6.1f GB/s\n", (long long)shape->vocab,
          (long long)shape->width, stream(&head, 1, kRows, x, y));
