@@ -116,8 +116,8 @@ def gguf_seeds(work):
                       "--edge-type", "Q6_K"],
         "gpt2-tokenizer": ["--random", "32,1,4,2,64,297", "--gpt2-tokenizer",
                            os.path.join(E2E, "Inputs", "gpt2-bpe")],
-        # Formats read and requantized: the fifth bits, IQ4's levels, the
-        # two- and three-bit K-quants.
+        # The fifth bits (Q5_K kept as q5_k, Q5_0 and Q5_1 requantized),
+        # IQ4's levels, the two- and three-bit K-quants.
         "q5-iq4": ["--random", "256,1,4,1,256,16", "--type", "Q5_K",
                    "--type-for", "attn_k=Q5_0", "--type-for", "attn_v=IQ4_XS",
                    "--type-for", "ffn_up=Q5_1", "--type-for", "ffn_down=Q3_K",
