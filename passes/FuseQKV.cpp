@@ -33,8 +33,8 @@ bool isHeadProjection(LinearOp op) {
 }
 
 /// The K-quant its checkpoint stores the projection's weight in ("q4_k",
-/// "q5_k", "q6_k": tfm.checkpoint_dtype), empty for anything else. Projections in
-/// different K-quants stay apart: a join is stored in one format, and
+/// "q5_k", "q6_k": tfm.checkpoint_dtype), empty for anything else. Projections
+/// in different K-quants stay apart: a join is stored in one format, and
 /// neither holds the other's blocks, so a join of llama.cpp's Q4_K_M
 /// layers whose V is Q6_K would be int8 (8.5 bits a weight for Q and K's
 /// 4.625).

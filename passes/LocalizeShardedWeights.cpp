@@ -31,8 +31,7 @@ constexpr int64_t kKQuantBlockColumns = 256;
 /// requantized to int8, as formats no kernel reads are, and tfmc says so.
 void keepBlocksWhole(WeightDeclOp decl, int64_t axis, int64_t columns) {
   auto stored = decl->getAttrOfType<StringAttr>(kCheckpointDtypeAttrName);
-  if (axis != 1 || !stored ||
-      !isKQuantDtype(stored.getValue()) ||
+  if (axis != 1 || !stored || !isKQuantDtype(stored.getValue()) ||
       columns % kKQuantBlockColumns == 0)
     return;
   decl.emitWarning() << "split into parts of " << columns

@@ -140,8 +140,8 @@ void writePanels(const WeightRows &weight, StoredFormat format,
 }
 
 /// Writes `weight`, stored in GGUF's Q4_K, Q5_K or Q6_K (`format`), as q4_k,
-/// q5_k or q6_k panels: the file's blocks rearranged (encodeKQuantPanel), a group
-/// of panels at a time.
+/// q5_k or q6_k panels: the file's blocks rearranged (encodeKQuantPanel), a
+/// group of panels at a time.
 llvm::Error writeKQuantPanels(llvm::StringRef name, const WeightRows &weight,
                               StoredFormat format, BlobWriter &out) {
   std::string stored = kQuantName(format);

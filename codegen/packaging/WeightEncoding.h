@@ -58,8 +58,6 @@ inline const char *kQuantName(StoredFormat format) {
                                         : "Q6_K";
 }
 
-
-
 /// Appends one Q4_K, Q5_K or Q6_K panel to `out`: 16 rows of `cols` elements (a
 /// multiple of 256), given as each row's blocks in the file's format one
 /// after another (cols / 256 blocks a row; rows missing from the matrix

@@ -21,9 +21,10 @@
  * subtracted; q4_1's, q4_k's and q5_k's codes need no offset, and their
  * minimum times the activation sum is added in f32. GGUF's K-quants scale
  * in two levels: q4_k's and q5_k's blocks by d · scale (a 6-bit scale per
- * block, an f16 d per super-block of 8 blocks), q6_k's halves of a block each by their
- * own d · scale (so its activations' sums are kept per half too). The
- * result is the same on every path up to the order of the f32 additions.
+ * block, an f16 d per super-block of 8 blocks), q6_k's halves of a block
+ * each by their own d · scale (so its activations' sums are kept per half
+ * too). The result is the same on every path up to the order of the f32
+ * additions.
  *
  * Panels are split over the runtime's threads; within a panel, rows of A
  * go a tile of up to 8 at a time, so that each weight vector loaded serves
@@ -172,8 +173,9 @@ static int quantize_activations(const float *a, int64_t m, int64_t k,
 
 /* The stored code of row `r` (of the panel), element `e` of a block:
  * q8_0's q + 128 (0..255), q4's q (0..15), q5_k's q (0..31: a nibble and
- * a fifth bit), q6_k's q (0..63: a nibble and two high bits). The weight is the block's (q6_k: the half's) scale
- * times (code - code_offset), plus its minimum. */
+ * a fifth bit), q6_k's q (0..63: a nibble and two high bits). The weight
+ * is the block's (q6_k: the half's) scale times (code - code_offset), plus
+ * its minimum. */
 static int32_t stored_code(int format, const uint8_t *block_codes, int r,
                            int e) {
   if (format == TFM_BLOCKS_Q8_0)

@@ -86,25 +86,25 @@ typedef enum {
 #define TFM_K_SUPER_BLOCKS 8
 /* Bytes of one block's codes for the 16 rows of a panel. */
 #define TFM_BLOCK_CODE_BYTES(format)                                           \
-  ((format) == TFM_BLOCKS_Q8_0   ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE      \
-   : (format) == TFM_BLOCKS_Q6_K ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE * 3 / 4 \
-   : (format) == TFM_BLOCKS_Q5_K ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE * 5 / 8 \
-                                 : TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE / 2)
+  ((format) == TFM_BLOCKS_Q8_0 ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE         \
+   : (format) == TFM_BLOCKS_Q6_K                                               \
+       ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE * 3 / 4                         \
+   : (format) == TFM_BLOCKS_Q5_K                                               \
+       ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE * 5 / 8                         \
+       : TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE / 2)
 /* Bytes of one block's scales for the 16 rows of a panel (f16 each). */
 #define TFM_BLOCK_SCALE_BYTES (TFM_BLOCK_PANEL_ROWS * 2)
 /* Bytes of one block's scales and minimums for a panel's 16 rows (Q4_K,
  * Q5_K: its own 6-bit ones, and an eighth of its super-block's d and dmin;
  * Q6_K: a scale per half, and an eighth of its super-block's d). */
 #define TFM_BLOCK_META_BYTES(format)                                           \
-  ((format) == TFM_BLOCKS_Q4_1   ? 2 * TFM_BLOCK_SCALE_BYTES                  \
-   : (format) == TFM_BLOCKS_Q4_K || (format) == TFM_BLOCKS_Q5_K               \
-       ? 2 * TFM_BLOCK_PANEL_ROWS +                                           \
-                                       2 * TFM_BLOCK_SCALE_BYTES /            \
-                                           TFM_K_SUPER_BLOCKS               \
-   : (format) == TFM_BLOCKS_Q6_K ? 2 * TFM_BLOCK_PANEL_ROWS +                 \
-                                       TFM_BLOCK_SCALE_BYTES /                \
-                                           TFM_K_SUPER_BLOCKS               \
-                                 : TFM_BLOCK_SCALE_BYTES)
+  ((format) == TFM_BLOCKS_Q4_1 ? 2 * TFM_BLOCK_SCALE_BYTES                     \
+   : (format) == TFM_BLOCKS_Q4_K || (format) == TFM_BLOCKS_Q5_K                \
+       ? 2 * TFM_BLOCK_PANEL_ROWS +                                            \
+             2 * TFM_BLOCK_SCALE_BYTES / TFM_K_SUPER_BLOCKS                    \
+   : (format) == TFM_BLOCKS_Q6_K                                               \
+       ? 2 * TFM_BLOCK_PANEL_ROWS + TFM_BLOCK_SCALE_BYTES / TFM_K_SUPER_BLOCKS \
+       : TFM_BLOCK_SCALE_BYTES)
 
 /* Blocks of a row of `cols` elements. */
 static inline int64_t tfm_blocks_per_row(int64_t cols) {
@@ -122,8 +122,8 @@ static inline int64_t tfm_block_matrix_bytes(int format, int64_t rows,
   return panels * tfm_block_panel_bytes(format, cols);
 }
 
-/* GGUF Q4_K's (and Q5_K's) 6-bit scale and min of sub-block `j` (0..7) from its 12
- * packed bytes: sub-blocks 0-3 hold theirs in the low 6 bits of bytes j and
+/* GGUF Q4_K's (and Q5_K's) 6-bit scale and min of sub-block `j` (0..7) from its
+ * 12 packed bytes: sub-blocks 0-3 hold theirs in the low 6 bits of bytes j and
  * j + 4; 4-7 take 4 low bits from byte j + 4 and 2 high bits from the top
  * of bytes j - 4 (scale) and j (min). The packager (into q4_k panels) and
  * the frontend (decoding Q4_K tensors) both unpack them with this. */
