@@ -51,31 +51,39 @@ std::vector<uint8_t> encode(StoredFormat format, const std::vector<float> &w,
   return bytes;
 }
 
-/// GGUF Q4_K blocks of a random W [n, k] (k a multiple of 256): f16 d and
-/// dmin of a few thousandths, then random bytes for the packed 6-bit
-/// scales and minimums and the nibbles; each row's blocks in turn.
-std::vector<uint8_t> randomQ4KBlocks(int64_t n, int64_t k, unsigned seed) {
-  std::vector<uint8_t> blocks(n * k / 256 * 144);
+/// GGUF Q4_K (`fifthBits` false) or Q5_K blocks of a random W [n, k] (k a
+/// multiple of 256): f16 d and dmin, then random bytes for the packed 6-bit
+/// scales and minimums, Q5_K's fifth bits and the nibbles; each row's
+/// blocks in turn. Q4_K's d and dmin are a few thousandths, Q5_K's (codes
+/// up to 31) a few ten thousandths: weights within ±4, for Q6_K's reason
+/// below.
+std::vector<uint8_t> randomKMinBlocks(int64_t n, int64_t k, unsigned seed,
+                                      bool fifthBits) {
+  int64_t bytes = fifthBits ? 176 : 144;
+  std::vector<uint8_t> blocks(n * k / 256 * bytes);
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> scale(1e-3f, 2e-2f);
-  for (size_t at = 0; at < blocks.size(); at += 144) {
+  std::uniform_real_distribution<float> scale(fifthBits ? 2e-4f : 1e-3f,
+                                              fifthBits ? 2e-3f : 2e-2f);
+  for (size_t at = 0; at < blocks.size(); at += bytes) {
     for (int half = 0; half < 2; ++half) {
       uint16_t bits = tfm_float_to_f16(scale(rng));
       blocks[at + 2 * half] = uint8_t(bits);
       blocks[at + 2 * half + 1] = uint8_t(bits >> 8);
     }
-    for (int i = 4; i < 144; ++i)
+    for (int64_t i = 4; i < bytes; ++i)
       blocks[at + i] = uint8_t(rng());
   }
   return blocks;
 }
 
-/// Element (row, col) of the Q4_K blocks above, decoded as ggml's
-/// dequantize_row_q4_K does (written here from ggml-common.h's
-/// block_q4_K, not from the packager's code).
-double q4KValue(const std::vector<uint8_t> &blocks, int64_t k, int64_t row,
-                int64_t col) {
-  const uint8_t *block = blocks.data() + (row * (k / 256) + col / 256) * 144;
+/// Element (row, col) of the Q4_K or Q5_K blocks above, decoded as ggml's
+/// dequantize_row_q4_K and dequantize_row_q5_K do (written here from
+/// ggml-common.h's block_q4_K, d, dmin, scales[12], qs[128], and
+/// block_q5_K, qh[32] before qs; not from the packager's code).
+double kMinValue(const std::vector<uint8_t> &blocks, int64_t k, int64_t row,
+                 int64_t col, bool fifthBits) {
+  int64_t bytes = fifthBits ? 176 : 144;
+  const uint8_t *block = blocks.data() + (row * (k / 256) + col / 256) * bytes;
   auto f16At = [](const uint8_t *at) {
     return tfm_f16_to_float(uint16_t(at[0] | at[1] << 8));
   };
@@ -83,45 +91,10 @@ double q4KValue(const std::vector<uint8_t> &blocks, int64_t k, int64_t row,
   const uint8_t *q = block + 4; // the 12 packed bytes
   int scale = sub < 4 ? q[sub] & 63 : (q[sub + 4] & 0xF) | (q[sub - 4] >> 6) << 4;
   int min = sub < 4 ? q[sub + 4] & 63 : (q[sub + 4] >> 4) | (q[sub] >> 6) << 4;
-  uint8_t byte = block[16 + 32 * (sub / 2) + e];
+  uint8_t byte = block[(fifthBits ? 48 : 16) + 32 * (sub / 2) + e];
   int code = sub % 2 ? byte >> 4 : byte & 0xF;
-  return f16At(block) * float(scale) * float(code) - f16At(block + 2) * float(min);
-}
-
-/// GGUF Q5_K blocks of a random W [n, k] (k a multiple of 256): as Q4_K's,
-/// with random fifth bits, and d and dmin of a few ten thousandths (weights
-/// within ±4, for Q6_K's reason below).
-std::vector<uint8_t> randomQ5KBlocks(int64_t n, int64_t k, unsigned seed) {
-  std::vector<uint8_t> blocks(n * k / 256 * 176);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> scale(2e-4f, 2e-3f);
-  for (size_t at = 0; at < blocks.size(); at += 176) {
-    for (int half = 0; half < 2; ++half) {
-      uint16_t bits = tfm_float_to_f16(scale(rng));
-      blocks[at + 2 * half] = uint8_t(bits);
-      blocks[at + 2 * half + 1] = uint8_t(bits >> 8);
-    }
-    for (int i = 4; i < 176; ++i)
-      blocks[at + i] = uint8_t(rng());
-  }
-  return blocks;
-}
-
-/// Element (row, col) of the Q5_K blocks above, decoded as ggml's
-/// dequantize_row_q5_K does (from ggml-common.h's block_q5_K: d, dmin,
-/// scales[12], qh[32], qs[128]).
-double q5KValue(const std::vector<uint8_t> &blocks, int64_t k, int64_t row,
-                int64_t col) {
-  const uint8_t *block = blocks.data() + (row * (k / 256) + col / 256) * 176;
-  auto f16At = [](const uint8_t *at) {
-    return tfm_f16_to_float(uint16_t(at[0] | at[1] << 8));
-  };
-  int sub = int(col % 256 / 32), e = int(col % 32);
-  const uint8_t *q = block + 4; // the 12 packed bytes, as Q4_K's
-  int scale = sub < 4 ? q[sub] & 63 : (q[sub + 4] & 0xF) | (q[sub - 4] >> 6) << 4;
-  int min = sub < 4 ? q[sub + 4] & 63 : (q[sub + 4] >> 4) | (q[sub] >> 6) << 4;
-  uint8_t byte = block[48 + 32 * (sub / 2) + e];
-  int code = (sub % 2 ? byte >> 4 : byte & 0xF) | ((block[16 + e] >> sub) & 1) << 4;
+  if (fifthBits)
+    code |= ((block[16 + e] >> sub) & 1) << 4;
   return f16At(block) * float(scale) * float(code) - f16At(block + 2) * float(min);
 }
 
@@ -162,8 +135,8 @@ double q6KValue(const std::vector<uint8_t> &blocks, int64_t k, int64_t row,
 std::vector<uint8_t> randomKQuantBlocks(StoredFormat format, int64_t n,
                                         int64_t k, unsigned seed) {
   switch (format) {
-  case StoredFormat::Q4_K: return randomQ4KBlocks(n, k, seed);
-  case StoredFormat::Q5_K: return randomQ5KBlocks(n, k, seed);
+  case StoredFormat::Q4_K: return randomKMinBlocks(n, k, seed, false);
+  case StoredFormat::Q5_K: return randomKMinBlocks(n, k, seed, true);
   default: return randomQ6KBlocks(n, k, seed);
   }
 }
@@ -172,8 +145,8 @@ std::vector<uint8_t> randomKQuantBlocks(StoredFormat format, int64_t n,
 double kQuantValue(StoredFormat format, const std::vector<uint8_t> &blocks,
                    int64_t k, int64_t row, int64_t col) {
   switch (format) {
-  case StoredFormat::Q4_K: return q4KValue(blocks, k, row, col);
-  case StoredFormat::Q5_K: return q5KValue(blocks, k, row, col);
+  case StoredFormat::Q4_K: return kMinValue(blocks, k, row, col, false);
+  case StoredFormat::Q5_K: return kMinValue(blocks, k, row, col, true);
   default: return q6KValue(blocks, k, row, col);
   }
 }

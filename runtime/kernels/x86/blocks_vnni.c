@@ -288,11 +288,49 @@ TFM_VNNI_INLINE void end_super_block_vnni(int format, const panel_parts *parts,
   }
 }
 
+enum { kRowPanels = 4 };
+
+/* The row kernel's products of a q5_k or q6_k block (codes at `codes` in
+ * each of `count` panels) with one row's block x: q5_k's low nibbles'
+ * codes in `even`, high ones' in `odd`; q6_k's first half (nibble vectors
+ * 0 and 1) in `even`, its second in `odd`, as each half has its scale.
+ * Each panel's code and high-bit vectors are prefetched as they go. */
+TFM_VNNI_INLINE void add_high_bit_products_vnni(int format,
+                                                const uint8_t *const *panel,
+                                                int64_t codes, const int8_t *x,
+                                                int count, __m512i *even,
+                                                __m512i *odd) {
+#pragma GCC unroll 4
+  for (int v = 0; v < kBlock / 8; ++v) {
+    __m512i x0 = broadcast4(x + 8 * v), x1 = broadcast4(x + 8 * v + 4);
+    /* The high-bit vector(s) this nibble vector is the first to read. */
+    int bits = format == TFM_BLOCKS_Q6_K ? v < 2 : v == 0;
+#pragma GCC unroll 4
+    for (int j = 0; j < count; ++j) {
+      const uint8_t *at = panel[j] + codes;
+      __builtin_prefetch(at + v * 64 + kVnniRowPrefetchBytes, 0, 3);
+      if (bits)
+        __builtin_prefetch(at + 256 + v * 64 + kVnniRowPrefetchBytes, 0, 3);
+      __m512i low, high;
+      nibble_codes_vnni(format, at, v, &low, &high);
+      if (format == TFM_BLOCKS_Q5_K) {
+        even[j] = _mm512_dpbusd_epi32(even[j], low, x0);
+        odd[j] = _mm512_dpbusd_epi32(odd[j], high, x1);
+      } else if (v < 2) {
+        even[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(even[j], low, x0),
+                                      high, x1);
+      } else {
+        odd[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(odd[j], low, x0),
+                                     high, x1);
+      }
+    }
+  }
+}
+
 /* One row of A (a decode step) against `count` (<= kRowPanels) consecutive
  * panels in `format`, both constants at every call: each block's
  * activation broadcasts serve all of them, and the panels' independent
  * chains and streams keep the memory system busy. */
-enum { kRowPanels = 4 };
 TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
                                      int64_t p, int count, float *out) {
   int64_t code_bytes = TFM_BLOCK_CODE_BYTES(format);
@@ -319,25 +357,7 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
     int64_t codes = codes_start(format, job->blocks) + b * code_bytes;
     if (format == TFM_BLOCKS_Q6_K) {
       /* The block's halves in `even` and `odd`, each with its scale. */
-#pragma GCC unroll 4
-      for (int v = 0; v < kBlock / 8; ++v) {
-        __m512i x0 = broadcast4(x + 8 * v), x1 = broadcast4(x + 8 * v + 4);
-#pragma GCC unroll 4
-        for (int j = 0; j < count; ++j) {
-          const uint8_t *at = panel[j] + codes;
-          __builtin_prefetch(at + v * 64 + kVnniRowPrefetchBytes, 0, 3);
-          if (v < 2)
-            __builtin_prefetch(at + 256 + v * 64 + kVnniRowPrefetchBytes, 0, 3);
-          __m512i low, high;
-          q6_codes_vnni(at, v, &low, &high);
-          if (v < 2)
-            even[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(even[j], low, x0),
-                                          high, x1);
-          else
-            odd[j] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(odd[j], low, x0),
-                                         high, x1);
-        }
-      }
+      add_high_bit_products_vnni(format, panel, codes, x, count, even, odd);
       /* As q4_k's below: the super-block's d scales its sums once. */
       __m512 xs = _mm512_set1_ps(job->x.scales[b]);
       __m512i first = _mm512_set1_epi32(offset * job->x.half_sums[2 * b]);
@@ -371,21 +391,7 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
     } else if (format == TFM_BLOCKS_Q5_K) {
       /* Whole codes: a high nibble with its fifth bit, kept in place,
        * would overflow the byte. */
-#pragma GCC unroll 4
-      for (int v = 0; v < kBlock / 8; ++v) {
-        __m512i x0 = broadcast4(x + 8 * v), x1 = broadcast4(x + 8 * v + 4);
-#pragma GCC unroll 4
-        for (int j = 0; j < count; ++j) {
-          const uint8_t *at = panel[j] + codes;
-          __builtin_prefetch(at + v * 64 + kVnniRowPrefetchBytes, 0, 3);
-          if (v == 0)
-            __builtin_prefetch(at + 256 + kVnniRowPrefetchBytes, 0, 3);
-          __m512i low, high;
-          q5_codes_vnni(at, v, &low, &high);
-          even[j] = _mm512_dpbusd_epi32(even[j], low, x0);
-          odd[j] = _mm512_dpbusd_epi32(odd[j], high, x1);
-        }
-      }
+      add_high_bit_products_vnni(format, panel, codes, x, count, even, odd);
     } else {
       /* The high nibbles stay in place (16 times their value: no shift
        * per vector); their sum, a multiple of 16, is shifted once. */
