@@ -68,7 +68,12 @@ def Tfm_CacheKind : I32EnumAttr<"CacheKind",
       // Keys and values of the tokens seen so far, appended by each call.
       I32EnumAttrCase<"self_attention", 0>,
       // Keys and values of the encoder's output, written once, then read.
-      I32EnumAttrCase<"cross_attention", 1>
+      I32EnumAttrCase<"cross_attention", 1>,
+      // Windowed layers' keys and values beside a batched self-attention
+      // cache of the other layers: each layer a ring of its window's last
+      // positions, rewritten in place as the sequence goes on (so never
+      // shared between sequences).
+      I32EnumAttrCase<"self_attention_rings", 2>
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;

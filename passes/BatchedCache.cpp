@@ -92,7 +92,7 @@ func::FuncOp mlir::tfm::cloneForBatch(func::FuncOp forward, StringRef name,
 }
 
 AttendedInSequence mlir::tfm::attendInSequence(
-    OpBuilder &b, Location loc, AttentionOp attention, int64_t layer,
+    OpBuilder &b, Location loc, AttentionOp attention, const LayerRows &rows,
     RankedTensorType cacheType, Value out, Value cache, Value sequence,
     Value first, Value count, Value start) {
   SequenceOfCache slice = sequenceOfCache(b, cacheType, sequence);
@@ -102,8 +102,11 @@ AttendedInSequence mlir::tfm::attendInSequence(
   Value keys = sliceRows(b, loc, attention.getKey(), first, count);
   Value values = sliceRows(b, loc, attention.getValue(), first, count);
   Value end = arith::AddIOp::create(b, loc, start, count);
-  CachedKeysAndValues cached = appendAndRead(b, loc, cacheType, own, keys,
-                                             values, start, end, layer);
+  CachedKeysAndValues cached =
+      rows.ring ? appendAndReadRing(b, loc, cacheType, own, keys, values,
+                                    start, rows)
+                : appendAndRead(b, loc, cacheType, own, keys, values, start,
+                                end, rows.plane);
   // The rows' queries are the last of their sequence's positions, as in
   // @prefill and @decode: causal masking, a window and relative-position
   // terms see the same distances.
@@ -117,4 +120,69 @@ AttendedInSequence mlir::tfm::attendInSequence(
   result.cache = tensor::InsertSliceOp::create(
       b, loc, cached.cache, cache, slice.offsets, slice.sizes, slice.strides);
   return result;
+}
+
+BatchedLayout mlir::tfm::layOutBatchedCache(const CachePlan &plan,
+                                            int64_t capacity) {
+  CacheLayout prefill = layOutCache(plan, capacity);
+  BatchedLayout layout;
+  int64_t planes = 0, rings = 0, ringRows = 0;
+  for (const LayerRows &own : prefill.layers) {
+    LayerRows rows;
+    rows.ring = own.ring;
+    rows.plane = own.ring ? rings++ : planes++;
+    ringRows = std::max(ringRows, own.ring);
+    layout.layers.push_back(rows);
+  }
+  if (!rings || !planes) {
+    // No rings, or no layer to page: one plane per layer, all paged.
+    for (auto [index, rows] : llvm::enumerate(layout.layers))
+      rows = LayerRows{int64_t(index), 0, 0};
+    layout.pagedType = selfCacheTypeOf(plan, capacity);
+    return layout;
+  }
+  layout.pagedType = selfCacheTypeOf(plan, capacity, planes);
+  layout.ringType = selfCacheTypeOf(plan, ringRows, rings);
+  return layout;
+}
+
+unsigned BatchedCaches::addArguments(Block &entry, Location loc) {
+  unsigned index = entry.getNumArguments();
+  paged = entry.addArgument(batchedCacheTypeOf(layout.pagedType), loc);
+  if (layout.ringType)
+    rings = entry.addArgument(batchedCacheTypeOf(layout.ringType), loc);
+  return index;
+}
+
+void BatchedCaches::describe(func::FuncOp func, const CachePlan &plan,
+                             unsigned index) {
+  MLIRContext *ctx = func.getContext();
+  func.setArgAttr(index, kCacheArgAttrName,
+                  CacheAttr::get(ctx, CacheKind::self_attention,
+                                 sharedWindow(plan)));
+  if (layout.ringType)
+    func.setArgAttr(index + 1, kCacheArgAttrName,
+                    CacheAttr::get(ctx, CacheKind::self_attention_rings, 0));
+}
+
+void BatchedCaches::attend(
+    int64_t layer,
+    llvm::function_ref<Value(const LayerRows &, RankedTensorType, Value)>
+        attendEach) {
+  const LayerRows &rows = layout.layers[layer];
+  if (rows.ring)
+    rings = attendEach(rows, layout.ringType, rings);
+  else
+    paged = attendEach(rows, layout.pagedType, paged);
+}
+
+void BatchedCaches::returnWith(func::FuncOp func, SmallVector<Value> results) {
+  Block &entry = func.front();
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  results.push_back(paged);
+  if (rings)
+    results.push_back(rings);
+  ret->setOperands(results);
+  func.setType(FunctionType::get(func.getContext(), entry.getArgumentTypes(),
+                                 ValueRange(results).getTypes()));
 }

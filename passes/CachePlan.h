@@ -82,6 +82,22 @@ struct CacheLayout {
 /// window, the runtime slides the whole cache instead: sharedWindow.)
 CacheLayout layOutCache(const CachePlan &plan, int64_t capacity);
 
+/// Where the batched entry points (@prefill_batch, @decode_batch) keep each
+/// layer. Without rings in @prefill's layout, every layer has a plane of
+/// the batched cache, which the engine pages. With them (layers' windows
+/// differ), the layers without a window have the planes of that cache, and
+/// each windowed layer a plane of a second cache of rings, [rings, 2,
+/// window, ...] a sequence (the largest window; CacheKind
+/// self_attention_rings): rewritten in place, so neither paged nor shared
+/// between sequences, and a sequence's cache holds only what some query
+/// can still see, as @prefill's does.
+struct BatchedLayout {
+  RankedTensorType pagedType; // one sequence's [planes, 2, capacity, ...]
+  RankedTensorType ringType;  // one sequence's rings; null: none
+  SmallVector<LayerRows> layers; // as plan.layers; ring > 0: in ringType's
+};
+BatchedLayout layOutBatchedCache(const CachePlan &plan, int64_t capacity);
+
 /// What appendAndRead returns: the updated cache, and the layer's cached
 /// keys and values as f32.
 struct CachedKeysAndValues {
@@ -169,14 +185,39 @@ struct AttendedInSequence {
 /// Inside a batched entry point's loop: rows [first, first + count) of
 /// self-attention `attention`'s queries, keys and values, which are the
 /// consecutive positions from `start` of sequence `sequence` of the
-/// batched `cache`, append their keys and values there and attend over
-/// that sequence's positions [0, start + count); their outputs go into
-/// `out` at the same rows.
+/// batched `cache` (one sequence's type `cacheType`), append their keys and
+/// values there, at the layer's `rows`, and attend over that sequence's
+/// positions [0, start + count) (a ring: those its window still sees);
+/// their outputs go into `out` at the same rows.
 AttendedInSequence attendInSequence(OpBuilder &b, Location loc,
-                                    AttentionOp attention, int64_t layer,
+                                    AttentionOp attention,
+                                    const LayerRows &rows,
                                     RankedTensorType cacheType, Value out,
                                     Value cache, Value sequence, Value first,
                                     Value count, Value start);
+
+/// A batched entry point's caches: the paged one and, where the layout has
+/// rings, the rings (BatchedLayout), as arguments of the entry block and,
+/// as the layers go, their updated values.
+struct BatchedCaches {
+  BatchedLayout layout;
+  Value paged, rings;
+  /// Adds the caches' arguments to `entry` (the rings after the paged
+  /// cache); returns the paged one's index.
+  unsigned addArguments(Block &entry, Location loc);
+  /// Their tfm.cache attributes, once `func` has its final type (the paged
+  /// cache at argument `index`).
+  void describe(func::FuncOp func, const CachePlan &plan, unsigned index);
+  /// Replaces self-attention `attention` (layer `layer`) through
+  /// `attendEach`, which loops over the batch and returns the updated
+  /// cache it was given, and updates that cache.
+  void attend(int64_t layer,
+              llvm::function_ref<Value(const LayerRows &, RankedTensorType,
+                                       Value)>
+                  attendEach);
+  /// The caches as results after `results`, and the function's type.
+  void returnWith(func::FuncOp func, SmallVector<Value> results);
+};
 
 /// Element `row` of a [n] integer tensor as an index.
 Value indexAt(OpBuilder &b, Location loc, Value values, Value row);
@@ -184,7 +225,9 @@ Value indexAt(OpBuilder &b, Location loc, Value values, Value row);
 /// @decode_batch(tokens [B], positions [B], sequences [B], cache [S,
 /// layers, 2, capacity, kv_heads, head_dim], ...) -> (logits [B, vocab],
 /// cache): one token of each of B sequences, each at its own position in
-/// its own sequence of the cache (DecodeBatch.cpp).
+/// its own sequence of the cache (DecodeBatch.cpp). Where the layout has
+/// rings (BatchedLayout), the cache's planes are the layers without a
+/// window and the rings follow it, as an argument and as a result.
 void buildDecodeBatch(func::FuncOp forward, const CachePlan &plan,
                       int64_t capacity);
 
@@ -193,7 +236,8 @@ void buildDecodeBatch(func::FuncOp forward, const CachePlan &plan,
 /// vocab], cache): B chunks of consecutive tokens packed end to end, chunk
 /// b the next lengths[b] tokens of sequence sequences[b] of the cache, and
 /// the logits of each chunk's last token (PrefillBatch.cpp). Decoders
-/// only: an encoder-decoder's sequences would share one source.
+/// only: an encoder-decoder's sequences would share one source. Rings as
+/// @decode_batch's.
 void buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
                        int64_t capacity);
 

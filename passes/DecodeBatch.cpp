@@ -32,8 +32,9 @@ namespace {
 
 /// Replaces self-attention `attention` ([B, heads, head_dim] queries, keys
 /// and values of B rows) by a loop over the rows, each appending to and
-/// attending over its own sequence of `cache`; returns the updated cache.
-Value attendEachRow(AttentionOp attention, int64_t layer, Value cache,
+/// attending over its own sequence of `cache` (at the layer's `rows`);
+/// returns the updated cache.
+Value attendEachRow(AttentionOp attention, const LayerRows &rows, Value cache,
                     RankedTensorType cacheType, Value positions,
                     Value sequences) {
   OpBuilder b(attention);
@@ -41,16 +42,16 @@ Value attendEachRow(AttentionOp attention, int64_t layer, Value cache,
   RankedTensorType type = attention.getType();
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value rows = tensor::DimOp::create(b, loc, attention.getQuery(), 0);
+  Value count = tensor::DimOp::create(b, loc, attention.getQuery(), 0);
   Value init = tensor::EmptyOp::create(
-      b, loc, type.getShape(), type.getElementType(), ValueRange{rows});
+      b, loc, type.getShape(), type.getElementType(), ValueRange{count});
   auto loop = scf::ForOp::create(
-      b, loc, zero, rows, one, ValueRange{init, cache},
+      b, loc, zero, count, one, ValueRange{init, cache},
       [&](OpBuilder &nb, Location l, Value row, ValueRange carried) {
         Value position = indexAt(nb, l, positions, row);
         Value sequence = indexAt(nb, l, sequences, row);
         AttendedInSequence attended =
-            attendInSequence(nb, l, attention, layer, cacheType, carried[0],
+            attendInSequence(nb, l, attention, rows, cacheType, carried[0],
                              carried[1], sequence, row, one, position);
         scf::YieldOp::create(nb, l, ValueRange{attended.out, attended.cache});
       });
@@ -65,8 +66,7 @@ void mlir::tfm::buildDecodeBatch(func::FuncOp forward, const CachePlan &plan,
                                  int64_t capacity) {
   MLIRContext *ctx = forward.getContext();
   Location loc = forward.getLoc();
-  RankedTensorType cacheType = selfCacheTypeOf(plan, capacity);
-  RankedTensorType batchedType = batchedCacheTypeOf(cacheType);
+  BatchedCaches caches{layOutBatchedCache(plan, capacity)};
 
   IRMapping mapping;
   func::FuncOp batch = cloneForBatch(forward, "decode_batch", mapping);
@@ -74,36 +74,39 @@ void mlir::tfm::buildDecodeBatch(func::FuncOp forward, const CachePlan &plan,
   Value tokens = entry.getArgument(plan.tokensArg);
   Value positions = entry.addArgument(tokens.getType(), loc);
   Value sequences = entry.addArgument(tokens.getType(), loc);
-  Value cache = entry.addArgument(batchedType, loc);
+  unsigned cacheArg = caches.addArguments(entry, loc);
 
   replaceCountedPositions(batch, tokens, positions);
   for (auto [layer, original] : llvm::enumerate(plan.layers)) {
     Operation *originalOp = AttentionOp(original).getOperation();
-    cache = attendEachRow(cast<AttentionOp>(mapping.lookup(originalOp)),
-                          layer, cache, cacheType, positions, sequences);
+    auto attention = cast<AttentionOp>(mapping.lookup(originalOp));
+    caches.attend(layer, [&](const LayerRows &rows, RankedTensorType type,
+                             Value cache) {
+      return attendEachRow(attention, rows, cache, type, positions,
+                           sequences);
+    });
   }
   if (plan.sourceArg)
     readCrossCache(batch, mapping, plan, capacity);
 
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
-  Value logits = ret.getOperand(0);
-  ret->setOperands({logits, cache});
-  batch.setType(FunctionType::get(ctx, entry.getArgumentTypes(),
-                                  {logits.getType(), batchedType}));
+  caches.returnWith(batch, {ret.getOperand(0)});
   pruneDeadCode(batch, plan.sourceArg);
+  if (plan.sourceArg && *plan.sourceArg < cacheArg)
+    --cacheArg; // the source, before it, is gone
 
-  // tokens, positions, sequences, cache (then cross cache, encoded length).
+  // tokens, positions, sequences, caches (then cross cache, encoded length).
   auto input = [&](InputRole role) { return InputRoleAttr::get(ctx, role); };
   batch.setArgAttr(0, kInputArgAttrName, input(InputRole::token_ids));
   batch.setArgAttr(1, kInputArgAttrName, input(InputRole::positions));
   batch.setArgAttr(2, kInputArgAttrName, input(InputRole::cache_sequences));
-  batch.setArgAttr(3, kCacheArgAttrName,
-                   CacheAttr::get(ctx, CacheKind::self_attention,
-                                  sharedWindow(plan)));
+  caches.describe(batch, plan, cacheArg);
   if (plan.sourceArg) {
-    batch.setArgAttr(4, kCacheArgAttrName,
+    unsigned cross = batch.getNumArguments() - 2;
+    batch.setArgAttr(cross, kCacheArgAttrName,
                      CacheAttr::get(ctx, CacheKind::cross_attention, 0));
-    batch.setArgAttr(5, kInputArgAttrName, input(InputRole::encoded_length));
+    batch.setArgAttr(cross + 1, kInputArgAttrName,
+                     input(InputRole::encoded_length));
   }
   batch.setResultAttr(0, kOutputResultAttrName,
                       OutputRoleAttr::get(ctx, OutputRole::logits));

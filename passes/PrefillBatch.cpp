@@ -40,9 +40,11 @@ struct Chunks {
 
 /// Replaces self-attention `attention` (queries, keys and values of all
 /// chunks' tokens) by a loop over the chunks, each appending to and
-/// attending over its own sequence of `cache`; returns the updated cache.
-Value attendEachChunk(AttentionOp attention, int64_t layer, Value cache,
-                      RankedTensorType cacheType, const Chunks &chunks) {
+/// attending over its own sequence of `cache` (at the layer's `rows`);
+/// returns the updated cache.
+Value attendEachChunk(AttentionOp attention, const LayerRows &rows,
+                      Value cache, RankedTensorType cacheType,
+                      const Chunks &chunks) {
   OpBuilder b(attention);
   Location loc = attention.getLoc();
   RankedTensorType type = attention.getType();
@@ -61,7 +63,7 @@ Value attendEachChunk(AttentionOp attention, int64_t layer, Value cache,
         Value start = indexAt(nb, l, chunks.positions, first);
         Value sequence = indexAt(nb, l, chunks.sequences, chunk);
         AttendedInSequence attended =
-            attendInSequence(nb, l, attention, layer, cacheType, carried[0],
+            attendInSequence(nb, l, attention, rows, cacheType, carried[0],
                              carried[1], sequence, first, length, start);
         Value next = arith::AddIOp::create(nb, l, first, length);
         scf::YieldOp::create(nb, l,
@@ -103,8 +105,7 @@ void mlir::tfm::buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
                                   int64_t capacity) {
   MLIRContext *ctx = forward.getContext();
   Location loc = forward.getLoc();
-  RankedTensorType cacheType = selfCacheTypeOf(plan, capacity);
-  RankedTensorType batchedType = batchedCacheTypeOf(cacheType);
+  BatchedCaches caches{layOutBatchedCache(plan, capacity)};
 
   IRMapping mapping;
   func::FuncOp batch = cloneForBatch(forward, "prefill_batch", mapping);
@@ -114,13 +115,16 @@ void mlir::tfm::buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
   chunks.positions = entry.addArgument(tokens.getType(), loc);
   chunks.sequences = entry.addArgument(tokens.getType(), loc);
   chunks.lengths = entry.addArgument(tokens.getType(), loc);
-  Value cache = entry.addArgument(batchedType, loc);
+  unsigned cacheArg = caches.addArguments(entry, loc);
 
   replaceCountedPositions(batch, tokens, chunks.positions);
   for (auto [layer, original] : llvm::enumerate(plan.layers)) {
     Operation *originalOp = AttentionOp(original).getOperation();
-    cache = attendEachChunk(cast<AttentionOp>(mapping.lookup(originalOp)),
-                            layer, cache, cacheType, chunks);
+    auto attention = cast<AttentionOp>(mapping.lookup(originalOp));
+    caches.attend(layer, [&](const LayerRows &rows, RankedTensorType type,
+                             Value cache) {
+      return attendEachChunk(attention, rows, cache, type, chunks);
+    });
   }
 
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
@@ -130,9 +134,7 @@ void mlir::tfm::buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
   };
   Value logits = pickRows(b, loc, ret.getOperand(0), ShapedType::kDynamic,
                           lastRows, valuesComputedFrom(batch, tokens));
-  ret->setOperands({logits, cache});
-  batch.setType(FunctionType::get(ctx, entry.getArgumentTypes(),
-                                  {logits.getType(), batchedType}));
+  caches.returnWith(batch, {logits});
   pruneDeadCode(batch, std::nullopt);
 
   auto input = [&](InputRole role) { return InputRoleAttr::get(ctx, role); };
@@ -140,9 +142,7 @@ void mlir::tfm::buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
   batch.setArgAttr(1, kInputArgAttrName, input(InputRole::positions));
   batch.setArgAttr(2, kInputArgAttrName, input(InputRole::cache_sequences));
   batch.setArgAttr(3, kInputArgAttrName, input(InputRole::chunk_lengths));
-  batch.setArgAttr(4, kCacheArgAttrName,
-                   CacheAttr::get(ctx, CacheKind::self_attention,
-                                  sharedWindow(plan)));
+  caches.describe(batch, plan, cacheArg);
   batch.setResultAttr(0, kOutputResultAttrName,
                       OutputRoleAttr::get(ctx, OutputRole::logits));
 }

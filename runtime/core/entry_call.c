@@ -175,16 +175,27 @@ static tfm_status_code check_batch_rows(const tfm_tensor *inputs,
                                         int32_t positions, int32_t sequences,
                                         int32_t chunk_lengths,
                                         tfm_status *status) {
-  const tfm_tensor *cache = NULL;
-  for (int32_t i = 0; i < entry->num_caches; ++i)
-    if (desc->caches[entry->caches[i]].rank == 6)
+  /* The paged cache, and the windowed layers' rings where there are. */
+  const tfm_tensor *cache = NULL, *rings = NULL;
+  for (int32_t i = 0; i < entry->num_caches; ++i) {
+    const tfm_cache_desc *d = &desc->caches[entry->caches[i]];
+    if (d->rank == 6 && d->kind == TFM_CACHE_SELF_ATTENTION_RINGS)
+      rings = caches[i];
+    else if (d->rank == 6)
       cache = caches[i];
+  }
   int64_t rows = token_count(entry, inputs);
   if (positions < 0 || sequences < 0 || !cache)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "@%s: batched rows need positions, cache sequences and "
                     "a batched cache",
                     entry->name);
+  if (rings && rings->shape[0] != cache->shape[0])
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "@%s: the rings hold %lld sequences, the cache %lld: "
+                    "expected as many",
+                    entry->name, (long long)rings->shape[0],
+                    (long long)cache->shape[0]);
   const int32_t *length =
       chunk_lengths >= 0 ? inputs[chunk_lengths].data : NULL;
   int64_t chunks = length ? inputs[chunk_lengths].shape[0] : rows;

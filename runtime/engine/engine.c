@@ -46,6 +46,11 @@ struct tfm_engine {
   int64_t cache_shape[6]; /* [slots, layers, 2, capacity, kv_heads, dim] */
   size_t slot_bytes;     /* one sequence's whole cache */
   int32_t cache_dtype;    /* f32, bf16, f16, or an int8 cache's rows */
+  /* Windowed layers' rings where the model keeps them apart ([slots,
+   * rings, 2, window, kv_heads, dim]; NULL: none): plain memory, each
+   * slot's rewritten as its sequence goes on. */
+  void *rings;
+  int64_t rings_shape[6];
   int64_t *free_slots, free_slot_count;
   request *waiting, *running; /* FIFO queue; admission order */
   int64_t next_id, admissions;
@@ -64,10 +69,10 @@ tfm_engine_options tfm_engine_default_options(void) {
 /* The batched entry points' cache, [-1, layers, 2, capacity, kv_heads,
  * head_dim]: the engine's sequences (@prefill's own may keep fewer planes,
  * windowed layers in rings). */
-static const tfm_cache_desc *batched_cache(const tfm_model_desc *desc) {
+static const tfm_cache_desc *batched_cache(const tfm_model_desc *desc,
+                                           int32_t kind) {
   for (int32_t i = 0; i < desc->num_caches; ++i)
-    if (desc->caches[i].kind == TFM_CACHE_SELF_ATTENTION &&
-        desc->caches[i].rank == 6)
+    if (desc->caches[i].kind == kind && desc->caches[i].rank == 6)
       return &desc->caches[i];
   return NULL;
 }
@@ -80,7 +85,9 @@ tfm_status_code tfm_engine_new(tfm_model *model,
                     "tfm_engine_new: NULL %s", model ? "output" : "model");
   *out = NULL;
   const tfm_model_desc *desc = tfm_model_get_desc(model);
-  const tfm_cache_desc *cache = batched_cache(desc);
+  const tfm_cache_desc *cache = batched_cache(desc, TFM_CACHE_SELF_ATTENTION);
+  const tfm_cache_desc *rings =
+      batched_cache(desc, TFM_CACHE_SELF_ATTENTION_RINGS);
   if (!cache || !tfm_model_entry_point(model, "prefill_batch"))
     return tfm_fail(status, TFM_ERROR_NOT_FOUND,
                     "model '%s' has no @prefill_batch over a KV cache: "
@@ -127,6 +134,10 @@ tfm_status_code tfm_engine_new(tfm_model *model,
     e->slot_bytes *= (size_t)shape[i];
   if (!o.kv_pool_bytes)
     o.kv_pool_bytes = (int64_t)e->slot_bytes * o.max_sequences;
+  /* A ring's rows are rewritten as its sequence goes on, so no block of a
+   * prefix holds what a later request's windowed layers need. */
+  if (rings)
+    o.share_prefixes = 0;
   e->options = o;
   tfm_kv_pages_options pages = {
       o.max_sequences, shape[0],
@@ -158,6 +169,22 @@ tfm_status_code tfm_engine_new(tfm_model *model,
                     "out of memory for an engine of %d sequences",
                     o.max_sequences);
   }
+  if (rings) {
+    e->rings_shape[0] = o.max_sequences;
+    memcpy(e->rings_shape + 1, rings->shape + 1, 5 * sizeof *e->rings_shape);
+    size_t bytes = (size_t)tfm_dtype_bytes(rings->dtype);
+    for (int i = 0; i < 6; ++i)
+      bytes *= (size_t)e->rings_shape[i];
+    e->rings = calloc(1, bytes ? bytes : 1);
+    e->stats.kv_ring_bytes = (int64_t)bytes;
+    if (!e->rings) {
+      tfm_engine_free(e);
+      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                      "out of memory for the windowed layers' rings of %d "
+                      "sequences (%zu bytes)",
+                      o.max_sequences, bytes);
+    }
+  }
   for (int64_t s = 0; s < o.max_sequences; ++s)
     e->free_slots[s] = o.max_sequences - 1 - s;
   e->free_slot_count = o.max_sequences;
@@ -182,6 +209,7 @@ void tfm_engine_free(tfm_engine *e) {
       free_request(r);
     }
   tfm_kv_pages_free(e->pages);
+  free(e->rings);
   free(e->free_slots);
   free(e->logits);
   free(e->tokens);
@@ -428,10 +456,13 @@ static tfm_status_code run_step(tfm_engine *e, tfm_engine_event *events,
                           {e->lengths, TFM_DTYPE_I32, 1, {chunks}, NULL}};
   tfm_tensor cache = {tfm_kv_pages_base(e->pages), e->cache_dtype, 6, {0},
                       NULL};
+  tfm_tensor rings = {e->rings, e->cache_dtype, 6, {0}, NULL};
   memcpy(cache.shape, e->cache_shape, sizeof e->cache_shape);
-  tfm_tensor *caches = &cache, logits;
-  tfm_status_code code = tfm_model_call(e->model, "prefill_batch", inputs, 4,
-                                        &caches, &logits, 1, status);
+  memcpy(rings.shape, e->rings_shape, sizeof e->rings_shape);
+  tfm_tensor *caches[2] = {&cache, &rings}, logits;
+  tfm_status_code code =
+      tfm_model_call(e->model, "prefill_batch", inputs, 4, caches, &logits, 1,
+                     status);
   if (code != TFM_OK)
     return code;
   int64_t vocab = e->desc->vocab_size;

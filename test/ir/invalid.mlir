@@ -209,6 +209,12 @@ func.func private @f(tensor<2x2x8x4x4xf32> {tfm.cache = #tfm.cache<cross_attenti
 
 // -----
 
+// A ring is its window already: a window to slide it by means nothing.
+// expected-error @+1 {{only a self-attention cache has a window}}
+func.func private @f(tensor<?x2x2x4x4x4xf32> {tfm.cache = #tfm.cache<self_attention_rings, window = 4>})
+
+// -----
+
 // expected-error @+1 {{unknown tfm argument attribute 'tfm.kv_cache'}}
 func.func private @f(tensor<2x2x8x4x4xf32> {tfm.kv_cache})
 

@@ -185,7 +185,9 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> {
 // GPT-Neo's): @prefill's cache has a plane for the global layer and one
 // holding both windowed layers' rings, rows [0, 4) and [4, 8) of 32. A
 // ring is read from max(start - 3, 0) up to the new rows before they are
-// appended; the batched cache keeps every layer's every position.
+// appended. The batched entry points page the global layer's plane and
+// keep each windowed layer's ring in a second cache, a plane of 4 rows
+// each per sequence (self_attention_rings).
 // CHECK-LABEL: func.func @prefill(
 // CHECK-SAME: %[[START:[^:]*]]: index {tfm.input = #tfm.input<start_position>}, %[[SLOT:[^:]*]]: index {tfm.input = #tfm.input<cache_slot>}, %[[CACHE:[^:]*]]: tensor<2x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>})
 // CHECK: %[[C1:.*]] = tfm.kv_cache_append %[[CACHE]][0], %{{.*}}, %{{.*}} at %[[SLOT]]
@@ -198,7 +200,17 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> {
 // CHECK: %[[C3:.*]] = tfm.kv_ring_append %[[C2]][1] rows 4 ring 4,
 // CHECK: return %{{.*}}, %[[C3]]
 // CHECK-LABEL: func.func @decode_batch(
-// CHECK-SAME: tensor<?x3x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>}
+// CHECK-SAME: %[[PAGED:[^:]*]]: tensor<?x1x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>}, %[[RINGS:[^:]*]]: tensor<?x2x2x4x2x4xf32> {tfm.cache = #tfm.cache<self_attention_rings>})
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %[[PAGED]])
+// CHECK: tfm.kv_cache_append %{{.*}}[0]
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %[[RINGS]])
+// CHECK: tfm.kv_ring_read %{{.*}}[0] rows 0 ring 4
+// CHECK: tfm.kv_ring_append %{{.*}}[0] rows 0 ring 4
+// CHECK: tfm.kv_ring_read %{{.*}}[1] rows 0 ring 4
+// CHECK: return %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x16xf32>, tensor<?x1x2x32x2x4xf32>, tensor<?x2x2x4x2x4xf32>
+// CHECK-LABEL: func.func @prefill_batch(
+// CHECK-SAME: tensor<?x1x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>}, %{{[^:]*}}: tensor<?x2x2x4x2x4xf32> {tfm.cache = #tfm.cache<self_attention_rings>})
+// CHECK: tfm.kv_ring_append %{{.*}}[1] rows 0 ring 4
 module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 32>} {
 tfm.weight_decl @wte : tensor<16x8xf32>
 tfm.weight_decl @w : tensor<8x8xf32>

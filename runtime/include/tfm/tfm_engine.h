@@ -39,7 +39,9 @@ typedef struct {
   int32_t block_positions; /* positions per KV block (at least; rounded up
                               to whole pages); 0: 8 */
   int64_t prefill_chunk;   /* prompt tokens prefilled per step; 0: 512 */
-  int share_prefixes;      /* share blocks of common prefixes (1: yes) */
+  int share_prefixes;      /* share blocks of common prefixes (1: yes;
+                              never for a model with rings: see
+                              kv_ring_bytes) */
 } tfm_engine_options;
 
 /* max_sequences 16, the pool for 16 full contexts, blocks of 8, prefill
@@ -107,6 +109,11 @@ typedef struct {
                    the blocks only count it, and nothing is shared */
   int64_t prefix_tokens_reused; /* prompt tokens not prefilled: shared */
   int64_t prompt_tokens, generated_tokens, preemptions, steps;
+  /* Windowed layers' rings, where the model keeps them beside the paged
+   * layers (GPT-Neo's and Gemma 2's local layers): every slot's, allocated
+   * with the engine (0: none). Such a model shares no prefixes, whatever
+   * share_prefixes says: a ring is rewritten as its sequence goes on. */
+  int64_t kv_ring_bytes;
 } tfm_engine_stats;
 void tfm_engine_get_stats(const tfm_engine *engine, tfm_engine_stats *stats);
 

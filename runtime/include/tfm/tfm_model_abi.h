@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 20
+#define TFM_ABI_VERSION 21
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -152,7 +152,12 @@ static inline int64_t tfm_dtype_bytes(int32_t dtype) {
 /* State an entry point keeps between calls (tfm.cache in the IR). */
 typedef enum {
   TFM_CACHE_SELF_ATTENTION = 0, /* keys and values of the tokens so far */
-  TFM_CACHE_CROSS_ATTENTION = 1 /* keys and values of an encoder's output */
+  TFM_CACHE_CROSS_ATTENTION = 1, /* keys and values of an encoder's output */
+  /* Beside a batched self-attention cache of the other layers, where
+   * layers' windows differ: each windowed layer's ring of its window's last
+   * positions, [-1, rings, 2, window, kv_heads, head_dim] (position p at
+   * row p mod its window), rewritten in place. */
+  TFM_CACHE_SELF_ATTENTION_RINGS = 2
 } tfm_cache_kind;
 
 #define TFM_MAX_RANK 6
@@ -174,7 +179,10 @@ typedef struct {
  * capacity, kv_heads, head_dim] (static; where layers' windows differ, the
  * first dimension counts planes, windowed layers sharing them as rings of
  * their window); @decode_batch's is [-1, layers, 2, capacity, kv_heads,
- * head_dim], as many sequences as its caller allocates. */
+ * head_dim], as many sequences as its caller allocates (where layers'
+ * windows differ, its first dimension after the sequences counts the
+ * layers without a window, and a TFM_CACHE_SELF_ATTENTION_RINGS cache
+ * beside it holds the others). */
 typedef struct {
   int32_t kind;  /* tfm_cache_kind */
   int32_t dtype; /* tfm_dtype */
