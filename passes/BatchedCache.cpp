@@ -91,10 +91,11 @@ func::FuncOp mlir::tfm::cloneForBatch(func::FuncOp forward, StringRef name,
   return batch;
 }
 
-AttendedInSequence mlir::tfm::attendInSequence(
-    OpBuilder &b, Location loc, AttentionOp attention, const LayerRows &rows,
-    RankedTensorType cacheType, Value out, Value cache, Value sequence,
-    Value first, Value count, Value start) {
+AttendedInSequence
+mlir::tfm::attendInSequence(OpBuilder &b, Location loc, AttentionOp attention,
+                            const LayerRows &rows, RankedTensorType cacheType,
+                            Value out, Value cache, Value sequence, Value first,
+                            Value count, Value start) {
   SequenceOfCache slice = sequenceOfCache(b, cacheType, sequence);
   Value own = tensor::ExtractSliceOp::create(b, loc, cacheType, cache,
                                              slice.offsets, slice.sizes,
@@ -103,10 +104,10 @@ AttendedInSequence mlir::tfm::attendInSequence(
   Value values = sliceRows(b, loc, attention.getValue(), first, count);
   Value end = arith::AddIOp::create(b, loc, start, count);
   CachedKeysAndValues cached =
-      rows.ring ? appendAndReadRing(b, loc, cacheType, own, keys, values,
-                                    start, rows)
-                : appendAndRead(b, loc, cacheType, own, keys, values, start,
-                                end, rows.plane);
+      rows.ring
+          ? appendAndReadRing(b, loc, cacheType, own, keys, values, start, rows)
+          : appendAndRead(b, loc, cacheType, own, keys, values, start, end,
+                          rows.plane);
   // The rows' queries are the last of their sequence's positions, as in
   // @prefill and @decode: causal masking, a window and relative-position
   // terms see the same distances.
@@ -157,9 +158,9 @@ unsigned BatchedCaches::addArguments(Block &entry, Location loc) {
 void BatchedCaches::describe(func::FuncOp func, const CachePlan &plan,
                              unsigned index) {
   MLIRContext *ctx = func.getContext();
-  func.setArgAttr(index, kCacheArgAttrName,
-                  CacheAttr::get(ctx, CacheKind::self_attention,
-                                 sharedWindow(plan)));
+  func.setArgAttr(
+      index, kCacheArgAttrName,
+      CacheAttr::get(ctx, CacheKind::self_attention, sharedWindow(plan)));
   if (layout.ringType)
     func.setArgAttr(index + 1, kCacheArgAttrName,
                     CacheAttr::get(ctx, CacheKind::self_attention_rings, 0));

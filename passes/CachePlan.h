@@ -92,8 +92,8 @@ CacheLayout layOutCache(const CachePlan &plan, int64_t capacity);
 /// between sequences, and a sequence's cache holds only what some query
 /// can still see, as @prefill's does.
 struct BatchedLayout {
-  RankedTensorType pagedType; // one sequence's [planes, 2, capacity, ...]
-  RankedTensorType ringType;  // one sequence's rings; null: none
+  RankedTensorType pagedType;    // one sequence's [planes, 2, capacity, ...]
+  RankedTensorType ringType;     // one sequence's rings; null: none
   SmallVector<LayerRows> layers; // as plan.layers; ring > 0: in ringType's
 };
 BatchedLayout layOutBatchedCache(const CachePlan &plan, int64_t capacity);
@@ -211,10 +211,10 @@ struct BatchedCaches {
   /// Replaces self-attention `attention` (layer `layer`) through
   /// `attendEach`, which loops over the batch and returns the updated
   /// cache it was given, and updates that cache.
-  void attend(int64_t layer,
-              llvm::function_ref<Value(const LayerRows &, RankedTensorType,
-                                       Value)>
-                  attendEach);
+  void
+  attend(int64_t layer,
+         llvm::function_ref<Value(const LayerRows &, RankedTensorType, Value)>
+             attendEach);
   /// The caches as results after `results`, and the function's type.
   void returnWith(func::FuncOp func, SmallVector<Value> results);
 };

@@ -82,8 +82,7 @@ void mlir::tfm::buildDecodeBatch(func::FuncOp forward, const CachePlan &plan,
     auto attention = cast<AttentionOp>(mapping.lookup(originalOp));
     caches.attend(layer, [&](const LayerRows &rows, RankedTensorType type,
                              Value cache) {
-      return attendEachRow(attention, rows, cache, type, positions,
-                           sequences);
+      return attendEachRow(attention, rows, cache, type, positions, sequences);
     });
   }
   if (plan.sourceArg)

@@ -42,9 +42,8 @@ struct Chunks {
 /// chunks' tokens) by a loop over the chunks, each appending to and
 /// attending over its own sequence of `cache` (at the layer's `rows`);
 /// returns the updated cache.
-Value attendEachChunk(AttentionOp attention, const LayerRows &rows,
-                      Value cache, RankedTensorType cacheType,
-                      const Chunks &chunks) {
+Value attendEachChunk(AttentionOp attention, const LayerRows &rows, Value cache,
+                      RankedTensorType cacheType, const Chunks &chunks) {
   OpBuilder b(attention);
   Location loc = attention.getLoc();
   RankedTensorType type = attention.getType();
@@ -121,10 +120,10 @@ void mlir::tfm::buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
   for (auto [layer, original] : llvm::enumerate(plan.layers)) {
     Operation *originalOp = AttentionOp(original).getOperation();
     auto attention = cast<AttentionOp>(mapping.lookup(originalOp));
-    caches.attend(layer, [&](const LayerRows &rows, RankedTensorType type,
-                             Value cache) {
-      return attendEachChunk(attention, rows, cache, type, chunks);
-    });
+    caches.attend(
+        layer, [&](const LayerRows &rows, RankedTensorType type, Value cache) {
+          return attendEachChunk(attention, rows, cache, type, chunks);
+        });
   }
 
   auto ret = cast<func::ReturnOp>(entry.getTerminator());

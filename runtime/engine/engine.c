@@ -460,9 +460,8 @@ static tfm_status_code run_step(tfm_engine *e, tfm_engine_event *events,
   memcpy(cache.shape, e->cache_shape, sizeof e->cache_shape);
   memcpy(rings.shape, e->rings_shape, sizeof e->rings_shape);
   tfm_tensor *caches[2] = {&cache, &rings}, logits;
-  tfm_status_code code =
-      tfm_model_call(e->model, "prefill_batch", inputs, 4, caches, &logits, 1,
-                     status);
+  tfm_status_code code = tfm_model_call(e->model, "prefill_batch", inputs, 4,
+                                        caches, &logits, 1, status);
   if (code != TFM_OK)
     return code;
   int64_t vocab = e->desc->vocab_size;

@@ -151,7 +151,7 @@ static inline int64_t tfm_dtype_bytes(int32_t dtype) {
 
 /* State an entry point keeps between calls (tfm.cache in the IR). */
 typedef enum {
-  TFM_CACHE_SELF_ATTENTION = 0, /* keys and values of the tokens so far */
+  TFM_CACHE_SELF_ATTENTION = 0,  /* keys and values of the tokens so far */
   TFM_CACHE_CROSS_ATTENTION = 1, /* keys and values of an encoder's output */
   /* Beside a batched self-attention cache of the other layers, where
    * layers' windows differ: each windowed layer's ring of its window's last

@@ -27,7 +27,8 @@ int main(void) {
   tfm_sampler_options sampled = tfm_sampler_default_options();
   sampled.temperature = 1.5f;
   sampled.seed = 7;
-  static const int32_t first[] = {1, 17, 42}, second[] = {5, 6, 7, 8, 9, 10, 11};
+  static const int32_t first[] = {1, 17, 42},
+                       second[] = {5, 6, 7, 8, 9, 10, 11};
   tfm_engine_request requests[2] = {{first, 3, 25, sampled, 1},
                                     {second, 7, 20, sampled, 1}};
   int64_t id;
