@@ -126,24 +126,27 @@ mlir::tfm::attendInSequence(OpBuilder &b, Location loc, AttentionOp attention,
 BatchedLayout mlir::tfm::layOutBatchedCache(const CachePlan &plan,
                                             int64_t capacity) {
   CacheLayout prefill = layOutCache(plan, capacity);
+  auto hasRing = [](const LayerRows &rows) { return rows.ring > 0; };
+  // Rings stand apart only beside layers to page; otherwise (no rings, or
+  // every layer windowed) each layer has a plane of the paged cache.
+  bool apart = llvm::any_of(prefill.layers, hasRing) &&
+               !llvm::all_of(prefill.layers, hasRing);
   BatchedLayout layout;
   int64_t planes = 0, rings = 0, ringRows = 0;
   for (const LayerRows &own : prefill.layers) {
     LayerRows rows;
-    rows.ring = own.ring;
-    rows.plane = own.ring ? rings++ : planes++;
-    ringRows = std::max(ringRows, own.ring);
+    if (apart && own.ring) {
+      rows.ring = own.ring;
+      rows.plane = rings++;
+      ringRows = std::max(ringRows, own.ring);
+    } else {
+      rows.plane = planes++;
+    }
     layout.layers.push_back(rows);
   }
-  if (!rings || !planes) {
-    // No rings, or no layer to page: one plane per layer, all paged.
-    for (auto [index, rows] : llvm::enumerate(layout.layers))
-      rows = LayerRows{int64_t(index), 0, 0};
-    layout.pagedType = selfCacheTypeOf(plan, capacity);
-    return layout;
-  }
   layout.pagedType = selfCacheTypeOf(plan, capacity, planes);
-  layout.ringType = selfCacheTypeOf(plan, ringRows, rings);
+  if (apart)
+    layout.ringType = selfCacheTypeOf(plan, ringRows, rings);
   return layout;
 }
 
