@@ -10,7 +10,7 @@ PACKAGES=(
   libclang-rt-22-dev
   libopenblas-dev libutf8proc-dev libpng-dev libjpeg62-turbo-dev
   libfftw3-dev libsndfile1-dev libsoxr-dev
-  nlohmann-json3-dev libgtest-dev libcpp-httplib-dev
+  nlohmann-json3-dev libgtest-dev libmicrohttpd-dev
   openmpi-bin libopenmpi-dev
   openssl
   cmake ninja-build ccache g++ binutils pkg-config python3 python3-numpy

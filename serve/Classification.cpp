@@ -110,6 +110,12 @@ std::optional<ApiError> tfm::serve::parseRerankRequest(const std::string &body,
       documents->empty())
     return ApiError{400, "'documents' must be a non-empty list", "documents",
                     ""};
+  if (documents->size() > kMaxInputsPerRequest)
+    return ApiError{400,
+                    "'documents' holds " + std::to_string(documents->size()) +
+                        " documents; a request may hold " +
+                        std::to_string(kMaxInputsPerRequest),
+                    "documents", ""};
   for (const json &document : *documents) {
     const json *text = &document;
     if (document.is_object()) {

@@ -90,6 +90,10 @@ std::optional<ApiError> tfm::serve::parseInputField(
     items.assign(input->begin(), input->end());
   if (items.empty())
     return badInput("must hold at least one input");
+  if (items.size() > kMaxInputsPerRequest)
+    return badInput("holds " + std::to_string(items.size()) +
+                    " inputs; a request may hold " +
+                    std::to_string(kMaxInputsPerRequest));
   for (const json &item : items) {
     std::vector<int32_t> ids;
     std::optional<ApiError> error =

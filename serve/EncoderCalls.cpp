@@ -110,10 +110,9 @@ void EncoderCalls::runJobs(const std::vector<Job *> &jobs) {
   std::vector<std::vector<float> *> rows;
   std::vector<Job *> owners;
   for (Job *job : jobs) {
-    job->rows->resize(job->inputs->size());
-    for (size_t i = 0; i < job->inputs->size(); ++i) {
-      inputs.push_back(&(*job->inputs)[i]);
-      rows.push_back(&(*job->rows)[i]);
+    for (size_t i = 0; i < job->count; ++i) {
+      inputs.push_back(&job->inputs[i]);
+      rows.push_back(&job->rows[i]);
       owners.push_back(job);
     }
   }
@@ -145,7 +144,23 @@ void EncoderCalls::runJobs(const std::vector<Job *> &jobs) {
 std::optional<std::string>
 EncoderCalls::run(const std::vector<EncoderInput> &inputs,
                   std::vector<std::vector<float>> &rows) {
-  Job job{&inputs, &rows, std::nullopt};
+  rows.assign(inputs.size(), {});
+  // A big request goes in parts of one call each, every part queued behind
+  // what waits by then: other requests run between its parts, not after
+  // all of it.
+  for (size_t first = 0; first < inputs.size(); first += kMaxInputsPerCall) {
+    size_t count = std::min(kMaxInputsPerCall, inputs.size() - first);
+    if (std::optional<std::string> error =
+            runPart(&inputs[first], count, &rows[first]))
+      return error;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> EncoderCalls::runPart(const EncoderInput *inputs,
+                                                 size_t count,
+                                                 std::vector<float> *rows) {
+  Job job{inputs, count, rows, std::nullopt};
   std::unique_lock<std::mutex> lock(mutex);
   waiting.push_back(&job);
   arrived.notify_all();

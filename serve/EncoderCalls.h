@@ -56,7 +56,8 @@ public:
       : model(model), entry(entry) {}
 
   /// The rows of `inputs` (each within the model's context), in order; an
-  /// error message if a call failed.
+  /// error message if a call failed. Inputs past one call's go in turns
+  /// with other requests'.
   std::optional<std::string> run(const std::vector<EncoderInput> &inputs,
                                  std::vector<std::vector<float>> &rows);
 
@@ -66,11 +67,17 @@ public:
 
 private:
   struct Job {
-    const std::vector<EncoderInput> *inputs;
-    std::vector<std::vector<float>> *rows;
+    const EncoderInput *inputs;
+    size_t count;
+    std::vector<float> *rows; // `count` of them, filled by the call
+
     std::optional<std::string> error;
     bool done = false;
   };
+  /// Runs `count` inputs (at most one call's) as one request waiting its
+  /// turn with the others; fills `rows`.
+  std::optional<std::string> runPart(const EncoderInput *inputs, size_t count,
+                                     std::vector<float> *rows);
   /// Runs `jobs` (taken off the queue) as packed calls; fills their rows.
   void runJobs(const std::vector<Job *> &jobs);
   std::optional<std::string> runOne(const EncoderInput &input,

@@ -210,13 +210,73 @@ std::optional<ApiError> readStop(const json &request,
 
 } // namespace
 
+namespace {
+
+/// Thrown by the parser's callback at a value nested too deep.
+struct NestedTooDeep {};
+
+/// The first string of `value` (a key or a value, at `path`) holding a NUL
+/// character: the tokenizer reads C strings, so text would end there.
+std::optional<ApiError> findNul(const json &value, const std::string &path,
+                                const std::string &field) {
+  auto refuse = [&](const std::string &where, size_t at) {
+    return ApiError{400,
+                    "'" + where + "' holds a NUL character (\\u0000) at byte " +
+                        std::to_string(at) + ": text cannot contain one",
+                    field, ""};
+  };
+  if (value.is_string()) {
+    const std::string &text = value.get_ref<const std::string &>();
+    if (size_t at = text.find('\0'); at != std::string::npos)
+      return refuse(path, at);
+  } else if (value.is_array()) {
+    for (size_t i = 0; i < value.size(); ++i)
+      if (auto error = findNul(value[i], path + "[" + std::to_string(i) + "]",
+                               field))
+        return error;
+  } else if (value.is_object()) {
+    for (auto &[key, item] : value.items()) {
+      std::string at = path.empty() ? key : path + "." + key;
+      if (size_t nul = key.find('\0'); nul != std::string::npos)
+        return refuse(at, nul);
+      if (auto error = findNul(item, at, field.empty() ? key : field))
+        return error;
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
 std::optional<ApiError> tfm::serve::parseRequestObject(const std::string &body,
                                                        json &out) {
-  out = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  // nlohmann parses without recursion, but copies and frees values
+  // recursively: 150,000 nested arrays overflowed the stack. No request
+  // of the API nests more than a few levels.
+  auto limitDepth = [](int depth, json::parse_event_t event, json &) {
+    if ((event == json::parse_event_t::object_start ||
+         event == json::parse_event_t::array_start) &&
+        depth >= kMaxRequestDepth)
+      throw NestedTooDeep{};
+    return true;
+  };
+  try {
+    out = json::parse(body, limitDepth, /*allow_exceptions=*/false);
+  } catch (const NestedTooDeep &) {
+    out = json();
+    return ApiError{400,
+                    "the body nests JSON deeper than " +
+                        std::to_string(kMaxRequestDepth) + " levels",
+                    "", ""};
+  }
   if (out.is_discarded())
     return ApiError{400, "the body is not valid JSON", "", ""};
   if (!out.is_object())
     return ApiError{400, "the body must be a JSON object", "", ""};
+  if (std::optional<ApiError> error = findNul(out, "", ""))
+    return error;
+  if (auto user = out.find("user"); user != out.end() && !user->is_string())
+    return badField("user", "must be a string");
   return std::nullopt;
 }
 
@@ -309,6 +369,8 @@ tfm::serve::parseCompletionRequest(Endpoint endpoint, const std::string &body,
     return error;
   out.sampler.temperature = float(temperature);
   out.sampler.top_p = float(topP);
+  if (topK != double(int64_t(topK)))
+    return badField("top_k", "must be an integer, got " + formatNumber(topK));
   out.sampler.top_k = int32_t(topK);
   out.sampler.repetition_penalty = float(penalty);
   out.sampler.seed = defaultSeed;

@@ -63,7 +63,15 @@ struct ApiError {
   nlohmann::ordered_json body() const;
 };
 
-/// A request's body as a JSON object, or the 400 that says it is not one.
+/// How deep a request body's JSON may nest (OpenAI's go a few levels).
+constexpr int kMaxRequestDepth = 64;
+/// Inputs one request may give an encoder (embeddings, classification,
+/// documents to rerank): OpenAI's limit on /v1/embeddings.
+constexpr size_t kMaxInputsPerRequest = 2048;
+
+/// A request's body as a JSON object, or the 400 that says it is not one
+/// (not JSON, nested deeper than kMaxRequestDepth, a NUL character in any
+/// string, a `user` that is not a string).
 std::optional<ApiError> parseRequestObject(const std::string &body,
                                            nlohmann::ordered_json &out);
 /// The request's `model`, if it names one, must be the served model's name

@@ -2,7 +2,7 @@
 //
 // What tfm-serve runs (tools/tfm-serve parses its options): loads a
 // language model, an embedder or a speech recognizer compiled with `tfmc
-// --emit=lib` and serves it over HTTP (cpp-httplib): an embedder's
+// --emit=lib` and serves it over HTTP (HttpServer.h): an embedder's
 // /v1/embeddings (Embeddings.h), a classifier's /classify and a
 // cross-encoder's /rerank (Classification.h), both with concurrent
 // requests packed into shared calls (EncoderCalls.h), a recognizer's
@@ -11,7 +11,8 @@
 // server-sent events when asked; chats rendered with the model's chat
 // template, jinja/ChatTemplate.h), /v1/models, /health, and /metrics in
 // Prometheus' text format; with --api-key, every endpoint but /health for
-// the key's holders only; over TLS with --ssl-cert and --ssl-key. Requests are
+// the key's holders only; over TLS with --ssl-cert and --ssl-key. HTTP and
+// its limits against hostile clients are HttpServer.h's. Requests are
 // decoded together by the runtime's batch engine (tfm/tfm_engine.h); see
 // Scheduler.h for the threads.
 //
@@ -22,15 +23,11 @@
 #include "serve/Classification.h"
 #include "serve/Embeddings.h"
 #include "serve/EncoderCalls.h"
+#include "serve/HttpServer.h"
+#include "serve/Multipart.h"
 #include "serve/OpenAiApi.h"
 #include "serve/Scheduler.h"
 #include "serve/Transcriptions.h"
-
-// cpp-httplib listens with a backlog of 5: a burst of concurrent clients
-// (32 in tfm-serve-encoders.test) overflowed it and had their connections
-// reset. The kernel caps this at net.core.somaxconn.
-#define CPPHTTPLIB_LISTEN_BACKLOG 512
-#include <httplib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -133,9 +130,12 @@ void recordSpecialTokens(ServedModel &served) {
   }
 }
 
-void sendError(httplib::Response &res, const ApiError &error) {
+void sendError(HttpResponse &res, const ApiError &error) {
   res.status = error.status;
-  res.set_content(jsonText(error.body()), "application/json");
+  res.setContent(jsonText(error.body()), "application/json");
+  // A full server is a moment's state: clients may come back.
+  if (error.status == 503)
+    res.headers.emplace_back("Retry-After", "1");
 }
 
 /// Prometheus' text format.
@@ -268,8 +268,8 @@ public:
     nextSeed = (uint64_t(entropy()) << 32) | entropy();
   }
 
-  void handle(Endpoint endpoint, const httplib::Request &req,
-              httplib::Response &res) {
+  void handle(Endpoint endpoint, const HttpRequest &req,
+              HttpResponse &res) {
     CompletionRequest request;
     if (auto error = parseCompletionRequest(endpoint, req.body, served,
                                             nextSeed++, request))
@@ -291,19 +291,21 @@ public:
         std::make_shared<Generation>(completion, served, request);
     if (!request.stream)
       return respondWhole(endpoint, res, generation, id, created);
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [this, endpoint, generation, id, created](size_t,
-                                                  httplib::DataSink &sink) {
-          return streamChunk(endpoint, sink, *generation, id, created);
-        },
-        [this, generation](bool) { scheduler.cancel(generation->completion); });
+    res.headers.emplace_back("Cache-Control", "no-cache");
+    res.contentType = "text/event-stream";
+    res.stream = [this, endpoint, generation, id,
+                  created](std::string &out) {
+      return streamEvents(endpoint, out, *generation, id, created);
+    };
+    // Sent whole, or its client gone: nothing more to generate.
+    res.streamClosed = [this, generation] {
+      scheduler.cancel(generation->completion);
+    };
   }
 
 private:
   /// The whole completion in one response, once generation has ended.
-  void respondWhole(Endpoint endpoint, httplib::Response &res,
+  void respondWhole(Endpoint endpoint, HttpResponse &res,
                     const std::shared_ptr<Generation> &generation,
                     const std::string &id, int64_t created) {
     const auto &completion = generation->completion;
@@ -319,23 +321,22 @@ private:
         endpoint, /*streamed=*/false, id, created, served.name,
         completionChoice(endpoint, text, reason, false, false));
     body["usage"] = usage(completion->promptTokens, int64_t(generation->seen));
-    res.set_content(jsonText(body), "application/json");
+    res.setContent(jsonText(body), "application/json");
   }
 
-  /// The next server-sent event of a streamed completion: the tokens made
-  /// since the last, or at the end the finish reason (or the error) and
-  /// [DONE]. False when the client is gone: the releaser cancels.
-  bool streamChunk(Endpoint endpoint, httplib::DataSink &sink,
-                   Generation &generation, const std::string &id,
-                   int64_t created) {
+  /// The next server-sent events of a streamed completion, once there are
+  /// any: the tokens made since the last, or at the end the finish reason
+  /// (or the error) and [DONE]. False when those were the last.
+  bool streamEvents(Endpoint endpoint, std::string &out,
+                    Generation &generation, const std::string &id,
+                    int64_t created) {
     const char *reason = nullptr;
-    std::string error;
+    std::string error, text;
     std::vector<int32_t> fresh;
-    std::string text = generation.advance(
-        scheduler, std::chrono::milliseconds(50), reason, error, fresh);
-    auto send = [&](const std::string &event) {
-      return sink.write(event.data(), event.size());
-    };
+    while (!generation.done && fresh.empty())
+      text = generation.advance(scheduler, std::chrono::seconds(1), reason,
+                                error, fresh);
+    auto send = [&](const std::string &event) { out += event; };
     // Each chunk also lists its tokens (an extension, as vLLM's
     // return_tokens_as_token_ids): text may be empty for a while
     // (a stop string's possible start, a model without tokenizer).
@@ -350,19 +351,18 @@ private:
       if (finish)
         body["usage"] = usage(generation.completion->promptTokens,
                               int64_t(generation.seen));
-      return send(sseEvent(body));
+      send(sseEvent(body));
     };
-    // A failed write is a client gone: the releaser cancels.
-    if (!generation.done)
-      return fresh.empty() || chunk(text, nullptr);
-    if (!(error.empty()
-              ? chunk(text, reason)
-              : send(sseEvent(
-                    ApiError{500, error, "", "server_error"}.body()))) ||
-        !send("data: [DONE]\n\n"))
-      return false;
-    sink.done();
-    return true;
+    if (!generation.done) {
+      chunk(text, nullptr);
+      return true;
+    }
+    if (error.empty())
+      chunk(text, reason);
+    else
+      send(sseEvent(ApiError{500, error, "", "server_error"}.body()));
+    send("data: [DONE]\n\n");
+    return false;
   }
 
   const ServedModel &served;
@@ -372,34 +372,34 @@ private:
 };
 
 /// /health, /v1/models and (a language model's) /metrics.
-void addInformationRoutes(httplib::Server &server, const ServedModel &served,
+void addInformationRoutes(HttpServer &server, const ServedModel &served,
                           Scheduler *scheduler) {
-  server.Get("/health", [](const httplib::Request &, httplib::Response &res) {
-    res.set_content("{\"status\":\"ok\"}", "application/json");
+  server.route("GET", "/health", [](const HttpRequest &, HttpResponse &res) {
+    res.setContent("{\"status\":\"ok\"}", "application/json");
   });
-  server.Get("/v1/models", [&](const httplib::Request &, httplib::Response &res) {
+  server.route("GET", "/v1/models", [&](const HttpRequest &, HttpResponse &res) {
     json list = {{"object", "list"},
                  {"data",
                   json::array({{{"id", served.name},
                                 {"object", "model"},
                                 {"owned_by", "tfmc"},
                                 {"max_model_len", served.contextPositions}}})}};
-    res.set_content(jsonText(list), "application/json");
+    res.setContent(jsonText(list), "application/json");
   });
   // The batch engine's metrics (a language model's).
   if (scheduler)
-    server.Get("/metrics",
-               [scheduler](const httplib::Request &, httplib::Response &res) {
-                 res.set_content(metricsText(scheduler->stats()),
+    server.route("GET", "/metrics",
+               [scheduler](const HttpRequest &, HttpResponse &res) {
+                 res.setContent(metricsText(scheduler->stats()),
                                  "text/plain; version=0.0.4");
                });
 }
 
 /// An encoder's /metrics: its calls and the inputs they ran (several a call
 /// where requests were packed together).
-void addEncoderMetrics(httplib::Server &server, const EncoderCalls &calls) {
-  server.Get("/metrics", [&calls](const httplib::Request &,
-                                  httplib::Response &res) {
+void addEncoderMetrics(HttpServer &server, const EncoderCalls &calls) {
+  server.route("GET", "/metrics", [&calls](const HttpRequest &,
+                                  HttpResponse &res) {
     std::string text =
         "# HELP tfm_encoder_calls_total Calls of the encoder's entry point.\n"
         "# TYPE tfm_encoder_calls_total counter\n"
@@ -409,22 +409,16 @@ void addEncoderMetrics(httplib::Server &server, const EncoderCalls &calls) {
         "# TYPE tfm_encoder_inputs_total counter\n"
         "tfm_encoder_inputs_total " +
         std::to_string(calls.inputCount()) + "\n";
-    res.set_content(text, "text/plain; version=0.0.4");
+    res.setContent(text, "text/plain; version=0.0.4");
   });
 }
 
 /// Errors as OpenAI's JSON bodies, also for requests no route answered.
-void addErrorHandler(httplib::Server &server) {
-  server.set_error_handler([](const httplib::Request &req,
-                              httplib::Response &res) {
-    if (!res.body.empty())
-      return;
-    std::string message =
-        res.status == 404 ? "no endpoint " + req.method + " " + req.path
-        : res.status == 413 ? "the request body is too large"
-                            : "the request could not be served";
-    sendError(res, ApiError{res.status, message, "", ""});
-  });
+void addErrorWriter(HttpServer &server) {
+  server.setErrorWriter(
+      [](HttpResponse &res, int status, const std::string &message) {
+        sendError(res, ApiError{status, message, "", ""});
+      });
 }
 
 /// Whether `given` equals `expected`, in time that depends on their lengths
@@ -444,7 +438,7 @@ bool sameKey(const std::string &given, const std::string &expected) {
 /// --api-key: every request but /health carries "Authorization: Bearer
 /// KEY", or gets 401 with OpenAI's error object; without a key, a server
 /// open to more than this machine says so.
-void requireApiKey(httplib::Server &server, const ServerOptions &o) {
+void requireApiKey(HttpServer &server, const ServerOptions &o) {
   if (o.apiKey.empty()) {
     bool loopback = o.host == "localhost" || o.host == "::1" ||
                     o.host.rfind("127.", 0) == 0;
@@ -455,40 +449,38 @@ void requireApiKey(httplib::Server &server, const ServerOptions &o) {
                    o.host.c_str());
     return;
   }
-  server.set_pre_routing_handler(
-      [key = o.apiKey](const httplib::Request &req, httplib::Response &res) {
-        if (req.path == "/health")
-          return httplib::Server::HandlerResponse::Unhandled;
-        static const std::string kBearer = "Bearer ";
-        std::string header = req.get_header_value("Authorization");
-        if (header.empty()) {
-          sendError(res, ApiError{401,
-                                  "no API key given: send the header "
-                                  "'Authorization: Bearer KEY'",
-                                  "", "invalid_api_key"});
-          return httplib::Server::HandlerResponse::Handled;
-        }
-        bool bearer = header.rfind(kBearer, 0) == 0;
-        if (!bearer || !sameKey(header.substr(kBearer.size()), key)) {
-          sendError(res, ApiError{401, "incorrect API key provided", "",
-                                  "invalid_api_key"});
-          return httplib::Server::HandlerResponse::Handled;
-        }
-        return httplib::Server::HandlerResponse::Unhandled;
-      });
+  // Checked on the request's head: a body is read for key holders only.
+  server.setGate([key = o.apiKey](const HttpRequest &req, HttpResponse &res) {
+    if (req.path == "/health")
+      return true;
+    static const std::string kBearer = "Bearer ";
+    std::string header = req.header("authorization");
+    if (header.empty()) {
+      sendError(res, ApiError{401,
+                              "no API key given: send the header "
+                              "'Authorization: Bearer KEY'",
+                              "", "invalid_api_key"});
+      return false;
+    }
+    bool bearer = header.rfind(kBearer, 0) == 0;
+    if (!bearer || !sameKey(header.substr(kBearer.size()), key)) {
+      sendError(res, ApiError{401, "incorrect API key provided", "",
+                              "invalid_api_key"});
+      return false;
+    }
+    return true;
+  });
 }
 
-/// Binds the server to --host and --port (0: any free port), or fails.
-int bindServer(httplib::Server &server, const ServerOptions &o) {
-  int port = o.port;
-  if (port == 0) {
-    port = server.bind_to_any_port(o.host);
-    if (port < 0)
-      fail("cannot listen on " + o.host);
-  } else if (!server.bind_to_port(o.host, port)) {
-    fail("cannot listen on " + o.host + ":" + std::to_string(port));
-  }
-  return port;
+/// The whole of a file given on the command line (`option` names it), or
+/// a failure.
+std::string readOptionFile(const char *option, const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    fail(std::string("cannot read ") + option + " '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 /// An embedder's /v1/embeddings: the inputs through `entry` (@embed or
@@ -502,7 +494,7 @@ public:
   int64_t dimensions() const { return entry.width(); }
   const EncoderCalls &encoderCalls() const { return calls; }
 
-  void handle(const httplib::Request &req, httplib::Response &res) {
+  void handle(const HttpRequest &req, HttpResponse &res) {
     EmbeddingRequest request;
     if (std::optional<ApiError> error = parseEmbeddingRequest(
             req.body, served, dimensions(), served.desc->max_context, request))
@@ -513,7 +505,7 @@ public:
     std::vector<std::vector<float>> embeddings;
     if (std::optional<std::string> error = calls.run(inputs, embeddings))
       return sendError(res, ApiError{500, *error, "", ""});
-    res.set_content(
+    res.setContent(
         jsonText(embeddingResponse(embeddings, request.base64, served.name,
                                    request.promptTokens)),
         "application/json");
@@ -537,7 +529,7 @@ public:
   const EncoderCalls &encoderCalls() const { return calls; }
   bool reranks() const { return labels() == 1; }
 
-  void classify(const httplib::Request &req, httplib::Response &res) {
+  void classify(const HttpRequest &req, HttpResponse &res) {
     ClassificationRequest request;
     if (std::optional<ApiError> error = parseClassificationRequest(
             req.body, served, served.desc->max_context, request))
@@ -546,13 +538,13 @@ public:
     if (std::optional<std::string> error = calls.run(request.inputs, logits))
       return sendError(res, ApiError{500, *error, "", ""});
     int64_t created = int64_t(std::time(nullptr));
-    res.set_content(jsonText(classificationResponse(
+    res.setContent(jsonText(classificationResponse(
                         logits, served, request.promptTokens,
                         "classify-" + std::to_string(++requests), created)),
                     "application/json");
   }
 
-  void rerank(const httplib::Request &req, httplib::Response &res) {
+  void rerank(const HttpRequest &req, HttpResponse &res) {
     RerankRequest request;
     if (std::optional<ApiError> error = parseRerankRequest(
             req.body, served, served.desc->max_context, request))
@@ -560,7 +552,7 @@ public:
     std::vector<std::vector<float>> logits;
     if (std::optional<std::string> error = calls.run(request.pairs, logits))
       return sendError(res, ApiError{500, *error, "", ""});
-    res.set_content(jsonText(rerankResponse(logits, request, served.name)),
+    res.setContent(jsonText(rerankResponse(logits, request, served.name)),
                     "application/json");
   }
 
@@ -600,16 +592,18 @@ public:
                         bool whisper)
       : served(served), model(model), whisper(whisper) {}
 
-  void handle(const httplib::Request &req, httplib::Response &res) {
-    if (!req.is_multipart_form_data())
+  void handle(const HttpRequest &req, HttpResponse &res) {
+    std::string contentType = req.header("content-type");
+    if (!isMultipartForm(contentType))
       return sendError(res, ApiError{400,
                                      "the body must be a multipart form "
                                      "(multipart/form-data) with the audio "
                                      "as 'file'",
                                      "", ""});
     std::map<std::string, std::string> fields;
-    for (const auto &[name, part] : req.files)
-      fields[name] = part.content;
+    if (std::optional<std::string> malformed =
+            parseMultipartForm(contentType, req.body, fields))
+      return sendError(res, ApiError{400, *malformed, "", ""});
     TranscriptionRequest request;
     if (std::optional<ApiError> error =
             parseTranscriptionRequest(fields, served, whisper, request))
@@ -620,9 +614,9 @@ public:
             transcribe(request, text, language, duration))
       return sendError(res, *error);
     if (request.format == TranscriptionFormat::Text)
-      res.set_content(text + "\n", "text/plain; charset=utf-8");
+      res.setContent(text + "\n", "text/plain; charset=utf-8");
     else
-      res.set_content(
+      res.setContent(
           jsonText(transcriptionResponse(text, request, language, duration)),
           "application/json");
   }
@@ -732,6 +726,9 @@ private:
     char *transcript = nullptr;
     tfm_status status;
     std::optional<ApiError> error;
+    // Decoding too is one clip at a time: each decoded clip takes memory
+    // up to the longest the model hears, and uploads arrive together.
+    std::lock_guard<std::mutex> lock(calls);
     if (!written) {
       error = ApiError{500, "cannot store the upload", "", ""};
     } else if (tfm_audio_read(model, path.c_str(), &samples, &n, &status) !=
@@ -742,12 +739,10 @@ private:
         message.replace(at, path.size(), "the uploaded file");
       error = ApiError{400, message, "file", ""};
     } else if (whisper) {
-      std::lock_guard<std::mutex> lock(calls);
       duration =
           double(n) / double(served.desc->audio_preprocessing->sampling_rate);
       error = whisperText(request, samples, n, text, language);
     } else {
-      std::lock_guard<std::mutex> lock(calls);
       duration = double(n) / double(served.desc->waveform->sampling_rate);
       if (tfm_transcribe(model, samples, n, &transcript, &status) != TFM_OK)
         error = ApiError{400, status.message, "file", ""};
@@ -831,37 +826,27 @@ int tfm::serve::runServer(const ServerOptions &o) {
     served.contextPositions = served.desc->max_context;
   }
 
-  // TLS with --ssl-cert and --ssl-key (Debian's cpp-httplib is built with
-  // OpenSSL).
-  std::unique_ptr<httplib::Server> https;
-  if (!o.sslCert.empty()) {
-    auto tls = std::make_unique<httplib::SSLServer>(o.sslCert.c_str(),
-                                                    o.sslKey.c_str());
-    if (!tls->is_valid())
-      fail("cannot use the certificate '" + o.sslCert + "' with the key '" +
-           o.sslKey + "' (PEM files, the key the certificate's)");
-    https = std::move(tls);
-  }
-  httplib::Server plain;
-  httplib::Server &server = https ? *https : plain;
-  size_t threads = size_t(maxSequences + o.maxWaiting + 8);
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  // Headers and body go out as separate writes: with Nagle's algorithm
-  // the body waited for the client's delayed ACK, 40 ms a response.
-  server.set_tcp_nodelay(true);
-  server.set_payload_max_length(size_t(o.maxRequestBytes));
-  server.set_read_timeout(time_t(o.timeoutSeconds), 0);
-  server.set_write_timeout(time_t(o.timeoutSeconds), 0);
+  HttpLimits limits;
+  limits.maxBodyBytes = size_t(o.maxRequestBytes);
+  limits.timeoutSeconds = unsigned(o.timeoutSeconds);
+  limits.maxConnections = unsigned(o.maxConnections);
+  limits.maxConnectionsPerAddress = unsigned(o.maxConnectionsPerAddress);
+  HttpServer server(limits);
+  // TLS with --ssl-cert and --ssl-key (libmicrohttpd's GnuTLS).
+  bool https = !o.sslCert.empty();
+  if (https)
+    server.useTls(readOptionFile("--ssl-cert", o.sslCert),
+                  readOptionFile("--ssl-key", o.sslKey));
   addInformationRoutes(server, served, scheduler.get());
   std::unique_ptr<CompletionEndpoints> completions;
   if (scheduler) {
     completions = std::make_unique<CompletionEndpoints>(served, *scheduler);
-    server.Post("/v1/completions",
-                [&](const httplib::Request &req, httplib::Response &res) {
+    server.route("POST", "/v1/completions",
+                [&](const HttpRequest &req, HttpResponse &res) {
                   completions->handle(Endpoint::Completions, req, res);
                 });
-    server.Post("/v1/chat/completions",
-                [&](const httplib::Request &req, httplib::Response &res) {
+    server.route("POST", "/v1/chat/completions",
+                [&](const HttpRequest &req, HttpResponse &res) {
                   completions->handle(Endpoint::ChatCompletions, req, res);
                 });
   }
@@ -869,8 +854,8 @@ int tfm::serve::runServer(const ServerOptions &o) {
   if (embed) {
     embeddings = std::make_unique<EmbeddingEndpoint>(served, model, *embed);
     addEncoderMetrics(server, embeddings->encoderCalls());
-    server.Post("/v1/embeddings",
-                [&](const httplib::Request &req, httplib::Response &res) {
+    server.route("POST", "/v1/embeddings",
+                [&](const HttpRequest &req, HttpResponse &res) {
                   embeddings->handle(req, res);
                 });
   }
@@ -879,14 +864,14 @@ int tfm::serve::runServer(const ServerOptions &o) {
     classifiers =
         std::make_unique<ClassifierEndpoints>(served, model, *classifier);
     addEncoderMetrics(server, classifiers->encoderCalls());
-    server.Post("/classify",
-                [&](const httplib::Request &req, httplib::Response &res) {
+    server.route("POST", "/classify",
+                [&](const HttpRequest &req, HttpResponse &res) {
                   classifiers->classify(req, res);
                 });
     if (classifiers->reranks())
       for (const char *path : {"/rerank", "/v1/rerank"})
-        server.Post(path,
-                    [&](const httplib::Request &req, httplib::Response &res) {
+        server.route("POST", path,
+                    [&](const HttpRequest &req, HttpResponse &res) {
                       classifiers->rerank(req, res);
                     });
   }
@@ -894,15 +879,21 @@ int tfm::serve::runServer(const ServerOptions &o) {
   if (recognizes) {
     transcriptions =
         std::make_unique<TranscriptionEndpoint>(served, model, whisper);
-    server.Post("/v1/audio/transcriptions",
-                [&](const httplib::Request &req, httplib::Response &res) {
+    server.route("POST", "/v1/audio/transcriptions",
+                [&](const HttpRequest &req, HttpResponse &res) {
                   transcriptions->handle(req, res);
                 });
   }
-  addErrorHandler(server);
+  addErrorWriter(server);
   requireApiKey(server, o);
 
-  int port = bindServer(server, o);
+  std::string listenError;
+  int port = server.start(o.host, o.port, listenError);
+  if (port < 0)
+    fail(https && listenError.find("PEM") != std::string::npos
+             ? "cannot use the certificate '" + o.sslCert + "' with the key '" +
+                   o.sslKey + "' (PEM files, the key the certificate's)"
+             : listenError);
   // A model split over MPI ranks (tfmc --ranks) serves from rank 0; the
   // others follow inside tfm_model_load.
   std::string split =
@@ -953,6 +944,5 @@ int tfm::serve::runServer(const ServerOptions &o) {
               : classifier ? "none (a classifier)"
                            : "none (a speech recognizer)");
   std::fflush(stdout);
-  server.listen_after_bind();
-  return 0;
+  server.serveForever();
 }

@@ -29,6 +29,9 @@ struct ServerOptions {
   int port = 8080;
   int64_t maxWaiting = 64, kvPoolMb = 0, maxTokens = 0;
   int64_t maxRequestBytes = 1 << 20, timeoutSeconds = 60;
+  /// Connections served at once, in all and from one address (0: no
+  /// limit of its own); HttpServer.h.
+  int64_t maxConnections = 1024, maxConnectionsPerAddress = 0;
   tfm_engine_options engine = tfm_engine_default_options();
 };
 

@@ -366,6 +366,36 @@ def http_body_seeds():
             write_seed(directory, name + "-tokenizer", data + SEPARATOR + blob)
 
 
+def serve_request_seeds():
+    """Bodies of tfm-serve's encoder endpoints, and multipart uploads as
+    /v1/audio/transcriptions takes them, each with its Content-Type."""
+    directory = corpus("fuzz-serve-requests")
+    bodies = {
+        "embeddings": {"model": "fuzz", "input": [[1, 5, 9], [7]],
+                       "encoding_format": "base64", "user": "u"},
+        "embedding-ids": {"input": [3, 4, 5], "dimensions": 8},
+        "classify": {"input": [[10, 11], [12]]},
+        "rerank": {"query": "q", "documents": ["a", {"text": "b"}],
+                   "top_n": 1, "return_documents": True},
+    }
+    for name, body in bodies.items():
+        write_seed(directory, name, json.dumps(body).encode() + SEPARATOR)
+    boundary = b"tfmBoundary7"
+    form = b"".join(
+        b"--" + boundary + b"\r\nContent-Disposition: form-data; name=\"" +
+        name + b"\"" + extra + b"\r\n\r\n" + value + b"\r\n"
+        for name, extra, value in [
+            (b"file", b"; filename=\"a.wav\"", b"RIFF....WAVEfmt "),
+            (b"model", b"", b"fuzz"), (b"response_format", b"", b"json"),
+            (b"language", b"", b"en"), (b"temperature", b"", b"0")])
+    form += b"--" + boundary + b"--\r\n"
+    write_seed(directory, "upload", form + SEPARATOR +
+               b"multipart/form-data; boundary=" + boundary)
+    write_seed(directory, "upload-quoted", form + SEPARATOR +
+               b'multipart/form-data; charset=utf-8; boundary="' + boundary +
+               b'"')
+
+
 def chat_template_seeds():
     """The templates of test/serve's goldens, with a conversation each."""
     directory = corpus("fuzz-chat-template")
@@ -397,6 +427,7 @@ def main():
         audio_seeds(work)
         argument_seeds()
         http_body_seeds()
+        serve_request_seeds()
         chat_template_seeds()
     for target in sorted(os.listdir(os.path.join(HERE, "corpus"))):
         files = glob.glob(os.path.join(HERE, "corpus", target, "*"))

@@ -243,8 +243,14 @@ def run_checks(port, executable):
                 port, {"prompt": [1], "max_tokens": 400, "ignore_eos": True,
                        "temperature": 0})
             holders.append((connection, response))
-        status, payload = post(port, "/v1/completions",
-                               {"prompt": "x", "max_tokens": 2})
+        refused = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        refused.request("POST", "/v1/completions",
+                        json.dumps({"prompt": "x", "max_tokens": 2}),
+                        {"Content-Type": "application/json"})
+        response = refused.getresponse()
+        status, payload = response.status, response.read().decode()
+        retry_after = response.getheader("Retry-After")
+        refused.close()
         for connection, _ in holders:
             connection.close()
         after = wait_for(port, lambda m: m['tfm_requests_running'] == 0 and
@@ -252,7 +258,7 @@ def run_checks(port, executable):
         if status == 503:
             break
     print("overload:", status, json.loads(payload)["error"]["message"]
-          if status == 503 else payload)
+          if status == 503 else payload, "| Retry-After:", retry_after)
     print("after overload: running", int(after["tfm_requests_running"]),
           "waiting", int(after["tfm_requests_waiting"]), "blocks used",
           int(after['tfm_kv_blocks{state="used"}']), "rejected >= 1:",

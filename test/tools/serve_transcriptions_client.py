@@ -12,6 +12,7 @@ import http.client
 import io
 import json
 import re
+import struct
 import subprocess
 import sys
 import uuid
@@ -55,6 +56,15 @@ def short_clip(samples):
     return out.getvalue()
 
 
+def float_clip(values):
+    """A 16 kHz WAV of 32-bit float samples (format 3), as given."""
+    data = struct.pack(f"<{len(values)}f", *values)
+    fmt = struct.pack("<HHIIHH", 3, 1, 16000, 16000 * 4, 4, 32)
+    return (b"RIFF" + struct.pack("<I", 4 + 8 + len(fmt) + 8 + len(data)) +
+            b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt +
+            b"data" + struct.pack("<I", len(data)) + data)
+
+
 def error(payload):
     return payload["error"]["message"]
 
@@ -90,12 +100,19 @@ def main():
                 ("another model", [("model", "whisper-1")], clip),
                 ("not audio", [], [("file", "x.wav", b"not audio at all")]),
                 ("truncated", [], [("file", "cut.wav", audio[:64])]),
-                ("too short", [], [("file", "short.wav", short_clip(10))])]:
+                ("too short", [], [("file", "short.wav", short_clip(10))]),
+                ("NaN samples", [],
+                 [("file", "nan.wav", float_clip([0.0, float("nan")] * 8000))]),
+                ("a field twice", [("model", "w2v"), ("model", "w2v")], clip)]:
             status, body = post(port, fields, files)
             print(f"refused, {label}:", status, error(body))
         status, body = post(port, [], body=b'{"file": "x"}',
                             content_type="application/json")
         print("refused, JSON:", status, error(body))
+        status, body = post(port, [], body=b'--b\r\nContent-Disposition: '
+                            b'form-data; name="file"\r\n\r\nRIFF',
+                            content_type="multipart/form-data; boundary=b")
+        print("refused, unended part:", status, error(body))
     finally:
         server.terminate()
         server.wait()

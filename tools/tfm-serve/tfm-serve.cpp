@@ -42,7 +42,12 @@ const char *const kUsage =
     "  --max-request-bytes N   the largest request body (1048576)\n"
     "  --chat-template FILE    the chat template (Jinja) for\n"
     "                          /v1/chat/completions, instead of the model's\n"
-    "  --timeout S             socket read and write timeout, seconds (60)\n"
+    "  --timeout S             a connection idle this long is closed,\n"
+    "                          seconds (60)\n"
+    "  --max-connections N     connections served at once, each its own\n"
+    "                          thread; more are closed (1024)\n"
+    "  --max-connections-per-address N  the same from one client address\n"
+    "                          (no limit of its own)\n"
     "  --api-key KEY           require 'Authorization: Bearer KEY' on every\n"
     "                          endpoint but /health\n"
     "  --api-key-file FILE     the same, the key read from FILE's first line\n"
@@ -121,6 +126,11 @@ ServerOptions parseOptions(int argc, char **argv) {
       o.chatTemplate = value();
     } else if (arg == "--timeout") {
       o.timeoutSeconds = parseCount("--timeout", value(), 1, 86400);
+    } else if (arg == "--max-connections") {
+      o.maxConnections = parseCount("--max-connections", value(), 1, 1 << 16);
+    } else if (arg == "--max-connections-per-address") {
+      o.maxConnectionsPerAddress =
+          parseCount("--max-connections-per-address", value(), 1, 1 << 16);
     } else if (arg == "--ssl-cert") {
       o.sslCert = value();
     } else if (arg == "--ssl-key") {
