@@ -11,16 +11,18 @@ peak RSS bounded by the limits (not growing with the attack's volume).
     build/bin/tfmc ../shared/models/stories260K-hf --emit=lib -o /tmp/libsoak.so
     python3 bench/serve_soak.py build/bin/tfm-serve /tmp/libsoak.so [--minutes 10]
 
-Hostile patterns, each a thread looping for the whole hostile phase:
-slow clients (100 connections dripping a header line every 3 s), JSON
-nested 150,000 deep, NUL characters, a chunked body past the limit, a
-Content-Length past the limit with no body, 50,000 headers, a Range of
-1000 parts, 7 pipelined requests, silent connections, and wrong field
-kinds.
+Hostile patterns, from a process of their own (so that the clients
+measured share no interpreter with them), each a thread repeating its
+attack every --hostile-interval seconds for the whole hostile phase: slow
+clients (100 connections dripping a header line every 3 s, and 100 silent
+ones), JSON nested 150,000 deep, NUL characters, a chunked body past the
+limit, a Content-Length past the limit with no body, 50,000 headers, a
+Range of 1000 parts, 7 pipelined requests, and wrong field kinds.
 """
 import argparse
 import http.client
 import json
+import multiprocessing
 import re
 import socket
 import subprocess
@@ -134,7 +136,8 @@ def hostile_patterns(port):
             port, '{"prompt": "Once", "top_k": 0.5, "user": 5}'),
         "chunked past the limit": lambda: send_raw(
             port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
-            b"Transfer-Encoding: chunked\r\n\r\n" + chunked),
+            b"Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n" +
+            chunked),
         "announced past the limit": lambda: send_raw(
             port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
             b"Content-Length: 100000000\r\n\r\n"),
@@ -176,23 +179,43 @@ def slow_clients(port, stop, count=100, interval=3.0):
         sock.close()
 
 
-def run_phase(serve, library, seconds, clients, hostile):
+def attack(port, seconds, interval, counts):
+    """Every hostile pattern at once for `seconds` (a process of its own);
+    `counts` (shared) gets how many of each were sent."""
+    stop = threading.Event()
+
+    def loop(name, pattern):
+        while not stop.is_set():
+            started = time.monotonic()
+            pattern()
+            counts[name] = counts.get(name, 0) + 1
+            stop.wait(max(0.0, interval - (time.monotonic() - started)))
+
+    threads = [threading.Thread(target=slow_clients, args=(port, stop))]
+    threads += [threading.Thread(target=loop, args=item)
+                for item in hostile_patterns(port).items()]
+    for thread in threads:
+        thread.start()
+    time.sleep(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join()
+
+
+def run_phase(serve, library, seconds, clients, hostile_interval):
     server, port = start_server(serve, library)
     stop = threading.Event()
     outcomes = Outcomes()
     threads = [threading.Thread(target=well_formed_client,
                                 args=(port, stop, outcomes, i))
                for i in range(clients)]
-    counts = {}
-    if hostile:
-        def loop(name, attack):
-            while not stop.is_set():
-                attack()
-                counts[name] = counts.get(name, 0) + 1
-        threads.append(threading.Thread(target=slow_clients,
-                                        args=(port, stop)))
-        for name, attack in hostile_patterns(port).items():
-            threads.append(threading.Thread(target=loop, args=(name, attack)))
+    manager = multiprocessing.Manager()
+    counts = manager.dict()
+    attacker = None
+    if hostile_interval:
+        attacker = multiprocessing.Process(
+            target=attack, args=(port, seconds, hostile_interval, counts))
+        attacker.start()
     peak = 0
     for thread in threads:
         thread.start()
@@ -203,10 +226,12 @@ def run_phase(serve, library, seconds, clients, hostile):
     stop.set()
     for thread in threads:
         thread.join()
+    if attacker:
+        attacker.join()
     peak = max(peak, memory_kb(server.pid, "VmHWM"))
     server.terminate()
     server.wait()
-    return outcomes, peak, counts
+    return outcomes, peak, dict(counts)
 
 
 def percentile(values, p):
@@ -222,12 +247,15 @@ def main():
                         help="both phases together (10)")
     parser.add_argument("--clients", type=int, default=4,
                         help="well-formed streaming clients (4)")
+    parser.add_argument("--hostile-interval", type=float, default=0.1,
+                        help="seconds between one pattern's attacks (0.1)")
     args = parser.parse_args()
     seconds = args.minutes * 60 / 2
     results = {}
-    for name, hostile in [("alone", False), ("with hostile", True)]:
+    for name, interval in [("alone", 0), ("with hostile",
+                                          args.hostile_interval)]:
         outcomes, peak, counts = run_phase(args.serve, args.library, seconds,
-                                           args.clients, hostile)
+                                           args.clients, interval)
         results[name] = (outcomes, peak)
         lat = outcomes.latencies
         print(f"{name}: {len(lat)} streams, p50 "
