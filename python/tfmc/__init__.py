@@ -15,6 +15,7 @@ the GIL for every call into the runtime. NumPy arrays go in without copies
 where they are contiguous and of the entry point's dtype.
 """
 
+import contextlib
 import ctypes
 import os
 import queue
@@ -22,6 +23,7 @@ import re
 import subprocess
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -69,6 +71,99 @@ def _media_library():
             ctypes.POINTER(Status)]
         return library
     return None
+
+
+def _runtime_library():
+    """libtfmrt.so, for what the package asks of the runtime before a model
+    library is loaded (tfm_model_library_check): the built one, or where
+    the loader finds it; None when there is none. A model library loaded
+    afterwards binds to this copy (the loader matches its name)."""
+    built = os.path.join(_ROOT, "build", "lib", "libtfmrt.so")
+    for path in (os.environ.get("TFM_RUNTIME_LIBRARY"), built, "libtfmrt.so"):
+        if not path:
+            continue
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        library.tfm_model_library_check.restype = ctypes.c_int
+        library.tfm_model_library_check.argtypes = [ctypes.c_char_p,
+                                                    ctypes.POINTER(Status)]
+        return library
+    return None
+
+
+def _c_text(text, what):
+    """`text` as the UTF-8 of a C string. The runtime reads text up to its
+    first NUL, so a NUL would cut it there silently ("Once\0 upon" would
+    be "Once"): refused by offset, as is text UTF-8 cannot hold (a lone
+    surrogate)."""
+    if not isinstance(text, str):
+        raise TfmcError(f"{what} must be a str, not {type(text).__name__}")
+    at = text.find("\0")
+    if at >= 0:
+        raise TfmcError(f"{what} contains a NUL character at offset {at}")
+    try:
+        return text.encode()
+    except UnicodeEncodeError as e:
+        raise TfmcError(f"{what} is not valid Unicode: {e.reason} at offset "
+                        f"{e.start}") from None
+
+
+def _c_path(path, what):
+    """A file's path for the runtime: as _c_text, a NUL would cut it."""
+    data = os.fsencode(path)
+    at = data.find(b"\0")
+    if at >= 0:
+        raise TfmcError(f"{what} contains a NUL character at offset {at}")
+    return data
+
+
+def _is_integer(value):
+    return isinstance(value, (int, np.integer)) and \
+        not isinstance(value, (bool, np.bool_))
+
+
+def _shown(value):
+    """`value` as a message shows it: NumPy scalars as Python's."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _c_integer(value, what, low, high):
+    """An integer option for a C field of range [low, high]: ctypes would
+    keep its low bits silently (2**32 + 8 as 8)."""
+    if not _is_integer(value):
+        raise TfmcError(f"{what} must be an integer, got {_shown(value)}")
+    if value < low:
+        raise TfmcError(f"{what} must be at least {low}, got {value}")
+    if value > high:
+        raise TfmcError(f"{what} must be at most {high}, got {value}")
+    return int(value)
+
+
+_INT32_MAX, _INT64_MAX = 2**31 - 1, 2**63 - 1
+
+
+def _integer_array(value, dtype, what):
+    """`value` as a contiguous array of the integer NumPy `dtype`, checked
+    first: a cast would truncate floats (1.9 as 1) and wrap integers the
+    dtype cannot hold (2**33 + 5 as 5), so both are refused by position."""
+    array = np.asarray(value)
+    if array.size and array.dtype.kind not in "iu":
+        flat = array.ravel()
+        bad = next((i for i, v in enumerate(flat) if not _is_integer(v)), None)
+        if bad is not None:
+            raise TfmcError(f"{what}: {_shown(flat[bad])} at position {bad} "
+                            "is not an integer")
+    info = np.iinfo(dtype)
+    flat = array.ravel()
+    outside = np.flatnonzero((flat < info.min) | (flat > info.max)) \
+        if array.size else []
+    if len(outside):
+        at = int(outside[0])
+        raise TfmcError(f"{what}: {int(flat[at])} at position {at} does not "
+                        f"fit {np.dtype(dtype).name}")
+    return np.ascontiguousarray(array, dtype=dtype)
 
 
 def _tensor_of(array, dtype):
@@ -148,7 +243,21 @@ class Model:
 
     def __init__(self, path, symbol=None):
         self._handle = None
+        # Calls in flight (_using) and engines, which close() waits for and
+        # closes before it frees the model.
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._uses, self._closed = 0, False
+        self._engines = weakref.WeakSet()
         path = os.path.abspath(path)
+        # A library cut short inside its ELF image would be mapped by
+        # dlopen and kill the process with SIGBUS: refused here by name.
+        runtime = _runtime_library()
+        if runtime is not None:
+            status = Status()
+            _check(runtime.tfm_model_library_check(_c_path(path, "the path"),
+                                                   ctypes.byref(status)),
+                   status)
         try:
             self._library = ctypes.CDLL(path)
         except OSError as e:
@@ -173,12 +282,69 @@ class Model:
         self.description = self._describe()
 
     def close(self):
-        if self._handle:
-            self._library.tfm_model_free(self._handle)
-        self._handle = None
+        """Frees the model: its engines are closed first, calls running on
+        other threads (a streamed generation) stop at their next token and
+        are waited for; every later use raises TfmcError."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # __init__ failed before it
+            return
+        with lock:
+            if self._closed:
+                return
+            self._closed = True  # no new use or engine from here on
+            while self._uses:
+                self._idle.wait()
+            engines = list(self._engines)
+        for engine in engines:
+            engine.close()
+        with lock:
+            handle, self._handle = self._handle, None
+            self._tokenizer = None
+        if handle:
+            self._library.tfm_model_free(handle)
 
     def __del__(self):
         self.close()
+
+    def _closed_error(self, what):
+        return TfmcError(f"{what}: model '{self.description['name']}' is "
+                         "closed")
+
+    @contextlib.contextmanager
+    def _using(self, what):
+        """The model's handle for one use of the runtime, which close()
+        waits for; TfmcError naming `what` once the model is closed (the
+        runtime would read freed memory)."""
+        with self._lock:
+            if self._closed or not self._handle:
+                raise self._closed_error(what)
+            self._uses += 1
+        try:
+            yield self._handle
+        finally:
+            with self._lock:
+                self._uses -= 1
+                if not self._uses:
+                    self._idle.notify_all()
+
+    def _token_ids(self, ids, what):
+        """`ids` as a list of ints in [0, vocab): refused by position
+        otherwise, before ctypes keeps the low 32 bits of one (2**33 + 5
+        would run as token 5) or a float is truncated."""
+        if isinstance(ids, (str, bytes)):
+            raise TfmcError(f"{what}: give text as str, or a list of token "
+                            "ids")
+        vocab = self.description["vocab_size"]
+        out = []
+        for i, token in enumerate(ids):
+            if not _is_integer(token):
+                raise TfmcError(f"{what}: token id {_shown(token)} at "
+                                f"position {i} is not an integer")
+            if not 0 <= token < vocab:
+                raise TfmcError(f"{what}: token id {int(token)} at position "
+                                f"{i} is out of range [0, {vocab})")
+            out.append(int(token))
+        return out
 
     def __enter__(self):
         return self
@@ -227,40 +393,46 @@ class Model:
         """The ids of `text`: a language model's prompt (with BOS where the
         model adds it), or with `framed` (the default for models that do
         not generate) an encoder's framed input ([CLS] ... [SEP])."""
-        self._need_tokenizer()
-        if framed is None:
-            framed = not self._generates()
-        data = text.encode()
-        count = ctypes.c_int64()
-        status = Status()
-        ids = (ctypes.c_int32 * (len(data) + 8))()
-        if framed:
-            code = self._library.tfm_tokenizer_encode_text(
-                self._tokenizer, data, None, ids, None, len(ids),
-                ctypes.byref(count), ctypes.byref(status))
-        else:
-            bos = self._desc.bos_token if self._desc.add_bos else -1
-            code = self._library.tfm_tokenizer_encode(
-                self._tokenizer, data, bos, ids, len(ids),
-                ctypes.byref(count), ctypes.byref(status))
+        return self._tokenize(text, framed, "tokenize: the text")
+
+    def _tokenize(self, text, framed, what):
+        data = _c_text(text, what)
+        with self._using(what.split(":")[0]):
+            self._need_tokenizer()
+            if framed is None:
+                framed = not self._generates()
+            count = ctypes.c_int64()
+            status = Status()
+            ids = (ctypes.c_int32 * (len(data) + 8))()
+            if framed:
+                code = self._library.tfm_tokenizer_encode_text(
+                    self._tokenizer, data, None, ids, None, len(ids),
+                    ctypes.byref(count), ctypes.byref(status))
+            else:
+                bos = self._desc.bos_token if self._desc.add_bos else -1
+                code = self._library.tfm_tokenizer_encode(
+                    self._tokenizer, data, bos, ids, len(ids),
+                    ctypes.byref(count), ctypes.byref(status))
         _check(code, status)
         return list(ids[:count.value])
 
     def detokenize(self, ids):
         """The text of `ids` (special tokens left out)."""
-        self._need_tokenizer()
+        ids = self._token_ids(ids, "detokenize")
         out, previous = bytearray(), -1
         size = ctypes.c_size_t()
         bos = self._desc.bos_token
-        for token in ids:
-            token = int(token)
-            if not self._library.tfm_tokenizer_is_special(self._tokenizer,
-                                                          token):
-                piece = self._library.tfm_tokenizer_decode(
-                    self._tokenizer, previous, token, bos, ctypes.byref(size))
-                if piece:
-                    out += ctypes.string_at(piece, size.value)
-            previous = token
+        with self._using("detokenize"):
+            self._need_tokenizer()
+            for token in ids:
+                if not self._library.tfm_tokenizer_is_special(self._tokenizer,
+                                                              token):
+                    piece = self._library.tfm_tokenizer_decode(
+                        self._tokenizer, previous, token, bos,
+                        ctypes.byref(size))
+                    if piece:
+                        out += ctypes.string_at(piece, size.value)
+                previous = token
         return out.decode(errors="replace")
 
     # Entry points.
@@ -286,15 +458,21 @@ class Model:
                             ", ".join(t["role"] for t in spec["inputs"]) + ")")
         arrays, tensors = [], (Tensor * len(given))()
         for i, (value, tensor) in enumerate(zip(given, spec["inputs"])):
-            array = np.ascontiguousarray(value,
-                                         dtype=NUMPY_DTYPES[tensor["dtype"]])
+            dtype = NUMPY_DTYPES[tensor["dtype"]]
+            if tensor["dtype"] in ("i32", "i64", "i8"):
+                array = _integer_array(value, dtype, f"input {i} "
+                                       f"({tensor['role']}) of @{entry}")
+            else:
+                array = np.ascontiguousarray(value, dtype=dtype)
             arrays.append(array)  # alive through the call
             tensors[i] = _tensor_of(array, tensor["dtype"])
         outputs = (Tensor * len(spec["outputs"]))()
         status = Status()
-        _check(self._library.tfm_model_call(
-            self._handle, entry.encode(), tensors, len(given), None, outputs,
-            len(outputs), ctypes.byref(status)), status)
+        with self._using(f"call @{entry}") as handle:
+            code = self._library.tfm_model_call(
+                handle, entry.encode(), tensors, len(given), None, outputs,
+                len(outputs), ctypes.byref(status))
+        _check(code, status)
         return {tensor["role"]: self._output_array(out)
                 for tensor, out in zip(spec["outputs"], outputs)}
 
@@ -328,8 +506,10 @@ class Model:
         if entry is None:
             raise TfmcError(f"model '{self.description['name']}' has no "
                             "@embed or @embed_text")
-        inputs = [np.array(self.tokenize(t) if isinstance(t, str) else t,
-                           np.int32) for t in ([texts] if single else texts)]
+        inputs = [np.array(self._tokenize(t, None, f"embed: text {i}")
+                           if isinstance(t, str) else
+                           self._token_ids(t, f"embed: input {i}"), np.int32)
+                  for i, t in enumerate([texts] if single else texts)]
         if not inputs:
             raise TfmcError("embed: no texts")
         spec = self.description["entry_points"][entry]["inputs"]
@@ -353,7 +533,8 @@ class Model:
                             "@classify")
         spec = self.description["entry_points"]["classify"]["inputs"]
         if isinstance(inputs, str):
-            inputs = np.array(self.tokenize(inputs), np.int32)
+            inputs = np.array(self._tokenize(inputs, None,
+                                             "classify: the text"), np.int32)
         given = [inputs]
         if len(spec) == 2 and spec[1]["role"] == "token_type_ids":
             given.append(np.zeros(len(inputs), np.int32))
@@ -378,10 +559,12 @@ class Model:
         samples = ctypes.POINTER(ctypes.c_float)()
         count = ctypes.c_int64()
         status = Status()
-        _check(media.tfm_audio_read(self._handle, os.fsencode(path),
-                                    ctypes.byref(samples),
-                                    ctypes.byref(count),
-                                    ctypes.byref(status)), status)
+        path = _c_path(path, "read_audio: the path")
+        with self._using("read_audio") as handle:
+            code = media.tfm_audio_read(handle, path, ctypes.byref(samples),
+                                        ctypes.byref(count),
+                                        ctypes.byref(status))
+        _check(code, status)
         try:
             return np.ctypeslib.as_array(samples, (count.value,)).copy()
         finally:
@@ -397,33 +580,37 @@ class Model:
     def _seq2seq_text(self, source, beams, max_new_tokens, previous=None):
         """tfm_seq2seq_text of `source`; `previous`: Whisper's previous
         text, which conditions the output (tfm_seq2seq_previous_text)."""
-        if beams is not None and beams < 1:
-            raise TfmcError(f"beams must be at least 1, got {beams}")
-        if max_new_tokens is not None and max_new_tokens < 1:
-            raise TfmcError("max_new_tokens must be at least 1, got "
-                            f"{max_new_tokens}")
+        if beams is not None:
+            _c_integer(beams, "beams", 1, _INT32_MAX)
+        if max_new_tokens is not None:
+            _c_integer(max_new_tokens, "max_new_tokens", 1, _INT64_MAX)
         tensor = _tensor_of(source,
                             "i32" if source.dtype == np.int32 else "f32")
         text = ctypes.c_void_p()
         status = Status()
         rules, ids = None, ctypes.POINTER(ctypes.c_int32)()
         if previous is not None:
-            rules = GenerationRules()
-            self._library.tfm_generation_rules_defaults(self._handle,
-                                                        ctypes.byref(rules))
-            count = ctypes.c_int32()
-            _check(self._library.tfm_seq2seq_previous_text(
-                self._handle, str(previous).encode(), ctypes.byref(ids),
-                ctypes.byref(count), ctypes.byref(status)), status)
-            rules.previous, rules.previous_count = ids, count
-        try:
-            _check(self._library.tfm_seq2seq_text(
-                self._handle, ctypes.byref(tensor), beams or 0,
-                max_new_tokens or 0, ctypes.byref(rules) if rules else None,
-                ctypes.byref(text), ctypes.byref(status)),
-                status)
-        finally:
-            _LIBC.free(ctypes.cast(ids, ctypes.c_void_p))
+            previous = _c_text(previous, "transcribe: the prompt")
+        with self._using("transcribe" if previous is not None or
+                         source.dtype != np.int32 else "translate") as handle:
+            if previous is not None:
+                rules = GenerationRules()
+                self._library.tfm_generation_rules_defaults(
+                    handle, ctypes.byref(rules))
+                count = ctypes.c_int32()
+                _check(self._library.tfm_seq2seq_previous_text(
+                    handle, previous, ctypes.byref(ids), ctypes.byref(count),
+                    ctypes.byref(status)), status)
+                rules.previous, rules.previous_count = ids, count
+            try:
+                _check(self._library.tfm_seq2seq_text(
+                    handle, ctypes.byref(tensor), beams or 0,
+                    max_new_tokens or 0,
+                    ctypes.byref(rules) if rules else None,
+                    ctypes.byref(text), ctypes.byref(status)),
+                    status)
+            finally:
+                _LIBC.free(ctypes.cast(ids, ctypes.c_void_p))
         return self._take_text(text)
 
     def _encoder_decoder(self):
@@ -446,8 +633,9 @@ class Model:
         if isinstance(text, str) and not text:
             raise TfmcError("translate: the text is empty")
         source = np.ascontiguousarray(
-            self.tokenize(text, framed=True) if isinstance(text, str)
-            else text, dtype=np.int32)
+            self._tokenize(text, True, "translate: the text")
+            if isinstance(text, str)
+            else self._token_ids(text, "translate"), dtype=np.int32)
         if source.ndim != 1 or len(source) == 0:
             raise TfmcError("translate: the source is empty")
         return self._seq2seq_text(source, beams, max_new_tokens)
@@ -455,7 +643,12 @@ class Model:
     def _samples(self, audio):
         if isinstance(audio, (str, bytes, os.PathLike)):
             return self.read_audio(audio)
-        return np.ascontiguousarray(audio, dtype=np.float32).ravel()
+        samples = np.ascontiguousarray(audio, dtype=np.float32).ravel()
+        bad = np.flatnonzero(~np.isfinite(samples))
+        if len(bad):
+            raise TfmcError(f"transcribe: sample {bad[0]} is "
+                            f"{samples[bad[0]]} (samples must be finite)")
+        return samples
 
     def transcribe(self, audio, beams=None, max_new_tokens=None, prompt=None):
         """A speech model's transcript of `audio`: mono samples at the
@@ -480,12 +673,14 @@ class Model:
                 "shape"]
             features = np.zeros(shape, np.float32)
             status = Status()
-            _check(media.tfm_log_mel(
-                self._handle,
-                samples.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-                len(samples),
-                features.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-                features.size, ctypes.byref(status)), status)
+            with self._using("transcribe") as handle:
+                code = media.tfm_log_mel(
+                    handle,
+                    samples.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                    len(samples),
+                    features.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                    features.size, ctypes.byref(status))
+            _check(code, status)
             return self._seq2seq_text(features, beams, max_new_tokens, prompt)
         if not waveform or waveform.contents.blank < 0:
             raise TfmcError(f"model '{self.description['name']}' is not a "
@@ -498,10 +693,11 @@ class Model:
         samples = self._samples(audio)
         text = ctypes.c_void_p()
         status = Status()
-        _check(self._library.tfm_transcribe(
-            self._handle,
-            samples.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-            len(samples), ctypes.byref(text), ctypes.byref(status)), status)
+        with self._using("transcribe") as handle:
+            code = self._library.tfm_transcribe(
+                handle, samples.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                len(samples), ctypes.byref(text), ctypes.byref(status))
+        _check(code, status)
         return self._take_text(text)
 
     # Generation.
@@ -513,39 +709,58 @@ class Model:
                  top_k=0, seed=0, stop=(), stream=False):
         """Continues `prompt` (text, or a list of ids). Returns the new
         text, or with stream=True a generator of its pieces as they come
-        (the generation runs on a thread; the GIL is free meanwhile)."""
+        (the generation runs on a thread; the GIL is free meanwhile).
+        `stop`: a string or a list of them."""
+        if self._closed:
+            raise self._closed_error("generate")
         if not self._generates():
             raise TfmcError(f"model '{self.description['name']}' does not "
                             "generate (it has no @prefill)")
-        ids = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
+        ids = (self._tokenize(prompt, None, "generate: the prompt")
+               if isinstance(prompt, str)
+               else self._token_ids(prompt, "generate"))
+        max_tokens = _c_integer(max_tokens, "max_tokens", -_INT64_MAX - 1,
+                                _INT64_MAX)
+        top_k = _c_integer(top_k, "top_k", -_INT32_MAX - 1, _INT32_MAX)
+        seed = _c_integer(seed, "seed", 0, 2**64 - 1)
+        stop = [stop] if isinstance(stop, str) else list(stop)
+        stops = [_c_text(s, f"'stop' string {i}") for i, s in enumerate(stop)]
         pieces = queue.Queue() if stream else None
-        collected = []
+        collected, cut = [], []
 
         def on_token(user, token, text, size):
             piece = (ctypes.string_at(text, size).decode(errors="replace")
                      if size else "")
             (pieces.put if stream else collected.append)(piece)
+            if self._closed:  # close() waits for this generation: end it
+                cut.append(token)
+                return 1
             return 0
 
         def run():
+            with self._using("generate") as handle:
+                generate(handle)
+            if cut:  # not a whole answer
+                raise self._closed_error("generate")
+
+        def generate(handle):
             session = ctypes.c_void_p()
             status = Status()
             _check(self._library.tfm_session_new(
-                self._handle, ctypes.byref(session), ctypes.byref(status)),
+                handle, ctypes.byref(session), ctypes.byref(status)),
                 status)
             try:
                 options = GenerateOptions()
                 options.max_new_tokens = max_tokens
                 options.sampler = SamplerOptions(temperature, top_k, top_p,
                                                  1.0, seed)
-                stops = (ctypes.c_char_p * max(len(stop), 1))(
-                    *[s.encode() for s in stop])
+                array = (ctypes.c_char_p * max(len(stops), 1))(*stops)
                 options.stop_strings = ctypes.cast(
-                    stops, ctypes.POINTER(ctypes.c_char_p))
-                options.stop_string_count = len(stop)
+                    array, ctypes.POINTER(ctypes.c_char_p))
+                options.stop_string_count = len(stops)
                 callback = ON_TOKEN(on_token)
                 options.on_token = callback
-                prompt_ids = (ctypes.c_int32 * len(ids))(*ids)
+                prompt_ids = (ctypes.c_int32 * max(len(ids), 1))(*ids)
                 _check(self._library.tfm_generate(
                     session, prompt_ids, len(ids), ctypes.byref(options), None,
                     ctypes.byref(status)), status)

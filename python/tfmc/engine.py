@@ -13,7 +13,8 @@ or request by request:
             ...
 
 An engine is stepped by one thread at a time (a lock guards it); each step
-runs with the GIL released."""
+runs with the GIL released. Closing the model closes its engines first;
+a closed engine's methods raise TfmcError."""
 import ctypes
 import threading
 
@@ -25,8 +26,13 @@ class Engine:
     def __init__(self, model, max_sequences=16, kv_pool_mb=0,
                  block_positions=0, prefill_chunk=0, share_prefixes=True):
         """An engine over `model` (a tfmc.Model of a decoder language model
-        compiled with its batched entry points, tfmc's default)."""
-        from tfmc import TfmcError, _check
+        compiled with its batched entry points, tfmc's default). Options
+        are checked as integers of their C fields (ctypes would keep their
+        low bits); the runtime checks their values (block_positions at
+        most the model's context, ...)."""
+        from tfmc import TfmcError, _check, _c_integer, _INT32_MAX, _INT64_MAX
+        self._lock = threading.Lock()
+        self._engine = None
         if "prefill_batch" not in model.description["entry_points"]:
             raise TfmcError(f"model '{model.description['name']}' has no "
                             "@prefill_batch: the engine serves decoder "
@@ -35,58 +41,89 @@ class Engine:
         self._library = model._library
         options = self._library.tfm_engine_default_options()
         if max_sequences:
-            options.max_sequences = max_sequences
-        options.kv_pool_bytes = int(kv_pool_mb) << 20
+            options.max_sequences = _c_integer(max_sequences, "max_sequences",
+                                               0, _INT32_MAX)
+        options.kv_pool_bytes = _c_integer(kv_pool_mb, "kv_pool_mb", 0,
+                                           _INT64_MAX >> 20) << 20
         if block_positions:
-            options.block_positions = block_positions
+            options.block_positions = _c_integer(
+                block_positions, "block_positions", 0, _INT32_MAX)
         if prefill_chunk:
-            options.prefill_chunk = prefill_chunk
+            options.prefill_chunk = _c_integer(prefill_chunk, "prefill_chunk",
+                                               0, _INT64_MAX)
         options.share_prefixes = 1 if share_prefixes else 0
-        self._events = (EngineEvent * (2 * options.max_sequences))()
-        self._engine = ctypes.c_void_p()
+        engine = ctypes.c_void_p()
         status = Status()
-        _check(self._library.tfm_engine_new(
-            model._handle, ctypes.byref(options), ctypes.byref(self._engine),
-            ctypes.byref(status)), status)
-        self._lock = threading.Lock()
+        with model._using("Engine") as handle:
+            _check(self._library.tfm_engine_new(
+                handle, ctypes.byref(options), ctypes.byref(engine),
+                ctypes.byref(status)), status)
+            self._events = (EngineEvent * (2 * options.max_sequences))()
+            self._engine = engine
+            model._engines.add(self)  # closed before the model
         self._open = set()  # requests not finished yet
 
     def close(self):
-        """Frees the engine (and its KV pool); also done when it is
-        collected."""
-        if getattr(self, "_engine", None):
-            self._library.tfm_engine_free(self._engine)
-            self._engine = None
+        """Frees the engine (and its KV pool), after a step running on
+        another thread; also done when it is collected, and by the model's
+        close()."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:
+            return
+        with lock:
+            if self._engine:
+                self._library.tfm_engine_free(self._engine)
+                self._engine = None
 
     def __del__(self):
         self.close()
+
+    def _live(self, what):
+        """The engine's handle, under its lock; TfmcError once it is
+        closed (by close(), or by its model's)."""
+        if not self._engine:
+            from tfmc import TfmcError
+            if self._model._closed:
+                raise self._model._closed_error(what)
+            raise TfmcError(f"{what}: the engine is closed")
+        return self._engine
 
     def submit(self, prompt, max_tokens=128, temperature=0.0, top_p=1.0,
                top_k=0, seed=0, ignore_eos=False):
         """Queues `prompt` (text or token ids); returns the request's id,
         which step() names its tokens with."""
-        ids = (self._model.tokenize(prompt) if isinstance(prompt, str)
-               else [int(t) for t in prompt])
+        from tfmc import _c_integer, _INT32_MAX, _INT64_MAX
+        what = "Engine.submit"
+        ids = (self._model._tokenize(prompt, None, what + ": the prompt")
+               if isinstance(prompt, str)
+               else self._model._token_ids(prompt, what))
         prompt_ids = (ctypes.c_int32 * max(len(ids), 1))(*ids)
-        request = EngineRequest(prompt_ids, len(ids), max_tokens,
-                                SamplerOptions(temperature, top_k, top_p,
-                                               1.0, seed),
-                                1 if ignore_eos else 0)
+        request = EngineRequest(
+            prompt_ids, len(ids),
+            _c_integer(max_tokens, "max_tokens", -_INT64_MAX - 1, _INT64_MAX),
+            SamplerOptions(temperature,
+                           _c_integer(top_k, "top_k", -_INT32_MAX - 1,
+                                      _INT32_MAX), top_p, 1.0,
+                           _c_integer(seed, "seed", 0, 2**64 - 1)),
+            1 if ignore_eos else 0)
         request_id = ctypes.c_int64()
         status = Status()
         with self._lock:
             self._check(self._library.tfm_engine_submit(
-                self._engine, ctypes.byref(request), ctypes.byref(request_id),
-                ctypes.byref(status)), status)
+                self._live(what), ctypes.byref(request),
+                ctypes.byref(request_id), ctypes.byref(status)), status)
             self._open.add(request_id.value)
         return request_id.value
 
     def cancel(self, request):
         """Drops a request, waiting or running."""
+        from tfmc import _c_integer, _INT64_MAX
+        request = _c_integer(request, "request", -_INT64_MAX - 1, _INT64_MAX)
         status = Status()
         with self._lock:
             self._check(self._library.tfm_engine_cancel(
-                self._engine, request, ctypes.byref(status)), status)
+                self._live("Engine.cancel"), request, ctypes.byref(status)),
+                status)
             self._open.discard(request)
 
     def pending(self):
@@ -101,7 +138,7 @@ class Engine:
         status = Status()
         with self._lock:
             code = self._library.tfm_engine_step(
-                self._engine, self._events, len(self._events),
+                self._live("Engine.step"), self._events, len(self._events),
                 ctypes.byref(count), ctypes.byref(status))
             events = []
             for event in self._events[:count.value]:
@@ -132,6 +169,6 @@ class Engine:
         """The engine's counters (tfm_engine_stats) as a dict."""
         stats = EngineStats()
         with self._lock:
-            self._library.tfm_engine_get_stats(self._engine,
+            self._library.tfm_engine_get_stats(self._live("Engine.stats"),
                                                ctypes.byref(stats))
         return {name: getattr(stats, name) for name, _ in stats._fields_}

@@ -113,8 +113,19 @@ tfm_status_code tfm_engine_new(tfm_model *model,
                     o.block_positions, (long long)o.prefill_chunk);
   if (!o.max_sequences)
     o.max_sequences = d.max_sequences;
+  /* A block is at most a whole sequence: blocks are rounded up to sizes
+   * that divide the context, and none past it does (tfm-serve
+   * --block-positions 513 on a 512-position model spun forever looking
+   * for one). The default shrinks to a smaller context. */
+  if (o.block_positions > shape[2])
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_engine_new: block_positions %d is more than the %lld "
+                    "positions of model '%s' (a block holds at most one "
+                    "sequence's)",
+                    o.block_positions, (long long)shape[2], desc->name);
   if (!o.block_positions)
-    o.block_positions = d.block_positions;
+    o.block_positions =
+        d.block_positions < shape[2] ? d.block_positions : (int32_t)shape[2];
   if (!o.prefill_chunk)
     o.prefill_chunk = d.prefill_chunk;
   /* No step has more prompt tokens than every sequence's whole context. */

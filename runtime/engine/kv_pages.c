@@ -79,18 +79,23 @@ static int64_t max_map_count(void) {
 
 /* Block sizes must be whole pages in every plane and divide the capacity;
  * the worst case (every slot's every block mapped apart) must leave 8192
- * of the process's mappings to everything else. A capacity that is no whole number of pages per
- * plane cannot be mapped block by block: the cache is then ordinary memory
- * and blocks only count it (no sharing). */
+ * of the process's mappings to everything else. A capacity that is no
+ * whole number of pages per plane cannot be mapped block by block: the
+ * cache is then ordinary memory and blocks only count it (no sharing). The
+ * search ends at the capacity at the latest (a multiple of `unit` that
+ * divides itself): a size asked past it is refused by tfm_kv_pages_new,
+ * the default cut to it. */
 static void choose_block_positions(tfm_kv_pages *p) {
   const tfm_kv_pages_options *o = &p->options;
   int64_t page = sysconf(_SC_PAGESIZE);
   int64_t unit = page / gcd(page, o->position_bytes);
   int64_t wanted = o->block_positions > 0 ? o->block_positions
                                          : TFM_KV_DEFAULT_BLOCK_POSITIONS;
+  if (wanted > o->capacity) /* the default, for a shorter context */
+    wanted = o->capacity;
   p->mapped_blocks = o->capacity % unit == 0;
   if (!p->mapped_blocks) {
-    p->block_positions = wanted < o->capacity ? wanted : o->capacity;
+    p->block_positions = wanted;
     return;
   }
   int64_t size = unit;
@@ -160,6 +165,11 @@ tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
                     (long long)o->slots, (long long)o->layers,
                     (long long)o->capacity, (long long)o->position_bytes,
                     (long long)o->pool_bytes);
+  if (o->block_positions > o->capacity)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "blocks of %lld positions are more than the %lld "
+                    "positions of a sequence",
+                    (long long)o->block_positions, (long long)o->capacity);
   tfm_kv_pages *p = calloc(1, sizeof *p);
   if (!p)
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");

@@ -48,7 +48,9 @@ typedef struct {
   int64_t position_bytes;  /* kv_heads * head_dim * the element's bytes */
   int64_t pool_bytes;      /* bound on the blocks' memory */
   int64_t block_positions; /* at least; rounded up to whole pages; 0:
-                              TFM_KV_DEFAULT_BLOCK_POSITIONS */
+                              TFM_KV_DEFAULT_BLOCK_POSITIONS (at most the
+                              capacity); more than the capacity is
+                              refused */
 } tfm_kv_pages_options;
 
 tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,

@@ -12,7 +12,9 @@
  * path does (transformers' spectrogram() with remove_dc_offset,
  * preemphasis and mel_filter_bank(mel_scale="kaldi",
  * triangularize_in_mel_space=True)). tfm_audio_read gives a file's
- * samples whole, for the models that hear them raw (Wav2Vec2).
+ * samples whole, for the models that hear them raw (Wav2Vec2). Files are
+ * checked by their headers (rate, channels, duration) before they are
+ * decoded, then decoded in chunks no further than the model hears.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -23,6 +25,7 @@
 #include <fftw3.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sndfile.h>
 #include <soxr.h>
@@ -271,10 +274,120 @@ tfm_status_code tfm_kaldi_fbank(const tfm_model *model, const float *samples,
   return TFM_OK;
 }
 
+/* What a header may claim, checked before any sample is decoded: a 37 KB
+ * FLAC of an hour of silence at 48 kHz was decoded whole (1.37 GB, 6.4 s)
+ * before its length was refused, a FLAC at 655 350 Hz asked for 19 GB, and
+ * eight channels multiplied it all by eight. Files are decoded in chunks
+ * and mixed down as they come, no further than the model hears, so memory
+ * follows the duration a model accepts, not the file's claims. */
+enum {
+  kMinRate = 1000,     /* Hz: below telephony's 8 kHz by far */
+  kMaxRate = 384000,   /* Hz: the highest rate audio interfaces record */
+  kMaxChannels = 8,    /* 7.1; FLAC's own limit */
+  kMaxSeconds = 3600,  /* longer is a malformed header, not a request */
+  kChunkFrames = 65536 /* decoded at a time */
+};
+
+/* How much of a file a model takes: a waveform model (Wav2Vec2) at most
+ * `max_samples` at `rate` Hz and refuses a longer file (its call would
+ * refuse the samples), others the first `keep` seconds (Whisper's and the
+ * Audio Spectrogram Transformer's chunk), the rest left unread. */
+typedef struct {
+  const char *model;
+  int64_t rate, max_samples;
+  double keep;
+} audio_bounds;
+
+/* The header's claims against the bounds above and the model's. */
+static tfm_status_code check_header(const char *path, const SF_INFO *info,
+                                    const audio_bounds *bounds,
+                                    tfm_status *status) {
+  if (info->frames <= 0 || info->channels <= 0)
+    return tfm_fail(status, TFM_ERROR_AUDIO, "'%s' has no samples", path);
+  if (info->samplerate < kMinRate || info->samplerate > kMaxRate)
+    return tfm_fail(status, TFM_ERROR_AUDIO,
+                    "'%s' is sampled at %d Hz: tfmc reads audio sampled at "
+                    "%d to %d Hz",
+                    path, info->samplerate, kMinRate, kMaxRate);
+  if (info->channels > kMaxChannels)
+    return tfm_fail(status, TFM_ERROR_AUDIO,
+                    "'%s' has %d channels: tfmc mixes down at most %d", path,
+                    info->channels, kMaxChannels);
+  double seconds = (double)info->frames / info->samplerate;
+  if (info->frames > (int64_t)info->samplerate * kMaxSeconds)
+    return tfm_fail(status, TFM_ERROR_AUDIO,
+                    "'%s' claims %.1f s (%lld frames at %d Hz): more than "
+                    "an hour is not audio tfmc transcribes",
+                    path, seconds, (long long)info->frames, info->samplerate);
+  /* frames / samplerate > max_samples / rate, in integers (an hour at
+   * 384 kHz times a rate is far under 2^63; a longest clip past 2^63 /
+   * kMaxRate bounds nothing). */
+  if (bounds->max_samples > 0 && bounds->max_samples < INT64_MAX / kMaxRate &&
+      info->frames * bounds->rate > bounds->max_samples * info->samplerate)
+    return tfm_fail(status, TFM_ERROR_AUDIO,
+                    "'%s' lasts %.1f s (%lld frames at %d Hz), longer than "
+                    "model '%s' takes (%lld samples at %lld Hz, %.1f s): "
+                    "split it",
+                    path, seconds, (long long)info->frames, info->samplerate,
+                    bounds->model, (long long)bounds->max_samples,
+                    (long long)bounds->rate,
+                    (double)bounds->max_samples / (double)bounds->rate);
+  return TFM_OK;
+}
+
+/* libsndfile reads what a cut file holds and notes in its log that the
+ * header promised more ("data : 32000 (should be 15978)"): refuse that
+ * rather than transcribe part of the audio. */
+static tfm_status_code check_complete(SNDFILE *file, const char *path,
+                                      tfm_status *status) {
+  char log[2048] = "";
+  sf_command(file, SFC_GET_LOG_INFO, log, sizeof log);
+  long long promised = 0, present = 0;
+  const char *data = strstr(log, "\ndata : ");
+  if (data &&
+      sscanf(data, "\ndata : %lld (should be %lld)", &promised, &present) == 2 &&
+      present < promised)
+    return tfm_fail(status, TFM_ERROR_AUDIO,
+                    "'%s' is truncated: its header promises %lld bytes of "
+                    "samples, %lld are there",
+                    path, promised, present);
+  return TFM_OK;
+}
+
+/* `count` frames of `channels` interleaved samples, each frame's mean into
+ * mono[0..count); the first NaN or infinity is refused by its frame (a WAV
+ * of float samples may hold any bit pattern, and a NaN would reach the
+ * model's every output). */
+static tfm_status_code mix_down(const char *path, const float *interleaved,
+                                int64_t count, int channels, int64_t first,
+                                float *mono, tfm_status *status) {
+  for (int64_t i = 0; i < count; ++i) {
+    double sum = 0;
+    for (int c = 0; c < channels; ++c) {
+      float sample = interleaved[i * channels + c];
+      if (!isfinite(sample))
+        return tfm_fail(status, TFM_ERROR_AUDIO,
+                        "'%s' holds a non-finite sample (%s) at frame %lld "
+                        "(channel %d): audio samples must be finite",
+                        path,
+                        isnan(sample) ? "NaN"
+                        : sample > 0  ? "infinity"
+                                      : "-infinity",
+                        (long long)(first + i), c);
+      sum += sample;
+    }
+    mono[i] = (float)(sum / channels);
+  }
+  return TFM_OK;
+}
+
 /* The file's samples mixed down to mono (the channels' mean) into *out,
- * with their count and rate. */
-static tfm_status_code read_mono(const char *path, float **out, int64_t *n,
-                                 int *rate, tfm_status *status) {
+ * with their count and rate: the first `bounds->keep` seconds (and a tenth
+ * of a second for the resampling filter) where it is positive, else all
+ * of them. */
+static tfm_status_code read_mono(const char *path, const audio_bounds *bounds,
+                                 float **out, int64_t *n, int *rate,
+                                 tfm_status *status) {
   SF_INFO info;
   memset(&info, 0, sizeof info);
   SNDFILE *file = sf_open(path, SFM_READ, &info);
@@ -282,82 +395,70 @@ static tfm_status_code read_mono(const char *path, float **out, int64_t *n,
     return tfm_fail(status, TFM_ERROR_AUDIO, "cannot read audio '%s': %s", path,
              sf_strerror(NULL));
   }
-  /* libsndfile reads what a cut file holds and notes in its log that the
-   * header promised more ("data : 32000 (should be 15978)"): refuse that
-   * rather than transcribe part of the audio. */
-  char log[2048] = "";
-  sf_command(file, SFC_GET_LOG_INFO, log, sizeof log);
-  long long promised = 0, present = 0;
-  const char *data = strstr(log, "\ndata : ");
-  if (data &&
-      sscanf(data, "\ndata : %lld (should be %lld)", &promised, &present) == 2 &&
-      present < promised) {
+  tfm_status_code code = check_complete(file, path, status);
+  if (code == TFM_OK)
+    code = check_header(path, &info, bounds, status);
+  if (code != TFM_OK) {
     sf_close(file);
-    return tfm_fail(status, TFM_ERROR_AUDIO,
-                    "'%s' is truncated: its header promises %lld bytes of "
-                    "samples, %lld are there",
-                    path, promised, present);
+    return code;
   }
-  if (info.frames <= 0 || info.channels <= 0) {
+  int64_t wanted = info.frames;
+  if (bounds->keep > 0) {
+    int64_t kept = (int64_t)ceil(bounds->keep * info.samplerate) +
+                   info.samplerate / 10 + 16;
+    wanted = kept < wanted ? kept : wanted;
+  }
+  float *chunk =
+      malloc((size_t)kChunkFrames * (size_t)info.channels * sizeof(float));
+  float *mono = malloc((size_t)wanted * sizeof(float));
+  if (!chunk || !mono) {
+    free(chunk), free(mono);
     sf_close(file);
-    return tfm_fail(status, TFM_ERROR_AUDIO, "'%s' has no samples", path);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "out of memory for %lld samples of '%s'", (long long)wanted,
+                    path);
   }
-  /* At most an hour: a longer header is a malformed file, not a request. */
-  if (info.frames > (int64_t)info.samplerate * 3600 || info.samplerate <= 0) {
-    sf_close(file);
-    return tfm_fail(status, TFM_ERROR_AUDIO,
-             "'%s': %lld frames at %d Hz is not audio tfmc transcribes", path,
-             (long long)info.frames, info.samplerate);
+  int64_t done = 0;
+  while (code == TFM_OK && done < wanted) {
+    int64_t ask = wanted - done < kChunkFrames ? wanted - done : kChunkFrames;
+    sf_count_t got = sf_readf_float(file, chunk, ask);
+    if (got <= 0 || sf_error(file))
+      break;
+    code = mix_down(path, chunk, got, info.channels, done, mono + done, status);
+    done += got;
   }
-  float *interleaved =
-      malloc((size_t)info.frames * (size_t)info.channels * sizeof(float));
-  float *mono = malloc((size_t)info.frames * sizeof(float));
-  if (!interleaved || !mono) {
-    free(interleaved), free(mono);
-    sf_close(file);
-    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
-  }
-  sf_count_t got = sf_readf_float(file, interleaved, info.frames);
   int error = sf_error(file);
   sf_close(file);
-  if (got != info.frames || error) {
-    free(interleaved), free(mono);
-    return tfm_fail(status, TFM_ERROR_AUDIO,
-             "'%s' is truncated or corrupt: %lld of %lld frames read", path,
-             (long long)got, (long long)info.frames);
+  free(chunk);
+  if (code == TFM_OK && (done != wanted || error))
+    code = tfm_fail(status, TFM_ERROR_AUDIO,
+                    "'%s' is truncated or corrupt: %lld of %lld frames read",
+                    path, (long long)done, (long long)wanted);
+  if (code != TFM_OK) {
+    free(mono);
+    return code;
   }
-  for (sf_count_t i = 0; i < info.frames; ++i) {
-    double sum = 0;
-    for (int c = 0; c < info.channels; ++c)
-      sum += interleaved[i * info.channels + c];
-    mono[i] = (float)(sum / info.channels);
-  }
-  free(interleaved);
   *out = mono;
-  *n = info.frames;
+  *n = wanted;
   *rate = info.samplerate;
   return TFM_OK;
 }
 
-/* The mono samples of the file at `path` resampled to `to` Hz (libsoxr,
- * high quality) where they are at another rate: *samples (malloc'd) and
- * *n. Only the first `keep` seconds' worth (and a tenth of a second for
- * the filter) are resampled when `keep` > 0: a 1 Hz file of 800 samples
- * was resampled whole to 12.8 M samples, over a second (found by
- * fuzz-audio). */
-static tfm_status_code read_at_rate(const char *path, int64_t to, double keep,
-                                    float **out, int64_t *count,
-                                    tfm_status *status) {
-  int64_t n = 0;
+/* The mono samples of the file at `path` resampled to `bounds->rate` Hz
+ * (libsoxr, high quality) where they are at another rate: *samples
+ * (malloc'd) and *n. Only what read_mono kept is resampled: a 1 Hz file of
+ * 800 samples was resampled whole to 12.8 M samples, over a second (found
+ * by fuzz-audio; such rates are now refused too). */
+static tfm_status_code read_at_rate(const char *path,
+                                    const audio_bounds *bounds, float **out,
+                                    int64_t *count, tfm_status *status) {
+  int64_t n = 0, to = bounds->rate;
   int rate = 0;
   float *samples = NULL;
-  tfm_status_code read = read_mono(path, &samples, &n, &rate, status);
+  tfm_status_code read = read_mono(path, bounds, &samples, &n, &rate, status);
   if (read != TFM_OK)
     return read;
   if (rate != to) {
-    int64_t needed = (int64_t)(keep * rate) + rate / 10 + 16;
-    if (keep > 0 && n > needed)
-      n = needed;
     size_t room = (size_t)((double)n * (double)to / rate) + 16;
     float *resampled = malloc(room * sizeof *resampled);
     size_t done = 0;
@@ -395,10 +496,9 @@ tfm_status_code tfm_audio_load(const tfm_model *model, const char *path,
   float *samples = NULL;
   int64_t n = 0;
   /* Only as much as the chunk needs. */
-  tfm_status_code code =
-      read_at_rate(path, p->sampling_rate,
-                   (double)p->samples / (double)p->sampling_rate, &samples, &n,
-                   status);
+  audio_bounds bounds = {tfm_model_get_desc(model)->name, p->sampling_rate, 0,
+                         (double)p->samples / (double)p->sampling_rate};
+  tfm_status_code code = read_at_rate(path, &bounds, &samples, &n, status);
   if (code != TFM_OK)
     return code;
   code = p->kaldi
@@ -424,12 +524,13 @@ tfm_status_code tfm_audio_read(const tfm_model *model, const char *path,
                     desc->name);
   *samples = NULL;
   *n = 0;
-  /* No more than the model takes (a waveform model: a little over its
-   * longest clip, which its call then refuses by length; Whisper: its
-   * chunk): a few bytes of header claiming an hour at 1 Hz must not be
-   * resampled into an hour at 16 kHz. */
-  double keep = desc->waveform
-                    ? (double)(desc->max_context + 1) / (double)rate
-                    : (double)desc->audio_preprocessing->samples / (double)rate;
-  return read_at_rate(path, rate, keep, samples, n, status);
+  /* No more than the model takes (a waveform model: its longest clip,
+   * longer files refused by their header; Whisper: its chunk): a few bytes
+   * of header claiming an hour must not be decoded, or resampled, whole. */
+  audio_bounds bounds = {desc->name, rate, 0, 0};
+  if (desc->waveform)
+    bounds.max_samples = desc->max_context;
+  else
+    bounds.keep = (double)desc->audio_preprocessing->samples / (double)rate;
+  return read_at_rate(path, &bounds, samples, n, status);
 }

@@ -37,7 +37,8 @@ typedef struct {
   int64_t kv_pool_bytes; /* bound on KV memory; 0: max_sequences full
                             contexts */
   int32_t block_positions; /* positions per KV block (at least; rounded up
-                              to whole pages); 0: 8 */
+                              to whole pages); 0: 8; at most the model's
+                              context (more is refused) */
   int64_t prefill_chunk;   /* prompt tokens prefilled per step; 0: 512 */
   int share_prefixes;      /* share blocks of common prefixes (1: yes;
                               never for a model with rings: see

@@ -72,6 +72,15 @@ typedef struct tfm_tokenizer tfm_tokenizer;
 tfm_status_code tfm_model_load(const tfm_model_desc *desc,
                                const char *weights_path, tfm_model **model,
                                tfm_status *status);
+/* Checks that the file at `path` holds the whole ELF image its headers
+ * describe (an ELF header of this machine's kind, the program headers,
+ * every segment and the section headers within the file's size), before a
+ * program dlopens it: dlopen maps a library cut short inside its image and
+ * the process dies of SIGBUS at the first touch of a missing page.
+ * TFM_ERROR_IO names the file, its size and the size its image needs (or
+ * what else is wrong with it); a file cut only in the weights appended
+ * after the image passes, and tfm_model_load refuses it. */
+tfm_status_code tfm_model_library_check(const char *path, tfm_status *status);
 /* Frees the model and its tokenizer; unmaps a side file. */
 void tfm_model_free(tfm_model *model);
 /* The description the model was loaded from (sizes, special tokens). */
@@ -404,7 +413,9 @@ const char *tfm_tokenizer_decode(const tfm_tokenizer *tokenizer,
  * s), then tfm_log_mel (or, for the Audio Spectrogram Transformer,
  * tfm_kaldi_fbank) into `features` (`capacity` floats). TFM_ERROR_AUDIO
  * says what is wrong with the file (unknown format, truncated, no
- * samples), TFM_ERROR_NOT_FOUND when the model takes no audio,
+ * samples, a rate outside 1 to 384 kHz, more than 8 channels, more than an
+ * hour, a NaN or infinite sample: the header is checked before a sample is
+ * decoded), TFM_ERROR_NOT_FOUND when the model takes no audio,
  * TFM_ERROR_INVALID_ARGUMENT when `capacity` is too small. */
 tfm_status_code tfm_audio_load(const tfm_model *model, const char *path,
                                float *features, int64_t capacity,
@@ -412,10 +423,10 @@ tfm_status_code tfm_audio_load(const tfm_model *model, const char *path,
 
 /* An audio file as mono samples at the model's rate (a waveform model's,
  * or a speech model's), read and resampled as tfm_audio_load does:
- * *samples (malloc'd; the caller frees it) and *n. A file at another rate
- * is resampled only as far as the model hears (a waveform model: just past
- * its longest clip, which its call refuses; Whisper: its chunk); one at the
- * model's rate is read whole. Errors as tfm_audio_load's. */
+ * *samples (malloc'd; the caller frees it) and *n. A file is decoded only
+ * as far as the model hears: a waveform model's file longer than its
+ * longest clip is refused by its header's duration, Whisper's is cut to
+ * its chunk. Errors as tfm_audio_load's. */
 tfm_status_code tfm_audio_read(const tfm_model *model, const char *path,
                                float **samples, int64_t *n,
                                tfm_status *status);

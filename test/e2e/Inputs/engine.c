@@ -286,6 +286,11 @@ static void check_errors(void) {
   options = tfm_engine_default_options();
   options.kv_pool_bytes = 100;
   refused(tfm_engine_new(model, &options, &engine, &status), &status);
+  /* Blocks larger than a sequence: no size past the context divides it
+   * (the search for one never ended). */
+  options = tfm_engine_default_options();
+  options.block_positions = MODEL_MAX_CONTEXT + 1;
+  refused(tfm_engine_new(model, &options, &engine, &status), &status);
   refused(tfm_engine_new(NULL, NULL, &engine, &status), &status);
   if (failed(tfm_engine_new(model, NULL, &engine, &status), &status))
     return;

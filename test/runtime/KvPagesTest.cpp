@@ -1,0 +1,62 @@
+//===- KvPagesTest.cpp - the paged KV cache's choice of block sizes -------===//
+//
+// tfm_kv_pages_new rounds the block size asked for up to whole pages that
+// divide the capacity. Asked for more than the capacity it searched
+// forever (tfm-serve --block-positions 513 on a 512-position model hung):
+// every size from 0 to past the capacity, over capacities and position
+// sizes that are and are not whole pages, must end, in a block that divides
+// the capacity and is at least what was asked, or in a refusal naming both.
+//
+//===----------------------------------------------------------------------===//
+
+extern "C" {
+#include "runtime/engine/kv_pages.h"
+}
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace {
+
+TEST(KvPages, EveryBlockSizeEndsInABlockOrARefusal) {
+  std::vector<int64_t> asked = {0, 1, 2, 3, 7, 8, 9, 31, 32, 33, 255, 256};
+  for (int64_t capacity : {1, 2, 7, 8, 48, 64, 100, 512, 1024, 4096}) {
+    // 4 and 32 bytes a position: whole pages every 1024 and 128 positions
+    // (blocks are mapped); 12 and 48: every 1024 and 256; 1000: never.
+    for (int64_t positionBytes : {4, 12, 32, 48, 1000, 4096}) {
+      std::vector<int64_t> sizes = asked;
+      for (int64_t near : {capacity - 1, capacity, capacity + 1, 2 * capacity,
+                           int64_t{INT32_MAX}})
+        sizes.push_back(near);
+      for (int64_t wanted : sizes) {
+        tfm_kv_pages_options options = {
+            2,     1, capacity, positionBytes, 2 * 2 * capacity * positionBytes,
+            wanted};
+        tfm_kv_pages *pages = nullptr;
+        tfm_status status;
+        tfm_status_code code = tfm_kv_pages_new(&options, &pages, &status);
+        SCOPED_TRACE("capacity " + std::to_string(capacity) + ", " +
+                     std::to_string(positionBytes) + " bytes a position, " +
+                     std::to_string(wanted) + " positions asked");
+        if (wanted > capacity) {
+          EXPECT_EQ(code, TFM_ERROR_INVALID_ARGUMENT);
+          EXPECT_EQ(std::string(status.message),
+                    "blocks of " + std::to_string(wanted) +
+                        " positions are more than the " +
+                        std::to_string(capacity) + " positions of a sequence");
+          continue;
+        }
+        ASSERT_EQ(code, TFM_OK) << status.message;
+        int64_t block = tfm_kv_pages_block_positions(pages);
+        EXPECT_GE(block, wanted > 0 ? wanted : 1);
+        EXPECT_LE(block, capacity);
+        tfm_kv_pages_free(pages);
+      }
+    }
+  }
+}
+
+} // namespace
