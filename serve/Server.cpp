@@ -63,6 +63,11 @@ std::string libraryStem(const std::string &path) {
 }
 
 const tfm_model_desc *loadLibrary(const ServerOptions &o, std::string &name) {
+  // dlopen maps a library cut short and dies of SIGBUS touching what is
+  // not there: its ELF image is checked against the file first.
+  tfm_status status;
+  if (tfm_model_library_check(o.library.c_str(), &status) != TFM_OK)
+    fail(status.message);
   void *library = dlopen(o.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library)
     fail("cannot load '" + o.library + "': " + dlerror());
