@@ -62,6 +62,13 @@ def main():
         raw = base64.b64decode(body["data"][0]["embedding"])
         decoded = list(struct.unpack(f"<{len(raw) // 4}f", raw))
         print("base64 decodes to the floats:", status, decoded == vector)
+        # 200 inputs run in parts of one call's (other requests between
+        # them): the answers stay in order.
+        status, body = post(port, {"input": ["x"] * 199 + ["a photo of a cat"]})
+        print("200 inputs:", status, [d["index"] for d in body["data"]] ==
+              list(range(200)), "last is the cat's:",
+              max(abs(a - b) for a, b in zip(body["data"][199]["embedding"],
+                                             vector)) < 1e-4)
         for label, request in [
                 ("dimensions", {"input": "a cat", "dimensions": 8}),
                 ("empty", {"input": []}),
@@ -72,6 +79,8 @@ def main():
                 ("id out of range", {"input": [566, 9999, 567]}),
                 ("format", {"input": "a cat", "encoding_format": "int8"}),
                 ("not JSON", "{input"),
+                ("NUL", {"input": "hello\u0000world"}),
+                ("2049 inputs", {"input": ["a"] * 2049}),
                 ("no input", {"model": "model"})]:
             status, body = post(port, request)
             print(f"refused, {label}:", status, body["error"]["message"])
