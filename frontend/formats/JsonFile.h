@@ -1,7 +1,8 @@
 //===- JsonFile.h - reading JSON files with located errors ------*- C++ -*-===//
 //
 // config.json, tokenizer files and safetensors indexes are all read the same
-// way: a missing file and malformed JSON are user errors naming the file.
+// way: a missing file, malformed JSON and nesting too deep to parse
+// (JsonDepth.h) are user errors naming the file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,6 +10,7 @@
 #define TFM_FRONTEND_JSONFILE_H
 
 #include "frontend/ErrorMessages.h"
+#include "frontend/formats/JsonDepth.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -17,18 +19,13 @@
 namespace mlir::tfm {
 
 /// Reads and parses `path`; the error names the file and, for bad JSON, the
-/// position.
+/// position (or the depth, for nesting past kMaxJsonDepth).
 inline llvm::Expected<llvm::json::Value> readJsonFile(llvm::StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     return makeError("cannot read '" + path +
                      "': " + buffer.getError().message());
-  llvm::Expected<llvm::json::Value> json =
-      llvm::json::parse((*buffer)->getBuffer());
-  if (!json)
-    return makeError(path + ": malformed JSON: " +
-                     llvm::toString(json.takeError()));
-  return json;
+  return parseBoundedJson((*buffer)->getBuffer(), path);
 }
 
 /// The JSON object in `path`, which `holder` keeps, or `fallback` when

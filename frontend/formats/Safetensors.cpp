@@ -9,6 +9,7 @@
 
 #include "frontend/formats/Safetensors.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/formats/JsonDepth.h"
 #include "frontend/formats/JsonFile.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -118,10 +119,10 @@ Error mlir::tfm::readSafetensorsFile(llvm::StringRef path, WeightStore &store) {
                      " exceeds the file size (" + llvm::Twine(bytes.size()) +
                      " bytes)");
   llvm::StringRef headerText = bytes.substr(8, headerSize);
-  llvm::Expected<llvm::json::Value> header = llvm::json::parse(headerText);
+  llvm::Expected<llvm::json::Value> header =
+      parseBoundedJson(headerText, path, "JSON header");
   if (!header)
-    return makeError(path + ": malformed JSON header: " +
-                     llvm::toString(header.takeError()));
+    return header.takeError();
   const llvm::json::Object *object = header->getAsObject();
   if (!object)
     return makeError(path + ": the JSON header must be an object");
