@@ -180,7 +180,7 @@ DecoderSpec readLlamaSpec(ConfigReader &config) {
   spec.mlpBias = config.boolean("mlp_bias", false);
   if (spec.numHeads > 0) {
     int64_t headDim =
-        config.integer("head_dim", spec.hiddenSize / spec.numHeads);
+        config.positiveInteger("head_dim", spec.hiddenSize / spec.numHeads);
     if (headDim != spec.hiddenSize / spec.numHeads)
       config.fail("unsupported config value head_dim = " +
                   llvm::Twine(headDim) + " (must be hidden_size / "
@@ -212,7 +212,7 @@ DecoderSpec readQwen3Spec(ConfigReader &config) {
   readLlamaSizes(config, spec);
   if (spec.numHeads > 0)
     spec.explicitHeadDim =
-        config.integer("head_dim", spec.hiddenSize / spec.numHeads);
+        config.positiveInteger("head_dim", spec.hiddenSize / spec.numHeads);
   spec.rmsNorm = true;
   spec.normEpsilon = config.number("rms_norm_eps", 1e-6);
   spec.gatedMlp = true;
@@ -241,13 +241,34 @@ void useExpertNames(DecoderSpec &spec, const std::string &block,
   spec.layer.gate = spec.layer.up = spec.layer.down = "";
 }
 
+/// The default counts of a mixture of experts' config fields.
+struct ExpertCountDefaults {
+  int64_t experts, perToken;
+};
+
+/// How many experts a layer has (`expertsKey`: Mixtral's
+/// num_local_experts, the others' num_experts) and how many each token goes
+/// through (num_experts_per_tok), both positive, the second at most the
+/// first: a count of 0 would otherwise leave a layer with no MLP at all.
+void readExpertCounts(ConfigReader &config, DecoderSpec &spec,
+                      llvm::StringRef expertsKey,
+                      ExpertCountDefaults defaults) {
+  spec.numExperts = config.positiveInteger(expertsKey, defaults.experts);
+  spec.expertsPerToken =
+      config.positiveInteger("num_experts_per_tok", defaults.perToken);
+  if (spec.expertsPerToken > spec.numExperts)
+    config.fail("config value num_experts_per_tok (" +
+                llvm::Twine(spec.expertsPerToken) + ") must be at most " +
+                expertsKey + " (" + llvm::Twine(spec.numExperts) + ")");
+}
+
 /// Phi-3: LLaMA with Q, K and V in one projection (qkv_proj) and the MLP's
 /// gate and up in one (gate_up_proj), split by preparePhi3Checkpoint, and a
 /// sliding window where the config sets one (Phi-3-mini-4k's 2047).
 DecoderSpec readPhi3Spec(ConfigReader &config) {
   DecoderSpec spec = readLlamaSpec(config);
   spec.family = "phi3";
-  spec.slidingWindow = config.integer("sliding_window", 0);
+  spec.slidingWindow = config.positiveInteger("sliding_window", 0);
   std::string p = "model.layers.{}.";
   spec.layer.query = p + "self_attn.qkv_proj.q.weight";
   spec.layer.key = p + "self_attn.qkv_proj.k.weight";
@@ -264,9 +285,8 @@ DecoderSpec readPhi3Spec(ConfigReader &config) {
 DecoderSpec readMixtralSpec(ConfigReader &config) {
   DecoderSpec spec = readLlamaSpec(config);
   spec.family = "mixtral";
-  spec.slidingWindow = config.integer("sliding_window", 0);
-  spec.numExperts = config.integer("num_local_experts", 8);
-  spec.expertsPerToken = config.integer("num_experts_per_tok", 2);
+  spec.slidingWindow = config.positiveInteger("sliding_window", 0);
+  readExpertCounts(config, spec, "num_local_experts", {8, 2});
   spec.expertSize = spec.intermediateSize;
   useExpertNames(spec, "model.layers.{}.block_sparse_moe.", "w1", "w3", "w2");
   return spec;
@@ -297,10 +317,10 @@ struct QwenExpertDefaults {
 void readQwenExperts(ConfigReader &config, DecoderSpec &spec,
                      QwenExpertDefaults defaults) {
   refuseDenseLayers(config);
-  spec.numExperts = config.integer("num_experts", defaults.experts);
-  spec.expertsPerToken =
-      config.integer("num_experts_per_tok", defaults.perToken);
-  spec.expertSize = config.integer("moe_intermediate_size", defaults.size);
+  readExpertCounts(config, spec, "num_experts",
+                   {defaults.experts, defaults.perToken});
+  spec.expertSize =
+      config.positiveInteger("moe_intermediate_size", defaults.size);
   spec.normalizeExpertWeights =
       config.boolean("norm_topk_prob", defaults.normalize);
   useExpertNames(spec, "model.layers.{}.mlp.", "gate_proj", "up_proj",
@@ -344,7 +364,7 @@ DecoderSpec readGemmaSpec(ConfigReader &config) {
   DecoderSpec spec;
   spec.family = "gemma";
   readLlamaSizes(config, spec);
-  spec.explicitHeadDim = config.integer("head_dim");
+  spec.explicitHeadDim = config.positiveInteger("head_dim");
   spec.rmsNorm = true;
   spec.normEpsilon = config.number("rms_norm_eps", 1e-6);
   spec.gatedMlp = true;
@@ -360,17 +380,12 @@ DecoderSpec readGemmaSpec(ConfigReader &config) {
 
 /// A soft-cap of Gemma 2's config (attn_logit_softcapping,
 /// final_logit_softcapping): `absent` when the config leaves it out, none
-/// (0) when it is null.
+/// (0) when it is null. A cap of 0 is refused, not read as none: the
+/// reference divides the scores by it.
 double readSoftcap(ConfigReader &config, llvm::StringRef key, double absent) {
   if (!config.fields().get(key))
     return absent;
-  double cap = config.number(key, 0);
-  if (!(cap >= 0) || std::isinf(cap))
-    config.fail("config value " + key +
-                " must be a positive number or "
-                "null, got " +
-                std::to_string(cap));
-  return cap;
+  return config.positiveNumber(key, 0);
 }
 
 /// Each layer's window from layer_types ("sliding_attention": `window`,
@@ -416,7 +431,7 @@ DecoderSpec readGemma2Spec(ConfigReader &config) {
   useGemma2Layers(config, spec, 224);
   spec.attentionSoftcap = readSoftcap(config, "attn_logit_softcapping", 50);
   spec.logitSoftcap = readSoftcap(config, "final_logit_softcapping", 30);
-  int64_t window = config.integer("sliding_window", 4096);
+  int64_t window = config.positiveInteger("sliding_window", 4096);
   if (!readLayerTypes(config, spec, window))
     spec.windowAllButEvery(2, window);
   return spec;
@@ -437,15 +452,12 @@ DecoderSpec readGemma3Spec(ConfigReader &config) {
   spec.attentionSoftcap = readSoftcap(config, "attn_logit_softcapping", 0);
   spec.logitSoftcap = readSoftcap(config, "final_logit_softcapping", 0);
   readRopeScaling(config, spec);
-  spec.localRopeTheta = config.number("rope_local_base_freq", 10000.0);
-  int64_t window = config.integer("sliding_window", 4096);
+  // Positive where given: 0 would mean "as the global layers" here.
+  spec.localRopeTheta = config.positiveNumber("rope_local_base_freq", 10000.0);
+  int64_t window = config.positiveInteger("sliding_window", 4096);
   if (!readLayerTypes(config, spec, window)) {
-    int64_t pattern = config.integer("sliding_window_pattern", 6);
-    if (pattern < 1)
-      config.fail("config value sliding_window_pattern must be positive, "
-                  "got " +
-                  std::to_string(pattern));
-    else
+    int64_t pattern = config.positiveInteger("sliding_window_pattern", 6);
+    if (pattern > 0)
       spec.windowAllButEvery(pattern, window);
   }
   std::string p = "model.layers.{}.self_attn.";
@@ -455,12 +467,10 @@ DecoderSpec readGemma3Spec(ConfigReader &config) {
 }
 
 /// OLMo's clip_qkv: Q, K and V clamped to [-clip_qkv, clip_qkv] after their
-/// projections; null or absent: not clamped.
+/// projections; null or absent: not clamped. 0 is refused: the reference
+/// clamps every value to 0 rather than not clamping.
 void readClipQkv(ConfigReader &config, DecoderSpec &spec) {
-  spec.clipQkv = config.number("clip_qkv", 0);
-  if (!(spec.clipQkv >= 0) || std::isinf(spec.clipQkv))
-    config.fail("clip_qkv must be a finite number >= 0 (or null), got " +
-                std::to_string(spec.clipQkv));
+  spec.clipQkv = config.positiveNumber("clip_qkv", 0);
 }
 
 /// OLMo: LLaMA with LayerNorms that have neither scale nor shift (epsilon
@@ -489,8 +499,7 @@ DecoderSpec readOlmoeSpec(ConfigReader &config) {
   spec.family = "olmoe";
   spec.normEpsilon = config.number("rms_norm_eps", 1e-5);
   readClipQkv(config, spec);
-  spec.numExperts = config.integer("num_experts", 64);
-  spec.expertsPerToken = config.integer("num_experts_per_tok", 8);
+  readExpertCounts(config, spec, "num_experts", {64, 8});
   spec.expertSize = spec.intermediateSize;
   spec.normalizeExpertWeights = config.boolean("norm_topk_prob", false);
   useExpertNames(spec, "model.layers.{}.mlp.", "gate_proj", "up_proj",
@@ -511,7 +520,7 @@ DecoderSpec readStarcoder2Spec(ConfigReader &config) {
   spec.activation = config.activation("hidden_act", "gelu_pytorch_tanh");
   spec.qkvBias = spec.outputBias = spec.mlpBias =
       config.boolean("use_bias", true);
-  spec.slidingWindow = config.integer("sliding_window", 0);
+  spec.slidingWindow = config.positiveInteger("sliding_window", 0);
   useLlamaNames(config, spec, /*tiedByDefault=*/true);
   spec.layer.up = "model.layers.{}.mlp.c_fc.weight";
   spec.layer.gate = "";
@@ -585,7 +594,7 @@ DecoderSpec readGptNeoSpec(ConfigReader &config) {
   spec.learnedPositions = true;
   spec.outputBias = spec.mlpBias = true;
   spec.attentionScale = 1.0;
-  int64_t window = config.integer("window_size", 256);
+  int64_t window = config.positiveInteger("window_size", 256);
   const llvm::json::Array *types = config.fields().getArray("attention_types");
   auto bad = [&] {
     config.fail("attention_types must list [[\"global\" or \"local\", "
@@ -843,7 +852,7 @@ llvm::Error prepareGptNeoXCheckpoint(DecoderSpec &spec, WeightStore &store,
 DecoderSpec readMistralSpec(ConfigReader &config) {
   DecoderSpec spec = readLlamaSpec(config);
   spec.family = "mistral";
-  spec.slidingWindow = config.integer("sliding_window", 0);
+  spec.slidingWindow = config.positiveInteger("sliding_window", 0);
   return spec;
 }
 

@@ -93,8 +93,9 @@ void readT5(ConfigReader &config, Seq2SeqSpec &spec) {
 void readWhisper(ConfigReader &config, Seq2SeqSpec &spec) {
   readBartSizes(config, spec);
   spec.maxPositions = config.integer("max_target_positions", 448);
-  spec.melBins = config.integer("num_mel_bins", 80);
-  spec.sourcePositions = config.integer("max_source_positions", 1500);
+  // Positive where given: a spec without mel bins is a text model's.
+  spec.melBins = config.positiveInteger("num_mel_bins", 80);
+  spec.sourcePositions = config.positiveInteger("max_source_positions", 1500);
   spec.preNorm = true;
   spec.keyBias = false;
   spec.decoderStartToken = config.integer("decoder_start_token_id", 50257);
@@ -240,18 +241,39 @@ mlir::tfm::readAudioPreprocessing(MLIRContext &context,
       readOptionalJsonObject(path, &none, file);
   if (!fields)
     return fields.takeError();
-  auto integer = [&](llvm::StringRef key, int64_t fallback) {
-    return (*fields)->getInteger(key).value_or(fallback);
-  };
-  int64_t melBins = integer("feature_size", 80);
-  int64_t rate = integer("sampling_rate", 16000);
-  int64_t nFft = integer("n_fft", 400), hop = integer("hop_length", 160);
-  int64_t samples = integer("n_samples", integer("chunk_length", 30) * rate);
-  if (melBins <= 0 || rate <= 0 || nFft < 2 || nFft % 2 || hop <= 0 ||
-      samples < hop)
-    return makeError(path + ": expected positive feature_size, sampling_rate "
-                            "and hop_length, an even n_fft and a chunk of at "
-                            "least one hop");
+  // WhisperFeatureExtractor's fields and defaults; each positive and
+  // below kMaxConfigSize, so that the chunk's samples do not overflow.
+  ConfigReader reader(**fields, path.str().str());
+  int64_t melBins = reader.positiveInteger("feature_size", 80);
+  int64_t rate = reader.positiveInteger("sampling_rate", 16000);
+  int64_t nFft = reader.positiveInteger("n_fft", 400);
+  int64_t hop = reader.positiveInteger("hop_length", 160);
+  int64_t chunk = reader.positiveInteger("chunk_length", 30);
+  if (llvm::Error err = reader.takeError())
+    return std::move(err);
+  if (llvm::Error err = expectPositiveSizes(
+          path, {{"feature_size", melBins},
+                 {"sampling_rate", rate},
+                 {"n_fft", nFft},
+                 {"hop_length", hop},
+                 {"chunk_length", chunk}}))
+    return std::move(err);
+  int64_t samples = reader.positiveInteger("n_samples", chunk * rate);
+  if (llvm::Error err = reader.takeError())
+    return std::move(err);
+  if (llvm::Error err = expectPositiveSizes(path, {{"n_samples", samples}}))
+    return std::move(err);
+  // The STFT reflects n_fft / 2 samples at each end of the chunk (as
+  // torch.stft's center=True does, which needs fewer than the chunk), and
+  // its real FFT has n_fft / 2 + 1 bins.
+  if (nFft % 2 != 0 || nFft > samples)
+    return makeError(path + ": n_fft " + llvm::Twine(nFft) +
+                     " must be even and at most the chunk's " +
+                     llvm::Twine(samples) + " samples (Whisper's is 400)");
+  if (samples < hop)
+    return makeError(path + ": the chunk's " + llvm::Twine(samples) +
+                     " samples are fewer than one hop (hop_length " +
+                     llvm::Twine(hop) + ")");
   int64_t frames = 2 * spec.sourcePositions;
   if (melBins != spec.melBins || samples / hop != frames)
     return makeError(path + ": the features are " + llvm::Twine(melBins) +
@@ -311,15 +333,31 @@ llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(
         return makeError(where + ": forced_decoder_ids should force positions "
                                  "1, 2, ... in turn, as [[1, id], [2, id], "
                                  "...]");
-      prompt.push_back(int32_t(*(*entry)[1].getAsInteger()));
+      int64_t token = *(*entry)[1].getAsInteger();
+      if (token < 0 || token >= spec.vocabSize)
+        return makeError(where + ": forced_decoder_ids forces token " +
+                         llvm::Twine(token) + ", outside the " +
+                         llvm::Twine(spec.vocabSize) +
+                         "-token vocabulary (ids 0 to " +
+                         llvm::Twine(spec.vocabSize - 1) + ")");
+      prompt.push_back(int32_t(token));
     }
+  // Ids outside the vocabulary are refused by name: cut to 32 bits or
+  // left to the runtime, they would suppress another token or none.
   auto tokenList = [&](llvm::StringRef key,
                        SmallVector<int32_t> &list) -> llvm::Error {
     if (const llvm::json::Array *ids = fields->getArray(key))
       for (const llvm::json::Value &id : *ids) {
         if (!id.getAsInteger())
           return makeError(where + ": " + key + " should list token ids");
-        list.push_back(int32_t(*id.getAsInteger()));
+        int64_t token = *id.getAsInteger();
+        if (token < 0 || token >= spec.vocabSize)
+          return makeError(where + ": " + key + " lists token " +
+                           llvm::Twine(token) + ", outside the " +
+                           llvm::Twine(spec.vocabSize) +
+                           "-token vocabulary (ids 0 to " +
+                           llvm::Twine(spec.vocabSize - 1) + ")");
+        list.push_back(int32_t(token));
       }
     return llvm::Error::success();
   };

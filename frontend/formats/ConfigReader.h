@@ -15,7 +15,9 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +56,43 @@ public:
       return *v;
     fail("field '" + key + "' must be a number");
     return fallback;
+  }
+  /// A size or count that is positive where given (sliding_window,
+  /// head_dim, num_local_experts): `fallback` when absent or null (a
+  /// missing field without one). 0 or a negative value is refused, never
+  /// read as "none": the reference takes it as the number it is (a window
+  /// of 0 positions, 0 experts), not as the field left out.
+  int64_t positiveInteger(llvm::StringRef key,
+                          std::optional<int64_t> fallback = {}) {
+    const llvm::json::Value *value = object.get(key);
+    if (!value || value->kind() == llvm::json::Value::Null) {
+      if (!fallback)
+        fail("missing integer field '" + key + "'");
+      return fallback.value_or(0);
+    }
+    std::optional<int64_t> v = value->getAsInteger();
+    if (!v || *v <= 0) {
+      fail("config value " + key + " must be a positive integer or null, "
+           "got " + formatValue(*value));
+      return fallback.value_or(0);
+    }
+    return *v;
+  }
+  /// A finite number that is positive where given (soft-caps, clip_qkv, a
+  /// RoPE base): `fallback` when absent or null; 0, a negative number,
+  /// infinity or NaN is refused, since the reference divides by it or
+  /// clamps to it rather than leaving it out.
+  double positiveNumber(llvm::StringRef key, double fallback) {
+    const llvm::json::Value *value = object.get(key);
+    if (!value || value->kind() == llvm::json::Value::Null)
+      return fallback;
+    std::optional<double> v = value->getAsNumber();
+    if (!v || !(*v > 0) || std::isinf(*v)) {
+      fail("config value " + key + " must be a positive number or null, "
+           "got " + formatValue(*value));
+      return fallback;
+    }
+    return *v;
   }
   bool boolean(llvm::StringRef key, bool fallback) {
     const llvm::json::Value *value = object.get(key);
@@ -163,6 +202,13 @@ public:
   const llvm::json::Object &fields() const { return object; }
 
 private:
+  /// A value as the config writes it, for messages ("0", "-2.5", "\"x\"").
+  static std::string formatValue(const llvm::json::Value &value) {
+    std::string text;
+    llvm::raw_string_ostream(text) << value;
+    return text;
+  }
+
   const llvm::json::Object &object;
   std::string path;
   std::string errors;

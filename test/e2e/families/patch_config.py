@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """Copies a fixture directory and changes config.json fields: KEY=JSON
-(or KEY=text when it is not JSON), for the config-error tests."""
+(or KEY=text when it is not JSON), for the config-error tests; with
+--file NAME first, the fields of that JSON file of the directory instead
+(generation_config.json, preprocessor_config.json)."""
 import json
 import shutil
 import sys
 
 source, target, *changes = sys.argv[1:]
+name = "config.json"
+if changes[:1] == ["--file"]:
+    name, changes = changes[1], changes[2:]
 shutil.rmtree(target, ignore_errors=True)
 shutil.copytree(source, target)
-with open(f"{target}/config.json") as f:
+with open(f"{target}/{name}") as f:
     config = json.load(f)
 for change in changes:
     key, value = change.split("=", 1)
@@ -16,5 +21,5 @@ for change in changes:
         config[key] = json.loads(value)
     except json.JSONDecodeError:
         config[key] = value
-with open(f"{target}/config.json", "w") as f:
+with open(f"{target}/{name}", "w") as f:
     json.dump(config, f)
