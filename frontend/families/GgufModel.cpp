@@ -33,6 +33,7 @@
 #include "frontend/formats/StoredDtypes.h"
 #include "frontend/tokenizers/ChatTemplates.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
@@ -219,6 +220,10 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
   if (!theta) return theta.takeError();
   if (!scaling) return scaling.takeError();
   spec.numKVHeads = kvHeads->value_or(spec.numHeads);
+  // 0 would read as "hidden / heads" (explicitHeadDim's unset value).
+  if (*headDim && **headDim == 0)
+    return makeError(file.path() + ": metadata '" + key +
+                     "attention.key_length' is 0, not a head size");
   if (*headDim && spec.numHeads && **headDim != spec.hiddenSize / spec.numHeads)
     spec.explicitHeadDim = **headDim;
   if (*ropeDims && **ropeDims != spec.headDim())
@@ -420,6 +425,45 @@ std::string expertSliceName(llvm::StringRef stacked, int64_t expert) {
   return (base + "." + llvm::Twine(expert) + (weight ? ".weight" : "")).str();
 }
 
+/// Refuses a tensor of blocks one of whose scales is infinite or NaN:
+/// the kernels and the decoding would turn its weights into NaN or zeros
+/// without a word. `base` is the file's first byte (its mapping, which a
+/// store may hold by now). Reading the scales pages every block tensor in
+/// once (as the packager does again later), so it comes after the checks
+/// that read only the header; the pages then leave this process's
+/// resident set.
+llvm::Error checkBlockScales(const GgufFile &file, const uint8_t *base,
+                             bool mapped) {
+  std::string source = llvm::sys::path::filename(file.path()).str();
+  for (const GgufTensor &tensor : file.tensors()) {
+    int64_t blockElements = dtypeBlockElements(tensor.dtype);
+    if (blockElements == 1)
+      continue;
+    const uint8_t *data = base + tensor.offset;
+    int64_t blocks = int64_t(tensor.bytes) / dtypeBlockBytes(tensor.dtype);
+    std::optional<NonFiniteScale> bad =
+        findNonFiniteScale(tensor.dtype, data, blocks);
+    WeightTensor::view(tensor.shape, tensor.dtype, data, mapped, source)
+        .releasePages();
+    if (!bad)
+      continue;
+    return makeError(file.path() + ": tensor '" + tensor.name + "' (" +
+                     dtypeName(tensor.dtype) + ") block " +
+                     llvm::Twine(bad->block) + " of " + llvm::Twine(blocks) +
+                     " (elements " + llvm::Twine(bad->block * blockElements) +
+                     " to " +
+                     llvm::Twine((bad->block + 1) * blockElements - 1) +
+                     ") has scale " + bad->field + " = " +
+                     ((bad->bits & 0x3ff)    ? "NaN"
+                      : (bad->bits & 0x8000) ? "-infinity"
+                                             : "infinity") +
+                     " (f16 0x" +
+                     llvm::utohexstr(bad->bits, /*LowerCase=*/true) +
+                     "): the file is corrupt");
+  }
+  return llvm::Error::success();
+}
+
 /// Every tensor of `file` as a view of its mapping (which the caller
 /// hands to the store once done with the file); a tensor of stacked
 /// experts ([experts, rows, columns]: Mixtral's ffn_*_exps) as each
@@ -462,6 +506,9 @@ llvm::Error mlir::tfm::readGgufWeights(llvm::StringRef path,
   if (!file)
     return file.takeError();
   addGgufTensors(*file, weights);
+  if (llvm::Error err =
+          checkBlockScales(*file, file->bytes(), file->isMapped()))
+    return err;
   weights.keepMapped(file->releaseBuffer());
   return llvm::Error::success();
 }
@@ -478,6 +525,11 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
     return arch.takeError();
   if (!*arch)
     return makeError(path + ": metadata 'general.architecture' is missing");
+  // Else the first weight looked up would be reported missing, whatever
+  // the file's records after the header hold.
+  if (file->tensors().empty())
+    return makeError(path + ": the tensor count (at byte 8) is 0: a model "
+                            "file needs its weights");
   const GgufArchitecture *architecture = findGgufArchitecture(**arch);
   if (!architecture)
     return makeError(path + ": architecture '" + **arch +
@@ -559,6 +611,8 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
   // llama.cpp's default: SentencePiece vocabularies start with BOS.
   model.addBos = addBos->value_or(*tokenizerKind && **tokenizerKind == "llama");
 
+  const uint8_t *base = file->bytes();
+  bool mapped = file->isMapped();
   model.weights.keepMapped(file->releaseBuffer());
   auto module = buildDecoder(
       context, *spec, model.weights, path, [](llvm::StringRef name) {
@@ -567,6 +621,8 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
       });
   if (!module)
     return module.takeError();
+  if (llvm::Error err = checkBlockScales(*file, base, mapped))
+    return std::move(err);
   model.module = std::move(*module);
   recordDecoderShape(model, *spec);
   model.family = spec->family;

@@ -105,6 +105,12 @@ public:
       return err;
     if (Error err = readU64(metadataCount, "the metadata count"))
       return err;
+    // Every GGUF file has general.architecture; a count of 0 would read
+    // the pairs as tensor records.
+    if (metadataCount == 0)
+      return makeError(file.filePath + ": the metadata count (at byte 16) "
+                                       "is 0, but a GGUF file holds at "
+                                       "least general.architecture");
     // A metadata pair takes at least 13 bytes, a tensor record 32.
     if (metadataCount > left() / 13)
       return fail("metadata count " + llvm::Twine(metadataCount) +
@@ -118,8 +124,18 @@ public:
                   " cannot fit in the " + llvm::Twine(left()) +
                   " bytes left");
     for (uint64_t i = 0; i < tensorCount; ++i)
-      if (Error err = readTensorRecord(i))
-        return err;
+      if (Error err = readTensorRecord(i)) {
+        // The first record is where metadata read out of step (an array
+        // or a count short of what the file holds) shows: say where the
+        // pairs were taken to end.
+        if (i != 0 || lastKey.empty())
+          return err;
+        return makeError(llvm::toString(std::move(err)) +
+                         "; the tensor records were taken to start after "
+                         "metadata '" + lastKey + "' at byte " +
+                         llvm::Twine(lastKeyAt) +
+                         ": does every count before them match the file?");
+      }
     return placeTensorData();
   }
 
@@ -127,6 +143,10 @@ private:
   GgufFile &file;
   llvm::StringRef data;
   uint64_t at = 0;
+  /// The last metadata pair read and where it starts, for messages about
+  /// what follows it.
+  llvm::StringRef lastKey;
+  uint64_t lastKeyAt = 0;
 
   uint64_t left() const { return data.size() - at; }
 
@@ -162,8 +182,14 @@ private:
   }
 
   Error readPair(uint64_t index) {
+    uint64_t start = at;
     llvm::StringRef key;
     if (Error err = readString(key, "metadata key " + llvm::Twine(index)))
+      return err;
+    // Keys are ASCII names (the GGUF spec's lower_snake_case, dot
+    // separated): anything else is the bytes of a value the reader was not
+    // told about, an array or a count that claims fewer than it holds.
+    if (Error err = checkKey(key, index, start))
       return err;
     uint32_t type;
     if (Error err = readU32(type, "the type of '" + key + "'"))
@@ -173,7 +199,35 @@ private:
       return err;
     if (!file.metadata.try_emplace(key, std::move(value)).second)
       return fail("metadata key '" + key + "' appears twice");
+    lastKey = key;
+    lastKeyAt = start;
     return Error::success();
+  }
+
+  /// Refuses key `index` (read at byte `start`) unless it is a GGUF key.
+  Error checkKey(llvm::StringRef key, uint64_t index, uint64_t start) {
+    bool valid = !key.empty() && key.size() <= 65535 &&
+                 llvm::all_of(key, [](char c) {
+                   return llvm::isAlnum(c) || c == '_' || c == '.' || c == '-';
+                 });
+    if (valid)
+      return Error::success();
+    std::string shown = key.take_front(32).str();
+    for (char &c : shown)
+      if (!llvm::isPrint(c))
+        c = '?';
+    if (key.size() > 32)
+      shown += "...";
+    std::string previous;
+    if (!lastKey.empty())
+      previous = (": the value of '" + lastKey + "' at byte " +
+                  llvm::Twine(lastKeyAt) + " may hold more than its count says")
+                     .str();
+    return makeError(file.filePath + ": metadata key " + llvm::Twine(index) +
+                     " at byte " + llvm::Twine(start) + " ('" + shown +
+                     "') is not a GGUF key (ASCII letters, digits, '_', '-' "
+                     "and '.')" +
+                     previous);
   }
 
   /// One value of `type` into `out` (nested arrays are checked and
@@ -272,9 +326,18 @@ private:
   }
 
   Error readTensorRecord(uint64_t index) {
+    uint64_t start = at;
     llvm::StringRef name;
     if (Error err = readString(name, "the name of tensor " + llvm::Twine(index)))
       return err;
+    // A metadata key where a tensor's name should be: the header's
+    // metadata count is short of the pairs the file holds.
+    if (isMetadataKey(name))
+      return makeError(file.filePath + ": tensor record " +
+                       llvm::Twine(index) + " at byte " + llvm::Twine(start) +
+                       " is named '" + name +
+                       "', a metadata key: the file holds more metadata "
+                       "pairs than the header's count says");
     GgufTensor tensor;
     tensor.name = name.str();
     std::string where = ("tensor '" + name + "'").str();
@@ -325,6 +388,18 @@ private:
         return fail("tensor '" + name + "' appears twice");
     file.tensorList.push_back(std::move(tensor));
     return Error::success();
+  }
+
+  /// Whether `name` is in a metadata namespace (general., tokenizer., or
+  /// the architecture's), where no tensor's name is.
+  bool isMetadataKey(llvm::StringRef name) const {
+    if (name.starts_with("general.") || name.starts_with("tokenizer."))
+      return true;
+    auto arch = file.metadata.find("general.architecture");
+    return arch != file.metadata.end() &&
+           arch->second.kind == GgufValue::Kind::String &&
+           !arch->second.string.empty() &&
+           name.starts_with((arch->second.string + ".").str());
   }
 
   /// Data follows the records at the next multiple of the alignment; each

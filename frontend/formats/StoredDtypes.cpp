@@ -198,30 +198,40 @@ void decodeIQ4_XS(const uint8_t *block, float *out) {
 
 using BlockDecoder = void (*)(const uint8_t *, float *);
 
-/// Each dtype's name, block and decoder, in WeightDtype's order.
+/// An f16 scale of a block: its byte offset and name (ggml-common.h's).
+struct ScaleField {
+  int offset;
+  const char *name; // null: no such field
+};
+
+/// Each dtype's name, block, decoder and f16 scales, in WeightDtype's
+/// order.
 struct DtypeLayout {
   WeightDtype dtype;
   const char *name;
   int64_t blockElements, blockBytes;
   BlockDecoder decode; // null for the floats, decoded element by element
+  ScaleField scales[2];
 };
 
+constexpr ScaleField kNone = {0, nullptr};
+
 constexpr DtypeLayout kLayouts[] = {
-    {WeightDtype::F32, "F32", 1, 4, nullptr},
-    {WeightDtype::F16, "F16", 1, 2, nullptr},
-    {WeightDtype::BF16, "BF16", 1, 2, nullptr},
-    {WeightDtype::Q8_0, "Q8_0", 32, 34, decodeQ8_0},
-    {WeightDtype::Q4_0, "Q4_0", 32, 18, decodeQ4_0},
-    {WeightDtype::Q4_1, "Q4_1", 32, 20, decodeQ4_1},
-    {WeightDtype::Q4_K, "Q4_K", 256, 144, decodeQ4_K},
-    {WeightDtype::Q6_K, "Q6_K", 256, 210, decodeQ6_K},
-    {WeightDtype::Q5_0, "Q5_0", 32, 22, decodeQ5_0},
-    {WeightDtype::Q5_1, "Q5_1", 32, 24, decodeQ5_1},
-    {WeightDtype::Q2_K, "Q2_K", 256, 84, decodeQ2_K},
-    {WeightDtype::Q3_K, "Q3_K", 256, 110, decodeQ3_K},
-    {WeightDtype::Q5_K, "Q5_K", 256, 176, decodeQ5_K},
-    {WeightDtype::IQ4_NL, "IQ4_NL", 32, 18, decodeIQ4_NL},
-    {WeightDtype::IQ4_XS, "IQ4_XS", 256, 136, decodeIQ4_XS},
+    {WeightDtype::F32, "F32", 1, 4, nullptr, {kNone, kNone}},
+    {WeightDtype::F16, "F16", 1, 2, nullptr, {kNone, kNone}},
+    {WeightDtype::BF16, "BF16", 1, 2, nullptr, {kNone, kNone}},
+    {WeightDtype::Q8_0, "Q8_0", 32, 34, decodeQ8_0, {{0, "d"}, kNone}},
+    {WeightDtype::Q4_0, "Q4_0", 32, 18, decodeQ4_0, {{0, "d"}, kNone}},
+    {WeightDtype::Q4_1, "Q4_1", 32, 20, decodeQ4_1, {{0, "d"}, {2, "m"}}},
+    {WeightDtype::Q4_K, "Q4_K", 256, 144, decodeQ4_K, {{0, "d"}, {2, "dmin"}}},
+    {WeightDtype::Q6_K, "Q6_K", 256, 210, decodeQ6_K, {{208, "d"}, kNone}},
+    {WeightDtype::Q5_0, "Q5_0", 32, 22, decodeQ5_0, {{0, "d"}, kNone}},
+    {WeightDtype::Q5_1, "Q5_1", 32, 24, decodeQ5_1, {{0, "d"}, {2, "m"}}},
+    {WeightDtype::Q2_K, "Q2_K", 256, 84, decodeQ2_K, {{80, "d"}, {82, "dmin"}}},
+    {WeightDtype::Q3_K, "Q3_K", 256, 110, decodeQ3_K, {{108, "d"}, kNone}},
+    {WeightDtype::Q5_K, "Q5_K", 256, 176, decodeQ5_K, {{0, "d"}, {2, "dmin"}}},
+    {WeightDtype::IQ4_NL, "IQ4_NL", 32, 18, decodeIQ4_NL, {{0, "d"}, kNone}},
+    {WeightDtype::IQ4_XS, "IQ4_XS", 256, 136, decodeIQ4_XS, {{0, "d"}, kNone}},
 };
 
 constexpr bool layoutsInEnumOrder() {
@@ -252,6 +262,22 @@ int64_t mlir::tfm::dtypeStoredBytes(WeightDtype dtype, int64_t elements) {
 
 const char *mlir::tfm::dtypeName(WeightDtype dtype) {
   return layoutOf(dtype).name;
+}
+
+std::optional<NonFiniteScale>
+mlir::tfm::findNonFiniteScale(WeightDtype dtype, const uint8_t *bytes,
+                              int64_t blocks) {
+  const DtypeLayout &layout = layoutOf(dtype);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (const ScaleField &scale : layout.scales) {
+      if (!scale.name)
+        continue;
+      uint16_t bits = read16le(bytes + b * layout.blockBytes + scale.offset);
+      // An f16 whose exponent bits are all set: infinity or NaN.
+      if ((bits & 0x7c00) == 0x7c00)
+        return NonFiniteScale{b, scale.name, bits};
+    }
+  return std::nullopt;
 }
 
 void mlir::tfm::decodeStoredElements(WeightDtype dtype, const uint8_t *bytes,

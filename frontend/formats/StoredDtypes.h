@@ -52,8 +52,25 @@
 #include "frontend/formats/WeightStore.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace mlir::tfm {
+
+/// A block scale that is not a finite number: block `block`'s f16 field
+/// `field` ("d", "dmin", "m"), whose bits are `bits`.
+struct NonFiniteScale {
+  int64_t block;
+  const char *field;
+  uint16_t bits;
+};
+
+/// The first of `blocks` consecutive blocks of `dtype` at `bytes` whose f16
+/// scale (d, or its minimum's dmin or m) is infinite or NaN, if any (none
+/// for the float dtypes). A corrupt file's such blocks would decode to NaN
+/// everywhere, or to zeros where a kernel clamps them, with nothing said.
+std::optional<NonFiniteScale> findNonFiniteScale(WeightDtype dtype,
+                                                 const uint8_t *bytes,
+                                                 int64_t blocks);
 
 /// Decodes `count` consecutive elements of `dtype` stored at `bytes` into
 /// `out`; for a block dtype, `count` is a whole number of blocks and
