@@ -45,6 +45,8 @@ struct HttpResponse {
   std::vector<std::pair<std::string, std::string>> headers;
   /// A streamed body (chunked): each call waits until there is more of it,
   /// appends that to `out` and returns true, or returns false at its end.
+  /// A call must return within the idle timeout (with something to send):
+  /// the connection is closed as idle otherwise.
   std::function<bool(std::string &out)> stream;
   /// Called once a streamed body ends: sent whole, or its client gone.
   std::function<void()> streamClosed;

@@ -267,8 +267,10 @@ namespace {
 /// responses, answered whole or streamed as server-sent events.
 class CompletionEndpoints {
 public:
-  CompletionEndpoints(const ServedModel &served, Scheduler &scheduler)
-      : served(served), scheduler(scheduler) {
+  /// `idle`: how long a connection may go without a byte (--timeout).
+  CompletionEndpoints(const ServedModel &served, Scheduler &scheduler,
+                      std::chrono::milliseconds idle)
+      : served(served), scheduler(scheduler), keepAlive(idle / 2) {
     std::random_device entropy;
     nextSeed = (uint64_t(entropy()) << 32) | entropy();
   }
@@ -331,17 +333,27 @@ private:
 
   /// The next server-sent events of a streamed completion, once there are
   /// any: the tokens made since the last, or at the end the finish reason
-  /// (or the error) and [DONE]. False when those were the last.
+  /// (or the error) and [DONE]. False when those were the last. A stream
+  /// with no token for half the idle timeout (queued, or a long prefill)
+  /// gets an SSE comment, which clients skip: the connection would
+  /// otherwise be closed as idle.
   bool streamEvents(Endpoint endpoint, std::string &out,
                     Generation &generation, const std::string &id,
                     int64_t created) {
     const char *reason = nullptr;
     std::string error, text;
     std::vector<int32_t> fresh;
-    while (!generation.done && fresh.empty())
-      text = generation.advance(scheduler, std::chrono::seconds(1), reason,
-                                error, fresh);
+    auto waited = std::chrono::milliseconds(0);
+    const auto step = std::min(keepAlive, std::chrono::milliseconds(1000));
+    while (!generation.done && fresh.empty() && waited < keepAlive) {
+      text = generation.advance(scheduler, step, reason, error, fresh);
+      waited += step;
+    }
     auto send = [&](const std::string &event) { out += event; };
+    if (!generation.done && fresh.empty()) {
+      send(": waiting\n\n");
+      return true;
+    }
     // Each chunk also lists its tokens (an extension, as vLLM's
     // return_tokens_as_token_ids): text may be empty for a while
     // (a stop string's possible start, a model without tokenizer).
@@ -372,6 +384,7 @@ private:
 
   const ServedModel &served;
   Scheduler &scheduler;
+  std::chrono::milliseconds keepAlive;
   std::atomic<uint64_t> nextSeed{0};
   std::atomic<uint64_t> nextId{1};
 };
@@ -845,7 +858,8 @@ int tfm::serve::runServer(const ServerOptions &o) {
   addInformationRoutes(server, served, scheduler.get());
   std::unique_ptr<CompletionEndpoints> completions;
   if (scheduler) {
-    completions = std::make_unique<CompletionEndpoints>(served, *scheduler);
+    completions = std::make_unique<CompletionEndpoints>(
+        served, *scheduler, std::chrono::seconds(o.timeoutSeconds));
     server.route("POST", "/v1/completions",
                 [&](const HttpRequest &req, HttpResponse &res) {
                   completions->handle(Endpoint::Completions, req, res);

@@ -1,7 +1,7 @@
 """Drives tfm-serve as a hostile client would, over loopback only, and prints
 one line per check for FileCheck (tfm-serve-hostile.test).
 
-  serve_hostile_client.py TFM_SERVE LIBRARY
+  serve_hostile_client.py TFM_SERVE LIBRARY [--queued-stream]
 
 Each attack of issue 71 is sent once, bounded in count and time, and is
 followed by a check that the server still answers: bodies nested 150,000
@@ -9,6 +9,8 @@ levels deep, NUL characters in text, fields of the wrong kind, slow clients
 holding connections, a chunked body past the limit, a Content-Length past
 the limit with no body, 250,000 headers, a multiplied Range header, and
 pipelined requests. The server's memory is read from /proc.
+With --queued-stream: a stream that waits longer than the idle timeout
+for its first token (queued behind another request) is kept open.
 """
 
 import http.client
@@ -84,8 +86,42 @@ def status_of(response):
     return line.split(" ")[1] if " " in line else "(none)"
 
 
+def queued_stream(serve, library):
+    """A stream queued behind a long request on a server whose connections
+    may idle 1 s: SSE comments keep it open until its tokens come."""
+    server, port = start(serve, library, "--max-sequences", "1",
+                         "--timeout", "1")
+    try:
+        def hold():
+            post(port, "/v1/completions", {"prompt": [1], "max_tokens": 510,
+                                           "ignore_eos": True})
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        time.sleep(0.05)
+        connection = http.client.HTTPConnection("127.0.0.1", port,
+                                                timeout=60)
+        connection.request("POST", "/v1/completions",
+                           json.dumps({"prompt": [1], "max_tokens": 5,
+                                       "stream": True}),
+                           {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        events = response.read().decode().split("\n\n")
+        data = [e for e in events if e.startswith("data: ")]
+        others = [e for e in events if e and not e.startswith(("data: ", ":"))]
+        print("queued stream:", response.status, "ends with [DONE]:",
+              data[-1] == "data: [DONE]", "| events other than data and "
+              "comments:", len(others))
+        holder.join()
+    finally:
+        server.terminate()
+        server.wait()
+
+
 def main():
     serve, library = sys.argv[1:3]
+    if sys.argv[3:] == ["--queued-stream"]:
+        return queued_stream(serve, library)
     # Bodies up to 400,000 bytes: the nested ones (300 KB) are read.
     server, port = start(serve, library, "--max-sequences", "2",
                          "--max-request-bytes", "400000", "--timeout", "60")
