@@ -47,30 +47,38 @@ _LIBC = ctypes.CDLL(None)
 _LIBC.free.argtypes = [ctypes.c_void_p]
 
 
-def _media_library():
-    """libtfmrt_media.so (audio decoding, resampling), beside the built
-    libtfmrt.so or where the loader finds it; None when there is none."""
-    built = os.path.join(_ROOT, "build", "lib", "libtfmrt_media.so")
-    for path in (os.environ.get("TFM_MEDIA_LIBRARY"), built,
-                 "libtfmrt_media.so"):
+def _built_library(name, variable):
+    """The shared library `name`: where $`variable` says, beside the built
+    runtime (build/lib), or where the loader finds it; None when none
+    loads."""
+    built = os.path.join(_ROOT, "build", "lib", name)
+    for path in (os.environ.get(variable), built, name):
         if not path:
             continue
         try:
-            library = ctypes.CDLL(path)
+            return ctypes.CDLL(path)
         except OSError:
             continue
-        library.tfm_audio_read.restype = ctypes.c_int
-        library.tfm_audio_read.argtypes = [
-            ctypes.c_void_p, ctypes.c_char_p,
-            ctypes.POINTER(ctypes.POINTER(ctypes.c_float)),
-            ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(Status)]
-        library.tfm_log_mel.restype = ctypes.c_int
-        library.tfm_log_mel.argtypes = [
-            ctypes.c_void_p, ctypes.POINTER(ctypes.c_float), ctypes.c_int64,
-            ctypes.POINTER(ctypes.c_float), ctypes.c_int64,
-            ctypes.POINTER(Status)]
-        return library
     return None
+
+
+def _media_library():
+    """libtfmrt_media.so (audio decoding, resampling), beside the built
+    libtfmrt.so or where the loader finds it; None when there is none."""
+    library = _built_library("libtfmrt_media.so", "TFM_MEDIA_LIBRARY")
+    if library is None:
+        return None
+    library.tfm_audio_read.restype = ctypes.c_int
+    library.tfm_audio_read.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p,
+        ctypes.POINTER(ctypes.POINTER(ctypes.c_float)),
+        ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(Status)]
+    library.tfm_log_mel.restype = ctypes.c_int
+    library.tfm_log_mel.argtypes = [
+        ctypes.c_void_p, ctypes.POINTER(ctypes.c_float), ctypes.c_int64,
+        ctypes.POINTER(ctypes.c_float), ctypes.c_int64,
+        ctypes.POINTER(Status)]
+    return library
 
 
 def _runtime_library():
@@ -78,19 +86,13 @@ def _runtime_library():
     library is loaded (tfm_model_library_check): the built one, or where
     the loader finds it; None when there is none. A model library loaded
     afterwards binds to this copy (the loader matches its name)."""
-    built = os.path.join(_ROOT, "build", "lib", "libtfmrt.so")
-    for path in (os.environ.get("TFM_RUNTIME_LIBRARY"), built, "libtfmrt.so"):
-        if not path:
-            continue
-        try:
-            library = ctypes.CDLL(path)
-        except OSError:
-            continue
-        library.tfm_model_library_check.restype = ctypes.c_int
-        library.tfm_model_library_check.argtypes = [ctypes.c_char_p,
-                                                    ctypes.POINTER(Status)]
-        return library
-    return None
+    library = _built_library("libtfmrt.so", "TFM_RUNTIME_LIBRARY")
+    if library is None:
+        return None
+    library.tfm_model_library_check.restype = ctypes.c_int
+    library.tfm_model_library_check.argtypes = [ctypes.c_char_p,
+                                                ctypes.POINTER(Status)]
+    return library
 
 
 def _c_text(text, what):

@@ -13,6 +13,7 @@
 
 #include "serve/OpenAiApi.h"
 #include "test/fuzz/FuzzFiles.h"
+#include "test/fuzz/FuzzServedModel.h"
 
 #include <cstdlib>
 
@@ -64,22 +65,9 @@ void check(Endpoint endpoint, const std::string &body,
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::vector<std::string_view> parts = tfm_fuzz::splitParts(data, size, 2);
-  std::vector<uint8_t> blob(parts[1].begin(), parts[1].end());
-  tfm_tokenizer *tokenizer = nullptr;
-  tfm_status status;
-  if (!blob.empty() &&
-      tfm_tokenizer_new(blob.data(), blob.size(), &tokenizer, &status) != TFM_OK)
-    tokenizer = nullptr;
-  tfm_model_desc desc{};
-  desc.vocab_size = 512;
-  desc.bos_token = 1;
-  desc.eos_token = 2;
-  desc.add_bos = 1;
-  ServedModel model;
-  model.name = "fuzz";
-  model.desc = &desc;
-  model.tokenizer = tokenizer;
-  model.contextPositions = 256;
+  tfm_fuzz::FuzzServedModel fuzzModel(parts[1], 256);
+  ServedModel &model = fuzzModel.served;
+  fuzzModel.desc.add_bos = 1;
   model.maxTokensPerRequest = 128;
   std::string parseError;
   model.chatTemplate = ChatTemplate::parse(kChatMl, parseError);
@@ -89,6 +77,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string body(parts[0]);
   check(Endpoint::Completions, body, model);
   check(Endpoint::ChatCompletions, body, model);
-  tfm_tokenizer_free(tokenizer);
   return 0;
 }

@@ -16,6 +16,7 @@
 #include "serve/Multipart.h"
 #include "serve/Transcriptions.h"
 #include "test/fuzz/FuzzFiles.h"
+#include "test/fuzz/FuzzServedModel.h"
 
 #include <cstdlib>
 
@@ -93,25 +94,10 @@ void checkUpload(const std::string &contentType, const std::string &body,
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::vector<std::string_view> parts = tfm_fuzz::splitParts(data, size, 3);
-  std::vector<uint8_t> blob(parts[2].begin(), parts[2].end());
-  tfm_tokenizer *tokenizer = nullptr;
-  tfm_status status;
-  if (!blob.empty() &&
-      tfm_tokenizer_new(blob.data(), blob.size(), &tokenizer, &status) != TFM_OK)
-    tokenizer = nullptr;
-  tfm_model_desc desc{};
-  desc.vocab_size = 512;
-  desc.bos_token = 1;
-  desc.eos_token = 2;
-  desc.max_context = kContext;
-  ServedModel model;
-  model.name = "fuzz";
-  model.desc = &desc;
-  model.tokenizer = tokenizer;
-  model.contextPositions = kContext;
+  tfm_fuzz::FuzzServedModel fuzzModel(parts[2], kContext);
+  const ServedModel &model = fuzzModel.served;
   std::string body(parts[0]);
   checkEncoderBodies(body, model);
   checkUpload(std::string(parts[1]), body, model);
-  tfm_tokenizer_free(tokenizer);
   return 0;
 }

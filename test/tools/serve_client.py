@@ -21,19 +21,10 @@ import sys
 import threading
 import time
 
+from serve_process import post
+
 PROMPTS = ["Once upon a time", "The cat", "Lily and Ben went to the park",
            "One day, a little bird"]
-
-
-def post(port, path, body, raw=False):
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    data = body if raw else json.dumps(body)
-    connection.request("POST", path, data,
-                       {"Content-Type": "application/json"})
-    response = connection.getresponse()
-    payload = response.read().decode()
-    connection.close()
-    return response.status, payload
 
 
 def get(port, path):
@@ -198,19 +189,19 @@ def run_checks(port, executable):
 
     # Malformed requests: status and message.
     bad = [
-        ('{"prompt": "x", ', True),
-        ({"prompt": "x", "max_tokenz": 3}, False),
-        ({"prompt": "x", "model": "gpt-4"}, False),
-        ({"prompt": "x", "max_tokens": 401}, False),
-        ({"prompt": "x " * 300, "max_tokens": 300}, False),
-        ({"prompt": [1, 99999]}, False),
-        ({"prompt": "x", "temperature": "hot"}, False),
-        ({"prompt": "x", "stream": "yes"}, False),
-        ({"max_tokens": 3}, False),
-        ("[" + "1," * 3000 + "1]", True),
+        '{"prompt": "x", ',
+        {"prompt": "x", "max_tokenz": 3},
+        {"prompt": "x", "model": "gpt-4"},
+        {"prompt": "x", "max_tokens": 401},
+        {"prompt": "x " * 300, "max_tokens": 300},
+        {"prompt": [1, 99999]},
+        {"prompt": "x", "temperature": "hot"},
+        {"prompt": "x", "stream": "yes"},
+        {"max_tokens": 3},
+        "[" + "1," * 3000 + "1]",
     ]
-    for body, raw in bad:
-        status, payload = post(port, "/v1/completions", body, raw)
+    for body in bad:
+        status, payload = post(port, "/v1/completions", body)
         print("refused:", status, json.loads(payload)["error"]["message"][:120])
     status, _, payload = get(port, "/v1/nothing")
     print("refused:", status, json.loads(payload)["error"]["message"])

@@ -20,19 +20,7 @@ import sys
 import threading
 import time
 
-from serve_process import start
-
-def post(port, path, body, timeout=30):
-    connection = http.client.HTTPConnection("127.0.0.1", port,
-                                            timeout=timeout)
-    data = body if isinstance(body, (str, bytes)) else json.dumps(body)
-    connection.request("POST", path, data,
-                       {"Content-Type": "application/json"})
-    response = connection.getresponse()
-    payload = response.read().decode()
-    connection.close()
-    return response.status, payload
-
+from serve_process import post, start
 
 def message(payload):
     try:
