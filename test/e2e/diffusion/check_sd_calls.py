@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Checks a compiled Stable Diffusion fixture's entry points against the
+goldens make_sd_goldens.py wrote with diffusers (needs numpy and the
+tfmc Python package, python/tfmc):
+
+    check_sd_calls.py LIBRARY Inputs/NAME [--only ENTRY...]
+    check_sd_calls.py --files Inputs/NAME...
+
+Each of Inputs/NAME/goldens.json's `calls` (entry, input files, output
+files, in the entry point's order) runs through
+tfmc.load(LIBRARY).call(entry, *inputs), and each output must be within
+1e-4 * max(1, |ref|) of its golden, element by element (shapes equal,
+every value finite). The entry points: encode_text(ids i32[77]) -> [77, D]
+(SDXL: both tokenizers' ids -> prompt_embeds [77, 96] and the pooled
+text_embeds [64]); denoise(latents [C, h, w], timestep f32[1], text
+[77, D] [, text_embeds, time_ids]) -> [4, h, w]; decode_latents([4, h, w])
+-> [3, H, W] (the 1 / scaling_factor included); encode_image([3, H, W])
+-> [8, h, w] (mean then logvar). Prints one line per call; exits 1 when
+one fails.
+
+--files only checks that every file goldens.json lists is there with its
+shape's size, finite (no library needed).
+
+A skeleton for now: the whole pipelines (goldens.json `pipelines`: the
+scheduler's config, timesteps, the noise and the generator's draws, the
+latents after each step and the image, within 1e-3) come with the
+runtime's sampling loop.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DTYPES = {"f32": "<f4", "i32": "<i4"}
+
+
+def load_goldens(folder):
+    with open(os.path.join(folder, "goldens.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def read(folder, goldens, file):
+    spec = goldens["files"][file]
+    values = np.fromfile(os.path.join(folder, file), DTYPES[spec["dtype"]])
+    expected = int(np.prod(spec["shape"], dtype=np.int64))
+    if values.size != expected:
+        raise SystemExit(f"{file}: {values.size} values, goldens.json says "
+                         f"{spec['shape']}")
+    return values.reshape(spec["shape"])
+
+
+def compare(actual, expected, what):
+    """(ok, line): within 1e-4 * max(1, |ref|) everywhere."""
+    actual = np.asarray(actual, dtype=np.float32)
+    if actual.size != expected.size:
+        return False, f"{what}: {actual.shape} values, expected {expected.shape}"
+    actual = actual.reshape(expected.shape)
+    if not np.isfinite(actual).all():
+        return False, f"{what}: not finite at {np.argwhere(~np.isfinite(actual))[0]}"
+    bound = 1e-4 * np.maximum(1.0, np.abs(expected))
+    error = np.abs(actual.astype(np.float64) - expected)
+    worst = np.unravel_index(np.argmax(error / bound), error.shape)
+    ok = bool((error <= bound).all())
+    return ok, (f"{'OK' if ok else 'MISMATCH'}: {what}: max abs error "
+                f"{error.max():.3g}, worst {error[worst]:.3g} at {list(worst)} "
+                f"(ref {expected[worst]:.6g}, bound {bound[worst]:.3g})")
+
+
+def check_files(folder):
+    goldens = load_goldens(folder)
+    for file, spec in goldens["files"].items():
+        values = read(folder, goldens, file)
+        if spec["dtype"] == "f32" and not np.isfinite(values).all():
+            raise SystemExit(f"{file}: not finite")
+    print(f"OK: {folder}: {len(goldens['files'])} files, "
+          f"{len(goldens['calls'])} calls, {len(goldens['pipelines'])} pipelines")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", action="store_true")
+    parser.add_argument("--only", nargs="+", metavar="ENTRY")
+    parser.add_argument("paths", nargs="+")
+    args = parser.parse_args()
+    if args.files:
+        for folder in args.paths:
+            check_files(folder)
+        return 0
+    if len(args.paths) != 2:
+        parser.error("LIBRARY Inputs/NAME")
+    library, folder = args.paths
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
+    import tfmc
+    goldens = load_goldens(folder)
+    failed = 0
+    with tfmc.load(library) as model:
+        for call in goldens["calls"]:
+            entry = call["entry"]
+            if args.only and entry not in args.only:
+                continue
+            inputs = [read(folder, goldens, f) for f in call["inputs"]]
+            outputs = list(model.call(entry, *inputs).values())
+            if len(outputs) != len(call["outputs"]):
+                print(f"MISMATCH: @{entry}: {len(outputs)} outputs, the goldens "
+                      f"have {len(call['outputs'])}")
+                failed += 1
+                continue
+            for out, file in zip(outputs, call["outputs"]):
+                ok, line = compare(out, read(folder, goldens, file),
+                                   f"@{entry}({', '.join(call['inputs'])}) -> {file}")
+                print(line)
+                failed += not ok
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
