@@ -6,15 +6,12 @@
  * in the same order of operations, so that a step gives the same bits;
  * what it computes with NumPy (the timestep spacings, np.interp of the
  * sigmas, Karras sigmas and their timesteps) is double, or float where
- * NumPy's casting rules keep float32. Where the references' arithmetic is
- * not plain IEEE it is reproduced as torch 1.13 and NumPy 1.24 run it on
- * x86 with AVX2: torch.linspace builds its halves from each end in 8-wide
- * vectors with fused multiply-adds, cumprod accumulates in double,
- * `x ** 0.5` is a square root, `1 / x` a reciprocal, torch.log and
- * torch.exp are SLEEF's, np.log of float32 NumPy's own. With these every
- * run of the goldens (SchedulersTest) gives diffusers' bits. The file is
- * compiled with -ffp-contract=off: a multiply-add is fused only where the
- * source says fmaf.
+ * NumPy's casting rules keep float32. Where torch's and NumPy's arithmetic
+ * is not plain IEEE it is theirs (reference_math.c): torch.linspace,
+ * torch.log and torch.exp, np.log of float32. torch's cumprod accumulates
+ * in double, `x ** 0.5` is a square root and `1 / x` a reciprocal. With
+ * these every run of the goldens (SchedulersTest) gives diffusers' bits.
+ * Compiled with -ffp-contract=off: no multiply-add is fused.
  *
  * The schedule (timesteps, sigmas) is made once by tfm_scheduler_new, as
  * set_timesteps makes it; a step reads it by call index. The history a
@@ -26,8 +23,8 @@
 #include "runtime/diffusion/schedulers.h"
 
 #include "runtime/core/status.h"
+#include "runtime/diffusion/reference_math.h"
 
-#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,219 +56,6 @@ struct tfm_scheduler {
   float *x0[2]; /* DPM++: x0 predictions, [1] the latest */
   int32_t lower_order_nums;
 };
-
-/*===---------------------------- torch and NumPy -------------------------===*/
-
-/* torch.linspace(start, end, steps, dtype=float32) on the CPU, as its
- * AVX2 kernel computes it: the first half counted up from start, the
- * second down from end (a multiply-add, fused by the compiler), in pairs
- * of 8-wide vectors, each its first value plus k steps (not fused), then
- * the remaining values one by one. */
-static void torch_linspace(float start, float end, int64_t steps, float *out) {
-  if (steps == 1) {
-    out[0] = start;
-    return;
-  }
-  float step = (end - start) / (float)(steps - 1);
-  int64_t halfway = steps / 2;
-  int64_t i = 0;
-  for (; i + 16 <= steps; i += 16) {
-    for (int64_t v = i; v < i + 16; v += 8) {
-      float base = v < halfway ? fmaf(step, (float)v, start)
-                               : fmaf(-step, (float)(steps - v - 1), end);
-      out[v] = base;
-      for (int k = 1; k < 8; ++k)
-        out[v + k] = base + (float)k * step;
-    }
-  }
-  for (; i < steps; ++i)
-    out[i] = i < halfway ? fmaf(step, (float)i, start)
-                         : fmaf(-step, (float)(steps - i - 1), end);
-}
-
-/* torch.log and torch.exp of float32: SLEEF's Sleef_logf8_u10 and
- * Sleef_expf8_u10 as they run on x86 with AVX2 (SLEEF 3.5; torch calls them
- * for every float tensor, 0-d ones included), one lane at a time, fmaf
- * where SLEEF multiplies and adds in one instruction. They are within an
- * ulp of libm's logf and expf, but not the same bits. */
-static uint32_t float_bits(float x) {
-  uint32_t b;
-  memcpy(&b, &x, sizeof b);
-  return b;
-}
-
-static float bits_float(uint32_t b) {
-  float x;
-  memcpy(&x, &b, sizeof x);
-  return x;
-}
-
-/* A float and its rounding error: SLEEF's double-float arithmetic. */
-typedef struct {
-  float x, y;
-} float2;
-
-static float2 float2_sum(float x, float y) {
-  float s = x + y, v = s - x;
-  float2 r = {s, (x - (s - v)) + (y - v)};
-  return r;
-}
-
-static float2 float2_add(float2 x, float2 y) {
-  float s = x.x + y.x;
-  float2 r = {s, (((x.x - s) + y.x) + x.y) + y.y};
-  return r;
-}
-
-static float2 float2_add_float(float2 x, float y) {
-  float s = x.x + y;
-  float2 r = {s, ((x.x - s) + y) + x.y};
-  return r;
-}
-
-static float2 float2_mul_float(float2 x, float y) {
-  float s = x.x * y;
-  float2 r = {s, fmaf(x.y, y, fmaf(x.x, y, -s))};
-  return r;
-}
-
-static float2 float2_div(float2 n, float2 d) {
-  float t = 1.0f / d.x;
-  float s = n.x * t;
-  float u = fmaf(t, n.x, -s);
-  float v = fmaf(-d.y, t, fmaf(-d.x, t, 1.0f));
-  float2 r = {s, fmaf(s, v, fmaf(n.y, t, u))};
-  return r;
-}
-
-static float torch_logf(float d) {
-  bool tiny = d < FLT_MIN;
-  if (tiny)
-    d = d * ((float)(INT64_C(1) << 32) * (float)(INT64_C(1) << 32));
-  int32_t e = (int32_t)((float_bits(d * (1.0f / 0.75f)) >> 23) & 0xff) - 0x7f;
-  float m = bits_float(float_bits(d) - ((uint32_t)e << 23));
-  if (tiny)
-    e -= 64;
-  float2 log2 = {0.69314718246459960938f, -1.904654323148236017e-09f};
-  float2 s = float2_mul_float(log2, (float)e);
-  float2 x = float2_div(float2_sum(-1.0f, m), float2_sum(1.0f, m));
-  float x2 = x.x * x.x;
-  float t = 0.3027294874e+0f;
-  t = fmaf(t, x2, 0.3996108174e+0f);
-  t = fmaf(t, x2, 0.6666694880e+0f);
-  float2 twice = {x.x * 2.0f, x.y * 2.0f};
-  s = float2_add(s, twice);
-  s = float2_add_float(s, (x2 * x.x) * t);
-  float r = s.x + s.y;
-  if (isinf(d) && d > 0)
-    r = INFINITY;
-  if (d < 0 || isnan(d))
-    r = NAN;
-  if (d == 0)
-    r = -INFINITY;
-  return r;
-}
-
-static float torch_expf(float d) {
-  if (isnan(d))
-    return d;
-  if (d < -104)
-    return 0;
-  if (100 < d)
-    return INFINITY;
-  int32_t q = (int32_t)rintf(d * 1.442695040888963407359924681001892137f);
-  float s = fmaf((float)q, -0.693145751953125f, d);
-  s = fmaf((float)q, -1.428606765330187045e-06f, s);
-  float u = 0.000198527617612853646278381f;
-  u = fmaf(u, s, 0.00139304355252534151077271f);
-  u = fmaf(u, s, 0.00833336077630519866943359f);
-  u = fmaf(u, s, 0.0416664853692054748535156f);
-  u = fmaf(u, s, 0.166666671633720397949219f);
-  u = fmaf(u, s, 0.5f);
-  u = 1.0f + fmaf(s * s, u, s);
-  int32_t half = q >> 1; /* 2^q in two factors, each a normal float */
-  u = u * bits_float((uint32_t)(half + 0x7f) << 23);
-  u = u * bits_float((uint32_t)(q - half + 0x7f) << 23);
-  return u;
-}
-
-/* np.log of a float32 array (NumPy 1.2x on x86 with AVX2 or AVX-512: a
- * rational approximation of log(1 + x) on the mantissa, fused
- * multiply-adds), for positive normal floats, the sigmas it is taken of.
- * Up to 4 ulp from logf. */
-static float numpy_logf(float x) {
-  uint32_t bits = float_bits(x);
-  float exponent = (float)((int32_t)(bits >> 23) - 0x7e);
-  float m = bits_float((bits & 0x7fffffu) | (126u << 23));
-  if (m <= 0.707106781186547524400844362104849039f) {
-    m = m + m;
-    exponent = exponent - 1.0f;
-  }
-  m = m - 1.0f;
-  float num =
-      fmaf(2.589979117907922693523e-02f, m, 3.808837741388407920751e-01f);
-  num = fmaf(num, m, 1.480000633576506585156e+00f);
-  num = fmaf(num, m, 2.112677543073053063722e+00f);
-  num = fmaf(num, m, 9.999999999999998702752e-01f);
-  num = fmaf(num, m, 0.0f);
-  float den =
-      fmaf(5.875095403124574342950e-03f, m, 1.546476374983906719538e-01f);
-  den = fmaf(den, m, 9.864942958519418960339e-01f);
-  den = fmaf(den, m, 2.453006071784736363091e+00f);
-  den = fmaf(den, m, 2.612677543073109236779e+00f);
-  den = fmaf(den, m, 1.0f);
-  return fmaf(exponent, 0.693147180559945309417232121458176568f, num / den);
-}
-
-/* np.linspace(start, stop, num) in double. */
-static void np_linspace(double start, double stop, int64_t num, double *out) {
-  int64_t div = num - 1;
-  double delta = stop - start;
-  for (int64_t i = 0; i < num; ++i) {
-    double y = (double)i;
-    if (div > 0) {
-      double step = delta / (double)div;
-      y = step == 0 ? y / (double)div * delta : y * step;
-    } else {
-      y = y * delta;
-    }
-    out[i] = y + start;
-  }
-  if (num > 1)
-    out[num - 1] = stop;
-}
-
-/* The length of np.arange(start, stop, step) with a float step. */
-static int64_t np_arange_length(double start, double stop, double step) {
-  double length = ceil((stop - start) / step);
-  return length > 0 ? (int64_t)length : 0;
-}
-
-/* np.arange(start, stop, step) in double: the second value is start + step,
- * and the rest start + i * (second - start), as NumPy's fill makes them. */
-static void np_arange(double start, double step, int64_t length, double *out) {
-  if (length > 0)
-    out[0] = start;
-  if (length > 1)
-    out[1] = start + step;
-  double delta = length > 1 ? out[1] - start : step;
-  for (int64_t i = 2; i < length; ++i)
-    out[i] = start + (double)i * delta;
-}
-
-/* np.interp(x, arange(count), values) for x in [0, count - 1]. */
-static double np_interp(double x, const float *values, int32_t count) {
-  if (x < 0)
-    return values[0];
-  if (x >= count - 1)
-    return values[count - 1];
-  int32_t j = (int32_t)floor(x);
-  if ((double)j == x)
-    return values[j];
-  double slope = ((double)values[j + 1] - (double)values[j]) /
-                 ((double)(j + 1) - (double)j);
-  return slope * (x - (double)j) + (double)values[j];
-}
 
 /* _sigma_to_t: where log(sigma) falls among the training log sigmas. The
  * indices come out of NumPy as 1-element arrays, so legacy value-based
@@ -305,7 +89,7 @@ static void karras_sigmas(double sigma_min, double sigma_max, int32_t count,
   const double rho = 7.0;
   double min_inv_rho = pow(sigma_min, 1 / rho);
   double max_inv_rho = pow(sigma_max, 1 / rho);
-  np_linspace(0, 1, count, out);
+  tfm_numpy_linspace(0, 1, count, out);
   for (int32_t i = 0; i < count; ++i)
     out[i] = pow(max_inv_rho + out[i] * (min_inv_rho - max_inv_rho), rho);
 }
@@ -349,10 +133,10 @@ static tfm_status_code make_alphas_cumprod(tfm_scheduler *s,
     for (int32_t i = 0; i < train; ++i)
       betas[i] = (float)c->trained_betas[i];
   } else if (c->beta_schedule == TFM_BETAS_LINEAR) {
-    torch_linspace((float)c->beta_start, (float)c->beta_end, train, betas);
+    tfm_torch_linspace((float)c->beta_start, (float)c->beta_end, train, betas);
   } else if (c->beta_schedule == TFM_BETAS_SCALED_LINEAR) {
-    torch_linspace((float)pow(c->beta_start, 0.5), (float)pow(c->beta_end, 0.5),
-                   train, betas);
+    tfm_torch_linspace((float)pow(c->beta_start, 0.5),
+                       (float)pow(c->beta_end, 0.5), train, betas);
     for (int32_t i = 0; i < train; ++i)
       betas[i] = betas[i] * betas[i];
   } else {
@@ -408,7 +192,7 @@ static int32_t integer_timesteps(const tfm_scheduler *s, int64_t *out,
   const tfm_scheduler_config *c = &s->config;
   switch (c->timestep_spacing) {
   case TFM_SPACING_LINSPACE:
-    np_linspace(0, train - 1, steps, scratch);
+    tfm_numpy_linspace(0, train - 1, steps, scratch);
     for (int32_t k = 0; k < steps; ++k)
       out[k] = (int64_t)rint(scratch[steps - 1 - k]);
     return steps;
@@ -420,8 +204,8 @@ static int32_t integer_timesteps(const tfm_scheduler *s, int64_t *out,
   }
   case TFM_SPACING_TRAILING: {
     double ratio = (double)train / steps;
-    int64_t length = np_arange_length(train, 0, -ratio);
-    np_arange(train, -ratio, length, scratch);
+    int64_t length = tfm_numpy_arange_length(train, 0, -ratio);
+    tfm_numpy_arange(train, -ratio, length, scratch);
     for (int64_t k = 0; k < length; ++k)
       out[k] = (int64_t)rint(scratch[k]) - 1;
     return (int32_t)length;
@@ -437,7 +221,7 @@ static int32_t float_timesteps(const tfm_scheduler *s, float *out,
   const tfm_scheduler_config *c = &s->config;
   switch (c->timestep_spacing) {
   case TFM_SPACING_LINSPACE:
-    np_linspace(0, train - 1, steps, scratch);
+    tfm_numpy_linspace(0, train - 1, steps, scratch);
     for (int32_t k = 0; k < steps; ++k)
       out[k] = (float)scratch[steps - 1 - k];
     return steps;
@@ -449,8 +233,8 @@ static int32_t float_timesteps(const tfm_scheduler *s, float *out,
   }
   case TFM_SPACING_TRAILING: {
     double ratio = (double)train / steps;
-    int64_t length = np_arange_length(train, 0, -ratio);
-    np_arange(train, -ratio, length, scratch);
+    int64_t length = tfm_numpy_arange_length(train, 0, -ratio);
+    tfm_numpy_arange(train, -ratio, length, scratch);
     for (int64_t k = 0; k < length; ++k)
       out[k] = (float)rint(scratch[k]) - 1.0f;
     return (int32_t)length;
@@ -598,7 +382,7 @@ static tfm_status_code schedule_euler(tfm_scheduler *s, double *scratch,
   }
   train_sigmas(s, full);
   for (int32_t t = 0; t < train; ++t)
-    log_sigmas[t] = numpy_logf(full[t]);
+    log_sigmas[t] = tfm_numpy_logf(full[t]);
   int32_t count = float_timesteps(s, ts, scratch);
   int32_t num = count;
   bool ancestral = c->kind == TFM_SCHEDULER_EULER_ANCESTRAL;
@@ -608,15 +392,15 @@ static tfm_status_code schedule_euler(tfm_scheduler *s, double *scratch,
       code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
       goto done;
     }
-    torch_linspace(numpy_logf(full[train - 1]), numpy_logf(full[0]), steps + 1,
-                   lin);
+    tfm_torch_linspace(tfm_numpy_logf(full[train - 1]), tfm_numpy_logf(full[0]),
+                       steps + 1, lin);
     num = steps + 1;
     for (int32_t k = 0; k < num; ++k)
-      sig[k] = (double)torch_expf(lin[k]);
+      sig[k] = (double)tfm_torch_expf(lin[k]);
     free(lin);
   } else {
     for (int32_t k = 0; k < count; ++k)
-      sig[k] = np_interp((double)ts[k], full, train);
+      sig[k] = tfm_numpy_interp((double)ts[k], full, train);
   }
   if (!ancestral && c->use_karras_sigmas) {
     double sigma_min = isnan(c->sigma_min) ? sig[num - 1] : c->sigma_min;
@@ -639,7 +423,7 @@ static tfm_status_code schedule_euler(tfm_scheduler *s, double *scratch,
     s->sigmas[k] = (float)sig[k];
   s->sigmas[num] = 0.0f;
   for (int32_t k = 0; k < count; ++k)
-    s->timesteps[k] = continuous ? 0.25f * torch_logf(s->sigmas[k]) : ts[k];
+    s->timesteps[k] = continuous ? 0.25f * tfm_torch_logf(s->sigmas[k]) : ts[k];
   s->init_noise_sigma = max_sigma_noise(s);
 done:
   free(full);
@@ -665,14 +449,14 @@ static tfm_status_code schedule_dpm(tfm_scheduler *s, double *scratch,
   }
   train_sigmas(s, full);
   for (int32_t t = 0; t < train; ++t)
-    log_sigmas[t] = numpy_logf(full[t]);
+    log_sigmas[t] = tfm_numpy_logf(full[t]);
   /* searchsorted(flip(lambda_t), lambda_min_clipped): the training
    * timesteps whose log-SNR is below the clip are left out. */
   int32_t clipped = 0;
   for (int32_t t = 0; t < train; ++t) {
     float alpha = sqrtf(s->alphas_cumprod[t]);
     float sigma = sqrtf(1.0f - s->alphas_cumprod[t]);
-    float lambda = torch_logf(alpha) - torch_logf(sigma);
+    float lambda = tfm_torch_logf(alpha) - tfm_torch_logf(sigma);
     if ((double)lambda < c->lambda_min_clipped)
       ++clipped;
   }
@@ -680,7 +464,7 @@ static tfm_status_code schedule_dpm(tfm_scheduler *s, double *scratch,
   int32_t count = 0;
   switch (c->timestep_spacing) {
   case TFM_SPACING_LINSPACE:
-    np_linspace(0, last - 1, steps + 1, scratch);
+    tfm_numpy_linspace(0, last - 1, steps + 1, scratch);
     for (int32_t k = 0; k < steps; ++k)
       ts[k] = (int64_t)rint(scratch[steps - k]);
     count = steps;
@@ -694,8 +478,8 @@ static tfm_status_code schedule_dpm(tfm_scheduler *s, double *scratch,
   }
   case TFM_SPACING_TRAILING: {
     double ratio = (double)train / steps;
-    int64_t length = np_arange_length(last, 0, -ratio);
-    np_arange(last, -ratio, length, scratch);
+    int64_t length = tfm_numpy_arange_length(last, 0, -ratio);
+    tfm_numpy_arange(last, -ratio, length, scratch);
     for (int64_t k = 0; k < length; ++k)
       ts[k] = (int64_t)rint(scratch[k]) - 1;
     count = (int32_t)length;
@@ -712,7 +496,7 @@ static tfm_status_code schedule_dpm(tfm_scheduler *s, double *scratch,
       ts[k] = (int64_t)rint(sigma_to_t(sig[k], log_sigmas, train));
   } else if (c->use_lu_lambdas) {
     double lambda_min = log_sigmas[0], lambda_max = log_sigmas[train - 1];
-    np_linspace(0, 1, steps, scratch);
+    tfm_numpy_linspace(0, 1, steps, scratch);
     count = steps;
     for (int32_t k = 0; k < steps; ++k) {
       sig[k] = exp(lambda_max + scratch[k] * (lambda_min - lambda_max));
@@ -722,7 +506,7 @@ static tfm_status_code schedule_dpm(tfm_scheduler *s, double *scratch,
     /* np.interp holds the ends beyond the range; diffusers takes no
      * alphas_cumprod at these timesteps, so none is refused. */
     for (int32_t k = 0; k < count; ++k)
-      sig[k] = np_interp((double)ts[k], full, train);
+      sig[k] = tfm_numpy_interp((double)ts[k], full, train);
   }
   code = allocate_schedule(s, count, count + 1, status);
   if (code != TFM_OK)
@@ -1195,7 +979,7 @@ static dpm_point dpm_at(float sigma) {
   dpm_point p;
   p.alpha = 1.0f / sqrtf(sigma * sigma + 1.0f);
   p.sigma = sigma * p.alpha;
-  p.lambda = torch_logf(p.alpha) - torch_logf(p.sigma);
+  p.lambda = tfm_torch_logf(p.alpha) - tfm_torch_logf(p.sigma);
   return p;
 }
 
@@ -1233,13 +1017,13 @@ static void step_dpm(tfm_scheduler *s, int32_t i, const float *model_output,
   if (c->solver_order == 1 || s->lower_order_nums < 1 || final_first_order) {
     if (!sde) {
       float a = next.sigma / now.sigma;
-      float b = next.alpha * (torch_expf(-h) - 1.0f);
+      float b = next.alpha * (tfm_torch_expf(-h) - 1.0f);
       for (int64_t k = 0; k < n; ++k)
         sample[k] = a * sample[k] - b * x0[k];
     } else {
-      float a = next.sigma / now.sigma * torch_expf(-h);
-      float b = next.alpha * (1.0f - torch_expf(-2.0f * h));
-      float d = next.sigma * sqrtf(1.0f - torch_expf(-2.0f * h));
+      float a = next.sigma / now.sigma * tfm_torch_expf(-h);
+      float b = next.alpha * (1.0f - tfm_torch_expf(-2.0f * h));
+      float d = next.sigma * sqrtf(1.0f - tfm_torch_expf(-2.0f * h));
       for (int64_t k = 0; k < n; ++k)
         sample[k] = a * sample[k] + b * x0[k] + d * noise[k];
     }
@@ -1253,7 +1037,7 @@ static void step_dpm(tfm_scheduler *s, int32_t i, const float *model_output,
     float inverse_r0 = 1.0f / r0;
     if (!sde) {
       float a = next.sigma / now.sigma;
-      float b = next.alpha * (torch_expf(-h) - 1.0f);
+      float b = next.alpha * (tfm_torch_expf(-h) - 1.0f);
       if (c->solver_type == TFM_DPM_MIDPOINT) {
         float half_b = 0.5f * b;
         for (int64_t k = 0; k < n; ++k) {
@@ -1261,20 +1045,21 @@ static void step_dpm(tfm_scheduler *s, int32_t i, const float *model_output,
           sample[k] = a * sample[k] - b * m0[k] - half_b * d1;
         }
       } else {
-        float e = next.alpha * ((torch_expf(-h) - 1.0f) / h + 1.0f);
+        float e = next.alpha * ((tfm_torch_expf(-h) - 1.0f) / h + 1.0f);
         for (int64_t k = 0; k < n; ++k) {
           float d1 = inverse_r0 * (m0[k] - m1[k]);
           sample[k] = a * sample[k] - b * m0[k] + e * d1;
         }
       }
     } else {
-      float a = next.sigma / now.sigma * torch_expf(-h);
-      float b = next.alpha * (1.0f - torch_expf(-2.0f * h));
-      float d = next.sigma * sqrtf(1.0f - torch_expf(-2.0f * h));
-      float e = c->solver_type == TFM_DPM_MIDPOINT
-                    ? 0.5f * b
-                    : next.alpha *
-                          ((1.0f - torch_expf(-2.0f * h)) / (-2.0f * h) + 1.0f);
+      float a = next.sigma / now.sigma * tfm_torch_expf(-h);
+      float b = next.alpha * (1.0f - tfm_torch_expf(-2.0f * h));
+      float d = next.sigma * sqrtf(1.0f - tfm_torch_expf(-2.0f * h));
+      float e =
+          c->solver_type == TFM_DPM_MIDPOINT
+              ? 0.5f * b
+              : next.alpha *
+                    ((1.0f - tfm_torch_expf(-2.0f * h)) / (-2.0f * h) + 1.0f);
       for (int64_t k = 0; k < n; ++k) {
         float d1 = inverse_r0 * (m0[k] - m1[k]);
         sample[k] = a * sample[k] + b * m0[k] + e * d1 + d * noise[k];
