@@ -2,7 +2,6 @@
 
 #include "serve/Embeddings.h"
 
-#include <cstring>
 #include <set>
 
 using namespace tfm::serve;
@@ -51,26 +50,11 @@ std::optional<ApiError> tokenize(const std::string &text,
   return std::nullopt;
 }
 
-/// The floats' bytes, little endian, in base64 (OpenAI's
-/// encoding_format "base64").
-std::string base64(const std::vector<float> &values) {
-  static const char digits[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string bytes(values.size() * sizeof(float), '\0');
-  std::memcpy(bytes.data(), values.data(), bytes.size());
-  std::string out;
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    uint32_t group = uint32_t(uint8_t(bytes[i])) << 16;
-    if (i + 1 < bytes.size())
-      group |= uint32_t(uint8_t(bytes[i + 1])) << 8;
-    if (i + 2 < bytes.size())
-      group |= uint32_t(uint8_t(bytes[i + 2]));
-    out += digits[group >> 18 & 63];
-    out += digits[group >> 12 & 63];
-    out += i + 1 < bytes.size() ? digits[group >> 6 & 63] : '=';
-    out += i + 2 < bytes.size() ? digits[group & 63] : '=';
-  }
-  return out;
+/// The floats' bytes, little endian (OpenAI's encoding_format "base64"
+/// encodes them).
+std::string_view bytesOf(const std::vector<float> &values) {
+  return {reinterpret_cast<const char *>(values.data()),
+          values.size() * sizeof(float)};
 }
 
 } // namespace
@@ -154,10 +138,11 @@ json tfm::serve::embeddingResponse(
     const std::string &model, int64_t promptTokens) {
   json data = json::array();
   for (size_t i = 0; i < embeddings.size(); ++i)
-    data.push_back({{"object", "embedding"},
-                    {"index", i},
-                    {"embedding", asBase64 ? json(base64(embeddings[i]))
-                                           : json(embeddings[i])}});
+    data.push_back(
+        {{"object", "embedding"},
+         {"index", i},
+         {"embedding", asBase64 ? json(base64(bytesOf(embeddings[i])))
+                                : json(embeddings[i])}});
   return {{"object", "list"},
           {"data", data},
           {"model", model},

@@ -472,6 +472,25 @@ json tfm::serve::completionChoice(Endpoint endpoint, const std::string &text,
   return choice;
 }
 
+std::string tfm::serve::base64(std::string_view bytes) {
+  static const char digits[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t group = uint32_t(uint8_t(bytes[i])) << 16;
+    if (i + 1 < bytes.size())
+      group |= uint32_t(uint8_t(bytes[i + 1])) << 8;
+    if (i + 2 < bytes.size())
+      group |= uint32_t(uint8_t(bytes[i + 2]));
+    out += digits[group >> 18 & 63];
+    out += digits[group >> 12 & 63];
+    out += i + 1 < bytes.size() ? digits[group >> 6 & 63] : '=';
+    out += i + 2 < bytes.size() ? digits[group & 63] : '=';
+  }
+  return out;
+}
+
 std::string tfm::serve::jsonText(const json &value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }

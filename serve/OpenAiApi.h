@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tfm::serve {
@@ -115,6 +116,11 @@ private:
 
 /// "stop" (end of sequence, or a stop string) or "length".
 const char *finishReason(tfm_finish_reason reason, bool stopString);
+
+/// `bytes` in base64 (RFC 4648's alphabet, padded): embeddings'
+/// encoding_format "base64" (the floats' bytes, little endian), images'
+/// b64_json.
+std::string base64(std::string_view bytes);
 
 /// `value` as JSON text. Text that is not UTF-8 (a model's byte tokens, a
 /// template's message) has each bad byte as U+FFFD: a response never
