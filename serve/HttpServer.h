@@ -57,6 +57,10 @@ struct HttpResponse {
   }
 };
 
+/// Runs once the body is whole, and may take as long as it needs (an image
+/// takes seconds): the idle timeout closes a connection whose client is
+/// silent while its request is read, or whose stream sends nothing, but a
+/// handler's own time does not count (tfm-serve-images.test).
 using HttpHandler = std::function<void(const HttpRequest &, HttpResponse &)>;
 
 struct HttpLimits {

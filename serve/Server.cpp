@@ -1,15 +1,16 @@
 //===- Server.cpp - an OpenAI-compatible server for a compiled model -----===//
 //
 // What tfm-serve runs (tools/tfm-serve parses its options): loads a
-// language model, an embedder or a speech recognizer compiled with `tfmc
-// --emit=lib` and serves it over HTTP (HttpServer.h): an embedder's
-// /v1/embeddings (Embeddings.h), a classifier's /classify and a
-// cross-encoder's /rerank (Classification.h), both with concurrent
+// language model, an embedder, a speech recognizer or a diffusion pipeline
+// compiled with `tfmc --emit=lib` and serves it over HTTP (HttpServer.h):
+// an embedder's /v1/embeddings (Embeddings.h), a classifier's /classify
+// and a cross-encoder's /rerank (Classification.h), both with concurrent
 // requests packed into shared calls (EncoderCalls.h), a recognizer's
-// /v1/audio/transcriptions (Transcriptions.h),
-// a language model's /v1/completions and /v1/chat/completions (streamed with
-// server-sent events when asked; chats rendered with the model's chat
-// template, jinja/ChatTemplate.h), /v1/models, /health, and /metrics in
+// /v1/audio/transcriptions (Transcriptions.h), a Stable Diffusion
+// pipeline's /v1/images/generations (Images.h), a language model's
+// /v1/completions and /v1/chat/completions (streamed with server-sent
+// events when asked; chats rendered with the model's chat template,
+// jinja/ChatTemplate.h), /v1/models, /health, and /metrics in
 // Prometheus' text format; with --api-key, every endpoint but /health for
 // the key's holders only; over TLS with --ssl-cert and --ssl-key. HTTP and
 // its limits against hostile clients are HttpServer.h's. Requests are
@@ -24,6 +25,7 @@
 #include "serve/Embeddings.h"
 #include "serve/EncoderCalls.h"
 #include "serve/HttpServer.h"
+#include "serve/Images.h"
 #include "serve/Multipart.h"
 #include "serve/OpenAiApi.h"
 #include "serve/Scheduler.h"
@@ -779,6 +781,72 @@ private:
   std::mutex calls;
 };
 
+/// A Stable Diffusion pipeline's /v1/images/generations: each image a
+/// whole sampling loop (tfm_image_generate, its seed the request's plus
+/// its index), encoded as PNG in memory (tfm_image_encode_png). One image
+/// is generated at a time: a sampling loop keeps the model's threads busy
+/// for seconds, so other requests wait their turn on the lock (no queue
+/// limit) rather than slow it down. Their connections stay open however
+/// long that takes: --timeout counts a client's silence, not a handler's
+/// time (tfm-serve-images.test waits 6 s at --timeout 1).
+class ImageEndpoint {
+public:
+  ImageEndpoint(const ServedModel &served, tfm_model *model)
+      : served(served), model(model),
+        size(compiledImageSize(*served.desc->diffusion)) {}
+
+  ImageSize imageSize() const { return size; }
+
+  void handle(const HttpRequest &req, HttpResponse &res) {
+    ImageRequest request;
+    if (std::optional<ApiError> error =
+            parseImageRequest(req.body, served, request))
+      return sendError(res, *error);
+    int64_t created = int64_t(std::time(nullptr));
+    std::vector<float> image(size_t(size.width * size.height * 3));
+    std::vector<std::string> pngs;
+    for (int32_t i = 0; i < request.n; ++i) {
+      tfm_image_request call = {};
+      call.prompt = request.prompt.c_str();
+      call.negative_prompt = request.negativePrompt.c_str();
+      call.steps = request.steps;
+      call.guidance = request.guidance;
+      call.seed = request.seed + uint64_t(i);
+      call.scheduler =
+          request.scheduler.empty() ? nullptr : request.scheduler.c_str();
+      tfm_status status;
+      tfm_status_code code;
+      {
+        std::lock_guard<std::mutex> lock(generating);
+        code = tfm_image_generate(model, &call, image.data(),
+                                  int64_t(image.size()), nullptr, &status);
+      }
+      // The request was checked: what the loop refuses is the prompt's
+      // tokenizing, or the server's fault.
+      if (code != TFM_OK)
+        return sendError(res, code == TFM_ERROR_TOKENIZER
+                                  ? ApiError{400, status.message, "prompt", ""}
+                                  : ApiError{500, status.message, "",
+                                             "server_error"});
+      uint8_t *png = nullptr;
+      size_t bytes = 0;
+      if (tfm_image_encode_png(image.data(), size.height, size.width, &png,
+                               &bytes, &status) != TFM_OK)
+        return sendError(res,
+                         ApiError{500, status.message, "", "server_error"});
+      pngs.emplace_back(reinterpret_cast<const char *>(png), bytes);
+      std::free(png);
+    }
+    res.setContent(jsonText(imageResponse(pngs, created)), "application/json");
+  }
+
+private:
+  const ServedModel &served;
+  tfm_model *model;
+  ImageSize size;
+  std::mutex generating;
+};
+
 /// The entry point an embedder is served through: @embed (sentence
 /// embedders) or @embed_text (CLIP), token ids (and token types) in, one
 /// vector out.
@@ -803,9 +871,14 @@ int tfm::serve::runServer(const ServerOptions &o) {
     fail(status.message);
   served.desc = tfm_model_get_desc(model);
   served.tokenizer = tfm_model_tokenizer(model, &status); // null: ids only
-  // A language model through the batch engine, or an embedder.
-  std::optional<EncoderEntry> embed = embeddingEntry(model);
-  std::optional<EncoderEntry> classifier = findEncoderEntry(model, "classify");
+  // A language model through the batch engine, an embedder, a classifier,
+  // a speech recognizer, or a diffusion pipeline (which draws only: its
+  // text encoder serves its images).
+  const tfm_diffusion_desc *diffusion = served.desc->diffusion;
+  std::optional<EncoderEntry> embed =
+      diffusion ? std::nullopt : embeddingEntry(model);
+  std::optional<EncoderEntry> classifier =
+      diffusion ? std::nullopt : findEncoderEntry(model, "classify");
   bool generates = tfm_model_entry_point(model, "prefill_batch") != nullptr;
   bool recognizes = served.desc->waveform && served.desc->waveform->blank >= 0;
   // Whisper: an encoder-decoder on log-mel features.
@@ -815,12 +888,17 @@ int tfm::serve::runServer(const ServerOptions &o) {
                  tfm_model_entry_point(model, "decode") &&
                  encode->inputs[0].dtype == TFM_DTYPE_F32 && served.tokenizer;
   recognizes = recognizes || whisper;
-  if (!generates && !embed && !classifier && !recognizes)
+  if (!generates && !embed && !classifier && !recognizes && !diffusion)
     fail("model '" + served.name +
          "' has neither @prefill_batch (a decoder language model), @embed "
          "or @embed_text (an embedder), @classify on token ids (a "
-         "classifier) nor a CTC head or Whisper (speech): tfm-serve "
-         "serves those");
+         "classifier), a CTC head or Whisper (speech) nor a diffusion "
+         "pipeline (images): tfm-serve serves those");
+  if (diffusion && diffusion->unet_in_channels != diffusion->latent_channels)
+    fail("model '" + served.name +
+         "' is an inpainting pipeline (its UNet takes " +
+         std::to_string(diffusion->unet_in_channels) +
+         " channels): tfm-serve draws images from text only");
   int32_t maxSequences =
       o.engine.max_sequences ? o.engine.max_sequences : 16;
   std::unique_ptr<Scheduler> scheduler;
@@ -903,6 +981,14 @@ int tfm::serve::runServer(const ServerOptions &o) {
                   transcriptions->handle(req, res);
                 });
   }
+  std::unique_ptr<ImageEndpoint> images;
+  if (diffusion) {
+    images = std::make_unique<ImageEndpoint>(served, model);
+    server.route("POST", "/v1/images/generations",
+                [&](const HttpRequest &req, HttpResponse &res) {
+                  images->handle(req, res);
+                });
+  }
   addErrorWriter(server);
   requireApiKey(server, o);
 
@@ -943,6 +1029,12 @@ int tfm::serve::runServer(const ServerOptions &o) {
                 (long long)classifiers->labels(),
                 (long long)served.contextPositions, split.c_str(), scheme,
                 o.host.c_str(), port);
+  else if (diffusion)
+    std::printf("tfm-serve: serving '%s' (Stable Diffusion: %lldx%lld "
+                "images%s) on %s://%s:%d\n",
+                served.name.c_str(), (long long)images->imageSize().width,
+                (long long)images->imageSize().height, split.c_str(), scheme,
+                o.host.c_str(), port);
   else if (whisper)
     std::printf("tfm-serve: serving '%s' (Whisper: transcriptions of the "
                 "first %.0f s of a clip%s) on %s://%s:%d\n",
@@ -961,6 +1053,7 @@ int tfm::serve::runServer(const ServerOptions &o) {
               generates    ? chatTemplateOrigin.c_str()
               : embed      ? "none (an embedder)"
               : classifier ? "none (a classifier)"
+              : diffusion  ? "none (a diffusion pipeline)"
                            : "none (a speech recognizer)");
   std::fflush(stdout);
   server.serveForever();
