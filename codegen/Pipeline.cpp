@@ -51,6 +51,7 @@ void mlir::tfm::buildCodegenPipeline(OpPassManager &pm,
   tfm.fuseQKV = options.fuseQKV;
   tfm.fuseMLP = options.fuseMLP;
   tfm.fuseNorm = options.fuseNorm;
+  tfm.convolutionsAsGemm = options.convolutionsAsGemm;
   tfm.weightsDtype = options.weightsDtype;
   tfm.edgeDtype = options.edgeDtype;
   tfm.keepWeights = options.keepWeights;

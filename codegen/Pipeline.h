@@ -72,6 +72,11 @@ struct CodegenPipelineOptions : PassPipelineOptions<CodegenPipelineOptions> {
                         llvm::cl::desc("Residual adds into the following "
                                        "norm (tfm-fuse-norm)"),
                         llvm::cl::init(true)};
+  Option<bool> convolutionsAsGemm{
+      *this, "convolutions-as-gemm",
+      llvm::cl::desc("2-D convolutions as windows and a GEMM "
+                     "(tfm-convolutions-as-gemm); else linalg's loops"),
+      llvm::cl::init(true)};
   Option<bool> fusedAttention{
       *this, "fused-attention",
       llvm::cl::desc("Attention through the runtime's fused kernel"),

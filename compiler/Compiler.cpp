@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Compiler.h"
+#include "ir/DiffusionAttr.h"
 #include "codegen/cuda/KernelsOnHost.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/builders/WeightDeclarations.h"
@@ -399,7 +400,7 @@ mlir::tfm::loadInput(MLIRContext &context, const CompileOptions &options) {
                        options.inputPath + "' has its own");
     llvm::Expected<LoadedModel> loaded =
         loadModel(context, options.inputPath, options.tokenizerPath,
-                  options.chatTemplatePath);
+                  options.chatTemplatePath, options.imageSize);
     if (!loaded)
       return loaded.takeError();
     for (const std::string &note : loaded->notes)
@@ -564,6 +565,18 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   if (auto scale =
           (*unit.module)->getAttrOfType<FloatAttr>(kLogitScaleAttrName))
     description.logitScale = scale.getValueAsDouble();
+  // Checked by the dialect (TfmAttrs.cpp): every field is there.
+  if (auto diffusion =
+          (*unit.module)->getAttrOfType<DictionaryAttr>(kDiffusionAttrName)) {
+    ModelDescription::Diffusion d;
+    for (llvm::StringRef key : kDiffusionIntegerFields)
+      d.integers.push_back(diffusion.getAs<IntegerAttr>(key).getInt());
+    d.scalingFactor =
+        diffusion.getAs<FloatAttr>("scaling_factor").getValueAsDouble();
+    d.schedulerConfig =
+        diffusion.getAs<StringAttr>("scheduler_config").str();
+    description.diffusion = std::move(d);
+  }
   description.vocabSize = model.getVocabSize();
   // --max-context past the model's maximum (dynamic NTK scaling) is the
   // context the compiled model takes.

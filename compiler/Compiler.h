@@ -75,6 +75,8 @@ struct CompileOptions {
   std::string tokenizerPath;
   /// A chat template file (Jinja) the model carries instead of its own.
   std::string chatTemplatePath;
+  /// A diffusion pipeline's image size (--image-size; 0: its default).
+  ImageSize imageSize;
   /// The checkpoint (--checkpoint) a .mlir model module's weights are read
   /// from: a
   /// .safetensors file, a model.safetensors.index.json, or a folder holding

@@ -18,6 +18,7 @@ const Switch kSwitchable[] = {
     &CodegenPipelineOptions::fuseMLP,        &CodegenPipelineOptions::fuseNorm,
     &CodegenPipelineOptions::fusedAttention, &CodegenPipelineOptions::packWeights,
     &CodegenPipelineOptions::planArena,
+    &CodegenPipelineOptions::convolutionsAsGemm,
     &CodegenPipelineOptions::annotateParallelLoops,
     &CodegenPipelineOptions::parallelizeLoops,
     &CodegenPipelineOptions::cudaTensorCores,

@@ -10,6 +10,7 @@
 #include "frontend/ModelLoader.h"
 #include "frontend/builders/DecoderBuilder.h"
 #include "frontend/families/Clip.h"
+#include "frontend/families/StableDiffusion.h"
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/EncoderFamilies.h"
 #include "frontend/families/Seq2SeqFamilies.h"
@@ -336,7 +337,12 @@ static llvm::Expected<bool> tokenizerAddsBos(llvm::StringRef directory,
 
 llvm::Expected<LoadedModel>
 mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
-                          llvm::StringRef directory) {
+                          llvm::StringRef directory, ImageSize imageSize) {
+  if (isDiffusionPipelineFolder(directory))
+    return loadDiffusionPipeline(context, directory, imageSize);
+  if (imageSize.height || imageSize.width)
+    return makeError("--image-size is for a diffusion pipeline folder "
+                     "(model_index.json); " + directory + " has none");
   llvm::SmallString<256> configPath(directory);
   llvm::sys::path::append(configPath, "config.json");
   llvm::Expected<llvm::json::Value> json = readJsonFile(configPath);

@@ -34,10 +34,14 @@ void mlir::tfm::recordDecoderShape(LoadedModel &model,
 llvm::Expected<LoadedModel> mlir::tfm::loadModel(mlir::MLIRContext &context,
                                            llvm::StringRef path,
                                            llvm::StringRef tokenizerPath,
-                                           llvm::StringRef chatTemplatePath) {
+                                           llvm::StringRef chatTemplatePath,
+                                           ImageSize imageSize) {
   llvm::Expected<LoadedModel> model = [&]() -> llvm::Expected<LoadedModel> {
     if (llvm::sys::fs::is_directory(path))
-      return loadHuggingFaceModel(context, path);
+      return loadHuggingFaceModel(context, path, imageSize);
+    if (imageSize.height || imageSize.width)
+      return makeError("--image-size is for a diffusion pipeline folder (" +
+                       path + " is a file)");
     if (!llvm::sys::fs::exists(path))
       return makeError("model '" + path + "' does not exist");
     if (path.ends_with(".bin"))

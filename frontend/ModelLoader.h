@@ -83,10 +83,18 @@ void recordDecoderShape(LoadedModel &model, const DecoderSpec &spec);
 /// --help and the documentation's check).
 std::string supportedModelsSummary();
 
+/// The image size a diffusion pipeline is compiled for, in pixels (its
+/// feature maps are static); 0: the UNet's sample_size times the VAE's
+/// scale factor, diffusers' default.
+struct ImageSize {
+  int64_t height = 0, width = 0;
+};
+
 llvm::Expected<LoadedModel> loadModel(mlir::MLIRContext &context,
                                       llvm::StringRef path,
                                       llvm::StringRef tokenizerPath,
-                                      llvm::StringRef chatTemplatePath = "");
+                                      llvm::StringRef chatTemplatePath = "",
+                                      ImageSize imageSize = {});
 
 /// `model` with `chatTemplate` (read from `chatTemplatePath`) as its chat
 /// template; an error naming the file when the template cannot be one.
@@ -96,7 +104,8 @@ llvm::Expected<ModelAttr> withChatTemplate(ModelAttr model,
 
 /// The Hugging Face reader (HuggingFace.cpp).
 llvm::Expected<LoadedModel> loadHuggingFaceModel(mlir::MLIRContext &context,
-                                                 llvm::StringRef directory);
+                                                 llvm::StringRef directory,
+                                                 ImageSize imageSize = {});
 
 /// The llama2.c reader (Llama2c.cpp).
 llvm::Expected<LoadedModel> loadLlama2cModel(mlir::MLIRContext &context,

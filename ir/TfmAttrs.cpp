@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/TfmOps.h"
+#include "ir/DiffusionAttr.h"
 #include "ir/TfmSharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -245,6 +246,23 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
     auto scale = dyn_cast<FloatAttr>(attr.getValue());
     if (onModule && scale && scale.getValueAsDouble() > 0)
       return success();
+  } else if (name == kDiffusionAttrName) {
+    auto fields = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!onModule || !fields)
+      return op->emitError() << "'" << name
+                             << "' belongs on the module, as a dictionary";
+    for (llvm::StringRef key : kDiffusionIntegerFields)
+      if (!fields.getAs<IntegerAttr>(key))
+        return op->emitError() << "'" << name << "' needs the integer '"
+                               << key << "'";
+    auto scale = fields.getAs<FloatAttr>("scaling_factor");
+    if (!scale || !(scale.getValueAsDouble() > 0))
+      return op->emitError() << "'" << name
+                             << "' needs a positive 'scaling_factor'";
+    if (!fields.getAs<StringAttr>("scheduler_config"))
+      return op->emitError() << "'" << name
+                             << "' needs the string 'scheduler_config'";
+    return success();
   } else if (name == kCheckpointDtypeAttrName) {
     if (isa<WeightDeclOp>(op) && isa<StringAttr>(attr.getValue()))
       return success();

@@ -1017,3 +1017,138 @@ LogicalResult ScatterAddRowsOp::verify() {
                        getValues().getType().getDimSize(1), "columns",
                        getInto().getType().getDimSize(1))));
 }
+
+//===----------------------------------------------------------------------===//
+// Images: Conv2dOp, ImageWindowsOp, GroupNormOp, UpsampleNearestOp,
+// TimestepEmbeddingOp
+//===----------------------------------------------------------------------===//
+
+/// Checks a convolution's window attributes against the [H, W, C] `input`
+/// and returns the output's rows and columns.
+static FailureOr<std::pair<int64_t, int64_t>>
+verifyImageWindows(Operation *op, Value input, int64_t kernel, int64_t stride,
+                   ArrayRef<int64_t> padding) {
+  if (failed(expectRank(op, "input", input, 3)))
+    return failure();
+  ArrayRef<int64_t> image = tensorType(input).getShape();
+  if (ShapedType::isDynamicShape(image))
+    return op->emitOpError("needs a feature map of static size, got ")
+           << input.getType();
+  if (kernel <= 0 || stride <= 0)
+    return op->emitOpError() << "expected a positive kernel and stride, got "
+                             << kernel << " and " << stride;
+  if (padding.size() != 4 ||
+      llvm::any_of(padding, [&](int64_t p) { return p < 0 || p >= kernel; }))
+    return op->emitOpError("expected padding [top, left, bottom, right], "
+                           "each at least 0 and below the kernel");
+  int64_t height = image[0] + padding[0] + padding[2],
+          width = image[1] + padding[1] + padding[3];
+  if (height < kernel || width < kernel)
+    return op->emitOpError() << "kernel " << kernel
+                             << " does not fit the padded " << height << "x"
+                             << width << " input";
+  return std::make_pair((height - kernel) / stride + 1,
+                        (width - kernel) / stride + 1);
+}
+
+LogicalResult Conv2dOp::verify() {
+  FailureOr<std::pair<int64_t, int64_t>> size = verifyImageWindows(
+      *this, getInput(), getKernel(), getStride(), getPadding());
+  if (failed(size) || failed(expectRank(*this, "weight", getWeight(), 2)) ||
+      failed(expectRank(*this, "result", getResult(), 3)))
+    return failure();
+  int64_t channels = getInput().getType().getDimSize(2),
+          out = getWeight().getType().getDimSize(0);
+  RankedTensorType type = getType();
+  if (failed(expectDim(*this, "weight columns",
+                       getWeight().getType().getDimSize(1),
+                       "channels * kernel * kernel",
+                       channels * getKernel() * getKernel())) ||
+      failed(expectDim(*this, "result rows", type.getDimSize(0),
+                       "output rows", size->first)) ||
+      failed(expectDim(*this, "result columns", type.getDimSize(1),
+                       "output columns", size->second)) ||
+      failed(expectDim(*this, "result channels", type.getDimSize(2),
+                       "weight rows", out)))
+    return failure();
+  if (getBias())
+    return verifyFeatureVector(*this, "bias", getBias(), out,
+                               type.getElementType());
+  return success();
+}
+
+LogicalResult ImageWindowsOp::verify() {
+  FailureOr<std::pair<int64_t, int64_t>> size = verifyImageWindows(
+      *this, getInput(), getKernel(), getStride(), getPadding());
+  if (failed(size) || failed(expectRank(*this, "result", getResult(), 2)))
+    return failure();
+  int64_t channels = getInput().getType().getDimSize(2);
+  if (failed(expectDim(*this, "result rows", getType().getDimSize(0),
+                       "output pixels", size->first * size->second)))
+    return failure();
+  return expectDim(*this, "result width", getType().getDimSize(1),
+                   "channels * kernel * kernel",
+                   channels * getKernel() * getKernel());
+}
+
+LogicalResult GroupNormOp::verify() {
+  RankedTensorType type = getInput().getType();
+  if (type.getRank() != 2 && type.getRank() != 3)
+    return emitOpError() << "expected input of rank 2 ([positions, C]) or 3 "
+                            "([H, W, C]), got rank "
+                         << type.getRank();
+  if (type != getType())
+    return emitOpError() << "expected result type " << getType()
+                         << " to match input type " << type;
+  int64_t channels = type.getDimSize(type.getRank() - 1);
+  if (ShapedType::isDynamic(channels) || getGroups() <= 0 ||
+      channels % getGroups())
+    return emitOpError() << getGroups() << " groups do not divide "
+                         << dimToString(channels) << " channels";
+  if (failed(verifyFeatureVector(*this, "gamma", getGamma(), channels,
+                                 type.getElementType())) ||
+      failed(verifyFeatureVector(*this, "beta", getBeta(), channels,
+                                 type.getElementType())))
+    return failure();
+  if (getEpsilon().isNegative() || getEpsilon().isNaN())
+    return emitOpError() << "expected a non-negative epsilon, got "
+                         << getEpsilon().convertToDouble();
+  return success();
+}
+
+LogicalResult UpsampleNearestOp::verify() {
+  if (failed(expectRank(*this, "input", getInput(), 3)) ||
+      failed(expectRank(*this, "result", getResult(), 3)))
+    return failure();
+  ArrayRef<int64_t> in = getInput().getType().getShape(),
+                    out = getType().getShape();
+  if (ShapedType::isDynamicShape(in) || ShapedType::isDynamicShape(out))
+    return emitOpError("needs feature maps of static size");
+  if (out[0] % in[0] || out[0] / in[0] != out[1] / in[1] ||
+      out[1] % in[1] || out[0] < in[0])
+    return emitOpError() << "expected the result (" << out[0] << "x"
+                         << out[1] << ") to enlarge the input (" << in[0]
+                         << "x" << in[1] << ") by one integer factor";
+  return expectDim(*this, "result channels", out[2], "input channels", in[2]);
+}
+
+LogicalResult TimestepEmbeddingOp::verify() {
+  if (failed(expectRank(*this, "timesteps", getTimesteps(), 1)) ||
+      failed(expectRank(*this, "result", getResult(), 2)))
+    return failure();
+  int64_t dim = getType().getDimSize(1);
+  if (ShapedType::isDynamic(dim) || dim % 2 != 0 || dim < 2)
+    return emitOpError() << "expected a static, even result width, got "
+                         << dimToString(dim);
+  if (failed(expectDim(*this, "result rows", getType().getDimSize(0),
+                       "timesteps", getTimesteps().getType().getDimSize(0))))
+    return failure();
+  if (!(getMaxPeriod().convertToDouble() > 1))
+    return emitOpError() << "expected a max_period greater than 1, got "
+                         << getMaxPeriod().convertToDouble();
+  if (!(getDownscaleFreqShift().convertToDouble() < double(dim / 2)))
+    return emitOpError() << "expected downscale_freq_shift below "
+                         << dim / 2 << ", got "
+                         << getDownscaleFreqShift().convertToDouble();
+  return success();
+}

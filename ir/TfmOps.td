@@ -1048,4 +1048,125 @@ def Tfm_DequantizeRowsOp : Tfm_Op<"dequantize_rows", [Pure]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Images: a diffusion UNet's and autoencoder's feature maps, [H, W, C]
+//===----------------------------------------------------------------------===//
+
+def Tfm_Conv2dOp : Tfm_Op<"conv2d", [Pure]> {
+  let summary = "a 2-D convolution of a [H, W, C] feature map";
+  let description = [{
+    `result[y, x, o] = bias[o] + sum over c, ky, kx of
+    weight[o, (c * kernel + ky) * kernel + kx] *
+    input[y * stride + ky - top, x * stride + kx - left, c]`, zero outside
+    the input: PyTorch's `Conv2d` on one image whose feature map is stored
+    position-major (`[H, W, C]`, one row of channels per pixel). `weight` is
+    the checkpoint's `[out, C, kernel, kernel]` read as `[out, C * kernel *
+    kernel]`; `padding` is `[top, left, bottom, right]` (a VAE encoder's
+    downsampling pads only the bottom and right). The result has
+    `(H + top + bottom - kernel) / stride + 1` rows of as many columns.
+
+    `tfm-convolutions-as-gemm` rewrites it as `tfm.image_windows` and a
+    `tfm.linear` (a 1x1 convolution as the linear alone), so that the weight
+    formats, panels and GEMM kernels of every projection apply.
+
+    ```mlir
+    %y = tfm.conv2d %x, %w bias %b {kernel = 3, padding = array<i64: 1, 1, 1, 1>, stride = 1} : (tensor<64x64x320xf32>, tensor<320x2880xf32>, tensor<320xf32>) -> tensor<64x64x320xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$weight,
+                       Optional<Tfm_FloatTensor>:$bias, I64Attr:$kernel,
+                       I64Attr:$stride, DenseI64ArrayAttr:$padding);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_ImageWindowsOp : Tfm_Op<"image_windows", [Pure]> {
+  let summary = "a 2-D convolution's inputs, one window per row (im2col)";
+  let description = [{
+    The `kernel` x `kernel` windows of the `[H, W, C]` feature map `input`
+    that a `tfm.conv2d` with these `stride` and `padding` (`[top, left,
+    bottom, right]`) reads, one per output pixel in row-major order, each
+    flattened channel-major as the convolution's weight is:
+    `result[y * Wo + x, (c * kernel + ky) * kernel + kx] =
+    input[y * stride + ky - top, x * stride + kx - left, c]`, zero in the
+    padding. The convolution is then a `tfm.linear`.
+
+    ```mlir
+    %w = tfm.image_windows %x {kernel = 3, padding = array<i64: 1, 1, 1, 1>, stride = 2} : tensor<64x64x320xf32> -> tensor<1024x2880xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, I64Attr:$kernel,
+                       I64Attr:$stride, DenseI64ArrayAttr:$padding);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tfm_GroupNormOp : Tfm_Op<"group_norm", [Pure]> {
+  let summary = "GroupNorm over a feature map's positions, optionally followed by SiLU";
+  let description = [{
+    PyTorch's `GroupNorm(groups, C)` on one image stored position-major
+    (`[H, W, C]`, or `[positions, C]`): the channels fall into `groups`
+    consecutive groups, and each group is normalized by the mean and
+    variance of all its values over every position, then scaled by `gamma`
+    and shifted by `beta` (`[C]`). With `silu`, `x·σ(x)` follows, as a
+    UNet's and a VAE's blocks apply it after almost every norm.
+
+    ```mlir
+    %n = tfm.group_norm %x, %g, %b {epsilon = 1.0e-5 : f32, groups = 32 : i64, silu} : (tensor<64x64x320xf32>, tensor<320xf32>, tensor<320xf32>) -> tensor<64x64x320xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$gamma,
+                       Tfm_FloatTensor:$beta, I64Attr:$groups,
+                       F32Attr:$epsilon, UnitAttr:$silu);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_UpsampleNearestOp : Tfm_Op<"upsample_nearest", [Pure]> {
+  let summary = "a feature map enlarged by an integer factor, each pixel repeated";
+  let description = [{
+    `result[y, x, c] = input[y / f, x / f, c]` for the `[H, W, C]` input and
+    the `[f·H, f·W, C]` result: `F.interpolate(scale_factor=f,
+    mode="nearest")`, a UNet's and a VAE decoder's upsampling before their
+    convolution.
+
+    ```mlir
+    %u = tfm.upsample_nearest %x : tensor<8x8x1280xf32> -> tensor<16x16x1280xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tfm_TimestepEmbeddingOp : Tfm_Op<"timestep_embedding", [Pure]> {
+  let summary = "a diffusion timestep's sinusoidal embedding";
+  let description = [{
+    For each (fractional) timestep `t` of `timesteps` a `[dim]` vector: with
+    `half = dim / 2` frequencies `f_i = exp(-ln(max_period) * i / (half -
+    downscale_freq_shift))`, the `half` values `sin(scale * t * f_i)` then
+    the `half` values `cos(scale * t * f_i)`, or cos first with
+    `flip_sin_to_cos`: diffusers' `get_timestep_embedding`, computed in f32
+    as it is.
+
+    ```mlir
+    %e = tfm.timestep_embedding %t {downscale_freq_shift = 0.0 : f32, flip_sin_to_cos, max_period = 1.0e4 : f32, scale = 1.0 : f32} : tensor<1xf32> -> tensor<1x320xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$timesteps, F32Attr:$downscale_freq_shift,
+                       F32Attr:$scale, F32Attr:$max_period,
+                       UnitAttr:$flip_sin_to_cos);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$timesteps attr-dict `:` type($timesteps) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // TFM_OPS_TD

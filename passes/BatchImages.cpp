@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/DiffusionAttr.h"
 #include "ir/TfmOps.h"
 #include "passes/Passes.h"
 
@@ -118,6 +119,10 @@ struct BatchImagesPass : mlir::tfm::impl::BatchImagesPassBase<BatchImagesPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // A diffusion pipeline's VAE calls take one image at a time in its
+    // sampling loop: twins would double the largest code for nothing.
+    if (module->hasAttr(kDiffusionAttrName))
+      return;
     SmallVector<func::FuncOp> images;
     for (auto func : module.getOps<func::FuncOp>())
       if (mayGetBatchTwin(module, func) && takesOneImage(func))

@@ -211,6 +211,19 @@ def FuseMLPPass : Pass<"tfm-fuse-mlp", "func::FuncOp"> {
   }];
 }
 
+def ConvolutionsAsGemmPass : Pass<"tfm-convolutions-as-gemm", "func::FuncOp"> {
+  let summary = "2-D convolutions as image windows and a tfm.linear";
+  let description = [{
+    A `tfm.conv2d` becomes `tfm.image_windows` (each output pixel's window,
+    flattened as the weight is) and a `tfm.linear` with the convolution's
+    `[out, C * k * k]` weight and bias; a 1x1 convolution of stride 1 is the
+    linear on the feature map's rows alone. The weight is then stored and
+    multiplied as any projection's (`--weights-dtype`, panels, the GEMM
+    kernels) instead of by linalg's convolution loops.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def FuseNormPass : Pass<"tfm-fuse-norm", "func::FuncOp"> {
   let summary = "Residual adds fused into the following LayerNorm/RMSNorm";
   let description = [{

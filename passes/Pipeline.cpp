@@ -16,6 +16,10 @@ static void addFusionPasses(OpPassManager &pm,
   // Experts as projections first: the fusions and weight storage then
   // treat them as any other.
   pm.addPass(createExpandExpertsPass());
+  // Convolutions as projections too: their weights then take every
+  // storage format and their products the GEMM kernels.
+  if (options.convolutionsAsGemm)
+    pm.addNestedPass<func::FuncOp>(createConvolutionsAsGemmPass());
   pm.addPass(createCanonicalizerPass());
   // The fusions match projections of one input value: @prefill's last rows
   // are sliced once per use (pickRows), and only CSE makes them one, so

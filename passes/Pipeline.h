@@ -30,6 +30,8 @@ struct TfmPipelineOptions {
   bool fuseQKV = true;
   bool fuseMLP = true;
   bool fuseNorm = true;
+  /// 2-D convolutions as image windows and a tfm.linear.
+  bool convolutionsAsGemm = true;
   /// tfm-quantize-weights' dtype, edge-dtype and keep; it runs unless
   /// both dtypes are empty or f32.
   std::string weightsDtype, edgeDtype, keepWeights, weightsDtypeFor;

@@ -21,6 +21,8 @@ case "${1:-}" in
   *) echo "test.sh: unknown option '$1'" >&2; exit 2 ;;
 esac
 bash "$root/scripts/build.sh" "${build_options[@]}"
+# As build.sh: ccache hits across checkouts for what `check` compiles.
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0

@@ -122,4 +122,5 @@ void mlir::tfm::populateLowerToLinalgPatterns(RewritePatternSet &patterns) {
   populateLowerPoolingPatterns(patterns);
   populateLowerPatchesPatterns(patterns);
   populateLowerExpertPatterns(patterns);
+  populateLowerImagePatterns(patterns);
 }

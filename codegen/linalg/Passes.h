@@ -66,6 +66,8 @@ void populateLowerPoolingPatterns(RewritePatternSet &patterns);
 void populateLowerPatchesPatterns(RewritePatternSet &patterns);
 /// A mixture of experts' routing and row moves (LowerExperts.cpp).
 void populateLowerExpertPatterns(RewritePatternSet &patterns);
+/// Feature maps: convolutions, group norms, upsampling, timestep embeddings.
+void populateLowerImagePatterns(RewritePatternSet &patterns);
 void populateLowerToLinalgPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::tfm

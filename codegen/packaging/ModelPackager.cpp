@@ -1,6 +1,7 @@
 //===- ModelPackager.cpp - weights, tokenizer and link step -------------===//
 
 #include "codegen/packaging/ModelPackager.h"
+#include "ir/DiffusionAttr.h"
 #include "codegen/packaging/RankWeights.h"
 #include "codegen/linalg/Passes.h"
 #include "codegen/linalg/WeightFormats.h"
@@ -406,6 +407,16 @@ std::string generateModelSource(const ModelDescription &model,
        << ", .frames = " << audio->frames << ",\n"
        << "    .mean = " << llvm::formatv("{0:e9}f", audio->mean)
        << ", .std = " << llvm::formatv("{0:e9}f", audio->std) << "};\n";
+  if (const std::optional<ModelDescription::Diffusion> &d = model.diffusion) {
+    os << "static const tfm_diffusion_desc tfm_diffusion = {\n   ";
+    for (size_t i = 0; i < d->integers.size(); ++i)
+      os << " ." << kDiffusionIntegerFields[i] << " = " << d->integers[i]
+         << ",";
+    os << "\n    .scaling_factor = "
+       << llvm::formatv("{0:e9}f", d->scalingFactor) << ",\n"
+       << "    .scheduler_config = " << cStringLiteral(d->schedulerConfig)
+       << "};\n";
+  }
   if (const std::optional<tfm_waveform_input> &w = model.waveform)
     os << "static const tfm_waveform_input tfm_waveform = {\n"
        << "    .sampling_rate = " << w->sampling_rate
@@ -531,6 +542,8 @@ std::string generateModelSource(const ModelDescription &model,
        << ",\n";
   if (model.waveform)
     os << "    .waveform = &tfm_waveform,\n";
+  if (model.diffusion)
+    os << "    .diffusion = &tfm_diffusion,\n";
   os << "};\n";
   return source;
 }
@@ -849,11 +862,12 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
       // (cli/main_internal.h): only a model that takes images or audio
       // pulls them in, with the libraries they decode with.
       bool media = model.imagePreprocessing || model.audioPreprocessing ||
-                   model.waveform;
+                   model.waveform || model.diffusion;
       if (media)
         args.append({"-Wl,--undefined=tfm_image_load",
                      "-Wl,--undefined=tfm_audio_load",
                      "-Wl,--undefined=tfm_audio_read",
+                     "-Wl,--undefined=tfm_image_write_png",
                      options.runtimeMediaLibrary});
       // A model split over ranks: libtfmrt_mpi, which the core refers to
       // weakly (runtime/core/ranks.h), and MPI.

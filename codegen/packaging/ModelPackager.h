@@ -105,6 +105,15 @@ struct ModelDescription {
   std::optional<tfm_audio_preprocessing> audioPreprocessing;
   /// A waveform speech model's input and CTC decoding (tfm_transcribe).
   std::optional<tfm_waveform_input> waveform;
+  /// A Stable Diffusion pipeline's constants (tfm.diffusion): the integers
+  /// of kDiffusionIntegerFields in order, the VAE's scaling factor, the
+  /// scheduler's "key=value" lines.
+  struct Diffusion {
+    std::vector<int64_t> integers;
+    double scalingFactor = 0;
+    std::string schedulerConfig;
+  };
+  std::optional<Diffusion> diffusion;
   /// An encoder-decoder's generation defaults; their token lists
   /// (suppressed, bad words, prompt, begin-suppressed) and counts are
   /// written out from these vectors.

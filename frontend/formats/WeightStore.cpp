@@ -208,6 +208,16 @@ std::optional<WeightDtype> WeightStore::firstBlockDtype() const {
   return std::nullopt;
 }
 
+void WeightStore::absorb(WeightStore &&other, llvm::StringRef prefix) {
+  for (const std::string &name : other.order)
+    add((prefix + name).str(), std::move(other.tensors[name]));
+  for (const auto &buffer : other.integerBuffers)
+    integerBuffers[(prefix + buffer.getKey()).str()] = buffer.getValue();
+  for (auto &file : other.files)
+    files.push_back(std::move(file));
+  other = WeightStore();
+}
+
 WeightTensor WeightStore::take(llvm::StringRef name) {
   WeightTensor tensor = std::move(tensors[name]);
   tensors.erase(name);

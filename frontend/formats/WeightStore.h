@@ -154,6 +154,10 @@ public:
   void addIntegerBuffer(llvm::StringRef name, llvm::StringRef dtype) {
     integerBuffers[name] = dtype.str();
   }
+  /// Moves every tensor of `other` here, named `prefix` + its name, with
+  /// the mapped files they view (a pipeline's components, each read from
+  /// its own folder, in one store).
+  void absorb(WeightStore &&other, llvm::StringRef prefix);
   /// Keeps a checkpoint file mapped for the tensors that view it.
   void keepMapped(std::unique_ptr<llvm::MemoryBuffer> file) {
     files.push_back(std::move(file));

@@ -30,7 +30,8 @@ import numpy as np
 from tfmc._abi import (ROLE_NAMES, DTYPE_NAMES, NUMPY_DTYPES, Status,
                        Tensor, GenerateOptions, GenerateResult,
                        GenerationRules, ModelDesc,
-                       SamplerOptions, ON_TOKEN, declare)
+                       SamplerOptions, ON_TOKEN, ImageRequest, ON_IMAGE_STEP,
+                       declare)
 
 __all__ = ["TfmcError", "compile", "load", "Model", "Engine"]
 
@@ -382,7 +383,16 @@ class Model:
                 "ranks": max(d.ranks, 1),
                 "logit_scale": d.logit_scale,
                 "sampling_rate": (d.waveform.contents.sampling_rate
-                                  if d.waveform else None)}
+                                  if d.waveform else None),
+                "image_size": ((d.diffusion.contents.latent_height *
+                                d.diffusion.contents.vae_scale_factor,
+                                d.diffusion.contents.latent_width *
+                                d.diffusion.contents.vae_scale_factor)
+                               if d.diffusion else None),
+                "latent_shape": ([d.diffusion.contents.latent_channels,
+                                  d.diffusion.contents.latent_height,
+                                  d.diffusion.contents.latent_width]
+                                 if d.diffusion else None)}
 
     # Text.
 
@@ -493,6 +503,58 @@ class Model:
         # The array keeps `buffer` alive, and `buffer` its owner.
         buffer._owner = _OutputBuffer(self._library, out)
         return np.frombuffer(buffer, dtype=dtype).reshape(shape)
+
+    def generate_image(self, prompt, negative_prompt=None, steps=50,
+                       guidance=7.5, seed=0, scheduler=None, noise=None,
+                       progress=None):
+        """An image from a diffusion pipeline (tfmc on a Stable Diffusion
+        folder): a NumPy float32 [height, width, 3] array in [0, 1], as
+        diffusers' output_type="np". `noise` gives the initial latents
+        ([4, height / 8, width / 8], diffusers' `latents=`); otherwise
+        they are torch.randn from `seed`, as diffusers draws them.
+        `scheduler` names another scheduler than the folder's ("euler_a",
+        "dpm++2m_karras", ...); `progress(step, steps)` is called after each
+        step."""
+        size = self.description["image_size"]
+        if size is None:
+            raise TfmcError(f"model '{self.description['name']}' is not a "
+                            "diffusion pipeline")
+        height, width = size
+        request = ImageRequest()
+        request.prompt = _c_text(prompt, "the prompt")
+        if negative_prompt is not None:
+            request.negative_prompt = _c_text(negative_prompt,
+                                              "the negative prompt")
+        request.steps = _c_integer(steps, "steps", 1, 1000)
+        if not isinstance(guidance, (int, float)) or guidance != guidance:
+            raise TfmcError(f"guidance must be a number, got "
+                            f"{_shown(guidance)}")
+        request.guidance = float(guidance)
+        request.seed = _c_integer(seed, "seed", 0, 2**64 - 1)
+        if scheduler is not None:
+            request.scheduler = _c_text(scheduler, "the scheduler")
+        latents = None
+        if noise is not None:
+            shape = self.description["latent_shape"]
+            latents = np.ascontiguousarray(noise, dtype=np.float32)
+            if list(latents.shape) != shape:
+                raise TfmcError(f"noise must be {shape}, got "
+                                f"{list(latents.shape)}")
+            request.noise = latents.ctypes.data_as(
+                ctypes.POINTER(ctypes.c_float))
+        if progress is not None:
+            request.progress = ON_IMAGE_STEP(
+                lambda user, step, steps: progress(step, steps))
+        image = np.empty((height, width, 3), dtype=np.float32)
+        notes = ctypes.c_char_p()
+        status = Status()
+        with self._using("generate_image") as handle:
+            code = self._library.tfm_image_generate(
+                handle, ctypes.byref(request),
+                image.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                image.size, ctypes.byref(notes), ctypes.byref(status))
+        _check(code, status)
+        return image
 
     def embed(self, texts):
         """One vector per text (or list of token ids) through @embed

@@ -1,12 +1,12 @@
 """The C API's structures and functions as ctypes sees them: a transcription
-of runtime/include/tfm/tfm_model_abi.h and tfm_runtime.h (ABI version 21),
+of runtime/include/tfm/tfm_model_abi.h and tfm_runtime.h (ABI version 22),
 field for field; test/python checks it against compiled models."""
 
 import ctypes
 
 import numpy as np
 
-ABI_VERSION = 21
+ABI_VERSION = 22
 MAX_RANK = 6
 
 ROLE_NAMES = {0: "token_ids", 1: "features", 2: "start_position",
@@ -59,6 +59,19 @@ class WaveformInput(ctypes.Structure):
                 ("clean_up", ctypes.c_int32), ("lowercase", ctypes.c_int32)]
 
 
+class DiffusionDesc(ctypes.Structure):
+    """tfm_diffusion_desc: a Stable Diffusion pipeline's constants."""
+    _fields_ = [("latent_channels", ctypes.c_int64),
+                ("unet_in_channels", ctypes.c_int64),
+                ("latent_height", ctypes.c_int64),
+                ("latent_width", ctypes.c_int64),
+                ("vae_scale_factor", ctypes.c_int64),
+                ("text_tokens", ctypes.c_int64),
+                ("pad_token", ctypes.c_int64),
+                ("scaling_factor", ctypes.c_float),
+                ("scheduler_config", ctypes.c_char_p)]
+
+
 class ModelDesc(ctypes.Structure):
     _fields_ = [("abi_version", ctypes.c_uint32), ("target", ctypes.c_int32),
                 ("name", ctypes.c_char_p), ("family", ctypes.c_char_p),
@@ -89,7 +102,8 @@ class ModelDesc(ctypes.Structure):
                 ("rank_checksums", ctypes.c_void_p),
                 ("replicated_weights_size", ctypes.c_uint64),
                 ("logit_scale", ctypes.c_float),
-                ("waveform", ctypes.POINTER(WaveformInput))]
+                ("waveform", ctypes.POINTER(WaveformInput)),
+                ("diffusion", ctypes.POINTER(DiffusionDesc))]
 
 
 class SamplerOptions(ctypes.Structure):
@@ -101,6 +115,20 @@ class SamplerOptions(ctypes.Structure):
 
 ON_TOKEN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32,
                             ctypes.c_void_p, ctypes.c_size_t)
+
+
+ON_IMAGE_STEP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32,
+                                 ctypes.c_int32)
+
+
+class ImageRequest(ctypes.Structure):
+    """tfm_image_request: one image of a diffusion pipeline."""
+    _fields_ = [("prompt", ctypes.c_char_p),
+                ("negative_prompt", ctypes.c_char_p),
+                ("steps", ctypes.c_int32), ("guidance", ctypes.c_float),
+                ("seed", ctypes.c_uint64), ("scheduler", ctypes.c_char_p),
+                ("noise", ctypes.POINTER(ctypes.c_float)),
+                ("progress", ON_IMAGE_STEP), ("user", ctypes.c_void_p)]
 
 
 class GenerateOptions(ctypes.Structure):
@@ -233,6 +261,9 @@ def declare(library):
         "tfm_engine_step": (ctypes.c_int, [p, ctypes.POINTER(EngineEvent),
                                            i32, ctypes.POINTER(i32), status]),
         "tfm_engine_get_stats": (None, [p, ctypes.POINTER(EngineStats)]),
+        "tfm_image_generate": (ctypes.c_int, [
+            p, ctypes.POINTER(ImageRequest), ctypes.POINTER(ctypes.c_float),
+            i64, ctypes.POINTER(ctypes.c_char_p), status]),
         "tfm_generate": (ctypes.c_int, [p, ctypes.POINTER(i32), i64,
                                         ctypes.POINTER(GenerateOptions),
                                         ctypes.POINTER(GenerateResult),

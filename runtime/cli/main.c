@@ -453,6 +453,12 @@ static int run_model(const char *argv0, tfm_model *model,
       return 1;
     return tfm_main_perplexity(argv0, model, o->perplexity);
   }
+  /* A diffusion pipeline draws its prompt. */
+  if (!o->call.name && tfm_model_get_desc(model)->diffusion) {
+    if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_IMAGE))
+      return 1;
+    return tfm_main_image(argv0, model, o);
+  }
   /* CLIP: texts and images given, each image against every text. */
   if (!o->call.name && tfm_main_is_similarity(model) &&
       (o->text_count || o->call.text_file) && o->call.image_count) {

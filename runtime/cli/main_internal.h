@@ -17,6 +17,7 @@
 #pragma weak tfm_image_load
 #pragma weak tfm_audio_load
 #pragma weak tfm_audio_read
+#pragma weak tfm_image_write_png
 
 #ifdef __cplusplus
 extern "C" {

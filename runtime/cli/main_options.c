@@ -76,7 +76,13 @@ void tfm_main_usage(FILE *out, const char *argv0) {
       "    --truncate           cut text longer than the context\n"
       "    --tokenize           print the ids and token types, run nothing\n"
       "    --format F           text (default), json, or f32 (raw, stdout)\n"
-      "    --output FILE        write the outputs as raw f32\n",
+      "    --output FILE        write the outputs as raw f32\n"
+      "  A diffusion pipeline (Stable Diffusion) draws an image:\n"
+      "    --prompt TEXT -o OUT.png [--negative-prompt TEXT] [--steps N (50)]\n"
+      "    [--guidance G (7.5)] [--seed S (0)] [--scheduler NAME]\n"
+      "    [--width W --height H: the size it was compiled for]\n"
+      "    --noise FILE         initial latents, raw f32 [4, H/8, W/8]\n"
+      "    --output FILE        the image as raw f32 [H, W, 3] in [0, 1]\n",
       argv0);
 }
 
@@ -88,13 +94,15 @@ enum {
   CALL = 1 << TFM_MAIN_MODE_CALL,
   SIMILARITY = 1 << TFM_MAIN_MODE_SIMILARITY,
   TRANSCRIBE = 1 << TFM_MAIN_MODE_TRANSCRIBE,
-  EVERY_MODE = GENERATE | SEQ2SEQ | PERPLEXITY | CALL | SIMILARITY | TRANSCRIBE
+  IMAGE = 1 << TFM_MAIN_MODE_IMAGE,
+  EVERY_MODE =
+      GENERATE | SEQ2SEQ | PERPLEXITY | CALL | SIMILARITY | TRANSCRIBE | IMAGE
 };
 static const struct {
   const char *name; /* as spelled; "" for image and audio files */
   unsigned modes;
 } flags[] = {
-    {"--prompt", GENERATE},
+    {"--prompt", GENERATE | IMAGE},
     {"--prompt-file", GENERATE},
     {"--perplexity", PERPLEXITY},
     {"--tokens", GENERATE | SEQ2SEQ | CALL},
@@ -103,7 +111,7 @@ static const struct {
     {"--top-k", GENERATE | SEQ2SEQ},
     {"--top-p", GENERATE | SEQ2SEQ},
     {"--repetition-penalty", GENERATE | SEQ2SEQ},
-    {"--seed", GENERATE | SEQ2SEQ},
+    {"--seed", GENERATE | SEQ2SEQ | IMAGE},
     {"--stop", GENERATE},
     {"--ignore-eos", GENERATE | SEQ2SEQ},
     {"--force-tokens", GENERATE | SEQ2SEQ},
@@ -134,7 +142,15 @@ static const struct {
     {"--preprocess", SEQ2SEQ | CALL},
     {"--truncate", CALL},
     {"--format", CALL},
-    {"--output", SEQ2SEQ | CALL},
+    {"--output", SEQ2SEQ | CALL | IMAGE},
+    {"--negative-prompt", IMAGE},
+    {"--steps", IMAGE},
+    {"--guidance", IMAGE},
+    {"--width", IMAGE},
+    {"--height", IMAGE},
+    {"--scheduler", IMAGE},
+    {"--noise", IMAGE},
+    {"-o", IMAGE},
     {"", SEQ2SEQ | CALL | SIMILARITY | TRANSCRIBE},
 };
 
@@ -162,7 +178,8 @@ int tfm_main_refuse_unused(const char *argv0, const tfm_main_options *o,
       "when a speech recognizer transcribes audio files",
       "when an entry point runs on its inputs (--call, an encoder, or "
       "--decoder-tokens), writing its output as text, --format json or f32, "
-      "or --output FILE"};
+      "or --output FILE",
+      "when a diffusion pipeline draws an image (--prompt, -o out.png)"};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; ++i)
     if ((o->given >> i & 1) && !(flags[i].modes >> mode & 1)) {
       if (!*flags[i].name)
@@ -196,6 +213,7 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
   o->new_tokens = 128;
   o->length_penalty = 1.0f;
   o->sampler = tfm_sampler_default_options();
+  o->guidance = 7.5f; /* diffusers' StableDiffusionPipeline default */
   for (int i = 1; i < argc; ++i) {
     const char *arg = argv[i];
     const char *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -234,6 +252,14 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
       return TFM_MAIN_OPTIONS_BAD;
     } else if (!strcmp(arg, "--prompt")) {
       o->prompt = argv[++i];
+    } else if (!strcmp(arg, "--negative-prompt")) {
+      o->negative_prompt = argv[++i];
+    } else if (!strcmp(arg, "--scheduler")) {
+      o->scheduler = argv[++i];
+    } else if (!strcmp(arg, "--noise")) {
+      o->noise_path = argv[++i];
+    } else if (!strcmp(arg, "-o")) {
+      o->png_path = argv[++i];
     } else if (!strcmp(arg, "--perplexity")) {
       o->perplexity = argv[++i];
     } else if (!strcmp(arg, "--prompt-file")) {
@@ -288,7 +314,8 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
                !strcmp(arg, "--seed") || !strcmp(arg, "--warmup") ||
                !strcmp(arg, "--batch") || !strcmp(arg, "--beams") ||
                !strcmp(arg, "--no-repeat-ngram") ||
-               !strcmp(arg, "--min-new-tokens")) {
+               !strcmp(arg, "--min-new-tokens") || !strcmp(arg, "--steps") ||
+               !strcmp(arg, "--width") || !strcmp(arg, "--height")) {
       char *end;
       errno = 0;
       long long n = strtoll(argv[++i], &end, 10);
@@ -300,7 +327,16 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
       if (!strcmp(arg, "-n")) {
         o->new_tokens = (long)n;
         o->new_tokens_given = 1;
-      }
+      } else if (!strcmp(arg, "--steps") && (n < 1 || n > 1000)) {
+        fprintf(stderr, "%s: error: --steps expects 1 to 1000, got %lld\n",
+                argv[0], n);
+        return TFM_MAIN_OPTIONS_BAD;
+      } else if (!strcmp(arg, "--steps"))
+        o->steps = (long)n;
+      else if (!strcmp(arg, "--width"))
+        o->width = (long)n;
+      else if (!strcmp(arg, "--height"))
+        o->height = (long)n;
       else if (!strcmp(arg, "--top-k"))
         o->sampler.top_k = (int32_t)n;
       else if (!strcmp(arg, "--warmup"))
@@ -326,6 +362,15 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
       }
       else
         o->sampler.seed = (uint64_t)n;
+    } else if (!strcmp(arg, "--guidance")) {
+      if (!parse_number(argv[0], arg, argv[++i], &number))
+        return TFM_MAIN_OPTIONS_BAD;
+      if (!(number >= 0 && number <= 100)) {
+        fprintf(stderr, "%s: error: --guidance expects 0 to 100, got %g\n",
+                argv[0], number);
+        return TFM_MAIN_OPTIONS_BAD;
+      }
+      o->guidance = (float)number;
     } else if (!strcmp(arg, "--temperature") || !strcmp(arg, "--top-p") ||
                !strcmp(arg, "--repetition-penalty")) {
       if (!parse_number(argv[0], arg, argv[++i], &number))

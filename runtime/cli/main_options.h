@@ -30,6 +30,7 @@ typedef enum {
   TFM_MAIN_MODE_TRANSCRIBE, /* a speech recognizer: audio files' text */
   TFM_MAIN_MODE_CALL,       /* one entry point (--call, encoders, teacher
                                forcing with --decoder-tokens) */
+  TFM_MAIN_MODE_IMAGE,      /* a diffusion pipeline draws --prompt */
   TFM_MAIN_MODE_COUNT
 } tfm_main_mode;
 
@@ -63,6 +64,10 @@ typedef struct {
   const char *suppress;       /* --suppress "ids" */
   const char *previous_text;  /* --previous-text TEXT (Whisper's) */
   const char *perplexity;     /* --perplexity FILE */
+  /* A diffusion pipeline's image (main_image.c). */
+  const char *negative_prompt, *scheduler, *noise_path, *png_path;
+  long steps, width, height;
+  float guidance;
   uint64_t given; /* the flags given: bit i for main_options.c's flags[i] */
 } tfm_main_options;
 
@@ -78,6 +83,11 @@ typedef enum {
 tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
                                                tfm_main_options *o);
 void tfm_main_options_free(tfm_main_options *o);
+
+/* The diffusion mode (main_image.c): draws --prompt into -o's PNG and/or
+ * --output's raw f32. Returns the exit status. */
+int tfm_main_image(const char *argv0, tfm_model *model,
+                   const tfm_main_options *o);
 
 /* Reports the first flag given that `mode` does not read, with what to use
  * instead; returns 0 then, 1 when every flag given acts. */

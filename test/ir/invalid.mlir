@@ -1316,3 +1316,171 @@ func.func @long_rope_count(%x: tensor<?x2x4xf32>, %p: tensor<?xi32>) {
   %y = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32, frequencies = array<f32: 1.0, 0.05>, long_frequencies = array<f32: 0.5, 0.025, 0.1>, long_context = 8 : i64} : tensor<?x2x4xf32>, tensor<?xi32>
   return
 }
+
+// -----
+
+func.func @conv2d_weight(%x: tensor<8x8x16xf32>, %w: tensor<32x100xf32>) {
+  // expected-error @+1 {{'tfm.conv2d' op expected weight columns (100) to match channels * kernel * kernel (144)}}
+  %y = tfm.conv2d %x, %w {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : (tensor<8x8x16xf32>, tensor<32x100xf32>) -> tensor<8x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_size(%x: tensor<8x8x16xf32>, %w: tensor<32x144xf32>) {
+  // expected-error @+1 {{'tfm.conv2d' op expected result rows (8) to match output rows (4)}}
+  %y = tfm.conv2d %x, %w {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 2 : i64} : (tensor<8x8x16xf32>, tensor<32x144xf32>) -> tensor<8x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_padding(%x: tensor<8x8x16xf32>, %w: tensor<32x144xf32>) {
+  // expected-error @+1 {{'tfm.conv2d' op expected padding [top, left, bottom, right], each at least 0 and below the kernel}}
+  %y = tfm.conv2d %x, %w {kernel = 3 : i64, padding = array<i64: 1, 1>, stride = 1 : i64} : (tensor<8x8x16xf32>, tensor<32x144xf32>) -> tensor<8x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_dynamic(%x: tensor<?x8x16xf32>, %w: tensor<32x144xf32>) {
+  // expected-error @+1 {{'tfm.conv2d' op needs a feature map of static size, got 'tensor<?x8x16xf32>'}}
+  %y = tfm.conv2d %x, %w {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : (tensor<?x8x16xf32>, tensor<32x144xf32>) -> tensor<8x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_bias(%x: tensor<8x8x16xf32>, %w: tensor<32x144xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.conv2d' op expected bias size (16) to match input features (32)}}
+  %y = tfm.conv2d %x, %w bias %b {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : (tensor<8x8x16xf32>, tensor<32x144xf32>, tensor<16xf32>) -> tensor<8x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_kernel(%x: tensor<2x2x16xf32>, %w: tensor<32x400xf32>) {
+  // expected-error @+1 {{'tfm.conv2d' op kernel 5 does not fit the padded 2x2 input}}
+  %y = tfm.conv2d %x, %w {kernel = 5 : i64, padding = array<i64: 0, 0, 0, 0>, stride = 1 : i64} : (tensor<2x2x16xf32>, tensor<32x400xf32>) -> tensor<1x1x32xf32>
+  return
+}
+
+// -----
+
+func.func @image_windows_rows(%x: tensor<8x8x16xf32>) {
+  // expected-error @+1 {{'tfm.image_windows' op expected result rows (63) to match output pixels (64)}}
+  %y = tfm.image_windows %x {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : tensor<8x8x16xf32> -> tensor<63x144xf32>
+  return
+}
+
+// -----
+
+func.func @image_windows_width(%x: tensor<8x8x16xf32>) {
+  // expected-error @+1 {{'tfm.image_windows' op expected result width (16) to match channels * kernel * kernel (144)}}
+  %y = tfm.image_windows %x {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : tensor<8x8x16xf32> -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+func.func @image_windows_stride(%x: tensor<8x8x16xf32>) {
+  // expected-error @+1 {{'tfm.image_windows' op expected a positive kernel and stride, got 3 and 0}}
+  %y = tfm.image_windows %x {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 0 : i64} : tensor<8x8x16xf32> -> tensor<64x144xf32>
+  return
+}
+
+// -----
+
+func.func @group_norm_groups(%x: tensor<8x8x16xf32>, %g: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.group_norm' op 5 groups do not divide 16 channels}}
+  %y = tfm.group_norm %x, %g, %g {epsilon = 1.0e-5 : f32, groups = 5 : i64} : (tensor<8x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<8x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @group_norm_rank(%x: tensor<16xf32>, %g: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.group_norm' op expected input of rank 2 ([positions, C]) or 3 ([H, W, C]), got rank 1}}
+  %y = tfm.group_norm %x, %g, %g {epsilon = 1.0e-5 : f32, groups = 4 : i64} : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @group_norm_result(%x: tensor<8x8x16xf32>, %g: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.group_norm' op expected result type 'tensor<64x16xf32>' to match input type 'tensor<8x8x16xf32>'}}
+  %y = tfm.group_norm %x, %g, %g {epsilon = 1.0e-5 : f32, groups = 4 : i64} : (tensor<8x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<64x16xf32>
+  return
+}
+
+// -----
+
+func.func @group_norm_gamma(%x: tensor<8x8x16xf32>, %g: tensor<8xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.group_norm' op expected gamma size (8) to match input features (16)}}
+  %y = tfm.group_norm %x, %g, %b {epsilon = 1.0e-5 : f32, groups = 4 : i64} : (tensor<8x8x16xf32>, tensor<8xf32>, tensor<16xf32>) -> tensor<8x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @group_norm_epsilon(%x: tensor<8x8x16xf32>, %g: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.group_norm' op expected a non-negative epsilon, got -1}}
+  %y = tfm.group_norm %x, %g, %g {epsilon = -1.0 : f32, groups = 4 : i64} : (tensor<8x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<8x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @upsample_factor(%x: tensor<8x8x16xf32>) {
+  // expected-error @+1 {{'tfm.upsample_nearest' op expected the result (16x24) to enlarge the input (8x8) by one integer factor}}
+  %y = tfm.upsample_nearest %x : tensor<8x8x16xf32> -> tensor<16x24x16xf32>
+  return
+}
+
+// -----
+
+func.func @upsample_channels(%x: tensor<8x8x16xf32>) {
+  // expected-error @+1 {{'tfm.upsample_nearest' op expected result channels (8) to match input channels (16)}}
+  %y = tfm.upsample_nearest %x : tensor<8x8x16xf32> -> tensor<16x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @upsample_dynamic(%x: tensor<?x8x16xf32>) {
+  // expected-error @+1 {{'tfm.upsample_nearest' op needs feature maps of static size}}
+  %y = tfm.upsample_nearest %x : tensor<?x8x16xf32> -> tensor<16x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @timestep_width(%t: tensor<1xf32>) {
+  // expected-error @+1 {{'tfm.timestep_embedding' op expected a static, even result width, got 7}}
+  %y = tfm.timestep_embedding %t {downscale_freq_shift = 0.0 : f32, max_period = 1.0e4 : f32, scale = 1.0 : f32} : tensor<1xf32> -> tensor<1x7xf32>
+  return
+}
+
+// -----
+
+func.func @timestep_rows(%t: tensor<2xf32>) {
+  // expected-error @+1 {{'tfm.timestep_embedding' op expected result rows (1) to match timesteps (2)}}
+  %y = tfm.timestep_embedding %t {downscale_freq_shift = 0.0 : f32, max_period = 1.0e4 : f32, scale = 1.0 : f32} : tensor<2xf32> -> tensor<1x8xf32>
+  return
+}
+
+// -----
+
+func.func @timestep_period(%t: tensor<1xf32>) {
+  // expected-error @+1 {{'tfm.timestep_embedding' op expected a max_period greater than 1, got 1}}
+  %y = tfm.timestep_embedding %t {downscale_freq_shift = 0.0 : f32, max_period = 1.0 : f32, scale = 1.0 : f32} : tensor<1xf32> -> tensor<1x8xf32>
+  return
+}
+
+// -----
+
+func.func @timestep_shift(%t: tensor<1xf32>) {
+  // expected-error @+1 {{'tfm.timestep_embedding' op expected downscale_freq_shift below 4, got 4}}
+  %y = tfm.timestep_embedding %t {downscale_freq_shift = 4.0 : f32, max_period = 1.0e4 : f32, scale = 1.0 : f32} : tensor<1xf32> -> tensor<1x8xf32>
+  return
+}

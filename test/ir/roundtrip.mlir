@@ -411,3 +411,23 @@ func.func @softcap_and_long_rope(%x: tensor<?x2x4xf32>, %p: tensor<?xi32>, %l: t
   %s = tfm.softcap %l {cap = 30.0 : f32} : tensor<?x8xf32>
   return %a, %r, %s : tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x8xf32>
 }
+
+// -----
+
+// A diffusion UNet's and VAE's feature-map ops ([H, W, C]).
+// CHECK-LABEL: func.func @images
+func.func @images(%x: tensor<8x8x16xf32>, %w: tensor<32x144xf32>, %b: tensor<32xf32>, %g: tensor<16xf32>, %t: tensor<1xf32>) -> (tensor<4x4x32xf32>, tensor<64x144xf32>, tensor<8x8x16xf32>, tensor<16x16x16xf32>, tensor<1x320xf32>) {
+  // CHECK: tfm.conv2d %{{.*}}, %{{.*}} bias %{{.*}} {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 2 : i64} : (tensor<8x8x16xf32>, tensor<32x144xf32>, tensor<32xf32>) -> tensor<4x4x32xf32>
+  %c = tfm.conv2d %x, %w bias %b {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 2 : i64} : (tensor<8x8x16xf32>, tensor<32x144xf32>, tensor<32xf32>) -> tensor<4x4x32xf32>
+  // CHECK: tfm.conv2d %{{.*}}, %{{.*}} {kernel = 3 : i64, padding = array<i64: 0, 0, 1, 1>, stride = 2 : i64} : (tensor<8x8x16xf32>, tensor<32x144xf32>) -> tensor<4x4x32xf32>
+  %e = tfm.conv2d %x, %w {kernel = 3 : i64, padding = array<i64: 0, 0, 1, 1>, stride = 2 : i64} : (tensor<8x8x16xf32>, tensor<32x144xf32>) -> tensor<4x4x32xf32>
+  // CHECK: tfm.image_windows %{{.*}} {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : tensor<8x8x16xf32> -> tensor<64x144xf32>
+  %win = tfm.image_windows %x {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : tensor<8x8x16xf32> -> tensor<64x144xf32>
+  // CHECK: tfm.group_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.99999974E-6 : f32, groups = 4 : i64, silu} : (tensor<8x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<8x8x16xf32>
+  %n = tfm.group_norm %x, %g, %g {epsilon = 1.0e-5 : f32, groups = 4 : i64, silu} : (tensor<8x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<8x8x16xf32>
+  // CHECK: tfm.upsample_nearest %{{.*}} : tensor<8x8x16xf32> -> tensor<16x16x16xf32>
+  %u = tfm.upsample_nearest %x : tensor<8x8x16xf32> -> tensor<16x16x16xf32>
+  // CHECK: tfm.timestep_embedding %{{.*}} {downscale_freq_shift = 0.000000e+00 : f32, flip_sin_to_cos, max_period = 1.000000e+04 : f32, scale = 1.000000e+00 : f32} : tensor<1xf32> -> tensor<1x320xf32>
+  %s = tfm.timestep_embedding %t {downscale_freq_shift = 0.0 : f32, flip_sin_to_cos, max_period = 1.0e4 : f32, scale = 1.0 : f32} : tensor<1xf32> -> tensor<1x320xf32>
+  return %c, %win, %n, %u, %s : tensor<4x4x32xf32>, tensor<64x144xf32>, tensor<8x8x16xf32>, tensor<16x16x16xf32>, tensor<1x320xf32>
+}

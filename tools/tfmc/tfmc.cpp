@@ -75,6 +75,11 @@ cl::opt<std::string> chatTemplatePath(
     cl::desc("Chat template (Jinja) the model carries for tfm-serve's "
              "/v1/chat/completions, instead of its tokenizer_config.json's"),
     cl::value_desc("file"), cl::cat(outputCategory));
+cl::opt<std::string> imageSize(
+    "image-size",
+    cl::desc("A diffusion pipeline's image size, WIDTHxHEIGHT pixels "
+             "(default: its UNet's sample_size times 8)"),
+    cl::value_desc("WxH"), cl::cat(outputCategory));
 cl::opt<std::string> checkpointPath(
     "checkpoint",
     cl::desc("Weights of a .mlir model (.safetensors, its index.json, or "
@@ -217,6 +222,15 @@ int main(int argc, char **argv) {
   options.inputPath = inputPath;
   options.tokenizerPath = tokenizerPath;
   options.chatTemplatePath = chatTemplatePath;
+  if (imageSize.getNumOccurrences()) {
+    // WIDTHxHEIGHT, as sd.cpp's -W and -H and users' "512x768".
+    auto [width, height] = llvm::StringRef(imageSize).split('x');
+    if (width.getAsInteger(10, options.imageSize.width) ||
+        height.getAsInteger(10, options.imageSize.height) ||
+        options.imageSize.width <= 0 || options.imageSize.height <= 0)
+      return fail("--image-size expects WIDTHxHEIGHT in pixels (512x512), "
+                  "got '" + imageSize + "'");
+  }
   options.weightsPath = checkpointPath;
   options.emit = emitKind.getNumOccurrences()
                      ? emitKind.getValue()

@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 21
+#define TFM_ABI_VERSION 22
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -322,6 +322,21 @@ typedef struct {
   const int32_t *begin_suppressed;
 } tfm_generation_defaults;
 
+/* A Stable Diffusion pipeline's constants (tfm_image_generate): the
+ * latents @denoise and @decode_latents take ([latent_channels,
+ * latent_height, latent_width]; the UNet reads unet_in_channels, 9 for
+ * inpainting), the image's size over theirs (vae_scale_factor), the VAE's
+ * scaling_factor, the text encoder's tokens and the pad token prompts are
+ * padded with, and the folder's scheduler_config.json: its scalar fields
+ * as "key=value" lines, strings in double quotes, numbers and true/false
+ * bare (runtime/diffusion reads the keys it knows). */
+typedef struct {
+  int64_t latent_channels, unet_in_channels, latent_height, latent_width;
+  int64_t vae_scale_factor, text_tokens, pad_token;
+  float scaling_factor;
+  const char *scheduler_config;
+} tfm_diffusion_desc;
+
 /* Everything the runtime needs to know about one compiled model; tfmc
  * generates one constant instance per model. */
 typedef enum {
@@ -402,6 +417,8 @@ typedef struct tfm_model_desc {
   /* A speech model's samples and a recognizer's decoding
    * (tfm_transcribe), or NULL. */
   const tfm_waveform_input *waveform;
+  /* A Stable Diffusion pipeline's constants, or NULL. */
+  const tfm_diffusion_desc *diffusion;
 } tfm_model_desc;
 
 /* What generated entry points call around the model's code (runtime,

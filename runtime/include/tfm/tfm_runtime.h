@@ -486,6 +486,62 @@ tfm_status_code tfm_image_load_memory(const tfm_model *model,
                                       const uint8_t *data, size_t size,
                                       float *pixels, int64_t capacity,
                                       tfm_status *status);
+/* Writes `rgb` ([height, width, 3] floats in [0, 1], as tfm_image_generate
+ * gives) as an 8-bit RGB PNG: each value times 255, rounded, as diffusers'
+ * numpy_to_pil. TFM_ERROR_IO names the file that cannot be written;
+ * TFM_ERROR_INVALID_ARGUMENT a size out of PNG's range. Also in
+ * libtfmrt_media. */
+tfm_status_code tfm_image_write_png(const char *path, const float *rgb,
+                                    int64_t height, int64_t width,
+                                    tfm_status *status);
+/* The PNG tfm_image_write_png writes, in memory: `*data` (allocated with
+ * malloc, the caller frees it with free()) holds its `*size` bytes; both
+ * are NULL and 0 after a failure. TFM_ERROR_INVALID_ARGUMENT for a size
+ * out of PNG's range, TFM_ERROR_OUT_OF_MEMORY. Thread-safe. Also in
+ * libtfmrt_media. */
+tfm_status_code tfm_image_encode_png(const float *rgb, int64_t height,
+                                     int64_t width, uint8_t **data,
+                                     size_t *size, tfm_status *status);
+
+/*===--------------------------------------------------------------------===
+ * Images from text: a Stable Diffusion pipeline (desc->diffusion), its
+ * sampling loop as diffusers' StableDiffusionPipeline runs it.
+ *===--------------------------------------------------------------------===*/
+
+typedef struct {
+  const char *prompt;          /* UTF-8; past the text encoder's tokens it
+                                  is cut, as diffusers cuts it */
+  const char *negative_prompt; /* NULL: "" (the unconditional half) */
+  int32_t steps;               /* inference steps; 0: 50, diffusers' */
+  float guidance;              /* classifier-free guidance scale; at most 1:
+                                  the prompt's half alone */
+  uint64_t seed;               /* torch.Generator().manual_seed(seed) */
+  /* A scheduler by name (tfm_image_scheduler_names), or NULL: the folder's
+   * scheduler_config.json. */
+  const char *scheduler;
+  /* The initial latents [latent_channels, latent_height, latent_width]
+   * before init_noise_sigma scales them (diffusers' `latents=`), or NULL:
+   * torch.randn from the seed, as diffusers draws them on the CPU. */
+  const float *noise;
+  /* Called after each step (may be NULL). */
+  void (*progress)(void *user, int32_t step, int32_t steps);
+  void *user;
+} tfm_image_request;
+
+/* Generates one image into `image`: [height, width, 3] floats in [0, 1]
+ * (diffusers' output_type="np"), height and width the compiled
+ * latent size times vae_scale_factor; `capacity` floats. Errors:
+ * TFM_ERROR_NOT_FOUND (not a diffusion model), TFM_ERROR_INVALID_ARGUMENT
+ * (steps, scheduler name, capacity, naming them), TFM_ERROR_TOKENIZER,
+ * TFM_ERROR_OUT_OF_MEMORY. `*notes` (may be NULL) receives a line per
+ * thing the caller should know (a prompt cut to the text encoder's
+ * tokens), owned by the model until the next call. */
+tfm_status_code tfm_image_generate(tfm_model *model,
+                                   const tfm_image_request *request,
+                                   float *image, int64_t capacity,
+                                   const char **notes, tfm_status *status);
+/* The scheduler names tfm_image_request.scheduler takes, comma-separated. */
+const char *tfm_image_scheduler_names(void);
 
 #pragma GCC visibility pop
 

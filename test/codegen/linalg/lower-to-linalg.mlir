@@ -528,3 +528,93 @@ func.func @window_attention(%q: tensor<32x2x8xf32>, %bias: tensor<1x2x16x16xf32>
   %0 = tfm.window_attention %q, %q, %q, %bias {scale = 0.35 : f32, window = 16 : i64} : (tensor<32x2x8xf32>, tensor<32x2x8xf32>, tensor<32x2x8xf32>, tensor<1x2x16x16xf32>) -> tensor<32x2x8xf32>
   return %0 : tensor<32x2x8xf32>
 }
+
+// -----
+
+// A convolution left to linalg (--no-convolutions-as-gemm): the padded
+// input and one generic over (y, x, out, c, ky, kx) reading the input at
+// (y * 2 + ky, x * 2 + kx, c) and the weight at (out, c * 9 + ky * 3 + kx),
+// accumulating into the broadcast bias.
+// CHECK: affine_map<(d0, d1, d2, d3, d4, d5) -> (d0 * 2 + d4, d1 * 2 + d5, d3)>
+// CHECK-NEXT: affine_map<(d0, d1, d2, d3, d4, d5) -> (d2, d3 * 9 + d4 * 3 + d5)>
+// CHECK-LABEL: func.func @conv2d
+// CHECK: tensor.pad %arg0 low[1, 1, 0] high[1, 1, 0]
+// CHECK: linalg.broadcast ins(%arg2 : tensor<32xf32>)
+// CHECK: linalg.generic {indexing_maps = [{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @conv2d(%x: tensor<8x8x16xf32>, %w: tensor<32x144xf32>, %b: tensor<32xf32>) -> tensor<4x4x32xf32> {
+  %y = tfm.conv2d %x, %w bias %b {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 2 : i64} : (tensor<8x8x16xf32>, tensor<32x144xf32>, tensor<32xf32>) -> tensor<4x4x32xf32>
+  return %y : tensor<4x4x32xf32>
+}
+
+// -----
+
+// A convolution's windows: each (pixel, column) from input row
+// oy * stride + ky - top, column ox * stride + kx - left, channel
+// column / 9, zero outside.
+// CHECK-LABEL: func.func @image_windows
+// CHECK: linalg.generic
+// CHECK: %[[ROW:.*]] = linalg.index 0
+// CHECK: %[[COL:.*]] = linalg.index 1
+// CHECK: arith.divui %[[ROW]], %c4
+// CHECK: arith.remui %[[ROW]], %c4
+// CHECK: arith.divui %[[COL]], %c9
+// CHECK: tensor.extract %arg0
+// CHECK: arith.select
+func.func @image_windows(%x: tensor<8x8x16xf32>) -> tensor<16x144xf32> {
+  %y = tfm.image_windows %x {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 2 : i64} : tensor<8x8x16xf32> -> tensor<16x144xf32>
+  return %y : tensor<16x144xf32>
+}
+
+// -----
+
+// GroupNorm: the map viewed as [positions, groups, C / groups]; each
+// group's sum and squared deviations accumulated in f64, then one generic
+// normalizing, scaling, shifting and applying SiLU.
+// CHECK-LABEL: func.func @group_norm
+// CHECK: tensor.expand_shape {{.*}} into tensor<64x4x4xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "reduction"]
+// CHECK: arith.extf {{.*}} : f32 to f64
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "reduction"]
+// CHECK: math.sqrt
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK: tensor.expand_shape {{.*}} into tensor<8x8x16xf32>
+func.func @group_norm(%x: tensor<8x8x16xf32>, %g: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<8x8x16xf32> {
+  %y = tfm.group_norm %x, %g, %b {epsilon = 1.0e-5 : f32, groups = 4 : i64, silu} : (tensor<8x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<8x8x16xf32>
+  return %y : tensor<8x8x16xf32>
+}
+
+// -----
+
+// Nearest upsampling: each result pixel reads (y / 2, x / 2).
+// CHECK-LABEL: func.func @upsample_nearest
+// CHECK: %[[Y:.*]] = linalg.index 0
+// CHECK: %[[X:.*]] = linalg.index 1
+// CHECK: %[[C:.*]] = linalg.index 2
+// CHECK: %[[SY:.*]] = arith.divui %[[Y]], %c2
+// CHECK: %[[SX:.*]] = arith.divui %[[X]], %c2
+// CHECK: tensor.extract %arg0[%[[SY]], %[[SX]], %[[C]]]
+func.func @upsample_nearest(%x: tensor<4x4x8xf32>) -> tensor<8x8x8xf32> {
+  %y = tfm.upsample_nearest %x : tensor<4x4x8xf32> -> tensor<8x8x8xf32>
+  return %y : tensor<8x8x8xf32>
+}
+
+// -----
+
+// A timestep's sinusoids: the frequencies exp(-ln(10000) i / 4) as a
+// constant table, t * f in f32, cos for the first half (flip_sin_to_cos).
+// CHECK-LABEL: func.func @timestep_embedding
+// CHECK: arith.constant dense<[1.000000e+00, 0.099999994, 0.00999999977, 9.99999931E-4]> : tensor<4xf32>
+// CHECK: linalg.generic
+// CHECK: arith.mulf {{.*}} : f32
+// CHECK: math.sin {{.*}} : f64
+// CHECK: math.cos {{.*}} : f64
+// CHECK: arith.select
+// CHECK: arith.truncf
+func.func @timestep_embedding(%t: tensor<1xf32>) -> tensor<1x8xf32> {
+  %y = tfm.timestep_embedding %t {downscale_freq_shift = 0.0 : f32, flip_sin_to_cos, max_period = 1.0e4 : f32, scale = 1.0 : f32} : tensor<1xf32> -> tensor<1x8xf32>
+  return %y : tensor<1x8xf32>
+}

@@ -14,17 +14,15 @@ every value finite). The entry points: encode_text(ids i32[77]) -> [77, D]
 (SDXL: both tokenizers' ids -> prompt_embeds [77, 96] and the pooled
 text_embeds [64]); denoise(latents [C, h, w], timestep f32[1], text
 [77, D] [, text_embeds, time_ids]) -> [4, h, w]; decode_latents([4, h, w])
--> [3, H, W] (the 1 / scaling_factor included); encode_image([3, H, W])
+-> [3, H, W] (vae.decode: the goldens' latents are divided by the VAE's
+scaling_factor first, as the pipeline does); encode_image([3, H, W])
 -> [8, h, w] (mean then logvar). Prints one line per call; exits 1 when
 one fails.
 
 --files only checks that every file goldens.json lists is there with its
 shape's size, finite (no library needed).
 
-A skeleton for now: the whole pipelines (goldens.json `pipelines`: the
-scheduler's config, timesteps, the noise and the generator's draws, the
-latents after each step and the image, within 1e-3) come with the
-runtime's sampling loop.
+The whole pipelines (goldens.json `pipelines`) are check_sd_images.py's.
 """
 import argparse
 import json
@@ -50,6 +48,14 @@ def read(folder, goldens, file):
         raise SystemExit(f"{file}: {values.size} values, goldens.json says "
                          f"{spec['shape']}")
     return values.reshape(spec["shape"])
+
+
+def scaling_factor(folder, goldens):
+    """The fixture's vae/config.json scaling_factor (0.18215 by default)."""
+    with open(os.path.join(folder, goldens["manifest"]), encoding="utf-8") as f:
+        manifest = json.load(f)
+    return manifest["components"]["vae"]["config"].get("scaling_factor",
+                                                       0.18215)
 
 
 def compare(actual, expected, what):
@@ -102,6 +108,11 @@ def main():
             if args.only and entry not in args.only:
                 continue
             inputs = [read(folder, goldens, f) for f in call["inputs"]]
+            if entry == "decode_latents":
+                # @decode_latents is vae.decode; the pipeline divides by
+                # the VAE's scaling_factor first (in f32, as torch does).
+                inputs[0] = inputs[0] / np.float32(scaling_factor(folder,
+                                                                  goldens))
             outputs = list(model.call(entry, *inputs).values())
             if len(outputs) != len(call["outputs"]):
                 print(f"MISMATCH: @{entry}: {len(outputs)} outputs, the goldens "

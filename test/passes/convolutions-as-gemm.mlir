@@ -1,0 +1,26 @@
+// tfm-convolutions-as-gemm: a 2-D convolution as its windows (im2col) and a
+// tfm.linear with the convolution's weight and bias; a 1x1 convolution of
+// stride 1 as the linear on the feature map's rows.
+// RUN: tfm-opt %s -split-input-file -tfm-convolutions-as-gemm | FileCheck %s
+
+// CHECK-LABEL: func.func @conv3x3
+// CHECK: %[[W:.*]] = tfm.image_windows %arg0 {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 2 : i64} : tensor<8x8x16xf32> -> tensor<16x144xf32>
+// CHECK: %[[P:.*]] = tfm.linear %[[W]], %arg1 bias %arg2 : (tensor<16x144xf32>, tensor<32x144xf32>, tensor<32xf32>) -> tensor<16x32xf32>
+// CHECK: tensor.expand_shape %[[P]] {{\[\[}}0, 1], [2]] output_shape [4, 4, 32] : tensor<16x32xf32> into tensor<4x4x32xf32>
+// CHECK-NOT: tfm.conv2d
+func.func @conv3x3(%x: tensor<8x8x16xf32>, %w: tensor<32x144xf32>, %b: tensor<32xf32>) -> tensor<4x4x32xf32> {
+  %y = tfm.conv2d %x, %w bias %b {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 2 : i64} : (tensor<8x8x16xf32>, tensor<32x144xf32>, tensor<32xf32>) -> tensor<4x4x32xf32>
+  return %y : tensor<4x4x32xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @pointwise
+// CHECK: %[[R:.*]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1], [2]] : tensor<8x8x16xf32> into tensor<64x16xf32>
+// CHECK: %[[P:.*]] = tfm.linear %[[R]], %arg1 : (tensor<64x16xf32>, tensor<4x16xf32>) -> tensor<64x4xf32>
+// CHECK: tensor.expand_shape %[[P]]
+// CHECK-NOT: tfm.image_windows
+func.func @pointwise(%x: tensor<8x8x16xf32>, %w: tensor<4x16xf32>) -> tensor<8x8x4xf32> {
+  %y = tfm.conv2d %x, %w {kernel = 1 : i64, padding = array<i64: 0, 0, 0, 0>, stride = 1 : i64} : (tensor<8x8x16xf32>, tensor<4x16xf32>) -> tensor<8x8x4xf32>
+  return %y : tensor<8x8x4xf32>
+}
