@@ -400,7 +400,7 @@ mlir::tfm::loadInput(MLIRContext &context, const CompileOptions &options) {
                        options.inputPath + "' has its own");
     llvm::Expected<LoadedModel> loaded =
         loadModel(context, options.inputPath, options.tokenizerPath,
-                  options.chatTemplatePath, options.imageSize);
+                  options.chatTemplatePath, options.diffusion);
     if (!loaded)
       return loaded.takeError();
     for (const std::string &note : loaded->notes)

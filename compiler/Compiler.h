@@ -75,8 +75,9 @@ struct CompileOptions {
   std::string tokenizerPath;
   /// A chat template file (Jinja) the model carries instead of its own.
   std::string chatTemplatePath;
-  /// A diffusion pipeline's image size (--image-size; 0: its default).
-  ImageSize imageSize;
+  /// A diffusion pipeline's image size (--image-size) and a single-file
+  /// checkpoint's config folder (--config-folder).
+  DiffusionOptions diffusion;
   /// The checkpoint (--checkpoint) a .mlir model module's weights are read
   /// from: a
   /// .safetensors file, a model.safetensors.index.json, or a folder holding

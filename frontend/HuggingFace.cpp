@@ -337,11 +337,11 @@ static llvm::Expected<bool> tokenizerAddsBos(llvm::StringRef directory,
 
 llvm::Expected<LoadedModel>
 mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
-                          llvm::StringRef directory, ImageSize imageSize) {
+                          llvm::StringRef directory, DiffusionOptions diffusion) {
   if (isDiffusionPipelineFolder(directory))
-    return loadDiffusionPipeline(context, directory, imageSize);
-  if (imageSize.height || imageSize.width)
-    return makeError("--image-size is for a diffusion pipeline folder "
+    return loadDiffusionPipeline(context, directory, diffusion);
+  if (diffusion.height || diffusion.width || !diffusion.configFolder.empty())
+    return makeError("--image-size and --config-folder are for a diffusion pipeline "
                      "(model_index.json); " + directory + " has none");
   llvm::SmallString<256> configPath(directory);
   llvm::sys::path::append(configPath, "config.json");

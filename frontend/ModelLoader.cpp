@@ -8,6 +8,7 @@
 #include "frontend/families/EncoderFamilies.h"
 #include "frontend/families/GgufModel.h"
 #include "frontend/families/Seq2SeqFamilies.h"
+#include "frontend/families/StableDiffusion.h"
 #include "frontend/families/VisionTransformer.h"
 #include "frontend/families/Wav2Vec2.h"
 #include "frontend/formats/JsonFile.h"
@@ -35,13 +36,26 @@ llvm::Expected<LoadedModel> mlir::tfm::loadModel(mlir::MLIRContext &context,
                                            llvm::StringRef path,
                                            llvm::StringRef tokenizerPath,
                                            llvm::StringRef chatTemplatePath,
-                                           ImageSize imageSize) {
+                                           DiffusionOptions diffusion) {
   llvm::Expected<LoadedModel> model = [&]() -> llvm::Expected<LoadedModel> {
     if (llvm::sys::fs::is_directory(path))
-      return loadHuggingFaceModel(context, path, imageSize);
-    if (imageSize.height || imageSize.width)
+      return loadHuggingFaceModel(context, path, diffusion);
+    if (!diffusion.configFolder.empty()) {
+      if (!path.ends_with(".safetensors"))
+        return makeError("--config-folder is for a single-file Stable "
+                         "Diffusion checkpoint (.safetensors), not '" +
+                         path + "'");
+      return loadDiffusionPipeline(context, diffusion.configFolder,
+                                   diffusion, path);
+    }
+    if (diffusion.height || diffusion.width)
       return makeError("--image-size is for a diffusion pipeline folder (" +
                        path + " is a file)");
+    if (path.ends_with(".safetensors"))
+      return makeError("model '" + path + "': a single .safetensors file is "
+                       "read as a Stable Diffusion checkpoint with "
+                       "--config-folder DIR (a diffusers folder's configs "
+                       "and tokenizer); other models are folders");
     if (!llvm::sys::fs::exists(path))
       return makeError("model '" + path + "' does not exist");
     if (path.ends_with(".bin"))

@@ -83,18 +83,20 @@ void recordDecoderShape(LoadedModel &model, const DecoderSpec &spec);
 /// --help and the documentation's check).
 std::string supportedModelsSummary();
 
-/// The image size a diffusion pipeline is compiled for, in pixels (its
-/// feature maps are static); 0: the UNet's sample_size times the VAE's
-/// scale factor, diffusers' default.
-struct ImageSize {
+/// What a diffusion pipeline is compiled for: the image size in pixels
+/// (its feature maps are static; 0: the UNet's sample_size times the VAE's
+/// scale factor, diffusers' default), and for a single-file checkpoint the
+/// diffusers folder whose configs and tokenizer it is read with.
+struct DiffusionOptions {
   int64_t height = 0, width = 0;
+  std::string configFolder;
 };
 
 llvm::Expected<LoadedModel> loadModel(mlir::MLIRContext &context,
                                       llvm::StringRef path,
                                       llvm::StringRef tokenizerPath,
                                       llvm::StringRef chatTemplatePath = "",
-                                      ImageSize imageSize = {});
+                                      DiffusionOptions diffusion = {});
 
 /// `model` with `chatTemplate` (read from `chatTemplatePath`) as its chat
 /// template; an error naming the file when the template cannot be one.
@@ -105,7 +107,7 @@ llvm::Expected<ModelAttr> withChatTemplate(ModelAttr model,
 /// The Hugging Face reader (HuggingFace.cpp).
 llvm::Expected<LoadedModel> loadHuggingFaceModel(mlir::MLIRContext &context,
                                                  llvm::StringRef directory,
-                                                 ImageSize imageSize = {});
+                                                 DiffusionOptions diffusion = {});
 
 /// The llama2.c reader (Llama2c.cpp).
 llvm::Expected<LoadedModel> loadLlama2cModel(mlir::MLIRContext &context,

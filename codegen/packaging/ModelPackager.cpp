@@ -868,6 +868,7 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
                      "-Wl,--undefined=tfm_audio_load",
                      "-Wl,--undefined=tfm_audio_read",
                      "-Wl,--undefined=tfm_image_write_png",
+                     "-Wl,--undefined=tfm_image_read",
                      options.runtimeMediaLibrary});
       // A model split over ranks: libtfmrt_mpi, which the core refers to
       // weakly (runtime/core/ranks.h), and MPI.

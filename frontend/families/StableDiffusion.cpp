@@ -15,6 +15,7 @@
 #include "frontend/ErrorMessages.h"
 #include "frontend/builders/DiffusionBuilder.h"
 #include "frontend/families/Clip.h"
+#include "frontend/families/LdmCheckpoint.h"
 #include "frontend/formats/ConfigReader.h"
 #include "frontend/formats/JsonFile.h"
 #include "frontend/formats/Safetensors.h"
@@ -62,11 +63,9 @@ llvm::Expected<ConfigReader> readComponentConfig(llvm::StringRef folder,
 }
 
 /// A component's weights: `stem`.safetensors, else the fp16 variant
-/// (`stem`.fp16.safetensors), under `prefix` in `store`. Returns the file
-/// read.
+/// (`stem`.fp16.safetensors), into `store`. Returns the file read.
 llvm::Expected<std::string> readComponentWeights(llvm::StringRef folder,
                                                  llvm::StringRef stem,
-                                                 llvm::StringRef prefix,
                                                  WeightStore &store) {
   std::string plain = join(folder, (stem + ".safetensors").str()),
               variant = join(folder, (stem + ".fp16.safetensors").str());
@@ -77,10 +76,8 @@ llvm::Expected<std::string> readComponentWeights(llvm::StringRef folder,
     return makeError(folder + ": no " + stem + ".safetensors (or its fp16 "
                      "variant " + stem + ".fp16.safetensors); tfmc reads "
                      "safetensors, not .bin pickles");
-  WeightStore component;
-  if (llvm::Error err = readSafetensorsFile(path, component))
+  if (llvm::Error err = readSafetensorsFile(path, store))
     return std::move(err);
-  store.absorb(std::move(component), prefix);
   return path;
 }
 
@@ -334,7 +331,8 @@ std::string mlir::tfm::supportedDiffusionPipelines() {
 llvm::Expected<LoadedModel>
 mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
                                  llvm::StringRef directory,
-                                 ImageSize imageSize) {
+                                 const DiffusionOptions &diffusion,
+                                 llvm::StringRef checkpoint) {
   std::string indexPath = join(directory, "model_index.json");
   llvm::Expected<llvm::json::Value> index = readJsonFile(indexPath);
   if (!index)
@@ -350,10 +348,11 @@ mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
     return makeError(indexPath + ": unsupported pipeline '" + className +
                      "' (supported: " + supportedDiffusionPipelines() + ")");
 
-  // The text encoder: a CLIP text tower and its module.
-  LoadedModel model;
-  std::string textFolder = join(directory, "text_encoder");
-  llvm::json::Value textJson = nullptr;
+  // The components' configs.
+  llvm::json::Value textJson = nullptr, unetJson = nullptr, vaeJson = nullptr;
+  std::string textFolder = join(directory, "text_encoder"),
+              unetFolder = join(directory, "unet"),
+              vaeFolder = join(directory, "vae");
   llvm::Expected<ConfigReader> textConfig =
       readComponentConfig(textFolder, textJson);
   if (!textConfig)
@@ -362,37 +361,6 @@ mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
   if (textType != "clip_text_model")
     return makeError(textConfig->file() + ": the text encoder's model_type "
                      "is '" + textType + "' (clip_text_model is supported)");
-  llvm::Expected<std::string> textWeights =
-      readComponentWeights(textFolder, "model", "", model.weights);
-  if (!textWeights)
-    return textWeights.takeError();
-  if (llvm::Error err = loadClip(context, textType, *textConfig,
-                                 textConfig->strings("architectures"),
-                                 *textWeights, textConfig->file(), model))
-    return std::move(err);
-  std::string tokenizerFolder = join(directory, "tokenizer");
-  llvm::Expected<TokenizerVocab> vocab =
-      readTokenizerAt(tokenizerFolder, model.vocabSize);
-  if (!vocab)
-    return vocab.takeError();
-  if (vocab->bpeSplit != TokenizerVocab::BpeSplit::Clip)
-    return makeError(tokenizerFolder + ": the text encoder needs CLIP's "
-                                       "tokenizer (CLIPTokenizer)");
-  llvm::Expected<int32_t> pad =
-      readPadToken(tokenizerFolder, *vocab);
-  if (!pad)
-    return pad.takeError();
-  model.tokenizer = std::move(*vocab);
-  model.tokenizerPath = tokenizerFolder;
-  llvm::Expected<std::string> scheduler =
-      readSchedulerLines(join(directory, "scheduler"));
-  if (!scheduler)
-    return scheduler.takeError();
-
-  // The UNet and the VAE, their weights beside the text encoder's.
-  llvm::json::Value unetJson = nullptr, vaeJson = nullptr;
-  std::string unetFolder = join(directory, "unet"),
-              vaeFolder = join(directory, "vae");
   llvm::Expected<ConfigReader> unetConfig =
       readComponentConfig(unetFolder, unetJson);
   if (!unetConfig)
@@ -410,12 +378,6 @@ mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
     return makeError(unetConfig->file() + ": SDXL's text_time conditioning "
                      "needs its second text encoder, which tfmc does not "
                      "read yet");
-  if (unet.crossAttentionDim != model.hiddenSize)
-    return makeError(unetConfig->file() + ": cross_attention_dim " +
-                     llvm::Twine(unet.crossAttentionDim) +
-                     " is not the text encoder's hidden_size " +
-                     llvm::Twine(model.hiddenSize));
-  unet.textTokens = model.maxContext;
   VaeSpec vae;
   vae.prefix = "vae.";
   readVae(*vaeConfig, vae, unet.height);
@@ -425,17 +387,17 @@ mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
   // the UNet halves them once per down stage.
   int64_t factor = int64_t(1) << vae.upsamplings();
   int64_t multiple = factor << (unet.stages.size() - 1);
-  if (imageSize.height || imageSize.width) {
-    if (imageSize.height <= 0 || imageSize.width <= 0 ||
-        imageSize.height % multiple || imageSize.width % multiple)
-      return makeError("--image-size " + llvm::Twine(imageSize.width) + "x" +
-                       llvm::Twine(imageSize.height) + ": " + directory +
+  if (diffusion.height || diffusion.width) {
+    if (diffusion.height <= 0 || diffusion.width <= 0 ||
+        diffusion.height % multiple || diffusion.width % multiple)
+      return makeError("--image-size " + llvm::Twine(diffusion.width) + "x" +
+                       llvm::Twine(diffusion.height) + ": " + directory +
                        "'s pipeline takes sides that are multiples of " +
                        llvm::Twine(multiple) + " (the VAE's factor " +
                        llvm::Twine(factor) + " times the UNet's " +
                        llvm::Twine(multiple / factor) + ")");
-    unet.height = vae.height = imageSize.height / factor;
-    unet.width = vae.width = imageSize.width / factor;
+    unet.height = vae.height = diffusion.height / factor;
+    unet.width = vae.width = diffusion.width / factor;
   }
   if (vae.latentChannels != unet.outChannels)
     return makeError(vaeConfig->file() + ": latent_channels " +
@@ -443,20 +405,89 @@ mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
                      " is not the UNet's out_channels " +
                      llvm::Twine(unet.outChannels));
 
-  llvm::Expected<std::string> unetWeights = readComponentWeights(
-      unetFolder, "diffusion_pytorch_model", unet.prefix, model.weights);
-  if (!unetWeights)
-    return unetWeights.takeError();
-  llvm::Expected<std::string> vaeWeights = readComponentWeights(
-      vaeFolder, "diffusion_pytorch_model", vae.prefix, model.weights);
-  if (!vaeWeights)
-    return vaeWeights.takeError();
+  // The weights: each component folder's, or a single-file checkpoint's
+  // sorted into the same stores.
+  LoadedModel model;
+  WeightStore unetWeights, vaeWeights;
+  std::string textSource, unetSource, vaeSource;
+  if (!checkpoint.empty()) {
+    WeightStore file;
+    if (llvm::Error err = readSafetensorsFile(checkpoint, file))
+      return std::move(err);
+    if (!isLdmCheckpoint(file))
+      return makeError(checkpoint + ": no model.diffusion_model.* tensors: "
+                       "not a single-file Stable Diffusion checkpoint");
+    LdmLayout layout;
+    layout.unetLayersPerBlock = unet.layersPerBlock;
+    for (size_t i = unet.stages.size(); i-- > 0;) // the up path's order
+      layout.unetStageAttention.push_back(unet.stages[i].crossAttention);
+    layout.vaeStages = int64_t(vae.blockChannels.size());
+    layout.textLayers = textConfig->integer("num_hidden_layers", 12);
+    layout.textProjection = llvm::is_contained(
+        textConfig->strings("architectures"), "CLIPTextModelWithProjection");
+    if (llvm::Error err =
+            splitLdmCheckpoint(std::move(file), checkpoint, layout,
+                               model.weights, unetWeights, vaeWeights,
+                               model.notes))
+      return std::move(err);
+    textSource = unetSource = vaeSource = checkpoint.str();
+  } else {
+    llvm::Expected<std::string> text =
+        readComponentWeights(textFolder, "model", model.weights);
+    if (!text)
+      return text.takeError();
+    llvm::Expected<std::string> unetFile = readComponentWeights(
+        unetFolder, "diffusion_pytorch_model", unetWeights);
+    if (!unetFile)
+      return unetFile.takeError();
+    llvm::Expected<std::string> vaeFile = readComponentWeights(
+        vaeFolder, "diffusion_pytorch_model", vaeWeights);
+    if (!vaeFile)
+      return vaeFile.takeError();
+    textSource = *text;
+    unetSource = *unetFile;
+    vaeSource = *vaeFile;
+  }
+
+  // The text encoder: a CLIP text tower and its module, its tokenizer.
+  if (llvm::Error err = loadClip(context, textType, *textConfig,
+                                 textConfig->strings("architectures"),
+                                 textSource, textConfig->file(), model))
+    return std::move(err);
+  std::string tokenizerFolder = join(directory, "tokenizer");
+  llvm::Expected<TokenizerVocab> vocab =
+      readTokenizerAt(tokenizerFolder, model.vocabSize);
+  if (!vocab)
+    return vocab.takeError();
+  if (vocab->bpeSplit != TokenizerVocab::BpeSplit::Clip)
+    return makeError(tokenizerFolder + ": the text encoder needs CLIP's "
+                                       "tokenizer (CLIPTokenizer)");
+  llvm::Expected<int32_t> pad = readPadToken(tokenizerFolder, *vocab);
+  if (!pad)
+    return pad.takeError();
+  model.tokenizer = std::move(*vocab);
+  model.tokenizerPath = tokenizerFolder;
+  llvm::Expected<std::string> scheduler =
+      readSchedulerLines(join(directory, "scheduler"));
+  if (!scheduler)
+    return scheduler.takeError();
+  if (unet.crossAttentionDim != model.hiddenSize)
+    return makeError(unetConfig->file() + ": cross_attention_dim " +
+                     llvm::Twine(unet.crossAttentionDim) +
+                     " is not the text encoder's hidden_size " +
+                     llvm::Twine(model.hiddenSize));
+  unet.textTokens = model.maxContext;
+
+  // The UNet's and the VAE's weights beside the text encoder's.
+  model.weights.absorb(std::move(unetWeights), unet.prefix);
+  model.weights.absorb(std::move(vaeWeights), vae.prefix);
   vae.deprecatedAttentionNames = !model.weights.contains(
       "vae.decoder.mid_block.attentions.0.to_q.weight");
-
   context.loadDialect<linalg::LinalgDialect>();
   DiffusionIRBuilder builder(context, model.weights,
-                             *unetWeights + ", " + *vaeWeights,
+                             unetSource == vaeSource
+                                 ? unetSource
+                                 : unetSource + ", " + vaeSource,
                              "stable-diffusion");
   builder.buildDenoise(*model.module, unet);
   builder.buildDecodeLatents(*model.module, vae);

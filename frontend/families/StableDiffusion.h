@@ -25,10 +25,13 @@ std::string supportedDiffusionPipelines();
 
 /// Reads the pipeline folder `directory` into one module.
 /// Reads the pipeline folder `directory` into one module, for images of
-/// `imageSize` (0: the UNet's sample_size times 8).
-llvm::Expected<LoadedModel> loadDiffusionPipeline(MLIRContext &context,
-                                                  llvm::StringRef directory,
-                                                  ImageSize imageSize);
+/// `diffusion`'s size (0: the UNet's sample_size times 8); with
+/// `checkpoint`, a single-file LDM checkpoint's weights with the folder's
+/// configs and tokenizer (LdmCheckpoint.h).
+llvm::Expected<LoadedModel>
+loadDiffusionPipeline(MLIRContext &context, llvm::StringRef directory,
+                      const DiffusionOptions &diffusion,
+                      llvm::StringRef checkpoint = "");
 
 } // namespace mlir::tfm
 

@@ -218,6 +218,12 @@ void WeightStore::absorb(WeightStore &&other, llvm::StringRef prefix) {
   other = WeightStore();
 }
 
+void WeightStore::keepFilesOf(WeightStore &&other) {
+  for (auto &file : other.files)
+    files.push_back(std::move(file));
+  other = WeightStore();
+}
+
 WeightTensor WeightStore::take(llvm::StringRef name) {
   WeightTensor tensor = std::move(tensors[name]);
   tensors.erase(name);

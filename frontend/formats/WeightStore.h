@@ -158,6 +158,9 @@ public:
   /// the mapped files they view (a pipeline's components, each read from
   /// its own folder, in one store).
   void absorb(WeightStore &&other, llvm::StringRef prefix);
+  /// Keeps the files `other` mapped (its tensors, views of them, moved
+  /// elsewhere), dropping the rest of it.
+  void keepFilesOf(WeightStore &&other);
   /// Keeps a checkpoint file mapped for the tensors that view it.
   void keepMapped(std::unique_ptr<llvm::MemoryBuffer> file) {
     files.push_back(std::move(file));

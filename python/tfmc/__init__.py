@@ -506,7 +506,8 @@ class Model:
 
     def generate_image(self, prompt, negative_prompt=None, steps=50,
                        guidance=7.5, seed=0, scheduler=None, noise=None,
-                       progress=None):
+                       progress=None, init_image=None, strength=None,
+                       mask=None):
         """An image from a diffusion pipeline (tfmc on a Stable Diffusion
         folder): a NumPy float32 [height, width, 3] array in [0, 1], as
         diffusers' output_type="np". `noise` gives the initial latents
@@ -514,7 +515,10 @@ class Model:
         they are torch.randn from `seed`, as diffusers draws them.
         `scheduler` names another scheduler than the folder's ("euler_a",
         "dpm++2m_karras", ...); `progress(step, steps)` is called after each
-        step."""
+        step. Image-to-image: `init_image` ([height, width, 3] in [0, 1])
+        redrawn by `strength` (default 0.8); inpainting (an inpainting
+        UNet): `mask` ([height, width] in [0, 1], 0.5 and above redrawn)
+        over `init_image`."""
         size = self.description["image_size"]
         if size is None:
             raise TfmcError(f"model '{self.description['name']}' is not a "
@@ -542,6 +546,25 @@ class Model:
                                 f"{list(latents.shape)}")
             request.noise = latents.ctypes.data_as(
                 ctypes.POINTER(ctypes.c_float))
+        kept = []  # the arrays the request points into, alive through it
+        for name, value, shape in (("init_image", init_image,
+                                    [height, width, 3]),
+                                   ("mask", mask, [height, width])):
+            if value is None:
+                continue
+            array = np.ascontiguousarray(value, dtype=np.float32)
+            if list(array.shape) != shape:
+                raise TfmcError(f"{name} must be {shape}, got "
+                                f"{list(array.shape)}")
+            kept.append(array)
+            setattr(request, name,
+                    array.ctypes.data_as(ctypes.POINTER(ctypes.c_float)))
+        if strength is not None:
+            if (not isinstance(strength, (int, float)) or
+                    not 0 < strength <= 1):
+                raise TfmcError(f"strength must be more than 0 and at most "
+                                f"1, got {_shown(strength)}")
+            request.strength = float(strength)
         if progress is not None:
             request.progress = ON_IMAGE_STEP(
                 lambda user, step, steps: progress(step, steps))

@@ -128,7 +128,10 @@ class ImageRequest(ctypes.Structure):
                 ("steps", ctypes.c_int32), ("guidance", ctypes.c_float),
                 ("seed", ctypes.c_uint64), ("scheduler", ctypes.c_char_p),
                 ("noise", ctypes.POINTER(ctypes.c_float)),
-                ("progress", ON_IMAGE_STEP), ("user", ctypes.c_void_p)]
+                ("progress", ON_IMAGE_STEP), ("user", ctypes.c_void_p),
+                ("init_image", ctypes.POINTER(ctypes.c_float)),
+                ("strength", ctypes.c_float),
+                ("mask", ctypes.POINTER(ctypes.c_float))]
 
 
 class GenerateOptions(ctypes.Structure):

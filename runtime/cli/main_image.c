@@ -2,7 +2,7 @@
  *
  *   ./sd --prompt "..." [--negative-prompt "..."] --steps N --guidance G
  *        --seed S [--scheduler NAME] [--noise FILE] -o out.png
- *        [--output image.f32]
+ *        [--output image.f32] [--init-image IMG [--strength F] [--mask M]]
  * tfm_image_generate with a progress bar on stderr; the image as PNG
  * (tfm_image_write_png, libtfmrt_media) and/or raw f32 [H, W, 3].
  *
@@ -11,6 +11,7 @@
 #include "runtime/cli/main_internal.h"
 #include "runtime/cli/main_options.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -25,6 +26,72 @@ static void show_progress(void *user, int32_t step, int32_t steps) {
   if (step == steps)
     fputc('\n', stderr);
   fflush(stderr);
+}
+
+/* --noise FILE: raw little-endian f32 of exactly the latents' shape
+ * (malloc'd), or NULL after saying what the file holds instead. */
+static float *read_latents(const char *argv0, const tfm_diffusion_desc *d,
+                           const char *path) {
+  size_t count =
+      (size_t)(d->latent_channels * d->latent_height * d->latent_width);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "%s: error: cannot read '%s'\n", argv0, path);
+    return NULL;
+  }
+  float *latents = malloc(count * sizeof *latents + 1);
+  size_t got = latents ? fread(latents, 1, count * 4 + 1, f) : 0;
+  fclose(f);
+  if (got != count * 4) {
+    fprintf(stderr,
+            "%s: error: '%s' has %s%zu bytes; the initial latents are f32 "
+            "[%lld, %lld, %lld] (%zu bytes)\n",
+            argv0, path, got > count * 4 ? "more than " : "",
+            got > count * 4 ? count * 4 : got, (long long)d->latent_channels,
+            (long long)d->latent_height, (long long)d->latent_width,
+            count * 4);
+    free(latents);
+    return NULL;
+  }
+  return latents;
+}
+
+/* An init image or mask file as [height, width, 3] floats in [0, 1], of
+ * the compiled size. Returns the exit status (0: read). */
+static int read_image(const char *argv0, const char *path, int64_t height,
+                      int64_t width, float **rgb) {
+  char message[512];
+  if (!tfm_image_read)
+    return tfm_main_fail(argv0, "this executable was linked without image "
+                                "reading (libtfmrt_media)");
+  tfm_status status;
+  int64_t h = 0, w = 0;
+  if (tfm_image_read(path, rgb, &h, &w, &status) != TFM_OK)
+    return tfm_main_fail(argv0, status.message);
+  if (h != height || w != width) {
+    free(*rgb);
+    *rgb = NULL;
+    snprintf(message, sizeof message,
+             "'%s' is %lldx%lld; this pipeline draws %lldx%lld images "
+             "(resize it, or compile with tfmc --image-size)",
+             path, (long long)w, (long long)h, (long long)width,
+             (long long)height);
+    return tfm_main_fail(argv0, message);
+  }
+  return 0;
+}
+
+/* A mask's RGB as Pillow's convert("L") gray (ITU-R 601 weights in 16-bit
+ * fixed point, on the 8-bit values), in place into the first `pixels`
+ * floats, / 255 as diffusers' mask processor. */
+static void to_gray(float *rgb, int64_t pixels) {
+  for (int64_t p = 0; p < pixels; ++p) {
+    uint32_t r = (uint32_t)lrintf(rgb[3 * p] * 255.0f),
+             g = (uint32_t)lrintf(rgb[3 * p + 1] * 255.0f),
+             b = (uint32_t)lrintf(rgb[3 * p + 2] * 255.0f);
+    uint32_t gray = (r * 19595 + g * 38470 + b * 7471 + 0x8000) >> 16;
+    rgb[p] = (float)gray / 255.0f;
+  }
 }
 
 int tfm_main_image(const char *argv0, tfm_model *model,
@@ -61,24 +128,42 @@ int tfm_main_image(const char *argv0, tfm_model *model,
   request.seed = o->sampler.seed;
   request.scheduler = o->scheduler;
   request.progress = show_progress;
-  float *noise = NULL;
+  float *noise = NULL, *init = NULL, *mask = NULL;
+  int code = 0;
+  if (o->init_image)
+    code = read_image(argv0, o->init_image, height, width, &init);
+  if (!code && o->mask) {
+    code = read_image(argv0, o->mask, height, width, &mask);
+    if (!code)
+      to_gray(mask, height * width);
+  }
+  if (code) {
+    free(init);
+    free(mask);
+    return code;
+  }
+  request.init_image = init;
+  request.mask = mask;
+  request.strength = o->strength;
   if (o->noise_path) {
-    /* Checked against @denoise's latents, whose shape is the noise's. */
-    const tfm_entry_point *denoise = tfm_model_entry_point(model, "denoise");
-    noise = tfm_main_read_features(argv0, denoise, o->noise_path);
-    if (!noise)
+    noise = read_latents(argv0, d, o->noise_path);
+    if (!noise) {
+      free(init);
+      free(mask);
       return 1;
+    }
     request.noise = noise;
   }
   size_t count = (size_t)(height * width * 3);
   float *image = malloc(count * sizeof *image);
   if (!image) {
     free(noise);
+    free(init);
+    free(mask);
     return tfm_main_fail(argv0, "out of memory for the image");
   }
   tfm_status status;
   const char *notes = NULL;
-  int code = 0;
   if (tfm_image_generate(model, &request, image, (int64_t)count, &notes,
                          &status) != TFM_OK)
     code = tfm_main_fail(argv0, status.message);
@@ -100,5 +185,7 @@ int tfm_main_image(const char *argv0, tfm_model *model,
   }
   free(image);
   free(noise);
+  free(init);
+  free(mask);
   return code;
 }

@@ -18,6 +18,7 @@
 #pragma weak tfm_audio_load
 #pragma weak tfm_audio_read
 #pragma weak tfm_image_write_png
+#pragma weak tfm_image_read
 
 #ifdef __cplusplus
 extern "C" {

@@ -82,6 +82,8 @@ void tfm_main_usage(FILE *out, const char *argv0) {
       "    [--guidance G (7.5)] [--seed S (0)] [--scheduler NAME]\n"
       "    [--width W --height H: the size it was compiled for]\n"
       "    --noise FILE         initial latents, raw f32 [4, H/8, W/8]\n"
+      "    --init-image IMG [--strength F (0.8)]  image-to-image\n"
+      "    --init-image IMG --mask MASK  inpainting (white is redrawn)\n"
       "    --output FILE        the image as raw f32 [H, W, 3] in [0, 1]\n",
       argv0);
 }
@@ -151,6 +153,9 @@ static const struct {
     {"--scheduler", IMAGE},
     {"--noise", IMAGE},
     {"-o", IMAGE},
+    {"--init-image", IMAGE},
+    {"--strength", IMAGE},
+    {"--mask", IMAGE},
     {"", SEQ2SEQ | CALL | SIMILARITY | TRANSCRIBE},
 };
 
@@ -260,6 +265,10 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
       o->noise_path = argv[++i];
     } else if (!strcmp(arg, "-o")) {
       o->png_path = argv[++i];
+    } else if (!strcmp(arg, "--init-image")) {
+      o->init_image = argv[++i];
+    } else if (!strcmp(arg, "--mask")) {
+      o->mask = argv[++i];
     } else if (!strcmp(arg, "--perplexity")) {
       o->perplexity = argv[++i];
     } else if (!strcmp(arg, "--prompt-file")) {
@@ -362,6 +371,16 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
       }
       else
         o->sampler.seed = (uint64_t)n;
+    } else if (!strcmp(arg, "--strength")) {
+      if (!parse_number(argv[0], arg, argv[++i], &number))
+        return TFM_MAIN_OPTIONS_BAD;
+      if (!(number > 0 && number <= 1)) {
+        fprintf(stderr, "%s: error: --strength expects more than 0 and at "
+                        "most 1, got %g\n",
+                argv[0], number);
+        return TFM_MAIN_OPTIONS_BAD;
+      }
+      o->strength = (float)number;
     } else if (!strcmp(arg, "--guidance")) {
       if (!parse_number(argv[0], arg, argv[++i], &number))
         return TFM_MAIN_OPTIONS_BAD;

@@ -66,8 +66,9 @@ typedef struct {
   const char *perplexity;     /* --perplexity FILE */
   /* A diffusion pipeline's image (main_image.c). */
   const char *negative_prompt, *scheduler, *noise_path, *png_path;
+  const char *init_image, *mask; /* image-to-image, inpainting */
   long steps, width, height;
-  float guidance;
+  float guidance, strength;
   uint64_t given; /* the flags given: bit i for main_options.c's flags[i] */
 } tfm_main_options;
 

@@ -8,6 +8,8 @@
 #ifndef TFM_RUNTIME_IMAGE_INTERNAL_H
 #define TFM_RUNTIME_IMAGE_INTERNAL_H
 
+#include "tfm/tfm_runtime.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,5 +23,10 @@ typedef struct {
  * either format. */
 int tfm_decode_image(const uint8_t *data, size_t size, tfm_rgb_image *image,
                      char *error, size_t capacity);
+
+/* The whole image file at `path` (malloc'd, its byte count in `*size`), or
+ * NULL with `status` naming the file and why it cannot be read. */
+uint8_t *tfm_read_image_file(const char *path, size_t *size,
+                             tfm_status *status);
 
 #endif /* TFM_RUNTIME_IMAGE_INTERNAL_H */

@@ -352,6 +352,15 @@ tfm_status_code tfm_image_load_memory(const tfm_model *model,
   return tfm_ok(status);
 }
 
+uint8_t *tfm_read_image_file(const char *path, size_t *size,
+                             tfm_status *status) {
+  uint8_t *data = tfm_read_file(path, size);
+  if (!data)
+    tfm_fail(status, errno == ENOMEM ? TFM_ERROR_OUT_OF_MEMORY : TFM_ERROR_IO,
+             "cannot read '%s': %s", path, strerror(errno));
+  return data;
+}
+
 tfm_status_code tfm_image_load(const tfm_model *model, const char *path,
                                float *pixels, int64_t capacity,
                                tfm_status *status) {
@@ -360,11 +369,9 @@ tfm_status_code tfm_image_load(const tfm_model *model, const char *path,
                     "tfm_image_load: NULL %s",
                     !model ? "model" : !path ? "path" : "pixels");
   size_t size;
-  uint8_t *data = tfm_read_file(path, &size);
+  uint8_t *data = tfm_read_image_file(path, &size, status);
   if (!data)
-    return tfm_fail(status,
-                    errno == ENOMEM ? TFM_ERROR_OUT_OF_MEMORY : TFM_ERROR_IO,
-                    "cannot read '%s': %s", path, strerror(errno));
+    return status ? status->code : TFM_ERROR_IO;
   tfm_status_code code =
       tfm_image_load_memory(model, data, size, pixels, capacity, status);
   free(data);

@@ -80,6 +80,12 @@ cl::opt<std::string> imageSize(
     cl::desc("A diffusion pipeline's image size, WIDTHxHEIGHT pixels "
              "(default: its UNet's sample_size times 8)"),
     cl::value_desc("WxH"), cl::cat(outputCategory));
+cl::opt<std::string> configFolder(
+    "config-folder",
+    cl::desc("A single-file Stable Diffusion checkpoint's diffusers folder: "
+             "its model_index.json, configs and tokenizer (weights there "
+             "are not read)"),
+    cl::value_desc("dir"), cl::cat(outputCategory));
 cl::opt<std::string> checkpointPath(
     "checkpoint",
     cl::desc("Weights of a .mlir model (.safetensors, its index.json, or "
@@ -225,12 +231,13 @@ int main(int argc, char **argv) {
   if (imageSize.getNumOccurrences()) {
     // WIDTHxHEIGHT, as sd.cpp's -W and -H and users' "512x768".
     auto [width, height] = llvm::StringRef(imageSize).split('x');
-    if (width.getAsInteger(10, options.imageSize.width) ||
-        height.getAsInteger(10, options.imageSize.height) ||
-        options.imageSize.width <= 0 || options.imageSize.height <= 0)
+    if (width.getAsInteger(10, options.diffusion.width) ||
+        height.getAsInteger(10, options.diffusion.height) ||
+        options.diffusion.width <= 0 || options.diffusion.height <= 0)
       return fail("--image-size expects WIDTHxHEIGHT in pixels (512x512), "
                   "got '" + imageSize + "'");
   }
+  options.diffusion.configFolder = configFolder;
   options.weightsPath = checkpointPath;
   options.emit = emitKind.getNumOccurrences()
                      ? emitKind.getValue()

@@ -486,6 +486,13 @@ tfm_status_code tfm_image_load_memory(const tfm_model *model,
                                       const uint8_t *data, size_t size,
                                       float *pixels, int64_t capacity,
                                       tfm_status *status);
+/* Reads a PNG or JPEG file as RGB floats in [0, 1] ([height, width, 3],
+ * *rgb malloc'd; the caller frees it), as Pillow's convert("RGB") then
+ * / 255: an init image or a mask for tfm_image_generate. TFM_ERROR_IMAGE
+ * says what is wrong with the file, TFM_ERROR_IO that it cannot be read.
+ * Also in libtfmrt_media. */
+tfm_status_code tfm_image_read(const char *path, float **rgb, int64_t *height,
+                               int64_t *width, tfm_status *status);
 /* Writes `rgb` ([height, width, 3] floats in [0, 1], as tfm_image_generate
  * gives) as an 8-bit RGB PNG: each value times 255, rounded, as diffusers'
  * numpy_to_pil. TFM_ERROR_IO names the file that cannot be written;
@@ -526,6 +533,15 @@ typedef struct {
   /* Called after each step (may be NULL). */
   void (*progress)(void *user, int32_t step, int32_t steps);
   void *user;
+  /* Image-to-image (StableDiffusionImg2ImgPipeline): the image to start
+   * from, [height, width, 3] in [0, 1] (NULL: text-to-image), redrawn by
+   * `strength` in (0, 1] (0: diffusers' default, 0.8; 1.0 inpainting). */
+  const float *init_image;
+  float strength;
+  /* Inpainting (StableDiffusionInpaintPipeline, a UNet of 9 input
+   * channels): where to redraw, [height, width] in [0, 1], 0.5 and above
+   * redrawn; needs init_image. */
+  const float *mask;
 } tfm_image_request;
 
 /* Generates one image into `image`: [height, width, 3] floats in [0, 1]
