@@ -3,7 +3,8 @@
 // The requests tfm-serve reads besides completions (FuzzHttpBody.cpp): a
 // body as /v1/embeddings, /classify and /rerank read it, and as a
 // multipart upload (serve/Multipart.cpp) whose fields
-// /v1/audio/transcriptions checks for Whisper and for a CTC recognizer.
+// /v1/audio/transcriptions checks for Whisper and for a CTC recognizer, and
+// a body as /v1/images/generations reads it for a diffusion pipeline.
 // The model: 512 ids, 64 positions. The input's parts: the body, the
 // upload's Content-Type, then a tokenizer blob (none, or one the runtime
 // refuses: inputs must be ids). An accepted request must be one the
@@ -13,11 +14,13 @@
 
 #include "serve/Classification.h"
 #include "serve/Embeddings.h"
+#include "serve/Images.h"
 #include "serve/Multipart.h"
 #include "serve/Transcriptions.h"
 #include "test/fuzz/FuzzFiles.h"
 #include "test/fuzz/FuzzServedModel.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 using namespace tfm::serve;
@@ -90,6 +93,28 @@ void checkUpload(const std::string &contentType, const std::string &body,
   }
 }
 
+/// The body as /v1/images/generations reads it for a 96x64 pipeline.
+void checkImageBody(const std::string &body, tfm_fuzz::FuzzServedModel &fuzz) {
+  static const tfm_diffusion_desc diffusion = {
+      4, 4, 8, 12, 8, 77, 0, 0.18215f, "_class_name=\"PNDMScheduler\"\n"};
+  fuzz.desc.diffusion = &diffusion;
+  ImageRequest request;
+  std::optional<ApiError> error = parseImageRequest(body, fuzz.served, request);
+  fuzz.desc.diffusion = nullptr;
+  if (error) {
+    checkRefusal(error);
+    return;
+  }
+  if (request.n < 1 || request.n > kMaxImagesPerRequest || request.steps < 1 ||
+      request.steps > kMaxImageSteps || !(request.guidance >= 0) ||
+      request.guidance > kMaxGuidanceScale)
+    std::abort();
+  std::vector<std::string> names = imageSchedulerNames();
+  if (!request.scheduler.empty() &&
+      std::find(names.begin(), names.end(), request.scheduler) == names.end())
+    std::abort();
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -99,5 +124,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string body(parts[0]);
   checkEncoderBodies(body, model);
   checkUpload(std::string(parts[1]), body, model);
+  checkImageBody(body, fuzzModel);
   return 0;
 }

@@ -367,7 +367,8 @@ def http_body_seeds():
 
 
 def serve_request_seeds():
-    """Bodies of tfm-serve's encoder endpoints, and multipart uploads as
+    """Bodies of tfm-serve's encoder endpoints and of
+    /v1/images/generations, and multipart uploads as
     /v1/audio/transcriptions takes them, each with its Content-Type."""
     directory = corpus("fuzz-serve-requests")
     bodies = {
@@ -377,6 +378,10 @@ def serve_request_seeds():
         "classify": {"input": [[10, 11], [12]]},
         "rerank": {"query": "q", "documents": ["a", {"text": "b"}],
                    "top_n": 1, "return_documents": True},
+        "images": {"model": "fuzz", "prompt": "a cat", "n": 2,
+                   "size": "96x64", "response_format": "b64_json",
+                   "negative_prompt": "", "steps": 4, "guidance_scale": 7.5,
+                   "seed": 3, "scheduler": "euler_a", "user": "u"},
     }
     for name, body in bodies.items():
         write_seed(directory, name, json.dumps(body).encode() + SEPARATOR)
