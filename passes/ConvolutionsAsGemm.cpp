@@ -4,7 +4,9 @@
 // [H, W, C] map by k x k windows is a GEMM of its [Ho·Wo, C·k·k] windows by
 // the [out, C·k·k] weight: tfm.linear, so the weight's storage format and
 // the GEMM kernels are the projections'. The windows cost k² copies of the
-// input, small beside the product's 2·out multiply-adds per copied value.
+// input, small beside the product's 2·out multiply-adds per copied value;
+// large ones are taken in bands of output rows (kMaxWindowBytes), each
+// multiplied before the next is gathered, so that memory holds one band.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +27,12 @@ using namespace mlir::tfm;
 
 namespace {
 
+/// Windows past this many bytes are taken a band of output rows at a time,
+/// each band multiplied before the next's windows are gathered: the arena
+/// then holds one band's (a VAE decoder's 512x512 map of 256 channels
+/// would take 2.4 GB of windows at once).
+constexpr int64_t kMaxWindowBytes = int64_t(64) << 20;
+
 struct ConvolutionAsGemm : OpRewritePattern<Conv2dOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(Conv2dOp op,
@@ -33,26 +41,61 @@ struct ConvolutionAsGemm : OpRewritePattern<Conv2dOp> {
     RankedTensorType type = op.getType();
     Type f = type.getElementType();
     int64_t height = type.getDimSize(0), width = type.getDimSize(1),
-            out = type.getDimSize(2), k = op.getKernel();
-    int64_t channels = op.getInput().getType().getDimSize(2);
-    bool pointwise = k == 1 && op.getStride() == 1 &&
-                     llvm::all_of(op.getPadding(),
-                                  [](int64_t p) { return p == 0; });
-    Value rows;
+            out = type.getDimSize(2), k = op.getKernel(),
+            stride = op.getStride();
+    ArrayRef<int64_t> image = op.getInput().getType().getShape();
+    int64_t channels = image[2];
+    ArrayRef<int64_t> padding = op.getPadding();
+    bool pointwise = k == 1 && stride == 1 &&
+                     llvm::all_of(padding, [](int64_t p) { return p == 0; });
     if (pointwise) {
-      rows = tensor::CollapseShapeOp::create(
+      Value rows = tensor::CollapseShapeOp::create(
           rewriter, loc, RankedTensorType::get({height * width, channels}, f),
           op.getInput(), ArrayRef<ReassociationIndices>{{0, 1}, {2}});
-    } else {
-      rows = ImageWindowsOp::create(
-          rewriter, loc,
-          RankedTensorType::get({height * width, channels * k * k}, f),
-          op.getInput(), op.getKernelAttr(), op.getStrideAttr(),
-          op.getPaddingAttr());
+      Value product = LinearOp::create(
+          rewriter, loc, RankedTensorType::get({height * width, out}, f), rows,
+          op.getWeight(), op.getBias());
+      rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
+          op, type, product, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+      return success();
     }
-    Value product = LinearOp::create(
-        rewriter, loc, RankedTensorType::get({height * width, out}, f), rows,
-        op.getWeight(), op.getBias());
+    int64_t columns = channels * k * k;
+    int64_t rowBytes = width * columns * int64_t(sizeof(float));
+    int64_t band = std::max<int64_t>(1, kMaxWindowBytes / rowBytes);
+    SmallVector<Value> products;
+    for (int64_t r0 = 0; r0 < height; r0 += band) {
+      int64_t r1 = std::min(height, r0 + band);
+      // The input rows the band reads, and the padding left at its ends.
+      int64_t first = r0 * stride - padding[0],
+              last = (r1 - 1) * stride - padding[0] + k - 1;
+      int64_t lo = std::max<int64_t>(0, first),
+              hi = std::min<int64_t>(image[0] - 1, last);
+      // One band: the whole map with the convolution's own padding.
+      DenseI64ArrayAttr pads =
+          band >= height ? op.getPaddingAttr()
+                         : rewriter.getDenseI64ArrayAttr(
+                               {lo - first, padding[1], last - hi, padding[3]});
+      Value input = op.getInput();
+      if (band < height && (lo != 0 || hi != image[0] - 1))
+        input = tensor::ExtractSliceOp::create(
+            rewriter, loc,
+            RankedTensorType::get({hi - lo + 1, image[1], channels}, f), input,
+            ValueRange(), ValueRange(), ValueRange(),
+            rewriter.getDenseI64ArrayAttr({lo, 0, 0}),
+            rewriter.getDenseI64ArrayAttr({hi - lo + 1, image[1], channels}),
+            rewriter.getDenseI64ArrayAttr({1, 1, 1}));
+      int64_t pixels = (r1 - r0) * width;
+      Value windows = ImageWindowsOp::create(
+          rewriter, loc, RankedTensorType::get({pixels, columns}, f), input,
+          op.getKernelAttr(), op.getStrideAttr(), pads);
+      products.push_back(LinearOp::create(
+          rewriter, loc, RankedTensorType::get({pixels, out}, f), windows,
+          op.getWeight(), op.getBias()));
+    }
+    Value product =
+        products.size() == 1
+            ? products.front()
+            : tensor::ConcatOp::create(rewriter, loc, 0, products).getResult();
     rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(
         op, type, product, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
     return success();

@@ -24,3 +24,23 @@ func.func @pointwise(%x: tensor<8x8x16xf32>, %w: tensor<4x16xf32>) -> tensor<8x8
   %y = tfm.conv2d %x, %w {kernel = 1 : i64, padding = array<i64: 0, 0, 0, 0>, stride = 1 : i64} : (tensor<8x8x16xf32>, tensor<4x16xf32>) -> tensor<8x8x4xf32>
   return %y : tensor<8x8x4xf32>
 }
+
+// -----
+
+// Windows past 64 MiB go in bands of output rows: 256 columns of 576
+// values take 113 rows a band (113, 113, 30), each band's input rows
+// sliced with the padding left at its ends, multiplied, then joined.
+// CHECK-LABEL: func.func @bands
+// CHECK: %[[S0:.*]] = tensor.extract_slice %arg0[0, 0, 0] [114, 256, 64] [1, 1, 1]
+// CHECK: %[[W0:.*]] = tfm.image_windows %[[S0]] {kernel = 3 : i64, padding = array<i64: 1, 1, 0, 1>, stride = 1 : i64} : tensor<114x256x64xf32> -> tensor<28928x576xf32>
+// CHECK: %[[P0:.*]] = tfm.linear %[[W0]], %arg1 bias %arg2
+// CHECK: %[[S1:.*]] = tensor.extract_slice %arg0[112, 0, 0] [115, 256, 64] [1, 1, 1]
+// CHECK: tfm.image_windows %[[S1]] {kernel = 3 : i64, padding = array<i64: 0, 1, 0, 1>, stride = 1 : i64} : tensor<115x256x64xf32> -> tensor<28928x576xf32>
+// CHECK: %[[S2:.*]] = tensor.extract_slice %arg0[225, 0, 0] [31, 256, 64] [1, 1, 1]
+// CHECK: tfm.image_windows %[[S2]] {kernel = 3 : i64, padding = array<i64: 0, 1, 1, 1>, stride = 1 : i64} : tensor<31x256x64xf32> -> tensor<7680x576xf32>
+// CHECK: %[[J:.*]] = tensor.concat dim(0) %[[P0]], %{{.*}}, %{{.*}} : (tensor<28928x64xf32>, tensor<28928x64xf32>, tensor<7680x64xf32>) -> tensor<65536x64xf32>
+// CHECK: tensor.expand_shape %[[J]]
+func.func @bands(%x: tensor<256x256x64xf32>, %w: tensor<64x576xf32>, %b: tensor<64xf32>) -> tensor<256x256x64xf32> {
+  %y = tfm.conv2d %x, %w bias %b {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : (tensor<256x256x64xf32>, tensor<64x576xf32>, tensor<64xf32>) -> tensor<256x256x64xf32>
+  return %y : tensor<256x256x64xf32>
+}
