@@ -145,16 +145,10 @@ static int write_raw(const char *argv0, const tfm_tensor *tensor, FILE *raw) {
   return 0;
 }
 
-/* --pixels FILE: raw little-endian f32 of exactly the features input's
- * static shape (vision: [channels, height, width], preprocessed). */
-float *tfm_main_read_features(const char *argv0, const tfm_entry_point *entry,
-                              const char *path) {
-  const tfm_tensor_desc *desc = features_input(entry);
-  if (!desc) {
-    fprintf(stderr, "%s: error: @%s takes no features\n", argv0, entry->name);
-    return NULL;
-  }
-  size_t count = (size_t)element_count(desc->shape, desc->rank);
+float *tfm_main_read_f32_file(const char *argv0, const char *path,
+                              const int64_t *shape, int32_t rank,
+                              const char *what) {
+  size_t count = (size_t)element_count(shape, rank);
   FILE *f = fopen(path, "rb");
   if (!f) {
     fprintf(stderr, "%s: error: cannot read '%s'\n", argv0, path);
@@ -164,17 +158,30 @@ float *tfm_main_read_features(const char *argv0, const tfm_entry_point *entry,
   size_t got = features ? fread(features, 1, count * 4 + 1, f) : 0;
   fclose(f);
   if (got != count * 4) {
-    fprintf(stderr,
-            "%s: error: '%s' has %s%zu bytes; @%s takes f32 [", argv0, path,
-            got > count * 4 ? "more than " : "", got > count * 4 ? count * 4 : got,
-            entry->name);
-    for (int32_t d = 0; d < desc->rank; ++d)
-      fprintf(stderr, "%s%lld", d ? ", " : "", (long long)desc->shape[d]);
+    fprintf(stderr, "%s: error: '%s' has %s%zu bytes; %s f32 [", argv0, path,
+            got > count * 4 ? "more than " : "",
+            got > count * 4 ? count * 4 : got, what);
+    for (int32_t d = 0; d < rank; ++d)
+      fprintf(stderr, "%s%lld", d ? ", " : "", (long long)shape[d]);
     fprintf(stderr, "] (%zu bytes)\n", count * 4);
     free(features);
     return NULL;
   }
   return features;
+}
+
+/* --pixels FILE: raw little-endian f32 of exactly the features input's
+ * static shape (vision: [channels, height, width], preprocessed). */
+float *tfm_main_read_features(const char *argv0, const tfm_entry_point *entry,
+                              const char *path) {
+  const tfm_tensor_desc *desc = features_input(entry);
+  if (!desc) {
+    fprintf(stderr, "%s: error: @%s takes no features\n", argv0, entry->name);
+    return NULL;
+  }
+  char what[160];
+  snprintf(what, sizeof what, "@%s takes", entry->name);
+  return tfm_main_read_f32_file(argv0, path, desc->shape, desc->rank, what);
 }
 
 static int input_from_pixels(const char *argv0, const tfm_entry_point *entry,

@@ -28,34 +28,6 @@ static void show_progress(void *user, int32_t step, int32_t steps) {
   fflush(stderr);
 }
 
-/* --noise FILE: raw little-endian f32 of exactly the latents' shape
- * (malloc'd), or NULL after saying what the file holds instead. */
-static float *read_latents(const char *argv0, const tfm_diffusion_desc *d,
-                           const char *path) {
-  size_t count =
-      (size_t)(d->latent_channels * d->latent_height * d->latent_width);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fprintf(stderr, "%s: error: cannot read '%s'\n", argv0, path);
-    return NULL;
-  }
-  float *latents = malloc(count * sizeof *latents + 1);
-  size_t got = latents ? fread(latents, 1, count * 4 + 1, f) : 0;
-  fclose(f);
-  if (got != count * 4) {
-    fprintf(stderr,
-            "%s: error: '%s' has %s%zu bytes; the initial latents are f32 "
-            "[%lld, %lld, %lld] (%zu bytes)\n",
-            argv0, path, got > count * 4 ? "more than " : "",
-            got > count * 4 ? count * 4 : got, (long long)d->latent_channels,
-            (long long)d->latent_height, (long long)d->latent_width,
-            count * 4);
-    free(latents);
-    return NULL;
-  }
-  return latents;
-}
-
 /* An init image or mask file as [height, width, 3] floats in [0, 1], of
  * the compiled size. Returns the exit status (0: read). */
 static int read_image(const char *argv0, const char *path, int64_t height,
@@ -146,7 +118,10 @@ int tfm_main_image(const char *argv0, tfm_model *model,
   request.mask = mask;
   request.strength = o->strength;
   if (o->noise_path) {
-    noise = read_latents(argv0, d, o->noise_path);
+    int64_t latents[3] = {d->latent_channels, d->latent_height,
+                          d->latent_width};
+    noise = tfm_main_read_f32_file(argv0, o->noise_path, latents, 3,
+                                   "the initial latents are");
     if (!noise) {
       free(init);
       free(mask);

@@ -37,6 +37,13 @@ int32_t *tfm_main_parse_id_list(const char *argv0, const char *flag,
 /* Writes `count` floats, little endian; 0 on failure. */
 int tfm_main_write_floats(const char *path, const float *values, size_t count);
 
+/* The raw little-endian f32 file `path` of exactly `shape` (malloc'd), or
+ * NULL after saying what it holds instead ("'PATH' has N bytes; WHAT f32
+ * [shape] (M bytes)"). */
+float *tfm_main_read_f32_file(const char *argv0, const char *path,
+                              const int64_t *shape, int32_t rank,
+                              const char *what);
+
 /* The raw little-endian f32 file `path` as the features input of `entry`
  * (its whole shape; malloc'd), or NULL after reporting a missing file or
  * a wrong size. */
