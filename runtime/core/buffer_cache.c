@@ -9,6 +9,11 @@
  * which the next call needs again: a 30 s clip through wav2vec2-base
  * holds over a gigabyte, and giving it back to the system made every call
  * fault its pages in anew, 12% of the call), and at least kMinKeptBytes.
+ * An allocation no kept block serves first returns kept blocks of other
+ * sizes to the system (the largest first) while the live bytes and the
+ * kept ones would pass that bound: a pipeline whose entry points take
+ * turns (a UNet's steps, then a VAE's decode) holds one's buffers at a
+ * time, not both.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -157,6 +162,28 @@ void tfm_buffer_fail_after(long long allocations) {
   atomic_store(&allocations_until_failure, allocations);
 }
 
+/* On a miss, with cache.lock held: moves kept blocks, the largest classes
+ * first, to `evicted` (freed after unlocking) while the live bytes and the
+ * kept ones pass the bound. */
+static void evict_for_miss(block_header **evicted) {
+  size_t cap = cache.peak_live_bytes > kMinKeptBytes ? cache.peak_live_bytes
+                                                     : kMinKeptBytes;
+  while (cache.kept_bytes && cache.live_bytes + cache.kept_bytes > cap) {
+    size_class *largest = NULL;
+    for (size_t i = 0; i < kClasses; ++i)
+      if (cache.classes[i].free_list &&
+          (!largest || cache.classes[i].size > largest->size))
+        largest = &cache.classes[i];
+    if (!largest)
+      return;
+    block_header *block = largest->free_list;
+    largest->free_list = block->next_free;
+    cache.kept_bytes -= block->header + block->size;
+    block->next_free = *evicted;
+    *evicted = block;
+  }
+}
+
 static void *allocate(size_t alignment, size_t size) {
   size_t header = kMinHeader;
   while (header < alignment)
@@ -177,7 +204,15 @@ static void *allocate(size_t alignment, size_t size) {
   cache.live_bytes += header + size;
   if (cache.live_bytes > cache.peak_live_bytes)
     cache.peak_live_bytes = cache.live_bytes;
+  block_header *evicted = NULL;
+  if (!block)
+    evict_for_miss(&evicted);
   pthread_mutex_unlock(&cache.lock);
+  while (evicted) {
+    block_header *next = evicted->next_free;
+    free(evicted);
+    evicted = next;
+  }
   if (!block) {
     void *memory;
     if (posix_memalign(&memory, header, header + size)) {

@@ -624,4 +624,27 @@ TEST(BufferCache, ReusesFreedBlocksOfTheSameSizeAligned) {
   _mlir_memref_to_llvm_free(nullptr);
 }
 
+// Entry points that take turns (a UNet's steps, then a VAE's decode) hold
+// one's buffers at a time: a size the cache cannot serve first returns the
+// kept blocks of other sizes while keeping them beside it would pass the
+// most ever live at once (at least 1 GiB). Untouched blocks cost no memory.
+TEST(BufferCache, AMissReturnsKeptBlocksPastTheBound) {
+  const size_t mib = size_t(1) << 20;
+  void *unet = _mlir_memref_to_llvm_alloc(700 * mib);
+  ASSERT_NE(unet, nullptr);
+  _mlir_memref_to_llvm_free(unet);
+  EXPECT_GE(tfm_buffer_cache_bytes(), 700 * mib);
+  // 700 MiB kept beside 600 live would pass max(peak, 1 GiB).
+  void *vae = _mlir_memref_to_llvm_alloc(600 * mib);
+  ASSERT_NE(vae, nullptr);
+  EXPECT_LT(tfm_buffer_cache_bytes(), 700 * mib);
+  // A small miss beside what fits the bound keeps what is kept.
+  _mlir_memref_to_llvm_free(vae);
+  size_t kept = tfm_buffer_cache_bytes();
+  EXPECT_GE(kept, 600 * mib);
+  void *small = _mlir_memref_to_llvm_alloc(12345);
+  EXPECT_EQ(tfm_buffer_cache_bytes(), kept);
+  tfm_buffer_release(small);
+}
+
 } // namespace
