@@ -5,7 +5,7 @@
 # decode of a 512x512 image, side by side for
 #   tfmc              the folder compiled with --emit=lib, timed through its
 #                     entry points (bench/sd_tfmc_calls.py: a step is
-#                     @denoise twice, one call per half);
+#                     one @denoise call on a batch of both halves);
 #   diffusers 0.27.2  on Debian's torch 1.13 (bench/sd_torch_peer.py: a step
 #                     is one UNet forward on a batch of 2);
 #   stable-diffusion.cpp  built for CPU from its source, on the same folder

@@ -6,8 +6,9 @@ issue 72's targets beside them. Prints Markdown, writes summary.json there.
 
 Columns: tfmc (the checkpoint's f32 weights), tfmc-DTYPE (--tfmc-dtypes),
 diffusers, sd.cpp. Cells (medians of the timed runs):
-- step: seconds per denoising step with guidance (tfmc: @denoise twice;
-  diffusers: the UNet on a batch of 2; sd.cpp: its progress bar's s/it).
+- step: seconds per denoising step with guidance (tfmc: one @denoise on a
+  batch of 2; diffusers: the UNet on a batch of 2; sd.cpp: its progress
+  bar's s/it).
   The first step is not in the median: for tfmc and diffusers it is an
   untimed warm-up call, for sd.cpp the first of its --steps (its graph is
   built and allocated there);

@@ -7,9 +7,10 @@ points (python/tfmc). Prints one JSON line.
         [--steps 4] [--decodes 2] [--pipeline-steps 0]
 
 A step is what the sampling loop (tfm_image_generate) does per step with
-guidance: @denoise twice, the negative then the positive prompt's text
-states, on the same latents and timestep (tfmc runs the two halves one
-call at a time; diffusers batches them). A decode is @decode_latents of
+guidance: one @denoise call on a batch of two, the negative then the
+positive prompt's keys and values (@text_keys_values of random text
+states, computed once, as the loop computes them once per prompt), on the
+same latents and timestep (as diffusers batches the two halves). A decode is @decode_latents of
 one latent. Each is called once first (not timed: the first call maps the
 weights' pages and sizes the buffers), then `--steps` steps and `--decodes`
 decodes are timed one by one. Inputs are seeded normals of the shapes the
@@ -17,7 +18,7 @@ library's entry points declare.
 
 --pipeline-steps N also runs Model.generate_image (the runtime's whole
 loop: the tokenizer, @encode_text for both prompts, N Euler steps (one
-guided pair of @denoise calls each, as stable-diffusion.cpp's run),
+guided @denoise call of both halves each, as stable-diffusion.cpp's run),
 @decode_latents) and times its steps from the progress callback (the
 first one's time is in pipeline_before_first_step_end_s, with the text
 encoding), and the whole call: a check that the calls above time what the
@@ -95,18 +96,23 @@ def main():
     rng = np.random.default_rng(0)
 
     denoise = entries["denoise"]
-    latents, timestep, text = inputs_of(denoise, rng)
+    latents, timestep, _ = inputs_of(denoise, rng)
+    (text,) = inputs_of(entries["text_keys_values"], rng)
     if timestep.size != 1 or text.shape[0] != 77:
         raise SystemExit(f"@denoise takes {[t['shape'] for t in denoise['inputs']]}: "
-                         "not (latents, timestep, text states)")
+                         "not (latents, timestep, the text's keys and values)")
     negative = rng.standard_normal(text.shape).astype(np.float32)
-
-    def prediction(states):
-        (noise,) = model.call("denoise", latents, timestep, states).values()
-        return noise
+    # The cross-attentions' keys and values, once per prompt as the
+    # pipeline computes them (not part of a step).
+    # One batch: the negative half, then the prompt's.
+    keys_values = np.stack([
+        next(iter(model.call("text_keys_values", states).values()))
+        for states in (negative, text)])
 
     def step():
-        uncond, cond = prediction(negative), prediction(text)
+        (noise,) = model.call("denoise", latents, timestep,
+                              keys_values).values()
+        uncond, cond = noise[0], noise[1]
         return uncond + 7.5 * (cond - uncond)
 
     out["first_step_s"] = timed(step, 1)[0][0]

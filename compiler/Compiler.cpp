@@ -152,8 +152,13 @@ llvm::Error describeEntryPoints(ModuleOp module, ModelDescription &model) {
         tensor.shape.push_back(ShapedType::isDynamic(d) ? -1 : d);
       entry.outputs.push_back(tensor);
     }
-    if (entry.outputs.size() != 1 || entry.outputs[0].dtype != TFM_DTYPE_F32)
-      return fail("expected one f32 tfm.output, got " +
+    // One or more f32 results (SDXL's text encoders: the states and the
+    // pooled embedding).
+    if (entry.outputs.empty() ||
+        llvm::any_of(entry.outputs, [](const TensorDescription &t) {
+          return t.dtype != TFM_DTYPE_F32;
+        }))
+      return fail("expected f32 tfm.outputs, got " +
                   llvm::Twine(entry.outputs.size()) + " outputs");
     model.entryPoints.push_back(std::move(entry));
   }

@@ -9,6 +9,7 @@
 
 #include "ir/TfmOps.h"
 
+#include <array>
 #include <cmath>
 
 #include "mlir/IR/Builders.h"
@@ -1023,17 +1024,51 @@ LogicalResult ScatterAddRowsOp::verify() {
 // TimestepEmbeddingOp
 //===----------------------------------------------------------------------===//
 
-/// Checks a convolution's window attributes against the [H, W, C] `input`
-/// and returns the output's rows and columns.
+/// Checks that `v` is a feature map, [H, W, C] or a batch [N, H, W, C],
+/// of static size; returns the rank.
+static FailureOr<int64_t> expectFeatureMap(Operation *op, StringRef what,
+                                           Value v) {
+  RankedTensorType type = tensorType(v);
+  if (type.getRank() != 3 && type.getRank() != 4)
+    return op->emitOpError() << "expected " << what << " to be a feature map "
+                             << "[H, W, C] or a batch of them [N, H, W, C], "
+                             << "got rank " << type.getRank();
+  if (ShapedType::isDynamicShape(type.getShape()))
+    return op->emitOpError() << "needs a feature map of static size, got "
+                             << type;
+  return type.getRank();
+}
+
+/// The [N, H, W, C] extents of a feature map (N = 1 for [H, W, C]).
+static std::array<int64_t, 4> mapExtents(Value v) {
+  ArrayRef<int64_t> shape = tensorType(v).getShape();
+  if (shape.size() == 3)
+    return {1, shape[0], shape[1], shape[2]};
+  return {shape[0], shape[1], shape[2], shape[3]};
+}
+
+/// Checks that `result` is a feature map of `input`'s rank and batch.
+static LogicalResult expectSameBatch(Operation *op, Value input,
+                                     Value result) {
+  FailureOr<int64_t> rank = expectFeatureMap(op, "result", result);
+  if (failed(rank))
+    return failure();
+  if (*rank != tensorType(input).getRank())
+    return op->emitOpError() << "expected the result's rank (" << *rank
+                             << ") to be the input's ("
+                             << tensorType(input).getRank() << ")";
+  return expectDim(op, "result images", mapExtents(result)[0], "input images",
+                   mapExtents(input)[0]);
+}
+
+/// Checks a convolution's window attributes against the feature map
+/// `input` and returns the output's rows and columns.
 static FailureOr<std::pair<int64_t, int64_t>>
 verifyImageWindows(Operation *op, Value input, int64_t kernel, int64_t stride,
                    ArrayRef<int64_t> padding) {
-  if (failed(expectRank(op, "input", input, 3)))
+  if (failed(expectFeatureMap(op, "input", input)))
     return failure();
-  ArrayRef<int64_t> image = tensorType(input).getShape();
-  if (ShapedType::isDynamicShape(image))
-    return op->emitOpError("needs a feature map of static size, got ")
-           << input.getType();
+  std::array<int64_t, 4> image = mapExtents(input);
   if (kernel <= 0 || stride <= 0)
     return op->emitOpError() << "expected a positive kernel and stride, got "
                              << kernel << " and " << stride;
@@ -1041,8 +1076,8 @@ verifyImageWindows(Operation *op, Value input, int64_t kernel, int64_t stride,
       llvm::any_of(padding, [&](int64_t p) { return p < 0 || p >= kernel; }))
     return op->emitOpError("expected padding [top, left, bottom, right], "
                            "each at least 0 and below the kernel");
-  int64_t height = image[0] + padding[0] + padding[2],
-          width = image[1] + padding[1] + padding[3];
+  int64_t height = image[1] + padding[0] + padding[2],
+          width = image[2] + padding[1] + padding[3];
   if (height < kernel || width < kernel)
     return op->emitOpError() << "kernel " << kernel
                              << " does not fit the padded " << height << "x"
@@ -1055,25 +1090,25 @@ LogicalResult Conv2dOp::verify() {
   FailureOr<std::pair<int64_t, int64_t>> size = verifyImageWindows(
       *this, getInput(), getKernel(), getStride(), getPadding());
   if (failed(size) || failed(expectRank(*this, "weight", getWeight(), 2)) ||
-      failed(expectRank(*this, "result", getResult(), 3)))
+      failed(expectSameBatch(*this, getInput(), getResult())))
     return failure();
-  int64_t channels = getInput().getType().getDimSize(2),
+  int64_t channels = mapExtents(getInput())[3],
           out = getWeight().getType().getDimSize(0);
-  RankedTensorType type = getType();
+  std::array<int64_t, 4> result = mapExtents(getResult());
   if (failed(expectDim(*this, "weight columns",
                        getWeight().getType().getDimSize(1),
                        "channels * kernel * kernel",
                        channels * getKernel() * getKernel())) ||
-      failed(expectDim(*this, "result rows", type.getDimSize(0),
-                       "output rows", size->first)) ||
-      failed(expectDim(*this, "result columns", type.getDimSize(1),
-                       "output columns", size->second)) ||
-      failed(expectDim(*this, "result channels", type.getDimSize(2),
-                       "weight rows", out)))
+      failed(expectDim(*this, "result rows", result[1], "output rows",
+                       size->first)) ||
+      failed(expectDim(*this, "result columns", result[2], "output columns",
+                       size->second)) ||
+      failed(expectDim(*this, "result channels", result[3], "weight rows",
+                       out)))
     return failure();
   if (getBias())
     return verifyFeatureVector(*this, "bias", getBias(), out,
-                               type.getElementType());
+                               getType().getElementType());
   return success();
 }
 
@@ -1082,20 +1117,21 @@ LogicalResult ImageWindowsOp::verify() {
       *this, getInput(), getKernel(), getStride(), getPadding());
   if (failed(size) || failed(expectRank(*this, "result", getResult(), 2)))
     return failure();
-  int64_t channels = getInput().getType().getDimSize(2);
+  std::array<int64_t, 4> image = mapExtents(getInput());
   if (failed(expectDim(*this, "result rows", getType().getDimSize(0),
-                       "output pixels", size->first * size->second)))
+                       "images * output pixels",
+                       image[0] * size->first * size->second)))
     return failure();
   return expectDim(*this, "result width", getType().getDimSize(1),
                    "channels * kernel * kernel",
-                   channels * getKernel() * getKernel());
+                   image[3] * getKernel() * getKernel());
 }
 
 LogicalResult GroupNormOp::verify() {
   RankedTensorType type = getInput().getType();
-  if (type.getRank() != 2 && type.getRank() != 3)
-    return emitOpError() << "expected input of rank 2 ([positions, C]) or 3 "
-                            "([H, W, C]), got rank "
+  if (type.getRank() < 2 || type.getRank() > 4)
+    return emitOpError() << "expected input of rank 2 ([positions, C]), 3 "
+                            "([H, W, C]) or 4 ([N, H, W, C]), got rank "
                          << type.getRank();
   if (type != getType())
     return emitOpError() << "expected result type " << getType()
@@ -1117,19 +1153,17 @@ LogicalResult GroupNormOp::verify() {
 }
 
 LogicalResult UpsampleNearestOp::verify() {
-  if (failed(expectRank(*this, "input", getInput(), 3)) ||
-      failed(expectRank(*this, "result", getResult(), 3)))
+  if (failed(expectFeatureMap(*this, "input", getInput())) ||
+      failed(expectSameBatch(*this, getInput(), getResult())))
     return failure();
-  ArrayRef<int64_t> in = getInput().getType().getShape(),
-                    out = getType().getShape();
-  if (ShapedType::isDynamicShape(in) || ShapedType::isDynamicShape(out))
-    return emitOpError("needs feature maps of static size");
-  if (out[0] % in[0] || out[0] / in[0] != out[1] / in[1] ||
-      out[1] % in[1] || out[0] < in[0])
-    return emitOpError() << "expected the result (" << out[0] << "x"
-                         << out[1] << ") to enlarge the input (" << in[0]
-                         << "x" << in[1] << ") by one integer factor";
-  return expectDim(*this, "result channels", out[2], "input channels", in[2]);
+  std::array<int64_t, 4> in = mapExtents(getInput()),
+                         out = mapExtents(getResult());
+  if (out[1] % in[1] || out[1] / in[1] != out[2] / in[2] ||
+      out[2] % in[2] || out[1] < in[1])
+    return emitOpError() << "expected the result (" << out[1] << "x"
+                         << out[2] << ") to enlarge the input (" << in[1]
+                         << "x" << in[2] << ") by one integer factor";
+  return expectDim(*this, "result channels", out[3], "input channels", in[3]);
 }
 
 LogicalResult TimestepEmbeddingOp::verify() {

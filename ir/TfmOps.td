@@ -1053,7 +1053,7 @@ def Tfm_DequantizeRowsOp : Tfm_Op<"dequantize_rows", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Tfm_Conv2dOp : Tfm_Op<"conv2d", [Pure]> {
-  let summary = "a 2-D convolution of a [H, W, C] feature map";
+  let summary = "a 2-D convolution of a [H, W, C] feature map or a batch of them";
   let description = [{
     `result[y, x, o] = bias[o] + sum over c, ky, kx of
     weight[o, (c * kernel + ky) * kernel + kx] *
@@ -1065,9 +1065,13 @@ def Tfm_Conv2dOp : Tfm_Op<"conv2d", [Pure]> {
     downsampling pads only the bottom and right). The result has
     `(H + top + bottom - kernel) / stride + 1` rows of as many columns.
 
+    A batch of maps `[N, H, W, C]` (a UNet's two halves of classifier-free
+    guidance) gives `[N, Ho, Wo, out]`, each image convolved alone.
+
     `tfm-convolutions-as-gemm` rewrites it as `tfm.image_windows` and a
     `tfm.linear` (a 1x1 convolution as the linear alone), so that the weight
-    formats, panels and GEMM kernels of every projection apply.
+    formats, panels and GEMM kernels of every projection apply: a batch's
+    windows are one GEMM's rows, so each weight is read once for all.
 
     ```mlir
     %y = tfm.conv2d %x, %w bias %b {kernel = 3, padding = array<i64: 1, 1, 1, 1>, stride = 1} : (tensor<64x64x320xf32>, tensor<320x2880xf32>, tensor<320xf32>) -> tensor<64x64x320xf32>
@@ -1092,7 +1096,8 @@ def Tfm_ImageWindowsOp : Tfm_Op<"image_windows", [Pure]> {
     flattened channel-major as the convolution's weight is:
     `result[y * Wo + x, (c * kernel + ky) * kernel + kx] =
     input[y * stride + ky - top, x * stride + kx - left, c]`, zero in the
-    padding. The convolution is then a `tfm.linear`.
+    padding. The convolution is then a `tfm.linear`. A batch `[N, H, W, C]`
+    gives the windows of each image in turn, `N·Ho·Wo` rows.
 
     ```mlir
     %w = tfm.image_windows %x {kernel = 3, padding = array<i64: 1, 1, 1, 1>, stride = 2} : tensor<64x64x320xf32> -> tensor<1024x2880xf32>
@@ -1109,7 +1114,8 @@ def Tfm_GroupNormOp : Tfm_Op<"group_norm", [Pure]> {
   let summary = "GroupNorm over a feature map's positions, optionally followed by SiLU";
   let description = [{
     PyTorch's `GroupNorm(groups, C)` on one image stored position-major
-    (`[H, W, C]`, or `[positions, C]`): the channels fall into `groups`
+    (`[H, W, C]`, or `[positions, C]`; a batch `[N, H, W, C]` normalizes
+    each image by its own statistics): the channels fall into `groups`
     consecutive groups, and each group is normalized by the mean and
     variance of all its values over every position, then scaled by `gamma`
     and shifted by `beta` (`[C]`). With `silu`, `x·σ(x)` follows, as a
@@ -1133,7 +1139,7 @@ def Tfm_UpsampleNearestOp : Tfm_Op<"upsample_nearest", [Pure]> {
   let summary = "a feature map enlarged by an integer factor, each pixel repeated";
   let description = [{
     `result[y, x, c] = input[y / f, x / f, c]` for the `[H, W, C]` input and
-    the `[f·H, f·W, C]` result: `F.interpolate(scale_factor=f,
+    the `[f·H, f·W, C]` result (each image of a batch `[N, H, W, C]` alike): `F.interpolate(scale_factor=f,
     mode="nearest")`, a UNet's and a VAE decoder's upsampling before their
     convolution.
 

@@ -100,7 +100,8 @@ std::optional<ApiError> tfm::serve::parseImageRequest(const std::string &body,
   json negative = fieldValue(request, "negative_prompt");
   if (!negative.is_null() && !negative.is_string())
     return badField("negative_prompt", "must be a string");
-  out.negativePrompt = negative.is_string() ? negative.get<std::string>() : "";
+  if (negative.is_string())
+    out.negativePrompt = negative.get<std::string>();
 
   int64_t n = out.n, steps = out.steps;
   if (auto error = readInteger(request, "n", 1, kMaxImagesPerRequest,

@@ -35,7 +35,9 @@ constexpr double kMaxGuidanceScale = 30;
 /// 50 steps, guidance 7.5, seed 0, the folder's scheduler).
 struct ImageRequest {
   std::string prompt;
-  std::string negativePrompt; // "": the unconditional half
+  /// The unconditional half; absent: the empty prompt's, or zeros where
+  /// the pipeline says force_zeros_for_empty_prompt (SDXL).
+  std::optional<std::string> negativePrompt;
   int32_t n = 1;              // image i is drawn from seed + i
   int32_t steps = 50;
   float guidance = 7.5f;

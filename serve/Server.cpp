@@ -808,7 +808,8 @@ public:
     for (int32_t i = 0; i < request.n; ++i) {
       tfm_image_request call = {};
       call.prompt = request.prompt.c_str();
-      call.negative_prompt = request.negativePrompt.c_str();
+      call.negative_prompt =
+          request.negativePrompt ? request.negativePrompt->c_str() : nullptr;
       call.steps = request.steps;
       call.guidance = request.guidance;
       call.seed = request.seed + uint64_t(i);

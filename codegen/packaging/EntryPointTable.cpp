@@ -68,7 +68,6 @@ void writeCall(const EntryPointDescription &entry, const ModelDescription &model
     os << (scalar ? ", int64_t" : ", void *");
   }
   os << ");\n\n";
-  const TensorDescription &result = entry.outputs.front();
   os << "static int32_t call_" << entry.name
      << "(const tfm_memref1d *weights, const tfm_tensor *inputs,\n"
      << "    tfm_tensor *const *caches, tfm_tensor *outputs) {\n"
@@ -95,17 +94,28 @@ void writeCall(const EntryPointDescription &entry, const ModelDescription &model
     writeMemref(name, source, tensor.dtype, tensor.shape.size(), os);
     callArguments.push_back("&" + name);
   }
-  os << "  TFM_MEMREF(" << cType(result.dtype) << ", " << result.shape.size()
-     << ") result;\n  " << function << "(&result, weights";
+  // The results: MLIR's C interface writes them through one pointer, to
+  // the struct of their descriptors (one result: that descriptor alone,
+  // the same layout).
+  os << "  struct {\n";
+  for (auto [i, result] : llvm::enumerate(entry.outputs))
+    os << "    TFM_MEMREF(" << cType(result.dtype) << ", "
+       << result.shape.size() << ") r" << i << ";\n";
+  os << "  } result;\n  " << function << "(&result, weights";
   for (const std::string &argument : callArguments)
     os << ", " << argument;
-  os << ");\n  tfm_call_end(frame);\n"
-     << "  outputs[0].data = result.aligned + result.offset;\n"
-     << "  outputs[0].dtype = " << result.dtype << ";\n"
-     << "  outputs[0].rank = " << result.shape.size() << ";\n";
-  for (size_t d = 0; d < result.shape.size(); ++d)
-    os << "  outputs[0].shape[" << d << "] = result.sizes[" << d << "];\n";
-  os << "  outputs[0].owner = result.allocated;\n  return 0;\n}\n\n";
+  os << ");\n  tfm_call_end(frame);\n";
+  for (auto [i, result] : llvm::enumerate(entry.outputs)) {
+    std::string out = "  outputs[" + std::to_string(i) + "].",
+                r = "result.r" + std::to_string(i) + ".";
+    os << out << "data = " << r << "aligned + " << r << "offset;\n"
+       << out << "dtype = " << result.dtype << ";\n"
+       << out << "rank = " << result.shape.size() << ";\n";
+    for (size_t d = 0; d < result.shape.size(); ++d)
+      os << out << "shape[" << d << "] = " << r << "sizes[" << d << "];\n";
+    os << out << "owner = " << r << "allocated;\n";
+  }
+  os << "  return 0;\n}\n\n";
 }
 
 } // namespace

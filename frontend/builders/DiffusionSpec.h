@@ -3,8 +3,9 @@
 // What frontend/families/StableDiffusion.cpp reads from a diffusers
 // folder's unet/config.json and vae/config.json (UNet2DConditionModel,
 // AutoencoderKL) and the builders turn into @denoise and @decode_latents.
-// Feature maps are [H, W, C] inside the module; entry points take and
-// return diffusers' channel-first [C, H, W].
+// Feature maps are batches [N, H, W, C] inside the module; entry points
+// take and return diffusers' channel-first [N, C, H, W] (the VAE's one
+// image without the batch).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +33,8 @@ struct UNetSpec {
   int64_t inChannels = 4, outChannels = 4;
   /// The latents' rows and columns the module is compiled for.
   int64_t height = 64, width = 64;
+  /// Images per @denoise call: classifier-free guidance's two halves.
+  int64_t batch = 2;
   std::vector<UNetStage> stages;
   /// The mid block's heads (num_attention_heads' last).
   int64_t midHeads = 0;

@@ -73,6 +73,9 @@ struct ClipSpec {
   std::optional<TextSpec> text;
   std::optional<ImageSpec> image;
   int64_t projectionDim = 0;
+  /// SDXL's second text tower (with its projection): the module is then
+  /// the pair's one @encode_text (buildTextPair).
+  std::optional<TextSpec> text2;
 };
 
 class ClipIRBuilder : public ModelIRBuilder {
@@ -99,8 +102,15 @@ private:
   /// The pooled [d] state through the tower's projection, if it has one.
   Value project(const TowerSpec &tower, Value pooled);
 
+  /// Token and position embeddings, then the first `layers` blocks.
+  Value textStates(const TextSpec &text, Value ids, int64_t layers);
   Value textHidden(Value ids);
   Value textEmbedding(Value ids);
+  /// The pooled state of `hidden` (the end-of-text row) through the
+  /// tower's projection.
+  Value textPooled(const TextSpec &text, Value hidden, Value ids);
+  /// SDXL's @encode_text(ids, ids_2) (loadClipTextPair).
+  void buildTextPair(ModuleOp module);
   Value imageHidden(Value pixels);
   Value imageEmbedding(Value pixels);
 
@@ -159,9 +169,9 @@ Value ClipIRBuilder::project(const TowerSpec &tower, Value pooled) {
       SmallVector<ReassociationIndices>{{0, 1}});
 }
 
-Value ClipIRBuilder::textHidden(Value ids) {
-  const TextSpec &text = *spec.text;
-  Location loc = named("text embeddings");
+Value ClipIRBuilder::textStates(const TextSpec &text, Value ids,
+                                int64_t layers) {
+  Location loc = named(text.prefix + "embeddings");
   int64_t d = text.hiddenSize;
   Value tokens = EmbeddingOp::create(
       b, loc, rows({d}),
@@ -176,19 +186,61 @@ Value ClipIRBuilder::textHidden(Value ids) {
       weight(text.prefix + "embeddings.position_embedding.weight",
              {text.maxPositions, d}),
       positions, /*scale=*/FloatAttr());
-  Value x = encoder(text, AddOp::create(b, loc, tokens, learned),
-                    /*causal=*/true);
-  return norm(text, x, "final_layer_norm.weight");
+  Value x = AddOp::create(b, loc, tokens, learned);
+  for (int64_t i = 0; i < layers; ++i)
+    x = layer(text, x, i, /*causal=*/true);
+  return x;
 }
 
-Value ClipIRBuilder::textEmbedding(Value ids) {
+Value ClipIRBuilder::textHidden(Value ids) {
   const TextSpec &text = *spec.text;
-  Value hidden = textHidden(ids);
+  return norm(text, textStates(text, ids, text.numLayers),
+              "final_layer_norm.weight");
+}
+
+Value ClipIRBuilder::textPooled(const TextSpec &text, Value hidden,
+                                Value ids) {
   IntegerAttr eos =
       text.eosTokenId ? b.getI64IntegerAttr(*text.eosTokenId) : IntegerAttr();
   Value pooled = TokenRowOp::create(b, named("end-of-text pooling"),
                                     vector(text.hiddenSize), hidden, ids, eos);
   return project(text, pooled);
+}
+
+Value ClipIRBuilder::textEmbedding(Value ids) {
+  return textPooled(*spec.text, textHidden(ids), ids);
+}
+
+void ClipIRBuilder::buildTextPair(ModuleOp module) {
+  const TextSpec &first = *spec.text, &second = *spec.text2;
+  MLIRContext *ctx = b.getContext();
+  b.setInsertionPointToEnd(module.getBody());
+  auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
+  auto function = func::FuncOp::create(b, named("encode_text"), "encode_text",
+                                       b.getFunctionType({ids, ids}, {}));
+  for (unsigned i = 0; i < 2; ++i)
+    function.setArgAttr(i, kInputArgAttrName,
+                        InputRoleAttr::get(ctx, InputRole::token_ids));
+  Block *entry = function.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value ids1 = entry->getArgument(0), ids2 = entry->getArgument(1);
+  // hidden_states[-2] of each tower: its blocks but the last, without
+  // final_layer_norm.
+  Value states1 = textStates(first, ids1, first.numLayers - 1);
+  Value penultimate2 = textStates(second, ids2, second.numLayers - 1);
+  Value last2 = layer(second, penultimate2, second.numLayers - 1,
+                      /*causal=*/true);
+  Value pooled = textPooled(
+      second, norm(second, last2, "final_layer_norm.weight"), ids2);
+  Value states = tensor::ConcatOp::create(
+      b, named("prompt_embeds"), 1, ValueRange{states1, penultimate2});
+  func::ReturnOp::create(b, named("encode_text"), ValueRange{states, pooled});
+  function.setType(b.getFunctionType(
+      {ids, ids}, {states.getType(), pooled.getType()}));
+  function.setResultAttr(0, kOutputResultAttrName,
+                         OutputRoleAttr::get(ctx, OutputRole::hidden_states));
+  function.setResultAttr(1, kOutputResultAttrName,
+                         OutputRoleAttr::get(ctx, OutputRole::embedding));
 }
 
 Value ClipIRBuilder::imageHidden(Value pixels) {
@@ -252,6 +304,10 @@ void ClipIRBuilder::entryPoint(llvm::StringRef name, Type input, InputRole role,
 
 OwningOpRef<ModuleOp> ClipIRBuilder::build() {
   OwningOpRef<ModuleOp> module = ModuleOp::create(named(spec.family));
+  if (spec.text2) {
+    buildTextPair(*module);
+    return module;
+  }
   b.setInsertionPointToEnd(module->getBody());
   if (spec.text) {
     auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
@@ -494,5 +550,64 @@ llvm::Error mlir::tfm::loadClip(MLIRContext &context, llvm::StringRef modelType,
       return preprocessing.takeError();
     model.imagePreprocessing = *preprocessing;
   }
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::tfm::loadClipTextPair(MLIRContext &context,
+                                        ConfigReader &first,
+                                        ConfigReader &second,
+                                        llvm::StringRef secondPrefix,
+                                        llvm::StringRef checkpoint,
+                                        LoadedModel &model) {
+  ClipSpec spec;
+  spec.family = "clip_text_model";
+  spec.text.emplace();
+  spec.text2.emplace();
+  readText(first, *spec.text);
+  readText(second, *spec.text2);
+  spec.text2->prefix = (secondPrefix + spec.text2->prefix).str();
+  spec.text2->projection = (secondPrefix + "text_projection.weight").str();
+  spec.projectionDim = second.integer("projection_dim", 512);
+  if (spec.projectionDim <= 0)
+    second.fail("projection_dim must be positive");
+  if (llvm::Error err = first.takeError())
+    return std::move(err);
+  if (llvm::Error err = second.takeError())
+    return std::move(err);
+  const TextSpec &one = *spec.text, &two = *spec.text2;
+  if (one.maxPositions != two.maxPositions || one.vocabSize != two.vocabSize)
+    return makeError(second.file() + ": the second text encoder reads " +
+                     llvm::Twine(two.maxPositions) + " positions of a " +
+                     llvm::Twine(two.vocabSize) + "-token vocabulary, the "
+                     "first " + llvm::Twine(one.maxPositions) + " of " +
+                     llvm::Twine(one.vocabSize) + ": the pipeline tokenizes "
+                     "a prompt once for both");
+  if (one.numLayers < 2 || two.numLayers < 2)
+    return makeError(first.file() + ": SDXL conditions on each text "
+                     "encoder's penultimate layer; both need two or more");
+
+  context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect,
+                      tensor::TensorDialect>();
+  ClipIRBuilder builder(context, spec, model.weights, checkpoint);
+  // The first tower's last block and final_layer_norm are past the states
+  // the pipeline reads; the position ids buffers are not weights.
+  std::string lastBlock =
+      one.prefix + "encoder.layers." + std::to_string(one.numLayers - 1) + ".";
+  std::string firstNorm = one.prefix + "final_layer_norm.";
+  auto ignored = [&](llvm::StringRef n) {
+    return n.starts_with(lastBlock) || n.starts_with(firstNorm) ||
+           n.ends_with("embeddings.position_ids");
+  };
+  auto module = builder.declarations.finish(builder.build(), ignored);
+  if (!module)
+    return module.takeError();
+  model.module = std::move(*module);
+  model.family = spec.family;
+  model.addBos = false;
+  model.vocabSize = one.vocabSize;
+  model.maxContext = one.maxPositions;
+  model.hiddenSize = one.hiddenSize + two.hiddenSize;
+  model.numLayers = one.numLayers;
+  model.numHeads = model.numKVHeads = one.numHeads;
   return llvm::Error::success();
 }

@@ -31,6 +31,18 @@ llvm::Error loadClip(MLIRContext &context, llvm::StringRef modelType,
                      llvm::StringRef checkpoint, llvm::StringRef configPath,
                      LoadedModel &model);
 
+/// SDXL's two text encoders (StableDiffusionXLPipeline.encode_prompt) as
+/// one entry point, @encode_text(ids [T], ids_2 [T]) -> (prompt_embeds
+/// [T, D1 + D2], text_embeds [P]): each tower's penultimate hidden state
+/// (hidden_states[-2]: all blocks but the last, no final_layer_norm) side
+/// by side, and the second tower's pooled state through its
+/// text_projection. `model.weights` holds the first tower's tensors under
+/// their own names and the second's under `secondPrefix`; `first` and
+/// `second` are their config.json's.
+llvm::Error loadClipTextPair(MLIRContext &context, ConfigReader &first,
+                             ConfigReader &second, llvm::StringRef secondPrefix,
+                             llvm::StringRef checkpoint, LoadedModel &model);
+
 } // namespace mlir::tfm
 
 #endif // TFM_FRONTEND_CLIP_H

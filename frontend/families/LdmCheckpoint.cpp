@@ -25,7 +25,10 @@ namespace {
 constexpr llvm::StringLiteral kUNet = "model.diffusion_model.",
                               kVae = "first_stage_model.",
                               kClip = "cond_stage_model.transformer.",
-                              kOpenClip = "cond_stage_model.model.";
+                              kOpenClip = "cond_stage_model.model.",
+                              // SDXL's two text encoders.
+                              kXlClip = "conditioner.embedders.0.transformer.",
+                              kXlOpenClip = "conditioner.embedders.1.model.";
 
 /// `rest` with its leading component renamed by `pairs` (LDM -> diffusers).
 std::string renamed(llvm::StringRef rest,
@@ -170,11 +173,13 @@ std::optional<std::string> vaeName(llvm::StringRef name,
   return std::nullopt;
 }
 
-/// An OpenCLIP tower's tensor as CLIPTextModel's, into `text`. Returns
-/// false for a name it does not know; drops (true, counted) the layers
-/// past the config's and what the text model does not have.
+/// An OpenCLIP tower's tensor as CLIPTextModel's, into `text`: its first
+/// `layers` blocks, its projection if `projection`. Returns false for a
+/// name it does not know; drops (true, counted) the layers past the
+/// config's and what the text model does not have.
 bool addOpenClip(llvm::StringRef name, const WeightTensor &tensor,
-                 const LdmLayout &layout, WeightStore &text, int &dropped) {
+                 int64_t layers, bool projection, WeightStore &text,
+                 int &dropped) {
   const std::string model = "text_model.";
   if (name == "token_embedding.weight") {
     text.add(model + "embeddings.token_embedding.weight", tensor);
@@ -186,7 +191,7 @@ bool addOpenClip(llvm::StringRef name, const WeightTensor &tensor,
              tensor);
   } else if (name == "text_projection") {
     // x @ text_projection ([C, proj]): diffusers' Linear weight [proj, C].
-    if (layout.textProjection)
+    if (projection)
       text.add("text_projection.weight",
                tensor.transposeRows(0, tensor.shape().back()));
     else
@@ -198,7 +203,7 @@ bool addOpenClip(llvm::StringRef name, const WeightTensor &tensor,
     int64_t layer;
     if (i.getAsInteger(10, layer))
       return false;
-    if (layer >= layout.textLayers) { // SD 2.x reads the penultimate layer
+    if (layer >= layers) { // SD 2.x reads the penultimate layer
       ++dropped;
       return true;
     }
@@ -244,8 +249,8 @@ bool mlir::tfm::isLdmCheckpoint(const WeightStore &store) {
 llvm::Error mlir::tfm::splitLdmCheckpoint(WeightStore &&file,
                                           llvm::StringRef path,
                                           const LdmLayout &layout,
-                                          WeightStore &text, WeightStore &unet,
-                                          WeightStore &vae,
+                                          WeightStore &text, WeightStore *text2,
+                                          WeightStore &unet, WeightStore &vae,
                                           std::vector<std::string> &notes) {
   int dropped = 0;
   std::vector<std::string> unknown;
@@ -272,14 +277,22 @@ llvm::Error mlir::tfm::splitLdmCheckpoint(WeightStore &&file,
       } else {
         unknown.push_back(full);
       }
-    } else if (name.consume_front(kClip)) {
-      text.add(name, tensor); // transformers' own names
+    } else if (name.consume_front(kClip) ||
+               (text2 && name.consume_front(kXlClip))) {
+      if (!name.ends_with("embeddings.position_ids"))
+        text.add(name, tensor); // transformers' own names
     } else if (name.consume_front(kOpenClip)) {
-      if (!addOpenClip(name, tensor, layout, text, dropped))
+      if (!addOpenClip(name, tensor, layout.textLayers, layout.textProjection,
+                       text, dropped))
         unknown.push_back(full);
-    } else if (name.starts_with("conditioner.")) {
+    } else if (text2 && name.consume_front(kXlOpenClip)) {
+      if (!addOpenClip(name, tensor, layout.text2Layers, /*projection=*/true,
+                       *text2, dropped))
+        unknown.push_back(full);
+    } else if (!text2 && name.starts_with("conditioner.")) {
       return makeError(path + ": an SDXL checkpoint (conditioner.embedders."
-                              "*): tfmc does not read SDXL yet");
+                              "*), but the config folder's pipeline has one "
+                              "text encoder: give SDXL's folder");
     } else if (name.starts_with("model_ema.") ||
                llvm::is_contained(
                    {"betas", "alphas_cumprod", "alphas_cumprod_prev",
@@ -296,7 +309,7 @@ llvm::Error mlir::tfm::splitLdmCheckpoint(WeightStore &&file,
   }
   if (!unknown.empty())
     return makeError(path + ": " + llvm::Twine(unknown.size()) +
-                     " tensors are not a Stable Diffusion 1.x or 2.x "
+                     " tensors are not a Stable Diffusion 1.x, 2.x or XL "
                      "checkpoint's (under the config folder's layers per "
                      "block), the first '" +
                      unknown.front() + "'");

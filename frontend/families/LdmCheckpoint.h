@@ -4,7 +4,9 @@
 // v2-1_768-ema-pruned, ...) keep the original LDM names:
 // model.diffusion_model.* (the UNet), first_stage_model.* (the VAE),
 // cond_stage_model.transformer.* (SD 1.x's CLIP text encoder) or
-// cond_stage_model.model.* (SD 2.x's OpenCLIP one). Their tensors are
+// cond_stage_model.model.* (SD 2.x's OpenCLIP one), or SDXL's
+// conditioner.embedders.0.transformer.* and .1.model.* (CLIP, then
+// OpenCLIP with its projection). Their tensors are
 // sorted into the components' stores under diffusers' names, as diffusers'
 // single_file_utils converts them: renamed, the VAE attention's 1x1
 // convolutions read as matrices, OpenCLIP's stacked q, k, v split and its
@@ -43,16 +45,21 @@ struct LdmLayout {
   /// Whether the text encoder keeps its projection
   /// (CLIPTextModelWithProjection); SD 2.x's CLIPTextModel does not.
   bool textProjection = false;
+  /// SDXL's second (OpenCLIP) text encoder's layers; 0 without one.
+  int64_t text2Layers = 0;
 };
 
 /// Moves the tensors of `file` (read from `path`) into `text` (diffusers'
-/// CLIPTextModel names), `unet` and `vae` (their own names, no prefix).
+/// CLIPTextModel names), `text2` (SDXL's second encoder,
+/// CLIPTextModelWithProjection's names; null for SD 1.x and 2.x), `unet`
+/// and `vae` (their own names, no prefix).
 /// Buffers of the training code (the noise schedule, EMA counters) and an
 /// OpenCLIP tower's unused layers are dropped, counted in `notes`; a
 /// tensor of none of the components is an error naming it.
 llvm::Error splitLdmCheckpoint(WeightStore &&file, llvm::StringRef path,
                                const LdmLayout &layout, WeightStore &text,
-                               WeightStore &unet, WeightStore &vae,
+                               WeightStore *text2, WeightStore &unet,
+                               WeightStore &vae,
                                std::vector<std::string> &notes);
 
 } // namespace mlir::tfm

@@ -38,10 +38,15 @@ namespace {
 
 /// The pipelines whose components are a CLIP text encoder, a
 /// UNet2DConditionModel and an AutoencoderKL (inpainting's UNet takes 9
-/// input channels: latents, mask, masked image's latents).
+/// input channels: latents, mask, masked image's latents); SDXL's adds a
+/// second text encoder with its projection, read by its UNet's text_time
+/// conditioning.
 constexpr llvm::StringLiteral kPipelines[] = {
     "StableDiffusionPipeline", "StableDiffusionImg2ImgPipeline",
-    "StableDiffusionInpaintPipeline"};
+    "StableDiffusionInpaintPipeline", "StableDiffusionXLPipeline"};
+
+/// SDXL's second text encoder's tensors in the combined store.
+constexpr llvm::StringLiteral kSecondTextPrefix = "text_encoder_2.";
 
 std::string join(llvm::StringRef directory, llvm::StringRef name) {
   llvm::SmallString<256> path(directory);
@@ -347,6 +352,14 @@ mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
   if (!llvm::is_contained(kPipelines, llvm::StringRef(className)))
     return makeError(indexPath + ": unsupported pipeline '" + className +
                      "' (supported: " + supportedDiffusionPipelines() + ")");
+  // SDXL's: its second text encoder and tokenizer, and whether an absent
+  // negative prompt is zeros rather than the empty prompt's states.
+  const llvm::json::Value *second = object->get("text_encoder_2");
+  bool twoTextEncoders =
+      second && second->kind() != llvm::json::Value::Null;
+  bool forceZeros = pipeline.boolean("force_zeros_for_empty_prompt", false);
+  if (llvm::Error err = pipeline.takeError())
+    return std::move(err);
 
   // The components' configs.
   llvm::json::Value textJson = nullptr, unetJson = nullptr, vaeJson = nullptr;
@@ -361,6 +374,23 @@ mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
   if (textType != "clip_text_model")
     return makeError(textConfig->file() + ": the text encoder's model_type "
                      "is '" + textType + "' (clip_text_model is supported)");
+  llvm::json::Value text2Json = nullptr;
+  std::string text2Folder = join(directory, "text_encoder_2");
+  std::optional<ConfigReader> text2Config;
+  if (twoTextEncoders) {
+    llvm::Expected<ConfigReader> read =
+        readComponentConfig(text2Folder, text2Json);
+    if (!read)
+      return read.takeError();
+    text2Config.emplace(std::move(*read));
+    if (text2Config->string("model_type", "") != "clip_text_model" ||
+        !llvm::is_contained(text2Config->strings("architectures"),
+                            "CLIPTextModelWithProjection"))
+      return makeError(text2Config->file() + ": the second text encoder "
+                       "must be a clip_text_model's "
+                       "CLIPTextModelWithProjection (its pooled, projected "
+                       "state is SDXL's text_embeds)");
+  }
   llvm::Expected<ConfigReader> unetConfig =
       readComponentConfig(unetFolder, unetJson);
   if (!unetConfig)
@@ -374,10 +404,24 @@ mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
   readUNet(*unetConfig, unet);
   if (llvm::Error err = unetConfig->takeError())
     return std::move(err);
-  if (unet.textTime)
-    return makeError(unetConfig->file() + ": SDXL's text_time conditioning "
-                     "needs its second text encoder, which tfmc does not "
-                     "read yet");
+  if (unet.textTime != twoTextEncoders)
+    return makeError(unetConfig->file() +
+                     (unet.textTime
+                          ? ": the UNet's text_time conditioning needs a "
+                            "second text encoder (model_index.json names no "
+                            "text_encoder_2)"
+                          : ": model_index.json names a text_encoder_2, but "
+                            "the UNet has no text_time conditioning to read "
+                            "its pooled state"));
+  if (unet.textTime) {
+    int64_t projection = text2Config->integer("projection_dim", 512);
+    if (projection != unet.pooledDim)
+      return makeError(unetConfig->file() + ": projection_class_embeddings_"
+                       "input_dim leaves " + llvm::Twine(unet.pooledDim) +
+                       " values for the pooled text embedding, but the second "
+                       "text encoder's projection_dim is " +
+                       llvm::Twine(projection));
+  }
   VaeSpec vae;
   vae.prefix = "vae.";
   readVae(*vaeConfig, vae, unet.height);
@@ -425,11 +469,15 @@ mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
     layout.textLayers = textConfig->integer("num_hidden_layers", 12);
     layout.textProjection = llvm::is_contained(
         textConfig->strings("architectures"), "CLIPTextModelWithProjection");
-    if (llvm::Error err =
-            splitLdmCheckpoint(std::move(file), checkpoint, layout,
-                               model.weights, unetWeights, vaeWeights,
-                               model.notes))
+    WeightStore text2Weights;
+    if (twoTextEncoders)
+      layout.text2Layers = text2Config->integer("num_hidden_layers", 12);
+    if (llvm::Error err = splitLdmCheckpoint(
+            std::move(file), checkpoint, layout, model.weights,
+            twoTextEncoders ? &text2Weights : nullptr, unetWeights,
+            vaeWeights, model.notes))
       return std::move(err);
+    model.weights.absorb(std::move(text2Weights), kSecondTextPrefix);
     textSource = unetSource = vaeSource = checkpoint.str();
   } else {
     llvm::Expected<std::string> text =
@@ -445,14 +493,28 @@ mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
     if (!vaeFile)
       return vaeFile.takeError();
     textSource = *text;
+    if (twoTextEncoders) {
+      WeightStore text2Weights;
+      llvm::Expected<std::string> text2 =
+          readComponentWeights(text2Folder, "model", text2Weights);
+      if (!text2)
+        return text2.takeError();
+      model.weights.absorb(std::move(text2Weights), kSecondTextPrefix);
+      textSource += ", " + *text2;
+    }
     unetSource = *unetFile;
     vaeSource = *vaeFile;
   }
 
-  // The text encoder: a CLIP text tower and its module, its tokenizer.
-  if (llvm::Error err = loadClip(context, textType, *textConfig,
-                                 textConfig->strings("architectures"),
-                                 textSource, textConfig->file(), model))
+  // The text encoder: a CLIP text tower and its module (SDXL: both
+  // towers'), its tokenizer.
+  if (llvm::Error err =
+          twoTextEncoders
+              ? loadClipTextPair(context, *textConfig, *text2Config,
+                                 kSecondTextPrefix, textSource, model)
+              : loadClip(context, textType, *textConfig,
+                         textConfig->strings("architectures"), textSource,
+                         textConfig->file(), model))
     return std::move(err);
   std::string tokenizerFolder = join(directory, "tokenizer");
   llvm::Expected<TokenizerVocab> vocab =
@@ -465,6 +527,24 @@ mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
   llvm::Expected<int32_t> pad = readPadToken(tokenizerFolder, *vocab);
   if (!pad)
     return pad.takeError();
+  // SDXL's second tokenizer is the first's vocabulary and merges, padded
+  // with its own token ("!"): the runtime tokenizes once, pads twice.
+  int32_t pad2 = -1;
+  if (twoTextEncoders) {
+    std::string folder2 = join(directory, "tokenizer_2");
+    llvm::Expected<TokenizerVocab> vocab2 =
+        readTokenizerAt(folder2, model.vocabSize);
+    if (!vocab2)
+      return vocab2.takeError();
+    if (vocab2->pieces != vocab->pieces || vocab2->scores != vocab->scores)
+      return makeError(folder2 + ": the second tokenizer's vocabulary or "
+                       "merges differ from the first's (tfmc tokenizes a "
+                       "prompt once for both text encoders)");
+    llvm::Expected<int32_t> padding = readPadToken(folder2, *vocab2);
+    if (!padding)
+      return padding.takeError();
+    pad2 = *padding;
+  }
   model.tokenizer = std::move(*vocab);
   model.tokenizerPath = tokenizerFolder;
   llvm::Expected<std::string> scheduler =
@@ -492,7 +572,7 @@ mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
   builder.buildDenoise(*model.module, unet);
   builder.buildDecodeLatents(*model.module, vae);
   builder.buildEncodeImage(*model.module, vae);
-  // The text encoder's tensors were checked by its own reader.
+  // The text encoders' tensors were checked by their own reader.
   auto ignored = [](llvm::StringRef name) {
     return !(name.starts_with("unet.") || name.starts_with("vae."));
   };
@@ -516,6 +596,9 @@ mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
                                        integer(int64_t(1) << vae.upsamplings())),
                     attrs.getNamedAttr("text_tokens", integer(unet.textTokens)),
                     attrs.getNamedAttr("pad_token", integer(*pad)),
+                    attrs.getNamedAttr("pad_token_2", integer(pad2)),
+                    attrs.getNamedAttr("force_zeros_for_empty_prompt",
+                                       integer(forceZeros)),
                     attrs.getNamedAttr("scaling_factor",
                                        attrs.getF64FloatAttr(vae.scalingFactor)),
                     attrs.getNamedAttr("scheduler_config",

@@ -1,12 +1,12 @@
 """The C API's structures and functions as ctypes sees them: a transcription
-of runtime/include/tfm/tfm_model_abi.h and tfm_runtime.h (ABI version 22),
+of runtime/include/tfm/tfm_model_abi.h and tfm_runtime.h (ABI version 23),
 field for field; test/python checks it against compiled models."""
 
 import ctypes
 
 import numpy as np
 
-ABI_VERSION = 22
+ABI_VERSION = 23
 MAX_RANK = 6
 
 ROLE_NAMES = {0: "token_ids", 1: "features", 2: "start_position",
@@ -68,6 +68,8 @@ class DiffusionDesc(ctypes.Structure):
                 ("vae_scale_factor", ctypes.c_int64),
                 ("text_tokens", ctypes.c_int64),
                 ("pad_token", ctypes.c_int64),
+                ("pad_token_2", ctypes.c_int64),
+                ("force_zeros_for_empty_prompt", ctypes.c_int64),
                 ("scaling_factor", ctypes.c_float),
                 ("scheduler_config", ctypes.c_char_p)]
 

@@ -3,10 +3,18 @@
  * tfm_image_generate: diffusers' StableDiffusionPipeline.__call__ over the
  * model's entry points. The prompt and the negative prompt are tokenized
  * as CLIPTokenizer(padding="max_length", truncation=True) does and encoded
- * once (@encode_text); the scheduler (schedulers.h) is built from the
+ * once (@encode_text), and so are the keys and values every cross-attention
+ * reads of it (@text_keys_values), which @denoise takes in its place. SDXL's (StableDiffusionXLPipeline) @encode_text
+ * reads the ids twice, padded with each tokenizer's pad token, and returns
+ * the pooled text_embeds beside the states; its @denoise also takes them
+ * and the add_time_ids (original size, crop origin, target size); a
+ * negative prompt left out is zeros under force_zeros_for_empty_prompt.
+ * The scheduler (schedulers.h) is built from the
  * folder's scheduler_config.json (tfm_diffusion_desc.scheduler_config) or
- * the requested name; each step calls @denoise on the negative and the
- * positive text and mixes them by the guidance scale; @decode_latents
+ * the requested name; each step calls @denoise once on a batch of two, the
+ * negative text's half and the positive's (without guidance both are the
+ * positive's, the second taken), and mixes them by the guidance scale;
+ * @decode_latents
  * turns latents / scaling_factor into the image, then (x / 2 + 0.5)
  * clamped to [0, 1], channels last.
  *
@@ -90,11 +98,11 @@ static tfm_status_code read_scheduler_config(const char *lines,
 /* CLIPTokenizer(text, padding="max_length", max_length=tokens,
  * truncation=True): <|startoftext|> text <|endoftext|>, cut to `tokens`
  * keeping the end of text, then padded with pad_token. Sets *cut when the
- * text did not fit. */
+ * text did not fit and *used to the tokens before the padding. */
 static tfm_status_code tokenize_prompt(tfm_model *model,
                                        const tfm_diffusion_desc *d,
                                        const char *text, int32_t *ids, int *cut,
-                                       tfm_status *status) {
+                                       int64_t *used, tfm_status *status) {
   tfm_tokenizer *tokenizer = tfm_model_tokenizer(model, status);
   if (!tokenizer)
     return status ? status->code : TFM_ERROR_TOKENIZER;
@@ -105,6 +113,7 @@ static tfm_status_code tokenize_prompt(tfm_model *model,
   if (code != TFM_OK)
     return code;
   *cut = count > tokens;
+  *used = *cut ? tokens : count;
   if (*cut) {
     /* Encode in full to keep the end of text, as truncation does. */
     all = malloc((size_t)count * sizeof *all);
@@ -127,28 +136,118 @@ static tfm_status_code tokenize_prompt(tfm_model *model,
   return TFM_OK;
 }
 
-/* One call of a one-input, one-output entry point into `out` (n floats). */
+/* SDXL's second tokenizer has the first's vocabulary and merges, but its
+ * pad token ("!") is a special token of its own, split out of the text
+ * before the BPE as CLIPTokenizer splits added tokens: "detailed!" is
+ * "detailed</w>" then the pad id, where the first tokenizer has "!</w>".
+ * `first` holds the first tokenizer's framed ids (their start and end of
+ * text are the second's); the result is framed, cut and padded as
+ * tokenize_prompt does. */
+static tfm_status_code tokenize_second(tfm_model *model,
+                                       const tfm_diffusion_desc *d,
+                                       const char *text, const int32_t *first,
+                                       int64_t first_used, int32_t *ids,
+                                       tfm_status *status) {
+  tfm_tokenizer *tokenizer = tfm_model_tokenizer(model, status);
+  if (!tokenizer)
+    return status ? status->code : TFM_ERROR_TOKENIZER;
+  int64_t tokens = d->text_tokens;
+  int32_t pad = (int32_t)d->pad_token_2;
+  size_t size = 0;
+  const char *spelling = tfm_tokenizer_decode(tokenizer, -1, pad, -1, &size);
+  char special[64];
+  if (!spelling || size == 0 || size >= sizeof special)
+    return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                    "the second tokenizer's pad token %d has no spelling to "
+                    "split the prompt at", pad);
+  memcpy(special, spelling, size);
+  special[size] = '\0';
+  /* <|startoftext|>, each segment's ids with a pad token between them,
+   * <|endoftext|>: at most a token per byte, and the two. */
+  size_t length = strlen(text);
+  int64_t room = (int64_t)length + 2, count = 0;
+  int32_t *all = malloc((size_t)room * sizeof *all);
+  char *segment = malloc(length + 1);
+  if (!all || !segment) {
+    free(all);
+    free(segment);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "no memory for a prompt of %zu bytes", length);
+  }
+  all[count++] = first[0];
+  tfm_status_code code = TFM_OK;
+  for (const char *at = text; code == TFM_OK;) {
+    const char *next = strstr(at, special);
+    size_t part = next ? (size_t)(next - at) : strlen(at);
+    memcpy(segment, at, part);
+    segment[part] = '\0';
+    int64_t n = 0;
+    code = tfm_tokenizer_encode(tokenizer, segment, -1, all + count,
+                                room - 1 - count, &n, status);
+    if (code == TFM_OK && n > room - 1 - count)
+      code = tfm_fail(status, TFM_ERROR_TOKENIZER,
+                      "a prompt segment of %zu bytes took %lld tokens", part,
+                      (long long)n);
+    if (code != TFM_OK)
+      break;
+    count += n;
+    if (!next)
+      break;
+    if (count < room - 1)
+      all[count++] = pad;
+    at = next + size;
+  }
+  free(segment);
+  if (code == TFM_OK) {
+    all[count++] = first[first_used - 1]; /* <|endoftext|> */
+    /* Cut as the first: keep the end of text; pad with the pad token. */
+    int64_t kept = count > tokens ? tokens : count;
+    memcpy(ids, all, (size_t)kept * sizeof *ids);
+    if (count > tokens)
+      ids[tokens - 1] = all[count - 1];
+    for (int64_t i = kept; i < tokens; ++i)
+      ids[i] = pad;
+  }
+  free(all);
+  return code;
+}
+
+/* One call of entry point `name`, its `results` outputs copied into
+ * outs[r] (sizes[r] floats each). */
+static tfm_status_code call_results(tfm_model *model, const char *name,
+                                    const tfm_tensor *inputs, int32_t count,
+                                    float *const *outs, const int64_t *sizes,
+                                    int32_t results, tfm_status *status) {
+  tfm_tensor outputs[2];
+  memset(outputs, 0, sizeof outputs);
+  if (results < 1 || results > 2)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "@%s: %d results", name,
+                    results);
+  tfm_status_code code = tfm_model_call(model, name, inputs, count, NULL,
+                                        outputs, results, status);
+  if (code != TFM_OK)
+    return code;
+  for (int32_t r = 0; r < results && code == TFM_OK; ++r) {
+    int64_t elements = 1;
+    for (int32_t k = 0; k < outputs[r].rank; ++k)
+      elements *= outputs[r].shape[k];
+    if (elements != sizes[r])
+      code = tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "@%s returned %lld values, expected %lld", name,
+                      (long long)elements, (long long)sizes[r]);
+    else
+      memcpy(outs[r], outputs[r].data, (size_t)sizes[r] * sizeof(float));
+  }
+  for (int32_t r = 0; r < results; ++r)
+    tfm_tensor_release(&outputs[r]);
+  return code;
+}
+
+/* One call of a one-output entry point into `out` (n floats). */
 static tfm_status_code call_into(tfm_model *model, const char *name,
                                  const tfm_tensor *inputs, int32_t count,
                                  float *out, int64_t n, tfm_status *status) {
-  tfm_tensor output;
-  memset(&output, 0, sizeof output);
-  tfm_status_code code =
-      tfm_model_call(model, name, inputs, count, NULL, &output, 1, status);
-  if (code != TFM_OK)
-    return code;
-  int64_t elements = 1;
-  for (int32_t k = 0; k < output.rank; ++k)
-    elements *= output.shape[k];
-  if (elements != n) {
-    tfm_tensor_release(&output);
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "@%s returned %lld values, expected %lld", name,
-                    (long long)elements, (long long)n);
-  }
-  memcpy(out, output.data, (size_t)n * sizeof *out);
-  tfm_tensor_release(&output);
-  return TFM_OK;
+  return call_results(model, name, inputs, count, &out, &n, 1, status);
 }
 
 static tfm_tensor f32_tensor(const float *data, int32_t rank,
@@ -163,32 +262,52 @@ static tfm_tensor f32_tensor(const float *data, int32_t rank,
   return t;
 }
 
-/* The text encoder's states of `text` ([text_tokens, hidden]). */
+/* The text encoder's states of `text` ([text_tokens, hidden]) and, with
+ * SDXL's second text encoder (pooled_n > 0), its pooled text_embeds. */
 static tfm_status_code encode_prompt(tfm_model *model,
                                      const tfm_diffusion_desc *d,
                                      const char *text, float *states, int64_t n,
-                                     int *cut, tfm_status *status) {
-  int32_t ids[1024];
+                                     float *pooled, int64_t pooled_n, int *cut,
+                                     tfm_status *status) {
+  int32_t ids[2][1024];
+  int64_t used = 0;
   if (d->text_tokens > 1024)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "a text encoder of %lld tokens", (long long)d->text_tokens);
-  tfm_status_code code = tokenize_prompt(model, d, text, ids, cut, status);
+  tfm_status_code code =
+      tokenize_prompt(model, d, text, ids[0], cut, &used, status);
   if (code != TFM_OK)
     return code;
-  tfm_tensor input;
-  memset(&input, 0, sizeof input);
-  input.dtype = TFM_DTYPE_I32;
-  input.rank = 1;
-  input.shape[0] = d->text_tokens;
-  input.data = ids;
-  return call_into(model, "encode_text", &input, 1, states, n, status);
+  tfm_tensor inputs[2];
+  memset(inputs, 0, sizeof inputs);
+  for (int k = 0; k < 2; ++k) {
+    inputs[k].dtype = TFM_DTYPE_I32;
+    inputs[k].rank = 1;
+    inputs[k].shape[0] = d->text_tokens;
+    inputs[k].data = ids[k];
+  }
+  if (pooled_n <= 0)
+    return call_into(model, "encode_text", inputs, 1, states, n, status);
+  code = tokenize_second(model, d, text, ids[0], used, ids[1], status);
+  if (code != TFM_OK)
+    return code;
+  float *outs[2] = {states, pooled};
+  int64_t sizes[2] = {n, pooled_n};
+  return call_results(model, "encode_text", inputs, 2, outs, sizes, 2, status);
 }
 
 const char *tfm_image_scheduler_names(void) { return tfm_scheduler_names(); }
 
 /* What one generation holds: freed together. */
 typedef struct {
-  float *text, *negative, *latents, *input, *uncond, *cond, *noise, *pixels;
+  /* input and prediction hold @denoise's batch of two: the negative
+   * half, then the positive. cond is the guided prediction (and, before
+   * the loop, image-to-image's encoded latents). */
+  float *text, *negative, *latents, *input, *prediction, *cond, *noise,
+      *pixels;
+  /* The cross-attentions' keys and values of the negative prompt, then
+   * the prompt (@text_keys_values), and SDXL's pooled text_embeds alike. */
+  float *keys_values, *pooled;
   /* Image-to-image and inpainting: the image in [-1, 1], [3, H, W]; the
    * VAE's moments; inpainting's mask at the latents' size and the masked
    * image's latents. */
@@ -197,9 +316,10 @@ typedef struct {
 } buffers;
 
 static void free_buffers(buffers *b) {
-  float *all[] = {b->text,  b->negative, b->latents, b->input,
-                  b->uncond, b->cond,    b->noise,   b->pixels,
-                  b->start, b->moments,  b->mask,    b->masked};
+  float *all[] = {b->text,       b->negative, b->latents, b->input,
+                  b->prediction, b->cond,     b->noise,   b->pixels,
+                  b->start,      b->moments,  b->mask,    b->masked,
+                  b->keys_values, b->pooled};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
     free(all[i]);
   tfm_scheduler_free(b->scheduler);
@@ -370,12 +490,36 @@ tfm_status_code tfm_image_generate(tfm_model *model,
     return tfm_fail(status, TFM_ERROR_NOT_FOUND,
                     "model '%s' is not a diffusion pipeline",
                     tfm_model_get_desc(model)->name);
+  /* SDXL's text_time conditioning: @encode_text's second output is the
+   * pooled text_embeds [P] @denoise takes with the add_time_ids. */
   const tfm_entry_point *text_entry =
       tfm_model_entry_point(model, "encode_text");
-  if (!text_entry || text_entry->num_outputs != 1 ||
-      text_entry->outputs[0].rank != 2 || text_entry->outputs[0].shape[1] <= 0)
+  bool text_time = d->pad_token_2 >= 0;
+  int32_t text_outputs = text_time ? 2 : 1;
+  if (!text_entry || text_entry->num_outputs != text_outputs ||
+      text_entry->outputs[0].rank != 2 ||
+      text_entry->outputs[0].shape[1] <= 0 ||
+      (text_time && (text_entry->outputs[1].rank != 1 ||
+                     text_entry->outputs[1].shape[0] <= 0)))
     return tfm_fail(status, TFM_ERROR_NOT_FOUND,
-                    "model '%s' has no @encode_text of [tokens, hidden]",
+                    "model '%s' has no @encode_text of [tokens, hidden]%s",
+                    tfm_model_get_desc(model)->name,
+                    text_time ? " and the pooled [P]" : "");
+  int64_t pooled_n = text_time ? text_entry->outputs[1].shape[0] : 0;
+  const tfm_entry_point *kv_entry =
+      tfm_model_entry_point(model, "text_keys_values");
+  if (!kv_entry || kv_entry->num_outputs != 1 ||
+      kv_entry->outputs[0].rank != 1 || kv_entry->outputs[0].shape[0] <= 0)
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
+                    "model '%s' has no @text_keys_values of [N]",
+                    tfm_model_get_desc(model)->name);
+  int64_t kv_n = kv_entry->outputs[0].shape[0];
+  const tfm_entry_point *unet_entry = tfm_model_entry_point(model, "denoise");
+  if (!unet_entry || unet_entry->num_inputs < 3 ||
+      unet_entry->inputs[0].rank != 4 || unet_entry->inputs[0].shape[0] != 2)
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
+                    "model '%s' has no @denoise of a batch of two latents "
+                    "(classifier-free guidance's halves)",
                     tfm_model_get_desc(model)->name);
   if (request->steps < 0)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
@@ -410,7 +554,8 @@ tfm_status_code tfm_image_generate(tfm_model *model,
   static const tfm_sd_pipeline fixups[] = {TFM_SD_PIPELINE_TEXT2IMG,
                                            TFM_SD_PIPELINE_IMG2IMG,
                                            TFM_SD_PIPELINE_INPAINT};
-  tfm_scheduler_config_pipeline_fixups(&folder, fixups[kind]);
+  tfm_scheduler_config_pipeline_fixups(
+      &folder, text_time ? TFM_SD_PIPELINE_XL : fixups[kind]);
   if (request->scheduler && *request->scheduler) {
     code = tfm_scheduler_config_for_name(&folder, request->scheduler, &config,
                                          status);
@@ -432,8 +577,8 @@ tfm_status_code tfm_image_generate(tfm_model *model,
   b.text = malloc((size_t)text_n * f);
   b.negative = guided ? malloc((size_t)text_n * f) : NULL;
   b.latents = malloc((size_t)n * f);
-  b.input = malloc((size_t)unet_n * f);
-  b.uncond = guided ? malloc((size_t)n * f) : NULL;
+  b.input = malloc((size_t)(2 * unet_n) * f);
+  b.prediction = malloc((size_t)(2 * n) * f);
   b.cond = malloc((size_t)n * f);
   b.noise = malloc((size_t)n * f);
   b.pixels = malloc((size_t)pixels * f);
@@ -441,7 +586,10 @@ tfm_status_code tfm_image_generate(tfm_model *model,
   b.moments = images ? malloc((size_t)(2 * n) * f) : NULL;
   b.mask = kind == INPAINTING ? malloc((size_t)(h * w) * f) : NULL;
   b.masked = kind == INPAINTING ? malloc((size_t)n * f) : NULL;
-  if (!b.text || (guided && (!b.negative || !b.uncond)) || !b.latents ||
+  b.pooled = text_time ? malloc((size_t)(2 * pooled_n) * f) : NULL;
+  b.keys_values = malloc((size_t)(2 * kv_n) * f);
+  if (!b.text || (guided && !b.negative) || !b.latents || !b.prediction ||
+      (text_time && !b.pooled) || !b.keys_values ||
       !b.input || !b.cond || !b.noise || !b.pixels ||
       (images && (!b.start || !b.moments)) ||
       (kind == INPAINTING && (!b.mask || !b.masked))) {
@@ -452,11 +600,36 @@ tfm_status_code tfm_image_generate(tfm_model *model,
 
   static _Thread_local char note[256];
   int cut = 0, negative_cut = 0;
-  code = encode_prompt(model, d, request->prompt, b.text, text_n, &cut, status);
-  if (code == TFM_OK && guided)
+  /* The batch's halves: [0] the negative prompt's, [1] the prompt's. */
+  float *negative_pooled = b.pooled, *pooled = b.pooled ? b.pooled + pooled_n
+                                                        : NULL;
+  code = encode_prompt(model, d, request->prompt, b.text, text_n, pooled,
+                       pooled_n, &cut, status);
+  if (code == TFM_OK && guided && !request->negative_prompt &&
+      d->force_zeros_for_empty_prompt) {
+    /* SDXL: no negative prompt is zeros, not the empty prompt's states. */
+    memset(b.negative, 0, (size_t)text_n * f);
+    if (negative_pooled)
+      memset(negative_pooled, 0, (size_t)pooled_n * f);
+  } else if (code == TFM_OK && guided) {
     code = encode_prompt(
         model, d, request->negative_prompt ? request->negative_prompt : "",
-        b.negative, text_n, &negative_cut, status);
+        b.negative, text_n, negative_pooled, pooled_n, &negative_cut, status);
+  } else if (code == TFM_OK && pooled) {
+    memcpy(negative_pooled, pooled, (size_t)pooled_n * f);
+  }
+  /* Each prompt's keys and values for every cross-attention, once. */
+  int64_t text_shape[2] = {d->text_tokens, hidden};
+  tfm_tensor states = f32_tensor(b.text, 2, text_shape);
+  if (code == TFM_OK)
+    code = call_into(model, "text_keys_values", &states, 1,
+                     b.keys_values + kv_n, kv_n, status);
+  states = f32_tensor(guided ? b.negative : b.text, 2, text_shape);
+  if (code == TFM_OK && guided)
+    code = call_into(model, "text_keys_values", &states, 1, b.keys_values,
+                     kv_n, status);
+  else if (code == TFM_OK) /* without guidance both halves are the prompt's */
+    memcpy(b.keys_values, b.keys_values + kv_n, (size_t)kv_n * f);
   if (code != TFM_OK) {
     free_buffers(&b);
     return code;
@@ -476,9 +649,12 @@ tfm_status_code tfm_image_generate(tfm_model *model,
   code = prepare_latents(model, d, request, kind, &b, &generator, &first,
                          status);
 
-  int64_t unet_shape[3] = {d->unet_in_channels, h, w};
-  int64_t text_shape[2] = {d->text_tokens, hidden};
-  int64_t one = 1;
+  int64_t unet_shape[4] = {2, d->unet_in_channels, h, w};
+  int64_t kv_shape[2] = {2, kv_n}, pooled_shape[2] = {2, pooled_n};
+  int64_t one = 1, six = 6;
+  /* add_time_ids: original_size, crops_coords_top_left, target_size. */
+  float time_ids[6] = {(float)height, (float)width, 0.0f,
+                       0.0f,          (float)height, (float)width};
   int32_t calls = tfm_scheduler_count(b.scheduler);
   float guidance = request->guidance;
   for (int32_t i = first; i < calls && code == TFM_OK; ++i) {
@@ -490,17 +666,22 @@ tfm_status_code tfm_image_generate(tfm_model *model,
       memcpy(b.input + n, b.mask, (size_t)(h * w) * f);
       memcpy(b.input + n + h * w, b.masked, (size_t)n * f);
     }
+    memcpy(b.input + unet_n, b.input, (size_t)unet_n * f); /* both halves */
     float t = tfm_scheduler_timestep(b.scheduler, i);
-    tfm_tensor inputs[3] = {f32_tensor(b.input, 3, unet_shape),
+    tfm_tensor inputs[5] = {f32_tensor(b.input, 4, unet_shape),
                             f32_tensor(&t, 1, &one),
-                            f32_tensor(b.text, 2, text_shape)};
-    code = call_into(model, "denoise", inputs, 3, b.cond, n, status);
+                            f32_tensor(b.keys_values, 2, kv_shape),
+                            f32_tensor(b.pooled, 2, pooled_shape),
+                            f32_tensor(time_ids, 1, &six)};
+    code = call_into(model, "denoise", inputs, text_time ? 5 : 3,
+                     b.prediction, 2 * n, status);
+    const float *uncond = b.prediction, *cond = b.prediction + n;
     if (code == TFM_OK && guided) {
-      inputs[2] = f32_tensor(b.negative, 2, text_shape);
-      code = call_into(model, "denoise", inputs, 3, b.uncond, n, status);
       /* uncond + g * (cond - uncond), in diffusers' order. */
-      for (int64_t k = 0; code == TFM_OK && k < n; ++k)
-        b.cond[k] = b.uncond[k] + guidance * (b.cond[k] - b.uncond[k]);
+      for (int64_t k = 0; k < n; ++k)
+        b.cond[k] = uncond[k] + guidance * (cond[k] - uncond[k]);
+    } else if (code == TFM_OK) {
+      memcpy(b.cond, cond, (size_t)n * f);
     }
     const float *noise = NULL;
     if (code == TFM_OK && tfm_scheduler_needs_noise(b.scheduler)) {

@@ -1367,8 +1367,48 @@ func.func @conv2d_kernel(%x: tensor<2x2x16xf32>, %w: tensor<32x400xf32>) {
 
 // -----
 
+func.func @conv2d_batch(%x: tensor<2x8x8x16xf32>, %w: tensor<32x144xf32>) {
+  // expected-error @+1 {{'tfm.conv2d' op expected result images (3) to match input images (2)}}
+  %y = tfm.conv2d %x, %w {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : (tensor<2x8x8x16xf32>, tensor<32x144xf32>) -> tensor<3x8x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_batch_rank(%x: tensor<2x8x8x16xf32>, %w: tensor<32x144xf32>) {
+  // expected-error @+1 {{'tfm.conv2d' op expected the result's rank (3) to be the input's (4)}}
+  %y = tfm.conv2d %x, %w {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : (tensor<2x8x8x16xf32>, tensor<32x144xf32>) -> tensor<8x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_rank(%x: tensor<8x16xf32>, %w: tensor<32x144xf32>) {
+  // expected-error @+1 {{'tfm.conv2d' op expected input to be a feature map [H, W, C] or a batch of them [N, H, W, C], got rank 2}}
+  %y = tfm.conv2d %x, %w {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : (tensor<8x16xf32>, tensor<32x144xf32>) -> tensor<8x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @image_windows_batch_rows(%x: tensor<2x8x8x16xf32>) {
+  // expected-error @+1 {{'tfm.image_windows' op expected result rows (64) to match images * output pixels (128)}}
+  %y = tfm.image_windows %x {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : tensor<2x8x8x16xf32> -> tensor<64x144xf32>
+  return
+}
+
+// -----
+
+func.func @upsample_batch(%x: tensor<2x8x8x16xf32>) {
+  // expected-error @+1 {{'tfm.upsample_nearest' op expected result images (1) to match input images (2)}}
+  %y = tfm.upsample_nearest %x : tensor<2x8x8x16xf32> -> tensor<1x16x16x16xf32>
+  return
+}
+
+// -----
+
 func.func @image_windows_rows(%x: tensor<8x8x16xf32>) {
-  // expected-error @+1 {{'tfm.image_windows' op expected result rows (63) to match output pixels (64)}}
+  // expected-error @+1 {{'tfm.image_windows' op expected result rows (63) to match images * output pixels (64)}}
   %y = tfm.image_windows %x {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : tensor<8x8x16xf32> -> tensor<63x144xf32>
   return
 }
@@ -1400,7 +1440,7 @@ func.func @group_norm_groups(%x: tensor<8x8x16xf32>, %g: tensor<16xf32>) {
 // -----
 
 func.func @group_norm_rank(%x: tensor<16xf32>, %g: tensor<16xf32>) {
-  // expected-error @+1 {{'tfm.group_norm' op expected input of rank 2 ([positions, C]) or 3 ([H, W, C]), got rank 1}}
+  // expected-error @+1 {{'tfm.group_norm' op expected input of rank 2 ([positions, C]), 3 ([H, W, C]) or 4 ([N, H, W, C]), got rank 1}}
   %y = tfm.group_norm %x, %g, %g {epsilon = 1.0e-5 : f32, groups = 4 : i64} : (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
   return
 }
@@ -1448,7 +1488,7 @@ func.func @upsample_channels(%x: tensor<8x8x16xf32>) {
 // -----
 
 func.func @upsample_dynamic(%x: tensor<?x8x16xf32>) {
-  // expected-error @+1 {{'tfm.upsample_nearest' op needs feature maps of static size}}
+  // expected-error @+1 {{'tfm.upsample_nearest' op needs a feature map of static size, got 'tensor<?x8x16xf32>'}}
   %y = tfm.upsample_nearest %x : tensor<?x8x16xf32> -> tensor<16x16x16xf32>
   return
 }

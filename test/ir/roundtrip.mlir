@@ -431,3 +431,20 @@ func.func @images(%x: tensor<8x8x16xf32>, %w: tensor<32x144xf32>, %b: tensor<32x
   %s = tfm.timestep_embedding %t {downscale_freq_shift = 0.0 : f32, flip_sin_to_cos, max_period = 1.0e4 : f32, scale = 1.0 : f32} : tensor<1xf32> -> tensor<1x320xf32>
   return %c, %win, %n, %u, %s : tensor<4x4x32xf32>, tensor<64x144xf32>, tensor<8x8x16xf32>, tensor<16x16x16xf32>, tensor<1x320xf32>
 }
+
+// -----
+
+// The same ops on a batch of feature maps ([N, H, W, C]): a UNet's two
+// halves of classifier-free guidance.
+// CHECK-LABEL: func.func @image_batch
+func.func @image_batch(%x: tensor<2x8x8x16xf32>, %w: tensor<32x144xf32>, %g: tensor<16xf32>) -> (tensor<2x4x4x32xf32>, tensor<128x144xf32>, tensor<2x8x8x16xf32>, tensor<2x16x16x16xf32>) {
+  // CHECK: tfm.conv2d %{{.*}}, %{{.*}} {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 2 : i64} : (tensor<2x8x8x16xf32>, tensor<32x144xf32>) -> tensor<2x4x4x32xf32>
+  %c = tfm.conv2d %x, %w {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 2 : i64} : (tensor<2x8x8x16xf32>, tensor<32x144xf32>) -> tensor<2x4x4x32xf32>
+  // CHECK: tfm.image_windows %{{.*}} {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : tensor<2x8x8x16xf32> -> tensor<128x144xf32>
+  %win = tfm.image_windows %x {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : tensor<2x8x8x16xf32> -> tensor<128x144xf32>
+  // CHECK: tfm.group_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 9.99999974E-6 : f32, groups = 4 : i64} : (tensor<2x8x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x8x8x16xf32>
+  %n = tfm.group_norm %x, %g, %g {epsilon = 1.0e-5 : f32, groups = 4 : i64} : (tensor<2x8x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x8x8x16xf32>
+  // CHECK: tfm.upsample_nearest %{{.*}} : tensor<2x8x8x16xf32> -> tensor<2x16x16x16xf32>
+  %u = tfm.upsample_nearest %x : tensor<2x8x8x16xf32> -> tensor<2x16x16x16xf32>
+  return %c, %win, %n, %u : tensor<2x4x4x32xf32>, tensor<128x144xf32>, tensor<2x8x8x16xf32>, tensor<2x16x16x16xf32>
+}

@@ -44,3 +44,45 @@ func.func @bands(%x: tensor<256x256x64xf32>, %w: tensor<64x576xf32>, %b: tensor<
   %y = tfm.conv2d %x, %w bias %b {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : (tensor<256x256x64xf32>, tensor<64x576xf32>, tensor<64xf32>) -> tensor<256x256x64xf32>
   return %y : tensor<256x256x64xf32>
 }
+
+// -----
+
+// A batch's windows are one GEMM's rows: the weight is read once for both
+// images.
+// CHECK-LABEL: func.func @batch
+// CHECK: %[[W:.*]] = tfm.image_windows %arg0 {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : tensor<2x8x8x16xf32> -> tensor<128x144xf32>
+// CHECK: %[[P:.*]] = tfm.linear %[[W]], %arg1 bias %arg2 : (tensor<128x144xf32>, tensor<32x144xf32>, tensor<32xf32>) -> tensor<128x32xf32>
+// CHECK: tensor.expand_shape %[[P]] {{\[\[}}0, 1, 2], [3]] output_shape [2, 8, 8, 32] : tensor<128x32xf32> into tensor<2x8x8x32xf32>
+// CHECK-NOT: tfm.conv2d
+func.func @batch(%x: tensor<2x8x8x16xf32>, %w: tensor<32x144xf32>, %b: tensor<32xf32>) -> tensor<2x8x8x32xf32> {
+  %y = tfm.conv2d %x, %w bias %b {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : (tensor<2x8x8x16xf32>, tensor<32x144xf32>, tensor<32xf32>) -> tensor<2x8x8x32xf32>
+  return %y : tensor<2x8x8x32xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @batch_pointwise
+// CHECK: %[[R:.*]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1, 2], [3]] : tensor<2x8x8x16xf32> into tensor<128x16xf32>
+// CHECK: tfm.linear %[[R]], %arg1 : (tensor<128x16xf32>, tensor<4x16xf32>) -> tensor<128x4xf32>
+func.func @batch_pointwise(%x: tensor<2x8x8x16xf32>, %w: tensor<4x16xf32>) -> tensor<2x8x8x4xf32> {
+  %y = tfm.conv2d %x, %w {kernel = 1 : i64, padding = array<i64: 0, 0, 0, 0>, stride = 1 : i64} : (tensor<2x8x8x16xf32>, tensor<4x16xf32>) -> tensor<2x8x8x4xf32>
+  return %y : tensor<2x8x8x4xf32>
+}
+
+// -----
+
+// A batch whose windows pass 64 MiB: image by image, each in the bands
+// above, the products joined in the batch's row order.
+// CHECK-LABEL: func.func @batch_bands
+// CHECK: %[[I0:.*]] = tensor.extract_slice %arg0[0, 0, 0, 0] [1, 256, 256, 64] [1, 1, 1, 1] : tensor<2x256x256x64xf32> to tensor<256x256x64xf32>
+// CHECK: tensor.extract_slice %[[I0]][0, 0, 0] [114, 256, 64] [1, 1, 1]
+// CHECK-COUNT-3: tfm.image_windows
+// CHECK: %[[I1:.*]] = tensor.extract_slice %arg0[1, 0, 0, 0] [1, 256, 256, 64] [1, 1, 1, 1] : tensor<2x256x256x64xf32> to tensor<256x256x64xf32>
+// CHECK: tensor.extract_slice %[[I1]][0, 0, 0] [114, 256, 64] [1, 1, 1]
+// CHECK-COUNT-3: tfm.image_windows
+// CHECK: %[[J:.*]] = tensor.concat dim(0) {{.*}} -> tensor<131072x64xf32>
+// CHECK: tensor.expand_shape %[[J]] {{\[\[}}0, 1, 2], [3]] output_shape [2, 256, 256, 64]
+func.func @batch_bands(%x: tensor<2x256x256x64xf32>, %w: tensor<64x576xf32>, %b: tensor<64xf32>) -> tensor<2x256x256x64xf32> {
+  %y = tfm.conv2d %x, %w bias %b {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 1 : i64} : (tensor<2x256x256x64xf32>, tensor<64x576xf32>, tensor<64xf32>) -> tensor<2x256x256x64xf32>
+  return %y : tensor<2x256x256x64xf32>
+}

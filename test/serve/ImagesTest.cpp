@@ -58,7 +58,7 @@ protected:
 TEST_F(ImageRequestTest, DefaultsAreTheExecutables) {
   ASSERT_FALSE(parse({{"prompt", "a red square"}}));
   EXPECT_EQ(request.prompt, "a red square");
-  EXPECT_EQ(request.negativePrompt, "");
+  EXPECT_FALSE(request.negativePrompt.has_value());
   EXPECT_EQ(request.n, 1);
   EXPECT_EQ(request.steps, 50);
   EXPECT_FLOAT_EQ(request.guidance, 7.5f);

@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 22
+#define TFM_ABI_VERSION 23
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -333,6 +333,10 @@ typedef struct {
 typedef struct {
   int64_t latent_channels, unet_in_channels, latent_height, latent_width;
   int64_t vae_scale_factor, text_tokens, pad_token;
+  /* SDXL: the second tokenizer's pad token (-1: one text encoder), and
+   * whether a negative prompt left out is zeros (the pipeline's
+   * force_zeros_for_empty_prompt) rather than the empty prompt's states. */
+  int64_t pad_token_2, force_zeros_for_empty_prompt;
   float scaling_factor;
   const char *scheduler_config;
 } tfm_diffusion_desc;

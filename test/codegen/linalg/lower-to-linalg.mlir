@@ -532,17 +532,21 @@ func.func @window_attention(%q: tensor<32x2x8xf32>, %bias: tensor<1x2x16x16xf32>
 // -----
 
 // A convolution left to linalg (--no-convolutions-as-gemm): the padded
-// input and one generic over (y, x, out, c, ky, kx) reading the input at
-// (y * 2 + ky, x * 2 + kx, c) and the weight at (out, c * 9 + ky * 3 + kx),
-// accumulating into the broadcast bias.
-// CHECK: affine_map<(d0, d1, d2, d3, d4, d5) -> (d0 * 2 + d4, d1 * 2 + d5, d3)>
-// CHECK-NEXT: affine_map<(d0, d1, d2, d3, d4, d5) -> (d2, d3 * 9 + d4 * 3 + d5)>
+// input and one generic over (n, y, x, out, c, ky, kx) reading the input
+// at (n, y * 2 + ky, x * 2 + kx, c) and the weight at
+// (out, c * 9 + ky * 3 + kx), accumulating into the broadcast bias. An
+// unbatched map is the batch of one: [1, H, W, C] through the loops, then
+// [H, W, out] again.
+// CHECK: affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1 * 2 + d5, d2 * 2 + d6, d4)>
+// CHECK-NEXT: affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d3, d4 * 9 + d5 * 3 + d6)>
 // CHECK-LABEL: func.func @conv2d
-// CHECK: tensor.pad %arg0 low[1, 1, 0] high[1, 1, 0]
-// CHECK: linalg.broadcast ins(%arg2 : tensor<32xf32>)
-// CHECK: linalg.generic {indexing_maps = [{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+// CHECK: %[[ONE:.*]] = tensor.expand_shape %arg0 {{\[\[}}0, 1], [2], [3]] output_shape [1, 8, 8, 16]
+// CHECK: tensor.pad %[[ONE]] low[0, 1, 1, 0] high[0, 1, 1, 0]
+// CHECK: linalg.broadcast ins(%arg2 : tensor<32xf32>) outs({{.*}} : tensor<1x4x4x32xf32>) dimensions = [0, 1, 2]
+// CHECK: linalg.generic {indexing_maps = [{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
 // CHECK: arith.mulf
 // CHECK: arith.addf
+// CHECK: tensor.collapse_shape {{.*}} into tensor<4x4x32xf32>
 func.func @conv2d(%x: tensor<8x8x16xf32>, %w: tensor<32x144xf32>, %b: tensor<32xf32>) -> tensor<4x4x32xf32> {
   %y = tfm.conv2d %x, %w bias %b {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 2 : i64} : (tensor<8x8x16xf32>, tensor<32x144xf32>, tensor<32xf32>) -> tensor<4x4x32xf32>
   return %y : tensor<4x4x32xf32>
@@ -569,16 +573,17 @@ func.func @image_windows(%x: tensor<8x8x16xf32>) -> tensor<16x144xf32> {
 
 // -----
 
-// GroupNorm: the map viewed as [positions, groups, C / groups]; each
-// group's sum and squared deviations accumulated in f64, then one generic
-// normalizing, scaling, shifting and applying SiLU.
+// GroupNorm: the map viewed as [images, positions, groups, C / groups]
+// (one image here); each group's sum and squared deviations accumulated
+// in f64, then one generic normalizing, scaling, shifting and applying
+// SiLU.
 // CHECK-LABEL: func.func @group_norm
-// CHECK: tensor.expand_shape {{.*}} into tensor<64x4x4xf32>
-// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "reduction"]
+// CHECK: tensor.expand_shape {{.*}} into tensor<1x64x4x4xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel", "reduction"]
 // CHECK: arith.extf {{.*}} : f32 to f64
-// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "reduction"]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel", "reduction"]
 // CHECK: math.sqrt
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel"]
 // CHECK: math.exp
 // CHECK: arith.divf
 // CHECK: tensor.expand_shape {{.*}} into tensor<8x8x16xf32>
@@ -600,6 +605,59 @@ func.func @group_norm(%x: tensor<8x8x16xf32>, %g: tensor<16xf32>, %b: tensor<16x
 func.func @upsample_nearest(%x: tensor<4x4x8xf32>) -> tensor<8x8x8xf32> {
   %y = tfm.upsample_nearest %x : tensor<4x4x8xf32> -> tensor<8x8x8xf32>
   return %y : tensor<8x8x8xf32>
+}
+
+// -----
+
+// A batch [N, H, W, C]: each image its own statistics ([images, groups]).
+// CHECK-LABEL: func.func @group_norm_batch
+// CHECK: tensor.collapse_shape %arg0 {{\[\[}}0], [1, 2], [3]] : tensor<2x8x8x16xf32> into tensor<2x64x16xf32>
+// CHECK: tensor.expand_shape {{.*}} into tensor<2x64x4x4xf32>
+// CHECK: linalg.fill {{.*}} -> tensor<2x4xf64>
+// CHECK: tensor.expand_shape {{.*}} into tensor<2x8x8x16xf32>
+func.func @group_norm_batch(%x: tensor<2x8x8x16xf32>, %g: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<2x8x8x16xf32> {
+  %y = tfm.group_norm %x, %g, %b {epsilon = 1.0e-5 : f32, groups = 4 : i64} : (tensor<2x8x8x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x8x8x16xf32>
+  return %y : tensor<2x8x8x16xf32>
+}
+
+// -----
+
+// A batch's windows: row r is image r / 16's pixel r % 16.
+// CHECK-LABEL: func.func @image_windows_batch
+// CHECK: %[[ROW:.*]] = linalg.index 0
+// CHECK: %[[PIXEL:.*]] = arith.remui %[[ROW]], %c16
+// CHECK: arith.divui %[[PIXEL]], %c4
+// CHECK: %[[IMAGE:.*]] = arith.divui %[[ROW]], %c16
+// CHECK: tensor.extract %arg0[%[[IMAGE]],
+func.func @image_windows_batch(%x: tensor<2x8x8x16xf32>) -> tensor<32x144xf32> {
+  %y = tfm.image_windows %x {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 2 : i64} : tensor<2x8x8x16xf32> -> tensor<32x144xf32>
+  return %y : tensor<32x144xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @conv2d_batch
+// CHECK: tensor.pad %arg0 low[0, 1, 1, 0] high[0, 1, 1, 0]
+// CHECK: linalg.generic {{.*}} outs({{.*}} : tensor<2x4x4x32xf32>)
+// CHECK-NOT: tensor.collapse_shape
+func.func @conv2d_batch(%x: tensor<2x8x8x16xf32>, %w: tensor<32x144xf32>) -> tensor<2x4x4x32xf32> {
+  %y = tfm.conv2d %x, %w {kernel = 3 : i64, padding = array<i64: 1, 1, 1, 1>, stride = 2 : i64} : (tensor<2x8x8x16xf32>, tensor<32x144xf32>) -> tensor<2x4x4x32xf32>
+  return %y : tensor<2x4x4x32xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @upsample_nearest_batch
+// CHECK: %[[N:.*]] = linalg.index 0
+// CHECK: %[[Y:.*]] = linalg.index 1
+// CHECK: %[[X:.*]] = linalg.index 2
+// CHECK: %[[C:.*]] = linalg.index 3
+// CHECK: %[[SY:.*]] = arith.divui %[[Y]], %c2
+// CHECK: %[[SX:.*]] = arith.divui %[[X]], %c2
+// CHECK: tensor.extract %arg0[%[[N]], %[[SY]], %[[SX]], %[[C]]]
+func.func @upsample_nearest_batch(%x: tensor<2x4x4x8xf32>) -> tensor<2x8x8x8xf32> {
+  %y = tfm.upsample_nearest %x : tensor<2x4x4x8xf32> -> tensor<2x8x8x8xf32>
+  return %y : tensor<2x8x8x8xf32>
 }
 
 // -----

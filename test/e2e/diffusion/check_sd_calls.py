@@ -12,8 +12,13 @@ tfmc.load(LIBRARY).call(entry, *inputs), and each output must be within
 1e-4 * max(1, |ref|) of its golden, element by element (shapes equal,
 every value finite). The entry points: encode_text(ids i32[77]) -> [77, D]
 (SDXL: both tokenizers' ids -> prompt_embeds [77, 96] and the pooled
-text_embeds [64]); denoise(latents [C, h, w], timestep f32[1], text
-[77, D] [, text_embeds, time_ids]) -> [4, h, w]; decode_latents([4, h, w])
+text_embeds [64]); denoise(latents [2, C, h, w], timestep f32[1],
+keys_values [2, N] [, text_embeds [2, P], time_ids [6]]) -> [2, 4, h, w],
+a batch of two (classifier-free guidance's halves): each golden's text
+goes through @text_keys_values first (the cross-attentions' keys and
+values), and two goldens of one timestep (the prompt's and the negative
+prompt's) share a call, one golden alone fills both halves (each half
+checked); decode_latents([4, h, w])
 -> [3, H, W] (vae.decode: the goldens' latents are divided by the VAE's
 scaling_factor first, as the pipeline does); encode_image([3, H, W])
 -> [8, h, w] (mean then logvar). Prints one line per call; exits 1 when
@@ -85,6 +90,36 @@ def check_files(folder):
           f"{len(goldens['calls'])} calls, {len(goldens['pipelines'])} pipelines")
 
 
+def check_denoise(model, folder, goldens, calls, index, done):
+    """Runs @denoise on denoise call `index` and the next one of its
+    timestep (or itself again) as the batch's two halves; prints each
+    half's line in the goldens' order. Returns the mismatches."""
+    partner = next((j for j in range(index + 1, len(calls))
+                    if j not in done and calls[j]["entry"] == "denoise"
+                    and calls[j]["inputs"][1] == calls[index]["inputs"][1]),
+                   index)
+    halves = [calls[index], calls[partner]]
+    done.update((index, partner))
+    inputs = [[read(folder, goldens, f) for f in call["inputs"]]
+              for call in halves]
+    for half in inputs:
+        # The keys and values of the text, once per prompt.
+        (half[2],) = model.call("text_keys_values", half[2]).values()
+    batch = [np.stack([inputs[0][0], inputs[1][0]]), inputs[0][1],
+             np.stack([inputs[0][2], inputs[1][2]])]
+    if len(inputs[0]) == 5:  # SDXL: text_embeds per half, shared time_ids
+        batch += [np.stack([inputs[0][3], inputs[1][3]]), inputs[0][4]]
+    (out,) = model.call("denoise", *batch).values()
+    failed = 0
+    for k, call in enumerate(halves):
+        ok, line = compare(out[k], read(folder, goldens, call["outputs"][0]),
+                           f"@denoise({', '.join(call['inputs'])}) -> "
+                           f"{call['outputs'][0]} (half {k})")
+        print(line)
+        failed += not ok
+    return failed
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", action="store_true")
@@ -102,10 +137,16 @@ def main():
     import tfmc
     goldens = load_goldens(folder)
     failed = 0
+    calls = goldens["calls"]
+    done = set()
     with tfmc.load(library) as model:
-        for call in goldens["calls"]:
+        for index, call in enumerate(calls):
             entry = call["entry"]
-            if args.only and entry not in args.only:
+            if args.only and entry not in args.only or index in done:
+                continue
+            if entry == "denoise":
+                failed += check_denoise(model, folder, goldens, calls, index,
+                                        done)
                 continue
             inputs = [read(folder, goldens, f) for f in call["inputs"]]
             if entry == "decode_latents":

@@ -9,7 +9,8 @@ Inputs/NAME/goldens.json (text-to-image, image-to-image, inpainting;
 Each run starts from the golden's initial latents (--noise, diffusers'
 `latents=`) or image (--init-image, --strength, --mask) and seed (the
 generator the VAE's samples and Euler ancestral's noise are drawn from),
-with the golden's prompt, negative prompt, steps, guidance and scheduler,
+with the golden's prompt, negative prompt (left out where it is null),
+steps, guidance and scheduler,
 and writes the image as raw f32 [H, W, 3] (--output). Prints one line per
 pipeline; exits 1 when one differs.
 """
@@ -74,9 +75,11 @@ def main():
         scheduler = SCHEDULERS[pipeline["scheduler"]["name"]]
         output = os.path.join(os.environ.get("TMPDIR", "/tmp"),
                               f"{os.getpid()}-{name}.f32")
-        command = [args.executable, "--prompt", pipeline["prompt"],
-                   "--negative-prompt", pipeline["negative_prompt"],
-                   "--steps", str(pipeline["steps"]),
+        # A null negative prompt is left out (SDXL: zeros).
+        command = [args.executable, "--prompt", pipeline["prompt"]]
+        if pipeline["negative_prompt"] is not None:
+            command += ["--negative-prompt", pipeline["negative_prompt"]]
+        command += ["--steps", str(pipeline["steps"]),
                    "--guidance", str(pipeline["guidance_scale"]),
                    "--seed", str(pipeline["seed"]),
                    "--scheduler", scheduler, "--output", output]

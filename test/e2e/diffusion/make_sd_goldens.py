@@ -404,7 +404,10 @@ SCHEDULERS = {
     "dpmpp-2m": (DPMSolverMultistepScheduler, {}),
     "dpmpp-2m-karras": (DPMSolverMultistepScheduler, {"use_karras_sigmas": True}),
 }
-# (kind, scheduler, steps) per model
+# A run's fourth field: no negative prompt at all (negative_prompt=None),
+# which SDXL's force_zeros_for_empty_prompt turns into zeros.
+NO_NEGATIVE = "no negative prompt"
+# (kind, scheduler, steps[, NO_NEGATIVE]) per model
 RUNS = {
     "stable-diffusion-v1-5": [
         ("txt2img", s, 4) for s in ("ddim", "pndm", "euler", "euler-karras",
@@ -417,7 +420,8 @@ RUNS = {
                                     "dpmpp-2m-karras")] + [
         ("img2img", "ddim", 4)],
     "stable-diffusion-xl-base-1.0": [("txt2img", "euler", 4),
-                                     ("txt2img", "dpmpp-2m", 3)],
+                                     ("txt2img", "dpmpp-2m", 3),
+                                     ("txt2img", "euler", 3, NO_NEGATIVE)],
     "stable-diffusion-inpainting": [
         ("inpaint", s, 4) for s in ("ddim", "euler-ancestral", "dpmpp-2m")],
 }
@@ -807,7 +811,8 @@ def scheduler_of(kind, base_config):
     return cls.from_config(base_config, **extra)
 
 
-def run_pipeline(g, name, m, kind, sched, steps, image, mask, noise_file, noise):
+def run_pipeline(g, name, m, kind, sched, steps, image, mask, noise_file, noise,
+                 negative=""):
     xl = "text_encoder_2" in m
     scheduler = scheduler_of(sched, m["scheduler"].config)
     common = dict(vae=m["vae"], text_encoder=m["text_encoder"],
@@ -823,7 +828,7 @@ def run_pipeline(g, name, m, kind, sched, steps, image, mask, noise_file, noise)
         pipe = cls(safety_checker=None, feature_extractor=None,
                    requires_safety_checker=False, **common)
     pipe.set_progress_bar_config(disable=True)
-    run = f"{kind}-{sched}"
+    run = f"{kind}-{sched}" + ("-no-negative" if negative is None else "")
     steps_seen = []
 
     extra = {}
@@ -835,7 +840,8 @@ def run_pipeline(g, name, m, kind, sched, steps, image, mask, noise_file, noise)
                 extra[key] = kwargs[key][0].clone()  # the batch's first half
         return kwargs
 
-    args = dict(prompt=PROMPT, negative_prompt=NEGATIVE, num_inference_steps=steps,
+    negative = NEGATIVE if negative == "" else negative
+    args = dict(prompt=PROMPT, negative_prompt=negative, num_inference_steps=steps,
                 guidance_scale=GUIDANCE, height=HEIGHT, width=WIDTH,
                 generator=torch.Generator().manual_seed(SEED), output_type="np",
                 callback_on_step_end=on_step)
@@ -858,7 +864,7 @@ def run_pipeline(g, name, m, kind, sched, steps, image, mask, noise_file, noise)
              "scheduler": {"name": sched, "class": type(scheduler).__name__,
                            "config": {k: sorted(v) if k == "_use_default_values" else v
                                       for k, v in dict(scheduler.config).items()}},
-             "prompt": PROMPT, "negative_prompt": NEGATIVE, "steps": steps,
+             "prompt": PROMPT, "negative_prompt": negative, "steps": steps,
              "guidance_scale": GUIDANCE, "height": HEIGHT, "width": WIDTH,
              "seed": SEED,
              "timesteps": [t for t, _ in steps_seen],
@@ -876,7 +882,10 @@ def run_pipeline(g, name, m, kind, sched, steps, image, mask, noise_file, noise)
         entry["mask_image"] = "../mask-96x64.png"
     if xl:
         entry["time_ids"] = [HEIGHT, WIDTH, 0, 0, HEIGHT, WIDTH]
-        entry["note"] = ("negative_prompt '' is given, so it is encoded "
+        entry["note"] = ("negative_prompt None: force_zeros_for_empty_prompt "
+                         "makes its states and text_embeds zeros"
+                         if negative is None else
+                         "negative_prompt '' is given, so it is encoded "
                          "(force_zeros_for_empty_prompt zeroes it only when "
                          "negative_prompt is None)")
     entry["draws"] = []
@@ -936,9 +945,10 @@ def make(name):
                             "initial latents [4, h, w] (randn) passed as "
                             "latents=, before init_noise_sigma scales them")
         pipelines = []
-        for kind, sched, steps in RUNS[name]:
+        for kind, sched, steps, *negative in RUNS[name]:
             entry = run_pipeline(g, name, m, kind, sched, steps, image, mask,
-                                 noise_file, noise)
+                                 noise_file, noise,
+                                 None if negative == [NO_NEGATIVE] else "")
             pipelines.append(entry)
         check_encode_prompt(g, m, embeds, xl)
         description = {
