@@ -69,6 +69,11 @@ constexpr llvm::StringLiteral kQwen2Pattern =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
     "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
     "\\s+(?!\\S)|\\s+";
+/// Qwen3.5's: Qwen2's with combining marks (\p{M}) in the letter runs.
+constexpr llvm::StringLiteral kQwen35Pattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|"
+    "\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+    "\\s+(?!\\S)|\\s+";
 
 struct RawBpe {
   std::vector<std::pair<std::string, int64_t>> vocab; // spelling, id
@@ -131,7 +136,8 @@ llvm::Error readMergesText(llvm::StringRef path, RawBpe &raw) {
 
 /// The split of tokenizer.json `json` (read from `path`) and whether its
 /// normalizer composes to NFC: none or NFC (GPT-NeoX's, OLMo's, Qwen2's);
-/// Qwen2's split always has NFC (the runtime composes for it).
+/// Qwen2's split always has NFC (the runtime composes for it); Qwen3.5's
+/// has none.
 llvm::Expected<std::pair<TokenizerVocab::BpeSplit, bool>>
 tokenizerJsonSplit(const llvm::json::Value &json, llvm::StringRef path) {
   const llvm::json::Object *object = json.getAsObject();
@@ -347,9 +353,10 @@ mlir::tfm::bpeSplitOfPreTokenizer(const llvm::json::Value *preTokenizer,
   auto refuse = [&](const llvm::Twine &what) {
     return makeError(path + ": pre_tokenizer " + what +
                      " is not a split tfmc implements (GPT-2's ByteLevel, "
-                     "a Split by Llama 3's or Qwen2's pattern before a "
-                     "ByteLevel that does not split, or StarCoder's "
-                     "individual Digits before GPT-2's ByteLevel)");
+                     "a Split by Llama 3's, Qwen2's or Qwen3.5's pattern "
+                     "before a ByteLevel that does not split, or "
+                     "StarCoder's individual Digits before GPT-2's "
+                     "ByteLevel)");
   };
   // ByteLevel: `splits` says whether it applies GPT-2's pattern itself.
   auto isByteLevel = [](const llvm::json::Object *o, bool splits) {
@@ -391,6 +398,8 @@ mlir::tfm::bpeSplitOfPreTokenizer(const llvm::json::Value *preTokenizer,
         return Split::Llama3;
       if (*regex == kQwen2Pattern)
         return Split::Qwen2;
+      if (*regex == kQwen35Pattern)
+        return Split::Qwen35;
       return refuse("Split by '" + *regex + "'");
     }
   }
@@ -411,6 +420,7 @@ std::optional<GgufBpeSplit> mlir::tfm::bpeSplitOfGgufPre(llvm::StringRef pre) {
       .Case("smaug-bpe", GgufBpeSplit{Split::Llama3, false})
       .Cases({"qwen2", "deepseek-r1-qwen", "stablelm2"},
              GgufBpeSplit{Split::Qwen2, false})
+      .Case("qwen35", GgufBpeSplit{Split::Qwen35, false})
       .Case("deepseek-llm", GgufBpeSplit{Split::DeepseekLlm, false})
       .Case("deepseek-coder", GgufBpeSplit{Split::DeepseekCoder, false})
       .Case("falcon", GgufBpeSplit{Split::Falcon, false})

@@ -104,6 +104,8 @@ struct TokenizerVocab {
     /// CLIP's: lowercased, whitespace dropped, words ending in "</w>"
     /// tokens (tfm_format.h's TFM_BPE_SPLIT_CLIP).
     Clip,
+    /// Qwen3.5's: Qwen2's with combining marks kept in letter runs.
+    Qwen35,
   };
   BpeSplit bpeSplit = BpeSplit::Gpt2;
   /// ByteLevelBpe: a piece the pre-tokenizer splits off that is a token of

@@ -362,7 +362,8 @@ static tfm_status_code parse_merges(tfm_tokenizer *t, blob_reader *r,
     uint32_t flags = t->bpe_split & (TFM_BPE_IGNORE_MERGES | TFM_BPE_NFC);
     t->bpe_split &= ~flags;
     t->bpe_ignore_merges = (flags & TFM_BPE_IGNORE_MERGES) != 0;
-    /* Qwen2's split always came with its NFC normalizer. */
+    /* Qwen2's split always came with its NFC normalizer (Qwen3.5's does
+     * not). */
     t->bpe_nfc = (flags & TFM_BPE_NFC) != 0 ||
                  t->bpe_split == TFM_BPE_SPLIT_QWEN2;
     if (t->bpe_split > TFM_BPE_SPLIT_LAST)

@@ -8,6 +8,11 @@
  * - Llama 3's (tiktoken's cl100k; Qwen2's takes one digit at a time, \p{N})
  *     (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
  *      ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ *   and Qwen3.5's, Qwen2's with combining marks in the letter runs and out
+ *   of the other-character runs: [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+ and
+ *    ?[^\s\p{L}\p{M}\p{N}]+[\r\n]* (a mark alone, or marks after a
+ *   character that is not a letter, start a letter run, as the regular
+ *   expression's optional prefix and its backtracking give)
  * - and the staged splits of llama.cpp's pre-tokenizer types (its
  *   src/llama-vocab.cpp, from the models' tokenizer.json Sequence of Split
  *   pre-tokenizers), where each expression in turn splits every piece of
@@ -34,7 +39,13 @@
 #include <string.h>
 #include <utf8proc.h>
 
-typedef enum { CLASS_LETTER, CLASS_DIGIT, CLASS_SPACE, CLASS_OTHER } char_class;
+typedef enum {
+  CLASS_LETTER,
+  CLASS_DIGIT,
+  CLASS_SPACE,
+  CLASS_OTHER,
+  CLASS_MARK /* classify_marks only: Mn, Mc, Me */
+} char_class;
 
 int tfm_is_white_space(int32_t cp) {
   return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 ||
@@ -77,6 +88,19 @@ static char_class classify(const char *text, size_t length, size_t at,
   if (is_letter(cp))
     return CLASS_LETTER;
   return is_number(cp) ? CLASS_DIGIT : CLASS_OTHER;
+}
+
+/* classify, with combining marks a class of their own (Qwen3.5's). */
+static char_class classify_marks(const char *text, size_t length, size_t at,
+                                 size_t *size) {
+  char_class cls = classify(text, length, at, size);
+  if (cls != CLASS_OTHER)
+    return cls;
+  int32_t cp = code_point(text, length, at, size);
+  utf8proc_category_t c = utf8proc_category(cp);
+  return cp >= 0 && c >= UTF8PROC_CATEGORY_MN && c <= UTF8PROC_CATEGORY_ME
+             ? CLASS_MARK
+             : CLASS_OTHER;
 }
 
 static int is_newline(char c) { return c == '\r' || c == '\n'; }
@@ -153,22 +177,43 @@ static size_t gpt2_pretoken_length(const char *text, size_t length,
   return space_length(text, length, at, 0);
 }
 
+/* Where the run of letters (and, with `marks`, combining marks) starting
+ * at text[at] ends. */
+static size_t letters_end(const char *text, size_t length, size_t at,
+                          int marks) {
+  size_t size;
+  while (at < length) {
+    char_class cls = marks ? classify_marks(text, length, at, &size)
+                           : classify(text, length, at, &size);
+    if (cls != CLASS_LETTER && cls != CLASS_MARK)
+      break;
+    at += size;
+  }
+  return at;
+}
+
 /* Length of Llama 3's pre-token starting at text[at]; `max_digits`: 3
- * (Llama 3) or 1 (Qwen2). */
+ * (Llama 3) or 1 (Qwen2, Qwen3.5); `marks`: combining marks join letter
+ * runs and leave other-character runs (Qwen3.5). */
 static size_t llama3_pretoken_length(const char *text, size_t length,
-                                     size_t at, size_t max_digits) {
+                                     size_t at, size_t max_digits,
+                                     int marks) {
   size_t contraction = contraction_length(text, length, at, 1);
   if (contraction)
     return contraction;
   size_t size, next_size;
-  char_class cls = classify(text, length, at, &size);
+  char_class cls = marks ? classify_marks(text, length, at, &size)
+                         : classify(text, length, at, &size);
   /* [^\r\n\p{L}\p{N}]?\p{L}+: letters, after one character that is
-   * neither a letter, a digit nor a newline. */
-  if (cls == CLASS_LETTER)
-    return run_end(text, length, at + size, CLASS_LETTER) - at;
-  if (cls != CLASS_DIGIT && !is_newline(text[at]) && at + size < length &&
-      classify(text, length, at + size, &next_size) == CLASS_LETTER)
-    return run_end(text, length, at + size + next_size, CLASS_LETTER) - at;
+   * neither a letter, a digit nor a newline (Qwen3.5: [\p{L}\p{M}]+). */
+  if (cls == CLASS_LETTER || cls == CLASS_MARK)
+    return letters_end(text, length, at + size, marks) - at;
+  if (cls != CLASS_DIGIT && !is_newline(text[at]) && at + size < length) {
+    char_class next = marks ? classify_marks(text, length, at + size, &next_size)
+                            : classify(text, length, at + size, &next_size);
+    if (next == CLASS_LETTER || next == CLASS_MARK)
+      return letters_end(text, length, at + size + next_size, marks) - at;
+  }
   /* \p{N}{1,max_digits} */
   if (cls == CLASS_DIGIT) {
     size_t end = at;
@@ -179,13 +224,17 @@ static size_t llama3_pretoken_length(const char *text, size_t length,
     return end - at;
   }
   /* " ?[^\s\p{L}\p{N}]+[\r\n]*": other characters, after an optional
-   * space, then any newlines. */
+   * space, then any newlines (Qwen3.5: not marks either). */
+  char_class (*kind)(const char *, size_t, size_t, size_t *) =
+      marks ? classify_marks : classify;
   size_t start = at;
   if (text[at] == ' ' && at + 1 < length &&
-      classify(text, length, at + 1, &next_size) == CLASS_OTHER)
+      kind(text, length, at + 1, &next_size) == CLASS_OTHER)
     start = at + 1;
-  if (classify(text, length, start, &size) == CLASS_OTHER) {
-    size_t end = run_end(text, length, start + size, CLASS_OTHER);
+  if (kind(text, length, start, &size) == CLASS_OTHER) {
+    size_t end = start + size;
+    while (end < length && kind(text, length, end, &size) == CLASS_OTHER)
+      end += size;
     while (end < length && is_newline(text[end]))
       ++end;
     return end - at;
@@ -214,9 +263,11 @@ static size_t pretoken_length(uint32_t split, const char *text, size_t length,
   case TFM_BPE_SPLIT_CLIP:
     return clip_pretoken_length(text, length, at);
   case TFM_BPE_SPLIT_LLAMA3:
-    return llama3_pretoken_length(text, length, at, 3);
+    return llama3_pretoken_length(text, length, at, 3, 0);
   case TFM_BPE_SPLIT_QWEN2:
-    return llama3_pretoken_length(text, length, at, 1);
+    return llama3_pretoken_length(text, length, at, 1, 0);
+  case TFM_BPE_SPLIT_QWEN35:
+    return llama3_pretoken_length(text, length, at, 1, 1);
   default:
     return gpt2_pretoken_length(text, length, at);
   }

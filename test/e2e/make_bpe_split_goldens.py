@@ -6,7 +6,9 @@ punctuation, a letter after a tab or an apostrophe) as vocab.json +
 merges.txt and as the tokenizer.json of a Llama 3 and of a Qwen2 tokenizer
 (their pre-tokenizers, and Qwen2's NFC normalizer); a few texts (one not in
 NFC); and each text's ids from transformers' slow tokenizers (4.40.2,
-../shared/reference): GPT2Tokenizer, Qwen2Tokenizer, and Qwen2Tokenizer
+../shared/reference): GPT2Tokenizer, Qwen2Tokenizer, Qwen2Tokenizer with
+Qwen3.5's pattern (combining marks in letter runs; on a vocabulary that
+merges words with marks whole, qwen35-vocab/), and Qwen2Tokenizer
 with Llama 3's pattern put in its place (Llama 3 has no slow tokenizer; the
 rest of the algorithm is the same byte-level BPE, without the NFC step) and
 with ignore_merges, as Llama 3's tokenizer.json has it (a piece that is a
@@ -36,6 +38,26 @@ OUT = os.path.join(HERE, "Inputs", "bpe-splits")
 QWEN2_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|"""
                  r"""\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
 LLAMA3_PATTERN = QWEN2_PATTERN.replace(r"\p{N}|", r"\p{N}{1,3}|", 1)
+# Qwen3.5's (llama.cpp's qwen35, from its tokenizer.json): combining marks
+# in the letter runs and out of the other-character runs.
+QWEN35_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?"""
+                  r"""[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|"""
+                  r"""\s*[\r\n]+|\s+(?!\S)|\s+""")
+# Qwen3.5's fixture: words whose letters carry combining marks (Devanagari
+# vowel signs and virama, Thai vowels and tones, Arabic harakat, Hebrew
+# niqqud), each merged whole from its bytes so that a split between a
+# letter and its mark shows in the ids; and texts around them.
+MARK_WORDS = ["\u0939\u093f\u0928\u094d\u0926\u0940",
+              "\u0e2a\u0e27\u0e31\u0e2a\u0e14\u0e35",
+              "\u0645\u064e\u0631\u0652\u062d\u064e\u0628\u064b\u0627",
+              "\u05e9\u05c1\u05b8\u05dc\u05d5\u05b9\u05dd"]
+QWEN35_TEXTS = [
+    "\u0939\u093f\u0928\u094d\u0926\u0940 and \u0e2a\u0e27\u0e31"
+    "\u0e2a\u0e14\u0e35!\n",
+    "\u0645\u064e\u0631\u0652\u062d\u064e\u0628\u064b\u0627, "
+    "\u05e9\u05c1\u05b8\u05dc\u05d5\u05b9\u05dd; x\u0301 "
+    "\u0301\u0302 a!\u0300b cafe\u0301 12\n",
+]
 
 TEXTS = [
     "It's 12345 apples, ISN'T it? They'LL see.\n\n  Yes:\tword 3.14159!\r\n"
@@ -188,6 +210,80 @@ class Llama3Tokenizer(Qwen2Tokenizer):
         return token if token in self.encoder else super().bpe(token)
 
 
+class Qwen35Tokenizer(Qwen2Tokenizer):
+    """Qwen2Tokenizer's byte-level BPE split by Qwen3.5's pattern, without
+    Qwen2's NFC: Qwen3.5's tokenizer.json has no normalizer (llama.cpp's
+    ggml-vocab-qwen35 vectors, from Hugging Face's tokenizer, keep a
+    decomposed "e\u0301" two tokens)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.pat = regex.compile(QWEN35_PATTERN)
+
+    def prepare_for_tokenization(self, text, **kwargs):
+        return text, kwargs
+
+
+def write_qwen35(vocab, merges):
+    """The vocabulary with MARK_WORDS merged whole from their bytes, as
+    vocab.json + merges.txt (qwen35-vocab/) and a Qwen3.5 tokenizer.json
+    (qwen35/); the texts; the ids of Qwen3.5's split and, on the same
+    vocabulary, Qwen2's (which cuts each word at its marks)."""
+    vocab, merges = dict(vocab), list(merges)
+    byte_encoder = GPT2Tokenizer(os.path.join(VOCAB, "vocab.json"),
+                                 os.path.join(VOCAB, "merges.txt")).byte_encoder
+    ranks = {pair: rank for rank, pair in enumerate(merges)}
+
+    def segments(symbols):
+        """Byte-level BPE of one piece: the lowest-ranked pair first."""
+        symbols = list(symbols)
+        while len(symbols) > 1:
+            rank, i = min((ranks.get(pair, len(ranks)), i) for i, pair in
+                          enumerate(zip(symbols, symbols[1:])))
+            if rank == len(ranks):
+                break
+            symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
+        return symbols
+
+    for word in MARK_WORDS:
+        # Join the word's first two segments until it is one token: each
+        # merge ranks last, after the ones that made the segments.
+        symbols = [byte_encoder[b] for b in word.encode("utf-8")]
+        while len(parts := segments(symbols)) > 1:
+            ranks[(parts[0], parts[1])] = len(ranks)
+            merges.append((parts[0], parts[1]))
+            vocab.setdefault(parts[0] + parts[1], len(vocab))
+    vocab_dir = os.path.join(OUT, "qwen35-vocab")
+    os.makedirs(vocab_dir, exist_ok=True)
+    with open(os.path.join(vocab_dir, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    with open(os.path.join(vocab_dir, "merges.txt"), "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+    os.makedirs(os.path.join(OUT, "qwen35"), exist_ok=True)
+    with open(os.path.join(OUT, "qwen35", "tokenizer.json"), "w",
+              encoding="utf-8") as f:
+        json.dump(tokenizer_json(vocab, merges, QWEN35_PATTERN, None, False),
+                  f, ensure_ascii=False)
+    for i, text in enumerate(QWEN35_TEXTS):
+        with open(os.path.join(OUT, "texts", f"qwen35-{i}.txt"), "w",
+                  encoding="utf-8", newline="") as f:
+            f.write(text)
+    files = [os.path.join(vocab_dir, "vocab.json"),
+             os.path.join(vocab_dir, "merges.txt")]
+    results = {}
+    for name, cls in [("qwen35", Qwen35Tokenizer),
+                      ("qwen35-as-qwen2", Qwen2Tokenizer)]:
+        tokenizer = cls(*files, errors="replace")
+        results[name] = [tokenizer(text, add_special_tokens=False)["input_ids"]
+                         for text in QWEN35_TEXTS]
+        with open(os.path.join(OUT, f"{name}.ids.txt"), "w") as f:
+            for ids in results[name]:
+                f.write(" ".join(map(str, ids)) + "\n")
+        print("wrote", name)
+    assert results["qwen35"] != results["qwen35-as-qwen2"]
+    print("qwen35 vocabulary:", len(vocab), "tokens")
+
+
 def tokenizer_json(vocab, merges, pattern, normalizer, ignore_merges):
     return {
         "version": "1.0",
@@ -237,6 +333,7 @@ def main():
                 ids = tokenizer(text, add_special_tokens=False)["input_ids"]
                 f.write(" ".join(map(str, ids)) + "\n")
         print("wrote", name)
+    write_qwen35(vocab, merges)
 
 
 if __name__ == "__main__":

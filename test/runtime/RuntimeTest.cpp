@@ -388,7 +388,37 @@ TEST(ByteLevelBpe, SplitsTextByTheBlobsRule) {
                               unknown.size(), &t, &status),
             TFM_ERROR_TOKENIZER);
   EXPECT_EQ(t, nullptr);
-  EXPECT_STREQ(status.message, "tokenizer blob: unknown split rule 8");
+  EXPECT_STREQ(status.message, "tokenizer blob: unknown split rule 9");
+}
+
+TEST(ByteLevelBpe, Qwen35KeepsCombiningMarksInLetterRuns) {
+  // Devanagari HA (U+0939, a letter) and the vowel sign I (U+093F, a
+  // combining mark, Mc), their bytes merged up to the syllable.
+  std::string ha = "\xe0\xa4\xb9", i = "\xe0\xa4\xbf";
+  std::string blob = tokenizerBlob(
+      TFM_TOKENIZER_BYTE_LEVEL_BPE,
+      {{"\xe0", 0}, {"\xa4", 0}, {"\xb9", 0}, {"\xbf", 0}, {" ", 0},
+       {"\xe0\xa4", 0}, {ha, 0}, {i, 0}, {ha + i, 0}},
+      {{0, 1, 5}, {5, 2, 6}, {5, 3, 7}, {6, 7, 8}});
+  auto withSplit = [&](uint32_t split) {
+    return blob + std::string(reinterpret_cast<const char *>(&split), 4);
+  };
+  using Ids = std::vector<int32_t>;
+  // Qwen2's: the mark is not a letter, so it starts a piece of its own.
+  tfm_tokenizer *t = parse(withSplit(TFM_BPE_SPLIT_QWEN2));
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(encode(t, (ha + i).c_str(), -1), (Ids{6, 7}));
+  tfm_tokenizer_free(t);
+  // Qwen3.5's: [\p{L}\p{M}]+ keeps the syllable whole; a mark after a
+  // space joins it ([^\r\n\p{L}\p{N}]? before the run), and marks alone
+  // are a run of their own.
+  t = parse(withSplit(TFM_BPE_SPLIT_QWEN35));
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(encode(t, (ha + i).c_str(), -1), (Ids{8}));
+  EXPECT_EQ(encode(t, (ha + i + " " + i + ha + i).c_str(), -1),
+            (Ids{8, 4, 7, 8}));
+  EXPECT_EQ(encode(t, (i + i).c_str(), -1), (Ids{7, 7}));
+  tfm_tokenizer_free(t);
 }
 
 /// Encodes a text (and a second one) as an encoder's input.

@@ -198,7 +198,13 @@ enum {
    * whitespace dropped; a piece's last byte starts as its token with
    * "</w>" appended (the end of a word), which decoding shows as a space. */
   TFM_BPE_SPLIT_CLIP = 7,
-  TFM_BPE_SPLIT_LAST = TFM_BPE_SPLIT_CLIP,
+  /* Qwen3.5's: Qwen2's with combining marks (\p{M}) kept in letter runs,
+   * [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+, and out of the other-character
+   * runs, ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*; unlike Qwen2's, no NFC
+   * implied (its tokenizer.json has no normalizer: a decomposed "é"
+   * stays two tokens, as llama.cpp's test vectors have it). */
+  TFM_BPE_SPLIT_QWEN35 = 8,
+  TFM_BPE_SPLIT_LAST = TFM_BPE_SPLIT_QWEN35,
   /* Or'ed into the split: a piece that is a token of its own is that token,
    * merges or not (tokenizer.json's ignore_merges). */
   TFM_BPE_IGNORE_MERGES = 1u << 16,
