@@ -185,43 +185,49 @@ def write_vocabulary():
     for word in WHOLE_WORDS:
         spelled = "".join(byte_encoder[b] for b in word.encode("utf-8"))
         vocab.setdefault(spelled, len(vocab))
-    directory = os.path.join(OUT, "vocab")
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "vocab.json"), "w", encoding="utf-8") as f:
-        json.dump(vocab, f, ensure_ascii=False)
-    with open(os.path.join(directory, "merges.txt"), "w", encoding="utf-8") as f:
-        f.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+    write_slow_files(os.path.join(OUT, "vocab"), vocab, merges)
     return vocab, merges
 
 
-class Llama3Tokenizer(Qwen2Tokenizer):
-    """Qwen2Tokenizer's byte-level BPE split by Llama 3's pattern, with no
-    normalization."""
+def write_slow_files(directory, vocab, merges):
+    """vocab.json + merges.txt in `directory`; returns their paths."""
+    os.makedirs(directory, exist_ok=True)
+    files = [os.path.join(directory, "vocab.json"),
+             os.path.join(directory, "merges.txt")]
+    with open(files[0], "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    with open(files[1], "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+    return files
+
+
+class PatternTokenizer(Qwen2Tokenizer):
+    """Qwen2Tokenizer's byte-level BPE split by PATTERN, without Qwen2's
+    NFC."""
+    PATTERN = QWEN2_PATTERN
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.pat = regex.compile(LLAMA3_PATTERN)
+        self.pat = regex.compile(self.PATTERN)
 
     def prepare_for_tokenization(self, text, **kwargs):
         return text, kwargs
+
+
+class Llama3Tokenizer(PatternTokenizer):
+    """Llama 3's pattern, with ignore_merges."""
+    PATTERN = LLAMA3_PATTERN
 
     def bpe(self, token):
         # ignore_merges: a piece that is a token is that token.
         return token if token in self.encoder else super().bpe(token)
 
 
-class Qwen35Tokenizer(Qwen2Tokenizer):
-    """Qwen2Tokenizer's byte-level BPE split by Qwen3.5's pattern, without
-    Qwen2's NFC: Qwen3.5's tokenizer.json has no normalizer (llama.cpp's
+class Qwen35Tokenizer(PatternTokenizer):
+    """Qwen3.5's pattern: its tokenizer.json has no normalizer (llama.cpp's
     ggml-vocab-qwen35 vectors, from Hugging Face's tokenizer, keep a
     decomposed "e\u0301" two tokens)."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.pat = regex.compile(QWEN35_PATTERN)
-
-    def prepare_for_tokenization(self, text, **kwargs):
-        return text, kwargs
+    PATTERN = QWEN35_PATTERN
 
 
 def write_qwen35(vocab, merges):
@@ -253,12 +259,7 @@ def write_qwen35(vocab, merges):
             ranks[(parts[0], parts[1])] = len(ranks)
             merges.append((parts[0], parts[1]))
             vocab.setdefault(parts[0] + parts[1], len(vocab))
-    vocab_dir = os.path.join(OUT, "qwen35-vocab")
-    os.makedirs(vocab_dir, exist_ok=True)
-    with open(os.path.join(vocab_dir, "vocab.json"), "w", encoding="utf-8") as f:
-        json.dump(vocab, f, ensure_ascii=False)
-    with open(os.path.join(vocab_dir, "merges.txt"), "w", encoding="utf-8") as f:
-        f.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+    files = write_slow_files(os.path.join(OUT, "qwen35-vocab"), vocab, merges)
     os.makedirs(os.path.join(OUT, "qwen35"), exist_ok=True)
     with open(os.path.join(OUT, "qwen35", "tokenizer.json"), "w",
               encoding="utf-8") as f:
@@ -268,8 +269,6 @@ def write_qwen35(vocab, merges):
         with open(os.path.join(OUT, "texts", f"qwen35-{i}.txt"), "w",
                   encoding="utf-8", newline="") as f:
             f.write(text)
-    files = [os.path.join(vocab_dir, "vocab.json"),
-             os.path.join(vocab_dir, "merges.txt")]
     results = {}
     for name, cls in [("qwen35", Qwen35Tokenizer),
                       ("qwen35-as-qwen2", Qwen2Tokenizer)]:
