@@ -4,19 +4,19 @@
  * model's entry points. The prompt and the negative prompt are tokenized
  * as CLIPTokenizer(padding="max_length", truncation=True) does and encoded
  * once (@encode_text), and so are the keys and values every cross-attention
- * reads of it (@text_keys_values), which @denoise takes in its place. SDXL's (StableDiffusionXLPipeline) @encode_text
- * reads the ids twice, padded with each tokenizer's pad token, and returns
- * the pooled text_embeds beside the states; its @denoise also takes them
- * and the add_time_ids (original size, crop origin, target size); a
- * negative prompt left out is zeros under force_zeros_for_empty_prompt.
- * The scheduler (schedulers.h) is built from the
- * folder's scheduler_config.json (tfm_diffusion_desc.scheduler_config) or
- * the requested name; each step calls @denoise once on a batch of two, the
+ * reads of it (@text_keys_values), which @denoise takes in its place.
+ * SDXL's (StableDiffusionXLPipeline) @encode_text reads the ids twice,
+ * padded with each tokenizer's pad token, and returns the pooled
+ * text_embeds beside the states; its @denoise also takes them and the
+ * add_time_ids (original size, crop origin, target size); a negative
+ * prompt left out is zeros under force_zeros_for_empty_prompt. The
+ * scheduler (schedulers.h) is built from the folder's
+ * scheduler_config.json (tfm_diffusion_desc.scheduler_config) or the
+ * requested name; each step calls @denoise once on a batch of two, the
  * negative text's half and the positive's (without guidance both are the
  * positive's, the second taken), and mixes them by the guidance scale;
- * @decode_latents
- * turns latents / scaling_factor into the image, then (x / 2 + 0.5)
- * clamped to [0, 1], channels last.
+ * @decode_latents turns latents / scaling_factor into the image, then
+ * (x / 2 + 0.5) clamped to [0, 1], channels last.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -624,12 +624,13 @@ tfm_status_code tfm_image_generate(tfm_model *model,
   if (code == TFM_OK)
     code = call_into(model, "text_keys_values", &states, 1,
                      b.keys_values + kv_n, kv_n, status);
-  states = f32_tensor(guided ? b.negative : b.text, 2, text_shape);
-  if (code == TFM_OK && guided)
+  if (code == TFM_OK && guided) {
+    states = f32_tensor(b.negative, 2, text_shape);
     code = call_into(model, "text_keys_values", &states, 1, b.keys_values,
                      kv_n, status);
-  else if (code == TFM_OK) /* without guidance both halves are the prompt's */
+  } else if (code == TFM_OK) { /* without guidance both halves: the prompt's */
     memcpy(b.keys_values, b.keys_values + kv_n, (size_t)kv_n * f);
+  }
   if (code != TFM_OK) {
     free_buffers(&b);
     return code;
