@@ -96,7 +96,7 @@ void checkUpload(const std::string &contentType, const std::string &body,
 /// The body as /v1/images/generations reads it for a 96x64 pipeline.
 void checkImageBody(const std::string &body, tfm_fuzz::FuzzServedModel &fuzz) {
   static const tfm_diffusion_desc diffusion = {
-      4, 4, 8, 12, 8, 77, 0, 0.18215f, "_class_name=\"PNDMScheduler\"\n"};
+      4, 4, 8, 12, 8, 77, 0, -1, 0, 0.18215f, "_class_name=\"PNDMScheduler\"\n"};
   fuzz.desc.diffusion = &diffusion;
   ImageRequest request;
   std::optional<ApiError> error = parseImageRequest(body, fuzz.served, request);
