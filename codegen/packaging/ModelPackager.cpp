@@ -669,6 +669,7 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
     case Split::Llama3: split = TFM_BPE_SPLIT_LLAMA3; break;
     case Split::Qwen2: split = TFM_BPE_SPLIT_QWEN2; break;
     case Split::Qwen35: split = TFM_BPE_SPLIT_QWEN35; break;
+    case Split::Gemma4: split = TFM_BPE_SPLIT_GEMMA4; break;
     case Split::DeepseekLlm: split = TFM_BPE_SPLIT_DEEPSEEK_LLM; break;
     case Split::DeepseekCoder: split = TFM_BPE_SPLIT_DEEPSEEK_CODER; break;
     case Split::Falcon: split = TFM_BPE_SPLIT_FALCON; break;

@@ -134,6 +134,36 @@ llvm::Error readMergesText(llvm::StringRef path, RawBpe &raw) {
   return llvm::Error::success();
 }
 
+/// Whether `object` is the {"String": text} pattern of a Replace or Split.
+bool isStringPattern(const llvm::json::Object &object, llvm::StringRef text) {
+  const llvm::json::Object *pattern = object.getObject("pattern");
+  return pattern && pattern->getString("String") ==
+                        std::optional<llvm::StringRef>(text);
+}
+
+/// Whether a byte-fallback BPE's tokenizer.json is Gemma 4's pipeline
+/// (transformers' GemmaTokenizer): a normalizer that replaces " " by "▁"
+/// and nothing else, and no pre-tokenizer or the Split on " " that the
+/// normalizer leaves nothing to split. Its BPE then runs over the whole
+/// text; no Gemma 4 merge joins a newline to another character, so lines
+/// merged apart are the same (llama.cpp's gemma4 split, the runtime's).
+bool isGemma4Pipeline(const llvm::json::Object &tokenizer) {
+  const llvm::json::Object *normalizer = tokenizer.getObject("normalizer");
+  if (!normalizer ||
+      normalizer->getString("type") != std::optional<llvm::StringRef>("Replace") ||
+      !isStringPattern(*normalizer, " ") ||
+      normalizer->getString("content") !=
+          std::optional<llvm::StringRef>("\xe2\x96\x81"))
+    return false;
+  const llvm::json::Value *pre = tokenizer.get("pre_tokenizer");
+  if (!pre || pre->kind() == llvm::json::Value::Null)
+    return true;
+  const llvm::json::Object *split = pre->getAsObject();
+  return split &&
+         split->getString("type") == std::optional<llvm::StringRef>("Split") &&
+         isStringPattern(*split, " ");
+}
+
 /// The split of tokenizer.json `json` (read from `path`) and whether its
 /// normalizer composes to NFC: none or NFC (GPT-NeoX's, OLMo's, Qwen2's);
 /// Qwen2's split always has NFC (the runtime composes for it); Qwen3.5's
@@ -154,6 +184,15 @@ tokenizerJsonSplit(const llvm::json::Value &json, llvm::StringRef path) {
                      ": a BPE end_of_word_suffix other than CLIP's "
                      "\"</w>\" is not supported (got \"" +
                      *suffix + "\")");
+  // Gemma 4's: byte fallback, spaces spelled "▁" by the normalizer.
+  if (model && model->getBoolean("byte_fallback").value_or(false)) {
+    if (isGemma4Pipeline(*object))
+      return std::make_pair(TokenizerVocab::BpeSplit::Gemma4, false);
+    return makeError(path + ": a BPE with byte_fallback is supported as "
+                            "Gemma 4's (a Replace normalizer of \" \" by "
+                            "\"\u2581\" and no pre-tokenizer, or a Split on "
+                            "\" \"); others need their tokenizer.model");
+  }
   llvm::Expected<TokenizerVocab::BpeSplit> split = bpeSplitOfPreTokenizer(
       object ? object->get("pre_tokenizer") : nullptr, path);
   if (!split)
@@ -433,7 +472,7 @@ llvm::Expected<TokenizerVocab> mlir::tfm::byteLevelBpeFromSpellings(
     llvm::StringRef source,
     llvm::ArrayRef<std::pair<std::string, int64_t>> spelledVocab,
     llvm::ArrayRef<std::pair<std::string, std::string>> merges,
-    llvm::ArrayRef<bool> asWritten) {
+    llvm::ArrayRef<bool> asWritten, BpeSpelling spelling) {
   TokenizerVocab vocab;
   vocab.kind = TokenizerVocab::Kind::ByteLevelBpe;
   int64_t size = 0;
@@ -459,17 +498,20 @@ llvm::Expected<TokenizerVocab> mlir::tfm::byteLevelBpeFromSpellings(
   auto table = unicodeToByte();
   llvm::StringMap<int32_t> idOf;
   for (auto [index, entry] : llvm::enumerate(spelledVocab)) {
-    const auto &[spelling, id] = entry;
+    const auto &[written, id] = entry;
     if (index < asWritten.size() && asWritten[index]) {
-      vocab.pieces[id] = spelling;
+      vocab.pieces[id] = written;
       continue;
     }
-    std::optional<std::string> bytes = decodeSpelling(spelling, table);
+    std::optional<std::string> bytes =
+        spelling == BpeSpelling::SentencePiece
+            ? replaceSentencePieceSpaces(written)
+            : decodeSpelling(written, table);
     if (!bytes)
-      return makeError(source + ": token '" + spelling +
+      return makeError(source + ": token '" + written +
                        "' is not in GPT-2's byte-level spelling");
     vocab.pieces[id] = *bytes;
-    idOf[spelling] = int32_t(id);
+    idOf[written] = int32_t(id);
   }
   for (auto [rank, merge] : llvm::enumerate(merges)) {
     auto left = idOf.find(merge.first), right = idOf.find(merge.second),
@@ -551,8 +593,10 @@ mlir::tfm::readByteLevelBpe(llvm::StringRef directory) {
     return TokenizerVocab{}; // no tokenizer files: ids only
   }
 
-  llvm::Expected<TokenizerVocab> vocab =
-      byteLevelBpeFromSpellings(source, raw.vocab, raw.merges, raw.asWritten);
+  llvm::Expected<TokenizerVocab> vocab = byteLevelBpeFromSpellings(
+      source, raw.vocab, raw.merges, raw.asWritten,
+      raw.split == TokenizerVocab::BpeSplit::Gemma4 ? BpeSpelling::SentencePiece
+                                                    : BpeSpelling::ByteLevel);
   if (!vocab)
     return vocab.takeError();
   if (!raw.split) {

@@ -6,7 +6,8 @@
 // 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte) and, for
 // byte-level BPE, .merges the merges in rank order ("a b"). "llama" is
 // SentencePiece's BPE (pieces spelled with "▁"), "gpt2" GPT-2's byte-level
-// BPE (pieces in its byte-to-unicode spelling), "bert" BERT's WordPiece in
+// BPE (pieces in its byte-to-unicode spelling), "gemma4" a BPE with merges
+// over pieces spelled as SentencePiece's, "bert" BERT's WordPiece in
 // llama.cpp's "phantom space" spelling: a word's first piece is "▁piece",
 // a continuation ("##piece") is "piece", a [SPECIAL] token is as written.
 //
@@ -63,10 +64,10 @@ llvm::Expected<TokenizerVocab> sentencePieceBpe(const GgufFile &file,
   return vocab;
 }
 
-llvm::Expected<TokenizerVocab> byteLevelBpe(const GgufFile &file,
-                                            const GgufValue &tokens) {
-  // The pre-tokenizers runtime/tokenizer/tokenizer_bpe_split.c implements; others
-  // split text differently.
+/// The split of a "gpt2" tokenizer: tokenizer.ggml.pre's, where
+/// runtime/tokenizer/tokenizer_bpe_split.c implements it (others split text
+/// differently).
+llvm::Expected<GgufBpeSplit> byteLevelSplit(const GgufFile &file) {
   llvm::Expected<std::optional<llvm::StringRef>> pre =
       file.optionalString("tokenizer.ggml.pre");
   if (!pre)
@@ -76,9 +77,25 @@ llvm::Expected<TokenizerVocab> byteLevelBpe(const GgufFile &file,
   if (!split)
     return makeError(file.path() + ": tokenizer.ggml.pre '" + **pre +
                      "' is not a pre-tokenizer tfmc implements (gpt-2, "
-                     "llama-bpe, qwen2, deepseek-llm, deepseek-coder, falcon, "
-                     "starcoder, refact, command-r and their aliases); pass "
-                     "another --tokenizer");
+                     "llama-bpe, qwen2, qwen35, deepseek-llm, deepseek-coder, "
+                     "falcon, starcoder, refact, command-r and their "
+                     "aliases); pass another --tokenizer");
+  return *split;
+}
+
+/// A BPE with merges: "gpt2" (GPT-2's byte-level spelling, split by
+/// tokenizer.ggml.pre) or "gemma4" (SentencePiece's spelling, "▁" a space,
+/// split into lines, with "<0xAB>" byte fallback; llama.cpp ignores any
+/// tokenizer.ggml.pre for it).
+llvm::Expected<TokenizerVocab> bpeWithMerges(const GgufFile &file,
+                                             const GgufValue &tokens,
+                                             bool gemma4) {
+  llvm::Expected<GgufBpeSplit> split =
+      gemma4 ? llvm::Expected<GgufBpeSplit>(
+                   GgufBpeSplit{TokenizerVocab::BpeSplit::Gemma4, false})
+             : byteLevelSplit(file);
+  if (!split)
+    return split.takeError();
   llvm::Expected<const GgufValue *> merges =
       file.array("tokenizer.ggml.merges", /*strings=*/true);
   if (!merges)
@@ -98,15 +115,22 @@ llvm::Expected<TokenizerVocab> byteLevelBpe(const GgufFile &file,
   }
   std::vector<std::pair<std::string, std::string>> pairs;
   for (auto [rank, merge] : llvm::enumerate((*merges)->strings)) {
-    auto [left, right] = merge.split(' ');
+    // The separator is the first space after the first character, as
+    // llama.cpp reads it (a token of one space may come first).
+    size_t separator = merge.find(' ', 1);
+    llvm::StringRef left = merge.take_front(separator);
+    llvm::StringRef right = separator == llvm::StringRef::npos
+                                ? llvm::StringRef()
+                                : merge.drop_front(separator + 1);
     if (left.empty() || right.empty())
       return makeError(file.path() + ": tokenizer.ggml.merges entry " +
                        llvm::Twine(rank) + " ('" + merge +
                        "') is not two tokens separated by a space");
     pairs.push_back({left.str(), right.str()});
   }
-  llvm::Expected<TokenizerVocab> vocab =
-      byteLevelBpeFromSpellings(file.path(), spelled, pairs, asWritten);
+  llvm::Expected<TokenizerVocab> vocab = byteLevelBpeFromSpellings(
+      file.path(), spelled, pairs, asWritten,
+      gemma4 ? BpeSpelling::SentencePiece : BpeSpelling::ByteLevel);
   if (!vocab)
     return vocab.takeError();
   vocab->bpeSplit = split->split;
@@ -197,13 +221,13 @@ mlir::tfm::readGgufTokenizer(const GgufFile &file) {
     return tokens.takeError();
   if (**kind == "llama")
     return sentencePieceBpe(file, **tokens);
-  if (**kind == "gpt2")
-    return byteLevelBpe(file, **tokens);
+  if (**kind == "gpt2" || **kind == "gemma4")
+    return bpeWithMerges(file, **tokens, **kind == "gemma4");
   if (**kind == "bert")
     return wordPiece(file, **tokens);
   return makeError(file.path() + ": tokenizer.ggml.model '" + **kind +
-                   "' is not supported (\"llama\", \"gpt2\" and \"bert\" "
-                   "are)");
+                   "' is not supported (\"llama\", \"gpt2\", \"gemma4\" "
+                   "and \"bert\" are)");
 }
 
 llvm::Expected<TokenizerVocab>

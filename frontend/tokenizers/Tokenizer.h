@@ -106,6 +106,9 @@ struct TokenizerVocab {
     Clip,
     /// Qwen3.5's: Qwen2's with combining marks kept in letter runs.
     Qwen35,
+    /// Gemma 4's SentencePiece-style BPE: lines merged from characters,
+    /// with "<0xAB>" byte fallback (tfm_format.h's TFM_BPE_SPLIT_GEMMA4).
+    Gemma4,
   };
   BpeSplit bpeSplit = BpeSplit::Gpt2;
   /// ByteLevelBpe: a piece the pre-tokenizer splits off that is a token of
@@ -184,11 +187,15 @@ llvm::Expected<TokenizerVocab> readByteLevelBpe(llvm::StringRef directory);
 /// byte-level spelling: added tokens (tokenizer.json's added_tokens, a GGUF
 /// file's control and user-defined tokens, such as MPT's runs of spaces);
 /// empty: none.
+/// How a BPE vocabulary spells its tokens' bytes: GPT-2's byte-to-unicode
+/// characters, or SentencePiece's UTF-8 with "▁" for a space (Gemma 4's).
+enum class BpeSpelling { ByteLevel, SentencePiece };
 llvm::Expected<TokenizerVocab> byteLevelBpeFromSpellings(
     llvm::StringRef source,
     llvm::ArrayRef<std::pair<std::string, int64_t>> spelledVocab,
     llvm::ArrayRef<std::pair<std::string, std::string>> merges,
-    llvm::ArrayRef<bool> asWritten = {});
+    llvm::ArrayRef<bool> asWritten = {},
+    BpeSpelling spelling = BpeSpelling::ByteLevel);
 
 /// BERT's WordPiece from a model directory: vocab.txt (with
 /// tokenizer_config.json's options and special tokens), or tokenizer.json

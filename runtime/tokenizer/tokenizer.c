@@ -373,6 +373,16 @@ static tfm_status_code parse_merges(tfm_tokenizer *t, blob_reader *r,
   return TFM_OK;
 }
 
+/* Whether the tokenizer's byte tokens are "<0xAB>" pieces (SentencePiece's
+ * byte fallback) rather than one-byte pieces: score BPE, Unigram, and
+ * Gemma 4's BPE over characters. */
+static int byte_fallback(const tfm_tokenizer *t) {
+  return t->kind == TFM_TOKENIZER_SCORE_BPE ||
+         t->kind == TFM_TOKENIZER_UNIGRAM ||
+         (t->kind == TFM_TOKENIZER_BYTE_LEVEL_BPE &&
+          t->bpe_split == TFM_BPE_SPLIT_GEMMA4);
+}
+
 static int clip_split(const tfm_tokenizer *t) {
   return t->kind == TFM_TOKENIZER_BYTE_LEVEL_BPE &&
          t->bpe_split == TFM_BPE_SPLIT_CLIP;
@@ -461,7 +471,8 @@ tfm_status_code tfm_tokenizer_new(const uint8_t *blob, uint64_t size,
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   }
   for (int b = 0; b < 256; ++b) {
-    if (t->kind == TFM_TOKENIZER_BYTE_LEVEL_BPE) {
+    if (t->kind == TFM_TOKENIZER_BYTE_LEVEL_BPE && !byte_fallback(t)) {
+      /* GPT-2's byte-level pieces: the byte itself. */
       char byte = (char)b;
       t->byte_tokens[b] = tfm_tokenizer_lookup(t, &byte, 1);
     } else {
@@ -712,6 +723,8 @@ const char *tfm_tokenizer_decode(const tfm_tokenizer *t, int32_t previous,
       ++piece;
       --length;
     }
+  }
+  if (byte_fallback(t)) {
     /* "<0xAB>" stands for one raw byte: the one whose token it is. */
     if (length == 6 && piece[0] == '<')
       for (int b = 0; b < 256; ++b)

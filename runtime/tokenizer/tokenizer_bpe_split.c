@@ -26,6 +26,9 @@
  * - CLIP's, over text its encoder normalized (NFC, whitespace runs one
  *   space, lowercase), whitespace dropped:
  *     's|'t|'re|'ve|'m|'ll|'d|\p{L}+|\p{N}|[^\s\p{L}\p{N}]+
+ * - Gemma 4's lines, llama.cpp's split of SentencePiece-style BPE (merges
+ *   run over whole lines of characters, not words):
+ *     [^\n]+|\n+
  *
  * Character classes come from utf8proc (letters L*, numbers N*,
  * punctuation P*, whitespace as Unicode's White_Space); bytes that are not
@@ -256,6 +259,16 @@ static size_t clip_pretoken_length(const char *text, size_t length, size_t at) {
   return run_end(text, length, at, cls) - at;
 }
 
+/* Gemma 4's: [^\n]+|\n+, a line or a run of newlines. */
+static size_t line_pretoken_length(const char *text, size_t length,
+                                   size_t at) {
+  int newline = text[at] == '\n';
+  size_t end = at + 1;
+  while (end < length && (text[end] == '\n') == newline)
+    ++end;
+  return end - at;
+}
+
 /* The length of the one-expression split's piece at text[at]. */
 static size_t pretoken_length(uint32_t split, const char *text, size_t length,
                               size_t at) {
@@ -268,6 +281,8 @@ static size_t pretoken_length(uint32_t split, const char *text, size_t length,
     return llama3_pretoken_length(text, length, at, 1, 0);
   case TFM_BPE_SPLIT_QWEN35:
     return llama3_pretoken_length(text, length, at, 1, 1);
+  case TFM_BPE_SPLIT_GEMMA4:
+    return line_pretoken_length(text, length, at);
   default:
     return gpt2_pretoken_length(text, length, at);
   }

@@ -34,8 +34,9 @@ struct tfm_tokenizer {
   float *scores;
   tfm_sorted_piece *sorted; /* by bytes, for lookups */
   uint32_t max_length;
-  /* Score BPE: the id of "<0xAB>"; byte-level BPE: the id of the byte's
-   * one-byte piece. -1 where there is none. */
+  /* Score BPE, Unigram and Gemma 4's BPE: the id of "<0xAB>"; GPT-2's
+   * byte-level BPE: the id of the byte's one-byte piece. -1 where there is
+   * none. */
   int32_t byte_tokens[256];
   /* CLIP's split: the byte's token with "</w>" appended, which a word's
    * last byte starts as (-1: none); the pieces as decoded, "</w>" shown as

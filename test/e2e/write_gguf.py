@@ -573,6 +573,37 @@ def gpt2_from_files(directory, added=()):
             "tokenizer.ggml.merges": merges}
 
 
+def gemma4_from_files(directory):
+    """Gemma 4's tokenizer.json as llama.cpp's converter writes it
+    (conversion/gemma.py, Gemma4Model.set_vocab): model "gemma4", tokens
+    in their SentencePiece spelling, the added tokens control (3) except
+    those it keeps visible for its chat parser (user-defined, 4), "<0xAB>"
+    byte tokens (6), the merges as "a b", and BOS always added."""
+    with open(os.path.join(directory, "tokenizer.json"), encoding="utf-8") as f:
+        spec = json.load(f)
+    model = spec["model"]
+    tokens = [None] * len(model["vocab"])
+    for piece, i in model["vocab"].items():
+        tokens[i] = piece
+    visible = {"<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>",
+               "<|tool_response>", "<tool_response|>", "<|\"|>"}
+    added = {t["id"]: t["content"] for t in spec["added_tokens"]}
+    types = [(4 if t in visible else 3) if i in added else
+             6 if re.fullmatch(r"<0x[0-9A-F]{2}>", t) else 1
+             for i, t in enumerate(tokens)]
+    ids = {t: i for i, t in enumerate(tokens)}
+    return {"tokenizer.ggml.model": "gemma4", "tokenizer.ggml.tokens": tokens,
+            "tokenizer.ggml.scores": [-1000.0] * len(tokens),
+            "tokenizer.ggml.token_type": types,
+            "tokenizer.ggml.merges": [" ".join(m) for m in model["merges"]],
+            "tokenizer.ggml.bos_token_id": ids["<bos>"],
+            "tokenizer.ggml.eos_token_id": ids["<eos>"],
+            "tokenizer.ggml.unknown_token_id": ids["<unk>"],
+            "tokenizer.ggml.padding_token_id": ids["<pad>"],
+            "tokenizer.ggml.add_space_prefix": False,
+            "tokenizer.ggml.add_bos_token": True}
+
+
 # ------------------------------------------------------------ container
 
 
@@ -662,6 +693,9 @@ def main():
                         "some in Q6_K) in TYPE")
     parser.add_argument("--sp-tokenizer", metavar="TOKENIZER_BIN")
     parser.add_argument("--gpt2-tokenizer", metavar="DIR")
+    parser.add_argument("--gemma4-tokenizer", metavar="DIR",
+                        help="a Gemma 4 tokenizer.json, as llama.cpp's "
+                        "converter writes it")
     parser.add_argument("--bert-tokenizer", metavar="DIR",
                         help="BERT's vocab.txt in DIR, as llama.cpp writes it")
     parser.add_argument("--added-token", action="append", default=[],
@@ -692,6 +726,8 @@ def main():
         metadata.update(gpt2_from_files(args.gpt2_tokenizer, added))
     if args.bert_tokenizer:
         metadata.update(bert_from_files(args.bert_tokenizer))
+    if args.gemma4_tokenizer:
+        metadata.update(gemma4_from_files(args.gemma4_tokenizer))
     for setting in args.set:
         key, value = setting.split("=", 1)
         if value == "null":

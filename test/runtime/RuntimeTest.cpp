@@ -388,7 +388,7 @@ TEST(ByteLevelBpe, SplitsTextByTheBlobsRule) {
                               unknown.size(), &t, &status),
             TFM_ERROR_TOKENIZER);
   EXPECT_EQ(t, nullptr);
-  EXPECT_STREQ(status.message, "tokenizer blob: unknown split rule 9");
+  EXPECT_STREQ(status.message, "tokenizer blob: unknown split rule 10");
 }
 
 TEST(ByteLevelBpe, Qwen35KeepsCombiningMarksInLetterRuns) {
@@ -418,6 +418,44 @@ TEST(ByteLevelBpe, Qwen35KeepsCombiningMarksInLetterRuns) {
   EXPECT_EQ(encode(t, (ha + i + " " + i + ha + i).c_str(), -1),
             (Ids{8, 4, 7, 8}));
   EXPECT_EQ(encode(t, (i + i).c_str(), -1), (Ids{7, 7}));
+  tfm_tokenizer_free(t);
+}
+
+TEST(ByteLevelBpe, Gemma4MergesLinesOfCharactersWithByteFallback) {
+  // Pieces as the frontend stores them ("▁" a space); "\n\n\n" is a token
+  // no merge reaches, "é" has none (its bytes' <0xAB> tokens stand in).
+  std::string euro = "\xe2\x82\xac";
+  std::string blob = tokenizerBlob(
+      TFM_TOKENIZER_BYTE_LEVEL_BPE,
+      {{" ", 0}, {"a", 0}, {"b", 0}, {"\n", 0}, {"\n\n\n", 0}, {"ab", 0},
+       {" ab", 0}, {"<0xC3>", 0}, {"<0xA9>", 0}, {euro, 0}, {"\n\n", 0}},
+      {{1, 2, 5}, {0, 5, 6}, {3, 3, 10}});
+  uint32_t split = TFM_BPE_SPLIT_GEMMA4;
+  blob += std::string(reinterpret_cast<const char *>(&split), 4);
+  tfm_tokenizer *t = parse(blob);
+  ASSERT_NE(t, nullptr);
+  using Ids = std::vector<int32_t>;
+  // Merges run over a whole line, across its spaces; a run of newlines
+  // that is a token is that token, another is merged.
+  EXPECT_EQ(encode(t, "ab ab\n\n\nab", -1), (Ids{5, 6, 4, 5}));
+  EXPECT_EQ(encode(t, "b\n\n\n\na", -1), (Ids{2, 10, 10, 1}));
+  // A character is one token where it has one, else its bytes'.
+  EXPECT_EQ(encode(t, ("\xc3\xa9" + euro).c_str(), -1), (Ids{7, 8, 9}));
+  // U+2581 in the text is a space, as the normalizer leaves it.
+  EXPECT_EQ(encode(t, "\xe2\x96\x81" "ab", -1), (Ids{6}));
+  // A byte without a <0xAB> token is refused by name.
+  int32_t ids[8];
+  int64_t count;
+  tfm_status status;
+  EXPECT_EQ(tfm_tokenizer_encode(t, "\xc3\xa8", -1, ids, 8, &count, &status),
+            TFM_ERROR_TOKENIZER);
+  EXPECT_STREQ(status.message, "byte 0xA8 at offset 1 of the text has no "
+                               "token (no <0xA8> byte-fallback token)");
+  // Decoding shows a byte token as its byte.
+  size_t size;
+  const char *piece = tfm_tokenizer_decode(t, 1, 7, -1, &size);
+  ASSERT_EQ(size, 1u);
+  EXPECT_EQ(piece[0], '\xc3');
   tfm_tokenizer_free(t);
 }
 

@@ -204,7 +204,14 @@ enum {
    * implied (its tokenizer.json has no normalizer: a decomposed "é"
    * stays two tokens, as llama.cpp's test vectors have it). */
   TFM_BPE_SPLIT_QWEN35 = 8,
-  TFM_BPE_SPLIT_LAST = TFM_BPE_SPLIT_QWEN35,
+  /* Gemma 4's SentencePiece-style BPE (llama.cpp's "gemma4"): pieces are
+   * lines, [^\n]+|\n+ (a run of newlines that is a token is that token);
+   * merges start from the characters of the text, not its bytes, and a
+   * character without a token of its own falls back to its bytes'
+   * "<0xAB>" tokens; U+2581 in the text is a space, as the normalizer that
+   * spells spaces U+2581 leaves it. */
+  TFM_BPE_SPLIT_GEMMA4 = 9,
+  TFM_BPE_SPLIT_LAST = TFM_BPE_SPLIT_GEMMA4,
   /* Or'ed into the split: a piece that is a token of its own is that token,
    * merges or not (tokenizer.json's ignore_merges). */
   TFM_BPE_IGNORE_MERGES = 1u << 16,
