@@ -11,6 +11,7 @@
 
 #include "ir/TfmDialect.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -76,7 +77,9 @@ struct DecoderSpec {
   /// LongRoPE (Phi-3): the inverse frequencies of rows past
   /// `ropeLongContext` positions (ropeFrequencies are the short ones), and
   /// the factor both cos and sin are multiplied by (so the scores by its
-  /// square); empty, 0 and 1: none.
+  /// square; also YaRN's attention factor); empty, 0 and 1: none. The
+  /// scores scale as a whole, so a magnitude needs every dimension of a
+  /// head rotated.
   std::vector<float> ropeLongFrequencies;
   int64_t ropeLongContext = 0;
   double ropeMagnitude = 1.0;
@@ -144,6 +147,39 @@ struct DecoderSpec {
     int64_t rotary = rotaryDims();
     for (int64_t i = 0; i < rotary / 2; ++i)
       inverse.push_back(1.0 / std::pow(ropeTheta, 2.0 * double(i) / rotary));
+    return inverse;
+  }
+  /// YaRN's inverse frequencies (transformers' _compute_yarn_parameters):
+  /// each pair's blend of its own frequency (extrapolation: the pairs that
+  /// turn more than beta_fast times in `original` positions) and that
+  /// divided by `factor` (interpolation: those that turn fewer than
+  /// beta_slow times), by a linear ramp between the two pairs' correction
+  /// dimensions, rounded outwards where `truncate` (llama.cpp always
+  /// rounds; gpt-oss's config says not to). The magnitude is the caller's.
+  std::vector<double> yarnFrequencies(double factor, double original,
+                                      double betaFast, double betaSlow,
+                                      bool truncate) const {
+    std::vector<double> inverse = inverseFrequencies();
+    double rotary = double(rotaryDims());
+    auto correctionDim = [&](double rotations) {
+      return rotary * std::log(original / (rotations * 2 * M_PI)) /
+             (2 * std::log(ropeTheta));
+    };
+    double low = correctionDim(betaFast), high = correctionDim(betaSlow);
+    if (truncate) {
+      low = std::floor(low);
+      high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, rotary - 1);
+    if (low == high)
+      high += 0.001; // transformers' guard against a zero-width ramp
+    for (size_t i = 0; i < inverse.size(); ++i) {
+      double ramp = std::clamp((double(i) - low) / (high - low), 0.0, 1.0);
+      double extrapolated = 1 - ramp;
+      inverse[i] = inverse[i] / factor * (1 - extrapolated) +
+                   inverse[i] * extrapolated;
+    }
     return inverse;
   }
   /// Sliding windows of `window` in every layer but each `pattern`-th

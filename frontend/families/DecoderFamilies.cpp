@@ -108,10 +108,58 @@ void readLongRope(ConfigReader &config, ConfigReader &fields,
         std::sqrt(1 + std::log(scale) / std::log(double(original)));
 }
 
+/// YaRN (transformers' _compute_yarn_parameters as of its v5, which
+/// gpt-oss, DeepSeek-V3 and Qwen3's long-context configs use): the
+/// frequencies blended by band (DecoderSpec::yarnFrequencies) and cos and
+/// sin multiplied by attention_factor, else mscale / mscale_all_dim's
+/// ratio of 0.1 ln(factor) mscale + 1, else 0.1 ln(factor) + 1. factor is
+/// the config's (transformers 4.4x's took max_position_embeddings /
+/// original_max_position_embeddings over it where both were given; v5
+/// does only where factor is missing, as here).
+void readYarn(ConfigReader &config, ConfigReader &fields,
+              std::vector<double> &inverse, DecoderSpec &spec) {
+  double original = fields.number("original_max_position_embeddings",
+                                  double(spec.maxContext));
+  double factor = fields.number(
+      "factor", original > 0 ? double(spec.maxContext) / original : 0);
+  double betaFast = fields.number("beta_fast", 32.0);
+  double betaSlow = fields.number("beta_slow", 1.0);
+  if (!(original > 0) || !(factor >= 1) || !(betaFast > 0) ||
+      !(betaSlow > 0) || !std::isfinite(factor + original + betaFast + betaSlow)) {
+    config.fail("rope_scaling yarn needs factor >= 1 and positive "
+                "original_max_position_embeddings, beta_fast and beta_slow");
+    return;
+  }
+  auto magnitude = [&](double mscale) {
+    return factor <= 1 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0;
+  };
+  double mscale = fields.number("mscale", 0),
+         mscaleAllDim = fields.number("mscale_all_dim", 0);
+  double attention =
+      fields.number("attention_factor", mscale != 0 && mscaleAllDim != 0
+                                            ? magnitude(mscale) /
+                                                  magnitude(mscaleAllDim)
+                                            : magnitude(1.0));
+  if (!(attention > 0) || !std::isfinite(attention)) {
+    config.fail("rope_scaling yarn needs a positive attention factor");
+    return;
+  }
+  if (attention != 1.0 && spec.rotaryDims() != spec.headDim()) {
+    config.fail("rope_scaling yarn's attention factor (" +
+                std::to_string(attention) +
+                ") with partial rotary dimensions is not supported (it "
+                "scales the rotated dimensions only)");
+    return;
+  }
+  inverse = spec.yarnFrequencies(factor, original, betaFast, betaSlow,
+                                 fields.boolean("truncate", true));
+  spec.ropeMagnitude = attention;
+}
+
 /// rope_scaling: "linear" (positions divided by the factor: every
 /// frequency is), "dynamic" (NTK: the base grows with the sequence past
-/// max_position_embeddings, which --max-context may then exceed) and
-/// "llama3" (frequencies scaled by band).
+/// max_position_embeddings, which --max-context may then exceed),
+/// "llama3" (frequencies scaled by band) and "yarn".
 void readRopeScaling(ConfigReader &config, DecoderSpec &spec) {
   const llvm::json::Object *scaling = config.nested("rope_scaling");
   if (!scaling || spec.numHeads <= 0)
@@ -157,9 +205,11 @@ void readRopeScaling(ConfigReader &config, DecoderSpec &spec) {
     }
   } else if (type == "longrope" || type == "su") {
     readLongRope(config, fields, inverse, spec);
+  } else if (type == "yarn") {
+    readYarn(config, fields, inverse, spec);
   } else {
     config.fail("unsupported config value rope_scaling type '" + type +
-                "' (supported: linear, dynamic, llama3, longrope)");
+                "' (supported: linear, dynamic, llama3, longrope, yarn)");
   }
   // Malformed fields count for every type, "dynamic" included.
   if (llvm::Error err = fields.takeError())

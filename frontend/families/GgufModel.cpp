@@ -171,6 +171,58 @@ llvm::Error readGemmaLayers(const GgufFile &file, const GgufArchitecture &arch,
   return llvm::Error::success();
 }
 
+/// YaRN as llama.cpp reads it (llama_context's yarn_attn_factor, ggml's
+/// rope_yarn): rope.scaling.factor, .original_context_length (default the
+/// context), .yarn_beta_fast and .yarn_beta_slow (32 and 1), correction
+/// dimensions always rounded outwards, and cos and sin multiplied by
+/// 0.1 ln(factor) + 1 times rope.scaling.attn_factor (1). DeepSeek's
+/// yarn_log_multiplier and an extrapolation mix other than 1 are refused.
+llvm::Error readGgufYarn(const GgufFile &file, llvm::StringRef key,
+                         DecoderSpec &spec) {
+  auto real = [&](llvm::StringRef name,
+                  double fallback) -> llvm::Expected<double> {
+    llvm::Expected<std::optional<double>> value =
+        file.optionalReal((key + "rope.scaling." + name).str());
+    if (!value)
+      return value.takeError();
+    return value->value_or(fallback);
+  };
+  llvm::Expected<double> factor = real("factor", 0);
+  llvm::Expected<double> original =
+      real("original_context_length", double(spec.maxContext));
+  llvm::Expected<double> betaFast = real("yarn_beta_fast", 32);
+  llvm::Expected<double> betaSlow = real("yarn_beta_slow", 1);
+  llvm::Expected<double> mix = real("yarn_ext_factor", 1);
+  llvm::Expected<double> logMultiplier = real("yarn_log_multiplier", 0);
+  llvm::Expected<double> attnFactor = real("attn_factor", 1);
+  for (llvm::Expected<double> *value :
+       {&factor, &original, &betaFast, &betaSlow, &mix, &logMultiplier,
+        &attnFactor})
+    if (!*value)
+      return value->takeError();
+  if (!(*factor >= 1) || !(*original > 0) || !(*betaFast > 0) ||
+      !(*betaSlow > 0) || !(*attnFactor > 0) ||
+      !std::isfinite(*factor + *original + *betaFast + *betaSlow + *attnFactor))
+    return makeError(file.path() + ": YaRN needs a finite rope.scaling.factor "
+                                   "of at least 1 and positive "
+                                   "original_context_length, yarn_beta_fast, "
+                                   "yarn_beta_slow and attn_factor");
+  if (*mix != 1 || *logMultiplier != 0)
+    return makeError(file.path() + ": YaRN with rope.scaling.yarn_ext_factor "
+                                   "other than 1 or a yarn_log_multiplier "
+                                   "(DeepSeek's) is not supported");
+  double magnitude = (0.1 * std::log(*factor) + 1) * *attnFactor;
+  if (magnitude != 1 && spec.rotaryDims() != spec.headDim())
+    return makeError(file.path() + ": YaRN's attention factor with partial "
+                                   "rotary dimensions is not supported (it "
+                                   "scales the rotated dimensions only)");
+  for (double inverse : spec.yarnFrequencies(*factor, *original, *betaFast,
+                                             *betaSlow, /*truncate=*/true))
+    spec.ropeFrequencies.push_back(float(inverse));
+  spec.ropeMagnitude = magnitude;
+  return llvm::Error::success();
+}
+
 /// The decoder of architecture `arch` from the file's "<arch>.*" metadata.
 llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
                                           const GgufArchitecture &arch) {
@@ -252,9 +304,13 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
     if (spec.numHeads > 0)
       for (double inverse : spec.inverseFrequencies())
         spec.ropeFrequencies.push_back(float(inverse / **factor));
+  } else if (*scaling && **scaling == "yarn") {
+    if (spec.numHeads > 0)
+      if (llvm::Error err = readGgufYarn(file, key, spec))
+        return err;
   } else if (*scaling && **scaling != "none") {
     return makeError(file.path() + ": RoPE scaling '" + **scaling +
-                     "' is not supported (tfmc reads linear)");
+                     "' is not supported (tfmc reads linear and yarn)");
   }
   if (arch.slidingPattern > 0)
     if (llvm::Error err = readGemmaLayers(file, arch, spec))

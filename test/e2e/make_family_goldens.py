@@ -59,6 +59,81 @@ def llama3_inverse_frequencies(theta, dim, factor, low, high, original):
     return torch.tensor(out, dtype=torch.float32)
 
 
+def yarn_parameters(theta, dim, scaling, max_position_embeddings):
+    """YaRN's inverse frequencies and attention factor: transformers v5's
+    _compute_yarn_parameters (src/transformers/modeling_rope_utils.py),
+    transcribed, in float32 as it computes them."""
+    factor = scaling["factor"]
+    original = scaling.get("original_max_position_embeddings",
+                           max_position_embeddings)
+
+    def get_mscale(scale, mscale=1):
+        return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+
+    attention_factor = scaling.get("attention_factor")
+    if attention_factor is None:
+        mscale, mscale_all_dim = scaling.get("mscale"), scaling.get("mscale_all_dim")
+        if mscale and mscale_all_dim:
+            attention_factor = get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)
+        else:
+            attention_factor = get_mscale(factor)
+    beta_fast = scaling.get("beta_fast") or 32
+    beta_slow = scaling.get("beta_slow") or 1
+
+    def correction_dim(rotations):
+        return (dim * math.log(original / (rotations * 2 * math.pi))) / (2 * math.log(theta))
+
+    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    if scaling.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001
+    ramp = torch.clamp((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low), 0, 1)
+    pos_freqs = theta ** (torch.arange(0, dim, 2).float() / dim)
+    extrapolation = 1 - ramp
+    inverse = (1.0 / (factor * pos_freqs)) * (1 - extrapolation) + (1.0 / pos_freqs) * extrapolation
+    return inverse, attention_factor
+
+
+def use_yarn(model, scaling):
+    """4.40's LlamaForCausalLM with YaRN's rotary embedding: the inverse
+    frequencies replaced, and cos and sin multiplied by the attention
+    factor, as transformers' RotaryEmbedding does (attention_scaling)."""
+    config = model.config
+    dim = config.hidden_size // config.num_attention_heads
+    inverse, attention_factor = yarn_parameters(
+        config.rope_theta, dim, scaling, config.max_position_embeddings)
+    for layer in model.model.layers:
+        rotary = layer.self_attn.rotary_emb
+        rotary.inv_freq.copy_(inverse)
+        forward = rotary.forward
+        rotary.forward = (lambda forward: lambda x, positions: tuple(
+            t * attention_factor for t in forward(x, positions)))(forward)
+    return attention_factor
+
+
+def yarn():
+    """YaRN as Qwen3's long-context configs set it (the default rounding of
+    the correction dimensions, the attention factor from the factor), and
+    as gpt-oss's (truncate false, a factor of 32): over 4 rotary pairs,
+    the original context of 64 puts the ramp across them."""
+    for name, seed, scaling in (
+            ("llama-rope-yarn", 14,
+             {"rope_type": "yarn", "factor": 4.0,
+              "original_max_position_embeddings": 64}),
+            ("llama-rope-yarn-untruncated", 15,
+             {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+              "beta_slow": 1.0, "truncate": False,
+              "original_max_position_embeddings": 64})):
+        model = build(tf.LlamaConfig, tf.LlamaForCausalLM, seed,
+                      num_key_value_heads=2,
+                      max_position_embeddings=int(64 * scaling["factor"]))
+        factor = use_yarn(model, scaling)
+        print(f"{name}: attention factor {factor:.6f}")
+        write(name, model, config_patch={"rope_scaling": scaling})
+
+
 def write(name, model, config_patch=None, config_drop=()):
     folder = os.path.join(OUT, name)
     os.makedirs(folder, exist_ok=True)
@@ -332,6 +407,7 @@ def qwen2_moe():
 
 
 def main():
+    yarn()
     phi3_longrope()
     qwen3_moe()
     gemma3()

@@ -121,7 +121,7 @@ def main():
     if args.mode == "unknown-model-type":
         config["model_type"] = "mamba"
     if args.mode == "rope-scaling":
-        config["rope_scaling"] = {"type": "yarn", "factor": 2.0}
+        config["rope_scaling"] = {"type": "mrope", "mrope_section": [2, 3, 3]}
     if args.mode == "heads-not-dividing":
         config["num_key_value_heads"] = 3
     if args.mode == "missing-field":
