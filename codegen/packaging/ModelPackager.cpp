@@ -672,6 +672,7 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
     case Split::Gemma4: split = TFM_BPE_SPLIT_GEMMA4; break;
     case Split::DeepseekLlm: split = TFM_BPE_SPLIT_DEEPSEEK_LLM; break;
     case Split::DeepseekCoder: split = TFM_BPE_SPLIT_DEEPSEEK_CODER; break;
+    case Split::DeepseekV3: split = TFM_BPE_SPLIT_DEEPSEEK_V3; break;
     case Split::Falcon: split = TFM_BPE_SPLIT_FALCON; break;
     case Split::DigitsThenGpt2: split = TFM_BPE_SPLIT_DIGITS_THEN_GPT2; break;
     case Split::Clip:

@@ -462,6 +462,7 @@ std::optional<GgufBpeSplit> mlir::tfm::bpeSplitOfGgufPre(llvm::StringRef pre) {
       .Case("qwen35", GgufBpeSplit{Split::Qwen35, false})
       .Case("deepseek-llm", GgufBpeSplit{Split::DeepseekLlm, false})
       .Case("deepseek-coder", GgufBpeSplit{Split::DeepseekCoder, false})
+      .Case("deepseek-v3", GgufBpeSplit{Split::DeepseekV3, false})
       .Case("falcon", GgufBpeSplit{Split::Falcon, false})
       .Cases({"starcoder", "refact", "command-r"},
              GgufBpeSplit{Split::DigitsThenGpt2, false})

@@ -78,8 +78,8 @@ llvm::Expected<GgufBpeSplit> byteLevelSplit(const GgufFile &file) {
     return makeError(file.path() + ": tokenizer.ggml.pre '" + **pre +
                      "' is not a pre-tokenizer tfmc implements (gpt-2, "
                      "llama-bpe, qwen2, qwen35, deepseek-llm, deepseek-coder, "
-                     "falcon, starcoder, refact, command-r and their "
-                     "aliases); pass another --tokenizer");
+                     "deepseek-v3, falcon, starcoder, refact, command-r and "
+                     "their aliases); pass another --tokenizer");
   return *split;
 }
 

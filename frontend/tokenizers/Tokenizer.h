@@ -106,6 +106,8 @@ struct TokenizerVocab {
     Clip,
     /// Qwen3.5's: Qwen2's with combining marks kept in letter runs.
     Qwen35,
+    /// DeepSeek-V3's staged split (llama.cpp's "deepseek-v3").
+    DeepseekV3,
     /// Gemma 4's SentencePiece-style BPE: lines merged from characters,
     /// with "<0xAB>" byte fallback (tfm_format.h's TFM_BPE_SPLIT_GEMMA4).
     Gemma4,

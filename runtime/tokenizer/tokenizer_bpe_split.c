@@ -23,6 +23,10 @@
  *     DeepSeek Coder: [\r\n] | \s?\p{L}+ | \s?\p{P}+ | [CJK, Hangul]+ | \p{N}
  *     Falcon:         [\p{P}$+<=>^~|`]+ | GPT-2's | [0-9]{3}
  *     StarCoder, Refact, Command R: \p{N} | GPT-2's
+ *     DeepSeek-V3:    \p{N}{1,3} | [CJK, Hiragana, Katakana]+ |
+ *                     an ASCII punctuation mark and ASCII letters,
+ *                     [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+,
+ *                      ?[\p{P}\p{S}]+[\r\n]*, then whitespace as Llama 3's
  * - CLIP's, over text its encoder normalized (NFC, whitespace runs one
  *   space, lowercase), whitespace dropped:
  *     's|'t|'re|'ve|'m|'ll|'d|\p{L}+|\p{N}|[^\s\p{L}\p{N}]+
@@ -306,6 +310,9 @@ typedef enum {
   MATCH_FALCON_PUNCTUATION, /* [\p{P}\$\+<=>\^~\|`]+ */
   MATCH_GPT2,             /* GPT-2's expression */
   MATCH_THREE_DIGITS,     /* [0-9][0-9][0-9] */
+  MATCH_NUMBERS_UP_TO_3,  /* \p{N}{1,3} */
+  MATCH_CJK_KANA,         /* [一-龥぀-ゟ゠-ヿ]+ */
+  MATCH_DEEPSEEK3_WORDS,  /* deepseek3_word_length's expression */
   MATCH_END
 } matcher;
 
@@ -318,6 +325,8 @@ static const matcher kDeepseekCoder[] = {
 static const matcher kFalcon[] = {MATCH_FALCON_PUNCTUATION, MATCH_GPT2,
                                   MATCH_THREE_DIGITS, MATCH_END};
 static const matcher kDigitsThenGpt2[] = {MATCH_NUMBER, MATCH_GPT2, MATCH_END};
+static const matcher kDeepseekV3[] = {MATCH_NUMBERS_UP_TO_3, MATCH_CJK_KANA,
+                                      MATCH_DEEPSEEK3_WORDS, MATCH_END};
 
 /* DeepSeek LLM's letters, as its tokenizer.json's expression spells them
  * ([A-Za-zµÀ-ÖØ-öø-ƺ...]): mostly cased letters, but not exactly
@@ -376,6 +385,28 @@ static int is_cjk(int32_t cp) {
          (cp >= 0xAC00 && cp <= 0xD7FF);
 }
 
+static int is_cjk_kana(int32_t cp) {
+  return (cp >= 0x4E00 && cp <= 0x9FA5) || (cp >= 0x3040 && cp <= 0x30FF);
+}
+
+static int is_symbol(int32_t cp) {
+  utf8proc_category_t c = utf8proc_category(cp);
+  return cp >= 0 && c >= UTF8PROC_CATEGORY_SM && c <= UTF8PROC_CATEGORY_SO;
+}
+
+static int is_punctuation_or_symbol(int32_t cp) {
+  return is_punctuation(cp) || is_symbol(cp);
+}
+
+static int is_letter_or_mark(int32_t cp) {
+  utf8proc_category_t c = utf8proc_category(cp);
+  return cp >= 0 && c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_ME;
+}
+
+static int is_ascii_letter(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+
 static int is_falcon_punctuation(int32_t cp) {
   return is_punctuation(cp) || (cp >= 0 && cp < 128 && strchr("$+<=>^~|`", cp));
 }
@@ -399,6 +430,44 @@ static size_t space_then_run(const char *text, size_t length, size_t at,
     start += size;
   size_t run = class_run(text, length, start, in);
   return run ? start + run - at : 0;
+}
+
+/* DeepSeek-V3's last stage from text[at] (0: none starts there):
+ *   [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+
+ *   | [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+ |  ?[\p{P}\p{S}]+[\r\n]*
+ *   | \s*[\r\n]+ | \s+(?!\S) | \s+
+ * (digits and other characters start none: they stay pieces of their
+ * own). */
+static size_t deepseek3_word_length(const char *text, size_t length,
+                                    size_t at) {
+  size_t size, next_size, end;
+  int32_t cp = code_point(text, length, at, &size);
+  if (cp > ' ' && cp < 0x7F && !is_ascii_letter((char)cp) &&
+      !(cp >= '0' && cp <= '9') && at + 1 < length &&
+      is_ascii_letter(text[at + 1])) {
+    for (end = at + 1; end < length && is_ascii_letter(text[end]);)
+      ++end;
+    return end - at;
+  }
+  /* Letters and marks, after one character that is none of a newline, a
+   * letter, punctuation or a symbol (a mark counts as either). */
+  if (!is_newline(text[at]) && !is_letter(cp) &&
+      !is_punctuation_or_symbol(cp) && at + size < length &&
+      is_letter_or_mark(code_point(text, length, at + size, &next_size)))
+    return class_run(text, length, at + size, is_letter_or_mark) + size;
+  if (is_letter_or_mark(cp))
+    return class_run(text, length, at, is_letter_or_mark);
+  size_t start = at;
+  if (text[at] == ' ' && at + 1 < length &&
+      is_punctuation_or_symbol(code_point(text, length, at + 1, &next_size)))
+    start = at + 1;
+  size_t run = class_run(text, length, start, is_punctuation_or_symbol);
+  if (run) {
+    for (end = start + run; end < length && is_newline(text[end]);)
+      ++end;
+    return end - at;
+  }
+  return tfm_is_white_space(cp) ? space_length(text, length, at, 1) : 0;
 }
 
 static size_t match_at(matcher m, const char *text, size_t length, size_t at) {
@@ -434,6 +503,18 @@ static size_t match_at(matcher m, const char *text, size_t length, size_t at) {
                    text[at + 2] >= '0' && text[at + 2] <= '9'
                ? 3
                : 0;
+  case MATCH_NUMBERS_UP_TO_3: {
+    size_t end = at;
+    for (int i = 0;
+         i < 3 && end < length && is_number(code_point(text, length, end, &size));
+         ++i)
+      end += size;
+    return end - at;
+  }
+  case MATCH_CJK_KANA:
+    return class_run(text, length, at, is_cjk_kana);
+  case MATCH_DEEPSEEK3_WORDS:
+    return deepseek3_word_length(text, length, at);
   case MATCH_END:
     break;
   }
@@ -473,6 +554,7 @@ static const matcher *stages_of(uint32_t split) {
   case TFM_BPE_SPLIT_DEEPSEEK_CODER: return kDeepseekCoder;
   case TFM_BPE_SPLIT_FALCON: return kFalcon;
   case TFM_BPE_SPLIT_DIGITS_THEN_GPT2: return kDigitsThenGpt2;
+  case TFM_BPE_SPLIT_DEEPSEEK_V3: return kDeepseekV3;
   default: return NULL;
   }
 }

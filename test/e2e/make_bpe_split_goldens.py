@@ -14,7 +14,7 @@ rest of the algorithm is the same byte-level BPE, without the NFC step) and
 with ignore_merges, as Llama 3's tokenizer.json has it (a piece that is a
 token is that token: the vocabulary gets " Việt", which no merge reaches).
 llama.cpp's staged pre-tokenizers (deepseek-llm, deepseek-coder, falcon,
-starcoder) split with their expressions (llama.cpp's src/llama-vocab.cpp,
+starcoder, deepseek-v3) split with their expressions (llama.cpp's src/llama-vocab.cpp,
 from the models' tokenizer.json) through the `regex` module, each splitting
 the pieces of the one before, matches and the text between them both kept
 (Hugging Face's "Isolated"), and then GPT2Tokenizer's byte-level BPE runs
@@ -77,6 +77,12 @@ TEXTS = [
     # punctuation, digit runs, trailing spaces, Greek and Armenian letters.
     "你好世界！한국어 abc123456789 x=$5+<y>^~|`z "
     "«αβγ» Աաբգ ‘q’ (a) end   ",
+    # What DeepSeek-V3's split tells apart: kana beside kanji, a mark
+    # after a space and after a digit, ASCII punctuation before letters
+    # (".cpp", "'S", "(a"), symbols (+, €, ©) and punctuation runs before
+    # newlines, and digits in threes.
+    "ひらがなとカタカナと漢字 llama.cpp's 'S (a) x+=1 €5 ©2024 1234567\n"
+    "cafe\u0301 \u0301x 9\u0301y naïve -- ok!?\r\n\n  end",
 ]
 
 # llama.cpp's staged pre-tokenizers, as the Python `regex` module spells
@@ -115,6 +121,10 @@ STAGED = {
     "deepseek-coder": [r"[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", CJK, r"\p{N}"],
     "falcon": [r"[\p{P}\$\+<=>\^~\|`]+", GPT2_PATTERN, r"[0-9][0-9][0-9]"],
     "starcoder": [r"\p{N}", GPT2_PATTERN],
+    "deepseek-v3": [r"\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+                    r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|"""
+                    r"""[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|"""
+                    r"""\s*[\r\n]+|\s+(?!\S)|\s+"""],
 }
 
 
@@ -270,9 +280,14 @@ def write_qwen35(vocab, merges):
                   encoding="utf-8", newline="") as f:
             f.write(text)
     results = {}
-    for name, cls in [("qwen35", Qwen35Tokenizer),
-                      ("qwen35-as-qwen2", Qwen2Tokenizer)]:
-        tokenizer = cls(*files, errors="replace")
+    # DeepSeek-V3's split keeps marks in its letter runs too (on this
+    # vocabulary, where the main one's merges barely tell it from Llama 3's).
+    for name, cls, options in [
+            ("qwen35", Qwen35Tokenizer, {}),
+            ("qwen35-as-qwen2", Qwen2Tokenizer, {}),
+            ("deepseek-v3-marks", StagedTokenizer,
+             {"patterns": STAGED["deepseek-v3"]})]:
+        tokenizer = cls(*files, errors="replace", **options)
         results[name] = [tokenizer(text, add_special_tokens=False)["input_ids"]
                          for text in QWEN35_TEXTS]
         with open(os.path.join(OUT, f"{name}.ids.txt"), "w") as f:
@@ -280,6 +295,7 @@ def write_qwen35(vocab, merges):
                 f.write(" ".join(map(str, ids)) + "\n")
         print("wrote", name)
     assert results["qwen35"] != results["qwen35-as-qwen2"]
+    assert results["deepseek-v3-marks"] != results["qwen35-as-qwen2"]
     print("qwen35 vocabulary:", len(vocab), "tokens")
 
 

@@ -388,7 +388,7 @@ TEST(ByteLevelBpe, SplitsTextByTheBlobsRule) {
                               unknown.size(), &t, &status),
             TFM_ERROR_TOKENIZER);
   EXPECT_EQ(t, nullptr);
-  EXPECT_STREQ(status.message, "tokenizer blob: unknown split rule 10");
+  EXPECT_STREQ(status.message, "tokenizer blob: unknown split rule 11");
 }
 
 TEST(ByteLevelBpe, Qwen35KeepsCombiningMarksInLetterRuns) {

@@ -211,7 +211,11 @@ enum {
    * "<0xAB>" tokens; U+2581 in the text is a space, as the normalizer that
    * spells spaces U+2581 leaves it. */
   TFM_BPE_SPLIT_GEMMA4 = 9,
-  TFM_BPE_SPLIT_LAST = TFM_BPE_SPLIT_GEMMA4,
+  /* DeepSeek-V3's (llama.cpp's "deepseek-v3"; Kimi's and GLM's differ),
+   * staged: digits in threes, CJK and kana runs, then words with marks
+   * (tokenizer_bpe_split.c spells it out). */
+  TFM_BPE_SPLIT_DEEPSEEK_V3 = 10,
+  TFM_BPE_SPLIT_LAST = TFM_BPE_SPLIT_DEEPSEEK_V3,
   /* Or'ed into the split: a piece that is a token of its own is that token,
    * merges or not (tokenizer.json's ignore_merges). */
   TFM_BPE_IGNORE_MERGES = 1u << 16,
