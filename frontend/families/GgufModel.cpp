@@ -662,10 +662,19 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
       return std::move(err);
     model.chatTemplate = (*chatTemplate)->str();
   }
+  llvm::Expected<std::optional<llvm::StringRef>> pre =
+      file->optionalString("tokenizer.ggml.pre");
+  if (!pre)
+    return pre.takeError();
   model.bosToken = *bos;
   model.eosToken = *eos;
-  // llama.cpp's default: SentencePiece vocabularies start with BOS.
-  model.addBos = addBos->value_or(*tokenizerKind && **tokenizerKind == "llama");
+  // llama.cpp's defaults: SentencePiece vocabularies and Gemma 4's start
+  // with BOS; GLM-4's pre-tokenizer has none, whatever the file says.
+  bool startsWithBos = *tokenizerKind && (**tokenizerKind == "llama" ||
+                                          **tokenizerKind == "gemma4");
+  model.addBos = addBos->value_or(startsWithBos);
+  if (*pre && (**pre == "glm4" || **pre == "chatglm-bpe"))
+    model.addBos = false;
 
   const uint8_t *base = file->bytes();
   bool mapped = file->isMapped();

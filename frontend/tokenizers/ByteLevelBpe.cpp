@@ -456,7 +456,8 @@ std::optional<GgufBpeSplit> mlir::tfm::bpeSplitOfGgufPre(llvm::StringRef pre) {
              GgufBpeSplit{Split::Gpt2, false})
       .Cases({"llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral"},
              GgufBpeSplit{Split::Llama3, true})
-      .Case("smaug-bpe", GgufBpeSplit{Split::Llama3, false})
+      .Cases({"smaug-bpe", "glm4", "chatglm-bpe"},
+             GgufBpeSplit{Split::Llama3, false})
       .Cases({"qwen2", "deepseek-r1-qwen", "stablelm2"},
              GgufBpeSplit{Split::Qwen2, false})
       .Case("qwen35", GgufBpeSplit{Split::Qwen35, false})

@@ -233,6 +233,12 @@ class Llama3Tokenizer(PatternTokenizer):
         return token if token in self.encoder else super().bpe(token)
 
 
+class Glm4Tokenizer(PatternTokenizer):
+    """GLM-4's (llama.cpp's "glm4", "chatglm-bpe"): Llama 3's pattern with
+    merges applied to every piece (no ignore_merges)."""
+    PATTERN = LLAMA3_PATTERN
+
+
 class Qwen35Tokenizer(PatternTokenizer):
     """Qwen3.5's pattern: its tokenizer.json has no normalizer (llama.cpp's
     ggml-vocab-qwen35 vectors, from Hugging Face's tokenizer, keep a
@@ -326,7 +332,8 @@ def main():
     tokenizers = [
         ("gpt2", GPT2Tokenizer, None, None, {}),
         ("qwen2", Qwen2Tokenizer, QWEN2_PATTERN, {"type": "NFC"}, {}),
-        ("llama3", Llama3Tokenizer, LLAMA3_PATTERN, None, {})]
+        ("llama3", Llama3Tokenizer, LLAMA3_PATTERN, None, {}),
+        ("glm4", Glm4Tokenizer, None, None, {})]
     tokenizers += [(name, StagedTokenizer, None, None, {"patterns": patterns})
                    for name, patterns in STAGED.items()]
     tokenizers.append(("mpt", GPT2Tokenizer, None, None, {}))
