@@ -673,6 +673,7 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
     case Split::DeepseekLlm: split = TFM_BPE_SPLIT_DEEPSEEK_LLM; break;
     case Split::DeepseekCoder: split = TFM_BPE_SPLIT_DEEPSEEK_CODER; break;
     case Split::DeepseekV3: split = TFM_BPE_SPLIT_DEEPSEEK_V3; break;
+    case Split::Gpt4o: split = TFM_BPE_SPLIT_GPT4O; break;
     case Split::Falcon: split = TFM_BPE_SPLIT_FALCON; break;
     case Split::DigitsThenGpt2: split = TFM_BPE_SPLIT_DIGITS_THEN_GPT2; break;
     case Split::Clip:

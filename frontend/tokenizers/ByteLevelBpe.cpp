@@ -75,6 +75,15 @@ constexpr llvm::StringLiteral kQwen35Pattern =
     "\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
     "\\s+(?!\\S)|\\s+";
 
+/// GPT-4o's (tiktoken's o200k; gpt-oss's tokenizer.json).
+constexpr llvm::StringLiteral kGpt4oPattern =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*"
+    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|"
+    "\\s+(?!\\S)|\\s+";
+
 struct RawBpe {
   std::vector<std::pair<std::string, int64_t>> vocab; // spelling, id
   std::vector<std::pair<std::string, std::string>> merges;
@@ -392,8 +401,8 @@ mlir::tfm::bpeSplitOfPreTokenizer(const llvm::json::Value *preTokenizer,
   auto refuse = [&](const llvm::Twine &what) {
     return makeError(path + ": pre_tokenizer " + what +
                      " is not a split tfmc implements (GPT-2's ByteLevel, "
-                     "a Split by Llama 3's, Qwen2's or Qwen3.5's pattern "
-                     "before a ByteLevel that does not split, or "
+                     "a Split by Llama 3's, Qwen2's, Qwen3.5's or GPT-4o's "
+                     "pattern before a ByteLevel that does not split, or "
                      "StarCoder's individual Digits before GPT-2's "
                      "ByteLevel)");
   };
@@ -439,6 +448,8 @@ mlir::tfm::bpeSplitOfPreTokenizer(const llvm::json::Value *preTokenizer,
         return Split::Qwen2;
       if (*regex == kQwen35Pattern)
         return Split::Qwen35;
+      if (*regex == kGpt4oPattern)
+        return Split::Gpt4o;
       return refuse("Split by '" + *regex + "'");
     }
   }
@@ -464,6 +475,7 @@ std::optional<GgufBpeSplit> mlir::tfm::bpeSplitOfGgufPre(llvm::StringRef pre) {
       .Case("deepseek-llm", GgufBpeSplit{Split::DeepseekLlm, false})
       .Case("deepseek-coder", GgufBpeSplit{Split::DeepseekCoder, false})
       .Case("deepseek-v3", GgufBpeSplit{Split::DeepseekV3, false})
+      .Cases({"gpt-4o", "llama4"}, GgufBpeSplit{Split::Gpt4o, false})
       .Case("falcon", GgufBpeSplit{Split::Falcon, false})
       .Cases({"starcoder", "refact", "command-r"},
              GgufBpeSplit{Split::DigitsThenGpt2, false})

@@ -77,7 +77,7 @@ llvm::Expected<GgufBpeSplit> byteLevelSplit(const GgufFile &file) {
   if (!split)
     return makeError(file.path() + ": tokenizer.ggml.pre '" + **pre +
                      "' is not a pre-tokenizer tfmc implements (gpt-2, "
-                     "llama-bpe, glm4, qwen2, qwen35, deepseek-llm, "
+                     "llama-bpe, glm4, qwen2, qwen35, gpt-4o, deepseek-llm, "
                      "deepseek-coder, deepseek-v3, falcon, starcoder, refact, "
                      "command-r and their aliases); pass another --tokenizer");
   return *split;

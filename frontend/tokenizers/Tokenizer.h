@@ -108,6 +108,9 @@ struct TokenizerVocab {
     Qwen35,
     /// DeepSeek-V3's staged split (llama.cpp's "deepseek-v3").
     DeepseekV3,
+    /// GPT-4o's (tiktoken's o200k: gpt-oss's, Llama 4's): words split at
+    /// case.
+    Gpt4o,
     /// Gemma 4's SentencePiece-style BPE: lines merged from characters,
     /// with "<0xAB>" byte fallback (tfm_format.h's TFM_BPE_SPLIT_GEMMA4).
     Gemma4,

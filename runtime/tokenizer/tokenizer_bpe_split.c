@@ -8,6 +8,11 @@
  * - Llama 3's (tiktoken's cl100k; Qwen2's takes one digit at a time, \p{N})
  *     (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
  *      ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ *   and GPT-4o's (o200k), words split at case (gpt4o_pretoken_length):
+ *     [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+
+ *     (?i:'s|...)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+
+ *     [\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|...)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|
+ *     \s*[\r\n]+|\s+(?!\S)|\s+
  *   and Qwen3.5's, Qwen2's with combining marks in the letter runs and out
  *   of the other-character runs: [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+ and
  *    ?[^\s\p{L}\p{M}\p{N}]+[\r\n]* (a mark alone, or marks after a
@@ -263,6 +268,94 @@ static size_t clip_pretoken_length(const char *text, size_t length, size_t at) {
   return run_end(text, length, at, cls) - at;
 }
 
+/* GPT-4o's letter classes: "upper" ([\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]) and
+ * "lower" ([\p{Ll}\p{Lm}\p{Lo}\p{M}]); modifier and other letters and
+ * marks are both. */
+static int is_upper_class(int32_t cp) {
+  utf8proc_category_t c = utf8proc_category(cp);
+  return cp >= 0 && c != UTF8PROC_CATEGORY_LL && c >= UTF8PROC_CATEGORY_LU &&
+         c <= UTF8PROC_CATEGORY_ME;
+}
+
+static int is_lower_class(int32_t cp) {
+  utf8proc_category_t c = utf8proc_category(cp);
+  return cp >= 0 && c != UTF8PROC_CATEGORY_LU && c != UTF8PROC_CATEGORY_LT &&
+         c >= UTF8PROC_CATEGORY_LL && c <= UTF8PROC_CATEGORY_ME;
+}
+
+static size_t run_of(const char *text, size_t length, size_t at,
+                     int (*in)(int32_t)) {
+  size_t size;
+  while (at < length && in(code_point(text, length, at, &size)))
+    at += size;
+  return at;
+}
+
+/* GPT-4o's first two alternatives from text[start], without the prefix
+ * character: "upper"* "lower"+ (the regular expression backtracks into the
+ * upper run for a character that is lower too), else "upper"+ "lower"*;
+ * where the word ends, or 0. */
+static size_t gpt4o_word_end(const char *text, size_t length, size_t start,
+                             int second) {
+  size_t upper_end = run_of(text, length, start, is_upper_class), size;
+  if (!second) {
+    if (upper_end < length &&
+        is_lower_class(code_point(text, length, upper_end, &size)))
+      return run_of(text, length, upper_end, is_lower_class);
+    /* Backtracking: the last upper-run character that is lower too starts
+     * a lower run one character long (the one after it is not lower). */
+    size_t last = 0, found = 0;
+    for (size_t at = start; at < upper_end; at += size)
+      if (is_lower_class(code_point(text, length, at, &size))) {
+        last = at + size;
+        found = 1;
+      }
+    return found ? last : 0;
+  }
+  return upper_end > start ? run_of(text, length, upper_end, is_lower_class)
+                           : 0;
+}
+
+/* Length of GPT-4o's pre-token starting at text[at]. */
+static size_t gpt4o_pretoken_length(const char *text, size_t length,
+                                    size_t at) {
+  size_t size, end = 0;
+  int32_t cp = code_point(text, length, at, &size);
+  /* [^\r\n\p{L}\p{N}]? before either word form, tried with it first. */
+  int prefix = !is_newline(text[at]) && !is_letter(cp) && !is_number(cp) &&
+               at + size < length;
+  for (int second = 0; second < 2 && !end; ++second) {
+    if (prefix)
+      end = gpt4o_word_end(text, length, at + size, second);
+    if (!end)
+      end = gpt4o_word_end(text, length, at, second);
+  }
+  if (end) {
+    size_t contraction = contraction_length(text, length, end, 1);
+    return end + contraction - at;
+  }
+  if (is_number(cp)) {
+    end = at;
+    for (int i = 0; i < 3 && end < length &&
+                    is_number(code_point(text, length, end, &size));
+         ++i)
+      end += size;
+    return end - at;
+  }
+  /* " ?[^\s\p{L}\p{N}]+[\r\n/]*" */
+  size_t start = at, next_size;
+  if (text[at] == ' ' && at + 1 < length &&
+      classify(text, length, at + 1, &next_size) == CLASS_OTHER)
+    start = at + 1;
+  if (classify(text, length, start, &size) == CLASS_OTHER) {
+    end = run_end(text, length, start + size, CLASS_OTHER);
+    while (end < length && (is_newline(text[end]) || text[end] == '/'))
+      ++end;
+    return end - at;
+  }
+  return space_length(text, length, at, 1);
+}
+
 /* Gemma 4's: [^\n]+|\n+, a line or a run of newlines. */
 static size_t line_pretoken_length(const char *text, size_t length,
                                    size_t at) {
@@ -287,6 +380,8 @@ static size_t pretoken_length(uint32_t split, const char *text, size_t length,
     return llama3_pretoken_length(text, length, at, 1, 1);
   case TFM_BPE_SPLIT_GEMMA4:
     return line_pretoken_length(text, length, at);
+  case TFM_BPE_SPLIT_GPT4O:
+    return gpt4o_pretoken_length(text, length, at);
   default:
     return gpt2_pretoken_length(text, length, at);
   }

@@ -43,6 +43,23 @@ LLAMA3_PATTERN = QWEN2_PATTERN.replace(r"\p{N}|", r"\p{N}{1,3}|", 1)
 QWEN35_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?"""
                   r"""[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|"""
                   r"""\s*[\r\n]+|\s+(?!\S)|\s+""")
+# GPT-4o's (o200k's) pattern, as gpt-oss's tokenizer.json spells it: words
+# split where lowercase turns to uppercase (an upper run then a lower run,
+# else an upper run), their contraction kept, other characters with a
+# trailing "/".
+GPT4O_PATTERN = (r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*"""
+                 r"""[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"""
+                 r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+"""
+                 r"""[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"""
+                 r"""\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|"""
+                 r"""\s+(?!\S)|\s+""")
+# Its fixture: words that change case inside (merged whole, so that a split
+# at the change shows), and a text around them: camel case, capitals before
+# a lowercase run, a title-case digraph, marks, contractions after capitals,
+# a path.
+CASE_WORDS = ["HelloWorld", " iPhone", " McDonald", "XMLHttp", " \u01c5ungla"]
+GPT4O_TEXT = ("HelloWorld iPhone McDonald's XMLHttpRequest \u01c5ungla "
+              "DON'T x\u0301Y a/b//c 12345 .NET\n\n  done")
 # Qwen3.5's fixture: words whose letters carry combining marks (Devanagari
 # vowel signs and virama, Thai vowels and tones, Arabic harakat, Hebrew
 # niqqud), each merged whole from its bytes so that a split between a
@@ -239,6 +256,11 @@ class Glm4Tokenizer(PatternTokenizer):
     PATTERN = LLAMA3_PATTERN
 
 
+class Gpt4oTokenizer(PatternTokenizer):
+    """GPT-4o's pattern (tiktoken's o200k, gpt-oss's tokenizer.json)."""
+    PATTERN = GPT4O_PATTERN
+
+
 class Qwen35Tokenizer(PatternTokenizer):
     """Qwen3.5's pattern: its tokenizer.json has no normalizer (llama.cpp's
     ggml-vocab-qwen35 vectors, from Hugging Face's tokenizer, keep a
@@ -246,11 +268,9 @@ class Qwen35Tokenizer(PatternTokenizer):
     PATTERN = QWEN35_PATTERN
 
 
-def write_qwen35(vocab, merges):
-    """The vocabulary with MARK_WORDS merged whole from their bytes, as
-    vocab.json + merges.txt (qwen35-vocab/) and a Qwen3.5 tokenizer.json
-    (qwen35/); the texts; the ids of Qwen3.5's split and, on the same
-    vocabulary, Qwen2's (which cuts each word at its marks)."""
+def merged_whole(vocab, merges, words):
+    """The vocabulary and merges with `words` merged whole from their bytes,
+    so that a split that cuts one shows in the ids."""
     vocab, merges = dict(vocab), list(merges)
     byte_encoder = GPT2Tokenizer(os.path.join(VOCAB, "vocab.json"),
                                  os.path.join(VOCAB, "merges.txt")).byte_encoder
@@ -267,7 +287,7 @@ def write_qwen35(vocab, merges):
             symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
         return symbols
 
-    for word in MARK_WORDS:
+    for word in words:
         # Join the word's first two segments until it is one token: each
         # merge ranks last, after the ones that made the segments.
         symbols = [byte_encoder[b] for b in word.encode("utf-8")]
@@ -275,6 +295,42 @@ def write_qwen35(vocab, merges):
             ranks[(parts[0], parts[1])] = len(ranks)
             merges.append((parts[0], parts[1]))
             vocab.setdefault(parts[0] + parts[1], len(vocab))
+    return vocab, merges
+
+
+def write_gpt4o(vocab, merges):
+    """GPT-4o's split on the vocabulary with CASE_WORDS merged whole (the
+    ids of Llama 3's split, which keeps them whole, differ), as
+    gpt4o-vocab/ and a tokenizer.json with its pattern (gpt4o/)."""
+    vocab, merges = merged_whole(vocab, merges, CASE_WORDS)
+    files = write_slow_files(os.path.join(OUT, "gpt4o-vocab"), vocab, merges)
+    os.makedirs(os.path.join(OUT, "gpt4o"), exist_ok=True)
+    with open(os.path.join(OUT, "gpt4o", "tokenizer.json"), "w",
+              encoding="utf-8") as f:
+        json.dump(tokenizer_json(vocab, merges, GPT4O_PATTERN, None, False),
+                  f, ensure_ascii=False)
+    with open(os.path.join(OUT, "texts", "gpt4o-0.txt"), "w",
+              encoding="utf-8", newline="") as f:
+        f.write(GPT4O_TEXT)
+    results = {}
+    for name, cls in [("gpt4o", Gpt4oTokenizer),
+                      ("gpt4o-as-llama3", Glm4Tokenizer)]:
+        ids = cls(*files, errors="replace")(
+            GPT4O_TEXT, add_special_tokens=False)["input_ids"]
+        results[name] = ids
+        with open(os.path.join(OUT, f"{name}.ids.txt"), "w") as f:
+            f.write(" ".join(map(str, ids)) + "\n")
+        print("wrote", name)
+    assert results["gpt4o"] != results["gpt4o-as-llama3"]
+    print("gpt4o vocabulary:", len(vocab), "tokens")
+
+
+def write_qwen35(vocab, merges):
+    """The vocabulary with MARK_WORDS merged whole from their bytes, as
+    vocab.json + merges.txt (qwen35-vocab/) and a Qwen3.5 tokenizer.json
+    (qwen35/); the texts; the ids of Qwen3.5's split and, on the same
+    vocabulary, Qwen2's (which cuts each word at its marks)."""
+    vocab, merges = merged_whole(vocab, merges, MARK_WORDS)
     files = write_slow_files(os.path.join(OUT, "qwen35-vocab"), vocab, merges)
     os.makedirs(os.path.join(OUT, "qwen35"), exist_ok=True)
     with open(os.path.join(OUT, "qwen35", "tokenizer.json"), "w",
@@ -356,6 +412,7 @@ def main():
                 f.write(" ".join(map(str, ids)) + "\n")
         print("wrote", name)
     write_qwen35(vocab, merges)
+    write_gpt4o(vocab, merges)
 
 
 if __name__ == "__main__":

@@ -215,7 +215,12 @@ enum {
    * staged: digits in threes, CJK and kana runs, then words with marks
    * (tokenizer_bpe_split.c spells it out). */
   TFM_BPE_SPLIT_DEEPSEEK_V3 = 10,
-  TFM_BPE_SPLIT_LAST = TFM_BPE_SPLIT_DEEPSEEK_V3,
+  /* GPT-4o's (tiktoken's o200k; gpt-oss's, llama.cpp's "gpt-4o"): words
+   * split where lowercase turns to uppercase, with their contraction,
+   * \p{N}{1,3}, other characters and a trailing "/" or newlines, then
+   * whitespace as Llama 3's (tokenizer_bpe_split.c spells it out). */
+  TFM_BPE_SPLIT_GPT4O = 11,
+  TFM_BPE_SPLIT_LAST = TFM_BPE_SPLIT_GPT4O,
   /* Or'ed into the split: a piece that is a token of its own is that token,
    * merges or not (tokenizer.json's ignore_merges). */
   TFM_BPE_IGNORE_MERGES = 1u << 16,
