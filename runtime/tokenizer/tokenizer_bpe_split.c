@@ -283,12 +283,19 @@ static int is_lower_class(int32_t cp) {
          c >= UTF8PROC_CATEGORY_LL && c <= UTF8PROC_CATEGORY_ME;
 }
 
+/* Length of the run of characters in `in` from text[at] (0: none). */
+static size_t class_run(const char *text, size_t length, size_t at,
+                        int (*in)(int32_t)) {
+  size_t end = at, size;
+  while (end < length && in(code_point(text, length, end, &size)))
+    end += size;
+  return end - at;
+}
+
+/* Where the run of characters in `in` from text[at] ends. */
 static size_t run_of(const char *text, size_t length, size_t at,
                      int (*in)(int32_t)) {
-  size_t size;
-  while (at < length && in(code_point(text, length, at, &size)))
-    at += size;
-  return at;
+  return at + class_run(text, length, at, in);
 }
 
 /* GPT-4o's first two alternatives from text[start], without the prefix
@@ -506,14 +513,6 @@ static int is_falcon_punctuation(int32_t cp) {
   return is_punctuation(cp) || (cp >= 0 && cp < 128 && strchr("$+<=>^~|`", cp));
 }
 
-/* Length of the run of characters in `in` from text[at] (0: none). */
-static size_t class_run(const char *text, size_t length, size_t at,
-                        int (*in)(int32_t)) {
-  size_t end = at, size;
-  while (end < length && in(code_point(text, length, end, &size)))
-    end += size;
-  return end - at;
-}
 
 /* "\s?X+": one optional whitespace character, then a run of X. */
 static size_t space_then_run(const char *text, size_t length, size_t at,
