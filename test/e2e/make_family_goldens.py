@@ -23,6 +23,10 @@ import safetensors.torch
 import torch
 import transformers as tf
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "reference"))
+from common import yarn_parameters  # noqa: E402  transformers v5's YaRN
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "families", "Inputs")
 TOKENS = [1, 17, 42, 5, 63, 0, 28, 9, 33, 12, 50, 7]
@@ -59,54 +63,19 @@ def llama3_inverse_frequencies(theta, dim, factor, low, high, original):
     return torch.tensor(out, dtype=torch.float32)
 
 
-def yarn_parameters(theta, dim, scaling, max_position_embeddings):
-    """YaRN's inverse frequencies and attention factor: transformers v5's
-    _compute_yarn_parameters (src/transformers/modeling_rope_utils.py),
-    transcribed, in float32 as it computes them."""
-    factor = scaling["factor"]
-    original = scaling.get("original_max_position_embeddings",
-                           max_position_embeddings)
-
-    def get_mscale(scale, mscale=1):
-        return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
-
-    attention_factor = scaling.get("attention_factor")
-    if attention_factor is None:
-        mscale, mscale_all_dim = scaling.get("mscale"), scaling.get("mscale_all_dim")
-        if mscale and mscale_all_dim:
-            attention_factor = get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)
-        else:
-            attention_factor = get_mscale(factor)
-    beta_fast = scaling.get("beta_fast") or 32
-    beta_slow = scaling.get("beta_slow") or 1
-
-    def correction_dim(rotations):
-        return (dim * math.log(original / (rotations * 2 * math.pi))) / (2 * math.log(theta))
-
-    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
-    if scaling.get("truncate", True):
-        low, high = math.floor(low), math.ceil(high)
-    low, high = max(low, 0), min(high, dim - 1)
-    if low == high:
-        high += 0.001
-    ramp = torch.clamp((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low), 0, 1)
-    pos_freqs = theta ** (torch.arange(0, dim, 2).float() / dim)
-    extrapolation = 1 - ramp
-    inverse = (1.0 / (factor * pos_freqs)) * (1 - extrapolation) + (1.0 / pos_freqs) * extrapolation
-    return inverse, attention_factor
-
-
 def use_yarn(model, scaling):
     """4.40's LlamaForCausalLM with YaRN's rotary embedding: the inverse
-    frequencies replaced, and cos and sin multiplied by the attention
-    factor, as transformers' RotaryEmbedding does (attention_scaling)."""
+    frequencies replaced (reference/common.py's transcription of v5's
+    _compute_yarn_parameters, in float64 then stored as float32, as tfmc
+    does), and cos and sin multiplied by the attention factor, as
+    transformers' RotaryEmbedding does (attention_scaling)."""
     config = model.config
     dim = config.hidden_size // config.num_attention_heads
     inverse, attention_factor = yarn_parameters(
         config.rope_theta, dim, scaling, config.max_position_embeddings)
     for layer in model.model.layers:
         rotary = layer.self_attn.rotary_emb
-        rotary.inv_freq.copy_(inverse)
+        rotary.inv_freq.copy_(torch.from_numpy(inverse))
         forward = rotary.forward
         rotary.forward = (lambda forward: lambda x, positions: tuple(
             t * attention_factor for t in forward(x, positions)))(forward)

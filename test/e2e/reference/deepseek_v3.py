@@ -28,19 +28,12 @@ import math
 
 import numpy as np
 
+from common import (config_value, rms_norm, silu, softmax, topk_indices,
+                    yarn_mscale, yarn_parameters)
+
 # ----------------------------------------------------------------------------
 # small pieces
 # ----------------------------------------------------------------------------
-
-
-def rms_norm(x, weight, eps):
-    """DeepseekV3RMSNorm (modeling_deepseek_v3.py L31-48): x * rsqrt(mean(x^2)+eps) * w."""
-    var = np.mean(x * x, axis=-1, keepdims=True)
-    return weight * (x / np.sqrt(var + eps))
-
-
-def silu(x):
-    return x / (1.0 + np.exp(-x))
 
 
 def mlp(x, w, prefix=""):
@@ -50,28 +43,9 @@ def mlp(x, w, prefix=""):
     return (silu(g) * u) @ w[prefix + "down_proj.weight"].T
 
 
-def softmax(x, axis=-1):
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    e = np.exp(x - m)
-    return e / np.sum(e, axis=axis, keepdims=True)
-
-
-def _cfg(config, key, default=None):
-    v = config.get(key, default)
-    return default if v is None else v
-
-
 # ----------------------------------------------------------------------------
 # RoPE / YaRN
 # ----------------------------------------------------------------------------
-
-
-def yarn_get_mscale(scale=1.0, mscale=1.0):
-    """modeling_deepseek_v3.py L314-317."""
-    if scale <= 1:
-        return 1.0
-    return 0.1 * mscale * math.log(scale) + 1.0
 
 
 def rope_inv_freq(config):
@@ -93,34 +67,7 @@ def rope_inv_freq(config):
     rtype = rs.get("rope_type", rs.get("type"))
     if rtype != "yarn":
         raise NotImplementedError(rtype)
-    factor = float(rs["factor"])
-    orig = rs.get("original_max_position_embeddings", config.get("max_position_embeddings"))
-    attention_factor = rs.get("attention_factor")
-    mscale, mscale_all_dim = rs.get("mscale"), rs.get("mscale_all_dim")
-    if attention_factor is None:
-        if mscale and mscale_all_dim:
-            attention_factor = yarn_get_mscale(factor, mscale) / yarn_get_mscale(factor, mscale_all_dim)
-        else:
-            attention_factor = yarn_get_mscale(factor)
-    beta_fast = rs.get("beta_fast") or 32
-    beta_slow = rs.get("beta_slow") or 1
-    truncate = rs.get("truncate", True)
-
-    def corr_dim(n_rot):
-        return (d * math.log(orig / (n_rot * 2 * math.pi))) / (2 * math.log(base))
-
-    low, high = corr_dim(beta_fast), corr_dim(beta_slow)
-    if truncate:
-        low, high = math.floor(low), math.ceil(high)
-    low, high = max(low, 0), min(high, d - 1)
-    if low == high:
-        high += 0.001
-    ramp = np.clip((np.arange(d // 2, dtype=np.float64) - low) / (high - low), 0.0, 1.0)
-    extrap_factor = 1.0 - ramp
-    inv_extrap = 1.0 / pos_freqs
-    inv_interp = 1.0 / (factor * pos_freqs)
-    inv_freq = inv_interp * (1.0 - extrap_factor) + inv_extrap * extrap_factor
-    return inv_freq, float(attention_factor)
+    return yarn_parameters(base, d, rs, config.get("max_position_embeddings"))
 
 
 def rope_inv_freq_ggml(config):
@@ -154,7 +101,7 @@ def softmax_scale(config, convention="deepseek"):
     """modeling_deepseek_v3.py L364-370:
         scale = qk_head_dim^-0.5
         if rope_scaling and rope_scaling.get('mscale_all_dim'):
-            scale *= yarn_get_mscale(rope_scaling['factor'], mscale_all_dim)^2
+            scale *= yarn_mscale(rope_scaling['factor'], mscale_all_dim)^2
     convention='hf_deepseek_v2_port' reproduces the transformers deepseek_v2
     port (stored commit 0233e509), which sets only qk_head_dim^-0.5 and so
     differs from DeepSeek's own V2 code and from llama.cpp for V2/V2-Lite."""
@@ -164,7 +111,7 @@ def softmax_scale(config, convention="deepseek"):
     if convention == "deepseek" and rs:
         m_all = rs.get("mscale_all_dim", 0)
         if m_all:
-            m = yarn_get_mscale(rs["factor"], m_all)
+            m = yarn_mscale(rs["factor"], m_all)
             s = s * m * m
     return s
 
@@ -386,13 +333,6 @@ def ggml_mul_mat(a, b):
 # ----------------------------------------------------------------------------
 
 
-def _topk_idx(v, k):
-    """Indices of the k largest along the last axis, sorted by value desc
-    (HF uses torch.topk(sorted=False); order is irrelevant downstream)."""
-    idx = np.argsort(-v, axis=-1, kind="stable")[..., :k]
-    return idx
-
-
 def router_v3(h, gate_weight, e_score_correction_bias, config, masked_fill=0.0):
     """DeepseekV3TopkRouter (L102-146), 'noaux_tc':
       logits = h @ W_gate^T (fp32); s = sigmoid(logits)                 [T,E]
@@ -412,12 +352,12 @@ def router_v3(h, gate_weight, e_score_correction_bias, config, masked_fill=0.0):
     sc = s + e_score_correction_bias[None, :]
     grp = sc.reshape(-1, G, E // G)
     top2 = np.sort(grp, axis=-1)[..., -2:].sum(-1)              # [T,G]
-    gidx = _topk_idx(top2, TG)
+    gidx = topk_indices(top2, TG)
     gmask = np.zeros_like(top2, dtype=bool)
     np.put_along_axis(gmask, gidx, True, axis=-1)
     emask = np.repeat(gmask, E // G, axis=-1)
     sc = np.where(emask, sc, masked_fill)
-    idx = _topk_idx(sc, K)
+    idx = topk_indices(sc, K)
     w = np.take_along_axis(s, idx, axis=-1)
     if config.get("norm_topk_prob", True):
         w = w / (w.sum(-1, keepdims=True) + 1e-20)
@@ -443,18 +383,18 @@ def router_v2(h, gate_weight, config, convention="deepseek"):
     s = softmax(h @ gate_weight.T, axis=-1)
     method = config.get("topk_method", "greedy")
     if method in ("greedy", "gready"):
-        idx = _topk_idx(s, K)
+        idx = topk_indices(s, K)
     elif method == "group_limited_greedy":
         G, TG = config["n_group"], config["topk_group"]
         gmax = s.reshape(-1, G, E // G).max(-1)
-        gidx = _topk_idx(gmax, TG)
+        gidx = topk_indices(gmax, TG)
         gmask = np.zeros_like(gmax, dtype=bool)
         np.put_along_axis(gmask, gidx, True, axis=-1)
-        idx = _topk_idx(np.where(np.repeat(gmask, E // G, axis=-1), s, 0.0), K)
+        idx = topk_indices(np.where(np.repeat(gmask, E // G, axis=-1), s, 0.0), K)
     else:
         raise NotImplementedError(method)
     w = np.take_along_axis(s, idx, axis=-1)
-    rsf = _cfg(config, "routed_scaling_factor", 1.0)
+    rsf = config_value(config, "routed_scaling_factor", 1.0)
     if convention == "deepseek":
         if K > 1 and config.get("norm_topk_prob", False):
             w = w / (w.sum(-1, keepdims=True) + 1e-20)
@@ -479,7 +419,7 @@ def moe(h, w, config):
     for t in range(h.shape[0]):
         for k in range(idx.shape[1]):
             out[t] += wt[t, k] * mlp(h[t:t + 1], w, "experts.%d." % idx[t, k])[0]
-    if _cfg(config, "n_shared_experts", 0):
+    if config_value(config, "n_shared_experts", 0):
         out = out + mlp(h, w, "shared_experts.")
     return out
 
@@ -498,7 +438,7 @@ def decoder_layer(x, weights, config, positions, layer_idx, cache=None, attn="ab
         a, cache = mla_attention_absorbed(a_in, weights["self_attn"], config, positions, cache)
     h = x + a
     f_in = rms_norm(h, weights["post_attention_layernorm.weight"], eps)
-    if layer_idx >= _cfg(config, "first_k_dense_replace", 0):
+    if layer_idx >= config_value(config, "first_k_dense_replace", 0):
         f = moe(f_in, weights["mlp"], config)
     else:
         f = mlp(f_in, weights["mlp"])
@@ -769,10 +709,10 @@ def _test_scales():
     real = dict(qk_nope_head_dim=128, qk_rope_head_dim=64,
                 rope_scaling=dict(type="yarn", factor=40, mscale=1.0, mscale_all_dim=1.0))
     print("     DeepSeek-V3 numbers: mscale=%.6f  scale=%.8f  (1/sqrt(192)=%.8f)"
-          % (yarn_get_mscale(40, 1.0), softmax_scale(real), 192 ** -0.5))
+          % (yarn_mscale(40, 1.0), softmax_scale(real), 192 ** -0.5))
     lite = dict(real, rope_scaling=dict(type="yarn", factor=40, mscale=0.707, mscale_all_dim=0.707))
     print("     DeepSeek-V2-Lite:    mscale=%.6f  scale=%.8f  HF-v2-port scale=%.8f"
-          % (yarn_get_mscale(40, 0.707), softmax_scale(lite), softmax_scale(lite, "hf_deepseek_v2_port")))
+          % (yarn_mscale(40, 0.707), softmax_scale(lite), softmax_scale(lite, "hf_deepseek_v2_port")))
 
 
 if __name__ == "__main__":

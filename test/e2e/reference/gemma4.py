@@ -37,6 +37,8 @@ import math
 
 import numpy as np
 
+from common import softmax, topk_indices
+
 # ----------------------------------------------------------------------------
 # small pieces
 # ----------------------------------------------------------------------------
@@ -53,17 +55,6 @@ def rms_norm(x, weight, eps):
 def gelu_tanh(x):
     """gelu_pytorch_tanh (hidden_activation of every Gemma 4 config)."""
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
-
-
-def softmax(x, axis=-1):
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    e = np.exp(x - m)
-    return e / np.sum(e, axis=axis, keepdims=True)
-
-
-def topk_indices(v, k):
-    return np.argsort(-v, axis=-1, kind="stable")[..., :k]
 
 
 def bf16_round(x):

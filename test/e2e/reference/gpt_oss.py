@@ -39,33 +39,11 @@ import math
 
 import numpy as np
 
+from common import rms_norm, sigmoid, softmax, topk_indices, yarn_parameters
+
 # ----------------------------------------------------------------------------
 # small pieces
 # ----------------------------------------------------------------------------
-
-
-def rms_norm(x, weight, eps):
-    """GptOssRMSNorm: weight * x * rsqrt(mean(x^2) + eps); the weight is w, not 1 + w."""
-    var = np.mean(x * x, axis=-1, keepdims=True)
-    return weight * (x / np.sqrt(var + eps))
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-def softmax(x, axis=-1):
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    e = np.exp(x - m)
-    return e / np.sum(e, axis=axis, keepdims=True)
-
-
-def topk_indices(v, k):
-    """Indices of the k largest of each row, largest first, the lower index first
-    among equals (tfm.route's order; torch.topk's order among exact ties is not
-    specified, and random weights never tie)."""
-    return np.argsort(-v, axis=-1, kind="stable")[..., :k]
 
 
 def layer_types(cfg):
@@ -96,38 +74,7 @@ def yarn_inv_freq(cfg, truncate=None):
     rs = cfg.get("rope_scaling")
     if not rs:
         return 1.0 / base ** (np.arange(0, dim, 2) / dim), 1.0
-    factor = rs["factor"]
-    orig = rs["original_max_position_embeddings"]
-    attention_factor = rs.get("attention_factor")
-    if attention_factor is None:
-        mscale, mscale_all = rs.get("mscale"), rs.get("mscale_all_dim")
-
-        def get_mscale(scale, m=1.0):
-            return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
-
-        if mscale and mscale_all:
-            attention_factor = get_mscale(factor, mscale) / get_mscale(factor, mscale_all)
-        else:
-            attention_factor = get_mscale(factor)
-    beta_fast = rs.get("beta_fast") or 32
-    beta_slow = rs.get("beta_slow") or 1
-    if truncate is None:
-        truncate = rs.get("truncate", True)
-
-    def corr_dim(rot):
-        return dim * math.log(orig / (rot * 2 * math.pi)) / (2 * math.log(base))
-
-    low, high = corr_dim(beta_fast), corr_dim(beta_slow)
-    if truncate:
-        low, high = math.floor(low), math.ceil(high)
-    low, high = max(low, 0), min(high, dim - 1)
-    if low == high:
-        high += 0.001
-    ramp = np.clip((np.arange(dim // 2) - low) / (high - low), 0.0, 1.0)
-    extrapolation = 1.0 - ramp
-    pos_freqs = base ** (np.arange(0, dim, 2) / dim)
-    inv = (1.0 / (factor * pos_freqs)) * (1 - extrapolation) + (1.0 / pos_freqs) * extrapolation
-    return inv, attention_factor
+    return yarn_parameters(base, dim, rs, cfg.get("max_position_embeddings"), truncate)
 
 
 def rope_cos_sin(positions, inv_freq, attention_factor):

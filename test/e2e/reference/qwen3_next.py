@@ -58,35 +58,17 @@ import math
 
 import numpy as np
 
+from common import config_value, rms_norm, sigmoid, silu, softmax
+
 # ----------------------------------------------------------------------------
 # small pieces
 # ----------------------------------------------------------------------------
-
-
-def silu(x):
-    return x / (1.0 + np.exp(-x))
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 def softplus(x):
     """torch.nn.functional.softplus (beta=1, threshold=20): x where x > 20.
     ggml_softplus is log(1 + exp(x)) without the threshold (equal in fp32)."""
     return np.where(x > 20.0, x, np.log1p(np.exp(np.minimum(x, 20.0))))
-
-
-def softmax(x, axis=-1):
-    m = np.max(x, axis=axis, keepdims=True)
-    e = np.exp(x - m)
-    return e / np.sum(e, axis=axis, keepdims=True)
-
-
-def rms_norm(x, weight, eps):
-    """Plain RMSNorm x * rsqrt(mean(x^2) + eps) * w (llama.cpp's build_norm RMS;
-    HF's Qwen3NextRMSNormGated before its gate)."""
-    return weight * (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps))
 
 
 def rms_norm_zero_centered(x, weight, eps):
@@ -116,11 +98,6 @@ def l2norm_ggml(x, eps):
     return rms_norm(x, np.full(n, 1.0 / math.sqrt(n)), eps / n)
 
 
-def _cfg(config, key, default=None):
-    v = config.get(key, default)
-    return default if v is None else v
-
-
 def dims(cfg):
     Hk, Hv = cfg["linear_num_key_heads"], cfg["linear_num_value_heads"]
     dk, dv = cfg["linear_key_head_dim"], cfg["linear_value_head_dim"]
@@ -138,7 +115,7 @@ def state_shapes(cfg):
 def layer_types(cfg):
     lt = cfg.get("layer_types")
     if lt is None:  # __post_init__: full_attention every full_attention_interval-th layer
-        n = _cfg(cfg, "full_attention_interval", 4)
+        n = config_value(cfg, "full_attention_interval", 4)
         lt = ["linear_attention" if (i + 1) % n else "full_attention"
               for i in range(cfg["num_hidden_layers"])]
     return lt
@@ -409,7 +386,7 @@ def rope_inv_freq(cfg):
     MRoPE (mrope_section [11, 11, 10]) equals this for text, whose three position
     streams are equal."""
     hd = cfg["head_dim"]
-    rot = int(hd * _cfg(cfg, "partial_rotary_factor", 0.25))
+    rot = int(hd * config_value(cfg, "partial_rotary_factor", 0.25))
     return 1.0 / (cfg["rope_theta"] ** (np.arange(0, rot, 2) / rot))
 
 
@@ -483,7 +460,7 @@ def hf_mlp(x, w, cfg):
     for t in range(x.shape[0]):
         top = np.argsort(-probs[t], kind="stable")[:k]
         wt = probs[t, top]
-        if _cfg(cfg, "norm_topk_prob", True):
+        if config_value(cfg, "norm_topk_prob", True):
             wt = wt / wt.sum()
         for e, we in zip(top, wt):
             p = "mlp.experts.%d." % e
@@ -539,18 +516,18 @@ def gguf_hparams(cfg):
         a + ".attention.value_length": cfg["head_dim"],
         a + ".attention.layer_norm_rms_epsilon": cfg["rms_norm_eps"],
         a + ".rope.freq_base": cfg["rope_theta"],
-        a + ".rope.dimension_count": int(cfg["head_dim"] * _cfg(cfg, "partial_rotary_factor", 0.25)),
+        a + ".rope.dimension_count": int(cfg["head_dim"] * config_value(cfg, "partial_rotary_factor", 0.25)),
         a + ".ssm.conv_kernel": K,
         a + ".ssm.state_size": dk,
         a + ".ssm.group_count": Hk,
         a + ".ssm.time_step_rank": Hv,
         a + ".ssm.inner_size": dv * Hv,
         a + ".attention.recurrent_layers": [t == "linear_attention" for t in lt],
-        a + ".full_attention_interval": _cfg(cfg, "full_attention_interval", 4),
+        a + ".full_attention_interval": config_value(cfg, "full_attention_interval", 4),
     }
     if a != "qwen3next":
         hp[a + ".rope.dimension_sections"] = [11, 11, 10, 0]
-    if _cfg(cfg, "num_experts", 0):
+    if config_value(cfg, "num_experts", 0):
         hp[a + ".expert_count"] = cfg["num_experts"]
         hp[a + ".expert_used_count"] = cfg["num_experts_per_tok"]
         hp[a + ".expert_feed_forward_length"] = cfg["moe_intermediate_size"]
@@ -797,7 +774,7 @@ def random_layer(rng, cfg, kind, scale=0.2):
         w["self_attn.o_proj.weight"] = n(D, H * hd)
         w["self_attn.q_norm.weight"] = n(hd)
         w["self_attn.k_norm.weight"] = n(hd)
-    if _cfg(cfg, "num_experts", 0):
+    if config_value(cfg, "num_experts", 0):
         E, I, Is = cfg["num_experts"], cfg["moe_intermediate_size"], cfg["shared_expert_intermediate_size"]
         w["mlp.gate.weight"] = n(E, D) * 5
         for e in range(E):
