@@ -298,31 +298,46 @@ def merged_whole(vocab, merges, words):
     return vocab, merges
 
 
+def write_words_fixture(vocab, merges, name, words, pattern, texts,
+                        tokenizers):
+    """The vocabulary with `words` merged whole (merged_whole), as
+    vocab.json + merges.txt (NAME-vocab/) and a tokenizer.json with
+    `pattern` (NAME/); the texts (texts/NAME-i.txt); and each of
+    `tokenizers`' ids of them ((ids file, class, options), a line per
+    text). Returns the ids by tokenizer, and the vocabulary's size."""
+    vocab, merges = merged_whole(vocab, merges, words)
+    files = write_slow_files(os.path.join(OUT, f"{name}-vocab"), vocab, merges)
+    os.makedirs(os.path.join(OUT, name), exist_ok=True)
+    with open(os.path.join(OUT, name, "tokenizer.json"), "w",
+              encoding="utf-8") as f:
+        json.dump(tokenizer_json(vocab, merges, pattern, None, False),
+                  f, ensure_ascii=False)
+    for i, text in enumerate(texts):
+        with open(os.path.join(OUT, "texts", f"{name}-{i}.txt"), "w",
+                  encoding="utf-8", newline="") as f:
+            f.write(text)
+    results = {}
+    for ids_name, cls, options in tokenizers:
+        tokenizer = cls(*files, errors="replace", **options)
+        results[ids_name] = [tokenizer(text, add_special_tokens=False)["input_ids"]
+                             for text in texts]
+        with open(os.path.join(OUT, f"{ids_name}.ids.txt"), "w") as f:
+            for ids in results[ids_name]:
+                f.write(" ".join(map(str, ids)) + "\n")
+        print("wrote", ids_name)
+    return results, len(vocab)
+
+
 def write_gpt4o(vocab, merges):
     """GPT-4o's split on the vocabulary with CASE_WORDS merged whole (the
     ids of Llama 3's split, which keeps them whole, differ), as
     gpt4o-vocab/ and a tokenizer.json with its pattern (gpt4o/)."""
-    vocab, merges = merged_whole(vocab, merges, CASE_WORDS)
-    files = write_slow_files(os.path.join(OUT, "gpt4o-vocab"), vocab, merges)
-    os.makedirs(os.path.join(OUT, "gpt4o"), exist_ok=True)
-    with open(os.path.join(OUT, "gpt4o", "tokenizer.json"), "w",
-              encoding="utf-8") as f:
-        json.dump(tokenizer_json(vocab, merges, GPT4O_PATTERN, None, False),
-                  f, ensure_ascii=False)
-    with open(os.path.join(OUT, "texts", "gpt4o-0.txt"), "w",
-              encoding="utf-8", newline="") as f:
-        f.write(GPT4O_TEXT)
-    results = {}
-    for name, cls in [("gpt4o", Gpt4oTokenizer),
-                      ("gpt4o-as-llama3", Glm4Tokenizer)]:
-        ids = cls(*files, errors="replace")(
-            GPT4O_TEXT, add_special_tokens=False)["input_ids"]
-        results[name] = ids
-        with open(os.path.join(OUT, f"{name}.ids.txt"), "w") as f:
-            f.write(" ".join(map(str, ids)) + "\n")
-        print("wrote", name)
+    results, size = write_words_fixture(
+        vocab, merges, "gpt4o", CASE_WORDS, GPT4O_PATTERN, [GPT4O_TEXT],
+        [("gpt4o", Gpt4oTokenizer, {}),
+         ("gpt4o-as-llama3", Glm4Tokenizer, {})])
     assert results["gpt4o"] != results["gpt4o-as-llama3"]
-    print("gpt4o vocabulary:", len(vocab), "tokens")
+    print("gpt4o vocabulary:", size, "tokens")
 
 
 def write_qwen35(vocab, merges):
@@ -330,35 +345,17 @@ def write_qwen35(vocab, merges):
     vocab.json + merges.txt (qwen35-vocab/) and a Qwen3.5 tokenizer.json
     (qwen35/); the texts; the ids of Qwen3.5's split and, on the same
     vocabulary, Qwen2's (which cuts each word at its marks)."""
-    vocab, merges = merged_whole(vocab, merges, MARK_WORDS)
-    files = write_slow_files(os.path.join(OUT, "qwen35-vocab"), vocab, merges)
-    os.makedirs(os.path.join(OUT, "qwen35"), exist_ok=True)
-    with open(os.path.join(OUT, "qwen35", "tokenizer.json"), "w",
-              encoding="utf-8") as f:
-        json.dump(tokenizer_json(vocab, merges, QWEN35_PATTERN, None, False),
-                  f, ensure_ascii=False)
-    for i, text in enumerate(QWEN35_TEXTS):
-        with open(os.path.join(OUT, "texts", f"qwen35-{i}.txt"), "w",
-                  encoding="utf-8", newline="") as f:
-            f.write(text)
-    results = {}
     # DeepSeek-V3's split keeps marks in its letter runs too (on this
     # vocabulary, where the main one's merges barely tell it from Llama 3's).
-    for name, cls, options in [
-            ("qwen35", Qwen35Tokenizer, {}),
-            ("qwen35-as-qwen2", Qwen2Tokenizer, {}),
-            ("deepseek-v3-marks", StagedTokenizer,
-             {"patterns": STAGED["deepseek-v3"]})]:
-        tokenizer = cls(*files, errors="replace", **options)
-        results[name] = [tokenizer(text, add_special_tokens=False)["input_ids"]
-                         for text in QWEN35_TEXTS]
-        with open(os.path.join(OUT, f"{name}.ids.txt"), "w") as f:
-            for ids in results[name]:
-                f.write(" ".join(map(str, ids)) + "\n")
-        print("wrote", name)
+    results, size = write_words_fixture(
+        vocab, merges, "qwen35", MARK_WORDS, QWEN35_PATTERN, QWEN35_TEXTS,
+        [("qwen35", Qwen35Tokenizer, {}),
+         ("qwen35-as-qwen2", Qwen2Tokenizer, {}),
+         ("deepseek-v3-marks", StagedTokenizer,
+          {"patterns": STAGED["deepseek-v3"]})])
     assert results["qwen35"] != results["qwen35-as-qwen2"]
     assert results["deepseek-v3-marks"] != results["qwen35-as-qwen2"]
-    print("qwen35 vocabulary:", len(vocab), "tokens")
+    print("qwen35 vocabulary:", size, "tokens")
 
 
 def tokenizer_json(vocab, merges, pattern, normalizer, ignore_merges):
