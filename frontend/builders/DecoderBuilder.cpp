@@ -73,6 +73,15 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
     return fail("rotary dimensions must be even and at most the head size (" +
                 llvm::Twine(spec.headDim()) + "), got " +
                 llvm::Twine(spec.rotaryDims()));
+  // The builder scales the scores by the magnitude squared, which scales
+  // every dimension of a head, rotated or not.
+  if (spec.ropeMagnitude != 1.0 && spec.rotaryDims() != spec.headDim())
+    return fail("a RoPE magnitude (YaRN's attention factor, LongRoPE's) of " +
+                llvm::Twine(std::to_string(spec.ropeMagnitude)) +
+                " with partial rotary dimensions (" +
+                llvm::Twine(spec.rotaryDims()) + " of " +
+                llvm::Twine(spec.headDim()) +
+                ") is not supported (it scales the rotated dimensions only)");
   if (spec.slidingWindow < 0)
     return fail("sliding window must be positive, got " +
                 llvm::Twine(spec.slidingWindow));

@@ -79,7 +79,7 @@ struct DecoderSpec {
   /// the factor both cos and sin are multiplied by (so the scores by its
   /// square; also YaRN's attention factor); empty, 0 and 1: none. The
   /// scores scale as a whole, so a magnitude needs every dimension of a
-  /// head rotated.
+  /// head rotated (validateDecoderSpec refuses it otherwise).
   std::vector<float> ropeLongFrequencies;
   int64_t ropeLongContext = 0;
   double ropeMagnitude = 1.0;
@@ -148,6 +148,11 @@ struct DecoderSpec {
     for (int64_t i = 0; i < rotary / 2; ++i)
       inverse.push_back(1.0 / std::pow(ropeTheta, 2.0 * double(i) / rotary));
     return inverse;
+  }
+  /// YaRN's magnitude for `factor`: 0.1 mscale ln(factor) + 1, 1 where
+  /// the factor is at most 1 (transformers' get_mscale).
+  static double yarnMagnitude(double factor, double mscale = 1.0) {
+    return factor <= 1 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0;
   }
   /// YaRN's inverse frequencies (transformers' _compute_yarn_parameters):
   /// each pair's blend of its own frequency (extrapolation: the pairs that

@@ -130,25 +130,16 @@ void readYarn(ConfigReader &config, ConfigReader &fields,
                 "original_max_position_embeddings, beta_fast and beta_slow");
     return;
   }
-  auto magnitude = [&](double mscale) {
-    return factor <= 1 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0;
-  };
   double mscale = fields.number("mscale", 0),
          mscaleAllDim = fields.number("mscale_all_dim", 0);
-  double attention =
-      fields.number("attention_factor", mscale != 0 && mscaleAllDim != 0
-                                            ? magnitude(mscale) /
-                                                  magnitude(mscaleAllDim)
-                                            : magnitude(1.0));
+  double attention = fields.number(
+      "attention_factor",
+      mscale != 0 && mscaleAllDim != 0
+          ? DecoderSpec::yarnMagnitude(factor, mscale) /
+                DecoderSpec::yarnMagnitude(factor, mscaleAllDim)
+          : DecoderSpec::yarnMagnitude(factor));
   if (!(attention > 0) || !std::isfinite(attention)) {
     config.fail("rope_scaling yarn needs a positive attention factor");
-    return;
-  }
-  if (attention != 1.0 && spec.rotaryDims() != spec.headDim()) {
-    config.fail("rope_scaling yarn's attention factor (" +
-                std::to_string(attention) +
-                ") with partial rotary dimensions is not supported (it "
-                "scales the rotated dimensions only)");
     return;
   }
   inverse = spec.yarnFrequencies(factor, original, betaFast, betaSlow,

@@ -211,15 +211,10 @@ llvm::Error readGgufYarn(const GgufFile &file, llvm::StringRef key,
     return makeError(file.path() + ": YaRN with rope.scaling.yarn_ext_factor "
                                    "other than 1 or a yarn_log_multiplier "
                                    "(DeepSeek's) is not supported");
-  double magnitude = (0.1 * std::log(*factor) + 1) * *attnFactor;
-  if (magnitude != 1 && spec.rotaryDims() != spec.headDim())
-    return makeError(file.path() + ": YaRN's attention factor with partial "
-                                   "rotary dimensions is not supported (it "
-                                   "scales the rotated dimensions only)");
   for (double inverse : spec.yarnFrequencies(*factor, *original, *betaFast,
                                              *betaSlow, /*truncate=*/true))
     spec.ropeFrequencies.push_back(float(inverse));
-  spec.ropeMagnitude = magnitude;
+  spec.ropeMagnitude = DecoderSpec::yarnMagnitude(*factor) * *attnFactor;
   return llvm::Error::success();
 }
 
