@@ -204,6 +204,40 @@ static size_t letters_end(const char *text, size_t length, size_t at,
   return at;
 }
 
+/* \p{N}{1,max}: where at most `max` numbers from text[at] end. */
+static size_t numbers_end(const char *text, size_t length, size_t at,
+                          size_t max) {
+  size_t size;
+  for (size_t i = 0; i < max && at < length &&
+                     is_number(code_point(text, length, at, &size));
+       ++i)
+    at += size;
+  return at;
+}
+
+/* The tail of Llama 3's expression and its relatives' from text[at]:
+ * " ?[^\s\p{L}\p{N}]+[\r\n]*", other characters after an optional space,
+ * then any newlines (`marks`: marks are not other, Qwen3.5's; `slash`:
+ * [\r\n/]* after them, GPT-4o's), else Llama 3's whitespace. */
+static size_t others_or_space_length(const char *text, size_t length,
+                                     size_t at, int marks, int slash) {
+  char_class (*kind)(const char *, size_t, size_t, size_t *) =
+      marks ? classify_marks : classify;
+  size_t start = at, size, next_size;
+  if (text[at] == ' ' && at + 1 < length &&
+      kind(text, length, at + 1, &next_size) == CLASS_OTHER)
+    start = at + 1;
+  if (kind(text, length, start, &size) == CLASS_OTHER) {
+    size_t end = start + size;
+    while (end < length && kind(text, length, end, &size) == CLASS_OTHER)
+      end += size;
+    while (end < length && (is_newline(text[end]) || (slash && text[end] == '/')))
+      ++end;
+    return end - at;
+  }
+  return space_length(text, length, at, 1);
+}
+
 /* Length of Llama 3's pre-token starting at text[at]; `max_digits`: 3
  * (Llama 3) or 1 (Qwen2, Qwen3.5); `marks`: combining marks join letter
  * runs and leave other-character runs (Qwen3.5). */
@@ -227,31 +261,9 @@ static size_t llama3_pretoken_length(const char *text, size_t length,
       return letters_end(text, length, at + size + next_size, marks) - at;
   }
   /* \p{N}{1,max_digits} */
-  if (cls == CLASS_DIGIT) {
-    size_t end = at;
-    for (size_t i = 0; i < max_digits && end < length &&
-                       classify(text, length, end, &size) == CLASS_DIGIT;
-         ++i)
-      end += size;
-    return end - at;
-  }
-  /* " ?[^\s\p{L}\p{N}]+[\r\n]*": other characters, after an optional
-   * space, then any newlines (Qwen3.5: not marks either). */
-  char_class (*kind)(const char *, size_t, size_t, size_t *) =
-      marks ? classify_marks : classify;
-  size_t start = at;
-  if (text[at] == ' ' && at + 1 < length &&
-      kind(text, length, at + 1, &next_size) == CLASS_OTHER)
-    start = at + 1;
-  if (kind(text, length, start, &size) == CLASS_OTHER) {
-    size_t end = start + size;
-    while (end < length && kind(text, length, end, &size) == CLASS_OTHER)
-      end += size;
-    while (end < length && is_newline(text[end]))
-      ++end;
-    return end - at;
-  }
-  return space_length(text, length, at, 1);
+  if (cls == CLASS_DIGIT)
+    return numbers_end(text, length, at, max_digits) - at;
+  return others_or_space_length(text, length, at, marks, 0);
 }
 
 /* CLIP's: 's|'t|'re|'ve|'m|'ll|'d|\p{L}+|\p{N}|[^\s\p{L}\p{N}]+ over
@@ -341,26 +353,9 @@ static size_t gpt4o_pretoken_length(const char *text, size_t length,
     size_t contraction = contraction_length(text, length, end, 1);
     return end + contraction - at;
   }
-  if (is_number(cp)) {
-    end = at;
-    for (int i = 0; i < 3 && end < length &&
-                    is_number(code_point(text, length, end, &size));
-         ++i)
-      end += size;
-    return end - at;
-  }
-  /* " ?[^\s\p{L}\p{N}]+[\r\n/]*" */
-  size_t start = at, next_size;
-  if (text[at] == ' ' && at + 1 < length &&
-      classify(text, length, at + 1, &next_size) == CLASS_OTHER)
-    start = at + 1;
-  if (classify(text, length, start, &size) == CLASS_OTHER) {
-    end = run_end(text, length, start + size, CLASS_OTHER);
-    while (end < length && (is_newline(text[end]) || text[end] == '/'))
-      ++end;
-    return end - at;
-  }
-  return space_length(text, length, at, 1);
+  if (is_number(cp))
+    return numbers_end(text, length, at, 3) - at;
+  return others_or_space_length(text, length, at, 0, 1);
 }
 
 /* Gemma 4's: [^\n]+|\n+, a line or a run of newlines. */
@@ -597,14 +592,8 @@ static size_t match_at(matcher m, const char *text, size_t length, size_t at) {
                    text[at + 2] >= '0' && text[at + 2] <= '9'
                ? 3
                : 0;
-  case MATCH_NUMBERS_UP_TO_3: {
-    size_t end = at;
-    for (int i = 0;
-         i < 3 && end < length && is_number(code_point(text, length, end, &size));
-         ++i)
-      end += size;
-    return end - at;
-  }
+  case MATCH_NUMBERS_UP_TO_3:
+    return numbers_end(text, length, at, 3) - at;
   case MATCH_CJK_KANA:
     return class_run(text, length, at, is_cjk_kana);
   case MATCH_DEEPSEEK3_WORDS:
