@@ -50,6 +50,19 @@ def Tfm_ActivationKind : I32EnumAttr<"ActivationKind",
 def Tfm_ActivationKindAttr : EnumAttr<Tfm_Dialect, Tfm_ActivationKind,
                                       "activation_kind">;
 
+def Tfm_RouterScoring : I32EnumAttr<"RouterScoring",
+    "how a mixture-of-experts router turns its logits into expert scores", [
+      // softmax over the experts (Mixtral, Qwen-MoE, OLMoE, DeepSeek-V2)
+      I32EnumAttrCase<"softmax", 0>,
+      // σ(logit) per expert, independently (DeepSeek-V3, Kimi-K2, GLM-4.5)
+      I32EnumAttrCase<"sigmoid", 1>
+    ]> {
+  let cppNamespace = "::mlir::tfm";
+  let genSpecializedAttr = 0;
+}
+def Tfm_RouterScoringAttr : EnumAttr<Tfm_Dialect, Tfm_RouterScoring,
+                                     "router_scoring">;
+
 def Tfm_PoolingKind : I32EnumAttr<"PoolingKind",
     "how a sequence's hidden states become one vector", [
       I32EnumAttrCase<"mean", 0>, // the average over the tokens

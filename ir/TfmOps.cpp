@@ -354,6 +354,29 @@ LogicalResult LinearOp::verify() {
   return success();
 }
 
+LogicalResult HeadLinearOp::verify() {
+  if (failed(expectRank(*this, "input", getInput(), 3)) ||
+      failed(expectRank(*this, "weight", getWeight(), 2)) ||
+      failed(expectRank(*this, "result", getResult(), 3)))
+    return failure();
+  Type elementType = getInput().getType().getElementType();
+  if (failed(expectElementType(*this, "weight", getWeight(), elementType)) ||
+      failed(expectElementType(*this, "result", getResult(), elementType)))
+    return failure();
+  ArrayRef<int64_t> x = getInput().getType().getShape();
+  ArrayRef<int64_t> w = getWeight().getType().getShape();
+  ArrayRef<int64_t> y = getType().getShape();
+  if (failed(expectDim(*this, "result sequence length", y[0],
+                       "input sequence length", x[0])) ||
+      failed(expectDim(*this, "result heads", y[1], "input heads", x[1])) ||
+      failed(expectDim(*this, "weight columns", w[1], "input width", x[2])))
+    return failure();
+  if (ShapedType::isDynamic(x[1]) || ShapedType::isDynamic(y[2]))
+    return emitOpError("expected static heads and result width");
+  return expectDim(*this, "weight rows", w[0], "heads times result width",
+                   x[1] * y[2]);
+}
+
 LogicalResult ConcatOp::verify() {
   if (getInputs().size() < 2)
     return emitOpError() << "expected at least 2 inputs, got "
@@ -895,6 +918,43 @@ static LogicalResult verifyTopK(Operation *op, int64_t topK, int64_t experts) {
   return success();
 }
 
+/// The routing choice tfm.moe and tfm.route share: a `selection_bias` of
+/// one value per expert, and `top_groups` of `groups` that divide the
+/// experts, enough experts in them for top_k.
+static LogicalResult verifyRouter(Operation *op, int64_t experts, int64_t topK,
+                                  Value selectionBias,
+                                  std::optional<int64_t> groups,
+                                  std::optional<int64_t> topGroups,
+                                  std::optional<APFloat> routedScale) {
+  if (failed(verifyTopK(op, topK, experts)))
+    return failure();
+  if (selectionBias &&
+      (failed(expectRank(op, "selection bias", selectionBias, 1)) ||
+       failed(expectDim(op, "selection bias size",
+                        tensorType(selectionBias).getDimSize(0), "experts",
+                        experts))))
+    return failure();
+  if (groups.has_value() != topGroups.has_value())
+    return op->emitOpError("expected groups and top_groups together");
+  if (groups) {
+    if (ShapedType::isDynamic(experts) || *groups < 1 ||
+        experts % *groups != 0)
+      return op->emitOpError() << "expected groups dividing the "
+                               << dimToString(experts) << " experts, got "
+                               << *groups;
+    if (*topGroups < 1 || *topGroups > *groups ||
+        *topGroups * (experts / *groups) < topK)
+      return op->emitOpError()
+             << "expected top_groups in [1, " << *groups
+             << "] with at least top_k (" << topK
+             << ") experts in them, got " << *topGroups;
+  }
+  if (routedScale && !(routedScale->convertToDouble() > 0))
+    return op->emitOpError() << "expected a positive routed_scale, got "
+                             << routedScale->convertToDouble();
+  return success();
+}
+
 /// A gated MLP's `gate` and `up` ([width, features]) and `down`
 /// ([features, width]), one of a tfm.moe's experts (`who`: "expert 3's").
 static LogicalResult verifyGatedMlp(Operation *op, const std::string &who,
@@ -937,7 +997,8 @@ LogicalResult MoeOp::verify() {
     return emitOpError() << "expected 3 weights (gate, up, down) for each of "
                          << dimToString(experts) << " experts, got "
                          << getExperts().size();
-  if (failed(verifyTopK(*this, getTopK(), experts)))
+  if (failed(verifyRouter(*this, experts, getTopK(), getSelectionBias(),
+                          getGroups(), getTopGroups(), getRoutedScale())))
     return failure();
   for (int64_t e = 0; e < experts; ++e)
     if (failed(verifyGatedMlp(*this, "expert " + std::to_string(e) + "'s ",
@@ -945,10 +1006,12 @@ LogicalResult MoeOp::verify() {
       return failure();
   if (getShared().empty())
     return success();
-  if (getShared().size() != 4)
+  if (getShared().size() != 3 && getShared().size() != 4)
     return emitOpError() << "expected the shared expert's gate, up, down and "
-                            "gate vector, got "
+                            "optional gate vector, got "
                          << getShared().size() << " weights";
+  if (getShared().size() == 3)
+    return verifyGatedMlp(*this, "the shared expert's ", getShared(), x[1]);
   ArrayRef<int64_t> vector = tensorType(getShared()[3]).getShape();
   if (vector.size() != 2 || vector[0] != 1 || !dimsCompatible(vector[1], x[1]))
     return emitOpError() << "expected the shared expert's gate vector to be "
@@ -973,7 +1036,8 @@ LogicalResult RouteOp::verify() {
             expectDim(*this, "result columns", shape[1], "top_k", getTopK())))
       return failure();
   }
-  return verifyTopK(*this, getTopK(), logits[1]);
+  return verifyRouter(*this, logits[1], getTopK(), getSelectionBias(),
+                      getGroups(), getTopGroups(), getRoutedScale());
 }
 
 LogicalResult ExpertRowsOp::verify() {

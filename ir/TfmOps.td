@@ -202,6 +202,32 @@ def Tfm_LinearOp : Tfm_Op<"linear", [Pure, Tfm_PositionWise]> {
   }];
 }
 
+def Tfm_HeadLinearOp : Tfm_Op<"head_linear", [Pure, Tfm_PositionWise]> {
+  let summary = "a projection of its own for each head: x[:, h]·W_hᵀ";
+  let description = [{
+    `result[i, h, :] = input[i, h, :] · W_hᵀ` where `W_h` is rows
+    `[h·out, (h+1)·out)` of `weight` (`[heads·out, in]`, each head's block
+    in the `[out, in]` orientation of `tfm.linear`). The input is
+    `[seq, heads, in]`, the result `[seq, heads, out]`.
+
+    Multi-head latent attention (DeepSeek-V2/V3) uses it twice: to absorb
+    each head's key up-projection into its query (`q_nope → q·W_ukᵀ`, out
+    = the latent width) and to expand each head's attended latent into its
+    value (`o → o·W_uvᵀ`), so that the cache holds one latent row per
+    position instead of every head's key and value.
+
+    ```mlir
+    %qa = tfm.head_linear %qn, %wk : (tensor<?x16x128xf32>, tensor<8192x128xf32>) -> tensor<?x16x512xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$weight);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tfm_ConcatOp : Tfm_Op<"concat", [Pure]> {
   let summary = "tensors joined along their first dimension";
   let description = [{
@@ -780,7 +806,12 @@ def Tfm_MoeOp : Tfm_Op<"moe", [Pure, Tfm_PositionWise,
     `experts` lists every expert's `gate` (`[f, d]`), `up` (`[f, d]`) and
     `down` (`[d, f]`) in turn. A `shared` expert (Qwen2-MoE's), its `gate`,
     `up` and `down` and a gate vector `[1, d]`, runs on every token, its
-    output times `sigmoid(x · gate vector)` added to the routed experts'.
+    output times `sigmoid(x · gate vector)` added to the routed experts'
+    (without a gate vector, DeepSeek's, it is added as it is).
+
+    The experts and their weights are chosen as `tfm.route` chooses them,
+    with the same `scoring`, `selection_bias`, `groups`, `top_groups` and
+    `routed_scale`.
 
     Each token's output depends on its own row only. `tfm-expand-experts`
     turns the op into one group of projections per expert over the tokens
@@ -792,13 +823,20 @@ def Tfm_MoeOp : Tfm_Op<"moe", [Pure, Tfm_PositionWise,
   }];
   let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$router_logits,
                        Variadic<Tfm_WeightTensor>:$experts,
-                       Variadic<Tfm_WeightTensor>:$shared, I64Attr:$top_k,
-                       UnitAttr:$normalize,
-                       Tfm_ActivationKindAttr:$activation);
+                       Variadic<Tfm_WeightTensor>:$shared,
+                       Optional<Tfm_FloatTensor>:$selection_bias,
+                       I64Attr:$top_k, UnitAttr:$normalize,
+                       Tfm_ActivationKindAttr:$activation,
+                       DefaultValuedAttr<Tfm_RouterScoringAttr,
+                                         "RouterScoring::softmax">:$scoring,
+                       OptionalAttr<I64Attr>:$groups,
+                       OptionalAttr<I64Attr>:$top_groups,
+                       OptionalAttr<F32Attr>:$routed_scale);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $router_logits `,` `[` $experts `]`
-    (`shared` `[` $shared^ `]`)? attr-dict `:`
+    (`shared` `[` $shared^ `]`)? (`selection_bias` $selection_bias^)?
+    attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -807,21 +845,37 @@ def Tfm_MoeOp : Tfm_Op<"moe", [Pure, Tfm_PositionWise,
 def Tfm_RouteOp : Tfm_Op<"route", [Pure, Tfm_PositionWise]> {
   let summary = "each token's top-k experts and their weights";
   let description = [{
-    For each row of `router_logits` (`[seq, experts]`): the softmax over
-    the experts, then the `top_k` largest in decreasing order (the lower
-    index first among equals), as `experts` (`[seq, top_k]`, i32) and
-    `weights` (`[seq, top_k]`), renormalized to sum to 1 with `normalize`.
+    For each row of `router_logits` (`[seq, experts]`): the scores (the
+    softmax over the experts, or each logit's σ with `scoring = sigmoid`),
+    then the `top_k` largest in decreasing order (the lower index first
+    among equals), as `experts` (`[seq, top_k]`, i32) and their scores as
+    `weights` (`[seq, top_k]`), renormalized to sum to 1 with `normalize`
+    and then multiplied by `routed_scale`.
+
+    DeepSeek-V3's choice: `selection_bias` (`[experts]`) is added to the
+    scores for choosing only (the weights stay unbiased); with `groups = G`
+    and `top_groups = g`, the experts form `G` consecutive groups, each
+    scored by the sum of its two largest biased scores (its one score if it
+    has one expert), and only experts of the `g` best groups are chosen.
 
     ```mlir
     %w, %e = tfm.route %logits {normalize, top_k = 2 : i64} : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+    %w3, %e3 = tfm.route %logits selection_bias %b {groups = 4 : i64, normalize, routed_scale = 2.5 : f32, scoring = #tfm<router_scoring sigmoid>, top_groups = 2 : i64, top_k = 2 : i64} : tensor<?x8xf32>, tensor<8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
     ```
   }];
-  let arguments = (ins Tfm_FloatTensor:$router_logits, I64Attr:$top_k,
-                       UnitAttr:$normalize);
+  let arguments = (ins Tfm_FloatTensor:$router_logits,
+                       Optional<Tfm_FloatTensor>:$selection_bias,
+                       I64Attr:$top_k, UnitAttr:$normalize,
+                       DefaultValuedAttr<Tfm_RouterScoringAttr,
+                                         "RouterScoring::softmax">:$scoring,
+                       OptionalAttr<I64Attr>:$groups,
+                       OptionalAttr<I64Attr>:$top_groups,
+                       OptionalAttr<F32Attr>:$routed_scale);
   let results = (outs Tfm_FloatTensor:$weights, Tfm_IntTensor:$experts);
   let assemblyFormat = [{
-    $router_logits attr-dict `:` type($router_logits) `->` type($weights) `,`
-    type($experts)
+    $router_logits (`selection_bias` $selection_bias^)? attr-dict `:`
+    type($router_logits) (`,` type($selection_bias)^)? `->` type($weights)
+    `,` type($experts)
   }];
   let hasVerifier = 1;
 }

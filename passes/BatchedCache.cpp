@@ -100,8 +100,9 @@ mlir::tfm::attendInSequence(OpBuilder &b, Location loc, AttentionOp attention,
   Value own = tensor::ExtractSliceOp::create(b, loc, cacheType, cache,
                                              slice.offsets, slice.sizes,
                                              slice.strides);
-  Value keys = sliceRows(b, loc, attention.getKey(), first, count);
-  Value values = sliceRows(b, loc, attention.getValue(), first, count);
+  RowsToCache rowsOfLayer = rowsToCache(b, loc, attention);
+  Value keys = sliceRows(b, loc, rowsOfLayer.keys, first, count);
+  Value values = sliceRows(b, loc, rowsOfLayer.values, first, count);
   Value end = arith::AddIOp::create(b, loc, start, count);
   CachedKeysAndValues cached =
       rows.ring
@@ -114,8 +115,7 @@ mlir::tfm::attendInSequence(OpBuilder &b, Location loc, AttentionOp attention,
   Value query = sliceRows(b, loc, attention.getQuery(), first, count);
   auto attended = cast<AttentionOp>(b.clone(*attention));
   attended.getQueryMutable().assign(query);
-  attended.getKeyMutable().assign(cached.keys);
-  attended.getValueMutable().assign(cached.values);
+  attendToCached(b, loc, attended, cached.keys, cached.values);
   AttendedInSequence result;
   result.out = insertRows(b, loc, attended.getResult(), out, first);
   result.cache = tensor::InsertSliceOp::create(

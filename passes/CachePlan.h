@@ -98,6 +98,30 @@ struct BatchedLayout {
 };
 BatchedLayout layOutBatchedCache(const CachePlan &plan, int64_t capacity);
 
+/// Multi-head latent attention (DeepSeek's MLA, absorbed): every head reads
+/// one latent row per position ([?, 1, width]) as its key and the row's
+/// leading columns as its value (a tensor.extract_slice of the key). Its
+/// cache holds the row alone, its halves in the K and V planes ([?, 1,
+/// width / 2] each), so that the layout, paging, sharing and narrow row
+/// formats are those of any layer. The value's width where `attention` is
+/// such a layer.
+std::optional<int64_t> latentValueWidth(AttentionOp attention);
+
+/// The keys and values a self-attention layer's cache holds: its own, or
+/// a latent layer's row halves.
+struct RowsToCache {
+  Value keys, values;
+};
+RowsToCache rowsToCache(OpBuilder &b, Location loc, AttentionOp attention);
+/// The type of the keys rowsToCache gives (`planCache` checks that every
+/// layer agrees; a latent row of odd width is refused there).
+RankedTensorType cachedKeyType(AttentionOp attention);
+/// Points `attention` at what its cache holds (`keys` and `values` as
+/// rowsToCache gives them, for every position it sees): a latent layer's
+/// rows joined again and its value their leading columns.
+void attendToCached(OpBuilder &b, Location loc, AttentionOp attention,
+                    Value keys, Value values);
+
 /// What appendAndRead returns: the updated cache, and the layer's cached
 /// keys and values as f32.
 struct CachedKeysAndValues {

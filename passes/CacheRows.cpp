@@ -7,7 +7,8 @@
 // (tfm.kv_ring_append, tfm.kv_ring_read). A narrow cache (int8 rows with
 // their scales, bf16, f16) narrows rows on the way in (tfm.quantize_rows)
 // and widens them on the way out (tfm.dequantize_rows), so that the new
-// positions are seen as a later step will see them.
+// positions are seen as a later step will see them. A latent layer (MLA)
+// stores its one row per position as two halves (latentValueWidth).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -100,4 +102,67 @@ CachedKeysAndValues mlir::tfm::appendAndReadRing(OpBuilder &b, Location loc,
   cached.keys = rows.widen(b, loc, seen.getKey());
   cached.values = rows.widen(b, loc, seen.getValue());
   return cached;
+}
+
+std::optional<int64_t> mlir::tfm::latentValueWidth(AttentionOp attention) {
+  auto slice = attention.getValue().getDefiningOp<tensor::ExtractSliceOp>();
+  RankedTensorType key = attention.getKey().getType();
+  RankedTensorType value = attention.getValue().getType();
+  if (!slice || slice.getSource() != attention.getKey() || key.getRank() != 3 ||
+      value.getRank() != 3 || key.getDimSize(1) != 1 ||
+      value.getDimSize(1) != 1 || ShapedType::isDynamic(key.getDimSize(2)))
+    return std::nullopt;
+  bool leading =
+      llvm::all_of(slice.getMixedOffsets(),
+                   [](OpFoldResult o) { return isConstantIntValue(o, 0); }) &&
+      llvm::all_of(slice.getMixedStrides(),
+                   [](OpFoldResult o) { return isConstantIntValue(o, 1); });
+  int64_t width = value.getDimSize(2);
+  if (!leading || ShapedType::isDynamic(width) || width >= key.getDimSize(2))
+    return std::nullopt;
+  return width;
+}
+
+/// Columns [offset, offset + width) of every row of `rows` ([?, 1, w]).
+static Value columns(OpBuilder &b, Location loc, Value rows, int64_t offset,
+                     int64_t width) {
+  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(0),
+                                       b.getIndexAttr(offset)};
+  SmallVector<OpFoldResult> sizes = {tensor::getMixedSize(b, loc, rows, 0),
+                                     b.getIndexAttr(1), b.getIndexAttr(width)};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  return tensor::ExtractSliceOp::create(b, loc, rows, offsets, sizes, strides);
+}
+
+RankedTensorType mlir::tfm::cachedKeyType(AttentionOp attention) {
+  RankedTensorType key = attention.getKey().getType();
+  if (!latentValueWidth(attention))
+    return key;
+  return RankedTensorType::get(
+      {key.getDimSize(0), 1, key.getDimSize(2) / 2}, key.getElementType());
+}
+
+RowsToCache mlir::tfm::rowsToCache(OpBuilder &b, Location loc,
+                                   AttentionOp attention) {
+  Value key = attention.getKey();
+  if (!latentValueWidth(attention))
+    return {key, attention.getValue()};
+  int64_t half = attention.getKey().getType().getDimSize(2) / 2;
+  return {columns(b, loc, key, 0, half), columns(b, loc, key, half, half)};
+}
+
+void mlir::tfm::attendToCached(OpBuilder &b, Location loc,
+                               AttentionOp attention, Value keys,
+                               Value values) {
+  std::optional<int64_t> width = latentValueWidth(attention);
+  if (!width) {
+    attention.getKeyMutable().assign(keys);
+    attention.getValueMutable().assign(values);
+    return;
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(attention);
+  Value rows = tensor::ConcatOp::create(b, loc, 2, ValueRange{keys, values});
+  attention.getKeyMutable().assign(rows);
+  attention.getValueMutable().assign(columns(b, loc, rows, 0, *width));
 }

@@ -29,7 +29,8 @@ using namespace mlir::tfm;
 namespace {
 
 /// `out` plus the shared expert's output on every token, times
-/// sigmoid(x · gate vector) (Qwen2-MoE): a scatter over every row.
+/// sigmoid(x · gate vector) (Qwen2-MoE): a scatter over every row; without
+/// a gate vector (DeepSeek), a plain sum.
 Value addSharedExpert(OpBuilder &b, MoeOp moe, Value out) {
   Location loc = moe.getLoc();
   Value x = moe.getInput();
@@ -48,6 +49,9 @@ Value addSharedExpert(OpBuilder &b, MoeOp moe, Value out) {
       b, loc, ActivationOp::create(b, loc, moe.getActivation(), gated), upped);
   Value result =
       LinearOp::create(b, loc, rows(features), hidden, shared[2], Value());
+  // DeepSeek's shared experts have no gate: their output adds as it is.
+  if (shared.size() == 3)
+    return AddOp::create(b, loc, out, result);
   Value gate = ActivationOp::create(
       b, loc, ActivationKind::sigmoid,
       LinearOp::create(b, loc, rows(1), x, shared[3], Value()));
@@ -83,7 +87,9 @@ void expand(MoeOp moe) {
       b, loc,
       TypeRange{RankedTensorType::get({dyn, k}, b.getF32Type()),
                 RankedTensorType::get({dyn, k}, b.getI32Type())},
-      moe.getRouterLogits(), moe.getTopKAttr(), moe.getNormalizeAttr());
+      moe.getRouterLogits(), moe.getSelectionBias(), moe.getTopKAttr(),
+      moe.getNormalizeAttr(), moe.getScoringAttr(), moe.getGroupsAttr(),
+      moe.getTopGroupsAttr(), moe.getRoutedScaleAttr());
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
   Value empty = tensor::EmptyOp::create(
       b, loc, tensor::getMixedSizes(b, loc, x), type.getElementType());

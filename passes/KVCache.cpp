@@ -162,16 +162,15 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
     auto attention = cast<AttentionOp>(mapping.lookup(originalOp));
     b.setInsertionPoint(attention);
     LayerRows rows = layout.layers[layer];
+    RowsToCache own = rowsToCache(b, attention.getLoc(), attention);
     CachedKeysAndValues cached =
         rows.ring ? appendAndReadRing(b, attention.getLoc(), cacheType, cache,
-                                      attention.getKey(), attention.getValue(),
-                                      start, rows)
+                                      own.keys, own.values, start, rows)
                   : appendAndRead(b, attention.getLoc(), cacheType, cache,
-                                  attention.getKey(), attention.getValue(),
-                                  slot, end, rows.plane);
+                                  own.keys, own.values, slot, end, rows.plane);
     cache = cached.cache;
-    attention.getKeyMutable().assign(cached.keys);
-    attention.getValueMutable().assign(cached.values);
+    attendToCached(b, attention.getLoc(), attention, cached.keys,
+                   cached.values);
   }
   if (plan.sourceArg)
     readCrossCache(prefill, mapping, plan, capacity);
@@ -390,8 +389,16 @@ FailureOr<CachePlan> mlir::tfm::planCache(func::FuncOp forward) {
         op->emitOpError("cannot cache attention with an additive bias");
         return WalkResult::interrupt();
       }
-      RankedTensorType keyType = attention.getKey().getType();
-      if (attention.getValue().getType() != keyType) {
+      RankedTensorType keyType = cachedKeyType(attention);
+      if (latentValueWidth(attention) &&
+          attention.getKey().getType().getDimSize(2) % 2 != 0) {
+        op->emitOpError() << "cannot cache latent rows of odd width "
+                          << attention.getKey().getType().getDimSize(2)
+                          << " (their halves are the cache's K and V rows)";
+        return WalkResult::interrupt();
+      }
+      if (!latentValueWidth(attention) &&
+          attention.getValue().getType() != keyType) {
         op->emitOpError() << "cannot cache values of type "
                           << attention.getValue().getType()
                           << " beside keys of type " << keyType;

@@ -71,6 +71,10 @@ bool mlir::tfm::actsOnEachPosition(Operation *op) {
     return keepsRowsApart(expand.getReassociationIndices());
   if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op))
     return keepsRowsApart(collapse.getReassociationIndices());
+  // Rows joined with the same rows of other tensors (MLA's query, its
+  // absorbed part beside its rotated part).
+  if (auto concat = dyn_cast<tensor::ConcatOp>(op))
+    return concat.getDim() != 0;
   auto slice = dyn_cast<tensor::ExtractSliceOp>(op);
   return slice && keepsAllRows(slice);
 }

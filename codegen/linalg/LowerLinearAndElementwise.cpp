@@ -1,7 +1,8 @@
 //===- LowerLinearAndElementwise.cpp - tfm.linear, activations, arithmetic ---===//
 //
 // Target-independent lowerings of the dense ops: tfm.linear as
-// linalg.matmul (tfm-select-cpu-kernels may have taken it first), and
+// linalg.matmul (tfm-select-cpu-kernels may have taken it first),
+// tfm.head_linear as one contraction per head, and
 // activations, adds, multiplies and joins as elementwise linalg ops.
 //
 //===----------------------------------------------------------------------===//
@@ -65,6 +66,44 @@ struct LowerLinear : OpConversionPattern<LinearOp> {
                                  {rewriter.getNamedAttr("indexing_maps", maps)})
             .getResult(0);
     replaceLinear(rewriter, op, product, biasInEpilogue ? bias : Value());
+    return success();
+  }
+};
+
+/// Each head's own projection: the weight viewed as [heads, out, in] and
+/// C[s, h, o] += A[s, h, i] * W[h, o, i], one contraction over `in`.
+struct LowerHeadLinear : OpConversionPattern<HeadLinearOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(HeadLinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    RankedTensorType type = op.getType();
+    int64_t heads = type.getDimSize(1), out = type.getDimSize(2);
+    int64_t in = op.getInput().getType().getDimSize(2);
+    Value weight = tensor::ExpandShapeOp::create(
+        rewriter, loc,
+        RankedTensorType::get({heads, out, in}, type.getElementType()),
+        adaptor.getWeight(), SmallVector<ReassociationIndices>{{0, 1}, {2}});
+    SmallVector<OpFoldResult> sizes = {
+        tensor::getMixedSize(rewriter, loc, adaptor.getInput(), 0),
+        rewriter.getIndexAttr(heads), rewriter.getIndexAttr(out)};
+    Value init = createFilled(rewriter, loc, type, sizes, 0.0);
+    AffineExpr s = getAffineDimExpr(0, ctx), h = getAffineDimExpr(1, ctx),
+               o = getAffineDimExpr(2, ctx), i = getAffineDimExpr(3, ctx);
+    rewriter.replaceOp(
+        op, createGeneric(
+                rewriter, loc, ValueRange{adaptor.getInput(), weight}, init,
+                {AffineMap::get(4, 0, {s, h, i}, ctx),
+                 AffineMap::get(4, 0, {h, o, i}, ctx),
+                 AffineMap::get(4, 0, {s, h, o}, ctx)},
+                {IteratorType::parallel, IteratorType::parallel,
+                 IteratorType::parallel, IteratorType::reduction},
+                [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                  Value product = arith::MulFOp::create(b, l, args[0], args[1]);
+                  return arith::AddFOp::create(b, l, args[2], product);
+                }));
     return success();
   }
 };
@@ -196,7 +235,7 @@ struct LowerDequantize : OpConversionPattern<DequantizeOp> {
 
 void mlir::tfm::populateLowerLinearAndElementwisePatterns(
     RewritePatternSet &patterns) {
-  patterns.add<LowerLinear, LowerDequantize, LowerActivation, LowerClamp,
+  patterns.add<LowerLinear, LowerHeadLinear, LowerDequantize, LowerActivation, LowerClamp,
                LowerSoftcap, LowerBinary<AddOp, arith::AddFOp>,
                LowerBinary<MulOp, arith::MulFOp>, LowerConcat>(
       patterns.getContext());

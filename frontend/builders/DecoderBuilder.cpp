@@ -100,6 +100,40 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
                 llvm::Twine(spec.numExperts) + " experts of " +
                 llvm::Twine(spec.expertSize) + ", " +
                 llvm::Twine(spec.expertsPerToken) + " per token");
+  if (spec.numExperts > 0 && spec.expertGroups > 1 &&
+      (spec.numExperts % spec.expertGroups != 0 ||
+       spec.topExpertGroups < 1 ||
+       spec.topExpertGroups > spec.expertGroups ||
+       spec.topExpertGroups * (spec.numExperts / spec.expertGroups) <
+           spec.expertsPerToken))
+    return fail("expert groups must divide the " +
+                llvm::Twine(spec.numExperts) +
+                " experts and the groups chosen hold at least " +
+                llvm::Twine(spec.expertsPerToken) + " experts, got " +
+                llvm::Twine(spec.topExpertGroups) + " of " +
+                llvm::Twine(spec.expertGroups) + " groups");
+  if (!(spec.routedScale > 0) || std::isinf(spec.routedScale))
+    return fail("the routed experts' scale must be finite and positive, got " +
+                llvm::Twine(std::to_string(spec.routedScale)));
+  if (spec.denseLayers < 0 || spec.denseLayers > spec.numLayers)
+    return fail("dense leading layers must be 0 to " +
+                llvm::Twine(spec.numLayers) + ", got " +
+                llvm::Twine(spec.denseLayers));
+  if (const LatentAttentionSpec &mla = spec.mla; mla.enabled()) {
+    if (mla.queryRank < 0 || mla.nopeDim <= 0 || mla.ropeDim <= 0 ||
+        mla.valueDim <= 0)
+      return fail("latent attention needs positive head dimensions "
+                  "(unrotated, rotated, value) and a query rank of 0 or "
+                  "more, got " +
+                  llvm::Twine(mla.nopeDim) + ", " + llvm::Twine(mla.ropeDim) +
+                  ", " + llvm::Twine(mla.valueDim) + " and " +
+                  llvm::Twine(mla.queryRank));
+    // The cache keeps a latent row as its two halves.
+    if ((mla.latentRank + mla.ropeDim) % 2 != 0)
+      return fail("latent attention's cached row (kv_lora_rank " +
+                  llvm::Twine(mla.latentRank) + " + rotated " +
+                  llvm::Twine(mla.ropeDim) + ") must have an even width");
+  }
   for (int64_t window : spec.layerWindows)
     if (window < 0)
       return fail("a local layer's window must be positive, got " +
@@ -147,6 +181,13 @@ private:
   /// One layer's attention and MLP of the normed input (`h`, `h2`),
   /// without the residual add.
   Value attention(Value h, Value positions, int64_t layer);
+  /// Multi-head latent attention (spec.mla), absorbed.
+  Value latentAttention(Value h, Value positions, int64_t layer);
+  /// `x` ([?, heads, d]) rotated by RoPE as the spec says (Gemma 3's
+  /// local layers: by their own base).
+  Value rotate(Value x, Value positions, bool localRope, Location loc);
+  /// Columns [offset, offset + width) of the last dimension of every row.
+  Value columns(Value x, int64_t offset, int64_t width, Location loc);
   Value mlp(Value h, int64_t layer);
   /// A mixture of experts in place of the MLP (tfm.moe).
   Value experts(Value h, int64_t layer);
@@ -190,7 +231,113 @@ Value DecoderIRBuilder::linear(Value x, const std::string &name, bool bias,
   return LinearOp::create(b, loc, tensorType(resultShape), x, w, biasValue);
 }
 
+Value DecoderIRBuilder::rotate(Value x, Value positions, bool localRope,
+                               Location loc) {
+  int64_t width = cast<RankedTensorType>(x.getType()).getDimSize(2);
+  auto theta =
+      b.getF32FloatAttr(localRope ? spec.localRopeTheta : spec.ropeTheta);
+  auto style = RopeStyleAttr::get(b.getContext(), spec.ropeStyle);
+  IntegerAttr rotaryDim = spec.rotaryDims() < width
+                              ? b.getI64IntegerAttr(spec.rotaryDims())
+                              : IntegerAttr();
+  DenseF32ArrayAttr frequencies =
+      spec.ropeFrequencies.empty() || localRope
+          ? DenseF32ArrayAttr()
+          : b.getDenseF32ArrayAttr(spec.ropeFrequencies);
+  FloatAttr ntkFactor = spec.ropeNtkFactor > 0 && !localRope
+                            ? b.getF32FloatAttr(spec.ropeNtkFactor)
+                            : FloatAttr();
+  IntegerAttr ntkContext =
+      ntkFactor ? b.getI64IntegerAttr(spec.ropeNtkContext) : IntegerAttr();
+  bool longRope = !spec.ropeLongFrequencies.empty() && !localRope;
+  DenseF32ArrayAttr longFrequencies =
+      longRope ? b.getDenseF32ArrayAttr(spec.ropeLongFrequencies)
+               : DenseF32ArrayAttr();
+  IntegerAttr longContext =
+      longRope ? b.getI64IntegerAttr(spec.ropeLongContext) : IntegerAttr();
+  return RopeOp::create(b, loc, x.getType(), style, x, positions, theta,
+                        rotaryDim, frequencies, ntkFactor, ntkContext,
+                        longFrequencies, longContext);
+}
+
+Value DecoderIRBuilder::columns(Value x, int64_t offset, int64_t width,
+                                Location loc) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank();
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes,
+      strides(rank, b.getIndexAttr(1));
+  offsets.back() = b.getIndexAttr(offset);
+  // Every row, by the source's own extent: a slice that position analysis
+  // sees keep them all.
+  sizes.push_back(tensor::getMixedSize(b, loc, x, 0));
+  for (int64_t d = 1; d < rank - 1; ++d)
+    sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
+  sizes.push_back(b.getIndexAttr(width));
+  return tensor::ExtractSliceOp::create(b, loc, x, offsets, sizes, strides);
+}
+
+Value DecoderIRBuilder::latentAttention(Value h, Value positions,
+                                        int64_t layer) {
+  const tfm::LayerWeightNames &n = spec.layer;
+  const LatentAttentionSpec &mla = spec.mla;
+  Location loc = named("layer " + llvm::Twine(layer) + " latent attention");
+  int64_t dyn = ShapedType::kDynamic, heads = spec.numHeads;
+  int64_t rank = mla.latentRank, nope = mla.nopeDim, rope = mla.ropeDim;
+  auto epsilon = b.getF32FloatAttr(mla.normEpsilon);
+  auto name = [&](const std::string &pattern) {
+    return tfm::layerWeightName(pattern, layer);
+  };
+  auto rmsNorm = [&](Value x, const std::string &pattern, int64_t width) {
+    return Value(RmsNormOp::create(b, loc, x.getType(), x,
+                                   weight(name(pattern), {width}), epsilon));
+  };
+  auto rows = [&](Value x, int64_t heads, int64_t width) {
+    return Value(tensor::ExpandShapeOp::create(
+        b, loc, tensorType({dyn, heads, width}), x,
+        SmallVector<ReassociationIndices>{{0}, {1, 2}}));
+  };
+  // The query: each head's unrotated part absorbed into the latent space
+  // (q·W_ukᵀ), its rotated part beside it.
+  Value query = h;
+  if (mla.queryRank > 0)
+    query = rmsNorm(linear(h, name(n.queryDown), false, {dyn, mla.queryRank},
+                           loc),
+                    n.queryDownNorm, mla.queryRank);
+  Value q = linear(query, name(n.query), false, {dyn, heads, nope + rope}, loc);
+  Value absorbed = HeadLinearOp::create(
+      b, loc, tensorType({dyn, heads, rank}), columns(q, 0, nope, loc),
+      weight(name(n.keyAbsorb), {heads * rank, nope}));
+  Value qRotated = rotate(columns(q, nope, rope, loc), positions, false, loc);
+  Value fullQuery = tensor::ConcatOp::create(b, loc, 2,
+                                             ValueRange{absorbed, qRotated});
+  // The latent row [norm(c) | rope(k_pe)]: the one KV head's key, whose
+  // leading `rank` columns are its value.
+  Value kv = linear(h, name(n.latent), false, {dyn, rank + rope}, loc);
+  Value latent = rows(rmsNorm(columns(kv, 0, rank, loc), n.latentNorm, rank),
+                      1, rank);
+  Value kRotated =
+      rotate(rows(columns(kv, rank, rope, loc), 1, rope), positions, false,
+             loc);
+  Value key = tensor::ConcatOp::create(b, loc, 2, ValueRange{latent, kRotated});
+  Value value = columns(key, 0, rank, loc);
+  auto scale = b.getF32FloatAttr(spec.attentionScale > 0
+                                     ? spec.attentionScale
+                                     : 1.0 / std::sqrt(double(nope + rope)));
+  Value attended = AttentionOp::create(
+      b, loc, tensorType({dyn, heads, rank}), fullQuery, key, value,
+      /*bias=*/Value(), /*lengths=*/Value(), /*relative_bias=*/Value(), scale,
+      /*causal=*/b.getUnitAttr(), /*window=*/IntegerAttr(),
+      /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());
+  Value values = HeadLinearOp::create(
+      b, loc, tensorType({dyn, heads, mla.valueDim}), attended,
+      weight(name(n.valueUp), {heads * mla.valueDim, rank}));
+  return linear(values, name(n.output), spec.outputBias, {dyn, spec.hiddenSize},
+                loc);
+}
+
 Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
+  if (spec.mla.enabled())
+    return latentAttention(h, positions, layer);
   const tfm::LayerWeightNames &n = spec.layer;
   Location loc = named("layer " + llvm::Twine(layer) + " attention");
   int64_t dyn = ShapedType::kDynamic, heads = spec.numHeads,
@@ -238,33 +385,8 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
   // Gemma 3's local layers rotate with a base of their own, unscaled.
   bool localRope = spec.localRopeTheta > 0 && layerWindow > 0;
   if (!spec.learnedPositions) {
-    auto theta =
-        b.getF32FloatAttr(localRope ? spec.localRopeTheta : spec.ropeTheta);
-    auto style = RopeStyleAttr::get(b.getContext(), spec.ropeStyle);
-    IntegerAttr rotaryDim = spec.rotaryDims() < headDim
-                                ? b.getI64IntegerAttr(spec.rotaryDims())
-                                : IntegerAttr();
-    DenseF32ArrayAttr frequencies =
-        spec.ropeFrequencies.empty() || localRope
-            ? DenseF32ArrayAttr()
-            : b.getDenseF32ArrayAttr(spec.ropeFrequencies);
-    FloatAttr ntkFactor = spec.ropeNtkFactor > 0 && !localRope
-                              ? b.getF32FloatAttr(spec.ropeNtkFactor)
-                              : FloatAttr();
-    IntegerAttr ntkContext =
-        ntkFactor ? b.getI64IntegerAttr(spec.ropeNtkContext) : IntegerAttr();
-    bool longRope = !spec.ropeLongFrequencies.empty() && !localRope;
-    DenseF32ArrayAttr longFrequencies =
-        longRope ? b.getDenseF32ArrayAttr(spec.ropeLongFrequencies)
-                 : DenseF32ArrayAttr();
-    IntegerAttr longContext =
-        longRope ? b.getI64IntegerAttr(spec.ropeLongContext) : IntegerAttr();
-    q = RopeOp::create(b, loc, q.getType(), style, q, positions, theta,
-                       rotaryDim, frequencies, ntkFactor, ntkContext,
-                       longFrequencies, longContext);
-    k = RopeOp::create(b, loc, k.getType(), style, k, positions, theta,
-                       rotaryDim, frequencies, ntkFactor, ntkContext,
-                       longFrequencies, longContext);
+    q = rotate(q, positions, localRope, loc);
+    k = rotate(k, positions, localRope, loc);
   }
   // LongRoPE's magnitude multiplies both Q's and K's rotations: the scores
   // by its square.
@@ -307,24 +429,37 @@ Value DecoderIRBuilder::experts(Value h, int64_t layer) {
     weights.push_back(weight(expertWeightName(n.expertUp, layer, e), {f, d}));
     weights.push_back(weight(expertWeightName(n.expertDown, layer, e), {d, f}));
   }
-  // Qwen2-MoE's shared expert, and its gate vector.
+  // A shared expert, and Qwen2-MoE's gate vector for it.
   SmallVector<Value> shared;
   if (spec.sharedExpertSize > 0) {
     int64_t s = spec.sharedExpertSize;
     shared = {weight(tfm::layerWeightName(n.sharedGate, layer), {s, d}),
               weight(tfm::layerWeightName(n.sharedUp, layer), {s, d}),
-              weight(tfm::layerWeightName(n.sharedDown, layer), {d, s}),
-              weight(tfm::layerWeightName(n.sharedExpertGate, layer), {1, d})};
+              weight(tfm::layerWeightName(n.sharedDown, layer), {d, s})};
+    if (!n.sharedExpertGate.empty())
+      shared.push_back(
+          weight(tfm::layerWeightName(n.sharedExpertGate, layer), {1, d}));
   }
+  Value selectionBias =
+      n.routerBias.empty()
+          ? Value()
+          : weight(tfm::layerWeightName(n.routerBias, layer),
+                   {spec.numExperts});
+  bool grouped = spec.expertGroups > 1;
   return MoeOp::create(
-      b, loc, h.getType(), h, logits, weights, shared,
+      b, loc, h.getType(), h, logits, weights, shared, selectionBias,
       b.getI64IntegerAttr(spec.expertsPerToken),
       spec.normalizeExpertWeights ? b.getUnitAttr() : UnitAttr(),
-      ActivationKindAttr::get(b.getContext(), spec.activation));
+      ActivationKindAttr::get(b.getContext(), spec.activation),
+      RouterScoringAttr::get(b.getContext(), spec.routerScoring),
+      grouped ? b.getI64IntegerAttr(spec.expertGroups) : IntegerAttr(),
+      grouped ? b.getI64IntegerAttr(spec.topExpertGroups) : IntegerAttr(),
+      spec.routedScale != 1.0 ? b.getF32FloatAttr(spec.routedScale)
+                              : FloatAttr());
 }
 
 Value DecoderIRBuilder::mlp(Value h, int64_t layer) {
-  if (spec.numExperts > 0)
+  if (spec.numExperts > 0 && layer >= spec.denseLayers)
     return experts(h, layer);
   const tfm::LayerWeightNames &n = spec.layer;
   Location loc = named("layer " + llvm::Twine(layer) + " mlp");

@@ -42,6 +42,35 @@ struct LayerWeightNames {
   /// residual adds (Gemma 2 and 3's post_attention_layernorm and
   /// post_feedforward_layernorm); empty: none.
   std::string postAttentionNorm = "", postMlpNorm = "";
+  /// The router's selection bias ([experts], DeepSeek-V3's
+  /// e_score_correction_bias); empty: none.
+  std::string routerBias = "";
+  /// Multi-head latent attention (DecoderSpec::mla): the query's
+  /// down-projection and its norm (empty: `query` projects the hidden
+  /// state itself), the latent projection ([latent + rope, hidden]) and its
+  /// norm, each head's key up-projection transposed ([heads · latent,
+  /// nope], absorbed into the query) and its value up-projection ([heads ·
+  /// value, latent]). `query` is then the query's up-projection.
+  std::string queryDown = "", queryDownNorm = "", latent = "",
+              latentNorm = "", keyAbsorb = "", valueUp = "";
+};
+
+/// Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2, Moonlight): keys
+/// and values are up-projections of one latent row per position, which
+/// with the key's rotated part is what the cache holds. Built absorbed:
+/// each head's query is taken into the latent space, attends over the
+/// latent rows as one KV head, and its output is expanded to the head's
+/// value.
+struct LatentAttentionSpec {
+  /// q_lora_rank (0: no query down-projection, DeepSeek-V2-Lite's),
+  /// kv_lora_rank, and each head's unrotated and rotated query/key
+  /// dimensions and value dimensions.
+  int64_t queryRank = 0, latentRank = 0, nopeDim = 0, ropeDim = 0,
+          valueDim = 0;
+  /// The epsilon of the query's and the latent's norms (transformers fixes
+  /// 1e-6; llama.cpp uses the model's).
+  double normEpsilon = 1e-6;
+  bool enabled() const { return latentRank > 0; }
 };
 
 struct DecoderSpec {
@@ -118,8 +147,26 @@ struct DecoderSpec {
   /// `normalizeExpertWeights`; 0 experts: a dense MLP.
   int64_t numExperts = 0, expertsPerToken = 0, expertSize = 0;
   bool normalizeExpertWeights = true;
-  /// A shared expert's width (layer.sharedGate, ...); 0: none.
+  /// A shared expert's width (layer.sharedGate, ...); 0: none. Without
+  /// layer.sharedExpertGate its output is added ungated (DeepSeek's).
   int64_t sharedExpertSize = 0;
+  /// How the router scores experts and chooses them (tfm.route): softmax
+  /// or sigmoid scores, layer.routerBias added for the choice only, the
+  /// experts in `expertGroups` groups of which the best `topExpertGroups`
+  /// are chosen from (0: no groups), and the chosen weights times
+  /// `routedScale` (DeepSeek-V3's routed_scaling_factor).
+  mlir::tfm::RouterScoring routerScoring = mlir::tfm::RouterScoring::softmax;
+  int64_t expertGroups = 0, topExpertGroups = 0;
+  double routedScale = 1.0;
+  /// Layers [0, denseLayers) have a dense MLP (layer.gate, up, down, of
+  /// intermediateSize) where the others have experts (DeepSeek's
+  /// first_k_dense_replace).
+  int64_t denseLayers = 0;
+  LatentAttentionSpec mla;
+  /// Multi-token prediction layers after the last (DeepSeek-V3's
+  /// num_nextn_predict_layers, numbered from numLayers on): their tensors
+  /// are in the checkpoint but not in the model tfmc builds.
+  int64_t predictionLayers = 0;
   /// The attention scores' scale; 0: 1/sqrt(head_dim). GPT-Neo's are not
   /// scaled (1).
   double attentionScale = 0;

@@ -115,6 +115,24 @@ WeightTensor WeightTensor::transposeRows(int64_t begin, int64_t end) const {
   return t;
 }
 
+WeightTensor WeightTensor::transposeRowBlocks(int64_t blockRows, int64_t first,
+                                              int64_t count) const {
+  // Logical (b·in + j, i) is stored (b·blockRows + first + i, j): a row of
+  // the view steps down the stored rows (colStride `in`), and its start is
+  // an element offset (rowStride 1).
+  int64_t in = cols(), blocks = rows() / blockRows;
+  WeightTensor t = *this;
+  t.dims = {blocks * in, count};
+  t.rowStride = 1;
+  t.colStride = rowStride;
+  std::vector<int64_t> rowList;
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t j = 0; j < in; ++j)
+      rowList.push_back((b * blockRows + first) * rowStride + j);
+  t.rowIndex = std::make_shared<const std::vector<int64_t>>(std::move(rowList));
+  return t;
+}
+
 WeightTensor WeightTensor::plus(float value) const {
   WeightTensor t = *this;
   t.addend += value;

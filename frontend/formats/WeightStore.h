@@ -91,6 +91,13 @@ public:
   WeightTensor selectRows(std::vector<int64_t> rowList,
                           std::vector<int64_t> shape) const;
   WeightTensor transposeRows(int64_t begin, int64_t end) const;
+  /// The stored [blocks · blockRows, in] matrix seen as blocks of
+  /// `blockRows` rows: of each block, rows [first, first + count) read
+  /// transposed ([in, count]), the blocks stacked: [blocks · in, count]
+  /// (MLA's per-head key up-projection, absorbed into the query). A plain
+  /// float tensor's view only.
+  WeightTensor transposeRowBlocks(int64_t blockRows, int64_t first,
+                                  int64_t count) const;
   WeightTensor plus(float value) const;
 
   /// Tells the kernel that the stored bytes will not be read soon: pages

@@ -1279,6 +1279,62 @@ func.func @moe_shared(%x: tensor<?x8xf32>, %logits: tensor<?x1xf32>, %g: tensor<
 
 // -----
 
+func.func @route_groups(%logits: tensor<?x4xf32>) {
+  // expected-error @+1 {{'tfm.route' op expected groups dividing the 4 experts, got 3}}
+  %w, %e = tfm.route %logits {groups = 3 : i64, top_groups = 1 : i64, top_k = 1 : i64} : tensor<?x4xf32> -> tensor<?x1xf32>, tensor<?x1xi32>
+  return
+}
+
+// -----
+
+func.func @route_top_groups(%logits: tensor<?x4xf32>) {
+  // expected-error @+1 {{'tfm.route' op expected top_groups in [1, 2] with at least top_k (3) experts in them, got 1}}
+  %w, %e = tfm.route %logits {groups = 2 : i64, top_groups = 1 : i64, top_k = 3 : i64} : tensor<?x4xf32> -> tensor<?x3xf32>, tensor<?x3xi32>
+  return
+}
+
+// -----
+
+func.func @route_groups_alone(%logits: tensor<?x4xf32>) {
+  // expected-error @+1 {{'tfm.route' op expected groups and top_groups together}}
+  %w, %e = tfm.route %logits {groups = 2 : i64, top_k = 1 : i64} : tensor<?x4xf32> -> tensor<?x1xf32>, tensor<?x1xi32>
+  return
+}
+
+// -----
+
+func.func @route_bias(%logits: tensor<?x4xf32>, %bias: tensor<3xf32>) {
+  // expected-error @+1 {{'tfm.route' op expected selection bias size (3) to match experts (4)}}
+  %w, %e = tfm.route %logits selection_bias %bias {top_k = 1 : i64} : tensor<?x4xf32>, tensor<3xf32> -> tensor<?x1xf32>, tensor<?x1xi32>
+  return
+}
+
+// -----
+
+func.func @route_scale(%logits: tensor<?x4xf32>) {
+  // expected-error @+1 {{'tfm.route' op expected a positive routed_scale, got -1}}
+  %w, %e = tfm.route %logits {routed_scale = -1.0 : f32, top_k = 1 : i64} : tensor<?x4xf32> -> tensor<?x1xf32>, tensor<?x1xi32>
+  return
+}
+
+// -----
+
+func.func @head_linear_rows(%x: tensor<?x2x3xf32>, %w: tensor<9x3xf32>) {
+  // expected-error @+1 {{'tfm.head_linear' op expected weight rows (9) to match heads times result width (10)}}
+  %y = tfm.head_linear %x, %w : (tensor<?x2x3xf32>, tensor<9x3xf32>) -> tensor<?x2x5xf32>
+  return
+}
+
+// -----
+
+func.func @head_linear_width(%x: tensor<?x2x3xf32>, %w: tensor<10x4xf32>) {
+  // expected-error @+1 {{'tfm.head_linear' op expected weight columns (4) to match input width (3)}}
+  %y = tfm.head_linear %x, %w : (tensor<?x2x3xf32>, tensor<10x4xf32>) -> tensor<?x2x5xf32>
+  return
+}
+
+// -----
+
 func.func @softcap_negative(%x: tensor<?x8xf32>) {
   // expected-error @+1 {{'tfm.softcap' op expected a finite, positive cap, got -3}}
   %y = tfm.softcap %x {cap = -3.0 : f32} : tensor<?x8xf32>

@@ -399,6 +399,21 @@ func.func @experts(%x: tensor<?x8xf32>, %logits: tensor<?x2xf32>, %g: tensor<16x
 
 // -----
 
+// DeepSeek-V3's routing (sigmoid scores, a selection bias, groups, a routed
+// scale, an ungated shared expert) and MLA's per-head projections.
+// CHECK-LABEL: func.func @deepseek_experts
+func.func @deepseek_experts(%x: tensor<?x8xf32>, %logits: tensor<?x4xf32>, %bias: tensor<4xf32>, %g: tensor<16x8xf32>, %d: tensor<8x16xf32>, %q: tensor<?x2x3xf32>, %wk: tensor<10x3xf32>) -> (tensor<?x8xf32>, tensor<?x2xf32>, tensor<?x2x5xf32>) {
+  // CHECK: tfm.moe %{{.*}}, %{{.*}}, [%{{.*}}] shared[%{{.*}}, %{{.*}}, %{{.*}}] selection_bias %{{.*}} {activation = #tfm<activation_kind silu>, groups = 2 : i64, normalize, routed_scale = 2.500000e+00 : f32, scoring = #tfm<router_scoring sigmoid>, top_groups = 1 : i64, top_k = 2 : i64}
+  %y = tfm.moe %x, %logits, [%g, %g, %d, %g, %g, %d, %g, %g, %d, %g, %g, %d] shared [%g, %g, %d] selection_bias %bias {activation = #tfm<activation_kind silu>, groups = 2 : i64, normalize, routed_scale = 2.5 : f32, scoring = #tfm<router_scoring sigmoid>, top_groups = 1 : i64, top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x4xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<4xf32>) -> tensor<?x8xf32>
+  // CHECK: tfm.route %{{.*}} selection_bias %{{.*}} {groups = 2 : i64, scoring = #tfm<router_scoring sigmoid>, top_groups = 1 : i64, top_k = 2 : i64} : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  %w, %e = tfm.route %logits selection_bias %bias {groups = 2 : i64, scoring = #tfm<router_scoring sigmoid>, top_groups = 1 : i64, top_k = 2 : i64} : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+  // CHECK: tfm.head_linear %{{.*}}, %{{.*}} : (tensor<?x2x3xf32>, tensor<10x3xf32>) -> tensor<?x2x5xf32>
+  %h = tfm.head_linear %q, %wk : (tensor<?x2x3xf32>, tensor<10x3xf32>) -> tensor<?x2x5xf32>
+  return %y, %w, %h : tensor<?x8xf32>, tensor<?x2xf32>, tensor<?x2x5xf32>
+}
+
+// -----
+
 // Gemma 2's soft-caps (attention scores, final logits) and Phi-3's
 // LongRoPE frequencies.
 // CHECK-LABEL: func.func @softcap_and_long_rope

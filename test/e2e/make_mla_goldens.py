@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Writes the DeepSeek-architecture fixtures (test/e2e/families/Inputs/<name>/:
+config.json + model.safetensors, small random weights in transformers'
+layout) and their goldens (<name>.logits.bin: little-endian f32 [12, vocab],
+the logits of every position of TOKENS). transformers 4.40 has no DeepSeek,
+so the goldens come from the NumPy transcription of transformers'
+DeepseekV3 modeling code (reference/deepseek_v3.py: MLA in its naive form,
+as transformers computes it, which tfmc's absorbed form must match; the
+V3 and V2 routers), in float64.
+
+    /usr/bin/python3 test/e2e/make_mla_goldens.py [deepseek_v3 ...]
+
+needs numpy and torch (for safetensors), nothing else.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import safetensors.torch
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "reference"))
+import deepseek_v3 as ds  # noqa: E402
+from common import rms_norm  # noqa: E402
+
+OUT = os.path.join(HERE, "families", "Inputs")
+TOKENS = [1, 17, 42, 5, 63, 0, 28, 9, 33, 12, 50, 7]
+VOCAB = 64
+
+
+def model_weights(rng, config):
+    """Every tensor of a DeepseekV3ForCausalLM checkpoint, by name."""
+    D = config["hidden_size"]
+    tensors = {"model.embed_tokens.weight": rng.standard_normal((VOCAB, D)),
+               "model.norm.weight": 1.0 + 0.1 * rng.standard_normal(D),
+               "lm_head.weight": rng.standard_normal((VOCAB, D)) * 0.3}
+    layers = []
+    for l in range(config["num_hidden_layers"]):
+        layer = ds._rand_layer(rng, config,
+                               moe_layer=l >= config["first_k_dense_replace"])
+        if config.get("topk_method") != "noaux_tc":
+            layer["mlp"].pop("gate.e_score_correction_bias", None)
+        layers.append(layer)
+        prefix = "model.layers.%d." % l
+        for name in ("input_layernorm.weight", "post_attention_layernorm.weight"):
+            tensors[prefix + name] = layer[name]
+        for group in ("self_attn", "mlp"):
+            for name, value in layer[group].items():
+                tensors[prefix + group + "." + name] = value
+    # DeepSeek-V3's multi-token prediction layers follow the last, some of
+    # their tensors here: in the checkpoint, not in the forward pass.
+    for l in range(config["num_hidden_layers"],
+                   config["num_hidden_layers"] +
+                   config.get("num_nextn_predict_layers", 0)):
+        prefix = "model.layers.%d." % l
+        tensors[prefix + "enorm.weight"] = np.ones(D)
+        tensors[prefix + "hnorm.weight"] = np.ones(D)
+        tensors[prefix + "eh_proj.weight"] = rng.standard_normal((D, 2 * D))
+    return tensors, layers
+
+
+def forward(tensors, layers, config):
+    """DeepseekV3ForCausalLM.forward over TOKENS: every position's logits."""
+    x = tensors["model.embed_tokens.weight"][TOKENS]
+    positions = np.arange(len(TOKENS))
+    for l, layer in enumerate(layers):
+        x, _ = ds.decoder_layer(x, layer, config, positions, l, attn="naive")
+    x = rms_norm(x, tensors["model.norm.weight"], config["rms_norm_eps"])
+    return x @ tensors["lm_head.weight"].T
+
+
+def write(name, config, seed):
+    rng = np.random.default_rng(seed)
+    tensors, layers = model_weights(rng, config)
+    folder = os.path.join(OUT, name)
+    os.makedirs(folder, exist_ok=True)
+    safetensors.torch.save_file(
+        {k: torch.tensor(np.asarray(v, dtype=np.float32)).contiguous()
+         for k, v in tensors.items()},
+        os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+    published = {k: v for k, v in config.items() if k != "scale_convention"}
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(published, f, indent=2, sort_keys=True)
+    # The golden from the float32 weights tfmc reads.
+    stored = {k: np.asarray(v, dtype=np.float32).astype(np.float64)
+              for k, v in tensors.items()}
+    stored_layers = [{k: ({n: stored["model.layers.%d.%s.%s" % (l, k, n)]
+                           for n in v} if isinstance(v, dict)
+                          else stored["model.layers.%d.%s" % (l, k)])
+                      for k, v in layer.items()}
+                     for l, layer in enumerate(layers)]
+    logits = forward(stored, stored_layers, config)
+    logits.astype("<f4").tofile(os.path.join(OUT, name + ".logits.bin"))
+    print(f"{name}: logits {logits.shape}, max |logit| {np.abs(logits).max():.2f}")
+
+
+COMMON = dict(vocab_size=VOCAB, num_hidden_layers=3, rms_norm_eps=1e-6,
+              max_position_embeddings=256, bos_token_id=1, eos_token_id=2,
+              hidden_act="silu", tie_word_embeddings=False,
+              architectures=["DeepseekV3ForCausalLM"])
+
+
+def deepseek_v3():
+    """DeepSeek-V3's layout (Moonlight and Kimi-K2 keep it): a query LoRA,
+    a 16 + 8 latent row, YaRN with mscale_all_dim, a dense first layer, then
+    16 experts in 4 groups (the best 2 kept), sigmoid scores with a
+    selection bias, top 4 renormalized and scaled by 2.5, a shared
+    expert."""
+    config = dict(ds.CFG_V3_SMALL, **COMMON,
+                  num_key_value_heads=4, topk_method="noaux_tc",
+                  scoring_func="sigmoid", num_nextn_predict_layers=1)
+    write("deepseek-v3", config, 31)
+
+
+def deepseek_v2_lite():
+    """DeepSeek-V2-Lite's layout: no query LoRA, softmax scores, a plain
+    top 3 (greedy) unnormalized, two shared experts, YaRN with mscale
+    0.707."""
+    config = dict(ds.CFG_V2LITE_SMALL, **COMMON, num_key_value_heads=3,
+                  scoring_func="softmax")
+    config["architectures"] = ["DeepseekV2ForCausalLM"]
+    write("deepseek-v2-lite", config, 32)
+
+
+if __name__ == "__main__":
+    for fixture in sys.argv[1:] or ["deepseek_v3", "deepseek_v2_lite"]:
+        globals()[fixture]()
