@@ -25,6 +25,22 @@ func.func @weights() -> (tensor<3xf32>, tensor<4x8xf32>, tensor<3xf32>) {
 
 // -----
 
+// tfm.head_linear: the weight seen as [heads, out, in], one contraction
+// over `in` per head.
+// CHECK-LABEL: func.func @head_linear
+// CHECK: %[[W:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0, 1], [2]] output_shape [2, 5, 3] : tensor<10x3xf32> into tensor<2x5x3xf32>
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}}, %[[W]] : tensor<?x2x3xf32>, tensor<2x5x3xf32>) outs(%{{.*}} : tensor<?x2x5xf32>)
+// CHECK: arith.mulf
+// CHECK: arith.addf
+tfm.weight_decl @wk : tensor<10x3xf32>
+func.func @head_linear(%x: tensor<?x2x3xf32>) -> tensor<?x2x5xf32> {
+  %w = tfm.weight @wk : tensor<10x3xf32>
+  %y = tfm.head_linear %x, %w : (tensor<?x2x3xf32>, tensor<10x3xf32>) -> tensor<?x2x5xf32>
+  return %y : tensor<?x2x5xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @position_ids
 // CHECK-SAME: (%[[T:.*]]: tensor<?xi32>, %[[OFF:.*]]: index)
 // CHECK: linalg.generic
