@@ -29,6 +29,7 @@
 #include "frontend/builders/DecoderBuilder.h"
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/FamilyTable.h"
+#include "frontend/families/LatentAttentionFamilies.h"
 #include "frontend/formats/Gguf.h"
 #include "frontend/formats/StoredDtypes.h"
 #include "frontend/tokenizers/ChatTemplates.h"
@@ -86,6 +87,10 @@ struct GgufArchitecture {
   /// up in ffn_up (gate rows first), split as the file is read; a window
   /// where attention.sliding_window says; LongRoPE's factors as tensors.
   bool fusedProjections = false;
+  /// DeepSeek's multi-head latent attention and router
+  /// (readGgufLatentAttention), YaRN's yarn_log_multiplier in its softmax
+  /// scale.
+  bool latentAttention = false;
 };
 
 /// Every GGUF architecture, in the order messages list them. A new one is
@@ -115,6 +120,9 @@ const GgufArchitecture kGgufArchitectures[] = {
      /*widthScaledLayers=*/62},
     {"phi3", "Phi-3", RopeStyle::rotate_half, false, ActivationKind::silu,
      false, false, true, false, 0, 0, 0, /*fusedProjections=*/true},
+    {"deepseek2", "DeepSeek-V2 and V3, Kimi-K2, Moonlight",
+     RopeStyle::interleaved, false, ActivationKind::silu, false, false, true,
+     false, 0, 0, 0, false, /*latentAttention=*/true},
 };
 
 const GgufArchitecture *findGgufArchitecture(llvm::StringRef name) {
@@ -178,7 +186,7 @@ llvm::Error readGemmaLayers(const GgufFile &file, const GgufArchitecture &arch,
 /// 0.1 ln(factor) + 1 times rope.scaling.attn_factor (1). DeepSeek's
 /// yarn_log_multiplier and an extrapolation mix other than 1 are refused.
 llvm::Error readGgufYarn(const GgufFile &file, llvm::StringRef key,
-                         DecoderSpec &spec) {
+                         const GgufArchitecture &arch, DecoderSpec &spec) {
   auto real = [&](llvm::StringRef name,
                   double fallback) -> llvm::Expected<double> {
     llvm::Expected<std::optional<double>> value =
@@ -207,14 +215,18 @@ llvm::Error readGgufYarn(const GgufFile &file, llvm::StringRef key,
                                    "of at least 1 and positive "
                                    "original_context_length, yarn_beta_fast, "
                                    "yarn_beta_slow and attn_factor");
-  if (*mix != 1 || *logMultiplier != 0)
+  if (*mix != 1 || (*logMultiplier != 0 && !arch.latentAttention))
     return makeError(file.path() + ": YaRN with rope.scaling.yarn_ext_factor "
-                                   "other than 1 or a yarn_log_multiplier "
-                                   "(DeepSeek's) is not supported");
+                                   "other than 1, or a yarn_log_multiplier "
+                                   "outside deepseek2, is not supported");
   for (double inverse : spec.yarnFrequencies(*factor, *original, *betaFast,
                                              *betaSlow, /*truncate=*/true))
     spec.ropeFrequencies.push_back(float(inverse));
-  spec.ropeMagnitude = DecoderSpec::yarnMagnitude(*factor) * *attnFactor;
+  // DeepSeek's RoPE cancels YaRN's magnitude (its softmax scale carries
+  // yarn_log_multiplier's instead: readGgufLatentAttention).
+  spec.ropeMagnitude =
+      (arch.latentAttention ? 1.0 : DecoderSpec::yarnMagnitude(*factor)) *
+      *attnFactor;
   return llvm::Error::success();
 }
 
@@ -301,7 +313,7 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
         spec.ropeFrequencies.push_back(float(inverse / **factor));
   } else if (*scaling && **scaling == "yarn") {
     if (spec.numHeads > 0)
-      if (llvm::Error err = readGgufYarn(file, key, spec))
+      if (llvm::Error err = readGgufYarn(file, key, arch, spec))
         return err;
   } else if (*scaling && **scaling != "none") {
     return makeError(file.path() + ": RoPE scaling '" + **scaling +
@@ -371,7 +383,10 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
       return window.takeError();
     spec.slidingWindow = window->value_or(0);
   }
-  if (spec.sharedExpertSize > 0) {
+  if (arch.latentAttention)
+    if (llvm::Error err = readGgufLatentAttention(file, key, spec))
+      return std::move(err);
+  if (spec.sharedExpertSize > 0 && !arch.latentAttention) {
     spec.layer.sharedGate = "blk.{}.ffn_gate_shexp.weight";
     spec.layer.sharedUp = "blk.{}.ffn_up_shexp.weight";
     spec.layer.sharedDown = "blk.{}.ffn_down_shexp.weight";
@@ -530,6 +545,18 @@ void addGgufTensors(const GgufFile &file, WeightStore &weights) {
       weights.add(tensor.name,
                   WeightTensor::view({1, tensor.shape[0]}, tensor.dtype, data,
                                      file.isMapped(), source));
+      continue;
+    }
+    // MLA's per-head up-projections, [heads, out, in]: the [heads · out,
+    // in] weight tfm.head_linear reads.
+    if (tensor.shape.size() == 3 &&
+        (llvm::StringRef(tensor.name).ends_with(".attn_k_b.weight") ||
+         llvm::StringRef(tensor.name).ends_with(".attn_v_b.weight"))) {
+      weights.add(tensor.name,
+                  WeightTensor::view({tensor.shape[0] * tensor.shape[1],
+                                      tensor.shape[2]},
+                                     tensor.dtype, data, file.isMapped(),
+                                     source));
       continue;
     }
     if (tensor.shape.size() != 3 ||

@@ -14,6 +14,7 @@
 #include "frontend/families/DecoderConfigReaders.h"
 
 #include <cmath>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -177,5 +178,126 @@ llvm::Error mlir::tfm::prepareDeepseekCheckpoint(DecoderSpec &spec,
               t.selectRows(std::move(valueRows),
                            {heads * mla.valueDim, mla.latentRank}));
   }
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::tfm::readGgufLatentAttention(const GgufFile &file,
+                                               llvm::StringRef key,
+                                               DecoderSpec &spec) {
+  constexpr int64_t kMaxWidth = 1 << 20, kMaxCount = 1 << 16;
+  auto optional = [&](const char *name, int64_t max,
+                      std::optional<int64_t> &out) -> llvm::Error {
+    llvm::Expected<std::optional<int64_t>> value =
+        file.optionalInteger((key + name).str(), max);
+    if (!value)
+      return value.takeError();
+    out = *value;
+    return llvm::Error::success();
+  };
+  std::optional<int64_t> queryRank, latentRank, keyWidth, valueWidth,
+      denseLayers, shared, gating, groups, topGroups, norm;
+  for (auto [name, max, out] :
+       {std::tuple<const char *, int64_t, std::optional<int64_t> *>{
+            "attention.q_lora_rank", kMaxWidth, &queryRank},
+        {"attention.kv_lora_rank", kMaxWidth, &latentRank},
+        {"attention.key_length_mla", kMaxWidth, &keyWidth},
+        {"attention.value_length_mla", kMaxWidth, &valueWidth},
+        {"leading_dense_block_count", kMaxCount, &denseLayers},
+        {"expert_shared_count", kMaxCount, &shared},
+        {"expert_gating_func", 2, &gating},
+        {"expert_group_count", kMaxCount, &groups},
+        {"expert_group_used_count", kMaxCount, &topGroups},
+        {"expert_weights_norm", 1, &norm}})
+    if (llvm::Error err = optional(name, max, *out))
+      return err;
+  auto fail = [&](const llvm::Twine &what) {
+    return makeError(file.path() + ": " + what);
+  };
+  if (!latentRank || *latentRank == 0)
+    return fail("metadata '" + key + "attention.kv_lora_rank' is missing");
+  if (!keyWidth || !valueWidth)
+    return fail("a deepseek2 file without attention.key_length_mla and "
+                "value_length_mla (its attn_kv_b unsplit) is not supported: "
+                "convert the model again with a current llama.cpp");
+  int64_t rope = spec.rotaryDim;
+  if (rope <= 0 || rope >= *keyWidth)
+    return fail("rope.dimension_count (" + llvm::Twine(rope) +
+                ") must be positive and below key_length_mla (" +
+                llvm::Twine(*keyWidth) + ")");
+  llvm::Expected<std::optional<double>> temperature =
+      file.optionalReal((key + "attention.temperature_scale").str());
+  if (!temperature)
+    return temperature.takeError();
+  if (*temperature && **temperature != 0)
+    return fail("attention temperature scaling (attention.temperature_scale, "
+                "Mistral Large's) is not supported");
+  LatentAttentionSpec &mla = spec.mla;
+  mla.queryRank = queryRank.value_or(0);
+  mla.latentRank = *latentRank;
+  mla.nopeDim = *keyWidth - rope;
+  mla.ropeDim = rope;
+  mla.valueDim = *valueWidth;
+  mla.normEpsilon = spec.normEpsilon;
+  spec.explicitHeadDim = *keyWidth;
+  spec.numKVHeads = 1;
+  // llama.cpp's kq_scale: (1 + 0.1 mscale_all_dim ln(factor))^2 /
+  // sqrt(q head dim), where the file's yarn_log_multiplier is 0.1
+  // mscale_all_dim; its RoPE cancels YaRN's own magnitude.
+  double scale = 1.0 / std::sqrt(double(*keyWidth));
+  llvm::Expected<std::optional<double>> logMultiplier =
+      file.optionalReal((key + "rope.scaling.yarn_log_multiplier").str());
+  llvm::Expected<std::optional<double>> factor =
+      file.optionalReal((key + "rope.scaling.factor").str());
+  if (!logMultiplier)
+    return logMultiplier.takeError();
+  if (!factor)
+    return factor.takeError();
+  if (logMultiplier->value_or(0) != 0) {
+    double magnitude = DecoderSpec::yarnMagnitude(factor->value_or(1),
+                                                  **logMultiplier / 0.1);
+    scale *= magnitude * magnitude;
+  }
+  spec.attentionScale = scale;
+  std::string blk = "blk.{}.";
+  LayerWeightNames &n = spec.layer;
+  n.query = blk + (mla.queryRank > 0 ? "attn_q_b.weight" : "attn_q.weight");
+  if (mla.queryRank > 0) {
+    n.queryDown = blk + "attn_q_a.weight";
+    n.queryDownNorm = blk + "attn_q_a_norm.weight";
+  }
+  n.latent = blk + "attn_kv_a_mqa.weight";
+  n.latentNorm = blk + "attn_kv_a_norm.weight";
+  n.keyAbsorb = blk + "attn_k_b.weight";
+  n.valueUp = blk + "attn_v_b.weight";
+  n.key = n.value = "";
+  spec.denseLayers = denseLayers.value_or(0);
+  if (spec.numExperts == 0)
+    return llvm::Error::success();
+  // llama.cpp: softmax where the file does not say (DeepSeek-V2's files).
+  if (gating.value_or(1) == 2)
+    spec.routerScoring = RouterScoring::sigmoid;
+  spec.normalizeExpertWeights = norm.value_or(0) != 0;
+  llvm::Expected<std::optional<double>> weightsScale =
+      file.optionalReal((key + "expert_weights_scale").str());
+  if (!weightsScale)
+    return weightsScale.takeError();
+  if (weightsScale->value_or(0) != 0)
+    spec.routedScale = **weightsScale;
+  if (groups.value_or(0) > 1) {
+    spec.expertGroups = *groups;
+    spec.topExpertGroups = topGroups.value_or(0);
+  }
+  for (const GgufTensor &tensor : file.tensors())
+    if (llvm::StringRef(tensor.name).ends_with(".exp_probs_b.bias"))
+      n.routerBias = blk + "exp_probs_b.bias";
+  spec.sharedExpertSize = shared.value_or(0) * spec.expertSize;
+  n.sharedGate = blk + "ffn_gate_shexp.weight";
+  n.sharedUp = blk + "ffn_up_shexp.weight";
+  n.sharedDown = blk + "ffn_down_shexp.weight";
+  n.sharedExpertGate = "";
+  // The dense leading layers' MLP.
+  n.gate = blk + "ffn_gate.weight";
+  n.up = blk + "ffn_up.weight";
+  n.down = blk + "ffn_down.weight";
   return llvm::Error::success();
 }

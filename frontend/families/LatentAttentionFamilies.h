@@ -12,6 +12,7 @@
 
 #include "frontend/builders/DecoderSpec.h"
 #include "frontend/formats/ConfigReader.h"
+#include "frontend/formats/Gguf.h"
 #include "frontend/formats/WeightStore.h"
 
 namespace mlir::tfm {
@@ -24,6 +25,17 @@ DecoderSpec readDeepseekSpec(ConfigReader &config);
 /// rows transposed) and the value up-projection ([heads · value, latent]).
 llvm::Error prepareDeepseekCheckpoint(DecoderSpec &spec, WeightStore &store,
                                       llvm::StringRef checkpoint);
+
+/// GGUF's deepseek2 (llama.cpp's DeepSeek-V2/V3 architecture, which
+/// Kimi-K2 and Moonlight files use) on top of the LLaMA-like fields
+/// decoderSpecOf read: the MLA widths (q_lora_rank, kv_lora_rank,
+/// key_length_mla, value_length_mla) and tensors (attn_q_a, attn_q_b,
+/// attn_kv_a_mqa, attn_k_b, attn_v_b), DeepSeek's softmax scale from
+/// yarn_log_multiplier, dense leading layers, shared experts and the
+/// router (expert_gating_func, exp_probs_b, groups, weights' norm and
+/// scale) as llama.cpp reads them. `key` is "deepseek2.".
+llvm::Error readGgufLatentAttention(const GgufFile &file, llvm::StringRef key,
+                                    DecoderSpec &spec);
 
 } // namespace mlir::tfm
 

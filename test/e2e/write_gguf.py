@@ -353,8 +353,88 @@ def gguf_name(hf_name, arch="llama"):
         return HF_NAMES[hf_name]
     layer_names = HF_LAYER_NAMES_GEMMA2 if arch in ("gemma2", "gemma3") \
         else HF_LAYER_NAMES
-    names = {**layer_names, **HF_LAYER_NAMES_MOE}
+    names = {**layer_names, **HF_LAYER_NAMES_MOE, **HF_LAYER_NAMES_DEEPSEEK2}
     return f"blk.{m.group(1)}.{names[m.group(2)]}.{m.group(3)}"
+
+
+# DeepSeek-V2/V3's attention and router (llama.cpp's deepseek2).
+HF_LAYER_NAMES_DEEPSEEK2 = {
+    "self_attn.q_a_proj": "attn_q_a", "self_attn.q_a_layernorm": "attn_q_a_norm",
+    "self_attn.q_b_proj": "attn_q_b",
+    "self_attn.kv_a_proj_with_mqa": "attn_kv_a_mqa",
+    "self_attn.kv_a_layernorm": "attn_kv_a_norm",
+    "mlp.shared_experts.gate_proj": "ffn_gate_shexp",
+    "mlp.shared_experts.up_proj": "ffn_up_shexp",
+    "mlp.shared_experts.down_proj": "ffn_down_shexp"}
+
+
+def deepseek2_tensors(config, tensors):
+    """What llama.cpp's DeepseekV2Model converter writes beside the LLaMA
+    names: kv_b_proj split per head into attn_k_b ([heads, latent, nope],
+    each head's key rows transposed) and attn_v_b ([heads, value, latent]),
+    e_score_correction_bias as exp_probs_b.bias; the multi-token prediction
+    layers left out. Returns (name, shape, values) and removes what it
+    wrote from `tensors`."""
+    heads = config["num_attention_heads"]
+    nope, value = config["qk_nope_head_dim"], config["v_head_dim"]
+    rank = config["kv_lora_rank"]
+    out = []
+    for name in list(tensors):
+        m = re.match(r"model\.layers\.(\d+)\.(.*)$", name)
+        if not m:
+            continue
+        layer, rest = int(m.group(1)), m.group(2)
+        if layer >= config["num_hidden_layers"]:
+            del tensors[name]
+            continue
+        if rest == "self_attn.kv_b_proj.weight":
+            _, values = tensors.pop(name)
+            k_b, v_b = [], []
+            for h in range(heads):
+                base = h * (nope + value)
+                for j in range(rank):
+                    k_b.extend(values[(base + i) * rank + j]
+                               for i in range(nope))
+                v_b.extend(values[(base + nope) * rank:
+                                  (base + nope + value) * rank])
+            out.append((f"blk.{layer}.attn_k_b.weight", [heads, rank, nope], k_b))
+            out.append((f"blk.{layer}.attn_v_b.weight", [heads, value, rank], v_b))
+        elif rest == "mlp.gate.e_score_correction_bias":
+            out.append((f"blk.{layer}.exp_probs_b.bias", *tensors.pop(name)))
+    return out
+
+
+def deepseek2_metadata(config):
+    """deepseek2's hyperparameters as llama.cpp's converter writes them."""
+    rope = config["qk_rope_head_dim"]
+    rank = config["kv_lora_rank"]
+    hp = {"attention.head_count_kv": 1,
+          "attention.key_length": rank + rope, "attention.value_length": rank,
+          "attention.key_length_mla": config["qk_nope_head_dim"] + rope,
+          "attention.value_length_mla": config["v_head_dim"],
+          "attention.kv_lora_rank": rank, "rope.dimension_count": rope,
+          "leading_dense_block_count": config.get("first_k_dense_replace", 0),
+          "expert_shared_count": config.get("n_shared_experts") or 0,
+          "expert_weights_scale": float(config.get("routed_scaling_factor", 1.0)),
+          "expert_gating_func": 2 if config.get("scoring_func") == "sigmoid" else 1}
+    if config.get("q_lora_rank"):
+        hp["attention.q_lora_rank"] = config["q_lora_rank"]
+    if config.get("norm_topk_prob"):
+        hp["expert_weights_norm"] = True
+    if config.get("topk_method") == "noaux_tc":
+        hp["expert_group_count"] = config["n_group"]
+        hp["expert_group_used_count"] = config["topk_group"]
+    scaling = config.get("rope_scaling") or {}
+    if scaling.get("type", scaling.get("rope_type")) == "yarn":
+        hp.update({"rope.scaling.type": "yarn",
+                   "rope.scaling.factor": float(scaling["factor"]),
+                   "rope.scaling.original_context_length":
+                       scaling["original_max_position_embeddings"],
+                   "rope.scaling.yarn_beta_fast": float(scaling.get("beta_fast", 32)),
+                   "rope.scaling.yarn_beta_slow": float(scaling.get("beta_slow", 1)),
+                   "rope.scaling.yarn_log_multiplier":
+                       0.1 * scaling.get("mscale_all_dim", 0)})
+    return hp
 
 
 def read_hf(directory, arch):
@@ -379,9 +459,11 @@ def read_hf(directory, arch):
             raw = bytes(widened)
         tensors[name] = (info["shape"], list(array.array("f", raw)))
     heads, kv = config["num_attention_heads"], config["num_key_value_heads"]
-    out = []
+    out = deepseek2_tensors(config, tensors) if arch == "deepseek2" else []
     # Experts stacked: blk.N.ffn_*_exps [experts, rows, columns].
-    experts = config.get("num_local_experts", config.get("num_experts", 0))
+    experts = config.get("num_local_experts",
+                         config.get("num_experts",
+                                    config.get("n_routed_experts", 0)))
     block = "block_sparse_moe" if "num_local_experts" in config else "mlp"
     for layer in range(config["num_hidden_layers"] if experts else 0):
         for part, target in EXPERT_NAMES.items():
@@ -452,6 +534,8 @@ def read_hf(directory, arch):
     if "head_dim" in config:
         hp["attention.key_length"] = hp["attention.value_length"] = \
             config["head_dim"]
+    if arch == "deepseek2":
+        hp.update(deepseek2_metadata(config))
     return hp, out
 
 
