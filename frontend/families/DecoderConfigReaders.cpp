@@ -4,7 +4,7 @@
 // LLaMA's sizes and checkpoint names, partial rotary, RoPE scaling
 // (linear, dynamic NTK, Llama 3's bands, LongRoPE, YaRN) and a mixture of
 // experts' counts and names. The families' readers (DecoderFamilies.cpp,
-// LatentAttentionFamilies.cpp) compose them.
+// DeepseekFamilies.cpp) compose them.
 //
 //===----------------------------------------------------------------------===//
 

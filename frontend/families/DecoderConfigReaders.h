@@ -2,7 +2,7 @@
 //
 // Pieces of config.json that several decoder families name alike, for the
 // families' readers to compose (DecoderFamilies.cpp,
-// LatentAttentionFamilies.cpp). Each records its problems in the config.
+// DeepseekFamilies.cpp). Each records its problems in the config.
 //
 //===----------------------------------------------------------------------===//
 

@@ -10,7 +10,7 @@
 #include "frontend/ErrorMessages.h"
 #include "frontend/families/DecoderConfigReaders.h"
 #include "frontend/families/FamilyTable.h"
-#include "frontend/families/LatentAttentionFamilies.h"
+#include "frontend/families/DeepseekFamilies.h"
 
 #include <cmath>
 
@@ -693,6 +693,7 @@ const DecoderFamily kDecoderFamilies[] = {
     {"gemma", readGemmaSpec, prepareGemmaCheckpoint, true},
     {"gemma2", readGemma2Spec, prepareGemmaCheckpoint, true},
     {"gemma3_text", readGemma3Spec, prepareGemmaCheckpoint, true},
+    {"glm4_moe", readGlm4MoeSpec, nullptr, false},
     {"gpt2", readGpt2Spec, prepareGpt2Weights, false},
     {"gpt_neo", readGptNeoSpec, nullptr, false},
     {"gpt_neox", readGptNeoXSpec, prepareGptNeoXCheckpoint, false},

@@ -29,7 +29,7 @@
 #include "frontend/builders/DecoderBuilder.h"
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/FamilyTable.h"
-#include "frontend/families/LatentAttentionFamilies.h"
+#include "frontend/families/DeepseekFamilies.h"
 #include "frontend/formats/Gguf.h"
 #include "frontend/formats/StoredDtypes.h"
 #include "frontend/tokenizers/ChatTemplates.h"

@@ -711,6 +711,8 @@ def gguf_value(value, in_array=False):
         return 6, struct.pack("<f", value)
     if isinstance(value, str):
         return 8, gguf_string(value)
+    if not value:  # an empty array, of strings (merges of no merge)
+        return 9, struct.pack("<IQ", 8, 0)
     element_type, _ = gguf_value(value[0], True)
     body = b"".join(gguf_value(v, True)[1] for v in value)
     return 9, struct.pack("<IQ", element_type, len(value)) + body

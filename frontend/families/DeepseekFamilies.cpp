@@ -1,15 +1,16 @@
-//===- LatentAttentionFamilies.cpp - DeepSeek's MLA decoders --------------===//
+//===- DeepseekFamilies.cpp - DeepSeek's architecture and its router ------===//
 //
 // DeepSeek-V2 and V3's configs (transformers' DeepseekV3Config fields,
 // which Kimi-K2 and Moonlight keep) as a DecoderSpec: multi-head latent
 // attention (DecoderSpec::mla), YaRN with DeepSeek's softmax scale, dense
 // leading layers, and experts chosen by DeepSeek's router (sigmoid or
 // softmax scores, a selection bias, groups, a routed scale) beside shared
-// experts.
+// experts; GLM-4.5's, whose grouped-query attention sits before the same
+// router; and GGUF's deepseek2.
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/families/LatentAttentionFamilies.h"
+#include "frontend/families/DeepseekFamilies.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/families/DecoderConfigReaders.h"
 
@@ -46,7 +47,19 @@ double deepseekSoftmaxScale(ConfigReader &config, const DecoderSpec &spec) {
 /// within the topk_group best of n_group groups; V2's greedy is a plain
 /// top-k), routed_scaling_factor, norm_topk_prob; shared experts of
 /// n_shared_experts · moe_intermediate_size.
-void readDeepseekExperts(ConfigReader &config, DecoderSpec &spec, bool v3) {
+/// The config defaults that differ between DeepSeek-V2, V3 and GLM-4.5's
+/// routers: V3's sigmoid and selection bias (else V2's softmax and greedy
+/// top-k), the groups where a config leaves them out (none: required), and
+/// the shared experts.
+struct RouterDefaults {
+  bool v3;
+  std::optional<int64_t> groups;
+  int64_t sharedExperts;
+};
+
+void readDeepseekExperts(ConfigReader &config, DecoderSpec &spec,
+                         RouterDefaults defaults) {
+  bool v3 = defaults.v3;
   readExpertCounts(config, spec, "n_routed_experts", {0, 0});
   spec.expertSize = config.positiveInteger("moe_intermediate_size");
   spec.normalizeExpertWeights = config.boolean("norm_topk_prob", v3);
@@ -64,8 +77,8 @@ void readDeepseekExperts(ConfigReader &config, DecoderSpec &spec, bool v3) {
   std::string method = config.string("topk_method", v3 ? "noaux_tc" : "greedy");
   if (method == "noaux_tc") {
     spec.layer.routerBias = mlp + "gate.e_score_correction_bias";
-    spec.expertGroups = config.positiveInteger("n_group");
-    spec.topExpertGroups = config.positiveInteger("topk_group");
+    spec.expertGroups = config.positiveInteger("n_group", defaults.groups);
+    spec.topExpertGroups = config.positiveInteger("topk_group", defaults.groups);
   } else if (method == "group_limited_greedy") {
     // Groups scored by their best expert, not DeepSeek-V3's best two: the
     // same as greedy only with one group.
@@ -79,7 +92,7 @@ void readDeepseekExperts(ConfigReader &config, DecoderSpec &spec, bool v3) {
                 "one group)");
   }
   useExpertNames(spec, mlp, "gate_proj", "up_proj", "down_proj");
-  int64_t shared = config.integer("n_shared_experts", 0);
+  int64_t shared = config.integer("n_shared_experts", defaults.sharedExperts);
   if (shared < 0)
     config.fail("config value n_shared_experts must be 0 or more");
   spec.sharedExpertSize = shared > 0 ? shared * spec.expertSize : 0;
@@ -147,7 +160,31 @@ DecoderSpec mlir::tfm::readDeepseekSpec(ConfigReader &config) {
   spec.predictionLayers = config.integer("num_nextn_predict_layers", 0);
   if (config.raw().get("n_routed_experts") &&
       config.raw().get("n_routed_experts")->kind() != llvm::json::Value::Null)
-    readDeepseekExperts(config, spec, v3);
+    readDeepseekExperts(config, spec, {v3, std::nullopt, 0});
+  return spec;
+}
+
+DecoderSpec mlir::tfm::readGlm4MoeSpec(ConfigReader &config) {
+  DecoderSpec spec;
+  spec.family = "glm4_moe";
+  readLlamaSizes(config, spec);
+  if (spec.numHeads > 0)
+    spec.explicitHeadDim =
+        config.positiveInteger("head_dim", spec.hiddenSize / spec.numHeads);
+  spec.rmsNorm = true;
+  spec.normEpsilon = config.number("rms_norm_eps", 1e-5);
+  spec.gatedMlp = true;
+  spec.activation = config.activation("hidden_act", "silu");
+  spec.qkvBias = config.boolean("attention_bias", false);
+  readPartialRotary(config, "partial_rotary_factor", 0.5, spec);
+  readRopeScaling(config, spec);
+  useLlamaNames(config, spec, /*tiedByDefault=*/false);
+  if (config.boolean("use_qk_norm", false)) {
+    spec.layer.queryNorm = "model.layers.{}.self_attn.q_norm.weight";
+    spec.layer.keyNorm = "model.layers.{}.self_attn.k_norm.weight";
+  }
+  spec.predictionLayers = config.integer("num_nextn_predict_layers", 0);
+  readDeepseekExperts(config, spec, {/*v3=*/true, /*groups=*/1, 1});
   return spec;
 }
 

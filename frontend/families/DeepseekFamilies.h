@@ -1,14 +1,15 @@
-//===- LatentAttentionFamilies.h - DeepSeek's MLA decoders ------*- C++ -*-===//
+//===- DeepseekFamilies.h - DeepSeek's architecture and its router -*- C++ -*-===//
 //
-// The Hugging Face decoders built on DeepSeek-V2/V3's architecture:
-// multi-head latent attention and a mixture of experts with DeepSeek's
-// router (model_types deepseek_v2, deepseek_v3, kimi_k2). Rows of
-// kDecoderFamilies (DecoderFamilies.cpp).
+// The decoders built on DeepSeek-V2/V3's architecture, multi-head latent
+// attention and a mixture of experts with DeepSeek's router (model_types
+// deepseek_v2, deepseek_v3, kimi_k2; GGUF deepseek2), and GLM-4.5's
+// (glm4_moe), which keeps the router beside grouped-query attention. Rows
+// of kDecoderFamilies (DecoderFamilies.cpp) and kGgufArchitectures.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_LATENTATTENTIONFAMILIES_H
-#define TFM_FRONTEND_LATENTATTENTIONFAMILIES_H
+#ifndef TFM_FRONTEND_DEEPSEEKFAMILIES_H
+#define TFM_FRONTEND_DEEPSEEKFAMILIES_H
 
 #include "frontend/builders/DecoderSpec.h"
 #include "frontend/formats/ConfigReader.h"
@@ -19,6 +20,14 @@ namespace mlir::tfm {
 
 /// DeepSeek-V3 (and Kimi-K2, Moonlight, which reuse it) and DeepSeek-V2.
 DecoderSpec readDeepseekSpec(ConfigReader &config);
+
+/// GLM-4.5, 4.6 and 4.7 (glm4_moe): grouped-query attention with biases on
+/// Q, K and V (attention_bias), optional RMSNorms of each head of Q and K
+/// (use_qk_norm), RoPE's half-rotation on the first partial_rotary_factor
+/// (0.5) of each head; DeepSeek-V3's router (n_group and topk_group 1 where
+/// left out), one shared expert by default, first_k_dense_replace dense
+/// layers.
+DecoderSpec readGlm4MoeSpec(ConfigReader &config);
 
 /// Splits each layer's kv_b_proj ([heads · (nope + value), latent]) into
 /// the absorbed key up-projection ([heads · latent, nope], each head's
@@ -39,4 +48,4 @@ llvm::Error readGgufLatentAttention(const GgufFile &file, llvm::StringRef key,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_LATENTATTENTIONFAMILIES_H
+#endif // TFM_FRONTEND_DEEPSEEKFAMILIES_H

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the DeepSeek-architecture fixtures (test/e2e/families/Inputs/<name>/:
+"""Writes the fixtures of DeepSeek's architecture and of GLM-4.5 (its router
+behind grouped-query attention, reference/glm4_moe.py) (test/e2e/families/Inputs/<name>/:
 config.json + model.safetensors, small random weights in transformers'
 layout) and their goldens (<name>.logits.bin: little-endian f32 [12, vocab],
 the logits of every position of TOKENS). transformers 4.40 has no DeepSeek,
@@ -8,7 +9,7 @@ DeepseekV3 modeling code (reference/deepseek_v3.py: MLA in its naive form,
 as transformers computes it, which tfmc's absorbed form must match; the
 V3 and V2 routers), in float64.
 
-    /usr/bin/python3 test/e2e/make_mla_goldens.py [deepseek_v3 ...]
+    /usr/bin/python3 test/e2e/make_deepseek_goldens.py [deepseek_v3 ...]
 
 needs numpy and torch (for safetensors), nothing else.
 """
@@ -23,6 +24,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "reference"))
 import deepseek_v3 as ds  # noqa: E402
+import glm4_moe as glm  # noqa: E402
 from common import rms_norm  # noqa: E402
 
 OUT = os.path.join(HERE, "families", "Inputs")
@@ -30,17 +32,19 @@ TOKENS = [1, 17, 42, 5, 63, 0, 28, 9, 33, 12, 50, 7]
 VOCAB = 64
 
 
-def model_weights(rng, config):
-    """Every tensor of a DeepseekV3ForCausalLM checkpoint, by name."""
+def model_weights(rng, config, random_layer=None):
+    """Every tensor of a DeepseekV3ForCausalLM checkpoint (or, with GLM's
+    `random_layer`, a Glm4MoeForCausalLM's), by name."""
+    random_layer = random_layer or ds._rand_layer
     D = config["hidden_size"]
     tensors = {"model.embed_tokens.weight": rng.standard_normal((VOCAB, D)),
                "model.norm.weight": 1.0 + 0.1 * rng.standard_normal(D),
                "lm_head.weight": rng.standard_normal((VOCAB, D)) * 0.3}
     layers = []
     for l in range(config["num_hidden_layers"]):
-        layer = ds._rand_layer(rng, config,
-                               moe_layer=l >= config["first_k_dense_replace"])
-        if config.get("topk_method") != "noaux_tc":
+        layer = random_layer(rng, config,
+                             moe_layer=l >= config["first_k_dense_replace"])
+        if config.get("topk_method") == "greedy":
             layer["mlp"].pop("gate.e_score_correction_bias", None)
         layers.append(layer)
         prefix = "model.layers.%d." % l
@@ -61,19 +65,24 @@ def model_weights(rng, config):
     return tensors, layers
 
 
-def forward(tensors, layers, config):
-    """DeepseekV3ForCausalLM.forward over TOKENS: every position's logits."""
+def deepseek_layer(x, layer, config, positions, l):
+    """DeepseekV3DecoderLayer with MLA as transformers computes it."""
+    return ds.decoder_layer(x, layer, config, positions, l, attn="naive")[0]
+
+
+def forward(tensors, layers, config, decoder_layer=deepseek_layer):
+    """The model's forward over TOKENS: every position's logits."""
     x = tensors["model.embed_tokens.weight"][TOKENS]
     positions = np.arange(len(TOKENS))
     for l, layer in enumerate(layers):
-        x, _ = ds.decoder_layer(x, layer, config, positions, l, attn="naive")
+        x = decoder_layer(x, layer, config, positions, l)
     x = rms_norm(x, tensors["model.norm.weight"], config["rms_norm_eps"])
     return x @ tensors["lm_head.weight"].T
 
 
-def write(name, config, seed):
+def write(name, config, seed, random_layer=None, decoder_layer=deepseek_layer):
     rng = np.random.default_rng(seed)
-    tensors, layers = model_weights(rng, config)
+    tensors, layers = model_weights(rng, config, random_layer)
     folder = os.path.join(OUT, name)
     os.makedirs(folder, exist_ok=True)
     safetensors.torch.save_file(
@@ -91,7 +100,7 @@ def write(name, config, seed):
                           else stored["model.layers.%d.%s" % (l, k)])
                       for k, v in layer.items()}
                      for l, layer in enumerate(layers)]
-    logits = forward(stored, stored_layers, config)
+    logits = forward(stored, stored_layers, config, decoder_layer)
     logits.astype("<f4").tofile(os.path.join(OUT, name + ".logits.bin"))
     print(f"{name}: logits {logits.shape}, max |logit| {np.abs(logits).max():.2f}")
 
@@ -124,6 +133,26 @@ def deepseek_v2_lite():
     write("deepseek-v2-lite", config, 32)
 
 
+def glm4_moe():
+    """GLM-4.5's layout: grouped-query attention (4 heads, 2 KV heads) of a
+    head_dim of its own (16, not 48 / 4), biases on Q, K and V, per-head Q
+    and K norms, RoPE on the first half of each head; a dense first layer,
+    then 8 experts, sigmoid scores with a selection bias, top 2
+    renormalized and scaled by 2.5, one shared expert."""
+    config = dict(COMMON, model_type="glm4_moe",
+                  architectures=["Glm4MoeForCausalLM"], hidden_size=48,
+                  num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                  partial_rotary_factor=0.5, attention_bias=True,
+                  use_qk_norm=True, rope_theta=10000.0, intermediate_size=40,
+                  moe_intermediate_size=10, n_routed_experts=8,
+                  num_experts_per_tok=2, n_group=1, topk_group=1,
+                  norm_topk_prob=True, routed_scaling_factor=2.5,
+                  n_shared_experts=1, first_k_dense_replace=1,
+                  num_nextn_predict_layers=1)
+    write("glm4-moe", config, 33, glm.random_layer, glm.decoder_layer)
+
+
 if __name__ == "__main__":
-    for fixture in sys.argv[1:] or ["deepseek_v3", "deepseek_v2_lite"]:
+    for fixture in sys.argv[1:] or ["deepseek_v3", "deepseek_v2_lite",
+                                    "glm4_moe"]:
         globals()[fixture]()
