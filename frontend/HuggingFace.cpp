@@ -31,16 +31,6 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// Whether `name` is a tensor of a multi-token prediction layer
-/// ("model.layers.N." with N past the model's layers, among
-/// spec.predictionLayers), which the model built does not read.
-bool isPredictionLayerTensor(const DecoderSpec &spec, llvm::StringRef name) {
-  if (!name.consume_front("model.layers."))
-    return false;
-  int64_t layer = 0;
-  return !name.consumeInteger(10, layer) && layer >= spec.numLayers &&
-         layer < spec.numLayers + spec.predictionLayers;
-}
 
 /// A classifier's class names by id: id2label's entries, or num_labels
 /// (2 by default, as transformers) named LABEL_i.
@@ -417,7 +407,7 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
            name.ends_with(".attention.masked_bias") ||
            name.ends_with(".rotary_emb.inv_freq") ||
            (tiedHeadSaved && name == "lm_head.weight") ||
-           isPredictionLayerTensor(spec, name);
+           spec.isPredictionLayerTensor(name, "model.layers.");
   };
   auto module = buildDecoder(context, spec, model.weights, checkpoint, ignored);
   if (!module)

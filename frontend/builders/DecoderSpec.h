@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mlir::tfm {
@@ -167,6 +168,21 @@ struct DecoderSpec {
   /// num_nextn_predict_layers, numbered from numLayers on): their tensors
   /// are in the checkpoint but not in the model tfmc builds.
   int64_t predictionLayers = 0;
+  /// Whether `name` is a tensor of a prediction layer: `prefix` (HF's
+  /// "model.layers.", GGUF's "blk.") then the layer's number.
+  bool isPredictionLayerTensor(std::string_view name,
+                               std::string_view prefix) const {
+    if (name.substr(0, prefix.size()) != prefix)
+      return false;
+    int64_t layer = 0;
+    size_t at = prefix.size(), digits = 0;
+    for (; at < name.size() && name[at] >= '0' && name[at] <= '9' &&
+           digits < 9;
+         ++at, ++digits)
+      layer = layer * 10 + (name[at] - '0');
+    return digits > 0 && at < name.size() && name[at] == '.' &&
+           layer >= numLayers && layer < numLayers + predictionLayers;
+  }
   /// The attention scores' scale; 0: 1/sqrt(head_dim). GPT-Neo's are not
   /// scaled (1).
   double attentionScale = 0;

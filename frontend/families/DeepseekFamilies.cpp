@@ -218,34 +218,109 @@ llvm::Error mlir::tfm::prepareDeepseekCheckpoint(DecoderSpec &spec,
   return llvm::Error::success();
 }
 
-llvm::Error mlir::tfm::readGgufLatentAttention(const GgufFile &file,
-                                               llvm::StringRef key,
-                                               DecoderSpec &spec) {
-  constexpr int64_t kMaxWidth = 1 << 20, kMaxCount = 1 << 16;
-  auto optional = [&](const char *name, int64_t max,
-                      std::optional<int64_t> &out) -> llvm::Error {
-    llvm::Expected<std::optional<int64_t>> value =
-        file.optionalInteger((key + name).str(), max);
-    if (!value)
-      return value.takeError();
-    out = *value;
-    return llvm::Error::success();
-  };
-  std::optional<int64_t> queryRank, latentRank, keyWidth, valueWidth,
-      denseLayers, shared, gating, groups, topGroups, norm;
+namespace {
+
+/// Metadata `key` + `name`, an integer at most `max`, into `out` (nullopt
+/// where the file leaves it out).
+llvm::Error readOptionalInteger(const GgufFile &file, llvm::StringRef key,
+                                const char *name, int64_t max,
+                                std::optional<int64_t> &out) {
+  llvm::Expected<std::optional<int64_t>> value =
+      file.optionalInteger((key + name).str(), max);
+  if (!value)
+    return value.takeError();
+  out = *value;
+  return llvm::Error::success();
+}
+
+/// DeepSeek's router as llama.cpp reads it (deepseek2, glm4moe):
+/// leading_dense_block_count dense layers, expert_shared_count shared
+/// experts (ffn_*_shexp, ungated), expert_gating_func (1 softmax, 2
+/// sigmoid; `gating` where the file does not say), exp_probs_b where the
+/// file has it, groups, and the chosen weights renormalized
+/// (expert_weights_norm) and scaled (expert_weights_scale, 0: none).
+llvm::Error readGgufDeepseekRouter(const GgufFile &file, llvm::StringRef key,
+                                   DecoderSpec &spec, RouterScoring gating) {
+  constexpr int64_t kMaxCount = 1 << 16;
+  std::optional<int64_t> denseLayers, shared, function, groups, topGroups,
+      norm;
   for (auto [name, max, out] :
        {std::tuple<const char *, int64_t, std::optional<int64_t> *>{
-            "attention.q_lora_rank", kMaxWidth, &queryRank},
-        {"attention.kv_lora_rank", kMaxWidth, &latentRank},
-        {"attention.key_length_mla", kMaxWidth, &keyWidth},
-        {"attention.value_length_mla", kMaxWidth, &valueWidth},
-        {"leading_dense_block_count", kMaxCount, &denseLayers},
+            "leading_dense_block_count", kMaxCount, &denseLayers},
         {"expert_shared_count", kMaxCount, &shared},
-        {"expert_gating_func", 2, &gating},
+        {"expert_gating_func", 2, &function},
         {"expert_group_count", kMaxCount, &groups},
         {"expert_group_used_count", kMaxCount, &topGroups},
         {"expert_weights_norm", 1, &norm}})
-    if (llvm::Error err = optional(name, max, *out))
+    if (llvm::Error err = readOptionalInteger(file, key, name, max, *out))
+      return err;
+  spec.denseLayers = denseLayers.value_or(0);
+  if (spec.numExperts == 0)
+    return llvm::Error::success();
+  if (function)
+    gating = *function == 2 ? RouterScoring::sigmoid : RouterScoring::softmax;
+  spec.routerScoring = gating;
+  spec.normalizeExpertWeights = norm.value_or(0) != 0;
+  llvm::Expected<std::optional<double>> weightsScale =
+      file.optionalReal((key + "expert_weights_scale").str());
+  if (!weightsScale)
+    return weightsScale.takeError();
+  if (weightsScale->value_or(0) != 0)
+    spec.routedScale = **weightsScale;
+  if (groups.value_or(0) > 1) {
+    spec.expertGroups = *groups;
+    spec.topExpertGroups = topGroups.value_or(0);
+  }
+  std::string blk = "blk.{}.";
+  LayerWeightNames &n = spec.layer;
+  for (const GgufTensor &tensor : file.tensors())
+    if (llvm::StringRef(tensor.name).ends_with(".exp_probs_b.bias"))
+      n.routerBias = blk + "exp_probs_b.bias";
+  spec.sharedExpertSize = shared.value_or(0) * spec.expertSize;
+  n.sharedGate = blk + "ffn_gate_shexp.weight";
+  n.sharedUp = blk + "ffn_up_shexp.weight";
+  n.sharedDown = blk + "ffn_down_shexp.weight";
+  n.sharedExpertGate = "";
+  // The dense leading layers' MLP.
+  n.gate = blk + "ffn_gate.weight";
+  n.up = blk + "ffn_up.weight";
+  n.down = blk + "ffn_down.weight";
+  return llvm::Error::success();
+}
+
+/// Whether the file has tensor `name`.
+bool hasTensor(const GgufFile &file, llvm::StringRef name) {
+  return llvm::any_of(file.tensors(), [&](const GgufTensor &tensor) {
+    return tensor.name == name;
+  });
+}
+
+} // namespace
+
+llvm::Error mlir::tfm::readGgufGlm4Moe(const GgufFile &file,
+                                       llvm::StringRef key, DecoderSpec &spec) {
+  // The MLP's input norm is post_attention_norm (llama.cpp's attn_post_norm);
+  // Q and K norms where the file has them (not GLM-4.5's 355B model).
+  spec.layer.mlpNorm = "blk.{}.post_attention_norm.weight";
+  if (hasTensor(file, "blk.0.attn_q_norm.weight")) {
+    spec.layer.queryNorm = "blk.{}.attn_q_norm.weight";
+    spec.layer.keyNorm = "blk.{}.attn_k_norm.weight";
+  }
+  return readGgufDeepseekRouter(file, key, spec, RouterScoring::sigmoid);
+}
+
+llvm::Error mlir::tfm::readGgufLatentAttention(const GgufFile &file,
+                                               llvm::StringRef key,
+                                               DecoderSpec &spec) {
+  constexpr int64_t kMaxWidth = 1 << 20;
+  std::optional<int64_t> queryRank, latentRank, keyWidth, valueWidth;
+  for (auto [name, out] :
+       {std::pair<const char *, std::optional<int64_t> *>{
+            "attention.q_lora_rank", &queryRank},
+        {"attention.kv_lora_rank", &latentRank},
+        {"attention.key_length_mla", &keyWidth},
+        {"attention.value_length_mla", &valueWidth}})
+    if (llvm::Error err = readOptionalInteger(file, key, name, kMaxWidth, *out))
       return err;
   auto fail = [&](const llvm::Twine &what) {
     return makeError(file.path() + ": " + what);
@@ -307,34 +382,5 @@ llvm::Error mlir::tfm::readGgufLatentAttention(const GgufFile &file,
   n.keyAbsorb = blk + "attn_k_b.weight";
   n.valueUp = blk + "attn_v_b.weight";
   n.key = n.value = "";
-  spec.denseLayers = denseLayers.value_or(0);
-  if (spec.numExperts == 0)
-    return llvm::Error::success();
-  // llama.cpp: softmax where the file does not say (DeepSeek-V2's files).
-  if (gating.value_or(1) == 2)
-    spec.routerScoring = RouterScoring::sigmoid;
-  spec.normalizeExpertWeights = norm.value_or(0) != 0;
-  llvm::Expected<std::optional<double>> weightsScale =
-      file.optionalReal((key + "expert_weights_scale").str());
-  if (!weightsScale)
-    return weightsScale.takeError();
-  if (weightsScale->value_or(0) != 0)
-    spec.routedScale = **weightsScale;
-  if (groups.value_or(0) > 1) {
-    spec.expertGroups = *groups;
-    spec.topExpertGroups = topGroups.value_or(0);
-  }
-  for (const GgufTensor &tensor : file.tensors())
-    if (llvm::StringRef(tensor.name).ends_with(".exp_probs_b.bias"))
-      n.routerBias = blk + "exp_probs_b.bias";
-  spec.sharedExpertSize = shared.value_or(0) * spec.expertSize;
-  n.sharedGate = blk + "ffn_gate_shexp.weight";
-  n.sharedUp = blk + "ffn_up_shexp.weight";
-  n.sharedDown = blk + "ffn_down_shexp.weight";
-  n.sharedExpertGate = "";
-  // The dense leading layers' MLP.
-  n.gate = blk + "ffn_gate.weight";
-  n.up = blk + "ffn_up.weight";
-  n.down = blk + "ffn_down.weight";
-  return llvm::Error::success();
+  return readGgufDeepseekRouter(file, key, spec, RouterScoring::softmax);
 }

@@ -46,6 +46,13 @@ llvm::Error prepareDeepseekCheckpoint(DecoderSpec &spec, WeightStore &store,
 llvm::Error readGgufLatentAttention(const GgufFile &file, llvm::StringRef key,
                                     DecoderSpec &spec);
 
+/// GGUF's glm4moe (GLM-4.5, 4.6, 4.7) on top of the LLaMA-like fields with
+/// Q/K/V biases: the MLP norm post_attention_norm, attn_q_norm and
+/// attn_k_norm where present, and DeepSeek's router with sigmoid scores
+/// unless expert_gating_func says otherwise. `key` is "glm4moe.".
+llvm::Error readGgufGlm4Moe(const GgufFile &file, llvm::StringRef key,
+                            DecoderSpec &spec);
+
 } // namespace mlir::tfm
 
 #endif // TFM_FRONTEND_DEEPSEEKFAMILIES_H

@@ -91,6 +91,10 @@ struct GgufArchitecture {
   /// (readGgufLatentAttention), YaRN's yarn_log_multiplier in its softmax
   /// scale.
   bool latentAttention = false;
+  /// GLM-4.5's: DeepSeek's router behind grouped-query attention with
+  /// biases, optional Q and K norms and an MLP norm named
+  /// post_attention_norm (readGgufGlm4Moe).
+  bool glmLayers = false;
 };
 
 /// Every GGUF architecture, in the order messages list them. A new one is
@@ -123,6 +127,9 @@ const GgufArchitecture kGgufArchitectures[] = {
     {"deepseek2", "DeepSeek-V2 and V3, Kimi-K2, Moonlight",
      RopeStyle::interleaved, false, ActivationKind::silu, false, false, true,
      false, 0, 0, 0, false, /*latentAttention=*/true},
+    {"glm4moe", "GLM-4.5, 4.6 and 4.7", RopeStyle::rotate_half, true,
+     ActivationKind::silu, false, false, true, false, 0, 0, 0, false, false,
+     /*glmLayers=*/true},
 };
 
 const GgufArchitecture *findGgufArchitecture(llvm::StringRef name) {
@@ -257,6 +264,19 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
   if (arch.scaledEmbeddings)
     spec.embeddingScale = std::sqrt(double(spec.hiddenSize));
   spec.numLayers = *layers;
+  // Multi-token prediction layers (DeepSeek-V3's, GLM-4.5's) are counted in
+  // block_count after the model's own; their tensors are read past.
+  llvm::Expected<std::optional<int64_t>> nextn =
+      file.optionalInteger(key + "nextn_predict_layers", kMaxLayers);
+  if (!nextn)
+    return nextn.takeError();
+  if (nextn->value_or(0) >= spec.numLayers && nextn->value_or(0) > 0)
+    return makeError(file.path() + ": metadata '" + key +
+                     "nextn_predict_layers' (" + llvm::Twine(**nextn) +
+                     ") leaves no layer of the " + llvm::Twine(*layers) +
+                     " blocks");
+  spec.predictionLayers = nextn->value_or(0);
+  spec.numLayers -= spec.predictionLayers;
   spec.intermediateSize = *ffn;
   spec.numHeads = *heads;
   spec.maxContext = *context;
@@ -386,7 +406,10 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
   if (arch.latentAttention)
     if (llvm::Error err = readGgufLatentAttention(file, key, spec))
       return std::move(err);
-  if (spec.sharedExpertSize > 0 && !arch.latentAttention) {
+  if (arch.glmLayers)
+    if (llvm::Error err = readGgufGlm4Moe(file, key, spec))
+      return std::move(err);
+  if (spec.sharedExpertSize > 0 && !arch.latentAttention && !arch.glmLayers) {
     spec.layer.sharedGate = "blk.{}.ffn_gate_shexp.weight";
     spec.layer.sharedUp = "blk.{}.ffn_up_shexp.weight";
     spec.layer.sharedDown = "blk.{}.ffn_down_shexp.weight";
@@ -702,9 +725,10 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
   bool mapped = file->isMapped();
   model.weights.keepMapped(file->releaseBuffer());
   auto module = buildDecoder(
-      context, *spec, model.weights, path, [](llvm::StringRef name) {
+      context, *spec, model.weights, path, [&](llvm::StringRef name) {
         return name == kRopeFactors || name == kShortRopeFactors ||
-               name == kLongRopeFactors;
+               name == kLongRopeFactors ||
+               spec->isPredictionLayerTensor(name, "blk.");
       });
   if (!module)
     return module.takeError();

@@ -353,6 +353,10 @@ def gguf_name(hf_name, arch="llama"):
         return HF_NAMES[hf_name]
     layer_names = HF_LAYER_NAMES_GEMMA2 if arch in ("gemma2", "gemma3") \
         else HF_LAYER_NAMES
+    if arch == "glm4moe":
+        # GLM's MLP norm is llama.cpp's attn_post_norm.
+        layer_names = {**layer_names,
+                       "post_attention_layernorm": "post_attention_norm"}
     names = {**layer_names, **HF_LAYER_NAMES_MOE, **HF_LAYER_NAMES_DEEPSEEK2}
     return f"blk.{m.group(1)}.{names[m.group(2)]}.{m.group(3)}"
 
@@ -369,15 +373,15 @@ HF_LAYER_NAMES_DEEPSEEK2 = {
 
 
 def deepseek2_tensors(config, tensors):
-    """What llama.cpp's DeepseekV2Model converter writes beside the LLaMA
-    names: kv_b_proj split per head into attn_k_b ([heads, latent, nope],
+    """What llama.cpp's DeepseekV2Model converter (and, but for kv_b_proj,
+    its Glm4MoeModel) writes beside the LLaMA names: kv_b_proj split per head into attn_k_b ([heads, latent, nope],
     each head's key rows transposed) and attn_v_b ([heads, value, latent]),
     e_score_correction_bias as exp_probs_b.bias; the multi-token prediction
     layers left out. Returns (name, shape, values) and removes what it
     wrote from `tensors`."""
     heads = config["num_attention_heads"]
-    nope, value = config["qk_nope_head_dim"], config["v_head_dim"]
-    rank = config["kv_lora_rank"]
+    nope, value = config.get("qk_nope_head_dim"), config.get("v_head_dim")
+    rank = config.get("kv_lora_rank")
     out = []
     for name in list(tensors):
         m = re.match(r"model\.layers\.(\d+)\.(.*)$", name)
@@ -437,6 +441,21 @@ def deepseek2_metadata(config):
     return hp
 
 
+def glm4moe_metadata(config):
+    """glm4moe's hyperparameters as llama.cpp's Glm4MoeModel writes them."""
+    head_dim = config["head_dim"]
+    return {"attention.key_length": head_dim,
+            "attention.value_length": head_dim,
+            "rope.dimension_count":
+                int(head_dim * config.get("partial_rotary_factor", 0.5)),
+            "leading_dense_block_count": config.get("first_k_dense_replace", 1),
+            "expert_shared_count": config.get("n_shared_experts", 1),
+            "expert_weights_scale":
+                float(config.get("routed_scaling_factor", 1.0)),
+            "expert_weights_norm": bool(config.get("norm_topk_prob", True)),
+            "expert_gating_func": 2}
+
+
 def read_hf(directory, arch):
     with open(os.path.join(directory, "config.json")) as f:
         config = json.load(f)
@@ -459,7 +478,8 @@ def read_hf(directory, arch):
             raw = bytes(widened)
         tensors[name] = (info["shape"], list(array.array("f", raw)))
     heads, kv = config["num_attention_heads"], config["num_key_value_heads"]
-    out = deepseek2_tensors(config, tensors) if arch == "deepseek2" else []
+    out = deepseek2_tensors(config, tensors) \
+        if arch in ("deepseek2", "glm4moe") else []
     # Experts stacked: blk.N.ffn_*_exps [experts, rows, columns].
     experts = config.get("num_local_experts",
                          config.get("num_experts",
@@ -536,6 +556,8 @@ def read_hf(directory, arch):
             config["head_dim"]
     if arch == "deepseek2":
         hp.update(deepseek2_metadata(config))
+    if arch == "glm4moe":
+        hp.update(glm4moe_metadata(config))
     return hp, out
 
 
