@@ -100,6 +100,11 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
                 llvm::Twine(spec.numExperts) + " experts of " +
                 llvm::Twine(spec.expertSize) + ", " +
                 llvm::Twine(spec.expertsPerToken) + " per token");
+  if (spec.expertGroups < 0 || spec.expertGroups > kMaxConfigSize ||
+      spec.topExpertGroups < 0)
+    return fail("expert groups must be 0 to " + llvm::Twine(kMaxConfigSize) +
+                ", got " + llvm::Twine(spec.expertGroups) + " (" +
+                llvm::Twine(spec.topExpertGroups) + " chosen)");
   if (spec.numExperts > 0 && spec.expertGroups > 1 &&
       (spec.numExperts % spec.expertGroups != 0 ||
        spec.topExpertGroups < 1 ||
@@ -120,13 +125,15 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
                 llvm::Twine(spec.numLayers) + ", got " +
                 llvm::Twine(spec.denseLayers));
   if (const LatentAttentionSpec &mla = spec.mla; mla.enabled()) {
-    if (mla.queryRank < 0 || mla.nopeDim <= 0 || mla.ropeDim <= 0 ||
-        mla.valueDim <= 0)
-      return fail("latent attention needs positive head dimensions "
-                  "(unrotated, rotated, value) and a query rank of 0 or "
-                  "more, got " +
-                  llvm::Twine(mla.nopeDim) + ", " + llvm::Twine(mla.ropeDim) +
-                  ", " + llvm::Twine(mla.valueDim) + " and " +
+    if (llvm::Error err = expectPositiveSizes(
+            configPath, {{"latent rank", mla.latentRank},
+                         {"unrotated query/key head size", mla.nopeDim},
+                         {"rotated query/key head size", mla.ropeDim},
+                         {"value head size", mla.valueDim}}))
+      return err;
+    if (mla.queryRank < 0 || mla.queryRank > kMaxConfigSize)
+      return fail("latent attention's query rank must be 0 (none) to " +
+                  llvm::Twine(kMaxConfigSize) + ", got " +
                   llvm::Twine(mla.queryRank));
     // The cache keeps a latent row as its two halves.
     if ((mla.latentRank + mla.ropeDim) % 2 != 0)
