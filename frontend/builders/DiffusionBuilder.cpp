@@ -422,7 +422,6 @@ void DiffusionIRBuilder::buildDenoise(ModuleOp module, const UNetSpec &spec) {
   int64_t total = 0;
   for (const CrossAttention &cross : pendingCross)
     total += 2 * spec.textTokens * cross.channels;
-  auto flat = RankedTensorType::get({total}, f32);
   int64_t images = spec.batch;
   if (pendingCross.empty())
     declarations.fail("the UNet has no cross-attention to read the text");
