@@ -11,11 +11,12 @@
 
 #include "ir/TfmDialect.h"
 
+#include "llvm/ADT/StringRef.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace mlir::tfm {
@@ -170,18 +171,12 @@ struct DecoderSpec {
   int64_t predictionLayers = 0;
   /// Whether `name` is a tensor of a prediction layer: `prefix` (HF's
   /// "model.layers.", GGUF's "blk.") then the layer's number.
-  bool isPredictionLayerTensor(std::string_view name,
-                               std::string_view prefix) const {
-    if (name.substr(0, prefix.size()) != prefix)
-      return false;
+  bool isPredictionLayerTensor(llvm::StringRef name,
+                               llvm::StringRef prefix) const {
     int64_t layer = 0;
-    size_t at = prefix.size(), digits = 0;
-    for (; at < name.size() && name[at] >= '0' && name[at] <= '9' &&
-           digits < 9;
-         ++at, ++digits)
-      layer = layer * 10 + (name[at] - '0');
-    return digits > 0 && at < name.size() && name[at] == '.' &&
-           layer >= numLayers && layer < numLayers + predictionLayers;
+    return name.consume_front(prefix) && !name.consumeInteger(10, layer) &&
+           name.starts_with(".") && layer >= numLayers &&
+           layer < numLayers + predictionLayers;
   }
   /// The attention scores' scale; 0: 1/sqrt(head_dim). GPT-Neo's are not
   /// scaled (1).

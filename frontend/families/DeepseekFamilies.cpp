@@ -158,8 +158,8 @@ DecoderSpec mlir::tfm::readDeepseekSpec(ConfigReader &config) {
   n.key = n.value = "";
   // Kept for speculative decoding; not part of the model's forward pass.
   spec.predictionLayers = config.integer("num_nextn_predict_layers", 0);
-  if (config.raw().get("n_routed_experts") &&
-      config.raw().get("n_routed_experts")->kind() != llvm::json::Value::Null)
+  const llvm::json::Value *routed = config.raw().get("n_routed_experts");
+  if (routed && routed->kind() != llvm::json::Value::Null)
     readDeepseekExperts(config, spec, {v3, std::nullopt, 0});
   return spec;
 }
