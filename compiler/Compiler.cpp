@@ -40,11 +40,24 @@ namespace {
 
 llvm::Error diagnosed() { return llvm::make_error<DiagnosedError>(); }
 
-/// Whether tfm-kv-cache applies: a @forward whose attention is all causal,
-/// and no @prefill derived already (a module emitted after the tfm passes).
+/// Whether the module has recurrent layers (Gated DeltaNet's), whose
+/// carried state tfm-kv-cache does not derive yet (docs/plans/deltanet.md).
+bool hasRecurrentLayers(ModuleOp module) {
+  return module
+      .walk([](Operation *op) {
+        return isa<CausalConv1dOp, GatedDeltaRuleOp>(op)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// Whether tfm-kv-cache applies: a @forward whose attention is all causal
+/// and that has no recurrent layers, and no @prefill derived already (a
+/// module emitted after the tfm passes).
 bool wantsKVCache(ModuleOp module) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
-  if (!forward || module.lookupSymbol("prefill"))
+  if (!forward || module.lookupSymbol("prefill") || hasRecurrentLayers(module))
     return false;
   // An encoder-decoder: its decoder is cached, its encoder run once.
   for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i)
@@ -269,6 +282,11 @@ llvm::Error checkTarget(const CompileOptions &options,
                      "--kv-dtype=" + pipeline.kvDtype +
                      " is CPU only");
   ModuleOp module = *unit.module;
+  if (hasRecurrentLayers(module))
+    return makeError("--target=cuda runs attention layers so far: '" +
+                     options.inputPath +
+                     "' has Gated DeltaNet (linear attention) layers, which "
+                     "only the CPU runs");
   for (auto function : module.getOps<func::FuncOp>())
     for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i) {
       auto role =
@@ -344,6 +362,12 @@ llvm::Error checkOptions(const CompileOptions &options,
     return err;
   if (llvm::Error err = checkRanks(options))
     return err;
+  if (options.pipeline && options.pipeline->ranks > 1 &&
+      hasRecurrentLayers(*unit.module))
+    return makeError("--ranks " + llvm::Twine(options.pipeline->ranks) +
+                     ": '" + options.inputPath +
+                     "' has Gated DeltaNet (linear attention) layers, which "
+                     "are not split over ranks yet");
   int64_t maxContext = options.pipeline ? options.pipeline->maxContext : 0;
   int64_t modelContext = unit.model ? unit.model.getMaxContext() : 0;
   if (maxContext < 0 ||
@@ -479,10 +503,14 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
   // A cache dtype for a model that gets no cache would be silently moot.
   if (first == PipelineStage::Tfm && pipeline.kvDtype != "f32" &&
       !pipeline.kvCache && unit.model)
-    return makeError("--kv-dtype=" + pipeline.kvDtype + ": " +
-                     (askedForCache ? "this model has no KV cache (only "
-                                      "decoders and encoder-decoders do)"
-                                    : "there is no KV cache (--no-kv-cache)"));
+    return makeError(
+        "--kv-dtype=" + pipeline.kvDtype + ": " +
+        (!askedForCache ? "there is no KV cache (--no-kv-cache)"
+         : hasRecurrentLayers(*unit.module)
+             ? "this model's recurrent (linear attention) layers are not "
+               "cached yet, so it has no KV cache"
+             : "this model has no KV cache (only decoders and "
+               "encoder-decoders do)"));
   // Weights keep the checkpoint's dtype unless told otherwise. On the GPU
   // an f32 checkpoint's matrices become bf16 (half the bytes a decoded
   // token reads, tensor cores for prefill's products), f32 on request

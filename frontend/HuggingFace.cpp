@@ -383,6 +383,17 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
   model.family = modelType;
   model.bosToken = config.integer("bos_token_id", -1);
   model.eosToken = config.integer("eos_token_id", -1);
+  // Image-text folders (Qwen3.5's) may name them in the text model's
+  // config only.
+  if (const llvm::json::Object *text = config.nested("text_config")) {
+    ConfigReader textConfig(*text, "text_config");
+    if (model.bosToken < 0)
+      model.bosToken = textConfig.integer("bos_token_id", -1);
+    if (model.eosToken < 0)
+      model.eosToken = textConfig.integer("eos_token_id", -1);
+    if (llvm::Error err = textConfig.takeError())
+      config.fail(llvm::toString(std::move(err)));
+  }
   llvm::Expected<bool> addBos = tokenizerAddsBos(directory, modelType);
   if (!addBos)
     return addBos.takeError();
@@ -407,7 +418,11 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
            name.ends_with(".attention.masked_bias") ||
            name.ends_with(".rotary_emb.inv_freq") ||
            (tiedHeadSaved && name == "lm_head.weight") ||
-           spec.isPredictionLayerTensor(name, "model.layers.");
+           spec.isPredictionLayerTensor(name, "model.layers.") ||
+           llvm::any_of(spec.unreadTensorPrefixes,
+                        [&](const std::string &prefix) {
+                          return name.starts_with(prefix);
+                        });
   };
   auto module = buildDecoder(context, spec, model.weights, checkpoint, ignored);
   if (!module)

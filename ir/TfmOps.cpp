@@ -769,6 +769,115 @@ LogicalResult AttentionOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Recurrent layers
+//===----------------------------------------------------------------------===//
+
+/// A recurrent op's carried state: `finalState` of `expected` shape (all
+/// static), and `state`, where given, of its type.
+static LogicalResult verifyCarriedState(Operation *op, Value state,
+                                        Value finalState,
+                                        ArrayRef<int64_t> expected,
+                                        Type elementType) {
+  RankedTensorType finalType = tensorType(finalState);
+  auto want = RankedTensorType::get(expected, elementType);
+  if (finalType != want)
+    return op->emitOpError() << "expected final_state of type " << want
+                             << ", got " << finalType;
+  if (state && state.getType() != want)
+    return op->emitOpError() << "expected state of type " << want << ", got "
+                             << state.getType();
+  return success();
+}
+
+LogicalResult CausalConv1dOp::verify() {
+  if (failed(expectRank(*this, "input", getInput(), 2)) ||
+      failed(expectRank(*this, "weight", getWeight(), 2)))
+    return failure();
+  RankedTensorType inputType = getInput().getType();
+  Type elementType = inputType.getElementType();
+  ArrayRef<int64_t> w = getWeight().getType().getShape();
+  int64_t channels = inputType.getDimSize(1);
+  if (ShapedType::isDynamic(channels) || ShapedType::isDynamic(w[1]))
+    return emitOpError("expected static channels and kernel width");
+  if (w[1] < 2)
+    return emitOpError() << "expected a kernel width of at least 2, got "
+                         << w[1];
+  if (failed(expectElementType(*this, "weight", getWeight(), elementType)) ||
+      failed(expectDim(*this, "weight rows", w[0], "input channels",
+                       channels)))
+    return failure();
+  if (getResult().getType() != inputType)
+    return emitOpError() << "expected result of the input's type "
+                         << inputType << ", got " << getResult().getType();
+  if (getReset() && !getState())
+    return emitOpError("expected a state beside reset");
+  return verifyCarriedState(*this, getState(), getFinalState(),
+                            {w[1] - 1, channels}, elementType);
+}
+
+LogicalResult GatedDeltaRuleOp::verify() {
+  for (auto [what, value, rank] :
+       {std::tuple<StringRef, Value, int64_t>{"query", getQuery(), 3},
+        {"key", getKey(), 3},
+        {"value", getValue(), 3},
+        {"alpha", getAlpha(), 2},
+        {"decay", getDecay(), 1},
+        {"beta", getBeta(), 2},
+        {"result", getResult(), 3}})
+    if (failed(expectRank(*this, what, value, rank)))
+      return failure();
+  Type elementType = getValue().getType().getElementType();
+  for (auto [what, value] : {std::pair<StringRef, Value>{"query", getQuery()},
+                             {"key", getKey()},
+                             {"alpha", getAlpha()},
+                             {"decay", getDecay()},
+                             {"beta", getBeta()},
+                             {"result", getResult()}})
+    if (failed(expectElementType(*this, what, value, elementType)))
+      return failure();
+  if (getQuery().getType() != getKey().getType())
+    return emitOpError() << "expected query and key of one type, got "
+                         << getQuery().getType() << " and "
+                         << getKey().getType();
+  if (getResult().getType() != getValue().getType())
+    return emitOpError() << "expected result of the value's type "
+                         << getValue().getType() << ", got "
+                         << getResult().getType();
+  ArrayRef<int64_t> q = getQuery().getType().getShape();
+  ArrayRef<int64_t> v = getValue().getType().getShape();
+  int64_t keyHeads = q[1], keyDim = q[2], valueHeads = v[1], valueDim = v[2];
+  for (int64_t d : {keyHeads, keyDim, valueHeads, valueDim})
+    if (ShapedType::isDynamic(d))
+      return emitOpError("expected static heads and head sizes");
+  if (valueHeads % keyHeads != 0)
+    return emitOpError() << "expected the key heads (" << keyHeads
+                         << ") to divide the value heads (" << valueHeads
+                         << ")";
+  if (failed(expectDim(*this, "key sequence length", q[0],
+                       "value sequence length", v[0])))
+    return failure();
+  for (auto [what, value] : {std::pair<StringRef, Value>{"alpha", getAlpha()},
+                             {"beta", getBeta()}}) {
+    ArrayRef<int64_t> shape = tensorType(value).getShape();
+    if (failed(expectDim(*this, (what + " sequence length").str(), shape[0],
+                         "value sequence length", v[0])) ||
+        failed(expectDim(*this, (what + " heads").str(), shape[1],
+                         "value heads", valueHeads)))
+      return failure();
+  }
+  if (failed(expectDim(*this, "decay size", getDecay().getType().getDimSize(0),
+                       "value heads", valueHeads)))
+    return failure();
+  if (!getScale().isFiniteNonZero())
+    return emitOpError() << "expected a finite, non-zero scale, got "
+                         << getScale().convertToDouble();
+  if (getReset() && !getState())
+    return emitOpError("expected a state beside reset");
+  return verifyCarriedState(*this, getState(), getFinalState(),
+                            {valueHeads, keyDim, valueDim}, elementType);
+}
+
+//===----------------------------------------------------------------------===//
 // KV cache ops
 //===----------------------------------------------------------------------===//
 

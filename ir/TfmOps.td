@@ -790,6 +790,87 @@ def Tfm_SparseAttentionOp : Tfm_Op<"sparse_attention", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Recurrent layers (linear attention): a fixed-size state carried along
+//===----------------------------------------------------------------------===//
+
+def Tfm_CausalConv1dOp : Tfm_Op<"causal_conv1d",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "a causal depthwise convolution along the positions";
+  let description = [{
+    `result[t, c] = Σ_{j<K} weight[c, j] · x[t + j, c]` where `x` is
+    `[state; input]`: the `K − 1` inputs before the first new position,
+    then the new ones. `input` and `result` are `[s, C]`, `weight` `[C, K]`
+    (Hugging Face's `conv1d.weight` squeezed, GGUF's `ssm_conv1d` as
+    stored), `state` and `final_state` `[K − 1, C]`. `final_state` is the
+    last `K − 1` rows of `x`: what the next call continues from.
+
+    Without `state` the past is zeros (a sequence's first call, `@forward`);
+    with `reset` true the state is read as zeros too, so that a cache
+    reused for a new sequence needs no clearing. No activation is applied
+    (Gated DeltaNet follows it with SiLU).
+
+    ```mlir
+    %y, %s = tfm.causal_conv1d %mix, %w : (tensor<?x6144xf32>, tensor<6144x4xf32>) -> (tensor<?x6144xf32>, tensor<3x6144xf32>)
+    %y2, %s2 = tfm.causal_conv1d %mix, %w state %s0 reset %first : (tensor<?x6144xf32>, tensor<6144x4xf32>, tensor<3x6144xf32>, i1) -> (tensor<?x6144xf32>, tensor<3x6144xf32>)
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$weight,
+                       Optional<Tfm_FloatTensor>:$state, Optional<I1>:$reset);
+  let results = (outs Tfm_FloatTensor:$result, Tfm_FloatTensor:$final_state);
+  let assemblyFormat = [{
+    $input `,` $weight (`state` $state^)? (`reset` $reset^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_GatedDeltaRuleOp : Tfm_Op<"gated_delta_rule",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "Gated DeltaNet's recurrence over the positions (Qwen3-Next, Qwen3.5)";
+  let description = [{
+    Each value head `h` keeps a state `S_h` (`[dk, dv]`) that every
+    position `t` updates and reads:
+
+    ```
+    g    = decay[h] · softplus(alpha[t, h])        (≤ 0: a log decay)
+    S_h ← exp(g) · S_h
+    S_h ← S_h + k_t ⊗ beta[t, h] · (v_t − S_hᵀ k_t)
+    o_t  = scale · S_hᵀ q_t
+    ```
+
+    `query` and `key` are `[s, Hk, dk]` (L2-normalized by the model),
+    `value` and `result` `[s, Hv, dv]`, `alpha` and `beta` `[s, Hv]`
+    (`beta` already sigmoided, `alpha` the projection plus `dt_bias`),
+    `decay` `[Hv]` (`−exp(A_log)`, GGUF's `ssm_a` as stored), `state` and
+    `final_state` `[Hv, dk, dv]`. `Hk` divides `Hv`; value head `h` reads
+    key head `h / (Hv / Hk)` (grouped, Hugging Face's order), or `h mod Hk`
+    with `tiled` (llama.cpp's qwen35 GGUF files, whose value heads are
+    reordered). `scale` is `dk^-1/2` in every published model.
+
+    Without `state` the state starts at zeros (`@forward`); `reset` true
+    reads it as zeros, as for `tfm.causal_conv1d`. How the positions are
+    grouped into chunks is the lowering's choice: the recurrence is the
+    op's meaning.
+
+    ```mlir
+    %o, %S = tfm.gated_delta_rule %q, %k, %v, %a, %decay, %beta {scale = 0.0883883 : f32} : (tensor<?x16x128xf32>, tensor<?x16x128xf32>, tensor<?x32x128xf32>, tensor<?x32xf32>, tensor<32xf32>, tensor<?x32xf32>) -> (tensor<?x32x128xf32>, tensor<32x128x128xf32>)
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
+                       Tfm_FloatTensor:$value, Tfm_FloatTensor:$alpha,
+                       Tfm_FloatTensor:$decay, Tfm_FloatTensor:$beta,
+                       Optional<Tfm_FloatTensor>:$state, Optional<I1>:$reset,
+                       F32Attr:$scale, UnitAttr:$tiled);
+  let results = (outs Tfm_FloatTensor:$result, Tfm_FloatTensor:$final_state);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $alpha `,` $decay `,` $beta
+    (`state` $state^)? (`reset` $reset^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Mixture of experts
 //===----------------------------------------------------------------------===//
 

@@ -139,10 +139,10 @@ struct PackSequencesPass
         continue;
       std::string why;
       if (Operation *op = firstUnpackableOp(func, perToken, why)) {
-        // Decoders and Longformer's classifiers are expected here; anything
-        // else is worth a word.
+        // Decoders (causal attention, recurrent layers) and Longformer's
+        // classifiers are expected here; anything else is worth a word.
         bool expected =
-            isa<SparseAttentionOp>(op) ||
+            isa<SparseAttentionOp, CausalConv1dOp, GatedDeltaRuleOp>(op) ||
             (isa<AttentionOp>(op) && cast<AttentionOp>(op).getCausal());
         if (!expected)
           op->emitRemark() << "tfm-pack-sequences: @" << func.getSymName()

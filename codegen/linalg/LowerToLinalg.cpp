@@ -3,7 +3,8 @@
 // The tfm-lower-to-linalg pass: every tfm op still in the module becomes
 // linalg, tensor, arith and math ops on tensors, through the patterns of
 // one file per op family (LowerEmbeddings, LowerLinearAndElementwise,
-// LowerNorms, LowerAttention, LowerKVCacheOps, LowerPooling). Target
+// LowerNorms, LowerAttention, LowerKVCacheOps, LowerPooling,
+// LowerRecurrent, ...). Target
 // independent: the weights were laid out by tfm-lay-out-weights, and a
 // target's kernels (tfm-select-cpu-kernels) took their ops before this
 // runs. Codegen handles
@@ -123,4 +124,5 @@ void mlir::tfm::populateLowerToLinalgPatterns(RewritePatternSet &patterns) {
   populateLowerPatchesPatterns(patterns);
   populateLowerExpertPatterns(patterns);
   populateLowerImagePatterns(patterns);
+  populateLowerRecurrentPatterns(patterns);
 }

@@ -68,6 +68,8 @@ void populateLowerPatchesPatterns(RewritePatternSet &patterns);
 void populateLowerExpertPatterns(RewritePatternSet &patterns);
 /// Feature maps: convolutions, group norms, upsampling, timestep embeddings.
 void populateLowerImagePatterns(RewritePatternSet &patterns);
+/// tfm.causal_conv1d and tfm.gated_delta_rule (LowerRecurrent.cpp).
+void populateLowerRecurrentPatterns(RewritePatternSet &patterns);
 void populateLowerToLinalgPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::tfm

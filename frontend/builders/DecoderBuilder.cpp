@@ -141,6 +141,40 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
                   llvm::Twine(mla.latentRank) + " + rotated " +
                   llvm::Twine(mla.ropeDim) + ") must have an even width");
   }
+  if (const DeltaNetSpec &net = spec.deltaNet; net.enabled()) {
+    if (llvm::Error err = expectPositiveSizes(
+            configPath, {{"linear attention key heads", net.keyHeads},
+                         {"linear attention value heads", net.valueHeads},
+                         {"linear attention key head size", net.keyDim},
+                         {"linear attention value head size", net.valueDim},
+                         {"convolution kernel", net.convKernel}}))
+      return err;
+    if (net.valueHeads % net.keyHeads != 0)
+      return fail("linear attention's key heads (" +
+                  llvm::Twine(net.keyHeads) + ") must divide its value heads (" +
+                  llvm::Twine(net.valueHeads) + ")");
+    double channels = 2.0 * double(net.keyHeads) * double(net.keyDim) +
+                      double(net.valueHeads) * double(net.valueDim);
+    if (channels > double(kMaxConfigSize))
+      return fail("linear attention's convolution channels (" +
+                  llvm::Twine(std::to_string(channels)) + ") exceed " +
+                  llvm::Twine(kMaxConfigSize));
+    if (net.convKernel < 2)
+      return fail("linear attention's convolution kernel must be at least 2 "
+                  "wide, got " + llvm::Twine(net.convKernel));
+    if (int64_t(spec.recurrentLayers.size()) != spec.numLayers)
+      return fail("the layer types list " +
+                  llvm::Twine(spec.recurrentLayers.size()) +
+                  " layers, the model has " + llvm::Twine(spec.numLayers));
+    if (!(net.l2Epsilon > 0) || std::isinf(net.l2Epsilon))
+      return fail("linear attention's L2 norm epsilon must be finite and "
+                  "positive, got " + llvm::Twine(std::to_string(net.l2Epsilon)));
+  } else if (llvm::is_contained(spec.recurrentLayers, true)) {
+    return fail("linear attention layers need linear attention's sizes");
+  }
+  if (spec.attentionOutputGate && spec.qkNormAcrossHeads)
+    return fail("an attention output gate beside Q and K norms across heads "
+                "is not supported");
   for (int64_t window : spec.layerWindows)
     if (window < 0)
       return fail("a local layer's window must be positive, got " +
@@ -190,6 +224,10 @@ private:
   Value attention(Value h, Value positions, int64_t layer);
   /// Multi-head latent attention (spec.mla), absorbed.
   Value latentAttention(Value h, Value positions, int64_t layer);
+  /// A Gated DeltaNet layer (spec.deltaNet) in place of attention.
+  Value recurrentAttention(Value h, int64_t layer);
+  /// A constant vector of `width` values `value`.
+  Value constantVector(int64_t width, float value, const llvm::Twine &name);
   /// `x` ([?, heads, d]) rotated by RoPE as the spec says (Gemma 3's
   /// local layers: by their own base).
   Value rotate(Value x, Value positions, bool localRope, Location loc);
@@ -223,6 +261,13 @@ Value DecoderIRBuilder::unitScale() {
         DenseElementsAttr::get(type, b.getF32FloatAttr(1.0f)));
   }
   return ones;
+}
+
+Value DecoderIRBuilder::constantVector(int64_t width, float value,
+                                       const llvm::Twine &name) {
+  RankedTensorType type = tensorType({width});
+  return arith::ConstantOp::create(
+      b, named(name), type, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
 }
 
 Value DecoderIRBuilder::linear(Value x, const std::string &name, bool bias,
@@ -342,7 +387,71 @@ Value DecoderIRBuilder::latentAttention(Value h, Value positions,
                 loc);
 }
 
+Value DecoderIRBuilder::recurrentAttention(Value h, int64_t layer) {
+  const tfm::LayerWeightNames &n = spec.layer;
+  const DeltaNetSpec &net = spec.deltaNet;
+  Location loc = named("layer " + llvm::Twine(layer) + " gated deltanet");
+  int64_t dyn = ShapedType::kDynamic, channels = net.channels();
+  int64_t keyHeads = net.keyHeads, valueHeads = net.valueHeads;
+  int64_t keyDim = net.keyDim, valueDim = net.valueDim;
+  auto name = [&](const std::string &pattern) {
+    return tfm::layerWeightName(pattern, layer);
+  };
+  Value mixed = linear(h, name(n.recurrentQkv), false, {dyn, channels}, loc);
+  Value gate = linear(h, name(n.recurrentGate), false,
+                      {dyn, valueHeads, valueDim}, loc);
+  Value beta = ActivationOp::create(
+      b, loc, ActivationKind::sigmoid,
+      linear(h, name(n.recurrentBeta), false, {dyn, valueHeads}, loc));
+  Value alpha = LinearOp::create(
+      b, loc, tensorType({dyn, valueHeads}), h,
+      weight(name(n.recurrentAlpha), {valueHeads, spec.hiddenSize}),
+      weight(name(n.recurrentAlphaBias), {valueHeads}));
+  auto conv = CausalConv1dOp::create(
+      b, loc, TypeRange{mixed.getType(), tensorType({net.convKernel - 1, channels})},
+      mixed, weight(name(n.recurrentConv), {channels, net.convKernel}),
+      /*state=*/Value(), /*reset=*/Value());
+  Value convolved =
+      ActivationOp::create(b, loc, ActivationKind::silu, conv.getResult());
+  // q and k L2-normalized per head: x / sqrt(Σx² + ε) is an RMSNorm with
+  // ε / d and a scale of 1 / sqrt(d).
+  Value l2Scale = constantVector(keyDim, 1.0f / std::sqrt(float(keyDim)),
+                                 "l2 norm scale");
+  auto heads = [&](int64_t offset, int64_t count, int64_t width) {
+    return Value(tensor::ExpandShapeOp::create(
+        b, loc, tensorType({dyn, count, width}),
+        columns(convolved, offset, count * width, loc),
+        SmallVector<ReassociationIndices>{{0}, {1, 2}}));
+  };
+  auto l2Normed = [&](Value x) {
+    return Value(RmsNormOp::create(
+        b, loc, x.getType(), x, l2Scale,
+        b.getF32FloatAttr(net.l2Epsilon / double(keyDim))));
+  };
+  Value q = l2Normed(heads(0, keyHeads, keyDim));
+  Value k = l2Normed(heads(keyHeads * keyDim, keyHeads, keyDim));
+  Value v = heads(2 * keyHeads * keyDim, valueHeads, valueDim);
+  auto rule = GatedDeltaRuleOp::create(
+      b, loc, TypeRange{v.getType(), tensorType({valueHeads, keyDim, valueDim})},
+      q, k, v, alpha, weight(name(n.recurrentDecay), {valueHeads}), beta,
+      /*state=*/Value(), /*reset=*/Value(),
+      b.getF32FloatAttr(1.0 / std::sqrt(double(keyDim))),
+      net.tiled ? b.getUnitAttr() : UnitAttr());
+  // The gated norm: RMSNorm of each head's output (a plain scale) times
+  // silu(z).
+  Value normed = RmsNormOp::create(
+      b, loc, rule.getResult().getType(), rule.getResult(),
+      weight(name(n.recurrentNorm), {valueDim}),
+      b.getF32FloatAttr(spec.normEpsilon));
+  Value gated = MulOp::create(
+      b, loc, normed, ActivationOp::create(b, loc, ActivationKind::silu, gate));
+  return linear(gated, name(n.recurrentOutput), false, {dyn, spec.hiddenSize},
+                loc);
+}
+
 Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
+  if (spec.isRecurrentLayer(layer))
+    return recurrentAttention(h, layer);
   if (spec.mla.enabled())
     return latentAttention(h, positions, layer);
   const tfm::LayerWeightNames &n = spec.layer;
@@ -352,12 +461,22 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
   // A projection to `count` heads, then its RMSNorm (before RoPE) where
   // the model has one: of each head (Qwen3) or of all heads together
   // (OLMoE), whose rows are normed whole before they are split into heads.
+  // Qwen3-Next's query projection yields each head's [query | gate].
+  Value outputGate;
   auto project = [&](const std::string &name, int64_t count,
                      const std::string &normName) {
     auto epsilon = b.getF32FloatAttr(spec.normEpsilon);
     std::string weightName = tfm::layerWeightName(name, layer);
     if (normName.empty() || !spec.qkNormAcrossHeads) {
-      Value x = linear(h, weightName, spec.qkvBias, {dyn, count, headDim}, loc);
+      Value x;
+      if (spec.attentionOutputGate && name == n.query) {
+        Value both = linear(h, weightName, spec.qkvBias,
+                            {dyn, count, 2 * headDim}, loc);
+        x = columns(both, 0, headDim, loc);
+        outputGate = columns(both, headDim, headDim, loc);
+      } else {
+        x = linear(h, weightName, spec.qkvBias, {dyn, count, headDim}, loc);
+      }
       if (normName.empty())
         return x;
       Value gamma = weight(tfm::layerWeightName(normName, layer), {headDim});
@@ -409,6 +528,10 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
                           /*lengths=*/Value(), /*relative_bias=*/Value(), scale,
                           /*causal=*/b.getUnitAttr(), window,
                           /*max_distance=*/IntegerAttr(), softcap);
+  if (outputGate)
+    attended = MulOp::create(
+        b, loc, attended,
+        ActivationOp::create(b, loc, ActivationKind::sigmoid, outputGate));
   return linear(attended, tfm::layerWeightName(n.output, layer),
                 spec.outputBias, {dyn, spec.hiddenSize}, loc);
 }

@@ -55,6 +55,33 @@ struct LayerWeightNames {
   /// value, latent]). `query` is then the query's up-projection.
   std::string queryDown = "", queryDownNorm = "", latent = "",
               latentNorm = "", keyAbsorb = "", valueUp = "";
+  /// Gated DeltaNet's layers (DecoderSpec::deltaNet): the projections to
+  /// the convolution's channels ([q | k | v] of every head, [C, hidden]),
+  /// to the output gate z, to beta and to alpha ([value heads, hidden]),
+  /// alpha's bias (dt_bias), the convolution's weight ([C, kernel]), the
+  /// decay (−exp(A_log), [value heads]), the gated norm's weight ([value
+  /// dim]) and the output projection.
+  std::string recurrentQkv = "", recurrentGate = "", recurrentBeta = "",
+              recurrentAlpha = "", recurrentAlphaBias = "", recurrentConv = "",
+              recurrentDecay = "", recurrentNorm = "", recurrentOutput = "";
+};
+
+/// Gated DeltaNet (Qwen3-Next, Qwen3.5): linear attention whose layers
+/// carry a fixed-size state instead of attending over the past.
+struct DeltaNetSpec {
+  int64_t keyHeads = 0, valueHeads = 0, keyDim = 0, valueDim = 0,
+          convKernel = 0;
+  /// Value head h reads key head h mod keyHeads (llama.cpp's qwen35 GGUF
+  /// files reorder the value heads so), not h / (valueHeads / keyHeads).
+  bool tiled = false;
+  /// The epsilon of the L2 norms of q and k (transformers fixes 1e-6).
+  double l2Epsilon = 1e-6;
+  bool enabled() const { return keyHeads > 0; }
+  /// The convolution's channels: q and k of every key head, v of every
+  /// value head.
+  int64_t channels() const {
+    return 2 * keyHeads * keyDim + valueHeads * valueDim;
+  }
 };
 
 /// Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2, Moonlight): keys
@@ -165,6 +192,20 @@ struct DecoderSpec {
   /// first_k_dense_replace).
   int64_t denseLayers = 0;
   LatentAttentionSpec mla;
+  DeltaNetSpec deltaNet;
+  /// Per layer, whether it is a Gated DeltaNet layer rather than attention
+  /// (Qwen3.5's three in four); empty: none is.
+  std::vector<bool> recurrentLayers;
+  bool isRecurrentLayer(int64_t layer) const {
+    return layer < int64_t(recurrentLayers.size()) && recurrentLayers[layer];
+  }
+  /// The query projection yields each head's [query | gate], and the
+  /// attention's output is multiplied by sigmoid(gate) before the output
+  /// projection (Qwen3-Next's and Qwen3.5's full-attention layers).
+  bool attentionOutputGate = false;
+  /// Prefixes of checkpoint tensors the model tfmc builds does not read
+  /// (Qwen3.5's vision tower and multi-token prediction block).
+  std::vector<std::string> unreadTensorPrefixes;
   /// Multi-token prediction layers after the last (DeepSeek-V3's
   /// num_nextn_predict_layers, numbered from numLayers on): their tensors
   /// are in the checkpoint but not in the model tfmc builds.

@@ -11,6 +11,7 @@
 #include "frontend/families/DecoderConfigReaders.h"
 #include "frontend/families/FamilyTable.h"
 #include "frontend/families/DeepseekFamilies.h"
+#include "frontend/families/QwenHybridFamilies.h"
 
 #include <cmath>
 
@@ -636,9 +637,10 @@ llvm::Error preparePhi3Checkpoint(DecoderSpec &spec, WeightStore &store,
   return llvm::Error::success();
 }
 
-/// Gemma's RMSNorm scales by (1 + w): store 1 + w, so that the norm is
-/// the usual one.
-void prepareGemmaWeights(const DecoderSpec &spec, WeightStore &store) {
+} // namespace
+
+void mlir::tfm::prepareGemmaWeights(const DecoderSpec &spec,
+                                    WeightStore &store) {
   std::vector<std::string> norms = {spec.finalNorm};
   const LayerWeightNames &n = spec.layer;
   for (int64_t l = 0; l < spec.numLayers; ++l)
@@ -654,6 +656,8 @@ void prepareGemmaWeights(const DecoderSpec &spec, WeightStore &store) {
     store.add(name, t.plus(1.0f));
   }
 }
+
+namespace {
 
 llvm::Error prepareGemmaCheckpoint(DecoderSpec &spec, WeightStore &store,
                                    llvm::StringRef) {
@@ -708,7 +712,13 @@ const DecoderFamily kDecoderFamilies[] = {
     {"qwen2", readQwen2Spec, nullptr, false},
     {"qwen2_moe", readQwen2MoeSpec, nullptr, false},
     {"qwen3", readQwen3Spec, nullptr, false},
+    {"qwen3_5", readQwen35Spec, prepareQwenHybridCheckpoint, false},
+    {"qwen3_5_moe", readQwen35MoeSpec, prepareQwenHybridCheckpoint, false},
+    {"qwen3_5_moe_text", readQwen35MoeSpec, prepareQwenHybridCheckpoint,
+     false},
+    {"qwen3_5_text", readQwen35Spec, prepareQwenHybridCheckpoint, false},
     {"qwen3_moe", readQwen3MoeSpec, nullptr, false},
+    {"qwen3_next", readQwen3NextSpec, prepareQwenHybridCheckpoint, false},
     {"stablelm", readStableLmSpec, nullptr, false},
     {"starcoder2", readStarcoder2Spec, nullptr, false},
 };

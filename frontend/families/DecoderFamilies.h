@@ -37,6 +37,12 @@ llvm::Error prepareDecoderWeights(llvm::StringRef modelType, DecoderSpec &spec,
                                   WeightStore &store,
                                   llvm::StringRef checkpoint);
 
+/// Gemma's RMSNorms scale by (1 + w): stores 1 + w for the final norm and
+/// every layer norm the spec names (attention, MLP, the branches' outputs,
+/// Q and K), so that the builder's norms are the usual ones (Gemma,
+/// Qwen3-Next and Qwen3.5 checkpoints).
+void prepareGemmaWeights(const DecoderSpec &spec, WeightStore &store);
+
 /// Phi-3's fused projections split: `base` + "weight" ([Q rows; K rows; V
 /// rows] or [gate rows; up rows], `parts` their names and row counts, of
 /// `cols` columns) becomes `base` + part + ".weight" for each part (rows of

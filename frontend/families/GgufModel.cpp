@@ -30,6 +30,7 @@
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/FamilyTable.h"
 #include "frontend/families/DeepseekFamilies.h"
+#include "frontend/families/QwenHybridFamilies.h"
 #include "frontend/formats/Gguf.h"
 #include "frontend/formats/StoredDtypes.h"
 #include "frontend/tokenizers/ChatTemplates.h"
@@ -95,6 +96,9 @@ struct GgufArchitecture {
   /// biases, optional Q and K norms and an MLP norm named
   /// post_attention_norm (readGgufGlm4Moe).
   bool glmLayers = false;
+  /// Qwen3.5's and Qwen3-Next's Gated DeltaNet layers between gated full
+  /// attention (readGgufDeltaNet).
+  bool deltaNet = false;
 };
 
 /// Every GGUF architecture, in the order messages list them. A new one is
@@ -130,6 +134,15 @@ const GgufArchitecture kGgufArchitectures[] = {
     {"glm4moe", "GLM-4.5, 4.6 and 4.7", RopeStyle::rotate_half, true,
      ActivationKind::silu, false, false, true, false, 0, 0, 0, false, false,
      /*glmLayers=*/true},
+    {"qwen35", "Qwen3.5", RopeStyle::rotate_half, false, ActivationKind::silu,
+     false, /*headNorms=*/true, true, false, 0, 0, 0, false, false, false,
+     /*deltaNet=*/true},
+    {"qwen35moe", "Qwen3.5-MoE", RopeStyle::rotate_half, false,
+     ActivationKind::silu, false, /*headNorms=*/true, true, false, 0, 0, 0,
+     false, false, false, /*deltaNet=*/true},
+    {"qwen3next", "Qwen3-Next", RopeStyle::rotate_half, false,
+     ActivationKind::silu, false, /*headNorms=*/true, true, false, 0, 0, 0,
+     false, false, false, /*deltaNet=*/true},
 };
 
 const GgufArchitecture *findGgufArchitecture(llvm::StringRef name) {
@@ -253,13 +266,17 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
   spec.activation = arch.activation;
   llvm::Expected<int64_t> hidden = integer("embedding_length", kMaxWidth);
   llvm::Expected<int64_t> layers = integer("block_count", kMaxLayers);
-  llvm::Expected<int64_t> ffn = integer("feed_forward_length", kMaxWidth);
+  // Qwen3.5-MoE's files have no dense MLP width (checked after the
+  // experts').
+  llvm::Expected<std::optional<int64_t>> ffn =
+      file.optionalInteger(key + "feed_forward_length", kMaxWidth);
   llvm::Expected<int64_t> heads = integer("attention.head_count", kMaxHeads);
   llvm::Expected<int64_t> context = integer("context_length", kMaxContext);
-  for (llvm::Expected<int64_t> *value :
-       {&hidden, &layers, &ffn, &heads, &context})
+  for (llvm::Expected<int64_t> *value : {&hidden, &layers, &heads, &context})
     if (!*value)
       return value->takeError();
+  if (!ffn)
+    return ffn.takeError();
   spec.hiddenSize = *hidden;
   if (arch.scaledEmbeddings)
     spec.embeddingScale = std::sqrt(double(spec.hiddenSize));
@@ -277,7 +294,7 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
                      " blocks");
   spec.predictionLayers = nextn->value_or(0);
   spec.numLayers -= spec.predictionLayers;
-  spec.intermediateSize = *ffn;
+  spec.intermediateSize = ffn->value_or(0);
   spec.numHeads = *heads;
   spec.maxContext = *context;
   llvm::Expected<std::optional<int64_t>> kvHeads =
@@ -368,7 +385,12 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
     spec.expertSize = expertWidth->value_or(spec.intermediateSize);
     spec.normalizeExpertWeights = arch.normalizeExperts;
     spec.sharedExpertSize = sharedWidth->value_or(0);
+    if (!*ffn)
+      spec.intermediateSize = spec.expertSize;
   }
+  if (!spec.intermediateSize)
+    return makeError(file.path() + ": metadata '" + key +
+                     "feed_forward_length' is missing");
   spec.tokenEmbedding = "token_embd.weight";
   spec.finalNorm = "output_norm.weight";
   spec.layer = {"blk.{}.attn_norm.weight", "blk.{}.attn_q.weight",
@@ -408,6 +430,9 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
       return std::move(err);
   if (arch.glmLayers)
     if (llvm::Error err = readGgufGlm4Moe(file, key, spec))
+      return std::move(err);
+  if (arch.deltaNet)
+    if (llvm::Error err = readGgufDeltaNet(file, key, spec))
       return std::move(err);
   if (spec.sharedExpertSize > 0 && !arch.latentAttention && !arch.glmLayers) {
     spec.layer.sharedGate = "blk.{}.ffn_gate_shexp.weight";
@@ -656,6 +681,9 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
   if (architecture->fusedProjections)
     if (llvm::Error err =
             preparePhi3(*file, *architecture, model.weights, *spec))
+      return std::move(err);
+  if (architecture->deltaNet)
+    if (llvm::Error err = prepareGgufDeltaNet(*file, *spec, model.weights))
       return std::move(err);
 
   if (withTokenizer) {

@@ -19,6 +19,7 @@ SentencePiece pieces ("llama"), or GPT-2's vocab.json + merges.txt
 
     write_gguf.py OUT.gguf --hf DIR [--sp-tokenizer tokenizer.bin]
     write_gguf.py OUT.gguf --hf QWEN2_DIR --arch qwen2
+    write_gguf.py OUT.gguf --hf QWEN3_5_DIR --arch qwen35 (gguf_qwen_hybrid.py)
     write_gguf.py OUT.gguf --random 256,1,4,1,256,32 --type Q4_K
 """
 import argparse
@@ -28,6 +29,8 @@ import math
 import os
 import re
 import struct
+
+import gguf_qwen_hybrid
 
 GGML_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7,
               "Q8_0": 8, "Q2_K": 10, "Q3_K": 11, "Q4_K": 12, "Q5_K": 13,
@@ -477,6 +480,8 @@ def read_hf(directory, arch):
             widened[3::4] = raw[1::2]
             raw = bytes(widened)
         tensors[name] = (info["shape"], list(array.array("f", raw)))
+    if arch in gguf_qwen_hybrid.ARCHES:
+        return gguf_qwen_hybrid.convert(config, tensors, arch)
     heads, kv = config["num_attention_heads"], config["num_key_value_heads"]
     out = deepseek2_tensors(config, tensors) \
         if arch in ("deepseek2", "glm4moe") else []
@@ -722,10 +727,10 @@ def gguf_value(value, in_array=False):
     """(type, bytes) of a metadata value: bool, int (u32, or i32 in arrays,
     as llama.cpp wants token types; i64 past those), float (f32), str, or a
     list of one of those."""
+    if isinstance(value, bool):  # before int, which bool is
+        return 7, struct.pack("<?", value)
     if isinstance(value, int) and in_array and -2**31 <= value < 2**31:
         return 5, struct.pack("<i", value)
-    if isinstance(value, bool):
-        return 7, struct.pack("<?", value)
     if isinstance(value, int):
         return (4, struct.pack("<I", value)) if 0 <= value < 2**32 \
             else (11, struct.pack("<q", value))

@@ -1580,3 +1580,51 @@ func.func @timestep_shift(%t: tensor<1xf32>) {
   %y = tfm.timestep_embedding %t {downscale_freq_shift = 4.0 : f32, max_period = 1.0e4 : f32, scale = 1.0 : f32} : tensor<1xf32> -> tensor<1x8xf32>
   return
 }
+
+// -----
+
+func.func @conv_state_shape(%x: tensor<?x12xf32>, %w: tensor<12x4xf32>, %s: tensor<4x12xf32>) {
+  // expected-error @+1 {{'tfm.causal_conv1d' op expected state of type 'tensor<3x12xf32>', got 'tensor<4x12xf32>'}}
+  %y, %f = tfm.causal_conv1d %x, %w state %s : (tensor<?x12xf32>, tensor<12x4xf32>, tensor<4x12xf32>) -> (tensor<?x12xf32>, tensor<3x12xf32>)
+  return
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<?x12xf32>, %w: tensor<10x4xf32>) {
+  // expected-error @+1 {{'tfm.causal_conv1d' op expected weight rows (10) to match input channels (12)}}
+  %y, %f = tfm.causal_conv1d %x, %w : (tensor<?x12xf32>, tensor<10x4xf32>) -> (tensor<?x12xf32>, tensor<3x12xf32>)
+  return
+}
+
+// -----
+
+func.func @conv_reset_without_state(%x: tensor<?x12xf32>, %w: tensor<12x4xf32>, %r: i1) {
+  // expected-error @+1 {{'tfm.causal_conv1d' op expected a state beside reset}}
+  %y, %f = tfm.causal_conv1d %x, %w reset %r : (tensor<?x12xf32>, tensor<12x4xf32>, i1) -> (tensor<?x12xf32>, tensor<3x12xf32>)
+  return
+}
+
+// -----
+
+func.func @delta_rule_heads(%q: tensor<?x3x8xf32>, %v: tensor<?x4x12xf32>, %a: tensor<?x4xf32>, %d: tensor<4xf32>) {
+  // expected-error @+1 {{'tfm.gated_delta_rule' op expected the key heads (3) to divide the value heads (4)}}
+  %o, %S = tfm.gated_delta_rule %q, %q, %v, %a, %d, %a {scale = 1.0 : f32} : (tensor<?x3x8xf32>, tensor<?x3x8xf32>, tensor<?x4x12xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<?x4xf32>) -> (tensor<?x4x12xf32>, tensor<4x8x12xf32>)
+  return
+}
+
+// -----
+
+func.func @delta_rule_state(%q: tensor<?x2x8xf32>, %v: tensor<?x4x12xf32>, %a: tensor<?x4xf32>, %d: tensor<4xf32>) {
+  // expected-error @+1 {{'tfm.gated_delta_rule' op expected final_state of type 'tensor<4x8x12xf32>', got 'tensor<4x12x8xf32>'}}
+  %o, %S = tfm.gated_delta_rule %q, %q, %v, %a, %d, %a {scale = 1.0 : f32} : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x4x12xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<?x4xf32>) -> (tensor<?x4x12xf32>, tensor<4x12x8xf32>)
+  return
+}
+
+// -----
+
+func.func @delta_rule_decay(%q: tensor<?x2x8xf32>, %v: tensor<?x4x12xf32>, %a: tensor<?x4xf32>, %d: tensor<2xf32>) {
+  // expected-error @+1 {{'tfm.gated_delta_rule' op expected decay size (2) to match value heads (4)}}
+  %o, %S = tfm.gated_delta_rule %q, %q, %v, %a, %d, %a {scale = 1.0 : f32} : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x4x12xf32>, tensor<?x4xf32>, tensor<2xf32>, tensor<?x4xf32>) -> (tensor<?x4x12xf32>, tensor<4x8x12xf32>)
+  return
+}

@@ -463,3 +463,20 @@ func.func @image_batch(%x: tensor<2x8x8x16xf32>, %w: tensor<32x144xf32>, %g: ten
   %u = tfm.upsample_nearest %x : tensor<2x8x8x16xf32> -> tensor<2x16x16x16xf32>
   return %c, %win, %n, %u : tensor<2x4x4x32xf32>, tensor<128x144xf32>, tensor<2x8x8x16xf32>, tensor<2x16x16x16xf32>
 }
+
+// -----
+
+// Gated DeltaNet's recurrent ops: without a state (@forward), and with a
+// carried state and a reset flag; the tiled key-head order.
+// CHECK-LABEL: func.func @recurrent_layers
+func.func @recurrent_layers(%mix: tensor<?x12xf32>, %w: tensor<12x4xf32>, %s0: tensor<3x12xf32>, %first: i1, %q: tensor<?x2x8xf32>, %v: tensor<?x4x12xf32>, %a: tensor<?x4xf32>, %decay: tensor<4xf32>, %beta: tensor<?x4xf32>, %S0: tensor<4x8x12xf32>) -> (tensor<?x12xf32>, tensor<3x12xf32>, tensor<?x4x12xf32>, tensor<4x8x12xf32>) {
+  // CHECK: tfm.causal_conv1d %{{.*}}, %{{.*}} : (tensor<?x12xf32>, tensor<12x4xf32>) -> (tensor<?x12xf32>, tensor<3x12xf32>)
+  %y, %s = tfm.causal_conv1d %mix, %w : (tensor<?x12xf32>, tensor<12x4xf32>) -> (tensor<?x12xf32>, tensor<3x12xf32>)
+  // CHECK: tfm.causal_conv1d %{{.*}}, %{{.*}} state %{{.*}} reset %{{.*}} : (tensor<?x12xf32>, tensor<12x4xf32>, tensor<3x12xf32>, i1)
+  %y2, %s2 = tfm.causal_conv1d %mix, %w state %s0 reset %first : (tensor<?x12xf32>, tensor<12x4xf32>, tensor<3x12xf32>, i1) -> (tensor<?x12xf32>, tensor<3x12xf32>)
+  // CHECK: tfm.gated_delta_rule %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 3.535530e-01 : f32}
+  %o, %S = tfm.gated_delta_rule %q, %q, %v, %a, %decay, %beta {scale = 0.353553 : f32} : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x4x12xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<?x4xf32>) -> (tensor<?x4x12xf32>, tensor<4x8x12xf32>)
+  // CHECK: tfm.gated_delta_rule {{.*}} state %{{.*}} reset %{{.*}} {scale = 3.535530e-01 : f32, tiled}
+  %o2, %S2 = tfm.gated_delta_rule %q, %q, %v, %a, %decay, %beta state %S0 reset %first {scale = 0.353553 : f32, tiled} : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x4x12xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<?x4xf32>, tensor<4x8x12xf32>, i1) -> (tensor<?x4x12xf32>, tensor<4x8x12xf32>)
+  return %y2, %s2, %o2, %S2 : tensor<?x12xf32>, tensor<3x12xf32>, tensor<?x4x12xf32>, tensor<4x8x12xf32>
+}

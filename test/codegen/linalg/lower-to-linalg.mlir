@@ -41,6 +41,45 @@ func.func @head_linear(%x: tensor<?x2x3xf32>) -> tensor<?x2x5xf32> {
 
 // -----
 
+// tfm.causal_conv1d: the carried inputs (zeros on a reset) joined before
+// the new ones, one generic with the taps as a reduction, and the last 3
+// rows as the next state.
+// CHECK-LABEL: func.func @causal_conv1d
+// CHECK-SAME: (%[[X:.*]]: tensor<?x12xf32>, %[[W:.*]]: tensor<12x4xf32>, %[[S:.*]]: tensor<3x12xf32>, %[[R:.*]]: i1)
+// CHECK: %[[PAST:.*]] = arith.select %[[R]], %{{.*}}, %[[S]] : tensor<3x12xf32>
+// CHECK: %[[ALL:.*]] = tensor.concat dim(0) %[[PAST]], %[[X]]
+// CHECK: linalg.generic {indexing_maps = [#[[SHIFTED:.*]], #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[ALL]], %[[W]] : tensor<?x12xf32>, tensor<12x4xf32>)
+// CHECK: tensor.extract_slice %[[ALL]][%{{.*}}, 0] [3, 12] [1, 1]
+func.func @causal_conv1d(%x: tensor<?x12xf32>, %w: tensor<12x4xf32>, %s: tensor<3x12xf32>, %r: i1) -> (tensor<?x12xf32>, tensor<3x12xf32>) {
+  %y, %f = tfm.causal_conv1d %x, %w state %s reset %r : (tensor<?x12xf32>, tensor<12x4xf32>, tensor<3x12xf32>, i1) -> (tensor<?x12xf32>, tensor<3x12xf32>)
+  return %y, %f : tensor<?x12xf32>, tensor<3x12xf32>
+}
+
+// -----
+
+// tfm.gated_delta_rule: each position's decay factors first, then a loop
+// over the positions carrying the state: what the decayed state recalls of
+// k, the update written over the state, and the read of q. Tiled: value
+// head h reads key head h mod 2.
+// CHECK: affine_map<(d0, d1, d2) -> (d0 mod 2, d1)>
+// CHECK-LABEL: func.func @gated_delta_rule
+// CHECK: linalg.generic
+// CHECK: math.log1p
+// CHECK: math.exp
+// CHECK: scf.for %{{.*}} iter_args(%[[STATE:.*]] = %{{.*}}, %[[OUT:.*]] = %{{.*}}) -> (tensor<4x8x12xf32>, tensor<?x4x12xf32>)
+// CHECK: %[[RECALLED:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[STATE]],
+// CHECK: %[[UPDATED:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]} ins({{.*}}%[[RECALLED]] : {{.*}}) outs(%[[STATE]] : tensor<4x8x12xf32>)
+// CHECK: math.fma
+// CHECK: linalg.generic {{.*}}ins(%[[UPDATED]],
+// CHECK: tensor.insert_slice %{{.*}} into %[[OUT]]
+// CHECK: scf.yield %[[UPDATED]]
+func.func @gated_delta_rule(%q: tensor<?x2x8xf32>, %v: tensor<?x4x12xf32>, %a: tensor<?x4xf32>, %d: tensor<4xf32>, %s: tensor<4x8x12xf32>, %r: i1) -> (tensor<?x4x12xf32>, tensor<4x8x12xf32>) {
+  %o, %f = tfm.gated_delta_rule %q, %q, %v, %a, %d, %a state %s reset %r {scale = 0.353553 : f32, tiled} : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x4x12xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<?x4xf32>, tensor<4x8x12xf32>, i1) -> (tensor<?x4x12xf32>, tensor<4x8x12xf32>)
+  return %o, %f : tensor<?x4x12xf32>, tensor<4x8x12xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @position_ids
 // CHECK-SAME: (%[[T:.*]]: tensor<?xi32>, %[[OFF:.*]]: index)
 // CHECK: linalg.generic
