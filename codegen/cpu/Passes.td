@@ -18,7 +18,9 @@ def SelectCpuKernelsPass : Pass<"tfm-select-cpu-kernels", "ModuleOp"> {
     every core), or of `tfm_rt_attention_biased` with a `relative_bias`,
     whose terms it reads by distance from a `[heads, s + t - 1]` tensor;
     keys and values that are `tfm.dequantize_rows` of an int8 cache go to
-    the `_rows_i8` variants as stored, widened in the kernel. The
+    the `_rows_i8` variants as stored, widened in the kernel;
+    `tfm.gated_delta_rule` becomes a call of `tfm_rt_gated_delta_rule`
+    (whole heads to each core, their states in cache). The
     kernels are declared in the module (`llvm.emit_c_interface`,
     runtime/include/tfm/runtime_kernels.h) and take their operands as strided memrefs.
     Everything else is left to `tfm-lower-to-linalg`.
@@ -37,7 +39,8 @@ def SelectCpuKernelsPass : Pass<"tfm-select-cpu-kernels", "ModuleOp"> {
   ];
   let options = [
     Option<"fusedAttention", "fused-attention", "bool", /*default=*/"true",
-           "Lower tfm.attention to the runtime's fused kernel">,
+           "Lower tfm.attention (and Gated DeltaNet's recurrence) to the "
+           "runtime's fused kernels">,
     Option<"plainAttentionOnly", "plain-attention-only", "bool",
            /*default=*/"false",
            "Select only tfm_rt_attention (no packed sequences, relative "

@@ -11,6 +11,7 @@
 
 #include "codegen/cpu/Passes.h"
 #include "codegen/cpu/RuntimeKernels.h"
+#include "codegen/linalg/LinalgBuilders.h"
 #include "codegen/linalg/LinearLowering.h"
 #include "codegen/linalg/RelativePositionBias.h"
 #include "codegen/linalg/WeightFormats.h"
@@ -175,6 +176,53 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
   }
 };
 
+/// tfm.gated_delta_rule: the runtime's kernel (kernels_delta_rule.c),
+/// tfm_rt_gated_delta_rule(q, k, v, alpha, decay, beta, starting state,
+/// out, final state, scale, tiled), which takes whole heads to each core
+/// and writes both results into fresh buffers.
+struct GatedDeltaRuleToKernelCall : OpConversionPattern<GatedDeltaRuleOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(GatedDeltaRuleOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = op.getResult().getType();
+    RankedTensorType stateType = op.getFinalState().getType();
+    Value start = recurrentStartingState(rewriter, loc, adaptor.getState(),
+                                         adaptor.getReset(), stateType);
+    SmallVector<Value> operands;
+    for (Value input : {adaptor.getQuery(), adaptor.getKey(),
+                        adaptor.getValue(), adaptor.getAlpha(),
+                        adaptor.getDecay(), adaptor.getBeta(), start})
+      operands.push_back(kernelInput(rewriter, loc, input));
+    SmallVector<Value> dynamicSizes;
+    if (resultType.isDynamicDim(0))
+      dynamicSizes.push_back(
+          tensor::DimOp::create(rewriter, loc, adaptor.getValue(), 0));
+    auto [out, outOperand] =
+        kernelOutput(rewriter, loc, resultType, dynamicSizes);
+    auto [state, stateOperand] = kernelOutput(rewriter, loc, stateType, {});
+    operands.append(
+        {outOperand, stateOperand,
+         arith::ConstantOp::create(rewriter, loc, op.getScaleAttr()),
+         arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
+                                      op.getTiled() ? 1 : 0)});
+    func::FuncOp kernel = lookupOrDeclareRuntimeKernel(
+        rewriter, op->getParentOfType<ModuleOp>(), "tfm_rt_gated_delta_rule",
+        ValueRange(operands).getTypes());
+    func::CallOp::create(rewriter, loc, kernel, operands);
+    rewriter.replaceOp(
+        op, {bufferization::ToTensorOp::create(rewriter, loc, resultType, out,
+                                               /*restrict=*/true,
+                                               /*writable=*/true),
+             bufferization::ToTensorOp::create(rewriter, loc, stateType, state,
+                                               /*restrict=*/true,
+                                               /*writable=*/true)});
+    return success();
+  }
+};
+
 /// tfm.sparse_attention: the runtime's Longformer kernel
 /// (kernels_attention_sparse.c), tfm_rt_sparse_attention(q, k, v, global q,
 /// k, v, global mask, out, scale, window, global prefix). Without a mask
@@ -263,7 +311,7 @@ bool selectsKernel(Operation *op, bool fusedAttention,
            (!attention.getLengths() && !attention.getRelativeBias() &&
             !readsStoredRows(attention));
   }
-  if (isa<SparseAttentionOp>(op))
+  if (isa<SparseAttentionOp, GatedDeltaRuleOp>(op))
     return fusedAttention && !plainAttentionOnly;
   if (auto window = dyn_cast<WindowAttentionOp>(op))
     return fusedAttention && !plainAttentionOnly && windowKernelTakes(window);
@@ -303,5 +351,6 @@ void mlir::tfm::populateCpuKernelPatterns(RewritePatternSet &patterns,
   patterns.add<LinearToKernelCall>(patterns.getContext());
   if (fusedAttention)
     patterns.add<AttentionToKernelCall, SparseAttentionToKernelCall,
-                 WindowAttentionToKernelCall>(patterns.getContext());
+                 WindowAttentionToKernelCall, GatedDeltaRuleToKernelCall>(
+        patterns.getContext());
 }

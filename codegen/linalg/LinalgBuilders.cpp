@@ -43,6 +43,25 @@ Value mlir::tfm::createFilled(OpBuilder &b, Location loc,
   return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
 }
 
+Value mlir::tfm::staticZeros(OpBuilder &b, Location loc,
+                             RankedTensorType type) {
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d : type.getShape())
+    sizes.push_back(b.getIndexAttr(d));
+  return createFilled(b, loc, type, sizes, 0.0);
+}
+
+Value mlir::tfm::recurrentStartingState(OpBuilder &b, Location loc,
+                                        Value state, Value reset,
+                                        RankedTensorType type) {
+  Value zeros = staticZeros(b, loc, type);
+  if (!state)
+    return zeros;
+  if (!reset)
+    return state;
+  return arith::SelectOp::create(b, loc, reset, zeros, state);
+}
+
 Value mlir::tfm::createGeneric(OpBuilder &b, Location loc, ValueRange inputs,
                                Value init, ArrayRef<AffineMap> maps,
                                ArrayRef<utils::IteratorType> iterators,

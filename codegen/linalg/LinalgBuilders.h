@@ -91,6 +91,15 @@ struct PackedSequencesPattern : OpConversionPattern<OpTy> {
   }
 };
 
+/// `tensor.empty` + `linalg.fill` with zeros of a static shape.
+Value staticZeros(OpBuilder &b, Location loc, RankedTensorType type);
+
+/// The state a recurrent op (tfm.causal_conv1d, tfm.gated_delta_rule)
+/// starts from, of static `type`: `state`, or zeros where there is none or
+/// where the i1 `reset` says the sequence starts here.
+Value recurrentStartingState(OpBuilder &b, Location loc, Value state,
+                             Value reset, RankedTensorType type);
+
 /// Creates an f32 constant.
 Value f32Constant(OpBuilder &b, Location loc, double value);
 

@@ -34,26 +34,6 @@ Value index(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
 
-/// Zeros of a static shape.
-Value zerosOf(OpBuilder &b, Location loc, RankedTensorType type) {
-  SmallVector<OpFoldResult> sizes;
-  for (int64_t d : type.getShape())
-    sizes.push_back(b.getIndexAttr(d));
-  return createFilled(b, loc, type, sizes, 0.0);
-}
-
-/// The state a call starts from: `state`, zeros where there is none or
-/// where `reset` says the sequence starts here.
-Value startingState(OpBuilder &b, Location loc, Value state, Value reset,
-                    RankedTensorType type) {
-  Value zeros = zerosOf(b, loc, type);
-  if (!state)
-    return zeros;
-  if (!reset)
-    return state;
-  return arith::SelectOp::create(b, loc, reset, zeros, state);
-}
-
 /// result[t, c] = Σ_j w[c, j] · x[t + j, c] over x = [state; input]; the
 /// final state is x's last K − 1 rows.
 struct LowerCausalConv1d : OpConversionPattern<CausalConv1dOp> {
@@ -65,7 +45,7 @@ struct LowerCausalConv1d : OpConversionPattern<CausalConv1dOp> {
     MLIRContext *ctx = op.getContext();
     Value input = adaptor.getInput();
     RankedTensorType stateType = op.getFinalState().getType();
-    Value past = startingState(rewriter, loc, adaptor.getState(),
+    Value past = recurrentStartingState(rewriter, loc, adaptor.getState(),
                                adaptor.getReset(), stateType);
     Value extended =
         tensor::ConcatOp::create(rewriter, loc, 0, ValueRange{past, input});
@@ -144,7 +124,7 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
           return math::ExpOp::create(b, l, g);
         });
 
-    Value initialState = startingState(rewriter, loc, adaptor.getState(),
+    Value initialState = recurrentStartingState(rewriter, loc, adaptor.getState(),
                                        adaptor.getReset(), stateType);
     Value initialResult = createEmpty(rewriter, loc, resultType, resultSizes);
     float scale = op.getScale().convertToFloat();
@@ -191,7 +171,7 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
           // What the decayed state recalls for k: Σ_i exp(g)·S[h,i,j]·k[i].
           Value recalled = createGeneric(
               b, l, ValueRange{state, factor, k},
-              zerosOf(b, l, valuesType),
+              staticZeros(b, l, valuesType),
               {stateMap, headMap, keyMap, valueMap}, readIterators,
               [](OpBuilder &nb, Location nl, ValueRange args) -> Value {
                 Value decayed = arith::MulFOp::create(nb, nl, args[0], args[1]);
@@ -214,7 +194,7 @@ struct LowerGatedDeltaRule : OpConversionPattern<GatedDeltaRuleOp> {
           // o[h, j] = scale · Σ_i S[h, i, j]·q[i].
           Value read = createGeneric(
               b, l, ValueRange{updated, q},
-              zerosOf(b, l, valuesType),
+              staticZeros(b, l, valuesType),
               {stateMap, keyMap, valueMap}, readIterators,
               [](OpBuilder &nb, Location nl, ValueRange args) -> Value {
                 return accumulate(

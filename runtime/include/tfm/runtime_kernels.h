@@ -57,6 +57,16 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_linear_blocks(tfm_memref2d_f32 *a,
 TFM_EXPORT void _mlir_ciface_tfm_rt_linear_blocks_bias(
     tfm_memref2d_f32 *a, tfm_memref1d_i8 *bytes, tfm_memref1d_f32 *bias,
     tfm_memref2d_f32 *c, int64_t format);
+/* Gated DeltaNet's recurrence (tfm.gated_delta_rule): query and key [s,
+ * Hk, dk], value [s, Hv, dv], alpha and beta [s, Hv], decay [Hv], the state
+ * it starts from [Hv, dk, dv]; writes every position's read to out [s, Hv,
+ * dv] and the final state to `state` (fresh, contiguous). Value head h
+ * reads key head h mod Hk where `tiled`, else h / (Hv / Hk). */
+TFM_EXPORT void _mlir_ciface_tfm_rt_gated_delta_rule(
+    tfm_memref3d_f32 *query, tfm_memref3d_f32 *key, tfm_memref3d_f32 *value,
+    tfm_memref2d_f32 *alpha, tfm_memref1d_f32 *decay, tfm_memref2d_f32 *beta,
+    tfm_memref3d_f32 *start, tfm_memref3d_f32 *out, tfm_memref3d_f32 *state,
+    float scale, int64_t tiled);
 /* Fused attention over [seq, heads, head_dim] queries and [keys, kv_heads,
  * head_dim] keys and values (grouped-query when heads > kv_heads); causal
  * and windowed (0: no window) masks without materialized scores; scores
