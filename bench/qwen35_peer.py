@@ -61,11 +61,10 @@ def write_model(llama_src, path, layers, seed=0):
     writer.add_float32(a + "attention.layer_norm_rms_epsilon", 1e-6)
     writer.add_float32(a + "rope.freq_base", 10000000.0)
     # Placeholder pieces: the weights are random.
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("qwen35")
-    writer.add_token_list([f"t{i}".encode() for i in range(VOCAB)])
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list([f"<t{i}>".encode() for i in range(VOCAB)])
+    writer.add_token_scores([0.0] * VOCAB)
     writer.add_token_types([gguf.TokenType.NORMAL] * VOCAB)
-    writer.add_token_merges([])
     writer.add_bos_token_id(1)
     writer.add_eos_token_id(2)
 

@@ -24,7 +24,11 @@ struct tfm_session {
   int64_t window;                     /* > 0: slide the cache when full */
   int32_t *tokens;                    /* every token so far */
   int64_t length, capacity;           /* positions */
-  float *scratch; /* [capacity, vocab] logits, forward fallback only */
+  /* [scratch_rows, vocab] logits, forward fallback only: grown as the
+   * history does (a 262144-position context of a 248320-token vocabulary
+   * could not be had up front). */
+  float *scratch;
+  int64_t scratch_rows;
 };
 
 tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
@@ -66,10 +70,9 @@ tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
     }
   } else {
     s->capacity = desc->max_context;
-    s->scratch = malloc((size_t)(s->capacity * desc->vocab_size) * sizeof(float));
   }
   s->tokens = malloc((size_t)s->capacity * sizeof *s->tokens);
-  if ((kv ? !s->cache : !s->scratch) || !s->tokens) {
+  if ((kv && !s->cache) || !s->tokens) {
     tfm_session_free(s);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "out of memory for a session of %lld positions",
@@ -144,8 +147,25 @@ tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
   memcpy(s->tokens + s->length, tokens, (size_t)n * sizeof *tokens);
   int64_t vocab = desc->vocab_size;
   if (!s->cache) {
-    /* No KV cache: recompute the whole history. */
-    code = tfm_forward(s->model, s->tokens, s->length + n, s->scratch, status);
+    /* No KV cache: recompute the whole history, its logits in a scratch
+     * that at least doubles when it grows. */
+    int64_t rows = s->length + n;
+    if (rows > s->scratch_rows) {
+      int64_t grown = rows > 2 * s->scratch_rows ? rows : 2 * s->scratch_rows;
+      if (grown > s->capacity)
+        grown = s->capacity;
+      float *scratch =
+          realloc(s->scratch, (size_t)grown * (size_t)vocab * sizeof(float));
+      if (!scratch)
+        return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                        "out of memory for the logits of %lld positions "
+                        "(this model has no KV cache, so every call "
+                        "recomputes the whole history)",
+                        (long long)grown);
+      s->scratch = scratch;
+      s->scratch_rows = grown;
+    }
+    code = tfm_forward(s->model, s->tokens, rows, s->scratch, status);
     if (code != TFM_OK)
       return code;
     memcpy(logits, s->scratch + (s->length + n - 1) * vocab,
