@@ -252,6 +252,70 @@ llvm::Error splitPerKeyHead(const DecoderSpec &spec, WeightStore &store,
   return llvm::Error::success();
 }
 
+/// The expert `e` weight of a spec's "{}"/"{e}" pattern.
+std::string expertName(const std::string &pattern, int64_t layer,
+                       int64_t expert) {
+  std::string name = layerWeightName(pattern, layer);
+  size_t at = name.find("{e}");
+  if (at != std::string::npos)
+    name.replace(at, 3, std::to_string(expert));
+  return name;
+}
+
+/// A stacked experts tensor of transformers 5 (with or without ".weight"),
+/// if the checkpoint has it.
+std::optional<std::string> stackedName(const WeightStore &store,
+                                       const std::string &base) {
+  for (std::string name : {base, base + ".weight"})
+    if (store.contains(name))
+      return name;
+  return std::nullopt;
+}
+
+/// transformers 5's stacked experts (mlp.experts.gate_up_proj [E, 2I, D],
+/// gate rows first, and mlp.experts.down_proj [E, D, I]) as the
+/// per-expert weights the spec names, each a view of its rows.
+llvm::Error splitStackedExperts(const DecoderSpec &spec, WeightStore &store,
+                                llvm::StringRef checkpoint, int64_t layer) {
+  std::string block = layerWeightName(spec.layer.router, layer);
+  llvm::StringRef base(block);
+  base.consume_back("gate.weight");
+  std::string gateUpName = (base + "experts.gate_up_proj").str();
+  std::string downName = (base + "experts.down_proj").str();
+  std::optional<std::string> gateUp = stackedName(store, gateUpName);
+  std::optional<std::string> down = stackedName(store, downName);
+  if (!gateUp && !down)
+    return llvm::Error::success();
+  int64_t e = spec.numExperts, f = spec.expertSize, d = spec.hiddenSize;
+  // Either missing is reported under its name without ".weight".
+  for (auto [found, name, shape] :
+       {std::tuple<std::optional<std::string>, std::string,
+                   std::vector<int64_t>>{gateUp, gateUpName, {e, 2 * f, d}},
+        {down, downName, {e, d, f}}})
+    if (std::optional<std::string> error =
+            store.mismatch(checkpoint, found.value_or(name), shape,
+                           "the " + spec.family + " config implies"))
+      return makeError(*error);
+  WeightTensor both = store.take(*gateUp).mergeLeadingDims();
+  WeightTensor downs = store.take(*down).mergeLeadingDims();
+  const LayerWeightNames &n = spec.layer;
+  for (int64_t expert = 0; expert < e; ++expert) {
+    auto rows = [](int64_t first, int64_t count) {
+      std::vector<int64_t> list(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i)
+        list[size_t(i)] = first + i;
+      return list;
+    };
+    store.add(expertName(n.expertGate, layer, expert),
+              both.selectRows(rows(expert * 2 * f, f), {f, d}));
+    store.add(expertName(n.expertUp, layer, expert),
+              both.selectRows(rows(expert * 2 * f + f, f), {f, d}));
+    store.add(expertName(n.expertDown, layer, expert),
+              downs.selectRows(rows(expert * d, d), {d, f}));
+  }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 DecoderSpec mlir::tfm::readQwen3NextSpec(ConfigReader &config) {
@@ -274,6 +338,9 @@ llvm::Error mlir::tfm::prepareQwenHybridCheckpoint(DecoderSpec &spec,
   const LayerWeightNames &n = spec.layer;
   int64_t channels = net.channels();
   for (int64_t layer = 0; layer < spec.numLayers; ++layer) {
+    if (spec.numExperts > 0)
+      if (llvm::Error err = splitStackedExperts(spec, store, checkpoint, layer))
+        return err;
     if (!spec.isRecurrentLayer(layer))
       continue;
     if (spec.family == "qwen3_next")

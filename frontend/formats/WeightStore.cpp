@@ -7,6 +7,7 @@
 #include "llvm/Support/Process.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <sys/mman.h>
 
@@ -98,6 +99,16 @@ WeightTensor WeightTensor::selectRows(std::vector<int64_t> rowList,
       row = (*rowIndex)[row];
   t.rowIndex = std::make_shared<const std::vector<int64_t>>(std::move(rowList));
   t.dims = std::move(shape);
+  return t;
+}
+
+WeightTensor WeightTensor::mergeLeadingDims() const {
+  assert(dims.size() >= 3 && !rowIndex && colStride == 1 && addend == 0 &&
+         "mergeLeadingDims of a view that is not plain");
+  WeightTensor t = *this;
+  t.dims.erase(t.dims.begin());
+  t.dims[0] *= dims[0];
+  t.rowStride = t.cols();
   return t;
 }
 

@@ -99,6 +99,11 @@ public:
   WeightTensor transposeRowBlocks(int64_t blockRows, int64_t first,
                                   int64_t count) const;
   WeightTensor plus(float value) const;
+  /// The tensor with its two leading dims seen as one ([E, r, c] as
+  /// [E·r, c]: stacked experts' rows, each expert's own), so that
+  /// selectRows can pick rows within an expert. A plain view only (no
+  /// rows selected, nothing transposed or added).
+  WeightTensor mergeLeadingDims() const;
 
   /// Tells the kernel that the stored bytes will not be read soon: pages
   /// of a file mapping leave this process's resident set (they stay in the

@@ -120,6 +120,19 @@ def convert(config, tensors, arch):
             continue
         layer, part = name[len(prefix + "layers."):].split(".", 1)
         block = f"blk.{layer}."
+        if part in ("mlp.experts.gate_up_proj", "mlp.experts.down_proj"):
+            # transformers 5's stacked experts: [E, 2I, D] (gate rows,
+            # then up rows) and [E, D, I].
+            count, rows, cols = shape
+            if part.endswith("down_proj"):
+                out.append((block + "ffn_down_exps.weight", shape, values))
+                continue
+            half = rows // 2 * cols
+            for first, target in ((0, "ffn_gate_exps"), (half, "ffn_up_exps")):
+                out.append((block + target + ".weight", [count, rows // 2, cols],
+                            [v for e in range(count) for v in
+                             values[e * 2 * half + first:e * 2 * half + first + half]]))
+            continue
         if part.startswith("mlp.experts."):
             expert, hf = part[len("mlp.experts."):].split(".", 1)
             experts.setdefault((layer, hf.split(".")[0]), {})[int(expert)] = \

@@ -44,9 +44,27 @@ def forward(tensors, text, prefix):
     return x @ head.T
 
 
-def write(name, config, text, seed, prefix, tied, extra=None):
+def stacked_experts(tensors, prefix, layers, experts):
+    """transformers 5's form of the experts: per layer mlp.experts.gate_up_proj
+    [E, 2I, D] (each expert's gate rows, then its up rows) and
+    mlp.experts.down_proj [E, D, I], in place of per-expert tensors."""
+    saved = dict(tensors)
+    for l in range(layers):
+        p = prefix + "layers.%d.mlp.experts." % l
+        take = lambda e, part: saved.pop(p + "%d.%s.weight" % (e, part))  # noqa: E731
+        gate_up, down = [], []
+        for e in range(experts):
+            gate_up.append(np.concatenate([take(e, "gate_proj"), take(e, "up_proj")]))
+            down.append(take(e, "down_proj"))
+        saved[p + "gate_up_proj"] = np.stack(gate_up)
+        saved[p + "down_proj"] = np.stack(down)
+    return saved
+
+
+def write(name, config, text, seed, prefix, tied, extra=None, stacked=False):
     """`config` as published (`text` its text model's fields, which the
-    reference reads), the layers' tensors under `prefix`."""
+    reference reads), the layers' tensors under `prefix`; with `stacked`
+    the experts as transformers 5 saves them."""
     rng = np.random.default_rng(seed)
     D = text["hidden_size"]
     tensors = {prefix + "embed_tokens.weight": rng.standard_normal((VOCAB, D)),
@@ -60,8 +78,10 @@ def write(name, config, text, seed, prefix, tied, extra=None):
     folder = os.path.join(OUT, name)
     os.makedirs(folder, exist_ok=True)
     stored = {k: np.asarray(v, dtype=np.float32) for k, v in tensors.items()}
+    saved = stacked_experts(stored, prefix, text["num_hidden_layers"],
+                            text["num_experts"]) if stacked else stored
     safetensors.torch.save_file(
-        {k: torch.tensor(v).contiguous() for k, v in stored.items()},
+        {k: torch.tensor(v).contiguous() for k, v in saved.items()},
         os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config, f, indent=2, sort_keys=True)
@@ -120,13 +140,14 @@ def qwen3_5_moe():
     """Qwen3.5's mixture of experts as a text model's own folder
     (qwen3_5_moe_text): separate projections, 4 experts top 2 (always
     renormalized), a gated shared expert, and no dense MLP width; value
-    heads of 12 beside key heads of 8, which llama.cpp does not take."""
+    heads of 12 beside key heads of 8, which llama.cpp does not take; the
+    experts stacked as transformers 5 saves them."""
     text = dict(qn.small_config("qwen3_5_moe", experts=4), **TEXT,
                 model_type="qwen3_5_moe_text", tie_word_embeddings=False,
                 architectures=["Qwen3_5MoeForCausalLM"])
     del text["intermediate_size"]
     del text["norm_topk_prob"]
-    write("qwen3-5-moe", text, text, 43, "model.", False)
+    write("qwen3-5-moe", text, text, 43, "model.", False, stacked=True)
 
 
 if __name__ == "__main__":
