@@ -39,6 +39,15 @@ std::string mlir::tfm::layerWeightName(const std::string &pattern, int64_t layer
   return name;
 }
 
+std::string mlir::tfm::expertWeightName(const std::string &pattern,
+                                        int64_t layer, int64_t expert) {
+  std::string name = tfm::layerWeightName(pattern, layer);
+  size_t at = name.find("{e}");
+  if (at != std::string::npos)
+    name.replace(at, 3, std::to_string(expert));
+  return name;
+}
+
 llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
                                      llvm::StringRef configPath) {
   auto fail = [&](const llvm::Twine &what) {
@@ -534,16 +543,6 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
         ActivationOp::create(b, loc, ActivationKind::sigmoid, outputGate));
   return linear(attended, tfm::layerWeightName(n.output, layer),
                 spec.outputBias, {dyn, spec.hiddenSize}, loc);
-}
-
-/// `pattern` with "{}" the layer and "{e}" the expert.
-static std::string expertWeightName(const std::string &pattern, int64_t layer,
-                                    int64_t expert) {
-  std::string name = tfm::layerWeightName(pattern, layer);
-  size_t at = name.find("{e}");
-  if (at != std::string::npos)
-    name.replace(at, 3, std::to_string(expert));
-  return name;
 }
 
 Value DecoderIRBuilder::experts(Value h, int64_t layer) {

@@ -302,6 +302,11 @@ std::string biasName(const std::string &weightName);
 /// A layer's weight name with "{}" replaced by the layer index.
 std::string layerWeightName(const std::string &pattern, int64_t layer);
 
+/// An expert's weight name: `pattern` with "{}" the layer and "{e}" the
+/// expert.
+std::string expertWeightName(const std::string &pattern, int64_t layer,
+                             int64_t expert);
+
 } // namespace mlir::tfm
 
 #endif // TFM_FRONTEND_DECODERSPEC_H

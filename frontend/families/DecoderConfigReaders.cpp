@@ -31,12 +31,12 @@ void mlir::tfm::readLlamaSizes(ConfigReader &config, DecoderSpec &spec) {
 /// LLaMA's checkpoint names: model.layers.N.{input_layernorm, self_attn.
 /// {q,k,v,o}_proj, post_attention_layernorm, mlp.{up,gate,down}_proj}.
 void mlir::tfm::useLlamaNames(ConfigReader &config, DecoderSpec &spec,
-                   bool tiedByDefault) {
-  spec.tokenEmbedding = "model.embed_tokens.weight";
-  spec.finalNorm = "model.norm.weight";
+                              bool tiedByDefault, const std::string &prefix) {
+  spec.tokenEmbedding = prefix + "embed_tokens.weight";
+  spec.finalNorm = prefix + "norm.weight";
   bool tied = config.boolean("tie_word_embeddings", tiedByDefault);
   spec.lmHead = tied ? "" : "lm_head.weight";
-  std::string p = "model.layers.{}.";
+  std::string p = prefix + "layers.{}.";
   spec.layer = {p + "input_layernorm.weight",  p + "self_attn.q_proj.weight",
                 p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight",
                 p + "self_attn.o_proj.weight",

@@ -22,9 +22,11 @@ void readLlamaSizes(ConfigReader &config, DecoderSpec &spec);
 
 /// LLaMA's checkpoint names: model.layers.N.{input_layernorm, self_attn.
 /// {q,k,v,o}_proj, post_attention_layernorm, mlp.{up,gate,down}_proj}, and
-/// lm_head unless tie_word_embeddings (default `tiedByDefault`).
+/// lm_head unless tie_word_embeddings (default `tiedByDefault`); under
+/// `prefix` ("model.", or an image-text model's "model.language_model.").
 void useLlamaNames(ConfigReader &config, DecoderSpec &spec,
-                   bool tiedByDefault);
+                   bool tiedByDefault,
+                   const std::string &prefix = "model.");
 
 /// Partial rotary: config value `key` (default `fallback`) of each head's
 /// dimensions rotate, rounded down as the reference does.

@@ -86,17 +86,8 @@ void readLayerKinds(ConfigReader &config, DecoderSpec &spec) {
 /// image-text "model.language_model.").
 void useHybridNames(ConfigReader &config, DecoderSpec &spec,
                     const std::string &prefix, bool tiedByDefault) {
-  spec.tokenEmbedding = prefix + "embed_tokens.weight";
-  spec.finalNorm = prefix + "norm.weight";
-  spec.lmHead =
-      config.boolean("tie_word_embeddings", tiedByDefault) ? "" : "lm_head.weight";
+  useLlamaNames(config, spec, tiedByDefault, prefix);
   std::string p = prefix + "layers.{}.";
-  spec.layer = {p + "input_layernorm.weight",  p + "self_attn.q_proj.weight",
-                p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight",
-                p + "self_attn.o_proj.weight",
-                p + "post_attention_layernorm.weight",
-                p + "mlp.up_proj.weight",      p + "mlp.gate_proj.weight",
-                p + "mlp.down_proj.weight"};
   spec.layer.queryNorm = p + "self_attn.q_norm.weight";
   spec.layer.keyNorm = p + "self_attn.k_norm.weight";
   std::string r = p + "linear_attn.";
@@ -252,16 +243,6 @@ llvm::Error splitPerKeyHead(const DecoderSpec &spec, WeightStore &store,
   return llvm::Error::success();
 }
 
-/// The expert `e` weight of a spec's "{}"/"{e}" pattern.
-std::string expertName(const std::string &pattern, int64_t layer,
-                       int64_t expert) {
-  std::string name = layerWeightName(pattern, layer);
-  size_t at = name.find("{e}");
-  if (at != std::string::npos)
-    name.replace(at, 3, std::to_string(expert));
-  return name;
-}
-
 /// A stacked experts tensor of transformers 5 (with or without ".weight"),
 /// if the checkpoint has it.
 std::optional<std::string> stackedName(const WeightStore &store,
@@ -300,17 +281,15 @@ llvm::Error splitStackedExperts(const DecoderSpec &spec, WeightStore &store,
   WeightTensor downs = store.take(*down).mergeLeadingDims();
   const LayerWeightNames &n = spec.layer;
   for (int64_t expert = 0; expert < e; ++expert) {
+    // Rows [first, first + count): one block of them.
     auto rows = [](int64_t first, int64_t count) {
-      std::vector<int64_t> list(static_cast<size_t>(count));
-      for (int64_t i = 0; i < count; ++i)
-        list[size_t(i)] = first + i;
-      return list;
+      return rowsOfEachBlock(1, count, first, count);
     };
-    store.add(expertName(n.expertGate, layer, expert),
+    store.add(expertWeightName(n.expertGate, layer, expert),
               both.selectRows(rows(expert * 2 * f, f), {f, d}));
-    store.add(expertName(n.expertUp, layer, expert),
+    store.add(expertWeightName(n.expertUp, layer, expert),
               both.selectRows(rows(expert * 2 * f + f, f), {f, d}));
-    store.add(expertName(n.expertDown, layer, expert),
+    store.add(expertWeightName(n.expertDown, layer, expert),
               downs.selectRows(rows(expert * d, d), {d, f}));
   }
   return llvm::Error::success();
@@ -351,11 +330,9 @@ llvm::Error mlir::tfm::prepareQwenHybridCheckpoint(DecoderSpec &spec,
             store.mismatch(checkpoint, conv, {channels, 1, net.convKernel},
                            "the " + spec.family + " config implies"))
       return makeError(*error);
-    std::vector<int64_t> rows(static_cast<size_t>(channels));
-    for (int64_t c = 0; c < channels; ++c)
-      rows[size_t(c)] = c;
-    store.add(conv, store.take(conv).selectRows(std::move(rows),
-                                                {channels, net.convKernel}));
+    store.add(conv, store.take(conv).selectRows(
+                        rowsOfEachBlock(1, channels, 0, channels),
+                        {channels, net.convKernel}));
     std::string decay = layerWeightName(n.recurrentDecay, layer);
     if (std::optional<std::string> error = store.mismatch(
             checkpoint, decay, {net.valueHeads},
