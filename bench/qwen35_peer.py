@@ -10,10 +10,13 @@ layers, a convolution of 4; an MLP of 3584; a tied head over the real
 (written with llama.cpp's gguf-py, whose NumPy quantizer makes llama.cpp's
 Q8_0 blocks; norms and the DeltaNet's small tensors f32). Both engines run
 the same file on --threads threads, round robin for --rounds rounds, and
-report prefill tokens/s of a --prefill-token prompt (tfmc's @forward over
-the prompt: the recurrent layers have no cached state yet, so tfmc's
-decode, a @forward over the history, is not compared) and how prefill
-scales from --prefill / 4 tokens to --prefill (linear: the same tokens/s).
+report prefill tokens/s of a --prefill-token prompt, how prefill scales
+from --prefill / 4 tokens to --prefill (linear: the same tokens/s), and
+decode tokens/s of --decode tokens after a --decode-after-token prompt
+(tfmc's @decode, the recurrent states and the KV rows cached; llama.cpp's
+llama-bench -n with -d), beside the bound the machine's read bandwidth
+sets on decode by the weights one token reads (the states, 1.07 MiB a
+DeltaNet layer read and written, and the KV rows add a few percent).
 
     /usr/bin/python3 bench/qwen35_peer.py --llama-cpp LLAMA_BUILD [--layers 8]
 
@@ -119,10 +122,29 @@ def tfmc_prefill(exe, tokens, threads):
     return json.loads(out.stderr.strip().splitlines()[-1])["prefill_tokens_per_s"]
 
 
+def tfmc_decode(exe, after, count, threads):
+    """Decode tokens/s and the weight bytes one decoded token reads
+    (--stats)."""
+    out = subprocess.run(
+        [exe, "--tokens", prompt_ids(after, 32000), "-n", str(count),
+         "--ignore-eos", "--stats", "--warmup", "1"],
+        capture_output=True, text=True, check=True,
+        env=dict(os.environ, TFM_NUM_THREADS=str(threads)))
+    stats = json.loads(out.stderr.strip().splitlines()[-1])
+    return stats["decode_tokens_per_s"], stats["weight_bytes_per_token"]
+
+
 def llama_prefill(bench, path, tokens, threads):
     return json.loads(subprocess.run(
         [bench, "-m", path, "-t", str(threads), "-r", "2", "-o", "json",
          "-p", str(tokens), "-n", "0"],
+        capture_output=True, text=True, check=True).stdout)[0]["avg_ts"]
+
+
+def llama_decode(bench, path, after, count, threads):
+    return json.loads(subprocess.run(
+        [bench, "-m", path, "-t", str(threads), "-r", "2", "-o", "json",
+         "-p", "0", "-n", str(count), "-d", str(after)],
         capture_output=True, text=True, check=True).stdout)[0]["avg_ts"]
 
 
@@ -134,6 +156,8 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--prefill", type=int, default=512)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--decode", type=int, default=64)
+    parser.add_argument("--decode-after", type=int, default=512)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     limits = hardware_limits(args.work)
@@ -153,7 +177,11 @@ def main():
             "tfmc": tfmc_prefill(exe, args.prefill, args.threads),
             "tfmc_short": tfmc_prefill(exe, short, args.threads),
             "llama": llama_prefill(bench, path, args.prefill, args.threads),
-            "llama_short": llama_prefill(bench, path, short, args.threads)})
+            "llama_short": llama_prefill(bench, path, short, args.threads),
+            "tfmc_decode": tfmc_decode(exe, args.decode_after, args.decode,
+                                       args.threads),
+            "llama_decode": llama_decode(bench, path, args.decode_after,
+                                         args.decode, args.threads)})
     print(f"machine: read {limits.get('read_gb_per_s', 0):.1f} GB/s at start; "
           f"Qwen3.5-0.8B widths, {args.layers} layers, Q8_0, "
           f"{args.threads} threads")
@@ -162,10 +190,20 @@ def main():
               f"llama.cpp {r['llama']:.1f} ({r['tfmc'] / r['llama']:.2f}x); "
               f"prefill {short}: tfmc {r['tfmc_short']:.1f}, llama.cpp "
               f"{r['llama_short']:.1f}")
+    for i, r in enumerate(rounds):
+        tokens_per_s, read = r["tfmc_decode"]
+        bound = limits.get("read_gb_per_s", 0) * 1e9 / read if read else 0
+        print(f"round {i}: decode {args.decode} after {args.decode_after}: "
+              f"tfmc {tokens_per_s:.1f} tok/s ({read / 1e6:.1f} MB a token, "
+              f"{tokens_per_s / bound if bound else 0:.0%} of the read bound "
+              f"{bound:.1f}), llama.cpp {r['llama_decode']:.1f} "
+              f"({tokens_per_s / r['llama_decode']:.2f}x)")
     median = lambda key: statistics.median(r[key] for r in rounds)  # noqa: E731
+    decode = statistics.median(r["tfmc_decode"][0] for r in rounds)
     print(f"median: prefill {median('tfmc') / median('llama'):.2f}x llama.cpp; "
           f"tfmc's tok/s at {args.prefill} over {short}: "
-          f"{median('tfmc') / median('tfmc_short'):.2f} (1.00: linear)")
+          f"{median('tfmc') / median('tfmc_short'):.2f} (1.00: linear); "
+          f"decode {decode / median('llama_decode'):.2f}x llama.cpp")
 
 
 if __name__ == "__main__":

@@ -40,8 +40,8 @@ namespace {
 
 llvm::Error diagnosed() { return llvm::make_error<DiagnosedError>(); }
 
-/// Whether the module has recurrent layers (Gated DeltaNet's), whose
-/// carried state tfm-kv-cache does not derive yet (docs/plans/deltanet.md).
+/// Whether the module has recurrent layers (Gated DeltaNet's), which only
+/// the CPU runs, unsplit.
 bool hasRecurrentLayers(ModuleOp module) {
   return module
       .walk([](Operation *op) {
@@ -53,11 +53,12 @@ bool hasRecurrentLayers(ModuleOp module) {
 }
 
 /// Whether tfm-kv-cache applies: a @forward whose attention is all causal
-/// and that has no recurrent layers, and no @prefill derived already (a
-/// module emitted after the tfm passes).
+/// (recurrent layers beside it keep their states in a cache of their own),
+/// and no @prefill derived already (a module emitted after the tfm
+/// passes).
 bool wantsKVCache(ModuleOp module) {
   auto forward = module.lookupSymbol<func::FuncOp>("forward");
-  if (!forward || module.lookupSymbol("prefill") || hasRecurrentLayers(module))
+  if (!forward || module.lookupSymbol("prefill"))
     return false;
   // An encoder-decoder: its decoder is cached, its encoder run once.
   for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i)
@@ -506,11 +507,8 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
     return makeError(
         "--kv-dtype=" + pipeline.kvDtype + ": " +
         (!askedForCache ? "there is no KV cache (--no-kv-cache)"
-         : hasRecurrentLayers(*unit.module)
-             ? "this model's recurrent (linear attention) layers are not "
-               "cached yet, so it has no KV cache"
-             : "this model has no KV cache (only decoders and "
-               "encoder-decoders do)"));
+                        : "this model has no KV cache (only decoders and "
+                          "encoder-decoders do)"));
   // Weights keep the checkpoint's dtype unless told otherwise. On the GPU
   // an f32 checkpoint's matrices become bf16 (half the bytes a decoded
   // token reads, tensor cores for prefill's products), f32 on request

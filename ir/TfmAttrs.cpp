@@ -347,6 +347,15 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
     auto cache = dyn_cast<CacheAttr>(attr.getValue());
     if (!cache)
       return fail("'tfm.cache' must be a #tfm.cache");
+    if (cache.getKind() == CacheKind::recurrent_state) {
+      // [elements] a sequence, or [sequences, elements] batched.
+      if (!tensor || !tensor.getElementType().isF32() ||
+          tensor.getRank() < 1 || tensor.getRank() > 2 ||
+          ShapedType::isDynamic(tensor.getShape().back()))
+        return fail("a recurrent state cache is f32 [elements], or "
+                    "[sequences, elements] batched");
+      return success();
+    }
     // One sequence's cache, or a batched cache of any number of them
     // (@decode_batch).
     bool batched = tensor && tensor.getRank() == 6;

@@ -73,7 +73,12 @@ def Tfm_CacheKind : I32EnumAttr<"CacheKind",
       // cache of the other layers: each layer a ring of its window's last
       // positions, rewritten in place as the sequence goes on (so never
       // shared between sequences).
-      I32EnumAttrCase<"self_attention_rings", 2>
+      I32EnumAttrCase<"self_attention_rings", 2>,
+      // Recurrent layers' fixed-size states (Gated DeltaNet's convolution
+      // inputs and delta-rule matrices), f32 [elements] a sequence or
+      // [sequences, elements] batched: rewritten in place by each call,
+      // started from zeros at position 0 (so never shared or paged).
+      I32EnumAttrCase<"recurrent_state", 3>
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;

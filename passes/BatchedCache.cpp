@@ -150,11 +150,15 @@ BatchedLayout mlir::tfm::layOutBatchedCache(const CachePlan &plan,
   return layout;
 }
 
-unsigned BatchedCaches::addArguments(Block &entry, Location loc) {
+unsigned BatchedCaches::addArguments(Block &entry, Location loc,
+                                     const CachePlan &plan) {
   unsigned index = entry.getNumArguments();
   paged = entry.addArgument(batchedCacheTypeOf(layout.pagedType), loc);
   if (layout.ringType)
     rings = entry.addArgument(batchedCacheTypeOf(layout.ringType), loc);
+  if (!plan.recurrent.empty())
+    recurrent = entry.addArgument(
+        batchedCacheTypeOf(recurrentStateTypeOf(plan)), loc);
   return index;
 }
 
@@ -167,6 +171,9 @@ void BatchedCaches::describe(func::FuncOp func, const CachePlan &plan,
   if (layout.ringType)
     func.setArgAttr(index + 1, kCacheArgAttrName,
                     CacheAttr::get(ctx, CacheKind::self_attention_rings, 0));
+  if (!plan.recurrent.empty())
+    func.setArgAttr(index + (layout.ringType ? 2 : 1), kCacheArgAttrName,
+                    CacheAttr::get(ctx, CacheKind::recurrent_state, 0));
 }
 
 void BatchedCaches::attend(
@@ -186,6 +193,8 @@ void BatchedCaches::returnWith(func::FuncOp func, SmallVector<Value> results) {
   results.push_back(paged);
   if (rings)
     results.push_back(rings);
+  if (recurrent)
+    results.push_back(recurrent);
   ret->setOperands(results);
   func.setType(FunctionType::get(func.getContext(), entry.getArgumentTypes(),
                                  ValueRange(results).getTypes()));

@@ -23,6 +23,15 @@
 
 namespace mlir::tfm {
 
+/// A recurrent op of @forward (tfm.causal_conv1d, tfm.gated_delta_rule):
+/// its state ([K - 1, C] or [Hv, dk, dv]) lives at elements [offset,
+/// offset + stateType's elements) of the recurrent state cache.
+struct RecurrentSlot {
+  Operation *op = nullptr;
+  int64_t offset = 0;
+  RankedTensorType stateType;
+};
+
 /// What the analysis found: the layers' self-attention ops in order and
 /// the shape of one layer's cached keys ([?, kv_heads, head_dim]); for an
 /// encoder-decoder also its cross-attention ops (keys and values computed
@@ -35,6 +44,10 @@ struct CachePlan {
   RankedTensorType crossKeyType;
   unsigned tokensArg = 0;
   std::optional<unsigned> sourceArg;
+  /// The recurrent ops in program order, their states packed end to end
+  /// in one f32 cache of `recurrentElements` (CacheKind recurrent_state).
+  SmallVector<RecurrentSlot> recurrent;
+  int64_t recurrentElements = 0;
   /// What the self-attention cache stores its rows as (tfm.quantize_rows,
   /// kv-dtype): i8 (codes and a scale), bf16 or f16; null: the keys' own
   /// f32. The cross-attention cache stays f32.
@@ -159,6 +172,29 @@ void readCrossCache(func::FuncOp clone, const IRMapping &mapping,
 /// if given (which must then be unused); the function's type follows.
 void pruneDeadCode(func::FuncOp func, std::optional<unsigned> unused);
 
+/// Whether `op` carries a state from position to position
+/// (tfm.causal_conv1d, tfm.gated_delta_rule); `planCache` admits it.
+bool isRecurrent(Operation *op);
+
+/// The recurrent state cache of `plan`: f32 [recurrentElements].
+RankedTensorType recurrentStateTypeOf(const CachePlan &plan);
+
+/// Points `op` (the clone of `slot.op`) at its state in `state` (one
+/// sequence's [elements]), read as zeros where `reset` (an i1) is true, and
+/// returns `state` with the op's final state written back, built after
+/// `op`. The cache is then updated in place, as a KV cache's rows are.
+Value carryRecurrentState(OpBuilder &b, Operation *op,
+                          const RecurrentSlot &slot, Value state, Value reset);
+
+/// Inside a batched entry point: replaces recurrent `op` (the clone of
+/// `slot.op`, over every chunk's rows) by a loop over the chunks, each
+/// running the op on its own rows from its own sequence's state in
+/// `states` ([sequences, elements]), reset where the chunk starts at
+/// position 0; returns the updated states. `lengths`: the chunks' token
+/// counts; null where every row is a chunk of its own (@decode_batch).
+Value recurInEachChunk(Operation *op, const RecurrentSlot &slot, Value states,
+                       Value positions, Value sequences, Value lengths);
+
 /// The window every self-attention layer shares (0: none, or not one).
 int64_t sharedWindow(const CachePlan &plan);
 
@@ -226,12 +262,19 @@ AttendedInSequence attendInSequence(OpBuilder &b, Location loc,
 struct BatchedCaches {
   BatchedLayout layout;
   Value paged, rings;
+  /// The recurrent states, [sequences, elements] (after the rings); null:
+  /// the model has no recurrent layers.
+  Value recurrent;
   /// Adds the caches' arguments to `entry` (the rings after the paged
   /// cache); returns the paged one's index.
-  unsigned addArguments(Block &entry, Location loc);
+  unsigned addArguments(Block &entry, Location loc, const CachePlan &plan);
   /// Their tfm.cache attributes, once `func` has its final type (the paged
   /// cache at argument `index`).
   void describe(func::FuncOp func, const CachePlan &plan, unsigned index);
+  /// Replaces every recurrent op of `plan` (mapped to `func`'s clones by
+  /// `mapping`) by recurInEachChunk.
+  void recur(const CachePlan &plan, const IRMapping &mapping, Value positions,
+             Value sequences, Value lengths);
   /// Replaces self-attention `attention` (layer `layer`) through
   /// `attendEach`, which loops over the batch and returns the updated
   /// cache it was given, and updates that cache.

@@ -14,7 +14,9 @@
 //   and value to its own sequence of the cache at its position, and attends
 //   over that sequence's positions [0, position];
 // - cross-attention reads the one cross cache @encode filled (beams share
-//   their source): B queries against the same keys.
+//   their source): B queries against the same keys;
+// - a recurrent layer (Gated DeltaNet's) steps each row's own sequence's
+//   state (RecurrentState.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,7 +76,7 @@ void mlir::tfm::buildDecodeBatch(func::FuncOp forward, const CachePlan &plan,
   Value tokens = entry.getArgument(plan.tokensArg);
   Value positions = entry.addArgument(tokens.getType(), loc);
   Value sequences = entry.addArgument(tokens.getType(), loc);
-  unsigned cacheArg = caches.addArguments(entry, loc);
+  unsigned cacheArg = caches.addArguments(entry, loc, plan);
 
   replaceCountedPositions(batch, tokens, positions);
   for (auto [layer, original] : llvm::enumerate(plan.layers)) {
@@ -85,6 +87,8 @@ void mlir::tfm::buildDecodeBatch(func::FuncOp forward, const CachePlan &plan,
       return attendEachRow(attention, rows, cache, type, positions, sequences);
     });
   }
+  // Each row is a chunk of one token.
+  caches.recur(plan, mapping, positions, sequences, /*lengths=*/Value());
   if (plan.sourceArg)
     readCrossCache(batch, mapping, plan, capacity);
 

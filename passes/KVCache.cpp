@@ -5,7 +5,8 @@
 // attention is causal, and positions come from the token sequence. The
 // rewrite then clones @forward into @prefill, threads the cache through each
 // layer's attention (where windows differ, a windowed layer's through its
-// ring: layOutCache) and keeps only the last position's logits (sliced
+// ring: layOutCache), a hybrid's recurrent layers through their states
+// (RecurrentState.cpp), and keeps only the last position's logits (sliced
 // before the final norm and LM head, which act row by row); @decode calls
 // @prefill with one token.
 //
@@ -99,9 +100,25 @@ LogicalResult planCrossAttention(AttentionOp attention, CachePlan &plan) {
   return success();
 }
 
+/// Records a recurrent op: its state at the end of the recurrent cache.
+LogicalResult planRecurrent(Operation *op, CachePlan &plan) {
+  auto stateType = cast<RankedTensorType>(op->getResult(1).getType());
+  if ((isa<CausalConv1dOp>(op) && cast<CausalConv1dOp>(op).getState()) ||
+      (isa<GatedDeltaRuleOp>(op) && cast<GatedDeltaRuleOp>(op).getState()))
+    return op->emitOpError("cannot cache a recurrent op that is given a "
+                           "state already");
+  if (!stateType.getElementType().isF32())
+    return op->emitOpError() << "cannot cache a recurrent state of type "
+                             << stateType << " (the cache keeps f32)";
+  plan.recurrent.push_back({op, plan.recurrentElements, stateType});
+  plan.recurrentElements += stateType.getNumElements();
+  return success();
+}
+
 /// Says what each argument of @prefill or @decode is: tokens at a start
 /// position, written to the cache from a slot on, and the cache itself,
-/// state that codegen updates in place; for an encoder-decoder then the
+/// state that codegen updates in place (and a hybrid's recurrent states
+/// after it); for an encoder-decoder then the
 /// read-only cross-attention cache @encode filled and how many source
 /// positions it holds. A window shared by every layer is the cache's: the
 /// runtime may then drop positions no query can see.
@@ -116,6 +133,9 @@ void describeArguments(func::FuncOp func, const CachePlan &plan) {
                   InputRoleAttr::get(ctx, InputRole::cache_slot));
   func.setArgAttr(3, kCacheArgAttrName,
                   CacheAttr::get(ctx, CacheKind::self_attention, window));
+  if (!plan.recurrent.empty())
+    func.setArgAttr(4, kCacheArgAttrName,
+                    CacheAttr::get(ctx, CacheKind::recurrent_state, 0));
   if (plan.sourceArg) {
     func.setArgAttr(4, kCacheArgAttrName,
                     CacheAttr::get(ctx, CacheKind::cross_attention, 0));
@@ -147,11 +167,19 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
   Value start = entry.addArgument(IndexType::get(ctx), loc);
   Value slot = entry.addArgument(IndexType::get(ctx), loc);
   Value cache = entry.addArgument(cacheType, loc);
+  // The recurrent layers' states, after the cache (a decoder's only).
+  Value state = plan.recurrent.empty()
+                    ? Value()
+                    : entry.addArgument(recurrentStateTypeOf(plan), loc);
 
   OpBuilder b(ctx);
   b.setInsertionPointToStart(&entry);
   Value rows = tensor::DimOp::create(b, loc, tokens, 0);
   Value end = arith::AddIOp::create(b, loc, slot, rows);
+  // A sequence's first call starts its recurrent layers from zeros.
+  Value reset = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq, start,
+      arith::ConstantIndexOp::create(b, loc, 0));
 
   prefill.walk([&](PositionIdsOp op) {
     if (op.getTokens() == tokens)
@@ -172,6 +200,8 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
     attendToCached(b, attention.getLoc(), attention, cached.keys,
                    cached.values);
   }
+  for (const RecurrentSlot &slot : plan.recurrent)
+    state = carryRecurrentState(b, mapping.lookup(slot.op), slot, state, reset);
   if (plan.sourceArg)
     readCrossCache(prefill, mapping, plan, capacity);
 
@@ -185,9 +215,12 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
   Value logits =
       pickRows(b, loc, ret.getOperand(0), 1, lastRow,
                positionVaryingValues(prefill, plan.tokensArg));
-  ret->setOperands({logits, cache});
+  SmallVector<Value> results{logits, cache};
+  if (state)
+    results.push_back(state);
+  ret->setOperands(results);
   prefill.setType(FunctionType::get(ctx, entry.getArgumentTypes(),
-                                    {logits.getType(), cacheType}));
+                                    ValueRange(results).getTypes()));
   // The full-sequence head is dead now, and so is an encoder's work.
   pruneDeadCode(prefill, plan.sourceArg);
   describeArguments(prefill, plan);
@@ -363,6 +396,12 @@ FailureOr<CachePlan> mlir::tfm::planCache(func::FuncOp forward) {
     if (op == forward || isa<func::ReturnOp>(op) || !readsPositions ||
         actsOnEachPosition(op))
       return WalkResult::advance();
+    // A recurrent op is causal, and a fixed-size state sums up the past.
+    if (isRecurrent(op)) {
+      if (failed(planRecurrent(op, plan)))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    }
     if (auto positions = dyn_cast<PositionIdsOp>(op)) {
       if (positions.getTokens() != tokens || positions.getOffset() ||
           positions.getPaddingId()) {
@@ -422,6 +461,9 @@ FailureOr<CachePlan> mlir::tfm::planCache(func::FuncOp forward) {
     return failure();
   if (plan.layers.empty())
     return forward.emitOpError("has no attention to cache");
+  if (!plan.recurrent.empty() && plan.sourceArg)
+    return plan.recurrent.front().op->emitOpError(
+        "cannot cache a recurrent layer of an encoder-decoder's decoder");
   return plan;
 }
 

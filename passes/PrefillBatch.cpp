@@ -13,6 +13,8 @@
 //   keys and values to its own sequence of the cache from its first
 //   position on, and its queries attend causally over that sequence's
 //   positions up to its last, as @prefill's do;
+// - each recurrent layer (Gated DeltaNet's) runs chunk by chunk from its
+//   sequence's state (RecurrentState.cpp);
 // - the final norm and LM head run on each chunk's last token only.
 //
 // A generating sequence is a chunk of one token, so @decode_batch's step
@@ -114,7 +116,7 @@ void mlir::tfm::buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
   chunks.positions = entry.addArgument(tokens.getType(), loc);
   chunks.sequences = entry.addArgument(tokens.getType(), loc);
   chunks.lengths = entry.addArgument(tokens.getType(), loc);
-  unsigned cacheArg = caches.addArguments(entry, loc);
+  unsigned cacheArg = caches.addArguments(entry, loc, plan);
 
   replaceCountedPositions(batch, tokens, chunks.positions);
   for (auto [layer, original] : llvm::enumerate(plan.layers)) {
@@ -125,6 +127,8 @@ void mlir::tfm::buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
           return attendEachChunk(attention, rows, cache, type, chunks);
         });
   }
+  caches.recur(plan, mapping, chunks.positions, chunks.sequences,
+               chunks.lengths);
 
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
   OpBuilder b(ret);

@@ -178,8 +178,10 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
 
 /// tfm.gated_delta_rule: the runtime's kernel (kernels_delta_rule.c),
 /// tfm_rt_gated_delta_rule(q, k, v, alpha, decay, beta, starting state,
-/// out, final state, scale, tiled), which takes whole heads to each core
-/// and writes both results into fresh buffers.
+/// out, final state, scale, tiled, reset), which takes whole heads to each
+/// core and writes both results into fresh buffers. The kernel reads the
+/// reset flag itself: a select between zeros and a cached state, read by
+/// the call, made One-Shot Bufferize copy the whole cache at every layer.
 struct GatedDeltaRuleToKernelCall : OpConversionPattern<GatedDeltaRuleOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -189,8 +191,17 @@ struct GatedDeltaRuleToKernelCall : OpConversionPattern<GatedDeltaRuleOp> {
     Location loc = op.getLoc();
     RankedTensorType resultType = op.getResult().getType();
     RankedTensorType stateType = op.getFinalState().getType();
-    Value start = recurrentStartingState(rewriter, loc, adaptor.getState(),
-                                         adaptor.getReset(), stateType);
+    Value start = adaptor.getState()
+                      ? adaptor.getState()
+                      : staticZeros(rewriter, loc, stateType);
+    Value reset = adaptor.getReset()
+                      ? arith::ExtUIOp::create(rewriter, loc,
+                                               rewriter.getI64Type(),
+                                               adaptor.getReset())
+                            .getResult()
+                      : arith::ConstantIntOp::create(
+                            rewriter, loc, rewriter.getI64Type(), 0)
+                            .getResult();
     SmallVector<Value> operands;
     for (Value input : {adaptor.getQuery(), adaptor.getKey(),
                         adaptor.getValue(), adaptor.getAlpha(),
@@ -207,7 +218,8 @@ struct GatedDeltaRuleToKernelCall : OpConversionPattern<GatedDeltaRuleOp> {
         {outOperand, stateOperand,
          arith::ConstantOp::create(rewriter, loc, op.getScaleAttr()),
          arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
-                                      op.getTiled() ? 1 : 0)});
+                                      op.getTiled() ? 1 : 0),
+         reset});
     func::FuncOp kernel = lookupOrDeclareRuntimeKernel(
         rewriter, op->getParentOfType<ModuleOp>(), "tfm_rt_gated_delta_rule",
         ValueRange(operands).getTypes());

@@ -54,12 +54,20 @@ Value mlir::tfm::staticZeros(OpBuilder &b, Location loc,
 Value mlir::tfm::recurrentStartingState(OpBuilder &b, Location loc,
                                         Value state, Value reset,
                                         RankedTensorType type) {
-  Value zeros = staticZeros(b, loc, type);
   if (!state)
-    return zeros;
+    return staticZeros(b, loc, type);
   if (!reset)
     return state;
-  return arith::SelectOp::create(b, loc, reset, zeros, state);
+  // Selected element by element into a new tensor: a tensor-level
+  // arith.select would put the state and a shared zeros tensor in one alias
+  // set, and One-Shot Bufferize would then copy the whole cached state
+  // rather than update it in place.
+  return createElementwise(
+      b, loc, state, ValueRange{state},
+      [&](OpBuilder &nested, Location l, ValueRange args) -> Value {
+        return arith::SelectOp::create(nested, l, reset,
+                                       f32Constant(nested, l, 0.0), args[0]);
+      });
 }
 
 Value mlir::tfm::createGeneric(OpBuilder &b, Location loc, ValueRange inputs,

@@ -1,12 +1,12 @@
 """The C API's structures and functions as ctypes sees them: a transcription
-of runtime/include/tfm/tfm_model_abi.h and tfm_runtime.h (ABI version 23),
+of runtime/include/tfm/tfm_model_abi.h and tfm_runtime.h (ABI version 24),
 field for field; test/python checks it against compiled models."""
 
 import ctypes
 
 import numpy as np
 
-ABI_VERSION = 23
+ABI_VERSION = 24
 MAX_RANK = 6
 
 ROLE_NAMES = {0: "token_ids", 1: "features", 2: "start_position",
@@ -183,7 +183,8 @@ class EngineStats(ctypes.Structure):
                 ("generated_tokens", ctypes.c_int64),
                 ("preemptions", ctypes.c_int64),
                 ("steps", ctypes.c_int64),
-                ("kv_ring_bytes", ctypes.c_int64)]
+                ("kv_ring_bytes", ctypes.c_int64),
+                ("recurrent_state_bytes", ctypes.c_int64)]
 
 
 # tfm_finish_reason's values.

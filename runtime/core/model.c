@@ -31,8 +31,9 @@
 struct tfm_model {
   const tfm_model_desc *desc;
   tfm_forward_fn forward;
-  tfm_prefill_fn prefill, decode;
-  const tfm_cache_desc *kv_cache;
+  /* tfm_prefill_state_fn where recurrent_state is set. */
+  void (*prefill)(void), (*decode)(void);
+  const tfm_cache_desc *kv_cache, *recurrent_state;
   const uint8_t *weights;
   /* A GPU model's copy of the weights in GPU memory, made at load. */
   void *device_weights;
@@ -234,17 +235,26 @@ const tfm_entry_point *tfm_model_entry_point(const tfm_model *model,
 }
 
 /* The entry points sessions and tfm_forward call with their known
- * signatures, and the cache @prefill appends to. */
+ * signatures, the cache @prefill appends to and, for a model with
+ * recurrent layers, the states it updates beside it. */
 static void find_language_model_entry_points(tfm_model *model) {
   const tfm_entry_point *forward = tfm_model_entry_point(model, "forward");
   const tfm_entry_point *prefill = tfm_model_entry_point(model, "prefill");
   const tfm_entry_point *decode = tfm_model_entry_point(model, "decode");
+  const tfm_cache_desc *caches = model->desc->caches;
   model->forward = forward ? (tfm_forward_fn)forward->function : NULL;
-  if (prefill && decode && prefill->num_caches == 1) {
-    model->prefill = (tfm_prefill_fn)prefill->function;
-    model->decode = (tfm_prefill_fn)decode->function;
-    model->kv_cache = &model->desc->caches[prefill->caches[0]];
-  }
+  if (!prefill || !decode || prefill->num_caches < 1 ||
+      caches[prefill->caches[0]].kind != TFM_CACHE_SELF_ATTENTION)
+    return;
+  const tfm_cache_desc *state =
+      prefill->num_caches == 2 ? &caches[prefill->caches[1]] : NULL;
+  if (prefill->num_caches > 2 ||
+      (state && state->kind != TFM_CACHE_RECURRENT_STATE))
+    return;
+  model->prefill = prefill->function;
+  model->decode = decode->function;
+  model->kv_cache = &caches[prefill->caches[0]];
+  model->recurrent_state = state;
 }
 
 static tfm_status_code out_of_memory(const tfm_model *model,
@@ -349,8 +359,9 @@ tfm_status_code tfm_run_forward(tfm_model *model, tfm_memref2d_f32 *logits,
 tfm_status_code tfm_run_prefill(tfm_model *model, int decode,
                                 tfm_memref2d_f32 *logits, tfm_memref1d *tokens,
                                 int64_t start, int64_t slot,
-                                tfm_memref5d_f32 *cache, tfm_status *status) {
-  tfm_prefill_fn run = decode ? model->decode : model->prefill;
+                                tfm_memref5d_f32 *cache, tfm_memref1d *state,
+                                tfm_status *status) {
+  void (*run)(void) = decode ? model->decode : model->prefill;
   const char *name = decode ? "decode" : "prefill";
   if (!run)
     return tfm_fail(status, TFM_ERROR_NOT_FOUND, "model '%s' has no @%s",
@@ -364,13 +375,21 @@ tfm_status_code tfm_run_prefill(tfm_model *model, int decode,
     return out_of_memory(model, name, status);
   if (tfm_model_leads(model))
     tfm_ranks_lead_prefill(decode, tokens, start, slot, cache);
-  run(logits, &weights, tokens, start, slot, cache);
+  if (model->recurrent_state)
+    ((tfm_prefill_state_fn)run)(logits, &weights, tokens, start, slot, cache,
+                                state);
+  else
+    ((tfm_prefill_fn)run)(logits, &weights, tokens, start, slot, cache);
   tfm_call_end(frame);
   return tfm_model_check_device(model, name, status);
 }
 
 const tfm_cache_desc *tfm_model_kv_cache(const tfm_model *model) {
   return model->kv_cache;
+}
+
+const tfm_cache_desc *tfm_model_recurrent_state(const tfm_model *model) {
+  return model->recurrent_state;
 }
 
 /* Maps (or finds) the model's weights, this rank's part of a split

@@ -1,8 +1,9 @@
 /*===- session.c - KV-cache sessions: prefill and decode ----------------===//
  *
- * A session owns one KV cache [layers, 2, capacity, kv_heads, head_dim] and
- * the tokens it holds. Prefill and decode call the model's generated
- * @prefill/@decode, which append to the cache in place; a model compiled
+ * A session owns one KV cache [layers, 2, capacity, kv_heads, head_dim],
+ * a hybrid model's recurrent states beside it, and the tokens it holds.
+ * Prefill and decode call the model's generated @prefill/@decode, which
+ * append to the cache and advance the states in place; a model compiled
  * without a cache falls back to @forward over the whole history.
  *
  *===----------------------------------------------------------------------===*/
@@ -22,6 +23,13 @@ struct tfm_session {
   int64_t element_bytes;
   int64_t cache_capacity, cache_used; /* slots */
   int64_t window;                     /* > 0: slide the cache when full */
+  /* The recurrent layers' states (NULL without them), f32 [elements]. A
+   * failed call may have advanced some layers' states and not others:
+   * `state_stale` then makes the next prefill recompute them from the
+   * tokens (a retried chunk of KV rows is simply written again). */
+  char *state;
+  tfm_memref1d state_descriptor;
+  int state_stale;
   int32_t *tokens;                    /* every token so far */
   int64_t length, capacity;           /* positions */
   /* [scratch_rows, vocab] logits, forward fallback only: grown as the
@@ -71,8 +79,16 @@ tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
   } else {
     s->capacity = desc->max_context;
   }
+  const tfm_cache_desc *recurrent = tfm_model_recurrent_state(model);
+  if (recurrent) {
+    /* Read as zeros at position 0, so never cleared between sequences. */
+    s->state = tfm_model_state_alloc(model, (size_t)recurrent->shape[0] *
+                                                sizeof(float));
+    s->state_descriptor = (tfm_memref1d){
+        s->state, s->state, 0, {recurrent->shape[0]}, {1}};
+  }
   s->tokens = malloc((size_t)s->capacity * sizeof *s->tokens);
-  if ((kv && !s->cache) || !s->tokens) {
+  if ((kv && !s->cache) || (recurrent && !s->state) || !s->tokens) {
     tfm_session_free(s);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "out of memory for a session of %lld positions",
@@ -87,14 +103,18 @@ void tfm_session_free(tfm_session *s) {
     return;
   if (s->cache)
     tfm_model_state_free(s->model, s->cache);
+  if (s->state)
+    tfm_model_state_free(s->model, s->state);
   free(s->scratch);
   free(s->tokens);
   free(s);
 }
 
 void tfm_session_reset(tfm_session *s) {
-  if (s)
+  if (s) {
     s->length = s->cache_used = 0;
+    s->state_stale = 0; /* the next call starts at position 0 */
+  }
 }
 
 int64_t tfm_session_length(const tfm_session *s) { return s ? s->length : 0; }
@@ -122,6 +142,43 @@ static void slide_cache(tfm_session *s) {
                          (size_t)(keep * row));
   }
   s->cache_used = keep;
+}
+
+/* Runs `tokens` (n of them, already in s->tokens at s->length) through
+ * @prefill/@decode in chunks that fit the cache; a full cache of a
+ * sliding-window model first drops what no later query can see. Without a
+ * window the capacity check of tfm_prefill guarantees one chunk. `logits`:
+ * the last token's. */
+static tfm_status_code run_chunks(tfm_session *s, const int32_t *tokens,
+                                  int64_t n, float *logits,
+                                  tfm_status *status) {
+  const tfm_model_desc *desc = tfm_model_get_desc(s->model);
+  tfm_status_code code = TFM_OK;
+  for (int64_t done = 0; done < n && code == TFM_OK;) {
+    if (s->cache_used == s->cache_capacity)
+      slide_cache(s);
+    int64_t chunk = n - done;
+    if (chunk > s->cache_capacity - s->cache_used)
+      chunk = s->cache_capacity - s->cache_used;
+    void *ids = (void *)(uintptr_t)(tokens + done);
+    tfm_memref1d token_descriptor = {ids, ids, 0, {chunk}, {1}};
+    tfm_memref2d_f32 result;
+    memset(&result, 0, sizeof result);
+    /* A failed chunk advances the length of nothing: its cache slots are
+     * written again by the next attempt, its states recomputed. */
+    code = tfm_run_prefill(s->model, chunk == 1, &result, &token_descriptor,
+                           s->length, s->cache_used, &s->cache_descriptor,
+                           s->state ? &s->state_descriptor : NULL, status);
+    if (code != TFM_OK) {
+      s->state_stale = s->state != NULL;
+      return code;
+    }
+    code = tfm_take_logits(desc, &result, 1, logits, status);
+    s->length += chunk;
+    s->cache_used += chunk;
+    done += chunk;
+  }
+  return code;
 }
 
 tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
@@ -173,32 +230,19 @@ tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
     s->length += n;
     return tfm_ok(status);
   }
-  /* In chunks that fit the cache; a full cache of a sliding-window model
-   * first drops what no later query can see. Without a window the capacity
-   * check above guarantees one chunk. */
-  for (int64_t done = 0; done < n && code == TFM_OK;) {
-    if (s->cache_used == s->cache_capacity)
-      slide_cache(s);
-    int64_t chunk = n - done;
-    if (chunk > s->cache_capacity - s->cache_used)
-      chunk = s->cache_capacity - s->cache_used;
-    void *ids = (void *)(uintptr_t)(tokens + done);
-    tfm_memref1d token_descriptor = {ids, ids, 0, {chunk}, {1}};
-    tfm_memref2d_f32 result;
-    memset(&result, 0, sizeof result);
-    /* A failed chunk advances nothing: its cache slots are written again
-     * by the next attempt. */
-    code = tfm_run_prefill(s->model, chunk == 1, &result, &token_descriptor,
-                           s->length, s->cache_used, &s->cache_descriptor,
-                           status);
-    if (code != TFM_OK)
+  /* Recurrent states a failed call left half advanced: recompute them
+   * (and the KV rows with them) from the tokens before going on. */
+  if (s->state_stale) {
+    int64_t known = s->length;
+    s->length = s->cache_used = 0;
+    code = run_chunks(s, s->tokens, known, logits, status);
+    if (code != TFM_OK) {
+      s->length = known;
       return code;
-    code = tfm_take_logits(desc, &result, 1, logits, status);
-    s->length += chunk;
-    s->cache_used += chunk;
-    done += chunk;
+    }
+    s->state_stale = 0;
   }
-  return code;
+  return run_chunks(s, tokens, n, logits, status);
 }
 
 tfm_status_code tfm_decode(tfm_session *s, int32_t token, float *logits,

@@ -51,6 +51,10 @@ struct tfm_engine {
    * slot's rewritten as its sequence goes on. */
   void *rings;
   int64_t rings_shape[6];
+  /* Recurrent layers' states ([slots, elements] f32; NULL: none), read as
+   * zeros by a chunk at position 0, so a reused slot needs no clearing. */
+  float *states;
+  int64_t states_shape[2];
   int64_t *free_slots, free_slot_count;
   request *waiting, *running; /* FIFO queue; admission order */
   int64_t next_id, admissions;
@@ -66,13 +70,15 @@ tfm_engine_options tfm_engine_default_options(void) {
   return o;
 }
 
-/* The batched entry points' cache, [-1, layers, 2, capacity, kv_heads,
- * head_dim]: the engine's sequences (@prefill's own may keep fewer planes,
- * windowed layers in rings). */
+/* The batched entry points' cache of `kind`, [-1, layers, 2, capacity,
+ * kv_heads, head_dim] (@prefill's own may keep fewer planes, windowed
+ * layers in rings) or the recurrent states [-1, elements]: the engine's
+ * sequences. */
 static const tfm_cache_desc *batched_cache(const tfm_model_desc *desc,
                                            int32_t kind) {
+  int32_t rank = kind == TFM_CACHE_RECURRENT_STATE ? 2 : 6;
   for (int32_t i = 0; i < desc->num_caches; ++i)
-    if (desc->caches[i].kind == kind && desc->caches[i].rank == 6)
+    if (desc->caches[i].kind == kind && desc->caches[i].rank == rank)
       return &desc->caches[i];
   return NULL;
 }
@@ -88,6 +94,8 @@ tfm_status_code tfm_engine_new(tfm_model *model,
   const tfm_cache_desc *cache = batched_cache(desc, TFM_CACHE_SELF_ATTENTION);
   const tfm_cache_desc *rings =
       batched_cache(desc, TFM_CACHE_SELF_ATTENTION_RINGS);
+  const tfm_cache_desc *states =
+      batched_cache(desc, TFM_CACHE_RECURRENT_STATE);
   if (!cache || !tfm_model_entry_point(model, "prefill_batch"))
     return tfm_fail(status, TFM_ERROR_NOT_FOUND,
                     "model '%s' has no @prefill_batch over a KV cache: "
@@ -145,9 +153,10 @@ tfm_status_code tfm_engine_new(tfm_model *model,
     e->slot_bytes *= (size_t)shape[i];
   if (!o.kv_pool_bytes)
     o.kv_pool_bytes = (int64_t)e->slot_bytes * o.max_sequences;
-  /* A ring's rows are rewritten as its sequence goes on, so no block of a
-   * prefix holds what a later request's windowed layers need. */
-  if (rings)
+  /* A ring's rows and a recurrent state are rewritten as their sequence
+   * goes on, so no block of a prefix holds what a later request's windowed
+   * or recurrent layers need. */
+  if (rings || states)
     o.share_prefixes = 0;
   e->options = o;
   tfm_kv_pages_options pages = {
@@ -196,6 +205,21 @@ tfm_status_code tfm_engine_new(tfm_model *model,
                       o.max_sequences, bytes);
     }
   }
+  if (states) {
+    e->states_shape[0] = o.max_sequences;
+    e->states_shape[1] = states->shape[1];
+    size_t bytes = (size_t)o.max_sequences * (size_t)states->shape[1] *
+                   sizeof(float);
+    e->states = calloc(1, bytes);
+    e->stats.recurrent_state_bytes = (int64_t)bytes;
+    if (!e->states) {
+      tfm_engine_free(e);
+      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                      "out of memory for the recurrent states of %d "
+                      "sequences (%zu bytes)",
+                      o.max_sequences, bytes);
+    }
+  }
   for (int64_t s = 0; s < o.max_sequences; ++s)
     e->free_slots[s] = o.max_sequences - 1 - s;
   e->free_slot_count = o.max_sequences;
@@ -221,6 +245,7 @@ void tfm_engine_free(tfm_engine *e) {
     }
   tfm_kv_pages_free(e->pages);
   free(e->rings);
+  free(e->states);
   free(e->free_slots);
   free(e->logits);
   free(e->tokens);
@@ -468,13 +493,33 @@ static tfm_status_code run_step(tfm_engine *e, tfm_engine_event *events,
   tfm_tensor cache = {tfm_kv_pages_base(e->pages), e->cache_dtype, 6, {0},
                       NULL};
   tfm_tensor rings = {e->rings, e->cache_dtype, 6, {0}, NULL};
+  tfm_tensor states = {e->states, TFM_DTYPE_F32, 2,
+                       {e->states_shape[0], e->states_shape[1]}, NULL};
   memcpy(cache.shape, e->cache_shape, sizeof e->cache_shape);
   memcpy(rings.shape, e->rings_shape, sizeof e->rings_shape);
-  tfm_tensor *caches[2] = {&cache, &rings}, logits;
+  /* The paged cache, then the rings and the states where the model has
+   * them, in the order @prefill_batch lists its caches. */
+  const tfm_entry_point *entry =
+      tfm_model_entry_point(e->model, "prefill_batch");
+  tfm_tensor *caches[3], logits;
+  for (int32_t i = 0; i < entry->num_caches && i < 3; ++i) {
+    int32_t kind = e->desc->caches[entry->caches[i]].kind;
+    caches[i] = kind == TFM_CACHE_SELF_ATTENTION_RINGS ? &rings
+                : kind == TFM_CACHE_RECURRENT_STATE    ? &states
+                                                       : &cache;
+  }
   tfm_status_code code = tfm_model_call(e->model, "prefill_batch", inputs, 4,
                                         caches, &logits, 1, status);
-  if (code != TFM_OK)
+  if (code != TFM_OK) {
+    /* The call may have advanced some recurrent layers' states and not
+     * others: those sequences start again from their first token. */
+    if (e->states)
+      for (int64_t c = 0; c < chunks; ++c) {
+        e->chunk_requests[c]->computed = 0;
+        e->chunk_requests[c]->state = kPrefilling;
+      }
     return code;
+  }
   int64_t vocab = e->desc->vocab_size;
   memcpy(e->logits, logits.data, (size_t)(chunks * vocab) * sizeof(float));
   tfm_tensor_release(&logits);

@@ -23,7 +23,7 @@ typedef struct {
   const tfm_memref1d_f32 *decay;
   tfm_memref3d_f32 *out, *state;
   float scale;
-  int64_t tiled;
+  int64_t tiled, reset;
 } delta_rule_job;
 
 static inline float *at3(const tfm_memref3d_f32 *m, int64_t i, int64_t j) {
@@ -57,7 +57,7 @@ static void delta_rule_heads(void *arg, int64_t begin, int64_t end,
     for (int64_t i = 0; i < dk; ++i) {
       const float *from = at3(job->start, h, i);
       for (int64_t j = 0; j < dv; ++j)
-        s[i * dv + j] = from[j * job->start->strides[2]];
+        s[i * dv + j] = job->reset ? 0.0f : from[j * job->start->strides[2]];
     }
     float decay = job->decay->aligned[job->decay->offset +
                                       h * job->decay->strides[0]];
@@ -98,8 +98,8 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_gated_delta_rule(
     tfm_memref3d_f32 *query, tfm_memref3d_f32 *key, tfm_memref3d_f32 *value,
     tfm_memref2d_f32 *alpha, tfm_memref1d_f32 *decay, tfm_memref2d_f32 *beta,
     tfm_memref3d_f32 *start, tfm_memref3d_f32 *out, tfm_memref3d_f32 *state,
-    float scale, int64_t tiled) {
+    float scale, int64_t tiled, int64_t reset) {
   delta_rule_job job = {query, key,   value, start, alpha, beta,
-                        decay, out,   state, scale, tiled};
+                        decay, out,   state, scale, tiled, reset};
   tfm_parallel_for(value->sizes[1], 1, delta_rule_heads, &job);
 }

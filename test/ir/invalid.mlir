@@ -215,6 +215,16 @@ func.func private @f(tensor<?x2x2x4x4x4xf32> {tfm.cache = #tfm.cache<self_attent
 
 // -----
 
+// expected-error @+1 {{argument 0 of @f: a recurrent state cache is f32 [elements], or [sequences, elements] batched, got 'tensor<3x8x4xf32>'}}
+func.func private @f(tensor<3x8x4xf32> {tfm.cache = #tfm.cache<recurrent_state>})
+
+// -----
+
+// expected-error @+1 {{argument 0 of @f: a recurrent state cache is f32 [elements], or [sequences, elements] batched, got 'tensor<96xbf16>'}}
+func.func private @f(tensor<96xbf16> {tfm.cache = #tfm.cache<recurrent_state>})
+
+// -----
+
 // expected-error @+1 {{unknown tfm argument attribute 'tfm.kv_cache'}}
 func.func private @f(tensor<2x2x8x4x4xf32> {tfm.kv_cache})
 

@@ -171,3 +171,26 @@ func.func @forward(%tokens: tensor<?xi32> {tfm.input = #tfm.input<token_ids>}) -
   return %a : tensor<?x2x4xf32>
 }
 }
+
+// -----
+
+// A recurrent op given a state already (the cache would overwrite it).
+module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 8>} {
+tfm.weight_decl @w : tensor<8x4xf32>
+tfm.weight_decl @wc : tensor<4x2xf32>
+tfm.weight_decl @s : tensor<1x4xf32>
+tfm.weight_decl @wo : tensor<4x8xf32>
+func.func @forward(%t: tensor<?xi32>) -> tensor<?x4xf32> {
+  %w = tfm.weight @w : tensor<8x4xf32>
+  %wc = tfm.weight @wc : tensor<4x2xf32>
+  %s = tfm.weight @s : tensor<1x4xf32>
+  %wo = tfm.weight @wo : tensor<4x8xf32>
+  %x = tfm.embedding %w[%t] : tensor<8x4xf32>, tensor<?xi32> -> tensor<?x4xf32>
+  // expected-error @+1 {{'tfm.causal_conv1d' op cannot cache a recurrent op that is given a state already}}
+  %y, %f = tfm.causal_conv1d %x, %wc state %s : (tensor<?x4xf32>, tensor<4x2xf32>, tensor<1x4xf32>) -> (tensor<?x4xf32>, tensor<1x4xf32>)
+  %q = tfm.linear %y, %w : (tensor<?x4xf32>, tensor<8x4xf32>) -> tensor<?x2x4xf32>
+  %a = tfm.attention %q, %q, %q {causal, scale = 5.000000e-01 : f32} : (tensor<?x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>) -> tensor<?x2x4xf32>
+  %o = tfm.linear %a, %wo : (tensor<?x2x4xf32>, tensor<4x8xf32>) -> tensor<?x4xf32>
+  return %o : tensor<?x4xf32>
+}
+}

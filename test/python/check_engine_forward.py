@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """The batch engine on a decoder fixture of 32 positions (GPT-Neo's and
-Gemma 2's global and local layers, Qwen3's head norms, Mixtral's experts):
+Gemma 2's global and local layers, Qwen3's head norms, Mixtral's experts,
+Qwen3.5's Gated DeltaNet layers and their recurrent states):
 prompts of several lengths, generated together on two sequences, continue
 as greedy decoding through @forward over the whole sequence does (no cache
 at all). Prints what the engine's KV memory holds: a block's bytes (its
-positions of every paged layer) and the rings' (windowed layers kept
-apart, every sequence's).
+positions of every paged layer), the rings' (windowed layers kept
+apart, every sequence's) and the recurrent states' (every sequence's).
 
     check_engine_forward.py LIBRARY"""
 import sys
@@ -41,5 +42,6 @@ equal = [tokens[r] == greedy_by_forward(p, context - len(p))
 print("engine equals forward:", equal)
 stats = engine.stats()
 print(f"block {stats['kv_block_bytes']} bytes of {stats['kv_block_positions']}"
-      f" positions, rings {stats['kv_ring_bytes']} bytes")
+      f" positions, rings {stats['kv_ring_bytes']} bytes, recurrent states"
+      f" {stats['recurrent_state_bytes']} bytes")
 engine.close()

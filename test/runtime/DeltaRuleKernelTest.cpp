@@ -85,11 +85,12 @@ void referenceRule(const DeltaInputs &in, int64_t first, int64_t count,
     }
 }
 
-/// The kernel over positions [first, first + count) from `start`; returns
-/// the reads and leaves the final state in `state`.
+/// The kernel over positions [first, first + count) from `start` (from
+/// zeros where `reset`); returns the reads and leaves the final state in
+/// `state`.
 std::vector<float> runKernel(DeltaInputs &in, int64_t first, int64_t count,
                              float scale, std::vector<float> &start,
-                             std::vector<float> &state) {
+                             std::vector<float> &state, bool reset = false) {
   const DeltaCase &c = in.c;
   int64_t hv = c.valueHeads, hk = c.keyHeads;
   std::vector<float> out(size_t(count * hv * c.dv));
@@ -112,7 +113,8 @@ std::vector<float> runKernel(DeltaInputs &in, int64_t first, int64_t count,
   tfm_memref3d_f32 to = {state.data(), state.data(), 0, {hv, c.dk, c.dv},
                          {c.dk * c.dv, c.dv, 1}};
   _mlir_ciface_tfm_rt_gated_delta_rule(&q, &k, &v, &alpha, &decay, &beta,
-                                       &from, &o, &to, scale, c.tiled);
+                                       &from, &o, &to, scale, c.tiled,
+                                       reset);
   return out;
 }
 
@@ -144,6 +146,16 @@ void checkCase(DeltaCase c, unsigned seed) {
   head.insert(head.end(), tail.begin(), tail.end());
   expectNear(head, reads, 1e-4);
   expectNear(last, state, 1e-4);
+
+  // Reset: the state given is ignored, as if it were zeros (a cache slot
+  // that held another sequence).
+  std::vector<double> fromZeros(state.size(), 0.0), zeroReads;
+  referenceRule(in, 0, c.positions, scale, fromZeros, zeroReads);
+  std::vector<float> stale(in.start.size(), 1e3f), resetState;
+  std::vector<float> resetOut = runKernel(in, 0, c.positions, scale, stale,
+                                          resetState, /*reset=*/true);
+  expectNear(resetOut, zeroReads, 1e-4);
+  expectNear(resetState, fromZeros, 1e-4);
 }
 
 TEST(DeltaRuleKernel, GroupedKeyHeads) {

@@ -61,12 +61,13 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_linear_blocks_bias(
  * Hk, dk], value [s, Hv, dv], alpha and beta [s, Hv], decay [Hv], the state
  * it starts from [Hv, dk, dv]; writes every position's read to out [s, Hv,
  * dv] and the final state to `state` (fresh, contiguous). Value head h
- * reads key head h mod Hk where `tiled`, else h / (Hv / Hk). */
+ * reads key head h mod Hk where `tiled`, else h / (Hv / Hk). `reset`: start
+ * from zeros instead (a cached state at a sequence's first call). */
 TFM_EXPORT void _mlir_ciface_tfm_rt_gated_delta_rule(
     tfm_memref3d_f32 *query, tfm_memref3d_f32 *key, tfm_memref3d_f32 *value,
     tfm_memref2d_f32 *alpha, tfm_memref1d_f32 *decay, tfm_memref2d_f32 *beta,
     tfm_memref3d_f32 *start, tfm_memref3d_f32 *out, tfm_memref3d_f32 *state,
-    float scale, int64_t tiled);
+    float scale, int64_t tiled, int64_t reset);
 /* Fused attention over [seq, heads, head_dim] queries and [keys, kv_heads,
  * head_dim] keys and values (grouped-query when heads > kv_heads); causal
  * and windowed (0: no window) masks without materialized scores; scores

@@ -41,8 +41,8 @@ typedef struct {
                               context (more is refused) */
   int64_t prefill_chunk;   /* prompt tokens prefilled per step; 0: 512 */
   int share_prefixes;      /* share blocks of common prefixes (1: yes;
-                              never for a model with rings: see
-                              kv_ring_bytes) */
+                              never for a model with rings or recurrent
+                              states: see kv_ring_bytes) */
 } tfm_engine_options;
 
 /* max_sequences 16, the pool for 16 full contexts, blocks of 8, prefill
@@ -94,7 +94,9 @@ typedef struct {
  * prefilled, then a decoded one), so capacity must be 2 * max_sequences.
  * A model call that fails (out of memory) returns its status after the
  * events of what ran; the requests it concerned did not advance and run
- * again next step. A request the KV pool cannot hold even alone gets a
+ * again next step (a model with recurrent states prefills them again from
+ * their first token: the failed call may have advanced some layers'
+ * states). A request the KV pool cannot hold even alone gets a
  * TFM_FINISH_ERROR event and the step returns TFM_ERROR_OUT_OF_MEMORY. */
 tfm_status_code tfm_engine_step(tfm_engine *engine, tfm_engine_event *events,
                                 int32_t capacity, int32_t *count,
@@ -115,6 +117,9 @@ typedef struct {
    * with the engine (0: none). Such a model shares no prefixes, whatever
    * share_prefixes says: a ring is rewritten as its sequence goes on. */
   int64_t kv_ring_bytes;
+  /* Recurrent layers' states (Gated DeltaNet's), every slot's, allocated
+   * with the engine (0: none). Such a model shares no prefixes either. */
+  int64_t recurrent_state_bytes;
 } tfm_engine_stats;
 void tfm_engine_get_stats(const tfm_engine *engine, tfm_engine_stats *stats);
 

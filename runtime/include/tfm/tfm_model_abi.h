@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 23
+#define TFM_ABI_VERSION 24
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -157,7 +157,11 @@ typedef enum {
    * layers' windows differ: each windowed layer's ring of its window's last
    * positions, [-1, rings, 2, window, kv_heads, head_dim] (position p at
    * row p mod its window), rewritten in place. */
-  TFM_CACHE_SELF_ATTENTION_RINGS = 2
+  TFM_CACHE_SELF_ATTENTION_RINGS = 2,
+  /* Recurrent layers' states (Gated DeltaNet's), f32 [elements] a session's
+   * or [-1, elements] batched: rewritten in place by each call, read as
+   * zeros by a call at position 0, so never shared between sequences. */
+  TFM_CACHE_RECURRENT_STATE = 3
 } tfm_cache_kind;
 
 #define TFM_MAX_RANK 6
@@ -242,6 +246,16 @@ typedef void (*tfm_prefill_fn)(tfm_memref2d_f32 *logits,
                                tfm_memref1d *weights, tfm_memref1d *tokens,
                                int64_t start, int64_t slot,
                                tfm_memref5d_f32 *cache);
+
+/* @prefill and @decode of a model with recurrent layers: as
+ * tfm_prefill_fn, and the sequence's recurrent states (f32 [elements],
+ * TFM_CACHE_RECURRENT_STATE) updated in place, read as zeros where start
+ * is 0. */
+typedef void (*tfm_prefill_state_fn)(tfm_memref2d_f32 *logits,
+                                     tfm_memref1d *weights,
+                                     tfm_memref1d *tokens, int64_t start,
+                                     int64_t slot, tfm_memref5d_f32 *cache,
+                                     tfm_memref1d *state);
 
 /* How an image model's input is made from a decoded RGB image (its
  * preprocessor_config.json, as transformers' image processors apply it):
