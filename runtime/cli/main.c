@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 extern const tfm_model_desc tfm_builtin_model;
 int tfm_main_fail(const char *argv0, const char *message) {
@@ -286,6 +287,37 @@ static int warm_up(const char *argv0, tfm_session *session, const int32_t *ids,
   return 0;
 }
 
+/* --prompt-cache FILE, before generating: the session FILE saved (none
+ * yet: an empty one), cut back to where its tokens and the prompt's part,
+ * the prompt's last token always run again for its logits. *reused: the
+ * prompt's positions not computed again. */
+static int resume_prompt_cache(const char *argv0, tfm_session *session,
+                               const char *path, const int32_t *ids, int64_t n,
+                               int64_t *reused) {
+  tfm_status status;
+  *reused = 0;
+  if (access(path, F_OK) != 0)
+    return 0;
+  if (tfm_session_load(session, path, &status))
+    return tfm_main_fail(argv0, status.message);
+  const int32_t *held = tfm_session_tokens(session);
+  int64_t common = 0, length = tfm_session_length(session);
+  while (common < length && common < n - 1 && held[common] == ids[common])
+    ++common;
+  if (tfm_session_truncate(session, common, &status))
+    return tfm_main_fail(argv0, status.message);
+  if (tfm_session_cached(session) == common) {
+    *reused = common;
+  } else {
+    /* A state that cannot go back would be recomputed from the common
+     * tokens anyway: the prompt is run whole instead. */
+    tfm_session_reset(session);
+  }
+  fprintf(stderr, "%s: prompt cache '%s': %lld of %lld prompt tokens reused\n",
+          argv0, path, (long long)*reused, (long long)n);
+  return 0;
+}
+
 /* --stats of a model split over ranks: each rank's weights (its part and
  * what all hold alike), peak RSS and time in the model's all-reduces. */
 static void print_rank_stats(const tfm_model *model) {
@@ -420,10 +452,19 @@ static int run_generate(const char *argv0, tfm_model *model,
   /* Echo the prompt's text before its continuation. */
   if (o->prompt && !o->print_ids)
     fputs(o->prompt, stdout);
+  int64_t reused = 0;
+  if (o->prompt_cache_path &&
+      resume_prompt_cache(argv0, session, o->prompt_cache_path, ids, n,
+                          &reused))
+    return 1;
   tfm_generate_result result;
-  if (tfm_generate(session, ids, n, &generate, &result, &status))
+  if (tfm_generate(session, ids + reused, n - reused, &generate, &result,
+                   &status))
     return tfm_main_fail(argv0, status.message);
   fputc('\n', stdout);
+  if (o->prompt_cache_path &&
+      tfm_session_save(session, o->prompt_cache_path, &status))
+    return tfm_main_fail(argv0, status.message);
   if (stream.step_logits)
     fclose(stream.step_logits);
   held->step_logits = NULL;

@@ -36,6 +36,9 @@ void tfm_main_usage(FILE *out, const char *argv0) {
       "vocab]\n"
       "  --step-logits FILE     write the logits each new token was chosen\n"
       "                         from, f32 [new tokens, vocab]\n"
+      "  --prompt-cache FILE    continue from the session FILE holds where\n"
+      "                         the prompt starts with its tokens, and save\n"
+      "                         the session there after generating\n"
       "  --stats                timing and memory as JSON on stderr\n"
       "  --warmup N             prefill the prompt N times first, untimed\n"
       "                         (benchmarks: steady-state figures)\n"
@@ -122,6 +125,7 @@ static const struct {
     /* CALL: an encoder-decoder's teacher-forced logits (main.c). */
     {"--logits", GENERATE | CALL},
     {"--step-logits", GENERATE | SEQ2SEQ},
+    {"--prompt-cache", GENERATE},
     {"--stats", GENERATE},
     {"--warmup", GENERATE},
     {"--weights", EVERY_MODE},
@@ -281,6 +285,8 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
       o->logits_path = argv[++i];
     } else if (!strcmp(arg, "--step-logits")) {
       o->step_logits_path = argv[++i];
+    } else if (!strcmp(arg, "--prompt-cache")) {
+      o->prompt_cache_path = argv[++i];
     } else if (!strcmp(arg, "--weights")) {
       o->weights_path = argv[++i];
     } else if (!strcmp(arg, "--call")) {

@@ -44,6 +44,7 @@ typedef struct {
   int tokenize;
   const char *logits_path;
   const char *step_logits_path;
+  const char *prompt_cache_path; /* --prompt-cache: a saved session */
   int stats;
   long warmup;
   const char *weights_path;

@@ -8,36 +8,13 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/core/session_internal.h"
 #include "runtime/core/model_internal.h"
 #include "runtime/core/status.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-struct tfm_session {
-  tfm_model *model;
-  char *cache; /* NULL without a KV cache */
-  /* The cache's elements (f32, or an int8 cache's bytes: the generated
-   * code reads the pointer as its own element type). */
-  tfm_memref5d_f32 cache_descriptor;
-  int64_t element_bytes;
-  int64_t cache_capacity, cache_used; /* slots */
-  int64_t window;                     /* > 0: slide the cache when full */
-  /* The recurrent layers' states (NULL without them), f32 [elements]. A
-   * failed call may have advanced some layers' states and not others:
-   * `state_stale` then makes the next prefill recompute them from the
-   * tokens (a retried chunk of KV rows is simply written again). */
-  char *state;
-  tfm_memref1d state_descriptor;
-  int state_stale;
-  int32_t *tokens;                    /* every token so far */
-  int64_t length, capacity;           /* positions */
-  /* [scratch_rows, vocab] logits, forward fallback only: grown as the
-   * history does (a 262144-position context of a 248320-token vocabulary
-   * could not be had up front). */
-  float *scratch;
-  int64_t scratch_rows;
-};
 
 tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
                                 tfm_status *status) {
@@ -113,7 +90,7 @@ void tfm_session_free(tfm_session *s) {
 void tfm_session_reset(tfm_session *s) {
   if (s) {
     s->length = s->cache_used = 0;
-    s->state_stale = 0; /* the next call starts at position 0 */
+    s->stale = 0; /* the next call starts at position 0 */
   }
 }
 
@@ -170,7 +147,7 @@ static tfm_status_code run_chunks(tfm_session *s, const int32_t *tokens,
                            s->length, s->cache_used, &s->cache_descriptor,
                            s->state ? &s->state_descriptor : NULL, status);
     if (code != TFM_OK) {
-      s->state_stale = s->state != NULL;
+      s->stale = s->state != NULL;
       return code;
     }
     code = tfm_take_logits(desc, &result, 1, logits, status);
@@ -232,7 +209,7 @@ tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
   }
   /* Recurrent states a failed call left half advanced: recompute them
    * (and the KV rows with them) from the tokens before going on. */
-  if (s->state_stale) {
+  if (s->stale) {
     int64_t known = s->length;
     s->length = s->cache_used = 0;
     code = run_chunks(s, s->tokens, known, logits, status);
@@ -240,7 +217,7 @@ tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
       s->length = known;
       return code;
     }
-    s->state_stale = 0;
+    s->stale = 0;
   }
   return run_chunks(s, tokens, n, logits, status);
 }

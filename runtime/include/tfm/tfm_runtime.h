@@ -138,6 +138,34 @@ int64_t tfm_session_capacity(const tfm_session *session);
 const int32_t *tfm_session_tokens(const tfm_session *session);
 tfm_model *tfm_session_model(const tfm_session *session);
 
+/* Replaces what `to` holds with what `from` holds (its tokens, KV rows and
+ * a hybrid model's recurrent states), both sessions of one model: a prompt
+ * prefilled once and continued in several sessions (parallel samples, a
+ * shared system prompt). */
+tfm_status_code tfm_session_copy(tfm_session *to, const tfm_session *from,
+                                 tfm_status *status);
+/* Keeps the first `length` positions (at most the session's length), e.g.
+ * the part of a new prompt that matches what the session holds. KV rows
+ * are kept as they are; a recurrent state (which has folded in every
+ * position) and a sliding window that has slid cannot go back, so the next
+ * prefill recomputes them from the kept tokens. */
+tfm_status_code tfm_session_truncate(tfm_session *session, int64_t length,
+                                     tfm_status *status);
+/* Positions whose KV rows and states are current: the session's length, or
+ * 0 where the next prefill recomputes them all first (after a truncation
+ * that could not keep them, or a failed call of a hybrid model). */
+int64_t tfm_session_cached(const tfm_session *session);
+/* Writes what the session holds to `path`, for tfm_session_load to read
+ * back into a session of the same model (by name and the shapes of its
+ * vocabulary, cache and states, which a mismatched file fails on) on the
+ * same machine: the prompt cache of the command line (--prompt-cache). A
+ * failed load leaves the session empty. Not for --target=cuda models or
+ * models split over ranks yet (refused by name). */
+tfm_status_code tfm_session_save(const tfm_session *session, const char *path,
+                                 tfm_status *status);
+tfm_status_code tfm_session_load(tfm_session *session, const char *path,
+                                 tfm_status *status);
+
 /* Appends `tokens[0..n)` and writes the logits of the last one to `logits`
  * ([vocab]). Models compiled without a KV cache recompute the whole
  * sequence. Nothing is written when the ids or the length are invalid. */

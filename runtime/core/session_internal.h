@@ -1,0 +1,40 @@
+/*===- session_internal.h - a session's fields, for its files ---*- C -*-===*
+ *
+ * session.c runs a session's calls; session_file.c saves, loads and copies
+ * what it holds.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_SESSION_INTERNAL_H
+#define TFM_RUNTIME_SESSION_INTERNAL_H
+
+#include "tfm/tfm_model_abi.h"
+#include "tfm/tfm_runtime.h"
+
+struct tfm_session {
+  tfm_model *model;
+  char *cache; /* NULL without a KV cache */
+  /* The cache's elements (f32, or an int8 cache's bytes: the generated
+   * code reads the pointer as its own element type). */
+  tfm_memref5d_f32 cache_descriptor;
+  int64_t element_bytes;
+  int64_t cache_capacity, cache_used; /* slots */
+  int64_t window;                     /* > 0: slide the cache when full */
+  /* The recurrent layers' states (NULL without them), f32 [elements]. */
+  char *state;
+  tfm_memref1d state_descriptor;
+  /* The cache and states no longer match the tokens: a failed call may
+   * have advanced some layers' states and not others, and a truncation
+   * cannot take a state back. The next prefill then recomputes them from
+   * the tokens (a retried chunk of KV rows is simply written again). */
+  int stale;
+  int32_t *tokens;                    /* every token so far */
+  int64_t length, capacity;           /* positions */
+  /* [scratch_rows, vocab] logits, forward fallback only: grown as the
+   * history does (a 262144-position context of a 248320-token vocabulary
+   * could not be had up front). */
+  float *scratch;
+  int64_t scratch_rows;
+};
+
+#endif /* TFM_RUNTIME_SESSION_INTERNAL_H */
