@@ -39,6 +39,7 @@ static double time_attention(float *q, float *k, float *v, float *out,
                    mv = rows(v, n, heads, dim), mo = rows(out, n, heads, dim);
   int32_t none = 0;
   tfm_memref1d_i32 no_mask = {&none, &none, 0, {0}, {1}};
+  tfm_memref1d_f32 no_sinks = {NULL, NULL, 0, {0}, {1}};
   double best = INFINITY;
   for (int r = 0; r < runs; ++r) {
     double start = now();
@@ -46,7 +47,8 @@ static double time_attention(float *q, float *k, float *v, float *out,
       _mlir_ciface_tfm_rt_sparse_attention(&mq, &mk, &mv, &mq, &mk, &mv,
                                            &no_mask, &mo, 0.125f, window, 1);
     else
-      _mlir_ciface_tfm_rt_attention(&mq, &mk, &mv, &mo, 0.125f, causal, window);
+      _mlir_ciface_tfm_rt_attention(&mq, &mk, &mv, &no_sinks, &mo, 0.125f,
+                                    causal, window, 0.0f);
     double took = (now() - start) * 1e3;
     if (took < best)
       best = took;

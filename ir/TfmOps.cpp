@@ -745,6 +745,13 @@ LogicalResult AttentionOp::verify() {
   } else if (getMaxDistance()) {
     return emitOpError("expected 'max_distance' only with relative_bias");
   }
+  if (Value sinks = getSinks()) {
+    if (failed(expectRank(op, "sinks", sinks, 1)) ||
+        failed(expectElementType(op, "sinks", sinks, elementType)) ||
+        failed(expectDim(op, "sinks", tensorType(sinks).getDimSize(0),
+                         "query heads", heads)))
+      return failure();
+  }
   if (Value lengths = getLengths()) {
     // Packed sequences: queries and keys are the same rows.
     if (failed(expectRank(op, "lengths", lengths, 1)) ||
@@ -1113,6 +1120,28 @@ LogicalResult MoeOp::verify() {
     if (failed(verifyGatedMlp(*this, "expert " + std::to_string(e) + "'s ",
                               getExperts().slice(3 * e, 3), x[1])))
       return failure();
+  if (!getExpertBiases().empty()) {
+    if (int64_t(getExpertBiases().size()) != 3 * experts)
+      return emitOpError() << "expected 3 biases (gate, up, down) for each of "
+                           << experts << " experts, got "
+                           << getExpertBiases().size();
+    for (int64_t i = 0; i < 3 * experts; ++i) {
+      // A bias has the rows of its projection.
+      int64_t rows = tensorType(getExperts()[i]).getDimSize(0);
+      ArrayRef<int64_t> bias = tensorType(getExpertBiases()[i]).getShape();
+      if (bias.size() != 1 || !dimsCompatible(bias[0], rows))
+        return emitOpError() << "expected expert " << i / 3 << "'s "
+                             << (i % 3 == 0   ? "gate"
+                                 : i % 3 == 1 ? "up"
+                                              : "down")
+                             << " bias to be [" << rows << "], got "
+                             << getExpertBiases()[i].getType();
+    }
+  }
+  if (std::optional<APFloat> limit = getSwigluLimit())
+    if (!(limit->convertToDouble() > 0))
+      return emitOpError() << "expected a positive swiglu_limit, got "
+                           << limit->convertToDouble();
   if (getShared().empty())
     return success();
   if (getShared().size() != 3 && getShared().size() != 4)

@@ -704,15 +704,22 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     With `softcap = c` (Gemma 2), every scaled score `x` becomes
     `c · tanh(x / c)` before the bias and the mask.
 
+    With `sinks` (`[heads]`, gpt-oss's attention sinks), head `h`'s softmax
+    has one more logit, `sinks[h]`, in its denominator only: it weighs no
+    value, is neither scaled nor masked, and lets a query give part of its
+    attention to nothing, `p_j = e^(s_j) / (Σ_k e^(s_k) + e^(sinks[h]))`.
+
     ```mlir
     %a = tfm.attention %q, %k, %v {causal, scale = 0.125 : f32} : (tensor<?x8x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32>) -> tensor<?x8x64xf32>
     %t5 = tfm.attention %q, %k, %v relative_bias %table {max_distance = 128 : i64, scale = 1.0 : f32} : (tensor<?x8x64xf32>, tensor<?x8x64xf32>, tensor<?x8x64xf32>, tensor<32x8xf32>) -> tensor<?x8x64xf32>
+    %oss = tfm.attention %q, %k, %v sinks %s {causal, scale = 0.125 : f32, window = 128 : i64} : (tensor<?x8x64xf32>, tensor<?x2x64xf32>, tensor<?x2x64xf32>, tensor<8xf32>) -> tensor<?x8x64xf32>
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
                        Tfm_FloatTensor:$value, Optional<Tfm_FloatTensor>:$bias,
                        Optional<Tfm_IntTensor>:$lengths,
                        Optional<Tfm_FloatTensor>:$relative_bias,
+                       Optional<Tfm_FloatTensor>:$sinks,
                        F32Attr:$scale, UnitAttr:$causal,
                        OptionalAttr<I64Attr>:$window,
                        OptionalAttr<I64Attr>:$max_distance,
@@ -720,7 +727,8 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`bias` $bias^)? (`lengths` $lengths^)?
-    (`relative_bias` $relative_bias^)? attr-dict `:` functional-type(operands, results)
+    (`relative_bias` $relative_bias^)? (`sinks` $sinks^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let hasCanonicalizer = 1;
@@ -894,6 +902,12 @@ def Tfm_MoeOp : Tfm_Op<"moe", [Pure, Tfm_PositionWise,
     with the same `scoring`, `selection_bias`, `groups`, `top_groups` and
     `routed_scale`.
 
+    gpt-oss's experts: `expert_biases` lists every expert's gate (`[f]`),
+    up (`[f]`) and down (`[d]`) biases in turn, added to its projections;
+    with `swiglu_limit = L` the gate's pre-activation is capped at `L` and
+    up's clamped to `[-L, L]` and offset by one,
+    `down · (act(min(g, L)) * (clamp(u, -L, L) + 1))`.
+
     Each token's output depends on its own row only. `tfm-expand-experts`
     turns the op into one group of projections per expert over the tokens
     routed to it, so that a step reads only the experts its tokens chose.
@@ -906,18 +920,20 @@ def Tfm_MoeOp : Tfm_Op<"moe", [Pure, Tfm_PositionWise,
                        Variadic<Tfm_WeightTensor>:$experts,
                        Variadic<Tfm_WeightTensor>:$shared,
                        Optional<Tfm_FloatTensor>:$selection_bias,
+                       Variadic<Tfm_WeightTensor>:$expert_biases,
                        I64Attr:$top_k, UnitAttr:$normalize,
                        Tfm_ActivationKindAttr:$activation,
                        DefaultValuedAttr<Tfm_RouterScoringAttr,
                                          "RouterScoring::softmax">:$scoring,
                        OptionalAttr<I64Attr>:$groups,
                        OptionalAttr<I64Attr>:$top_groups,
-                       OptionalAttr<F32Attr>:$routed_scale);
+                       OptionalAttr<F32Attr>:$routed_scale,
+                       OptionalAttr<F32Attr>:$swiglu_limit);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $router_logits `,` `[` $experts `]`
     (`shared` `[` $shared^ `]`)? (`selection_bias` $selection_bias^)?
-    attr-dict `:`
+    (`biases` `[` $expert_biases^ `]`)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;

@@ -18,6 +18,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 
+#include <limits>
+
 namespace mlir::tfm {
 #define GEN_PASS_DEF_EXPANDEXPERTSPASS
 #include "passes/Passes.h.inc"
@@ -76,6 +78,24 @@ Value addSharedExpert(OpBuilder &b, MoeOp moe, Value out) {
                                   iota.getResult(0));
 }
 
+/// act(gate) * up, or with a swiglu_limit L (gpt-oss) act(min(gate, L)) *
+/// (clamp(up, -L, L) + 1), the + 1 as a second product's sum.
+Value gatedHidden(OpBuilder &b, MoeOp moe, Value gated, Value upped) {
+  Location loc = moe.getLoc();
+  std::optional<APFloat> limit = moe.getSwigluLimit();
+  if (limit) {
+    float l = limit->convertToFloat();
+    float lowest = -std::numeric_limits<float>::infinity();
+    gated = ClampOp::create(b, loc, gated, b.getF32FloatAttr(lowest),
+                            b.getF32FloatAttr(l));
+    upped = ClampOp::create(b, loc, upped, b.getF32FloatAttr(-l),
+                            b.getF32FloatAttr(l));
+  }
+  Value activated = ActivationOp::create(b, loc, moe.getActivation(), gated);
+  Value hidden = MulOp::create(b, loc, activated, upped);
+  return limit ? AddOp::create(b, loc, hidden, activated) : hidden;
+}
+
 void expand(MoeOp moe) {
   OpBuilder b(moe);
   Location loc = moe.getLoc();
@@ -106,6 +126,12 @@ void expand(MoeOp moe) {
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, count, none);
     Value gate = moe.getExperts()[3 * e], up = moe.getExperts()[3 * e + 1],
           down = moe.getExperts()[3 * e + 2];
+    Value gateBias, upBias, downBias;
+    if (!moe.getExpertBiases().empty()) {
+      gateBias = moe.getExpertBiases()[3 * e];
+      upBias = moe.getExpertBiases()[3 * e + 1];
+      downBias = moe.getExpertBiases()[3 * e + 2];
+    }
     int64_t inner = cast<RankedTensorType>(gate.getType()).getDimSize(0);
     auto ifOp = scf::IfOp::create(
         b, loc, any,
@@ -116,14 +142,12 @@ void expand(MoeOp moe) {
           Value taken = TakeRowsOp::create(b, loc, rows(type.getDimSize(1)), x,
                                            routed.getRows());
           Value gated =
-              LinearOp::create(b, loc, rows(inner), taken, gate, Value());
+              LinearOp::create(b, loc, rows(inner), taken, gate, gateBias);
           Value upped =
-              LinearOp::create(b, loc, rows(inner), taken, up, Value());
-          Value hidden = MulOp::create(
-              b, loc, ActivationOp::create(b, loc, moe.getActivation(), gated),
-              upped);
+              LinearOp::create(b, loc, rows(inner), taken, up, upBias);
+          Value hidden = gatedHidden(b, moe, gated, upped);
           Value result = LinearOp::create(b, loc, rows(type.getDimSize(1)),
-                                          hidden, down, Value());
+                                          hidden, down, downBias);
           scf::YieldOp::create(
               b, loc,
               ValueRange{ScatterAddRowsOp::create(

@@ -306,6 +306,10 @@ LogicalResult SplitPlan::planFunction(func::FuncOp func) {
     if (Value table = attention.getRelativeBias())
       if (failed(requireSplit(table, 1, attention)))
         return WalkResult::interrupt();
+    // A head's sink goes with its head.
+    if (Value sinks = attention.getSinks())
+      if (failed(requireSplit(sinks, 0, attention)))
+        return WalkResult::interrupt();
     split[attention.getResult()] = 1;
     for (Operation *user : attention->getUsers()) {
       auto linear = dyn_cast<LinearOp>(user);

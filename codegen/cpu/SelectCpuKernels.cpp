@@ -120,12 +120,12 @@ std::string storedRowsSuffix(Value rows) {
 }
 
 /// tfm.attention without a [heads, s, t] bias: the runtime's flash-style
-/// kernel (runtime/kernels/kernels_attention.c), tfm_rt_attention(q, k, v, out,
-/// scale, causal, window, softcap), over packed sequences
-/// tfm_rt_attention_packed(q, k, v, lengths, out, scale, causal, window,
-/// softcap), or with a relative_bias tfm_rt_attention_biased(q, k, v,
-/// distance bias, out, scale, causal, window, softcap), the terms by
-/// distance built here; softcap 0 where the op has none. Keys and
+/// kernel (runtime/kernels/kernels_attention.c), tfm_rt_attention(q, k, v,
+/// sinks, out, scale, causal, window, softcap), over packed sequences
+/// tfm_rt_attention_packed(q, k, v, lengths, sinks, out, ...), or with a
+/// relative_bias tfm_rt_attention_biased(q, k, v, distance bias, sinks,
+/// out, ...), the terms by distance built here; softcap 0 where the op has
+/// none, sinks an empty [0]. Keys and
 /// values read from a narrow cache (tfm.dequantize_rows of both) go to the
 /// kernels' _rows_i8, _rows_bf16 or _rows_f16 variants as stored: the
 /// kernel widens them.
@@ -150,6 +150,14 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
     if (Value table = adaptor.getRelativeBias())
       inputs.push_back(buildDistanceBias(rewriter, loc, op, table,
                                          adaptor.getQuery(), adaptor.getKey()));
+    // Every variant takes the sinks, none being an empty [0].
+    Value sinks = adaptor.getSinks();
+    if (!sinks) {
+      auto none = RankedTensorType::get({0}, rewriter.getF32Type());
+      sinks = arith::ConstantOp::create(
+          rewriter, loc, DenseElementsAttr::get(none, ArrayRef<float>{}));
+    }
+    inputs.push_back(sinks);
     RankedTensorType type = op.getType();
     SmallVector<Value> dynamicSizes;
     if (type.isDynamicDim(0))

@@ -71,8 +71,8 @@ struct LowerAttentionToGpuPass
         declaration.erase();
   }
 
-  /// tfm_rt_attention(q [s, heads, d], k [t, kv_heads, d], v, out [s,
-  /// heads, d], scale, causal, window) as one kernel: a block per (head,
+  /// tfm_rt_attention(q [s, heads, d], k [t, kv_heads, d], v, sinks (none:
+  /// [0]), out [s, heads, d], scale, causal, window, softcap) as one kernel: a block per (head,
   /// query). Keys go by chunks of as many as the block has threads: each
   /// thread scores one (q · k, scaled, masked), block reductions give the
   /// chunk's maximum and sum of exponentials (online softmax: the running
@@ -83,16 +83,20 @@ struct LowerAttentionToGpuPass
   /// otherwise.
   LogicalResult lower(func::CallOp call) {
     Location loc = call.getLoc();
-    if (call.getNumOperands() != 8)
-      return call.emitError("tfm_rt_attention takes 8 operands");
+    if (call.getNumOperands() != 9)
+      return call.emitError("tfm_rt_attention takes 9 operands");
     Value q = uncast(call.getOperand(0)), k = uncast(call.getOperand(1)),
-          v = uncast(call.getOperand(2)), out = uncast(call.getOperand(3));
+          v = uncast(call.getOperand(2)), out = uncast(call.getOperand(4));
+    auto sinksType = cast<MemRefType>(uncast(call.getOperand(3)).getType());
+    if (sinksType.getDimSize(0) != 0)
+      return call.emitError("attention sinks (gpt-oss) are not supported on "
+                            "the GPU yet");
     FloatAttr scaleAttr, softcapAttr;
     IntegerAttr causalAttr, windowAttr;
-    if (!matchPattern(call.getOperand(4), m_Constant(&scaleAttr)) ||
-        !matchPattern(call.getOperand(5), m_Constant(&causalAttr)) ||
-        !matchPattern(call.getOperand(6), m_Constant(&windowAttr)) ||
-        !matchPattern(call.getOperand(7), m_Constant(&softcapAttr)))
+    if (!matchPattern(call.getOperand(5), m_Constant(&scaleAttr)) ||
+        !matchPattern(call.getOperand(6), m_Constant(&causalAttr)) ||
+        !matchPattern(call.getOperand(7), m_Constant(&windowAttr)) ||
+        !matchPattern(call.getOperand(8), m_Constant(&softcapAttr)))
       return call.emitError("attention's scale and flags must be constants");
     auto qType = cast<MemRefType>(q.getType());
     auto kType = cast<MemRefType>(k.getType());

@@ -119,7 +119,8 @@ Value mlir::tfm::createRowReduction(OpBuilder &b, Location loc, Value input,
 }
 
 Value mlir::tfm::softmaxOverLastDim(OpBuilder &b, Location loc, Value logits,
-                                    ArrayRef<OpFoldResult> sizes) {
+                                    ArrayRef<OpFoldResult> sizes,
+                                    Value sinks) {
   auto type = cast<RankedTensorType>(logits.getType());
   int64_t rank = type.getRank();
   AffineMap identity = b.getMultiDimIdentityMap(rank);
@@ -131,6 +132,25 @@ Value mlir::tfm::softmaxOverLastDim(OpBuilder &b, Location loc, Value logits,
       [](OpBuilder &nb, Location l, ValueRange args) -> Value {
         return arith::MaximumFOp::create(nb, l, args[0], args[1]);
       });
+  // A sink per leading index: rows [d0, ...] read sinks[d0].
+  AffineMap sinkOfRow =
+      AffineMap::get(rank - 1, 0, b.getAffineDimExpr(0), b.getContext());
+  SmallVector<utils::IteratorType> rowsParallel(rank - 1,
+                                                utils::IteratorType::parallel);
+  auto withSinks = [&](Value perRow, GenericBody body) {
+    AffineMap rowIdentity = b.getMultiDimIdentityMap(rank - 1);
+    return createGeneric(b, loc, ValueRange{perRow, sinks},
+                         createEmpty(b, loc,
+                                     cast<RankedTensorType>(perRow.getType()),
+                                     tensor::getMixedSizes(b, loc, perRow)),
+                         {rowIdentity, sinkOfRow, rowIdentity}, rowsParallel,
+                         body);
+  };
+  if (sinks)
+    rowMax = withSinks(rowMax, [](OpBuilder &nb, Location l,
+                                  ValueRange args) -> Value {
+      return arith::MaximumFOp::create(nb, l, args[0], args[1]);
+    });
   Value exps = createGeneric(
       b, loc, ValueRange{logits, rowMax}, createEmpty(b, loc, type, sizes),
       {identity, rows, identity}, parallel,
@@ -142,6 +162,20 @@ Value mlir::tfm::softmaxOverLastDim(OpBuilder &b, Location loc, Value logits,
       b, loc, exps, 0.0, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
         return accumulate(nb, l, args[1], args[0]);
       });
+  if (sinks) {
+    // The sink's term, e^(sink - the maximum exps were shifted by).
+    rowSum = createGeneric(
+        b, loc, ValueRange{rowSum, sinks, rowMax},
+        createEmpty(b, loc, cast<RankedTensorType>(rowSum.getType()),
+                    tensor::getMixedSizes(b, loc, rowSum)),
+        {b.getMultiDimIdentityMap(rank - 1), sinkOfRow,
+         b.getMultiDimIdentityMap(rank - 1), b.getMultiDimIdentityMap(rank - 1)},
+        rowsParallel, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value shifted = arith::SubFOp::create(nb, l, args[1], args[2]);
+          return arith::AddFOp::create(nb, l, args[0],
+                                       math::ExpOp::create(nb, l, shifted));
+        });
+  }
   return createGeneric(
       b, loc, ValueRange{exps, rowSum}, createEmpty(b, loc, type, sizes),
       {identity, rows, identity}, parallel,

@@ -51,9 +51,11 @@ Value createRowReduction(OpBuilder &b, Location loc, Value input,
 
 /// softmax(x) along the last dimension of `logits` (any rank; `sizes` its
 /// dimensions): the row maximum subtracted, exponentiated, normalized by
-/// the row sum: attention's probabilities.
+/// the row sum: attention's probabilities. `sinks` (`[dim 0]`, optional)
+/// are logits without a value that join every row of their leading index:
+/// its maximum and its sum, not its probabilities.
 Value softmaxOverLastDim(OpBuilder &b, Location loc, Value logits,
-                         ArrayRef<OpFoldResult> sizes);
+                         ArrayRef<OpFoldResult> sizes, Value sinks = Value());
 
 /// Sum (or max) over the rows of `x` ([n, d] -> [d]): a column's
 /// statistic (mean pooling, a channel's norm).

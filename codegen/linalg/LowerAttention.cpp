@@ -69,8 +69,8 @@ struct LowerAttention : PackedSequencesPattern<AttentionOp> {
               nb, l, ownType, sliceRows(nb, l, q, start, length),
               sliceRows(nb, l, k, start, length),
               sliceRows(nb, l, v, start, length), ownBias,
-              /*lengths=*/Value(), /*relative_bias=*/Value(), op.getScaleAttr(),
-              op.getCausalAttr(), op.getWindowAttr(),
+              /*lengths=*/Value(), /*relative_bias=*/Value(),
+              adaptor.getSinks(), op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(),
               /*max_distance=*/IntegerAttr(), op.getSoftcapAttr());
           return {insertRows(nb, l, attended, carried[0], start)};
         })[0];
@@ -175,8 +175,10 @@ struct LowerAttention : PackedSequencesPattern<AttentionOp> {
           return arith::SelectOp::create(b, l, visible, x, minusInf);
         });
 
-    // Softmax over j: subtract the row maximum, exponentiate, normalize.
-    Value probs = softmaxOverLastDim(rewriter, loc, logits, scoreSizes);
+    // Softmax over j: subtract the row maximum, exponentiate, normalize
+    // (a head's sink joining its rows' maxima and sums).
+    Value probs = softmaxOverLastDim(rewriter, loc, logits, scoreSizes,
+                                     adaptor.getSinks());
 
     // out[i, h, e] = Σ_j probs[h, i, j] · v[j, h / group, e], iterated
     // (i, h, j, e): the innermost loop runs along contiguous rows of v and
@@ -364,7 +366,8 @@ struct LowerSparseAttention : OpConversionPattern<SparseAttentionOp> {
     auto attend = [&](Value query, Value key, Value value, Value withBias) {
       return AttentionOp::create(
           rewriter, loc, type, query, key, value, withBias,
-          /*lengths=*/Value(), /*relative_bias=*/Value(), op.getScaleAttr(),
+          /*lengths=*/Value(), /*relative_bias=*/Value(), /*sinks=*/Value(),
+          op.getScaleAttr(),
           /*causal=*/UnitAttr(), /*window=*/IntegerAttr(),
           /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());
     };

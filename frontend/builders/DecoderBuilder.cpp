@@ -386,7 +386,7 @@ Value DecoderIRBuilder::latentAttention(Value h, Value positions,
                                      : 1.0 / std::sqrt(double(nope + rope)));
   Value attended = AttentionOp::create(
       b, loc, tensorType({dyn, heads, rank}), fullQuery, key, value,
-      /*bias=*/Value(), /*lengths=*/Value(), /*relative_bias=*/Value(), scale,
+      /*bias=*/Value(), /*lengths=*/Value(), /*relative_bias=*/Value(), /*sinks=*/Value(), scale,
       /*causal=*/b.getUnitAttr(), /*window=*/IntegerAttr(),
       /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());
   Value values = HeadLinearOp::create(
@@ -532,10 +532,14 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
   FloatAttr softcap = spec.attentionSoftcap > 0
                           ? b.getF32FloatAttr(spec.attentionSoftcap)
                           : FloatAttr();
+  Value sinks = n.attentionSinks.empty()
+                    ? Value()
+                    : weight(tfm::layerWeightName(n.attentionSinks, layer),
+                             {heads});
   Value attended =
       AttentionOp::create(b, loc, q.getType(), q, k, v, /*bias=*/Value(),
-                          /*lengths=*/Value(), /*relative_bias=*/Value(), scale,
-                          /*causal=*/b.getUnitAttr(), window,
+                          /*lengths=*/Value(), /*relative_bias=*/Value(),
+                          sinks, scale, /*causal=*/b.getUnitAttr(), window,
                           /*max_distance=*/IntegerAttr(), softcap);
   if (outputGate)
     attended = MulOp::create(
@@ -550,13 +554,19 @@ Value DecoderIRBuilder::experts(Value h, int64_t layer) {
   Location loc = named("layer " + llvm::Twine(layer) + " experts");
   int64_t d = spec.hiddenSize, f = spec.expertSize;
   Value logits =
-      linear(h, tfm::layerWeightName(n.router, layer), /*bias=*/false,
+      linear(h, tfm::layerWeightName(n.router, layer), spec.expertBiases,
              {ShapedType::kDynamic, spec.numExperts}, loc);
-  SmallVector<Value> weights;
+  SmallVector<Value> weights, biases;
   for (int64_t e = 0; e < spec.numExperts; ++e) {
-    weights.push_back(weight(expertWeightName(n.expertGate, layer, e), {f, d}));
-    weights.push_back(weight(expertWeightName(n.expertUp, layer, e), {f, d}));
-    weights.push_back(weight(expertWeightName(n.expertDown, layer, e), {d, f}));
+    std::string gate = expertWeightName(n.expertGate, layer, e),
+                up = expertWeightName(n.expertUp, layer, e),
+                down = expertWeightName(n.expertDown, layer, e);
+    weights.push_back(weight(gate, {f, d}));
+    weights.push_back(weight(up, {f, d}));
+    weights.push_back(weight(down, {d, f}));
+    if (spec.expertBiases)
+      biases.append({weight(biasName(gate), {f}), weight(biasName(up), {f}),
+                     weight(biasName(down), {d})});
   }
   // A shared expert, and Qwen2-MoE's gate vector for it.
   SmallVector<Value> shared;
@@ -576,7 +586,7 @@ Value DecoderIRBuilder::experts(Value h, int64_t layer) {
                    {spec.numExperts});
   bool grouped = spec.expertGroups > 1;
   return MoeOp::create(
-      b, loc, h.getType(), h, logits, weights, shared, selectionBias,
+      b, loc, h.getType(), h, logits, weights, shared, selectionBias, biases,
       b.getI64IntegerAttr(spec.expertsPerToken),
       spec.normalizeExpertWeights ? b.getUnitAttr() : UnitAttr(),
       ActivationKindAttr::get(b.getContext(), spec.activation),
@@ -584,7 +594,9 @@ Value DecoderIRBuilder::experts(Value h, int64_t layer) {
       grouped ? b.getI64IntegerAttr(spec.expertGroups) : IntegerAttr(),
       grouped ? b.getI64IntegerAttr(spec.topExpertGroups) : IntegerAttr(),
       spec.routedScale != 1.0 ? b.getF32FloatAttr(spec.routedScale)
-                              : FloatAttr());
+                              : FloatAttr(),
+      spec.swigluLimit > 0 ? b.getF32FloatAttr(spec.swigluLimit)
+                           : FloatAttr());
 }
 
 Value DecoderIRBuilder::mlp(Value h, int64_t layer) {

@@ -47,6 +47,9 @@ struct LayerWeightNames {
   /// The router's selection bias ([experts], DeepSeek-V3's
   /// e_score_correction_bias); empty: none.
   std::string routerBias = "";
+  /// Attention sinks ([heads], gpt-oss's self_attn.sinks): a logit per head
+  /// in every softmax's denominator; empty: none.
+  std::string attentionSinks = "";
   /// Multi-head latent attention (DecoderSpec::mla): the query's
   /// down-projection and its norm (empty: `query` projects the hidden
   /// state itself), the latent projection ([latent + rope, hidden]) and its
@@ -187,6 +190,12 @@ struct DecoderSpec {
   mlir::tfm::RouterScoring routerScoring = mlir::tfm::RouterScoring::softmax;
   int64_t expertGroups = 0, topExpertGroups = 0;
   double routedScale = 1.0;
+  /// gpt-oss's experts: the router's projection and every expert's gate,
+  /// up and down have biases (biasName of their weights), and the gated
+  /// MLP is act(min(g, L)) * (clamp(u, -L, L) + 1) with L = swigluLimit
+  /// (0: act(g) * u).
+  bool expertBiases = false;
+  double swigluLimit = 0;
   /// Layers [0, denseLayers) have a dense MLP (layer.gate, up, down, of
   /// intermediateSize) where the others have experts (DeepSeek's
   /// first_k_dense_replace).

@@ -227,7 +227,7 @@ Value DiffusionIRBuilder::attention(
     }
     attended.push_back(AttentionOp::create(
         b, named(names[0]), qi.getType(), qi, ki, vi, /*bias=*/Value(),
-        /*lengths=*/Value(), /*relative_bias=*/Value(),
+        /*lengths=*/Value(), /*relative_bias=*/Value(), /*sinks=*/Value(),
         b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
         /*causal=*/UnitAttr(), /*window=*/IntegerAttr(),
         /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr()));

@@ -150,7 +150,7 @@ Value Seq2SeqIRBuilder::attention(Value queries, Value keys,
   Value v = linear(keys, module + "v_proj.weight", {heads, headDim});
   Value attended = AttentionOp::create(
       b, named(module + "attention"), q.getType(), q, k, v, /*bias=*/Value(),
-      /*lengths=*/Value(), /*relative_bias=*/Value(),
+      /*lengths=*/Value(), /*relative_bias=*/Value(), /*sinks=*/Value(),
       b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
       causal ? b.getUnitAttr() : UnitAttr(), /*window=*/IntegerAttr(),
       /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());

@@ -135,7 +135,7 @@ Value ClipIRBuilder::layer(const TowerSpec &tower, Value x, int64_t index,
   Value attended = AttentionOp::create(
       b, named(tower.prefix + "layer " + llvm::Twine(index) + " attention"),
       q.getType(), q, k, v, /*bias=*/Value(), /*lengths=*/Value(),
-      /*relative_bias=*/Value(),
+      /*relative_bias=*/Value(), /*sinks=*/Value(),
       b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
       causal ? b.getUnitAttr() : UnitAttr(), /*window=*/IntegerAttr(),
       /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());

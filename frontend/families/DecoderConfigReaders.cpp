@@ -239,3 +239,15 @@ void mlir::tfm::readExpertCounts(ConfigReader &config, DecoderSpec &spec,
                 llvm::Twine(spec.expertsPerToken) + ") must be at most " +
                 expertsKey + " (" + llvm::Twine(spec.numExperts) + ")");
 }
+
+bool mlir::tfm::readLayerTypes(ConfigReader &config, DecoderSpec &spec, int64_t window) {
+  std::vector<std::string> types = config.strings("layer_types");
+  for (const std::string &type : types) {
+    if (type != "sliding_attention" && type != "full_attention")
+      config.fail("layer_types must list \"sliding_attention\" or "
+                  "\"full_attention\", got \"" +
+                  type + "\"");
+    spec.layerWindows.push_back(type == "sliding_attention" ? window : 0);
+  }
+  return !types.empty();
+}

@@ -56,6 +56,11 @@ void readExpertCounts(ConfigReader &config, DecoderSpec &spec,
                       llvm::StringRef expertsKey,
                       ExpertCountDefaults defaults);
 
+/// Each layer's window from layer_types ("sliding_attention": `window`,
+/// "full_attention": none), where the config lists them (transformers 4.53
+/// and later write it); false where it does not.
+bool readLayerTypes(ConfigReader &config, DecoderSpec &spec, int64_t window);
+
 } // namespace mlir::tfm
 
 #endif // TFM_FRONTEND_DECODERCONFIGREADERS_H

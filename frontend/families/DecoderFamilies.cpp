@@ -11,6 +11,7 @@
 #include "frontend/families/DecoderConfigReaders.h"
 #include "frontend/families/FamilyTable.h"
 #include "frontend/families/DeepseekFamilies.h"
+#include "frontend/families/GptOssFamily.h"
 #include "frontend/families/QwenHybridFamilies.h"
 
 #include <cmath>
@@ -205,21 +206,6 @@ double readSoftcap(ConfigReader &config, llvm::StringRef key, double absent) {
   if (!config.fields().get(key))
     return absent;
   return config.positiveNumber(key, 0);
-}
-
-/// Each layer's window from layer_types ("sliding_attention": `window`,
-/// "full_attention": none), where the config lists them (transformers 4.53
-/// and later write it); false where it does not.
-bool readLayerTypes(ConfigReader &config, DecoderSpec &spec, int64_t window) {
-  std::vector<std::string> types = config.strings("layer_types");
-  for (const std::string &type : types) {
-    if (type != "sliding_attention" && type != "full_attention")
-      config.fail("layer_types must list \"sliding_attention\" or "
-                  "\"full_attention\", got \"" +
-                  type + "\"");
-    spec.layerWindows.push_back(type == "sliding_attention" ? window : 0);
-  }
-  return !types.empty();
 }
 
 /// Gemma 2 and 3's layer: Gemma's, with the attention's and the MLP's
@@ -701,6 +687,7 @@ const DecoderFamily kDecoderFamilies[] = {
     {"gpt2", readGpt2Spec, prepareGpt2Weights, false},
     {"gpt_neo", readGptNeoSpec, nullptr, false},
     {"gpt_neox", readGptNeoXSpec, prepareGptNeoXCheckpoint, false},
+    {"gpt_oss", readGptOssSpec, prepareGptOssCheckpoint, false},
     {"kimi_k2", readDeepseekSpec, prepareDeepseekCheckpoint, false},
     {"llama", readLlamaSpec, nullptr, true},
     {"mistral", readMistralSpec, nullptr, true},

@@ -99,6 +99,12 @@ struct GgufArchitecture {
   /// Qwen3.5's and Qwen3-Next's Gated DeltaNet layers between gated full
   /// attention (readGgufDeltaNet).
   bool deltaNet = false;
+  /// gpt-oss's (llama.cpp's openai-moe graph): biases on every attention
+  /// projection, attention sinks, sliding and full layers alternating
+  /// (attention.sliding_window on the even ones), the MLP norm named
+  /// post_attention_norm, and experts with biases and the SwiGLU clamped
+  /// at 7, as llama.cpp's graph fixes it.
+  bool gptOssLayers = false;
 };
 
 /// Every GGUF architecture, in the order messages list them. A new one is
@@ -143,6 +149,9 @@ const GgufArchitecture kGgufArchitectures[] = {
     {"qwen3next", "Qwen3-Next", RopeStyle::rotate_half, false,
      ActivationKind::silu, false, /*headNorms=*/true, true, false, 0, 0, 0,
      false, false, false, /*deltaNet=*/true},
+    {"gpt-oss", "gpt-oss", RopeStyle::rotate_half, true,
+     ActivationKind::quick_gelu, false, false, true, false, 0, 0, 0, false,
+     false, false, false, /*gptOssLayers=*/true},
 };
 
 const GgufArchitecture *findGgufArchitecture(llvm::StringRef name) {
@@ -247,6 +256,28 @@ llvm::Error readGgufYarn(const GgufFile &file, llvm::StringRef key,
   spec.ropeMagnitude =
       (arch.latentAttention ? 1.0 : DecoderSpec::yarnMagnitude(*factor)) *
       *attnFactor;
+  return llvm::Error::success();
+}
+
+/// gpt-oss's layers (GgufArchitecture::gptOssLayers) on top of the
+/// LLaMA-like fields: llama.cpp's graph scales the scores by 1/sqrt(head
+/// size) and fixes the SwiGLU's limit at 7.
+llvm::Error readGgufGptOss(const GgufFile &file, llvm::StringRef key,
+                           DecoderSpec &spec) {
+  llvm::Expected<int64_t> window =
+      file.integer((key + "attention.sliding_window").str(), kMaxContext);
+  if (!window)
+    return window.takeError();
+  if (*window <= 0)
+    return makeError(file.path() + ": metadata '" + key +
+                     "attention.sliding_window' must be positive");
+  spec.windowAllButEvery(2, *window);
+  spec.outputBias = true;
+  spec.expertBiases = true;
+  spec.swigluLimit = 7.0;
+  LayerWeightNames &n = spec.layer;
+  n.attentionSinks = "blk.{}.attn_sinks.weight";
+  n.mlpNorm = "blk.{}.post_attention_norm.weight";
   return llvm::Error::success();
 }
 
@@ -434,6 +465,9 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
   if (arch.deltaNet)
     if (llvm::Error err = readGgufDeltaNet(file, key, spec))
       return std::move(err);
+  if (arch.gptOssLayers)
+    if (llvm::Error err = readGgufGptOss(file, key, spec))
+      return std::move(err);
   if (spec.sharedExpertSize > 0 && !arch.latentAttention && !arch.glmLayers) {
     spec.layer.sharedGate = "blk.{}.ffn_gate_shexp.weight";
     spec.layer.sharedUp = "blk.{}.ffn_up_shexp.weight";
@@ -532,11 +566,14 @@ llvm::Error preparePhi3(const GgufFile &file, const GgufArchitecture &arch,
 }
 
 /// The name of expert `e`'s slice of a stacked tensor:
-/// "blk.0.ffn_up_exps.weight" -> "blk.0.ffn_up_exps.3.weight".
+/// "blk.0.ffn_up_exps.weight" -> "blk.0.ffn_up_exps.3.weight" (and
+/// ".bias" -> ".3.bias").
 std::string expertSliceName(llvm::StringRef stacked, int64_t expert) {
   llvm::StringRef base = stacked;
-  bool weight = base.consume_back(".weight");
-  return (base + "." + llvm::Twine(expert) + (weight ? ".weight" : "")).str();
+  llvm::StringRef suffix = base.consume_back(".weight") ? ".weight"
+                           : base.consume_back(".bias") ? ".bias"
+                                                        : "";
+  return (base + "." + llvm::Twine(expert) + suffix).str();
 }
 
 /// Refuses a tensor of blocks one of whose scales is infinite or NaN:
@@ -605,6 +642,17 @@ void addGgufTensors(const GgufFile &file, WeightStore &weights) {
                                       tensor.shape[2]},
                                      tensor.dtype, data, file.isMapped(),
                                      source));
+      continue;
+    }
+    // gpt-oss's experts' biases, [experts, rows]: each expert's row.
+    if (tensor.shape.size() == 2 &&
+        llvm::StringRef(tensor.name).ends_with("_exps.bias")) {
+      int64_t bytes = dtypeStoredBytes(tensor.dtype, tensor.shape[1]);
+      for (int64_t e = 0; e < tensor.shape[0]; ++e)
+        weights.add(expertSliceName(tensor.name, e),
+                    WeightTensor::view({tensor.shape[1]}, tensor.dtype,
+                                       data + e * bytes, file.isMapped(),
+                                       source));
       continue;
     }
     if (tensor.shape.size() != 3 ||

@@ -144,6 +144,24 @@ WeightTensor WeightTensor::transposeRowBlocks(int64_t blockRows, int64_t first,
   return t;
 }
 
+WeightTensor WeightTensor::strided(std::vector<int64_t> shape, int64_t offset,
+                                   int64_t rowStep, int64_t colStep) const {
+  assert(!rowIndex && colStride == 1 && addend == 0 && !owned &&
+         dtypeBlockElements(storedDtype) == 1 &&
+         "strided view of a view that is not plain");
+  // Row r starts at element offset + r·rowStep (rowStride 1 makes the row
+  // index an element offset).
+  WeightTensor t = *this;
+  t.dims = std::move(shape);
+  t.rowStride = 1;
+  t.colStride = colStep;
+  std::vector<int64_t> rowList;
+  for (int64_t r = 0; r < t.dims[0]; ++r)
+    rowList.push_back(offset + r * rowStep);
+  t.rowIndex = std::make_shared<const std::vector<int64_t>>(std::move(rowList));
+  return t;
+}
+
 WeightTensor WeightTensor::plus(float value) const {
   WeightTensor t = *this;
   t.addend += value;

@@ -99,6 +99,12 @@ public:
   WeightTensor transposeRowBlocks(int64_t blockRows, int64_t first,
                                   int64_t count) const;
   WeightTensor plus(float value) const;
+  /// Element (r, c) of the view, `shape` ([rows] or [rows, cols]), is
+  /// stored element offset + r·rowStep + c·colStep: stacked experts stored
+  /// [in, out] with gate and up interleaved (gpt-oss's gate_up_proj) read
+  /// as one expert's [out, in] gate or up. A plain float tensor's view only.
+  WeightTensor strided(std::vector<int64_t> shape, int64_t offset,
+                       int64_t rowStep, int64_t colStep) const;
   /// The tensor with its two leading dims seen as one ([E, r, c] as
   /// [E·r, c]: stacked experts' rows, each expert's own), so that
   /// selectRows can pick rows within an expert. A plain view only (no

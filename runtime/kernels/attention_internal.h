@@ -33,6 +33,10 @@ typedef struct {
    * tanh(x / softcap), before any bias or mask; 0: none. */
   float softcap;
   int causal;
+  /* gpt-oss's attention sinks: head h's softmax denominator gains
+   * e^(sinks[h * sinks_stride]), against the scaled scores; NULL: none. */
+  const float *sinks;
+  int64_t sinks_stride;
   /* 0: none. Causal: the `window` most recent keys; otherwise
    * (Longformer) the keys within `window` of the query on either side. */
   int64_t window;
@@ -91,6 +95,16 @@ TFM_INLINE int is_global_key(const attention_job *job, int64_t j) {
 TFM_INLINE void softcap_scores(float *scores, int64_t count, float cap) {
   for (int64_t i = 0; i < count; ++i)
     scores[i] = cap * tanhf(scores[i] / cap);
+}
+
+/* 1 / (the softmax denominator) of head h's query, whose scores' maximum
+ * was `maximum` and whose e^(score - maximum) summed to `sum`: the sink's
+ * term joins the sum (a query that saw no key, maximum -inf, gets 0). */
+TFM_INLINE float softmax_inverse(const attention_job *job, int64_t h,
+                                 float maximum, float sum) {
+  if (job->sinks)
+    sum += expf(job->sinks[h * job->sinks_stride] - maximum);
+  return sum > 0 && sum < INFINITY ? 1.0f / sum : 0.0f;
 }
 
 /* The relative-position term of query i and key j for head h. */

@@ -169,20 +169,31 @@ static void attend(attention_job job) {
   tfm_attend_blocks(job);
 }
 
-TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q,
-                                              tfm_memref3d_f32 *k,
-                                              tfm_memref3d_f32 *v,
-                                              tfm_memref3d_f32 *out,
-                                              float scale, int64_t causal,
-                                              int64_t window, float softcap) {
-  attend(make_job(q, k, v, out, scale, causal, window, softcap));
+/* The sinks of a call: NULL for an empty [0]. */
+static attention_job with_sinks(attention_job job,
+                                const tfm_memref1d_f32 *sinks) {
+  if (sinks->sizes[0] > 0) {
+    job.sinks = sinks->aligned + sinks->offset;
+    job.sinks_stride = sinks->strides[0];
+  }
+  return job;
+}
+
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention(
+    tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
+    tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale,
+    int64_t causal, int64_t window, float softcap) {
+  attend(with_sinks(make_job(q, k, v, out, scale, causal, window, softcap),
+                    sinks));
 }
 
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
-    tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
-    int64_t causal, int64_t window, float softcap) {
-  attention_job job = make_job(q, k, v, out, scale, causal, window, softcap);
+    tfm_memref2d_f32 *distance_bias, tfm_memref1d_f32 *sinks,
+    tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window,
+    float softcap) {
+  attention_job job = with_sinks(
+      make_job(q, k, v, out, scale, causal, window, softcap), sinks);
   job.distance_bias = distance_bias;
   attend(job);
 }
@@ -191,17 +202,21 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
  * relative-position terms, for one storage. */
 #define ATTENTION_OVER_ROWS(suffix, element, storage)                          \
   TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_##suffix(                 \
-      tfm_memref3d_f32 *q, element *k, element *v, tfm_memref3d_f32 *out,      \
-      float scale, int64_t causal, int64_t window, float softcap) {            \
-    attend(                                                                    \
-        make_job_rows(storage, q, k, v, out, scale, causal, window, softcap)); \
+      tfm_memref3d_f32 *q, element *k, element *v, tfm_memref1d_f32 *sinks,    \
+      tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window,      \
+      float softcap) {                                                         \
+    attend(with_sinks(                                                         \
+        make_job_rows(storage, q, k, v, out, scale, causal, window, softcap),  \
+        sinks));                                                               \
   }                                                                            \
   TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_##suffix(          \
       tfm_memref3d_f32 *q, element *k, element *v,                             \
-      tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,     \
-      int64_t causal, int64_t window, float softcap) {                         \
-    attention_job job =                                                        \
-        make_job_rows(storage, q, k, v, out, scale, causal, window, softcap);  \
+      tfm_memref2d_f32 *distance_bias, tfm_memref1d_f32 *sinks,                \
+      tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window,      \
+      float softcap) {                                                         \
+    attention_job job = with_sinks(                                            \
+        make_job_rows(storage, q, k, v, out, scale, causal, window, softcap),  \
+        sinks);                                                                \
     job.distance_bias = distance_bias;                                         \
     attend(job);                                                               \
   }
@@ -211,9 +226,10 @@ ATTENTION_OVER_ROWS(f16, tfm_memref3d_u16, TFM_ROWS_F16)
 
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
-    tfm_memref1d_i32 *lengths, tfm_memref3d_f32 *out, float scale,
-    int64_t causal, int64_t window, float softcap) {
-  attention_job job = make_job(q, k, v, out, scale, causal, window, softcap);
+    tfm_memref1d_i32 *lengths, tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out,
+    float scale, int64_t causal, int64_t window, float softcap) {
+  attention_job job = with_sinks(
+      make_job(q, k, v, out, scale, causal, window, softcap), sinks);
   /* The caller (tfm_model_call) checked that the lengths are positive and
    * sum to s = t. */
   int64_t sequences = lengths->sizes[0], blocks = 0;

@@ -94,7 +94,7 @@ static void decode_chunks(void *context, int64_t begin, int64_t end,
 }
 
 /* out[0, h] = sum over chunks of values·e^(max - M) / sum of sums·e^(max - M),
- * M the largest maximum of head h. */
+ * M the largest maximum of head h (the sink's term joining the sum). */
 static void merge_chunks(const decode_job *dj, int64_t chunks) {
   const attention_job *job = dj->job;
   int64_t heads = job->heads, dvp = dj->dvp, stride = heads * (dvp + 2);
@@ -113,7 +113,7 @@ static void merge_chunks(const decode_job *dj, int64_t chunks) {
       for (int64_t e = 0; e < job->dv; ++e)
         o[e * job->out->strides[2]] += weight * ph[e];
     }
-    float inverse = total > 0 ? 1.0f / total : 0.0f;
+    float inverse = softmax_inverse(job, h, maximum, total);
     for (int64_t e = 0; e < job->dv; ++e)
       o[e * job->out->strides[2]] *= inverse;
   }

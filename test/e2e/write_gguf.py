@@ -20,6 +20,7 @@ SentencePiece pieces ("llama"), or GPT-2's vocab.json + merges.txt
     write_gguf.py OUT.gguf --hf DIR [--sp-tokenizer tokenizer.bin]
     write_gguf.py OUT.gguf --hf QWEN2_DIR --arch qwen2
     write_gguf.py OUT.gguf --hf QWEN3_5_DIR --arch qwen35 (gguf_qwen_hybrid.py)
+    write_gguf.py OUT.gguf --hf GPT_OSS_DIR --arch gpt-oss (gguf_gpt_oss.py)
     write_gguf.py OUT.gguf --random 256,1,4,1,256,32 --type Q4_K
 """
 import argparse
@@ -30,6 +31,7 @@ import os
 import re
 import struct
 
+import gguf_gpt_oss
 import gguf_qwen_hybrid
 
 GGML_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7,
@@ -482,6 +484,8 @@ def read_hf(directory, arch):
         tensors[name] = (info["shape"], list(array.array("f", raw)))
     if arch in gguf_qwen_hybrid.ARCHES:
         return gguf_qwen_hybrid.convert(config, tensors, arch)
+    if arch in gguf_gpt_oss.ARCHES:
+        return gguf_gpt_oss.convert(config, tensors, arch)
     heads, kv = config["num_attention_heads"], config["num_key_value_heads"]
     out = deepseek2_tensors(config, tensors) \
         if arch in ("deepseek2", "glm4moe") else []

@@ -1249,6 +1249,30 @@ func.func @sparse_attention_prefix(%q: tensor<?x2x8xf32>) {
 
 // -----
 
+func.func @sinks_per_head(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %sinks: tensor<2xf32>) {
+  // expected-error @+1 {{'tfm.attention' op expected sinks (2) to match query heads (8)}}
+  %y = tfm.attention %q, %k, %k sinks %sinks {causal, scale = 0.25 : f32} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<2xf32>) -> tensor<?x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @moe_bias_rows(%x: tensor<?x8xf32>, %logits: tensor<?x1xf32>, %g: tensor<16x8xf32>, %d: tensor<8x16xf32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{'tfm.moe' op expected expert 0's down bias to be [8], got 'tensor<16xf32>'}}
+  %y = tfm.moe %x, %logits, [%g, %g, %d] biases [%b, %b, %b] {activation = #tfm<activation_kind silu>, top_k = 1 : i64} : (tensor<?x8xf32>, tensor<?x1xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @moe_swiglu_limit(%x: tensor<?x8xf32>, %logits: tensor<?x1xf32>, %g: tensor<16x8xf32>, %d: tensor<8x16xf32>) {
+  // expected-error @+1 {{'tfm.moe' op expected a positive swiglu_limit, got -1}}
+  %y = tfm.moe %x, %logits, [%g, %g, %d] {activation = #tfm<activation_kind silu>, swiglu_limit = -1.0 : f32, top_k = 1 : i64} : (tensor<?x8xf32>, tensor<?x1xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
 func.func @moe_weights(%x: tensor<?x8xf32>, %logits: tensor<?x2xf32>, %g: tensor<16x8xf32>, %d: tensor<8x16xf32>) {
   // expected-error @+1 {{'tfm.moe' op expected 3 weights (gate, up, down) for each of 2 experts, got 3}}
   %y = tfm.moe %x, %logits, [%g, %g, %d] {activation = #tfm<activation_kind silu>, top_k = 1 : i64} : (tensor<?x8xf32>, tensor<?x2xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>) -> tensor<?x8xf32>

@@ -385,6 +385,19 @@ func.func @window_attention(%q: tensor<32x2x8xf32>, %bias: tensor<2x2x16x16xf32>
 
 // -----
 
+// gpt-oss's sinks and experts: a logit per head, the experts' biases and
+// the clamped SwiGLU.
+// CHECK-LABEL: func.func @gpt_oss
+func.func @gpt_oss(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %sinks: tensor<8xf32>, %x: tensor<?x8xf32>, %logits: tensor<?x2xf32>, %g: tensor<16x8xf32>, %d: tensor<8x16xf32>, %bg: tensor<16xf32>, %bd: tensor<8xf32>) -> (tensor<?x8x16xf32>, tensor<?x8xf32>) {
+  // CHECK: tfm.attention %{{.*}}, %{{.*}}, %{{.*}} sinks %{{.*}} {causal, scale = 2.500000e-01 : f32, window = 128 : i64} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<8xf32>) -> tensor<?x8x16xf32>
+  %a = tfm.attention %q, %k, %k sinks %sinks {causal, scale = 0.25 : f32, window = 128 : i64} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>, tensor<8xf32>) -> tensor<?x8x16xf32>
+  // CHECK: tfm.moe %{{.*}}, %{{.*}}, [%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] biases[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {activation = #tfm<activation_kind quick_gelu>, normalize, swiglu_limit = 7.000000e+00 : f32, top_k = 2 : i64}
+  %y = tfm.moe %x, %logits, [%g, %g, %d, %g, %g, %d] biases [%bg, %bg, %bd, %bg, %bg, %bd] {activation = #tfm<activation_kind quick_gelu>, normalize, swiglu_limit = 7.0 : f32, top_k = 2 : i64} : (tensor<?x8xf32>, tensor<?x2xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  return %a, %y : tensor<?x8x16xf32>, tensor<?x8xf32>
+}
+
+// -----
+
 // A mixture of experts and what tfm-expand-experts makes of it.
 // CHECK-LABEL: func.func @experts
 func.func @experts(%x: tensor<?x8xf32>, %logits: tensor<?x2xf32>, %g: tensor<16x8xf32>, %d: tensor<8x16xf32>) -> (tensor<?x8xf32>, tensor<?x8xf32>) {

@@ -52,7 +52,12 @@ struct AttentionCase {
   tfm_row_storage storedRows = TFM_ROWS_F32;
   /// Scores soft-capped to softcap · tanh(score / softcap); 0: none.
   float softcap = 0;
+  /// A sink logit per head (gpt-oss) in every softmax's denominator.
+  bool sinks = false;
 };
+
+/// No sinks: the empty [0] every attention kernel takes then.
+tfm_memref1d_f32 noSinks() { return {nullptr, nullptr, 0, {0}, {1}}; }
 
 /// `values` ([rows, n] floats) as rows of n int8 codes and the f32 scale
 /// max|x| / 127 (tfm.quantize_rows' layout); `values` become what the rows
@@ -129,7 +134,8 @@ void checkAttentionAtWidth(const AttentionCase &c) {
                << "s=" << c.s << " t=" << c.t << " heads=" << c.heads << "/"
                << c.kvHeads << " d=" << c.d << " dv=" << c.dv
                << " causal=" << c.causal << " window=" << c.window
-               << " stored rows=" << c.storedRows << " softcap=" << c.softcap);
+               << " stored rows=" << c.storedRows << " softcap=" << c.softcap
+               << " sinks=" << c.sinks);
   // q sits in a wider buffer (offset 3, 5 spare floats per row).
   int64_t qRow = c.heads * c.d + 5;
   std::vector<float> q = randomValues(3 + c.s * qRow, 1);
@@ -145,6 +151,12 @@ void checkAttentionAtWidth(const AttentionCase &c) {
   std::vector<float> bias = randomValues(c.heads * biasRow, 7);
   tfm_memref2d_f32 bm = {bias.data(), bias.data(), 0, {c.heads, columns},
                          {biasRow, 1}};
+  // Sinks every other float of a buffer (a strided view), around the
+  // scores' range so that they take a real share.
+  std::vector<float> sinkStorage = randomValues(2 * c.heads, 11);
+  tfm_memref1d_f32 sm = noSinks();
+  if (c.sinks)
+    sm = {sinkStorage.data(), sinkStorage.data(), 0, {c.heads}, {2}};
   if (c.storedRows == TFM_ROWS_BF16 || c.storedRows == TFM_ROWS_F16) {
     std::vector<uint16_t> kRows = roundTo16Bits(k, c.storedRows);
     std::vector<uint16_t> vRows = roundTo16Bits(v, c.storedRows);
@@ -154,11 +166,12 @@ void checkAttentionAtWidth(const AttentionCase &c) {
     if (c.distanceBias)
       (bf16 ? _mlir_ciface_tfm_rt_attention_biased_rows_bf16
             : _mlir_ciface_tfm_rt_attention_biased_rows_f16)(
-          &qm, &k16, &v16, &bm, &om, scale, c.causal, c.window, c.softcap);
+          &qm, &k16, &v16, &bm, &sm, &om, scale, c.causal, c.window,
+          c.softcap);
     else
       (bf16 ? _mlir_ciface_tfm_rt_attention_rows_bf16
             : _mlir_ciface_tfm_rt_attention_rows_f16)(
-          &qm, &k16, &v16, &om, scale, c.causal, c.window, c.softcap);
+          &qm, &k16, &v16, &sm, &om, scale, c.causal, c.window, c.softcap);
   } else if (c.storedRows == TFM_ROWS_I8) {
     std::vector<int8_t> kRows = quantizeRows(k, c.d);
     std::vector<int8_t> vRows = quantizeRows(v, c.dv);
@@ -166,16 +179,16 @@ void checkAttentionAtWidth(const AttentionCase &c) {
     tfm_memref3d_i8 v8 = rowsView(vRows, c.t, c.kvHeads, c.dv);
     if (c.distanceBias)
       _mlir_ciface_tfm_rt_attention_biased_rows_i8(
-          &qm, &k8, &v8, &bm, &om, scale, c.causal, c.window, c.softcap);
+          &qm, &k8, &v8, &bm, &sm, &om, scale, c.causal, c.window, c.softcap);
     else
-      _mlir_ciface_tfm_rt_attention_rows_i8(&qm, &k8, &v8, &om, scale, c.causal,
-                                            c.window, c.softcap);
+      _mlir_ciface_tfm_rt_attention_rows_i8(&qm, &k8, &v8, &sm, &om, scale,
+                                            c.causal, c.window, c.softcap);
   } else if (c.distanceBias) {
-    _mlir_ciface_tfm_rt_attention_biased(&qm, &km, &vm, &bm, &om, scale,
+    _mlir_ciface_tfm_rt_attention_biased(&qm, &km, &vm, &bm, &sm, &om, scale,
                                          c.causal, c.window, c.softcap);
   } else {
-    _mlir_ciface_tfm_rt_attention(&qm, &km, &vm, &om, scale, c.causal, c.window,
-                                  c.softcap);
+    _mlir_ciface_tfm_rt_attention(&qm, &km, &vm, &sm, &om, scale, c.causal,
+                                  c.window, c.softcap);
   }
 
   int64_t group = c.heads / c.kvHeads;
@@ -203,8 +216,12 @@ void checkAttentionAtWidth(const AttentionCase &c) {
           p[j] += bias[h * biasRow + c.t - 1 + i - j];
         maximum = std::max(maximum, p[j]);
       }
+      double sink = c.sinks ? double(sinkStorage[2 * h]) : -INFINITY;
+      maximum = std::max(maximum, sink);
       for (double &x : p)
         total += x = std::isinf(x) ? 0.0 : std::exp(x - maximum);
+      if (c.sinks)
+        total += std::exp(sink - maximum);
       for (int64_t e = 0; e < c.dv; ++e) {
         double expected = 0;
         for (int64_t j = 0; j < c.t; ++j)
@@ -251,6 +268,29 @@ TEST(AttentionKernel, SoftCappedScores) {
     window.softcap = cap;
     window.storedRows = TFM_ROWS_I8;
     checkAttention(window);
+  }
+}
+
+TEST(AttentionKernel, SinksInEveryDenominator) {
+  // gpt-oss's shape of use: grouped heads, 128-token windows and full
+  // layers; prefill blocks, a decode step (chunked keys, merged), stored
+  // rows, relative terms, and a query whose window holds one key.
+  AttentionCase cases[] = {{150, 150, 4, 2, 16, 16, 0, true},
+                           {70, 200, 4, 1, 32, 32, 128, true},
+                           {1, 300, 4, 2, 16, 16, 0, true},
+                           {1, 300, 4, 2, 16, 16, 128, true},
+                           {33, 33, 2, 2, 8, 8, 1, true},
+                           {5, 70, 4, 2, 16, 16, 0, false}};
+  for (AttentionCase c : cases) {
+    c.sinks = true;
+    checkAttention(c);
+    c.storedRows = TFM_ROWS_I8;
+    checkAttention(c);
+    c.storedRows = TFM_ROWS_BF16;
+    checkAttention(c);
+    c.storedRows = TFM_ROWS_F32;
+    c.distanceBias = true;
+    checkAttention(c);
   }
 }
 
@@ -340,8 +380,9 @@ TEST(AttentionKernel, HalfRowsReadInPlaceAsWidened) {
                                 {2 * kvHeads * d, 2 * d, 2}};
       auto attend = storage == TFM_ROWS_BF16 ? _mlir_ciface_tfm_rt_attention_rows_bf16
                                              : _mlir_ciface_tfm_rt_attention_rows_f16;
-      attend(&qm, &k16, &v16, &om, 0.125f, 1, 0, 0.0f);
-      attend(&qm, &kWide, &vWide, &wm, 0.125f, 1, 0, 0.0f);
+      tfm_memref1d_f32 none = noSinks();
+      attend(&qm, &k16, &v16, &none, &om, 0.125f, 1, 0, 0.0f);
+      attend(&qm, &kWide, &vWide, &none, &wm, 0.125f, 1, 0, 0.0f);
       for (int64_t i = 0; i < heads * d; ++i)
         ASSERT_EQ(inPlace[i], widened[i]) << "output " << i;
       tfm_kernels_use_narrow(before);
@@ -434,8 +475,9 @@ void checkPackedAttention(std::vector<int32_t> lengths, bool causal) {
   tfm_memref3d_f32 om = view3d(packed, total, heads, d, heads * d);
   tfm_memref1d_i32 lm = {lengths.data(), lengths.data(), 0,
                          {int64_t(lengths.size())}, {1}};
-  _mlir_ciface_tfm_rt_attention_packed(&qm, &km, &vm, &lm, &om, 0.25f, causal,
-                                       0, 0.0f);
+  tfm_memref1d_f32 none = noSinks();
+  _mlir_ciface_tfm_rt_attention_packed(&qm, &km, &vm, &lm, &none, &om, 0.25f,
+                                       causal, 0, 0.0f);
   int64_t start = 0;
   for (int32_t n : lengths) {
     tfm_memref3d_f32 qs = view3d(q, n, heads, d, heads * d, start * heads * d);
@@ -445,7 +487,8 @@ void checkPackedAttention(std::vector<int32_t> lengths, bool causal) {
         view3d(v, n, kvHeads, d, kvHeads * d, start * kvHeads * d);
     tfm_memref3d_f32 os =
         view3d(alone, n, heads, d, heads * d, start * heads * d);
-    _mlir_ciface_tfm_rt_attention(&qs, &ks, &vs, &os, 0.25f, causal, 0, 0.0f);
+    _mlir_ciface_tfm_rt_attention(&qs, &ks, &vs, &none, &os, 0.25f, causal, 0,
+                                  0.0f);
     start += n;
   }
   double worst = 0;

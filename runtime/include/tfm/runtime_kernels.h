@@ -72,57 +72,59 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_gated_delta_rule(
  * head_dim] keys and values (grouped-query when heads > kv_heads); causal
  * and windowed (0: no window) masks without materialized scores; scores
  * soft-capped to softcap · tanh(score / softcap) where softcap > 0 (Gemma
- * 2). */
-TFM_EXPORT void _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q,
-                                              tfm_memref3d_f32 *k,
-                                              tfm_memref3d_f32 *v,
-                                              tfm_memref3d_f32 *out,
-                                              float scale, int64_t causal,
-                                              int64_t window, float softcap);
+ * 2). `sinks` ([heads], or [0]: none) adds e^(sinks[h]) to head h's softmax
+ * denominator (gpt-oss's attention sinks). */
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention(
+    tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
+    tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale,
+    int64_t causal, int64_t window, float softcap);
 /* The same plus relative-position terms by distance (T5), `distance_bias`
  * [heads, s + t - 1]: query i and key j add column t - 1 + i - j. */
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
-    tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
-    int64_t causal, int64_t window, float softcap);
+    tfm_memref2d_f32 *distance_bias, tfm_memref1d_f32 *sinks,
+    tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window,
+    float softcap);
 /* The same over keys and values cached as int8 rows (an int8 KV cache,
  * tfm.quantize_rows): [keys, kv_heads, head_dim + 4] bytes, each row its
  * codes and then its f32 scale; widened a tile at a time. */
 typedef TFM_MEMREF(int8_t, 3) tfm_memref3d_i8;
-TFM_EXPORT void
-_mlir_ciface_tfm_rt_attention_rows_i8(tfm_memref3d_f32 *q, tfm_memref3d_i8 *k,
-                                      tfm_memref3d_i8 *v, tfm_memref3d_f32 *out,
-                                      float scale, int64_t causal,
-                                      int64_t window, float softcap);
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_i8(
+    tfm_memref3d_f32 *q, tfm_memref3d_i8 *k, tfm_memref3d_i8 *v,
+    tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale,
+    int64_t causal, int64_t window, float softcap);
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_i8(
     tfm_memref3d_f32 *q, tfm_memref3d_i8 *k, tfm_memref3d_i8 *v,
-    tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
-    int64_t causal, int64_t window, float softcap);
+    tfm_memref2d_f32 *distance_bias, tfm_memref1d_f32 *sinks,
+    tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window,
+    float softcap);
 /* The same over a bf16 or f16 KV cache's values: [keys, kv_heads,
  * head_dim] 16-bit elements, widened a tile at a time. */
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_bf16(
     tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
-    tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window,
-    float softcap);
+    tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale,
+    int64_t causal, int64_t window, float softcap);
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_bf16(
     tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
-    tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
-    int64_t causal, int64_t window, float softcap);
-TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_f16(
-    tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
+    tfm_memref2d_f32 *distance_bias, tfm_memref1d_f32 *sinks,
     tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window,
     float softcap);
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_f16(
+    tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
+    tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale,
+    int64_t causal, int64_t window, float softcap);
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_f16(
     tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
-    tfm_memref2d_f32 *distance_bias, tfm_memref3d_f32 *out, float scale,
-    int64_t causal, int64_t window, float softcap);
+    tfm_memref2d_f32 *distance_bias, tfm_memref1d_f32 *sinks,
+    tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window,
+    float softcap);
 /* The same over several sequences packed end to end (s = t rows, `lengths`
  * of them summing to s): a query sees only its own sequence's keys. */
 typedef TFM_MEMREF(int32_t, 1) tfm_memref1d_i32;
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
-    tfm_memref1d_i32 *lengths, tfm_memref3d_f32 *out, float scale,
-    int64_t causal, int64_t window, float softcap);
+    tfm_memref1d_i32 *lengths, tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out,
+    float scale, int64_t causal, int64_t window, float softcap);
 /* Attention within windows of `window` consecutive rows (tfm.window_attention,
  * Swin), window w of head h adding bias[w mod b, h] ([b, heads, window,
  * window]) to its scores; window <= 256 and head_dim <= 256. */
