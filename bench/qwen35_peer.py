@@ -24,17 +24,11 @@ LLAMA_BUILD is a CMake build of llama.cpp with llama-bench (see
 bench/compare_weight_formats.py for building it from node-llama-cpp's
 bundle); its source's gguf-py writes the file.
 """
-import argparse
-import json
 import os
-import statistics
-import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-from compare_peers import hardware_limits, prompt_ids  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gguf_peer  # noqa: E402
 
 HIDDEN, HEADS, KV_HEADS, HEAD_DIM, ROPE = 1024, 8, 2, 256, 64
 KEY_HEADS, VALUE_HEADS, STATE, CONV, FFN = 16, 16, 128, 4, 3584
@@ -113,97 +107,10 @@ def write_model(llama_src, path, layers, seed=0):
     writer.close()
 
 
-def tfmc_prefill(exe, tokens, threads):
-    out = subprocess.run(
-        [exe, "--tokens", prompt_ids(tokens, 32000), "-n", "1", "--ignore-eos",
-         "--stats", "--warmup", "1"],
-        capture_output=True, text=True, check=True,
-        env=dict(os.environ, TFM_NUM_THREADS=str(threads)))
-    return json.loads(out.stderr.strip().splitlines()[-1])["prefill_tokens_per_s"]
-
-
-def tfmc_decode(exe, after, count, threads):
-    """Decode tokens/s and the weight bytes one decoded token reads
-    (--stats)."""
-    out = subprocess.run(
-        [exe, "--tokens", prompt_ids(after, 32000), "-n", str(count),
-         "--ignore-eos", "--stats", "--warmup", "1"],
-        capture_output=True, text=True, check=True,
-        env=dict(os.environ, TFM_NUM_THREADS=str(threads)))
-    stats = json.loads(out.stderr.strip().splitlines()[-1])
-    return stats["decode_tokens_per_s"], stats["weight_bytes_per_token"]
-
-
-def llama_prefill(bench, path, tokens, threads):
-    return json.loads(subprocess.run(
-        [bench, "-m", path, "-t", str(threads), "-r", "2", "-o", "json",
-         "-p", str(tokens), "-n", "0"],
-        capture_output=True, text=True, check=True).stdout)[0]["avg_ts"]
-
-
-def llama_decode(bench, path, after, count, threads):
-    return json.loads(subprocess.run(
-        [bench, "-m", path, "-t", str(threads), "-r", "2", "-o", "json",
-         "-p", "0", "-n", str(count), "-d", str(after)],
-        capture_output=True, text=True, check=True).stdout)[0]["avg_ts"]
-
-
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--llama-cpp", required=True, help="llama.cpp build dir")
-    parser.add_argument("--work", default="/tmp/tfm-qwen35-bench")
-    parser.add_argument("--layers", type=int, default=8)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--prefill", type=int, default=512)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--decode", type=int, default=64)
-    parser.add_argument("--decode-after", type=int, default=512)
-    args = parser.parse_args()
-    os.makedirs(args.work, exist_ok=True)
-    limits = hardware_limits(args.work)
-    src = os.path.dirname(os.path.abspath(args.llama_cpp.rstrip("/")))
-    path = os.path.join(args.work, f"qwen35-{args.layers}-q8_0.gguf")
-    if not os.path.exists(path):
-        write_model(src, path, args.layers)
-    exe = os.path.join(args.work, "tfmc-model")
-    if not os.path.exists(exe):  # compiled once per work directory
-        subprocess.run([os.path.join(ROOT, "build", "bin", "tfmc"), path, "-q",
-                        "-o", exe], check=True)
-    bench = os.path.join(args.llama_cpp, "bin", "llama-bench")
-    short = args.prefill // 4
-    rounds = []
-    for _ in range(args.rounds):
-        rounds.append({
-            "tfmc": tfmc_prefill(exe, args.prefill, args.threads),
-            "tfmc_short": tfmc_prefill(exe, short, args.threads),
-            "llama": llama_prefill(bench, path, args.prefill, args.threads),
-            "llama_short": llama_prefill(bench, path, short, args.threads),
-            "tfmc_decode": tfmc_decode(exe, args.decode_after, args.decode,
-                                       args.threads),
-            "llama_decode": llama_decode(bench, path, args.decode_after,
-                                         args.decode, args.threads)})
-    print(f"machine: read {limits.get('read_gb_per_s', 0):.1f} GB/s at start; "
-          f"Qwen3.5-0.8B widths, {args.layers} layers, Q8_0, "
-          f"{args.threads} threads")
-    for i, r in enumerate(rounds):
-        print(f"round {i}: prefill {args.prefill}: tfmc {r['tfmc']:.1f} tok/s, "
-              f"llama.cpp {r['llama']:.1f} ({r['tfmc'] / r['llama']:.2f}x); "
-              f"prefill {short}: tfmc {r['tfmc_short']:.1f}, llama.cpp "
-              f"{r['llama_short']:.1f}")
-    for i, r in enumerate(rounds):
-        tokens_per_s, read = r["tfmc_decode"]
-        bound = limits.get("read_gb_per_s", 0) * 1e9 / read if read else 0
-        print(f"round {i}: decode {args.decode} after {args.decode_after}: "
-              f"tfmc {tokens_per_s:.1f} tok/s ({read / 1e6:.1f} MB a token, "
-              f"{tokens_per_s / bound if bound else 0:.0%} of the read bound "
-              f"{bound:.1f}), llama.cpp {r['llama_decode']:.1f} "
-              f"({tokens_per_s / r['llama_decode']:.2f}x)")
-    median = lambda key: statistics.median(r[key] for r in rounds)  # noqa: E731
-    decode = statistics.median(r["tfmc_decode"][0] for r in rounds)
-    print(f"median: prefill {median('tfmc') / median('llama'):.2f}x llama.cpp; "
-          f"tfmc's tok/s at {args.prefill} over {short}: "
-          f"{median('tfmc') / median('tfmc_short'):.2f} (1.00: linear); "
-          f"decode {decode / median('llama_decode'):.2f}x llama.cpp")
+    args = gguf_peer.arguments("/tmp/tfm-qwen35-bench", 8).parse_args()
+    gguf_peer.run(args, "Qwen3.5-0.8B widths, Q8_0",
+                  f"qwen35-{args.layers}-q8_0.gguf", write_model)
 
 
 if __name__ == "__main__":

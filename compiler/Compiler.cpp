@@ -504,11 +504,11 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
   // A cache dtype for a model that gets no cache would be silently moot.
   if (first == PipelineStage::Tfm && pipeline.kvDtype != "f32" &&
       !pipeline.kvCache && unit.model)
-    return makeError(
-        "--kv-dtype=" + pipeline.kvDtype + ": " +
-        (!askedForCache ? "there is no KV cache (--no-kv-cache)"
-                        : "this model has no KV cache (only decoders and "
-                          "encoder-decoders do)"));
+    return makeError("--kv-dtype=" + pipeline.kvDtype + ": " +
+                     (!askedForCache
+                          ? "there is no KV cache (--no-kv-cache)"
+                          : "this model has no KV cache (only decoders and "
+                            "encoder-decoders do)"));
   // Weights keep the checkpoint's dtype unless told otherwise. On the GPU
   // an f32 checkpoint's matrices become bf16 (half the bytes a decoded
   // token reads, tensor cores for prefill's products), f32 on request

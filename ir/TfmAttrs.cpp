@@ -349,8 +349,8 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
       return fail("'tfm.cache' must be a #tfm.cache");
     if (cache.getKind() == CacheKind::recurrent_state) {
       // [elements] a sequence, or [sequences, elements] batched.
-      if (!tensor || !tensor.getElementType().isF32() ||
-          tensor.getRank() < 1 || tensor.getRank() > 2 ||
+      if (!tensor || !tensor.getElementType().isF32() || tensor.getRank() < 1 ||
+          tensor.getRank() > 2 ||
           ShapedType::isDynamic(tensor.getShape().back()))
         return fail("a recurrent state cache is f32 [elements], or "
                     "[sequences, elements] batched");

@@ -157,8 +157,8 @@ unsigned BatchedCaches::addArguments(Block &entry, Location loc,
   if (layout.ringType)
     rings = entry.addArgument(batchedCacheTypeOf(layout.ringType), loc);
   if (!plan.recurrent.empty())
-    recurrent = entry.addArgument(
-        batchedCacheTypeOf(recurrentStateTypeOf(plan)), loc);
+    recurrent =
+        entry.addArgument(batchedCacheTypeOf(recurrentStateTypeOf(plan)), loc);
   return index;
 }
 

@@ -177,9 +177,9 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
   Value rows = tensor::DimOp::create(b, loc, tokens, 0);
   Value end = arith::AddIOp::create(b, loc, slot, rows);
   // A sequence's first call starts its recurrent layers from zeros.
-  Value reset = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq, start,
-      arith::ConstantIndexOp::create(b, loc, 0));
+  Value reset =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, start,
+                            arith::ConstantIndexOp::create(b, loc, 0));
 
   prefill.walk([&](PositionIdsOp op) {
     if (op.getTokens() == tokens)

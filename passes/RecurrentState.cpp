@@ -84,8 +84,8 @@ Value carryThrough(OpBuilder &b, Operation *op, RankedTensorType type,
   b.setInsertionPoint(op);
   Value own = tensor::ExtractSliceOp::create(b, loc, flat, states, at.offsets,
                                              at.sizes, at.strides);
-  Value shaped = tensor::ExpandShapeOp::create(b, loc, type, own,
-                                               allDimensions(type));
+  Value shaped =
+      tensor::ExpandShapeOp::create(b, loc, type, own, allDimensions(type));
   setState(op, shaped, reset);
   b.setInsertionPointAfter(op);
   Value final = tensor::CollapseShapeOp::create(b, loc, flat, op->getResult(1),
@@ -127,18 +127,17 @@ Value mlir::tfm::recurInEachChunk(Operation *op, const RecurrentSlot &slot,
         Value length = lengths ? indexAt(nb, l, lengths, chunk) : one;
         Value start = indexAt(nb, l, positions, first);
         Value sequence = indexAt(nb, l, sequences, chunk);
-        Value reset = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
-                                            start, zero);
+        Value reset =
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, start, zero);
         IRMapping mapping;
         for (OpOperand *operand : rowOperands(op))
           mapping.map(operand->get(),
                       sliceRows(nb, l, operand->get(), first, length));
         Operation *clone = nb.clone(*op, mapping);
-        StateSlice at{
-            {sequence, nb.getIndexAttr(slot.offset)},
-            {nb.getIndexAttr(1),
-             nb.getIndexAttr(slot.stateType.getNumElements())},
-            {nb.getIndexAttr(1), nb.getIndexAttr(1)}};
+        StateSlice at{{sequence, nb.getIndexAttr(slot.offset)},
+                      {nb.getIndexAttr(1),
+                       nb.getIndexAttr(slot.stateType.getNumElements())},
+                      {nb.getIndexAttr(1), nb.getIndexAttr(1)}};
         Value written =
             carryThrough(nb, clone, slot.stateType, carried[1], at, reset);
         Value out = insertRows(nb, l, clone->getResult(0), carried[0], first);

@@ -199,17 +199,16 @@ struct GatedDeltaRuleToKernelCall : OpConversionPattern<GatedDeltaRuleOp> {
     Location loc = op.getLoc();
     RankedTensorType resultType = op.getResult().getType();
     RankedTensorType stateType = op.getFinalState().getType();
-    Value start = adaptor.getState()
-                      ? adaptor.getState()
-                      : staticZeros(rewriter, loc, stateType);
-    Value reset = adaptor.getReset()
-                      ? arith::ExtUIOp::create(rewriter, loc,
-                                               rewriter.getI64Type(),
-                                               adaptor.getReset())
-                            .getResult()
-                      : arith::ConstantIntOp::create(
-                            rewriter, loc, rewriter.getI64Type(), 0)
-                            .getResult();
+    Value start = adaptor.getState() ? adaptor.getState()
+                                     : staticZeros(rewriter, loc, stateType);
+    Value reset =
+        adaptor.getReset()
+            ? arith::ExtUIOp::create(rewriter, loc, rewriter.getI64Type(),
+                                     adaptor.getReset())
+                  .getResult()
+            : arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
+                                           0)
+                  .getResult();
     SmallVector<Value> operands;
     for (Value input : {adaptor.getQuery(), adaptor.getKey(),
                         adaptor.getValue(), adaptor.getAlpha(),

@@ -72,12 +72,12 @@ struct LowerAttentionToGpuPass
   }
 
   /// tfm_rt_attention(q [s, heads, d], k [t, kv_heads, d], v, sinks (none:
-  /// [0]), out [s, heads, d], scale, causal, window, softcap) as one kernel: a block per (head,
-  /// query). Keys go by chunks of as many as the block has threads: each
-  /// thread scores one (q · k, scaled, masked), block reductions give the
-  /// chunk's maximum and sum of exponentials (online softmax: the running
-  /// sum and outputs are rescaled when the maximum grows), and groups of
-  /// threads, each thread `vec` output columns, split the chunk's keys,
+  /// [0]), out [s, heads, d], scale, causal, window, softcap) as one kernel: a
+  /// block per (head, query). Keys go by chunks of as many as the block has
+  /// threads: each thread scores one (q · k, scaled, masked), block reductions
+  /// give the chunk's maximum and sum of exponentials (online softmax: the
+  /// running sum and outputs are rescaled when the maximum grows), and groups
+  /// of threads, each thread `vec` output columns, split the chunk's keys,
   /// reading the weights from shared memory. Rows are read four elements
   /// per load where they are 16-byte aligned (tested at run time), one
   /// otherwise.

@@ -51,9 +51,8 @@ Value mlir::tfm::staticZeros(OpBuilder &b, Location loc,
   return createFilled(b, loc, type, sizes, 0.0);
 }
 
-Value mlir::tfm::recurrentStartingState(OpBuilder &b, Location loc,
-                                        Value state, Value reset,
-                                        RankedTensorType type) {
+Value mlir::tfm::recurrentStartingState(OpBuilder &b, Location loc, Value state,
+                                        Value reset, RankedTensorType type) {
   if (!state)
     return staticZeros(b, loc, type);
   if (!reset)
@@ -119,8 +118,7 @@ Value mlir::tfm::createRowReduction(OpBuilder &b, Location loc, Value input,
 }
 
 Value mlir::tfm::softmaxOverLastDim(OpBuilder &b, Location loc, Value logits,
-                                    ArrayRef<OpFoldResult> sizes,
-                                    Value sinks) {
+                                    ArrayRef<OpFoldResult> sizes, Value sinks) {
   auto type = cast<RankedTensorType>(logits.getType());
   int64_t rank = type.getRank();
   AffineMap identity = b.getMultiDimIdentityMap(rank);
@@ -139,18 +137,17 @@ Value mlir::tfm::softmaxOverLastDim(OpBuilder &b, Location loc, Value logits,
                                                 utils::IteratorType::parallel);
   auto withSinks = [&](Value perRow, GenericBody body) {
     AffineMap rowIdentity = b.getMultiDimIdentityMap(rank - 1);
-    return createGeneric(b, loc, ValueRange{perRow, sinks},
-                         createEmpty(b, loc,
-                                     cast<RankedTensorType>(perRow.getType()),
-                                     tensor::getMixedSizes(b, loc, perRow)),
-                         {rowIdentity, sinkOfRow, rowIdentity}, rowsParallel,
-                         body);
+    return createGeneric(
+        b, loc, ValueRange{perRow, sinks},
+        createEmpty(b, loc, cast<RankedTensorType>(perRow.getType()),
+                    tensor::getMixedSizes(b, loc, perRow)),
+        {rowIdentity, sinkOfRow, rowIdentity}, rowsParallel, body);
   };
   if (sinks)
-    rowMax = withSinks(rowMax, [](OpBuilder &nb, Location l,
-                                  ValueRange args) -> Value {
-      return arith::MaximumFOp::create(nb, l, args[0], args[1]);
-    });
+    rowMax = withSinks(
+        rowMax, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          return arith::MaximumFOp::create(nb, l, args[0], args[1]);
+        });
   Value exps = createGeneric(
       b, loc, ValueRange{logits, rowMax}, createEmpty(b, loc, type, sizes),
       {identity, rows, identity}, parallel,
@@ -169,7 +166,8 @@ Value mlir::tfm::softmaxOverLastDim(OpBuilder &b, Location loc, Value logits,
         createEmpty(b, loc, cast<RankedTensorType>(rowSum.getType()),
                     tensor::getMixedSizes(b, loc, rowSum)),
         {b.getMultiDimIdentityMap(rank - 1), sinkOfRow,
-         b.getMultiDimIdentityMap(rank - 1), b.getMultiDimIdentityMap(rank - 1)},
+         b.getMultiDimIdentityMap(rank - 1),
+         b.getMultiDimIdentityMap(rank - 1)},
         rowsParallel, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
           Value shifted = arith::SubFOp::create(nb, l, args[1], args[2]);
           return arith::AddFOp::create(nb, l, args[0],

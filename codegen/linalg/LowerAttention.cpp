@@ -70,7 +70,8 @@ struct LowerAttention : PackedSequencesPattern<AttentionOp> {
               sliceRows(nb, l, k, start, length),
               sliceRows(nb, l, v, start, length), ownBias,
               /*lengths=*/Value(), /*relative_bias=*/Value(),
-              adaptor.getSinks(), op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(),
+              adaptor.getSinks(), op.getScaleAttr(), op.getCausalAttr(),
+              op.getWindowAttr(),
               /*max_distance=*/IntegerAttr(), op.getSoftcapAttr());
           return {insertRows(nb, l, attended, carried[0], start)};
         })[0];

@@ -386,7 +386,8 @@ Value DecoderIRBuilder::latentAttention(Value h, Value positions,
                                      : 1.0 / std::sqrt(double(nope + rope)));
   Value attended = AttentionOp::create(
       b, loc, tensorType({dyn, heads, rank}), fullQuery, key, value,
-      /*bias=*/Value(), /*lengths=*/Value(), /*relative_bias=*/Value(), /*sinks=*/Value(), scale,
+      /*bias=*/Value(), /*lengths=*/Value(), /*relative_bias=*/Value(),
+      /*sinks=*/Value(), scale,
       /*causal=*/b.getUnitAttr(), /*window=*/IntegerAttr(),
       /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());
   Value values = HeadLinearOp::create(
@@ -532,14 +533,14 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
   FloatAttr softcap = spec.attentionSoftcap > 0
                           ? b.getF32FloatAttr(spec.attentionSoftcap)
                           : FloatAttr();
-  Value sinks = n.attentionSinks.empty()
-                    ? Value()
-                    : weight(tfm::layerWeightName(n.attentionSinks, layer),
-                             {heads});
+  Value sinks =
+      n.attentionSinks.empty()
+          ? Value()
+          : weight(tfm::layerWeightName(n.attentionSinks, layer), {heads});
   Value attended =
       AttentionOp::create(b, loc, q.getType(), q, k, v, /*bias=*/Value(),
-                          /*lengths=*/Value(), /*relative_bias=*/Value(),
-                          sinks, scale, /*causal=*/b.getUnitAttr(), window,
+                          /*lengths=*/Value(), /*relative_bias=*/Value(), sinks,
+                          scale, /*causal=*/b.getUnitAttr(), window,
                           /*max_distance=*/IntegerAttr(), softcap);
   if (outputGate)
     attended = MulOp::create(
@@ -595,8 +596,7 @@ Value DecoderIRBuilder::experts(Value h, int64_t layer) {
       grouped ? b.getI64IntegerAttr(spec.topExpertGroups) : IntegerAttr(),
       spec.routedScale != 1.0 ? b.getF32FloatAttr(spec.routedScale)
                               : FloatAttr(),
-      spec.swigluLimit > 0 ? b.getF32FloatAttr(spec.swigluLimit)
-                           : FloatAttr());
+      spec.swigluLimit > 0 ? b.getF32FloatAttr(spec.swigluLimit) : FloatAttr());
 }
 
 Value DecoderIRBuilder::mlp(Value h, int64_t layer) {

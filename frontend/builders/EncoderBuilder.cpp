@@ -101,7 +101,8 @@ Value EncoderIRBuilder::layer(Value x, int64_t index, Value global) {
           : AttentionOp::create(
                 b, named("layer " + llvm::Twine(index) + " attention"),
                 q.getType(), q, k, v, /*bias=*/Value(), /*lengths=*/Value(),
-                /*relative_bias=*/Value(), /*sinks=*/Value(), scale, /*causal=*/UnitAttr(),
+                /*relative_bias=*/Value(), /*sinks=*/Value(), scale,
+                /*causal=*/UnitAttr(),
                 /*window=*/IntegerAttr(), /*max_distance=*/IntegerAttr(),
                 /*softcap=*/FloatAttr());
   Value projected = linear(attended, name(spec.attentionOutput), {d});

@@ -74,8 +74,9 @@ Value T5IRBuilder::attention(Value queries, Value keys,
   Value v = project(keys, module + "v.weight", {heads, headDim});
   Value attended = AttentionOp::create(
       b, named(module + "attention"), q.getType(), q, k, v, /*bias=*/Value(),
-      /*lengths=*/Value(), relativeTable, /*sinks=*/Value(), b.getF32FloatAttr(1.0f),
-      causal ? b.getUnitAttr() : UnitAttr(), /*window=*/IntegerAttr(),
+      /*lengths=*/Value(), relativeTable, /*sinks=*/Value(),
+      b.getF32FloatAttr(1.0f), causal ? b.getUnitAttr() : UnitAttr(),
+      /*window=*/IntegerAttr(),
       relativeTable ? b.getI64IntegerAttr(spec.relativeMaxDistance)
                     : IntegerAttr(),
       /*softcap=*/FloatAttr());

@@ -240,7 +240,8 @@ void mlir::tfm::readExpertCounts(ConfigReader &config, DecoderSpec &spec,
                 expertsKey + " (" + llvm::Twine(spec.numExperts) + ")");
 }
 
-bool mlir::tfm::readLayerTypes(ConfigReader &config, DecoderSpec &spec, int64_t window) {
+bool mlir::tfm::readLayerTypes(ConfigReader &config, DecoderSpec &spec,
+                               int64_t window) {
   std::vector<std::string> types = config.strings("layer_types");
   for (const std::string &type : types) {
     if (type != "sliding_attention" && type != "full_attention")

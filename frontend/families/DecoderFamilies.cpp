@@ -9,8 +9,8 @@
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/families/DecoderConfigReaders.h"
-#include "frontend/families/FamilyTable.h"
 #include "frontend/families/DeepseekFamilies.h"
+#include "frontend/families/FamilyTable.h"
 #include "frontend/families/GptOssFamily.h"
 #include "frontend/families/QwenHybridFamilies.h"
 
@@ -701,8 +701,7 @@ const DecoderFamily kDecoderFamilies[] = {
     {"qwen3", readQwen3Spec, nullptr, false},
     {"qwen3_5", readQwen35Spec, prepareQwenHybridCheckpoint, false},
     {"qwen3_5_moe", readQwen35MoeSpec, prepareQwenHybridCheckpoint, false},
-    {"qwen3_5_moe_text", readQwen35MoeSpec, prepareQwenHybridCheckpoint,
-     false},
+    {"qwen3_5_moe_text", readQwen35MoeSpec, prepareQwenHybridCheckpoint, false},
     {"qwen3_5_text", readQwen35Spec, prepareQwenHybridCheckpoint, false},
     {"qwen3_moe", readQwen3MoeSpec, nullptr, false},
     {"qwen3_next", readQwen3NextSpec, prepareQwenHybridCheckpoint, false},

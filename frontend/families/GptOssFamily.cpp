@@ -64,8 +64,7 @@ DecoderSpec mlir::tfm::readGptOssSpec(ConfigReader &config) {
 llvm::Error mlir::tfm::prepareGptOssCheckpoint(DecoderSpec &spec,
                                                WeightStore &store,
                                                llvm::StringRef checkpoint) {
-  int64_t experts = spec.numExperts, d = spec.hiddenSize,
-          f = spec.expertSize;
+  int64_t experts = spec.numExperts, d = spec.hiddenSize, f = spec.expertSize;
   std::string what = spec.family + " config implies";
   for (int64_t l = 0; l < spec.numLayers; ++l) {
     std::string base = layerWeightName(kExperts, l);
@@ -91,8 +90,8 @@ llvm::Error mlir::tfm::prepareGptOssCheckpoint(DecoderSpec &spec,
                  downBias = store.take(base + "down_proj_bias");
     for (const WeightTensor *t : {&gateUp, &gateUpBias, &down, &downBias})
       if (dtypeBlockElements(t->dtype()) != 1)
-        return makeError(checkpoint + ": " + base +
-                         " experts stored as " + dtypeName(t->dtype()) +
+        return makeError(checkpoint + ": " + base + " experts stored as " +
+                         dtypeName(t->dtype()) +
                          " blocks cannot be split per expert");
     for (int64_t e = 0; e < experts; ++e) {
       auto name = [&](const std::string &pattern) {

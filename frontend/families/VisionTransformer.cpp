@@ -151,8 +151,8 @@ Value VisionIRBuilder::layer(Value x, int64_t index) {
   Value v = linear(h, n("attention.attention.value.weight"), {heads, headDim});
   Value attended = AttentionOp::create(
       b, named("layer " + llvm::Twine(index) + " attention"), q.getType(), q, k,
-      v, /*bias=*/Value(), /*lengths=*/Value(), /*relative_bias=*/Value(), /*sinks=*/Value(),
-      b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
+      v, /*bias=*/Value(), /*lengths=*/Value(), /*relative_bias=*/Value(),
+      /*sinks=*/Value(), b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
       /*causal=*/UnitAttr(), /*window=*/IntegerAttr(),
       /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());
   x = AddOp::create(b, x.getLoc(), x,

@@ -220,8 +220,8 @@ Value SpeechIRBuilder::layer(Value x, int64_t index) {
   Value v = linear(h, name("attention.v_proj.weight"), {heads, headDim});
   Value attended = AttentionOp::create(
       b, named("layer " + llvm::Twine(index) + " attention"), q.getType(), q, k,
-      v, /*bias=*/Value(), /*lengths=*/Value(), /*relative_bias=*/Value(), /*sinks=*/Value(),
-      b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
+      v, /*bias=*/Value(), /*lengths=*/Value(), /*relative_bias=*/Value(),
+      /*sinks=*/Value(), b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
       /*causal=*/UnitAttr(), /*window=*/IntegerAttr(),
       /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());
   x = AddOp::create(b, x.getLoc(), x,

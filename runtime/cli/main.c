@@ -353,22 +353,28 @@ static void print_stats(const tfm_model *model,
   double decoded = (double)result->generated_tokens;
   /* What the memory holds by design, beside the peak RSS: weights, the
    * KV cache, and the most the compiled code had allocated at once. */
-  long long cache_bytes = 0;
+  long long cache_bytes = 0, state_bytes = 0;
   for (int32_t c = 0; c < desc->num_caches; ++c) {
     /* A batched cache ([sequences, ...], the first dimension dynamic)
      * is not this session's. */
     long long elements = 1;
     for (int32_t d = 0; d < desc->caches[c].rank; ++d)
       elements *= desc->caches[c].shape[d];
-    if (elements > 0)
-      cache_bytes += elements * tfm_dtype_bytes(desc->caches[c].dtype);
+    if (elements <= 0)
+      continue;
+    long long bytes = elements * tfm_dtype_bytes(desc->caches[c].dtype);
+    if (desc->caches[c].kind == TFM_CACHE_RECURRENT_STATE)
+      state_bytes += bytes;
+    else
+      cache_bytes += bytes;
   }
   fprintf(stderr,
           "{\"prompt_tokens\": %lld, \"generated_tokens\": %lld, "
           "\"prefill_seconds\": %.6f, \"decode_seconds\": %.6f, "
           "\"prefill_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "
           "\"peak_rss_bytes\": %lld, \"weights_bytes\": %lld, "
-          "\"kv_cache_bytes\": %lld, \"activation_peak_bytes\": %lld, "
+          "\"kv_cache_bytes\": %lld, \"recurrent_state_bytes\": %lld, "
+          "\"activation_peak_bytes\": %lld, "
           "\"weight_bytes_per_token\": %lld",
           (long long)result->prompt_tokens, (long long)result->generated_tokens,
           result->prefill_seconds, result->decode_seconds,
@@ -376,9 +382,8 @@ static void print_stats(const tfm_model *model,
               ? (double)result->prompt_tokens / result->prefill_seconds
               : 0.0,
           result->decode_seconds > 0 ? decoded / result->decode_seconds : 0.0,
-          (long long)usage.ru_maxrss * 1024,
-          (long long)desc->weights_size, cache_bytes,
-          (long long)tfm_buffer_peak_live_bytes(),
+          (long long)usage.ru_maxrss * 1024, (long long)desc->weights_size,
+          cache_bytes, state_bytes, (long long)tfm_buffer_peak_live_bytes(),
           (long long)desc->decode_weight_bytes);
   print_rank_stats(model);
   fprintf(stderr, "}\n");

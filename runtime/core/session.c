@@ -8,13 +8,12 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/core/session_internal.h"
 #include "runtime/core/model_internal.h"
+#include "runtime/core/session_internal.h"
 #include "runtime/core/status.h"
 
 #include <stdlib.h>
 #include <string.h>
-
 
 tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
                                 tfm_status *status) {
@@ -61,8 +60,8 @@ tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
     /* Read as zeros at position 0, so never cleared between sequences. */
     s->state = tfm_model_state_alloc(model, (size_t)recurrent->shape[0] *
                                                 sizeof(float));
-    s->state_descriptor = (tfm_memref1d){
-        s->state, s->state, 0, {recurrent->shape[0]}, {1}};
+    s->state_descriptor =
+        (tfm_memref1d){s->state, s->state, 0, {recurrent->shape[0]}, {1}};
   }
   s->tokens = malloc((size_t)s->capacity * sizeof *s->tokens);
   if ((kv && !s->cache) || (recurrent && !s->state) || !s->tokens) {

@@ -75,8 +75,8 @@ tfm_status_code tfm_session_copy(tfm_session *to, const tfm_session *from,
                                  tfm_status *status) {
   if (!to || !from)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_session_copy: NULL %s session", to ? "source"
-                                                           : "destination");
+                    "tfm_session_copy: NULL %s session",
+                    to ? "source" : "destination");
   if (to->model != from->model)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_session_copy: the sessions belong to different "
@@ -138,8 +138,7 @@ int64_t tfm_session_cached(const tfm_session *s) {
 }
 
 /* Save and load read the cache and states with the host's memcpy. */
-static tfm_status_code check_host_state(const tfm_session *s,
-                                        const char *what,
+static tfm_status_code check_host_state(const tfm_session *s, const char *what,
                                         tfm_status *status) {
   const char *name = tfm_model_get_desc(s->model)->name;
   if (tfm_model_on_gpu(s->model))
@@ -215,9 +214,8 @@ static const char *mismatch(const session_header *file,
   return NULL;
 }
 
-static tfm_status_code read_header(tfm_session *s, FILE *file,
-                                   const char *path, session_header *header,
-                                   tfm_status *status) {
+static tfm_status_code read_header(tfm_session *s, FILE *file, const char *path,
+                                   session_header *header, tfm_status *status) {
   if (fread(header, sizeof *header, 1, file) != 1 ||
       memcmp(header->magic, kMagic, sizeof kMagic) != 0)
     return tfm_fail(status, TFM_ERROR_IO,
@@ -279,9 +277,8 @@ static tfm_status_code read_body(tfm_session *s, FILE *file, const char *path,
                     "session file '%s' has bytes past what its header "
                     "promises",
                     path);
-  tfm_status_code code =
-      tfm_check_token_ids(tfm_model_get_desc(s->model), s->tokens,
-                          header->length, status);
+  tfm_status_code code = tfm_check_token_ids(tfm_model_get_desc(s->model),
+                                             s->tokens, header->length, status);
   if (code != TFM_OK)
     return code;
   s->length = header->length;

@@ -28,8 +28,8 @@ struct tfm_session {
    * cannot take a state back. The next prefill then recomputes them from
    * the tokens (a retried chunk of KV rows is simply written again). */
   int stale;
-  int32_t *tokens;                    /* every token so far */
-  int64_t length, capacity;           /* positions */
+  int32_t *tokens;          /* every token so far */
+  int64_t length, capacity; /* positions */
   /* [scratch_rows, vocab] logits, forward fallback only: grown as the
    * history does (a 262144-position context of a 248320-token vocabulary
    * could not be had up front). */

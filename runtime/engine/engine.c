@@ -94,8 +94,7 @@ tfm_status_code tfm_engine_new(tfm_model *model,
   const tfm_cache_desc *cache = batched_cache(desc, TFM_CACHE_SELF_ATTENTION);
   const tfm_cache_desc *rings =
       batched_cache(desc, TFM_CACHE_SELF_ATTENTION_RINGS);
-  const tfm_cache_desc *states =
-      batched_cache(desc, TFM_CACHE_RECURRENT_STATE);
+  const tfm_cache_desc *states = batched_cache(desc, TFM_CACHE_RECURRENT_STATE);
   if (!cache || !tfm_model_entry_point(model, "prefill_batch"))
     return tfm_fail(status, TFM_ERROR_NOT_FOUND,
                     "model '%s' has no @prefill_batch over a KV cache: "
@@ -208,8 +207,8 @@ tfm_status_code tfm_engine_new(tfm_model *model,
   if (states) {
     e->states_shape[0] = o.max_sequences;
     e->states_shape[1] = states->shape[1];
-    size_t bytes = (size_t)o.max_sequences * (size_t)states->shape[1] *
-                   sizeof(float);
+    size_t bytes =
+        (size_t)o.max_sequences * (size_t)states->shape[1] * sizeof(float);
     e->states = calloc(1, bytes);
     e->stats.recurrent_state_bytes = (int64_t)bytes;
     if (!e->states) {
@@ -493,8 +492,11 @@ static tfm_status_code run_step(tfm_engine *e, tfm_engine_event *events,
   tfm_tensor cache = {tfm_kv_pages_base(e->pages), e->cache_dtype, 6, {0},
                       NULL};
   tfm_tensor rings = {e->rings, e->cache_dtype, 6, {0}, NULL};
-  tfm_tensor states = {e->states, TFM_DTYPE_F32, 2,
-                       {e->states_shape[0], e->states_shape[1]}, NULL};
+  tfm_tensor states = {e->states,
+                       TFM_DTYPE_F32,
+                       2,
+                       {e->states_shape[0], e->states_shape[1]},
+                       NULL};
   memcpy(cache.shape, e->cache_shape, sizeof e->cache_shape);
   memcpy(rings.shape, e->rings_shape, sizeof e->rings_shape);
   /* The paged cache, then the rings and the states where the model has

@@ -179,10 +179,11 @@ static attention_job with_sinks(attention_job job,
   return job;
 }
 
-TFM_EXPORT void _mlir_ciface_tfm_rt_attention(
-    tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
-    tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale,
-    int64_t causal, int64_t window, float softcap) {
+TFM_EXPORT void
+_mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
+                              tfm_memref3d_f32 *v, tfm_memref1d_f32 *sinks,
+                              tfm_memref3d_f32 *out, float scale,
+                              int64_t causal, int64_t window, float softcap) {
   attend(with_sinks(make_job(q, k, v, out, scale, causal, window, softcap),
                     sinks));
 }
@@ -192,8 +193,8 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
     tfm_memref2d_f32 *distance_bias, tfm_memref1d_f32 *sinks,
     tfm_memref3d_f32 *out, float scale, int64_t causal, int64_t window,
     float softcap) {
-  attention_job job = with_sinks(
-      make_job(q, k, v, out, scale, causal, window, softcap), sinks);
+  attention_job job =
+      with_sinks(make_job(q, k, v, out, scale, causal, window, softcap), sinks);
   job.distance_bias = distance_bias;
   attend(job);
 }
@@ -228,8 +229,8 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
     tfm_memref1d_i32 *lengths, tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out,
     float scale, int64_t causal, int64_t window, float softcap) {
-  attention_job job = with_sinks(
-      make_job(q, k, v, out, scale, causal, window, softcap), sinks);
+  attention_job job =
+      with_sinks(make_job(q, k, v, out, scale, causal, window, softcap), sinks);
   /* The caller (tfm_model_call) checked that the lengths are positive and
    * sum to s = t. */
   int64_t sequences = lengths->sizes[0], blocks = 0;

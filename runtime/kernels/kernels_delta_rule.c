@@ -99,7 +99,7 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_gated_delta_rule(
     tfm_memref2d_f32 *alpha, tfm_memref1d_f32 *decay, tfm_memref2d_f32 *beta,
     tfm_memref3d_f32 *start, tfm_memref3d_f32 *out, tfm_memref3d_f32 *state,
     float scale, int64_t tiled, int64_t reset) {
-  delta_rule_job job = {query, key,   value, start, alpha, beta,
-                        decay, out,   state, scale, tiled, reset};
+  delta_rule_job job = {query, key, value, start, alpha, beta,
+                        decay, out, state, scale, tiled, reset};
   tfm_parallel_for(value->sizes[1], 1, delta_rule_heads, &job);
 }

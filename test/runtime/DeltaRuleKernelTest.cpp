@@ -112,9 +112,8 @@ std::vector<float> runKernel(DeltaInputs &in, int64_t first, int64_t count,
                         {hv * c.dv, c.dv, 1}};
   tfm_memref3d_f32 to = {state.data(), state.data(), 0, {hv, c.dk, c.dv},
                          {c.dk * c.dv, c.dv, 1}};
-  _mlir_ciface_tfm_rt_gated_delta_rule(&q, &k, &v, &alpha, &decay, &beta,
-                                       &from, &o, &to, scale, c.tiled,
-                                       reset);
+  _mlir_ciface_tfm_rt_gated_delta_rule(&q, &k, &v, &alpha, &decay, &beta, &from,
+                                       &o, &to, scale, c.tiled, reset);
   return out;
 }
 
@@ -152,8 +151,8 @@ void checkCase(DeltaCase c, unsigned seed) {
   std::vector<double> fromZeros(state.size(), 0.0), zeroReads;
   referenceRule(in, 0, c.positions, scale, fromZeros, zeroReads);
   std::vector<float> stale(in.start.size(), 1e3f), resetState;
-  std::vector<float> resetOut = runKernel(in, 0, c.positions, scale, stale,
-                                          resetState, /*reset=*/true);
+  std::vector<float> resetOut =
+      runKernel(in, 0, c.positions, scale, stale, resetState, /*reset=*/true);
   expectNear(resetOut, zeroReads, 1e-4);
   expectNear(resetState, fromZeros, 1e-4);
 }

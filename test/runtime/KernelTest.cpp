@@ -166,8 +166,7 @@ void checkAttentionAtWidth(const AttentionCase &c) {
     if (c.distanceBias)
       (bf16 ? _mlir_ciface_tfm_rt_attention_biased_rows_bf16
             : _mlir_ciface_tfm_rt_attention_biased_rows_f16)(
-          &qm, &k16, &v16, &bm, &sm, &om, scale, c.causal, c.window,
-          c.softcap);
+          &qm, &k16, &v16, &bm, &sm, &om, scale, c.causal, c.window, c.softcap);
     else
       (bf16 ? _mlir_ciface_tfm_rt_attention_rows_bf16
             : _mlir_ciface_tfm_rt_attention_rows_f16)(
@@ -275,12 +274,10 @@ TEST(AttentionKernel, SinksInEveryDenominator) {
   // gpt-oss's shape of use: grouped heads, 128-token windows and full
   // layers; prefill blocks, a decode step (chunked keys, merged), stored
   // rows, relative terms, and a query whose window holds one key.
-  AttentionCase cases[] = {{150, 150, 4, 2, 16, 16, 0, true},
-                           {70, 200, 4, 1, 32, 32, 128, true},
-                           {1, 300, 4, 2, 16, 16, 0, true},
-                           {1, 300, 4, 2, 16, 16, 128, true},
-                           {33, 33, 2, 2, 8, 8, 1, true},
-                           {5, 70, 4, 2, 16, 16, 0, false}};
+  AttentionCase cases[] = {
+      {150, 150, 4, 2, 16, 16, 0, true}, {70, 200, 4, 1, 32, 32, 128, true},
+      {1, 300, 4, 2, 16, 16, 0, true},   {1, 300, 4, 2, 16, 16, 128, true},
+      {33, 33, 2, 2, 8, 8, 1, true},     {5, 70, 4, 2, 16, 16, 0, false}};
   for (AttentionCase c : cases) {
     c.sinks = true;
     checkAttention(c);

@@ -74,10 +74,11 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_gated_delta_rule(
  * soft-capped to softcap · tanh(score / softcap) where softcap > 0 (Gemma
  * 2). `sinks` ([heads], or [0]: none) adds e^(sinks[h]) to head h's softmax
  * denominator (gpt-oss's attention sinks). */
-TFM_EXPORT void _mlir_ciface_tfm_rt_attention(
-    tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
-    tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale,
-    int64_t causal, int64_t window, float softcap);
+TFM_EXPORT void
+_mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
+                              tfm_memref3d_f32 *v, tfm_memref1d_f32 *sinks,
+                              tfm_memref3d_f32 *out, float scale,
+                              int64_t causal, int64_t window, float softcap);
 /* The same plus relative-position terms by distance (T5), `distance_bias`
  * [heads, s + t - 1]: query i and key j add column t - 1 + i - j. */
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
@@ -91,8 +92,8 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
 typedef TFM_MEMREF(int8_t, 3) tfm_memref3d_i8;
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_i8(
     tfm_memref3d_f32 *q, tfm_memref3d_i8 *k, tfm_memref3d_i8 *v,
-    tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale,
-    int64_t causal, int64_t window, float softcap);
+    tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale, int64_t causal,
+    int64_t window, float softcap);
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_i8(
     tfm_memref3d_f32 *q, tfm_memref3d_i8 *k, tfm_memref3d_i8 *v,
     tfm_memref2d_f32 *distance_bias, tfm_memref1d_f32 *sinks,
@@ -102,8 +103,8 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_i8(
  * head_dim] 16-bit elements, widened a tile at a time. */
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_bf16(
     tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
-    tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale,
-    int64_t causal, int64_t window, float softcap);
+    tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale, int64_t causal,
+    int64_t window, float softcap);
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_bf16(
     tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
     tfm_memref2d_f32 *distance_bias, tfm_memref1d_f32 *sinks,
@@ -111,8 +112,8 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_bf16(
     float softcap);
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_rows_f16(
     tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
-    tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale,
-    int64_t causal, int64_t window, float softcap);
+    tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale, int64_t causal,
+    int64_t window, float softcap);
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_f16(
     tfm_memref3d_f32 *q, tfm_memref3d_u16 *k, tfm_memref3d_u16 *v,
     tfm_memref2d_f32 *distance_bias, tfm_memref1d_f32 *sinks,

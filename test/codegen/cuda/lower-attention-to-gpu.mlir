@@ -62,7 +62,7 @@
 // CHECK: memref.store %{{.*}}, %[[OUT]][%[[I2]], %[[H2]], %[[C]]]
 // CHECK: memref.dealloc %[[PARTS]]
 // CHECK-NOT: func.func private @tfm_rt_attention
-func.func private @tfm_rt_attention(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, f32, i64, i64, f32) attributes {llvm.emit_c_interface}
+func.func private @tfm_rt_attention(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?xf32, strided<[?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, f32, i64, i64, f32) attributes {llvm.emit_c_interface}
 func.func @decode_attention(%q: memref<1x4x64xf32>, %k: memref<?x2x64xf32, strided<[128, 64, 1], offset: ?>>, %v: memref<?x2x64xf32, strided<[128, 64, 1], offset: ?>>, %out: memref<1x4x64xf32>) {
   %scale = arith.constant 0.125 : f32
   %causal = arith.constant 1 : i64
@@ -72,7 +72,9 @@ func.func @decode_attention(%q: memref<1x4x64xf32>, %k: memref<?x2x64xf32, strid
   %k0 = memref.cast %k : memref<?x2x64xf32, strided<[128, 64, 1], offset: ?>> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
   %v0 = memref.cast %v : memref<?x2x64xf32, strided<[128, 64, 1], offset: ?>> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
   %o0 = memref.cast %out : memref<1x4x64xf32> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
-  call @tfm_rt_attention(%q0, %k0, %v0, %o0, %scale, %causal, %window, %nocap) : (memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, f32, i64, i64, f32) -> ()
+  %nosinks = memref.alloca() : memref<0xf32>
+  %s0 = memref.cast %nosinks : memref<0xf32> to memref<?xf32, strided<[?], offset: ?>>
+  call @tfm_rt_attention(%q0, %k0, %v0, %s0, %o0, %scale, %causal, %window, %nocap) : (memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?xf32, strided<[?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, f32, i64, i64, f32) -> ()
   return
 }
 
@@ -87,7 +89,7 @@ func.func @decode_attention(%q: memref<1x4x64xf32>, %k: memref<?x2x64xf32, strid
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c6{{.*}} step %c1
 // CHECK: scf.for {{.*}} step %c168{{.*}} iter_args
 // CHECK-NOT: alignment
-func.func private @tfm_rt_attention(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, f32, i64, i64, f32) attributes {llvm.emit_c_interface}
+func.func private @tfm_rt_attention(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?xf32, strided<[?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, f32, i64, i64, f32) attributes {llvm.emit_c_interface}
 func.func @narrow_heads(%q: memref<?x2x6xf32>, %k: memref<?x2x6xf32>, %v: memref<?x2x6xf32>, %out: memref<?x2x6xf32>) {
   %scale = arith.constant 0.4 : f32
   %causal = arith.constant 0 : i64
@@ -97,6 +99,8 @@ func.func @narrow_heads(%q: memref<?x2x6xf32>, %k: memref<?x2x6xf32>, %v: memref
   %k0 = memref.cast %k : memref<?x2x6xf32> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
   %v0 = memref.cast %v : memref<?x2x6xf32> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
   %o0 = memref.cast %out : memref<?x2x6xf32> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
-  call @tfm_rt_attention(%q0, %k0, %v0, %o0, %scale, %causal, %window, %nocap) : (memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, f32, i64, i64, f32) -> ()
+  %nosinks = memref.alloca() : memref<0xf32>
+  %s0 = memref.cast %nosinks : memref<0xf32> to memref<?xf32, strided<[?], offset: ?>>
+  call @tfm_rt_attention(%q0, %k0, %v0, %s0, %o0, %scale, %causal, %window, %nocap) : (memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?xf32, strided<[?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, f32, i64, i64, f32) -> ()
   return
 }

@@ -57,8 +57,7 @@ int main(int argc, char **argv) {
       !check(tfm_session_new(model, &cut, &status), &status))
     return 1;
   /* The prompt prefilled once, copied and saved before the source goes on. */
-  if (!check(tfm_prefill(source, kTokens, kPrompt, logits, &status),
-             &status) ||
+  if (!check(tfm_prefill(source, kTokens, kPrompt, logits, &status), &status) ||
       !check(tfm_session_copy(copy, source, &status), &status) ||
       !check(tfm_session_save(source, argv[1], &status), &status))
     return 1;
