@@ -35,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from compare_peers import hardware_limits, prompt_ids, read_bandwidth  # noqa: E402
+import gguf_peer  # noqa: E402
 
 HIDDEN, HEADS, Q_RANK, KV_RANK = 2048, 16, 1536, 512
 NOPE, ROPE, VALUE = 128, 64, 128
@@ -43,11 +44,8 @@ DENSE, EXPERT, SHARED, TOP_K, VOCAB = 11264, 1408, 2, 6, 32000
 
 def write_model(llama_src, path, layers, experts, seed=0):
     """The random Q8_0 deepseek2 file (norms f32)."""
-    sys.path.insert(0, os.path.join(llama_src, "gguf-py"))
-    import gguf  # noqa: E402
-    import numpy as np  # noqa: E402
-    rng = np.random.default_rng(seed)
-    writer = gguf.GGUFWriter(path, "deepseek2")
+    model = gguf_peer.RandomGguf(llama_src, path, "deepseek2", VOCAB, seed)
+    writer, rng, np = model.writer, model.rng, model.np
     a = "deepseek2."
     for key, value in {
             "context_length": 4608, "embedding_length": HIDDEN,
@@ -67,18 +65,8 @@ def write_model(llama_src, path, layers, experts, seed=0):
     writer.add_float32(a + "rope.freq_base", 50000.0)
     writer.add_float32(a + "expert_weights_scale", 2.446)
     writer.add_bool(a + "expert_weights_norm", True)
-    # Placeholder pieces: the weights are random.
-    writer.add_tokenizer_model("llama")
-    writer.add_token_list([f"<t{i}>".encode() for i in range(VOCAB)])
-    writer.add_token_scores([0.0] * VOCAB)
-    writer.add_token_types([gguf.TokenType.NORMAL] * VOCAB)
-    writer.add_bos_token_id(1)
-    writer.add_eos_token_id(2)
 
-    def matrix(name, *shape):
-        values = rng.normal(0, 0.02, shape).astype(np.float32)
-        writer.add_tensor(name, gguf.quants.quantize(values, gguf.GGMLQuantizationType.Q8_0),
-                          raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    matrix = model.matrix
 
     def norm(name, size):
         writer.add_tensor(name, np.ones(size, np.float32))
@@ -113,10 +101,7 @@ def write_model(llama_src, path, layers, experts, seed=0):
         matrix(b + "ffn_gate_shexp.weight", SHARED * EXPERT, HIDDEN)
         matrix(b + "ffn_up_shexp.weight", SHARED * EXPERT, HIDDEN)
         matrix(b + "ffn_down_shexp.weight", HIDDEN, SHARED * EXPERT)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    model.finish()
 
 
 def tfmc_cell(exe, args, work):

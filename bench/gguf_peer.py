@@ -23,6 +23,46 @@ sys.path.insert(0, HERE)
 from compare_peers import hardware_limits, prompt_ids  # noqa: E402
 
 
+class RandomGguf:
+    """A GGUF file of random weights being written with llama.cpp's
+    gguf-py (from the llama.cpp source `llama_src`): `writer` for the
+    architecture's metadata and tensors, a placeholder vocabulary of
+    `vocab` tokens (the weights are random; added by `finish`), `rng` and
+    `np` for the
+    tensors' values, `matrix` for a random Q8_0 one (gguf-py's NumPy
+    quantizer makes llama.cpp's own blocks); `finish` writes the file."""
+
+    def __init__(self, llama_src, path, arch, vocab, seed=0):
+        sys.path.insert(0, os.path.join(llama_src, "gguf-py"))
+        import gguf  # noqa: E402
+        import numpy as np  # noqa: E402
+        self.gguf, self.np = gguf, np
+        self.rng = np.random.default_rng(seed)
+        self.writer = gguf.GGUFWriter(path, arch)
+        self.vocab = vocab
+
+    def matrix(self, name, *shape, scale=0.02):
+        values = self.rng.normal(0, scale, shape).astype(self.np.float32)
+        q8_0 = self.gguf.GGMLQuantizationType.Q8_0
+        self.writer.add_tensor(name, self.gguf.quants.quantize(values, q8_0),
+                               raw_dtype=q8_0)
+
+    def finish(self):
+        """The placeholder vocabulary after the architecture's metadata,
+        then the file."""
+        w, vocab = self.writer, self.vocab
+        w.add_tokenizer_model("llama")
+        w.add_token_list([f"<t{i}>".encode() for i in range(vocab)])
+        w.add_token_scores([0.0] * vocab)
+        w.add_token_types([self.gguf.TokenType.NORMAL] * vocab)
+        w.add_bos_token_id(1)
+        w.add_eos_token_id(2)
+        self.writer.write_header_to_file()
+        self.writer.write_kv_data_to_file()
+        self.writer.write_tensors_to_file()
+        self.writer.close()
+
+
 def arguments(work, layers):
     parser = argparse.ArgumentParser()
     parser.add_argument("--llama-cpp", required=True, help="llama.cpp build dir")

@@ -28,11 +28,8 @@ EXPERTS, USED, FFN, VOCAB = 32, 4, 2880, 201088
 
 def write_model(llama_src, path, layers, seed=0):
     """The random Q8_0 gpt-oss file: even layers sliding."""
-    sys.path.insert(0, os.path.join(llama_src, "gguf-py"))
-    import gguf  # noqa: E402
-    import numpy as np  # noqa: E402
-    rng = np.random.default_rng(seed)
-    writer = gguf.GGUFWriter(path, "gpt-oss")
+    model = gguf_peer.RandomGguf(llama_src, path, "gpt-oss", VOCAB, seed)
+    writer, rng, np = model.writer, model.rng, model.np
     a = "gpt-oss."
     for key, value in {
             "context_length": 8192, "embedding_length": HIDDEN,
@@ -49,18 +46,8 @@ def write_model(llama_src, path, layers, seed=0):
     writer.add_float32(a + "rope.freq_base", 150000.0)
     writer.add_string(a + "rope.scaling.type", "yarn")
     writer.add_float32(a + "rope.scaling.factor", 32.0)
-    # Placeholder pieces: the weights are random.
-    writer.add_tokenizer_model("llama")
-    writer.add_token_list([f"<t{i}>".encode() for i in range(VOCAB)])
-    writer.add_token_scores([0.0] * VOCAB)
-    writer.add_token_types([gguf.TokenType.NORMAL] * VOCAB)
-    writer.add_bos_token_id(1)
-    writer.add_eos_token_id(2)
 
-    def matrix(name, *shape, scale=0.02):
-        values = rng.normal(0, scale, shape).astype(np.float32)
-        writer.add_tensor(name, gguf.quants.quantize(values, gguf.GGMLQuantizationType.Q8_0),
-                          raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    matrix = model.matrix
 
     def vector(name, *shape, mean=0.0, scale=0.02):
         writer.add_tensor(name, rng.normal(mean, scale, shape).astype(np.float32))
@@ -87,10 +74,7 @@ def write_model(llama_src, path, layers, seed=0):
             vector(b + part + ".bias", EXPERTS, FFN)
         matrix(b + "ffn_down_exps.weight", EXPERTS, HIDDEN, FFN)
         vector(b + "ffn_down_exps.bias", EXPERTS, HIDDEN)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    model.finish()
 
 
 def main():

@@ -37,11 +37,8 @@ VOCAB = 248320
 
 def write_model(llama_src, path, layers, seed=0):
     """The random Q8_0 qwen35 file: every fourth layer attends."""
-    sys.path.insert(0, os.path.join(llama_src, "gguf-py"))
-    import gguf  # noqa: E402
-    import numpy as np  # noqa: E402
-    rng = np.random.default_rng(seed)
-    writer = gguf.GGUFWriter(path, "qwen35")
+    model = gguf_peer.RandomGguf(llama_src, path, "qwen35", VOCAB, seed)
+    writer, rng, np = model.writer, model.rng, model.np
     a = "qwen35."
     for key, value in {
             "context_length": 262144, "embedding_length": HIDDEN,
@@ -57,18 +54,8 @@ def write_model(llama_src, path, layers, seed=0):
     writer.add_array(a + "rope.dimension_sections", [11, 11, 10, 0])
     writer.add_float32(a + "attention.layer_norm_rms_epsilon", 1e-6)
     writer.add_float32(a + "rope.freq_base", 10000000.0)
-    # Placeholder pieces: the weights are random.
-    writer.add_tokenizer_model("llama")
-    writer.add_token_list([f"<t{i}>".encode() for i in range(VOCAB)])
-    writer.add_token_scores([0.0] * VOCAB)
-    writer.add_token_types([gguf.TokenType.NORMAL] * VOCAB)
-    writer.add_bos_token_id(1)
-    writer.add_eos_token_id(2)
 
-    def matrix(name, *shape, scale=0.02):
-        values = rng.normal(0, scale, shape).astype(np.float32)
-        writer.add_tensor(name, gguf.quants.quantize(values, gguf.GGMLQuantizationType.Q8_0),
-                          raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    matrix = model.matrix
 
     def vector(name, values):
         writer.add_tensor(name, np.asarray(values, np.float32))
@@ -101,10 +88,7 @@ def write_model(llama_src, path, layers, seed=0):
         matrix(b + "ffn_gate.weight", FFN, HIDDEN)
         matrix(b + "ffn_up.weight", FFN, HIDDEN)
         matrix(b + "ffn_down.weight", HIDDEN, FFN)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    model.finish()
 
 
 def main():

@@ -135,16 +135,22 @@ Value mlir::tfm::softmaxOverLastDim(OpBuilder &b, Location loc, Value logits,
       AffineMap::get(rank - 1, 0, b.getAffineDimExpr(0), b.getContext());
   SmallVector<utils::IteratorType> rowsParallel(rank - 1,
                                                 utils::IteratorType::parallel);
-  auto withSinks = [&](Value perRow, GenericBody body) {
+  // A generic over the rows of `perRow`'s first value, reading each row's
+  // sink after it and `perRow`'s others after that.
+  auto overRowsWithSink = [&](ValueRange perRow, GenericBody body) {
     AffineMap rowIdentity = b.getMultiDimIdentityMap(rank - 1);
+    SmallVector<Value> inputs{perRow.front(), sinks};
+    llvm::append_range(inputs, perRow.drop_front());
+    SmallVector<AffineMap> maps{rowIdentity, sinkOfRow};
+    maps.append(perRow.size(), rowIdentity); // the others and the result
     return createGeneric(
-        b, loc, ValueRange{perRow, sinks},
-        createEmpty(b, loc, cast<RankedTensorType>(perRow.getType()),
-                    tensor::getMixedSizes(b, loc, perRow)),
-        {rowIdentity, sinkOfRow, rowIdentity}, rowsParallel, body);
+        b, loc, inputs,
+        createEmpty(b, loc, cast<RankedTensorType>(perRow.front().getType()),
+                    tensor::getMixedSizes(b, loc, perRow.front())),
+        maps, rowsParallel, body);
   };
   if (sinks)
-    rowMax = withSinks(
+    rowMax = overRowsWithSink(
         rowMax, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
           return arith::MaximumFOp::create(nb, l, args[0], args[1]);
         });
@@ -159,21 +165,15 @@ Value mlir::tfm::softmaxOverLastDim(OpBuilder &b, Location loc, Value logits,
       b, loc, exps, 0.0, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
         return accumulate(nb, l, args[1], args[0]);
       });
-  if (sinks) {
-    // The sink's term, e^(sink - the maximum exps were shifted by).
-    rowSum = createGeneric(
-        b, loc, ValueRange{rowSum, sinks, rowMax},
-        createEmpty(b, loc, cast<RankedTensorType>(rowSum.getType()),
-                    tensor::getMixedSizes(b, loc, rowSum)),
-        {b.getMultiDimIdentityMap(rank - 1), sinkOfRow,
-         b.getMultiDimIdentityMap(rank - 1),
-         b.getMultiDimIdentityMap(rank - 1)},
-        rowsParallel, [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+  // The sink's term, e^(sink - the maximum exps were shifted by).
+  if (sinks)
+    rowSum = overRowsWithSink(
+        {rowSum, rowMax},
+        [](OpBuilder &nb, Location l, ValueRange args) -> Value {
           Value shifted = arith::SubFOp::create(nb, l, args[1], args[2]);
           return arith::AddFOp::create(nb, l, args[0],
                                        math::ExpOp::create(nb, l, shifted));
         });
-  }
   return createGeneric(
       b, loc, ValueRange{exps, rowSum}, createEmpty(b, loc, type, sizes),
       {identity, rows, identity}, parallel,

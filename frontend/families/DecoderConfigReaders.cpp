@@ -28,6 +28,12 @@ void mlir::tfm::readLlamaSizes(ConfigReader &config, DecoderSpec &spec) {
   spec.ropeStyle = RopeStyle::rotate_half;
 }
 
+void mlir::tfm::readHeadDim(ConfigReader &config, DecoderSpec &spec) {
+  if (spec.numHeads > 0)
+    spec.explicitHeadDim =
+        config.positiveInteger("head_dim", spec.hiddenSize / spec.numHeads);
+}
+
 /// LLaMA's checkpoint names: model.layers.N.{input_layernorm, self_attn.
 /// {q,k,v,o}_proj, post_attention_layernorm, mlp.{up,gate,down}_proj}.
 void mlir::tfm::useLlamaNames(ConfigReader &config, DecoderSpec &spec,

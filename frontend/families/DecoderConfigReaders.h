@@ -20,6 +20,10 @@ namespace mlir::tfm {
 /// rope_theta), with LLaMA's rotate-half RoPE.
 void readLlamaSizes(ConfigReader &config, DecoderSpec &spec);
 
+/// Each head's size: head_dim (positive) where the config names one, else
+/// hidden_size / num_attention_heads (Qwen3 and the decoders after it).
+void readHeadDim(ConfigReader &config, DecoderSpec &spec);
+
 /// LLaMA's checkpoint names: model.layers.N.{input_layernorm, self_attn.
 /// {q,k,v,o}_proj, post_attention_layernorm, mlp.{up,gate,down}_proj}, and
 /// lm_head unless tie_word_embeddings (default `tiedByDefault`); under

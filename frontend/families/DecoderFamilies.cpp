@@ -63,9 +63,7 @@ DecoderSpec readQwen3Spec(ConfigReader &config) {
   DecoderSpec spec;
   spec.family = "qwen3";
   readLlamaSizes(config, spec);
-  if (spec.numHeads > 0)
-    spec.explicitHeadDim =
-        config.positiveInteger("head_dim", spec.hiddenSize / spec.numHeads);
+  readHeadDim(config, spec);
   spec.rmsNorm = true;
   spec.normEpsilon = config.number("rms_norm_eps", 1e-6);
   spec.gatedMlp = true;

@@ -168,9 +168,7 @@ DecoderSpec mlir::tfm::readGlm4MoeSpec(ConfigReader &config) {
   DecoderSpec spec;
   spec.family = "glm4_moe";
   readLlamaSizes(config, spec);
-  if (spec.numHeads > 0)
-    spec.explicitHeadDim =
-        config.positiveInteger("head_dim", spec.hiddenSize / spec.numHeads);
+  readHeadDim(config, spec);
   spec.rmsNorm = true;
   spec.normEpsilon = config.number("rms_norm_eps", 1e-5);
   spec.gatedMlp = true;

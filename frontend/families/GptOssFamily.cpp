@@ -29,9 +29,7 @@ DecoderSpec mlir::tfm::readGptOssSpec(ConfigReader &config) {
   DecoderSpec spec;
   spec.family = "gpt_oss";
   readLlamaSizes(config, spec);
-  if (spec.numHeads > 0)
-    spec.explicitHeadDim =
-        config.positiveInteger("head_dim", spec.hiddenSize / spec.numHeads);
+  readHeadDim(config, spec);
   spec.rmsNorm = true;
   spec.normEpsilon = config.number("rms_norm_eps", 1e-5);
   bool bias = config.boolean("attention_bias", true);

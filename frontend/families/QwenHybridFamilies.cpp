@@ -141,9 +141,7 @@ DecoderSpec readHybrid(ConfigReader &config, HybridKind kind,
   spec.numHeads = config.integer("num_attention_heads");
   spec.numKVHeads = config.integer("num_key_value_heads", spec.numHeads);
   spec.maxContext = config.integer("max_position_embeddings");
-  if (spec.numHeads > 0)
-    spec.explicitHeadDim =
-        config.positiveInteger("head_dim", spec.hiddenSize / spec.numHeads);
+  readHeadDim(config, spec);
   spec.rmsNorm = true;
   spec.normEpsilon = config.number("rms_norm_eps", 1e-6);
   spec.gatedMlp = true;

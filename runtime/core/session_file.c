@@ -32,7 +32,7 @@ typedef struct {
   int64_t version;
   char model[kNameBytes]; /* the model's name, NUL-padded */
   int64_t vocab_size, capacity, cache_shape[5], cache_dtype, state_elements;
-  int64_t length, cache_used, window, stale;
+  int64_t length, cache_used, stale;
 } session_header;
 
 static void describe(const tfm_session *s, session_header *h) {
@@ -52,7 +52,6 @@ static void describe(const tfm_session *s, session_header *h) {
   h->state_elements = recurrent ? recurrent->shape[0] : 0;
   h->length = s->length;
   h->cache_used = s->cache_used;
-  h->window = s->window;
   h->stale = s->stale;
 }
 

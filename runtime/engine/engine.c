@@ -83,6 +83,22 @@ static const tfm_cache_desc *batched_cache(const tfm_model_desc *desc,
   return NULL;
 }
 
+/* Zeroed buffers of batched cache `batched` ([-1, ...]) for `sequences`
+ * sequences: its shape into `shape` (batched's rank), its bytes into
+ * *stat and *bytes; NULL when out of memory. */
+static void *sequence_buffers(const tfm_cache_desc *batched,
+                              int64_t sequences, int64_t *shape, int64_t *stat,
+                              size_t *bytes) {
+  shape[0] = sequences;
+  memcpy(shape + 1, batched->shape + 1,
+         (size_t)(batched->rank - 1) * sizeof *shape);
+  *bytes = (size_t)tfm_dtype_bytes(batched->dtype);
+  for (int32_t i = 0; i < batched->rank; ++i)
+    *bytes *= (size_t)shape[i];
+  *stat = (int64_t)*bytes;
+  return calloc(1, *bytes ? *bytes : 1);
+}
+
 tfm_status_code tfm_engine_new(tfm_model *model,
                                const tfm_engine_options *options,
                                tfm_engine **out, tfm_status *status) {
@@ -188,36 +204,25 @@ tfm_status_code tfm_engine_new(tfm_model *model,
                     "out of memory for an engine of %d sequences",
                     o.max_sequences);
   }
-  if (rings) {
-    e->rings_shape[0] = o.max_sequences;
-    memcpy(e->rings_shape + 1, rings->shape + 1, 5 * sizeof *e->rings_shape);
-    size_t bytes = (size_t)tfm_dtype_bytes(rings->dtype);
-    for (int i = 0; i < 6; ++i)
-      bytes *= (size_t)e->rings_shape[i];
-    e->rings = calloc(1, bytes ? bytes : 1);
-    e->stats.kv_ring_bytes = (int64_t)bytes;
-    if (!e->rings) {
-      tfm_engine_free(e);
-      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
-                      "out of memory for the windowed layers' rings of %d "
-                      "sequences (%zu bytes)",
-                      o.max_sequences, bytes);
-    }
+  size_t bytes = 0;
+  if (rings &&
+      !(e->rings = sequence_buffers(rings, o.max_sequences, e->rings_shape,
+                                    &e->stats.kv_ring_bytes, &bytes))) {
+    tfm_engine_free(e);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "out of memory for the windowed layers' rings of %d "
+                    "sequences (%zu bytes)",
+                    o.max_sequences, bytes);
   }
-  if (states) {
-    e->states_shape[0] = o.max_sequences;
-    e->states_shape[1] = states->shape[1];
-    size_t bytes =
-        (size_t)o.max_sequences * (size_t)states->shape[1] * sizeof(float);
-    e->states = calloc(1, bytes);
-    e->stats.recurrent_state_bytes = (int64_t)bytes;
-    if (!e->states) {
-      tfm_engine_free(e);
-      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
-                      "out of memory for the recurrent states of %d "
-                      "sequences (%zu bytes)",
-                      o.max_sequences, bytes);
-    }
+  if (states &&
+      !(e->states = sequence_buffers(states, o.max_sequences, e->states_shape,
+                                     &e->stats.recurrent_state_bytes,
+                                     &bytes))) {
+    tfm_engine_free(e);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "out of memory for the recurrent states of %d "
+                    "sequences (%zu bytes)",
+                    o.max_sequences, bytes);
   }
   for (int64_t s = 0; s < o.max_sequences; ++s)
     e->free_slots[s] = o.max_sequences - 1 - s;
@@ -492,13 +497,10 @@ static tfm_status_code run_step(tfm_engine *e, tfm_engine_event *events,
   tfm_tensor cache = {tfm_kv_pages_base(e->pages), e->cache_dtype, 6, {0},
                       NULL};
   tfm_tensor rings = {e->rings, e->cache_dtype, 6, {0}, NULL};
-  tfm_tensor states = {e->states,
-                       TFM_DTYPE_F32,
-                       2,
-                       {e->states_shape[0], e->states_shape[1]},
-                       NULL};
+  tfm_tensor states = {e->states, TFM_DTYPE_F32, 2, {0}, NULL};
   memcpy(cache.shape, e->cache_shape, sizeof e->cache_shape);
   memcpy(rings.shape, e->rings_shape, sizeof e->rings_shape);
+  memcpy(states.shape, e->states_shape, sizeof e->states_shape);
   /* The paged cache, then the rings and the states where the model has
    * them, in the order @prefill_batch lists its caches. */
   const tfm_entry_point *entry =
