@@ -66,11 +66,10 @@ llvm::Error mlir::tfm::prepareGptOssCheckpoint(DecoderSpec &spec,
   std::string what = spec.family + " config implies";
   for (int64_t l = 0; l < spec.numLayers; ++l) {
     std::string base = layerWeightName(kExperts, l);
-    if (store.contains(base + "gate_up_proj_blocks"))
+    if (store.hasIntegerBuffer(base + "gate_up_proj_blocks"))
       return makeError(checkpoint + ": " + base +
                        "gate_up_proj_blocks: gpt-oss's MXFP4 experts are not "
-                       "read from Hugging Face folders yet; use its BF16 "
-                       "release or a GGUF file");
+                       "read yet; use its BF16 release");
     struct Stacked {
       const char *name;
       std::vector<int64_t> shape;

@@ -172,6 +172,11 @@ public:
   void addIntegerBuffer(llvm::StringRef name, llvm::StringRef dtype) {
     integerBuffers[name] = dtype.str();
   }
+  /// Whether the reader left out integer tensor `name` (an MXFP4
+  /// checkpoint's U8 blocks, for a family to refuse by name).
+  bool hasIntegerBuffer(llvm::StringRef name) const {
+    return integerBuffers.count(name);
+  }
   /// Moves every tensor of `other` here, named `prefix` + its name, with
   /// the mapped files they view (a pipeline's components, each read from
   /// its own folder, in one store).
