@@ -29,8 +29,9 @@ class RandomGguf:
     architecture's metadata and tensors, a placeholder vocabulary of
     `vocab` tokens (the weights are random; added by `finish`), `rng` and
     `np` for the
-    tensors' values, `matrix` for a random Q8_0 one (gguf-py's NumPy
-    quantizer makes llama.cpp's own blocks); `finish` writes the file."""
+    tensors' values, `matrix` for a random Q8_0 one (or another type
+    gguf-py quantizes: MXFP4; its NumPy quantizer makes llama.cpp's own
+    blocks); `finish` writes the file."""
 
     def __init__(self, llama_src, path, arch, vocab, seed=0):
         sys.path.insert(0, os.path.join(llama_src, "gguf-py"))
@@ -41,11 +42,11 @@ class RandomGguf:
         self.writer = gguf.GGUFWriter(path, arch)
         self.vocab = vocab
 
-    def matrix(self, name, *shape, scale=0.02):
+    def matrix(self, name, *shape, scale=0.02, qtype="Q8_0"):
         values = self.rng.normal(0, scale, shape).astype(self.np.float32)
-        q8_0 = self.gguf.GGMLQuantizationType.Q8_0
-        self.writer.add_tensor(name, self.gguf.quants.quantize(values, q8_0),
-                               raw_dtype=q8_0)
+        kind = self.gguf.GGMLQuantizationType[qtype]
+        self.writer.add_tensor(name, self.gguf.quants.quantize(values, kind),
+                               raw_dtype=kind)
 
     def finish(self):
         """The placeholder vocabulary after the architecture's metadata,
@@ -104,8 +105,8 @@ def run(args, name, file_name, write_model):
     path = os.path.join(args.work, file_name)
     if not os.path.exists(path):
         write_model(src, path, args.layers)
-    exe = os.path.join(args.work, "tfmc-model")
-    if not os.path.exists(exe):  # compiled once per work directory
+    exe = os.path.splitext(path)[0] + "-tfmc"
+    if not os.path.exists(exe):  # compiled once per file
         subprocess.run([os.path.join(ROOT, "build", "bin", "tfmc"), path, "-q",
                         "-o", exe], check=True)
     bench = os.path.join(args.llama_cpp, "bin", "llama-bench")

@@ -6,11 +6,12 @@ biases and the clamped SwiGLU.
 
 The model is gpt-oss-20b's widths (hidden 2880; 64 heads of 64, 8 KV
 heads; 32 experts of 2880, 4 a token; the real 201088-token vocabulary,
-untied), cut to --layers layers, random weights, Q8_0 (written with
-llama.cpp's gguf-py; MXFP4, the published experts' format, tfmc does not
-read yet). Both engines run the same file round robin (gguf_peer.py).
+untied), cut to --layers layers, random weights, Q8_0, the experts in
+--experts (Q8_0, or MXFP4 as the published model stores them; written with
+llama.cpp's gguf-py). Both engines run the same file round robin
+(gguf_peer.py).
 
-    /usr/bin/python3 bench/gpt_oss_peer.py --llama-cpp LLAMA_BUILD [--layers 2]
+    /usr/bin/python3 bench/gpt_oss_peer.py --llama-cpp LLAMA_BUILD [--layers 2] [--experts MXFP4]
 
 LLAMA_BUILD is a CMake build of llama.cpp with llama-bench (see
 bench/compare_weight_formats.py for building it from node-llama-cpp's
@@ -26,8 +27,9 @@ HIDDEN, HEADS, KV_HEADS, HEAD_DIM, WINDOW = 2880, 64, 8, 64, 128
 EXPERTS, USED, FFN, VOCAB = 32, 4, 2880, 201088
 
 
-def write_model(llama_src, path, layers, seed=0):
-    """The random Q8_0 gpt-oss file: even layers sliding."""
+def write_model(llama_src, path, layers, seed=0, experts="Q8_0"):
+    """The random gpt-oss file, Q8_0 but for the experts (`experts`): even
+    layers sliding."""
     model = gguf_peer.RandomGguf(llama_src, path, "gpt-oss", VOCAB, seed)
     writer, rng, np = model.writer, model.rng, model.np
     a = "gpt-oss."
@@ -70,17 +72,21 @@ def write_model(llama_src, path, layers, seed=0):
         matrix(b + "ffn_gate_inp.weight", EXPERTS, HIDDEN)
         vector(b + "ffn_gate_inp.bias", EXPERTS)
         for part in ("ffn_gate_exps", "ffn_up_exps"):
-            matrix(b + part + ".weight", EXPERTS, FFN, HIDDEN)
+            matrix(b + part + ".weight", EXPERTS, FFN, HIDDEN, qtype=experts)
             vector(b + part + ".bias", EXPERTS, FFN)
-        matrix(b + "ffn_down_exps.weight", EXPERTS, HIDDEN, FFN)
+        matrix(b + "ffn_down_exps.weight", EXPERTS, HIDDEN, FFN, qtype=experts)
         vector(b + "ffn_down_exps.bias", EXPERTS, HIDDEN)
     model.finish()
 
 
 def main():
-    args = gguf_peer.arguments("/tmp/tfm-gpt-oss-bench", 2).parse_args()
-    gguf_peer.run(args, "gpt-oss-20b widths, Q8_0",
-                  f"gpt-oss-{args.layers}-q8_0.gguf", write_model)
+    parser = gguf_peer.arguments("/tmp/tfm-gpt-oss-bench", 2)
+    parser.add_argument("--experts", default="Q8_0", choices=["Q8_0", "MXFP4"])
+    args = parser.parse_args()
+    gguf_peer.run(args, f"gpt-oss-20b widths, Q8_0, experts {args.experts}",
+                  f"gpt-oss-{args.layers}-experts-{args.experts.lower()}.gguf",
+                  lambda src, path, layers: write_model(
+                      src, path, layers, experts=args.experts))
 
 
 if __name__ == "__main__":

@@ -162,15 +162,14 @@ LogicalResult mlir::tfm::verifyWeightStorage(Operation *op, StringRef what,
                              << " in blocks to be a matrix, got rank "
                              << type.getRank();
   int64_t cols = type.getDimSize(1);
-  bool superBlocks = isKQuantDtype(stringifyBlockFormat(quant.getFormat()));
-  if (superBlocks && !ShapedType::isDynamic(cols) &&
-      cols % BlockQuantAttr::superBlockSize() != 0)
+  StringRef format = stringifyBlockFormat(quant.getFormat());
+  if (isCheckpointOnlyDtype(format) && !ShapedType::isDynamic(cols) &&
+      cols % checkpointBlockColumns(format) != 0)
     return op->emitOpError()
-           << "expected " << what << " in "
-           << stringifyBlockFormat(quant.getFormat())
-           << " to have rows of whole "
-           << "super-blocks (a multiple of "
-           << BlockQuantAttr::superBlockSize() << " elements), got " << cols;
+           << "expected " << what << " in " << format << " to have rows of whole "
+           << (isKQuantDtype(format) ? "super-blocks" : "blocks")
+           << " (a multiple of " << checkpointBlockColumns(format)
+           << " elements), got " << cols;
   return success();
 }
 

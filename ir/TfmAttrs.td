@@ -336,7 +336,11 @@ def Tfm_BlockFormat : I32EnumAttr<"BlockFormat",
       I32EnumAttrCase<"q6_k", 4>,
       // Super-blocks of 256 along a row (GGUF's Q5_K): q4_k's, with codes
       // q in [0, 31] (i5): a fifth bit beside each nibble.
-      I32EnumAttrCase<"q5_k", 5>
+      I32EnumAttrCase<"q5_k", 5>,
+      // Blocks of 32 along a row (OCP's MXFP4, as gpt-oss and GGUF store
+      // it): w = 2^(e - 127) · FP4[q], q an E2M1 code in [0, 15] (i4),
+      // with an E8M0 exponent byte e per block.
+      I32EnumAttrCase<"mxfp4", 6>
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;
@@ -366,6 +370,12 @@ def Tfm_BlockQuantAttr : AttrDef<Tfm_Dialect, "BlockQuant"> {
     only from a Q6_K tensor. `q5_k` is GGUF's Q5_K kept so: `q4_k`'s
     metadata and formula with `i5` codes, `q` in [0, 31] (5.5 bits a weight
     in the file, 5.625 in the kernels' layout), only from a Q5_K tensor.
+    `mxfp4` is the OCP microscaling FP4 format kept as the checkpoint
+    stores it (gpt-oss's experts; GGUF's MXFP4): `i4` codes that name the
+    E2M1 values {0, 0.5, 1, 1.5, 2, 3, 4, 6} and their negatives,
+    `w = 2^(e - 127) · FP4[q]` with one E8M0 exponent byte `e` per block
+    of 32 (4.25 bits a weight in the file and in the kernels' layout),
+    only from an MXFP4 tensor (rows of whole blocks).
     A row of another format
     whose length is not a multiple of 32 ends in a zero-padded block.
     `tfm.dequantize` gives the
@@ -386,7 +396,7 @@ def Tfm_BlockQuantAttr : AttrDef<Tfm_Dialect, "BlockQuant"> {
     /// multiple).
     static constexpr int64_t superBlockSize() { return 256; }
     /// The element type of the codes: i8 (q8_0), i6 (q6_k), i5 (q5_k) or
-    /// i4 (q4_0, q4_1, q4_k).
+    /// i4 (q4_0, q4_1, q4_k, mxfp4).
     unsigned codeBits() const;
   }];
 }

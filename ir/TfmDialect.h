@@ -35,6 +35,17 @@ inline constexpr llvm::StringLiteral kCheckpointDtypeAttrName =
 inline bool isKQuantDtype(llvm::StringRef dtype) {
   return dtype == "q4_k" || dtype == "q5_k" || dtype == "q6_k";
 }
+/// Whether a checkpoint dtype (or block format) is kept only as a
+/// checkpoint stores it, its blocks copied (no encoder from f32): the
+/// K-quants and "mxfp4" (OCP's blocks of 32 with an E8M0 exponent).
+inline bool isCheckpointOnlyDtype(llvm::StringRef dtype) {
+  return isKQuantDtype(dtype) || dtype == "mxfp4";
+}
+/// Elements of a checkpoint-only dtype's blocks along a row, which a split
+/// of its columns must keep whole: 256 (K-quants) or 32 (mxfp4).
+inline int64_t checkpointBlockColumns(llvm::StringRef dtype) {
+  return isKQuantDtype(dtype) ? 256 : 32;
+}
 /// On the module of a CLIP model: the scale of its text-image similarities,
 /// exp(logit_scale) (a positive FloatAttr).
 inline constexpr llvm::StringLiteral kLogitScaleAttrName = "tfm.logit_scale";

@@ -32,8 +32,9 @@ bool isHeadProjection(LinearOp op) {
   return op.getType().getRank() == 3 && !op.getActivation() && !op.getGated();
 }
 
-/// The K-quant its checkpoint stores the projection's weight in ("q4_k",
-/// "q5_k", "q6_k": tfm.checkpoint_dtype), empty for anything else. Projections
+/// The checkpoint-only format its checkpoint stores the projection's
+/// weight in ("q4_k", "q5_k", "q6_k", "mxfp4": tfm.checkpoint_dtype), empty
+/// for anything else. Projections
 /// in different K-quants stay apart: a join is stored in one format, and
 /// neither holds the other's blocks, so a join of llama.cpp's Q4_K_M
 /// layers whose V is Q6_K would be int8 (8.5 bits a weight for Q and K's
@@ -46,7 +47,7 @@ StringRef kQuantOf(LinearOp op) {
       op, weight.getNameAttr());
   auto dtype =
       decl ? decl->getAttrOfType<StringAttr>(kCheckpointDtypeAttrName) : nullptr;
-  if (!dtype || !isKQuantDtype(dtype.getValue()))
+  if (!dtype || !isCheckpointOnlyDtype(dtype.getValue()))
     return {};
   return dtype.getValue();
 }

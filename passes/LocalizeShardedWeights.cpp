@@ -20,24 +20,21 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// Columns of a GGUF K-quant block (Q4_K, Q5_K, Q6_K: 256 elements of a
-/// row).
-constexpr int64_t kKQuantBlockColumns = 256;
-
-/// A weight kept in its checkpoint's K-quant blocks (tfm.checkpoint_dtype
-/// q4_k, q5_k or q6_k) and split by columns into parts of `columns` each: its
+/// A weight kept in its checkpoint's blocks (tfm.checkpoint_dtype q4_k,
+/// q5_k, q6_k or mxfp4) and split by columns into parts of `columns` each: its
 /// blocks copy as stored where the parts are whole blocks; where a part
 /// would cut a block (LLaMA-2-7B's 11008 MLP features over 2 ranks) it is
 /// requantized to int8, as formats no kernel reads are, and tfmc says so.
 void keepBlocksWhole(WeightDeclOp decl, int64_t axis, int64_t columns) {
   auto stored = decl->getAttrOfType<StringAttr>(kCheckpointDtypeAttrName);
-  if (axis != 1 || !stored || !isKQuantDtype(stored.getValue()) ||
-      columns % kKQuantBlockColumns == 0)
+  if (axis != 1 || !stored || !isCheckpointOnlyDtype(stored.getValue()) ||
+      columns % checkpointBlockColumns(stored.getValue()) == 0)
     return;
   decl.emitWarning() << "split into parts of " << columns
                      << " columns, which would cut its "
                      << stored.getValue().upper() << " blocks of "
-                     << kKQuantBlockColumns << ": requantized to int8";
+                     << checkpointBlockColumns(stored.getValue())
+                     << ": requantized to int8";
   decl->setAttr(kCheckpointDtypeAttrName,
                 StringAttr::get(decl.getContext(), "int8"));
 }

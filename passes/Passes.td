@@ -252,10 +252,11 @@ def QuantizeWeightsPass : Pass<"tfm-quantize-weights", "ModuleOp"> {
     - `checkpoint`: each weight's `tfm.checkpoint_dtype` attribute, which
       the frontend sets on a declaration whose checkpoint stores it
       narrower than f32 (a BF16 safetensors file: `bf16`; a GGUF Q4_0
-      tensor: `int4`; Q4_1: `int4-min`; Q8_0: `int8`; Q4_K, Q5_K and Q6_K:
-      `q4_k`, `q5_k` and `q6_k`, that is `#tfm.block_quant<q4_k>`, `<q5_k>`
-      and `<q6_k>`, which only such tensors can be stored in), so that the
-      blob keeps it as stored.
+      tensor: `int4`; Q4_1: `int4-min`; Q8_0: `int8`; Q4_K, Q5_K, Q6_K and
+      MXFP4: `q4_k`, `q5_k`, `q6_k` and `mxfp4`, that is
+      `#tfm.block_quant<q4_k>`, `<q5_k>`, `<q6_k>` and `<mxfp4>`, which
+      only such tensors can be stored in), so that the blob keeps it as
+      stored.
 
     Embedding tables and the LM head (a linear whose result an entry point
     returns, or a weight also looked up as a table) take `edge-dtype`
@@ -269,8 +270,8 @@ def QuantizeWeightsPass : Pass<"tfm-quantize-weights", "ModuleOp"> {
     one format and stays a join when all its parts but the last have a
     multiple of 32 rows: parts given different formats all take the
     widest of them (f32 > bf16, f16 > int8 > int4-min > int4; bf16 beside
-    f16 gives f32; q4_k counts as the int4-min that holds its blocks, q5_k
-    and q6_k as int8).
+    f16 gives f32; q4_k counts as the int4-min that holds its blocks, q5_k,
+    q6_k and mxfp4 as int8).
     Otherwise each part is dequantized alone and the f32 parts joined.
 
     ```mlir

@@ -37,11 +37,13 @@ constexpr StringLiteral kDtypeNames =
     "f32, bf16, f16, int8, int4, int4-min or checkpoint";
 
 /// Dtypes only a checkpoint tensor can have: GGUF's Q4_K, Q5_K and Q6_K,
-/// whose blocks the packager copies (there is no encoder from f32 values).
-bool isCheckpointOnly(StringRef dtype) { return isKQuantDtype(dtype); }
+/// and MXFP4, whose blocks the packager copies (there is no encoder from
+/// f32 values).
+bool isCheckpointOnly(StringRef dtype) { return isCheckpointOnlyDtype(dtype); }
 
 /// The storage type of an f32 matrix `type` in `dtype` (f32, bf16, f16,
-/// int8, int4, int4-min, q4_k, q5_k, q6_k); null for an unknown name.
+/// int8, int4, int4-min, q4_k, q5_k, q6_k, mxfp4); null for an unknown
+/// name.
 RankedTensorType storageType(RankedTensorType type, StringRef dtype) {
   MLIRContext *ctx = type.getContext();
   ArrayRef<int64_t> shape = type.getShape();
@@ -59,6 +61,7 @@ RankedTensorType storageType(RankedTensorType type, StringRef dtype) {
           .Case("q4_k", BlockFormat::q4_k)
           .Case("q5_k", BlockFormat::q5_k)
           .Case("q6_k", BlockFormat::q6_k)
+          .Case("mxfp4", BlockFormat::mxfp4)
           .Default(std::nullopt);
   if (!blocks)
     return {};
@@ -161,6 +164,8 @@ int storageHalfBits(RankedTensorType type) {
       return 13;
     case BlockFormat::q5_k: // never compared: joins as q8_0
       return 11;
+    case BlockFormat::mxfp4: // never compared: joins as q8_0
+      return 9;
     }
   }
   return 2 * type.getElementTypeBitWidth();
@@ -171,11 +176,11 @@ int storageHalfBits(RankedTensorType type) {
 /// some layers' value projection in Q6_K (int8 here) beside Q4_K query and
 /// key projections (int4-min), and a join of mixed parts would otherwise
 /// be dequantized to f32 on every call. A part kept f32 makes the whole
-/// join f32; bf16 beside f16 (neither holds the other) too. q4_k, q5_k and
-/// q6_k, which only Q4_K, Q5_K and Q6_K tensors can be stored in, join
-/// others as int4-min (q4_1: the same grid per block of 32, its f16 step
-/// rounded) and int8 (q5_k's 32 levels and q6_k's 64 need more than 4
-/// bits). Widening repeats until no join changes, as a weight may sit
+/// join f32; bf16 beside f16 (neither holds the other) too. q4_k, q5_k,
+/// q6_k and mxfp4, which only Q4_K, Q5_K, Q6_K and MXFP4 tensors can be
+/// stored in, join others as int4-min (q4_1: the same grid per block of 32,
+/// its f16 step rounded) and int8 (q5_k's 32 levels, q6_k's 64 and mxfp4's
+/// uneven ones need more than 4 bits). Widening repeats until no join changes, as a weight may sit
 /// in several joins.
 void unifyJoinFormats(ModuleOp module,
                       llvm::StringMap<RankedTensorType> &storage) {
@@ -213,14 +218,15 @@ void unifyJoinFormats(ModuleOp module,
             return sameStorage(typeOf(part), typeOf(parts.front()));
           }))
         return;
-      // Mixed: q4_k, q5_k and q6_k parts count as the int4-min and int8
-      // they join as.
+      // Mixed: q4_k, q5_k, q6_k and mxfp4 parts count as the int4-min and
+      // int8 they join as.
       auto joinable = [&](WeightOp part) {
         RankedTensorType type = typeOf(part);
         std::optional<BlockFormat> format = formatOf(type);
         if (format == BlockFormat::q4_k)
           return storageType(type, "int4-min");
-        if (format == BlockFormat::q5_k || format == BlockFormat::q6_k)
+        if (format == BlockFormat::q5_k || format == BlockFormat::q6_k ||
+            format == BlockFormat::mxfp4)
           return storageType(type, "int8");
         return type;
       };

@@ -17,6 +17,7 @@ StoredFormat mlir::tfm::storedFormatOf(RankedTensorType type) {
     case BlockFormat::q4_k: return StoredFormat::Q4_K;
     case BlockFormat::q5_k: return StoredFormat::Q5_K;
     case BlockFormat::q6_k: return StoredFormat::Q6_K;
+    case BlockFormat::mxfp4: return StoredFormat::MXFP4;
     }
   }
   Type element = type.getElementType();
@@ -38,6 +39,7 @@ llvm::StringRef mlir::tfm::storedFormatName(StoredFormat format) {
   case StoredFormat::Q4_K: return "q4_k";
   case StoredFormat::Q5_K: return "q5_k";
   case StoredFormat::Q6_K: return "q6_k";
+  case StoredFormat::MXFP4: return "mxfp4";
   }
   return "f32";
 }
@@ -53,6 +55,7 @@ std::optional<StoredFormat> mlir::tfm::parseStoredFormat(llvm::StringRef name) {
       .Case("q4_k", StoredFormat::Q4_K)
       .Case("q5_k", StoredFormat::Q5_K)
       .Case("q6_k", StoredFormat::Q6_K)
+      .Case("mxfp4", StoredFormat::MXFP4)
       .Default(std::nullopt);
 }
 

@@ -140,20 +140,22 @@ void writePanels(const WeightRows &weight, StoredFormat format,
   }
 }
 
-/// Writes `weight`, stored in GGUF's Q4_K, Q5_K or Q6_K (`format`), as q4_k,
-/// q5_k or q6_k panels: the file's blocks rearranged (encodeKQuantPanel), a
-/// group of panels at a time.
-llvm::Error writeKQuantPanels(llvm::StringRef name, const WeightRows &weight,
-                              StoredFormat format, BlobWriter &out) {
-  std::string stored = kQuantName(format);
+/// Writes `weight`, stored in Q4_K, Q5_K, Q6_K or MXFP4 (`format`), as
+/// q4_k, q5_k, q6_k or mxfp4 panels: the file's blocks rearranged
+/// (encodeCheckpointPanel), a group of panels at a time.
+llvm::Error writeCheckpointPanels(llvm::StringRef name,
+                                  const WeightRows &weight, StoredFormat format,
+                                  BlobWriter &out) {
+  std::string stored = checkpointBlockName(format);
   if (weight.storedDtype != stored || !weight.readStored ||
-      weight.cols % kKQuantElements != 0)
+      weight.cols % checkpointBlockElements(format) != 0)
     return makeError("weight '" + name + "' is declared " +
                      storedFormatName(format) + ", which only a tensor stored "
                      "in " + stored + " can be (its checkpoint stores " +
                      weight.storedDtype + ")");
   int64_t height = TFM_BLOCK_PANEL_ROWS;
-  int64_t rowBytes = weight.cols / kKQuantElements * kQuantBlockBytes(format);
+  int64_t rowBytes = weight.cols / checkpointBlockElements(format) *
+                     checkpointBlockBytes(format);
   int64_t group = std::max<int64_t>(1, (8 << 20) / (height * rowBytes));
   std::vector<uint8_t> rows(group * height * rowBytes);
   std::vector<uint8_t> panel;
@@ -165,8 +167,8 @@ llvm::Error writeKQuantPanels(llvm::StringRef name, const WeightRows &weight,
                        name + "' cannot be read as stored");
     for (int64_t p = 0; p < (count + height - 1) / height; ++p) {
       panel.clear();
-      encodeKQuantPanel(format, rows.data() + p * height * rowBytes,
-                        weight.cols, panel);
+      encodeCheckpointPanel(format, rows.data() + p * height * rowBytes,
+                            weight.cols, panel);
       out.write(panel.data(), panel.size());
     }
     weight.release(first, first + count);
@@ -592,8 +594,8 @@ llvm::Expected<uint64_t> mlir::tfm::writeWeightBlob(
       return makeError("internal error: weight '" + name +
                        "' in blocks is not recorded as panels");
     out.zerosTo(offset);
-    if (isKQuant(format)) {
-      if (llvm::Error err = writeKQuantPanels(name, *weight, format, out))
+    if (isCopiedFromCheckpoint(format)) {
+      if (llvm::Error err = writeCheckpointPanels(name, *weight, format, out))
         return std::move(err);
     } else if (shape)
       writePanels(*weight, format, out);

@@ -15,7 +15,7 @@ using namespace mlir::tfm;
 
 bool mlir::tfm::isBlockFormat(StoredFormat format) {
   return format == StoredFormat::Q8_0 || format == StoredFormat::Q4_0 ||
-         format == StoredFormat::Q4_1 || isKQuant(format);
+         format == StoredFormat::Q4_1 || isCopiedFromCheckpoint(format);
 }
 
 int64_t mlir::tfm::panelRows(StoredFormat format) {
@@ -29,6 +29,7 @@ int mlir::tfm::blockFormatCode(StoredFormat format) {
   case StoredFormat::Q4_K: return TFM_BLOCKS_Q4_K;
   case StoredFormat::Q5_K: return TFM_BLOCKS_Q5_K;
   case StoredFormat::Q6_K: return TFM_BLOCKS_Q6_K;
+  case StoredFormat::MXFP4: return TFM_BLOCKS_MXFP4;
   default: return TFM_BLOCKS_Q4_0;
   }
 }
@@ -224,12 +225,12 @@ int64_t mlir::tfm::storedMatrixBytes(StoredFormat format, int64_t rows,
 
 namespace {
 
-/// The file's K-quant blocks of a panel's 16 rows: block `s` of row `r`.
+/// The file's blocks of a panel's 16 rows: block `s` of row `r`.
 struct PanelBlocks {
   const uint8_t *rowBlocks;
-  int64_t supers, blockBytes;
+  int64_t perRow, blockBytes; // blocks per row, bytes per block
   const uint8_t *operator()(int64_t r, int64_t s) const {
-    return rowBlocks + (r * supers + s) * blockBytes;
+    return rowBlocks + (r * perRow + s) * blockBytes;
   }
 };
 
@@ -239,10 +240,10 @@ struct PanelBlocks {
 void appendQ4KOrQ5KPanel(const PanelBlocks &blockOf, bool fifthBits,
                          std::vector<uint8_t> &out) {
   constexpr int64_t kRows = TFM_BLOCK_PANEL_ROWS;
-  int64_t blocks = blockOf.supers * TFM_K_SUPER_BLOCKS;
+  int64_t blocks = blockOf.perRow * TFM_K_SUPER_BLOCKS;
   // d, then dmin, [super-block][row]: the file's f16 bits.
   for (int half = 0; half < 2; ++half)
-    for (int64_t s = 0; s < blockOf.supers; ++s)
+    for (int64_t s = 0; s < blockOf.perRow; ++s)
       for (int64_t r = 0; r < kRows; ++r) {
         const uint8_t *at = blockOf(r, s) + 2 * half;
         out.push_back(at[0]);
@@ -296,8 +297,8 @@ int q6KCode(const uint8_t *block, int n) {
 
 void appendQ6KPanel(const PanelBlocks &blockOf, std::vector<uint8_t> &out) {
   constexpr int64_t kRows = TFM_BLOCK_PANEL_ROWS;
-  int64_t blocks = blockOf.supers * TFM_K_SUPER_BLOCKS;
-  for (int64_t s = 0; s < blockOf.supers; ++s)
+  int64_t blocks = blockOf.perRow * TFM_K_SUPER_BLOCKS;
+  for (int64_t s = 0; s < blockOf.perRow; ++s)
     for (int64_t r = 0; r < kRows; ++r) {
       const uint8_t *d = blockOf(r, s) + 208;
       out.push_back(d[0]);
@@ -329,13 +330,32 @@ void appendQ6KPanel(const PanelBlocks &blockOf, std::vector<uint8_t> &out) {
   }
 }
 
+/// Appends an MXFP4 panel: each block's 16 exponent bytes [row], then its
+/// E2M1 codes as Q4_0's nibbles (element j of a file block is the low
+/// nibble of byte j, element j + 16 its high one).
+void appendMxfp4Panel(const PanelBlocks &blockOf, std::vector<uint8_t> &out) {
+  constexpr int64_t kRows = TFM_BLOCK_PANEL_ROWS;
+  int64_t blocks = blockOf.perRow;
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t r = 0; r < kRows; ++r)
+      out.push_back(blockOf(r, b)[0]);
+  for (int64_t b = 0; b < blocks; ++b)
+    appendNibbleCodes(out, [&](int64_t r, int e) {
+      uint8_t byte = blockOf(r, b)[1 + e % 16];
+      return e < 16 ? byte & 0x0F : byte >> 4;
+    });
+}
+
 } // namespace
 
-void mlir::tfm::encodeKQuantPanel(StoredFormat format, const uint8_t *rowBlocks,
-                                  int64_t cols, std::vector<uint8_t> &out) {
-  PanelBlocks blocks{rowBlocks, cols / kKQuantElements,
-                     kQuantBlockBytes(format)};
-  if (format == StoredFormat::Q6_K)
+void mlir::tfm::encodeCheckpointPanel(StoredFormat format,
+                                      const uint8_t *rowBlocks, int64_t cols,
+                                      std::vector<uint8_t> &out) {
+  PanelBlocks blocks{rowBlocks, cols / checkpointBlockElements(format),
+                     checkpointBlockBytes(format)};
+  if (format == StoredFormat::MXFP4)
+    appendMxfp4Panel(blocks, out);
+  else if (format == StoredFormat::Q6_K)
     appendQ6KPanel(blocks, out);
   else
     appendQ4KOrQ5KPanel(blocks, format == StoredFormat::Q5_K, out);
@@ -355,7 +375,8 @@ void mlir::tfm::encodeRowMajor(StoredFormat format, const float *values,
 
 void mlir::tfm::encodePanel(StoredFormat format, const float *rows,
                             int64_t cols, std::vector<uint8_t> &out) {
-  assert(!isKQuant(format) && "K-quant panels come from their blocks");
+  assert(!isCopiedFromCheckpoint(format) &&
+         "K-quant and MXFP4 panels come from their blocks");
   if (isBlockFormat(format))
     return encodeBlockPanel(format, rows, cols, out);
   std::vector<float> transposed(TFM_PANEL_WIDTH * cols);

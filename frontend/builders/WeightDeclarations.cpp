@@ -28,7 +28,8 @@ bool mlir::tfm::checkpointRequantizes(WeightDtype dtype) {
   case WeightDtype::Q4_1:
   case WeightDtype::Q4_K:
   case WeightDtype::Q5_K:
-  case WeightDtype::Q6_K: return false;
+  case WeightDtype::Q6_K:
+  case WeightDtype::MXFP4: return false;
   case WeightDtype::Q5_0:
   case WeightDtype::Q5_1:
   case WeightDtype::Q2_K:
@@ -48,11 +49,12 @@ std::optional<StringRef> mlir::tfm::checkpointDtype(WeightDtype dtype) {
   case WeightDtype::Q4_0: return StringRef("int4");
   case WeightDtype::Q4_1: return StringRef("int4-min");
   case WeightDtype::Q8_0: return StringRef("int8");
-  // The K-quants keep their blocks (the q4_k, q5_k and q6_k block
-  // kernels).
+  // The K-quants and MXFP4 keep their blocks (the q4_k, q5_k, q6_k and
+  // mxfp4 block kernels).
   case WeightDtype::Q4_K: return StringRef("q4_k");
   case WeightDtype::Q5_K: return StringRef("q5_k");
   case WeightDtype::Q6_K: return StringRef("q6_k");
+  case WeightDtype::MXFP4: return StringRef("mxfp4");
   default: return std::nullopt; // f32
   }
 }

@@ -605,12 +605,7 @@ llvm::Error checkBlockScales(const GgufFile &file, const uint8_t *base,
                      " to " +
                      llvm::Twine((bad->block + 1) * blockElements - 1) +
                      ") has scale " + bad->field + " = " +
-                     ((bad->bits & 0x3ff)    ? "NaN"
-                      : (bad->bits & 0x8000) ? "-infinity"
-                                             : "infinity") +
-                     " (f16 0x" +
-                     llvm::utohexstr(bad->bits, /*LowerCase=*/true) +
-                     "): the file is corrupt");
+                     describeNonFiniteScale(*bad) + ": the file is corrupt");
   }
   return llvm::Error::success();
 }

@@ -70,6 +70,7 @@ std::optional<WeightDtype> supportedDtype(uint32_t type) {
   case 20: return WeightDtype::IQ4_NL;
   case 23: return WeightDtype::IQ4_XS;
   case 30: return WeightDtype::BF16;
+  case 39: return WeightDtype::MXFP4;
   default: return std::nullopt;
   }
 }

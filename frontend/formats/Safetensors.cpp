@@ -29,17 +29,19 @@ using llvm::Error;
 
 namespace {
 
-/// IEEE half to float, subnormals, infinities and NaNs included.
+/// A dtype tfmc reads: a float's WeightDtype, or none for U8 (bytes kept
+/// as stored: ByteTensor).
 struct DtypeInfo {
   llvm::StringRef name;
   int64_t bytes;
-  WeightDtype dtype;
+  std::optional<WeightDtype> dtype;
 };
 
 std::optional<DtypeInfo> lookupDtype(llvm::StringRef name) {
   for (DtypeInfo info : {DtypeInfo{"F32", 4, WeightDtype::F32},
                          {"F16", 2, WeightDtype::F16},
-                         {"BF16", 2, WeightDtype::BF16}})
+                         {"BF16", 2, WeightDtype::BF16},
+                         {"U8", 1, std::nullopt}})
     if (info.name == name)
       return info;
   return std::nullopt;
@@ -138,11 +140,11 @@ Error mlir::tfm::readSafetensorsFile(llvm::StringRef path, WeightStore &store) {
       continue;
     // Integer tensors are buffers saved with the parameters (Swin's
     // relative_position_index, position_ids), not weights: tfmc computes
-    // what it needs of them itself, and names them if asked for one.
+    // what it needs of them itself, and names them if asked for one. U8
+    // tensors are kept as bytes (gpt-oss's MXFP4 blocks).
     if (const llvm::json::Object *fields = value.getAsObject())
       if (std::optional<llvm::StringRef> dtype = fields->getString("dtype"))
-        if (llvm::is_contained({"I64", "I32", "I16", "I8", "U8", "BOOL"},
-                               *dtype)) {
+        if (llvm::is_contained({"I64", "I32", "I16", "I8", "BOOL"}, *dtype)) {
           store.addIntegerBuffer(key, *dtype);
           continue;
         }
@@ -163,11 +165,13 @@ Error mlir::tfm::readSafetensorsFile(llvm::StringRef path, WeightStore &store) {
     if (store.contains(entry.name))
       return makeError(path + ": tensor '" + entry.name +
                        "' appears in more than one file");
-    store.add(entry.name,
-              WeightTensor::view(
-                  entry.shape, lookupDtype(entry.dtype)->dtype,
-                  reinterpret_cast<const uint8_t *>(data + entry.begin),
-                  mapped, source));
+    const auto *at = reinterpret_cast<const uint8_t *>(data + entry.begin);
+    std::optional<WeightDtype> dtype = lookupDtype(entry.dtype)->dtype;
+    if (dtype)
+      store.add(entry.name,
+                WeightTensor::view(entry.shape, *dtype, at, mapped, source));
+    else
+      store.addByteTensor(entry.name, {entry.shape, at, mapped, source});
   }
   store.keepMapped(std::move(*buffer));
   return Error::success();

@@ -6,6 +6,8 @@
 
 #include "llvm/Support/Endian.h"
 
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <iterator>
 
@@ -196,12 +198,27 @@ void decodeIQ4_XS(const uint8_t *block, float *out) {
   }
 }
 
+/// MXFP4's E2M1 values, by code (OCP Microscaling Formats v1.0, 5.3.3).
+constexpr float kE2M1Values[16] = {0,  0.5f,  1,  1.5f,  2,  3,  4,  6,
+                                   -0, -0.5f, -1, -1.5f, -2, -3, -4, -6};
+
+void decodeMXFP4(const uint8_t *block, float *out) {
+  // 2^(e - 127); e = 255 (NaN) is refused before anything decodes.
+  float scale = std::ldexp(1.0f, int(block[0]) - 127);
+  for (int j = 0; j < 16; ++j) {
+    out[j] = scale * kE2M1Values[block[1 + j] & 0xf];
+    out[j + 16] = scale * kE2M1Values[block[1 + j] >> 4];
+  }
+}
+
 using BlockDecoder = void (*)(const uint8_t *, float *);
 
-/// An f16 scale of a block: its byte offset and name (ggml-common.h's).
+/// A scale of a block: its byte offset, name (ggml-common.h's) and
+/// encoding (an f16, or MXFP4's E8M0 exponent byte).
 struct ScaleField {
   int offset;
   const char *name; // null: no such field
+  bool e8m0 = false;
 };
 
 /// Each dtype's name, block, decoder and f16 scales, in WeightDtype's
@@ -232,13 +249,14 @@ constexpr DtypeLayout kLayouts[] = {
     {WeightDtype::Q5_K, "Q5_K", 256, 176, decodeQ5_K, {{0, "d"}, {2, "dmin"}}},
     {WeightDtype::IQ4_NL, "IQ4_NL", 32, 18, decodeIQ4_NL, {{0, "d"}, kNone}},
     {WeightDtype::IQ4_XS, "IQ4_XS", 256, 136, decodeIQ4_XS, {{0, "d"}, kNone}},
+    {WeightDtype::MXFP4, "MXFP4", 32, 17, decodeMXFP4, {{0, "e", true}, kNone}},
 };
 
 constexpr bool layoutsInEnumOrder() {
   for (size_t i = 0; i < std::size(kLayouts); ++i)
     if (static_cast<size_t>(kLayouts[i].dtype) != i)
       return false;
-  return std::size(kLayouts) == static_cast<size_t>(WeightDtype::IQ4_XS) + 1;
+  return std::size(kLayouts) == static_cast<size_t>(WeightDtype::MXFP4) + 1;
 }
 static_assert(layoutsInEnumOrder(), "kLayouts: one row per WeightDtype");
 
@@ -272,12 +290,27 @@ mlir::tfm::findNonFiniteScale(WeightDtype dtype, const uint8_t *bytes,
     for (const ScaleField &scale : layout.scales) {
       if (!scale.name)
         continue;
-      uint16_t bits = read16le(bytes + b * layout.blockBytes + scale.offset);
-      // An f16 whose exponent bits are all set: infinity or NaN.
+      const uint8_t *field = bytes + b * layout.blockBytes + scale.offset;
+      // E8M0's one NaN, 0xff; an f16 whose exponent bits are all set:
+      // infinity or NaN.
+      if (scale.e8m0 && *field == 0xff)
+        return NonFiniteScale{b, scale.name, *field, true};
+      uint16_t bits = scale.e8m0 ? 0 : read16le(field);
       if ((bits & 0x7c00) == 0x7c00)
-        return NonFiniteScale{b, scale.name, bits};
+        return NonFiniteScale{b, scale.name, bits, false};
     }
   return std::nullopt;
+}
+
+std::string mlir::tfm::describeNonFiniteScale(const NonFiniteScale &scale) {
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "%x", unsigned(scale.bits));
+  if (scale.e8m0)
+    return std::string("NaN (E8M0 0x") + hex + ")";
+  const char *what = (scale.bits & 0x3ff)    ? "NaN"
+                     : (scale.bits & 0x8000) ? "-infinity"
+                                             : "infinity";
+  return std::string(what) + " (f16 0x" + hex + ")";
 }
 
 void mlir::tfm::decodeStoredElements(WeightDtype dtype, const uint8_t *bytes,

@@ -44,6 +44,12 @@
 //         scales_l[4] (8 6-bit scales, minus 32), uint8 qs[128]: 8 IQ4_NL
 //         blocks without their d;                        x = d·s·L[q]
 //
+// Kept as stored, like Q4_K (gpt-oss's experts):
+//
+//   MXFP4 32 elements, 17 bytes: uint8 e (E8M0: 2^(e − 127), 0xff NaN),
+//         uint8 qs[16], nibbles as Q4_0's, each an E2M1 code naming
+//         {0, .5, 1, 1.5, 2, 3, 4, 6} and their negatives;  x = 2^(e−127)·v[q]
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TFM_FRONTEND_STOREDDTYPES_H
@@ -53,16 +59,23 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace mlir::tfm {
 
 /// A block scale that is not a finite number: block `block`'s f16 field
-/// `field` ("d", "dmin", "m"), whose bits are `bits`.
+/// `field` ("d", "dmin", "m"), or MXFP4's E8M0 exponent "e" (`e8m0`),
+/// whose bits are `bits`.
 struct NonFiniteScale {
   int64_t block;
   const char *field;
   uint16_t bits;
+  bool e8m0;
 };
+
+/// Describes a NonFiniteScale's value: "NaN (f16 0x7e00)", "infinity
+/// (f16 0x7c00)", "NaN (E8M0 0xff)".
+std::string describeNonFiniteScale(const NonFiniteScale &scale);
 
 /// The first of `blocks` consecutive blocks of `dtype` at `bytes` whose f16
 /// scale (d, or its minimum's dmin or m) is infinite or NaN, if any (none

@@ -28,6 +28,18 @@ WeightTensor WeightTensor::view(std::vector<int64_t> shape, WeightDtype dtype,
   return t;
 }
 
+WeightTensor WeightTensor::mxfp4Pair(int64_t rows, int64_t cols,
+                                     const ByteTensor &codes,
+                                     const ByteTensor &exponents) {
+  WeightTensor t =
+      view({rows, cols}, WeightDtype::MXFP4, codes.data, codes.inMappedFile,
+           codes.source);
+  t.storedBytes = rows * cols / 2;
+  t.exponents = exponents.data;
+  t.exponentsMapped = exponents.inMappedFile;
+  return t;
+}
+
 WeightTensor WeightTensor::fromValues(std::vector<int64_t> shape,
                                       std::vector<float> values,
                                       std::string source) {
@@ -48,15 +60,43 @@ int64_t WeightTensor::numElements() const {
   return n;
 }
 
+void WeightTensor::copyStoredElements(int64_t first, int64_t count,
+                                      uint8_t *out) const {
+  if (!exponents) {
+    std::memcpy(out, data + dtypeStoredBytes(storedDtype, first),
+                dtypeStoredBytes(storedDtype, count));
+    return;
+  }
+  // GGUF's block_mxfp4 from Hugging Face's two tensors: the exponent, then
+  // byte j holding elements j (low nibble) and j + 16 (high), where the
+  // codes tensor's byte j holds elements 2j and 2j + 1.
+  constexpr int64_t kBlock = 32, kBlockBytes = 17;
+  for (int64_t b = first / kBlock; b < (first + count) / kBlock;
+       ++b, out += kBlockBytes) {
+    const uint8_t *codes = data + b * (kBlock / 2);
+    auto code = [&](int element) {
+      return (codes[element / 2] >> (4 * (element % 2))) & 0x0F;
+    };
+    out[0] = exponents[b];
+    for (int j = 0; j < kBlock / 2; ++j)
+      out[1 + j] = uint8_t(code(j) | code(j + kBlock / 2) << 4);
+  }
+}
+
 void WeightTensor::readRows(int64_t begin, int64_t count, float *out) const {
   int64_t columns = cols();
+  std::vector<uint8_t> paired(exponents ? dtypeStoredBytes(storedDtype, columns)
+                                        : 0);
   for (int64_t r = begin; r < begin + count; ++r, out += columns) {
     int64_t first = storedRow(r) * rowStride;
     if (colStride == 1) {
       // A run of stored elements (a row of whole blocks for block dtypes).
-      decodeStoredElements(storedDtype,
-                           data + dtypeStoredBytes(storedDtype, first),
-                           columns, out);
+      const uint8_t *stored = data + dtypeStoredBytes(storedDtype, first);
+      if (exponents) {
+        copyStoredElements(first, columns, paired.data());
+        stored = paired.data();
+      }
+      decodeStoredElements(storedDtype, stored, columns, out);
       if (addend != 0)
         for (int64_t c = 0; c < columns; ++c)
           out[c] += addend;
@@ -79,9 +119,7 @@ bool WeightTensor::readStoredRows(int64_t begin, int64_t count,
     return false;
   int64_t rowBytes = dtypeStoredBytes(storedDtype, cols());
   for (int64_t r = begin; r < begin + count; ++r, out += rowBytes)
-    std::memcpy(out,
-                data + dtypeStoredBytes(storedDtype, storedRow(r) * rowStride),
-                rowBytes);
+    copyStoredElements(storedRow(r) * rowStride, cols(), out);
   return true;
 }
 
@@ -186,6 +224,8 @@ void releaseMappedBytes(const uint8_t *first, int64_t size) {
 void WeightTensor::releasePages() const {
   if (mapped)
     releaseMappedBytes(data, storedBytes);
+  if (exponents && exponentsMapped)
+    releaseMappedBytes(exponents, storedBytes / 16);
 }
 
 void WeightTensor::releaseRows(int64_t begin, int64_t end) const {
@@ -194,6 +234,14 @@ void WeightTensor::releaseRows(int64_t begin, int64_t end) const {
   int64_t first = storedRow(begin), last = storedRow(end - 1);
   if (last - first != end - 1 - begin)
     return; // not a run of stored rows
+  if (exponents) { // half a byte an element, and a byte per 32
+    releaseMappedBytes(data + first * rowStride / 2,
+                       (last + 1 - first) * rowStride / 2);
+    if (exponentsMapped)
+      releaseMappedBytes(exponents + first * rowStride / 32,
+                         (last + 1 - first) * rowStride / 32);
+    return;
+  }
   releaseMappedBytes(data + dtypeStoredBytes(storedDtype, first * rowStride),
                      dtypeStoredBytes(storedDtype,
                                       (last + 1 - first) * rowStride));
@@ -260,6 +308,8 @@ void WeightStore::absorb(WeightStore &&other, llvm::StringRef prefix) {
     add((prefix + name).str(), std::move(other.tensors[name]));
   for (const auto &buffer : other.integerBuffers)
     integerBuffers[(prefix + buffer.getKey()).str()] = buffer.getValue();
+  for (auto &bytes : other.byteTensors)
+    byteTensors[(prefix + bytes.getKey()).str()] = std::move(bytes.getValue());
   for (auto &file : other.files)
     files.push_back(std::move(file));
   other = WeightStore();

@@ -29,14 +29,24 @@ namespace mlir::tfm {
 
 /// How a checkpoint stores a tensor's elements: floats, or GGML's blocks
 /// (GGUF files): Q8_0 and Q4_0 are blocks of 32 with an f16 scale (the
-/// formats of #tfm.block_quant), Q4_1 adds an f16 minimum, Q4_K and Q6_K
-/// super-blocks of 256 with quantized sub-block scales; those have block
-/// kernels. Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS are read
-/// (decoded to f32) and requantized to int8 (frontend/formats/StoredDtypes.h,
-/// checkpointDtype).
+/// formats of #tfm.block_quant), Q4_1 adds an f16 minimum, Q4_K, Q5_K and
+/// Q6_K super-blocks of 256 with quantized sub-block scales, MXFP4 blocks
+/// of 32 E2M1 codes with an E8M0 exponent; those have block kernels. Q5_0,
+/// Q5_1, Q2_K, Q3_K, IQ4_NL and IQ4_XS are read (decoded to f32) and
+/// requantized to int8 (frontend/formats/StoredDtypes.h, checkpointDtype).
 enum class WeightDtype : uint8_t {
   F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K,
-  Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS
+  Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS, MXFP4
+};
+
+/// A tensor of bytes as a checkpoint stores it (safetensors' U8), which no
+/// builder reads as a weight: gpt-oss's MXFP4 blocks and exponents, which
+/// a family pairs into an MXFP4 WeightTensor (WeightTensor::mxfp4Pair).
+struct ByteTensor {
+  std::vector<int64_t> shape;
+  const uint8_t *data = nullptr;
+  bool inMappedFile = false;
+  std::string source;
 };
 
 /// Elements per block of `dtype` (1 for floats).
@@ -62,6 +72,15 @@ public:
   static WeightTensor view(std::vector<int64_t> shape, WeightDtype dtype,
                            const uint8_t *data, bool inMappedFile,
                            std::string source);
+  /// The [rows, cols] MXFP4 matrix whose blocks Hugging Face stores in two
+  /// tensors (gpt-oss's `*_blocks` [..., cols / 32, 16] and `*_scales`
+  /// [..., cols / 32]: 16 bytes of E2M1 codes a block, element 2j in the
+  /// low nibble of byte j and 2j + 1 in its high one, and an E8M0 exponent
+  /// byte). It reads as GGUF's MXFP4 (its blocks reassembled on read), so
+  /// the packager copies them as a GGUF file's.
+  static WeightTensor mxfp4Pair(int64_t rows, int64_t cols,
+                                const ByteTensor &codes,
+                                const ByteTensor &exponents);
   /// A tensor a frontend computed.
   static WeightTensor fromValues(std::vector<int64_t> shape,
                                  std::vector<float> values,
@@ -134,6 +153,14 @@ private:
   float addend = 0;
   /// Values a frontend computed (fromValues).
   std::shared_ptr<const std::vector<float>> owned;
+  /// mxfp4Pair's exponent bytes (one a block; `data` holds the codes, 16
+  /// bytes a block); null for a tensor stored in one piece.
+  const uint8_t *exponents = nullptr;
+  bool exponentsMapped = false;
+
+  /// Writes the stored blocks of elements [first, first + count) (whole
+  /// blocks of the view's stored tensor) to `out` as dtype() lays them out.
+  void copyStoredElements(int64_t first, int64_t count, uint8_t *out) const;
 
   int64_t storedRow(int64_t row) const {
     return rowIndex ? (*rowIndex)[row] : row;
@@ -172,10 +199,19 @@ public:
   void addIntegerBuffer(llvm::StringRef name, llvm::StringRef dtype) {
     integerBuffers[name] = dtype.str();
   }
-  /// Whether the reader left out integer tensor `name` (an MXFP4
-  /// checkpoint's U8 blocks, for a family to refuse by name).
+  /// Whether the reader left out integer tensor `name`.
   bool hasIntegerBuffer(llvm::StringRef name) const {
     return integerBuffers.count(name);
+  }
+  /// A byte tensor (safetensors' U8) the reader kept aside as stored, also
+  /// counted as an integer buffer; lookupBytes finds it.
+  void addByteTensor(llvm::StringRef name, ByteTensor tensor) {
+    addIntegerBuffer(name, "U8");
+    byteTensors[name] = std::move(tensor);
+  }
+  const ByteTensor *lookupBytes(llvm::StringRef name) const {
+    auto it = byteTensors.find(name);
+    return it == byteTensors.end() ? nullptr : &it->second;
   }
   /// Moves every tensor of `other` here, named `prefix` + its name, with
   /// the mapped files they view (a pipeline's components, each read from
@@ -192,6 +228,7 @@ public:
 private:
   llvm::StringMap<WeightTensor> tensors;
   llvm::StringMap<std::string> integerBuffers;
+  llvm::StringMap<ByteTensor> byteTensors;
   std::vector<std::string> order;
   std::vector<std::unique_ptr<llvm::MemoryBuffer>> files;
 };

@@ -173,7 +173,8 @@ static int quantize_activations(const float *a, int64_t m, int64_t k,
 
 /* The stored code of row `r` (of the panel), element `e` of a block:
  * q8_0's q + 128 (0..255), q4's q (0..15), q5_k's q (0..31: a nibble and
- * a fifth bit), q6_k's q (0..63: a nibble and two high bits). The weight
+ * a fifth bit), q6_k's q (0..63: a nibble and two high bits), mxfp4's
+ * nibble through TFM_MXFP4_CODE_LIST (0..24). The weight
  * is the block's (q6_k: the half's) scale times (code - code_offset), plus
  * its minimum. */
 static int32_t stored_code(int format, const uint8_t *block_codes, int r,
@@ -182,6 +183,10 @@ static int32_t stored_code(int format, const uint8_t *block_codes, int r,
     return block_codes[(e / 4) * 64 + r * 4 + e % 4];
   uint8_t byte = block_codes[(e / 8) * 64 + r * 4 + e % 4];
   int32_t nibble = e % 8 < 4 ? byte & 0x0F : byte >> 4;
+  if (format == TFM_BLOCKS_MXFP4) {
+    static const uint8_t codes[16] = {TFM_MXFP4_CODE_LIST};
+    return codes[nibble];
+  }
   if (format == TFM_BLOCKS_Q5_K) {
     int bit = (e / 8) * 2 + (e % 8 >= 4); /* its fifth bit's place */
     return nibble | ((block_codes[256 + r * 4 + e % 4] >> bit) & 1) << 4;

@@ -64,9 +64,16 @@ static inline int32_t code_offset(int format) {
   case TFM_BLOCKS_Q8_0: return 128;
   case TFM_BLOCKS_Q4_0: return 8;
   case TFM_BLOCKS_Q6_K: return 32; /* subtracted per half: two scales */
+  case TFM_BLOCKS_MXFP4: return 12; /* TFM_MXFP4_CODE_LIST's */
   default: return 0;
   }
 }
+
+/* MXFP4's codes as the kernels multiply them: each E2M1 nibble's doubled
+ * value (TFM_MXFP4_DOUBLED) plus 12, unsigned for vpmaddubsw and vpdpbusd;
+ * the weight is 2^(e - 128) · (code - 12). A byte shuffle maps a vector of
+ * nibbles at once. */
+#define TFM_MXFP4_CODE_LIST 12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0
 
 /* Where a panel's block codes start, past its scales (and minimums). */
 static inline int64_t codes_start(int format, int64_t blocks) {
@@ -74,7 +81,8 @@ static inline int64_t codes_start(int format, int64_t blocks) {
 }
 
 /* A block panel's parts (weight_formats.h): f16 scales [block][row]
- * (q4_k, q5_k, q6_k: their super-blocks' d [super-block][row]), minimums
+ * (q4_k, q5_k, q6_k: their super-blocks' d [super-block][row]; none for
+ * mxfp4, whose E8M0 exponents [block][row] are its block_scales), minimums
  * after them (q4_1: f16 [block][row]; q4_k, q5_k: dmin [super-block][row];
  * NULL for other formats), q4_k's and q5_k's own 6-bit scales and
  * minimums [block][row] and
@@ -101,13 +109,20 @@ static inline panel_parts parts_of(const uint8_t *panel, int format, int64_t blo
   if (format == TFM_BLOCKS_Q6_K)
     parts.block_scales =
         (const uint8_t *)(scales + blocks / TFM_K_SUPER_BLOCKS * kRows);
+  if (format == TFM_BLOCKS_MXFP4) {
+    parts.scales = NULL;
+    parts.block_scales = panel;
+  }
   return parts;
 }
 
 /* Row r's scale of block b, and the minimum added to its weights (0 for
- * formats without): q4_k's and q5_k's are d · scale and -dmin · min. */
+ * formats without): q4_k's and q5_k's are d · scale and -dmin · min,
+ * mxfp4's 2^(e - 128) (for its codes' doubled values). */
 static inline float block_scale(int format, const panel_parts *parts, int64_t b,
                          int r) {
+  if (format == TFM_BLOCKS_MXFP4)
+    return tfm_e8m0_half(parts->block_scales[b * kRows + r]);
   if (!is_k_with_min(format))
     return tfm_f16_to_float(parts->scales[b * kRows + r]);
   return tfm_f16_to_float(parts->scales[b / TFM_K_SUPER_BLOCKS * kRows + r]) *

@@ -4,7 +4,9 @@ that CI needs no NumPy): exits 1 when the max abs difference exceeds --tol, the
 sizes differ, or either file holds a NaN or an infinity (a NaN compares
 false with everything, so it would otherwise slip past the tolerance),
 printing where, so that a failure says by how much.
---expected-rows picks rows of a [rows, --row-size] expected file."""
+--expected-rows picks rows of a [rows, --row-size] expected file;
+--same-argmax also requires each row's largest value at the same index
+(greedy tokens unchanged; rows of --row-size values)."""
 import argparse
 import array
 import math
@@ -28,7 +30,10 @@ def main():
     parser.add_argument("--expected-rows", metavar="START:END",
                         help="compare with rows [START, END) of expected only")
     parser.add_argument("--row-size", type=int,
-                        help="values per row (the vocabulary), for --expected-rows")
+                        help="values per row (the vocabulary), for "
+                        "--expected-rows and --same-argmax")
+    parser.add_argument("--same-argmax", action="store_true",
+                        help="each row's largest value at the same index")
     args = parser.parse_args()
     actual, expected = load(args.actual), load(args.expected)
     if args.expected_rows:
@@ -42,6 +47,19 @@ def main():
         if bad is not None:
             print(f"MISMATCH: {name} value {bad} is {values[bad]} (not finite)")
             return 1
+    if args.same_argmax:
+        size = args.row_size
+        if not size or len(actual) % size:
+            print(f"--same-argmax needs --row-size dividing {len(actual)} values")
+            return 1
+        for row in range(len(actual) // size):
+            span = range(row * size, (row + 1) * size)
+            got = max(span, key=lambda i: actual[i]) - row * size
+            want = max(span, key=lambda i: expected[i]) - row * size
+            if got != want:
+                print(f"MISMATCH: row {row}'s largest value is at {got}, "
+                      f"expected at {want}")
+                return 1
     worst = 0.0
     for a, e in zip(actual, expected):
         worst = max(worst, abs(a - e))

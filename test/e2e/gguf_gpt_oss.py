@@ -1,7 +1,8 @@
-"""llama.cpp's conversion of gpt-oss from its BF16 Hugging Face release
-(conversion/gpt_oss.py at de3ff81, the unquantized path), for write_gguf.py:
-GGUF architecture gpt-oss. Plain Python (no NumPy), as write_gguf.py is;
-reference/gpt_oss.py (split_experts_hf) is the same split in NumPy.
+"""llama.cpp's conversion of gpt-oss from its Hugging Face releases
+(conversion/gpt_oss.py at de3ff81: BF16, and MXFP4's repack_mxfp4), for
+write_gguf.py: GGUF architecture gpt-oss. Plain Python (no NumPy), as
+write_gguf.py is; reference/gpt_oss.py (split_experts_hf, repack_mxfp4) is
+the same in NumPy.
 
 What the converter changes:
   * the stacked experts, gate_up_proj [E, hidden, 2I] with gate and up
@@ -9,11 +10,42 @@ What the converter changes:
     I, hidden] (columns ::2 and 1::2, transposed), their biases
     ffn_{gate,up}_exps.bias [E, I]; down_proj [E, I, hidden] becomes
     ffn_down_exps [E, hidden, I];
+  * the MXFP4 release's gate_up_proj_blocks/_scales [E, 2I, hidden / 32,
+    16] and [E, 2I, hidden / 32] (rows are outputs, gate and up
+    interleaved by row) become ffn_gate_exps and ffn_up_exps in GGML's
+    MXFP4 (rows ::2 and 1::2, each block its E8M0 byte then its nibbles
+    reordered: element j in byte j's low nibble, j + 16 in its high one);
+    down_proj_blocks/_scales become ffn_down_exps;
   * self_attn.sinks becomes attn_sinks.weight, the router ffn_gate_inp
     (weight and bias), the MoE's input norm post_attention_norm.
 """
 
 ARCHES = ("gpt-oss",)
+
+
+class Encoded:
+    """A tensor's bytes already in a GGML type (write_gguf.py copies them)."""
+
+    def __init__(self, ggml_type, data):
+        self.ggml_type, self.data = ggml_type, data
+
+
+def repacked_mxfp4(shape, blocks, scales, first, step):
+    """Rows first, first + step, ... of each expert of HF's MXFP4 pair
+    (blocks [E, rows, G, 16], scales [E, rows, G]) as GGML MXFP4 rows:
+    ([E, picked rows, G·32], Encoded)."""
+    experts, rows, groups, _ = shape
+    out = bytearray()
+    for e in range(experts):
+        for r in range(first, rows, step):
+            for g in range((e * rows + r) * groups, (e * rows + r + 1) * groups):
+                codes = []
+                for byte in blocks[16 * g:16 * g + 16]:
+                    codes += [byte & 0x0F, byte >> 4]
+                out.append(scales[g])
+                out += bytes(codes[j] | codes[j + 16] << 4 for j in range(16))
+    return ([experts, len(range(first, rows, step)), 32 * groups],
+            Encoded("MXFP4", bytes(out)))
 
 LAYER_NAMES = {
     "input_layernorm.weight": "attn_norm.weight",
@@ -65,6 +97,16 @@ def convert(config, tensors, arch):
             continue
         layer, part = name[len("model.layers."):].split(".", 1)
         block = f"blk.{layer}."
+        if part.endswith("_scales"):
+            continue  # with its blocks
+        if part.endswith("_blocks"):
+            scales = tensors[name[:-len("_blocks")] + "_scales"][1]
+            picks = ((0, 2, "ffn_gate_exps"), (1, 2, "ffn_up_exps")) \
+                if "gate_up" in part else ((0, 1, "ffn_down_exps"),)
+            for first, step, target in picks:
+                s, v = repacked_mxfp4(shape, values, scales, first, step)
+                out.append((block + target + ".weight", s, v))
+            continue
         if part == "mlp.experts.gate_up_proj":
             for first, target in ((0, "ffn_gate_exps"), (1, "ffn_up_exps")):
                 s, v = transposed_columns(shape, values, first, 2)

@@ -33,15 +33,16 @@ import struct
 
 import gguf_gpt_oss
 import gguf_qwen_hybrid
+from gguf_gpt_oss import Encoded
 
 GGML_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7,
               "Q8_0": 8, "Q2_K": 10, "Q3_K": 11, "Q4_K": 12, "Q5_K": 13,
               "Q6_K": 14, "IQ2_XXS": 16, "IQ4_NL": 20, "IQ4_XS": 23,
-              "BF16": 30}
+              "BF16": 30, "MXFP4": 39}
 BLOCK_ELEMENTS = {"F32": 1, "F16": 1, "BF16": 1, "Q8_0": 32, "Q4_0": 32,
                   "Q4_1": 32, "Q5_0": 32, "Q5_1": 32, "IQ4_NL": 32,
                   "Q2_K": 256, "Q3_K": 256, "Q4_K": 256, "Q5_K": 256,
-                  "Q6_K": 256, "IQ4_XS": 256}
+                  "Q6_K": 256, "IQ4_XS": 256, "MXFP4": 32}
 ALIGNMENT = 32
 
 # ------------------------------------------------------------ numbers
@@ -472,9 +473,13 @@ def read_hf(directory, arch):
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        assert info["dtype"] in ("F32", "BF16"), f"{name}: F32 or BF16 only"
+        assert info["dtype"] in ("F32", "BF16", "U8"), \
+            f"{name}: F32, BF16 or U8 only"
         begin, end = info["data_offsets"]
         raw = data[begin:end]
+        if info["dtype"] == "U8":  # MXFP4 blocks: bytes, as stored
+            tensors[name] = (info["shape"], raw)
+            continue
         if info["dtype"] == "BF16":
             # A bf16 value is the high half of its f32.
             widened = bytearray(2 * len(raw))
@@ -801,7 +806,8 @@ def main():
     source.add_argument("--hf", metavar="DIR")
     source.add_argument("--random", metavar="DIM,LAYERS,HEADS,KV,FFN,VOCAB")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--type", default="F32", choices=list(GGML_TYPES))
+    parser.add_argument("--type", default="F32",
+                        choices=[t for t in GGML_TYPES if t != "MXFP4"])
     parser.add_argument("--edge-type", help="token_embd and output (default "
                         "--type)")
     parser.add_argument("--type-for", action="append", default=[],
@@ -854,6 +860,9 @@ def main():
 
     tensors = []
     for name, shape, values in weights:
+        if isinstance(values, Encoded):  # blocks copied from the checkpoint
+            tensors.append((name, shape, values.ggml_type, values.data))
+            continue
         edge = name in ("token_embd.weight", "output.weight")
         wanted = (args.edge_type or args.type) if edge else args.type
         for rule in args.type_for:

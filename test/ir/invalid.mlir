@@ -62,6 +62,17 @@ tfm.weight_decl @w : tensor<4x96xi5, #tfm.block_quant<q5_k>>
 
 // -----
 
+// mxfp4 is copied from a checkpoint's whole blocks of 32.
+// expected-error @+1 {{'tfm.weight_decl' op expected weight 'w' in mxfp4 to have rows of whole blocks (a multiple of 32 elements), got 40}}
+tfm.weight_decl @w : tensor<4x40xi4, #tfm.block_quant<mxfp4>>
+
+// -----
+
+// expected-error @+1 {{'tfm.weight_decl' op expected weight 'w' in mxfp4 to hold i4 codes, got 'i8'}}
+tfm.weight_decl @w : tensor<4x64xi8, #tfm.block_quant<mxfp4>>
+
+// -----
+
 // The frontend's checkpoint dtype belongs on weight declarations only.
 // expected-error @+1 {{'tfm.checkpoint_dtype' is not valid here}}
 func.func @f() attributes {tfm.checkpoint_dtype = "int8"} {

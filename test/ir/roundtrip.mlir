@@ -30,6 +30,7 @@ func.func @weight() -> (tensor<512x64xf32>, tensor<64xf32>) {
 // CHECK: tfm.weight_decl @gate {tfm.checkpoint_dtype = "q4_k"} : tensor<16x512xi4, #tfm.block_quant<q4_k>>
 // CHECK: tfm.weight_decl @down {tfm.checkpoint_dtype = "q6_k"} : tensor<16x256xi6, #tfm.block_quant<q6_k>>
 // CHECK: tfm.weight_decl @up5 {tfm.checkpoint_dtype = "q5_k"} : tensor<16x256xi5, #tfm.block_quant<q5_k>>
+// CHECK: tfm.weight_decl @expert {tfm.checkpoint_dtype = "mxfp4"} : tensor<16x64xi4, #tfm.block_quant<mxfp4>>
 // CHECK-LABEL: func.func @narrow_weights
 tfm.weight_decl @up : tensor<64x32xbf16>
 tfm.weight_decl @q : tensor<32x32xi8, #tfm.block_quant<q8_0>>
@@ -38,6 +39,7 @@ tfm.weight_decl @v {tfm.checkpoint_dtype = "int4-min"} : tensor<16x32xi4, #tfm.b
 tfm.weight_decl @gate {tfm.checkpoint_dtype = "q4_k"} : tensor<16x512xi4, #tfm.block_quant<q4_k>>
 tfm.weight_decl @down {tfm.checkpoint_dtype = "q6_k"} : tensor<16x256xi6, #tfm.block_quant<q6_k>>
 tfm.weight_decl @up5 {tfm.checkpoint_dtype = "q5_k"} : tensor<16x256xi5, #tfm.block_quant<q5_k>>
+tfm.weight_decl @expert {tfm.checkpoint_dtype = "mxfp4"} : tensor<16x64xi4, #tfm.block_quant<mxfp4>>
 func.func @narrow_weights() -> (tensor<64x32xf32>, tensor<32x32xf32>, tensor<16x32xf32>) {
   // CHECK: %[[U:.*]] = tfm.weight @up : tensor<64x32xbf16>
   // CHECK: tfm.dequantize %[[U]] : tensor<64x32xbf16> -> tensor<64x32xf32>

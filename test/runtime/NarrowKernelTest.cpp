@@ -131,38 +131,78 @@ double q6KValue(const std::vector<uint8_t> &blocks, int64_t k, int64_t row,
   return d * float(scale) * float((low | high << 4) - 32);
 }
 
-/// Random GGUF blocks of `format` (Q4_K, Q5_K, Q6_K) for W [n, k].
-std::vector<uint8_t> randomKQuantBlocks(StoredFormat format, int64_t n,
-                                        int64_t k, unsigned seed) {
+/// GGUF MXFP4 blocks (block_mxfp4: an E8M0 exponent, 16 bytes of E2M1
+/// nibbles) of a random W [n, k] (k a multiple of 32): exponents 122 to
+/// 125 (weights within ±1.5, for Q6_K's reason above), and every seventh
+/// block 0 or 1, whose scales are subnormal (2^-127, 2^-126 as ggml's
+/// doubled values' 2^-128 and 2^-127).
+std::vector<uint8_t> randomMxfp4Blocks(int64_t n, int64_t k, unsigned seed) {
+  std::vector<uint8_t> blocks(n * k / 32 * 17);
+  std::mt19937 rng(seed);
+  for (size_t at = 0, index = 0; at < blocks.size(); at += 17, ++index) {
+    blocks[at] = uint8_t(index % 7 == 3 ? index % 2 : 122 + rng() % 4);
+    for (int i = 1; i < 17; ++i)
+      blocks[at + i] = uint8_t(rng());
+  }
+  return blocks;
+}
+
+/// The E2M1 value of MXFP4 code `code` (OCP Microscaling Formats 5.3.3:
+/// a sign bit, two exponent bits, one mantissa bit).
+double e2m1Value(int code) {
+  static const double magnitudes[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+  return (code & 8 ? -1 : 1) * magnitudes[code & 7];
+}
+
+/// Element (row, col) of the MXFP4 blocks above, decoded as ggml's
+/// dequantize_row_mxfp4 does: element j < 16 of a block in the low
+/// nibble of qs[j], element j + 16 in its high one, times 2^(e - 127).
+double mxfp4Value(const std::vector<uint8_t> &blocks, int64_t k, int64_t row,
+                  int64_t col) {
+  const uint8_t *block = blocks.data() + (row * (k / 32) + col / 32) * 17;
+  int e = int(col % 32);
+  uint8_t byte = block[1 + e % 16];
+  return std::ldexp(e2m1Value(e < 16 ? byte & 15 : byte >> 4), block[0] - 127);
+}
+
+/// Random checkpoint blocks of `format` (Q4_K, Q5_K, Q6_K, MXFP4) for W
+/// [n, k].
+std::vector<uint8_t> randomCheckpointBlocks(StoredFormat format, int64_t n,
+                                            int64_t k, unsigned seed) {
   switch (format) {
   case StoredFormat::Q4_K: return randomKMinBlocks(n, k, seed, false);
   case StoredFormat::Q5_K: return randomKMinBlocks(n, k, seed, true);
+  case StoredFormat::MXFP4: return randomMxfp4Blocks(n, k, seed);
   default: return randomQ6KBlocks(n, k, seed);
   }
 }
 
-/// Element (row, col) of random GGUF blocks of `format`, as ggml decodes it.
-double kQuantValue(StoredFormat format, const std::vector<uint8_t> &blocks,
-                   int64_t k, int64_t row, int64_t col) {
+/// Element (row, col) of random checkpoint blocks of `format`, as ggml
+/// decodes it.
+double checkpointValue(StoredFormat format, const std::vector<uint8_t> &blocks,
+                       int64_t k, int64_t row, int64_t col) {
   switch (format) {
   case StoredFormat::Q4_K: return kMinValue(blocks, k, row, col, false);
   case StoredFormat::Q5_K: return kMinValue(blocks, k, row, col, true);
+  case StoredFormat::MXFP4: return mxfp4Value(blocks, k, row, col);
   default: return q6KValue(blocks, k, row, col);
   }
 }
 
-/// The blocks as q4_k, q5_k or q6_k panels, as the packager writes them.
-std::vector<uint8_t> encodeKQuant(StoredFormat format,
-                                  const std::vector<uint8_t> &blocks,
-                                  int64_t n, int64_t k) {
-  int64_t rowBytes = k / 256 * mlir::tfm::kQuantBlockBytes(format);
+/// The blocks as q4_k, q5_k, q6_k or mxfp4 panels, as the packager writes
+/// them.
+std::vector<uint8_t> encodeCheckpointBlocks(StoredFormat format,
+                                            const std::vector<uint8_t> &blocks,
+                                            int64_t n, int64_t k) {
+  int64_t rowBytes = k / mlir::tfm::checkpointBlockElements(format) *
+                     mlir::tfm::checkpointBlockBytes(format);
   std::vector<uint8_t> bytes;
   for (int64_t first = 0; first < n; first += 16) {
     std::vector<uint8_t> rows(16 * rowBytes, 0);
     int64_t count = std::min<int64_t>(16, n - first);
     std::copy_n(blocks.begin() + first * rowBytes, count * rowBytes,
                 rows.begin());
-    mlir::tfm::encodeKQuantPanel(format, rows.data(), k, bytes);
+    mlir::tfm::encodeCheckpointPanel(format, rows.data(), k, bytes);
   }
   EXPECT_EQ(int64_t(bytes.size()),
             mlir::tfm::storedMatrixBytes(format, n, k, true));
@@ -187,6 +227,14 @@ double decoded(StoredFormat format, const std::vector<uint8_t> &bytes,
   auto f16At = [](const uint8_t *at) {
     return double(tfm_f16_to_float(uint16_t(at[0] | at[1] << 8)));
   };
+  if (format == StoredFormat::MXFP4) {
+    // E8M0 exponents [block][row]; codes as Q4_0's.
+    const uint8_t *panel = bytes.data() + (row / 16) * blocks * (16 + 256);
+    const uint8_t *codes = panel + blocks * 16 + b * 256;
+    uint8_t byte = codes[(e / 8) * 64 + r * 4 + e % 4];
+    return std::ldexp(e2m1Value(e % 8 < 4 ? byte & 15 : byte >> 4),
+                      panel[b * 16 + r] - 127);
+  }
   if (format == StoredFormat::Q4_K || format == StoredFormat::Q5_K) {
     // d, dmin [super-block][row]; scales, mins [block][row]; codes (q5_k:
     // the nibbles, then a vector of fifth bits).
@@ -277,9 +325,9 @@ std::vector<float> checkLinear(StoredFormat format, const LinearCase &c) {
   std::vector<float> a = randomValues(c.m * c.k, 3), w = randomValues(c.n * c.k, 4);
   std::vector<float> bias = randomValues(c.n, 5), out(c.m * c.n, NAN);
   std::vector<uint8_t> bytes =
-      mlir::tfm::isKQuant(format)
-          ? encodeKQuant(format, randomKQuantBlocks(format, c.n, c.k, 4), c.n,
-                         c.k)
+      mlir::tfm::isCopiedFromCheckpoint(format)
+          ? encodeCheckpointBlocks(
+                format, randomCheckpointBlocks(format, c.n, c.k, 4), c.n, c.k)
           : encode(format, w, c.n, c.k);
   tfm_memref2d_f32 am = {a.data(), a.data(), 0, {c.m, c.k}, {c.k, 1}};
   tfm_memref1d_f32 bm = {bias.data(), bias.data(), 0, {c.n}, {1}};
@@ -382,17 +430,25 @@ TEST(BlockKernel, EveryInstructionSetWithinTheActivationStep) {
                                    {2, 40, 100, false}, {8, 48, 64, true},
                                    {11, 33, 96, true},  {20, 64, 130, false},
                                    {50, 40, 100, true}, {64, 96, 64, false}};
-  // The K-quants' rows are whole super-blocks of 256.
+  // The K-quants' rows are whole super-blocks of 256, MXFP4's whole blocks
+  // of 32.
   std::vector<LinearCase> superBlockCases = {
       {1, 16, 256, false}, {1, 100, 512, true}, {2, 40, 256, false},
       {8, 48, 512, true},  {11, 33, 256, true}, {50, 40, 256, true},
       {12, 32, 256, false}};
+  std::vector<LinearCase> wholeBlockCases = {
+      {1, 16, 32, false},  {1, 100, 256, true}, {2, 40, 96, false},
+      {8, 48, 64, true},   {11, 33, 96, true},  {20, 64, 160, false},
+      {50, 40, 96, true},  {64, 96, 64, false}};
   tfm_blocks_isa before = tfm_blocks_use_isa(TFM_BLOCKS_ISA_SCALAR);
   for (StoredFormat format :
        {StoredFormat::Q8_0, StoredFormat::Q4_0, StoredFormat::Q4_1,
-        StoredFormat::Q4_K, StoredFormat::Q5_K, StoredFormat::Q6_K})
-    for (const LinearCase &c :
-         mlir::tfm::isKQuant(format) ? superBlockCases : cases) {
+        StoredFormat::Q4_K, StoredFormat::Q5_K, StoredFormat::Q6_K,
+        StoredFormat::MXFP4})
+    for (const LinearCase &c : mlir::tfm::isKQuant(format) ? superBlockCases
+                               : format == StoredFormat::MXFP4
+                                   ? wholeBlockCases
+                                   : cases) {
       std::vector<float> first;
       // Activations quantized in 16- and 8-float vectors (vector_width.h)
       // give the same codes.
@@ -432,8 +488,8 @@ TEST(BlockKernel, ManyRowsOnAvx2MultiplyTheWidenedWeights) {
     for (LinearCase c : {LinearCase{48, 40, 100, true}, {70, 16, 32, false},
                          {96, 64, 300, true}})
       checkLinear(format, c); // within f32 rounding of the exact products
-  for (StoredFormat format :
-       {StoredFormat::Q4_K, StoredFormat::Q5_K, StoredFormat::Q6_K})
+  for (StoredFormat format : {StoredFormat::Q4_K, StoredFormat::Q5_K,
+                              StoredFormat::Q6_K, StoredFormat::MXFP4})
     for (LinearCase c : {LinearCase{48, 40, 256, true}, {70, 16, 512, false}})
       checkLinear(format, c);
   tfm_blocks_use_isa(TFM_BLOCKS_ISA_VNNI);
@@ -554,20 +610,20 @@ TEST(BlockKernel, Q4KSubBlocksKeepTheirGrid) {
           << row << "," << col;
 }
 
-/// A GGUF file's Q4_K, Q5_K and Q6_K blocks are kept, not requantized:
-/// the q4_k, q5_k and q6_k panels hold every weight exactly as ggml decodes the
-/// file's blocks (up to the order of d · scale · q's two products, and
-/// f32 rounding), and the runtime's own widening (a dequantized matrix, an
-/// embedding lookup) reads the same values back.
-TEST(BlockKernel, KQuantPanelsHoldTheFilesBlocks) {
+/// A GGUF file's Q4_K, Q5_K, Q6_K and MXFP4 blocks are kept, not
+/// requantized: the q4_k, q5_k, q6_k and mxfp4 panels hold every weight
+/// exactly as ggml decodes the file's blocks (up to the order of d · scale
+/// · q's two products, and f32 rounding), and the runtime's own widening (a
+/// dequantized matrix, an embedding lookup) reads the same values back.
+TEST(BlockKernel, CheckpointPanelsHoldTheFilesBlocks) {
   int64_t n = 40, k = 512; // a partial last panel, two super-blocks a row
-  for (StoredFormat format :
-       {StoredFormat::Q4_K, StoredFormat::Q5_K, StoredFormat::Q6_K}) {
+  for (StoredFormat format : {StoredFormat::Q4_K, StoredFormat::Q5_K,
+                              StoredFormat::Q6_K, StoredFormat::MXFP4}) {
     SCOPED_TRACE(testing::Message() << "format=" << int(format));
-    std::vector<uint8_t> blocks = randomKQuantBlocks(format, n, k, 31);
-    std::vector<uint8_t> bytes = encodeKQuant(format, blocks, n, k);
+    std::vector<uint8_t> blocks = randomCheckpointBlocks(format, n, k, 31);
+    std::vector<uint8_t> bytes = encodeCheckpointBlocks(format, blocks, n, k);
     auto fileValue = [&](int64_t row, int64_t col) {
-      return kQuantValue(format, blocks, k, row, col);
+      return checkpointValue(format, blocks, k, row, col);
     };
     for (int64_t row = 0; row < n; ++row)
       for (int64_t col = 0; col < k; ++col)

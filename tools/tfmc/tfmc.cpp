@@ -132,8 +132,8 @@ cl::opt<std::string> weightsDtype(
     cl::desc("Storage of the weight matrices: f32, bf16, f16, int8 (blocks "
              "of 32, 8.5 bits), int4 (4.5 bits) or int4-min (with a minimum "
              "per block, 5 bits) (default: the checkpoint's, each weight's "
-             "own, but bf16 for an f32 checkpoint on --target=cuda; GGUF's "
-             "Q4_K, Q5_K and Q6_K keep their blocks, formats no kernel "
+             "own, but bf16 for an f32 checkpoint on --target=cuda; Q4_K, "
+             "Q5_K, Q6_K and MXFP4 keep their blocks, formats no kernel "
              "reads become int8)"),
     cl::value_desc("dtype"), cl::cat(passCategory));
 cl::opt<std::string> kvDtype(

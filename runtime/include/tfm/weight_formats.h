@@ -62,6 +62,16 @@
  *     scales[b][half][r]      int8, half of block b of row 16p + r
  *
  *   36 bytes a block for 16 rows, 384 of codes (6.5625 bits a weight).
+ * - MXFP4 (OCP's, as gpt-oss and GGUF store it; its blocks copied),
+ *   w = 2^(e - 127) · FP4[q], q an E2M1 code in [0, 15] naming
+ *   {0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, ..., -6}: its codes are Q4_0's
+ *   nibbles; its metadata is one E8M0 exponent byte per block and row,
+ *
+ *     exponents[b][r]         uint8, block b of row 16p + r
+ *
+ *   16 bytes a block for 16 rows, 256 of codes (4.25 bits a weight, as in
+ *   the file). The kernels map a code through TFM_MXFP4_DOUBLED (twice
+ *   its value: integers) and scale by 2^(e - 128).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -77,7 +87,8 @@ typedef enum {
   TFM_BLOCKS_Q4_1 = 2,
   TFM_BLOCKS_Q4_K = 3,
   TFM_BLOCKS_Q6_K = 4,
-  TFM_BLOCKS_Q5_K = 5
+  TFM_BLOCKS_Q5_K = 5,
+  TFM_BLOCKS_MXFP4 = 6
 } tfm_block_format;
 
 #define TFM_BLOCK_SIZE 32
@@ -104,7 +115,24 @@ typedef enum {
              2 * TFM_BLOCK_SCALE_BYTES / TFM_K_SUPER_BLOCKS                    \
    : (format) == TFM_BLOCKS_Q6_K                                               \
        ? 2 * TFM_BLOCK_PANEL_ROWS + TFM_BLOCK_SCALE_BYTES / TFM_K_SUPER_BLOCKS \
+   : (format) == TFM_BLOCKS_MXFP4 ? TFM_BLOCK_PANEL_ROWS                     \
        : TFM_BLOCK_SCALE_BYTES)
+
+/* MXFP4's E2M1 values doubled, by code: integers in [-12, 12]. */
+#define TFM_MXFP4_DOUBLED                                                      \
+  { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 }
+
+/* 2^(e - 128), MXFP4's block scale for its doubled values, exactly (e 0
+ * and 1 give subnormals). e = 255, a NaN in E8M0, never reaches a kernel:
+ * the frontend refuses it. */
+static inline float tfm_e8m0_half(uint8_t e) {
+  union {
+    uint32_t bits;
+    float value;
+  } scale;
+  scale.bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+  return scale.value;
+}
 
 /* Blocks of a row of `cols` elements. */
 static inline int64_t tfm_blocks_per_row(int64_t cols) {

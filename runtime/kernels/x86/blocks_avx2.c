@@ -24,10 +24,23 @@ TFM_AVX2_INLINE __m256 bytes8_avx2(const uint8_t *at) {
       _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)at)));
 }
 
+/* Eight E8M0 exponents e from `at` as 2^(e - 128) (tfm_e8m0_half): the
+ * exponent field e - 1, or for e < 2 a subnormal's bits. */
+TFM_AVX2_INLINE __m256 e8m0_halves8_avx2(const uint8_t *at) {
+  __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)at));
+  __m256i normal =
+      _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+  __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+  __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, subnormal, small));
+}
+
 /* Block b's scales, and the minimums added to its weights, of rows
  * 8·half .. 8·half + 7 of a panel (block_scale, block_min). */
 TFM_AVX2_INLINE __m256 scales8_avx2(int format, const panel_parts *parts,
                                     int64_t b, int half) {
+  if (format == TFM_BLOCKS_MXFP4)
+    return e8m0_halves8_avx2(parts->block_scales + b * kRows + half * 8);
   if (!is_k_with_min(format))
     return halves8_avx2(parts->scales + b * kRows + half * 8);
   return _mm256_mul_ps(
@@ -95,10 +108,10 @@ TFM_AVX2_INLINE __m256i dot4_avx2(__m256i w, __m256i x) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
 }
 
-/* Nibble vector v's 32 bytes of a q4, q5_k or q6_k block's codes at
- * `codes`, as the codes of its low nibbles' elements (8v + i) and its high
- * ones' (8v + 4 + i): the nibbles, q5_k's with their fifth bits and q6_k's
- * with their two high bits. */
+/* Nibble vector v's 32 bytes of a q4, q5_k, q6_k or mxfp4 block's codes
+ * at `codes`, as the codes of its low nibbles' elements (8v + i) and its
+ * high ones' (8v + 4 + i): the nibbles, q5_k's with their fifth bits,
+ * q6_k's with their two high bits, mxfp4's through TFM_MXFP4_CODE_LIST. */
 TFM_AVX2_INLINE void nibble_codes_avx2(int format, const uint8_t *codes, int v,
                                        __m256i *low, __m256i *high) {
   if (format == TFM_BLOCKS_Q6_K) {
@@ -112,6 +125,12 @@ TFM_AVX2_INLINE void nibble_codes_avx2(int format, const uint8_t *codes, int v,
   __m256i raw = _mm256_loadu_si256((const __m256i *)(codes + v * 64));
   *low = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
   *high = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
+  if (format == TFM_BLOCKS_MXFP4) {
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_setr_epi8(TFM_MXFP4_CODE_LIST));
+    *low = _mm256_shuffle_epi8(table, *low);
+    *high = _mm256_shuffle_epi8(table, *high);
+  }
 }
 
 /* Adds nibble vector v's products with `rows` rows of activations (x[r]:
@@ -237,6 +256,7 @@ TFM_AVX2 void tfm_blocks_tile_avx2(const block_job *job, int64_t p, int64_t i0,
     case TFM_BLOCKS_Q4_1: TFM_HALF_TILES(TFM_BLOCKS_Q4_1) break;
     case TFM_BLOCKS_Q4_K: TFM_HALF_TILES(TFM_BLOCKS_Q4_K) break;
     case TFM_BLOCKS_Q5_K: TFM_HALF_TILES(TFM_BLOCKS_Q5_K) break;
+    case TFM_BLOCKS_MXFP4: TFM_HALF_TILES(TFM_BLOCKS_MXFP4) break;
     default: TFM_HALF_TILES(TFM_BLOCKS_Q6_K) break;
     }
 #undef TFM_HALF_TILES
@@ -345,8 +365,10 @@ TFM_AVX2_INLINE void row_panels_avx2(const block_job *job, int format,
       /* Nibbles times codes of at most 127: a pair's sum is at most
        * 3810, so a block's eight vpmaddubsw results add up in int16
        * (30480) and widen once; q5_k's codes of at most 31 (7874 a pair)
-       * widen after every two nibble vectors (31496). */
-      const int widen_every = format == TFM_BLOCKS_Q5_K ? 2 : 4;
+       * and mxfp4's of at most 24 (6096) widen after every two nibble
+       * vectors (31496, 24384). */
+      const int widen_every =
+          format == TFM_BLOCKS_Q5_K || format == TFM_BLOCKS_MXFP4 ? 2 : 4;
       __m256i sum16[kRowPanelsAvx2][2];
 #pragma GCC unroll 2
       for (int j = 0; j < count; ++j)
@@ -432,6 +454,7 @@ TFM_AVX2 void tfm_blocks_row_avx2(const block_job *job, int64_t p0, int64_t p1) 
   case TFM_BLOCKS_Q4_1: row_format_avx2(job, TFM_BLOCKS_Q4_1, p0, p1); break;
   case TFM_BLOCKS_Q4_K: row_format_avx2(job, TFM_BLOCKS_Q4_K, p0, p1); break;
   case TFM_BLOCKS_Q5_K: row_format_avx2(job, TFM_BLOCKS_Q5_K, p0, p1); break;
+  case TFM_BLOCKS_MXFP4: row_format_avx2(job, TFM_BLOCKS_MXFP4, p0, p1); break;
   default: row_format_avx2(job, TFM_BLOCKS_Q6_K, p0, p1); break;
   }
 }

@@ -28,10 +28,23 @@ TFM_VNNI_INLINE __m512 signed_bytes16_vnni(const uint8_t *at) {
       _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)at)));
 }
 
+/* Sixteen E8M0 exponents e from `at` as 2^(e - 128) (tfm_e8m0_half): the
+ * exponent field e - 1, or for e < 2 a subnormal's bits. */
+TFM_VNNI_INLINE __m512 e8m0_halves16_vnni(const uint8_t *at) {
+  __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)at));
+  __m512i normal =
+      _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+  __m512i subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+  __mmask16 small = _mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(2));
+  return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, subnormal));
+}
+
 /* Block b's scales, and the minimums added to its weights, of a panel's
  * 16 rows (block_scale, block_min). */
 TFM_VNNI_INLINE __m512 scales16_vnni(int format, const panel_parts *parts,
                                      int64_t b) {
+  if (format == TFM_BLOCKS_MXFP4)
+    return e8m0_halves16_vnni(parts->block_scales + b * kRows);
   if (!is_k_with_min(format))
     return halves16_vnni(parts->scales + b * kRows);
   return _mm512_mul_ps(
@@ -96,8 +109,8 @@ TFM_VNNI_INLINE __m512i broadcast4(const int8_t *x) {
   return _mm512_set1_epi32(four);
 }
 
-/* Nibble vector v of a q4, q5_k or q6_k block's codes at `codes` for a
- * panel's 16 rows, as nibble_codes_avx2. */
+/* Nibble vector v of a q4, q5_k, q6_k or mxfp4 block's codes at `codes`
+ * for a panel's 16 rows, as nibble_codes_avx2. */
 TFM_VNNI_INLINE void nibble_codes_vnni(int format, const uint8_t *codes, int v,
                                        __m512i *low, __m512i *high) {
   if (format == TFM_BLOCKS_Q6_K) {
@@ -112,6 +125,12 @@ TFM_VNNI_INLINE void nibble_codes_vnni(int format, const uint8_t *codes, int v,
   __m512i raw = _mm512_loadu_si512(codes + v * 64);
   *low = _mm512_and_si512(raw, nibble);
   *high = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+  if (format == TFM_BLOCKS_MXFP4) {
+    const __m512i table =
+        _mm512_broadcast_i32x4(_mm_setr_epi8(TFM_MXFP4_CODE_LIST));
+    *low = _mm512_shuffle_epi8(table, *low);
+    *high = _mm512_shuffle_epi8(table, *high);
+  }
 }
 
 /* Adds nibble vector v's products (block codes at `codes` in each of `np`
@@ -290,12 +309,13 @@ TFM_VNNI_INLINE void end_super_block_vnni(int format, const panel_parts *parts,
 
 enum { kRowPanels = 4 };
 
-/* The row kernel's products of a q5_k or q6_k block (codes at `codes` in
- * each of `count` panels) with one row's block x: q5_k's low nibbles'
- * codes in `even`, high ones' in `odd`; q6_k's first half (nibble vectors
- * 0 and 1) in `even`, its second in `odd`, as each half has its scale.
- * Each panel's code and high-bit vectors are prefetched as they go. */
-TFM_VNNI_INLINE void add_high_bit_products_vnni(int format,
+/* The row kernel's products of a q5_k, q6_k or mxfp4 block (codes at
+ * `codes` in each of `count` panels) with one row's block x, its codes
+ * whole (nibble_codes_vnni): q5_k's and mxfp4's low nibbles' codes in
+ * `even`, high ones' in `odd`; q6_k's first half (nibble vectors 0 and 1)
+ * in `even`, its second in `odd`, as each half has its scale. Each panel's
+ * code and high-bit vectors are prefetched as they go. */
+TFM_VNNI_INLINE void add_whole_code_products_vnni(int format,
                                                 const uint8_t *const *panel,
                                                 int64_t codes, const int8_t *x,
                                                 int count, __m512i *even,
@@ -304,7 +324,9 @@ TFM_VNNI_INLINE void add_high_bit_products_vnni(int format,
   for (int v = 0; v < kBlock / 8; ++v) {
     __m512i x0 = broadcast4(x + 8 * v), x1 = broadcast4(x + 8 * v + 4);
     /* The high-bit vector(s) this nibble vector is the first to read. */
-    int bits = format == TFM_BLOCKS_Q6_K ? v < 2 : v == 0;
+    int bits = format == TFM_BLOCKS_Q6_K   ? v < 2
+               : format == TFM_BLOCKS_Q5_K ? v == 0
+                                           : 0;
 #pragma GCC unroll 4
     for (int j = 0; j < count; ++j) {
       const uint8_t *at = panel[j] + codes;
@@ -313,7 +335,7 @@ TFM_VNNI_INLINE void add_high_bit_products_vnni(int format,
         __builtin_prefetch(at + 256 + v * 64 + kVnniRowPrefetchBytes, 0, 3);
       __m512i low, high;
       nibble_codes_vnni(format, at, v, &low, &high);
-      if (format == TFM_BLOCKS_Q5_K) {
+      if (format != TFM_BLOCKS_Q6_K) {
         even[j] = _mm512_dpbusd_epi32(even[j], low, x0);
         odd[j] = _mm512_dpbusd_epi32(odd[j], high, x1);
       } else if (v < 2) {
@@ -357,7 +379,7 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
     int64_t codes = codes_start(format, job->blocks) + b * code_bytes;
     if (format == TFM_BLOCKS_Q6_K) {
       /* The block's halves in `even` and `odd`, each with its scale. */
-      add_high_bit_products_vnni(format, panel, codes, x, count, even, odd);
+      add_whole_code_products_vnni(format, panel, codes, x, count, even, odd);
       /* As q4_k's below: the super-block's d scales its sums once. */
       __m512 xs = _mm512_set1_ps(job->x.scales[b]);
       __m512i first = _mm512_set1_epi32(offset * job->x.half_sums[2 * b]);
@@ -388,10 +410,10 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
           odd[j] = _mm512_dpbusd_epi32(odd[j], _mm512_loadu_si512(at + 64), x1);
         }
       }
-    } else if (format == TFM_BLOCKS_Q5_K) {
+    } else if (format == TFM_BLOCKS_Q5_K || format == TFM_BLOCKS_MXFP4) {
       /* Whole codes: a high nibble with its fifth bit, kept in place,
-       * would overflow the byte. */
-      add_high_bit_products_vnni(format, panel, codes, x, count, even, odd);
+       * would overflow the byte, and mxfp4's are looked up. */
+      add_whole_code_products_vnni(format, panel, codes, x, count, even, odd);
     } else {
       /* The high nibbles stay in place (16 times their value: no shift
        * per vector); their sum, a multiple of 16, is shifted once. */
@@ -476,6 +498,7 @@ TFM_VNNI void tfm_blocks_row_vnni(const block_job *job, int64_t p0, int64_t p1) 
   case TFM_BLOCKS_Q4_1: row_format_vnni(job, TFM_BLOCKS_Q4_1, p0, p1); break;
   case TFM_BLOCKS_Q4_K: row_format_vnni(job, TFM_BLOCKS_Q4_K, p0, p1); break;
   case TFM_BLOCKS_Q5_K: row_format_vnni(job, TFM_BLOCKS_Q5_K, p0, p1); break;
+  case TFM_BLOCKS_MXFP4: row_format_vnni(job, TFM_BLOCKS_MXFP4, p0, p1); break;
   default: row_format_vnni(job, TFM_BLOCKS_Q6_K, p0, p1); break;
   }
 }
@@ -508,6 +531,7 @@ TFM_VNNI void tfm_blocks_tile_vnni(const block_job *job, int64_t p, int64_t i0,
   case TFM_BLOCKS_Q6_K: TFM_TILE_CASES(TFM_BLOCKS_Q6_K) break;
   case TFM_BLOCKS_Q8_0: TFM_TILE_CASES(TFM_BLOCKS_Q8_0) break;
   case TFM_BLOCKS_Q4_0: TFM_TILE_CASES(TFM_BLOCKS_Q4_0) break;
+  case TFM_BLOCKS_MXFP4: TFM_TILE_CASES(TFM_BLOCKS_MXFP4) break;
   default: TFM_TILE_CASES(TFM_BLOCKS_Q4_1) break;
   }
 #undef TFM_TILE_CASES
