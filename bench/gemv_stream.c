@@ -149,7 +149,8 @@ int main(int argc, char **argv) {
                        {"int4 (q4_0)", TFM_BLOCKS_Q4_0},
                        {"q4_k", TFM_BLOCKS_Q4_K},
                        {"q5_k", TFM_BLOCKS_Q5_K},
-                       {"q6_k", TFM_BLOCKS_Q6_K}};
+                       {"q6_k", TFM_BLOCKS_Q6_K},
+                       {"mxfp4", TFM_BLOCKS_MXFP4}};
   for (size_t f = 0; f < sizeof kBlockFormats / sizeof kBlockFormats[0]; ++f)
     printf("layers' weights, %-12s  %6.1f GB/s\n", kBlockFormats[f].name,
            stream(w, count, kBlocks + kBlockFormats[f].format, x, y));
