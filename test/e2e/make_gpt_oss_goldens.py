@@ -72,6 +72,23 @@ def mxfp4_experts(weights, cfg):
     return stored, values
 
 
+def write_fixture(name, cfg, weights, extra=None):
+    """Writes fixture folder `name` (config.json, model.safetensors): the
+    float `weights` as bf16, plus `extra` tensors as given. Returns the
+    bf16 values as float64, what the golden multiplies."""
+    as_bf16 = {k: torch.tensor(np.asarray(v, dtype=np.float32)).to(torch.bfloat16)
+               for k, v in weights.items()}
+    folder = os.path.join(OUT, name)
+    os.makedirs(folder, exist_ok=True)
+    tensors = dict(as_bf16, **(extra or {}))
+    safetensors.torch.save_file({k: v.contiguous() for k, v in tensors.items()},
+                                os.path.join(folder, "model.safetensors"),
+                                metadata={"format": "pt"})
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+    return {k: v.to(torch.float64).numpy() for k, v in as_bf16.items()}
+
+
 def write_mxfp4():
     """gpt-oss-mxfp4: the BF16 fixture's shapes with 32 features an expert
     (down's rows are whole blocks of 32, as gpt-oss-20b's 2880 are), its
@@ -85,17 +102,7 @@ def write_mxfp4():
     weights = gpt_oss.random_weights(cfg, np.random.default_rng(43))
     experts, dequantized = mxfp4_experts(weights, cfg)
     kept = {k: v for k, v in weights.items() if k not in dequantized}
-    as_bf16 = {k: torch.tensor(np.asarray(v, dtype=np.float32)).to(torch.bfloat16)
-               for k, v in kept.items()}
-    folder = os.path.join(OUT, "gpt-oss-mxfp4")
-    os.makedirs(folder, exist_ok=True)
-    tensors = dict(as_bf16, **experts)
-    safetensors.torch.save_file({k: v.contiguous() for k, v in tensors.items()},
-                                os.path.join(folder, "model.safetensors"),
-                                metadata={"format": "pt"})
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=2, sort_keys=True)
-    stored = {k: v.to(torch.float64).numpy() for k, v in as_bf16.items()}
+    stored = write_fixture("gpt-oss-mxfp4", cfg, kept, experts)
     stored.update(dequantized)
     logits = gpt_oss.forward(TOKENS, stored, cfg, form="hf")
     logits.astype("<f4").tofile(os.path.join(OUT, "gpt-oss-mxfp4.logits.bin"))
@@ -106,17 +113,7 @@ def write_mxfp4():
 def write_bf16():
     cfg = config()
     rng = np.random.default_rng(41)
-    weights = gpt_oss.random_weights(cfg, rng)
-    as_bf16 = {k: torch.tensor(np.asarray(v, dtype=np.float32)).to(torch.bfloat16)
-               for k, v in weights.items()}
-    folder = os.path.join(OUT, "gpt-oss")
-    os.makedirs(folder, exist_ok=True)
-    safetensors.torch.save_file({k: v.contiguous() for k, v in as_bf16.items()},
-                                os.path.join(folder, "model.safetensors"),
-                                metadata={"format": "pt"})
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=2, sort_keys=True)
-    stored = {k: v.to(torch.float64).numpy() for k, v in as_bf16.items()}
+    stored = write_fixture("gpt-oss", cfg, gpt_oss.random_weights(cfg, rng))
     logits = gpt_oss.forward(TOKENS, stored, cfg, form="hf")
     logits.astype("<f4").tofile(os.path.join(OUT, "gpt-oss.logits.bin"))
     # The cached form (a ring for the sliding layers), prefill of 3 and
