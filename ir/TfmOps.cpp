@@ -146,6 +146,13 @@ LogicalResult ClampOp::verify() {
   return success();
 }
 
+LogicalResult ScaleOp::verify() {
+  if (!getFactor().isFinite())
+    return emitOpError("expected a finite factor, got ")
+           << getFactor().convertToDouble();
+  return success();
+}
+
 LogicalResult SoftcapOp::verify() {
   if (!getCap().isFiniteNonZero() || getCap().isNegative())
     return emitOpError("expected a finite, positive cap, got ")
@@ -584,8 +591,8 @@ LogicalResult RopeOp::verify() {
                            << " frequencies (one per rotated pair), got "
                            << frequencies->size();
     for (auto [i, f] : llvm::enumerate(*frequencies))
-      if (!(f > 0) || std::isinf(f))
-        return emitOpError() << "expected positive, finite frequencies, got "
+      if (!(f >= 0) || std::isinf(f))
+        return emitOpError() << "expected finite frequencies of at least 0, got "
                              << f << " at " << i;
   }
   if (getLongFrequencies().has_value() != getLongContext().has_value())

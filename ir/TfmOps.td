@@ -303,6 +303,24 @@ def Tfm_SoftcapOp : Tfm_Op<"softcap", [Pure, Tfm_PositionWise,
   let hasVerifier = 1;
 }
 
+def Tfm_ScaleOp : Tfm_Op<"scale", [Pure, Tfm_PositionWise,
+    SameOperandsAndResultType]> {
+  let summary = "elementwise multiplication by a constant";
+  let description = [{
+    `result = input · factor`: Gemma 4's `layer_scalar`, which multiplies
+    the whole residual stream at the end of each layer (a number in the
+    checkpoint, read when the model is built).
+
+    ```mlir
+    %x2 = tfm.scale %x1 {factor = 0.5 : f32} : tensor<?x1536xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, F32Attr:$factor);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Tfm_PoolOp : Tfm_Op<"pool", [Pure]> {
   let summary = "one vector for a sequence: mean, first token or max, normalized";
   let description = [{
@@ -588,7 +606,9 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, Tfm_PositionWise,
     frequencies are `f[i] = theta^(-2i/rotary_dim)`, or the
     `frequencies` given (`rotary_dim / 2` values: what scaled RoPE variants
     such as linear position interpolation and Llama 3's banded scaling
-    compute from the config). `style` picks the pairs: `interleaved`
+    compute from the config; a pair of frequency 0 passes through, as
+    Gemma 4's proportional RoPE leaves three quarters of its full layers'
+    pairs). `style` picks the pairs: `interleaved`
     rotates `(2i, 2i+1)` (llama2.c, Meta), `rotate_half` rotates
     `(i, i + rotary_dim/2)` (Hugging Face). With `rotary_dim` (partial
     rotary: GPT-NeoX, Phi, StableLM) only the first `rotary_dim` dimensions

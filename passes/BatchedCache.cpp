@@ -105,7 +105,9 @@ mlir::tfm::attendInSequence(OpBuilder &b, Location loc, AttentionOp attention,
   Value values = sliceRows(b, loc, rowsOfLayer.values, first, count);
   Value end = arith::AddIOp::create(b, loc, start, count);
   CachedKeysAndValues cached =
-      rows.ring
+      !rows.appends
+          ? readAppended(b, loc, cacheType, own, keys, values, start, end, rows)
+      : rows.ring
           ? appendAndReadRing(b, loc, cacheType, own, keys, values, start, rows)
           : appendAndRead(b, loc, cacheType, own, keys, values, start, end,
                           rows.plane);
@@ -118,8 +120,11 @@ mlir::tfm::attendInSequence(OpBuilder &b, Location loc, AttentionOp attention,
   attendToCached(b, loc, attended, cached.keys, cached.values);
   AttendedInSequence result;
   result.out = insertRows(b, loc, attended.getResult(), out, first);
-  result.cache = tensor::InsertSliceOp::create(
-      b, loc, cached.cache, cache, slice.offsets, slice.sizes, slice.strides);
+  // A reader that does not append leaves the cache as it was.
+  result.cache = rows.appends ? Value(tensor::InsertSliceOp::create(
+                                    b, loc, cached.cache, cache, slice.offsets,
+                                    slice.sizes, slice.strides))
+                              : cache;
   return result;
 }
 
@@ -131,11 +136,15 @@ BatchedLayout mlir::tfm::layOutBatchedCache(const CachePlan &plan,
   // every layer windowed) each layer has a plane of the paged cache.
   bool apart = llvm::any_of(prefill.layers, hasRing) &&
                !llvm::all_of(prefill.layers, hasRing);
+  assert((apart || !plan.ringKeyType) &&
+         "keys of two types are the windowed layers' and the others'");
   BatchedLayout layout;
   int64_t planes = 0, rings = 0, ringRows = 0;
   for (const LayerRows &own : prefill.layers) {
     LayerRows rows;
-    if (apart && own.ring) {
+    if (own.source >= 0) {
+      rows.source = own.source; // placed with its source below
+    } else if (apart && own.ring) {
       rows.ring = own.ring;
       rows.plane = rings++;
       ringRows = std::max(ringRows, own.ring);
@@ -144,9 +153,10 @@ BatchedLayout mlir::tfm::layOutBatchedCache(const CachePlan &plan,
     }
     layout.layers.push_back(rows);
   }
+  shareSourcesRows(layout.layers);
   layout.pagedType = selfCacheTypeOf(plan, capacity, planes);
   if (apart)
-    layout.ringType = selfCacheTypeOf(plan, ringRows, rings);
+    layout.ringType = ringCacheTypeOf(plan, ringRows, rings);
   return layout;
 }
 

@@ -40,6 +40,16 @@ struct RecurrentSlot {
 struct CachePlan {
   SmallVector<AttentionOp> layers;
   RankedTensorType keyType;
+  /// The windowed layers' keys where they are not of `keyType`, the other
+  /// layers' (Gemma 4's sliding layers, whose heads are narrower and more
+  /// than its full layers'): those layers then keep their rings in a cache
+  /// of their own (CacheLayout::ringPlanes; CacheKind
+  /// self_attention_rings). Null: every layer's keys are of `keyType`.
+  RankedTensorType ringKeyType;
+  /// Per layer, the earlier layer whose keys and values it attends over
+  /// (the same SSA values: Gemma 4's layers that share an earlier layer's
+  /// KV), or -1: its own. A sharing layer caches nothing of its own.
+  SmallVector<int64_t> sources;
   SmallVector<AttentionOp> crossLayers;
   RankedTensorType crossKeyType;
   unsigned tokensArg = 0;
@@ -76,6 +86,10 @@ int64_t crossCapacity(const CachePlan &plan, int64_t capacity);
 /// layer planes (CacheLayout's), where that is not one per layer.
 RankedTensorType selfCacheTypeOf(const CachePlan &plan, int64_t capacity,
                                  std::optional<int64_t> planes = {});
+/// The cache of the rings of windowed layers, `planes` of `rows` rows: as
+/// selfCacheTypeOf, of the plan's ringKeyType where it has one.
+RankedTensorType ringCacheTypeOf(const CachePlan &plan, int64_t rows,
+                                 int64_t planes);
 
 /// Where @prefill's cache keeps one layer's keys and values: in plane
 /// `plane` of [planes, 2, capacity, ...], every position at its slot
@@ -83,17 +97,35 @@ RankedTensorType selfCacheTypeOf(const CachePlan &plan, int64_t capacity,
 /// rows [offset, offset + ring), position p at row offset + p mod ring.
 struct LayerRows {
   int64_t plane = 0, offset = 0, ring = 0;
+  /// In @prefill's cache of rings (CacheLayout::ringPlanes), not its
+  /// main one.
+  bool apart = false;
+  /// A layer that shares an earlier layer's rows (CachePlan::sources) has
+  /// that layer's place, and of the layers reading one place, one appends
+  /// the new rows and the others only read: a plane's first reader (its
+  /// rows stay), a ring's last (the rows it drops the others still see).
+  /// @prefill reuses what the first reader read instead.
+  int64_t source = -1;
+  bool appends = true;
 };
 struct CacheLayout {
   int64_t planes = 0;
   SmallVector<LayerRows> layers; // as plan.layers
+  /// Where the plan has a ringKeyType: the windowed layers' rings, one a
+  /// plane of a second cache of `ringRows` rows (their largest ring).
+  int64_t ringPlanes = 0, ringRows = 0;
 };
 /// One plane per layer, unless layers' windows differ (GPT-Neo's local
 /// layers beside global ones): then each windowed layer keeps a ring of its
 /// window, as many rings to a plane as fit its capacity, so that the cache
 /// holds only what some query can still see. (Where every layer has one
 /// window, the runtime slides the whole cache instead: sharedWindow.)
+/// Where the windowed layers' keys are of another type (ringKeyType), each
+/// keeps its ring in a plane of a cache of their own instead.
 CacheLayout layOutCache(const CachePlan &plan, int64_t capacity);
+/// Gives each layer that shares an earlier layer's rows (LayerRows::source
+/// set) that layer's place, and says which of their readers appends.
+void shareSourcesRows(SmallVectorImpl<LayerRows> &layers);
 
 /// Where the batched entry points (@prefill_batch, @decode_batch) keep each
 /// layer. Without rings in @prefill's layout, every layer has a plane of
@@ -150,6 +182,14 @@ CachedKeysAndValues appendAndRead(OpBuilder &b, Location loc,
                                   Value keys, Value values, Value position,
                                   Value end,
                                   int64_t layer);
+
+/// What `appendAndRead` or `appendAndReadRing` return for `layer`, of a
+/// cache another reader of the same place appends to (LayerRows::appends
+/// false): for a plane, after that append; for a ring, before it.
+CachedKeysAndValues readAppended(OpBuilder &b, Location loc,
+                                 RankedTensorType cacheType, Value cache,
+                                 Value keys, Value values, Value start,
+                                 Value end, const LayerRows &layer);
 
 /// A windowed layer's `appendAndRead` (`layer.ring` > 0): appends the rows
 /// of positions [start, start + s) to its ring and returns the keys and

@@ -104,6 +104,37 @@ CachedKeysAndValues mlir::tfm::appendAndReadRing(OpBuilder &b, Location loc,
   return cached;
 }
 
+CachedKeysAndValues mlir::tfm::readAppended(OpBuilder &b, Location loc,
+                                            RankedTensorType cacheType,
+                                            Value cache, Value keys,
+                                            Value values, Value start,
+                                            Value end, const LayerRows &layer) {
+  CachedRows rows(cacheType, cast<RankedTensorType>(keys.getType()));
+  auto attr = [&](int64_t v) { return b.getI64IntegerAttr(v); };
+  CachedKeysAndValues cached;
+  cached.cache = cache;
+  if (!layer.ring) {
+    auto read = KVCacheReadOp::create(b, loc, TypeRange{rows.stored, rows.stored},
+                                      cache, end, attr(layer.plane));
+    cached.keys = rows.widen(b, loc, read.getKey());
+    cached.values = rows.widen(b, loc, read.getValue());
+    return cached;
+  }
+  Value first = arith::MaxSIOp::create(
+      b, loc,
+      arith::SubIOp::create(
+          b, loc, start,
+          arith::ConstantIndexOp::create(b, loc, layer.ring - 1)),
+      arith::ConstantIndexOp::create(b, loc, 0));
+  auto seen = KVRingReadOp::create(
+      b, loc, TypeRange{rows.stored, rows.stored}, cache, first, start,
+      rows.store(b, loc, keys), rows.store(b, loc, values), attr(layer.plane),
+      attr(layer.offset), attr(layer.ring));
+  cached.keys = rows.widen(b, loc, seen.getKey());
+  cached.values = rows.widen(b, loc, seen.getValue());
+  return cached;
+}
+
 std::optional<int64_t> mlir::tfm::latentValueWidth(AttentionOp attention) {
   auto slice = attention.getValue().getDefiningOp<tensor::ExtractSliceOp>();
   RankedTensorType key = attention.getKey().getType();

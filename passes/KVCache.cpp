@@ -115,10 +115,69 @@ LogicalResult planRecurrent(Operation *op, CachePlan &plan) {
   return success();
 }
 
+/// Records which earlier layer `attention` shares its keys and values
+/// with (the same SSA values), if any; one of another window is refused
+/// (its cached rows would not be what it sees).
+LogicalResult planSource(AttentionOp attention, CachePlan &plan) {
+  int64_t source = -1;
+  for (auto [layer, earlier] : llvm::enumerate(plan.layers)) {
+    AttentionOp other = earlier;
+    if (other.getKey() != attention.getKey() &&
+        other.getValue() != attention.getValue())
+      continue;
+    if (other.getKey() != attention.getKey() ||
+        other.getValue() != attention.getValue() ||
+        other.getWindow() != attention.getWindow())
+      return attention.emitOpError()
+             << "cannot cache attention that shares layer " << layer
+             << "'s keys or values but not both, or not its window";
+    source = plan.sources[layer] >= 0 ? plan.sources[layer] : int64_t(layer);
+    break;
+  }
+  plan.sources.push_back(source);
+  return success();
+}
+
+/// The cache's key type, and where layers' keys differ, the windowed
+/// layers' (CachePlan::ringKeyType): every windowed layer's keys of one
+/// type and every other layer's of another, or the first layer that breaks
+/// that is refused.
+LogicalResult planKeyTypes(CachePlan &plan) {
+  auto isWindowed = [](AttentionOp attention) {
+    return attention.getWindow().has_value();
+  };
+  RankedTensorType windowed, whole;
+  bool differ = false;
+  for (AttentionOp attention : plan.layers) {
+    RankedTensorType type = cachedKeyType(attention);
+    RankedTensorType &same = isWindowed(attention) ? windowed : whole;
+    if (same && same != type)
+      return attention.emitOpError()
+             << "cannot cache keys of type " << type << " beside "
+             << (isWindowed(attention) ? "windowed" : "unwindowed")
+             << " layers' of type " << same
+             << " (layers' keys may differ only between windowed layers and "
+                "the others)";
+    same = type;
+    RankedTensorType other = isWindowed(attention) ? whole : windowed;
+    differ |= other && other != type;
+  }
+  plan.keyType = whole ? whole : windowed;
+  if (!differ)
+    return success();
+  if (plan.sourceArg)
+    return AttentionOp(plan.layers.front())
+        .emitOpError("cannot cache an encoder-decoder's layers of two key "
+                     "types");
+  plan.ringKeyType = windowed;
+  return success();
+}
+
 /// Says what each argument of @prefill or @decode is: tokens at a start
 /// position, written to the cache from a slot on, and the cache itself,
-/// state that codegen updates in place (and a hybrid's recurrent states
-/// after it); for an encoder-decoder then the
+/// state that codegen updates in place (then the windowed layers' rings
+/// where their keys are of another type, and a hybrid's recurrent states);
+/// for an encoder-decoder then the
 /// read-only cross-attention cache @encode filled and how many source
 /// positions it holds. A window shared by every layer is the cache's: the
 /// runtime may then drop positions no query can see.
@@ -133,8 +192,12 @@ void describeArguments(func::FuncOp func, const CachePlan &plan) {
                   InputRoleAttr::get(ctx, InputRole::cache_slot));
   func.setArgAttr(3, kCacheArgAttrName,
                   CacheAttr::get(ctx, CacheKind::self_attention, window));
+  unsigned next = 4;
+  if (plan.ringKeyType)
+    func.setArgAttr(next++, kCacheArgAttrName,
+                    CacheAttr::get(ctx, CacheKind::self_attention_rings, 0));
   if (!plan.recurrent.empty())
-    func.setArgAttr(4, kCacheArgAttrName,
+    func.setArgAttr(next, kCacheArgAttrName,
                     CacheAttr::get(ctx, CacheKind::recurrent_state, 0));
   if (plan.sourceArg) {
     func.setArgAttr(4, kCacheArgAttrName,
@@ -167,7 +230,13 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
   Value start = entry.addArgument(IndexType::get(ctx), loc);
   Value slot = entry.addArgument(IndexType::get(ctx), loc);
   Value cache = entry.addArgument(cacheType, loc);
-  // The recurrent layers' states, after the cache (a decoder's only).
+  // The windowed layers' rings, where their keys have a type of their own.
+  RankedTensorType ringType =
+      layout.ringPlanes
+          ? ringCacheTypeOf(plan, layout.ringRows, layout.ringPlanes)
+          : RankedTensorType();
+  Value rings = ringType ? entry.addArgument(ringType, loc) : Value();
+  // The recurrent layers' states, after the caches (a decoder's only).
   Value state = plan.recurrent.empty()
                     ? Value()
                     : entry.addArgument(recurrentStateTypeOf(plan), loc);
@@ -185,18 +254,30 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
     if (op.getTokens() == tokens)
       op.getOffsetMutable().assign(start);
   });
+  SmallVector<CachedKeysAndValues> cachedOf;
   for (auto [layer, original] : llvm::enumerate(plan.layers)) {
     Operation *originalOp = AttentionOp(original).getOperation();
     auto attention = cast<AttentionOp>(mapping.lookup(originalOp));
     b.setInsertionPoint(attention);
     LayerRows rows = layout.layers[layer];
+    if (rows.source >= 0) {
+      // What its source appended and read, this call's rows included.
+      CachedKeysAndValues shared = cachedOf[rows.source];
+      cachedOf.push_back(shared);
+      attendToCached(b, attention.getLoc(), attention, shared.keys,
+                     shared.values);
+      continue;
+    }
     RowsToCache own = rowsToCache(b, attention.getLoc(), attention);
+    Value &held = rows.apart ? rings : cache;
+    RankedTensorType heldType = rows.apart ? ringType : cacheType;
     CachedKeysAndValues cached =
-        rows.ring ? appendAndReadRing(b, attention.getLoc(), cacheType, cache,
+        rows.ring ? appendAndReadRing(b, attention.getLoc(), heldType, held,
                                       own.keys, own.values, start, rows)
-                  : appendAndRead(b, attention.getLoc(), cacheType, cache,
+                  : appendAndRead(b, attention.getLoc(), heldType, held,
                                   own.keys, own.values, slot, end, rows.plane);
-    cache = cached.cache;
+    held = cached.cache;
+    cachedOf.push_back(cached);
     attendToCached(b, attention.getLoc(), attention, cached.keys,
                    cached.values);
   }
@@ -216,6 +297,8 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
       pickRows(b, loc, ret.getOperand(0), 1, lastRow,
                positionVaryingValues(prefill, plan.tokensArg));
   SmallVector<Value> results{logits, cache};
+  if (rings)
+    results.push_back(rings);
   if (state)
     results.push_back(state);
   ret->setOperands(results);
@@ -443,13 +526,8 @@ FailureOr<CachePlan> mlir::tfm::planCache(func::FuncOp forward) {
                           << " beside keys of type " << keyType;
         return WalkResult::interrupt();
       }
-      if (plan.keyType && plan.keyType != keyType) {
-        op->emitOpError() << "cannot cache keys of type " << keyType
-                          << " in the cache of " << plan.keyType
-                          << " that earlier layers use";
+      if (failed(planSource(attention, plan)))
         return WalkResult::interrupt();
-      }
-      plan.keyType = keyType;
       plan.layers.push_back(attention);
       return WalkResult::advance();
     }
@@ -461,6 +539,8 @@ FailureOr<CachePlan> mlir::tfm::planCache(func::FuncOp forward) {
     return failure();
   if (plan.layers.empty())
     return forward.emitOpError("has no attention to cache");
+  if (failed(planKeyTypes(plan)))
+    return failure();
   if (!plan.recurrent.empty() && plan.sourceArg)
     return plan.recurrent.front().op->emitOpError(
         "cannot cache a recurrent layer of an encoder-decoder's decoder");
@@ -474,17 +554,31 @@ RankedTensorType mlir::tfm::cacheTypeOf(RankedTensorType keyType,
                                keyType.getElementType());
 }
 
-RankedTensorType mlir::tfm::selfCacheTypeOf(const CachePlan &plan,
-                                            int64_t capacity,
-                                            std::optional<int64_t> planes) {
-  RankedTensorType f32 = cacheTypeOf(
-      plan.keyType, planes ? *planes : plan.layers.size(), capacity);
+/// The cache of `planes` planes of `rows` rows of keys of `keyType`, in
+/// the plan's stored row type.
+static RankedTensorType storedCacheTypeOf(const CachePlan &plan,
+                                          RankedTensorType keyType,
+                                          int64_t rows, int64_t planes) {
+  RankedTensorType f32 = cacheTypeOf(keyType, planes, rows);
   if (!plan.storedRows)
     return f32;
   SmallVector<int64_t> shape(f32.getShape());
   if (plan.storedRows.isInteger(8))
     shape.back() += QuantizeRowsOp::kScaleBytes;
   return RankedTensorType::get(shape, plan.storedRows);
+}
+
+RankedTensorType mlir::tfm::selfCacheTypeOf(const CachePlan &plan,
+                                            int64_t capacity,
+                                            std::optional<int64_t> planes) {
+  return storedCacheTypeOf(plan, plan.keyType, capacity,
+                           planes ? *planes : plan.layers.size());
+}
+
+RankedTensorType mlir::tfm::ringCacheTypeOf(const CachePlan &plan,
+                                            int64_t rows, int64_t planes) {
+  return storedCacheTypeOf(
+      plan, plan.ringKeyType ? plan.ringKeyType : plan.keyType, rows, planes);
 }
 
 Value mlir::tfm::pickRows(
@@ -532,18 +626,30 @@ CacheLayout mlir::tfm::layOutCache(const CachePlan &plan, int64_t capacity) {
                llvm::any_of(plan.layers, [&](AttentionOp attention) {
                  return windowOf(attention) > 0;
                });
-  for (AttentionOp attention : plan.layers) {
+  for (auto [layer, planned] : llvm::enumerate(plan.layers)) {
+    AttentionOp attention = planned;
     LayerRows rows;
-    rows.ring = rings ? windowOf(attention) : 0;
-    if (!rows.ring)
-      rows.plane = layout.planes++;
+    if (plan.sources[layer] >= 0) {
+      rows.source = plan.sources[layer]; // placed with its source below
+    } else if (plan.ringKeyType && attention.getWindow()) {
+      // A ring as long as the window, or as the capacity where that is
+      // shorter (positions never pass it: no window is shared).
+      rows.apart = true;
+      rows.ring = std::min(*attention.getWindow(), uint64_t(capacity));
+      rows.plane = layout.ringPlanes++;
+      layout.ringRows = std::max(layout.ringRows, rows.ring);
+    } else {
+      rows.ring = rings ? windowOf(attention) : 0;
+      if (!rows.ring)
+        rows.plane = layout.planes++;
+    }
     layout.layers.push_back(rows);
   }
   // The rings after the whole planes, each in the last ring plane while it
   // has room.
   int64_t used = capacity;
   for (LayerRows &rows : layout.layers) {
-    if (!rows.ring)
+    if (!rows.ring || rows.apart || rows.source >= 0)
       continue;
     if (used + rows.ring > capacity) {
       ++layout.planes;
@@ -553,7 +659,29 @@ CacheLayout mlir::tfm::layOutCache(const CachePlan &plan, int64_t capacity) {
     rows.offset = used;
     used += rows.ring;
   }
+  shareSourcesRows(layout.layers);
   return layout;
+}
+
+void mlir::tfm::shareSourcesRows(SmallVectorImpl<LayerRows> &layers) {
+  for (auto [layer, rows] : llvm::enumerate(layers)) {
+    if (rows.source < 0)
+      continue;
+    LayerRows &source = layers[rows.source];
+    int64_t from = rows.source;
+    rows = source;
+    rows.source = from;
+    // A ring's last reader appends: the others read it before the rows
+    // they see are dropped.
+    if (rows.ring) {
+      for (LayerRows &other : layers)
+        if (&other != &rows && (&other == &source || other.source == from))
+          other.appends = false;
+      rows.appends = true;
+    } else {
+      rows.appends = false;
+    }
+  }
 }
 
 int64_t mlir::tfm::sharedWindow(const CachePlan &plan) {

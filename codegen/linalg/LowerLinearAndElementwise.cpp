@@ -163,6 +163,26 @@ struct LowerSoftcap : OpConversionPattern<SoftcapOp> {
   }
 };
 
+struct LowerScale : OpConversionPattern<ScaleOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ScaleOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FloatAttr factor = op.getFactorAttr();
+    rewriter.replaceOp(
+        op, createElementwise(
+                rewriter, op.getLoc(), adaptor.getInput(), adaptor.getInput(),
+                [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                  Value c = arith::ConstantOp::create(
+                      b, l, args[0].getType(),
+                      b.getFloatAttr(args[0].getType(),
+                                     factor.getValueAsDouble()));
+                  return arith::MulFOp::create(b, l, args[0], c);
+                }));
+    return success();
+  }
+};
+
 template <typename TfmOp, typename ArithOp>
 struct LowerBinary : OpConversionPattern<TfmOp> {
   using OpConversionPattern<TfmOp>::OpConversionPattern;
@@ -236,7 +256,7 @@ struct LowerDequantize : OpConversionPattern<DequantizeOp> {
 void mlir::tfm::populateLowerLinearAndElementwisePatterns(
     RewritePatternSet &patterns) {
   patterns.add<LowerLinear, LowerHeadLinear, LowerDequantize, LowerActivation, LowerClamp,
-               LowerSoftcap, LowerBinary<AddOp, arith::AddFOp>,
+               LowerSoftcap, LowerScale, LowerBinary<AddOp, arith::AddFOp>,
                LowerBinary<MulOp, arith::MulFOp>, LowerConcat>(
       patterns.getContext());
 }

@@ -16,10 +16,12 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
 #include <set>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -46,6 +48,57 @@ std::string mlir::tfm::expertWeightName(const std::string &pattern,
   if (at != std::string::npos)
     name.replace(at, 3, std::to_string(expert));
   return name;
+}
+
+/// Per-layer attention shapes (DecoderSpec::layerAttention): heads the
+/// KV heads divide, even for RoPE, a frequency per pair, and shared keys
+/// and values from an earlier layer of the same shape and window.
+static llvm::Error validateLayerAttention(const DecoderSpec &spec,
+                                          llvm::StringRef configPath) {
+  if (spec.layerAttention.empty())
+    return llvm::Error::success();
+  auto fail = [&](int64_t layer, const llvm::Twine &what) {
+    return makeError(configPath + ": layer " + llvm::Twine(layer) + ": " +
+                     what);
+  };
+  if (int64_t(spec.layerAttention.size()) != spec.numLayers)
+    return makeError(configPath + ": the layer shapes list " +
+                     llvm::Twine(spec.layerAttention.size()) +
+                     " layers, the model has " + llvm::Twine(spec.numLayers));
+  auto windowOf = [&](int64_t layer) {
+    return spec.layerWindows.empty() ? spec.slidingWindow
+                                     : spec.layerWindows[size_t(layer)];
+  };
+  for (int64_t l = 0; l < spec.numLayers; ++l) {
+    const LayerAttention &a = spec.layerAttention[size_t(l)];
+    if (a.headDim <= 0 || a.headDim % 2 != 0 || a.headDim > kMaxConfigSize)
+      return fail(l, "the head size must be even and positive, got " +
+                         llvm::Twine(a.headDim));
+    if (a.kvHeads <= 0 || spec.numHeads % a.kvHeads != 0)
+      return fail(l, "the key/value head count (" + llvm::Twine(a.kvHeads) +
+                         ") does not divide the head count (" +
+                         llvm::Twine(spec.numHeads) + ")");
+    if (a.intermediate < 0 || a.intermediate > kMaxConfigSize)
+      return fail(l, "the MLP's width must be positive, got " +
+                         llvm::Twine(a.intermediate));
+    if (int64_t(a.ropeFrequencies.size()) != a.headDim / 2)
+      return fail(l, "RoPE needs " + llvm::Twine(a.headDim / 2) +
+                         " frequencies, got " +
+                         llvm::Twine(a.ropeFrequencies.size()));
+    if (a.kvSource < 0)
+      continue;
+    if (a.kvSource >= l)
+      return fail(l, "its keys and values come from layer " +
+                         llvm::Twine(a.kvSource) + ", which is not before it");
+    const LayerAttention &source = spec.layerAttention[size_t(a.kvSource)];
+    if (source.kvSource >= 0 || source.headDim != a.headDim ||
+        source.kvHeads != a.kvHeads || windowOf(a.kvSource) != windowOf(l))
+      return fail(l, "its keys and values come from layer " +
+                         llvm::Twine(a.kvSource) +
+                         ", which computes no keys of this layer's shape "
+                         "and window");
+  }
+  return llvm::Error::success();
 }
 
 llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
@@ -184,6 +237,21 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
   if (spec.attentionOutputGate && spec.qkNormAcrossHeads)
     return fail("an attention output gate beside Q and K norms across heads "
                 "is not supported");
+  if (llvm::Error err = validateLayerAttention(spec, configPath))
+    return err;
+  if (spec.perLayerInput.enabled() &&
+      (spec.perLayerInput.vocab <= 0 ||
+       double(spec.perLayerInput.size) * double(spec.numLayers) >
+           double(kMaxConfigSize)))
+    return fail("per-layer inputs must have a vocabulary and at most " +
+                llvm::Twine(kMaxConfigSize) + " values a token, got " +
+                llvm::Twine(spec.perLayerInput.size) + " a layer for " +
+                llvm::Twine(spec.numLayers) + " layers");
+  if (!spec.layerScales.empty() &&
+      int64_t(spec.layerScales.size()) != spec.numLayers)
+    return fail("the layer scales list " +
+                llvm::Twine(spec.layerScales.size()) +
+                " layers, the model has " + llvm::Twine(spec.numLayers));
   for (int64_t window : spec.layerWindows)
     if (window < 0)
       return fail("a local layer's window must be positive, got " +
@@ -240,14 +308,26 @@ private:
   /// `x` ([?, heads, d]) rotated by RoPE as the spec says (Gemma 3's
   /// local layers: by their own base).
   Value rotate(Value x, Value positions, bool localRope, Location loc);
+  /// `x` rotated by one layer's own RoPE frequencies (LayerAttention).
+  Value rotate(Value x, Value positions, const LayerAttention &shape,
+               Location loc);
   /// Columns [offset, offset + width) of the last dimension of every row.
   Value columns(Value x, int64_t offset, int64_t width, Location loc);
   Value mlp(Value h, int64_t layer);
   /// A mixture of experts in place of the MLP (tfm.moe).
   Value experts(Value h, int64_t layer);
   Value block(Value x, Value positions, int64_t layer);
+  /// Every layer's per-layer input ([?, layers · size]) of the tokens and
+  /// their scaled embeddings `x` (spec.perLayerInput).
+  Value perLayerInputs(Value tokens, Value x);
+  /// The per-layer input's branch of `layer` added to `x`.
+  Value addPerLayerInput(Value x, int64_t layer);
 
   const DecoderSpec &spec;
+  /// Each layer's keys and values, for the layers that share them
+  /// (LayerAttention::kvSource).
+  llvm::DenseMap<int64_t, std::pair<Value, Value>> layerKeys;
+  Value layerInputs;
 };
 
 Value DecoderIRBuilder::norm(Value x, const std::string &name, Location loc) {
@@ -319,6 +399,18 @@ Value DecoderIRBuilder::rotate(Value x, Value positions, bool localRope,
   return RopeOp::create(b, loc, x.getType(), style, x, positions, theta,
                         rotaryDim, frequencies, ntkFactor, ntkContext,
                         longFrequencies, longContext);
+}
+
+Value DecoderIRBuilder::rotate(Value x, Value positions,
+                               const LayerAttention &shape, Location loc) {
+  auto style = RopeStyleAttr::get(b.getContext(), spec.ropeStyle);
+  return RopeOp::create(b, loc, x.getType(), style, x, positions,
+                        b.getF32FloatAttr(shape.ropeTheta),
+                        /*rotary_dim=*/IntegerAttr(),
+                        b.getDenseF32ArrayAttr(shape.ropeFrequencies),
+                        /*ntk_factor=*/FloatAttr(), /*ntk_context=*/IntegerAttr(),
+                        /*long_frequencies=*/DenseF32ArrayAttr(),
+                        /*long_context=*/IntegerAttr());
 }
 
 Value DecoderIRBuilder::columns(Value x, int64_t offset, int64_t width,
@@ -466,8 +558,10 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
     return latentAttention(h, positions, layer);
   const tfm::LayerWeightNames &n = spec.layer;
   Location loc = named("layer " + llvm::Twine(layer) + " attention");
+  const LayerAttention *shape = spec.attentionOf(layer);
   int64_t dyn = ShapedType::kDynamic, heads = spec.numHeads,
-          kvHeads = spec.numKVHeads, headDim = spec.headDim();
+          kvHeads = shape ? shape->kvHeads : spec.numKVHeads,
+          headDim = shape ? shape->headDim : spec.headDim();
   // A projection to `count` heads, then its RMSNorm (before RoPE) where
   // the model has one: of each head (Qwen3) or of all heads together
   // (OLMoE), whose rows are normed whole before they are split into heads.
@@ -503,8 +597,23 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
         SmallVector<ReassociationIndices>{{0}, {1, 2}}));
   };
   Value q = project(n.query, heads, n.queryNorm);
-  Value k = project(n.key, kvHeads, n.keyNorm);
-  Value v = project(n.value, kvHeads, "");
+  Value k, v;
+  bool ownKeys = !shape || shape->kvSource < 0;
+  if (ownKeys && shape && shape->valueIsKey) {
+    // Gemma 4's attention_k_eq_v: V is K's projection before K's norm.
+    v = project(n.key, kvHeads, "");
+    k = RmsNormOp::create(
+        b, loc, v.getType(), v,
+        weight(tfm::layerWeightName(n.keyNorm, layer), {headDim}),
+        b.getF32FloatAttr(spec.normEpsilon));
+  } else if (ownKeys) {
+    k = project(n.key, kvHeads, n.keyNorm);
+    v = project(n.value, kvHeads, "");
+  }
+  if (ownKeys && spec.valueNorm)
+    v = RmsNormOp::create(b, loc, v.getType(), v,
+                          constantVector(headDim, 1.0f, "unit value norm"),
+                          b.getF32FloatAttr(spec.normEpsilon));
   if (spec.clipQkv > 0) {
     auto min = b.getF32FloatAttr(-spec.clipQkv);
     auto max = b.getF32FloatAttr(spec.clipQkv);
@@ -520,7 +629,16 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
                            : IntegerAttr();
   // Gemma 3's local layers rotate with a base of their own, unscaled.
   bool localRope = spec.localRopeTheta > 0 && layerWindow > 0;
-  if (!spec.learnedPositions) {
+  if (shape) {
+    q = rotate(q, positions, *shape, loc);
+    if (ownKeys) {
+      k = rotate(k, positions, *shape, loc);
+      layerKeys[layer] = {k, v};
+    } else {
+      // The source layer's keys and values, as it attends over them.
+      std::tie(k, v) = layerKeys.lookup(shape->kvSource);
+    }
+  } else if (!spec.learnedPositions) {
     q = rotate(q, positions, localRope, loc);
     k = rotate(k, positions, localRope, loc);
   }
@@ -606,12 +724,15 @@ Value DecoderIRBuilder::mlp(Value h, int64_t layer) {
   Location loc = named("layer " + llvm::Twine(layer) + " mlp");
   int64_t dyn = ShapedType::kDynamic;
   bool bias = spec.mlpBias;
-  Value up = linear(h, tfm::layerWeightName(n.up, layer), bias,
-                    {dyn, spec.intermediateSize}, loc);
+  const LayerAttention *shape = spec.attentionOf(layer);
+  int64_t width = shape && shape->intermediate ? shape->intermediate
+                                               : spec.intermediateSize;
+  Value up = linear(h, tfm::layerWeightName(n.up, layer), bias, {dyn, width},
+                    loc);
   Value hidden;
   if (spec.gatedMlp) {
     Value gate = linear(h, tfm::layerWeightName(n.gate, layer), bias,
-                        {dyn, spec.intermediateSize}, loc);
+                        {dyn, width}, loc);
     Value act = ActivationOp::create(b, loc, spec.activation, gate);
     hidden = MulOp::create(b, loc, act, up);
   } else {
@@ -635,7 +756,13 @@ Value DecoderIRBuilder::block(Value x, Value positions, int64_t layer) {
   if (!spec.parallelResidual) {
     x = AddOp::create(b, loc, x, attended);
     Value h2 = norm(x, tfm::layerWeightName(n.mlpNorm, layer), loc);
-    return AddOp::create(b, loc, x, postNorm(mlp(h2, layer), n.postMlpNorm));
+    x = AddOp::create(b, loc, x, postNorm(mlp(h2, layer), n.postMlpNorm));
+    if (spec.perLayerInput.enabled())
+      x = addPerLayerInput(x, layer);
+    if (!spec.layerScales.empty())
+      x = ScaleOp::create(b, loc, x,
+                          b.getF32FloatAttr(spec.layerScales[size_t(layer)]));
+    return x;
   }
   // Both branches read the layer's input: Phi normalizes it once for both,
   // GPT-NeoX once for each.
@@ -645,6 +772,47 @@ Value DecoderIRBuilder::block(Value x, Value positions, int64_t layer) {
   Value branches =
       AddOp::create(b, loc, attended, postNorm(mlp(h2, layer), n.postMlpNorm));
   return AddOp::create(b, loc, x, branches);
+}
+
+Value DecoderIRBuilder::perLayerInputs(Value tokens, Value x) {
+  const PerLayerInputSpec &per = spec.perLayerInput;
+  Location loc = named("per-layer inputs");
+  int64_t dyn = ShapedType::kDynamic, layers = spec.numLayers,
+          size = per.size, width = layers * per.size;
+  Value looked = EmbeddingOp::create(
+      b, loc, tensorType({dyn, width}),
+      weight(per.embedding, {per.vocab, width}), tokens,
+      b.getF32FloatAttr(std::sqrt(double(size))));
+  // The projection of the embeddings, normed over each layer's values.
+  Value projected = ScaleOp::create(
+      b, loc, linear(x, per.projection, false, {dyn, layers, size}, loc),
+      b.getF32FloatAttr(1.0 / std::sqrt(double(spec.hiddenSize))));
+  Value normed = RmsNormOp::create(b, loc, projected.getType(), projected,
+                                   weight(per.projectionNorm, {size}),
+                                   b.getF32FloatAttr(spec.normEpsilon));
+  Value rows = tensor::CollapseShapeOp::create(
+      b, loc, tensorType({dyn, width}), normed,
+      SmallVector<ReassociationIndices>{{0}, {1, 2}});
+  return ScaleOp::create(b, loc, AddOp::create(b, loc, rows, looked),
+                         b.getF32FloatAttr(1.0 / std::sqrt(2.0)));
+}
+
+Value DecoderIRBuilder::addPerLayerInput(Value x, int64_t layer) {
+  const tfm::LayerWeightNames &n = spec.layer;
+  Location loc = named("layer " + llvm::Twine(layer) + " per-layer input");
+  int64_t dyn = ShapedType::kDynamic, size = spec.perLayerInput.size;
+  Value gate = ActivationOp::create(
+      b, loc, spec.activation,
+      linear(x, tfm::layerWeightName(n.perLayerGate, layer), false,
+             {dyn, size}, loc));
+  Value gated =
+      MulOp::create(b, loc, gate, columns(layerInputs, layer * size, size, loc));
+  Value projected =
+      linear(gated, tfm::layerWeightName(n.perLayerProjection, layer), false,
+             {dyn, spec.hiddenSize}, loc);
+  return AddOp::create(
+      b, loc, x,
+      norm(projected, tfm::layerWeightName(n.perLayerNorm, layer), loc));
 }
 
 OwningOpRef<ModuleOp> DecoderIRBuilder::build() {
@@ -681,6 +849,8 @@ OwningOpRef<ModuleOp> DecoderIRBuilder::build() {
                                    /*scale=*/FloatAttr());
     x = AddOp::create(b, loc, x, pe);
   }
+  if (spec.perLayerInput.enabled())
+    layerInputs = perLayerInputs(tokens, x);
   for (int64_t layer = 0; layer < spec.numLayers; ++layer)
     x = block(x, positions, layer);
   Location head = named("lm head");

@@ -67,6 +67,47 @@ struct LayerWeightNames {
   std::string recurrentQkv = "", recurrentGate = "", recurrentBeta = "",
               recurrentAlpha = "", recurrentAlphaBias = "", recurrentConv = "",
               recurrentDecay = "", recurrentNorm = "", recurrentOutput = "";
+  /// Per-layer inputs (DecoderSpec::perLayerInput): the gate ([size,
+  /// hidden]) and projection ([hidden, size]) of this layer's input, and
+  /// the norm of what it adds to the residual.
+  std::string perLayerGate = "", perLayerProjection = "", perLayerNorm = "";
+  /// A one-element tensor multiplying the residual stream after the layer
+  /// (Gemma 4's layer_scalar), read into DecoderSpec::layerScales.
+  std::string layerScale = "";
+};
+
+/// One layer's attention where layers differ in shape (Gemma 4's full
+/// layers have wider heads, KV heads of their own and another RoPE than
+/// its sliding ones; its last layers attend over earlier layers' keys and
+/// values).
+struct LayerAttention {
+  int64_t headDim = 0, kvHeads = 0;
+  /// The value is the key's projection before its norm and RoPE (no value
+  /// weight): Gemma 4's attention_k_eq_v.
+  bool valueIsKey = false;
+  /// The earlier layer whose keys and values this one attends over,
+  /// computing none of its own (Gemma 4's num_kv_shared_layers); -1: its
+  /// own.
+  int64_t kvSource = -1;
+  /// RoPE's inverse frequencies over the whole head (headDim / 2 of them;
+  /// a pair of frequency 0 stays as it is) and the base they come from.
+  std::vector<float> ropeFrequencies;
+  double ropeTheta = 0;
+  /// The MLP's width; 0: the spec's intermediateSize.
+  int64_t intermediate = 0;
+};
+
+/// Per-layer inputs (Gemma 3n's and Gemma 4's E2B/E4B): besides the token
+/// embedding, each token looks up `size` values for every layer in a
+/// table of its own ([vocab, layers · size], scaled by sqrt(size)), added
+/// to a projection of the scaled token embedding ([layers · size, hidden],
+/// by hidden^-1/2, RMS-normed over `size` by `projectionNorm`), both by
+/// 2^-1/2. Each layer gates its slice by its residual after the MLP
+/// (LayerWeightNames::perLayerGate) and adds the projection back.
+struct PerLayerInputSpec {
+  int64_t size = 0, vocab = 0;
+  std::string embedding, projection, projectionNorm;
+  bool enabled() const { return size > 0; }
 };
 
 /// Gated DeltaNet (Qwen3-Next, Qwen3.5): linear attention whose layers
@@ -212,6 +253,19 @@ struct DecoderSpec {
   /// attention's output is multiplied by sigmoid(gate) before the output
   /// projection (Qwen3-Next's and Qwen3.5's full-attention layers).
   bool attentionOutputGate = false;
+  /// Per layer, its attention's shape where layers differ; empty: every
+  /// layer as the spec's sizes say.
+  std::vector<LayerAttention> layerAttention;
+  const LayerAttention *attentionOf(int64_t layer) const {
+    return layerAttention.empty() ? nullptr : &layerAttention[size_t(layer)];
+  }
+  /// Each head's values RMS-normed without a learned scale (Gemma 4's
+  /// v_norm).
+  bool valueNorm = false;
+  PerLayerInputSpec perLayerInput;
+  /// Per layer, a factor multiplying the residual stream after it (Gemma
+  /// 4's layer_scalar, read from the checkpoint); empty: none.
+  std::vector<double> layerScales;
   /// Prefixes of checkpoint tensors the model tfmc builds does not read
   /// (Qwen3.5's vision tower and multi-token prediction block).
   std::vector<std::string> unreadTensorPrefixes;

@@ -11,6 +11,7 @@
 #include "frontend/families/DecoderConfigReaders.h"
 #include "frontend/families/DeepseekFamilies.h"
 #include "frontend/families/FamilyTable.h"
+#include "frontend/families/Gemma4Family.h"
 #include "frontend/families/GptOssFamily.h"
 #include "frontend/families/QwenHybridFamilies.h"
 
@@ -681,6 +682,8 @@ const DecoderFamily kDecoderFamilies[] = {
     {"gemma", readGemmaSpec, prepareGemmaCheckpoint, true},
     {"gemma2", readGemma2Spec, prepareGemmaCheckpoint, true},
     {"gemma3_text", readGemma3Spec, prepareGemmaCheckpoint, true},
+    {"gemma4", readGemma4Spec, prepareGemma4Checkpoint, true},
+    {"gemma4_text", readGemma4TextSpec, prepareGemma4Checkpoint, true},
     {"glm4_moe", readGlm4MoeSpec, nullptr, false},
     {"gpt2", readGpt2Spec, prepareGpt2Weights, false},
     {"gpt_neo", readGptNeoSpec, nullptr, false},

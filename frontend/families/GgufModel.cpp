@@ -21,6 +21,8 @@
 // Gemma 3's per-head Q and K norms. "phi3" fuses Q, K and V (attn_qkv)
 // and the MLP's gate and up (ffn_up), split as the file is read, and
 // carries LongRoPE's factors as tensors (rope_factors_short, _long).
+// "gemma4" (Gemma4Family.cpp) has layers of two shapes and its norms as
+// they are (w, not 1 + w).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +32,7 @@
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/FamilyTable.h"
 #include "frontend/families/DeepseekFamilies.h"
+#include "frontend/families/Gemma4Family.h"
 #include "frontend/families/QwenHybridFamilies.h"
 #include "frontend/formats/Gguf.h"
 #include "frontend/formats/StoredDtypes.h"
@@ -105,6 +108,9 @@ struct GgufArchitecture {
   /// post_attention_norm, and experts with biases and the SwiGLU clamped
   /// at 7, as llama.cpp's graph fixes it.
   bool gptOssLayers = false;
+  /// Gemma 4's: sliding and full layers of their own head sizes, KV heads,
+  /// MLP widths and RoPE, shared KV, per-layer inputs (readGgufGemma4).
+  bool gemma4Layers = false;
 };
 
 /// Every GGUF architecture, in the order messages list them. A new one is
@@ -152,6 +158,9 @@ const GgufArchitecture kGgufArchitectures[] = {
     {"gpt-oss", "gpt-oss", RopeStyle::rotate_half, true,
      ActivationKind::quick_gelu, false, false, true, false, 0, 0, 0, false,
      false, false, false, /*gptOssLayers=*/true},
+    {"gemma4", "Gemma 4 (text)", RopeStyle::rotate_half, false,
+     ActivationKind::gelu_tanh, true, /*headNorms=*/true, true, false, 0, 0, 0,
+     false, false, false, false, false, /*gemma4Layers=*/true},
 };
 
 const GgufArchitecture *findGgufArchitecture(llvm::StringRef name) {
@@ -299,8 +308,11 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
   llvm::Expected<int64_t> layers = integer("block_count", kMaxLayers);
   // Qwen3.5-MoE's files have no dense MLP width (checked after the
   // experts').
+  // Gemma 4's may list a width a layer (readGgufGemma4 reads them).
   llvm::Expected<std::optional<int64_t>> ffn =
-      file.optionalInteger(key + "feed_forward_length", kMaxWidth);
+      arch.gemma4Layers
+          ? llvm::Expected<std::optional<int64_t>>(std::nullopt)
+          : file.optionalInteger(key + "feed_forward_length", kMaxWidth);
   llvm::Expected<int64_t> heads = integer("attention.head_count", kMaxHeads);
   llvm::Expected<int64_t> context = integer("context_length", kMaxContext);
   for (llvm::Expected<int64_t> *value : {&hidden, &layers, &heads, &context})
@@ -329,7 +341,9 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
   spec.numHeads = *heads;
   spec.maxContext = *context;
   llvm::Expected<std::optional<int64_t>> kvHeads =
-      file.optionalInteger(key + "attention.head_count_kv", kMaxHeads);
+      arch.gemma4Layers
+          ? llvm::Expected<std::optional<int64_t>>(std::nullopt)
+          : file.optionalInteger(key + "attention.head_count_kv", kMaxHeads);
   llvm::Expected<std::optional<int64_t>> headDim =
       file.optionalInteger(key + "attention.key_length", kMaxWidth);
   llvm::Expected<std::optional<int64_t>> ropeDims =
@@ -419,9 +433,6 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
     if (!*ffn)
       spec.intermediateSize = spec.expertSize;
   }
-  if (!spec.intermediateSize)
-    return makeError(file.path() + ": metadata '" + key +
-                     "feed_forward_length' is missing");
   spec.tokenEmbedding = "token_embd.weight";
   spec.finalNorm = "output_norm.weight";
   spec.layer = {"blk.{}.attn_norm.weight", "blk.{}.attn_q.weight",
@@ -468,6 +479,12 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
   if (arch.gptOssLayers)
     if (llvm::Error err = readGgufGptOss(file, key, spec))
       return std::move(err);
+  if (arch.gemma4Layers)
+    if (llvm::Error err = readGgufGemma4(file, key, spec))
+      return std::move(err);
+  if (!spec.intermediateSize)
+    return makeError(file.path() + ": metadata '" + key +
+                     "feed_forward_length' is missing");
   if (spec.sharedExpertSize > 0 && !arch.latentAttention && !arch.glmLayers) {
     spec.layer.sharedGate = "blk.{}.ffn_gate_shexp.weight";
     spec.layer.sharedUp = "blk.{}.ffn_up_shexp.weight";
@@ -717,10 +734,14 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
                      "not a matrix");
   spec->vocabSize = embedding->shape()[0];
   spec->lmHead = model.weights.contains("output.weight") ? "output.weight" : "";
+  if (architecture->gemma4Layers)
+    if (llvm::Error err = prepareGgufGemma4(*file, *spec, model.weights))
+      return std::move(err);
   if (llvm::Error err = validateDecoderSpec(*spec, path))
     return std::move(err);
-  if (llvm::Error err = applyRopeFactors(*file, model.weights, *spec))
-    return std::move(err);
+  if (!architecture->gemma4Layers)
+    if (llvm::Error err = applyRopeFactors(*file, model.weights, *spec))
+      return std::move(err);
   if (architecture->fusedProjections)
     if (llvm::Error err =
             preparePhi3(*file, *architecture, model.weights, *spec))

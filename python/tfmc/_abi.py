@@ -1,12 +1,12 @@
 """The C API's structures and functions as ctypes sees them: a transcription
-of runtime/include/tfm/tfm_model_abi.h and tfm_runtime.h (ABI version 24),
+of runtime/include/tfm/tfm_model_abi.h and tfm_runtime.h (ABI version 25),
 field for field; test/python checks it against compiled models."""
 
 import ctypes
 
 import numpy as np
 
-ABI_VERSION = 24
+ABI_VERSION = 25
 MAX_RANK = 6
 
 ROLE_NAMES = {0: "token_ids", 1: "features", 2: "start_position",

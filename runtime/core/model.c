@@ -31,9 +31,11 @@
 struct tfm_model {
   const tfm_model_desc *desc;
   tfm_forward_fn forward;
-  /* tfm_prefill_state_fn where recurrent_state is set. */
+  /* Called as tfm_prefill_fn, with the rings after the cache where
+   * ring_cache is set and the states after them where recurrent_state is
+   * (tfm_run_prefill). */
   void (*prefill)(void), (*decode)(void);
-  const tfm_cache_desc *kv_cache, *recurrent_state;
+  const tfm_cache_desc *kv_cache, *ring_cache, *recurrent_state;
   const uint8_t *weights;
   /* A GPU model's copy of the weights in GPU memory, made at load. */
   void *device_weights;
@@ -246,14 +248,22 @@ static void find_language_model_entry_points(tfm_model *model) {
   if (!prefill || !decode || prefill->num_caches < 1 ||
       caches[prefill->caches[0]].kind != TFM_CACHE_SELF_ATTENTION)
     return;
-  const tfm_cache_desc *state =
-      prefill->num_caches == 2 ? &caches[prefill->caches[1]] : NULL;
-  if (prefill->num_caches > 2 ||
-      (state && state->kind != TFM_CACHE_RECURRENT_STATE))
+  /* After the cache: the rings of windowed layers whose keys differ, then
+   * a hybrid's recurrent states. */
+  const tfm_cache_desc *rings = NULL, *state = NULL;
+  int32_t next = 1;
+  if (next < prefill->num_caches &&
+      caches[prefill->caches[next]].kind == TFM_CACHE_SELF_ATTENTION_RINGS)
+    rings = &caches[prefill->caches[next++]];
+  if (next < prefill->num_caches &&
+      caches[prefill->caches[next]].kind == TFM_CACHE_RECURRENT_STATE)
+    state = &caches[prefill->caches[next++]];
+  if (next != prefill->num_caches)
     return;
   model->prefill = prefill->function;
   model->decode = decode->function;
   model->kv_cache = &caches[prefill->caches[0]];
+  model->ring_cache = rings;
   model->recurrent_state = state;
 }
 
@@ -359,7 +369,8 @@ tfm_status_code tfm_run_forward(tfm_model *model, tfm_memref2d_f32 *logits,
 tfm_status_code tfm_run_prefill(tfm_model *model, int decode,
                                 tfm_memref2d_f32 *logits, tfm_memref1d *tokens,
                                 int64_t start, int64_t slot,
-                                tfm_memref5d_f32 *cache, tfm_memref1d *state,
+                                tfm_memref5d_f32 *cache,
+                                tfm_memref5d_f32 *rings, tfm_memref1d *state,
                                 tfm_status *status) {
   void (*run)(void) = decode ? model->decode : model->prefill;
   const char *name = decode ? "decode" : "prefill";
@@ -375,7 +386,13 @@ tfm_status_code tfm_run_prefill(tfm_model *model, int decode,
     return out_of_memory(model, name, status);
   if (tfm_model_leads(model))
     tfm_ranks_lead_prefill(decode, tokens, start, slot, cache);
-  if (model->recurrent_state)
+  if (model->ring_cache && model->recurrent_state)
+    ((tfm_prefill_rings_state_fn)run)(logits, &weights, tokens, start, slot,
+                                      cache, rings, state);
+  else if (model->ring_cache)
+    ((tfm_prefill_rings_fn)run)(logits, &weights, tokens, start, slot, cache,
+                                rings);
+  else if (model->recurrent_state)
     ((tfm_prefill_state_fn)run)(logits, &weights, tokens, start, slot, cache,
                                 state);
   else
@@ -386,6 +403,10 @@ tfm_status_code tfm_run_prefill(tfm_model *model, int decode,
 
 const tfm_cache_desc *tfm_model_kv_cache(const tfm_model *model) {
   return model->kv_cache;
+}
+
+const tfm_cache_desc *tfm_model_ring_cache(const tfm_model *model) {
+  return model->ring_cache;
 }
 
 const tfm_cache_desc *tfm_model_recurrent_state(const tfm_model *model) {

@@ -7,6 +7,9 @@
 
 /* The cache @prefill updates (NULL without one). */
 const tfm_cache_desc *tfm_model_kv_cache(const tfm_model *model);
+/* The rings of windowed layers @prefill keeps beside it where their keys
+ * are of another type than the cache's (NULL otherwise). */
+const tfm_cache_desc *tfm_model_ring_cache(const tfm_model *model);
 /* The recurrent states @prefill updates beside it (NULL without recurrent
  * layers). */
 const tfm_cache_desc *tfm_model_recurrent_state(const tfm_model *model);
@@ -16,14 +19,15 @@ const tfm_cache_desc *tfm_model_recurrent_state(const tfm_model *model);
  * (buffer_cache.c) as the generated calls are: an allocation failure in
  * the generated code releases what the call allocated and returns
  * TFM_ERROR_OUT_OF_MEMORY, never a write through NULL. `decode` picks
- * @decode over @prefill (one token); `state`: the recurrent states of a
- * model that has them (NULL otherwise). TFM_ERROR_NOT_FOUND without them. */
+ * @decode over @prefill (one token); `rings` and `state`: the rings and
+ * the recurrent states of a model that has them (NULL otherwise). TFM_ERROR_NOT_FOUND without them. */
 tfm_status_code tfm_run_forward(tfm_model *model, tfm_memref2d_f32 *logits,
                                 tfm_memref1d *tokens, tfm_status *status);
 tfm_status_code tfm_run_prefill(tfm_model *model, int decode,
                                 tfm_memref2d_f32 *logits, tfm_memref1d *tokens,
                                 int64_t start, int64_t slot,
-                                tfm_memref5d_f32 *cache, tfm_memref1d *state,
+                                tfm_memref5d_f32 *cache,
+                                tfm_memref5d_f32 *rings, tfm_memref1d *state,
                                 tfm_status *status);
 
 /* Runs a packed entry point (@<name>_batch, whose input `lengths_at` holds

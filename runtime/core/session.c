@@ -1,7 +1,8 @@
 /*===- session.c - KV-cache sessions: prefill and decode ----------------===//
  *
  * A session owns one KV cache [layers, 2, capacity, kv_heads, head_dim],
- * a hybrid model's recurrent states beside it, and the tokens it holds.
+ * the windowed layers' rings beside it where their keys differ (Gemma 4),
+ * a hybrid model's recurrent states, and the tokens it holds.
  * Prefill and decode call the model's generated @prefill/@decode, which
  * append to the cache and advance the states in place; a model compiled
  * without a cache falls back to @forward over the whole history.
@@ -14,6 +15,27 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+/* A cache of `desc`'s 5-D shape and its descriptor. Zeroed so that no
+ * stale data is ever read (positions past the session's length are masked
+ * anyway); GPU memory for a GPU model. NULL when out of memory. */
+static char *alloc_cache(tfm_model *model, const tfm_cache_desc *desc,
+                         tfm_memref5d_f32 *d) {
+  size_t count = 1;
+  for (int i = 0; i < 5; ++i)
+    count *= (size_t)desc->shape[i];
+  char *cache =
+      tfm_model_state_alloc(model, count * tfm_dtype_bytes(desc->dtype));
+  d->allocated = d->aligned = (float *)(void *)cache;
+  d->offset = 0;
+  int64_t stride = 1;
+  for (int i = 4; i >= 0; --i) {
+    d->sizes[i] = desc->shape[i];
+    d->strides[i] = stride;
+    stride *= desc->shape[i];
+  }
+  return cache;
+}
 
 tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
                                 tfm_status *status) {
@@ -34,24 +56,11 @@ tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
       s->window = kv->window;
       s->capacity = desc->max_context;
     }
-    const int64_t *sizes = kv->shape;
-    size_t count = 1;
-    for (int i = 0; i < 5; ++i)
-      count *= (size_t)sizes[i];
     s->element_bytes = tfm_dtype_bytes(kv->dtype);
-    size_t bytes = count * (size_t)s->element_bytes;
-    /* Zeroed so that no stale data is ever read (positions past the
-     * session's length are masked anyway); GPU memory for a GPU model. */
-    s->cache = tfm_model_state_alloc(model, bytes);
-    tfm_memref5d_f32 *d = &s->cache_descriptor;
-    d->allocated = d->aligned = (float *)(void *)s->cache;
-    d->offset = 0;
-    int64_t stride = 1;
-    for (int i = 4; i >= 0; --i) {
-      d->sizes[i] = sizes[i];
-      d->strides[i] = stride;
-      stride *= sizes[i];
-    }
+    s->cache = alloc_cache(model, kv, &s->cache_descriptor);
+    const tfm_cache_desc *rings = tfm_model_ring_cache(model);
+    if (rings)
+      s->rings = alloc_cache(model, rings, &s->rings_descriptor);
   } else {
     s->capacity = desc->max_context;
   }
@@ -64,7 +73,8 @@ tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
         (tfm_memref1d){s->state, s->state, 0, {recurrent->shape[0]}, {1}};
   }
   s->tokens = malloc((size_t)s->capacity * sizeof *s->tokens);
-  if ((kv && !s->cache) || (recurrent && !s->state) || !s->tokens) {
+  if ((kv && !s->cache) || (tfm_model_ring_cache(model) && !s->rings) ||
+      (recurrent && !s->state) || !s->tokens) {
     tfm_session_free(s);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "out of memory for a session of %lld positions",
@@ -79,6 +89,8 @@ void tfm_session_free(tfm_session *s) {
     return;
   if (s->cache)
     tfm_model_state_free(s->model, s->cache);
+  if (s->rings)
+    tfm_model_state_free(s->model, s->rings);
   if (s->state)
     tfm_model_state_free(s->model, s->state);
   free(s->scratch);
@@ -144,6 +156,7 @@ static tfm_status_code run_chunks(tfm_session *s, const int32_t *tokens,
      * written again by the next attempt, its states recomputed. */
     code = tfm_run_prefill(s->model, chunk == 1, &result, &token_descriptor,
                            s->length, s->cache_used, &s->cache_descriptor,
+                           s->rings ? &s->rings_descriptor : NULL,
                            s->state ? &s->state_descriptor : NULL, status);
     if (code != TFM_OK) {
       s->stale = s->state != NULL;

@@ -8,7 +8,7 @@
  * byte order, a header that names the model and the shape of what follows
  * (checked on load, so that a file of another model is refused rather
  * than read as rows of this one), then the tokens, each cache plane's
- * first `cache_used` rows and the states.
+ * first `cache_used` rows, the rings whole and the states.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { kSessionFileVersion = 1, kNameBytes = 64 };
+enum { kSessionFileVersion = 2, kNameBytes = 64 };
 static const char kMagic[8] = {'T', 'F', 'M', 'S', 'E', 'S', 'S', '\n'};
 
 /* Everything that must agree between the model that saved a session and
@@ -31,7 +31,8 @@ typedef struct {
   char magic[8];
   int64_t version;
   char model[kNameBytes]; /* the model's name, NUL-padded */
-  int64_t vocab_size, capacity, cache_shape[5], cache_dtype, state_elements;
+  int64_t vocab_size, capacity, cache_shape[5], cache_dtype, ring_shape[5],
+      state_elements;
   int64_t length, cache_used, stale;
 } session_header;
 
@@ -48,6 +49,9 @@ static void describe(const tfm_session *s, session_header *h) {
     memcpy(h->cache_shape, kv->shape, sizeof h->cache_shape);
     h->cache_dtype = kv->dtype;
   }
+  const tfm_cache_desc *rings = tfm_model_ring_cache(s->model);
+  if (rings)
+    memcpy(h->ring_shape, rings->shape, sizeof h->ring_shape);
   const tfm_cache_desc *recurrent = tfm_model_recurrent_state(s->model);
   h->state_elements = recurrent ? recurrent->shape[0] : 0;
   h->length = s->length;
@@ -65,6 +69,14 @@ static int64_t planes(const tfm_session *s) {
 }
 static char *plane(const tfm_session *s, int64_t p) {
   return s->cache + p * s->cache_descriptor.strides[1] * s->element_bytes;
+}
+/* Bytes of the rings, every row of every ring (they are addressed by
+ * position, not by slot); 0 without them. */
+static size_t ring_bytes(const tfm_session *s) {
+  if (!s->rings)
+    return 0;
+  const tfm_memref5d_f32 *d = &s->rings_descriptor;
+  return (size_t)(d->sizes[0] * d->strides[0] * s->element_bytes);
 }
 static size_t state_bytes(const tfm_session *s) {
   return (size_t)s->state_descriptor.sizes[0] * sizeof(float);
@@ -90,6 +102,9 @@ tfm_status_code tfm_session_copy(tfm_session *to, const tfm_session *from,
   for (int64_t p = 0; from->cache && p < planes(from); ++p)
     moved &= tfm_model_state_move(to->model, plane(to, p), plane(from, p),
                                   (size_t)from->cache_used * row_bytes(from));
+  if (from->rings)
+    moved &= tfm_model_state_move(to->model, to->rings, from->rings,
+                                  ring_bytes(from));
   if (from->state)
     moved &= tfm_model_state_move(to->model, to->state, from->state,
                                   state_bytes(from));
@@ -123,8 +138,12 @@ tfm_status_code tfm_session_truncate(tfm_session *s, int64_t length,
   /* Slot i holds position i until a sliding window first slides: the
    * first `length` rows are then the prefix's. A recurrent state has
    * folded in every position, and a slid window lost the first ones, so
-   * those are recomputed from the kept tokens by the next prefill. */
-  if (!s->state && s->cache_used == s->length)
+   * those are recomputed from the kept tokens by the next prefill. So are
+   * rings cut back by more than a position: the positions after the
+   * prefix may have overwritten rows its next query sees (that of
+   * position p - 1 + window, for p the first of them, once written). */
+  int rings_overwritten = s->rings && s->length - length >= 2;
+  if (!s->state && !rings_overwritten && s->cache_used == s->length)
     s->cache_used = length;
   else if (s->cache)
     s->stale = 1;
@@ -176,6 +195,8 @@ tfm_status_code tfm_session_save(const tfm_session *s, const char *path,
     ok &= s->cache_used == 0 ||
           fwrite(plane(s, p), row_bytes(s), (size_t)s->cache_used, file) ==
               (size_t)s->cache_used;
+  if (ok && s->rings)
+    ok &= fwrite(s->rings, ring_bytes(s), 1, file) == 1;
   if (ok && s->state)
     ok &= fwrite(s->state, state_bytes(s), 1, file) == 1;
   ok &= fclose(file) == 0;
@@ -202,6 +223,10 @@ static const char *mismatch(const session_header *file,
       {"cache heads", offsetof(session_header, cache_shape[3])},
       {"cache head size", offsetof(session_header, cache_shape[4])},
       {"cache dtype", offsetof(session_header, cache_dtype)},
+      {"ring layers", offsetof(session_header, ring_shape[0])},
+      {"ring rows", offsetof(session_header, ring_shape[2])},
+      {"ring heads", offsetof(session_header, ring_shape[3])},
+      {"ring head size", offsetof(session_header, ring_shape[4])},
       {"recurrent state elements", offsetof(session_header, state_elements)},
   };
   for (size_t i = 0; i < sizeof fields / sizeof *fields; ++i) {
@@ -262,12 +287,15 @@ static tfm_status_code read_body(tfm_session *s, FILE *file, const char *path,
   int ok = fread(s->tokens, sizeof *s->tokens, length, file) == length;
   for (int64_t p = 0; ok && s->cache && p < planes(s); ++p)
     ok &= used == 0 || fread(plane(s, p), row_bytes(s), used, file) == used;
+  if (ok && s->rings)
+    ok &= fread(s->rings, ring_bytes(s), 1, file) == 1;
   if (ok && s->state)
     ok &= fread(s->state, state_bytes(s), 1, file) == 1;
   if (!ok)
     return tfm_fail(status, TFM_ERROR_IO,
                     "session file '%s' is truncated: its header promises "
-                    "%lld tokens, %lld cached rows and %lld state floats",
+                    "%lld tokens, %lld cached rows, the rings and %lld "
+                    "state floats",
                     path, (long long)header->length,
                     (long long)header->cache_used,
                     (long long)header->state_elements);

@@ -20,13 +20,19 @@ struct tfm_session {
   int64_t element_bytes;
   int64_t cache_capacity, cache_used; /* slots */
   int64_t window;                     /* > 0: slide the cache when full */
+  /* The windowed layers' rings where their keys differ from the cache's
+   * (NULL otherwise): [rings, 2, window, kv_heads, head_dim] of the
+   * cache's element type, position p at row p mod the layer's window. */
+  char *rings;
+  tfm_memref5d_f32 rings_descriptor;
   /* The recurrent layers' states (NULL without them), f32 [elements]. */
   char *state;
   tfm_memref1d state_descriptor;
   /* The cache and states no longer match the tokens: a failed call may
    * have advanced some layers' states and not others, and a truncation
    * cannot take a state back. The next prefill then recomputes them from
-   * the tokens (a retried chunk of KV rows is simply written again). */
+   * the tokens (a retried chunk of KV rows is simply written again), as
+   * are rings that a truncation left holding later positions' rows. */
   int stale;
   int32_t *tokens;          /* every token so far */
   int64_t length, capacity; /* positions */

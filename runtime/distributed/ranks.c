@@ -399,10 +399,10 @@ static void follow_prefill(follower *f, const message *m, int32_t *tokens) {
   tfm_memref1d ids = {tokens, tokens, 0, {n}, {1}};
   tfm_memref2d_f32 logits = {0};
   tfm_status status;
-  /* Models with recurrent states are not split over ranks (tfmc refuses
-   * them). */
+  /* Models with recurrent states or rings beside the cache are not split
+   * over ranks (tfmc refuses them). */
   check(tfm_run_prefill(f->model, m->entry, &logits, &ids, m->a, m->b, &cache,
-                        NULL, &status),
+                        NULL, NULL, &status),
         &status);
   tfm_buffer_release(logits.allocated);
 }

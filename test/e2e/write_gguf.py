@@ -21,6 +21,7 @@ SentencePiece pieces ("llama"), or GPT-2's vocab.json + merges.txt
     write_gguf.py OUT.gguf --hf QWEN2_DIR --arch qwen2
     write_gguf.py OUT.gguf --hf QWEN3_5_DIR --arch qwen35 (gguf_qwen_hybrid.py)
     write_gguf.py OUT.gguf --hf GPT_OSS_DIR --arch gpt-oss (gguf_gpt_oss.py)
+    write_gguf.py OUT.gguf --hf GEMMA4_DIR --arch gemma4 (gguf_gemma4.py)
     write_gguf.py OUT.gguf --random 256,1,4,1,256,32 --type Q4_K
 """
 import argparse
@@ -31,6 +32,7 @@ import os
 import re
 import struct
 
+import gguf_gemma4
 import gguf_gpt_oss
 import gguf_qwen_hybrid
 from gguf_gpt_oss import Encoded
@@ -491,6 +493,8 @@ def read_hf(directory, arch):
         return gguf_qwen_hybrid.convert(config, tensors, arch)
     if arch in gguf_gpt_oss.ARCHES:
         return gguf_gpt_oss.convert(config, tensors, arch)
+    if arch in gguf_gemma4.ARCHES:
+        return gguf_gemma4.convert(config, tensors, arch)
     heads, kv = config["num_attention_heads"], config["num_key_value_heads"]
     out = deepseek2_tensors(config, tensors) \
         if arch in ("deepseek2", "glm4moe") else []

@@ -960,8 +960,8 @@ func.func @rope_frequency_count(%x: tensor<?x2x8xf32>, %p: tensor<?xi32>) -> ten
 // -----
 
 func.func @rope_frequency_value(%x: tensor<?x2x4xf32>, %p: tensor<?xi32>) -> tensor<?x2x4xf32> {
-  // expected-error @+1 {{'tfm.rope' op expected positive, finite frequencies, got 0.000000e+00 at 1}}
-  %y = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32, frequencies = array<f32: 1.0, 0.0>} : tensor<?x2x4xf32>, tensor<?xi32>
+  // expected-error @+1 {{'tfm.rope' op expected finite frequencies of at least 0, got -1.000000e+00 at 1}}
+  %y = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32, frequencies = array<f32: 1.0, -1.0>} : tensor<?x2x4xf32>, tensor<?xi32>
   return %y : tensor<?x2x4xf32>
 }
 
@@ -1383,6 +1383,14 @@ func.func @head_linear_width(%x: tensor<?x2x3xf32>, %w: tensor<10x4xf32>) {
 func.func @softcap_negative(%x: tensor<?x8xf32>) {
   // expected-error @+1 {{'tfm.softcap' op expected a finite, positive cap, got -3}}
   %y = tfm.softcap %x {cap = -3.0 : f32} : tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @scale_infinite(%x: tensor<?x8xf32>) {
+  // expected-error @+1 {{'tfm.scale' op expected a finite factor, got INF}}
+  %y = tfm.scale %x {factor = 0x7F800000 : f32} : tensor<?x8xf32>
   return
 }
 

@@ -448,6 +448,20 @@ func.func @softcap_and_long_rope(%x: tensor<?x2x4xf32>, %p: tensor<?xi32>, %l: t
 
 // -----
 
+// Gemma 4: the residual stream scaled after a layer (layer_scalar), and
+// proportional RoPE, whose pairs past the first quarter do not turn
+// (frequency 0).
+// CHECK-LABEL: func.func @scale_and_proportional_rope
+func.func @scale_and_proportional_rope(%x: tensor<?x8xf32>, %q: tensor<?x2x8xf32>, %p: tensor<?xi32>) -> (tensor<?x8xf32>, tensor<?x2x8xf32>) {
+  // CHECK: tfm.scale %{{.*}} {factor = 7.500000e-01 : f32} : tensor<?x8xf32>
+  %s = tfm.scale %x {factor = 0.75 : f32} : tensor<?x8xf32>
+  // CHECK: tfm.rope rotate_half %{{.*}}, %{{.*}} {frequencies = array<f32: 1.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00>, theta = 1.000000e+06 : f32}
+  %r = tfm.rope rotate_half %q, %p {theta = 1.0e6 : f32, frequencies = array<f32: 1.0, 0.0, 0.0, 0.0>} : tensor<?x2x8xf32>, tensor<?xi32>
+  return %s, %r : tensor<?x8xf32>, tensor<?x2x8xf32>
+}
+
+// -----
+
 // A diffusion UNet's and VAE's feature-map ops ([H, W, C]).
 // CHECK-LABEL: func.func @images
 func.func @images(%x: tensor<8x8x16xf32>, %w: tensor<32x144xf32>, %b: tensor<32xf32>, %g: tensor<16xf32>, %t: tensor<1xf32>) -> (tensor<4x4x32xf32>, tensor<64x144xf32>, tensor<8x8x16xf32>, tensor<16x16x16xf32>, tensor<1x320xf32>) {

@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 24
+#define TFM_ABI_VERSION 25
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -153,10 +153,12 @@ static inline int64_t tfm_dtype_bytes(int32_t dtype) {
 typedef enum {
   TFM_CACHE_SELF_ATTENTION = 0,  /* keys and values of the tokens so far */
   TFM_CACHE_CROSS_ATTENTION = 1, /* keys and values of an encoder's output */
-  /* Beside a batched self-attention cache of the other layers, where
-   * layers' windows differ: each windowed layer's ring of its window's last
-   * positions, [-1, rings, 2, window, kv_heads, head_dim] (position p at
-   * row p mod its window), rewritten in place. */
+  /* Each windowed layer's ring of its window's last positions, rewritten
+   * in place (position p at row p mod its window): beside a batched
+   * self-attention cache of the other layers where layers' windows differ,
+   * [-1, rings, 2, window, kv_heads, head_dim]; and beside @prefill's
+   * cache, [rings, 2, window, kv_heads, head_dim], where the windowed
+   * layers' keys are of another shape than the others' (Gemma 4). */
   TFM_CACHE_SELF_ATTENTION_RINGS = 2,
   /* Recurrent layers' states (Gated DeltaNet's), f32 [elements] a session's
    * or [-1, elements] batched: rewritten in place by each call, read as
@@ -256,6 +258,21 @@ typedef void (*tfm_prefill_state_fn)(tfm_memref2d_f32 *logits,
                                      tfm_memref1d *tokens, int64_t start,
                                      int64_t slot, tfm_memref5d_f32 *cache,
                                      tfm_memref1d *state);
+
+/* @prefill and @decode of a model whose windowed layers' keys differ from
+ * the others' (Gemma 4's sliding layers): as tfm_prefill_fn, and those
+ * layers' rings (TFM_CACHE_SELF_ATTENTION_RINGS, [rings, 2, window,
+ * kv_heads, head_dim], position p at row p mod the layer's window). */
+typedef void (*tfm_prefill_rings_fn)(tfm_memref2d_f32 *logits,
+                                     tfm_memref1d *weights,
+                                     tfm_memref1d *tokens, int64_t start,
+                                     int64_t slot, tfm_memref5d_f32 *cache,
+                                     tfm_memref5d_f32 *rings);
+/* Both: the rings, then the recurrent states. */
+typedef void (*tfm_prefill_rings_state_fn)(
+    tfm_memref2d_f32 *logits, tfm_memref1d *weights, tfm_memref1d *tokens,
+    int64_t start, int64_t slot, tfm_memref5d_f32 *cache,
+    tfm_memref5d_f32 *rings, tfm_memref1d *state);
 
 /* How an image model's input is made from a decoded RGB image (its
  * preprocessor_config.json, as transformers' image processors apply it):
