@@ -130,14 +130,10 @@ mlir::tfm::attendInSequence(OpBuilder &b, Location loc, AttentionOp attention,
 
 BatchedLayout mlir::tfm::layOutBatchedCache(const CachePlan &plan,
                                             int64_t capacity) {
+  // @prefill's rings stand apart (beside layers that keep every position,
+  // which the engine pages): so do the batched ones.
   CacheLayout prefill = layOutCache(plan, capacity);
-  auto hasRing = [](const LayerRows &rows) { return rows.ring > 0; };
-  // Rings stand apart only beside layers to page; otherwise (no rings, or
-  // every layer windowed) each layer has a plane of the paged cache.
-  bool apart = llvm::any_of(prefill.layers, hasRing) &&
-               !llvm::all_of(prefill.layers, hasRing);
-  assert((apart || !plan.ringKeyType) &&
-         "keys of two types are the windowed layers' and the others'");
+  bool apart = prefill.ringPlanes > 0;
   BatchedLayout layout;
   int64_t planes = 0, rings = 0, ringRows = 0;
   for (const LayerRows &own : prefill.layers) {

@@ -42,8 +42,8 @@ struct CachePlan {
   RankedTensorType keyType;
   /// The windowed layers' keys where they are not of `keyType`, the other
   /// layers' (Gemma 4's sliding layers, whose heads are narrower and more
-  /// than its full layers'): those layers then keep their rings in a cache
-  /// of their own (CacheLayout::ringPlanes; CacheKind
+  /// than its full layers'): every windowed layer then keeps a ring in the
+  /// cache of rings (CacheLayout::ringPlanes; CacheKind
   /// self_attention_rings). Null: every layer's keys are of `keyType`.
   RankedTensorType ringKeyType;
   /// Per layer, the earlier layer whose keys and values it attends over
@@ -91,15 +91,13 @@ RankedTensorType selfCacheTypeOf(const CachePlan &plan, int64_t capacity,
 RankedTensorType ringCacheTypeOf(const CachePlan &plan, int64_t rows,
                                  int64_t planes);
 
-/// Where @prefill's cache keeps one layer's keys and values: in plane
+/// Where @prefill's caches keep one layer's keys and values: in plane
 /// `plane` of [planes, 2, capacity, ...], every position at its slot
 /// (`ring` 0) or, for a windowed layer, only the last `ring` positions in
-/// rows [offset, offset + ring), position p at row offset + p mod ring.
+/// rows [offset, offset + ring) of a plane of the rings' cache, position p
+/// at row offset + p mod ring (`offset` is 0: one ring a plane).
 struct LayerRows {
   int64_t plane = 0, offset = 0, ring = 0;
-  /// In @prefill's cache of rings (CacheLayout::ringPlanes), not its
-  /// main one.
-  bool apart = false;
   /// A layer that shares an earlier layer's rows (CachePlan::sources) has
   /// that layer's place, and of the layers reading one place, one appends
   /// the new rows and the others only read: a plane's first reader (its
@@ -111,17 +109,19 @@ struct LayerRows {
 struct CacheLayout {
   int64_t planes = 0;
   SmallVector<LayerRows> layers; // as plan.layers
-  /// Where the plan has a ringKeyType: the windowed layers' rings, one a
-  /// plane of a second cache of `ringRows` rows (their largest ring).
+  /// The windowed layers' rings, one a plane of a second cache of
+  /// `ringRows` rows (their largest ring); 0 planes: none.
   int64_t ringPlanes = 0, ringRows = 0;
 };
 /// One plane per layer, unless layers' windows differ (GPT-Neo's local
 /// layers beside global ones): then each windowed layer keeps a ring of its
-/// window, as many rings to a plane as fit its capacity, so that the cache
-/// holds only what some query can still see. (Where every layer has one
-/// window, the runtime slides the whole cache instead: sharedWindow.)
-/// Where the windowed layers' keys are of another type (ringKeyType), each
-/// keeps its ring in a plane of a cache of their own instead.
+/// window in a plane of a cache of rings beside the first, so that the
+/// caches hold only what some query can still see, and the first cache's
+/// rows are the positions' (which sessions copy and cut back by position).
+/// Where every layer has one window, the runtime slides the whole cache
+/// instead (sharedWindow); where every layer is windowed but windows
+/// differ, each keeps every position in a plane. Where the windowed layers'
+/// keys are of another type (ringKeyType), all of them keep rings.
 CacheLayout layOutCache(const CachePlan &plan, int64_t capacity);
 /// Gives each layer that shares an earlier layer's rows (LayerRows::source
 /// set) that layer's place, and says which of their readers appends.

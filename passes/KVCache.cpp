@@ -181,7 +181,8 @@ LogicalResult planKeyTypes(CachePlan &plan) {
 /// read-only cross-attention cache @encode filled and how many source
 /// positions it holds. A window shared by every layer is the cache's: the
 /// runtime may then drop positions no query can see.
-void describeArguments(func::FuncOp func, const CachePlan &plan) {
+void describeArguments(func::FuncOp func, const CachePlan &plan,
+                       bool withRings) {
   MLIRContext *ctx = func.getContext();
   int64_t window = sharedWindow(plan);
   func.setArgAttr(0, kInputArgAttrName,
@@ -193,7 +194,7 @@ void describeArguments(func::FuncOp func, const CachePlan &plan) {
   func.setArgAttr(3, kCacheArgAttrName,
                   CacheAttr::get(ctx, CacheKind::self_attention, window));
   unsigned next = 4;
-  if (plan.ringKeyType)
+  if (withRings)
     func.setArgAttr(next++, kCacheArgAttrName,
                     CacheAttr::get(ctx, CacheKind::self_attention_rings, 0));
   if (!plan.recurrent.empty())
@@ -269,8 +270,8 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
       continue;
     }
     RowsToCache own = rowsToCache(b, attention.getLoc(), attention);
-    Value &held = rows.apart ? rings : cache;
-    RankedTensorType heldType = rows.apart ? ringType : cacheType;
+    Value &held = rows.ring ? rings : cache;
+    RankedTensorType heldType = rows.ring ? ringType : cacheType;
     CachedKeysAndValues cached =
         rows.ring ? appendAndReadRing(b, attention.getLoc(), heldType, held,
                                       own.keys, own.values, start, rows)
@@ -306,7 +307,7 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
                                     ValueRange(results).getTypes()));
   // The full-sequence head is dead now, and so is an encoder's work.
   pruneDeadCode(prefill, plan.sourceArg);
-  describeArguments(prefill, plan);
+  describeArguments(prefill, plan, bool(rings));
   LLVM_DEBUG(llvm::dbgs() << "cache " << cacheType << " for "
                           << plan.layers.size() << " layers\n");
   return prefill;
@@ -395,7 +396,11 @@ void buildDecode(func::FuncOp prefill, const CachePlan &plan) {
       tensor::CastOp::create(b, loc, tokensType, entry->getArgument(0));
   auto call = func::CallOp::create(b, loc, prefill, arguments);
   func::ReturnOp::create(b, loc, call.getResults());
-  describeArguments(decode, plan);
+  auto rings = prefill.getNumArguments() > 4
+                   ? prefill.getArgAttrOfType<CacheAttr>(4, kCacheArgAttrName)
+                   : CacheAttr();
+  describeArguments(decode, plan,
+                    rings && rings.getKind() == CacheKind::self_attention_rings);
 }
 
 struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
@@ -622,42 +627,37 @@ CacheLayout mlir::tfm::layOutCache(const CachePlan &plan, int64_t capacity) {
     int64_t window = attention.getWindow().value_or(0);
     return window < capacity ? window : 0;
   };
-  bool rings = sharedWindow(plan) == 0 &&
-               llvm::any_of(plan.layers, [&](AttentionOp attention) {
-                 return windowOf(attention) > 0;
-               });
+  // Rings where windows differ and some layer keeps every position (with
+  // every layer windowed, each keeps its positions in a plane: the runtime
+  // bounds them by the capacity); where the windowed layers' keys have a
+  // type of their own, for every windowed layer.
+  auto ringOf = [&](AttentionOp attention) -> int64_t {
+    if (plan.ringKeyType)
+      return attention.getWindow()
+                 ? std::min(int64_t(*attention.getWindow()), capacity)
+                 : 0;
+    return windowOf(attention);
+  };
+  bool rings =
+      plan.ringKeyType ||
+      (sharedWindow(plan) == 0 &&
+       llvm::any_of(plan.layers,
+                    [&](AttentionOp attention) { return ringOf(attention); }) &&
+       llvm::any_of(plan.layers,
+                    [&](AttentionOp attention) { return !ringOf(attention); }));
   for (auto [layer, planned] : llvm::enumerate(plan.layers)) {
     AttentionOp attention = planned;
     LayerRows rows;
     if (plan.sources[layer] >= 0) {
       rows.source = plan.sources[layer]; // placed with its source below
-    } else if (plan.ringKeyType && attention.getWindow()) {
-      // A ring as long as the window, or as the capacity where that is
-      // shorter (positions never pass it: no window is shared).
-      rows.apart = true;
-      rows.ring = std::min(*attention.getWindow(), uint64_t(capacity));
+    } else if (int64_t ring = rings ? ringOf(attention) : 0) {
+      rows.ring = ring;
       rows.plane = layout.ringPlanes++;
-      layout.ringRows = std::max(layout.ringRows, rows.ring);
+      layout.ringRows = std::max(layout.ringRows, ring);
     } else {
-      rows.ring = rings ? windowOf(attention) : 0;
-      if (!rows.ring)
-        rows.plane = layout.planes++;
+      rows.plane = layout.planes++;
     }
     layout.layers.push_back(rows);
-  }
-  // The rings after the whole planes, each in the last ring plane while it
-  // has room.
-  int64_t used = capacity;
-  for (LayerRows &rows : layout.layers) {
-    if (!rows.ring || rows.apart || rows.source >= 0)
-      continue;
-    if (used + rows.ring > capacity) {
-      ++layout.planes;
-      used = 0;
-    }
-    rows.plane = layout.planes - 1;
-    rows.offset = used;
-    used += rows.ring;
   }
   shareSourcesRows(layout.layers);
   return layout;

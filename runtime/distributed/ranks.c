@@ -33,7 +33,8 @@
 enum {
   MSG_STOP,    /* rank 0 ends: finalize and exit */
   MSG_FORWARD, /* tfm_run_forward(tokens) */
-  MSG_PREFILL, /* tfm_run_prefill(decode, tokens, start, slot, cache) */
+  MSG_PREFILL, /* tfm_run_prefill(decode, tokens, start, slot, cache,
+                 rings) */
   MSG_CALL,    /* tfm_model_dispatch(entry, inputs, caches) */
   MSG_ALLOC,   /* cache memory allocated */
   MSG_FREE,    /* cache memory freed */
@@ -211,13 +212,16 @@ void tfm_ranks_lead_forward(const tfm_memref1d *tokens) {
 
 void tfm_ranks_lead_prefill(int decode, const tfm_memref1d *tokens,
                             int64_t start, int64_t slot,
-                            const tfm_memref5d_f32 *cache) {
+                            const tfm_memref5d_f32 *cache,
+                            const tfm_memref5d_f32 *rings) {
   int64_t n = tokens->sizes[0];
   message m = {.kind = MSG_PREFILL,
                .entry = decode,
                .a = start,
                .b = slot,
                .c = (int64_t)(intptr_t)(cache->aligned + cache->offset),
+               .d = rings ? (int64_t)(intptr_t)(rings->aligned + rings->offset)
+                          : 0,
                .payload = n * (int64_t)sizeof(int32_t)};
   send(&m, (const int32_t *)tokens->aligned + tokens->offset);
 }
@@ -381,28 +385,38 @@ static char *local_memory(follower *f, int64_t remote, size_t bytes) {
   return m->local + (remote - m->remote);
 }
 
-static void follow_prefill(follower *f, const message *m, int32_t *tokens) {
-  const tfm_cache_desc *kv = tfm_model_kv_cache(f->model);
-  if (!kv)
-    tfm_ranks_abort("rank 0 runs @prefill, which this model lacks");
+/* This rank's part of the cache of `desc` rank 0 holds at `remote`. */
+static tfm_memref5d_f32 local_cache(follower *f, const tfm_cache_desc *desc,
+                                    int64_t remote) {
   tfm_memref5d_f32 cache = {0};
-  size_t bytes = tensor_bytes(kv->dtype, 5, kv->shape);
+  size_t bytes = tensor_bytes(desc->dtype, 5, desc->shape);
   cache.allocated = cache.aligned =
-      (float *)(void *)local_memory(f, m->c, bytes);
+      (float *)(void *)local_memory(f, remote, bytes);
   int64_t stride = 1;
   for (int d = 4; d >= 0; --d) {
-    cache.sizes[d] = kv->shape[d];
+    cache.sizes[d] = desc->shape[d];
     cache.strides[d] = stride;
-    stride *= kv->shape[d];
+    stride *= desc->shape[d];
   }
+  return cache;
+}
+
+static void follow_prefill(follower *f, const message *m, int32_t *tokens) {
+  const tfm_cache_desc *kv = tfm_model_kv_cache(f->model);
+  const tfm_cache_desc *ring_desc = tfm_model_ring_cache(f->model);
+  if (!kv || (m->d != 0) != (ring_desc != NULL))
+    tfm_ranks_abort("rank 0 runs @prefill with caches this model lacks");
+  tfm_memref5d_f32 cache = local_cache(f, kv, m->c), rings = {0};
+  if (ring_desc)
+    rings = local_cache(f, ring_desc, m->d);
   int64_t n = m->payload / (int64_t)sizeof(int32_t);
   tfm_memref1d ids = {tokens, tokens, 0, {n}, {1}};
   tfm_memref2d_f32 logits = {0};
   tfm_status status;
-  /* Models with recurrent states or rings beside the cache are not split
-   * over ranks (tfmc refuses them). */
+  /* Models with recurrent states are not split over ranks (tfmc refuses
+   * them). */
   check(tfm_run_prefill(f->model, m->entry, &logits, &ids, m->a, m->b, &cache,
-                        NULL, NULL, &status),
+                        ring_desc ? &rings : NULL, NULL, &status),
         &status);
   tfm_buffer_release(logits.allocated);
 }

@@ -182,23 +182,24 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> {
 // -----
 
 // Layers of different windows (a global layer, then two of window 4, as
-// GPT-Neo's): @prefill's cache has a plane for the global layer and one
-// holding both windowed layers' rings, rows [0, 4) and [4, 8) of 32. A
-// ring is read from max(start - 3, 0) up to the new rows before they are
-// appended. The batched entry points page the global layer's plane and
-// keep each windowed layer's ring in a second cache, a plane of 4 rows
-// each per sequence (self_attention_rings).
+// GPT-Neo's): @prefill's cache has a plane for the global layer, and a
+// cache of rings beside it a plane of 4 rows for each windowed layer
+// (self_attention_rings: their rows are at positions mod 4, not at the
+// cache's slots). A ring is read from max(start - 3, 0) up to the new rows
+// before they are appended. The batched entry points page the global
+// layer's plane and keep each windowed layer's ring in a second cache
+// likewise, a plane of 4 rows each per sequence.
 // CHECK-LABEL: func.func @prefill(
-// CHECK-SAME: %[[START:[^:]*]]: index {tfm.input = #tfm.input<start_position>}, %[[SLOT:[^:]*]]: index {tfm.input = #tfm.input<cache_slot>}, %[[CACHE:[^:]*]]: tensor<2x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>})
+// CHECK-SAME: %[[START:[^:]*]]: index {tfm.input = #tfm.input<start_position>}, %[[SLOT:[^:]*]]: index {tfm.input = #tfm.input<cache_slot>}, %[[CACHE:[^:]*]]: tensor<1x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>}, %[[RINGS:[^:]*]]: tensor<2x2x4x2x4xf32> {tfm.cache = #tfm.cache<self_attention_rings>})
 // CHECK: %[[C1:.*]] = tfm.kv_cache_append %[[CACHE]][0], %{{.*}}, %{{.*}} at %[[SLOT]]
 // CHECK: %[[SEEN:.*]] = arith.subi %[[START]], %c3
 // CHECK: %[[FIRST:.*]] = arith.maxsi %[[SEEN]], %c0
-// CHECK: %[[K1:.*]], %[[V1:.*]] = tfm.kv_ring_read %[[C1]][1] rows 0 ring 4 positions %[[FIRST]] to %[[START]] then
-// CHECK: %[[C2:.*]] = tfm.kv_ring_append %[[C1]][1] rows 0 ring 4, %{{.*}}, %{{.*}} at %[[START]]
+// CHECK: %[[K1:.*]], %[[V1:.*]] = tfm.kv_ring_read %[[RINGS]][0] rows 0 ring 4 positions %[[FIRST]] to %[[START]] then
+// CHECK: %[[R1:.*]] = tfm.kv_ring_append %[[RINGS]][0] rows 0 ring 4, %{{.*}}, %{{.*}} at %[[START]]
 // CHECK: tfm.attention %{{.*}}, %[[K1]], %[[V1]] {causal, scale = 5.000000e-01 : f32, window = 4 : i64}
-// CHECK: tfm.kv_ring_read %[[C2]][1] rows 4 ring 4 positions
-// CHECK: %[[C3:.*]] = tfm.kv_ring_append %[[C2]][1] rows 4 ring 4,
-// CHECK: return %{{.*}}, %[[C3]]
+// CHECK: tfm.kv_ring_read %[[R1]][1] rows 0 ring 4 positions
+// CHECK: %[[R2:.*]] = tfm.kv_ring_append %[[R1]][1] rows 0 ring 4,
+// CHECK: return %{{.*}}, %[[C1]], %[[R2]]
 // CHECK-LABEL: func.func @decode_batch(
 // CHECK-SAME: %[[PAGED:[^:]*]]: tensor<?x1x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>}, %[[RINGS:[^:]*]]: tensor<?x2x2x4x2x4xf32> {tfm.cache = #tfm.cache<self_attention_rings>})
 // CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %[[PAGED]])
