@@ -9,6 +9,7 @@
 #include "ir/DiffusionAttr.h"
 #include "codegen/cuda/KernelsOnHost.h"
 #include "frontend/ErrorMessages.h"
+#include "frontend/ModelLoader.h"
 #include "frontend/builders/WeightDeclarations.h"
 #include "frontend/families/GgufModel.h"
 #include "frontend/formats/Safetensors.h"
@@ -641,6 +642,11 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
                         options.pipeline ? options.pipeline->maxContext : 0);
   description.bosToken = model.getBosToken();
   description.eosToken = model.getEosToken();
+  if (auto stops = (*unit.module)->getAttrOfType<DenseI32ArrayAttr>(
+          kStopTokensAttrName))
+    for (int32_t token : stops.asArrayRef())
+      if (token >= 0 && token < description.vocabSize)
+        description.stopTokens.push_back(token);
   description.addBos = model.getAddBos();
   description.family = model.getFamily().str();
   description.ranks = options.pipeline ? options.pipeline->ranks : 1;

@@ -336,6 +336,51 @@ static llvm::Expected<bool> tokenizerAddsBos(llvm::StringRef directory,
   return decoderTokenizerAddsBos(modelType);
 }
 
+/// The ids a config field names (an integer, a list of them, or null):
+/// transformers' eos_token_id may list several.
+static std::vector<int64_t> tokenIds(const llvm::json::Object &fields,
+                                     llvm::StringRef key) {
+  std::vector<int64_t> ids;
+  const llvm::json::Value *value = fields.get(key);
+  if (!value)
+    return ids;
+  if (const llvm::json::Array *list = value->getAsArray()) {
+    for (const llvm::json::Value &item : *list)
+      if (std::optional<int64_t> id = item.getAsInteger())
+        ids.push_back(*id);
+  } else if (std::optional<int64_t> id = value->getAsInteger()) {
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
+/// Every eos_token_id of config.json (and its text_config) and of
+/// generation_config.json, where transformers' generate stops (Llama 3
+/// Instruct's list ends turns with <|eot_id|>, not its first,
+/// <|end_of_text|>); describeModel drops eosToken itself and ids past the
+/// vocabulary.
+static llvm::Error readStopTokens(llvm::StringRef directory,
+                                  ConfigReader &config, LoadedModel &model) {
+  auto add = [&](const llvm::json::Object &fields) {
+    for (int64_t id : tokenIds(fields, "eos_token_id"))
+      if (!llvm::is_contained(model.stopTokens, id))
+        model.stopTokens.push_back(id);
+  };
+  add(config.raw());
+  if (const llvm::json::Object *text = config.raw().getObject("text_config"))
+    add(*text);
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, "generation_config.json");
+  std::optional<llvm::json::Value> file;
+  llvm::Expected<const llvm::json::Object *> generation =
+      readOptionalJsonObject(path, nullptr, file);
+  if (!generation)
+    return generation.takeError();
+  if (*generation)
+    add(**generation);
+  return llvm::Error::success();
+}
+
 llvm::Expected<LoadedModel>
 mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
                           llvm::StringRef directory, DiffusionOptions diffusion) {
@@ -394,6 +439,8 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
     if (llvm::Error err = textConfig.takeError())
       config.fail(llvm::toString(std::move(err)));
   }
+  if (llvm::Error err = readStopTokens(directory, config, model))
+    return std::move(err);
   llvm::Expected<bool> addBos = tokenizerAddsBos(directory, modelType);
   if (!addBos)
     return addBos.takeError();

@@ -149,6 +149,15 @@ llvm::Error mlir::tfm::describeModel(LoadedModel &model, llvm::StringRef path) {
   if (llvm::Error err = dropSpecialTokenOutside(model, source, "eos_token_id",
                                                 model.eosToken))
     return err;
+  // Other ids that end generation, in the vocabulary and not EOS itself.
+  SmallVector<int32_t> stops;
+  for (int64_t id : model.stopTokens)
+    if (id >= 0 && id < model.vocabSize && id != model.eosToken &&
+        !llvm::is_contained(stops, int32_t(id)))
+      stops.push_back(int32_t(id));
+  if (!stops.empty())
+    (*model.module)->setAttr(kStopTokensAttrName,
+                             DenseI32ArrayAttr::get(context, stops));
   llvm::Expected<ModelAttr> attr = getCheckedAttr<ModelAttr>(
       path, context, llvm::StringRef(model.family), model.vocabSize,
       model.maxContext, model.bosToken, model.eosToken,

@@ -13,6 +13,7 @@
 #include "frontend/builders/DecoderSpec.h"
 #include "frontend/formats/WeightStore.h"
 #include "frontend/tokenizers/Tokenizer.h"
+#include "ir/StopTokensAttr.h"
 #include "ir/TfmDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -32,6 +33,11 @@ struct LoadedModel {
   int64_t maxContext = 0;
   int64_t hiddenSize = 0, numLayers = 0, numHeads = 0, numKVHeads = 0;
   int32_t bosToken = -1, eosToken = -1;
+  /// Tokens that end generation besides eosToken (a config's and
+  /// generation_config.json's other eos_token_ids, GGUF's eot and eom
+  /// tokens): the module's kStopTokensAttrName, tfm_model_desc's
+  /// stop_tokens.
+  std::vector<int64_t> stopTokens;
   /// Whether encoded prompts start with BOS.
   bool addBos = true;
   /// The architecture (config.json's model_type; "llama" for llama2.c).

@@ -8,6 +8,7 @@
 
 #include "ir/TfmOps.h"
 #include "ir/DiffusionAttr.h"
+#include "ir/StopTokensAttr.h"
 #include "ir/TfmSharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -240,6 +241,11 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
   } else if (name == kPartialOverRanksAttrName) {
     auto ranks = dyn_cast<IntegerAttr>(attr.getValue());
     if (isa<WeightDeclOp>(op) && ranks && ranks.getInt() > 1)
+      return success();
+  } else if (name == kStopTokensAttrName) {
+    auto tokens = dyn_cast<DenseI32ArrayAttr>(attr.getValue());
+    if (onModule && tokens &&
+        llvm::all_of(tokens.asArrayRef(), [](int32_t t) { return t >= 0; }))
       return success();
   } else if (name == kLogitScaleAttrName) {
     auto scale = dyn_cast<FloatAttr>(attr.getValue());

@@ -415,7 +415,7 @@ std::string TextStream::add(int32_t token) {
   size_t size = 0;
   const char *piece = nullptr;
   if (model.tokenizer && token != model.desc->bos_token &&
-      token != model.desc->eos_token &&
+      !tfm_ends_generation(model.desc, token) &&
       !tfm_tokenizer_is_special(model.tokenizer, token))
     piece = tfm_tokenizer_decode(model.tokenizer, previous, token,
                                  model.desc->bos_token, &size);

@@ -409,6 +409,12 @@ std::string generateModelSource(const ModelDescription &model,
        << ", .frames = " << audio->frames << ",\n"
        << "    .mean = " << llvm::formatv("{0:e9}f", audio->mean)
        << ", .std = " << llvm::formatv("{0:e9}f", audio->std) << "};\n";
+  if (!model.stopTokens.empty()) {
+    os << "static const int32_t tfm_stop_tokens[] = {";
+    for (auto [i, token] : llvm::enumerate(model.stopTokens))
+      os << (i ? ", " : "") << token;
+    os << "};\n";
+  }
   if (const std::optional<ModelDescription::Diffusion> &d = model.diffusion) {
     os << "static const tfm_diffusion_desc tfm_diffusion = {\n   ";
     for (size_t i = 0; i < d->integers.size(); ++i)
@@ -546,6 +552,9 @@ std::string generateModelSource(const ModelDescription &model,
     os << "    .waveform = &tfm_waveform,\n";
   if (model.diffusion)
     os << "    .diffusion = &tfm_diffusion,\n";
+  if (!model.stopTokens.empty())
+    os << "    .num_stop_tokens = " << model.stopTokens.size() << ",\n"
+       << "    .stop_tokens = tfm_stop_tokens,\n";
   os << "};\n";
   return source;
 }

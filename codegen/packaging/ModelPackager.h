@@ -92,6 +92,9 @@ struct ModelDescription {
   /// Bytes of weights a @decode step reads (tfm.decode_weight_bytes).
   uint64_t decodeWeightBytes = 0;
   int32_t bosToken = -1, eosToken = -1;
+  /// Tokens that end generation besides eosToken (tfm_model_desc's
+  /// stop_tokens).
+  std::vector<int32_t> stopTokens;
   bool addBos = true;
   std::optional<TokenizerVocab> tokenizer;
   std::string family;

@@ -805,6 +805,16 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
     return pre.takeError();
   model.bosToken = *bos;
   model.eosToken = *eos;
+  // llama.cpp also ends generation at the end-of-turn and end-of-message
+  // tokens its converter names.
+  for (const char *key : {"tokenizer.ggml.eot_token_id",
+                          "tokenizer.ggml.eom_token_id"}) {
+    llvm::Expected<int32_t> stop = tokenId(key);
+    if (!stop)
+      return stop.takeError();
+    if (*stop >= 0)
+      model.stopTokens.push_back(*stop);
+  }
   // llama.cpp's defaults: SentencePiece vocabularies and Gemma 4's start
   // with BOS; GLM-4's pre-tokenizer has none, whatever the file says.
   bool startsWithBos = *tokenizerKind && (**tokenizerKind == "llama" ||

@@ -376,6 +376,8 @@ class Model:
         return {"name": d.name.decode(), "family": d.family.decode(),
                 "vocab_size": d.vocab_size, "max_context": d.max_context,
                 "bos_token": d.bos_token, "eos_token": d.eos_token,
+                "stop_tokens": [d.stop_tokens[i]
+                                for i in range(d.num_stop_tokens)],
                 "add_bos": bool(d.add_bos),
                 "labels": [d.labels[i].decode() for i in range(d.num_labels)],
                 "entry_points": entries,

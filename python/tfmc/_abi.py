@@ -105,7 +105,9 @@ class ModelDesc(ctypes.Structure):
                 ("replicated_weights_size", ctypes.c_uint64),
                 ("logit_scale", ctypes.c_float),
                 ("waveform", ctypes.POINTER(WaveformInput)),
-                ("diffusion", ctypes.POINTER(DiffusionDesc))]
+                ("diffusion", ctypes.POINTER(DiffusionDesc)),
+                ("num_stop_tokens", ctypes.c_int32),
+                ("stop_tokens", ctypes.POINTER(ctypes.c_int32))]
 
 
 class SamplerOptions(ctypes.Structure):

@@ -27,7 +27,7 @@ void tfm_main_usage(FILE *out, const char *argv0) {
       "  --repetition-penalty R >1 discourages repeating tokens (1: off)\n"
       "  --seed S               sampling seed: same seed, same text\n"
       "  --stop TEXT            stop once TEXT is generated (repeatable)\n"
-      "  --ignore-eos           do not stop at the end-of-sequence token\n"
+      "  --ignore-eos           do not stop at end-of-generation tokens\n"
       "  --force-tokens \"4 5\"   emit these ids instead of sampling (teacher\n"
       "                         forcing, to score a continuation)\n"
       "  --print-ids            print generated token ids instead of text\n"

@@ -520,6 +520,17 @@ const tfm_model_desc *tfm_model_get_desc(const tfm_model *model) {
   return model ? model->desc : NULL;
 }
 
+int tfm_ends_generation(const tfm_model_desc *desc, int32_t token) {
+  if (!desc || token < 0)
+    return 0;
+  if (token == desc->eos_token)
+    return 1;
+  for (int32_t i = 0; i < desc->num_stop_tokens; ++i)
+    if (desc->stop_tokens[i] == token)
+      return 1;
+  return 0;
+}
+
 tfm_tokenizer *tfm_model_tokenizer(tfm_model *model, tfm_status *status) {
   if (!model) {
     tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "tfm_model_tokenizer: NULL model");

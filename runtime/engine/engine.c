@@ -427,7 +427,7 @@ static void take_token(tfm_engine *e, request *r, float *logits,
   event->id = r->id;
   event->token = token;
   event->finish = TFM_FINISH_NONE;
-  if (token == e->desc->eos_token && !r->ignore_eos) {
+  if (tfm_ends_generation(e->desc, token) && !r->ignore_eos) {
     event->token = -1;
     event->finish = TFM_FINISH_EOS;
   } else {

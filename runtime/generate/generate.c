@@ -158,7 +158,7 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
         tokenizer ? tfm_tokenizer_decode(tokenizer, previous, next,
                                          desc->bos_token, &size)
                   : NULL;
-    int is_eos = next == desc->eos_token && !o->ignore_eos;
+    int is_eos = tfm_ends_generation(desc, next) && !o->ignore_eos;
     if (is_eos || next == desc->bos_token)
       size = 0; /* control tokens print nothing */
     size_t before = text.size;

@@ -454,6 +454,12 @@ typedef struct tfm_model_desc {
   const tfm_waveform_input *waveform;
   /* A Stable Diffusion pipeline's constants, or NULL. */
   const tfm_diffusion_desc *diffusion;
+  /* Tokens that end generation besides eos_token: a config's and its
+   * generation_config.json's other eos_token_ids (Llama 3 Instruct's
+   * <|eot_id|>, Gemma's <end_of_turn>, gpt-oss's <|call|>), GGUF's eot and
+   * eom tokens; 0 and NULL: none (tfm_ends_generation). */
+  int32_t num_stop_tokens;
+  const int32_t *stop_tokens;
 } tfm_model_desc;
 
 /* What generated entry points call around the model's code (runtime,

@@ -85,6 +85,8 @@ tfm_status_code tfm_model_library_check(const char *path, tfm_status *status);
 void tfm_model_free(tfm_model *model);
 /* The description the model was loaded from (sizes, special tokens). */
 const tfm_model_desc *tfm_model_get_desc(const tfm_model *model);
+/* Whether `token` ends generation: eos_token, or one of stop_tokens. */
+int tfm_ends_generation(const tfm_model_desc *desc, int32_t token);
 
 /* Runs @forward over `tokens[0..n)` (no cache) and writes the logits of
  * every position to `logits` ([n, vocab], caller-allocated). Checks ids
