@@ -75,6 +75,25 @@ CachedKeysAndValues mlir::tfm::appendAndRead(OpBuilder &b, Location loc,
   return cached;
 }
 
+/// A windowed layer's keys and values of positions [max(start - ring + 1,
+/// 0), start) from its ring, then `newKeys` and `newValues` (of positions
+/// from `start`), in the ring's row type `stored`.
+static KVRingReadOp readRing(OpBuilder &b, Location loc,
+                             RankedTensorType stored, Value cache,
+                             Value newKeys, Value newValues, Value start,
+                             const LayerRows &layer) {
+  auto attr = [&](int64_t v) { return b.getI64IntegerAttr(v); };
+  Value first = arith::MaxSIOp::create(
+      b, loc,
+      arith::SubIOp::create(
+          b, loc, start,
+          arith::ConstantIndexOp::create(b, loc, layer.ring - 1)),
+      arith::ConstantIndexOp::create(b, loc, 0));
+  return KVRingReadOp::create(b, loc, TypeRange{stored, stored}, cache, first,
+                              start, newKeys, newValues, attr(layer.plane),
+                              attr(layer.offset), attr(layer.ring));
+}
+
 CachedKeysAndValues mlir::tfm::appendAndReadRing(OpBuilder &b, Location loc,
                                                  RankedTensorType cacheType,
                                                  Value cache, Value keys,
@@ -82,19 +101,12 @@ CachedKeysAndValues mlir::tfm::appendAndReadRing(OpBuilder &b, Location loc,
                                                  const LayerRows &layer) {
   CachedRows rows(cacheType, cast<RankedTensorType>(keys.getType()));
   auto attr = [&](int64_t v) { return b.getI64IntegerAttr(v); };
-  // The earlier positions the new ones still see, the last ring - 1, are
-  // read before the new rows overwrite the ring's oldest.
-  Value first = arith::MaxSIOp::create(
-      b, loc,
-      arith::SubIOp::create(
-          b, loc, start,
-          arith::ConstantIndexOp::create(b, loc, layer.ring - 1)),
-      arith::ConstantIndexOp::create(b, loc, 0));
+  // The earlier positions the new ones still see are read before the new
+  // rows overwrite the ring's oldest.
   Value newKeys = rows.store(b, loc, keys);
   Value newValues = rows.store(b, loc, values);
-  auto seen = KVRingReadOp::create(
-      b, loc, TypeRange{rows.stored, rows.stored}, cache, first, start, newKeys,
-      newValues, attr(layer.plane), attr(layer.offset), attr(layer.ring));
+  KVRingReadOp seen =
+      readRing(b, loc, rows.stored, cache, newKeys, newValues, start, layer);
   CachedKeysAndValues cached;
   cached.cache = KVRingAppendOp::create(b, loc, cacheType, cache, newKeys,
                                         newValues, start, attr(layer.plane),
@@ -120,16 +132,9 @@ CachedKeysAndValues mlir::tfm::readAppended(OpBuilder &b, Location loc,
     cached.values = rows.widen(b, loc, read.getValue());
     return cached;
   }
-  Value first = arith::MaxSIOp::create(
-      b, loc,
-      arith::SubIOp::create(
-          b, loc, start,
-          arith::ConstantIndexOp::create(b, loc, layer.ring - 1)),
-      arith::ConstantIndexOp::create(b, loc, 0));
-  auto seen = KVRingReadOp::create(
-      b, loc, TypeRange{rows.stored, rows.stored}, cache, first, start,
-      rows.store(b, loc, keys), rows.store(b, loc, values), attr(layer.plane),
-      attr(layer.offset), attr(layer.ring));
+  KVRingReadOp seen =
+      readRing(b, loc, rows.stored, cache, rows.store(b, loc, keys),
+               rows.store(b, loc, values), start, layer);
   cached.keys = rows.widen(b, loc, seen.getKey());
   cached.values = rows.widen(b, loc, seen.getValue());
   return cached;
