@@ -1041,11 +1041,11 @@ static LogicalResult verifyTopK(Operation *op, int64_t topK, int64_t experts) {
   return success();
 }
 
-/// The routing choice tfm.moe and tfm.route share: a `selection_bias` of
-/// one value per expert, and `top_groups` of `groups` that divide the
-/// experts, enough experts in them for top_k.
+/// The routing choice tfm.moe and tfm.route share: a `selection_bias` and
+/// `expert_scales` of one value per expert, and `top_groups` of `groups`
+/// that divide the experts, enough experts in them for top_k.
 static LogicalResult verifyRouter(Operation *op, int64_t experts, int64_t topK,
-                                  Value selectionBias,
+                                  Value selectionBias, Value expertScales,
                                   std::optional<int64_t> groups,
                                   std::optional<int64_t> topGroups,
                                   std::optional<APFloat> routedScale) {
@@ -1055,6 +1055,12 @@ static LogicalResult verifyRouter(Operation *op, int64_t experts, int64_t topK,
       (failed(expectRank(op, "selection bias", selectionBias, 1)) ||
        failed(expectDim(op, "selection bias size",
                         tensorType(selectionBias).getDimSize(0), "experts",
+                        experts))))
+    return failure();
+  if (expertScales &&
+      (failed(expectRank(op, "expert scales", expertScales, 1)) ||
+       failed(expectDim(op, "expert scales size",
+                        tensorType(expertScales).getDimSize(0), "experts",
                         experts))))
     return failure();
   if (groups.has_value() != topGroups.has_value())
@@ -1121,7 +1127,8 @@ LogicalResult MoeOp::verify() {
                          << dimToString(experts) << " experts, got "
                          << getExperts().size();
   if (failed(verifyRouter(*this, experts, getTopK(), getSelectionBias(),
-                          getGroups(), getTopGroups(), getRoutedScale())))
+                          getExpertScales(), getGroups(), getTopGroups(),
+                          getRoutedScale())))
     return failure();
   for (int64_t e = 0; e < experts; ++e)
     if (failed(verifyGatedMlp(*this, "expert " + std::to_string(e) + "'s ",
@@ -1182,7 +1189,8 @@ LogicalResult RouteOp::verify() {
       return failure();
   }
   return verifyRouter(*this, logits[1], getTopK(), getSelectionBias(),
-                      getGroups(), getTopGroups(), getRoutedScale());
+                      getExpertScales(), getGroups(), getTopGroups(),
+                      getRoutedScale());
 }
 
 LogicalResult ExpertRowsOp::verify() {

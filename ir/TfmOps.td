@@ -919,8 +919,8 @@ def Tfm_MoeOp : Tfm_Op<"moe", [Pure, Tfm_PositionWise,
     (without a gate vector, DeepSeek's, it is added as it is).
 
     The experts and their weights are chosen as `tfm.route` chooses them,
-    with the same `scoring`, `selection_bias`, `groups`, `top_groups` and
-    `routed_scale`.
+    with the same `scoring`, `selection_bias`, `groups`, `top_groups`,
+    `routed_scale` and `expert_scales`.
 
     gpt-oss's experts: `expert_biases` lists every expert's gate (`[f]`),
     up (`[f]`) and down (`[d]`) biases in turn, added to its projections;
@@ -940,6 +940,7 @@ def Tfm_MoeOp : Tfm_Op<"moe", [Pure, Tfm_PositionWise,
                        Variadic<Tfm_WeightTensor>:$experts,
                        Variadic<Tfm_WeightTensor>:$shared,
                        Optional<Tfm_FloatTensor>:$selection_bias,
+                       Optional<Tfm_FloatTensor>:$expert_scales,
                        Variadic<Tfm_WeightTensor>:$expert_biases,
                        I64Attr:$top_k, UnitAttr:$normalize,
                        Tfm_ActivationKindAttr:$activation,
@@ -953,13 +954,15 @@ def Tfm_MoeOp : Tfm_Op<"moe", [Pure, Tfm_PositionWise,
   let assemblyFormat = [{
     $input `,` $router_logits `,` `[` $experts `]`
     (`shared` `[` $shared^ `]`)? (`selection_bias` $selection_bias^)?
+    (`expert_scales` $expert_scales^)?
     (`biases` `[` $expert_biases^ `]`)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
 
-def Tfm_RouteOp : Tfm_Op<"route", [Pure, Tfm_PositionWise]> {
+def Tfm_RouteOp : Tfm_Op<"route", [Pure, Tfm_PositionWise,
+    AttrSizedOperandSegments]> {
   let summary = "each token's top-k experts and their weights";
   let description = [{
     For each row of `router_logits` (`[seq, experts]`): the scores (the
@@ -967,7 +970,8 @@ def Tfm_RouteOp : Tfm_Op<"route", [Pure, Tfm_PositionWise]> {
     then the `top_k` largest in decreasing order (the lower index first
     among equals), as `experts` (`[seq, top_k]`, i32) and their scores as
     `weights` (`[seq, top_k]`), renormalized to sum to 1 with `normalize`
-    and then multiplied by `routed_scale`.
+    and then multiplied by `routed_scale` and by the chosen expert's entry
+    of `expert_scales` (`[experts]`, Gemma 4's per_expert_scale).
 
     DeepSeek-V3's choice: `selection_bias` (`[experts]`) is added to the
     scores for choosing only (the weights stay unbiased); with `groups = G`
@@ -978,10 +982,12 @@ def Tfm_RouteOp : Tfm_Op<"route", [Pure, Tfm_PositionWise]> {
     ```mlir
     %w, %e = tfm.route %logits {normalize, top_k = 2 : i64} : tensor<?x8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
     %w3, %e3 = tfm.route %logits selection_bias %b {groups = 4 : i64, normalize, routed_scale = 2.5 : f32, scoring = #tfm<router_scoring sigmoid>, top_groups = 2 : i64, top_k = 2 : i64} : tensor<?x8xf32>, tensor<8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
+    %w4, %e4 = tfm.route %logits expert_scales %s {normalize, top_k = 2 : i64} : tensor<?x8xf32> expert_scales tensor<8xf32> -> tensor<?x2xf32>, tensor<?x2xi32>
     ```
   }];
   let arguments = (ins Tfm_FloatTensor:$router_logits,
                        Optional<Tfm_FloatTensor>:$selection_bias,
+                       Optional<Tfm_FloatTensor>:$expert_scales,
                        I64Attr:$top_k, UnitAttr:$normalize,
                        DefaultValuedAttr<Tfm_RouterScoringAttr,
                                          "RouterScoring::softmax">:$scoring,
@@ -990,8 +996,10 @@ def Tfm_RouteOp : Tfm_Op<"route", [Pure, Tfm_PositionWise]> {
                        OptionalAttr<F32Attr>:$routed_scale);
   let results = (outs Tfm_FloatTensor:$weights, Tfm_IntTensor:$experts);
   let assemblyFormat = [{
-    $router_logits (`selection_bias` $selection_bias^)? attr-dict `:`
-    type($router_logits) (`,` type($selection_bias)^)? `->` type($weights)
+    $router_logits (`selection_bias` $selection_bias^)?
+    (`expert_scales` $expert_scales^)? attr-dict `:`
+    type($router_logits) (`,` type($selection_bias)^)?
+    (`expert_scales` type($expert_scales)^)? `->` type($weights)
     `,` type($experts)
   }];
   let hasVerifier = 1;

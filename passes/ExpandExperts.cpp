@@ -107,7 +107,8 @@ void expand(MoeOp moe) {
       b, loc,
       TypeRange{RankedTensorType::get({dyn, k}, b.getF32Type()),
                 RankedTensorType::get({dyn, k}, b.getI32Type())},
-      moe.getRouterLogits(), moe.getSelectionBias(), moe.getTopKAttr(),
+      moe.getRouterLogits(), moe.getSelectionBias(), moe.getExpertScales(),
+      moe.getTopKAttr(),
       moe.getNormalizeAttr(), moe.getScoringAttr(), moe.getGroupsAttr(),
       moe.getTopGroupsAttr(), moe.getRoutedScaleAttr());
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));

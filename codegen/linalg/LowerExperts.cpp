@@ -228,6 +228,7 @@ struct LowerRoute : OpConversionPattern<RouteOp> {
     Value numExperts = index(b, loc, experts), picks = index(b, loc, k);
     bool normalize = op.getNormalize();
     std::optional<APFloat> routedScale = op.getRoutedScale();
+    Value expertScales = adaptor.getExpertScales();
     RowScratch scratch{
         tensor::EmptyOp::create(
             b, loc,
@@ -288,8 +289,9 @@ struct LowerRoute : OpConversionPattern<RouteOp> {
                         arith::AddFOp::create(b, loc, state[4], weight)};
               });
           Value rowWeights = picked[0];
-          if (normalize || routedScale) {
-            // weight / sum (normalize), then times routed_scale.
+          if (normalize || routedScale || expertScales) {
+            // weight / sum (normalize), then times routed_scale and the
+            // expert's own scale.
             rowWeights =
                 loop(b, loc, picks, {rowWeights},
                      [&](OpBuilder &b, Location loc, Value j,
@@ -303,6 +305,15 @@ struct LowerRoute : OpConversionPattern<RouteOp> {
                              b, loc, w,
                              f32Constant(b, loc,
                                          routedScale->convertToDouble()));
+                       if (expertScales) {
+                         Value id = tensor::ExtractOp::create(
+                             b, loc, picked[1], ValueRange{r, j});
+                         w = arith::MulFOp::create(
+                             b, loc, w,
+                             extract(b, loc, expertScales,
+                                     arith::IndexCastOp::create(
+                                         b, loc, b.getIndexType(), id)));
+                       }
                        return {tensor::InsertOp::create(b, loc, w, acc[0],
                                                         ValueRange{r, j})};
                      })[0];

@@ -182,6 +182,10 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
   if (!(spec.routedScale > 0) || std::isinf(spec.routedScale))
     return fail("the routed experts' scale must be finite and positive, got " +
                 llvm::Twine(std::to_string(spec.routedScale)));
+  if (spec.expertsBesideMlp &&
+      (spec.numExperts == 0 || spec.parallelResidual || spec.denseLayers))
+    return fail("experts beside the MLP need experts in every layer of "
+                "sequential blocks");
   if (spec.denseLayers < 0 || spec.denseLayers > spec.numLayers)
     return fail("dense leading layers must be 0 to " +
                 llvm::Twine(spec.numLayers) + ", got " +
@@ -314,8 +318,10 @@ private:
   /// Columns [offset, offset + width) of the last dimension of every row.
   Value columns(Value x, int64_t offset, int64_t width, Location loc);
   Value mlp(Value h, int64_t layer);
-  /// A mixture of experts in place of the MLP (tfm.moe).
-  Value experts(Value h, int64_t layer);
+  /// A mixture of experts (tfm.moe) over `h`, routed by `routerInput`
+  /// (the same value, or the residual where LayerWeightNames::routerNorm
+  /// says the router norms its own input).
+  Value experts(Value h, Value routerInput, int64_t layer);
   Value block(Value x, Value positions, int64_t layer);
   /// Every layer's per-layer input ([?, layers · size]) of the tokens and
   /// their scaled embeddings `x` (spec.perLayerInput).
@@ -668,13 +674,16 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
                 spec.outputBias, {dyn, spec.hiddenSize}, loc);
 }
 
-Value DecoderIRBuilder::experts(Value h, int64_t layer) {
+Value DecoderIRBuilder::experts(Value h, Value routerInput, int64_t layer) {
   const tfm::LayerWeightNames &n = spec.layer;
   Location loc = named("layer " + llvm::Twine(layer) + " experts");
   int64_t d = spec.hiddenSize, f = spec.expertSize;
+  if (!n.routerNorm.empty())
+    routerInput =
+        norm(routerInput, tfm::layerWeightName(n.routerNorm, layer), loc);
   Value logits =
-      linear(h, tfm::layerWeightName(n.router, layer), spec.expertBiases,
-             {ShapedType::kDynamic, spec.numExperts}, loc);
+      linear(routerInput, tfm::layerWeightName(n.router, layer),
+             spec.expertBiases, {ShapedType::kDynamic, spec.numExperts}, loc);
   SmallVector<Value> weights, biases;
   for (int64_t e = 0; e < spec.numExperts; ++e) {
     std::string gate = expertWeightName(n.expertGate, layer, e),
@@ -703,9 +712,15 @@ Value DecoderIRBuilder::experts(Value h, int64_t layer) {
           ? Value()
           : weight(tfm::layerWeightName(n.routerBias, layer),
                    {spec.numExperts});
+  Value expertScales =
+      n.expertScales.empty()
+          ? Value()
+          : weight(tfm::layerWeightName(n.expertScales, layer),
+                   {spec.numExperts});
   bool grouped = spec.expertGroups > 1;
   return MoeOp::create(
-      b, loc, h.getType(), h, logits, weights, shared, selectionBias, biases,
+      b, loc, h.getType(), h, logits, weights, shared, selectionBias,
+      expertScales, biases,
       b.getI64IntegerAttr(spec.expertsPerToken),
       spec.normalizeExpertWeights ? b.getUnitAttr() : UnitAttr(),
       ActivationKindAttr::get(b.getContext(), spec.activation),
@@ -718,8 +733,9 @@ Value DecoderIRBuilder::experts(Value h, int64_t layer) {
 }
 
 Value DecoderIRBuilder::mlp(Value h, int64_t layer) {
-  if (spec.numExperts > 0 && layer >= spec.denseLayers)
-    return experts(h, layer);
+  if (spec.numExperts > 0 && layer >= spec.denseLayers &&
+      !spec.expertsBesideMlp)
+    return experts(h, h, layer);
   const tfm::LayerWeightNames &n = spec.layer;
   Location loc = named("layer " + llvm::Twine(layer) + " mlp");
   int64_t dyn = ShapedType::kDynamic;
@@ -756,7 +772,14 @@ Value DecoderIRBuilder::block(Value x, Value positions, int64_t layer) {
   if (!spec.parallelResidual) {
     x = AddOp::create(b, loc, x, attended);
     Value h2 = norm(x, tfm::layerWeightName(n.mlpNorm, layer), loc);
-    x = AddOp::create(b, loc, x, postNorm(mlp(h2, layer), n.postMlpNorm));
+    Value fed = mlp(h2, layer);
+    if (spec.expertsBesideMlp) {
+      Value routed = experts(
+          norm(x, tfm::layerWeightName(n.expertsNorm, layer), loc), x, layer);
+      fed = AddOp::create(b, loc, postNorm(fed, n.postDenseMlpNorm),
+                          postNorm(routed, n.postExpertsNorm));
+    }
+    x = AddOp::create(b, loc, x, postNorm(fed, n.postMlpNorm));
     if (spec.perLayerInput.enabled())
       x = addPerLayerInput(x, layer);
     if (!spec.layerScales.empty())

@@ -47,6 +47,16 @@ struct LayerWeightNames {
   /// The router's selection bias ([experts], DeepSeek-V3's
   /// e_score_correction_bias); empty: none.
   std::string routerBias = "";
+  /// Each expert's factor on its routed weight ([experts], Gemma 4's
+  /// per_expert_scale); empty: none.
+  std::string expertScales = "";
+  /// Where the experts run beside the dense MLP (DecoderSpec::
+  /// expertsBesideMlp): the RMSNorm of the residual the router reads
+  /// (Gemma 4's weightless norm times router.scale and hidden^-1/2, which
+  /// its frontend stores under this name), the experts' input norm, and
+  /// the norms of the MLP's and of the experts' outputs before their sum.
+  std::string routerNorm = "", expertsNorm = "", postDenseMlpNorm = "",
+              postExpertsNorm = "";
   /// Attention sinks ([heads], gpt-oss's self_attn.sinks): a logit per head
   /// in every softmax's denominator; empty: none.
   std::string attentionSinks = "";
@@ -237,6 +247,12 @@ struct DecoderSpec {
   /// (0: act(g) * u).
   bool expertBiases = false;
   double swigluLimit = 0;
+  /// The dense MLP and the experts both run, side by side on the residual
+  /// after the attention (Gemma 4's 26B-A4B): the MLP on mlpNorm's output,
+  /// the experts on expertsNorm's and routed by routerNorm's, each output
+  /// normed (postDenseMlpNorm, postExpertsNorm) and the sum normed by
+  /// postMlpNorm before the residual add.
+  bool expertsBesideMlp = false;
   /// Layers [0, denseLayers) have a dense MLP (layer.gate, up, down, of
   /// intermediateSize) where the others have experts (DeepSeek's
   /// first_k_dense_replace).

@@ -20,6 +20,26 @@ using namespace mlir::tfm;
 
 namespace {
 
+/// The router's input norm as prepareGemma4Checkpoint stores it: the
+/// checkpoint's router.scale times hidden^-1/2, the gamma of an RMSNorm
+/// (Gemma4TextRouter norms without a weight, then multiplies by both).
+constexpr const char *kRouterNorm = "router.norm.weight";
+constexpr const char *kGgufRouterNorm = "blk.{}.ffn_gate_inp.norm.weight";
+
+/// Rows [first, first + count) (a view's row list).
+std::vector<int64_t> rowRange(int64_t first, int64_t count) {
+  std::vector<int64_t> list(size_t(std::max<int64_t>(count, 0)));
+  for (int64_t i = 0; i < count; ++i)
+    list[size_t(i)] = first + i;
+  return list;
+}
+
+/// Where a family's text-model tensors are: the image-text folders'
+/// (gemma4) under model.language_model., gemma4_text's under model..
+std::string textPrefix(llvm::StringRef family) {
+  return family == "gemma4" ? "model.language_model." : "model.";
+}
+
 /// One layer type's RoPE (rope_parameters.sliding_attention or
 /// .full_attention) over heads of `headDim`: "default" rotates every pair
 /// by theta^(-2i/head_dim); "proportional" rotates the first
@@ -107,6 +127,32 @@ int64_t sharedKeysSource(const std::vector<bool> &sliding, int64_t firstShared,
   return -1;
 }
 
+/// 26B-A4B's experts, which run beside each layer's dense MLP: the
+/// config's counts (Gemma4TextConfig leaves them unset where
+/// enable_moe_block is false, so they have no defaults) and the names the
+/// experts' tensors have once prepareGemma4Checkpoint split them.
+void readExperts(ConfigReader &config, DecoderSpec &spec,
+                 const std::string &p) {
+  spec.numExperts = config.positiveInteger("num_experts");
+  spec.expertsPerToken = config.positiveInteger("top_k_experts");
+  spec.expertSize = config.positiveInteger("moe_intermediate_size");
+  if (spec.expertsPerToken > spec.numExperts)
+    config.fail("config value top_k_experts (" +
+                llvm::Twine(spec.expertsPerToken) + ") must be at most " +
+                "num_experts (" + llvm::Twine(spec.numExperts) + ")");
+  spec.expertsBesideMlp = true;
+  LayerWeightNames &n = spec.layer;
+  n.router = p + "router.proj.weight";
+  n.routerNorm = p + kRouterNorm;
+  n.expertScales = p + "router.per_expert_scale";
+  n.expertGate = p + "experts.{e}.gate_proj.weight";
+  n.expertUp = p + "experts.{e}.up_proj.weight";
+  n.expertDown = p + "experts.{e}.down_proj.weight";
+  n.expertsNorm = p + "pre_feedforward_layernorm_2.weight";
+  n.postDenseMlpNorm = p + "post_feedforward_layernorm_1.weight";
+  n.postExpertsNorm = p + "post_feedforward_layernorm_2.weight";
+}
+
 DecoderSpec readGemma4(ConfigReader &config, llvm::StringRef family,
                        const std::string &prefix) {
   DecoderSpec spec;
@@ -132,9 +178,6 @@ DecoderSpec readGemma4(ConfigReader &config, llvm::StringRef family,
   spec.valueNorm = true;
   config.refuseUnlessAbsent("attn_logit_softcapping",
                             "Gemma 4 caps no attention scores");
-  config.refuseUnlessAbsent("enable_moe_block",
-                            "Gemma 4's experts (26B-A4B) are not supported "
-                            "yet; its dense models are");
   config.refuseUnlessAbsent("per_layer_config",
                             "tfmc derives each layer's shape from "
                             "layer_types");
@@ -151,6 +194,9 @@ DecoderSpec readGemma4(ConfigReader &config, llvm::StringRef family,
   n.queryNorm = p + "self_attn.q_norm.weight";
   n.keyNorm = p + "self_attn.k_norm.weight";
   n.layerScale = p + "layer_scalar";
+
+  if (config.boolean("enable_moe_block", false))
+    readExperts(config, spec, p);
 
   int64_t window = config.positiveInteger("sliding_window", 512);
   int64_t globalHeadDim = config.positiveInteger("global_head_dim", 512);
@@ -216,18 +262,18 @@ DecoderSpec readGemma4(ConfigReader &config, llvm::StringRef family,
 } // namespace
 
 DecoderSpec mlir::tfm::readGemma4TextSpec(ConfigReader &config) {
-  return readGemma4(config, "gemma4_text", "model.");
+  return readGemma4(config, "gemma4_text", textPrefix("gemma4_text"));
 }
 
 DecoderSpec mlir::tfm::readGemma4Spec(ConfigReader &config) {
   const llvm::json::Object *text = config.nested("text_config");
   if (!text) {
     config.fail("a gemma4 config needs its text model's text_config");
-    return readGemma4(config, "gemma4", "model.language_model.");
+    return readGemma4(config, "gemma4", textPrefix("gemma4"));
   }
   // Its errors read "<config.json>: text_config: ...".
   ConfigReader reader(*text, "text_config");
-  DecoderSpec spec = readGemma4(reader, "gemma4", "model.language_model.");
+  DecoderSpec spec = readGemma4(reader, "gemma4", textPrefix("gemma4"));
   // The outer config says whether the head is tied.
   if (!config.boolean("tie_word_embeddings", true) ||
       !reader.boolean("tie_word_embeddings", true))
@@ -278,11 +324,99 @@ llvm::Error readLayerScales(DecoderSpec &spec, WeightStore &store,
   return llvm::Error::success();
 }
 
+/// The router's input norm of each layer: router.scale times hidden^-1/2
+/// (`scale`, the checkpoint's name of the first), stored under
+/// LayerWeightNames::routerNorm.
+llvm::Error foldRouterScales(DecoderSpec &spec, WeightStore &store,
+                             llvm::StringRef checkpoint,
+                             const std::string &scale) {
+  int64_t d = spec.hiddenSize;
+  for (int64_t l = 0; l < spec.numLayers; ++l) {
+    std::string name = layerWeightName(scale, l);
+    if (std::optional<std::string> error = store.mismatch(
+            checkpoint, name, {d}, spec.family + " config implies"))
+      return makeError(*error);
+    std::vector<float> gamma = store.take(name).toF32();
+    for (float &g : gamma)
+      g = float(double(g) / std::sqrt(double(d)));
+    store.add(layerWeightName(spec.layer.routerNorm, l),
+              WeightTensor::fromValues({d}, std::move(gamma), name));
+  }
+  return llvm::Error::success();
+}
+
+/// Each expert's gate, up and down from the layers' stacked experts:
+/// experts.gate_up_proj ([E, 2·I, hidden], gate the first I rows of each
+/// expert's, as Gemma4TextExperts chunks them) and experts.down_proj ([E,
+/// hidden, I]).
+llvm::Error splitStackedExperts(DecoderSpec &spec, WeightStore &store,
+                                llvm::StringRef checkpoint,
+                                const std::string &prefix) {
+  int64_t experts = spec.numExperts, d = spec.hiddenSize, f = spec.expertSize;
+  for (int64_t l = 0; l < spec.numLayers; ++l) {
+    std::string base = layerWeightName(prefix + "layers.{}.experts.", l);
+    for (auto [tensor, shape] :
+         {std::pair<const char *, std::vector<int64_t>>{"gate_up_proj",
+                                                        {experts, 2 * f, d}},
+          {"down_proj", {experts, d, f}}})
+      if (std::optional<std::string> error =
+              store.mismatch(checkpoint, base + tensor, shape,
+                             spec.family + " config implies"))
+        return makeError(*error);
+    WeightTensor gateUp = store.take(base + "gate_up_proj").mergeLeadingDims(),
+                 down = store.take(base + "down_proj").mergeLeadingDims();
+    const LayerWeightNames &n = spec.layer;
+    for (int64_t e = 0; e < experts; ++e) {
+      store.add(expertWeightName(n.expertGate, l, e),
+                gateUp.selectRows(rowRange(e * 2 * f, f), {f, d}));
+      store.add(expertWeightName(n.expertUp, l, e),
+                gateUp.selectRows(rowRange(e * 2 * f + f, f), {f, d}));
+      store.add(expertWeightName(n.expertDown, l, e),
+                down.selectRows(rowRange(e * d, d), {d, f}));
+    }
+  }
+  return llvm::Error::success();
+}
+
+/// A GGUF file's experts' gate and up where they are one tensor an expert
+/// (ffn_gate_up_exps, [2·I, hidden], gate the first I rows; stored in
+/// blocks, a row is whole blocks): each half under the expert's gate and
+/// up names. Files with ffn_gate_exps and ffn_up_exps have them already.
+llvm::Error splitGateUpExperts(DecoderSpec &spec, WeightStore &store,
+                               llvm::StringRef path) {
+  int64_t d = spec.hiddenSize, f = spec.expertSize;
+  const LayerWeightNames &n = spec.layer;
+  for (int64_t l = 0; l < spec.numLayers; ++l)
+    for (int64_t e = 0; e < spec.numExperts; ++e) {
+      std::string fused = expertWeightName("blk.{}.ffn_gate_up_exps.{e}.weight",
+                                           l, e);
+      if (!store.contains(fused))
+        continue;
+      if (std::optional<std::string> error = store.mismatch(
+              path, fused, {2 * f, d}, "the experts' metadata implies"))
+        return makeError(*error);
+      WeightTensor gateUp = store.take(fused);
+      store.add(expertWeightName(n.expertGate, l, e),
+                gateUp.selectRows(rowRange(0, f), {f, d}));
+      store.add(expertWeightName(n.expertUp, l, e),
+                gateUp.selectRows(rowRange(f, f), {f, d}));
+    }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Error mlir::tfm::prepareGemma4Checkpoint(DecoderSpec &spec,
                                                WeightStore &store,
                                                llvm::StringRef checkpoint) {
+  if (spec.expertsBesideMlp) {
+    std::string prefix = textPrefix(spec.family);
+    if (llvm::Error err = foldRouterScales(spec, store, checkpoint,
+                                           prefix + "layers.{}.router.scale"))
+      return err;
+    if (llvm::Error err = splitStackedExperts(spec, store, checkpoint, prefix))
+      return err;
+  }
   return readLayerScales(spec, store, checkpoint, /*required=*/true);
 }
 
@@ -357,8 +491,6 @@ llvm::Error mlir::tfm::readGgufGemma4(const GgufFile &file,
       file.optionalReal(name("rope.freq_base_swa"));
   llvm::Expected<std::optional<double>> softcap =
       file.optionalReal(name("final_logit_softcapping"));
-  llvm::Expected<std::optional<int64_t>> experts =
-      file.optionalInteger(name("expert_count"), kMaxWidth);
   llvm::Expected<std::vector<int64_t>> kvHeads = perLayerIntegers(
       file, name("attention.head_count_kv"), layers, spec.numHeads);
   llvm::Expected<std::vector<int64_t>> widths =
@@ -370,12 +502,8 @@ llvm::Error mlir::tfm::readGgufGemma4(const GgufFile &file,
   if (!perLayer) return perLayer.takeError();
   if (!slidingTheta) return slidingTheta.takeError();
   if (!softcap) return softcap.takeError();
-  if (!experts) return experts.takeError();
   if (!kvHeads) return kvHeads.takeError();
   if (!widths) return widths.takeError();
-  if (experts->value_or(0) > 0)
-    return fail("Gemma 4's experts (26B-A4B) are not supported yet; its "
-                "dense models are");
   for (const char *field : {"rope.dimension_count", "rope.dimension_count_swa",
                             "attention.value_length",
                             "attention.value_length_swa"}) {
@@ -434,6 +562,18 @@ llvm::Error mlir::tfm::readGgufGemma4(const GgufFile &file,
   n.postAttentionNorm = "blk.{}.post_attention_norm.weight";
   n.postMlpNorm = "blk.{}.post_ffw_norm.weight";
   n.layerScale = "blk.{}.layer_output_scale.weight";
+  // 26B-A4B's experts (expert_count, read with every architecture's) run
+  // beside the dense MLP (llama.cpp's "shared expert"); the experts' gate
+  // and up are one tensor (ffn_gate_up_exps), split by prepareGgufGemma4
+  // into the names every architecture's experts have.
+  if (spec.numExperts > 0) {
+    spec.expertsBesideMlp = true;
+    n.routerNorm = kGgufRouterNorm;
+    n.expertScales = "blk.{}.ffn_down_exps.scale";
+    n.expertsNorm = "blk.{}.pre_ffw_norm_2.weight";
+    n.postDenseMlpNorm = "blk.{}.post_ffw_norm_1.weight";
+    n.postExpertsNorm = "blk.{}.post_ffw_norm_2.weight";
+  }
   if (perLayer->value_or(0) > 0) {
     PerLayerInputSpec &per = spec.perLayerInput;
     per.size = **perLayer;
@@ -479,6 +619,13 @@ llvm::Error mlir::tfm::prepareGgufGemma4(const GgufFile &file,
     shape.valueIsKey =
         shape.kvSource < 0 &&
         !weights.contains(layerWeightName(spec.layer.value, int64_t(l)));
+  if (spec.expertsBesideMlp) {
+    if (llvm::Error err = foldRouterScales(spec, weights, file.path(),
+                                           "blk.{}.ffn_gate_inp.scale"))
+      return err;
+    if (llvm::Error err = splitGateUpExperts(spec, weights, file.path()))
+      return err;
+  }
   if (spec.perLayerInput.enabled()) {
     const WeightTensor *table = weights.lookup(spec.perLayerInput.embedding);
     if (!table || table->shape().size() != 2)

@@ -18,7 +18,13 @@ What the converter writes:
     factors: 1 for the pairs that turn, 1e30 for the others;
   * layer_scalar as blk.N.layer_output_scale.weight, the per-layer
     inputs' tensors as per_layer_token_embd, per_layer_model_proj,
-    per_layer_proj_norm, blk.N.inp_gate, blk.N.proj, blk.N.post_norm.
+    per_layer_proj_norm, blk.N.inp_gate, blk.N.proj, blk.N.post_norm;
+  * 26B-A4B's experts as they are: experts.gate_up_proj whole as
+    ffn_gate_up_exps ([E, 2I, hidden]), router.scale as
+    ffn_gate_inp.scale and per_expert_scale as ffn_down_exps.scale (the
+    graph applies hidden^-1/2), the branch norms as pre_ffw_norm_2,
+    post_ffw_norm_1 and post_ffw_norm_2; expert_count, expert_used_count
+    and expert_feed_forward_length.
 The towers of an image-text folder are not the text model's; the shared
 layers' own K and V weights, which llama.cpp's loader would refuse as
 unused, are left out.
@@ -44,6 +50,14 @@ LAYER_NAMES = {
     "per_layer_projection.weight": "proj.weight",
     "post_per_layer_input_norm.weight": "post_norm.weight",
     "layer_scalar": "layer_output_scale.weight",
+    "router.proj.weight": "ffn_gate_inp.weight",
+    "router.scale": "ffn_gate_inp.scale",
+    "router.per_expert_scale": "ffn_down_exps.scale",
+    "experts.gate_up_proj": "ffn_gate_up_exps.weight",
+    "experts.down_proj": "ffn_down_exps.weight",
+    "pre_feedforward_layernorm_2.weight": "pre_ffw_norm_2.weight",
+    "post_feedforward_layernorm_1.weight": "post_ffw_norm_1.weight",
+    "post_feedforward_layernorm_2.weight": "post_ffw_norm_2.weight",
 }
 MODEL_NAMES = {
     "embed_tokens.weight": "token_embd.weight",
@@ -106,6 +120,10 @@ def convert(config, tensors, arch):
           "rope.freq_base_swa": float(rope["sliding_attention"]["rope_theta"]),
           "rope.dimension_count": full_dim,
           "rope.dimension_count_swa": swa_dim}
+    if text.get("enable_moe_block"):
+        hp["expert_count"] = text["num_experts"]
+        hp["expert_used_count"] = text["top_k_experts"]
+        hp["expert_feed_forward_length"] = text["moe_intermediate_size"]
     if text.get("final_logit_softcapping"):
         hp["final_logit_softcapping"] = float(text["final_logit_softcapping"])
     if text.get("num_global_key_value_heads") is not None:

@@ -18,8 +18,13 @@ transformers rounds it to the weights' dtype first).
   gemma4-31b/  model_type gemma4_text: 31B's features (attention_k_eq_v:
                full layers without v_proj and with fewer KV heads), no
                per-layer inputs, no sharing.
+  gemma4-a4b/  model_type gemma4: 26B-A4B's features, 31B's attention and
+               in every layer a dense MLP beside 4 experts (2 a token),
+               their router on the residual (router.scale,
+               per_expert_scale), the experts stacked as published
+               (experts.gate_up_proj, experts.down_proj).
 
-    /usr/bin/python3 test/e2e/make_gemma4_goldens.py
+    /usr/bin/python3 test/e2e/make_gemma4_goldens.py [FIXTURE...]
 
 needs numpy and torch (for safetensors), nothing else.
 """
@@ -86,16 +91,28 @@ def write(name, cfg, config_json, rng, prefix="model.", extra=False):
           f"cached form off by {np.abs(cached - logits).max():.1e}")
 
 
+def image_text_config(cfg):
+    """The outer config of an image-text folder (E2B, E4B, 26B-A4B)."""
+    return {"model_type": "gemma4", "architectures": ["Gemma4ForConditionalGeneration"],
+            "text_config": text_config(cfg), "tie_word_embeddings": True,
+            "vision_config": {"model_type": "gemma4_vision", "hidden_size": 4},
+            "audio_config": {"model_type": "gemma4_audio", "hidden_size": 4},
+            "image_token_id": 60, "boi_token_id": 61, "eoi_token_id": 62}
+
+
 def main():
-    cfg = gemma4.e2b_like()
-    outer = {"model_type": "gemma4", "architectures": ["Gemma4ForConditionalGeneration"],
-             "text_config": text_config(cfg), "tie_word_embeddings": True,
-             "vision_config": {"model_type": "gemma4_vision", "hidden_size": 4},
-             "audio_config": {"model_type": "gemma4_audio", "hidden_size": 4},
-             "image_token_id": 60, "boi_token_id": 61, "eoi_token_id": 62}
-    write("gemma4-e2b", cfg, outer, np.random.default_rng(51), prefix="model.language_model.", extra=True)
-    cfg = gemma4.dense31b_like()
-    write("gemma4-31b", cfg, text_config(cfg), np.random.default_rng(52))
+    chosen = set(sys.argv[1:])
+    if not chosen or "gemma4-e2b" in chosen:
+        cfg = gemma4.e2b_like()
+        write("gemma4-e2b", cfg, image_text_config(cfg), np.random.default_rng(51),
+              prefix="model.language_model.", extra=True)
+    if not chosen or "gemma4-31b" in chosen:
+        cfg = gemma4.dense31b_like()
+        write("gemma4-31b", cfg, text_config(cfg), np.random.default_rng(52))
+    if not chosen or "gemma4-a4b" in chosen:
+        cfg = gemma4.a4b_like()
+        write("gemma4-a4b", cfg, image_text_config(cfg), np.random.default_rng(53),
+              prefix="model.language_model.")
 
 
 if __name__ == "__main__":

@@ -1356,6 +1356,14 @@ func.func @route_bias(%logits: tensor<?x4xf32>, %bias: tensor<3xf32>) {
 
 // -----
 
+func.func @route_expert_scales(%logits: tensor<?x4xf32>, %scales: tensor<2xf32>) {
+  // expected-error @+1 {{'tfm.route' op expected expert scales size (2) to match experts (4)}}
+  %w, %e = tfm.route %logits expert_scales %scales {top_k = 1 : i64} : tensor<?x4xf32> expert_scales tensor<2xf32> -> tensor<?x1xf32>, tensor<?x1xi32>
+  return
+}
+
+// -----
+
 func.func @route_scale(%logits: tensor<?x4xf32>) {
   // expected-error @+1 {{'tfm.route' op expected a positive routed_scale, got -1}}
   %w, %e = tfm.route %logits {routed_scale = -1.0 : f32, top_k = 1 : i64} : tensor<?x4xf32> -> tensor<?x1xf32>, tensor<?x1xi32>

@@ -433,6 +433,19 @@ func.func @deepseek_experts(%x: tensor<?x8xf32>, %logits: tensor<?x4xf32>, %bias
 
 // -----
 
+// Gemma 4's per-expert scales on the routed weights, beside a selection
+// bias.
+// CHECK-LABEL: func.func @expert_scales
+func.func @expert_scales(%x: tensor<?x8xf32>, %logits: tensor<?x2xf32>, %bias: tensor<2xf32>, %scales: tensor<2xf32>, %g: tensor<16x8xf32>, %d: tensor<8x16xf32>) -> (tensor<?x8xf32>, tensor<?x1xf32>) {
+  // CHECK: tfm.moe %{{.*}}, %{{.*}}, [%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] expert_scales %{{.*}} {activation = #tfm<activation_kind gelu_tanh>, normalize, top_k = 1 : i64}
+  %y = tfm.moe %x, %logits, [%g, %g, %d, %g, %g, %d] expert_scales %scales {activation = #tfm<activation_kind gelu_tanh>, normalize, top_k = 1 : i64} : (tensor<?x8xf32>, tensor<?x2xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<2xf32>) -> tensor<?x8xf32>
+  // CHECK: tfm.route %{{.*}} selection_bias %{{.*}} expert_scales %{{.*}} {top_k = 1 : i64} : tensor<?x2xf32>, tensor<2xf32> expert_scales tensor<2xf32> -> tensor<?x1xf32>, tensor<?x1xi32>
+  %w, %e = tfm.route %logits selection_bias %bias expert_scales %scales {top_k = 1 : i64} : tensor<?x2xf32>, tensor<2xf32> expert_scales tensor<2xf32> -> tensor<?x1xf32>, tensor<?x1xi32>
+  return %y, %w : tensor<?x8xf32>, tensor<?x1xf32>
+}
+
+// -----
+
 // Gemma 2's soft-caps (attention scores, final logits) and Phi-3's
 // LongRoPE frequencies.
 // CHECK-LABEL: func.func @softcap_and_long_rope

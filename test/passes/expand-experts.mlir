@@ -48,3 +48,24 @@ func.func @moe(%x: tensor<?x8xf32>, %logits: tensor<?x2xf32>) -> tensor<?x8xf32>
   %y = tfm.moe %x, %logits, [%g0, %u0, %d0, %g1, %u1, %d1] {activation = #tfm<activation_kind silu>, normalize, top_k = 1 : i64} : (tensor<?x8xf32>, tensor<?x2xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>) -> tensor<?x8xf32>
   return %y : tensor<?x8xf32>
 }
+
+// Gemma 4's per-expert scales go to tfm.route with the choice; the route's
+// lowering multiplies each chosen weight by its expert's scale, read at
+// the expert's index.
+// CHECK-LABEL: func.func @scaled(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<?x8xf32>, %[[L:[^:]*]]: tensor<?x2xf32>, %[[S:[^:]*]]: tensor<2xf32>)
+// CHECK: tfm.route %[[L]] expert_scales %[[S]] {normalize, top_k = 1 : i64} : tensor<?x2xf32> expert_scales tensor<2xf32> -> tensor<?x1xf32>, tensor<?x1xi32>
+// LINALG-LABEL: func.func @scaled(
+// LINALG-SAME: %{{[^:]*}}: tensor<?x8xf32>, %{{[^:]*}}: tensor<?x2xf32>, %[[S:[^:]*]]: tensor<2xf32>)
+// LINALG: arith.divf
+// LINALG: %[[ID:.*]] = arith.index_cast %{{.*}} : i32 to index
+// LINALG: tensor.extract %[[S]][%[[ID]]]
+// LINALG: arith.mulf
+tfm.weight_decl @sg : tensor<16x8xf32>
+tfm.weight_decl @sd : tensor<8x16xf32>
+func.func @scaled(%x: tensor<?x8xf32>, %logits: tensor<?x2xf32>, %scales: tensor<2xf32>) -> tensor<?x8xf32> {
+  %g = tfm.weight @sg : tensor<16x8xf32>
+  %d = tfm.weight @sd : tensor<8x16xf32>
+  %y = tfm.moe %x, %logits, [%g, %g, %d, %g, %g, %d] expert_scales %scales {activation = #tfm<activation_kind gelu_tanh>, normalize, top_k = 1 : i64} : (tensor<?x8xf32>, tensor<?x2xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<2xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
