@@ -186,6 +186,25 @@ std::optional<ApiError> readMessages(const json &request,
   return tokenizeText(model, prompt, /*bos=*/-1, "messages", ids);
 }
 
+/// reasoning_format, as llama.cpp's server takes it: "auto" (the default)
+/// and "deepseek" put the reasoning of a model that marks it in
+/// reasoning_content, "none" leaves the output as it is.
+std::optional<ApiError> readReasoningFormat(const json &request,
+                                            const ServedModel &model,
+                                            CompletionRequest &out) {
+  std::string format = "auto";
+  if (auto found = request.find("reasoning_format"); found != request.end()) {
+    if (!found->is_string() ||
+        (*found != "auto" && *found != "deepseek" && *found != "none"))
+      return badField("reasoning_format",
+                      "must be \"auto\", \"deepseek\" or \"none\", got " +
+                          found->dump());
+    format = found->get<std::string>();
+  }
+  out.separateReasoning = format != "none" && model.reasoning.any();
+  return std::nullopt;
+}
+
 std::optional<ApiError> readStop(const json &request,
                                  std::vector<std::string> &stop) {
   auto found = request.find("stop");
@@ -309,7 +328,7 @@ tfm::serve::parseCompletionRequest(Endpoint endpoint, const std::string &body,
       "ignore_eos", "stream", "n", "user", "repetition_penalty"};
   static const std::set<std::string> chatOnly = {
       "messages", "max_completion_tokens", "add_generation_prompt",
-      "stream_options"};
+      "stream_options", "reasoning_format"};
   bool chat = endpoint == Endpoint::ChatCompletions;
   out.endpoint = endpoint;
   for (auto &[key, value] : request.items())
@@ -387,7 +406,18 @@ tfm::serve::parseCompletionRequest(Endpoint endpoint, const std::string &body,
   }
   out.ignoreEos = request.value("ignore_eos", false);
   out.stream = request.value("stream", false);
+  if (chat)
+    if (auto error = readReasoningFormat(request, model, out))
+      return error;
   return readStop(request, out.stop);
+}
+
+std::string ServedModel::spelling(int32_t token) const {
+  size_t size = 0;
+  const char *piece =
+      tokenizer ? tfm_tokenizer_decode(tokenizer, -1, token, -1, &size)
+                : nullptr;
+  return piece ? std::string(piece, size) : std::string();
 }
 
 TextStream::TextStream(const ServedModel &model, std::vector<std::string> stop,
@@ -452,18 +482,23 @@ const char *tfm::serve::finishReason(tfm_finish_reason reason,
 
 json tfm::serve::completionChoice(Endpoint endpoint, const std::string &text,
                                   const char *finishReason, bool streamed,
-                                  bool firstOfStream) {
+                                  bool firstOfStream,
+                                  const std::string &reasoning) {
   json choice = {{"index", 0}};
   if (endpoint == Endpoint::Completions) {
     choice["text"] = text;
   } else if (!streamed) {
     choice["message"] = {{"role", "assistant"}, {"content", text}};
+    if (!reasoning.empty())
+      choice["message"]["reasoning_content"] = reasoning;
   } else {
     // A stream's first delta names the role; its last may be empty.
     json delta = json::object();
     if (firstOfStream)
       delta["role"] = "assistant";
-    if (!text.empty() || (firstOfStream && !finishReason))
+    if (!reasoning.empty())
+      delta["reasoning_content"] = reasoning;
+    if (!text.empty() || (firstOfStream && !finishReason && reasoning.empty()))
       delta["content"] = text;
     choice["delta"] = std::move(delta);
   }

@@ -12,6 +12,7 @@
 #ifndef TFM_TOOLS_TFM_SERVE_OPENAIAPI_H
 #define TFM_TOOLS_TFM_SERVE_OPENAIAPI_H
 
+#include "serve/Reasoning.h"
 #include "serve/jinja/ChatTemplate.h"
 #include "tfm/tfm_engine.h"
 
@@ -39,6 +40,12 @@ struct ServedModel {
   /// The special tokens' spellings the template is given (bos_token,
   /// eos_token), as the tokenizer spells them.
   nlohmann::ordered_json specialTokens = nlohmann::ordered_json::object();
+  /// The tokens that mark a thinking model's reasoning, if its vocabulary
+  /// has them.
+  ReasoningMarkers reasoning;
+  /// A token's spelling, special tokens included ("" without a
+  /// tokenizer).
+  std::string spelling(int32_t token) const;
 };
 
 /// The two generation endpoints: their requests differ in the prompt
@@ -53,6 +60,10 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   bool ignoreEos = false;
   bool stream = false;
+  /// A chat's reasoning apart from its answer (reasoning_content), where
+  /// the model marks it; false: all of the output in content, as it is
+  /// (reasoning_format "none").
+  bool separateReasoning = false;
 };
 
 /// A refused request: the HTTP status and OpenAI's error object.
@@ -129,10 +140,12 @@ std::string jsonText(const nlohmann::ordered_json &value);
 
 /// A choice of `endpoint`'s response: the text (a completion's `text`, a
 /// chat's message), or in a stream the piece (a chat's `delta`, whose
-/// first also names the role).
+/// first also names the role); a chat's `reasoning`, where not empty, as
+/// its reasoning_content.
 nlohmann::ordered_json completionChoice(Endpoint endpoint, const std::string &text,
                                 const char *finishReason, bool streamed,
-                                bool firstOfStream);
+                                bool firstOfStream,
+                                const std::string &reasoning = "");
 nlohmann::ordered_json usage(int64_t promptTokens, int64_t completionTokens);
 /// The response object, or a chunk of a stream when `streamed`.
 nlohmann::ordered_json completionResponse(Endpoint endpoint, bool streamed,

@@ -40,6 +40,7 @@
 #include <ctime>
 #include <dlfcn.h>
 #include <fstream>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -135,6 +136,9 @@ void recordSpecialTokens(ServedModel &served) {
     if (piece)
       served.specialTokens[name] = std::string(piece, size);
   }
+  served.reasoning = findReasoningMarkers(
+      served.desc->vocab_size,
+      [&served](int32_t token) { return served.spelling(token); });
 }
 
 void sendError(HttpResponse &res, const ApiError &error) {
@@ -206,24 +210,46 @@ std::string metricsText(const SchedulerStats &s) {
   return out.str();
 }
 
+/// Where reasoning is apart, text that starts a part of a chat's output
+/// loses its leading white space (Qwen3 writes "<think>\n...\n</think>\n\n
+/// answer"); `started` says whether the part has begun.
+std::string trimStart(std::string text, bool &started) {
+  if (!started)
+    text.erase(0, text.find_first_not_of(" \t\r\n"));
+  started = started || !text.empty();
+  return text;
+}
+
 /// One completion's progress, shared by a streaming response's calls.
 struct Generation {
   std::shared_ptr<Completion> completion;
   TextStream text;
+  /// A thinking model's reasoning, apart where the request asks for it:
+  /// each token's part, and the reasoning's own text (no stop strings).
+  std::optional<ReasoningRouter> router;
+  TextStream thoughts;
+  bool contentStarted = false, reasoningStarted = false;
   size_t seen = 0; // tokens taken from the completion
   bool done = false;
   bool sentFirstChunk = false;
   Generation(std::shared_ptr<Completion> completion, const ServedModel &model,
              const CompletionRequest &request)
       : completion(std::move(completion)),
-        text(model, request.stop, request.prompt.back()) {}
+        text(model, request.stop, request.prompt.back()),
+        thoughts(model, {}, request.prompt.back()) {
+    if (request.separateReasoning)
+      router.emplace(model.reasoning, request.prompt,
+                     [&model](int32_t token) { return model.spelling(token); });
+    else
+      contentStarted = true; // the output as it is
+  }
 
   /// Waits up to `wait` for tokens; returns the new text (and the new
-  /// tokens in `fresh`); `done` tells whether the generation ended (then
-  /// `reason` says how).
+  /// tokens in `fresh`, the new reasoning in `reasoning`); `done` tells
+  /// whether the generation ended (then `reason` says how).
   std::string advance(Scheduler &scheduler, std::chrono::milliseconds wait,
                       const char *&reason, std::string &error,
-                      std::vector<int32_t> &fresh) {
+                      std::vector<int32_t> &fresh, std::string &reasoning) {
     bool finished;
     {
       std::unique_lock<std::mutex> lock(completion->mutex);
@@ -237,19 +263,27 @@ struct Generation {
       error = completion->error;
     }
     std::string out;
+    reasoning.clear();
     for (size_t i = 0; i < fresh.size(); ++i) {
       ++seen;
-      out += text.add(fresh[i]);
+      TokenPart part = router ? router->route(fresh[i]) : TokenPart::Content;
+      if (part == TokenPart::Reasoning)
+        reasoning += trimStart(thoughts.add(fresh[i]), reasoningStarted);
+      if (part != TokenPart::Content)
+        continue;
+      out += trimStart(text.add(fresh[i]), contentStarted);
       if (text.stopped()) {
         fresh.resize(i + 1);
         scheduler.cancel(completion);
         reason = finishReason(TFM_FINISH_NONE, true);
         done = true;
+        reasoning += trimStart(thoughts.flush(), reasoningStarted);
         return out;
       }
     }
     if (finished) {
-      out += text.flush();
+      out += trimStart(text.flush(), contentStarted);
+      reasoning += trimStart(thoughts.flush(), reasoningStarted);
       done = true;
     }
     return out;
@@ -318,17 +352,19 @@ private:
                     const std::shared_ptr<Generation> &generation,
                     const std::string &id, int64_t created) {
     const auto &completion = generation->completion;
-    std::string text, error;
+    std::string text, error, reasoning, thought;
     const char *reason = nullptr;
     std::vector<int32_t> fresh;
-    while (!generation->done)
+    while (!generation->done) {
       text += generation->advance(scheduler, std::chrono::seconds(1), reason,
-                                  error, fresh);
+                                  error, fresh, thought);
+      reasoning += thought;
+    }
     if (!error.empty())
       return sendError(res, ApiError{500, error, "", "server_error"});
     json body = completionResponse(
         endpoint, /*streamed=*/false, id, created, served.name,
-        completionChoice(endpoint, text, reason, false, false));
+        completionChoice(endpoint, text, reason, false, false, reasoning));
     body["usage"] = usage(completion->promptTokens, int64_t(generation->seen));
     res.setContent(jsonText(body), "application/json");
   }
@@ -343,12 +379,13 @@ private:
                     Generation &generation, const std::string &id,
                     int64_t created) {
     const char *reason = nullptr;
-    std::string error, text;
+    std::string error, text, reasoning;
     std::vector<int32_t> fresh;
     auto waited = std::chrono::milliseconds(0);
     const auto step = std::min(keepAlive, std::chrono::milliseconds(1000));
     while (!generation.done && fresh.empty() && waited < keepAlive) {
-      text = generation.advance(scheduler, step, reason, error, fresh);
+      text = generation.advance(scheduler, step, reason, error, fresh,
+                                reasoning);
       waited += step;
     }
     auto send = [&](const std::string &event) { out += event; };
@@ -361,7 +398,7 @@ private:
     // (a stop string's possible start, a model without tokenizer).
     auto chunk = [&](const std::string &piece, const char *finish) {
       json choice = completionChoice(endpoint, piece, finish, true,
-                                     !generation.sentFirstChunk);
+                                     !generation.sentFirstChunk, reasoning);
       generation.sentFirstChunk = true;
       choice["token_ids"] = fresh;
       json body = completionResponse(endpoint, /*streamed=*/true, id,
@@ -1056,6 +1093,11 @@ int tfm::serve::runServer(const ServerOptions &o) {
               : classifier ? "none (a classifier)"
               : diffusion  ? "none (a diffusion pipeline)"
                            : "none (a speech recognizer)");
+  if (generates && served.reasoning.any())
+    std::printf("tfm-serve: reasoning: %s markers (apart as "
+                "reasoning_content unless a request's reasoning_format is "
+                "\"none\")\n",
+                served.reasoning.name());
   std::fflush(stdout);
   server.serveForever();
 }
