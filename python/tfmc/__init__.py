@@ -795,11 +795,13 @@ class Model:
         return "prefill" in self.description["entry_points"]
 
     def generate(self, prompt, max_tokens=128, temperature=0.0, top_p=1.0,
-                 top_k=0, seed=0, stop=(), stream=False):
+                 top_k=0, seed=0, stop=(), stream=False, grammar=None):
         """Continues `prompt` (text, or a list of ids). Returns the new
         text, or with stream=True a generator of its pieces as they come
         (the generation runs on a thread; the GIL is free meanwhile).
-        `stop`: a string or a list of them."""
+        `stop`: a string or a list of them. `grammar`: GBNF text
+        (llama.cpp's format) the new text must match; a malformed one
+        raises TfmcError naming its line and column."""
         if self._closed:
             raise self._closed_error("generate")
         if not self._generates():
@@ -814,6 +816,7 @@ class Model:
         seed = _c_integer(seed, "seed", 0, 2**64 - 1)
         stop = [stop] if isinstance(stop, str) else list(stop)
         stops = [_c_text(s, f"'stop' string {i}") for i, s in enumerate(stop)]
+        gbnf = None if grammar is None else _c_text(grammar, "'grammar'")
         pieces = queue.Queue() if stream else None
         collected, cut = [], []
 
@@ -833,11 +836,21 @@ class Model:
                 raise self._closed_error("generate")
 
         def generate(handle):
-            session = ctypes.c_void_p()
+            session, parsed = ctypes.c_void_p(), ctypes.c_void_p()
             status = Status()
-            _check(self._library.tfm_session_new(
-                handle, ctypes.byref(session), ctypes.byref(status)),
-                status)
+            if gbnf is not None:
+                if not self._tokenizer:
+                    raise TfmcError("a grammar needs the model's tokenizer")
+                _check(self._library.tfm_grammar_new(
+                    gbnf, self._tokenizer, ctypes.byref(self._desc),
+                    ctypes.byref(parsed), ctypes.byref(status)), status)
+            try:
+                _check(self._library.tfm_session_new(
+                    handle, ctypes.byref(session), ctypes.byref(status)),
+                    status)
+            except TfmcError:
+                self._library.tfm_grammar_free(parsed)
+                raise
             try:
                 options = GenerateOptions()
                 options.max_new_tokens = max_tokens
@@ -849,12 +862,14 @@ class Model:
                 options.stop_string_count = len(stops)
                 callback = ON_TOKEN(on_token)
                 options.on_token = callback
+                options.grammar = parsed
                 prompt_ids = (ctypes.c_int32 * max(len(ids), 1))(*ids)
                 _check(self._library.tfm_generate(
                     session, prompt_ids, len(ids), ctypes.byref(options), None,
                     ctypes.byref(status)), status)
             finally:
                 self._library.tfm_session_free(session)
+                self._library.tfm_grammar_free(parsed)
 
         if not stream:
             run()

@@ -147,7 +147,7 @@ class GenerateOptions(ctypes.Structure):
                 ("forced_tokens", ctypes.POINTER(ctypes.c_int32)),
                 ("forced_count", ctypes.c_int64),
                 ("on_token", ON_TOKEN), ("on_logits", ctypes.c_void_p),
-                ("user", ctypes.c_void_p)]
+                ("user", ctypes.c_void_p), ("grammar", ctypes.c_void_p)]
 
 
 class EngineOptions(ctypes.Structure):
@@ -272,6 +272,10 @@ def declare(library):
         "tfm_image_generate": (ctypes.c_int, [
             p, ctypes.POINTER(ImageRequest), ctypes.POINTER(ctypes.c_float),
             i64, ctypes.POINTER(ctypes.c_char_p), status]),
+        "tfm_grammar_new": (ctypes.c_int, [ctypes.c_char_p, p,
+                                           ctypes.POINTER(ModelDesc),
+                                           ctypes.POINTER(p), status]),
+        "tfm_grammar_free": (None, [p]),
         "tfm_generate": (ctypes.c_int, [p, ctypes.POINTER(i32), i64,
                                         ctypes.POINTER(GenerateOptions),
                                         ctypes.POINTER(GenerateResult),

@@ -117,6 +117,8 @@ typedef struct {
   float *logits;
   char *prompt; /* --prompt-file's text */
   FILE *step_logits;
+  tfm_grammar *grammar;
+  char *grammar_text; /* --grammar-file's */
 } run_holdings;
 
 /* The model's generation defaults (generation_config.json) where the
@@ -390,6 +392,35 @@ static void print_stats(const tfm_model *model,
 }
 
 /* A decoder's generation from its prompt. */
+
+/* --grammar or --grammar-file, parsed for the model's tokenizer into
+ * held->grammar; nonzero after reporting an error (with the file's name). */
+static int load_grammar(const char *argv0, tfm_model *model,
+                        const tfm_main_options *o, run_holdings *held) {
+  const char *text = o->grammar;
+  if (o->grammar_file) {
+    size_t size = 0;
+    text = held->grammar_text = (char *)tfm_read_file(o->grammar_file, &size);
+    if (!text) {
+      fprintf(stderr, "%s: error: cannot read the grammar '%s': %s\n", argv0,
+              o->grammar_file, strerror(errno));
+      return 1;
+    }
+  }
+  tfm_status status;
+  tfm_tokenizer *tokenizer = tfm_model_tokenizer(model, &status);
+  if (!tokenizer)
+    return tfm_main_fail(argv0, "--grammar needs the model's tokenizer");
+  if (tfm_grammar_new(text, tokenizer, tfm_model_get_desc(model),
+                      &held->grammar, &status)) {
+    fprintf(stderr, "%s: error: %s%s%s\n", argv0,
+            o->grammar_file ? o->grammar_file : "", o->grammar_file ? ": " : "",
+            status.message);
+    return 1;
+  }
+  return 0;
+}
+
 static int run_generate(const char *argv0, tfm_model *model,
                         tfm_main_options *o, run_holdings *held) {
   tfm_status status;
@@ -454,6 +485,10 @@ static int run_generate(const char *argv0, tfm_model *model,
   generate.on_token = print_token;
   generate.on_logits = save_logits;
   generate.user = &stream;
+  if ((o->grammar || o->grammar_file) &&
+      load_grammar(argv0, model, o, held))
+    return 1;
+  generate.grammar = held->grammar;
   /* Echo the prompt's text before its continuation. */
   if (o->prompt && !o->print_ids)
     fputs(o->prompt, stdout);
@@ -558,6 +593,8 @@ int main(int argc, char **argv) {
   if (held.step_logits)
     fclose(held.step_logits);
   tfm_session_free(held.session);
+  tfm_grammar_free(held.grammar);
+  free(held.grammar_text);
   tfm_model_free(held.model);
   free(held.ids);
   free(held.forced);

@@ -28,6 +28,9 @@ void tfm_main_usage(FILE *out, const char *argv0) {
       "  --seed S               sampling seed: same seed, same text\n"
       "  --stop TEXT            stop once TEXT is generated (repeatable)\n"
       "  --ignore-eos           do not stop at end-of-generation tokens\n"
+      "  --grammar GBNF         constrain the text to a grammar (llama.cpp's\n"
+      "                         GBNF, root rule `root`)\n"
+      "  --grammar-file FILE    the same, read from FILE\n"
       "  --force-tokens \"4 5\"   emit these ids instead of sampling (teacher\n"
       "                         forcing, to score a continuation)\n"
       "  --print-ids            print generated token ids instead of text\n"
@@ -119,6 +122,8 @@ static const struct {
     {"--seed", GENERATE | SEQ2SEQ | IMAGE},
     {"--stop", GENERATE},
     {"--ignore-eos", GENERATE | SEQ2SEQ},
+    {"--grammar", GENERATE},
+    {"--grammar-file", GENERATE},
     {"--force-tokens", GENERATE | SEQ2SEQ},
     {"--print-ids", GENERATE | SEQ2SEQ},
     {"--tokenize", GENERATE | SEQ2SEQ | CALL},
@@ -277,6 +282,10 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
       o->perplexity = argv[++i];
     } else if (!strcmp(arg, "--prompt-file")) {
       o->prompt_file = argv[++i];
+    } else if (!strcmp(arg, "--grammar")) {
+      o->grammar = argv[++i];
+    } else if (!strcmp(arg, "--grammar-file")) {
+      o->grammar_file = argv[++i];
     } else if (!strcmp(arg, "--tokens")) {
       o->tokens = argv[++i];
     } else if (!strcmp(arg, "--force-tokens")) {
@@ -411,6 +420,11 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
       tfm_main_usage(stderr, argv[0]);
       return TFM_MAIN_OPTIONS_BAD;
     }
+  }
+  if (o->grammar && o->grammar_file) {
+    fprintf(stderr, "%s: error: give one of --grammar and --grammar-file\n",
+            argv[0]);
+    return TFM_MAIN_OPTIONS_BAD;
   }
   if (!!o->prompt + !!o->prompt_file + !!o->tokens > 1) {
     fprintf(stderr,

@@ -57,6 +57,7 @@ typedef struct {
   const char *stop[TFM_MAIN_MAX_STOP_STRINGS];
   int stop_count;
   int ignore_eos;
+  const char *grammar, *grammar_file; /* --grammar, --grammar-file */
   int beams; /* an encoder-decoder's beam search (1: greedy) */
   int new_tokens_given, rules_given; /* -n; any generation rule flag */
   float length_penalty;              /* a beam search's (default 1) */

@@ -131,9 +131,18 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
       tfm_sampler_new(&o->sampler, desc->vocab_size, &sampler, status);
   if (code != TFM_OK)
     return code;
+  tfm_grammar_matcher *matcher = NULL;
+  if (o->grammar && !o->forced_tokens) {
+    code = tfm_grammar_matcher_new(o->grammar, &matcher, status);
+    if (code != TFM_OK) {
+      tfm_sampler_free(sampler);
+      return code;
+    }
+  }
   float *logits = malloc((size_t)desc->vocab_size * sizeof *logits);
   text_buffer text = {0};
   if (!logits) {
+    tfm_grammar_matcher_free(matcher);
     tfm_sampler_free(sampler);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   }
@@ -146,12 +155,36 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
   for (int64_t step = 0; code == TFM_OK && step < new_tokens; ++step) {
     const int32_t *history = tfm_session_tokens(session);
     int64_t length = tfm_session_length(session);
+    if (matcher) {
+      int64_t allowed = tfm_grammar_matcher_mask(matcher, logits);
+      if (allowed < 0) {
+        code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+        break;
+      }
+      if (allowed == 0) {
+        /* A whole match with nothing after it and no end token to say
+         * so; else the vocabulary cannot spell what the grammar needs. */
+        if (tfm_grammar_matcher_may_end(matcher))
+          result->stop_reason = TFM_STOP_GRAMMAR;
+        else
+          code = tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                          "the grammar allows no token of the vocabulary "
+                          "after %lld generated tokens",
+                          (long long)result->generated_tokens);
+        break;
+      }
+    }
     if (o->on_logits)
       o->on_logits(o->user, logits, desc->vocab_size);
     int32_t next = o->forced_tokens
                        ? o->forced_tokens[step]
                        : tfm_sampler_sample(sampler, logits, history, length);
     ++result->generated_tokens;
+    if (matcher) {
+      code = tfm_grammar_matcher_accept(matcher, next, status);
+      if (code != TFM_OK)
+        break;
+    }
     int32_t previous = length ? history[length - 1] : -1;
     size_t size = 0;
     const char *piece =
@@ -185,6 +218,7 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
   result->decode_seconds = now_seconds() - start;
   free(text.data);
   free(logits);
+  tfm_grammar_matcher_free(matcher);
   tfm_sampler_free(sampler);
   return code == TFM_OK ? tfm_ok(status) : code;
 }

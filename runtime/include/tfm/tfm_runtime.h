@@ -205,11 +205,50 @@ void tfm_sampler_free(tfm_sampler *sampler);
 int32_t tfm_sampler_sample(tfm_sampler *sampler, float *logits,
                            const int32_t *history, int64_t n);
 
+/* Constrained generation: a grammar in llama.cpp's GBNF (rules `name ::=
+ * ...` with `root` the whole output; string literals, character classes,
+ * `.`, groups, `| * + ? {m,n}`, `#` comments) that the generated text must
+ * match. A grammar holds every token's bytes and a trie of them; a matcher
+ * follows one sequence through it. The mask sets to -INFINITY the logits
+ * of the tokens that cannot come next: the text ones the grammar does not
+ * admit (a token may end inside a UTF-8 character the next one finishes),
+ * the model's end-of-generation tokens unless the grammar may end there,
+ * and every other special token. A grammar and its matchers are used by
+ * one thread at a time (the masks are cached in the grammar). */
+typedef struct tfm_grammar tfm_grammar;
+typedef struct tfm_grammar_matcher tfm_grammar_matcher;
+/* Parses `gbnf` for a model's tokenizer and description (its vocabulary,
+ * BOS and end-of-generation tokens). A malformed grammar is
+ * TFM_ERROR_INVALID_ARGUMENT, its message "grammar: line L, column C:
+ * what"; an undefined rule, a missing root and left recursion are refused
+ * so too. */
+tfm_status_code tfm_grammar_new(const char *gbnf,
+                                const tfm_tokenizer *tokenizer,
+                                const tfm_model_desc *desc,
+                                tfm_grammar **grammar, tfm_status *status);
+void tfm_grammar_free(tfm_grammar *grammar);
+/* A matcher at the grammar's start; free it before its grammar. */
+tfm_status_code tfm_grammar_matcher_new(tfm_grammar *grammar,
+                                        tfm_grammar_matcher **matcher,
+                                        tfm_status *status);
+void tfm_grammar_matcher_free(tfm_grammar_matcher *matcher);
+/* Masks `logits` ([vocab]) as above; returns how many tokens stay allowed
+ * (0: none can follow), -1 for a NULL argument or out of memory. */
+int64_t tfm_grammar_matcher_mask(tfm_grammar_matcher *matcher, float *logits);
+/* Moves the matcher past `token`; TFM_ERROR_INVALID_ARGUMENT (nothing
+ * changed) where the grammar does not allow it. */
+tfm_status_code tfm_grammar_matcher_accept(tfm_grammar_matcher *matcher,
+                                           int32_t token, tfm_status *status);
+/* Whether the text so far is a whole match (generation may end). */
+int tfm_grammar_matcher_may_end(const tfm_grammar_matcher *matcher);
+
 typedef enum {
   TFM_STOP_LENGTH = 0,   /* max_new_tokens generated */
   TFM_STOP_EOS = 1,      /* the model produced its end-of-sequence token */
   TFM_STOP_STRING = 2,   /* the text ends with one of the stop strings */
-  TFM_STOP_CALLBACK = 3  /* on_token asked to stop */
+  TFM_STOP_CALLBACK = 3, /* on_token asked to stop */
+  TFM_STOP_GRAMMAR = 4   /* the grammar's match is whole and nothing may
+                            follow it (the model has no end token) */
 } tfm_stop_reason;
 
 typedef struct {
@@ -231,6 +270,11 @@ typedef struct {
    * repetition penalty), e.g. for log-probabilities. May be NULL. */
   void (*on_logits)(void *user, const float *logits, int64_t vocab_size);
   void *user;
+  /* The grammar the generated text must match (NULL: none); sampled
+   * tokens only, not forced ones, are constrained. Generation stops at an
+   * end-of-generation token the grammar allows, or where its match is
+   * whole and nothing may follow. */
+  tfm_grammar *grammar;
 } tfm_generate_options;
 
 typedef struct {

@@ -1,0 +1,237 @@
+/*===- grammar_stacks.c - where in a grammar a text can be --------------===//
+ *
+ * The pushdown automaton over parsed rules (grammar_internal.h): a set of
+ * stacks of element positions, each expanded until its top is a character
+ * set (or it is empty: the text may end). Reading a code point keeps the
+ * stacks whose top admits it, moved past it and expanded again. The sets
+ * are kept sorted and without repeats, so that equal sets are equal bytes
+ * (the token mask caches by them).
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/grammar/grammar_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { kMaxStackDepth = TFM_GRAMMAR_MAX_DEPTH };
+
+void tfm_grammar_stacks_free(tfm_grammar_stacks *stacks) {
+  free(stacks->data);
+  memset(stacks, 0, sizeof *stacks);
+}
+
+void tfm_grammar_stacks_clear(tfm_grammar_stacks *stacks) {
+  stacks->size = stacks->count = 0;
+}
+
+static int push_stack(tfm_grammar_stacks *out, const uint32_t *positions,
+                      size_t n) {
+  if (out->size + n + 1 > out->capacity) {
+    size_t next = out->capacity ? out->capacity * 2 : 64;
+    while (next < out->size + n + 1)
+      next *= 2;
+    uint32_t *grown = realloc(out->data, next * sizeof *grown);
+    if (!grown)
+      return 0;
+    out->data = grown;
+    out->capacity = next;
+  }
+  out->data[out->size++] = (uint32_t)n;
+  if (n)
+    memcpy(out->data + out->size, positions, n * sizeof *positions);
+  out->size += n;
+  ++out->count;
+  return 1;
+}
+
+/* Expands `stack[0..n)` into `out`: a rule reference on top becomes each
+ * of its alternatives, an alternative that ends returns to the entry
+ * below. `stack` has room for kMaxStackDepth + 1 entries; entries past n
+ * are scratch, and stack[0..n) is as it was on return. */
+static int expand(const tfm_grammar_rules *rules, uint32_t *stack, size_t n,
+                  tfm_grammar_stacks *out) {
+  if (n == 0)
+    return push_stack(out, stack, 0);
+  uint32_t position = stack[n - 1];
+  const tfm_grammar_element *e = &rules->elements[position];
+  if (e->kind == TFM_GRAMMAR_CHARS)
+    return push_stack(out, stack, n);
+  /* A reference: what follows it replaces it (nothing where it ends its
+   * alternative), then each of the rule's alternatives goes on top. */
+  size_t below = n - 1;
+  if (rules->elements[position + 1].kind != TFM_GRAMMAR_END)
+    stack[below++] = position + 1;
+  const tfm_grammar_rule *rule = &rules->rules[e->first];
+  int ok = 1;
+  for (uint32_t a = 0; a < rule->alternative_count && ok; ++a) {
+    uint32_t first = rules->alternatives[rule->first_alternative + a];
+    size_t depth = below;
+    if (rules->elements[first].kind != TFM_GRAMMAR_END) {
+      if (depth >= kMaxStackDepth)
+        continue;
+      stack[depth++] = first;
+    }
+    ok = expand(rules, stack, depth, out);
+  }
+  stack[n - 1] = position;
+  return ok;
+}
+
+static int compare_stacks(const void *a, const void *b) {
+  const uint32_t *x = *(const uint32_t *const *)a;
+  const uint32_t *y = *(const uint32_t *const *)b;
+  uint32_t n = x[0] < y[0] ? x[0] : y[0];
+  for (uint32_t i = 1; i <= n; ++i)
+    if (x[i] != y[i])
+      return x[i] < y[i] ? -1 : 1;
+  return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0;
+}
+
+/* Sorts the stacks and drops repeats, in place. Most sets are a few short
+ * stacks: those are sorted in buffers on the C stack. */
+static int normalize(tfm_grammar_stacks *s) {
+  if (s->count < 2)
+    return 1;
+  enum { kSmallCount = 32, kSmallSize = 1024 };
+  const uint32_t *small_order[kSmallCount];
+  uint32_t small_copy[kSmallSize];
+  int small = s->count <= kSmallCount && s->size <= kSmallSize;
+  const uint32_t **order =
+      small ? small_order : malloc(s->count * sizeof *order);
+  uint32_t *copy = small ? small_copy : malloc(s->size * sizeof *copy);
+  if (!order || !copy) {
+    if (!small) {
+      free(order);
+      free(copy);
+    }
+    return 0;
+  }
+  memcpy(copy, s->data, s->size * sizeof *copy);
+  size_t at = 0;
+  for (size_t i = 0; i < s->count; ++i) {
+    order[i] = copy + at;
+    at += copy[at] + 1;
+  }
+  qsort(order, s->count, sizeof *order, compare_stacks);
+  size_t count = 0;
+  s->size = 0;
+  for (size_t i = 0; i < s->count; ++i) {
+    if (i > 0 && compare_stacks(&order[i], &order[i - 1]) == 0)
+      continue;
+    memcpy(s->data + s->size, order[i], (order[i][0] + 1) * sizeof *copy);
+    s->size += order[i][0] + 1;
+    ++count;
+  }
+  s->count = count;
+  if (!small) {
+    free(order);
+    free(copy);
+  }
+  return 1;
+}
+
+int tfm_grammar_start(const tfm_grammar_rules *rules, tfm_grammar_stacks *out,
+                      uint32_t *scratch) {
+  tfm_grammar_stacks_clear(out);
+  const tfm_grammar_rule *root = &rules->rules[rules->root];
+  int ok = 1;
+  for (uint32_t a = 0; a < root->alternative_count && ok; ++a) {
+    uint32_t first = rules->alternatives[root->first_alternative + a];
+    size_t n = 0;
+    if (rules->elements[first].kind != TFM_GRAMMAR_END)
+      scratch[n++] = first;
+    ok = expand(rules, scratch, n, out);
+  }
+  return ok && normalize(out);
+}
+
+static int chars_admit(const tfm_grammar_rules *rules,
+                       const tfm_grammar_element *e, uint32_t c) {
+  int in = 0;
+  for (uint32_t i = 0; i < e->count && !in; ++i) {
+    const tfm_grammar_range *r = &rules->ranges[e->first + i];
+    in = c >= r->low && c <= r->high;
+  }
+  return in != e->negated;
+}
+
+int tfm_grammar_accept_char(const tfm_grammar_rules *rules,
+                            const tfm_grammar_stacks *in, uint32_t code_point,
+                            tfm_grammar_stacks *out, uint32_t *scratch) {
+  tfm_grammar_stacks_clear(out);
+  int ok = 1;
+  size_t at = 0;
+  for (size_t s = 0; s < in->count && ok; ++s) {
+    uint32_t n = in->data[at];
+    const uint32_t *stack = in->data + at + 1;
+    at += n + 1;
+    if (n == 0)
+      continue; /* ended: reads nothing more */
+    uint32_t position = stack[n - 1];
+    if (!chars_admit(rules, &rules->elements[position], code_point))
+      continue;
+    memcpy(scratch, stack, (n - 1) * sizeof *scratch);
+    size_t depth = n - 1;
+    if (rules->elements[position + 1].kind != TFM_GRAMMAR_END)
+      scratch[depth++] = position + 1;
+    ok = expand(rules, scratch, depth, out);
+  }
+  return ok && normalize(out);
+}
+
+/* Whether `e` admits some code point in [low, high]. */
+static int chars_admit_range(const tfm_grammar_rules *rules,
+                             const tfm_grammar_element *e, uint32_t low,
+                             uint32_t high) {
+  if (!e->negated) {
+    for (uint32_t i = 0; i < e->count; ++i) {
+      const tfm_grammar_range *r = &rules->ranges[e->first + i];
+      if (r->low <= high && r->high >= low)
+        return 1;
+    }
+    return 0;
+  }
+  /* Negated: some point of [low, high] outside every range. */
+  uint32_t c = low;
+  for (;;) {
+    int covered = 0;
+    for (uint32_t i = 0; i < e->count; ++i) {
+      const tfm_grammar_range *r = &rules->ranges[e->first + i];
+      if (c >= r->low && c <= r->high) {
+        if (r->high >= high)
+          return 0;
+        c = r->high + 1;
+        covered = 1;
+        break;
+      }
+    }
+    if (!covered)
+      return 1;
+  }
+}
+
+int tfm_grammar_admits_range(const tfm_grammar_rules *rules,
+                             const tfm_grammar_stacks *stacks, uint32_t low,
+                             uint32_t high) {
+  size_t at = 0;
+  for (size_t s = 0; s < stacks->count; ++s) {
+    uint32_t n = stacks->data[at];
+    if (n > 0 && chars_admit_range(rules,
+                                   &rules->elements[stacks->data[at + n]],
+                                   low, high))
+      return 1;
+    at += n + 1;
+  }
+  return 0;
+}
+
+int tfm_grammar_may_end(const tfm_grammar_stacks *stacks) {
+  size_t at = 0;
+  for (size_t s = 0; s < stacks->count; ++s) {
+    if (stacks->data[at] == 0)
+      return 1;
+    at += stacks->data[at] + 1;
+  }
+  return 0;
+}

@@ -1,0 +1,474 @@
+/*===- token_mask.c - which tokens a grammar allows next ----------------===//
+ *
+ * tfm_grammar: the parsed rules, every token's bytes and a byte trie of
+ * them. The tokens a grammar allows next are found by walking the trie
+ * with the stacks (grammar_stacks.c), a byte at a time: a subtree whose
+ * prefix no stack admits is skipped whole, so the walk costs what the
+ * grammar lets through, not the vocabulary times a parse. Tokens may split
+ * a UTF-8 character; the part of one a prefix holds is kept and checked
+ * against the code points it could still become. Each mask is cached by
+ * the state it was computed from (the stacks, sorted, and that part of a
+ * character): a JSON string's body, a number's digits or the white space
+ * between values recur step after step.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/core/status.h"
+#include "runtime/grammar/grammar_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { kCacheEntries = 64 };
+enum { TOKEN_TEXT = 0, TOKEN_STOP = 1, TOKEN_NEVER = 2 };
+
+/* A character begun and not yet ended: `value` holds its bits so far,
+ * `remaining` its bytes to come, `length` all of its bytes. */
+typedef struct {
+  uint32_t value;
+  uint8_t remaining, length;
+} utf8_part;
+
+typedef struct {
+  uint32_t first_child, next_sibling; /* 0: none (0 is the root) */
+  int32_t first_token;                /* tokens spelled by the path; -1 */
+  uint8_t byte;
+} trie_node;
+
+typedef struct {
+  uint64_t hash;
+  uint32_t *key; /* utf8_part's three fields, then the stacks' data */
+  size_t key_size;
+  uint64_t *bits; /* the allowed text tokens */
+} cache_entry;
+
+struct tfm_grammar {
+  tfm_grammar_rules rules;
+  tfm_grammar_stacks start;
+  int64_t vocab;
+  unsigned char *kind;     /* [vocab]: TOKEN_* */
+  uint32_t *piece_offsets; /* [vocab + 1] into piece_bytes */
+  unsigned char *piece_bytes;
+  int32_t *token_next; /* [vocab]: the next token of the same bytes */
+  trie_node *nodes;
+  size_t node_count, node_capacity, longest_piece;
+  size_t mask_words;
+  cache_entry cache[kCacheEntries];
+  size_t cache_next;
+  /* The walk's scratch: stacks for each depth, and expansion room. */
+  tfm_grammar_stacks *levels;
+  uint32_t *scratch;
+};
+
+struct tfm_grammar_matcher {
+  tfm_grammar *grammar;
+  tfm_grammar_stacks stacks;
+  utf8_part part;
+  int ended; /* a stop token was accepted */
+};
+
+static uint32_t add_node(tfm_grammar *g, uint8_t byte) {
+  if (g->node_count == g->node_capacity) {
+    size_t next = g->node_capacity ? g->node_capacity * 2 : 1024;
+    trie_node *grown = realloc(g->nodes, next * sizeof *grown);
+    if (!grown)
+      return 0;
+    g->nodes = grown;
+    g->node_capacity = next;
+  }
+  trie_node node = {0, 0, -1, byte};
+  g->nodes[g->node_count] = node;
+  return (uint32_t)g->node_count++;
+}
+
+/* Puts token `id` (its bytes) in the trie; 0 on allocation failure. */
+static int insert_token(tfm_grammar *g, int32_t id) {
+  uint32_t node = 0;
+  for (uint32_t i = g->piece_offsets[id]; i < g->piece_offsets[id + 1]; ++i) {
+    uint8_t byte = g->piece_bytes[i];
+    uint32_t child = g->nodes[node].first_child, previous = 0;
+    while (child && g->nodes[child].byte < byte) {
+      previous = child;
+      child = g->nodes[child].next_sibling;
+    }
+    if (!child || g->nodes[child].byte != byte) {
+      uint32_t made = add_node(g, byte);
+      if (!made)
+        return 0;
+      g->nodes[made].next_sibling = child;
+      if (previous)
+        g->nodes[previous].next_sibling = made;
+      else
+        g->nodes[node].first_child = made;
+      child = made;
+    }
+    node = child;
+  }
+  g->token_next[id] = g->nodes[node].first_token;
+  g->nodes[node].first_token = id;
+  return 1;
+}
+
+void tfm_grammar_free(tfm_grammar *g) {
+  if (!g)
+    return;
+  tfm_grammar_rules_free(&g->rules);
+  tfm_grammar_stacks_free(&g->start);
+  for (size_t i = 0; i < kCacheEntries; ++i) {
+    free(g->cache[i].key);
+    free(g->cache[i].bits);
+  }
+  if (g->levels)
+    for (size_t i = 0; i <= g->longest_piece; ++i)
+      tfm_grammar_stacks_free(&g->levels[i]);
+  free(g->levels);
+  free(g->scratch);
+  free(g->kind);
+  free(g->piece_offsets);
+  free(g->piece_bytes);
+  free(g->token_next);
+  free(g->nodes);
+  free(g);
+}
+
+/* Each token's bytes and kind: the stop tokens, the tokens that are never
+ * text (special, BOS, empty, past the tokenizer's vocabulary), and the
+ * text ones, which go in the trie. */
+static tfm_status_code read_vocabulary(tfm_grammar *g,
+                                       const tfm_tokenizer *tokenizer,
+                                       const tfm_model_desc *desc,
+                                       tfm_status *status) {
+  int64_t vocab = g->vocab;
+  size_t total = 0, capacity = 1 << 16;
+  g->kind = calloc((size_t)vocab, 1);
+  g->piece_offsets = malloc((size_t)(vocab + 1) * sizeof *g->piece_offsets);
+  g->token_next = malloc((size_t)vocab * sizeof *g->token_next);
+  g->piece_bytes = malloc(capacity);
+  if (!g->kind || !g->piece_offsets || !g->token_next || !g->piece_bytes)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  for (int64_t id = 0; id < vocab; ++id) {
+    g->piece_offsets[id] = (uint32_t)total;
+    g->token_next[id] = -1;
+    int32_t token = (int32_t)id;
+    if (tfm_ends_generation(desc, token)) {
+      g->kind[id] = TOKEN_STOP;
+      continue;
+    }
+    size_t size = 0;
+    const char *piece =
+        token == desc->bos_token || tfm_tokenizer_is_special(tokenizer, token)
+            ? NULL
+            : tfm_tokenizer_decode(tokenizer, -1, token, -1, &size);
+    if (!piece || size == 0 || size > UINT32_MAX - total) {
+      g->kind[id] = TOKEN_NEVER;
+      continue;
+    }
+    if (total + size > capacity) {
+      while (total + size > capacity)
+        capacity *= 2;
+      unsigned char *grown = realloc(g->piece_bytes, capacity);
+      if (!grown)
+        return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+      g->piece_bytes = grown;
+    }
+    memcpy(g->piece_bytes + total, piece, size);
+    total += size;
+    if (size > g->longest_piece)
+      g->longest_piece = size;
+  }
+  g->piece_offsets[vocab] = (uint32_t)total;
+  (void)add_node(g, 0); /* the root, node 0 */
+  if (g->node_count != 1)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  for (int64_t id = 0; id < vocab; ++id)
+    if (g->kind[id] == TOKEN_TEXT && !insert_token(g, (int32_t)id))
+      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  return TFM_OK;
+}
+
+tfm_status_code tfm_grammar_new(const char *gbnf,
+                                const tfm_tokenizer *tokenizer,
+                                const tfm_model_desc *desc,
+                                tfm_grammar **out, tfm_status *status) {
+  if (!gbnf || !tokenizer || !desc || !out || desc->vocab_size <= 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_grammar_new: NULL argument or empty vocabulary");
+  tfm_grammar *g = calloc(1, sizeof *g);
+  if (!g)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  char error[400];
+  if (!tfm_grammar_parse(gbnf, &g->rules, error, sizeof error)) {
+    tfm_grammar_free(g);
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "grammar: %s", error);
+  }
+  g->vocab = desc->vocab_size;
+  g->mask_words = (size_t)(g->vocab + 63) / 64;
+  tfm_status_code code = read_vocabulary(g, tokenizer, desc, status);
+  if (code == TFM_OK) {
+    g->levels = calloc(g->longest_piece + 1, sizeof *g->levels);
+    g->scratch = malloc(TFM_GRAMMAR_SCRATCH * sizeof *g->scratch);
+    if (!g->levels || !g->scratch ||
+        !tfm_grammar_start(&g->rules, &g->start, g->scratch))
+      code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+  if (code != TFM_OK) {
+    tfm_grammar_free(g);
+    return code;
+  }
+  *out = g;
+  return tfm_ok(status);
+}
+
+/* One byte more of the text: the stacks after it in `out` (or the same
+ * stacks with the character's part grown, `*moved` 0). Returns 0 where the
+ * grammar cannot take the byte, -1 on allocation failure. */
+static int step_byte(tfm_grammar *g, const tfm_grammar_stacks *in,
+                     utf8_part *part, uint8_t byte, tfm_grammar_stacks *out,
+                     int *moved) {
+  *moved = 0;
+  uint32_t code_point;
+  if (part->remaining == 0) {
+    if (byte < 0x80) {
+      code_point = byte;
+    } else {
+      int length = byte >= 0xC2 && byte <= 0xDF   ? 2
+                   : byte >= 0xE0 && byte <= 0xEF ? 3
+                   : byte >= 0xF0 && byte <= 0xF4 ? 4
+                                                  : 0;
+      if (!length)
+        return 0; /* a continuation byte, or one no UTF-8 has */
+      part->length = (uint8_t)length;
+      part->remaining = (uint8_t)(length - 1);
+      part->value = byte & (0x7Fu >> length);
+      goto partial;
+    }
+  } else {
+    if ((byte & 0xC0) != 0x80)
+      return 0;
+    part->value = part->value << 6 | (byte & 0x3Fu);
+    if (--part->remaining > 0)
+      goto partial;
+    code_point = part->value;
+    uint32_t least = part->length == 3 ? 0x800 : part->length == 4 ? 0x10000
+                                                                   : 0x80;
+    if (code_point < least || code_point > 0x10FFFF ||
+        (code_point >= 0xD800 && code_point <= 0xDFFF))
+      return 0; /* overlong, a surrogate, or past Unicode */
+  }
+  if (!tfm_grammar_accept_char(&g->rules, in, code_point, out, g->scratch))
+    return -1;
+  *moved = 1;
+  return out->count > 0;
+partial : {
+  /* Some code point the bytes so far can still become must be admitted:
+   * one the character's length may encode (not overlong, not past
+   * U+10FFFF). */
+  unsigned shift = 6u * part->remaining;
+  uint32_t low = part->value << shift, high = low | ((1u << shift) - 1);
+  uint32_t least = part->length == 4 ? 0x10000 : part->length == 3 ? 0x800
+                                                                   : 0x80;
+  if (low < least)
+    low = least;
+  if (high > 0x10FFFF)
+    high = 0x10FFFF;
+  return low <= high && tfm_grammar_admits_range(&g->rules, in, low, high);
+}
+}
+
+/* Marks in `bits` the tokens below `node` the state (`stacks`, `part`)
+ * admits; `depth` is the bytes read. 0 on allocation failure. */
+static int walk(tfm_grammar *g, uint32_t node, const tfm_grammar_stacks *stacks,
+                utf8_part part, size_t depth, uint64_t *bits) {
+  for (uint32_t child = g->nodes[node].first_child; child;
+       child = g->nodes[child].next_sibling) {
+    utf8_part next = part;
+    int moved;
+    tfm_grammar_stacks *after = &g->levels[depth];
+    int admitted =
+        step_byte(g, stacks, &next, g->nodes[child].byte, after, &moved);
+    if (admitted < 0)
+      return 0;
+    if (!admitted)
+      continue;
+    for (int32_t t = g->nodes[child].first_token; t >= 0; t = g->token_next[t])
+      bits[t / 64] |= 1ull << (t % 64);
+    if (g->nodes[child].first_child &&
+        !walk(g, child, moved ? after : stacks, next, depth + 1, bits))
+      return 0;
+  }
+  return 1;
+}
+
+static uint64_t hash_words(const uint32_t *words, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= words[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/* The allowed text tokens in state (`stacks`, `part`): cached, or walked
+ * and cached. NULL on allocation failure. */
+static const uint64_t *allowed_tokens(tfm_grammar *g,
+                                      const tfm_grammar_stacks *stacks,
+                                      utf8_part part) {
+  size_t key_size = stacks->size + 3;
+  uint32_t *key = malloc(key_size * sizeof *key);
+  if (!key)
+    return NULL;
+  key[0] = part.value;
+  key[1] = part.remaining;
+  key[2] = part.length;
+  if (stacks->size)
+    memcpy(key + 3, stacks->data, stacks->size * sizeof *key);
+  uint64_t hash = hash_words(key, key_size);
+  for (size_t i = 0; i < kCacheEntries; ++i) {
+    cache_entry *e = &g->cache[i];
+    if (e->bits && e->hash == hash && e->key_size == key_size &&
+        memcmp(e->key, key, key_size * sizeof *key) == 0) {
+      free(key);
+      return e->bits;
+    }
+  }
+  cache_entry *e = &g->cache[g->cache_next];
+  g->cache_next = (g->cache_next + 1) % kCacheEntries;
+  free(e->key);
+  if (!e->bits)
+    e->bits = malloc(g->mask_words * sizeof *e->bits);
+  e->key = key;
+  e->key_size = key_size;
+  e->hash = hash;
+  if (!e->bits) {
+    free(key);
+    e->key = NULL;
+    return NULL;
+  }
+  memset(e->bits, 0, g->mask_words * sizeof *e->bits);
+  if (!walk(g, 0, stacks, part, 0, e->bits)) {
+    free(e->bits);
+    e->bits = NULL;
+    return NULL;
+  }
+  return e->bits;
+}
+
+tfm_status_code tfm_grammar_matcher_new(tfm_grammar *grammar,
+                                        tfm_grammar_matcher **out,
+                                        tfm_status *status) {
+  if (!grammar || !out)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_grammar_matcher_new: NULL argument");
+  tfm_grammar_matcher *m = calloc(1, sizeof *m);
+  if (!m)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  m->grammar = grammar;
+  const tfm_grammar_stacks *start = &grammar->start;
+  m->stacks.data = malloc((start->size ? start->size : 1) * sizeof *start->data);
+  if (!m->stacks.data) {
+    free(m);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+  m->stacks.capacity = start->size ? start->size : 1;
+  if (start->size)
+    memcpy(m->stacks.data, start->data, start->size * sizeof *start->data);
+  m->stacks.size = start->size;
+  m->stacks.count = start->count;
+  *out = m;
+  return tfm_ok(status);
+}
+
+void tfm_grammar_matcher_free(tfm_grammar_matcher *m) {
+  if (!m)
+    return;
+  tfm_grammar_stacks_free(&m->stacks);
+  free(m);
+}
+
+int tfm_grammar_matcher_may_end(const tfm_grammar_matcher *m) {
+  return m && (m->ended || (m->part.remaining == 0 &&
+                            tfm_grammar_may_end(&m->stacks)));
+}
+
+int64_t tfm_grammar_matcher_mask(tfm_grammar_matcher *m, float *logits) {
+  if (!m || !logits)
+    return -1;
+  tfm_grammar *g = m->grammar;
+  const uint64_t *bits = m->ended ? NULL : allowed_tokens(g, &m->stacks, m->part);
+  if (!m->ended && !bits)
+    return -1;
+  int may_end = !m->ended && tfm_grammar_matcher_may_end(m);
+  int64_t allowed = 0;
+  for (int64_t t = 0; t < g->vocab; ++t) {
+    int ok = g->kind[t] == TOKEN_TEXT   ? bits && (bits[t / 64] >> (t % 64)) & 1
+             : g->kind[t] == TOKEN_STOP ? may_end
+                                        : 0;
+    if (ok)
+      ++allowed;
+    else
+      logits[t] = -INFINITY;
+  }
+  return allowed;
+}
+
+tfm_status_code tfm_grammar_matcher_accept(tfm_grammar_matcher *m,
+                                           int32_t token, tfm_status *status) {
+  if (!m)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_grammar_matcher_accept: NULL matcher");
+  tfm_grammar *g = m->grammar;
+  if (token < 0 || token >= g->vocab)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_RANGE,
+                    "token %d is outside the vocabulary of %lld", token,
+                    (long long)g->vocab);
+  if (m->ended)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "token %d after the grammar's end", token);
+  if (g->kind[token] == TOKEN_STOP) {
+    if (!tfm_grammar_matcher_may_end(m))
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "end-of-generation token %d where the grammar cannot "
+                      "end",
+                      token);
+    m->ended = 1;
+    return tfm_ok(status);
+  }
+  if (g->kind[token] == TOKEN_NEVER)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "token %d is not text (a special or empty token): no "
+                    "grammar allows it",
+                    token);
+  /* The bytes one by one, on copies: a refused token changes nothing. */
+  tfm_grammar_stacks current = {0}, next = {0};
+  utf8_part part = m->part;
+  int ok = 1;
+  const tfm_grammar_stacks *at = &m->stacks;
+  for (uint32_t i = g->piece_offsets[token];
+       ok > 0 && i < g->piece_offsets[token + 1]; ++i) {
+    int moved;
+    ok = step_byte(g, at, &part, g->piece_bytes[i], &next, &moved);
+    if (ok > 0 && moved) {
+      tfm_grammar_stacks swap = current;
+      current = next;
+      next = swap;
+      at = &current;
+    }
+  }
+  tfm_grammar_stacks_free(&next);
+  if (ok < 0) {
+    tfm_grammar_stacks_free(&current);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+  if (!ok) {
+    tfm_grammar_stacks_free(&current);
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "token %d is not allowed by the grammar here", token);
+  }
+  if (at == &current) {
+    tfm_grammar_stacks_free(&m->stacks);
+    m->stacks = current;
+  }
+  m->part = part;
+  return tfm_ok(status);
+}

@@ -1,0 +1,48 @@
+"""generate(..., grammar=) in the Python package (grammar.test): sampled
+text the grammar allows, streamed pieces that join to it, a greedy
+constrained text equal to the executable's, and a malformed grammar as a
+TfmcError naming its line and column. Prints one line per check.
+
+    check_grammar.py LIBRARY EXECUTABLE
+"""
+import re
+import subprocess
+import sys
+
+import tfmc
+
+GRAMMAR = 'root ::= (" " [a-z]+){2,6} ("." | "!")'
+
+
+def main():
+    library, executable = sys.argv[1:3]
+    m = tfmc.load(library)
+    texts = [m.generate("Once upon a time", max_tokens=60, temperature=1.5,
+                        seed=s, grammar=GRAMMAR) for s in range(6)]
+    print("sampled texts the grammar allows:",
+          sum(bool(re.fullmatch(r"( [a-z]+){2,6}[.!]", t)) for t in texts),
+          "of", len(texts))
+    streamed = list(m.generate("Once upon a time", max_tokens=60,
+                               temperature=1.5, seed=3, grammar=GRAMMAR,
+                               stream=True))
+    print("streamed joined equal:", "".join(streamed) == texts[3])
+    greedy = m.generate("Once upon a time", max_tokens=60, grammar=GRAMMAR)
+    alone = subprocess.run([executable, "--prompt", "Once upon a time",
+                            "-n", "60", "--grammar", GRAMMAR],
+                           capture_output=True, text=True,
+                           check=True).stdout.rstrip("\n")
+    print("greedy equals the executable:", "Once upon a time" + greedy == alone)
+    for bad in ['root ::= "a" (', 'root ::= "\\q"', "item ::= [a-z]"]:
+        try:
+            m.generate("Once", max_tokens=4, grammar=bad)
+            print("accepted:", bad)
+        except tfmc.TfmcError as e:
+            print("refused:", e)
+    try:
+        m.generate("Once", max_tokens=4, grammar=42)
+    except tfmc.TfmcError as e:
+        print("refused:", e)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,256 @@
+//===- GrammarTest.cpp - GBNF grammars and the token mask ----------------===//
+//
+// runtime/grammar/: what the parser refuses (with line and column), which
+// texts the stacks accept (repetitions, classes, negation, Unicode, JSON),
+// and the mask over a small vocabulary: tokens that split a UTF-8
+// character, end-of-generation only where the grammar may end, special
+// tokens never, a refused token changing nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeFixtures.h"
+
+extern "C" {
+#include "runtime/grammar/grammar_internal.h"
+}
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace tfm_test;
+
+namespace {
+
+/// The parse error of `gbnf` ("" when it parses).
+std::string parseError(const std::string &gbnf) {
+  tfm_grammar_rules rules;
+  char error[400];
+  if (tfm_grammar_parse(gbnf.c_str(), &rules, error, sizeof error)) {
+    tfm_grammar_rules_free(&rules);
+    return "";
+  }
+  return error;
+}
+
+/// Follows texts through a parsed grammar, code point by code point.
+struct Follower {
+  tfm_grammar_rules rules{};
+  std::vector<uint32_t> scratch = std::vector<uint32_t>(TFM_GRAMMAR_SCRATCH);
+  explicit Follower(const std::string &gbnf) {
+    char error[400];
+    EXPECT_TRUE(tfm_grammar_parse(gbnf.c_str(), &rules, error, sizeof error))
+        << error;
+  }
+  ~Follower() { tfm_grammar_rules_free(&rules); }
+  /// 'W' whole match, 'P' a prefix of one, 'N' neither.
+  char follow(const std::string &text) {
+    tfm_grammar_stacks stacks{}, next{};
+    EXPECT_TRUE(tfm_grammar_start(&rules, &stacks, scratch.data()));
+    const unsigned char *s = (const unsigned char *)text.c_str();
+    char verdict = 'P';
+    while (*s) {
+      uint32_t c = *s++;
+      int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+      c &= extra ? 0x3F >> extra : 0x7F;
+      while (extra--)
+        c = c << 6 | (*s++ & 0x3F);
+      EXPECT_TRUE(
+          tfm_grammar_accept_char(&rules, &stacks, c, &next, scratch.data()));
+      std::swap(stacks, next);
+      if (stacks.count == 0) {
+        verdict = 'N';
+        break;
+      }
+    }
+    if (verdict == 'P' && tfm_grammar_may_end(&stacks))
+      verdict = 'W';
+    tfm_grammar_stacks_free(&stacks);
+    tfm_grammar_stacks_free(&next);
+    return verdict;
+  }
+};
+
+TEST(Grammar, RefusesWhatItCannotFollowWithLineAndColumn) {
+  EXPECT_EQ(parseError("root ::= \"a"), "line 1, column 10: unterminated string literal");
+  EXPECT_EQ(parseError("root ::= a\n"), "line 1, column 1: rule 'a' is used but not defined");
+  EXPECT_EQ(parseError("start ::= \"a\"\n"), "line 1, column 1: the grammar has no 'root' rule");
+  EXPECT_EQ(parseError("root ::= root \"a\" | \"b\""),
+            "line 1, column 1: rule 'root' is left-recursive: it reaches "
+            "itself before reading a character (a repetition of something "
+            "that may be empty does too)");
+  // x* over something that may be empty would loop without reading.
+  EXPECT_NE(parseError("root ::= (\"a\"?)*").find("left-recursive"),
+            std::string::npos);
+  EXPECT_EQ(parseError("root ::= \"a\"\nroot ::= \"b\""),
+            "line 2, column 1: rule 'root' is defined twice");
+  EXPECT_EQ(parseError("root ::= * \"a\""), "line 1, column 10: '*' repeats nothing");
+  EXPECT_EQ(parseError("root ::= \"\\q\""), "line 1, column 11: unknown escape '\\q'");
+  EXPECT_EQ(parseError("root ::= [b-a]"),
+            "line 1, column 10: character range with its end before its start");
+  EXPECT_EQ(parseError("root ::= (\"a\" | \"b\""), "line 1, column 10: '(' is not closed");
+  EXPECT_EQ(parseError("root ::= \"a\"{3,2}"),
+            "line 1, column 13: repetition {3,2} with its maximum below its minimum");
+  EXPECT_EQ(parseError("root ::= \"a\"{99999}"),
+            "line 1, column 14: repetition count above 10000");
+  EXPECT_EQ(parseError("root ::= <think>"),
+            "line 1, column 10: token references (<...>, !<...>) are not supported");
+  EXPECT_EQ(parseError("root = \"a\""), "line 1, column 6: expected '::=' after the rule name");
+  EXPECT_EQ(parseError("root ::= \"a\" )"), "line 1, column 14: unmatched ')'");
+  EXPECT_EQ(parseError("# only a comment\n"), "line 1, column 1: the grammar has no 'root' rule");
+}
+
+TEST(Grammar, RepetitionsClassesAndAlternatives) {
+  Follower bounded("root ::= \"a\"{2,4}");
+  EXPECT_EQ(bounded.follow("a"), 'P');
+  EXPECT_EQ(bounded.follow("aa"), 'W');
+  EXPECT_EQ(bounded.follow("aaaa"), 'W');
+  EXPECT_EQ(bounded.follow("aaaaa"), 'N');
+  Follower exact("root ::= (\"ab\" | [0-9]){3} \"!\"");
+  EXPECT_EQ(exact.follow("ab1ab!"), 'W');
+  EXPECT_EQ(exact.follow("ab1!"), 'N');
+  Follower open("root ::= [a-c]{2,} \".\"");
+  EXPECT_EQ(open.follow("abcabc."), 'W');
+  EXPECT_EQ(open.follow("a."), 'N');
+  // A newline after '|' goes on with the rule; an empty alternative.
+  Follower lines("root ::= \"x\" |\n  \"y\" tail\ntail ::= | \"z\"+  # comment\n");
+  EXPECT_EQ(lines.follow("x"), 'W');
+  EXPECT_EQ(lines.follow("y"), 'W');
+  EXPECT_EQ(lines.follow("yzzz"), 'W');
+  EXPECT_EQ(lines.follow("xz"), 'N');
+  // Negation, '.', escapes and code points past ASCII.
+  Follower line("root ::= [^\\n]+ \"\\n\" . [\\u3041-\\u309F\\x41]+");
+  EXPECT_EQ(line.follow("a b\n\xE2\x82\xAC\xE3\x81\x81" "A"), 'W');
+  EXPECT_EQ(line.follow("\n"), 'N');
+  EXPECT_EQ(line.follow("a\nxB"), 'N');
+}
+
+TEST(Grammar, JsonValues) {
+  Follower json(R"(root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+object ::= "{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}" ws
+array  ::= "[" ws ( value ("," ws value)* )? "]" ws
+string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4}) )* "\"" ws
+number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
+ws ::= | " " | "\n" [ \t]{0,20}
+)");
+  EXPECT_EQ(json.follow(R"({"a": [1, -2.5e3, true, null, {"b\u00e9": "x\"y"}]})"), 'W');
+  EXPECT_EQ(json.follow(R"({"a": [1, 2)"), 'P');
+  EXPECT_EQ(json.follow(R"({"a": 01})"), 'N');
+  EXPECT_EQ(json.follow(R"({"a" 1})"), 'N');
+  EXPECT_EQ(json.follow("{\"a\": \"line\nbreak\"}"), 'N');
+}
+
+/// A vocabulary for the mask: <unk>, BOS, EOS (specials), bytes C3 and A9
+/// (é split in two), then text pieces.
+struct MaskFixture : ::testing::Test {
+  tfm_tokenizer *tokenizer = nullptr;
+  tfm_model_desc desc = fakeDesc();
+  tfm_grammar *grammar = nullptr;
+  const std::vector<std::string> pieces = {
+      "<unk>", "\n<s>\n", "\n</s>\n", "<0xC3>", "<0xA9>", "{", "}", "\"",
+      "a", "b", "ab", "{\"", "\": ", "é", "é}", " "};
+  void SetUp() override {
+    std::vector<std::pair<std::string, float>> scored;
+    for (const std::string &p : pieces)
+      scored.push_back({p, 0});
+    tokenizer = parse(tokenizerBlob(TFM_TOKENIZER_SCORE_BPE, scored));
+    ASSERT_NE(tokenizer, nullptr);
+    desc.vocab_size = int64_t(pieces.size());
+  }
+  void TearDown() override {
+    tfm_grammar_free(grammar);
+    tfm_tokenizer_free(tokenizer);
+  }
+  int32_t id(const std::string &piece) const {
+    for (size_t i = 0; i < pieces.size(); ++i)
+      if (pieces[i] == piece)
+        return int32_t(i);
+    ADD_FAILURE() << piece;
+    return -1;
+  }
+  /// The pieces `matcher` allows next, joined by '|'.
+  std::string allowed(tfm_grammar_matcher *matcher) const {
+    std::vector<float> logits(pieces.size(), 0.0f);
+    int64_t count = tfm_grammar_matcher_mask(matcher, logits.data());
+    std::string out;
+    int64_t seen = 0;
+    for (size_t i = 0; i < pieces.size(); ++i)
+      if (!std::isinf(logits[i])) {
+        out += (out.empty() ? "" : "|") + pieces[i];
+        ++seen;
+      }
+    EXPECT_EQ(count, seen);
+    return out;
+  }
+};
+
+TEST_F(MaskFixture, AllowsWhatTheGrammarAdmitsNext) {
+  tfm_status status;
+  ASSERT_EQ(tfm_grammar_new("root ::= \"{\\\"\" [ab]+ \"\\\": \" \"\\u00e9\"+ \"}\"",
+                            tokenizer, &desc, &grammar, &status),
+            TFM_OK)
+      << status.message;
+  tfm_grammar_matcher *m = nullptr;
+  ASSERT_EQ(tfm_grammar_matcher_new(grammar, &m, &status), TFM_OK);
+  // "{" alone is a prefix of "{\"" (the literal), so both are allowed.
+  EXPECT_EQ(allowed(m), "{|{\"");
+  EXPECT_EQ(tfm_grammar_matcher_accept(m, id("{\""), &status), TFM_OK);
+  EXPECT_EQ(allowed(m), "a|b|ab");
+  // A refused token is an error and changes nothing.
+  EXPECT_EQ(tfm_grammar_matcher_accept(m, id("}"), &status),
+            TFM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(status.message, "token 6 is not allowed by the grammar here");
+  EXPECT_EQ(tfm_grammar_matcher_accept(m, id("ab"), &status), TFM_OK);
+  EXPECT_EQ(allowed(m), "\"|a|b|ab|\": ");
+  EXPECT_EQ(tfm_grammar_matcher_accept(m, id("\": "), &status), TFM_OK);
+  // é whole, or its first byte (the second then finishes it); not its
+  // second byte alone, not the end yet.
+  EXPECT_EQ(allowed(m), "<0xC3>|é|é}");
+  EXPECT_FALSE(tfm_grammar_matcher_may_end(m));
+  EXPECT_EQ(tfm_grammar_matcher_accept(m, id("<0xC3>"), &status), TFM_OK);
+  EXPECT_EQ(allowed(m), "<0xA9>");
+  EXPECT_EQ(tfm_grammar_matcher_accept(m, id("<0xA9>"), &status), TFM_OK);
+  EXPECT_EQ(allowed(m), "<0xC3>|}|é|é}");
+  EXPECT_EQ(tfm_grammar_matcher_accept(m, id("é}"), &status), TFM_OK);
+  // A whole match: only the end-of-generation token is left.
+  EXPECT_TRUE(tfm_grammar_matcher_may_end(m));
+  EXPECT_EQ(allowed(m), "\n</s>\n");
+  EXPECT_EQ(tfm_grammar_matcher_accept(m, 2, &status), TFM_OK);
+  EXPECT_EQ(allowed(m), "");
+  EXPECT_EQ(tfm_grammar_matcher_accept(m, id("a"), &status),
+            TFM_ERROR_INVALID_ARGUMENT);
+  tfm_grammar_matcher_free(m);
+}
+
+TEST_F(MaskFixture, EndOnlyWhereTheGrammarMayEndAndErrorsNamed) {
+  tfm_status status;
+  ASSERT_EQ(tfm_grammar_new("root ::= \"a\"*", tokenizer, &desc, &grammar,
+                            &status),
+            TFM_OK);
+  tfm_grammar_matcher *m = nullptr;
+  ASSERT_EQ(tfm_grammar_matcher_new(grammar, &m, &status), TFM_OK);
+  // The empty text is whole: the end token is allowed from the start;
+  // BOS and <unk> never are.
+  EXPECT_EQ(allowed(m), "\n</s>\n|a");
+  EXPECT_EQ(tfm_grammar_matcher_accept(m, 1, &status),
+            TFM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(status.message,
+               "token 1 is not text (a special or empty token): no grammar "
+               "allows it");
+  EXPECT_EQ(tfm_grammar_matcher_accept(m, 99, &status),
+            TFM_ERROR_OUT_OF_RANGE);
+  tfm_grammar_matcher_free(m);
+  tfm_grammar_free(grammar);
+  grammar = nullptr;
+  EXPECT_EQ(tfm_grammar_new("root ::= \"a\" b", tokenizer, &desc, &grammar,
+                            &status),
+            TFM_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(status.message,
+               "grammar: line 1, column 1: rule 'b' is used but not defined");
+  EXPECT_EQ(grammar, nullptr);
+}
+
+} // namespace
