@@ -205,6 +205,72 @@ std::optional<ApiError> readReasoningFormat(const json &request,
   return std::nullopt;
 }
 
+/// Any JSON object, as llama.cpp's grammars/json.gbnf spells it (white
+/// space bounded, so that a model cannot pad forever): response_format
+/// json_object.
+constexpr const char *kJsonObjectGrammar = R"(root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+object ::= "{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}" ws
+array  ::= "[" ws ( value ("," ws value)* )? "]" ws
+string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4}) )* "\"" ws
+number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9]{1,4})? ws
+ws     ::= | " " | "\n" [ \t]{0,20}
+)";
+
+/// `grammar` (GBNF text) or response_format ({"type": "json_object"}, or
+/// "text": none), parsed for the model's tokenizer into out.grammar; a
+/// grammar that does not parse is a 400 naming its line and column.
+std::optional<ApiError> readGrammar(const json &request,
+                                    const ServedModel &model,
+                                    CompletionRequest &out) {
+  auto grammar = request.find("grammar");
+  auto format = request.find("response_format");
+  std::string text, field;
+  if (grammar != request.end() && !grammar->is_null()) {
+    if (!grammar->is_string())
+      return badField("grammar", "must be a string (GBNF)");
+    text = grammar->get<std::string>();
+    field = "grammar";
+  }
+  if (format != request.end() && !format->is_null()) {
+    const json *type = format->is_object() && format->contains("type")
+                           ? &(*format)["type"]
+                           : nullptr;
+    if (!type || !type->is_string())
+      return badField("response_format",
+                      "must be {\"type\": \"text\"} or {\"type\": "
+                      "\"json_object\"}");
+    if (*type == "json_schema")
+      return badField("response_format",
+                      "type \"json_schema\" is not supported yet "
+                      "(\"json_object\" and 'grammar' are)");
+    if (*type != "text" && *type != "json_object")
+      return badField("response_format",
+                      "type must be \"text\" or \"json_object\", got " +
+                          type->dump());
+    if (*type == "json_object") {
+      if (!field.empty())
+        return badField("response_format",
+                        "and 'grammar' both constrain the output: give one");
+      text = kJsonObjectGrammar;
+      field = "response_format";
+    }
+  }
+  if (field.empty())
+    return std::nullopt;
+  if (!model.tokenizer)
+    return badField(field, "needs the model's tokenizer: it was compiled "
+                           "without one");
+  tfm_grammar *parsed = nullptr;
+  tfm_status status;
+  if (tfm_grammar_new(text.c_str(), model.tokenizer, model.desc, &parsed,
+                      &status) != TFM_OK)
+    return badField(field, std::string("is not a usable grammar: ") +
+                               status.message);
+  out.grammar.reset(parsed);
+  return std::nullopt;
+}
+
 std::optional<ApiError> readStop(const json &request,
                                  std::vector<std::string> &stop) {
   auto found = request.find("stop");
@@ -325,7 +391,8 @@ tfm::serve::parseCompletionRequest(Endpoint endpoint, const std::string &body,
     return error;
   static const std::set<std::string> common = {
       "model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop",
-      "ignore_eos", "stream", "n", "user", "repetition_penalty"};
+      "ignore_eos", "stream", "n", "user", "repetition_penalty", "grammar",
+      "response_format"};
   static const std::set<std::string> chatOnly = {
       "messages", "max_completion_tokens", "add_generation_prompt",
       "stream_options", "reasoning_format"};
@@ -409,6 +476,8 @@ tfm::serve::parseCompletionRequest(Endpoint endpoint, const std::string &body,
   if (chat)
     if (auto error = readReasoningFormat(request, model, out))
       return error;
+  if (auto error = readGrammar(request, model, out))
+    return error;
   return readStop(request, out.stop);
 }
 

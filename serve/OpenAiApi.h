@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,6 +53,12 @@ struct ServedModel {
 /// (`prompt`, or `messages`), their responses in shape.
 enum class Endpoint { Completions, ChatCompletions };
 
+/// A parsed grammar, freed unless the engine took it.
+struct GrammarDeleter {
+  void operator()(tfm_grammar *grammar) const { tfm_grammar_free(grammar); }
+};
+using GrammarHandle = std::unique_ptr<tfm_grammar, GrammarDeleter>;
+
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::Completions;
   std::vector<int32_t> prompt;
@@ -64,6 +71,9 @@ struct CompletionRequest {
   /// the model marks it; false: all of the output in content, as it is
   /// (reasoning_format "none").
   bool separateReasoning = false;
+  /// The grammar the output must match: `grammar` (GBNF, as llama.cpp's
+  /// server takes it) or response_format json_object; null: none.
+  GrammarHandle grammar;
 };
 
 /// A refused request: the HTTP status and OpenAI's error object.

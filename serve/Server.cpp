@@ -319,10 +319,13 @@ public:
       return sendError(res, *error);
     tfm_engine_request submitted = {
         request.prompt.data(), int64_t(request.prompt.size()),
-        request.maxTokens, request.sampler, request.ignoreEos};
+        request.maxTokens, request.sampler, request.ignoreEos,
+        request.grammar.get()};
     Scheduler::Refusal refusal;
     std::string why;
     auto completion = scheduler.submit(submitted, refusal, why);
+    if (completion)
+      (void)request.grammar.release(); // the engine's now
     if (!completion)
       return sendError(res, refusal == Scheduler::Refusal::Full
                                 ? ApiError{503, why, "", "server_full"}

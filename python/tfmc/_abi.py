@@ -163,7 +163,8 @@ class EngineRequest(ctypes.Structure):
                 ("prompt_count", ctypes.c_int64),
                 ("max_new_tokens", ctypes.c_int64),
                 ("sampler", SamplerOptions),
-                ("ignore_eos", ctypes.c_int)]
+                ("ignore_eos", ctypes.c_int),
+                ("grammar", ctypes.c_void_p)]
 
 
 class EngineEvent(ctypes.Structure):

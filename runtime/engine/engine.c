@@ -31,6 +31,10 @@ typedef struct request {
   int64_t generated, max_new_tokens;
   int ignore_eos;
   tfm_sampler *sampler;
+  /* The request's grammar (its own) and where its text is in it; NULL:
+   * none. */
+  tfm_grammar *grammar;
+  tfm_grammar_matcher *matcher;
   int64_t slot;      /* -1 while waiting */
   int64_t step_tokens; /* this step's chunk (0: none) */
   int64_t admitted;  /* admission order: the last admitted is preempted */
@@ -233,6 +237,8 @@ tfm_status_code tfm_engine_new(tfm_model *model,
 }
 
 static void free_request(request *r) {
+  tfm_grammar_matcher_free(r->matcher);
+  tfm_grammar_free(r->grammar);
   tfm_sampler_free(r->sampler);
   free(r->tokens);
   free(r);
@@ -293,6 +299,14 @@ tfm_status_code tfm_engine_submit(tfm_engine *e, const tfm_engine_request *q,
   if (!r->tokens) {
     free_request(r);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+  if (q->grammar) {
+    code = tfm_grammar_matcher_new(q->grammar, &r->matcher, status);
+    if (code != TFM_OK) {
+      free_request(r);
+      return code;
+    }
+    r->grammar = q->grammar; /* the request's from here on */
   }
   memcpy(r->tokens, q->prompt, (size_t)q->prompt_count * sizeof *r->tokens);
   r->length = q->prompt_count;
@@ -422,12 +436,27 @@ static void admit(tfm_engine *e) {
  * request's end when it is one. */
 static void take_token(tfm_engine *e, request *r, float *logits,
                        tfm_engine_event *event) {
+  event->id = r->id;
+  event->token = -1;
+  /* A grammar's mask first. Where it allows nothing the match is whole
+   * and nothing may follow (the end of a sequence, EOS), or the
+   * vocabulary cannot spell what it needs (or memory ran out): the
+   * request can go no further (LENGTH). */
+  if (r->matcher && tfm_grammar_matcher_mask(r->matcher, logits) <= 0) {
+    event->finish = tfm_grammar_matcher_may_end(r->matcher)
+                        ? TFM_FINISH_EOS
+                        : TFM_FINISH_LENGTH;
+    retire(e, r);
+    return;
+  }
   int32_t token =
       tfm_sampler_sample(r->sampler, logits, r->tokens, r->length);
-  event->id = r->id;
   event->token = token;
   event->finish = TFM_FINISH_NONE;
-  if (tfm_ends_generation(e->desc, token) && !r->ignore_eos) {
+  if (r->matcher && tfm_grammar_matcher_accept(r->matcher, token, NULL)) {
+    event->token = -1;
+    event->finish = TFM_FINISH_LENGTH;
+  } else if (tfm_ends_generation(e->desc, token) && !r->ignore_eos) {
     event->token = -1;
     event->finish = TFM_FINISH_EOS;
   } else {

@@ -62,6 +62,11 @@ typedef struct {
   int64_t max_new_tokens; /* > 0; the context bounds it too */
   tfm_sampler_options sampler;
   int ignore_eos; /* keep going past the end-of-sequence token */
+  /* The grammar the request's text must match (tfm_grammar_new; NULL:
+   * none): each request its own, which a successful submit takes (the
+   * engine frees it with the request). Where it allows no token the
+   * request finishes: TFM_FINISH_EOS where its match is whole. */
+  tfm_grammar *grammar;
 } tfm_engine_request;
 
 /* Queues a request; *id names it in events and in cancel. A prompt the
