@@ -14,6 +14,7 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev
   openssl
   cmake ninja-build ccache g++ binutils pkg-config python3 python3-numpy
+  python3-jsonschema
 )
 
 missing=()

@@ -3,6 +3,7 @@
 #include "serve/OpenAiApi.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 using namespace tfm::serve;
@@ -217,9 +218,11 @@ number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9]{1,
 ws     ::= | " " | "\n" [ \t]{0,20}
 )";
 
-/// `grammar` (GBNF text) or response_format ({"type": "json_object"}, or
-/// "text": none), parsed for the model's tokenizer into out.grammar; a
-/// grammar that does not parse is a 400 naming its line and column.
+/// `grammar` (GBNF text) or response_format ({"type": "json_object"},
+/// {"type": "json_schema", "json_schema": {"schema": ...}}, or "text":
+/// none), parsed for the model's tokenizer into out.grammar; a grammar that
+/// does not parse is a 400 naming its line and column, a schema keyword
+/// tfmc does not support one naming its JSON path.
 std::optional<ApiError> readGrammar(const json &request,
                                     const ServedModel &model,
                                     CompletionRequest &out) {
@@ -240,19 +243,38 @@ std::optional<ApiError> readGrammar(const json &request,
       return badField("response_format",
                       "must be {\"type\": \"text\"} or {\"type\": "
                       "\"json_object\"}");
-    if (*type == "json_schema")
+    if (*type != "text" && *type != "json_object" && *type != "json_schema")
       return badField("response_format",
-                      "type \"json_schema\" is not supported yet "
-                      "(\"json_object\" and 'grammar' are)");
-    if (*type != "text" && *type != "json_object")
-      return badField("response_format",
-                      "type must be \"text\" or \"json_object\", got " +
+                      "type must be \"text\", \"json_object\" or "
+                      "\"json_schema\", got " +
                           type->dump());
+    if (*type != "text" && !field.empty())
+      return badField("response_format",
+                      "and 'grammar' both constrain the output: give one");
     if (*type == "json_object") {
-      if (!field.empty())
-        return badField("response_format",
-                        "and 'grammar' both constrain the output: give one");
       text = kJsonObjectGrammar;
+      field = "response_format";
+    } else if (*type == "json_schema") {
+      // OpenAI's {"type": "json_schema", "json_schema": {"name": ...,
+      // "schema": {...}, "strict": ...}}.
+      const json *wrapper = format->contains("json_schema")
+                                ? &(*format)["json_schema"]
+                                : nullptr;
+      const json *schema = wrapper && wrapper->is_object() &&
+                                   wrapper->contains("schema")
+                               ? &(*wrapper)["schema"]
+                               : nullptr;
+      if (!schema || !(schema->is_object() || schema->is_boolean()))
+        return badField("response_format",
+                        "type \"json_schema\" needs \"json_schema\": "
+                        "{\"schema\": {...}}");
+      char *gbnf = nullptr;
+      tfm_status status;
+      if (tfm_json_schema_to_gbnf(schema->dump().c_str(), &gbnf, &status) !=
+          TFM_OK)
+        return badField("response_format", status.message);
+      text = gbnf;
+      free(gbnf);
       field = "response_format";
     }
   }

@@ -17,6 +17,7 @@ where they are contiguous and of the entry point's dtype.
 
 import contextlib
 import ctypes
+import json
 import os
 import queue
 import re
@@ -795,13 +796,17 @@ class Model:
         return "prefill" in self.description["entry_points"]
 
     def generate(self, prompt, max_tokens=128, temperature=0.0, top_p=1.0,
-                 top_k=0, seed=0, stop=(), stream=False, grammar=None):
+                 top_k=0, seed=0, stop=(), stream=False, grammar=None,
+                 json_schema=None):
         """Continues `prompt` (text, or a list of ids). Returns the new
         text, or with stream=True a generator of its pieces as they come
         (the generation runs on a thread; the GIL is free meanwhile).
         `stop`: a string or a list of them. `grammar`: GBNF text
         (llama.cpp's format) the new text must match; a malformed one
-        raises TfmcError naming its line and column."""
+        raises TfmcError naming its line and column. `json_schema`: a JSON
+        Schema (a dict, or its JSON text) the new text must be an instance
+        of; a keyword tfmc does not support raises TfmcError naming its
+        path."""
         if self._closed:
             raise self._closed_error("generate")
         if not self._generates():
@@ -816,7 +821,11 @@ class Model:
         seed = _c_integer(seed, "seed", 0, 2**64 - 1)
         stop = [stop] if isinstance(stop, str) else list(stop)
         stops = [_c_text(s, f"'stop' string {i}") for i, s in enumerate(stop)]
+        if grammar is not None and json_schema is not None:
+            raise TfmcError("give one of 'grammar' and 'json_schema'")
         gbnf = None if grammar is None else _c_text(grammar, "'grammar'")
+        if json_schema is not None:
+            gbnf = self._schema_grammar(json_schema)
         pieces = queue.Queue() if stream else None
         collected, cut = [], []
 
@@ -875,6 +884,18 @@ class Model:
             run()
             return "".join(collected)
         return self._stream(run, pieces)
+
+    def _schema_grammar(self, schema):
+        """A JSON Schema (dict or JSON text) as GBNF bytes."""
+        text = schema if isinstance(schema, str) else json.dumps(schema)
+        out, status = ctypes.c_void_p(), Status()
+        _check(self._library.tfm_json_schema_to_gbnf(
+            _c_text(text, "'json_schema'"), ctypes.byref(out),
+            ctypes.byref(status)), status)
+        try:
+            return ctypes.string_at(out)
+        finally:
+            _LIBC.free(out)
 
     @staticmethod
     def _stream(run, pieces):

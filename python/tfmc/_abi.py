@@ -277,6 +277,8 @@ def declare(library):
                                            ctypes.POINTER(ModelDesc),
                                            ctypes.POINTER(p), status]),
         "tfm_grammar_free": (None, [p]),
+        "tfm_json_schema_to_gbnf": (ctypes.c_int, [ctypes.c_char_p,
+                                                   ctypes.POINTER(p), status]),
         "tfm_generate": (ctypes.c_int, [p, ctypes.POINTER(i32), i64,
                                         ctypes.POINTER(GenerateOptions),
                                         ctypes.POINTER(GenerateResult),

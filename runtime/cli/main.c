@@ -393,29 +393,41 @@ static void print_stats(const tfm_model *model,
 
 /* A decoder's generation from its prompt. */
 
-/* --grammar or --grammar-file, parsed for the model's tokenizer into
+/* --grammar, --grammar-file or a JSON schema's grammar (--json-schema,
+ * --json-schema-file), parsed for the model's tokenizer into
  * held->grammar; nonzero after reporting an error (with the file's name). */
 static int load_grammar(const char *argv0, tfm_model *model,
                         const tfm_main_options *o, run_holdings *held) {
-  const char *text = o->grammar;
-  if (o->grammar_file) {
+  const char *text = o->grammar ? o->grammar : o->json_schema;
+  const char *file = o->grammar_file ? o->grammar_file : o->json_schema_file;
+  tfm_status status;
+  if (file) {
     size_t size = 0;
-    text = held->grammar_text = (char *)tfm_read_file(o->grammar_file, &size);
+    text = held->grammar_text = (char *)tfm_read_file(file, &size);
     if (!text) {
-      fprintf(stderr, "%s: error: cannot read the grammar '%s': %s\n", argv0,
-              o->grammar_file, strerror(errno));
+      fprintf(stderr, "%s: error: cannot read '%s': %s\n", argv0, file,
+              strerror(errno));
       return 1;
     }
   }
-  tfm_status status;
+  if (o->json_schema || o->json_schema_file) {
+    char *gbnf = NULL;
+    if (tfm_json_schema_to_gbnf(text, &gbnf, &status)) {
+      fprintf(stderr, "%s: error: %s%s%s\n", argv0, file ? file : "",
+              file ? ": " : "", status.message);
+      return 1;
+    }
+    free(held->grammar_text);
+    text = held->grammar_text = gbnf;
+    file = NULL;
+  }
   tfm_tokenizer *tokenizer = tfm_model_tokenizer(model, &status);
   if (!tokenizer)
     return tfm_main_fail(argv0, "--grammar needs the model's tokenizer");
   if (tfm_grammar_new(text, tokenizer, tfm_model_get_desc(model),
                       &held->grammar, &status)) {
-    fprintf(stderr, "%s: error: %s%s%s\n", argv0,
-            o->grammar_file ? o->grammar_file : "", o->grammar_file ? ": " : "",
-            status.message);
+    fprintf(stderr, "%s: error: %s%s%s\n", argv0, file ? file : "",
+            file ? ": " : "", status.message);
     return 1;
   }
   return 0;
@@ -485,7 +497,8 @@ static int run_generate(const char *argv0, tfm_model *model,
   generate.on_token = print_token;
   generate.on_logits = save_logits;
   generate.user = &stream;
-  if ((o->grammar || o->grammar_file) &&
+  if ((o->grammar || o->grammar_file || o->json_schema ||
+       o->json_schema_file) &&
       load_grammar(argv0, model, o, held))
     return 1;
   generate.grammar = held->grammar;

@@ -31,6 +31,8 @@ void tfm_main_usage(FILE *out, const char *argv0) {
       "  --grammar GBNF         constrain the text to a grammar (llama.cpp's\n"
       "                         GBNF, root rule `root`)\n"
       "  --grammar-file FILE    the same, read from FILE\n"
+      "  --json-schema JSON     constrain the text to JSON a schema accepts\n"
+      "  --json-schema-file FILE  the same, read from FILE\n"
       "  --force-tokens \"4 5\"   emit these ids instead of sampling (teacher\n"
       "                         forcing, to score a continuation)\n"
       "  --print-ids            print generated token ids instead of text\n"
@@ -124,6 +126,8 @@ static const struct {
     {"--ignore-eos", GENERATE | SEQ2SEQ},
     {"--grammar", GENERATE},
     {"--grammar-file", GENERATE},
+    {"--json-schema", GENERATE},
+    {"--json-schema-file", GENERATE},
     {"--force-tokens", GENERATE | SEQ2SEQ},
     {"--print-ids", GENERATE | SEQ2SEQ},
     {"--tokenize", GENERATE | SEQ2SEQ | CALL},
@@ -286,6 +290,10 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
       o->grammar = argv[++i];
     } else if (!strcmp(arg, "--grammar-file")) {
       o->grammar_file = argv[++i];
+    } else if (!strcmp(arg, "--json-schema")) {
+      o->json_schema = argv[++i];
+    } else if (!strcmp(arg, "--json-schema-file")) {
+      o->json_schema_file = argv[++i];
     } else if (!strcmp(arg, "--tokens")) {
       o->tokens = argv[++i];
     } else if (!strcmp(arg, "--force-tokens")) {
@@ -421,8 +429,10 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
       return TFM_MAIN_OPTIONS_BAD;
     }
   }
-  if (o->grammar && o->grammar_file) {
-    fprintf(stderr, "%s: error: give one of --grammar and --grammar-file\n",
+  if (!!o->grammar + !!o->grammar_file + !!o->json_schema +
+          !!o->json_schema_file > 1) {
+    fprintf(stderr, "%s: error: give one of --grammar, --grammar-file, "
+                    "--json-schema and --json-schema-file\n",
             argv[0]);
     return TFM_MAIN_OPTIONS_BAD;
   }

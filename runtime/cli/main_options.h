@@ -58,6 +58,7 @@ typedef struct {
   int stop_count;
   int ignore_eos;
   const char *grammar, *grammar_file; /* --grammar, --grammar-file */
+  const char *json_schema, *json_schema_file; /* --json-schema(-file) */
   int beams; /* an encoder-decoder's beam search (1: greedy) */
   int new_tokens_given, rules_given; /* -n; any generation rule flag */
   float length_penalty;              /* a beam search's (default 1) */

@@ -283,6 +283,13 @@ static int parse_alternates(parser *p, uint32_t rule, int nested);
 static int repeat(parser *p, element_list *seq, size_t start, long low,
                   long high) {
   size_t width = seq->count - start;
+  /* The copies it makes, before any rule is defined: bounded first. */
+  double copies = (double)width * (double)(low + (high < 0 ? 1 : high - low));
+  if (copies + (double)p->rules->element_count > kMaxElements) {
+    fail_at(p, p->at, "the grammar is too large (more than %d elements "
+            "once its repetitions are written out)", kMaxElements);
+    return 0;
+  }
   element_list symbol = {NULL, 0, 0};
   for (size_t i = 0; i < width; ++i)
     if (!list_push(p, &symbol, seq->items[start + i])) {

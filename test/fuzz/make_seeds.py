@@ -414,6 +414,28 @@ def chat_template_seeds():
                    template.encode() + SEPARATOR + messages.encode())
 
 
+def grammar_seeds():
+    """The grammars the tests use, each with a text it allows."""
+    directory = corpus("fuzz-grammar")
+    serve_api = read(os.path.join(HERE, "..", "..", "serve",
+                                  "OpenAiApi.cpp")).decode()
+    json_grammar = serve_api.split('kJsonObjectGrammar = R"(')[1].split(')";')[0]
+    person = read(os.path.join(HERE, "..", "e2e", "Inputs", "grammars",
+                               "person.gbnf")).decode()
+    seeds = {
+        "json": (json_grammar, '{"a": [1, -2.5e3, true, null, '
+                               '{"b\\u00e9": "x\\"y"}]}'),
+        "person": (person, '{ "name": "Ann", "age": 7, "pets": ["cat"] }'),
+        "repeat": ('root ::= ("ab" | [0-9]){2,5} [^\\n]* "\\n" tail\n'
+                   'tail ::= | "z"+ # end\n', "ab12ab\u20ac\nzz"),
+        "unicode": ('root ::= [\\u3041-\\u309F\\U0001F600-\\U0001F64F]+ '
+                    '"." .', "\u3041\u3043\U0001F600.x"),
+    }
+    for name, (grammar, text) in seeds.items():
+        write_seed(directory, name,
+                   grammar.encode() + SEPARATOR + text.encode())
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokenizer-files",
@@ -434,6 +456,7 @@ def main():
         http_body_seeds()
         serve_request_seeds()
         chat_template_seeds()
+        grammar_seeds()
     for target in sorted(os.listdir(os.path.join(HERE, "corpus"))):
         files = glob.glob(os.path.join(HERE, "corpus", target, "*"))
         print(f"{target}: {len(files)} seeds, "

@@ -5,9 +5,12 @@ TfmcError naming its line and column. Prints one line per check.
 
     check_grammar.py LIBRARY EXECUTABLE
 """
+import json
 import re
 import subprocess
 import sys
+
+import jsonschema
 
 import tfmc
 
@@ -42,6 +45,27 @@ def main():
         m.generate("Once", max_tokens=4, grammar=42)
     except tfmc.TfmcError as e:
         print("refused:", e)
+
+    schema = {"type": "object",
+              "properties": {"answer": {"enum": ["yes", "no"]},
+                             "why": {"type": "string", "maxLength": 20},
+                             "score": {"type": ["integer", "null"]}},
+              "required": ["answer", "why", "score"]}
+    valid = 0
+    for seed in range(5):
+        text = m.generate("Once upon a time", max_tokens=300, temperature=1.5,
+                          seed=seed, json_schema=schema)
+        try:
+            jsonschema.validate(json.loads(text), schema)
+            valid += 1
+        except (ValueError, jsonschema.ValidationError) as e:
+            print("invalid:", repr(text), e)
+    print("json_schema texts valid:", valid, "of 5")
+    for bad in [{"type": "string", "pattern": "^a"}, "{"]:
+        try:
+            m.generate("Once", max_tokens=4, json_schema=bad)
+        except tfmc.TfmcError as e:
+            print("refused:", e)
 
 
 if __name__ == "__main__":

@@ -143,6 +143,97 @@ ws ::= | " " | "\n" [ \t]{0,20}
   EXPECT_EQ(json.follow("{\"a\": \"line\nbreak\"}"), 'N');
 }
 
+/// The GBNF of a JSON schema (or its error, prefixed "ERROR: ").
+std::string schemaGrammar(const std::string &schema) {
+  char *gbnf = nullptr;
+  tfm_status status;
+  if (tfm_json_schema_to_gbnf(schema.c_str(), &gbnf, &status) != TFM_OK)
+    return std::string("ERROR: ") + status.message;
+  std::string text = gbnf;
+  free(gbnf);
+  return text;
+}
+
+TEST(JsonSchema, InstancesAreWholeMatchesAndOthersAreNot) {
+  Follower person(schemaGrammar(R"({"type": "object", "properties": {
+      "name": {"type": "string", "maxLength": 5},
+      "age": {"type": "integer", "minimum": 0},
+      "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 2}},
+      "required": ["name"]})"));
+  EXPECT_EQ(person.follow(R"({"name":"ab"})"), 'W');
+  EXPECT_EQ(person.follow(R"({"name": "abc", "age": 3, "tags": ["a","b"]})"), 'W');
+  EXPECT_EQ(person.follow(R"({"name":"abcdef"})"), 'N');
+  EXPECT_EQ(person.follow(R"({"name":"a","tags":["a","b","a"]})"), 'N');
+  EXPECT_EQ(person.follow(R"({"name":"a","age":-1})"), 'N');
+  EXPECT_EQ(person.follow(R"({"name":"a","extra":1})"), 'N');
+  // Required properties come first: the order is the grammar's.
+  EXPECT_EQ(person.follow(R"({"age":3,"name":"a"})"), 'N');
+  Follower tree(schemaGrammar(R"({"$defs": {"node": {"type": "object",
+      "properties": {"v": {"type": "integer"}, "kids": {"type": "array",
+      "items": {"$ref": "#/$defs/node"}}}, "required": ["v"]}},
+      "$ref": "#/$defs/node"})"));
+  EXPECT_EQ(tree.follow(R"({"v":1,"kids":[{"v":2},{"v":3,"kids":[]}]})"), 'W');
+  EXPECT_EQ(tree.follow(R"({"v":1,"kids":[{"w":2}]})"), 'N');
+  Follower choice(schemaGrammar(R"({"anyOf": [{"type": "string",
+      "format": "date"}, {"const": 42}, {"type": ["null", "boolean"]}]})"));
+  for (const char *yes : {"\"2024-02-29\"", "42", "null", "true"})
+    EXPECT_EQ(choice.follow(yes), 'W') << yes;
+  for (const char *no : {"\"x\"", "43", "\"2024-13-01\""})
+    EXPECT_EQ(choice.follow(no), 'N') << no;
+  Follower tuple(schemaGrammar(R"({"type": "array", "prefixItems": [
+      {"type": "string", "format": "uuid"}, {"type": "number"}],
+      "items": false})"));
+  EXPECT_EQ(tuple.follow(R"(["123e4567-e89b-12d3-a456-426614174000", 1.5e3])"), 'W');
+  EXPECT_EQ(tuple.follow(R"(["x", 1])"), 'N');
+  // Rules longer than a line buffer (a wide object's body).
+  std::string wide = R"({"type": "object", "properties": {)";
+  for (int i = 0; i < 40; ++i)
+    wide += (i ? ", " : "") + std::string("\"property_number_") +
+            std::to_string(i) + "\": {\"type\": \"boolean\"}";
+  wide += R"(}, "required": ["property_number_0"]})";
+  Follower many(schemaGrammar(wide));
+  EXPECT_EQ(many.follow(R"({"property_number_0": true, "property_number_39": false})"), 'W');
+  Follower anyObject(schemaGrammar(R"({"type": "object",
+      "additionalProperties": true, "title": "t", "description": "d"})"));
+  EXPECT_EQ(anyObject.follow(R"({"x": [1, {"y": null}], "z": "w"})"), 'W');
+}
+
+TEST(JsonSchema, RefusesWhatItDoesNotSupportWithItsPath) {
+  EXPECT_EQ(schemaGrammar(R"({"type": "integer", "maximum": 3})"),
+            "ERROR: json schema: at $.maximum: the keyword 'maximum' is not "
+            "supported");
+  EXPECT_EQ(schemaGrammar(R"({"properties": {"a": {"pattern": "^a"}}})"),
+            "ERROR: json schema: at $.properties.a.pattern: the keyword "
+            "'pattern' is not supported");
+  EXPECT_EQ(schemaGrammar(R"({"type": "string", "minItems": 2})"),
+            "ERROR: json schema: at $.minItems: 'minItems' does not apply to "
+            "string");
+  EXPECT_EQ(schemaGrammar(R"({"type": "object", "required": ["x"]})"),
+            "ERROR: json schema: at $.required[0]: a required property that "
+            "'properties' does not define");
+  EXPECT_EQ(schemaGrammar(R"({"$ref": "#/$defs/missing"})"),
+            "ERROR: json schema: at $: $ref \"#/$defs/missing\" names no "
+            "definition");
+  EXPECT_EQ(schemaGrammar(R"({"$ref": "http://x/y.json"})"),
+            "ERROR: json schema: at $: $ref \"http://x/y.json\" is not "
+            "supported (only \"#\", \"#/$defs/...\" and "
+            "\"#/definitions/...\")");
+  EXPECT_EQ(schemaGrammar(R"({"type": "strin"})"),
+            "ERROR: json schema: at $.type: unknown type \"strin\"");
+  EXPECT_EQ(schemaGrammar(R"({"anyOf": []})"),
+            "ERROR: json schema: at $: 'anyOf' must be a non-empty array of "
+            "schemas");
+  EXPECT_EQ(schemaGrammar(R"({"type": "object",)"),
+            "ERROR: json schema: not JSON: offset 18: expected a member's "
+            "name in quotes");
+  EXPECT_EQ(schemaGrammar("{\"a\": \"\\ud800\"}"),
+            "ERROR: json schema: not JSON: offset 13: an unpaired surrogate "
+            "in a string");
+  EXPECT_EQ(schemaGrammar(R"({"type": "string", "format": "email"})"),
+            "ERROR: json schema: at $.format: unsupported format (supported: "
+            "date, time, date-time, uuid)");
+}
+
 /// A vocabulary for the mask: <unk>, BOS, EOS (specials), bytes C3 and A9
 /// (é split in two), then text pieces.
 struct MaskFixture : ::testing::Test {

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import threading
 
+import jsonschema
+
 from serve_client import next_event, open_stream, post, start_server
 
 PROMPT = "Once upon a time"
@@ -92,11 +94,46 @@ def main():
         print("response_format text is unconstrained:",
               plain["choices"] == free["choices"])
 
+        # A JSON schema (OpenAI's response_format), sampled: each output
+        # validates against it (python3-jsonschema).
+        schema = {"type": "object",
+                  "properties": {
+                      "name": {"type": "string", "maxLength": 12},
+                      "age": {"type": "integer", "minimum": 0},
+                      "mood": {"enum": ["happy", "sad", None]},
+                      "tags": {"type": "array", "items": {"type": "string",
+                                                          "maxLength": 6},
+                               "maxItems": 3},
+                      "born": {"type": "string", "format": "date"}},
+                  "required": ["name", "mood"]}
+        outputs = []
+        for seed in range(6):
+            _, body = complete(port, max_tokens=250, temperature=1.5,
+                               seed=seed,
+                               response_format={"type": "json_schema",
+                                                "json_schema": {
+                                                    "name": "person",
+                                                    "schema": schema}})
+            outputs.append(body["choices"][0])
+        valid = 0
+        for choice in outputs:
+            try:
+                jsonschema.validate(json.loads(choice["text"]), schema)
+                valid += choice["finish_reason"] == "stop"
+            except (ValueError, jsonschema.ValidationError) as e:
+                print("invalid:", repr(choice["text"]), e)
+        print("json_schema sampled:", valid, "of 6 valid")
+
         for fields in [{"grammar": 'root ::= "a" ('},
                        {"grammar": 'root ::= "\\q"'},
                        {"grammar": 42},
                        {"response_format": {"type": "json_schema",
-                                            "json_schema": {"schema": {}}}},
+                                            "json_schema": {"schema": {
+                                                "type": "object",
+                                                "properties": {"n": {
+                                                    "type": "integer",
+                                                    "maximum": 9}}}}}},
+                       {"response_format": {"type": "json_schema"}},
                        {"response_format": {"type": "yaml"}},
                        {"response_format": "json"},
                        {"grammar": "root ::= \"a\"",

@@ -241,6 +241,21 @@ tfm_status_code tfm_grammar_matcher_accept(tfm_grammar_matcher *matcher,
                                            int32_t token, tfm_status *status);
 /* Whether the text so far is a whole match (generation may end). */
 int tfm_grammar_matcher_may_end(const tfm_grammar_matcher *matcher);
+/* The GBNF of the JSON texts a JSON Schema accepts (*gbnf malloc'd: free()
+ * it), white space between tokens bounded: `type` (one or a list),
+ * `properties`/`required` (required ones first, then the others in the
+ * schema's order) with no other properties unless the object names none
+ * and allows them (`additionalProperties` true or {}), `enum`, `const`,
+ * `items`, `prefixItems` (a tuple, `items` false), `minItems`/`maxItems`,
+ * `anyOf`/`oneOf`, `$ref` to "#", "#/$defs/..." or "#/definitions/..."
+ * (recursive ones too), strings' `minLength`/`maxLength` and `format`
+ * date, time, date-time or uuid, numbers' `minimum` 0; annotations (title,
+ * description, default, examples, ...) are read past. Any other keyword,
+ * and JSON that is not one, is TFM_ERROR_INVALID_ARGUMENT with its JSON
+ * path: "json schema: at $.properties.age: the keyword 'maximum' is not
+ * supported". */
+tfm_status_code tfm_json_schema_to_gbnf(const char *schema, char **gbnf,
+                                        tfm_status *status);
 
 typedef enum {
   TFM_STOP_LENGTH = 0,   /* max_new_tokens generated */
