@@ -101,7 +101,28 @@ static char *read_string(reader *r, size_t *length_out) {
     }
     char bytes[4];
     size_t n = 1;
-    if (c != '\\') {
+    if (c >= 0x80) {
+      /* A whole UTF-8 character, or a refusal: JSON text is UTF-8. */
+      const unsigned char *u = (const unsigned char *)r->at;
+      n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+          : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+      uint32_t code = n ? c & (0x7Fu >> n) : 0;
+      for (size_t i = 1; i < n; ++i) {
+        if ((u[i] & 0xC0) != 0x80) {
+          n = 0;
+          break;
+        }
+        code = code << 6 | (u[i] & 0x3Fu);
+      }
+      if (!n || (n == 3 && (code < 0x800 || (code >= 0xD800 && code <= 0xDFFF))) ||
+          (n == 4 && (code < 0x10000 || code > 0x10FFFF))) {
+        fail(r, "malformed UTF-8 in a string");
+        free(out);
+        return NULL;
+      }
+      memcpy(bytes, r->at, n);
+      r->at += n;
+    } else if (c != '\\') {
       bytes[0] = (char)c;
       ++r->at;
     } else {

@@ -4,8 +4,9 @@
 // request's `grammar` field or --grammar-file), then, where it parses, any
 // text followed through it code point by code point as the token mask
 // does (the stacks after each, the range check of a character a token
-// leaves unfinished). The input's parts: the grammar (a NUL in it ends
-// it, as a C string does), then the text. A refusal must say what is wrong.
+// leaves unfinished); and the same text as a JSON Schema, whose grammar
+// must parse. The input's parts: the grammar (a NUL in it ends it, as a C
+// string does), then the text. A refusal must say what is wrong.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,21 @@ extern "C" {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::vector<std::string_view> parts = tfm_fuzz::splitParts(data, size, 2);
   std::string gbnf(parts[0]);
+  // The same text as a JSON Schema (a request's response_format), and the
+  // grammar written from it parsed in turn.
+  char *written = nullptr;
+  tfm_status status;
+  if (tfm_json_schema_to_gbnf(gbnf.c_str(), &written, &status) == TFM_OK) {
+    tfm_grammar_rules schemaRules;
+    char schemaError[400];
+    if (!tfm_grammar_parse(written, &schemaRules, schemaError,
+                           sizeof schemaError))
+      std::abort(); // a schema's grammar always parses
+    tfm_grammar_rules_free(&schemaRules);
+    std::free(written);
+  } else if (!status.message[0]) {
+    std::abort();
+  }
   tfm_grammar_rules rules;
   char error[400];
   if (!tfm_grammar_parse(gbnf.c_str(), &rules, error, sizeof error)) {

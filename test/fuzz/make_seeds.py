@@ -431,6 +431,14 @@ def grammar_seeds():
         "unicode": ('root ::= [\\u3041-\\u309F\\U0001F600-\\U0001F64F]+ '
                     '"." .', "\u3041\u3043\U0001F600.x"),
     }
+    seeds["schema"] = (json.dumps({
+        "$defs": {"node": {"type": "object", "properties": {
+            "v": {"type": ["integer", "null"]},
+            "kids": {"type": "array", "items": {"$ref": "#/$defs/node"},
+                     "maxItems": 3}}, "required": ["v"]}},
+        "anyOf": [{"$ref": "#/$defs/node"},
+                  {"type": "string", "format": "date", "title": "t"},
+                  {"enum": ["a", 1, None]}]}), '{"v": 1, "kids": []}')
     for name, (grammar, text) in seeds.items():
         write_seed(directory, name,
                    grammar.encode() + SEPARATOR + text.encode())

@@ -229,6 +229,11 @@ TEST(JsonSchema, RefusesWhatItDoesNotSupportWithItsPath) {
   EXPECT_EQ(schemaGrammar("{\"a\": \"\\ud800\"}"),
             "ERROR: json schema: not JSON: offset 13: an unpaired surrogate "
             "in a string");
+  // The fuzzer's find: a name that is not UTF-8 made a grammar that did
+  // not parse.
+  EXPECT_EQ(schemaGrammar("{\"properties\": {\"k\xc1" "ds\": {}}}"),
+            "ERROR: json schema: not JSON: offset 18: malformed UTF-8 in a "
+            "string");
   EXPECT_EQ(schemaGrammar(R"({"type": "string", "format": "email"})"),
             "ERROR: json schema: at $.format: unsupported format (supported: "
             "date, time, date-time, uuid)");
