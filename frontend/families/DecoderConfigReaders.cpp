@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/DecoderConfigReaders.h"
+#include "frontend/ErrorMessages.h"
 
 #include <cmath>
 
@@ -257,4 +258,40 @@ bool mlir::tfm::readLayerTypes(ConfigReader &config, DecoderSpec &spec,
     spec.layerWindows.push_back(type == "sliding_attention" ? window : 0);
   }
   return !types.empty();
+}
+
+llvm::Error mlir::tfm::splitStackedExperts(const DecoderSpec &spec,
+                                           WeightStore &store,
+                                           llvm::StringRef checkpoint,
+                                           int64_t layer,
+                                           const std::string &gateUpName,
+                                           const std::string &downName) {
+  int64_t e = spec.numExperts, f = spec.expertSize, d = spec.hiddenSize;
+  for (auto [name, shape] :
+       {std::pair<const std::string &, std::vector<int64_t>>{gateUpName,
+                                                             {e, 2 * f, d}},
+        {downName, {e, d, f}}})
+    if (std::optional<std::string> error =
+            store.mismatch(checkpoint, name, shape,
+                           "the " + spec.family + " config implies"))
+      return makeError(*error);
+  WeightTensor both = store.take(gateUpName).mergeLeadingDims();
+  WeightTensor downs = store.take(downName).mergeLeadingDims();
+  // Rows [first, first + count) of the merged [E * rows, cols] view.
+  auto rows = [](int64_t first, int64_t count) {
+    std::vector<int64_t> list;
+    for (int64_t i = 0; i < count; ++i)
+      list.push_back(first + i);
+    return list;
+  };
+  const LayerWeightNames &n = spec.layer;
+  for (int64_t expert = 0; expert < e; ++expert) {
+    store.add(expertWeightName(n.expertGate, layer, expert),
+              both.selectRows(rows(expert * 2 * f, f), {f, d}));
+    store.add(expertWeightName(n.expertUp, layer, expert),
+              both.selectRows(rows(expert * 2 * f + f, f), {f, d}));
+    store.add(expertWeightName(n.expertDown, layer, expert),
+              downs.selectRows(rows(expert * d, d), {d, f}));
+  }
+  return llvm::Error::success();
 }

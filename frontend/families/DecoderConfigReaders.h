@@ -11,6 +11,9 @@
 
 #include "frontend/builders/DecoderSpec.h"
 #include "frontend/formats/ConfigReader.h"
+#include "frontend/formats/WeightStore.h"
+
+#include "llvm/Support/Error.h"
 
 namespace mlir::tfm {
 
@@ -52,6 +55,15 @@ void useExpertNames(DecoderSpec &spec, const std::string &block,
 struct ExpertCountDefaults {
   int64_t experts, perToken;
 };
+
+/// transformers 5's stacked experts of `layer` (`gateUpName`, [E, 2I, D],
+/// gate rows first, and `downName`, [E, D, I]) as the per-expert weights
+/// the spec names, each a view of its rows (Qwen3.5-MoE, Gemma 4's
+/// 26B-A4B); a shape the config does not imply is refused.
+llvm::Error splitStackedExperts(const DecoderSpec &spec, WeightStore &store,
+                                llvm::StringRef checkpoint, int64_t layer,
+                                const std::string &gateUpName,
+                                const std::string &downName);
 
 /// How many experts a layer has (`expertsKey`) and how many each token
 /// goes through (num_experts_per_tok), both positive, the second at most

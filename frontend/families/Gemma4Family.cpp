@@ -345,39 +345,6 @@ llvm::Error foldRouterScales(DecoderSpec &spec, WeightStore &store,
   return llvm::Error::success();
 }
 
-/// Each expert's gate, up and down from the layers' stacked experts:
-/// experts.gate_up_proj ([E, 2·I, hidden], gate the first I rows of each
-/// expert's, as Gemma4TextExperts chunks them) and experts.down_proj ([E,
-/// hidden, I]).
-llvm::Error splitStackedExperts(DecoderSpec &spec, WeightStore &store,
-                                llvm::StringRef checkpoint,
-                                const std::string &prefix) {
-  int64_t experts = spec.numExperts, d = spec.hiddenSize, f = spec.expertSize;
-  for (int64_t l = 0; l < spec.numLayers; ++l) {
-    std::string base = layerWeightName(prefix + "layers.{}.experts.", l);
-    for (auto [tensor, shape] :
-         {std::pair<const char *, std::vector<int64_t>>{"gate_up_proj",
-                                                        {experts, 2 * f, d}},
-          {"down_proj", {experts, d, f}}})
-      if (std::optional<std::string> error =
-              store.mismatch(checkpoint, base + tensor, shape,
-                             spec.family + " config implies"))
-        return makeError(*error);
-    WeightTensor gateUp = store.take(base + "gate_up_proj").mergeLeadingDims(),
-                 down = store.take(base + "down_proj").mergeLeadingDims();
-    const LayerWeightNames &n = spec.layer;
-    for (int64_t e = 0; e < experts; ++e) {
-      store.add(expertWeightName(n.expertGate, l, e),
-                gateUp.selectRows(rowRange(e * 2 * f, f), {f, d}));
-      store.add(expertWeightName(n.expertUp, l, e),
-                gateUp.selectRows(rowRange(e * 2 * f + f, f), {f, d}));
-      store.add(expertWeightName(n.expertDown, l, e),
-                down.selectRows(rowRange(e * d, d), {d, f}));
-    }
-  }
-  return llvm::Error::success();
-}
-
 /// A GGUF file's experts' gate and up where they are one tensor an expert
 /// (ffn_gate_up_exps, [2·I, hidden], gate the first I rows; stored in
 /// blocks, a row is whole blocks): each half under the expert's gate and
@@ -414,8 +381,15 @@ llvm::Error mlir::tfm::prepareGemma4Checkpoint(DecoderSpec &spec,
     if (llvm::Error err = foldRouterScales(spec, store, checkpoint,
                                            prefix + "layers.{}.router.scale"))
       return err;
-    if (llvm::Error err = splitStackedExperts(spec, store, checkpoint, prefix))
-      return err;
+    // The layers' stacked experts (experts.gate_up_proj, gate the first
+    // I rows of each expert's, as Gemma4TextExperts chunks them).
+    for (int64_t l = 0; l < spec.numLayers; ++l) {
+      std::string base = layerWeightName(prefix + "layers.{}.experts.", l);
+      if (llvm::Error err =
+              splitStackedExperts(spec, store, checkpoint, l,
+                                  base + "gate_up_proj", base + "down_proj"))
+        return err;
+    }
   }
   return readLayerScales(spec, store, checkpoint, /*required=*/true);
 }

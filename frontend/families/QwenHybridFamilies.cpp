@@ -251,11 +251,13 @@ std::optional<std::string> stackedName(const WeightStore &store,
   return std::nullopt;
 }
 
-/// transformers 5's stacked experts (mlp.experts.gate_up_proj [E, 2I, D],
-/// gate rows first, and mlp.experts.down_proj [E, D, I]) as the
-/// per-expert weights the spec names, each a view of its rows.
-llvm::Error splitStackedExperts(const DecoderSpec &spec, WeightStore &store,
-                                llvm::StringRef checkpoint, int64_t layer) {
+/// transformers 5's stacked experts under the layer's mlp. (its router's
+/// prefix), stored with or without ".weight"; none: the checkpoint names
+/// each expert's own weights.
+llvm::Error splitQwenStackedExperts(const DecoderSpec &spec,
+                                    WeightStore &store,
+                                    llvm::StringRef checkpoint,
+                                    int64_t layer) {
   std::string block = layerWeightName(spec.layer.router, layer);
   llvm::StringRef base(block);
   base.consume_back("gate.weight");
@@ -265,32 +267,10 @@ llvm::Error splitStackedExperts(const DecoderSpec &spec, WeightStore &store,
   std::optional<std::string> down = stackedName(store, downName);
   if (!gateUp && !down)
     return llvm::Error::success();
-  int64_t e = spec.numExperts, f = spec.expertSize, d = spec.hiddenSize;
   // Either missing is reported under its name without ".weight".
-  for (auto [found, name, shape] :
-       {std::tuple<std::optional<std::string>, std::string,
-                   std::vector<int64_t>>{gateUp, gateUpName, {e, 2 * f, d}},
-        {down, downName, {e, d, f}}})
-    if (std::optional<std::string> error =
-            store.mismatch(checkpoint, found.value_or(name), shape,
-                           "the " + spec.family + " config implies"))
-      return makeError(*error);
-  WeightTensor both = store.take(*gateUp).mergeLeadingDims();
-  WeightTensor downs = store.take(*down).mergeLeadingDims();
-  const LayerWeightNames &n = spec.layer;
-  for (int64_t expert = 0; expert < e; ++expert) {
-    // Rows [first, first + count): one block of them.
-    auto rows = [](int64_t first, int64_t count) {
-      return rowsOfEachBlock(1, count, first, count);
-    };
-    store.add(expertWeightName(n.expertGate, layer, expert),
-              both.selectRows(rows(expert * 2 * f, f), {f, d}));
-    store.add(expertWeightName(n.expertUp, layer, expert),
-              both.selectRows(rows(expert * 2 * f + f, f), {f, d}));
-    store.add(expertWeightName(n.expertDown, layer, expert),
-              downs.selectRows(rows(expert * d, d), {d, f}));
-  }
-  return llvm::Error::success();
+  return splitStackedExperts(spec, store, checkpoint, layer,
+                             gateUp.value_or(gateUpName),
+                             down.value_or(downName));
 }
 
 } // namespace
@@ -316,7 +296,8 @@ llvm::Error mlir::tfm::prepareQwenHybridCheckpoint(DecoderSpec &spec,
   int64_t channels = net.channels();
   for (int64_t layer = 0; layer < spec.numLayers; ++layer) {
     if (spec.numExperts > 0)
-      if (llvm::Error err = splitStackedExperts(spec, store, checkpoint, layer))
+      if (llvm::Error err =
+              splitQwenStackedExperts(spec, store, checkpoint, layer))
         return err;
     if (!spec.isRecurrentLayer(layer))
       continue;
