@@ -17,7 +17,7 @@ import threading
 
 import jsonschema
 
-from serve_client import next_event, open_stream, post, start_server
+from serve_client import post, start_server, stream_text
 
 PROMPT = "Once upon a time"
 
@@ -26,18 +26,6 @@ def complete(port, **fields):
     status, payload = post(port, "/v1/completions",
                            dict({"prompt": PROMPT}, **fields))
     return status, json.loads(payload)
-
-
-def streamed(port, body):
-    connection, response = open_stream(port, body)
-    text = ""
-    while True:
-        data = next_event(response)
-        if data is None or data == "[DONE]":
-            break
-        text += json.loads(data)["choices"][0]["text"]
-    connection.close()
-    return text
 
 
 def person_ok(text):
@@ -79,7 +67,7 @@ def main():
         print("sampled together:", sum(person_ok(t) for t in texts), "of 8",
               "valid,", len(set(texts)), "distinct, finish",
               sorted({r["choices"][0]["finish_reason"] for r in results}))
-        stream = streamed(port, {"prompt": PROMPT, "grammar": person,
+        stream, _, _, _ = stream_text(port, {"prompt": PROMPT, "grammar": person,
                                  "max_tokens": 120, "temperature": 1.5,
                                  "seed": 3})
         print("streamed equals whole:", stream == texts[2])
