@@ -23,11 +23,12 @@ for pkg in "${PACKAGES[@]}"; do
     missing+=("$pkg")
 done
 
-# OpenAI's Node SDK, which test/tools/tfm-serve-openai-sdk.test drives
+# OpenAI's Node SDK and zod, which test/tools/tfm-serve-openai-sdk.test drives
 # tfm-serve with, from the npm registry where node is there (the test is
 # reported unsupported without it).
 sdk="$(cd "$(dirname "$0")/.." && pwd)/test/tools/openai-sdk"
-if command -v npm >/dev/null && [ ! -f "$sdk/node_modules/openai/package.json" ]; then
+if command -v npm >/dev/null && { [ ! -f "$sdk/node_modules/openai/package.json" ] ||
+    [ ! -f "$sdk/node_modules/zod/package.json" ]; }; then
   (cd "$sdk" && npm install --no-audit --no-fund --loglevel=error) ||
     echo "install-deps: could not install OpenAI's Node SDK (npm): its test is skipped"
 fi

@@ -134,10 +134,11 @@ std::optional<ApiError> messageText(const json &content, size_t index,
   return std::nullopt;
 }
 
-/// A chat's messages, rendered with the model's template and tokenized.
-std::optional<ApiError> readMessages(const json &request,
-                                     const ServedModel &model,
-                                     std::vector<int32_t> &ids) {
+/// A chat's messages (and tools), rendered with the model's template.
+std::optional<ApiError> renderMessages(const json &request,
+                                       const ServedModel &model,
+                                       const ToolRequest &tools,
+                                       std::string &prompt) {
   auto found = request.find("messages");
   if (found == request.end())
     return ApiError{400, "'messages' is required", "messages", ""};
@@ -163,10 +164,15 @@ std::optional<ApiError> readMessages(const json &request,
       return error;
     json normalized = message;
     normalized["content"] = text;
+    if (auto error = normalizeToolFields(normalized, at))
+      return badField(error->field, error->message);
     messages.push_back(std::move(normalized));
   }
   json variables = model.specialTokens;
   variables["messages"] = std::move(messages);
+  // tool_choice "none": the model is not told of the tools, so it answers.
+  if (tools.choice != ToolChoice::None)
+    variables["tools"] = tools.templateTools;
   bool generationPrompt = true;
   if (auto flag = request.find("add_generation_prompt");
       flag != request.end()) {
@@ -175,7 +181,7 @@ std::optional<ApiError> readMessages(const json &request,
     generationPrompt = flag->get<bool>();
   }
   variables["add_generation_prompt"] = generationPrompt;
-  std::string prompt, error;
+  std::string error;
   ChatTemplate::Failure failure;
   if (!model.chatTemplate->render(variables, prompt, failure, error))
     return failure == ChatTemplate::Failure::Raised
@@ -184,6 +190,17 @@ std::optional<ApiError> readMessages(const json &request,
                           "messages", ""}
                : ApiError{400, "the model's chat template failed at " + error,
                           "messages", "chat_template_error"};
+  return std::nullopt;
+}
+
+/// A chat's messages, rendered with the model's template and tokenized.
+std::optional<ApiError> readMessages(const json &request,
+                                     const ServedModel &model,
+                                     const ToolRequest &tools,
+                                     std::vector<int32_t> &ids) {
+  std::string prompt;
+  if (auto error = renderMessages(request, model, tools, prompt))
+    return error;
   return tokenizeText(model, prompt, /*bos=*/-1, "messages", ids);
 }
 
@@ -290,6 +307,63 @@ std::optional<ApiError> readGrammar(const json &request,
     return badField(field, std::string("is not a usable grammar: ") +
                                status.message);
   out.grammar.reset(parsed);
+  return std::nullopt;
+}
+
+/// `tools` and `tool_choice`, checked against what the model's template
+/// can do; a required call's opening marker appended to the prompt where
+/// it is a special token (Mistral's [TOOL_CALLS]).
+std::optional<ApiError> readTools(const json &request,
+                                  const ServedModel &model,
+                                  CompletionRequest &out) {
+  if (auto error = readToolRequest(request, out.tools))
+    return badField(error->field, error->message);
+  if (out.tools.choice != ToolChoice::None &&
+      model.toolFormat == ToolFormat::None)
+    return ApiError{400,
+                    "'tools' cannot be used with this model: " +
+                        model.toolFormatProblem,
+                    "tools", ""};
+  return std::nullopt;
+}
+
+/// tool_choice "required" or a named function: the output must be a call,
+/// so a grammar constrains it.
+std::optional<ApiError> readToolChoiceGrammar(const ServedModel &model,
+                                              CompletionRequest &out) {
+  if (out.tools.choice != ToolChoice::Required &&
+      out.tools.choice != ToolChoice::Named)
+    return std::nullopt;
+  if (out.grammar)
+    return badField("tool_choice", "and 'response_format' (or 'grammar') "
+                                   "both constrain the output: give one");
+  std::string gbnf;
+  if (auto error = toolCallGrammar(model.toolFormat, out.tools, gbnf))
+    return badField(error->field, error->message);
+  tfm_grammar *parsed = nullptr;
+  tfm_status status;
+  if (tfm_grammar_new(gbnf.c_str(), model.tokenizer, model.desc, &parsed,
+                      &status) != TFM_OK)
+    return badField("tools", std::string("cannot be made a grammar: ") +
+                                 status.message);
+  out.grammar.reset(parsed);
+  return std::nullopt;
+}
+
+/// A required call whose opening marker is a special token starts after
+/// it: the prompt ends with it.
+std::optional<ApiError> openToolCall(const ServedModel &model,
+                                     CompletionRequest &out) {
+  if ((out.tools.choice != ToolChoice::Required &&
+       out.tools.choice != ToolChoice::Named) ||
+      !prefillsMarker(model.toolFormat))
+    return std::nullopt;
+  if (model.toolOpenerToken < 0)
+    return badField("tool_choice",
+                    "cannot be enforced: the vocabulary has no " +
+                        toolMarkers(model.toolFormat).front() + " token");
+  out.prompt.push_back(model.toolOpenerToken);
+  out.toolCallOpened = true;
   return std::nullopt;
 }
 
@@ -403,6 +477,44 @@ std::optional<ApiError> tfm::serve::checkModelField(const json &request,
   return std::nullopt;
 }
 
+namespace {
+
+/// A field neither endpoint knows is refused, never ignored.
+std::optional<ApiError> checkFieldNames(const json &request,
+                                        Endpoint endpoint) {
+  static const std::set<std::string> common = {
+      "model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop",
+      "ignore_eos", "stream", "n", "user", "repetition_penalty", "grammar",
+      "response_format"};
+  static const std::set<std::string> chatOnly = {
+      "messages", "max_completion_tokens", "add_generation_prompt",
+      "stream_options", "reasoning_format", "tools", "tool_choice",
+      "parallel_tool_calls"};
+  bool chat = endpoint == Endpoint::ChatCompletions;
+  for (auto &[key, value] : request.items())
+    if (!common.count(key) && (chat ? !chatOnly.count(key) : key != "prompt"))
+      return ApiError{400, "unknown field '" + key + "'", key, ""};
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<ApiError> tfm::serve::renderChatRequest(const std::string &body,
+                                                      const ServedModel &model,
+                                                      std::string &prompt) {
+  json request;
+  if (auto error = parseRequestObject(body, request))
+    return error;
+  if (auto error = checkFieldNames(request, Endpoint::ChatCompletions))
+    return error;
+  if (auto error = checkModelField(request, model))
+    return error;
+  CompletionRequest chat;
+  if (auto error = readTools(request, model, chat))
+    return error;
+  return renderMessages(request, model, chat.tools, prompt);
+}
+
 std::optional<ApiError>
 tfm::serve::parseCompletionRequest(Endpoint endpoint, const std::string &body,
                                    const ServedModel &model,
@@ -411,18 +523,10 @@ tfm::serve::parseCompletionRequest(Endpoint endpoint, const std::string &body,
   json request;
   if (std::optional<ApiError> error = parseRequestObject(body, request))
     return error;
-  static const std::set<std::string> common = {
-      "model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop",
-      "ignore_eos", "stream", "n", "user", "repetition_penalty", "grammar",
-      "response_format"};
-  static const std::set<std::string> chatOnly = {
-      "messages", "max_completion_tokens", "add_generation_prompt",
-      "stream_options", "reasoning_format"};
   bool chat = endpoint == Endpoint::ChatCompletions;
   out.endpoint = endpoint;
-  for (auto &[key, value] : request.items())
-    if (!common.count(key) && (chat ? !chatOnly.count(key) : key != "prompt"))
-      return ApiError{400, "unknown field '" + key + "'", key, ""};
+  if (auto error = checkFieldNames(request, endpoint))
+    return error;
   // A chat's newer name for max_tokens.
   if (auto found = request.find("max_completion_tokens");
       found != request.end()) {
@@ -443,8 +547,13 @@ tfm::serve::parseCompletionRequest(Endpoint endpoint, const std::string &body,
   if (auto found = request.find("n");
       found != request.end() && *found != json(1))
     return badField("n", "must be 1: one completion per request");
-  if (auto error = chat ? readMessages(request, model, out.prompt)
+  if (chat)
+    if (auto error = readTools(request, model, out))
+      return error;
+  if (auto error = chat ? readMessages(request, model, out.tools, out.prompt)
                         : readPrompt(request, model, out.prompt))
+    return error;
+  if (auto error = openToolCall(model, out))
     return error;
   double maxTokens = 16;
   if (auto error = readNumber(request, "max_tokens", 1,
@@ -500,6 +609,8 @@ tfm::serve::parseCompletionRequest(Endpoint endpoint, const std::string &body,
       return error;
   if (auto error = readGrammar(request, model, out))
     return error;
+  if (auto error = readToolChoiceGrammar(model, out))
+    return error;
   return readStop(request, out.stop);
 }
 
@@ -512,8 +623,9 @@ std::string ServedModel::spelling(int32_t token) const {
 }
 
 TextStream::TextStream(const ServedModel &model, std::vector<std::string> stop,
-                       int32_t lastPromptToken)
-    : model(model), stop(std::move(stop)), previous(lastPromptToken) {
+                       int32_t lastPromptToken, std::vector<int32_t> shown)
+    : model(model), stop(std::move(stop)), shown(std::move(shown)),
+      previous(lastPromptToken) {
   for (const std::string &s : this->stop)
     holdBack = std::max(holdBack, s.size() - 1);
 }
@@ -537,7 +649,8 @@ std::string TextStream::add(int32_t token) {
   const char *piece = nullptr;
   if (model.tokenizer && token != model.desc->bos_token &&
       !tfm_ends_generation(model.desc, token) &&
-      !tfm_tokenizer_is_special(model.tokenizer, token))
+      (!tfm_tokenizer_is_special(model.tokenizer, token) ||
+       std::find(shown.begin(), shown.end(), token) != shown.end()))
     piece = tfm_tokenizer_decode(model.tokenizer, previous, token,
                                  model.desc->bos_token, &size);
   previous = token;
@@ -574,7 +687,8 @@ const char *tfm::serve::finishReason(tfm_finish_reason reason,
 json tfm::serve::completionChoice(Endpoint endpoint, const std::string &text,
                                   const char *finishReason, bool streamed,
                                   bool firstOfStream,
-                                  const std::string &reasoning) {
+                                  const std::string &reasoning,
+                                  const json &toolCalls) {
   json choice = {{"index", 0}};
   if (endpoint == Endpoint::Completions) {
     choice["text"] = text;
@@ -582,6 +696,11 @@ json tfm::serve::completionChoice(Endpoint endpoint, const std::string &text,
     choice["message"] = {{"role", "assistant"}, {"content", text}};
     if (!reasoning.empty())
       choice["message"]["reasoning_content"] = reasoning;
+    if (!toolCalls.empty()) {
+      if (text.empty())
+        choice["message"]["content"] = nullptr;
+      choice["message"]["tool_calls"] = toolCalls;
+    }
   } else {
     // A stream's first delta names the role; its last may be empty.
     json delta = json::object();
@@ -589,8 +708,12 @@ json tfm::serve::completionChoice(Endpoint endpoint, const std::string &text,
       delta["role"] = "assistant";
     if (!reasoning.empty())
       delta["reasoning_content"] = reasoning;
-    if (!text.empty() || (firstOfStream && !finishReason && reasoning.empty()))
+    if (!text.empty() ||
+        (firstOfStream && !finishReason && reasoning.empty() &&
+         toolCalls.empty()))
       delta["content"] = text;
+    if (!toolCalls.empty())
+      delta["tool_calls"] = toolCalls;
     choice["delta"] = std::move(delta);
   }
   choice["logprobs"] = nullptr;

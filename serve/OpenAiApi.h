@@ -13,6 +13,7 @@
 #define TFM_TOOLS_TFM_SERVE_OPENAIAPI_H
 
 #include "serve/Reasoning.h"
+#include "serve/ToolCalls.h"
 #include "serve/jinja/ChatTemplate.h"
 #include "tfm/tfm_engine.h"
 
@@ -44,6 +45,15 @@ struct ServedModel {
   /// The tokens that mark a thinking model's reasoning, if its vocabulary
   /// has them.
   ReasoningMarkers reasoning;
+  /// How the chat template has the model write tool calls; None with
+  /// `toolFormatProblem` saying why (requests with tools are refused).
+  ToolFormat toolFormat = ToolFormat::None;
+  std::string toolFormatProblem;
+  /// The format's markers that are special tokens (shown to the parser of
+  /// a request with tools), and the token of its opening marker (-1: not
+  /// one token).
+  std::vector<int32_t> toolMarkerTokens;
+  int32_t toolOpenerToken = -1;
   /// A token's spelling, special tokens included ("" without a
   /// tokenizer).
   std::string spelling(int32_t token) const;
@@ -74,6 +84,16 @@ struct CompletionRequest {
   /// The grammar the output must match: `grammar` (GBNF, as llama.cpp's
   /// server takes it) or response_format json_object; null: none.
   GrammarHandle grammar;
+  /// A chat's tools and tool_choice; where calls are possible, the answer
+  /// is parsed into tool_calls. `toolCallOpened`: a required call's
+  /// opening marker ends the prompt (a special token a grammar cannot
+  /// write).
+  ToolRequest tools;
+  bool toolCallOpened = false;
+  bool parsesToolCalls(const ServedModel &model) const {
+    return tools.choice != ToolChoice::None &&
+           model.toolFormat != ToolFormat::None;
+  }
 };
 
 /// A refused request: the HTTP status and OpenAI's error object.
@@ -112,12 +132,22 @@ std::optional<ApiError> parseCompletionRequest(Endpoint endpoint,
                                                uint64_t defaultSeed,
                                                CompletionRequest &out);
 
+/// The prompt text a chat request's messages (and tools) make through the
+/// model's chat template, as /v1/chat/completions would tokenize it
+/// (llama.cpp's /apply-template); the body's generation fields are read
+/// past, but checked as the chat endpoint checks them.
+std::optional<ApiError> renderChatRequest(const std::string &body,
+                                          const ServedModel &model,
+                                          std::string &prompt);
+
 /// Generated tokens as text: pieces decoded as they come, held back while
 /// they could still be the start of a stop string or of a UTF-8 character.
 class TextStream {
 public:
+  /// `shown`: special tokens that are output as their spelling (a tool
+  /// call's markers), where others are not text.
   TextStream(const ServedModel &model, std::vector<std::string> stop,
-             int32_t lastPromptToken);
+             int32_t lastPromptToken, std::vector<int32_t> shown = {});
   /// Adds a token; returns the text that is now final.
   std::string add(int32_t token);
   /// The text held back, once generation has ended.
@@ -129,6 +159,7 @@ public:
 private:
   const ServedModel &model;
   std::vector<std::string> stop;
+  std::vector<int32_t> shown;
   size_t holdBack = 0;
   int32_t previous;
   std::string pending;
@@ -151,11 +182,14 @@ std::string jsonText(const nlohmann::ordered_json &value);
 /// A choice of `endpoint`'s response: the text (a completion's `text`, a
 /// chat's message), or in a stream the piece (a chat's `delta`, whose
 /// first also names the role); a chat's `reasoning`, where not empty, as
-/// its reasoning_content.
+/// its reasoning_content; `toolCalls` (an array, where not empty) as its
+/// tool_calls (a message's content then null where empty).
 nlohmann::ordered_json completionChoice(Endpoint endpoint, const std::string &text,
                                 const char *finishReason, bool streamed,
                                 bool firstOfStream,
-                                const std::string &reasoning = "");
+                                const std::string &reasoning = "",
+                                const nlohmann::ordered_json &toolCalls =
+                                    nlohmann::ordered_json::array());
 nlohmann::ordered_json usage(int64_t promptTokens, int64_t completionTokens);
 /// The response object, or a chunk of a stream when `streamed`.
 nlohmann::ordered_json completionResponse(Endpoint endpoint, bool streamed,

@@ -87,6 +87,25 @@ const tfm_model_desc *loadLibrary(const ServerOptions &o, std::string &name) {
   return desc;
 }
 
+/// The tokens that spell the tool call format's markers: the special ones
+/// are shown to the parser, the opener is a required call's start.
+void findToolMarkers(ServedModel &served) {
+  if (!served.tokenizer || served.toolFormat == ToolFormat::None)
+    return;
+  std::vector<std::string> markers = toolMarkers(served.toolFormat);
+  for (int64_t id = 0; id < served.desc->vocab_size && id <= INT32_MAX; ++id) {
+    auto token = int32_t(id);
+    std::string text = served.spelling(token);
+    auto found = std::find(markers.begin(), markers.end(), text);
+    if (found == markers.end())
+      continue;
+    if (found == markers.begin() && served.toolOpenerToken < 0)
+      served.toolOpenerToken = token;
+    if (tfm_tokenizer_is_special(served.tokenizer, token))
+      served.toolMarkerTokens.push_back(token);
+  }
+}
+
 /// The chat template: --chat-template's file (refused at start when it
 /// cannot be rendered), or the model's (a problem then only refuses chats).
 /// Returns where it came from, for the start-up message.
@@ -108,12 +127,16 @@ std::string loadChatTemplate(const ServerOptions &o, ServedModel &served) {
         "the model has no chat template (tokenizer_config.json's "
         "chat_template, or tfmc --chat-template): /v1/chat/completions needs "
         "one; start tfm-serve with --chat-template FILE";
+    served.toolFormatProblem = served.chatTemplateProblem;
     return "none";
   }
   std::string error;
   served.chatTemplate = ChatTemplate::parse(source, error);
-  if (served.chatTemplate)
+  if (served.chatTemplate) {
+    served.toolFormat = detectToolFormat(source, served.toolFormatProblem);
+    findToolMarkers(served);
     return origin;
+  }
   if (!o.chatTemplate.empty())
     fail("the chat template '" + o.chatTemplate + "': " + error);
   served.chatTemplateProblem =
@@ -229,19 +252,70 @@ struct Generation {
   std::optional<ReasoningRouter> router;
   TextStream thoughts;
   bool contentStarted = false, reasoningStarted = false;
+  /// A chat with tools: the answer's calls, parsed out of its text
+  /// (`calls`, of which a stream has sent `callsSent`).
+  ToolRequest tools;
+  std::optional<ToolCallParser> toolParser;
+  std::vector<ToolCall> calls;
+  size_t callsSent = 0;
   size_t seen = 0; // tokens taken from the completion
   bool done = false;
   bool sentFirstChunk = false;
   Generation(std::shared_ptr<Completion> completion, const ServedModel &model,
-             const CompletionRequest &request)
+             const CompletionRequest &request, uint64_t idSeed)
       : completion(std::move(completion)),
-        text(model, request.stop, request.prompt.back()),
-        thoughts(model, {}, request.prompt.back()) {
+        text(model, request.stop, request.prompt.back(),
+             request.parsesToolCalls(model) ? model.toolMarkerTokens
+                                            : std::vector<int32_t>{}),
+        thoughts(model, {}, request.prompt.back()), tools(request.tools) {
     if (request.separateReasoning)
       router.emplace(model.reasoning, request.prompt,
                      [&model](int32_t token) { return model.spelling(token); });
     else
       contentStarted = true; // the output as it is
+    if (request.parsesToolCalls(model))
+      toolParser.emplace(model.toolFormat, tools, request.toolCallOpened,
+                         idSeed);
+  }
+
+  /// The answer's text through the tool call parser, if any; `last`: the
+  /// answer has ended.
+  std::string answer(const std::string &piece, bool last) {
+    if (!toolParser)
+      return piece;
+    std::string out = toolParser->add(piece);
+    if (last)
+      out += toolParser->finish();
+    for (ToolCall &call : toolParser->takeCalls())
+      calls.push_back(std::move(call));
+    return out;
+  }
+
+  /// finish_reason: "tool_calls" once the answer called a function, unless
+  /// max_tokens cut it ("length").
+  const char *finish(const char *reason) const {
+    return calls.empty() || std::strcmp(reason, "length") == 0 ? reason
+                                                               : "tool_calls";
+  }
+
+  /// The calls a stream has not sent yet, as its deltas list them.
+  json unsentCalls() {
+    json out = json::array();
+    for (; callsSent < calls.size(); ++callsSent) {
+      json call = calls[callsSent].toJson();
+      json delta = {{"index", callsSent}};
+      for (auto &[key, value] : call.items())
+        delta[key] = value;
+      out.push_back(std::move(delta));
+    }
+    return out;
+  }
+
+  json allCalls() const {
+    json out = json::array();
+    for (const ToolCall &call : calls)
+      out.push_back(call.toJson());
+    return out;
   }
 
   /// Waits up to `wait` for tokens; returns the new text (and the new
@@ -271,7 +345,8 @@ struct Generation {
         reasoning += trimStart(thoughts.add(fresh[i]), reasoningStarted);
       if (part != TokenPart::Content)
         continue;
-      out += trimStart(text.add(fresh[i]), contentStarted);
+      std::string piece = text.add(fresh[i]);
+      out += trimStart(answer(piece, text.stopped()), contentStarted);
       if (text.stopped()) {
         fresh.resize(i + 1);
         scheduler.cancel(completion);
@@ -282,7 +357,7 @@ struct Generation {
       }
     }
     if (finished) {
-      out += trimStart(text.flush(), contentStarted);
+      out += trimStart(answer(text.flush(), true), contentStarted);
       reasoning += trimStart(thoughts.flush(), reasoningStarted);
       done = true;
     }
@@ -333,8 +408,8 @@ public:
     std::string id = (endpoint == Endpoint::Completions ? "cmpl-" : "chatcmpl-") +
                      std::to_string(nextId++);
     int64_t created = int64_t(std::time(nullptr));
-    auto generation =
-        std::make_shared<Generation>(completion, served, request);
+    auto generation = std::make_shared<Generation>(completion, served,
+                                                   request, nextSeed++);
     if (!request.stream)
       return respondWhole(endpoint, res, generation, id, created);
     res.headers.emplace_back("Cache-Control", "no-cache");
@@ -367,7 +442,8 @@ private:
       return sendError(res, ApiError{500, error, "", "server_error"});
     json body = completionResponse(
         endpoint, /*streamed=*/false, id, created, served.name,
-        completionChoice(endpoint, text, reason, false, false, reasoning));
+        completionChoice(endpoint, text, generation->finish(reason), false,
+                         false, reasoning, generation->allCalls()));
     body["usage"] = usage(completion->promptTokens, int64_t(generation->seen));
     res.setContent(jsonText(body), "application/json");
   }
@@ -400,8 +476,9 @@ private:
     // return_tokens_as_token_ids): text may be empty for a while
     // (a stop string's possible start, a model without tokenizer).
     auto chunk = [&](const std::string &piece, const char *finish) {
-      json choice = completionChoice(endpoint, piece, finish, true,
-                                     !generation.sentFirstChunk, reasoning);
+      json choice = completionChoice(
+          endpoint, piece, finish ? generation.finish(finish) : nullptr, true,
+          !generation.sentFirstChunk, reasoning, generation.unsentCalls());
       generation.sentFirstChunk = true;
       choice["token_ids"] = fresh;
       json body = completionResponse(endpoint, /*streamed=*/true, id,
@@ -987,6 +1064,16 @@ int tfm::serve::runServer(const ServerOptions &o) {
                 [&](const HttpRequest &req, HttpResponse &res) {
                   completions->handle(Endpoint::ChatCompletions, req, res);
                 });
+    // What a chat request's messages and tools render to (llama.cpp's
+    // route): to see what the model is given.
+    server.route("POST", "/apply-template",
+                 [&](const HttpRequest &req, HttpResponse &res) {
+                   std::string prompt;
+                   if (auto error = renderChatRequest(req.body, served, prompt))
+                     return sendError(res, *error);
+                   res.setContent(jsonText(json{{"prompt", prompt}}),
+                                  "application/json");
+                 });
   }
   std::unique_ptr<EmbeddingEndpoint> embeddings;
   if (embed) {
@@ -1096,6 +1183,9 @@ int tfm::serve::runServer(const ServerOptions &o) {
               : classifier ? "none (a classifier)"
               : diffusion  ? "none (a diffusion pipeline)"
                            : "none (a speech recognizer)");
+  if (generates && served.toolFormat != ToolFormat::None)
+    std::printf("tfm-serve: tool calls: %s format\n",
+                toolFormatName(served.toolFormat));
   if (generates && served.reasoning.any())
     std::printf("tfm-serve: reasoning: %s markers (apart as "
                 "reasoning_content unless a request's reasoning_format is "

@@ -95,8 +95,10 @@ if os.path.isdir(os.path.join(shared_models, "stories260K")):
         ("%shared_data", os.path.join(os.path.dirname(shared_models), "data")))
 else:
     lit_config.note(f"{shared_models} not found: the stories260K tests are skipped")
-# OpenAI's Node SDK, where scripts/install-deps.sh could install it.
-if os.path.isfile(os.path.join(config.test_source_root, "tools", "openai-sdk",
-                               "node_modules", "openai", "package.json")) \
-        and shutil.which("node"):
+# OpenAI's Node SDK and zod, where scripts/install-deps.sh could install
+# them.
+if all(os.path.isfile(os.path.join(config.test_source_root, "tools",
+                                   "openai-sdk", "node_modules", package,
+                                   "package.json"))
+       for package in ("openai", "zod")) and shutil.which("node"):
     config.available_features.add("openai-sdk")

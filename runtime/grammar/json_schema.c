@@ -12,6 +12,7 @@
 
 #include "runtime/core/status.h"
 #include "runtime/grammar/json_value.h"
+#include "runtime/grammar/schema_terms.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -78,6 +79,10 @@ static void printf_(buffer *b, const char *format, ...) {
 
 typedef struct {
   const tfm_json *root;
+  /* The rule of `root` ("$ref": "#"), and which of several schemas it is
+   * (their "#/$defs/..." are apart). */
+  const char *root_rule;
+  size_t scope;
   buffer rules;      /* the grammar written so far */
   char **names;      /* rules defined (or being defined) */
   size_t name_count;
@@ -205,6 +210,11 @@ static const struct {
     {"space", "| \" \" | \"\\n\" [ \\t]{0,20}"},
     {"char", "[^\"\\\\\\x7F\\x00-\\x1F] | [\\\\] ([\"\\\\/bfnrt] | \"u\" "
              "[0-9a-fA-F]{4})"},
+    /* A bounded string's characters: no raw ones past U+FFFF, which
+     * JavaScript (zod, ajv) counts as two (UTF-16 units) where JSON Schema
+     * counts one; escaped as a surrogate pair they count two in both. */
+    {"char-bmp", "[^\"\\\\\\x7F\\x00-\\x1F\\U00010000-\\U0010FFFF] | [\\\\] "
+                 "([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})"},
     {"string", "\"\\\"\" char* \"\\\"\" space"},
     {"integral-part", "[0] | [1-9] [0-9]{0,15}"},
     {"decimal-part", "[0-9]{1,16}"},
@@ -217,8 +227,15 @@ static const struct {
     {"object", "\"{\" space ( string \":\" space value (\",\" space string "
                "\":\" space value)* )? \"}\" space"},
     {"array", "\"[\" space ( value (\",\" space value)* )? \"]\" space"},
-    {"date", "[0-9]{4} \"-\" ( [0] [1-9] | [1] [0-2] ) \"-\" ( [0] [1-9] | "
-             "[1-2] [0-9] | [3] [0-1] )"},
+    /* Calendar dates only: each month's days, February's 29th in leap
+     * years (by 4, not by 100 unless by 400), years 0001 to 9999. */
+    {"date", "( ( [1-9] [0-9]{3} | [0] [1-9] [0-9]{2} | \"00\" [1-9] [0-9] | "
+             "\"000\" [1-9] ) \"-\" ( \"02-\" ( [0] [1-9] | [1] [0-9] | [2] "
+             "[0-8] ) | ( [0] [13578] | [1] [02] ) \"-\" ( [0] [1-9] | [1-2] "
+             "[0-9] | [3] [0-1] ) | ( [0] [469] | \"11\" ) \"-\" ( [0] [1-9] | "
+             "[1-2] [0-9] | \"30\" ) ) | ( [0-9]{2} ( [0] [48] | [2468] [048] | "
+             "[13579] [26] ) | ( [0] [48] | [2468] [048] | [13579] [26] ) "
+             "\"00\" ) \"-02-29\" )"},
     {"time", "( [01] [0-9] | [2] [0-3] ) \":\" [0-5] [0-9] \":\" [0-5] "
              "[0-9] ( \".\" [0-9]{3} )? ( \"Z\" | [+-] ( [01] [0-9] | [2] "
              "[0-3] ) \":\" [0-5] [0-9] )"},
@@ -345,9 +362,7 @@ static void reference(converter *c, const char *ref, buffer *expr) {
     defs = tfm_json_get(c->root, "definitions");
     name = ref + 14;
   } else if (strcmp(ref, "#") == 0) {
-    if (!has_rule(c, "root"))
-      fail(c, "$ref \"#\" outside the root");
-    puts_(expr, "root");
+    puts_(expr, c->root_rule);
     return;
   } else {
     fail(c, "$ref \"%s\" is not supported (only \"#\", \"#/$defs/...\" and "
@@ -359,12 +374,12 @@ static void reference(converter *c, const char *ref, buffer *expr) {
     fail(c, "$ref \"%s\" names no definition", ref);
     return;
   }
-  char rule[128];
-  snprintf(rule, sizeof rule, "def-");
-  fresh_name(c, name, rule + 4, sizeof rule - 4);
+  char rule[128], hint[104];
+  snprintf(hint, sizeof hint, "def-%s", name);
+  fresh_name(c, hint, rule, sizeof rule);
   /* One rule a definition: found by its recorded name. */
   char key[160];
-  snprintf(key, sizeof key, "#ref:%s", ref);
+  snprintf(key, sizeof key, "#ref:%zu:%s", c->scope, ref);
   for (size_t i = 0; i + 1 < c->name_count; ++i)
     if (strcmp(c->names[i], key) == 0) {
       puts_(expr, c->names[i + 1]);
@@ -619,11 +634,31 @@ static void array_rule(converter *c, const tfm_json *schema, const char *hint,
 
 static void string_rule(converter *c, const tfm_json *schema, buffer *expr) {
   const tfm_json *format = tfm_json_get(schema, "format");
+  const tfm_json *pattern = tfm_json_get(schema, "pattern");
   long min = count_keyword(c, schema, "minLength");
   long max = count_keyword(c, schema, "maxLength");
   if (c->failed)
     return;
   use_primitive(c, "space");
+  if (pattern) {
+    path_mark mark = enter(c, ".pattern");
+    if (pattern->kind != TFM_JSON_STRING)
+      fail(c, "'pattern' must be a string");
+    else if (format || min >= 0 || max >= 0)
+      fail(c, "'pattern' with 'format', 'minLength' or 'maxLength' is not "
+              "supported");
+    char error[200];
+    char *body = c->failed ? NULL
+                           : tfm_schema_pattern(pattern->text, error,
+                                                sizeof error);
+    if (!c->failed && !body)
+      fail(c, "%s", error);
+    if (body)
+      printf_(expr, "\"\\\"\" (%s ) \"\\\"\" space", body);
+    free(body);
+    leave(c, mark);
+    return;
+  }
   if (format) {
     static const char *const kFormats[] = {"date", "time", "date-time",
                                            "uuid", NULL};
@@ -641,17 +676,72 @@ static void string_rule(converter *c, const tfm_json *schema, buffer *expr) {
     printf_(expr, "\"\\\"\" %s \"\\\"\" space", format->text);
     return;
   }
-  use_primitive(c, "char");
+  const char *character = max >= 0 ? "char-bmp" : "char";
+  use_primitive(c, character);
   if (max >= 0 && max < (min < 0 ? 0 : min)) {
     fail(c, "'maxLength' below 'minLength'");
     return;
   }
-  puts_(expr, "\"\\\"\" char");
+  printf_(expr, "\"\\\"\" %s", character);
   if (min < 0 && max < 0)
     puts_(expr, "*");
   else
     repetition(expr, min < 0 ? 0 : min, max);
   puts_(expr, " \"\\\"\" space");
+}
+
+/* Whether a number schema bounds its values. */
+static int has_bounds(const tfm_json *schema) {
+  return tfm_json_get(schema, "minimum") || tfm_json_get(schema, "maximum") ||
+         tfm_json_get(schema, "exclusiveMinimum") ||
+         tfm_json_get(schema, "exclusiveMaximum");
+}
+
+/* An integer's bounds (minimum, maximum, exclusiveMinimum and
+ * exclusiveMaximum as numbers, JSON Schema 2019 on) as the integers they
+ * allow, digit by digit; past 16 digits is the integer primitive's limit. */
+static void integer_range(converter *c, const tfm_json *schema,
+                          buffer *expr) {
+  double low = -(double)TFM_SCHEMA_MAX_INTEGER;
+  double high = (double)TFM_SCHEMA_MAX_INTEGER;
+  static const char *const kBounds[] = {"minimum", "exclusiveMinimum",
+                                        "maximum", "exclusiveMaximum"};
+  for (int i = 0; i < 4; ++i) {
+    const tfm_json *bound = tfm_json_get(schema, kBounds[i]);
+    if (!bound)
+      continue;
+    if (bound->kind != TFM_JSON_NUMBER || !isfinite(bound->number)) {
+      path_mark mark = enter(c, ".%s", kBounds[i]);
+      fail(c, "'%s' must be a number", kBounds[i]);
+      leave(c, mark);
+      return;
+    }
+    double v = bound->number;
+    if (i == 0)
+      low = fmax(low, ceil(v));
+    else if (i == 1)
+      low = fmax(low, floor(v) + 1);
+    else if (i == 2)
+      high = fmin(high, floor(v));
+    else
+      high = fmin(high, ceil(v) - 1);
+  }
+  if (low > high) {
+    fail(c, "no integer lies within the bounds%s",
+         low > (double)TFM_SCHEMA_MAX_INTEGER ||
+                 high < -(double)TFM_SCHEMA_MAX_INTEGER
+             ? " of 16 digits"
+             : "");
+    return;
+  }
+  char *range = tfm_schema_integer_range((int64_t)low, (int64_t)high);
+  if (!range) {
+    fail(c, "out of memory");
+    return;
+  }
+  use_primitive(c, "space");
+  printf_(expr, "%s space", range);
+  free(range);
 }
 
 static void visit(converter *c, const tfm_json *schema, const char *hint,
@@ -676,8 +766,10 @@ static void visit(converter *c, const tfm_json *schema, const char *hint,
   static const char *const kArray[] = {"items", "prefixItems", "minItems",
                                        "maxItems", NULL};
   static const char *const kString[] = {"minLength", "maxLength", "format",
-                                        NULL};
-  static const char *const kNumber[] = {"minimum", NULL};
+                                        "pattern", NULL};
+  static const char *const kNumber[] = {"minimum", "maximum",
+                                        "exclusiveMinimum",
+                                        "exclusiveMaximum", NULL};
   for (size_t i = 0; i < schema->count; ++i) {
     const char *key = schema->keys[i];
     if (is_annotation(key) || is_one_of(key, kCommon) ||
@@ -791,7 +883,17 @@ static void visit(converter *c, const tfm_json *schema, const char *hint,
     array_rule(c, schema, hint, expr);
   } else if (strcmp(kind, "string") == 0) {
     string_rule(c, schema, expr);
+  } else if (strcmp(kind, "integer") == 0 && has_bounds(schema)) {
+    integer_range(c, schema, expr);
   } else if (strcmp(kind, "integer") == 0 || strcmp(kind, "number") == 0) {
+    /* A number (not an integer): only non-negative, as below. */
+    if (tfm_json_get(schema, "maximum") ||
+        tfm_json_get(schema, "exclusiveMinimum") ||
+        tfm_json_get(schema, "exclusiveMaximum")) {
+      fail(c, "a number's bounds other than \"minimum\": 0 are not "
+              "supported (an integer's are)");
+      return;
+    }
     const tfm_json *minimum = tfm_json_get(schema, "minimum");
     if (minimum && (minimum->kind != TFM_JSON_NUMBER || minimum->number != 0)) {
       path_mark mark = enter(c, ".minimum");
@@ -818,32 +920,65 @@ static void visit(converter *c, const tfm_json *schema, const char *hint,
   }
 }
 
-tfm_status_code tfm_json_schema_to_gbnf(const char *schema, char **gbnf,
-                                        tfm_status *status) {
-  if (!schema || !gbnf)
+tfm_status_code tfm_json_schemas_to_gbnf(const char *const *schemas,
+                                         const char *const *rules,
+                                         size_t count, char **gbnf,
+                                         tfm_status *status) {
+  if ((!schemas || !rules) && count)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_json_schema_to_gbnf: NULL argument");
-  char error[400];
-  tfm_json *root = tfm_json_parse(schema, error, sizeof error);
-  if (!root)
+                    "tfm_json_schemas_to_gbnf: NULL argument");
+  if (!gbnf)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "json schema: not JSON: %s", error);
+                    "tfm_json_schemas_to_gbnf: NULL argument");
   converter c = {0};
-  c.root = root;
-  snprintf(c.path, sizeof c.path, "$");
-  if (claim(&c, "root"))
-    define(&c, "root", root);
+  char where[32] = "";
+  for (size_t i = 0; i < count && !c.failed; ++i) {
+    if (!schemas[i] || !rules[i])
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "tfm_json_schemas_to_gbnf: NULL schema or rule name");
+    /* Schema i's messages say which it is where there are several. */
+    if (count > 1)
+      snprintf(where, sizeof where, "schema %zu: ", i);
+    char error[400];
+    tfm_json *root = tfm_json_parse(schemas[i], error, sizeof error);
+    if (!root) {
+      for (size_t k = 0; k < c.name_count; ++k)
+        free(c.names[k]);
+      free(c.names);
+      free(c.rules.text);
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "json schema: %snot JSON: %s", where, error);
+    }
+    c.root = root;
+    c.root_rule = rules[i];
+    c.scope = i;
+    snprintf(c.path, sizeof c.path, "$");
+    if (has_rule(&c, rules[i]))
+      fail(&c, "the rule name '%s' is given twice", rules[i]);
+    else if (claim(&c, rules[i]))
+      define(&c, rules[i], root);
+    tfm_json_free(root);
+  }
   if (c.rules.failed)
     fail(&c, "out of memory");
   for (size_t i = 0; i < c.name_count; ++i)
     free(c.names[i]);
   free(c.names);
-  tfm_json_free(root);
   if (c.failed) {
     free(c.rules.text);
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "json schema: %s",
-                    c.error);
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "json schema: %s%s",
+                    where, c.error);
   }
-  *gbnf = c.rules.text;
-  return tfm_ok(status);
+  *gbnf = c.rules.text ? c.rules.text : strdup("");
+  return *gbnf ? tfm_ok(status)
+               : tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+}
+
+tfm_status_code tfm_json_schema_to_gbnf(const char *schema, char **gbnf,
+                                        tfm_status *status) {
+  if (!schema || !gbnf)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_json_schema_to_gbnf: NULL argument");
+  const char *rule = "root";
+  return tfm_json_schemas_to_gbnf(&schema, &rule, 1, gbnf, status);
 }

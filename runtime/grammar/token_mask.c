@@ -263,7 +263,8 @@ static int step_byte(tfm_grammar *g, const tfm_grammar_stacks *in,
 partial : {
   /* Some code point the bytes so far can still become must be admitted:
    * one the character's length may encode (not overlong, not past
-   * U+10FFFF). */
+   * U+10FFFF, not a surrogate: after ED, A0 to BF lead only to those, and
+   * would leave a sampler no byte to go on with). */
   unsigned shift = 6u * part->remaining;
   uint32_t low = part->value << shift, high = low | ((1u << shift) - 1);
   uint32_t least = part->length == 4 ? 0x10000 : part->length == 3 ? 0x800
@@ -272,7 +273,14 @@ partial : {
     low = least;
   if (high > 0x10FFFF)
     high = 0x10FFFF;
-  return low <= high && tfm_grammar_admits_range(&g->rules, in, low, high);
+  if (low > high)
+    return 0;
+  if (low < 0xD800 &&
+      tfm_grammar_admits_range(&g->rules, in, low, high < 0xD7FF ? high : 0xD7FF))
+    return 1;
+  return high > 0xDFFF &&
+         tfm_grammar_admits_range(&g->rules, in, low > 0xE000 ? low : 0xE000,
+                                  high);
 }
 }
 

@@ -678,7 +678,7 @@ def bert_from_files(directory):
     return metadata
 
 
-def gpt2_from_files(directory, added=()):
+def gpt2_from_files(directory, added=(), control=()):
     with open(os.path.join(directory, "vocab.json"), encoding="utf-8") as f:
         vocab = json.load(f)
     with open(os.path.join(directory, "merges.txt"), encoding="utf-8") as f:
@@ -692,6 +692,9 @@ def gpt2_from_files(directory, added=()):
     # the byte-level spelling), user-defined (4).
     tokens += list(added)
     types += [4] * len(added)
+    # Control tokens (3), as Mistral's [TOOL_CALLS]: special, not text.
+    tokens += list(control)
+    types += [3] * len(control)
     return {"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "gpt-2",
             "tokenizer.ggml.tokens": tokens, "tokenizer.ggml.token_type": types,
             "tokenizer.ggml.merges": merges}
@@ -829,6 +832,9 @@ def main():
                         metavar="TEXT", help="append a user-defined token "
                         "to --gpt2-tokenizer's (\\n, \\t and \\s, a space, "
                         "unescaped)")
+    parser.add_argument("--control-token", action="append", default=[],
+                        metavar="TEXT", help="append a control (special) "
+                        "token to --gpt2-tokenizer's, after the added ones")
     parser.add_argument("--arch", default="llama")
     parser.add_argument("--set", action="append", default=[],
                         metavar="KEY=JSON", help="add or replace metadata "
@@ -850,7 +856,8 @@ def main():
     if args.gpt2_tokenizer:
         added = [t.replace("\\s", " ").replace("\\t", "\t").replace("\\n", "\n")
                  for t in args.added_token]
-        metadata.update(gpt2_from_files(args.gpt2_tokenizer, added))
+        metadata.update(gpt2_from_files(args.gpt2_tokenizer, added,
+                                        args.control_token))
     if args.bert_tokenizer:
         metadata.update(bert_from_files(args.bert_tokenizer))
     if args.gemma4_tokenizer:

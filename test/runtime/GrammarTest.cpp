@@ -198,13 +198,146 @@ TEST(JsonSchema, InstancesAreWholeMatchesAndOthersAreNot) {
   EXPECT_EQ(anyObject.follow(R"({"x": [1, {"y": null}], "z": "w"})"), 'W');
 }
 
+// Integer bounds, digit by digit: every integer in range and none outside,
+// across lengths and signs.
+TEST(JsonSchema, IntegerRangesAreExact) {
+  struct Range {
+    const char *schema;
+    long low, high;
+  } ranges[] = {
+      {R"({"type": "integer", "minimum": 13, "maximum": 57})", 13, 57},
+      {R"({"type": "integer", "minimum": -12, "maximum": 7})", -12, 7},
+      {R"({"type": "integer", "exclusiveMinimum": -100, "exclusiveMaximum": -3})",
+       -99, -4},
+      {R"({"type": "integer", "minimum": 0, "maximum": 1000})", 0, 1000},
+      {R"({"type": "integer", "minimum": 1.5, "maximum": 9.5})", 2, 9},
+      {R"({"type": "integer", "minimum": 95, "maximum": 105})", 95, 105}};
+  for (const Range &range : ranges) {
+    Follower follower(schemaGrammar(range.schema));
+    // Outside the range a text may still begin one inside ("1" of "13").
+    for (long v = range.low - 30; v <= range.high + 30; ++v)
+      EXPECT_EQ(follower.follow(std::to_string(v)) == 'W',
+                v >= range.low && v <= range.high)
+          << range.schema << " " << v;
+    EXPECT_NE(follower.follow("-0"), 'W') << range.schema;
+    EXPECT_EQ(follower.follow("007"), 'N') << range.schema;
+  }
+  Follower above(schemaGrammar(R"({"type": "integer", "minimum": 18})"));
+  EXPECT_EQ(above.follow("17"), 'P'); // 170 is above
+  EXPECT_EQ(above.follow("-1"), 'N');
+  EXPECT_EQ(above.follow("9999999999999999"), 'W');
+  EXPECT_EQ(above.follow("18"), 'W');
+}
+
+// format "date": days that exist (python3-jsonschema's checker reads them
+// with datetime.date).
+TEST(JsonSchema, DatesAreCalendarDates) {
+  Follower date(schemaGrammar(R"({"type": "string", "format": "date"})"));
+  for (const char *yes : {"2024-02-29", "2000-02-29", "0004-02-29",
+                          "2023-02-28", "2023-04-30", "2023-12-31",
+                          "0001-01-01"})
+    EXPECT_EQ(date.follow(std::string("\"") + yes + "\""), 'W') << yes;
+  for (const char *no : {"2023-02-29", "1900-02-29", "2023-04-31",
+                         "2023-11-31", "0000-01-01", "2023-00-10",
+                         "2023-01-32"})
+    EXPECT_EQ(date.follow(std::string("\"") + no + "\""), 'N') << no;
+}
+
+// Patterns: the JSON strings whose text the regex matches.
+TEST(JsonSchema, PatternsMatchAsRegexesDo) {
+  struct Case {
+    const char *pattern;
+    std::vector<const char *> yes, no;
+  } cases[] = {
+      {"^[A-Z]{2}-\\d{3,4}$", {"\"AB-123\"", "\"ZZ-0000\""},
+       {"\"AB-12\"", "\"ab-123\"", "\"AB-12345\""}},
+      {"^(cat|dog)s?$", {"\"cat\"", "\"dogs\""}, {"\"cow\"", "\"cats!\""}},
+      {"b+c", {"\"bc\"", "\"abbbcd\""}, {"\"ac\""}},
+      {"^[^@\\s]+@[a-z]+\\.(?:com|org)$", {"\"x.y@mail.org\""},
+       {"\"x y@mail.org\"", "\"x@mail.net\""}},
+      {"^a.c$", {"\"abc\"", "\"a-c\""}, {"\"ac\"", "\"a\\nc\""}},
+      {"^\\w+$", {"\"snake_case1\""}, {"\"kebab-case\""}},
+      // Characters JSON escapes are written as JSON escapes them.
+      {"^[\"\\\\]x$", {"\"\\\"x\"", "\"\\\\x\""}, {"\"\"x\""}},
+      {"^\\$\\d+(\\.\\d{2})?$", {"\"$5\"", "\"$12.50\""}, {"\"$1.5\""}},
+      {"^é+$", {"\"ééé\""}, {"\"e\""}},
+  };
+  for (const Case &c : cases) {
+    std::string quoted; // the regex as a JSON string's body
+    for (const char *p = c.pattern; *p; ++p)
+      quoted += *p == '"' || *p == '\\' ? std::string("\\") + *p
+                                          : std::string(1, *p);
+    std::string schema =
+        std::string(R"({"type": "string", "pattern": ")") + quoted + "\"}";
+    std::string grammar = schemaGrammar(schema);
+    ASSERT_EQ(grammar.rfind("ERROR", 0), std::string::npos) << grammar;
+    Follower follower(grammar);
+    for (const char *yes : c.yes)
+      EXPECT_EQ(follower.follow(yes), 'W') << c.pattern << " " << yes;
+    for (const char *no : c.no)
+      EXPECT_EQ(follower.follow(no), 'N') << c.pattern << " " << no;
+  }
+}
+
+// Several schemas in one grammar (a tool call's functions): each is its
+// rule, each schema's "#/$defs/..." and "#" its own.
+TEST(JsonSchema, SeveralSchemasKeepTheirOwnDefinitions) {
+  const char *schemas[] = {
+      R"({"$defs": {"x": {"type": "integer"}}, "type": "array",
+          "items": {"$ref": "#/$defs/x"}})",
+      R"({"$defs": {"x": {"type": "string"}}, "type": "object",
+          "properties": {"x": {"$ref": "#/$defs/x"}, "more": {"$ref": "#"}}})"};
+  const char *rules[] = {"first", "second"};
+  char *gbnf = nullptr;
+  tfm_status status;
+  ASSERT_EQ(tfm_json_schemas_to_gbnf(schemas, rules, 2, &gbnf, &status),
+            TFM_OK)
+      << status.message;
+  std::string text = gbnf;
+  free(gbnf);
+  EXPECT_EQ(text.find("root ::="), std::string::npos) << text;
+  Follower first("root ::= first\n" + text);
+  EXPECT_EQ(first.follow("[1, 2]"), 'W');
+  EXPECT_EQ(first.follow("[\"a\"]"), 'N');
+  Follower second("root ::= second\n" + text);
+  EXPECT_EQ(second.follow(R"({"x": "a", "more": {"x": "b"}})"), 'W');
+  EXPECT_EQ(second.follow(R"({"x": 1})"), 'N');
+  // An error names the schema.
+  const char *bad[] = {"{}", R"({"type": "number", "multipleOf": 2})"};
+  ASSERT_NE(tfm_json_schemas_to_gbnf(bad, rules, 2, &gbnf, &status), TFM_OK);
+  EXPECT_STREQ(status.message, "json schema: schema 1: at $.multipleOf: the "
+                               "keyword 'multipleOf' is not supported");
+  const char *twice[] = {"first", "first"};
+  ASSERT_NE(tfm_json_schemas_to_gbnf(schemas, twice, 2, &gbnf, &status),
+            TFM_OK);
+}
+
 TEST(JsonSchema, RefusesWhatItDoesNotSupportWithItsPath) {
-  EXPECT_EQ(schemaGrammar(R"({"type": "integer", "maximum": 3})"),
-            "ERROR: json schema: at $.maximum: the keyword 'maximum' is not "
-            "supported");
+  EXPECT_EQ(schemaGrammar(R"({"type": "integer", "multipleOf": 3})"),
+            "ERROR: json schema: at $.multipleOf: the keyword 'multipleOf' is "
+            "not supported");
   EXPECT_EQ(schemaGrammar(R"({"properties": {"a": {"pattern": "^a"}}})"),
-            "ERROR: json schema: at $.properties.a.pattern: the keyword "
-            "'pattern' is not supported");
+            "ERROR: json schema: at $.properties.a.pattern: 'pattern' does "
+            "not apply to a schema without a type");
+  EXPECT_EQ(schemaGrammar(R"({"type": "number", "maximum": 3})"),
+            "ERROR: json schema: at $: a number's bounds other than "
+            "\"minimum\": 0 are not supported (an integer's are)");
+  EXPECT_EQ(schemaGrammar(R"({"type": "integer", "minimum": 5, "maximum": 4})"),
+            "ERROR: json schema: at $: no integer lies within the bounds");
+  EXPECT_EQ(schemaGrammar(R"js({"type": "string", "pattern": "a(?!b)"})js"),
+            "ERROR: json schema: at $.pattern: at offset 2: lookarounds and "
+            "other (?...) groups are not supported");
+  EXPECT_EQ(schemaGrammar(R"js({"type": "string", "pattern": "(a)\\1"})js"),
+            "ERROR: json schema: at $.pattern: at offset 4: this escape is "
+            "not supported (backreferences, \\b, \\p and the like)");
+  EXPECT_EQ(schemaGrammar(R"({"type": "string", "pattern": "a^b"})"),
+            "ERROR: json schema: at $.pattern: at offset 1: '^' and '$' are "
+            "supported only at the pattern's start and end");
+  EXPECT_EQ(schemaGrammar(R"({"type": "string", "pattern": "[a-"})"),
+            "ERROR: json schema: at $.pattern: at offset 3: '[' is not closed");
+  EXPECT_EQ(schemaGrammar(R"({"type": "string", "pattern": "a{3,2}"})"),
+            "ERROR: json schema: at $.pattern: at offset 1: a {m,n} quantifier "
+            "outside 0 <= m <= n <= 10000");
   EXPECT_EQ(schemaGrammar(R"({"type": "string", "minItems": 2})"),
             "ERROR: json schema: at $.minItems: 'minItems' does not apply to "
             "string");
@@ -247,7 +380,7 @@ struct MaskFixture : ::testing::Test {
   tfm_grammar *grammar = nullptr;
   const std::vector<std::string> pieces = {
       "<unk>", "\n<s>\n", "\n</s>\n", "<0xC3>", "<0xA9>", "{", "}", "\"",
-      "a", "b", "ab", "{\"", "\": ", "é", "é}", " "};
+      "a", "b", "ab", "{\"", "\": ", "é", "é}", " ", "<0xED>", "<0x9F>"};
   void SetUp() override {
     std::vector<std::pair<std::string, float>> scored;
     for (const std::string &p : pieces)
@@ -318,6 +451,21 @@ TEST_F(MaskFixture, AllowsWhatTheGrammarAdmitsNext) {
   EXPECT_EQ(allowed(m), "");
   EXPECT_EQ(tfm_grammar_matcher_accept(m, id("a"), &status),
             TFM_ERROR_INVALID_ARGUMENT);
+  tfm_grammar_matcher_free(m);
+}
+
+// After ED, only 80 to 9F: A0 to BF begin surrogates, which no text has,
+// and which left a sampled JSON string with no byte to go on with.
+TEST_F(MaskFixture, NoByteLeadsToASurrogate) {
+  tfm_status status;
+  ASSERT_EQ(tfm_grammar_new("root ::= [^\"]+", tokenizer, &desc, &grammar,
+                            &status),
+            TFM_OK)
+      << status.message;
+  tfm_grammar_matcher *m = nullptr;
+  ASSERT_EQ(tfm_grammar_matcher_new(grammar, &m, &status), TFM_OK);
+  EXPECT_EQ(tfm_grammar_matcher_accept(m, id("<0xED>"), &status), TFM_OK);
+  EXPECT_EQ(allowed(m), "<0x9F>");
   tfm_grammar_matcher_free(m);
 }
 

@@ -2,20 +2,30 @@
 // (npm `openai`, test/tools/openai-sdk/) and prints one line per check for
 // FileCheck (tfm-serve-openai-sdk.test): completions, chat streamed,
 // embeddings (the SDK asks for base64 and decodes it) and transcriptions,
-// each server behind an API key, and the SDK's error for a wrong key.
+// each server behind an API key, and the SDK's error for a wrong key; on a
+// model with a tool-calling template, a zod schema as response_format
+// (zodResponseFormat, parsed by the SDK) and a tools round trip (zodFunction
+// tools, a required call whose arguments the SDK parses, the call and the
+// tool's answer sent back).
 //
 //   node openai_sdk_client.js TFM_SERVE LIBCHAT LIBEMBED LIBASR CLIP.WAV TEXT
+//        LIBTOOLS TOOLS_TEMPLATE
 const {spawn} = require('child_process');
 const fs = require('fs');
 const path = require('path');
-const OpenAI = require(path.join(__dirname, 'openai-sdk', 'node_modules', 'openai'));
+const modules = path.join(__dirname, 'openai-sdk', 'node_modules');
+const OpenAI = require(path.join(modules, 'openai'));
+const {zodResponseFormat, zodFunction} =
+    require(path.join(modules, 'openai', 'helpers', 'zod'));
+const {z} = require(path.join(modules, 'zod'));
 
 const KEY = 'sk-tfm-test';
 
 // Starts tfm-serve on LIBRARY (port 0) and resolves with its port.
-function serve(tfmServe, library) {
+function serve(tfmServe, library, ...options) {
   return new Promise((resolve, reject) => {
-    const server = spawn(tfmServe, [library, '--port', '0', '--api-key', KEY],
+    const server = spawn(tfmServe, [library, '--port', '0', '--api-key', KEY,
+                                    ...options],
                          {stdio: ['ignore', 'pipe', 'inherit']});
     let out = '';
     server.stdout.on('data', (chunk) => {
@@ -33,8 +43,8 @@ function client(port, apiKey = KEY) {
 }
 
 async function main() {
-  const [tfmServe, chatLib, embedLib, asrLib, clip, textPath] =
-      process.argv.slice(2);
+  const [tfmServe, chatLib, embedLib, asrLib, clip, textPath, toolsLib,
+         toolsTemplate] = process.argv.slice(2);
   const servers = [];
   try {
     const chat = await serve(tfmServe, chatLib);
@@ -79,9 +89,54 @@ async function main() {
     const expected = fs.readFileSync(textPath, 'utf8').trimEnd();
     console.log('transcription equals transformers\':',
                 transcription.text === expected);
+
+    const tools = await serve(tfmServe, toolsLib, '--chat-template',
+                              toolsTemplate);
+    servers.push(tools.server);
+    await structuredOutputs(client(tools.port));
   } finally {
     for (const server of servers) server.kill();
   }
+}
+
+// zod schemas through the SDK's helpers: a response_format the SDK parses
+// the answer with, and tools whose arguments it parses.
+async function structuredOutputs(openai) {
+  const Person = z.object({
+    name: z.string().max(10),
+    age: z.number().int(),
+    pets: z.array(z.enum(['cat', 'dog'])).max(3),
+  });
+  let parsedPeople = 0;
+  for (const seed of [1, 2, 3]) {
+    const completion = await openai.beta.chat.completions.parse({
+      model: 'tools', messages: [{role: 'user', content: 'Who are you?'}],
+      response_format: zodResponseFormat(Person, 'person'),
+      temperature: 1.5, seed, max_tokens: 300});
+    const parsed = completion.choices[0].message.parsed;
+    if (parsed && Person.safeParse(parsed).success) parsedPeople += 1;
+  }
+  console.log('zodResponseFormat: parsed', parsedPeople, 'of 3');
+
+  const Weather = z.object({city: z.string().max(12),
+                            unit: z.enum(['c', 'f'])});
+  const functions = [zodFunction({name: 'get_weather', parameters: Weather,
+                                  description: 'Current weather'})];
+  const messages = [{role: 'user', content: 'Weather in Paris?'}];
+  const first = await openai.beta.chat.completions.parse({
+    model: 'tools', messages, tools: functions, tool_choice: 'required',
+    parallel_tool_calls: false, temperature: 1.5, seed: 4, max_tokens: 300});
+  const message = first.choices[0].message;
+  const call = message.tool_calls[0];
+  console.log('tool call:', first.choices[0].finish_reason, call.type,
+              call.function.name, 'arguments parsed',
+              Weather.safeParse(call.function.parsed_arguments).success);
+  messages.push(message,
+                {role: 'tool', tool_call_id: call.id, content: '22 degrees'});
+  const second = await openai.chat.completions.create({
+    model: 'tools', messages, tools: functions, max_tokens: 8});
+  console.log('tool answer sent back:', second.choices.length,
+              second.choices[0].finish_reason !== undefined);
 }
 
 main().catch((e) => {

@@ -120,7 +120,7 @@ def main():
                                                 "type": "object",
                                                 "properties": {"n": {
                                                     "type": "integer",
-                                                    "maximum": 9}}}}}},
+                                                    "multipleOf": 9}}}}}},
                        {"response_format": {"type": "json_schema"}},
                        {"response_format": {"type": "yaml"}},
                        {"response_format": "json"},

@@ -256,6 +256,17 @@ int tfm_grammar_matcher_may_end(const tfm_grammar_matcher *matcher);
  * supported". */
 tfm_status_code tfm_json_schema_to_gbnf(const char *schema, char **gbnf,
                                         tfm_status *status);
+/* Several schemas in one grammar (a tool call's choice among functions'
+ * parameters): schema i's JSON texts are rule `rules[i]`, each schema's
+ * "$ref"s its own; no `root` rule is written (the caller's grammar around
+ * them names them). Rule names the caller writes must not be ones this
+ * makes: names of primitives ("value", "string", "space", ...) and of
+ * parts ("<rule>-...", "def-..."). Errors say which schema ("json schema:
+ * schema 1: at $.properties.x: ..."). */
+tfm_status_code tfm_json_schemas_to_gbnf(const char *const *schemas,
+                                         const char *const *rules,
+                                         size_t count, char **gbnf,
+                                         tfm_status *status);
 
 typedef enum {
   TFM_STOP_LENGTH = 0,   /* max_new_tokens generated */

@@ -1,0 +1,33 @@
+/* schema_terms.h - GBNF expressions for two JSON Schema keywords whose
+ * grammars are built character by character: an integer range (minimum,
+ * maximum and their exclusive forms) and a string `pattern` (a regular
+ * expression). json_schema.c puts them inside its rules. */
+#ifndef TFM_RUNTIME_SCHEMA_TERMS_H
+#define TFM_RUNTIME_SCHEMA_TERMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The largest magnitude a JSON integer has in tfmc's grammars: 16 digits,
+ * as the `integral-part` primitive allows. */
+#define TFM_SCHEMA_MAX_INTEGER 9999999999999999LL
+
+/* The integers from `low` to `high` (inclusive, |each| <= the maximum
+ * above, low <= high) as a GBNF expression of their decimal texts (no
+ * leading zeros, "-0" never): digit by digit, as llama.cpp's
+ * json-schema-to-grammar bounds integers. malloc'd; NULL out of memory. */
+char *tfm_schema_integer_range(int64_t low, int64_t high);
+
+/* A regular expression (ECMAScript's syntax, the subset below) as a GBNF
+ * expression of the JSON string bodies (between the quotes, escapes
+ * spelled as JSON spells them) whose decoded text it matches, or NULL with
+ * `error` saying what and at which offset. Supported: literals and
+ * escapes (\d \D \w \W \s \S \. \\ \/ \- \n \t \r \uXXXX ...), `.`,
+ * classes [a-z0-9_] and [^...], groups (...) and (?:...), `|`, the
+ * quantifiers * + ? {m} {m,} {m,n} (lazy forms match the same texts),
+ * and the anchors ^ at the start and $ at the end (without them the match
+ * may have text before or after, as JSON Schema's `pattern` searches).
+ * Backreferences, lookarounds, \b and anchors elsewhere are refused. */
+char *tfm_schema_pattern(const char *regex, char *error, size_t error_size);
+
+#endif
