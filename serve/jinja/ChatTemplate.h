@@ -15,24 +15,39 @@
 //     index0, revindex, revindex0, first, last, length, previtem, nextitem;
 //     `for k, v in d.items()` unpacks pairs
 //   {% set name = expr %}, {% set ns.attr = expr %} (namespace objects)
+//   {% macro name(a, b=default) %} ... {% endmacro %} at the top level,
+//     called as name(x, b=y) (recursively too, 32 calls deep at most): the
+//     call's value is the body's text; the body sees its arguments and the
+//     template's variables
 //   literals: 'strings' "strings" 12 1.5 true/false/none (and True/False/
 //     None), [lists], {'dicts': ...}
 //   operators, by Jinja's precedence: `a if c else b`, or, and, not,
 //     == != < <= > >= in, `not in`, + -, ~, * / // %, unary - +,
 //     x.attr, x[key], x[a:b:c], f(args, key=value), x | filter, x is test
-//   functions: raise_exception(message), namespace(k=v, ...), range(...)
+//   functions: raise_exception(message), namespace(k=v, ...), range(...),
+//     strftime_now(format) (the local time, as later transformers define it)
 //   filters: trim, length/count, upper, lower, capitalize, title, string,
-//     int, float, tojson(indent), join(sep), first, last, default/d,
-//     replace, list, reverse, abs
+//     int, float, tojson(indent), join(sep, attribute), first, last,
+//     default/d, replace, list, reverse, abs, items, unique,
+//     select/reject(test, args), selectattr/rejectattr(attribute, test,
+//     args), map(filter, args) and map(attribute=, default=); tojson is
+//     Jinja's, as transformers 4.40.2 leaves it (keys sorted, HTML-safe
+//     escapes), and gives Markup: `+` HTML-escapes a plain string joined
+//     to it, as Jinja does
 //   tests: defined, undefined, none, string, number, integer, float,
-//     boolean, true, false, mapping, iterable, sequence, odd, even
+//     boolean, true, false, mapping, iterable, sequence, odd, even, and with
+//     an argument (`x is eq 3`, `x is eq(3)`): equalto/eq/==, ne/!=,
+//     lt/lessthan/<, le/<=, gt/greaterthan/>, ge/>=, in, sameas (with
+//     none, true or false: JSON values have no identity)
 //   methods: strings' strip/lstrip/rstrip, split, startswith, endswith,
 //     upper, lower, title, capitalize, replace; dicts' get, items, keys,
 //     values
 //
 // A template using anything else is refused when it is parsed (filters,
-// tests, functions and statements are checked then); methods are checked
-// when called. Values are JSON values; an undefined name, attribute or
+// tests, functions and statements are checked then, and the tests and
+// filters that select() and map() name in a string); methods, and names
+// select() and map() are given in computed strings, are checked when
+// called. Values are JSON values; an undefined name, attribute or
 // key is Jinja's Undefined (empty when printed, false when tested).
 //
 //===----------------------------------------------------------------------===//
@@ -42,6 +57,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctime>
 #include <memory>
 #include <string>
 
@@ -66,9 +82,12 @@ public:
 
   /// Renders with `variables` (a JSON object: messages,
   /// add_generation_prompt, bos_token, ...). Returns false and sets
-  /// `failure` and `error` when the template fails.
+  /// `failure` and `error` when the template fails. strftime_now() formats
+  /// `now`, a local time, where given (a test fixes the clock with it),
+  /// else the clock's local time.
   bool render(const nlohmann::ordered_json &variables, std::string &out,
-              Failure &failure, std::string &error) const;
+              Failure &failure, std::string &error,
+              const std::tm *now = nullptr) const;
 
 private:
   ChatTemplate();

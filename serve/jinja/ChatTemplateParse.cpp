@@ -12,7 +12,9 @@
 #include "serve/jinja/ChatTemplate.h"
 #include "serve/jinja/ChatTemplateSyntax.h"
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <set>
 
 using namespace tfm::serve;
@@ -38,20 +40,39 @@ bool chat_template::isKnownFilter(const std::string &name) {
       "trim",  "length", "count",   "upper", "lower", "capitalize",
       "title", "string", "int",     "float", "tojson", "join",
       "first", "last",   "default", "d",     "replace", "list",
-      "reverse", "abs"};
+      "reverse", "abs",  "select",  "reject", "selectattr", "rejectattr",
+      "map",   "items",  "unique"};
   return known.count(name);
+}
+
+/// The subset's tests and how many arguments each takes. Jinja names the
+/// comparisons three ways ("==", "eq", "equalto"); the symbols are usable
+/// only as select()'s and selectattr()'s argument.
+static const std::map<std::string, size_t> &testArities() {
+  static const std::map<std::string, size_t> arities = {
+      {"defined", 0},  {"undefined", 0}, {"none", 0},     {"string", 0},
+      {"number", 0},   {"integer", 0},   {"float", 0},    {"boolean", 0},
+      {"true", 0},     {"false", 0},     {"mapping", 0},  {"iterable", 0},
+      {"sequence", 0}, {"odd", 0},       {"even", 0},     {"equalto", 1},
+      {"eq", 1},       {"==", 1},        {"ne", 1},       {"!=", 1},
+      {"lt", 1},       {"lessthan", 1},  {"<", 1},        {"le", 1},
+      {"<=", 1},       {"gt", 1},        {"greaterthan", 1}, {">", 1},
+      {"ge", 1},       {">=", 1},        {"in", 1},       {"sameas", 1}};
+  return arities;
 }
 
 bool chat_template::isKnownTest(const std::string &name) {
-  static const std::set<std::string> known = {
-      "defined", "undefined", "none",    "string",   "number",
-      "integer", "float",     "boolean", "true",     "false",
-      "mapping", "iterable",  "sequence", "odd",     "even"};
-  return known.count(name);
+  return testArities().count(name);
+}
+
+size_t chat_template::testArity(const std::string &name) {
+  auto found = testArities().find(name);
+  return found == testArities().end() ? 0 : found->second;
 }
 
 bool chat_template::isKnownFunction(const std::string &name) {
-  return name == "raise_exception" || name == "namespace" || name == "range";
+  return name == "raise_exception" || name == "namespace" || name == "range" ||
+         name == "strftime_now";
 }
 
 namespace {
@@ -85,22 +106,38 @@ struct Chunk {
 bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 /// The end of a tag's inside that starts at `from`: the closer's offset.
-/// Strings are skipped, so that '}}' inside quotes does not end it.
+/// Strings are skipped, so that '}}' inside quotes does not end it, and
+/// brackets are balanced as Jinja's lexer balances them, so that
+/// `{{ {'a': {'b': 1}} }}` ends at its last '}}'. Where they never balance,
+/// the first closer outside strings (the parser then says what is wrong).
 size_t findCloser(const std::string &s, size_t from, const char *closer) {
+  size_t first = std::string::npos;
   char quote = 0;
+  unsigned depth = 0;
   for (size_t i = from; i + 1 < s.size(); ++i) {
     if (quote) {
       if (s[i] == '\\')
         ++i;
       else if (s[i] == quote)
         quote = 0;
-    } else if (s[i] == '\'' || s[i] == '"') {
-      quote = s[i];
-    } else if (s.compare(i, 2, closer) == 0) {
-      return i;
+      continue;
     }
+    if (s[i] == '\'' || s[i] == '"') {
+      quote = s[i];
+      continue;
+    }
+    if (s.compare(i, 2, closer) == 0) {
+      if (depth == 0)
+        return i;
+      if (first == std::string::npos)
+        first = i;
+    }
+    if (s[i] && std::strchr("([{", s[i]))
+      ++depth;
+    else if (s[i] && std::strchr(")]}", s[i]) && depth > 0)
+      --depth;
   }
-  return std::string::npos;
+  return first;
 }
 
 std::vector<Chunk> splitChunks(const std::string &s) {
@@ -316,7 +353,10 @@ std::vector<Token> tokenize(const std::string &s, size_t base) {
 
 class ExprParser {
 public:
-  ExprParser(std::vector<Token> tokens) : tokens(std::move(tokens)) {}
+  /// `macros`: the names the template defines macros by, callable as
+  /// functions are.
+  ExprParser(std::vector<Token> tokens, const std::set<std::string> &macros)
+      : tokens(std::move(tokens)), macros(macros) {}
 
   /// Counts a level of the parser's recursion for as long as it lives.
   class Nested {
@@ -392,6 +432,7 @@ public:
 
 private:
   std::vector<Token> tokens;
+  const std::set<std::string> &macros;
   size_t at = 0;
   unsigned nesting = 0;
 
@@ -399,10 +440,14 @@ private:
   /// loops below build left-deep chains without recursing: a + a + ...).
   ExprPtr bounded(ExprPtr e) {
     for (const ExprPtr &operand : e->operands)
-      if (operand)
+      if (operand) {
         e->depth = std::max(e->depth, operand->depth + 1);
-    for (const auto &keyword : e->keywords)
+        e->callsMacro |= operand->callsMacro;
+      }
+    for (const auto &keyword : e->keywords) {
       e->depth = std::max(e->depth, keyword.second->depth + 1);
+      e->callsMacro |= keyword.second->callsMacro;
+    }
     if (e->depth > kMaxNesting)
       throw ParseError{e->offset, tooDeep()};
     return e;
@@ -530,6 +575,7 @@ private:
         e->operands.push_back(std::move(value));
         if (isOperator("("))
           arguments(*e);
+        checkNamedArgument(*e);
         value = bounded(std::move(e));
       } else if (isName("is")) {
         ++at;
@@ -542,11 +588,61 @@ private:
           throw ParseError{offset, "the test '" + e->name +
                                        "' is not in tfm-serve's Jinja subset"};
         e->operands.push_back(std::move(value));
+        testArguments(*e, offset);
         value = bounded(std::move(e));
       } else {
         return value;
       }
     }
+  }
+
+  /// A test's argument: `is equalto(3)`, or as Jinja also takes it,
+  /// `is equalto 3` (a value without operators; not `and`, `or`, `else`,
+  /// which go on the expression around). Tests without arguments take
+  /// none that way, so that `x is none` never swallows what follows.
+  void testArguments(Expr &test, size_t offset) {
+    size_t arity = testArity(test.name);
+    if (isOperator("(")) {
+      arguments(test);
+    } else if (arity > 0) {
+      const Token &t = peek();
+      bool value = t.kind == Token::Kind::String ||
+                   t.kind == Token::Kind::Number ||
+                   (t.kind == Token::Kind::Name && !isName("and") &&
+                    !isName("or") && !isName("else")) ||
+                   isOperator("[") || isOperator("{");
+      if (value)
+        test.operands.push_back(postfix(primary()));
+    }
+    if (!test.keywords.empty())
+      throw ParseError{offset, "the test '" + test.name +
+                                   "' takes no keyword arguments"};
+    if (test.operands.size() - 1 != arity)
+      throw ParseError{offset, "the test '" + test.name + "' takes " +
+                                   (arity ? "one argument" : "no arguments")};
+  }
+
+  /// select('equalto', x), selectattr('role', 'equalto', x) and map('upper')
+  /// name a test or filter in a string: one written there must be in the
+  /// subset too (one computed is checked when rendered).
+  void checkNamedArgument(const Expr &filter) {
+    size_t at = filter.name == "select" || filter.name == "reject" ? 1
+                : filter.name == "selectattr" || filter.name == "rejectattr"
+                    ? 2
+                : filter.name == "map" ? 1
+                                       : 0;
+    if (!at || at >= filter.operands.size())
+      return;
+    const Expr &named = *filter.operands[at];
+    if (named.kind != Expr::Kind::Literal || !named.value.is_string())
+      return;
+    std::string name = named.value.get<std::string>();
+    bool isFilter = filter.name == "map";
+    if (isFilter ? !isKnownFilter(name) : !isKnownTest(name))
+      throw ParseError{named.offset, std::string(isFilter ? "the filter '"
+                                                          : "the test '") +
+                                         name +
+                                         "' is not in tfm-serve's Jinja subset"};
   }
 
   ExprPtr postfix(ExprPtr value) {
@@ -560,11 +656,17 @@ private:
       } else if (acceptOperator("[")) {
         value = subscript(std::move(value), offset);
       } else if (isOperator("(")) {
-        if (value->kind == Expr::Kind::Name && !isKnownFunction(value->name))
+        if (value->kind == Expr::Kind::Name &&
+            !isKnownFunction(value->name) && !macros.count(value->name))
           throw ParseError{value->offset,
                            "the function '" + value->name +
                                "' is not in tfm-serve's Jinja subset"};
         auto e = std::make_unique<Expr>(Expr::Kind::Call, offset);
+        // Methods and the subset's functions change no variables; a name
+        // of the template's macros (or a value that may hold one) may.
+        e->callsMacro = value->kind != Expr::Kind::Attribute &&
+                        (value->kind != Expr::Kind::Name ||
+                         macros.count(value->name));
         e->operands.push_back(std::move(value));
         arguments(*e);
         value = bounded(std::move(e));
@@ -675,7 +777,9 @@ private:
 
 class TemplateParser {
 public:
-  TemplateParser(std::vector<Chunk> chunks) : chunks(std::move(chunks)) {}
+  TemplateParser(std::vector<Chunk> chunks) : chunks(std::move(chunks)) {
+    findMacros();
+  }
 
   std::vector<Node> parseAll() {
     std::vector<Node> body;
@@ -687,7 +791,29 @@ public:
 private:
   std::vector<Chunk> chunks;
   size_t at = 0;
-  unsigned nesting = 0; // open {% if %} and {% for %} blocks
+  unsigned nesting = 0; // open {% if %}, {% for %} and {% macro %} blocks
+  std::set<std::string> macros; // the names of the template's macros
+
+  /// Collects the names macros are defined by before the template is
+  /// parsed, so that a call is known for a function wherever it stands (a
+  /// recursive macro calls itself before its {% endmacro %}). A malformed
+  /// definition is left for the parser to report where it comes.
+  void findMacros() {
+    for (const Chunk &chunk : chunks) {
+      if (chunk.kind != Chunk::Kind::Statement || keywordOf(chunk) != "macro")
+        continue;
+      try {
+        std::vector<Token> tokens = tokenize(chunk.content, chunk.offset);
+        if (tokens.size() > 1 && tokens[1].kind == Token::Kind::Name)
+          macros.insert(tokens[1].text);
+      } catch (const ParseError &) {
+      }
+    }
+  }
+
+  ExprParser parserOf(const Chunk &chunk) const {
+    return ExprParser(tokenize(chunk.content, chunk.offset), macros);
+  }
 
   /// Counts an open block for as long as it lives.
   class Block {
@@ -731,7 +857,7 @@ private:
         continue;
       }
       if (chunk.kind == Chunk::Kind::Output) {
-        ExprParser p(tokenize(chunk.content, chunk.offset));
+        ExprParser p = parserOf(chunk);
         Node node(Node::Kind::Output, chunk.start());
         node.value = p.expression();
         p.expectEnd();
@@ -743,19 +869,23 @@ private:
       if (enders.count(keyword))
         return keyword;
       ++at;
-      ExprParser p(tokenize(chunk.content, chunk.offset));
+      ExprParser p = parserOf(chunk);
       if (keyword == "if") {
         body.push_back(parseIf(p, chunk.start()));
       } else if (keyword == "for") {
         body.push_back(parseFor(p, chunk.start()));
       } else if (keyword == "set") {
         body.push_back(parseSet(p, chunk.start()));
+      } else if (keyword == "macro") {
+        body.push_back(parseMacro(p, chunk.start()));
       } else if (keyword == "elif" || keyword == "else" ||
                  keyword == "endif" || keyword == "endfor") {
         throw ParseError{chunk.start(), "'" + keyword + "' without its 'if'" +
                                            (keyword == "endfor"
                                                 ? std::string(" or 'for'")
                                                 : std::string(""))};
+      } else if (keyword == "endmacro") {
+        throw ParseError{chunk.start(), "'endmacro' without its 'macro'"};
       } else {
         throw ParseError{chunk.start(),
                          keyword.empty()
@@ -776,7 +906,7 @@ private:
 
   /// The statement at `at` (an ender): checks it is just its keyword.
   void consumeBare(const std::string &keyword) {
-    ExprParser p(tokenize(chunks[at].content, chunks[at].offset));
+    ExprParser p = parserOf(chunks[at]);
     p.expectName();
     if (!p.atEnd())
       p.fail("'" + keyword + "' takes nothing after it");
@@ -794,7 +924,7 @@ private:
       std::string ender = parseBody(body, {"elif", "else", "endif"}, offset);
       node.branches.emplace_back(std::move(condition), std::move(body));
       if (ender == "elif") {
-        ExprParser q(tokenize(chunks[at].content, chunks[at].offset));
+        ExprParser q = parserOf(chunks[at]);
         ++at;
         q.expectName();
         condition = q.expression();
@@ -846,6 +976,77 @@ private:
     node.value = p.expression();
     p.expectEnd();
     return node;
+  }
+
+  /// {% macro name(a, b=default) %}...{% endmacro %}. Only at the
+  /// template's top level: a macro then sees the template's variables and
+  /// its arguments, which is all a renderer without closures can give it.
+  Node parseMacro(ExprParser &p, size_t offset) {
+    if (nesting > 0)
+      throw ParseError{offset, "macros are defined only at the template's "
+                               "top level in tfm-serve's Jinja subset"};
+    Block open(*this, offset);
+    Node node(Node::Kind::Macro, offset);
+    p.expectName(); // macro
+    node.targets.push_back(p.expectName());
+    p.expectOperator("(");
+    while (!p.acceptOperator(")")) {
+      size_t where = p.peek().offset;
+      std::string parameter = p.expectName();
+      if (std::find(node.targets.begin() + 1, node.targets.end(),
+                    parameter) != node.targets.end())
+        throw ParseError{where, "the parameter '" + parameter + "' repeats"};
+      node.targets.push_back(parameter);
+      if (p.acceptOperator("="))
+        node.defaults.push_back(p.expression());
+      else if (!node.defaults.empty() && node.defaults.back())
+        throw ParseError{where, "a parameter without a default after one with "
+                             "a default"};
+      else
+        node.defaults.push_back(nullptr);
+      if (!p.isOperator(")"))
+        p.expectOperator(",");
+    }
+    p.expectEnd();
+    parseBody(node.body, {"endmacro"}, offset);
+    consumeBare("endmacro");
+    refuseSpecialNames(node.body);
+    return node;
+  }
+
+  /// Inside a macro Jinja gives `varargs`, `kwargs` and `caller` meanings
+  /// (extra arguments, a {% call %} block's body) this subset lacks:
+  /// refused, rather than read as undefined variables.
+  static void refuseSpecialNames(const std::vector<Node> &nodes) {
+    for (const Node &node : nodes) {
+      for (const ExprPtr *e : {&node.value, &node.filter})
+        refuseSpecialNames(e->get());
+      for (const auto &[condition, body] : node.branches) {
+        refuseSpecialNames(condition.get());
+        refuseSpecialNames(body);
+      }
+      refuseSpecialNames(node.body);
+      refuseSpecialNames(node.otherwise);
+      for (const std::string &target : node.targets)
+        if (isSpecialName(target))
+          throw ParseError{node.offset, specialNameMessage(target)};
+    }
+  }
+  static void refuseSpecialNames(const Expr *e) {
+    if (!e)
+      return;
+    if (e->kind == Expr::Kind::Name && isSpecialName(e->name))
+      throw ParseError{e->offset, specialNameMessage(e->name)};
+    for (const ExprPtr &operand : e->operands)
+      refuseSpecialNames(operand.get());
+    for (const auto &keyword : e->keywords)
+      refuseSpecialNames(keyword.second.get());
+  }
+  static bool isSpecialName(const std::string &name) {
+    return name == "varargs" || name == "kwargs" || name == "caller";
+  }
+  static std::string specialNameMessage(const std::string &name) {
+    return "a macro's '" + name + "' is not in tfm-serve's Jinja subset";
   }
 };
 

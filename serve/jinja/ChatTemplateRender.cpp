@@ -5,8 +5,10 @@
 // operand, str() and repr() when printing, Undefined for what is missing
 // (a JSON "discarded" value here). Scopes follow Jinja's: a loop body's
 // assignments stay in the loop, which is why templates carry state out of
-// loops in namespace objects. A render is bounded (output size, loop
-// iterations), since a template comes from a model file.
+// loops in namespace objects; a macro sees the template's top-level
+// variables and its arguments. A render is bounded (output size, loop
+// iterations, steps, macro recursion), since a template comes from a model
+// file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,9 +16,13 @@
 #include "serve/jinja/ChatTemplateSyntax.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <cmath>
+#include <ctime>
 #include <map>
 #include <optional>
+#include <set>
 
 using namespace tfm::serve;
 using namespace tfm::serve::chat_template;
@@ -37,8 +43,31 @@ constexpr size_t kMaxIterations = size_t(1) << 14;
 /// a message, so this is a conversation of 2 000 messages or more.
 constexpr size_t kMaxSteps = size_t(1) << 16;
 
+/// How deep macro calls may nest: Hermes' json_to_python_type recurses
+/// once a level of a tool's JSON schema; a template that recurses without
+/// end stops here with a message that says so.
+constexpr unsigned kMaxMacroDepth = 32;
+/// And how deep statements and expressions may nest while rendering, the
+/// bodies of the macros they call included: evaluating recurses that deep.
+/// The parser bounds both to 100 levels, so only macros pass this, and the
+/// stack stays what a template without them takes (32 calls of a body 200
+/// levels deep took 3-4 MiB of an -O3 build's stack).
+constexpr unsigned kMaxRenderDepth = 256;
+
 /// Marks a JSON object as a namespace() (assignable with `set ns.x`).
 const char *const kNamespaceKey = "\x01namespace";
+/// Marks a JSON object as a macro ([index, name]: Renderer::macros) or a
+/// function of the subset (its name): what a template's names hold besides
+/// data, so that `strftime_now is defined` and a macro held in a variable
+/// behave as in Jinja.
+const char *const kMacroKey = "\x01macro";
+const char *const kFunctionKey = "\x01function";
+
+bool isMacro(const json &v) { return v.is_object() && v.contains(kMacroKey); }
+bool isFunction(const json &v) {
+  return v.is_object() && v.contains(kFunctionKey);
+}
+bool isCallable(const json &v) { return isMacro(v) || isFunction(v); }
 
 struct RenderError {
   ChatTemplate::Failure failure;
@@ -73,7 +102,10 @@ std::string typeName(const json &v) {
   case json::value_t::string: return "str";
   case json::value_t::array: return "list";
   case json::value_t::object:
-    return v.contains(kNamespaceKey) ? "namespace" : "dict";
+    return v.contains(kNamespaceKey) ? "namespace"
+           : isMacro(v)              ? "macro"
+           : isFunction(v)           ? "function"
+                                     : "dict";
   default: return "undefined";
   }
 }
@@ -131,6 +163,10 @@ std::string repr(const json &v) {
       out += (i ? ", " : "") + repr(v[i]);
     return out + "]";
   }
+  if (isMacro(v)) // as Jinja's Macro prints itself
+    return "<Macro " + repr(v[kMacroKey][1]) + ">";
+  if (isFunction(v))
+    return "<function " + v[kFunctionKey].get<std::string>() + ">";
   if (v.is_object()) {
     std::string out = "{";
     bool first = true;
@@ -156,6 +192,10 @@ void pythonJson(const json &v, int indent, int depth, std::string &out) {
   switch (v.type()) {
   case json::value_t::array:
   case json::value_t::object: {
+    if (isCallable(v)) {
+      out += "null"; // Jinja would fail, as for Undefined
+      return;
+    }
     bool isArray = v.is_array();
     if (v.empty() || (!isArray && v.size() == 1 && v.contains(kNamespaceKey))) {
       out += isArray ? "[]" : "{}";
@@ -268,6 +308,26 @@ std::string titled(const std::string &s) {
   return out;
 }
 
+/// Jinja's title filter, unlike str.title(): each word's first character
+/// upper case, the rest lower, where words are separated by whitespace and
+/// '-', '(', '{', '[', '<' only ('"x"' stays '"x"').
+std::string wordsTitled(const std::string &s) {
+  std::string out = s;
+  bool startOfWord = true;
+  for (char &c : out) {
+    // Python's \s: ASCII whitespace and the separators \x1c to \x1f.
+    if ((c && std::strchr("-({[<", c)) || std::isspace((unsigned char)c) ||
+        (c >= '\x1c' && c <= '\x1f')) {
+      startOfWord = true;
+      continue;
+    }
+    c = char(startOfWord ? std::toupper((unsigned char)c)
+                         : std::tolower((unsigned char)c));
+    startOfWord = false;
+  }
+  return out;
+}
+
 std::string replaced(std::string s, const std::string &from,
                      const std::string &to) {
   if (from.empty())
@@ -280,9 +340,51 @@ std::string replaced(std::string s, const std::string &from,
   return out + s.substr(at);
 }
 
+/// What a call's arguments evaluate to.
+struct Arguments {
+  std::vector<json> positional;
+  std::vector<std::pair<std::string, json>> keywords;
+
+  /// The i-th positional argument, else the keyword `name`, else
+  /// `fallback`.
+  json get(size_t i, const char *name, json fallback) const {
+    if (i < positional.size())
+      return positional[i];
+    if (name)
+      for (auto &[key, value] : keywords)
+        if (key == name)
+          return value;
+    return fallback;
+  }
+  size_t size() const { return positional.size() + keywords.size(); }
+};
+
+/// markupsafe's escape(): what `+` does to a plain string it joins to
+/// Markup (Renderer::markup).
+std::string htmlEscaped(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+    case '&': out += "&amp;"; break;
+    case '<': out += "&lt;"; break;
+    case '>': out += "&gt;"; break;
+    case '\'': out += "&#39;"; break;
+    case '"': out += "&#34;"; break;
+    default: out += c;
+    }
+  }
+  return out;
+}
+
+/// A scope's variables, and which of them hold Markup.
+struct Scope : std::map<std::string, json> {
+  std::set<std::string> markup;
+};
+
 class Renderer {
 public:
-  Renderer(const json &variables, std::string &out) : out(out) {
+  Renderer(const json &variables, std::string &out, const std::tm *now)
+      : out(&out), now(now) {
     scopes.emplace_back();
     for (auto &[key, value] : variables.items())
       scopes.back()[key] = value;
@@ -294,8 +396,31 @@ public:
   }
 
 private:
-  std::vector<std::map<std::string, json>> scopes;
-  std::string &out;
+  std::vector<Scope> scopes;
+  /// Where names are looked up from the innermost scope down to, before
+  /// the top level (scopes[0]): a macro's body sees its arguments and the
+  /// template's variables, not its caller's.
+  size_t scopeFloor = 0;
+  std::string *out; // a macro's body prints into its own buffer
+  const std::tm *now; // strftime_now's time; null: the clock's
+  std::vector<const Node *> macros; // defined so far, in kMacroKey's index
+  unsigned macroDepth = 0, depth = 0;
+
+  /// Counts a level of statements or expressions being run for as long as
+  /// it lives (kMaxRenderDepth).
+  class Nested {
+  public:
+    Nested(Renderer &renderer, size_t offset) : renderer(renderer) {
+      if (++renderer.depth > kMaxRenderDepth)
+        fail(offset, "statements and expressions nest deeper than " +
+                         std::to_string(kMaxRenderDepth) +
+                         " levels, with the bodies of the macros they call");
+    }
+    ~Nested() { --renderer.depth; }
+
+  private:
+    Renderer &renderer;
+  };
   size_t iterations = 0, steps = 0;
 
   void countStep(size_t offset, size_t weight = 1) {
@@ -310,21 +435,40 @@ private:
   }
 
   void print(const std::string &s, size_t offset) {
-    if (out.size() + s.size() > kMaxOutputBytes)
+    if (out->size() + s.size() > kMaxOutputBytes)
       fail(offset, "the rendered prompt passes " +
                        std::to_string(kMaxOutputBytes >> 20) + " MiB");
-    out += s;
+    *out += s;
+  }
+
+  /// Whether the value eval() last returned is Markup, as Jinja calls the
+  /// strings its tojson returns (transformers 4.40.2 keeps Jinja's
+  /// tojson): `+` joins a plain string to one by HTML-escaping the plain
+  /// one first, so Mistral Nemo's `'"' + key + '": ' + val|tojson` prints
+  /// `&#34;parameters&#34;: {...}`. Followed through expressions (the
+  /// filters and methods that keep it), and `set` variables; not into
+  /// lists, namespaces, subscripts or macros' arguments.
+  bool markup = false;
+
+  /// The innermost scope that holds `name` (down to the floor, then the
+  /// top level).
+  Scope *scopeOf(const std::string &name) {
+    for (size_t i = scopes.size(); i-- > scopeFloor;)
+      if (scopes[i].count(name))
+        return &scopes[i];
+    if (scopeFloor > 0 && scopes[0].count(name))
+      return &scopes[0];
+    return nullptr;
   }
 
   json *lookup(const std::string &name) {
-    for (auto scope = scopes.rbegin(); scope != scopes.rend(); ++scope)
-      if (auto found = scope->find(name); found != scope->end())
-        return &found->second;
-    return nullptr;
+    Scope *scope = scopeOf(name);
+    return scope ? &scope->find(name)->second : nullptr;
   }
 
   void run(const Node &node) {
     countStep(node.offset);
+    Nested level(*this, node.offset);
     switch (node.kind) {
     case Node::Kind::Text:
       return print(node.text, node.offset);
@@ -338,7 +482,12 @@ private:
     case Node::Kind::Set: {
       json value = eval(*node.value);
       if (node.targets.size() == 1) {
-        scopes.back()[node.targets[0]] = std::move(value);
+        Scope &scope = scopes.back();
+        scope[node.targets[0]] = std::move(value);
+        if (markup)
+          scope.markup.insert(node.targets[0]);
+        else
+          scope.markup.erase(node.targets[0]);
         return;
       }
       json *target = lookup(node.targets[0]);
@@ -351,6 +500,16 @@ private:
     }
     case Node::Kind::For:
       return runFor(node);
+    case Node::Kind::Macro: {
+      // Defined where it stands, as `set` would assign it (macros are at
+      // the top level only: the parser refuses them elsewhere).
+      json macro = json::object();
+      macro[kMacroKey] = json::array({macros.size(), node.targets[0]});
+      macros.push_back(&node);
+      scopes.back()[node.targets[0]] = std::move(macro);
+      scopes.back().markup.erase(node.targets[0]);
+      return;
+    }
     }
   }
 
@@ -358,7 +517,7 @@ private:
     std::vector<json> list;
     if (iterable.is_array()) {
       list.assign(iterable.begin(), iterable.end());
-    } else if (iterable.is_object()) {
+    } else if (iterable.is_object() && !isCallable(iterable)) {
       for (auto &[key, value] : iterable.items())
         if (key != kNamespaceKey)
           list.push_back(key);
@@ -446,6 +605,7 @@ private:
   /// loop re-reading a variable of 10 000 items copied 10^8 of them; one
   /// applying tojson to a long string made 2 KB of escapes a time round).
   json eval(const Expr &e) {
+    Nested level(*this, e.offset);
     json value = evalUncounted(e);
     countStep(e.offset, 1 + sizeInSteps(value));
     return value;
@@ -458,12 +618,26 @@ private:
   }
 
   json evalUncounted(const Expr &e) {
+    bool isMarkup = false;
+    json value = evalValue(e, isMarkup);
+    markup = isMarkup && value.is_string();
+    return value;
+  }
+
+  /// The value of `e`; sets `isMarkup` where it is Markup.
+  json evalValue(const Expr &e, bool &isMarkup) {
     switch (e.kind) {
     case Expr::Kind::Literal:
       return e.value;
     case Expr::Kind::Name: {
-      json *found = lookup(e.name);
-      return found ? *found : undefined();
+      if (Scope *scope = scopeOf(e.name)) {
+        isMarkup = scope->markup.count(e.name);
+        return scope->find(e.name)->second;
+      }
+      // The functions are the environment's globals: defined, callable.
+      if (isKnownFunction(e.name))
+        return json{{kFunctionKey, e.name}};
+      return undefined();
     }
     case Expr::Kind::Attribute:
     case Expr::Kind::Subscript: {
@@ -472,11 +646,11 @@ private:
       return value == &holder ? std::move(holder) : *value;
     }
     case Expr::Kind::Slice:
-      return slice(e);
+      return slice(e, isMarkup);
     case Expr::Kind::Call:
-      return call(e);
+      return call(e, isMarkup);
     case Expr::Kind::Filter:
-      return filter(e);
+      return filter(e, isMarkup);
     case Expr::Kind::Test:
       return test(e) != e.negated;
     case Expr::Kind::Unary: {
@@ -492,11 +666,16 @@ private:
                                  : json(-v.get<int64_t>());
     }
     case Expr::Kind::Binary:
-      return binary(e);
-    case Expr::Kind::Conditional:
-      if (truthy(eval(*e.operands[0])))
-        return eval(*e.operands[1]);
-      return e.operands[2] ? eval(*e.operands[2]) : undefined();
+      return binary(e, isMarkup);
+    case Expr::Kind::Conditional: {
+      const ExprPtr &chosen =
+          truthy(eval(*e.operands[0])) ? e.operands[1] : e.operands[2];
+      if (!chosen)
+        return undefined();
+      json value = eval(*chosen);
+      isMarkup = markup;
+      return value;
+    }
     case Expr::Kind::List: {
       json list = json::array();
       for (const ExprPtr &item : e.operands)
@@ -530,9 +709,17 @@ private:
     } else if (e.kind == Expr::Kind::Attribute ||
                e.kind == Expr::Kind::Subscript) {
       json baseHolder;
+      const Expr &keyExpr = *e.operands.back();
+      // A macro the key calls may set a namespace's attribute, moving what
+      // `base` would point into: the base is then copied.
+      if (e.kind == Expr::Kind::Subscript && keyExpr.callsMacro) {
+        json base = eval(*e.operands[0]);
+        holder = member(base, eval(keyExpr), e);
+        return &holder;
+      }
       const json *base = view(*e.operands[0], baseHolder);
       json key = e.kind == Expr::Kind::Attribute ? json(e.name)
-                                                 : eval(*e.operands[1]);
+                                                 : eval(keyExpr);
       if (base != &baseHolder)
         if (const json *item = storedMember(*base, key))
           return item;
@@ -566,6 +753,11 @@ private:
                          " is undefined: it has no " +
                          (key.is_string() ? "'" + key.get<std::string>() + "'"
                                           : repr(key)));
+    return memberOf(v, key);
+  }
+
+  /// member() of a value that is not Undefined.
+  static json memberOf(const json &v, const json &key) {
     if (const json *item = storedMember(v, key))
       return *item;
     if (v.is_string() && key.is_number_integer()) {
@@ -587,8 +779,9 @@ private:
     return "the value";
   }
 
-  json slice(const Expr &e) {
+  json slice(const Expr &e, bool &isMarkup) {
     json v = eval(*e.operands[0]);
+    isMarkup = markup;
     std::vector<json> elements;
     if (v.is_array())
       elements.assign(v.begin(), v.end());
@@ -635,94 +828,221 @@ private:
     return v.is_string() ? json(joined) : result;
   }
 
-  std::vector<json> evalAll(const Expr &e, size_t first) {
-    std::vector<json> values;
+  Arguments evalArguments(const Expr &e, size_t first) {
+    Arguments args;
     for (size_t i = first; i < e.operands.size(); ++i)
-      values.push_back(eval(*e.operands[i]));
-    return values;
-  }
-
-  const Expr *keyword(const Expr &e, const char *name) {
+      args.positional.push_back(eval(*e.operands[i]));
     for (auto &[key, value] : e.keywords)
-      if (key == name)
-        return value.get();
-    return nullptr;
+      args.keywords.emplace_back(key, eval(*value));
+    return args;
   }
 
-  /// The i-th argument (or keyword `name`), or `fallback` when absent.
-  json argument(const Expr &e, size_t first, size_t i, const char *name,
-                json fallback) {
-    if (first + i < e.operands.size())
-      return eval(*e.operands[first + i]);
-    if (const Expr *k = name ? keyword(e, name) : nullptr)
-      return eval(*k);
-    return fallback;
-  }
-
-  std::string stringArgument(const Expr &e, size_t first, size_t i,
-                             const char *name, const std::string &fallback) {
-    json v = argument(e, first, i, name, fallback);
+  std::string stringArgument(const Arguments &args, size_t i,
+                             const char *name, const std::string &fallback,
+                             size_t offset) {
+    json v = args.get(i, name, fallback);
     if (!v.is_string())
-      fail(e.offset, std::string("'") + (name ? name : "the argument") +
-                         "' must be a string, not a " + typeName(v));
+      fail(offset, std::string("'") + (name ? name : "the argument") +
+                       "' must be a string, not a " + typeName(v));
     return v.get<std::string>();
   }
 
-  json call(const Expr &e) {
+  json call(const Expr &e, bool &isMarkup) {
     const Expr &callee = *e.operands[0];
-    if (callee.kind == Expr::Kind::Name) {
-      if (callee.name == "raise_exception")
-        throw RenderError{ChatTemplate::Failure::Raised, e.offset,
-                          text(argument(e, 1, 0, nullptr, ""))};
-      if (callee.name == "namespace") {
-        json ns = json::object();
-        ns[kNamespaceKey] = true;
-        for (auto &[key, value] : e.keywords)
-          ns[key] = eval(*value);
-        return ns;
-      }
-      if (callee.name == "range")
-        return range(e);
+    if (callee.kind == Expr::Kind::Attribute) {
+      json self = eval(*callee.operands[0]);
+      bool selfMarkup = markup;
+      Arguments args = evalArguments(e, 1);
+      return selfMarkup ? markupMethod(self, callee.name, args, e.offset,
+                                       isMarkup)
+                        : method(self, callee.name, args, e.offset);
     }
-    if (callee.kind == Expr::Kind::Attribute)
-      return method(eval(*callee.operands[0]), callee.name, e);
-    fail(e.offset, "only raise_exception, namespace, range and methods can "
-                   "be called here");
+    json function = eval(callee);
+    if (isMacro(function))
+      return callMacro(function, e);
+    if (isUndefined(function))
+      fail(e.offset, describeUndefined(callee) + " is undefined: it cannot "
+                                                 "be called");
+    if (!isFunction(function))
+      fail(e.offset, "a " + typeName(function) + " cannot be called");
+    const std::string &name = function[kFunctionKey].get_ref<const std::string &>();
+    Arguments args = evalArguments(e, 1);
+    if (name == "raise_exception")
+      throw RenderError{ChatTemplate::Failure::Raised, e.offset,
+                        text(args.get(0, nullptr, ""))};
+    if (name == "namespace") {
+      json ns = json::object();
+      ns[kNamespaceKey] = true;
+      for (auto &[key, value] : args.keywords)
+        ns[key] = value;
+      return ns;
+    }
+    if (name == "range")
+      return range(args, e.offset);
+    if (name == "strftime_now")
+      return strftimeNow(args, e.offset);
+    fail(e.offset, "the function '" + name + "' is not in the subset");
   }
 
-  json range(const Expr &e) {
-    std::vector<json> args = evalAll(e, 1);
-    if (args.empty() || args.size() > 3 ||
+  /// A macro's call: its body rendered, with the arguments bound to its
+  /// parameters (the rest to their defaults, evaluated then, or
+  /// undefined), on a scope of its own over the template's top level.
+  /// A failure ends the render, so what this changes is restored only on
+  /// the way back.
+  json callMacro(const json &macro, const Expr &e) {
+    const Node &node = *macros[macro[kMacroKey][0].get<size_t>()];
+    const std::string &name = node.targets[0];
+    size_t parameters = node.targets.size() - 1;
+    Arguments args = evalArguments(e, 1);
+    if (args.positional.size() > parameters)
+      fail(e.offset, "the macro '" + name + "' takes at most " +
+                         std::to_string(parameters) + " argument(s)");
+    std::vector<std::optional<json>> given(parameters);
+    for (size_t i = 0; i < args.positional.size(); ++i)
+      given[i] = std::move(args.positional[i]);
+    for (auto &[key, value] : args.keywords) {
+      auto at = std::find(node.targets.begin() + 1, node.targets.end(), key);
+      if (at == node.targets.end())
+        fail(e.offset, "the macro '" + name + "' has no parameter '" + key +
+                           "'");
+      std::optional<json> &slot = given[size_t(at - node.targets.begin() - 1)];
+      if (slot)
+        fail(e.offset, "the macro '" + name + "' is given '" + key +
+                           "' twice");
+      slot = std::move(value);
+    }
+    // Each level recurses through a body's statements and expressions.
+    if (macroDepth == kMaxMacroDepth)
+      fail(e.offset, "macro calls nest deeper than " +
+                         std::to_string(kMaxMacroDepth) + " levels");
+    size_t floor = scopeFloor;
+    std::string *caller = out, printed;
+    ++macroDepth;
+    scopes.emplace_back();
+    scopeFloor = scopes.size() - 1;
+    out = &printed;
+    for (size_t i = 0; i < parameters; ++i) {
+      const ExprPtr &fallback = node.defaults[i];
+      scopes.back()[node.targets[i + 1]] =
+          given[i] ? std::move(*given[i])
+          : fallback ? eval(*fallback)
+                     : undefined();
+    }
+    run(node.body);
+    out = caller;
+    scopes.pop_back();
+    scopeFloor = floor;
+    --macroDepth;
+    return printed;
+  }
+
+  json range(const Arguments &arguments, size_t offset) {
+    const std::vector<json> &args = arguments.positional;
+    if (args.empty() || args.size() > 3 || !arguments.keywords.empty() ||
         !std::all_of(args.begin(), args.end(),
                      [](const json &a) { return a.is_number_integer(); }))
-      fail(e.offset, "range() takes one to three integers");
+      fail(offset, "range() takes one to three integers");
     int64_t start = args.size() > 1 ? args[0].get<int64_t>() : 0;
     int64_t stop = args.size() > 1 ? args[1].get<int64_t>()
                                    : args[0].get<int64_t>();
     int64_t step = args.size() > 2 ? args[2].get<int64_t>() : 1;
     if (step == 0)
-      fail(e.offset, "range()'s step cannot be zero");
+      fail(offset, "range()'s step cannot be zero");
     json list = json::array();
     for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
       if (list.size() >= kMaxIterations)
-        fail(e.offset, "range() is longer than " +
-                           std::to_string(kMaxIterations));
+        fail(offset, "range() is longer than " +
+                         std::to_string(kMaxIterations));
       list.push_back(i);
     }
     return list;
   }
 
-  json method(const json &self, const std::string &name, const Expr &e) {
+  /// transformers' strftime_now(format): datetime.now().strftime(format),
+  /// the local time, or the time render() was given.
+  json strftimeNow(const Arguments &args, size_t offset) {
+    json format = args.get(0, "format", undefined());
+    if (!format.is_string() || args.size() != 1)
+      fail(offset, "strftime_now() takes a format string");
+    std::tm local{};
+    long microseconds = 0;
+    if (now) {
+      local = *now;
+    } else {
+      auto clock = std::chrono::system_clock::now();
+      std::time_t seconds = std::chrono::system_clock::to_time_t(clock);
+      localtime_r(&seconds, &local);
+      microseconds = long(std::chrono::duration_cast<std::chrono::microseconds>(
+                              clock.time_since_epoch())
+                              .count() %
+                          1000000);
+    }
+    return formatTime(format.get<std::string>(), local, microseconds, offset);
+  }
+
+  /// Python's strftime of a naive datetime: C's, except that %f is the
+  /// microseconds and %z, %Z are empty (no time zone).
+  std::string formatTime(const std::string &format, const std::tm &time,
+                         long microseconds, size_t offset) {
+    if (format.size() > 1024)
+      fail(offset, "strftime_now()'s format is longer than 1024 bytes");
+    if (format.find('\0') != std::string::npos)
+      fail(offset, "strftime_now()'s format holds a NUL");
+    std::string c;
+    for (size_t i = 0; i < format.size(); ++i) {
+      if (format[i] != '%' || i + 1 == format.size()) {
+        c += format[i];
+        continue;
+      }
+      char directive = format[++i];
+      if (directive == 'f') {
+        char digits[16];
+        std::snprintf(digits, sizeof digits, "%06ld", microseconds);
+        c += digits;
+      } else if (directive != 'z' && directive != 'Z') {
+        c += '%';
+        c += directive;
+      }
+    }
+    // No directive writes more than 12 bytes for each of its 2 (%c).
+    std::vector<char> buffer(c.size() * 16 + 64);
+    size_t written = std::strftime(buffer.data(), buffer.size(), c.c_str(),
+                                   &time);
+    return std::string(buffer.data(), written);
+  }
+
+  /// Markup's methods: those that make a string escape their string
+  /// arguments and give Markup (markupsafe's wrappers); the rest are
+  /// str's.
+  json markupMethod(const json &self, const std::string &name,
+                    Arguments args, size_t offset, bool &isMarkup) {
+    static const std::set<std::string> wrapped = {
+        "strip", "lstrip", "rstrip", "upper", "lower", "title", "capitalize",
+        "replace"};
+    if (!wrapped.count(name))
+      return method(self, name, args, offset);
+    for (json &arg : args.positional)
+      if (arg.is_string())
+        arg = htmlEscaped(arg.get<std::string>());
+    for (auto &keyword : args.keywords)
+      if (keyword.second.is_string())
+        keyword.second = htmlEscaped(keyword.second.get<std::string>());
+    isMarkup = true;
+    return method(self, name, args, offset);
+  }
+
+  json method(const json &self, const std::string &name,
+              const Arguments &args, size_t offset) {
     if (self.is_string()) {
       const std::string &s = self.get_ref<const std::string &>();
       if (name == "strip" || name == "lstrip" || name == "rstrip") {
-        json chars = argument(e, 1, 0, nullptr, nullptr);
+        json chars = args.get(0, nullptr, nullptr);
         return stripChars(s, chars.is_string() ? chars.get<std::string>()
                                                : kWhitespace,
                           name != "rstrip", name != "lstrip");
       }
       if (name == "startswith" || name == "endswith") {
-        std::string affix = stringArgument(e, 1, 0, nullptr, "");
+        std::string affix = stringArgument(args, 0, nullptr, "", offset);
         bool at = name == "startswith"
                       ? s.compare(0, affix.size(), affix) == 0
                       : s.size() >= affix.size() &&
@@ -731,17 +1051,17 @@ private:
         return at;
       }
       if (std::optional<json> result =
-              caseOrReplace(name, s, e, nullptr, nullptr))
+              caseOrReplace(name, s, args, nullptr, nullptr, offset))
         return *result;
       if (name == "split")
-        return split(s, argument(e, 1, 0, "sep", nullptr), e);
-    } else if (self.is_object() && !self.contains(kNamespaceKey)) {
+        return split(s, args.get(0, "sep", nullptr), offset);
+    } else if (self.is_object() && !self.contains(kNamespaceKey) &&
+               !isCallable(self)) {
       if (name == "get") {
-        json key = argument(e, 1, 0, nullptr, undefined());
+        json key = args.get(0, nullptr, undefined());
         auto found = key.is_string() ? self.find(key.get<std::string>())
                                      : self.end();
-        return found != self.end() ? *found
-                                   : argument(e, 1, 1, nullptr, nullptr);
+        return found != self.end() ? *found : args.get(1, nullptr, nullptr);
       }
       if (name == "items" || name == "keys" || name == "values") {
         json list = json::array();
@@ -752,11 +1072,11 @@ private:
         return list;
       }
     }
-    fail(e.offset, "a " + typeName(self) + " has no method '" + name +
-                       "' in tfm-serve's Jinja subset");
+    fail(offset, "a " + typeName(self) + " has no method '" + name +
+                     "' in tfm-serve's Jinja subset");
   }
 
-  json split(const std::string &s, const json &separator, const Expr &e) {
+  json split(const std::string &s, const json &separator, size_t offset) {
     json parts = json::array();
     if (separator.is_null()) {
       size_t at = 0;
@@ -772,7 +1092,7 @@ private:
       }
     }
     if (!separator.is_string() || separator.get<std::string>().empty())
-      fail(e.offset, "split()'s separator must be a non-empty string");
+      fail(offset, "split()'s separator must be a non-empty string");
     const std::string &sep = separator.get_ref<const std::string &>();
     size_t at = 0;
     for (size_t found; (found = s.find(sep, at)) != std::string::npos;
@@ -782,18 +1102,37 @@ private:
     return parts;
   }
 
-  json filter(const Expr &e) {
+  json filter(const Expr &e, bool &isMarkup) {
     json v = eval(*e.operands[0]);
-    const std::string &name = e.name;
+    bool vMarkup = markup;
+    json result = applyFilter(e.name, v, evalArguments(e, 1), e.offset);
+    // tojson makes Markup; trim, upper, lower, capitalize, string and
+    // reverse keep it (Jinja's title, replace and join make plain str).
+    static const std::set<std::string> keeping = {
+        "trim", "upper", "lower", "capitalize", "string", "reverse"};
+    isMarkup = e.name == "tojson" ||
+               (vMarkup && (keeping.count(e.name) ||
+                            ((e.name == "default" || e.name == "d") &&
+                             result == v)));
+    return result;
+  }
+
+  /// The filter `name` on `v`: `v | name(args)`, or map(name, args)'s on
+  /// each item.
+  json applyFilter(const std::string &name, json v, const Arguments &args,
+                   size_t offset) {
+    if (!isKnownFilter(name)) // map's, named by a computed string
+      fail(offset, "the filter '" + name +
+                       "' is not in tfm-serve's Jinja subset");
     if (name == "default" || name == "d") {
-      bool boolean = truthy(argument(e, 1, 1, "boolean", false));
+      bool boolean = truthy(args.get(1, "boolean", false));
       bool useDefault = isUndefined(v) || (boolean && !truthy(v));
-      return useDefault ? argument(e, 1, 0, "default_value", "") : v;
+      return useDefault ? args.get(0, "default_value", "") : v;
     }
     if (name == "tojson") {
-      json indent = argument(e, 1, 0, "indent", nullptr);
+      json indent = args.get(0, "indent", nullptr);
       if (!indent.is_null() && !indent.is_number_integer())
-        fail(e.offset, "tojson's indent must be an integer");
+        fail(offset, "tojson's indent must be an integer");
       std::string out;
       pythonJson(v, indent.is_null() ? -1 : int(indent.get<int64_t>()), 0,
                  out);
@@ -804,14 +1143,14 @@ private:
     if (name == "length" || name == "count") {
       if (v.is_string())
         return codePoints(v.get<std::string>()).size();
-      if (v.is_array() || v.is_object())
+      if (v.is_array() || (v.is_object() && !isCallable(v)))
         return v.size() - (v.contains(kNamespaceKey) ? 1 : 0);
       if (isUndefined(v))
         return 0;
-      fail(e.offset, "a " + typeName(v) + " has no length");
+      fail(offset, "a " + typeName(v) + " has no length");
     }
     if (name == "list" || name == "reverse") {
-      std::vector<json> list = items(v, e.offset);
+      std::vector<json> list = items(v, offset);
       if (name == "reverse" && v.is_string()) {
         std::string joined;
         for (auto it = list.rbegin(); it != list.rend(); ++it)
@@ -823,36 +1162,200 @@ private:
       return json(list);
     }
     if (name == "first" || name == "last") {
-      std::vector<json> list = items(v, e.offset);
+      std::vector<json> list = items(v, offset);
       if (list.empty())
         return undefined();
       return name == "first" ? list.front() : list.back();
     }
     if (name == "join") {
-      std::string separator = stringArgument(e, 1, 0, "d", "");
+      std::string separator = stringArgument(args, 0, "d", "", offset);
+      json attribute = args.get(1, "attribute", nullptr);
       std::string joined;
-      std::vector<json> list = items(v, e.offset);
+      std::vector<json> list = items(v, offset);
       for (size_t i = 0; i < list.size(); ++i)
-        joined += (i ? separator : "") + text(list[i]);
+        joined += (i ? separator : "") +
+                  text(attribute.is_null()
+                           ? list[i]
+                           : attributePath(list[i], attribute, offset));
       return joined;
     }
+    if (name == "select" || name == "reject" || name == "selectattr" ||
+        name == "rejectattr")
+      return selectItems(name, v, args, offset);
+    if (name == "map")
+      return mapItems(v, args, offset);
+    if (name == "unique")
+      return uniqueItems(v, args, offset);
+    if (name == "items") {
+      if (isUndefined(v))
+        return json::array();
+      if (!v.is_object() || v.contains(kNamespaceKey) || isCallable(v))
+        fail(offset, "items needs a dict, not a " + typeName(v));
+      json pairs = json::array();
+      for (auto &[key, value] : v.items())
+        pairs.push_back(json::array({key, value}));
+      return pairs;
+    }
     if (name == "int" || name == "float" || name == "abs")
-      return number(v, name, e);
+      return number(v, name, offset);
     // The rest act on text.
     std::string s = text(v);
     if (name == "trim")
       return stripChars(s, kWhitespace, true, true);
-    if (std::optional<json> result = caseOrReplace(name, s, e, "old", "new"))
+    if (name == "title")
+      return wordsTitled(s);
+    if (std::optional<json> result =
+            caseOrReplace(name, s, args, "old", "new", offset))
       return *result;
-    fail(e.offset, "the filter '" + name + "' is not in the subset");
+    fail(offset, "the filter '" + name + "' is not in the subset");
+  }
+
+  /// select(test, args) and reject(...) keep the items a test passes
+  /// (fails); selectattr(attribute, test, args) and rejectattr(...) test
+  /// an attribute of each. Without a test, the value's truth.
+  json selectItems(const std::string &filter, const json &v,
+                   const Arguments &args, size_t offset) {
+    bool byAttribute = filter == "selectattr" || filter == "rejectattr";
+    bool keep = filter == "select" || filter == "selectattr";
+    size_t first = byAttribute ? 1 : 0;
+    if (byAttribute && args.positional.empty())
+      fail(offset, filter + " needs an attribute's name");
+    std::optional<std::string> test;
+    Arguments testArguments;
+    if (args.positional.size() > first) {
+      if (!args.positional[first].is_string())
+        fail(offset, filter + " needs a test's name, not a " +
+                         typeName(args.positional[first]));
+      test = args.positional[first].get<std::string>();
+      testArguments.positional.assign(args.positional.begin() + first + 1,
+                                      args.positional.end());
+      testArguments.keywords = args.keywords;
+    }
+    json kept = json::array();
+    for (json &item : items(v, offset)) {
+      json tested = byAttribute
+                        ? attributePath(item, args.positional[0], offset)
+                        : item;
+      bool passes = test ? applyTest(*test, tested, testArguments, offset)
+                         : truthy(tested);
+      if (passes == keep)
+        kept.push_back(std::move(item));
+    }
+    return kept;
+  }
+
+  /// map(attribute='a.b', default=d): each item's attribute (d where it
+  /// has none); map(filter, args): the filter on each item.
+  json mapItems(const json &v, const Arguments &args, size_t offset) {
+    json mapped = json::array();
+    json attribute = args.get(SIZE_MAX, "attribute", undefined());
+    if (!isUndefined(attribute)) {
+      json fallback = args.get(SIZE_MAX, "default", undefined());
+      for (json &item : items(v, offset)) {
+        json value = attributePath(item, attribute, offset);
+        mapped.push_back(isUndefined(value) ? fallback : std::move(value));
+      }
+      return mapped;
+    }
+    if (args.positional.empty() || !args.positional[0].is_string())
+      fail(offset, "map needs a filter's name or attribute=");
+    std::string filter = args.positional[0].get<std::string>();
+    Arguments rest;
+    rest.positional.assign(args.positional.begin() + 1, args.positional.end());
+    rest.keywords = args.keywords;
+    for (json &item : items(v, offset))
+      mapped.push_back(applyFilter(filter, std::move(item), rest, offset));
+    return mapped;
+  }
+
+  /// unique(case_sensitive=false, attribute=none): the items, each value
+  /// (or attribute) once, in the order first seen.
+  json uniqueItems(const json &v, const Arguments &args, size_t offset) {
+    bool caseSensitive = truthy(args.get(0, "case_sensitive", false));
+    json attribute = args.get(1, "attribute", nullptr);
+    std::set<std::string> seen;
+    json kept = json::array();
+    for (json &item : items(v, offset)) {
+      json key = attribute.is_null() ? item
+                                     : attributePath(item, attribute, offset);
+      if (!caseSensitive && key.is_string())
+        key = caseMapped(key.get<std::string>(), false);
+      if (seen.insert(hashKey(key, offset)).second)
+        kept.push_back(std::move(item));
+    }
+    return kept;
+  }
+
+  /// What makes values one in a Python set: equal numbers are one (1, 1.0
+  /// and true); lists and dicts cannot be in one.
+  std::string hashKey(const json &v, size_t offset) {
+    if (v.is_string())
+      return "s" + v.get<std::string>();
+    if (v.is_boolean())
+      return v.get<bool>() ? "n1" : "n0";
+    if (v.is_number_float()) {
+      double d = v.get<double>();
+      return std::trunc(d) == d && std::fabs(d) < 9.2e18
+                 ? "n" + std::to_string(int64_t(d))
+                 : "f" + floatText(d);
+    }
+    if (v.is_number())
+      return "n" + v.dump();
+    if (v.is_null())
+      return "z";
+    if (isUndefined(v))
+      return "u";
+    fail(offset, "unique needs values a set can hold, not a " + typeName(v));
+  }
+
+  /// Jinja's attribute getter (selectattr, map, join, unique): "a.b.0"
+  /// walks dict keys and list indices (parts of digits are indices), an
+  /// integer is an index. Undefined where an item lacks one; an error
+  /// past that, as Jinja's.
+  json attributePath(const json &item, const json &attribute, size_t offset) {
+    std::vector<json> parts;
+    if (attribute.is_number_integer()) {
+      parts.push_back(attribute);
+    } else if (attribute.is_string()) {
+      for (const json &part :
+           split(attribute.get<std::string>(), ".", offset)) {
+        const std::string &s = part.get_ref<const std::string &>();
+        bool index = !s.empty() &&
+                     s.find_first_not_of("0123456789") == std::string::npos;
+        // Past int64, an index no list reaches.
+        parts.push_back(!index       ? json(s)
+                        : s.size() > 18 ? json(INT64_MAX)
+                                        : json(std::stoll(s)));
+      }
+    } else {
+      fail(offset, "an attribute is named by a string or an integer, not a " +
+                       typeName(attribute));
+    }
+    const json *value = &item;
+    json holder;
+    for (const json &part : parts) {
+      if (isUndefined(*value))
+        fail(offset, "the value is undefined: it has no " +
+                         (part.is_string() ? "'" + part.get<std::string>() + "'"
+                                           : repr(part)));
+      if (const json *stored = storedMember(*value, part)) {
+        value = stored;
+      } else {
+        json next = memberOf(*value, part);
+        holder = std::move(next);
+        value = &holder;
+      }
+    }
+    return *value;
   }
 
   /// What a filter and a string method of the same name both do
   /// (`x | upper`, `x.upper()`); `replace`'s arguments may be named
   /// `oldName` and `newName`. nullopt for another name.
   std::optional<json> caseOrReplace(const std::string &name,
-                                    const std::string &s, const Expr &e,
-                                    const char *oldName, const char *newName) {
+                                    const std::string &s,
+                                    const Arguments &args, const char *oldName,
+                                    const char *newName, size_t offset) {
     if (name == "upper" || name == "lower")
       return caseMapped(s, name == "upper");
     if (name == "capitalize")
@@ -860,15 +1363,15 @@ private:
     if (name == "title")
       return titled(s);
     if (name == "replace")
-      return replaced(s, stringArgument(e, 1, 0, oldName, ""),
-                      stringArgument(e, 1, 1, newName, ""));
+      return replaced(s, stringArgument(args, 0, oldName, "", offset),
+                      stringArgument(args, 1, newName, "", offset));
     return std::nullopt;
   }
 
-  json number(const json &v, const std::string &name, const Expr &e) {
+  json number(const json &v, const std::string &name, size_t offset) {
     if (name == "abs") {
       if (!v.is_number())
-        fail(e.offset, "abs needs a number, not a " + typeName(v));
+        fail(offset, "abs needs a number, not a " + typeName(v));
       return v.is_number_float() ? json(std::fabs(v.get<double>()))
                                  : json(std::llabs(v.get<int64_t>()));
     }
@@ -889,13 +1392,28 @@ private:
     if (name == "float")
       return d;
     if (!std::isfinite(d) || std::fabs(d) > 9.2e18)
-      fail(e.offset, "the value does not fit an integer");
+      fail(offset, "the value does not fit an integer");
     return int64_t(d);
   }
 
   bool test(const Expr &e) {
     json v = eval(*e.operands[0]);
-    const std::string &name = e.name;
+    return applyTest(e.name, v, evalArguments(e, 1), e.offset);
+  }
+
+  /// The test `name` on `v`: `v is name(args)`, or select(name, args)'s
+  /// on each item.
+  bool applyTest(const std::string &name, const json &v, const Arguments &args,
+                 size_t offset) {
+    if (!isKnownTest(name)) // select's, named by a computed string
+      fail(offset, "the test '" + name +
+                       "' is not in tfm-serve's Jinja subset");
+    size_t arity = testArity(name);
+    if (args.positional.size() != arity || !args.keywords.empty())
+      fail(offset, "the test '" + name + "' takes " +
+                       (arity ? "one argument" : "no arguments"));
+    if (arity == 1)
+      return compareTest(name, v, args.positional[0], offset);
     if (name == "defined") return !isUndefined(v);
     if (name == "undefined") return isUndefined(v);
     if (name == "none") return v.is_null();
@@ -906,15 +1424,49 @@ private:
     if (name == "boolean") return v.is_boolean();
     if (name == "true") return v.is_boolean() && v.get<bool>();
     if (name == "false") return v.is_boolean() && !v.get<bool>();
-    if (name == "mapping") return v.is_object();
-    if (name == "iterable") return v.is_array() || v.is_object() || v.is_string();
-    if (name == "sequence") return v.is_array() || v.is_object() || v.is_string();
+    if (name == "mapping") return v.is_object() && !isCallable(v);
+    // Jinja's Undefined iterates as nothing and has a length: both.
+    if (name == "iterable" || name == "sequence")
+      return v.is_array() || (v.is_object() && !isCallable(v)) ||
+             v.is_string() || isUndefined(v);
     if (name == "odd" || name == "even") {
       if (!v.is_number_integer())
-        fail(e.offset, "'" + name + "' tests an integer, not a " + typeName(v));
+        fail(offset, "'" + name + "' tests an integer, not a " + typeName(v));
       return (v.get<int64_t>() % 2 != 0) == (name == "odd");
     }
-    fail(e.offset, "the test '" + name + "' is not in the subset");
+    fail(offset, "the test '" + name + "' is not in the subset");
+  }
+
+  /// The tests that compare the value with their argument.
+  bool compareTest(const std::string &name, const json &v, const json &other,
+                   size_t offset) {
+    if (name == "equalto" || name == "eq" || name == "==")
+      return equal(v, other);
+    if (name == "ne" || name == "!=")
+      return !equal(v, other);
+    if (name == "in")
+      return contains(other, v, offset);
+    if (name == "sameas")
+      return sameAs(v, other, offset);
+    int order = compare(v, other, offset);
+    if (name == "lt" || name == "lessthan" || name == "<")
+      return order < 0;
+    if (name == "le" || name == "<=")
+      return order <= 0;
+    if (name == "gt" || name == "greaterthan" || name == ">")
+      return order > 0;
+    return order >= 0; // ge, >=
+  }
+
+  /// Python's `is`: none, true and false are each one object. The other
+  /// values here are JSON, without an identity to compare, so `sameas`
+  /// answers only where one side is none, true or false.
+  static bool sameAs(const json &a, const json &b, size_t offset) {
+    auto singleton = [](const json &x) { return x.is_null() || x.is_boolean(); };
+    if (!singleton(a) && !singleton(b))
+      fail(offset, "'sameas' compares with none, true or false in "
+                   "tfm-serve's Jinja subset");
+    return a.type() == b.type() && a == b;
   }
 
   static double asDouble(const json &v) {
@@ -922,50 +1474,79 @@ private:
   }
   static bool isNumeric(const json &v) { return v.is_number() || v.is_boolean(); }
 
-  bool equal(const json &a, const json &b) {
+  /// Python's ==: numbers (booleans among them) by value, lists item by
+  /// item, dicts by their keys in any order (Mistral's templates compare
+  /// messages: `message == user_messages[-1]`).
+  static bool equal(const json &a, const json &b) {
     if (isNumeric(a) && isNumeric(b))
       return asDouble(a) == asDouble(b);
     if (isUndefined(a) || isUndefined(b))
       return isUndefined(a) && isUndefined(b);
+    if (a.is_array() && b.is_array())
+      return a.size() == b.size() &&
+             std::equal(a.begin(), a.end(), b.begin(), equal);
+    if (a.is_object() && b.is_object()) {
+      if (a.size() != b.size())
+        return false;
+      for (auto &[key, value] : a.items()) {
+        auto found = b.find(key);
+        if (found == b.end() || !equal(value, *found))
+          return false;
+      }
+      return true;
+    }
     return a == b;
   }
 
-  json binary(const Expr &e) {
+  /// -1, 0 or 1: how Python orders two numbers or two strings; other pairs
+  /// fail.
+  static int compare(const json &a, const json &b, size_t offset) {
+    if (isNumeric(a) && isNumeric(b))
+      return asDouble(a) < asDouble(b) ? -1 : asDouble(a) > asDouble(b);
+    if (a.is_string() && b.is_string()) {
+      int order = a.get_ref<const std::string &>().compare(
+          b.get_ref<const std::string &>());
+      return (order > 0) - (order < 0);
+    }
+    fail(offset, "cannot compare a " + typeName(a) + " with a " + typeName(b));
+  }
+
+  json binary(const Expr &e, bool &isMarkup) {
     const std::string &op = e.name;
     json a = eval(*e.operands[0]);
-    if (op == "and")
-      return truthy(a) ? eval(*e.operands[1]) : a;
-    if (op == "or")
-      return truthy(a) ? a : eval(*e.operands[1]);
+    bool aMarkup = markup;
+    if ((op == "and" && !truthy(a)) || (op == "or" && truthy(a))) {
+      isMarkup = aMarkup;
+      return a;
+    }
+    if (op == "and" || op == "or") {
+      json b = eval(*e.operands[1]);
+      isMarkup = markup;
+      return b;
+    }
     json b = eval(*e.operands[1]);
-    if (op == "==")
-      return equal(a, b);
-    if (op == "!=")
-      return !equal(a, b);
-    if (op == "in" || op == "not in")
-      return contains(b, a, e) == (op == "in");
+    bool bMarkup = markup;
+    if (op == "==" || op == "!=" || op == "in" || op == "not in" ||
+        op == "<" || op == "<=" || op == ">" || op == ">=")
+      return compareTest(op == "not in" ? "in" : op, a, b, e.offset) !=
+             (op == "not in");
     if (op == "~")
       return text(a) + text(b);
-    if (op == "<" || op == "<=" || op == ">" || op == ">=") {
-      int order;
-      if (isNumeric(a) && isNumeric(b))
-        order = asDouble(a) < asDouble(b) ? -1 : asDouble(a) > asDouble(b);
-      else if (a.is_string() && b.is_string())
-        order = a.get<std::string>().compare(b.get<std::string>());
-      else
-        fail(e.offset, "cannot compare a " + typeName(a) + " with a " +
-                           typeName(b));
-      return op == "<" ? order < 0 : op == "<=" ? order <= 0
-                         : op == ">" ? order > 0 : order >= 0;
+    if (op == "+" && a.is_string() && b.is_string()) {
+      isMarkup = aMarkup || bMarkup;
+      const std::string &x = a.get_ref<const std::string &>();
+      const std::string &y = b.get_ref<const std::string &>();
+      if (aMarkup != bMarkup)
+        return aMarkup ? x + htmlEscaped(y) : htmlEscaped(x) + y;
+      return x + y;
     }
-    if (op == "+" && a.is_string() && b.is_string())
-      return a.get<std::string>() + b.get<std::string>();
     if (op == "+" && a.is_array() && b.is_array()) {
       json joined = a;
       joined.insert(joined.end(), b.begin(), b.end());
       return joined;
     }
     if (op == "*" && a.is_string() && b.is_number_integer()) {
+      isMarkup = aMarkup;
       int64_t times = b.get<int64_t>();
       if (times > 0 && a.get<std::string>().size() * size_t(times) >
                            kMaxOutputBytes)
@@ -1015,33 +1596,34 @@ private:
     return op == "//" ? q : x - q * y;
   }
 
-  bool contains(const json &container, const json &item, const Expr &e) {
+  bool contains(const json &container, const json &item, size_t offset) {
     if (container.is_string()) {
       if (!item.is_string())
-        fail(e.offset, "'in <string>' needs a string on the left, not a " +
-                           typeName(item));
+        fail(offset, "'in <string>' needs a string on the left, not a " +
+                         typeName(item));
       return container.get<std::string>().find(item.get<std::string>()) !=
              std::string::npos;
     }
     if (container.is_array())
       return std::any_of(container.begin(), container.end(),
                          [&](const json &x) { return equal(x, item); });
-    if (container.is_object())
+    if (container.is_object() && !isCallable(container))
       return item.is_string() && container.contains(item.get<std::string>());
     if (isUndefined(container))
       return false;
-    fail(e.offset, "'in' needs a string, list or dict, not a " +
-                       typeName(container));
+    fail(offset, "'in' needs a string, list or dict, not a " +
+                     typeName(container));
   }
 };
 
 } // namespace
 
 bool ChatTemplate::render(const json &variables, std::string &out,
-                          Failure &failure, std::string &error) const {
+                          Failure &failure, std::string &error,
+                          const std::tm *now) const {
   out.clear();
   try {
-    Renderer(variables, out).run(*body);
+    Renderer(variables, out, now).run(*body);
   } catch (const RenderError &e) {
     failure = e.failure;
     error = e.failure == Failure::Raised

@@ -31,7 +31,7 @@ struct Expr {
                  // omitted)
     Call,        // operands[0](operands[1...], keywords)
     Filter,      // operands[0] | name(operands[1...], keywords)
-    Test,        // operands[0] is [not] name
+    Test,        // operands[0] is [not] name[(operands[1...], keywords)]
     Unary,       // name operands[0] (name: "not", "-", "+")
     Binary,      // operands[0] name operands[1] ("and", "==", "not in", ...)
     Conditional, // operands[1] if operands[0] else operands[2] (null: none)
@@ -48,12 +48,15 @@ struct Expr {
   /// Levels of expressions from this one down to its deepest operand:
   /// evaluation and destruction recurse that deep, so the parser bounds it.
   unsigned depth = 1;
+  /// Whether evaluating it may call a macro, whose statements may change
+  /// variables (a namespace's attributes) while it is evaluated.
+  bool callsMacro = false;
 
   Expr(Kind kind, size_t offset) : kind(kind), offset(offset) {}
 };
 
 struct Node {
-  enum class Kind { Text, Output, If, For, Set };
+  enum class Kind { Text, Output, If, For, Set, Macro };
   Kind kind;
   size_t offset;
   std::string text;                 // Text
@@ -61,9 +64,11 @@ struct Node {
   // If: one (condition, body) per if/elif; `otherwise` the else body.
   std::vector<std::pair<ExprPtr, std::vector<Node>>> branches;
   std::vector<Node> otherwise;      // If's else, For's else (no items)
-  std::vector<std::string> targets; // For: loop variables; Set: name [attr]
+  // For: loop variables; Set: name [attr]; Macro: name, then parameters.
+  std::vector<std::string> targets;
   ExprPtr filter;                   // For: `if cond` (null: none)
-  std::vector<Node> body;           // For
+  std::vector<Node> body;           // For, Macro
+  std::vector<ExprPtr> defaults;    // Macro: one a parameter (null: none)
 
   Node(Kind kind, size_t offset) : kind(kind), offset(offset) {}
 };
@@ -75,6 +80,10 @@ std::string describePosition(const std::string &source, size_t offset);
 bool isKnownFilter(const std::string &name);
 bool isKnownTest(const std::string &name);
 bool isKnownFunction(const std::string &name);
+
+/// How many arguments a test of the subset takes besides the value tested
+/// (`x is equalto 3`: one; `x is defined`: none).
+size_t testArity(const std::string &name);
 
 } // namespace tfm::serve::chat_template
 

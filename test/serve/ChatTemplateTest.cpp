@@ -2,10 +2,12 @@
 //
 // Inputs/chat-templates.json holds what transformers' apply_chat_template
 // (Jinja 2) renders for popular models' templates and one that uses every
-// construct of the subset, over several conversations
-// (make_chat_template_goldens.py). Each case must render byte for byte the
-// same, or raise the same message. The rest checks what the subset refuses
-// and where it says the fault is.
+// construct of the subset, over several conversations, and for real
+// tool-calling templates (Inputs/tool-templates/) over conversations that
+// call tools (make_chat_template_goldens.py). Each case must render byte
+// for byte the same, or raise the same message. The rest checks macros,
+// the filters and tests that pick items, what the subset refuses and where
+// it says the fault is.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,7 +15,9 @@
 
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 using tfm::serve::ChatTemplate;
@@ -21,23 +25,35 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-json readGoldens() {
-  std::ifstream in(TFM_SERVE_TEST_INPUTS "/chat-templates.json");
+std::string readInput(const std::string &name) {
+  std::ifstream in(TFM_SERVE_TEST_INPUTS "/" + name);
   std::stringstream text;
   text << in.rdbuf();
-  return json::parse(text.str());
+  return text.str();
 }
 
-/// Renders `source` with `variables`; the output, or "error: ..." /
-/// "raised: ...".
-std::string render(const std::string &source, const json &variables) {
+json readGoldens() { return json::parse(readInput("chat-templates.json")); }
+
+/// A local time "YYYY-MM-DDTHH:MM:SS" with its weekday and day of the year.
+std::tm localTime(const std::string &iso) {
+  std::tm time{};
+  strptime(iso.c_str(), "%Y-%m-%dT%H:%M:%S", &time);
+  std::time_t seconds = timegm(&time);
+  gmtime_r(&seconds, &time);
+  return time;
+}
+
+/// Renders `source` with `variables` (strftime_now at `now` where given);
+/// the output, or "error: ..." / "raised: ...".
+std::string render(const std::string &source, const json &variables,
+                   const std::tm *now = nullptr) {
   std::string error;
   auto parsed = ChatTemplate::parse(source, error);
   if (!parsed)
     return "parse error: " + error;
   std::string out;
   ChatTemplate::Failure failure;
-  if (!parsed->render(variables, out, failure, error))
+  if (!parsed->render(variables, out, failure, error, now))
     return (failure == ChatTemplate::Failure::Raised ? "raised: "
                                                      : "error: ") +
            error;
@@ -75,6 +91,317 @@ TEST(ChatTemplate, RendersAsTransformersDoes) {
   EXPECT_GT(raised, 0);
 }
 
+TEST(ChatTemplate, RendersToolTemplatesAsTransformersDoes) {
+  // Qwen 2.5 and 3, Llama 3.1 and 3.2, Mistral Nemo and Small 3.2, Hermes 2
+  // Pro and 3, over tool calls and a plain conversation, on the clock the
+  // goldens' strftime_now read (Mistral Small 3.2 always calls it; Llama
+  // 3.2 where no date_string is given).
+  json goldens = readGoldens();
+  std::tm now = localTime(goldens["now"].get<std::string>());
+  ASSERT_EQ(goldens["tool_cases"].size(), 64u);
+  std::map<std::string, std::string> sources;
+  int raised = 0;
+  for (const json &c : goldens["tool_cases"]) {
+    std::string templateName = c["template"].get<std::string>();
+    std::string name = templateName + " / " +
+                       c["conversation"].get<std::string>() +
+                       (c["add_generation_prompt"].get<bool>()
+                            ? " / generation prompt"
+                            : "");
+    if (!sources.count(templateName)) {
+      sources[templateName] =
+          readInput("tool-templates/" + templateName + ".jinja");
+      ASSERT_FALSE(sources[templateName].empty()) << templateName;
+    }
+    const json &conversation =
+        goldens["tool_conversations"][c["conversation"].get<std::string>()];
+    json variables = goldens["variables"];
+    variables.update(conversation["variables"]);
+    variables["messages"] = conversation["messages"];
+    variables["add_generation_prompt"] = c["add_generation_prompt"];
+    std::string got = render(sources[templateName], variables, &now);
+    if (c.contains("raises")) {
+      ++raised;
+      EXPECT_EQ(got, "raised: " + c["raises"].get<std::string>()) << name;
+    } else {
+      EXPECT_EQ(got, c["expected"].get<std::string>()) << name;
+    }
+  }
+  EXPECT_EQ(sources.size(), 8u);
+  EXPECT_GT(raised, 0);
+}
+
+TEST(ChatTemplate, Macros) {
+  json none = json::object();
+  // Defaults, keywords, a default computed from an earlier parameter, a
+  // parameter not given (undefined).
+  EXPECT_EQ(render("{% macro greet(name, greeting='Hello', punct='!') %}"
+                   "{{ greeting }}, {{ name }}{{ punct }}{% endmacro %}"
+                   "{{ greet('Ann') }}|{{ greet('Bob', punct='?') }}|"
+                   "{{ greet(greeting='Hi', name='Cy') }}",
+                   none),
+            "Hello, Ann!|Hello, Bob?|Hi, Cy!");
+  EXPECT_EQ(render("{% macro m(a, b=a ~ 'x') %}{{ b }}{% endmacro %}"
+                   "{{ m('q') }}",
+                   none),
+            "qx");
+  EXPECT_EQ(render("{% macro m(a, b) %}[{{ b }}]{{ b is defined }}"
+                   "{% endmacro %}{{ m(1) }}",
+                   none),
+            "[]False");
+  // The call's value is the body's text.
+  EXPECT_EQ(render("{% macro m() %}ab{% endmacro %}{{ m() ~ m() }} "
+                   "{{ m() | length }} {{ m() | upper }} {{ m }}",
+                   none),
+            "abab 2 AB <Macro 'm'>");
+  // The body sees the template's variables (as they are when it is
+  // called), not its caller's loop; its assignments stay in it, but a
+  // namespace carries state out.
+  EXPECT_EQ(render("{% set top = 'T' %}{% macro m() %}{{ top }}"
+                   "{{ i is defined }}{% endmacro %}{% for i in [1] %}"
+                   "{{ m() }}{% endfor %}",
+                   none),
+            "TFalse");
+  EXPECT_EQ(render("{% macro m() %}{{ top }}{% endmacro %}"
+                   "{% set top = 'late' %}{{ m() }}",
+                   none),
+            "late");
+  EXPECT_EQ(render("{% set x = 1 %}{% macro m() %}{% set x = 2 %}{{ x }}"
+                   "{% endmacro %}{{ m() }}{{ x }}",
+                   none),
+            "21");
+  EXPECT_EQ(render("{% set ns = namespace(n=0) %}{% macro inc() %}"
+                   "{% set ns.n = ns.n + 1 %}{% endmacro %}"
+                   "{{ inc() }}{{ inc() }}{{ ns.n }}",
+                   none),
+            "2");
+  // A macro called in a subscript may change the namespace the subscript
+  // reads: as in Python, the list read before the call is indexed.
+  EXPECT_EQ(render("{% set ns = namespace(l=[1, 2]) %}{% macro grow() %}"
+                   "{% set ns.l = ns.l + [3] %}{% set ns.k = 1 %}2"
+                   "{% endmacro %}[{{ ns.l[grow() | int] }}] {{ ns.l }}",
+                   none),
+            "[] [1, 2, 3]");
+  // Recursion, as Hermes' json_to_python_type.
+  EXPECT_EQ(render("{% macro fact(n) %}{% if n <= 1 %}1{% else %}"
+                   "{{ n * (fact(n - 1) | int) }}{% endif %}{% endmacro %}"
+                   "{{ fact(5) }}",
+                   none),
+            "120");
+  EXPECT_EQ(render("{% macro m() %}{% endmacro %}{{ m is defined }} "
+                   "{{ strftime_now is defined }} {{ nope is defined }}",
+                   none),
+            "True True False");
+  EXPECT_EQ(render("{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}", none),
+            "error: line 1, column 35: the macro 'm' takes at most 1 "
+            "argument(s)");
+  EXPECT_EQ(render("{% macro m(a) %}{% endmacro %}{{ m(b=2) }}", none),
+            "error: line 1, column 35: the macro 'm' has no parameter 'b'");
+  EXPECT_EQ(render("{% macro m(a) %}{% endmacro %}{{ m(1, a=2) }}", none),
+            "error: line 1, column 35: the macro 'm' is given 'a' twice");
+  EXPECT_EQ(render("{{ m() }}{% macro m() %}{% endmacro %}", none),
+            "error: line 1, column 5: 'm' is undefined: it cannot be called");
+}
+
+TEST(ChatTemplate, MacroRecursionIsBounded) {
+  json none = json::object();
+  EXPECT_EQ(render("{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}{{ r(0) }}",
+                   none),
+            "error: line 1, column 21: macro calls nest deeper than 32 "
+            "levels");
+  // Each level as deep as the parser allows (blocks and expressions about
+  // 100 levels each): statements and expressions nesting through macros
+  // are bounded too, so that the stack stays what a template without
+  // macros may take.
+  std::string deep = "{% macro r(n) %}";
+  for (int i = 0; i < 98; ++i)
+    deep += "{% if true %}";
+  deep += "{{ " + std::string(97, '[') + "r(n)" + std::string(97, ']') +
+          " }}";
+  for (int i = 0; i < 98; ++i)
+    deep += "{% endif %}";
+  deep += "{% endmacro %}{{ r(0) }}";
+  std::string got = render(deep, none);
+  EXPECT_NE(got.find("statements and expressions nest deeper than 256 "
+                     "levels, with the bodies of the macros they call"),
+            std::string::npos)
+      << got.substr(0, 200);
+  // Without macros the parser's bounds keep a render within it.
+  std::string flat;
+  for (int i = 0; i < 99; ++i)
+    flat += "{% if true %}";
+  flat += "{{ " + std::string(98, '[') + "1" + std::string(98, ']') +
+          " | length }}";
+  for (int i = 0; i < 99; ++i)
+    flat += "{% endif %}";
+  EXPECT_EQ(render(flat, none), "1");
+  // Hermes' json_to_python_type recurses without end on a type union with
+  // "null" (a string's letters are types again; Jinja overflows Python's
+  // stack): a render error.
+  json tools = json::parse(R"([{"type": "function", "function": {
+      "name": "f", "description": "d", "parameters": {"type": "object",
+      "properties": {"x": {"type": ["string", "null"],
+                           "description": "x"}}}}}])");
+  got = render(readInput("tool-templates/"
+                         "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja"),
+               {{"tools", tools}, {"messages", json::array()}});
+  EXPECT_EQ(got.substr(0, 7), "error: ") << got.substr(0, 200);
+  EXPECT_NE(got.find("macro calls nest deeper than 32 levels"),
+            std::string::npos)
+      << got.substr(0, 200);
+}
+
+TEST(ChatTemplate, FiltersThatPickItems) {
+  json variables = {
+      {"messages",
+       {{{"role", "system"}, {"content", "S"}},
+        {{"role", "user"}, {"content", "U1"}, {"name", "ann"}},
+        {{"role", "assistant"}, {"content", "A"}},
+        {{"role", "user"}, {"content", "U2"}}}}};
+  EXPECT_EQ(render("{{ [1, 2, 3, 4] | select('odd') | list }} "
+                   "{{ [1, 2, 3, 4] | reject('odd') | list }} "
+                   "{{ [0, 1, '', 'a', none] | select | list }} "
+                   "{{ [3, 5, 7] | select('gt', 4) | list }} "
+                   "{{ [3, 5, 7] | reject('>', 4) | list }}",
+                   variables),
+            "[1, 3] [2, 4] [1, 'a'] [5, 7] [3]");
+  // Mistral's templates: selectattr(attribute, test, argument).
+  EXPECT_EQ(render("{{ messages | selectattr('role', 'equalto', 'user') | "
+                   "map(attribute='content') | join(',') }} "
+                   "{{ messages | rejectattr('role', 'eq', 'user') | list | "
+                   "length }} "
+                   "{{ messages | selectattr('name') | list | length }} "
+                   "{{ messages | rejectattr('name') | map(attribute='role') "
+                   "| join(',') }}",
+                   variables),
+            "U1,U2 2 1 system,assistant,user");
+  EXPECT_EQ(render("{{ messages | map(attribute='name', default='anon') | "
+                   "list }} {{ messages | join(', ', attribute='role') }}",
+                   variables),
+            "['anon', 'ann', 'anon', 'anon'] system, user, assistant, user");
+  EXPECT_EQ(render("{{ ['a', 'B'] | map('upper') | list }} "
+                   "{{ ['ab', 'ba'] | map('replace', 'a', 'x') | list }} "
+                   "{{ [{'f': {'n': 'x'}}, {'f': {'n': 'y'}}] | "
+                   "map(attribute='f.n') | join }} "
+                   "{{ [[1, 2], [3, 4]] | map(attribute='1') | list }} "
+                   "{{ [[1, 2], [3, 4]] | map(attribute=0) | list }}",
+                   variables),
+            "['A', 'B'] ['xb', 'bx'] xy [2, 4] [1, 3]");
+  EXPECT_EQ(render("{% for k, v in {'a': 1, 'b': 2} | items %}{{ k }}={{ v }};"
+                   "{% endfor %} {{ nothing | items | list }}",
+                   variables),
+            "a=1;b=2; []");
+  // unique: case-insensitive by default; 1, 1.0 and true are one value.
+  EXPECT_EQ(render("{{ ['a', 'A', 'b', 1, 1.0, true] | unique | list }} "
+                   "{{ ['a', 'A', 'b'] | unique(case_sensitive=true) | list }} "
+                   "{{ messages | unique(attribute='role') | "
+                   "map(attribute='content') | join(',') }}",
+                   variables),
+            "['a', 'b', 1] ['a', 'A', 'b'] S,U1,A");
+  // Past an item's missing attribute Jinja fails; lists are unhashable.
+  EXPECT_EQ(render("{{ messages | selectattr('nope.deeper') | list }}",
+                   variables),
+            "error: line 1, column 15: the value is undefined: it has no "
+            "'deeper'");
+  EXPECT_EQ(render("{{ [1, [2]] | unique | list }}", variables),
+            "error: line 1, column 15: unique needs values a set can hold, "
+            "not a list");
+  EXPECT_EQ(render("{{ [1, 2] | map | list }}", variables),
+            "error: line 1, column 13: map needs a filter's name or "
+            "attribute=");
+  EXPECT_EQ(render("{{ 5 | items }}", variables),
+            "error: line 1, column 8: items needs a dict, not a int");
+  // A test or filter named by a computed string is checked when rendered.
+  EXPECT_EQ(render("{{ [1] | select('divisible' ~ 'by', 3) | list }}",
+                   variables),
+            "error: line 1, column 10: the test 'divisibleby' is not in "
+            "tfm-serve's Jinja subset");
+}
+
+TEST(ChatTemplate, TestsWithArguments) {
+  json none = json::object();
+  EXPECT_EQ(render("{{ 3 is eq 3 }} {{ 3 is eq(4) }} {{ 'a' is ne 'b' }} "
+                   "{{ none is sameas none }} {{ false is sameas 0 }} "
+                   "{{ 2 is in [1, 2] }} {{ 1 is lt 2 }} {{ 'b' is ge 'a' }} "
+                   "{{ 1 is equalto 1.0 }} {{ 1 is eq 1 and 2 is eq 3 }} "
+                   "{{ 1 is eq 1 or false }}",
+                   none),
+            "True False True True False True True True True False True");
+  // Jinja's Undefined iterates (as nothing); dicts are equal whatever
+  // their keys' order, numbers and booleans by value.
+  EXPECT_EQ(render("{{ nothing is iterable }} {{ nothing is sequence }} "
+                   "{{ {'a': 1, 'b': 2} == {'b': 2, 'a': 1} }} "
+                   "{{ [1, {'a': true}] == [1.0, {'a': 1}] }}",
+                   none),
+            "True True True True");
+  EXPECT_EQ(render("{{ 1 is sameas 1 }}", none),
+            "error: line 1, column 9: 'sameas' compares with none, true or "
+            "false in tfm-serve's Jinja subset");
+}
+
+TEST(ChatTemplate, TojsonGivesMarkup) {
+  json none = json::object();
+  // Jinja's tojson (transformers 4.40.2 keeps it) returns Markup: `+`
+  // HTML-escapes the plain string it joins to one; `~` makes plain text.
+  EXPECT_EQ(render("{{ '\"a\"' + 'x' | tojson }}|{{ 'x' | tojson + '<b>' }}|"
+                   "{{ '\"' ~ 'x' | tojson }}|"
+                   "{{ ('\"' + 'x' | tojson) + '&' }}",
+                   none),
+            "&#34;a&#34;\"x\"|\"x\"&lt;b&gt;|\"\"x\"|&#34;\"x\"&amp;");
+  // Through variables, slices, the filters and methods that keep it
+  // (markupsafe escapes a method's arguments), conditionals, and/or.
+  EXPECT_EQ(render("{% set j = 'x' | tojson %}{{ '\"' + j }}|"
+                   "{{ '\"' + j[:-1] }}|{{ '\"' + j | trim }}|"
+                   "{{ '\"' + j.strip() }}|{{ '\"' + (j ~ '') }}|"
+                   "{{ '\"' + (j if true else 'a') }}|{{ '\"' + (j or 'a') }}|"
+                   "{{ '\"' + j | string }}|{{ '\"' + j | upper }}|"
+                   "{{ '\"' + j | replace('x', 'y') }}|"
+                   "{{ '\"' + j.replace('\"', \"'\") }}|{{ '\"' + j * 2 }}|"
+                   "{{ '\"' + j | title }}|{{ '\"' + j | default('q') }}|"
+                   "{{ '\"' + j | reverse }}",
+                   none),
+            "&#34;\"x\"|&#34;\"x|&#34;\"x\"|&#34;\"x\"|\"\"x\"|&#34;\"x\"|"
+            "&#34;\"x\"|&#34;\"x\"|&#34;\"X\"|\"\"y\"|&#34;\"x\"|"
+            "&#34;\"x\"\"x\"|\"\"x\"|&#34;\"x\"|&#34;\"x\"");
+}
+
+TEST(ChatTemplate, TitleFilterIsJinjas) {
+  // Jinja's title filter starts words only after whitespace, '-', '(',
+  // '{', '[' and '<'; str.title() after any character not a letter.
+  EXPECT_EQ(render("{{ 'hello-wORLD (it\\'s) a\x1c" "b c_d \"x\" 3rd [x<y' | "
+                   "title }}|{{ 'it\\'s c_d 3rd'.title() }}",
+                   json::object()),
+            "Hello-World (It's) A\x1c" "B C_d \"x\" 3rd [X<Y|It'S C_D 3Rd");
+}
+
+TEST(ChatTemplate, TagsEndAfterBalancedBrackets) {
+  // As Jinja's lexer: '}}' inside brackets does not end an output tag.
+  EXPECT_EQ(render("{{ {'a': {'b': 1}} | tojson }} {{ [{'f': {'n': 'x'}}] }}",
+                   json::object()),
+            "{\"a\": {\"b\": 1}} [{'f': {'n': 'x'}}]");
+  EXPECT_EQ(render("{% set d = {'a': {'b': '%}'}} %}{{ d.a.b }}",
+                   json::object()),
+            "%}");
+}
+
+TEST(ChatTemplate, StrftimeNow) {
+  // transformers' strftime_now: Python's strftime of the local time,
+  // %f its microseconds, %z and %Z empty (a naive datetime).
+  std::tm now = localTime("2025-03-09T14:05:07");
+  EXPECT_EQ(render("{{ strftime_now('%Y-%m-%d %H:%M:%S %a %b %j|%f|%z%Z|%%f|"
+                   "%d %B %Y') }}",
+                   json::object(), &now),
+            "2025-03-09 14:05:07 Sun Mar 068|000000||%f|09 March 2025");
+  // Without a time given, the clock's.
+  std::time_t seconds = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&seconds, &local);
+  EXPECT_EQ(render("{{ strftime_now('%Y') }}", json::object()),
+            std::to_string(local.tm_year + 1900));
+  EXPECT_EQ(render("{{ strftime_now(1) }}", json::object()),
+            "error: line 1, column 16: strftime_now() takes a format string");
+}
+
 TEST(ChatTemplate, WhitespaceControl) {
   json none = json::object();
   // trim_blocks: the newline after a block tag goes; lstrip_blocks: the
@@ -105,18 +432,57 @@ TEST(ChatTemplate, ScopesAsJinja) {
 }
 
 TEST(ChatTemplate, RefusesWhatTheSubsetLacks) {
-  EXPECT_EQ(parseError("{{ messages | selectattr('role') }}"),
-            "line 1, column 15: the filter 'selectattr' is not in "
+  EXPECT_EQ(parseError("{{ messages | wordcount }}"),
+            "line 1, column 15: the filter 'wordcount' is not in "
             "tfm-serve's Jinja subset");
-  EXPECT_EQ(parseError("a\n{% macro m() %}{% endmacro %}"),
-            "line 2, column 4: the statement 'macro' is not in tfm-serve's "
+  EXPECT_EQ(parseError("a\n{% call m() %}{% endcall %}"),
+            "line 2, column 4: the statement 'call' is not in tfm-serve's "
             "Jinja subset");
   EXPECT_EQ(parseError("{{ x is divisibleby 3 }}"),
             "line 1, column 9: the test 'divisibleby' is not in tfm-serve's "
             "Jinja subset");
-  EXPECT_EQ(parseError("{{ strftime_now('%Y') }}"),
-            "line 1, column 4: the function 'strftime_now' is not in "
+  EXPECT_EQ(parseError("{{ cycler('a', 'b') }}"),
+            "line 1, column 4: the function 'cycler' is not in "
             "tfm-serve's Jinja subset");
+  // Tests and filters named in select's, selectattr's and map's strings.
+  EXPECT_EQ(parseError("{{ x | select('divisibleby', 3) }}"),
+            "line 1, column 15: the test 'divisibleby' is not in "
+            "tfm-serve's Jinja subset");
+  EXPECT_EQ(parseError("{{ x | rejectattr('a', 'escaped') }}"),
+            "line 1, column 24: the test 'escaped' is not in "
+            "tfm-serve's Jinja subset");
+  EXPECT_EQ(parseError("{{ x | map('wordcount') }}"),
+            "line 1, column 12: the filter 'wordcount' is not in "
+            "tfm-serve's Jinja subset");
+  EXPECT_EQ(parseError("{{ x is eq }}"),
+            "line 1, column 9: the test 'eq' takes one argument");
+  EXPECT_EQ(parseError("{{ x is defined(1) }}"),
+            "line 1, column 9: the test 'defined' takes no arguments");
+  EXPECT_EQ(parseError("{{ x is eq(other=1) }}"),
+            "line 1, column 9: the test 'eq' takes no keyword arguments");
+  // Macros: at the top level, without varargs, kwargs or caller.
+  EXPECT_EQ(parseError("{% if x %}\n  {% macro m() %}{% endmacro %}"
+                       "{% endif %}"),
+            "line 2, column 6: macros are defined only at the template's "
+            "top level in tfm-serve's Jinja subset");
+  EXPECT_EQ(parseError("{% macro m() %}{{ varargs }}{% endmacro %}"),
+            "line 1, column 19: a macro's 'varargs' is not in tfm-serve's "
+            "Jinja subset");
+  EXPECT_EQ(parseError("{% macro m() %}{{ caller() }}{% endmacro %}"),
+            "line 1, column 19: the function 'caller' is not in "
+            "tfm-serve's Jinja subset");
+  EXPECT_EQ(parseError("{% macro m(a=1, b) %}{% endmacro %}"),
+            "line 1, column 17: a parameter without a default after one "
+            "with a default");
+  EXPECT_EQ(parseError("{% macro m(a, a) %}{% endmacro %}"),
+            "line 1, column 15: the parameter 'a' repeats");
+  EXPECT_EQ(parseError("{% macro m %}{% endmacro %}"),
+            "line 1, column 12: expected '(', found the tag's end");
+  EXPECT_EQ(parseError("{% macro m() %}x"),
+            "line 1, column 4: this block is not closed: the template ends "
+            "before 'endmacro'");
+  EXPECT_EQ(parseError("{% endmacro %}"),
+            "line 1, column 4: 'endmacro' without its 'macro'");
   EXPECT_EQ(parseError("{{ (1, 2) }}"),
             "line 1, column 6: tuples are not in tfm-serve's Jinja subset; "
             "use a list");

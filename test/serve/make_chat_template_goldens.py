@@ -11,10 +11,26 @@ ones popular checkpoints carry in tokenizer_config.json (Zephyr/TinyLlama,
 Gemma, Qwen2, Mistral-Instruct, Phi-3, Llama-3), and one written to use
 every construct of the subset. The special tokens are stories260K-hf's
 (<s>, </s>, <unk>), whose tokenizer renders them.
+
+Tool-calling templates: the real ones in Inputs/tool-templates/ (Qwen 2.5
+and 3, Llama 3.1 and 3.2, Mistral Nemo and Small 3.2, Hermes 2 Pro and 3),
+over conversations that call OpenAI-style `tools` and one that does not.
+transformers 4.40.2 passes `tools` on as any keyword, but does not define
+strftime_now (later versions do, and Mistral Small 3.2 calls it), so these
+are rendered with a Jinja environment built as 4.40.2's
+_compile_jinja_template builds it, plus strftime_now as later versions
+define it, on a fixed clock (NOW) that ChatTemplateTest sets too. 4.40.2
+leaves Jinja's tojson (keys sorted, HTML-safe, Markup that `+` escapes the
+other operand for), which later versions replace with json.dumps.
 """
+import datetime
 import json
 import os
 import sys
+
+import jinja2
+from jinja2.exceptions import TemplateError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from transformers import AutoTokenizer
 from transformers.models.llama.tokenization_llama import LlamaTokenizer
@@ -112,17 +128,148 @@ for name, template in TEMPLATES.items():
             case.update(render(template, messages, add))
             cases.append(case)
 
+TOOL_TEMPLATES = [
+    "Qwen-Qwen2.5-7B-Instruct", "Qwen-Qwen3-0.6B",
+    "meta-llama-Llama-3.1-8B-Instruct", "meta-llama-Llama-3.2-3B-Instruct",
+    "mistralai-Mistral-Nemo-Instruct-2407", "Mistral-Small-3.2-24B-Instruct-2506",
+    "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use",
+    "NousResearch-Hermes-3-Llama-3.1-8B-tool_use",
+]
+
+# OpenAI's tools: JSON schemas with a description for every property (Hermes
+# prints them), a string enum, an array (Hermes' json_to_python_type passes
+# `spec|items` to itself, which Jinja's Undefined makes "list[Union[]]"),
+# an integer, a union of types, and an apostrophe and a non-ASCII character
+# for tojson to escape.
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_current_weather",
+        "description": "Get the current weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "location": {"type": "string",
+                             "description": "The city's name, e.g. Paris"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"],
+                         "description": "The unit: \u00b0C or \u00b0F"},
+            },
+            "required": ["location"],
+        },
+    }},
+    {"type": "function", "function": {
+        "name": "search_flights",
+        "description": "Find flights from one airport to others.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "origin": {"type": "string", "description": "IATA code to leave from"},
+                "destinations": {"type": "array", "items": {"type": "string"},
+                                 "description": "IATA codes to fly to"},
+                "max_stops": {"type": "integer", "description": "At most this many stops"},
+                "budget": {"type": ["integer", "number"],
+                           "description": "  The most to pay, in euros  "},
+            },
+            "required": ["origin", "destinations"],
+        },
+    }},
+]
+
+# Mistral's templates require a tool call id of 9 alphanumerics.
+TOOL_CALL = [
+    {"role": "user", "content": "What's the weather like in Paris?"},
+    {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "abc123XYZ", "type": "function", "function": {
+            "name": "get_current_weather",
+            "arguments": {"location": "Paris", "unit": "celsius"}}}]},
+    {"role": "tool", "tool_call_id": "abc123XYZ", "name": "get_current_weather",
+     "content": '{"temperature": 22, "condition": "sunny"}'},
+]
+# date_string fixes Llama 3.1's and 3.2's date; the plain conversation
+# leaves it out, so that Llama 3.2 calls strftime_now.
+TOOL_CONVERSATIONS = {
+    "tool-call": {"messages": TOOL_CALL,
+                  "variables": {"tools": TOOLS, "date_string": "26 Jul 2024"}},
+    "tool-call-answered": {
+        "messages": [{"role": "system", "content": "You book trips."}] + TOOL_CALL + [
+            {"role": "assistant", "content": "It is 22 \u00b0C and sunny in Paris."},
+            {"role": "user", "content": "Find me a flight there from Berlin."}],
+        "variables": {"tools": TOOLS, "date_string": "26 Jul 2024"}},
+    # Two calls at once, with ids Mistral refuses and arguments as OpenAI's
+    # API sends them (a JSON string) in one: Llama refuses two calls.
+    "parallel-calls": {
+        "messages": [
+            {"role": "user", "content": "Weather in Paris and Rome?"},
+            {"role": "assistant", "content": "Let me look.", "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {
+                    "name": "get_current_weather", "arguments": {"location": "Paris"}}},
+                {"id": "call_2", "type": "function", "function": {
+                    "name": "get_current_weather",
+                    "arguments": '{"location": "Rome"}'}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "22"},
+            {"role": "tool", "tool_call_id": "call_2", "content": "25"}],
+        "variables": {"tools": TOOLS, "date_string": "26 Jul 2024"}},
+    "plain": {"messages": CONVERSATIONS["system-three-turns"], "variables": {}},
+}
+
+NOW = "2025-03-09T14:05:07"
+
+
+def compile_tool_template(source):
+    """transformers 4.40.2's _compile_jinja_template, plus strftime_now as
+    later transformers add it (datetime.now().strftime), on NOW."""
+    if tuple(int(x) for x in jinja2.__version__.split(".")[:2]) < (3, 1):
+        sys.exit("the tool templates need Jinja 3.1 (its `items` filter)")
+
+    def raise_exception(message):
+        raise TemplateError(message)
+
+    def strftime_now(format):
+        return datetime.datetime.fromisoformat(NOW).strftime(format)
+
+    jinja_env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    jinja_env.globals["raise_exception"] = raise_exception
+    jinja_env.globals["strftime_now"] = strftime_now
+    return jinja_env.from_string(source)
+
+
+def render_tool_template(compiled, conversation, add_generation_prompt):
+    # apply_chat_template's call: special tokens, then the keywords.
+    variables = {**tokenizer.special_tokens_map, **conversation["variables"]}
+    try:
+        return {"expected": compiled.render(
+            messages=conversation["messages"],
+            add_generation_prompt=add_generation_prompt, **variables)}
+    except TemplateError as e:
+        return {"raises": str(e)}
+
+
+tool_cases = []
+for name in TOOL_TEMPLATES:
+    with open(os.path.join(HERE, "Inputs", "tool-templates", name + ".jinja")) as f:
+        compiled = compile_tool_template(f.read())
+    for conversation_name, conversation in TOOL_CONVERSATIONS.items():
+        for add in (False, True):
+            case = {"template": name, "conversation": conversation_name,
+                    "add_generation_prompt": add}
+            case.update(render_tool_template(compiled, conversation, add))
+            tool_cases.append(case)
+
 goldens = {
     "variables": {k: v for k, v in tokenizer.special_tokens_map.items()},
     "templates": TEMPLATES,
     "conversations": CONVERSATIONS,
     "cases": cases,
+    # Templates in Inputs/tool-templates/, by file name less ".jinja".
+    "tool_conversations": TOOL_CONVERSATIONS,
+    "now": NOW,
+    "tool_cases": tool_cases,
 }
 with open(os.path.join(HERE, "Inputs", "chat-templates.json"), "w") as f:
     json.dump(goldens, f, indent=1, ensure_ascii=False)
     f.write("\n")
-raised = sum("raises" in c for c in cases)
-print(f"{len(cases)} cases ({raised} raise) written", file=sys.stderr)
+raised = sum("raises" in c for c in cases + tool_cases)
+print(f"{len(cases)} cases and {len(tool_cases)} with tool templates "
+      f"({raised} raise) written", file=sys.stderr)
 
 # The ids transformers gives the LLaMA-2 chat prompt of one conversation
 # (apply_chat_template, tokenized), which tfm-serve must reproduce with
