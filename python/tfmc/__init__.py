@@ -15,6 +15,7 @@ the GIL for every call into the runtime. NumPy arrays go in without copies
 where they are contiguous and of the entry point's dtype.
 """
 
+import codecs
 import contextlib
 import ctypes
 import json
@@ -828,10 +829,12 @@ class Model:
             gbnf = self._schema_grammar(json_schema)
         pieces = queue.Queue() if stream else None
         collected, cut = [], []
+        # A character's bytes may come in several tokens (byte-level BPE):
+        # each piece is the text completed so far.
+        utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
         def on_token(user, token, text, size):
-            piece = (ctypes.string_at(text, size).decode(errors="replace")
-                     if size else "")
+            piece = utf8.decode(ctypes.string_at(text, size) if size else b"")
             (pieces.put if stream else collected.append)(piece)
             if self._closed:  # close() waits for this generation: end it
                 cut.append(token)
@@ -876,6 +879,10 @@ class Model:
                 _check(self._library.tfm_generate(
                     session, prompt_ids, len(ids), ctypes.byref(options), None,
                     ctypes.byref(status)), status)
+                # Bytes of a character the generation ended inside.
+                rest = utf8.decode(b"", final=True)
+                if rest:
+                    (pieces.put if stream else collected.append)(rest)
             finally:
                 self._library.tfm_session_free(session)
                 self._library.tfm_grammar_free(parsed)

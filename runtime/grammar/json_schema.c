@@ -818,25 +818,53 @@ static void visit(converter *c, const tfm_json *schema, const char *hint,
     return;
   }
   if (type && type->kind == TFM_JSON_ARRAY) {
-    /* Several types: each as the schema with that type alone. */
+    /* Several types: each as the schema with that type alone, and only
+     * the keywords of that type ({"type": ["string", "null"],
+     * "maxLength": 5} bounds the string). */
+    static const char *const *const kByType[] = {kObject, kArray, kString,
+                                                 kNumber};
+    static const char *const kTypeNames[][2] = {{"object", NULL},
+                                                {"array", NULL},
+                                                {"string", NULL},
+                                                {"integer", "number"}};
     put(expr, "(", 1);
     for (size_t i = 0; i < type->count && !c->failed; ++i) {
+      const tfm_json *name = &type->items[i];
       tfm_json one_type = *schema;
       tfm_json *items = malloc(schema->count * sizeof *items);
-      if (!items) {
+      char **keys = malloc(schema->count * sizeof *keys);
+      if (!items || !keys) {
+        free(items);
+        free(keys);
         fail(c, "out of memory");
         return;
       }
-      memcpy(items, schema->items, schema->count * sizeof *items);
-      for (size_t k = 0; k < schema->count; ++k)
-        if (strcmp(schema->keys[k], "type") == 0)
-          items[k] = type->items[i];
+      size_t kept = 0;
+      for (size_t k = 0; k < schema->count; ++k) {
+        int other = 0; /* a keyword of a type other than this one */
+        for (size_t t = 0; t < 4; ++t)
+          if (is_one_of(schema->keys[k], kByType[t]) &&
+              !(name->kind == TFM_JSON_STRING &&
+                (strcmp(name->text, kTypeNames[t][0]) == 0 ||
+                 (kTypeNames[t][1] &&
+                  strcmp(name->text, kTypeNames[t][1]) == 0))))
+            other = 1;
+        if (other)
+          continue;
+        keys[kept] = schema->keys[k];
+        items[kept++] = strcmp(schema->keys[k], "type") == 0
+                            ? *name
+                            : schema->items[k];
+      }
       one_type.items = items;
+      one_type.keys = keys;
+      one_type.count = kept;
       puts_(expr, i ? " | " : " ");
       put(expr, "(", 1);
       visit(c, &one_type, hint, expr);
       put(expr, ")", 1);
       free(items);
+      free(keys);
     }
     puts_(expr, " )");
     return;
