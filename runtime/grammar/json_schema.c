@@ -690,6 +690,34 @@ static void string_rule(converter *c, const tfm_json *schema, buffer *expr) {
   puts_(expr, " \"\\\"\" space");
 }
 
+/* allOf: one schema (pydantic's {"allOf": [{"$ref": ...}], "description":
+ * ...}) is that schema; object schemas are merged (schema_all_of.c). */
+static void all_of(converter *c, const tfm_json *schema, const char *hint,
+                   buffer *expr) {
+  const tfm_json *all = tfm_json_get(schema, "allOf");
+  int alone = all->kind == TFM_JSON_ARRAY && all->count == 1;
+  for (size_t i = 0; alone && i < schema->count; ++i)
+    alone = strcmp(schema->keys[i], "allOf") == 0 ||
+            is_annotation(schema->keys[i]);
+  path_mark mark = enter(c, ".allOf");
+  if (alone) {
+    path_mark item = enter(c, "[0]");
+    visit(c, &all->items[0], hint, expr);
+    leave(c, item);
+    leave(c, mark);
+    return;
+  }
+  char error[300];
+  tfm_json *merged = tfm_schema_merge_all_of(schema, c->root, error,
+                                             sizeof error);
+  if (!merged)
+    fail(c, "%s", error);
+  leave(c, mark);
+  if (merged)
+    visit(c, merged, hint, expr);
+  tfm_schema_merged_free(merged);
+}
+
 /* Whether a number schema bounds its values. */
 static int has_bounds(const tfm_json *schema) {
   return tfm_json_get(schema, "minimum") || tfm_json_get(schema, "maximum") ||
@@ -760,7 +788,7 @@ static void visit(converter *c, const tfm_json *schema, const char *hint,
   }
   /* What each type reads; anything else is refused by name. */
   static const char *const kCommon[] = {"type", "const", "enum", "anyOf",
-                                        "oneOf", "$ref", NULL};
+                                        "oneOf", "allOf", "$ref", NULL};
   static const char *const kObject[] = {"properties", "required",
                                         "additionalProperties", NULL};
   static const char *const kArray[] = {"items", "prefixItems", "minItems",
@@ -793,6 +821,10 @@ static void visit(converter *c, const tfm_json *schema, const char *hint,
       return;
     }
     reference(c, ref->text, expr);
+    return;
+  }
+  if (tfm_json_get(schema, "allOf")) {
+    all_of(c, schema, hint, expr);
     return;
   }
   if (constant || choices) {

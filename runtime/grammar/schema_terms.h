@@ -1,9 +1,13 @@
-/* schema_terms.h - GBNF expressions for two JSON Schema keywords whose
- * grammars are built character by character: an integer range (minimum,
- * maximum and their exclusive forms) and a string `pattern` (a regular
- * expression). json_schema.c puts them inside its rules. */
+/* schema_terms.h - JSON Schema keywords that json_schema.c leaves to
+ * others: allOf merged into one object schema (schema_all_of.c), and GBNF
+ * expressions for two keywords whose grammars are built character by
+ * character (schema_terms.c), an integer range (minimum, maximum and their
+ * exclusive forms) and a string `pattern` (a regular expression).
+ * json_schema.c puts them inside its rules. */
 #ifndef TFM_RUNTIME_SCHEMA_TERMS_H
 #define TFM_RUNTIME_SCHEMA_TERMS_H
+
+#include "runtime/grammar/json_value.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -29,5 +33,16 @@ char *tfm_schema_integer_range(int64_t low, int64_t high);
  * may have text before or after, as JSON Schema's `pattern` searches).
  * Backreferences, lookarounds, \b and anchors elsewhere are refused. */
 char *tfm_schema_pattern(const char *regex, char *error, size_t error_size);
+
+/* allOf over object schemas as one object schema: the parts (allOf's
+ * schemas, "#/$defs/..." references among them resolved in `root`, and the
+ * schema's own keywords beside allOf) may hold only `type` "object",
+ * `properties`, `required`, `additionalProperties` true and annotations; a
+ * property may be defined by one part only. The result (free it with
+ * tfm_schema_merged_free) shares the parts' values; NULL with `error`
+ * saying why. */
+tfm_json *tfm_schema_merge_all_of(const tfm_json *schema, const tfm_json *root,
+                                  char *error, size_t error_size);
+void tfm_schema_merged_free(tfm_json *merged);
 
 #endif

@@ -229,6 +229,38 @@ TEST(JsonSchema, IntegerRangesAreExact) {
   EXPECT_EQ(above.follow("18"), 'W');
 }
 
+// allOf as pydantic and zod write an extended model: the base's
+// properties and the new ones, all required ones required.
+TEST(JsonSchema, AllOfMergesObjectSchemas) {
+  Follower pet(schemaGrammar(R"({"$defs": {
+      "Animal": {"type": "object", "properties": {"name": {"type": "string",
+                 "maxLength": 4}}, "required": ["name"]},
+      "Color": {"enum": ["red", "black"]}},
+    "allOf": [{"$ref": "#/$defs/Animal"},
+              {"properties": {"lives": {"type": "integer", "minimum": 1,
+                                        "maximum": 9},
+                              "color": {"allOf": [{"$ref": "#/$defs/Color"}],
+                                        "description": "fur"}},
+               "required": ["lives"]}],
+    "title": "Cat"})"));
+  EXPECT_EQ(pet.follow(R"({"name": "Tom", "lives": 9, "color": "black"})"), 'W');
+  EXPECT_EQ(pet.follow(R"({"name": "Tom", "lives": 9})"), 'W');
+  EXPECT_EQ(pet.follow(R"({"name": "Tom"})"), 'N');
+  EXPECT_EQ(pet.follow(R"({"name": "Tom", "lives": 10})"), 'N');
+  EXPECT_EQ(pet.follow(R"({"name": "Tom", "lives": 1, "color": "blue"})"), 'N');
+  EXPECT_EQ(schemaGrammar(R"({"allOf": [{"type": "object", "properties":
+      {"a": {}}, "additionalProperties": false}, {"properties": {"b": {}}}]})"),
+            "ERROR: json schema: at $.allOf: allOf merges object schemas that "
+            "name properties; allOf[0] has 'additionalProperties'");
+  EXPECT_EQ(schemaGrammar(R"({"allOf": [{"properties": {"a": {}}},
+      {"properties": {"a": {"type": "string"}}}]})"),
+            "ERROR: json schema: at $.allOf: allOf: the property 'a' is "
+            "defined by two of its schemas");
+  EXPECT_EQ(schemaGrammar(R"({"allOf": [{"type": "integer"}, {"minimum": 2}]})"),
+            "ERROR: json schema: at $.allOf: allOf merges object schemas that "
+            "name properties; allOf[0] has 'type'");
+}
+
 // format "date": days that exist (python3-jsonschema's checker reads them
 // with datetime.date).
 TEST(JsonSchema, DatesAreCalendarDates) {
