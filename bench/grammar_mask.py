@@ -74,6 +74,8 @@ def main():
     print(f"model: vocabulary {vocab}, decode {1000 / decode:.2f} ms/token "
           f"(greedy, the executable's --stats)")
     rng = random.Random(1)
+    # The first grammar reads the vocabulary into the trie the tokenizer
+    # then keeps; the second shares it (tfm-serve's later requests).
     for name, gbnf in [("json_object", json_object_grammar().encode()),
                        ("json_schema", m._schema_grammar(SCHEMA))]:
         status, grammar = Status(), ctypes.c_void_p()
@@ -104,7 +106,7 @@ def main():
         lib.tfm_grammar_matcher_free(matcher)
         lib.tfm_grammar_free(grammar)
         times_ms = sorted(t * 1000 for t in times)
-        print(f"{name}: grammar built in {built * 1000:.0f} ms; mask over "
+        print(f"{name}: grammar built in {built * 1000:.1f} ms; mask over "
               f"{len(times)} steps: median {statistics.median(times_ms):.3f} "
               f"ms, p90 {times_ms[int(0.9 * len(times_ms))]:.3f} ms, max "
               f"{times_ms[-1]:.1f} ms, mean {statistics.mean(times_ms):.3f} ms "

@@ -15,13 +15,13 @@
 
 #include "runtime/core/status.h"
 #include "runtime/grammar/grammar_internal.h"
+#include "runtime/grammar/vocabulary_trie.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { kCacheEntries = 64 };
-enum { TOKEN_TEXT = 0, TOKEN_STOP = 1, TOKEN_NEVER = 2 };
 
 /* A character begun and not yet ended: `value` holds its bits so far,
  * `remaining` its bytes to come, `length` all of its bytes. */
@@ -30,11 +30,6 @@ typedef struct {
   uint8_t remaining, length;
 } utf8_part;
 
-typedef struct {
-  uint32_t first_child, next_sibling; /* 0: none (0 is the root) */
-  int32_t first_token;                /* tokens spelled by the path; -1 */
-  uint8_t byte;
-} trie_node;
 
 typedef struct {
   uint64_t hash;
@@ -46,13 +41,9 @@ typedef struct {
 struct tfm_grammar {
   tfm_grammar_rules rules;
   tfm_grammar_stacks start;
-  int64_t vocab;
-  unsigned char *kind;     /* [vocab]: TOKEN_* */
-  uint32_t *piece_offsets; /* [vocab + 1] into piece_bytes */
-  unsigned char *piece_bytes;
-  int32_t *token_next; /* [vocab]: the next token of the same bytes */
-  trie_node *nodes;
-  size_t node_count, node_capacity, longest_piece;
+  /* The vocabulary's bytes and trie: the tokenizer's, shared by every
+   * grammar of the model (vocabulary_trie.c). */
+  tfm_grammar_vocabulary *v;
   size_t mask_words;
   cache_entry cache[kCacheEntries];
   size_t cache_next;
@@ -68,48 +59,6 @@ struct tfm_grammar_matcher {
   int ended; /* a stop token was accepted */
 };
 
-static uint32_t add_node(tfm_grammar *g, uint8_t byte) {
-  if (g->node_count == g->node_capacity) {
-    size_t next = g->node_capacity ? g->node_capacity * 2 : 1024;
-    trie_node *grown = realloc(g->nodes, next * sizeof *grown);
-    if (!grown)
-      return 0;
-    g->nodes = grown;
-    g->node_capacity = next;
-  }
-  trie_node node = {0, 0, -1, byte};
-  g->nodes[g->node_count] = node;
-  return (uint32_t)g->node_count++;
-}
-
-/* Puts token `id` (its bytes) in the trie; 0 on allocation failure. */
-static int insert_token(tfm_grammar *g, int32_t id) {
-  uint32_t node = 0;
-  for (uint32_t i = g->piece_offsets[id]; i < g->piece_offsets[id + 1]; ++i) {
-    uint8_t byte = g->piece_bytes[i];
-    uint32_t child = g->nodes[node].first_child, previous = 0;
-    while (child && g->nodes[child].byte < byte) {
-      previous = child;
-      child = g->nodes[child].next_sibling;
-    }
-    if (!child || g->nodes[child].byte != byte) {
-      uint32_t made = add_node(g, byte);
-      if (!made)
-        return 0;
-      g->nodes[made].next_sibling = child;
-      if (previous)
-        g->nodes[previous].next_sibling = made;
-      else
-        g->nodes[node].first_child = made;
-      child = made;
-    }
-    node = child;
-  }
-  g->token_next[id] = g->nodes[node].first_token;
-  g->nodes[node].first_token = id;
-  return 1;
-}
-
 void tfm_grammar_free(tfm_grammar *g) {
   if (!g)
     return;
@@ -120,71 +69,12 @@ void tfm_grammar_free(tfm_grammar *g) {
     free(g->cache[i].bits);
   }
   if (g->levels)
-    for (size_t i = 0; i <= g->longest_piece; ++i)
+    for (size_t i = 0; i <= g->v->longest_piece; ++i)
       tfm_grammar_stacks_free(&g->levels[i]);
   free(g->levels);
   free(g->scratch);
-  free(g->kind);
-  free(g->piece_offsets);
-  free(g->piece_bytes);
-  free(g->token_next);
-  free(g->nodes);
+  tfm_grammar_vocabulary_release(g->v);
   free(g);
-}
-
-/* Each token's bytes and kind: the stop tokens, the tokens that are never
- * text (special, BOS, empty, past the tokenizer's vocabulary), and the
- * text ones, which go in the trie. */
-static tfm_status_code read_vocabulary(tfm_grammar *g,
-                                       const tfm_tokenizer *tokenizer,
-                                       const tfm_model_desc *desc,
-                                       tfm_status *status) {
-  int64_t vocab = g->vocab;
-  size_t total = 0, capacity = 1 << 16;
-  g->kind = calloc((size_t)vocab, 1);
-  g->piece_offsets = malloc((size_t)(vocab + 1) * sizeof *g->piece_offsets);
-  g->token_next = malloc((size_t)vocab * sizeof *g->token_next);
-  g->piece_bytes = malloc(capacity);
-  if (!g->kind || !g->piece_offsets || !g->token_next || !g->piece_bytes)
-    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
-  for (int64_t id = 0; id < vocab; ++id) {
-    g->piece_offsets[id] = (uint32_t)total;
-    g->token_next[id] = -1;
-    int32_t token = (int32_t)id;
-    if (tfm_ends_generation(desc, token)) {
-      g->kind[id] = TOKEN_STOP;
-      continue;
-    }
-    size_t size = 0;
-    const char *piece =
-        token == desc->bos_token || tfm_tokenizer_is_special(tokenizer, token)
-            ? NULL
-            : tfm_tokenizer_decode(tokenizer, -1, token, -1, &size);
-    if (!piece || size == 0 || size > UINT32_MAX - total) {
-      g->kind[id] = TOKEN_NEVER;
-      continue;
-    }
-    if (total + size > capacity) {
-      while (total + size > capacity)
-        capacity *= 2;
-      unsigned char *grown = realloc(g->piece_bytes, capacity);
-      if (!grown)
-        return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
-      g->piece_bytes = grown;
-    }
-    memcpy(g->piece_bytes + total, piece, size);
-    total += size;
-    if (size > g->longest_piece)
-      g->longest_piece = size;
-  }
-  g->piece_offsets[vocab] = (uint32_t)total;
-  (void)add_node(g, 0); /* the root, node 0 */
-  if (g->node_count != 1)
-    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
-  for (int64_t id = 0; id < vocab; ++id)
-    if (g->kind[id] == TOKEN_TEXT && !insert_token(g, (int32_t)id))
-      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
-  return TFM_OK;
 }
 
 tfm_status_code tfm_grammar_new(const char *gbnf,
@@ -202,11 +92,11 @@ tfm_status_code tfm_grammar_new(const char *gbnf,
     tfm_grammar_free(g);
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "grammar: %s", error);
   }
-  g->vocab = desc->vocab_size;
-  g->mask_words = (size_t)(g->vocab + 63) / 64;
-  tfm_status_code code = read_vocabulary(g, tokenizer, desc, status);
+  g->mask_words = (size_t)(desc->vocab_size + 63) / 64;
+  tfm_status_code code =
+      tfm_grammar_vocabulary_get(tokenizer, desc, &g->v, status);
   if (code == TFM_OK) {
-    g->levels = calloc(g->longest_piece + 1, sizeof *g->levels);
+    g->levels = calloc(g->v->longest_piece + 1, sizeof *g->levels);
     g->scratch = malloc(TFM_GRAMMAR_SCRATCH * sizeof *g->scratch);
     if (!g->levels || !g->scratch ||
         !tfm_grammar_start(&g->rules, &g->start, g->scratch))
@@ -288,20 +178,20 @@ partial : {
  * admits; `depth` is the bytes read. 0 on allocation failure. */
 static int walk(tfm_grammar *g, uint32_t node, const tfm_grammar_stacks *stacks,
                 utf8_part part, size_t depth, uint64_t *bits) {
-  for (uint32_t child = g->nodes[node].first_child; child;
-       child = g->nodes[child].next_sibling) {
+  for (uint32_t child = g->v->nodes[node].first_child; child;
+       child = g->v->nodes[child].next_sibling) {
     utf8_part next = part;
     int moved;
     tfm_grammar_stacks *after = &g->levels[depth];
     int admitted =
-        step_byte(g, stacks, &next, g->nodes[child].byte, after, &moved);
+        step_byte(g, stacks, &next, g->v->nodes[child].byte, after, &moved);
     if (admitted < 0)
       return 0;
     if (!admitted)
       continue;
-    for (int32_t t = g->nodes[child].first_token; t >= 0; t = g->token_next[t])
+    for (int32_t t = g->v->nodes[child].first_token; t >= 0; t = g->v->token_next[t])
       bits[t / 64] |= 1ull << (t % 64);
-    if (g->nodes[child].first_child &&
+    if (g->v->nodes[child].first_child &&
         !walk(g, child, moved ? after : stacks, next, depth + 1, bits))
       return 0;
   }
@@ -408,9 +298,9 @@ int64_t tfm_grammar_matcher_mask(tfm_grammar_matcher *m, float *logits) {
     return -1;
   int may_end = !m->ended && tfm_grammar_matcher_may_end(m);
   int64_t allowed = 0;
-  for (int64_t t = 0; t < g->vocab; ++t) {
-    int ok = g->kind[t] == TOKEN_TEXT   ? bits && (bits[t / 64] >> (t % 64)) & 1
-             : g->kind[t] == TOKEN_STOP ? may_end
+  for (int64_t t = 0; t < g->v->vocab; ++t) {
+    int ok = g->v->kind[t] == TFM_TOKEN_TEXT   ? bits && (bits[t / 64] >> (t % 64)) & 1
+             : g->v->kind[t] == TFM_TOKEN_STOP ? may_end
                                         : 0;
     if (ok)
       ++allowed;
@@ -426,14 +316,14 @@ tfm_status_code tfm_grammar_matcher_accept(tfm_grammar_matcher *m,
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_grammar_matcher_accept: NULL matcher");
   tfm_grammar *g = m->grammar;
-  if (token < 0 || token >= g->vocab)
+  if (token < 0 || token >= g->v->vocab)
     return tfm_fail(status, TFM_ERROR_OUT_OF_RANGE,
                     "token %d is outside the vocabulary of %lld", token,
-                    (long long)g->vocab);
+                    (long long)g->v->vocab);
   if (m->ended)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "token %d after the grammar's end", token);
-  if (g->kind[token] == TOKEN_STOP) {
+  if (g->v->kind[token] == TFM_TOKEN_STOP) {
     if (!tfm_grammar_matcher_may_end(m))
       return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                       "end-of-generation token %d where the grammar cannot "
@@ -442,7 +332,7 @@ tfm_status_code tfm_grammar_matcher_accept(tfm_grammar_matcher *m,
     m->ended = 1;
     return tfm_ok(status);
   }
-  if (g->kind[token] == TOKEN_NEVER)
+  if (g->v->kind[token] == TFM_TOKEN_NEVER)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "token %d is not text (a special or empty token): no "
                     "grammar allows it",
@@ -452,10 +342,10 @@ tfm_status_code tfm_grammar_matcher_accept(tfm_grammar_matcher *m,
   utf8_part part = m->part;
   int ok = 1;
   const tfm_grammar_stacks *at = &m->stacks;
-  for (uint32_t i = g->piece_offsets[token];
-       ok > 0 && i < g->piece_offsets[token + 1]; ++i) {
+  for (uint32_t i = g->v->piece_offsets[token];
+       ok > 0 && i < g->v->piece_offsets[token + 1]; ++i) {
     int moved;
-    ok = step_byte(g, at, &part, g->piece_bytes[i], &next, &moved);
+    ok = step_byte(g, at, &part, g->v->piece_bytes[i], &next, &moved);
     if (ok > 0 && moved) {
       tfm_grammar_stacks swap = current;
       current = next;

@@ -8,6 +8,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/tokenizer/tokenizer_derived.h"
 #include "runtime/tokenizer/tokenizer_internal.h"
 
 #include <stdio.h>
@@ -79,9 +80,26 @@ int64_t tfm_sorted_narrow(const tfm_sorted_piece *sorted, size_t *lo,
   return begin < a && sorted[begin].length == depth + 1 ? (int64_t)begin : -1;
 }
 
+tfm_tokenizer_derived *tfm_tokenizer_derived_get(const tfm_tokenizer *t) {
+  return __atomic_load_n(&t->derived, __ATOMIC_ACQUIRE);
+}
+
+tfm_tokenizer_derived *tfm_tokenizer_derived_attach(const tfm_tokenizer *t,
+                                                    tfm_tokenizer_derived *d) {
+  /* Logically const: a cache of what the vocabulary implies. */
+  tfm_tokenizer *mutable_t = (tfm_tokenizer *)(uintptr_t)t;
+  tfm_tokenizer_derived *expected = NULL;
+  if (__atomic_compare_exchange_n(&mutable_t->derived, &expected, d, 0,
+                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return d;
+  return expected;
+}
+
 void tfm_tokenizer_free(tfm_tokenizer *t) {
   if (!t)
     return;
+  if (t->derived)
+    t->derived->release(t->derived);
   if (t->pieces)
     for (uint32_t i = 0; i < t->vocab_size; ++i)
       free(t->pieces[i]);

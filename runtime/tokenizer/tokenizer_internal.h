@@ -28,6 +28,9 @@ typedef struct {
 
 struct tfm_tokenizer {
   tfm_tokenizer_kind kind;
+  /* tokenizer_derived.h's object (the grammars' vocabulary trie); read and
+   * set with atomic builtins. */
+  struct tfm_tokenizer_derived *derived;
   uint32_t vocab_size;
   char **pieces; /* NUL-terminated copies */
   uint32_t *lengths;

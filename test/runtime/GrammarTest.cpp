@@ -12,12 +12,14 @@
 
 extern "C" {
 #include "runtime/grammar/grammar_internal.h"
+#include "runtime/tokenizer/tokenizer_derived.h"
 }
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace tfm_test;
@@ -499,6 +501,45 @@ TEST_F(MaskFixture, NoByteLeadsToASurrogate) {
   EXPECT_EQ(tfm_grammar_matcher_accept(m, id("<0xED>"), &status), TFM_OK);
   EXPECT_EQ(allowed(m), "<0x9F>");
   tfm_grammar_matcher_free(m);
+}
+
+// One vocabulary trie a model: the tokenizer keeps the first grammar's,
+// later grammars (on any thread) share it; a grammar may outlive others.
+TEST_F(MaskFixture, GrammarsShareTheTokenizersVocabulary) {
+  tfm_status status;
+  EXPECT_EQ(tfm_tokenizer_derived_get(tokenizer), nullptr);
+  std::vector<tfm_grammar *> grammars(8, nullptr);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < grammars.size(); ++i)
+    threads.emplace_back([&, i] {
+      tfm_status own;
+      EXPECT_EQ(tfm_grammar_new(i % 2 ? "root ::= \"ab\"" : "root ::= [ab]+",
+                                tokenizer, &desc, &grammars[i], &own),
+                TFM_OK);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  tfm_tokenizer_derived *kept = tfm_tokenizer_derived_get(tokenizer);
+  ASSERT_NE(kept, nullptr);
+  for (tfm_grammar *g : grammars)
+    tfm_grammar_free(g);
+  // Still the tokenizer's, and what a new grammar reads.
+  ASSERT_EQ(tfm_grammar_new("root ::= \"a\"", tokenizer, &desc, &grammar,
+                            &status),
+            TFM_OK);
+  EXPECT_EQ(tfm_tokenizer_derived_get(tokenizer), kept);
+  tfm_grammar_matcher *m = nullptr;
+  ASSERT_EQ(tfm_grammar_matcher_new(grammar, &m, &status), TFM_OK);
+  EXPECT_EQ(allowed(m), "a");
+  tfm_grammar_matcher_free(m);
+  // Another description (other stop tokens) reads its own.
+  tfm_model_desc other = desc;
+  tfm_grammar *own = nullptr;
+  ASSERT_EQ(tfm_grammar_new("root ::= \"a\"", tokenizer, &other, &own,
+                            &status),
+            TFM_OK);
+  EXPECT_EQ(tfm_tokenizer_derived_get(tokenizer), kept);
+  tfm_grammar_free(own);
 }
 
 TEST_F(MaskFixture, EndOnlyWhereTheGrammarMayEndAndErrorsNamed) {
