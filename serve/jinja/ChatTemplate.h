@@ -27,13 +27,14 @@
 //   functions: raise_exception(message), namespace(k=v, ...), range(...),
 //     strftime_now(format) (the local time, as later transformers define it)
 //   filters: trim, length/count, upper, lower, capitalize, title, string,
-//     int, float, tojson(indent), join(sep, attribute), first, last,
-//     default/d, replace, list, reverse, abs, items, unique,
-//     select/reject(test, args), selectattr/rejectattr(attribute, test,
-//     args), map(filter, args) and map(attribute=, default=); tojson is
-//     Jinja's, as transformers 4.40.2 leaves it (keys sorted, HTML-safe
-//     escapes), and gives Markup: `+` HTML-escapes a plain string joined
-//     to it, as Jinja does
+//     int, float, tojson(indent, separators=, sort_keys=, ensure_ascii=),
+//     join(sep, attribute), first, last, default/d, replace, list,
+//     reverse, abs, items, unique, select/reject(test, args),
+//     selectattr/rejectattr(attribute, test, args), map(filter, args) and
+//     map(attribute=, default=); tojson is transformers 4.42+'s, which
+//     pass tools to templates: json.dumps with those options, keys in
+//     their order, non-ASCII kept, a plain string (not Jinja's own, which
+//     sorts keys and escapes HTML)
 //   tests: defined, undefined, none, string, number, integer, float,
 //     boolean, true, false, mapping, iterable, sequence, odd, even, and with
 //     an argument (`x is eq 3`, `x is eq(3)`): equalto/eq/==, ne/!=,

@@ -16,9 +16,12 @@
 #include "serve/jinja/ChatTemplateSyntax.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
-#include <cstring>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <optional>
@@ -110,12 +113,44 @@ std::string typeName(const json &v) {
   }
 }
 
+/// Python's repr() of a float: the shortest digits that read back the
+/// same (the nearest where several are as short: to_chars gives them),
+/// written out from 1e-4 to below 1e16 ("1.0" for whole numbers), with an
+/// exponent of two digits at least elsewhere ("1e+16", "1.5e-05").
 std::string floatText(double d) {
   if (std::isnan(d))
     return "nan";
   if (std::isinf(d))
     return d > 0 ? "inf" : "-inf";
-  return json(d).dump(); // shortest round trip, "1.0" for whole numbers
+  char buffer[40];
+  char *end = std::to_chars(buffer, buffer + sizeof buffer, d,
+                            std::chars_format::scientific)
+                  .ptr;
+  std::string scientific(buffer, end); // "-1.2345e+15"
+  size_t e = scientific.find('e');
+  int exponent = std::atoi(scientific.c_str() + e + 1);
+  std::string sign = scientific[0] == '-' ? "-" : "";
+  std::string digits;
+  for (size_t i = sign.size(); i < e; ++i)
+    if (scientific[i] != '.')
+      digits += scientific[i];
+  if (exponent < -4 || exponent >= 16) {
+    std::string out = sign + digits[0];
+    if (digits.size() > 1)
+      out += "." + digits.substr(1);
+    char text[16];
+    std::snprintf(text, sizeof text, "e%c%02d", exponent < 0 ? '-' : '+',
+                  std::abs(exponent));
+    return out + text;
+  }
+  if (exponent < 0)
+    return sign + "0." + std::string(size_t(-exponent - 1), '0') + digits;
+  size_t point = size_t(exponent) + 1;
+  if (digits.size() < point)
+    digits.append(point - digits.size(), '0');
+  std::string fraction = digits.substr(point);
+  return sign + digits.substr(0, point) + "." +
+         (fraction.empty() ? "0" : fraction);
 }
 
 std::string repr(const json &v);
@@ -181,80 +216,101 @@ std::string repr(const json &v) {
   return text(v);
 }
 
-/// Python's json.dumps(v, sort_keys=True[, indent]) as Jinja's tojson
-/// calls it, made safe for HTML as Jinja makes it (<, >, &, ' escaped).
-void pythonJson(const json &v, int indent, int depth, std::string &out) {
-  auto newline = [&](int level) {
-    if (indent >= 0)
-      out += '\n' + std::string(size_t(indent * level), ' ');
-  };
-  const char *itemSeparator = indent >= 0 ? "," : ", ";
-  switch (v.type()) {
-  case json::value_t::array:
-  case json::value_t::object: {
-    if (isCallable(v)) {
-      out += "null"; // Jinja would fail, as for Undefined
-      return;
-    }
-    bool isArray = v.is_array();
-    if (v.empty() || (!isArray && v.size() == 1 && v.contains(kNamespaceKey))) {
-      out += isArray ? "[]" : "{}";
-      return;
-    }
-    out += isArray ? '[' : '{';
-    // Jinja's tojson sorts keys (its policy json.dumps_kwargs).
-    std::vector<std::pair<std::string, const json *>> entries;
-    for (auto &[key, value] : v.items())
-      if (isArray || key != kNamespaceKey)
-        entries.emplace_back(key, &value);
-    if (!isArray)
-      std::sort(entries.begin(), entries.end(),
-                [](auto &a, auto &b) { return a.first < b.first; });
-    bool first = true;
-    for (auto &[key, value] : entries) {
-      if (!first)
-        out += itemSeparator;
-      first = false;
-      newline(depth + 1);
-      if (!isArray) {
-        pythonJson(json(key), indent, depth + 1, out);
-        out += ": ";
+/// The tojson filter: Python's json.dumps(v, ensure_ascii=False,
+/// indent=None, separators=None, sort_keys=False) as transformers 4.42+
+/// define it (the versions that pass `tools` to a template; Jinja's own
+/// tojson sorts keys, escapes HTML and gives Markup), with those four
+/// options as json.dumps takes them.
+struct PythonJson {
+  /// What a level of nesting indents by (json.dumps' indent: a string, or
+  /// that many spaces); nullopt: all on one line.
+  std::optional<std::string> indent;
+  /// json.dumps' separators: (', ', ': ') on one line, (',', ': ')
+  /// indented.
+  std::string itemSeparator = ", ", keySeparator = ": ";
+  bool sortKeys = false, ensureAscii = false;
+  size_t offset = 0; // of the filter, to say where a render failed
+  std::string out;
+
+  void write(const json &v, size_t depth = 0) {
+    switch (v.type()) {
+    case json::value_t::array:
+    case json::value_t::object: {
+      if (isCallable(v)) {
+        out += "null"; // Python would fail, as for Undefined
+        return;
       }
-      pythonJson(*value, indent, depth + 1, out);
+      bool isArray = v.is_array();
+      std::vector<std::pair<std::string, const json *>> entries;
+      for (auto &[key, value] : v.items())
+        if (isArray || key != kNamespaceKey)
+          entries.emplace_back(key, &value);
+      if (entries.empty()) {
+        out += isArray ? "[]" : "{}";
+        return;
+      }
+      if (sortKeys && !isArray)
+        std::stable_sort(entries.begin(), entries.end(),
+                         [](auto &a, auto &b) { return a.first < b.first; });
+      out += isArray ? '[' : '{';
+      bool first = true;
+      for (auto &[key, value] : entries) {
+        if (!first)
+          out += itemSeparator;
+        first = false;
+        newline(depth + 1);
+        if (!isArray) {
+          write(json(key), depth + 1);
+          out += keySeparator;
+        }
+        write(*value, depth + 1);
+      }
+      newline(depth);
+      out += isArray ? ']' : '}';
+      return;
     }
-    newline(depth);
-    out += isArray ? ']' : '}';
-    return;
-  }
-  case json::value_t::string: {
-    // ensure_ascii: every non-ASCII code point as \uXXXX (pairs past BMP).
-    // A template's literals may hold bytes that are not UTF-8: each becomes
-    // U+FFFD, as Python decoding with errors="replace" would make it.
-    std::string s = v.dump(-1, ' ', /*ensure_ascii=*/true,
-                           json::error_handler_t::replace);
-    for (char c : s) {
-      if (c == '<') out += "\\u003c";
-      else if (c == '>') out += "\\u003e";
-      else if (c == '&') out += "\\u0026";
-      else if (c == '\'') out += "\\u0027";
-      else out += c;
+    case json::value_t::string:
+      // A template's literals may hold bytes that are not UTF-8: each
+      // becomes U+FFFD, as Python decoding with errors="replace" would
+      // make it. ensure_ascii writes \uXXXX (pairs past the BMP).
+      out += v.dump(-1, ' ', ensureAscii, json::error_handler_t::replace);
+      break;
+    case json::value_t::number_float: {
+      double d = v.get<double>();
+      out += std::isnan(d)   ? "NaN"
+             : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity")
+                             : floatText(d);
+      break;
     }
-    return;
+    case json::value_t::discarded:
+      out += "null"; // Python would fail; null is what a caller expects
+      return;
+    default:
+      out += v.dump();
+    }
+    bound();
   }
-  case json::value_t::number_float: {
-    double d = v.get<double>();
-    out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d > 0 ? "Infinity"
-                                                          : "-Infinity")
-                                                 : floatText(d);
-    return;
+
+  void newline(size_t level) {
+    if (!indent)
+      return;
+    if (indent->size() * level > kMaxOutputBytes)
+      bound(indent->size() * level);
+    out += '\n';
+    for (size_t i = 0; i < level; ++i)
+      out += *indent;
+    bound();
   }
-  case json::value_t::discarded:
-    out += "null"; // Jinja would fail; null is what a caller expects
-    return;
-  default:
-    out += v.dump();
+
+  /// Fails where the text passes what a render may print (an indent of
+  /// 10^9 spaces, a long string indenting every level).
+  void bound(size_t more = 0) const {
+    if (out.size() + more > kMaxOutputBytes)
+      throw RenderError{ChatTemplate::Failure::Invalid, offset,
+                        "tojson's text passes " +
+                            std::to_string(kMaxOutputBytes >> 20) + " MiB"};
   }
-}
+};
 
 /// Code points of a UTF-8 string, each as its bytes.
 std::vector<std::string> codePoints(const std::string &s) {
@@ -359,28 +415,6 @@ struct Arguments {
   size_t size() const { return positional.size() + keywords.size(); }
 };
 
-/// markupsafe's escape(): what `+` does to a plain string it joins to
-/// Markup (Renderer::markup).
-std::string htmlEscaped(const std::string &s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-    case '&': out += "&amp;"; break;
-    case '<': out += "&lt;"; break;
-    case '>': out += "&gt;"; break;
-    case '\'': out += "&#39;"; break;
-    case '"': out += "&#34;"; break;
-    default: out += c;
-    }
-  }
-  return out;
-}
-
-/// A scope's variables, and which of them hold Markup.
-struct Scope : std::map<std::string, json> {
-  std::set<std::string> markup;
-};
-
 class Renderer {
 public:
   Renderer(const json &variables, std::string &out, const std::tm *now)
@@ -396,7 +430,7 @@ public:
   }
 
 private:
-  std::vector<Scope> scopes;
+  std::vector<std::map<std::string, json>> scopes;
   /// Where names are looked up from the innermost scope down to, before
   /// the top level (scopes[0]): a macro's body sees its arguments and the
   /// template's variables, not its caller's.
@@ -441,29 +475,16 @@ private:
     *out += s;
   }
 
-  /// Whether the value eval() last returned is Markup, as Jinja calls the
-  /// strings its tojson returns (transformers 4.40.2 keeps Jinja's
-  /// tojson): `+` joins a plain string to one by HTML-escaping the plain
-  /// one first, so Mistral Nemo's `'"' + key + '": ' + val|tojson` prints
-  /// `&#34;parameters&#34;: {...}`. Followed through expressions (the
-  /// filters and methods that keep it), and `set` variables; not into
-  /// lists, namespaces, subscripts or macros' arguments.
-  bool markup = false;
-
-  /// The innermost scope that holds `name` (down to the floor, then the
-  /// top level).
-  Scope *scopeOf(const std::string &name) {
-    for (size_t i = scopes.size(); i-- > scopeFloor;)
-      if (scopes[i].count(name))
-        return &scopes[i];
-    if (scopeFloor > 0 && scopes[0].count(name))
-      return &scopes[0];
-    return nullptr;
-  }
-
+  /// The variable `name` of the innermost scope that holds it (down to the
+  /// floor, then the top level).
   json *lookup(const std::string &name) {
-    Scope *scope = scopeOf(name);
-    return scope ? &scope->find(name)->second : nullptr;
+    for (size_t i = scopes.size(); i-- > scopeFloor;)
+      if (auto found = scopes[i].find(name); found != scopes[i].end())
+        return &found->second;
+    if (scopeFloor > 0)
+      if (auto found = scopes[0].find(name); found != scopes[0].end())
+        return &found->second;
+    return nullptr;
   }
 
   void run(const Node &node) {
@@ -482,12 +503,7 @@ private:
     case Node::Kind::Set: {
       json value = eval(*node.value);
       if (node.targets.size() == 1) {
-        Scope &scope = scopes.back();
-        scope[node.targets[0]] = std::move(value);
-        if (markup)
-          scope.markup.insert(node.targets[0]);
-        else
-          scope.markup.erase(node.targets[0]);
+        scopes.back()[node.targets[0]] = std::move(value);
         return;
       }
       json *target = lookup(node.targets[0]);
@@ -507,7 +523,6 @@ private:
       macro[kMacroKey] = json::array({macros.size(), node.targets[0]});
       macros.push_back(&node);
       scopes.back()[node.targets[0]] = std::move(macro);
-      scopes.back().markup.erase(node.targets[0]);
       return;
     }
     }
@@ -618,22 +633,12 @@ private:
   }
 
   json evalUncounted(const Expr &e) {
-    bool isMarkup = false;
-    json value = evalValue(e, isMarkup);
-    markup = isMarkup && value.is_string();
-    return value;
-  }
-
-  /// The value of `e`; sets `isMarkup` where it is Markup.
-  json evalValue(const Expr &e, bool &isMarkup) {
     switch (e.kind) {
     case Expr::Kind::Literal:
       return e.value;
     case Expr::Kind::Name: {
-      if (Scope *scope = scopeOf(e.name)) {
-        isMarkup = scope->markup.count(e.name);
-        return scope->find(e.name)->second;
-      }
+      if (const json *found = lookup(e.name))
+        return *found;
       // The functions are the environment's globals: defined, callable.
       if (isKnownFunction(e.name))
         return json{{kFunctionKey, e.name}};
@@ -646,11 +651,11 @@ private:
       return value == &holder ? std::move(holder) : *value;
     }
     case Expr::Kind::Slice:
-      return slice(e, isMarkup);
+      return slice(e);
     case Expr::Kind::Call:
-      return call(e, isMarkup);
+      return call(e);
     case Expr::Kind::Filter:
-      return filter(e, isMarkup);
+      return filter(e);
     case Expr::Kind::Test:
       return test(e) != e.negated;
     case Expr::Kind::Unary: {
@@ -666,15 +671,11 @@ private:
                                  : json(-v.get<int64_t>());
     }
     case Expr::Kind::Binary:
-      return binary(e, isMarkup);
+      return binary(e);
     case Expr::Kind::Conditional: {
       const ExprPtr &chosen =
           truthy(eval(*e.operands[0])) ? e.operands[1] : e.operands[2];
-      if (!chosen)
-        return undefined();
-      json value = eval(*chosen);
-      isMarkup = markup;
-      return value;
+      return chosen ? eval(*chosen) : undefined();
     }
     case Expr::Kind::List: {
       json list = json::array();
@@ -779,9 +780,8 @@ private:
     return "the value";
   }
 
-  json slice(const Expr &e, bool &isMarkup) {
+  json slice(const Expr &e) {
     json v = eval(*e.operands[0]);
-    isMarkup = markup;
     std::vector<json> elements;
     if (v.is_array())
       elements.assign(v.begin(), v.end());
@@ -847,15 +847,11 @@ private:
     return v.get<std::string>();
   }
 
-  json call(const Expr &e, bool &isMarkup) {
+  json call(const Expr &e) {
     const Expr &callee = *e.operands[0];
     if (callee.kind == Expr::Kind::Attribute) {
       json self = eval(*callee.operands[0]);
-      bool selfMarkup = markup;
-      Arguments args = evalArguments(e, 1);
-      return selfMarkup ? markupMethod(self, callee.name, args, e.offset,
-                                       isMarkup)
-                        : method(self, callee.name, args, e.offset);
+      return method(self, callee.name, evalArguments(e, 1), e.offset);
     }
     json function = eval(callee);
     if (isMacro(function))
@@ -1011,26 +1007,6 @@ private:
     return std::string(buffer.data(), written);
   }
 
-  /// Markup's methods: those that make a string escape their string
-  /// arguments and give Markup (markupsafe's wrappers); the rest are
-  /// str's.
-  json markupMethod(const json &self, const std::string &name,
-                    Arguments args, size_t offset, bool &isMarkup) {
-    static const std::set<std::string> wrapped = {
-        "strip", "lstrip", "rstrip", "upper", "lower", "title", "capitalize",
-        "replace"};
-    if (!wrapped.count(name))
-      return method(self, name, args, offset);
-    for (json &arg : args.positional)
-      if (arg.is_string())
-        arg = htmlEscaped(arg.get<std::string>());
-    for (auto &keyword : args.keywords)
-      if (keyword.second.is_string())
-        keyword.second = htmlEscaped(keyword.second.get<std::string>());
-    isMarkup = true;
-    return method(self, name, args, offset);
-  }
-
   json method(const json &self, const std::string &name,
               const Arguments &args, size_t offset) {
     if (self.is_string()) {
@@ -1102,19 +1078,9 @@ private:
     return parts;
   }
 
-  json filter(const Expr &e, bool &isMarkup) {
+  json filter(const Expr &e) {
     json v = eval(*e.operands[0]);
-    bool vMarkup = markup;
-    json result = applyFilter(e.name, v, evalArguments(e, 1), e.offset);
-    // tojson makes Markup; trim, upper, lower, capitalize, string and
-    // reverse keep it (Jinja's title, replace and join make plain str).
-    static const std::set<std::string> keeping = {
-        "trim", "upper", "lower", "capitalize", "string", "reverse"};
-    isMarkup = e.name == "tojson" ||
-               (vMarkup && (keeping.count(e.name) ||
-                            ((e.name == "default" || e.name == "d") &&
-                             result == v)));
-    return result;
+    return applyFilter(e.name, std::move(v), evalArguments(e, 1), e.offset);
   }
 
   /// The filter `name` on `v`: `v | name(args)`, or map(name, args)'s on
@@ -1129,15 +1095,8 @@ private:
       bool useDefault = isUndefined(v) || (boolean && !truthy(v));
       return useDefault ? args.get(0, "default_value", "") : v;
     }
-    if (name == "tojson") {
-      json indent = args.get(0, "indent", nullptr);
-      if (!indent.is_null() && !indent.is_number_integer())
-        fail(offset, "tojson's indent must be an integer");
-      std::string out;
-      pythonJson(v, indent.is_null() ? -1 : int(indent.get<int64_t>()), 0,
-                 out);
-      return out;
-    }
+    if (name == "tojson")
+      return tojson(v, args, offset);
     if (name == "string")
       return text(v);
     if (name == "length" || name == "count") {
@@ -1208,6 +1167,52 @@ private:
             caseOrReplace(name, s, args, "old", "new", offset))
       return *result;
     fail(offset, "the filter '" + name + "' is not in the subset");
+  }
+
+  /// tojson(indent, separators=, sort_keys=, ensure_ascii=): PythonJson,
+  /// with indent positional as in Jinja's own tojson.
+  json tojson(const json &v, const Arguments &args, size_t offset) {
+    static const std::set<std::string> options = {
+        "indent", "separators", "sort_keys", "ensure_ascii"};
+    if (args.positional.size() > 1)
+      fail(offset, "tojson takes one argument besides its keywords (indent)");
+    for (auto &[key, value] : args.keywords) {
+      if (!options.count(key))
+        fail(offset, "tojson has no argument '" + key + "'");
+      if (key == "indent" && !args.positional.empty())
+        fail(offset, "tojson is given 'indent' twice");
+    }
+    PythonJson writer;
+    writer.offset = offset;
+    json indent = args.get(0, "indent", nullptr);
+    if (indent.is_string()) {
+      writer.indent = indent.get<std::string>();
+    } else if (indent.is_number_integer() || indent.is_boolean()) {
+      // ' ' * indent: none for 0 or less, but a new line all the same.
+      int64_t n = indent.is_boolean() ? int64_t(indent.get<bool>())
+                                      : indent.get<int64_t>();
+      if (n > int64_t(kMaxOutputBytes))
+        fail(offset, "tojson's indent is longer than the rendered prompt "
+                     "may be");
+      writer.indent = std::string(size_t(std::max<int64_t>(n, 0)), ' ');
+    } else if (!indent.is_null()) {
+      fail(offset, "tojson's indent must be an integer or a string, not a " +
+                       typeName(indent));
+    }
+    if (writer.indent)
+      writer.itemSeparator = ",";
+    json separators = args.get(SIZE_MAX, "separators", nullptr);
+    if (!separators.is_null()) {
+      if (!separators.is_array() || separators.size() != 2 ||
+          !separators[0].is_string() || !separators[1].is_string())
+        fail(offset, "tojson's separators must be a list of two strings");
+      writer.itemSeparator = separators[0].get<std::string>();
+      writer.keySeparator = separators[1].get<std::string>();
+    }
+    writer.sortKeys = truthy(args.get(SIZE_MAX, "sort_keys", false));
+    writer.ensureAscii = truthy(args.get(SIZE_MAX, "ensure_ascii", false));
+    writer.write(v);
+    return std::move(writer.out);
   }
 
   /// select(test, args) and reject(...) keep the items a test passes
@@ -1511,42 +1516,29 @@ private:
     fail(offset, "cannot compare a " + typeName(a) + " with a " + typeName(b));
   }
 
-  json binary(const Expr &e, bool &isMarkup) {
+  json binary(const Expr &e) {
     const std::string &op = e.name;
     json a = eval(*e.operands[0]);
-    bool aMarkup = markup;
-    if ((op == "and" && !truthy(a)) || (op == "or" && truthy(a))) {
-      isMarkup = aMarkup;
-      return a;
-    }
-    if (op == "and" || op == "or") {
-      json b = eval(*e.operands[1]);
-      isMarkup = markup;
-      return b;
-    }
+    if (op == "and")
+      return truthy(a) ? eval(*e.operands[1]) : a;
+    if (op == "or")
+      return truthy(a) ? a : eval(*e.operands[1]);
     json b = eval(*e.operands[1]);
-    bool bMarkup = markup;
     if (op == "==" || op == "!=" || op == "in" || op == "not in" ||
         op == "<" || op == "<=" || op == ">" || op == ">=")
       return compareTest(op == "not in" ? "in" : op, a, b, e.offset) !=
              (op == "not in");
     if (op == "~")
       return text(a) + text(b);
-    if (op == "+" && a.is_string() && b.is_string()) {
-      isMarkup = aMarkup || bMarkup;
-      const std::string &x = a.get_ref<const std::string &>();
-      const std::string &y = b.get_ref<const std::string &>();
-      if (aMarkup != bMarkup)
-        return aMarkup ? x + htmlEscaped(y) : htmlEscaped(x) + y;
-      return x + y;
-    }
+    if (op == "+" && a.is_string() && b.is_string())
+      return a.get_ref<const std::string &>() +
+             b.get_ref<const std::string &>();
     if (op == "+" && a.is_array() && b.is_array()) {
       json joined = a;
       joined.insert(joined.end(), b.begin(), b.end());
       return joined;
     }
     if (op == "*" && a.is_string() && b.is_number_integer()) {
-      isMarkup = aMarkup;
       int64_t times = b.get<int64_t>();
       if (times > 0 && a.get<std::string>().size() * size_t(times) >
                            kMaxOutputBytes)

@@ -401,17 +401,62 @@ def serve_request_seeds():
                b'"')
 
 
+# Macros (defaults, keywords, recursion) and tojson's keywords, as the
+# tool-calling templates use them.
+MACRO_TEMPLATE = """{%- macro show(v, depth=0, prefix='') -%}
+{%- if v is mapping -%}
+{{ prefix }}{ {%- for k, x in v | items %}{{ k }}: {{ show(x, depth + 1) }}{% if not loop.last %}, {% endif %}{% endfor -%} }
+{%- elif v is iterable and v is not string -%}
+[{{ v | map('string') | join(', ') }}]
+{%- else -%}
+{{ prefix ~ v | tojson }}
+{%- endif -%}
+{%- endmacro -%}
+{%- macro turn(role, content='') -%}
+<|{{ role }}|>{{ content | trim }}
+{%- endmacro -%}
+{%- set tools = [{'name': 'f', 'parameters': {'type': 'object', 'properties': {'a': {'type': 'integer', 'enum': [1, 2.5]}}}}] -%}
+{%- for m in messages | selectattr('role', 'ne', 'system') -%}
+{{ turn(m.role, content=m.content if m.content else m.tool_calls | tojson(indent=1, sort_keys=true)) }}
+{% endfor -%}
+{{ show(tools[0], prefix='> ') }}
+{{ tools | tojson(separators=[',', ':'], ensure_ascii=true) }}
+{%- if add_generation_prompt %}{{ turn('assistant') }}{% endif -%}
+"""
+
+
 def chat_template_seeds():
-    """The templates of test/serve's goldens, with a conversation each."""
+    """The templates of test/serve's goldens, with a conversation each; its
+    tool-calling templates, with its tools set by the template itself (the
+    target gives a template messages only) and a conversation that calls
+    them; and one of macros."""
     directory = corpus("fuzz-chat-template")
-    with open(os.path.join(HERE, "..", "serve", "Inputs",
-                           "chat-templates.json")) as f:
+    inputs = os.path.join(HERE, "..", "serve", "Inputs")
+    with open(os.path.join(inputs, "chat-templates.json")) as f:
         goldens = json.load(f)
     conversations = list(goldens["conversations"].values())
     for i, (name, template) in enumerate(sorted(goldens["templates"].items())):
         messages = json.dumps(conversations[i % len(conversations)])
         write_seed(directory, name,
                    template.encode() + SEPARATOR + messages.encode())
+    seen = set()
+    for name in sorted({c["template"] for c in goldens["tool_cases"]}):
+        template = read(os.path.join(inputs, "tool-templates", name + ".jinja"))
+        if template in seen:  # Hermes 3's is Hermes 2 Pro's
+            continue
+        seen.add(template)
+        conversation = goldens["tool_conversations"]["tool-call-answered"]
+        # JSON's literals are Jinja's here: the tools hold no true, false
+        # or null.
+        variables = "".join(
+            "{%%- set %s = %s %%}" % (key, json.dumps(value))
+            for key, value in conversation["variables"].items())
+        write_seed(directory, "tools-" + name,
+                   variables.encode() + template + SEPARATOR +
+                   json.dumps(conversation["messages"]).encode())
+    write_seed(directory, "macros",
+               MACRO_TEMPLATE.encode() + SEPARATOR +
+               json.dumps(goldens["tool_conversations"]["tool-call"]["messages"]).encode())
 
 
 def grammar_seeds():

@@ -339,30 +339,78 @@ TEST(ChatTemplate, TestsWithArguments) {
             "false in tfm-serve's Jinja subset");
 }
 
-TEST(ChatTemplate, TojsonGivesMarkup) {
+TEST(ChatTemplate, TojsonIsJsonDumps) {
   json none = json::object();
-  // Jinja's tojson (transformers 4.40.2 keeps it) returns Markup: `+`
-  // HTML-escapes the plain string it joins to one; `~` makes plain text.
-  EXPECT_EQ(render("{{ '\"a\"' + 'x' | tojson }}|{{ 'x' | tojson + '<b>' }}|"
-                   "{{ '\"' ~ 'x' | tojson }}|"
-                   "{{ ('\"' + 'x' | tojson) + '&' }}",
+  // transformers 4.42+'s tojson (the versions that pass tools): Python's
+  // json.dumps, a plain string (Jinja's own gives Markup, which `+`
+  // HTML-escapes the other operand for), nothing escaped for HTML,
+  // non-ASCII kept, keys in their order unless sort_keys.
+  EXPECT_EQ(render(R"({{ '"a"' + 'x' | tojson }}|{{ 'x' | tojson + '<b>' }}|)"
+                   R"({{ {'k': "<it's & \u00e9>"} | tojson }})",
                    none),
-            "&#34;a&#34;\"x\"|\"x\"&lt;b&gt;|\"\"x\"|&#34;\"x\"&amp;");
-  // Through variables, slices, the filters and methods that keep it
-  // (markupsafe escapes a method's arguments), conditionals, and/or.
-  EXPECT_EQ(render("{% set j = 'x' | tojson %}{{ '\"' + j }}|"
-                   "{{ '\"' + j[:-1] }}|{{ '\"' + j | trim }}|"
-                   "{{ '\"' + j.strip() }}|{{ '\"' + (j ~ '') }}|"
-                   "{{ '\"' + (j if true else 'a') }}|{{ '\"' + (j or 'a') }}|"
-                   "{{ '\"' + j | string }}|{{ '\"' + j | upper }}|"
-                   "{{ '\"' + j | replace('x', 'y') }}|"
-                   "{{ '\"' + j.replace('\"', \"'\") }}|{{ '\"' + j * 2 }}|"
-                   "{{ '\"' + j | title }}|{{ '\"' + j | default('q') }}|"
-                   "{{ '\"' + j | reverse }}",
+            R"("a""x"|"x"<b>|{"k": "<it's & é>"})");
+  EXPECT_EQ(render("{{ {'b': 1, 'a': {'d': 2, 'c': [3]}} | tojson }}|"
+                   "{{ {'b': 1, 'a': {'d': 2, 'c': [3]}} | "
+                   "tojson(sort_keys=true) }}",
                    none),
-            "&#34;\"x\"|&#34;\"x|&#34;\"x\"|&#34;\"x\"|\"\"x\"|&#34;\"x\"|"
-            "&#34;\"x\"|&#34;\"x\"|&#34;\"X\"|\"\"y\"|&#34;\"x\"|"
-            "&#34;\"x\"\"x\"|\"\"x\"|&#34;\"x\"|&#34;\"x\"");
+            R"({"b": 1, "a": {"d": 2, "c": [3]}}|{"a": {"c": [3], "d": 2}, "b": 1})");
+  // indent: that many spaces a level (none for 0 or less, on new lines
+  // all the same), or a string; ',' between items then. Empty lists and
+  // dicts stay on their line. Positional, indent is Jinja's own tojson's.
+  EXPECT_EQ(render("{{ {'a': [1, {}], 'b': []} | tojson(indent=2) }}|"
+                   "{{ [1, [2]] | tojson(indent=0) }}|"
+                   "{{ [1] | tojson(indent=-3) }}|"
+                   "{{ {'a': 1} | tojson(indent='\\t') }}|"
+                   "{{ 5 | tojson(indent=4) }}|{{ [1, [2]] | tojson(2) }}",
+                   none),
+            "{\n  \"a\": [\n    1,\n    {}\n  ],\n  \"b\": []\n}|"
+            "[\n1,\n[\n2\n]\n]|[\n1\n]|{\n\t\"a\": 1\n}|5|"
+            "[\n  1,\n  [\n    2\n  ]\n]");
+  // separators (a list: tuples are not in the subset), with or without
+  // indent.
+  EXPECT_EQ(render("{{ {'a': [1, 2]} | tojson(separators=[',', ':']) }}|"
+                   "{{ {'a': [1, 2]} | tojson(indent=1, "
+                   "separators=[', ', ' = ']) }}",
+                   none),
+            "{\"a\":[1,2]}|{\n \"a\" = [\n  1, \n  2\n ]\n}");
+  // Escapes as json.dumps': control characters, '"' and '\'; ensure_ascii
+  // writes everything past '~' as \uXXXX, surrogate pairs past U+FFFF.
+  EXPECT_EQ(render(R"({{ "\u00e9\U0001F60A\x7f\x01\n\"\\/<" | tojson }}|)"
+                   R"({{ "\u00e9\U0001F60A\x7f\x01\n\"\\/<" | )"
+                   R"(tojson(ensure_ascii=true) }})",
+                   none),
+            "\"é😊\x7f\\u0001\\n\\\"\\\\/<\"|"
+            R"("\u00e9\ud83d\ude0a\u007f\u0001\n\"\\/<")");
+  // Floats as Python's repr (an exponent from 1e16, not 1e15), printed
+  // or written.
+  EXPECT_EQ(render("{{ [1.5, 1000000000000000.0, 10000000000000000.0, "
+                   "0.0001, 0.00001, -1234567890123456.7, 2.0] | tojson }}|"
+                   "{{ 1000000000000000.0 }} {{ -1234567890123456.7 }}|"
+                   "{{ [none, true, false, 'x'] | tojson }}",
+                   none),
+            "[1.5, 1000000000000000.0, 1e+16, 0.0001, 1e-05, "
+            "-1234567890123456.8, 2.0]|1000000000000000.0 "
+            "-1234567890123456.8|[null, true, false, \"x\"]");
+  // What json.dumps would refuse, and an indent past the output's bound.
+  EXPECT_EQ(render("{{ 1 | tojson(2, 3) }}", none),
+            "error: line 1, column 8: tojson takes one argument besides its "
+            "keywords (indent)");
+  EXPECT_EQ(render("{{ 1 | tojson(2, indent=2) }}", none),
+            "error: line 1, column 8: tojson is given 'indent' twice");
+  EXPECT_EQ(render("{{ 1 | tojson(width=2) }}", none),
+            "error: line 1, column 8: tojson has no argument 'width'");
+  EXPECT_EQ(render("{{ 1 | tojson(indent=1.5) }}", none),
+            "error: line 1, column 8: tojson's indent must be an integer or a "
+            "string, not a float");
+  EXPECT_EQ(render("{{ 1 | tojson(separators=[',']) }}", none),
+            "error: line 1, column 8: tojson's separators must be a list of "
+            "two strings");
+  EXPECT_EQ(render("{{ 1 | tojson(indent=100000000) }}", none),
+            "error: line 1, column 8: tojson's indent is longer than the "
+            "rendered prompt may be");
+  EXPECT_EQ(render("{{ [[[[[[[[1]]]]]]]] | tojson(indent=' ' * 1000000) }}",
+                   none),
+            "error: line 1, column 24: tojson's text passes 16 MiB");
 }
 
 TEST(ChatTemplate, TitleFilterIsJinjas) {
@@ -573,7 +621,9 @@ TEST(ChatTemplate, BytesThatAreNotUtf8) {
   // the JSON writer threw).
   json none = json::object();
   EXPECT_EQ(render("{{ 'a\xff' }}", none), "a\xff");
-  EXPECT_EQ(render("{{ 'a\xff" "b' | tojson }}", none), "\"a\\ufffdb\"");
+  EXPECT_EQ(render("{{ 'a\xff" "b' | tojson }}", none), "\"a\uFFFDb\"");
+  EXPECT_EQ(render("{{ 'a\xff" "b' | tojson(ensure_ascii=true) }}", none),
+            "\"a\\ufffdb\"");
 }
 
 TEST(ChatTemplate, RendersAreBounded) {

@@ -1,5 +1,6 @@
-"""Renders chat templates with Hugging Face transformers' apply_chat_template
-(Jinja 2 with trim_blocks and lstrip_blocks, raise_exception) and writes
+"""Renders chat templates with Jinja 2 configured as Hugging Face
+transformers' apply_chat_template configures it (trim_blocks and
+lstrip_blocks, raise_exception, strftime_now, tojson: below) and writes
 Inputs/chat-templates.json, the goldens ChatTemplateTest compares tfm-serve's
 Jinja subset against.
 
@@ -15,13 +16,21 @@ every construct of the subset. The special tokens are stories260K-hf's
 Tool-calling templates: the real ones in Inputs/tool-templates/ (Qwen 2.5
 and 3, Llama 3.1 and 3.2, Mistral Nemo and Small 3.2, Hermes 2 Pro and 3),
 over conversations that call OpenAI-style `tools` and one that does not.
-transformers 4.40.2 passes `tools` on as any keyword, but does not define
-strftime_now (later versions do, and Mistral Small 3.2 calls it), so these
-are rendered with a Jinja environment built as 4.40.2's
-_compile_jinja_template builds it, plus strftime_now as later versions
-define it, on a fixed clock (NOW) that ChatTemplateTest sets too. 4.40.2
-leaves Jinja's tojson (keys sorted, HTML-safe, Markup that `+` escapes the
-other operand for), which later versions replace with json.dumps.
+
+Every template is rendered with one Jinja environment (compile_template):
+transformers 4.40.2's _compile_jinja_template, the version this suite has
+as a reference, plus two definitions of later versions. strftime_now, as
+later versions define it (Mistral Small 3.2 calls it), on a fixed clock
+(NOW) that ChatTemplateTest sets too. And the tojson filter as 4.42+
+define it, json.dumps with its keywords (keys in their order, non-ASCII
+kept, a plain string): rendering `tools` came with transformers 4.42+, so
+tool-calling models were trained on prompts that tojson wrote, not
+Jinja's own that 4.40.2 leaves (keys sorted, ' < > & and non-ASCII
+escaped, and Markup, which makes `+` HTML-escape the plain string joined
+to it: Mistral Nemo's tool prompt read `&#34;parameters&#34;`). Of the
+other templates only "subset" calls tojson, so only its goldens differ
+from what 4.40.2's apply_chat_template renders; the rest are 4.40.2's
+byte for byte.
 """
 import datetime
 import json
@@ -79,6 +88,8 @@ TEMPLATES = {
 {{ messages | length }} {{ messages[-1]['content'][:5] }}|{{ messages[-1]['content'][::-1][:3] }}
 {{ (7 // 2) ~ (7 % 3) ~ (-7 // 2) ~ (-7 % 3) ~ (2 * 3 + 1) ~ (1 / 4) ~ (3 - 5) }}
 {{ messages[0] | tojson }} {{ {'b': [1, 2.5, none, true], 'a': 'x<y'} | tojson }}
+{{ messages[0] | tojson(indent=2) }} {{ messages[-2:] | tojson(sort_keys=true, ensure_ascii=true) }}
+{{ {'b': [1, 1000000000000000.0, {}], 'a': "it's"} | tojson(indent='\\t', separators=[';', '=']) }} {{ 1000000000000000.0 }}
 {{ messages[0].get('name', 'anonymous') }} {{ messages[0].get('role') }} {{ messages[9] is undefined }}
 {% for k, v in messages[0].items() %}{{ k }}={{ v | length }};{% endfor %}
 
@@ -110,22 +121,52 @@ CONVERSATIONS = {
 }
 
 
-def render(template, messages, add_generation_prompt):
+NOW = "2025-03-09T14:05:07"
+
+
+def compile_template(source):
+    """transformers 4.40.2's _compile_jinja_template, plus strftime_now
+    (datetime.now().strftime, on NOW) and tojson as later transformers
+    define them."""
+    if tuple(int(x) for x in jinja2.__version__.split(".")[:2]) < (3, 1):
+        sys.exit("the tool templates need Jinja 3.1 (its `items` filter)")
+
+    def raise_exception(message):
+        raise TemplateError(message)
+
+    def strftime_now(format):
+        return datetime.datetime.fromisoformat(NOW).strftime(format)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None,
+               sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent,
+                          separators=separators, sort_keys=sort_keys)
+
+    jinja_env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    jinja_env.filters["tojson"] = tojson
+    jinja_env.globals["raise_exception"] = raise_exception
+    jinja_env.globals["strftime_now"] = strftime_now
+    return jinja_env.from_string(source)
+
+
+def render(compiled, messages, add_generation_prompt, variables={}):
+    """apply_chat_template's call: the special tokens, then the keywords."""
     try:
-        return {"expected": tokenizer.apply_chat_template(
-            messages, chat_template=template, tokenize=False,
-            add_generation_prompt=add_generation_prompt)}
-    except Exception as e:  # jinja2's TemplateError from raise_exception
+        return {"expected": compiled.render(
+            messages=messages, add_generation_prompt=add_generation_prompt,
+            **{**tokenizer.special_tokens_map, **variables})}
+    except TemplateError as e:  # raise_exception's
         return {"raises": str(e)}
 
 
 cases = []
 for name, template in TEMPLATES.items():
+    compiled = compile_template(template)
     for conversation, messages in CONVERSATIONS.items():
         for add in (False, True):
             case = {"template": name, "conversation": conversation,
                     "add_generation_prompt": add}
-            case.update(render(template, messages, add))
+            case.update(render(compiled, messages, add))
             cases.append(case)
 
 TOOL_TEMPLATES = [
@@ -211,47 +252,16 @@ TOOL_CONVERSATIONS = {
     "plain": {"messages": CONVERSATIONS["system-three-turns"], "variables": {}},
 }
 
-NOW = "2025-03-09T14:05:07"
-
-
-def compile_tool_template(source):
-    """transformers 4.40.2's _compile_jinja_template, plus strftime_now as
-    later transformers add it (datetime.now().strftime), on NOW."""
-    if tuple(int(x) for x in jinja2.__version__.split(".")[:2]) < (3, 1):
-        sys.exit("the tool templates need Jinja 3.1 (its `items` filter)")
-
-    def raise_exception(message):
-        raise TemplateError(message)
-
-    def strftime_now(format):
-        return datetime.datetime.fromisoformat(NOW).strftime(format)
-
-    jinja_env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    jinja_env.globals["raise_exception"] = raise_exception
-    jinja_env.globals["strftime_now"] = strftime_now
-    return jinja_env.from_string(source)
-
-
-def render_tool_template(compiled, conversation, add_generation_prompt):
-    # apply_chat_template's call: special tokens, then the keywords.
-    variables = {**tokenizer.special_tokens_map, **conversation["variables"]}
-    try:
-        return {"expected": compiled.render(
-            messages=conversation["messages"],
-            add_generation_prompt=add_generation_prompt, **variables)}
-    except TemplateError as e:
-        return {"raises": str(e)}
-
-
 tool_cases = []
 for name in TOOL_TEMPLATES:
     with open(os.path.join(HERE, "Inputs", "tool-templates", name + ".jinja")) as f:
-        compiled = compile_tool_template(f.read())
+        compiled = compile_template(f.read())
     for conversation_name, conversation in TOOL_CONVERSATIONS.items():
         for add in (False, True):
             case = {"template": name, "conversation": conversation_name,
                     "add_generation_prompt": add}
-            case.update(render_tool_template(compiled, conversation, add))
+            case.update(render(compiled, conversation["messages"], add,
+                               conversation["variables"]))
             tool_cases.append(case)
 
 goldens = {
