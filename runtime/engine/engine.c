@@ -31,6 +31,7 @@ typedef struct request {
   int64_t generated, max_new_tokens;
   int ignore_eos;
   tfm_sampler *sampler;
+  int greedy; /* temperature 0: a grammar checks the choice first */
   /* The request's grammar (its own) and where its text is in it; NULL:
    * none. */
   tfm_grammar *grammar;
@@ -295,6 +296,7 @@ tfm_status_code tfm_engine_submit(tfm_engine *e, const tfm_engine_request *q,
     free(r);
     return code;
   }
+  r->greedy = q->sampler.temperature == 0.0f;
   r->tokens = malloc((size_t)e->capacity * sizeof *r->tokens);
   if (!r->tokens) {
     free_request(r);
@@ -438,22 +440,37 @@ static void take_token(tfm_engine *e, request *r, float *logits,
                        tfm_engine_event *event) {
   event->id = r->id;
   event->token = -1;
-  /* A grammar's mask first. Where it allows nothing the match is whole
-   * and nothing may follow (the end of a sequence, EOS), or the
+  /* Greedy under a grammar: the model's own choice where the grammar
+   * allows it (then also the allowed tokens' argmax), the mask only where
+   * it does not (generate.c says why). */
+  int32_t token = -1, penalized = 0;
+  if (r->matcher && r->greedy) {
+    token = tfm_sampler_sample(r->sampler, logits, r->tokens, r->length);
+    penalized = 1;
+    if (tfm_grammar_matcher_accept(r->matcher, token, NULL) != TFM_OK)
+      token = -1;
+  }
+  /* Else a grammar's mask first. Where it allows nothing the match is
+   * whole and nothing may follow (the end of a sequence, EOS), or the
    * vocabulary cannot spell what it needs (or memory ran out): the
    * request can go no further (LENGTH). */
-  if (r->matcher && tfm_grammar_matcher_mask(r->matcher, logits) <= 0) {
+  int accepted = token >= 0;
+  if (r->matcher && !accepted &&
+      tfm_grammar_matcher_mask(r->matcher, logits) <= 0) {
     event->finish = tfm_grammar_matcher_may_end(r->matcher)
                         ? TFM_FINISH_EOS
                         : TFM_FINISH_LENGTH;
     retire(e, r);
     return;
   }
-  int32_t token =
-      tfm_sampler_sample(r->sampler, logits, r->tokens, r->length);
+  if (!accepted)
+    token = penalized ? tfm_argmax(logits, e->desc->vocab_size)
+                      : tfm_sampler_sample(r->sampler, logits, r->tokens,
+                                           r->length);
   event->token = token;
   event->finish = TFM_FINISH_NONE;
-  if (r->matcher && tfm_grammar_matcher_accept(r->matcher, token, NULL)) {
+  if (r->matcher && !accepted &&
+      tfm_grammar_matcher_accept(r->matcher, token, NULL)) {
     event->token = -1;
     event->finish = TFM_FINISH_LENGTH;
   } else if (tfm_ends_generation(e->desc, token) && !r->ignore_eos) {
