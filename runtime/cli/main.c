@@ -504,7 +504,10 @@ static int run_generate(const char *argv0, tfm_model *model,
   generate.stop_string_count = o->stop_count;
   generate.ignore_eos = o->ignore_eos;
   generate.on_token = print_token;
-  generate.on_logits = save_logits;
+  /* Only where they are recorded: a grammar's greedy steps skip the mask
+   * where the model's choice is allowed, and the recorded logits are the
+   * masked ones. */
+  generate.on_logits = stream.step_logits ? save_logits : NULL;
   generate.user = &stream;
   if ((o->grammar || o->grammar_file || o->json_schema ||
        o->json_schema_file) &&

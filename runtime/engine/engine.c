@@ -440,33 +440,30 @@ static void take_token(tfm_engine *e, request *r, float *logits,
                        tfm_engine_event *event) {
   event->id = r->id;
   event->token = -1;
-  /* Greedy under a grammar: the model's own choice where the grammar
-   * allows it (then also the allowed tokens' argmax), the mask only where
-   * it does not (generate.c says why). */
-  int32_t token = -1, penalized = 0;
+  /* Greedy under a grammar: the best tokens the grammar allows, checked
+   * before the mask is computed (generate.c says why); the sampler's pass
+   * penalizes repeated tokens. Else the grammar's mask first. Where it
+   * allows nothing the match is whole and nothing may follow (the end of
+   * a sequence, EOS), or the vocabulary cannot spell what it needs (or
+   * memory ran out): the request can go no further (LENGTH). */
+  int32_t token = -1;
+  int64_t allowed = 1;
   if (r->matcher && r->greedy) {
-    token = tfm_sampler_sample(r->sampler, logits, r->tokens, r->length);
-    penalized = 1;
-    if (tfm_grammar_matcher_accept(r->matcher, token, NULL) != TFM_OK)
-      token = -1;
+    (void)tfm_sampler_sample(r->sampler, logits, r->tokens, r->length);
+    token = tfm_grammar_matcher_accept_greedy(r->matcher, logits, &allowed);
+  } else if (r->matcher) {
+    allowed = tfm_grammar_matcher_mask(r->matcher, logits);
   }
-  /* Else a grammar's mask first. Where it allows nothing the match is
-   * whole and nothing may follow (the end of a sequence, EOS), or the
-   * vocabulary cannot spell what it needs (or memory ran out): the
-   * request can go no further (LENGTH). */
-  int accepted = token >= 0;
-  if (r->matcher && !accepted &&
-      tfm_grammar_matcher_mask(r->matcher, logits) <= 0) {
-    event->finish = tfm_grammar_matcher_may_end(r->matcher)
+  if (allowed <= 0) {
+    event->finish = allowed == 0 && tfm_grammar_matcher_may_end(r->matcher)
                         ? TFM_FINISH_EOS
                         : TFM_FINISH_LENGTH;
     retire(e, r);
     return;
   }
+  int accepted = token >= 0;
   if (!accepted)
-    token = penalized ? tfm_argmax(logits, e->desc->vocab_size)
-                      : tfm_sampler_sample(r->sampler, logits, r->tokens,
-                                           r->length);
+    token = tfm_sampler_sample(r->sampler, logits, r->tokens, r->length);
   event->token = token;
   event->finish = TFM_FINISH_NONE;
   if (r->matcher && !accepted &&

@@ -155,19 +155,20 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
   for (int64_t step = 0; code == TFM_OK && step < new_tokens; ++step) {
     const int32_t *history = tfm_session_tokens(session);
     int64_t length = tfm_session_length(session);
-    /* Greedy under a grammar: the model's own choice where the grammar
-     * allows it (it is then the allowed tokens' argmax too), the mask (a
-     * trie walk, a cache miss each step in a bounded string) only where it
-     * does not, as llama.cpp checks a sampled token before it masks. */
-    int32_t chosen = -1, penalized = 0;
-    if (matcher && o->sampler.temperature == 0.0f && !o->on_logits) {
-      chosen = tfm_sampler_sample(sampler, logits, history, length);
-      penalized = 1;
-      if (tfm_grammar_matcher_accept(matcher, chosen, NULL) != TFM_OK)
-        chosen = -1;
+    /* Greedy under a grammar: the best tokens the grammar allows, checked
+     * one by one before the mask (a trie walk, a cache miss each step in a
+     * bounded string) is computed, as llama.cpp checks a sampled token
+     * before it masks. The sampler's pass penalizes repeated tokens. */
+    int32_t chosen = -1;
+    int64_t allowed = 1;
+    int greedy = matcher && o->sampler.temperature == 0.0f && !o->on_logits;
+    if (greedy) {
+      (void)tfm_sampler_sample(sampler, logits, history, length);
+      chosen = tfm_grammar_matcher_accept_greedy(matcher, logits, &allowed);
     }
-    if (matcher && chosen < 0) {
-      int64_t allowed = tfm_grammar_matcher_mask(matcher, logits);
+    if (matcher && (!greedy || chosen < 0)) {
+      if (!greedy)
+        allowed = tfm_grammar_matcher_mask(matcher, logits);
       if (allowed < 0) {
         code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
         break;
@@ -187,10 +188,8 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
     }
     if (o->on_logits)
       o->on_logits(o->user, logits, desc->vocab_size);
-    /* Logits the sampler has penalized already: their argmax. */
     int32_t next = chosen >= 0        ? chosen
                    : o->forced_tokens ? o->forced_tokens[step]
-                   : penalized        ? tfm_argmax(logits, desc->vocab_size)
                        : tfm_sampler_sample(sampler, logits, history, length);
     ++result->generated_tokens;
     if (matcher && chosen < 0) {

@@ -370,3 +370,47 @@ tfm_status_code tfm_grammar_matcher_accept(tfm_grammar_matcher *m,
   m->part = part;
   return tfm_ok(status);
 }
+
+int32_t tfm_grammar_matcher_accept_greedy(tfm_grammar_matcher *m, float *logits,
+                                          int64_t *allowed) {
+  if (allowed)
+    *allowed = 1;
+  if (!m || !logits) {
+    if (allowed)
+      *allowed = -1;
+    return -1;
+  }
+  int64_t vocab = m->grammar->v->vocab;
+  /* The best kGreedyCandidates by logit, best first (ties: the lower id,
+   * as tfm_argmax takes it): an insertion into a short sorted list. */
+  enum { kGreedyCandidates = 32 };
+  int32_t best[kGreedyCandidates];
+  int count = 0;
+  for (int64_t i = 0; i < vocab; ++i) {
+    float value = logits[i];
+    if (count == kGreedyCandidates && !(value > logits[best[count - 1]]))
+      continue;
+    int at = count < kGreedyCandidates ? count++ : count - 1;
+    while (at > 0 && value > logits[best[at - 1]]) {
+      best[at] = best[at - 1];
+      --at;
+    }
+    best[at] = (int32_t)i;
+  }
+  /* The first of them the grammar takes is the allowed tokens' argmax. */
+  for (int i = 0; i < count; ++i)
+    if (tfm_grammar_matcher_accept(m, best[i], NULL) == TFM_OK)
+      return best[i];
+  int64_t left = tfm_grammar_matcher_mask(m, logits);
+  if (allowed)
+    *allowed = left;
+  if (left <= 0)
+    return -1;
+  int32_t token = tfm_argmax(logits, vocab);
+  if (tfm_grammar_matcher_accept(m, token, NULL) != TFM_OK) {
+    if (allowed)
+      *allowed = -1;
+    return -1;
+  }
+  return token;
+}

@@ -542,6 +542,40 @@ TEST_F(MaskFixture, GrammarsShareTheTokenizersVocabulary) {
   tfm_grammar_free(own);
 }
 
+// Greedy under a grammar: the highest logit the grammar allows, the same
+// token the mask and tfm_argmax give, accepted; -1 once nothing may follow.
+TEST_F(MaskFixture, GreedyTakesTheBestAllowedToken) {
+  tfm_status status;
+  ASSERT_EQ(tfm_grammar_new("root ::= \"b\" [ab]", tokenizer, &desc,
+                            &grammar, &status),
+            TFM_OK);
+  tfm_grammar_matcher *m = nullptr, *masked = nullptr;
+  ASSERT_EQ(tfm_grammar_matcher_new(grammar, &m, &status), TFM_OK);
+  ASSERT_EQ(tfm_grammar_matcher_new(grammar, &masked, &status), TFM_OK);
+  std::vector<float> logits(pieces.size(), 0.0f);
+  logits[size_t(id("a"))] = 5;  // refused first
+  logits[size_t(id("ab"))] = 4; // refused too
+  logits[size_t(id("b"))] = 3;
+  std::vector<float> copy = logits;
+  int64_t allowed = -7;
+  EXPECT_EQ(tfm_grammar_matcher_accept_greedy(m, logits.data(), &allowed),
+            id("b"));
+  EXPECT_EQ(allowed, 1);
+  ASSERT_GT(tfm_grammar_matcher_mask(masked, copy.data()), 0);
+  EXPECT_EQ(tfm_argmax(copy.data(), int64_t(copy.size())), id("b"));
+  // Ties go to the lower id, as tfm_argmax's.
+  std::fill(logits.begin(), logits.end(), 1.0f);
+  EXPECT_EQ(tfm_grammar_matcher_accept_greedy(m, logits.data(), &allowed),
+            id("a"));
+  // A whole match: only the end token, then nothing.
+  std::fill(logits.begin(), logits.end(), 0.0f);
+  EXPECT_EQ(tfm_grammar_matcher_accept_greedy(m, logits.data(), &allowed), 2);
+  EXPECT_EQ(tfm_grammar_matcher_accept_greedy(m, logits.data(), &allowed), -1);
+  EXPECT_EQ(allowed, 0);
+  tfm_grammar_matcher_free(m);
+  tfm_grammar_matcher_free(masked);
+}
+
 TEST_F(MaskFixture, EndOnlyWhereTheGrammarMayEndAndErrorsNamed) {
   tfm_status status;
   ASSERT_EQ(tfm_grammar_new("root ::= \"a\"*", tokenizer, &desc, &grammar,

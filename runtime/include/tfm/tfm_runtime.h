@@ -241,6 +241,14 @@ tfm_status_code tfm_grammar_matcher_accept(tfm_grammar_matcher *matcher,
                                            int32_t token, tfm_status *status);
 /* Whether the text so far is a whole match (generation may end). */
 int tfm_grammar_matcher_may_end(const tfm_grammar_matcher *matcher);
+/* Greedy decoding under the grammar: the token of the highest logit the
+ * grammar allows (ties: the lowest id, as tfm_argmax), accepted by the
+ * matcher. The best few are checked first, so the mask (a walk of the
+ * vocabulary's trie) is computed, into `logits`, only where none of them
+ * is allowed. Returns -1 where the grammar allows no token, `*allowed`
+ * (if given) then the mask's count: 0, or -1 out of memory. */
+int32_t tfm_grammar_matcher_accept_greedy(tfm_grammar_matcher *matcher,
+                                          float *logits, int64_t *allowed);
 /* The GBNF of the JSON texts a JSON Schema accepts (*gbnf malloc'd: free()
  * it), white space between tokens bounded: `type` (one or a list),
  * `properties`/`required` (required ones first, then the others in the
