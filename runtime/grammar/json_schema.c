@@ -690,6 +690,53 @@ static void string_rule(converter *c, const tfm_json *schema, buffer *expr) {
   puts_(expr, " \"\\\"\" space");
 }
 
+/* A number's bounds (minimum, exclusiveMinimum, maximum,
+ * exclusiveMaximum) where they are whole numbers: the decimal texts
+ * between them, no exponent. Fractional bounds are refused. */
+static void number_range(converter *c, const tfm_json *schema,
+                         buffer *expr) {
+  static const char *const kBounds[] = {"minimum", "exclusiveMinimum",
+                                        "maximum", "exclusiveMaximum"};
+  int has[2] = {0, 0}, open[2] = {0, 0};
+  int64_t value[2] = {0, 0};
+  for (int i = 0; i < 4; ++i) {
+    const tfm_json *bound = tfm_json_get(schema, kBounds[i]);
+    if (!bound)
+      continue;
+    path_mark mark = enter(c, ".%s", kBounds[i]);
+    if (bound->kind != TFM_JSON_NUMBER || bound->number != floor(bound->number) ||
+        fabs(bound->number) > (double)TFM_SCHEMA_MAX_INTEGER) {
+      fail(c, "a number's bounds must be whole numbers of up to 16 digits "
+              "(an integer's may be any)");
+      leave(c, mark);
+      return;
+    }
+    leave(c, mark);
+    int side = i / 2; /* 0: lower, 1: upper */
+    int64_t v = (int64_t)bound->number;
+    int is_open = i % 2;
+    /* The tighter of a bound and its exclusive form. */
+    int tighter = !has[side] ||
+                  (side == 0 ? v > value[0] || (v == value[0] && is_open)
+                             : v < value[1] || (v == value[1] && is_open));
+    if (tighter) {
+      has[side] = 1;
+      value[side] = v;
+      open[side] = is_open;
+    }
+  }
+  int empty = 0;
+  char *range = tfm_schema_number_range(has[0], value[0], open[0], has[1],
+                                        value[1], open[1], &empty);
+  if (!range) {
+    fail(c, empty ? "no number lies within the bounds" : "out of memory");
+    return;
+  }
+  use_primitive(c, "space");
+  printf_(expr, "%s space", range);
+  free(range);
+}
+
 /* allOf: one schema (pydantic's {"allOf": [{"$ref": ...}], "description":
  * ...}) is that schema; object schemas are merged (schema_all_of.c). */
 static void all_of(converter *c, const tfm_json *schema, const char *hint,
@@ -945,31 +992,12 @@ static void visit(converter *c, const tfm_json *schema, const char *hint,
     string_rule(c, schema, expr);
   } else if (strcmp(kind, "integer") == 0 && has_bounds(schema)) {
     integer_range(c, schema, expr);
+  } else if (strcmp(kind, "number") == 0 && has_bounds(schema)) {
+    number_range(c, schema, expr);
   } else if (strcmp(kind, "integer") == 0 || strcmp(kind, "number") == 0) {
-    /* A number (not an integer): only non-negative, as below. */
-    if (tfm_json_get(schema, "maximum") ||
-        tfm_json_get(schema, "exclusiveMinimum") ||
-        tfm_json_get(schema, "exclusiveMaximum")) {
-      fail(c, "a number's bounds other than \"minimum\": 0 are not "
-              "supported (an integer's are)");
-      return;
-    }
-    const tfm_json *minimum = tfm_json_get(schema, "minimum");
-    if (minimum && (minimum->kind != TFM_JSON_NUMBER || minimum->number != 0)) {
-      path_mark mark = enter(c, ".minimum");
-      fail(c, "only \"minimum\": 0 is supported (other bounds are not yet)");
-      leave(c, mark);
-      return;
-    }
+    /* Unbounded (bounded ones are ranges, above). */
     use_primitive(c, kind);
-    use_primitive(c, "space");
-    if (minimum)
-      printf_(expr, "integral-part%s space",
-              strcmp(kind, "number") == 0
-                  ? " (\".\" decimal-part)? ([eE] [-+]? integral-part)?"
-                  : "");
-    else
-      puts_(expr, kind);
+    puts_(expr, kind);
   } else if (strcmp(kind, "boolean") == 0 || strcmp(kind, "null") == 0) {
     use_primitive(c, kind);
     puts_(expr, kind);

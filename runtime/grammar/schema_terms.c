@@ -163,6 +163,84 @@ char *tfm_schema_integer_range(int64_t low, int64_t high) {
   return finish(&out);
 }
 
+/*===--- number ranges ----------------------------------------------------===*/
+
+/* Non-negative numbers from `low` (>= 0; excluded if `low_open`) to
+ * `high` (`high` < 0: unbounded; excluded if `high_open`), as alternatives
+ * appended to `out`: integer parts strictly inside with any fraction,
+ * `high` itself with a zero fraction, `low` with a nonzero one. */
+static void non_negative(text_buffer *out, int64_t low, int low_open,
+                         int64_t high, int high_open, int *first) {
+  int64_t whole_low = low_open ? low + 1 : low;
+  int64_t whole_high = high < 0 ? TFM_SCHEMA_MAX_INTEGER : high - 1;
+  if (whole_low <= whole_high) {
+    char *range = tfm_schema_integer_range(whole_low, whole_high);
+    if (!range) {
+      out->failed = 1;
+      return;
+    }
+    adds(out, *first ? " " : " | ");
+    adds(out, range);
+    adds(out, " ( \".\" [0-9]{1,16} )?");
+    free(range);
+    *first = 0;
+  }
+  if (high >= 0 && !high_open && (high > low || !low_open)) {
+    addf(out, "%s\"%lld\" ( \".\" \"0\"{1,16} )?", *first ? " " : " | ",
+         (long long)high);
+    *first = 0;
+  }
+  if (low_open && (high < 0 || low < high)) {
+    addf(out, "%s\"%lld.\" [0-9]{0,15} [1-9] [0-9]{0,15}",
+         *first ? " " : " | ", (long long)low);
+    *first = 0;
+  }
+}
+
+char *tfm_schema_number_range(int has_low, int64_t low, int low_open,
+                              int has_high, int64_t high, int high_open,
+                              int *empty) {
+  text_buffer out = {0};
+  int first = 1;
+  adds(&out, "(");
+  /* x >= 0: from max(low, 0) up. */
+  if (!has_high || high >= 0) {
+    int64_t from = has_low && low >= 0 ? low : 0;
+    int from_open = has_low && low >= 0 && low_open;
+    int64_t to = has_high ? high : -1;
+    if (!has_high || to > from || (to == from && !from_open && !high_open))
+      non_negative(&out, from, from_open, to, has_high && high_open, &first);
+  }
+  /* x < 0: "-" and a magnitude above max(-high, 0) (strictly above 0:
+   * "-0" is not written) up to -low. */
+  if (!has_low || low < 0) {
+    int64_t from = has_high && high < 0 ? -high : 0;
+    int from_open = has_high && high < 0 ? high_open : 1;
+    int64_t to = has_low ? -low : -1;
+    if (!has_low || to > from || (to == from && !from_open && !low_open)) {
+      text_buffer magnitude = {0};
+      int magnitude_first = 1;
+      non_negative(&magnitude, from, from_open, to, has_low && low_open,
+                   &magnitude_first);
+      if (!magnitude_first) {
+        adds(&out, first ? " \"-\" (" : " | \"-\" (");
+        adds(&out, magnitude.text);
+        adds(&out, " )");
+        first = 0;
+      }
+      out.failed |= magnitude.failed;
+      free(magnitude.text);
+    }
+  }
+  adds(&out, " )");
+  *empty = first && !out.failed;
+  if (first) {
+    free(out.text);
+    return NULL;
+  }
+  return finish(&out);
+}
+
 /*===--- patterns ---------------------------------------------------------===*/
 
 typedef struct {

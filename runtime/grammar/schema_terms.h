@@ -22,6 +22,15 @@
  * json-schema-to-grammar bounds integers. malloc'd; NULL out of memory. */
 char *tfm_schema_integer_range(int64_t low, int64_t high);
 
+/* The numbers (decimal, no exponent) within bounds that are whole
+ * numbers: `low` (if `has_low`; excluded if `low_open`) to `high` (the
+ * same). Integer parts as tfm_schema_integer_range writes them, up to 16
+ * fraction digits; "-0" never. NULL where no number lies within them, or
+ * out of memory (`*empty` says which). */
+char *tfm_schema_number_range(int has_low, int64_t low, int low_open,
+                              int has_high, int64_t high, int high_open,
+                              int *empty);
+
 /* A regular expression (ECMAScript's syntax, the subset below) as a GBNF
  * expression of the JSON string bodies (between the quotes, escapes
  * spelled as JSON spells them) whose decoded text it matches, or NULL with

@@ -263,6 +263,36 @@ TEST(JsonSchema, AllOfMergesObjectSchemas) {
             "name properties; allOf[0] has 'type'");
 }
 
+// A number's whole-number bounds: decimals inside them, their ends as
+// the bounds say, nothing outside.
+TEST(JsonSchema, NumberRangesAreExact) {
+  struct Case {
+    const char *schema;
+    std::vector<const char *> yes, no;
+  } cases[] = {
+      {R"({"type": "number", "minimum": 0, "maximum": 1})",
+       {"0", "1", "0.5", "1.0", "1.00", "0.999"},
+       {"1.5", "2", "-0.1", "1.01", "-1", "-0"}},
+      {R"({"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1})",
+       {"0.5", "0.001"}, {"0", "1", "0.0", "1.0", "1.5"}},
+      {R"({"type": "number", "minimum": -90, "maximum": 90})",
+       {"-90", "-89.5", "0", "12.25", "90", "90.0"},
+       {"-90.5", "90.1", "91", "-91"}},
+      {R"({"type": "number", "minimum": 0})", {"0", "123.45"}, {"-1", "-0.5"}},
+      {R"({"type": "number", "maximum": -5})", {"-5", "-5.1", "-1000"},
+       {"-4.9", "0", "5"}},
+      {R"({"type": "number", "exclusiveMaximum": -5, "minimum": -7})",
+       {"-7", "-6.5", "-5.01"}, {"-5", "-5.0", "-7.5", "-4"}},
+  };
+  for (const Case &c : cases) {
+    Follower follower(schemaGrammar(c.schema));
+    for (const char *yes : c.yes)
+      EXPECT_EQ(follower.follow(yes), 'W') << c.schema << " " << yes;
+    for (const char *no : c.no)
+      EXPECT_NE(follower.follow(no), 'W') << c.schema << " " << no;
+  }
+}
+
 // format "date": days that exist (python3-jsonschema's checker reads them
 // with datetime.date).
 TEST(JsonSchema, DatesAreCalendarDates) {
@@ -353,9 +383,12 @@ TEST(JsonSchema, RefusesWhatItDoesNotSupportWithItsPath) {
   EXPECT_EQ(schemaGrammar(R"({"properties": {"a": {"pattern": "^a"}}})"),
             "ERROR: json schema: at $.properties.a.pattern: 'pattern' does "
             "not apply to a schema without a type");
-  EXPECT_EQ(schemaGrammar(R"({"type": "number", "maximum": 3})"),
-            "ERROR: json schema: at $: a number's bounds other than "
-            "\"minimum\": 0 are not supported (an integer's are)");
+  EXPECT_EQ(schemaGrammar(R"({"type": "number", "maximum": 3.5})"),
+            "ERROR: json schema: at $.maximum: a number's bounds must be "
+            "whole numbers of up to 16 digits (an integer's may be any)");
+  EXPECT_EQ(schemaGrammar(R"({"type": "number", "exclusiveMinimum": 2,
+                             "maximum": 2})"),
+            "ERROR: json schema: at $: no number lies within the bounds");
   EXPECT_EQ(schemaGrammar(R"({"type": "integer", "minimum": 5, "maximum": 4})"),
             "ERROR: json schema: at $: no integer lies within the bounds");
   EXPECT_EQ(schemaGrammar(R"js({"type": "string", "pattern": "a(?!b)"})js"),

@@ -255,13 +255,15 @@ int32_t tfm_grammar_matcher_accept_greedy(tfm_grammar_matcher *matcher,
  * schema's order) with no other properties unless the object names none
  * and allows them (`additionalProperties` true or {}), `enum`, `const`,
  * `items`, `prefixItems` (a tuple, `items` false), `minItems`/`maxItems`,
- * `anyOf`/`oneOf`, `$ref` to "#", "#/$defs/..." or "#/definitions/..."
- * (recursive ones too), strings' `minLength`/`maxLength` and `format`
- * date, time, date-time or uuid, numbers' `minimum` 0; annotations (title,
- * description, default, examples, ...) are read past. Any other keyword,
- * and JSON that is not one, is TFM_ERROR_INVALID_ARGUMENT with its JSON
- * path: "json schema: at $.properties.age: the keyword 'maximum' is not
- * supported". */
+ * `anyOf`/`oneOf`, `allOf` (one schema, or object schemas merged),
+ * `$ref` to "#", "#/$defs/..." or "#/definitions/..." (recursive ones
+ * too), strings' `minLength`/`maxLength`, `format` (date, time, date-time,
+ * uuid) and `pattern` (a regex subset: schema_terms.h), integers'
+ * `minimum`/`maximum`/`exclusiveMinimum`/`exclusiveMaximum`, numbers' too
+ * where the bounds are whole numbers; annotations (title, description,
+ * default, examples, ...) are read past. Any other keyword, and JSON that
+ * is not one, is TFM_ERROR_INVALID_ARGUMENT with its JSON path: "json
+ * schema: at $.properties.n: the keyword 'multipleOf' is not supported". */
 tfm_status_code tfm_json_schema_to_gbnf(const char *schema, char **gbnf,
                                         tfm_status *status);
 /* Several schemas in one grammar (a tool call's choice among functions'
