@@ -484,6 +484,17 @@ def grammar_seeds():
         "anyOf": [{"$ref": "#/$defs/node"},
                   {"type": "string", "format": "date", "title": "t"},
                   {"enum": ["a", 1, None]}]}), '{"v": 1, "kids": []}')
+    # Patterns (a regex to GBNF), integer and number ranges, allOf.
+    seeds["ranges"] = (json.dumps({
+        "$defs": {"base": {"properties": {"id": {
+            "type": "integer", "minimum": -120, "exclusiveMaximum": 4567}},
+            "required": ["id"]}},
+        "allOf": [{"$ref": "#/$defs/base"}, {"properties": {
+            "x": {"type": "number", "minimum": -3, "maximum": 90},
+            "code": {"type": "string",
+                     "pattern": "^[A-Z]{2}-(\\d{3}|x+)[^\\s\"]?\\.(?:a|b)*$"},
+            "loose": {"type": "string", "pattern": "b+c"}}}]}),
+        '{"id": -7, "x": 89.5, "code": "AB-123q.ab"}')
     for name, (grammar, text) in seeds.items():
         write_seed(directory, name,
                    grammar.encode() + SEPARATOR + text.encode())
