@@ -822,11 +822,7 @@ class Model:
         seed = _c_integer(seed, "seed", 0, 2**64 - 1)
         stop = [stop] if isinstance(stop, str) else list(stop)
         stops = [_c_text(s, f"'stop' string {i}") for i, s in enumerate(stop)]
-        if grammar is not None and json_schema is not None:
-            raise TfmcError("give one of 'grammar' and 'json_schema'")
-        gbnf = None if grammar is None else _c_text(grammar, "'grammar'")
-        if json_schema is not None:
-            gbnf = self._schema_grammar(json_schema)
+        gbnf = self._grammar_text(grammar, json_schema)
         pieces = queue.Queue() if stream else None
         collected, cut = [], []
         # A character's bytes may come in several tokens (byte-level BPE):
@@ -848,14 +844,8 @@ class Model:
                 raise self._closed_error("generate")
 
         def generate(handle):
-            session, parsed = ctypes.c_void_p(), ctypes.c_void_p()
-            status = Status()
-            if gbnf is not None:
-                if not self._tokenizer:
-                    raise TfmcError("a grammar needs the model's tokenizer")
-                _check(self._library.tfm_grammar_new(
-                    gbnf, self._tokenizer, ctypes.byref(self._desc),
-                    ctypes.byref(parsed), ctypes.byref(status)), status)
+            session, status = ctypes.c_void_p(), Status()
+            parsed = self._new_grammar(gbnf)
             try:
                 _check(self._library.tfm_session_new(
                     handle, ctypes.byref(session), ctypes.byref(status)),
@@ -891,6 +881,29 @@ class Model:
             run()
             return "".join(collected)
         return self._stream(run, pieces)
+
+    def _grammar_text(self, grammar, json_schema):
+        """`grammar` (GBNF) or `json_schema`'s grammar as bytes; None for
+        neither."""
+        if grammar is not None and json_schema is not None:
+            raise TfmcError("give one of 'grammar' and 'json_schema'")
+        if json_schema is not None:
+            return self._schema_grammar(json_schema)
+        return None if grammar is None else _c_text(grammar, "'grammar'")
+
+    def _new_grammar(self, gbnf):
+        """A tfm_grammar of GBNF bytes for this model (a c_void_p, NULL for
+        None): the caller frees it, or hands it to the engine."""
+        parsed = ctypes.c_void_p()
+        if gbnf is None:
+            return parsed
+        if not self._tokenizer:
+            raise TfmcError("a grammar needs the model's tokenizer")
+        status = Status()
+        _check(self._library.tfm_grammar_new(
+            gbnf, self._tokenizer, ctypes.byref(self._desc),
+            ctypes.byref(parsed), ctypes.byref(status)), status)
+        return parsed
 
     def _schema_grammar(self, schema):
         """A JSON Schema (dict or JSON text) as GBNF bytes."""

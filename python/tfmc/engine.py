@@ -89,9 +89,12 @@ class Engine:
         return self._engine
 
     def submit(self, prompt, max_tokens=128, temperature=0.0, top_p=1.0,
-               top_k=0, seed=0, ignore_eos=False):
+               top_k=0, seed=0, ignore_eos=False, grammar=None,
+               json_schema=None):
         """Queues `prompt` (text or token ids); returns the request's id,
-        which step() names its tokens with."""
+        which step() names its tokens with. `grammar` (GBNF) or
+        `json_schema` constrains this request's text, as in
+        Model.generate; a request whose match is whole finishes."""
         from tfmc import _c_integer, _INT32_MAX, _INT64_MAX
         what = "Engine.submit"
         ids = (self._model._tokenize(prompt, None, what + ": the prompt")
@@ -106,13 +109,20 @@ class Engine:
                                       _INT32_MAX), top_p, 1.0,
                            _c_integer(seed, "seed", 0, 2**64 - 1)),
             1 if ignore_eos else 0)
+        # The engine takes the grammar when the submit succeeds.
+        request.grammar = self._model._new_grammar(
+            self._model._grammar_text(grammar, json_schema))
         request_id = ctypes.c_int64()
         status = Status()
-        with self._lock:
-            self._check(self._library.tfm_engine_submit(
-                self._live(what), ctypes.byref(request),
-                ctypes.byref(request_id), ctypes.byref(status)), status)
-            self._open.add(request_id.value)
+        try:
+            with self._lock:
+                self._check(self._library.tfm_engine_submit(
+                    self._live(what), ctypes.byref(request),
+                    ctypes.byref(request_id), ctypes.byref(status)), status)
+                self._open.add(request_id.value)
+        except BaseException:
+            self._library.tfm_grammar_free(request.grammar)
+            raise
         return request_id.value
 
     def cancel(self, request):
