@@ -13,6 +13,7 @@
 #include "runtime/core/status.h"
 #include "runtime/grammar/json_value.h"
 #include "runtime/grammar/schema_terms.h"
+#include "runtime/grammar/text_buffer.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -23,67 +24,12 @@
 enum { kMaxRules = 4096, kMaxPath = 512, kMaxRepeat = 10000 };
 
 typedef struct {
-  char *text;
-  size_t length, capacity;
-  int failed; /* out of memory */
-} buffer;
-
-static void put(buffer *b, const char *s, size_t n) {
-  if (b->failed)
-    return;
-  if (b->length + n + 1 > b->capacity) {
-    size_t next = b->capacity ? b->capacity * 2 : 256;
-    while (next < b->length + n + 1)
-      next *= 2;
-    char *grown = realloc(b->text, next);
-    if (!grown) {
-      b->failed = 1;
-      return;
-    }
-    b->text = grown;
-    b->capacity = next;
-  }
-  memcpy(b->text + b->length, s, n);
-  b->length += n;
-  b->text[b->length] = '\0';
-}
-
-static void puts_(buffer *b, const char *s) { put(b, s, strlen(s)); }
-
-static void printf_(buffer *b, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
-static void printf_(buffer *b, const char *format, ...) {
-  char small[256];
-  va_list args;
-  va_start(args, format);
-  int n = vsnprintf(small, sizeof small, format, args);
-  va_end(args);
-  if (n < 0) {
-    b->failed = 1;
-  } else if ((size_t)n < sizeof small) {
-    put(b, small, (size_t)n);
-  } else {
-    /* Longer (a rule's whole body): formatted again into its own room. */
-    char *large = malloc((size_t)n + 1);
-    if (!large) {
-      b->failed = 1;
-      return;
-    }
-    va_start(args, format);
-    vsnprintf(large, (size_t)n + 1, format, args);
-    va_end(args);
-    put(b, large, (size_t)n);
-    free(large);
-  }
-}
-
-typedef struct {
   const tfm_json *root;
   /* The rule of `root` ("$ref": "#"), and which of several schemas it is
    * (their "#/$defs/..." are apart). */
   const char *root_rule;
   size_t scope;
-  buffer rules;      /* the grammar written so far */
+  tfm_text_buffer rules;      /* the grammar written so far */
   char **names;      /* rules defined (or being defined) */
   size_t name_count;
   char error[400];
@@ -133,33 +79,33 @@ static int claim(converter *c, const char *name) {
 }
 
 /* The GBNF literal of `text` (UTF-8), quoted and escaped. */
-static void literal(buffer *b, const char *text, size_t length) {
-  put(b, "\"", 1);
+static void literal(tfm_text_buffer *b, const char *text, size_t length) {
+  tfm_text_put(b, "\"", 1);
   for (size_t i = 0; i < length; ++i) {
     unsigned char ch = (unsigned char)text[i];
     if (ch == '"' || ch == '\\') {
       char escaped[2] = {'\\', (char)ch};
-      put(b, escaped, 2);
+      tfm_text_put(b, escaped, 2);
     } else if (ch == '\n') {
-      put(b, "\\n", 2);
+      tfm_text_put(b, "\\n", 2);
     } else if (ch < 0x20 || ch == 0x7F) {
-      printf_(b, "\\x%02X", ch);
+      tfm_text_printf(b, "\\x%02X", ch);
     } else {
-      put(b, (const char *)&text[i], 1);
+      tfm_text_put(b, (const char *)&text[i], 1);
     }
   }
-  put(b, "\"", 1);
+  tfm_text_put(b, "\"", 1);
 }
 
 /* `value` as compact JSON text (a const or an enum member), appended. */
-static void json_text(buffer *b, const tfm_json *value) {
+static void json_text(tfm_text_buffer *b, const tfm_json *value) {
   switch (value->kind) {
-  case TFM_JSON_NULL: puts_(b, "null"); break;
-  case TFM_JSON_TRUE: puts_(b, "true"); break;
-  case TFM_JSON_FALSE: puts_(b, "false"); break;
-  case TFM_JSON_NUMBER: put(b, value->text, value->length); break;
+  case TFM_JSON_NULL: tfm_text_puts(b, "null"); break;
+  case TFM_JSON_TRUE: tfm_text_puts(b, "true"); break;
+  case TFM_JSON_FALSE: tfm_text_puts(b, "false"); break;
+  case TFM_JSON_NUMBER: tfm_text_put(b, value->text, value->length); break;
   case TFM_JSON_STRING: {
-    put(b, "\"", 1);
+    tfm_text_put(b, "\"", 1);
     for (size_t i = 0; i < value->length; ++i) {
       unsigned char ch = (unsigned char)value->text[i];
       const char *escape = ch == '"'    ? "\\\""
@@ -169,36 +115,36 @@ static void json_text(buffer *b, const tfm_json *value) {
                            : ch == '\t' ? "\\t"
                                         : NULL;
       if (escape)
-        puts_(b, escape);
+        tfm_text_puts(b, escape);
       else if (ch < 0x20)
-        printf_(b, "\\u%04x", ch);
+        tfm_text_printf(b, "\\u%04x", ch);
       else
-        put(b, &value->text[i], 1);
+        tfm_text_put(b, &value->text[i], 1);
     }
-    put(b, "\"", 1);
+    tfm_text_put(b, "\"", 1);
     break;
   }
   case TFM_JSON_ARRAY:
-    put(b, "[", 1);
+    tfm_text_put(b, "[", 1);
     for (size_t i = 0; i < value->count; ++i) {
       if (i)
-        put(b, ",", 1);
+        tfm_text_put(b, ",", 1);
       json_text(b, &value->items[i]);
     }
-    put(b, "]", 1);
+    tfm_text_put(b, "]", 1);
     break;
   case TFM_JSON_OBJECT:
-    put(b, "{", 1);
+    tfm_text_put(b, "{", 1);
     for (size_t i = 0; i < value->count; ++i) {
       if (i)
-        put(b, ",", 1);
+        tfm_text_put(b, ",", 1);
       tfm_json key = {TFM_JSON_STRING, 0, value->keys[i],
                       strlen(value->keys[i]), NULL, NULL, 0};
       json_text(b, &key);
-      put(b, ":", 1);
+      tfm_text_put(b, ":", 1);
       json_text(b, &value->items[i]);
     }
-    put(b, "}", 1);
+    tfm_text_put(b, "}", 1);
     break;
   }
 }
@@ -255,7 +201,7 @@ static void use_primitive(converter *c, const char *name) {
       continue;
     if (!claim(c, name))
       return;
-    printf_(&c->rules, "%s ::= %s\n", name, kPrimitives[i].body);
+    tfm_text_printf(&c->rules, "%s ::= %s\n", name, kPrimitives[i].body);
     /* What it refers to. */
     static const char *const kUses[][4] = {
         {"char", "string", NULL, NULL},
@@ -282,8 +228,7 @@ static void use_primitive(converter *c, const char *name) {
   }
 }
 
-/* Keywords read past: annotations that constrain nothing. */
-static int is_annotation(const char *key) {
+int tfm_schema_is_annotation(const char *key) {
   static const char *const kAnnotations[] = {
       "title", "description", "default", "examples", "$schema", "$id",
       "$comment", "deprecated", "readOnly", "writeOnly", "$defs",
@@ -337,14 +282,14 @@ static void fresh_name(converter *c, const char *hint, char *out,
 }
 
 static void visit(converter *c, const tfm_json *schema, const char *hint,
-                  buffer *expr);
+                  tfm_text_buffer *expr);
 
 /* Writes rule `name ::= body` where `body` is the schema's expression. */
 static void define(converter *c, const char *name, const tfm_json *schema) {
-  buffer body = {0};
+  tfm_text_buffer body = {0};
   visit(c, schema, name, &body);
   if (!c->failed && !body.failed)
-    printf_(&c->rules, "%s ::= %s\n", name, body.text ? body.text : "");
+    tfm_text_printf(&c->rules, "%s ::= %s\n", name, body.text ? body.text : "");
   if (body.failed)
     fail(c, "out of memory");
   free(body.text);
@@ -352,7 +297,7 @@ static void define(converter *c, const char *name, const tfm_json *schema) {
 
 /* A reference "#/$defs/NAME" (or "#/definitions/NAME"): its rule, defined
  * on first use (a recursive schema refers to it while it is defined). */
-static void reference(converter *c, const char *ref, buffer *expr) {
+static void reference(converter *c, const char *ref, tfm_text_buffer *expr) {
   const char *name = NULL;
   const tfm_json *defs = NULL;
   if (strncmp(ref, "#/$defs/", 8) == 0) {
@@ -362,7 +307,7 @@ static void reference(converter *c, const char *ref, buffer *expr) {
     defs = tfm_json_get(c->root, "definitions");
     name = ref + 14;
   } else if (strcmp(ref, "#") == 0) {
-    puts_(expr, c->root_rule);
+    tfm_text_puts(expr, c->root_rule);
     return;
   } else {
     fail(c, "$ref \"%s\" is not supported (only \"#\", \"#/$defs/...\" and "
@@ -382,12 +327,12 @@ static void reference(converter *c, const char *ref, buffer *expr) {
   snprintf(key, sizeof key, "#ref:%zu:%s", c->scope, ref);
   for (size_t i = 0; i + 1 < c->name_count; ++i)
     if (strcmp(c->names[i], key) == 0) {
-      puts_(expr, c->names[i + 1]);
+      tfm_text_puts(expr, c->names[i + 1]);
       return;
     }
   if (!claim(c, key) || !claim(c, rule))
     return;
-  puts_(expr, rule);
+  tfm_text_puts(expr, rule);
   char saved[kMaxPath];
   memcpy(saved, c->path, sizeof saved);
   snprintf(c->path, sizeof c->path, "%s", ref);
@@ -397,12 +342,12 @@ static void reference(converter *c, const char *ref, buffer *expr) {
 
 /* Alternatives: each of `list`'s schemas. */
 static void alternatives(converter *c, const tfm_json *list, const char *hint,
-                         const char *keyword, buffer *expr) {
+                         const char *keyword, tfm_text_buffer *expr) {
   if (list->kind != TFM_JSON_ARRAY || list->count == 0) {
     fail(c, "'%s' must be a non-empty array of schemas", keyword);
     return;
   }
-  put(expr, "(", 1);
+  tfm_text_put(expr, "(", 1);
   for (size_t i = 0; i < list->count && !c->failed; ++i) {
     path_mark mark = enter(c, ".%s[%zu]", keyword, i);
     char name[128];
@@ -411,11 +356,11 @@ static void alternatives(converter *c, const tfm_json *list, const char *hint,
     fresh_name(c, sub, name, sizeof name);
     if (claim(c, name)) {
       define(c, name, &list->items[i]);
-      printf_(expr, "%s%s", i ? " | " : " ", name);
+      tfm_text_printf(expr, "%s%s", i ? " | " : " ", name);
     }
     leave(c, mark);
   }
-  puts_(expr, " )");
+  tfm_text_puts(expr, " )");
 }
 
 /* A non-negative integer keyword (minLength, maxItems), or -1 absent. */
@@ -433,17 +378,17 @@ static long count_keyword(converter *c, const tfm_json *schema,
 }
 
 /* x{min,max} with max -1 unbounded. */
-static void repetition(buffer *expr, long min, long max) {
+static void repetition(tfm_text_buffer *expr, long min, long max) {
   if (max < 0)
-    printf_(expr, "{%ld,}", min);
+    tfm_text_printf(expr, "{%ld,}", min);
   else if (min == max)
-    printf_(expr, "{%ld}", min);
+    tfm_text_printf(expr, "{%ld}", min);
   else
-    printf_(expr, "{%ld,%ld}", min, max);
+    tfm_text_printf(expr, "{%ld,%ld}", min, max);
 }
 
 static void object_rule(converter *c, const tfm_json *schema,
-                        const char *hint, buffer *expr) {
+                        const char *hint, tfm_text_buffer *expr) {
   const tfm_json *properties = tfm_json_get(schema, "properties");
   const tfm_json *required = tfm_json_get(schema, "required");
   const tfm_json *additional = tfm_json_get(schema, "additionalProperties");
@@ -486,14 +431,14 @@ static void object_rule(converter *c, const tfm_json *schema,
     snprintf(value, sizeof value, "%s", name);
     if (claim(c, name))
       define(c, name, &properties->items[p]);
-    buffer entry = {0};
+    tfm_text_buffer entry = {0};
     tfm_json key = {TFM_JSON_STRING, 0, properties->keys[p],
                     strlen(properties->keys[p]), NULL, NULL, 0};
-    buffer quoted = {0};
+    tfm_text_buffer quoted = {0};
     json_text(&quoted, &key);
     literal(&entry, quoted.text ? quoted.text : "", quoted.length);
     free(quoted.text);
-    printf_(&entry, " space \":\" space %s", value);
+    tfm_text_printf(&entry, " space \":\" space %s", value);
     kv[p] = entry.text;
     leave(c, mark);
   }
@@ -520,11 +465,11 @@ static void object_rule(converter *c, const tfm_json *schema,
   }
   if (!c->failed) {
     use_primitive(c, "space");
-    puts_(expr, "\"{\" space");
+    tfm_text_puts(expr, "\"{\" space");
     int first = 1;
     for (size_t p = 0; p < n; ++p)
       if (is_required[p]) {
-        printf_(expr, " %s%s", first ? "" : "\",\" space ", kv[p]);
+        tfm_text_printf(expr, " %s%s", first ? "" : "\",\" space ", kv[p]);
         first = 0;
       }
     /* Optional ones: after a required one, each "," kv optional; with
@@ -535,29 +480,29 @@ static void object_rule(converter *c, const tfm_json *schema,
     if (optional_count && !first) {
       for (size_t p = 0; p < n; ++p)
         if (!is_required[p])
-          printf_(expr, " ( \",\" space %s )?", kv[p]);
+          tfm_text_printf(expr, " ( \",\" space %s )?", kv[p]);
     } else if (optional_count) {
-      puts_(expr, " (");
+      tfm_text_puts(expr, " (");
       int alternative = 0;
       for (size_t p = 0; p < n; ++p) {
         if (is_required[p])
           continue;
-        printf_(expr, "%s %s", alternative ? " |" : "", kv[p]);
+        tfm_text_printf(expr, "%s %s", alternative ? " |" : "", kv[p]);
         for (size_t q = p + 1; q < n; ++q)
           if (!is_required[q])
-            printf_(expr, " ( \",\" space %s )?", kv[q]);
+            tfm_text_printf(expr, " ( \",\" space %s )?", kv[q]);
         alternative = 1;
       }
-      puts_(expr, " )?");
+      tfm_text_puts(expr, " )?");
       first = 0; /* an optional list may be empty: extras below start it */
     }
     if (extra) {
       use_primitive(c, "string");
       use_primitive(c, "value");
-      puts_(expr, " ( string \":\" space value ( \",\" space string \":\" "
+      tfm_text_puts(expr, " ( string \":\" space value ( \",\" space string \":\" "
                   "space value )* )?");
     }
-    puts_(expr, " \"}\" space");
+    tfm_text_puts(expr, " \"}\" space");
   }
   for (size_t p = 0; p < n; ++p)
     free(kv[p]);
@@ -566,7 +511,7 @@ static void object_rule(converter *c, const tfm_json *schema,
 }
 
 static void array_rule(converter *c, const tfm_json *schema, const char *hint,
-                       buffer *expr) {
+                       tfm_text_buffer *expr) {
   const tfm_json *items = tfm_json_get(schema, "items");
   const tfm_json *prefix = tfm_json_get(schema, "prefixItems");
   long min = count_keyword(c, schema, "minItems");
@@ -590,7 +535,7 @@ static void array_rule(converter *c, const tfm_json *schema, const char *hint,
               "without minItems or maxItems (a tuple)");
       return;
     }
-    puts_(expr, "\"[\" space");
+    tfm_text_puts(expr, "\"[\" space");
     for (size_t i = 0; i < prefix->count && !c->failed; ++i) {
       path_mark mark = enter(c, ".prefixItems[%zu]", i);
       char name[128], sub[160];
@@ -598,10 +543,10 @@ static void array_rule(converter *c, const tfm_json *schema, const char *hint,
       fresh_name(c, sub, name, sizeof name);
       if (claim(c, name))
         define(c, name, &prefix->items[i]);
-      printf_(expr, " %s%s", i ? "\",\" space " : "", name);
+      tfm_text_printf(expr, " %s%s", i ? "\",\" space " : "", name);
       leave(c, mark);
     }
-    puts_(expr, " \"]\" space");
+    tfm_text_puts(expr, " \"]\" space");
     return;
   }
   char item[128];
@@ -618,21 +563,21 @@ static void array_rule(converter *c, const tfm_json *schema, const char *hint,
     use_primitive(c, "value");
     snprintf(item, sizeof item, "value");
   }
-  puts_(expr, "\"[\" space ");
+  tfm_text_puts(expr, "\"[\" space ");
   if (max == 0) {
-    puts_(expr, "\"]\" space");
+    tfm_text_puts(expr, "\"]\" space");
     return;
   }
   if (min == 0)
-    puts_(expr, "( ");
-  printf_(expr, "%s ( \",\" space %s )", item, item);
+    tfm_text_puts(expr, "( ");
+  tfm_text_printf(expr, "%s ( \",\" space %s )", item, item);
   repetition(expr, min ? min - 1 : 0, max < 0 ? -1 : max - 1);
   if (min == 0)
-    puts_(expr, " )?");
-  puts_(expr, " \"]\" space");
+    tfm_text_puts(expr, " )?");
+  tfm_text_puts(expr, " \"]\" space");
 }
 
-static void string_rule(converter *c, const tfm_json *schema, buffer *expr) {
+static void string_rule(converter *c, const tfm_json *schema, tfm_text_buffer *expr) {
   const tfm_json *format = tfm_json_get(schema, "format");
   const tfm_json *pattern = tfm_json_get(schema, "pattern");
   long min = count_keyword(c, schema, "minLength");
@@ -654,7 +599,7 @@ static void string_rule(converter *c, const tfm_json *schema, buffer *expr) {
     if (!c->failed && !body)
       fail(c, "%s", error);
     if (body)
-      printf_(expr, "\"\\\"\" (%s ) \"\\\"\" space", body);
+      tfm_text_printf(expr, "\"\\\"\" (%s ) \"\\\"\" space", body);
     free(body);
     leave(c, mark);
     return;
@@ -673,7 +618,7 @@ static void string_rule(converter *c, const tfm_json *schema, buffer *expr) {
       return;
     }
     use_primitive(c, format->text);
-    printf_(expr, "\"\\\"\" %s \"\\\"\" space", format->text);
+    tfm_text_printf(expr, "\"\\\"\" %s \"\\\"\" space", format->text);
     return;
   }
   const char *character = max >= 0 ? "char-bmp" : "char";
@@ -682,19 +627,19 @@ static void string_rule(converter *c, const tfm_json *schema, buffer *expr) {
     fail(c, "'maxLength' below 'minLength'");
     return;
   }
-  printf_(expr, "\"\\\"\" %s", character);
+  tfm_text_printf(expr, "\"\\\"\" %s", character);
   if (min < 0 && max < 0)
-    puts_(expr, "*");
+    tfm_text_puts(expr, "*");
   else
     repetition(expr, min < 0 ? 0 : min, max);
-  puts_(expr, " \"\\\"\" space");
+  tfm_text_puts(expr, " \"\\\"\" space");
 }
 
 /* A number's bounds (minimum, exclusiveMinimum, maximum,
  * exclusiveMaximum) where they are whole numbers: the decimal texts
  * between them, no exponent. Fractional bounds are refused. */
 static void number_range(converter *c, const tfm_json *schema,
-                         buffer *expr) {
+                         tfm_text_buffer *expr) {
   static const char *const kBounds[] = {"minimum", "exclusiveMinimum",
                                         "maximum", "exclusiveMaximum"};
   int has[2] = {0, 0}, open[2] = {0, 0};
@@ -733,19 +678,19 @@ static void number_range(converter *c, const tfm_json *schema,
     return;
   }
   use_primitive(c, "space");
-  printf_(expr, "%s space", range);
+  tfm_text_printf(expr, "%s space", range);
   free(range);
 }
 
 /* allOf: one schema (pydantic's {"allOf": [{"$ref": ...}], "description":
  * ...}) is that schema; object schemas are merged (schema_all_of.c). */
 static void all_of(converter *c, const tfm_json *schema, const char *hint,
-                   buffer *expr) {
+                   tfm_text_buffer *expr) {
   const tfm_json *all = tfm_json_get(schema, "allOf");
   int alone = all->kind == TFM_JSON_ARRAY && all->count == 1;
   for (size_t i = 0; alone && i < schema->count; ++i)
     alone = strcmp(schema->keys[i], "allOf") == 0 ||
-            is_annotation(schema->keys[i]);
+            tfm_schema_is_annotation(schema->keys[i]);
   path_mark mark = enter(c, ".allOf");
   if (alone) {
     path_mark item = enter(c, "[0]");
@@ -776,7 +721,7 @@ static int has_bounds(const tfm_json *schema) {
  * exclusiveMaximum as numbers, JSON Schema 2019 on) as the integers they
  * allow, digit by digit; past 16 digits is the integer primitive's limit. */
 static void integer_range(converter *c, const tfm_json *schema,
-                          buffer *expr) {
+                          tfm_text_buffer *expr) {
   double low = -(double)TFM_SCHEMA_MAX_INTEGER;
   double high = (double)TFM_SCHEMA_MAX_INTEGER;
   static const char *const kBounds[] = {"minimum", "exclusiveMinimum",
@@ -815,18 +760,18 @@ static void integer_range(converter *c, const tfm_json *schema,
     return;
   }
   use_primitive(c, "space");
-  printf_(expr, "%s space", range);
+  tfm_text_printf(expr, "%s space", range);
   free(range);
 }
 
 static void visit(converter *c, const tfm_json *schema, const char *hint,
-                  buffer *expr) {
+                  tfm_text_buffer *expr) {
   if (c->failed)
     return;
   if (schema->kind == TFM_JSON_TRUE ||
       (schema->kind == TFM_JSON_OBJECT && schema->count == 0)) {
     use_primitive(c, "value");
-    puts_(expr, "value");
+    tfm_text_puts(expr, "value");
     return;
   }
   if (schema->kind != TFM_JSON_OBJECT) {
@@ -847,7 +792,7 @@ static void visit(converter *c, const tfm_json *schema, const char *hint,
                                         "exclusiveMaximum", NULL};
   for (size_t i = 0; i < schema->count; ++i) {
     const char *key = schema->keys[i];
-    if (is_annotation(key) || is_one_of(key, kCommon) ||
+    if (tfm_schema_is_annotation(key) || is_one_of(key, kCommon) ||
         is_one_of(key, kObject) || is_one_of(key, kArray) ||
         is_one_of(key, kString) || is_one_of(key, kNumber))
       continue;
@@ -880,16 +825,16 @@ static void visit(converter *c, const tfm_json *schema, const char *hint,
       fail(c, "'enum' must be a non-empty array");
       return;
     }
-    put(expr, "(", 1);
+    tfm_text_put(expr, "(", 1);
     size_t count = constant ? 1 : choices->count;
     for (size_t i = 0; i < count; ++i) {
-      buffer text = {0};
+      tfm_text_buffer text = {0};
       json_text(&text, constant ? constant : &choices->items[i]);
-      puts_(expr, i ? " | " : " ");
+      tfm_text_puts(expr, i ? " | " : " ");
       literal(expr, text.text ? text.text : "", text.length);
       free(text.text);
     }
-    puts_(expr, " ) space");
+    tfm_text_puts(expr, " ) space");
     return;
   }
   if (any || one) {
@@ -906,7 +851,7 @@ static void visit(converter *c, const tfm_json *schema, const char *hint,
                                                 {"array", NULL},
                                                 {"string", NULL},
                                                 {"integer", "number"}};
-    put(expr, "(", 1);
+    tfm_text_put(expr, "(", 1);
     for (size_t i = 0; i < type->count && !c->failed; ++i) {
       const tfm_json *name = &type->items[i];
       tfm_json one_type = *schema;
@@ -938,14 +883,14 @@ static void visit(converter *c, const tfm_json *schema, const char *hint,
       one_type.items = items;
       one_type.keys = keys;
       one_type.count = kept;
-      puts_(expr, i ? " | " : " ");
-      put(expr, "(", 1);
+      tfm_text_puts(expr, i ? " | " : " ");
+      tfm_text_put(expr, "(", 1);
       visit(c, &one_type, hint, expr);
-      put(expr, ")", 1);
+      tfm_text_put(expr, ")", 1);
       free(items);
       free(keys);
     }
-    puts_(expr, " )");
+    tfm_text_puts(expr, " )");
     return;
   }
   const char *kind = NULL;
@@ -972,7 +917,7 @@ static void visit(converter *c, const tfm_json *schema, const char *hint,
                                : NULL;
   for (size_t i = 0; i < schema->count; ++i) {
     const char *key = schema->keys[i];
-    if (is_annotation(key) || is_one_of(key, kCommon) ||
+    if (tfm_schema_is_annotation(key) || is_one_of(key, kCommon) ||
         (own && is_one_of(key, own)))
       continue;
     path_mark mark = enter(c, ".%s", key);
@@ -983,7 +928,7 @@ static void visit(converter *c, const tfm_json *schema, const char *hint,
   }
   if (!kind) {
     use_primitive(c, "value");
-    puts_(expr, "value");
+    tfm_text_puts(expr, "value");
   } else if (strcmp(kind, "object") == 0) {
     object_rule(c, schema, hint, expr);
   } else if (strcmp(kind, "array") == 0) {
@@ -997,10 +942,10 @@ static void visit(converter *c, const tfm_json *schema, const char *hint,
   } else if (strcmp(kind, "integer") == 0 || strcmp(kind, "number") == 0) {
     /* Unbounded (bounded ones are ranges, above). */
     use_primitive(c, kind);
-    puts_(expr, kind);
+    tfm_text_puts(expr, kind);
   } else if (strcmp(kind, "boolean") == 0 || strcmp(kind, "null") == 0) {
     use_primitive(c, kind);
-    puts_(expr, kind);
+    tfm_text_puts(expr, kind);
   } else {
     path_mark mark = enter(c, ".type");
     fail(c, "unknown type \"%s\"", kind);

@@ -18,17 +18,6 @@
 
 enum { kMaxParts = 64 };
 
-static int is_annotation_key(const char *key) {
-  static const char *const kAnnotations[] = {
-      "title", "description", "default", "examples", "$schema", "$id",
-      "$comment", "deprecated", "readOnly", "writeOnly", "$defs",
-      "definitions", NULL};
-  for (const char *const *k = kAnnotations; *k; ++k)
-    if (strcmp(key, *k) == 0)
-      return 1;
-  return 0;
-}
-
 /* "#/$defs/NAME" or "#/definitions/NAME" in `root`; NULL otherwise. */
 static const tfm_json *resolve(const tfm_json *root, const char *ref) {
   if (strncmp(ref, "#/$defs/", 8) == 0)
@@ -49,7 +38,7 @@ static int object_part(const tfm_json *part, const char *where, char *error,
     const char *key = part->keys[i];
     const tfm_json *value = &part->items[i];
     int fits =
-        is_annotation_key(key) || strcmp(key, "allOf") == 0 ||
+        tfm_schema_is_annotation(key) || strcmp(key, "allOf") == 0 ||
         (strcmp(key, "properties") == 0 && value->kind == TFM_JSON_OBJECT) ||
         (strcmp(key, "required") == 0 && value->kind == TFM_JSON_ARRAY) ||
         (strcmp(key, "type") == 0 && value->kind == TFM_JSON_STRING &&

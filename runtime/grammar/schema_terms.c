@@ -13,55 +13,14 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/grammar/schema_terms.h"
+#include "runtime/grammar/text_buffer.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-  char *text;
-  size_t length, capacity;
-  int failed;
-} text_buffer;
-
-static void add(text_buffer *b, const char *s, size_t n) {
-  if (b->failed)
-    return;
-  if (b->length + n + 1 > b->capacity) {
-    size_t capacity = b->capacity ? b->capacity : 64;
-    while (b->length + n + 1 > capacity)
-      capacity *= 2;
-    char *grown = realloc(b->text, capacity);
-    if (!grown) {
-      b->failed = 1;
-      return;
-    }
-    b->text = grown;
-    b->capacity = capacity;
-  }
-  memcpy(b->text + b->length, s, n);
-  b->length += n;
-  b->text[b->length] = '\0';
-}
-
-static void adds(text_buffer *b, const char *s) { add(b, s, strlen(s)); }
-
-static void addf(text_buffer *b, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
-static void addf(text_buffer *b, const char *format, ...) {
-  char small[64];
-  va_list args;
-  va_start(args, format);
-  int n = vsnprintf(small, sizeof small, format, args);
-  va_end(args);
-  if (n < 0 || (size_t)n >= sizeof small)
-    b->failed = 1;
-  else
-    add(b, small, (size_t)n);
-}
-
-static char *finish(text_buffer *b) {
+static char *finish(tfm_text_buffer *b) {
   if (b->failed) {
     free(b->text);
     return NULL;
@@ -73,17 +32,17 @@ static char *finish(text_buffer *b) {
 
 /* Alternatives for the n-digit texts from x to y (x <= y, same length),
  * each after `prefix` (terms so far). */
-static void digits_between(text_buffer *out, text_buffer *prefix,
+static void digits_between(tfm_text_buffer *out, tfm_text_buffer *prefix,
                            const char *x, const char *y, size_t n, int *first) {
   if (n == 0) {
-    adds(out, *first ? "" : " | ");
-    adds(out, prefix->text ? prefix->text : "\"\"");
+    tfm_text_puts(out, *first ? "" : " | ");
+    tfm_text_puts(out, prefix->text ? prefix->text : "\"\"");
     *first = 0;
     return;
   }
   size_t mark = prefix->length;
   if (x[0] == y[0]) {
-    addf(prefix, " [%c]", x[0]);
+    tfm_text_printf(prefix, " [%c]", x[0]);
     digits_between(out, prefix, x + 1, y + 1, n - 1, first);
   } else {
     int rest_low = strspn(x + 1, "0") == n - 1;
@@ -95,21 +54,21 @@ static void digits_between(text_buffer *out, text_buffer *prefix,
     char low = rest_low ? x[0] : (char)(x[0] + 1);
     char high = rest_high ? y[0] : (char)(y[0] - 1);
     if (!rest_low) {
-      addf(prefix, " [%c]", x[0]);
+      tfm_text_printf(prefix, " [%c]", x[0]);
       digits_between(out, prefix, x + 1, nines, n - 1, first);
       prefix->length = mark;
       prefix->text[mark] = '\0';
     }
     if (low <= high) {
-      addf(prefix, " [%c-%c]", low, high);
+      tfm_text_printf(prefix, " [%c-%c]", low, high);
       if (n > 1)
-        addf(prefix, " [0-9]{%zu}", n - 1);
+        tfm_text_printf(prefix, " [0-9]{%zu}", n - 1);
       digits_between(out, prefix, "", "", 0, first);
       prefix->length = mark;
       prefix->text[mark] = '\0';
     }
     if (!rest_high) {
-      addf(prefix, " [%c]", y[0]);
+      tfm_text_printf(prefix, " [%c]", y[0]);
       digits_between(out, prefix, zeros, y + 1, n - 1, first);
     }
   }
@@ -120,7 +79,7 @@ static void digits_between(text_buffer *out, text_buffer *prefix,
 }
 
 /* Alternatives for low..high, 0 <= low <= high: one length at a time. */
-static void naturals_between(text_buffer *out, int64_t low, int64_t high,
+static void naturals_between(tfm_text_buffer *out, int64_t low, int64_t high,
                              int *first) {
   char lows[24], highs[24];
   int64_t power = 1;
@@ -130,8 +89,8 @@ static void naturals_between(text_buffer *out, int64_t low, int64_t high,
       snprintf(lows, sizeof lows, "%lld", (long long)low);
       snprintf(highs, sizeof highs, "%lld",
                (long long)(high < top ? high : top));
-      text_buffer prefix = {0};
-      adds(&prefix, "");
+      tfm_text_buffer prefix = {0};
+      tfm_text_puts(&prefix, "");
       digits_between(out, &prefix, lows, highs, length, first);
       out->failed |= prefix.failed;
       free(prefix.text);
@@ -142,24 +101,24 @@ static void naturals_between(text_buffer *out, int64_t low, int64_t high,
 }
 
 char *tfm_schema_integer_range(int64_t low, int64_t high) {
-  text_buffer out = {0};
-  adds(&out, "(");
+  tfm_text_buffer out = {0};
+  tfm_text_puts(&out, "(");
   int first = 1;
   if (low < 0) {
     /* Negative ones: "-" and their magnitudes. */
-    text_buffer negative = {0};
+    tfm_text_buffer negative = {0};
     int negative_first = 1;
     naturals_between(&negative, high < 0 ? -high : 1, -low, &negative_first);
-    adds(&out, " \"-\" (");
-    adds(&out, negative.text ? negative.text : "");
-    adds(&out, " )");
+    tfm_text_puts(&out, " \"-\" (");
+    tfm_text_puts(&out, negative.text ? negative.text : "");
+    tfm_text_puts(&out, " )");
     out.failed |= negative.failed;
     free(negative.text);
     first = 0;
   }
   if (high >= 0)
     naturals_between(&out, low > 0 ? low : 0, high, &first);
-  adds(&out, " )");
+  tfm_text_puts(&out, " )");
   return finish(&out);
 }
 
@@ -169,7 +128,7 @@ char *tfm_schema_integer_range(int64_t low, int64_t high) {
  * `high` (`high` < 0: unbounded; excluded if `high_open`), as alternatives
  * appended to `out`: integer parts strictly inside with any fraction,
  * `high` itself with a zero fraction, `low` with a nonzero one. */
-static void non_negative(text_buffer *out, int64_t low, int low_open,
+static void non_negative(tfm_text_buffer *out, int64_t low, int low_open,
                          int64_t high, int high_open, int *first) {
   int64_t whole_low = low_open ? low + 1 : low;
   int64_t whole_high = high < 0 ? TFM_SCHEMA_MAX_INTEGER : high - 1;
@@ -179,19 +138,19 @@ static void non_negative(text_buffer *out, int64_t low, int low_open,
       out->failed = 1;
       return;
     }
-    adds(out, *first ? " " : " | ");
-    adds(out, range);
-    adds(out, " ( \".\" [0-9]{1,16} )?");
+    tfm_text_puts(out, *first ? " " : " | ");
+    tfm_text_puts(out, range);
+    tfm_text_puts(out, " ( \".\" [0-9]{1,16} )?");
     free(range);
     *first = 0;
   }
   if (high >= 0 && !high_open && (high > low || !low_open)) {
-    addf(out, "%s\"%lld\" ( \".\" \"0\"{1,16} )?", *first ? " " : " | ",
+    tfm_text_printf(out, "%s\"%lld\" ( \".\" \"0\"{1,16} )?", *first ? " " : " | ",
          (long long)high);
     *first = 0;
   }
   if (low_open && (high < 0 || low < high)) {
-    addf(out, "%s\"%lld.\" [0-9]{0,15} [1-9] [0-9]{0,15}",
+    tfm_text_printf(out, "%s\"%lld.\" [0-9]{0,15} [1-9] [0-9]{0,15}",
          *first ? " " : " | ", (long long)low);
     *first = 0;
   }
@@ -200,9 +159,9 @@ static void non_negative(text_buffer *out, int64_t low, int low_open,
 char *tfm_schema_number_range(int has_low, int64_t low, int low_open,
                               int has_high, int64_t high, int high_open,
                               int *empty) {
-  text_buffer out = {0};
+  tfm_text_buffer out = {0};
   int first = 1;
-  adds(&out, "(");
+  tfm_text_puts(&out, "(");
   /* x >= 0: from max(low, 0) up. */
   if (!has_high || high >= 0) {
     int64_t from = has_low && low >= 0 ? low : 0;
@@ -218,21 +177,21 @@ char *tfm_schema_number_range(int has_low, int64_t low, int low_open,
     int from_open = has_high && high < 0 ? high_open : 1;
     int64_t to = has_low ? -low : -1;
     if (!has_low || to > from || (to == from && !from_open && !low_open)) {
-      text_buffer magnitude = {0};
+      tfm_text_buffer magnitude = {0};
       int magnitude_first = 1;
       non_negative(&magnitude, from, from_open, to, has_low && low_open,
                    &magnitude_first);
       if (!magnitude_first) {
-        adds(&out, first ? " \"-\" (" : " | \"-\" (");
-        adds(&out, magnitude.text);
-        adds(&out, " )");
+        tfm_text_puts(&out, first ? " \"-\" (" : " | \"-\" (");
+        tfm_text_puts(&out, magnitude.text);
+        tfm_text_puts(&out, " )");
         first = 0;
       }
       out.failed |= magnitude.failed;
       free(magnitude.text);
     }
   }
-  adds(&out, " )");
+  tfm_text_puts(&out, " )");
   *empty = first && !out.failed;
   if (first) {
     free(out.text);
@@ -278,35 +237,35 @@ static uint32_t next_code_point(pattern_parser *p) {
 }
 
 /* A code point as a GBNF literal of its JSON spelling. */
-static void json_char(text_buffer *out, uint32_t c) {
+static void json_char(tfm_text_buffer *out, uint32_t c) {
   static const char named[] = {'b', 0x08, 'f', 0x0C, 'n', '\n', 'r', '\r',
                                't', '\t'};
   if (c == '"') {
-    adds(out, " \"\\\\\\\"\"");
+    tfm_text_puts(out, " \"\\\\\\\"\"");
     return;
   }
   if (c == '\\') {
-    adds(out, " \"\\\\\\\\\"");
+    tfm_text_puts(out, " \"\\\\\\\\\"");
     return;
   }
   if (c < 0x20 || c == 0x7F) {
     for (size_t i = 0; i < sizeof named; i += 2)
       if ((uint32_t)named[i + 1] == c) {
-        addf(out, " \"\\\\%c\"", named[i]);
+        tfm_text_printf(out, " \"\\\\%c\"", named[i]);
         return;
       }
-    addf(out, " \"\\\\u%04x\"", c);
+    tfm_text_printf(out, " \"\\\\u%04x\"", c);
     return;
   }
   /* Otherwise as itself, in a class (no quoting of " or \ needed). */
-  addf(out, " [\\U%08x]", c);
+  tfm_text_printf(out, " [\\U%08x]", c);
 }
 
 /* A class item's range as GBNF class text (code points escaped). */
-static void class_range(text_buffer *out, uint32_t low, uint32_t high) {
-  addf(out, "\\U%08x", low);
+static void class_range(tfm_text_buffer *out, uint32_t low, uint32_t high) {
+  tfm_text_printf(out, "\\U%08x", low);
   if (high != low)
-    addf(out, "-\\U%08x", high);
+    tfm_text_printf(out, "-\\U%08x", high);
 }
 
 /* What JSON text may hold unescaped: every class the pattern writes is
@@ -400,23 +359,23 @@ static int64_t escaped_char(pattern_parser *p) {
 
 /* Writes ranges (perhaps negated) as GBNF: a class of the characters JSON
  * writes as they are, and the others as their escapes. */
-static void write_class(text_buffer *out, const code_range *ranges,
+static void write_class(tfm_text_buffer *out, const code_range *ranges,
                         size_t count, int negated) {
   if (negated) {
-    adds(out, " [^");
+    tfm_text_puts(out, " [^");
     for (size_t i = 0; i < count; ++i)
       class_range(out, ranges[i].low, ranges[i].high);
-    adds(out, kUnescapedOnly);
-    adds(out, "]");
+    tfm_text_puts(out, kUnescapedOnly);
+    tfm_text_puts(out, "]");
     return;
   }
-  adds(out, " (");
+  tfm_text_puts(out, " (");
   int first = 1;
-  text_buffer plain = {0};
+  tfm_text_buffer plain = {0};
   for (size_t i = 0; i < count; ++i)
     for (uint32_t c = ranges[i].low; c <= ranges[i].high; ++c) {
       if (c < 0x20 || c == '"' || c == '\\' || c == 0x7F) {
-        adds(out, first ? "" : " |");
+        tfm_text_puts(out, first ? "" : " |");
         json_char(out, c);
         first = 0;
         continue;
@@ -435,19 +394,19 @@ static void write_class(text_buffer *out, const code_range *ranges,
         break;
     }
   if (plain.text) {
-    adds(out, first ? " [" : " | [");
-    adds(out, plain.text);
-    adds(out, "]");
+    tfm_text_puts(out, first ? " [" : " | [");
+    tfm_text_puts(out, plain.text);
+    tfm_text_puts(out, "]");
   }
   out->failed |= plain.failed;
   free(plain.text);
-  adds(out, " )");
+  tfm_text_puts(out, " )");
 }
 
-static void parse_alternatives(pattern_parser *p, text_buffer *out, int depth);
+static void parse_alternatives(pattern_parser *p, tfm_text_buffer *out, int depth);
 
 /* [...] after its '['. */
-static void parse_class(pattern_parser *p, text_buffer *out) {
+static void parse_class(pattern_parser *p, tfm_text_buffer *out) {
   code_range ranges[kMaxClassRanges];
   size_t count = 0;
   int negated = 0;
@@ -512,13 +471,13 @@ static void parse_class(pattern_parser *p, text_buffer *out) {
 }
 
 /* A quantifier after an atom, if any: written after it. */
-static void parse_quantifier(pattern_parser *p, text_buffer *out) {
+static void parse_quantifier(pattern_parser *p, tfm_text_buffer *out) {
   if (p->at >= p->length)
     return;
   char c = p->regex[p->at];
   if (c == '*' || c == '+' || c == '?') {
     ++p->at;
-    addf(out, "%c", c);
+    tfm_text_printf(out, "%c", c);
   } else if (c == '{') {
     unsigned long low = 0, high = 0;
     int n = 0, bounded = 1;
@@ -538,9 +497,9 @@ static void parse_quantifier(pattern_parser *p, text_buffer *out) {
     }
     p->at += (size_t)n;
     if (bounded)
-      addf(out, "{%lu,%lu}", low, high);
+      tfm_text_printf(out, "{%lu,%lu}", low, high);
     else
-      addf(out, "{%lu,}", low);
+      tfm_text_printf(out, "{%lu,}", low);
   } else {
     return;
   }
@@ -552,8 +511,8 @@ static void parse_quantifier(pattern_parser *p, text_buffer *out) {
 }
 
 /* A run of atoms, up to '|' or ')' or the end. */
-static void parse_sequence(pattern_parser *p, text_buffer *out, int depth) {
-  adds(out, " (");
+static void parse_sequence(pattern_parser *p, tfm_text_buffer *out, int depth) {
+  tfm_text_puts(out, " (");
   int empty = 1;
   while (!p->failed && p->at < p->length) {
     char c = p->regex[p->at];
@@ -580,7 +539,7 @@ static void parse_sequence(pattern_parser *p, text_buffer *out, int depth) {
           return;
         }
       }
-      adds(out, " (");
+      tfm_text_puts(out, " (");
       parse_alternatives(p, out, depth + 1);
       if (p->failed)
         return;
@@ -589,15 +548,15 @@ static void parse_sequence(pattern_parser *p, text_buffer *out, int depth) {
         return;
       }
       ++p->at;
-      adds(out, " )");
+      tfm_text_puts(out, " )");
     } else if (c == '[') {
       ++p->at;
       parse_class(p, out);
     } else if (c == '.') {
       ++p->at;
-      adds(out, " [^\\n");
-      adds(out, kUnescapedOnly);
-      adds(out, "]");
+      tfm_text_puts(out, " [^\\n");
+      tfm_text_puts(out, kUnescapedOnly);
+      tfm_text_puts(out, "]");
     } else if (c == '\\') {
       ++p->at;
       code_range ranges[4];
@@ -631,11 +590,11 @@ static void parse_sequence(pattern_parser *p, text_buffer *out, int depth) {
     empty = 0;
   }
   if (empty)
-    adds(out, " \"\"");
-  adds(out, " )");
+    tfm_text_puts(out, " \"\"");
+  tfm_text_puts(out, " )");
 }
 
-static void parse_alternatives(pattern_parser *p, text_buffer *out,
+static void parse_alternatives(pattern_parser *p, tfm_text_buffer *out,
                                int depth) {
   if (depth > 64) {
     refuse(p, "groups nest deeper than 64");
@@ -644,7 +603,7 @@ static void parse_alternatives(pattern_parser *p, text_buffer *out,
   parse_sequence(p, out, depth);
   while (!p->failed && p->at < p->length && p->regex[p->at] == '|') {
     ++p->at;
-    adds(out, " |");
+    tfm_text_puts(out, " |");
     parse_sequence(p, out, depth);
   }
 }
@@ -658,18 +617,18 @@ char *tfm_schema_pattern(const char *regex, char *error, size_t error_size) {
     p.at = 1;
   if (end_anchor)
     --p.length;
-  text_buffer out = {0};
+  tfm_text_buffer out = {0};
   /* Unanchored: the match may sit anywhere in the text. */
   static const char any_text[] = " ( [^\"\\\\\\x00-\\x1F\\x7F] )*";
   if (!start_anchor)
-    adds(&out, any_text);
-  adds(&out, " (");
+    tfm_text_puts(&out, any_text);
+  tfm_text_puts(&out, " (");
   parse_alternatives(&p, &out, 0);
   if (!p.failed && p.at < p.length)
     refuse(&p, "')' has no '('");
-  adds(&out, " )");
+  tfm_text_puts(&out, " )");
   if (!end_anchor)
-    adds(&out, any_text);
+    tfm_text_puts(&out, any_text);
   if (p.failed) {
     free(out.text);
     return NULL;

@@ -43,6 +43,10 @@ char *tfm_schema_number_range(int has_low, int64_t low, int low_open,
  * Backreferences, lookarounds, \b and anchors elsewhere are refused. */
 char *tfm_schema_pattern(const char *regex, char *error, size_t error_size);
 
+/* Whether `key` is an annotation (title, description, default, $defs,
+ * ...): read past, it constrains nothing (json_schema.c). */
+int tfm_schema_is_annotation(const char *key);
+
 /* allOf over object schemas as one object schema: the parts (allOf's
  * schemas, "#/$defs/..." references among them resolved in `root`, and the
  * schema's own keywords beside allOf) may hold only `type` "object",
