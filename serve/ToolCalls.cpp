@@ -356,9 +356,10 @@ bool mayBecome(const std::string &text, size_t from, const std::string &marker) 
 ToolCallParser::ToolCallParser(ToolFormat format, const ToolRequest &request,
                                bool insideCall, uint64_t seed)
     : format(format), request(request),
-      state(insideCall ? State::Opened : State::Content), random(seed) {
+      state(insideCall ? State::Opened : State::Content),
+      markers(toolMarkers(format)), random(seed) {
   if (insideCall)
-    raw = toolMarkers(format).front();
+    raw = markers.front();
   if (format == ToolFormat::None || request.choice == ToolChoice::None)
     state = State::Plain;
 }
@@ -449,7 +450,6 @@ std::string ToolCallParser::fallBack() {
 
 std::string ToolCallParser::advance(bool atEnd) {
   std::string out;
-  const std::vector<std::string> markers = toolMarkers(format);
   for (;;) {
     switch (state) {
     case State::Plain:

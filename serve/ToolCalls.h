@@ -145,6 +145,7 @@ private:
   ToolFormat format;
   const ToolRequest &request;
   State state;
+  std::vector<std::string> markers; // the format's, its opener first
   std::string buffer; // text not yet given out or consumed
   std::string raw;    // the text of the call being read, its opener too
   bool sawText = false;
