@@ -82,6 +82,10 @@ struct WeightUses {
   bool other = false;
   /// Looked up as a tfm.embedding table, or multiplied by an LM head.
   bool edge = false;
+  /// Multiplied head by head (tfm.head_linear): worth storing narrow only
+  /// in blocks, which the CPU's per-head kernel reads as stored; in bf16 or
+  /// f16 it would be widened whole at every call.
+  bool perHead = false;
 };
 
 /// The weights a concat joins, if all its inputs are tfm.weight ops and
@@ -116,6 +120,11 @@ llvm::StringMap<WeightUses> classifyUses(ModuleOp module) {
       } else if (auto lookup = dyn_cast<EmbeddingOp>(user)) {
         if (use.get() == lookup.getTable())
           entry.edge = true;
+        else
+          entry.other = true;
+      } else if (auto perHead = dyn_cast<HeadLinearOp>(user)) {
+        if (use.get() == perHead.getWeight())
+          entry.perHead = true;
         else
           entry.other = true;
       } else if (auto concat = dyn_cast<ConcatOp>(user)) {
@@ -328,7 +337,9 @@ struct QuantizeWeightsPass
         decl.emitError() << "unknown checkpoint dtype '" << chosen << "'";
         return signalPassFailure();
       }
-      if (narrow == type)
+      if (narrow == type ||
+          (it->second.perHead && !isa_and_nonnull<BlockQuantAttr>(
+                                     narrow.getEncoding())))
         continue;
       storage[decl.getSymName()] = narrow;
       decl.setType(narrow);

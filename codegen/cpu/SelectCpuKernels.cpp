@@ -17,6 +17,7 @@
 #include "codegen/linalg/WeightFormats.h"
 #include "codegen/linalg/WeightLayout.h"
 #include "ir/TfmOps.h"
+#include "tfm/weight_formats.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -99,6 +100,44 @@ struct LinearToKernelCall : OpConversionPattern<LinearOp> {
     Value product = kernelProduct(rewriter, loc, input, *weight,
                                   adaptor.getBias(), linearProductType(op));
     replaceLinear(rewriter, op, product, /*bias=*/Value());
+    return success();
+  }
+};
+
+/// The runtime's per-head kernel takes a head_linear whose weight is in
+/// block panels with whole panels a head.
+std::optional<KernelWeight> headKernelWeight(HeadLinearOp op) {
+  std::optional<KernelWeight> weight = kernelWeight(op.getWeight());
+  if (!weight || weight->blockFormat < 0 ||
+      op.getType().getDimSize(2) % TFM_BLOCK_PANEL_ROWS)
+    return std::nullopt;
+  return weight;
+}
+
+/// tfm.head_linear over block panels: tfm_rt_head_linear_blocks (in
+/// kernels_blocks.c), each head an ordinary block product over its own
+/// panels, all heads in one parallel region. Float weights stay with the
+/// reference lowering's contraction.
+struct HeadLinearToKernelCall : OpConversionPattern<HeadLinearOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(HeadLinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    std::optional<KernelWeight> weight = headKernelWeight(op);
+    if (!weight)
+      return rewriter.notifyMatchFailure(op, "weight not in block panels");
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    SmallVector<Value> dynamicSizes;
+    if (type.isDynamicDim(0))
+      dynamicSizes.push_back(
+          tensor::DimOp::create(rewriter, loc, adaptor.getInput(), 0));
+    Value format = arith::ConstantIntOp::create(
+        rewriter, loc, rewriter.getI64Type(), weight->blockFormat);
+    rewriter.replaceOp(
+        op, callKernelWithOutput(rewriter, loc, "tfm_rt_head_linear_blocks",
+                                 {adaptor.getInput(), weight->data}, type,
+                                 dynamicSizes, {format}));
     return success();
   }
 };
@@ -323,6 +362,8 @@ bool selectsKernel(Operation *op, bool fusedAttention,
                    bool plainAttentionOnly) {
   if (auto linear = dyn_cast<LinearOp>(op))
     return kernelWeight(linear.getWeight()).has_value();
+  if (auto perHead = dyn_cast<HeadLinearOp>(op))
+    return headKernelWeight(perHead).has_value();
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     if (!fusedAttention || attention.getBias())
       return false;
@@ -367,7 +408,8 @@ struct SelectCpuKernelsPass
 
 void mlir::tfm::populateCpuKernelPatterns(RewritePatternSet &patterns,
                                           bool fusedAttention) {
-  patterns.add<LinearToKernelCall>(patterns.getContext());
+  patterns.add<LinearToKernelCall, HeadLinearToKernelCall>(
+      patterns.getContext());
   if (fusedAttention)
     patterns.add<AttentionToKernelCall, SparseAttentionToKernelCall,
                  WindowAttentionToKernelCall, GatedDeltaRuleToKernelCall>(

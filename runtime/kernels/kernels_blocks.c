@@ -26,6 +26,9 @@
  * too). The result is the same on every path up to the order of the f32
  * additions.
  *
+ * tfm.head_linear (MLA's per-head projections) over block panels is the
+ * same product a head at a time (tfm_rt_head_linear_blocks, below).
+ *
  * Panels are split over the runtime's threads; within a panel, rows of A
  * go a tile of up to 8 at a time, so that each weight vector loaded serves
  * them all. Without VNNI, products of many rows (prefill) multiply faster
@@ -52,10 +55,16 @@
 
 /*===- Activations ----------------------------------------------------===*/
 
+/* Row i of the quantized rows is row i % group_rows of group
+ * i / group_rows: A's rows from a + (i % group_rows) · lda +
+ * (i / group_rows) · group_offset. A plain product is one group; a
+ * per-head product (tfm_rt_head_linear_blocks) a group a head, so that
+ * each head's rows are consecutive. */
 typedef struct {
   const float *a;
   int64_t lda, k, blocks;
   quantized_rows x;
+  int64_t group_rows, group_offset;
 } quantize_job;
 
 /* Each row's blocks of 32 as int8 codes, a scale and their sum. Defined
@@ -69,7 +78,8 @@ typedef struct {
     enum { kVectors = kBlock / LANES };                                        \
     const float magic = 12582912.0f;                                           \
     for (int64_t i = begin; i < end; ++i) {                                    \
-      const float *row = job->a + i * job->lda;                                \
+      const float *row = job->a + i % job->group_rows * job->lda +            \
+                         i / job->group_rows * job->group_offset;             \
       int8_t *codes = job->x.codes + i * job->blocks * kBlock;                 \
       for (int64_t b = 0; b < job->blocks; ++b) {                              \
         float values[kBlock] = {0};                                            \
@@ -149,12 +159,16 @@ static void *scratch_of(size_t need) {
   return scratch;
 }
 
+/* Quantizes `groups` groups of `m` rows of A (row i of group g at a + i ·
+ * lda + g · group_offset) into x, a group's rows after another's. */
 static int quantize_activations(const float *a, int64_t m, int64_t k,
-                                int64_t lda, int64_t blocks,
+                                int64_t lda, int64_t groups,
+                                int64_t group_offset, int64_t blocks,
                                 quantized_rows *x) {
-  size_t codes = (size_t)(m * blocks * kBlock);
+  int64_t rows = m * groups;
+  size_t codes = (size_t)(rows * blocks * kBlock);
   size_t need =
-      codes + (size_t)(m * blocks) * (sizeof(float) + 3 * sizeof(int32_t)) + 64;
+      codes + (size_t)(rows * blocks) * (sizeof(float) + 3 * sizeof(int32_t)) + 64;
   char *base = scratch_of(need);
   if (!base)
     return 0;
@@ -162,10 +176,10 @@ static int quantize_activations(const float *a, int64_t m, int64_t k,
   /* Scales and sums after the codes, 4-byte aligned (codes are whole
    * blocks of 32 bytes). */
   x->scales = (float *)(base + codes);
-  x->sums = (int32_t *)(x->scales + m * blocks);
-  x->half_sums = x->sums + m * blocks;
-  quantize_job job = {a, lda, k, blocks, *x};
-  tfm_parallel_for(m, m > 8 ? 8 : m, quantize_chunk, &job);
+  x->sums = (int32_t *)(x->scales + rows * blocks);
+  x->half_sums = x->sums + rows * blocks;
+  quantize_job job = {a, lda, k, blocks, *x, m, group_offset};
+  tfm_parallel_for(rows, rows > 8 ? 8 : rows, quantize_chunk, &job);
   return 1;
 }
 
@@ -332,6 +346,28 @@ static void blocks_chunk(void *context, int64_t begin, int64_t end,
     }
 }
 
+/* Each thread's f32 panel pair for the widened path, 64-byte aligned: the
+ * panel GEMM ran a fifth slower over panels only malloc's 16 bytes aligned
+ * (loads across cache lines). NULL when the scratch cannot grow. */
+static float *widened_panels(int64_t k) {
+  char *widened = scratch_of(
+      (size_t)(tfm_thread_count() * k * kWidenedPanel) * sizeof(float) + 64);
+  return widened ? (float *)(widened + (64 - (uintptr_t)widened % 64) % 64)
+                 : NULL;
+}
+
+/* Work items a thread takes at once out of `items` panels for a product
+ * of `m` rows: several chunks per thread, so that a thread slowed by
+ * another process takes fewer. For one row, two a thread and at least 64
+ * KiB of weights each: each chunk starts a cold stream, and on a Zen 2
+ * decode ran 1.5% faster with two chunks a thread than with four (and 12%
+ * slower with sixteen of at least 16 KiB). */
+static int64_t panels_per_chunk(int64_t items, int64_t m, int64_t panel_bytes) {
+  int64_t chunk = items / ((m == 1 ? 2 : 4) * tfm_thread_count());
+  int64_t minimum = m == 1 ? (65536 + panel_bytes - 1) / panel_bytes : 1;
+  return chunk > minimum ? chunk : minimum;
+}
+
 static void linear_blocks(tfm_memref2d_f32 *a, tfm_memref1d_i8 *bytes,
                           tfm_memref1d_f32 *bias, tfm_memref2d_f32 *c,
                           int64_t format) {
@@ -361,12 +397,7 @@ static void linear_blocks(tfm_memref2d_f32 *a, tfm_memref1d_i8 *bytes,
     int64_t pairs = (panels + 1) / 2;
     job.a = a->aligned + a->offset;
     job.lda = a->strides[0];
-    /* 64-byte aligned: the panel GEMM ran a fifth slower over panels
-     * only malloc's 16 bytes aligned (loads across cache lines). */
-    char *widened = scratch_of(
-        (size_t)(tfm_thread_count() * k * kWidenedPanel) * sizeof(float) + 64);
-    job.widened = widened ? (float *)(widened + (64 - (uintptr_t)widened % 64) % 64)
-                          : NULL;
+    job.widened = widened_panels(k);
     if (!job.widened) {
       tfm_buffer_fail_call(); /* the model's call reports out of memory */
       abort();                /* called outside one: nowhere to report */
@@ -374,20 +405,13 @@ static void linear_blocks(tfm_memref2d_f32 *a, tfm_memref1d_i8 *bytes,
     tfm_parallel_for(pairs, 1, widened_chunk, &job);
     return;
   }
-  if (!quantize_activations(a->aligned + a->offset, m, k, a->strides[0],
+  if (!quantize_activations(a->aligned + a->offset, m, k, a->strides[0], 1, 0,
                             job.blocks, &job.x)) {
     tfm_buffer_fail_call();
     abort();
   }
-  /* Several chunks per thread, so that a thread slowed by another
-   * process takes fewer. For one row, two a thread and at least 64 KiB of
-   * weights each: each chunk starts a cold stream, and on a Zen 2 decode
-   * ran 1.5% faster with two chunks a thread than with four (and 12%
-   * slower with sixteen of at least 16 KiB). */
-  int64_t chunk = panels / ((m == 1 ? 2 : 4) * tfm_thread_count());
-  int64_t minimum = m == 1 ? (65536 + job.panel_bytes - 1) / job.panel_bytes : 1;
-  tfm_parallel_for(panels, chunk > minimum ? chunk : minimum, blocks_chunk,
-                   &job);
+  tfm_parallel_for(panels, panels_per_chunk(panels, m, job.panel_bytes),
+                   blocks_chunk, &job);
 }
 
 TFM_EXPORT void _mlir_ciface_tfm_rt_linear_blocks(tfm_memref2d_f32 *a,
@@ -401,6 +425,104 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_linear_blocks_bias(
     tfm_memref2d_f32 *a, tfm_memref1d_i8 *bytes, tfm_memref1d_f32 *bias,
     tfm_memref2d_f32 *c, int64_t format) {
   linear_blocks(a, bytes, bias, c, format);
+}
+
+/*===- Per-head products ------------------------------------------------===*/
+
+/* tfm.head_linear over block panels: C[i, h, :] = A[i, h, :] · W_hᵀ, where
+ * W_h is rows [h·n, (h+1)·n) of one [heads·n, k] matrix. With n a whole
+ * number of panels, head h is an ordinary product over its own panels, so
+ * the kernels above run unchanged on a job moved to it; the activations
+ * are quantized head after head, so that a head's rows are consecutive.
+ * Work items (panels, or pairs of panels widened) of all heads share one
+ * parallel region. */
+typedef struct {
+  block_job head0;
+  int64_t items;        /* per head */
+  int64_t head_bytes;   /* from one head's panels to the next's */
+  int64_t a_step;       /* floats from one head's activations to the next's */
+  int64_t c_step;       /* and its outputs' */
+  int widened;
+} head_job;
+
+static void head_chunk(void *context, int64_t begin, int64_t end,
+                       int thread) {
+  const head_job *heads = context;
+  while (begin < end) {
+    int64_t h = begin / heads->items, first = begin % heads->items;
+    int64_t last = end - h * heads->items;
+    if (last > heads->items)
+      last = heads->items;
+    block_job job = heads->head0;
+    job.weights += h * heads->head_bytes;
+    job.c += h * heads->c_step;
+    if (heads->widened) {
+      job.a += h * heads->a_step;
+      widened_chunk(&job, first, last, thread);
+    } else {
+      int64_t rows = h * job.m * job.blocks;
+      job.x.codes += rows * kBlock;
+      job.x.scales += rows;
+      job.x.sums += rows;
+      job.x.half_sums += 2 * rows;
+      blocks_chunk(&job, first, last, thread);
+    }
+    begin = h * heads->items + last;
+  }
+}
+
+TFM_EXPORT void _mlir_ciface_tfm_rt_head_linear_blocks(tfm_memref3d_f32 *a,
+                                                       tfm_memref1d_i8 *bytes,
+                                                       tfm_memref3d_f32 *c,
+                                                       int64_t format) {
+  int64_t m = a->sizes[0], heads = a->sizes[1], k = a->sizes[2];
+  int64_t n = c->sizes[2];
+  if (m == 0 || heads == 0 || n == 0)
+    return;
+  /* Codegen selects this kernel only for whole panels a head, dense rows
+   * and the heads' full matrix: anything else is a compiler bug. */
+  if (n % kRows || c->sizes[1] != heads || a->strides[2] != 1 ||
+      c->strides[2] != 1 ||
+      bytes->sizes[0] < tfm_block_matrix_bytes((int)format, heads * n, k))
+    abort();
+  head_job heads_job = {
+      .head0 = {.weights = (const uint8_t *)(bytes->aligned + bytes->offset),
+                .format = (int)format,
+                .m = m,
+                .n = n,
+                .k = k,
+                .blocks = tfm_blocks_per_row(k),
+                .panel_bytes = tfm_block_panel_bytes((int)format, k),
+                .c = c->aligned + c->offset,
+                .ldc = c->strides[0]},
+      .a_step = a->strides[1],
+      .c_step = c->strides[1],
+      .widened = tfm_blocks_widens(m),
+  };
+  block_job *job = &heads_job.head0;
+  int64_t panels = n / kRows;
+  heads_job.head_bytes = panels * job->panel_bytes;
+  if (heads_job.widened) {
+    heads_job.items = (panels + 1) / 2;
+    job->a = a->aligned + a->offset;
+    job->lda = a->strides[0];
+    job->widened = widened_panels(k);
+    if (!job->widened) {
+      tfm_buffer_fail_call();
+      abort();
+    }
+    tfm_parallel_for(heads * heads_job.items, 1, head_chunk, &heads_job);
+    return;
+  }
+  heads_job.items = panels;
+  if (!quantize_activations(a->aligned + a->offset, m, k, a->strides[0], heads,
+                            a->strides[1], job->blocks, &job->x)) {
+    tfm_buffer_fail_call();
+    abort();
+  }
+  int64_t items = heads * panels;
+  tfm_parallel_for(items, panels_per_chunk(items, m, job->panel_bytes),
+                   head_chunk, &heads_job);
 }
 
 /*===- Rows widened -----------------------------------------------------===*/

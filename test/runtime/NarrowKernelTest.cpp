@@ -426,7 +426,7 @@ TEST(BlockKernel, EveryInstructionSetWithinTheActivationStep) {
   // partial last block, several blocks.
   // Past 48 rows AVX2 widens the blocks (checked against the exact
   // products alone).
-  std::vector<LinearCase> cases = {{1, 16, 32, false},  {1, 100, 256, true},
+  std::vector<LinearCase> cases = {{1, 16, 32, false},  {1, 100, 256, true}, {1, 16, 8, false}, {3, 32, 8, true},
                                    {2, 40, 100, false}, {8, 48, 64, true},
                                    {11, 33, 96, true},  {20, 64, 130, false},
                                    {50, 40, 100, true}, {64, 96, 64, false}};
@@ -496,6 +496,70 @@ TEST(BlockKernel, ManyRowsOnAvx2MultiplyTheWidenedWeights) {
   EXPECT_FALSE(tfm_blocks_widens(512) && tfm_blocks_best_isa() ==
                                             TFM_BLOCKS_ISA_VNNI)
       << "VNNI multiplies codes at every size";
+  tfm_blocks_use_isa(before);
+}
+
+/// tfm_rt_head_linear_blocks over A [m, heads, k] (rows `pitch` floats
+/// apart, a head's columns k + 3 apart, so neither is dense) and W
+/// [heads·n, k], against tfm_rt_linear_blocks run head by head on the
+/// head's own rows of A, copied dense, and its own panels: the same
+/// quantized rows and the same kernels, so the same bits.
+void checkHeadLinear(StoredFormat format, int64_t m, int64_t heads, int64_t n,
+                     int64_t k) {
+  SCOPED_TRACE(testing::Message() << "format=" << int(format) << " m=" << m
+                                  << " heads=" << heads << " n=" << n
+                                  << " k=" << k);
+  int64_t headPitch = k + 3, pitch = heads * headPitch + 5;
+  std::vector<float> a = randomValues(m * pitch, 7);
+  std::vector<uint8_t> bytes =
+      mlir::tfm::isCopiedFromCheckpoint(format)
+          ? encodeCheckpointBlocks(
+                format, randomCheckpointBlocks(format, heads * n, k, 8),
+                heads * n, k)
+          : encode(format, randomValues(heads * n * k, 8), heads * n, k);
+  int64_t code = mlir::tfm::blockFormatCode(format);
+  std::vector<float> out(m * heads * n, NAN);
+  auto *data = reinterpret_cast<int8_t *>(bytes.data());
+  tfm_memref1d_i8 wm = {data, data, 0, {int64_t(bytes.size())}, {1}};
+  tfm_memref3d_f32 am = {
+      a.data(), a.data(), 0, {m, heads, k}, {pitch, headPitch, 1}};
+  tfm_memref3d_f32 cm = {
+      out.data(), out.data(), 0, {m, heads, n}, {heads * n, n, 1}};
+  _mlir_ciface_tfm_rt_head_linear_blocks(&am, &wm, &cm, code);
+  int64_t headBytes = int64_t(bytes.size()) / heads;
+  for (int64_t h = 0; h < heads; ++h) {
+    std::vector<float> rows(m * k), expected(m * n, NAN);
+    for (int64_t i = 0; i < m; ++i)
+      std::copy_n(a.begin() + i * pitch + h * headPitch, k,
+                  rows.begin() + i * k);
+    std::vector<int8_t> own(data + h * headBytes, data + (h + 1) * headBytes);
+    tfm_memref1d_i8 om = {own.data(), own.data(), 0, {headBytes}, {1}};
+    tfm_memref2d_f32 rm = {rows.data(), rows.data(), 0, {m, k}, {k, 1}};
+    tfm_memref2d_f32 em = {expected.data(), expected.data(), 0, {m, n}, {n, 1}};
+    _mlir_ciface_tfm_rt_linear_blocks(&rm, &om, &em, code);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        EXPECT_EQ(out[(i * heads + h) * n + j], expected[i * n + j])
+            << "row " << i << " head " << h << " output " << j;
+  }
+}
+
+TEST(BlockKernel, HeadLinearIsEachHeadsOwnProduct) {
+  // One row (decode), a partial tile, and past AVX2's widening; heads of
+  // one panel (n = 16, a pair widened only half) and of several.
+  tfm_blocks_isa before = tfm_blocks_use_isa(TFM_BLOCKS_ISA_SCALAR);
+  for (tfm_blocks_isa isa : runnableIsas()) {
+    SCOPED_TRACE(testing::Message() << "isa=" << int(isa));
+    tfm_blocks_use_isa(isa);
+    for (int64_t m : {1, 5, 60})
+      for (auto [heads, n] : {std::pair<int64_t, int64_t>{3, 16}, {4, 48}}) {
+        checkHeadLinear(StoredFormat::Q8_0, m, heads, n, 96);
+        checkHeadLinear(StoredFormat::Q8_0, m, heads, n, 8);
+        checkHeadLinear(StoredFormat::Q4_0, m, heads, n, 64);
+        checkHeadLinear(StoredFormat::Q4_K, m, heads, n, 256);
+        checkHeadLinear(StoredFormat::MXFP4, m, heads, n, 128);
+      }
+  }
   tfm_blocks_use_isa(before);
 }
 

@@ -57,6 +57,14 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_linear_blocks(tfm_memref2d_f32 *a,
 TFM_EXPORT void _mlir_ciface_tfm_rt_linear_blocks_bias(
     tfm_memref2d_f32 *a, tfm_memref1d_i8 *bytes, tfm_memref1d_f32 *bias,
     tfm_memref2d_f32 *c, int64_t format);
+/* tfm.head_linear over block panels: C[i, h, :] = A[i, h, :] · W_hᵀ for A
+ * [m, heads, k] and C [m, heads, n], W_h rows [h·n, (h+1)·n) of one
+ * [heads·n, k] matrix in block panels of `format`; n a multiple of
+ * TFM_BLOCK_PANEL_ROWS. */
+TFM_EXPORT void _mlir_ciface_tfm_rt_head_linear_blocks(tfm_memref3d_f32 *a,
+                                                       tfm_memref1d_i8 *bytes,
+                                                       tfm_memref3d_f32 *c,
+                                                       int64_t format);
 /* Gated DeltaNet's recurrence (tfm.gated_delta_rule): query and key [s,
  * Hk, dk], value [s, Hv, dv], alpha and beta [s, Hv], decay [Hv], the state
  * it starts from [Hv, dk, dv]; writes every position's read to out [s, Hv,
