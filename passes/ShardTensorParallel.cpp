@@ -139,6 +139,12 @@ void SplitPlan::chooseVocabularyHeads(ModuleOp module, int64_t vocab) {
       vocabularyHeads.insert(head);
 }
 
+/// Whether a KV cache [..., kv_heads, head_dim] holds one KV head: it is
+/// replicated, each rank holding it whole.
+bool holdsOneHead(RankedTensorType cache) {
+  return cache.getDimSize(cache.getRank() - 2) == 1;
+}
+
 /// "what" for a diagnostic: the op's name.
 std::string describe(Value v) {
   if (Operation *op = v.getDefiningOp())
@@ -279,6 +285,7 @@ LogicalResult SplitPlan::planFunction(func::FuncOp func) {
     auto cache = dyn_cast<RankedTensorType>(arg.getType());
     if (cache && cache.getRank() >= 2 &&
         func.getArgAttr(arg.getArgNumber(), kCacheArgAttrName) &&
+        !holdsOneHead(cache) &&
         failed(requireSplit(arg, cache.getRank() - 2, func)))
       return failure();
   }
@@ -287,6 +294,8 @@ LogicalResult SplitPlan::planFunction(func::FuncOp func) {
       return WalkResult::advance();
     Value cache = append->getResult(0);
     auto type = cast<RankedTensorType>(cache.getType());
+    if (holdsOneHead(type))
+      return WalkResult::advance();
     return failed(requireSplit(cache, type.getRank() - 2, append))
                ? WalkResult::interrupt()
                : WalkResult::advance();
@@ -299,9 +308,14 @@ LogicalResult SplitPlan::planFunction(func::FuncOp func) {
                             "bias or packed sequences is not split yet");
       return WalkResult::interrupt();
     }
+    // One KV head (multi-query attention) is replicated: every rank's
+    // query heads read it whole, as vLLM replicates KV heads.
+    bool oneKVHead =
+        cast<RankedTensorType>(attention.getKey().getType()).getDimSize(1) == 1;
     if (failed(requireSplit(attention.getQuery(), 1, attention)) ||
-        failed(requireSplit(attention.getKey(), 1, attention)) ||
-        failed(requireSplit(attention.getValue(), 1, attention)))
+        (!oneKVHead &&
+         (failed(requireSplit(attention.getKey(), 1, attention)) ||
+          failed(requireSplit(attention.getValue(), 1, attention)))))
       return WalkResult::interrupt();
     if (Value table = attention.getRelativeBias())
       if (failed(requireSplit(table, 1, attention)))
@@ -546,11 +560,11 @@ struct ShardTensorParallelPass
              << ranks.getValue() << ": the model's " << count << " " << what
              << " do not divide among " << ranks.getValue()
              << " ranks (tfmc splits attention by heads, KV heads included, "
-                "keeping grouped-query groups whole, and does not replicate "
-                "KV heads): use a number of ranks that divides "
+                "keeping grouped-query groups whole, and replicates a single "
+                "KV head only): use a number of ranks that divides "
              << count;
     };
-    if (model.getNumKvHeads() % ranks != 0)
+    if (model.getNumKvHeads() != 1 && model.getNumKvHeads() % ranks != 0)
       return refuse("KV heads", model.getNumKvHeads());
     if (model.getNumHeads() % ranks != 0)
       return refuse("attention heads", model.getNumHeads());
