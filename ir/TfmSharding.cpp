@@ -14,6 +14,8 @@
 //   down projections) yields a partial sum on each rank: its per-rank form
 //   is the projection of the rank's part followed by `shard.all_reduce`.
 //
+// MLA's per-head projections, the joins and column slices of its query
+// parts, and the sizes read from split tensors partition part-wise too.
 // Ops without the interface are replicated by shard-partition (embeddings,
 // norms, the LM head).
 //
@@ -25,6 +27,7 @@
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
@@ -114,6 +117,43 @@ struct LinearSharding
   }
 };
 
+/// Columns of every head (MLA's query parts): the same slice of the rank's
+/// part, its sizes along split axes the part's.
+struct ExtractSliceSharding
+    : shard::ShardingInterface::ExternalModel<ExtractSliceSharding,
+                                              tensor::ExtractSliceOp> {
+  LogicalResult partition(Operation *op, ArrayRef<Value>,
+                          ArrayRef<shard::Sharding>,
+                          ArrayRef<shard::Sharding> resultShardings,
+                          IRMapping &map, SymbolTableCollection &symbols,
+                          OpBuilder &builder) const {
+    auto slice = cast<tensor::ExtractSliceOp>(op);
+    auto part = cast<RankedTensorType>(
+        partType(op, slice.getType(), resultShardings[0], symbols));
+    SmallVector<OpFoldResult> sizes;
+    for (auto [axis, size] : llvm::enumerate(slice.getMixedSizes())) {
+      if (auto value = dyn_cast<Value>(size))
+        sizes.push_back(map.lookupOrDefault(value));
+      else if (part.isDynamicDim(axis))
+        sizes.push_back(size);
+      else
+        sizes.push_back(builder.getIndexAttr(part.getDimSize(axis)));
+    }
+    auto mapped = [&](SmallVector<OpFoldResult> values) {
+      for (OpFoldResult &value : values)
+        if (auto v = dyn_cast<Value>(value))
+          value = map.lookupOrDefault(v);
+      return values;
+    };
+    auto clone = tensor::ExtractSliceOp::create(
+        builder, op->getLoc(), part, map.lookup(slice.getSource()),
+        mapped(slice.getMixedOffsets()), sizes,
+        mapped(slice.getMixedStrides()));
+    map.map(slice.getResult(), clone.getResult());
+    return success();
+  }
+};
+
 template <typename... Ops> void attachPartwise(MLIRContext &context) {
   (Ops::template attachInterface<PartwiseSharding<Ops>>(context), ...);
 }
@@ -121,8 +161,12 @@ template <typename... Ops> void attachPartwise(MLIRContext &context) {
 } // namespace
 
 void mlir::tfm::attachShardingModels(MLIRContext &context) {
+  // The tensor ops below must be registered to take an interface.
+  context.getOrLoadDialect<tensor::TensorDialect>();
   attachPartwise<WeightOp, DequantizeOp, RopeOp, AttentionOp, KVCacheAppendOp,
                  KVCacheReadOp, KVRingAppendOp, KVRingReadOp, ActivationOp,
-                 AddOp, MulOp, QuantizeRowsOp, DequantizeRowsOp>(context);
+                 AddOp, MulOp, QuantizeRowsOp, DequantizeRowsOp, HeadLinearOp,
+                 tensor::ConcatOp, tensor::DimOp>(context);
   LinearOp::attachInterface<LinearSharding>(context);
+  tensor::ExtractSliceOp::attachInterface<ExtractSliceSharding>(context);
 }

@@ -24,6 +24,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -145,6 +146,19 @@ bool holdsOneHead(RankedTensorType cache) {
   return cache.getDimSize(cache.getRank() - 2) == 1;
 }
 
+/// Whether `slice` keeps all of its source's `axis`, unstrided and of
+/// the same rank.
+bool keepsWholeAxis(tensor::ExtractSliceOp slice, int64_t axis) {
+  RankedTensorType source = slice.getSourceType();
+  if (slice.getType().getRank() != source.getRank())
+    return false;
+  std::optional<int64_t> offset = getConstantIntValue(slice.getMixedOffsets()[axis]);
+  std::optional<int64_t> size = getConstantIntValue(slice.getMixedSizes()[axis]);
+  std::optional<int64_t> stride = getConstantIntValue(slice.getMixedStrides()[axis]);
+  return offset == 0 && stride == 1 && size &&
+         *size == source.getDimSize(axis);
+}
+
 /// "what" for a diagnostic: the op's name.
 std::string describe(Value v) {
   if (Operation *op = v.getDefiningOp())
@@ -246,6 +260,34 @@ LogicalResult SplitPlan::requireSplit(Value v, int64_t axis,
       return requireSplit(bias, 0, def);
     return success();
   }
+  if (auto perHead = dyn_cast<HeadLinearOp>(def)) {
+    // Each head's own projection (MLA's absorbed query): its heads and
+    // their weight rows split alike.
+    if (axis != 1)
+      return def->emitOpError("tensor parallelism: a per-head projection "
+                              "is split by heads only");
+    if (failed(requireSplit(perHead.getInput(), 1, def)))
+      return failure();
+    return requireSplit(perHead.getWeight(), 0, def);
+  }
+  if (auto join = dyn_cast<tensor::ConcatOp>(def)) {
+    // Joined along another axis (MLA's query parts): each part alike.
+    if (int64_t(join.getDim()) == axis)
+      return def->emitOpError("tensor parallelism: cannot split a join along "
+                              "the axis it joins");
+    for (Value input : join.getInputs())
+      if (failed(requireSplit(input, axis, def)))
+        return failure();
+    return success();
+  }
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def)) {
+    // Columns of every head: the source split alike.
+    if (!keepsWholeAxis(slice, axis))
+      return def->emitOpError("tensor parallelism: a slice that cuts the "
+                              "split axis ")
+             << axis << " is not split";
+    return requireSplit(slice.getSource(), axis, def);
+  }
   return reader->emitOpError("tensor parallelism: cannot split ")
          << describe(v) << " along axis " << axis
          << " (tfmc splits attention by heads and the MLP by its features)";
@@ -325,9 +367,17 @@ LogicalResult SplitPlan::planFunction(func::FuncOp func) {
       if (failed(requireSplit(sinks, 0, attention)))
         return WalkResult::interrupt();
     split[attention.getResult()] = 1;
-    for (Operation *user : attention->getUsers()) {
+    // MLA's heads go through their own value projection first.
+    Value heads = attention.getResult();
+    if (attention->hasOneUse())
+      if (auto perHead = dyn_cast<HeadLinearOp>(*attention->getUsers().begin())) {
+        if (failed(requireSplit(perHead.getResult(), 1, perHead)))
+          return WalkResult::interrupt();
+        heads = perHead.getResult();
+      }
+    for (Operation *user : heads.getUsers()) {
       auto linear = dyn_cast<LinearOp>(user);
-      if (!linear || linear.getInput() != attention.getResult()) {
+      if (!linear || linear.getInput() != heads) {
         user->emitOpError("tensor parallelism: reads the heads of an "
                           "attention, which only an output projection may");
         return WalkResult::interrupt();
@@ -385,9 +435,10 @@ LogicalResult SplitPlan::checkReaders(func::FuncOp func) {
     if (isa<func::ReturnOp>(op) || rowParallel.contains(op))
       return WalkResult::advance();
     if (!isa<RopeOp, AttentionOp, KVCacheAppendOp, KVCacheReadOp,
-             KVRingAppendOp, KVRingReadOp, LinearOp, ActivationOp, AddOp, MulOp,
-             DequantizeOp, QuantizeRowsOp, DequantizeRowsOp, tensor::CastOp>(
-            op)) {
+             KVRingAppendOp, KVRingReadOp, LinearOp, HeadLinearOp, ActivationOp,
+             AddOp, MulOp, DequantizeOp, QuantizeRowsOp, DequantizeRowsOp,
+             tensor::CastOp, tensor::ConcatOp, tensor::ExtractSliceOp,
+             tensor::DimOp>(op)) {
       op->emitOpError("tensor parallelism: cannot compute on the ranks' "
                       "parts of a split value");
       return WalkResult::interrupt();
