@@ -260,6 +260,15 @@ LogicalResult SplitPlan::requireSplit(Value v, int64_t axis,
       return requireSplit(bias, 0, def);
     return success();
   }
+  if (auto norm = dyn_cast<RmsNormOp>(def)) {
+    // Each head normed alone (Qwen3's and Gemma's query and key norms):
+    // the heads split, the [head_dim] gamma whole on every rank.
+    auto type = cast<RankedTensorType>(norm.getType());
+    if (axis >= type.getRank() - 1)
+      return def->emitOpError("tensor parallelism: cannot split a norm "
+                              "along the axis it normalizes");
+    return requireSplit(norm.getInput(), axis, def);
+  }
   if (auto perHead = dyn_cast<HeadLinearOp>(def)) {
     // Each head's own projection (MLA's absorbed query): its heads and
     // their weight rows split alike.
@@ -435,7 +444,8 @@ LogicalResult SplitPlan::checkReaders(func::FuncOp func) {
     if (isa<func::ReturnOp>(op) || rowParallel.contains(op))
       return WalkResult::advance();
     if (!isa<RopeOp, AttentionOp, KVCacheAppendOp, KVCacheReadOp,
-             KVRingAppendOp, KVRingReadOp, LinearOp, HeadLinearOp, ActivationOp,
+             KVRingAppendOp, KVRingReadOp, LinearOp, HeadLinearOp, RmsNormOp,
+             ActivationOp,
              AddOp, MulOp, DequantizeOp, QuantizeRowsOp, DequantizeRowsOp,
              tensor::CastOp, tensor::ConcatOp, tensor::ExtractSliceOp,
              tensor::DimOp>(op)) {
