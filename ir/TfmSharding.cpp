@@ -128,6 +128,10 @@ struct ExtractSliceSharding
                           IRMapping &map, SymbolTableCollection &symbols,
                           OpBuilder &builder) const {
     auto slice = cast<tensor::ExtractSliceOp>(op);
+    if (!resultShardings[0] || shard::isFullReplication(resultShardings[0])) {
+      builder.clone(*op, map);
+      return success();
+    }
     auto part = cast<RankedTensorType>(
         partType(op, slice.getType(), resultShardings[0], symbols));
     SmallVector<OpFoldResult> sizes;
@@ -146,7 +150,7 @@ struct ExtractSliceSharding
       return values;
     };
     auto clone = tensor::ExtractSliceOp::create(
-        builder, op->getLoc(), part, map.lookup(slice.getSource()),
+        builder, op->getLoc(), part, map.lookupOrDefault(slice.getSource()),
         mapped(slice.getMixedOffsets()), sizes,
         mapped(slice.getMixedStrides()));
     map.map(slice.getResult(), clone.getResult());
