@@ -134,21 +134,17 @@ struct ExtractSliceSharding
     }
     auto part = cast<RankedTensorType>(
         partType(op, slice.getType(), resultShardings[0], symbols));
-    SmallVector<OpFoldResult> sizes;
-    for (auto [axis, size] : llvm::enumerate(slice.getMixedSizes())) {
-      if (auto value = dyn_cast<Value>(size))
-        sizes.push_back(map.lookupOrDefault(value));
-      else if (part.isDynamicDim(axis))
-        sizes.push_back(size);
-      else
-        sizes.push_back(builder.getIndexAttr(part.getDimSize(axis)));
-    }
     auto mapped = [&](SmallVector<OpFoldResult> values) {
       for (OpFoldResult &value : values)
         if (auto v = dyn_cast<Value>(value))
           value = map.lookupOrDefault(v);
       return values;
     };
+    // Static sizes become the part's (only split axes change).
+    SmallVector<OpFoldResult> sizes = mapped(slice.getMixedSizes());
+    for (int64_t axis = 0; axis < part.getRank(); ++axis)
+      if (isa<Attribute>(sizes[axis]) && !part.isDynamicDim(axis))
+        sizes[axis] = builder.getIndexAttr(part.getDimSize(axis));
     auto clone = tensor::ExtractSliceOp::create(
         builder, op->getLoc(), part, map.lookupOrDefault(slice.getSource()),
         mapped(slice.getMixedOffsets()), sizes,
@@ -170,8 +166,7 @@ void mlir::tfm::attachShardingModels(MLIRContext &context) {
   attachPartwise<WeightOp, DequantizeOp, RopeOp, AttentionOp, KVCacheAppendOp,
                  KVCacheReadOp, KVRingAppendOp, KVRingReadOp, ActivationOp,
                  AddOp, MulOp, QuantizeRowsOp, DequantizeRowsOp, HeadLinearOp,
-                 RmsNormOp,
-                 tensor::ConcatOp, tensor::DimOp>(context);
+                 RmsNormOp, tensor::ConcatOp, tensor::DimOp>(context);
   LinearOp::attachInterface<LinearSharding>(context);
   tensor::ExtractSliceOp::attachInterface<ExtractSliceSharding>(context);
 }

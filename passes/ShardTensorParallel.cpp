@@ -140,8 +140,9 @@ void SplitPlan::chooseVocabularyHeads(ModuleOp module, int64_t vocab) {
       vocabularyHeads.insert(head);
 }
 
-/// Whether a KV cache [..., kv_heads, head_dim] holds one KV head: it is
-/// replicated, each rank holding it whole.
+/// Whether keys [..., kv_heads, head_dim] (a KV cache, or an attention's
+/// key operand) hold one KV head: it is replicated, each rank holding it
+/// whole.
 bool holdsOneHead(RankedTensorType cache) {
   return cache.getDimSize(cache.getRank() - 2) == 1;
 }
@@ -362,7 +363,7 @@ LogicalResult SplitPlan::planFunction(func::FuncOp func) {
     // One KV head (multi-query attention) is replicated: every rank's
     // query heads read it whole, as vLLM replicates KV heads.
     bool oneKVHead =
-        cast<RankedTensorType>(attention.getKey().getType()).getDimSize(1) == 1;
+        holdsOneHead(cast<RankedTensorType>(attention.getKey().getType()));
     if (failed(requireSplit(attention.getQuery(), 1, attention)) ||
         (!oneKVHead &&
          (failed(requireSplit(attention.getKey(), 1, attention)) ||
@@ -445,10 +446,9 @@ LogicalResult SplitPlan::checkReaders(func::FuncOp func) {
       return WalkResult::advance();
     if (!isa<RopeOp, AttentionOp, KVCacheAppendOp, KVCacheReadOp,
              KVRingAppendOp, KVRingReadOp, LinearOp, HeadLinearOp, RmsNormOp,
-             ActivationOp,
-             AddOp, MulOp, DequantizeOp, QuantizeRowsOp, DequantizeRowsOp,
-             tensor::CastOp, tensor::ConcatOp, tensor::ExtractSliceOp,
-             tensor::DimOp>(op)) {
+             ActivationOp, AddOp, MulOp, DequantizeOp, QuantizeRowsOp,
+             DequantizeRowsOp, tensor::CastOp, tensor::ConcatOp,
+             tensor::ExtractSliceOp, tensor::DimOp>(op)) {
       op->emitOpError("tensor parallelism: cannot compute on the ranks' "
                       "parts of a split value");
       return WalkResult::interrupt();

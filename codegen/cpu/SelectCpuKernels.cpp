@@ -63,6 +63,15 @@ std::optional<KernelWeight> kernelWeight(Value weight) {
   return KernelWeight{panels, "tfm_rt_linear_panels"};
 }
 
+/// The dynamic sizes of a kernel's result of `type`: its row count, that
+/// of `rows` (the input whose rows it has), when it is not static.
+SmallVector<Value> rowCountSizes(OpBuilder &b, Location loc,
+                                 RankedTensorType type, Value rows) {
+  if (!type.isDynamicDim(0))
+    return {};
+  return {tensor::DimOp::create(b, loc, rows, 0)};
+}
+
 /// x·Wᵀ (+ bias) over a weight a kernel reads as stored: a call of the
 /// runtime's GEMM, which writes every output (bias included) into a fresh
 /// buffer.
@@ -72,9 +81,8 @@ Value kernelProduct(ConversionPatternRewriter &rewriter, Location loc,
   SmallVector<Value> inputs = {input, weight.data};
   if (bias)
     inputs.push_back(bias);
-  SmallVector<Value> dynamicSizes, trailing;
-  if (rowsType.isDynamicDim(0))
-    dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, input, 0));
+  SmallVector<Value> dynamicSizes = rowCountSizes(rewriter, loc, rowsType, input);
+  SmallVector<Value> trailing;
   if (weight.blockFormat >= 0)
     trailing.push_back(arith::ConstantIntOp::create(
         rewriter, loc, rewriter.getI64Type(), weight.blockFormat));
@@ -128,10 +136,8 @@ struct HeadLinearToKernelCall : OpConversionPattern<HeadLinearOp> {
       return rewriter.notifyMatchFailure(op, "weight not in block panels");
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
-    SmallVector<Value> dynamicSizes;
-    if (type.isDynamicDim(0))
-      dynamicSizes.push_back(
-          tensor::DimOp::create(rewriter, loc, adaptor.getInput(), 0));
+    SmallVector<Value> dynamicSizes =
+        rowCountSizes(rewriter, loc, type, adaptor.getInput());
     Value format = arith::ConstantIntOp::create(
         rewriter, loc, rewriter.getI64Type(), weight->blockFormat);
     rewriter.replaceOp(
@@ -198,10 +204,8 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
     }
     inputs.push_back(sinks);
     RankedTensorType type = op.getType();
-    SmallVector<Value> dynamicSizes;
-    if (type.isDynamicDim(0))
-      dynamicSizes.push_back(
-          tensor::DimOp::create(rewriter, loc, adaptor.getQuery(), 0));
+    SmallVector<Value> dynamicSizes =
+        rowCountSizes(rewriter, loc, type, adaptor.getQuery());
     SmallVector<Value> flags = {
         arith::ConstantOp::create(rewriter, loc, op.getScaleAttr()),
         arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
@@ -253,10 +257,8 @@ struct GatedDeltaRuleToKernelCall : OpConversionPattern<GatedDeltaRuleOp> {
                         adaptor.getValue(), adaptor.getAlpha(),
                         adaptor.getDecay(), adaptor.getBeta(), start})
       operands.push_back(kernelInput(rewriter, loc, input));
-    SmallVector<Value> dynamicSizes;
-    if (resultType.isDynamicDim(0))
-      dynamicSizes.push_back(
-          tensor::DimOp::create(rewriter, loc, adaptor.getValue(), 0));
+    SmallVector<Value> dynamicSizes =
+        rowCountSizes(rewriter, loc, resultType, adaptor.getValue());
     auto [out, outOperand] =
         kernelOutput(rewriter, loc, resultType, dynamicSizes);
     auto [state, stateOperand] = kernelOutput(rewriter, loc, stateType, {});
@@ -306,10 +308,8 @@ struct SparseAttentionToKernelCall : OpConversionPattern<SparseAttentionOp> {
                                  adaptor.getGlobalValue(),
                                  global};
     RankedTensorType type = op.getType();
-    SmallVector<Value> dynamicSizes;
-    if (type.isDynamicDim(0))
-      dynamicSizes.push_back(
-          tensor::DimOp::create(rewriter, loc, adaptor.getQuery(), 0));
+    SmallVector<Value> dynamicSizes =
+        rowCountSizes(rewriter, loc, type, adaptor.getQuery());
     Type i64 = rewriter.getI64Type();
     SmallVector<Value> flags = {
         arith::ConstantOp::create(rewriter, loc, op.getScaleAttr()),

@@ -368,13 +368,12 @@ static int64_t panels_per_chunk(int64_t items, int64_t m, int64_t panel_bytes) {
   return chunk > minimum ? chunk : minimum;
 }
 
-static void linear_blocks(tfm_memref2d_f32 *a, tfm_memref1d_i8 *bytes,
-                          tfm_memref1d_f32 *bias, tfm_memref2d_f32 *c,
-                          int64_t format) {
-  int64_t m = a->sizes[0], k = a->sizes[1], n = c->sizes[1];
-  if (m == 0 || n == 0)
-    return;
-  block_job job = {
+/* A product's job over `bytes`, W [n, k] in block panels of `format`, into
+ * `c` (rows `ldc` floats apart), before its activations or widened panels. */
+static block_job block_job_of(const tfm_memref1d_i8 *bytes, int64_t format,
+                              int64_t m, int64_t n, int64_t k, float *c,
+                              int64_t ldc) {
+  return (block_job){
       .weights = (const uint8_t *)(bytes->aligned + bytes->offset),
       .format = (int)format,
       .m = m,
@@ -382,10 +381,30 @@ static void linear_blocks(tfm_memref2d_f32 *a, tfm_memref1d_i8 *bytes,
       .k = k,
       .blocks = tfm_blocks_per_row(k),
       .panel_bytes = tfm_block_panel_bytes((int)format, k),
-      .bias = bias ? bias->aligned + bias->offset : NULL,
-      .c = c->aligned + c->offset,
-      .ldc = c->strides[0],
+      .c = c,
+      .ldc = ldc,
   };
+}
+
+/* Where the scratch a product needs could not grow (`grown` 0): the
+ * model's call reports out of memory (outside one there is nowhere to
+ * report). */
+static void require_scratch(int grown) {
+  if (grown)
+    return;
+  tfm_buffer_fail_call();
+  abort();
+}
+
+static void linear_blocks(tfm_memref2d_f32 *a, tfm_memref1d_i8 *bytes,
+                          tfm_memref1d_f32 *bias, tfm_memref2d_f32 *c,
+                          int64_t format) {
+  int64_t m = a->sizes[0], k = a->sizes[1], n = c->sizes[1];
+  if (m == 0 || n == 0)
+    return;
+  block_job job = block_job_of(bytes, format, m, n, k, c->aligned + c->offset,
+                               c->strides[0]);
+  job.bias = bias ? bias->aligned + bias->offset : NULL;
   /* Codegen passes dense rows; anything else would be a compiler bug, and
    * quantizing the activations needs rows of A contiguous. */
   if (a->strides[1] != 1 || c->strides[1] != 1 ||
@@ -398,18 +417,12 @@ static void linear_blocks(tfm_memref2d_f32 *a, tfm_memref1d_i8 *bytes,
     job.a = a->aligned + a->offset;
     job.lda = a->strides[0];
     job.widened = widened_panels(k);
-    if (!job.widened) {
-      tfm_buffer_fail_call(); /* the model's call reports out of memory */
-      abort();                /* called outside one: nowhere to report */
-    }
+    require_scratch(job.widened != NULL);
     tfm_parallel_for(pairs, 1, widened_chunk, &job);
     return;
   }
-  if (!quantize_activations(a->aligned + a->offset, m, k, a->strides[0], 1, 0,
-                            job.blocks, &job.x)) {
-    tfm_buffer_fail_call();
-    abort();
-  }
+  require_scratch(quantize_activations(a->aligned + a->offset, m, k,
+                                       a->strides[0], 1, 0, job.blocks, &job.x));
   tfm_parallel_for(panels, panels_per_chunk(panels, m, job.panel_bytes),
                    blocks_chunk, &job);
 }
@@ -486,15 +499,8 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_head_linear_blocks(tfm_memref3d_f32 *a,
       bytes->sizes[0] < tfm_block_matrix_bytes((int)format, heads * n, k))
     abort();
   head_job heads_job = {
-      .head0 = {.weights = (const uint8_t *)(bytes->aligned + bytes->offset),
-                .format = (int)format,
-                .m = m,
-                .n = n,
-                .k = k,
-                .blocks = tfm_blocks_per_row(k),
-                .panel_bytes = tfm_block_panel_bytes((int)format, k),
-                .c = c->aligned + c->offset,
-                .ldc = c->strides[0]},
+      .head0 = block_job_of(bytes, format, m, n, k, c->aligned + c->offset,
+                            c->strides[0]),
       .a_step = a->strides[1],
       .c_step = c->strides[1],
       .widened = tfm_blocks_widens(m),
@@ -507,19 +513,14 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_head_linear_blocks(tfm_memref3d_f32 *a,
     job->a = a->aligned + a->offset;
     job->lda = a->strides[0];
     job->widened = widened_panels(k);
-    if (!job->widened) {
-      tfm_buffer_fail_call();
-      abort();
-    }
+    require_scratch(job->widened != NULL);
     tfm_parallel_for(heads * heads_job.items, 1, head_chunk, &heads_job);
     return;
   }
   heads_job.items = panels;
-  if (!quantize_activations(a->aligned + a->offset, m, k, a->strides[0], heads,
-                            a->strides[1], job->blocks, &job->x)) {
-    tfm_buffer_fail_call();
-    abort();
-  }
+  require_scratch(quantize_activations(a->aligned + a->offset, m, k,
+                                       a->strides[0], heads, a->strides[1],
+                                       job->blocks, &job->x));
   int64_t items = heads * panels;
   tfm_parallel_for(items, panels_per_chunk(items, m, job->panel_bytes),
                    head_chunk, &heads_job);
