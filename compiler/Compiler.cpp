@@ -42,7 +42,7 @@ namespace {
 llvm::Error diagnosed() { return llvm::make_error<DiagnosedError>(); }
 
 /// Whether the module has recurrent layers (Gated DeltaNet's), which only
-/// the CPU runs, unsplit.
+/// the CPU runs.
 bool hasRecurrentLayers(ModuleOp module) {
   return module
       .walk([](Operation *op) {
@@ -382,12 +382,6 @@ llvm::Error checkOptions(const CompileOptions &options,
     return err;
   if (llvm::Error err = checkRanks(options))
     return err;
-  if (options.pipeline && options.pipeline->ranks > 1 &&
-      hasRecurrentLayers(*unit.module))
-    return makeError("--ranks " + llvm::Twine(options.pipeline->ranks) +
-                     ": '" + options.inputPath +
-                     "' has Gated DeltaNet (linear attention) layers, which "
-                     "are not split over ranks yet");
   if (options.pipeline && options.pipeline->ranks > 1 &&
       hasKeysOfTwoShapes(*unit.module))
     return makeError("--ranks " + llvm::Twine(options.pipeline->ranks) +

@@ -14,6 +14,9 @@
 // - a projection fed by an activation or a gate product is the MLP's down
 //   projection: row-parallel, its input split along the features, which
 //   splits the activation, the product and the projections feeding them.
+// Gated DeltaNet's recurrent layers (Qwen3.5, Qwen3-Next) are replicated:
+// every rank runs them whole on its own copy of their state, as it runs the
+// embeddings and norms, and only their attention layers and MLPs split.
 // Then every op that reads a split value must be one whose parts compute
 // the same thing (TfmSharding.cpp); anything else is refused, naming it.
 //
@@ -158,6 +161,20 @@ bool keepsWholeAxis(tensor::ExtractSliceOp slice, int64_t axis) {
   std::optional<int64_t> stride = getConstantIntValue(slice.getMixedStrides()[axis]);
   return offset == 0 && stride == 1 && size &&
          *size == source.getDimSize(axis);
+}
+
+/// Whether `linear` is a Gated DeltaNet layer's output projection: its
+/// input the gated norm of the delta rule's heads. Recurrent layers are
+/// replicated (every rank runs them whole, on its own copy of their
+/// state), so it is not an MLP's down projection to split.
+bool isRecurrentOutput(LinearOp linear) {
+  auto gated = linear.getInput().getDefiningOp<MulOp>();
+  if (!gated)
+    return false;
+  return llvm::any_of(gated->getOperands(), [](Value v) {
+    auto norm = v.getDefiningOp<RmsNormOp>();
+    return norm && norm.getInput().getDefiningOp<GatedDeltaRuleOp>();
+  });
 }
 
 /// "what" for a diagnostic: the op's name.
@@ -377,13 +394,21 @@ LogicalResult SplitPlan::planFunction(func::FuncOp func) {
       if (failed(requireSplit(sinks, 0, attention)))
         return WalkResult::interrupt();
     split[attention.getResult()] = 1;
-    // MLA's heads go through their own value projection first.
+    // MLA's heads go through their own value projection first; Qwen3-Next's
+    // and Qwen3.5's through their output gate (each head times the sigmoid
+    // of its own gate columns, split with it).
     Value heads = attention.getResult();
     if (attention->hasOneUse())
       if (auto perHead = dyn_cast<HeadLinearOp>(*attention->getUsers().begin())) {
         if (failed(requireSplit(perHead.getResult(), 1, perHead)))
           return WalkResult::interrupt();
         heads = perHead.getResult();
+      }
+    if (heads.hasOneUse())
+      if (auto gated = dyn_cast<MulOp>(*heads.getUsers().begin())) {
+        if (failed(requireSplit(gated.getResult(), 1, gated)))
+          return WalkResult::interrupt();
+        heads = gated.getResult();
       }
     for (Operation *user : heads.getUsers()) {
       auto linear = dyn_cast<LinearOp>(user);
@@ -400,8 +425,9 @@ LogicalResult SplitPlan::planFunction(func::FuncOp func) {
   if (seeds.wasInterrupted())
     return failure();
   WalkResult mlps = func.walk([&](LinearOp linear) {
-    if (!linear.getInput().getDefiningOp<ActivationOp>() &&
-        !linear.getInput().getDefiningOp<MulOp>())
+    if ((!linear.getInput().getDefiningOp<ActivationOp>() &&
+         !linear.getInput().getDefiningOp<MulOp>()) ||
+        isRecurrentOutput(linear))
       return WalkResult::advance();
     return failed(makeRowParallel(linear)) ? WalkResult::interrupt()
                                            : WalkResult::advance();

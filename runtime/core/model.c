@@ -385,7 +385,7 @@ tfm_status_code tfm_run_prefill(tfm_model *model, int decode,
   if (!frame)
     return out_of_memory(model, name, status);
   if (tfm_model_leads(model))
-    tfm_ranks_lead_prefill(decode, tokens, start, slot, cache, rings);
+    tfm_ranks_lead_prefill(decode, tokens, start, slot, cache, rings, state);
   if (model->ring_cache && model->recurrent_state)
     ((tfm_prefill_rings_state_fn)run)(logits, &weights, tokens, start, slot,
                                       cache, rings, state);

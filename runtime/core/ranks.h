@@ -44,7 +44,8 @@ void tfm_ranks_lead_forward(const tfm_memref1d *tokens);
 void tfm_ranks_lead_prefill(int decode, const tfm_memref1d *tokens,
                             int64_t start, int64_t slot,
                             const tfm_memref5d_f32 *cache,
-                            const tfm_memref5d_f32 *rings);
+                            const tfm_memref5d_f32 *rings,
+                            const tfm_memref1d *state);
 void tfm_ranks_lead_call(const tfm_model *model, const tfm_entry_point *entry,
                          const tfm_tensor *inputs, tfm_tensor *const *caches);
 /* Rank 0, as it changes cache memory: the same change for the others. */

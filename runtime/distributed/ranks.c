@@ -34,7 +34,7 @@ enum {
   MSG_STOP,    /* rank 0 ends: finalize and exit */
   MSG_FORWARD, /* tfm_run_forward(tokens) */
   MSG_PREFILL, /* tfm_run_prefill(decode, tokens, start, slot, cache,
-                 rings) */
+                 rings, recurrent state) */
   MSG_CALL,    /* tfm_model_dispatch(entry, inputs, caches) */
   MSG_ALLOC,   /* cache memory allocated */
   MSG_FREE,    /* cache memory freed */
@@ -50,7 +50,7 @@ typedef struct {
   int32_t kind;
   int32_t entry;   /* MSG_CALL: index in the model's entry points;
                       MSG_PREFILL: whether @decode */
-  int64_t a, b, c, d; /* addresses, sizes, positions: per kind */
+  int64_t a, b, c, d, e; /* addresses, sizes, positions: per kind */
   int64_t payload;
 } message;
 
@@ -213,7 +213,8 @@ void tfm_ranks_lead_forward(const tfm_memref1d *tokens) {
 void tfm_ranks_lead_prefill(int decode, const tfm_memref1d *tokens,
                             int64_t start, int64_t slot,
                             const tfm_memref5d_f32 *cache,
-                            const tfm_memref5d_f32 *rings) {
+                            const tfm_memref5d_f32 *rings,
+                            const tfm_memref1d *state) {
   int64_t n = tokens->sizes[0];
   message m = {.kind = MSG_PREFILL,
                .entry = decode,
@@ -221,6 +222,9 @@ void tfm_ranks_lead_prefill(int decode, const tfm_memref1d *tokens,
                .b = slot,
                .c = (int64_t)(intptr_t)(cache->aligned + cache->offset),
                .d = rings ? (int64_t)(intptr_t)(rings->aligned + rings->offset)
+                          : 0,
+               .e = state ? (int64_t)(intptr_t)((const float *)state->aligned +
+                                                state->offset)
                           : 0,
                .payload = n * (int64_t)sizeof(int32_t)};
   send(&m, (const int32_t *)tokens->aligned + tokens->offset);
@@ -404,19 +408,28 @@ static tfm_memref5d_f32 local_cache(follower *f, const tfm_cache_desc *desc,
 static void follow_prefill(follower *f, const message *m, int32_t *tokens) {
   const tfm_cache_desc *kv = tfm_model_kv_cache(f->model);
   const tfm_cache_desc *ring_desc = tfm_model_ring_cache(f->model);
-  if (!kv || (m->d != 0) != (ring_desc != NULL))
+  const tfm_cache_desc *state_desc = tfm_model_recurrent_state(f->model);
+  if (!kv || (m->d != 0) != (ring_desc != NULL) ||
+      (m->e != 0) != (state_desc != NULL))
     tfm_ranks_abort("rank 0 runs @prefill with caches this model lacks");
   tfm_memref5d_f32 cache = local_cache(f, kv, m->c), rings = {0};
   if (ring_desc)
     rings = local_cache(f, ring_desc, m->d);
+  /* Recurrent layers are replicated: this rank's state is its own whole
+   * copy, advanced by the same calls. */
+  tfm_memref1d state = {0};
+  if (state_desc) {
+    int64_t elements = state_desc->shape[0];
+    void *local = local_memory(f, m->e, (size_t)elements * sizeof(float));
+    state = (tfm_memref1d){local, local, 0, {elements}, {1}};
+  }
   int64_t n = m->payload / (int64_t)sizeof(int32_t);
   tfm_memref1d ids = {tokens, tokens, 0, {n}, {1}};
   tfm_memref2d_f32 logits = {0};
   tfm_status status;
-  /* Models with recurrent states are not split over ranks (tfmc refuses
-   * them). */
   check(tfm_run_prefill(f->model, m->entry, &logits, &ids, m->a, m->b, &cache,
-                        ring_desc ? &rings : NULL, NULL, &status),
+                        ring_desc ? &rings : NULL,
+                        state_desc ? &state : NULL, &status),
         &status);
   tfm_buffer_release(logits.allocated);
 }
