@@ -53,24 +53,6 @@ bool hasRecurrentLayers(ModuleOp module) {
       .wasInterrupted();
 }
 
-/// Whether the module's self-attention layers cache keys of more than one
-/// shape (Gemma 4's sliding and full layers), whose rings @prefill keeps
-/// in a cache of their own.
-bool hasKeysOfTwoShapes(ModuleOp module) {
-  Type seen;
-  return module
-      .walk([&](AttentionOp op) {
-        if (!op.getCausal())
-          return WalkResult::advance();
-        Type key = op.getKey().getType();
-        if (seen && seen != key)
-          return WalkResult::interrupt();
-        seen = key;
-        return WalkResult::advance();
-      })
-      .wasInterrupted();
-}
-
 /// Whether tfm-kv-cache applies: a @forward whose attention is all causal
 /// (recurrent layers beside it keep their states in a cache of their own),
 /// and no @prefill derived already (a module emitted after the tfm
@@ -382,13 +364,6 @@ llvm::Error checkOptions(const CompileOptions &options,
     return err;
   if (llvm::Error err = checkRanks(options))
     return err;
-  if (options.pipeline && options.pipeline->ranks > 1 &&
-      hasKeysOfTwoShapes(*unit.module))
-    return makeError("--ranks " + llvm::Twine(options.pipeline->ranks) +
-                     ": '" + options.inputPath +
-                     "' has layers whose keys differ in shape (Gemma 4's "
-                     "sliding and full layers), which are not split over "
-                     "ranks yet");
   int64_t maxContext = options.pipeline ? options.pipeline->maxContext : 0;
   int64_t modelContext = unit.model ? unit.model.getMaxContext() : 0;
   if (maxContext < 0 ||

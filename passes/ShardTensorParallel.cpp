@@ -163,17 +163,30 @@ bool keepsWholeAxis(tensor::ExtractSliceOp slice, int64_t axis) {
          *size == source.getDimSize(axis);
 }
 
-/// Whether `linear` is a Gated DeltaNet layer's output projection: its
-/// input the gated norm of the delta rule's heads. Recurrent layers are
-/// replicated (every rank runs them whole, on its own copy of their
-/// state), so it is not an MLP's down projection to split.
-bool isRecurrentOutput(LinearOp linear) {
-  auto gated = linear.getInput().getDefiningOp<MulOp>();
-  if (!gated)
+/// Whether `linear` is an MLP's down projection, to split row-parallel:
+/// its input an activation or a gate product. Two such products stay
+/// replicated, and so does their projection: a Gated DeltaNet layer's
+/// gated norm of the delta rule's heads (recurrent layers are replicated:
+/// every rank runs them whole, on its own copy of their state), and Gemma
+/// 4's gated per-layer input, whose product reads one layer's columns of
+/// all layers' inputs (a slice no rank's contiguous part holds).
+bool isMlpDownProjection(LinearOp linear) {
+  Value input = linear.getInput();
+  if (input.getDefiningOp<ActivationOp>())
+    return true;
+  auto product = input.getDefiningOp<MulOp>();
+  if (!product)
     return false;
-  return llvm::any_of(gated->getOperands(), [](Value v) {
-    auto norm = v.getDefiningOp<RmsNormOp>();
-    return norm && norm.getInput().getDefiningOp<GatedDeltaRuleOp>();
+  return llvm::none_of(product->getOperands(), [](Value v) {
+    if (auto norm = v.getDefiningOp<RmsNormOp>())
+      return bool(norm.getInput().getDefiningOp<GatedDeltaRuleOp>());
+    // Through the slices of rows @prefill takes of the last position.
+    while (auto slice = v.getDefiningOp<tensor::ExtractSliceOp>()) {
+      if (!keepsWholeAxis(slice, 1))
+        return true;
+      v = slice.getSource();
+    }
+    return false;
   });
 }
 
@@ -425,9 +438,7 @@ LogicalResult SplitPlan::planFunction(func::FuncOp func) {
   if (seeds.wasInterrupted())
     return failure();
   WalkResult mlps = func.walk([&](LinearOp linear) {
-    if ((!linear.getInput().getDefiningOp<ActivationOp>() &&
-         !linear.getInput().getDefiningOp<MulOp>()) ||
-        isRecurrentOutput(linear))
+    if (!isMlpDownProjection(linear))
       return WalkResult::advance();
     return failed(makeRowParallel(linear)) ? WalkResult::interrupt()
                                            : WalkResult::advance();
