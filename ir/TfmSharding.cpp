@@ -165,7 +165,7 @@ void mlir::tfm::attachShardingModels(MLIRContext &context) {
   context.getOrLoadDialect<tensor::TensorDialect>();
   attachPartwise<WeightOp, DequantizeOp, RopeOp, AttentionOp, KVCacheAppendOp,
                  KVCacheReadOp, KVRingAppendOp, KVRingReadOp, ActivationOp,
-                 AddOp, MulOp, QuantizeRowsOp, DequantizeRowsOp, HeadLinearOp,
+                 ClampOp, AddOp, MulOp, QuantizeRowsOp, DequantizeRowsOp, HeadLinearOp,
                  RmsNormOp, tensor::ConcatOp, tensor::DimOp>(context);
   LinearOp::attachInterface<LinearSharding>(context);
   tensor::ExtractSliceOp::attachInterface<ExtractSliceSharding>(context);

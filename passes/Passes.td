@@ -342,4 +342,15 @@ def LocalizeShardedWeightsPass : Pass<"tfm-localize-sharded-weights", "ModuleOp"
   }];
 }
 
+def TakeRankPartsPass : Pass<"tfm-take-rank-parts", "ModuleOp"> {
+  let summary = "Each rank's part of a value computed whole, as a slice";
+  let description = [{
+    After `shard-partition`, a `shard.all_slice` (a value every rank
+    computes whole, read split: OLMoE's queries and keys, normed across all
+    heads) becomes a `tensor.extract_slice` at the rank's offset, the rank
+    read by `shard.process_linear_index`.
+  }];
+  let dependentDialects = ["arith::ArithDialect", "tensor::TensorDialect"];
+}
+
 #endif // TFM_PASSES_PASSES_TD

@@ -97,6 +97,7 @@ void mlir::tfm::buildTfmPartitionPipeline(OpPassManager &pm,
   if (options.ranks <= 1)
     return;
   pm.addNestedPass<func::FuncOp>(shard::createPartition());
+  pm.addPass(createTakeRankPartsPass());
   pm.addPass(createLocalizeShardedWeightsPass());
   // The batched entry points, from the rank's own functions.
   if (options.kvCache && options.batchedEntryPoints)

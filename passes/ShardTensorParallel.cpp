@@ -66,6 +66,11 @@ public:
   /// Whether the readers of `v` read it whole though it is split: the
   /// vocabulary-parallel LM head's logits, which shard-partition gathers.
   bool isGathered(Value v) const { return gathered.contains(v); }
+  /// Whether `v` is computed whole on every rank though its readers read
+  /// it split: each rank takes its part (shard-partition's all_slice, no
+  /// communication). OLMoE's queries and keys, normed across all heads
+  /// before they are split into heads.
+  bool isResliced(Value v) const { return resliced.contains(v); }
 
   /// Picks the LM heads of `module` to split by vocabulary: projections to
   /// `vocab` logits from a whole input, whose weight nothing else reads (a
@@ -85,6 +90,7 @@ private:
   llvm::SetVector<StringAttr> partial;
   DenseSet<Operation *> vocabularyHeads;
   DenseSet<Value> gathered;
+  DenseSet<Value> resliced;
 };
 
 /// Whether `v` is returned, as it is or through casts and slices (the
@@ -229,10 +235,17 @@ LogicalResult SplitPlan::requireSplit(Value v, int64_t axis,
            << arg.getArgNumber() << " would be split, but only caches are";
   }
   Operation *def = v.getDefiningOp();
+  if (isa<tensor::ExpandShapeOp>(def)) {
+    // Rows split into heads (OLMoE's queries and keys after their norm over
+    // all heads, which no rank's part can compute): computed whole, each
+    // rank taking its heads.
+    resliced.insert(v);
+    return success();
+  }
   if (auto rope = dyn_cast<RopeOp>(def))
     return requireSplit(rope.getInput(), axis, def);
-  if (isa<DequantizeOp, ActivationOp, QuantizeRowsOp, DequantizeRowsOp,
-          tensor::CastOp>(def))
+  if (isa<DequantizeOp, ActivationOp, ClampOp, QuantizeRowsOp,
+          DequantizeRowsOp, tensor::CastOp>(def))
     return requireSplit(def->getOperand(0), axis, def);
   if (isa<AddOp, MulOp>(def)) {
     if (failed(requireSplit(def->getOperand(0), axis, def)))
@@ -483,7 +496,7 @@ LogicalResult SplitPlan::checkReaders(func::FuncOp func) {
       return WalkResult::advance();
     if (!isa<RopeOp, AttentionOp, KVCacheAppendOp, KVCacheReadOp,
              KVRingAppendOp, KVRingReadOp, LinearOp, HeadLinearOp, RmsNormOp,
-             ActivationOp, AddOp, MulOp, DequantizeOp, QuantizeRowsOp,
+             ActivationOp, ClampOp, AddOp, MulOp, DequantizeOp, QuantizeRowsOp,
              DequantizeRowsOp, tensor::CastOp, tensor::ConcatOp,
              tensor::ExtractSliceOp, tensor::DimOp>(op)) {
       op->emitOpError("tensor parallelism: cannot compute on the ranks' "
@@ -580,8 +593,10 @@ private:
   void annotateResult(Value v) {
     if (!annotated(v))
       return;
+    std::optional<int64_t> axis =
+        plan.isResliced(v) ? std::nullopt : plan.axisOf(v);
     auto shardOp =
-        shard::ShardOp::create(builder, v.getLoc(), v, sharding(plan.axisOf(v)),
+        shard::ShardOp::create(builder, v.getLoc(), v, sharding(axis),
                                /*annotate_for_users=*/false);
     v.replaceAllUsesExcept(shardOp.getResult(), shardOp);
     original[shardOp.getResult()] = v;

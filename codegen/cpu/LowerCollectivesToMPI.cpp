@@ -50,7 +50,8 @@ struct LowerCollectivesToMPIPass
       if (op->getDialect() &&
           op->getDialect()->getNamespace() ==
               shard::ShardDialect::getDialectNamespace() &&
-          !isa<shard::GridOp, shard::AllReduceOp, shard::AllGatherOp>(op)) {
+          !isa<shard::GridOp, shard::AllReduceOp, shard::AllGatherOp,
+               shard::ProcessLinearIndexOp>(op)) {
         op->emitOpError("is not lowered to MPI by tfmc");
         return WalkResult::interrupt();
       }
@@ -60,6 +61,8 @@ struct LowerCollectivesToMPIPass
       if (auto allGather = dyn_cast<shard::AllGatherOp>(op))
         if (failed(lower(allGather)))
           return WalkResult::interrupt();
+      if (auto rank = dyn_cast<shard::ProcessLinearIndexOp>(op))
+        lower(rank);
       return WalkResult::advance();
     });
     if (walked.wasInterrupted())
@@ -153,6 +156,20 @@ struct LowerCollectivesToMPIPass
         sumInPlace(builder, loc, buffer, whole, world));
     allGather.erase();
     return success();
+  }
+
+  /// The rank's index on the one grid: its rank in MPI_COMM_WORLD.
+  static void lower(shard::ProcessLinearIndexOp index) {
+    OpBuilder builder(index);
+    Location loc = index.getLoc();
+    Value world = mpi::CommWorldOp::create(
+        builder, loc, mpi::CommType::get(builder.getContext()));
+    auto rank = mpi::CommRankOp::create(builder, loc, /*retval=*/Type(),
+                                        builder.getI32Type(), world);
+    Value rankIndex = arith::IndexCastOp::create(
+        builder, loc, builder.getIndexType(), rank.getRank());
+    index.getResult().replaceAllUsesWith(rankIndex);
+    index.erase();
   }
 
   LogicalResult lower(shard::AllReduceOp allReduce) {
