@@ -1,6 +1,8 @@
 """The C API's structures and functions as ctypes sees them: a transcription
 of runtime/include/tfm/tfm_model_abi.h and tfm_runtime.h (ABI version 25),
-field for field; test/python checks it against compiled models."""
+field for field; test/python/abi.test checks every structure's layout and
+the constants against the headers (check_abi.py), and the other tests
+against compiled models."""
 
 import ctypes
 
