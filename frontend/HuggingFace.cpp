@@ -315,10 +315,11 @@ static llvm::Expected<bool> tokenizerAddsBos(llvm::StringRef directory,
   }
   std::string fastPath = inDirectory("tokenizer.json");
   if (llvm::sys::fs::exists(fastPath)) {
-    llvm::Expected<llvm::json::Value> fast = readJsonFile(fastPath);
+    llvm::Expected<std::shared_ptr<const llvm::json::Value>> fast =
+        readSharedJsonFile(fastPath);
     if (!fast)
       return fast.takeError();
-    const llvm::json::Object *object = fast->getAsObject();
+    const llvm::json::Object *object = (*fast)->getAsObject();
     const llvm::json::Object *post =
         object ? object->getObject("post_processor") : nullptr;
     if (!post || post->getString("type") !=

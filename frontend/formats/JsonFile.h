@@ -16,6 +16,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <memory>
+
 namespace mlir::tfm {
 
 /// Reads and parses `path`; the error names the file and, for bad JSON, the
@@ -27,6 +29,15 @@ inline llvm::Expected<llvm::json::Value> readJsonFile(llvm::StringRef path) {
                      "': " + buffer.getError().message());
   return parseBoundedJson((*buffer)->getBuffer(), path);
 }
+
+/// `path` parsed, shared with every other reader of the same bytes. A
+/// directory's tokenizer.json (Qwen2's is 7 MB) is read by the BOS rule,
+/// the WordPiece probe and the BPE reader, each of which parsed it again.
+/// The last file parsed is kept with its bytes; the file is read every time
+/// and parsed again when its bytes differ, so a rewritten file (as the
+/// fuzzers rewrite one path) is never answered from the cache.
+llvm::Expected<std::shared_ptr<const llvm::json::Value>>
+readSharedJsonFile(llvm::StringRef path);
 
 /// The JSON object in `path`, which `holder` keeps, or `fallback` when
 /// there is no such file; malformed JSON or another value is an error.

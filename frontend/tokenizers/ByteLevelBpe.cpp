@@ -223,9 +223,11 @@ tokenizerJsonSplit(const llvm::json::Value &json, llvm::StringRef path) {
 
 /// tokenizer.json of Hugging Face's fast tokenizers, model type BPE.
 llvm::Error readTokenizerJson(llvm::StringRef path, RawBpe &raw) {
-  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
-  if (!json)
-    return json.takeError();
+  llvm::Expected<std::shared_ptr<const llvm::json::Value>> shared =
+      readSharedJsonFile(path);
+  if (!shared)
+    return shared.takeError();
+  const llvm::json::Value *json = shared->get();
   const llvm::json::Object *model =
       json->getAsObject() ? json->getAsObject()->getObject("model") : nullptr;
   if (!model || model->getString("type") != std::optional<llvm::StringRef>("BPE"))
@@ -367,10 +369,11 @@ directoryBpeSplit(llvm::StringRef directory) {
   llvm::SmallString<256> path(directory);
   llvm::sys::path::append(path, "tokenizer.json");
   if (llvm::sys::fs::exists(path)) {
-    llvm::Expected<llvm::json::Value> json = readJsonFile(path);
+    llvm::Expected<std::shared_ptr<const llvm::json::Value>> json =
+        readSharedJsonFile(path);
     if (!json)
       return json.takeError();
-    return tokenizerJsonSplit(*json, path);
+    return tokenizerJsonSplit(**json, path);
   }
   path = directory;
   llvm::sys::path::append(path, "tokenizer_config.json");

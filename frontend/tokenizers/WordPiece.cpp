@@ -75,10 +75,11 @@ llvm::Error readVocabText(llvm::StringRef path, TokenizerVocab &vocab) {
 
 /// tokenizer.json whose model is WordPiece.
 llvm::Error readWordPieceJson(llvm::StringRef path, TokenizerVocab &vocab) {
-  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
+  llvm::Expected<std::shared_ptr<const llvm::json::Value>> json =
+      readSharedJsonFile(path);
   if (!json)
     return json.takeError();
-  const llvm::json::Object *root = json->getAsObject();
+  const llvm::json::Object *root = (*json)->getAsObject();
   const llvm::json::Object *model = root ? root->getObject("model") : nullptr;
   if (!model ||
       model->getString("type") != std::optional<llvm::StringRef>("WordPiece"))
@@ -149,13 +150,14 @@ bool mlir::tfm::hasWordPieceFiles(llvm::StringRef directory) {
   std::string json = inDirectory(directory, "tokenizer.json");
   if (!llvm::sys::fs::exists(json))
     return false;
-  llvm::Expected<llvm::json::Value> value = readJsonFile(json);
+  llvm::Expected<std::shared_ptr<const llvm::json::Value>> value =
+      readSharedJsonFile(json);
   if (!value) {
     llvm::consumeError(value.takeError());
     return false;
   }
-  const llvm::json::Object *model =
-      value->getAsObject() ? value->getAsObject()->getObject("model") : nullptr;
+  const llvm::json::Object *root = (*value)->getAsObject();
+  const llvm::json::Object *model = root ? root->getObject("model") : nullptr;
   return model && model->getString("type") ==
                       std::optional<llvm::StringRef>("WordPiece");
 }
@@ -240,10 +242,11 @@ llvm::Error mlir::tfm::frameForEncoder(TokenizerVocab &vocab,
   };
   // A fast tokenizer's tokenizer.json lists them as "added_tokens".
   std::string fastPath = inDirectory(directory, "tokenizer.json");
-  std::optional<llvm::json::Value> fast;
+  std::shared_ptr<const llvm::json::Value> fast;
   if (!config->getObject("added_tokens_decoder") &&
       llvm::sys::fs::exists(fastPath)) {
-    llvm::Expected<llvm::json::Value> json = readJsonFile(fastPath);
+    llvm::Expected<std::shared_ptr<const llvm::json::Value>> json =
+        readSharedJsonFile(fastPath);
     if (!json)
       return json.takeError();
     fast = std::move(*json);

@@ -37,6 +37,8 @@
 enum {
   CUDA_ERROR_INVALID_VALUE = 1,
   CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_PTX = 218,
   CUDA_ERROR_NOT_FOUND = 500,
   CUDA_ERROR_LAUNCH_FAILED = 719
 };
@@ -420,9 +422,17 @@ _Float16 __truncsfbf2(float value) {
 
 static int context, stream, module;
 
+/* Whether TFM_CUDA_EMULATOR_FAIL asks for failure `name` (cuda_emulator.h). */
+static int failing(const char *name) {
+  const char *mode = getenv("TFM_CUDA_EMULATOR_FAIL");
+  return mode && strcmp(mode, name) == 0;
+}
+
 CUresult cuGetErrorString(CUresult error, const char **text) {
   *text = error == CUDA_ERROR_LAUNCH_FAILED
               ? (emu.failed ? emu.error : "unspecified launch failure")
+          : error == CUDA_ERROR_NO_DEVICE ? "no CUDA-capable device is detected"
+          : error == CUDA_ERROR_INVALID_PTX   ? "a PTX JIT compilation failed"
           : error == CUDA_ERROR_NOT_FOUND     ? "named symbol not found"
           : error == CUDA_ERROR_OUT_OF_MEMORY ? "out of memory"
           : error == CUDA_ERROR_INVALID_VALUE ? "invalid argument"
@@ -431,7 +441,7 @@ CUresult cuGetErrorString(CUresult error, const char **text) {
 }
 CUresult cuInit(unsigned flags) {
   (void)flags;
-  return CUDA_SUCCESS;
+  return failing("no-device") ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
 }
 CUresult cuDeviceGetCount(int *count) {
   *count = 1;
@@ -463,7 +473,13 @@ CUresult cuStreamSynchronize(CUstream s) {
 /* The PTX is not read: the kernels are this library's. */
 CUresult cuModuleLoadDataEx(CUmodule *out, const void *image, unsigned n,
                             int *options, void **values) {
-  (void)image, (void)n, (void)options, (void)values;
+  (void)image;
+  if (failing("bad-ptx")) {
+    for (unsigned i = 0; i < n; ++i)
+      if (options[i] == CU_JIT_ERROR_LOG_BUFFER)
+        strcpy((char *)values[i], "ptxas fatal: unsupported .target");
+    return CUDA_ERROR_INVALID_PTX;
+  }
   *out = (CUmodule)(void *)&module;
   return CUDA_SUCCESS;
 }
@@ -489,7 +505,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, unsigned smem,
                         CUstream s, void **params, void **extra) {
   (void)s;
-  if (emu.failed)
+  if (emu.failed || failing("launch"))
     return CUDA_ERROR_LAUNCH_FAILED;
   const tfm_emu_kernel *kernel = (const tfm_emu_kernel *)(uintptr_t)f;
   unsigned long long threads = (unsigned long long)bx * by * bz;

@@ -18,6 +18,12 @@
  * collectives, are deadlocks on a GPU: here the launch fails and says
  * where.
  *
+ * TFM_CUDA_EMULATOR_FAIL makes it fail as real machines do, so that the
+ * runtime's CUDA error paths run without a GPU (cuda-target.test):
+ *   no-device  cuInit reports CUDA_ERROR_NO_DEVICE (no GPU, or none visible)
+ *   bad-ptx    the driver rejects the kernels' PTX, with a JIT log
+ *   launch     modules load, every kernel launch fails
+ *
  * What the compiler emits and this file reads, and the stand-ins for the
  * NVVM intrinsics that the kernels call (codegen/cuda/KernelsOnHost.cpp
  * rewrites each intrinsic to one of these).
