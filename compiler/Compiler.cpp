@@ -364,6 +364,13 @@ llvm::Error checkOptions(const CompileOptions &options,
     return err;
   if (llvm::Error err = checkRanks(options))
     return err;
+  if (options.pipeline && options.pipeline->ranks > 1 &&
+      (*unit.module)->hasAttr(kDiffusionAttrName))
+    return makeError("--ranks " + llvm::Twine(options.pipeline->ranks) +
+                     ": '" + options.inputPath +
+                     "' is a Stable Diffusion pipeline, which runs in one "
+                     "process (its UNet's attention is not split over ranks "
+                     "yet)");
   int64_t maxContext = options.pipeline ? options.pipeline->maxContext : 0;
   int64_t modelContext = unit.model ? unit.model.getMaxContext() : 0;
   if (maxContext < 0 ||
