@@ -324,7 +324,8 @@ bool runsPastMaxContext(const CompilationUnit &unit) {
 
 /// --ranks: a model split over MPI processes needs MPI where tfmc was
 /// built and runs on the CPU.
-llvm::Error checkRanks(const CompileOptions &options) {
+llvm::Error checkRanks(const CompileOptions &options,
+                       const CompilationUnit &unit) {
   int64_t ranks = options.pipeline ? options.pipeline->ranks : 1;
   if (ranks == 1)
     return llvm::Error::success();
@@ -339,6 +340,12 @@ llvm::Error checkRanks(const CompileOptions &options) {
     return makeError("--ranks " + llvm::Twine(ranks) +
                      ": a model split over ranks runs on the CPU "
                      "(--target=cuda runs on one GPU)");
+  if ((*unit.module)->hasAttr(kDiffusionAttrName))
+    return makeError("--ranks " + llvm::Twine(ranks) + ": '" +
+                     options.inputPath +
+                     "' is a Stable Diffusion pipeline, which runs in one "
+                     "process (its UNet's attention is not split over ranks "
+                     "yet)");
   return llvm::Error::success();
 }
 
@@ -362,15 +369,8 @@ llvm::Error checkOptions(const CompileOptions &options,
     return makeError("--prefix must be a C identifier, got '" + prefix + "'");
   if (llvm::Error err = checkTarget(options, unit))
     return err;
-  if (llvm::Error err = checkRanks(options))
+  if (llvm::Error err = checkRanks(options, unit))
     return err;
-  if (options.pipeline && options.pipeline->ranks > 1 &&
-      (*unit.module)->hasAttr(kDiffusionAttrName))
-    return makeError("--ranks " + llvm::Twine(options.pipeline->ranks) +
-                     ": '" + options.inputPath +
-                     "' is a Stable Diffusion pipeline, which runs in one "
-                     "process (its UNet's attention is not split over ranks "
-                     "yet)");
   int64_t maxContext = options.pipeline ? options.pipeline->maxContext : 0;
   int64_t modelContext = unit.model ? unit.model.getMaxContext() : 0;
   if (maxContext < 0 ||

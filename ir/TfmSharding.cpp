@@ -25,6 +25,7 @@
 #include "ir/TfmDialect.h"
 #include "ir/TfmOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Shard/Interfaces/ShardingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -169,4 +170,24 @@ void mlir::tfm::attachShardingModels(MLIRContext &context) {
                  RmsNormOp, tensor::ConcatOp, tensor::DimOp>(context);
   LinearOp::attachInterface<LinearSharding>(context);
   tensor::ExtractSliceOp::attachInterface<ExtractSliceSharding>(context);
+}
+
+RankPartBounds mlir::tfm::rankPartBounds(OpBuilder &builder, Location loc,
+                                         RankedTensorType part, Value like,
+                                         int64_t axis, Value rank) {
+  RankPartBounds bounds;
+  Value offset = arith::MulIOp::create(
+      builder, loc, rank,
+      arith::ConstantIndexOp::create(builder, loc, part.getDimSize(axis)));
+  for (int64_t d = 0; d < part.getRank(); ++d) {
+    bounds.offsets.push_back(d == axis ? OpFoldResult(offset)
+                                       : OpFoldResult(builder.getIndexAttr(0)));
+    bounds.sizes.push_back(
+        part.isDynamicDim(d)
+            ? OpFoldResult(
+                  tensor::DimOp::create(builder, loc, like, d).getResult())
+            : OpFoldResult(builder.getIndexAttr(part.getDimSize(d))));
+    bounds.strides.push_back(builder.getIndexAttr(1));
+  }
+  return bounds;
 }

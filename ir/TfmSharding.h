@@ -9,6 +9,7 @@
 #ifndef TFM_IR_TFMSHARDING_H
 #define TFM_IR_TFMSHARDING_H
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/MLIRContext.h"
 
 namespace mlir::tfm {
@@ -33,6 +34,19 @@ inline constexpr llvm::StringLiteral kRankWeightsAttrName = "tfm.rank_weights";
 
 /// Attaches ShardingInterface to the tfm ops that tensor parallelism splits.
 void attachShardingModels(MLIRContext &context);
+
+/// Where rank `rank`'s part, of type `part`, sits in a tensor split in equal
+/// parts along `axis` (static in `part`): at rank·size along `axis` and 0
+/// elsewhere, unstrided, with the part's sizes (its dynamic ones read from
+/// `like`, a tensor whose other axes are the part's). A split value's
+/// slice (tfm-take-rank-parts) and the gathered logits' slot
+/// (tfm-lower-collectives-to-mpi) are both this.
+struct RankPartBounds {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+};
+RankPartBounds rankPartBounds(OpBuilder &builder, Location loc,
+                              RankedTensorType part, Value like, int64_t axis,
+                              Value rank);
 
 } // namespace mlir::tfm
 

@@ -10,9 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/TfmSharding.h"
 #include "passes/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -27,7 +27,6 @@ using namespace mlir::tfm;
 namespace {
 
 LogicalResult takePart(shard::AllSliceOp slice) {
-  auto whole = cast<RankedTensorType>(slice.getInput().getType());
   auto part = cast<RankedTensorType>(slice.getType());
   int64_t axis = slice.getSliceAxis().getSExtValue();
   if (slice.getGridAxes().size() != 1 || part.isDynamicDim(axis))
@@ -37,23 +36,11 @@ LogicalResult takePart(shard::AllSliceOp slice) {
   Location loc = slice.getLoc();
   Value rank = shard::ProcessLinearIndexOp::create(builder, loc,
                                                    slice.getGridAttr());
-  Value offset = arith::MulIOp::create(
-      builder, loc, rank,
-      arith::ConstantIndexOp::create(builder, loc, part.getDimSize(axis)));
-  SmallVector<OpFoldResult> offsets, sizes,
-      strides(whole.getRank(), builder.getIndexAttr(1));
-  for (int64_t d = 0; d < whole.getRank(); ++d) {
-    offsets.push_back(d == axis ? OpFoldResult(offset)
-                                : OpFoldResult(builder.getIndexAttr(0)));
-    sizes.push_back(part.isDynamicDim(d)
-                        ? OpFoldResult(tensor::DimOp::create(
-                                           builder, loc, slice.getInput(), d)
-                                           .getResult())
-                        : OpFoldResult(builder.getIndexAttr(part.getDimSize(d))));
-  }
-  Value taken = tensor::ExtractSliceOp::create(builder, loc, part,
-                                               slice.getInput(), offsets, sizes,
-                                               strides);
+  RankPartBounds bounds =
+      rankPartBounds(builder, loc, part, slice.getInput(), axis, rank);
+  Value taken = tensor::ExtractSliceOp::create(
+      builder, loc, part, slice.getInput(), bounds.offsets, bounds.sizes,
+      bounds.strides);
   slice.replaceAllUsesWith(taken);
   slice.erase();
   return success();

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
+#include "ir/TfmSharding.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
@@ -126,28 +127,10 @@ struct LowerCollectivesToMPIPass
     linalg::FillOp::create(builder, loc, ValueRange{zero}, ValueRange{buffer});
     Value world = mpi::CommWorldOp::create(
         builder, loc, mpi::CommType::get(builder.getContext()));
-    auto rank = mpi::CommRankOp::create(builder, loc, /*retval=*/Type(),
-                                        builder.getI32Type(), world);
-    Value rankIndex = arith::IndexCastOp::create(
-        builder, loc, builder.getIndexType(), rank.getRank());
-    Value partSize =
-        arith::ConstantIndexOp::create(builder, loc, part.getDimSize(axis));
-    SmallVector<OpFoldResult> offsets, sizes, strides;
-    for (int64_t d = 0; d < part.getRank(); ++d) {
-      offsets.push_back(
-          d == axis ? OpFoldResult(arith::MulIOp::create(builder, loc,
-                                                         rankIndex, partSize)
-                                       .getResult())
-                    : OpFoldResult(builder.getIndexAttr(0)));
-      sizes.push_back(
-          part.isDynamicDim(d)
-              ? OpFoldResult(
-                    tensor::DimOp::create(builder, loc, input, d).getResult())
-              : OpFoldResult(builder.getIndexAttr(part.getDimSize(d))));
-      strides.push_back(builder.getIndexAttr(1));
-    }
-    Value slot = memref::SubViewOp::create(builder, loc, buffer, offsets, sizes,
-                                           strides);
+    RankPartBounds bounds = rankPartBounds(builder, loc, part, input, axis,
+                                           rankIndex(builder, loc, world));
+    Value slot = memref::SubViewOp::create(builder, loc, buffer, bounds.offsets,
+                                           bounds.sizes, bounds.strides);
     auto copy = bufferization::MaterializeInDestinationOp::create(builder, loc,
                                                                   input, slot);
     copy.setWritable(true);
@@ -158,17 +141,21 @@ struct LowerCollectivesToMPIPass
     return success();
   }
 
+  /// This process's rank in `world`, as an index.
+  static Value rankIndex(OpBuilder &builder, Location loc, Value world) {
+    auto rank = mpi::CommRankOp::create(builder, loc, /*retval=*/Type(),
+                                        builder.getI32Type(), world);
+    return arith::IndexCastOp::create(builder, loc, builder.getIndexType(),
+                                      rank.getRank());
+  }
+
   /// The rank's index on the one grid: its rank in MPI_COMM_WORLD.
   static void lower(shard::ProcessLinearIndexOp index) {
     OpBuilder builder(index);
     Location loc = index.getLoc();
     Value world = mpi::CommWorldOp::create(
         builder, loc, mpi::CommType::get(builder.getContext()));
-    auto rank = mpi::CommRankOp::create(builder, loc, /*retval=*/Type(),
-                                        builder.getI32Type(), world);
-    Value rankIndex = arith::IndexCastOp::create(
-        builder, loc, builder.getIndexType(), rank.getRank());
-    index.getResult().replaceAllUsesWith(rankIndex);
+    index.getResult().replaceAllUsesWith(rankIndex(builder, loc, world));
     index.erase();
   }
 

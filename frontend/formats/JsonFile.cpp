@@ -12,10 +12,10 @@ mlir::tfm::readSharedJsonFile(llvm::StringRef path) {
   static std::mutex mutex;
   static std::string lastBytes;
   static std::shared_ptr<const llvm::json::Value> lastValue;
-  auto buffer = llvm::MemoryBuffer::getFile(path);
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      readJsonBytes(path);
   if (!buffer)
-    return makeError("cannot read '" + path +
-                     "': " + buffer.getError().message());
+    return buffer.takeError();
   llvm::StringRef bytes = (*buffer)->getBuffer();
   std::lock_guard<std::mutex> lock(mutex);
   if (lastValue && bytes == lastBytes)

@@ -20,13 +20,23 @@
 
 namespace mlir::tfm {
 
-/// Reads and parses `path`; the error names the file and, for bad JSON, the
-/// position (or the depth, for nesting past kMaxJsonDepth).
-inline llvm::Expected<llvm::json::Value> readJsonFile(llvm::StringRef path) {
+/// The bytes of `path`; the error names the file.
+inline llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+readJsonBytes(llvm::StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     return makeError("cannot read '" + path +
                      "': " + buffer.getError().message());
+  return std::move(*buffer);
+}
+
+/// Reads and parses `path`; the error names the file and, for bad JSON, the
+/// position (or the depth, for nesting past kMaxJsonDepth).
+inline llvm::Expected<llvm::json::Value> readJsonFile(llvm::StringRef path) {
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      readJsonBytes(path);
+  if (!buffer)
+    return buffer.takeError();
   return parseBoundedJson((*buffer)->getBuffer(), path);
 }
 
