@@ -250,7 +250,11 @@ def LowerReductionsToGpuPass
     sum of squares) that reads its reduced outputs over the same rows
     joins its kernel (`fuse-consumers`): once the totals are known, the
     block strides through the row again applying it, one launch instead
-    of two.
+    of two. A reduced output that a `linalg.fill` sets just before the
+    generic (nothing between them touching it) takes the fill's value
+    instead of its old one, and the fill goes: a one-thread kernel fewer.
+    Rows few enough to leave the GPU idle (`few-rows`: a decode step's
+    norm) get blocks of up to `few-rows-threads` threads.
 
     Generics qualify with one reduced dimension, the innermost, at most
     three parallel ones, every reduced output combined by `addf` or
@@ -279,6 +283,12 @@ def LowerReductionsToGpuPass
   let options = [
     Option<"threads", "threads", "int64_t", /*default=*/"128",
            "Most threads of a block (a multiple of 32, at most 1024)">,
+    Option<"fewRows", "few-rows", "int64_t", /*default=*/"16",
+           "Reductions of at most this many rows (known at compile time) "
+           "get blocks of few-rows-threads">,
+    Option<"fewRowsThreads", "few-rows-threads", "int64_t", /*default=*/"1024",
+           "Most threads of a block when the rows are few (a decode step's "
+           "norm: a block alone on the GPU, its loads in flight at once)">,
     Option<"minLength", "min-length", "int64_t", /*default=*/"256",
            "Rows at least this long get a block each">,
     Option<"maxRows", "max-rows", "int64_t", /*default=*/"4096",
@@ -335,6 +345,13 @@ def PlaceBuffersOnDevicePass : Pass<"tfm-place-buffers-on-device", "ModuleOp"> {
     The host may still compute sizes and views, but an op outside a kernel
     that reads or writes a buffer's elements would read device memory from
     the CPU: the pass refuses it, naming the op.
+
+    A constant tensor folded to a `memref.global` (a RoPE scaling's
+    frequencies, T5's relative-position buckets) is host memory too: each
+    kernel that reads one gets its own `memref.get_global` (and the views
+    of it), which outlining copies into the kernel's module, so the data
+    is in the PTX as a device global. A kernel reading a global that is not
+    constant is refused.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::memref::MemRefDialect"];

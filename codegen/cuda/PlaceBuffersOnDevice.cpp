@@ -7,6 +7,7 @@
 #include "codegen/cuda/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/Utils/GPUUtils.h"
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_PLACEBUFFERSONDEVICEPASS
@@ -26,6 +27,25 @@ bool onlyDescribesBuffers(Operation *op) {
              memref::ExtractAlignedPointerAsIndexOp, memref::AllocOp,
              memref::DeallocOp, gpu::AllocOp, gpu::DeallocOp, gpu::MemcpyOp,
              gpu::LaunchOp>(op);
+}
+
+/// The global a `memref.get_global` reads, if it is constant.
+memref::GlobalOp constantGlobalOf(Operation *op) {
+  auto get = dyn_cast_or_null<memref::GetGlobalOp>(op);
+  if (!get)
+    return nullptr;
+  auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+      get, get.getNameAttr());
+  return global && global.getConstant() ? global : nullptr;
+}
+
+/// A constant global or a view of one: what a kernel may read from its
+/// own module's copy of the global instead of from host memory.
+bool viewsConstantGlobal(Operation *op) {
+  while (op && isa<memref::SubViewOp, memref::CastOp, memref::ExpandShapeOp,
+                   memref::CollapseShapeOp, memref::ReinterpretCastOp>(op))
+    op = op->getOperand(0).getDefiningOp();
+  return constantGlobalOf(op) != nullptr;
 }
 
 /// The dynamic sizes of a buffer of `value`'s identity-layout type.
@@ -71,7 +91,8 @@ struct PlaceBuffersOnDevicePass
     for (auto function : getOperation().getOps<func::FuncOp>()) {
       if (function.isExternal())
         continue;
-      if (failed(refuseHostAccess(function)))
+      if (failed(refuseHostAccess(function)) ||
+          failed(moveConstantGlobalsIntoKernels(function)))
         return signalPassFailure();
       moveAllocationsToDevice(function);
       if (failed(copyInputsIn(function)) || failed(copyResultsOut(function)))
@@ -96,6 +117,54 @@ struct PlaceBuffersOnDevicePass
       return WalkResult::interrupt();
     });
     return failure(result.wasInterrupted());
+  }
+
+  /// Each launch that reads a constant global (or a view of one) gets its
+  /// own get_global: outlining then copies the global into the kernel's
+  /// module (device memory) instead of passing the host's address.
+  LogicalResult moveConstantGlobalsIntoKernels(func::FuncOp function) {
+    SmallVector<gpu::LaunchOp> launches;
+    function.walk([&](gpu::LaunchOp launch) { launches.push_back(launch); });
+    for (gpu::LaunchOp launch : launches)
+      if (failed(sinkOperationsIntoLaunchOp(launch, [](Operation *op) {
+            return isa<arith::ConstantOp>(op) || viewsConstantGlobal(op);
+          })))
+        return failure();
+    // The host's copies left unused.
+    SmallVector<Operation *> hostViews;
+    function.walk([&](Operation *op) {
+      if (viewsConstantGlobal(op) && !op->getParentOfType<gpu::LaunchOp>())
+        hostViews.push_back(op);
+    });
+    for (Operation *op : llvm::reverse(hostViews))
+      if (op->use_empty())
+        op->erase();
+    // Any global still reaching a kernel from the host (itself or through
+    // views) is one the kernel would read in host memory, or write.
+    WalkResult result = function.walk([&](memref::GetGlobalOp get) {
+      if (get->getParentOfType<gpu::LaunchOp>() || !readInKernel(get))
+        return WalkResult::advance();
+      get.emitOpError("global @")
+          << get.getName()
+          << " would be read by a GPU kernel in host memory "
+             "(tfm-place-buffers-on-device): only constant globals move "
+             "into kernels";
+      return WalkResult::interrupt();
+    });
+    return failure(result.wasInterrupted());
+  }
+
+  /// Whether `op`'s results, or views of them, are used inside a kernel.
+  static bool readInKernel(Operation *op) {
+    for (Operation *user : op->getUsers()) {
+      if (user->getParentOfType<gpu::LaunchOp>())
+        return true;
+      if (isa<memref::SubViewOp, memref::CastOp, memref::ExpandShapeOp,
+              memref::CollapseShapeOp, memref::ReinterpretCastOp>(user) &&
+          readInKernel(user))
+        return true;
+    }
+    return false;
   }
 
   void moveAllocationsToDevice(func::FuncOp function) {

@@ -245,8 +245,9 @@ int tfm_cuda_synchronize(void) {
 
 /* With TFM_CUDA_PROFILE set, every launch waits for its kernel, and the
  * kernels' wall times (launch to completion, per kernel name) are printed
- * to stderr at exit, the costliest first: a profile without the CUDA
- * toolkit's tools. The waiting costs what the launches overlapped. */
+ * to stderr at exit, the costliest first (20 of them; TFM_CUDA_PROFILE=all
+ * prints every kernel): a profile without the CUDA toolkit's tools. The
+ * waiting costs what the launches overlapped. */
 enum { kMaxProfiled = 4096 };
 typedef struct {
   void *function;
@@ -284,7 +285,9 @@ static void print_profile(void) {
         by_time);
   fprintf(stderr, "TFM_CUDA_PROFILE: %lld launches, %.3f s in kernels\n",
           launches, total);
-  for (int i = 0; i < profile.count && i < 20; ++i)
+  const char *setting = getenv("TFM_CUDA_PROFILE");
+  int shown = setting && strcmp(setting, "all") == 0 ? profile.count : 20;
+  for (int i = 0; i < profile.count && i < shown; ++i)
     fprintf(stderr, "  %8.3f ms %6lld x %s (grid %ld,%ld,%ld block %ld,%ld,%ld)\n",
             profile.kernels[i].seconds * 1e3, profile.kernels[i].launches,
             profile.kernels[i].name, (long)profile.kernels[i].grid[0],
@@ -363,9 +366,12 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
   if (!module || !enter())
     return NULL;
   CUfunction function = NULL;
-  if (cuda.cuModuleGetFunction(&function, (CUmodule)module, name) !=
-      CUDA_SUCCESS) {
-    fail("kernel %s is missing from its module", name);
+  CUresult result = cuda.cuModuleGetFunction(&function, (CUmodule)module, name);
+  if (result != CUDA_SUCCESS) {
+    /* Not always a missing kernel: after a kernel's fault every call of
+     * the context fails with that fault's error, which says so. */
+    fail("kernel %s could not be loaded from its module: %s (CUDA error %d)",
+         name, describe(result), result);
     return NULL;
   }
   remember_kernel(function, name);

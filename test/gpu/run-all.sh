@@ -46,12 +46,15 @@ if [ -x "$bench/tinyllama1b-bf16" ]; then
 fi
 phase "profiles"
 prompt() { python3 -c "import sys; n=int(sys.argv[1]); print(' '.join(str(3 + (7919 * i) % 29997) for i in range(n)))" "$1"; }
-for model in tinyllama1b-bf16 tinyllama1b; do
+for model in tinyllama1b-bf16 tinyllama1b llama124m-bf16; do
   [ -x "$bench/$model" ] || continue
   for run in "128 32" "512 0"; do
     set -- $run
     echo "== $model: prompt $1, $2 new tokens (TFM_CUDA_PROFILE: every launch waited for)"
-    TFM_CUDA_PROFILE=1 timeout 60 "$bench/$model" --tokens "$(prompt "$1")" -n "$2" \
+    # Every kernel of decode (each layer's have names of their own), the
+    # costliest 20 of prefill.
+    profile=1; [ "$2" = 0 ] || profile=all
+    TFM_CUDA_PROFILE=$profile timeout 60 "$bench/$model" --tokens "$(prompt "$1")" -n "$2" \
       --ignore-eos --stats 2>&1 >/dev/null
   done
 done > "$out/profile.txt" 2>&1

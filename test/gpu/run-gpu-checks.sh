@@ -15,10 +15,11 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 bundle="$1"
 out="${2:-$(mktemp -d)}"
 mkdir -p "$out"
-for packed in "$bundle"/*.gz "$bundle"/lib/*.gz; do
-  [ -f "$packed" ] || continue
-  [ -f "${packed%.gz}" ] || { gunzip -k "$packed" && chmod +x "${packed%.gz}"; }
-done
+# make-bundle.sh packs a GPU bundle into one archive (an emulator
+# bundle stays unpacked).
+if [ -f "$bundle/bundle.tar.xz" ] && [ ! -f "$bundle/stories260K" ]; then
+  xz -dc "$bundle/bundle.tar.xz" | tar xf - -C "$bundle" || exit
+fi
 export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 inputs="$root/test/e2e/Inputs"
 rm -f "$out"/*.result
@@ -52,6 +53,7 @@ check() { # NAME COMMAND...
   run_check "$@" &
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+[ -f "$bundle/unsupported.txt" ] && sed 's/^/UNSUPPORTED /' "$bundle/unsupported.txt"
 
 # Logits within 1e-3 of the reference the CPU tests use (make_goldens.py,
 # transformers' LlamaForCausalLM in f32). The f16 and bf16 checkpoints'

@@ -1,15 +1,14 @@
 // RUN: tfm-opt %s -split-input-file -tfm-lower-reductions-to-gpu | FileCheck %s
 
 // A fused residual add and RMSNorm's sum of squares over a decode step's
-// row: one block, its threads striding the row; the sum (an elementwise
+// row: one block (768 threads: one row leaves the GPU idle), its threads striding the row; the sum (an elementwise
 // output) written as it goes, the squares reduced across the block and
 // added to the output by thread 0.
 // CHECK-LABEL: func.func @add_sum_of_squares
 // CHECK-SAME: (%[[A:.*]]: memref<1x768xf32>, %[[B:.*]]: memref<1x768xf32>, %[[SUM:.*]]: memref<1x768xf32>, %[[SQ:.*]]: memref<1xf32>)
-// CHECK: %[[C128:.*]] = arith.constant 128 : index
-// CHECK: gpu.launch blocks(%[[ROW:.*]], %{{.*}}, %{{.*}}) in {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C128]],
+// CHECK: gpu.launch blocks(%[[ROW:.*]], %{{.*}}, %{{.*}}) in {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{[a-z0-9_]+}} = %[[STEP:[a-z0-9_]+]],
 // CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK: %[[PART:.*]] = scf.for %[[R:.*]] = %[[T]] to %{{.*}} step %[[C128]] iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (f32)
+// CHECK: %[[PART:.*]] = scf.for %[[R:.*]] = %[[T]] to %{{.*}} step %[[STEP]] iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (f32)
 // CHECK: %[[X:.*]] = arith.addf
 // CHECK: %[[NEXT:.*]] = arith.addf %{{.*}}, %[[ACC]]
 // CHECK: memref.store %[[X]], %[[SUM]]
@@ -169,6 +168,62 @@ func.func @not_fused(%x: memref<1x768xf32>, %sq: memref<1xf32>, %out: memref<1x7
   ^bb0(%in: f32, %ss: f32, %o: f32):
     %y = arith.mulf %in, %ss : f32
     linalg.yield %y : f32
+  }
+  return
+}
+
+// -----
+
+// The zero fill right before the sum of squares (a one-thread kernel of
+// its own) folds into the reduction: thread 0 stores the fill's value
+// plus the total, and the fill goes. One row: a block as wide as the row
+// allows (up to 1024 threads), its loads in flight at once.
+// CHECK-LABEL: func.func @filled_sum
+// CHECK-SAME: (%[[X:.*]]: memref<1x2048xf32>, %[[SQ:.*]]: memref<1xf32>)
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[C1024:.*]] = arith.constant 1024 : index
+// CHECK-NOT: linalg.fill
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %[[C1024]],
+// CHECK: %[[TOTAL:.*]] = gpu.all_reduce add
+// CHECK-NOT: memref.load %[[SQ]]
+// CHECK: %[[NEW:.*]] = arith.addf %[[TOTAL]], %[[ZERO]]
+// CHECK: memref.store %[[NEW]], %[[SQ]]
+func.func @filled_sum(%x: memref<1x2048xf32>, %sq: memref<1xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%sq : memref<1xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<1x2048xf32>) outs(%sq : memref<1xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %0 = arith.mulf %in, %in : f32
+    %1 = arith.addf %0, %acc : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
+
+// -----
+
+// A copy out of the filled buffer between the fill and the reduction reads
+// the fill's value: the fill stays, and the reduction folds into the
+// buffer's old value. Rows of unknown number: blocks of 128.
+// CHECK-LABEL: func.func @fill_read_between
+// CHECK-SAME: (%[[X:.*]]: memref<?x2048xf32>, %[[SQ:.*]]: memref<?xf32>, %[[COPY:.*]]: memref<?xf32>)
+// CHECK: linalg.fill
+// CHECK: memref.copy %[[SQ]], %[[COPY]]
+// CHECK: %[[C128:.*]] = arith.constant 128 : index
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %[[C128]],
+// CHECK: %[[OLD:.*]] = memref.load %[[SQ]]
+// CHECK: arith.addf %{{.*}}, %[[OLD]]
+func.func @fill_read_between(%x: memref<?x2048xf32>, %sq: memref<?xf32>, %copy: memref<?xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%sq : memref<?xf32>)
+  memref.copy %sq, %copy : memref<?xf32> to memref<?xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<?x2048xf32>) outs(%sq : memref<?xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %0 = arith.mulf %in, %in : f32
+    %1 = arith.addf %0, %acc : f32
+    linalg.yield %1 : f32
   }
   return
 }
