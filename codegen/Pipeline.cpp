@@ -28,7 +28,9 @@ static void addLowerToLinalgPasses(OpPassManager &pm,
   kernels.fusedAttention = options.fusedAttention;
   kernels.plainAttentionOnly = cuda;
   pm.addPass(createSelectCpuKernelsPass(kernels));
-  pm.addPass(createLowerToLinalgPass());
+  LowerToLinalgPassOptions lowering;
+  lowering.markHostInputs = cuda;
+  pm.addPass(createLowerToLinalgPass(lowering));
   // Every sequence-length dim back to the one of the tokens argument: the
   // buffers sized by it (kernel outputs included) can then all be
   // allocated up front and planned into one arena.

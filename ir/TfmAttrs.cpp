@@ -299,6 +299,12 @@ LogicalResult TfmDialect::verifyOperationAttribute(Operation *op,
 LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                    unsigned index,
                                                    NamedAttribute attr) {
+  // A marker on lowered code (LowerToLinalg's mark-host-inputs).
+  if (attr.getName() == kHostInputArgAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError("'tfm.host_input' is a unit attribute");
+    return success();
+  }
   auto func = dyn_cast<func::FuncOp>(op);
   if (!func)
     return op->emitError() << "'" << attr.getName().getValue()
@@ -310,6 +316,7 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                            << func.getSymName() << ": " << what << ", got "
                            << type;
   };
+
   if (attr.getName() == "tfm.input") {
     auto kind = dyn_cast<InputRoleAttr>(attr.getValue());
     if (!kind)

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cuda/Passes.h"
+#include "ir/TfmDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/Utils/GPUUtils.h"
@@ -77,12 +78,15 @@ void copy(OpBuilder &builder, Location loc, Value to, Value from) {
                         /*asyncDependencies=*/ValueRange(), to, from);
 }
 
-/// The caller's integer inputs (token ids, positions, lengths) are host
-/// memory; the weights blob (bytes) and the caches (f32, or int8 bytes)
-/// are the runtime's device memory.
-bool isHostInput(BlockArgument argument) {
+/// The caller's inputs (token ids, positions, lengths, pixels, audio
+/// features: tfm.host_input, or any i32 buffer) are host memory; the
+/// weights blob (bytes) and the caches (f32, or int8 bytes) are the
+/// runtime's device memory.
+bool isHostInput(func::FuncOp function, BlockArgument argument) {
   auto type = dyn_cast<MemRefType>(argument.getType());
-  return type && type.getElementType().isInteger(32);
+  return type && (type.getElementType().isInteger(32) ||
+                  function.getArgAttr(argument.getArgNumber(),
+                                      tfm::kHostInputArgAttrName));
 }
 
 struct PlaceBuffersOnDevicePass
@@ -202,7 +206,10 @@ struct PlaceBuffersOnDevicePass
   LogicalResult copyInputsIn(func::FuncOp function) {
     Block &entry = function.getBody().front();
     for (BlockArgument argument : entry.getArguments()) {
-      if (!isHostInput(argument) || argument.use_empty())
+      bool hostInput = isHostInput(function, argument);
+      function.removeArgAttr(argument.getArgNumber(),
+                             tfm::kHostInputArgAttrName);
+      if (!hostInput || argument.use_empty())
         continue;
       OpBuilder builder = OpBuilder::atBlockBegin(&entry);
       Location loc = argument.getLoc();

@@ -32,12 +32,17 @@ namespace {
 /// The entry points' descriptions (tfm.input, tfm.cache, tfm.output) have
 /// been read by the packager before lowering; of them, lowered code keeps
 /// only that a cache argument is state the runtime owns: writable, so that
-/// bufferization updates it in place.
-void lowerArgumentDescriptions(func::FuncOp func) {
+/// bufferization updates it in place; and, with `markHostInputs`, that a
+/// tensor input is the caller's memory (tfm.host_input), which a GPU build
+/// must copy in.
+void lowerArgumentDescriptions(func::FuncOp func, bool markHostInputs) {
   for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
     if (func.getArgAttr(i, kCacheArgAttrName))
       func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
                       BoolAttr::get(func.getContext(), true));
+    if (markHostInputs && func.getArgAttr(i, kInputArgAttrName) &&
+        isa<TensorType>(func.getArgument(i).getType()))
+      func.setArgAttr(i, kHostInputArgAttrName, UnitAttr::get(func.getContext()));
     func.removeArgAttr(i, kCacheArgAttrName);
     func.removeArgAttr(i, kInputArgAttrName);
   }
@@ -86,7 +91,7 @@ struct LowerToLinalgPass
     if (failed(checkLowerable(module)))
       return signalPassFailure();
     for (auto func : module.getOps<func::FuncOp>())
-      lowerArgumentDescriptions(func);
+      lowerArgumentDescriptions(func, markHostInputs);
 
     ConversionTarget target(getContext());
     target.addIllegalDialect<TfmDialect>();

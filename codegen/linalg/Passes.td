@@ -54,13 +54,20 @@ def LowerToLinalgPass : Pass<"tfm-lower-to-linalg", "ModuleOp"> {
     Runs after `tfm-lay-out-weights` (a `tfm.weight` left is an error) and
     after the target's kernel selection (`tfm-select-cpu-kernels`). The
     entry points' `tfm.input`/`tfm.output`/`tfm.cache` descriptions go; a
-    cache argument becomes `bufferization.writable`.
+    cache argument becomes `bufferization.writable`, and with
+    `mark-host-inputs` (the GPU target) a tensor input `tfm.host_input`:
+    the caller's memory, which `tfm-place-buffers-on-device` copies in.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect",
     "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"
+  ];
+  let options = [
+    Option<"markHostInputs", "mark-host-inputs", "bool", /*default=*/"false",
+           "Mark each tensor input tfm.host_input (for a target whose "
+           "buffers live elsewhere than the caller's)">
   ];
 }
 
