@@ -245,22 +245,34 @@ llvm::Function *hostEntry(llvm::Function &kernel) {
   return entry;
 }
 
-/// tfm_emu_kernels (name, entry) and tfm_emu_kernel_count.
+/// A private constant C string.
+llvm::Constant *cString(llvm::Module &module, llvm::StringRef text,
+                        const llvm::Twine &name) {
+  llvm::Constant *data = llvm::ConstantDataArray::getString(
+      module.getContext(), text, /*AddNull=*/true);
+  return new llvm::GlobalVariable(module, data->getType(), /*isConstant=*/true,
+                                  llvm::GlobalValue::PrivateLinkage, data,
+                                  name);
+}
+
+/// tfm_emu_kernels (name, entry, which parameters are pointers) and
+/// tfm_emu_kernel_count.
 void addKernelTable(llvm::Module &module,
                     llvm::ArrayRef<llvm::Function *> kernels) {
   llvm::LLVMContext &context = module.getContext();
   llvm::Type *ptr = llvm::PointerType::get(context, 0);
-  auto *entryType = llvm::StructType::get(context, {ptr, ptr});
+  auto *entryType = llvm::StructType::get(context, {ptr, ptr, ptr});
   llvm::SmallVector<llvm::Constant *> entries;
   llvm::IRBuilder<> b(context);
   for (llvm::Function *kernel : kernels) {
-    llvm::Constant *name = llvm::ConstantDataArray::getString(
-        context, kernel->getName(), /*AddNull=*/true);
-    auto *nameGlobal = new llvm::GlobalVariable(
-        module, name->getType(), /*isConstant=*/true,
-        llvm::GlobalValue::PrivateLinkage, name, kernel->getName() + ".name");
+    std::string params;
+    for (llvm::Argument &argument : kernel->args())
+      params += argument.getType()->isPointerTy() ? 'p' : '.';
     entries.push_back(llvm::ConstantStruct::get(
-        entryType, {nameGlobal, hostEntry(*kernel)}));
+        entryType,
+        {cString(module, kernel->getName(), kernel->getName() + ".name"),
+         hostEntry(*kernel),
+         cString(module, params, kernel->getName() + ".params")}));
   }
   auto *tableType = llvm::ArrayType::get(entryType, entries.size());
   new llvm::GlobalVariable(module, tableType, /*isConstant=*/true,

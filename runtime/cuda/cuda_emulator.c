@@ -85,6 +85,12 @@ static struct {
   void (*entry)(void **);
   void **params;
   const char *kernel;
+  /* Live device allocations (cuMemAlloc's), which a kernel's pointer
+   * parameters must point into. */
+  struct {
+    uintptr_t base, bytes;
+  } *allocations;
+  size_t allocation_count, allocation_capacity;
   int failed;
   char error[512];
 #ifdef TFM_EMU_ASAN
@@ -92,6 +98,8 @@ static struct {
   size_t scheduler_stack_bytes;
 #endif
 } emu;
+
+static int in_device_memory(uintptr_t address);
 
 static void fail(const char *format, ...) {
   if (emu.failed)
@@ -525,6 +533,17 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
          kernel->name, smem);
     return CUDA_ERROR_LAUNCH_FAILED;
   }
+  for (int i = 0; kernel->params && kernel->params[i]; ++i) {
+    if (kernel->params[i] != 'p')
+      continue;
+    uintptr_t address = *(const uintptr_t *)params[i];
+    if (!in_device_memory(address)) {
+      fail("kernel %s's parameter %d points outside GPU memory (%#lx): "
+           "host memory, which a GPU cannot read (an illegal address)",
+           kernel->name, i, (unsigned long)address);
+      return CUDA_ERROR_LAUNCH_FAILED;
+    }
+  }
   if (!emu.stacks) {
     void *stacks = mmap(NULL, (size_t)kMaxThreads * kStackBytes,
                         PROT_READ | PROT_WRITE,
@@ -553,17 +572,46 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
   return emu.failed ? CUDA_ERROR_LAUNCH_FAILED : CUDA_SUCCESS;
 }
 
-/* Device memory is the host's, 256-byte aligned as cuMemAlloc's is. */
+/* Device memory is the host's, 256-byte aligned as cuMemAlloc's is, and
+ * remembered: a kernel given a pointer outside it would read host memory,
+ * which a GPU cannot. */
 CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t bytes) {
+  if (emu.allocation_count == emu.allocation_capacity) {
+    size_t capacity = emu.allocation_capacity ? 2 * emu.allocation_capacity : 64;
+    void *grown = realloc(emu.allocations, capacity * sizeof *emu.allocations);
+    if (!grown)
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    emu.allocations = grown;
+    emu.allocation_capacity = capacity;
+  }
   void *p = aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!p)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  emu.allocations[emu.allocation_count].base = (uintptr_t)p;
+  emu.allocations[emu.allocation_count].bytes = bytes;
+  ++emu.allocation_count;
   *out = (CUdeviceptr)(size_t)p;
   return CUDA_SUCCESS;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) {
+  for (size_t i = 0; i < emu.allocation_count; ++i)
+    if (emu.allocations[i].base == (uintptr_t)p) {
+      emu.allocations[i] = emu.allocations[--emu.allocation_count];
+      break;
+    }
   free((void *)(size_t)p);
   return CUDA_SUCCESS;
+}
+
+/* Whether `address` is null or within a live allocation (its end too: an
+ * empty buffer's pointer). */
+static int in_device_memory(uintptr_t address) {
+  if (!address)
+    return 1;
+  for (size_t i = 0; i < emu.allocation_count; ++i)
+    if (address - emu.allocations[i].base <= emu.allocations[i].bytes)
+      return 1;
+  return 0;
 }
 CUresult cuMemAllocAsync(CUdeviceptr *out, size_t bytes, CUstream s) {
   (void)s;

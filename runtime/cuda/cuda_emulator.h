@@ -36,10 +36,14 @@
 #include <stdint.h>
 
 /* A kernel, entered with the launch's parameter array (pointers to each
- * argument, as cuLaunchKernel takes them). */
+ * argument, as cuLaunchKernel takes them). `params` has a character per
+ * parameter, 'p' for a pointer: each must point into device memory (an
+ * allocation of cuMemAlloc's) or be null, which the emulator checks at the
+ * launch, since here host memory would read as well as device memory. */
 typedef struct {
   const char *name;
   void (*entry)(void **params);
+  const char *params;
 } tfm_emu_kernel;
 
 /* The kernels of the model the emulator was built for. */

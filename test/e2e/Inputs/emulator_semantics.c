@@ -1,7 +1,9 @@
 /* The CUDA emulator's semantics with hand-written kernels (cuda-emulator.test):
  * a butterfly shuffle sum, a shuffle among two lanes while the others wait
  * at a barrier (how reductions finish), an mma.sync against a plain
- * product, and a deadlock the emulator must report instead of hanging.
+ * product, and a deadlock the emulator must report instead of hanging;
+ * with the argument "pointers", a kernel given device memory and then host
+ * memory, which the emulator must refuse as a GPU would fault on it.
  * Prints one line per check; exits non-zero on the first wrong one. */
 #include "runtime/cuda/cuda_driver_api.h"
 #include "runtime/cuda/cuda_emulator.h"
@@ -13,6 +15,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, unsigned smem,
                         CUstream s, void **params, void **extra);
 CUresult cuModuleGetFunction(CUfunction *out, CUmodule m, const char *name);
+CUresult cuMemAlloc_v2(CUdeviceptr *out, size_t bytes);
 
 static int out[64];
 static float mma_out[32][4];
@@ -79,11 +82,18 @@ static void deadlock(void **params) {
     shuffle(TFM_EMU_SHFL_IDX, 0xffffffffu, 1, 0);
 }
 
-const tfm_emu_kernel tfm_emu_kernels[] = {{"butterfly", butterfly},
-                                          {"partial", partial},
-                                          {"mma", mma},
-                                          {"deadlock", deadlock}};
-const int64_t tfm_emu_kernel_count = 4;
+/* Thread 0 stores 1 where its one parameter, a pointer, points. */
+static void store_one(void **params) {
+  if (tfm_emu_sreg(TFM_EMU_TID) == 0)
+    **(int **)params[0] = 1;
+}
+
+const tfm_emu_kernel tfm_emu_kernels[] = {{"butterfly", butterfly, ""},
+                                          {"partial", partial, ""},
+                                          {"mma", mma, ""},
+                                          {"deadlock", deadlock, ""},
+                                          {"store_one", store_one, "p"}};
+const int64_t tfm_emu_kernel_count = 5;
 
 static CUresult launch(const char *name, unsigned threads) {
   CUfunction f;
@@ -92,7 +102,36 @@ static CUresult launch(const char *name, unsigned threads) {
   return cuLaunchKernel(f, 1, 1, 1, threads, 1, 1, 0, NULL, NULL, NULL);
 }
 
-int main(void) {
+/* store_one into device memory, then into host memory: the second launch
+ * fails before the kernel runs (a GPU would fault on it). */
+static int check_pointers(void) {
+  CUdeviceptr device;
+  if (cuMemAlloc_v2(&device, sizeof(int)) != CUDA_SUCCESS)
+    return 1;
+  CUfunction f;
+  if (cuModuleGetFunction(&f, NULL, "store_one") != CUDA_SUCCESS)
+    return 1;
+  int *target = (int *)(uintptr_t)device;
+  void *params[] = {&target};
+  *target = 0;
+  if (cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) !=
+          CUDA_SUCCESS ||
+      *target != 1)
+    return printf("pointers: the launch on device memory failed\n"), 1;
+  printf("pointers: device memory written\n");
+  static int host;
+  target = &host;
+  if (cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL) ==
+          CUDA_SUCCESS ||
+      host != 0)
+    return printf("pointers: host memory written\n"), 1;
+  printf("pointers: the launch on host memory failed\n");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "pointers") == 0)
+    return check_pointers();
   if (launch("butterfly", 32) != CUDA_SUCCESS)
     return 1;
   for (int i = 0; i < 32; ++i)
