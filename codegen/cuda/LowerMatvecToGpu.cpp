@@ -21,6 +21,8 @@ using namespace mlir::tfm;
 
 namespace {
 
+/// Runs of 16 bytes a lane loads per iteration of the aligned path.
+constexpr int64_t kRunsInFlight = 4;
 
 struct LowerMatvecToGpuPass
     : mlir::tfm::impl::LowerMatvecToGpuPassBase<LowerMatvecToGpuPass> {
@@ -86,15 +88,18 @@ struct LowerMatvecToGpuPass
     Type f32 = b.getF32Type();
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
 
-    // The partial sum of lane `lane` over k = start, start + step, ...
-    // with `width` consecutive elements per step, each operand's runs of
-    // 16 bytes loaded together where `wide` (the rows aligned). Narrow
-    // weights (bf16, f16: tfm-widen-in-matmuls) widen as they load.
-    auto partialSum = [&](OpBuilder &ob, Location ol, Value start, Value step,
-                          int64_t width, bool wide) {
+    // The partial sum (from `init`) of lane `lane` over k = start, start +
+    // step, ... below `end`, with `width` consecutive elements at each of
+    // k, k + stride, ... (`runs` of them: loads in flight together), each
+    // operand's runs of 16 bytes loaded together where `wide` (the rows
+    // aligned). Narrow weights (bf16, f16: tfm-widen-in-matmuls) widen as
+    // they load.
+    auto partialSum = [&](OpBuilder &ob, Location ol, Value init, Value start,
+                          Value end, Value step, int64_t width, bool wide,
+                          int64_t runs, int64_t stride) {
       auto loop = scf::ForOp::create(
-          ob, ol, start, mm.depth, step, ValueRange{zero},
-          [&](OpBuilder &nb, Location nl, Value k, ValueRange acc) {
+          ob, ol, start, end, step, ValueRange{init},
+          [&](OpBuilder &nb, Location nl, Value first, ValueRange acc) {
             auto load = [&](Value buffer, Value outer, Value at, int64_t e) {
               auto type = cast<MemRefType>(buffer.getType());
               int64_t perWideLoad =
@@ -111,14 +116,20 @@ struct LowerMatvecToGpuPass
                          : arith::ExtFOp::create(nb, nl, f32, v).getResult();
             };
             Value sum = acc[0];
-            for (int64_t e = 0; e < width; ++e) {
-              Value at = e ? arith::AddIOp::create(nb, nl, k, index(nb, e))
-                                 .getResult()
-                           : k;
-              Value x = load(mm.lhs, row, at, e);
-              Value w = load(mm.rhs, column, at, e);
-              sum = arith::AddFOp::create(
-                  nb, nl, sum, arith::MulFOp::create(nb, nl, x, w));
+            for (int64_t run = 0; run < runs; ++run) {
+              Value k = run ? arith::AddIOp::create(nb, nl, first,
+                                                    index(nb, run * stride))
+                                  .getResult()
+                            : first;
+              for (int64_t e = 0; e < width; ++e) {
+                Value at = e ? arith::AddIOp::create(nb, nl, k, index(nb, e))
+                                   .getResult()
+                             : k;
+                Value x = load(mm.lhs, row, at, e);
+                Value w = load(mm.rhs, column, at, e);
+                sum = arith::AddFOp::create(
+                    nb, nl, sum, arith::MulFOp::create(nb, nl, x, w));
+              }
             }
             scf::YieldOp::create(nb, nl, sum);
           });
@@ -138,7 +149,8 @@ struct LowerMatvecToGpuPass
                                          column, mm.columns);
     scf::IfOp::create(b, loc, inside, [&](OpBuilder &nb, Location nl) {
       auto scalar = [&](OpBuilder &sb, Location sl) {
-        return partialSum(sb, sl, lane, index(sb, kWarp), 1, false);
+        return partialSum(sb, sl, zero, lane, mm.depth, index(sb, kWarp), 1,
+                          false, 1, 0);
       };
       Value part;
       if (hasUnitInnerStride(mm.lhs) && hasUnitInnerStride(mm.rhs)) {
@@ -153,12 +165,24 @@ struct LowerMatvecToGpuPass
         auto choice = scf::IfOp::create(
             nb, nl, aligned,
             [&](OpBuilder &vb, Location vl) {
+              // kRunsInFlight runs of 16 bytes a lane per iteration while
+              // whole ones fit, then one: a warp per output leaves few
+              // warps on an SM when the outputs are few (2048), and one
+              // load at a time each streamed at 35% of an H200's bandwidth.
+              int64_t chunk = kWarp * wideElements;
               Value start =
                   arith::MulIOp::create(vb, vl, lane, index(vb, wideElements));
-              scf::YieldOp::create(
-                  vb, vl,
-                  partialSum(vb, vl, start, index(vb, kWarp * wideElements),
-                             wideElements, true));
+              Value unrolled = index(vb, chunk * kRunsInFlight);
+              Value mainEnd = arith::SubIOp::create(
+                  vb, vl, mm.depth,
+                  arith::RemUIOp::create(vb, vl, mm.depth, unrolled));
+              Value head = partialSum(vb, vl, zero, start, mainEnd, unrolled,
+                                      wideElements, true, kRunsInFlight,
+                                      chunk);
+              Value rest = partialSum(
+                  vb, vl, head, arith::AddIOp::create(vb, vl, start, mainEnd),
+                  mm.depth, index(vb, chunk), wideElements, true, 1, 0);
+              scf::YieldOp::create(vb, vl, rest);
             },
             [&](OpBuilder &sb, Location sl) {
               scf::YieldOp::create(sb, sl, scalar(sb, sl));

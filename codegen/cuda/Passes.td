@@ -76,7 +76,9 @@ def LowerMatvecToGpuPass : Pass<"tfm-lower-matvec-to-gpu", "func::FuncOp"> {
     together, so that it reads one contiguous run of the weight row, 16
     bytes per lane and load (`ld.global.v4`: four f32 weights, or eight
     bf16 or f16 ones, widened in registers) where the rows turn out
-    aligned at run time, one element otherwise; `gpu.shuffle xor` sums the
+    aligned at run time (four such loads a lane in flight at once while
+    whole runs of them fit: a warp per output leaves few warps on an SM
+    when the outputs are few), one element otherwise; `gpu.shuffle xor` sums the
     lanes' partial sums. The weights stream from memory once, coalesced,
     with no shared memory or block barrier. When the output was just
     filled with zeros (tfm-fill-per-use gives each product its own fill),

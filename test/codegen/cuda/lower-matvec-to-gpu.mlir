@@ -2,8 +2,9 @@
 
 // A decode step's x·Wᵀ: a warp per output element (8 per block of 256
 // threads), its lanes striding through k together, 4 elements per load
-// where both rows are 16-byte aligned at run time, their partial sums
-// summed by butterfly shuffles, lane 0 adding the total to y.
+// where both rows are 16-byte aligned at run time (four such loads in
+// flight a lane while whole runs of 512 fit, then one at a time), their
+// partial sums summed by butterfly shuffles, lane 0 adding the total to y.
 // CHECK-LABEL: func.func @decode_projection
 // CHECK-SAME: (%[[X:.*]]: memref<1x64xf32>, %[[W:.*]]: memref<96x64xf32>, %[[Y:.*]]: memref<1x96xf32>)
 // CHECK-DAG: %[[K:.*]] = memref.dim %[[X]], %c1
@@ -22,9 +23,20 @@
 // CHECK-DAG: memref.extract_aligned_pointer_as_index %[[W]]
 // CHECK: %[[PART:.*]] = scf.if %{{.*}} -> (f32) {
 // CHECK: %[[START:.*]] = arith.muli %[[LANE]], %c4
-// CHECK: scf.for %[[KK:.*]] = %[[START]] to %[[K]] step %c128{{.*}} iter_args
+// CHECK: %[[TAIL:.*]] = arith.remui %[[K]], %[[C512:.*]] :
+// CHECK: %[[MAIN:.*]] = arith.subi %[[K]], %[[TAIL]]
+// CHECK: %[[HEAD:.*]] = scf.for %[[KK:.*]] = %[[START]] to %[[MAIN]] step %[[C512]] iter_args
 // CHECK: memref.load %[[X]][%[[ROW]], %[[KK]]] {alignment = 16 : i64}
 // CHECK: memref.load %[[W]][%[[COL]], %[[KK]]] {alignment = 16 : i64}
+// CHECK: %[[K1:.*]] = arith.addi %[[KK]], %c128
+// CHECK: memref.load %[[W]][%[[COL]], %[[K1]]] {alignment = 16 : i64}
+// CHECK: %[[K2:.*]] = arith.addi %[[KK]], %c256
+// CHECK: memref.load %[[W]][%[[COL]], %[[K2]]] {alignment = 16 : i64}
+// CHECK: %[[K3:.*]] = arith.addi %[[KK]], %c384
+// CHECK: memref.load %[[W]][%[[COL]], %[[K3]]] {alignment = 16 : i64}
+// CHECK: %[[REST:.*]] = arith.addi %[[START]], %[[MAIN]]
+// CHECK: scf.for %[[KR:.*]] = %[[REST]] to %[[K]] step %c128{{.*}} iter_args(%{{.*}} = %[[HEAD]])
+// CHECK: memref.load %[[W]][%[[COL]], %[[KR]]] {alignment = 16 : i64}
 // CHECK: } else {
 // CHECK: scf.for %[[KS:.*]] = %[[LANE]] to %[[K]] step %c32{{.*}} iter_args
 // CHECK: memref.load %[[W]][%[[COL]], %[[KS]]] :
@@ -76,7 +88,7 @@ func.func @over_zero_fill(%x: memref<1x64xf32>, %w: memref<96x64xf32>, %y: memre
 // CHECK-SAME: (%[[X:.*]]: memref<1x64xf32>, %[[W:.*]]: memref<96x64xbf16>, %{{.*}}: memref<1x96xf32>)
 // CHECK: scf.if %{{.*}} -> (f32) {
 // CHECK: %[[START:.*]] = arith.muli %{{.*}}, %c8
-// CHECK: scf.for %[[KK:.*]] = %[[START]] to %{{.*}} step %c256{{.*}} iter_args
+// CHECK: scf.for %[[KK:.*]] = %[[START]] to %{{.*}} step %c1024{{.*}} iter_args
 // CHECK: memref.load %[[X]][%{{.*}}, %[[KK]]] {alignment = 16 : i64}
 // CHECK: %[[W0:.*]] = memref.load %[[W]][%{{.*}}, %[[KK]]] {alignment = 16 : i64}
 // CHECK: arith.extf %[[W0]] : bf16 to f32
