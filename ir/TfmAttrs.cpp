@@ -299,8 +299,9 @@ LogicalResult TfmDialect::verifyOperationAttribute(Operation *op,
 LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                    unsigned index,
                                                    NamedAttribute attr) {
-  // A marker on lowered code (LowerToLinalg's mark-host-inputs).
-  if (attr.getName() == kHostInputArgAttrName) {
+  // Lowered code's mark of an input in the caller's memory (codegen/linalg
+  // sets it for the GPU target, whose placement removes it).
+  if (attr.getName() == "tfm.host_input") {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError("'tfm.host_input' is a unit attribute");
     return success();
@@ -316,7 +317,6 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                            << func.getSymName() << ": " << what << ", got "
                            << type;
   };
-
   if (attr.getName() == "tfm.input") {
     auto kind = dyn_cast<InputRoleAttr>(attr.getValue());
     if (!kind)

@@ -22,11 +22,6 @@ inline constexpr llvm::StringLiteral kInputArgAttrName = "tfm.input";
 /// On an entry point's argument: state kept between calls and updated in
 /// place (a CacheAttr; set by tfm-kv-cache).
 inline constexpr llvm::StringLiteral kCacheArgAttrName = "tfm.cache";
-/// On a lowered entry point's argument: an input in memory the caller owns
-/// (token ids, pixels, audio features), which a GPU build copies to the
-/// device (tfm-place-buffers-on-device); the descriptions above are gone by
-/// then.
-inline constexpr llvm::StringLiteral kHostInputArgAttrName = "tfm.host_input";
 /// On an entry point's result: what it carries (an OutputRoleAttr).
 inline constexpr llvm::StringLiteral kOutputResultAttrName = "tfm.output";
 /// On a tfm.weight_decl: the storage its checkpoint keeps the weight in

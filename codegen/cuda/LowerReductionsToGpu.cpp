@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/cuda/BufferViews.h"
 #include "codegen/cuda/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -17,6 +18,7 @@ namespace mlir::tfm {
 } // namespace mlir::tfm
 
 using namespace mlir;
+using namespace mlir::tfm;
 
 namespace {
 
@@ -73,17 +75,6 @@ void cloneBody(OpBuilder &b, Block *body, ArrayRef<Value> ivs,
     }
     b.clone(op, mapping);
   }
-}
-
-/// The buffer `value` is a view of (through views), or `value` itself.
-Value viewedBuffer(Value value) {
-  while (Operation *op = value.getDefiningOp()) {
-    if (!isa<memref::SubViewOp, memref::CastOp, memref::ExpandShapeOp,
-             memref::CollapseShapeOp, memref::ReinterpretCastOp>(op))
-      break;
-    value = op->getOperand(0);
-  }
-  return value;
 }
 
 /// The `linalg.fill` that sets reduced output `index` of `generic` just

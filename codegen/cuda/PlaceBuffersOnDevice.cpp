@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/cuda/BufferViews.h"
 #include "codegen/cuda/Passes.h"
-#include "ir/TfmDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/Utils/GPUUtils.h"
@@ -16,6 +16,7 @@ namespace mlir::tfm {
 } // namespace mlir::tfm
 
 using namespace mlir;
+using namespace mlir::tfm;
 
 namespace {
 
@@ -43,9 +44,8 @@ memref::GlobalOp constantGlobalOf(Operation *op) {
 /// A constant global or a view of one: what a kernel may read from its
 /// own module's copy of the global instead of from host memory.
 bool viewsConstantGlobal(Operation *op) {
-  while (op && isa<memref::SubViewOp, memref::CastOp, memref::ExpandShapeOp,
-                   memref::CollapseShapeOp, memref::ReinterpretCastOp>(op))
-    op = op->getOperand(0).getDefiningOp();
+  if (op && isBufferView(op))
+    op = viewedBuffer(op->getResult(0)).getDefiningOp();
   return constantGlobalOf(op) != nullptr;
 }
 
@@ -86,7 +86,7 @@ bool isHostInput(func::FuncOp function, BlockArgument argument) {
   auto type = dyn_cast<MemRefType>(argument.getType());
   return type && (type.getElementType().isInteger(32) ||
                   function.getArgAttr(argument.getArgNumber(),
-                                      tfm::kHostInputArgAttrName));
+                                      kHostInputArgAttrName));
 }
 
 struct PlaceBuffersOnDevicePass
@@ -163,9 +163,7 @@ struct PlaceBuffersOnDevicePass
     for (Operation *user : op->getUsers()) {
       if (user->getParentOfType<gpu::LaunchOp>())
         return true;
-      if (isa<memref::SubViewOp, memref::CastOp, memref::ExpandShapeOp,
-              memref::CollapseShapeOp, memref::ReinterpretCastOp>(user) &&
-          readInKernel(user))
+      if (isBufferView(user) && readInKernel(user))
         return true;
     }
     return false;
@@ -208,7 +206,7 @@ struct PlaceBuffersOnDevicePass
     for (BlockArgument argument : entry.getArguments()) {
       bool hostInput = isHostInput(function, argument);
       function.removeArgAttr(argument.getArgNumber(),
-                             tfm::kHostInputArgAttrName);
+                             kHostInputArgAttrName);
       if (!hostInput || argument.use_empty())
         continue;
       OpBuilder builder = OpBuilder::atBlockBegin(&entry);

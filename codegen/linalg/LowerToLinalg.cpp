@@ -42,7 +42,8 @@ void lowerArgumentDescriptions(func::FuncOp func, bool markHostInputs) {
                       BoolAttr::get(func.getContext(), true));
     if (markHostInputs && func.getArgAttr(i, kInputArgAttrName) &&
         isa<TensorType>(func.getArgument(i).getType()))
-      func.setArgAttr(i, kHostInputArgAttrName, UnitAttr::get(func.getContext()));
+      func.setArgAttr(i, kHostInputArgAttrName,
+                      UnitAttr::get(func.getContext()));
     func.removeArgAttr(i, kCacheArgAttrName);
     func.removeArgAttr(i, kInputArgAttrName);
   }

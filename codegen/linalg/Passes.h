@@ -25,6 +25,12 @@ namespace mlir::tfm {
 #define GEN_PASS_REGISTRATION
 #include "codegen/linalg/Passes.h.inc"
 
+/// On a lowered entry point's argument (tfm-lower-to-linalg's
+/// mark-host-inputs): an input in memory the caller owns (token ids, pixels,
+/// audio features), which a GPU build copies to the device
+/// (tfm-place-buffers-on-device, which removes it). The tfm dialect's
+/// verifier accepts it on any function (ir/TfmAttrs.cpp).
+inline constexpr llvm::StringLiteral kHostInputArgAttrName = "tfm.host_input";
 /// The module attribute holding the weight layout: name -> byte offset.
 inline constexpr llvm::StringLiteral kWeightLayoutAttrName = "tfm.weight_layout";
 /// The module attribute holding the weight blob's total size in bytes.
