@@ -77,6 +77,24 @@ void cloneBody(OpBuilder &b, Block *body, ArrayRef<Value> ivs,
   }
 }
 
+/// The rows of a generic whose innermost loop is reduced: the product of
+/// the other loops' static sizes, or dynamic.
+int64_t staticRows(ArrayRef<int64_t> loopSizes) {
+  int64_t rows = 1;
+  for (int64_t size : loopSizes.drop_back())
+    rows = ShapedType::isDynamic(size) || ShapedType::isDynamic(rows)
+               ? ShapedType::kDynamic
+               : rows * size;
+  return rows;
+}
+
+/// Whether output `index` of `generic` is reduced (not indexed by the
+/// innermost loop, the reduced one).
+bool isReducedOutput(linalg::GenericOp generic, unsigned index) {
+  return !generic.getIndexingMapsArray()[generic.getNumDpsInputs() + index]
+              .isFunctionOfDim(generic.getNumLoops() - 1);
+}
+
 /// The `linalg.fill` that sets reduced output `index` of `generic` just
 /// before it (nothing between them touching that buffer), where the
 /// reduction writes every element of the output: a norm's sum of squares
@@ -211,9 +229,8 @@ struct LowerReductionsToGpuPass
                         utils::IteratorType::reduction)
       return false;
     for (OpOperand &init : generic.getDpsInitsMutable()) {
-      AffineMap map = generic.getMatchingIndexingMap(&init);
       unsigned index = init.getOperandNumber() - generic.getNumDpsInputs();
-      bool reduced = !map.isFunctionOfDim(rank - 1);
+      bool reduced = isReducedOutput(generic, index);
       if (reduced && !combinerOf(generic, index))
         return false;
       // An output written elementwise must not read its old value.
@@ -221,11 +238,7 @@ struct LowerReductionsToGpuPass
         return false;
     }
     SmallVector<int64_t> sizes = generic.getStaticLoopRanges();
-    int64_t rows = 1;
-    for (unsigned dim = 0; dim + 1 < rank; ++dim)
-      rows = ShapedType::isDynamic(sizes[dim]) || ShapedType::isDynamic(rows)
-                 ? ShapedType::kDynamic
-                 : rows * sizes[dim];
+    int64_t rows = staticRows(sizes);
     int64_t length = sizes[rank - 1];
     return ShapedType::isDynamic(length) || length >= minLength ||
            (!ShapedType::isDynamic(rows) && rows <= maxRows);
@@ -248,8 +261,7 @@ struct LowerReductionsToGpuPass
     // found before anything is built between them.
     SmallVector<linalg::FillOp> fills;
     for (unsigned i = 0; i < generic.getNumDpsInits(); ++i)
-      if (!generic.getIndexingMapsArray()[generic.getNumDpsInputs() + i]
-               .isFunctionOfDim(generic.getNumLoops() - 1))
+      if (isReducedOutput(generic, i))
         fills.push_back(initialFill(generic, i));
     OpBuilder b(consumer ? consumer : generic);
     Location loc = generic.getLoc();
@@ -270,11 +282,7 @@ struct LowerReductionsToGpuPass
     // A few rows (a decode step's norm: one) get wide blocks: 128 threads
     // walking a 2048-wide row make 16 dependent loads each, twice, about
     // 24 us on an H200 for a kernel that moves 16 KB.
-    int64_t rows = 1;
-    for (unsigned dim = 0; dim + 1 < rank; ++dim)
-      rows = ShapedType::isDynamic(sizes[dim]) || ShapedType::isDynamic(rows)
-                 ? ShapedType::kDynamic
-                 : rows * sizes[dim];
+    int64_t rows = staticRows(sizes);
     int64_t blockSize =
         !ShapedType::isDynamic(rows) && rows <= fewRows ? fewRowsThreads
                                                         : threads;
@@ -298,8 +306,7 @@ struct LowerReductionsToGpuPass
     SmallVector<Combiner> combiners;
     SmallVector<Value> identities;
     for (unsigned i = 0; i < generic.getNumDpsInits(); ++i)
-      if (!generic.getIndexingMapsArray()[numInputs + i].isFunctionOfDim(
-              rank - 1)) {
+      if (isReducedOutput(generic, i)) {
         Combiner combiner = *combinerOf(generic, i);
         reduced.push_back(i);
         combiners.push_back(combiner);

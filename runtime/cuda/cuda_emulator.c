@@ -613,6 +613,7 @@ static int in_device_memory(uintptr_t address) {
       return 1;
   return 0;
 }
+
 CUresult cuMemAllocAsync(CUdeviceptr *out, size_t bytes, CUstream s) {
   (void)s;
   return cuMemAlloc_v2(out, bytes);
