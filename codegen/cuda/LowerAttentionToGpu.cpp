@@ -6,6 +6,7 @@
 
 #include "codegen/cuda/GpuAlignment.h"
 #include "codegen/cuda/Passes.h"
+#include "codegen/cuda/TiledAttention.h"
 #include "codegen/linalg/LinalgBuilders.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -113,6 +114,18 @@ struct LowerAttentionToGpuPass
     auto index = [&](int64_t value) -> Value {
       return arith::ConstantIndexOp::create(b, loc, value);
     };
+    // A prefill (queries known at run time only) with heads the tiles take
+    // goes by tiles of queries and keys.
+    if (qType.isDynamicDim(0) && tiledAttentionFits(width)) {
+      buildTiledPrefillAttention(
+          b, loc,
+          AttentionOperands{q, k, v, out, scaleAttr.getValueAsDouble(),
+                            softcapAttr.getValueAsDouble(),
+                            causalAttr.getInt() != 0, windowAttr.getInt(),
+                            heads, width, heads / kType.getDimSize(1)});
+      eraseCall(call);
+      return success();
+    }
     Value one = index(1);
     Value queries = memref::DimOp::create(b, loc, q, 0);
     // Decode (queries known at compile time: one a step) splits the keys
@@ -195,13 +208,18 @@ struct LowerAttentionToGpuPass
       memref::DeallocOp::create(b, loc, kernel.spanParts);
     }
 
+    eraseCall(call);
+    return success();
+  }
+
+  /// Erases the lowered call and the casts that only it used.
+  static void eraseCall(func::CallOp call) {
     SmallVector<Value> operands(call.getOperands());
     call.erase();
     for (Value operand : operands)
       if (auto cast = operand.getDefiningOp<memref::CastOp>())
         if (cast->use_empty())
           cast.erase();
-    return success();
   }
 
   /// What a block computes, built inside the launch for a given number of
@@ -221,213 +239,330 @@ struct LowerAttentionToGpuPass
     /// buffer of every span's unnormalized outputs, maximum and sum.
     Value keySpan, spanParts;
 
-    void build(OpBuilder &b, Location loc, int64_t vec) const {
-      auto index = [&](OpBuilder &at, int64_t value) -> Value {
-        return arith::ConstantIndexOp::create(at, loc, value);
-      };
-      auto f32Constant = [&](OpBuilder &at, double value) -> Value {
-        return arith::ConstantOp::create(at, loc, at.getF32FloatAttr(value));
-      };
-      // Threads per key row (each `vec` columns) and the groups of them
-      // that split a chunk's keys; threads past the last group only score.
-      int64_t lanes = width / vec;
-      int64_t groups = threads / lanes;
-      llvm::MaybeAlign align =
+    static Value index(OpBuilder &at, Location loc, int64_t value) {
+      return arith::ConstantIndexOp::create(at, loc, value);
+    }
+    static Value f32Constant(OpBuilder &at, Location loc, double value) {
+      return arith::ConstantOp::create(at, loc, at.getF32FloatAttr(value));
+    }
+
+    /// A thread's place in the block, for `vec` output columns a thread.
+    struct Layout {
+      /// Threads per key row (each `vec` columns) and the groups of them
+      /// that split a chunk's keys; threads past the last group only score.
+      int64_t vec, lanes, groups;
+      llvm::MaybeAlign align;
+      Value kvHead, lane, share, firstColumn, accumulates;
+      /// The keys the block weighs: [first, end).
+      Value first, end;
+      Value minusInf, zero;
+    };
+
+    Layout layout(OpBuilder &b, Location loc, int64_t vec) const {
+      Layout l;
+      l.vec = vec;
+      l.lanes = width / vec;
+      l.groups = threads / l.lanes;
+      l.align =
           vec > 1 ? llvm::MaybeAlign(kWideLoadBytes) : llvm::MaybeAlign();
-      Value one = index(b, 1);
       Value keys = memref::DimOp::create(b, loc, k, 0);
-      Value kvHead = arith::DivUIOp::create(b, loc, head, index(b, group));
-      Value lane = arith::RemUIOp::create(b, loc, thread, index(b, lanes));
-      Value share = arith::DivUIOp::create(b, loc, thread, index(b, lanes));
-      Value firstColumn = arith::MulIOp::create(b, loc, lane, index(b, vec));
-      Value accumulates = arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::ult, share, index(b, groups));
+      l.kvHead = arith::DivUIOp::create(b, loc, head, index(b, loc, group));
+      l.lane = arith::RemUIOp::create(b, loc, thread, index(b, loc, l.lanes));
+      l.share = arith::DivUIOp::create(b, loc, thread, index(b, loc, l.lanes));
+      l.firstColumn =
+          arith::MulIOp::create(b, loc, l.lane, index(b, loc, vec));
+      l.accumulates = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ult, l.share, index(b, loc, l.groups));
       // Queries are the last s of the t positions; the query sees keys
       // [first, end).
-      Value end = keys;
+      l.end = keys;
       if (causal)
-        end = arith::AddIOp::create(
-            b, loc, arith::AddIOp::create(b, loc, query, one),
+        l.end = arith::AddIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, query, index(b, loc, 1)),
             arith::SubIOp::create(b, loc, keys, queries));
-      Value first = index(b, 0);
+      l.first = index(b, loc, 0);
       if (window > 0) {
-        Value span = index(b, window);
-        Value beyond = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
-                                             end, span);
-        first = arith::SelectOp::create(
-            b, loc, beyond, arith::SubIOp::create(b, loc, end, span), first);
+        Value span = index(b, loc, window);
+        Value beyond = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::ugt, l.end, span);
+        l.first = arith::SelectOp::create(
+            b, loc, beyond, arith::SubIOp::create(b, loc, l.end, span),
+            l.first);
       }
       if (keySpan) {
         // This block's keys: [span * threads, (span + 1) * threads) of the
         // visible ones, one chunk (none where the span is out of view).
         Value spanFirst =
-            arith::MulIOp::create(b, loc, keySpan, index(b, threads));
-        first = arith::MaxUIOp::create(b, loc, first, spanFirst);
-        end = arith::MinUIOp::create(
-            b, loc, end,
-            arith::AddIOp::create(b, loc, spanFirst, index(b, threads)));
+            arith::MulIOp::create(b, loc, keySpan, index(b, loc, threads));
+        l.first = arith::MaxUIOp::create(b, loc, l.first, spanFirst);
+        l.end = arith::MinUIOp::create(
+            b, loc, l.end,
+            arith::AddIOp::create(b, loc, spanFirst, index(b, loc, threads)));
       }
-      Value minusInf =
-          f32Constant(b, -std::numeric_limits<double>::infinity());
-      Value zero = f32Constant(b, 0.0);
-      auto reduce = [&](OpBuilder &at, Value value,
-                        gpu::AllReduceOperation op) {
+      l.minusInf = f32Constant(b, loc, -std::numeric_limits<double>::infinity());
+      l.zero = f32Constant(b, loc, 0.0);
+      return l;
+    }
+
+    void build(OpBuilder &b, Location loc, int64_t vec) const {
+      Layout l = layout(b, loc, vec);
+      SmallVector<Value> inits = {l.minusInf, l.zero};
+      inits.append(vec, l.zero);
+      auto chunks = scf::ForOp::create(
+          b, loc, l.first, l.end, index(b, loc, threads), inits,
+          [&](OpBuilder &cb, Location, Value start, ValueRange carried) {
+            scf::YieldOp::create(cb, loc,
+                                 chunkStep(cb, loc, l, start, carried));
+          });
+      writeResult(b, loc, l, chunks.getResults());
+    }
+
+    /// q · k of key row `key` (a thread's), scaled and soft-capped.
+    Value score(OpBuilder &sb, Location loc, const Layout &l, Value key) const {
+      // kUnroll loads of the key row in flight per iteration where they
+      // fit the width (a loop of one waits for each: decode's blocks are a
+      // chain of such waits).
+      int64_t vec = l.vec;
+      int64_t unroll = (width / vec) % kUnroll == 0 ? kUnroll : 1;
+      auto dot = scf::ForOp::create(
+          sb, loc, index(sb, loc, 0), index(sb, loc, width),
+          index(sb, loc, vec * unroll), ValueRange{l.zero},
+          [&](OpBuilder &db, Location, Value d, ValueRange sum) {
+            SmallVector<Value> xs, ys;
+            for (int64_t e = 0; e < vec * unroll; ++e) {
+              Value at =
+                  e ? arith::AddIOp::create(db, loc, d, index(db, loc, e))
+                          .getResult()
+                    : d;
+              auto elementAlign = e % vec ? llvm::MaybeAlign() : l.align;
+              xs.push_back(memref::LoadOp::create(
+                  db, loc, q, ValueRange{query, head, at}, false,
+                  elementAlign));
+              ys.push_back(memref::LoadOp::create(
+                  db, loc, k, ValueRange{key, l.kvHead, at}, false,
+                  elementAlign));
+            }
+            Value total = sum[0];
+            for (auto [x, y] : llvm::zip(xs, ys))
+              total = arith::AddFOp::create(
+                  db, loc, total, arith::MulFOp::create(db, loc, x, y));
+            scf::YieldOp::create(db, loc, total);
+          });
+      Value score = arith::MulFOp::create(sb, loc, dot.getResult(0),
+                                          f32Constant(sb, loc, scale));
+      if (softcap > 0)
+        score = softcapped(sb, loc, score, softcap);
+      return score;
+    }
+
+    /// One chunk of keys from `start`: a key a thread scored, the block's
+    /// maximum and sum of exponentials (online softmax: the running sum and
+    /// outputs rescaled when the maximum grows), the weights staged in
+    /// workgroup memory and weighed into the thread's output columns.
+    /// Returns the new (maximum, sum, outputs...).
+    SmallVector<Value> chunkStep(OpBuilder &cb, Location loc, const Layout &l,
+                                 Value start, ValueRange carried) const {
+      auto reduce = [&](Value value, gpu::AllReduceOperation op) {
         return gpu::AllReduceOp::create(
-                   at, loc, value,
-                   gpu::AllReduceOperationAttr::get(at.getContext(), op),
-                   at.getUnitAttr())
+                   cb, loc, value,
+                   gpu::AllReduceOperationAttr::get(cb.getContext(), op),
+                   cb.getUnitAttr())
             .getResult();
       };
-      auto column = [&](OpBuilder &at, int64_t e) -> Value {
-        return e ? arith::AddIOp::create(at, loc, firstColumn, index(at, e))
-                       .getResult()
-                 : firstColumn;
-      };
-
-      SmallVector<Value> inits = {minusInf, zero};
-      inits.append(vec, zero);
-      auto chunks = scf::ForOp::create(
-          b, loc, first, end, index(b, threads), inits,
-          [&](OpBuilder &cb, Location, Value start, ValueRange carried) {
-            Value runningMax = carried[0], runningSum = carried[1];
-            Value key = arith::AddIOp::create(cb, loc, start, thread);
-            Value visible = arith::CmpIOp::create(
-                cb, loc, arith::CmpIPredicate::ult, key, end);
-            auto scored = scf::IfOp::create(
-                cb, loc, visible,
-                [&](OpBuilder &sb, Location) {
-                  auto dot = scf::ForOp::create(
-                      sb, loc, index(sb, 0), index(sb, width), index(sb, vec),
-                      ValueRange{zero},
-                      [&](OpBuilder &db, Location, Value d, ValueRange sum) {
-                        Value total = sum[0];
-                        for (int64_t e = 0; e < vec; ++e) {
-                          Value at = e ? arith::AddIOp::create(db, loc, d,
-                                                               index(db, e))
-                                             .getResult()
-                                       : d;
-                          auto elementAlign = e ? llvm::MaybeAlign() : align;
-                          Value x = memref::LoadOp::create(
-                              db, loc, q, ValueRange{query, head, at}, false,
-                              elementAlign);
-                          Value y = memref::LoadOp::create(
-                              db, loc, k, ValueRange{key, kvHead, at}, false,
-                              elementAlign);
-                          total = arith::AddFOp::create(
-                              db, loc, total,
-                              arith::MulFOp::create(db, loc, x, y));
-                        }
-                        scf::YieldOp::create(db, loc, total);
-                      });
-                  Value score = arith::MulFOp::create(sb, loc, dot.getResult(0),
-                                                      f32Constant(sb, scale));
-                  if (softcap > 0)
-                    score = softcapped(sb, loc, score, softcap);
-                  scf::YieldOp::create(sb, loc, score);
-                },
-                [&](OpBuilder &sb, Location) {
-                  scf::YieldOp::create(sb, loc, minusInf);
-                });
-            Value score = scored.getResult(0);
-            Value chunkMax =
-                reduce(cb, score, gpu::AllReduceOperation::MAXIMUMF);
-            Value newMax =
-                arith::MaximumFOp::create(cb, loc, runningMax, chunkMax);
-            // exp(-inf - max) may not be 0 in the approximated exp: masked
-            // keys get weight 0 explicitly, and so does the first chunk's
-            // rescaling of the (zero) sums.
-            Value weight = arith::SelectOp::create(
-                cb, loc, visible,
-                math::ExpOp::create(
-                    cb, loc, arith::SubFOp::create(cb, loc, score, newMax)),
-                zero);
-            memref::StoreOp::create(cb, loc, weight, weights,
-                                    ValueRange{thread});
-            Value chunkSum = reduce(cb, weight, gpu::AllReduceOperation::ADD);
-            Value firstChunk = arith::CmpFOp::create(
-                cb, loc, arith::CmpFPredicate::OEQ, runningMax, minusInf);
-            Value rescale = arith::SelectOp::create(
-                cb, loc, firstChunk, zero,
-                math::ExpOp::create(
-                    cb, loc,
-                    arith::SubFOp::create(cb, loc, runningMax, newMax)));
-            Value newSum = arith::AddFOp::create(
-                cb, loc, arith::MulFOp::create(cb, loc, runningSum, rescale),
-                chunkSum);
-            gpu::BarrierOp::create(cb, loc);
-            // This thread's keys of the chunk: share, share + groups, ...
-            Value inChunk = arith::MinUIOp::create(
-                cb, loc, index(cb, threads),
-                arith::SubIOp::create(cb, loc, end, start));
-            Value count = arith::SelectOp::create(cb, loc, accumulates,
-                                                  inChunk, index(cb, 0));
-            SmallVector<Value> rescaled;
-            for (Value acc : carried.drop_front(2))
-              rescaled.push_back(arith::MulFOp::create(cb, loc, acc, rescale));
-            // kUnroll keys per iteration, their loads issued together (a
-            // loop of one would wait for each); a slot past `count` reads
-            // the chunk's last key with weight 0.
-            Value last = arith::SubIOp::create(cb, loc, inChunk, one);
-            auto weighted = scf::ForOp::create(
-                cb, loc, share, count, index(cb, groups * kUnroll), rescaled,
-                [&](OpBuilder &wb, Location, Value slot0, ValueRange sums) {
-                  SmallVector<Value> ps, rows;
-                  for (int64_t u = 0; u < kUnroll; ++u) {
-                    Value slot =
-                        u ? arith::AddIOp::create(wb, loc, slot0,
-                                                  index(wb, u * groups))
-                                .getResult()
-                          : slot0;
-                    Value inside = arith::CmpIOp::create(
-                        wb, loc, arith::CmpIPredicate::ult, slot, count);
-                    Value clamped =
-                        arith::SelectOp::create(wb, loc, inside, slot, last);
-                    Value p = memref::LoadOp::create(wb, loc, weights,
-                                                     ValueRange{clamped});
-                    ps.push_back(
-                        arith::SelectOp::create(wb, loc, inside, p, zero));
-                    rows.push_back(
-                        arith::AddIOp::create(wb, loc, start, clamped));
-                  }
-                  SmallVector<Value> next(sums);
-                  for (int64_t u = 0; u < kUnroll; ++u)
-                    for (int64_t e = 0; e < vec; ++e) {
-                      Value x = memref::LoadOp::create(
-                          wb, loc, v,
-                          ValueRange{rows[u], kvHead, column(wb, e)}, false,
-                          e ? llvm::MaybeAlign() : align);
-                      next[e] = arith::AddFOp::create(
-                          wb, loc, next[e],
-                          arith::MulFOp::create(wb, loc, ps[u], x));
-                    }
-                  scf::YieldOp::create(wb, loc, next);
-                });
-            // The next chunk's weights overwrite these only after every
-            // thread has read them.
-            gpu::BarrierOp::create(cb, loc);
-            SmallVector<Value> next = {newMax, newSum};
-            next.append(weighted.getResults().begin(),
-                        weighted.getResults().end());
-            scf::YieldOp::create(cb, loc, next);
+      Value runningMax = carried[0], runningSum = carried[1];
+      SmallVector<Value> prefetched;
+      if (prefetchesValues(l))
+        prefetched = prefetchValues(cb, loc, l, start);
+      Value key = arith::AddIOp::create(cb, loc, start, thread);
+      Value visible =
+          arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ult, key, l.end);
+      auto scored = scf::IfOp::create(
+          cb, loc, visible,
+          [&](OpBuilder &sb, Location) {
+            scf::YieldOp::create(sb, loc, score(sb, loc, l, key));
+          },
+          [&](OpBuilder &sb, Location) {
+            scf::YieldOp::create(sb, loc, l.minusInf);
           });
+      Value keyScore = scored.getResult(0);
+      Value chunkMax = reduce(keyScore, gpu::AllReduceOperation::MAXIMUMF);
+      Value newMax = arith::MaximumFOp::create(cb, loc, runningMax, chunkMax);
+      // exp(-inf - max) may not be 0 in the approximated exp: masked keys
+      // get weight 0 explicitly, and so does the first chunk's rescaling of
+      // the (zero) sums.
+      Value weight = arith::SelectOp::create(
+          cb, loc, visible,
+          math::ExpOp::create(cb, loc,
+                              arith::SubFOp::create(cb, loc, keyScore, newMax)),
+          l.zero);
+      memref::StoreOp::create(cb, loc, weight, weights, ValueRange{thread});
+      Value chunkSum = reduce(weight, gpu::AllReduceOperation::ADD);
+      Value firstChunk = arith::CmpFOp::create(
+          cb, loc, arith::CmpFPredicate::OEQ, runningMax, l.minusInf);
+      Value rescale = arith::SelectOp::create(
+          cb, loc, firstChunk, l.zero,
+          math::ExpOp::create(
+              cb, loc, arith::SubFOp::create(cb, loc, runningMax, newMax)));
+      Value newSum = arith::AddFOp::create(
+          cb, loc, arith::MulFOp::create(cb, loc, runningSum, rescale),
+          chunkSum);
+      gpu::BarrierOp::create(cb, loc);
+      SmallVector<Value> rescaled;
+      for (Value acc : carried.drop_front(2))
+        rescaled.push_back(arith::MulFOp::create(cb, loc, acc, rescale));
+      SmallVector<Value> next = {newMax, newSum};
+      llvm::append_range(next,
+                         weighChunk(cb, loc, l, start, rescaled, prefetched));
+      // The next chunk's weights overwrite these only after every thread
+      // has read them.
+      gpu::BarrierOp::create(cb, loc);
+      return next;
+    }
 
-      // The groups' partial outputs, summed by one thread per column.
+    /// This thread's keys of the chunk from `start` (share, share + groups,
+    /// ...): how many there are and, per slot, the key to read (a slot
+    /// past the count reads the chunk's last key, weighed 0).
+    struct ChunkSlots {
+      Value count, last;
+    };
+    ChunkSlots chunkSlots(OpBuilder &cb, Location loc, const Layout &l,
+                          Value start) const {
+      Value inChunk = arith::MinUIOp::create(
+          cb, loc, index(cb, loc, threads),
+          arith::SubIOp::create(cb, loc, l.end, start));
+      return {arith::SelectOp::create(cb, loc, l.accumulates, inChunk,
+                                      index(cb, loc, 0)),
+              arith::SubIOp::create(cb, loc, inChunk, index(cb, loc, 1))};
+    }
+
+    /// Slot `slot`'s key row (clamped) and whether it counts.
+    std::pair<Value, Value> slotKey(OpBuilder &at, Location loc,
+                                    const ChunkSlots &slots, Value start,
+                                    Value slot) const {
+      Value inside = arith::CmpIOp::create(at, loc, arith::CmpIPredicate::ult,
+                                           slot, slots.count);
+      Value clamped =
+          arith::SelectOp::create(at, loc, inside, slot, slots.last);
+      return {clamped, inside};
+    }
+
+    Value valueAt(OpBuilder &at, Location loc, const Layout &l, Value row,
+                  int64_t e) const {
+      Value column =
+          e ? arith::AddIOp::create(at, loc, l.firstColumn, index(at, loc, e))
+                  .getResult()
+            : l.firstColumn;
+      return memref::LoadOp::create(at, loc, v,
+                                    ValueRange{row, l.kvHead, column}, false,
+                                    e ? llvm::MaybeAlign() : l.align);
+    }
+
+    /// Slots of a chunk a thread weighs: threads / groups.
+    int64_t slotsPerThread(const Layout &l) const {
+      return llvm::divideCeil(threads, l.groups);
+    }
+
+    /// Whether a thread's value rows of a chunk (slots x vec floats) are
+    /// loaded into registers as the chunk starts, their loads in flight
+    /// while the keys are scored and the block reduces (decode's blocks: 16
+    /// rows of 4): at most 64 registers.
+    bool prefetchesValues(const Layout &l) const {
+      return slotsPerThread(l) * l.vec <= 64;
+    }
+
+    /// The value rows of this thread's slots of the chunk from `start`,
+    /// loaded together (prefetchesValues).
+    SmallVector<Value> prefetchValues(OpBuilder &cb, Location loc,
+                                      const Layout &l, Value start) const {
+      ChunkSlots slots = chunkSlots(cb, loc, l, start);
+      SmallVector<Value> values;
+      for (int64_t u = 0; u < slotsPerThread(l); ++u) {
+        Value slot = arith::AddIOp::create(cb, loc, l.share,
+                                           index(cb, loc, u * l.groups));
+        Value row = arith::AddIOp::create(
+            cb, loc, start, slotKey(cb, loc, slots, start, slot).first);
+        for (int64_t e = 0; e < l.vec; ++e)
+          values.push_back(valueAt(cb, loc, l, row, e));
+      }
+      return values;
+    }
+
+    /// `sums` plus the staged weights times the value rows of this
+    /// thread's keys of the chunk from `start`: from `prefetched` rows
+    /// (prefetchValues), or loaded kUnroll keys per iteration, their loads
+    /// issued together (a loop of one would wait for each).
+    SmallVector<Value> weighChunk(OpBuilder &cb, Location loc, const Layout &l,
+                                  Value start, ValueRange sums,
+                                  ValueRange prefetched) const {
+      ChunkSlots slots = chunkSlots(cb, loc, l, start);
+      auto weightOf = [&](OpBuilder &at, Value slot) {
+        auto [clamped, inside] = slotKey(at, loc, slots, start, slot);
+        Value p = memref::LoadOp::create(at, loc, weights, ValueRange{clamped});
+        return std::pair{
+            arith::SelectOp::create(at, loc, inside, p, l.zero).getResult(),
+            clamped};
+      };
+      if (!prefetched.empty()) {
+        SmallVector<Value> next(sums);
+        for (int64_t u = 0; u < slotsPerThread(l); ++u) {
+          Value slot = arith::AddIOp::create(cb, loc, l.share,
+                                             index(cb, loc, u * l.groups));
+          Value p = weightOf(cb, slot).first;
+          for (int64_t e = 0; e < l.vec; ++e)
+            next[e] = arith::AddFOp::create(
+                cb, loc, next[e],
+                arith::MulFOp::create(cb, loc, p, prefetched[u * l.vec + e]));
+        }
+        return next;
+      }
+      auto weighted = scf::ForOp::create(
+          cb, loc, l.share, slots.count, index(cb, loc, l.groups * kUnroll),
+          sums, [&](OpBuilder &wb, Location, Value slot0, ValueRange acc) {
+            SmallVector<Value> ps, rows;
+            for (int64_t u = 0; u < kUnroll; ++u) {
+              Value slot = u ? arith::AddIOp::create(
+                                   wb, loc, slot0, index(wb, loc, u * l.groups))
+                                   .getResult()
+                             : slot0;
+              auto [p, clamped] = weightOf(wb, slot);
+              ps.push_back(p);
+              rows.push_back(arith::AddIOp::create(wb, loc, start, clamped));
+            }
+            SmallVector<Value> next(acc);
+            for (int64_t u = 0; u < kUnroll; ++u)
+              for (int64_t e = 0; e < l.vec; ++e)
+                next[e] = arith::AddFOp::create(
+                    wb, loc, next[e],
+                    arith::MulFOp::create(wb, loc, ps[u],
+                                          valueAt(wb, loc, l, rows[u], e)));
+            scf::YieldOp::create(wb, loc, next);
+          });
+      return SmallVector<Value>(weighted.getResults());
+    }
+
+    /// The groups' partial outputs, summed by one thread per column, then
+    /// normalized into `out` or (split keys) written with the maximum and
+    /// sum for combineSpans.
+    void writeResult(OpBuilder &b, Location loc, const Layout &l,
+                     ValueRange results) const {
+      int64_t vec = l.vec;
       for (int64_t e = 0; e < vec; ++e)
         memref::StoreOp::create(
-            b, loc, chunks.getResult(2 + e), partials,
+            b, loc, results[2 + e], partials,
             ValueRange{arith::AddIOp::create(
-                b, loc, arith::MulIOp::create(b, loc, thread, index(b, vec)),
-                index(b, e))});
+                b, loc,
+                arith::MulIOp::create(b, loc, thread, index(b, loc, vec)),
+                index(b, loc, e))});
       gpu::BarrierOp::create(b, loc);
       Value writes = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                           thread, index(b, width));
+                                           thread, index(b, loc, width));
       scf::IfOp::create(b, loc, writes, [&](OpBuilder &fb, Location) {
         // Thread c sums column c: lane c / vec's element c % vec of every
         // group, at partials[((g * lanes) + c / vec) * vec + c % vec].
-        Value total = zero;
-        for (int64_t g = 0; g < groups; ++g) {
+        Value total = l.zero;
+        for (int64_t g = 0; g < l.groups; ++g) {
           Value slot = arith::AddIOp::create(fb, loc, thread,
-                                             index(fb, g * lanes * vec));
+                                             index(fb, loc, g * l.lanes * vec));
           total = arith::AddFOp::create(
               fb, loc, total,
               memref::LoadOp::create(fb, loc, partials, ValueRange{slot}));
@@ -438,25 +573,24 @@ struct LowerAttentionToGpuPass
                                   ValueRange{head, query, keySpan, thread});
         } else {
           Value normalized =
-              arith::DivFOp::create(fb, loc, total, chunks.getResult(1));
+              arith::DivFOp::create(fb, loc, total, results[1]);
           memref::StoreOp::create(fb, loc, normalized, out,
                                   ValueRange{query, head, thread});
         }
         scf::YieldOp::create(fb, loc);
       });
-      if (keySpan) {
-        Value firstThread = arith::CmpIOp::create(
-            b, loc, arith::CmpIPredicate::eq, thread, index(b, 0));
-        scf::IfOp::create(b, loc, firstThread, [&](OpBuilder &fb, Location) {
-          for (auto [slot, value] :
-               {std::pair{width, chunks.getResult(0)},
-                std::pair{width + 1, chunks.getResult(1)}})
-            memref::StoreOp::create(
-                fb, loc, value, spanParts,
-                ValueRange{head, query, keySpan, index(fb, slot)});
-          scf::YieldOp::create(fb, loc);
-        });
-      }
+      if (!keySpan)
+        return;
+      Value firstThread = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::eq, thread, index(b, loc, 0));
+      scf::IfOp::create(b, loc, firstThread, [&](OpBuilder &fb, Location) {
+        for (auto [slot, value] :
+             {std::pair{width, results[0]}, std::pair{width + 1, results[1]}})
+          memref::StoreOp::create(
+              fb, loc, value, spanParts,
+              ValueRange{head, query, keySpan, index(fb, loc, slot)});
+        scf::YieldOp::create(fb, loc);
+      });
     }
   };
 

@@ -59,11 +59,32 @@ struct LowerMatvecToGpuPass
     return value;
   }
 
-  /// A warp per output element, `threads` / 32 of them per block: the
-  /// lanes stride through k together (a warp reads one contiguous run of
-  /// the weight row), 16 bytes per lane and load where both rows are
-  /// aligned, one element otherwise; shuffles sum the lanes' partial sums
-  /// and lane 0 writes the total.
+  /// Warps that share one output's k (a power of two dividing the block's
+  /// warps): more while the launch would have fewer than `target-warps`
+  /// and each warp keeps at least one 16-byte run per lane of each row.
+  /// 1 where the sizes are known at run time only.
+  int64_t warpsPerOutput(const MatmulTransposedB &mm, int64_t chunk) const {
+    auto lhs = cast<MemRefType>(mm.lhs.getType());
+    auto rhs = cast<MemRefType>(mm.rhs.getType());
+    if (rhs.isDynamicDim(0) || rhs.isDynamicDim(1) || lhs.isDynamicDim(0))
+      return 1;
+    int64_t outputs = rhs.getDimSize(0) * lhs.getDimSize(0);
+    int64_t chunks = rhs.getDimSize(1) / chunk;
+    int64_t warps = 1;
+    while (warps * 2 <= threads / kWarp && outputs * warps < targetWarps &&
+           warps * 2 <= chunks)
+      warps *= 2;
+    return warps;
+  }
+
+  /// `threads` / 32 warps per block, `split` of them (warpsPerOutput) per
+  /// output element: the lanes of a warp stride through k together (a
+  /// warp reads one contiguous run of the weight row), 16 bytes per lane
+  /// and load where both rows are aligned, one element otherwise, the
+  /// `split` warps of an output taking every split-th run; shuffles sum
+  /// the lanes' partial sums, and lane 0 writes the total (one warp) or
+  /// leaves it in workgroup memory for the block's first threads to add
+  /// up (several).
   void lower(linalg::MatmulOp matmul) {
     bool overwrite = absorbZeroFill(matmul);
     OpBuilder b(matmul);
@@ -73,17 +94,53 @@ struct LowerMatvecToGpuPass
     };
     Value one = index(b, 1);
     MatmulTransposedB mm = readMatmulTransposedB(b, matmul);
+    // A step of the aligned path: 16 bytes of the narrower operand (four
+    // f32 weights, eight bf16), as many elements of the other.
+    auto bitsOf = [](Value buffer) {
+      return cast<MemRefType>(buffer.getType()).getElementTypeBitWidth();
+    };
+    int64_t wideElements =
+        kWideLoadBytes * 8 / std::min(bitsOf(mm.lhs), bitsOf(mm.rhs));
+    int64_t chunk = kWarp * wideElements;
     int64_t warps = threads / kWarp;
-    Value columnGroups = tilesOf(b, loc, mm.columns, warps);
-    auto launch = gpu::LaunchOp::create(b, loc, columnGroups, mm.rows, one,
-                                        index(b, threads), one, one);
+    int64_t split = warpsPerOutput(mm, chunk);
+    int64_t outputsPerBlock = warps / split;
+    // Loads in flight a lane: four while whole runs of them fit; fewer
+    // where a split leaves each warp only a few runs of k (the main loop
+    // would never run).
+    int64_t runs = kRunsInFlight;
+    if (split > 1)
+      runs = std::clamp<int64_t>(
+          cast<MemRefType>(mm.rhs.getType()).getDimSize(1) / (chunk * split),
+          1, kRunsInFlight);
+
+    Value columnGroups = tilesOf(b, loc, mm.columns, outputsPerBlock);
+    SmallVector<Type> sharedTypes;
+    if (split > 1)
+      sharedTypes.push_back(MemRefType::get(
+          {warps}, b.getF32Type(), AffineMap(),
+          gpu::AddressSpaceAttr::get(b.getContext(),
+                                     gpu::AddressSpace::Workgroup)));
+    auto launch = gpu::LaunchOp::create(
+        b, loc, columnGroups, mm.rows, one, index(b, threads), one, one,
+        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+        /*asyncDependencies=*/{}, sharedTypes);
     b.setInsertionPointToStart(&launch.getBody().front());
     Value thread = launch.getThreadIds().x;
     Value lane = arith::RemUIOp::create(b, loc, thread, index(b, kWarp));
+    Value warp = arith::DivUIOp::create(b, loc, thread, index(b, kWarp));
+    Value firstColumn = arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                                              index(b, outputsPerBlock));
     Value column = arith::AddIOp::create(
-        b, loc,
-        arith::MulIOp::create(b, loc, launch.getBlockIds().x, index(b, warps)),
-        arith::DivUIOp::create(b, loc, thread, index(b, kWarp)));
+        b, loc, firstColumn,
+        split > 1 ? arith::DivUIOp::create(b, loc, warp, index(b, split))
+                        .getResult()
+                  : warp);
+    // Which of the output's warps this is: it starts at its run of k.
+    Value share =
+        split > 1
+            ? arith::RemUIOp::create(b, loc, warp, index(b, split)).getResult()
+            : Value();
     Value row = launch.getBlockIds().y;
     Type f32 = b.getF32Type();
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
@@ -135,22 +192,22 @@ struct LowerMatvecToGpuPass
           });
       return loop.getResult(0);
     };
-    // A step of the aligned path: 16 bytes of the narrower operand (four
-    // f32 weights, eight bf16), as many elements of the other.
-    auto bitsOf = [](Value buffer) {
-      return cast<MemRefType>(buffer.getType()).getElementTypeBitWidth();
+    // A lane's first k, `offset`, moved past the runs of `run` elements
+    // that the output's earlier warps take.
+    auto afterOtherShares = [&](OpBuilder &at, Location l, Value offset,
+                                int64_t run) -> Value {
+      if (split == 1)
+        return offset;
+      return arith::AddIOp::create(
+          at, l, offset, arith::MulIOp::create(at, l, share, index(at, run)));
     };
-    int64_t wideElements =
-        kWideLoadBytes * 8 / std::min(bitsOf(mm.lhs), bitsOf(mm.rhs));
-
-    // A warp past the last output has nothing to do; the condition is the
-    // same for all its lanes, so its shuffles see every lane.
-    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                         column, mm.columns);
-    scf::IfOp::create(b, loc, inside, [&](OpBuilder &nb, Location nl) {
+    // This warp's part of the output's sum (in every lane, after the
+    // shuffles).
+    auto warpPart = [&](OpBuilder &nb, Location nl) -> Value {
       auto scalar = [&](OpBuilder &sb, Location sl) {
-        return partialSum(sb, sl, zero, lane, mm.depth, index(sb, kWarp), 1,
-                          false, 1, 0);
+        Value start = afterOtherShares(sb, sl, lane, kWarp);
+        return partialSum(sb, sl, zero, start, mm.depth,
+                          index(sb, kWarp * split), 1, false, 1, 0);
       };
       Value part;
       if (hasUnitInnerStride(mm.lhs) && hasUnitInnerStride(mm.rhs)) {
@@ -165,23 +222,24 @@ struct LowerMatvecToGpuPass
         auto choice = scf::IfOp::create(
             nb, nl, aligned,
             [&](OpBuilder &vb, Location vl) {
-              // kRunsInFlight runs of 16 bytes a lane per iteration while
-              // whole ones fit, then one: a warp per output leaves few
-              // warps on an SM when the outputs are few (2048), and one
-              // load at a time each streamed at 35% of an H200's bandwidth.
-              int64_t chunk = kWarp * wideElements;
-              Value start =
-                  arith::MulIOp::create(vb, vl, lane, index(vb, wideElements));
-              Value unrolled = index(vb, chunk * kRunsInFlight);
+              // `runs` runs of 16 bytes a lane per iteration while whole
+              // ones fit, then one: a warp per output leaves few warps on
+              // an SM when the outputs are few (2048), and one load at a
+              // time each streamed at 35% of an H200's bandwidth.
+              Value start = afterOtherShares(
+                  vb, vl,
+                  arith::MulIOp::create(vb, vl, lane, index(vb, wideElements)),
+                  chunk);
+              int64_t stride = chunk * split;
+              Value unrolled = index(vb, stride * runs);
               Value mainEnd = arith::SubIOp::create(
                   vb, vl, mm.depth,
                   arith::RemUIOp::create(vb, vl, mm.depth, unrolled));
               Value head = partialSum(vb, vl, zero, start, mainEnd, unrolled,
-                                      wideElements, true, kRunsInFlight,
-                                      chunk);
+                                      wideElements, true, runs, stride);
               Value rest = partialSum(
                   vb, vl, head, arith::AddIOp::create(vb, vl, start, mainEnd),
-                  mm.depth, index(vb, chunk), wideElements, true, 1, 0);
+                  mm.depth, index(vb, stride), wideElements, true, 1, 0);
               scf::YieldOp::create(vb, vl, rest);
             },
             [&](OpBuilder &sb, Location sl) {
@@ -191,15 +249,69 @@ struct LowerMatvecToGpuPass
       } else {
         part = scalar(nb, nl);
       }
-      Value total = warpSum(nb, nl, part);
-      Value first = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq,
-                                          lane, index(nb, 0));
-      scf::IfOp::create(nb, nl, first, [&](OpBuilder &fb, Location fl) {
-        storeSum(fb, fl, total, mm.out, ValueRange{row, column}, overwrite);
-        scf::YieldOp::create(fb, fl);
+      return warpSum(nb, nl, part);
+    };
+    auto ifThen = [&](OpBuilder &at, Value condition,
+                      function_ref<void(OpBuilder &, Location)> body) {
+      scf::IfOp::create(at, loc, condition, [&](OpBuilder &tb, Location tl) {
+        body(tb, tl);
+        scf::YieldOp::create(tb, tl);
       });
-      scf::YieldOp::create(nb, nl);
-    });
+    };
+    auto isZero = [&](OpBuilder &at, Value value) -> Value {
+      return arith::CmpIOp::create(at, loc, arith::CmpIPredicate::eq, value,
+                                   index(at, 0));
+    };
+
+    // A warp past the last output has nothing to do; the condition is the
+    // same for all its lanes, so its shuffles see every lane.
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         column, mm.columns);
+    if (split == 1) {
+      ifThen(b, inside, [&](OpBuilder &nb, Location nl) {
+        Value total = warpPart(nb, nl);
+        ifThen(nb, isZero(nb, lane), [&](OpBuilder &fb, Location fl) {
+          storeSum(fb, fl, total, mm.out, ValueRange{row, column}, overwrite);
+        });
+      });
+    } else {
+      // Every thread reaches the barrier: a warp past the last output
+      // contributes 0.
+      auto part = scf::IfOp::create(
+          b, loc, inside,
+          [&](OpBuilder &nb, Location nl) {
+            scf::YieldOp::create(nb, nl, warpPart(nb, nl));
+          },
+          [&](OpBuilder &nb, Location nl) {
+            scf::YieldOp::create(nb, nl, zero);
+          });
+      Value partials = launch.getWorkgroupAttributions()[0];
+      ifThen(b, isZero(b, lane), [&](OpBuilder &fb, Location fl) {
+        memref::StoreOp::create(fb, fl, part.getResult(0), partials,
+                                ValueRange{warp});
+      });
+      gpu::BarrierOp::create(b, loc);
+      // Thread j adds up the parts of the block's j-th output.
+      Value ownColumn = arith::AddIOp::create(b, loc, firstColumn, thread);
+      Value sums = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, thread,
+                                index(b, outputsPerBlock)),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ownColumn,
+                                mm.columns));
+      ifThen(b, sums, [&](OpBuilder &fb, Location fl) {
+        Value firstPart = arith::MulIOp::create(fb, fl, thread, index(fb, split));
+        Value total = memref::LoadOp::create(fb, fl, partials, firstPart);
+        for (int64_t s = 1; s < split; ++s)
+          total = arith::AddFOp::create(
+              fb, fl, total,
+              memref::LoadOp::create(
+                  fb, fl, partials,
+                  ValueRange{arith::AddIOp::create(fb, fl, firstPart,
+                                                   index(fb, s))}));
+        storeSum(fb, fl, total, mm.out, ValueRange{row, ownColumn}, overwrite);
+      });
+    }
     gpu::TerminatorOp::create(b, loc);
     matmul.erase();
   }

@@ -79,7 +79,12 @@ def LowerMatvecToGpuPass : Pass<"tfm-lower-matvec-to-gpu", "func::FuncOp"> {
     aligned at run time (four such loads a lane in flight at once while
     whole runs of them fit: a warp per output leaves few warps on an SM
     when the outputs are few), one element otherwise; `gpu.shuffle xor` sums the
-    lanes' partial sums. The weights stream from memory once, coalesced,
+    lanes' partial sums. Where the outputs are too few to give the GPU
+    `target-warps` warps (a 1.1 B model's 2048-wide projections: 16 warps
+    an SM of an H200), 2, 4 or 8 warps share an output, each taking every
+    second, fourth or eighth 16-byte run of its k; their sums meet in
+    workgroup memory, and after a barrier the block's first threads add
+    them up and write them. The weights stream from memory once, coalesced,
     with no shared memory or block barrier. When the output was just
     filled with zeros (tfm-fill-per-use gives each product its own fill),
     the fill goes and the sums are written instead of added: one launch
@@ -106,7 +111,11 @@ def LowerMatvecToGpuPass : Pass<"tfm-lower-matvec-to-gpu", "func::FuncOp"> {
     Option<"threads", "threads", "int64_t", /*default=*/"256",
            "Threads of a block: a multiple of 32 (a warp per output), at most 1024">,
     Option<"maxRows", "max-rows", "int64_t", /*default=*/"8",
-           "Most rows of x that count as a matrix-vector product">
+           "Most rows of x that count as a matrix-vector product">,
+    Option<"targetWarps", "target-warps", "int64_t", /*default=*/"8192",
+           "Warps a product's launch aims for (an H100 or H200 holds 64 on "
+           "each of its 132 SMs): where its outputs are fewer, 2, 4 or 8 "
+           "warps share each output's k">
   ];
 }
 
@@ -200,6 +209,18 @@ def LowerAttentionToGpuPass
     maximum and sum to a buffer [heads, queries, spans, width + 2], and a
     second kernel, a thread per output column, rescales the spans to their
     common maximum (a span with no visible key weighs 0) and divides.
+
+    A prefill (queries known at run time only) whose heads are a multiple
+    of 8 and at most 128 wide goes by tiles instead (flash attention on
+    CUDA cores, codegen/cuda/TiledAttention.cpp): a block of 256 threads
+    per (head, 64 queries; 32 past 64-wide heads) stages its queries,
+    scaled, in workgroup memory, then walks the keys its queries see by
+    tiles of 32 (16), staging each tile of K and V once for all its
+    queries. Eight lanes share a query row: each scores every eighth key of
+    the tile, shuffles give the row's maximum and sum, the weights pass
+    through workgroup memory, and each lane accumulates every eighth output
+    column in registers. A key row is read once per 64 queries instead of
+    once per query.
 
     ```mlir
     call @tfm_rt_attention(%q, %k, %v, %out, %scale, %causal, %window)

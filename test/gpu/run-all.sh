@@ -48,7 +48,7 @@ phase "profiles"
 prompt() { python3 -c "import sys; n=int(sys.argv[1]); print(' '.join(str(3 + (7919 * i) % 29997) for i in range(n)))" "$1"; }
 for model in tinyllama1b-bf16 tinyllama1b llama124m-bf16; do
   [ -x "$bench/$model" ] || continue
-  for run in "128 32" "512 0"; do
+  for run in "128 32" "512 0" "2048 0"; do
     set -- $run
     echo "== $model: prompt $1, $2 new tokens (TFM_CUDA_PROFILE: every launch waited for)"
     # Every kernel of decode (each layer's have names of their own), the

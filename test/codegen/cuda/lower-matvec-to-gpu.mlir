@@ -1,4 +1,5 @@
 // RUN: tfm-opt %s -split-input-file -tfm-lower-matvec-to-gpu | FileCheck %s
+// RUN: tfm-opt %s -split-input-file -tfm-lower-matvec-to-gpu="target-warps=256" | FileCheck %s --check-prefix=SPLIT
 
 // A decode step's x·Wᵀ: a warp per output element (8 per block of 256
 // threads), its lanes striding through k together, 4 elements per load
@@ -100,5 +101,54 @@ func.func @over_zero_fill(%x: memref<1x64xf32>, %w: memref<96x64xf32>, %y: memre
 func.func @bf16_weights(%x: memref<1x64xf32>, %w: memref<96x64xbf16>, %y: memref<1x96xf32>) {
   linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
       ins(%x, %w : memref<1x64xf32>, memref<96x64xbf16>) outs(%y : memref<1x96xf32>)
+  return
+}
+
+// -----
+
+// Few outputs (96, where the launch aims for 256 warps): four warps share
+// each output's k, two outputs a block of eight warps. Warp w of a block
+// takes output 2g + w / 4 and, of its k, the 16-byte runs w % 4, w % 4 + 4,
+// ... (two of them in flight a lane: 2048 bf16 are eight runs of 256); lane
+// 0 leaves the warp's sum in workgroup memory, and after a barrier threads
+// 0 and 1 add up their output's four sums and write it.
+// SPLIT-LABEL: func.func @few_outputs
+// SPLIT-SAME: (%[[X:.*]]: memref<1x2048xf32>, %[[W:.*]]: memref<96x2048xbf16>, %[[Y:.*]]: memref<1x96xf32>)
+// SPLIT: %[[GROUPS:.*]] = arith.divui %{{.*}}, %c2
+// SPLIT: gpu.launch blocks(%[[G:.*]], %[[ROW:.*]], %{{.*}}) in (%{{.*}} = %[[GROUPS]], {{.*}} workgroup(%[[PARTS:.*]] : memref<8xf32, #gpu.address_space<workgroup>>)
+// SPLIT: %[[LANE:.*]] = arith.remui %[[T:.*]], %c32
+// SPLIT: %[[WARP:.*]] = arith.divui %[[T]], %c32
+// SPLIT: %[[FIRST:.*]] = arith.muli %[[G]], %c2
+// SPLIT: %[[OUTPUT:.*]] = arith.divui %[[WARP]], %c4
+// SPLIT: %[[COL:.*]] = arith.addi %[[FIRST]], %[[OUTPUT]]
+// SPLIT: %[[SHARE:.*]] = arith.remui %[[WARP]], %c4
+// SPLIT: %[[PART:.*]] = scf.if %{{.*}} -> (f32) {
+// SPLIT: %[[LANEK:.*]] = arith.muli %[[LANE]], %c8
+// SPLIT: %[[SKIP:.*]] = arith.muli %[[SHARE]], %c256
+// SPLIT: %[[START:.*]] = arith.addi %[[LANEK]], %[[SKIP]]
+// SPLIT: scf.for %[[KK:.*]] = %[[START]] to %{{.*}} step %c2048{{.*}} iter_args
+// SPLIT: memref.load %[[W]][%[[COL]], %[[KK]]] {alignment = 16 : i64}
+// SPLIT: %[[K1:.*]] = arith.addi %[[KK]], %c1024
+// SPLIT: memref.load %[[W]][%[[COL]], %[[K1]]] {alignment = 16 : i64}
+// SPLIT: scf.for %{{.*}} step %c1024
+// SPLIT: } else {
+// SPLIT: %[[SCALARSKIP:.*]] = arith.muli %[[SHARE]], %c32
+// SPLIT: %[[SCALARSTART:.*]] = arith.addi %[[LANE]], %[[SCALARSKIP]]
+// SPLIT: scf.for %{{.*}} = %[[SCALARSTART]] to %{{.*}} step %c128
+// SPLIT-COUNT-5: gpu.shuffle  xor
+// SPLIT: } else {
+// SPLIT: scf.yield %cst
+// SPLIT: memref.store %[[PART]], %[[PARTS]][%[[WARP]]]
+// SPLIT: gpu.barrier
+// SPLIT: %[[OWN:.*]] = arith.addi %[[FIRST]], %[[T]]
+// SPLIT: %[[SLOT:.*]] = arith.muli %[[T]], %c4
+// SPLIT: memref.load %[[PARTS]][%[[SLOT]]]
+// SPLIT-COUNT-3: memref.load %[[PARTS]]
+// SPLIT: memref.store %{{.*}}, %[[Y]][%[[ROW]], %[[OWN]]]
+func.func @few_outputs(%x: memref<1x2048xf32>, %w: memref<96x2048xbf16>, %y: memref<1x96xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<1x96xf32>)
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%x, %w : memref<1x2048xf32>, memref<96x2048xbf16>) outs(%y : memref<1x96xf32>)
   return
 }
