@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_TOOLS_TFM_SERVE_OPENAIAPI_H
-#define TFM_TOOLS_TFM_SERVE_OPENAIAPI_H
+#ifndef TFM_SERVE_OPENAIAPI_H
+#define TFM_SERVE_OPENAIAPI_H
 
 #include "serve/Reasoning.h"
 #include "serve/ToolCalls.h"
@@ -199,4 +199,4 @@ nlohmann::ordered_json completionResponse(Endpoint endpoint, bool streamed,
 
 } // namespace tfm::serve
 
-#endif // TFM_TOOLS_TFM_SERVE_OPENAIAPI_H
+#endif // TFM_SERVE_OPENAIAPI_H

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_TOOLS_TFM_SERVE_SCHEDULER_H
-#define TFM_TOOLS_TFM_SERVE_SCHEDULER_H
+#ifndef TFM_SERVE_SCHEDULER_H
+#define TFM_SERVE_SCHEDULER_H
 
 #include "tfm/tfm_engine.h"
 
@@ -89,4 +89,4 @@ private:
 
 } // namespace tfm::serve
 
-#endif // TFM_TOOLS_TFM_SERVE_SCHEDULER_H
+#endif // TFM_SERVE_SCHEDULER_H

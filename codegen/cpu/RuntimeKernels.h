@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_CODEGEN_RUNTIMEKERNELS_H
-#define TFM_CODEGEN_RUNTIMEKERNELS_H
+#ifndef TFM_CODEGEN_CPU_RUNTIMEKERNELS_H
+#define TFM_CODEGEN_CPU_RUNTIMEKERNELS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -49,4 +49,4 @@ Value callKernelWithOutput(OpBuilder &b, Location loc, StringRef name,
 
 } // namespace mlir::tfm
 
-#endif // TFM_CODEGEN_RUNTIMEKERNELS_H
+#endif // TFM_CODEGEN_CPU_RUNTIMEKERNELS_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_CODEGEN_GPUALIGNMENT_H
-#define TFM_CODEGEN_GPUALIGNMENT_H
+#ifndef TFM_CODEGEN_CUDA_GPUALIGNMENT_H
+#define TFM_CODEGEN_CUDA_GPUALIGNMENT_H
 
 #include "mlir/IR/Builders.h"
 
@@ -30,4 +30,4 @@ Value rowsStartAligned(OpBuilder &b, Location loc, Value buffer);
 
 } // namespace mlir::tfm
 
-#endif // TFM_CODEGEN_GPUALIGNMENT_H
+#endif // TFM_CODEGEN_CUDA_GPUALIGNMENT_H

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_CODEGEN_GPUMATMULS_H
-#define TFM_CODEGEN_GPUMATMULS_H
+#ifndef TFM_CODEGEN_CUDA_GPUMATMULS_H
+#define TFM_CODEGEN_CUDA_GPUMATMULS_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
@@ -45,4 +45,4 @@ void storeSum(OpBuilder &b, Location loc, Value sum, Value out,
 
 } // namespace mlir::tfm
 
-#endif // TFM_CODEGEN_GPUMATMULS_H
+#endif // TFM_CODEGEN_CUDA_GPUMATMULS_H

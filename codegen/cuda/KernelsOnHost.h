@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_CODEGEN_KERNELSONHOST_H
-#define TFM_CODEGEN_KERNELSONHOST_H
+#ifndef TFM_CODEGEN_CUDA_KERNELSONHOST_H
+#define TFM_CODEGEN_CUDA_KERNELSONHOST_H
 
 #include "codegen/cpu/CpuPipeline.h"
 
@@ -31,4 +31,4 @@ translateKernelsForHost(ModuleOp module, llvm::LLVMContext &llvmContext,
 
 } // namespace mlir::tfm
 
-#endif // TFM_CODEGEN_KERNELSONHOST_H
+#endif // TFM_CODEGEN_CUDA_KERNELSONHOST_H

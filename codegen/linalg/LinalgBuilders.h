@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_CODEGEN_LINALGBUILDERS_H
-#define TFM_CODEGEN_LINALGBUILDERS_H
+#ifndef TFM_CODEGEN_LINALG_LINALGBUILDERS_H
+#define TFM_CODEGEN_LINALG_LINALGBUILDERS_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
@@ -122,4 +122,4 @@ Value accumulate(OpBuilder &b, Location loc, Value acc, Value value);
 
 } // namespace mlir::tfm
 
-#endif // TFM_CODEGEN_LINALGBUILDERS_H
+#endif // TFM_CODEGEN_LINALG_LINALGBUILDERS_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_CODEGEN_LINEARLOWERING_H
-#define TFM_CODEGEN_LINEARLOWERING_H
+#ifndef TFM_CODEGEN_LINALG_LINEARLOWERING_H
+#define TFM_CODEGEN_LINALG_LINEARLOWERING_H
 
 #include "ir/TfmOps.h"
 
@@ -35,4 +35,4 @@ void replaceLinear(ConversionPatternRewriter &rewriter, LinearOp op,
 
 } // namespace mlir::tfm
 
-#endif // TFM_CODEGEN_LINEARLOWERING_H
+#endif // TFM_CODEGEN_LINALG_LINEARLOWERING_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_CODEGEN_RELATIVEPOSITIONBIAS_H
-#define TFM_CODEGEN_RELATIVEPOSITIONBIAS_H
+#ifndef TFM_CODEGEN_LINALG_RELATIVEPOSITIONBIAS_H
+#define TFM_CODEGEN_LINALG_RELATIVEPOSITIONBIAS_H
 
 #include "ir/TfmOps.h"
 
@@ -28,4 +28,4 @@ Value buildDistanceBias(OpBuilder &b, Location loc, AttentionOp op,
 
 } // namespace mlir::tfm
 
-#endif // TFM_CODEGEN_RELATIVEPOSITIONBIAS_H
+#endif // TFM_CODEGEN_LINALG_RELATIVEPOSITIONBIAS_H

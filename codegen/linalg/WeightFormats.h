@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_CODEGEN_WEIGHTFORMATS_H
-#define TFM_CODEGEN_WEIGHTFORMATS_H
+#ifndef TFM_CODEGEN_LINALG_WEIGHTFORMATS_H
+#define TFM_CODEGEN_LINALG_WEIGHTFORMATS_H
 
 #include "codegen/packaging/WeightEncoding.h"
 
@@ -28,4 +28,4 @@ std::optional<StoredFormat> parseStoredFormat(llvm::StringRef name);
 
 } // namespace mlir::tfm
 
-#endif // TFM_CODEGEN_WEIGHTFORMATS_H
+#endif // TFM_CODEGEN_LINALG_WEIGHTFORMATS_H

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_CODEGEN_WEIGHTLAYOUT_H
-#define TFM_CODEGEN_WEIGHTLAYOUT_H
+#ifndef TFM_CODEGEN_LINALG_WEIGHTLAYOUT_H
+#define TFM_CODEGEN_LINALG_WEIGHTLAYOUT_H
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -56,4 +56,4 @@ bool isPanelUnpack(Operation *unpack);
 
 } // namespace mlir::tfm
 
-#endif // TFM_CODEGEN_WEIGHTLAYOUT_H
+#endif // TFM_CODEGEN_LINALG_WEIGHTLAYOUT_H

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_CODEGEN_ENTRYPOINTTABLE_H
-#define TFM_CODEGEN_ENTRYPOINTTABLE_H
+#ifndef TFM_CODEGEN_PACKAGING_ENTRYPOINTTABLE_H
+#define TFM_CODEGEN_PACKAGING_ENTRYPOINTTABLE_H
 
 #include "codegen/packaging/ModelPackager.h"
 
@@ -27,4 +27,4 @@ void writeEntryPointTable(const ModelDescription &model,
 
 } // namespace mlir::tfm
 
-#endif // TFM_CODEGEN_ENTRYPOINTTABLE_H
+#endif // TFM_CODEGEN_PACKAGING_ENTRYPOINTTABLE_H

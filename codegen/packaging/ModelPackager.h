@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_CODEGEN_MODELPACKAGER_H
-#define TFM_CODEGEN_MODELPACKAGER_H
+#ifndef TFM_CODEGEN_PACKAGING_MODELPACKAGER_H
+#define TFM_CODEGEN_PACKAGING_MODELPACKAGER_H
 
 #include "frontend/tokenizers/Tokenizer.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -197,4 +197,4 @@ std::string generateModelHeader(const ModelDescription &model,
 
 } // namespace mlir::tfm
 
-#endif // TFM_CODEGEN_MODELPACKAGER_H
+#endif // TFM_CODEGEN_PACKAGING_MODELPACKAGER_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_CODEGEN_WEIGHTENCODING_H
-#define TFM_CODEGEN_WEIGHTENCODING_H
+#ifndef TFM_CODEGEN_PACKAGING_WEIGHTENCODING_H
+#define TFM_CODEGEN_PACKAGING_WEIGHTENCODING_H
 
 #include <cstdint>
 #include <cstring>
@@ -95,4 +95,4 @@ void encodePanel(StoredFormat format, const float *rows, int64_t cols,
 
 } // namespace mlir::tfm
 
-#endif // TFM_CODEGEN_WEIGHTENCODING_H
+#endif // TFM_CODEGEN_PACKAGING_WEIGHTENCODING_H

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_CHECKEDATTRIBUTES_H
-#define TFM_FRONTEND_CHECKEDATTRIBUTES_H
+#ifndef TFM_FRONTEND_BUILDERS_CHECKEDATTRIBUTES_H
+#define TFM_FRONTEND_BUILDERS_CHECKEDATTRIBUTES_H
 
 #include "frontend/ErrorMessages.h"
 
@@ -44,4 +44,4 @@ llvm::Expected<AttrT> getCheckedAttr(const llvm::Twine &where,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_CHECKEDATTRIBUTES_H
+#endif // TFM_FRONTEND_BUILDERS_CHECKEDATTRIBUTES_H

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_DECODERBUILDER_H
-#define TFM_FRONTEND_DECODERBUILDER_H
+#ifndef TFM_FRONTEND_BUILDERS_DECODERBUILDER_H
+#define TFM_FRONTEND_BUILDERS_DECODERBUILDER_H
 
 #include "frontend/builders/DecoderSpec.h"
 #include "frontend/formats/WeightStore.h"
@@ -33,4 +33,4 @@ buildDecoder(mlir::MLIRContext &context, const DecoderSpec &spec,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_DECODERBUILDER_H
+#endif // TFM_FRONTEND_BUILDERS_DECODERBUILDER_H

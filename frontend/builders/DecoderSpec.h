@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_DECODERSPEC_H
-#define TFM_FRONTEND_DECODERSPEC_H
+#ifndef TFM_FRONTEND_BUILDERS_DECODERSPEC_H
+#define TFM_FRONTEND_BUILDERS_DECODERSPEC_H
 
 #include "ir/TfmDialect.h"
 
@@ -388,4 +388,4 @@ std::string expertWeightName(const std::string &pattern, int64_t layer,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_DECODERSPEC_H
+#endif // TFM_FRONTEND_BUILDERS_DECODERSPEC_H

@@ -16,8 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_DIFFUSIONBUILDER_H
-#define TFM_FRONTEND_DIFFUSIONBUILDER_H
+#ifndef TFM_FRONTEND_BUILDERS_DIFFUSIONBUILDER_H
+#define TFM_FRONTEND_BUILDERS_DIFFUSIONBUILDER_H
 
 #include "frontend/builders/DiffusionSpec.h"
 #include "frontend/builders/ModelIRBuilder.h"
@@ -130,4 +130,4 @@ private:
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_DIFFUSIONBUILDER_H
+#endif // TFM_FRONTEND_BUILDERS_DIFFUSIONBUILDER_H

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_DIFFUSIONSPEC_H
-#define TFM_FRONTEND_DIFFUSIONSPEC_H
+#ifndef TFM_FRONTEND_BUILDERS_DIFFUSIONSPEC_H
+#define TFM_FRONTEND_BUILDERS_DIFFUSIONSPEC_H
 
 #include <cstdint>
 #include <string>
@@ -78,4 +78,4 @@ struct VaeSpec {
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_DIFFUSIONSPEC_H
+#endif // TFM_FRONTEND_BUILDERS_DIFFUSIONSPEC_H

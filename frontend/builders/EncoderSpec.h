@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_ENCODERSPEC_H
-#define TFM_FRONTEND_ENCODERSPEC_H
+#ifndef TFM_FRONTEND_BUILDERS_ENCODERSPEC_H
+#define TFM_FRONTEND_BUILDERS_ENCODERSPEC_H
 
 #include "ir/TfmDialect.h"
 
@@ -107,4 +107,4 @@ struct EncoderSpec {
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_ENCODERSPEC_H
+#endif // TFM_FRONTEND_BUILDERS_ENCODERSPEC_H

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_MODELIRBUILDER_H
-#define TFM_FRONTEND_MODELIRBUILDER_H
+#ifndef TFM_FRONTEND_BUILDERS_MODELIRBUILDER_H
+#define TFM_FRONTEND_BUILDERS_MODELIRBUILDER_H
 
 #include "frontend/builders/WeightDeclarations.h"
 
@@ -50,4 +50,4 @@ protected:
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_MODELIRBUILDER_H
+#endif // TFM_FRONTEND_BUILDERS_MODELIRBUILDER_H

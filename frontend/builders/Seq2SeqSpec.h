@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_SEQ2SEQSPEC_H
-#define TFM_FRONTEND_SEQ2SEQSPEC_H
+#ifndef TFM_FRONTEND_BUILDERS_SEQ2SEQSPEC_H
+#define TFM_FRONTEND_BUILDERS_SEQ2SEQSPEC_H
 
 #include "ir/TfmOps.h"
 
@@ -104,4 +104,4 @@ struct Seq2SeqSpec {
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_SEQ2SEQSPEC_H
+#endif // TFM_FRONTEND_BUILDERS_SEQ2SEQSPEC_H

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_WEIGHTDECLARATIONS_H
-#define TFM_FRONTEND_WEIGHTDECLARATIONS_H
+#ifndef TFM_FRONTEND_BUILDERS_WEIGHTDECLARATIONS_H
+#define TFM_FRONTEND_BUILDERS_WEIGHTDECLARATIONS_H
 
 #include "frontend/formats/WeightStore.h"
 #include "ir/TfmOps.h"
@@ -101,4 +101,4 @@ private:
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_WEIGHTDECLARATIONS_H
+#endif // TFM_FRONTEND_BUILDERS_WEIGHTDECLARATIONS_H

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_CLIP_H
-#define TFM_FRONTEND_CLIP_H
+#ifndef TFM_FRONTEND_FAMILIES_CLIP_H
+#define TFM_FRONTEND_FAMILIES_CLIP_H
 
 #include "frontend/ModelLoader.h"
 #include "frontend/formats/ConfigReader.h"
@@ -45,4 +45,4 @@ llvm::Error loadClipTextPair(MLIRContext &context, ConfigReader &first,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_CLIP_H
+#endif // TFM_FRONTEND_FAMILIES_CLIP_H

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_DECODERCONFIGREADERS_H
-#define TFM_FRONTEND_DECODERCONFIGREADERS_H
+#ifndef TFM_FRONTEND_FAMILIES_DECODERCONFIGREADERS_H
+#define TFM_FRONTEND_FAMILIES_DECODERCONFIGREADERS_H
 
 #include "frontend/builders/DecoderSpec.h"
 #include "frontend/formats/ConfigReader.h"
@@ -79,4 +79,4 @@ bool readLayerTypes(ConfigReader &config, DecoderSpec &spec, int64_t window);
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_DECODERCONFIGREADERS_H
+#endif // TFM_FRONTEND_FAMILIES_DECODERCONFIGREADERS_H

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_DECODERFAMILIES_H
-#define TFM_FRONTEND_DECODERFAMILIES_H
+#ifndef TFM_FRONTEND_FAMILIES_DECODERFAMILIES_H
+#define TFM_FRONTEND_FAMILIES_DECODERFAMILIES_H
 
 #include "frontend/builders/DecoderSpec.h"
 #include "frontend/formats/ConfigReader.h"
@@ -56,4 +56,4 @@ splitFusedRows(WeightStore &store, llvm::StringRef checkpoint,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_DECODERFAMILIES_H
+#endif // TFM_FRONTEND_FAMILIES_DECODERFAMILIES_H

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_DEEPSEEKFAMILIES_H
-#define TFM_FRONTEND_DEEPSEEKFAMILIES_H
+#ifndef TFM_FRONTEND_FAMILIES_DEEPSEEKFAMILIES_H
+#define TFM_FRONTEND_FAMILIES_DEEPSEEKFAMILIES_H
 
 #include "frontend/builders/DecoderSpec.h"
 #include "frontend/formats/ConfigReader.h"
@@ -55,4 +55,4 @@ llvm::Error readGgufGlm4Moe(const GgufFile &file, llvm::StringRef key,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_DEEPSEEKFAMILIES_H
+#endif // TFM_FRONTEND_FAMILIES_DEEPSEEKFAMILIES_H

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_ENCODERFAMILIES_H
-#define TFM_FRONTEND_ENCODERFAMILIES_H
+#ifndef TFM_FRONTEND_FAMILIES_ENCODERFAMILIES_H
+#define TFM_FRONTEND_FAMILIES_ENCODERFAMILIES_H
 
 #include "frontend/builders/EncoderSpec.h"
 #include "frontend/formats/ConfigReader.h"
@@ -60,4 +60,4 @@ buildEncoder(mlir::MLIRContext &context, const EncoderSpec &spec,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_ENCODERFAMILIES_H
+#endif // TFM_FRONTEND_FAMILIES_ENCODERFAMILIES_H

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_GEMMA4FAMILY_H
-#define TFM_FRONTEND_GEMMA4FAMILY_H
+#ifndef TFM_FRONTEND_FAMILIES_GEMMA4FAMILY_H
+#define TFM_FRONTEND_FAMILIES_GEMMA4FAMILY_H
 
 #include "frontend/builders/DecoderSpec.h"
 #include "frontend/formats/ConfigReader.h"
@@ -57,4 +57,4 @@ llvm::Error prepareGgufGemma4(const GgufFile &file, DecoderSpec &spec,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_GEMMA4FAMILY_H
+#endif // TFM_FRONTEND_FAMILIES_GEMMA4FAMILY_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_GGUFMODEL_H
-#define TFM_FRONTEND_GGUFMODEL_H
+#ifndef TFM_FRONTEND_FAMILIES_GGUFMODEL_H
+#define TFM_FRONTEND_FAMILIES_GGUFMODEL_H
 
 #include "frontend/ModelLoader.h"
 
@@ -38,4 +38,4 @@ llvm::Expected<TokenizerVocab> readGgufTokenizerFile(llvm::StringRef path);
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_GGUFMODEL_H
+#endif // TFM_FRONTEND_FAMILIES_GGUFMODEL_H

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_GPTOSSFAMILY_H
-#define TFM_FRONTEND_GPTOSSFAMILY_H
+#ifndef TFM_FRONTEND_FAMILIES_GPTOSSFAMILY_H
+#define TFM_FRONTEND_FAMILIES_GPTOSSFAMILY_H
 
 #include "frontend/builders/DecoderSpec.h"
 #include "frontend/formats/ConfigReader.h"
@@ -32,4 +32,4 @@ llvm::Error prepareGptOssCheckpoint(DecoderSpec &spec, WeightStore &store,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_GPTOSSFAMILY_H
+#endif // TFM_FRONTEND_FAMILIES_GPTOSSFAMILY_H

@@ -16,8 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_LDMCHECKPOINT_H
-#define TFM_FRONTEND_LDMCHECKPOINT_H
+#ifndef TFM_FRONTEND_FAMILIES_LDMCHECKPOINT_H
+#define TFM_FRONTEND_FAMILIES_LDMCHECKPOINT_H
 
 #include "frontend/formats/WeightStore.h"
 
@@ -64,4 +64,4 @@ llvm::Error splitLdmCheckpoint(WeightStore &&file, llvm::StringRef path,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_LDMCHECKPOINT_H
+#endif // TFM_FRONTEND_FAMILIES_LDMCHECKPOINT_H

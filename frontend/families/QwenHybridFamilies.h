@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_QWENHYBRIDFAMILIES_H
-#define TFM_FRONTEND_QWENHYBRIDFAMILIES_H
+#ifndef TFM_FRONTEND_FAMILIES_QWENHYBRIDFAMILIES_H
+#define TFM_FRONTEND_FAMILIES_QWENHYBRIDFAMILIES_H
 
 #include "frontend/builders/DecoderSpec.h"
 #include "frontend/formats/ConfigReader.h"
@@ -60,4 +60,4 @@ llvm::Error prepareGgufDeltaNet(const GgufFile &file, const DecoderSpec &spec,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_QWENHYBRIDFAMILIES_H
+#endif // TFM_FRONTEND_FAMILIES_QWENHYBRIDFAMILIES_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_SEQ2SEQFAMILIES_H
-#define TFM_FRONTEND_SEQ2SEQFAMILIES_H
+#ifndef TFM_FRONTEND_FAMILIES_SEQ2SEQFAMILIES_H
+#define TFM_FRONTEND_FAMILIES_SEQ2SEQFAMILIES_H
 
 #include "frontend/builders/Seq2SeqSpec.h"
 #include "frontend/formats/ConfigReader.h"
@@ -61,4 +61,4 @@ buildT5(mlir::MLIRContext &context, const Seq2SeqSpec &spec,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_SEQ2SEQFAMILIES_H
+#endif // TFM_FRONTEND_FAMILIES_SEQ2SEQFAMILIES_H

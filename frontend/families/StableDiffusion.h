@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_STABLEDIFFUSION_H
-#define TFM_FRONTEND_STABLEDIFFUSION_H
+#ifndef TFM_FRONTEND_FAMILIES_STABLEDIFFUSION_H
+#define TFM_FRONTEND_FAMILIES_STABLEDIFFUSION_H
 
 #include "frontend/ModelLoader.h"
 
@@ -35,4 +35,4 @@ loadDiffusionPipeline(MLIRContext &context, llvm::StringRef directory,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_STABLEDIFFUSION_H
+#endif // TFM_FRONTEND_FAMILIES_STABLEDIFFUSION_H

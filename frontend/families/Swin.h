@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_SWIN_H
-#define TFM_FRONTEND_SWIN_H
+#ifndef TFM_FRONTEND_FAMILIES_SWIN_H
+#define TFM_FRONTEND_FAMILIES_SWIN_H
 
 #include "frontend/ModelLoader.h"
 #include "frontend/formats/ConfigReader.h"
@@ -25,4 +25,4 @@ llvm::Error loadSwin(MLIRContext &context, ConfigReader &config,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_SWIN_H
+#endif // TFM_FRONTEND_FAMILIES_SWIN_H

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_VISIONTRANSFORMER_H
-#define TFM_FRONTEND_VISIONTRANSFORMER_H
+#ifndef TFM_FRONTEND_FAMILIES_VISIONTRANSFORMER_H
+#define TFM_FRONTEND_FAMILIES_VISIONTRANSFORMER_H
 
 #include "frontend/ModelLoader.h"
 #include "frontend/formats/ConfigReader.h"
@@ -43,4 +43,4 @@ readImagePreprocessing(MLIRContext &context, llvm::StringRef directory,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_VISIONTRANSFORMER_H
+#endif // TFM_FRONTEND_FAMILIES_VISIONTRANSFORMER_H

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_WAV2VEC2_H
-#define TFM_FRONTEND_WAV2VEC2_H
+#ifndef TFM_FRONTEND_FAMILIES_WAV2VEC2_H
+#define TFM_FRONTEND_FAMILIES_WAV2VEC2_H
 
 #include "frontend/ModelLoader.h"
 #include "frontend/formats/ConfigReader.h"
@@ -31,4 +31,4 @@ llvm::Error loadSpeechModel(MLIRContext &context, llvm::StringRef directory,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_WAV2VEC2_H
+#endif // TFM_FRONTEND_FAMILIES_WAV2VEC2_H

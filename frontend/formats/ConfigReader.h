@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_CONFIGREADER_H
-#define TFM_FRONTEND_CONFIGREADER_H
+#ifndef TFM_FRONTEND_FORMATS_CONFIGREADER_H
+#define TFM_FRONTEND_FORMATS_CONFIGREADER_H
 
 #include "frontend/ErrorMessages.h"
 #include "ir/TfmDialect.h"
@@ -216,4 +216,4 @@ private:
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_CONFIGREADER_H
+#endif // TFM_FRONTEND_FORMATS_CONFIGREADER_H

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_GGUF_H
-#define TFM_FRONTEND_GGUF_H
+#ifndef TFM_FRONTEND_FORMATS_GGUF_H
+#define TFM_FRONTEND_FORMATS_GGUF_H
 
 #include "frontend/formats/WeightStore.h"
 
@@ -99,4 +99,4 @@ private:
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_GGUF_H
+#endif // TFM_FRONTEND_FORMATS_GGUF_H

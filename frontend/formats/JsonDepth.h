@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_JSONDEPTH_H
-#define TFM_FRONTEND_JSONDEPTH_H
+#ifndef TFM_FRONTEND_FORMATS_JSONDEPTH_H
+#define TFM_FRONTEND_FORMATS_JSONDEPTH_H
 
 #include "frontend/ErrorMessages.h"
 
@@ -74,4 +74,4 @@ parseBoundedJson(llvm::StringRef text, llvm::StringRef path,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_JSONDEPTH_H
+#endif // TFM_FRONTEND_FORMATS_JSONDEPTH_H

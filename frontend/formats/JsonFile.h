@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_JSONFILE_H
-#define TFM_FRONTEND_JSONFILE_H
+#ifndef TFM_FRONTEND_FORMATS_JSONFILE_H
+#define TFM_FRONTEND_FORMATS_JSONFILE_H
 
 #include "frontend/ErrorMessages.h"
 #include "frontend/formats/JsonDepth.h"
@@ -67,4 +67,4 @@ readOptionalJsonObject(llvm::StringRef path, const llvm::json::Object *fallback,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_JSONFILE_H
+#endif // TFM_FRONTEND_FORMATS_JSONFILE_H

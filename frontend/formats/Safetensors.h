@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_SAFETENSORS_H
-#define TFM_FRONTEND_SAFETENSORS_H
+#ifndef TFM_FRONTEND_FORMATS_SAFETENSORS_H
+#define TFM_FRONTEND_FORMATS_SAFETENSORS_H
 
 #include "frontend/formats/WeightStore.h"
 
@@ -27,4 +27,4 @@ llvm::Error readSafetensorsCheckpoint(llvm::StringRef directory,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_SAFETENSORS_H
+#endif // TFM_FRONTEND_FORMATS_SAFETENSORS_H

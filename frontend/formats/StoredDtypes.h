@@ -52,8 +52,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_STOREDDTYPES_H
-#define TFM_FRONTEND_STOREDDTYPES_H
+#ifndef TFM_FRONTEND_FORMATS_STOREDDTYPES_H
+#define TFM_FRONTEND_FORMATS_STOREDDTYPES_H
 
 #include "frontend/formats/WeightStore.h"
 
@@ -93,4 +93,4 @@ void decodeStoredElements(WeightDtype dtype, const uint8_t *bytes,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_STOREDDTYPES_H
+#endif // TFM_FRONTEND_FORMATS_STOREDDTYPES_H

@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_WEIGHTSTORE_H
-#define TFM_FRONTEND_WEIGHTSTORE_H
+#ifndef TFM_FRONTEND_FORMATS_WEIGHTSTORE_H
+#define TFM_FRONTEND_FORMATS_WEIGHTSTORE_H
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -235,4 +235,4 @@ private:
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_WEIGHTSTORE_H
+#endif // TFM_FRONTEND_FORMATS_WEIGHTSTORE_H

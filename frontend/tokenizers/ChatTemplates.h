@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_CHATTEMPLATES_H
-#define TFM_FRONTEND_CHATTEMPLATES_H
+#ifndef TFM_FRONTEND_TOKENIZERS_CHATTEMPLATES_H
+#define TFM_FRONTEND_TOKENIZERS_CHATTEMPLATES_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
@@ -37,4 +37,4 @@ llvm::Expected<std::string> readChatTemplateFile(llvm::StringRef path);
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_CHATTEMPLATES_H
+#endif // TFM_FRONTEND_TOKENIZERS_CHATTEMPLATES_H

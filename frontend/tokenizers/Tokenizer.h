@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_TOKENIZER_H
-#define TFM_FRONTEND_TOKENIZER_H
+#ifndef TFM_FRONTEND_TOKENIZERS_TOKENIZER_H
+#define TFM_FRONTEND_TOKENIZERS_TOKENIZER_H
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
@@ -241,4 +241,4 @@ bool hasByteLevelBpeFiles(llvm::StringRef directory);
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_TOKENIZER_H
+#endif // TFM_FRONTEND_TOKENIZERS_TOKENIZER_H

@@ -1,7 +1,7 @@
 /*===- main_internal.h - what the executable's two modes share ----------===*/
 
-#ifndef TFM_RUNTIME_MAIN_INTERNAL_H
-#define TFM_RUNTIME_MAIN_INTERNAL_H
+#ifndef TFM_RUNTIME_CLI_MAIN_INTERNAL_H
+#define TFM_RUNTIME_CLI_MAIN_INTERNAL_H
 
 #include "runtime/media/refusals.h"
 #include "tfm/tfm_runtime.h"
@@ -137,4 +137,4 @@ int tfm_main_transcribe(const char *argv0, tfm_model *model,
 }
 #endif
 
-#endif /* TFM_RUNTIME_MAIN_INTERNAL_H */
+#endif /* TFM_RUNTIME_CLI_MAIN_INTERNAL_H */

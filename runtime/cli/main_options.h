@@ -6,8 +6,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_MAIN_OPTIONS_H
-#define TFM_RUNTIME_MAIN_OPTIONS_H
+#ifndef TFM_RUNTIME_CLI_MAIN_OPTIONS_H
+#define TFM_RUNTIME_CLI_MAIN_OPTIONS_H
 
 #include "runtime/cli/main_internal.h"
 
@@ -105,4 +105,4 @@ void tfm_main_usage(FILE *out, const char *argv0);
 }
 #endif
 
-#endif /* TFM_RUNTIME_MAIN_OPTIONS_H */
+#endif /* TFM_RUNTIME_CLI_MAIN_OPTIONS_H */

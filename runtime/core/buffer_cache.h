@@ -12,8 +12,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_BUFFER_CACHE_H
-#define TFM_RUNTIME_BUFFER_CACHE_H
+#ifndef TFM_RUNTIME_CORE_BUFFER_CACHE_H
+#define TFM_RUNTIME_CORE_BUFFER_CACHE_H
 
 #include <stddef.h>
 
@@ -45,4 +45,4 @@ size_t tfm_buffer_cache_bytes(void);
  * and any buffer outside an arena): its activation memory. */
 size_t tfm_buffer_peak_live_bytes(void);
 
-#endif /* TFM_RUNTIME_BUFFER_CACHE_H */
+#endif /* TFM_RUNTIME_CORE_BUFFER_CACHE_H */

@@ -1,7 +1,7 @@
 /*===- model_internal.h - model internals shared inside the runtime ------===*/
 
-#ifndef TFM_RUNTIME_MODEL_INTERNAL_H
-#define TFM_RUNTIME_MODEL_INTERNAL_H
+#ifndef TFM_RUNTIME_CORE_MODEL_INTERNAL_H
+#define TFM_RUNTIME_CORE_MODEL_INTERNAL_H
 
 #include "tfm/tfm_runtime.h"
 
@@ -96,4 +96,4 @@ tfm_status_code tfm_take_logits(const tfm_model_desc *desc,
                                 tfm_memref2d_f32 *result, int64_t rows,
                                 float *out, tfm_status *status);
 
-#endif /* TFM_RUNTIME_MODEL_INTERNAL_H */
+#endif /* TFM_RUNTIME_CORE_MODEL_INTERNAL_H */

@@ -5,8 +5,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_SESSION_INTERNAL_H
-#define TFM_RUNTIME_SESSION_INTERNAL_H
+#ifndef TFM_RUNTIME_CORE_SESSION_INTERNAL_H
+#define TFM_RUNTIME_CORE_SESSION_INTERNAL_H
 
 #include "tfm/tfm_model_abi.h"
 #include "tfm/tfm_runtime.h"
@@ -43,4 +43,4 @@ struct tfm_session {
   int64_t scratch_rows;
 };
 
-#endif /* TFM_RUNTIME_SESSION_INTERNAL_H */
+#endif /* TFM_RUNTIME_CORE_SESSION_INTERNAL_H */

@@ -1,7 +1,7 @@
 /*===- status.h - filling tfm_status (runtime-internal) ----------*- C -*-===*/
 
-#ifndef TFM_RUNTIME_STATUS_H
-#define TFM_RUNTIME_STATUS_H
+#ifndef TFM_RUNTIME_CORE_STATUS_H
+#define TFM_RUNTIME_CORE_STATUS_H
 
 #include "tfm/tfm_runtime.h"
 
@@ -19,4 +19,4 @@ static inline tfm_status_code tfm_ok(tfm_status *status) {
   return TFM_OK;
 }
 
-#endif /* TFM_RUNTIME_STATUS_H */
+#endif /* TFM_RUNTIME_CORE_STATUS_H */

@@ -10,8 +10,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_THREAD_POOL_H
-#define TFM_RUNTIME_THREAD_POOL_H
+#ifndef TFM_RUNTIME_CORE_THREAD_POOL_H
+#define TFM_RUNTIME_CORE_THREAD_POOL_H
 
 #include <stdint.h>
 
@@ -36,4 +36,4 @@ void tfm_parallel_for(int64_t n, int64_t grain, tfm_parallel_body body,
  * operations, a few per thread so that a thread slowed by the host takes
  * fewer. */
 
-#endif /* TFM_RUNTIME_THREAD_POOL_H */
+#endif /* TFM_RUNTIME_CORE_THREAD_POOL_H */

@@ -15,8 +15,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_CUDA_DRIVER_H
-#define TFM_RUNTIME_CUDA_DRIVER_H
+#ifndef TFM_RUNTIME_CUDA_CUDA_DRIVER_H
+#define TFM_RUNTIME_CUDA_CUDA_DRIVER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -63,4 +63,4 @@ TFM_EXPORT void *mgpuMemAlloc(uint64_t bytes, void *stream, int8_t host_shared);
 TFM_EXPORT void mgpuMemFree(void *device, void *stream);
 TFM_EXPORT void mgpuMemcpy(void *to, void *from, size_t bytes, void *stream);
 
-#endif /* TFM_RUNTIME_CUDA_DRIVER_H */
+#endif /* TFM_RUNTIME_CUDA_CUDA_DRIVER_H */

@@ -8,8 +8,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_CUDA_DRIVER_API_H
-#define TFM_RUNTIME_CUDA_DRIVER_API_H
+#ifndef TFM_RUNTIME_CUDA_CUDA_DRIVER_API_H
+#define TFM_RUNTIME_CUDA_CUDA_DRIVER_API_H
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -23,4 +23,4 @@ enum { CUDA_SUCCESS = 0 };
 /* CUjit_option values. */
 enum { CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
 
-#endif /* TFM_RUNTIME_CUDA_DRIVER_API_H */
+#endif /* TFM_RUNTIME_CUDA_CUDA_DRIVER_API_H */

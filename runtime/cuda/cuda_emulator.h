@@ -30,8 +30,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_CUDA_EMULATOR_H
-#define TFM_RUNTIME_CUDA_EMULATOR_H
+#ifndef TFM_RUNTIME_CUDA_CUDA_EMULATOR_H
+#define TFM_RUNTIME_CUDA_CUDA_EMULATOR_H
 
 #include <stdint.h>
 
@@ -84,4 +84,4 @@ enum { TFM_EMU_MMA_BF16 = 0, TFM_EMU_MMA_F16 = 1 };
 void tfm_emu_mma_m16n8k16(int32_t kind, const uint32_t *a, const uint32_t *b,
                           const float *c, float *d);
 
-#endif /* TFM_RUNTIME_CUDA_EMULATOR_H */
+#endif /* TFM_RUNTIME_CUDA_CUDA_EMULATOR_H */

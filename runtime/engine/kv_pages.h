@@ -26,8 +26,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_KV_PAGES_H
-#define TFM_RUNTIME_KV_PAGES_H
+#ifndef TFM_RUNTIME_ENGINE_KV_PAGES_H
+#define TFM_RUNTIME_ENGINE_KV_PAGES_H
 
 #include "tfm/tfm_runtime.h"
 
@@ -118,4 +118,4 @@ int tfm_kv_pages_map(tfm_kv_pages *pages, int64_t slot, int64_t index,
                      int64_t block);
 void tfm_kv_pages_unmap(tfm_kv_pages *pages, int64_t slot, int64_t index);
 
-#endif /* TFM_RUNTIME_KV_PAGES_H */
+#endif /* TFM_RUNTIME_ENGINE_KV_PAGES_H */

@@ -10,8 +10,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_SEQ2SEQ_INTERNAL_H
-#define TFM_RUNTIME_SEQ2SEQ_INTERNAL_H
+#ifndef TFM_RUNTIME_GENERATE_SEQ2SEQ_INTERNAL_H
+#define TFM_RUNTIME_GENERATE_SEQ2SEQ_INTERNAL_H
 
 #include "tfm/tfm_runtime.h"
 
@@ -74,4 +74,4 @@ void tfm_apply_generation_rules(const tfm_generation_rules *rules,
                                 int64_t max_new_tokens, int32_t eos,
                                 float *scores, int64_t vocab);
 
-#endif /* TFM_RUNTIME_SEQ2SEQ_INTERNAL_H */
+#endif /* TFM_RUNTIME_GENERATE_SEQ2SEQ_INTERNAL_H */

@@ -11,8 +11,8 @@
  * positions, its top the character set the next code point must match,
  * the entries below it where to go on once the rule above returns. An empty
  * stack means the text may end there. */
-#ifndef TFM_RUNTIME_GRAMMAR_INTERNAL_H
-#define TFM_RUNTIME_GRAMMAR_INTERNAL_H
+#ifndef TFM_RUNTIME_GRAMMAR_GRAMMAR_INTERNAL_H
+#define TFM_RUNTIME_GRAMMAR_GRAMMAR_INTERNAL_H
 
 #include "tfm/tfm_runtime.h"
 
@@ -93,4 +93,4 @@ int tfm_grammar_admits_range(const tfm_grammar_rules *rules,
 /* Whether some stack is empty: the text may end here. */
 int tfm_grammar_may_end(const tfm_grammar_stacks *stacks);
 
-#endif /* TFM_RUNTIME_GRAMMAR_INTERNAL_H */
+#endif /* TFM_RUNTIME_GRAMMAR_GRAMMAR_INTERNAL_H */

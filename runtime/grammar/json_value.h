@@ -2,8 +2,8 @@
  * (json_schema.c). Strict RFC 8259: no comments, no trailing commas, no
  * NaN; strings' escapes decoded (a \u0000 or an unpaired surrogate is
  * refused: schemas are text); nesting bounded. */
-#ifndef TFM_RUNTIME_JSON_VALUE_H
-#define TFM_RUNTIME_JSON_VALUE_H
+#ifndef TFM_RUNTIME_GRAMMAR_JSON_VALUE_H
+#define TFM_RUNTIME_GRAMMAR_JSON_VALUE_H
 
 #include <stddef.h>
 
@@ -38,4 +38,4 @@ void tfm_json_free(tfm_json *value);
 /* The member `key` of an object; NULL when absent or not an object. */
 const tfm_json *tfm_json_get(const tfm_json *object, const char *key);
 
-#endif /* TFM_RUNTIME_JSON_VALUE_H */
+#endif /* TFM_RUNTIME_GRAMMAR_JSON_VALUE_H */

@@ -4,8 +4,8 @@
  * character (schema_terms.c), an integer range (minimum, maximum and their
  * exclusive forms) and a string `pattern` (a regular expression).
  * json_schema.c puts them inside its rules. */
-#ifndef TFM_RUNTIME_SCHEMA_TERMS_H
-#define TFM_RUNTIME_SCHEMA_TERMS_H
+#ifndef TFM_RUNTIME_GRAMMAR_SCHEMA_TERMS_H
+#define TFM_RUNTIME_GRAMMAR_SCHEMA_TERMS_H
 
 #include "runtime/grammar/json_value.h"
 

@@ -7,8 +7,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_ATTENTION_INTERNAL_H
-#define TFM_RUNTIME_ATTENTION_INTERNAL_H
+#ifndef TFM_RUNTIME_KERNELS_ATTENTION_INTERNAL_H
+#define TFM_RUNTIME_KERNELS_ATTENTION_INTERNAL_H
 
 #include "runtime/kernels/simd.h"
 #include "runtime/kernels/widen_rows.h"
@@ -128,4 +128,4 @@ void tfm_attend_blocks(attention_job job);
  * head h. */
 void tfm_attend_decode(const attention_job *job);
 
-#endif /* TFM_RUNTIME_ATTENTION_INTERNAL_H */
+#endif /* TFM_RUNTIME_KERNELS_ATTENTION_INTERNAL_H */

@@ -6,8 +6,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_KERNELS_BLOCKS_H
-#define TFM_RUNTIME_KERNELS_BLOCKS_H
+#ifndef TFM_RUNTIME_KERNELS_KERNELS_BLOCKS_H
+#define TFM_RUNTIME_KERNELS_KERNELS_BLOCKS_H
 
 #include <stdint.h>
 
@@ -39,4 +39,4 @@ int tfm_blocks_widens(int64_t m);
 }
 #endif
 
-#endif /* TFM_RUNTIME_KERNELS_BLOCKS_H */
+#endif /* TFM_RUNTIME_KERNELS_KERNELS_BLOCKS_H */

@@ -7,8 +7,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_KERNELS_BLOCKS_INTERNAL_H
-#define TFM_RUNTIME_KERNELS_BLOCKS_INTERNAL_H
+#ifndef TFM_RUNTIME_KERNELS_KERNELS_BLOCKS_INTERNAL_H
+#define TFM_RUNTIME_KERNELS_KERNELS_BLOCKS_INTERNAL_H
 
 #include "runtime/kernels/kernels_panel_gemm.h"
 #include "tfm/half_floats.h"
@@ -182,4 +182,4 @@ void tfm_blocks_row_vnni(const block_job *job, int64_t p0, int64_t p1);
 void tfm_blocks_tile_vnni(const block_job *job, int64_t p, int64_t i0,
                           int rows, int panels);
 
-#endif /* TFM_RUNTIME_KERNELS_BLOCKS_INTERNAL_H */
+#endif /* TFM_RUNTIME_KERNELS_KERNELS_BLOCKS_INTERNAL_H */

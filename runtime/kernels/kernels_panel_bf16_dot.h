@@ -9,8 +9,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_KERNELS_PANEL_BF16_DOT_H
-#define TFM_RUNTIME_KERNELS_PANEL_BF16_DOT_H
+#ifndef TFM_RUNTIME_KERNELS_KERNELS_PANEL_BF16_DOT_H
+#define TFM_RUNTIME_KERNELS_KERNELS_PANEL_BF16_DOT_H
 
 #include <stdint.h>
 
@@ -38,4 +38,4 @@ int tfm_panel_gemm_bf16_dot(int64_t m, int64_t n, int64_t k, const float *a,
 }
 #endif
 
-#endif /* TFM_RUNTIME_KERNELS_PANEL_BF16_DOT_H */
+#endif /* TFM_RUNTIME_KERNELS_KERNELS_PANEL_BF16_DOT_H */

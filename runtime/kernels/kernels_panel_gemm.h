@@ -7,8 +7,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_KERNELS_PANEL_GEMM_H
-#define TFM_RUNTIME_KERNELS_PANEL_GEMM_H
+#ifndef TFM_RUNTIME_KERNELS_KERNELS_PANEL_GEMM_H
+#define TFM_RUNTIME_KERNELS_KERNELS_PANEL_GEMM_H
 
 #include <stdint.h>
 
@@ -28,4 +28,4 @@ void tfm_panel_gemm_f32_serial(int64_t m, int64_t n, int64_t k,
 }
 #endif
 
-#endif /* TFM_RUNTIME_KERNELS_PANEL_GEMM_H */
+#endif /* TFM_RUNTIME_KERNELS_KERNELS_PANEL_GEMM_H */

@@ -7,8 +7,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_SIMD_H
-#define TFM_RUNTIME_SIMD_H
+#ifndef TFM_RUNTIME_KERNELS_SIMD_H
+#define TFM_RUNTIME_KERNELS_SIMD_H
 
 #include <stdint.h>
 #include <string.h>
@@ -108,4 +108,4 @@ TFM_DEFINE_EXP_NONPOSITIVE(exp_nonpositive, v16, vi16, vmax)
 TFM_DEFINE_EXP_NONPOSITIVE(exp_nonpositive8, v8, vi8, vmax8)
 #undef TFM_DEFINE_EXP_NONPOSITIVE
 
-#endif /* TFM_RUNTIME_SIMD_H */
+#endif /* TFM_RUNTIME_KERNELS_SIMD_H */

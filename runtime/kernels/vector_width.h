@@ -10,8 +10,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_VECTOR_WIDTH_H
-#define TFM_RUNTIME_VECTOR_WIDTH_H
+#ifndef TFM_RUNTIME_KERNELS_VECTOR_WIDTH_H
+#define TFM_RUNTIME_KERNELS_VECTOR_WIDTH_H
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,4 +36,4 @@ int tfm_cpu_is_amd(void);
 }
 #endif
 
-#endif /* TFM_RUNTIME_VECTOR_WIDTH_H */
+#endif /* TFM_RUNTIME_KERNELS_VECTOR_WIDTH_H */

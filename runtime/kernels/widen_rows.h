@@ -5,8 +5,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_WIDEN_ROWS_H
-#define TFM_RUNTIME_WIDEN_ROWS_H
+#ifndef TFM_RUNTIME_KERNELS_WIDEN_ROWS_H
+#define TFM_RUNTIME_KERNELS_WIDEN_ROWS_H
 
 #include "tfm/runtime_kernels.h"
 
@@ -47,4 +47,4 @@ void tfm_widen_rows(tfm_row_storage storage, const void *rows, int64_t first,
 }
 #endif
 
-#endif /* TFM_RUNTIME_WIDEN_ROWS_H */
+#endif /* TFM_RUNTIME_KERNELS_WIDEN_ROWS_H */

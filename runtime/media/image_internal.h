@@ -5,8 +5,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_IMAGE_INTERNAL_H
-#define TFM_RUNTIME_IMAGE_INTERNAL_H
+#ifndef TFM_RUNTIME_MEDIA_IMAGE_INTERNAL_H
+#define TFM_RUNTIME_MEDIA_IMAGE_INTERNAL_H
 
 #include "tfm/tfm_runtime.h"
 
@@ -29,4 +29,4 @@ int tfm_decode_image(const uint8_t *data, size_t size, tfm_rgb_image *image,
 uint8_t *tfm_read_image_file(const char *path, size_t *size,
                              tfm_status *status);
 
-#endif /* TFM_RUNTIME_IMAGE_INTERNAL_H */
+#endif /* TFM_RUNTIME_MEDIA_IMAGE_INTERNAL_H */

@@ -13,8 +13,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_CHARS_MAP_H
-#define TFM_RUNTIME_CHARS_MAP_H
+#ifndef TFM_RUNTIME_TOKENIZER_CHARS_MAP_H
+#define TFM_RUNTIME_TOKENIZER_CHARS_MAP_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -55,4 +55,4 @@ size_t tfm_chars_map_longest(const tfm_chars_map *map, const char *text,
 }
 #endif
 
-#endif /* TFM_RUNTIME_CHARS_MAP_H */
+#endif /* TFM_RUNTIME_TOKENIZER_CHARS_MAP_H */

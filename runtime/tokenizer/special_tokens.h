@@ -9,8 +9,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_SPECIAL_TOKENS_H
-#define TFM_RUNTIME_SPECIAL_TOKENS_H
+#ifndef TFM_RUNTIME_TOKENIZER_SPECIAL_TOKENS_H
+#define TFM_RUNTIME_TOKENIZER_SPECIAL_TOKENS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -41,4 +41,4 @@ int64_t tfm_special_trie_longest(const tfm_special_trie *trie,
 
 void tfm_special_trie_free(tfm_special_trie *trie);
 
-#endif /* TFM_RUNTIME_SPECIAL_TOKENS_H */
+#endif /* TFM_RUNTIME_TOKENIZER_SPECIAL_TOKENS_H */

@@ -7,8 +7,8 @@
  * derived object instead, attached on first use (atomically: requests
  * come on several threads) and released with the tokenizer. The tokenizer
  * knows nothing of what it is: the object's `release` frees it. */
-#ifndef TFM_RUNTIME_TOKENIZER_DERIVED_H
-#define TFM_RUNTIME_TOKENIZER_DERIVED_H
+#ifndef TFM_RUNTIME_TOKENIZER_TOKENIZER_DERIVED_H
+#define TFM_RUNTIME_TOKENIZER_TOKENIZER_DERIVED_H
 
 #include "tfm/tfm_runtime.h"
 

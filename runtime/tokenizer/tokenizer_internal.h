@@ -6,8 +6,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_TOKENIZER_INTERNAL_H
-#define TFM_RUNTIME_TOKENIZER_INTERNAL_H
+#ifndef TFM_RUNTIME_TOKENIZER_TOKENIZER_INTERNAL_H
+#define TFM_RUNTIME_TOKENIZER_TOKENIZER_INTERNAL_H
 
 #include "runtime/core/status.h"
 #include "runtime/tokenizer/chars_map.h"
@@ -152,4 +152,4 @@ void tfm_merge_workspace_free(tfm_merge_workspace *w);
 int64_t tfm_merge_best_pairs(const tfm_tokenizer *t, tfm_merge_workspace *w,
                              int32_t *work, int64_t n, tfm_pair_merge find);
 
-#endif /* TFM_RUNTIME_TOKENIZER_INTERNAL_H */
+#endif /* TFM_RUNTIME_TOKENIZER_TOKENIZER_INTERNAL_H */

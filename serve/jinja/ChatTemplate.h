@@ -53,8 +53,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_TOOLS_TFM_SERVE_CHATTEMPLATE_H
-#define TFM_TOOLS_TFM_SERVE_CHATTEMPLATE_H
+#ifndef TFM_SERVE_JINJA_CHATTEMPLATE_H
+#define TFM_SERVE_JINJA_CHATTEMPLATE_H
 
 #include <nlohmann/json.hpp>
 
@@ -98,4 +98,4 @@ private:
 
 } // namespace tfm::serve
 
-#endif // TFM_TOOLS_TFM_SERVE_CHATTEMPLATE_H
+#endif // TFM_SERVE_JINJA_CHATTEMPLATE_H

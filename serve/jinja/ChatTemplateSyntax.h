@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_TOOLS_TFM_SERVE_CHATTEMPLATESYNTAX_H
-#define TFM_TOOLS_TFM_SERVE_CHATTEMPLATESYNTAX_H
+#ifndef TFM_SERVE_JINJA_CHATTEMPLATESYNTAX_H
+#define TFM_SERVE_JINJA_CHATTEMPLATESYNTAX_H
 
 #include <nlohmann/json.hpp>
 
@@ -87,4 +87,4 @@ size_t testArity(const std::string &name);
 
 } // namespace tfm::serve::chat_template
 
-#endif // TFM_TOOLS_TFM_SERVE_CHATTEMPLATESYNTAX_H
+#endif // TFM_SERVE_JINJA_CHATTEMPLATESYNTAX_H

@@ -9,8 +9,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_RUNTIME_KERNELS_H
-#define TFM_RUNTIME_RUNTIME_KERNELS_H
+#ifndef TFM_RUNTIME_KERNELS_H
+#define TFM_RUNTIME_KERNELS_H
 
 #include "tfm/tfm_model_abi.h"
 
@@ -185,4 +185,4 @@ TFM_EXPORT void tfm_rt_parallel_loop(int64_t n, int64_t iteration_cost,
 }
 #endif
 
-#endif /* TFM_RUNTIME_RUNTIME_KERNELS_H */
+#endif /* TFM_RUNTIME_KERNELS_H */

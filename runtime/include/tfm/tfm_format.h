@@ -6,8 +6,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_TFM_FORMAT_H
-#define TFM_RUNTIME_TFM_FORMAT_H
+#ifndef TFM_FORMAT_H
+#define TFM_FORMAT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -242,4 +242,4 @@ enum {
 }
 #endif
 
-#endif /* TFM_RUNTIME_TFM_FORMAT_H */
+#endif /* TFM_FORMAT_H */

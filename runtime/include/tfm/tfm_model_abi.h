@@ -11,8 +11,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_TFM_MODEL_ABI_H
-#define TFM_RUNTIME_TFM_MODEL_ABI_H
+#ifndef TFM_MODEL_ABI_H
+#define TFM_MODEL_ABI_H
 
 #include <stdint.h>
 
@@ -475,4 +475,4 @@ TFM_EXPORT void tfm_call_end(tfm_call_frame *frame);
 }
 #endif
 
-#endif /* TFM_RUNTIME_TFM_MODEL_ABI_H */
+#endif /* TFM_MODEL_ABI_H */

@@ -21,8 +21,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_TFM_RUNTIME_H
-#define TFM_RUNTIME_TFM_RUNTIME_H
+#ifndef TFM_RUNTIME_H
+#define TFM_RUNTIME_H
 
 #include "tfm/tfm_model_abi.h"
 
@@ -675,4 +675,4 @@ const char *tfm_image_scheduler_names(void);
 }
 #endif
 
-#endif /* TFM_RUNTIME_TFM_RUNTIME_H */
+#endif /* TFM_RUNTIME_H */

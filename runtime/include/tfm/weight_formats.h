@@ -75,8 +75,8 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#ifndef TFM_RUNTIME_WEIGHT_FORMATS_H
-#define TFM_RUNTIME_WEIGHT_FORMATS_H
+#ifndef TFM_WEIGHT_FORMATS_H
+#define TFM_WEIGHT_FORMATS_H
 
 #include <stdint.h>
 
@@ -166,4 +166,4 @@ static inline void tfm_q4k_scale_min(int j, const uint8_t *packed, int *scale,
   }
 }
 
-#endif /* TFM_RUNTIME_WEIGHT_FORMATS_H */
+#endif /* TFM_WEIGHT_FORMATS_H */

@@ -2,8 +2,8 @@
  * (decode_batch.c, prefill_batch.c): a failed call's message, tensors of
  * ids and scalars, the model's one-sequence cache and views of it. Include after the
  * compiled model's header. */
-#ifndef TFM_TEST_CACHE_CALLS_H
-#define TFM_TEST_CACHE_CALLS_H
+#ifndef TFM_TEST_E2E_INPUTS_CACHE_CALLS_H
+#define TFM_TEST_E2E_INPUTS_CACHE_CALLS_H
 
 #include <stdio.h>
 #include <string.h>
@@ -37,4 +37,4 @@ static tfm_tensor cache_view(const tfm_cache_desc *cache, float *data) {
   return t;
 }
 
-#endif /* TFM_TEST_CACHE_CALLS_H */
+#endif /* TFM_TEST_E2E_INPUTS_CACHE_CALLS_H */
