@@ -975,6 +975,209 @@ std::optional<EncoderEntry> embeddingEntry(const tfm_model *model) {
   return std::nullopt;
 }
 
+/// What a loaded model serves: a language model through the batch engine,
+/// an embedder, a classifier, a speech recognizer, or a diffusion pipeline
+/// (which draws only: its text encoder serves its images).
+struct ServedKinds {
+  std::optional<EncoderEntry> embed, classifier;
+  const tfm_diffusion_desc *diffusion = nullptr;
+  bool generates = false, recognizes = false;
+  /// An encoder-decoder on log-mel features.
+  bool whisper = false;
+};
+
+/// `model`'s kinds; exits with a message when it serves none of them.
+ServedKinds servedKinds(tfm_model *model, const ServedModel &served) {
+  ServedKinds kinds;
+  kinds.diffusion = served.desc->diffusion;
+  if (!kinds.diffusion) {
+    kinds.embed = embeddingEntry(model);
+    kinds.classifier = findEncoderEntry(model, "classify");
+  }
+  kinds.generates = tfm_model_entry_point(model, "prefill_batch") != nullptr;
+  const tfm_entry_point *encode = tfm_model_entry_point(model, "encode");
+  kinds.whisper = served.desc->audio_preprocessing &&
+                  !served.desc->audio_preprocessing->kaldi && encode &&
+                  tfm_model_entry_point(model, "decode") &&
+                  encode->inputs[0].dtype == TFM_DTYPE_F32 && served.tokenizer;
+  kinds.recognizes =
+      (served.desc->waveform && served.desc->waveform->blank >= 0) ||
+      kinds.whisper;
+  if (!kinds.generates && !kinds.embed && !kinds.classifier &&
+      !kinds.recognizes && !kinds.diffusion)
+    fail("model '" + served.name +
+         "' has neither @prefill_batch (a decoder language model), @embed "
+         "or @embed_text (an embedder), @classify on token ids (a "
+         "classifier), a CTC head or Whisper (speech) nor a diffusion "
+         "pipeline (images): tfm-serve serves those");
+  const tfm_diffusion_desc *diffusion = kinds.diffusion;
+  if (diffusion && diffusion->unet_in_channels != diffusion->latent_channels)
+    fail("model '" + served.name +
+         "' is an inpainting pipeline (its UNet takes " +
+         std::to_string(diffusion->unet_in_channels) +
+         " channels): tfm-serve draws images from text only");
+  return kinds;
+}
+
+/// The endpoints' state, alive while the server runs.
+struct Endpoints {
+  std::unique_ptr<CompletionEndpoints> completions;
+  std::unique_ptr<EmbeddingEndpoint> embeddings;
+  std::unique_ptr<ClassifierEndpoints> classifiers;
+  std::unique_ptr<TranscriptionEndpoint> transcriptions;
+  std::unique_ptr<ImageEndpoint> images;
+};
+
+/// The routes of what `kinds` says the model serves (the completions with
+/// a scheduler: a language model's).
+void addModelRoutes(HttpServer &server, const ServedModel &served,
+                    tfm_model *model, const ServedKinds &kinds,
+                    Scheduler *scheduler, std::chrono::seconds timeout,
+                    Endpoints &e) {
+  if (scheduler) {
+    CompletionEndpoints *completions =
+        (e.completions =
+             std::make_unique<CompletionEndpoints>(served, *scheduler, timeout))
+            .get();
+    server.route("POST", "/v1/completions",
+                 [completions](const HttpRequest &req, HttpResponse &res) {
+                   completions->handle(Endpoint::Completions, req, res);
+                 });
+    server.route("POST", "/v1/chat/completions",
+                 [completions](const HttpRequest &req, HttpResponse &res) {
+                   completions->handle(Endpoint::ChatCompletions, req, res);
+                 });
+    // What a chat request's messages and tools render to (llama.cpp's
+    // route): to see what the model is given.
+    server.route("POST", "/apply-template",
+                 [&served](const HttpRequest &req, HttpResponse &res) {
+                   std::string prompt;
+                   if (auto error = renderChatRequest(req.body, served, prompt))
+                     return sendError(res, *error);
+                   res.setContent(jsonText(json{{"prompt", prompt}}),
+                                  "application/json");
+                 });
+  }
+  if (kinds.embed) {
+    EmbeddingEndpoint *embeddings =
+        (e.embeddings =
+             std::make_unique<EmbeddingEndpoint>(served, model, *kinds.embed))
+            .get();
+    addEncoderMetrics(server, embeddings->encoderCalls());
+    server.route("POST", "/v1/embeddings",
+                 [embeddings](const HttpRequest &req, HttpResponse &res) {
+                   embeddings->handle(req, res);
+                 });
+  }
+  if (kinds.classifier) {
+    ClassifierEndpoints *classifiers =
+        (e.classifiers = std::make_unique<ClassifierEndpoints>(
+             served, model, *kinds.classifier))
+            .get();
+    addEncoderMetrics(server, classifiers->encoderCalls());
+    server.route("POST", "/classify",
+                 [classifiers](const HttpRequest &req, HttpResponse &res) {
+                   classifiers->classify(req, res);
+                 });
+    if (classifiers->reranks())
+      for (const char *path : {"/rerank", "/v1/rerank"})
+        server.route("POST", path,
+                     [classifiers](const HttpRequest &req, HttpResponse &res) {
+                       classifiers->rerank(req, res);
+                     });
+  }
+  if (kinds.recognizes) {
+    TranscriptionEndpoint *transcriptions =
+        (e.transcriptions = std::make_unique<TranscriptionEndpoint>(
+             served, model, kinds.whisper))
+            .get();
+    server.route("POST", "/v1/audio/transcriptions",
+                 [transcriptions](const HttpRequest &req, HttpResponse &res) {
+                   transcriptions->handle(req, res);
+                 });
+  }
+  if (kinds.diffusion) {
+    ImageEndpoint *images =
+        (e.images = std::make_unique<ImageEndpoint>(served, model)).get();
+    server.route("POST", "/v1/images/generations",
+                 [images](const HttpRequest &req, HttpResponse &res) {
+                   images->handle(req, res);
+                 });
+  }
+}
+
+/// The lines that say what is served where.
+void printServing(const ServerOptions &o, const ServedModel &served,
+                  const ServedKinds &kinds, const Endpoints &e,
+                  const tfm_engine_stats &engineStats, int32_t maxSequences,
+                  const std::string &chatTemplateOrigin, bool https, int port) {
+  // A model split over MPI ranks (tfmc --ranks) serves from rank 0; the
+  // others follow inside tfm_model_load.
+  std::string split =
+      served.desc->ranks > 1
+          ? ", split over " + std::to_string(served.desc->ranks) + " ranks"
+          : "";
+  const char *scheme = https ? "https" : "http";
+  if (kinds.generates)
+    std::printf("tfm-serve: serving '%s' (%lld positions, %d sequences, %lld "
+                "KV blocks of %lld positions%s%s) on %s://%s:%d\n",
+                served.name.c_str(), (long long)served.contextPositions,
+                maxSequences, (long long)engineStats.kv_blocks,
+                (long long)engineStats.kv_block_positions,
+                engineStats.kv_paged ? "" : ", unpaged", split.c_str(), scheme,
+                o.host.c_str(), port);
+  else if (kinds.embed)
+    std::printf("tfm-serve: serving '%s' (embeddings of %lld dimensions, "
+                "inputs of up to %lld tokens%s) on %s://%s:%d\n",
+                served.name.c_str(), (long long)e.embeddings->dimensions(),
+                (long long)served.contextPositions, split.c_str(), scheme,
+                o.host.c_str(), port);
+  else if (kinds.classifier)
+    std::printf("tfm-serve: serving '%s' (%s of %lld labels, inputs of up to "
+                "%lld tokens%s) on %s://%s:%d\n",
+                served.name.c_str(),
+                e.classifiers->reranks() ? "a cross-encoder: /rerank, /classify"
+                                         : "a classifier: /classify",
+                (long long)e.classifiers->labels(),
+                (long long)served.contextPositions, split.c_str(), scheme,
+                o.host.c_str(), port);
+  else if (kinds.diffusion)
+    std::printf("tfm-serve: serving '%s' (Stable Diffusion: %lldx%lld "
+                "images%s) on %s://%s:%d\n",
+                served.name.c_str(), (long long)e.images->imageSize().width,
+                (long long)e.images->imageSize().height, split.c_str(), scheme,
+                o.host.c_str(), port);
+  else if (kinds.whisper)
+    std::printf("tfm-serve: serving '%s' (Whisper: transcriptions of the "
+                "first %.0f s of a clip%s) on %s://%s:%d\n",
+                served.name.c_str(),
+                double(served.desc->audio_preprocessing->samples) /
+                    double(served.desc->audio_preprocessing->sampling_rate),
+                split.c_str(), scheme, o.host.c_str(), port);
+  else
+    std::printf("tfm-serve: serving '%s' (transcriptions of clips up to "
+                "%.0f s%s) on %s://%s:%d\n",
+                served.name.c_str(),
+                double(served.desc->max_context) /
+                    double(served.desc->waveform->sampling_rate),
+                split.c_str(), scheme, o.host.c_str(), port);
+  std::printf("tfm-serve: chat template: %s\n",
+              kinds.generates    ? chatTemplateOrigin.c_str()
+              : kinds.embed      ? "none (an embedder)"
+              : kinds.classifier ? "none (a classifier)"
+              : kinds.diffusion  ? "none (a diffusion pipeline)"
+                                 : "none (a speech recognizer)");
+  if (kinds.generates && served.toolFormat != ToolFormat::None)
+    std::printf("tfm-serve: tool calls: %s format\n",
+                toolFormatName(served.toolFormat));
+  if (kinds.generates && served.reasoning.any())
+    std::printf("tfm-serve: reasoning: %s markers (apart as "
+                "reasoning_content unless a request's reasoning_format is "
+                "\"none\")\n",
+                served.reasoning.name());
+  std::fflush(stdout);
+}
+
 } // namespace
 
 int tfm::serve::runServer(const ServerOptions &o) {
@@ -989,40 +1192,12 @@ int tfm::serve::runServer(const ServerOptions &o) {
     fail(status.message);
   served.desc = tfm_model_get_desc(model);
   served.tokenizer = tfm_model_tokenizer(model, &status); // null: ids only
-  // A language model through the batch engine, an embedder, a classifier,
-  // a speech recognizer, or a diffusion pipeline (which draws only: its
-  // text encoder serves its images).
-  const tfm_diffusion_desc *diffusion = served.desc->diffusion;
-  std::optional<EncoderEntry> embed =
-      diffusion ? std::nullopt : embeddingEntry(model);
-  std::optional<EncoderEntry> classifier =
-      diffusion ? std::nullopt : findEncoderEntry(model, "classify");
-  bool generates = tfm_model_entry_point(model, "prefill_batch") != nullptr;
-  bool recognizes = served.desc->waveform && served.desc->waveform->blank >= 0;
-  // Whisper: an encoder-decoder on log-mel features.
-  const tfm_entry_point *encode = tfm_model_entry_point(model, "encode");
-  bool whisper = served.desc->audio_preprocessing &&
-                 !served.desc->audio_preprocessing->kaldi && encode &&
-                 tfm_model_entry_point(model, "decode") &&
-                 encode->inputs[0].dtype == TFM_DTYPE_F32 && served.tokenizer;
-  recognizes = recognizes || whisper;
-  if (!generates && !embed && !classifier && !recognizes && !diffusion)
-    fail("model '" + served.name +
-         "' has neither @prefill_batch (a decoder language model), @embed "
-         "or @embed_text (an embedder), @classify on token ids (a "
-         "classifier), a CTC head or Whisper (speech) nor a diffusion "
-         "pipeline (images): tfm-serve serves those");
-  if (diffusion && diffusion->unet_in_channels != diffusion->latent_channels)
-    fail("model '" + served.name +
-         "' is an inpainting pipeline (its UNet takes " +
-         std::to_string(diffusion->unet_in_channels) +
-         " channels): tfm-serve draws images from text only");
-  int32_t maxSequences =
-      o.engine.max_sequences ? o.engine.max_sequences : 16;
+  ServedKinds kinds = servedKinds(model, served);
+  int32_t maxSequences = o.engine.max_sequences ? o.engine.max_sequences : 16;
   std::unique_ptr<Scheduler> scheduler;
   tfm_engine_stats engineStats{};
   std::string chatTemplateOrigin;
-  if (generates) {
+  if (kinds.generates) {
     tfm_engine *engine;
     if (tfm_engine_new(model, &o.engine, &engine, &status) != TFM_OK)
       fail(status.message);
@@ -1052,71 +1227,9 @@ int tfm::serve::runServer(const ServerOptions &o) {
     server.useTls(readOptionFile("--ssl-cert", o.sslCert),
                   readOptionFile("--ssl-key", o.sslKey));
   addInformationRoutes(server, served, scheduler.get());
-  std::unique_ptr<CompletionEndpoints> completions;
-  if (scheduler) {
-    completions = std::make_unique<CompletionEndpoints>(
-        served, *scheduler, std::chrono::seconds(o.timeoutSeconds));
-    server.route("POST", "/v1/completions",
-                [&](const HttpRequest &req, HttpResponse &res) {
-                  completions->handle(Endpoint::Completions, req, res);
-                });
-    server.route("POST", "/v1/chat/completions",
-                [&](const HttpRequest &req, HttpResponse &res) {
-                  completions->handle(Endpoint::ChatCompletions, req, res);
-                });
-    // What a chat request's messages and tools render to (llama.cpp's
-    // route): to see what the model is given.
-    server.route("POST", "/apply-template",
-                 [&](const HttpRequest &req, HttpResponse &res) {
-                   std::string prompt;
-                   if (auto error = renderChatRequest(req.body, served, prompt))
-                     return sendError(res, *error);
-                   res.setContent(jsonText(json{{"prompt", prompt}}),
-                                  "application/json");
-                 });
-  }
-  std::unique_ptr<EmbeddingEndpoint> embeddings;
-  if (embed) {
-    embeddings = std::make_unique<EmbeddingEndpoint>(served, model, *embed);
-    addEncoderMetrics(server, embeddings->encoderCalls());
-    server.route("POST", "/v1/embeddings",
-                [&](const HttpRequest &req, HttpResponse &res) {
-                  embeddings->handle(req, res);
-                });
-  }
-  std::unique_ptr<ClassifierEndpoints> classifiers;
-  if (classifier) {
-    classifiers =
-        std::make_unique<ClassifierEndpoints>(served, model, *classifier);
-    addEncoderMetrics(server, classifiers->encoderCalls());
-    server.route("POST", "/classify",
-                [&](const HttpRequest &req, HttpResponse &res) {
-                  classifiers->classify(req, res);
-                });
-    if (classifiers->reranks())
-      for (const char *path : {"/rerank", "/v1/rerank"})
-        server.route("POST", path,
-                    [&](const HttpRequest &req, HttpResponse &res) {
-                      classifiers->rerank(req, res);
-                    });
-  }
-  std::unique_ptr<TranscriptionEndpoint> transcriptions;
-  if (recognizes) {
-    transcriptions =
-        std::make_unique<TranscriptionEndpoint>(served, model, whisper);
-    server.route("POST", "/v1/audio/transcriptions",
-                [&](const HttpRequest &req, HttpResponse &res) {
-                  transcriptions->handle(req, res);
-                });
-  }
-  std::unique_ptr<ImageEndpoint> images;
-  if (diffusion) {
-    images = std::make_unique<ImageEndpoint>(served, model);
-    server.route("POST", "/v1/images/generations",
-                [&](const HttpRequest &req, HttpResponse &res) {
-                  images->handle(req, res);
-                });
-  }
+  Endpoints endpoints;
+  addModelRoutes(server, served, model, kinds, scheduler.get(),
+                 std::chrono::seconds(o.timeoutSeconds), endpoints);
   addErrorWriter(server);
   requireApiKey(server, o);
 
@@ -1127,70 +1240,7 @@ int tfm::serve::runServer(const ServerOptions &o) {
              ? "cannot use the certificate '" + o.sslCert + "' with the key '" +
                    o.sslKey + "' (PEM files, the key the certificate's)"
              : listenError);
-  // A model split over MPI ranks (tfmc --ranks) serves from rank 0; the
-  // others follow inside tfm_model_load.
-  std::string split =
-      served.desc->ranks > 1
-          ? ", split over " + std::to_string(served.desc->ranks) + " ranks"
-          : "";
-  const char *scheme = https ? "https" : "http";
-  if (generates)
-    std::printf("tfm-serve: serving '%s' (%lld positions, %d sequences, %lld "
-                "KV blocks of %lld positions%s%s) on %s://%s:%d\n",
-                served.name.c_str(), (long long)served.contextPositions,
-                maxSequences, (long long)engineStats.kv_blocks,
-                (long long)engineStats.kv_block_positions,
-                engineStats.kv_paged ? "" : ", unpaged", split.c_str(), scheme,
-                o.host.c_str(), port);
-  else if (embed)
-    std::printf("tfm-serve: serving '%s' (embeddings of %lld dimensions, "
-                "inputs of up to %lld tokens%s) on %s://%s:%d\n",
-                served.name.c_str(), (long long)embeddings->dimensions(),
-                (long long)served.contextPositions, split.c_str(), scheme,
-                o.host.c_str(), port);
-  else if (classifier)
-    std::printf("tfm-serve: serving '%s' (%s of %lld labels, inputs of up to "
-                "%lld tokens%s) on %s://%s:%d\n",
-                served.name.c_str(),
-                classifiers->reranks() ? "a cross-encoder: /rerank, /classify"
-                                       : "a classifier: /classify",
-                (long long)classifiers->labels(),
-                (long long)served.contextPositions, split.c_str(), scheme,
-                o.host.c_str(), port);
-  else if (diffusion)
-    std::printf("tfm-serve: serving '%s' (Stable Diffusion: %lldx%lld "
-                "images%s) on %s://%s:%d\n",
-                served.name.c_str(), (long long)images->imageSize().width,
-                (long long)images->imageSize().height, split.c_str(), scheme,
-                o.host.c_str(), port);
-  else if (whisper)
-    std::printf("tfm-serve: serving '%s' (Whisper: transcriptions of the "
-                "first %.0f s of a clip%s) on %s://%s:%d\n",
-                served.name.c_str(),
-                double(served.desc->audio_preprocessing->samples) /
-                    double(served.desc->audio_preprocessing->sampling_rate),
-                split.c_str(), scheme, o.host.c_str(), port);
-  else
-    std::printf("tfm-serve: serving '%s' (transcriptions of clips up to "
-                "%.0f s%s) on %s://%s:%d\n",
-                served.name.c_str(),
-                double(served.desc->max_context) /
-                    double(served.desc->waveform->sampling_rate),
-                split.c_str(), scheme, o.host.c_str(), port);
-  std::printf("tfm-serve: chat template: %s\n",
-              generates    ? chatTemplateOrigin.c_str()
-              : embed      ? "none (an embedder)"
-              : classifier ? "none (a classifier)"
-              : diffusion  ? "none (a diffusion pipeline)"
-                           : "none (a speech recognizer)");
-  if (generates && served.toolFormat != ToolFormat::None)
-    std::printf("tfm-serve: tool calls: %s format\n",
-                toolFormatName(served.toolFormat));
-  if (generates && served.reasoning.any())
-    std::printf("tfm-serve: reasoning: %s markers (apart as "
-                "reasoning_content unless a request's reasoning_format is "
-                "\"none\")\n",
-                served.reasoning.name());
-  std::fflush(stdout);
+  printServing(o, served, kinds, endpoints, engineStats, maxSequences,
+               chatTemplateOrigin, https, port);
   server.serveForever();
 }

@@ -263,16 +263,14 @@ struct LowerAttentionToGpuPass
       l.vec = vec;
       l.lanes = width / vec;
       l.groups = threads / l.lanes;
-      l.align =
-          vec > 1 ? llvm::MaybeAlign(kWideLoadBytes) : llvm::MaybeAlign();
+      l.align = vec > 1 ? llvm::MaybeAlign(kWideLoadBytes) : llvm::MaybeAlign();
       Value keys = memref::DimOp::create(b, loc, k, 0);
       l.kvHead = arith::DivUIOp::create(b, loc, head, index(b, loc, group));
       l.lane = arith::RemUIOp::create(b, loc, thread, index(b, loc, l.lanes));
       l.share = arith::DivUIOp::create(b, loc, thread, index(b, loc, l.lanes));
-      l.firstColumn =
-          arith::MulIOp::create(b, loc, l.lane, index(b, loc, vec));
-      l.accumulates = arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::ult, l.share, index(b, loc, l.groups));
+      l.firstColumn = arith::MulIOp::create(b, loc, l.lane, index(b, loc, vec));
+      l.accumulates = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                            l.share, index(b, loc, l.groups));
       // Queries are the last s of the t positions; the query sees keys
       // [first, end).
       l.end = keys;
@@ -283,8 +281,8 @@ struct LowerAttentionToGpuPass
       l.first = index(b, loc, 0);
       if (window > 0) {
         Value span = index(b, loc, window);
-        Value beyond = arith::CmpIOp::create(
-            b, loc, arith::CmpIPredicate::ugt, l.end, span);
+        Value beyond = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                             l.end, span);
         l.first = arith::SelectOp::create(
             b, loc, beyond, arith::SubIOp::create(b, loc, l.end, span),
             l.first);
@@ -299,7 +297,8 @@ struct LowerAttentionToGpuPass
             b, loc, l.end,
             arith::AddIOp::create(b, loc, spanFirst, index(b, loc, threads)));
       }
-      l.minusInf = f32Constant(b, loc, -std::numeric_limits<double>::infinity());
+      l.minusInf =
+          f32Constant(b, loc, -std::numeric_limits<double>::infinity());
       l.zero = f32Constant(b, loc, 0.0);
       return l;
     }
@@ -335,12 +334,12 @@ struct LowerAttentionToGpuPass
                           .getResult()
                     : d;
               auto elementAlign = e % vec ? llvm::MaybeAlign() : l.align;
-              xs.push_back(memref::LoadOp::create(
-                  db, loc, q, ValueRange{query, head, at}, false,
-                  elementAlign));
-              ys.push_back(memref::LoadOp::create(
-                  db, loc, k, ValueRange{key, l.kvHead, at}, false,
-                  elementAlign));
+              xs.push_back(memref::LoadOp::create(db, loc, q,
+                                                  ValueRange{query, head, at},
+                                                  false, elementAlign));
+              ys.push_back(memref::LoadOp::create(db, loc, k,
+                                                  ValueRange{key, l.kvHead, at},
+                                                  false, elementAlign));
             }
             Value total = sum[0];
             for (auto [x, y] : llvm::zip(xs, ys))
@@ -427,9 +426,9 @@ struct LowerAttentionToGpuPass
     };
     ChunkSlots chunkSlots(OpBuilder &cb, Location loc, const Layout &l,
                           Value start) const {
-      Value inChunk = arith::MinUIOp::create(
-          cb, loc, index(cb, loc, threads),
-          arith::SubIOp::create(cb, loc, l.end, start));
+      Value inChunk =
+          arith::MinUIOp::create(cb, loc, index(cb, loc, threads),
+                                 arith::SubIOp::create(cb, loc, l.end, start));
       return {arith::SelectOp::create(cb, loc, l.accumulates, inChunk,
                                       index(cb, loc, 0)),
               arith::SubIOp::create(cb, loc, inChunk, index(cb, loc, 1))};
@@ -572,8 +571,7 @@ struct LowerAttentionToGpuPass
           memref::StoreOp::create(fb, loc, total, spanParts,
                                   ValueRange{head, query, keySpan, thread});
         } else {
-          Value normalized =
-              arith::DivFOp::create(fb, loc, total, results[1]);
+          Value normalized = arith::DivFOp::create(fb, loc, total, results[1]);
           memref::StoreOp::create(fb, loc, normalized, out,
                                   ValueRange{query, head, thread});
         }

@@ -111,16 +111,16 @@ struct LowerMatvecToGpuPass
     int64_t runs = kRunsInFlight;
     if (split > 1)
       runs = std::clamp<int64_t>(
-          cast<MemRefType>(mm.rhs.getType()).getDimSize(1) / (chunk * split),
-          1, kRunsInFlight);
+          cast<MemRefType>(mm.rhs.getType()).getDimSize(1) / (chunk * split), 1,
+          kRunsInFlight);
 
     Value columnGroups = tilesOf(b, loc, mm.columns, outputsPerBlock);
     SmallVector<Type> sharedTypes;
     if (split > 1)
-      sharedTypes.push_back(MemRefType::get(
-          {warps}, b.getF32Type(), AffineMap(),
-          gpu::AddressSpaceAttr::get(b.getContext(),
-                                     gpu::AddressSpace::Workgroup)));
+      sharedTypes.push_back(
+          MemRefType::get({warps}, b.getF32Type(), AffineMap(),
+                          gpu::AddressSpaceAttr::get(
+                              b.getContext(), gpu::AddressSpace::Workgroup)));
     auto launch = gpu::LaunchOp::create(
         b, loc, columnGroups, mm.rows, one, index(b, threads), one, one,
         /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
@@ -133,9 +133,9 @@ struct LowerMatvecToGpuPass
                                               index(b, outputsPerBlock));
     Value column = arith::AddIOp::create(
         b, loc, firstColumn,
-        split > 1 ? arith::DivUIOp::create(b, loc, warp, index(b, split))
-                        .getResult()
-                  : warp);
+        split > 1
+            ? arith::DivUIOp::create(b, loc, warp, index(b, split)).getResult()
+            : warp);
     // Which of the output's warps this is: it starts at its run of k.
     Value share =
         split > 1
@@ -300,15 +300,15 @@ struct LowerMatvecToGpuPass
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ownColumn,
                                 mm.columns));
       ifThen(b, sums, [&](OpBuilder &fb, Location fl) {
-        Value firstPart = arith::MulIOp::create(fb, fl, thread, index(fb, split));
+        Value firstPart =
+            arith::MulIOp::create(fb, fl, thread, index(fb, split));
         Value total = memref::LoadOp::create(fb, fl, partials, firstPart);
         for (int64_t s = 1; s < split; ++s)
           total = arith::AddFOp::create(
               fb, fl, total,
-              memref::LoadOp::create(
-                  fb, fl, partials,
-                  ValueRange{arith::AddIOp::create(fb, fl, firstPart,
-                                                   index(fb, s))}));
+              memref::LoadOp::create(fb, fl, partials,
+                                     ValueRange{arith::AddIOp::create(
+                                         fb, fl, firstPart, index(fb, s))}));
         storeSum(fb, fl, total, mm.out, ValueRange{row, ownColumn}, overwrite);
       });
     }

@@ -95,8 +95,8 @@ public:
     pTile = launch.getWorkgroupAttributions()[3];
     head = launch.getBlockIds().x;
     thread = launch.getThreadIds().x;
-    firstQuery =
-        arith::MulIOp::create(b, loc, launch.getBlockIds().y, index(b, queryTile));
+    firstQuery = arith::MulIOp::create(b, loc, launch.getBlockIds().y,
+                                       index(b, queryTile));
     kvHead = arith::DivUIOp::create(b, loc, head, index(b, a.group));
     Value group = arith::DivUIOp::create(b, loc, thread, index(b, kRowLanes));
     lane = arith::RemUIOp::create(b, loc, thread, index(b, kRowLanes));
@@ -161,10 +161,10 @@ private:
       Value column = arith::RemUIOp::create(at, loc, e, index(at, a.width));
       Value position = add(at, first, row);
       Value clamped = arith::MinUIOp::create(at, loc, position, last);
-      Value x = memref::LoadOp::create(
-          at, loc, source, ValueRange{clamped, sourceHead, column});
-      values.push_back(arith::SelectOp::create(
-          at, loc, less(at, position, limit), x, zero));
+      Value x = memref::LoadOp::create(at, loc, source,
+                                       ValueRange{clamped, sourceHead, column});
+      values.push_back(
+          arith::SelectOp::create(at, loc, less(at, position, limit), x, zero));
       elements.push_back(e);
       rowsAt.push_back(row);
       columnsAt.push_back(column);
@@ -237,9 +237,9 @@ private:
               arith::ConstantIntOp::create(at, loc, at.getI32Type(), distance),
               width, gpu::ShuffleMode::XOR)
               .getShuffleResult();
-      value = maximum ? arith::MaximumFOp::create(at, loc, value, other)
-                            .getResult()
-                      : arith::AddFOp::create(at, loc, value, other).getResult();
+      value = maximum
+                  ? arith::MaximumFOp::create(at, loc, value, other).getResult()
+                  : arith::AddFOp::create(at, loc, value, other).getResult();
     }
     return value;
   }
@@ -363,18 +363,16 @@ private:
     for (int64_t i = 0; i < rowCount; ++i) {
       Value query = add(b, firstQuery, rows[i]);
       Value sum = results[rowCount + i];
-      scf::IfOp::create(b, loc, less(b, query, queries),
-                        [&](OpBuilder &wb, Location) {
-                          for (int64_t c = 0; c < columns; ++c) {
-                            Value total = results[2 * rowCount + i * columns + c];
-                            memref::StoreOp::create(
-                                wb, loc,
-                                arith::DivFOp::create(wb, loc, total, sum),
-                                a.out,
-                                ValueRange{query, head, laneStride(wb, c)});
-                          }
-                          scf::YieldOp::create(wb, loc);
-                        });
+      scf::IfOp::create(
+          b, loc, less(b, query, queries), [&](OpBuilder &wb, Location) {
+            for (int64_t c = 0; c < columns; ++c) {
+              Value total = results[2 * rowCount + i * columns + c];
+              memref::StoreOp::create(
+                  wb, loc, arith::DivFOp::create(wb, loc, total, sum), a.out,
+                  ValueRange{query, head, laneStride(wb, c)});
+            }
+            scf::YieldOp::create(wb, loc);
+          });
     }
   }
 

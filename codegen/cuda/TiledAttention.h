@@ -1,4 +1,5 @@
-//===- TiledAttention.h - prefill attention over tiles ------------*- C++ -*-===//
+//===- TiledAttention.h - prefill attention over tiles ------------*- C++
+//-*-===//
 //
 // tfm-lower-attention-to-gpu's kernel for a prefill (queries known at run
 // time only): a block per (head, tile of queries) that stages tiles of

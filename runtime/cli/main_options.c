@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,6 +226,228 @@ static int parse_number(const char *argv0, const char *flag, const char *text,
   return TFM_MAIN_OPTIONS_RUN;
 }
 
+/* Options whose value is kept as given (a pointer into argv), and the field
+ * of tfm_main_options that holds it. */
+static const struct {
+  const char *name;
+  size_t field; /* offsetof a `const char *` */
+  int is_rule;  /* a generation rule (rules_given) */
+} kTextOptions[] = {
+    {"--prompt", offsetof(tfm_main_options, prompt), 0},
+    {"--negative-prompt", offsetof(tfm_main_options, negative_prompt), 0},
+    {"--scheduler", offsetof(tfm_main_options, scheduler), 0},
+    {"--noise", offsetof(tfm_main_options, noise_path), 0},
+    {"-o", offsetof(tfm_main_options, png_path), 0},
+    {"--init-image", offsetof(tfm_main_options, init_image), 0},
+    {"--mask", offsetof(tfm_main_options, mask), 0},
+    {"--perplexity", offsetof(tfm_main_options, perplexity), 0},
+    {"--prompt-file", offsetof(tfm_main_options, prompt_file), 0},
+    {"--grammar", offsetof(tfm_main_options, grammar), 0},
+    {"--grammar-file", offsetof(tfm_main_options, grammar_file), 0},
+    {"--json-schema", offsetof(tfm_main_options, json_schema), 0},
+    {"--json-schema-file", offsetof(tfm_main_options, json_schema_file), 0},
+    {"--tokens", offsetof(tfm_main_options, tokens), 0},
+    {"--force-tokens", offsetof(tfm_main_options, forced_tokens), 0},
+    {"--logits", offsetof(tfm_main_options, logits_path), 0},
+    {"--step-logits", offsetof(tfm_main_options, step_logits_path), 0},
+    {"--prompt-cache", offsetof(tfm_main_options, prompt_cache_path), 0},
+    {"--weights", offsetof(tfm_main_options, weights_path), 0},
+    {"--call", offsetof(tfm_main_options, call.name), 0},
+    {"--text-pair", offsetof(tfm_main_options, call.text_pair), 0},
+    {"--pixels", offsetof(tfm_main_options, call.pixels), 0},
+    {"--features", offsetof(tfm_main_options, call.pixels), 0},
+    {"--text-file", offsetof(tfm_main_options, call.text_file), 0},
+    {"--format", offsetof(tfm_main_options, call.format), 0},
+    {"--token-types", offsetof(tfm_main_options, call.token_types), 0},
+    {"--global-attention", offsetof(tfm_main_options, call.global_attention),
+     0},
+    {"--decoder-tokens", offsetof(tfm_main_options, call.decoder_tokens), 0},
+    {"--previous-text", offsetof(tfm_main_options, previous_text), 0},
+    {"--suppress", offsetof(tfm_main_options, suppress), 1},
+    {"--output", offsetof(tfm_main_options, call.output_path), 0},
+};
+
+/* Options without a value; returns whether `arg` is one (and sets it). */
+static int parse_switch(const char *arg, tfm_main_options *o) {
+  if (!strcmp(arg, "--print-ids"))
+    o->print_ids = 1;
+  else if (!strcmp(arg, "--truncate"))
+    o->call.truncate = 1;
+  else if (!strcmp(arg, "--preprocess"))
+    o->call.preprocess = 1;
+  else if (!strcmp(arg, "--tokenize"))
+    o->call.tokenize = o->tokenize = 1;
+  else if (!strcmp(arg, "--stats"))
+    o->stats = 1;
+  else if (!strcmp(arg, "--ignore-eos"))
+    o->ignore_eos = 1;
+  else if (!strcmp(arg, "--forced-eos"))
+    o->rules.forced_eos = o->rules_given = 1;
+  else
+    return 0;
+  return 1;
+}
+
+typedef enum {
+  OPTION_UNKNOWN, /* not an option taking a value */
+  OPTION_TAKEN,
+  OPTION_BAD /* reported on stderr */
+} option_outcome;
+
+static option_outcome out_of_range(const char *argv0, const char *flag,
+                                   const char *range, long long n) {
+  fprintf(stderr, "%s: error: %s expects %s, got %lld\n", argv0, flag, range,
+          n);
+  return OPTION_BAD;
+}
+
+/* The options with a whole-number value. */
+static option_outcome parse_integer_option(const char *argv0, const char *arg,
+                                           const char *value,
+                                           tfm_main_options *o) {
+  static const char *const names[] = {
+      "-n",      "--top-k",           "--seed",           "--warmup", "--batch",
+      "--beams", "--no-repeat-ngram", "--min-new-tokens", "--steps",  "--width",
+      "--height"};
+  int known = 0;
+  for (size_t k = 0; k < sizeof names / sizeof *names; ++k)
+    known |= !strcmp(arg, names[k]);
+  if (!known)
+    return OPTION_UNKNOWN;
+  char *end;
+  errno = 0;
+  long long n = strtoll(value, &end, 10);
+  if (errno || *end || end == value || n < 0) {
+    fprintf(stderr, "%s: error: %s expects a non-negative integer, got '%s'\n",
+            argv0, arg, value);
+    return OPTION_BAD;
+  }
+  if (!strcmp(arg, "-n")) {
+    o->new_tokens = (long)n;
+    o->new_tokens_given = 1;
+  } else if (!strcmp(arg, "--steps")) {
+    if (n < 1 || n > 1000)
+      return out_of_range(argv0, arg, "1 to 1000", n);
+    o->steps = (long)n;
+  } else if (!strcmp(arg, "--width")) {
+    o->width = (long)n;
+  } else if (!strcmp(arg, "--height")) {
+    o->height = (long)n;
+  } else if (!strcmp(arg, "--top-k")) {
+    o->sampler.top_k = (int32_t)n;
+  } else if (!strcmp(arg, "--warmup")) {
+    o->warmup = (long)n;
+  } else if (!strcmp(arg, "--batch")) {
+    if (n < 1 || n > 65536)
+      return out_of_range(argv0, arg, "1 to 65536", n);
+    o->call.batch = (int)n;
+  } else if (!strcmp(arg, "--beams")) {
+    if (n < 1 || n > 64)
+      return out_of_range(argv0, arg, "1 to 64", n);
+    o->beams = (int)n;
+  } else if (!strcmp(arg, "--no-repeat-ngram")) {
+    o->rules.no_repeat_ngram_size = (int32_t)n;
+    o->rules_given = 1;
+  } else if (!strcmp(arg, "--min-new-tokens")) {
+    o->rules.min_new_tokens = (int64_t)n;
+    o->rules_given = 1;
+  } else {
+    o->sampler.seed = (uint64_t)n;
+  }
+  return OPTION_TAKEN;
+}
+
+/* The options with a real value. */
+static option_outcome parse_real_option(const char *argv0, const char *arg,
+                                        const char *value,
+                                        tfm_main_options *o) {
+  if (strcmp(arg, "--strength") && strcmp(arg, "--guidance") &&
+      strcmp(arg, "--temperature") && strcmp(arg, "--top-p") &&
+      strcmp(arg, "--repetition-penalty"))
+    return OPTION_UNKNOWN;
+  double number;
+  if (!parse_number(argv0, arg, value, &number))
+    return OPTION_BAD;
+  if (!strcmp(arg, "--strength")) {
+    if (!(number > 0 && number <= 1)) {
+      fprintf(stderr,
+              "%s: error: --strength expects more than 0 and at "
+              "most 1, got %g\n",
+              argv0, number);
+      return OPTION_BAD;
+    }
+    o->strength = (float)number;
+  } else if (!strcmp(arg, "--guidance")) {
+    if (!(number >= 0 && number <= 100)) {
+      fprintf(stderr, "%s: error: --guidance expects 0 to 100, got %g\n", argv0,
+              number);
+      return OPTION_BAD;
+    }
+    o->guidance = (float)number;
+  } else if (!strcmp(arg, "--temperature")) {
+    o->sampler.temperature = (float)number;
+  } else if (!strcmp(arg, "--top-p")) {
+    o->sampler.top_p = (float)number;
+  } else {
+    o->sampler.repetition_penalty = (float)number;
+  }
+  return OPTION_TAKEN;
+}
+
+/* An option followed by its value; `capacity` bounds the lists (--text:
+ * argc). */
+static option_outcome parse_valued_option(const char *argv0, const char *arg,
+                                          const char *value, int capacity,
+                                          tfm_main_options *o) {
+  for (size_t k = 0; k < sizeof kTextOptions / sizeof *kTextOptions; ++k)
+    if (!strcmp(arg, kTextOptions[k].name)) {
+      *(const char **)((char *)o + kTextOptions[k].field) = value;
+      o->rules_given |= kTextOptions[k].is_rule;
+      return OPTION_TAKEN;
+    }
+  if (!strcmp(arg, "--text")) {
+    if (!o->texts && !(o->texts = malloc(sizeof(char *) * capacity))) {
+      fprintf(stderr, "%s: error: out of memory\n", argv0);
+      return OPTION_BAD;
+    }
+    o->call.text = o->texts[o->text_count++] = value;
+    return OPTION_TAKEN;
+  }
+  if (!strcmp(arg, "--stop")) {
+    if (o->stop_count == TFM_MAIN_MAX_STOP_STRINGS) {
+      fprintf(stderr, "%s: error: at most %d --stop strings\n", argv0,
+              TFM_MAIN_MAX_STOP_STRINGS);
+      return OPTION_BAD;
+    }
+    o->stop[o->stop_count++] = value;
+    return OPTION_TAKEN;
+  }
+  option_outcome outcome = parse_integer_option(argv0, arg, value, o);
+  if (outcome == OPTION_UNKNOWN)
+    outcome = parse_real_option(argv0, arg, value, o);
+  return outcome;
+}
+
+/* What cannot be given together. */
+static int options_agree(const char *argv0, const tfm_main_options *o) {
+  if (!!o->grammar + !!o->grammar_file + !!o->json_schema +
+          !!o->json_schema_file >
+      1) {
+    fprintf(stderr,
+            "%s: error: give one of --grammar, --grammar-file, "
+            "--json-schema and --json-schema-file\n",
+            argv0);
+    return 0;
+  }
+  if (!!o->prompt + !!o->prompt_file + !!o->tokens > 1) {
+    fprintf(stderr,
+            "%s: error: give one of --prompt, --prompt-file and --tokens\n",
+            argv0);
+    return 0;
+  }
+  return 1;
+}
+
 tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
                                                tfm_main_options *o) {
   memset(o, 0, sizeof *o);
@@ -235,7 +458,6 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
   for (int i = 1; i < argc; ++i) {
     const char *arg = argv[i];
     const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-    double number;
     o->given |= flag_bit(arg);
     if (arg[0] != '-') {
       /* Image files (PNG, JPEG) for an image model, audio files for a
@@ -245,204 +467,32 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
         return TFM_MAIN_OPTIONS_BAD;
       }
       o->call.images[o->call.image_count++] = arg;
-    } else if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+      continue;
+    }
+    if (!strcmp(arg, "--help") || !strcmp(arg, "-h"))
       return TFM_MAIN_OPTIONS_HELP;
-    } else if (!strcmp(arg, "--print-ids")) {
-      o->print_ids = 1;
-    } else if (!strcmp(arg, "--truncate")) {
-      o->call.truncate = 1;
-    } else if (!strcmp(arg, "--preprocess")) {
-      o->call.preprocess = 1;
-    } else if (!strcmp(arg, "--tokenize")) {
-      o->call.tokenize = 1;
-      o->tokenize = 1;
-    } else if (!strcmp(arg, "--stats")) {
-      o->stats = 1;
-    } else if (!strcmp(arg, "--ignore-eos")) {
-      o->ignore_eos = 1;
-    } else if (!strcmp(arg, "--forced-eos")) {
-      o->rules.forced_eos = 1;
-      o->rules_given = 1;
-    } else if (!value) {
+    if (parse_switch(arg, o))
+      continue;
+    if (!value) {
       fprintf(stderr, "%s: error: unknown or incomplete option '%s'\n",
               argv[0], arg);
       tfm_main_usage(stderr, argv[0]);
       return TFM_MAIN_OPTIONS_BAD;
-    } else if (!strcmp(arg, "--prompt")) {
-      o->prompt = argv[++i];
-    } else if (!strcmp(arg, "--negative-prompt")) {
-      o->negative_prompt = argv[++i];
-    } else if (!strcmp(arg, "--scheduler")) {
-      o->scheduler = argv[++i];
-    } else if (!strcmp(arg, "--noise")) {
-      o->noise_path = argv[++i];
-    } else if (!strcmp(arg, "-o")) {
-      o->png_path = argv[++i];
-    } else if (!strcmp(arg, "--init-image")) {
-      o->init_image = argv[++i];
-    } else if (!strcmp(arg, "--mask")) {
-      o->mask = argv[++i];
-    } else if (!strcmp(arg, "--perplexity")) {
-      o->perplexity = argv[++i];
-    } else if (!strcmp(arg, "--prompt-file")) {
-      o->prompt_file = argv[++i];
-    } else if (!strcmp(arg, "--grammar")) {
-      o->grammar = argv[++i];
-    } else if (!strcmp(arg, "--grammar-file")) {
-      o->grammar_file = argv[++i];
-    } else if (!strcmp(arg, "--json-schema")) {
-      o->json_schema = argv[++i];
-    } else if (!strcmp(arg, "--json-schema-file")) {
-      o->json_schema_file = argv[++i];
-    } else if (!strcmp(arg, "--tokens")) {
-      o->tokens = argv[++i];
-    } else if (!strcmp(arg, "--force-tokens")) {
-      o->forced_tokens = argv[++i];
-    } else if (!strcmp(arg, "--logits")) {
-      o->logits_path = argv[++i];
-    } else if (!strcmp(arg, "--step-logits")) {
-      o->step_logits_path = argv[++i];
-    } else if (!strcmp(arg, "--prompt-cache")) {
-      o->prompt_cache_path = argv[++i];
-    } else if (!strcmp(arg, "--weights")) {
-      o->weights_path = argv[++i];
-    } else if (!strcmp(arg, "--call")) {
-      o->call.name = argv[++i];
-    } else if (!strcmp(arg, "--text")) {
-      if (!o->texts && !(o->texts = malloc(sizeof(char *) * argc))) {
-        fprintf(stderr, "%s: error: out of memory\n", argv[0]);
-        return TFM_MAIN_OPTIONS_BAD;
-      }
-      o->call.text = o->texts[o->text_count++] = argv[++i];
-    } else if (!strcmp(arg, "--text-pair")) {
-      o->call.text_pair = argv[++i];
-    } else if (!strcmp(arg, "--pixels") || !strcmp(arg, "--features")) {
-      o->call.pixels = argv[++i];
-    } else if (!strcmp(arg, "--text-file")) {
-      o->call.text_file = argv[++i];
-    } else if (!strcmp(arg, "--format")) {
-      o->call.format = argv[++i];
-    } else if (!strcmp(arg, "--token-types")) {
-      o->call.token_types = argv[++i];
-    } else if (!strcmp(arg, "--global-attention")) {
-      o->call.global_attention = argv[++i];
-    } else if (!strcmp(arg, "--decoder-tokens")) {
-      o->call.decoder_tokens = argv[++i];
-    } else if (!strcmp(arg, "--previous-text")) {
-      o->previous_text = argv[++i];
-    } else if (!strcmp(arg, "--suppress")) {
-      o->suppress = argv[++i];
-      o->rules_given = 1;
-    } else if (!strcmp(arg, "--output")) {
-      o->call.output_path = argv[++i];
-    } else if (!strcmp(arg, "--stop")) {
-      if (o->stop_count == TFM_MAIN_MAX_STOP_STRINGS) {
-        fprintf(stderr, "%s: error: at most %d --stop strings\n", argv[0],
-                TFM_MAIN_MAX_STOP_STRINGS);
-        return TFM_MAIN_OPTIONS_BAD;
-      }
-      o->stop[o->stop_count++] = argv[++i];
-    } else if (!strcmp(arg, "-n") || !strcmp(arg, "--top-k") ||
-               !strcmp(arg, "--seed") || !strcmp(arg, "--warmup") ||
-               !strcmp(arg, "--batch") || !strcmp(arg, "--beams") ||
-               !strcmp(arg, "--no-repeat-ngram") ||
-               !strcmp(arg, "--min-new-tokens") || !strcmp(arg, "--steps") ||
-               !strcmp(arg, "--width") || !strcmp(arg, "--height")) {
-      char *end;
-      errno = 0;
-      long long n = strtoll(argv[++i], &end, 10);
-      if (errno || *end || end == argv[i] || n < 0) {
-        fprintf(stderr, "%s: error: %s expects a non-negative integer, got '%s'\n",
-                argv[0], arg, argv[i]);
-        return TFM_MAIN_OPTIONS_BAD;
-      }
-      if (!strcmp(arg, "-n")) {
-        o->new_tokens = (long)n;
-        o->new_tokens_given = 1;
-      } else if (!strcmp(arg, "--steps") && (n < 1 || n > 1000)) {
-        fprintf(stderr, "%s: error: --steps expects 1 to 1000, got %lld\n",
-                argv[0], n);
-        return TFM_MAIN_OPTIONS_BAD;
-      } else if (!strcmp(arg, "--steps"))
-        o->steps = (long)n;
-      else if (!strcmp(arg, "--width"))
-        o->width = (long)n;
-      else if (!strcmp(arg, "--height"))
-        o->height = (long)n;
-      else if (!strcmp(arg, "--top-k"))
-        o->sampler.top_k = (int32_t)n;
-      else if (!strcmp(arg, "--warmup"))
-        o->warmup = (long)n;
-      else if (!strcmp(arg, "--batch") && (n < 1 || n > 65536)) {
-        fprintf(stderr, "%s: error: --batch expects 1 to 65536, got %lld\n",
-                argv[0], n);
-        return TFM_MAIN_OPTIONS_BAD;
-      } else if (!strcmp(arg, "--batch"))
-        o->call.batch = (int)n;
-      else if (!strcmp(arg, "--beams") && (n < 1 || n > 64)) {
-        fprintf(stderr, "%s: error: --beams expects 1 to 64, got %lld\n",
-                argv[0], n);
-        return TFM_MAIN_OPTIONS_BAD;
-      } else if (!strcmp(arg, "--beams"))
-        o->beams = (int)n;
-      else if (!strcmp(arg, "--no-repeat-ngram")) {
-        o->rules.no_repeat_ngram_size = (int32_t)n;
-        o->rules_given = 1;
-      } else if (!strcmp(arg, "--min-new-tokens")) {
-        o->rules.min_new_tokens = (int64_t)n;
-        o->rules_given = 1;
-      }
-      else
-        o->sampler.seed = (uint64_t)n;
-    } else if (!strcmp(arg, "--strength")) {
-      if (!parse_number(argv[0], arg, argv[++i], &number))
-        return TFM_MAIN_OPTIONS_BAD;
-      if (!(number > 0 && number <= 1)) {
-        fprintf(stderr, "%s: error: --strength expects more than 0 and at "
-                        "most 1, got %g\n",
-                argv[0], number);
-        return TFM_MAIN_OPTIONS_BAD;
-      }
-      o->strength = (float)number;
-    } else if (!strcmp(arg, "--guidance")) {
-      if (!parse_number(argv[0], arg, argv[++i], &number))
-        return TFM_MAIN_OPTIONS_BAD;
-      if (!(number >= 0 && number <= 100)) {
-        fprintf(stderr, "%s: error: --guidance expects 0 to 100, got %g\n",
-                argv[0], number);
-        return TFM_MAIN_OPTIONS_BAD;
-      }
-      o->guidance = (float)number;
-    } else if (!strcmp(arg, "--temperature") || !strcmp(arg, "--top-p") ||
-               !strcmp(arg, "--repetition-penalty")) {
-      if (!parse_number(argv[0], arg, argv[++i], &number))
-        return TFM_MAIN_OPTIONS_BAD;
-      if (!strcmp(arg, "--temperature"))
-        o->sampler.temperature = (float)number;
-      else if (!strcmp(arg, "--top-p"))
-        o->sampler.top_p = (float)number;
-      else
-        o->sampler.repetition_penalty = (float)number;
-    } else {
+    }
+    switch (parse_valued_option(argv[0], arg, value, argc, o)) {
+    case OPTION_TAKEN:
+      ++i;
+      continue;
+    case OPTION_BAD:
+      return TFM_MAIN_OPTIONS_BAD;
+    case OPTION_UNKNOWN:
       fprintf(stderr, "%s: error: unknown option '%s'\n", argv[0], arg);
       tfm_main_usage(stderr, argv[0]);
       return TFM_MAIN_OPTIONS_BAD;
     }
   }
-  if (!!o->grammar + !!o->grammar_file + !!o->json_schema +
-          !!o->json_schema_file > 1) {
-    fprintf(stderr, "%s: error: give one of --grammar, --grammar-file, "
-                    "--json-schema and --json-schema-file\n",
-            argv[0]);
-    return TFM_MAIN_OPTIONS_BAD;
-  }
-  if (!!o->prompt + !!o->prompt_file + !!o->tokens > 1) {
-    fprintf(stderr,
-            "%s: error: give one of --prompt, --prompt-file and --tokens\n",
-            argv[0]);
-    return TFM_MAIN_OPTIONS_BAD;
-  }
-  return TFM_MAIN_OPTIONS_RUN;
+  return options_agree(argv[0], o) ? TFM_MAIN_OPTIONS_RUN
+                                   : TFM_MAIN_OPTIONS_BAD;
 }
 
 void tfm_main_options_free(tfm_main_options *o) {
