@@ -80,34 +80,19 @@ public:
     i32 = b.getI32Type();
     launchBlocks(b);
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
-    depthLast = arith::SubIOp::create(b, loc, mm.depth, one);
-    narrowZero = arith::ConstantOp::create(b, loc, b.getZeroAttr(narrow));
-    // Two buffers of each tile: while the warps multiply the stage in one,
-    // each thread's loads of the next stage are in flight, and it stores
-    // them into the other; one barrier a stage.
-    Value first = index(b, 0);
-    storeTiles(b, first, loadTiles(b, first));
-    gpu::BarrierOp::create(b, loc);
     int64_t accumulators = kMmasDown * kMmasAcross * 4;
     SmallVector<Value> inits(accumulators, zero);
-    inits.push_back(first);
     auto depthLoop = scf::ForOp::create(
         b, loc, index(b, 0), mm.depth, index(b, kTileDepth), inits,
-        [&](OpBuilder &nb, Location nl, Value k0, ValueRange carried) {
-          Value buffer = carried.back();
-          // Past the last stage the loads are clamped into the operands
-          // and the stores land in the buffer no stage reads.
-          StagedWords next = loadTiles(nb, add(nb, k0, kTileDepth));
-          SmallVector<Value> sums =
-              multiplyStagedTiles(nb, nl, buffer, carried.drop_back());
-          Value other = arith::SubIOp::create(nb, nl, one, buffer);
-          storeTiles(nb, other, next);
-          // The next stage reads the other buffer once every thread has
-          // stored its words; this one is overwritten a stage later, after
-          // the next barrier.
+        [&](OpBuilder &nb, Location nl, Value k0, ValueRange sums) {
+          depthLast = arith::SubIOp::create(nb, nl, mm.depth, one);
+          narrowZero = arith::ConstantOp::create(nb, nl, nb.getZeroAttr(narrow));
+          stageTiles(nb, nl, k0);
+          SmallVector<Value> next = multiplyStagedTiles(nb, nl, sums);
+          // The next stage overwrites the tiles only after every warp is
+          // done with them.
           gpu::BarrierOp::create(nb, nl);
-          sums.push_back(other);
-          scf::YieldOp::create(nb, nl, sums);
+          scf::YieldOp::create(nb, nl, next);
         });
     storeSums(b, depthLoop);
     gpu::TerminatorOp::create(b, loc);
@@ -125,11 +110,10 @@ private:
   }
 
   /// The launch (a block per 64 x 64 tile of outputs, its two staged tiles
-  /// in workgroup memory, two buffers of each) and each thread's
-  /// coordinates.
+  /// in workgroup memory) and each thread's coordinates.
   void launchBlocks(OpBuilder &b) {
     auto staged = MemRefType::get(
-        {2, kTileRows, kPaddedWordsPerRow}, i32, AffineMap(),
+        {kTileRows, kPaddedWordsPerRow}, i32, AffineMap(),
         gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup));
     one = index(b, 1);
     auto launch = gpu::LaunchOp::create(
@@ -210,19 +194,12 @@ private:
     return arith::OrIOp::create(ob, loc, bits(low), shifted).getResult();
   }
 
-  /// A thread's share of both tiles at one depth, in registers: each word
-  /// (two narrow elements) with its place in the staged tile, x's words
-  /// first.
-  struct StagedWords {
-    SmallVector<Value> words, rows, columns;
-  };
-
-  /// Loads depth k0.. of both tiles: runs of 16 bytes where the tiles lie
+  /// Stages depth k0.. of both tiles: runs of 16 bytes where the tiles lie
   /// inside the operands and their rows are aligned, element by element
-  /// (zeros outside) at the edges.
-  StagedWords loadTiles(OpBuilder &nb, Value k0) {
+  /// (zeros outside) at the edges; then waits for every thread.
+  void stageTiles(OpBuilder &nb, Location nl, Value k0) {
     auto within = [&](Value base, int64_t size, Value limit) {
-      return arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::ule,
+      return arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ule,
                                    add(nb, base, size), limit)
           .getResult();
     };
@@ -230,112 +207,90 @@ private:
     for (Value condition : {within(rowBase, kTileRows, mm.rows),
                             within(columnBase, kTileColumns, mm.columns),
                             within(k0, kTileDepth, mm.depth)})
-      inside = arith::AndIOp::create(nb, loc, inside, condition);
-    auto yield = [&](OpBuilder &yb, const StagedWords &w) {
-      SmallVector<Value> values(w.words);
-      llvm::append_range(values, w.rows);
-      llvm::append_range(values, w.columns);
-      scf::YieldOp::create(yb, loc, values);
-    };
-    auto branch = scf::IfOp::create(
-        nb, loc, inside,
-        [&](OpBuilder &rb, Location) { yield(rb, loadRuns(rb, k0)); },
-        [&](OpBuilder &cb, Location) { yield(cb, loadClamped(cb, k0)); });
-    int64_t count = 2 * kStagedWordsPerThread;
-    StagedWords w;
-    for (int64_t i = 0; i < count; ++i) {
-      w.words.push_back(branch.getResult(i));
-      w.rows.push_back(branch.getResult(count + i));
-      w.columns.push_back(branch.getResult(2 * count + i));
-    }
-    return w;
-  }
-
-  /// Stores `w` into buffer `buffer` of the tiles.
-  void storeTiles(OpBuilder &nb, Value buffer, const StagedWords &w) {
-    for (auto [i, word] : llvm::enumerate(w.words))
-      memref::StoreOp::create(nb, loc, word,
-                              i < kStagedWordsPerThread ? lhsTile : rhsTile,
-                              ValueRange{buffer, w.rows[i], w.columns[i]});
+      inside = arith::AndIOp::create(nb, nl, inside, condition);
+    scf::IfOp::create(
+        nb, nl, inside,
+        [&](OpBuilder &rb, Location rl) { stageRuns(rb, rl, k0); },
+        [&](OpBuilder &cb, Location cl) { stageClamped(cb, cl, k0); });
+    gpu::BarrierOp::create(nb, nl);
   }
 
   /// The tiles' edges: out-of-range rows and depths stage zeros.
-  StagedWords loadClamped(OpBuilder &cb, Value k0) {
+  void stageClamped(OpBuilder &cb, Location cl, Value k0) {
     Value k = arith::AddIOp::create(
-        cb, loc, k0, arith::MulIOp::create(cb, loc, stagedWord, index(cb, 2)));
+        cb, cl, k0,
+        arith::MulIOp::create(cb, cl, stagedWord, index(cb, 2)));
     Value kNext = add(cb, k, 1);
-    StagedWords w;
-    auto stage = [&](Value source, Value base, Value limit) {
-      for (int64_t i = 0; i < kStagedWordsPerThread; ++i) {
-        Value tileRow = add(cb, stagedRow, i * (kThreads / kWordsPerRow));
-        Value row = arith::AddIOp::create(cb, loc, base, tileRow);
-        w.words.push_back(pack(cb, element(cb, source, row, limit, k),
-                               element(cb, source, row, limit, kNext)));
-        w.rows.push_back(tileRow);
-        w.columns.push_back(stagedWord);
-      }
-    };
-    stage(mm.lhs, rowBase, mm.rows);
-    stage(mm.rhs, columnBase, mm.columns);
-    return w;
+    for (int64_t i = 0; i < kStagedWordsPerThread; ++i) {
+      Value tileRow =
+          add(cb, stagedRow, i * (kThreads / kWordsPerRow));
+      auto stage = [&](Value source, Value base, Value limit,
+                       Value tile) {
+        Value row = arith::AddIOp::create(cb, cl, base, tileRow);
+        Value word = pack(cb, element(cb, source, row, limit, k),
+                          element(cb, source, row, limit, kNext));
+        memref::StoreOp::create(cb, cl, word, tile,
+                                ValueRange{tileRow, stagedWord});
+      };
+      stage(mm.lhs, rowBase, mm.rows, lhsTile);
+      stage(mm.rhs, columnBase, mm.columns, rhsTile);
+    }
+    scf::YieldOp::create(cb, cl);
   }
 
   /// Inside: runs of 16 bytes, each loaded unconditionally from consecutive
-  /// addresses (one 16-byte load once LLVM merges them) and kept as
+  /// addresses (one 16-byte load once LLVM merges them) and stored as
   /// consecutive words.
-  StagedWords loadRuns(OpBuilder &rb, Value k0) {
-    StagedWords w;
-    auto stage = [&](Value source, Value base, int64_t runElements) {
+  void stageRuns(OpBuilder &rb, Location rl, Value k0) {
+    auto stage = [&](Value source, Value base, Value tile,
+                     int64_t runElements) {
       int64_t runsPerRow = kTileDepth / runElements;
       int64_t runsPerThread = kTileRows * runsPerRow / kThreads;
-      static_assert(kTileRows * kTileDepth / kThreads / 2 ==
-                        kStagedWordsPerThread,
-                    "both paths stage as many words a thread");
       Value runRow =
-          arith::DivUIOp::create(rb, loc, thread, index(rb, runsPerRow));
+          arith::DivUIOp::create(rb, rl, thread, index(rb, runsPerRow));
       Value run =
-          arith::RemUIOp::create(rb, loc, thread, index(rb, runsPerRow));
+          arith::RemUIOp::create(rb, rl, thread, index(rb, runsPerRow));
       Value firstK = arith::AddIOp::create(
-          rb, loc, k0,
-          arith::MulIOp::create(rb, loc, run, index(rb, runElements)));
+          rb, rl, k0,
+          arith::MulIOp::create(rb, rl, run, index(rb, runElements)));
       Value firstWord =
-          arith::MulIOp::create(rb, loc, run, index(rb, runElements / 2));
+          arith::MulIOp::create(rb, rl, run, index(rb, runElements / 2));
       for (int64_t i = 0; i < runsPerThread; ++i) {
         Value tileRow = add(rb, runRow, i * (kThreads / runsPerRow));
-        Value row = arith::AddIOp::create(rb, loc, base, tileRow);
+        Value row = arith::AddIOp::create(rb, rl, base, tileRow);
         SmallVector<Value> values;
         for (int64_t e = 0; e < runElements; ++e) {
           Value v = memref::LoadOp::create(
-              rb, loc, source, ValueRange{row, add(rb, firstK, e)}, false,
+              rb, rl, source, ValueRange{row, add(rb, firstK, e)},
+              false,
               e ? llvm::MaybeAlign() : llvm::MaybeAlign(kWideLoadBytes));
           values.push_back(toNarrow(rb, v));
         }
-        for (int64_t j = 0; j < runElements / 2; ++j) {
-          w.words.push_back(pack(rb, values[2 * j], values[2 * j + 1]));
-          w.rows.push_back(tileRow);
-          w.columns.push_back(add(rb, firstWord, j));
-        }
+        for (int64_t w = 0; w < runElements / 2; ++w)
+          memref::StoreOp::create(
+              rb, rl, pack(rb, values[2 * w], values[2 * w + 1]), tile,
+              ValueRange{tileRow, add(rb, firstWord, w)});
       }
     };
-    stage(mm.lhs, rowBase, kRunElementsOfX);
-    stage(mm.rhs, columnBase, kRunElementsOfW);
-    return w;
+    stage(mm.lhs, rowBase, lhsTile, kRunElementsOfX);
+    stage(mm.rhs, columnBase, rhsTile, kRunElementsOfW);
+    scf::YieldOp::create(rb, rl);
   }
 
-  /// The warp's 2 x 4 mma blocks over the depth staged in buffer `buffer`:
-  /// `sums` (the accumulators) plus the tiles' products.
+  /// The warp's 2 x 4 mma blocks over the staged depth: `sums` (the
+  /// accumulators) plus the tiles' products.
   SmallVector<Value> multiplyStagedTiles(OpBuilder &nb, Location nl,
-                                         Value buffer, ValueRange sums) {
+                                         ValueRange sums) {
     SmallVector<Value> next(sums.begin(), sums.end());
     // A fragment register: bf16 pairs as the i32 words they are
     // staged as, f16 pairs as vector<2xf16> (what nvvm.mma.sync
     // takes for each).
     auto word = [&](Value tile, Value row, int64_t rowOffset,
                     int64_t wordOffset) {
-      Value w =
-          memref::LoadOp::create(nb, nl, tile,
-                                 ValueRange{buffer, add(nb, row, rowOffset),
-                                            add(nb, inGroup, wordOffset)});
+      Value w = memref::LoadOp::create(
+          nb, nl, tile,
+          ValueRange{add(nb, row, rowOffset),
+                     add(nb, inGroup, wordOffset)});
       if (narrow.isF16())
         w = LLVM::BitcastOp::create(nb, nl, VectorType::get({2}, narrow),
                                     w);

@@ -156,25 +156,20 @@ def LowerMatmulToMmaPass
     is one 32-bit load (rows padded against bank conflicts); where a
     stage's tiles lie wholly inside both operands and their rows are
     16-byte aligned (tested at run time), each thread loads runs of 16
-    bytes instead of single elements. The tiles have two buffers each: a
-    step loads the next stage's words into registers, multiplies the
-    staged stage, then stores the next into the other buffer, so that the
-    loads are in flight while the tensor cores work, with one barrier a
-    step. Sums are written (over a fresh zero fill, which goes) or added.
-    f32 weights keep `tfm-lower-matmul-to-gpu-tiles`' f32 path.
+    bytes instead of single elements. Sums are
+    written (over a fresh zero fill, which goes) or added. f32 weights
+    keep `tfm-lower-matmul-to-gpu-tiles`' f32 path.
 
     ```mlir
     linalg.matmul ins(%x, %w : memref<?x64xf32>, memref<96x64xbf16>) outs(%y : memref<?x96xf32>)
     // becomes
     gpu.launch blocks(...) in (2, (%m + 63) / 64, 1) threads(%t, ...) in (128, 1, 1)
-        workgroup(%xs : memref<2x64x20xi32, 3>, %ws : memref<2x64x20xi32, 3>) {
-      %first:48 = scf.if %inside { runs of 16 bytes: 4 x (4 f32 of x), 2 x (8 bf16 of W) }
-                  else { 8 x pack(truncf x[..][k], truncf x[..][k+1]), 8 x pack(w, w) }
-      xs[0][..] = ..., ws[0][..] = ...; gpu.barrier
-      scf.for %k0 = 0 to 64 step 32 iter_args(32 x f32, %buf = 0) {
-        %next:48 = (the same for %k0 + 32)
-        2 x (4 words of xs[%buf] per 16 rows, 2 of ws[%buf] per 8 columns, 8 x nvvm.mma.sync)
-        xs[1 - %buf][..] = %next ..., ws[1 - %buf][..] = ...
+        workgroup(%xs : memref<64x20xi32, 3>, %ws : memref<64x20xi32, 3>) {
+      scf.for %k0 = 0 to 64 step 32 iter_args(32 x f32) {
+        scf.if %inside { runs of 16 bytes: 4 x (4 f32 of x), 2 x (8 bf16 of W) }
+        else { 8 x (xs[row][word] = pack(truncf x[..][k], truncf x[..][k+1]), ws[..] = pack(w, w)) }
+        gpu.barrier
+        2 x (4 words of xs per 16 rows, 2 of ws per 8 columns, 8 x nvvm.mma.sync)
         gpu.barrier
       }
       32 x (scf.if inside { y[row, column] = sum })

@@ -1,55 +1,44 @@
 // RUN: tfm-opt %s -split-input-file -tfm-lower-matmul-to-mma | FileCheck %s
 
 // A prefill's x·Wᵀ with bf16 weights on tensor cores: 64 x 64 tiles of the
-// output, one per block of 4 warps (128 threads); both tiles staged in
-// workgroup memory as words of two bf16 (x rounded to bf16, zeros
-// outside), in two buffers: the first stage is stored before the loop, and
-// each step of 32 k loads the next stage into registers, multiplies the
-// staged one (2 steps of 16 k, each 2 x 4 mma.sync blocks a warp), then
-// stores the next into the other buffer, one barrier a step. The fill the
-// sums overwrite goes.
+// output, one per block of 4 warps (128 threads); per stage of 32 k, both
+// tiles staged in workgroup memory as words of two bf16 (x rounded to
+// bf16, zeros outside), then 2 steps of 16 k, each 2 x 4 mma.sync blocks a
+// warp; the fill the sums overwrite goes.
 // CHECK-LABEL: func.func @bf16_weights
 // CHECK-SAME: (%[[X:.*]]: memref<?x64xf32>, %[[W:.*]]: memref<96x64xbf16>, %[[Y:.*]]: memref<?x96xf32>)
 // CHECK-NOT: linalg.fill
 // CHECK: gpu.launch blocks({{.*}}) threads(%[[T:[a-z0-9_]+]], %{{.*}}, %{{.*}}) in (%{{[a-z0-9_]+}} = %c128, %{{[a-z0-9_]+}} = %c1{{[_0-9]*}}, %{{[a-z0-9_]+}} = %c1{{[_0-9]*}})
-// CHECK-SAME: workgroup(%[[XS:[a-z0-9_]+]] : memref<2x64x20xi32, #gpu.address_space<workgroup>>, %[[WS:[a-z0-9_]+]] : memref<2x64x20xi32, #gpu.address_space<workgroup>>)
-// The first stage. Tiles wholly inside, rows aligned: runs of 16 bytes (4
-// f32 of x, 8 bf16 of W) loaded together, kept as consecutive words.
-// CHECK: %[[FIRST:.*]]:48 = scf.if %{{.*}} -> (i32, {{.*}}, index) {
+// CHECK-SAME: workgroup(%[[XS:[a-z0-9_]+]] : memref<64x20xi32, #gpu.address_space<workgroup>>, %[[WS:[a-z0-9_]+]] : memref<64x20xi32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c32{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
+// Tiles wholly inside, rows aligned: runs of 16 bytes (4 f32 of x, 8 bf16
+// of W) loaded together, stored as consecutive words.
+// CHECK: scf.if %{{.*}} {
 // CHECK: %[[XR:.*]] = memref.load %[[X]][%{{.*}}, %{{.*}}] {alignment = 16 : i64}
 // CHECK: arith.truncf %[[XR]] : f32 to bf16
 // CHECK-COUNT-3: memref.load %[[X]][%{{.*}}, %{{.*}}] : memref<?x64xf32>
+// CHECK: memref.store %{{.*}}, %[[XS]]
 // CHECK: memref.load %[[W]][%{{.*}}, %{{.*}}] {alignment = 16 : i64}
 // CHECK-COUNT-7: memref.load %[[W]][%{{.*}}, %{{.*}}] : memref<96x64xbf16>
-// CHECK-NOT: memref.store
+// CHECK-COUNT-4: memref.store %{{.*}}, %[[WS]]
 // At the edges: element by element, zeros outside.
 // CHECK: } else {
 // CHECK: %[[XV:.*]] = memref.load %[[X]]
 // CHECK: %[[XH:.*]] = arith.truncf %[[XV]] : f32 to bf16
 // CHECK: arith.select %{{.*}}, %[[XH]], %{{.*}} : bf16
 // CHECK: arith.shli
-// CHECK: arith.ori
-// CHECK-NOT: memref.store
+// CHECK: %[[PAIR:.*]] = arith.ori
+// CHECK: memref.store %[[PAIR]], %[[XS]]
 // CHECK: memref.load %[[W]]
 // CHECK-NOT: arith.truncf
-// CHECK-NOT: memref.store
-// CHECK: scf.yield
-// CHECK: memref.store %[[FIRST]]#0, %[[XS]][%c0{{.*}}, %[[FIRST]]#16, %[[FIRST]]#32]
-// CHECK-COUNT-7: memref.store %{{.*}}, %[[XS]][%c0
-// CHECK-COUNT-8: memref.store %{{.*}}, %[[WS]][%c0
+// CHECK: memref.store %{{.*}}, %[[WS]]
+// CHECK-COUNT-7: memref.store %{{.*}}, %[[XS]]
 // CHECK: gpu.barrier
-// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %c32{{.*}} iter_args({{.*}}, %[[BUF:.*]] = %c0{{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, index)
-// CHECK: %[[KNEXT:.*]] = arith.addi %[[K]], %c32
-// CHECK: %[[NEXT:.*]]:48 = scf.if
-// CHECK: memref.load %[[XS]][%[[BUF]], %{{.*}}, %{{.*}}]
-// CHECK: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
-// CHECK-COUNT-15: nvvm.mma.sync
+// CHECK-COUNT-2: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK-COUNT-14: nvvm.mma.sync
 // CHECK-NOT: nvvm.mma.sync
-// CHECK: %[[OTHER:.*]] = arith.subi %c1{{.*}}, %[[BUF]]
-// CHECK: memref.store %[[NEXT]]#0, %[[XS]][%[[OTHER]], %[[NEXT]]#16, %[[NEXT]]#32]
-// CHECK-COUNT-15: memref.store %{{.*}}[%[[OTHER]],
 // CHECK: gpu.barrier
-// CHECK: scf.yield {{.*}}, %[[OTHER]] :
+// CHECK: scf.yield
 // CHECK-COUNT-32: memref.store %{{.*}}, %[[Y]]
 // CHECK-NOT: memref.store
 // CHECK-NOT: linalg.matmul
@@ -68,7 +57,7 @@ func.func @bf16_weights(%x: memref<?x64xf32>, %w: memref<96x64xbf16>, %y: memref
 // CHECK-LABEL: func.func @f16_weights_accumulating
 // CHECK-SAME: (%{{.*}}: memref<?x48xf32>, %{{.*}}: memref<32x48xf16>, %[[Y:.*]]: memref<?x32xf32>)
 // CHECK: arith.truncf %{{.*}} : f32 to f16
-// CHECK: %[[WORD:.*]] = memref.load %{{.*}} : memref<2x64x20xi32, #gpu.address_space<workgroup>>
+// CHECK: %[[WORD:.*]] = memref.load %{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>>
 // CHECK: llvm.bitcast %[[WORD]] : i32 to vector<2xf16>
 // CHECK: nvvm.mma.sync {{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK: %[[OLD:.*]] = memref.load %[[Y]]
