@@ -331,20 +331,16 @@ llvm::Error readGgufGptOss(const GgufFile &file, llvm::StringRef key,
   return llvm::Error::success();
 }
 
-/// The decoder of architecture `arch` from the file's "<arch>.*" metadata.
-llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
-                                          const GgufArchitecture &arch) {
-  std::string key = (arch.name + ".").str();
+/// The decoder's sizes from the file's "<arch>.*" metadata: width, depth
+/// (less multi-token prediction layers), MLP width, heads, context, head
+/// and rotary widths, RMSNorm's epsilon. `ffnGiven`: whether the file gave
+/// a dense MLP width (a mixture of experts' stands in where not).
+llvm::Error readGgufGeometry(const GgufFile &file, const std::string &key,
+                             const GgufArchitecture &arch, DecoderSpec &spec,
+                             bool &ffnGiven) {
   auto integer = [&](llvm::StringRef name, int64_t max) {
     return file.integer(key + name.str(), max);
   };
-  DecoderSpec spec;
-  spec.family = arch.name.str();
-  spec.qkvBias = arch.qkvBias;
-  spec.rmsNorm = true;
-  spec.ropeStyle = arch.ropeStyle;
-  spec.gatedMlp = true;
-  spec.activation = arch.activation;
   llvm::Expected<int64_t> hidden = integer("embedding_length", kMaxWidth);
   llvm::Expected<int64_t> layers = integer("block_count", kMaxLayers);
   // Qwen3.5-MoE's files have no dense MLP width (checked after the
@@ -391,16 +387,11 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
       file.optionalInteger(key + "rope.dimension_count", kMaxWidth);
   llvm::Expected<std::optional<double>> epsilon =
       file.optionalReal(key + "attention.layer_norm_rms_epsilon");
-  llvm::Expected<std::optional<double>> theta =
-      file.optionalReal(key + "rope.freq_base");
-  llvm::Expected<std::optional<llvm::StringRef>> scaling =
-      file.optionalString(key + "rope.scaling.type");
   if (!kvHeads) return kvHeads.takeError();
   if (!headDim) return headDim.takeError();
   if (!ropeDims) return ropeDims.takeError();
-  if (!epsilon) return epsilon.takeError();
-  if (!theta) return theta.takeError();
-  if (!scaling) return scaling.takeError();
+  if (!epsilon)
+    return epsilon.takeError();
   spec.numKVHeads = kvHeads->value_or(spec.numHeads);
   // 0 would read as "hidden / heads" (explicitHeadDim's unset value).
   if (*headDim && **headDim == 0)
@@ -418,6 +409,21 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
     return makeError(file.path() + ": RMSNorm epsilon " +
                      std::to_string(spec.normEpsilon) +
                      " is not a non-negative finite number");
+  ffnGiven = ffn->has_value();
+  return llvm::Error::success();
+}
+
+/// RoPE's base and scaling (linear: Gemma 3's global layers; YaRN).
+llvm::Error readGgufRope(const GgufFile &file, const std::string &key,
+                         const GgufArchitecture &arch, DecoderSpec &spec) {
+  llvm::Expected<std::optional<double>> theta =
+      file.optionalReal(key + "rope.freq_base");
+  llvm::Expected<std::optional<llvm::StringRef>> scaling =
+      file.optionalString(key + "rope.scaling.type");
+  if (!theta)
+    return theta.takeError();
+  if (!scaling)
+    return scaling.takeError();
   spec.ropeTheta = theta->value_or(10000.0);
   if (!std::isfinite(spec.ropeTheta))
     return makeError(file.path() + ": rope.freq_base is not finite");
@@ -442,9 +448,14 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
     return makeError(file.path() + ": RoPE scaling '" + **scaling +
                      "' is not supported (tfmc reads linear and yarn)");
   }
-  if (arch.slidingPattern > 0)
-    if (llvm::Error err = readGemmaLayers(file, arch, spec))
-      return std::move(err);
+  return llvm::Error::success();
+}
+
+/// A mixture of experts in each layer (Mixtral's llama, qwen2moe): the
+/// expert count and width, experts a token, the shared expert's width.
+llvm::Error readGgufExperts(const GgufFile &file, const std::string &key,
+                            const GgufArchitecture &arch, DecoderSpec &spec,
+                            bool ffnGiven) {
   // A mixture of experts in each layer (Mixtral's llama, qwen2moe):
   // stacked ffn_*_exps tensors, a router (ffn_gate_inp), qwen2moe's own
   // expert width and shared expert; weights renormalized or not as the
@@ -471,9 +482,16 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
     spec.expertSize = expertWidth->value_or(spec.intermediateSize);
     spec.normalizeExpertWeights = arch.normalizeExperts;
     spec.sharedExpertSize = sharedWidth->value_or(0);
-    if (!*ffn)
+    if (!ffnGiven)
       spec.intermediateSize = spec.expertSize;
   }
+  return llvm::Error::success();
+}
+
+/// The tensors' names, llama.cpp's: per layer, with the head norms,
+/// Gemma's extra norms and the experts' stacks where the architecture has
+/// them.
+void setGgufTensorNames(const GgufArchitecture &arch, DecoderSpec &spec) {
   spec.tokenEmbedding = "token_embd.weight";
   spec.finalNorm = "output_norm.weight";
   spec.layer = {"blk.{}.attn_norm.weight", "blk.{}.attn_q.weight",
@@ -496,6 +514,30 @@ llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
     spec.layer.expertUp = "blk.{}.ffn_up_exps.{e}.weight";
     spec.layer.expertDown = "blk.{}.ffn_down_exps.{e}.weight";
   }
+}
+
+/// The decoder of architecture `arch` from the file's "<arch>.*" metadata.
+llvm::Expected<DecoderSpec> decoderSpecOf(const GgufFile &file,
+                                          const GgufArchitecture &arch) {
+  std::string key = (arch.name + ".").str();
+  DecoderSpec spec;
+  spec.family = arch.name.str();
+  spec.qkvBias = arch.qkvBias;
+  spec.rmsNorm = true;
+  spec.ropeStyle = arch.ropeStyle;
+  spec.gatedMlp = true;
+  spec.activation = arch.activation;
+  bool ffnGiven = false;
+  if (llvm::Error err = readGgufGeometry(file, key, arch, spec, ffnGiven))
+    return std::move(err);
+  if (llvm::Error err = readGgufRope(file, key, arch, spec))
+    return std::move(err);
+  if (arch.slidingPattern > 0)
+    if (llvm::Error err = readGemmaLayers(file, arch, spec))
+      return std::move(err);
+  if (llvm::Error err = readGgufExperts(file, key, arch, spec, ffnGiven))
+    return std::move(err);
+  setGgufTensorNames(arch, spec);
   if (arch.fusedProjections) {
     spec.layer.query = "blk.{}.attn_qkv.q.weight";
     spec.layer.key = "blk.{}.attn_qkv.k.weight";
