@@ -643,28 +643,25 @@ static int check_inputs(const char *argv0, const tfm_entry_point *entry,
   return 1;
 }
 
-int tfm_main_call(const char *argv0, tfm_model *model,
-                  const tfm_call_options *o) {
-  const tfm_entry_point *entry = tfm_model_entry_point(model, o->name);
-  if (!entry) {
-    fprintf(stderr, "%s: error: the model has no entry point @%s\n", argv0,
-            o->name);
-    return 1;
-  }
+/* Whether `entry` can run from the command line with what `o` gives (an
+ * input of the kind it takes, one output, no cache); says why not. */
+static int call_request_is_valid(const char *argv0,
+                                 const tfm_entry_point *entry,
+                                 const tfm_call_options *o) {
   if (entry->num_caches > 0 || entry->num_outputs != 1) {
     fprintf(stderr,
             "%s: error: @%s keeps a cache or has several outputs: run it "
             "through the library (tfm_model_call)\n",
             argv0, o->name);
-    return 1;
+    return 0;
   }
   if (!check_inputs(argv0, entry, o))
-    return 1;
+    return 0;
   if (o->format && strcmp(o->format, "text") && strcmp(o->format, "json") &&
       strcmp(o->format, "f32")) {
     fprintf(stderr, "%s: error: --format is text, json or f32, not '%s'\n",
             argv0, o->format);
-    return 1;
+    return 0;
   }
   int texts = !!o->text + !!o->text_file;
   int takes_pixels = features_input(entry) != NULL;
@@ -675,7 +672,7 @@ int tfm_main_call(const char *argv0, tfm_model *model,
               "%s: error: @%s takes audio: AUDIO... (WAV, FLAC, Ogg, ... "
               "files)\n",
               argv0, o->name);
-      return 1;
+      return 0;
     }
   } else if (takes_pixels) {
     if (!o->pixels == !o->image_count || texts || o->tokens) {
@@ -683,24 +680,68 @@ int tfm_main_call(const char *argv0, tfm_model *model,
               "%s: error: @%s takes images: IMAGE... (PNG or JPEG files) or "
               "--pixels FILE\n",
               argv0, o->name);
-      return 1;
+      return 0;
     }
   } else if (o->pixels || o->image_count) {
     fprintf(stderr, "%s: error: @%s takes no images\n", argv0, o->name);
-    return 1;
+    return 0;
   } else if (o->preprocess) {
     fprintf(stderr, "%s: error: --preprocess is for image models\n", argv0);
-    return 1;
+    return 0;
   } else if (texts + !!o->tokens != 1) {
     fprintf(stderr,
             "%s: error: @%s needs one of --tokens, --text and --text-file\n",
             argv0, o->name);
-    return 1;
+    return 0;
   }
   if (o->text_pair && !texts) {
     fprintf(stderr, "%s: error: --text-pair goes with --text\n", argv0);
+    return 0;
+  }
+  return 1;
+}
+
+/* Input `in` of a call: from an audio or image file, --pixels, text
+ * (through `tokenizer`; `where` names it in errors) or --tokens, with
+ * --decoder-tokens where given. */
+static int read_call_input(const char *argv0, tfm_model *model,
+                           const tfm_entry_point *entry,
+                           const tfm_call_options *o, tfm_tokenizer *tokenizer,
+                           int64_t context, const char *text, const char *image,
+                           const char *where, call_input *in) {
+  int takes_pixels = features_input(entry) != NULL;
+  int waveform = takes_waveform(features_input(entry));
+  int ok;
+  if (image && waveform)
+    ok = input_from_audio(argv0, model, image, in);
+  else if (image)
+    ok = input_from_image(argv0, model, entry, image, in);
+  else if (takes_pixels)
+    ok = input_from_pixels(argv0, entry, o->pixels, in);
+  else
+    ok = text ? input_from_text(argv0, o, tokenizer, context, text, where, in)
+              : input_from_ids(argv0, o, in);
+  if (ok && o->decoder_tokens)
+    ok = decoder_input_from_ids(argv0, o, in);
+  if (ok && !takes_pixels && in->count == 0) {
+    fprintf(stderr, "%s: error: @%s needs token ids (--tokens)\n", argv0,
+            o->name);
+    ok = 0;
+  }
+  return ok;
+}
+
+int tfm_main_call(const char *argv0, tfm_model *model,
+                  const tfm_call_options *o) {
+  const tfm_entry_point *entry = tfm_model_entry_point(model, o->name);
+  if (!entry) {
+    fprintf(stderr, "%s: error: the model has no entry point @%s\n", argv0,
+            o->name);
     return 1;
   }
+  if (!call_request_is_valid(argv0, entry, o))
+    return 1;
+  int texts = !!o->text + !!o->text_file;
   tfm_status status;
   tfm_tokenizer *tokenizer = NULL;
   if (texts && !(tokenizer = tfm_model_tokenizer(model, &status))) {
@@ -768,23 +809,8 @@ int tfm_main_call(const char *argv0, tfm_model *model,
     call_input *in = &ins[n++];
     in->image = image;
     in->number = number;
-    if (image && waveform)
-      ok = input_from_audio(argv0, model, image, in);
-    else if (image)
-      ok = input_from_image(argv0, model, entry, image, in);
-    else if (takes_pixels)
-      ok = input_from_pixels(argv0, entry, o->pixels, in);
-    else
-      ok = text ? input_from_text(argv0, o, tokenizer, context, text, where,
-                                  in)
-                : input_from_ids(argv0, o, in);
-    if (ok && o->decoder_tokens)
-      ok = decoder_input_from_ids(argv0, o, in);
-    if (ok && !takes_pixels && in->count == 0) {
-      fprintf(stderr, "%s: error: @%s needs token ids (--tokens)\n", argv0,
-              o->name);
-      ok = 0;
-    }
+    ok = read_call_input(argv0, model, entry, o, tokenizer, context, text,
+                         image, where, in);
     if (ok && o->tokenize) {
       print_ids(in->ids, in->count);
       print_ids(in->types, in->count);
