@@ -101,8 +101,122 @@ static llvm::Error validateLayerAttention(const DecoderSpec &spec,
   return llvm::Error::success();
 }
 
+/// A mixture of experts' sizes, groups, scale and dense leading layers.
+static llvm::Error validateExperts(const DecoderSpec &spec,
+                                   llvm::StringRef configPath) {
+  auto fail = [&](const llvm::Twine &what) {
+    return makeError(configPath + ": " + what);
+  };
+  if (spec.numExperts < 0 ||
+      (spec.numExperts > 0 &&
+       (spec.expertsPerToken < 1 || spec.expertsPerToken > spec.numExperts ||
+        spec.expertSize <= 0)))
+    return fail("a mixture of experts needs experts, an expert size and 1 "
+                "to " +
+                llvm::Twine(spec.numExperts) + " experts per token, got " +
+                llvm::Twine(spec.numExperts) + " experts of " +
+                llvm::Twine(spec.expertSize) + ", " +
+                llvm::Twine(spec.expertsPerToken) + " per token");
+  if (spec.expertGroups < 0 || spec.expertGroups > kMaxConfigSize ||
+      spec.topExpertGroups < 0)
+    return fail("expert groups must be 0 to " + llvm::Twine(kMaxConfigSize) +
+                ", got " + llvm::Twine(spec.expertGroups) + " (" +
+                llvm::Twine(spec.topExpertGroups) + " chosen)");
+  if (spec.numExperts > 0 && spec.expertGroups > 1 &&
+      (spec.numExperts % spec.expertGroups != 0 ||
+       spec.topExpertGroups < 1 ||
+       spec.topExpertGroups > spec.expertGroups ||
+       spec.topExpertGroups * (spec.numExperts / spec.expertGroups) <
+           spec.expertsPerToken))
+    return fail("expert groups must divide the " +
+                llvm::Twine(spec.numExperts) +
+                " experts and the groups chosen hold at least " +
+                llvm::Twine(spec.expertsPerToken) + " experts, got " +
+                llvm::Twine(spec.topExpertGroups) + " of " +
+                llvm::Twine(spec.expertGroups) + " groups");
+  if (!(spec.routedScale > 0) || std::isinf(spec.routedScale))
+    return fail("the routed experts' scale must be finite and positive, got " +
+                llvm::Twine(std::to_string(spec.routedScale)));
+  if (spec.expertsBesideMlp &&
+      (spec.numExperts == 0 || spec.parallelResidual || spec.denseLayers))
+    return fail("experts beside the MLP need experts in every layer of "
+                "sequential blocks");
+  if (spec.denseLayers < 0 || spec.denseLayers > spec.numLayers)
+    return fail("dense leading layers must be 0 to " +
+                llvm::Twine(spec.numLayers) + ", got " +
+                llvm::Twine(spec.denseLayers));
+  return llvm::Error::success();
+}
+
+/// Multi-head latent attention's ranks and head sizes (DeepSeek-V3's).
+static llvm::Error validateLatentAttention(const DecoderSpec &spec,
+                                           llvm::StringRef configPath) {
+  auto fail = [&](const llvm::Twine &what) {
+    return makeError(configPath + ": " + what);
+  };
+  const LatentAttentionSpec &mla = spec.mla;
+  if (!mla.enabled())
+    return llvm::Error::success();
+  if (llvm::Error err = expectPositiveSizes(
+          configPath, {{"latent rank", mla.latentRank},
+                       {"unrotated query/key head size", mla.nopeDim},
+                       {"rotated query/key head size", mla.ropeDim},
+                       {"value head size", mla.valueDim}}))
+    return err;
+  if (mla.queryRank < 0 || mla.queryRank > kMaxConfigSize)
+    return fail("latent attention's query rank must be 0 (none) to " +
+                llvm::Twine(kMaxConfigSize) + ", got " +
+                llvm::Twine(mla.queryRank));
+  // The cache keeps a latent row as its two halves.
+  if ((mla.latentRank + mla.ropeDim) % 2 != 0)
+    return fail("latent attention's cached row (kv_lora_rank " +
+                llvm::Twine(mla.latentRank) + " + rotated " +
+                llvm::Twine(mla.ropeDim) + ") must have an even width");
+  return llvm::Error::success();
+}
+
+/// Gated DeltaNet's heads, convolution and layer types (Qwen3.5's).
+static llvm::Error validateDeltaNet(const DecoderSpec &spec,
+                                    llvm::StringRef configPath) {
+  auto fail = [&](const llvm::Twine &what) {
+    return makeError(configPath + ": " + what);
+  };
+  if (const DeltaNetSpec &net = spec.deltaNet; net.enabled()) {
+    if (llvm::Error err = expectPositiveSizes(
+            configPath, {{"linear attention key heads", net.keyHeads},
+                         {"linear attention value heads", net.valueHeads},
+                         {"linear attention key head size", net.keyDim},
+                         {"linear attention value head size", net.valueDim},
+                         {"convolution kernel", net.convKernel}}))
+      return err;
+    if (net.valueHeads % net.keyHeads != 0)
+      return fail("linear attention's key heads (" +
+                  llvm::Twine(net.keyHeads) + ") must divide its value heads (" +
+                  llvm::Twine(net.valueHeads) + ")");
+    double channels = 2.0 * double(net.keyHeads) * double(net.keyDim) +
+                      double(net.valueHeads) * double(net.valueDim);
+    if (channels > double(kMaxConfigSize))
+      return fail("linear attention's convolution channels (" +
+                  llvm::Twine(std::to_string(channels)) + ") exceed " +
+                  llvm::Twine(kMaxConfigSize));
+    if (net.convKernel < 2)
+      return fail("linear attention's convolution kernel must be at least 2 "
+                  "wide, got " + llvm::Twine(net.convKernel));
+    if (int64_t(spec.recurrentLayers.size()) != spec.numLayers)
+      return fail("the layer types list " +
+                  llvm::Twine(spec.recurrentLayers.size()) +
+                  " layers, the model has " + llvm::Twine(spec.numLayers));
+    if (!(net.l2Epsilon > 0) || std::isinf(net.l2Epsilon))
+      return fail("linear attention's L2 norm epsilon must be finite and "
+                  "positive, got " + llvm::Twine(std::to_string(net.l2Epsilon)));
+  } else if (llvm::is_contained(spec.recurrentLayers, true)) {
+    return fail("linear attention layers need linear attention's sizes");
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
-                                     llvm::StringRef configPath) {
+                                           llvm::StringRef configPath) {
   auto fail = [&](const llvm::Twine &what) {
     return makeError(configPath + ": " + what);
   };
@@ -152,92 +266,10 @@ llvm::Error mlir::tfm::validateDecoderSpec(const DecoderSpec &spec,
     return fail("the attention pattern lists " +
                 llvm::Twine(spec.layerWindows.size()) +
                 " layers, the model has " + llvm::Twine(spec.numLayers));
-  if (spec.numExperts < 0 ||
-      (spec.numExperts > 0 &&
-       (spec.expertsPerToken < 1 || spec.expertsPerToken > spec.numExperts ||
-        spec.expertSize <= 0)))
-    return fail("a mixture of experts needs experts, an expert size and 1 "
-                "to " +
-                llvm::Twine(spec.numExperts) + " experts per token, got " +
-                llvm::Twine(spec.numExperts) + " experts of " +
-                llvm::Twine(spec.expertSize) + ", " +
-                llvm::Twine(spec.expertsPerToken) + " per token");
-  if (spec.expertGroups < 0 || spec.expertGroups > kMaxConfigSize ||
-      spec.topExpertGroups < 0)
-    return fail("expert groups must be 0 to " + llvm::Twine(kMaxConfigSize) +
-                ", got " + llvm::Twine(spec.expertGroups) + " (" +
-                llvm::Twine(spec.topExpertGroups) + " chosen)");
-  if (spec.numExperts > 0 && spec.expertGroups > 1 &&
-      (spec.numExperts % spec.expertGroups != 0 ||
-       spec.topExpertGroups < 1 ||
-       spec.topExpertGroups > spec.expertGroups ||
-       spec.topExpertGroups * (spec.numExperts / spec.expertGroups) <
-           spec.expertsPerToken))
-    return fail("expert groups must divide the " +
-                llvm::Twine(spec.numExperts) +
-                " experts and the groups chosen hold at least " +
-                llvm::Twine(spec.expertsPerToken) + " experts, got " +
-                llvm::Twine(spec.topExpertGroups) + " of " +
-                llvm::Twine(spec.expertGroups) + " groups");
-  if (!(spec.routedScale > 0) || std::isinf(spec.routedScale))
-    return fail("the routed experts' scale must be finite and positive, got " +
-                llvm::Twine(std::to_string(spec.routedScale)));
-  if (spec.expertsBesideMlp &&
-      (spec.numExperts == 0 || spec.parallelResidual || spec.denseLayers))
-    return fail("experts beside the MLP need experts in every layer of "
-                "sequential blocks");
-  if (spec.denseLayers < 0 || spec.denseLayers > spec.numLayers)
-    return fail("dense leading layers must be 0 to " +
-                llvm::Twine(spec.numLayers) + ", got " +
-                llvm::Twine(spec.denseLayers));
-  if (const LatentAttentionSpec &mla = spec.mla; mla.enabled()) {
-    if (llvm::Error err = expectPositiveSizes(
-            configPath, {{"latent rank", mla.latentRank},
-                         {"unrotated query/key head size", mla.nopeDim},
-                         {"rotated query/key head size", mla.ropeDim},
-                         {"value head size", mla.valueDim}}))
+  for (auto validate :
+       {validateExperts, validateLatentAttention, validateDeltaNet})
+    if (llvm::Error err = validate(spec, configPath))
       return err;
-    if (mla.queryRank < 0 || mla.queryRank > kMaxConfigSize)
-      return fail("latent attention's query rank must be 0 (none) to " +
-                  llvm::Twine(kMaxConfigSize) + ", got " +
-                  llvm::Twine(mla.queryRank));
-    // The cache keeps a latent row as its two halves.
-    if ((mla.latentRank + mla.ropeDim) % 2 != 0)
-      return fail("latent attention's cached row (kv_lora_rank " +
-                  llvm::Twine(mla.latentRank) + " + rotated " +
-                  llvm::Twine(mla.ropeDim) + ") must have an even width");
-  }
-  if (const DeltaNetSpec &net = spec.deltaNet; net.enabled()) {
-    if (llvm::Error err = expectPositiveSizes(
-            configPath, {{"linear attention key heads", net.keyHeads},
-                         {"linear attention value heads", net.valueHeads},
-                         {"linear attention key head size", net.keyDim},
-                         {"linear attention value head size", net.valueDim},
-                         {"convolution kernel", net.convKernel}}))
-      return err;
-    if (net.valueHeads % net.keyHeads != 0)
-      return fail("linear attention's key heads (" +
-                  llvm::Twine(net.keyHeads) + ") must divide its value heads (" +
-                  llvm::Twine(net.valueHeads) + ")");
-    double channels = 2.0 * double(net.keyHeads) * double(net.keyDim) +
-                      double(net.valueHeads) * double(net.valueDim);
-    if (channels > double(kMaxConfigSize))
-      return fail("linear attention's convolution channels (" +
-                  llvm::Twine(std::to_string(channels)) + ") exceed " +
-                  llvm::Twine(kMaxConfigSize));
-    if (net.convKernel < 2)
-      return fail("linear attention's convolution kernel must be at least 2 "
-                  "wide, got " + llvm::Twine(net.convKernel));
-    if (int64_t(spec.recurrentLayers.size()) != spec.numLayers)
-      return fail("the layer types list " +
-                  llvm::Twine(spec.recurrentLayers.size()) +
-                  " layers, the model has " + llvm::Twine(spec.numLayers));
-    if (!(net.l2Epsilon > 0) || std::isinf(net.l2Epsilon))
-      return fail("linear attention's L2 norm epsilon must be finite and "
-                  "positive, got " + llvm::Twine(std::to_string(net.l2Epsilon)));
-  } else if (llvm::is_contained(spec.recurrentLayers, true)) {
-    return fail("linear attention layers need linear attention's sizes");
-  }
   if (spec.attentionOutputGate && spec.qkNormAcrossHeads)
     return fail("an attention output gate beside Q and K norms across heads "
                 "is not supported");
