@@ -9,12 +9,11 @@
 #ifndef TFM_CODEGEN_CUDA_GPUMATMULS_H
 #define TFM_CODEGEN_CUDA_GPUMATMULS_H
 
+#include "codegen/cuda/WarpShuffles.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 namespace mlir::tfm {
-
-/// Threads of a warp.
-constexpr int64_t kWarp = 32;
 
 /// How many tiles of `tile` elements cover `size` (the last one partial).
 Value tilesOf(OpBuilder &b, Location loc, Value size, int64_t tile);

@@ -271,22 +271,10 @@ struct LowerAttentionToGpuPass
       l.firstColumn = arith::MulIOp::create(b, loc, l.lane, index(b, loc, vec));
       l.accumulates = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                             l.share, index(b, loc, l.groups));
-      // Queries are the last s of the t positions; the query sees keys
-      // [first, end).
-      l.end = keys;
-      if (causal)
-        l.end = arith::AddIOp::create(
-            b, loc, arith::AddIOp::create(b, loc, query, index(b, loc, 1)),
-            arith::SubIOp::create(b, loc, keys, queries));
-      l.first = index(b, loc, 0);
-      if (window > 0) {
-        Value span = index(b, loc, window);
-        Value beyond = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
-                                             l.end, span);
-        l.first = arith::SelectOp::create(
-            b, loc, beyond, arith::SubIOp::create(b, loc, l.end, span),
-            l.first);
-      }
+      KeyRange visible =
+          visibleKeys(b, loc, query, queries, keys, causal, window);
+      l.first = visible.first;
+      l.end = visible.end;
       if (keySpan) {
         // This block's keys: [span * threads, (span + 1) * threads) of the
         // visible ones, one chunk (none where the span is out of view).

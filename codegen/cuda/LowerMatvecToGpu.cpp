@@ -45,20 +45,6 @@ struct LowerMatvecToGpuPass
       lower(matmul);
   }
 
-  /// A sum over the warp's 32 lanes, in every lane (butterfly shuffles).
-  static Value warpSum(OpBuilder &b, Location loc, Value value) {
-    Value width = arith::ConstantIntOp::create(b, loc, b.getI32Type(), kWarp);
-    for (int64_t offset = kWarp / 2; offset > 0; offset /= 2) {
-      Value distance =
-          arith::ConstantIntOp::create(b, loc, b.getI32Type(), offset);
-      Value other = gpu::ShuffleOp::create(b, loc, value, distance, width,
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
-      value = arith::AddFOp::create(b, loc, value, other);
-    }
-    return value;
-  }
-
   /// Warps that share one output's k (a power of two dividing the block's
   /// warps): more while the launch would have fewer than `target-warps`
   /// and each warp keeps at least one 16-byte run per lane of each row.
@@ -249,7 +235,7 @@ struct LowerMatvecToGpuPass
       } else {
         part = scalar(nb, nl);
       }
-      return warpSum(nb, nl, part);
+      return combineAcrossLanes(nb, nl, part, kWarp, /*maximum=*/false);
     };
     auto ifThen = [&](OpBuilder &at, Value condition,
                       function_ref<void(OpBuilder &, Location)> body) {

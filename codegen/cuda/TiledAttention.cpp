@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cuda/TiledAttention.h"
+#include "codegen/cuda/WarpShuffles.h"
 #include "codegen/linalg/LinalgBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -38,7 +39,6 @@ constexpr int64_t kThreads = 256;
 /// Lanes that share a row of queries.
 constexpr int64_t kRowLanes = 8;
 constexpr int64_t kRowGroups = kThreads / kRowLanes;
-constexpr int64_t kWarp = 32;
 
 /// What each thread holds: queries (rows) and keys of a tile it scores.
 struct TileShape {
@@ -104,8 +104,6 @@ public:
       rows.push_back(arith::AddIOp::create(
           b, loc, arith::MulIOp::create(b, loc, group, index(b, shape.rows)),
           index(b, i)));
-    // Queries are the last s of the t positions.
-    offset = arith::SubIOp::create(b, loc, keys, queries);
     minusInf = f32Constant(b, -std::numeric_limits<double>::infinity());
     zero = f32Constant(b, 0.0);
 
@@ -196,21 +194,8 @@ private:
     stage(b, a.q, head, firstQuery, queries, qTile, queryTile, a.scale);
   }
 
-  /// Where the keys that query `query` sees end (exclusive) and begin.
-  std::pair<Value, Value> visibleKeys(OpBuilder &at, Value query) {
-    Value end = keys;
-    if (a.causal)
-      end = arith::MinUIOp::create(
-          at, loc, keys, add(at, add(at, query, index(at, 1)), offset));
-    Value first = index(at, 0);
-    if (a.window > 0) {
-      Value span = index(at, a.window);
-      first = arith::SelectOp::create(
-          at, loc,
-          arith::CmpIOp::create(at, loc, arith::CmpIPredicate::ugt, end, span),
-          arith::SubIOp::create(at, loc, end, span), first);
-    }
-    return {end, first};
+  KeyRange keysOf(OpBuilder &at, Value query) {
+    return visibleKeys(at, loc, query, queries, keys, a.causal, a.window);
   }
 
   /// The keys any query of the block sees: from the first query's first
@@ -221,27 +206,9 @@ private:
         arith::MinUIOp::create(b, loc, queries,
                                add(b, firstQuery, index(b, queryTile))),
         index(b, 1));
-    Value begin = visibleKeys(b, firstQuery).second;
-    Value end = visibleKeys(b, lastQuery).first;
+    Value begin = keysOf(b, firstQuery).first;
+    Value end = keysOf(b, lastQuery).end;
     return {begin, end};
-  }
-
-  /// `value` combined across the 8 lanes of its row (shuffles within
-  /// groups of 8 consecutive lanes).
-  Value acrossRow(OpBuilder &at, Value value, bool maximum) {
-    Value width = arith::ConstantIntOp::create(at, loc, at.getI32Type(), kWarp);
-    for (int64_t distance = kRowLanes / 2; distance > 0; distance /= 2) {
-      Value other =
-          gpu::ShuffleOp::create(
-              at, loc, value,
-              arith::ConstantIntOp::create(at, loc, at.getI32Type(), distance),
-              width, gpu::ShuffleMode::XOR)
-              .getShuffleResult();
-      value = maximum
-                  ? arith::MaximumFOp::create(at, loc, value, other).getResult()
-                  : arith::AddFOp::create(at, loc, value, other).getResult();
-    }
-    return value;
   }
 
   /// One tile of keys from `start`: stage K and V, score, update the
@@ -277,7 +244,7 @@ private:
     SmallVector<Value> rescales;
     for (int64_t i = 0; i < rowCount; ++i) {
       Value query = add(tb, firstQuery, rows[i]);
-      auto [end, first] = visibleKeys(tb, query);
+      auto [first, end] = keysOf(tb, query);
       SmallVector<Value> scores, visible;
       Value rowMax = minusInf;
       for (int64_t j = 0; j < keyCount; ++j) {
@@ -298,7 +265,8 @@ private:
       }
       Value runningMax = carried[i], runningSum = carried[rowCount + i];
       Value newMax = arith::MaximumFOp::create(
-          tb, loc, runningMax, acrossRow(tb, rowMax, /*maximum=*/true));
+          tb, loc, runningMax,
+          combineAcrossLanes(tb, loc, rowMax, kRowLanes, /*maximum=*/true));
       // Masked keys weigh 0 explicitly (exp(-inf - -inf) is NaN), as does
       // the rescaling of sums that have seen no key yet.
       Value rowSum = zero;
@@ -321,7 +289,7 @@ private:
       next[i] = newMax;
       next[rowCount + i] = arith::AddFOp::create(
           tb, loc, arith::MulFOp::create(tb, loc, runningSum, rescale),
-          acrossRow(tb, rowSum, /*maximum=*/false));
+          combineAcrossLanes(tb, loc, rowSum, kRowLanes, /*maximum=*/false));
       rescales.push_back(rescale);
     }
     gpu::BarrierOp::create(tb, loc);
@@ -381,13 +349,36 @@ private:
   const AttentionOperands &a;
   TileShape shape;
   int64_t queryTile, keyTile, columns;
-  Value queries, keys, offset, minusInf, zero;
+  Value queries, keys, minusInf, zero;
   Value qTile, kTile, vTile, pTile;
   Value head, kvHead, thread, lane, firstQuery;
   SmallVector<Value> rows;
 };
 
 } // namespace
+
+KeyRange mlir::tfm::visibleKeys(OpBuilder &b, Location loc, Value query,
+                                Value queries, Value keys, bool causal,
+                                int64_t window) {
+  Value end = keys;
+  if (causal)
+    end = arith::MinUIOp::create(
+        b, loc, keys,
+        arith::AddIOp::create(
+            b, loc,
+            arith::AddIOp::create(b, loc, query,
+                                  arith::ConstantIndexOp::create(b, loc, 1)),
+            arith::SubIOp::create(b, loc, keys, queries)));
+  Value first = arith::ConstantIndexOp::create(b, loc, 0);
+  if (window > 0) {
+    Value span = arith::ConstantIndexOp::create(b, loc, window);
+    first = arith::SelectOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, end, span),
+        arith::SubIOp::create(b, loc, end, span), first);
+  }
+  return {first, end};
+}
 
 bool mlir::tfm::tiledAttentionFits(int64_t width) {
   return tileShapeFor(width).has_value();

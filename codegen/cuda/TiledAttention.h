@@ -31,6 +31,18 @@ struct AttentionOperands {
   int64_t group;
 };
 
+/// The keys a query sees, [first, end).
+struct KeyRange {
+  Value first, end;
+};
+
+/// The keys query `query` sees among `keys` positions, the `queries`
+/// queries being the last of them: up to the query itself where
+/// `causal` (a row past the last query: up to the last key), the last
+/// `window` of those where `window` > 0. Both attention kernels mask by it.
+KeyRange visibleKeys(OpBuilder &b, Location loc, Value query, Value queries,
+                     Value keys, bool causal, int64_t window);
+
 /// Whether the tiled kernel takes heads `width` wide (a multiple of 8, at
 /// most 128: its tiles must fit a block's 48 KB of workgroup memory).
 bool tiledAttentionFits(int64_t width);

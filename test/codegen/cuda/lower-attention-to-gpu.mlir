@@ -139,7 +139,6 @@ func.func @narrow_heads(%q: memref<?x2x6xf32>, %k: memref<?x2x6xf32>, %v: memref
 // CHECK: %[[Q0:.*]] = arith.muli %[[B]], %c64
 // CHECK: %[[KVH:.*]] = arith.divui %[[H]], %c2
 // CHECK: %[[LANE:.*]] = arith.remui %[[TH]], %c8
-// CHECK: %[[OFFSET:.*]] = arith.subi %[[T]], %[[S]]
 // The queries, scaled by 0.125, zero past the prompt: a thread's 16
 // loads (rows clamped to the last query) issued before its 16 stores.
 // CHECK: %[[LASTQ:.*]] = arith.subi %[[S]], %c1
@@ -154,8 +153,12 @@ func.func @narrow_heads(%q: memref<?x2x6xf32>, %k: memref<?x2x6xf32>, %v: memref
 // CHECK: memref.store %{{.*}}, %[[QT]][%[[ROW0]], %[[COL0]]]
 // CHECK-COUNT-15: memref.store %{{.*}}, %[[QT]]
 // CHECK: gpu.barrier
-// The window: the first query sees keys from its end - 16.
-// CHECK: arith.cmpi ugt, %{{.*}}, %c16
+// The window: the first query sees keys from its end (causal: its
+// position among the t keys, plus 1) - 16.
+// CHECK: %[[OFFSET:.*]] = arith.subi %[[T]], %[[S]]
+// CHECK: %[[QEND:.*]] = arith.addi %{{.*}}, %[[OFFSET]]
+// CHECK: %[[END:.*]] = arith.minui %[[T]], %[[QEND]]
+// CHECK: arith.cmpi ugt, %[[END]], %c16
 // CHECK: %[[BEGIN:.*]] = arith.select
 // CHECK: scf.for %[[START:.*]] = %[[BEGIN]] to %{{.*}} step %c32{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
 // CHECK-COUNT-8: memref.load %[[K]][%{{.*}}, %[[KVH]], %{{.*}}]
