@@ -24,6 +24,255 @@ namespace {
 /// Runs of 16 bytes a lane loads per iteration of the aligned path.
 constexpr int64_t kRunsInFlight = 4;
 
+/// One product's kernel as it is built: the launch, each thread's place
+/// (its output, its share of the output's k), and the parts below (a
+/// lane's partial sum, the warp's, writing or adding up the sums).
+class MatvecKernel {
+public:
+  /// `split` warps per output (warpsPerOutput), `threads` a block.
+  MatvecKernel(linalg::MatmulOp matmul, bool overwrite, int64_t threads,
+               int64_t split, int64_t chunk, int64_t wideElements)
+      : matmul(matmul), overwrite(overwrite), loc(matmul.getLoc()),
+        threads(threads), split(split), chunk(chunk),
+        wideElements(wideElements) {}
+
+  /// Replaces the matmul (read as `mm`) with the kernel.
+  void build(const MatmulTransposedB &product) {
+    mm = product;
+    OpBuilder b(matmul);
+    Value one = index(b, 1);
+    int64_t warps = threads / kWarp;
+    int64_t outputsPerBlock = warps / split;
+    // Loads in flight a lane: four while whole runs of them fit; fewer
+    // where a split leaves each warp only a few runs of k (the main loop
+    // would never run).
+    runs = kRunsInFlight;
+    if (split > 1)
+      runs = std::clamp<int64_t>(
+          cast<MemRefType>(mm.rhs.getType()).getDimSize(1) / (chunk * split), 1,
+          kRunsInFlight);
+
+    Value columnGroups = tilesOf(b, loc, mm.columns, outputsPerBlock);
+    SmallVector<Type> sharedTypes;
+    if (split > 1)
+      sharedTypes.push_back(
+          MemRefType::get({warps}, b.getF32Type(), AffineMap(),
+                          gpu::AddressSpaceAttr::get(
+                              b.getContext(), gpu::AddressSpace::Workgroup)));
+    auto launch = gpu::LaunchOp::create(
+        b, loc, columnGroups, mm.rows, one, index(b, threads), one, one,
+        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+        /*asyncDependencies=*/{}, sharedTypes);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    thread = launch.getThreadIds().x;
+    lane = arith::RemUIOp::create(b, loc, thread, index(b, kWarp));
+    warp = arith::DivUIOp::create(b, loc, thread, index(b, kWarp));
+    firstColumn = arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                                        index(b, outputsPerBlock));
+    column = arith::AddIOp::create(
+        b, loc, firstColumn,
+        split > 1
+            ? arith::DivUIOp::create(b, loc, warp, index(b, split)).getResult()
+            : warp);
+    // Which of the output's warps this is: it starts at its run of k.
+    share =
+        split > 1
+            ? arith::RemUIOp::create(b, loc, warp, index(b, split)).getResult()
+            : Value();
+    row = launch.getBlockIds().y;
+    f32 = b.getF32Type();
+    zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
+
+    // A warp past the last output has nothing to do; the condition is the
+    // same for all its lanes, so its shuffles see every lane.
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         column, mm.columns);
+    if (split == 1) {
+      ifThen(b, inside, [&](OpBuilder &nb, Location nl) {
+        Value total = warpPart(nb, nl);
+        ifThen(nb, isZero(nb, lane), [&](OpBuilder &fb, Location fl) {
+          storeSum(fb, fl, total, mm.out, ValueRange{row, column}, overwrite);
+        });
+      });
+    } else {
+      addUpShares(b, inside, launch.getWorkgroupAttributions()[0],
+                  outputsPerBlock);
+    }
+    gpu::TerminatorOp::create(b, loc);
+    matmul.erase();
+  }
+
+private:
+  Value index(OpBuilder &at, int64_t value) {
+    return arith::ConstantIndexOp::create(at, loc, value);
+  }
+  void ifThen(OpBuilder &at, Value condition,
+              function_ref<void(OpBuilder &, Location)> body) {
+    scf::IfOp::create(at, loc, condition, [&](OpBuilder &tb, Location tl) {
+      body(tb, tl);
+      scf::YieldOp::create(tb, tl);
+    });
+  }
+  Value isZero(OpBuilder &at, Value value) {
+    return arith::CmpIOp::create(at, loc, arith::CmpIPredicate::eq, value,
+                                 index(at, 0));
+  }
+
+  /// The partial sum (from `init`) of lane `lane` over k = start, start +
+  /// step, ... below `end`, with `width` consecutive elements at each of
+  /// k, k + stride, ... (`count` of them: loads in flight together), each
+  /// operand's runs of 16 bytes loaded together where `wide` (the rows
+  /// aligned). Narrow weights (bf16, f16: tfm-widen-in-matmuls) widen as
+  /// they load.
+  Value partialSum(OpBuilder &ob, Location ol, Value init, Value start,
+                   Value end, Value step, int64_t width, bool wide,
+                   int64_t count, int64_t stride) {
+    auto loop = scf::ForOp::create(
+        ob, ol, start, end, step, ValueRange{init},
+        [&](OpBuilder &nb, Location nl, Value first, ValueRange acc) {
+          auto load = [&](Value buffer, Value outer, Value at, int64_t e) {
+            auto type = cast<MemRefType>(buffer.getType());
+            int64_t perWideLoad =
+                kWideLoadBytes * 8 / type.getElementTypeBitWidth();
+            llvm::MaybeAlign align = wide && e % perWideLoad == 0
+                                         ? llvm::MaybeAlign(kWideLoadBytes)
+                                         : llvm::MaybeAlign();
+            Value v = memref::LoadOp::create(
+                nb, nl, buffer, ValueRange{outer, at}, false, align);
+            return type.getElementType() == f32
+                       ? v
+                       : arith::ExtFOp::create(nb, nl, f32, v).getResult();
+          };
+          Value sum = acc[0];
+          for (int64_t run = 0; run < count; ++run) {
+            Value k = run ? arith::AddIOp::create(nb, nl, first,
+                                                  index(nb, run * stride))
+                                .getResult()
+                          : first;
+            for (int64_t e = 0; e < width; ++e) {
+              Value at =
+                  e ? arith::AddIOp::create(nb, nl, k, index(nb, e)).getResult()
+                    : k;
+              Value x = load(mm.lhs, row, at, e);
+              Value w = load(mm.rhs, column, at, e);
+              sum = arith::AddFOp::create(nb, nl, sum,
+                                          arith::MulFOp::create(nb, nl, x, w));
+            }
+          }
+          scf::YieldOp::create(nb, nl, sum);
+        });
+    return loop.getResult(0);
+  }
+
+  /// A lane's first k, `offset`, moved past the runs of `run` elements
+  /// that the output's earlier warps take.
+  Value afterOtherShares(OpBuilder &at, Location l, Value offset, int64_t run) {
+    if (split == 1)
+      return offset;
+    return arith::AddIOp::create(
+        at, l, offset, arith::MulIOp::create(at, l, share, index(at, run)));
+  }
+
+  /// This warp's part of the output's sum (in every lane, after the
+  /// shuffles).
+  Value warpPart(OpBuilder &nb, Location nl) {
+    auto scalar = [&](OpBuilder &sb, Location sl) {
+      Value start = afterOtherShares(sb, sl, lane, kWarp);
+      return partialSum(sb, sl, zero, start, mm.depth, index(sb, kWarp * split),
+                        1, false, 1, 0);
+    };
+    Value part;
+    if (hasUnitInnerStride(mm.lhs) && hasUnitInnerStride(mm.rhs)) {
+      Value depthFits = arith::CmpIOp::create(
+          nb, nl, arith::CmpIPredicate::eq,
+          arith::RemUIOp::create(nb, nl, mm.depth, index(nb, wideElements)),
+          index(nb, 0));
+      Value aligned = arith::AndIOp::create(
+          nb, nl, depthFits,
+          arith::AndIOp::create(nb, nl, rowsStartAligned(nb, nl, mm.lhs),
+                                rowsStartAligned(nb, nl, mm.rhs)));
+      auto choice = scf::IfOp::create(
+          nb, nl, aligned,
+          [&](OpBuilder &vb, Location vl) {
+            // `runs` runs of 16 bytes a lane per iteration while whole
+            // ones fit, then one: a warp per output leaves few warps on
+            // an SM when the outputs are few (2048), and one load at a
+            // time each streamed at 35% of an H200's bandwidth.
+            Value start = afterOtherShares(
+                vb, vl,
+                arith::MulIOp::create(vb, vl, lane, index(vb, wideElements)),
+                chunk);
+            int64_t stride = chunk * split;
+            Value unrolled = index(vb, stride * runs);
+            Value mainEnd = arith::SubIOp::create(
+                vb, vl, mm.depth,
+                arith::RemUIOp::create(vb, vl, mm.depth, unrolled));
+            Value head = partialSum(vb, vl, zero, start, mainEnd, unrolled,
+                                    wideElements, true, runs, stride);
+            Value rest = partialSum(
+                vb, vl, head, arith::AddIOp::create(vb, vl, start, mainEnd),
+                mm.depth, index(vb, stride), wideElements, true, 1, 0);
+            scf::YieldOp::create(vb, vl, rest);
+          },
+          [&](OpBuilder &sb, Location sl) {
+            scf::YieldOp::create(sb, sl, scalar(sb, sl));
+          });
+      part = choice.getResult(0);
+    } else {
+      part = scalar(nb, nl);
+    }
+    return combineAcrossLanes(nb, nl, part, kWarp, /*maximum=*/false);
+  }
+
+  /// Several warps an output: each leaves its part in `partials`
+  /// (workgroup memory), and after a barrier thread j of the block adds
+  /// up the parts of its j-th output and writes it.
+  void addUpShares(OpBuilder &b, Value inside, Value partials,
+                   int64_t outputsPerBlock) {
+    // Every thread reaches the barrier: a warp past the last output
+    // contributes 0.
+    auto part = scf::IfOp::create(
+        b, loc, inside,
+        [&](OpBuilder &nb, Location nl) {
+          scf::YieldOp::create(nb, nl, warpPart(nb, nl));
+        },
+        [&](OpBuilder &nb, Location nl) {
+          scf::YieldOp::create(nb, nl, zero);
+        });
+    ifThen(b, isZero(b, lane), [&](OpBuilder &fb, Location fl) {
+      memref::StoreOp::create(fb, fl, part.getResult(0), partials,
+                              ValueRange{warp});
+    });
+    gpu::BarrierOp::create(b, loc);
+    Value ownColumn = arith::AddIOp::create(b, loc, firstColumn, thread);
+    Value sums = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, thread,
+                              index(b, outputsPerBlock)),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ownColumn,
+                              mm.columns));
+    ifThen(b, sums, [&](OpBuilder &fb, Location fl) {
+      Value firstPart = arith::MulIOp::create(fb, fl, thread, index(fb, split));
+      Value total = memref::LoadOp::create(fb, fl, partials, firstPart);
+      for (int64_t s = 1; s < split; ++s)
+        total = arith::AddFOp::create(
+            fb, fl, total,
+            memref::LoadOp::create(fb, fl, partials,
+                                   ValueRange{arith::AddIOp::create(
+                                       fb, fl, firstPart, index(fb, s))}));
+      storeSum(fb, fl, total, mm.out, ValueRange{row, ownColumn}, overwrite);
+    });
+  }
+
+  linalg::MatmulOp matmul;
+  bool overwrite;
+  Location loc;
+  int64_t threads, split, chunk, wideElements, runs = kRunsInFlight;
+  MatmulTransposedB mm;
+  Type f32;
+  Value thread, lane, warp, firstColumn, column, share, row, zero;
+};
+
 struct LowerMatvecToGpuPass
     : mlir::tfm::impl::LowerMatvecToGpuPassBase<LowerMatvecToGpuPass> {
   using Base::Base;
@@ -74,11 +323,6 @@ struct LowerMatvecToGpuPass
   void lower(linalg::MatmulOp matmul) {
     bool overwrite = absorbZeroFill(matmul);
     OpBuilder b(matmul);
-    Location loc = matmul.getLoc();
-    auto index = [&](OpBuilder &at, int64_t value) -> Value {
-      return arith::ConstantIndexOp::create(at, loc, value);
-    };
-    Value one = index(b, 1);
     MatmulTransposedB mm = readMatmulTransposedB(b, matmul);
     // A step of the aligned path: 16 bytes of the narrower operand (four
     // f32 weights, eight bf16), as many elements of the other.
@@ -88,218 +332,9 @@ struct LowerMatvecToGpuPass
     int64_t wideElements =
         kWideLoadBytes * 8 / std::min(bitsOf(mm.lhs), bitsOf(mm.rhs));
     int64_t chunk = kWarp * wideElements;
-    int64_t warps = threads / kWarp;
-    int64_t split = warpsPerOutput(mm, chunk);
-    int64_t outputsPerBlock = warps / split;
-    // Loads in flight a lane: four while whole runs of them fit; fewer
-    // where a split leaves each warp only a few runs of k (the main loop
-    // would never run).
-    int64_t runs = kRunsInFlight;
-    if (split > 1)
-      runs = std::clamp<int64_t>(
-          cast<MemRefType>(mm.rhs.getType()).getDimSize(1) / (chunk * split), 1,
-          kRunsInFlight);
-
-    Value columnGroups = tilesOf(b, loc, mm.columns, outputsPerBlock);
-    SmallVector<Type> sharedTypes;
-    if (split > 1)
-      sharedTypes.push_back(
-          MemRefType::get({warps}, b.getF32Type(), AffineMap(),
-                          gpu::AddressSpaceAttr::get(
-                              b.getContext(), gpu::AddressSpace::Workgroup)));
-    auto launch = gpu::LaunchOp::create(
-        b, loc, columnGroups, mm.rows, one, index(b, threads), one, one,
-        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
-        /*asyncDependencies=*/{}, sharedTypes);
-    b.setInsertionPointToStart(&launch.getBody().front());
-    Value thread = launch.getThreadIds().x;
-    Value lane = arith::RemUIOp::create(b, loc, thread, index(b, kWarp));
-    Value warp = arith::DivUIOp::create(b, loc, thread, index(b, kWarp));
-    Value firstColumn = arith::MulIOp::create(b, loc, launch.getBlockIds().x,
-                                              index(b, outputsPerBlock));
-    Value column = arith::AddIOp::create(
-        b, loc, firstColumn,
-        split > 1
-            ? arith::DivUIOp::create(b, loc, warp, index(b, split)).getResult()
-            : warp);
-    // Which of the output's warps this is: it starts at its run of k.
-    Value share =
-        split > 1
-            ? arith::RemUIOp::create(b, loc, warp, index(b, split)).getResult()
-            : Value();
-    Value row = launch.getBlockIds().y;
-    Type f32 = b.getF32Type();
-    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
-
-    // The partial sum (from `init`) of lane `lane` over k = start, start +
-    // step, ... below `end`, with `width` consecutive elements at each of
-    // k, k + stride, ... (`runs` of them: loads in flight together), each
-    // operand's runs of 16 bytes loaded together where `wide` (the rows
-    // aligned). Narrow weights (bf16, f16: tfm-widen-in-matmuls) widen as
-    // they load.
-    auto partialSum = [&](OpBuilder &ob, Location ol, Value init, Value start,
-                          Value end, Value step, int64_t width, bool wide,
-                          int64_t runs, int64_t stride) {
-      auto loop = scf::ForOp::create(
-          ob, ol, start, end, step, ValueRange{init},
-          [&](OpBuilder &nb, Location nl, Value first, ValueRange acc) {
-            auto load = [&](Value buffer, Value outer, Value at, int64_t e) {
-              auto type = cast<MemRefType>(buffer.getType());
-              int64_t perWideLoad =
-                  kWideLoadBytes * 8 / type.getElementTypeBitWidth();
-              llvm::MaybeAlign align =
-                  wide && e % perWideLoad == 0
-                      ? llvm::MaybeAlign(kWideLoadBytes)
-                      : llvm::MaybeAlign();
-              Value v = memref::LoadOp::create(nb, nl, buffer,
-                                               ValueRange{outer, at}, false,
-                                               align);
-              return type.getElementType() == f32
-                         ? v
-                         : arith::ExtFOp::create(nb, nl, f32, v).getResult();
-            };
-            Value sum = acc[0];
-            for (int64_t run = 0; run < runs; ++run) {
-              Value k = run ? arith::AddIOp::create(nb, nl, first,
-                                                    index(nb, run * stride))
-                                  .getResult()
-                            : first;
-              for (int64_t e = 0; e < width; ++e) {
-                Value at = e ? arith::AddIOp::create(nb, nl, k, index(nb, e))
-                                   .getResult()
-                             : k;
-                Value x = load(mm.lhs, row, at, e);
-                Value w = load(mm.rhs, column, at, e);
-                sum = arith::AddFOp::create(
-                    nb, nl, sum, arith::MulFOp::create(nb, nl, x, w));
-              }
-            }
-            scf::YieldOp::create(nb, nl, sum);
-          });
-      return loop.getResult(0);
-    };
-    // A lane's first k, `offset`, moved past the runs of `run` elements
-    // that the output's earlier warps take.
-    auto afterOtherShares = [&](OpBuilder &at, Location l, Value offset,
-                                int64_t run) -> Value {
-      if (split == 1)
-        return offset;
-      return arith::AddIOp::create(
-          at, l, offset, arith::MulIOp::create(at, l, share, index(at, run)));
-    };
-    // This warp's part of the output's sum (in every lane, after the
-    // shuffles).
-    auto warpPart = [&](OpBuilder &nb, Location nl) -> Value {
-      auto scalar = [&](OpBuilder &sb, Location sl) {
-        Value start = afterOtherShares(sb, sl, lane, kWarp);
-        return partialSum(sb, sl, zero, start, mm.depth,
-                          index(sb, kWarp * split), 1, false, 1, 0);
-      };
-      Value part;
-      if (hasUnitInnerStride(mm.lhs) && hasUnitInnerStride(mm.rhs)) {
-        Value depthFits = arith::CmpIOp::create(
-            nb, nl, arith::CmpIPredicate::eq,
-            arith::RemUIOp::create(nb, nl, mm.depth, index(nb, wideElements)),
-            index(nb, 0));
-        Value aligned = arith::AndIOp::create(
-            nb, nl, depthFits,
-            arith::AndIOp::create(nb, nl, rowsStartAligned(nb, nl, mm.lhs),
-                                  rowsStartAligned(nb, nl, mm.rhs)));
-        auto choice = scf::IfOp::create(
-            nb, nl, aligned,
-            [&](OpBuilder &vb, Location vl) {
-              // `runs` runs of 16 bytes a lane per iteration while whole
-              // ones fit, then one: a warp per output leaves few warps on
-              // an SM when the outputs are few (2048), and one load at a
-              // time each streamed at 35% of an H200's bandwidth.
-              Value start = afterOtherShares(
-                  vb, vl,
-                  arith::MulIOp::create(vb, vl, lane, index(vb, wideElements)),
-                  chunk);
-              int64_t stride = chunk * split;
-              Value unrolled = index(vb, stride * runs);
-              Value mainEnd = arith::SubIOp::create(
-                  vb, vl, mm.depth,
-                  arith::RemUIOp::create(vb, vl, mm.depth, unrolled));
-              Value head = partialSum(vb, vl, zero, start, mainEnd, unrolled,
-                                      wideElements, true, runs, stride);
-              Value rest = partialSum(
-                  vb, vl, head, arith::AddIOp::create(vb, vl, start, mainEnd),
-                  mm.depth, index(vb, stride), wideElements, true, 1, 0);
-              scf::YieldOp::create(vb, vl, rest);
-            },
-            [&](OpBuilder &sb, Location sl) {
-              scf::YieldOp::create(sb, sl, scalar(sb, sl));
-            });
-        part = choice.getResult(0);
-      } else {
-        part = scalar(nb, nl);
-      }
-      return combineAcrossLanes(nb, nl, part, kWarp, /*maximum=*/false);
-    };
-    auto ifThen = [&](OpBuilder &at, Value condition,
-                      function_ref<void(OpBuilder &, Location)> body) {
-      scf::IfOp::create(at, loc, condition, [&](OpBuilder &tb, Location tl) {
-        body(tb, tl);
-        scf::YieldOp::create(tb, tl);
-      });
-    };
-    auto isZero = [&](OpBuilder &at, Value value) -> Value {
-      return arith::CmpIOp::create(at, loc, arith::CmpIPredicate::eq, value,
-                                   index(at, 0));
-    };
-
-    // A warp past the last output has nothing to do; the condition is the
-    // same for all its lanes, so its shuffles see every lane.
-    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                         column, mm.columns);
-    if (split == 1) {
-      ifThen(b, inside, [&](OpBuilder &nb, Location nl) {
-        Value total = warpPart(nb, nl);
-        ifThen(nb, isZero(nb, lane), [&](OpBuilder &fb, Location fl) {
-          storeSum(fb, fl, total, mm.out, ValueRange{row, column}, overwrite);
-        });
-      });
-    } else {
-      // Every thread reaches the barrier: a warp past the last output
-      // contributes 0.
-      auto part = scf::IfOp::create(
-          b, loc, inside,
-          [&](OpBuilder &nb, Location nl) {
-            scf::YieldOp::create(nb, nl, warpPart(nb, nl));
-          },
-          [&](OpBuilder &nb, Location nl) {
-            scf::YieldOp::create(nb, nl, zero);
-          });
-      Value partials = launch.getWorkgroupAttributions()[0];
-      ifThen(b, isZero(b, lane), [&](OpBuilder &fb, Location fl) {
-        memref::StoreOp::create(fb, fl, part.getResult(0), partials,
-                                ValueRange{warp});
-      });
-      gpu::BarrierOp::create(b, loc);
-      // Thread j adds up the parts of the block's j-th output.
-      Value ownColumn = arith::AddIOp::create(b, loc, firstColumn, thread);
-      Value sums = arith::AndIOp::create(
-          b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, thread,
-                                index(b, outputsPerBlock)),
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ownColumn,
-                                mm.columns));
-      ifThen(b, sums, [&](OpBuilder &fb, Location fl) {
-        Value firstPart =
-            arith::MulIOp::create(fb, fl, thread, index(fb, split));
-        Value total = memref::LoadOp::create(fb, fl, partials, firstPart);
-        for (int64_t s = 1; s < split; ++s)
-          total = arith::AddFOp::create(
-              fb, fl, total,
-              memref::LoadOp::create(fb, fl, partials,
-                                     ValueRange{arith::AddIOp::create(
-                                         fb, fl, firstPart, index(fb, s))}));
-        storeSum(fb, fl, total, mm.out, ValueRange{row, ownColumn}, overwrite);
-      });
-    }
-    gpu::TerminatorOp::create(b, loc);
-    matmul.erase();
+    MatvecKernel(matmul, overwrite, threads, warpsPerOutput(mm, chunk), chunk,
+                 wideElements)
+        .build(mm);
   }
 };
 
