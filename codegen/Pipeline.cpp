@@ -51,6 +51,7 @@ void mlir::tfm::buildCodegenPipeline(OpPassManager &pm,
   tfm.maxContext = options.maxContext;
   tfm.kvDtype = options.kvDtype;
   tfm.fuseQKV = options.fuseQKV;
+  tfm.expandLatentAttention = options.expandLatentAttention;
   tfm.fuseMLP = options.fuseMLP;
   tfm.fuseNorm = options.fuseNorm;
   tfm.convolutionsAsGemm = options.convolutionsAsGemm;

@@ -72,6 +72,11 @@ struct CodegenPipelineOptions : PassPipelineOptions<CodegenPipelineOptions> {
                         llvm::cl::desc("Residual adds into the following "
                                        "norm (tfm-fuse-norm)"),
                         llvm::cl::init(true)};
+  Option<bool> expandLatentAttention{
+      *this, "expand-latent-attention",
+      llvm::cl::desc("Multi-head latent attention's expanded form for long "
+                     "prompts (tfm-expand-latent-attention)"),
+      llvm::cl::init(true)};
   Option<bool> convolutionsAsGemm{
       *this, "convolutions-as-gemm",
       llvm::cl::desc("2-D convolutions as windows and a GEMM "

@@ -19,6 +19,7 @@ const Switch kSwitchable[] = {
     &CodegenPipelineOptions::fusedAttention, &CodegenPipelineOptions::packWeights,
     &CodegenPipelineOptions::planArena,
     &CodegenPipelineOptions::convolutionsAsGemm,
+    &CodegenPipelineOptions::expandLatentAttention,
     &CodegenPipelineOptions::annotateParallelLoops,
     &CodegenPipelineOptions::parallelizeLoops,
     &CodegenPipelineOptions::cudaTensorCores,

@@ -8,6 +8,7 @@
 
 #include "ir/TfmOps.h"
 #include "ir/DiffusionAttr.h"
+#include "ir/ExpandedKeyAttr.h"
 #include "ir/StopTokensAttr.h"
 #include "ir/TfmSharding.h"
 
@@ -270,6 +271,9 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
     return success();
   } else if (name == kCheckpointDtypeAttrName) {
     if (isa<WeightDeclOp>(op) && isa<StringAttr>(attr.getValue()))
+      return success();
+  } else if (name == kExpandedKeyAttrName) {
+    if (isa<AttentionOp>(op) && isa<FlatSymbolRefAttr>(attr.getValue()))
       return success();
   } else if (name == kExpertShareAttrName) {
     auto share = dyn_cast<FloatAttr>(attr.getValue());

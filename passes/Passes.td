@@ -353,4 +353,40 @@ def TakeRankPartsPass : Pass<"tfm-take-rank-parts", "ModuleOp"> {
   let dependentDialects = ["arith::ArithDialect", "tensor::TensorDialect"];
 }
 
+def ExpandLatentAttentionPass : Pass<"tfm-expand-latent-attention", "ModuleOp"> {
+  let summary = "Multi-head latent attention in its expanded form where that costs less";
+  let description = [{
+    The frontend builds multi-head latent attention (DeepSeek-V3, Kimi-K2,
+    Moonlight) absorbed: each head's query is taken into the latent space
+    (`tfm.head_linear` by the key up-projection, transposed), attention is
+    multi-query over the latent rows the cache keeps (width latent + rope,
+    the value their first `latent` columns), and each head's result is taken
+    back to its value width (`tfm.head_linear` by the value up-projection).
+    A decode step pays little for that; a long prompt pays for every query
+    and key pair at the latent width.
+
+    This pass gives each such attention (marked `tfm.expanded_key`, the
+    declaration of the key up-projection as stored) the expanded form too:
+    every latent row the attention reads is up-projected to each head's key
+    (`tfm.linear`, then its rotated part beside it, the same for every head)
+    and value (`tfm.linear` by the value up-projection), and attention is
+    ordinary multi-head attention at width nope + rope and value width.
+    An `scf.if` picks one at run time by the multiply-adds each costs per
+    head: the absorbed form `s · latent · (nope + value)` for its two
+    projections and `(2 · latent + rope)` per query-key pair, the expanded
+    form `t · latent · (nope + value)` for the expansion and `(nope + rope +
+    value)` per pair, for `s` queries over `t` keys (`s · t − s · (s − 1) / 2`
+    pairs under the causal mask). A whole prompt takes the expanded form;
+    a chunk of a few queries after many cached keys, the absorbed one. An
+    attention whose query count is static and small enough that the
+    expanded form cannot win (a decode step's one query) is left as it is.
+
+    Run after tfm-kv-cache (the expansion reads the cached rows) and before
+    the fusions. A split model's attention (`--ranks`) keeps the absorbed
+    form: its heads are the rank's, the stored key up-projection is not.
+  }];
+  let dependentDialects = ["arith::ArithDialect", "linalg::LinalgDialect",
+                           "scf::SCFDialect", "tensor::TensorDialect"];
+}
+
 #endif // TFM_PASSES_PASSES_TD

@@ -13,6 +13,10 @@ using namespace mlir::tfm;
 /// joined weights (QKV, gate and up) are joins of the rank's parts.
 static void addFusionPasses(OpPassManager &pm,
                             const TfmPipelineOptions &options) {
+  // Before the fusions, which then join the expansion's two projections
+  // of the latent rows as they join Q, K and V.
+  if (options.expandLatentAttention)
+    pm.addPass(createExpandLatentAttentionPass());
   // Experts as projections first: the fusions and weight storage then
   // treat them as any other.
   pm.addPass(createExpandExpertsPass());

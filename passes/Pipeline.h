@@ -30,6 +30,9 @@ struct TfmPipelineOptions {
   bool fuseQKV = true;
   bool fuseMLP = true;
   bool fuseNorm = true;
+  /// Multi-head latent attention's expanded form where it costs less
+  /// (tfm-expand-latent-attention).
+  bool expandLatentAttention = true;
   /// 2-D convolutions as image windows and a tfm.linear.
   bool convolutionsAsGemm = true;
   /// tfm-quantize-weights' dtype, edge-dtype and keep; it runs unless

@@ -9,6 +9,7 @@
 #include "frontend/builders/DecoderBuilder.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/builders/ModelIRBuilder.h"
+#include "ir/ExpandedKeyAttr.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -520,6 +521,14 @@ Value DecoderIRBuilder::latentAttention(Value h, Value positions,
       /*sinks=*/Value(), scale,
       /*causal=*/b.getUnitAttr(), /*window=*/IntegerAttr(),
       /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());
+  // The key up-projection as stored, for the expanded form that
+  // tfm-expand-latent-attention gives long prefills.
+  if (!n.keyUp.empty()) {
+    WeightDeclOp up =
+        declarations.declare(b, name(n.keyUp), {heads * nope, rank});
+    attended.getDefiningOp()->setAttr(
+        kExpandedKeyAttrName, FlatSymbolRefAttr::get(up.getSymNameAttr()));
+  }
   Value values = HeadLinearOp::create(
       b, loc, tensorType({dyn, heads, mla.valueDim}), attended,
       weight(name(n.valueUp), {heads * mla.valueDim, rank}));

@@ -64,10 +64,13 @@ struct LayerWeightNames {
   /// down-projection and its norm (empty: `query` projects the hidden
   /// state itself), the latent projection ([latent + rope, hidden]) and its
   /// norm, each head's key up-projection transposed ([heads · latent,
-  /// nope], absorbed into the query) and its value up-projection ([heads ·
-  /// value, latent]). `query` is then the query's up-projection.
+  /// nope], absorbed into the query), the same as stored ([heads · nope,
+  /// latent]: the key up-projection of the expanded form, which
+  /// tfm-expand-latent-attention gives long prefills) and the value
+  /// up-projection ([heads · value, latent]). `query` is then the query's
+  /// up-projection.
   std::string queryDown = "", queryDownNorm = "", latent = "",
-              latentNorm = "", keyAbsorb = "", valueUp = "";
+              latentNorm = "", keyAbsorb = "", keyUp = "", valueUp = "";
   /// Gated DeltaNet's layers (DecoderSpec::deltaNet): the projections to
   /// the convolution's channels ([q | k | v] of every head, [C, hidden]),
   /// to the output gate z, to beta and to alpha ([value heads, hidden]),

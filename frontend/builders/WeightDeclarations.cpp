@@ -86,6 +86,19 @@ Value WeightDeclarations::read(OpBuilder &b, const std::string &name,
 Value WeightDeclarations::readAs(OpBuilder &b, const std::string &name,
                                  const std::vector<int64_t> &stored,
                                  const std::vector<int64_t> &shape) {
+  WeightDeclOp decl = declareAs(b, name, stored, shape);
+  return WeightOp::create(b, decl.getLoc(), decl.getTensorType(), name);
+}
+
+WeightDeclOp WeightDeclarations::declare(OpBuilder &b, const std::string &name,
+                                         const std::vector<int64_t> &shape) {
+  return declareAs(b, name, shape, shape);
+}
+
+WeightDeclOp WeightDeclarations::declareAs(OpBuilder &b,
+                                           const std::string &name,
+                                           const std::vector<int64_t> &stored,
+                                           const std::vector<int64_t> &shape) {
   used.insert(name);
   if (std::optional<std::string> error = weights.mismatch(
           checkpoint, name, stored, "the " + family + " config implies"))
@@ -106,7 +119,7 @@ Value WeightDeclarations::readAs(OpBuilder &b, const std::string &name,
         declared[name]->setAttr(kCheckpointDtypeAttrName,
                                 b.getStringAttr(*dtype));
   }
-  return WeightOp::create(b, loc, type, name);
+  return declared[name];
 }
 
 Value WeightDeclarations::biasedLinear(

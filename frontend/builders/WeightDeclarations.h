@@ -56,6 +56,12 @@ public:
                const std::vector<int64_t> &stored,
                const std::vector<int64_t> &shape);
 
+  /// The declaration of `name` alone, checked as `read` checks it: a
+  /// weight a later pass may read (the attribute that names it is the
+  /// caller's).
+  WeightDeclOp declare(OpBuilder &b, const std::string &name,
+                       const std::vector<int64_t> &shape);
+
   /// x·Wᵀ + b for the [out, in] weight `name` and its bias (biasName), as
   /// [x's rows, resultShape...], with an optional activation epilogue: the
   /// projections of the encoders with a bias everywhere (BERT, ViT).
@@ -84,6 +90,9 @@ public:
          llvm::function_ref<bool(llvm::StringRef)> isIgnored);
 
 private:
+  WeightDeclOp declareAs(OpBuilder &b, const std::string &name,
+                         const std::vector<int64_t> &stored,
+                         const std::vector<int64_t> &shape);
   Value linear(OpBuilder &b, Value x, const std::string &name,
                llvm::ArrayRef<int64_t> resultShape,
                std::optional<ActivationKind> activation, bool withBias);

@@ -205,15 +205,56 @@ llvm::Error mlir::tfm::prepareDeepseekCheckpoint(DecoderSpec &spec,
                        " blocks, which cannot be split per head");
     store.add(base + "k_absorb.weight",
               t.transposeRowBlocks(perHead, 0, mla.nopeDim));
-    std::vector<int64_t> valueRows;
+    std::vector<int64_t> keyRows, valueRows;
     for (int64_t h = 0; h < heads; ++h)
-      for (int64_t i = mla.nopeDim; i < perHead; ++i)
-        valueRows.push_back(h * perHead + i);
+      for (int64_t i = 0; i < perHead; ++i)
+        (i < mla.nopeDim ? keyRows : valueRows).push_back(h * perHead + i);
+    store.add(base + "k_up.weight",
+              t.selectRows(std::move(keyRows),
+                           {heads * mla.nopeDim, mla.latentRank}));
     store.add(base + "v_up.weight",
               t.selectRows(std::move(valueRows),
                            {heads * mla.valueDim, mla.latentRank}));
   }
+  spec.layer.keyUp = "model.layers.{}.self_attn.k_up.weight";
   return llvm::Error::success();
+}
+
+void mlir::tfm::prepareGgufLatentAttention(DecoderSpec &spec,
+                                           WeightStore &store) {
+  const LatentAttentionSpec &mla = spec.mla;
+  int64_t heads = spec.numHeads, rank = mla.latentRank, nope = mla.nopeDim;
+  const std::string keyUp = "blk.{}.attn_k_up.weight";
+  for (int64_t l = 0; l < spec.numLayers; ++l) {
+    const WeightTensor *absorbed =
+        store.lookup(layerWeightName(spec.layer.keyAbsorb, l));
+    // A file without attn_k_b (or of another shape) keeps the absorbed
+    // form alone; the builder names what is wrong with it.
+    if (!absorbed || absorbed->shape() != std::vector<int64_t>{heads * rank,
+                                                               nope})
+      return;
+  }
+  for (int64_t l = 0; l < spec.numLayers; ++l) {
+    const WeightTensor &absorbed =
+        *store.lookup(layerWeightName(spec.layer.keyAbsorb, l));
+    std::string source = "transposed heads of " + absorbed.source();
+    if (dtypeBlockElements(absorbed.dtype()) == 1) {
+      store.add(layerWeightName(keyUp, l),
+                absorbed.transposeRowBlocks(rank, 0, rank));
+      continue;
+    }
+    // Blocks run along a head's nope columns, which the transpose turns
+    // into rows: the values are widened to f32 instead.
+    std::vector<float> stored = absorbed.toF32(), up(stored.size());
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t r = 0; r < rank; ++r)
+        for (int64_t j = 0; j < nope; ++j)
+          up[(h * nope + j) * rank + r] = stored[(h * rank + r) * nope + j];
+    store.add(layerWeightName(keyUp, l),
+              WeightTensor::fromValues({heads * nope, rank}, std::move(up),
+                                       source));
+  }
+  spec.layer.keyUp = keyUp;
 }
 
 namespace {

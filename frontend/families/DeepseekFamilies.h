@@ -31,9 +31,18 @@ DecoderSpec readGlm4MoeSpec(ConfigReader &config);
 
 /// Splits each layer's kv_b_proj ([heads · (nope + value), latent]) into
 /// the absorbed key up-projection ([heads · latent, nope], each head's
-/// rows transposed) and the value up-projection ([heads · value, latent]).
+/// rows transposed), the key up-projection as stored ([heads · nope,
+/// latent], the expanded form's) and the value up-projection ([heads ·
+/// value, latent]).
 llvm::Error prepareDeepseekCheckpoint(DecoderSpec &spec, WeightStore &store,
                                       llvm::StringRef checkpoint);
+
+/// The expanded form's key up-projection of a deepseek2 file, which stores
+/// only the absorbed one (attn_k_b, [heads · latent, nope]): each head's
+/// block transposed (`blk.N.attn_k_up.weight`, [heads · nope, latent]),
+/// widened to f32 where attn_k_b is in blocks. Sets spec.layer.keyUp; a
+/// file without attn_k_b of that shape is left as it is.
+void prepareGgufLatentAttention(DecoderSpec &spec, WeightStore &store);
 
 /// GGUF's deepseek2 (llama.cpp's DeepSeek-V2/V3 architecture, which
 /// Kimi-K2 and Moonlight files use) on top of the LLaMA-like fields

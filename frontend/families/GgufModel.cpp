@@ -832,6 +832,8 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
   if (architecture->deltaNet)
     if (llvm::Error err = prepareGgufDeltaNet(*file, *spec, model.weights))
       return std::move(err);
+  if (spec->mla.enabled())
+    prepareGgufLatentAttention(*spec, model.weights);
 
   if (withTokenizer) {
     llvm::Expected<std::optional<TokenizerVocab>> vocab =

@@ -133,6 +133,26 @@ def deepseek_v2_lite():
     write("deepseek-v2-lite", config, 32)
 
 
+def moonlight():
+    """Moonlight-16B-A3B's layout (DeepSeek-V3's without a query LoRA, one
+    expert group) at widths whose ratios are the published ones: the latent
+    (64) wider than a head's key (32 + 8) and value (32), so that the
+    expanded form of MLA pays for long prompts only; rows a multiple of 32,
+    so that a Q8_0 file keeps the per-head weights in blocks."""
+    config = dict(COMMON, model_type="deepseek_v3", hidden_size=64,
+                  num_attention_heads=2, num_key_value_heads=2,
+                  q_lora_rank=None, kv_lora_rank=64, qk_nope_head_dim=32,
+                  qk_rope_head_dim=8, v_head_dim=32, rope_theta=50000.0,
+                  rope_interleave=True, rope_scaling=None,
+                  n_routed_experts=4, num_experts_per_tok=2, n_group=1,
+                  topk_group=1, topk_method="noaux_tc", scoring_func="sigmoid",
+                  norm_topk_prob=True, routed_scaling_factor=2.446,
+                  n_shared_experts=1, moe_intermediate_size=32,
+                  intermediate_size=64, first_k_dense_replace=1)
+    config["num_hidden_layers"] = 2
+    write("moonlight", config, 34)
+
+
 def glm4_moe():
     """GLM-4.5's layout: grouped-query attention (4 heads, 2 KV heads) of a
     head_dim of its own (16, not 48 / 4), biases on Q, K and V, per-head Q
@@ -154,5 +174,5 @@ def glm4_moe():
 
 if __name__ == "__main__":
     for fixture in sys.argv[1:] or ["deepseek_v3", "deepseek_v2_lite",
-                                    "glm4_moe"]:
+                                    "moonlight", "glm4_moe"]:
         globals()[fixture]()
