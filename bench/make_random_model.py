@@ -2,7 +2,9 @@
 """Writes a Hugging Face model directory with random weights for the
 benchmarks: `gpt2` (GPT-2 small: 12 layers, 768 wide, 12 heads, vocab 50257),
 `llama` (a LLaMA of similar size with grouped-query attention: 12 heads,
-4 KV heads), `tinyllama` (TinyLlama-1.1B's shape: 22 layers, 2048 wide,
+4 KV heads), `moonlight` (Moonlight-16B-A3B's widths, multi-head latent
+attention and DeepSeek-V3's router, cut to 4 layers and 8 experts of which
+6 are used, vocab 32000), `tinyllama` (TinyLlama-1.1B's shape: 22 layers, 2048 wide,
 32 heads / 4 KV heads, FFN 5632, vocab 32000) or `mixtral` (a small
 Mixtral: 12 layers, 1024 wide, 16 heads / 4 KV heads, 8 experts of 2816,
 top 2, vocab 32000: 0.94 B parameters, 0.33 B of them read per token). F32 by default, or BF16
@@ -46,7 +48,60 @@ SHAPES = {
                 "rms_norm_eps": 1e-5, "rope_theta": 1e6, "hidden_act": "silu",
                 "num_local_experts": 8, "num_experts_per_tok": 2,
                 "sliding_window": None, "tie_word_embeddings": False},
+    "moonlight": {"model_type": "deepseek_v3", "vocab_size": 32000,
+                  "hidden_size": 2048, "intermediate_size": 11264,
+                  "moe_intermediate_size": 1408, "num_hidden_layers": 4,
+                  "num_attention_heads": 16, "num_key_value_heads": 16,
+                  "q_lora_rank": None, "kv_lora_rank": 512,
+                  "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                  "v_head_dim": 128, "n_routed_experts": 8,
+                  "num_experts_per_tok": 6, "n_group": 1, "topk_group": 1,
+                  "topk_method": "noaux_tc", "scoring_func": "sigmoid",
+                  "norm_topk_prob": True, "routed_scaling_factor": 2.446,
+                  "n_shared_experts": 2, "first_k_dense_replace": 1,
+                  "max_position_embeddings": 8192, "rms_norm_eps": 1e-5,
+                  "rope_theta": 50000.0, "rope_scaling": None,
+                  "hidden_act": "silu", "tie_word_embeddings": False},
 }
+
+
+def deepseek_tensors(c):
+    """DeepSeek-V3's names without a query LoRA (Moonlight's): multi-head
+    latent attention, a dense first layer, then routed and shared experts."""
+    d, v, heads = c["hidden_size"], c["vocab_size"], c["num_attention_heads"]
+    rank, rope = c["kv_lora_rank"], c["qk_rope_head_dim"]
+    nope, value = c["qk_nope_head_dim"], c["v_head_dim"]
+    expert, experts = c["moe_intermediate_size"], c["n_routed_experts"]
+    shared = expert * c["n_shared_experts"]
+    yield "model.embed_tokens.weight", (v, d)
+    for l in range(c["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        a = p + "self_attn."
+        yield from [(p + "input_layernorm.weight", (d,)),
+                    (a + "q_proj.weight", (heads * (nope + rope), d)),
+                    (a + "kv_a_proj_with_mqa.weight", (rank + rope, d)),
+                    (a + "kv_a_layernorm.weight", (rank,)),
+                    (a + "kv_b_proj.weight", (heads * (nope + value), rank)),
+                    (a + "o_proj.weight", (d, heads * value)),
+                    (p + "post_attention_layernorm.weight", (d,))]
+        m = p + "mlp."
+        if l < c["first_k_dense_replace"]:
+            i = c["intermediate_size"]
+            yield from [(m + "gate_proj.weight", (i, d)),
+                        (m + "up_proj.weight", (i, d)),
+                        (m + "down_proj.weight", (d, i))]
+            continue
+        yield from [(m + "gate.weight", (experts, d)),
+                    (m + "gate.e_score_correction_bias", (experts,))]
+        for e in range(experts):
+            yield from [(f"{m}experts.{e}.gate_proj.weight", (expert, d)),
+                        (f"{m}experts.{e}.up_proj.weight", (expert, d)),
+                        (f"{m}experts.{e}.down_proj.weight", (d, expert))]
+        yield from [(m + "shared_experts.gate_proj.weight", (shared, d)),
+                    (m + "shared_experts.up_proj.weight", (shared, d)),
+                    (m + "shared_experts.down_proj.weight", (d, shared))]
+    yield "model.norm.weight", (d,)
+    yield "lm_head.weight", (v, d)
 
 
 def to_bf16_bytes(values):
@@ -57,6 +112,9 @@ def to_bf16_bytes(values):
 
 
 def tensors(kind, c):
+    if kind == "moonlight":
+        yield from deepseek_tensors(c)
+        return
     if kind == "gpt2":
         d, v, n = c["n_embd"], c["vocab_size"], c["n_positions"]
         yield "wte.weight", (v, d)

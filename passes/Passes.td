@@ -375,11 +375,15 @@ def ExpandLatentAttentionPass : Pass<"tfm-expand-latent-attention", "ModuleOp"> 
     head: the absorbed form `s · latent · (nope + value)` for its two
     projections and `(2 · latent + rope)` per query-key pair, the expanded
     form `t · latent · (nope + value)` for the expansion and `(nope + rope +
-    value)` per pair, for `s` queries over `t` keys (`s · t − s · (s − 1) / 2`
-    pairs under the causal mask). A whole prompt takes the expanded form;
-    a chunk of a few queries after many cached keys, the absorbed one. An
+    value)` per pair, counted twice (its heads do not share their keys and
+    values, and the attention kernel runs at about half the rate on them),
+    for `s` queries over `t` keys (`s · t − s · (s − 1) / 2` pairs under the
+    causal mask). A whole prompt takes the expanded form; a chunk of a few
+    hundred queries after thousands of cached keys, the absorbed one. An
     attention whose query count is static and small enough that the
-    expanded form cannot win (a decode step's one query) is left as it is.
+    expanded form cannot win (a decode step's one query), or whose widths
+    never let it win (a latent narrower than about twice a head's key and
+    value), is left as it is.
 
     Run after tfm-kv-cache (the expansion reads the cached rows) and before
     the fusions. A split model's attention (`--ranks`) keeps the absorbed

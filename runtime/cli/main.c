@@ -9,9 +9,7 @@
 
 #include "runtime/cli/main_internal.h"
 #include "runtime/cli/main_options.h"
-#include "runtime/core/buffer_cache.h"
-#include "runtime/core/ranks.h"
-#include "runtime/core/read_file.h"
+#include "runtime/support/read_file.h"
 #include "tfm/tfm_runtime.h"
 
 #include <errno.h>
@@ -326,13 +324,15 @@ static int resume_prompt_cache(const char *argv0, tfm_session *session,
 /* --stats of a model split over ranks: each rank's weights (its part and
  * what all hold alike), peak RSS and time in the model's all-reduces. */
 static void print_rank_stats(const tfm_model *model) {
-  int32_t ranks = tfm_model_ranks(model);
-  if (ranks <= 1 || !tfm_ranks_gather_stats)
+  int32_t ranks = tfm_model_get_desc(model)->ranks;
+  if (ranks <= 1)
     return;
   tfm_rank_stats *stats = calloc((size_t)ranks, sizeof *stats);
-  if (!stats)
+  tfm_status status;
+  if (!stats || tfm_model_rank_stats(model, stats, &status)) {
+    free(stats);
     return;
-  tfm_ranks_gather_stats(model, stats);
+  }
   fprintf(stderr, ", \"replicated_weights_bytes\": %llu, \"ranks\": [",
           (unsigned long long)tfm_model_get_desc(model)->replicated_weights_size);
   for (int32_t r = 0; r < ranks; ++r)
@@ -389,7 +389,7 @@ static void print_stats(const tfm_model *model,
               : 0.0,
           result->decode_seconds > 0 ? decoded / result->decode_seconds : 0.0,
           (long long)usage.ru_maxrss * 1024, (long long)desc->weights_size,
-          cache_bytes, state_bytes, (long long)tfm_buffer_peak_live_bytes(),
+          cache_bytes, state_bytes, (long long)tfm_activation_peak_bytes(),
           grammar_seconds, (long long)desc->decode_weight_bytes);
   print_rank_stats(model);
   fprintf(stderr, "}\n");

@@ -14,7 +14,6 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/cli/main_internal.h"
-#include "runtime/core/model_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -64,7 +63,9 @@ int tfm_main_perplexity(const char *argv0, tfm_model *model,
                        "context of at least 2");
   if (count == 0)
     return tfm_main_fail(argv0, "--perplexity: the text has no tokens");
-  int cached = tfm_model_kv_cache(model) != NULL;
+  /* A model with a cache prefills window by window through a session;
+   * one without runs @forward over each window for all its logits. */
+  int cached = tfm_model_entry_point(model, "prefill") != NULL;
   tfm_session *session = NULL;
   if (cached && tfm_session_new(model, &session, &status))
     return tfm_main_fail(argv0, status.message);

@@ -18,6 +18,7 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/core/buffer_cache.h"
+#include "tfm/tfm_runtime.h"
 
 #include <pthread.h>
 #include <setjmp.h>
@@ -270,9 +271,9 @@ size_t tfm_buffer_cache_bytes(void) {
   return bytes;
 }
 
-size_t tfm_buffer_peak_live_bytes(void) {
+int64_t tfm_activation_peak_bytes(void) {
   pthread_mutex_lock(&cache.lock);
   size_t bytes = cache.peak_live_bytes;
   pthread_mutex_unlock(&cache.lock);
-  return bytes;
+  return (int64_t)bytes;
 }

@@ -50,6 +50,24 @@ int32_t tfm_model_ranks(const tfm_model *model) {
   return model->desc->ranks > 1 ? model->desc->ranks : 1;
 }
 
+tfm_status_code tfm_model_rank_stats(const tfm_model *model,
+                                     tfm_rank_stats *out, tfm_status *status) {
+  if (!model || !out)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_model_rank_stats: NULL %s", !model ? "model" : "out");
+  if (tfm_model_ranks(model) <= 1)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_model_rank_stats: model '%s' is not split over ranks",
+                    model->desc->name);
+  /* The other ranks follow rank 0 and answer its gather. */
+  if (!tfm_model_leads(model) || !tfm_ranks_gather_stats)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_model_rank_stats: only rank 0 gathers the ranks' "
+                    "figures");
+  tfm_ranks_gather_stats(model, out);
+  return tfm_ok(status);
+}
+
 int tfm_model_leads(const tfm_model *model) {
   return tfm_model_ranks(model) > 1 && model->rank == 0;
 }

@@ -22,14 +22,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* What one rank reports for --stats. */
-typedef struct {
-  uint64_t weights_bytes; /* the weights it maps */
-  int64_t peak_rss_bytes;
-  int64_t all_reduces;       /* MPI_Allreduce calls of the model's code */
-  double all_reduce_seconds; /* time in them */
-} tfm_rank_stats;
-
 /* Joins the model's ranks (MPI initialized, its world as large as the
  * model's ranks): this process's rank, or -1 with `status` set. */
 int32_t tfm_ranks_join(const tfm_model_desc *desc, tfm_status *status);
@@ -59,7 +51,8 @@ void tfm_ranks_lead_pool_map(const tfm_kv_pages *pool, int64_t slot,
                              int64_t index, int64_t block);
 void tfm_ranks_lead_free(const void *state);
 void tfm_ranks_lead_move(void *to, const void *from, size_t bytes);
-/* Rank 0: every rank's stats, `out` holding the model's ranks. */
+/* Rank 0: every rank's stats (tfm_rank_stats, tfm_runtime.h), `out`
+ * holding the model's ranks (tfm_model_rank_stats checks). */
 void tfm_ranks_gather_stats(const tfm_model *model, tfm_rank_stats *out);
 /* This rank's stats (ranks.c; rank 0's own part of the gather). */
 void tfm_ranks_own_stats(const tfm_model *model, tfm_rank_stats *out);

@@ -16,7 +16,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/core/read_file.h"
+#include "runtime/support/read_file.h"
 #include "runtime/core/status.h"
 #include "runtime/media/image_internal.h"
 #include "runtime/media/refusals.h"

@@ -136,12 +136,12 @@ def deepseek_v2_lite():
 def moonlight():
     """Moonlight-16B-A3B's layout (DeepSeek-V3's without a query LoRA, one
     expert group) at widths whose ratios are the published ones: the latent
-    (64) wider than a head's key (32 + 8) and value (32), so that the
-    expanded form of MLA pays for long prompts only; rows a multiple of 32,
-    so that a Q8_0 file keeps the per-head weights in blocks."""
+    (128) four times a head's unrotated key (32) and value (32), so that
+    MLA's expanded form pays for long prompts; rows a multiple of 32, so
+    that a Q8_0 file keeps the per-head weights in blocks."""
     config = dict(COMMON, model_type="deepseek_v3", hidden_size=64,
                   num_attention_heads=2, num_key_value_heads=2,
-                  q_lora_rank=None, kv_lora_rank=64, qk_nope_head_dim=32,
+                  q_lora_rank=None, kv_lora_rank=128, qk_nope_head_dim=32,
                   qk_rope_head_dim=8, v_head_dim=32, rope_theta=50000.0,
                   rope_interleave=True, rope_scaling=None,
                   n_routed_experts=4, num_experts_per_tok=2, n_group=1,

@@ -77,6 +77,18 @@ TEST_F(ApiArguments, ModelLoadAndQueries) {
   tfm_model_free(nullptr);
 }
 
+TEST_F(ApiArguments, MemoryAndRanks) {
+  tfm_rank_stats stats[2];
+  expectRefused(tfm_model_rank_stats(nullptr, stats, &status),
+                TFM_ERROR_INVALID_ARGUMENT, "tfm_model_rank_stats: NULL model");
+  expectRefused(tfm_model_rank_stats(model, nullptr, &status),
+                TFM_ERROR_INVALID_ARGUMENT, "tfm_model_rank_stats: NULL out");
+  // The fake model runs in one process.
+  expectRefused(tfm_model_rank_stats(model, stats, &status),
+                TFM_ERROR_INVALID_ARGUMENT, "is not split over ranks");
+  EXPECT_GE(tfm_activation_peak_bytes(), 0);
+}
+
 TEST_F(ApiArguments, Forward) {
   expectRefused(tfm_forward(nullptr, ids, 1, logits, &status),
                 TFM_ERROR_INVALID_ARGUMENT, "tfm_forward");

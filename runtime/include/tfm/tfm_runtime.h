@@ -96,6 +96,32 @@ tfm_status_code tfm_forward(tfm_model *model, const int32_t *tokens, int64_t n,
                             float *logits, tfm_status *status);
 
 /*===--------------------------------------------------------------------===
+ * Memory and ranks: what a program reports beside its timings (the command
+ * line's --stats, a server's metrics).
+ *===--------------------------------------------------------------------===*/
+
+/* The most bytes the compiled code of this process has had allocated at
+ * once, all models together: activations, the scratch of calls in progress
+ * and their outputs (not weights, caches or sessions). */
+int64_t tfm_activation_peak_bytes(void);
+
+/* One rank of a model split over MPI ranks (tfmc --ranks). */
+typedef struct {
+  uint64_t weights_bytes;    /* the weights it maps: its part and the
+                                replicated ones (desc->replicated_weights_size) */
+  int64_t peak_rss_bytes;
+  int64_t all_reduces;       /* MPI_Allreduce calls of the model's code */
+  double all_reduce_seconds; /* time in them */
+} tfm_rank_stats;
+
+/* Rank 0 of a split model (the process that runs the program): every
+ * rank's figures, `out` holding desc->ranks entries, gathered from the
+ * other ranks (which answer between calls). TFM_ERROR_INVALID_ARGUMENT for
+ * a model that is not split. */
+tfm_status_code tfm_model_rank_stats(const tfm_model *model,
+                                     tfm_rank_stats *out, tfm_status *status);
+
+/*===--------------------------------------------------------------------===
  * Any entry point: encoders, classifiers, @forward, ... The description's
  * table (desc->entry_points) says what each takes and returns.
  *===--------------------------------------------------------------------===*/

@@ -1,7 +1,7 @@
-/*===- read_file.h - a whole file into memory (runtime-internal) -*- C -*-===*/
+/*===- read_file.h - a whole file into memory (not the runtime's API) -*- C -*-===*/
 
-#ifndef TFM_RUNTIME_CORE_READ_FILE_H
-#define TFM_RUNTIME_CORE_READ_FILE_H
+#ifndef TFM_RUNTIME_SUPPORT_READ_FILE_H
+#define TFM_RUNTIME_SUPPORT_READ_FILE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -18,4 +18,4 @@ uint8_t *tfm_read_file(const char *path, size_t *size);
 uint8_t *tfm_read_file_at_most(const char *path, size_t max_size,
                                size_t *size);
 
-#endif /* TFM_RUNTIME_CORE_READ_FILE_H */
+#endif /* TFM_RUNTIME_SUPPORT_READ_FILE_H */

@@ -1,6 +1,6 @@
 /*===- read_file.c - a whole file into memory ---------------------------===*/
 
-#include "runtime/core/read_file.h"
+#include "runtime/support/read_file.h"
 
 #include <errno.h>
 #include <stdio.h>
