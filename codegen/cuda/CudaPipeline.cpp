@@ -11,8 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cuda/CudaPipeline.h"
-#include "codegen/cpu/CpuPipeline.h"
 #include "codegen/cuda/Passes.h"
+#include "codegen/host/HostPipeline.h"
 #include "codegen/linalg/BufferizationPipeline.h"
 
 #include "mlir/Conversion/Passes.h"

@@ -10,7 +10,7 @@
 #ifndef TFM_CODEGEN_CUDA_KERNELSONHOST_H
 #define TFM_CODEGEN_CUDA_KERNELSONHOST_H
 
-#include "codegen/cpu/CpuPipeline.h"
+#include "codegen/host/HostPipeline.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
