@@ -13,19 +13,21 @@ namespace {
 using Switch = CodegenPipelineOptions::Option<bool> CodegenPipelineOptions::*;
 
 /// The options that a --no-X flag turns off.
-const Switch kSwitchable[] = {
-    &CodegenPipelineOptions::kvCache,        &CodegenPipelineOptions::fuseQKV,
-    &CodegenPipelineOptions::fuseMLP,        &CodegenPipelineOptions::fuseNorm,
-    &CodegenPipelineOptions::fusedAttention, &CodegenPipelineOptions::packWeights,
-    &CodegenPipelineOptions::planArena,
-    &CodegenPipelineOptions::convolutionsAsGemm,
-    &CodegenPipelineOptions::expandLatentAttention,
-    &CodegenPipelineOptions::annotateParallelLoops,
-    &CodegenPipelineOptions::parallelizeLoops,
-    &CodegenPipelineOptions::cudaTensorCores,
-    &CodegenPipelineOptions::cudaSplitAttention,
-    &CodegenPipelineOptions::cudaFuseNorms,
-    &CodegenPipelineOptions::cudaFuseElementwise};
+const Switch kSwitchable[] = {&CodegenPipelineOptions::kvCache,
+                              &CodegenPipelineOptions::fuseQKV,
+                              &CodegenPipelineOptions::fuseMLP,
+                              &CodegenPipelineOptions::fuseNorm,
+                              &CodegenPipelineOptions::fusedAttention,
+                              &CodegenPipelineOptions::packWeights,
+                              &CodegenPipelineOptions::planArena,
+                              &CodegenPipelineOptions::convolutionsAsGemm,
+                              &CodegenPipelineOptions::expandLatentAttention,
+                              &CodegenPipelineOptions::annotateParallelLoops,
+                              &CodegenPipelineOptions::parallelizeLoops,
+                              &CodegenPipelineOptions::cudaTensorCores,
+                              &CodegenPipelineOptions::cudaSplitAttention,
+                              &CodegenPipelineOptions::cudaFuseNorms,
+                              &CodegenPipelineOptions::cudaFuseElementwise};
 
 } // namespace
 

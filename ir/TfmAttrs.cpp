@@ -6,10 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ir/TfmOps.h"
 #include "ir/DiffusionAttr.h"
 #include "ir/ExpandedKeyAttr.h"
 #include "ir/StopTokensAttr.h"
+#include "ir/TfmOps.h"
 #include "ir/TfmSharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -152,6 +152,11 @@ BatchedLayout layOutBatchedCache(const CachePlan &plan, int64_t capacity);
 /// such a layer.
 std::optional<int64_t> latentValueWidth(AttentionOp attention);
 
+/// Columns [offset, offset + width) of every latent row of `rows` ([?, 1,
+/// w]), as [?, 1, width], or as [?, width] with `dropHead`.
+Value latentColumns(OpBuilder &b, Location loc, Value rows, int64_t offset,
+                    int64_t width, bool dropHead = false);
+
 /// The keys and values a self-attention layer's cache holds: its own, or
 /// a latent layer's row halves.
 struct RowsToCache {

@@ -159,15 +159,21 @@ std::optional<int64_t> mlir::tfm::latentValueWidth(AttentionOp attention) {
   return width;
 }
 
-/// Columns [offset, offset + width) of every row of `rows` ([?, 1, w]).
-static Value columns(OpBuilder &b, Location loc, Value rows, int64_t offset,
-                     int64_t width) {
+Value mlir::tfm::latentColumns(OpBuilder &b, Location loc, Value rows,
+                               int64_t offset, int64_t width, bool dropHead) {
   SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(0),
                                        b.getIndexAttr(offset)};
   SmallVector<OpFoldResult> sizes = {tensor::getMixedSize(b, loc, rows, 0),
                                      b.getIndexAttr(1), b.getIndexAttr(width)};
   SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
-  return tensor::ExtractSliceOp::create(b, loc, rows, offsets, sizes, strides);
+  auto type = cast<RankedTensorType>(rows.getType());
+  SmallVector<int64_t> shape = {type.getDimSize(0)};
+  if (!dropHead)
+    shape.push_back(1);
+  shape.push_back(width);
+  return tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), rows,
+      offsets, sizes, strides);
 }
 
 RankedTensorType mlir::tfm::cachedKeyType(AttentionOp attention) {
@@ -184,7 +190,8 @@ RowsToCache mlir::tfm::rowsToCache(OpBuilder &b, Location loc,
   if (!latentValueWidth(attention))
     return {key, attention.getValue()};
   int64_t half = attention.getKey().getType().getDimSize(2) / 2;
-  return {columns(b, loc, key, 0, half), columns(b, loc, key, half, half)};
+  return {latentColumns(b, loc, key, 0, half),
+          latentColumns(b, loc, key, half, half)};
 }
 
 void mlir::tfm::attendToCached(OpBuilder &b, Location loc,
@@ -200,5 +207,5 @@ void mlir::tfm::attendToCached(OpBuilder &b, Location loc,
   b.setInsertionPoint(attention);
   Value rows = tensor::ConcatOp::create(b, loc, 2, ValueRange{keys, values});
   attention.getKeyMutable().assign(rows);
-  attention.getValueMutable().assign(columns(b, loc, rows, 0, *width));
+  attention.getValueMutable().assign(latentColumns(b, loc, rows, 0, *width));
 }

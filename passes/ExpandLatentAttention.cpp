@@ -88,8 +88,8 @@ std::optional<LatentAttention> matchAbsorbed(AttentionOp attention) {
   RankedTensorType values = m.valueUp.getType();
   m.heads = queryNope.getDimSize(1);
   m.nope = queryNope.getDimSize(2);
-  m.rope = cast<RankedTensorType>(m.query.getInputs()[1].getType())
-               .getDimSize(2);
+  m.rope =
+      cast<RankedTensorType>(m.query.getInputs()[1].getType()).getDimSize(2);
   m.value = values.getDimSize(2);
   int64_t keyWidth =
       cast<RankedTensorType>(attention.getKey().getType()).getDimSize(2);
@@ -133,24 +133,8 @@ Value expandedCostsLess(OpBuilder &b, Location loc, LatentAttention m) {
   }
   Value saved = arith::MulIOp::create(b, loc, pairs, constant(m.pairSaving()));
   Value extraRows = arith::SubIOp::create(b, loc, keys, queries);
-  Value spent =
-      arith::MulIOp::create(b, loc, extraRows, constant(m.rowCost()));
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, saved,
-                               spent);
-}
-
-/// Columns [offset, offset + width) of the [t, 1, w] rows, as [t, width].
-Value rowColumns(OpBuilder &b, Location loc, Value rows, int64_t offset,
-                 int64_t width) {
-  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(0),
-                                       b.getIndexAttr(offset)};
-  SmallVector<OpFoldResult> sizes = {tensor::getMixedSize(b, loc, rows, 0),
-                                     b.getIndexAttr(1), b.getIndexAttr(width)};
-  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
-  auto type = RankedTensorType::get({ShapedType::kDynamic, width},
-                                    b.getF32Type());
-  return tensor::ExtractSliceOp::create(b, loc, type, rows, offsets, sizes,
-                                        strides);
+  Value spent = arith::MulIOp::create(b, loc, extraRows, constant(m.rowCost()));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, saved, spent);
 }
 
 /// The expanded form's [s, H, value] result.
@@ -158,9 +142,9 @@ Value buildExpanded(OpBuilder &b, Location loc, LatentAttention m) {
   int64_t dyn = ShapedType::kDynamic;
   Type f32 = b.getF32Type();
   Value rows = m.attention.getKey();
-  Value latent = rowColumns(b, loc, rows, 0, m.latent);
-  Value keyUp = WeightOp::create(b, loc, m.keyUp.getTensorType(),
-                                 m.keyUp.getSymName());
+  Value latent = latentColumns(b, loc, rows, 0, m.latent, /*dropHead=*/true);
+  Value keyUp =
+      WeightOp::create(b, loc, m.keyUp.getTensorType(), m.keyUp.getSymName());
   auto project = [&](Value weight, int64_t width) -> Value {
     return LinearOp::create(
         b, loc, RankedTensorType::get({dyn, m.heads, width}, f32), latent,
@@ -169,11 +153,12 @@ Value buildExpanded(OpBuilder &b, Location loc, LatentAttention m) {
   Value keysNope = project(keyUp, m.nope);
   Value values = project(m.valueUp.getWeight(), m.value);
   // The rotated part is one head's, the same for every query head.
-  Value rotated = rowColumns(b, loc, rows, m.latent, m.rope);
+  Value rotated =
+      latentColumns(b, loc, rows, m.latent, m.rope, /*dropHead=*/true);
   Value empty = tensor::EmptyOp::create(
-      b, loc, ArrayRef<OpFoldResult>{tensor::getMixedSize(b, loc, rows, 0),
-                                     b.getIndexAttr(m.heads),
-                                     b.getIndexAttr(m.rope)},
+      b, loc,
+      ArrayRef<OpFoldResult>{tensor::getMixedSize(b, loc, rows, 0),
+                             b.getIndexAttr(m.heads), b.getIndexAttr(m.rope)},
       f32);
   Value keysRope =
       linalg::BroadcastOp::create(b, loc, rotated, empty, ArrayRef<int64_t>{1})
@@ -181,8 +166,7 @@ Value buildExpanded(OpBuilder &b, Location loc, LatentAttention m) {
   Value keys =
       tensor::ConcatOp::create(b, loc, 2, ValueRange{keysNope, keysRope});
   Value query = tensor::ConcatOp::create(
-      b, loc, 2,
-      ValueRange{m.absorb.getInput(), m.query.getInputs()[1]});
+      b, loc, 2, ValueRange{m.absorb.getInput(), m.query.getInputs()[1]});
   return AttentionOp::create(
       b, loc, m.valueUp.getType(), query, keys, values, /*bias=*/Value(),
       /*lengths=*/Value(), /*relative_bias=*/Value(), /*sinks=*/Value(),

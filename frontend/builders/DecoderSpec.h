@@ -69,8 +69,8 @@ struct LayerWeightNames {
   /// tfm-expand-latent-attention gives long prefills) and the value
   /// up-projection ([heads · value, latent]). `query` is then the query's
   /// up-projection.
-  std::string queryDown = "", queryDownNorm = "", latent = "",
-              latentNorm = "", keyAbsorb = "", keyUp = "", valueUp = "";
+  std::string queryDown = "", queryDownNorm = "", latent = "", latentNorm = "",
+              keyAbsorb = "", keyUp = "", valueUp = "";
   /// Gated DeltaNet's layers (DecoderSpec::deltaNet): the projections to
   /// the convolution's channels ([q | k | v] of every head, [C, hidden]),
   /// to the output gate z, to beta and to alpha ([value heads, hidden]),

@@ -230,8 +230,8 @@ void mlir::tfm::prepareGgufLatentAttention(DecoderSpec &spec,
         store.lookup(layerWeightName(spec.layer.keyAbsorb, l));
     // A file without attn_k_b (or of another shape) keeps the absorbed
     // form alone; the builder names what is wrong with it.
-    if (!absorbed || absorbed->shape() != std::vector<int64_t>{heads * rank,
-                                                               nope})
+    if (!absorbed ||
+        absorbed->shape() != std::vector<int64_t>{heads * rank, nope})
       return;
   }
   for (int64_t l = 0; l < spec.numLayers; ++l) {
@@ -250,9 +250,9 @@ void mlir::tfm::prepareGgufLatentAttention(DecoderSpec &spec,
       for (int64_t r = 0; r < rank; ++r)
         for (int64_t j = 0; j < nope; ++j)
           up[(h * nope + j) * rank + r] = stored[(h * rank + r) * nope + j];
-    store.add(layerWeightName(keyUp, l),
-              WeightTensor::fromValues({heads * nope, rank}, std::move(up),
-                                       source));
+    store.add(
+        layerWeightName(keyUp, l),
+        WeightTensor::fromValues({heads * nope, rank}, std::move(up), source));
   }
   spec.layer.keyUp = keyUp;
 }

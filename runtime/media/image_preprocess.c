@@ -16,10 +16,10 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "runtime/support/read_file.h"
 #include "runtime/core/status.h"
 #include "runtime/media/image_internal.h"
 #include "runtime/media/refusals.h"
+#include "runtime/support/read_file.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,4 +1,5 @@
-/*===- read_file.h - a whole file into memory (not the runtime's API) -*- C -*-===*/
+/*===- read_file.h - a whole file into memory (not the runtime's API) -*- C
+ * -*-===*/
 
 #ifndef TFM_RUNTIME_SUPPORT_READ_FILE_H
 #define TFM_RUNTIME_SUPPORT_READ_FILE_H

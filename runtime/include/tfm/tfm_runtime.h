@@ -107,8 +107,8 @@ int64_t tfm_activation_peak_bytes(void);
 
 /* One rank of a model split over MPI ranks (tfmc --ranks). */
 typedef struct {
-  uint64_t weights_bytes;    /* the weights it maps: its part and the
-                                replicated ones (desc->replicated_weights_size) */
+  uint64_t weights_bytes; /* the weights it maps: its part and the
+                             replicated ones (desc->replicated_weights_size) */
   int64_t peak_rss_bytes;
   int64_t all_reduces;       /* MPI_Allreduce calls of the model's code */
   double all_reduce_seconds; /* time in them */
