@@ -20,7 +20,11 @@ def SelectCpuKernelsPass : Pass<"tfm-select-cpu-kernels", "ModuleOp"> {
     keys and values that are `tfm.dequantize_rows` of an int8 cache go to
     the `_rows_i8` variants as stored, widened in the kernel;
     `tfm.gated_delta_rule` becomes a call of `tfm_rt_gated_delta_rule`
-    (whole heads to each core, their states in cache). The
+    (whole heads to each core, their states in cache). Then what still
+    reads a weight in block panels: a table's lookups call
+    `tfm_rt_embedding_blocks` (only the rows read are widened), and a
+    `tfm.dequantize` another op needs calls `tfm_rt_dequantize_blocks`
+    (BlockReads.cpp; not with `plain-attention-only`). The
     kernels are declared in the module (`llvm.emit_c_interface`,
     runtime/include/tfm/runtime_kernels.h) and take their operands as strided memrefs.
     Everything else is left to `tfm-lower-to-linalg`.

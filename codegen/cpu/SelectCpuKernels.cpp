@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/cpu/BlockReads.h"
 #include "codegen/cpu/Passes.h"
 #include "codegen/cpu/RuntimeKernels.h"
 #include "codegen/linalg/LinalgBuilders.h"
@@ -401,6 +402,19 @@ struct SelectCpuKernelsPass
       if (widen->use_empty())
         widen->erase();
     });
+    // What still reads block panels (lookups, widenings for ops no kernel
+    // took), once the products have taken theirs.
+    if (plainAttentionOnly)
+      return;
+    ConversionTarget blocks(getContext());
+    blocks.markUnknownOpDynamicallyLegal(
+        [](Operation *op) { return !readsBlocks(op); });
+    RewritePatternSet blockPatterns(&getContext());
+    populateBlockReadPatterns(blockPatterns);
+    if (failed(
+            applyPartialConversion(module, blocks, std::move(blockPatterns))))
+      return signalPassFailure();
+    eraseDeadWeightReads(module);
   }
 };
 

@@ -6,7 +6,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/cpu/RuntimeKernels.h"
 #include "codegen/linalg/LinalgBuilders.h"
 #include "codegen/linalg/Passes.h"
 #include "codegen/linalg/WeightFormats.h"
@@ -127,27 +126,6 @@ Value readPanels(OpBuilder &b, Location loc, Value panels, Value row,
                                    ValueRange{panel, col, lane});
 }
 
-/// Rows of a table in block panels, looked up by the runtime
-/// (tfm_rt_embedding_blocks in runtime/kernels/kernels_blocks.c), which widens and
-/// scales only the rows it reads.
-Value lookUpBlockRows(ConversionPatternRewriter &rewriter, EmbeddingOp op,
-                      Value ids, Value bytes, StoredFormat format) {
-  Location loc = op.getLoc();
-  RankedTensorType type = op.getType();
-  SmallVector<Value> dynamicSizes;
-  if (type.isDynamicDim(0))
-    dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, ids, 0));
-  SmallVector<Value> trailing = {
-      arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
-                                   blockFormatCode(format)),
-      arith::ConstantOp::create(
-          rewriter, loc,
-          rewriter.getF32FloatAttr(
-              op.getScale() ? op.getScale()->convertToFloat() : 1.0f))};
-  return callKernelWithOutput(rewriter, loc, "tfm_rt_embedding_blocks",
-                              {ids, bytes}, type, dynamicSizes, trailing);
-}
-
 struct LowerEmbedding : OpConversionPattern<EmbeddingOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -160,17 +138,11 @@ struct LowerEmbedding : OpConversionPattern<EmbeddingOp> {
     // lookups.
     if (auto widen = op.getTable().getDefiningOp<DequantizeOp>())
       table = widen.getInput();
-    if (Value bytes = blockWeightBytes(table)) {
-      if (!cast<RankedTensorType>(adaptor.getIds().getType())
-               .getElementType()
-               .isInteger(32))
-        return rewriter.notifyMatchFailure(op, "block rows need i32 ids");
-      rewriter.replaceOp(
-          op, lookUpBlockRows(rewriter, op, adaptor.getIds(), bytes,
-                              storedFormatOf(cast<RankedTensorType>(
-                                  table.getType()))));
-      return success();
-    }
+    // Block tables are the target's to read (tfm-select-cpu-kernels calls
+    // the runtime's tfm_rt_embedding_blocks).
+    if (blockWeightBytes(table))
+      return rewriter.notifyMatchFailure(
+          op, "block tables are read by the target's kernels");
     // A table tied to an LM head stored as panels: rows are read from the
     // panels, so that the weight is stored once and the head's GEMV
     // streams it.

@@ -7,7 +7,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/cpu/RuntimeKernels.h"
 #include "codegen/linalg/LinalgBuilders.h"
 #include "codegen/linalg/LinearLowering.h"
 #include "codegen/linalg/Passes.h"
@@ -214,8 +213,8 @@ struct LowerConcat : OpConversionPattern<ConcatOp> {
 };
 
 /// A weight read as f32 where no kernel reads its stored form: bf16 and
-/// f16 widened elementwise; block panels by the runtime
-/// (tfm_rt_dequantize_blocks), into a fresh f32 matrix.
+/// f16 widened elementwise. Block panels are the target's to read
+/// (tfm-select-cpu-kernels calls the runtime's tfm_rt_dequantize_blocks).
 struct LowerDequantize : OpConversionPattern<DequantizeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -223,17 +222,9 @@ struct LowerDequantize : OpConversionPattern<DequantizeOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
-    if (Value bytes = blockWeightBytes(adaptor.getInput())) {
-      Value format = arith::ConstantIntOp::create(
-          rewriter, loc, rewriter.getI64Type(),
-          blockFormatCode(storedFormatOf(op.getInput().getType())));
-      rewriter.replaceOp(op, callKernelWithOutput(
-                                 rewriter, loc, "tfm_rt_dequantize_blocks",
-                                 {bytes}, type, {}, {format}));
-      return success();
-    }
     if (op.getBlockFormat())
-      return rewriter.notifyMatchFailure(op, "blocks not laid out");
+      return rewriter.notifyMatchFailure(
+          op, "block panels are read by the target's kernels");
     Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(),
                                          rewriter.getF32Type());
     SmallVector<AffineMap> maps(2,
