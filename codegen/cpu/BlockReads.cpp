@@ -24,14 +24,17 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// The block bytes a lookup's table reads (through the tfm.dequantize that
-/// widens it for every other reader), or null.
-Value tableBlocks(EmbeddingOp op) {
+/// The table a lookup reads as stored: through the tfm.dequantize that
+/// widens it for every other reader.
+Value storedTable(EmbeddingOp op) {
   Value table = op.getTable();
   if (auto widen = table.getDefiningOp<DequantizeOp>())
     table = widen.getInput();
-  return blockWeightBytes(table);
+  return table;
 }
+
+/// The block bytes a lookup's table reads, or null.
+Value tableBlocks(EmbeddingOp op) { return blockWeightBytes(storedTable(op)); }
 
 bool looksUpBlocks(EmbeddingOp op) {
   return tableBlocks(op) && cast<RankedTensorType>(op.getIds().getType())
@@ -48,19 +51,15 @@ struct EmbeddingBlocksToKernelCall : OpConversionPattern<EmbeddingOp> {
     if (!looksUpBlocks(op))
       return rewriter.notifyMatchFailure(op, "no block table, or ids not i32");
     Location loc = op.getLoc();
-    Value table = op.getTable();
-    if (auto widen = table.getDefiningOp<DequantizeOp>())
-      table = widen.getInput();
+    auto table = cast<RankedTensorType>(storedTable(op).getType());
     RankedTensorType type = op.getType();
     SmallVector<Value> dynamicSizes;
     if (type.isDynamicDim(0))
       dynamicSizes.push_back(
           tensor::DimOp::create(rewriter, loc, adaptor.getIds(), 0));
     SmallVector<Value> trailing = {
-        arith::ConstantIntOp::create(
-            rewriter, loc, rewriter.getI64Type(),
-            blockFormatCode(
-                storedFormatOf(cast<RankedTensorType>(table.getType())))),
+        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
+                                     blockFormatCode(storedFormatOf(table))),
         arith::ConstantOp::create(
             rewriter, loc,
             rewriter.getF32FloatAttr(
