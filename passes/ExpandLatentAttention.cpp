@@ -46,9 +46,9 @@ struct LatentAttention {
   /// expanded one's per key). The expanded attention's multiply-adds count
   /// twice: each of its heads reads keys and values of its own, where the
   /// absorbed form's heads share one latent row, and the runtime's kernel
-  /// runs at about half the rate on them (bench/mla_prefill_forms.py: 256
-  /// queries after 3 840 keys, which the plain counts would expand, run
-  /// 1.17x faster absorbed; 512 after 3 584, 1.15x faster expanded).
+  /// runs at about half the rate on them (bench/mla_forms.c; with the
+  /// plain counts, 256 queries after 3 840 keys were expanded and ran
+  /// 0.86x: docs/performance.md, "MLA's two forms in compiled models").
   static constexpr int64_t kExpandedPairWeight = 2;
   int64_t pairSaving() const {
     return 2 * latent + rope - kExpandedPairWeight * (nope + rope + value);

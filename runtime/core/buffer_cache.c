@@ -271,6 +271,8 @@ size_t tfm_buffer_cache_bytes(void) {
   return bytes;
 }
 
+/* tfm_runtime.h's: the peak of what generated code held at once (arenas,
+ * outputs and any buffer outside an arena). */
 int64_t tfm_activation_peak_bytes(void) {
   pthread_mutex_lock(&cache.lock);
   size_t bytes = cache.peak_live_bytes;

@@ -41,8 +41,4 @@ void tfm_buffer_release(void *buffer);
 /* Bytes held for reuse now (tests, statistics). */
 size_t tfm_buffer_cache_bytes(void);
 
-/* tfm_activation_peak_bytes (tfm_runtime.h) is the most bytes generated
- * code has had allocated at once: arenas, outputs and any buffer outside
- * an arena. */
-
 #endif /* TFM_RUNTIME_CORE_BUFFER_CACHE_H */
