@@ -41,7 +41,7 @@ typedef struct {
 } weight;
 
 /* How the layers' weights are stored: as f32 rows or panels, bf16 panels,
- * or blocks of tfm_block_format f (kBlocks + f: the same memory,
+ * or blocks of tfm_weight_format f (kBlocks + f: the same memory,
  * reinterpreted: the values do not matter). */
 enum { kRows, kPanels, kBF16Panels, kBlocks };
 
@@ -145,12 +145,10 @@ int main(int argc, char **argv) {
   static const struct {
     const char *name;
     int format;
-  } kBlockFormats[] = {{"int8 (q8_0)", TFM_BLOCKS_Q8_0},
-                       {"int4 (q4_0)", TFM_BLOCKS_Q4_0},
-                       {"q4_k", TFM_BLOCKS_Q4_K},
-                       {"q5_k", TFM_BLOCKS_Q5_K},
-                       {"q6_k", TFM_BLOCKS_Q6_K},
-                       {"mxfp4", TFM_BLOCKS_MXFP4}};
+  } kBlockFormats[] = {
+      {"int8 (q8_0)", TFM_FORMAT_Q8_0}, {"int4 (q4_0)", TFM_FORMAT_Q4_0},
+      {"q4_k", TFM_FORMAT_Q4_K},        {"q5_k", TFM_FORMAT_Q5_K},
+      {"q6_k", TFM_FORMAT_Q6_K},        {"mxfp4", TFM_FORMAT_MXFP4}};
   for (size_t f = 0; f < sizeof kBlockFormats / sizeof kBlockFormats[0]; ++f)
     printf("layers' weights, %-12s  %6.1f GB/s\n", kBlockFormats[f].name,
            stream(w, count, kBlocks + kBlockFormats[f].format, x, y));

@@ -169,11 +169,6 @@ void buildCodegenPipeline(OpPassManager &pm, const CodegenPipelineOptions &optio
 /// Registers `tfm-codegen-pipeline` (for tfm-opt).
 void registerCodegenPipeline();
 
-/// Whether `options` compile for an NVIDIA GPU (--target=cuda).
-inline bool targetsCuda(const CodegenPipelineOptions &options) {
-  return options.target == "cuda";
-}
-
 /// Registers what codegen adds to upstream dialects (mpi.allreduce's
 /// memory effects).
 void registerCodegenExtensions(DialectRegistry &registry);

@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Compiler.h"
-#include "ir/DiffusionAttr.h"
+#include "codegen/Targets.h"
 #include "codegen/cuda/KernelsOnHost.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/ModelLoader.h"
@@ -14,6 +14,7 @@
 #include "frontend/families/GgufModel.h"
 #include "frontend/formats/Safetensors.h"
 #include "frontend/tokenizers/ChatTemplates.h"
+#include "ir/DiffusionAttr.h"
 #include "ir/TfmOps.h"
 #include "tfm/tfm_format.h"
 #include "tfm/tfm_model_abi.h"
@@ -238,71 +239,71 @@ llvm::Error writeText(const CompileOptions &options,
   return llvm::Error::success();
 }
 
-/// --target and what it can compile: the GPU target runs models whose
-/// inputs are all token ids (decoder LMs, encoders without token types),
-/// in f32.
+/// --target and what it can compile: the options and the model against
+/// the target's description (codegen/Targets.h), each limit refused by
+/// name.
 llvm::Error checkTarget(const CompileOptions &options,
                         const CompilationUnit &unit) {
-  std::string target =
+  std::string name =
       options.pipeline ? options.pipeline->target.getValue() : "cpu";
-  if (target != "cpu" && target != "cuda")
-    return makeError("--target must be cpu or cuda, got '" + target + "'");
-  bool cuda = target == "cuda";
-  if (options.emit == EmitKind::Ptx && !cuda)
+  const CodegenTarget *target = findTarget(name);
+  if (!target)
+    return makeError("--target must be " + targetNames() + ", got '" + name +
+                     "'");
+  std::string flag = "--target=" + name;
+  if (options.emit == EmitKind::Ptx && !target->emitsPtx)
     return makeError("--emit=ptx needs --target=cuda");
-  if (options.emit == EmitKind::CudaEmulator && !cuda)
+  if (options.emit == EmitKind::CudaEmulator && !target->emitsPtx)
     return makeError("--emit=cuda-emulator needs --target=cuda");
-  if (!cuda || !unit.model)
+  if (!unit.model)
     return llvm::Error::success();
-  // The GPU kernels read f32, bf16 and f16 weights; the block formats
-  // have CPU kernels only so far.
-  auto gpuFloat = [](llvm::StringRef dtype) {
+  auto floatDtype = [](llvm::StringRef dtype) {
     return dtype.empty() || dtype == "f32" || dtype == "bf16" ||
            dtype == "f16" || dtype == "checkpoint";
   };
   const CodegenPipelineOptions &pipeline = *options.pipeline;
-  if (!gpuFloat(pipeline.weightsDtype))
-    return makeError("--target=cuda stores weights as f32, bf16 or f16 so "
-                     "far: --weights-dtype=" + pipeline.weightsDtype.getValue() +
-                     " is CPU only");
-  if (!gpuFloat(pipeline.edgeDtype))
-    return makeError("--target=cuda stores weights as f32, bf16 or f16 so "
-                     "far: --edge-dtype=" + pipeline.edgeDtype.getValue() +
-                     " is CPU only");
-  if (!pipeline.weightsDtypeFor.getValue().empty())
-    return makeError("--target=cuda takes one weights dtype so far: "
-                     "--weights-dtype-for is CPU only");
-  std::optional<WeightDtype> blocks = unit.weights.firstBlockDtype();
-  if (blocks && (pipeline.weightsDtype.empty() ||
-                 pipeline.weightsDtype == "checkpoint"))
-    return makeError("--target=cuda stores weights as f32, bf16 or f16 so "
-                     "far: '" + options.inputPath + "' stores matrices in " +
-                     dtypeName(*blocks) + ", which only the CPU reads "
-                     "(--weights-dtype=bf16 widens them)");
-  if (pipeline.kvDtype != "f32")
-    return makeError("--target=cuda keeps an f32 KV cache so far: "
-                     "--kv-dtype=" + pipeline.kvDtype +
-                     " is CPU only");
+  if (!target->blockWeights) {
+    if (!floatDtype(pipeline.weightsDtype))
+      return makeError(flag +
+                       " stores weights as f32, bf16 or f16 so far: "
+                       "--weights-dtype=" +
+                       pipeline.weightsDtype.getValue() + " is CPU only");
+    if (!floatDtype(pipeline.edgeDtype))
+      return makeError(flag +
+                       " stores weights as f32, bf16 or f16 so far: "
+                       "--edge-dtype=" +
+                       pipeline.edgeDtype.getValue() + " is CPU only");
+    std::optional<WeightFormat> blocks = unit.weights.firstBlockDtype();
+    if (blocks && (pipeline.weightsDtype.empty() ||
+                   pipeline.weightsDtype == "checkpoint"))
+      return makeError(flag + " stores weights as f32, bf16 or f16 so far: '" +
+                       options.inputPath + "' stores matrices in " +
+                       checkpointName(*blocks) +
+                       ", which only the CPU reads (--weights-dtype=bf16 "
+                       "widens them)");
+  }
+  if (!target->perWeightDtypes && !pipeline.weightsDtypeFor.getValue().empty())
+    return makeError(flag + " takes one weights dtype so far: "
+                            "--weights-dtype-for is CPU only");
+  if (!target->narrowKVCache && pipeline.kvDtype != "f32")
+    return makeError(flag + " keeps an f32 KV cache so far: --kv-dtype=" +
+                     pipeline.kvDtype + " is CPU only");
   ModuleOp module = *unit.module;
-  if (hasRecurrentLayers(module))
-    return makeError("--target=cuda runs attention layers so far: '" +
+  if (!target->recurrentLayers && hasRecurrentLayers(module))
+    return makeError(flag + " runs attention layers so far: '" +
                      options.inputPath +
                      "' has Gated DeltaNet (linear attention) layers, which "
                      "only the CPU runs");
+  if (target->inputRoles.empty())
+    return llvm::Error::success();
   for (auto function : module.getOps<func::FuncOp>())
     for (unsigned i = 0, e = function.getNumArguments(); i < e; ++i) {
       auto role =
           function.getArgAttrOfType<InputRoleAttr>(i, kInputArgAttrName);
-      // Encoders' token types are one more id buffer copied in, a vision
-      // transformer's pixels (or a speech encoder's log-mel frames) one f32
-      // buffer, an encoder-decoder's decoder tokens one more id buffer.
-      if (role && role.getValue() != InputRole::token_ids &&
-          role.getValue() != InputRole::token_type_ids &&
-          role.getValue() != InputRole::features &&
-          role.getValue() != InputRole::decoder_token_ids)
-        return makeError("--target=cuda takes models whose inputs are "
-                         "token ids, token types, features or decoder "
-                         "tokens so far: '" +
+      if (role && !llvm::is_contained(target->inputRoles, role.getValue()))
+        return makeError(flag +
+                         " takes models whose inputs are token ids, "
+                         "token types, features or decoder tokens so far: '" +
                          unit.model.getFamily() + "' takes " +
                          stringifyInputRole(role.getValue()));
     }
@@ -336,10 +337,11 @@ llvm::Error checkRanks(const CompileOptions &options,
     return makeError("--ranks " + llvm::Twine(ranks) +
                      ": this tfmc was built without MPI (install "
                      "libopenmpi-dev and build it again)");
-  if (targetsCuda(*options.pipeline))
+  const CodegenTarget &target = targetOf(*options.pipeline);
+  if (!target.splitsOverRanks)
     return makeError("--ranks " + llvm::Twine(ranks) +
-                     ": a model split over ranks runs on the CPU "
-                     "(--target=cuda runs on one GPU)");
+                     ": a model split over ranks runs on the CPU (--target=" +
+                     target.name + " runs on " + target.runsOn + ")");
   if ((*unit.module)->hasAttr(kDiffusionAttrName))
     return makeError("--ranks " + llvm::Twine(ranks) + ": '" +
                      options.inputPath +
@@ -511,15 +513,14 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
                           ? "there is no KV cache (--no-kv-cache)"
                           : "this model has no KV cache (only decoders and "
                             "encoder-decoders do)"));
-  // Weights keep the checkpoint's dtype unless told otherwise. On the GPU
-  // an f32 checkpoint's matrices become bf16 (half the bytes a decoded
-  // token reads, tensor cores for prefill's products), f32 on request
-  // (--weights-dtype=f32), as GPU users expect of PyTorch or vLLM.
+  // Weights keep the checkpoint's dtype unless told otherwise; an f32
+  // checkpoint's matrices become what the target stores them as (bf16 on
+  // the GPU, codegen/Targets.cpp).
   if (pipeline.weightsDtype.empty() && unit.model) {
     if (unit.weights.hasNarrowMatrices())
       pipeline.weightsDtype = "checkpoint";
-    else if (targetsCuda(pipeline))
-      pipeline.weightsDtype = "bf16";
+    else
+      pipeline.weightsDtype = targetOf(pipeline).f32CheckpointDtype.str();
   }
   // Formats no kernel reads are requantized, which users of such a file
   // (llama.cpp's Q5_K_M, Q3_K_M, IQ4_XS) should know.
@@ -590,7 +591,8 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   ModelDescription description;
   description.name = modelNameOf(options);
   description.source = options.inputPath;
-  description.cudaTarget = options.pipeline && targetsCuda(*options.pipeline);
+  description.cudaTarget =
+      options.pipeline && targetOf(*options.pipeline).gpuRuntime;
   description.hiddenSize = model.getHiddenSize();
   description.numLayers = model.getNumLayers();
   description.numHeads = model.getNumHeads();
@@ -752,12 +754,12 @@ mlir::tfm::linkExecutableOrLibrary(CompilationUnit &unit,
                         else
                           tensor->releaseRows(begin, end);
                       },
-                      dtypeName(tensor->dtype()),
+                      checkpointName(tensor->dtype()),
                       [tensor](int64_t begin, int64_t count, uint8_t *out) {
                         return tensor->readStoredRows(begin, count, out);
                       },
-                      dtypeBlockElements(tensor->dtype()),
-                      dtypeBlockBytes(tensor->dtype())};
+                      checkpointBlockElements(tensor->dtype()),
+                      checkpointBlockBytes(tensor->dtype())};
   };
   if (options.progress) {
     options.progress->stage("writing weights and linking");

@@ -130,13 +130,13 @@ LogicalResult CacheAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // WeightDeclOp, WeightOp
 //===----------------------------------------------------------------------===//
 
-unsigned BlockQuantAttr::codeBits() const {
-  switch (getFormat()) {
-  case BlockFormat::q8_0: return 8;
-  case BlockFormat::q6_k: return 6;
-  case BlockFormat::q5_k: return 5;
-  default: return 4;
-  }
+LogicalResult
+BlockQuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       WeightFormat format) {
+  if (!isBlockFormat(format))
+    return emitError() << "expected a format kept in blocks, got "
+                       << formatName(format);
+  return success();
 }
 
 LogicalResult mlir::tfm::verifyWeightStorage(Operation *op, StringRef what,
@@ -156,22 +156,22 @@ LogicalResult mlir::tfm::verifyWeightStorage(Operation *op, StringRef what,
                              << " codes to have a #tfm.block_quant encoding";
   if (element.getIntOrFloatBitWidth() != quant.codeBits())
     return op->emitOpError()
-           << "expected " << what << " in " << stringifyBlockFormat(
-                                                  quant.getFormat())
+           << "expected " << what << " in " << formatName(quant.getFormat())
            << " to hold i" << quant.codeBits() << " codes, got " << element;
   if (type.getRank() != 2)
     return op->emitOpError() << "expected " << what
                              << " in blocks to be a matrix, got rank "
                              << type.getRank();
   int64_t cols = type.getDimSize(1);
-  StringRef format = stringifyBlockFormat(quant.getFormat());
-  if (isCheckpointOnlyDtype(format) && !ShapedType::isDynamic(cols) &&
-      cols % checkpointBlockColumns(format) != 0)
+  WeightFormat format = quant.getFormat();
+  int64_t rowMultiple = checkpointBlockElements(format);
+  if (isCopiedFromCheckpoint(format) && !ShapedType::isDynamic(cols) &&
+      cols % rowMultiple != 0)
     return op->emitOpError()
-           << "expected " << what << " in " << format << " to have rows of whole "
-           << (isKQuantDtype(format) ? "super-blocks" : "blocks")
-           << " (a multiple of " << checkpointBlockColumns(format)
-           << " elements), got " << cols;
+           << "expected " << what << " in " << formatName(format)
+           << " to have rows of whole "
+           << (isKQuant(format) ? "super-blocks" : "blocks")
+           << " (a multiple of " << rowMultiple << " elements), got " << cols;
   return success();
 }
 

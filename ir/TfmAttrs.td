@@ -318,34 +318,6 @@ def Tfm_CacheAttr : AttrDef<Tfm_Dialect, "Cache"> {
   let genVerifyDecl = 1;
 }
 
-def Tfm_BlockFormat : I32EnumAttr<"BlockFormat",
-    "a block-quantized weight format", [
-      // Blocks of 32 along a row: w = scale · q, q in [-127, 127] (i8).
-      I32EnumAttrCase<"q8_0", 0>,
-      // Blocks of 32 along a row: w = scale · (q - 8), q in [0, 15] (i4).
-      I32EnumAttrCase<"q4_0", 1>,
-      // Blocks of 32 along a row: w = scale · q + min, q in [0, 15] (i4).
-      I32EnumAttrCase<"q4_1", 2>,
-      // Super-blocks of 256 along a row (GGUF's Q4_K): 8 blocks of 32, each
-      // w = d · scale · q - dmin · min, q in [0, 15] (i4), with 6-bit scale
-      // and min per block and f16 d and dmin per super-block.
-      I32EnumAttrCase<"q4_k", 3>,
-      // Super-blocks of 256 along a row (GGUF's Q6_K): 16 groups of 16,
-      // each w = d · scale · (q - 32), q in [0, 63] (i6), with an 8-bit
-      // signed scale per group and an f16 d per super-block.
-      I32EnumAttrCase<"q6_k", 4>,
-      // Super-blocks of 256 along a row (GGUF's Q5_K): q4_k's, with codes
-      // q in [0, 31] (i5): a fifth bit beside each nibble.
-      I32EnumAttrCase<"q5_k", 5>,
-      // Blocks of 32 along a row (OCP's MXFP4, as gpt-oss and GGUF store
-      // it): w = 2^(e - 127) · FP4[q], q an E2M1 code in [0, 15] (i4),
-      // with an E8M0 exponent byte e per block.
-      I32EnumAttrCase<"mxfp4", 6>
-    ]> {
-  let cppNamespace = "::mlir::tfm";
-  let genSpecializedAttr = 0;
-}
-
 def Tfm_BlockQuantAttr : AttrDef<Tfm_Dialect, "BlockQuant"> {
   let mnemonic = "block_quant";
   let summary = "tensor encoding: integer codes in blocks, a scale per block";
@@ -387,8 +359,11 @@ def Tfm_BlockQuantAttr : AttrDef<Tfm_Dialect, "BlockQuant"> {
     tfm.weight_decl @"lm_head.weight" : tensor<32000x2048xi8, #tfm.block_quant<q8_0>>
     ```
   }];
-  let parameters = (ins EnumParameter<Tfm_BlockFormat>:$format);
-  let assemblyFormat = "`<` $format `>`";
+  // A format of the table (ir/WeightFormat.h) that tfmc keeps as block
+  // panels, printed by its name; the parser refuses any other.
+  let parameters = (ins "::mlir::tfm::WeightFormat":$format);
+  let assemblyFormat = "`<` custom<BlockFormatName>($format) `>`";
+  let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// Elements per block (a scale each).
     static constexpr int64_t blockSize() { return 32; }
@@ -397,7 +372,7 @@ def Tfm_BlockQuantAttr : AttrDef<Tfm_Dialect, "BlockQuant"> {
     static constexpr int64_t superBlockSize() { return 256; }
     /// The element type of the codes: i8 (q8_0), i6 (q6_k), i5 (q5_k) or
     /// i4 (q4_0, q4_1, q4_k, mxfp4).
-    unsigned codeBits() const;
+    unsigned codeBits() const { return ::mlir::tfm::codeBits(getFormat()); }
   }];
 }
 

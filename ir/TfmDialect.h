@@ -12,6 +12,7 @@
 #include "mlir/IR/DialectImplementation.h"
 
 #include "ir/TfmDialect.h.inc"
+#include "ir/WeightFormat.h"
 
 namespace mlir::tfm {
 
@@ -33,18 +34,20 @@ inline constexpr llvm::StringLiteral kCheckpointDtypeAttrName =
 /// kept as stored ("q4_k", "q5_k", "q6_k"): super-blocks of 256 elements
 /// that only a tensor stored so can fill (no encoder from f32).
 inline bool isKQuantDtype(llvm::StringRef dtype) {
-  return dtype == "q4_k" || dtype == "q5_k" || dtype == "q6_k";
+  std::optional<WeightFormat> format = formatOfDtype(dtype);
+  return format && isKQuant(*format);
 }
 /// Whether a checkpoint dtype (or block format) is kept only as a
 /// checkpoint stores it, its blocks copied (no encoder from f32): the
 /// K-quants and "mxfp4" (OCP's blocks of 32 with an E8M0 exponent).
 inline bool isCheckpointOnlyDtype(llvm::StringRef dtype) {
-  return isKQuantDtype(dtype) || dtype == "mxfp4";
+  std::optional<WeightFormat> format = formatOfDtype(dtype);
+  return format && isCopiedFromCheckpoint(*format);
 }
 /// Elements of a checkpoint-only dtype's blocks along a row, which a split
 /// of its columns must keep whole: 256 (K-quants) or 32 (mxfp4).
 inline int64_t checkpointBlockColumns(llvm::StringRef dtype) {
-  return isKQuantDtype(dtype) ? 256 : 32;
+  return checkpointBlockElements(*formatOfDtype(dtype));
 }
 /// On the module of a CLIP model: the scale of its text-image similarities,
 /// exp(logit_scale) (a positive FloatAttr).

@@ -424,7 +424,7 @@ LogicalResult ConcatOp::verify() {
 // DequantizeOp
 //===----------------------------------------------------------------------===//
 
-std::optional<BlockFormat> DequantizeOp::getBlockFormat() {
+std::optional<WeightFormat> DequantizeOp::getBlockFormat() {
   if (auto quant = dyn_cast_or_null<BlockQuantAttr>(
           getInput().getType().getEncoding()))
     return quant.getFormat();

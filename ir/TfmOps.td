@@ -86,7 +86,7 @@ def Tfm_DequantizeOp : Tfm_Op<"dequantize", [Pure]> {
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// The block format of the input, if it is block-quantized.
-    std::optional<BlockFormat> getBlockFormat();
+    std::optional<WeightFormat> getBlockFormat();
   }];
 }
 

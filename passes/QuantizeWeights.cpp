@@ -47,25 +47,20 @@ bool isCheckpointOnly(StringRef dtype) { return isCheckpointOnlyDtype(dtype); }
 RankedTensorType storageType(RankedTensorType type, StringRef dtype) {
   MLIRContext *ctx = type.getContext();
   ArrayRef<int64_t> shape = type.getShape();
-  if (dtype == "f32")
-    return type;
-  if (dtype == "bf16")
-    return RankedTensorType::get(shape, BFloat16Type::get(ctx));
-  if (dtype == "f16")
-    return RankedTensorType::get(shape, Float16Type::get(ctx));
-  std::optional<BlockFormat> blocks =
-      llvm::StringSwitch<std::optional<BlockFormat>>(dtype)
-          .Case("int8", BlockFormat::q8_0)
-          .Case("int4", BlockFormat::q4_0)
-          .Case("int4-min", BlockFormat::q4_1)
-          .Case("q4_k", BlockFormat::q4_k)
-          .Case("q5_k", BlockFormat::q5_k)
-          .Case("q6_k", BlockFormat::q6_k)
-          .Case("mxfp4", BlockFormat::mxfp4)
-          .Default(std::nullopt);
-  if (!blocks)
+  std::optional<WeightFormat> format = formatOfDtype(dtype);
+  if (!format)
     return {};
-  auto quant = BlockQuantAttr::get(ctx, *blocks);
+  switch (*format) {
+  case WeightFormat::F32:
+    return type;
+  case WeightFormat::BF16:
+    return RankedTensorType::get(shape, BFloat16Type::get(ctx));
+  case WeightFormat::F16:
+    return RankedTensorType::get(shape, Float16Type::get(ctx));
+  default:
+    break;
+  }
+  auto quant = BlockQuantAttr::get(ctx, *format);
   return RankedTensorType::get(shape, IntegerType::get(ctx, quant.codeBits()),
                                quant);
 }
@@ -156,26 +151,13 @@ void dequantizeFor(OpBuilder &b, Value value,
 }
 
 /// How many bits a weight of `type` takes per element, doubled so that
-/// block formats (8.5, 5 and 4.5 bits) stay whole: the order in which a
-/// join's parts are widened to one format.
+/// block formats (8.5, 5 and 4.5 bits) stay whole (rounded up): the order
+/// in which a join's parts are widened to one format.
 int storageHalfBits(RankedTensorType type) {
   if (auto quant = dyn_cast_or_null<BlockQuantAttr>(type.getEncoding())) {
-    switch (quant.getFormat()) {
-    case BlockFormat::q8_0:
-      return 17;
-    case BlockFormat::q4_1:
-      return 10;
-    case BlockFormat::q4_0:
-      return 9;
-    case BlockFormat::q4_k: // never compared: joins as q4_1 (joinable)
-      return 10;
-    case BlockFormat::q6_k: // never compared: joins as q8_0
-      return 13;
-    case BlockFormat::q5_k: // never compared: joins as q8_0
-      return 11;
-    case BlockFormat::mxfp4: // never compared: joins as q8_0
-      return 9;
-    }
+    WeightFormat format = quant.getFormat();
+    int64_t elements = checkpointBlockElements(format);
+    return (2 * 8 * checkpointBlockBytes(format) + elements - 1) / elements;
   }
   return 2 * type.getElementTypeBitWidth();
 }
@@ -197,7 +179,7 @@ void unifyJoinFormats(ModuleOp module,
     RankedTensorType type = storage.lookup(part.getName());
     return type ? type : cast<RankedTensorType>(part.getType());
   };
-  auto formatOf = [](RankedTensorType type) -> std::optional<BlockFormat> {
+  auto formatOf = [](RankedTensorType type) -> std::optional<WeightFormat> {
     if (auto quant = dyn_cast_or_null<BlockQuantAttr>(type.getEncoding()))
       return quant.getFormat();
     return std::nullopt;
@@ -231,11 +213,11 @@ void unifyJoinFormats(ModuleOp module,
       // int8 they join as.
       auto joinable = [&](WeightOp part) {
         RankedTensorType type = typeOf(part);
-        std::optional<BlockFormat> format = formatOf(type);
-        if (format == BlockFormat::q4_k)
+        std::optional<WeightFormat> format = formatOf(type);
+        if (format == WeightFormat::Q4_K)
           return storageType(type, "int4-min");
-        if (format == BlockFormat::q5_k || format == BlockFormat::q6_k ||
-            format == BlockFormat::mxfp4)
+        if (format == WeightFormat::Q5_K || format == WeightFormat::Q6_K ||
+            format == WeightFormat::MXFP4)
           return storageType(type, "int8");
         return type;
       };

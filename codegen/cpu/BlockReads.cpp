@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/BlockReads.h"
-#include "codegen/cpu/RuntimeKernels.h"
+#include "codegen/linalg/KernelCalls.h"
 #include "codegen/linalg/WeightFormats.h"
 #include "codegen/linalg/WeightLayout.h"
 #include "ir/TfmOps.h"

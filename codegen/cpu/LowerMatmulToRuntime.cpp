@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
-#include "codegen/cpu/RuntimeKernels.h"
+#include "codegen/linalg/KernelCalls.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"

@@ -24,7 +24,9 @@ def SelectCpuKernelsPass : Pass<"tfm-select-cpu-kernels", "ModuleOp"> {
     reads a weight in block panels: a table's lookups call
     `tfm_rt_embedding_blocks` (only the rows read are widened), and a
     `tfm.dequantize` another op needs calls `tfm_rt_dequantize_blocks`
-    (BlockReads.cpp; not with `plain-attention-only`). The
+    (BlockReads.cpp). The attention calls are made by
+    codegen/linalg/AttentionCall.h's patterns, which a target without
+    these kernels runs alone (`tfm-call-attention-kernel`). The
     kernels are declared in the module (`llvm.emit_c_interface`,
     runtime/include/tfm/runtime_kernels.h) and take their operands as strided memrefs.
     Everything else is left to `tfm-lower-to-linalg`.
@@ -44,12 +46,7 @@ def SelectCpuKernelsPass : Pass<"tfm-select-cpu-kernels", "ModuleOp"> {
   let options = [
     Option<"fusedAttention", "fused-attention", "bool", /*default=*/"true",
            "Lower tfm.attention (and Gated DeltaNet's recurrence) to the "
-           "runtime's fused kernels">,
-    Option<"plainAttentionOnly", "plain-attention-only", "bool",
-           /*default=*/"false",
-           "Select only tfm_rt_attention (no packed sequences, relative "
-           "bias or int8 rows): the call tfm-lower-attention-to-gpu turns "
-           "into a kernel for --target=cuda">
+           "runtime's fused kernels">
   ];
 }
 

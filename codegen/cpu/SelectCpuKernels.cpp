@@ -11,7 +11,8 @@
 
 #include "codegen/cpu/BlockReads.h"
 #include "codegen/cpu/Passes.h"
-#include "codegen/cpu/RuntimeKernels.h"
+#include "codegen/linalg/AttentionCall.h"
+#include "codegen/linalg/KernelCalls.h"
 #include "codegen/linalg/LinalgBuilders.h"
 #include "codegen/linalg/LinearLowering.h"
 #include "codegen/linalg/RelativePositionBias.h"
@@ -39,7 +40,7 @@ namespace {
 struct KernelWeight {
   Value data;
   StringRef kernel;
-  /// The tfm_block_format of block panels; -1 for float panels.
+  /// The tfm_weight_format of block panels; -1 for float panels.
   int64_t blockFormat = -1;
 };
 
@@ -62,15 +63,6 @@ std::optional<KernelWeight> kernelWeight(Value weight) {
   if (element.isF16())
     return KernelWeight{panels, "tfm_rt_linear_panels_f16"};
   return KernelWeight{panels, "tfm_rt_linear_panels"};
-}
-
-/// The dynamic sizes of a kernel's result of `type`: its row count, that
-/// of `rows` (the input whose rows it has), when it is not static.
-SmallVector<Value> rowCountSizes(OpBuilder &b, Location loc,
-                                 RankedTensorType type, Value rows) {
-  if (!type.isDynamicDim(0))
-    return {};
-  return {tensor::DimOp::create(b, loc, rows, 0)};
 }
 
 /// x·Wᵀ (+ bias) over a weight a kernel reads as stored: a call of the
@@ -145,85 +137,6 @@ struct HeadLinearToKernelCall : OpConversionPattern<HeadLinearOp> {
         op, callKernelWithOutput(rewriter, loc, "tfm_rt_head_linear_blocks",
                                  {adaptor.getInput(), weight->data}, type,
                                  dynamicSizes, {format}));
-    return success();
-  }
-};
-
-/// Whether `attention` reads its keys and values as a narrow cache stores
-/// them (int8 rows, bf16, f16: tfm.dequantize_rows of both).
-bool readsStoredRows(AttentionOp attention) {
-  return attention.getKey().getDefiningOp<DequantizeRowsOp>() &&
-         attention.getValue().getDefiningOp<DequantizeRowsOp>();
-}
-
-/// The suffix of the attention kernel's variant that reads `rows` as
-/// stored: _rows_i8, _rows_bf16 or _rows_f16.
-std::string storedRowsSuffix(Value rows) {
-  Type element = cast<RankedTensorType>(rows.getType()).getElementType();
-  return element.isInteger(8) ? "_rows_i8"
-         : element.isBF16()   ? "_rows_bf16"
-                              : "_rows_f16";
-}
-
-/// tfm.attention without a [heads, s, t] bias: the runtime's flash-style
-/// kernel (runtime/kernels/kernels_attention.c), tfm_rt_attention(q, k, v,
-/// sinks, out, scale, causal, window, softcap), over packed sequences
-/// tfm_rt_attention_packed(q, k, v, lengths, sinks, out, ...), or with a
-/// relative_bias tfm_rt_attention_biased(q, k, v, distance bias, sinks,
-/// out, ...), the terms by distance built here; softcap 0 where the op has
-/// none, sinks an empty [0]. Keys and
-/// values read from a narrow cache (tfm.dequantize_rows of both) go to the
-/// kernels' _rows_i8, _rows_bf16 or _rows_f16 variants as stored: the
-/// kernel widens them.
-struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
-  using OpConversionPattern::OpConversionPattern;
-
-  LogicalResult
-  matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (op.getBias())
-      return rewriter.notifyMatchFailure(op, "bias: reference lowering");
-    Location loc = op.getLoc();
-    SmallVector<Value> inputs = {adaptor.getQuery(), adaptor.getKey(),
-                                 adaptor.getValue()};
-    bool storedRows = readsStoredRows(op) && !op.getLengths();
-    if (storedRows) {
-      inputs[1] = op.getKey().getDefiningOp<DequantizeRowsOp>().getInput();
-      inputs[2] = op.getValue().getDefiningOp<DequantizeRowsOp>().getInput();
-    }
-    if (Value lengths = adaptor.getLengths())
-      inputs.push_back(lengths);
-    if (Value table = adaptor.getRelativeBias())
-      inputs.push_back(buildDistanceBias(rewriter, loc, op, table,
-                                         adaptor.getQuery(), adaptor.getKey()));
-    // Every variant takes the sinks, none being an empty [0].
-    Value sinks = adaptor.getSinks();
-    if (!sinks) {
-      auto none = RankedTensorType::get({0}, rewriter.getF32Type());
-      sinks = arith::ConstantOp::create(
-          rewriter, loc, DenseElementsAttr::get(none, ArrayRef<float>{}));
-    }
-    inputs.push_back(sinks);
-    RankedTensorType type = op.getType();
-    SmallVector<Value> dynamicSizes =
-        rowCountSizes(rewriter, loc, type, adaptor.getQuery());
-    SmallVector<Value> flags = {
-        arith::ConstantOp::create(rewriter, loc, op.getScaleAttr()),
-        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
-                                     op.getCausal() ? 1 : 0),
-        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI64Type(),
-                                     op.getWindow().value_or(0)),
-        arith::ConstantOp::create(
-            rewriter, loc,
-            rewriter.getF32FloatAttr(
-                op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0))};
-    std::string kernel = op.getLengths()        ? "tfm_rt_attention_packed"
-                         : op.getRelativeBias() ? "tfm_rt_attention_biased"
-                                                : "tfm_rt_attention";
-    if (storedRows)
-      kernel += storedRowsSuffix(inputs[1]);
-    rewriter.replaceOp(op, callKernelWithOutput(rewriter, loc, kernel, inputs,
-                                                type, dynamicSizes, flags));
     return success();
   }
 };
@@ -358,24 +271,19 @@ struct WindowAttentionToKernelCall : OpConversionPattern<WindowAttentionOp> {
   }
 };
 
-/// Whether a pattern above takes `op`.
-bool selectsKernel(Operation *op, bool fusedAttention,
-                   bool plainAttentionOnly) {
+/// Whether a pattern above (or the attention call's) takes `op`.
+bool selectsKernel(Operation *op, bool fusedAttention) {
   if (auto linear = dyn_cast<LinearOp>(op))
     return kernelWeight(linear.getWeight()).has_value();
   if (auto perHead = dyn_cast<HeadLinearOp>(op))
     return headKernelWeight(perHead).has_value();
-  if (auto attention = dyn_cast<AttentionOp>(op)) {
-    if (!fusedAttention || attention.getBias())
-      return false;
-    return !plainAttentionOnly ||
-           (!attention.getLengths() && !attention.getRelativeBias() &&
-            !readsStoredRows(attention));
-  }
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return fusedAttention &&
+           callsAttentionKernel(attention, /*plainOnly=*/false);
   if (isa<SparseAttentionOp, GatedDeltaRuleOp>(op))
-    return fusedAttention && !plainAttentionOnly;
+    return fusedAttention;
   if (auto window = dyn_cast<WindowAttentionOp>(op))
-    return fusedAttention && !plainAttentionOnly && windowKernelTakes(window);
+    return fusedAttention && windowKernelTakes(window);
   return false;
 }
 
@@ -387,9 +295,7 @@ struct SelectCpuKernelsPass
     ModuleOp module = getOperation();
     ConversionTarget target(getContext());
     target.markUnknownOpDynamicallyLegal(
-        [&](Operation *op) {
-          return !selectsKernel(op, fusedAttention, plainAttentionOnly);
-        });
+        [&](Operation *op) { return !selectsKernel(op, fusedAttention); });
     RewritePatternSet patterns(&getContext());
     populateCpuKernelPatterns(patterns, fusedAttention);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
@@ -404,8 +310,6 @@ struct SelectCpuKernelsPass
     });
     // What still reads block panels (lookups, widenings for ops no kernel
     // took), once the products have taken theirs.
-    if (plainAttentionOnly)
-      return;
     ConversionTarget blocks(getContext());
     blocks.markUnknownOpDynamicallyLegal(
         [](Operation *op) { return !readsBlocks(op); });
@@ -424,8 +328,9 @@ void mlir::tfm::populateCpuKernelPatterns(RewritePatternSet &patterns,
                                           bool fusedAttention) {
   patterns.add<LinearToKernelCall, HeadLinearToKernelCall>(
       patterns.getContext());
-  if (fusedAttention)
-    patterns.add<AttentionToKernelCall, SparseAttentionToKernelCall,
-                 WindowAttentionToKernelCall, GatedDeltaRuleToKernelCall>(
-        patterns.getContext());
+  if (fusedAttention) {
+    populateAttentionCallPatterns(patterns);
+    patterns.add<SparseAttentionToKernelCall, WindowAttentionToKernelCall,
+                 GatedDeltaRuleToKernelCall>(patterns.getContext());
+  }
 }

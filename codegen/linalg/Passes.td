@@ -71,6 +71,26 @@ def LowerToLinalgPass : Pass<"tfm-lower-to-linalg", "ModuleOp"> {
   ];
 }
 
+def CallAttentionKernelPass : Pass<"tfm-call-attention-kernel", "ModuleOp"> {
+  let summary = "Hand plain tfm.attention to a fused kernel's call";
+  let description = [{
+    For a target without the CPU runtime's kernels, on tfm IR after
+    `tfm-lay-out-weights`: a `tfm.attention` without a `[heads, s, t]`
+    bias, packed sequences, relative bias or keys and values read as a
+    narrow cache stores them becomes a call of `tfm_rt_attention(q, k, v,
+    sinks, out, scale, causal, window, softcap)` (AttentionCall.h), which
+    the target makes a kernel of (CUDA: `tfm-lower-attention-to-gpu`).
+    Every other attention is left to `tfm-lower-to-linalg`'s reference
+    lowering. The CPU's `tfm-select-cpu-kernels` takes these calls and
+    their variants itself.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::func::FuncDialect"
+  ];
+}
+
 def PlaceKernelReadsPass : Pass<"tfm-place-kernel-reads", "ModuleOp"> {
   let summary = "Give each runtime-kernel call its own read-only buffers, right before it";
   let description = [{

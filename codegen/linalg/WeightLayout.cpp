@@ -214,7 +214,7 @@ choosePanels(ModuleOp module, ArrayRef<PlacedJoin> joins, bool packPanels) {
 Value weightView(OpBuilder &b, Location loc, Value blob, int64_t offset,
                  RankedTensorType type, bool panels) {
   Value shift = arith::ConstantIndexOp::create(b, loc, offset);
-  StoredFormat format = storedFormatOf(type);
+  WeightFormat format = storedFormatOf(type);
   if (isBlockFormat(format)) {
     // The block panels' bytes, seen as the weight's type until a kernel
     // call takes them (tfm-select-cpu-kernels).
@@ -333,10 +333,10 @@ FailureOr<WeightLayout> mlir::tfm::layOutWeights(ModuleOp module,
       panelShapes.push_back(
           b.getNamedAttr(op.getName(), b.getDenseI64ArrayAttr(
                                                type.getShape())));
-    StoredFormat format = storedFormatOf(type);
-    if (format != StoredFormat::F32)
-      formats.push_back(b.getNamedAttr(
-          op.getName(), b.getStringAttr(storedFormatName(format))));
+    WeightFormat format = storedFormatOf(type);
+    if (format != WeightFormat::F32)
+      formats.push_back(
+          b.getNamedAttr(op.getName(), b.getStringAttr(formatName(format))));
     size += storedBytes(type, panels);
     LLVM_DEBUG(llvm::dbgs() << "weight " << op.getName() << " at "
                             << result.offsets[op.getName()] << "\n");

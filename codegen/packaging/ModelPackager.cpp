@@ -1,11 +1,12 @@
 //===- ModelPackager.cpp - weights, tokenizer and link step -------------===//
 
 #include "codegen/packaging/ModelPackager.h"
-#include "ir/DiffusionAttr.h"
-#include "codegen/packaging/RankWeights.h"
 #include "codegen/linalg/Passes.h"
 #include "codegen/linalg/WeightFormats.h"
 #include "codegen/packaging/EntryPointTable.h"
+#include "codegen/packaging/RankWeights.h"
+#include "codegen/packaging/WeightEncoding.h"
+#include "ir/DiffusionAttr.h"
 #include "tfm/tfm_format.h"
 #include "tfm/tfm_model_abi.h"
 #include "tfm/weight_formats.h"
@@ -117,7 +118,7 @@ private:
 /// encoded on every core, and written in order at a time. Quantizing is
 /// what a compile spends its time on: int4 tries 22 scales a block (the
 /// 1.1B LLaMA shape took 107 s on one core of two).
-void writePanels(const WeightRows &weight, StoredFormat format,
+void writePanels(const WeightRows &weight, WeightFormat format,
                  BlobWriter &out) {
   int64_t height = panelRows(format);
   int64_t group = std::max<int64_t>(
@@ -144,15 +145,15 @@ void writePanels(const WeightRows &weight, StoredFormat format,
 /// q4_k, q5_k, q6_k or mxfp4 panels: the file's blocks rearranged
 /// (encodeCheckpointPanel), a group of panels at a time.
 llvm::Error writeCheckpointPanels(llvm::StringRef name,
-                                  const WeightRows &weight, StoredFormat format,
+                                  const WeightRows &weight, WeightFormat format,
                                   BlobWriter &out) {
-  std::string stored = checkpointBlockName(format);
+  std::string stored = checkpointName(format);
   if (weight.storedDtype != stored || !weight.readStored ||
       weight.cols % checkpointBlockElements(format) != 0)
-    return makeError("weight '" + name + "' is declared " +
-                     storedFormatName(format) + ", which only a tensor stored "
-                     "in " + stored + " can be (its checkpoint stores " +
-                     weight.storedDtype + ")");
+    return makeError("weight '" + name + "' is declared " + formatName(format) +
+                     ", which only a tensor stored in " + stored +
+                     " can be (its checkpoint stores " + weight.storedDtype +
+                     ")");
   int64_t height = TFM_BLOCK_PANEL_ROWS;
   int64_t rowBytes = weight.cols / checkpointBlockElements(format) *
                      checkpointBlockBytes(format);
@@ -178,8 +179,7 @@ llvm::Error writeCheckpointPanels(llvm::StringRef name,
 
 /// Writes `weight` row-major in `format` (f32, bf16, f16), a block of rows
 /// at a time.
-void writeRows(const WeightRows &weight, StoredFormat format,
-               BlobWriter &out) {
+void writeRows(const WeightRows &weight, WeightFormat format, BlobWriter &out) {
   int64_t block = std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(weight.cols, 1));
   std::vector<float> rows(block * weight.cols);
   std::vector<uint8_t> bytes;
@@ -596,9 +596,9 @@ llvm::Expected<uint64_t> mlir::tfm::writeWeightBlob(
     if (!weight || uint64_t(offset) < out.position() ||
         (shape && (weight->rows != shape[0] || weight->cols != shape[1])))
       return makeError("internal error: no data for weight '" + name + "'");
-    StoredFormat format = StoredFormat::F32;
+    WeightFormat format = WeightFormat::F32;
     if (auto formatName = formats ? formats.getAs<StringAttr>(name) : nullptr)
-      format = parseStoredFormat(formatName.getValue()).value_or(format);
+      format = parseFormatName(formatName.getValue()).value_or(format);
     if (isBlockFormat(format) && !shape)
       return makeError("internal error: weight '" + name +
                        "' in blocks is not recorded as panels");

@@ -13,33 +13,7 @@
 
 using namespace mlir::tfm;
 
-bool mlir::tfm::isBlockFormat(StoredFormat format) {
-  return format == StoredFormat::Q8_0 || format == StoredFormat::Q4_0 ||
-         format == StoredFormat::Q4_1 || isCopiedFromCheckpoint(format);
-}
-
-int64_t mlir::tfm::panelRows(StoredFormat format) {
-  return isBlockFormat(format) ? TFM_BLOCK_PANEL_ROWS : TFM_PANEL_WIDTH;
-}
-
-int mlir::tfm::blockFormatCode(StoredFormat format) {
-  switch (format) {
-  case StoredFormat::Q8_0: return TFM_BLOCKS_Q8_0;
-  case StoredFormat::Q4_1: return TFM_BLOCKS_Q4_1;
-  case StoredFormat::Q4_K: return TFM_BLOCKS_Q4_K;
-  case StoredFormat::Q5_K: return TFM_BLOCKS_Q5_K;
-  case StoredFormat::Q6_K: return TFM_BLOCKS_Q6_K;
-  case StoredFormat::MXFP4: return TFM_BLOCKS_MXFP4;
-  default: return TFM_BLOCKS_Q4_0;
-  }
-}
-
 namespace {
-
-int64_t elementBytes(StoredFormat format) {
-  return format == StoredFormat::F32 ? 4 : 2;
-}
-
 
 void append16(std::vector<uint8_t> &out, uint16_t value) {
   out.push_back(uint8_t(value));
@@ -48,7 +22,7 @@ void append16(std::vector<uint8_t> &out, uint16_t value) {
 
 /// Codes of `values` for the f16 `scale` (rounded to nearest, clamped to
 /// the format's range) and their squared error.
-double codesFor(StoredFormat format, const float *values, uint16_t scale,
+double codesFor(WeightFormat format, const float *values, uint16_t scale,
                 int8_t codes[TFM_BLOCK_SIZE]) {
   float rounded = tfm_f16_to_float(scale);
   float inverse = rounded != 0 ? 1.0f / rounded : 0.0f;
@@ -56,7 +30,7 @@ double codesFor(StoredFormat format, const float *values, uint16_t scale,
   for (int i = 0; i < TFM_BLOCK_SIZE; ++i) {
     float q = std::nearbyint(values[i] * inverse);
     float restored;
-    if (format == StoredFormat::Q8_0) {
+    if (format == WeightFormat::Q8_0) {
       q = std::clamp(q, -127.0f, 127.0f);
       codes[i] = int8_t(q);
       restored = q * rounded;
@@ -79,7 +53,7 @@ double codesFor(StoredFormat format, const float *values, uint16_t scale,
 /// llama.cpp's scale, +8.8% so; 41 scales measured +9.3% and took twice as
 /// long, weighting the error by the value's square +9.8%). The codes use
 /// the stored f16 scale.
-uint16_t quantizeBlock(StoredFormat format, const float *row, int64_t cols,
+uint16_t quantizeBlock(WeightFormat format, const float *row, int64_t cols,
                        int64_t block, int8_t codes[TFM_BLOCK_SIZE]) {
   float values[TFM_BLOCK_SIZE] = {};
   int64_t first = block * TFM_BLOCK_SIZE;
@@ -89,7 +63,7 @@ uint16_t quantizeBlock(StoredFormat format, const float *row, int64_t cols,
   for (float v : values)
     if (std::fabs(v) > std::fabs(extreme))
       extreme = v;
-  if (format == StoredFormat::Q8_0) {
+  if (format == WeightFormat::Q8_0) {
     uint16_t scale = tfm_float_to_f16(std::fabs(extreme) / 127.0f);
     codesFor(format, values, scale, codes);
     return scale;
@@ -174,13 +148,13 @@ void appendNibbleCodes(std::vector<uint8_t> &out, Code code) {
         out.push_back(uint8_t(code(r, 8 * v + i) | code(r, 8 * v + 4 + i) << 4));
 }
 
-void encodeBlockPanel(StoredFormat format, const float *rows, int64_t cols,
+void encodeBlockPanel(WeightFormat format, const float *rows, int64_t cols,
                       std::vector<uint8_t> &out) {
   constexpr int64_t kRows = TFM_BLOCK_PANEL_ROWS;
   int64_t blocks = tfm_blocks_per_row(cols);
   std::vector<int8_t> codes(kRows * blocks * TFM_BLOCK_SIZE);
   std::vector<uint16_t> scales(kRows * blocks), mins;
-  bool withMin = format == StoredFormat::Q4_1;
+  bool withMin = format == WeightFormat::Q4_1;
   if (withMin)
     mins.resize(kRows * blocks);
   for (int64_t r = 0; r < kRows; ++r)
@@ -201,7 +175,7 @@ void encodeBlockPanel(StoredFormat format, const float *rows, int64_t cols,
     return codes[(r * blocks + b) * TFM_BLOCK_SIZE + i];
   };
   for (int64_t b = 0; b < blocks; ++b) {
-    if (format == StoredFormat::Q8_0) {
+    if (format == WeightFormat::Q8_0) {
       for (int g = 0; g < TFM_BLOCK_SIZE / 4; ++g)
         for (int64_t r = 0; r < kRows; ++r)
           for (int i = 0; i < 4; ++i)
@@ -213,15 +187,6 @@ void encodeBlockPanel(StoredFormat format, const float *rows, int64_t cols,
 }
 
 } // namespace
-
-int64_t mlir::tfm::storedMatrixBytes(StoredFormat format, int64_t rows,
-                                     int64_t cols, bool panels) {
-  if (isBlockFormat(format))
-    return tfm_block_matrix_bytes(blockFormatCode(format), rows, cols);
-  if (panels)
-    rows = (rows + TFM_PANEL_WIDTH - 1) / TFM_PANEL_WIDTH * TFM_PANEL_WIDTH;
-  return rows * cols * elementBytes(format);
-}
 
 namespace {
 
@@ -348,32 +313,32 @@ void appendMxfp4Panel(const PanelBlocks &blockOf, std::vector<uint8_t> &out) {
 
 } // namespace
 
-void mlir::tfm::encodeCheckpointPanel(StoredFormat format,
+void mlir::tfm::encodeCheckpointPanel(WeightFormat format,
                                       const uint8_t *rowBlocks, int64_t cols,
                                       std::vector<uint8_t> &out) {
   PanelBlocks blocks{rowBlocks, cols / checkpointBlockElements(format),
                      checkpointBlockBytes(format)};
-  if (format == StoredFormat::MXFP4)
+  if (format == WeightFormat::MXFP4)
     appendMxfp4Panel(blocks, out);
-  else if (format == StoredFormat::Q6_K)
+  else if (format == WeightFormat::Q6_K)
     appendQ6KPanel(blocks, out);
   else
-    appendQ4KOrQ5KPanel(blocks, format == StoredFormat::Q5_K, out);
+    appendQ4KOrQ5KPanel(blocks, format == WeightFormat::Q5_K, out);
 }
 
-void mlir::tfm::encodeRowMajor(StoredFormat format, const float *values,
+void mlir::tfm::encodeRowMajor(WeightFormat format, const float *values,
                                int64_t count, std::vector<uint8_t> &out) {
-  if (format == StoredFormat::F32) {
+  if (format == WeightFormat::F32) {
     const uint8_t *bytes = reinterpret_cast<const uint8_t *>(values);
     out.insert(out.end(), bytes, bytes + count * 4);
     return;
   }
   for (int64_t i = 0; i < count; ++i)
-    append16(out, format == StoredFormat::BF16 ? tfm_float_to_bf16(values[i])
+    append16(out, format == WeightFormat::BF16 ? tfm_float_to_bf16(values[i])
                                                : tfm_float_to_f16(values[i]));
 }
 
-void mlir::tfm::encodePanel(StoredFormat format, const float *rows,
+void mlir::tfm::encodePanel(WeightFormat format, const float *rows,
                             int64_t cols, std::vector<uint8_t> &out) {
   assert(!isCopiedFromCheckpoint(format) &&
          "K-quant and MXFP4 panels come from their blocks");

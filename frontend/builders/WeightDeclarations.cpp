@@ -11,59 +11,17 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
-/// What keeping a checkpoint's dtype makes of the formats no kernel reads:
-/// their decoded values requantized into int8, within 1/254 of each
-/// block's peak of the file's numbers. Four bits would add an error of the
-/// order of theirs (Q3_K into int4 or int4-min moved test logits 7x as far
-/// from the file's as int8 did); --weights-dtype=int4 asks for it.
-constexpr llvm::StringLiteral kRequantizedDtype = "int8";
-
-bool mlir::tfm::checkpointRequantizes(WeightDtype dtype) {
-  switch (dtype) {
-  case WeightDtype::F32:
-  case WeightDtype::F16:
-  case WeightDtype::BF16:
-  case WeightDtype::Q8_0:
-  case WeightDtype::Q4_0:
-  case WeightDtype::Q4_1:
-  case WeightDtype::Q4_K:
-  case WeightDtype::Q5_K:
-  case WeightDtype::Q6_K:
-  case WeightDtype::MXFP4: return false;
-  case WeightDtype::Q5_0:
-  case WeightDtype::Q5_1:
-  case WeightDtype::Q2_K:
-  case WeightDtype::Q3_K:
-  case WeightDtype::IQ4_NL:
-  case WeightDtype::IQ4_XS: return true;
-  }
-  return false;
-}
-
-std::optional<StringRef> mlir::tfm::checkpointDtype(WeightDtype dtype) {
-  if (checkpointRequantizes(dtype))
-    return StringRef(kRequantizedDtype);
-  switch (dtype) {
-  case WeightDtype::F16: return StringRef("f16");
-  case WeightDtype::BF16: return StringRef("bf16");
-  case WeightDtype::Q4_0: return StringRef("int4");
-  case WeightDtype::Q4_1: return StringRef("int4-min");
-  case WeightDtype::Q8_0: return StringRef("int8");
-  // The K-quants and MXFP4 keep their blocks (the q4_k, q5_k, q6_k and
-  // mxfp4 block kernels).
-  case WeightDtype::Q4_K: return StringRef("q4_k");
-  case WeightDtype::Q5_K: return StringRef("q5_k");
-  case WeightDtype::Q6_K: return StringRef("q6_k");
-  case WeightDtype::MXFP4: return StringRef("mxfp4");
-  default: return std::nullopt; // f32
-  }
+std::optional<StringRef> mlir::tfm::checkpointDtype(WeightFormat dtype) {
+  if (dtype == WeightFormat::F32)
+    return std::nullopt;
+  return StringRef(traitsOf(dtype).dtype);
 }
 
 std::string mlir::tfm::describeRequantized(const WeightStore &weights) {
-  std::map<WeightDtype, int> counts; // in WeightDtype's order
+  std::map<WeightFormat, int> counts; // in WeightFormat's order
   int total = 0;
   for (const std::string &name : weights.names())
-    if (WeightDtype dtype = weights.lookup(name)->dtype();
+    if (WeightFormat dtype = weights.lookup(name)->dtype();
         checkpointRequantizes(dtype)) {
       ++counts[dtype];
       ++total;
@@ -73,9 +31,9 @@ std::string mlir::tfm::describeRequantized(const WeightStore &weights) {
   std::string parts;
   for (auto [dtype, count] : counts)
     parts += (parts.empty() ? "" : ", ") + std::to_string(count) + " " +
-             dtypeName(dtype);
-  return std::to_string(total) + " tensors to " + kRequantizedDtype.str() +
-         " (" + parts + ")";
+             checkpointName(dtype);
+  return std::to_string(total) + " tensors to " +
+         checkpointDtype(counts.begin()->first)->str() + " (" + parts + ")";
 }
 
 Value WeightDeclarations::read(OpBuilder &b, const std::string &name,

@@ -25,12 +25,9 @@
 namespace mlir::tfm {
 
 /// The tfm-quantize-weights dtype that keeps a weight stored as `dtype`
-/// (kCheckpointDtypeAttrName); none for f32.
-std::optional<StringRef> checkpointDtype(WeightDtype dtype);
-
-/// Whether `dtype` has no block kernel, so that keeping a checkpoint's
-/// dtype requantizes its values into checkpointDtype's.
-bool checkpointRequantizes(WeightDtype dtype);
+/// (kCheckpointDtypeAttrName; the table's DTYPE, int8 for the formats no
+/// kernel reads: checkpointRequantizes); none for f32.
+std::optional<StringRef> checkpointDtype(WeightFormat dtype);
 
 /// Says which tensors of `weights` keeping the checkpoint's dtypes
 /// requantizes ("14 tensors to int8 (12 Q5_K, 2 Q5_0)"); empty when

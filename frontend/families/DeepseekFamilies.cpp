@@ -199,9 +199,9 @@ llvm::Error mlir::tfm::prepareDeepseekCheckpoint(DecoderSpec &spec,
             checkpoint, name, {heads * perHead, mla.latentRank}, what))
       return makeError(*error);
     WeightTensor t = store.take(name);
-    if (dtypeBlockElements(t.dtype()) != 1)
+    if (checkpointBlockElements(t.dtype()) != 1)
       return makeError(checkpoint + ": " + name + " is stored as " +
-                       dtypeName(t.dtype()) +
+                       checkpointName(t.dtype()) +
                        " blocks, which cannot be split per head");
     store.add(base + "k_absorb.weight",
               t.transposeRowBlocks(perHead, 0, mla.nopeDim));
@@ -238,7 +238,7 @@ void mlir::tfm::prepareGgufLatentAttention(DecoderSpec &spec,
     const WeightTensor &absorbed =
         *store.lookup(layerWeightName(spec.layer.keyAbsorb, l));
     std::string source = "transposed heads of " + absorbed.source();
-    if (dtypeBlockElements(absorbed.dtype()) == 1) {
+    if (checkpointBlockElements(absorbed.dtype()) == 1) {
       store.add(layerWeightName(keyUp, l),
                 absorbed.transposeRowBlocks(rank, 0, rank));
       continue;

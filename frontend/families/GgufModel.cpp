@@ -687,11 +687,11 @@ llvm::Error checkBlockScales(const GgufFile &file, const uint8_t *base,
                              bool mapped) {
   std::string source = llvm::sys::path::filename(file.path()).str();
   for (const GgufTensor &tensor : file.tensors()) {
-    int64_t blockElements = dtypeBlockElements(tensor.dtype);
+    int64_t blockElements = checkpointBlockElements(tensor.dtype);
     if (blockElements == 1)
       continue;
     const uint8_t *data = base + tensor.offset;
-    int64_t blocks = int64_t(tensor.bytes) / dtypeBlockBytes(tensor.dtype);
+    int64_t blocks = int64_t(tensor.bytes) / checkpointBlockBytes(tensor.dtype);
     std::optional<NonFiniteScale> bad =
         findNonFiniteScale(tensor.dtype, data, blocks);
     WeightTensor::view(tensor.shape, tensor.dtype, data, mapped, source)
@@ -699,7 +699,7 @@ llvm::Error checkBlockScales(const GgufFile &file, const uint8_t *base,
     if (!bad)
       continue;
     return makeError(file.path() + ": tensor '" + tensor.name + "' (" +
-                     dtypeName(tensor.dtype) + ") block " +
+                     checkpointName(tensor.dtype) + ") block " +
                      llvm::Twine(bad->block) + " of " + llvm::Twine(blocks) +
                      " (elements " + llvm::Twine(bad->block * blockElements) +
                      " to " +
@@ -742,7 +742,7 @@ void addGgufTensors(const GgufFile &file, WeightStore &weights) {
     // gpt-oss's experts' biases, [experts, rows]: each expert's row.
     if (tensor.shape.size() == 2 &&
         llvm::StringRef(tensor.name).ends_with("_exps.bias")) {
-      int64_t bytes = dtypeStoredBytes(tensor.dtype, tensor.shape[1]);
+      int64_t bytes = checkpointStoredBytes(tensor.dtype, tensor.shape[1]);
       for (int64_t e = 0; e < tensor.shape[0]; ++e)
         weights.add(expertSliceName(tensor.name, e),
                     WeightTensor::view({tensor.shape[1]}, tensor.dtype,
@@ -759,7 +759,7 @@ void addGgufTensors(const GgufFile &file, WeightStore &weights) {
     }
     std::vector<int64_t> matrix = {tensor.shape[1], tensor.shape[2]};
     int64_t bytes =
-        tensor.shape[1] * dtypeStoredBytes(tensor.dtype, tensor.shape[2]);
+        tensor.shape[1] * checkpointStoredBytes(tensor.dtype, tensor.shape[2]);
     for (int64_t e = 0; e < tensor.shape[0]; ++e)
       weights.add(expertSliceName(tensor.name, e),
                   WeightTensor::view(matrix, tensor.dtype, data + e * bytes,

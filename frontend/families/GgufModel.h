@@ -2,7 +2,7 @@
 //
 // A GGUF file's architecture, weights and tokenizer as a LoadedModel: the
 // hyperparameters come from "<arch>.*" metadata, the tensors keep their
-// stored types (WeightDtype: F32, F16, BF16, and GGML's block formats) as
+// stored types (WeightFormat: F32, F16, BF16, and GGML's block formats) as
 // views of the mapped file, and the tokenizer comes from "tokenizer.ggml.*".
 //
 //===----------------------------------------------------------------------===//

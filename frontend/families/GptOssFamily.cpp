@@ -157,9 +157,9 @@ llvm::Expected<StackedExperts> readFloatExperts(WeightStore &store,
   StackedExperts read{store.take(base + "gate_up_proj"),
                       store.take(base + "down_proj"), false};
   for (const WeightTensor *t : {&read.gateUp, &read.down})
-    if (dtypeBlockElements(t->dtype()) != 1)
+    if (checkpointBlockElements(t->dtype()) != 1)
       return makeError(checkpoint + ": " + base + " experts stored as " +
-                       dtypeName(t->dtype()) +
+                       checkpointName(t->dtype()) +
                        " blocks cannot be split per expert");
   return read;
 }

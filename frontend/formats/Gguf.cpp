@@ -53,28 +53,6 @@ const char *ggmlTypeName(uint32_t type) {
   return type < std::size(names) ? names[type] : nullptr;
 }
 
-std::optional<WeightDtype> supportedDtype(uint32_t type) {
-  switch (type) {
-  case 0: return WeightDtype::F32;
-  case 1: return WeightDtype::F16;
-  case 2: return WeightDtype::Q4_0;
-  case 3: return WeightDtype::Q4_1;
-  case 6: return WeightDtype::Q5_0;
-  case 7: return WeightDtype::Q5_1;
-  case 8: return WeightDtype::Q8_0;
-  case 10: return WeightDtype::Q2_K;
-  case 11: return WeightDtype::Q3_K;
-  case 12: return WeightDtype::Q4_K;
-  case 13: return WeightDtype::Q5_K;
-  case 14: return WeightDtype::Q6_K;
-  case 20: return WeightDtype::IQ4_NL;
-  case 23: return WeightDtype::IQ4_XS;
-  case 30: return WeightDtype::BF16;
-  case 39: return WeightDtype::MXFP4;
-  default: return std::nullopt;
-  }
-}
-
 } // namespace
 
 namespace mlir::tfm {
@@ -363,25 +341,26 @@ private:
     uint32_t type;
     if (Error err = readU32(type, where + "'s type"))
       return err;
-    std::optional<WeightDtype> dtype = supportedDtype(type);
+    std::optional<WeightFormat> dtype = formatOfGgmlType(type);
     if (!dtype) {
       const char *known = ggmlTypeName(type);
+      std::string read;
+      for (const WeightFormatTraits &row : kWeightFormats)
+        read += (read.empty() ? "" : ", ") + std::string(row.checkpointName);
       return fail(where + " has GGML type " +
                   (known ? llvm::Twine(known) : llvm::Twine(type)) +
-                  (known ? ", which tfmc does not read (F32, F16, BF16, Q8_0, "
-                           "Q4_0, Q4_1, Q5_0, Q5_1, Q2_K to Q6_K, IQ4_NL and "
-                           "IQ4_XS are read); requantize the model with "
-                           "llama-quantize"
-                         : ", which is not a GGML type"));
+                  (known ? ", which tfmc does not read (it reads " + read +
+                               "); requantize the model with llama-quantize"
+                         : llvm::Twine(", which is not a GGML type")));
     }
     tensor.dtype = *dtype;
-    int64_t blockElements = dtypeBlockElements(*dtype);
+    int64_t blockElements = checkpointBlockElements(*dtype);
     if (tensor.shape.back() % blockElements != 0)
       return fail(where + " has " + llvm::Twine(tensor.shape.back()) +
                   " elements per row, not a multiple of " +
-                  dtypeName(*dtype) + "'s block of " +
+                  checkpointName(*dtype) + "'s block of " +
                   llvm::Twine(blockElements));
-    tensor.bytes = uint64_t(dtypeStoredBytes(*dtype, elements));
+    tensor.bytes = uint64_t(checkpointStoredBytes(*dtype, elements));
     if (Error err = readU64(tensor.offset, where + "'s offset"))
       return err;
     for (const GgufTensor &other : file.tensorList)
@@ -427,13 +406,12 @@ private:
                          ", not a multiple of the alignment " +
                          llvm::Twine(alignment));
       if (tensor.offset > dataBytes || tensor.bytes > dataBytes - tensor.offset)
-        return makeError(file.filePath + ": tensor '" + tensor.name + "' (" +
-                         dtypeName(tensor.dtype) + ", " +
-                         llvm::Twine(tensor.bytes) + " bytes at offset " +
-                         llvm::Twine(tensor.offset) +
-                         ") runs past the end of the file's " +
-                         llvm::Twine(dataBytes) +
-                         " bytes of tensor data (truncated?)");
+        return makeError(
+            file.filePath + ": tensor '" + tensor.name + "' (" +
+            checkpointName(tensor.dtype) + ", " + llvm::Twine(tensor.bytes) +
+            " bytes at offset " + llvm::Twine(tensor.offset) +
+            ") runs past the end of the file's " + llvm::Twine(dataBytes) +
+            " bytes of tensor data (truncated?)");
       tensor.offset += dataStart;
     }
     // No two tensors share bytes.

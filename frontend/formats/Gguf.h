@@ -49,7 +49,7 @@ struct GgufTensor {
   /// Outermost dim first, as the WeightStore holds tensors (GGUF lists
   /// them innermost first).
   std::vector<int64_t> shape;
-  WeightDtype dtype;
+  WeightFormat dtype;
   /// Bytes from the start of the file.
   uint64_t offset, bytes;
 };

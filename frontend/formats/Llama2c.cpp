@@ -116,7 +116,7 @@ llvm::Expected<LoadedModel> tfm::loadLlama2cModel(mlir::MLIRContext &context,
       (*buffer)->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap;
   auto read = [&](std::vector<int64_t> shape) {
     WeightTensor t = WeightTensor::view(
-        std::move(shape), WeightDtype::F32,
+        std::move(shape), WeightFormat::F32,
         reinterpret_cast<const uint8_t *>(data.data() + at), mapped, source);
     at += 4 * t.numElements();
     return t;

@@ -29,18 +29,18 @@ using llvm::Error;
 
 namespace {
 
-/// A dtype tfmc reads: a float's WeightDtype, or none for U8 (bytes kept
+/// A dtype tfmc reads: a float's WeightFormat, or none for U8 (bytes kept
 /// as stored: ByteTensor).
 struct DtypeInfo {
   llvm::StringRef name;
   int64_t bytes;
-  std::optional<WeightDtype> dtype;
+  std::optional<WeightFormat> dtype;
 };
 
 std::optional<DtypeInfo> lookupDtype(llvm::StringRef name) {
-  for (DtypeInfo info : {DtypeInfo{"F32", 4, WeightDtype::F32},
-                         {"F16", 2, WeightDtype::F16},
-                         {"BF16", 2, WeightDtype::BF16},
+  for (DtypeInfo info : {DtypeInfo{"F32", 4, WeightFormat::F32},
+                         {"F16", 2, WeightFormat::F16},
+                         {"BF16", 2, WeightFormat::BF16},
                          {"U8", 1, std::nullopt}})
     if (info.name == name)
       return info;
@@ -166,7 +166,7 @@ Error mlir::tfm::readSafetensorsFile(llvm::StringRef path, WeightStore &store) {
       return makeError(path + ": tensor '" + entry.name +
                        "' appears in more than one file");
     const auto *at = reinterpret_cast<const uint8_t *>(data + entry.begin);
-    std::optional<WeightDtype> dtype = lookupDtype(entry.dtype)->dtype;
+    std::optional<WeightFormat> dtype = lookupDtype(entry.dtype)->dtype;
     if (dtype)
       store.add(entry.name,
                 WeightTensor::view(entry.shape, *dtype, at, mapped, source));

@@ -221,12 +221,10 @@ struct ScaleField {
   bool e8m0 = false;
 };
 
-/// Each dtype's name, block, decoder and f16 scales, in WeightDtype's
-/// order.
+/// Each format's decoder and f16 scales, in WeightFormat's order (its name
+/// and block sizes are the table's, ir/WeightFormat.h).
 struct DtypeLayout {
-  WeightDtype dtype;
-  const char *name;
-  int64_t blockElements, blockBytes;
+  WeightFormat dtype;
   BlockDecoder decode; // null for the floats, decoded element by element
   ScaleField scales[2];
 };
@@ -234,63 +232,48 @@ struct DtypeLayout {
 constexpr ScaleField kNone = {0, nullptr};
 
 constexpr DtypeLayout kLayouts[] = {
-    {WeightDtype::F32, "F32", 1, 4, nullptr, {kNone, kNone}},
-    {WeightDtype::F16, "F16", 1, 2, nullptr, {kNone, kNone}},
-    {WeightDtype::BF16, "BF16", 1, 2, nullptr, {kNone, kNone}},
-    {WeightDtype::Q8_0, "Q8_0", 32, 34, decodeQ8_0, {{0, "d"}, kNone}},
-    {WeightDtype::Q4_0, "Q4_0", 32, 18, decodeQ4_0, {{0, "d"}, kNone}},
-    {WeightDtype::Q4_1, "Q4_1", 32, 20, decodeQ4_1, {{0, "d"}, {2, "m"}}},
-    {WeightDtype::Q4_K, "Q4_K", 256, 144, decodeQ4_K, {{0, "d"}, {2, "dmin"}}},
-    {WeightDtype::Q6_K, "Q6_K", 256, 210, decodeQ6_K, {{208, "d"}, kNone}},
-    {WeightDtype::Q5_0, "Q5_0", 32, 22, decodeQ5_0, {{0, "d"}, kNone}},
-    {WeightDtype::Q5_1, "Q5_1", 32, 24, decodeQ5_1, {{0, "d"}, {2, "m"}}},
-    {WeightDtype::Q2_K, "Q2_K", 256, 84, decodeQ2_K, {{80, "d"}, {82, "dmin"}}},
-    {WeightDtype::Q3_K, "Q3_K", 256, 110, decodeQ3_K, {{108, "d"}, kNone}},
-    {WeightDtype::Q5_K, "Q5_K", 256, 176, decodeQ5_K, {{0, "d"}, {2, "dmin"}}},
-    {WeightDtype::IQ4_NL, "IQ4_NL", 32, 18, decodeIQ4_NL, {{0, "d"}, kNone}},
-    {WeightDtype::IQ4_XS, "IQ4_XS", 256, 136, decodeIQ4_XS, {{0, "d"}, kNone}},
-    {WeightDtype::MXFP4, "MXFP4", 32, 17, decodeMXFP4, {{0, "e", true}, kNone}},
+    {WeightFormat::F32, nullptr, {kNone, kNone}},
+    {WeightFormat::F16, nullptr, {kNone, kNone}},
+    {WeightFormat::BF16, nullptr, {kNone, kNone}},
+    {WeightFormat::Q8_0, decodeQ8_0, {{0, "d"}, kNone}},
+    {WeightFormat::Q4_0, decodeQ4_0, {{0, "d"}, kNone}},
+    {WeightFormat::Q4_1, decodeQ4_1, {{0, "d"}, {2, "m"}}},
+    {WeightFormat::Q4_K, decodeQ4_K, {{0, "d"}, {2, "dmin"}}},
+    {WeightFormat::Q6_K, decodeQ6_K, {{208, "d"}, kNone}},
+    {WeightFormat::Q5_0, decodeQ5_0, {{0, "d"}, kNone}},
+    {WeightFormat::Q5_1, decodeQ5_1, {{0, "d"}, {2, "m"}}},
+    {WeightFormat::Q2_K, decodeQ2_K, {{80, "d"}, {82, "dmin"}}},
+    {WeightFormat::Q3_K, decodeQ3_K, {{108, "d"}, kNone}},
+    {WeightFormat::Q5_K, decodeQ5_K, {{0, "d"}, {2, "dmin"}}},
+    {WeightFormat::IQ4_NL, decodeIQ4_NL, {{0, "d"}, kNone}},
+    {WeightFormat::IQ4_XS, decodeIQ4_XS, {{0, "d"}, kNone}},
+    {WeightFormat::MXFP4, decodeMXFP4, {{0, "e", true}, kNone}},
 };
 
 constexpr bool layoutsInEnumOrder() {
   for (size_t i = 0; i < std::size(kLayouts); ++i)
     if (static_cast<size_t>(kLayouts[i].dtype) != i)
       return false;
-  return std::size(kLayouts) == static_cast<size_t>(WeightDtype::MXFP4) + 1;
+  return std::size(kLayouts) == TFM_FORMAT_COUNT;
 }
-static_assert(layoutsInEnumOrder(), "kLayouts: one row per WeightDtype");
+static_assert(layoutsInEnumOrder(), "kLayouts: one row per WeightFormat");
 
-const DtypeLayout &layoutOf(WeightDtype dtype) {
+const DtypeLayout &layoutOf(WeightFormat dtype) {
   return kLayouts[static_cast<size_t>(dtype)];
 }
 
 } // namespace
 
-int64_t mlir::tfm::dtypeBlockElements(WeightDtype dtype) {
-  return layoutOf(dtype).blockElements;
-}
-
-int64_t mlir::tfm::dtypeBlockBytes(WeightDtype dtype) {
-  return layoutOf(dtype).blockBytes;
-}
-
-int64_t mlir::tfm::dtypeStoredBytes(WeightDtype dtype, int64_t elements) {
-  return elements / dtypeBlockElements(dtype) * dtypeBlockBytes(dtype);
-}
-
-const char *mlir::tfm::dtypeName(WeightDtype dtype) {
-  return layoutOf(dtype).name;
-}
-
 std::optional<NonFiniteScale>
-mlir::tfm::findNonFiniteScale(WeightDtype dtype, const uint8_t *bytes,
+mlir::tfm::findNonFiniteScale(WeightFormat dtype, const uint8_t *bytes,
                               int64_t blocks) {
   const DtypeLayout &layout = layoutOf(dtype);
   for (int64_t b = 0; b < blocks; ++b)
     for (const ScaleField &scale : layout.scales) {
       if (!scale.name)
         continue;
-      const uint8_t *field = bytes + b * layout.blockBytes + scale.offset;
+      const uint8_t *field =
+          bytes + b * checkpointBlockBytes(dtype) + scale.offset;
       // E8M0's one NaN, 0xff; an f16 whose exponent bits are all set:
       // infinity or NaN.
       if (scale.e8m0 && *field == 0xff)
@@ -313,25 +296,25 @@ std::string mlir::tfm::describeNonFiniteScale(const NonFiniteScale &scale) {
   return std::string(what) + " (f16 0x" + hex + ")";
 }
 
-void mlir::tfm::decodeStoredElements(WeightDtype dtype, const uint8_t *bytes,
+void mlir::tfm::decodeStoredElements(WeightFormat dtype, const uint8_t *bytes,
                                      int64_t count, float *out) {
   switch (dtype) {
-  case WeightDtype::F32:
+  case WeightFormat::F32:
     std::memcpy(out, bytes, 4 * count);
     return;
-  case WeightDtype::F16:
+  case WeightFormat::F16:
     for (int64_t i = 0; i < count; ++i)
       out[i] = tfm_f16_to_float(read16le(bytes + 2 * i));
     return;
-  case WeightDtype::BF16:
+  case WeightFormat::BF16:
     for (int64_t i = 0; i < count; ++i)
       out[i] = tfm_bf16_to_float(read16le(bytes + 2 * i));
     return;
   default:
     break;
   }
-  const DtypeLayout &layout = layoutOf(dtype);
-  for (int64_t b = 0; b < count / layout.blockElements; ++b)
-    layout.decode(bytes + b * layout.blockBytes,
-                  out + b * layout.blockElements);
+  int64_t elements = checkpointBlockElements(dtype),
+          blockBytes = checkpointBlockBytes(dtype);
+  for (int64_t b = 0; b < count / elements; ++b)
+    layoutOf(dtype).decode(bytes + b * blockBytes, out + b * elements);
 }

@@ -1,6 +1,6 @@
 //===- StoredDtypes.h - checkpoint element encodings, decoded ----*- C++ -*-===//
 //
-// How each WeightDtype lays out its elements, and their decoding to f32:
+// How each WeightFormat lays out its elements, and their decoding to f32:
 // IEEE half, bfloat16, and GGML's block formats as llama.cpp writes them
 // into GGUF files (ggml-common.h's block_q8_0, block_q4_0, ...,
 // block_iq4_xs; all little endian):
@@ -81,14 +81,13 @@ std::string describeNonFiniteScale(const NonFiniteScale &scale);
 /// scale (d, or its minimum's dmin or m) is infinite or NaN, if any (none
 /// for the float dtypes). A corrupt file's such blocks would decode to NaN
 /// everywhere, or to zeros where a kernel clamps them, with nothing said.
-std::optional<NonFiniteScale> findNonFiniteScale(WeightDtype dtype,
-                                                 const uint8_t *bytes,
-                                                 int64_t blocks);
+std::optional<NonFiniteScale>
+findNonFiniteScale(WeightFormat dtype, const uint8_t *bytes, int64_t blocks);
 
 /// Decodes `count` consecutive elements of `dtype` stored at `bytes` into
 /// `out`; for a block dtype, `count` is a whole number of blocks and
 /// `bytes` the start of one.
-void decodeStoredElements(WeightDtype dtype, const uint8_t *bytes,
+void decodeStoredElements(WeightFormat dtype, const uint8_t *bytes,
                           int64_t count, float *out);
 
 } // namespace mlir::tfm

@@ -14,7 +14,7 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
-WeightTensor WeightTensor::view(std::vector<int64_t> shape, WeightDtype dtype,
+WeightTensor WeightTensor::view(std::vector<int64_t> shape, WeightFormat dtype,
                                 const uint8_t *data, bool inMappedFile,
                                 std::string source) {
   WeightTensor t;
@@ -23,7 +23,7 @@ WeightTensor WeightTensor::view(std::vector<int64_t> shape, WeightDtype dtype,
   t.origin = std::move(source);
   t.data = data;
   t.mapped = inMappedFile;
-  t.storedBytes = dtypeStoredBytes(dtype, t.numElements());
+  t.storedBytes = checkpointStoredBytes(dtype, t.numElements());
   t.rowStride = t.cols();
   return t;
 }
@@ -31,9 +31,8 @@ WeightTensor WeightTensor::view(std::vector<int64_t> shape, WeightDtype dtype,
 WeightTensor WeightTensor::mxfp4Pair(int64_t rows, int64_t cols,
                                      const ByteTensor &codes,
                                      const ByteTensor &exponents) {
-  WeightTensor t =
-      view({rows, cols}, WeightDtype::MXFP4, codes.data, codes.inMappedFile,
-           codes.source);
+  WeightTensor t = view({rows, cols}, WeightFormat::MXFP4, codes.data,
+                        codes.inMappedFile, codes.source);
   t.storedBytes = rows * cols / 2;
   t.exponents = exponents.data;
   t.exponentsMapped = exponents.inMappedFile;
@@ -63,8 +62,8 @@ int64_t WeightTensor::numElements() const {
 void WeightTensor::copyStoredElements(int64_t first, int64_t count,
                                       uint8_t *out) const {
   if (!exponents) {
-    std::memcpy(out, data + dtypeStoredBytes(storedDtype, first),
-                dtypeStoredBytes(storedDtype, count));
+    std::memcpy(out, data + checkpointStoredBytes(storedDtype, first),
+                checkpointStoredBytes(storedDtype, count));
     return;
   }
   // GGUF's block_mxfp4 from Hugging Face's two tensors: the exponent, then
@@ -85,13 +84,13 @@ void WeightTensor::copyStoredElements(int64_t first, int64_t count,
 
 void WeightTensor::readRows(int64_t begin, int64_t count, float *out) const {
   int64_t columns = cols();
-  std::vector<uint8_t> paired(exponents ? dtypeStoredBytes(storedDtype, columns)
-                                        : 0);
+  std::vector<uint8_t> paired(
+      exponents ? checkpointStoredBytes(storedDtype, columns) : 0);
   for (int64_t r = begin; r < begin + count; ++r, out += columns) {
     int64_t first = storedRow(r) * rowStride;
     if (colStride == 1) {
       // A run of stored elements (a row of whole blocks for block dtypes).
-      const uint8_t *stored = data + dtypeStoredBytes(storedDtype, first);
+      const uint8_t *stored = data + checkpointStoredBytes(storedDtype, first);
       if (exponents) {
         copyStoredElements(first, columns, paired.data());
         stored = paired.data();
@@ -106,7 +105,7 @@ void WeightTensor::readRows(int64_t begin, int64_t count, float *out) const {
       int64_t at = first + c * colStride;
       float value;
       decodeStoredElements(storedDtype,
-                           data + dtypeStoredBytes(storedDtype, at), 1,
+                           data + checkpointStoredBytes(storedDtype, at), 1,
                            &value);
       out[c] = value + addend;
     }
@@ -117,7 +116,7 @@ bool WeightTensor::readStoredRows(int64_t begin, int64_t count,
                                   uint8_t *out) const {
   if (owned || colStride != 1 || addend != 0)
     return false;
-  int64_t rowBytes = dtypeStoredBytes(storedDtype, cols());
+  int64_t rowBytes = checkpointStoredBytes(storedDtype, cols());
   for (int64_t r = begin; r < begin + count; ++r, out += rowBytes)
     copyStoredElements(storedRow(r) * rowStride, cols(), out);
   return true;
@@ -185,7 +184,7 @@ WeightTensor WeightTensor::transposeRowBlocks(int64_t blockRows, int64_t first,
 WeightTensor WeightTensor::strided(std::vector<int64_t> shape, int64_t offset,
                                    int64_t rowStep, int64_t colStep) const {
   assert(!rowIndex && colStride == 1 && addend == 0 && !owned &&
-         dtypeBlockElements(storedDtype) == 1 &&
+         checkpointBlockElements(storedDtype) == 1 &&
          "strided view of a view that is not plain");
   // Row r starts at element offset + r·rowStep (rowStride 1 makes the row
   // index an element offset).
@@ -242,9 +241,9 @@ void WeightTensor::releaseRows(int64_t begin, int64_t end) const {
                          (last + 1 - first) * rowStride / 32);
     return;
   }
-  releaseMappedBytes(data + dtypeStoredBytes(storedDtype, first * rowStride),
-                     dtypeStoredBytes(storedDtype,
-                                      (last + 1 - first) * rowStride));
+  releaseMappedBytes(
+      data + checkpointStoredBytes(storedDtype, first * rowStride),
+      checkpointStoredBytes(storedDtype, (last + 1 - first) * rowStride));
 }
 
 std::string mlir::tfm::formatShape(const std::vector<int64_t> &shape) {
@@ -290,14 +289,15 @@ const WeightTensor *WeightStore::lookup(llvm::StringRef name) const {
 bool WeightStore::hasNarrowMatrices() const {
   return llvm::any_of(order, [&](const std::string &name) {
     const WeightTensor &tensor = tensors.find(name)->second;
-    return tensor.shape().size() >= 2 && tensor.dtype() != WeightDtype::F32;
+    return tensor.shape().size() >= 2 && tensor.dtype() != WeightFormat::F32;
   });
 }
 
-std::optional<WeightDtype> WeightStore::firstBlockDtype() const {
+std::optional<WeightFormat> WeightStore::firstBlockDtype() const {
   for (const std::string &name : order) {
     const WeightTensor &tensor = tensors.find(name)->second;
-    if (tensor.shape().size() >= 2 && dtypeBlockElements(tensor.dtype()) > 1)
+    if (tensor.shape().size() >= 2 &&
+        checkpointBlockElements(tensor.dtype()) > 1)
       return tensor.dtype();
   }
   return std::nullopt;

@@ -15,6 +15,8 @@
 #ifndef TFM_FRONTEND_FORMATS_WEIGHTSTORE_H
 #define TFM_FRONTEND_FORMATS_WEIGHTSTORE_H
 
+#include "ir/WeightFormat.h"
+
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -27,17 +29,11 @@
 
 namespace mlir::tfm {
 
-/// How a checkpoint stores a tensor's elements: floats, or GGML's blocks
-/// (GGUF files): Q8_0 and Q4_0 are blocks of 32 with an f16 scale (the
-/// formats of #tfm.block_quant), Q4_1 adds an f16 minimum, Q4_K, Q5_K and
-/// Q6_K super-blocks of 256 with quantized sub-block scales, MXFP4 blocks
-/// of 32 E2M1 codes with an E8M0 exponent; those have block kernels. Q5_0,
-/// Q5_1, Q2_K, Q3_K, IQ4_NL and IQ4_XS are read (decoded to f32) and
-/// requantized to int8 (frontend/formats/StoredDtypes.h, checkpointDtype).
-enum class WeightDtype : uint8_t {
-  F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K,
-  Q5_0, Q5_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS, MXFP4
-};
+// A tensor's elements are stored in a WeightFormat (ir/WeightFormat.h: the
+// table of formats): floats, or GGML's blocks (GGUF files). Those kept as
+// block panels have block kernels; Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL and IQ4_XS
+// are read (decoded to f32, frontend/formats/StoredDtypes.h) and
+// requantized to int8 (checkpointDtype).
 
 /// A tensor of bytes as a checkpoint stores it (safetensors' U8), which no
 /// builder reads as a weight: gpt-oss's MXFP4 blocks and exponents, which
@@ -49,16 +45,6 @@ struct ByteTensor {
   std::string source;
 };
 
-/// Elements per block of `dtype` (1 for floats).
-int64_t dtypeBlockElements(WeightDtype dtype);
-/// Bytes per block of `dtype` (per element for floats).
-int64_t dtypeBlockBytes(WeightDtype dtype);
-/// Bytes that `elements` elements of `dtype` take (a whole number of
-/// blocks).
-int64_t dtypeStoredBytes(WeightDtype dtype, int64_t elements);
-/// The dtype's name as GGUF and safetensors spell it ("Q4_K", "BF16").
-const char *dtypeName(WeightDtype dtype);
-
 /// A tensor seen as the matrix [rows(), cols()]: its first dim by the
 /// product of the others (a 1-D tensor is a column). Element (r, c) is the
 /// stored element rowIndex(r)·rowStride + c·colStride, plus `addend`.
@@ -69,7 +55,7 @@ public:
   WeightTensor() = default;
   /// A row-major tensor of `dtype` at `data`, which the store keeps alive;
   /// `inMappedFile`: `data` is a file mapping (releasePages may drop it).
-  static WeightTensor view(std::vector<int64_t> shape, WeightDtype dtype,
+  static WeightTensor view(std::vector<int64_t> shape, WeightFormat dtype,
                            const uint8_t *data, bool inMappedFile,
                            std::string source);
   /// The [rows, cols] MXFP4 matrix whose blocks Hugging Face stores in two
@@ -87,7 +73,7 @@ public:
                                  std::string source);
 
   const std::vector<int64_t> &shape() const { return dims; }
-  WeightDtype dtype() const { return storedDtype; }
+  WeightFormat dtype() const { return storedDtype; }
   /// Where it came from, for messages ("model.safetensors").
   const std::string &source() const { return origin; }
   int64_t numElements() const;
@@ -96,9 +82,10 @@ public:
 
   /// Writes rows [begin, begin + count) as f32, row-major, to `out`.
   void readRows(int64_t begin, int64_t count, float *out) const;
-  /// Copies rows [begin, begin + count) as stored (dtypeStoredBytes(dtype(),
-  /// cols()) bytes each: a block dtype's blocks) to `out`; false for a
-  /// view that transposes or adds, or values a frontend computed.
+  /// Copies rows [begin, begin + count) as stored
+  /// (checkpointStoredBytes(dtype(), cols()) bytes each: a block dtype's
+  /// blocks) to `out`; false for a view that transposes or adds, or values a
+  /// frontend computed.
   bool readStoredRows(int64_t begin, int64_t count, uint8_t *out) const;
   /// All elements as f32 (tests, small tensors).
   std::vector<float> toF32() const;
@@ -141,7 +128,7 @@ public:
 
 private:
   std::vector<int64_t> dims;
-  WeightDtype storedDtype = WeightDtype::F32;
+  WeightFormat storedDtype = WeightFormat::F32;
   std::string origin;
   const uint8_t *data = nullptr;
   /// The stored tensor's bytes, for releasePages.
@@ -192,7 +179,7 @@ public:
   bool hasNarrowMatrices() const;
   /// The block dtype (GGUF's Q8_0, Q4_K, ...) of the first matrix stored in
   /// blocks, if any: what only the CPU's kernels read.
-  std::optional<WeightDtype> firstBlockDtype() const;
+  std::optional<WeightFormat> firstBlockDtype() const;
   /// A tensor of integers (or booleans) the reader left out: a buffer
   /// saved with the parameters (Swin's relative_position_index), which no
   /// builder reads as a weight; named with its dtype if one asks for it.

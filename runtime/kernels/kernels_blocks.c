@@ -193,19 +193,19 @@ static int quantize_activations(const float *a, int64_t m, int64_t k,
  * its minimum. */
 static int32_t stored_code(int format, const uint8_t *block_codes, int r,
                            int e) {
-  if (format == TFM_BLOCKS_Q8_0)
+  if (format == TFM_FORMAT_Q8_0)
     return block_codes[(e / 4) * 64 + r * 4 + e % 4];
   uint8_t byte = block_codes[(e / 8) * 64 + r * 4 + e % 4];
   int32_t nibble = e % 8 < 4 ? byte & 0x0F : byte >> 4;
-  if (format == TFM_BLOCKS_MXFP4) {
+  if (format == TFM_FORMAT_MXFP4) {
     static const uint8_t codes[16] = {TFM_MXFP4_CODE_LIST};
     return codes[nibble];
   }
-  if (format == TFM_BLOCKS_Q5_K) {
+  if (format == TFM_FORMAT_Q5_K) {
     int bit = (e / 8) * 2 + (e % 8 >= 4); /* its fifth bit's place */
     return nibble | ((block_codes[256 + r * 4 + e % 4] >> bit) & 1) << 4;
   }
-  if (format != TFM_BLOCKS_Q6_K)
+  if (format != TFM_FORMAT_Q6_K)
     return nibble;
   int part = (e / 8) % 2 * 2 + (e % 8 >= 4); /* its two bits' place */
   uint8_t bits = block_codes[256 + (e / 16) * 64 + r * 4 + e % 4];
@@ -217,7 +217,7 @@ static void tile_scalar(const block_job *job, int64_t p, int64_t i0,
   panel_parts parts = parts_of(job->weights + p * job->panel_bytes,
                                job->format, job->blocks);
   const uint8_t *codes = parts.codes;
-  int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
+  int64_t code_bytes = tfm_block_code_bytes(job->format);
   int32_t offset = code_offset(job->format);
   float tile[kTile * kRows] = {0};
   for (int64_t b = 0; b < job->blocks; ++b) {
@@ -228,7 +228,7 @@ static void tile_scalar(const block_job *job, int64_t p, int64_t i0,
       float xs = job->x.scales[i * job->blocks + b];
       int32_t xsum = job->x.sums[i * job->blocks + b];
       for (int o = 0; o < kRows; ++o) {
-        if (job->format == TFM_BLOCKS_Q6_K) {
+        if (job->format == TFM_FORMAT_Q6_K) {
           for (int part = 0; part < 2; ++part) {
             int32_t dot = 0;
             for (int e = 16 * part; e < 16 * part + 16; ++e)
@@ -539,12 +539,12 @@ static void widen_row(const uint8_t *weights, int format, int64_t cols,
   int r = (int)(row % kRows);
   int32_t offset = code_offset(format);
   for (int64_t b = 0; b < blocks; ++b) {
-    int q6 = format == TFM_BLOCKS_Q6_K;
+    int q6 = format == TFM_FORMAT_Q6_K;
     float s[2] = {q6 ? q6_scale(&parts, b, 0, r) * scale
                      : block_scale(format, &parts, b, r) * scale,
                   q6 ? q6_scale(&parts, b, 1, r) * scale : 0.0f};
     float m = block_min(format, &parts, b, r) * scale;
-    const uint8_t *block_codes = codes + b * TFM_BLOCK_CODE_BYTES(format);
+    const uint8_t *block_codes = codes + b * tfm_block_code_bytes(format);
     for (int e = 0; e < kBlock && b * kBlock + e < cols; ++e)
       out[b * kBlock + e] =
           (float)(stored_code(format, block_codes, r, e) - offset) *

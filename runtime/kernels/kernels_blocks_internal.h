@@ -50,21 +50,25 @@ typedef struct {
 /* Whether the format is a K-quant with minimums (q4_k, q5_k): d · scale
  * and dmin · min per block, d and dmin per super-block. */
 static inline int is_k_with_min(int format) {
-  return format == TFM_BLOCKS_Q4_K || format == TFM_BLOCKS_Q5_K;
+  return format == TFM_FORMAT_Q4_K || format == TFM_FORMAT_Q5_K;
 }
 
 /* Whether a block has a minimum to add (times the activations' sum). */
 static inline int has_min(int format) {
-  return format == TFM_BLOCKS_Q4_1 || is_k_with_min(format);
+  return format == TFM_FORMAT_Q4_1 || is_k_with_min(format);
 }
 
 /* The weight codes' offset that vpdpbusd's unsigned operand needs. */
 static inline int32_t code_offset(int format) {
   switch (format) {
-  case TFM_BLOCKS_Q8_0: return 128;
-  case TFM_BLOCKS_Q4_0: return 8;
-  case TFM_BLOCKS_Q6_K: return 32; /* subtracted per half: two scales */
-  case TFM_BLOCKS_MXFP4: return 12; /* TFM_MXFP4_CODE_LIST's */
+  case TFM_FORMAT_Q8_0:
+    return 128;
+  case TFM_FORMAT_Q4_0:
+    return 8;
+  case TFM_FORMAT_Q6_K:
+    return 32; /* subtracted per half: two scales */
+  case TFM_FORMAT_MXFP4:
+    return 12; /* TFM_MXFP4_CODE_LIST's */
   default: return 0;
   }
 }
@@ -77,7 +81,7 @@ static inline int32_t code_offset(int format) {
 
 /* Where a panel's block codes start, past its scales (and minimums). */
 static inline int64_t codes_start(int format, int64_t blocks) {
-  return blocks * TFM_BLOCK_META_BYTES(format);
+  return blocks * tfm_block_meta_bytes(format);
 }
 
 /* A block panel's parts (weight_formats.h): f16 scales [block][row]
@@ -87,7 +91,7 @@ static inline int64_t codes_start(int format, int64_t blocks) {
  * NULL for other formats), q4_k's and q5_k's own 6-bit scales and
  * minimums [block][row] and
  * q6_k's int8 scales [block][half][row] (NULL for others), then the codes,
- * TFM_BLOCK_CODE_BYTES(format) a block. */
+ * tfm_block_code_bytes(format) a block. */
 typedef struct {
   const uint16_t *scales, *mins;
   const uint8_t *block_scales, *block_mins;
@@ -98,7 +102,7 @@ static inline panel_parts parts_of(const uint8_t *panel, int format, int64_t blo
   const uint16_t *scales = (const uint16_t *)panel;
   panel_parts parts = {scales, NULL, NULL, NULL,
                        panel + codes_start(format, blocks)};
-  if (format == TFM_BLOCKS_Q4_1)
+  if (format == TFM_FORMAT_Q4_1)
     parts.mins = scales + blocks * kRows;
   if (is_k_with_min(format)) {
     int64_t supers = blocks / TFM_K_SUPER_BLOCKS;
@@ -106,10 +110,10 @@ static inline panel_parts parts_of(const uint8_t *panel, int format, int64_t blo
     parts.block_scales = (const uint8_t *)(parts.mins + supers * kRows);
     parts.block_mins = parts.block_scales + blocks * kRows;
   }
-  if (format == TFM_BLOCKS_Q6_K)
+  if (format == TFM_FORMAT_Q6_K)
     parts.block_scales =
         (const uint8_t *)(scales + blocks / TFM_K_SUPER_BLOCKS * kRows);
-  if (format == TFM_BLOCKS_MXFP4) {
+  if (format == TFM_FORMAT_MXFP4) {
     parts.scales = NULL;
     parts.block_scales = panel;
   }
@@ -121,7 +125,7 @@ static inline panel_parts parts_of(const uint8_t *panel, int format, int64_t blo
  * mxfp4's 2^(e - 128) (for its codes' doubled values). */
 static inline float block_scale(int format, const panel_parts *parts, int64_t b,
                          int r) {
-  if (format == TFM_BLOCKS_MXFP4)
+  if (format == TFM_FORMAT_MXFP4)
     return tfm_e8m0_half(parts->block_scales[b * kRows + r]);
   if (!is_k_with_min(format))
     return tfm_f16_to_float(parts->scales[b * kRows + r]);
@@ -136,7 +140,7 @@ static inline float q6_scale(const panel_parts *parts, int64_t b, int part, int 
 }
 static inline float block_min(int format, const panel_parts *parts, int64_t b,
                        int r) {
-  if (format == TFM_BLOCKS_Q4_1)
+  if (format == TFM_FORMAT_Q4_1)
     return tfm_f16_to_float(parts->mins[b * kRows + r]);
   if (!is_k_with_min(format))
     return 0.0f;

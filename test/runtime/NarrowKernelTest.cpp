@@ -29,14 +29,14 @@
 #include <cstring>
 #include <vector>
 
-using mlir::tfm::StoredFormat;
+using mlir::tfm::WeightFormat;
 
 namespace {
 
 using tfm_test::randomValues;
 
 /// W [n, k] encoded panel by panel, as the packager writes it.
-std::vector<uint8_t> encode(StoredFormat format, const std::vector<float> &w,
+std::vector<uint8_t> encode(WeightFormat format, const std::vector<float> &w,
                             int64_t n, int64_t k) {
   int64_t height = mlir::tfm::panelRows(format);
   std::vector<uint8_t> bytes;
@@ -167,31 +167,37 @@ double mxfp4Value(const std::vector<uint8_t> &blocks, int64_t k, int64_t row,
 
 /// Random checkpoint blocks of `format` (Q4_K, Q5_K, Q6_K, MXFP4) for W
 /// [n, k].
-std::vector<uint8_t> randomCheckpointBlocks(StoredFormat format, int64_t n,
+std::vector<uint8_t> randomCheckpointBlocks(WeightFormat format, int64_t n,
                                             int64_t k, unsigned seed) {
   switch (format) {
-  case StoredFormat::Q4_K: return randomKMinBlocks(n, k, seed, false);
-  case StoredFormat::Q5_K: return randomKMinBlocks(n, k, seed, true);
-  case StoredFormat::MXFP4: return randomMxfp4Blocks(n, k, seed);
+  case WeightFormat::Q4_K:
+    return randomKMinBlocks(n, k, seed, false);
+  case WeightFormat::Q5_K:
+    return randomKMinBlocks(n, k, seed, true);
+  case WeightFormat::MXFP4:
+    return randomMxfp4Blocks(n, k, seed);
   default: return randomQ6KBlocks(n, k, seed);
   }
 }
 
 /// Element (row, col) of random checkpoint blocks of `format`, as ggml
 /// decodes it.
-double checkpointValue(StoredFormat format, const std::vector<uint8_t> &blocks,
+double checkpointValue(WeightFormat format, const std::vector<uint8_t> &blocks,
                        int64_t k, int64_t row, int64_t col) {
   switch (format) {
-  case StoredFormat::Q4_K: return kMinValue(blocks, k, row, col, false);
-  case StoredFormat::Q5_K: return kMinValue(blocks, k, row, col, true);
-  case StoredFormat::MXFP4: return mxfp4Value(blocks, k, row, col);
+  case WeightFormat::Q4_K:
+    return kMinValue(blocks, k, row, col, false);
+  case WeightFormat::Q5_K:
+    return kMinValue(blocks, k, row, col, true);
+  case WeightFormat::MXFP4:
+    return mxfp4Value(blocks, k, row, col);
   default: return q6KValue(blocks, k, row, col);
   }
 }
 
 /// The blocks as q4_k, q5_k, q6_k or mxfp4 panels, as the packager writes
 /// them.
-std::vector<uint8_t> encodeCheckpointBlocks(StoredFormat format,
+std::vector<uint8_t> encodeCheckpointBlocks(WeightFormat format,
                                             const std::vector<uint8_t> &blocks,
                                             int64_t n, int64_t k) {
   int64_t rowBytes = k / mlir::tfm::checkpointBlockElements(format) *
@@ -211,12 +217,12 @@ std::vector<uint8_t> encodeCheckpointBlocks(StoredFormat format,
 
 /// Element (row, col) of W [n, k] stored as `bytes`, decoded from the
 /// layout weight_formats.h describes.
-double decoded(StoredFormat format, const std::vector<uint8_t> &bytes,
+double decoded(WeightFormat format, const std::vector<uint8_t> &bytes,
                int64_t k, int64_t row, int64_t col) {
   if (!mlir::tfm::isBlockFormat(format)) {
     int64_t index = ((row / 32) * k + col) * 32 + row % 32;
     uint16_t bits = uint16_t(bytes[2 * index] | bytes[2 * index + 1] << 8);
-    if (format == StoredFormat::F16)
+    if (format == WeightFormat::F16)
       return tfm_f16_to_float(bits);
     uint32_t wide = uint32_t(bits) << 16;
     float value;
@@ -227,7 +233,7 @@ double decoded(StoredFormat format, const std::vector<uint8_t> &bytes,
   auto f16At = [](const uint8_t *at) {
     return double(tfm_f16_to_float(uint16_t(at[0] | at[1] << 8)));
   };
-  if (format == StoredFormat::MXFP4) {
+  if (format == WeightFormat::MXFP4) {
     // E8M0 exponents [block][row]; codes as Q4_0's.
     const uint8_t *panel = bytes.data() + (row / 16) * blocks * (16 + 256);
     const uint8_t *codes = panel + blocks * 16 + b * 256;
@@ -235,10 +241,10 @@ double decoded(StoredFormat format, const std::vector<uint8_t> &bytes,
     return std::ldexp(e2m1Value(e % 8 < 4 ? byte & 15 : byte >> 4),
                       panel[b * 16 + r] - 127);
   }
-  if (format == StoredFormat::Q4_K || format == StoredFormat::Q5_K) {
+  if (format == WeightFormat::Q4_K || format == WeightFormat::Q5_K) {
     // d, dmin [super-block][row]; scales, mins [block][row]; codes (q5_k:
     // the nibbles, then a vector of fifth bits).
-    bool q5 = format == StoredFormat::Q5_K;
+    bool q5 = format == WeightFormat::Q5_K;
     int64_t supers = blocks / 8, s = b / 8, codeBytes = q5 ? 320 : 256;
     const uint8_t *panel = bytes.data() + (row / 16) * blocks * (40 + codeBytes);
     double d = f16At(panel + (s * 16 + r) * 2);
@@ -252,7 +258,7 @@ double decoded(StoredFormat format, const std::vector<uint8_t> &bytes,
       q |= ((codes[256 + r * 4 + e % 4] >> ((e / 8) * 2 + (e % 8 >= 4))) & 1) << 4;
     return float(d * scale) * q - float(dmin * min);
   }
-  if (format == StoredFormat::Q6_K) {
+  if (format == WeightFormat::Q6_K) {
     // d [super-block][row]; int8 scales [block][half][row]; nibbles, then
     // two vectors of high bits.
     int64_t supers = blocks / 8, s = b / 8;
@@ -266,8 +272,8 @@ double decoded(StoredFormat format, const std::vector<uint8_t> &bytes,
     int high = (codes[256 + (e / 16) * 64 + r * 4 + e % 4] >> (2 * place)) & 3;
     return float(d * scale) * ((nibble | high << 4) - 32);
   }
-  bool q8 = format == StoredFormat::Q8_0;
-  bool withMin = format == StoredFormat::Q4_1;
+  bool q8 = format == WeightFormat::Q8_0;
+  bool withMin = format == WeightFormat::Q4_1;
   int64_t codeBytes = q8 ? 512 : 256, metaBytes = withMin ? 64 : 32;
   const uint8_t *panel =
       bytes.data() + (row / 16) * blocks * (metaBytes + codeBytes);
@@ -286,7 +292,7 @@ double decoded(StoredFormat format, const std::vector<uint8_t> &bytes,
 /// (tfm_rt_dequantize_blocks), and rows `ids` times `scale` (an embedding
 /// lookup, tfm_rt_embedding_blocks).
 std::pair<std::vector<float>, std::vector<float>>
-widenedByRuntime(StoredFormat format, std::vector<uint8_t> &bytes, int64_t n,
+widenedByRuntime(WeightFormat format, std::vector<uint8_t> &bytes, int64_t n,
                  int64_t k, std::vector<int32_t> &ids, float scale) {
   int64_t code = mlir::tfm::blockFormatCode(format);
   int64_t count = int64_t(ids.size());
@@ -318,7 +324,7 @@ struct LinearCase {
 
 /// C = A·Wᵀ (+ bias) over W stored in `format`, against double loops over
 /// the decoded W; returns C for comparisons across instruction sets.
-std::vector<float> checkLinear(StoredFormat format, const LinearCase &c) {
+std::vector<float> checkLinear(WeightFormat format, const LinearCase &c) {
   SCOPED_TRACE(testing::Message() << "format=" << int(format) << " m=" << c.m
                                   << " n=" << c.n << " k=" << c.k
                                   << " bias=" << c.bias);
@@ -345,7 +351,7 @@ std::vector<float> checkLinear(StoredFormat format, const LinearCase &c) {
     auto *data = reinterpret_cast<uint16_t *>(bytes.data());
     int64_t panels = (c.n + 31) / 32;
     tfm_memref3d_u16 pm = {data, data, 0, {panels, c.k, 32}, {c.k * 32, 32, 1}};
-    bool bf16 = format == StoredFormat::BF16;
+    bool bf16 = format == WeightFormat::BF16;
     if (c.bias)
       (bf16 ? _mlir_ciface_tfm_rt_linear_panels_bf16_bias
             : _mlir_ciface_tfm_rt_linear_panels_f16_bias)(&am, &pm, &bm, &cm);
@@ -359,7 +365,7 @@ std::vector<float> checkLinear(StoredFormat format, const LinearCase &c) {
       for (int64_t q = 0; q < c.k; ++q) {
         double wq = decoded(format, bytes, c.k, j, q);
         expected += a[i * c.k + q] * wq;
-        if (format == StoredFormat::BF16 && c.m > 1 && tfm_bf16_dot_enabled())
+        if (format == WeightFormat::BF16 && c.m > 1 && tfm_bf16_dot_enabled())
           // The activation rounded to bf16 (8 significant bits).
           bound += std::fabs(wq * a[i * c.k + q]) / 256.0;
         if (blocks && !tfm_blocks_widens(c.m)) {
@@ -388,7 +394,7 @@ TEST(NarrowPanelKernel, BF16AndF16PanelsAreTheirWidenedWeights) {
   for (int narrow : {0, 1}) {
     SCOPED_TRACE(testing::Message() << "narrow tile=" << narrow);
     tfm_kernels_use_narrow(narrow);
-    for (StoredFormat format : {StoredFormat::BF16, StoredFormat::F16})
+    for (WeightFormat format : {WeightFormat::BF16, WeightFormat::F16})
       // One row: one panel; a pair, a pair and a partial panel; two
       // pairs and a single (panels run two at a time).
       for (LinearCase c : {LinearCase{1, 32, 300, false}, {1, 77, 5, true},
@@ -411,10 +417,10 @@ TEST(NarrowPanelKernel, BF16DotProductsAndWideningAgree) {
   int before = tfm_bf16_dot_use(0);
   for (const LinearCase &c : cases) {
     tfm_bf16_dot_use(0);
-    std::vector<float> widened = checkLinear(StoredFormat::BF16, c);
+    std::vector<float> widened = checkLinear(WeightFormat::BF16, c);
     if (!tfm_bf16_dot_use(1) && !tfm_bf16_dot_enabled())
       GTEST_SKIP() << "this CPU has no AVX512_BF16";
-    std::vector<float> dot = checkLinear(StoredFormat::BF16, c);
+    std::vector<float> dot = checkLinear(WeightFormat::BF16, c);
     EXPECT_NE(widened, dot) << "the vdpbf16ps path did not run";
   }
   tfm_bf16_dot_use(before);
@@ -441,14 +447,13 @@ TEST(BlockKernel, EveryInstructionSetWithinTheActivationStep) {
       {8, 48, 64, true},   {11, 33, 96, true},  {20, 64, 160, false},
       {50, 40, 96, true},  {64, 96, 64, false}};
   tfm_blocks_isa before = tfm_blocks_use_isa(TFM_BLOCKS_ISA_SCALAR);
-  for (StoredFormat format :
-       {StoredFormat::Q8_0, StoredFormat::Q4_0, StoredFormat::Q4_1,
-        StoredFormat::Q4_K, StoredFormat::Q5_K, StoredFormat::Q6_K,
-        StoredFormat::MXFP4})
-    for (const LinearCase &c : mlir::tfm::isKQuant(format) ? superBlockCases
-                               : format == StoredFormat::MXFP4
-                                   ? wholeBlockCases
-                                   : cases) {
+  for (WeightFormat format :
+       {WeightFormat::Q8_0, WeightFormat::Q4_0, WeightFormat::Q4_1,
+        WeightFormat::Q4_K, WeightFormat::Q5_K, WeightFormat::Q6_K,
+        WeightFormat::MXFP4})
+    for (const LinearCase &c : mlir::tfm::isKQuant(format)     ? superBlockCases
+                               : format == WeightFormat::MXFP4 ? wholeBlockCases
+                                                               : cases) {
       std::vector<float> first;
       // Activations quantized in 16- and 8-float vectors (vector_width.h)
       // give the same codes.
@@ -483,13 +488,13 @@ TEST(BlockKernel, ManyRowsOnAvx2MultiplyTheWidenedWeights) {
   EXPECT_TRUE(tfm_blocks_widens(512)) << "a prefill widens";
   // A partial last pair of panels (n = 40: one whole block panel, one
   // half), a padding panel (n = 16), a partial last block (k = 100).
-  for (StoredFormat format :
-       {StoredFormat::Q8_0, StoredFormat::Q4_0, StoredFormat::Q4_1})
+  for (WeightFormat format :
+       {WeightFormat::Q8_0, WeightFormat::Q4_0, WeightFormat::Q4_1})
     for (LinearCase c : {LinearCase{48, 40, 100, true}, {70, 16, 32, false},
                          {96, 64, 300, true}})
       checkLinear(format, c); // within f32 rounding of the exact products
-  for (StoredFormat format : {StoredFormat::Q4_K, StoredFormat::Q5_K,
-                              StoredFormat::Q6_K, StoredFormat::MXFP4})
+  for (WeightFormat format : {WeightFormat::Q4_K, WeightFormat::Q5_K,
+                              WeightFormat::Q6_K, WeightFormat::MXFP4})
     for (LinearCase c : {LinearCase{48, 40, 256, true}, {70, 16, 512, false}})
       checkLinear(format, c);
   tfm_blocks_use_isa(TFM_BLOCKS_ISA_VNNI);
@@ -504,7 +509,7 @@ TEST(BlockKernel, ManyRowsOnAvx2MultiplyTheWidenedWeights) {
 /// [heads·n, k], against tfm_rt_linear_blocks run head by head on the
 /// head's own rows of A, copied dense, and its own panels: the same
 /// quantized rows and the same kernels, so the same bits.
-void checkHeadLinear(StoredFormat format, int64_t m, int64_t heads, int64_t n,
+void checkHeadLinear(WeightFormat format, int64_t m, int64_t heads, int64_t n,
                      int64_t k) {
   SCOPED_TRACE(testing::Message() << "format=" << int(format) << " m=" << m
                                   << " heads=" << heads << " n=" << n
@@ -553,11 +558,11 @@ TEST(BlockKernel, HeadLinearIsEachHeadsOwnProduct) {
     tfm_blocks_use_isa(isa);
     for (int64_t m : {1, 5, 60})
       for (auto [heads, n] : {std::pair<int64_t, int64_t>{3, 16}, {4, 48}}) {
-        checkHeadLinear(StoredFormat::Q8_0, m, heads, n, 96);
-        checkHeadLinear(StoredFormat::Q8_0, m, heads, n, 8);
-        checkHeadLinear(StoredFormat::Q4_0, m, heads, n, 64);
-        checkHeadLinear(StoredFormat::Q4_K, m, heads, n, 256);
-        checkHeadLinear(StoredFormat::MXFP4, m, heads, n, 128);
+        checkHeadLinear(WeightFormat::Q8_0, m, heads, n, 96);
+        checkHeadLinear(WeightFormat::Q8_0, m, heads, n, 8);
+        checkHeadLinear(WeightFormat::Q4_0, m, heads, n, 64);
+        checkHeadLinear(WeightFormat::Q4_K, m, heads, n, 256);
+        checkHeadLinear(WeightFormat::MXFP4, m, heads, n, 128);
       }
   }
   tfm_blocks_use_isa(before);
@@ -568,13 +573,13 @@ TEST(BlockKernel, EncodingKeepsEachValueWithinItsBlocksStep) {
   std::vector<float> w = randomValues(n * k, 6, 3.0f);
   w[5] = 0; // a zero, and a whole zero block below
   std::fill(w.begin() + 2 * k, w.begin() + 2 * k + 32, 0.0f);
-  for (StoredFormat format :
-       {StoredFormat::Q8_0, StoredFormat::Q4_0, StoredFormat::Q4_1}) {
+  for (WeightFormat format :
+       {WeightFormat::Q8_0, WeightFormat::Q4_0, WeightFormat::Q4_1}) {
     std::vector<uint8_t> bytes = encode(format, w, n, k);
     // q8_0: half a step of amax/127; q4_0 may clip its largest value to
     // resolve the rest: within a step of amax/8; q4_1: half a step of its
     // range (at most 2 amax) / 15, plus the f16 rounding of its minimum.
-    bool q8 = format == StoredFormat::Q8_0, q4 = format == StoredFormat::Q4_0;
+    bool q8 = format == WeightFormat::Q8_0, q4 = format == WeightFormat::Q4_0;
     double steps = q8 ? 127.0 : q4 ? 8.0 : 15.0;
     double slack = q8 ? 0.51 : q4 ? 1.0 : 1.01;
     for (int64_t row = 0; row < n; ++row)
@@ -611,9 +616,9 @@ TEST(BlockKernel, QuantizedCheckpointBlocksEncodeToThemselves) {
   int64_t n = 16, k = 96;
   std::vector<float> noise = randomValues(n * k, 11, 1.0f);
   std::vector<float> scales = randomValues(n * k / 32, 12, 0.05f);
-  for (StoredFormat format :
-       {StoredFormat::Q8_0, StoredFormat::Q4_0, StoredFormat::Q4_1}) {
-    bool q8 = format == StoredFormat::Q8_0, q4 = format == StoredFormat::Q4_0;
+  for (WeightFormat format :
+       {WeightFormat::Q8_0, WeightFormat::Q4_0, WeightFormat::Q4_1}) {
+    bool q8 = format == WeightFormat::Q8_0, q4 = format == WeightFormat::Q4_0;
     std::vector<float> w(n * k);
     for (int64_t b = 0; b < n * k / 32; ++b) {
       float d = tfm_f16_to_float(
@@ -666,10 +671,10 @@ TEST(BlockKernel, Q4KSubBlocksKeepTheirGrid) {
       tolerance[b * 32 + i] = step * 12 * 1.0f / 2048 + 1e-6f;
     }
   }
-  std::vector<uint8_t> bytes = encode(StoredFormat::Q4_1, w, n, k);
+  std::vector<uint8_t> bytes = encode(WeightFormat::Q4_1, w, n, k);
   for (int64_t row = 0; row < n; ++row)
     for (int64_t col = 0; col < k; ++col)
-      EXPECT_NEAR(decoded(StoredFormat::Q4_1, bytes, k, row, col),
+      EXPECT_NEAR(decoded(WeightFormat::Q4_1, bytes, k, row, col),
                   w[row * k + col], tolerance[row * k + col])
           << row << "," << col;
 }
@@ -681,8 +686,8 @@ TEST(BlockKernel, Q4KSubBlocksKeepTheirGrid) {
 /// dequantized matrix, an embedding lookup) reads the same values back.
 TEST(BlockKernel, CheckpointPanelsHoldTheFilesBlocks) {
   int64_t n = 40, k = 512; // a partial last panel, two super-blocks a row
-  for (StoredFormat format : {StoredFormat::Q4_K, StoredFormat::Q5_K,
-                              StoredFormat::Q6_K, StoredFormat::MXFP4}) {
+  for (WeightFormat format : {WeightFormat::Q4_K, WeightFormat::Q5_K,
+                              WeightFormat::Q6_K, WeightFormat::MXFP4}) {
     SCOPED_TRACE(testing::Message() << "format=" << int(format));
     std::vector<uint8_t> blocks = randomCheckpointBlocks(format, n, k, 31);
     std::vector<uint8_t> bytes = encodeCheckpointBlocks(format, blocks, n, k);

@@ -48,7 +48,8 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels_f16_bias(
     tfm_memref2d_f32 *a, tfm_memref3d_u16 *panels, tfm_memref1d_f32 *bias,
     tfm_memref2d_f32 *c);
 /* C = A · Wᵀ (+ bias) with W [n, k] in block panels of `format` (a
- * tfm_block_format; runtime/include/tfm/weight_formats.h), `bytes` their bytes. */
+ * tfm_weight_format; runtime/include/tfm/weight_formats.h), `bytes` their
+ * bytes. */
 typedef TFM_MEMREF(int8_t, 1) tfm_memref1d_i8;
 TFM_EXPORT void _mlir_ciface_tfm_rt_linear_blocks(tfm_memref2d_f32 *a,
                                                   tfm_memref1d_i8 *bytes,

@@ -18,7 +18,7 @@
  *
  *   scales[b][r]            f16, block b of row 16p + r
  *   mins[b][r]              f16, Q4_1 only
- *   codes[b][...]           TFM_BLOCK_CODE_BYTES(format) bytes per block
+ *   codes[b][...]           tfm_block_code_bytes(format) bytes per block
  *
  * Codes of a block are in groups of four consecutive elements of a row,
  * so that one AVX-512 VNNI instruction (vpdpbusd: 16 lanes, each a dot
@@ -80,43 +80,99 @@
 
 #include <stdint.h>
 
-/* The block formats (tfm::BlockFormat's values). */
-typedef enum {
-  TFM_BLOCKS_Q8_0 = 0,
-  TFM_BLOCKS_Q4_0 = 1,
-  TFM_BLOCKS_Q4_1 = 2,
-  TFM_BLOCKS_Q4_K = 3,
-  TFM_BLOCKS_Q6_K = 4,
-  TFM_BLOCKS_Q5_K = 5,
-  TFM_BLOCKS_MXFP4 = 6
-} tfm_block_format;
-
 #define TFM_BLOCK_SIZE 32
 #define TFM_BLOCK_PANEL_ROWS 16
 /* Blocks per Q4_K, Q5_K and Q6_K super-block. */
 #define TFM_K_SUPER_BLOCKS 8
-/* Bytes of one block's codes for the 16 rows of a panel. */
-#define TFM_BLOCK_CODE_BYTES(format)                                           \
-  ((format) == TFM_BLOCKS_Q8_0 ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE         \
-   : (format) == TFM_BLOCKS_Q6_K                                               \
-       ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE * 3 / 4                         \
-   : (format) == TFM_BLOCKS_Q5_K                                               \
-       ? TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE * 5 / 8                         \
-       : TFM_BLOCK_PANEL_ROWS * TFM_BLOCK_SIZE / 2)
-/* Bytes of one block's scales for the 16 rows of a panel (f16 each). */
+/* Bytes of one block's f16 scales for the 16 rows of a panel. */
 #define TFM_BLOCK_SCALE_BYTES (TFM_BLOCK_PANEL_ROWS * 2)
-/* Bytes of one block's scales and minimums for a panel's 16 rows (Q4_K,
- * Q5_K: its own 6-bit ones, and an eighth of its super-block's d and dmin;
- * Q6_K: a scale per half, and an eighth of its super-block's d). */
-#define TFM_BLOCK_META_BYTES(format)                                           \
-  ((format) == TFM_BLOCKS_Q4_1 ? 2 * TFM_BLOCK_SCALE_BYTES                     \
-   : (format) == TFM_BLOCKS_Q4_K || (format) == TFM_BLOCKS_Q5_K                \
-       ? 2 * TFM_BLOCK_PANEL_ROWS +                                            \
-             2 * TFM_BLOCK_SCALE_BYTES / TFM_K_SUPER_BLOCKS                    \
-   : (format) == TFM_BLOCKS_Q6_K                                               \
-       ? 2 * TFM_BLOCK_PANEL_ROWS + TFM_BLOCK_SCALE_BYTES / TFM_K_SUPER_BLOCKS \
-   : (format) == TFM_BLOCKS_MXFP4 ? TFM_BLOCK_PANEL_ROWS                     \
-       : TFM_BLOCK_SCALE_BYTES)
+
+/* How tfmc keeps a weight a checkpoint stores in a format: */
+typedef enum {
+  TFM_KEPT_FLOAT,      /* float panels (or rows) of its own width */
+  TFM_KEPT_ENCODED,    /* block panels, also encoded from f32 values */
+  TFM_KEPT_COPIED,     /* block panels copied from the file's blocks */
+  TFM_KEPT_REQUANTIZED /* decoded and requantized to int8 (Q8_0 panels) */
+} tfm_format_kept;
+
+/* Every format a checkpoint may store a weight in, one row each, as
+ * ggml's type_traits: the one table that the compiler's enum
+ * (ir/WeightFormat.h: WeightFormat, which #tfm.block_quant, the frontend
+ * and the packager all use), its names and the kernels' panel geometry
+ * come from. Adding a format is a row here, its kernels and its tests.
+ *
+ *   NAME   the checkpoint's spelling (GGUF's, safetensors'): TFM_FORMAT_NAME
+ *   GGML   GGML's type number in a GGUF file
+ *   ELEMS  elements of one of the file's blocks (1: a float)
+ *   BYTES  bytes of one of the file's blocks
+ *   KEPT   how tfmc keeps it (tfm_format_kept, without TFM_KEPT_)
+ *   FORMAT the stored format's name in tfmc: #tfm.block_quant<FORMAT>
+ *   DTYPE  what it is kept as, by tfm.checkpoint_dtype's and
+ *          --weights-dtype's name. The formats no kernel reads are
+ *          requantized into int8, within 1/254 of each block's peak of the
+ *          file's numbers: four bits would add an error of the order of
+ *          theirs (Q3_K into int4 or int4-min moved test logits 7x as far
+ *          from the file's as int8 did); --weights-dtype=int4 asks for it.
+ *   BITS   bits of a code in a block panel (0: not kept as blocks)
+ *   CODES  bytes of one block's codes for a panel's 16 rows
+ *   META   bytes of one block's scales and minimums for a panel's 16 rows
+ *          (Q4_K, Q5_K: their 6-bit ones and an eighth of the
+ *          super-block's d and dmin; Q6_K: a scale a half and an eighth
+ *          of d; MXFP4: an exponent byte)
+ *
+ * The rows' order is the enum's (GGUF's tensor counts in messages follow
+ * it). */
+#define TFM_WEIGHT_FORMATS(X)                                                  \
+  /* NAME GGML ELEMS BYTES KEPT FORMAT DTYPE BITS CODES META */                \
+  X(F32, 0, 1, 4, FLOAT, "f32", "f32", 0, 0, 0)                                \
+  X(F16, 1, 1, 2, FLOAT, "f16", "f16", 0, 0, 0)                                \
+  X(BF16, 30, 1, 2, FLOAT, "bf16", "bf16", 0, 0, 0)                            \
+  X(Q8_0, 8, 32, 34, ENCODED, "q8_0", "int8", 8, 512, 32)                      \
+  X(Q4_0, 2, 32, 18, ENCODED, "q4_0", "int4", 4, 256, 32)                      \
+  X(Q4_1, 3, 32, 20, ENCODED, "q4_1", "int4-min", 4, 256, 64)                  \
+  X(Q4_K, 12, 256, 144, COPIED, "q4_k", "q4_k", 4, 256, 40)                    \
+  X(Q6_K, 14, 256, 210, COPIED, "q6_k", "q6_k", 6, 384, 36)                    \
+  X(Q5_0, 6, 32, 22, REQUANTIZED, "q5_0", "int8", 0, 0, 0)                     \
+  X(Q5_1, 7, 32, 24, REQUANTIZED, "q5_1", "int8", 0, 0, 0)                     \
+  X(Q2_K, 10, 256, 84, REQUANTIZED, "q2_k", "int8", 0, 0, 0)                   \
+  X(Q3_K, 11, 256, 110, REQUANTIZED, "q3_k", "int8", 0, 0, 0)                  \
+  X(Q5_K, 13, 256, 176, COPIED, "q5_k", "q5_k", 5, 320, 40)                    \
+  X(IQ4_NL, 20, 32, 18, REQUANTIZED, "iq4_nl", "int8", 0, 0, 0)                \
+  X(IQ4_XS, 23, 256, 136, REQUANTIZED, "iq4_xs", "int8", 0, 0, 0)              \
+  X(MXFP4, 39, 32, 17, COPIED, "mxfp4", "mxfp4", 4, 256, 16)
+
+/* The formats, numbered as the table's rows; what compiled code passes the
+ * block kernels (a block panel's format). */
+typedef enum {
+#define TFM_FORMAT_ENUM_ROW(NAME, GGML, ELEMS, BYTES, KEPT, FORMAT, DTYPE,     \
+                            BITS, CODES, META)                                 \
+  TFM_FORMAT_##NAME,
+  TFM_WEIGHT_FORMATS(TFM_FORMAT_ENUM_ROW)
+#undef TFM_FORMAT_ENUM_ROW
+      TFM_FORMAT_COUNT
+} tfm_weight_format;
+
+/* A block's bytes in a panel of 16 rows, by format (zero where the format
+ * is not kept in block panels). */
+typedef struct {
+  int16_t codes, meta;
+} tfm_block_bytes;
+static const tfm_block_bytes tfm_block_bytes_of[TFM_FORMAT_COUNT] = {
+#define TFM_FORMAT_BYTES_ROW(NAME, GGML, ELEMS, BYTES, KEPT, FORMAT, DTYPE,    \
+                             BITS, CODES, META)                                \
+  {CODES, META},
+    TFM_WEIGHT_FORMATS(TFM_FORMAT_BYTES_ROW)
+#undef TFM_FORMAT_BYTES_ROW
+};
+
+/* Bytes of one block's codes for the 16 rows of a panel. */
+static inline int64_t tfm_block_code_bytes(int format) {
+  return tfm_block_bytes_of[format].codes;
+}
+/* Bytes of one block's scales and minimums for the 16 rows of a panel. */
+static inline int64_t tfm_block_meta_bytes(int format) {
+  return tfm_block_bytes_of[format].meta;
+}
 
 /* MXFP4's E2M1 values doubled, by code: integers in [-12, 12]. */
 #define TFM_MXFP4_DOUBLED                                                      \
@@ -141,7 +197,7 @@ static inline int64_t tfm_blocks_per_row(int64_t cols) {
 /* Bytes of one block panel of a matrix with `cols` columns. */
 static inline int64_t tfm_block_panel_bytes(int format, int64_t cols) {
   return tfm_blocks_per_row(cols) *
-         (TFM_BLOCK_META_BYTES(format) + TFM_BLOCK_CODE_BYTES(format));
+         (tfm_block_meta_bytes(format) + tfm_block_code_bytes(format));
 }
 /* Bytes of a [rows, cols] matrix in block panels. */
 static inline int64_t tfm_block_matrix_bytes(int format, int64_t rows,

@@ -39,7 +39,7 @@ TFM_AVX2_INLINE __m256 e8m0_halves8_avx2(const uint8_t *at) {
  * 8·half .. 8·half + 7 of a panel (block_scale, block_min). */
 TFM_AVX2_INLINE __m256 scales8_avx2(int format, const panel_parts *parts,
                                     int64_t b, int half) {
-  if (format == TFM_BLOCKS_MXFP4)
+  if (format == TFM_FORMAT_MXFP4)
     return e8m0_halves8_avx2(parts->block_scales + b * kRows + half * 8);
   if (!is_k_with_min(format))
     return halves8_avx2(parts->scales + b * kRows + half * 8);
@@ -49,7 +49,7 @@ TFM_AVX2_INLINE __m256 scales8_avx2(int format, const panel_parts *parts,
 }
 TFM_AVX2_INLINE __m256 mins8_avx2(int format, const panel_parts *parts,
                                   int64_t b, int half) {
-  if (format == TFM_BLOCKS_Q4_1)
+  if (format == TFM_FORMAT_Q4_1)
     return halves8_avx2(parts->mins + b * kRows + half * 8);
   if (!is_k_with_min(format))
     return _mm256_setzero_ps();
@@ -114,18 +114,18 @@ TFM_AVX2_INLINE __m256i dot4_avx2(__m256i w, __m256i x) {
  * q6_k's with their two high bits, mxfp4's through TFM_MXFP4_CODE_LIST. */
 TFM_AVX2_INLINE void nibble_codes_avx2(int format, const uint8_t *codes, int v,
                                        __m256i *low, __m256i *high) {
-  if (format == TFM_BLOCKS_Q6_K) {
+  if (format == TFM_FORMAT_Q6_K) {
     q6_codes_avx2(codes, v, low, high);
     return;
   }
-  if (format == TFM_BLOCKS_Q5_K) {
+  if (format == TFM_FORMAT_Q5_K) {
     q5_codes_avx2(codes, v, low, high);
     return;
   }
   __m256i raw = _mm256_loadu_si256((const __m256i *)(codes + v * 64));
   *low = _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
   *high = _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
-  if (format == TFM_BLOCKS_MXFP4) {
+  if (format == TFM_FORMAT_MXFP4) {
     const __m256i table = _mm256_broadcastsi128_si256(
         _mm_setr_epi8(TFM_MXFP4_CODE_LIST));
     *low = _mm256_shuffle_epi8(table, *low);
@@ -158,8 +158,8 @@ TFM_AVX2_INLINE void half_tile_avx2(const block_job *job, int format,
   panel_parts parts = parts_of(job->weights + p * job->panel_bytes,
                                format, job->blocks);
   const uint8_t *codes = parts.codes;
-  int64_t code_bytes = TFM_BLOCK_CODE_BYTES(format);
-  int q8 = format == TFM_BLOCKS_Q8_0;
+  int64_t code_bytes = tfm_block_code_bytes(format);
+  int q8 = format == TFM_FORMAT_Q8_0;
   int with_min = has_min(format);
   int32_t offset = code_offset(format);
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(),
@@ -172,7 +172,7 @@ TFM_AVX2_INLINE void half_tile_avx2(const block_job *job, int format,
       x[r] = job->x.codes + ((i0 + r) * job->blocks + b) * kBlock;
       dot[r] = _mm256_setzero_si256();
     }
-    if (format == TFM_BLOCKS_Q6_K) {
+    if (format == TFM_FORMAT_Q6_K) {
       /* Each half of the block (nibble vectors 2·part, 2·part + 1) with
        * its own scale. Codes of at most 63 by 127: pair sums fit int16. */
       for (int part = 0; part < 2; ++part) {
@@ -251,13 +251,20 @@ TFM_AVX2 void tfm_blocks_tile_avx2(const block_job *job, int64_t p, int64_t i0,
     default: half_tile_avx2(job, FORMAT, p, i0 + r0, 1, half, tile + r0 * kRows); break; \
     }
     switch (job->format) {
-    case TFM_BLOCKS_Q8_0: TFM_HALF_TILES(TFM_BLOCKS_Q8_0) break;
-    case TFM_BLOCKS_Q4_0: TFM_HALF_TILES(TFM_BLOCKS_Q4_0) break;
-    case TFM_BLOCKS_Q4_1: TFM_HALF_TILES(TFM_BLOCKS_Q4_1) break;
-    case TFM_BLOCKS_Q4_K: TFM_HALF_TILES(TFM_BLOCKS_Q4_K) break;
-    case TFM_BLOCKS_Q5_K: TFM_HALF_TILES(TFM_BLOCKS_Q5_K) break;
-    case TFM_BLOCKS_MXFP4: TFM_HALF_TILES(TFM_BLOCKS_MXFP4) break;
-    default: TFM_HALF_TILES(TFM_BLOCKS_Q6_K) break;
+    case TFM_FORMAT_Q8_0:
+      TFM_HALF_TILES(TFM_FORMAT_Q8_0) break;
+    case TFM_FORMAT_Q4_0:
+      TFM_HALF_TILES(TFM_FORMAT_Q4_0) break;
+    case TFM_FORMAT_Q4_1:
+      TFM_HALF_TILES(TFM_FORMAT_Q4_1) break;
+    case TFM_FORMAT_Q4_K:
+      TFM_HALF_TILES(TFM_FORMAT_Q4_K) break;
+    case TFM_FORMAT_Q5_K:
+      TFM_HALF_TILES(TFM_FORMAT_Q5_K) break;
+    case TFM_FORMAT_MXFP4:
+      TFM_HALF_TILES(TFM_FORMAT_MXFP4) break;
+    default:
+      TFM_HALF_TILES(TFM_FORMAT_Q6_K) break;
     }
 #undef TFM_HALF_TILES
   }
@@ -277,8 +284,8 @@ TFM_AVX2 void tfm_blocks_tile_avx2(const block_job *job, int64_t p, int64_t i0,
 enum { kRowPanelsAvx2 = 2, kPrefetchBytes = 512 };
 TFM_AVX2_INLINE void row_panels_avx2(const block_job *job, int format,
                                      int64_t p, int count, float *out) {
-  int64_t code_bytes = TFM_BLOCK_CODE_BYTES(format);
-  int q8 = format == TFM_BLOCKS_Q8_0;
+  int64_t code_bytes = tfm_block_code_bytes(format);
+  int q8 = format == TFM_FORMAT_Q8_0;
   int32_t offset = code_offset(format);
   const uint8_t *panel[kRowPanelsAvx2];
   panel_parts parts[kRowPanelsAvx2];
@@ -300,7 +307,7 @@ TFM_AVX2_INLINE void row_panels_avx2(const block_job *job, int format,
       for (int64_t line = 0; line < code_bytes; line += 64)
         __builtin_prefetch(panel[j] + codes + kPrefetchBytes + line, 0, 0);
     __m256i dot[kRowPanelsAvx2][2];
-    if (format == TFM_BLOCKS_Q6_K) {
+    if (format == TFM_FORMAT_Q6_K) {
       /* Each half of the block with its own scale (half_tile_avx2). */
       for (int part = 0; part < 2; ++part) {
 #pragma GCC unroll 2
@@ -368,7 +375,7 @@ TFM_AVX2_INLINE void row_panels_avx2(const block_job *job, int format,
        * and mxfp4's of at most 24 (6096) widen after every two nibble
        * vectors (31496, 24384). */
       const int widen_every =
-          format == TFM_BLOCKS_Q5_K || format == TFM_BLOCKS_MXFP4 ? 2 : 4;
+          format == TFM_FORMAT_Q5_K || format == TFM_FORMAT_MXFP4 ? 2 : 4;
       __m256i sum16[kRowPanelsAvx2][2];
 #pragma GCC unroll 2
       for (int j = 0; j < count; ++j)
@@ -449,13 +456,27 @@ TFM_AVX2_INLINE void row_format_avx2(const block_job *job, int format,
 
 TFM_AVX2 void tfm_blocks_row_avx2(const block_job *job, int64_t p0, int64_t p1) {
   switch (job->format) {
-  case TFM_BLOCKS_Q8_0: row_format_avx2(job, TFM_BLOCKS_Q8_0, p0, p1); break;
-  case TFM_BLOCKS_Q4_0: row_format_avx2(job, TFM_BLOCKS_Q4_0, p0, p1); break;
-  case TFM_BLOCKS_Q4_1: row_format_avx2(job, TFM_BLOCKS_Q4_1, p0, p1); break;
-  case TFM_BLOCKS_Q4_K: row_format_avx2(job, TFM_BLOCKS_Q4_K, p0, p1); break;
-  case TFM_BLOCKS_Q5_K: row_format_avx2(job, TFM_BLOCKS_Q5_K, p0, p1); break;
-  case TFM_BLOCKS_MXFP4: row_format_avx2(job, TFM_BLOCKS_MXFP4, p0, p1); break;
-  default: row_format_avx2(job, TFM_BLOCKS_Q6_K, p0, p1); break;
+  case TFM_FORMAT_Q8_0:
+    row_format_avx2(job, TFM_FORMAT_Q8_0, p0, p1);
+    break;
+  case TFM_FORMAT_Q4_0:
+    row_format_avx2(job, TFM_FORMAT_Q4_0, p0, p1);
+    break;
+  case TFM_FORMAT_Q4_1:
+    row_format_avx2(job, TFM_FORMAT_Q4_1, p0, p1);
+    break;
+  case TFM_FORMAT_Q4_K:
+    row_format_avx2(job, TFM_FORMAT_Q4_K, p0, p1);
+    break;
+  case TFM_FORMAT_Q5_K:
+    row_format_avx2(job, TFM_FORMAT_Q5_K, p0, p1);
+    break;
+  case TFM_FORMAT_MXFP4:
+    row_format_avx2(job, TFM_FORMAT_MXFP4, p0, p1);
+    break;
+  default:
+    row_format_avx2(job, TFM_FORMAT_Q6_K, p0, p1);
+    break;
   }
 }
 
@@ -508,8 +529,8 @@ TFM_AVX2 void tfm_blocks_widen_panel_avx2(const block_job *job, int64_t p,
   panel_parts parts = parts_of(job->weights + p * job->panel_bytes,
                                job->format, job->blocks);
   const uint8_t *codes = parts.codes;
-  int64_t code_bytes = TFM_BLOCK_CODE_BYTES(job->format);
-  int q8 = job->format == TFM_BLOCKS_Q8_0;
+  int64_t code_bytes = tfm_block_code_bytes(job->format);
+  int q8 = job->format == TFM_FORMAT_Q8_0;
   const __m256 offset = _mm256_set1_ps((float)code_offset(job->format));
   for (int64_t b = 0; b < job->blocks; ++b) {
     const uint8_t *block_codes = codes + b * code_bytes;
@@ -536,7 +557,7 @@ TFM_AVX2 void tfm_blocks_widen_panel_avx2(const block_job *job, int64_t p,
       /* Four nibble vectors, elements 8v + i (low) and 8v + 4 + i (high);
        * q6_k's halves of a block each with its own scale. */
       for (int v = 0; v < 4; ++v) {
-        __m256 scale = job->format == TFM_BLOCKS_Q6_K
+        __m256 scale = job->format == TFM_FORMAT_Q6_K
                            ? q6_scales8_avx2(&parts, b, v / 2, h)
                            : scales8_avx2(job->format, &parts, b, h);
         __m256i low, high;

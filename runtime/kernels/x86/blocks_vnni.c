@@ -43,7 +43,7 @@ TFM_VNNI_INLINE __m512 e8m0_halves16_vnni(const uint8_t *at) {
  * 16 rows (block_scale, block_min). */
 TFM_VNNI_INLINE __m512 scales16_vnni(int format, const panel_parts *parts,
                                      int64_t b) {
-  if (format == TFM_BLOCKS_MXFP4)
+  if (format == TFM_FORMAT_MXFP4)
     return e8m0_halves16_vnni(parts->block_scales + b * kRows);
   if (!is_k_with_min(format))
     return halves16_vnni(parts->scales + b * kRows);
@@ -53,7 +53,7 @@ TFM_VNNI_INLINE __m512 scales16_vnni(int format, const panel_parts *parts,
 }
 TFM_VNNI_INLINE __m512 mins16_vnni(int format, const panel_parts *parts,
                                    int64_t b) {
-  if (format == TFM_BLOCKS_Q4_1)
+  if (format == TFM_FORMAT_Q4_1)
     return halves16_vnni(parts->mins + b * kRows);
   if (!is_k_with_min(format))
     return _mm512_setzero_ps();
@@ -113,11 +113,11 @@ TFM_VNNI_INLINE __m512i broadcast4(const int8_t *x) {
  * for a panel's 16 rows, as nibble_codes_avx2. */
 TFM_VNNI_INLINE void nibble_codes_vnni(int format, const uint8_t *codes, int v,
                                        __m512i *low, __m512i *high) {
-  if (format == TFM_BLOCKS_Q6_K) {
+  if (format == TFM_FORMAT_Q6_K) {
     q6_codes_vnni(codes, v, low, high);
     return;
   }
-  if (format == TFM_BLOCKS_Q5_K) {
+  if (format == TFM_FORMAT_Q5_K) {
     q5_codes_vnni(codes, v, low, high);
     return;
   }
@@ -125,7 +125,7 @@ TFM_VNNI_INLINE void nibble_codes_vnni(int format, const uint8_t *codes, int v,
   __m512i raw = _mm512_loadu_si512(codes + v * 64);
   *low = _mm512_and_si512(raw, nibble);
   *high = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
-  if (format == TFM_BLOCKS_MXFP4) {
+  if (format == TFM_FORMAT_MXFP4) {
     const __m512i table =
         _mm512_broadcast_i32x4(_mm_setr_epi8(TFM_MXFP4_CODE_LIST));
     *low = _mm512_shuffle_epi8(table, *low);
@@ -168,8 +168,8 @@ TFM_VNNI_INLINE void add_nibble_products_vnni(int format,
 TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int format,
                                      int64_t p, int64_t i0, int rows, int np,
                                      float tile[2][kTile * kRows]) {
-  int64_t code_bytes = TFM_BLOCK_CODE_BYTES(format);
-  int q8 = format == TFM_BLOCKS_Q8_0;
+  int64_t code_bytes = tfm_block_code_bytes(format);
+  int q8 = format == TFM_FORMAT_Q8_0;
   int with_min = has_min(format);
   int32_t offset = code_offset(format);
   int64_t row_stride = job->blocks * kBlock;
@@ -192,7 +192,7 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int format,
 #pragma GCC unroll 2
       for (int j = 0; j < np; ++j)
         dot[r][j] = _mm512_setzero_si512();
-    if (format == TFM_BLOCKS_Q6_K) {
+    if (format == TFM_FORMAT_Q6_K) {
       /* Each half of the block with its own scale, folded into the f32
        * accumulators before the next: the same registers as the others. */
       for (int part = 0; part < 2; ++part) {
@@ -324,8 +324,8 @@ TFM_VNNI_INLINE void add_whole_code_products_vnni(int format,
   for (int v = 0; v < kBlock / 8; ++v) {
     __m512i x0 = broadcast4(x + 8 * v), x1 = broadcast4(x + 8 * v + 4);
     /* The high-bit vector(s) this nibble vector is the first to read. */
-    int bits = format == TFM_BLOCKS_Q6_K   ? v < 2
-               : format == TFM_BLOCKS_Q5_K ? v == 0
+    int bits = format == TFM_FORMAT_Q6_K   ? v < 2
+               : format == TFM_FORMAT_Q5_K ? v == 0
                                            : 0;
 #pragma GCC unroll 4
     for (int j = 0; j < count; ++j) {
@@ -335,7 +335,7 @@ TFM_VNNI_INLINE void add_whole_code_products_vnni(int format,
         __builtin_prefetch(at + 256 + v * 64 + kVnniRowPrefetchBytes, 0, 3);
       __m512i low, high;
       nibble_codes_vnni(format, at, v, &low, &high);
-      if (format != TFM_BLOCKS_Q6_K) {
+      if (format != TFM_FORMAT_Q6_K) {
         even[j] = _mm512_dpbusd_epi32(even[j], low, x0);
         odd[j] = _mm512_dpbusd_epi32(odd[j], high, x1);
       } else if (v < 2) {
@@ -355,8 +355,8 @@ TFM_VNNI_INLINE void add_whole_code_products_vnni(int format,
  * chains and streams keep the memory system busy. */
 TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
                                      int64_t p, int count, float *out) {
-  int64_t code_bytes = TFM_BLOCK_CODE_BYTES(format);
-  int q8 = format == TFM_BLOCKS_Q8_0;
+  int64_t code_bytes = tfm_block_code_bytes(format);
+  int q8 = format == TFM_FORMAT_Q8_0;
   int with_min = has_min(format);
   int32_t offset = code_offset(format);
   const uint8_t *panel[kRowPanels];
@@ -377,7 +377,7 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
       even[j] = odd[j] = _mm512_setzero_si512();
     /* Where block b's codes start in each panel. */
     int64_t codes = codes_start(format, job->blocks) + b * code_bytes;
-    if (format == TFM_BLOCKS_Q6_K) {
+    if (format == TFM_FORMAT_Q6_K) {
       /* The block's halves in `even` and `odd`, each with its scale. */
       add_whole_code_products_vnni(format, panel, codes, x, count, even, odd);
       /* As q4_k's below: the super-block's d scales its sums once. */
@@ -410,7 +410,7 @@ TFM_VNNI_INLINE void row_panels_vnni(const block_job *job, int format,
           odd[j] = _mm512_dpbusd_epi32(odd[j], _mm512_loadu_si512(at + 64), x1);
         }
       }
-    } else if (format == TFM_BLOCKS_Q5_K || format == TFM_BLOCKS_MXFP4) {
+    } else if (format == TFM_FORMAT_Q5_K || format == TFM_FORMAT_MXFP4) {
       /* Whole codes: a high nibble with its fifth bit, kept in place,
        * would overflow the byte, and mxfp4's are looked up. */
       add_whole_code_products_vnni(format, panel, codes, x, count, even, odd);
@@ -493,13 +493,27 @@ TFM_VNNI_INLINE void row_format_vnni(const block_job *job, int format,
 
 TFM_VNNI void tfm_blocks_row_vnni(const block_job *job, int64_t p0, int64_t p1) {
   switch (job->format) {
-  case TFM_BLOCKS_Q8_0: row_format_vnni(job, TFM_BLOCKS_Q8_0, p0, p1); break;
-  case TFM_BLOCKS_Q4_0: row_format_vnni(job, TFM_BLOCKS_Q4_0, p0, p1); break;
-  case TFM_BLOCKS_Q4_1: row_format_vnni(job, TFM_BLOCKS_Q4_1, p0, p1); break;
-  case TFM_BLOCKS_Q4_K: row_format_vnni(job, TFM_BLOCKS_Q4_K, p0, p1); break;
-  case TFM_BLOCKS_Q5_K: row_format_vnni(job, TFM_BLOCKS_Q5_K, p0, p1); break;
-  case TFM_BLOCKS_MXFP4: row_format_vnni(job, TFM_BLOCKS_MXFP4, p0, p1); break;
-  default: row_format_vnni(job, TFM_BLOCKS_Q6_K, p0, p1); break;
+  case TFM_FORMAT_Q8_0:
+    row_format_vnni(job, TFM_FORMAT_Q8_0, p0, p1);
+    break;
+  case TFM_FORMAT_Q4_0:
+    row_format_vnni(job, TFM_FORMAT_Q4_0, p0, p1);
+    break;
+  case TFM_FORMAT_Q4_1:
+    row_format_vnni(job, TFM_FORMAT_Q4_1, p0, p1);
+    break;
+  case TFM_FORMAT_Q4_K:
+    row_format_vnni(job, TFM_FORMAT_Q4_K, p0, p1);
+    break;
+  case TFM_FORMAT_Q5_K:
+    row_format_vnni(job, TFM_FORMAT_Q5_K, p0, p1);
+    break;
+  case TFM_FORMAT_MXFP4:
+    row_format_vnni(job, TFM_FORMAT_MXFP4, p0, p1);
+    break;
+  default:
+    row_format_vnni(job, TFM_FORMAT_Q6_K, p0, p1);
+    break;
   }
 }
 
@@ -526,13 +540,20 @@ TFM_VNNI void tfm_blocks_tile_vnni(const block_job *job, int64_t p, int64_t i0,
   else                                                                         \
     TFM_TILE_ROWS(FORMAT, 1)
   switch (job->format) {
-  case TFM_BLOCKS_Q4_K: TFM_TILE_CASES(TFM_BLOCKS_Q4_K) break;
-  case TFM_BLOCKS_Q5_K: TFM_TILE_CASES(TFM_BLOCKS_Q5_K) break;
-  case TFM_BLOCKS_Q6_K: TFM_TILE_CASES(TFM_BLOCKS_Q6_K) break;
-  case TFM_BLOCKS_Q8_0: TFM_TILE_CASES(TFM_BLOCKS_Q8_0) break;
-  case TFM_BLOCKS_Q4_0: TFM_TILE_CASES(TFM_BLOCKS_Q4_0) break;
-  case TFM_BLOCKS_MXFP4: TFM_TILE_CASES(TFM_BLOCKS_MXFP4) break;
-  default: TFM_TILE_CASES(TFM_BLOCKS_Q4_1) break;
+  case TFM_FORMAT_Q4_K:
+    TFM_TILE_CASES(TFM_FORMAT_Q4_K) break;
+  case TFM_FORMAT_Q5_K:
+    TFM_TILE_CASES(TFM_FORMAT_Q5_K) break;
+  case TFM_FORMAT_Q6_K:
+    TFM_TILE_CASES(TFM_FORMAT_Q6_K) break;
+  case TFM_FORMAT_Q8_0:
+    TFM_TILE_CASES(TFM_FORMAT_Q8_0) break;
+  case TFM_FORMAT_Q4_0:
+    TFM_TILE_CASES(TFM_FORMAT_Q4_0) break;
+  case TFM_FORMAT_MXFP4:
+    TFM_TILE_CASES(TFM_FORMAT_MXFP4) break;
+  default:
+    TFM_TILE_CASES(TFM_FORMAT_Q4_1) break;
   }
 #undef TFM_TILE_CASES
 #undef TFM_TILE_ROWS

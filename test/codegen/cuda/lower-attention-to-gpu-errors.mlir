@@ -1,7 +1,7 @@
 // RUN: tfm-opt %s -tfm-lower-attention-to-gpu -split-input-file -verify-diagnostics
 
 // The GPU has no kernel for the runtime's other attention calls (packed
-// sequences, relative bias, int8 rows): tfm-select-cpu-kernels does not
+// sequences, relative bias, int8 rows): tfm-call-attention-kernel does not
 // choose them for --target=cuda, and one that got there is an error.
 func.func private @tfm_rt_attention_packed(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, memref<?xi32>, memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, f32, i64, i64, f32)
 func.func @packed(%q: memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, %lengths: memref<?xi32>) {

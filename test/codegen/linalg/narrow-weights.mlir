@@ -41,13 +41,13 @@ func.func @linear_bf16(%x: tensor<?x32xf32>) -> tensor<?x40xf32> {
 
 // int8 with a bias: 3 block panels of 16 rows, each one block's 16 f16
 // scales (32 bytes) and codes (512 bytes); the kernel takes the bytes, the
-// format (q8_0 = 0) and adds the bias.
+// format (q8_0 = TFM_FORMAT_Q8_0 = 3) and adds the bias.
 // CHECK-LABEL: module attributes
 // CHECK-SAME: tfm.weight_formats = {w = "q8_0"}
 // CHECK-SAME: tfm.weight_layout = {b = 1664 : i64, w = 0 : i64}
 // CHECK-LABEL: func.func @linear_int8
 // CHECK: memref.view %{{.*}}[%{{.*}}][] : memref<?xi8> to memref<1632xi8>
-// CHECK: %[[Q8:.*]] = arith.constant 0 : i64
+// CHECK: %[[Q8:.*]] = arith.constant 3 : i64
 // CHECK: call @tfm_rt_linear_blocks_bias(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[Q8]])
 // CHECK-NOT: unrealized_conversion_cast
 // GENERIC-NOT: func.func @linear_int8
@@ -70,7 +70,7 @@ func.func @linear_int8(%x: tensor<?x32xf32>) -> tensor<?x40xf32> {
 // CHECK-SAME: tfm.decode_weight_bytes = 1152 : i64
 // CHECK-SAME: tfm.weight_bytes = 1152 : i64
 // CHECK-LABEL: func.func @decode
-// CHECK: %[[Q4:.*]] = arith.constant 1 : i64
+// CHECK: %[[Q4:.*]] = arith.constant 4 : i64
 // CHECK: %[[SCALE:.*]] = arith.constant 8.000000e+00 : f32
 // CHECK: call @tfm_rt_embedding_blocks(%{{.*}}, %{{.*}}, %{{.*}}, %[[Q4]], %[[SCALE]])
 // CHECK: call @tfm_rt_linear_blocks(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})

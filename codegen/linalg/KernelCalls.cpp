@@ -1,9 +1,10 @@
-//===- RuntimeKernels.cpp - calls of the runtime's C kernels ------------===//
+//===- KernelCalls.cpp - calls of a target's external kernels ------------===//
 
-#include "codegen/cpu/RuntimeKernels.h"
+#include "codegen/linalg/KernelCalls.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
 
@@ -70,4 +71,11 @@ std::pair<Value, Value> mlir::tfm::kernelOutput(OpBuilder &b, Location loc,
   Value operand = memref::CastOp::create(
       b, loc, anyStridedF32(b.getContext(), type.getRank()), out);
   return {out, operand};
+}
+
+SmallVector<Value> mlir::tfm::rowCountSizes(OpBuilder &b, Location loc,
+                                            RankedTensorType type, Value rows) {
+  if (!type.isDynamicDim(0))
+    return {};
+  return {tensor::DimOp::create(b, loc, rows, 0)};
 }

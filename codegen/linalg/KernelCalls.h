@@ -1,14 +1,15 @@
-//===- RuntimeKernels.h - calls of the runtime's C kernels ------*- C++ -*-===//
+//===- KernelCalls.h - calls of a target's external kernels -----*- C++ -*-===//
 //
-// Lowerings that hand work to the runtime (GEMM, attention) call a private
-// function declared once per module with MLIR's C interface, and pass their
-// buffers as fully dynamic strided memrefs, so one C entry point serves every
-// shape and layout.
+// Lowerings that hand work to a kernel outside the generated code (the CPU
+// runtime's GEMM and attention; the attention call a GPU target makes a
+// kernel of) call a private function declared once per module with MLIR's
+// C interface, and pass their buffers as fully dynamic strided memrefs, so
+// one C entry point serves every shape and layout.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_CODEGEN_CPU_RUNTIMEKERNELS_H
-#define TFM_CODEGEN_CPU_RUNTIMEKERNELS_H
+#ifndef TFM_CODEGEN_LINALG_KERNELCALLS_H
+#define TFM_CODEGEN_LINALG_KERNELCALLS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -38,6 +39,11 @@ std::pair<Value, Value> kernelOutput(OpBuilder &b, Location loc,
                                      RankedTensorType type,
                                      ValueRange dynamicSizes);
 
+/// The dynamic sizes of a kernel's result of `type`: its row count, that
+/// of `rows` (the input whose rows it has), when it is not static.
+SmallVector<Value> rowCountSizes(OpBuilder &b, Location loc,
+                                 RankedTensorType type, Value rows);
+
 /// Calls kernel `name` with the tensors `inputs` (as kernelInput passes
 /// them), then a fresh buffer of `type` it fills, then the scalars
 /// `trailing` (formats, flags); returns that buffer as a tensor. The
@@ -49,4 +55,4 @@ Value callKernelWithOutput(OpBuilder &b, Location loc, StringRef name,
 
 } // namespace mlir::tfm
 
-#endif // TFM_CODEGEN_CPU_RUNTIMEKERNELS_H
+#endif // TFM_CODEGEN_LINALG_KERNELCALLS_H
