@@ -382,49 +382,17 @@ static llvm::Error readStopTokens(llvm::StringRef directory,
   return llvm::Error::success();
 }
 
-llvm::Expected<LoadedModel>
-mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
-                          llvm::StringRef directory, DiffusionOptions diffusion) {
-  if (isDiffusionPipelineFolder(directory))
-    return loadDiffusionPipeline(context, directory, diffusion);
-  if (diffusion.height || diffusion.width || !diffusion.configFolder.empty())
-    return makeError("--image-size and --config-folder are for a diffusion pipeline "
-                     "(model_index.json); " + directory + " has none");
-  llvm::SmallString<256> configPath(directory);
-  llvm::sys::path::append(configPath, "config.json");
-  llvm::Expected<llvm::json::Value> json = readJsonFile(configPath);
-  if (!json)
-    return json.takeError();
-  const llvm::json::Object *object = json->getAsObject();
-  if (!object)
-    return makeError(configPath + ": expected a JSON object");
-  ConfigReader config(*object, configPath.str().str());
-  std::string modelType = config.string("model_type", "");
-  EncoderSpec encoder;
-  if (readEncoderFamily(modelType, config, encoder))
-    return loadEncoder(context, directory, config, std::move(encoder));
-  if (isVisionFamily(modelType))
-    return loadVision(context, directory, modelType, config);
-  if (isClipFamily(modelType))
-    return loadClipModel(context, directory, modelType, config);
-  if (isSpeechFamily(modelType)) {
-    LoadedModel model;
-    if (llvm::Error err =
-            loadSpeechModel(context, directory, modelType, config, model))
-      return std::move(err);
-    return model;
-  }
-  Seq2SeqSpec seq2seq;
-  if (readSeq2SeqFamily(modelType, config, seq2seq))
-    return loadSeq2Seq(context, directory, config, std::move(seq2seq));
+namespace {
+
+/// A decoder folder: its family's spec, the tokens that start and stop,
+/// its checkpoint and its tokenizer.
+llvm::Expected<std::optional<LoadedModel>>
+loadDecoderFolder(MLIRContext &context, llvm::StringRef directory,
+                  llvm::StringRef modelType, ConfigReader &config) {
   DecoderSpec spec;
   if (!readDecoderFamily(modelType, config, spec))
-    return makeError(
-        configPath + ": unknown model_type '" + modelType +
-        "' (supported: " + supportedDecoderFamilies() + ", " +
-        supportedEncoderFamilies() + ", " + supportedSeq2SeqFamilies() + ", " +
-        supportedVisionFamilies() + ", " + supportedClipFamilies() + ", " +
-        supportedSpeechFamilies() + ")");
+    return std::nullopt;
+  const std::string &configPath = config.file();
   LoadedModel model;
   model.family = modelType;
   model.bosToken = config.integer("bos_token_id", -1);
@@ -492,5 +460,105 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
     model.tokenizer = std::move(*vocab);
     model.tokenizerPath = tokenizer.str().str();
   }
-  return model;
+  return std::move(model);
+}
+
+/// Each kind of model a folder may hold: whether its model_type is the
+/// kind's (the kind loads the folder) or not (none), and the
+/// model_types it knows, for the message about one none knows (decoders
+/// first, as users most often bring one). Their model_types are disjoint.
+struct ModelKind {
+  llvm::Expected<std::optional<LoadedModel>> (*load)(MLIRContext &context,
+                                                     llvm::StringRef directory,
+                                                     llvm::StringRef modelType,
+                                                     ConfigReader &config);
+  std::string (*supported)();
+};
+
+const ModelKind kModelKinds[] = {
+    {loadDecoderFolder, supportedDecoderFamilies},
+    {[](MLIRContext &context, llvm::StringRef directory,
+        llvm::StringRef modelType,
+        ConfigReader &config) -> llvm::Expected<std::optional<LoadedModel>> {
+       EncoderSpec encoder;
+       if (!readEncoderFamily(modelType, config, encoder))
+         return std::nullopt;
+       return loadEncoder(context, directory, config, std::move(encoder));
+     },
+     supportedEncoderFamilies},
+    {[](MLIRContext &context, llvm::StringRef directory,
+        llvm::StringRef modelType,
+        ConfigReader &config) -> llvm::Expected<std::optional<LoadedModel>> {
+       Seq2SeqSpec seq2seq;
+       if (!readSeq2SeqFamily(modelType, config, seq2seq))
+         return std::nullopt;
+       return loadSeq2Seq(context, directory, config, std::move(seq2seq));
+     },
+     supportedSeq2SeqFamilies},
+    {[](MLIRContext &context, llvm::StringRef directory,
+        llvm::StringRef modelType,
+        ConfigReader &config) -> llvm::Expected<std::optional<LoadedModel>> {
+       if (!isVisionFamily(modelType))
+         return std::nullopt;
+       return loadVision(context, directory, modelType, config);
+     },
+     supportedVisionFamilies},
+    {[](MLIRContext &context, llvm::StringRef directory,
+        llvm::StringRef modelType,
+        ConfigReader &config) -> llvm::Expected<std::optional<LoadedModel>> {
+       if (!isClipFamily(modelType))
+         return std::nullopt;
+       return loadClipModel(context, directory, modelType, config);
+     },
+     supportedClipFamilies},
+    {[](MLIRContext &context, llvm::StringRef directory,
+        llvm::StringRef modelType,
+        ConfigReader &config) -> llvm::Expected<std::optional<LoadedModel>> {
+       if (!isSpeechFamily(modelType))
+         return std::nullopt;
+       LoadedModel model;
+       if (llvm::Error err =
+               loadSpeechModel(context, directory, modelType, config, model))
+         return std::move(err);
+       return std::optional<LoadedModel>(std::move(model));
+     },
+     supportedSpeechFamilies},
+};
+
+} // namespace
+
+llvm::Expected<LoadedModel>
+mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
+                                llvm::StringRef directory,
+                                DiffusionOptions diffusion) {
+  if (isDiffusionPipelineFolder(directory))
+    return loadDiffusionPipeline(context, directory, diffusion);
+  if (diffusion.height || diffusion.width || !diffusion.configFolder.empty())
+    return makeError(
+        "--image-size and --config-folder are for a diffusion pipeline "
+        "(model_index.json); " +
+        directory + " has none");
+  llvm::SmallString<256> configPath(directory);
+  llvm::sys::path::append(configPath, "config.json");
+  llvm::Expected<llvm::json::Value> json = readJsonFile(configPath);
+  if (!json)
+    return json.takeError();
+  const llvm::json::Object *object = json->getAsObject();
+  if (!object)
+    return makeError(configPath + ": expected a JSON object");
+  ConfigReader config(*object, configPath.str().str());
+  std::string modelType = config.string("model_type", "");
+  for (const ModelKind &kind : kModelKinds) {
+    llvm::Expected<std::optional<LoadedModel>> model =
+        kind.load(context, directory, modelType, config);
+    if (!model)
+      return model.takeError();
+    if (*model)
+      return std::move(**model);
+  }
+  std::string supported;
+  for (const ModelKind &kind : kModelKinds)
+    supported += (supported.empty() ? "" : ", ") + kind.supported();
+  return makeError(configPath + ": unknown model_type '" + modelType +
+                   "' (supported: " + supported + ")");
 }

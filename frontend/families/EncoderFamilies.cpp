@@ -146,19 +146,42 @@ EncoderSpec readLongformerSpec(ConfigReader &config) {
   return spec;
 }
 
-/// An encoder family: config.json's model_type and the reader of its spec.
+/// Whose tensor names and task heads a family's checkpoints use.
+enum class EncoderLayout {
+  Bert,       // BERT's names, its pooler and cls.predictions head
+  Roberta,    // BERT's names, RoBERTa's classifier and lm_head
+  Electra,    // BERT's names, ELECTRA's classifier and generator head
+  DistilBert, // DistilBERT's names, pre_classifier and vocab_* head; no
+              // token types
+};
+
+/// An encoder family: config.json's model_type, the reader of its spec,
+/// the scope its task models keep the encoder under ("bert.", and
+/// "roberta." for XLM-R's classes too) and its checkpoints' layout.
 struct EncoderFamily {
   llvm::StringLiteral modelType;
   EncoderSpec (*read)(ConfigReader &config);
+  llvm::StringLiteral scope;
+  EncoderLayout layout;
 };
 
 /// Every encoder family, in the order messages list them. A new family is
 /// a reader above and a row here.
 const EncoderFamily kEncoderFamilies[] = {
-    {"bert", readBertSpec},       {"distilbert", readDistilBertSpec},
-    {"electra", readElectraSpec}, {"longformer", readLongformerSpec},
-    {"roberta", readRobertaSpec}, {"xlm-roberta", readXlmRobertaSpec},
+    {"bert", readBertSpec, "bert", EncoderLayout::Bert},
+    {"distilbert", readDistilBertSpec, "distilbert", EncoderLayout::DistilBert},
+    {"electra", readElectraSpec, "electra", EncoderLayout::Electra},
+    // Longformer's heads are RoBERTa's.
+    {"longformer", readLongformerSpec, "longformer", EncoderLayout::Roberta},
+    {"roberta", readRobertaSpec, "roberta", EncoderLayout::Roberta},
+    {"xlm-roberta", readXlmRobertaSpec, "roberta", EncoderLayout::Roberta},
 };
+
+/// The row of a spec's family (every spec comes from one).
+const EncoderFamily &familyOf(const EncoderSpec &spec) {
+  return *findFamily(kEncoderFamilies, &EncoderFamily::modelType,
+                     llvm::StringRef(spec.family));
+}
 
 } // namespace
 
@@ -187,7 +210,8 @@ llvm::Error mlir::tfm::validateEncoderSpec(const EncoderSpec &spec,
                        {"maximum positions", spec.maxTokens()},
                        {"embedding size", spec.embeddingWidth()}}))
     return err;
-  if (spec.family != "distilbert" && spec.typeVocabSize <= 0)
+  if (familyOf(spec).layout != EncoderLayout::DistilBert &&
+      spec.typeVocabSize <= 0)
     return makeError(configPath + ": token type count must be positive, got " +
                      llvm::Twine(spec.typeVocabSize));
   if (spec.hiddenSize % spec.numHeads != 0)
@@ -218,15 +242,15 @@ mlir::tfm::encoderHeadOf(llvm::ArrayRef<std::string> architectures) {
 bool mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
                                     const WeightStore &weights,
                                     EncoderHead head, int64_t labels) {
-  // Task models (BertForMaskedLM, ...) keep the encoder under "bert.",
-  // "roberta." (XLM-R's classes too), "distilbert.", "electra.".
-  std::string scope = spec.family == "xlm-roberta" ? "roberta" : spec.family;
+  // Task models (BertForMaskedLM, ...) keep the encoder under their
+  // family's scope.
+  const EncoderFamily &family = familyOf(spec);
+  std::string scope = family.scope.str();
   std::string prefix =
       weights.contains(scope + ".embeddings.word_embeddings.weight")
           ? scope + "."
           : "";
-  bool distilbert = spec.family == "distilbert";
-  if (distilbert)
+  if (family.layout == EncoderLayout::DistilBert)
     useDistilBertNames(spec, prefix);
   else
     useBertNames(spec, prefix);
@@ -238,10 +262,9 @@ bool mlir::tfm::resolveEncoderNames(EncoderSpec &spec,
     spec.sparse->globalKey = l + "key_global.weight";
     spec.sparse->globalValue = l + "value_global.weight";
   }
-  // Longformer's heads are RoBERTa's.
-  bool roberta = spec.family == "roberta" || spec.family == "xlm-roberta" ||
-                 spec.family == "longformer";
-  bool bert = spec.family == "bert", electra = spec.family == "electra";
+  bool bert = family.layout == EncoderLayout::Bert,
+       roberta = family.layout == EncoderLayout::Roberta,
+       electra = family.layout == EncoderLayout::Electra;
   switch (head) {
   case EncoderHead::None:
     if (weights.contains(prefix + "pooler.dense.weight"))
