@@ -1,4 +1,4 @@
-//===- WeightFormats.h - the stored forms of a weight ------------*- C++ -*-===//
+//===- WeightFormats.h - the stored forms of a weight -----------*- C++ -*-===//
 //
 // What a weight's storage type (tfm.weight_decl after tfm-quantize-weights)
 // means for the blob: its format (ir/WeightFormat.h, the table of formats,

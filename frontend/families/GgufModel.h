@@ -1,4 +1,4 @@
-//===- GgufModel.h - LLaMA-family models from GGUF files ---------*- C++ -*-===//
+//===- GgufModel.h - LLaMA-family models from GGUF files --------*- C++ -*-===//
 //
 // A GGUF file's architecture, weights and tokenizer as a LoadedModel: the
 // hyperparameters come from "<arch>.*" metadata, the tensors keep their

@@ -1,4 +1,4 @@
-//===- StoredDtypes.h - checkpoint element encodings, decoded ----*- C++ -*-===//
+//===- StoredDtypes.h - checkpoint element encodings, decoded ---*- C++ -*-===//
 //
 // How each WeightFormat lays out its elements, and their decoding to f32:
 // IEEE half, bfloat16, and GGML's block formats as llama.cpp writes them
