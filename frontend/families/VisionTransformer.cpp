@@ -18,12 +18,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/VisionTransformer.h"
-#include "frontend/families/Swin.h"
 #include "frontend/ErrorMessages.h"
 #include "frontend/builders/CheckedAttributes.h"
-#include "frontend/formats/JsonFile.h"
 #include "frontend/builders/DecoderSpec.h"
 #include "frontend/builders/ModelIRBuilder.h"
+#include "frontend/families/FamilyTable.h"
+#include "frontend/families/Swin.h"
+#include "frontend/formats/JsonFile.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -262,19 +263,38 @@ readFilterbankPreprocessing(MLIRContext &context, llvm::StringRef directory,
 
 } // namespace
 
-/// Every vision family (one reader serves ViT, DeiT, a ViT with a
-/// distillation token, and AST, a DeiT over spectrograms; Swin has its
-/// own, Swin.cpp), in the order messages list them.
-static const llvm::StringLiteral kVisionFamilies[] = {
-    "vit", "deit", "swin", "audio-spectrogram-transformer"};
+namespace {
+
+/// A vision family: config.json's model_type, whether Swin's reader
+/// (Swin.cpp) reads it, else the ViT reader here with what differs: a
+/// distillation token (DeiT's), patches of a spectrogram (AST: a DeiT
+/// over a filterbank), and the scope its checkpoints keep the model under.
+struct VisionFamily {
+  llvm::StringLiteral modelType;
+  bool swin;
+  bool distillationToken;
+  bool spectrogram;
+  llvm::StringLiteral scope;
+};
+
+/// Every vision family, in the order messages list them.
+const VisionFamily kVisionFamilies[] = {
+    {"vit", false, false, false, "vit"},
+    {"deit", false, true, false, "deit"},
+    {"swin", true, false, false, "swin"},
+    {"audio-spectrogram-transformer", false, true, true,
+     "audio_spectrogram_transformer"},
+};
+
+} // namespace
 
 bool mlir::tfm::isVisionFamily(llvm::StringRef modelType) {
-  return llvm::is_contained(kVisionFamilies, modelType);
+  return findFamily(kVisionFamilies, &VisionFamily::modelType, modelType) !=
+         nullptr;
 }
 
 std::string mlir::tfm::supportedVisionFamilies() {
-  return llvm::join(std::begin(kVisionFamilies), std::end(kVisionFamilies),
-                    ", ");
+  return familyNames(kVisionFamilies, &VisionFamily::modelType);
 }
 
 llvm::Error mlir::tfm::loadVisionTransformer(
@@ -282,7 +302,9 @@ llvm::Error mlir::tfm::loadVisionTransformer(
     ArrayRef<std::string> architectures, std::vector<std::string> labels,
     llvm::StringRef checkpoint, llvm::StringRef configPath,
     LoadedModel &model) {
-  if (modelType == "swin")
+  const VisionFamily &family =
+      *findFamily(kVisionFamilies, &VisionFamily::modelType, modelType);
+  if (family.swin)
     return loadSwin(context, config, architectures, std::move(labels),
                     checkpoint, configPath, model);
   const WeightStore &weights = model.weights;
@@ -292,7 +314,7 @@ llvm::Error mlir::tfm::loadVisionTransformer(
   spec.numLayers = config.integer("num_hidden_layers");
   spec.numHeads = config.integer("num_attention_heads");
   spec.intermediateSize = config.integer("intermediate_size");
-  bool ast = modelType == "audio-spectrogram-transformer";
+  bool ast = family.spectrogram;
   spec.spectrogram = ast;
   spec.patchSize = config.integer("patch_size", 16);
   if (ast) {
@@ -336,7 +358,7 @@ llvm::Error mlir::tfm::loadVisionTransformer(
 
   // The architecture picks the head; the checkpoint's prefix follows it.
   std::string architecture = architectures.empty() ? "" : architectures.front();
-  spec.distillationToken = modelType == "deit" || ast;
+  spec.distillationToken = family.distillationToken;
   if (architecture == "ViTForImageClassification" ||
       architecture == "DeiTForImageClassification") {
     spec.head = VisionSpec::Head::Class;
@@ -352,8 +374,7 @@ llvm::Error mlir::tfm::loadVisionTransformer(
   spec.labels = int64_t(labels.size());
   if (spec.head != VisionSpec::Head::None && spec.labels <= 0)
     return makeError(configPath + ": a classifier needs id2label");
-  std::string prefix =
-      ast ? std::string("audio_spectrogram_transformer.") : (modelType + ".").str();
+  std::string prefix = family.scope.str() + ".";
   if (weights.lookup(prefix + "embeddings.cls_token"))
     spec.prefix = prefix;
 
