@@ -77,8 +77,7 @@ void mlir::tfm::registerCodegenPipeline() {
       "tfm-codegen-pipeline",
       "A model's tfm IR to the LLVM dialect for the target the options name "
       "(codegen/Targets.h): the tfm-level passes (KV cache, fusion), the "
-      "lowering "
-      "to linalg, then the target's pipeline; what tfmc runs",
+      "lowering to linalg, then the target's pipeline; what tfmc runs",
       [](OpPassManager &pm, const CodegenPipelineOptions &options) {
         buildCodegenPipeline(pm, options);
       });

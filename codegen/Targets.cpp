@@ -61,8 +61,7 @@ const CodegenTarget kTargets[] = {
         .deviceInputs = false,
         .batchedEntryPoints = true,
         .f32CheckpointDtype = "",
-        .gpuRuntime = false,
-        .emitsPtx = false,
+        .ptxKernels = false,
         .blockWeights = true,
         .perWeightDtypes = true,
         .narrowKVCache = true,
@@ -84,8 +83,7 @@ const CodegenTarget kTargets[] = {
         // products; f32 on request (--weights-dtype=f32), as GPU users
         // expect of PyTorch or vLLM.
         .f32CheckpointDtype = "bf16",
-        .gpuRuntime = true,
-        .emitsPtx = true,
+        .ptxKernels = true,
         // The GPU kernels read f32, bf16 and f16 weights; the block formats
         // have CPU kernels only so far.
         .blockWeights = false,

@@ -45,10 +45,9 @@ struct CodegenTarget {
   /// What an f32 checkpoint's matrices are stored as unless
   /// --weights-dtype says (empty: f32).
   llvm::StringLiteral f32CheckpointDtype;
-  /// The compiled model runs on the GPU through runtime/cuda.
-  bool gpuRuntime;
+  /// Its kernels are PTX, run on an NVIDIA GPU through runtime/cuda:
   /// --emit=ptx and --emit=cuda-emulator apply.
-  bool emitsPtx;
+  bool ptxKernels;
 
   // What it compiles; the compiler refuses the rest by name.
   /// Weights in block formats (int8, int4, GGUF's K-quants, MXFP4).

@@ -251,15 +251,18 @@ llvm::Error checkTarget(const CompileOptions &options,
     return makeError("--target must be " + targetNames() + ", got '" + name +
                      "'");
   std::string flag = "--target=" + name;
-  if (options.emit == EmitKind::Ptx && !target->emitsPtx)
+  if (options.emit == EmitKind::Ptx && !target->ptxKernels)
     return makeError("--emit=ptx needs --target=cuda");
-  if (options.emit == EmitKind::CudaEmulator && !target->emitsPtx)
+  if (options.emit == EmitKind::CudaEmulator && !target->ptxKernels)
     return makeError("--emit=cuda-emulator needs --target=cuda");
   if (!unit.model)
     return llvm::Error::success();
+  // Unset, the checkpoint's (whose blocks are checked below), or a float
+  // format of the table.
   auto floatDtype = [](llvm::StringRef dtype) {
-    return dtype.empty() || dtype == "f32" || dtype == "bf16" ||
-           dtype == "f16" || dtype == "checkpoint";
+    std::optional<WeightFormat> format = formatOfDtype(dtype);
+    return dtype.empty() || dtype == "checkpoint" ||
+           (format && isFloatFormat(*format));
   };
   const CodegenPipelineOptions &pipeline = *options.pipeline;
   if (!target->blockWeights) {
@@ -592,7 +595,7 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   description.name = modelNameOf(options);
   description.source = options.inputPath;
   description.cudaTarget =
-      options.pipeline && targetOf(*options.pipeline).gpuRuntime;
+      options.pipeline && targetOf(*options.pipeline).ptxKernels;
   description.hiddenSize = model.getHiddenSize();
   description.numLayers = model.getNumLayers();
   description.numHeads = model.getNumHeads();

@@ -15,7 +15,6 @@
 #include "codegen/linalg/KernelCalls.h"
 #include "codegen/linalg/LinalgBuilders.h"
 #include "codegen/linalg/LinearLowering.h"
-#include "codegen/linalg/RelativePositionBias.h"
 #include "codegen/linalg/WeightFormats.h"
 #include "codegen/linalg/WeightLayout.h"
 #include "ir/TfmOps.h"
