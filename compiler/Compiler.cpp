@@ -8,13 +8,14 @@
 #include "compiler/Compiler.h"
 #include "codegen/Targets.h"
 #include "codegen/cuda/KernelsOnHost.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/ModelLoader.h"
 #include "frontend/builders/WeightDeclarations.h"
 #include "frontend/families/GgufModel.h"
 #include "frontend/formats/Safetensors.h"
 #include "frontend/tokenizers/ChatTemplates.h"
 #include "ir/DiffusionAttr.h"
+#include "ir/StopTokensAttr.h"
 #include "ir/TfmOps.h"
 #include "tfm/tfm_format.h"
 #include "tfm/tfm_model_abi.h"
@@ -696,7 +697,7 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   if (llvm::Error err = describeEntryPoints(*unit.module, description))
     return std::move(err);
   if (unit.tokenizer)
-    description.tokenizer = *unit.tokenizer;
+    description.tokenizerBlob = serializeTokenizer(*unit.tokenizer);
   return description;
 }
 

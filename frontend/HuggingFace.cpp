@@ -6,9 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/ModelLoader.h"
 #include "frontend/builders/DecoderBuilder.h"
+#include "frontend/builders/EncoderBuilder.h"
+#include "frontend/builders/Seq2SeqBuilder.h"
 #include "frontend/families/Clip.h"
 #include "frontend/families/StableDiffusion.h"
 #include "frontend/families/DecoderFamilies.h"

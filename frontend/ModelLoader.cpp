@@ -1,18 +1,20 @@
 //===- ModelLoader.cpp - read a model description into tfm IR -----------===//
 
 #include "frontend/ModelLoader.h"
-#include "frontend/ErrorMessages.h"
-#include "frontend/builders/CheckedAttributes.h"
+#include "frontend/formats/ErrorMessages.h"
+#include "frontend/formats/CheckedAttributes.h"
 #include "frontend/families/Clip.h"
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/EncoderFamilies.h"
 #include "frontend/families/GgufModel.h"
+#include "frontend/families/Llama2c.h"
 #include "frontend/families/Seq2SeqFamilies.h"
 #include "frontend/families/StableDiffusion.h"
 #include "frontend/families/VisionTransformer.h"
 #include "frontend/families/Wav2Vec2.h"
 #include "frontend/formats/JsonFile.h"
 #include "frontend/tokenizers/ChatTemplates.h"
+#include "ir/StopTokensAttr.h"
 #include "ir/TfmOps.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -21,16 +23,6 @@
 
 using namespace mlir;
 using namespace mlir::tfm;
-
-void mlir::tfm::recordDecoderShape(LoadedModel &model,
-                                   const DecoderSpec &spec) {
-  model.vocabSize = spec.vocabSize;
-  model.maxContext = spec.maxContext;
-  model.hiddenSize = spec.hiddenSize;
-  model.numLayers = spec.numLayers;
-  model.numHeads = spec.numHeads;
-  model.numKVHeads = spec.numKVHeads;
-}
 
 llvm::Expected<LoadedModel> mlir::tfm::loadModel(mlir::MLIRContext &context,
                                            llvm::StringRef path,
@@ -181,83 +173,6 @@ llvm::Expected<ModelAttr> mlir::tfm::withChatTemplate(
       m.getTokenizer(), m.getHiddenSize(), m.getNumLayers(), m.getNumHeads(),
       m.getNumKvHeads(), m.getLabels(), m.getImage(), m.getGeneration(),
       m.getAudio(), m.getWaveform(), chatTemplate);
-}
-
-/// WordPiece and CLIP's BPE are encoders'; byte-level BPE is when it has
-/// RoBERTa's <s> and </s> or tokenizer_config.json names a CLS token, as
-/// GPT-2's does not.
-static bool isEncoderTokenizer(const TokenizerVocab &vocab,
-                               llvm::StringRef directory) {
-  if (vocab.kind == TokenizerVocab::Kind::WordPiece ||
-      (vocab.kind == TokenizerVocab::Kind::ByteLevelBpe &&
-       vocab.bpeSplit == TokenizerVocab::BpeSplit::Clip))
-    return true;
-  auto has = [&](llvm::StringRef piece) {
-    return llvm::is_contained(vocab.pieces, piece);
-  };
-  if (has("<s>") && has("</s>"))
-    return true;
-  llvm::SmallString<256> config(directory);
-  llvm::sys::path::append(config, "tokenizer_config.json");
-  if (!llvm::sys::fs::exists(config))
-    return false;
-  llvm::Expected<llvm::json::Value> json = readJsonFile(config);
-  if (!json) {
-    llvm::consumeError(json.takeError());
-    return false;
-  }
-  return json->getAsObject() && json->getAsObject()->get("cls_token");
-}
-
-llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
-                                                          int64_t vocabSize) {
-  if (!llvm::sys::fs::exists(path))
-    return makeError("tokenizer '" + path + "' does not exist");
-  llvm::Expected<TokenizerVocab> vocab = [&]() -> llvm::Expected<TokenizerVocab> {
-    if (llvm::sys::fs::is_directory(path)) {
-      // Encoder-decoders' SentencePiece folders end their texts
-      // themselves.
-      if (hasT5SentencePieceFiles(path))
-        return readT5SentencePiece(path, vocabSize);
-      if (hasMarianSentencePieceFiles(path))
-        return readMarianSentencePiece(path);
-      llvm::Expected<TokenizerVocab> vocab =
-          hasWordPieceFiles(path)              ? readWordPiece(path)
-          : hasFairseqSentencePieceFiles(path) ? readFairseqSentencePiece(path)
-                                               : readByteLevelBpe(path);
-      // An encoder's folder frames its text ([CLS] ... [SEP]).
-      if (vocab && isEncoderTokenizer(*vocab, path))
-        if (llvm::Error err = frameForEncoder(*vocab, path))
-          return std::move(err);
-      return vocab;
-    }
-    if (llvm::sys::path::filename(path) == "tokenizer.json")
-      return readByteLevelBpe(llvm::sys::path::parent_path(path));
-    if (path.ends_with(".model"))
-      return readSentencePieceModel(path);
-    if (path.ends_with(".gguf"))
-      return readGgufTokenizerFile(path);
-    return readLlama2cTokenizer(path, vocabSize);
-  }();
-  if (!vocab)
-    return vocab.takeError();
-  if (vocab->pieces.empty())
-    return makeError("tokenizer '" + path +
-                     "': no vocab.txt, vocab.json + merges.txt, tokenizer.json, "
-                     "sentencepiece.bpe.model, spiece.model or source.spm + "
-                     "vocab.json there");
-  // Checkpoints pad their embedding tables past the tokenizer (to a
-  // multiple of 64 or 128: Qwen2, Pythia, Phi-2, OLMo); the rows past it
-  // are ids no text encodes to, and decode to nothing if sampled
-  // (tfm_tokenizer_decode returns NULL past the tokenizer's pieces).
-  if (int64_t(vocab->pieces.size()) > vocabSize)
-    return makeError(path + ": tokenizer has " +
-                     llvm::Twine(vocab->pieces.size()) +
-                     " tokens, more than the model's vocabulary of " +
-                     llvm::Twine(vocabSize) +
-                     " (tfmc takes a tokenizer no larger than the embedding "
-                     "table)");
-  return vocab;
 }
 
 std::string mlir::tfm::supportedModelsSummary() {

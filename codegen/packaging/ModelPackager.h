@@ -10,7 +10,6 @@
 #ifndef TFM_CODEGEN_PACKAGING_MODELPACKAGER_H
 #define TFM_CODEGEN_PACKAGING_MODELPACKAGER_H
 
-#include "frontend/tokenizers/Tokenizer.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "tfm/tfm_model_abi.h"
 
@@ -96,7 +95,9 @@ struct ModelDescription {
   /// stop_tokens).
   std::vector<int32_t> stopTokens;
   bool addBos = true;
-  std::optional<TokenizerVocab> tokenizer;
+  /// The tokenizer in the runtime's blob format (serializeTokenizer,
+  /// frontend/tokenizers/Tokenizer.h); empty: none.
+  std::string tokenizerBlob;
   std::string family;
   /// The chat template (Jinja source); empty: none.
   std::string chatTemplate;
@@ -174,9 +175,6 @@ llvm::Expected<uint64_t>
 writeWeightBlob(ModuleOp module, WeightLookup weights, llvm::StringRef path,
                 const std::function<void(uint64_t, uint64_t)> &progress = {},
                 int64_t rank = 0, uint64_t *replicatedBytes = nullptr);
-
-/// Serializes a tokenizer vocabulary in the runtime's blob format.
-std::string serializeTokenizer(const TokenizerVocab &tokenizer);
 
 /// Links `objectPath` (the compiled model) into an executable, a shared or
 /// a static library (with its header).

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/builders/DecoderBuilder.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/builders/ModelIRBuilder.h"
 #include "ir/ExpandedKeyAttr.h"
 #include "ir/TfmOps.h"
@@ -515,12 +515,11 @@ Value DecoderIRBuilder::latentAttention(Value h, Value positions,
   auto scale = b.getF32FloatAttr(spec.attentionScale > 0
                                      ? spec.attentionScale
                                      : 1.0 / std::sqrt(double(nope + rope)));
-  Value attended = AttentionOp::create(
-      b, loc, tensorType({dyn, heads, rank}), fullQuery, key, value,
-      /*bias=*/Value(), /*lengths=*/Value(), /*relative_bias=*/Value(),
-      /*sinks=*/Value(), scale,
-      /*causal=*/b.getUnitAttr(), /*window=*/IntegerAttr(),
-      /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());
+  AttentionOptions options;
+  options.scale = scale;
+  options.resultType = tensorType({dyn, heads, rank});
+  Value attended =
+      attend(loc, fullQuery, key, value, /*causal=*/true, options);
   // The key up-projection as stored, for the expanded form that
   // tfm-expand-latent-attention gives long prefills.
   if (!n.keyUp.empty()) {
@@ -702,11 +701,12 @@ Value DecoderIRBuilder::attention(Value h, Value positions, int64_t layer) {
       n.attentionSinks.empty()
           ? Value()
           : weight(tfm::layerWeightName(n.attentionSinks, layer), {heads});
-  Value attended =
-      AttentionOp::create(b, loc, q.getType(), q, k, v, /*bias=*/Value(),
-                          /*lengths=*/Value(), /*relative_bias=*/Value(), sinks,
-                          scale, /*causal=*/b.getUnitAttr(), window,
-                          /*max_distance=*/IntegerAttr(), softcap);
+  AttentionOptions options;
+  options.scale = scale;
+  options.sinks = sinks;
+  options.window = window;
+  options.softcap = softcap;
+  Value attended = attend(loc, q, k, v, /*causal=*/true, options);
   if (outputGate)
     attended = MulOp::create(
         b, loc, attended,

@@ -225,12 +225,8 @@ Value DiffusionIRBuilder::attention(
       ki = split(keysValues[i].first);
       vi = split(keysValues[i].second);
     }
-    attended.push_back(AttentionOp::create(
-        b, named(names[0]), qi.getType(), qi, ki, vi, /*bias=*/Value(),
-        /*lengths=*/Value(), /*relative_bias=*/Value(), /*sinks=*/Value(),
-        b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
-        /*causal=*/UnitAttr(), /*window=*/IntegerAttr(),
-        /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr()));
+    attended.push_back(
+        attend(named(names[0]), qi, ki, vi, /*causal=*/false));
   }
   Value joined = attended.size() == 1
                      ? attended.front()

@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/builders/DecoderSpec.h"
 #include "frontend/builders/ModelIRBuilder.h"
-#include "frontend/families/EncoderFamilies.h"
+#include "frontend/builders/EncoderBuilder.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -92,19 +92,13 @@ Value EncoderIRBuilder::layer(Value x, int64_t index, Value global) {
   Value q = linear(x, name(spec.query), {heads, headDim});
   Value k = linear(x, name(spec.key), {heads, headDim});
   Value v = linear(x, name(spec.value), {heads, headDim});
-  auto scale = b.getF32FloatAttr(1.0 / std::sqrt(double(headDim)));
   // Bidirectional: no causal mask; every token sees every token (but in
   // Longformer, whose tokens see a window and the global ones).
   Value attended =
       spec.sparse
           ? sparseAttention(x, q, k, v, index, global)
-          : AttentionOp::create(
-                b, named("layer " + llvm::Twine(index) + " attention"),
-                q.getType(), q, k, v, /*bias=*/Value(), /*lengths=*/Value(),
-                /*relative_bias=*/Value(), /*sinks=*/Value(), scale,
-                /*causal=*/UnitAttr(),
-                /*window=*/IntegerAttr(), /*max_distance=*/IntegerAttr(),
-                /*softcap=*/FloatAttr());
+          : attend(named("layer " + llvm::Twine(index) + " attention"), q,
+                      k, v, /*causal=*/false);
   Value projected = linear(attended, name(spec.attentionOutput), {d});
   x = norm(AddOp::create(b, x.getLoc(), x, projected),
            name(spec.attentionNorm));

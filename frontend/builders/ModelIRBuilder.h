@@ -45,6 +45,30 @@ protected:
     return declarations.biasedLinear(b, x, name, resultShape, activation);
   }
 
+  /// What a family adds to scaled dot-product attention; the defaults are
+  /// plain softmax(q·kᵀ/√head_dim)·v with q's type.
+  struct AttentionOptions {
+    /// The scores' scale; null: 1/√(q's head dim).
+    FloatAttr scale;
+    /// The result's type when v's head dim differs from q's (MLA).
+    Type resultType;
+    /// T5's bucketed relative position table and its max distance.
+    Value relativeBias;
+    IntegerAttr maxDistance;
+    /// gpt-oss's per-head sinks, a sliding window, Gemma's logit softcap.
+    Value sinks;
+    IntegerAttr window;
+    FloatAttr softcap;
+  };
+  /// tfm.attention over q, k, v ([rows, heads, head dim]): the one layer
+  /// helper every builder's attention block calls (as llama.cpp's
+  /// build_attn), causal or bidirectional.
+  Value attend(Location loc, Value q, Value k, Value v, bool causal,
+               const AttentionOptions &options);
+  Value attend(Location loc, Value q, Value k, Value v, bool causal) {
+    return attend(loc, q, k, v, causal, AttentionOptions());
+  }
+
   OpBuilder b;
 };
 

@@ -24,7 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/builders/ModelIRBuilder.h"
-#include "frontend/families/Seq2SeqFamilies.h"
+#include "frontend/builders/Seq2SeqBuilder.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -148,12 +148,7 @@ Value Seq2SeqIRBuilder::attention(Value queries, Value keys,
                 : declarations.unbiasedLinear(b, keys, module + "k_proj.weight",
                                               {heads, headDim});
   Value v = linear(keys, module + "v_proj.weight", {heads, headDim});
-  Value attended = AttentionOp::create(
-      b, named(module + "attention"), q.getType(), q, k, v, /*bias=*/Value(),
-      /*lengths=*/Value(), /*relative_bias=*/Value(), /*sinks=*/Value(),
-      b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
-      causal ? b.getUnitAttr() : UnitAttr(), /*window=*/IntegerAttr(),
-      /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());
+  Value attended = attend(named(module + "attention"), q, k, v, causal);
   return linear(attended, module + "out_proj.weight", {spec.hiddenSize});
 }
 

@@ -18,7 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/builders/ModelIRBuilder.h"
-#include "frontend/families/Seq2SeqFamilies.h"
+#include "frontend/builders/Seq2SeqBuilder.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -72,14 +72,14 @@ Value T5IRBuilder::attention(Value queries, Value keys,
   Value q = project(queries, module + "q.weight", {heads, headDim});
   Value k = project(keys, module + "k.weight", {heads, headDim});
   Value v = project(keys, module + "v.weight", {heads, headDim});
-  Value attended = AttentionOp::create(
-      b, named(module + "attention"), q.getType(), q, k, v, /*bias=*/Value(),
-      /*lengths=*/Value(), relativeTable, /*sinks=*/Value(),
-      b.getF32FloatAttr(1.0f), causal ? b.getUnitAttr() : UnitAttr(),
-      /*window=*/IntegerAttr(),
-      relativeTable ? b.getI64IntegerAttr(spec.relativeMaxDistance)
-                    : IntegerAttr(),
-      /*softcap=*/FloatAttr());
+  // T5 does not scale its scores (its initialization does).
+  AttentionOptions options;
+  options.scale = b.getF32FloatAttr(1.0f);
+  options.relativeBias = relativeTable;
+  if (relativeTable)
+    options.maxDistance = b.getI64IntegerAttr(spec.relativeMaxDistance);
+  Value attended =
+      attend(named(module + "attention"), q, k, v, causal, options);
   return project(attended, module + "o.weight", {spec.hiddenSize});
 }
 

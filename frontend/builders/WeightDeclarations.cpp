@@ -1,7 +1,7 @@
 //===- WeightDeclarations.cpp - a builder's reads of checkpoint tensors ---===//
 
 #include "frontend/builders/WeightDeclarations.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/builders/DecoderSpec.h"
 
 #include "llvm/ADT/StringExtras.h"

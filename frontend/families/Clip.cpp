@@ -1,37 +1,19 @@
-//===- Clip.cpp - CLIP's text and image encoders as tfm IR ---------------===//
+//===- Clip.cpp - CLIP's configs ----------------------------------------===//
 //
-// transformers' CLIP (modeling_clip.py). Both towers are pre-norm
-// transformers whose blocks are
-//     x = x + out_proj(attention(layer_norm1(x)))
-//     x = x + fc2(act(fc1(layer_norm2(x))))          (act: quick_gelu)
-// The text tower: token + learned position embeddings, causal attention,
-// final_layer_norm; its pooled state is the row of the end-of-text token
-// (tfm.token_row): the first position of eos_token_id, or, for the first
-// checkpoints whose config says eos_token_id 2, of the largest id (their
-// end-of-text is the vocabulary's last), as CLIPTextTransformer pools.
-// The image tower: the patch convolution (no bias) as a GEMM over
-// tfm.patches, the class embedding before the patches, learned positions,
-// pre_layrnorm, the blocks; its pooled state is post_layernorm of the class
-// token's row. text_projection and visual_projection (no biases) map the
-// pooled states into the shared embedding space.
-//
-// Entry points, per tower present: @encode_text(ids) and
-// @encode_image(pixels) return the last hidden state; @embed_text and
-// @embed_image the projected embedding, or the pooled state of a tower
-// without a projection (CLIPTextModel, CLIPVisionModel).
+// transformers' CLIPModel, CLIPTextModel(WithProjection) and
+// CLIPVisionModel(WithProjection) from Hugging Face folders: the towers'
+// configs (nested in CLIPConfig, with CLIPTextConfig's and
+// CLIPVisionConfig's defaults) as a ClipSpec (ClipBuilder.cpp makes the
+// IR), the tokenizer and image preprocessing, and SDXL's two text towers.
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/Clip.h"
-#include "frontend/ErrorMessages.h"
-#include "frontend/builders/ModelIRBuilder.h"
-#include "frontend/families/VisionTransformer.h"
+#include "frontend/formats/ErrorMessages.h"
+#include "frontend/builders/ClipBuilder.h"
+#include "frontend/families/FamilyTable.h"
+#include "frontend/formats/ImagePreprocessor.h"
 #include "frontend/tokenizers/Tokenizer.h"
-#include "ir/TfmOps.h"
-
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -43,293 +25,6 @@ using namespace mlir;
 using namespace mlir::tfm;
 
 namespace {
-
-/// What both towers share: the transformer.
-struct TowerSpec {
-  std::string prefix; // "text_model." or "vision_model."
-  int64_t hiddenSize = 0, numLayers = 0, numHeads = 0, intermediateSize = 0;
-  double normEpsilon = 1e-5;
-  ActivationKind activation = ActivationKind::quick_gelu;
-  /// The projection's weight ("text_projection.weight"); empty: none.
-  std::string projection;
-};
-
-struct TextSpec : TowerSpec {
-  int64_t vocabSize = 0, maxPositions = 0;
-  /// The end-of-text id pooled at; nullopt: the largest id's position.
-  std::optional<int64_t> eosTokenId;
-};
-
-struct ImageSpec : TowerSpec {
-  int64_t imageSize = 0, patchSize = 0, channels = 3;
-  int64_t patches() const {
-    return (imageSize / patchSize) * (imageSize / patchSize);
-  }
-  int64_t tokens() const { return patches() + 1; }
-};
-
-struct ClipSpec {
-  std::string family;
-  std::optional<TextSpec> text;
-  std::optional<ImageSpec> image;
-  int64_t projectionDim = 0;
-  /// SDXL's second text tower (with its projection): the module is then
-  /// the pair's one @encode_text (buildTextPair).
-  std::optional<TextSpec> text2;
-};
-
-class ClipIRBuilder : public ModelIRBuilder {
-public:
-  ClipIRBuilder(MLIRContext &context, const ClipSpec &spec,
-                const WeightStore &weights, llvm::StringRef checkpoint)
-      : ModelIRBuilder(context, weights, checkpoint, spec.family), spec(spec) {}
-
-  OwningOpRef<ModuleOp> build();
-
-private:
-  RankedTensorType matrix(int64_t rows, int64_t columns) {
-    return RankedTensorType::get({rows, columns}, b.getF32Type());
-  }
-  RankedTensorType vector(int64_t n) {
-    return RankedTensorType::get({n}, b.getF32Type());
-  }
-  Value norm(const TowerSpec &tower, Value x, llvm::StringRef name) {
-    return declarations.biasedLayerNorm(b, x, tower.prefix + name.str(),
-                                        tower.hiddenSize, tower.normEpsilon);
-  }
-  Value layer(const TowerSpec &tower, Value x, int64_t index, bool causal);
-  Value encoder(const TowerSpec &tower, Value x, bool causal);
-  /// The pooled [d] state through the tower's projection, if it has one.
-  Value project(const TowerSpec &tower, Value pooled);
-
-  /// Token and position embeddings, then the first `layers` blocks.
-  Value textStates(const TextSpec &text, Value ids, int64_t layers);
-  Value textHidden(Value ids);
-  Value textEmbedding(Value ids);
-  /// The pooled state of `hidden` (the end-of-text row) through the
-  /// tower's projection.
-  Value textPooled(const TextSpec &text, Value hidden, Value ids);
-  /// SDXL's @encode_text(ids, ids_2) (loadClipTextPair).
-  void buildTextPair(ModuleOp module);
-  Value imageHidden(Value pixels);
-  Value imageEmbedding(Value pixels);
-
-  /// func @name(input) -> result, its body from `body`.
-  void entryPoint(llvm::StringRef name, Type input, InputRole role,
-                  OutputRole output, llvm::function_ref<Value(Value)> body);
-
-  const ClipSpec &spec;
-};
-
-Value ClipIRBuilder::layer(const TowerSpec &tower, Value x, int64_t index,
-                           bool causal) {
-  std::string at =
-      tower.prefix + "encoder.layers." + std::to_string(index) + ".";
-  int64_t d = tower.hiddenSize, heads = tower.numHeads, headDim = d / heads;
-  Value h =
-      norm(tower, x,
-           "encoder.layers." + std::to_string(index) + ".layer_norm1.weight");
-  Value q = linear(h, at + "self_attn.q_proj.weight", {heads, headDim});
-  Value k = linear(h, at + "self_attn.k_proj.weight", {heads, headDim});
-  Value v = linear(h, at + "self_attn.v_proj.weight", {heads, headDim});
-  Value attended = AttentionOp::create(
-      b, named(tower.prefix + "layer " + llvm::Twine(index) + " attention"),
-      q.getType(), q, k, v, /*bias=*/Value(), /*lengths=*/Value(),
-      /*relative_bias=*/Value(), /*sinks=*/Value(),
-      b.getF32FloatAttr(1.0 / std::sqrt(double(headDim))),
-      causal ? b.getUnitAttr() : UnitAttr(), /*window=*/IntegerAttr(),
-      /*max_distance=*/IntegerAttr(), /*softcap=*/FloatAttr());
-  x = AddOp::create(b, x.getLoc(), x,
-                    linear(attended, at + "self_attn.out_proj.weight", {d}));
-  h = norm(tower, x,
-           "encoder.layers." + std::to_string(index) + ".layer_norm2.weight");
-  h = linear(h, at + "mlp.fc1.weight", {tower.intermediateSize},
-             tower.activation);
-  return AddOp::create(b, x.getLoc(), x, linear(h, at + "mlp.fc2.weight", {d}));
-}
-
-Value ClipIRBuilder::encoder(const TowerSpec &tower, Value x, bool causal) {
-  for (int64_t i = 0; i < tower.numLayers; ++i)
-    x = layer(tower, x, i, causal);
-  return x;
-}
-
-Value ClipIRBuilder::project(const TowerSpec &tower, Value pooled) {
-  if (tower.projection.empty())
-    return pooled;
-  // A [d] vector through the [projection_dim, d] matrix: as one row.
-  Location loc = named(tower.projection);
-  int64_t d = tower.hiddenSize;
-  Value row = tensor::ExpandShapeOp::create(
-      b, loc, matrix(1, d), pooled, SmallVector<ReassociationIndices>{{0, 1}});
-  Value projected = declarations.unbiasedLinear(b, row, tower.projection,
-                                                {spec.projectionDim});
-  return tensor::CollapseShapeOp::create(
-      b, loc, vector(spec.projectionDim), projected,
-      SmallVector<ReassociationIndices>{{0, 1}});
-}
-
-Value ClipIRBuilder::textStates(const TextSpec &text, Value ids,
-                                int64_t layers) {
-  Location loc = named(text.prefix + "embeddings");
-  int64_t d = text.hiddenSize;
-  Value tokens = EmbeddingOp::create(
-      b, loc, rows({d}),
-      weight(text.prefix + "embeddings.token_embedding.weight",
-             {text.vocabSize, d}),
-      ids, /*scale=*/FloatAttr());
-  Value positions = PositionIdsOp::create(
-      b, loc, ids.getType(), ids, /*offset=*/Value(), /*lengths=*/Value(),
-      /*padding_id=*/IntegerAttr());
-  Value learned = EmbeddingOp::create(
-      b, loc, rows({d}),
-      weight(text.prefix + "embeddings.position_embedding.weight",
-             {text.maxPositions, d}),
-      positions, /*scale=*/FloatAttr());
-  Value x = AddOp::create(b, loc, tokens, learned);
-  for (int64_t i = 0; i < layers; ++i)
-    x = layer(text, x, i, /*causal=*/true);
-  return x;
-}
-
-Value ClipIRBuilder::textHidden(Value ids) {
-  const TextSpec &text = *spec.text;
-  return norm(text, textStates(text, ids, text.numLayers),
-              "final_layer_norm.weight");
-}
-
-Value ClipIRBuilder::textPooled(const TextSpec &text, Value hidden,
-                                Value ids) {
-  IntegerAttr eos =
-      text.eosTokenId ? b.getI64IntegerAttr(*text.eosTokenId) : IntegerAttr();
-  Value pooled = TokenRowOp::create(b, named("end-of-text pooling"),
-                                    vector(text.hiddenSize), hidden, ids, eos);
-  return project(text, pooled);
-}
-
-Value ClipIRBuilder::textEmbedding(Value ids) {
-  return textPooled(*spec.text, textHidden(ids), ids);
-}
-
-void ClipIRBuilder::buildTextPair(ModuleOp module) {
-  const TextSpec &first = *spec.text, &second = *spec.text2;
-  MLIRContext *ctx = b.getContext();
-  b.setInsertionPointToEnd(module.getBody());
-  auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
-  auto function = func::FuncOp::create(b, named("encode_text"), "encode_text",
-                                       b.getFunctionType({ids, ids}, {}));
-  for (unsigned i = 0; i < 2; ++i)
-    function.setArgAttr(i, kInputArgAttrName,
-                        InputRoleAttr::get(ctx, InputRole::token_ids));
-  Block *entry = function.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  Value ids1 = entry->getArgument(0), ids2 = entry->getArgument(1);
-  // hidden_states[-2] of each tower: its blocks but the last, without
-  // final_layer_norm.
-  Value states1 = textStates(first, ids1, first.numLayers - 1);
-  Value penultimate2 = textStates(second, ids2, second.numLayers - 1);
-  Value last2 = layer(second, penultimate2, second.numLayers - 1,
-                      /*causal=*/true);
-  Value pooled = textPooled(
-      second, norm(second, last2, "final_layer_norm.weight"), ids2);
-  Value states = tensor::ConcatOp::create(
-      b, named("prompt_embeds"), 1, ValueRange{states1, penultimate2});
-  func::ReturnOp::create(b, named("encode_text"), ValueRange{states, pooled});
-  function.setType(b.getFunctionType(
-      {ids, ids}, {states.getType(), pooled.getType()}));
-  function.setResultAttr(0, kOutputResultAttrName,
-                         OutputRoleAttr::get(ctx, OutputRole::hidden_states));
-  function.setResultAttr(1, kOutputResultAttrName,
-                         OutputRoleAttr::get(ctx, OutputRole::embedding));
-}
-
-Value ClipIRBuilder::imageHidden(Value pixels) {
-  const ImageSpec &image = *spec.image;
-  Location loc = named("image embeddings");
-  int64_t d = image.hiddenSize, p = image.patchSize, c = image.channels,
-          n = image.patches(), tokens = image.tokens();
-  // The stride-p convolution without a bias: a GEMM over the flattened
-  // patches with the [d, C, p, p] kernel read as [d, C·p·p].
-  Value patches = PatchesOp::create(b, loc, matrix(n, c * p * p), pixels,
-                                    b.getI64IntegerAttr(p),
-                                    /*strides=*/DenseI64ArrayAttr());
-  std::string kernel = image.prefix + "embeddings.patch_embedding.weight";
-  Value x = LinearOp::create(
-      b, loc, matrix(n, d), patches,
-      declarations.readAs(b, kernel, {d, c, p, p}, {d, c * p * p}),
-      /*bias=*/Value(), ActivationKindAttr(), UnitAttr());
-  Value cls = declarations.readAs(
-      b, image.prefix + "embeddings.class_embedding", {d}, {1, d});
-  x = ConcatOp::create(b, loc, matrix(tokens, d), ValueRange{cls, x});
-  Value positions = weight(
-      image.prefix + "embeddings.position_embedding.weight", {tokens, d});
-  x = AddOp::create(b, loc, x, positions);
-  x = norm(image, x, "pre_layrnorm.weight");
-  return encoder(image, x, /*causal=*/false);
-}
-
-Value ClipIRBuilder::imageEmbedding(Value pixels) {
-  const ImageSpec &image = *spec.image;
-  Value hidden = imageHidden(pixels);
-  int64_t d = image.hiddenSize;
-  // The class token's row, kept [1, d] for post_layernorm's rows.
-  Value row = tensor::ExtractSliceOp::create(
-      b, named("class token"), matrix(1, d), hidden, ValueRange(), ValueRange(),
-      ValueRange(), b.getDenseI64ArrayAttr({0, 0}),
-      b.getDenseI64ArrayAttr({1, d}), b.getDenseI64ArrayAttr({1, 1}));
-  row = norm(image, row, "post_layernorm.weight");
-  Value pooled = tensor::CollapseShapeOp::create(
-      b, named("image pooling"), vector(d), row,
-      SmallVector<ReassociationIndices>{{0, 1}});
-  return project(image, pooled);
-}
-
-void ClipIRBuilder::entryPoint(llvm::StringRef name, Type input, InputRole role,
-                               OutputRole output,
-                               llvm::function_ref<Value(Value)> body) {
-  MLIRContext *ctx = b.getContext();
-  OpBuilder::InsertionGuard guard(b);
-  // The result type is known once the body is built: start with none.
-  auto function = func::FuncOp::create(b, named(name), name,
-                                       b.getFunctionType({input}, {}));
-  function.setArgAttr(0, kInputArgAttrName, InputRoleAttr::get(ctx, role));
-  Block *entry = function.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  Value result = body(entry->getArgument(0));
-  func::ReturnOp::create(b, named(name), result);
-  function.setType(b.getFunctionType({input}, {result.getType()}));
-  function.setResultAttr(0, kOutputResultAttrName,
-                         OutputRoleAttr::get(ctx, output));
-}
-
-OwningOpRef<ModuleOp> ClipIRBuilder::build() {
-  OwningOpRef<ModuleOp> module = ModuleOp::create(named(spec.family));
-  if (spec.text2) {
-    buildTextPair(*module);
-    return module;
-  }
-  b.setInsertionPointToEnd(module->getBody());
-  if (spec.text) {
-    auto ids = RankedTensorType::get({ShapedType::kDynamic}, b.getI32Type());
-    entryPoint("encode_text", ids, InputRole::token_ids,
-               OutputRole::hidden_states,
-               [&](Value in) { return textHidden(in); });
-    entryPoint("embed_text", ids, InputRole::token_ids, OutputRole::embedding,
-               [&](Value in) { return textEmbedding(in); });
-  }
-  if (spec.image) {
-    const ImageSpec &image = *spec.image;
-    auto pixels = RankedTensorType::get(
-        {image.channels, image.imageSize, image.imageSize}, b.getF32Type());
-    entryPoint("encode_image", pixels, InputRole::features,
-               OutputRole::hidden_states,
-               [&](Value in) { return imageHidden(in); });
-    entryPoint("embed_image", pixels, InputRole::features,
-               OutputRole::embedding,
-               [&](Value in) { return imageEmbedding(in); });
-  }
-  return module;
-}
 
 /// A tower's defaults, as CLIPTextConfig and CLIPVisionConfig have them:
 /// transformers writes only the fields that differ (a CLIPModel saved with
@@ -343,7 +38,7 @@ constexpr TowerDefaults kImageDefaults = {768, 12, 12, 3072};
 /// The transformer sizes of a tower's config (CLIPTextConfig,
 /// CLIPVisionConfig), checked.
 void readTower(ConfigReader &config, const TowerDefaults &defaults,
-               TowerSpec &tower) {
+               ClipTowerSpec &tower) {
   tower.hiddenSize = config.integer("hidden_size", defaults.hiddenSize);
   tower.numLayers = config.integer("num_hidden_layers", defaults.numLayers);
   tower.numHeads = config.integer("num_attention_heads", defaults.numHeads);
@@ -361,7 +56,7 @@ void readTower(ConfigReader &config, const TowerDefaults &defaults,
                 llvm::Twine(tower.numHeads));
 }
 
-void readText(ConfigReader &config, TextSpec &text) {
+void readText(ConfigReader &config, ClipTextSpec &text) {
   text.prefix = "text_model.";
   readTower(config, kTextDefaults, text);
   text.vocabSize = config.integer("vocab_size", 49408);
@@ -379,7 +74,7 @@ void readText(ConfigReader &config, TextSpec &text) {
                 llvm::Twine(text.vocabSize) + ")");
 }
 
-void readImage(ConfigReader &config, ImageSpec &image) {
+void readImage(ConfigReader &config, ClipImageSpec &image) {
   image.prefix = "vision_model.";
   readTower(config, kImageDefaults, image);
   image.imageSize = config.integer("image_size", 224);
@@ -413,15 +108,35 @@ void readNested(ConfigReader &config, llvm::StringRef key, Spec &spec,
 
 } // namespace
 
-static const llvm::StringLiteral kClipFamilies[] = {"clip", "clip_text_model",
-                                                    "clip_vision_model"};
+namespace {
+
+/// A CLIP family: config.json's model_type, its towers, its base model's
+/// architecture and, for a single tower, the architecture that adds the
+/// tower's projection (CLIPModel always has both).
+struct ClipFamily {
+  llvm::StringLiteral modelType;
+  bool text, image;
+  llvm::StringLiteral model, withProjection;
+};
+
+/// Every CLIP family, in the order messages list them.
+const ClipFamily kClipFamilies[] = {
+    {"clip", true, true, "CLIPModel", ""},
+    {"clip_text_model", true, false, "CLIPTextModel",
+     "CLIPTextModelWithProjection"},
+    {"clip_vision_model", false, true, "CLIPVisionModel",
+     "CLIPVisionModelWithProjection"},
+};
+
+} // namespace
 
 bool mlir::tfm::isClipFamily(llvm::StringRef modelType) {
-  return llvm::is_contained(kClipFamilies, modelType);
+  return findFamily(kClipFamilies, &ClipFamily::modelType, modelType) !=
+         nullptr;
 }
 
 std::string mlir::tfm::supportedClipFamilies() {
-  return llvm::join(std::begin(kClipFamilies), std::end(kClipFamilies), ", ");
+  return familyNames(kClipFamilies, &ClipFamily::modelType);
 }
 
 llvm::Error mlir::tfm::loadClip(MLIRContext &context, llvm::StringRef modelType,
@@ -433,35 +148,27 @@ llvm::Error mlir::tfm::loadClip(MLIRContext &context, llvm::StringRef modelType,
   ClipSpec spec;
   spec.family = modelType.str();
   std::string architecture = architectures.empty() ? "" : architectures.front();
-  // Which towers and projections each architecture has.
-  bool text = false, image = false, projections = false;
-  if (modelType == "clip") {
-    text = image = projections = true;
-    if (!architecture.empty() && architecture != "CLIPModel")
-      return makeError(configPath + ": the " + architecture +
-                       " head of clip is not supported (CLIPModel is)");
-  } else if (modelType == "clip_text_model") {
-    text = true;
-    projections = architecture == "CLIPTextModelWithProjection";
-    if (!architecture.empty() && architecture != "CLIPTextModel" &&
-        !projections)
-      return makeError(configPath + ": the " + architecture +
-                       " head of clip_text_model is not supported "
-                       "(CLIPTextModel, CLIPTextModelWithProjection are)");
-  } else {
-    image = true;
-    projections = architecture == "CLIPVisionModelWithProjection";
-    if (!architecture.empty() && architecture != "CLIPVisionModel" &&
-        !projections)
-      return makeError(configPath + ": the " + architecture +
-                       " head of clip_vision_model is not supported "
-                       "(CLIPVisionModel, CLIPVisionModelWithProjection are)");
+  // The towers are the family's; the projections, the architecture's.
+  const ClipFamily &family =
+      *findFamily(kClipFamilies, &ClipFamily::modelType, modelType);
+  bool text = family.text, image = family.image;
+  bool projections =
+      (text && image) || (!family.withProjection.empty() &&
+                          architecture == family.withProjection);
+  if (!architecture.empty() && architecture != family.model &&
+      !projections) {
+    std::string supported =
+        family.withProjection.empty()
+            ? family.model.str() + " is"
+            : (family.model + ", " + family.withProjection + " are").str();
+    return makeError(configPath + ": the " + architecture + " head of " +
+                     modelType + " is not supported (" + supported + ")");
   }
-  if (modelType == "clip") {
+  if (text && image) {
     spec.text.emplace();
     spec.image.emplace();
-    readNested<TextSpec>(config, "text_config", *spec.text, readText);
-    readNested<ImageSpec>(config, "vision_config", *spec.image, readImage);
+    readNested<ClipTextSpec>(config, "text_config", *spec.text, readText);
+    readNested<ClipImageSpec>(config, "vision_config", *spec.image, readImage);
   } else if (text) {
     // A tower's own config, as CLIPTextModel saves it.
     spec.text.emplace();
@@ -482,15 +189,12 @@ llvm::Error mlir::tfm::loadClip(MLIRContext &context, llvm::StringRef modelType,
   if (llvm::Error err = config.takeError())
     return std::move(err);
 
-  context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect,
-                      tensor::TensorDialect>();
-  ClipIRBuilder builder(context, spec, model.weights, checkpoint);
   // CLIPModel's logit_scale (the temperature of its training loss) and the
   // position ids buffers some checkpoints carry are not outputs here.
   auto ignored = [](llvm::StringRef n) {
     return n == "logit_scale" || n.ends_with("embeddings.position_ids");
   };
-  auto module = builder.declarations.finish(builder.build(), ignored);
+  auto module = buildClip(context, spec, model.weights, checkpoint, ignored);
   if (!module)
     return module.takeError();
   model.module = std::move(*module);
@@ -574,7 +278,7 @@ llvm::Error mlir::tfm::loadClipTextPair(MLIRContext &context,
     return std::move(err);
   if (llvm::Error err = second.takeError())
     return std::move(err);
-  const TextSpec &one = *spec.text, &two = *spec.text2;
+  const ClipTextSpec &one = *spec.text, &two = *spec.text2;
   if (one.maxPositions != two.maxPositions || one.vocabSize != two.vocabSize)
     return makeError(second.file() + ": the second text encoder reads " +
                      llvm::Twine(two.maxPositions) + " positions of a " +
@@ -586,9 +290,6 @@ llvm::Error mlir::tfm::loadClipTextPair(MLIRContext &context,
     return makeError(first.file() + ": SDXL conditions on each text "
                      "encoder's penultimate layer; both need two or more");
 
-  context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect,
-                      tensor::TensorDialect>();
-  ClipIRBuilder builder(context, spec, model.weights, checkpoint);
   // The first tower's last block and final_layer_norm are past the states
   // the pipeline reads; the position ids buffers are not weights.
   std::string lastBlock =
@@ -598,7 +299,7 @@ llvm::Error mlir::tfm::loadClipTextPair(MLIRContext &context,
     return n.starts_with(lastBlock) || n.starts_with(firstNorm) ||
            n.ends_with("embeddings.position_ids");
   };
-  auto module = builder.declarations.finish(builder.build(), ignored);
+  auto module = buildClip(context, spec, model.weights, checkpoint, ignored);
   if (!module)
     return module.takeError();
   model.module = std::move(*module);

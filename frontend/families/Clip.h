@@ -12,7 +12,7 @@
 #ifndef TFM_FRONTEND_FAMILIES_CLIP_H
 #define TFM_FRONTEND_FAMILIES_CLIP_H
 
-#include "frontend/ModelLoader.h"
+#include "frontend/families/LoadedModel.h"
 #include "frontend/formats/ConfigReader.h"
 
 namespace mlir::tfm {

@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/DecoderConfigReaders.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 
 #include <cmath>
 

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/DecoderFamilies.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/families/DecoderConfigReaders.h"
 #include "frontend/families/DeepseekFamilies.h"
 #include "frontend/families/FamilyTable.h"

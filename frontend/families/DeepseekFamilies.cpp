@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/DeepseekFamilies.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/families/DecoderConfigReaders.h"
 
 #include <cmath>

@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/EncoderFamilies.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/builders/DecoderSpec.h"
 #include "frontend/families/FamilyTable.h"
 #include "ir/TfmOps.h"

@@ -51,13 +51,6 @@ bool resolveEncoderNames(EncoderSpec &spec, const WeightStore &weights,
 llvm::Error readSentenceTransformerModules(llvm::StringRef directory,
                                            EncoderSpec &spec);
 
-/// `@encode` of the encoder (`@embed` for a sentence embedder). Tensors the checkpoint holds beyond the base
-/// model (a pooler, a task head) are refused unless `isIgnoredWeight`.
-llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
-buildEncoder(mlir::MLIRContext &context, const EncoderSpec &spec,
-             const WeightStore &weights, llvm::StringRef checkpoint,
-             llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
-
 } // namespace mlir::tfm
 
 #endif // TFM_FRONTEND_FAMILIES_ENCODERFAMILIES_H

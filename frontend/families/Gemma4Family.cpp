@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/Gemma4Family.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/families/DecoderConfigReaders.h"
 #include "frontend/formats/Gguf.h"
 

@@ -27,7 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/GgufModel.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/builders/DecoderBuilder.h"
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/FamilyTable.h"

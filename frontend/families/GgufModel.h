@@ -10,11 +10,9 @@
 #ifndef TFM_FRONTEND_FAMILIES_GGUFMODEL_H
 #define TFM_FRONTEND_FAMILIES_GGUFMODEL_H
 
-#include "frontend/ModelLoader.h"
+#include "frontend/families/LoadedModel.h"
 
 namespace mlir::tfm {
-
-class GgufFile;
 
 /// The general.architecture values tfmc reads ("llama, qwen2, gemma").
 std::string supportedGgufArchitectureNames();
@@ -28,13 +26,6 @@ llvm::Expected<LoadedModel> loadGgufModel(mlir::MLIRContext &context,
 /// Adds every tensor of the GGUF file at `path` to `weights` (a .mlir
 /// model compiled with --checkpoint FILE.gguf).
 llvm::Error readGgufWeights(llvm::StringRef path, WeightStore &weights);
-
-/// The tokenizer `file` embeds; nothing when it has none.
-llvm::Expected<std::optional<TokenizerVocab>>
-readGgufTokenizer(const GgufFile &file);
-
-/// The tokenizer of the GGUF file at `path` (--tokenizer model.gguf).
-llvm::Expected<TokenizerVocab> readGgufTokenizerFile(llvm::StringRef path);
 
 } // namespace mlir::tfm
 

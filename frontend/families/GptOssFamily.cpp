@@ -16,7 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/GptOssFamily.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/families/DecoderConfigReaders.h"
 #include "frontend/formats/StoredDtypes.h"
 

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/LdmCheckpoint.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"

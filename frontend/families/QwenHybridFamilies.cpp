@@ -8,7 +8,7 @@
 
 #include "frontend/families/QwenHybridFamilies.h"
 #include "frontend/families/DecoderConfigReaders.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/families/DecoderFamilies.h"
 
 #include "llvm/ADT/STLExtras.h"

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/ErrorMessages.h"
-#include "frontend/builders/CheckedAttributes.h"
+#include "frontend/formats/ErrorMessages.h"
+#include "frontend/formats/CheckedAttributes.h"
 #include "frontend/families/FamilyTable.h"
 #include "frontend/families/Seq2SeqFamilies.h"
 #include "frontend/formats/JsonFile.h"

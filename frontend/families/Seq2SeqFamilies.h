@@ -46,19 +46,6 @@ llvm::Expected<AudioPreprocessingAttr>
 readAudioPreprocessing(mlir::MLIRContext &context, llvm::StringRef directory,
                        const Seq2SeqSpec &spec);
 
-/// `@forward(source, decoder ids) -> logits`. Tensors of the checkpoint
-/// that the model does not read are refused unless `isIgnoredWeight`.
-llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
-buildSeq2Seq(mlir::MLIRContext &context, const Seq2SeqSpec &spec,
-             const WeightStore &weights, llvm::StringRef checkpoint,
-             llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
-
-/// The same for T5's blocks (spec.t5Blocks), which buildSeq2Seq calls.
-llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
-buildT5(mlir::MLIRContext &context, const Seq2SeqSpec &spec,
-        const WeightStore &weights, llvm::StringRef checkpoint,
-        llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
-
 } // namespace mlir::tfm
 
 #endif // TFM_FRONTEND_FAMILIES_SEQ2SEQFAMILIES_H

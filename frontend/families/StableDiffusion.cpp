@@ -12,7 +12,7 @@
 
 #include "frontend/families/StableDiffusion.h"
 #include "ir/DiffusionAttr.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/builders/DiffusionBuilder.h"
 #include "frontend/families/Clip.h"
 #include "frontend/families/LdmCheckpoint.h"

@@ -13,7 +13,7 @@
 #ifndef TFM_FRONTEND_FAMILIES_STABLEDIFFUSION_H
 #define TFM_FRONTEND_FAMILIES_STABLEDIFFUSION_H
 
-#include "frontend/ModelLoader.h"
+#include "frontend/families/LoadedModel.h"
 
 namespace mlir::tfm {
 

@@ -10,7 +10,7 @@
 #ifndef TFM_FRONTEND_FAMILIES_SWIN_H
 #define TFM_FRONTEND_FAMILIES_SWIN_H
 
-#include "frontend/ModelLoader.h"
+#include "frontend/families/LoadedModel.h"
 #include "frontend/formats/ConfigReader.h"
 
 namespace mlir::tfm {

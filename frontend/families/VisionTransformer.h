@@ -11,7 +11,7 @@
 #ifndef TFM_FRONTEND_FAMILIES_VISIONTRANSFORMER_H
 #define TFM_FRONTEND_FAMILIES_VISIONTRANSFORMER_H
 
-#include "frontend/ModelLoader.h"
+#include "frontend/families/LoadedModel.h"
 #include "frontend/formats/ConfigReader.h"
 
 namespace mlir::tfm {
@@ -32,14 +32,6 @@ llvm::Error loadVisionTransformer(MLIRContext &context,
                                   llvm::StringRef checkpoint,
                                   llvm::StringRef configPath,
                                   LoadedModel &model);
-
-/// preprocessor_config.json in `directory` (ImagePreprocessor.cpp): how an
-/// image file becomes the model's [3, imageSize, imageSize] input; a null
-/// attribute when there is no such file. `sizeIsShortestEdge`: a number as
-/// `size` is the shortest edge (CLIP's processor), not a square (ViT's).
-llvm::Expected<ImagePreprocessingAttr>
-readImagePreprocessing(MLIRContext &context, llvm::StringRef directory,
-                       int64_t imageSize, bool sizeIsShortestEdge = false);
 
 } // namespace mlir::tfm
 

@@ -11,7 +11,7 @@
 #ifndef TFM_FRONTEND_FAMILIES_WAV2VEC2_H
 #define TFM_FRONTEND_FAMILIES_WAV2VEC2_H
 
-#include "frontend/ModelLoader.h"
+#include "frontend/families/LoadedModel.h"
 #include "frontend/formats/ConfigReader.h"
 
 namespace mlir::tfm {

@@ -9,7 +9,7 @@
 #ifndef TFM_FRONTEND_FORMATS_CONFIGREADER_H
 #define TFM_FRONTEND_FORMATS_CONFIGREADER_H
 
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "ir/TfmDialect.h"
 
 #include "llvm/ADT/StringSwitch.h"

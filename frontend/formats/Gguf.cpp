@@ -1,7 +1,7 @@
 //===- Gguf.cpp - llama.cpp's GGUF container, read and checked ----------===//
 
 #include "frontend/formats/Gguf.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/StoredDtypes.h"
 
 #include "llvm/ADT/StringExtras.h"

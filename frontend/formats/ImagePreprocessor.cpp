@@ -10,8 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/builders/CheckedAttributes.h"
-#include "frontend/families/VisionTransformer.h"
+#include "frontend/formats/CheckedAttributes.h"
+#include "frontend/formats/ConfigReader.h"
+#include "frontend/formats/ImagePreprocessor.h"
 #include "frontend/formats/JsonFile.h"
 
 #include "llvm/Support/FileSystem.h"

@@ -13,7 +13,7 @@
 #ifndef TFM_FRONTEND_FORMATS_JSONDEPTH_H
 #define TFM_FRONTEND_FORMATS_JSONDEPTH_H
 
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"

@@ -9,7 +9,7 @@
 #ifndef TFM_FRONTEND_FORMATS_JSONFILE_H
 #define TFM_FRONTEND_FORMATS_JSONFILE_H
 
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/JsonDepth.h"
 
 #include "llvm/Support/FileSystem.h"

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/formats/Safetensors.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/JsonDepth.h"
 #include "frontend/formats/JsonFile.h"
 

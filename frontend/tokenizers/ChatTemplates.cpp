@@ -1,7 +1,7 @@
 //===- ChatTemplates.cpp - where a model's chat template comes from -------===//
 
 #include "frontend/tokenizers/ChatTemplates.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/JsonFile.h"
 
 #include "llvm/ADT/SmallString.h"

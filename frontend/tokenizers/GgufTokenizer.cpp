@@ -13,9 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/ErrorMessages.h"
-#include "frontend/families/GgufModel.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/Gguf.h"
+#include "frontend/tokenizers/Tokenizer.h"
 
 using namespace mlir;
 using namespace mlir::tfm;

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/tokenizers/Tokenizer.h"
 #include "runtime/tokenizer/chars_map.h"
 

@@ -1,7 +1,7 @@
 //===- Tokenizer.cpp - tokenizer files; llama2.c's tokenizer.bin --------===//
 
 #include "frontend/tokenizers/Tokenizer.h"
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/MemoryBuffer.h"

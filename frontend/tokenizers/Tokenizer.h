@@ -239,6 +239,27 @@ std::optional<GgufBpeSplit> bpeSplitOfGgufPre(llvm::StringRef pre);
 /// or tokenizer.json), which readByteLevelBpe reads.
 bool hasByteLevelBpeFiles(llvm::StringRef directory);
 
+class GgufFile;
+
+/// The tokenizer `file` embeds; nothing when it has none
+/// (GgufTokenizer.cpp).
+llvm::Expected<std::optional<TokenizerVocab>>
+readGgufTokenizer(const GgufFile &file);
+
+/// The tokenizer of the GGUF file at `path` (--tokenizer model.gguf).
+llvm::Expected<TokenizerVocab> readGgufTokenizerFile(llvm::StringRef path);
+
+/// Reads the tokenizer at `path` (what ModelAttr's `tokenizer` names): a
+/// SentencePiece .model, a llama2.c tokenizer .bin, a GGUF file's embedded
+/// tokenizer, or a byte-level BPE directory or tokenizer.json; checked to
+/// have no more than `vocabSize` tokens (TokenizerFiles.cpp).
+llvm::Expected<TokenizerVocab> readTokenizerAt(llvm::StringRef path,
+                                               int64_t vocabSize);
+
+/// `tokenizer` in the runtime's blob format, which a compiled model embeds
+/// (TokenizerBlob.cpp).
+std::string serializeTokenizer(const TokenizerVocab &tokenizer);
+
 } // namespace mlir::tfm
 
 #endif // TFM_FRONTEND_TOKENIZERS_TOKENIZER_H

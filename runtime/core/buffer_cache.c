@@ -18,6 +18,7 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/core/buffer_cache.h"
+#include "runtime/cuda/cuda_driver.h"
 #include "tfm/tfm_runtime.h"
 
 #include <pthread.h>
@@ -263,6 +264,20 @@ void _mlir_memref_to_llvm_free(void *buffer) {
 }
 
 void tfm_buffer_release(void *buffer) { _mlir_memref_to_llvm_free(buffer); }
+
+void *mgpuMemAlloc(uint64_t bytes, void *stream, int8_t host_shared) {
+  (void)stream;
+  (void)host_shared;
+  void *device = tfm_cuda_alloc((size_t)bytes);
+  if (!device)
+    fail_current_call(); /* the generated call returns out of memory */
+  return device;
+}
+
+void mgpuMemFree(void *device, void *stream) {
+  (void)stream;
+  tfm_cuda_free(device);
+}
 
 size_t tfm_buffer_cache_bytes(void) {
   pthread_mutex_lock(&cache.lock);

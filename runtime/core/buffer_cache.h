@@ -16,6 +16,7 @@
 #define TFM_RUNTIME_CORE_BUFFER_CACHE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tfm/tfm_model_abi.h"
 
@@ -24,6 +25,11 @@ TFM_EXPORT void *_mlir_memref_to_llvm_alloc(size_t size);
 TFM_EXPORT void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
                                                     size_t size);
 TFM_EXPORT void _mlir_memref_to_llvm_free(void *buffer);
+/* Device buffers of a --target=cuda model's generated code (MLIR's
+ * gpu-to-llvm names them): the CUDA driver's memory, an allocation that
+ * fails failing the call as a host one does. */
+TFM_EXPORT void *mgpuMemAlloc(uint64_t bytes, void *stream, int8_t host_shared);
+TFM_EXPORT void mgpuMemFree(void *device, void *stream);
 
 /* Tests: after `allocations` more successful allocations, the next one
  * fails (as if out of memory), then all succeed again; negative: none

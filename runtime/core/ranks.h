@@ -42,13 +42,15 @@ void tfm_ranks_lead_call(const tfm_model *model, const tfm_entry_point *entry,
                          const tfm_tensor *inputs, tfm_tensor *const *caches);
 /* Rank 0, as it changes cache memory: the same change for the others. */
 void tfm_ranks_lead_alloc(const void *state, size_t bytes);
-/* The batch engine's paged KV pool (runtime/engine/kv_pages.h): made, and
- * a block mapped at block `index` of a slot (`block` -1: unmapped); freed
- * as any cache memory is, by tfm_ranks_lead_free of its base. */
-typedef struct tfm_kv_pages tfm_kv_pages;
-void tfm_ranks_lead_pool_new(const tfm_kv_pages *pool);
-void tfm_ranks_lead_pool_map(const tfm_kv_pages *pool, int64_t slot,
-                             int64_t index, int64_t block);
+/* The batch engine's paged KV pool (runtime/engine/kv_pages.h), known here
+ * by its base and its layout's bytes: made (`reserved` bytes of address
+ * space at `base`), and a block mapped at block `index` of a slot (`block`
+ * -1: unmapped); freed as any cache memory is, by tfm_ranks_lead_free of
+ * its base. */
+void tfm_ranks_lead_pool_new(const void *base, size_t reserved,
+                             const void *layout, size_t layout_bytes);
+void tfm_ranks_lead_pool_map(const void *base, int64_t slot, int64_t index,
+                             int64_t block);
 void tfm_ranks_lead_free(const void *state);
 void tfm_ranks_lead_move(void *to, const void *from, size_t bytes);
 /* Rank 0: every rank's stats (tfm_rank_stats, tfm_runtime.h), `out`
@@ -56,6 +58,23 @@ void tfm_ranks_lead_move(void *to, const void *from, size_t bytes);
 void tfm_ranks_gather_stats(const tfm_model *model, tfm_rank_stats *out);
 /* This rank's stats (ranks.c; rank 0's own part of the gather). */
 void tfm_ranks_own_stats(const tfm_model *model, tfm_rank_stats *out);
+
+/* The other ranks' side of a pool, which the batch engine defines
+ * (kv_pages.c) and the MPI side calls, so that it needs no engine: a pool
+ * of rank 0's layout reserving the same `reserved` bytes (NULL with
+ * `status` set when it cannot be had, or is another size), its base, a
+ * block mapped (`block` -1: unmapped; 0 when mmap fails), the pool freed.
+ * A model that never makes a pool links none of them. */
+void *tfm_kv_pages_mirror_new(const void *layout, size_t layout_bytes,
+                              size_t reserved, tfm_status *status);
+void *tfm_kv_pages_mirror_base(void *pool);
+int tfm_kv_pages_mirror_map(void *pool, int64_t slot, int64_t index,
+                            int64_t block);
+void tfm_kv_pages_mirror_free(void *pool);
+#pragma weak tfm_kv_pages_mirror_new
+#pragma weak tfm_kv_pages_mirror_base
+#pragma weak tfm_kv_pages_mirror_map
+#pragma weak tfm_kv_pages_mirror_free
 
 #pragma weak tfm_ranks_join
 #pragma weak tfm_ranks_follow

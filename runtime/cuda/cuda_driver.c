@@ -6,7 +6,6 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/cuda/cuda_driver.h"
-#include "runtime/core/buffer_cache.h"
 #include "runtime/cuda/cuda_driver_api.h"
 
 #include <dlfcn.h>
@@ -410,20 +409,6 @@ void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_y,
 void *mgpuStreamCreate(void) { return enter() ? cuda.stream : NULL; }
 void mgpuStreamDestroy(void *stream) { (void)stream; }
 void mgpuStreamSynchronize(void *stream) { (void)stream; }
-
-void *mgpuMemAlloc(uint64_t bytes, void *stream, int8_t host_shared) {
-  (void)stream;
-  (void)host_shared;
-  void *device = tfm_cuda_alloc((size_t)bytes);
-  if (!device)
-    tfm_buffer_fail_call(); /* the generated call returns out of memory */
-  return device;
-}
-
-void mgpuMemFree(void *device, void *stream) {
-  (void)stream;
-  tfm_cuda_free(device);
-}
 
 void mgpuMemcpy(void *to, void *from, size_t bytes, void *stream) {
   (void)stream;

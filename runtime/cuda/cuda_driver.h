@@ -59,8 +59,6 @@ TFM_EXPORT void mgpuLaunchKernel(void *function, intptr_t grid_x,
 TFM_EXPORT void *mgpuStreamCreate(void);
 TFM_EXPORT void mgpuStreamDestroy(void *stream);
 TFM_EXPORT void mgpuStreamSynchronize(void *stream);
-TFM_EXPORT void *mgpuMemAlloc(uint64_t bytes, void *stream, int8_t host_shared);
-TFM_EXPORT void mgpuMemFree(void *device, void *stream);
 TFM_EXPORT void mgpuMemcpy(void *to, void *from, size_t bytes, void *stream);
 
 #endif /* TFM_RUNTIME_CUDA_CUDA_DRIVER_H */

@@ -19,7 +19,6 @@
 #include "runtime/core/buffer_cache.h"
 #include "runtime/core/model_internal.h"
 #include "runtime/core/status.h"
-#include "runtime/engine/kv_pages.h"
 
 #include <mpi.h>
 
@@ -182,21 +181,19 @@ void tfm_ranks_lead_move(void *to, const void *from, size_t bytes) {
   send(&m, NULL);
 }
 
-void tfm_ranks_lead_pool_new(const tfm_kv_pages *pool) {
-  tfm_kv_pages_options layout;
-  size_t reserved;
-  tfm_kv_pages_get_layout(pool, &layout, &reserved);
+void tfm_ranks_lead_pool_new(const void *base, size_t reserved,
+                             const void *layout, size_t layout_bytes) {
   message m = {.kind = MSG_POOL,
-               .a = (int64_t)(intptr_t)tfm_kv_pages_base(pool),
+               .a = (int64_t)(intptr_t)base,
                .b = (int64_t)reserved,
-               .payload = (int64_t)sizeof layout};
-  send(&m, &layout);
+               .payload = (int64_t)layout_bytes};
+  send(&m, layout);
 }
 
-void tfm_ranks_lead_pool_map(const tfm_kv_pages *pool, int64_t slot,
-                             int64_t index, int64_t block) {
+void tfm_ranks_lead_pool_map(const void *base, int64_t slot, int64_t index,
+                             int64_t block) {
   message m = {.kind = MSG_MAP,
-               .a = (int64_t)(intptr_t)tfm_kv_pages_base(pool),
+               .a = (int64_t)(intptr_t)base,
                .b = slot,
                .c = index,
                .d = block};
@@ -292,7 +289,7 @@ typedef struct {
   int64_t remote;
   size_t bytes;
   char *local;
-  tfm_kv_pages *pool;
+  void *pool; /* tfm_kv_pages_mirror_new's */
 } mirror;
 
 typedef struct {
@@ -337,29 +334,25 @@ static mirror *add_mirror(follower *f, int64_t remote, size_t bytes) {
 }
 
 /* Rank 0's engine made a KV pool at `remote`: one of the same layout. */
-static void add_pool(follower *f, const message *m,
-                     const tfm_kv_pages_options *layout) {
-  tfm_kv_pages *pool = NULL;
+static void add_pool(follower *f, const message *m, const void *layout) {
+  if (!tfm_kv_pages_mirror_new)
+    tfm_ranks_abort("rank 0 made a KV pool, and this rank has no batch "
+                    "engine linked");
   tfm_status status;
-  check(tfm_kv_pages_new(layout, &pool, &status), &status);
-  tfm_kv_pages_options own;
-  size_t reserved;
-  tfm_kv_pages_get_layout(pool, &own, &reserved);
-  if (reserved != (size_t)m->b ||
-      own.block_positions != layout->block_positions)
-    tfm_ranks_abort("its KV pool cannot take rank 0's layout (blocks of "
-                    "another size: a host whose vm.max_map_count differs)");
+  void *pool = tfm_kv_pages_mirror_new(layout, (size_t)m->payload,
+                                       (size_t)m->b, &status);
+  if (!pool)
+    tfm_ranks_abort(status.message);
   mirror *added = new_mirror(f);
-  *added = (mirror){m->a, reserved, (char *)tfm_kv_pages_base(pool), pool};
+  *added = (mirror){m->a, (size_t)m->b,
+                    (char *)tfm_kv_pages_mirror_base(pool), pool};
 }
 
 static void map_in_pool(follower *f, const message *m) {
   mirror *pool = find_mirror(f, m->a);
   if (!pool || !pool->pool || pool->remote != m->a)
     tfm_ranks_abort("rank 0 maps a block of a KV pool it never made");
-  if (m->d < 0)
-    tfm_kv_pages_unmap(pool->pool, m->b, m->c);
-  else if (!tfm_kv_pages_map(pool->pool, m->b, m->c, m->d))
+  if (!tfm_kv_pages_mirror_map(pool->pool, m->b, m->c, m->d))
     tfm_ranks_abort("cannot map a block of its KV pool (mmap failed)");
 }
 
@@ -367,7 +360,7 @@ static void remove_mirror(follower *f, int64_t remote) {
   for (size_t i = 0; i < f->count; ++i)
     if (f->mirrors[i].remote == remote) {
       if (f->mirrors[i].pool)
-        tfm_kv_pages_free(f->mirrors[i].pool);
+        tfm_kv_pages_mirror_free(f->mirrors[i].pool);
       else
         tfm_model_state_free(f->model, f->mirrors[i].local);
       f->mirrors[i] = f->mirrors[--f->count];
@@ -522,7 +515,7 @@ void tfm_ranks_follow(tfm_model *model) {
       break;
     }
     case MSG_POOL:
-      add_pool(&f, &m, (const tfm_kv_pages_options *)(void *)payload);
+      add_pool(&f, &m, payload);
       break;
     case MSG_MAP:
       map_in_pool(&f, &m);

@@ -135,7 +135,7 @@ int tfm_kv_pages_map(tfm_kv_pages *p, int64_t slot, int64_t index,
     }
   }
   if (p->leads)
-    tfm_ranks_lead_pool_map(p, slot, index, block);
+    tfm_ranks_lead_pool_map(p->base, slot, index, block);
   return 1;
 }
 
@@ -146,7 +146,7 @@ void tfm_kv_pages_unmap(tfm_kv_pages *p, int64_t slot, int64_t index) {
     mmap(chunk_address(p, slot, plane, index), p->chunk_bytes, PROT_NONE,
          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
   if (p->leads)
-    tfm_ranks_lead_pool_map(p, slot, index, -1);
+    tfm_ranks_lead_pool_map(p->base, slot, index, -1);
 }
 
 tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
@@ -251,7 +251,57 @@ tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
 
 void tfm_kv_pages_lead_ranks(tfm_kv_pages *p) {
   p->leads = 1;
-  tfm_ranks_lead_pool_new(p);
+  tfm_kv_pages_options layout;
+  size_t reserved;
+  tfm_kv_pages_get_layout(p, &layout, &reserved);
+  tfm_ranks_lead_pool_new(p->base, reserved, &layout, sizeof layout);
+}
+
+/*===- the other ranks' pools (runtime/core/ranks.h) ---------------------===*/
+
+void *tfm_kv_pages_mirror_new(const void *layout, size_t layout_bytes,
+                              size_t reserved, tfm_status *status) {
+  if (layout_bytes != sizeof(tfm_kv_pages_options)) {
+    tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+             "rank 0's KV pool layout is %zu bytes, not %zu (another "
+             "runtime's)",
+             layout_bytes, sizeof(tfm_kv_pages_options));
+    return NULL;
+  }
+  tfm_kv_pages_options wanted;
+  memcpy(&wanted, layout, sizeof wanted);
+  tfm_kv_pages *pool = NULL;
+  if (tfm_kv_pages_new(&wanted, &pool, status) != TFM_OK)
+    return NULL;
+  tfm_kv_pages_options own;
+  size_t own_reserved;
+  tfm_kv_pages_get_layout(pool, &own, &own_reserved);
+  if (own_reserved != reserved ||
+      own.block_positions != wanted.block_positions) {
+    tfm_kv_pages_free(pool);
+    tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+             "its KV pool cannot take rank 0's layout (blocks of another "
+             "size: a host whose vm.max_map_count differs)");
+    return NULL;
+  }
+  return pool;
+}
+
+void *tfm_kv_pages_mirror_base(void *pool) {
+  return tfm_kv_pages_base((tfm_kv_pages *)pool);
+}
+
+int tfm_kv_pages_mirror_map(void *pool, int64_t slot, int64_t index,
+                            int64_t block) {
+  if (block < 0) {
+    tfm_kv_pages_unmap((tfm_kv_pages *)pool, slot, index);
+    return 1;
+  }
+  return tfm_kv_pages_map((tfm_kv_pages *)pool, slot, index, block);
+}
+
+void tfm_kv_pages_mirror_free(void *pool) {
+  tfm_kv_pages_free((tfm_kv_pages *)pool);
 }
 
 void tfm_kv_pages_get_layout(const tfm_kv_pages *p,

@@ -17,8 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/packaging/ModelPackager.h"
-#include "frontend/ModelLoader.h"
+#include "frontend/tokenizers/Tokenizer.h"
 #include "test/fuzz/FuzzErrors.h"
 #include "test/fuzz/FuzzFiles.h"
 #include "test/fuzz/FuzzTokenizerUse.h"

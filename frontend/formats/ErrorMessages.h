@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_ERRORMESSAGES_H
-#define TFM_FRONTEND_ERRORMESSAGES_H
+#ifndef TFM_FRONTEND_FORMATS_ERRORMESSAGES_H
+#define TFM_FRONTEND_FORMATS_ERRORMESSAGES_H
 
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/Error.h"
@@ -52,4 +52,4 @@ inline llvm::Error expectPositiveSizes(const llvm::Twine &where,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_ERRORMESSAGES_H
+#endif // TFM_FRONTEND_FORMATS_ERRORMESSAGES_H

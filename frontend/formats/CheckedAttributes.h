@@ -8,10 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_FRONTEND_BUILDERS_CHECKEDATTRIBUTES_H
-#define TFM_FRONTEND_BUILDERS_CHECKEDATTRIBUTES_H
+#ifndef TFM_FRONTEND_FORMATS_CHECKEDATTRIBUTES_H
+#define TFM_FRONTEND_FORMATS_CHECKEDATTRIBUTES_H
 
-#include "frontend/ErrorMessages.h"
+#include "frontend/formats/ErrorMessages.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
@@ -44,4 +44,4 @@ llvm::Expected<AttrT> getCheckedAttr(const llvm::Twine &where,
 
 } // namespace mlir::tfm
 
-#endif // TFM_FRONTEND_BUILDERS_CHECKEDATTRIBUTES_H
+#endif // TFM_FRONTEND_FORMATS_CHECKEDATTRIBUTES_H

@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/ErrorMessages.h"
-#include "frontend/ModelLoader.h"
+#include "frontend/families/Llama2c.h"
 #include "frontend/builders/DecoderBuilder.h"
+#include "frontend/formats/ErrorMessages.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Endian.h"

@@ -1,0 +1,72 @@
+//===- ClipBuilder.h - a ClipSpec as tfm IR ---------------------*- C++ -*-===//
+//
+// The module of a CLIP model (Clip.h reads its configs): per tower present,
+// @encode_text / @encode_image (the last hidden state) and @embed_text /
+// @embed_image (the projected embedding, or the pooled state of a tower
+// without a projection); or SDXL's two text towers as one @encode_text.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_BUILDERS_CLIPBUILDER_H
+#define TFM_FRONTEND_BUILDERS_CLIPBUILDER_H
+
+#include "frontend/builders/DecoderSpec.h"
+#include "frontend/formats/WeightStore.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::tfm {
+
+/// What both towers share: the transformer.
+struct ClipTowerSpec {
+  std::string prefix; // "text_model." or "vision_model."
+  int64_t hiddenSize = 0, numLayers = 0, numHeads = 0, intermediateSize = 0;
+  double normEpsilon = 1e-5;
+  ActivationKind activation = ActivationKind::quick_gelu;
+  /// The projection's weight ("text_projection.weight"); empty: none.
+  std::string projection;
+};
+
+struct ClipTextSpec : ClipTowerSpec {
+  int64_t vocabSize = 0, maxPositions = 0;
+  /// The end-of-text id pooled at; nullopt: the largest id's position.
+  std::optional<int64_t> eosTokenId;
+};
+
+struct ClipImageSpec : ClipTowerSpec {
+  int64_t imageSize = 0, patchSize = 0, channels = 3;
+  int64_t patches() const {
+    return (imageSize / patchSize) * (imageSize / patchSize);
+  }
+  int64_t tokens() const { return patches() + 1; }
+};
+
+struct ClipSpec {
+  std::string family;
+  std::optional<ClipTextSpec> text;
+  std::optional<ClipImageSpec> image;
+  int64_t projectionDim = 0;
+  /// SDXL's second text tower (with its projection): the module is then
+  /// the pair's one @encode_text (buildTextPair).
+  std::optional<ClipTextSpec> text2;
+};
+
+/// The towers' entry points (`spec.text2`: SDXL's pair). Tensors of the
+/// checkpoint that the model does not read are refused unless
+/// `isIgnoredWeight`.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+buildClip(mlir::MLIRContext &context, const ClipSpec &spec, const WeightStore &weights,
+      llvm::StringRef checkpoint,
+      llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_BUILDERS_CLIPBUILDER_H

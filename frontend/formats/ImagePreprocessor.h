@@ -1,0 +1,28 @@
+//===- ImagePreprocessor.h - preprocessor_config.json -----------*- C++ -*-===//
+//
+// What transformers' image processors do to an image before the model sees
+// it, read into #tfm.image_preprocessing (the runtime's tfm_image_load
+// follows it).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_FORMATS_IMAGEPREPROCESSOR_H
+#define TFM_FRONTEND_FORMATS_IMAGEPREPROCESSOR_H
+
+#include "ir/TfmDialect.h"
+
+#include "llvm/Support/Error.h"
+
+namespace mlir::tfm {
+
+/// preprocessor_config.json in `directory`: how an
+/// image file becomes the model's [3, imageSize, imageSize] input; a null
+/// attribute when there is no such file. `sizeIsShortestEdge`: a number as
+/// `size` is the shortest edge (CLIP's processor), not a square (ViT's).
+llvm::Expected<ImagePreprocessingAttr>
+readImagePreprocessing(MLIRContext &context, llvm::StringRef directory,
+                       int64_t imageSize, bool sizeIsShortestEdge = false);
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_FORMATS_IMAGEPREPROCESSOR_H
