@@ -6,19 +6,19 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/formats/ErrorMessages.h"
 #include "frontend/ModelLoader.h"
 #include "frontend/builders/DecoderBuilder.h"
 #include "frontend/builders/EncoderBuilder.h"
 #include "frontend/builders/Seq2SeqBuilder.h"
 #include "frontend/families/Clip.h"
-#include "frontend/families/StableDiffusion.h"
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/EncoderFamilies.h"
 #include "frontend/families/Seq2SeqFamilies.h"
+#include "frontend/families/StableDiffusion.h"
 #include "frontend/families/VisionTransformer.h"
 #include "frontend/families/Wav2Vec2.h"
 #include "frontend/formats/ConfigReader.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/JsonFile.h"
 #include "frontend/formats/Safetensors.h"
 

@@ -1,8 +1,6 @@
 //===- ModelLoader.cpp - read a model description into tfm IR -----------===//
 
 #include "frontend/ModelLoader.h"
-#include "frontend/formats/ErrorMessages.h"
-#include "frontend/formats/CheckedAttributes.h"
 #include "frontend/families/Clip.h"
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/EncoderFamilies.h"
@@ -12,6 +10,8 @@
 #include "frontend/families/StableDiffusion.h"
 #include "frontend/families/VisionTransformer.h"
 #include "frontend/families/Wav2Vec2.h"
+#include "frontend/formats/CheckedAttributes.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/JsonFile.h"
 #include "frontend/tokenizers/ChatTemplates.h"
 #include "ir/StopTokensAttr.h"

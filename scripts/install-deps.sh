@@ -7,7 +7,7 @@ set -euo pipefail
 # The one list of Debian packages the build and the tests need.
 PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22
-  libclang-rt-22-dev
+  libclang-rt-22-dev clang-format-22
   libopenblas-dev libutf8proc-dev libpng-dev libjpeg62-turbo-dev
   libfftw3-dev libsndfile1-dev libsoxr-dev
   nlohmann-json3-dev libgtest-dev libmicrohttpd-dev

@@ -91,9 +91,9 @@ Value ClipIRBuilder::layer(const ClipTowerSpec &tower, Value x, int64_t index,
   Value q = linear(h, at + "self_attn.q_proj.weight", {heads, headDim});
   Value k = linear(h, at + "self_attn.k_proj.weight", {heads, headDim});
   Value v = linear(h, at + "self_attn.v_proj.weight", {heads, headDim});
-  Value attended = attend(
-      named(tower.prefix + "layer " + llvm::Twine(index) + " attention"), q, k,
-      v, causal);
+  Value attended =
+      attend(named(tower.prefix + "layer " + llvm::Twine(index) + " attention"),
+             q, k, v, causal);
   x = AddOp::create(b, x.getLoc(), x,
                     linear(attended, at + "self_attn.out_proj.weight", {d}));
   h = norm(tower, x,
@@ -185,13 +185,13 @@ void ClipIRBuilder::buildTextPair(ModuleOp module) {
   Value penultimate2 = textStates(second, ids2, second.numLayers - 1);
   Value last2 = layer(second, penultimate2, second.numLayers - 1,
                       /*causal=*/true);
-  Value pooled = textPooled(
-      second, norm(second, last2, "final_layer_norm.weight"), ids2);
-  Value states = tensor::ConcatOp::create(
-      b, named("prompt_embeds"), 1, ValueRange{states1, penultimate2});
+  Value pooled =
+      textPooled(second, norm(second, last2, "final_layer_norm.weight"), ids2);
+  Value states = tensor::ConcatOp::create(b, named("prompt_embeds"), 1,
+                                          ValueRange{states1, penultimate2});
   func::ReturnOp::create(b, named("encode_text"), ValueRange{states, pooled});
-  function.setType(b.getFunctionType(
-      {ids, ids}, {states.getType(), pooled.getType()}));
+  function.setType(
+      b.getFunctionType({ids, ids}, {states.getType(), pooled.getType()}));
   function.setResultAttr(0, kOutputResultAttrName,
                          OutputRoleAttr::get(ctx, OutputRole::hidden_states));
   function.setResultAttr(1, kOutputResultAttrName,

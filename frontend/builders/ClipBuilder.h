@@ -63,9 +63,9 @@ struct ClipSpec {
 /// checkpoint that the model does not read are refused unless
 /// `isIgnoredWeight`.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
-buildClip(mlir::MLIRContext &context, const ClipSpec &spec, const WeightStore &weights,
-      llvm::StringRef checkpoint,
-      llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
+buildClip(mlir::MLIRContext &context, const ClipSpec &spec,
+          const WeightStore &weights, llvm::StringRef checkpoint,
+          llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
 
 } // namespace mlir::tfm
 

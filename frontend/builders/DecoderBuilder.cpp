@@ -7,8 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/builders/DecoderBuilder.h"
-#include "frontend/formats/ErrorMessages.h"
 #include "frontend/builders/ModelIRBuilder.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "ir/ExpandedKeyAttr.h"
 #include "ir/TfmOps.h"
 
@@ -518,8 +518,7 @@ Value DecoderIRBuilder::latentAttention(Value h, Value positions,
   AttentionOptions options;
   options.scale = scale;
   options.resultType = tensorType({dyn, heads, rank});
-  Value attended =
-      attend(loc, fullQuery, key, value, /*causal=*/true, options);
+  Value attended = attend(loc, fullQuery, key, value, /*causal=*/true, options);
   // The key up-projection as stored, for the expanded form that
   // tfm-expand-latent-attention gives long prefills.
   if (!n.keyUp.empty()) {

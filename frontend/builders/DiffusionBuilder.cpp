@@ -225,8 +225,7 @@ Value DiffusionIRBuilder::attention(
       ki = split(keysValues[i].first);
       vi = split(keysValues[i].second);
     }
-    attended.push_back(
-        attend(named(names[0]), qi, ki, vi, /*causal=*/false));
+    attended.push_back(attend(named(names[0]), qi, ki, vi, /*causal=*/false));
   }
   Value joined = attended.size() == 1
                      ? attended.front()

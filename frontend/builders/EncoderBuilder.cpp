@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/formats/ErrorMessages.h"
+#include "frontend/builders/EncoderBuilder.h"
 #include "frontend/builders/DecoderSpec.h"
 #include "frontend/builders/ModelIRBuilder.h"
-#include "frontend/builders/EncoderBuilder.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -95,10 +95,9 @@ Value EncoderIRBuilder::layer(Value x, int64_t index, Value global) {
   // Bidirectional: no causal mask; every token sees every token (but in
   // Longformer, whose tokens see a window and the global ones).
   Value attended =
-      spec.sparse
-          ? sparseAttention(x, q, k, v, index, global)
-          : attend(named("layer " + llvm::Twine(index) + " attention"), q,
-                      k, v, /*causal=*/false);
+      spec.sparse ? sparseAttention(x, q, k, v, index, global)
+                  : attend(named("layer " + llvm::Twine(index) + " attention"),
+                           q, k, v, /*causal=*/false);
   Value projected = linear(attended, name(spec.attentionOutput), {d});
   x = norm(AddOp::create(b, x.getLoc(), x, projected),
            name(spec.attentionNorm));

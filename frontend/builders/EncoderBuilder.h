@@ -20,8 +20,9 @@
 
 namespace mlir::tfm {
 
-/// `@encode` of the encoder (`@embed` for a sentence embedder). Tensors the checkpoint holds beyond the base
-/// model (a pooler, a task head) are refused unless `isIgnoredWeight`.
+/// `@encode` of the encoder (`@embed` for a sentence embedder). Tensors the
+/// checkpoint holds beyond the base model (a pooler, a task head) are refused
+/// unless `isIgnoredWeight`.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildEncoder(mlir::MLIRContext &context, const EncoderSpec &spec,
              const WeightStore &weights, llvm::StringRef checkpoint,

@@ -15,10 +15,9 @@ Value ModelIRBuilder::attend(Location loc, Value q, Value k, Value v,
     scale = b.getF32FloatAttr(1.0 / std::sqrt(double(headDim)));
   }
   Type result = options.resultType ? options.resultType : q.getType();
-  return AttentionOp::create(b, loc, result, q, k, v, /*bias=*/Value(),
-                             /*lengths=*/Value(), options.relativeBias,
-                             options.sinks, scale,
-                             causal ? b.getUnitAttr() : UnitAttr(),
-                             options.window, options.maxDistance,
-                             options.softcap);
+  return AttentionOp::create(
+      b, loc, result, q, k, v, /*bias=*/Value(),
+      /*lengths=*/Value(), options.relativeBias, options.sinks, scale,
+      causal ? b.getUnitAttr() : UnitAttr(), options.window,
+      options.maxDistance, options.softcap);
 }

@@ -23,8 +23,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/builders/ModelIRBuilder.h"
 #include "frontend/builders/Seq2SeqBuilder.h"
+#include "frontend/builders/ModelIRBuilder.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

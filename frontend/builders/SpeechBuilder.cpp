@@ -37,8 +37,7 @@ class SpeechIRBuilder : public ModelIRBuilder {
 public:
   SpeechIRBuilder(MLIRContext &context, const SpeechSpec &spec,
                   const WeightStore &weights, llvm::StringRef checkpoint)
-      : ModelIRBuilder(context, weights, checkpoint, spec.family),
-        spec(spec) {}
+      : ModelIRBuilder(context, weights, checkpoint, spec.family), spec(spec) {}
 
   OwningOpRef<ModuleOp> build();
 
@@ -57,9 +56,7 @@ private:
     return tensor::ExtractSliceOp::create(b, loc, rows({width}), x, offsets,
                                           sizes, strides);
   }
-  Value rowCount(Value x) {
-    return tensor::DimOp::create(b, x.getLoc(), x, 0);
-  }
+  Value rowCount(Value x) { return tensor::DimOp::create(b, x.getLoc(), x, 0); }
   Value featureEncoder(Value samples);
   Value positionEmbedding(Value x);
   Value layer(Value x, int64_t index);
@@ -79,14 +76,14 @@ Value SpeechIRBuilder::featureEncoder(Value samples) {
   int64_t channels = 1;
   MLIRContext *ctx = b.getContext();
   for (size_t i = 0; i < spec.convDim.size(); ++i) {
-    std::string layer = spec.name("feature_extractor.conv_layers." +
-                                  std::to_string(i) + ".");
+    std::string layer =
+        spec.name("feature_extractor.conv_layers." + std::to_string(i) + ".");
     int64_t out = spec.convDim[i], k = spec.convKernel[i];
     Location at = named("convolution " + llvm::Twine(i));
-    Value windows = WindowsOp::create(
-        b, at, rows({channels * k}), x, b.getI64IntegerAttr(k),
-        b.getI64IntegerAttr(spec.convStride[i]), b.getI64IntegerAttr(0),
-        UnitAttr());
+    Value windows = WindowsOp::create(b, at, rows({channels * k}), x,
+                                      b.getI64IntegerAttr(k),
+                                      b.getI64IntegerAttr(spec.convStride[i]),
+                                      b.getI64IntegerAttr(0), UnitAttr());
     bool normed = spec.featureNorm == SpeechSpec::FeatureNorm::Layer || i == 0;
     Value kernel = declarations.readAs(b, layer + "conv.weight",
                                        {out, channels, k}, {out, channels * k});
@@ -102,10 +99,9 @@ Value SpeechIRBuilder::featureEncoder(Value samples) {
       continue;
     }
     if (spec.featureNorm == SpeechSpec::FeatureNorm::Group)
-      x = ChannelNormOp::create(b, at, x.getType(), x,
-                                weight(layer + "layer_norm.weight", {out}),
-                                weight(layer + "layer_norm.bias", {out}),
-                                b.getF32FloatAttr(1e-5));
+      x = ChannelNormOp::create(
+          b, at, x.getType(), x, weight(layer + "layer_norm.weight", {out}),
+          weight(layer + "layer_norm.bias", {out}), b.getF32FloatAttr(1e-5));
     else
       x = declarations.biasedLayerNorm(b, x, layer + "layer_norm.weight", out,
                                        1e-5);
@@ -121,23 +117,24 @@ Value SpeechIRBuilder::featureEncoder(Value samples) {
 
 Value SpeechIRBuilder::positionEmbedding(Value x) {
   Location loc = named("positional convolution");
-  int64_t d = spec.hiddenSize, groups = spec.positionGroups,
-          width = d / groups, k = spec.positionKernel;
+  int64_t d = spec.hiddenSize, groups = spec.positionGroups, width = d / groups,
+          k = spec.positionKernel;
   Value frames = rowCount(x);
   // Each group's channels convolved alone ("same" padding: k / 2 on both
   // ends, k / 2 * 2 - k + 1 more rows than frames), with the activation as
   // the GEMM's epilogue, into its columns of the result.
   Value outRows = arith::AddIOp::create(
-      b, loc, frames, arith::ConstantIndexOp::create(b, loc, k / 2 * 2 - k + 1));
-  Value convolved = tensor::EmptyOp::create(b, loc, rows({d}).getShape(),
-                                            b.getF32Type(), ValueRange{outRows});
+      b, loc, frames,
+      arith::ConstantIndexOp::create(b, loc, k / 2 * 2 - k + 1));
+  Value convolved = tensor::EmptyOp::create(
+      b, loc, rows({d}).getShape(), b.getF32Type(), ValueRange{outRows});
   for (int64_t g = 0; g < groups; ++g) {
     Value channels = slice(x, frames, g * width, width);
     Value windows = WindowsOp::create(
         b, loc, rows({width * k}), channels, b.getI64IntegerAttr(k),
         b.getI64IntegerAttr(1), b.getI64IntegerAttr(k / 2), UnitAttr());
-    Value part = linear(windows, spec.positionGroup(g), {width},
-                        spec.featureActivation);
+    Value part =
+        linear(windows, spec.positionGroup(g), {width}, spec.featureActivation);
     SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0),
                                          b.getIndexAttr(g * width)};
     SmallVector<OpFoldResult> sizes = {
@@ -154,7 +151,8 @@ Value SpeechIRBuilder::positionEmbedding(Value x) {
 
 Value SpeechIRBuilder::layer(Value x, int64_t index) {
   auto name = [&](llvm::StringRef what) {
-    return spec.name(("encoder.layers." + llvm::Twine(index) + "." + what).str());
+    return spec.name(
+        ("encoder.layers." + llvm::Twine(index) + "." + what).str());
   };
   int64_t heads = spec.numHeads, headDim = spec.hiddenSize / heads,
           d = spec.hiddenSize;
@@ -164,7 +162,7 @@ Value SpeechIRBuilder::layer(Value x, int64_t index) {
   Value k = linear(h, name("attention.k_proj.weight"), {heads, headDim});
   Value v = linear(h, name("attention.v_proj.weight"), {heads, headDim});
   Value attended = attend(named("layer " + llvm::Twine(index) + " attention"),
-                             q, k, v, /*causal=*/false);
+                          q, k, v, /*causal=*/false);
   x = AddOp::create(b, x.getLoc(), x,
                     linear(attended, name("attention.out_proj.weight"), {d}));
   if (!preNorm)
@@ -186,8 +184,9 @@ OwningOpRef<ModuleOp> SpeechIRBuilder::build() {
   bool ctcHead = spec.vocabSize > 0;
   Type result = rows({ctcHead ? spec.vocabSize : spec.hiddenSize});
   llvm::StringRef entryName = ctcHead ? "recognize" : "encode";
-  auto function = func::FuncOp::create(b, named(entryName), entryName,
-                                       b.getFunctionType({samplesType}, {result}));
+  auto function =
+      func::FuncOp::create(b, named(entryName), entryName,
+                           b.getFunctionType({samplesType}, {result}));
   function.setArgAttr(0, kInputArgAttrName,
                       InputRoleAttr::get(ctx, InputRole::features));
   function.setResultAttr(

@@ -85,9 +85,9 @@ llvm::Error prepareSpeechWeights(const SpeechSpec &spec, WeightStore &store,
 /// Tensors of the checkpoint that the model does not read are refused
 /// unless `isIgnoredWeight`.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
-buildSpeechModel(mlir::MLIRContext &context, const SpeechSpec &spec, const WeightStore &weights,
-      llvm::StringRef checkpoint,
-      llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
+buildSpeechModel(mlir::MLIRContext &context, const SpeechSpec &spec,
+                 const WeightStore &weights, llvm::StringRef checkpoint,
+                 llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
 
 } // namespace mlir::tfm
 

@@ -98,9 +98,9 @@ private:
   }
   Value gather(Value x, ArrayRef<int64_t> rows, Location loc) {
     auto type = cast<RankedTensorType>(x.getType());
-    return GatherRowsOp::create(b, loc,
-                                matrix(int64_t(rows.size()), type.getDimSize(1)),
-                                x, b.getDenseI64ArrayAttr(rows));
+    return GatherRowsOp::create(
+        b, loc, matrix(int64_t(rows.size()), type.getDimSize(1)), x,
+        b.getDenseI64ArrayAttr(rows));
   }
   Value block(Value x, size_t stage, int64_t index);
   Value merge(Value x, size_t stage);
@@ -129,9 +129,9 @@ Value SwinIRBuilder::block(Value x, size_t stage, int64_t index) {
   std::string tableName = n("attention.self.relative_position_bias_table");
   int64_t span = 2 * w - 1, biases = 1;
   Value bias;
-  if (std::optional<std::string> error = store.mismatch(
-          checkpoint, tableName, {span * span, heads},
-          "the swin config implies")) {
+  if (std::optional<std::string> error =
+          store.mismatch(checkpoint, tableName, {span * span, heads},
+                         "the swin config implies")) {
     declarations.fail(*error);
     bias = arith::ConstantOp::create(
         b, loc,
@@ -143,9 +143,9 @@ Value SwinIRBuilder::block(Value x, size_t stage, int64_t index) {
     std::vector<float> values =
         windowBias(table->toF32(), heads, R, w, shift, biases);
     std::string biasName = n("attention.self.window_bias");
-    store.add(biasName, WeightTensor::fromValues(
-                            {biases, heads, w * w, w * w}, std::move(values),
-                            table->source()));
+    store.add(biasName,
+              WeightTensor::fromValues({biases, heads, w * w, w * w},
+                                       std::move(values), table->source()));
     bias = weight(biasName, {biases, heads, w * w, w * w});
   }
   Value attended = WindowAttentionOp::create(
@@ -168,13 +168,13 @@ Value SwinIRBuilder::merge(Value x, size_t stage) {
   std::vector<int64_t> rows;
   for (int64_t y = 0; y < half; ++y)
     for (int64_t xx = 0; xx < half; ++xx)
-      for (auto [dy, dx] : {std::pair<int64_t, int64_t>{0, 0}, {1, 0}, {0, 1},
-                            {1, 1}})
+      for (auto [dy, dx] :
+           {std::pair<int64_t, int64_t>{0, 0}, {1, 0}, {0, 1}, {1, 1}})
         rows.push_back((2 * y + dy) * R + 2 * xx + dx);
   Value parts = gather(x, rows, loc);
   Value merged = tensor::ExpandShapeOp::create(
-      b, loc, RankedTensorType::get({half * half, 4, C}, b.getF32Type()),
-      parts, SmallVector<ReassociationIndices>{{0, 1}, {2}});
+      b, loc, RankedTensorType::get({half * half, 4, C}, b.getF32Type()), parts,
+      SmallVector<ReassociationIndices>{{0, 1}, {2}});
   merged = tensor::CollapseShapeOp::create(
       b, loc, matrix(half * half, 4 * C), merged,
       SmallVector<ReassociationIndices>{{0}, {1, 2}});
@@ -193,29 +193,32 @@ OwningOpRef<ModuleOp> SwinIRBuilder::build() {
           n = spec.resolution(0) * spec.resolution(0);
   size_t stages = spec.depths.size();
   int64_t last = spec.width(stages - 1),
-          lastTokens = spec.resolution(stages - 1) * spec.resolution(stages - 1);
-  auto pixelsType = RankedTensorType::get(
-      {c, spec.imageSize, spec.imageSize}, b.getF32Type());
+          lastTokens =
+              spec.resolution(stages - 1) * spec.resolution(stages - 1);
+  auto pixelsType = RankedTensorType::get({c, spec.imageSize, spec.imageSize},
+                                          b.getF32Type());
   bool classifies = spec.labels > 0;
   Type result = classifies
                     ? Type(RankedTensorType::get({spec.labels}, b.getF32Type()))
                     : Type(matrix(lastTokens, last));
   llvm::StringRef entryName = classifies ? "classify" : "encode";
-  auto function = func::FuncOp::create(b, named(entryName), entryName,
-                                       b.getFunctionType({pixelsType}, {result}));
+  auto function =
+      func::FuncOp::create(b, named(entryName), entryName,
+                           b.getFunctionType({pixelsType}, {result}));
   function.setArgAttr(0, kInputArgAttrName,
                       InputRoleAttr::get(ctx, InputRole::features));
-  function.setResultAttr(0, kOutputResultAttrName,
-                         OutputRoleAttr::get(ctx, classifies
-                                                      ? OutputRole::logits
-                                                      : OutputRole::hidden_states));
+  function.setResultAttr(
+      0, kOutputResultAttrName,
+      OutputRoleAttr::get(ctx, classifies ? OutputRole::logits
+                                          : OutputRole::hidden_states));
   Block *entry = function.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Location loc = named("embeddings");
-  Value patches = PatchesOp::create(b, loc, matrix(n, c * p * p),
-                                    entry->getArgument(0),
-                                    b.getI64IntegerAttr(p), DenseI64ArrayAttr());
-  std::string projection = spec.prefix + "embeddings.patch_embeddings.projection.weight";
+  Value patches =
+      PatchesOp::create(b, loc, matrix(n, c * p * p), entry->getArgument(0),
+                        b.getI64IntegerAttr(p), DenseI64ArrayAttr());
+  std::string projection =
+      spec.prefix + "embeddings.patch_embeddings.projection.weight";
   Value x = LinearOp::create(
       b, loc, matrix(n, d), patches,
       declarations.readAs(b, projection, {d, c, p, p}, {d, c * p * p}),
@@ -231,10 +234,10 @@ OwningOpRef<ModuleOp> SwinIRBuilder::build() {
   Location at = named("classifier");
   if (classifies) {
     // The pooler (the tokens' mean), then the classifier.
-    Value pooled = PoolOp::create(
-        b, at, RankedTensorType::get({last}, b.getF32Type()),
-        PoolingKindAttr::get(ctx, PoolingKind::mean), x, /*lengths=*/Value(),
-        UnitAttr());
+    Value pooled =
+        PoolOp::create(b, at, RankedTensorType::get({last}, b.getF32Type()),
+                       PoolingKindAttr::get(ctx, PoolingKind::mean), x,
+                       /*lengths=*/Value(), UnitAttr());
     Value row = tensor::ExpandShapeOp::create(
         b, at, matrix(1, last), pooled,
         SmallVector<ReassociationIndices>{{0, 1}});

@@ -56,9 +56,9 @@ struct SwinSpec {
 /// `weights`. Tensors of the checkpoint that the model does not read are
 /// refused unless `isIgnoredWeight`.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
-buildSwin(mlir::MLIRContext &context, const SwinSpec &spec, WeightStore &weights,
-      llvm::StringRef checkpoint,
-      llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
+buildSwin(mlir::MLIRContext &context, const SwinSpec &spec,
+          WeightStore &weights, llvm::StringRef checkpoint,
+          llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
 
 } // namespace mlir::tfm
 

@@ -36,8 +36,7 @@ class VisionIRBuilder : public ModelIRBuilder {
 public:
   VisionIRBuilder(MLIRContext &context, const VisionSpec &spec,
                   const WeightStore &weights, llvm::StringRef checkpoint)
-      : ModelIRBuilder(context, weights, checkpoint, spec.family),
-        spec(spec) {}
+      : ModelIRBuilder(context, weights, checkpoint, spec.family), spec(spec) {}
 
   OwningOpRef<ModuleOp> build();
 
@@ -45,7 +44,9 @@ private:
   RankedTensorType matrix(int64_t rows, int64_t columns) {
     return RankedTensorType::get({rows, columns}, b.getF32Type());
   }
-  std::string name(llvm::StringRef suffix) { return spec.prefix + suffix.str(); }
+  std::string name(llvm::StringRef suffix) {
+    return spec.prefix + suffix.str();
+  }
   Value norm(Value x, const std::string &n) {
     return declarations.biasedLayerNorm(b, x, n, spec.hiddenSize,
                                         spec.normEpsilon);
@@ -82,17 +83,18 @@ Value VisionIRBuilder::embeddings(Value pixels) {
           : DenseI64ArrayAttr();
   Value patches = PatchesOp::create(b, loc, matrix(n, c * p * p), pixels,
                                     b.getI64IntegerAttr(p), strides);
-  std::string projection = name("embeddings.patch_embeddings.projection.weight");
+  std::string projection =
+      name("embeddings.patch_embeddings.projection.weight");
   Value kernel =
       declarations.readAs(b, projection, {d, c, p, p}, {d, c * p * p});
   Value x = LinearOp::create(b, loc, matrix(n, d), patches, kernel,
                              weight(biasName(projection), {d}),
                              ActivationKindAttr(), UnitAttr());
-  SmallVector<Value> rows = {declarations.readAs(
-      b, name("embeddings.cls_token"), {1, 1, d}, {1, d})};
+  SmallVector<Value> rows = {
+      declarations.readAs(b, name("embeddings.cls_token"), {1, 1, d}, {1, d})};
   if (spec.distillationToken)
-    rows.push_back(declarations.readAs(
-        b, name("embeddings.distillation_token"), {1, 1, d}, {1, d}));
+    rows.push_back(declarations.readAs(b, name("embeddings.distillation_token"),
+                                       {1, 1, d}, {1, d}));
   rows.push_back(x);
   x = ConcatOp::create(b, loc, matrix(tokens, d), rows);
   Value positions = declarations.readAs(
@@ -111,13 +113,14 @@ Value VisionIRBuilder::layer(Value x, int64_t index) {
   Value k = linear(h, n("attention.attention.key.weight"), {heads, headDim});
   Value v = linear(h, n("attention.attention.value.weight"), {heads, headDim});
   Value attended = attend(named("layer " + llvm::Twine(index) + " attention"),
-                             q, k, v, /*causal=*/false);
+                          q, k, v, /*causal=*/false);
   x = AddOp::create(b, x.getLoc(), x,
                     linear(attended, n("attention.output.dense.weight"), {d}));
   h = norm(x, n("layernorm_after.weight"));
   h = linear(h, n("intermediate.dense.weight"), {spec.intermediateSize},
              spec.activation);
-  return AddOp::create(b, x.getLoc(), x, linear(h, n("output.dense.weight"), {d}));
+  return AddOp::create(b, x.getLoc(), x,
+                       linear(h, n("output.dense.weight"), {d}));
 }
 
 OwningOpRef<ModuleOp> VisionIRBuilder::build() {
@@ -134,14 +137,15 @@ OwningOpRef<ModuleOp> VisionIRBuilder::build() {
                     ? Type(RankedTensorType::get({spec.labels}, b.getF32Type()))
                     : Type(matrix(spec.tokens(), spec.hiddenSize));
   llvm::StringRef entryName = classifies ? "classify" : "encode";
-  auto function = func::FuncOp::create(b, named(entryName), entryName,
-                                       b.getFunctionType({pixelsType}, {result}));
+  auto function =
+      func::FuncOp::create(b, named(entryName), entryName,
+                           b.getFunctionType({pixelsType}, {result}));
   function.setArgAttr(0, kInputArgAttrName,
                       InputRoleAttr::get(ctx, InputRole::features));
-  function.setResultAttr(0, kOutputResultAttrName,
-                         OutputRoleAttr::get(ctx, classifies
-                                                      ? OutputRole::logits
-                                                      : OutputRole::hidden_states));
+  function.setResultAttr(
+      0, kOutputResultAttrName,
+      OutputRoleAttr::get(ctx, classifies ? OutputRole::logits
+                                          : OutputRole::hidden_states));
   Block *entry = function.addEntryBlock();
   b.setInsertionPointToStart(entry);
   Value x = embeddings(entry->getArgument(0));
@@ -166,14 +170,14 @@ OwningOpRef<ModuleOp> VisionIRBuilder::build() {
         b, at, matrix(2, d), x, ValueRange(), ValueRange(), ValueRange(),
         b.getDenseI64ArrayAttr({0, 0}), b.getDenseI64ArrayAttr({2, d}),
         b.getDenseI64ArrayAttr({1, 1}));
-    Value mean = PoolOp::create(
-        b, at, RankedTensorType::get({d}, b.getF32Type()),
-        PoolingKindAttr::get(ctx, PoolingKind::mean), tokens,
-        /*lengths=*/Value(), UnitAttr());
+    Value mean =
+        PoolOp::create(b, at, RankedTensorType::get({d}, b.getF32Type()),
+                       PoolingKindAttr::get(ctx, PoolingKind::mean), tokens,
+                       /*lengths=*/Value(), UnitAttr());
     Value pooled = tensor::ExpandShapeOp::create(
         b, at, matrix(1, d), mean, SmallVector<ReassociationIndices>{{0, 1}});
-    pooled = declarations.biasedLayerNorm(b, pooled, "classifier.layernorm.weight",
-                                          d, spec.normEpsilon);
+    pooled = declarations.biasedLayerNorm(
+        b, pooled, "classifier.layernorm.weight", d, spec.normEpsilon);
     x = tensor::CollapseShapeOp::create(
         b, at, result, linear(pooled, "classifier.dense.weight", {spec.labels}),
         SmallVector<ReassociationIndices>{{0, 1}});

@@ -58,10 +58,10 @@ struct VisionSpec {
 
 /// `@encode` or `@classify`. Tensors of the checkpoint that the model does
 /// not read are refused unless `isIgnoredWeight`.
-llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
-buildVisionTransformer(mlir::MLIRContext &context, const VisionSpec &spec, const WeightStore &weights,
-      llvm::StringRef checkpoint,
-      llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildVisionTransformer(
+    mlir::MLIRContext &context, const VisionSpec &spec,
+    const WeightStore &weights, llvm::StringRef checkpoint,
+    llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
 
 } // namespace mlir::tfm
 

@@ -1,8 +1,8 @@
 //===- WeightDeclarations.cpp - a builder's reads of checkpoint tensors ---===//
 
 #include "frontend/builders/WeightDeclarations.h"
-#include "frontend/formats/ErrorMessages.h"
 #include "frontend/builders/DecoderSpec.h"
+#include "frontend/formats/ErrorMessages.h"
 
 #include "llvm/ADT/StringExtras.h"
 

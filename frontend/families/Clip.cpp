@@ -9,9 +9,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/Clip.h"
-#include "frontend/formats/ErrorMessages.h"
 #include "frontend/builders/ClipBuilder.h"
 #include "frontend/families/FamilyTable.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/ImagePreprocessor.h"
 #include "frontend/tokenizers/Tokenizer.h"
 
@@ -152,11 +152,9 @@ llvm::Error mlir::tfm::loadClip(MLIRContext &context, llvm::StringRef modelType,
   const ClipFamily &family =
       *findFamily(kClipFamilies, &ClipFamily::modelType, modelType);
   bool text = family.text, image = family.image;
-  bool projections =
-      (text && image) || (!family.withProjection.empty() &&
-                          architecture == family.withProjection);
-  if (!architecture.empty() && architecture != family.model &&
-      !projections) {
+  bool projections = (text && image) || (!family.withProjection.empty() &&
+                                         architecture == family.withProjection);
+  if (!architecture.empty() && architecture != family.model && !projections) {
     std::string supported =
         family.withProjection.empty()
             ? family.model.str() + " is"

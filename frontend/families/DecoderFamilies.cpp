@@ -7,13 +7,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/DecoderFamilies.h"
-#include "frontend/formats/ErrorMessages.h"
 #include "frontend/families/DecoderConfigReaders.h"
 #include "frontend/families/DeepseekFamilies.h"
 #include "frontend/families/FamilyTable.h"
 #include "frontend/families/Gemma4Family.h"
 #include "frontend/families/GptOssFamily.h"
 #include "frontend/families/QwenHybridFamilies.h"
+#include "frontend/formats/ErrorMessages.h"
 
 #include <cmath>
 

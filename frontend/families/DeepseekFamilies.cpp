@@ -11,8 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/DeepseekFamilies.h"
-#include "frontend/formats/ErrorMessages.h"
 #include "frontend/families/DecoderConfigReaders.h"
+#include "frontend/formats/ErrorMessages.h"
 
 #include <cmath>
 #include <tuple>

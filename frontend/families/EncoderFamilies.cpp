@@ -6,9 +6,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/EncoderFamilies.h"
-#include "frontend/formats/ErrorMessages.h"
 #include "frontend/builders/DecoderSpec.h"
 #include "frontend/families/FamilyTable.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "ir/TfmOps.h"
 
 #include <cmath>

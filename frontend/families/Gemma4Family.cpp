@@ -7,8 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/Gemma4Family.h"
-#include "frontend/formats/ErrorMessages.h"
 #include "frontend/families/DecoderConfigReaders.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/Gguf.h"
 
 #include "llvm/ADT/STLExtras.h"

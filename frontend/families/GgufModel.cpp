@@ -27,13 +27,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/GgufModel.h"
-#include "frontend/formats/ErrorMessages.h"
 #include "frontend/builders/DecoderBuilder.h"
 #include "frontend/families/DecoderFamilies.h"
-#include "frontend/families/FamilyTable.h"
 #include "frontend/families/DeepseekFamilies.h"
+#include "frontend/families/FamilyTable.h"
 #include "frontend/families/Gemma4Family.h"
 #include "frontend/families/QwenHybridFamilies.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/Gguf.h"
 #include "frontend/formats/StoredDtypes.h"
 #include "frontend/tokenizers/ChatTemplates.h"

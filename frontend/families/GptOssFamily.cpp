@@ -16,8 +16,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/GptOssFamily.h"
-#include "frontend/formats/ErrorMessages.h"
 #include "frontend/families/DecoderConfigReaders.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/StoredDtypes.h"
 
 #include <algorithm>

@@ -52,8 +52,8 @@ struct LoadedModel {
   WaveformAttr waveform;
   /// An encoder-decoder's generation defaults (generation_config.json).
   GenerationAttr generation;
-  /// The chat template (Jinja source; frontend/tokenizers/ChatTemplates.h); empty
-  /// when the model has none.
+  /// The chat template (Jinja source; frontend/tokenizers/ChatTemplates.h);
+  /// empty when the model has none.
   std::string chatTemplate;
   /// Where the tokenizer was read from (a file, or the directory of a
   /// byte-level BPE); empty without one.

@@ -8,8 +8,8 @@
 
 #include "frontend/families/QwenHybridFamilies.h"
 #include "frontend/families/DecoderConfigReaders.h"
-#include "frontend/formats/ErrorMessages.h"
 #include "frontend/families/DecoderFamilies.h"
+#include "frontend/formats/ErrorMessages.h"
 
 #include "llvm/ADT/STLExtras.h"
 

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/formats/ErrorMessages.h"
 #include "frontend/families/EncoderFamilies.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/JsonFile.h"
 
 #include "llvm/ADT/SmallString.h"

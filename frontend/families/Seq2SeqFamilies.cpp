@@ -5,10 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/formats/ErrorMessages.h"
-#include "frontend/formats/CheckedAttributes.h"
-#include "frontend/families/FamilyTable.h"
 #include "frontend/families/Seq2SeqFamilies.h"
+#include "frontend/families/FamilyTable.h"
+#include "frontend/formats/CheckedAttributes.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/JsonFile.h"
 
 #include "llvm/ADT/SmallString.h"

@@ -1,4 +1,4 @@
-//===- Seq2SeqFamilies.h - Hugging Face encoder-decoder model_types -*- C++ -*-===//
+//===- Seq2SeqFamilies.h - encoder-decoder model_types ----------*- C++ -*-===//
 //
 // What each Hugging Face encoder-decoder `model_type` is, as a Seq2SeqSpec,
 // and the module Seq2SeqBuilder.cpp makes of it: the model as its

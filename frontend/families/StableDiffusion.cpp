@@ -11,15 +11,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/StableDiffusion.h"
-#include "ir/DiffusionAttr.h"
-#include "frontend/formats/ErrorMessages.h"
 #include "frontend/builders/DiffusionBuilder.h"
 #include "frontend/families/Clip.h"
 #include "frontend/families/LdmCheckpoint.h"
 #include "frontend/formats/ConfigReader.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/JsonFile.h"
 #include "frontend/formats/Safetensors.h"
 #include "frontend/tokenizers/Tokenizer.h"
+#include "ir/DiffusionAttr.h"
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -1,4 +1,4 @@
-//===- StableDiffusion.h - a diffusers pipeline folder as one module -*- C++ -*-===//
+//===- StableDiffusion.h - a diffusers pipeline folder ----------*- C++ -*-===//
 //
 // A folder with model_index.json (StableDiffusionPipeline and its img2img
 // and inpainting siblings, as diffusers saves and the Hub serves them):

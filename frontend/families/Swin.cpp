@@ -7,8 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/Swin.h"
-#include "frontend/formats/ErrorMessages.h"
 #include "frontend/builders/SwinBuilder.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/ImagePreprocessor.h"
 
 #include "llvm/Support/Path.h"

@@ -8,13 +8,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/VisionTransformer.h"
-#include "frontend/formats/ErrorMessages.h"
-#include "frontend/formats/CheckedAttributes.h"
 #include "frontend/builders/VisionBuilder.h"
 #include "frontend/families/FamilyTable.h"
 #include "frontend/families/Swin.h"
-#include "frontend/formats/JsonFile.h"
+#include "frontend/formats/CheckedAttributes.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/ImagePreprocessor.h"
+#include "frontend/formats/JsonFile.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -183,7 +183,8 @@ llvm::Error mlir::tfm::loadVisionTransformer(
   auto ignored = [&](llvm::StringRef n) {
     return n.starts_with(spec.prefix + "pooler.");
   };
-  auto module = buildVisionTransformer(context, spec, weights, checkpoint, ignored);
+  auto module =
+      buildVisionTransformer(context, spec, weights, checkpoint, ignored);
   if (!module)
     return module.takeError();
   model.module = std::move(*module);

@@ -8,10 +8,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/Wav2Vec2.h"
-#include "frontend/formats/ErrorMessages.h"
-#include "frontend/formats/CheckedAttributes.h"
 #include "frontend/builders/SpeechBuilder.h"
 #include "frontend/families/FamilyTable.h"
+#include "frontend/formats/CheckedAttributes.h"
+#include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/JsonFile.h"
 #include "frontend/formats/Safetensors.h"
 

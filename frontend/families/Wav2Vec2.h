@@ -1,4 +1,4 @@
-//===- Wav2Vec2.h - speech from raw waveforms: Wav2Vec2 and HuBERT -*- C++ -*-===//
+//===- Wav2Vec2.h - Wav2Vec2 and HuBERT -------------------------*- C++ -*-===//
 //
 // transformers' Wav2Vec2Model / Wav2Vec2ForCTC and HubertModel /
 // HubertForCTC from Hugging Face directories (model_type wav2vec2,

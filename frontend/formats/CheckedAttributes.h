@@ -1,4 +1,4 @@
-//===- CheckedAttributes.h - attributes built from checkpoint values -*- C++ -*-===//
+//===- CheckedAttributes.h - attributes from file values --------*- C++ -*-===//
 //
 // An attribute whose verifier rejects its parameters aborts in `get` (an
 // assertion, or worse without assertions). Values read from a checkpoint

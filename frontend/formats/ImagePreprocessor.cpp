@@ -10,9 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontend/formats/ImagePreprocessor.h"
 #include "frontend/formats/CheckedAttributes.h"
 #include "frontend/formats/ConfigReader.h"
-#include "frontend/formats/ImagePreprocessor.h"
 #include "frontend/formats/JsonFile.h"
 
 #include "llvm/Support/FileSystem.h"

@@ -1,4 +1,4 @@
-//===- Tokenizer.h - tokenizer vocabularies read at compile time -*- C++ -*-===//
+//===- Tokenizer.h - compile-time tokenizers --------------------*- C++ -*-===//
 //
 // Tokenizer vocabularies read at compile time into one form that codegen
 // embeds in the compiled model and the runtime's tokenizer uses:

@@ -24,12 +24,18 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
   };
   uint32_t kind = 0;
   switch (tokenizer.kind) {
-  case TokenizerVocab::Kind::ScoreBpe: kind = TFM_TOKENIZER_SCORE_BPE; break;
+  case TokenizerVocab::Kind::ScoreBpe:
+    kind = TFM_TOKENIZER_SCORE_BPE;
+    break;
   case TokenizerVocab::Kind::ByteLevelBpe:
     kind = TFM_TOKENIZER_BYTE_LEVEL_BPE;
     break;
-  case TokenizerVocab::Kind::WordPiece: kind = TFM_TOKENIZER_WORDPIECE; break;
-  case TokenizerVocab::Kind::Unigram: kind = TFM_TOKENIZER_UNIGRAM; break;
+  case TokenizerVocab::Kind::WordPiece:
+    kind = TFM_TOKENIZER_WORDPIECE;
+    break;
+  case TokenizerVocab::Kind::Unigram:
+    kind = TFM_TOKENIZER_UNIGRAM;
+    break;
   }
   append32(kind);
   append32(uint32_t(tokenizer.pieces.size()));
@@ -61,17 +67,39 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
     using Split = TokenizerVocab::BpeSplit;
     uint32_t split = TFM_BPE_SPLIT_GPT2;
     switch (tokenizer.bpeSplit) {
-    case Split::Gpt2: split = TFM_BPE_SPLIT_GPT2; break;
-    case Split::Llama3: split = TFM_BPE_SPLIT_LLAMA3; break;
-    case Split::Qwen2: split = TFM_BPE_SPLIT_QWEN2; break;
-    case Split::Qwen35: split = TFM_BPE_SPLIT_QWEN35; break;
-    case Split::Gemma4: split = TFM_BPE_SPLIT_GEMMA4; break;
-    case Split::DeepseekLlm: split = TFM_BPE_SPLIT_DEEPSEEK_LLM; break;
-    case Split::DeepseekCoder: split = TFM_BPE_SPLIT_DEEPSEEK_CODER; break;
-    case Split::DeepseekV3: split = TFM_BPE_SPLIT_DEEPSEEK_V3; break;
-    case Split::Gpt4o: split = TFM_BPE_SPLIT_GPT4O; break;
-    case Split::Falcon: split = TFM_BPE_SPLIT_FALCON; break;
-    case Split::DigitsThenGpt2: split = TFM_BPE_SPLIT_DIGITS_THEN_GPT2; break;
+    case Split::Gpt2:
+      split = TFM_BPE_SPLIT_GPT2;
+      break;
+    case Split::Llama3:
+      split = TFM_BPE_SPLIT_LLAMA3;
+      break;
+    case Split::Qwen2:
+      split = TFM_BPE_SPLIT_QWEN2;
+      break;
+    case Split::Qwen35:
+      split = TFM_BPE_SPLIT_QWEN35;
+      break;
+    case Split::Gemma4:
+      split = TFM_BPE_SPLIT_GEMMA4;
+      break;
+    case Split::DeepseekLlm:
+      split = TFM_BPE_SPLIT_DEEPSEEK_LLM;
+      break;
+    case Split::DeepseekCoder:
+      split = TFM_BPE_SPLIT_DEEPSEEK_CODER;
+      break;
+    case Split::DeepseekV3:
+      split = TFM_BPE_SPLIT_DEEPSEEK_V3;
+      break;
+    case Split::Gpt4o:
+      split = TFM_BPE_SPLIT_GPT4O;
+      break;
+    case Split::Falcon:
+      split = TFM_BPE_SPLIT_FALCON;
+      break;
+    case Split::DigitsThenGpt2:
+      split = TFM_BPE_SPLIT_DIGITS_THEN_GPT2;
+      break;
     case Split::Clip:
       split = TFM_BPE_SPLIT_CLIP;
       break;
@@ -100,8 +128,8 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
     append32(options.unknown);
     using Piece = TokenizerVocab::UnigramOptions::Piece;
     for (size_t i = 0; i < tokenizer.pieces.size(); ++i) {
-      Piece type =
-          i < options.pieceTypes.size() ? options.pieceTypes[i] : Piece::Reserved;
+      Piece type = i < options.pieceTypes.size() ? options.pieceTypes[i]
+                                                 : Piece::Reserved;
       blob += char(type == Piece::Normal        ? TFM_UNIGRAM_PIECE_NORMAL
                    : type == Piece::UserDefined ? TFM_UNIGRAM_PIECE_USER_DEFINED
                                                 : TFM_UNIGRAM_PIECE_RESERVED);

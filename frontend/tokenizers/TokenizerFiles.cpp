@@ -46,7 +46,8 @@ llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
                                                           int64_t vocabSize) {
   if (!llvm::sys::fs::exists(path))
     return makeError("tokenizer '" + path + "' does not exist");
-  llvm::Expected<TokenizerVocab> vocab = [&]() -> llvm::Expected<TokenizerVocab> {
+  llvm::Expected<TokenizerVocab> vocab =
+      [&]() -> llvm::Expected<TokenizerVocab> {
     if (llvm::sys::fs::is_directory(path)) {
       // Encoder-decoders' SentencePiece folders end their texts
       // themselves.
@@ -75,10 +76,11 @@ llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
   if (!vocab)
     return vocab.takeError();
   if (vocab->pieces.empty())
-    return makeError("tokenizer '" + path +
-                     "': no vocab.txt, vocab.json + merges.txt, tokenizer.json, "
-                     "sentencepiece.bpe.model, spiece.model or source.spm + "
-                     "vocab.json there");
+    return makeError(
+        "tokenizer '" + path +
+        "': no vocab.txt, vocab.json + merges.txt, tokenizer.json, "
+        "sentencepiece.bpe.model, spiece.model or source.spm + "
+        "vocab.json there");
   // Checkpoints pad their embedding tables past the tokenizer (to a
   // multiple of 64 or 128: Qwen2, Pythia, Phi-2, OLMo); the rows past it
   // are ids no text encodes to, and decode to nothing if sampled

@@ -339,13 +339,13 @@ static void add_pool(follower *f, const message *m, const void *layout) {
     tfm_ranks_abort("rank 0 made a KV pool, and this rank has no batch "
                     "engine linked");
   tfm_status status;
-  void *pool = tfm_kv_pages_mirror_new(layout, (size_t)m->payload,
-                                       (size_t)m->b, &status);
+  void *pool = tfm_kv_pages_mirror_new(layout, (size_t)m->payload, (size_t)m->b,
+                                       &status);
   if (!pool)
     tfm_ranks_abort(status.message);
   mirror *added = new_mirror(f);
-  *added = (mirror){m->a, (size_t)m->b,
-                    (char *)tfm_kv_pages_mirror_base(pool), pool};
+  *added = (mirror){m->a, (size_t)m->b, (char *)tfm_kv_pages_mirror_base(pool),
+                    pool};
 }
 
 static void map_in_pool(follower *f, const message *m) {
