@@ -145,6 +145,141 @@ tfm_status_code tfm_seq2seq_beam_search(tfm_model *model, const int32_t *source,
                                       count, status);
 }
 
+/* One search's memory: per beam its sequence, the decoder start token
+ * first (a row `stride` long), this step's and the next's, and its score;
+ * one beam's log-probabilities; the 2N best candidates of a step; the
+ * closed hypotheses. */
+typedef struct {
+  int beams;
+  int64_t vocab;
+  size_t stride;
+  int32_t *sequences, *next_sequences, *last_tokens;
+  float *scores, *row;
+  candidate *top;
+  hypotheses closed;
+} search;
+
+static int search_alloc(search *s, int beams, int64_t vocab, int64_t steps) {
+  s->beams = beams;
+  s->vocab = vocab;
+  s->stride = (size_t)(steps + 1);
+  s->sequences = malloc((size_t)beams * s->stride * sizeof *s->sequences);
+  s->next_sequences = malloc((size_t)beams * s->stride * sizeof *s->sequences);
+  s->scores = calloc((size_t)beams, sizeof *s->scores);
+  s->row = malloc((size_t)vocab * sizeof *s->row);
+  s->last_tokens = malloc((size_t)beams * sizeof *s->last_tokens);
+  s->top = malloc((size_t)(2 * beams) * sizeof *s->top);
+  s->closed =
+      (hypotheses){calloc((size_t)beams + 1, sizeof(hypothesis)), 0, beams, 0};
+  return s->sequences && s->next_sequences && s->scores && s->row &&
+         s->last_tokens && s->top && s->closed.items;
+}
+
+static void search_free(search *s) {
+  if (s->closed.items)
+    for (int i = 0; i < s->closed.count; ++i)
+      free(s->closed.items[i].tokens);
+  free(s->closed.items);
+  free(s->sequences);
+  free(s->next_sequences);
+  free(s->scores);
+  free(s->row);
+  free(s->last_tokens);
+  free(s->top);
+}
+
+/* Decodes the `live` beams at `length` and keeps the 2N best of beams x
+ * vocab in s->top (`kept` of them); at the first step all beams are the
+ * start token alone, so one stands for all (the others would score
+ * -1e9). */
+static tfm_status_code score_live_beams(search *s, tfm_seq2seq_state *state,
+                                        int live, int64_t length, int64_t steps,
+                                        const tfm_generation_rules *rules,
+                                        int32_t eos, int *kept,
+                                        tfm_status *status) {
+  float *logits;
+  for (int b = 0; b < live; ++b)
+    s->last_tokens[b] = s->sequences[(size_t)b * s->stride + (size_t)length];
+  tfm_status_code code =
+      tfm_seq2seq_step(state, live, s->last_tokens, length, &logits, status);
+  if (code != TFM_OK)
+    return code;
+  *kept = 0;
+  for (int b = 0; b < live; ++b) {
+    const int32_t *sequence = s->sequences + (size_t)b * s->stride;
+    /* transformers applies the rules to the log-probabilities, then adds
+     * the beam's score. */
+    log_softmax(logits + (size_t)b * (size_t)s->vocab, s->vocab, s->row);
+    tfm_apply_generation_rules(rules, sequence, length + 1, steps, eos, s->row,
+                               s->vocab);
+    for (int64_t v = 0; v < s->vocab; ++v)
+      keep_best(s->top, kept, 2 * s->beams,
+                (candidate){s->row[v] + s->scores[b], (int32_t)v, b});
+  }
+  return TFM_OK;
+}
+
+/* BeamSearchScorer.process over the `kept` best: an end-of-sequence token
+ * among the first N closes a hypothesis, the others extend the next step's
+ * beams (their caches forked to follow), `*live` of them. */
+static tfm_status_code process_candidates(search *s, tfm_seq2seq_state *state,
+                                          int kept, int64_t length,
+                                          int64_t prompt,
+                                          const tfm_beam_options *options,
+                                          int32_t eos, int *live,
+                                          tfm_status *status) {
+  int next = 0;
+  for (int rank = 0; rank < kept && next < s->beams; ++rank) {
+    const candidate *c = &s->top[rank];
+    const int32_t *sequence = s->sequences + (size_t)c->beam * s->stride;
+    if (c->token == eos) {
+      if (rank >= s->beams)
+        continue;
+      if (!add_hypothesis(&s->closed, sequence + 1, length, c->score,
+                          length - prompt + 1, options->length_penalty))
+        return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+      continue;
+    }
+    int32_t *extended = s->next_sequences + (size_t)next * s->stride;
+    memcpy(extended, sequence, (size_t)(length + 1) * sizeof *extended);
+    extended[length + 1] = c->token;
+    s->scores[next] = c->score;
+    tfm_status_code code =
+        tfm_seq2seq_fork(state, c->beam, next, length + 1, status);
+    if (code != TFM_OK)
+      return code;
+    ++next;
+  }
+  tfm_seq2seq_commit(state);
+  int32_t *swap = s->sequences;
+  s->sequences = s->next_sequences;
+  s->next_sequences = swap;
+  *live = next;
+  return TFM_OK;
+}
+
+/* The best hypothesis into out[0, capacity) (`*count` its length, with the
+ * end-of-sequence token when it ended before `steps`); among equal scores
+ * the last added, as sorted().pop() does. */
+static void write_best(const hypotheses *closed, int64_t steps, int32_t eos,
+                       int32_t *out, int64_t capacity, int64_t *count) {
+  int best = -1;
+  for (int i = 0; i < closed->count; ++i)
+    if (best < 0 || closed->items[i].score >= closed->items[best].score)
+      best = i;
+  if (best < 0)
+    return;
+  const hypothesis *h = &closed->items[best];
+  for (int64_t i = 0; i < h->length; ++i, ++*count)
+    if (*count < capacity)
+      out[*count] = h->tokens[i];
+  if (h->length < steps) {
+    if (*count < capacity)
+      out[*count] = eos;
+    ++*count;
+  }
+}
+
 tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
                                              const tfm_tensor *source,
                                              const tfm_beam_options *options,
@@ -163,6 +298,7 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
     return checked;
   *count = 0;
   const tfm_model_desc *desc = tfm_model_get_desc(model);
+  int32_t eos = (int32_t)desc->eos_token;
   int beams = options->num_beams;
   /* A forced prompt (Whisper's language, task, no timestamps) comes
    * first, on one beam, as generate()'s decoder_input_ids; max_new_tokens
@@ -179,133 +315,54 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
       tfm_seq2seq_begin(model, source, beams, rules, steps, &state, status);
   if (code != TFM_OK)
     return code;
-  /* Per beam its sequence, the decoder start token first (row `stride`
-   * long), this step's and the next's, and its score; one beam's
-   * log-probabilities; the 2N best candidates of a step. */
-  size_t stride = (size_t)(steps + 1);
-  int32_t *sequences = malloc((size_t)beams * stride * sizeof *sequences);
-  int32_t *next_sequences = malloc((size_t)beams * stride * sizeof *sequences);
-  float *scores = calloc((size_t)beams, sizeof *scores);
-  float *row = malloc((size_t)vocab * sizeof *row);
-  int32_t *last_tokens = malloc((size_t)beams * sizeof *last_tokens);
-  candidate *top = malloc((size_t)(2 * beams) * sizeof *top);
-  hypotheses closed = {calloc((size_t)beams + 1, sizeof(hypothesis)), 0, beams,
-                       0};
-  if (!sequences || !next_sequences || !scores || !row || !last_tokens ||
-      !top || !closed.items) {
+  search s;
+  if (!search_alloc(&s, beams, vocab, steps)) {
     code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
   int live = 1, finished = 0;
   int64_t length = 0; /* tokens after the start token, per beam */
   for (int b = 0; b < beams; ++b)
-    sequences[(size_t)b * stride] = (int32_t)desc->bos_token;
+    s.sequences[(size_t)b * s.stride] = (int32_t)desc->bos_token;
   while (length < steps && !finished) {
     if (length < prompt) {
       float *logits;
-      code = tfm_seq2seq_step(state, 1, &sequences[length], length, &logits,
+      code = tfm_seq2seq_step(state, 1, &s.sequences[length], length, &logits,
                               status);
       if (code != TFM_OK)
         goto done;
-      sequences[length + 1] = rules->prompt[length];
+      s.sequences[length + 1] = rules->prompt[length];
       ++length;
       continue;
     }
-    /* Decode every live beam; at the first step all beams are the start
-     * token alone, so one stands for all (the others would score -1e9). */
     int kept = 0;
-    float *logits;
-    for (int b = 0; b < live; ++b)
-      last_tokens[b] = sequences[(size_t)b * stride + (size_t)length];
-    code = tfm_seq2seq_step(state, live, last_tokens, length, &logits, status);
+    code = score_live_beams(&s, state, live, length, steps, rules, eos, &kept,
+                            status);
+    if (code == TFM_OK)
+      code = process_candidates(&s, state, kept, length, prompt, options, eos,
+                                &live, status);
     if (code != TFM_OK)
       goto done;
-    for (int b = 0; b < live; ++b) {
-      const int32_t *sequence = sequences + (size_t)b * stride;
-      /* transformers applies the rules to the log-probabilities, then
-       * adds the beam's score. */
-      log_softmax(logits + (size_t)b * (size_t)vocab, vocab, row);
-      tfm_apply_generation_rules(rules, sequence, length + 1, steps,
-                                 (int32_t)desc->eos_token, row, vocab);
-      for (int64_t v = 0; v < vocab; ++v)
-        keep_best(top, &kept, 2 * beams,
-                  (candidate){row[v] + scores[b], (int32_t)v, b});
-    }
-    /* BeamSearchScorer.process over the 2N best. */
-    int next = 0;
-    for (int rank = 0; rank < kept && next < beams; ++rank) {
-      const candidate *c = &top[rank];
-      const int32_t *sequence = sequences + (size_t)c->beam * stride;
-      if (c->token == desc->eos_token) {
-        if (rank >= beams)
-          continue;
-        if (!add_hypothesis(&closed, sequence + 1, length, c->score,
-                            length - prompt + 1, options->length_penalty)) {
-          code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
-          goto done;
-        }
-        continue;
-      }
-      int32_t *extended = next_sequences + (size_t)next * stride;
-      memcpy(extended, sequence, (size_t)(length + 1) * sizeof *extended);
-      extended[length + 1] = c->token;
-      scores[next] = c->score;
-      code = tfm_seq2seq_fork(state, c->beam, next, length + 1, status);
-      if (code != TFM_OK)
-        goto done;
-      ++next;
-    }
-    tfm_seq2seq_commit(state);
-    int32_t *swap = sequences;
-    sequences = next_sequences;
-    next_sequences = swap;
-    live = next;
     ++length;
     /* BeamHypotheses.is_done, with the best score of this step. */
-    if (closed.count >= beams) {
-      float best = top[0].score;
+    if (s.closed.count >= beams)
       finished =
           options->early_stopping ||
-          closed.worst >=
-              best / pow((double)(length - prompt), options->length_penalty);
-    }
+          s.closed.worst >= s.top[0].score / pow((double)(length - prompt),
+                                                 options->length_penalty);
   }
   /* finalize: open beams compete with the closed hypotheses. */
   if (!finished)
     for (int b = 0; b < live; ++b)
-      if (!add_hypothesis(&closed, sequences + (size_t)b * stride + 1, length,
-                          scores[b], length - prompt,
+      if (!add_hypothesis(&s.closed, s.sequences + (size_t)b * s.stride + 1,
+                          length, s.scores[b], length - prompt,
                           options->length_penalty)) {
         code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
         goto done;
       }
-  /* The best; among equal scores the last added, as sorted().pop() does. */
-  int best = -1;
-  for (int i = 0; i < closed.count; ++i)
-    if (best < 0 || closed.items[i].score >= closed.items[best].score)
-      best = i;
-  if (best >= 0) {
-    const hypothesis *h = &closed.items[best];
-    for (int64_t i = 0; i < h->length; ++i, ++*count)
-      if (*count < capacity)
-        out[*count] = h->tokens[i];
-    /* Shorter than the limit: it ended with the end-of-sequence token. */
-    if (h->length < steps) {
-      if (*count < capacity)
-        out[*count] = (int32_t)desc->eos_token;
-      ++*count;
-    }
-  }
+  write_best(&s.closed, steps, eos, out, capacity, count);
 done:
-  for (int i = 0; i < closed.count; ++i)
-    free(closed.items[i].tokens);
-  free(closed.items);
-  free(sequences);
-  free(next_sequences);
-  free(scores);
-  free(row);
-  free(last_tokens);
-  free(top);
+  search_free(&s);
   tfm_seq2seq_end(state);
   return code;
 }

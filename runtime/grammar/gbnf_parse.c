@@ -355,6 +355,122 @@ static long read_count(parser *p) {
 }
 
 /* One alternative: symbols up to `|`, `)` or the end of the rule. */
+/* "..." at p->at (its opening quote): a character element per character. */
+static int parse_string_literal(parser *p, element_list *seq) {
+  const char *here = p->at++;
+  while (*p->at != '"') {
+    if (!*p->at || *p->at == '\n') {
+      fail_at(p, here, "unterminated string literal");
+      return 0;
+    }
+    int64_t ch = read_char(p);
+    if (ch < 0)
+      return 0;
+    tfm_grammar_element e = {TFM_GRAMMAR_CHARS, 0,
+                             add_range(p, (uint32_t)ch, (uint32_t)ch), 1};
+    if (p->failed || !list_push(p, seq, e))
+      return 0;
+  }
+  ++p->at;
+  return 1;
+}
+
+/* [...] or [^...] at p->at: one element over its ranges. */
+static int parse_char_class(parser *p, element_list *seq) {
+  const char *here = p->at++;
+  tfm_grammar_element e = {TFM_GRAMMAR_CHARS, 0,
+                           (uint32_t)p->rules->range_count, 0};
+  if (*p->at == '^') {
+    e.negated = 1;
+    ++p->at;
+  }
+  while (*p->at != ']') {
+    if (!*p->at) {
+      fail_at(p, here, "unterminated character class");
+      return 0;
+    }
+    int64_t low = read_char(p);
+    if (low < 0)
+      return 0;
+    int64_t high = low;
+    if (p->at[0] == '-' && p->at[1] != ']' && p->at[1]) {
+      ++p->at;
+      high = read_char(p);
+      if (high < 0)
+        return 0;
+      if (high < low) {
+        fail_at(p, here, "character range with its end before its start");
+        return 0;
+      }
+    }
+    add_range(p, (uint32_t)low, (uint32_t)high);
+    if (p->failed)
+      return 0;
+    ++e.count;
+  }
+  ++p->at;
+  return list_push(p, seq, e);
+}
+
+/* (...) at p->at: its alternates as a rule of their own, referred to. */
+static int parse_group(parser *p, element_list *seq) {
+  const char *here = p->at++;
+  if (++p->nesting > kMaxNesting) {
+    fail_at(p, here, "groups nested deeper than %d", kMaxNesting);
+    return 0;
+  }
+  uint32_t group;
+  if (!new_rule(p, NULL, 0, &group) || !parse_alternates(p, group, 1))
+    return 0;
+  --p->nesting;
+  skip_space(p, 1);
+  if (*p->at != ')') {
+    fail_at(p, here, "'(' is not closed");
+    return 0;
+  }
+  ++p->at;
+  tfm_grammar_element ref = {TFM_GRAMMAR_RULE, 0, group, 0};
+  return list_push(p, seq, ref);
+}
+
+/* The bounds of the repetition operator at p->at (*, +, ?, {m}, {m,},
+ * {m,n}; -1: no maximum), consumed. */
+static int parse_repetition(parser *p, long *low, long *high) {
+  const char *here = p->at;
+  char c = *p->at++;
+  *low = c == '+' ? 1 : 0;
+  *high = c == '?' ? 1 : -1;
+  if (c != '{')
+    return 1;
+  skip_space(p, 0);
+  *low = read_count(p);
+  if (*low < 0)
+    return 0;
+  skip_space(p, 0);
+  *high = *low;
+  if (*p->at == ',') {
+    ++p->at;
+    skip_space(p, 0);
+    *high = *p->at == '}' ? -1 : read_count(p);
+    if (p->failed)
+      return 0;
+    if (*high >= 0 && *high < *low) {
+      fail_at(p, here,
+              "repetition {%ld,%ld} with its maximum below "
+              "its minimum",
+              *low, *high);
+      return 0;
+    }
+  }
+  skip_space(p, 0);
+  if (*p->at != '}') {
+    fail_at(p, p->at, "expected '}' closing the repetition");
+    return 0;
+  }
+  ++p->at;
+  return 1;
+}
+
 static int parse_sequence(parser *p, element_list *seq, int nested) {
   size_t last_start = 0;
   int have_symbol = 0;
@@ -362,66 +478,16 @@ static int parse_sequence(parser *p, element_list *seq, int nested) {
     skip_space(p, nested);
     char c = *p->at;
     const char *here = p->at;
+    size_t start = seq->count;
     if (c == '"') {
-      ++p->at;
-      last_start = seq->count;
-      have_symbol = 1;
-      while (*p->at != '"') {
-        if (!*p->at || *p->at == '\n') {
-          fail_at(p, here, "unterminated string literal");
-          return 0;
-        }
-        int64_t ch = read_char(p);
-        if (ch < 0)
-          return 0;
-        tfm_grammar_element e = {TFM_GRAMMAR_CHARS, 0,
-                                 add_range(p, (uint32_t)ch, (uint32_t)ch), 1};
-        if (p->failed || !list_push(p, seq, e))
-          return 0;
-      }
-      ++p->at;
+      if (!parse_string_literal(p, seq))
+        return 0;
     } else if (c == '[') {
-      ++p->at;
-      tfm_grammar_element e = {TFM_GRAMMAR_CHARS, 0,
-                               (uint32_t)p->rules->range_count, 0};
-      if (*p->at == '^') {
-        e.negated = 1;
-        ++p->at;
-      }
-      while (*p->at != ']') {
-        if (!*p->at) {
-          fail_at(p, here, "unterminated character class");
-          return 0;
-        }
-        int64_t low = read_char(p);
-        if (low < 0)
-          return 0;
-        int64_t high = low;
-        if (p->at[0] == '-' && p->at[1] != ']' && p->at[1]) {
-          ++p->at;
-          high = read_char(p);
-          if (high < 0)
-            return 0;
-          if (high < low) {
-            fail_at(p, here, "character range with its end before its start");
-            return 0;
-          }
-        }
-        add_range(p, (uint32_t)low, (uint32_t)high);
-        if (p->failed)
-          return 0;
-        ++e.count;
-      }
-      ++p->at;
-      last_start = seq->count;
-      have_symbol = 1;
-      if (!list_push(p, seq, e))
+      if (!parse_char_class(p, seq))
         return 0;
     } else if (c == '.') {
       ++p->at;
       tfm_grammar_element any = {TFM_GRAMMAR_CHARS, 1, 0, 0};
-      last_start = seq->count;
-      have_symbol = 1;
       if (!list_push(p, seq, any))
         return 0;
     } else if (is_name_char(c)) {
@@ -440,73 +506,31 @@ static int parse_sequence(parser *p, element_list *seq, int nested) {
       if (!rule_named(p, name, (size_t)(after - name), &rule))
         return 0;
       tfm_grammar_element ref = {TFM_GRAMMAR_RULE, 0, rule, 0};
-      last_start = seq->count;
-      have_symbol = 1;
       if (!list_push(p, seq, ref))
         return 0;
     } else if (c == '(') {
-      ++p->at;
-      if (++p->nesting > kMaxNesting) {
-        fail_at(p, here, "groups nested deeper than %d", kMaxNesting);
-        return 0;
-      }
-      uint32_t group;
-      if (!new_rule(p, NULL, 0, &group) || !parse_alternates(p, group, 1))
-        return 0;
-      --p->nesting;
-      skip_space(p, 1);
-      if (*p->at != ')') {
-        fail_at(p, here, "'(' is not closed");
-        return 0;
-      }
-      ++p->at;
-      tfm_grammar_element ref = {TFM_GRAMMAR_RULE, 0, group, 0};
-      last_start = seq->count;
-      have_symbol = 1;
-      if (!list_push(p, seq, ref))
+      if (!parse_group(p, seq))
         return 0;
     } else if (c == '*' || c == '+' || c == '?' || c == '{') {
       if (!have_symbol) {
         fail_at(p, here, "'%c' repeats nothing", c);
         return 0;
       }
-      ++p->at;
-      long low = c == '+' ? 1 : 0, high = c == '?' ? 1 : -1;
-      if (c == '{') {
-        skip_space(p, 0);
-        low = read_count(p);
-        if (low < 0)
-          return 0;
-        skip_space(p, 0);
-        high = low;
-        if (*p->at == ',') {
-          ++p->at;
-          skip_space(p, 0);
-          high = *p->at == '}' ? -1 : read_count(p);
-          if (p->failed)
-            return 0;
-          if (high >= 0 && high < low) {
-            fail_at(p, here, "repetition {%ld,%ld} with its maximum below "
-                    "its minimum", low, high);
-            return 0;
-          }
-        }
-        skip_space(p, 0);
-        if (*p->at != '}') {
-          fail_at(p, p->at, "expected '}' closing the repetition");
-          return 0;
-        }
-        ++p->at;
-      }
-      if (!repeat(p, seq, last_start, low, high))
+      long low, high;
+      if (!parse_repetition(p, &low, &high) ||
+          !repeat(p, seq, last_start, low, high))
         return 0;
       have_symbol = 0; /* x** is refused, as llama.cpp refuses it */
+      continue;
     } else if (c == '<' || c == '!') {
       fail_at(p, here, "token references (<...>, !<...>) are not supported");
       return 0;
     } else {
       return 1; /* '|', ')', a newline or the end: the caller decides */
     }
+    /* A symbol: what a repetition after it repeats. */
+    last_start = start;
+    have_symbol = 1;
   }
 }
 
