@@ -477,54 +477,62 @@ struct ModelKind {
   std::string (*supported)();
 };
 
+/// A kind whose families a predicate names (vision, CLIP, speech).
+template <bool (*claims)(llvm::StringRef),
+          llvm::Expected<LoadedModel> (*loadKind)(
+              MLIRContext &, llvm::StringRef, llvm::StringRef, ConfigReader &)>
+llvm::Expected<std::optional<LoadedModel>>
+claimedKind(MLIRContext &context, llvm::StringRef directory,
+            llvm::StringRef modelType, ConfigReader &config) {
+  if (!claims(modelType))
+    return std::nullopt;
+  llvm::Expected<LoadedModel> model =
+      loadKind(context, directory, modelType, config);
+  if (!model)
+    return model.takeError();
+  return std::optional<LoadedModel>(std::move(*model));
+}
+
+/// A kind whose table reads the config into its spec as it claims the
+/// model_type (encoders, encoder-decoders).
+template <typename Spec,
+          bool (*readFamily)(llvm::StringRef, ConfigReader &, Spec &),
+          llvm::Expected<LoadedModel> (*loadKind)(
+              MLIRContext &, llvm::StringRef, ConfigReader &, Spec)>
+llvm::Expected<std::optional<LoadedModel>>
+specKind(MLIRContext &context, llvm::StringRef directory,
+         llvm::StringRef modelType, ConfigReader &config) {
+  Spec spec;
+  if (!readFamily(modelType, config, spec))
+    return std::nullopt;
+  llvm::Expected<LoadedModel> model =
+      loadKind(context, directory, config, std::move(spec));
+  if (!model)
+    return model.takeError();
+  return std::optional<LoadedModel>(std::move(*model));
+}
+
+/// Wav2Vec2 and HuBERT (Wav2Vec2.h): raw samples in.
+llvm::Expected<LoadedModel> loadSpeech(MLIRContext &context,
+                                       llvm::StringRef directory,
+                                       llvm::StringRef modelType,
+                                       ConfigReader &config) {
+  LoadedModel model;
+  if (llvm::Error err =
+          loadSpeechModel(context, directory, modelType, config, model))
+    return std::move(err);
+  return std::move(model);
+}
+
 const ModelKind kModelKinds[] = {
     {loadDecoderFolder, supportedDecoderFamilies},
-    {[](MLIRContext &context, llvm::StringRef directory,
-        llvm::StringRef modelType,
-        ConfigReader &config) -> llvm::Expected<std::optional<LoadedModel>> {
-       EncoderSpec encoder;
-       if (!readEncoderFamily(modelType, config, encoder))
-         return std::nullopt;
-       return loadEncoder(context, directory, config, std::move(encoder));
-     },
+    {specKind<EncoderSpec, readEncoderFamily, loadEncoder>,
      supportedEncoderFamilies},
-    {[](MLIRContext &context, llvm::StringRef directory,
-        llvm::StringRef modelType,
-        ConfigReader &config) -> llvm::Expected<std::optional<LoadedModel>> {
-       Seq2SeqSpec seq2seq;
-       if (!readSeq2SeqFamily(modelType, config, seq2seq))
-         return std::nullopt;
-       return loadSeq2Seq(context, directory, config, std::move(seq2seq));
-     },
+    {specKind<Seq2SeqSpec, readSeq2SeqFamily, loadSeq2Seq>,
      supportedSeq2SeqFamilies},
-    {[](MLIRContext &context, llvm::StringRef directory,
-        llvm::StringRef modelType,
-        ConfigReader &config) -> llvm::Expected<std::optional<LoadedModel>> {
-       if (!isVisionFamily(modelType))
-         return std::nullopt;
-       return loadVision(context, directory, modelType, config);
-     },
-     supportedVisionFamilies},
-    {[](MLIRContext &context, llvm::StringRef directory,
-        llvm::StringRef modelType,
-        ConfigReader &config) -> llvm::Expected<std::optional<LoadedModel>> {
-       if (!isClipFamily(modelType))
-         return std::nullopt;
-       return loadClipModel(context, directory, modelType, config);
-     },
-     supportedClipFamilies},
-    {[](MLIRContext &context, llvm::StringRef directory,
-        llvm::StringRef modelType,
-        ConfigReader &config) -> llvm::Expected<std::optional<LoadedModel>> {
-       if (!isSpeechFamily(modelType))
-         return std::nullopt;
-       LoadedModel model;
-       if (llvm::Error err =
-               loadSpeechModel(context, directory, modelType, config, model))
-         return std::move(err);
-       return std::optional<LoadedModel>(std::move(model));
-     },
-     supportedSpeechFamilies},
+    {claimedKind<isVisionFamily, loadVision>, supportedVisionFamilies},
+    {claimedKind<isClipFamily, loadClipModel>, supportedClipFamilies},
+    {claimedKind<isSpeechFamily, loadSpeech>, supportedSpeechFamilies},
 };
 
 } // namespace

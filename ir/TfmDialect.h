@@ -30,13 +30,6 @@ inline constexpr llvm::StringLiteral kOutputResultAttrName = "tfm.output";
 /// dtype=checkpoint; absent: f32.
 inline constexpr llvm::StringLiteral kCheckpointDtypeAttrName =
     "tfm.checkpoint_dtype";
-/// Whether a checkpoint dtype (or block format) is one of GGUF's K-quants
-/// kept as stored ("q4_k", "q5_k", "q6_k"): super-blocks of 256 elements
-/// that only a tensor stored so can fill (no encoder from f32).
-inline bool isKQuantDtype(llvm::StringRef dtype) {
-  std::optional<WeightFormat> format = formatOfDtype(dtype);
-  return format && isKQuant(*format);
-}
 /// Whether a checkpoint dtype (or block format) is kept only as a
 /// checkpoint stores it, its blocks copied (no encoder from f32): the
 /// K-quants and "mxfp4" (OCP's blocks of 32 with an E8M0 exponent).

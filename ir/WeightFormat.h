@@ -28,7 +28,7 @@ namespace mlir::tfm {
 /// names), and the stored format tfmc keeps it in.
 enum class WeightFormat : uint8_t {
 #define TFM_ENUM_ROW(NAME, GGML, ELEMS, BYTES, KEPT, FORMAT, DTYPE, BITS,      \
-                     CODES, META)                                              \
+                     CODES, META, JOIN)                                        \
   NAME = TFM_FORMAT_##NAME,
   TFM_WEIGHT_FORMATS(TFM_ENUM_ROW)
 #undef TFM_ENUM_ROW
@@ -44,13 +44,14 @@ struct WeightFormatTraits {
   const char *name;  // "q4_k", "q8_0", "f32"
   const char *dtype; // "q4_k", "int8", "f32"
   unsigned codeBits; // 0 unless kept as block panels
+  const char *joinDtype; // "int4-min", "int8": in a join of mixed formats
 };
 
 inline constexpr WeightFormatTraits kWeightFormats[] = {
 #define TFM_TRAITS_ROW(NAME, GGML, ELEMS, BYTES, KEPT, FORMAT, DTYPE, BITS,    \
-                       CODES, META)                                            \
+                       CODES, META, JOIN)                                      \
   {WeightFormat::NAME, #NAME,  GGML,  ELEMS, BYTES,                            \
-   TFM_KEPT_##KEPT,    FORMAT, DTYPE, BITS},
+   TFM_KEPT_##KEPT,    FORMAT, DTYPE, BITS,  JOIN},
     TFM_WEIGHT_FORMATS(TFM_TRAITS_ROW)
 #undef TFM_TRAITS_ROW
 };
@@ -86,6 +87,13 @@ constexpr int64_t checkpointStoredBytes(WeightFormat format, int64_t elements) {
 /// read.
 constexpr int blockFormatCode(WeightFormat format) {
   return static_cast<int>(format);
+}
+/// The dtype a weight of the format takes in a join that mixes formats
+/// (tfm-quantize-weights): a format copied from the file joins as the
+/// encoded one that holds it ("int4-min" for Q4_K, "int8" for Q5_K, Q6_K
+/// and MXFP4), any other as its own dtype.
+constexpr const char *joinDtype(WeightFormat format) {
+  return traitsOf(format).joinDtype;
 }
 /// Bits of a code in a block panel (0: not kept as block panels).
 constexpr unsigned codeBits(WeightFormat format) {

@@ -36,11 +36,6 @@ constexpr StringLiteral kCheckpoint = "checkpoint";
 constexpr StringLiteral kDtypeNames =
     "f32, bf16, f16, int8, int4, int4-min or checkpoint";
 
-/// Dtypes only a checkpoint tensor can have: GGUF's Q4_K, Q5_K and Q6_K,
-/// and MXFP4, whose blocks the packager copies (there is no encoder from
-/// f32 values).
-bool isCheckpointOnly(StringRef dtype) { return isCheckpointOnlyDtype(dtype); }
-
 /// The storage type of an f32 matrix `type` in `dtype` (f32, bf16, f16,
 /// int8, int4, int4-min, q4_k, q5_k, q6_k, mxfp4); null for an unknown
 /// name.
@@ -167,12 +162,11 @@ int storageHalfBits(RankedTensorType type) {
 /// some layers' value projection in Q6_K (int8 here) beside Q4_K query and
 /// key projections (int4-min), and a join of mixed parts would otherwise
 /// be dequantized to f32 on every call. A part kept f32 makes the whole
-/// join f32; bf16 beside f16 (neither holds the other) too. q4_k, q5_k,
-/// q6_k and mxfp4, which only Q4_K, Q5_K, Q6_K and MXFP4 tensors can be
-/// stored in, join others as int4-min (q4_1: the same grid per block of 32,
-/// its f16 step rounded) and int8 (q5_k's 32 levels, q6_k's 64 and mxfp4's
-/// uneven ones need more than 4 bits). Widening repeats until no join changes, as a weight may sit
-/// in several joins.
+/// join f32; bf16 beside f16 (neither holds the other) too. A format only
+/// a checkpoint can store (q4_k, q5_k, q6_k, mxfp4) joins others as the
+/// encoded dtype that holds it (runtime/include/tfm/weight_formats.h's
+/// JOIN). Widening repeats until no join changes, as a weight may sit in
+/// several joins.
 void unifyJoinFormats(ModuleOp module,
                       llvm::StringMap<RankedTensorType> &storage) {
   auto typeOf = [&](WeightOp part) {
@@ -209,16 +203,13 @@ void unifyJoinFormats(ModuleOp module,
             return sameStorage(typeOf(part), typeOf(parts.front()));
           }))
         return;
-      // Mixed: q4_k, q5_k, q6_k and mxfp4 parts count as the int4-min and
-      // int8 they join as.
+      // Mixed: parts copied from the file (q4_k, q5_k, q6_k, mxfp4) count
+      // as the dtype they join as (the table's joinDtype).
       auto joinable = [&](WeightOp part) {
         RankedTensorType type = typeOf(part);
         std::optional<WeightFormat> format = formatOf(type);
-        if (format == WeightFormat::Q4_K)
-          return storageType(type, "int4-min");
-        if (format == WeightFormat::Q5_K || format == WeightFormat::Q6_K ||
-            format == WeightFormat::MXFP4)
-          return storageType(type, "int8");
+        if (format && isCopiedFromCheckpoint(*format))
+          return storageType(type, joinDtype(*format));
         return type;
       };
       RankedTensorType widest = joinable(parts.front());
@@ -258,10 +249,10 @@ struct QuantizeWeightsPass
                            : edgeDtype;
     auto probe = RankedTensorType::get({1, 1}, Float32Type::get(ctx));
     auto isUserDtype = [&](StringRef name) {
-      return !isCheckpointOnly(name) && storageType(probe, name);
+      return !isCheckpointOnlyDtype(name) && storageType(probe, name);
     };
     for (StringRef name : {StringRef(dtype), StringRef(edge)}) {
-      if (isCheckpointOnly(name)) {
+      if (isCheckpointOnlyDtype(name)) {
         module.emitError()
             << "weight dtype '" << name << "' is kept from a checkpoint's "
             << StringRef(name).upper() << " tensors only (dtype=checkpoint), "

@@ -12,7 +12,8 @@ free. The table's rows are `| folder | may include |`, the second column a
 comma-separated list of folders (`-` for none); an entry written
 `folder (debt)` is allowed for now and named in the report, a crossing the
 architecture means to remove. Prints each include the table does not allow
-(file, line, the crossing) and exits 1, or prints a summary.
+(file, line, the crossing) and exits 1, or prints a summary. --matrix
+prints how many includes cross between each pair of folders instead.
 """
 import argparse
 import collections
@@ -93,7 +94,17 @@ def main():
         os.path.dirname(os.path.abspath(__file__)), ".."))
     parser.add_argument("--table", help="the table's file (default: "
                         "docs/architecture.md under the root)")
+    parser.add_argument("--matrix", action="store_true",
+                        help="print the includes between folders, a line "
+                        "per pair (`from -> to: count`), and check nothing")
     args = parser.parse_args()
+    if args.matrix:
+        pairs = collections.Counter(
+            (source, included)
+            for _, _, source, included in includes(args.root))
+        for (source, included), count in sorted(pairs.items()):
+            print(f"{source} -> {included}: {count}")
+        return 0
     table = read_table(args.table or os.path.join(args.root, "docs",
                                                   "architecture.md"))
     if not table:

@@ -46,9 +46,6 @@ public:
   OwningOpRef<ModuleOp> build();
 
 private:
-  RankedTensorType matrix(int64_t rows, int64_t columns) {
-    return RankedTensorType::get({rows, columns}, b.getF32Type());
-  }
   RankedTensorType vector(int64_t n) {
     return RankedTensorType::get({n}, b.getF32Type());
   }

@@ -2,6 +2,8 @@
 
 #include "frontend/builders/ModelIRBuilder.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -20,4 +22,18 @@ Value ModelIRBuilder::attend(Location loc, Value q, Value k, Value v,
       /*lengths=*/Value(), options.relativeBias, options.sinks, scale,
       causal ? b.getUnitAttr() : UnitAttr(), options.window,
       options.maxDistance, options.softcap);
+}
+
+Value ModelIRBuilder::beginEntryPoint(llvm::StringRef name, Type input,
+                                      InputRole role, Type result,
+                                      OutputRole output) {
+  MLIRContext *ctx = b.getContext();
+  auto function = func::FuncOp::create(b, named(name), name,
+                                       b.getFunctionType({input}, {result}));
+  function.setArgAttr(0, kInputArgAttrName, InputRoleAttr::get(ctx, role));
+  function.setResultAttr(0, kOutputResultAttrName,
+                         OutputRoleAttr::get(ctx, output));
+  Block *entry = function.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  return entry->getArgument(0);
 }

@@ -28,6 +28,10 @@ protected:
   Location named(const llvm::Twine &what) {
     return NameLoc::get(b.getStringAttr(what));
   }
+  /// tensor<rows x columns x f32>.
+  RankedTensorType matrix(int64_t rows, int64_t columns) {
+    return RankedTensorType::get({rows, columns}, b.getF32Type());
+  }
   /// tensor<?x...xf32>: one row per position, `trailing` after it.
   RankedTensorType rows(ArrayRef<int64_t> trailing) {
     SmallVector<int64_t> shape = {ShapedType::kDynamic};
@@ -44,6 +48,11 @@ protected:
                std::optional<ActivationKind> activation = std::nullopt) {
     return declarations.biasedLinear(b, x, name, resultShape, activation);
   }
+
+  /// Starts entry point `@name(input) -> result`, its input and result
+  /// marked with their roles, and builds on in its body: its argument.
+  Value beginEntryPoint(llvm::StringRef name, Type input, InputRole role,
+                        Type result, OutputRole output);
 
   /// What a family adds to scaled dot-product attention; the defaults are
   /// plain softmax(q·kᵀ/√head_dim)·v with q's type.

@@ -178,24 +178,15 @@ Value SpeechIRBuilder::layer(Value x, int64_t index) {
 OwningOpRef<ModuleOp> SpeechIRBuilder::build() {
   OwningOpRef<ModuleOp> module = ModuleOp::create(named(spec.family));
   b.setInsertionPointToEnd(module->getBody());
-  MLIRContext *ctx = b.getContext();
   auto samplesType =
       RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
   bool ctcHead = spec.vocabSize > 0;
   Type result = rows({ctcHead ? spec.vocabSize : spec.hiddenSize});
   llvm::StringRef entryName = ctcHead ? "recognize" : "encode";
-  auto function =
-      func::FuncOp::create(b, named(entryName), entryName,
-                           b.getFunctionType({samplesType}, {result}));
-  function.setArgAttr(0, kInputArgAttrName,
-                      InputRoleAttr::get(ctx, InputRole::features));
-  function.setResultAttr(
-      0, kOutputResultAttrName,
-      OutputRoleAttr::get(ctx, ctcHead ? OutputRole::logits
-                                       : OutputRole::hidden_states));
-  Block *entry = function.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  Value x = featureEncoder(entry->getArgument(0));
+  Value samples =
+      beginEntryPoint(entryName, samplesType, InputRole::features, result,
+                      ctcHead ? OutputRole::logits : OutputRole::hidden_states);
+  Value x = featureEncoder(samples);
   x = positionEmbedding(x);
   std::string encoderNorm = spec.name("encoder.layer_norm.weight");
   if (!spec.stableLayerNorm)

@@ -90,9 +90,6 @@ public:
   OwningOpRef<ModuleOp> build();
 
 private:
-  RankedTensorType matrix(int64_t rows, int64_t columns) {
-    return RankedTensorType::get({rows, columns}, b.getF32Type());
-  }
   Value norm(Value x, const std::string &n, int64_t d) {
     return declarations.biasedLayerNorm(b, x, n, d, spec.normEpsilon);
   }
@@ -202,20 +199,12 @@ OwningOpRef<ModuleOp> SwinIRBuilder::build() {
                     ? Type(RankedTensorType::get({spec.labels}, b.getF32Type()))
                     : Type(matrix(lastTokens, last));
   llvm::StringRef entryName = classifies ? "classify" : "encode";
-  auto function =
-      func::FuncOp::create(b, named(entryName), entryName,
-                           b.getFunctionType({pixelsType}, {result}));
-  function.setArgAttr(0, kInputArgAttrName,
-                      InputRoleAttr::get(ctx, InputRole::features));
-  function.setResultAttr(
-      0, kOutputResultAttrName,
-      OutputRoleAttr::get(ctx, classifies ? OutputRole::logits
-                                          : OutputRole::hidden_states));
-  Block *entry = function.addEntryBlock();
-  b.setInsertionPointToStart(entry);
+  Value pixels = beginEntryPoint(
+      entryName, pixelsType, InputRole::features, result,
+      classifies ? OutputRole::logits : OutputRole::hidden_states);
   Location loc = named("embeddings");
   Value patches =
-      PatchesOp::create(b, loc, matrix(n, c * p * p), entry->getArgument(0),
+      PatchesOp::create(b, loc, matrix(n, c * p * p), pixels,
                         b.getI64IntegerAttr(p), DenseI64ArrayAttr());
   std::string projection =
       spec.prefix + "embeddings.patch_embeddings.projection.weight";

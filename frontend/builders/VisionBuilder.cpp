@@ -41,9 +41,6 @@ public:
   OwningOpRef<ModuleOp> build();
 
 private:
-  RankedTensorType matrix(int64_t rows, int64_t columns) {
-    return RankedTensorType::get({rows, columns}, b.getF32Type());
-  }
   std::string name(llvm::StringRef suffix) {
     return spec.prefix + suffix.str();
   }
@@ -137,18 +134,10 @@ OwningOpRef<ModuleOp> VisionIRBuilder::build() {
                     ? Type(RankedTensorType::get({spec.labels}, b.getF32Type()))
                     : Type(matrix(spec.tokens(), spec.hiddenSize));
   llvm::StringRef entryName = classifies ? "classify" : "encode";
-  auto function =
-      func::FuncOp::create(b, named(entryName), entryName,
-                           b.getFunctionType({pixelsType}, {result}));
-  function.setArgAttr(0, kInputArgAttrName,
-                      InputRoleAttr::get(ctx, InputRole::features));
-  function.setResultAttr(
-      0, kOutputResultAttrName,
-      OutputRoleAttr::get(ctx, classifies ? OutputRole::logits
-                                          : OutputRole::hidden_states));
-  Block *entry = function.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  Value x = embeddings(entry->getArgument(0));
+  Value pixels = beginEntryPoint(
+      entryName, pixelsType, InputRole::features, result,
+      classifies ? OutputRole::logits : OutputRole::hidden_states);
+  Value x = embeddings(pixels);
   for (int64_t i = 0; i < spec.numLayers; ++i)
     x = layer(x, i);
   x = norm(x, name("layernorm.weight"));

@@ -119,33 +119,39 @@ typedef enum {
  *          (Q4_K, Q5_K: their 6-bit ones and an eighth of the
  *          super-block's d and dmin; Q6_K: a scale a half and an eighth
  *          of d; MXFP4: an exponent byte)
+ *   JOIN   the dtype a weight of the format takes when a join (Q, K and V
+ *          fused, gate and up) mixes it with others: a format copied from
+ *          the file joins as the encoded one that holds it (Q4_K as
+ *          int4-min: Q4_1's grid per block of 32, its f16 step rounded;
+ *          Q5_K's 32 levels, Q6_K's 64 and MXFP4's uneven ones as int8);
+ *          any other as its DTYPE
  *
  * The rows' order is the enum's (GGUF's tensor counts in messages follow
  * it). */
 #define TFM_WEIGHT_FORMATS(X)                                                  \
-  /* NAME GGML ELEMS BYTES KEPT FORMAT DTYPE BITS CODES META */                \
-  X(F32, 0, 1, 4, FLOAT, "f32", "f32", 0, 0, 0)                                \
-  X(F16, 1, 1, 2, FLOAT, "f16", "f16", 0, 0, 0)                                \
-  X(BF16, 30, 1, 2, FLOAT, "bf16", "bf16", 0, 0, 0)                            \
-  X(Q8_0, 8, 32, 34, ENCODED, "q8_0", "int8", 8, 512, 32)                      \
-  X(Q4_0, 2, 32, 18, ENCODED, "q4_0", "int4", 4, 256, 32)                      \
-  X(Q4_1, 3, 32, 20, ENCODED, "q4_1", "int4-min", 4, 256, 64)                  \
-  X(Q4_K, 12, 256, 144, COPIED, "q4_k", "q4_k", 4, 256, 40)                    \
-  X(Q6_K, 14, 256, 210, COPIED, "q6_k", "q6_k", 6, 384, 36)                    \
-  X(Q5_0, 6, 32, 22, REQUANTIZED, "q5_0", "int8", 0, 0, 0)                     \
-  X(Q5_1, 7, 32, 24, REQUANTIZED, "q5_1", "int8", 0, 0, 0)                     \
-  X(Q2_K, 10, 256, 84, REQUANTIZED, "q2_k", "int8", 0, 0, 0)                   \
-  X(Q3_K, 11, 256, 110, REQUANTIZED, "q3_k", "int8", 0, 0, 0)                  \
-  X(Q5_K, 13, 256, 176, COPIED, "q5_k", "q5_k", 5, 320, 40)                    \
-  X(IQ4_NL, 20, 32, 18, REQUANTIZED, "iq4_nl", "int8", 0, 0, 0)                \
-  X(IQ4_XS, 23, 256, 136, REQUANTIZED, "iq4_xs", "int8", 0, 0, 0)              \
-  X(MXFP4, 39, 32, 17, COPIED, "mxfp4", "mxfp4", 4, 256, 16)
+  /* NAME GGML ELEMS BYTES KEPT FORMAT DTYPE BITS CODES META JOIN */           \
+  X(F32, 0, 1, 4, FLOAT, "f32", "f32", 0, 0, 0, "f32")                         \
+  X(F16, 1, 1, 2, FLOAT, "f16", "f16", 0, 0, 0, "f16")                         \
+  X(BF16, 30, 1, 2, FLOAT, "bf16", "bf16", 0, 0, 0, "bf16")                    \
+  X(Q8_0, 8, 32, 34, ENCODED, "q8_0", "int8", 8, 512, 32, "int8")              \
+  X(Q4_0, 2, 32, 18, ENCODED, "q4_0", "int4", 4, 256, 32, "int4")              \
+  X(Q4_1, 3, 32, 20, ENCODED, "q4_1", "int4-min", 4, 256, 64, "int4-min")      \
+  X(Q4_K, 12, 256, 144, COPIED, "q4_k", "q4_k", 4, 256, 40, "int4-min")        \
+  X(Q6_K, 14, 256, 210, COPIED, "q6_k", "q6_k", 6, 384, 36, "int8")            \
+  X(Q5_0, 6, 32, 22, REQUANTIZED, "q5_0", "int8", 0, 0, 0, "int8")             \
+  X(Q5_1, 7, 32, 24, REQUANTIZED, "q5_1", "int8", 0, 0, 0, "int8")             \
+  X(Q2_K, 10, 256, 84, REQUANTIZED, "q2_k", "int8", 0, 0, 0, "int8")           \
+  X(Q3_K, 11, 256, 110, REQUANTIZED, "q3_k", "int8", 0, 0, 0, "int8")          \
+  X(Q5_K, 13, 256, 176, COPIED, "q5_k", "q5_k", 5, 320, 40, "int8")            \
+  X(IQ4_NL, 20, 32, 18, REQUANTIZED, "iq4_nl", "int8", 0, 0, 0, "int8")        \
+  X(IQ4_XS, 23, 256, 136, REQUANTIZED, "iq4_xs", "int8", 0, 0, 0, "int8")      \
+  X(MXFP4, 39, 32, 17, COPIED, "mxfp4", "mxfp4", 4, 256, 16, "int8")
 
 /* The formats, numbered as the table's rows; what compiled code passes the
  * block kernels (a block panel's format). */
 typedef enum {
 #define TFM_FORMAT_ENUM_ROW(NAME, GGML, ELEMS, BYTES, KEPT, FORMAT, DTYPE,     \
-                            BITS, CODES, META)                                 \
+                            BITS, CODES, META, JOIN)                           \
   TFM_FORMAT_##NAME,
   TFM_WEIGHT_FORMATS(TFM_FORMAT_ENUM_ROW)
 #undef TFM_FORMAT_ENUM_ROW
@@ -159,7 +165,7 @@ typedef struct {
 } tfm_block_bytes;
 static const tfm_block_bytes tfm_block_bytes_of[TFM_FORMAT_COUNT] = {
 #define TFM_FORMAT_BYTES_ROW(NAME, GGML, ELEMS, BYTES, KEPT, FORMAT, DTYPE,    \
-                             BITS, CODES, META)                                \
+                             BITS, CODES, META, JOIN)                          \
   {CODES, META},
     TFM_WEIGHT_FORMATS(TFM_FORMAT_BYTES_ROW)
 #undef TFM_FORMAT_BYTES_ROW
