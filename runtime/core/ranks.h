@@ -59,22 +59,22 @@ void tfm_ranks_gather_stats(const tfm_model *model, tfm_rank_stats *out);
 /* This rank's stats (ranks.c; rank 0's own part of the gather). */
 void tfm_ranks_own_stats(const tfm_model *model, tfm_rank_stats *out);
 
-/* The other ranks' side of a pool, which the batch engine defines
- * (kv_pages.c) and the MPI side calls, so that it needs no engine: a pool
- * of rank 0's layout reserving the same `reserved` bytes (NULL with
- * `status` set when it cannot be had, or is another size), its base, a
- * block mapped (`block` -1: unmapped; 0 when mmap fails), the pool freed.
- * A model that never makes a pool links none of them. */
-void *tfm_kv_pages_mirror_new(const void *layout, size_t layout_bytes,
-                              size_t reserved, tfm_status *status);
-void *tfm_kv_pages_mirror_base(void *pool);
-int tfm_kv_pages_mirror_map(void *pool, int64_t slot, int64_t index,
-                            int64_t block);
-void tfm_kv_pages_mirror_free(void *pool);
-#pragma weak tfm_kv_pages_mirror_new
-#pragma weak tfm_kv_pages_mirror_base
-#pragma weak tfm_kv_pages_mirror_map
-#pragma weak tfm_kv_pages_mirror_free
+/* The other ranks' side of the batch engine's pools: how a follower makes
+ * a pool of rank 0's layout reserving the same `reserved` bytes (NULL with
+ * `status` set when it cannot be had, or is another size), finds its base,
+ * maps a block (`block` -1: unmapped; 0 when mmap fails) and frees it. The
+ * engine registers these (kv_pages.c, as the program starts, where the
+ * engine is linked), so the MPI side calls through them and names no
+ * engine code. */
+typedef struct {
+  void *(*make)(const void *layout, size_t layout_bytes, size_t reserved,
+                tfm_status *status);
+  void *(*base)(void *pool);
+  int (*map)(void *pool, int64_t slot, int64_t index, int64_t block);
+  void (*release)(void *pool);
+} tfm_ranks_pool_mirror;
+void tfm_ranks_set_pool_mirror(const tfm_ranks_pool_mirror *mirror);
+#pragma weak tfm_ranks_set_pool_mirror
 
 #pragma weak tfm_ranks_join
 #pragma weak tfm_ranks_follow

@@ -289,7 +289,7 @@ typedef struct {
   int64_t remote;
   size_t bytes;
   char *local;
-  void *pool; /* tfm_kv_pages_mirror_new's */
+  void *pool; /* pool_mirror->make's */
 } mirror;
 
 typedef struct {
@@ -333,26 +333,33 @@ static mirror *add_mirror(follower *f, int64_t remote, size_t bytes) {
   return m;
 }
 
+/* How this rank makes rank 0's KV pools: the engine's, registered as the
+ * program starts (NULL where no engine is linked). */
+static const tfm_ranks_pool_mirror *pool_mirror;
+
+void tfm_ranks_set_pool_mirror(const tfm_ranks_pool_mirror *mirror) {
+  pool_mirror = mirror;
+}
+
 /* Rank 0's engine made a KV pool at `remote`: one of the same layout. */
 static void add_pool(follower *f, const message *m, const void *layout) {
-  if (!tfm_kv_pages_mirror_new)
+  if (!pool_mirror)
     tfm_ranks_abort("rank 0 made a KV pool, and this rank has no batch "
                     "engine linked");
   tfm_status status;
-  void *pool = tfm_kv_pages_mirror_new(layout, (size_t)m->payload, (size_t)m->b,
-                                       &status);
+  void *pool =
+      pool_mirror->make(layout, (size_t)m->payload, (size_t)m->b, &status);
   if (!pool)
     tfm_ranks_abort(status.message);
   mirror *added = new_mirror(f);
-  *added = (mirror){m->a, (size_t)m->b, (char *)tfm_kv_pages_mirror_base(pool),
-                    pool};
+  *added = (mirror){m->a, (size_t)m->b, (char *)pool_mirror->base(pool), pool};
 }
 
 static void map_in_pool(follower *f, const message *m) {
   mirror *pool = find_mirror(f, m->a);
   if (!pool || !pool->pool || pool->remote != m->a)
     tfm_ranks_abort("rank 0 maps a block of a KV pool it never made");
-  if (!tfm_kv_pages_mirror_map(pool->pool, m->b, m->c, m->d))
+  if (!pool_mirror->map(pool->pool, m->b, m->c, m->d))
     tfm_ranks_abort("cannot map a block of its KV pool (mmap failed)");
 }
 
@@ -360,7 +367,7 @@ static void remove_mirror(follower *f, int64_t remote) {
   for (size_t i = 0; i < f->count; ++i)
     if (f->mirrors[i].remote == remote) {
       if (f->mirrors[i].pool)
-        tfm_kv_pages_mirror_free(f->mirrors[i].pool);
+        pool_mirror->release(f->mirrors[i].pool);
       else
         tfm_model_state_free(f->model, f->mirrors[i].local);
       f->mirrors[i] = f->mirrors[--f->count];

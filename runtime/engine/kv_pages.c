@@ -259,8 +259,8 @@ void tfm_kv_pages_lead_ranks(tfm_kv_pages *p) {
 
 /*===- the other ranks' pools (runtime/core/ranks.h) ---------------------===*/
 
-void *tfm_kv_pages_mirror_new(const void *layout, size_t layout_bytes,
-                              size_t reserved, tfm_status *status) {
+static void *mirror_make(const void *layout, size_t layout_bytes,
+                         size_t reserved, tfm_status *status) {
   if (layout_bytes != sizeof(tfm_kv_pages_options)) {
     tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
              "rank 0's KV pool layout is %zu bytes, not %zu (another "
@@ -287,12 +287,11 @@ void *tfm_kv_pages_mirror_new(const void *layout, size_t layout_bytes,
   return pool;
 }
 
-void *tfm_kv_pages_mirror_base(void *pool) {
+static void *mirror_base(void *pool) {
   return tfm_kv_pages_base((tfm_kv_pages *)pool);
 }
 
-int tfm_kv_pages_mirror_map(void *pool, int64_t slot, int64_t index,
-                            int64_t block) {
+static int mirror_map(void *pool, int64_t slot, int64_t index, int64_t block) {
   if (block < 0) {
     tfm_kv_pages_unmap((tfm_kv_pages *)pool, slot, index);
     return 1;
@@ -300,8 +299,17 @@ int tfm_kv_pages_mirror_map(void *pool, int64_t slot, int64_t index,
   return tfm_kv_pages_map((tfm_kv_pages *)pool, slot, index, block);
 }
 
-void tfm_kv_pages_mirror_free(void *pool) {
+static void mirror_release(void *pool) {
   tfm_kv_pages_free((tfm_kv_pages *)pool);
+}
+
+/* Hands the MPI side (where a split model links it) the way to make this
+ * rank's copies of rank 0's pools, before main runs. */
+__attribute__((constructor)) static void register_pool_mirror(void) {
+  static const tfm_ranks_pool_mirror mirror = {mirror_make, mirror_base,
+                                               mirror_map, mirror_release};
+  if (tfm_ranks_set_pool_mirror)
+    tfm_ranks_set_pool_mirror(&mirror);
 }
 
 void tfm_kv_pages_get_layout(const tfm_kv_pages *p,
