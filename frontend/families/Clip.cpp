@@ -152,9 +152,11 @@ llvm::Error mlir::tfm::loadClip(MLIRContext &context, llvm::StringRef modelType,
   const ClipFamily &family =
       *findFamily(kClipFamilies, &ClipFamily::modelType, modelType);
   bool text = family.text, image = family.image;
-  bool projections = (text && image) || (!family.withProjection.empty() &&
-                                         architecture == family.withProjection);
-  if (!architecture.empty() && architecture != family.model && !projections) {
+  bool addsProjection =
+      !family.withProjection.empty() && architecture == family.withProjection;
+  bool projections = (text && image) || addsProjection;
+  if (!architecture.empty() && architecture != family.model &&
+      !addsProjection) {
     std::string supported =
         family.withProjection.empty()
             ? family.model.str() + " is"
