@@ -12,7 +12,6 @@
 #include "frontend/families/Wav2Vec2.h"
 #include "frontend/formats/CheckedAttributes.h"
 #include "frontend/formats/ErrorMessages.h"
-#include "frontend/formats/JsonFile.h"
 #include "frontend/tokenizers/ChatTemplates.h"
 #include "ir/StopTokensAttr.h"
 #include "ir/TfmOps.h"

@@ -15,7 +15,6 @@
 #include "frontend/formats/ImagePreprocessor.h"
 #include "frontend/tokenizers/Tokenizer.h"
 
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 

@@ -18,7 +18,6 @@
 
 #include "mlir/IR/Builders.h"
 
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Path.h"
 
 using namespace mlir;

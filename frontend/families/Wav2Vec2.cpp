@@ -15,7 +15,6 @@
 #include "frontend/formats/JsonFile.h"
 #include "frontend/formats/Safetensors.h"
 
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Path.h"
 
 using namespace mlir;
