@@ -103,9 +103,12 @@ public:
     fail("field '" + key + "' must be true or false");
     return fallback;
   }
+  /// A string field: `fallback` when absent or null (published configs
+  /// write null for a setting left at its default, as Gemma 4's
+  /// use_bidirectional_attention).
   std::string string(llvm::StringRef key, llvm::StringRef fallback) {
     const llvm::json::Value *value = object.get(key);
-    if (!value)
+    if (!value || value->kind() == llvm::json::Value::Null)
       return fallback.str();
     if (std::optional<llvm::StringRef> v = value->getAsString())
       return v->str();

@@ -11,96 +11,40 @@ V3 and V2 routers), in float64.
 
     /usr/bin/python3 test/e2e/make_deepseek_goldens.py [deepseek_v3 ...]
 
-needs numpy and torch (for safetensors), nothing else.
+needs NumPy, nothing else (reference/checkpoint.py writes the safetensors).
 """
 import json
 import os
 import sys
 
 import numpy as np
-import safetensors.torch
-import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "reference"))
 import deepseek_v3 as ds  # noqa: E402
+from checkpoint import as_f32, write_safetensors  # noqa: E402
 import glm4_moe as glm  # noqa: E402
-from common import rms_norm  # noqa: E402
 
 OUT = os.path.join(HERE, "families", "Inputs")
 TOKENS = [1, 17, 42, 5, 63, 0, 28, 9, 33, 12, 50, 7]
 VOCAB = 64
 
 
-def model_weights(rng, config, random_layer=None):
-    """Every tensor of a DeepseekV3ForCausalLM checkpoint (or, with GLM's
-    `random_layer`, a Glm4MoeForCausalLM's), by name."""
-    random_layer = random_layer or ds._rand_layer
-    D = config["hidden_size"]
-    tensors = {"model.embed_tokens.weight": rng.standard_normal((VOCAB, D)),
-               "model.norm.weight": 1.0 + 0.1 * rng.standard_normal(D),
-               "lm_head.weight": rng.standard_normal((VOCAB, D)) * 0.3}
-    layers = []
-    for l in range(config["num_hidden_layers"]):
-        layer = random_layer(rng, config,
-                             moe_layer=l >= config["first_k_dense_replace"])
-        if config.get("topk_method") == "greedy":
-            layer["mlp"].pop("gate.e_score_correction_bias", None)
-        layers.append(layer)
-        prefix = "model.layers.%d." % l
-        for name in ("input_layernorm.weight", "post_attention_layernorm.weight"):
-            tensors[prefix + name] = layer[name]
-        for group in ("self_attn", "mlp"):
-            for name, value in layer[group].items():
-                tensors[prefix + group + "." + name] = value
-    # DeepSeek-V3's multi-token prediction layers follow the last, some of
-    # their tensors here: in the checkpoint, not in the forward pass.
-    for l in range(config["num_hidden_layers"],
-                   config["num_hidden_layers"] +
-                   config.get("num_nextn_predict_layers", 0)):
-        prefix = "model.layers.%d." % l
-        tensors[prefix + "enorm.weight"] = np.ones(D)
-        tensors[prefix + "hnorm.weight"] = np.ones(D)
-        tensors[prefix + "eh_proj.weight"] = rng.standard_normal((D, 2 * D))
-    return tensors, layers
-
-
-def deepseek_layer(x, layer, config, positions, l):
-    """DeepseekV3DecoderLayer with MLA as transformers computes it."""
-    return ds.decoder_layer(x, layer, config, positions, l, attn="naive")[0]
-
-
-def forward(tensors, layers, config, decoder_layer=deepseek_layer):
-    """The model's forward over TOKENS: every position's logits."""
-    x = tensors["model.embed_tokens.weight"][TOKENS]
-    positions = np.arange(len(TOKENS))
-    for l, layer in enumerate(layers):
-        x = decoder_layer(x, layer, config, positions, l)
-    x = rms_norm(x, tensors["model.norm.weight"], config["rms_norm_eps"])
-    return x @ tensors["lm_head.weight"].T
-
-
-def write(name, config, seed, random_layer=None, decoder_layer=deepseek_layer):
+def write(name, config, seed, random_layer=None, decoder_layer=None):
     rng = np.random.default_rng(seed)
-    tensors, layers = model_weights(rng, config, random_layer)
+    tensors, layers = ds.model_weights(rng, config, random_layer)
     folder = os.path.join(OUT, name)
     os.makedirs(folder, exist_ok=True)
-    safetensors.torch.save_file(
-        {k: torch.tensor(np.asarray(v, dtype=np.float32)).contiguous()
-         for k, v in tensors.items()},
-        os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+    write_safetensors(os.path.join(folder, "model.safetensors"),
+                      {k: as_f32(v) for k, v in tensors.items()})
     published = {k: v for k, v in config.items() if k != "scale_convention"}
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(published, f, indent=2, sort_keys=True)
     # The golden from the float32 weights tfmc reads.
     stored = {k: np.asarray(v, dtype=np.float32).astype(np.float64)
               for k, v in tensors.items()}
-    stored_layers = [{k: ({n: stored["model.layers.%d.%s.%s" % (l, k, n)]
-                           for n in v} if isinstance(v, dict)
-                          else stored["model.layers.%d.%s" % (l, k)])
-                      for k, v in layer.items()}
-                     for l, layer in enumerate(layers)]
-    logits = forward(stored, stored_layers, config, decoder_layer)
+    logits = ds.forward(TOKENS, stored, ds.nested_layers(stored, layers),
+                        config, decoder_layer)
     logits.astype("<f4").tofile(os.path.join(OUT, name + ".logits.bin"))
     print(f"{name}: logits {logits.shape}, max |logit| {np.abs(logits).max():.2f}")
 

@@ -26,7 +26,7 @@ transformers rounds it to the weights' dtype first).
 
     /usr/bin/python3 test/e2e/make_gemma4_goldens.py [FIXTURE...]
 
-needs numpy and torch (for safetensors), nothing else.
+needs NumPy, nothing else (reference/checkpoint.py writes the safetensors).
 """
 import os
 import sys

@@ -14,19 +14,18 @@ convert_moe_packed_tensors dequantizes the MXFP4 blocks).
 
     /usr/bin/python3 test/e2e/make_gpt_oss_goldens.py [bf16|mxfp4]
 
-needs numpy and torch (for safetensors), nothing else.
+needs NumPy, nothing else (reference/checkpoint.py writes the safetensors).
 """
 import json
 import os
 import sys
 
 import numpy as np
-import safetensors.torch
-import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "reference"))
 import gpt_oss  # noqa: E402
+from checkpoint import Stored, as_bf16, stored_values, write_safetensors  # noqa: E402
 
 OUT = os.path.join(HERE, "families", "Inputs")
 TOKENS = [1, 17, 42, 5, 63, 0, 28, 9, 33, 12, 50, 7]
@@ -48,45 +47,18 @@ def config():
     return c
 
 
-def mxfp4_experts(weights, cfg):
-    """The stacked experts of every layer as the MXFP4 release stores them:
-    each output row's blocks of 32 quantized as ggml's quantize_row_mxfp4_ref
-    does (the one MXFP4 encoder at hand), then laid out as Hugging Face's
-    *_blocks [E, rows, G, 16] (element 2j in byte j's low nibble) and
-    *_scales [E, rows, G]. Returns (U8 tensors, the dequantized [in, out]
-    stacks the golden multiplies)."""
-    stored, values = {}, {}
-    for l in range(cfg["num_hidden_layers"]):
-        p = "model.layers.%d.mlp.experts." % l
-        for name in ("gate_up_proj", "down_proj"):
-            rows = np.swapaxes(weights[p + name], 1, 2)  # [E, out, in]
-            E, out, inp = rows.shape
-            packed = np.stack([gpt_oss.ggml_quantize_row(r).reshape(-1, gpt_oss.BLOCK_BYTES)
-                               for r in rows.reshape(E * out, inp)])
-            blocks, scales = zip(*(gpt_oss.ggml_to_hf_block(r) for r in packed))
-            blocks = np.stack(blocks).reshape(E, out, inp // 32, 16)
-            scales = np.stack(scales).reshape(E, out, inp // 32)
-            stored[p + name + "_blocks"] = torch.tensor(blocks)
-            stored[p + name + "_scales"] = torch.tensor(scales)
-            values[p + name] = gpt_oss.hf_dequant(blocks, scales)
-    return stored, values
-
-
 def write_fixture(name, cfg, weights, extra=None):
     """Writes fixture folder `name` (config.json, model.safetensors): the
     float `weights` as bf16, plus `extra` tensors as given. Returns the
     bf16 values as float64, what the golden multiplies."""
-    as_bf16 = {k: torch.tensor(np.asarray(v, dtype=np.float32)).to(torch.bfloat16)
-               for k, v in weights.items()}
+    rounded = {k: as_bf16(v) for k, v in weights.items()}
     folder = os.path.join(OUT, name)
     os.makedirs(folder, exist_ok=True)
-    tensors = dict(as_bf16, **(extra or {}))
-    safetensors.torch.save_file({k: v.contiguous() for k, v in tensors.items()},
-                                os.path.join(folder, "model.safetensors"),
-                                metadata={"format": "pt"})
+    write_safetensors(os.path.join(folder, "model.safetensors"),
+                      dict(rounded, **(extra or {})))
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2, sort_keys=True)
-    return {k: v.to(torch.float64).numpy() for k, v in as_bf16.items()}
+    return {k: stored_values(v) for k, v in rounded.items()}
 
 
 def write_mxfp4():
@@ -100,7 +72,8 @@ def write_mxfp4():
             "model.layers.*.self_attn", "model.layers.*.mlp.router",
             "model.embed_tokens", "lm_head"]})
     weights = gpt_oss.random_weights(cfg, np.random.default_rng(43))
-    experts, dequantized = mxfp4_experts(weights, cfg)
+    packed, dequantized = gpt_oss.mxfp4_experts(weights, cfg)
+    experts = {k: Stored("U8", v) for k, v in packed.items()}
     kept = {k: v for k, v in weights.items() if k not in dequantized}
     stored = write_fixture("gpt-oss-mxfp4", cfg, kept, experts)
     stored.update(dequantized)

@@ -11,54 +11,22 @@ GGUF conversion), in float64.
 
     /usr/bin/python3 test/e2e/make_qwen_hybrid_goldens.py [qwen3_5 ...]
 
-needs numpy and torch (for safetensors), nothing else.
+needs NumPy, nothing else (reference/checkpoint.py writes the safetensors).
 """
 import json
 import os
 import sys
 
 import numpy as np
-import safetensors.torch
-import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "reference"))
 import qwen3_next as qn  # noqa: E402
+from checkpoint import as_f32, write_safetensors  # noqa: E402
 
 OUT = os.path.join(HERE, "families", "Inputs")
 TOKENS = [1, 17, 42, 5, 63, 0, 28, 9, 33, 12, 50, 7]
 VOCAB = 64
-
-
-def forward(tensors, text, prefix):
-    """The model's forward over TOKENS (no cache): every position's logits."""
-    x = tensors[prefix + "embed_tokens.weight"][TOKENS]
-    positions = np.arange(len(TOKENS))
-    for l in range(text["num_hidden_layers"]):
-        p = prefix + "layers.%d." % l
-        w = {k[len(p):]: v for k, v in tensors.items() if k.startswith(p)}
-        x = qn.hf_decoder_layer(x, w, text, l, positions)
-    x = qn.rms_norm_zero_centered(x, tensors[prefix + "norm.weight"],
-                                  text["rms_norm_eps"])
-    head = tensors.get("lm_head.weight", tensors[prefix + "embed_tokens.weight"])
-    return x @ head.T
-
-
-def stacked_experts(tensors, prefix, layers, experts):
-    """transformers 5's form of the experts: per layer mlp.experts.gate_up_proj
-    [E, 2I, D] (each expert's gate rows, then its up rows) and
-    mlp.experts.down_proj [E, D, I], in place of per-expert tensors."""
-    saved = dict(tensors)
-    for l in range(layers):
-        p = prefix + "layers.%d.mlp.experts." % l
-        take = lambda e, part: saved.pop(p + "%d.%s.weight" % (e, part))  # noqa: E731
-        gate_up, down = [], []
-        for e in range(experts):
-            gate_up.append(np.concatenate([take(e, "gate_proj"), take(e, "up_proj")]))
-            down.append(take(e, "down_proj"))
-        saved[p + "gate_up_proj"] = np.stack(gate_up)
-        saved[p + "down_proj"] = np.stack(down)
-    return saved
 
 
 def write(name, config, text, seed, prefix, tied, extra=None, stacked=False):
@@ -78,16 +46,15 @@ def write(name, config, text, seed, prefix, tied, extra=None, stacked=False):
     folder = os.path.join(OUT, name)
     os.makedirs(folder, exist_ok=True)
     stored = {k: np.asarray(v, dtype=np.float32) for k, v in tensors.items()}
-    saved = stacked_experts(stored, prefix, text["num_hidden_layers"],
+    saved = qn.stacked_experts(stored, prefix, text["num_hidden_layers"],
                             text["num_experts"]) if stacked else stored
-    safetensors.torch.save_file(
-        {k: torch.tensor(v).contiguous() for k, v in saved.items()},
-        os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+    write_safetensors(os.path.join(folder, "model.safetensors"),
+                      {k: as_f32(v) for k, v in saved.items()})
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config, f, indent=2, sort_keys=True)
     # The golden from the float32 weights tfmc reads.
-    logits = forward({k: v.astype(np.float64) for k, v in stored.items()},
-                     text, prefix)
+    logits = qn.forward(TOKENS, {k: v.astype(np.float64)
+                                 for k, v in stored.items()}, text, prefix)
     logits.astype("<f4").tofile(os.path.join(OUT, name + ".logits.bin"))
     print(f"{name}: logits {logits.shape}, max |logit| {np.abs(logits).max():.2f}")
 

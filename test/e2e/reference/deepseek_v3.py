@@ -445,6 +445,67 @@ def decoder_layer(x, weights, config, positions, layer_idx, cache=None, attn="ab
     return h + f, cache
 
 
+def naive_decoder_layer(x, layer, config, positions, l):
+    """DeepseekV3DecoderLayer with MLA as transformers computes it."""
+    return decoder_layer(x, layer, config, positions, l, attn="naive")[0]
+
+
+def forward(tokens, tensors, layers, config, layer_fn=None):
+    """DeepseekV3ForCausalLM over `tokens` (no cache): every position's
+    logits. `layers` holds each layer's weights as decoder_layer takes them
+    (nested_layers); `layer_fn` is GLM's decoder_layer for Glm4MoeForCausalLM."""
+    layer_fn = layer_fn or naive_decoder_layer
+    x = tensors["model.embed_tokens.weight"][np.asarray(tokens)]
+    positions = np.arange(len(tokens))
+    for l, layer in enumerate(layers):
+        x = layer_fn(x, layer, config, positions, l)
+    x = rms_norm(x, tensors["model.norm.weight"], config["rms_norm_eps"])
+    return x @ tensors["lm_head.weight"].T
+
+
+def model_weights(rng, config, random_layer=None):
+    """Every tensor of a DeepseekV3ForCausalLM checkpoint (or, with GLM's
+    `random_layer`, a Glm4MoeForCausalLM's), by name, and each layer's as
+    decoder_layer takes them."""
+    random_layer = random_layer or _rand_layer
+    D, V = config["hidden_size"], config["vocab_size"]
+    tensors = {"model.embed_tokens.weight": rng.standard_normal((V, D)),
+               "model.norm.weight": 1.0 + 0.1 * rng.standard_normal(D),
+               "lm_head.weight": rng.standard_normal((V, D)) * 0.3}
+    layers = []
+    for l in range(config["num_hidden_layers"]):
+        layer = random_layer(rng, config,
+                             moe_layer=l >= config["first_k_dense_replace"])
+        if config.get("topk_method") == "greedy":
+            layer["mlp"].pop("gate.e_score_correction_bias", None)
+        layers.append(layer)
+        prefix = "model.layers.%d." % l
+        for name in ("input_layernorm.weight", "post_attention_layernorm.weight"):
+            tensors[prefix + name] = layer[name]
+        for group in ("self_attn", "mlp"):
+            for name, value in layer[group].items():
+                tensors[prefix + group + "." + name] = value
+    # DeepSeek-V3's multi-token prediction layers follow the last, some of
+    # their tensors here: in the checkpoint, not in the forward pass.
+    for l in range(config["num_hidden_layers"],
+                   config["num_hidden_layers"] +
+                   config_value(config, "num_nextn_predict_layers", 0)):
+        prefix = "model.layers.%d." % l
+        tensors[prefix + "enorm.weight"] = np.ones(D)
+        tensors[prefix + "hnorm.weight"] = np.ones(D)
+        tensors[prefix + "eh_proj.weight"] = rng.standard_normal((D, 2 * D))
+    return tensors, layers
+
+
+def nested_layers(tensors, layers):
+    """`layers`' structure (model_weights') filled from `tensors` by name:
+    the values a checkpoint stores (rounded as tfmc reads them)."""
+    return [{k: ({n: tensors["model.layers.%d.%s.%s" % (l, k, n)] for n in v}
+                 if isinstance(v, dict) else tensors["model.layers.%d.%s" % (l, k)])
+             for k, v in layer.items()}
+            for l, layer in enumerate(layers)]
+
+
 # ----------------------------------------------------------------------------
 # self-tests
 # ----------------------------------------------------------------------------

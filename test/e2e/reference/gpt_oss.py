@@ -495,6 +495,30 @@ def ggml_to_hf_block(row_bytes):
     return (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8), b[:, 0].copy()
 
 
+def mxfp4_experts(weights, cfg):
+    """The stacked experts of every layer as the MXFP4 release stores them:
+    each output row's blocks of 32 quantized as ggml's quantize_row_mxfp4_ref
+    does (the one MXFP4 encoder at hand), then laid out as Hugging Face's
+    *_blocks [E, rows, G, 16] (element 2j in byte j's low nibble) and
+    *_scales [E, rows, G]. Returns (the uint8 arrays by name, the dequantized
+    [in, out] stacks a reference multiplies)."""
+    stored, values = {}, {}
+    for l in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d.mlp.experts." % l
+        for name in ("gate_up_proj", "down_proj"):
+            rows = np.swapaxes(weights[p + name], 1, 2)  # [E, out, in]
+            E, out, inp = rows.shape
+            packed = np.stack([ggml_quantize_row(r).reshape(-1, BLOCK_BYTES)
+                               for r in rows.reshape(E * out, inp)])
+            blocks, scales = zip(*(ggml_to_hf_block(r) for r in packed))
+            blocks = np.stack(blocks).reshape(E, out, inp // 32, 16)
+            scales = np.stack(scales).reshape(E, out, inp // 32)
+            stored[p + name + "_blocks"] = blocks
+            stored[p + name + "_scales"] = scales
+            values[p + name] = hf_dequant(blocks, scales)
+    return stored, values
+
+
 # ----------------------------------------------------------------------------
 # random weights and self-tests
 # ----------------------------------------------------------------------------

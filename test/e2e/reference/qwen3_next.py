@@ -484,6 +484,39 @@ def hf_decoder_layer(x, w, cfg, layer_idx, positions, cache=None, version="main"
     return x + hf_mlp(rms_norm_zero_centered(x, w["post_attention_layernorm.weight"], eps), w, cfg)
 
 
+def forward(tokens, tensors, cfg, prefix="model."):
+    """Qwen3NextForCausalLM / Qwen3_5ForCausalLM over `tokens` (no cache):
+    every position's logits. `tensors` are the checkpoint's, by name, the
+    text model's under `prefix`; the head is lm_head's, else the tied
+    embeddings'."""
+    x = tensors[prefix + "embed_tokens.weight"][np.asarray(tokens)]
+    positions = np.arange(len(tokens))
+    for l in range(cfg["num_hidden_layers"]):
+        p = prefix + "layers.%d." % l
+        w = {k[len(p):]: v for k, v in tensors.items() if k.startswith(p)}
+        x = hf_decoder_layer(x, w, cfg, l, positions)
+    x = rms_norm_zero_centered(x, tensors[prefix + "norm.weight"], cfg["rms_norm_eps"])
+    head = tensors.get("lm_head.weight", tensors[prefix + "embed_tokens.weight"])
+    return x @ head.T
+
+
+def stacked_experts(tensors, prefix, layers, experts):
+    """transformers 5's form of the experts: per layer mlp.experts.gate_up_proj
+    [E, 2I, D] (each expert's gate rows, then its up rows) and
+    mlp.experts.down_proj [E, D, I], in place of per-expert tensors."""
+    saved = dict(tensors)
+    for l in range(layers):
+        p = prefix + "layers.%d.mlp.experts." % l
+        take = lambda e, part: saved.pop(p + "%d.%s.weight" % (e, part))  # noqa: E731
+        gate_up, down = [], []
+        for e in range(experts):
+            gate_up.append(np.concatenate([take(e, "gate_proj"), take(e, "up_proj")]))
+            down.append(take(e, "down_proj"))
+        saved[p + "gate_up_proj"] = np.stack(gate_up)
+        saved[p + "down_proj"] = np.stack(down)
+    return saved
+
+
 # ----------------------------------------------------------------------------
 # GGUF: convert_hf_to_gguf's transforms, and llama.cpp's graph on the result
 # ----------------------------------------------------------------------------
