@@ -47,6 +47,7 @@ void mlir::tfm::buildCodegenPipeline(OpPassManager &pm,
   tfm.kvCache = options.kvCache;
   tfm.maxContext = options.maxContext;
   tfm.kvDtype = options.kvDtype;
+  tfm.verify = options.verify;
   tfm.fuseQKV = options.fuseQKV;
   tfm.expandLatentAttention = options.expandLatentAttention;
   tfm.fuseMLP = options.fuseMLP;

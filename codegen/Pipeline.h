@@ -41,6 +41,11 @@ struct CodegenPipelineOptions : PassPipelineOptions<CodegenPipelineOptions> {
                      "f16, or int8 (each position's row of a KV head as "
                      "codes and a scale)"),
       llvm::cl::init("f32")};
+  Option<bool> verify{
+      *this, "verify",
+      llvm::cl::desc("Also derive @verify, speculative decoding's "
+                     "every-position @prefill (tfm-kv-cache)"),
+      llvm::cl::init(false)};
   Option<std::string> weightsDtype{
       *this, "weights-dtype",
       llvm::cl::desc("Storage of the weight matrices: f32, bf16, f16, int8, "

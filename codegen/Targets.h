@@ -56,6 +56,8 @@ struct CodegenTarget {
   bool perWeightDtypes;
   /// KV caches narrower than f32 (--kv-dtype).
   bool narrowKVCache;
+  /// Speculative decoding's @verify (--speculative).
+  bool verifyEntry;
   /// Gated DeltaNet (linear attention) layers.
   bool recurrentLayers;
   /// A model split over MPI ranks (--ranks).

@@ -289,6 +289,9 @@ llvm::Error checkTarget(const CompileOptions &options,
   if (!target->perWeightDtypes && !pipeline.weightsDtypeFor.getValue().empty())
     return makeError(flag + " takes one weights dtype so far: "
                             "--weights-dtype-for is CPU only");
+  if (pipeline.verify && !target->verifyEntry)
+    return makeError(flag + " has no @verify so far: --speculative is CPU "
+                            "only");
   if (!target->narrowKVCache && pipeline.kvDtype != "f32")
     return makeError(flag + " keeps an f32 KV cache so far: --kv-dtype=" +
                      pipeline.kvDtype + " is CPU only");
@@ -517,6 +520,16 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
                           ? "there is no KV cache (--no-kv-cache)"
                           : "this model has no KV cache (only decoders and "
                             "encoder-decoders do)"));
+  if (first == PipelineStage::Tfm && pipeline.verify &&
+      (!pipeline.kvCache || !unit.model))
+    return makeError(std::string("--speculative: ") +
+                     (!askedForCache
+                          ? "there is no KV cache (--no-kv-cache)"
+                          : "this model has no KV cache (only decoders do)"));
+  if (pipeline.verify && pipeline.ranks > 1)
+    return makeError("--speculative: a model split over ranks has no "
+                     "@verify yet (--ranks " +
+                     std::to_string(pipeline.ranks) + ")");
   // Weights keep the checkpoint's dtype unless told otherwise; an f32
   // checkpoint's matrices become what the target stores them as (bf16 on
   // the GPU, codegen/Targets.cpp).

@@ -210,8 +210,10 @@ void describeArguments(func::FuncOp func, const CachePlan &plan,
                      OutputRoleAttr::get(ctx, OutputRole::logits));
 }
 
+/// @prefill, or with `everyRow` @verify: the same calls, every position's
+/// logits returned (a speculative step's drafted tokens checked at once).
 func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
-                          int64_t capacity) {
+                          int64_t capacity, bool everyRow = false) {
   MLIRContext *ctx = forward.getContext();
   Location loc = forward.getLoc();
   CacheLayout layout = layOutCache(plan, capacity);
@@ -220,7 +222,7 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
   // Clone @forward; map its attention ops onto the clone's.
   IRMapping mapping;
   auto prefill = cast<func::FuncOp>(forward->clone(mapping));
-  prefill.setName("prefill");
+  prefill.setName(everyRow ? "verify" : "prefill");
   forward->getBlock()->getOperations().insertAfter(forward->getIterator(),
                                                    prefill);
   Block &entry = prefill.front();
@@ -294,9 +296,10 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
   auto lastRow = [&](OpBuilder &nb, Location l, Value rows) {
     return sliceRows(nb, l, rows, last, nb.getIndexAttr(1));
   };
-  Value logits =
-      pickRows(b, loc, ret.getOperand(0), 1, lastRow,
-               positionVaryingValues(prefill, plan.tokensArg));
+  Value logits = everyRow
+                     ? ret.getOperand(0)
+                     : pickRows(b, loc, ret.getOperand(0), 1, lastRow,
+                                positionVaryingValues(prefill, plan.tokensArg));
   SmallVector<Value> results{logits, cache};
   if (rings)
     results.push_back(rings);
@@ -415,7 +418,7 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
       return signalPassFailure();
     }
     for (StringRef name :
-         {"prefill", "decode", "decode_batch", "prefill_batch"})
+         {"prefill", "decode", "decode_batch", "prefill_batch", "verify"})
       if (Operation *existing = module.lookupSymbol(name)) {
         existing->emitOpError() << "tfm-kv-cache: @" << name
                                 << " already exists";
@@ -460,6 +463,26 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
     if (plan->sourceArg && failed(buildEncode(forward, *plan, capacity)))
       return signalPassFailure();
     buildDecode(buildPrefill(forward, *plan, capacity), *plan);
+    if (verify) {
+      // Rejected drafts are dropped by shortening the cache, which keeps
+      // the rows before them. A ring has overwritten rows that the kept
+      // positions still read, and a recurrent state has folded the drafts
+      // in: neither can go back without recomputing the whole sequence.
+      const char *why =
+          plan->sourceArg ? "an encoder-decoder's decoder"
+          : !plan->recurrent.empty()
+              ? "recurrent layers' states, which fold in every token"
+          : layOutCache(*plan, capacity).ringPlanes
+              ? "sliding-window layers' rings, which drafts overwrite"
+              : nullptr;
+      if (why) {
+        forward.emitOpError() << "tfm-kv-cache: no @verify for speculative "
+                                 "decoding: "
+                              << why << " cannot drop rejected tokens";
+        return signalPassFailure();
+      }
+      buildPrefill(forward, *plan, capacity, /*everyRow=*/true);
+    }
     if (decodeBatch)
       buildDecodeBatch(forward, *plan, capacity);
     if (prefillBatch && !plan->sourceArg)

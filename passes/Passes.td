@@ -54,6 +54,12 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
     appending to and attending over the row's own sequence. Positions are
     cache slots there: a batched cache is never slid.
 
+    With `verify` a decoder also gets `@verify`, @prefill with every
+    position's logits (`tensor<?xVxf32>`): a speculative step writes its
+    drafted tokens to the cache in one call and checks each; the runtime
+    drops the rejected ones by shortening the cache, so models whose cache
+    cannot go back (rings, recurrent states, encoder-decoders) are refused.
+
     With `prefill-batch` (the default) a decoder also gets
     `@prefill_batch(tokens: tensor<?xi32>, positions: tensor<?xi32>,
     sequences: tensor<?xi32>, lengths: tensor<?xi32>, cache: [?, layers, 2,
@@ -87,6 +93,10 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
     Option<"prefillBatch", "prefill-batch", "bool", /*default=*/"true",
            "Also derive @prefill_batch (decoders): chunks of several "
            "sequences in one call">,
+    Option<"verify", "verify", "bool", /*default=*/"false",
+           "Also derive @verify (decoders whose cache can drop positions: "
+           "no rings, no recurrent states): @prefill returning every "
+           "position's logits, for speculative decoding">,
     Option<"kvDtype", "kv-dtype", "std::string", /*default=*/"\"f32\"",
            "Storage of the self-attention cache: f32, bf16, f16, or int8 "
            "(rows of codes with a scale each)">

@@ -73,6 +73,7 @@ void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
     KVCachePassOptions kvCache;
     kvCache.maxContext = options.maxContext;
     kvCache.kvDtype = options.kvDtype;
+    kvCache.verify = options.verify;
     // A split model's batched entry points come after its partition (their
     // loops over sequences hold the attention, and shard-partition
     // partitions a function's top level only).

@@ -21,6 +21,8 @@ struct TfmPipelineOptions {
   /// The self-attention cache's storage: f32, bf16, f16 or int8
   /// (tfm-kv-cache).
   std::string kvDtype = "f32";
+  /// Derive @verify (speculative decoding's every-position @prefill).
+  bool verify = false;
   /// Derive @decode_batch and @prefill_batch (the serving engine's).
   bool batchedEntryPoints = true;
   /// Derive @<name>_batch over packed sequences (encoders only).

@@ -798,7 +798,7 @@ class Model:
 
     def generate(self, prompt, max_tokens=128, temperature=0.0, top_p=1.0,
                  top_k=0, seed=0, stop=(), stream=False, grammar=None,
-                 json_schema=None):
+                 json_schema=None, lookup_ngram=0, draft_max=0):
         """Continues `prompt` (text, or a list of ids). Returns the new
         text, or with stream=True a generator of its pieces as they come
         (the generation runs on a thread; the GIL is free meanwhile).
@@ -807,7 +807,10 @@ class Model:
         raises TfmcError naming its line and column. `json_schema`: a JSON
         Schema (a dict, or its JSON text) the new text must be an instance
         of; a keyword tfmc does not support raises TfmcError naming its
-        path."""
+        path. `lookup_ngram` > 0: speculative decoding by prompt lookup
+        (up to `draft_max` drafts a step, 0: 8), for a model compiled with
+        tfmc --speculative; the text is the same, sooner where it repeats
+        its context."""
         if self._closed:
             raise self._closed_error("generate")
         if not self._generates():
@@ -820,6 +823,8 @@ class Model:
                                 _INT64_MAX)
         top_k = _c_integer(top_k, "top_k", -_INT32_MAX - 1, _INT32_MAX)
         seed = _c_integer(seed, "seed", 0, 2**64 - 1)
+        lookup_ngram = _c_integer(lookup_ngram, "lookup_ngram", 0, _INT32_MAX)
+        draft_max = _c_integer(draft_max, "draft_max", 0, _INT32_MAX)
         stop = [stop] if isinstance(stop, str) else list(stop)
         stops = [_c_text(s, f"'stop' string {i}") for i, s in enumerate(stop)]
         gbnf = self._grammar_text(grammar, json_schema)
@@ -865,6 +870,8 @@ class Model:
                 callback = ON_TOKEN(on_token)
                 options.on_token = callback
                 options.grammar = parsed
+                options.lookup_ngram = lookup_ngram
+                options.draft_max = draft_max
                 prompt_ids = (ctypes.c_int32 * max(len(ids), 1))(*ids)
                 _check(self._library.tfm_generate(
                     session, prompt_ids, len(ids), ctypes.byref(options), None,

@@ -149,7 +149,8 @@ class GenerateOptions(ctypes.Structure):
                 ("forced_tokens", ctypes.POINTER(ctypes.c_int32)),
                 ("forced_count", ctypes.c_int64),
                 ("on_token", ON_TOKEN), ("on_logits", ctypes.c_void_p),
-                ("user", ctypes.c_void_p), ("grammar", ctypes.c_void_p)]
+                ("user", ctypes.c_void_p), ("grammar", ctypes.c_void_p),
+                ("lookup_ngram", ctypes.c_int32), ("draft_max", ctypes.c_int32)]
 
 
 class EngineOptions(ctypes.Structure):
@@ -220,7 +221,9 @@ class GenerateResult(ctypes.Structure):
                 ("generated_tokens", ctypes.c_int64),
                 ("prefill_seconds", ctypes.c_double),
                 ("decode_seconds", ctypes.c_double),
-                ("stop_reason", ctypes.c_int)]
+                ("stop_reason", ctypes.c_int),
+                ("drafted_tokens", ctypes.c_int64),
+                ("accepted_tokens", ctypes.c_int64)]
 
 
 def declare(library):

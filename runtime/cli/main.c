@@ -381,7 +381,8 @@ static void print_stats(const tfm_model *model,
           "\"peak_rss_bytes\": %lld, \"weights_bytes\": %lld, "
           "\"kv_cache_bytes\": %lld, \"recurrent_state_bytes\": %lld, "
           "\"activation_peak_bytes\": %lld, "
-          "\"grammar_seconds\": %.6f, \"weight_bytes_per_token\": %lld",
+          "\"grammar_seconds\": %.6f, \"weight_bytes_per_token\": %lld, "
+          "\"drafted_tokens\": %lld, \"accepted_tokens\": %lld",
           (long long)result->prompt_tokens, (long long)result->generated_tokens,
           result->prefill_seconds, result->decode_seconds,
           result->prefill_seconds > 0
@@ -390,7 +391,9 @@ static void print_stats(const tfm_model *model,
           result->decode_seconds > 0 ? decoded / result->decode_seconds : 0.0,
           (long long)usage.ru_maxrss * 1024, (long long)desc->weights_size,
           cache_bytes, state_bytes, (long long)tfm_activation_peak_bytes(),
-          grammar_seconds, (long long)desc->decode_weight_bytes);
+          grammar_seconds, (long long)desc->decode_weight_bytes,
+          (long long)result->drafted_tokens,
+          (long long)result->accepted_tokens);
   print_rank_stats(model);
   fprintf(stderr, "}\n");
 }
@@ -503,6 +506,8 @@ static int run_generate(const char *argv0, tfm_model *model,
   generate.stop_strings = o->stop;
   generate.stop_string_count = o->stop_count;
   generate.ignore_eos = o->ignore_eos;
+  generate.lookup_ngram = o->lookup_ngram;
+  generate.draft_max = o->draft_max;
   generate.on_token = print_token;
   /* Only where they are recorded: a grammar's greedy steps skip the mask
    * where the model's choice is allowed, and the recorded logits are the

@@ -48,6 +48,11 @@ void tfm_main_usage(FILE *out, const char *argv0) {
       "  --stats                timing and memory as JSON on stderr\n"
       "  --warmup N             prefill the prompt N times first, untimed\n"
       "                         (benchmarks: steady-state figures)\n"
+      "  --lookup-ngram N       speculative decoding: draft tokens that\n"
+      "                         followed the last N tokens earlier in the\n"
+      "                         text, checked at once (tfmc --speculative);\n"
+      "                         the output is unchanged\n"
+      "  --draft-max K          drafts a step at most (default 8)\n"
       "  --weights FILE         weights side file (overrides the default)\n"
       "  --call NAME            run entry point @NAME (encode, embed, ...);\n"
       "                         the default for models that do not generate:\n"
@@ -138,6 +143,8 @@ static const struct {
     {"--prompt-cache", GENERATE},
     {"--stats", GENERATE},
     {"--warmup", GENERATE},
+    {"--lookup-ngram", GENERATE},
+    {"--draft-max", GENERATE},
     {"--weights", EVERY_MODE},
     {"--call", CALL},
     {"--token-types", CALL},
@@ -305,10 +312,19 @@ static option_outcome out_of_range(const char *argv0, const char *flag,
 static option_outcome parse_integer_option(const char *argv0, const char *arg,
                                            const char *value,
                                            tfm_main_options *o) {
-  static const char *const names[] = {
-      "-n",      "--top-k",           "--seed",           "--warmup", "--batch",
-      "--beams", "--no-repeat-ngram", "--min-new-tokens", "--steps",  "--width",
-      "--height"};
+  static const char *const names[] = {"-n",
+                                      "--top-k",
+                                      "--seed",
+                                      "--warmup",
+                                      "--batch",
+                                      "--beams",
+                                      "--no-repeat-ngram",
+                                      "--min-new-tokens",
+                                      "--steps",
+                                      "--width",
+                                      "--height",
+                                      "--lookup-ngram",
+                                      "--draft-max"};
   int known = 0;
   for (size_t k = 0; k < sizeof names / sizeof *names; ++k)
     known |= !strcmp(arg, names[k]);
@@ -337,6 +353,14 @@ static option_outcome parse_integer_option(const char *argv0, const char *arg,
     o->sampler.top_k = (int32_t)n;
   } else if (!strcmp(arg, "--warmup")) {
     o->warmup = (long)n;
+  } else if (!strcmp(arg, "--lookup-ngram")) {
+    if (n < 1 || n > 64)
+      return out_of_range(argv0, arg, "1 to 64", n);
+    o->lookup_ngram = (int32_t)n;
+  } else if (!strcmp(arg, "--draft-max")) {
+    if (n < 1 || n > 64)
+      return out_of_range(argv0, arg, "1 to 64", n);
+    o->draft_max = (int32_t)n;
   } else if (!strcmp(arg, "--batch")) {
     if (n < 1 || n > 65536)
       return out_of_range(argv0, arg, "1 to 65536", n);
@@ -436,6 +460,13 @@ static int options_agree(const char *argv0, const tfm_main_options *o) {
     fprintf(stderr,
             "%s: error: give one of --grammar, --grammar-file, "
             "--json-schema and --json-schema-file\n",
+            argv0);
+    return 0;
+  }
+  if (o->draft_max && !o->lookup_ngram) {
+    fprintf(stderr,
+            "%s: error: --draft-max sets speculative decoding's drafts: "
+            "give --lookup-ngram too\n",
             argv0);
     return 0;
   }

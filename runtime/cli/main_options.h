@@ -47,6 +47,7 @@ typedef struct {
   const char *prompt_cache_path; /* --prompt-cache: a saved session */
   int stats;
   long warmup;
+  int32_t lookup_ngram, draft_max; /* speculative decoding (0: off) */
   const char *weights_path;
   tfm_call_options call;
   /* Every --text given, in order (call.text is the last): CLIP compares

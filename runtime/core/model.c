@@ -35,6 +35,9 @@ struct tfm_model {
    * ring_cache is set and the states after them where recurrent_state is
    * (tfm_run_prefill). */
   void (*prefill)(void), (*decode)(void);
+  /* @verify, with @prefill's signature (NULL unless compiled with
+   * --speculative). */
+  void (*verify)(void);
   const tfm_cache_desc *kv_cache, *ring_cache, *recurrent_state;
   const uint8_t *weights;
   /* A GPU model's copy of the weights in GPU memory, made at load. */
@@ -280,6 +283,8 @@ static void find_language_model_entry_points(tfm_model *model) {
     return;
   model->prefill = prefill->function;
   model->decode = decode->function;
+  const tfm_entry_point *verify = tfm_model_entry_point(model, "verify");
+  model->verify = verify ? verify->function : NULL;
   model->kv_cache = &caches[prefill->caches[0]];
   model->ring_cache = rings;
   model->recurrent_state = state;
@@ -384,14 +389,18 @@ tfm_status_code tfm_run_forward(tfm_model *model, tfm_memref2d_f32 *logits,
   return tfm_model_check_device(model, "forward", status);
 }
 
-tfm_status_code tfm_run_prefill(tfm_model *model, int decode,
+tfm_status_code tfm_run_prefill(tfm_model *model, tfm_cached_entry entry,
                                 tfm_memref2d_f32 *logits, tfm_memref1d *tokens,
                                 int64_t start, int64_t slot,
                                 tfm_memref5d_f32 *cache,
                                 tfm_memref5d_f32 *rings, tfm_memref1d *state,
                                 tfm_status *status) {
-  void (*run)(void) = decode ? model->decode : model->prefill;
-  const char *name = decode ? "decode" : "prefill";
+  void (*run)(void) = entry == TFM_ENTRY_VERIFY   ? model->verify
+                      : entry == TFM_ENTRY_DECODE ? model->decode
+                                                  : model->prefill;
+  const char *name = entry == TFM_ENTRY_VERIFY   ? "verify"
+                     : entry == TFM_ENTRY_DECODE ? "decode"
+                                                 : "prefill";
   if (!run)
     return tfm_fail(status, TFM_ERROR_NOT_FOUND, "model '%s' has no @%s",
                     model->desc->name, name);
@@ -403,7 +412,8 @@ tfm_status_code tfm_run_prefill(tfm_model *model, int decode,
   if (!frame)
     return out_of_memory(model, name, status);
   if (tfm_model_leads(model))
-    tfm_ranks_lead_prefill(decode, tokens, start, slot, cache, rings, state);
+    tfm_ranks_lead_prefill(entry == TFM_ENTRY_DECODE, tokens, start, slot,
+                           cache, rings, state);
   if (model->ring_cache && model->recurrent_state)
     ((tfm_prefill_rings_state_fn)run)(logits, &weights, tokens, start, slot,
                                       cache, rings, state);

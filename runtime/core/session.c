@@ -154,10 +154,11 @@ static tfm_status_code run_chunks(tfm_session *s, const int32_t *tokens,
     memset(&result, 0, sizeof result);
     /* A failed chunk advances the length of nothing: its cache slots are
      * written again by the next attempt, its states recomputed. */
-    code = tfm_run_prefill(s->model, chunk == 1, &result, &token_descriptor,
-                           s->length, s->cache_used, &s->cache_descriptor,
-                           s->rings ? &s->rings_descriptor : NULL,
-                           s->state ? &s->state_descriptor : NULL, status);
+    code = tfm_run_prefill(
+        s->model, chunk == 1 ? TFM_ENTRY_DECODE : TFM_ENTRY_PREFILL, &result,
+        &token_descriptor, s->length, s->cache_used, &s->cache_descriptor,
+        s->rings ? &s->rings_descriptor : NULL,
+        s->state ? &s->state_descriptor : NULL, status);
     if (code != TFM_OK) {
       s->stale = s->state != NULL;
       return code;
@@ -168,6 +169,24 @@ static tfm_status_code run_chunks(tfm_session *s, const int32_t *tokens,
     done += chunk;
   }
   return code;
+}
+
+/* Recurrent states a failed call left half advanced, or a truncation
+ * could not keep: recomputes them (and the KV rows with them) from the
+ * tokens held before going on. `logits`: a row of scratch. */
+static tfm_status_code refresh(tfm_session *s, float *logits,
+                               tfm_status *status) {
+  if (!s->stale)
+    return TFM_OK;
+  int64_t known = s->length;
+  s->length = s->cache_used = 0;
+  tfm_status_code code = run_chunks(s, s->tokens, known, logits, status);
+  if (code != TFM_OK) {
+    s->length = known;
+    return code;
+  }
+  s->stale = 0;
+  return TFM_OK;
 }
 
 tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
@@ -219,19 +238,65 @@ tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
     s->length += n;
     return tfm_ok(status);
   }
-  /* Recurrent states a failed call left half advanced: recompute them
-   * (and the KV rows with them) from the tokens before going on. */
-  if (s->stale) {
-    int64_t known = s->length;
-    s->length = s->cache_used = 0;
-    code = run_chunks(s, s->tokens, known, logits, status);
-    if (code != TFM_OK) {
-      s->length = known;
-      return code;
-    }
-    s->stale = 0;
-  }
+  code = refresh(s, logits, status);
+  if (code != TFM_OK)
+    return code;
   return run_chunks(s, tokens, n, logits, status);
+}
+
+tfm_status_code tfm_verify(tfm_session *s, const int32_t *tokens, int64_t n,
+                           float *logits, tfm_status *status) {
+  if (!s || !tokens || !logits)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "tfm_verify: NULL %s",
+                    !s        ? "session"
+                    : !tokens ? "tokens"
+                              : "logits");
+  const tfm_model_desc *desc = tfm_model_get_desc(s->model);
+  if (!tfm_model_entry_point(s->model, "verify"))
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
+                    "model '%s' has no @verify for speculative decoding: "
+                    "compile it with tfmc --speculative",
+                    desc->name);
+  if (n <= 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_verify: expected at least one token, got %lld",
+                    (long long)n);
+  if (s->length + n > s->capacity)
+    return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
+                    "%lld more tokens after %lld exceed the session's "
+                    "capacity of %lld positions",
+                    (long long)n, (long long)s->length, (long long)s->capacity);
+  tfm_status_code code = tfm_check_token_ids(desc, tokens, n, status);
+  if (code != TFM_OK)
+    return code;
+  memcpy(s->tokens + s->length, tokens, (size_t)n * sizeof *tokens);
+  code = refresh(s, logits, status);
+  if (code != TFM_OK)
+    return code;
+  /* One call: a window's cache that is full drops what no query sees
+   * first; the tokens must then fit in what is left. */
+  if (s->cache_used + n > s->cache_capacity && s->window)
+    slide_cache(s);
+  if (s->cache_used + n > s->cache_capacity)
+    return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
+                    "tfm_verify: %lld tokens do not fit the %lld cache rows "
+                    "left of the window",
+                    (long long)n,
+                    (long long)(s->cache_capacity - s->cache_used));
+  void *ids = (void *)(uintptr_t)tokens;
+  tfm_memref1d token_descriptor = {ids, ids, 0, {n}, {1}};
+  tfm_memref2d_f32 result;
+  memset(&result, 0, sizeof result);
+  code = tfm_run_prefill(s->model, TFM_ENTRY_VERIFY, &result, &token_descriptor,
+                         s->length, s->cache_used, &s->cache_descriptor,
+                         s->rings ? &s->rings_descriptor : NULL,
+                         s->state ? &s->state_descriptor : NULL, status);
+  if (code != TFM_OK)
+    return code;
+  code = tfm_take_logits(desc, &result, n, logits, status);
+  s->length += n;
+  s->cache_used += n;
+  return code;
 }
 
 tfm_status_code tfm_decode(tfm_session *s, int32_t token, float *logits,

@@ -4,11 +4,14 @@
  * until max_new_tokens, the end-of-sequence token, a stop string or the
  * callback says stop. The whole run is checked against the session's
  * capacity before anything runs: a KV cache is never written past its end.
+ * With lookup_ngram, drafted tokens are checked through @verify
+ * (speculation.c) and the loop's choices are unchanged.
  *
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/core/model_internal.h"
 #include "runtime/core/status.h"
+#include "runtime/generate/speculation.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -126,16 +129,22 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
                       "compiled without one",
                       desc->name);
   }
-  tfm_sampler *sampler = NULL;
-  tfm_status_code code =
-      tfm_sampler_new(&o->sampler, desc->vocab_size, &sampler, status);
+  tfm_speculation spec;
+  tfm_status_code code = tfm_speculation_start(&spec, o, session, status);
   if (code != TFM_OK)
     return code;
+  tfm_sampler *sampler = NULL;
+  code = tfm_sampler_new(&o->sampler, desc->vocab_size, &sampler, status);
+  if (code != TFM_OK) {
+    tfm_speculation_free(&spec);
+    return code;
+  }
   tfm_grammar_matcher *matcher = NULL;
   if (o->grammar && !o->forced_tokens) {
     code = tfm_grammar_matcher_new(o->grammar, &matcher, status);
     if (code != TFM_OK) {
       tfm_sampler_free(sampler);
+      tfm_speculation_free(&spec);
       return code;
     }
   }
@@ -144,6 +153,7 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
   if (!logits) {
     tfm_grammar_matcher_free(matcher);
     tfm_sampler_free(sampler);
+    tfm_speculation_free(&spec);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   }
 
@@ -154,7 +164,7 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
   start = now_seconds();
   for (int64_t step = 0; code == TFM_OK && step < new_tokens; ++step) {
     const int32_t *history = tfm_session_tokens(session);
-    int64_t length = tfm_session_length(session);
+    int64_t length = tfm_speculation_length(&spec, session);
     /* Greedy under a grammar: the best tokens the grammar allows, checked
      * one by one before the mask (a trie walk, a cache miss each step in a
      * bounded string) is computed, as llama.cpp checks a sampled token
@@ -224,9 +234,19 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
       break;
     }
     /* Decoded even when it is the last: the session then holds the whole
-     * text, ready to continue. */
-    code = tfm_decode(session, next, logits, status);
+     * text, ready to continue. Drafts go no further than the tokens left
+     * and the cache's room. */
+    int64_t room = new_tokens - step - 1;
+    int64_t free_rows = capacity - tfm_session_length(session) - 1;
+    code = tfm_speculation_advance(&spec, session, next,
+                                   room < free_rows ? room : free_rows, logits,
+                                   status);
   }
+  if (code == TFM_OK)
+    code = tfm_speculation_finish(&spec, session, status);
+  result->drafted_tokens = spec.drafted;
+  result->accepted_tokens = spec.accepted;
+  tfm_speculation_free(&spec);
   result->decode_seconds = now_seconds() - start;
   free(text.data);
   free(logits);

@@ -143,6 +143,13 @@ cl::opt<std::string> kvDtype(
              "keys and values of a KV head as int8 codes with an f32 scale: "
              "a quarter)"),
     cl::init("f32"), cl::value_desc("dtype"), cl::cat(passCategory));
+cl::opt<bool> speculative(
+    "speculative",
+    cl::desc("Also derive @verify (every position's logits of tokens "
+             "written to the KV cache at once), which speculative decoding "
+             "checks drafted tokens with (the executable's --lookup-ngram); "
+             "decoders whose cache can drop positions only"),
+    cl::init(false), cl::cat(passCategory));
 cl::opt<std::string> edgeDtype(
     "edge-dtype",
     cl::desc("Storage of embedding tables and the LM head (default: int8 "
@@ -212,6 +219,7 @@ int main(int argc, char **argv) {
   tfm::CodegenPipelineOptions pipeline;
   pipeline.maxContext = maxContext;
   pipeline.kvDtype = kvDtype;
+  pipeline.verify = speculative;
   pipeline.weightsDtype = weightsDtype;
   pipeline.edgeDtype = edgeDtype;
   pipeline.keepWeights = keepWeights;

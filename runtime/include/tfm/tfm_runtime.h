@@ -202,6 +202,13 @@ tfm_status_code tfm_prefill(tfm_session *session, const int32_t *tokens,
 /* tfm_prefill of one token. */
 tfm_status_code tfm_decode(tfm_session *session, int32_t token, float *logits,
                            tfm_status *status);
+/* Appends `tokens[0..n)` in one call of the model's @verify (tfmc
+ * --speculative) and writes every one's logits to `logits` ([n, vocab]):
+ * a speculative step's drafted tokens checked at once. Rejected ones are
+ * dropped with tfm_session_truncate, which keeps the rows before them.
+ * TFM_ERROR_NOT_FOUND for a model compiled without @verify. */
+tfm_status_code tfm_verify(tfm_session *session, const int32_t *tokens,
+                           int64_t n, float *logits, tfm_status *status);
 
 /*===--------------------------------------------------------------------===
  * Sampling and generation
@@ -337,12 +344,25 @@ typedef struct {
    * end-of-generation token the grammar allows, or where its match is
    * whole and nothing may follow. */
   tfm_grammar *grammar;
+  /* Speculative decoding (a model compiled with tfmc --speculative): each
+   * step drafts up to draft_max tokens by prompt lookup (the continuation
+   * of the latest earlier occurrence of the last lookup_ngram tokens, or
+   * of fewer), writes them with the chosen token through @verify, and
+   * keeps those the model then chooses itself. Tokens are chosen from the
+   * model's logits as without drafts (greedy, sampled, forced or under a
+   * grammar alike), so the output is the same; rejected drafts are
+   * dropped from the cache. 0: off. */
+  int32_t lookup_ngram;
+  int32_t draft_max; /* 0: 8 */
 } tfm_generate_options;
 
 typedef struct {
   int64_t prompt_tokens, generated_tokens;
   double prefill_seconds, decode_seconds;
   tfm_stop_reason stop_reason;
+  /* Speculative decoding: tokens drafted, and how many of them the model
+   * chose (each saved a @decode call). */
+  int64_t drafted_tokens, accepted_tokens;
 } tfm_generate_result;
 
 /* Prefills `prompt[0..n)` (n >= 1) after what the session holds, then samples up to

@@ -1,0 +1,61 @@
+/*===- speculation.h - drafted tokens checked through @verify -----------===//
+ *
+ * Speculative decoding inside tfm_generate's loop. The loop chooses every
+ * token from the model's logits as it always does; this only changes how
+ * those logits are produced. After a chosen token, up to `max` tokens are
+ * drafted by prompt lookup and written with it through @verify in one call
+ * (the weights read once for all of them); while the loop then chooses the
+ * drafted tokens, their logits are already there and no call runs. The
+ * first token it chooses otherwise ends the run of drafts: the rest are
+ * dropped from the cache (tfm_session_truncate) and the chosen one goes on
+ * as usual. Choosing from the same logits gives the same output, greedy or
+ * sampled (with a draft that proposes one token, the rejection rule of
+ * speculative sampling is exactly "sample, then compare").
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_GENERATE_SPECULATION_H
+#define TFM_RUNTIME_GENERATE_SPECULATION_H
+
+#include "tfm/tfm_runtime.h"
+
+typedef struct {
+  int32_t ngram, max; /* lookup n-gram length, drafts per step; 0: off */
+  int64_t vocab;
+  int32_t *verified;  /* [max + 1]: the chosen token, then its drafts */
+  float *rows;        /* [max + 1, vocab]: @verify's logits */
+  int64_t base;       /* the session's length before the verified tokens */
+  int64_t count;      /* tokens verified (the chosen one and the drafts) */
+  int64_t used;       /* of them, those the loop has chosen so far */
+  int64_t drafted, accepted;
+} tfm_speculation;
+
+/* Off unless options->lookup_ngram > 0, which needs a model with @verify
+ * (TFM_ERROR_NOT_FOUND, naming tfmc --speculative) and a sensible length. */
+tfm_status_code tfm_speculation_start(tfm_speculation *spec,
+                                      const tfm_generate_options *options,
+                                      tfm_session *session,
+                                      tfm_status *status);
+void tfm_speculation_free(tfm_speculation *spec);
+
+/* The positions the loop has chosen so far: the session's length, less
+ * the drafts still ahead of the loop. */
+int64_t tfm_speculation_length(const tfm_speculation *spec,
+                               const tfm_session *session);
+
+/* Appends the chosen token `next` and writes the logits that follow it:
+ * from the last @verify when it was the next draft; else after dropping
+ * the drafts left, through @verify with new drafts (at most `room` of
+ * them) or @decode. */
+tfm_status_code tfm_speculation_advance(tfm_speculation *spec,
+                                        tfm_session *session, int32_t next,
+                                        int64_t room, float *logits,
+                                        tfm_status *status);
+
+/* Drops the drafts the loop did not choose: the session then holds exactly
+ * the chosen tokens. */
+tfm_status_code tfm_speculation_finish(tfm_speculation *spec,
+                                       tfm_session *session,
+                                       tfm_status *status);
+
+#endif /* TFM_RUNTIME_GENERATE_SPECULATION_H */
