@@ -1,9 +1,10 @@
 """The Python package (python/tfmc) against the compiled executables and
 the goldens (package.test). Prints one line per check for FileCheck.
 
-    check_package.py WORK STORIES_MODEL STORIES_EXE CLIP_LIB CLIP_INPUTS
+    check_package.py WORK STORIES_MODEL STORIES_EXE CLIP_LIB CLIP_INPUTS SPEC_LIB
 
-STORIES_MODEL is compiled here with tfmc.compile() into WORK.
+STORIES_MODEL is compiled here with tfmc.compile() into WORK; SPEC_LIB is
+the same model compiled with tfmc --speculative.
 """
 import subprocess
 import sys
@@ -14,7 +15,8 @@ import tfmc
 
 
 def main():
-    work, stories_model, stories_exe, clip_lib, clip_inputs = sys.argv[1:6]
+    work, stories_model, stories_exe, clip_lib, clip_inputs, spec_lib = \
+        sys.argv[1:7]
     stories_lib = tfmc.compile(stories_model, work + "/libstories.so",
                                progress=False)
     m = tfmc.load(stories_lib)
@@ -40,6 +42,18 @@ def main():
                for s in (7, 7, 8)]
     print("same seed, same text:", sampled[0] == sampled[1],
           "another seed differs:", sampled[0] != sampled[2])
+    spec = tfmc.load(spec_lib)
+    drafted = spec.generate("Once upon a time", max_tokens=80, lookup_ngram=2)
+    print("speculative equals plain:",
+          drafted == m.generate("Once upon a time", max_tokens=80),
+          "sampled too:",
+          spec.generate("Once", max_tokens=40, temperature=0.8, seed=7,
+                        lookup_ngram=3, draft_max=4) ==
+          m.generate("Once", max_tokens=40, temperature=0.8, seed=7))
+    try:
+        m.generate("Once", max_tokens=4, lookup_ngram=2)
+    except tfmc.TfmcError as e:
+        print("no @verify:", e)
     logits = m.call("forward", np.array(ids, dtype=np.int32))["logits"]
     print("call @forward:", logits.shape, logits.dtype,
           "last row's argmax is the first greedy token:",
