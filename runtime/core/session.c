@@ -189,16 +189,20 @@ static tfm_status_code refresh(tfm_session *s, float *logits,
   return TFM_OK;
 }
 
-tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
-                            float *logits, tfm_status *status) {
+/* What tfm_prefill and tfm_verify (`function`) check before running: the
+ * arguments, the room left and the ids; then the tokens are the session's
+ * from its length on (not counted until they have run). */
+static tfm_status_code take_tokens(const char *function, tfm_session *s,
+                                   const int32_t *tokens, int64_t n,
+                                   const float *logits, tfm_status *status) {
   if (!s || !tokens || !logits)
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_prefill: NULL %s",
-                    !s ? "session" : !tokens ? "tokens" : "logits");
-  const tfm_model_desc *desc = tfm_model_get_desc(s->model);
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "%s: NULL %s", function,
+                    !s        ? "session"
+                    : !tokens ? "tokens"
+                              : "logits");
   if (n <= 0)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_prefill: expected at least one token, got %lld",
+                    "%s: expected at least one token, got %lld", function,
                     (long long)n);
   if (s->length + n > s->capacity)
     return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
@@ -206,10 +210,21 @@ tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
                     "capacity of %lld positions",
                     (long long)n, (long long)s->length,
                     (long long)s->capacity);
-  tfm_status_code code = tfm_check_token_ids(desc, tokens, n, status);
+  tfm_status_code code =
+      tfm_check_token_ids(tfm_model_get_desc(s->model), tokens, n, status);
   if (code != TFM_OK)
     return code;
   memcpy(s->tokens + s->length, tokens, (size_t)n * sizeof *tokens);
+  return TFM_OK;
+}
+
+tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
+                            float *logits, tfm_status *status) {
+  tfm_status_code code =
+      take_tokens("tfm_prefill", s, tokens, n, logits, status);
+  if (code != TFM_OK)
+    return code;
+  const tfm_model_desc *desc = tfm_model_get_desc(s->model);
   int64_t vocab = desc->vocab_size;
   if (!s->cache) {
     /* No KV cache: recompute the whole history, its logits in a scratch
@@ -246,30 +261,16 @@ tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
 
 tfm_status_code tfm_verify(tfm_session *s, const int32_t *tokens, int64_t n,
                            float *logits, tfm_status *status) {
-  if (!s || !tokens || !logits)
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "tfm_verify: NULL %s",
-                    !s        ? "session"
-                    : !tokens ? "tokens"
-                              : "logits");
-  const tfm_model_desc *desc = tfm_model_get_desc(s->model);
-  if (!tfm_model_entry_point(s->model, "verify"))
+  if (s && !tfm_model_entry_point(s->model, "verify"))
     return tfm_fail(status, TFM_ERROR_NOT_FOUND,
                     "model '%s' has no @verify for speculative decoding: "
                     "compile it with tfmc --speculative",
-                    desc->name);
-  if (n <= 0)
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_verify: expected at least one token, got %lld",
-                    (long long)n);
-  if (s->length + n > s->capacity)
-    return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
-                    "%lld more tokens after %lld exceed the session's "
-                    "capacity of %lld positions",
-                    (long long)n, (long long)s->length, (long long)s->capacity);
-  tfm_status_code code = tfm_check_token_ids(desc, tokens, n, status);
+                    tfm_model_get_desc(s->model)->name);
+  tfm_status_code code =
+      take_tokens("tfm_verify", s, tokens, n, logits, status);
   if (code != TFM_OK)
     return code;
-  memcpy(s->tokens + s->length, tokens, (size_t)n * sizeof *tokens);
+  const tfm_model_desc *desc = tfm_model_get_desc(s->model);
   code = refresh(s, logits, status);
   if (code != TFM_OK)
     return code;

@@ -35,6 +35,8 @@ import os
 import re
 import sys
 
+from llama_vocab import read_vectors, vocab_fields
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "Inputs", "gemma4-tokenizer")
 SPACE = "\u2581"
@@ -43,22 +45,7 @@ NORMAL, CONTROL, USER_DEFINED, BYTE = 1, 3, 4, 6
 
 
 def read_vocab(llama_cpp):
-    sys.path.insert(0, os.path.join(llama_cpp, "gguf-py"))
-    from gguf import GGUFReader
-    fields = GGUFReader(os.path.join(
-        llama_cpp, "models", "ggml-vocab-gemma-4.gguf")).fields
-
-    def strings(key):
-        f = fields[key]
-        return [bytes(f.parts[i]).decode("utf-8") for i in f.data]
-
-    def numbers(key):
-        f = fields[key]
-        return [f.parts[i][0].item() for i in f.data]
-
-    def number(key):
-        return fields[key].parts[fields[key].data[0]][0].item()
-
+    fields, strings, numbers, number = vocab_fields(llama_cpp, "gemma-4")
     assert bytes(fields["tokenizer.ggml.model"].parts[
         fields["tokenizer.ggml.model"].data[0]]).decode() == "gemma4"
     merges = []
@@ -69,16 +56,6 @@ def read_vocab(llama_cpp):
                for name in ("bos", "eos", "unknown", "padding")}
     return (strings("tokenizer.ggml.tokens"),
             numbers("tokenizer.ggml.token_type"), merges, special)
-
-
-def read_vectors(llama_cpp):
-    base = os.path.join(llama_cpp, "models", "ggml-vocab-gemma-4.gguf")
-    with open(base + ".inp", encoding="utf-8", newline="") as f:
-        texts = f.read().split("\n__ggml_vocab_test__\n")
-    with open(base + ".out", encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    return texts, [[int(x) for x in line.split()]
-                   for line in lines[:len(texts)]]
 
 
 def encode(text, ids, ranks, applied=None):
@@ -112,7 +89,7 @@ def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     tokens, types, merges, special = read_vocab(sys.argv[1])
-    texts, expected = read_vectors(sys.argv[1])
+    texts, expected = read_vectors(sys.argv[1], "gemma-4")
     ids = {token: i for i, token in enumerate(tokens)}
     ranks = {pair: rank for rank, pair in enumerate(merges)}
     applied = set()

@@ -27,44 +27,27 @@ import json
 import os
 import sys
 
+from llama_vocab import read_vectors, vocab_fields
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "Inputs", "qwen35-tokenizer")
 NORMAL = 1  # gguf-py's TokenType.NORMAL
 
 
 def read_vocab(llama_cpp):
-    sys.path.insert(0, os.path.join(llama_cpp, "gguf-py"))
-    from gguf import GGUFReader
-    fields = GGUFReader(os.path.join(
-        llama_cpp, "models", "ggml-vocab-qwen35.gguf")).fields
-
-    def strings(key):
-        f = fields[key]
-        return [bytes(f.parts[i]).decode("utf-8") for i in f.data]
-
+    fields, strings, numbers, _ = vocab_fields(llama_cpp, "qwen35")
     pre = fields["tokenizer.ggml.pre"]
     assert bytes(pre.parts[pre.data[0]]).decode() == "qwen35"
-    types = [fields["tokenizer.ggml.token_type"].parts[i][0].item()
-             for i in fields["tokenizer.ggml.token_type"].data]
     merges = [tuple(m.split(" ", 1)) for m in strings("tokenizer.ggml.merges")]
-    return strings("tokenizer.ggml.tokens"), types, merges
-
-
-def read_vectors(llama_cpp):
-    base = os.path.join(llama_cpp, "models", "ggml-vocab-qwen35.gguf")
-    with open(base + ".inp", encoding="utf-8", newline="") as f:
-        texts = f.read().split("\n__ggml_vocab_test__\n")
-    with open(base + ".out", encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    return texts, [[int(x) for x in line.split()]
-                   for line in lines[:len(texts)]]
+    return (strings("tokenizer.ggml.tokens"),
+            numbers("tokenizer.ggml.token_type"), merges)
 
 
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     tokens, types, merges = read_vocab(sys.argv[1])
-    texts, expected = read_vectors(sys.argv[1])
+    texts, expected = read_vectors(sys.argv[1], "qwen35")
     ids = {token: i for i, token in enumerate(tokens)}
     made_by = {}
     for pair in merges:
