@@ -37,3 +37,18 @@ def read_vectors(llama_cpp, name):
         lines = f.read().split("\n")
     return texts, [[int(x) for x in line.split()]
                    for line in lines[:len(texts)]]
+
+
+def write_vectors(out, texts, expected, ids_of):
+    """The vectors as a test reads them: out/texts/NN.txt, one per
+    non-empty text (the executable refuses an empty prompt file), and
+    out/ids.txt, a line per text of ids_of(its ids)."""
+    os.makedirs(os.path.join(out, "texts"), exist_ok=True)
+    with open(os.path.join(out, "ids.txt"), "w") as golden:
+        for number, (text, want) in enumerate(zip(texts, expected)):
+            if not text:
+                continue
+            with open(os.path.join(out, "texts", "%02d.txt" % number), "w",
+                      encoding="utf-8", newline="") as f:
+                f.write(text)
+            golden.write(" ".join(str(i) for i in ids_of(want)) + "\n")

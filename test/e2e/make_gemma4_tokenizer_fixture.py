@@ -35,7 +35,7 @@ import os
 import re
 import sys
 
-from llama_vocab import read_vectors, vocab_fields
+from llama_vocab import read_vectors, vocab_fields, write_vectors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "Inputs", "gemma4-tokenizer")
@@ -144,15 +144,8 @@ def main():
         json.dump(tokenizer, f, ensure_ascii=False, indent=1)
         f.write("\n")
     bos = renumber[special["bos"]]
-    with open(os.path.join(OUT, "ids.txt"), "w") as golden:
-        for number, (text, want) in enumerate(zip(texts, expected)):
-            if not text:
-                continue  # the executable refuses an empty prompt file
-            with open(os.path.join(OUT, "texts", "%02d.txt" % number), "w",
-                      encoding="utf-8", newline="") as f:
-                f.write(text)
-            golden.write(" ".join(str(i) for i in
-                                  [bos] + [renumber[i] for i in want]) + "\n")
+    write_vectors(OUT, texts, expected,
+                  lambda want: [bos] + [renumber[i] for i in want])
     print("%d of %d tokens, %d of %d merges, %d texts" %
           (len(sub_tokens), len(tokens), len(sub_merges), len(merges),
            len(texts)))

@@ -27,7 +27,7 @@ import json
 import os
 import sys
 
-from llama_vocab import read_vectors, vocab_fields
+from llama_vocab import read_vectors, vocab_fields, write_vectors
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "Inputs", "qwen35-tokenizer")
@@ -79,14 +79,7 @@ def main():
     with open(os.path.join(OUT, "merges.txt"), "w", encoding="utf-8") as f:
         f.write("#version: 0.2\n")
         f.writelines("%s %s\n" % pair for pair in sub_merges)
-    with open(os.path.join(OUT, "ids.txt"), "w") as golden:
-        for number, (text, want) in enumerate(zip(texts, expected)):
-            if not text:
-                continue  # the executable refuses an empty prompt file
-            with open(os.path.join(OUT, "texts", "%02d.txt" % number), "w",
-                      encoding="utf-8", newline="") as f:
-                f.write(text)
-            golden.write(" ".join(str(renumber[i]) for i in want) + "\n")
+    write_vectors(OUT, texts, expected, lambda want: [renumber[i] for i in want])
     print("%d of %d tokens, %d of %d merges, %d texts" %
           (len(kept), len(tokens), len(sub_merges), len(merges), len(texts)))
 
