@@ -28,8 +28,8 @@ tfm_status_code tfm_speculation_start(tfm_speculation *spec,
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   if (o->lookup_ngram < 0 || o->lookup_ngram > kMaxNgram)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "lookup_ngram must be between 0 and %d, got %d",
-                    kMaxNgram, o->lookup_ngram);
+                    "lookup_ngram must be between 0 and %d, got %d", kMaxNgram,
+                    o->lookup_ngram);
   if (o->draft_max < 0 || o->draft_max > kMaxDrafts)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "draft_max must be between 0 (%d) and %d, got %d",
@@ -62,8 +62,7 @@ void tfm_speculation_free(tfm_speculation *spec) {
 
 int64_t tfm_speculation_length(const tfm_speculation *spec,
                                const tfm_session *session) {
-  return spec->count ? spec->base + spec->used
-                     : tfm_session_length(session);
+  return spec->count ? spec->base + spec->used : tfm_session_length(session);
 }
 
 /* Drafts at most `room` tokens after text = history[0..length) + next into
@@ -114,8 +113,8 @@ tfm_status_code tfm_speculation_advance(tfm_speculation *spec,
   int64_t length = tfm_session_length(session);
   if (room > spec->max)
     room = spec->max;
-  int64_t drafts = room > 0 ? lookup(spec, tfm_session_tokens(session),
-                                     length, next, room, spec->verified + 1)
+  int64_t drafts = room > 0 ? lookup(spec, tfm_session_tokens(session), length,
+                                     next, room, spec->verified + 1)
                             : 0;
   if (drafts == 0)
     return tfm_decode(session, next, logits, status);

@@ -22,11 +22,11 @@
 typedef struct {
   int32_t ngram, max; /* lookup n-gram length, drafts per step; 0: off */
   int64_t vocab;
-  int32_t *verified;  /* [max + 1]: the chosen token, then its drafts */
-  float *rows;        /* [max + 1, vocab]: @verify's logits */
-  int64_t base;       /* the session's length before the verified tokens */
-  int64_t count;      /* tokens verified (the chosen one and the drafts) */
-  int64_t used;       /* of them, those the loop has chosen so far */
+  int32_t *verified; /* [max + 1]: the chosen token, then its drafts */
+  float *rows;       /* [max + 1, vocab]: @verify's logits */
+  int64_t base;      /* the session's length before the verified tokens */
+  int64_t count;     /* tokens verified (the chosen one and the drafts) */
+  int64_t used;      /* of them, those the loop has chosen so far */
   int64_t drafted, accepted;
 } tfm_speculation;
 
@@ -34,8 +34,7 @@ typedef struct {
  * (TFM_ERROR_NOT_FOUND, naming tfmc --speculative) and a sensible length. */
 tfm_status_code tfm_speculation_start(tfm_speculation *spec,
                                       const tfm_generate_options *options,
-                                      tfm_session *session,
-                                      tfm_status *status);
+                                      tfm_session *session, tfm_status *status);
 void tfm_speculation_free(tfm_speculation *spec);
 
 /* The positions the loop has chosen so far: the session's length, less
