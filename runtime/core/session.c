@@ -132,6 +132,33 @@ static void slide_cache(tfm_session *s) {
   s->cache_used = keep;
 }
 
+/* One call of `entry` on tokens[0..n) at the session's length, which
+ * then holds them; `rows` rows of logits (the last token's, or with
+ * @verify every one's) to `logits`. A failed call advances the length of
+ * nothing: its cache slots are written again by the next attempt, its
+ * states recomputed. */
+static tfm_status_code run_call(tfm_session *s, tfm_cached_entry entry,
+                                const int32_t *tokens, int64_t n, int64_t rows,
+                                float *logits, tfm_status *status) {
+  void *ids = (void *)(uintptr_t)tokens;
+  tfm_memref1d token_descriptor = {ids, ids, 0, {n}, {1}};
+  tfm_memref2d_f32 result;
+  memset(&result, 0, sizeof result);
+  tfm_status_code code = tfm_run_prefill(
+      s->model, entry, &result, &token_descriptor, s->length, s->cache_used,
+      &s->cache_descriptor, s->rings ? &s->rings_descriptor : NULL,
+      s->state ? &s->state_descriptor : NULL, status);
+  if (code != TFM_OK) {
+    s->stale = s->state != NULL;
+    return code;
+  }
+  code = tfm_take_logits(tfm_model_get_desc(s->model), &result, rows, logits,
+                         status);
+  s->length += n;
+  s->cache_used += n;
+  return code;
+}
+
 /* Runs `tokens` (n of them, already in s->tokens at s->length) through
  * @prefill/@decode in chunks that fit the cache; a full cache of a
  * sliding-window model first drops what no later query can see. Without a
@@ -140,7 +167,6 @@ static void slide_cache(tfm_session *s) {
 static tfm_status_code run_chunks(tfm_session *s, const int32_t *tokens,
                                   int64_t n, float *logits,
                                   tfm_status *status) {
-  const tfm_model_desc *desc = tfm_model_get_desc(s->model);
   tfm_status_code code = TFM_OK;
   for (int64_t done = 0; done < n && code == TFM_OK;) {
     if (s->cache_used == s->cache_capacity)
@@ -148,24 +174,8 @@ static tfm_status_code run_chunks(tfm_session *s, const int32_t *tokens,
     int64_t chunk = n - done;
     if (chunk > s->cache_capacity - s->cache_used)
       chunk = s->cache_capacity - s->cache_used;
-    void *ids = (void *)(uintptr_t)(tokens + done);
-    tfm_memref1d token_descriptor = {ids, ids, 0, {chunk}, {1}};
-    tfm_memref2d_f32 result;
-    memset(&result, 0, sizeof result);
-    /* A failed chunk advances the length of nothing: its cache slots are
-     * written again by the next attempt, its states recomputed. */
-    code = tfm_run_prefill(
-        s->model, chunk == 1 ? TFM_ENTRY_DECODE : TFM_ENTRY_PREFILL, &result,
-        &token_descriptor, s->length, s->cache_used, &s->cache_descriptor,
-        s->rings ? &s->rings_descriptor : NULL,
-        s->state ? &s->state_descriptor : NULL, status);
-    if (code != TFM_OK) {
-      s->stale = s->state != NULL;
-      return code;
-    }
-    code = tfm_take_logits(desc, &result, 1, logits, status);
-    s->length += chunk;
-    s->cache_used += chunk;
+    code = run_call(s, chunk == 1 ? TFM_ENTRY_DECODE : TFM_ENTRY_PREFILL,
+                    tokens + done, chunk, 1, logits, status);
     done += chunk;
   }
   return code;
@@ -270,7 +280,6 @@ tfm_status_code tfm_verify(tfm_session *s, const int32_t *tokens, int64_t n,
       take_tokens("tfm_verify", s, tokens, n, logits, status);
   if (code != TFM_OK)
     return code;
-  const tfm_model_desc *desc = tfm_model_get_desc(s->model);
   code = refresh(s, logits, status);
   if (code != TFM_OK)
     return code;
@@ -284,20 +293,7 @@ tfm_status_code tfm_verify(tfm_session *s, const int32_t *tokens, int64_t n,
                     "left of the window",
                     (long long)n,
                     (long long)(s->cache_capacity - s->cache_used));
-  void *ids = (void *)(uintptr_t)tokens;
-  tfm_memref1d token_descriptor = {ids, ids, 0, {n}, {1}};
-  tfm_memref2d_f32 result;
-  memset(&result, 0, sizeof result);
-  code = tfm_run_prefill(s->model, TFM_ENTRY_VERIFY, &result, &token_descriptor,
-                         s->length, s->cache_used, &s->cache_descriptor,
-                         s->rings ? &s->rings_descriptor : NULL,
-                         s->state ? &s->state_descriptor : NULL, status);
-  if (code != TFM_OK)
-    return code;
-  code = tfm_take_logits(desc, &result, n, logits, status);
-  s->length += n;
-  s->cache_used += n;
-  return code;
+  return run_call(s, TFM_ENTRY_VERIFY, tokens, n, n, logits, status);
 }
 
 tfm_status_code tfm_decode(tfm_session *s, int32_t token, float *logits,
