@@ -14,7 +14,8 @@ padded.
 
 writes OUT/ (config.json, model.safetensors), OUT.tokens (the prompt;
 OUT.prefill and OUT.forced its first 3 and the rest, OUT.rows the rows of
-the logits that decoding the rest one step at a time gives),
+the logits that decoding the rest one step at a time gives, OUT.vocab
+their length),
 OUT.logits.bin (f32 [tokens, vocab]) and OUT.stats (the "kv_cache_bytes" and
 "recurrent_state_bytes" a compiled model with N positions must report, from
 the config's arithmetic: layers that keep every position, sliding layers'
@@ -237,6 +238,8 @@ def main():
             f.write(" ".join(map(str, ids)) + "\n")
     with open(args.out + ".rows", "w") as f:
         f.write("2:%d\n" % (len(tokens) - 1))
+    with open(args.out + ".vocab", "w") as f:
+        f.write("%d\n" % text["vocab_size"])
     logits.astype("<f4").tofile(args.out + ".logits.bin")
     with open(args.out + ".stats", "w") as f:
         f.write('"kv_cache_bytes": %d, "recurrent_state_bytes": %d,\n' %
