@@ -384,10 +384,11 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
           tensor.getElementType().isInteger(8)))
       return fail("a cache is a float or i8 tensor of static shape (but for "
                   "a batched cache's sequences)");
-    if (sequence.size() != 5 || sequence[1] != 2)
+    // One plane a layer: a latent cache's keys, which are its values too.
+    if (sequence.size() != 5 || (sequence[1] != 2 && sequence[1] != 1))
       return fail("a key/value cache is [layers, 2, capacity, kv_heads, "
-                  "head_dim], or [sequences, layers, 2, capacity, kv_heads, "
-                  "head_dim]");
+                  "head_dim] (1 plane a layer for a latent cache), or "
+                  "[sequences, layers, 2, capacity, kv_heads, head_dim]");
     return success();
   }
   return op->emitError() << "unknown tfm argument attribute '"

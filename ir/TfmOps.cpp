@@ -895,11 +895,15 @@ LogicalResult GatedDeltaRuleOp::verify() {
 // KV cache ops
 //===----------------------------------------------------------------------===//
 
-/// Checks the cache layout [layers, 2, capacity, kv_heads, head_dim] (static)
-/// against `layer` and the per-layer tensors `entries` ([s, kv_heads,
-/// head_dim]).
-static LogicalResult verifyKVCache(Operation *op, Value cache, int64_t layer,
-                                   ArrayRef<std::pair<StringRef, Value>> entries) {
+/// Checks the cache layout [layers, planes, capacity, kv_heads, head_dim]
+/// (static) against `layer` and the per-layer tensors `entries` ([s,
+/// kv_heads, head_dim]; a null one is absent): two planes (keys, values),
+/// or with `keysOnly` one (a latent cache, whose values are its keys'
+/// leading columns: the op has no value).
+static LogicalResult
+verifyKVCache(Operation *op, Value cache, int64_t layer,
+              ArrayRef<std::pair<StringRef, Value>> entries,
+              bool keysOnly = false) {
   RankedTensorType type = tensorType(cache);
   if (type.getRank() != 5 || !type.hasStaticShape())
     return op->emitOpError()
@@ -907,14 +911,18 @@ static LogicalResult verifyKVCache(Operation *op, Value cache, int64_t layer,
               "head_dim], got "
            << type;
   ArrayRef<int64_t> shape = type.getShape();
-  if (shape[1] != 2)
-    return op->emitOpError() << "expected the cache's second dimension to be "
-                                "2 (keys, values), got "
-                             << shape[1];
+  if (shape[1] != (keysOnly ? 1 : 2))
+    return op->emitOpError()
+           << "expected the cache's second dimension to be "
+           << (keysOnly ? "1 (a latent cache: keys alone, without values)"
+                        : "2 (keys, values)")
+           << ", got " << shape[1];
   if (layer < 0 || layer >= shape[0])
     return op->emitOpError() << "expected layer " << layer
                              << " to be in [0, " << shape[0] << ")";
   for (auto [what, v] : entries) {
+    if (!v)
+      continue;
     if (failed(expectRank(op, what, v, 3)) ||
         failed(expectElementType(op, what, v, type.getElementType())))
       return failure();
@@ -930,15 +938,19 @@ static LogicalResult verifyKVCache(Operation *op, Value cache, int64_t layer,
 
 LogicalResult KVCacheAppendOp::verify() {
   if (failed(verifyKVCache(*this, getCache(), getLayer(),
-                           {{"key", getKey()}, {"value", getValue()}})))
+                           {{"key", getKey()}, {"value", getValue()}},
+                           /*keysOnly=*/!getValue())))
     return failure();
+  if (!getValue())
+    return success();
   return expectDim(*this, "value length", getValue().getType().getDimSize(0),
                    "key length", getKey().getType().getDimSize(0));
 }
 
 LogicalResult KVCacheReadOp::verify() {
   return verifyKVCache(*this, getCache(), getLayer(),
-                       {{"key", getKey()}, {"value", getValue()}});
+                       {{"key", getKey()}, {"value", getValue()}},
+                       /*keysOnly=*/!getValue());
 }
 
 /// A ring of `window` rows from row `offset` inside the cache's capacity.

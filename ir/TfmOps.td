@@ -1081,21 +1081,27 @@ def Tfm_KVCacheAppendOp : Tfm_Op<"kv_cache_append", [Pure,
     + s)`. The runtime guarantees `position + s <= capacity`. After
     bufferization the cache is updated in place.
 
+    A latent cache (multi-head latent attention, whose values are the
+    leading columns of its keys) has one plane a layer, `[layers, 1,
+    capacity, 1, width]`: it holds the keys alone, and the op then has no
+    `value`.
+
     An int8 cache (`tfm-kv-cache`'s `kv-dtype=int8`) holds rows quantized
     by `tfm.quantize_rows`: its last dimension is `head_dim + 4` bytes, and
     so are the keys and values appended and read.
 
     ```mlir
     %c1 = tfm.kv_cache_append %c0[2], %k, %v at %pos : tensor<4x2x512x4x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>
+    %l1 = tfm.kv_cache_append %l0[2], %row at %pos : tensor<4x1x512x1x576xf32>, tensor<?x1x576xf32>
     ```
   }];
   let arguments = (ins Tfm_CacheTensor:$cache, Tfm_CacheTensor:$key,
-                       Tfm_CacheTensor:$value, Index:$position,
+                       Optional<Tfm_CacheTensor>:$value, Index:$position,
                        I64Attr:$layer);
   let results = (outs Tfm_CacheTensor:$result);
   let assemblyFormat = [{
-    $cache `[` $layer `]` `,` $key `,` $value `at` $position attr-dict `:`
-    type($cache) `,` type($key) `,` type($value)
+    $cache `[` $layer `]` `,` $key (`,` $value^)? `at` $position attr-dict `:`
+    type($cache) `,` type($key) (`,` type($value)^)?
   }];
   let hasVerifier = 1;
 }
@@ -1104,17 +1110,19 @@ def Tfm_KVCacheReadOp : Tfm_Op<"kv_cache_read", [Pure]> {
   let summary = "the cached prefix of one layer's keys and values";
   let description = [{
     Returns positions `[0, length)` of layer `layer`'s keys and values from a
-    cache laid out as for `tfm.kv_cache_append`.
+    cache laid out as for `tfm.kv_cache_append`; of a latent cache (one
+    plane a layer), the keys alone.
 
     ```mlir
     %k, %v = tfm.kv_cache_read %c1[2] length %len : tensor<4x2x512x4x16xf32> -> tensor<?x4x16xf32>, tensor<?x4x16xf32>
+    %rows = tfm.kv_cache_read %l1[2] length %len : tensor<4x1x512x1x576xf32> -> tensor<?x1x576xf32>
     ```
   }];
   let arguments = (ins Tfm_CacheTensor:$cache, Index:$length, I64Attr:$layer);
-  let results = (outs Tfm_CacheTensor:$key, Tfm_CacheTensor:$value);
+  let results = (outs Tfm_CacheTensor:$key, Optional<Tfm_CacheTensor>:$value);
   let assemblyFormat = [{
     $cache `[` $layer `]` `length` $length attr-dict `:` type($cache) `->`
-    type($key) `,` type($value)
+    type($key) (`,` type($value)^)?
   }];
   let hasVerifier = 1;
 }

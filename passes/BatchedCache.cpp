@@ -100,9 +100,11 @@ mlir::tfm::attendInSequence(OpBuilder &b, Location loc, AttentionOp attention,
   Value own = tensor::ExtractSliceOp::create(b, loc, cacheType, cache,
                                              slice.offsets, slice.sizes,
                                              slice.strides);
-  RowsToCache rowsOfLayer = rowsToCache(b, loc, attention);
+  RowsToCache rowsOfLayer = rowsToCache(attention);
   Value keys = sliceRows(b, loc, rowsOfLayer.keys, first, count);
-  Value values = sliceRows(b, loc, rowsOfLayer.values, first, count);
+  Value values = rowsOfLayer.values
+                     ? sliceRows(b, loc, rowsOfLayer.values, first, count)
+                     : Value();
   Value end = arith::AddIOp::create(b, loc, start, count);
   CachedKeysAndValues cached =
       !rows.appends

@@ -58,6 +58,10 @@ struct CachePlan {
   /// in one f32 cache of `recurrentElements` (CacheKind recurrent_state).
   SmallVector<RecurrentSlot> recurrent;
   int64_t recurrentElements = 0;
+  /// Every layer is a latent attention (latentValueWidth): the cache keeps
+  /// its rows alone, one plane a layer ([layers, 1, capacity, 1, width]),
+  /// and the attention reads its values as their leading columns in place.
+  bool latent = false;
   /// What the self-attention cache stores its rows as (tfm.quantize_rows,
   /// kv-dtype): i8 (codes and a scale), bf16 or f16; null: the keys' own
   /// f32. The cross-attention cache stays f32.
@@ -71,9 +75,10 @@ struct CachePlan {
 FailureOr<CachePlan> planCache(func::FuncOp forward);
 
 /// The cache of `layers` layers of keys of `keyType` ([?, kv_heads,
-/// head_dim]): [layers, 2, capacity, kv_heads, head_dim].
+/// head_dim]): [layers, 2, capacity, kv_heads, head_dim], or with
+/// `keysOnly` (a latent cache) [layers, 1, capacity, kv_heads, head_dim].
 RankedTensorType cacheTypeOf(RankedTensorType keyType, size_t layers,
-                             int64_t capacity);
+                             int64_t capacity, bool keysOnly = false);
 
 /// Source positions the cross cache holds: as many as the encoder's
 /// output has where that is fixed (Whisper's 1500 frames of 30 s), else
@@ -146,10 +151,9 @@ BatchedLayout layOutBatchedCache(const CachePlan &plan, int64_t capacity);
 /// Multi-head latent attention (DeepSeek's MLA, absorbed): every head reads
 /// one latent row per position ([?, 1, width]) as its key and the row's
 /// leading columns as its value (a tensor.extract_slice of the key). Its
-/// cache holds the row alone, its halves in the K and V planes ([?, 1,
-/// width / 2] each), so that the layout, paging, sharing and narrow row
-/// formats are those of any layer. The value's width where `attention` is
-/// such a layer.
+/// cache holds the row alone, in a cache of one plane a layer
+/// (CachePlan::latent), and the attention reads its value from the same
+/// cached rows. The value's width where `attention` is such a layer.
 std::optional<int64_t> latentValueWidth(AttentionOp attention);
 
 /// Columns [offset, offset + width) of every latent row of `rows` ([?, 1,
@@ -158,26 +162,24 @@ Value latentColumns(OpBuilder &b, Location loc, Value rows, int64_t offset,
                     int64_t width, bool dropHead = false);
 
 /// The keys and values a self-attention layer's cache holds: its own, or
-/// a latent layer's row halves.
+/// a latent layer's rows alone (`values` null).
 struct RowsToCache {
   Value keys, values;
 };
-RowsToCache rowsToCache(OpBuilder &b, Location loc, AttentionOp attention);
-/// The type of the keys rowsToCache gives (`planCache` checks that every
-/// layer agrees; a latent row of odd width is refused there).
-RankedTensorType cachedKeyType(AttentionOp attention);
+RowsToCache rowsToCache(AttentionOp attention);
 /// Points `attention` at what its cache holds (`keys` and `values` as
 /// rowsToCache gives them, for every position it sees): a latent layer's
-/// rows joined again and its value their leading columns.
+/// rows, and its value their leading columns (`values` null).
 void attendToCached(OpBuilder &b, Location loc, AttentionOp attention,
                     Value keys, Value values);
 
 /// What appendAndRead returns: the updated cache, and the layer's cached
-/// keys and values as f32.
+/// keys and values as f32 (a latent cache's keys alone, `values` null).
 struct CachedKeysAndValues {
   Value cache, keys, values;
 };
-/// Appends `keys` and `values` ([s, kv_heads, head_dim] f32) to layer
+/// Appends `keys` and `values` ([s, kv_heads, head_dim] f32; `values`
+/// null for a latent cache) to layer
 /// `layer` of `cache` (of `cacheType`) from position `position`, then
 /// reads its positions [0, end) back; a narrow cache (int8, bf16, f16)
 /// stores them on the way in and widens them on the way out

@@ -8,7 +8,8 @@
 // their scales, bf16, f16) narrows rows on the way in (tfm.quantize_rows)
 // and widens them on the way out (tfm.dequantize_rows), so that the new
 // positions are seen as a later step will see them. A latent layer (MLA)
-// stores its one row per position as two halves (latentValueWidth).
+// stores its one row per position in a cache of one plane a layer, and
+// reads its values as the rows' leading columns (latentValueWidth).
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +53,19 @@ struct CachedRows {
   }
 };
 
+/// Positions [0, end) of plane `plane` of `cached.cache` into `cached`'s
+/// keys and values, widened to f32; of a latent cache the keys alone.
+void readPlane(OpBuilder &b, Location loc, const CachedRows &rows,
+               CachedKeysAndValues &cached, Value end, int64_t plane,
+               bool keysOnly) {
+  SmallVector<Type, 2> types(keysOnly ? 1 : 2, rows.stored);
+  auto read = KVCacheReadOp::create(b, loc, types, cached.cache, end,
+                                    b.getI64IntegerAttr(plane));
+  cached.keys = rows.widen(b, loc, read.getKey());
+  if (!keysOnly)
+    cached.values = rows.widen(b, loc, read.getValue());
+}
+
 } // namespace
 
 CachedKeysAndValues mlir::tfm::appendAndRead(OpBuilder &b, Location loc,
@@ -62,16 +76,12 @@ CachedKeysAndValues mlir::tfm::appendAndRead(OpBuilder &b, Location loc,
   CachedRows rows(cacheType, cast<RankedTensorType>(keys.getType()));
   // Keys first: the order the IR reads in.
   Value storedKeys = rows.store(b, loc, keys);
-  Value storedValues = rows.store(b, loc, values);
+  Value storedValues = values ? rows.store(b, loc, values) : Value();
   CachedKeysAndValues cached;
   cached.cache = KVCacheAppendOp::create(b, loc, cacheType, cache, storedKeys,
                                          storedValues, position,
                                          b.getI64IntegerAttr(layer));
-  auto read =
-      KVCacheReadOp::create(b, loc, TypeRange{rows.stored, rows.stored},
-                            cached.cache, end, b.getI64IntegerAttr(layer));
-  cached.keys = rows.widen(b, loc, read.getKey());
-  cached.values = rows.widen(b, loc, read.getValue());
+  readPlane(b, loc, rows, cached, end, layer, /*keysOnly=*/!values);
   return cached;
 }
 
@@ -126,10 +136,7 @@ CachedKeysAndValues mlir::tfm::readAppended(OpBuilder &b, Location loc,
   CachedKeysAndValues cached;
   cached.cache = cache;
   if (!layer.ring) {
-    auto read = KVCacheReadOp::create(b, loc, TypeRange{rows.stored, rows.stored},
-                                      cache, end, attr(layer.plane));
-    cached.keys = rows.widen(b, loc, read.getKey());
-    cached.values = rows.widen(b, loc, read.getValue());
+    readPlane(b, loc, rows, cached, end, layer.plane, /*keysOnly=*/!values);
     return cached;
   }
   KVRingReadOp seen =
@@ -176,36 +183,24 @@ Value mlir::tfm::latentColumns(OpBuilder &b, Location loc, Value rows,
       offsets, sizes, strides);
 }
 
-RankedTensorType mlir::tfm::cachedKeyType(AttentionOp attention) {
-  RankedTensorType key = attention.getKey().getType();
-  if (!latentValueWidth(attention))
-    return key;
-  return RankedTensorType::get(
-      {key.getDimSize(0), 1, key.getDimSize(2) / 2}, key.getElementType());
-}
-
-RowsToCache mlir::tfm::rowsToCache(OpBuilder &b, Location loc,
-                                   AttentionOp attention) {
-  Value key = attention.getKey();
-  if (!latentValueWidth(attention))
-    return {key, attention.getValue()};
-  int64_t half = attention.getKey().getType().getDimSize(2) / 2;
-  return {latentColumns(b, loc, key, 0, half),
-          latentColumns(b, loc, key, half, half)};
+RowsToCache mlir::tfm::rowsToCache(AttentionOp attention) {
+  if (latentValueWidth(attention))
+    return {attention.getKey(), Value()};
+  return {attention.getKey(), attention.getValue()};
 }
 
 void mlir::tfm::attendToCached(OpBuilder &b, Location loc,
                                AttentionOp attention, Value keys,
                                Value values) {
   std::optional<int64_t> width = latentValueWidth(attention);
+  attention.getKeyMutable().assign(keys);
   if (!width) {
-    attention.getKeyMutable().assign(keys);
     attention.getValueMutable().assign(values);
     return;
   }
+  // The value is a view of the cached rows: the attention kernel reads
+  // keys and values from the same rows in place.
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(attention);
-  Value rows = tensor::ConcatOp::create(b, loc, 2, ValueRange{keys, values});
-  attention.getKeyMutable().assign(rows);
-  attention.getValueMutable().assign(latentColumns(b, loc, rows, 0, *width));
+  attention.getValueMutable().assign(latentColumns(b, loc, keys, 0, *width));
 }

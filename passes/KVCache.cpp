@@ -149,7 +149,7 @@ LogicalResult planKeyTypes(CachePlan &plan) {
   RankedTensorType windowed, whole;
   bool differ = false;
   for (AttentionOp attention : plan.layers) {
-    RankedTensorType type = cachedKeyType(attention);
+    RankedTensorType type = attention.getKey().getType();
     RankedTensorType &same = isWindowed(attention) ? windowed : whole;
     if (same && same != type)
       return attention.emitOpError()
@@ -271,7 +271,7 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
                      shared.values);
       continue;
     }
-    RowsToCache own = rowsToCache(b, attention.getLoc(), attention);
+    RowsToCache own = rowsToCache(attention);
     Value &held = rows.ring ? rings : cache;
     RankedTensorType heldType = rows.ring ? ringType : cacheType;
     CachedKeysAndValues cached =
@@ -539,16 +539,21 @@ FailureOr<CachePlan> mlir::tfm::planCache(func::FuncOp forward) {
         op->emitOpError("cannot cache attention with an additive bias");
         return WalkResult::interrupt();
       }
-      RankedTensorType keyType = cachedKeyType(attention);
-      if (latentValueWidth(attention) &&
-          attention.getKey().getType().getDimSize(2) % 2 != 0) {
-        op->emitOpError() << "cannot cache latent rows of odd width "
-                          << attention.getKey().getType().getDimSize(2)
-                          << " (their halves are the cache's K and V rows)";
+      RankedTensorType keyType = attention.getKey().getType();
+      bool latent = latentValueWidth(attention).has_value();
+      if (!plan.layers.empty() && latent != plan.latent) {
+        op->emitOpError("cannot cache latent attention beside attention "
+                        "with keys and values of its own (a latent cache "
+                        "keeps one plane a layer)");
         return WalkResult::interrupt();
       }
-      if (!latentValueWidth(attention) &&
-          attention.getValue().getType() != keyType) {
+      plan.latent = latent;
+      if (latent && attention.getWindow()) {
+        op->emitOpError("cannot cache windowed latent attention (a ring "
+                        "keeps keys and values of their own)");
+        return WalkResult::interrupt();
+      }
+      if (!latent && attention.getValue().getType() != keyType) {
         op->emitOpError() << "cannot cache values of type "
                           << attention.getValue().getType()
                           << " beside keys of type " << keyType;
@@ -575,9 +580,9 @@ FailureOr<CachePlan> mlir::tfm::planCache(func::FuncOp forward) {
   return plan;
 }
 
-RankedTensorType mlir::tfm::cacheTypeOf(RankedTensorType keyType,
-                                        size_t layers, int64_t capacity) {
-  return RankedTensorType::get({int64_t(layers), 2, capacity,
+RankedTensorType mlir::tfm::cacheTypeOf(RankedTensorType keyType, size_t layers,
+                                        int64_t capacity, bool keysOnly) {
+  return RankedTensorType::get({int64_t(layers), keysOnly ? 1 : 2, capacity,
                                 keyType.getDimSize(1), keyType.getDimSize(2)},
                                keyType.getElementType());
 }
@@ -587,7 +592,7 @@ RankedTensorType mlir::tfm::cacheTypeOf(RankedTensorType keyType,
 static RankedTensorType storedCacheTypeOf(const CachePlan &plan,
                                           RankedTensorType keyType,
                                           int64_t rows, int64_t planes) {
-  RankedTensorType f32 = cacheTypeOf(keyType, planes, rows);
+  RankedTensorType f32 = cacheTypeOf(keyType, planes, rows, plan.latent);
   if (!plan.storedRows)
     return f32;
   SmallVector<int64_t> shape(f32.getShape());

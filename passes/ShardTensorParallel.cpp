@@ -281,15 +281,18 @@ LogicalResult SplitPlan::requireSplit(Value v, int64_t axis,
     return success();
   }
   if (isa<KVCacheAppendOp, KVRingAppendOp>(def)) {
-    // (cache, key, value, position): the same operands either way.
+    // (cache, key, value, position), a latent cache's without the value.
     Value cache = def->getOperand(0);
     if (axis != cast<RankedTensorType>(cache.getType()).getRank() - 2)
       return def->emitOpError("tensor parallelism splits a KV cache by heads "
                               "only");
+    auto append = dyn_cast<KVCacheAppendOp>(def);
+    Value value =
+        append ? append.getValue() : cast<KVRingAppendOp>(def).getValue();
     if (failed(requireSplit(cache, axis, def)) ||
         failed(requireSplit(def->getOperand(1), 1, def)))
       return failure();
-    return requireSplit(def->getOperand(2), 1, def);
+    return value ? requireSplit(value, 1, def) : success();
   }
   if (auto linear = dyn_cast<LinearOp>(def)) {
     // Column-parallel: [seq, heads, head_dim] by heads or [seq, out] by

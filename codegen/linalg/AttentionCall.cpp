@@ -10,6 +10,8 @@
 #include "codegen/linalg/RelativePositionBias.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::tfm {
@@ -22,11 +24,47 @@ using namespace mlir::tfm;
 
 namespace {
 
+/// The widening of stored rows that `rows` is: tfm.dequantize_rows of them,
+/// or (`columns` set) a slice of its leading columns where each element is
+/// stored alone (bf16, f16; an int8 row's scale ends the row): a latent
+/// cache's values, read from the rows of its keys. Null: neither.
+DequantizeRowsOp widenedRows(Value rows,
+                             tensor::ExtractSliceOp *columns = nullptr) {
+  if (auto widen = rows.getDefiningOp<DequantizeRowsOp>())
+    return widen;
+  auto slice = rows.getDefiningOp<tensor::ExtractSliceOp>();
+  auto widen = slice ? slice.getSource().getDefiningOp<DequantizeRowsOp>()
+                     : DequantizeRowsOp();
+  if (!widen || widen.getInput().getType().getElementType().isInteger(8) ||
+      !slice.hasUnitStride() ||
+      !llvm::all_of(slice.getMixedOffsets(),
+                    [](OpFoldResult o) { return isConstantIntValue(o, 0); }))
+    return {};
+  if (columns)
+    *columns = slice;
+  return widen;
+}
+
 /// Whether `attention` reads its keys and values as a narrow cache stores
-/// them (int8 rows, bf16, f16: tfm.dequantize_rows of both).
+/// them (int8 rows, bf16, f16: tfm.dequantize_rows of both, or a latent
+/// cache's values as leading columns of the keys' rows).
 bool readsStoredRows(AttentionOp attention) {
-  return attention.getKey().getDefiningOp<DequantizeRowsOp>() &&
-         attention.getValue().getDefiningOp<DequantizeRowsOp>();
+  return widenedRows(attention.getKey()) && widenedRows(attention.getValue());
+}
+
+/// The stored rows the kernel reads for `rows`, which widenedRows matched:
+/// the widened input, or the same leading columns of it.
+Value storedRowsFor(OpBuilder &b, Location loc, Value rows) {
+  tensor::ExtractSliceOp columns;
+  Value stored = widenedRows(rows, &columns).getInput();
+  if (!columns)
+    return stored;
+  auto type =
+      cast<RankedTensorType>(columns.getType())
+          .clone(cast<RankedTensorType>(stored.getType()).getElementType());
+  return tensor::ExtractSliceOp::create(
+      b, loc, type, stored, columns.getMixedOffsets(), columns.getMixedSizes(),
+      columns.getMixedStrides());
 }
 
 /// The suffix of the attention kernel's variant that reads `rows` as
@@ -61,8 +99,8 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
                                  adaptor.getValue()};
     bool storedRows = readsStoredRows(op) && !op.getLengths();
     if (storedRows) {
-      inputs[1] = op.getKey().getDefiningOp<DequantizeRowsOp>().getInput();
-      inputs[2] = op.getValue().getDefiningOp<DequantizeRowsOp>().getInput();
+      inputs[1] = storedRowsFor(rewriter, loc, op.getKey());
+      inputs[2] = storedRowsFor(rewriter, loc, op.getValue());
     }
     if (Value lengths = adaptor.getLengths())
       inputs.push_back(lengths);

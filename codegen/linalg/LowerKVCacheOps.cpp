@@ -23,7 +23,8 @@ using namespace mlir::tfm;
 namespace {
 
 /// Offsets, sizes and strides of one layer's K (kind 0) or V (kind 1) plane
-/// of the cache [layers, 2, capacity, kv_heads, head_dim], positions
+/// of the cache [layers, 2, capacity, kv_heads, head_dim] (a latent cache
+/// has K alone: [layers, 1, ...]), positions
 /// [position, position + length).
 struct CachePlane {
   SmallVector<OpFoldResult> offsets, sizes, strides;
@@ -51,7 +52,10 @@ struct LowerKVCacheAppend : OpConversionPattern<KVCacheAppendOp> {
     Value cache = adaptor.getCache();
     OpFoldResult length =
         tensor::getMixedSize(rewriter, loc, adaptor.getKey(), 0);
-    Value planes[] = {adaptor.getKey(), adaptor.getValue()};
+    // A latent cache's keys alone (no value), in its one plane.
+    SmallVector<Value, 2> planes = {adaptor.getKey()};
+    if (Value value = adaptor.getValue())
+      planes.push_back(value);
     for (auto [kind, rows] : llvm::enumerate(planes)) {
       CachePlane plane = cachePlane(rewriter, op.getType(), op.getLayer(),
                                     kind, adaptor.getPosition(), length);

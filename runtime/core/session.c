@@ -117,14 +117,15 @@ tfm_model *tfm_session_model(const tfm_session *s) {
 }
 
 /* Keeps the last window - 1 cached positions, moved to the front of every
- * layer's K and V planes: the next query sees exactly those and itself. */
+ * layer's K and V planes (a latent cache's one): the next query sees
+ * exactly those and itself. */
 static void slide_cache(tfm_session *s) {
   const tfm_memref5d_f32 *d = &s->cache_descriptor;
   int64_t keep = s->window - 1;
   if (keep > s->cache_used)
     keep = s->cache_used;
   int64_t row = d->strides[2] * s->element_bytes; /* bytes per position */
-  for (int64_t plane = 0; plane < d->sizes[0] * 2; ++plane) {
+  for (int64_t plane = 0; plane < d->sizes[0] * d->sizes[1]; ++plane) {
     char *base = s->cache + plane * d->strides[1] * s->element_bytes;
     tfm_model_state_move(s->model, base, base + (s->cache_used - keep) * row,
                          (size_t)(keep * row));

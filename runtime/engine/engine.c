@@ -180,7 +180,7 @@ tfm_status_code tfm_engine_new(tfm_model *model,
     o.share_prefixes = 0;
   e->options = o;
   tfm_kv_pages_options pages = {
-      o.max_sequences, shape[0],
+      o.max_sequences, shape[0] * shape[1],
       shape[2],        shape[3] * shape[4] * tfm_dtype_bytes(cache->dtype),
       o.kv_pool_bytes, o.block_positions};
   tfm_status_code code = tfm_kv_pages_new(&pages, &e->pages, status);

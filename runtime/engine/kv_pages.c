@@ -156,13 +156,13 @@ tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
                     "tfm_kv_pages_new: NULL %s", options ? "output" : "options");
   *out = NULL;
   const tfm_kv_pages_options *o = options;
-  if (o->slots <= 0 || o->layers <= 0 || o->capacity <= 0 ||
+  if (o->slots <= 0 || o->planes <= 0 || o->capacity <= 0 ||
       o->position_bytes <= 0 || o->pool_bytes <= 0)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "a paged KV cache needs positive sizes (slots %lld, "
-                    "layers %lld, capacity %lld, %lld bytes a position, "
+                    "planes %lld, capacity %lld, %lld bytes a position, "
                     "pool %lld bytes)",
-                    (long long)o->slots, (long long)o->layers,
+                    (long long)o->slots, (long long)o->planes,
                     (long long)o->capacity, (long long)o->position_bytes,
                     (long long)o->pool_bytes);
   if (o->block_positions > o->capacity)
@@ -176,7 +176,7 @@ tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
   p->options = *o;
   p->fd = -1;
   p->base = MAP_FAILED;
-  p->planes = 2 * o->layers;
+  p->planes = o->planes;
   choose_block_positions(p);
   p->blocks_per_slot =
       (o->capacity + p->block_positions - 1) / p->block_positions;
@@ -241,8 +241,9 @@ tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "cannot reserve %zu bytes of address space for %lld KV "
                     "slots: %s",
-                    (size_t)o->slots * (size_t)(o->capacity * o->position_bytes) *
-                        (size_t)(2 * o->layers),
+                    (size_t)o->slots *
+                        (size_t)(o->capacity * o->position_bytes) *
+                        (size_t)o->planes,
                     (long long)o->slots, strerror(error));
   }
   *out = p;

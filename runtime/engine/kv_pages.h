@@ -43,7 +43,9 @@ typedef struct tfm_kv_pages tfm_kv_pages;
 
 typedef struct {
   int64_t slots;           /* sequences mapped at once */
-  int64_t layers;          /* the cache's shape [slots, layers, 2, ...] */
+  int64_t planes;          /* of positions in a slot: layers x 2 (K, V) of
+                              the shape [slots, layers, 2, ...], or layers
+                              x 1 (a latent cache's rows alone) */
   int64_t capacity;        /* positions per sequence */
   int64_t position_bytes;  /* kv_heads * head_dim * the element's bytes */
   int64_t pool_bytes;      /* bound on the blocks' memory */

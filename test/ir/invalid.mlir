@@ -200,7 +200,7 @@ func.func private @f(tensor<?xi32>, i64 {tfm.input = #tfm.input<start_position>}
 
 // -----
 
-// expected-error @+1 {{argument 0 of @f: a key/value cache is [layers, 2, capacity, kv_heads, head_dim], or [sequences, layers, 2, capacity, kv_heads, head_dim], got 'tensor<2x3x8x4x4xf32>'}}
+// expected-error @+1 {{argument 0 of @f: a key/value cache is [layers, 2, capacity, kv_heads, head_dim] (1 plane a layer for a latent cache), or [sequences, layers, 2, capacity, kv_heads, head_dim], got 'tensor<2x3x8x4x4xf32>'}}
 func.func private @f(tensor<2x3x8x4x4xf32> {tfm.cache = #tfm.cache<self_attention>})
 
 // -----
@@ -773,6 +773,30 @@ func.func @kv_dynamic_cache(%c: tensor<?x2x16x2x4xf32>, %k: tensor<?x2x4xf32>, %
 func.func @kv_not_two(%c: tensor<3x3x16x2x4xf32>, %k: tensor<?x2x4xf32>, %p: index) {
   // expected-error @+1 {{'tfm.kv_cache_append' op expected the cache's second dimension to be 2 (keys, values), got 3}}
   %0 = tfm.kv_cache_append %c[0], %k, %k at %p : tensor<3x3x16x2x4xf32>, tensor<?x2x4xf32>, tensor<?x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @kv_latent_with_value(%c: tensor<3x1x16x1x6xf32>, %k: tensor<?x1x6xf32>, %p: index) {
+  // expected-error @+1 {{'tfm.kv_cache_append' op expected the cache's second dimension to be 2 (keys, values), got 1}}
+  %0 = tfm.kv_cache_append %c[0], %k, %k at %p : tensor<3x1x16x1x6xf32>, tensor<?x1x6xf32>, tensor<?x1x6xf32>
+  return
+}
+
+// -----
+
+func.func @kv_two_planes_without_value(%c: tensor<3x2x16x1x6xf32>, %p: index) {
+  // expected-error @+1 {{'tfm.kv_cache_read' op expected the cache's second dimension to be 1 (a latent cache: keys alone, without values), got 2}}
+  %k = tfm.kv_cache_read %c[0] length %p : tensor<3x2x16x1x6xf32> -> tensor<?x1x6xf32>
+  return
+}
+
+// -----
+
+func.func @kv_ring_latent(%c: tensor<3x1x16x1x6xf32>, %k: tensor<?x1x6xf32>, %p: index) {
+  // expected-error @+1 {{'tfm.kv_ring_append' op expected the cache's second dimension to be 2 (keys, values), got 1}}
+  %0 = tfm.kv_ring_append %c[0] rows 0 ring 4, %k, %k at %p : tensor<3x1x16x1x6xf32>, tensor<?x1x6xf32>, tensor<?x1x6xf32>
   return
 }
 

@@ -245,6 +245,20 @@ func.func @kv_cache(%cache: tensor<3x2x16x2x4xf32>, %k: tensor<?x2x4xf32>, %v: t
 
 // -----
 
+// A latent cache (MLA): one plane a layer, its rows appended and read
+// without values.
+// CHECK-LABEL: func.func @latent_cache
+func.func @latent_cache(%cache: tensor<3x1x16x1x6xf32>, %rows: tensor<?x1x6xf32>, %pos: index)
+    -> (tensor<3x1x16x1x6xf32>, tensor<?x1x6xf32>) {
+  // CHECK: %[[C1:.*]] = tfm.kv_cache_append %{{.*}}[2], %{{.*}} at %{{.*}} : tensor<3x1x16x1x6xf32>, tensor<?x1x6xf32>
+  %c1 = tfm.kv_cache_append %cache[2], %rows at %pos : tensor<3x1x16x1x6xf32>, tensor<?x1x6xf32>
+  // CHECK: tfm.kv_cache_read %[[C1]][2] length %{{.*}} : tensor<3x1x16x1x6xf32> -> tensor<?x1x6xf32>
+  %seen = tfm.kv_cache_read %c1[2] length %pos : tensor<3x1x16x1x6xf32> -> tensor<?x1x6xf32>
+  return %c1, %seen : tensor<3x1x16x1x6xf32>, tensor<?x1x6xf32>
+}
+
+// -----
+
 // A windowed layer's ring: rows [8, 12) of plane 2, then what its new
 // positions see.
 // CHECK-LABEL: func.func @kv_ring

@@ -151,24 +151,63 @@ func.func @forward(%t: tensor<?xi32>) -> tensor<?x2x4xf32> {
 
 // -----
 
-// A latent row of odd width cannot be kept as two halves.
+// A latent layer (its value the leading columns of its key) beside one
+// with keys and values of its own: a latent cache keeps one plane a layer.
 module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 32>} {
 tfm.weight_decl @wte : tensor<16x8xf32>
-tfm.weight_decl @wkv : tensor<5x8xf32>
-func.func @forward(%tokens: tensor<?xi32> {tfm.input = #tfm.input<token_ids>}) -> (tensor<?x2x4xf32> {tfm.output = #tfm.output<hidden_states>}) {
+tfm.weight_decl @wkv : tensor<6x8xf32>
+tfm.weight_decl @wo : tensor<8x8xf32>
+tfm.weight_decl @wo2 : tensor<8x16xf32>
+func.func @forward(%tokens: tensor<?xi32> {tfm.input = #tfm.input<token_ids>}) -> (tensor<?x16xf32> {tfm.output = #tfm.output<logits>}) {
   %c0 = arith.constant 0 : index
   %wte = tfm.weight @wte : tensor<16x8xf32>
-  %wkv = tfm.weight @wkv : tensor<5x8xf32>
+  %wkv = tfm.weight @wkv : tensor<6x8xf32>
+  %wo = tfm.weight @wo : tensor<8x8xf32>
+  %wo2 = tfm.weight @wo2 : tensor<8x16xf32>
   %x = tfm.embedding %wte[%tokens] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
   %q = tfm.linear %x, %wte : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x2x8xf32>
-  %row = tfm.linear %x, %wkv : (tensor<?x8xf32>, tensor<5x8xf32>) -> tensor<?x1x5xf32>
+  %row = tfm.linear %x, %wkv : (tensor<?x8xf32>, tensor<6x8xf32>) -> tensor<?x1x6xf32>
   %n = tensor.dim %q, %c0 : tensor<?x2x8xf32>
-  %qs = tensor.extract_slice %q[0, 0, 0] [%n, 2, 5] [1, 1, 1] : tensor<?x2x8xf32> to tensor<?x2x5xf32>
-  %r = tensor.dim %row, %c0 : tensor<?x1x5xf32>
-  %value = tensor.extract_slice %row[0, 0, 0] [%r, 1, 4] [1, 1, 1] : tensor<?x1x5xf32> to tensor<?x1x4xf32>
-  // expected-error @+1 {{'tfm.attention' op cannot cache latent rows of odd width 5 (their halves are the cache's K and V rows)}}
-  %a = tfm.attention %qs, %row, %value {causal, scale = 0.5 : f32} : (tensor<?x2x5xf32>, tensor<?x1x5xf32>, tensor<?x1x4xf32>) -> tensor<?x2x4xf32>
-  return %a : tensor<?x2x4xf32>
+  %qs = tensor.extract_slice %q[0, 0, 0] [%n, 2, 6] [1, 1, 1] : tensor<?x2x8xf32> to tensor<?x2x6xf32>
+  %r = tensor.dim %row, %c0 : tensor<?x1x6xf32>
+  %value = tensor.extract_slice %row[0, 0, 0] [%r, 1, 4] [1, 1, 1] : tensor<?x1x6xf32> to tensor<?x1x4xf32>
+  %a = tfm.attention %qs, %row, %value {causal, scale = 0.5 : f32} : (tensor<?x2x6xf32>, tensor<?x1x6xf32>, tensor<?x1x4xf32>) -> tensor<?x2x4xf32>
+  %h = tfm.linear %a, %wo : (tensor<?x2x4xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %q2 = tfm.linear %h, %wte : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x2x8xf32>
+  // expected-error @+1 {{'tfm.attention' op cannot cache latent attention beside attention with keys and values of its own (a latent cache keeps one plane a layer)}}
+  %a2 = tfm.attention %q2, %q2, %q2 {causal, scale = 0.5 : f32} : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x2x8xf32>) -> tensor<?x2x8xf32>
+  %h2 = tfm.linear %a2, %wo2 : (tensor<?x2x8xf32>, tensor<8x16xf32>) -> tensor<?x8xf32>
+  %logits = tfm.linear %h2, %wte : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+  return %logits : tensor<?x16xf32>
+}
+}
+
+// -----
+
+// A windowed latent layer: a ring keeps keys and values of their own.
+module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 32>} {
+tfm.weight_decl @wte : tensor<16x8xf32>
+tfm.weight_decl @wkv : tensor<6x8xf32>
+tfm.weight_decl @wo : tensor<8x8xf32>
+tfm.weight_decl @wo2 : tensor<8x16xf32>
+func.func @forward(%tokens: tensor<?xi32> {tfm.input = #tfm.input<token_ids>}) -> (tensor<?x16xf32> {tfm.output = #tfm.output<logits>}) {
+  %c0 = arith.constant 0 : index
+  %wte = tfm.weight @wte : tensor<16x8xf32>
+  %wkv = tfm.weight @wkv : tensor<6x8xf32>
+  %wo = tfm.weight @wo : tensor<8x8xf32>
+  %wo2 = tfm.weight @wo2 : tensor<8x16xf32>
+  %x = tfm.embedding %wte[%tokens] : tensor<16x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+  %q = tfm.linear %x, %wte : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x2x8xf32>
+  %row = tfm.linear %x, %wkv : (tensor<?x8xf32>, tensor<6x8xf32>) -> tensor<?x1x6xf32>
+  %n = tensor.dim %q, %c0 : tensor<?x2x8xf32>
+  %qs = tensor.extract_slice %q[0, 0, 0] [%n, 2, 6] [1, 1, 1] : tensor<?x2x8xf32> to tensor<?x2x6xf32>
+  %r = tensor.dim %row, %c0 : tensor<?x1x6xf32>
+  %value = tensor.extract_slice %row[0, 0, 0] [%r, 1, 4] [1, 1, 1] : tensor<?x1x6xf32> to tensor<?x1x4xf32>
+  // expected-error @+1 {{'tfm.attention' op cannot cache windowed latent attention (a ring keeps keys and values of their own)}}
+  %a = tfm.attention %qs, %row, %value {causal, scale = 0.5 : f32, window = 4 : i64} : (tensor<?x2x6xf32>, tensor<?x1x6xf32>, tensor<?x1x4xf32>) -> tensor<?x2x4xf32>
+  %h = tfm.linear %a, %wo : (tensor<?x2x4xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %logits = tfm.linear %h, %wte : (tensor<?x8xf32>, tensor<16x8xf32>) -> tensor<?x16xf32>
+  return %logits : tensor<?x16xf32>
 }
 }
 

@@ -2,26 +2,23 @@
 
 // Multi-head latent attention (DeepSeek's, absorbed): every head reads one
 // latent row [?, 1, 6] as its key and the row's first 4 columns as its
-// value. The cache holds the row alone, its halves in the K and V planes
-// ([1 layer, 2, 32, 1, 3]); what a step reads back is joined again, and
-// the value is again its leading columns.
+// value. The cache holds the row alone, one plane a layer ([1 layer, 1,
+// 32, 1, 6]): appended without a value and read back as keys, whose
+// leading columns the attention reads as its value in place (no copy).
 // CHECK-LABEL: func.func @prefill(
-// CHECK-SAME: %{{[^:]*}}: tensor<1x2x32x1x3xf32> {tfm.cache = #tfm.cache<self_attention>}
+// CHECK-SAME: %{{[^:]*}}: tensor<1x1x32x1x6xf32> {tfm.cache = #tfm.cache<self_attention>}
 // CHECK: %[[ROW:.*]] = tensor.concat dim(2) %{{.*}}, %{{.*}} : (tensor<?x1x4xf32>, tensor<?x1x2xf32>) -> tensor<?x1x6xf32>
-// CHECK: %[[FIRST:.*]] = tensor.extract_slice %[[ROW]][0, 0, 0] [%{{.*}}, 1, 3] [1, 1, 1]
-// CHECK: %[[SECOND:.*]] = tensor.extract_slice %[[ROW]][0, 0, 3] [%{{.*}}, 1, 3] [1, 1, 1]
-// CHECK: %[[CACHE:.*]] = tfm.kv_cache_append %{{.*}}[0], %[[FIRST]], %[[SECOND]] at %{{.*}} : tensor<1x2x32x1x3xf32>, tensor<?x1x3xf32>, tensor<?x1x3xf32>
-// CHECK: %[[K:.*]], %[[V:.*]] = tfm.kv_cache_read %[[CACHE]][0]
-// CHECK: %[[SEEN:.*]] = tensor.concat dim(2) %[[K]], %[[V]] : (tensor<?x1x3xf32>, tensor<?x1x3xf32>) -> tensor<?x1x6xf32>
+// CHECK: %[[CACHE:.*]] = tfm.kv_cache_append %{{.*}}[0], %[[ROW]] at %{{.*}} : tensor<1x1x32x1x6xf32>, tensor<?x1x6xf32>
+// CHECK: %[[SEEN:.*]] = tfm.kv_cache_read %[[CACHE]][0] length %{{.*}} : tensor<1x1x32x1x6xf32> -> tensor<?x1x6xf32>
+// CHECK-NOT: tensor.concat
 // CHECK: %[[VALUE:.*]] = tensor.extract_slice %[[SEEN]][0, 0, 0] [%{{.*}}, 1, 4] [1, 1, 1]
 // CHECK: tfm.attention %{{.*}}, %[[SEEN]], %[[VALUE]] {causal
-// @decode_batch: the same halves in each sequence's rows.
+// @decode_batch: the same rows in each sequence's plane.
 // CHECK-LABEL: func.func @decode_batch(
-// CHECK-SAME: tensor<?x1x2x32x1x3xf32> {tfm.cache = #tfm.cache<self_attention>}
+// CHECK-SAME: tensor<?x1x1x32x1x6xf32> {tfm.cache = #tfm.cache<self_attention>}
 // CHECK: scf.for
-// CHECK: tfm.kv_cache_append %{{.*}}[0], %{{.*}}, %{{.*}} at %{{.*}} : tensor<1x2x32x1x3xf32>, tensor<?x1x3xf32>, tensor<?x1x3xf32>
-// CHECK: %[[BK:.*]], %[[BV:.*]] = tfm.kv_cache_read
-// CHECK: %[[BSEEN:.*]] = tensor.concat dim(2) %[[BK]], %[[BV]]
+// CHECK: tfm.kv_cache_append %{{.*}}[0], %{{.*}} at %{{.*}} : tensor<1x1x32x1x6xf32>, tensor<?x1x6xf32>
+// CHECK: %[[BSEEN:.*]] = tfm.kv_cache_read %{{.*}}[0] length %{{.*}} : tensor<1x1x32x1x6xf32> -> tensor<?x1x6xf32>
 // CHECK: %[[BVALUE:.*]] = tensor.extract_slice %[[BSEEN]][0, 0, 0]
 // CHECK: tfm.attention %{{.*}}, %[[BSEEN]], %[[BVALUE]] {causal
 module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 32>} {

@@ -33,7 +33,7 @@ TEST(KvPages, EveryBlockSizeEndsInABlockOrARefusal) {
         sizes.push_back(near);
       for (int64_t wanted : sizes) {
         tfm_kv_pages_options options = {
-            2,     1, capacity, positionBytes, 2 * 2 * capacity * positionBytes,
+            2,     2, capacity, positionBytes, 2 * 2 * capacity * positionBytes,
             wanted};
         tfm_kv_pages *pages = nullptr;
         tfm_status status;

@@ -188,7 +188,9 @@ typedef struct {
  * head_dim], as many sequences as its caller allocates (where layers'
  * windows differ, its first dimension after the sequences counts the
  * layers without a window, and a TFM_CACHE_SELF_ATTENTION_RINGS cache
- * beside it holds the others). */
+ * beside it holds the others). A latent cache (multi-head latent
+ * attention, whose values are the leading columns of its keys) has one
+ * plane a layer, [layers, 1, capacity, 1, width]. */
 typedef struct {
   int32_t kind;  /* tfm_cache_kind */
   int32_t dtype; /* tfm_dtype */
