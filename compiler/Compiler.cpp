@@ -439,9 +439,9 @@ mlir::tfm::loadInput(MLIRContext &context, const CompileOptions &options) {
     if (!options.weightsPath.empty())
       return makeError("--checkpoint is for a .mlir model; '" +
                        options.inputPath + "' has its own");
-    llvm::Expected<LoadedModel> loaded =
-        loadModel(context, options.inputPath, options.tokenizerPath,
-                  options.chatTemplatePath, options.diffusion);
+    llvm::Expected<LoadedModel> loaded = loadModel(
+        context, options.inputPath, options.tokenizerPath,
+        options.chatTemplatePath, options.diffusion, options.loraAdapters);
     if (!loaded)
       return loaded.takeError();
     for (const std::string &note : loaded->notes)

@@ -78,6 +78,8 @@ struct CompileOptions {
   /// A diffusion pipeline's image size (--image-size) and a single-file
   /// checkpoint's config folder (--config-folder).
   DiffusionOptions diffusion;
+  /// PEFT LoRA adapters (--lora) merged into a decoder folder's weights.
+  std::vector<LoraAdapterSpec> loraAdapters;
   /// The checkpoint (--checkpoint) a .mlir model module's weights are read
   /// from: a
   /// .safetensors file, a model.safetensors.index.json, or a folder holding

@@ -20,6 +20,7 @@
 #include "frontend/formats/ConfigReader.h"
 #include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/JsonFile.h"
+#include "frontend/formats/LoraAdapter.h"
 #include "frontend/formats/Safetensors.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -390,7 +391,8 @@ namespace {
 /// its checkpoint and its tokenizer.
 llvm::Expected<std::optional<LoadedModel>>
 loadDecoderFolder(MLIRContext &context, llvm::StringRef directory,
-                  llvm::StringRef modelType, ConfigReader &config) {
+                  llvm::StringRef modelType, ConfigReader &config,
+                  llvm::ArrayRef<LoraAdapterSpec> adapters) {
   DecoderSpec spec;
   if (!readDecoderFamily(modelType, config, spec))
     return std::nullopt;
@@ -423,11 +425,24 @@ loadDecoderFolder(MLIRContext &context, llvm::StringRef directory,
 
   if (llvm::Error err = readSafetensorsCheckpoint(directory, model.weights))
     return std::move(err);
+  bool tiedHeadSaved = spec.lmHead.empty();
+  // Merged before the family's own views (fused projections, transposes)
+  // see the tensors, under the checkpoint's names the adapter uses.
+  for (const LoraAdapterSpec &adapter : adapters) {
+    llvm::Expected<std::vector<std::string>> changed =
+        mergeLoraAdapter(adapter, model.weights, model.notes);
+    if (!changed)
+      return changed.takeError();
+    // A tied model reads its head from the embeddings, not lm_head.weight.
+    if (tiedHeadSaved && llvm::is_contained(*changed, "lm_head.weight"))
+      return makeError(adapter.directory +
+                       ": the adapter replaces lm_head.weight, which this "
+                       "model ties to its embeddings (tie_word_embeddings)");
+  }
   std::string checkpoint = (directory + "/model.safetensors").str();
   if (llvm::Error err =
           prepareDecoderWeights(modelType, spec, model.weights, checkpoint))
     return std::move(err);
-  bool tiedHeadSaved = spec.lmHead.empty();
   auto ignored = [&](llvm::StringRef name) {
     // Buffers some checkpoints save: GPT-2's causal masks, LLaMA's rotary
     // frequencies, and a copy of a tied head.
@@ -470,12 +485,24 @@ loadDecoderFolder(MLIRContext &context, llvm::StringRef directory,
 /// model_types it knows, for the message about one none knows (decoders
 /// first, as users most often bring one). Their model_types are disjoint.
 struct ModelKind {
-  llvm::Expected<std::optional<LoadedModel>> (*load)(MLIRContext &context,
-                                                     llvm::StringRef directory,
-                                                     llvm::StringRef modelType,
-                                                     ConfigReader &config);
+  llvm::Expected<std::optional<LoadedModel>> (*load)(
+      MLIRContext &context, llvm::StringRef directory,
+      llvm::StringRef modelType, ConfigReader &config,
+      llvm::ArrayRef<LoraAdapterSpec> adapters);
   std::string (*supported)();
 };
+
+/// LoRA adapters are merged into decoders only (the kinds below refuse
+/// them once they claim the folder).
+llvm::Error refuseAdapters(llvm::ArrayRef<LoraAdapterSpec> adapters,
+                           llvm::StringRef directory,
+                           llvm::StringRef modelType) {
+  if (adapters.empty())
+    return llvm::Error::success();
+  return makeError("--lora merges PEFT LoRA adapters into a decoder "
+                   "language model's weights; '" +
+                   directory + "' holds a " + modelType + " model");
+}
 
 /// A kind whose families a predicate names (vision, CLIP, speech).
 template <bool (*claims)(llvm::StringRef),
@@ -483,9 +510,12 @@ template <bool (*claims)(llvm::StringRef),
               MLIRContext &, llvm::StringRef, llvm::StringRef, ConfigReader &)>
 llvm::Expected<std::optional<LoadedModel>>
 claimedKind(MLIRContext &context, llvm::StringRef directory,
-            llvm::StringRef modelType, ConfigReader &config) {
+            llvm::StringRef modelType, ConfigReader &config,
+            llvm::ArrayRef<LoraAdapterSpec> adapters) {
   if (!claims(modelType))
     return std::nullopt;
+  if (llvm::Error err = refuseAdapters(adapters, directory, modelType))
+    return std::move(err);
   llvm::Expected<LoadedModel> model =
       loadKind(context, directory, modelType, config);
   if (!model)
@@ -501,10 +531,13 @@ template <typename Spec,
               MLIRContext &, llvm::StringRef, ConfigReader &, Spec)>
 llvm::Expected<std::optional<LoadedModel>>
 specKind(MLIRContext &context, llvm::StringRef directory,
-         llvm::StringRef modelType, ConfigReader &config) {
+         llvm::StringRef modelType, ConfigReader &config,
+         llvm::ArrayRef<LoraAdapterSpec> adapters) {
   Spec spec;
   if (!readFamily(modelType, config, spec))
     return std::nullopt;
+  if (llvm::Error err = refuseAdapters(adapters, directory, modelType))
+    return std::move(err);
   llvm::Expected<LoadedModel> model =
       loadKind(context, directory, config, std::move(spec));
   if (!model)
@@ -537,12 +570,14 @@ const ModelKind kModelKinds[] = {
 
 } // namespace
 
-llvm::Expected<LoadedModel>
-mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
-                                llvm::StringRef directory,
-                                DiffusionOptions diffusion) {
-  if (isDiffusionPipelineFolder(directory))
+llvm::Expected<LoadedModel> mlir::tfm::loadHuggingFaceModel(
+    mlir::MLIRContext &context, llvm::StringRef directory,
+    DiffusionOptions diffusion, llvm::ArrayRef<LoraAdapterSpec> adapters) {
+  if (isDiffusionPipelineFolder(directory)) {
+    if (llvm::Error err = refuseAdapters(adapters, directory, "diffusion"))
+      return std::move(err);
     return loadDiffusionPipeline(context, directory, diffusion);
+  }
   if (diffusion.height || diffusion.width || !diffusion.configFolder.empty())
     return makeError(
         "--image-size and --config-folder are for a diffusion pipeline "
@@ -550,17 +585,14 @@ mlir::tfm::loadHuggingFaceModel(mlir::MLIRContext &context,
         directory + " has none");
   llvm::SmallString<256> configPath(directory);
   llvm::sys::path::append(configPath, "config.json");
-  llvm::Expected<llvm::json::Value> json = readJsonFile(configPath);
-  if (!json)
-    return json.takeError();
-  const llvm::json::Object *object = json->getAsObject();
+  llvm::Expected<llvm::json::Object> object = readJsonObjectFile(configPath);
   if (!object)
-    return makeError(configPath + ": expected a JSON object");
+    return object.takeError();
   ConfigReader config(*object, configPath.str().str());
   std::string modelType = config.string("model_type", "");
   for (const ModelKind &kind : kModelKinds) {
     llvm::Expected<std::optional<LoadedModel>> model =
-        kind.load(context, directory, modelType, config);
+        kind.load(context, directory, modelType, config, adapters);
     if (!model)
       return model.takeError();
     if (*model)

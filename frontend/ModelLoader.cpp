@@ -23,14 +23,17 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
-llvm::Expected<LoadedModel> mlir::tfm::loadModel(mlir::MLIRContext &context,
-                                           llvm::StringRef path,
-                                           llvm::StringRef tokenizerPath,
-                                           llvm::StringRef chatTemplatePath,
-                                           DiffusionOptions diffusion) {
+llvm::Expected<LoadedModel> mlir::tfm::loadModel(
+    mlir::MLIRContext &context, llvm::StringRef path,
+    llvm::StringRef tokenizerPath, llvm::StringRef chatTemplatePath,
+    DiffusionOptions diffusion, llvm::ArrayRef<LoraAdapterSpec> adapters) {
   llvm::Expected<LoadedModel> model = [&]() -> llvm::Expected<LoadedModel> {
     if (llvm::sys::fs::is_directory(path))
-      return loadHuggingFaceModel(context, path, diffusion);
+      return loadHuggingFaceModel(context, path, diffusion, adapters);
+    if (!adapters.empty())
+      return makeError("--lora merges PEFT LoRA adapters into a Hugging Face "
+                       "decoder folder's weights; '" +
+                       path + "' is a file");
     if (!diffusion.configFolder.empty()) {
       if (!path.ends_with(".safetensors"))
         return makeError("--config-folder is for a single-file Stable "

@@ -11,18 +11,21 @@
 #define TFM_FRONTEND_MODELLOADER_H
 
 #include "frontend/families/LoadedModel.h"
+#include "frontend/formats/LoraAdapter.h"
 
 namespace mlir::tfm {
 
 /// `path`: a Hugging Face model directory, a llama2.c `.bin` or a GGUF
 /// file (`.gguf`).
 /// `tokenizerPath`: overrides the tokenizer found beside the model;
-/// `chatTemplatePath`: the chat template the model carries.
-llvm::Expected<LoadedModel> loadModel(mlir::MLIRContext &context,
-                                      llvm::StringRef path,
-                                      llvm::StringRef tokenizerPath,
-                                      llvm::StringRef chatTemplatePath = "",
-                                      DiffusionOptions diffusion = {});
+/// `chatTemplatePath`: the chat template the model carries;
+/// `adapters`: PEFT LoRA adapters merged into a decoder folder's weights
+/// (refused for other models).
+llvm::Expected<LoadedModel>
+loadModel(mlir::MLIRContext &context, llvm::StringRef path,
+          llvm::StringRef tokenizerPath, llvm::StringRef chatTemplatePath = "",
+          DiffusionOptions diffusion = {},
+          llvm::ArrayRef<LoraAdapterSpec> adapters = {});
 
 /// Records what `model` (read from `path`) is on its module as the
 /// `tfm.model` attribute, from which the driver, packager and runtime learn
@@ -44,7 +47,8 @@ std::string supportedModelsSummary();
 /// The Hugging Face reader (HuggingFace.cpp).
 llvm::Expected<LoadedModel>
 loadHuggingFaceModel(mlir::MLIRContext &context, llvm::StringRef directory,
-                     DiffusionOptions diffusion = {});
+                     DiffusionOptions diffusion = {},
+                     llvm::ArrayRef<LoraAdapterSpec> adapters = {});
 
 } // namespace mlir::tfm
 

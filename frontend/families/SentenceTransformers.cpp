@@ -22,12 +22,9 @@ namespace {
 
 /// The pooling a 1_Pooling/config.json asks for: exactly one of its modes.
 llvm::Error readPooling(llvm::StringRef path, EncoderSpec &spec) {
-  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
-  if (!json)
-    return json.takeError();
-  const llvm::json::Object *config = json->getAsObject();
+  llvm::Expected<llvm::json::Object> config = readJsonObjectFile(path);
   if (!config)
-    return makeError(path + ": expected a JSON object");
+    return config.takeError();
   struct Mode {
     const char *key;
     std::optional<PoolingKind> kind; // none: not supported

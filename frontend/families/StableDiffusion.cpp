@@ -237,12 +237,9 @@ void readVae(ConfigReader &config, VaeSpec &spec, int64_t latentSize) {
 /// knows. Arrays of betas are refused.
 llvm::Expected<std::string> readSchedulerLines(llvm::StringRef folder) {
   std::string path = join(folder, "scheduler_config.json");
-  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
-  if (!json)
-    return json.takeError();
-  const llvm::json::Object *object = json->getAsObject();
+  llvm::Expected<llvm::json::Object> object = readJsonObjectFile(path);
   if (!object)
-    return makeError(path + ": expected a JSON object");
+    return object.takeError();
   std::vector<std::string> keys;
   for (const auto &entry : *object)
     keys.push_back(entry.first.str());
@@ -339,12 +336,9 @@ mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
                                  const DiffusionOptions &diffusion,
                                  llvm::StringRef checkpoint) {
   std::string indexPath = join(directory, "model_index.json");
-  llvm::Expected<llvm::json::Value> index = readJsonFile(indexPath);
-  if (!index)
-    return index.takeError();
-  const llvm::json::Object *object = index->getAsObject();
+  llvm::Expected<llvm::json::Object> object = readJsonObjectFile(indexPath);
   if (!object)
-    return makeError(indexPath + ": expected a JSON object");
+    return object.takeError();
   ConfigReader pipeline(*object, indexPath);
   std::string className = pipeline.string("_class_name", "");
   if (llvm::Error err = pipeline.takeError())

@@ -100,12 +100,9 @@ mlir::tfm::readImagePreprocessing(MLIRContext &context,
   llvm::sys::path::append(path, "preprocessor_config.json");
   if (!llvm::sys::fs::exists(path))
     return ImagePreprocessingAttr();
-  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
-  if (!json)
-    return json.takeError();
-  const llvm::json::Object *file = json->getAsObject();
+  llvm::Expected<llvm::json::Object> file = readJsonObjectFile(path);
   if (!file)
-    return makeError(path + ": expected a JSON object");
+    return file.takeError();
   ConfigReader config(*file, path.str().str());
   SizeField resize, crop;
   if (config.boolean("do_resize", true))

@@ -40,6 +40,18 @@ inline llvm::Expected<llvm::json::Value> readJsonFile(llvm::StringRef path) {
   return parseBoundedJson((*buffer)->getBuffer(), path);
 }
 
+/// The JSON object `path` holds; any other value is an error naming it.
+inline llvm::Expected<llvm::json::Object>
+readJsonObjectFile(llvm::StringRef path) {
+  llvm::Expected<llvm::json::Value> json = readJsonFile(path);
+  if (!json)
+    return json.takeError();
+  llvm::json::Object *object = json->getAsObject();
+  if (!object)
+    return makeError(path + ": expected a JSON object");
+  return std::move(*object);
+}
+
 /// `path` parsed, shared with every other reader of the same bytes. A
 /// directory's tokenizer.json (Qwen2's is 7 MB) is read by the BOS rule,
 /// the WordPiece probe and the BPE reader, each of which parsed it again.

@@ -203,12 +203,18 @@ def _tfmc_path():
 
 
 def compile(model, output, weights_dtype=None, kv_dtype=None, target=None,
-            emit="lib", args=(), progress=True):
+            emit="lib", args=(), progress=True, lora=()):
     """Runs tfmc on `model` (a model folder, GGUF file, .mlir, ...) writing
-    `output` (a shared library by default). Its progress goes to stderr
-    unless `progress` is False; a failure raises TfmcError with tfmc's
-    error lines."""
+    `output` (a shared library by default). `lora`: PEFT LoRA adapter
+    folders merged into a decoder's weights (tfmc --lora), each a path or
+    a (path, scale) pair; one path alone may be given bare. Its progress
+    goes to stderr unless `progress` is False; a failure raises TfmcError
+    with tfmc's error lines."""
     command = [_tfmc_path(), str(model), "-o", str(output), "--emit=" + emit]
+    for adapter in [lora] if isinstance(lora, (str, os.PathLike)) else lora:
+        path, scale = adapter if isinstance(adapter, tuple) else (adapter, None)
+        command.append("--lora=" + str(path) +
+                       ("" if scale is None else f":{float(scale)!r}"))
     if weights_dtype:
         command.append("--weights-dtype=" + weights_dtype)
     if kv_dtype:

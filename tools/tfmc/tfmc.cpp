@@ -75,6 +75,13 @@ cl::opt<std::string> chatTemplatePath(
     cl::desc("Chat template (Jinja) the model carries for tfm-serve's "
              "/v1/chat/completions, instead of its tokenizer_config.json's"),
     cl::value_desc("file"), cl::cat(outputCategory));
+cl::list<std::string> loraAdapters(
+    "lora",
+    cl::desc("A PEFT LoRA adapter folder merged into a Hugging Face "
+             "decoder's weights (W + scale * alpha/r * B*A, as PEFT's "
+             "merge_and_unload); DIR:SCALE scales its update (default 1). "
+             "May be given more than once"),
+    cl::value_desc("dir[:scale]"), cl::cat(outputCategory));
 cl::opt<std::string> imageSize(
     "image-size",
     cl::desc("A diffusion pipeline's image size, WIDTHxHEIGHT pixels "
@@ -246,6 +253,13 @@ int main(int argc, char **argv) {
                   "got '" + imageSize + "'");
   }
   options.diffusion.configFolder = configFolder;
+  for (const std::string &argument : loraAdapters) {
+    llvm::Expected<tfm::LoraAdapterSpec> adapter =
+        tfm::parseLoraArgument(argument);
+    if (!adapter)
+      return fail(llvm::toString(adapter.takeError()));
+    options.loraAdapters.push_back(std::move(*adapter));
+  }
   options.weightsPath = checkpointPath;
   options.emit = emitKind.getNumOccurrences()
                      ? emitKind.getValue()

@@ -65,3 +65,20 @@ def write_safetensors(path, tensors):
         f.write(text)
         for raw in blobs:
             f.write(raw)
+
+
+def read_safetensors(path):
+    """name -> Stored for every F32 and BF16 tensor of a .safetensors file."""
+    with open(path, "rb") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(size))
+        data = f.read()
+    dtypes = {"F32": "<f4", "BF16": "<u2"}
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = entry["data_offsets"]
+        values = np.frombuffer(data[begin:end], dtype=dtypes[entry["dtype"]])
+        tensors[name] = Stored(entry["dtype"], values.reshape(entry["shape"]))
+    return tensors
