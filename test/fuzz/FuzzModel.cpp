@@ -10,7 +10,9 @@
 //   gguf:     the input is model.gguf (llama.cpp's container)
 //   llama2c:  the input is model.bin (a llama2.c checkpoint)
 //   hf:       config.json, model.safetensors, then any of a Hugging Face
-//             directory's other files as (name, content) parts
+//             directory's other files as (name, content) parts; a PEFT
+//             adapter's two files among them are written to a folder
+//             beside it and merged (tfmc --lora)
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,32 +39,59 @@ constexpr std::string_view kDirectoryFiles[] = {
     "spiece.model",           "special_tokens_map.json",
 };
 
-std::string writeModel(const uint8_t *data, size_t size) {
+/// A LoRA adapter's files, written to kAdapterFolder when an input names
+/// them.
+constexpr std::string_view kAdapterFiles[] = {"adapter_config.json",
+                                              "adapter_model.safetensors"};
+constexpr std::string_view kAdapterFolder = "adapter";
+
+template <size_t N>
+bool isOneOf(std::string_view name, const std::string_view (&names)[N]) {
+  return std::find(std::begin(names), std::end(names), name) != std::end(names);
+}
+
+/// Writes the input's files; returns the model's path, and in `adapter`
+/// the adapter folder's where the input has adapter files.
+std::string writeModel(const uint8_t *data, size_t size, std::string &adapter) {
   std::string_view kind = TFM_FUZZ_MODEL;
   std::string_view bytes(reinterpret_cast<const char *>(data), size);
   if (kind == "gguf")
     return tfm_fuzz::writeFile("model.gguf", bytes);
   if (kind == "llama2c")
     return tfm_fuzz::writeFile("model.bin", bytes);
+  std::string folder =
+      tfm_fuzz::scratchDirectory() + "/" + std::string(kAdapterFolder);
+  mkdir(folder.c_str(), 0700);
   for (std::string_view name : kDirectoryFiles)
     tfm_fuzz::removeFile(name);
+  for (std::string_view name : kAdapterFiles)
+    std::remove((folder + "/" + std::string(name)).c_str());
   std::vector<std::string_view> parts = tfm_fuzz::splitAllParts(data, size);
   parts.resize(std::max<size_t>(parts.size(), 2));
   tfm_fuzz::writeFile("config.json", parts[0]);
   tfm_fuzz::writeFile("model.safetensors", parts[1]);
-  for (size_t i = 2; i + 1 < parts.size(); i += 2)
-    if (std::find(std::begin(kDirectoryFiles), std::end(kDirectoryFiles),
-                  parts[i]) != std::end(kDirectoryFiles))
+  for (size_t i = 2; i + 1 < parts.size(); i += 2) {
+    if (isOneOf(parts[i], kDirectoryFiles))
       tfm_fuzz::writeFile(parts[i], parts[i + 1]);
+    if (isOneOf(parts[i], kAdapterFiles)) {
+      tfm_fuzz::writePath(folder + "/" + std::string(parts[i]), parts[i + 1]);
+      adapter = folder;
+    }
+  }
   return tfm_fuzz::scratchDirectory();
 }
 
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  std::string path = writeModel(data, size);
+  std::string adapter;
+  std::string path = writeModel(data, size, adapter);
   MLIRContext context(MLIRContext::Threading::DISABLED);
-  llvm::Expected<tfm::LoadedModel> model = tfm::loadModel(context, path, "");
+  std::vector<tfm::LoraAdapterSpec> adapters;
+  if (!adapter.empty())
+    adapters.push_back({adapter, 0.5});
+  llvm::Expected<tfm::LoadedModel> model =
+      tfm::loadModel(context, path, "", "", {}, adapters);
   if (!model) {
     tfm_fuzz::expectMessage(model.takeError());
     return 0;

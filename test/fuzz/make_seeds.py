@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test/fuzz/make_seeds.py: writes the fuzz targets' seed corpora
 (test/fuzz/corpus/<target>/) from the test suite's own inputs, with the
-Python standard library only.
+Python standard library (and NumPy for the LoRA seed, which the LoRA
+tests' fixture script makes).
 
 Each seed is one valid input of its target (FuzzFiles.h's part separator
 between the files of a multi-file input), so that fuzzing starts from
@@ -86,6 +87,25 @@ def hf_seeds():
     directory = corpus("fuzz-hf")
     for kind, (name, seed) in sorted(smallest.items()):
         write_seed(directory, f"{kind}-{name}", seed)
+    write_seed(directory, "gpt2-lora", lora_seed())
+
+
+def lora_seed():
+    """GPT-2's fixture with a PEFT LoRA adapter (fan_in_fan_out, as
+    test/e2e/lora/make_lora_fixture.py makes it), its two files as parts
+    (FuzzModel.cpp merges them)."""
+    sys.path.insert(0, os.path.join(E2E, "lora"))
+    import numpy
+    import make_lora_fixture
+    base = os.path.join(E2E, "Inputs", "gpt2-f32")
+    with tempfile.TemporaryDirectory() as work:
+        make_lora_fixture.gpt2(numpy.random.default_rng(7), base, work)
+        adapter = os.path.join(work, "adapter")
+        parts = [read(os.path.join(base, "config.json")),
+                 read(os.path.join(base, "model.safetensors"))]
+        for name in ("adapter_config.json", "adapter_model.safetensors"):
+            parts += [name.encode(), read(os.path.join(adapter, name))]
+    return SEPARATOR.join(parts)
 
 
 def safetensors_seeds():
