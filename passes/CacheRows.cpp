@@ -132,7 +132,6 @@ CachedKeysAndValues mlir::tfm::readAppended(OpBuilder &b, Location loc,
                                             Value values, Value start,
                                             Value end, const LayerRows &layer) {
   CachedRows rows(cacheType, cast<RankedTensorType>(keys.getType()));
-  auto attr = [&](int64_t v) { return b.getI64IntegerAttr(v); };
   CachedKeysAndValues cached;
   cached.cache = cache;
   if (!layer.ring) {

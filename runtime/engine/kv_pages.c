@@ -37,7 +37,7 @@ typedef struct {
 
 struct tfm_kv_pages {
   tfm_kv_pages_options options;
-  int64_t block_positions, blocks_per_slot, planes;
+  int64_t block_positions, blocks_per_slot;
   int mapped_blocks; /* 0: the cache is plain memory, blocks only count */
   int leads;         /* rank 0 of a split model: the others map alike */
   size_t chunk_bytes; /* one block of one plane */
@@ -102,7 +102,7 @@ static void choose_block_positions(tfm_kv_pages *p) {
   while (size < wanted || o->capacity % size != 0)
     size += unit;
   int64_t limit = max_map_count() - 8192;
-  while (o->slots * (o->capacity / size) * p->planes > limit &&
+  while (o->slots * (o->capacity / size) * o->planes > limit &&
          o->capacity % (size * 2) == 0)
     size *= 2;
   p->block_positions = size;
@@ -122,7 +122,7 @@ int tfm_kv_pages_map(tfm_kv_pages *p, int64_t slot, int64_t index,
                      int64_t block) {
   if (!p->mapped_blocks)
     return 1;
-  for (int64_t plane = 0; plane < p->planes; ++plane) {
+  for (int64_t plane = 0; plane < p->options.planes; ++plane) {
     off_t offset = (off_t)((plane * p->blocks + block) * (int64_t)p->chunk_bytes);
     void *at = chunk_address(p, slot, plane, index);
     if (mmap(at, p->chunk_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
@@ -142,7 +142,7 @@ int tfm_kv_pages_map(tfm_kv_pages *p, int64_t slot, int64_t index,
 void tfm_kv_pages_unmap(tfm_kv_pages *p, int64_t slot, int64_t index) {
   if (!p->mapped_blocks)
     return;
-  for (int64_t plane = 0; plane < p->planes; ++plane)
+  for (int64_t plane = 0; plane < p->options.planes; ++plane)
     mmap(chunk_address(p, slot, plane, index), p->chunk_bytes, PROT_NONE,
          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
   if (p->leads)
@@ -176,21 +176,20 @@ tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
   p->options = *o;
   p->fd = -1;
   p->base = MAP_FAILED;
-  p->planes = o->planes;
   choose_block_positions(p);
   p->blocks_per_slot =
       (o->capacity + p->block_positions - 1) / p->block_positions;
   p->chunk_bytes = (size_t)(p->block_positions * o->position_bytes);
   p->plane_bytes = (size_t)(o->capacity * o->position_bytes);
-  p->slot_bytes = p->plane_bytes * (size_t)p->planes;
+  p->slot_bytes = p->plane_bytes * (size_t)o->planes;
   p->reserved_bytes = p->slot_bytes * (size_t)o->slots;
-  p->blocks = o->pool_bytes / (int64_t)(p->chunk_bytes * (size_t)p->planes);
+  p->blocks = o->pool_bytes / (int64_t)(p->chunk_bytes * (size_t)o->planes);
   if (p->blocks < 1) {
     tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
              "a KV pool of %lld bytes holds no block of %lld positions "
              "(%lld bytes)",
              (long long)o->pool_bytes, (long long)p->block_positions,
-             (long long)(p->chunk_bytes * (size_t)p->planes));
+             (long long)(p->chunk_bytes * (size_t)o->planes));
     tfm_kv_pages_free(p); /* after the message, which reads it */
     return TFM_ERROR_INVALID_ARGUMENT;
   }
@@ -222,7 +221,7 @@ tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
     p->free_blocks[i] = p->blocks - 1 - i;
   p->free_count = p->blocks;
   p->lru_head = p->lru_tail = kNone;
-  size_t pool = p->chunk_bytes * (size_t)p->planes * (size_t)p->blocks;
+  size_t pool = p->chunk_bytes * (size_t)o->planes * (size_t)p->blocks;
   if (p->mapped_blocks)
     p->fd = memfd_create("tfm-kv-pool", MFD_CLOEXEC);
   if (p->mapped_blocks && (p->fd < 0 || ftruncate(p->fd, (off_t)pool) != 0)) {
@@ -237,14 +236,12 @@ tfm_status_code tfm_kv_pages_new(const tfm_kv_pages_options *options,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p->base == MAP_FAILED) {
     int error = errno;
+    size_t reserved = p->reserved_bytes;
     tfm_kv_pages_free(p);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "cannot reserve %zu bytes of address space for %lld KV "
                     "slots: %s",
-                    (size_t)o->slots *
-                        (size_t)(o->capacity * o->position_bytes) *
-                        (size_t)o->planes,
-                    (long long)o->slots, strerror(error));
+                    reserved, (long long)o->slots, strerror(error));
   }
   *out = p;
   return tfm_ok(status);
@@ -546,7 +543,7 @@ void tfm_kv_pages_release(tfm_kv_pages *p, int64_t slot) {
 void tfm_kv_pages_get_stats(const tfm_kv_pages *p, tfm_kv_pages_stats *s) {
   memset(s, 0, sizeof *s);
   s->blocks = p->blocks;
-  s->block_bytes = (int64_t)(p->chunk_bytes * (size_t)p->planes);
+  s->block_bytes = (int64_t)(p->chunk_bytes * (size_t)p->options.planes);
   s->mapped = p->mapped_blocks;
   s->blocks_cached = p->cached_count;
   for (int64_t b = 0; b < p->blocks; ++b) {

@@ -62,10 +62,13 @@ std::string writeModel(const uint8_t *data, size_t size, std::string &adapter) {
   std::string folder =
       tfm_fuzz::scratchDirectory() + "/" + std::string(kAdapterFolder);
   mkdir(folder.c_str(), 0700);
+  auto inFolder = [](std::string_view name) {
+    return std::string(kAdapterFolder) + "/" + std::string(name);
+  };
   for (std::string_view name : kDirectoryFiles)
     tfm_fuzz::removeFile(name);
   for (std::string_view name : kAdapterFiles)
-    std::remove((folder + "/" + std::string(name)).c_str());
+    tfm_fuzz::removeFile(inFolder(name));
   std::vector<std::string_view> parts = tfm_fuzz::splitAllParts(data, size);
   parts.resize(std::max<size_t>(parts.size(), 2));
   tfm_fuzz::writeFile("config.json", parts[0]);
@@ -74,7 +77,7 @@ std::string writeModel(const uint8_t *data, size_t size, std::string &adapter) {
     if (isOneOf(parts[i], kDirectoryFiles))
       tfm_fuzz::writeFile(parts[i], parts[i + 1]);
     if (isOneOf(parts[i], kAdapterFiles)) {
-      tfm_fuzz::writePath(folder + "/" + std::string(parts[i]), parts[i + 1]);
+      tfm_fuzz::writeFile(inFolder(parts[i]), parts[i + 1]);
       adapter = folder;
     }
   }
