@@ -260,6 +260,9 @@ class Model:
         self._idle = threading.Condition(self._lock)
         self._uses, self._closed = 0, False
         self._engines = weakref.WeakSet()
+        # Draft models of speculative decoding, loaded through this
+        # model's runtime: id(Model) -> (Model, handle).
+        self._drafts = {}
         path = os.path.abspath(path)
         # A library cut short inside its ELF image would be mapped by
         # dlopen and kill the process with SIGBUS: refused here by name.
@@ -282,6 +285,7 @@ class Model:
         except ValueError:
             raise TfmcError(f"'{path}' exports no '{symbol}' (tfmc --emit=lib "
                             "-o libNAME.so exports NAME_model)") from None
+        self._desc_symbol = desc  # for models that take this one as a draft
         self._handle = ctypes.c_void_p()
         status = Status()
         _check(self._library.tfm_model_load(ctypes.byref(desc), None,
@@ -311,6 +315,9 @@ class Model:
         with lock:
             handle, self._handle = self._handle, None
             self._tokenizer = None
+            drafts, self._drafts = self._drafts, {}
+        for _, draft in drafts.values():
+            self._library.tfm_model_free(draft)
         if handle:
             self._library.tfm_model_free(handle)
 
@@ -804,7 +811,8 @@ class Model:
 
     def generate(self, prompt, max_tokens=128, temperature=0.0, top_p=1.0,
                  top_k=0, seed=0, stop=(), stream=False, grammar=None,
-                 json_schema=None, lookup_ngram=0, draft_max=0):
+                 json_schema=None, lookup_ngram=0, draft_max=0, draft=None,
+                 draft_p_min=0.75):
         """Continues `prompt` (text, or a list of ids). Returns the new
         text, or with stream=True a generator of its pieces as they come
         (the generation runs on a thread; the GIL is free meanwhile).
@@ -816,7 +824,9 @@ class Model:
         path. `lookup_ngram` > 0: speculative decoding by prompt lookup
         (up to `draft_max` drafts a step, 0: 8), for a model compiled with
         tfmc --speculative; the text is the same, sooner where it repeats
-        its context."""
+        its context. `draft`: a smaller Model of the same vocabulary
+        (tfmc.load) that drafts instead, greedily, while its top token is
+        at least `draft_p_min` likely."""
         if self._closed:
             raise self._closed_error("generate")
         if not self._generates():
@@ -831,6 +841,7 @@ class Model:
         seed = _c_integer(seed, "seed", 0, 2**64 - 1)
         lookup_ngram = _c_integer(lookup_ngram, "lookup_ngram", 0, _INT32_MAX)
         draft_max = _c_integer(draft_max, "draft_max", 0, _INT32_MAX)
+        draft_handle = self._draft_handle(draft) if draft is not None else None
         stop = [stop] if isinstance(stop, str) else list(stop)
         stops = [_c_text(s, f"'stop' string {i}") for i, s in enumerate(stop)]
         gbnf = self._grammar_text(grammar, json_schema)
@@ -856,12 +867,18 @@ class Model:
 
         def generate(handle):
             session, status = ctypes.c_void_p(), Status()
+            draft_session = ctypes.c_void_p()
             parsed = self._new_grammar(gbnf)
             try:
                 _check(self._library.tfm_session_new(
                     handle, ctypes.byref(session), ctypes.byref(status)),
                     status)
+                if draft_handle is not None:
+                    _check(self._library.tfm_session_new(
+                        draft_handle, ctypes.byref(draft_session),
+                        ctypes.byref(status)), status)
             except TfmcError:
+                self._library.tfm_session_free(session)
                 self._library.tfm_grammar_free(parsed)
                 raise
             try:
@@ -878,6 +895,8 @@ class Model:
                 options.grammar = parsed
                 options.lookup_ngram = lookup_ngram
                 options.draft_max = draft_max
+                options.draft = draft_session
+                options.draft_p_min = draft_p_min
                 prompt_ids = (ctypes.c_int32 * max(len(ids), 1))(*ids)
                 _check(self._library.tfm_generate(
                     session, prompt_ids, len(ids), ctypes.byref(options), None,
@@ -887,6 +906,7 @@ class Model:
                 if rest:
                     (pieces.put if stream else collected.append)(rest)
             finally:
+                self._library.tfm_session_free(draft_session)
                 self._library.tfm_session_free(session)
                 self._library.tfm_grammar_free(parsed)
 
@@ -894,6 +914,26 @@ class Model:
             run()
             return "".join(collected)
         return self._stream(run, pieces)
+
+    def _draft_handle(self, draft):
+        """`draft` (a Model) loaded through this model's runtime, once:
+        both sessions of a speculative generation are then one runtime's."""
+        if not isinstance(draft, Model):
+            raise TfmcError("draft: expected a tfmc.Model (tfmc.load), got "
+                            f"{type(draft).__name__}")
+        if draft._closed:
+            raise draft._closed_error("draft")
+        with self._lock:
+            held = self._drafts.get(id(draft))
+            if held is not None and held[0] is draft:
+                return held[1]
+        handle, status = ctypes.c_void_p(), Status()
+        _check(self._library.tfm_model_load(
+            ctypes.byref(draft._desc_symbol), None, ctypes.byref(handle),
+            ctypes.byref(status)), status)
+        with self._lock:
+            self._drafts[id(draft)] = (draft, handle)
+        return handle
 
     def _grammar_text(self, grammar, json_schema):
         """`grammar` (GBNF) or `json_schema`'s grammar as bytes; None for

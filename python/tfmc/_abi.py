@@ -150,7 +150,8 @@ class GenerateOptions(ctypes.Structure):
                 ("forced_count", ctypes.c_int64),
                 ("on_token", ON_TOKEN), ("on_logits", ctypes.c_void_p),
                 ("user", ctypes.c_void_p), ("grammar", ctypes.c_void_p),
-                ("lookup_ngram", ctypes.c_int32), ("draft_max", ctypes.c_int32)]
+                ("lookup_ngram", ctypes.c_int32), ("draft_max", ctypes.c_int32),
+                ("draft", ctypes.c_void_p), ("draft_p_min", ctypes.c_float)]
 
 
 class EngineOptions(ctypes.Structure):

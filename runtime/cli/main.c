@@ -12,6 +12,7 @@
 #include "runtime/support/read_file.h"
 #include "tfm/tfm_runtime.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -112,6 +113,9 @@ static int read_prompt_file(const char *argv0, tfm_model *model,
 typedef struct {
   tfm_model *model;
   tfm_session *session;
+  void *draft_library; /* --draft: the library, its model and session */
+  tfm_model *draft_model;
+  tfm_session *draft_session;
   int32_t *ids, *forced;
   float *logits;
   char *prompt; /* --prompt-file's text */
@@ -508,6 +512,15 @@ static int run_generate(const char *argv0, tfm_model *model,
   generate.ignore_eos = o->ignore_eos;
   generate.lookup_ngram = o->lookup_ngram;
   generate.draft_max = o->draft_max;
+  if (o->draft_path) {
+    if (tfm_main_load_draft(argv0, o->draft_path, &held->draft_library,
+                            &held->draft_model))
+      return 1;
+    if (tfm_session_new(held->draft_model, &held->draft_session, &status))
+      return tfm_main_fail(argv0, status.message);
+    generate.draft = held->draft_session;
+    generate.draft_p_min = o->draft_p_min;
+  }
   generate.on_token = print_token;
   /* Only where they are recorded: a grammar's greedy steps skip the mask
    * where the model's choice is allowed, and the recorded logits are the
@@ -623,6 +636,10 @@ int main(int argc, char **argv) {
   if (held.step_logits)
     fclose(held.step_logits);
   tfm_session_free(held.session);
+  tfm_session_free(held.draft_session);
+  tfm_model_free(held.draft_model);
+  if (held.draft_library)
+    dlclose(held.draft_library);
   tfm_grammar_free(held.grammar);
   free(held.grammar_text);
   tfm_model_free(held.model);

@@ -56,6 +56,13 @@ int tfm_main_fail(const char *argv0, const char *message);
 /* Reads a whole file into a NUL-terminated string (malloc'd), or NULL. */
 char *tfm_main_read_text_file(const char *path);
 
+/* --draft PATH: the model of the library tfmc built at `path` (it exports
+ * NAME_model for libNAME.so), loaded through this runtime into *model;
+ * *library is the dlopen handle, to close after freeing the model.
+ * Nonzero after reporting what failed. */
+int tfm_main_load_draft(const char *argv0, const char *path, void **library,
+                        tfm_model **model);
+
 /* What the generic mode runs, from the command line. */
 typedef struct {
   const char *name;                   /* the entry point */

@@ -52,6 +52,12 @@ void tfm_main_usage(FILE *out, const char *argv0) {
       "                         followed the last N tokens earlier in the\n"
       "                         text, checked at once (tfmc --speculative);\n"
       "                         the output is unchanged\n"
+      "  --draft LIB            speculative decoding with a draft model:\n"
+      "                         a smaller model of the same vocabulary\n"
+      "                         (tfmc --emit=lib -o libNAME.so) drafts\n"
+      "                         greedily; the output is unchanged\n"
+      "  --draft-p-min P        stop drafting where the draft's top token\n"
+      "                         is less likely than P (default 0.75)\n"
       "  --draft-max K          drafts a step at most (default 8)\n"
       "  --weights FILE         weights side file (overrides the default)\n"
       "  --call NAME            run entry point @NAME (encode, embed, ...);\n"
@@ -145,6 +151,8 @@ static const struct {
     {"--warmup", GENERATE},
     {"--lookup-ngram", GENERATE},
     {"--draft-max", GENERATE},
+    {"--draft", GENERATE},
+    {"--draft-p-min", GENERATE},
     {"--weights", EVERY_MODE},
     {"--call", CALL},
     {"--token-types", CALL},
@@ -258,6 +266,7 @@ static const struct {
     {"--logits", offsetof(tfm_main_options, logits_path), 0},
     {"--step-logits", offsetof(tfm_main_options, step_logits_path), 0},
     {"--prompt-cache", offsetof(tfm_main_options, prompt_cache_path), 0},
+    {"--draft", offsetof(tfm_main_options, draft_path), 0},
     {"--weights", offsetof(tfm_main_options, weights_path), 0},
     {"--call", offsetof(tfm_main_options, call.name), 0},
     {"--text-pair", offsetof(tfm_main_options, call.text_pair), 0},
@@ -387,7 +396,7 @@ static option_outcome parse_real_option(const char *argv0, const char *arg,
                                         tfm_main_options *o) {
   if (strcmp(arg, "--strength") && strcmp(arg, "--guidance") &&
       strcmp(arg, "--temperature") && strcmp(arg, "--top-p") &&
-      strcmp(arg, "--repetition-penalty"))
+      strcmp(arg, "--repetition-penalty") && strcmp(arg, "--draft-p-min"))
     return OPTION_UNKNOWN;
   double number;
   if (!parse_number(argv0, arg, value, &number))
@@ -412,6 +421,14 @@ static option_outcome parse_real_option(const char *argv0, const char *arg,
     o->sampler.temperature = (float)number;
   } else if (!strcmp(arg, "--top-p")) {
     o->sampler.top_p = (float)number;
+  } else if (!strcmp(arg, "--draft-p-min")) {
+    if (!(number >= 0 && number <= 1)) {
+      fprintf(stderr, "%s: error: --draft-p-min expects 0 to 1, got %g\n",
+              argv0, number);
+      return OPTION_BAD;
+    }
+    o->draft_p_min = (float)number;
+    o->draft_p_min_given = 1;
   } else {
     o->sampler.repetition_penalty = (float)number;
   }
@@ -463,10 +480,16 @@ static int options_agree(const char *argv0, const tfm_main_options *o) {
             argv0);
     return 0;
   }
-  if (o->draft_max && !o->lookup_ngram) {
+  if ((o->draft_max || o->draft_p_min_given) && !o->lookup_ngram &&
+      !o->draft_path) {
     fprintf(stderr,
-            "%s: error: --draft-max sets speculative decoding's drafts: "
-            "give --lookup-ngram too\n",
+            "%s: error: %s sets speculative decoding's drafts: give "
+            "--lookup-ngram or --draft too\n",
+            argv0, o->draft_max ? "--draft-max" : "--draft-p-min");
+    return 0;
+  }
+  if (o->lookup_ngram && o->draft_path) {
+    fprintf(stderr, "%s: error: give one of --lookup-ngram and --draft\n",
             argv0);
     return 0;
   }
@@ -485,6 +508,7 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
   o->new_tokens = 128;
   o->length_penalty = 1.0f;
   o->sampler = tfm_sampler_default_options();
+  o->draft_p_min = 0.75f; /* llama.cpp's --draft-p-min default */
   o->guidance = 7.5f; /* diffusers' StableDiffusionPipeline default */
   for (int i = 1; i < argc; ++i) {
     const char *arg = argv[i];

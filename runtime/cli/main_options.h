@@ -48,6 +48,9 @@ typedef struct {
   int stats;
   long warmup;
   int32_t lookup_ngram, draft_max; /* speculative decoding (0: off) */
+  const char *draft_path;          /* --draft: a draft model's library */
+  float draft_p_min;               /* --draft-p-min (default 0.75) */
+  int draft_p_min_given;
   const char *weights_path;
   tfm_call_options call;
   /* Every --text given, in order (call.text is the last): CLIP compares

@@ -4,8 +4,8 @@
  * until max_new_tokens, the end-of-sequence token, a stop string or the
  * callback says stop. The whole run is checked against the session's
  * capacity before anything runs: a KV cache is never written past its end.
- * With lookup_ngram, drafted tokens are checked through @verify
- * (speculation.c) and the loop's choices are unchanged.
+ * With lookup_ngram or a draft model, drafted tokens are checked through
+ * @verify (speculation.c) and the loop's choices are unchanged.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -130,7 +130,8 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
                       desc->name);
   }
   tfm_speculation spec;
-  tfm_status_code code = tfm_speculation_start(&spec, o, session, status);
+  tfm_status_code code =
+      tfm_speculation_start(&spec, o, session, needed, status);
   if (code != TFM_OK)
     return code;
   tfm_sampler *sampler = NULL;

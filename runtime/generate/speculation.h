@@ -3,14 +3,17 @@
  * Speculative decoding inside tfm_generate's loop. The loop chooses every
  * token from the model's logits as it always does; this only changes how
  * those logits are produced. After a chosen token, up to `max` tokens are
- * drafted by prompt lookup and written with it through @verify in one call
+ * drafted (by prompt lookup, or greedily by a draft model) and written
+ * with it through @verify in one call
  * (the weights read once for all of them); while the loop then chooses the
  * drafted tokens, their logits are already there and no call runs. The
  * first token it chooses otherwise ends the run of drafts: the rest are
  * dropped from the cache (tfm_session_truncate) and the chosen one goes on
  * as usual. Choosing from the same logits gives the same output, greedy or
- * sampled (with a draft that proposes one token, the rejection rule of
- * speculative sampling is exactly "sample, then compare").
+ * sampled: both drafts are deterministic, and for a draft that proposes
+ * one token with certainty the rejection rule of speculative sampling
+ * (accept with probability p(x), else sample from p with x removed) is
+ * exactly "sample from p, then compare".
  *
  *===----------------------------------------------------------------------===*/
 
@@ -22,6 +25,11 @@
 typedef struct {
   int32_t ngram, max; /* lookup n-gram length, drafts per step; 0: off */
   int64_t vocab;
+  tfm_session *draft;  /* the draft model's session, or NULL */
+  float p_min;         /* a draft's least top probability */
+  int64_t draft_vocab; /* its logits' width */
+  float *draft_logits; /* [draft_vocab] */
+  int32_t *pending;    /* [capacity + 1]: tokens the draft must prefill */
   int32_t *verified; /* [max + 1]: the chosen token, then its drafts */
   float *rows;       /* [max + 1, vocab]: @verify's logits */
   int64_t base;      /* the session's length before the verified tokens */
@@ -30,11 +38,14 @@ typedef struct {
   int64_t drafted, accepted;
 } tfm_speculation;
 
-/* Off unless options->lookup_ngram > 0, which needs a model with @verify
- * (TFM_ERROR_NOT_FOUND, naming tfmc --speculative) and a sensible length. */
+/* Off unless options->lookup_ngram > 0 or options->draft, which need a
+ * model with @verify (TFM_ERROR_NOT_FOUND, naming tfmc --speculative), a
+ * sensible length, and a draft of the same vocabulary that holds
+ * `needed` positions. */
 tfm_status_code tfm_speculation_start(tfm_speculation *spec,
                                       const tfm_generate_options *options,
-                                      tfm_session *session, tfm_status *status);
+                                      tfm_session *session, int64_t needed,
+                                      tfm_status *status);
 void tfm_speculation_free(tfm_speculation *spec);
 
 /* The positions the loop has chosen so far: the session's length, less

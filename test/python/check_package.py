@@ -1,10 +1,10 @@
 """The Python package (python/tfmc) against the compiled executables and
 the goldens (package.test). Prints one line per check for FileCheck.
 
-    check_package.py WORK STORIES_MODEL STORIES_EXE CLIP_LIB CLIP_INPUTS SPEC_LIB
+    check_package.py WORK STORIES_MODEL STORIES_EXE CLIP_LIB CLIP_INPUTS SPEC_LIB DRAFT_LIB
 
 STORIES_MODEL is compiled here with tfmc.compile() into WORK; SPEC_LIB is
-the same model compiled with tfmc --speculative.
+the same model compiled with tfmc --speculative, DRAFT_LIB at int4.
 """
 import subprocess
 import sys
@@ -15,8 +15,8 @@ import tfmc
 
 
 def main():
-    work, stories_model, stories_exe, clip_lib, clip_inputs, spec_lib = \
-        sys.argv[1:7]
+    (work, stories_model, stories_exe, clip_lib, clip_inputs, spec_lib,
+     draft_lib) = sys.argv[1:8]
     stories_lib = tfmc.compile(stories_model, work + "/libstories.so",
                                progress=False)
     m = tfmc.load(stories_lib)
@@ -54,6 +54,21 @@ def main():
         m.generate("Once", max_tokens=4, lookup_ngram=2)
     except tfmc.TfmcError as e:
         print("no @verify:", e)
+    draft = tfmc.load(draft_lib)
+    plain = m.generate("Once upon a time", max_tokens=80)
+    print("draft model equals plain:",
+          spec.generate("Once upon a time", max_tokens=80, draft=draft) ==
+          plain, "sampled too:",
+          spec.generate("Once", max_tokens=40, temperature=0.8, seed=7,
+                        draft=draft, draft_p_min=0.0, draft_max=4) ==
+          m.generate("Once", max_tokens=40, temperature=0.8, seed=7),
+          "again:",
+          spec.generate("Once upon a time", max_tokens=80, draft=draft) ==
+          plain)
+    try:
+        spec.generate("Once", max_tokens=4, draft=draft_lib)
+    except tfmc.TfmcError as e:
+        print("draft of another kind:", e)
     logits = m.call("forward", np.array(ids, dtype=np.int32))["logits"]
     print("call @forward:", logits.shape, logits.dtype,
           "last row's argmax is the first greedy token:",

@@ -354,6 +354,17 @@ typedef struct {
    * dropped from the cache. 0: off. */
   int32_t lookup_ngram;
   int32_t draft_max; /* 0: 8 */
+  /* Speculative decoding with a draft model instead of prompt lookup: a
+   * session of a smaller model with the same vocabulary (its tokens must
+   * spell what the target's spell, and it must hold as many positions as
+   * the generation needs), loaded through this runtime. Each step it
+   * continues the text greedily for up to draft_max tokens, stopping
+   * where its most likely token's probability falls below draft_p_min,
+   * and the model verifies them as above. The draft session follows the
+   * model's text (what it holds of it is kept between calls; the rest is
+   * prefilled). NULL: none. */
+  tfm_session *draft;
+  float draft_p_min; /* 0: no threshold */
 } tfm_generate_options;
 
 typedef struct {
