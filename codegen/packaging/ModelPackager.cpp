@@ -819,7 +819,21 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
       if (model.ranks > 1)
         args.append({"-Wl,--undefined=tfm_ranks_join",
                      options.runtimeMpiLibrary});
-      args.append({options.runtimeLibrary, "-lopenblas", "-lutf8proc"});
+      // A model with @verify may load a draft model's library (--draft):
+      // the whole runtime is linked in and exported, so the draft's code
+      // binds to this executable's kernels, thread pool and allocation
+      // counts instead of a second runtime from libtfmrt.so, whose idle
+      // workers would spin against these on the same cores.
+      bool takesDraft =
+          llvm::any_of(model.entryPoints, [](const EntryPointDescription &e) {
+            return e.name == "verify";
+          });
+      if (takesDraft)
+        args.append({"-Wl,--export-dynamic", "-Wl,--whole-archive",
+                     options.runtimeLibrary, "-Wl,--no-whole-archive"});
+      else
+        args.push_back(options.runtimeLibrary);
+      args.append({"-lopenblas", "-lutf8proc"});
       if (model.ranks > 1)
         for (const std::string &library : options.mpiLibraries)
           args.push_back(library);

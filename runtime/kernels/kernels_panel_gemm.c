@@ -719,10 +719,14 @@ static void linear_panels(tfm_memref2d_f32 *a, panel_format format,
       }
     return;
   }
-  /* Several rows of bf16 panels: vdpbf16ps where the CPU has it (twice
-   * the multiply rate); one row (decode) streams the weights at memory
-   * speed either way, and keeps its f32 activations. */
-  if (format == kBF16 && m > 1 &&
+  /* Many rows of bf16 panels: vdpbf16ps where the CPU has it (twice
+   * the multiply rate). Up to a tile's rows (decode, a batch of a few
+   * sequences, a speculative step's @verify) the widening tile streams
+   * the weights at memory speed in one pass and keeps f32 activations:
+   * rounding them to bf16 made 2-8 rows 1.2-1.5x slower than one on the
+   * 1.1B shape, and @verify's logits drift from @decode's by 1% (greedy
+   * speculative output then differs from plain decoding at near ties). */
+  if (format == kBF16 && m > kRowBlock &&
       tfm_panel_gemm_bf16_dot(m, n, k, pa, a->strides[0], pb, base, pc,
                               c->strides[0]))
     return;
