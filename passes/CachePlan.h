@@ -351,9 +351,10 @@ void buildDecodeBatch(func::FuncOp forward, const CachePlan &plan,
 /// b the next lengths[b] tokens of sequence sequences[b] of the cache, and
 /// the logits of each chunk's last token (PrefillBatch.cpp). Decoders
 /// only: an encoder-decoder's sequences would share one source. Rings as
-/// @decode_batch's.
+/// @decode_batch's. With `everyRow`, @verify_batch: the same, with every
+/// token's logits ([N, vocab]).
 void buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
-                       int64_t capacity);
+                       int64_t capacity, bool everyRow = false);
 
 } // namespace mlir::tfm
 

@@ -417,8 +417,8 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
                        "@prefill and @decode from");
       return signalPassFailure();
     }
-    for (StringRef name :
-         {"prefill", "decode", "decode_batch", "prefill_batch", "verify"})
+    for (StringRef name : {"prefill", "decode", "decode_batch", "prefill_batch",
+                           "verify", "verify_batch"})
       if (Operation *existing = module.lookupSymbol(name)) {
         existing->emitOpError() << "tfm-kv-cache: @" << name
                                 << " already exists";
@@ -485,8 +485,11 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
     }
     if (decodeBatch)
       buildDecodeBatch(forward, *plan, capacity);
-    if (prefillBatch && !plan->sourceArg)
+    if (prefillBatch && !plan->sourceArg) {
       buildPrefillBatch(forward, *plan, capacity);
+      if (verify)
+        buildPrefillBatch(forward, *plan, capacity, /*everyRow=*/true);
+    }
   }
 };
 

@@ -59,6 +59,8 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
     drafted tokens to the cache in one call and checks each; the runtime
     drops the rejected ones by shortening the cache, so models whose cache
     cannot go back (rings, recurrent states, encoder-decoders) are refused.
+    With `prefill-batch` too, `@verify_batch`: @prefill_batch with every
+    token's logits (`[?, vocab]`), a server's speculative step.
 
     With `prefill-batch` (the default) a decoder also gets
     `@prefill_batch(tokens: tensor<?xi32>, positions: tensor<?xi32>,

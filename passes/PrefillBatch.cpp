@@ -18,7 +18,9 @@
 // - the final norm and LM head run on each chunk's last token only.
 //
 // A generating sequence is a chunk of one token, so @decode_batch's step
-// is the special case of chunks of length 1.
+// is the special case of chunks of length 1. @verify_batch is the same
+// function with every row's logits: a server's speculative step, each
+// generating sequence's chosen token and its drafts checked at once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -103,13 +105,14 @@ Value lastRowOfEachChunk(OpBuilder &b, Location loc, Value rows,
 } // namespace
 
 void mlir::tfm::buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
-                                  int64_t capacity) {
+                                  int64_t capacity, bool everyRow) {
   MLIRContext *ctx = forward.getContext();
   Location loc = forward.getLoc();
   BatchedCaches caches{layOutBatchedCache(plan, capacity)};
 
   IRMapping mapping;
-  func::FuncOp batch = cloneForBatch(forward, "prefill_batch", mapping);
+  func::FuncOp batch = cloneForBatch(
+      forward, everyRow ? "verify_batch" : "prefill_batch", mapping);
   Block &entry = batch.front();
   Value tokens = entry.getArgument(plan.tokensArg);
   Chunks chunks;
@@ -135,8 +138,10 @@ void mlir::tfm::buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
   auto lastRows = [&](OpBuilder &nb, Location l, Value rows) {
     return lastRowOfEachChunk(nb, l, rows, chunks.lengths);
   };
-  Value logits = pickRows(b, loc, ret.getOperand(0), ShapedType::kDynamic,
-                          lastRows, valuesComputedFrom(batch, tokens));
+  Value logits = everyRow
+                     ? ret.getOperand(0)
+                     : pickRows(b, loc, ret.getOperand(0), ShapedType::kDynamic,
+                                lastRows, valuesComputedFrom(batch, tokens));
   caches.returnWith(batch, {logits});
   pruneDeadCode(batch, std::nullopt);
 

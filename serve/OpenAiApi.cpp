@@ -483,9 +483,14 @@ namespace {
 std::optional<ApiError> checkFieldNames(const json &request,
                                         Endpoint endpoint) {
   static const std::set<std::string> common = {
-      "model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop",
-      "ignore_eos", "stream", "n", "user", "repetition_penalty", "grammar",
-      "response_format"};
+      "model",       "max_tokens",
+      "temperature", "top_p",
+      "top_k",       "seed",
+      "stop",        "ignore_eos",
+      "stream",      "n",
+      "user",        "repetition_penalty",
+      "grammar",     "response_format",
+      "lookup_ngram"};
   static const std::set<std::string> chatOnly = {
       "messages", "max_completion_tokens", "add_generation_prompt",
       "stream_options", "reasoning_format", "tools", "tool_choice",
@@ -604,6 +609,18 @@ tfm::serve::parseCompletionRequest(Endpoint endpoint, const std::string &body,
   }
   out.ignoreEos = request.value("ignore_eos", false);
   out.stream = request.value("stream", false);
+  double lookupNgram = model.lookupNgram;
+  if (auto error =
+          readNumber(request, "lookup_ngram", 0, 64, false, lookupNgram))
+    return error;
+  if (lookupNgram != double(int32_t(lookupNgram)))
+    return badField("lookup_ngram", "must be an integer");
+  if (lookupNgram > 0 && !model.maxDrafts)
+    return badField("lookup_ngram",
+                    "asks for speculative decoding, which this server does "
+                    "not do (start it with --lookup-ngram or --draft-max, "
+                    "for a model compiled with tfmc --speculative)");
+  out.lookupNgram = int32_t(lookupNgram);
   if (chat)
     if (auto error = readReasoningFormat(request, model, out))
       return error;
@@ -744,10 +761,17 @@ std::string tfm::serve::jsonText(const json &value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-json tfm::serve::usage(int64_t promptTokens, int64_t completionTokens) {
-  return {{"prompt_tokens", promptTokens},
-          {"completion_tokens", completionTokens},
-          {"total_tokens", promptTokens + completionTokens}};
+json tfm::serve::usage(int64_t promptTokens, int64_t completionTokens,
+                       const Speculation *drafts) {
+  json out = {{"prompt_tokens", promptTokens},
+              {"completion_tokens", completionTokens},
+              {"total_tokens", promptTokens + completionTokens}};
+  // OpenAI's names for a completion's predicted tokens kept and not.
+  if (drafts)
+    out["completion_tokens_details"] = {
+        {"accepted_prediction_tokens", drafts->accepted},
+        {"rejected_prediction_tokens", drafts->drafted - drafts->accepted}};
+  return out;
 }
 
 json tfm::serve::completionResponse(Endpoint endpoint, bool streamed,

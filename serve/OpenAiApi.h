@@ -54,6 +54,9 @@ struct ServedModel {
   /// one token).
   std::vector<int32_t> toolMarkerTokens;
   int32_t toolOpenerToken = -1;
+  /// Speculative decoding: the drafts a request may check a step (0: the
+  /// server checks none) and the lookup n-gram of requests that name none.
+  int32_t maxDrafts = 0, lookupNgram = 0;
   /// A token's spelling, special tokens included ("" without a
   /// tokenizer).
   std::string spelling(int32_t token) const;
@@ -77,6 +80,8 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   bool ignoreEos = false;
   bool stream = false;
+  /// Speculative decoding's prompt lookup n-gram (0: none).
+  int32_t lookupNgram = 0;
   /// A chat's reasoning apart from its answer (reasoning_content), where
   /// the model marks it; false: all of the output in content, as it is
   /// (reasoning_format "none").
@@ -190,7 +195,16 @@ nlohmann::ordered_json completionChoice(Endpoint endpoint, const std::string &te
                                 const std::string &reasoning = "",
                                 const nlohmann::ordered_json &toolCalls =
                                     nlohmann::ordered_json::array());
-nlohmann::ordered_json usage(int64_t promptTokens, int64_t completionTokens);
+/// A request's speculative decoding: tokens drafted, and how many of them
+/// the model chose.
+struct Speculation {
+  int64_t drafted = 0, accepted = 0;
+};
+/// OpenAI's usage object; with `drafts` (a request that drafted), its
+/// completion_tokens_details count the predicted tokens accepted and
+/// rejected.
+nlohmann::ordered_json usage(int64_t promptTokens, int64_t completionTokens,
+                             const Speculation *drafts = nullptr);
 /// The response object, or a chunk of a stream when `streamed`.
 nlohmann::ordered_json completionResponse(Endpoint endpoint, bool streamed,
                                   const std::string &id, int64_t created,

@@ -11,8 +11,9 @@ const std::vector<double> tfm::serve::kTokenGapBuckets = {
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0};
 
 Scheduler::Scheduler(tfm_engine *engine, int32_t maxSequences,
-                     int32_t maxWaiting)
-    : engine(engine), maxSequences(maxSequences), maxWaiting(maxWaiting) {
+                     int32_t maxWaiting, int32_t maxDrafts)
+    : engine(engine), maxSequences(maxSequences), maxWaiting(maxWaiting),
+      maxDrafts(maxDrafts) {
   counters.tokenGapCounts.assign(kTokenGapBuckets.size() + 1, 0);
   thread = std::thread([this] { run(); });
 }
@@ -100,6 +101,8 @@ void Scheduler::deliver(const tfm_engine_event *events, int32_t count,
       std::lock_guard<std::mutex> own(completion->mutex);
       if (event.token >= 0)
         completion->tokens.push_back(event.token);
+      completion->drafted = event.drafted_tokens;
+      completion->accepted = event.accepted_tokens;
       if (event.finish != TFM_FINISH_NONE) {
         completion->finished = true;
         completion->reason = event.finish;
@@ -118,7 +121,8 @@ void Scheduler::deliver(const tfm_engine_event *events, int32_t count,
 }
 
 void Scheduler::run() {
-  std::vector<tfm_engine_event> events(2 * size_t(maxSequences));
+  std::vector<tfm_engine_event> events((2 + size_t(maxDrafts)) *
+                                       size_t(maxSequences));
   std::unique_lock<std::mutex> lock(mutex);
   for (;;) {
     work.wait(lock, [&] { return stopping || live > 0; });

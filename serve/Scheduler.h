@@ -37,6 +37,7 @@ struct Completion {
   std::string error; // for TFM_FINISH_ERROR
   int64_t engineId = -1;
   int64_t promptTokens = 0;
+  int64_t drafted = 0, accepted = 0; // speculative decoding's, so far
 };
 
 /// Counters for /metrics.
@@ -57,7 +58,9 @@ class Scheduler {
 public:
   /// `maxWaiting`: requests queued beyond the engine's max_sequences before
   /// new ones are refused (HTTP 503).
-  Scheduler(tfm_engine *engine, int32_t maxSequences, int32_t maxWaiting);
+  /// `maxDrafts`: the engine's max_drafts (a step's events grow with it).
+  Scheduler(tfm_engine *engine, int32_t maxSequences, int32_t maxWaiting,
+            int32_t maxDrafts = 0);
   ~Scheduler();
 
   enum class Refusal { None, Full, Invalid };
@@ -76,7 +79,7 @@ private:
                const std::string &error);
 
   tfm_engine *engine;
-  int32_t maxSequences, maxWaiting;
+  int32_t maxSequences, maxWaiting, maxDrafts;
   std::mutex mutex; // guards everything below and the engine
   std::condition_variable work;
   bool stopping = false;

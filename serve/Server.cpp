@@ -258,9 +258,20 @@ struct Generation {
   std::optional<ToolCallParser> toolParser;
   std::vector<ToolCall> calls;
   size_t callsSent = 0;
+  /// The drafts so far, for the usage (null where the request drafts
+  /// none).
+  const Speculation *drafts() {
+    if (!drafting)
+      return nullptr;
+    std::lock_guard<std::mutex> lock(completion->mutex);
+    speculation = {completion->drafted, completion->accepted};
+    return &speculation;
+  }
   size_t seen = 0; // tokens taken from the completion
   bool done = false;
   bool sentFirstChunk = false;
+  bool drafting = false; // speculative decoding: usage counts the drafts
+  Speculation speculation;
   Generation(std::shared_ptr<Completion> completion, const ServedModel &model,
              const CompletionRequest &request, uint64_t idSeed)
       : completion(std::move(completion)),
@@ -268,6 +279,7 @@ struct Generation {
              request.parsesToolCalls(model) ? model.toolMarkerTokens
                                             : std::vector<int32_t>{}),
         thoughts(model, {}, request.prompt.back()), tools(request.tools) {
+    drafting = request.lookupNgram > 0;
     if (request.separateReasoning)
       router.emplace(model.reasoning, request.prompt,
                      [&model](int32_t token) { return model.spelling(token); });
@@ -394,8 +406,9 @@ public:
       return sendError(res, *error);
     tfm_engine_request submitted = {
         request.prompt.data(), int64_t(request.prompt.size()),
-        request.maxTokens, request.sampler, request.ignoreEos,
-        request.grammar.get()};
+        request.maxTokens,     request.sampler,
+        request.ignoreEos,     request.grammar.get(),
+        request.lookupNgram,   0};
     Scheduler::Refusal refusal;
     std::string why;
     auto completion = scheduler.submit(submitted, refusal, why);
@@ -444,7 +457,8 @@ private:
         endpoint, /*streamed=*/false, id, created, served.name,
         completionChoice(endpoint, text, generation->finish(reason), false,
                          false, reasoning, generation->allCalls()));
-    body["usage"] = usage(completion->promptTokens, int64_t(generation->seen));
+    body["usage"] = usage(completion->promptTokens, int64_t(generation->seen),
+                          generation->drafts());
     res.setContent(jsonText(body), "application/json");
   }
 
@@ -486,7 +500,7 @@ private:
                                      std::move(choice));
       if (finish)
         body["usage"] = usage(generation.completion->promptTokens,
-                              int64_t(generation.seen));
+                              int64_t(generation.seen), generation.drafts());
       send(sseEvent(body));
     };
     if (!generation.done) {
@@ -1209,8 +1223,10 @@ int tfm::serve::runServer(const ServerOptions &o) {
         served.contextPositions = served.desc->caches[i].shape[2];
     served.maxTokensPerRequest =
         o.maxTokens ? o.maxTokens : served.contextPositions;
-    scheduler = std::make_unique<Scheduler>(engine, maxSequences,
-                                            int32_t(o.maxWaiting));
+    served.maxDrafts = o.engine.max_drafts;
+    served.lookupNgram = o.lookupNgram;
+    scheduler = std::make_unique<Scheduler>(
+        engine, maxSequences, int32_t(o.maxWaiting), o.engine.max_drafts);
   } else {
     served.contextPositions = served.desc->max_context;
   }

@@ -33,6 +33,9 @@ struct ServerOptions {
   /// limit of its own); HttpServer.h.
   int64_t maxConnections = 1024, maxConnectionsPerAddress = 0;
   tfm_engine_options engine = tfm_engine_default_options();
+  /// Every request's prompt lookup n-gram unless it gives its own (0:
+  /// none; engine.max_drafts > 0 lets requests draft).
+  int32_t lookupNgram = 0;
 };
 
 /// Loads the model, serves it, and returns only on a failure to listen

@@ -159,7 +159,8 @@ class EngineOptions(ctypes.Structure):
                 ("kv_pool_bytes", ctypes.c_int64),
                 ("block_positions", ctypes.c_int32),
                 ("prefill_chunk", ctypes.c_int64),
-                ("share_prefixes", ctypes.c_int)]
+                ("share_prefixes", ctypes.c_int),
+                ("max_drafts", ctypes.c_int32)]
 
 
 class EngineRequest(ctypes.Structure):
@@ -168,12 +169,16 @@ class EngineRequest(ctypes.Structure):
                 ("max_new_tokens", ctypes.c_int64),
                 ("sampler", SamplerOptions),
                 ("ignore_eos", ctypes.c_int),
-                ("grammar", ctypes.c_void_p)]
+                ("grammar", ctypes.c_void_p),
+                ("lookup_ngram", ctypes.c_int32),
+                ("draft_max", ctypes.c_int32)]
 
 
 class EngineEvent(ctypes.Structure):
     _fields_ = [("id", ctypes.c_int64), ("token", ctypes.c_int32),
-                ("finish", ctypes.c_int)]
+                ("finish", ctypes.c_int),
+                ("drafted_tokens", ctypes.c_int64),
+                ("accepted_tokens", ctypes.c_int64)]
 
 
 class EngineStats(ctypes.Structure):
@@ -191,7 +196,9 @@ class EngineStats(ctypes.Structure):
                 ("preemptions", ctypes.c_int64),
                 ("steps", ctypes.c_int64),
                 ("kv_ring_bytes", ctypes.c_int64),
-                ("recurrent_state_bytes", ctypes.c_int64)]
+                ("recurrent_state_bytes", ctypes.c_int64),
+                ("drafted_tokens", ctypes.c_int64),
+                ("accepted_tokens", ctypes.c_int64)]
 
 
 # tfm_finish_reason's values.

@@ -24,12 +24,16 @@ from tfmc._abi import (EngineEvent, EngineOptions, EngineRequest, EngineStats,
 
 class Engine:
     def __init__(self, model, max_sequences=16, kv_pool_mb=0,
-                 block_positions=0, prefill_chunk=0, share_prefixes=True):
+                 block_positions=0, prefill_chunk=0, share_prefixes=True,
+                 max_drafts=0):
         """An engine over `model` (a tfmc.Model of a decoder language model
         compiled with its batched entry points, tfmc's default). Options
         are checked as integers of their C fields (ctypes would keep their
         low bits); the runtime checks their values (block_positions at
-        most the model's context, ...)."""
+        most the model's context, ...). `max_drafts` > 0: requests may
+        draft by prompt lookup (submit's lookup_ngram), up to that many
+        tokens a step, checked through @verify_batch (tfmc
+        --speculative)."""
         from tfmc import TfmcError, _check, _c_integer, _INT32_MAX, _INT64_MAX
         self._lock = threading.Lock()
         self._engine = None
@@ -52,13 +56,16 @@ class Engine:
             options.prefill_chunk = _c_integer(prefill_chunk, "prefill_chunk",
                                                0, _INT64_MAX)
         options.share_prefixes = 1 if share_prefixes else 0
+        options.max_drafts = _c_integer(max_drafts, "max_drafts", 0,
+                                        _INT32_MAX)
         engine = ctypes.c_void_p()
         status = Status()
         with model._using("Engine") as handle:
             _check(self._library.tfm_engine_new(
                 handle, ctypes.byref(options), ctypes.byref(engine),
                 ctypes.byref(status)), status)
-            self._events = (EngineEvent * (2 * options.max_sequences))()
+            self._events = (EngineEvent * ((2 + options.max_drafts) *
+                                           options.max_sequences))()
             self._engine = engine
             model._engines.add(self)  # closed before the model
         self._open = set()  # requests not finished yet
@@ -90,11 +97,14 @@ class Engine:
 
     def submit(self, prompt, max_tokens=128, temperature=0.0, top_p=1.0,
                top_k=0, seed=0, ignore_eos=False, grammar=None,
-               json_schema=None):
+               json_schema=None, lookup_ngram=0, draft_max=0):
         """Queues `prompt` (text or token ids); returns the request's id,
         which step() names its tokens with. `grammar` (GBNF) or
         `json_schema` constrains this request's text, as in
-        Model.generate; a request whose match is whole finishes."""
+        Model.generate; a request whose match is whole finishes.
+        `lookup_ngram` > 0: speculative decoding by prompt lookup (up to
+        `draft_max` drafts a step, 0: the engine's max_drafts); the text
+        is the same."""
         from tfmc import _c_integer, _INT32_MAX, _INT64_MAX
         what = "Engine.submit"
         ids = (self._model._tokenize(prompt, None, what + ": the prompt")
@@ -108,7 +118,9 @@ class Engine:
                            _c_integer(top_k, "top_k", -_INT32_MAX - 1,
                                       _INT32_MAX), top_p, 1.0,
                            _c_integer(seed, "seed", 0, 2**64 - 1)),
-            1 if ignore_eos else 0)
+            1 if ignore_eos else 0, None,
+            _c_integer(lookup_ngram, "lookup_ngram", 0, _INT32_MAX),
+            _c_integer(draft_max, "draft_max", 0, _INT32_MAX))
         # The engine takes the grammar when the submit succeeds.
         request.grammar = self._model._new_grammar(
             self._model._grammar_text(grammar, json_schema))
@@ -140,10 +152,12 @@ class Engine:
         """How many requests have not finished."""
         return len(self._open)
 
-    def step(self):
+    def step(self, drafts=False):
         """One step of every running request: a list of (request, token,
         finish), token None when the event only finishes it, finish None
-        while it goes on, else "length", "eos" or "error"."""
+        while it goes on, else "length", "eos" or "error". With drafts=True
+        each also has the request's drafted and accepted tokens so far
+        (speculative decoding)."""
         count = ctypes.c_int32()
         status = Status()
         with self._lock:
@@ -157,7 +171,9 @@ class Engine:
                     self._open.discard(event.id)
                 events.append((event.id,
                                event.token if event.token >= 0 else None,
-                               finish))
+                               finish) +
+                              ((event.drafted_tokens, event.accepted_tokens)
+                               if drafts else ()))
         self._check(code, status)
         return events
 

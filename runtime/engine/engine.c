@@ -6,7 +6,10 @@
  * is one @prefill_batch call: every generating request's token and the
  * prompt chunks, each a chunk of its own sequence. Its tokens (prompt, then
  * generated) are kept whole so that a preempted request can be prefilled
- * again.
+ * again. With drafts (speculative decoding), the generating requests'
+ * chunks are their chosen token and its drafts, checked in a @verify_batch
+ * call of their own (every row's logits), and the prompt chunks go to
+ * @prefill_batch alone.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -16,6 +19,7 @@
 #include "runtime/core/ranks.h"
 #include "runtime/core/status.h"
 #include "runtime/engine/kv_pages.h"
+#include "runtime/generate/speculation.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +42,13 @@ typedef struct request {
   tfm_grammar_matcher *matcher;
   int64_t slot;      /* -1 while waiting */
   int64_t step_tokens; /* this step's chunk (0: none) */
+  /* Speculative decoding by prompt lookup (lookup_ngram > 0): this step's
+   * drafts after the last chosen token (checked through @verify_batch
+   * where `verify`), and the totals its events report. */
+  int32_t lookup_ngram, draft_max;
+  int32_t *drafts; /* [draft_max] */
+  int64_t draft_count, drafted, accepted;
+  int verify;
   int64_t admitted;  /* admission order: the last admitted is preempted */
   struct request *next; /* in the waiting queue or the running list */
 } request;
@@ -65,13 +76,14 @@ struct tfm_engine {
   int64_t next_id, admissions;
   float *logits;              /* [max_sequences, vocab] */
   int32_t *tokens, *positions; /* the step's rows: [max_step_tokens] */
+  int verifying;               /* some of this step's chunks have drafts */
   int32_t *slots, *lengths;    /* its chunks: [max_sequences] */
   request **chunk_requests;    /* [max_sequences] */
   tfm_engine_stats stats;
 };
 
 tfm_engine_options tfm_engine_default_options(void) {
-  tfm_engine_options o = {16, 0, TFM_KV_DEFAULT_BLOCK_POSITIONS, 512, 1};
+  tfm_engine_options o = {16, 0, TFM_KV_DEFAULT_BLOCK_POSITIONS, 512, 1, 0};
   return o;
 }
 
@@ -131,6 +143,16 @@ tfm_status_code tfm_engine_new(tfm_model *model,
   const int64_t *shape = cache->shape + 1; /* one sequence's */
   tfm_engine_options o = options ? *options : tfm_engine_default_options();
   tfm_engine_options d = tfm_engine_default_options();
+  if (o.max_drafts < 0 || o.max_drafts > TFM_SPECULATION_MAX_DRAFTS)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_engine_new: max_drafts must be between 0 and %d, "
+                    "got %d",
+                    TFM_SPECULATION_MAX_DRAFTS, o.max_drafts);
+  if (o.max_drafts && !tfm_model_entry_point(model, "verify_batch"))
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
+                    "model '%s' has no @verify_batch to check drafts with: "
+                    "compile it with tfmc --speculative",
+                    desc->name);
   if (o.max_sequences < 0 || o.kv_pool_bytes < 0 || o.block_positions < 0 ||
       o.prefill_chunk < 0)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
@@ -194,8 +216,10 @@ tfm_status_code tfm_engine_new(tfm_model *model,
     tfm_kv_pages_lead_ranks(e->pages);
   e->free_slots = malloc((size_t)o.max_sequences * sizeof *e->free_slots);
   e->logits = malloc((size_t)(o.max_sequences * desc->vocab_size) * sizeof(float));
-  /* A step: a token of each generating sequence and the prompt chunks. */
-  size_t step_tokens = (size_t)o.max_sequences + (size_t)o.prefill_chunk;
+  /* A step: a token and its drafts of each generating sequence, and the
+   * prompt chunks. */
+  size_t step_tokens = (size_t)o.max_sequences * (1 + (size_t)o.max_drafts) +
+                       (size_t)o.prefill_chunk;
   e->tokens = malloc(step_tokens * sizeof *e->tokens);
   e->positions = malloc(step_tokens * sizeof *e->positions);
   e->slots = malloc((size_t)o.max_sequences * sizeof *e->slots);
@@ -242,6 +266,7 @@ static void free_request(request *r) {
   tfm_grammar_free(r->grammar);
   tfm_sampler_free(r->sampler);
   free(r->tokens);
+  free(r->drafts);
   free(r);
 }
 
@@ -288,6 +313,19 @@ tfm_status_code tfm_engine_submit(tfm_engine *e, const tfm_engine_request *q,
       tfm_check_token_ids(e->desc, q->prompt, q->prompt_count, status);
   if (code != TFM_OK)
     return code;
+  if ((q->lookup_ngram || q->draft_max) && !e->options.max_drafts)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "a request drafts (lookup_ngram %d, draft_max %d) in an "
+                    "engine that checks no drafts (max_drafts 0)",
+                    q->lookup_ngram, q->draft_max);
+  if (q->lookup_ngram < 0 || q->lookup_ngram > TFM_SPECULATION_MAX_NGRAM ||
+      q->draft_max < 0 || q->draft_max > e->options.max_drafts)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "a request's lookup_ngram must be between 0 and %d and "
+                    "its draft_max between 0 and the engine's max_drafts "
+                    "%d, got %d and %d",
+                    TFM_SPECULATION_MAX_NGRAM, e->options.max_drafts,
+                    q->lookup_ngram, q->draft_max);
   request *r = calloc(1, sizeof *r);
   if (!r)
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -298,7 +336,11 @@ tfm_status_code tfm_engine_submit(tfm_engine *e, const tfm_engine_request *q,
   }
   r->greedy = q->sampler.temperature == 0.0f;
   r->tokens = malloc((size_t)e->capacity * sizeof *r->tokens);
-  if (!r->tokens) {
+  r->lookup_ngram = q->lookup_ngram;
+  r->draft_max = q->draft_max ? q->draft_max : e->options.max_drafts;
+  if (r->lookup_ngram)
+    r->drafts = malloc((size_t)r->draft_max * sizeof *r->drafts);
+  if (!r->tokens || (r->lookup_ngram && !r->drafts)) {
     free_request(r);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   }
@@ -408,7 +450,8 @@ static int reserve(tfm_engine *e, request *r, int64_t end, tfm_status *status) {
  * status's code for the step to return. */
 static tfm_status_code fail_request(tfm_engine *e, request *r,
                                     tfm_engine_event *events, int32_t *count) {
-  events[(*count)++] = (tfm_engine_event){r->id, -1, TFM_FINISH_ERROR};
+  events[(*count)++] =
+      (tfm_engine_event){r->id, -1, TFM_FINISH_ERROR, r->drafted, r->accepted};
   retire(e, r);
   return TFM_ERROR_OUT_OF_MEMORY;
 }
@@ -440,6 +483,8 @@ static void take_token(tfm_engine *e, request *r, float *logits,
                        tfm_engine_event *event) {
   event->id = r->id;
   event->token = -1;
+  event->drafted_tokens = r->drafted;
+  event->accepted_tokens = r->accepted;
   /* Greedy under a grammar: the best tokens the grammar allows, checked
    * before the mask is computed (generate.c says why); the sampler's pass
    * penalizes repeated tokens. Else the grammar's mask first. Where it
@@ -490,11 +535,39 @@ static void take_token(tfm_engine *e, request *r, float *logits,
  * next token, and prompt chunks while the step's prefill budget lasts
  * (r->step_tokens), and backs their positions, preempting the requests
  * admitted last while the pool is short. */
+/* Drafts `r`'s next tokens by prompt lookup, as many as it may still
+ * generate after the next and the context holds, where the pool backs
+ * their positions without preempting anyone (drafts are a bet, never a
+ * reason to evict). */
+static void draft(tfm_engine *e, request *r) {
+  int64_t room = r->draft_max;
+  int64_t left = r->max_new_tokens - r->generated - 1;
+  int64_t positions = e->capacity - r->length;
+  if (left < room)
+    room = left;
+  if (positions < room)
+    room = positions;
+  if (room <= 0)
+    return;
+  int64_t drafts =
+      tfm_speculation_lookup(r->lookup_ngram, r->tokens, r->length - 1,
+                             r->tokens[r->length - 1], room, r->drafts);
+  tfm_status ignored;
+  if (drafts &&
+      tfm_kv_pages_reserve(e->pages, r->slot, r->computed + 1 + drafts,
+                           &ignored) != TFM_OK)
+    drafts = 0;
+  r->draft_count = drafts;
+  r->step_tokens += drafts;
+  e->verifying |= drafts > 0;
+}
+
 static tfm_status_code plan_step(tfm_engine *e, tfm_engine_event *events,
                                  int32_t *count, tfm_status *status) {
   int64_t budget = e->options.prefill_chunk;
+  e->verifying = 0;
   for (request *r = e->running; r; r = r->next)
-    r->step_tokens = 0;
+    r->step_tokens = r->draft_count = 0;
   for (request *r = e->running; r; r = r->next) {
     int64_t n = 1;
     if (r->state == kPrefilling) {
@@ -510,22 +583,61 @@ static tfm_status_code plan_step(tfm_engine *e, tfm_engine_event *events,
     r->step_tokens = n;
     if (r->state == kPrefilling)
       budget -= n;
+    else if (r->lookup_ngram)
+      draft(e, r);
   }
+  /* Drafts are checked in a call of their own, with every row's logits. */
+  for (request *r = e->running; r; r = r->next)
+    r->verify = e->verifying && r->step_tokens && r->state == kGenerating;
   return TFM_OK;
 }
 
-/* Runs the planned chunks in one @prefill_batch call; a request whose chunk
- * ends what it knows (its prompt, or its last token) takes its next token
- * from the chunk's logits. */
-static tfm_status_code run_step(tfm_engine *e, tfm_engine_event *events,
-                                int32_t *count, tfm_status *status) {
+/* Takes `r`'s tokens from @verify_batch's logits of its chunk (`rows`: the
+ * last chosen token's, then each draft's): the next token, then one more
+ * for each draft the request chose itself, until it chooses otherwise or
+ * ends. Each row taken is a position the cache keeps. */
+static void take_verified(tfm_engine *e, request *r, float *rows,
+                          int64_t drafts, tfm_engine_event *events,
+                          int32_t *count) {
+  int64_t vocab = e->desc->vocab_size;
+  r->drafted += drafts;
+  e->stats.drafted_tokens += drafts;
+  for (int64_t i = 0; i <= drafts; ++i) {
+    ++r->computed;
+    if (e->options.share_prefixes)
+      tfm_kv_pages_publish(e->pages, r->slot, r->tokens, r->computed);
+    int32_t drafted = i < drafts ? r->drafts[i] : -1;
+    tfm_engine_event *event = &events[(*count)++];
+    take_token(e, r, rows + i * vocab, event); /* may retire r */
+    int accepted = event->token >= 0 && event->token == drafted;
+    if (accepted) {
+      ++event->accepted_tokens;
+      ++e->stats.accepted_tokens;
+    }
+    if (event->finish != TFM_FINISH_NONE || !accepted)
+      return;
+    ++r->accepted;
+  }
+}
+
+/* Runs the planned chunks of the requests whose `verify` is `verify` in
+ * one call: @prefill_batch, where a request whose chunk ends what it knows
+ * (its prompt, or its last token) takes its next token from the chunk's
+ * logits, or @verify_batch, where each takes its tokens from its rows'
+ * (take_verified). */
+static tfm_status_code run_chunks(tfm_engine *e, int verify,
+                                  tfm_engine_event *events, int32_t *count,
+                                  tfm_status *status) {
+  const char *name = verify ? "verify_batch" : "prefill_batch";
   int64_t rows = 0, chunks = 0;
   for (request *r = e->running; r; r = r->next) {
-    if (!r->step_tokens)
+    if (!r->step_tokens || r->verify != verify)
       continue;
     for (int64_t i = 0; i < r->step_tokens; ++i) {
-      e->tokens[rows] = r->tokens[r->computed + i];
-      e->positions[rows++] = (int32_t)(r->computed + i);
+      int64_t at = r->computed + i; /* past the known tokens: drafts */
+      e->tokens[rows] =
+          at < r->length ? r->tokens[at] : r->drafts[at - r->length];
+      e->positions[rows++] = (int32_t)at;
     }
     e->slots[chunks] = (int32_t)r->slot;
     e->lengths[chunks] = (int32_t)r->step_tokens;
@@ -545,9 +657,8 @@ static tfm_status_code run_step(tfm_engine *e, tfm_engine_event *events,
   memcpy(rings.shape, e->rings_shape, sizeof e->rings_shape);
   memcpy(states.shape, e->states_shape, sizeof e->states_shape);
   /* The paged cache, then the rings and the states where the model has
-   * them, in the order @prefill_batch lists its caches. */
-  const tfm_entry_point *entry =
-      tfm_model_entry_point(e->model, "prefill_batch");
+   * them, in the order the batched entry points list their caches. */
+  const tfm_entry_point *entry = tfm_model_entry_point(e->model, name);
   tfm_tensor *caches[3], logits;
   for (int32_t i = 0; i < entry->num_caches && i < 3; ++i) {
     int32_t kind = e->desc->caches[entry->caches[i]].kind;
@@ -555,8 +666,8 @@ static tfm_status_code run_step(tfm_engine *e, tfm_engine_event *events,
                 : kind == TFM_CACHE_RECURRENT_STATE    ? &states
                                                        : &cache;
   }
-  tfm_status_code code = tfm_model_call(e->model, "prefill_batch", inputs, 4,
-                                        caches, &logits, 1, status);
+  tfm_status_code code =
+      tfm_model_call(e->model, name, inputs, 4, caches, &logits, 1, status);
   if (code != TFM_OK) {
     /* The call may have advanced some recurrent layers' states and not
      * others: those sequences start again from their first token. */
@@ -568,6 +679,16 @@ static tfm_status_code run_step(tfm_engine *e, tfm_engine_event *events,
     return code;
   }
   int64_t vocab = e->desc->vocab_size;
+  if (verify) {
+    float *row = logits.data;
+    for (int64_t c = 0; c < chunks; ++c) {
+      take_verified(e, e->chunk_requests[c], row, e->lengths[c] - 1, events,
+                    count);
+      row += e->lengths[c] * vocab;
+    }
+    tfm_tensor_release(&logits);
+    return TFM_OK;
+  }
   memcpy(e->logits, logits.data, (size_t)(chunks * vocab) * sizeof(float));
   tfm_tensor_release(&logits);
   for (int64_t c = 0; c < chunks; ++c) {
@@ -591,16 +712,19 @@ tfm_status_code tfm_engine_step(tfm_engine *e, tfm_engine_event *events,
                     "tfm_engine_step: NULL %s",
                     !e ? "engine" : !events ? "events" : "count");
   *count = 0;
-  if (capacity < 2 * e->options.max_sequences)
+  int32_t needed = (2 + e->options.max_drafts) * e->options.max_sequences;
+  if (capacity < needed)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_engine_step: room for %d events, the engine may "
                     "need %d",
-                    capacity, 2 * e->options.max_sequences);
+                    capacity, needed);
   ++e->stats.steps;
   admit(e);
   tfm_status_code code = plan_step(e, events, count, status);
   if (code == TFM_OK)
-    code = run_step(e, events, count, status);
+    code = run_chunks(e, 0, events, count, status);
+  if (code == TFM_OK && e->verifying)
+    code = run_chunks(e, 1, events, count, status);
   return code == TFM_OK ? tfm_ok(status) : code;
 }
 

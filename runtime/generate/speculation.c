@@ -20,7 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { kDefaultDrafts = 8, kMaxNgram = 64, kMaxDrafts = 64 };
+enum {
+  kDefaultDrafts = 8,
+  kMaxNgram = TFM_SPECULATION_MAX_NGRAM,
+  kMaxDrafts = TFM_SPECULATION_MAX_DRAFTS
+};
 
 /* Token `id`'s bytes, or NULL past the vocabulary or its tokenizer. */
 static const char *spelling(const tfm_tokenizer *tokenizer, int64_t vocab,
@@ -170,15 +174,12 @@ int64_t tfm_speculation_length(const tfm_speculation *spec,
   return spec->count ? spec->base + spec->used : tfm_session_length(session);
 }
 
-/* Drafts at most `room` tokens after text = history[0..length) + next into
- * out; returns how many. */
-static int64_t lookup(const tfm_speculation *spec, const int32_t *history,
-                      int64_t length, int32_t next, int64_t room,
-                      int32_t *out) {
+int64_t tfm_speculation_lookup(int32_t ngram, const int32_t *history,
+                               int64_t length, int32_t next, int64_t room,
+                               int32_t *out) {
   int64_t total = length + 1;
 #define TEXT(i) ((i) < length ? history[i] : next)
-  for (int64_t n = spec->ngram < total - 1 ? spec->ngram : total - 1; n >= 1;
-       --n) {
+  for (int64_t n = ngram < total - 1 ? ngram : total - 1; n >= 1; --n) {
     /* The latest start before the suffix itself whose n tokens match it. */
     for (int64_t start = total - 1 - n; start >= 0; --start) {
       int64_t i = 0;
@@ -272,7 +273,8 @@ tfm_status_code tfm_speculation_advance(tfm_speculation *spec,
     if (code != TFM_OK)
       return code;
   } else if (room > 0) {
-    drafts = lookup(spec, history, length, next, room, spec->verified + 1);
+    drafts = tfm_speculation_lookup(spec->ngram, history, length, next, room,
+                                    spec->verified + 1);
   }
   if (drafts == 0)
     return tfm_decode(session, next, logits, status);

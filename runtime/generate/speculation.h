@@ -22,6 +22,9 @@
 
 #include "tfm/tfm_runtime.h"
 
+/* The longest lookup n-gram, and the most drafts one step checks. */
+enum { TFM_SPECULATION_MAX_NGRAM = 64, TFM_SPECULATION_MAX_DRAFTS = 64 };
+
 typedef struct {
   int32_t ngram, max; /* lookup n-gram length, drafts per step; 0: off */
   int64_t vocab;
@@ -37,6 +40,14 @@ typedef struct {
   int64_t used;      /* of them, those the loop has chosen so far */
   int64_t drafted, accepted;
 } tfm_speculation;
+
+/* Prompt lookup: drafts at most `room` tokens after the text
+ * history[0..length) + next into `out`, the tokens that followed the
+ * latest earlier occurrence of its last `ngram` tokens (or of fewer, down
+ * to one); returns how many. The batch engine's drafts too. */
+int64_t tfm_speculation_lookup(int32_t ngram, const int32_t *history,
+                               int64_t length, int32_t next, int64_t room,
+                               int32_t *out);
 
 /* Off unless options->lookup_ngram > 0 or options->draft, which need a
  * model with @verify (TFM_ERROR_NOT_FOUND, naming tfmc --speculative), a

@@ -37,6 +37,12 @@ const char *const kUsage =
     "pages)\n"
     "  --prefill-chunk N       prompt tokens prefilled per step (512)\n"
     "  --no-prefix-sharing     do not share KV blocks of common prefixes\n"
+    "  --lookup-ngram N        speculative decoding by prompt lookup for\n"
+    "                          every request (a request's lookup_ngram\n"
+    "                          overrides; a model compiled with tfmc\n"
+    "                          --speculative)\n"
+    "  --draft-max K           drafts a request checks a step (8; with\n"
+    "                          --lookup-ngram, or for requests' own)\n"
     "  --max-tokens N          the largest max_tokens a request may ask for\n"
     "                          (the context)\n"
     "  --max-request-bytes N   the largest request body (1048576)\n"
@@ -118,6 +124,10 @@ ServerOptions parseOptions(int argc, char **argv) {
       o.engine.prefill_chunk = parseCount("--prefill-chunk", value(), 1, big);
     } else if (arg == "--no-prefix-sharing") {
       o.engine.share_prefixes = 0;
+    } else if (arg == "--lookup-ngram") {
+      o.lookupNgram = int32_t(parseCount("--lookup-ngram", value(), 1, 64));
+    } else if (arg == "--draft-max") {
+      o.engine.max_drafts = int32_t(parseCount("--draft-max", value(), 1, 64));
     } else if (arg == "--max-tokens") {
       o.maxTokens = parseCount("--max-tokens", value(), 1, big);
     } else if (arg == "--max-request-bytes") {
@@ -155,6 +165,8 @@ ServerOptions parseOptions(int argc, char **argv) {
   if (o.sslCert.empty() != o.sslKey.empty())
     fail("--ssl-cert and --ssl-key go together: give both, or neither");
   o.engine.kv_pool_bytes = o.kvPoolMb << 20;
+  if (o.lookupNgram && !o.engine.max_drafts)
+    o.engine.max_drafts = 8;
   return o;
 }
 

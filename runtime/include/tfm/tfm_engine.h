@@ -4,8 +4,9 @@
  * step is one @prefill_batch call over the next token of every sequence
  * that is generating and chunks of waiting prompts (at most
  * `prefill_chunk` prompt tokens a step, so that a long prompt does not
- * stall the others), each weight read once for all of them. Sequences join (tfm_engine_submit) and leave (finished, or
- * tfm_engine_cancel) between steps: continuous batching.
+ * stall the others), each weight read once for all of them. Sequences join
+ * (tfm_engine_submit) and leave (finished, or tfm_engine_cancel) between steps:
+ * continuous batching.
  *
  * KV memory is a pool of fixed-size blocks bounded in bytes (runtime/
  * kv_pages.h): a sequence holds blocks for the positions it has, not for
@@ -14,6 +15,15 @@
  * admitted last gives its blocks back and waits to be prefilled again
  * (with what it generated so far): preemption by recomputation, so a
  * sequence's tokens are the same whatever else runs.
+ *
+ * Speculative decoding (max_drafts > 0, a model compiled with tfmc
+ * --speculative): a request with lookup_ngram drafts, after each chosen
+ * token, the tokens that followed the latest earlier occurrence of its
+ * text's last tokens (tfm_generate's prompt lookup); the step checks them
+ * with the chosen token in one @verify_batch call over the generating
+ * sequences (prompt chunks run in a @prefill_batch call of their own) and
+ * keeps those the request then chooses itself, so its text is the same as
+ * without drafts. Rejected drafts' positions are written over next step.
  *
  * Models need @prefill_batch (tfmc's default for decoder language
  * models). An engine is used by one thread at a time; it owns
@@ -43,10 +53,13 @@ typedef struct {
   int share_prefixes;      /* share blocks of common prefixes (1: yes;
                               never for a model with rings or recurrent
                               states: see kv_ring_bytes) */
+  int32_t max_drafts;      /* speculative decoding: drafts a request may
+                              have checked in one step, at most 64 (needs
+                              @verify_batch); 0: none */
 } tfm_engine_options;
 
 /* max_sequences 16, the pool for 16 full contexts, blocks of 8, prefill
- * chunks of 512, prefixes shared. */
+ * chunks of 512, prefixes shared, no drafts. */
 tfm_engine_options tfm_engine_default_options(void);
 
 typedef struct tfm_engine tfm_engine;
@@ -67,6 +80,10 @@ typedef struct {
    * engine frees it with the request). Where it allows no token the
    * request finishes: TFM_FINISH_EOS where its match is whole. */
   tfm_grammar *grammar;
+  /* Speculative decoding by prompt lookup (the engine's max_drafts > 0):
+   * the n-gram length, 1 to 64; 0: off. */
+  int32_t lookup_ngram;
+  int32_t draft_max; /* drafts a step; 0: the engine's max_drafts */
 } tfm_engine_request;
 
 /* Queues a request; *id names it in events and in cancel. A prompt the
@@ -92,11 +109,15 @@ typedef struct {
   int64_t id;
   int32_t token;            /* -1 when the event only finishes */
   tfm_finish_reason finish; /* the request is gone when not NONE */
+  /* The request's speculative decoding so far: tokens drafted, and how
+   * many of them it chose (each saved a step). */
+  int64_t drafted_tokens, accepted_tokens;
 } tfm_engine_event;
 
 /* One step: admits, prefills, decodes. Writes the step's events to
  * events[0..*count): at most two per request (the first token of a prompt
- * prefilled, then a decoded one), so capacity must be 2 * max_sequences.
+ * prefilled, then a decoded one) and one more per accepted draft, so
+ * capacity must be (2 + max_drafts) * max_sequences.
  * A model call that fails (out of memory) returns its status after the
  * events of what ran; the requests it concerned did not advance and run
  * again next step (a model with recurrent states prefills them again from
@@ -125,6 +146,7 @@ typedef struct {
   /* Recurrent layers' states (Gated DeltaNet's), every slot's, allocated
    * with the engine (0: none). Such a model shares no prefixes either. */
   int64_t recurrent_state_bytes;
+  int64_t drafted_tokens, accepted_tokens; /* speculative decoding's */
 } tfm_engine_stats;
 void tfm_engine_get_stats(const tfm_engine *engine, tfm_engine_stats *stats);
 
