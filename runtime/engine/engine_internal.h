@@ -1,0 +1,79 @@
+/*===- engine_internal.h - what the engine's two files share ------------===//
+ *
+ * The batch engine's requests and state (tfm_engine.h): engine.c makes,
+ * feeds and frees an engine; engine_step.c runs its steps.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_ENGINE_ENGINE_INTERNAL_H
+#define TFM_RUNTIME_ENGINE_ENGINE_INTERNAL_H
+
+#include "tfm/tfm_engine.h"
+
+#include "runtime/engine/kv_pages.h"
+
+typedef enum { kWaiting, kPrefilling, kGenerating } request_state;
+
+typedef struct request {
+  int64_t id;
+  request_state state;
+  int32_t *tokens;  /* prompt, then generated: [capacity] */
+  int64_t length;   /* tokens known */
+  int64_t computed; /* positions in the cache */
+  int64_t generated, max_new_tokens;
+  int ignore_eos;
+  tfm_sampler *sampler;
+  int greedy; /* temperature 0: a grammar checks the choice first */
+  /* The request's grammar (its own) and where its text is in it; NULL:
+   * none. */
+  tfm_grammar *grammar;
+  tfm_grammar_matcher *matcher;
+  int64_t slot;        /* -1 while waiting */
+  int64_t step_tokens; /* this step's chunk (0: none) */
+  /* Speculative decoding by prompt lookup (lookup_ngram > 0): this step's
+   * drafts after the last chosen token (checked through @verify_batch
+   * where `verify`), and the totals its events report. */
+  int32_t lookup_ngram, draft_max;
+  int32_t *drafts; /* [draft_max] */
+  int64_t draft_count, drafted, accepted;
+  int verify;
+  int64_t admitted;     /* admission order: the last admitted is preempted */
+  struct request *next; /* in the waiting queue or the running list */
+} request;
+
+struct tfm_engine {
+  tfm_model *model;
+  const tfm_model_desc *desc;
+  tfm_engine_options options;
+  tfm_kv_pages *pages;
+  int64_t capacity;       /* positions per sequence */
+  int64_t cache_shape[6]; /* [slots, layers, 2, capacity, kv_heads, dim] */
+  size_t slot_bytes;      /* one sequence's whole cache */
+  int32_t cache_dtype;    /* f32, bf16, f16, or an int8 cache's rows */
+  /* Windowed layers' rings where the model keeps them apart ([slots,
+   * rings, 2, window, kv_heads, dim]; NULL: none): plain memory, each
+   * slot's rewritten as its sequence goes on. */
+  void *rings;
+  int64_t rings_shape[6];
+  /* Recurrent layers' states ([slots, elements] f32; NULL: none), read as
+   * zeros by a chunk at position 0, so a reused slot needs no clearing. */
+  float *states;
+  int64_t states_shape[2];
+  int64_t *free_slots, free_slot_count;
+  request *waiting, *running; /* FIFO queue; admission order */
+  int64_t next_id, admissions;
+  float *logits;               /* [max_sequences, vocab] */
+  int32_t *tokens, *positions; /* the step's rows: [max_step_tokens] */
+  int verifying;               /* some of this step's chunks have drafts */
+  int32_t *slots, *lengths;    /* its chunks: [max_sequences] */
+  request **chunk_requests;    /* [max_sequences] */
+  tfm_engine_stats stats;
+};
+
+/* Frees a request that is in no list and holds no slot. */
+void tfm_engine_free_request(request *r);
+
+/* Ends `r`: its slot's blocks back to the pool, out of its list, freed. */
+void tfm_engine_retire(tfm_engine *e, request *r);
+
+#endif /* TFM_RUNTIME_ENGINE_ENGINE_INTERNAL_H */
