@@ -197,7 +197,7 @@ tfm_status_code tfm_engine_new(tfm_model *model,
   return tfm_ok(status);
 }
 
-void tfm_engine_free_request(request *r) {
+static void free_request(request *r) {
   tfm_grammar_matcher_free(r->matcher);
   tfm_grammar_free(r->grammar);
   tfm_sampler_free(r->sampler);
@@ -213,7 +213,7 @@ void tfm_engine_free(tfm_engine *e) {
        ++l)
     for (request *r = *l, *next; r; r = next) {
       next = r->next;
-      tfm_engine_free_request(r);
+      free_request(r);
     }
   tfm_kv_pages_free(e->pages);
   free(e->rings);
@@ -277,13 +277,13 @@ tfm_status_code tfm_engine_submit(tfm_engine *e, const tfm_engine_request *q,
   if (r->lookup_ngram)
     r->drafts = malloc((size_t)r->draft_max * sizeof *r->drafts);
   if (!r->tokens || (r->lookup_ngram && !r->drafts)) {
-    tfm_engine_free_request(r);
+    free_request(r);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   }
   if (q->grammar) {
     code = tfm_grammar_matcher_new(q->grammar, &r->matcher, status);
     if (code != TFM_OK) {
-      tfm_engine_free_request(r);
+      free_request(r);
       return code;
     }
     r->grammar = q->grammar; /* the request's from here on */
@@ -300,6 +300,30 @@ tfm_status_code tfm_engine_submit(tfm_engine *e, const tfm_engine_request *q,
   *tail = r;
   *id = r->id;
   return tfm_ok(status);
+}
+
+/* Unlinks `r` from `list`. */
+void tfm_engine_unlink(request **list, request *r) {
+  for (; *list; list = &(*list)->next)
+    if (*list == r) {
+      *list = r->next;
+      r->next = NULL;
+      return;
+    }
+}
+
+void tfm_engine_give_back_slot(tfm_engine *e, request *r) {
+  if (r->slot < 0)
+    return;
+  tfm_kv_pages_release(e->pages, r->slot);
+  e->free_slots[e->free_slot_count++] = r->slot;
+  r->slot = -1;
+}
+
+void tfm_engine_retire(tfm_engine *e, request *r) {
+  tfm_engine_give_back_slot(e, r);
+  tfm_engine_unlink(r->state == kWaiting ? &e->waiting : &e->running, r);
+  free_request(r);
 }
 
 tfm_status_code tfm_engine_cancel(tfm_engine *e, int64_t id,

@@ -1,7 +1,8 @@
 /*===- engine_internal.h - what the engine's two files share ------------===//
  *
  * The batch engine's requests and state (tfm_engine.h): engine.c makes,
- * feeds and frees an engine; engine_step.c runs its steps.
+ * feeds and frees an engine and its requests; engine_step.c runs its
+ * steps, with engine.c's request bookkeeping.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -70,8 +71,11 @@ struct tfm_engine {
   tfm_engine_stats stats;
 };
 
-/* Frees a request that is in no list and holds no slot. */
-void tfm_engine_free_request(request *r);
+/* Unlinks `r` from `list` (the waiting queue or the running list). */
+void tfm_engine_unlink(request **list, request *r);
+
+/* Gives `r`'s slot and its blocks back (none held: nothing). */
+void tfm_engine_give_back_slot(tfm_engine *e, request *r);
 
 /* Ends `r`: its slot's blocks back to the pool, out of its list, freed. */
 void tfm_engine_retire(tfm_engine *e, request *r);

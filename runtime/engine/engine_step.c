@@ -22,30 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Unlinks `r` from `list`. */
-static void unlink_request(request **list, request *r) {
-  for (; *list; list = &(*list)->next)
-    if (*list == r) {
-      *list = r->next;
-      r->next = NULL;
-      return;
-    }
-}
-
-static void give_back_slot(tfm_engine *e, request *r) {
-  if (r->slot < 0)
-    return;
-  tfm_kv_pages_release(e->pages, r->slot);
-  e->free_slots[e->free_slot_count++] = r->slot;
-  r->slot = -1;
-}
-
-void tfm_engine_retire(tfm_engine *e, request *r) {
-  give_back_slot(e, r);
-  unlink_request(r->state == kWaiting ? &e->waiting : &e->running, r);
-  tfm_engine_free_request(r);
-}
-
 /* Moves the last admitted running request back to the front of the queue,
  * its blocks freed; it will be prefilled again with all its tokens. */
 static request *preempt_last(tfm_engine *e) {
@@ -55,8 +31,8 @@ static request *preempt_last(tfm_engine *e) {
       last = r;
   if (!last)
     return NULL;
-  give_back_slot(e, last);
-  unlink_request(&e->running, last);
+  tfm_engine_give_back_slot(e, last);
+  tfm_engine_unlink(&e->running, last);
   last->state = kWaiting;
   last->computed = 0;
   last->next = e->waiting;
