@@ -1132,14 +1132,23 @@ void printServing(const ServerOptions &o, const ServedModel &served,
           ? ", split over " + std::to_string(served.desc->ranks) + " ranks"
           : "";
   const char *scheme = https ? "https" : "http";
+  // Speculative decoding: what requests draft unless they say otherwise.
+  std::string drafts = !served.maxDrafts ? ""
+                       : served.lookupNgram
+                           ? ", up to " + std::to_string(served.maxDrafts) +
+                                 " drafts a step by " +
+                                 std::to_string(served.lookupNgram) +
+                                 "-gram lookup"
+                           : ", up to " + std::to_string(served.maxDrafts) +
+                                 " drafts a step where requests ask";
   if (kinds.generates)
     std::printf("tfm-serve: serving '%s' (%lld positions, %d sequences, %lld "
-                "KV blocks of %lld positions%s%s) on %s://%s:%d\n",
+                "KV blocks of %lld positions%s%s%s) on %s://%s:%d\n",
                 served.name.c_str(), (long long)served.contextPositions,
                 maxSequences, (long long)engineStats.kv_blocks,
                 (long long)engineStats.kv_block_positions,
-                engineStats.kv_paged ? "" : ", unpaged", split.c_str(), scheme,
-                o.host.c_str(), port);
+                engineStats.kv_paged ? "" : ", unpaged", drafts.c_str(),
+                split.c_str(), scheme, o.host.c_str(), port);
   else if (kinds.embed)
     std::printf("tfm-serve: serving '%s' (embeddings of %lld dimensions, "
                 "inputs of up to %lld tokens%s) on %s://%s:%d\n",
