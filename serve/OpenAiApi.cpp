@@ -762,7 +762,7 @@ std::string tfm::serve::jsonText(const json &value) {
 }
 
 json tfm::serve::usage(int64_t promptTokens, int64_t completionTokens,
-                       const Speculation *drafts) {
+                       std::optional<Speculation> drafts) {
   json out = {{"prompt_tokens", promptTokens},
               {"completion_tokens", completionTokens},
               {"total_tokens", promptTokens + completionTokens}};

@@ -204,7 +204,7 @@ struct Speculation {
 /// completion_tokens_details count the predicted tokens accepted and
 /// rejected.
 nlohmann::ordered_json usage(int64_t promptTokens, int64_t completionTokens,
-                             const Speculation *drafts = nullptr);
+                             std::optional<Speculation> drafts = std::nullopt);
 /// The response object, or a chunk of a stream when `streamed`.
 nlohmann::ordered_json completionResponse(Endpoint endpoint, bool streamed,
                                   const std::string &id, int64_t created,

@@ -258,20 +258,18 @@ struct Generation {
   std::optional<ToolCallParser> toolParser;
   std::vector<ToolCall> calls;
   size_t callsSent = 0;
-  /// The drafts so far, for the usage (null where the request drafts
+  /// The drafts so far, for the usage (none where the request drafts
   /// none).
-  const Speculation *drafts() {
+  std::optional<Speculation> drafts() const {
     if (!drafting)
-      return nullptr;
+      return std::nullopt;
     std::lock_guard<std::mutex> lock(completion->mutex);
-    speculation = {completion->drafted, completion->accepted};
-    return &speculation;
+    return Speculation{completion->drafted, completion->accepted};
   }
   size_t seen = 0; // tokens taken from the completion
   bool done = false;
   bool sentFirstChunk = false;
   bool drafting = false; // speculative decoding: usage counts the drafts
-  Speculation speculation;
   Generation(std::shared_ptr<Completion> completion, const ServedModel &model,
              const CompletionRequest &request, uint64_t idSeed)
       : completion(std::move(completion)),

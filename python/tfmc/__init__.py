@@ -932,6 +932,11 @@ class Model:
             ctypes.byref(draft._desc_symbol), None, ctypes.byref(handle),
             ctypes.byref(status)), status)
         with self._lock:
+            # Another thread may have loaded it meanwhile: keep one.
+            held = self._drafts.get(id(draft))
+            if held is not None and held[0] is draft:
+                self._library.tfm_model_free(handle)
+                return held[1]
             self._drafts[id(draft)] = (draft, handle)
         return handle
 

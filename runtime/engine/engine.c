@@ -151,7 +151,6 @@ tfm_status_code tfm_engine_new(tfm_model *model,
   if (tfm_model_leads(model))
     tfm_kv_pages_lead_ranks(e->pages);
   e->free_slots = malloc((size_t)o.max_sequences * sizeof *e->free_slots);
-  e->logits = malloc((size_t)(o.max_sequences * desc->vocab_size) * sizeof(float));
   /* A step: a token and its drafts of each generating sequence, and the
    * prompt chunks. */
   size_t step_tokens = (size_t)o.max_sequences * (1 + (size_t)o.max_drafts) +
@@ -162,8 +161,8 @@ tfm_status_code tfm_engine_new(tfm_model *model,
   e->lengths = malloc((size_t)o.max_sequences * sizeof *e->lengths);
   e->chunk_requests =
       malloc((size_t)o.max_sequences * sizeof *e->chunk_requests);
-  if (!e->free_slots || !e->logits || !e->tokens || !e->positions ||
-      !e->slots || !e->lengths || !e->chunk_requests) {
+  if (!e->free_slots || !e->tokens || !e->positions || !e->slots ||
+      !e->lengths || !e->chunk_requests) {
     tfm_engine_free(e);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "out of memory for an engine of %d sequences",
@@ -219,7 +218,6 @@ void tfm_engine_free(tfm_engine *e) {
   free(e->rings);
   free(e->states);
   free(e->free_slots);
-  free(e->logits);
   free(e->tokens);
   free(e->positions);
   free(e->slots);

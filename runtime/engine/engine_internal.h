@@ -36,7 +36,7 @@ typedef struct request {
    * where `verify`), and the totals its events report. */
   int32_t lookup_ngram, draft_max;
   int32_t *drafts; /* [draft_max] */
-  int64_t draft_count, drafted, accepted;
+  int64_t drafted, accepted;
   int verify;
   int64_t admitted;     /* admission order: the last admitted is preempted */
   struct request *next; /* in the waiting queue or the running list */
@@ -63,7 +63,6 @@ struct tfm_engine {
   int64_t *free_slots, free_slot_count;
   request *waiting, *running; /* FIFO queue; admission order */
   int64_t next_id, admissions;
-  float *logits;               /* [max_sequences, vocab] */
   int32_t *tokens, *positions; /* the step's rows: [max_step_tokens] */
   int verifying;               /* some of this step's chunks have drafts */
   int32_t *slots, *lengths;    /* its chunks: [max_sequences] */

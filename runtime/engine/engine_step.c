@@ -147,10 +147,6 @@ static void take_token(tfm_engine *e, request *r, float *logits,
     r->state = kGenerating;
 }
 
-/* Chooses the step's chunks in admission order: each generating request's
- * next token, and prompt chunks while the step's prefill budget lasts
- * (r->step_tokens), and backs their positions, preempting the requests
- * admitted last while the pool is short. */
 /* Drafts `r`'s next tokens by prompt lookup, as many as it may still
  * generate after the next and the context holds, where the pool backs
  * their positions without preempting anyone (drafts are a bet, never a
@@ -173,17 +169,20 @@ static void draft(tfm_engine *e, request *r) {
       tfm_kv_pages_reserve(e->pages, r->slot, r->computed + 1 + drafts,
                            &ignored) != TFM_OK)
     drafts = 0;
-  r->draft_count = drafts;
   r->step_tokens += drafts;
   e->verifying |= drafts > 0;
 }
 
+/* Chooses the step's chunks in admission order: each generating request's
+ * next token (and its drafts), and prompt chunks while the step's prefill
+ * budget lasts (r->step_tokens), and backs their positions, preempting the
+ * requests admitted last while the pool is short. */
 static tfm_status_code plan_step(tfm_engine *e, tfm_engine_event *events,
                                  int32_t *count, tfm_status *status) {
   int64_t budget = e->options.prefill_chunk;
   e->verifying = 0;
   for (request *r = e->running; r; r = r->next)
-    r->step_tokens = r->draft_count = 0;
+    r->step_tokens = 0;
   for (request *r = e->running; r; r = r->next) {
     int64_t n = 1;
     if (r->state == kPrefilling) {
@@ -294,29 +293,27 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
       }
     return code;
   }
+  /* @prefill_batch's logits: a row a chunk; @verify_batch's: a row a
+   * token. */
   int64_t vocab = e->desc->vocab_size;
-  if (verify) {
-    float *row = logits.data;
-    for (int64_t c = 0; c < chunks; ++c) {
-      take_verified(e, e->chunk_requests[c], row, e->lengths[c] - 1, events,
-                    count);
-      row += e->lengths[c] * vocab;
-    }
-    tfm_tensor_release(&logits);
-    return TFM_OK;
-  }
-  memcpy(e->logits, logits.data, (size_t)(chunks * vocab) * sizeof(float));
-  tfm_tensor_release(&logits);
+  float *row = logits.data;
   for (int64_t c = 0; c < chunks; ++c) {
     request *r = e->chunk_requests[c];
+    if (verify) {
+      take_verified(e, r, row, e->lengths[c] - 1, events, count);
+      row += e->lengths[c] * vocab;
+      continue;
+    }
     if (r->state == kPrefilling)
       e->stats.prompt_tokens += r->step_tokens;
     r->computed += r->step_tokens;
     if (e->options.share_prefixes)
       tfm_kv_pages_publish(e->pages, r->slot, r->tokens, r->computed);
     if (r->computed == r->length)
-      take_token(e, r, e->logits + c * vocab, &events[(*count)++]);
+      take_token(e, r, row, &events[(*count)++]);
+    row += vocab;
   }
+  tfm_tensor_release(&logits);
   return TFM_OK;
 }
 
