@@ -48,6 +48,9 @@ void mlir::tfm::buildCodegenPipeline(OpPassManager &pm,
   tfm.maxContext = options.maxContext;
   tfm.kvDtype = options.kvDtype;
   tfm.verify = options.verify;
+  tfm.loraSlots = options.loraSlots;
+  tfm.loraRank = options.loraRank;
+  tfm.loraTargets = options.loraTargets;
   tfm.fuseQKV = options.fuseQKV;
   tfm.expandLatentAttention = options.expandLatentAttention;
   tfm.fuseMLP = options.fuseMLP;

@@ -46,6 +46,21 @@ struct CodegenPipelineOptions : PassPipelineOptions<CodegenPipelineOptions> {
       llvm::cl::desc("Also derive @verify, speculative decoding's "
                      "every-position @prefill (tfm-kv-cache)"),
       llvm::cl::init(false)};
+  Option<int64_t> loraSlots{
+      *this, "lora-slots",
+      llvm::cl::desc("Run-time LoRA adapters loaded at once (tfm-lora-slots; "
+                     "0: none)"),
+      llvm::cl::init(0)};
+  Option<int64_t> loraRank{
+      *this, "lora-rank",
+      llvm::cl::desc("The largest rank of a run-time LoRA adapter"),
+      llvm::cl::init(16)};
+  Option<std::string> loraTargets{
+      *this, "lora-targets",
+      llvm::cl::desc("Modules run-time LoRA adapters may adapt, "
+                     "comma-separated (empty: every projection of the "
+                     "layers)"),
+      llvm::cl::init("")};
   Option<std::string> weightsDtype{
       *this, "weights-dtype",
       llvm::cl::desc("Storage of the weight matrices: f32, bf16, f16, int8, "

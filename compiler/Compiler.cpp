@@ -289,6 +289,9 @@ llvm::Error checkTarget(const CompileOptions &options,
   if (!target->perWeightDtypes && !pipeline.weightsDtypeFor.getValue().empty())
     return makeError(flag + " takes one weights dtype so far: "
                             "--weights-dtype-for is CPU only");
+  if (pipeline.loraSlots > 0 && !target->verifyEntry)
+    return makeError(flag + " has no run-time LoRA adapters so far: "
+                            "--lora-slots is CPU only");
   if (pipeline.verify && !target->verifyEntry)
     return makeError(flag + " has no @verify so far: --speculative is CPU "
                             "only");
@@ -526,6 +529,29 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
                      (!askedForCache
                           ? "there is no KV cache (--no-kv-cache)"
                           : "this model has no KV cache (only decoders do)"));
+  if (pipeline.loraSlots < 0 || pipeline.loraSlots > TFM_LORA_MAX_SLOTS)
+    return makeError("--lora-slots: expected 0 to " +
+                     std::to_string(TFM_LORA_MAX_SLOTS) + ", got " +
+                     std::to_string(pipeline.loraSlots));
+  if (pipeline.loraSlots > 0 &&
+      (pipeline.loraRank < 1 || pipeline.loraRank > TFM_LORA_MAX_RANK))
+    return makeError("--lora-rank: expected 1 to " +
+                     std::to_string(TFM_LORA_MAX_RANK) + ", got " +
+                     std::to_string(pipeline.loraRank));
+  if (pipeline.loraSlots == 0 && !pipeline.loraTargets.getValue().empty())
+    return makeError("--lora-targets chooses what run-time adapters adapt: "
+                     "give --lora-slots too");
+  if (first == PipelineStage::Tfm && pipeline.loraSlots > 0 &&
+      (!pipeline.kvCache || !unit.model))
+    return makeError(std::string("--lora-slots: ") +
+                     (!askedForCache
+                          ? "run-time adapters need the KV cache's entry "
+                            "points (--no-kv-cache)"
+                          : "run-time adapters are for decoders so far"));
+  if (pipeline.loraSlots > 0 && pipeline.ranks > 1)
+    return makeError("--lora-slots: a model split over ranks takes no "
+                     "run-time adapters yet (--ranks " +
+                     std::to_string(pipeline.ranks) + ")");
   if (pipeline.verify && pipeline.ranks > 1)
     return makeError("--speculative: a model split over ranks has no "
                      "@verify yet (--ranks " +
@@ -628,6 +654,19 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
     d.schedulerConfig =
         diffusion.getAs<StringAttr>("scheduler_config").str();
     description.diffusion = std::move(d);
+  }
+  // Made by tfm-lora-slots, which writes every field.
+  if (auto lora =
+          (*unit.module)->getAttrOfType<DictionaryAttr>(kLoraAttrName)) {
+    ModelDescription::Lora slots;
+    slots.slots = lora.getAs<IntegerAttr>("slots").getInt();
+    slots.rank = lora.getAs<IntegerAttr>("rank").getInt();
+    llvm::ArrayRef<int64_t> features =
+        lora.getAs<DenseI64ArrayAttr>("features").asArrayRef();
+    for (auto [i, name] : llvm::enumerate(lora.getAs<ArrayAttr>("targets")))
+      slots.targets.push_back(
+          {cast<StringAttr>(name).str(), features[2 * i], features[2 * i + 1]});
+    description.lora = std::move(slots);
   }
   description.vocabSize = model.getVocabSize();
   // --max-context past the model's maximum (dynamic NTK scaling) is the

@@ -269,6 +269,27 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
       return op->emitError() << "'" << name
                              << "' needs the string 'scheduler_config'";
     return success();
+  } else if (name == kLoraAttrName) {
+    auto fields = dyn_cast<DictionaryAttr>(attr.getValue());
+    if (!onModule || !fields)
+      return op->emitError()
+             << "'" << name << "' belongs on the module, as a dictionary";
+    for (llvm::StringRef key : {"slots", "rank"}) {
+      auto value = fields.getAs<IntegerAttr>(key);
+      if (!value || value.getInt() < 1)
+        return op->emitError()
+               << "'" << name << "' needs a positive '" << key << "'";
+    }
+    auto targets = fields.getAs<ArrayAttr>("targets");
+    auto features = fields.getAs<DenseI64ArrayAttr>("features");
+    if (!targets || !llvm::all_of(targets, llvm::IsaPred<StringAttr>) ||
+        !features || features.size() != 2 * int64_t(targets.size()) ||
+        !llvm::all_of(features.asArrayRef(), [](int64_t n) { return n > 0; }))
+      return op->emitError()
+             << "'" << name
+             << "' needs 'targets' (weight names) and 'features' (a "
+                "positive in and out for each)";
+    return success();
   } else if (name == kCheckpointDtypeAttrName) {
     if (isa<WeightDeclOp>(op) && isa<StringAttr>(attr.getValue()))
       return success();

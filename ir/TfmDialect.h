@@ -50,6 +50,10 @@ inline constexpr llvm::StringLiteral kLogitScaleAttrName = "tfm.logit_scale";
 /// f64 FloatAttr), by which a decode step's weight reads count its weights.
 inline constexpr llvm::StringLiteral kExpertShareAttrName = "tfm.expert_share";
 
+/// On the module of a model with run-time LoRA adapter slots
+/// (tfm-lora-slots): {slots, rank, targets = [weight names], features =
+/// [in, out for each target]}, the table tfm.lora ops index by `target`.
+inline constexpr llvm::StringLiteral kLoraAttrName = "tfm.lora";
 } // namespace mlir::tfm
 #include "ir/TfmEnums.h.inc"
 

@@ -384,6 +384,30 @@ LogicalResult HeadLinearOp::verify() {
                    x[1] * y[2]);
 }
 
+LogicalResult LoraOp::verify() {
+  RankedTensorType inputType = getInput().getType();
+  RankedTensorType projectedType = getProjected().getType();
+  for (auto [what, type] :
+       {std::pair<StringRef, RankedTensorType>{"input", inputType},
+        {"projected", projectedType}}) {
+    if (type.getRank() != 2 && type.getRank() != 3)
+      return emitOpError() << "expected " << what
+                           << " to be rank 2 [seq, features] or rank 3 "
+                              "[seq, heads, head_dim], got rank "
+                           << type.getRank();
+    if (!type.getElementType().isF32())
+      return emitOpError() << "expected " << what << " of f32, got "
+                           << type.getElementType();
+  }
+  // I64Attr reads back unsigned.
+  auto target = static_cast<int64_t>(getTarget());
+  if (target < 0)
+    return emitOpError() << "expected a target index >= 0, got " << target;
+  return expectDim(*this, "projected sequence length",
+                   projectedType.getDimSize(0), "input sequence length",
+                   inputType.getDimSize(0));
+}
+
 LogicalResult ConcatOp::verify() {
   if (getInputs().size() < 2)
     return emitOpError() << "expected at least 2 inputs, got "

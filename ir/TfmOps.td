@@ -228,6 +228,37 @@ def Tfm_HeadLinearOp : Tfm_Op<"head_linear", [Pure, Tfm_PositionWise]> {
   let hasVerifier = 1;
 }
 
+def Tfm_LoraOp : Tfm_Op<"lora", [Pure,
+    AllTypesMatch<["projected", "result"]>]> {
+  let summary = "a projection's output plus the low-rank update of the "
+                "adapter each row runs with";
+  let description = [{
+    `result[i] = projected[i] + B_a·(A_a·input[i])`, where `projected` is
+    `tfm.linear`'s output for `input` and `(A_a, B_a)` is LoRA target
+    `target`'s pair in the adapter `a` that row `i` of the call runs with
+    (tfm_lora_load; `B_a` carries the adapter's scale). The adapters are
+    loaded at run time into the slots `tfm-lora-slots` made, listed in the
+    module's `tfm.lora` attribute; the runtime says which adapter each row
+    of a call uses (one for every row of a session's call, a sequence's for
+    each row of a batched call), and a row without one is `projected` as
+    it is. Row `i` is the call's row `i`: the cache derivations keep the op
+    on the rows of the entry point's tokens (it acts on each row, but is
+    not moved onto a subset of them).
+
+    ```mlir
+    %q1 = tfm.lora %h, %q {target = 0 : i64} : tensor<?x64xf32>, tensor<?x4x16xf32> -> tensor<?x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$projected,
+                       I64Attr:$target);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $projected attr-dict `:` type($input) `,` type($projected)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tfm_ConcatOp : Tfm_Op<"concat", [Pure]> {
   let summary = "tensors joined along their first dimension";
   let description = [{

@@ -632,8 +632,9 @@ Value mlir::tfm::pickRows(
   // Ops that compute each row alone: position-wise tfm ops, and those
   // after a vocabulary-parallel head (the gather of its logits' columns,
   // a cast), which then gather the picked rows only.
-  bool eachRowAlone = producer && actsOnEachPosition(producer) &&
-                      !isa<tensor::DimOp, tensor::ExtractSliceOp>(producer);
+  bool eachRowAlone =
+      producer && actsOnEachPosition(producer) &&
+      !isa<tensor::DimOp, tensor::ExtractSliceOp, LoraOp>(producer);
   if (eachRowAlone && producer->hasOneUse() && producer->getNumResults() == 1 &&
       llvm::all_of(producer->getOperands(), isRows)) {
     IRMapping mapping;

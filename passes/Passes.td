@@ -176,6 +176,37 @@ def BatchImagesPass : Pass<"tfm-batch-images", "ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def LoraSlotsPass : Pass<"tfm-lora-slots", "ModuleOp"> {
+  let summary = "Adapter slots: each adapted projection plus the low-rank "
+                "update of the adapter its row runs with";
+  let description = [{
+    For run-time LoRA adapters: every `tfm.linear` whose weight is a layer's
+    (its checkpoint name has a layer number, `model.layers.3.mlp.up_proj.
+    weight`; the LM head and embeddings have none) and whose module (the
+    name's part before `.weight`, `up_proj`) is among `targets` (empty: all
+    of them, PEFT's "all-linear") is followed by a `tfm.lora` of its input
+    and output, which its users read instead. The module gets `tfm.lora =
+    {slots, rank, targets = [weight names], features = [in, out, ...]}`, the
+    table the runtime loads adapters by (tfm_model_desc.lora): each target's
+    `A [rank, in]` and `B [out, rank]` in each of `slots` slots.
+
+    Runs on `@forward` before the cache and batch derivations, which keep
+    every `tfm.lora` on the rows of its entry point's tokens (they pick the
+    rows a call returns logits of below it, never above), and before the
+    fusions (a gate or up projection with an update is not joined into a
+    gated one; joined Q, K and V keep their updates on the slices).
+  }];
+  let options = [
+    Option<"slots", "slots", "int64_t", /*default=*/"4",
+           "Adapters loaded at once">,
+    Option<"rank", "rank", "int64_t", /*default=*/"16",
+           "The largest adapter rank a slot holds">,
+    Option<"targets", "targets", "std::string", /*default=*/"\"\"",
+           "Comma-separated module names to adapt (empty: every projection "
+           "of the layers)">
+  ];
+}
+
 def FuseQKVPass : Pass<"tfm-fuse-qkv", "func::FuncOp"> {
   let summary = "Join sibling head projections (Q, K, V) into one GEMM";
   let description = [{

@@ -69,6 +69,15 @@ static void addBatchingPasses(OpPassManager &pm,
 
 void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
                                  const TfmPipelineOptions &options) {
+  // On @forward, so that every derived entry point keeps each update on the
+  // rows of its tokens (the derivations pick rows below it, never above).
+  if (options.loraSlots > 0) {
+    LoraSlotsPassOptions lora;
+    lora.slots = options.loraSlots;
+    lora.rank = options.loraRank;
+    lora.targets = options.loraTargets;
+    pm.addPass(createLoraSlotsPass(lora));
+  }
   if (options.kvCache) {
     KVCachePassOptions kvCache;
     kvCache.maxContext = options.maxContext;

@@ -40,6 +40,12 @@ struct TfmPipelineOptions {
   /// tfm-quantize-weights' dtype, edge-dtype and keep; it runs unless
   /// both dtypes are empty or f32.
   std::string weightsDtype, edgeDtype, keepWeights, weightsDtypeFor;
+  /// Run-time LoRA adapter slots (tfm-lora-slots; 0: none), the largest
+  /// rank a slot holds, and the modules adapted (comma-separated; empty:
+  /// every projection of the layers).
+  int64_t loraSlots = 0;
+  int64_t loraRank = 16;
+  std::string loraTargets;
   /// Processes the model is split over (tensor parallelism, --ranks): more
   /// than one ends the tfm stage with the split's annotations
   /// (tfm-shard-tensor-parallel), and the partition stage carries it out

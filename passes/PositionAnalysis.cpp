@@ -50,6 +50,11 @@ llvm::DenseSet<Value> mlir::tfm::valuesComputedFrom(func::FuncOp func,
 bool mlir::tfm::actsOnEachPosition(Operation *op) {
   if (op->hasTrait<OpTrait::tfm::PositionWise>() || isa<tensor::DimOp>(op))
     return true;
+  // A LoRA update's row depends on its own row and the adapter the call
+  // gives that row: row-wise for a cache, but tied to the call's rows
+  // (pickRows does not move it onto a subset).
+  if (isa<LoraOp>(op))
+    return true;
   // A cast that says no more about the rows than its source did (one
   // pinning them to a count would not hold for other rows).
   if (auto cast = dyn_cast<tensor::CastOp>(op)) {

@@ -461,6 +461,50 @@ std::optional<ApiError> tfm::serve::parseRequestObject(const std::string &body,
   return std::nullopt;
 }
 
+namespace {
+
+/// "'a', 'b'": the LoRA adapters' names, for messages.
+std::string adapterNames(const ServedModel &model) {
+  std::string list;
+  for (const auto &[name, id] : model.adapters)
+    list += (list.empty() ? "'" : ", '") + name + "'";
+  return list;
+}
+
+/// The adapter a request runs with: its `lora`, or an adapter's name as
+/// its `model` (as vLLM serves them); 0 for the base model.
+std::optional<ApiError> readAdapter(const json &request,
+                                    const ServedModel &model,
+                                    CompletionRequest &out) {
+  std::string asked;
+  if (auto found = request.find("model");
+      found != request.end() && model.adapters.count(found->get<std::string>()))
+    asked = found->get<std::string>();
+  if (auto found = request.find("lora");
+      found != request.end() && !found->is_null()) {
+    if (!found->is_string())
+      return badField("lora", "must be the name of a LoRA adapter");
+    const std::string &name = found->get<std::string>();
+    if (!model.adapters.count(name))
+      return badField("lora", "'" + name +
+                                  "' is not an adapter of this "
+                                  "server" +
+                                  (model.adapters.empty()
+                                       ? std::string(" (it loads none: start "
+                                                     "it with --lora)")
+                                       : " (its adapters are " +
+                                             adapterNames(model) + ")"));
+    if (!asked.empty() && asked != name)
+      return badField("lora", "'" + name + "' and the model '" + asked +
+                                  "' name different adapters");
+    asked = name;
+  }
+  out.lora = asked.empty() ? 0 : model.adapters.at(asked);
+  return std::nullopt;
+}
+
+} // namespace
+
 std::optional<ApiError> tfm::serve::checkModelField(const json &request,
                                                     const ServedModel &model) {
   auto found = request.find("model");
@@ -468,12 +512,16 @@ std::optional<ApiError> tfm::serve::checkModelField(const json &request,
     return std::nullopt;
   if (!found->is_string())
     return badField("model", "must be a string");
-  if (found->get<std::string>() != model.name)
-    return ApiError{404,
-                    "model '" + found->get<std::string>() +
-                        "' does not exist; this server serves '" + model.name +
-                        "'",
-                    "model", "model_not_found"};
+  const std::string &name = found->get<std::string>();
+  if (name != model.name && !model.adapters.count(name))
+    return ApiError{
+        404,
+        "model '" + name + "' does not exist; this server serves '" +
+            model.name + "'" +
+            (model.adapters.empty()
+                 ? std::string()
+                 : ", and its LoRA adapters " + adapterNames(model)),
+        "model", "model_not_found"};
   return std::nullopt;
 }
 
@@ -483,14 +531,14 @@ namespace {
 std::optional<ApiError> checkFieldNames(const json &request,
                                         Endpoint endpoint) {
   static const std::set<std::string> common = {
-      "model",       "max_tokens",
-      "temperature", "top_p",
-      "top_k",       "seed",
-      "stop",        "ignore_eos",
-      "stream",      "n",
-      "user",        "repetition_penalty",
-      "grammar",     "response_format",
-      "lookup_ngram"};
+      "model",        "max_tokens",
+      "temperature",  "top_p",
+      "top_k",        "seed",
+      "stop",         "ignore_eos",
+      "stream",       "n",
+      "user",         "repetition_penalty",
+      "grammar",      "response_format",
+      "lookup_ngram", "lora"};
   static const std::set<std::string> chatOnly = {
       "messages", "max_completion_tokens", "add_generation_prompt",
       "stream_options", "reasoning_format", "tools", "tool_choice",
@@ -621,6 +669,8 @@ tfm::serve::parseCompletionRequest(Endpoint endpoint, const std::string &body,
                     "not do (start it with --lookup-ngram or --draft-max, "
                     "for a model compiled with tfmc --speculative)");
   out.lookupNgram = int32_t(lookupNgram);
+  if (auto error = readAdapter(request, model, out))
+    return error;
   if (chat)
     if (auto error = readReasoningFormat(request, model, out))
       return error;

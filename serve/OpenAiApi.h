@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,9 @@ struct ServedModel {
   /// Speculative decoding: the drafts a request may check a step (0: the
   /// server checks none) and the lookup n-gram of requests that name none.
   int32_t maxDrafts = 0, lookupNgram = 0;
+  /// Run-time LoRA adapters loaded at start (--lora): their names in the
+  /// API (a request's `lora`, or its `model`) and ids (tfm_lora_load).
+  std::map<std::string, int32_t> adapters;
   /// A token's spelling, special tokens included ("" without a
   /// tokenizer).
   std::string spelling(int32_t token) const;
@@ -82,6 +86,8 @@ struct CompletionRequest {
   bool stream = false;
   /// Speculative decoding's prompt lookup n-gram (0: none).
   int32_t lookupNgram = 0;
+  /// The LoRA adapter the request runs with (0: none).
+  int32_t lora = 0;
   /// A chat's reasoning apart from its answer (reasoning_content), where
   /// the model marks it; false: all of the output in content, as it is
   /// (reasoning_format "none").

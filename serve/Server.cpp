@@ -406,7 +406,8 @@ public:
         request.prompt.data(), int64_t(request.prompt.size()),
         request.maxTokens,     request.sampler,
         request.ignoreEos,     request.grammar.get(),
-        request.lookupNgram,   0};
+        request.lookupNgram,   0,
+        request.lora};
     Scheduler::Refusal refusal;
     std::string why;
     auto completion = scheduler.submit(submitted, refusal, why);
@@ -526,15 +527,24 @@ void addInformationRoutes(HttpServer &server, const ServedModel &served,
   server.route("GET", "/health", [](const HttpRequest &, HttpResponse &res) {
     res.setContent("{\"status\":\"ok\"}", "application/json");
   });
-  server.route("GET", "/v1/models", [&](const HttpRequest &, HttpResponse &res) {
-    json list = {{"object", "list"},
-                 {"data",
-                  json::array({{{"id", served.name},
-                                {"object", "model"},
-                                {"owned_by", "tfmc"},
-                                {"max_model_len", served.contextPositions}}})}};
-    res.setContent(jsonText(list), "application/json");
-  });
+  server.route(
+      "GET", "/v1/models", [&](const HttpRequest &, HttpResponse &res) {
+        json models =
+            json::array({{{"id", served.name},
+                          {"object", "model"},
+                          {"owned_by", "tfmc"},
+                          {"max_model_len", served.contextPositions}}});
+        // Each LoRA adapter as a model of its own over the base (vLLM's
+        // listing), which requests may name as their model.
+        for (const auto &[name, id] : served.adapters)
+          models.push_back({{"id", name},
+                            {"object", "model"},
+                            {"owned_by", "tfmc"},
+                            {"parent", served.name},
+                            {"max_model_len", served.contextPositions}});
+        json list = {{"object", "list"}, {"data", models}};
+        res.setContent(jsonText(list), "application/json");
+      });
   // The batch engine's metrics (a language model's).
   if (scheduler)
     server.route("GET", "/metrics",
@@ -1139,14 +1149,17 @@ void printServing(const ServerOptions &o, const ServedModel &served,
                                  "-gram lookup"
                            : ", up to " + std::to_string(served.maxDrafts) +
                                  " drafts a step where requests ask";
+  std::string adapters;
+  for (const auto &[name, id] : served.adapters)
+    adapters += (adapters.empty() ? ", LoRA adapters " : ", ") + name;
   if (kinds.generates)
     std::printf("tfm-serve: serving '%s' (%lld positions, %d sequences, %lld "
-                "KV blocks of %lld positions%s%s%s) on %s://%s:%d\n",
+                "KV blocks of %lld positions%s%s%s%s) on %s://%s:%d\n",
                 served.name.c_str(), (long long)served.contextPositions,
                 maxSequences, (long long)engineStats.kv_blocks,
                 (long long)engineStats.kv_block_positions,
                 engineStats.kv_paged ? "" : ", unpaged", drafts.c_str(),
-                split.c_str(), scheme, o.host.c_str(), port);
+                adapters.c_str(), split.c_str(), scheme, o.host.c_str(), port);
   else if (kinds.embed)
     std::printf("tfm-serve: serving '%s' (embeddings of %lld dimensions, "
                 "inputs of up to %lld tokens%s) on %s://%s:%d\n",
@@ -1232,6 +1245,13 @@ int tfm::serve::runServer(const ServerOptions &o) {
         o.maxTokens ? o.maxTokens : served.contextPositions;
     served.maxDrafts = o.engine.max_drafts;
     served.lookupNgram = o.lookupNgram;
+    for (const ServerOptions::Adapter &adapter : o.adapters) {
+      int32_t id = 0;
+      if (tfm_lora_load(model, adapter.directory.c_str(), adapter.scale, &id,
+                        &status) != TFM_OK)
+        fail("--lora " + adapter.name + ": " + status.message);
+      served.adapters[adapter.name] = id;
+    }
     scheduler = std::make_unique<Scheduler>(
         engine, maxSequences, int32_t(o.maxWaiting), o.engine.max_drafts);
   } else {

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tfm::serve {
 
@@ -36,6 +37,12 @@ struct ServerOptions {
   /// Every request's prompt lookup n-gram unless it gives its own (0:
   /// none; engine.max_drafts > 0 lets requests draft).
   int32_t lookupNgram = 0;
+  /// Run-time LoRA adapters (--lora NAME=DIR[:SCALE]), in order.
+  struct Adapter {
+    std::string name, directory;
+    float scale = 1.0f;
+  };
+  std::vector<Adapter> adapters;
 };
 
 /// Loads the model, serves it, and returns only on a failure to listen

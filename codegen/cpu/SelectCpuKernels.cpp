@@ -20,6 +20,8 @@
 #include "ir/TfmOps.h"
 #include "tfm/weight_formats.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -270,12 +272,41 @@ struct WindowAttentionToKernelCall : OpConversionPattern<WindowAttentionOp> {
   }
 };
 
+/// tfm.lora: tfm_rt_lora (runtime/adapters/lora_kernel.c) adds each row's
+/// adapter update to the projection's rows, as [rows, features] matrices,
+/// reading the adapters the runtime bound to the call.
+struct LoraToKernelCall : OpConversionPattern<LoraOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LoraOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = collapseToRows(rewriter, loc, adaptor.getInput());
+    Value projected = collapseToRows(rewriter, loc, adaptor.getProjected());
+    auto rowsType = cast<RankedTensorType>(projected.getType());
+    Value target = arith::ConstantIntOp::create(
+        rewriter, loc, rewriter.getI64Type(), op.getTarget());
+    Value updated = callKernelWithOutput(
+        rewriter, loc, "tfm_rt_lora", {input, projected}, rowsType,
+        rowCountSizes(rewriter, loc, rowsType, projected), {target});
+    RankedTensorType type = op.getType();
+    if (type.getRank() == 3)
+      updated = tensor::ExpandShapeOp::create(
+          rewriter, loc, type, updated,
+          SmallVector<ReassociationIndices>{{0}, {1, 2}});
+    rewriter.replaceOp(op, updated);
+    return success();
+  }
+};
+
 /// Whether a pattern above (or the attention call's) takes `op`.
 bool selectsKernel(Operation *op, bool fusedAttention) {
   if (auto linear = dyn_cast<LinearOp>(op))
     return kernelWeight(linear.getWeight()).has_value();
   if (auto perHead = dyn_cast<HeadLinearOp>(op))
     return headKernelWeight(perHead).has_value();
+  if (isa<LoraOp>(op))
+    return true;
   if (auto attention = dyn_cast<AttentionOp>(op))
     return fusedAttention &&
            callsAttentionKernel(attention, /*plainOnly=*/false);
@@ -325,7 +356,7 @@ struct SelectCpuKernelsPass
 
 void mlir::tfm::populateCpuKernelPatterns(RewritePatternSet &patterns,
                                           bool fusedAttention) {
-  patterns.add<LinearToKernelCall, HeadLinearToKernelCall>(
+  patterns.add<LinearToKernelCall, HeadLinearToKernelCall, LoraToKernelCall>(
       patterns.getContext());
   if (fusedAttention) {
     populateAttentionCallPatterns(patterns);

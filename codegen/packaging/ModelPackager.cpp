@@ -410,6 +410,15 @@ void writeInputStatics(llvm::raw_ostream &os, const ModelDescription &model) {
       os << (i ? ", " : "") << token;
     os << "};\n";
   }
+  if (const std::optional<ModelDescription::Lora> &lora = model.lora) {
+    os << "static const tfm_lora_target tfm_lora_targets[] = {\n";
+    for (const ModelDescription::LoraTarget &target : lora->targets)
+      os << "    {" << cStringLiteral(target.weight) << ", "
+         << target.inFeatures << ", " << target.outFeatures << "},\n";
+    os << "};\nstatic const tfm_lora_desc tfm_lora = {" << lora->slots << ", "
+       << lora->rank << ", " << lora->targets.size()
+       << ", tfm_lora_targets};\n";
+  }
   if (const std::optional<ModelDescription::Diffusion> &d = model.diffusion) {
     os << "static const tfm_diffusion_desc tfm_diffusion = {\n   ";
     for (size_t i = 0; i < d->integers.size(); ++i)
@@ -546,6 +555,8 @@ void writeModelDesc(llvm::raw_ostream &os, const ModelDescription &model,
   if (!model.stopTokens.empty())
     os << "    .num_stop_tokens = " << model.stopTokens.size() << ",\n"
        << "    .stop_tokens = tfm_stop_tokens,\n";
+  if (model.lora)
+    os << "    .lora = &tfm_lora,\n";
   os << "};\n";
 }
 

@@ -124,6 +124,16 @@ struct ModelDescription {
   std::optional<tfm_generation_defaults> generation;
   std::vector<int32_t> suppressedTokens, promptTokens, beginSuppressedTokens;
   std::vector<int32_t> badWordTokens, badWordLengths;
+  /// Run-time LoRA adapter slots (tfm.lora; tfm_lora_desc).
+  struct LoraTarget {
+    std::string weight;
+    int64_t inFeatures = 0, outFeatures = 0;
+  };
+  struct Lora {
+    int64_t slots = 0, rank = 0;
+    std::vector<LoraTarget> targets;
+  };
+  std::optional<Lora> lora;
   std::vector<EntryPointDescription> entryPoints;
   /// The model's caches (shared by the entry points that use them).
   std::vector<TensorDescription> caches;

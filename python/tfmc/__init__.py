@@ -19,6 +19,7 @@ import codecs
 import contextlib
 import ctypes
 import json
+import math
 import os
 import queue
 import re
@@ -398,6 +399,7 @@ class Model:
                 "entry_points": entries,
                 "has_tokenizer": bool(self._tokenizer),
                 "ranks": max(d.ranks, 1),
+                "lora": self._describe_lora(d.lora),
                 "logit_scale": d.logit_scale,
                 "sampling_rate": (d.waveform.contents.sampling_rate
                                   if d.waveform else None),
@@ -812,7 +814,7 @@ class Model:
     def generate(self, prompt, max_tokens=128, temperature=0.0, top_p=1.0,
                  top_k=0, seed=0, stop=(), stream=False, grammar=None,
                  json_schema=None, lookup_ngram=0, draft_max=0, draft=None,
-                 draft_p_min=0.75):
+                 draft_p_min=0.75, lora=0):
         """Continues `prompt` (text, or a list of ids). Returns the new
         text, or with stream=True a generator of its pieces as they come
         (the generation runs on a thread; the GIL is free meanwhile).
@@ -826,7 +828,8 @@ class Model:
         tfmc --speculative; the text is the same, sooner where it repeats
         its context. `draft`: a smaller Model of the same vocabulary
         (tfmc.load) that drafts instead, greedily, while its top token is
-        at least `draft_p_min` likely."""
+        at least `draft_p_min` likely. `lora`: an adapter of load_lora to
+        generate with (0: none)."""
         if self._closed:
             raise self._closed_error("generate")
         if not self._generates():
@@ -841,6 +844,7 @@ class Model:
         seed = _c_integer(seed, "seed", 0, 2**64 - 1)
         lookup_ngram = _c_integer(lookup_ngram, "lookup_ngram", 0, _INT32_MAX)
         draft_max = _c_integer(draft_max, "draft_max", 0, _INT32_MAX)
+        lora = _c_integer(lora, "lora", 0, _INT32_MAX)
         draft_handle = self._draft_handle(draft) if draft is not None else None
         stop = [stop] if isinstance(stop, str) else list(stop)
         stops = [_c_text(s, f"'stop' string {i}") for i, s in enumerate(stop)]
@@ -897,6 +901,7 @@ class Model:
                 options.draft_max = draft_max
                 options.draft = draft_session
                 options.draft_p_min = draft_p_min
+                options.lora = lora
                 prompt_ids = (ctypes.c_int32 * max(len(ids), 1))(*ids)
                 _check(self._library.tfm_generate(
                     session, prompt_ids, len(ids), ctypes.byref(options), None,
@@ -914,6 +919,45 @@ class Model:
             run()
             return "".join(collected)
         return self._stream(run, pieces)
+
+    def load_lora(self, path, scale=1.0):
+        """Loads a PEFT LoRA adapter folder (adapter_config.json and
+        adapter_model.safetensors) into a slot of a model compiled with
+        tfmc --lora-slots; returns its id, for generate(lora=) and the
+        engine's submit(lora=). `scale` multiplies its update. What the
+        model cannot take (no slots, none free, a rank above its slots',
+        a module it was not compiled to adapt, another model's shapes)
+        raises TfmcError naming the file and why."""
+        if not isinstance(scale, (int, float)) or not math.isfinite(scale):
+            raise TfmcError(f"load_lora: the scale must be a finite number, "
+                            f"got {scale!r}")
+        directory = _c_path(os.fspath(path), "load_lora: the path")
+        with self._using("load_lora") as handle:
+            adapter, status = ctypes.c_int32(), Status()
+            _check(self._library.tfm_lora_load(
+                handle, directory, float(scale), ctypes.byref(adapter),
+                ctypes.byref(status)), status)
+        return adapter.value
+
+    def unload_lora(self, adapter):
+        """Frees an adapter's slot; TfmcError while a generation or an
+        engine's request runs with it."""
+        adapter = _c_integer(adapter, "adapter", 0, _INT32_MAX)
+        with self._using("unload_lora") as handle:
+            status = Status()
+            _check(self._library.tfm_lora_unload(handle, adapter,
+                                                 ctypes.byref(status)),
+                   status)
+
+    @staticmethod
+    def _describe_lora(lora):
+        """Run-time adapter slots (tfmc --lora-slots), or None."""
+        if not lora:
+            return None
+        slots = lora.contents
+        return {"slots": slots.slots, "rank": slots.rank,
+                "targets": [slots.targets[i].weight.decode()
+                            for i in range(slots.num_targets)]}
 
     def _draft_handle(self, draft):
         """`draft` (a Model) loaded through this model's runtime, once:

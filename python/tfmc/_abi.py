@@ -1,5 +1,5 @@
 """The C API's structures and functions as ctypes sees them: a transcription
-of runtime/include/tfm/tfm_model_abi.h and tfm_runtime.h (ABI version 25),
+of runtime/include/tfm/tfm_model_abi.h and tfm_runtime.h (ABI version 26),
 field for field; test/python/abi.test checks every structure's layout and
 the constants against the headers (check_abi.py), and the other tests
 against compiled models."""
@@ -8,7 +8,7 @@ import ctypes
 
 import numpy as np
 
-ABI_VERSION = 25
+ABI_VERSION = 26
 MAX_RANK = 6
 
 ROLE_NAMES = {0: "token_ids", 1: "features", 2: "start_position",
@@ -76,6 +76,17 @@ class DiffusionDesc(ctypes.Structure):
                 ("scheduler_config", ctypes.c_char_p)]
 
 
+class LoraTarget(ctypes.Structure):
+    _fields_ = [("weight", ctypes.c_char_p), ("in_features", ctypes.c_int64),
+                ("out_features", ctypes.c_int64)]
+
+
+class LoraDesc(ctypes.Structure):
+    _fields_ = [("slots", ctypes.c_int32), ("rank", ctypes.c_int32),
+                ("num_targets", ctypes.c_int32),
+                ("targets", ctypes.POINTER(LoraTarget))]
+
+
 class ModelDesc(ctypes.Structure):
     _fields_ = [("abi_version", ctypes.c_uint32), ("target", ctypes.c_int32),
                 ("name", ctypes.c_char_p), ("family", ctypes.c_char_p),
@@ -109,7 +120,8 @@ class ModelDesc(ctypes.Structure):
                 ("waveform", ctypes.POINTER(WaveformInput)),
                 ("diffusion", ctypes.POINTER(DiffusionDesc)),
                 ("num_stop_tokens", ctypes.c_int32),
-                ("stop_tokens", ctypes.POINTER(ctypes.c_int32))]
+                ("stop_tokens", ctypes.POINTER(ctypes.c_int32)),
+                ("lora", ctypes.POINTER(LoraDesc))]
 
 
 class SamplerOptions(ctypes.Structure):
@@ -151,7 +163,8 @@ class GenerateOptions(ctypes.Structure):
                 ("on_token", ON_TOKEN), ("on_logits", ctypes.c_void_p),
                 ("user", ctypes.c_void_p), ("grammar", ctypes.c_void_p),
                 ("lookup_ngram", ctypes.c_int32), ("draft_max", ctypes.c_int32),
-                ("draft", ctypes.c_void_p), ("draft_p_min", ctypes.c_float)]
+                ("draft", ctypes.c_void_p), ("draft_p_min", ctypes.c_float),
+                ("lora", ctypes.c_int32)]
 
 
 class EngineOptions(ctypes.Structure):
@@ -171,7 +184,7 @@ class EngineRequest(ctypes.Structure):
                 ("ignore_eos", ctypes.c_int),
                 ("grammar", ctypes.c_void_p),
                 ("lookup_ngram", ctypes.c_int32),
-                ("draft_max", ctypes.c_int32)]
+                ("draft_max", ctypes.c_int32), ("lora", ctypes.c_int32)]
 
 
 class EngineEvent(ctypes.Structure):
@@ -261,6 +274,9 @@ def declare(library):
         "tfm_tokenizer_decode": (p, [p, i32, i32, i32,
                                      ctypes.POINTER(ctypes.c_size_t)]),
         "tfm_session_new": (ctypes.c_int, [p, ctypes.POINTER(p), status]),
+        "tfm_lora_load": (ctypes.c_int, [p, ctypes.c_char_p, ctypes.c_float,
+                                         ctypes.POINTER(i32), status]),
+        "tfm_lora_unload": (ctypes.c_int, [p, i32, status]),
         "tfm_session_free": (None, [p]),
         "tfm_transcribe": (ctypes.c_int, [p, ctypes.POINTER(ctypes.c_float),
                                           i64, ctypes.POINTER(p), status]),

@@ -97,14 +97,15 @@ class Engine:
 
     def submit(self, prompt, max_tokens=128, temperature=0.0, top_p=1.0,
                top_k=0, seed=0, ignore_eos=False, grammar=None,
-               json_schema=None, lookup_ngram=0, draft_max=0):
+               json_schema=None, lookup_ngram=0, draft_max=0, lora=0):
         """Queues `prompt` (text or token ids); returns the request's id,
         which step() names its tokens with. `grammar` (GBNF) or
         `json_schema` constrains this request's text, as in
         Model.generate; a request whose match is whole finishes.
         `lookup_ngram` > 0: speculative decoding by prompt lookup (up to
         `draft_max` drafts a step, 0: the engine's max_drafts); the text
-        is the same."""
+        is the same. `lora`: an adapter of Model.load_lora the request runs
+        with (0: none); requests of different adapters share steps."""
         from tfmc import _c_integer, _INT32_MAX, _INT64_MAX
         what = "Engine.submit"
         ids = (self._model._tokenize(prompt, None, what + ": the prompt")
@@ -120,7 +121,8 @@ class Engine:
                            _c_integer(seed, "seed", 0, 2**64 - 1)),
             1 if ignore_eos else 0, None,
             _c_integer(lookup_ngram, "lookup_ngram", 0, _INT32_MAX),
-            _c_integer(draft_max, "draft_max", 0, _INT32_MAX))
+            _c_integer(draft_max, "draft_max", 0, _INT32_MAX),
+            _c_integer(lora, "lora", 0, _INT32_MAX))
         # The engine takes the grammar when the submit succeeds.
         request.grammar = self._model._new_grammar(
             self._model._grammar_text(grammar, json_schema))

@@ -255,15 +255,34 @@ static int64_t prompt_ids(const char *argv0, tfm_model *model,
 }
 
 /* --logits: the prompt's logits from @forward, written as raw f32. */
+/* Every position's logits of the prompt: @forward's, or with an adapter
+ * (which @forward, called without a session, does not run with) a
+ * session's, token by token. */
+static tfm_status_code prompt_logits(tfm_model *model, const int32_t *ids,
+                                     int64_t n, int32_t adapter, float *logits,
+                                     tfm_status *status) {
+  if (!adapter)
+    return tfm_forward(model, ids, n, logits, status);
+  int64_t vocab = tfm_model_get_desc(model)->vocab_size;
+  tfm_session *session = NULL;
+  tfm_status_code code = tfm_session_new(model, &session, status);
+  if (code == TFM_OK)
+    code = tfm_session_set_lora(session, adapter, status);
+  for (int64_t i = 0; code == TFM_OK && i < n; ++i)
+    code = tfm_decode(session, ids[i], logits + i * vocab, status);
+  tfm_session_free(session);
+  return code;
+}
+
 static int write_prompt_logits(const char *argv0, tfm_model *model,
-                               const int32_t *ids, int64_t n,
+                               const int32_t *ids, int64_t n, int32_t adapter,
                                run_holdings *held, const char *path) {
   int64_t vocab = tfm_model_get_desc(model)->vocab_size;
   tfm_status status;
   float *logits = held->logits = malloc((size_t)(n * vocab) * sizeof *logits);
   if (!logits)
     return tfm_main_fail(argv0, "out of memory");
-  if (tfm_forward(model, ids, n, logits, &status))
+  if (prompt_logits(model, ids, n, adapter, logits, &status))
     return tfm_main_fail(argv0, status.message);
   if (!tfm_main_write_floats(path, logits, (size_t)(n * vocab))) {
     fprintf(stderr, "%s: error: cannot write logits to '%s'\n", argv0,
@@ -475,8 +494,11 @@ static int run_generate(const char *argv0, tfm_model *model,
   /* Without a tokenizer the output can only be ids. */
   if (!o->print_ids && !desc->tokenizer)
     o->print_ids = 1;
+  int32_t adapter = 0;
+  if (o->lora && tfm_main_load_lora(argv0, model, o->lora, &adapter))
+    return 1;
   if (o->logits_path &&
-      write_prompt_logits(argv0, model, ids, n, held, o->logits_path))
+      write_prompt_logits(argv0, model, ids, n, adapter, held, o->logits_path))
     return 1;
 
   stream_state stream = {o->print_ids, 0, NULL};
@@ -512,6 +534,7 @@ static int run_generate(const char *argv0, tfm_model *model,
   generate.ignore_eos = o->ignore_eos;
   generate.lookup_ngram = o->lookup_ngram;
   generate.draft_max = o->draft_max;
+  generate.lora = adapter;
   if (o->draft_path) {
     if (tfm_main_load_draft(argv0, o->draft_path, &held->draft_library,
                             &held->draft_model))

@@ -63,6 +63,11 @@ char *tfm_main_read_text_file(const char *path);
 int tfm_main_load_draft(const char *argv0, const char *path, void **library,
                         tfm_model **model);
 
+/* --lora DIR[:SCALE]: loads the adapter into `model`'s slots; nonzero
+ * after reporting what failed. */
+int tfm_main_load_lora(const char *argv0, tfm_model *model,
+                       const char *argument, int32_t *adapter);
+
 /* What the generic mode runs, from the command line. */
 typedef struct {
   const char *name;                   /* the entry point */

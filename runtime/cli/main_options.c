@@ -59,6 +59,9 @@ void tfm_main_usage(FILE *out, const char *argv0) {
       "  --draft-p-min P        stop drafting where the draft's top token\n"
       "                         is less likely than P (default 0.75)\n"
       "  --draft-max K          drafts a step at most (default 8)\n"
+      "  --lora DIR[:SCALE]     generate with a PEFT LoRA adapter folder,\n"
+      "                         loaded into a slot of a model compiled with\n"
+      "                         tfmc --lora-slots (SCALE: 1)\n"
       "  --weights FILE         weights side file (overrides the default)\n"
       "  --call NAME            run entry point @NAME (encode, embed, ...);\n"
       "                         the default for models that do not generate:\n"
@@ -153,6 +156,7 @@ static const struct {
     {"--draft-max", GENERATE},
     {"--draft", GENERATE},
     {"--draft-p-min", GENERATE},
+    {"--lora", GENERATE},
     {"--weights", EVERY_MODE},
     {"--call", CALL},
     {"--token-types", CALL},
@@ -267,6 +271,7 @@ static const struct {
     {"--step-logits", offsetof(tfm_main_options, step_logits_path), 0},
     {"--prompt-cache", offsetof(tfm_main_options, prompt_cache_path), 0},
     {"--draft", offsetof(tfm_main_options, draft_path), 0},
+    {"--lora", offsetof(tfm_main_options, lora), 0},
     {"--weights", offsetof(tfm_main_options, weights_path), 0},
     {"--call", offsetof(tfm_main_options, call.name), 0},
     {"--text-pair", offsetof(tfm_main_options, call.text_pair), 0},

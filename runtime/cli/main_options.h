@@ -51,6 +51,7 @@ typedef struct {
   const char *draft_path;          /* --draft: a draft model's library */
   float draft_p_min;               /* --draft-p-min (default 0.75) */
   int draft_p_min_given;
+  const char *lora; /* --lora DIR[:SCALE]: a run-time LoRA adapter */
   const char *weights_path;
   tfm_call_options call;
   /* Every --text given, in order (call.text is the last): CLIP compares

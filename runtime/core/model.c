@@ -10,6 +10,7 @@
 
 #define _GNU_SOURCE
 #include "runtime/core/buffer_cache.h"
+#include "runtime/core/lora_bank.h"
 #include "runtime/core/model_internal.h"
 #include "runtime/core/ranks.h"
 #include "runtime/core/status.h"
@@ -47,7 +48,13 @@ struct tfm_model {
   tfm_tokenizer *tokenizer;
   /* This process's rank of a split model (ranks.h); 0 otherwise. */
   int32_t rank;
+  /* Run-time LoRA adapters' slots (tfmc --lora-slots), or NULL. */
+  tfm_lora_bank *lora;
 };
+
+tfm_lora_bank *tfm_model_lora_bank(const tfm_model *model) {
+  return model->lora;
+}
 
 int32_t tfm_model_ranks(const tfm_model *model) {
   return model->desc->ranks > 1 ? model->desc->ranks : 1;
@@ -502,9 +509,15 @@ tfm_status_code tfm_model_load(const tfm_model_desc *desc,
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   model->desc = desc;
   find_language_model_entry_points(model);
+  int lora_failed;
+  model->lora = tfm_lora_bank_new(desc->lora, &lora_failed);
+  if (lora_failed) {
+    free(model);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
   if (tfm_model_ranks(model) > 1) {
     if (!tfm_ranks_join) {
-      free(model);
+      tfm_model_free(model);
       return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                       "model '%s' is split over %d MPI ranks (tfmc --ranks) "
                       "but was linked without libtfmrt_mpi",
@@ -513,7 +526,7 @@ tfm_status_code tfm_model_load(const tfm_model_desc *desc,
     tfm_status joined;
     model->rank = tfm_ranks_join(desc, &joined);
     if (model->rank < 0) {
-      free(model);
+      tfm_model_free(model);
       return tfm_fail(status, joined.code, "%s", joined.message);
     }
   }
@@ -541,6 +554,7 @@ void tfm_model_free(tfm_model *model) {
   if (model->mapping)
     munmap(model->mapping, model->mapping_size);
   tfm_tokenizer_free(model->tokenizer);
+  tfm_lora_bank_free(model->lora);
   free(model);
 }
 

@@ -9,6 +9,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/core/lora_bank.h"
 #include "runtime/core/model_internal.h"
 #include "runtime/core/session_internal.h"
 #include "runtime/core/status.h"
@@ -93,6 +94,7 @@ void tfm_session_free(tfm_session *s) {
     tfm_model_state_free(s->model, s->rings);
   if (s->state)
     tfm_model_state_free(s->model, s->state);
+  tfm_lora_release(s->model, s->lora_adapter);
   free(s->scratch);
   free(s->tokens);
   free(s);
@@ -145,10 +147,14 @@ static tfm_status_code run_call(tfm_session *s, tfm_cached_entry entry,
   tfm_memref1d token_descriptor = {ids, ids, 0, {n}, {1}};
   tfm_memref2d_f32 result;
   memset(&result, 0, sizeof result);
+  /* Every row runs with the session's adapter, if it has one. */
+  tfm_lora_rows adapter = {tfm_model_lora_bank(s->model), &s->lora_slot, 1};
+  const tfm_lora_rows *outer = tfm_lora_bind(s->lora_adapter ? &adapter : NULL);
   tfm_status_code code = tfm_run_prefill(
       s->model, entry, &result, &token_descriptor, s->length, s->cache_used,
       &s->cache_descriptor, s->rings ? &s->rings_descriptor : NULL,
       s->state ? &s->state_descriptor : NULL, status);
+  tfm_lora_bind(outer);
   if (code != TFM_OK) {
     s->stale = s->state != NULL;
     return code;

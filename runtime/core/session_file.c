@@ -96,6 +96,10 @@ tfm_status_code tfm_session_copy(tfm_session *to, const tfm_session *from,
                     tfm_model_get_desc(from->model)->name);
   if (to == from)
     return tfm_ok(status);
+  /* The rows are the source's adapter's. */
+  tfm_status_code code = tfm_session_set_lora(to, from->lora_adapter, status);
+  if (code != TFM_OK)
+    return code;
   /* Through the model's own moves: GPU memory for a GPU model, mirrored on
    * every rank for a split one. */
   int moved = 1;
@@ -170,6 +174,13 @@ static tfm_status_code check_host_state(const tfm_session *s, const char *what,
                     "part of the cache; its sessions are not saved or loaded "
                     "yet",
                     what, name, tfm_model_ranks(s->model));
+  /* A file does not say which adapter computed its rows. */
+  if (s->lora_adapter)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "%s: the session runs with LoRA adapter %d, whose rows a "
+                    "session file cannot name; sessions without an adapter "
+                    "are saved and loaded",
+                    what, s->lora_adapter);
   return TFM_OK;
 }
 

@@ -41,6 +41,9 @@ struct tfm_session {
    * could not be had up front). */
   float *scratch;
   int64_t scratch_rows;
+  /* The LoRA adapter its calls run with (tfm_session_set_lora; 0: none)
+   * and its slot in the model's bank, held while set (lora_bank.h). */
+  int32_t lora_adapter, lora_slot;
 };
 
 #endif /* TFM_RUNTIME_CORE_SESSION_INTERNAL_H */

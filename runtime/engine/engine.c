@@ -10,6 +10,7 @@
 
 #include "runtime/engine/engine_internal.h"
 
+#include "runtime/core/lora_bank.h"
 #include "runtime/core/model_internal.h"
 #include "runtime/core/ranks.h"
 #include "runtime/core/status.h"
@@ -156,13 +157,14 @@ tfm_status_code tfm_engine_new(tfm_model *model,
   size_t step_tokens = (size_t)o.max_sequences * (1 + (size_t)o.max_drafts) +
                        (size_t)o.prefill_chunk;
   e->tokens = malloc(step_tokens * sizeof *e->tokens);
+  e->row_adapters = malloc(step_tokens * sizeof *e->row_adapters);
   e->positions = malloc(step_tokens * sizeof *e->positions);
   e->slots = malloc((size_t)o.max_sequences * sizeof *e->slots);
   e->lengths = malloc((size_t)o.max_sequences * sizeof *e->lengths);
   e->chunk_requests =
       malloc((size_t)o.max_sequences * sizeof *e->chunk_requests);
-  if (!e->free_slots || !e->tokens || !e->positions || !e->slots ||
-      !e->lengths || !e->chunk_requests) {
+  if (!e->free_slots || !e->tokens || !e->row_adapters || !e->positions ||
+      !e->slots || !e->lengths || !e->chunk_requests) {
     tfm_engine_free(e);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "out of memory for an engine of %d sequences",
@@ -196,7 +198,8 @@ tfm_status_code tfm_engine_new(tfm_model *model,
   return tfm_ok(status);
 }
 
-static void free_request(request *r) {
+static void free_request(tfm_engine *e, request *r) {
+  tfm_lora_release(e->model, r->lora);
   tfm_grammar_matcher_free(r->matcher);
   tfm_grammar_free(r->grammar);
   tfm_sampler_free(r->sampler);
@@ -212,13 +215,14 @@ void tfm_engine_free(tfm_engine *e) {
        ++l)
     for (request *r = *l, *next; r; r = next) {
       next = r->next;
-      free_request(r);
+      free_request(e, r);
     }
   tfm_kv_pages_free(e->pages);
   free(e->rings);
   free(e->states);
   free(e->free_slots);
   free(e->tokens);
+  free(e->row_adapters);
   free(e->positions);
   free(e->slots);
   free(e->lengths);
@@ -268,6 +272,15 @@ tfm_status_code tfm_engine_submit(tfm_engine *e, const tfm_engine_request *q,
     free(r);
     return code;
   }
+  if (q->lora) {
+    r->lora_slot =
+        tfm_lora_acquire(e->model, q->lora, "tfm_engine_submit", status);
+    if (r->lora_slot < 0) {
+      free_request(e, r);
+      return status ? status->code : TFM_ERROR_INVALID_ARGUMENT;
+    }
+    r->lora = q->lora;
+  }
   r->greedy = q->sampler.temperature == 0.0f;
   r->tokens = malloc((size_t)e->capacity * sizeof *r->tokens);
   r->lookup_ngram = q->lookup_ngram;
@@ -275,13 +288,13 @@ tfm_status_code tfm_engine_submit(tfm_engine *e, const tfm_engine_request *q,
   if (r->lookup_ngram)
     r->drafts = malloc((size_t)r->draft_max * sizeof *r->drafts);
   if (!r->tokens || (r->lookup_ngram && !r->drafts)) {
-    free_request(r);
+    free_request(e, r);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   }
   if (q->grammar) {
     code = tfm_grammar_matcher_new(q->grammar, &r->matcher, status);
     if (code != TFM_OK) {
-      free_request(r);
+      free_request(e, r);
       return code;
     }
     r->grammar = q->grammar; /* the request's from here on */
@@ -321,7 +334,7 @@ void tfm_engine_give_back_slot(tfm_engine *e, request *r) {
 void tfm_engine_retire(tfm_engine *e, request *r) {
   tfm_engine_give_back_slot(e, r);
   tfm_engine_unlink(r->state == kWaiting ? &e->waiting : &e->running, r);
-  free_request(r);
+  free_request(e, r);
 }
 
 tfm_status_code tfm_engine_cancel(tfm_engine *e, int64_t id,

@@ -38,6 +38,9 @@ typedef struct request {
   int32_t *drafts; /* [draft_max] */
   int64_t drafted, accepted;
   int verify;
+  /* The LoRA adapter it runs with (0: none) and its slot, held until the
+   * request is freed (runtime/core/lora_bank.h). */
+  int32_t lora, lora_slot;
   int64_t admitted;     /* admission order: the last admitted is preempted */
   struct request *next; /* in the waiting queue or the running list */
 } request;
@@ -64,6 +67,7 @@ struct tfm_engine {
   request *waiting, *running; /* FIFO queue; admission order */
   int64_t next_id, admissions;
   int32_t *tokens, *positions; /* the step's rows: [max_step_tokens] */
+  int32_t *row_adapters;       /* each row's adapter slot (-1: none) */
   int verifying;               /* some of this step's chunks have drafts */
   int32_t *slots, *lengths;    /* its chunks: [max_sequences] */
   request **chunk_requests;    /* [max_sequences] */

@@ -15,6 +15,7 @@
 
 #include "runtime/engine/engine_internal.h"
 
+#include "runtime/core/lora_bank.h"
 #include "runtime/core/model_internal.h"
 #include "runtime/core/status.h"
 #include "runtime/generate/speculation.h"
@@ -81,10 +82,11 @@ static void admit(tfm_engine *e) {
     r->state = kPrefilling;
     r->admitted = ++e->admissions;
     /* The last token is always computed: its logits start generation. */
-    r->computed = e->options.share_prefixes
-                      ? tfm_kv_pages_share_prefix(e->pages, r->slot, r->tokens,
-                                                  r->length, r->length - 1)
-                      : 0;
+    r->computed =
+        e->options.share_prefixes
+            ? tfm_kv_pages_share_prefix(e->pages, r->slot, r->tokens, r->length,
+                                        r->length - 1, r->lora)
+            : 0;
     e->stats.prefix_tokens_reused += r->computed;
     request **tail = &e->running;
     while (*tail)
@@ -220,7 +222,7 @@ static void take_verified(tfm_engine *e, request *r, float *rows,
   for (int64_t i = 0; i <= drafts; ++i) {
     ++r->computed;
     if (e->options.share_prefixes)
-      tfm_kv_pages_publish(e->pages, r->slot, r->tokens, r->computed);
+      tfm_kv_pages_publish(e->pages, r->slot, r->tokens, r->computed, r->lora);
     int32_t drafted = i < drafts ? r->drafts[i] : -1;
     tfm_engine_event *event = &events[(*count)++];
     take_token(e, r, rows + i * vocab, event); /* may retire r */
@@ -252,6 +254,7 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
       int64_t at = r->computed + i; /* past the known tokens: drafts */
       e->tokens[rows] =
           at < r->length ? r->tokens[at] : r->drafts[at - r->length];
+      e->row_adapters[rows] = r->lora ? r->lora_slot : -1;
       e->positions[rows++] = (int32_t)at;
     }
     e->slots[chunks] = (int32_t)r->slot;
@@ -281,8 +284,13 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
                 : kind == TFM_CACHE_RECURRENT_STATE    ? &states
                                                        : &cache;
   }
+  /* Each row runs with its request's adapter. */
+  tfm_lora_rows adapters = {tfm_model_lora_bank(e->model), e->row_adapters,
+                            rows};
+  const tfm_lora_rows *outer = tfm_lora_bind(adapters.bank ? &adapters : NULL);
   tfm_status_code code =
       tfm_model_call(e->model, name, inputs, 4, caches, &logits, 1, status);
+  tfm_lora_bind(outer);
   if (code != TFM_OK) {
     /* The call may have advanced some recurrent layers' states and not
      * others: those sequences start again from their first token. */
@@ -308,7 +316,7 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
       e->stats.prompt_tokens += r->step_tokens;
     r->computed += r->step_tokens;
     if (e->options.share_prefixes)
-      tfm_kv_pages_publish(e->pages, r->slot, r->tokens, r->computed);
+      tfm_kv_pages_publish(e->pages, r->slot, r->tokens, r->computed, r->lora);
     if (r->computed == r->length)
       take_token(e, r, row, &events[(*count)++]);
     row += vocab;

@@ -32,6 +32,8 @@ typedef struct {
   uint64_t parent_epoch;
   uint64_t epoch;     /* bumped on each reuse: children of a reused block
                          no longer match */
+  int32_t space;      /* whose keys and values (the LoRA adapter that
+                         computed them; 0: the base model's) */
   int64_t next_in_bucket, lru_prev, lru_next;
 } block_info;
 
@@ -359,16 +361,16 @@ static int64_t *bucket_of(tfm_kv_pages *p, uint64_t hash) {
   return &p->buckets[hash & (uint64_t)p->bucket_mask];
 }
 
-/* The published block following `parent` (kNone: a first block) whose
- * tokens are `tokens`; kNone if there is none. */
+/* The published block of `space` following `parent` (kNone: a first
+ * block) whose tokens are `tokens`; kNone if there is none. */
 static int64_t find_block(tfm_kv_pages *p, int64_t parent, uint64_t hash,
-                          const int32_t *tokens) {
+                          const int32_t *tokens, int32_t space) {
   uint64_t parent_epoch = parent == kNone ? 0 : p->info[parent].epoch;
   for (int64_t b = *bucket_of(p, hash); b != kNone;
        b = p->info[b].next_in_bucket) {
     const block_info *info = &p->info[b];
     if (info->hash == hash && info->parent == parent &&
-        info->parent_epoch == parent_epoch &&
+        info->parent_epoch == parent_epoch && info->space == space &&
         memcmp(p->block_tokens + b * p->block_positions, tokens,
                (size_t)p->block_positions * sizeof *tokens) == 0)
       return b;
@@ -470,7 +472,7 @@ tfm_status_code tfm_kv_pages_reserve(tfm_kv_pages *p, int64_t slot,
 
 int64_t tfm_kv_pages_share_prefix(tfm_kv_pages *p, int64_t slot,
                                   const int32_t *tokens, int64_t n,
-                                  int64_t limit) {
+                                  int64_t limit, int32_t space) {
   if (slot < 0 || slot >= p->options.slots || p->mapped[slot] != 0 ||
       !p->mapped_blocks)
     return 0;
@@ -482,7 +484,7 @@ int64_t tfm_kv_pages_share_prefix(tfm_kv_pages *p, int64_t slot,
   for (int64_t index = 0; (index + 1) * size <= limit; ++index) {
     const int32_t *own = tokens + index * size;
     uint64_t hash = hash_block(parent_hash, own, size);
-    int64_t block = find_block(p, parent, hash, own);
+    int64_t block = find_block(p, parent, hash, own, space);
     if (block == kNone || !tfm_kv_pages_map(p, slot, index, block))
       break;
     if (p->info[block].references++ == 0)
@@ -496,7 +498,7 @@ int64_t tfm_kv_pages_share_prefix(tfm_kv_pages *p, int64_t slot,
 }
 
 void tfm_kv_pages_publish(tfm_kv_pages *p, int64_t slot, const int32_t *tokens,
-                          int64_t filled) {
+                          int64_t filled, int32_t space) {
   if (!p->mapped_blocks)
     return;
   int64_t size = p->block_positions;
@@ -514,10 +516,11 @@ void tfm_kv_pages_publish(tfm_kv_pages *p, int64_t slot, const int32_t *tokens,
     const int32_t *own = tokens + index * size;
     uint64_t hash = hash_block(parent == kNone ? 0 : p->info[parent].hash, own,
                                size);
-    if (find_block(p, parent, hash, own) != kNone)
+    if (find_block(p, parent, hash, own, space) != kNone)
       break;
     block_info *info = &p->info[block];
     info->hash = hash;
+    info->space = space;
     info->parent = parent;
     info->parent_epoch = parent == kNone ? 0 : p->info[parent].epoch;
     memcpy(p->block_tokens + block * size, own, (size_t)size * sizeof *own);

@@ -69,18 +69,20 @@ int64_t tfm_kv_pages_block_positions(const tfm_kv_pages *pages);
 tfm_status_code tfm_kv_pages_reserve(tfm_kv_pages *pages, int64_t slot,
                                      int64_t end, tfm_status *status);
 
-/* Maps the longest run of shared blocks whose tokens are a prefix of
- * `tokens[0..n)` at the start of the empty slot `slot`, at most `limit`
- * positions of them; returns the positions now backed and holding keys
- * and values (a multiple of the block size). */
+/* Maps the longest run of shared blocks of `space` whose tokens are a
+ * prefix of `tokens[0..n)` at the start of the empty slot `slot`, at most
+ * `limit` positions of them; returns the positions now backed and holding
+ * keys and values (a multiple of the block size). A space keeps apart
+ * keys and values of the same tokens computed otherwise (by a LoRA
+ * adapter: its id; 0: the base model). */
 int64_t tfm_kv_pages_share_prefix(tfm_kv_pages *pages, int64_t slot,
                                   const int32_t *tokens, int64_t n,
-                                  int64_t limit);
+                                  int64_t limit, int32_t space);
 
 /* Offers slot `slot`'s full blocks up to position `filled` (their tokens
- * `tokens[0..filled)`) for sharing. */
+ * `tokens[0..filled)`, computed in `space`) for sharing. */
 void tfm_kv_pages_publish(tfm_kv_pages *pages, int64_t slot,
-                          const int32_t *tokens, int64_t filled);
+                          const int32_t *tokens, int64_t filled, int32_t space);
 
 /* Unmaps every block of `slot`; blocks no other slot maps become free
  * (kept, if published, until reused). */

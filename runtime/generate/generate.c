@@ -72,6 +72,25 @@ tfm_status_code tfm_check_forced_tokens(const char *function,
   return tfm_ok(status);
 }
 
+/* Sets the session to `adapter`; what it held, computed with another, is
+ * computed again (a chat's earlier turns stay its context). `logits`: a
+ * row of scratch. */
+static tfm_status_code use_adapter(tfm_session *session, int32_t adapter,
+                                   float *logits, tfm_status *status) {
+  if (tfm_session_lora(session) == adapter)
+    return TFM_OK;
+  int64_t held = tfm_session_length(session);
+  int32_t *tokens = malloc((size_t)(held ? held : 1) * sizeof *tokens);
+  if (!tokens)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  memcpy(tokens, tfm_session_tokens(session), (size_t)held * sizeof *tokens);
+  tfm_status_code code = tfm_session_set_lora(session, adapter, status);
+  if (code == TFM_OK && held > 0)
+    code = tfm_prefill(session, tokens, held, logits, status);
+  free(tokens);
+  return code;
+}
+
 tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
                              int64_t n, const tfm_generate_options *o,
                              tfm_generate_result *result, tfm_status *status) {
@@ -159,7 +178,9 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
   }
 
   double start = now_seconds();
-  code = tfm_prefill(session, prompt, n, logits, status);
+  code = use_adapter(session, o->lora, logits, status);
+  if (code == TFM_OK)
+    code = tfm_prefill(session, prompt, n, logits, status);
   result->prefill_seconds = now_seconds() - start;
   result->stop_reason = TFM_STOP_LENGTH;
   start = now_seconds();

@@ -1724,3 +1724,27 @@ func.func @delta_rule_decay(%q: tensor<?x2x8xf32>, %v: tensor<?x4x12xf32>, %a: t
   %o, %S = tfm.gated_delta_rule %q, %q, %v, %a, %d, %a {scale = 1.0 : f32} : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x4x12xf32>, tensor<?x4xf32>, tensor<2xf32>, tensor<?x4xf32>) -> (tensor<?x4x12xf32>, tensor<4x8x12xf32>)
   return
 }
+
+// -----
+
+func.func @lora_rows(%x: tensor<3x16xf32>, %y: tensor<4x8xf32>) {
+  // expected-error @+1 {{'tfm.lora' op expected projected sequence length (4) to match input sequence length (3)}}
+  %z = tfm.lora %x, %y {target = 0 : i64} : tensor<3x16xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @lora_target(%x: tensor<?x16xf32>, %y: tensor<?x8xf32>) {
+  // expected-error @+1 {{'tfm.lora' op expected a target index >= 0, got -1}}
+  %z = tfm.lora %x, %y {target = -1 : i64} : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @lora_rank(%x: tensor<16xf32>, %y: tensor<?x8xf32>) {
+  // expected-error @+1 {{'tfm.lora' op expected input to be rank 2 [seq, features] or rank 3 [seq, heads, head_dim], got rank 1}}
+  %z = tfm.lora %x, %y {target = 0 : i64} : tensor<16xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}

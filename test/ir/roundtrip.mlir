@@ -540,3 +540,14 @@ func.func @recurrent_layers(%mix: tensor<?x12xf32>, %w: tensor<12x4xf32>, %s0: t
   %o2, %S2 = tfm.gated_delta_rule %q, %q, %v, %a, %decay, %beta state %S0 reset %first {scale = 0.353553 : f32, tiled} : (tensor<?x2x8xf32>, tensor<?x2x8xf32>, tensor<?x4x12xf32>, tensor<?x4xf32>, tensor<4xf32>, tensor<?x4xf32>, tensor<4x8x12xf32>, i1) -> (tensor<?x4x12xf32>, tensor<4x8x12xf32>)
   return %y2, %s2, %o2, %S2 : tensor<?x12xf32>, tensor<3x12xf32>, tensor<?x4x12xf32>, tensor<4x8x12xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @lora
+func.func @lora(%x: tensor<?x16xf32>, %q: tensor<?x2x8xf32>, %o: tensor<?x32xf32>) -> (tensor<?x2x8xf32>, tensor<?x32xf32>) {
+  // CHECK: tfm.lora %{{.*}}, %{{.*}} {target = 0 : i64} : tensor<?x16xf32>, tensor<?x2x8xf32> -> tensor<?x2x8xf32>
+  %q1 = tfm.lora %x, %q {target = 0 : i64} : tensor<?x16xf32>, tensor<?x2x8xf32> -> tensor<?x2x8xf32>
+  // CHECK: tfm.lora %{{.*}}, %{{.*}} {target = 3 : i64} : tensor<?x2x8xf32>, tensor<?x32xf32> -> tensor<?x32xf32>
+  %o1 = tfm.lora %q1, %o {target = 3 : i64} : tensor<?x2x8xf32>, tensor<?x32xf32> -> tensor<?x32xf32>
+  return %q1, %o1 : tensor<?x2x8xf32>, tensor<?x32xf32>
+}

@@ -59,4 +59,26 @@ TEST(KvPages, EveryBlockSizeEndsInABlockOrARefusal) {
   }
 }
 
+// Keys and values of the same tokens computed in another space (another
+// LoRA adapter) are not shared: a prefix is found only in its own space.
+TEST(KvPages, PrefixesAreSharedWithinTheirSpaceOnly) {
+  // 1024 positions of 4 bytes: a block of 1024 positions fills a page.
+  tfm_kv_pages_options options = {2, 2, 2048, 4, 2 * 2 * 2048 * 4 * 2, 1024};
+  tfm_kv_pages *pages = nullptr;
+  tfm_status status;
+  ASSERT_EQ(tfm_kv_pages_new(&options, &pages, &status), TFM_OK)
+      << status.message;
+  int64_t block = tfm_kv_pages_block_positions(pages);
+  std::vector<int32_t> tokens(2 * block, 7);
+  ASSERT_EQ(tfm_kv_pages_reserve(pages, 0, 2 * block, &status), TFM_OK)
+      << status.message;
+  tfm_kv_pages_publish(pages, 0, tokens.data(), 2 * block, /*space=*/3);
+  int64_t n = int64_t(tokens.size());
+  EXPECT_EQ(tfm_kv_pages_share_prefix(pages, 1, tokens.data(), n, n, 0), 0);
+  EXPECT_EQ(tfm_kv_pages_share_prefix(pages, 1, tokens.data(), n, n, 2), 0);
+  EXPECT_EQ(tfm_kv_pages_share_prefix(pages, 1, tokens.data(), n, n, 3),
+            2 * block);
+  tfm_kv_pages_free(pages);
+}
+
 } // namespace

@@ -11,6 +11,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -43,6 +44,10 @@ const char *const kUsage =
     "                          --speculative)\n"
     "  --draft-max K           drafts a request checks a step (8; with\n"
     "                          --lookup-ngram, or for requests' own)\n"
+    "  --lora NAME=DIR[:SCALE] a PEFT LoRA adapter folder requests may run\n"
+    "                          with (their 'lora', or NAME as their\n"
+    "                          'model'); a model compiled with tfmc\n"
+    "                          --lora-slots; may be given more than once\n"
     "  --max-tokens N          the largest max_tokens a request may ask for\n"
     "                          (the context)\n"
     "  --max-request-bytes N   the largest request body (1048576)\n"
@@ -89,6 +94,36 @@ std::string readKeyFile(const char *path) {
   return key;
 }
 
+/// --lora NAME=DIR[:SCALE]: a name the API has no other use for, and a
+/// finite scale where what follows the folder's last colon is a number.
+ServerOptions::Adapter
+parseAdapter(const std::string &text,
+             const std::vector<ServerOptions::Adapter> &earlier) {
+  size_t equals = text.find('=');
+  if (equals == std::string::npos || equals == 0 || equals + 1 == text.size())
+    fail("--lora expects NAME=DIR[:SCALE], got '" + text + "'");
+  ServerOptions::Adapter adapter;
+  adapter.name = text.substr(0, equals);
+  adapter.directory = text.substr(equals + 1);
+  for (const ServerOptions::Adapter &other : earlier)
+    if (other.name == adapter.name)
+      fail("--lora: two adapters are named '" + adapter.name + "'");
+  size_t colon = adapter.directory.rfind(':');
+  if (colon != std::string::npos && colon + 1 < adapter.directory.size()) {
+    const char *scale = adapter.directory.c_str() + colon + 1;
+    char *end = nullptr;
+    errno = 0;
+    double value = std::strtod(scale, &end);
+    if (!errno && *end == '\0') {
+      if (!std::isfinite(value))
+        fail("--lora " + text + ": the scale must be finite");
+      adapter.scale = float(value);
+      adapter.directory.resize(colon);
+    }
+  }
+  return adapter;
+}
+
 ServerOptions parseOptions(int argc, char **argv) {
   ServerOptions o;
   for (int i = 1; i < argc; ++i) {
@@ -128,6 +163,8 @@ ServerOptions parseOptions(int argc, char **argv) {
       o.lookupNgram = int32_t(parseCount("--lookup-ngram", value(), 1, 64));
     } else if (arg == "--draft-max") {
       o.engine.max_drafts = int32_t(parseCount("--draft-max", value(), 1, 64));
+    } else if (arg == "--lora") {
+      o.adapters.push_back(parseAdapter(value(), o.adapters));
     } else if (arg == "--max-tokens") {
       o.maxTokens = parseCount("--max-tokens", value(), 1, big);
     } else if (arg == "--max-request-bytes") {

@@ -157,6 +157,24 @@ cl::opt<bool> speculative(
              "checks drafted tokens with (the executable's --lookup-ngram); "
              "decoders whose cache can drop positions only"),
     cl::init(false), cl::cat(passCategory));
+cl::opt<int64_t> loraSlots(
+    "lora-slots",
+    cl::desc("Slots for LoRA adapters loaded at run time (the executable's "
+             "--lora, tfm_lora_load, tfm-serve's --lora): each adapted "
+             "projection adds the update of the adapter its request runs "
+             "with, so that requests with different adapters share a batch "
+             "(decoders, CPU; default 0: none)"),
+    cl::init(0), cl::value_desc("n"), cl::cat(passCategory));
+cl::opt<int64_t> loraRank(
+    "lora-rank",
+    cl::desc("The largest rank of an adapter a slot takes (default 16)"),
+    cl::init(16), cl::value_desc("r"), cl::cat(passCategory));
+cl::opt<std::string> loraTargets(
+    "lora-targets",
+    cl::desc("Modules run-time adapters may adapt, comma-separated "
+             "(q_proj,v_proj; default: every projection of the layers, "
+             "PEFT's all-linear)"),
+    cl::value_desc("names"), cl::cat(passCategory));
 cl::opt<std::string> edgeDtype(
     "edge-dtype",
     cl::desc("Storage of embedding tables and the LM head (default: int8 "
@@ -227,6 +245,9 @@ int main(int argc, char **argv) {
   pipeline.maxContext = maxContext;
   pipeline.kvDtype = kvDtype;
   pipeline.verify = speculative;
+  pipeline.loraSlots = loraSlots;
+  pipeline.loraRank = loraRank;
+  pipeline.loraTargets = loraTargets;
   pipeline.weightsDtype = weightsDtype;
   pipeline.edgeDtype = edgeDtype;
   pipeline.keepWeights = keepWeights;

@@ -66,6 +66,13 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_head_linear_blocks(tfm_memref3d_f32 *a,
                                                        tfm_memref1d_i8 *bytes,
                                                        tfm_memref3d_f32 *c,
                                                        int64_t format);
+/* tfm.lora: out = projected + each row's adapter update B·(A·x), for x
+ * [rows, in] and projected and out [rows, out], A and B LoRA target
+ * `target`'s in the slot the runtime bound to the row for this call
+ * (runtime/core/lora_bank.h); rows without one are copied. */
+TFM_EXPORT void _mlir_ciface_tfm_rt_lora(tfm_memref2d_f32 *x,
+                                         tfm_memref2d_f32 *projected,
+                                         tfm_memref2d_f32 *out, int64_t target);
 /* Gated DeltaNet's recurrence (tfm.gated_delta_rule): query and key [s,
  * Hk, dk], value [s, Hv, dv], alpha and beta [s, Hv], decay [Hv], the state
  * it starts from [Hv, dk, dv]; writes every position's read to out [s, Hv,

@@ -84,6 +84,10 @@ typedef struct {
    * the n-gram length, 1 to 64; 0: off. */
   int32_t lookup_ngram;
   int32_t draft_max; /* drafts a step; 0: the engine's max_drafts */
+  /* The LoRA adapter the request runs with (tfm_lora_load; 0: none):
+   * requests with different adapters share a step, each row its own; a
+   * prompt's blocks are shared only between requests of one adapter. */
+  int32_t lora;
 } tfm_engine_request;
 
 /* Queues a request; *id names it in events and in cancel. A prompt the

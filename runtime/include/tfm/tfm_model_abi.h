@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 25
+#define TFM_ABI_VERSION 26
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -382,6 +382,26 @@ typedef enum {
   TFM_WEIGHTS_APPENDED_TO_LIBRARY = 2     /* the shared object (dladdr) */
 } tfm_weights_appended;
 
+/* Run-time LoRA adapters (tfmc --lora-slots): the projections whose
+ * outputs take the update of the adapter their row runs with, each by its
+ * checkpoint weight's name and features. A slot holds, for each target in
+ * turn, A [rank, in] and then B [out, rank] (an adapter of a lower rank
+ * padded with zeros, B times the adapter's scale); tfm_rt_lora
+ * (runtime_kernels.h) reads them. */
+#define TFM_LORA_MAX_SLOTS 64
+#define TFM_LORA_MAX_RANK 256
+typedef struct {
+  const char *weight; /* "model.layers.0.self_attn.q_proj.weight" */
+  int64_t in_features, out_features;
+} tfm_lora_target;
+
+typedef struct {
+  int32_t slots; /* adapters loaded at once */
+  int32_t rank;  /* the largest rank a slot holds */
+  int32_t num_targets;
+  const tfm_lora_target *targets;
+} tfm_lora_desc;
+
 /* What a model's code runs on (tfmc --target). */
 typedef enum {
   TFM_TARGET_CPU = 0,
@@ -462,6 +482,9 @@ typedef struct tfm_model_desc {
    * eom tokens; 0 and NULL: none (tfm_ends_generation). */
   int32_t num_stop_tokens;
   const int32_t *stop_tokens;
+  /* Slots for LoRA adapters loaded at run time (tfmc --lora-slots), or
+   * NULL. */
+  const tfm_lora_desc *lora;
 } tfm_model_desc;
 
 /* What generated entry points call around the model's code (runtime,

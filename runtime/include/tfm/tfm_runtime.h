@@ -211,6 +211,37 @@ tfm_status_code tfm_verify(tfm_session *session, const int32_t *tokens,
                            int64_t n, float *logits, tfm_status *status);
 
 /*===--------------------------------------------------------------------===
+ * LoRA adapters at run time (models compiled with tfmc --lora-slots)
+ *===--------------------------------------------------------------------===*/
+
+/* Loads the PEFT adapter folder `directory` (adapter_config.json and
+ * adapter_model.safetensors) into a free slot of `model` and sets
+ * *adapter to its id (1 and up, never reused) for tfm_session_set_lora,
+ * tfm_generate_options.lora and the engine's requests. Its update is
+ * scaled by `scale` (1: as trained) times lora_alpha / r (lora_alpha / √r
+ * with use_rslora; alpha_pattern's per module). Refused, naming the file
+ * and what: a model without slots, no free slot, a rank above the slots',
+ * a module the model was not compiled to adapt (tfmc --lora-targets),
+ * shapes of another model, and what run-time adapters do not apply
+ * (DoRA, trained biases, modules_to_save, LoRA on embeddings: tfmc --lora
+ * merges those). Thread-safe. */
+tfm_status_code tfm_lora_load(tfm_model *model, const char *directory,
+                              float scale, int32_t *adapter,
+                              tfm_status *status);
+/* Frees the adapter's slot; refused while a session or an engine request
+ * runs with it. */
+tfm_status_code tfm_lora_unload(tfm_model *model, int32_t adapter,
+                                tfm_status *status);
+/* Adapters the model holds at once (0: compiled without slots). */
+int32_t tfm_model_lora_slots(const tfm_model *model);
+/* Runs the session's next calls with `adapter` (0: none). A change empties
+ * the session, whose rows were computed with the other. */
+tfm_status_code tfm_session_set_lora(tfm_session *session, int32_t adapter,
+                                     tfm_status *status);
+/* The adapter the session runs with (0: none). */
+int32_t tfm_session_lora(const tfm_session *session);
+
+/*===--------------------------------------------------------------------===
  * Sampling and generation
  *===--------------------------------------------------------------------===*/
 
@@ -365,6 +396,10 @@ typedef struct {
    * prefilled). NULL: none. */
   tfm_session *draft;
   float draft_p_min; /* 0: no threshold */
+  /* The LoRA adapter to generate with (tfm_lora_load; 0: none): the
+   * session is set to it (tfm_session_set_lora), so a session that held
+   * text of another adapter starts over. */
+  int32_t lora;
 } tfm_generate_options;
 
 typedef struct {

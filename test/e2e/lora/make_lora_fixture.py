@@ -16,6 +16,10 @@ tfmc must refuse (OUT/tied-base: BASE saving its tied head too). Cases:
   rslora  r 8, alpha 4, use_rslora, alpha_pattern {o_proj: 16}: k_proj,
           o_proj, gate_proj, up_proj, the embeddings (lora_embedding_A/B),
           and model.norm as a saved module;
+  linear  r 8, alpha 4, use_rslora, alpha_pattern {o_proj: 16}: k_proj,
+          o_proj, gate_proj and up_proj of every layer, A and B saved as
+          bf16 (the merge sums the rounded values): with plain, every
+          projection kind of a layer, for adapters applied at run time;
   bf16    the plain adapter on BASE's weights stored as bf16 (OUT/bf16/base);
   gpt2    fan_in_fan_out on GPT2's Conv1D weights (stored [in, out]) c_attn
           and c_fc, under the head model's names ("transformer.h.0...")
@@ -62,9 +66,10 @@ def stored_like(base, values):
 class Adapter:
     """An adapter being made: its saved tensors, and the base merged."""
 
-    def __init__(self, rng, base_tensors, config, scale):
+    def __init__(self, rng, base_tensors, config, scale, saved_bf16=False):
         self.rng, self.config, self.scale = rng, config, scale
         self.saved, self.merged = {}, dict(base_tensors)
+        self.saved_bf16 = saved_bf16
 
     def factor(self, module, r):
         alpha = self.config["alpha_pattern"].get(module.split(".")[-1],
@@ -81,8 +86,11 @@ class Adapter:
         a = self.rng.normal(0, 0.2, (r, inner)).astype(np.float32)
         b = self.rng.normal(0, 0.2, (outer, r)).astype(np.float32)
         saved_as = WRAPPED + (wrapped_as or module) + "."
-        self.saved[saved_as + names[0]] = as_f32(a)
-        self.saved[saved_as + names[1]] = as_f32(b)
+        store = as_bf16 if self.saved_bf16 else as_f32
+        self.saved[saved_as + names[0]] = store(a)
+        self.saved[saved_as + names[1]] = store(b)
+        a = stored_values(self.saved[saved_as + names[0]])
+        b = stored_values(self.saved[saved_as + names[1]])
         delta = b.astype(np.float64) @ a.astype(np.float64)
         self.merged[module + ".weight"] = stored_like(
             base, stored_values(base)
@@ -153,6 +161,18 @@ def rslora(rng, tensors, base, out):
     adapter.write(out, base)
 
 
+def linear(rng, tensors, base, out):
+    config = adapter_config(8, 4, ["k_proj", "o_proj", "gate_proj", "up_proj"],
+                            use_rslora=True, alpha_pattern={"o_proj": 16})
+    adapter = Adapter(rng, tensors, config, scale=1.0, saved_bf16=True)
+    for layer in range(layer_count(tensors)):
+        prefix = f"model.layers.{layer}."
+        for module in ("self_attn.k_proj", "self_attn.o_proj",
+                       "mlp.gate_proj", "mlp.up_proj"):
+            adapter.linear(prefix + module, 8)
+    adapter.write(out, base)
+
+
 def gpt2(rng, base, out):
     tensors = read_safetensors(os.path.join(base, "model.safetensors"))
     config = adapter_config(2, 4, ["c_attn", "c_fc"], fan_in_fan_out=True)
@@ -215,6 +235,7 @@ def main():
     rng = np.random.default_rng(7)
     adapter = plain(rng, tensors, base, os.path.join(out, "plain"))
     rslora(rng, tensors, base, os.path.join(out, "rslora"))
+    linear(rng, tensors, base, os.path.join(out, "linear"))
     # The same adapter on bf16 weights: the merge rounds to bf16.
     bf16_tensors = {name: as_bf16(stored_values(t)) if t.data.ndim == 2 else t
                     for name, t in tensors.items()}

@@ -1,0 +1,222 @@
+/*===- lora_bank.c - run-time LoRA adapters' slots -----------------------===*
+ *
+ * See lora_bank.h. Loading, unloading and acquiring take the bank's lock;
+ * a call reads a slot it holds (acquired), which no unload can free.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/core/lora_bank.h"
+
+#include "runtime/core/session_internal.h"
+#include "runtime/core/status.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  float *data;     /* NULL: free */
+  int32_t adapter; /* its id */
+  int64_t users;   /* sessions and engine sequences running with it */
+  char name[256];  /* where it came from, for messages */
+} lora_slot;
+
+struct tfm_lora_bank {
+  const tfm_lora_desc *desc;
+  int64_t slot_floats;
+  int64_t *offsets; /* each target's A within a slot */
+  lora_slot *slots;
+  int32_t next_adapter;
+  pthread_mutex_t lock;
+};
+
+static _Thread_local const tfm_lora_rows *bound_rows;
+
+tfm_lora_bank *tfm_lora_bank_new(const tfm_lora_desc *desc, int *failed) {
+  *failed = 0;
+  if (!desc || desc->slots <= 0)
+    return NULL;
+  tfm_lora_bank *bank = calloc(1, sizeof *bank);
+  if (bank) {
+    bank->offsets = calloc((size_t)desc->num_targets, sizeof *bank->offsets);
+    bank->slots = calloc((size_t)desc->slots, sizeof *bank->slots);
+  }
+  if (!bank || !bank->offsets || !bank->slots) {
+    tfm_lora_bank_free(bank);
+    *failed = 1;
+    return NULL;
+  }
+  bank->desc = desc;
+  for (int32_t t = 0; t < desc->num_targets; ++t) {
+    const tfm_lora_target *target = &desc->targets[t];
+    bank->offsets[t] = bank->slot_floats;
+    bank->slot_floats +=
+        desc->rank * (target->in_features + target->out_features);
+  }
+  bank->next_adapter = 1;
+  pthread_mutex_init(&bank->lock, NULL);
+  return bank;
+}
+
+void tfm_lora_bank_free(tfm_lora_bank *bank) {
+  if (!bank)
+    return;
+  if (bank->slots) {
+    for (int32_t i = 0; i < bank->desc->slots; ++i)
+      free(bank->slots[i].data);
+    pthread_mutex_destroy(&bank->lock);
+  }
+  free(bank->slots);
+  free(bank->offsets);
+  free(bank);
+}
+
+int64_t tfm_lora_slot_floats(const tfm_lora_bank *bank) {
+  return bank->slot_floats;
+}
+
+int64_t tfm_lora_target_offset(const tfm_lora_bank *bank, int64_t target) {
+  return bank->offsets[target];
+}
+
+const tfm_lora_desc *tfm_lora_bank_desc(const tfm_lora_bank *bank) {
+  return bank->desc;
+}
+
+const float *tfm_lora_slot_data(const tfm_lora_bank *bank, int32_t slot) {
+  return bank->slots[slot].data;
+}
+
+int32_t tfm_model_lora_slots(const tfm_model *model) {
+  tfm_lora_bank *bank = model ? tfm_model_lora_bank(model) : NULL;
+  return bank ? bank->desc->slots : 0;
+}
+
+tfm_status_code tfm_lora_bank_install(tfm_lora_bank *bank, float *data,
+                                      const char *name, int32_t *adapter,
+                                      tfm_status *status) {
+  pthread_mutex_lock(&bank->lock);
+  int32_t free_slot = -1;
+  for (int32_t i = 0; i < bank->desc->slots && free_slot < 0; ++i)
+    if (!bank->slots[i].data)
+      free_slot = i;
+  if (free_slot < 0) {
+    pthread_mutex_unlock(&bank->lock);
+    free(data);
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_lora_load: %s: the model's %d adapter slots are all "
+                    "taken (tfm_lora_unload one, or compile with a larger "
+                    "--lora-slots)",
+                    name, bank->desc->slots);
+  }
+  lora_slot *slot = &bank->slots[free_slot];
+  slot->data = data;
+  slot->adapter = bank->next_adapter++;
+  slot->users = 0;
+  snprintf(slot->name, sizeof slot->name, "%s", name);
+  *adapter = slot->adapter;
+  pthread_mutex_unlock(&bank->lock);
+  return tfm_ok(status);
+}
+
+/* The slot holding `adapter`, with the lock held; -1 when none does. */
+static int32_t slot_of(const tfm_lora_bank *bank, int32_t adapter) {
+  for (int32_t i = 0; i < bank->desc->slots; ++i)
+    if (bank->slots[i].data && bank->slots[i].adapter == adapter)
+      return i;
+  return -1;
+}
+
+int32_t tfm_lora_acquire(tfm_model *model, int32_t adapter,
+                         const char *function, tfm_status *status) {
+  tfm_lora_bank *bank = tfm_model_lora_bank(model);
+  if (!bank) {
+    tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+             "%s: LoRA adapter %d asked for, but model '%s' has no adapter "
+             "slots (compile it with tfmc --lora-slots)",
+             function, adapter, tfm_model_get_desc(model)->name);
+    return -1;
+  }
+  pthread_mutex_lock(&bank->lock);
+  int32_t slot = slot_of(bank, adapter);
+  if (slot >= 0)
+    ++bank->slots[slot].users;
+  pthread_mutex_unlock(&bank->lock);
+  if (slot < 0)
+    tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+             "%s: no LoRA adapter %d is loaded in model '%s'", function,
+             adapter, tfm_model_get_desc(model)->name);
+  return slot;
+}
+
+void tfm_lora_release(tfm_model *model, int32_t adapter) {
+  tfm_lora_bank *bank = model ? tfm_model_lora_bank(model) : NULL;
+  if (!bank || adapter <= 0)
+    return;
+  pthread_mutex_lock(&bank->lock);
+  int32_t slot = slot_of(bank, adapter);
+  if (slot >= 0 && bank->slots[slot].users > 0)
+    --bank->slots[slot].users;
+  pthread_mutex_unlock(&bank->lock);
+}
+
+tfm_status_code tfm_lora_unload(tfm_model *model, int32_t adapter,
+                                tfm_status *status) {
+  tfm_lora_bank *bank = model ? tfm_model_lora_bank(model) : NULL;
+  if (!bank)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "tfm_lora_unload: %s",
+                    model ? "the model has no adapter slots" : "NULL model");
+  pthread_mutex_lock(&bank->lock);
+  int32_t slot = slot_of(bank, adapter);
+  tfm_status_code code = TFM_OK;
+  if (slot < 0)
+    code = tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_lora_unload: no LoRA adapter %d is loaded", adapter);
+  else if (bank->slots[slot].users > 0)
+    code = tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_lora_unload: adapter %d (%s) is in use by %lld "
+                    "session(s) or request(s)",
+                    adapter, bank->slots[slot].name,
+                    (long long)bank->slots[slot].users);
+  else {
+    free(bank->slots[slot].data);
+    bank->slots[slot].data = NULL;
+    tfm_ok(status);
+  }
+  pthread_mutex_unlock(&bank->lock);
+  return code;
+}
+
+tfm_status_code tfm_session_set_lora(tfm_session *s, int32_t adapter,
+                                     tfm_status *status) {
+  if (!s)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_session_set_lora: NULL session");
+  if (adapter == s->lora_adapter)
+    return tfm_ok(status);
+  int32_t slot = -1;
+  if (adapter != 0) {
+    slot = tfm_lora_acquire(s->model, adapter, "tfm_session_set_lora", status);
+    if (slot < 0)
+      return status ? status->code : TFM_ERROR_INVALID_ARGUMENT;
+  }
+  tfm_lora_release(s->model, s->lora_adapter);
+  s->lora_adapter = adapter;
+  s->lora_slot = slot;
+  /* What the session holds was computed with the other adapter. */
+  tfm_session_reset(s);
+  return tfm_ok(status);
+}
+
+int32_t tfm_session_lora(const tfm_session *s) {
+  return s ? s->lora_adapter : 0;
+}
+
+const tfm_lora_rows *tfm_lora_bind(const tfm_lora_rows *rows) {
+  const tfm_lora_rows *before = bound_rows;
+  bound_rows = rows;
+  return before;
+}
+
+const tfm_lora_rows *tfm_lora_bound(void) { return bound_rows; }
