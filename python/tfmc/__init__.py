@@ -922,7 +922,8 @@ class Model:
 
     def load_lora(self, path, scale=1.0):
         """Loads a PEFT LoRA adapter folder (adapter_config.json and
-        adapter_model.safetensors) into a slot of a model compiled with
+        adapter_model.safetensors), or a GGUF LoRA file of llama.cpp's for
+        a model read from GGUF, into a slot of a model compiled with
         tfmc --lora-slots; returns its id, for generate(lora=) and the
         engine's submit(lora=). `scale` multiplies its update. What the
         model cannot take (no slots, none free, a rank above its slots',

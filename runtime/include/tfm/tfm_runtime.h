@@ -214,8 +214,10 @@ tfm_status_code tfm_verify(tfm_session *session, const int32_t *tokens,
  * LoRA adapters at run time (models compiled with tfmc --lora-slots)
  *===--------------------------------------------------------------------===*/
 
-/* Loads the PEFT adapter folder `directory` (adapter_config.json and
- * adapter_model.safetensors) into a free slot of `model` and sets
+/* Loads the PEFT adapter folder at `path` (adapter_config.json and
+ * adapter_model.safetensors), or a GGUF LoRA file of llama.cpp's there
+ * (for a model read from GGUF: its weights' names; each B scaled by
+ * adapter.lora.alpha / r), into a free slot of `model` and sets
  * *adapter to its id (1 and up, never reused) for tfm_session_set_lora,
  * tfm_generate_options.lora and the engine's requests. Its update is
  * scaled by `scale` (1: as trained) times lora_alpha / r (lora_alpha / √r
@@ -225,9 +227,8 @@ tfm_status_code tfm_verify(tfm_session *session, const int32_t *tokens,
  * shapes of another model, and what run-time adapters do not apply
  * (DoRA, trained biases, modules_to_save, LoRA on embeddings: tfmc --lora
  * merges those). Thread-safe. */
-tfm_status_code tfm_lora_load(tfm_model *model, const char *directory,
-                              float scale, int32_t *adapter,
-                              tfm_status *status);
+tfm_status_code tfm_lora_load(tfm_model *model, const char *path, float scale,
+                              int32_t *adapter, tfm_status *status);
 /* Frees the adapter's slot; refused while a session or an engine request
  * runs with it. */
 tfm_status_code tfm_lora_unload(tfm_model *model, int32_t adapter,
