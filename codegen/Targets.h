@@ -58,6 +58,8 @@ struct CodegenTarget {
   bool narrowKVCache;
   /// Speculative decoding's @verify (--speculative).
   bool verifyEntry;
+  /// Run-time LoRA adapters' updates (--lora-slots: tfm.lora's kernel).
+  bool loraSlots;
   /// Gated DeltaNet (linear attention) layers.
   bool recurrentLayers;
   /// A model split over MPI ranks (--ranks).

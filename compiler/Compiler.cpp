@@ -289,7 +289,7 @@ llvm::Error checkTarget(const CompileOptions &options,
   if (!target->perWeightDtypes && !pipeline.weightsDtypeFor.getValue().empty())
     return makeError(flag + " takes one weights dtype so far: "
                             "--weights-dtype-for is CPU only");
-  if (pipeline.loraSlots > 0 && !target->verifyEntry)
+  if (pipeline.loraSlots > 0 && !target->loraSlots)
     return makeError(flag + " has no run-time LoRA adapters so far: "
                             "--lora-slots is CPU only");
   if (pipeline.verify && !target->verifyEntry)

@@ -38,8 +38,10 @@ StringRef weightName(LinearOp linear) {
 }
 
 /// The module a layer's weight belongs to ("up_proj" of
-/// "model.layers.3.mlp.up_proj.weight"), or empty when the weight is not
-/// a layer's (no numbered part: LM heads, embeddings, projectors).
+/// "model.layers.3.mlp.up_proj.weight"; "qkv_proj" of a part the frontend
+/// split a fused checkpoint projection into, "self_attn.qkv_proj.q.weight",
+/// as PEFT names the module), or empty when the weight is not a layer's
+/// (no numbered part: LM heads, embeddings, projectors).
 StringRef layerModule(StringRef name) {
   if (!name.consume_back(".weight"))
     return {};
@@ -48,7 +50,15 @@ StringRef layerModule(StringRef name) {
   bool numbered = llvm::any_of(parts, [](StringRef part) {
     return !part.empty() && llvm::all_of(part, llvm::isDigit);
   });
-  return numbered ? parts.back() : StringRef();
+  if (!numbered)
+    return {};
+  // The parts preparePhi3Checkpoint names (runtime/adapters/lora_load.c's
+  // kFusedParts lays a fused adapter out on them).
+  bool splitPart =
+      llvm::is_contained({"q", "k", "v", "gate", "up"}, parts.back()) &&
+      parts.size() >= 2 &&
+      !llvm::all_of(parts[parts.size() - 2], llvm::isDigit);
+  return splitPart ? parts[parts.size() - 2] : parts.back();
 }
 
 struct LoraSlotsPass : mlir::tfm::impl::LoraSlotsPassBase<LoraSlotsPass> {

@@ -160,8 +160,9 @@ static tfm_status_code place(lora_layout *layout, const tensor_info *t,
   /* GGUF lists dimensions innermost first. */
   matrix.cols = (int64_t)t->dims[0];
   matrix.rows = (int64_t)t->dims[1];
-  if (t->dims[0] == 0 || t->dims[1] == 0 || t->dims[0] > (1ull << 31) ||
-      t->dims[1] > (1ull << 31) || t->offset > data_size ||
+  /* Dimensions of 2^24 at most keep the product's bytes below 2^50. */
+  if (t->dims[0] == 0 || t->dims[1] == 0 || t->dims[0] > (1ull << 24) ||
+      t->dims[1] > (1ull << 24) || t->offset > data_size ||
       t->dims[0] * t->dims[1] * (uint64_t)matrix.bytes >
           data_size - t->offset) {
     snprintf(what, sizeof what,

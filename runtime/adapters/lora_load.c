@@ -51,12 +51,71 @@ static float value_at(const lora_matrix *m, int64_t index) {
   return m->bf16 ? tfm_bf16_to_float(half) : tfm_f16_to_float(half);
 }
 
+/* A checkpoint's fused projection that the model reads split into parts
+ * (Phi-3's qkv_proj as qkv_proj.q, .k and .v; gate_up_proj as .gate and
+ * .up: preparePhi3Checkpoint), its rows in this order. */
+static const char *const kFusedParts[][4] = {{"q", "k", "v", NULL},
+                                             {"gate", "up", NULL, NULL}};
+
+/* Places `m` on the parts of fused weight `weight` where the model adapts
+ * every part: A on each, B's rows split among them. Returns 0 when
+ * `weight` is no such projection. */
+static int place_fused(lora_layout *layout, const char *file, const char *name,
+                       const char *weight, int is_a, const lora_matrix *m,
+                       double factor, tfm_status_code *code) {
+  const tfm_lora_desc *desc = tfm_lora_bank_desc(layout->bank);
+  size_t stem = strlen(weight) - strlen(".weight");
+  for (size_t f = 0; f < sizeof kFusedParts / sizeof *kFusedParts; ++f) {
+    int32_t parts[4];
+    int count = 0, found = 1;
+    int64_t rows = 0;
+    for (; kFusedParts[f][count] && found; ++count) {
+      char part[800];
+      snprintf(part, sizeof part, "%.*s.%s.weight", (int)stem, weight,
+               kFusedParts[f][count]);
+      parts[count] = find_target(desc, part);
+      found = parts[count] >= 0;
+      if (found)
+        rows += desc->targets[parts[count]].out_features;
+    }
+    if (!found)
+      continue;
+    if (!is_a && m->rows != rows) {
+      char what[1024];
+      snprintf(what, sizeof what,
+               "'%s' is [%lld, %lld], where this model's '%s' takes [%lld, "
+               "r]: an adapter of another model",
+               name, (long long)m->rows, (long long)m->cols, weight,
+               (long long)rows);
+      *code = tfm_lora_fail(layout, TFM_ERROR_INVALID_ARGUMENT, file, what);
+      return 1;
+    }
+    lora_matrix slice = *m;
+    *code = TFM_OK;
+    for (int p = 0; p < count && *code == TFM_OK; ++p) {
+      const tfm_lora_target *t = &desc->targets[parts[p]];
+      if (!is_a)
+        slice.rows = t->out_features;
+      *code =
+          tfm_lora_place(layout, file, name, t->weight, is_a, &slice, factor);
+      if (!is_a)
+        slice.data += (size_t)(slice.rows * slice.cols * slice.bytes);
+    }
+    return 1;
+  }
+  return 0;
+}
+
 tfm_status_code tfm_lora_place(lora_layout *layout, const char *file,
                                const char *name, const char *weight, int is_a,
                                const lora_matrix *m, double factor) {
   char what[1024];
   const tfm_lora_desc *desc = tfm_lora_bank_desc(layout->bank);
   int32_t target = find_target(desc, weight);
+  tfm_status_code fused;
+  if (target < 0 && strlen(weight) > strlen(".weight") &&
+      place_fused(layout, file, name, weight, is_a, m, factor, &fused))
+    return fused;
   if (target < 0) {
     snprintf(what, sizeof what,
              "the adapter adapts '%s', which this model was not compiled to "

@@ -162,10 +162,17 @@ static tfm_status_code place_tensor(lora_layout *layout,
              name);
     return tfm_lora_fail(layout, TFM_ERROR_INVALID_ARGUMENT, kWeights, what);
   }
-  m.rows = (int64_t)shape->items[0].number;
-  m.cols = (int64_t)shape->items[1].number;
+  /* Sizes as JSON numbers: whole, and small enough to multiply exactly. */
+  double rows = shape->items[0].number, cols = shape->items[1].number;
+  if (!(rows >= 1 && rows <= 16777216 && cols >= 1 && cols <= 16777216) ||
+      rows != floor(rows) || cols != floor(cols)) {
+    snprintf(what, sizeof what, "'%s' has a shape of no matrix", name);
+    return tfm_lora_fail(layout, TFM_ERROR_INVALID_ARGUMENT, kWeights, what);
+  }
+  m.rows = (int64_t)rows;
+  m.cols = (int64_t)cols;
   double begin = offsets->items[0].number, end = offsets->items[1].number;
-  if (m.rows <= 0 || m.cols <= 0 || begin < 0 || end > (double)data_size ||
+  if (begin < 0 || end > (double)data_size || begin != floor(begin) ||
       end - begin != (double)m.rows * (double)m.cols * m.bytes) {
     snprintf(what, sizeof what,
              "'%s' [%lld, %lld] does not fit its data_offsets within the "

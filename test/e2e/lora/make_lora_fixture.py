@@ -20,6 +20,9 @@ tfmc must refuse (OUT/tied-base: BASE saving its tied head too). Cases:
           o_proj, gate_proj and up_proj of every layer, A and B saved as
           bf16 (the merge sums the rounded values): with plain, every
           projection kind of a layer, for adapters applied at run time;
+  phi3    r 4, alpha 8 on test/e2e/families/Inputs/phi3 (beside GPT2): its
+          fused qkv_proj and gate_up_proj, o_proj and down_proj, as
+          PEFT saves a Phi-3 adapter (the model splits the fused ones);
   bf16    the plain adapter on BASE's weights stored as bf16 (OUT/bf16/base);
   gpt2    fan_in_fan_out on GPT2's Conv1D weights (stored [in, out]) c_attn
           and c_fc, under the head model's names ("transformer.h.0...")
@@ -173,6 +176,19 @@ def linear(rng, tensors, base, out):
     adapter.write(out, base)
 
 
+def phi3(rng, base, out):
+    tensors = read_safetensors(os.path.join(base, "model.safetensors"))
+    config = adapter_config(4, 8, ["qkv_proj", "o_proj", "gate_up_proj",
+                                   "down_proj"])
+    adapter = Adapter(rng, tensors, config, scale=1.0)
+    for layer in range(layer_count(tensors)):
+        prefix = f"model.layers.{layer}."
+        for module in ("self_attn.qkv_proj", "self_attn.o_proj",
+                       "mlp.gate_up_proj", "mlp.down_proj"):
+            adapter.linear(prefix + module, 4)
+    adapter.write(out, base)
+
+
 def gpt2(rng, base, out):
     tensors = read_safetensors(os.path.join(base, "model.safetensors"))
     config = adapter_config(2, 4, ["c_attn", "c_fc"], fan_in_fan_out=True)
@@ -258,6 +274,8 @@ def main():
                             tensors["model.embed_tokens.weight"]})
     copy_folder(base, os.path.join(out, "tied-base"), tied)
     gpt2(rng, gpt2_base, os.path.join(out, "gpt2"))
+    phi3(rng, os.path.join(HERE, "..", "families", "Inputs", "phi3"),
+         os.path.join(out, "phi3"))
     broken(adapter, os.path.join(out, "broken"))
 
 
