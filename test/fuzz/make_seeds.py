@@ -108,6 +108,29 @@ def lora_seed():
     return SEPARATOR.join(parts)
 
 
+def lora_adapter_seeds(work):
+    """stories260K's plain adapter (make_lora_fixture.py) for
+    fuzz-lora-adapters: its config and safetensors, then the same adapter
+    as a GGUF LoRA file (write_gguf_lora.py)."""
+    sys.path.insert(0, os.path.join(E2E, "lora"))
+    import numpy
+    import make_lora_fixture
+    base = os.path.join(SHARED_MODELS, "stories260K-hf")
+    tensors = make_lora_fixture.read_safetensors(
+        os.path.join(base, "model.safetensors"))
+    make_lora_fixture.plain(numpy.random.default_rng(7), tensors, base,
+                            os.path.join(work, "plain"))
+    adapter = os.path.join(work, "plain", "adapter")
+    gguf = os.path.join(work, "plain-lora.gguf")
+    subprocess.run([sys.executable, os.path.join(E2E, "lora",
+                                                 "write_gguf_lora.py"),
+                    adapter, base, gguf], check=True)
+    parts = [read(os.path.join(adapter, "adapter_config.json")),
+             read(os.path.join(adapter, "adapter_model.safetensors")),
+             read(gguf)]
+    write_seed(corpus("fuzz-lora-adapters"), "plain", SEPARATOR.join(parts))
+
+
 def safetensors_seeds():
     directory = corpus("fuzz-safetensors")
     single = os.path.join(E2E, "Inputs", "llama-gqa-f16-untied")
@@ -529,6 +552,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         hf_seeds()
         safetensors_seeds()
+        lora_adapter_seeds(work)
         gguf_seeds(work)
         llama2c_seed()
         tokenizer_files = tokenizer_file_seeds(work)
