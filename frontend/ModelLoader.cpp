@@ -30,10 +30,11 @@ llvm::Expected<LoadedModel> mlir::tfm::loadModel(
   llvm::Expected<LoadedModel> model = [&]() -> llvm::Expected<LoadedModel> {
     if (llvm::sys::fs::is_directory(path))
       return loadHuggingFaceModel(context, path, diffusion, adapters);
-    if (!adapters.empty())
+    if (!adapters.empty() && !path.ends_with(".gguf"))
       return makeError("--lora merges PEFT LoRA adapters into a Hugging Face "
-                       "decoder folder's weights; '" +
-                       path + "' is a file");
+                       "decoder folder's weights, and GGUF LoRA files into a "
+                       "GGUF model's; '" +
+                       path + "' is neither");
     if (!diffusion.configFolder.empty()) {
       if (!path.ends_with(".safetensors"))
         return makeError("--config-folder is for a single-file Stable "
@@ -56,7 +57,7 @@ llvm::Expected<LoadedModel> mlir::tfm::loadModel(
       return loadLlama2cModel(context, path);
     if (path.ends_with(".gguf"))
       return loadGgufModel(context, path,
-                           /*withTokenizer=*/tokenizerPath.empty());
+                           /*withTokenizer=*/tokenizerPath.empty(), adapters);
     return makeError("model '" + path +
                      "': expected a Hugging Face model directory, a llama2.c "
                      ".bin checkpoint, a .gguf file or a .mlir file");

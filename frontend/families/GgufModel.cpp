@@ -782,9 +782,10 @@ llvm::Error mlir::tfm::readGgufWeights(llvm::StringRef path,
   return llvm::Error::success();
 }
 
-llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
-                                                     llvm::StringRef path,
-                                                     bool withTokenizer) {
+llvm::Expected<LoadedModel>
+mlir::tfm::loadGgufModel(mlir::MLIRContext &context, llvm::StringRef path,
+                         bool withTokenizer,
+                         llvm::ArrayRef<LoraAdapterSpec> adapters) {
   llvm::Expected<GgufFile> file = GgufFile::open(path);
   if (!file)
     return file.takeError();
@@ -810,6 +811,13 @@ llvm::Expected<LoadedModel> mlir::tfm::loadGgufModel(mlir::MLIRContext &context,
 
   LoadedModel model;
   addGgufTensors(*file, model.weights);
+  // Before the family's rewrites, which then see the merged weights.
+  for (const LoraAdapterSpec &adapter : adapters) {
+    llvm::Expected<std::vector<std::string>> merged =
+        mergeGgufLoraAdapter(adapter, model.weights, model.notes);
+    if (!merged)
+      return merged.takeError();
+  }
   const WeightTensor *embedding = model.weights.lookup(spec->tokenEmbedding);
   if (!embedding || embedding->shape().size() != 2)
     return makeError(path + ": tensor '" + spec->tokenEmbedding +

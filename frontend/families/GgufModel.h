@@ -11,6 +11,7 @@
 #define TFM_FRONTEND_FAMILIES_GGUFMODEL_H
 
 #include "frontend/families/LoadedModel.h"
+#include "frontend/formats/LoraAdapter.h"
 
 namespace mlir::tfm {
 
@@ -19,9 +20,12 @@ std::string supportedGgufArchitectureNames();
 
 /// `withTokenizer`: read the embedded tokenizer (false when the user gives
 /// another).
-llvm::Expected<LoadedModel> loadGgufModel(mlir::MLIRContext &context,
-                                          llvm::StringRef path,
-                                          bool withTokenizer);
+/// `adapters`: llama.cpp's GGUF LoRA files merged into its weights
+/// (--lora).
+llvm::Expected<LoadedModel>
+loadGgufModel(mlir::MLIRContext &context, llvm::StringRef path,
+              bool withTokenizer,
+              llvm::ArrayRef<LoraAdapterSpec> adapters = {});
 
 /// Adds every tensor of the GGUF file at `path` to `weights` (a .mlir
 /// model compiled with --checkpoint FILE.gguf).

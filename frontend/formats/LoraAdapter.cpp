@@ -12,6 +12,7 @@
 #include "frontend/formats/LoraAdapter.h"
 #include "frontend/formats/ConfigReader.h"
 #include "frontend/formats/ErrorMessages.h"
+#include "frontend/formats/Gguf.h"
 #include "frontend/formats/JsonFile.h"
 #include "frontend/formats/Safetensors.h"
 #include "tfm/half_floats.h"
@@ -204,6 +205,11 @@ mlir::tfm::mergeLoraAdapter(const LoraAdapterSpec &adapter, WeightStore &store,
                             std::vector<std::string> &notes) {
   llvm::SmallString<256> configPath(adapter.directory), weightsPath;
   llvm::sys::path::append(configPath, "adapter_config.json");
+  if (llvm::StringRef(adapter.directory).ends_with(".gguf") &&
+      llvm::sys::fs::is_regular_file(adapter.directory))
+    return makeError("--lora: '" + adapter.directory +
+                     "' is a GGUF LoRA file, whose tensors carry llama.cpp's "
+                     "names: merge it into a model read from GGUF");
   if (!llvm::sys::fs::is_directory(adapter.directory))
     return makeError("--lora: '" + adapter.directory +
                      "' is not a PEFT adapter folder (adapter_config.json "
@@ -317,5 +323,98 @@ mlir::tfm::mergeLoraAdapter(const LoraAdapterSpec &adapter, WeightStore &store,
                        : ", replaced " + std::to_string(saved.size()) +
                              " with the adapter's saved modules") +
                   " (scale " + shortNumber(adapter.scale) + ")");
+  return changed;
+}
+
+llvm::Expected<std::vector<std::string>>
+mlir::tfm::mergeGgufLoraAdapter(const LoraAdapterSpec &adapter,
+                                WeightStore &store,
+                                std::vector<std::string> &notes) {
+  const std::string &path = adapter.directory;
+  if (llvm::sys::fs::is_directory(path))
+    return makeError("--lora: '" + path +
+                     "' is a PEFT folder, whose tensors carry Hugging Face "
+                     "names; a model read from GGUF takes llama.cpp's GGUF "
+                     "LoRA files (convert_lora_to_gguf.py)");
+  llvm::Expected<GgufFile> file = GgufFile::open(path);
+  if (!file)
+    return file.takeError();
+  llvm::Expected<std::optional<llvm::StringRef>> type =
+      file->optionalString("general.type");
+  if (!type)
+    return type.takeError();
+  llvm::Expected<std::optional<llvm::StringRef>> kind =
+      file->optionalString("adapter.type");
+  if (!kind)
+    return kind.takeError();
+  if (*type != std::optional<llvm::StringRef>("adapter") ||
+      *kind != std::optional<llvm::StringRef>("lora"))
+    return makeError(path + ": not a LoRA adapter (general.type 'adapter', "
+                            "adapter.type 'lora'): a model's GGUF file?");
+  llvm::Expected<std::optional<double>> alpha =
+      file->optionalReal("adapter.lora.alpha");
+  if (!alpha)
+    return alpha.takeError();
+  std::string source = llvm::sys::path::filename(path).str();
+  // W.lora_a [r, in] and W.lora_b [out, r] by W.
+  std::map<std::string, std::pair<const GgufTensor *, const GgufTensor *>>
+      pairs;
+  for (const GgufTensor &tensor : file->tensors()) {
+    llvm::StringRef name(tensor.name);
+    bool down = name.ends_with(".lora_a");
+    if (!down && !name.ends_with(".lora_b"))
+      return makeError(path + ": tensor '" + tensor.name +
+                       "' is not a LoRA A or B matrix (NAME.lora_a, "
+                       "NAME.lora_b)");
+    auto &pair = pairs[name.drop_back(7).str()];
+    (down ? pair.first : pair.second) = &tensor;
+  }
+  if (pairs.empty())
+    return makeError(path + ": no LoRA tensors");
+  std::vector<std::string> changed;
+  for (const auto &[target, pair] : pairs) {
+    if (!pair.first || !pair.second)
+      return makeError(path + ": '" + target + "' has lora_" +
+                       (pair.first ? "a" : "b") + " but no lora_" +
+                       (pair.first ? "b" : "a"));
+    const WeightTensor *base = store.lookup(target);
+    if (!base)
+      return makeError(path + ": the model has no '" + target +
+                       "' for the adapter's '" + pair.first->name + "'");
+    if (base->shape().size() != 2 || !isFloatDtype(base->dtype()))
+      return makeError(
+          path + ": base tensor '" + target + "' (" +
+          formatShape(base->shape()) + ", " + checkpointName(base->dtype()) +
+          ") is not a float matrix, which a merge would have to requantize: "
+          "apply the adapter at run time instead (tfmc --lora-slots, then "
+          "the model's --lora)");
+    auto view = [&](const GgufTensor *t) {
+      return WeightTensor::view(t->shape, t->dtype, file->bytes() + t->offset,
+                                file->isMapped(), source);
+    };
+    WeightTensor down = view(pair.first), up = view(pair.second);
+    int64_t out = base->rows(), in = base->cols();
+    int64_t rank = down.shape().empty() ? 0 : down.shape()[0];
+    if (down.shape() != std::vector<int64_t>{rank, in} ||
+        up.shape() != std::vector<int64_t>{out, rank} || rank <= 0)
+      return makeError(
+          path + ": '" + pair.first->name + "' " + formatShape(down.shape()) +
+          " and '" + pair.second->name + "' " + formatShape(up.shape()) +
+          " do not factor the model's '" + target + "' " +
+          formatShape(base->shape()) + " (expected [r, " + llvm::Twine(in) +
+          "] and [" + llvm::Twine(out) + ", r])");
+    // llama.cpp's scale: alpha / r where the file gives alpha.
+    double factor = adapter.scale;
+    if (*alpha && **alpha != 0)
+      factor *= **alpha / double(rank);
+    WeightTensor merged =
+        mergedTensor(*base, down.toF32(), up.toF32(), rank, factor,
+                     /*transposed=*/false, store, source);
+    store.add(target, std::move(merged));
+    changed.push_back(target);
+  }
+  notes.push_back(path + ": merged LoRA into " +
+                  std::to_string(changed.size()) + " weights (scale " +
+                  shortNumber(adapter.scale) + ")");
   return changed;
 }

@@ -46,6 +46,16 @@ llvm::Expected<std::vector<std::string>>
 mergeLoraAdapter(const LoraAdapterSpec &adapter, WeightStore &store,
                  std::vector<std::string> &notes);
 
+/// Merges llama.cpp's GGUF LoRA file `adapter.directory` (general.type
+/// "adapter", adapter.lora.alpha, W.lora_a [r, in] and W.lora_b [out, r]
+/// by the model's GGUF names) into `store`, the tensors of a model read
+/// from GGUF: W + scale · alpha / r · B·A (scale alone without alpha, as
+/// llama.cpp applies it). Float weights only: a block-quantized one is
+/// refused, pointing at run-time adapters.
+llvm::Expected<std::vector<std::string>>
+mergeGgufLoraAdapter(const LoraAdapterSpec &adapter, WeightStore &store,
+                     std::vector<std::string> &notes);
+
 } // namespace mlir::tfm
 
 #endif // TFM_FRONTEND_FORMATS_LORAADAPTER_H

@@ -79,8 +79,9 @@ cl::list<std::string> loraAdapters(
     "lora",
     cl::desc("A PEFT LoRA adapter folder merged into a Hugging Face "
              "decoder's weights (W + scale * alpha/r * B*A, as PEFT's "
-             "merge_and_unload); DIR:SCALE scales its update (default 1). "
-             "May be given more than once"),
+             "merge_and_unload), or llama.cpp's GGUF LoRA file into a GGUF "
+             "model's; DIR:SCALE scales its update (default 1). May be "
+             "given more than once"),
     cl::value_desc("dir[:scale]"), cl::cat(outputCategory));
 cl::opt<std::string> imageSize(
     "image-size",
