@@ -180,6 +180,45 @@ bool isFloatDtype(WeightFormat dtype) {
          dtype == WeightFormat::BF16;
 }
 
+/// Merges B·A (`down` [r, in], `up` [out, r], named as the adapter file
+/// names them) times `factor` over `r` into `store`'s `target` ([out, in],
+/// or [in, out] where `transposed`), after checking that it is a float
+/// matrix they factor. `factorOf(r)`: the scale of the update.
+llvm::Error mergePair(WeightStore &store, const std::string &target,
+                      const WeightTensor &down, const std::string &downName,
+                      const WeightTensor &up, const std::string &upName,
+                      bool transposed,
+                      llvm::function_ref<double(int64_t)> factorOf,
+                      const std::string &file) {
+  const WeightTensor *base = store.lookup(target);
+  if (!base)
+    return makeError(file + ": the base checkpoint has no '" + target +
+                     "' for the adapter's '" + downName + "'");
+  if (base->shape().size() != 2 || !isFloatDtype(base->dtype()))
+    return makeError(
+        file + ": base tensor '" + target + "' (" + formatShape(base->shape()) +
+        ", " + checkpointName(base->dtype()) +
+        ") is not a float matrix, which a merge would have to requantize: "
+        "apply the adapter at run time instead (tfmc --lora-slots, then "
+        "the model's --lora)");
+  // The factors as PEFT keeps them for [out, in]: a transposed base is
+  // stored [in, out] (an embedding: [vocab, dim], its A over the vocab).
+  int64_t out = transposed ? base->cols() : base->rows();
+  int64_t in = transposed ? base->rows() : base->cols();
+  int64_t rank = down.shape().empty() ? 0 : down.shape()[0];
+  if (down.shape() != std::vector<int64_t>{rank, in} ||
+      up.shape() != std::vector<int64_t>{out, rank} || rank <= 0)
+    return makeError(
+        file + ": '" + downName + "' " + formatShape(down.shape()) + " and '" +
+        upName + "' " + formatShape(up.shape()) + " do not factor base '" +
+        target + "' " + formatShape(base->shape()) + " (expected [r, " +
+        llvm::Twine(in) + "] and [" + llvm::Twine(out) + ", r])");
+  WeightTensor merged = mergedTensor(*base, down.toF32(), up.toF32(), rank,
+                                     factorOf(rank), transposed, store, file);
+  store.add(target, std::move(merged));
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Expected<LoraAdapterSpec>
@@ -268,37 +307,15 @@ mlir::tfm::mergeLoraAdapter(const LoraAdapterSpec &adapter, WeightStore &store,
       return makeError(file + ": module '" + module + "' has lora_" +
                        (pair.down ? "A" : "B") + " but no lora_" +
                        (pair.down ? "B" : "A"));
-    const WeightTensor *base = store.lookup(target);
-    if (!base)
-      return makeError(file + ": the base checkpoint has no '" + target +
-                       "' for the adapter's '" + pair.downName + "'");
-    if (base->shape().size() != 2 || !isFloatDtype(base->dtype()))
-      return makeError(
-          file + ": base tensor '" + target + "' (" +
-          formatShape(base->shape()) + ", " + checkpointName(base->dtype()) +
-          ") is not a float matrix; --lora merges into f32, f16 or bf16 "
-          "weights");
-    bool transposed = pair.embedding || config->fanInFanOut;
-    // The factors as PEFT keeps them for [out, in]: a transposed base is
-    // stored [in, out] (an embedding: [vocab, dim], its A over the vocab).
-    int64_t out = transposed ? base->cols() : base->rows();
-    int64_t in = transposed ? base->rows() : base->cols();
-    int64_t rank = pair.down->rows();
-    if (pair.down->shape() != std::vector<int64_t>{rank, in} ||
-        pair.up->shape() != std::vector<int64_t>{out, rank} || rank <= 0)
-      return makeError(
-          file + ": '" + pair.downName + "' " +
-          formatShape(pair.down->shape()) + " and '" + pair.upName + "' " +
-          formatShape(pair.up->shape()) + " do not factor base '" + target +
-          "' " + formatShape(base->shape()) + " (expected [r, " +
-          llvm::Twine(in) + "] and [" + llvm::Twine(out) + ", r])");
     double alpha = alphaOf(*config, module);
-    double factor = adapter.scale * alpha /
-                    (config->rsLora ? std::sqrt(double(rank)) : double(rank));
-    WeightTensor merged =
-        mergedTensor(*base, pair.down->toF32(), pair.up->toF32(), rank, factor,
-                     transposed, store, file);
-    store.add(target, std::move(merged));
+    auto factorOf = [&](int64_t rank) {
+      return adapter.scale * alpha /
+             (config->rsLora ? std::sqrt(double(rank)) : double(rank));
+    };
+    if (llvm::Error err = mergePair(
+            store, target, *pair.down, pair.downName, *pair.up, pair.upName,
+            pair.embedding || config->fanInFanOut, factorOf, file))
+      return std::move(err);
     changed.push_back(target);
   }
   size_t mergedCount = changed.size();
@@ -377,40 +394,20 @@ mlir::tfm::mergeGgufLoraAdapter(const LoraAdapterSpec &adapter,
       return makeError(path + ": '" + target + "' has lora_" +
                        (pair.first ? "a" : "b") + " but no lora_" +
                        (pair.first ? "b" : "a"));
-    const WeightTensor *base = store.lookup(target);
-    if (!base)
-      return makeError(path + ": the model has no '" + target +
-                       "' for the adapter's '" + pair.first->name + "'");
-    if (base->shape().size() != 2 || !isFloatDtype(base->dtype()))
-      return makeError(
-          path + ": base tensor '" + target + "' (" +
-          formatShape(base->shape()) + ", " + checkpointName(base->dtype()) +
-          ") is not a float matrix, which a merge would have to requantize: "
-          "apply the adapter at run time instead (tfmc --lora-slots, then "
-          "the model's --lora)");
     auto view = [&](const GgufTensor *t) {
       return WeightTensor::view(t->shape, t->dtype, file->bytes() + t->offset,
                                 file->isMapped(), source);
     };
-    WeightTensor down = view(pair.first), up = view(pair.second);
-    int64_t out = base->rows(), in = base->cols();
-    int64_t rank = down.shape().empty() ? 0 : down.shape()[0];
-    if (down.shape() != std::vector<int64_t>{rank, in} ||
-        up.shape() != std::vector<int64_t>{out, rank} || rank <= 0)
-      return makeError(
-          path + ": '" + pair.first->name + "' " + formatShape(down.shape()) +
-          " and '" + pair.second->name + "' " + formatShape(up.shape()) +
-          " do not factor the model's '" + target + "' " +
-          formatShape(base->shape()) + " (expected [r, " + llvm::Twine(in) +
-          "] and [" + llvm::Twine(out) + ", r])");
     // llama.cpp's scale: alpha / r where the file gives alpha.
-    double factor = adapter.scale;
-    if (*alpha && **alpha != 0)
-      factor *= **alpha / double(rank);
-    WeightTensor merged =
-        mergedTensor(*base, down.toF32(), up.toF32(), rank, factor,
-                     /*transposed=*/false, store, source);
-    store.add(target, std::move(merged));
+    auto factorOf = [&](int64_t rank) {
+      return *alpha && **alpha != 0 ? adapter.scale * **alpha / double(rank)
+                                    : double(adapter.scale);
+    };
+    if (llvm::Error err =
+            mergePair(store, target, view(pair.first), pair.first->name,
+                      view(pair.second), pair.second->name,
+                      /*transposed=*/false, factorOf, path))
+      return std::move(err);
     changed.push_back(target);
   }
   notes.push_back(path + ": merged LoRA into " +

@@ -164,15 +164,19 @@ def rslora(rng, tensors, base, out):
     adapter.write(out, base)
 
 
+def every_layer(adapter, tensors, modules, r):
+    """`modules` ("self_attn.k_proj", ...) of every layer adapted at rank r."""
+    for layer in range(layer_count(tensors)):
+        for module in modules:
+            adapter.linear(f"model.layers.{layer}.{module}", r)
+
+
 def linear(rng, tensors, base, out):
     config = adapter_config(8, 4, ["k_proj", "o_proj", "gate_proj", "up_proj"],
                             use_rslora=True, alpha_pattern={"o_proj": 16})
     adapter = Adapter(rng, tensors, config, scale=1.0, saved_bf16=True)
-    for layer in range(layer_count(tensors)):
-        prefix = f"model.layers.{layer}."
-        for module in ("self_attn.k_proj", "self_attn.o_proj",
-                       "mlp.gate_proj", "mlp.up_proj"):
-            adapter.linear(prefix + module, 8)
+    every_layer(adapter, tensors, ("self_attn.k_proj", "self_attn.o_proj",
+                                   "mlp.gate_proj", "mlp.up_proj"), 8)
     adapter.write(out, base)
 
 
@@ -181,11 +185,8 @@ def phi3(rng, base, out):
     config = adapter_config(4, 8, ["qkv_proj", "o_proj", "gate_up_proj",
                                    "down_proj"])
     adapter = Adapter(rng, tensors, config, scale=1.0)
-    for layer in range(layer_count(tensors)):
-        prefix = f"model.layers.{layer}."
-        for module in ("self_attn.qkv_proj", "self_attn.o_proj",
-                       "mlp.gate_up_proj", "mlp.down_proj"):
-            adapter.linear(prefix + module, 4)
+    every_layer(adapter, tensors, ("self_attn.qkv_proj", "self_attn.o_proj",
+                                   "mlp.gate_up_proj", "mlp.down_proj"), 4)
     adapter.write(out, base)
 
 
