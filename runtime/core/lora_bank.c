@@ -7,7 +7,6 @@
 
 #include "runtime/core/lora_bank.h"
 
-#include "runtime/core/session_internal.h"
 #include "runtime/core/status.h"
 
 #include <pthread.h>
@@ -88,8 +87,7 @@ const float *tfm_lora_slot_data(const tfm_lora_bank *bank, int32_t slot) {
   return bank->slots[slot].data;
 }
 
-int32_t tfm_model_lora_slots(const tfm_model *model) {
-  tfm_lora_bank *bank = model ? tfm_model_lora_bank(model) : NULL;
+int32_t tfm_lora_bank_slots(const tfm_lora_bank *bank) {
   return bank ? bank->desc->slots : 0;
 }
 
@@ -128,14 +126,14 @@ static int32_t slot_of(const tfm_lora_bank *bank, int32_t adapter) {
   return -1;
 }
 
-int32_t tfm_lora_acquire(tfm_model *model, int32_t adapter,
-                         const char *function, tfm_status *status) {
-  tfm_lora_bank *bank = tfm_model_lora_bank(model);
+int32_t tfm_lora_acquire(tfm_lora_bank *bank, int32_t adapter,
+                         const char *function, const char *model_name,
+                         tfm_status *status) {
   if (!bank) {
     tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
              "%s: LoRA adapter %d asked for, but model '%s' has no adapter "
              "slots (compile it with tfmc --lora-slots)",
-             function, adapter, tfm_model_get_desc(model)->name);
+             function, adapter, model_name);
     return -1;
   }
   pthread_mutex_lock(&bank->lock);
@@ -146,12 +144,11 @@ int32_t tfm_lora_acquire(tfm_model *model, int32_t adapter,
   if (slot < 0)
     tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
              "%s: no LoRA adapter %d is loaded in model '%s'", function,
-             adapter, tfm_model_get_desc(model)->name);
+             adapter, model_name);
   return slot;
 }
 
-void tfm_lora_release(tfm_model *model, int32_t adapter) {
-  tfm_lora_bank *bank = model ? tfm_model_lora_bank(model) : NULL;
+void tfm_lora_release(tfm_lora_bank *bank, int32_t adapter) {
   if (!bank || adapter <= 0)
     return;
   pthread_mutex_lock(&bank->lock);
@@ -161,12 +158,8 @@ void tfm_lora_release(tfm_model *model, int32_t adapter) {
   pthread_mutex_unlock(&bank->lock);
 }
 
-tfm_status_code tfm_lora_unload(tfm_model *model, int32_t adapter,
-                                tfm_status *status) {
-  tfm_lora_bank *bank = model ? tfm_model_lora_bank(model) : NULL;
-  if (!bank)
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "tfm_lora_unload: %s",
-                    model ? "the model has no adapter slots" : "NULL model");
+tfm_status_code tfm_lora_bank_unload(tfm_lora_bank *bank, int32_t adapter,
+                                     tfm_status *status) {
   pthread_mutex_lock(&bank->lock);
   int32_t slot = slot_of(bank, adapter);
   tfm_status_code code = TFM_OK;
@@ -186,31 +179,6 @@ tfm_status_code tfm_lora_unload(tfm_model *model, int32_t adapter,
   }
   pthread_mutex_unlock(&bank->lock);
   return code;
-}
-
-tfm_status_code tfm_session_set_lora(tfm_session *s, int32_t adapter,
-                                     tfm_status *status) {
-  if (!s)
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_session_set_lora: NULL session");
-  if (adapter == s->lora_adapter)
-    return tfm_ok(status);
-  int32_t slot = -1;
-  if (adapter != 0) {
-    slot = tfm_lora_acquire(s->model, adapter, "tfm_session_set_lora", status);
-    if (slot < 0)
-      return status ? status->code : TFM_ERROR_INVALID_ARGUMENT;
-  }
-  tfm_lora_release(s->model, s->lora_adapter);
-  s->lora_adapter = adapter;
-  s->lora_slot = slot;
-  /* What the session holds was computed with the other adapter. */
-  tfm_session_reset(s);
-  return tfm_ok(status);
-}
-
-int32_t tfm_session_lora(const tfm_session *s) {
-  return s ? s->lora_adapter : 0;
 }
 
 const tfm_lora_rows *tfm_lora_bind(const tfm_lora_rows *rows) {

@@ -38,11 +38,17 @@ tfm_status_code tfm_lora_bank_install(tfm_lora_bank *bank, float *data,
                                       tfm_status *status);
 
 /* The slot of `adapter`, now held once more by its caller (released with
- * tfm_lora_release); -1 with the status set for an id the model does not
- * hold (0, "none", is not an adapter). */
-int32_t tfm_lora_acquire(tfm_model *model, int32_t adapter,
-                         const char *function, tfm_status *status);
-void tfm_lora_release(tfm_model *model, int32_t adapter);
+ * tfm_lora_release); -1 with the status set (naming `function` and model
+ * `model_name`) for an id the bank does not hold (0, "none", is not an
+ * adapter) or a model without a bank (NULL). */
+int32_t tfm_lora_acquire(tfm_lora_bank *bank, int32_t adapter,
+                         const char *function, const char *model_name,
+                         tfm_status *status);
+void tfm_lora_release(tfm_lora_bank *bank, int32_t adapter);
+/* tfm_lora_unload's and tfm_model_lora_slots' work (model.c's). */
+tfm_status_code tfm_lora_bank_unload(tfm_lora_bank *bank, int32_t adapter,
+                                     tfm_status *status);
+int32_t tfm_lora_bank_slots(const tfm_lora_bank *bank);
 
 /* What the kernel of tfm.lora reads during a call: each row's slot (-1:
  * none), `count` of them, or one for every row when count is 1. */

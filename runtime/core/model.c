@@ -56,6 +56,18 @@ tfm_lora_bank *tfm_model_lora_bank(const tfm_model *model) {
   return model->lora;
 }
 
+int32_t tfm_model_lora_slots(const tfm_model *model) {
+  return model ? tfm_lora_bank_slots(model->lora) : 0;
+}
+
+tfm_status_code tfm_lora_unload(tfm_model *model, int32_t adapter,
+                                tfm_status *status) {
+  if (!model || !model->lora)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "tfm_lora_unload: %s",
+                    model ? "the model has no adapter slots" : "NULL model");
+  return tfm_lora_bank_unload(model->lora, adapter, status);
+}
+
 int32_t tfm_model_ranks(const tfm_model *model) {
   return model->desc->ranks > 1 ? model->desc->ranks : 1;
 }

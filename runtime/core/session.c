@@ -94,7 +94,7 @@ void tfm_session_free(tfm_session *s) {
     tfm_model_state_free(s->model, s->rings);
   if (s->state)
     tfm_model_state_free(s->model, s->state);
-  tfm_lora_release(s->model, s->lora_adapter);
+  tfm_lora_release(tfm_model_lora_bank(s->model), s->lora_adapter);
   free(s->scratch);
   free(s->tokens);
   free(s);
@@ -306,4 +306,31 @@ tfm_status_code tfm_verify(tfm_session *s, const int32_t *tokens, int64_t n,
 tfm_status_code tfm_decode(tfm_session *s, int32_t token, float *logits,
                            tfm_status *status) {
   return tfm_prefill(s, &token, 1, logits, status);
+}
+
+tfm_status_code tfm_session_set_lora(tfm_session *s, int32_t adapter,
+                                     tfm_status *status) {
+  if (!s)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_session_set_lora: NULL session");
+  if (adapter == s->lora_adapter)
+    return tfm_ok(status);
+  int32_t slot = -1;
+  if (adapter != 0) {
+    slot = tfm_lora_acquire(tfm_model_lora_bank(s->model), adapter,
+                            "tfm_session_set_lora",
+                            tfm_model_get_desc(s->model)->name, status);
+    if (slot < 0)
+      return status ? status->code : TFM_ERROR_INVALID_ARGUMENT;
+  }
+  tfm_lora_release(tfm_model_lora_bank(s->model), s->lora_adapter);
+  s->lora_adapter = adapter;
+  s->lora_slot = slot;
+  /* What the session holds was computed with the other adapter. */
+  tfm_session_reset(s);
+  return tfm_ok(status);
+}
+
+int32_t tfm_session_lora(const tfm_session *s) {
+  return s ? s->lora_adapter : 0;
 }

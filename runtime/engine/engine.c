@@ -199,7 +199,7 @@ tfm_status_code tfm_engine_new(tfm_model *model,
 }
 
 static void free_request(tfm_engine *e, request *r) {
-  tfm_lora_release(e->model, r->lora);
+  tfm_lora_release(tfm_model_lora_bank(e->model), r->lora);
   tfm_grammar_matcher_free(r->matcher);
   tfm_grammar_free(r->grammar);
   tfm_sampler_free(r->sampler);
@@ -273,8 +273,8 @@ tfm_status_code tfm_engine_submit(tfm_engine *e, const tfm_engine_request *q,
     return code;
   }
   if (q->lora) {
-    r->lora_slot =
-        tfm_lora_acquire(e->model, q->lora, "tfm_engine_submit", status);
+    r->lora_slot = tfm_lora_acquire(tfm_model_lora_bank(e->model), q->lora,
+                                    "tfm_engine_submit", e->desc->name, status);
     if (r->lora_slot < 0) {
       free_request(e, r);
       return status ? status->code : TFM_ERROR_INVALID_ARGUMENT;
