@@ -204,14 +204,21 @@ def _tfmc_path():
 
 
 def compile(model, output, weights_dtype=None, kv_dtype=None, target=None,
-            emit="lib", args=(), progress=True, lora=()):
+            emit="lib", args=(), progress=True, lora=(), lora_slots=0,
+            lora_rank=None):
     """Runs tfmc on `model` (a model folder, GGUF file, .mlir, ...) writing
     `output` (a shared library by default). `lora`: PEFT LoRA adapter
-    folders merged into a decoder's weights (tfmc --lora), each a path or
-    a (path, scale) pair; one path alone may be given bare. Its progress
-    goes to stderr unless `progress` is False; a failure raises TfmcError
-    with tfmc's error lines."""
+    folders (or GGUF LoRA files, for a GGUF model) merged into a decoder's
+    weights (tfmc --lora), each a path or a (path, scale) pair; one path
+    alone may be given bare. `lora_slots` > 0: slots for adapters loaded at
+    run time (Model.load_lora), of rank up to `lora_rank` (16). Its
+    progress goes to stderr unless `progress` is False; a failure raises
+    TfmcError with tfmc's error lines."""
     command = [_tfmc_path(), str(model), "-o", str(output), "--emit=" + emit]
+    if lora_slots:
+        command.append(f"--lora-slots={int(lora_slots)}")
+    if lora_rank is not None:
+        command.append(f"--lora-rank={int(lora_rank)}")
     for adapter in [lora] if isinstance(lora, (str, os.PathLike)) else lora:
         path, scale = adapter if isinstance(adapter, tuple) else (adapter, None)
         command.append("--lora=" + str(path) +
