@@ -500,6 +500,7 @@ std::optional<ApiError> readAdapter(const json &request,
     asked = name;
   }
   out.lora = asked.empty() ? 0 : model.adapters.at(asked);
+  out.loraName = asked;
   return std::nullopt;
 }
 

@@ -86,8 +86,10 @@ struct CompletionRequest {
   bool stream = false;
   /// Speculative decoding's prompt lookup n-gram (0: none).
   int32_t lookupNgram = 0;
-  /// The LoRA adapter the request runs with (0: none).
+  /// The LoRA adapter the request runs with (0: none), and its name, which
+  /// the response gives as its model (empty: the base's).
   int32_t lora = 0;
+  std::string loraName;
   /// A chat's reasoning apart from its answer (reasoning_content), where
   /// the model marks it; false: all of the output in content, as it is
   /// (reasoning_format "none").

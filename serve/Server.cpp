@@ -270,6 +270,8 @@ struct Generation {
   bool done = false;
   bool sentFirstChunk = false;
   bool drafting = false; // speculative decoding: usage counts the drafts
+  /// The response's model: the adapter the request ran with, or the base.
+  std::string modelName;
   Generation(std::shared_ptr<Completion> completion, const ServedModel &model,
              const CompletionRequest &request, uint64_t idSeed)
       : completion(std::move(completion)),
@@ -278,6 +280,7 @@ struct Generation {
                                             : std::vector<int32_t>{}),
         thoughts(model, {}, request.prompt.back()), tools(request.tools) {
     drafting = request.lookupNgram > 0;
+    modelName = request.loraName.empty() ? model.name : request.loraName;
     if (request.separateReasoning)
       router.emplace(model.reasoning, request.prompt,
                      [&model](int32_t token) { return model.spelling(token); });
@@ -453,7 +456,7 @@ private:
     if (!error.empty())
       return sendError(res, ApiError{500, error, "", "server_error"});
     json body = completionResponse(
-        endpoint, /*streamed=*/false, id, created, served.name,
+        endpoint, /*streamed=*/false, id, created, generation->modelName,
         completionChoice(endpoint, text, generation->finish(reason), false,
                          false, reasoning, generation->allCalls()));
     body["usage"] = usage(completion->promptTokens, int64_t(generation->seen),
@@ -494,9 +497,8 @@ private:
           !generation.sentFirstChunk, reasoning, generation.unsentCalls());
       generation.sentFirstChunk = true;
       choice["token_ids"] = fresh;
-      json body = completionResponse(endpoint, /*streamed=*/true, id,
-                                     created, served.name,
-                                     std::move(choice));
+      json body = completionResponse(endpoint, /*streamed=*/true, id, created,
+                                     generation.modelName, std::move(choice));
       if (finish)
         body["usage"] = usage(generation.completion->promptTokens,
                               int64_t(generation.seen), generation.drafts());

@@ -54,7 +54,10 @@ def main():
                   body["choices"][0]["text"] == expected[name])
         _, body = complete(port, model="linear")
         print("model 'linear' equals the merged model:",
-              body["choices"][0]["text"] == expected["linear"])
+              body["choices"][0]["text"] == expected["linear"],
+              "answered as", body["model"])
+        _, body = complete(port, lora="plain")
+        print("lora 'plain' answered as", body["model"])
 
         names = [None, "plain", "linear"] * 3
         results = [None] * len(names)
