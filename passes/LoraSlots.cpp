@@ -52,7 +52,7 @@ StringRef layerModule(StringRef name) {
   });
   if (!numbered)
     return {};
-  // The parts preparePhi3Checkpoint names (runtime/adapters/lora_load.c's
+  // The parts preparePhi3Checkpoint names (runtime/adapters/lora_layout.c's
   // kFusedParts lays a fused adapter out on them).
   bool splitPart =
       llvm::is_contained({"q", "k", "v", "gate", "up"}, parts.back()) &&

@@ -272,7 +272,7 @@ struct WindowAttentionToKernelCall : OpConversionPattern<WindowAttentionOp> {
   }
 };
 
-/// tfm.lora: tfm_rt_lora (runtime/adapters/lora_kernel.c) adds each row's
+/// tfm.lora: tfm_rt_lora (runtime/kernels/kernels_lora.c) adds each row's
 /// adapter update to the projection's rows, as [rows, features] matrices,
 /// reading the adapters the runtime bound to the call.
 struct LoraToKernelCall : OpConversionPattern<LoraOp> {

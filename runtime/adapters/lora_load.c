@@ -10,9 +10,7 @@
 #include "runtime/core/status.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 
 tfm_status_code tfm_lora_load(tfm_model *model, const char *path, float scale,

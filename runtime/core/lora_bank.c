@@ -37,16 +37,18 @@ tfm_lora_bank *tfm_lora_bank_new(const tfm_lora_desc *desc, int *failed) {
   if (!desc || desc->slots <= 0)
     return NULL;
   tfm_lora_bank *bank = calloc(1, sizeof *bank);
-  if (bank) {
-    bank->offsets = calloc((size_t)desc->num_targets, sizeof *bank->offsets);
-    bank->slots = calloc((size_t)desc->slots, sizeof *bank->slots);
-  }
-  if (!bank || !bank->offsets || !bank->slots) {
-    tfm_lora_bank_free(bank);
+  int64_t *offsets = calloc((size_t)desc->num_targets, sizeof *offsets);
+  lora_slot *slots = calloc((size_t)desc->slots, sizeof *slots);
+  if (!bank || !offsets || !slots) {
+    free(bank);
+    free(offsets);
+    free(slots);
     *failed = 1;
     return NULL;
   }
   bank->desc = desc;
+  bank->offsets = offsets;
+  bank->slots = slots;
   for (int32_t t = 0; t < desc->num_targets; ++t) {
     const tfm_lora_target *target = &desc->targets[t];
     bank->offsets[t] = bank->slot_floats;
@@ -61,11 +63,9 @@ tfm_lora_bank *tfm_lora_bank_new(const tfm_lora_desc *desc, int *failed) {
 void tfm_lora_bank_free(tfm_lora_bank *bank) {
   if (!bank)
     return;
-  if (bank->slots) {
-    for (int32_t i = 0; i < bank->desc->slots; ++i)
-      free(bank->slots[i].data);
-    pthread_mutex_destroy(&bank->lock);
-  }
+  for (int32_t i = 0; i < bank->desc->slots; ++i)
+    free(bank->slots[i].data);
+  pthread_mutex_destroy(&bank->lock);
   free(bank->slots);
   free(bank->offsets);
   free(bank);
