@@ -45,18 +45,92 @@ static int push_stack(tfm_grammar_stacks *out, const uint32_t *positions,
   return 1;
 }
 
-/* Expands `stack[0..n)` into `out`: a rule reference on top becomes each
- * of its alternatives, an alternative that ends returns to the entry
- * below. `stack` has room for kMaxStackDepth + 1 entries; entries past n
- * are scratch, and stack[0..n) is as it was on return. */
-static int expand(const tfm_grammar_rules *rules, uint32_t *stack, size_t n,
-                  tfm_grammar_stacks *out) {
+/* One closure (the start, or one code point read): where its expansions
+ * go, and, once they are many, the stacks already expanded. A grammar
+ * whose alternatives match the empty text in several ways reaches the
+ * same stack by many paths ((| | "a"){2,5} by 3^5 of them): past
+ * kMemoAfter calls each stack is expanded once, so the work grows with
+ * the stacks there are rather than the paths to them. Most closures are
+ * a few calls and never build the set. */
+enum { kMemoAfter = 4096 };
+
+typedef struct {
+  const tfm_grammar_rules *rules;
+  tfm_grammar_stacks *out;
+  size_t calls;
+  /* Open addressing over `seen`'s stacks: slot = offset + 1, 0 empty. */
+  size_t *slots;
+  size_t slot_count, used;
+  tfm_grammar_stacks seen;
+} closure;
+
+static void closure_free(closure *c) {
+  free(c->slots);
+  tfm_grammar_stacks_free(&c->seen);
+}
+
+static uint64_t hash_stack(const uint32_t *stack, size_t n) {
+  uint64_t h = 1469598103934665603ull ^ n;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= stack[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/* 1 where `stack[0..n)` was expanded before in this closure (else records
+ * it), -1 on allocation failure. */
+static int seen_before(closure *c, const uint32_t *stack, size_t n) {
+  if (2 * (c->used + 1) > c->slot_count) {
+    size_t count = c->slot_count ? 2 * c->slot_count : 1024;
+    size_t *slots = calloc(count, sizeof *slots);
+    if (!slots)
+      return -1;
+    for (size_t i = 0; i < c->slot_count; ++i) {
+      size_t offset = c->slots[i];
+      if (!offset--)
+        continue;
+      size_t at = hash_stack(c->seen.data + offset + 1, c->seen.data[offset]) &
+                  (count - 1);
+      while (slots[at])
+        at = (at + 1) & (count - 1);
+      slots[at] = offset + 1;
+    }
+    free(c->slots);
+    c->slots = slots;
+    c->slot_count = count;
+  }
+  size_t at = hash_stack(stack, n) & (c->slot_count - 1);
+  for (; c->slots[at]; at = (at + 1) & (c->slot_count - 1)) {
+    const uint32_t *kept = c->seen.data + c->slots[at] - 1;
+    if (kept[0] == n && memcmp(kept + 1, stack, n * sizeof *stack) == 0)
+      return 1;
+  }
+  size_t offset = c->seen.size;
+  if (!push_stack(&c->seen, stack, n))
+    return -1;
+  c->slots[at] = offset + 1;
+  ++c->used;
+  return 0;
+}
+
+/* Expands `stack[0..n)` into the closure's stacks: a rule reference on
+ * top becomes each of its alternatives, an alternative that ends returns
+ * to the entry below. `stack` has room for kMaxStackDepth + 1 entries;
+ * entries past n are scratch, and stack[0..n) is as it was on return. */
+static int expand(closure *c, uint32_t *stack, size_t n) {
+  if (++c->calls > kMemoAfter) {
+    int seen = seen_before(c, stack, n);
+    if (seen)
+      return seen > 0;
+  }
   if (n == 0)
-    return push_stack(out, stack, 0);
+    return push_stack(c->out, stack, 0);
+  const tfm_grammar_rules *rules = c->rules;
   uint32_t position = stack[n - 1];
   const tfm_grammar_element *e = &rules->elements[position];
   if (e->kind == TFM_GRAMMAR_CHARS)
-    return push_stack(out, stack, n);
+    return push_stack(c->out, stack, n);
   /* A reference: what follows it replaces it (nothing where it ends its
    * alternative), then each of the rule's alternatives goes on top. */
   size_t below = n - 1;
@@ -72,7 +146,7 @@ static int expand(const tfm_grammar_rules *rules, uint32_t *stack, size_t n,
         continue;
       stack[depth++] = first;
     }
-    ok = expand(rules, stack, depth, out);
+    ok = expand(c, stack, depth);
   }
   stack[n - 1] = position;
   return ok;
@@ -134,6 +208,7 @@ static int normalize(tfm_grammar_stacks *s) {
 int tfm_grammar_start(const tfm_grammar_rules *rules, tfm_grammar_stacks *out,
                       uint32_t *scratch) {
   tfm_grammar_stacks_clear(out);
+  closure c = {rules, out, 0, NULL, 0, 0, {0}};
   const tfm_grammar_rule *root = &rules->rules[rules->root];
   int ok = 1;
   for (uint32_t a = 0; a < root->alternative_count && ok; ++a) {
@@ -141,8 +216,9 @@ int tfm_grammar_start(const tfm_grammar_rules *rules, tfm_grammar_stacks *out,
     size_t n = 0;
     if (rules->elements[first].kind != TFM_GRAMMAR_END)
       scratch[n++] = first;
-    ok = expand(rules, scratch, n, out);
+    ok = expand(&c, scratch, n);
   }
+  closure_free(&c);
   return ok && normalize(out);
 }
 
@@ -160,6 +236,7 @@ int tfm_grammar_accept_char(const tfm_grammar_rules *rules,
                             const tfm_grammar_stacks *in, uint32_t code_point,
                             tfm_grammar_stacks *out, uint32_t *scratch) {
   tfm_grammar_stacks_clear(out);
+  closure c = {rules, out, 0, NULL, 0, 0, {0}};
   int ok = 1;
   size_t at = 0;
   for (size_t s = 0; s < in->count && ok; ++s) {
@@ -175,8 +252,9 @@ int tfm_grammar_accept_char(const tfm_grammar_rules *rules,
     size_t depth = n - 1;
     if (rules->elements[position + 1].kind != TFM_GRAMMAR_END)
       scratch[depth++] = position + 1;
-    ok = expand(rules, scratch, depth, out);
+    ok = expand(&c, scratch, depth);
   }
+  closure_free(&c);
   return ok && normalize(out);
 }
 

@@ -23,6 +23,15 @@
 
 enum { kMaxRules = 4096, kMaxPath = 512, kMaxRepeat = 10000 };
 
+/* A rule being defined, and how many brackets ("{", "[") were open when
+ * its definition began: reaching it again with no bracket opened since
+ * would read nothing between (left recursion). */
+typedef struct open_rule {
+  const char *name;
+  int brackets;
+  const struct open_rule *outer;
+} open_rule;
+
 typedef struct {
   const tfm_json *root;
   /* The rule of `root` ("$ref": "#"), and which of several schemas it is
@@ -35,6 +44,8 @@ typedef struct {
   char error[400];
   int failed;
   char path[kMaxPath]; /* "$.properties.a" of the schema being read */
+  const open_rule *open; /* the rules being defined, innermost first */
+  int brackets;          /* "{" and "[" opened on the way here */
 } converter;
 
 static void fail(converter *c, const char *format, ...)
@@ -287,12 +298,42 @@ static void visit(converter *c, const tfm_json *schema, const char *hint,
 /* Writes rule `name ::= body` where `body` is the schema's expression. */
 static void define(converter *c, const char *name, const tfm_json *schema) {
   tfm_text_buffer body = {0};
+  open_rule self = {name, c->brackets, c->open};
+  c->open = &self;
   visit(c, schema, name, &body);
+  c->open = self.outer;
   if (!c->failed && !body.failed)
     tfm_text_printf(&c->rules, "%s ::= %s\n", name, body.text ? body.text : "");
   if (body.failed)
     fail(c, "out of memory");
   free(body.text);
+}
+
+/* The value of an object's property or an array's item: read after the
+ * bracket, so a rule it refers back to is not left-recursive. */
+static void define_inside(converter *c, const char *name,
+                          const tfm_json *schema) {
+  ++c->brackets;
+  define(c, name, schema);
+  --c->brackets;
+}
+
+/* Fails where `rule` is being defined and no bracket opened since: a
+ * schema such as {"anyOf": [{"$ref": "#"}, ...]} whose validation would
+ * come back to itself forever (its grammar would be left-recursive). */
+static int refers_back_at_once(converter *c, const char *ref,
+                               const char *rule) {
+  for (const open_rule *o = c->open; o; o = o->outer)
+    if (strcmp(o->name, rule) == 0) {
+      if (o->brackets != c->brackets)
+        return 0;
+      fail(c,
+           "$ref \"%s\" refers back to a schema it is part of before "
+           "any object or array opens (validating it would never end)",
+           ref);
+      return 1;
+    }
+  return 0;
 }
 
 /* A reference "#/$defs/NAME" (or "#/definitions/NAME"): its rule, defined
@@ -307,7 +348,8 @@ static void reference(converter *c, const char *ref, tfm_text_buffer *expr) {
     defs = tfm_json_get(c->root, "definitions");
     name = ref + 14;
   } else if (strcmp(ref, "#") == 0) {
-    tfm_text_puts(expr, c->root_rule);
+    if (!refers_back_at_once(c, ref, c->root_rule))
+      tfm_text_puts(expr, c->root_rule);
     return;
   } else {
     fail(c, "$ref \"%s\" is not supported (only \"#\", \"#/$defs/...\" and "
@@ -327,7 +369,8 @@ static void reference(converter *c, const char *ref, tfm_text_buffer *expr) {
   snprintf(key, sizeof key, "#ref:%zu:%s", c->scope, ref);
   for (size_t i = 0; i + 1 < c->name_count; ++i)
     if (strcmp(c->names[i], key) == 0) {
-      tfm_text_puts(expr, c->names[i + 1]);
+      if (!refers_back_at_once(c, ref, c->names[i + 1]))
+        tfm_text_puts(expr, c->names[i + 1]);
       return;
     }
   if (!claim(c, key) || !claim(c, rule))
@@ -430,7 +473,7 @@ static void object_rule(converter *c, const tfm_json *schema,
     char value[140];
     snprintf(value, sizeof value, "%s", name);
     if (claim(c, name))
-      define(c, name, &properties->items[p]);
+      define_inside(c, name, &properties->items[p]);
     tfm_text_buffer entry = {0};
     tfm_json key = {TFM_JSON_STRING, 0, properties->keys[p],
                     strlen(properties->keys[p]), NULL, NULL, 0};
@@ -542,7 +585,7 @@ static void array_rule(converter *c, const tfm_json *schema, const char *hint,
       snprintf(sub, sizeof sub, "%s-%zu", hint, i);
       fresh_name(c, sub, name, sizeof name);
       if (claim(c, name))
-        define(c, name, &prefix->items[i]);
+        define_inside(c, name, &prefix->items[i]);
       tfm_text_printf(expr, " %s%s", i ? "\",\" space " : "", name);
       leave(c, mark);
     }
@@ -557,7 +600,7 @@ static void array_rule(converter *c, const tfm_json *schema, const char *hint,
     snprintf(sub, sizeof sub, "%s-item", hint);
     fresh_name(c, sub, item, sizeof item);
     if (claim(c, item))
-      define(c, item, items);
+      define_inside(c, item, items);
     leave(c, mark);
   } else {
     use_primitive(c, "value");

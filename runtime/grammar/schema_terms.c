@@ -403,7 +403,8 @@ static void write_class(tfm_text_buffer *out, const code_range *ranges,
   tfm_text_puts(out, " )");
 }
 
-static void parse_alternatives(pattern_parser *p, tfm_text_buffer *out, int depth);
+static int parse_alternatives(pattern_parser *p, tfm_text_buffer *out,
+                              int depth);
 
 /* [...] after its '['. */
 static void parse_class(pattern_parser *p, tfm_text_buffer *out) {
@@ -470,12 +471,20 @@ static void parse_class(pattern_parser *p, tfm_text_buffer *out) {
   write_class(out, ranges, count, negated);
 }
 
-/* A quantifier after an atom, if any: written after it. */
-static void parse_quantifier(pattern_parser *p, tfm_text_buffer *out) {
+/* A quantifier after an atom, if any: written after it. Returns whether
+ * the atom so quantified may match nothing. An unbounded repetition of an
+ * atom that may match nothing ("(a|)*") is refused: GBNF cannot follow
+ * it (its rule would be left-recursive). */
+static int parse_quantifier(pattern_parser *p, tfm_text_buffer *out,
+                            int atom_may_be_empty) {
   if (p->at >= p->length)
-    return;
+    return atom_may_be_empty;
   char c = p->regex[p->at];
+  size_t quantifier = p->at;
+  int may_be_empty = atom_may_be_empty, unbounded = 0;
   if (c == '*' || c == '+' || c == '?') {
+    unbounded = c != '?';
+    may_be_empty |= c != '+';
     ++p->at;
     tfm_text_printf(out, "%c", c);
   } else if (c == '{') {
@@ -489,36 +498,47 @@ static void parse_quantifier(pattern_parser *p, tfm_text_buffer *out) {
       high = low;
     } else {
       refuse(p, "a malformed {m,n} quantifier");
-      return;
+      return 0;
     }
     if ((bounded && high < low) || low > 10000 || high > 10000) {
       refuse(p, "a {m,n} quantifier outside 0 <= m <= n <= 10000");
-      return;
+      return 0;
     }
+    unbounded = !bounded;
+    may_be_empty |= low == 0;
     p->at += (size_t)n;
     if (bounded)
       tfm_text_printf(out, "{%lu,%lu}", low, high);
     else
       tfm_text_printf(out, "{%lu,}", low);
   } else {
-    return;
+    return atom_may_be_empty;
+  }
+  if (unbounded && atom_may_be_empty) {
+    p->at = quantifier;
+    refuse(p, "an unbounded repetition of something that may match "
+              "nothing (write it without its empty alternative)");
+    return 0;
   }
   /* Lazy and possessive forms match the same texts. */
   if (p->at < p->length && (p->regex[p->at] == '?' || p->regex[p->at] == '+'))
     ++p->at;
   if (p->at < p->length && strchr("*+?{", p->regex[p->at]))
     refuse(p, "a quantifier follows a quantifier");
+  return may_be_empty;
 }
 
-/* A run of atoms, up to '|' or ')' or the end. */
-static void parse_sequence(pattern_parser *p, tfm_text_buffer *out, int depth) {
+/* A run of atoms, up to '|' or ')' or the end. Returns whether it may
+ * match nothing. */
+static int parse_sequence(pattern_parser *p, tfm_text_buffer *out, int depth) {
   tfm_text_puts(out, " (");
-  int empty = 1;
+  int empty = 1, may_be_empty = 1;
   while (!p->failed && p->at < p->length) {
     char c = p->regex[p->at];
     if (c == '|' || c == ')')
       break;
     size_t start = p->at;
+    int atom_may_be_empty = 0;
     if (c == '(') {
       ++p->at;
       if (p->at < p->length && p->regex[p->at] == '?') {
@@ -531,21 +551,21 @@ static void parse_sequence(pattern_parser *p, tfm_text_buffer *out, int depth) {
           const char *close = memchr(p->regex + p->at, '>', p->length - p->at);
           if (!close) {
             refuse(p, "a group name is not closed");
-            return;
+            return 0;
           }
           p->at = (size_t)(close - p->regex) + 1;
         } else {
           refuse(p, "lookarounds and other (?...) groups are not supported");
-          return;
+          return 0;
         }
       }
       tfm_text_puts(out, " (");
-      parse_alternatives(p, out, depth + 1);
+      atom_may_be_empty = parse_alternatives(p, out, depth + 1);
       if (p->failed)
-        return;
+        return 0;
       if (p->at >= p->length || p->regex[p->at] != ')') {
         refuse(p, "'(' is not closed");
-        return;
+        return 0;
       }
       ++p->at;
       tfm_text_puts(out, " )");
@@ -569,43 +589,46 @@ static void parse_sequence(pattern_parser *p, tfm_text_buffer *out, int depth) {
       } else {
         int64_t code = escaped_char(p);
         if (p->failed)
-          return;
+          return 0;
         json_char(out, (uint32_t)code);
       }
     } else if (c == '^' || c == '$') {
       refuse(p, "'^' and '$' are supported only at the pattern's start and "
                 "end");
-      return;
+      return 0;
     } else if (c == '*' || c == '+' || c == '?' || c == '{') {
       refuse(p, "a quantifier follows nothing");
-      return;
+      return 0;
     } else {
       json_char(out, next_code_point(p));
     }
     if (p->failed)
-      return;
+      return 0;
     if (p->at == start)
       break;
-    parse_quantifier(p, out);
+    may_be_empty &= parse_quantifier(p, out, atom_may_be_empty);
     empty = 0;
   }
   if (empty)
     tfm_text_puts(out, " \"\"");
   tfm_text_puts(out, " )");
+  return may_be_empty;
 }
 
-static void parse_alternatives(pattern_parser *p, tfm_text_buffer *out,
-                               int depth) {
+/* Returns whether the alternatives may match nothing. */
+static int parse_alternatives(pattern_parser *p, tfm_text_buffer *out,
+                              int depth) {
   if (depth > 64) {
     refuse(p, "groups nest deeper than 64");
-    return;
+    return 0;
   }
-  parse_sequence(p, out, depth);
+  int may_be_empty = parse_sequence(p, out, depth);
   while (!p->failed && p->at < p->length && p->regex[p->at] == '|') {
     ++p->at;
     tfm_text_puts(out, " |");
-    parse_sequence(p, out, depth);
+    may_be_empty |= parse_sequence(p, out, depth);
   }
+  return may_be_empty;
 }
 
 char *tfm_schema_pattern(const char *regex, char *error, size_t error_size) {

@@ -129,6 +129,21 @@ TEST(Grammar, RepetitionsClassesAndAlternatives) {
   EXPECT_EQ(line.follow("a\nxB"), 'N');
 }
 
+// Alternatives that match the empty text in many ways, repeated: 82^5
+// paths to the same few stacks, each followed once (the fuzzer's timeout
+// of December 2026 took minutes a character).
+TEST(Grammar, EmptyAlternativesRepeatedAreFollowedOnce) {
+  std::string empties;
+  for (int i = 0; i < 80; ++i)
+    empties += "| ";
+  Follower ambiguous("root ::= (" + empties + "\"ab\" | [0-9]){2,5} \"!\"");
+  EXPECT_EQ(ambiguous.follow("!"), 'W');
+  EXPECT_EQ(ambiguous.follow("ab7ab!"), 'W');
+  EXPECT_EQ(ambiguous.follow("1234ab!"), 'W');
+  EXPECT_EQ(ambiguous.follow("123456!"), 'N');
+  EXPECT_EQ(ambiguous.follow("a!"), 'N');
+}
+
 TEST(Grammar, JsonValues) {
   Follower json(R"(root   ::= object
 value  ::= object | array | string | number | ("true" | "false" | "null") ws
@@ -400,6 +415,14 @@ TEST(JsonSchema, RefusesWhatItDoesNotSupportWithItsPath) {
   EXPECT_EQ(schemaGrammar(R"({"type": "string", "pattern": "a^b"})"),
             "ERROR: json schema: at $.pattern: at offset 1: '^' and '$' are "
             "supported only at the pattern's start and end");
+  EXPECT_EQ(
+      schemaGrammar(R"js({"type": "string", "pattern": "^x(?:a1|)*b$"})js"),
+      "ERROR: json schema: at $.pattern: at offset 9: an unbounded "
+      "repetition of something that may match nothing (write it "
+      "without its empty alternative)");
+  EXPECT_NE(schemaGrammar(R"js({"type": "string", "pattern": "(a?)+"})js")
+                .find("unbounded repetition"),
+            std::string::npos);
   EXPECT_EQ(schemaGrammar(R"({"type": "string", "pattern": "[a-"})"),
             "ERROR: json schema: at $.pattern: at offset 3: '[' is not closed");
   EXPECT_EQ(schemaGrammar(R"({"type": "string", "pattern": "a{3,2}"})"),
@@ -414,6 +437,17 @@ TEST(JsonSchema, RefusesWhatItDoesNotSupportWithItsPath) {
   EXPECT_EQ(schemaGrammar(R"({"$ref": "#/$defs/missing"})"),
             "ERROR: json schema: at $: $ref \"#/$defs/missing\" names no "
             "definition");
+  // Validating it would come back to itself before reading anything.
+  EXPECT_EQ(schemaGrammar(R"({"anyOf": [{"$ref": "#"}, {"type": "null"}]})"),
+            "ERROR: json schema: at $.anyOf[0]: $ref \"#\" refers back to a "
+            "schema it is part of before any object or array opens "
+            "(validating it would never end)");
+  EXPECT_EQ(schemaGrammar(R"({"$defs": {"a": {"oneOf": [{"$ref": "#/$defs/b"}]},
+                                        "b": {"allOf": [{"$ref": "#/$defs/a"}]}},
+                             "$ref": "#/$defs/a"})"),
+            "ERROR: json schema: at #/$defs/b.allOf[0]: $ref \"#/$defs/a\" "
+            "refers back to a schema it is part of before any object or array "
+            "opens (validating it would never end)");
   EXPECT_EQ(schemaGrammar(R"({"$ref": "http://x/y.json"})"),
             "ERROR: json schema: at $: $ref \"http://x/y.json\" is not "
             "supported (only \"#\", \"#/$defs/...\" and "
