@@ -73,18 +73,34 @@ typedef struct {
  * the functions below take: that many positions and two more. */
 enum { TFM_GRAMMAR_MAX_DEPTH = 2048,
        TFM_GRAMMAR_SCRATCH = TFM_GRAMMAR_MAX_DEPTH + 2 };
+/* The most stacks one character may leave: a grammar that reads a text in
+ * more ways at once (alternatives that match the same text, nested in
+ * repetitions and recursion, grow them exponentially) is refused as it
+ * gets there, rather than followed for minutes a character. */
+enum { TFM_GRAMMAR_MAX_STACKS = 1 << 14 };
+
+/* How following a grammar a step went. */
+typedef enum {
+  TFM_GRAMMAR_DONE = 0,
+  TFM_GRAMMAR_NO_MEMORY,
+  TFM_GRAMMAR_TOO_AMBIGUOUS /* more than TFM_GRAMMAR_MAX_STACKS stacks */
+} tfm_grammar_step;
 
 void tfm_grammar_stacks_free(tfm_grammar_stacks *stacks);
 void tfm_grammar_stacks_clear(tfm_grammar_stacks *stacks);
-/* The stacks where a text starts: root's alternatives, expanded. 0 on
- * allocation failure. */
-int tfm_grammar_start(const tfm_grammar_rules *rules, tfm_grammar_stacks *out,
-                      uint32_t *scratch);
+/* The stacks where a text starts: root's alternatives, expanded. */
+tfm_grammar_step tfm_grammar_start(const tfm_grammar_rules *rules,
+                                   tfm_grammar_stacks *out, uint32_t *scratch);
 /* The stacks after `code_point` from `in` (none where nothing matches it),
- * sorted and without repeats. 0 on allocation failure. */
-int tfm_grammar_accept_char(const tfm_grammar_rules *rules,
-                            const tfm_grammar_stacks *in, uint32_t code_point,
-                            tfm_grammar_stacks *out, uint32_t *scratch);
+ * sorted and without repeats. */
+tfm_grammar_step tfm_grammar_accept_char(const tfm_grammar_rules *rules,
+                                         const tfm_grammar_stacks *in,
+                                         uint32_t code_point,
+                                         tfm_grammar_stacks *out,
+                                         uint32_t *scratch);
+/* What a step's failure says ("out of memory", or how the grammar is too
+ * ambiguous to follow). */
+const char *tfm_grammar_step_message(tfm_grammar_step step);
 /* Whether some stack's character set admits a code point in
  * [low, high]: a character begun in a token and finished by the next. */
 int tfm_grammar_admits_range(const tfm_grammar_rules *rules,

@@ -58,6 +58,7 @@ typedef struct {
   const tfm_grammar_rules *rules;
   tfm_grammar_stacks *out;
   size_t calls;
+  int too_many; /* past TFM_GRAMMAR_MAX_STACKS */
   /* Open addressing over `seen`'s stacks: slot = offset + 1, 0 empty. */
   size_t *slots;
   size_t slot_count, used;
@@ -81,6 +82,10 @@ static uint64_t hash_stack(const uint32_t *stack, size_t n) {
 /* 1 where `stack[0..n)` was expanded before in this closure (else records
  * it), -1 on allocation failure. */
 static int seen_before(closure *c, const uint32_t *stack, size_t n) {
+  if (c->used >= 4 * (size_t)TFM_GRAMMAR_MAX_STACKS) {
+    c->too_many = 1;
+    return -1;
+  }
   if (2 * (c->used + 1) > c->slot_count) {
     size_t count = c->slot_count ? 2 * c->slot_count : 1024;
     size_t *slots = calloc(count, sizeof *slots);
@@ -118,6 +123,15 @@ static int seen_before(closure *c, const uint32_t *stack, size_t n) {
  * top becomes each of its alternatives, an alternative that ends returns
  * to the entry below. `stack` has room for kMaxStackDepth + 1 entries;
  * entries past n are scratch, and stack[0..n) is as it was on return. */
+/* A stack the closure reaches: one more of its result. */
+static int emit(closure *c, const uint32_t *stack, size_t n) {
+  if (c->out->count >= TFM_GRAMMAR_MAX_STACKS) {
+    c->too_many = 1;
+    return 0;
+  }
+  return push_stack(c->out, stack, n);
+}
+
 static int expand(closure *c, uint32_t *stack, size_t n) {
   if (++c->calls > kMemoAfter) {
     int seen = seen_before(c, stack, n);
@@ -125,12 +139,12 @@ static int expand(closure *c, uint32_t *stack, size_t n) {
       return seen > 0;
   }
   if (n == 0)
-    return push_stack(c->out, stack, 0);
+    return emit(c, stack, 0);
   const tfm_grammar_rules *rules = c->rules;
   uint32_t position = stack[n - 1];
   const tfm_grammar_element *e = &rules->elements[position];
   if (e->kind == TFM_GRAMMAR_CHARS)
-    return push_stack(c->out, stack, n);
+    return emit(c, stack, n);
   /* A reference: what follows it replaces it (nothing where it ends its
    * alternative), then each of the rule's alternatives goes on top. */
   size_t below = n - 1;
@@ -205,10 +219,20 @@ static int normalize(tfm_grammar_stacks *s) {
   return 1;
 }
 
-int tfm_grammar_start(const tfm_grammar_rules *rules, tfm_grammar_stacks *out,
-                      uint32_t *scratch) {
+/* What a closure ending with `ok` (its expansions, then `normalize`)
+ * comes to. */
+static tfm_grammar_step closure_end(closure *c, int ok) {
+  closure_free(c);
+  ok = ok && normalize(c->out);
+  return ok            ? TFM_GRAMMAR_DONE
+         : c->too_many ? TFM_GRAMMAR_TOO_AMBIGUOUS
+                       : TFM_GRAMMAR_NO_MEMORY;
+}
+
+tfm_grammar_step tfm_grammar_start(const tfm_grammar_rules *rules,
+                                   tfm_grammar_stacks *out, uint32_t *scratch) {
   tfm_grammar_stacks_clear(out);
-  closure c = {rules, out, 0, NULL, 0, 0, {0}};
+  closure c = {rules, out, 0, 0, NULL, 0, 0, {0}};
   const tfm_grammar_rule *root = &rules->rules[rules->root];
   int ok = 1;
   for (uint32_t a = 0; a < root->alternative_count && ok; ++a) {
@@ -218,8 +242,7 @@ int tfm_grammar_start(const tfm_grammar_rules *rules, tfm_grammar_stacks *out,
       scratch[n++] = first;
     ok = expand(&c, scratch, n);
   }
-  closure_free(&c);
-  return ok && normalize(out);
+  return closure_end(&c, ok);
 }
 
 static int chars_admit(const tfm_grammar_rules *rules,
@@ -232,11 +255,13 @@ static int chars_admit(const tfm_grammar_rules *rules,
   return in != e->negated;
 }
 
-int tfm_grammar_accept_char(const tfm_grammar_rules *rules,
-                            const tfm_grammar_stacks *in, uint32_t code_point,
-                            tfm_grammar_stacks *out, uint32_t *scratch) {
+tfm_grammar_step tfm_grammar_accept_char(const tfm_grammar_rules *rules,
+                                         const tfm_grammar_stacks *in,
+                                         uint32_t code_point,
+                                         tfm_grammar_stacks *out,
+                                         uint32_t *scratch) {
   tfm_grammar_stacks_clear(out);
-  closure c = {rules, out, 0, NULL, 0, 0, {0}};
+  closure c = {rules, out, 0, 0, NULL, 0, 0, {0}};
   int ok = 1;
   size_t at = 0;
   for (size_t s = 0; s < in->count && ok; ++s) {
@@ -254,8 +279,7 @@ int tfm_grammar_accept_char(const tfm_grammar_rules *rules,
       scratch[depth++] = position + 1;
     ok = expand(&c, scratch, depth);
   }
-  closure_free(&c);
-  return ok && normalize(out);
+  return closure_end(&c, ok);
 }
 
 /* Whether `e` admits some code point in [low, high]. */
@@ -312,4 +336,18 @@ int tfm_grammar_may_end(const tfm_grammar_stacks *stacks) {
     at += stacks->data[at] + 1;
   }
   return 0;
+}
+
+const char *tfm_grammar_step_message(tfm_grammar_step step) {
+  switch (step) {
+  case TFM_GRAMMAR_DONE:
+    return "no failure";
+  case TFM_GRAMMAR_NO_MEMORY:
+    return "out of memory";
+  case TFM_GRAMMAR_TOO_AMBIGUOUS:
+    break;
+  }
+  return "the grammar reads the text in more than 16384 ways at once "
+         "(alternatives that match the same text, repeated or nested): "
+         "too ambiguous to follow";
 }

@@ -50,6 +50,8 @@ struct tfm_grammar {
   /* The walk's scratch: stacks for each depth, and expansion room. */
   tfm_grammar_stacks *levels;
   uint32_t *scratch;
+  /* Why the last step that failed did (tfm_grammar_matcher_failure). */
+  tfm_grammar_step failure;
 };
 
 struct tfm_grammar_matcher {
@@ -98,8 +100,15 @@ tfm_status_code tfm_grammar_new(const char *gbnf,
   if (code == TFM_OK) {
     g->levels = calloc(g->v->longest_piece + 1, sizeof *g->levels);
     g->scratch = malloc(TFM_GRAMMAR_SCRATCH * sizeof *g->scratch);
-    if (!g->levels || !g->scratch ||
-        !tfm_grammar_start(&g->rules, &g->start, g->scratch))
+    tfm_grammar_step step =
+        g->levels && g->scratch
+            ? tfm_grammar_start(&g->rules, &g->start, g->scratch)
+            : TFM_GRAMMAR_NO_MEMORY;
+    if (step == TFM_GRAMMAR_TOO_AMBIGUOUS)
+      code = tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "grammar: at the start of the text: %s",
+                      tfm_grammar_step_message(step));
+    else if (step != TFM_GRAMMAR_DONE)
       code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   }
   if (code != TFM_OK) {
@@ -146,8 +155,12 @@ static int step_byte(tfm_grammar *g, const tfm_grammar_stacks *in,
         (code_point >= 0xD800 && code_point <= 0xDFFF))
       return 0; /* overlong, a surrogate, or past Unicode */
   }
-  if (!tfm_grammar_accept_char(&g->rules, in, code_point, out, g->scratch))
+  tfm_grammar_step step =
+      tfm_grammar_accept_char(&g->rules, in, code_point, out, g->scratch);
+  if (step != TFM_GRAMMAR_DONE) {
+    g->failure = step;
     return -1;
+  }
   *moved = 1;
   return out->count > 0;
 partial : {
@@ -356,7 +369,10 @@ tfm_status_code tfm_grammar_matcher_accept(tfm_grammar_matcher *m,
   tfm_grammar_stacks_free(&next);
   if (ok < 0) {
     tfm_grammar_stacks_free(&current);
-    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+    return g->failure == TFM_GRAMMAR_TOO_AMBIGUOUS
+               ? tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "token %d: %s",
+                          token, tfm_grammar_step_message(g->failure))
+               : tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   }
   if (!ok) {
     tfm_grammar_stacks_free(&current);
@@ -413,4 +429,8 @@ int32_t tfm_grammar_matcher_accept_greedy(tfm_grammar_matcher *m, float *logits,
     return -1;
   }
   return token;
+}
+
+const char *tfm_grammar_matcher_failure(const tfm_grammar_matcher *m) {
+  return m ? tfm_grammar_step_message(m->grammar->failure) : "NULL matcher";
 }

@@ -47,7 +47,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   std::vector<uint32_t> scratch(TFM_GRAMMAR_SCRATCH);
   tfm_grammar_stacks stacks{}, next{};
-  if (tfm_grammar_start(&rules, &stacks, scratch.data())) {
+  // A grammar too ambiguous to follow (TFM_GRAMMAR_TOO_AMBIGUOUS) stops
+  // where it becomes so.
+  if (tfm_grammar_start(&rules, &stacks, scratch.data()) == TFM_GRAMMAR_DONE) {
     // Bytes as code points (a byte >= 0x80 stands for a character past
     // ASCII, every 64th for one past the BMP), and the range a character
     // begun would span.
@@ -56,8 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (byte % 64 == 63)
         code += 0x10000;
       (void)tfm_grammar_admits_range(&rules, &stacks, code, code + 63);
-      if (!tfm_grammar_accept_char(&rules, &stacks, code, &next,
-                                   scratch.data()))
+      if (tfm_grammar_accept_char(&rules, &stacks, code, &next,
+                                  scratch.data()) != TFM_GRAMMAR_DONE)
         break;
       std::swap(stacks, next);
       if (stacks.count == 0)

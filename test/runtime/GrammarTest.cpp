@@ -50,7 +50,8 @@ struct Follower {
   /// 'W' whole match, 'P' a prefix of one, 'N' neither.
   char follow(const std::string &text) {
     tfm_grammar_stacks stacks{}, next{};
-    EXPECT_TRUE(tfm_grammar_start(&rules, &stacks, scratch.data()));
+    EXPECT_EQ(tfm_grammar_start(&rules, &stacks, scratch.data()),
+              TFM_GRAMMAR_DONE);
     const unsigned char *s = (const unsigned char *)text.c_str();
     char verdict = 'P';
     while (*s) {
@@ -59,8 +60,9 @@ struct Follower {
       c &= extra ? 0x3F >> extra : 0x7F;
       while (extra--)
         c = c << 6 | (*s++ & 0x3F);
-      EXPECT_TRUE(
-          tfm_grammar_accept_char(&rules, &stacks, c, &next, scratch.data()));
+      EXPECT_EQ(
+          tfm_grammar_accept_char(&rules, &stacks, c, &next, scratch.data()),
+          TFM_GRAMMAR_DONE);
       std::swap(stacks, next);
       if (stacks.count == 0) {
         verdict = 'N';
@@ -142,6 +144,37 @@ TEST(Grammar, EmptyAlternativesRepeatedAreFollowedOnce) {
   EXPECT_EQ(ambiguous.follow("1234ab!"), 'W');
   EXPECT_EQ(ambiguous.follow("123456!"), 'N');
   EXPECT_EQ(ambiguous.follow("a!"), 'N');
+}
+
+// a^n then n of b or c, last first: after n a's, 2^n stacks (which letter
+// each a waits for). Past 2^14 the grammar is refused as too ambiguous.
+TEST(Grammar, TooManyStacksAreRefused) {
+  tfm_grammar_rules rules;
+  char error[400];
+  ASSERT_TRUE(tfm_grammar_parse("root ::= \"a\" root \"b\" | \"a\" root "
+                                "\"c\" | \"\"",
+                                &rules, error, sizeof error))
+      << error;
+  std::vector<uint32_t> scratch(TFM_GRAMMAR_SCRATCH);
+  tfm_grammar_stacks stacks{}, next{};
+  ASSERT_EQ(tfm_grammar_start(&rules, &stacks, scratch.data()),
+            TFM_GRAMMAR_DONE);
+  tfm_grammar_step step = TFM_GRAMMAR_DONE;
+  int read = 0;
+  while (step == TFM_GRAMMAR_DONE && read < 20) {
+    step = tfm_grammar_accept_char(&rules, &stacks, 'a', &next, scratch.data());
+    std::swap(stacks, next);
+    ++read;
+  }
+  EXPECT_EQ(step, TFM_GRAMMAR_TOO_AMBIGUOUS);
+  // After the 13th a: 2^13 letter sequences to come, each beside an a
+  // that may follow, or its first letter: more than 2^14 stacks.
+  EXPECT_EQ(read, 13);
+  EXPECT_NE(std::string(tfm_grammar_step_message(step)).find("too ambiguous"),
+            std::string::npos);
+  tfm_grammar_stacks_free(&stacks);
+  tfm_grammar_stacks_free(&next);
+  tfm_grammar_rules_free(&rules);
 }
 
 TEST(Grammar, JsonValues) {

@@ -298,8 +298,13 @@ tfm_status_code tfm_grammar_matcher_new(tfm_grammar *grammar,
                                         tfm_status *status);
 void tfm_grammar_matcher_free(tfm_grammar_matcher *matcher);
 /* Masks `logits` ([vocab]) as above; returns how many tokens stay allowed
- * (0: none can follow), -1 for a NULL argument or out of memory. */
+ * (0: none can follow), -1 for a NULL argument, out of memory, or a
+ * grammar too ambiguous to follow (it reads the text in more than 16384
+ * ways at once): tfm_grammar_matcher_failure says which. */
 int64_t tfm_grammar_matcher_mask(tfm_grammar_matcher *matcher, float *logits);
+/* Why the matcher's last step failed: "out of memory", or how the grammar
+ * is too ambiguous to follow. */
+const char *tfm_grammar_matcher_failure(const tfm_grammar_matcher *matcher);
 /* Moves the matcher past `token`; TFM_ERROR_INVALID_ARGUMENT (nothing
  * changed) where the grammar does not allow it. */
 tfm_status_code tfm_grammar_matcher_accept(tfm_grammar_matcher *matcher,
