@@ -121,8 +121,10 @@ LogicalResult CacheAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (window < 0)
     return emitError() << "expected a non-negative cache window, got "
                        << window;
-  if (window > 0 && kind != CacheKind::self_attention)
-    return emitError() << "only a self-attention cache has a window";
+  if (window > 0 && kind != CacheKind::self_attention &&
+      kind != CacheKind::self_attention_rings)
+    return emitError()
+           << "only a self-attention cache and its rings have a window";
   return success();
 }
 
@@ -410,6 +412,12 @@ LogicalResult TfmDialect::verifyRegionArgAttribute(Operation *op, unsigned,
       return fail("a key/value cache is [layers, 2, capacity, kv_heads, "
                   "head_dim] (1 plane a layer for a latent cache), or "
                   "[sequences, layers, 2, capacity, kv_heads, head_dim]");
+    // Rings alike: each as long as the cache's rows (a shorter one would
+    // be at the shortest window, not at the rows).
+    if (cache.getKind() == CacheKind::self_attention_rings &&
+        cache.getWindow() > 0 && cache.getWindow() != sequence[2])
+      return fail("rings' window " + llvm::Twine(cache.getWindow()) +
+                  " is not their " + llvm::Twine(sequence[2]) + " rows");
     return success();
   }
   return op->emitError() << "unknown tfm argument attribute '"

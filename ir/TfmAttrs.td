@@ -303,7 +303,11 @@ def Tfm_CacheAttr : AttrDef<Tfm_Dialect, "Cache"> {
     updates it in place. Its shape and element type are the argument's.
     A self-attention cache is `[layers, 2, capacity, kv_heads, head_dim]`;
     `window` (0: none) is the sliding window of every layer, past which the
-    runtime may discard the oldest positions.
+    runtime may discard the oldest positions. On the windowed layers' rings
+    (`self_attention_rings`), `window` is the rows of each ring where they
+    are all alike (0: they differ): position `p` is then at row
+    `p mod window` of every ring, which the runtime reads to put back rows
+    that rejected speculative drafts overwrote.
 
     ```mlir
     func.func @decode(..., %cache: tensor<2x2x64x4x16xf32>

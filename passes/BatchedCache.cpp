@@ -178,7 +178,8 @@ void BatchedCaches::describe(func::FuncOp func, const CachePlan &plan,
       CacheAttr::get(ctx, CacheKind::self_attention, sharedWindow(plan)));
   if (layout.ringType)
     func.setArgAttr(index + 1, kCacheArgAttrName,
-                    CacheAttr::get(ctx, CacheKind::self_attention_rings, 0));
+                    CacheAttr::get(ctx, CacheKind::self_attention_rings,
+                                   uniformRing(layout.layers)));
   if (!plan.recurrent.empty())
     func.setArgAttr(index + (layout.ringType ? 2 : 1), kCacheArgAttrName,
                     CacheAttr::get(ctx, CacheKind::recurrent_state, 0));

@@ -244,6 +244,9 @@ Value recurInEachChunk(Operation *op, const RecurrentSlot &slot, Value states,
 
 /// The window every self-attention layer shares (0: none, or not one).
 int64_t sharedWindow(const CachePlan &plan);
+/// The rows of every ring of `layers` where they are alike (0: no rings,
+/// or rings of different lengths).
+int64_t uniformRing(ArrayRef<LayerRows> layers);
 
 /// `value` ([rows, features]) narrowed to `rows` of its rows by `pick`
 /// (which slices a [rows, features] value). The slice is taken above the

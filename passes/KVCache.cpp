@@ -180,9 +180,13 @@ LogicalResult planKeyTypes(CachePlan &plan) {
 /// for an encoder-decoder then the
 /// read-only cross-attention cache @encode filled and how many source
 /// positions it holds. A window shared by every layer is the cache's: the
-/// runtime may then drop positions no query can see.
+/// runtime may then drop positions no query can see. `ringRows`: where the
+/// windowed layers' rings stand apart, the rows each of them has where
+/// they are alike (uniformRing, 0 where not): the runtime then keeps the
+/// rows a speculative step overwrites, to put back those of rejected
+/// drafts.
 void describeArguments(func::FuncOp func, const CachePlan &plan,
-                       bool withRings) {
+                       std::optional<int64_t> ringRows) {
   MLIRContext *ctx = func.getContext();
   int64_t window = sharedWindow(plan);
   func.setArgAttr(0, kInputArgAttrName,
@@ -194,9 +198,10 @@ void describeArguments(func::FuncOp func, const CachePlan &plan,
   func.setArgAttr(3, kCacheArgAttrName,
                   CacheAttr::get(ctx, CacheKind::self_attention, window));
   unsigned next = 4;
-  if (withRings)
-    func.setArgAttr(next++, kCacheArgAttrName,
-                    CacheAttr::get(ctx, CacheKind::self_attention_rings, 0));
+  if (ringRows)
+    func.setArgAttr(
+        next++, kCacheArgAttrName,
+        CacheAttr::get(ctx, CacheKind::self_attention_rings, *ringRows));
   if (!plan.recurrent.empty())
     func.setArgAttr(next, kCacheArgAttrName,
                     CacheAttr::get(ctx, CacheKind::recurrent_state, 0));
@@ -310,7 +315,9 @@ func::FuncOp buildPrefill(func::FuncOp forward, const CachePlan &plan,
                                     ValueRange(results).getTypes()));
   // The full-sequence head is dead now, and so is an encoder's work.
   pruneDeadCode(prefill, plan.sourceArg);
-  describeArguments(prefill, plan, bool(rings));
+  describeArguments(prefill, plan,
+                    rings ? std::optional<int64_t>(uniformRing(layout.layers))
+                          : std::nullopt);
   LLVM_DEBUG(llvm::dbgs() << "cache " << cacheType << " for "
                           << plan.layers.size() << " layers\n");
   return prefill;
@@ -403,7 +410,9 @@ void buildDecode(func::FuncOp prefill, const CachePlan &plan) {
                    ? prefill.getArgAttrOfType<CacheAttr>(4, kCacheArgAttrName)
                    : CacheAttr();
   describeArguments(decode, plan,
-                    rings && rings.getKind() == CacheKind::self_attention_rings);
+                    rings && rings.getKind() == CacheKind::self_attention_rings
+                        ? std::optional<int64_t>(rings.getWindow())
+                        : std::nullopt);
 }
 
 struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
@@ -465,15 +474,14 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
     buildDecode(buildPrefill(forward, *plan, capacity), *plan);
     if (verify) {
       // Rejected drafts are dropped by shortening the cache, which keeps
-      // the rows before them. A ring has overwritten rows that the kept
-      // positions still read, and a recurrent state has folded the drafts
-      // in: neither can go back without recomputing the whole sequence.
+      // the rows before them; a ring's rows they overwrote the runtime
+      // kept and puts back (its rings' window). A recurrent state has
+      // folded the drafts in: it cannot go back without recomputing the
+      // whole sequence.
       const char *why =
           plan->sourceArg ? "an encoder-decoder's decoder"
           : !plan->recurrent.empty()
               ? "recurrent layers' states, which fold in every token"
-          : layOutCache(*plan, capacity).ringPlanes
-              ? "sliding-window layers' rings, which drafts overwrite"
               : nullptr;
       if (why) {
         forward.emitOpError() << "tfm-kv-cache: no @verify for speculative "
@@ -714,6 +722,18 @@ void mlir::tfm::shareSourcesRows(SmallVectorImpl<LayerRows> &layers) {
       rows.appends = false;
     }
   }
+}
+
+int64_t mlir::tfm::uniformRing(ArrayRef<LayerRows> layers) {
+  int64_t ring = 0;
+  for (const LayerRows &rows : layers) {
+    if (!rows.ring)
+      continue;
+    if (ring && ring != rows.ring)
+      return 0;
+    ring = rows.ring;
+  }
+  return ring;
 }
 
 int64_t mlir::tfm::sharedWindow(const CachePlan &plan) {

@@ -60,8 +60,10 @@ tfm_status_code tfm_session_new(tfm_model *model, tfm_session **out,
     s->element_bytes = tfm_dtype_bytes(kv->dtype);
     s->cache = alloc_cache(model, kv, &s->cache_descriptor);
     const tfm_cache_desc *rings = tfm_model_ring_cache(model);
-    if (rings)
+    if (rings) {
       s->rings = alloc_cache(model, rings, &s->rings_descriptor);
+      s->ring_geometry = tfm_ring_geometry_of(rings);
+    }
   } else {
     s->capacity = desc->max_context;
   }
@@ -92,6 +94,7 @@ void tfm_session_free(tfm_session *s) {
     tfm_model_state_free(s->model, s->cache);
   if (s->rings)
     tfm_model_state_free(s->model, s->rings);
+  tfm_ring_keep_free(s->model, &s->ring_keep);
   if (s->state)
     tfm_model_state_free(s->model, s->state);
   tfm_lora_release(tfm_model_lora_bank(s->model), s->lora_adapter);
@@ -103,6 +106,7 @@ void tfm_session_free(tfm_session *s) {
 void tfm_session_reset(tfm_session *s) {
   if (s) {
     s->length = s->cache_used = 0;
+    s->ring_keep.count = 0;
     s->stale = 0; /* the next call starts at position 0 */
   }
 }
@@ -156,7 +160,9 @@ static tfm_status_code run_call(tfm_session *s, tfm_cached_entry entry,
       s->state ? &s->state_descriptor : NULL, status);
   tfm_lora_bind(outer);
   if (code != TFM_OK) {
-    s->stale = s->state != NULL;
+    /* Some layers may have advanced their states, or written over ring
+     * rows the positions before still read. */
+    s->stale = s->state != NULL || s->rings != NULL;
     return code;
   }
   code = tfm_take_logits(tfm_model_get_desc(s->model), &result, rows, logits,
@@ -232,6 +238,7 @@ static tfm_status_code take_tokens(const char *function, tfm_session *s,
   if (code != TFM_OK)
     return code;
   memcpy(s->tokens + s->length, tokens, (size_t)n * sizeof *tokens);
+  s->ring_keep.count = 0; /* what it kept is no longer the last call's */
   return TFM_OK;
 }
 
@@ -300,6 +307,11 @@ tfm_status_code tfm_verify(tfm_session *s, const int32_t *tokens, int64_t n,
                     "left of the window",
                     (long long)n,
                     (long long)(s->cache_capacity - s->cache_used));
+  /* The ring rows the drafts overwrite, for tfm_session_truncate to put
+   * back (where they cannot be kept, it recomputes instead). */
+  if (s->rings)
+    (void)tfm_ring_keep_take(s->model, &s->ring_geometry, &s->ring_keep,
+                             s->rings, s->length, n);
   return run_call(s, TFM_ENTRY_VERIFY, tokens, n, n, logits, status);
 }
 

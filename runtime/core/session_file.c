@@ -116,6 +116,7 @@ tfm_status_code tfm_session_copy(tfm_session *to, const tfm_session *from,
   to->length = from->length;
   to->cache_used = from->cache_used;
   to->stale = from->stale;
+  to->ring_keep.count = 0;
   if (!moved) {
     tfm_session_reset(to);
     return tfm_model_check_device(to->model, "tfm_session_copy", status);
@@ -143,10 +144,17 @@ tfm_status_code tfm_session_truncate(tfm_session *s, int64_t length,
    * first `length` rows are then the prefix's. A recurrent state has
    * folded in every position, and a slid window lost the first ones, so
    * those are recomputed from the kept tokens by the next prefill. So are
-   * rings cut back by more than a position: the positions after the
-   * prefix may have overwritten rows its next query sees (that of
-   * position p - 1 + window, for p the first of them, once written). */
+   * rings cut back by more than a position (the positions after the
+   * prefix may have overwritten rows its next query sees: that of
+   * position p - 1 + window, for p the first of them, once written),
+   * unless the last call was a @verify whose overwritten rows were kept:
+   * those are put back. */
   int rings_overwritten = s->rings && s->length - length >= 2;
+  if (rings_overwritten &&
+      tfm_ring_keep_covers(&s->ring_keep, length, s->length))
+    rings_overwritten =
+        !tfm_ring_keep_restore(s->model, &s->ring_geometry, &s->ring_keep,
+                               s->rings, length, s->length);
   if (!s->state && !rings_overwritten && s->cache_used == s->length)
     s->cache_used = length;
   else if (s->cache)
@@ -320,6 +328,7 @@ static tfm_status_code read_body(tfm_session *s, FILE *file, const char *path,
   if (code != TFM_OK)
     return code;
   s->length = header->length;
+  s->ring_keep.count = 0;
   s->cache_used = header->cache_used;
   s->stale = (int)header->stale;
   return TFM_OK;

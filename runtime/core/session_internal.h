@@ -8,6 +8,7 @@
 #ifndef TFM_RUNTIME_CORE_SESSION_INTERNAL_H
 #define TFM_RUNTIME_CORE_SESSION_INTERNAL_H
 
+#include "runtime/core/ring_keep.h"
 #include "tfm/tfm_model_abi.h"
 #include "tfm/tfm_runtime.h"
 
@@ -25,6 +26,10 @@ struct tfm_session {
    * cache's element type, position p at row p mod the layer's window. */
   char *rings;
   tfm_memref5d_f32 rings_descriptor;
+  /* The rings' rows the last @verify overwrote, put back when its drafts
+   * are dropped (ring_keep.h). */
+  tfm_ring_geometry ring_geometry;
+  tfm_ring_keep ring_keep;
   /* The recurrent layers' states (NULL without them), f32 [elements]. */
   char *state;
   tfm_memref1d state_descriptor;

@@ -180,6 +180,8 @@ tfm_status_code tfm_engine_new(tfm_model *model,
                     "sequences (%zu bytes)",
                     o.max_sequences, bytes);
   }
+  if (rings)
+    e->ring_geometry = tfm_ring_geometry_of(rings);
   if (states &&
       !(e->states = sequence_buffers(states, o.max_sequences, e->states_shape,
                                      &e->stats.recurrent_state_bytes,
@@ -203,6 +205,7 @@ static void free_request(tfm_engine *e, request *r) {
   tfm_grammar_matcher_free(r->matcher);
   tfm_grammar_free(r->grammar);
   tfm_sampler_free(r->sampler);
+  tfm_ring_keep_free(e->model, &r->ring_keep);
   free(r->tokens);
   free(r->drafts);
   free(r);

@@ -11,6 +11,7 @@
 
 #include "tfm/tfm_engine.h"
 
+#include "runtime/core/ring_keep.h"
 #include "runtime/engine/kv_pages.h"
 
 typedef enum { kWaiting, kPrefilling, kGenerating } request_state;
@@ -38,6 +39,9 @@ typedef struct request {
   int32_t *drafts; /* [draft_max] */
   int64_t drafted, accepted;
   int verify;
+  /* Its rings' rows the step's drafts overwrite, put back for those
+   * rejected (runtime/core/ring_keep.h). */
+  tfm_ring_keep ring_keep;
   /* The LoRA adapter it runs with (0: none) and its slot, held until the
    * request is freed (runtime/core/lora_bank.h). */
   int32_t lora, lora_slot;
@@ -59,6 +63,7 @@ struct tfm_engine {
    * slot's rewritten as its sequence goes on. */
   void *rings;
   int64_t rings_shape[6];
+  tfm_ring_geometry ring_geometry; /* one slot's rings */
   /* Recurrent layers' states ([slots, elements] f32; NULL: none), read as
    * zeros by a chunk at position 0, so a reused slot needs no clearing. */
   float *states;

@@ -118,7 +118,9 @@ static void take_token(tfm_engine *e, request *r, float *logits,
     allowed = tfm_grammar_matcher_mask(r->matcher, logits);
   }
   if (allowed <= 0) {
-    event->finish = allowed == 0 && tfm_grammar_matcher_may_end(r->matcher)
+    /* -1: memory ran out, or the grammar is too ambiguous to follow. */
+    event->finish = allowed < 0 ? TFM_FINISH_ERROR
+                    : tfm_grammar_matcher_may_end(r->matcher)
                         ? TFM_FINISH_EOS
                         : TFM_FINISH_LENGTH;
     tfm_engine_retire(e, r);
@@ -155,6 +157,10 @@ static void take_token(tfm_engine *e, request *r, float *logits,
  * reason to evict). */
 static void draft(tfm_engine *e, request *r) {
   int64_t room = r->draft_max;
+  /* Rings: a step's rows must fit in one ring, whose overwritten rows are
+   * kept to be put back (none where the rings differ in length). */
+  if (e->rings && room > e->ring_geometry.ring - 1)
+    room = e->ring_geometry.ring - 1;
   int64_t left = r->max_new_tokens - r->generated - 1;
   int64_t positions = e->capacity - r->length;
   if (left < room)
@@ -212,10 +218,10 @@ static tfm_status_code plan_step(tfm_engine *e, tfm_engine_event *events,
 /* Takes `r`'s tokens from @verify_batch's logits of its chunk (`rows`: the
  * last chosen token's, then each draft's): the next token, then one more
  * for each draft the request chose itself, until it chooses otherwise or
- * ends. Each row taken is a position the cache keeps. */
-static void take_verified(tfm_engine *e, request *r, float *rows,
-                          int64_t drafts, tfm_engine_event *events,
-                          int32_t *count) {
+ * ends. Each row taken is a position the cache keeps. Returns whether `r`
+ * goes on (else it ended and is freed). */
+static int take_verified(tfm_engine *e, request *r, float *rows, int64_t drafts,
+                         tfm_engine_event *events, int32_t *count) {
   int64_t vocab = e->desc->vocab_size;
   r->drafted += drafts;
   e->stats.drafted_tokens += drafts;
@@ -232,9 +238,28 @@ static void take_verified(tfm_engine *e, request *r, float *rows,
       ++e->stats.accepted_tokens;
     }
     if (event->finish != TFM_FINISH_NONE || !accepted)
-      return;
+      return event->finish == TFM_FINISH_NONE;
     ++r->accepted;
   }
+  return 1;
+}
+
+/* One slot's rings in the engine's. */
+static char *slot_rings(const tfm_engine *e, int64_t slot) {
+  const tfm_ring_geometry *g = &e->ring_geometry;
+  return (char *)e->rings + (size_t)slot * (size_t)g->planes * g->plane_bytes;
+}
+
+/* After `r`'s verify of positions up to `held`: the ring rows of the
+ * positions it dropped put back, or, where they were not kept (memory ran
+ * out), its sequence prefilled again from its first token. */
+static void put_back_rings(tfm_engine *e, request *r, int64_t held) {
+  if (tfm_ring_keep_covers(&r->ring_keep, r->computed, held) &&
+      tfm_ring_keep_restore(e->model, &e->ring_geometry, &r->ring_keep,
+                            slot_rings(e, r->slot), r->computed, held))
+    return;
+  r->computed = 0;
+  r->state = kPrefilling;
 }
 
 /* Runs the planned chunks of the requests whose `verify` is `verify` in
@@ -263,6 +288,14 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
   }
   if (chunks == 0)
     return TFM_OK;
+  /* The ring rows the drafts overwrite (draft() kept each chunk within a
+   * ring). */
+  for (int64_t c = 0; verify && e->rings && c < chunks; ++c) {
+    request *r = e->chunk_requests[c];
+    (void)tfm_ring_keep_take(e->model, &e->ring_geometry, &r->ring_keep,
+                             slot_rings(e, r->slot), r->computed,
+                             r->step_tokens);
+  }
   tfm_tensor inputs[4] = {{e->tokens, TFM_DTYPE_I32, 1, {rows}, NULL},
                           {e->positions, TFM_DTYPE_I32, 1, {rows}, NULL},
                           {e->slots, TFM_DTYPE_I32, 1, {chunks}, NULL},
@@ -293,8 +326,9 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
   tfm_lora_bind(outer);
   if (code != TFM_OK) {
     /* The call may have advanced some recurrent layers' states and not
-     * others: those sequences start again from their first token. */
-    if (e->states)
+     * others, or written over ring rows the positions before its chunks
+     * still read: those sequences start again from their first token. */
+    if (e->states || e->rings)
       for (int64_t c = 0; c < chunks; ++c) {
         e->chunk_requests[c]->computed = 0;
         e->chunk_requests[c]->state = kPrefilling;
@@ -308,7 +342,10 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
   for (int64_t c = 0; c < chunks; ++c) {
     request *r = e->chunk_requests[c];
     if (verify) {
-      take_verified(e, r, row, e->lengths[c] - 1, events, count);
+      int64_t held = r->computed + e->lengths[c];
+      if (take_verified(e, r, row, e->lengths[c] - 1, events, count) &&
+          e->rings && r->computed < held)
+        put_back_rings(e, r, held);
       row += e->lengths[c] * vocab;
       continue;
     }

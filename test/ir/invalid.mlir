@@ -226,14 +226,14 @@ func.func private @f(tensor<2x3xi32> {tfm.input = #tfm.input<chunk_lengths>})
 
 // -----
 
-// expected-error @+1 {{only a self-attention cache has a window}}
+// expected-error @+1 {{only a self-attention cache and its rings have a window}}
 func.func private @f(tensor<2x2x8x4x4xf32> {tfm.cache = #tfm.cache<cross_attention, window = 2>})
 
 // -----
 
-// A ring is its window already: a window to slide it by means nothing.
-// expected-error @+1 {{only a self-attention cache has a window}}
-func.func private @f(tensor<?x2x2x4x4x4xf32> {tfm.cache = #tfm.cache<self_attention_rings, window = 4>})
+// Rings alike are as long as their rows: position p at row p mod window.
+// expected-error @+1 {{argument 0 of @f: rings' window 3 is not their 4 rows}}
+func.func private @f(tensor<?x2x2x4x4x4xf32> {tfm.cache = #tfm.cache<self_attention_rings, window = 3>})
 
 // -----
 

@@ -72,14 +72,14 @@ func.func @narrow_weights() -> (tensor<64x32xf32>, tensor<32x32xf32>, tensor<16x
 // CHECK-SAME: -> (tensor<?x64xf32> {tfm.output = #tfm.output<hidden_states>}, tensor<64xf32> {tfm.output = #tfm.output<embedding>})
 // CHECK-LABEL: func.func private @decode_batch
 // CHECK-SAME: tensor<?x3x2x256x4x8xf32> {tfm.cache = #tfm.cache<self_attention>}
-// CHECK-SAME: tensor<?x2x2x4x4x8xf32> {tfm.cache = #tfm.cache<self_attention_rings>}
+// CHECK-SAME: tensor<?x2x2x4x4x8xf32> {tfm.cache = #tfm.cache<self_attention_rings, window = 4>}
 // CHECK-SAME: tensor<?x1200xf32> {tfm.cache = #tfm.cache<recurrent_state>}
 // CHECK-LABEL: func.func private @prefill
 // CHECK-SAME: tensor<1200xf32> {tfm.cache = #tfm.cache<recurrent_state>}
 module attributes {tfm.model = #tfm.model<family = "llama", vocab_size = 512, max_context = 256, bos_token = 1, eos_token = 2, add_bos = true, tokenizer = "/m/tokenizer.model", hidden_size = 64, num_layers = 5, num_heads = 8, num_kv_heads = 4>} {
   func.func private @decode(tensor<1xi32> {tfm.input = #tfm.input<token_ids>}, index {tfm.input = #tfm.input<start_position>}, index {tfm.input = #tfm.input<cache_slot>}, tensor<5x2x256x4x8xf32> {tfm.cache = #tfm.cache<self_attention, window = 4>}) -> (tensor<1x512xf32> {tfm.output = #tfm.output<logits>})
   func.func private @encode(tensor<?x80xf32> {tfm.input = #tfm.input<features>}, tensor<2x2x16x4x8xf32> {tfm.cache = #tfm.cache<cross_attention>}) -> (tensor<?x64xf32> {tfm.output = #tfm.output<hidden_states>}, tensor<64xf32> {tfm.output = #tfm.output<embedding>})
-  func.func private @decode_batch(tensor<?xi32> {tfm.input = #tfm.input<token_ids>}, tensor<?xi32> {tfm.input = #tfm.input<positions>}, tensor<?xi32> {tfm.input = #tfm.input<cache_sequences>}, tensor<?x3x2x256x4x8xf32> {tfm.cache = #tfm.cache<self_attention>}, tensor<?x2x2x4x4x8xf32> {tfm.cache = #tfm.cache<self_attention_rings>}, tensor<?x1200xf32> {tfm.cache = #tfm.cache<recurrent_state>}) -> (tensor<?x512xf32> {tfm.output = #tfm.output<logits>})
+  func.func private @decode_batch(tensor<?xi32> {tfm.input = #tfm.input<token_ids>}, tensor<?xi32> {tfm.input = #tfm.input<positions>}, tensor<?xi32> {tfm.input = #tfm.input<cache_sequences>}, tensor<?x3x2x256x4x8xf32> {tfm.cache = #tfm.cache<self_attention>}, tensor<?x2x2x4x4x8xf32> {tfm.cache = #tfm.cache<self_attention_rings, window = 4>}, tensor<?x1200xf32> {tfm.cache = #tfm.cache<recurrent_state>}) -> (tensor<?x512xf32> {tfm.output = #tfm.output<logits>})
   func.func private @prefill(tensor<?xi32> {tfm.input = #tfm.input<token_ids>}, index {tfm.input = #tfm.input<start_position>}, index {tfm.input = #tfm.input<cache_slot>}, tensor<5x2x256x4x8xf32> {tfm.cache = #tfm.cache<self_attention>}, tensor<1200xf32> {tfm.cache = #tfm.cache<recurrent_state>}) -> (tensor<1x512xf32> {tfm.output = #tfm.output<logits>})
 }
 

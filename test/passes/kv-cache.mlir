@@ -190,7 +190,7 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> {
 // layer's plane and keep each windowed layer's ring in a second cache
 // likewise, a plane of 4 rows each per sequence.
 // CHECK-LABEL: func.func @prefill(
-// CHECK-SAME: %[[START:[^:]*]]: index {tfm.input = #tfm.input<start_position>}, %[[SLOT:[^:]*]]: index {tfm.input = #tfm.input<cache_slot>}, %[[CACHE:[^:]*]]: tensor<1x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>}, %[[RINGS:[^:]*]]: tensor<2x2x4x2x4xf32> {tfm.cache = #tfm.cache<self_attention_rings>})
+// CHECK-SAME: %[[START:[^:]*]]: index {tfm.input = #tfm.input<start_position>}, %[[SLOT:[^:]*]]: index {tfm.input = #tfm.input<cache_slot>}, %[[CACHE:[^:]*]]: tensor<1x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>}, %[[RINGS:[^:]*]]: tensor<2x2x4x2x4xf32> {tfm.cache = #tfm.cache<self_attention_rings, window = 4>})
 // CHECK: %[[C1:.*]] = tfm.kv_cache_append %[[CACHE]][0], %{{.*}}, %{{.*}} at %[[SLOT]]
 // CHECK: %[[SEEN:.*]] = arith.subi %[[START]], %c3
 // CHECK: %[[FIRST:.*]] = arith.maxsi %[[SEEN]], %c0
@@ -201,7 +201,7 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> {
 // CHECK: %[[R2:.*]] = tfm.kv_ring_append %[[R1]][1] rows 0 ring 4,
 // CHECK: return %{{.*}}, %[[C1]], %[[R2]]
 // CHECK-LABEL: func.func @decode_batch(
-// CHECK-SAME: %[[PAGED:[^:]*]]: tensor<?x1x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>}, %[[RINGS:[^:]*]]: tensor<?x2x2x4x2x4xf32> {tfm.cache = #tfm.cache<self_attention_rings>})
+// CHECK-SAME: %[[PAGED:[^:]*]]: tensor<?x1x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>}, %[[RINGS:[^:]*]]: tensor<?x2x2x4x2x4xf32> {tfm.cache = #tfm.cache<self_attention_rings, window = 4>})
 // CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %[[PAGED]])
 // CHECK: tfm.kv_cache_append %{{.*}}[0]
 // CHECK: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %[[RINGS]])
@@ -210,7 +210,7 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> {
 // CHECK: tfm.kv_ring_read %{{.*}}[1] rows 0 ring 4
 // CHECK: return %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x16xf32>, tensor<?x1x2x32x2x4xf32>, tensor<?x2x2x4x2x4xf32>
 // CHECK-LABEL: func.func @prefill_batch(
-// CHECK-SAME: tensor<?x1x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>}, %{{[^:]*}}: tensor<?x2x2x4x2x4xf32> {tfm.cache = #tfm.cache<self_attention_rings>})
+// CHECK-SAME: tensor<?x1x2x32x2x4xf32> {tfm.cache = #tfm.cache<self_attention>}, %{{[^:]*}}: tensor<?x2x2x4x2x4xf32> {tfm.cache = #tfm.cache<self_attention_rings, window = 4>})
 // CHECK: tfm.kv_ring_append %{{.*}}[1] rows 0 ring 4
 module attributes {tfm.model = #tfm.model<family = "test", vocab_size = 0, max_context = 32>} {
 tfm.weight_decl @wte : tensor<16x8xf32>
