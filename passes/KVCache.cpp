@@ -475,18 +475,13 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
     if (verify) {
       // Rejected drafts are dropped by shortening the cache, which keeps
       // the rows before them; a ring's rows they overwrote the runtime
-      // kept and puts back (its rings' window). A recurrent state has
-      // folded the drafts in: it cannot go back without recomputing the
-      // whole sequence.
-      const char *why =
-          plan->sourceArg ? "an encoder-decoder's decoder"
-          : !plan->recurrent.empty()
-              ? "recurrent layers' states, which fold in every token"
-              : nullptr;
-      if (why) {
+      // kept and puts back (its rings' window); recurrent states it kept
+      // before the call, and runs the drafts it accepts again from them.
+      // An encoder-decoder's generation drafts nothing yet.
+      if (plan->sourceArg) {
         forward.emitOpError() << "tfm-kv-cache: no @verify for speculative "
-                                 "decoding: "
-                              << why << " cannot drop rejected tokens";
+                                 "decoding of an encoder-decoder's decoder "
+                                 "(decoder-only models have one)";
         return signalPassFailure();
       }
       buildPrefill(forward, *plan, capacity, /*everyRow=*/true);

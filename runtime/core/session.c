@@ -97,6 +97,7 @@ void tfm_session_free(tfm_session *s) {
   tfm_ring_keep_free(s->model, &s->ring_keep);
   if (s->state)
     tfm_model_state_free(s->model, s->state);
+  tfm_model_state_free(s->model, s->state_keep);
   tfm_lora_release(tfm_model_lora_bank(s->model), s->lora_adapter);
   free(s->scratch);
   free(s->tokens);
@@ -106,7 +107,7 @@ void tfm_session_free(tfm_session *s) {
 void tfm_session_reset(tfm_session *s) {
   if (s) {
     s->length = s->cache_used = 0;
-    s->ring_keep.count = 0;
+    s->ring_keep.count = s->state_kept_count = 0;
     s->stale = 0; /* the next call starts at position 0 */
   }
 }
@@ -163,6 +164,7 @@ static tfm_status_code run_call(tfm_session *s, tfm_cached_entry entry,
     /* Some layers may have advanced their states, or written over ring
      * rows the positions before still read. */
     s->stale = s->state != NULL || s->rings != NULL;
+    s->stale_from = 0;
     return code;
   }
   code = tfm_take_logits(tfm_model_get_desc(s->model), &result, rows, logits,
@@ -196,19 +198,25 @@ static tfm_status_code run_chunks(tfm_session *s, const int32_t *tokens,
 
 /* Recurrent states a failed call left half advanced, or a truncation
  * could not keep: recomputes them (and the KV rows with them) from the
- * tokens held before going on. `logits`: a row of scratch. */
+ * tokens held before going on, from stale_from on. `logits`: a row of
+ * scratch. */
 static tfm_status_code refresh(tfm_session *s, float *logits,
                                tfm_status *status) {
   if (!s->stale)
     return TFM_OK;
-  int64_t known = s->length;
-  s->length = s->cache_used = 0;
-  tfm_status_code code = run_chunks(s, s->tokens, known, logits, status);
+  int64_t known = s->length, from = s->stale_from;
+  s->length = s->cache_used = from;
+  tfm_status_code code = from < known ? run_chunks(s, s->tokens + from,
+                                                   known - from, logits, status)
+                                      : TFM_OK;
   if (code != TFM_OK) {
+    /* The states went part of the way: all of it next time. */
     s->length = known;
+    s->stale_from = 0;
     return code;
   }
   s->stale = 0;
+  s->stale_from = 0;
   return TFM_OK;
 }
 
@@ -238,7 +246,8 @@ static tfm_status_code take_tokens(const char *function, tfm_session *s,
   if (code != TFM_OK)
     return code;
   memcpy(s->tokens + s->length, tokens, (size_t)n * sizeof *tokens);
-  s->ring_keep.count = 0; /* what it kept is no longer the last call's */
+  /* What they kept is no longer the last call's. */
+  s->ring_keep.count = s->state_kept_count = 0;
   return TFM_OK;
 }
 
@@ -283,6 +292,22 @@ tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
   return run_chunks(s, tokens, n, logits, status);
 }
 
+/* The recurrent states before a @verify of `n` positions, for
+ * tfm_session_truncate to go back to (nothing kept where memory runs out:
+ * the truncation then recomputes the whole sequence). */
+static void keep_state(tfm_session *s, int64_t n) {
+  if (!s->state)
+    return;
+  size_t bytes = (size_t)s->state_descriptor.sizes[0] * sizeof(float);
+  if (!s->state_keep)
+    s->state_keep = tfm_model_state_alloc(s->model, bytes);
+  if (s->state_keep &&
+      tfm_model_state_move(s->model, s->state_keep, s->state, bytes)) {
+    s->state_kept_at = s->length;
+    s->state_kept_count = n;
+  }
+}
+
 tfm_status_code tfm_verify(tfm_session *s, const int32_t *tokens, int64_t n,
                            float *logits, tfm_status *status) {
   if (s && !tfm_model_entry_point(s->model, "verify"))
@@ -312,6 +337,7 @@ tfm_status_code tfm_verify(tfm_session *s, const int32_t *tokens, int64_t n,
   if (s->rings)
     (void)tfm_ring_keep_take(s->model, &s->ring_geometry, &s->ring_keep,
                              s->rings, s->length, n);
+  keep_state(s, n);
   return run_call(s, TFM_ENTRY_VERIFY, tokens, n, n, logits, status);
 }
 

@@ -116,7 +116,8 @@ tfm_status_code tfm_session_copy(tfm_session *to, const tfm_session *from,
   to->length = from->length;
   to->cache_used = from->cache_used;
   to->stale = from->stale;
-  to->ring_keep.count = 0;
+  to->stale_from = from->stale_from;
+  to->ring_keep.count = to->state_kept_count = 0;
   if (!moved) {
     tfm_session_reset(to);
     return tfm_model_check_device(to->model, "tfm_session_copy", status);
@@ -155,16 +156,37 @@ tfm_status_code tfm_session_truncate(tfm_session *s, int64_t length,
     rings_overwritten =
         !tfm_ring_keep_restore(s->model, &s->ring_geometry, &s->ring_keep,
                                s->rings, length, s->length);
-  if (!s->state && !rings_overwritten && s->cache_used == s->length)
+  /* States kept before the last @verify: back to them, and the positions
+   * of the @verify that stay are run again by the next call. */
+  int64_t states_right = s->state ? 0 : length;
+  if (s->state && s->state_kept_count > 0 &&
+      s->length == s->state_kept_at + s->state_kept_count &&
+      length >= s->state_kept_at && s->cache_used == s->length &&
+      tfm_model_state_move(s->model, s->state, s->state_keep,
+                           (size_t)s->state_descriptor.sizes[0] *
+                               sizeof(float))) {
+    states_right = s->state_kept_at;
+    s->state_kept_count = 0;
+  }
+  /* The positions still right: recomputed from the first that is not
+   * (a slid window lost its first positions: from 0). */
+  int64_t right = rings_overwritten || s->cache_used != s->length ? 0
+                  : states_right < length                         ? states_right
+                                                                  : length;
+  if (s->stale && s->stale_from < right)
+    right = s->stale_from;
+  if (right == length && !s->stale) {
     s->cache_used = length;
-  else if (s->cache)
+  } else if (s->cache) {
     s->stale = 1;
+    s->stale_from = right;
+  }
   s->length = length;
   return tfm_ok(status);
 }
 
 int64_t tfm_session_cached(const tfm_session *s) {
-  return !s || s->stale ? 0 : s->length;
+  return !s ? 0 : s->stale ? s->stale_from : s->length;
 }
 
 /* Save and load read the cache and states with the host's memcpy. */
@@ -328,7 +350,8 @@ static tfm_status_code read_body(tfm_session *s, FILE *file, const char *path,
   if (code != TFM_OK)
     return code;
   s->length = header->length;
-  s->ring_keep.count = 0;
+  s->ring_keep.count = s->state_kept_count = 0;
+  s->stale_from = 0;
   s->cache_used = header->cache_used;
   s->stale = (int)header->stale;
   return TFM_OK;

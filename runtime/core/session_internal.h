@@ -33,12 +33,20 @@ struct tfm_session {
   /* The recurrent layers' states (NULL without them), f32 [elements]. */
   char *state;
   tfm_memref1d state_descriptor;
+  /* The states before the last @verify (NULL until one): a truncation
+   * into its positions puts them back and the positions it keeps are run
+   * again from them (stale_from), instead of the whole sequence. */
+  char *state_keep;
+  int64_t state_kept_at, state_kept_count; /* its positions; count 0: none */
   /* The cache and states no longer match the tokens: a failed call may
    * have advanced some layers' states and not others, and a truncation
    * cannot take a state back. The next prefill then recomputes them from
    * the tokens (a retried chunk of KV rows is simply written again), as
-   * are rings that a truncation left holding later positions' rows. */
+   * are rings that a truncation left holding later positions' rows.
+   * Positions before `stale_from` are still right: the recomputation
+   * starts there (0 but after a truncation into a @verify's positions). */
   int stale;
+  int64_t stale_from;
   int32_t *tokens;          /* every token so far */
   int64_t length, capacity; /* positions */
   /* [scratch_rows, vocab] logits, forward fallback only: grown as the

@@ -192,6 +192,15 @@ tfm_status_code tfm_engine_new(tfm_model *model,
                     "sequences (%zu bytes)",
                     o.max_sequences, bytes);
   }
+  /* A second copy of the states, before each step's drafts: a request
+   * whose drafts are rejected goes back to it. */
+  if (states && o.max_drafts && !(e->state_keeps = malloc(bytes ? bytes : 1))) {
+    tfm_engine_free(e);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "out of memory for a copy of the recurrent states of %d "
+                    "sequences (%zu bytes, for speculative decoding)",
+                    o.max_sequences, bytes);
+  }
   for (int64_t s = 0; s < o.max_sequences; ++s)
     e->free_slots[s] = o.max_sequences - 1 - s;
   e->free_slot_count = o.max_sequences;
@@ -223,6 +232,7 @@ void tfm_engine_free(tfm_engine *e) {
   tfm_kv_pages_free(e->pages);
   free(e->rings);
   free(e->states);
+  free(e->state_keeps);
   free(e->free_slots);
   free(e->tokens);
   free(e->row_adapters);

@@ -68,6 +68,10 @@ struct tfm_engine {
    * zeros by a chunk at position 0, so a reused slot needs no clearing. */
   float *states;
   int64_t states_shape[2];
+  /* With max_drafts: each slot's states before its step's drafts, which
+   * a request whose drafts are rejected goes back to (and runs the
+   * positions it keeps again). */
+  float *state_keeps;
   int64_t *free_slots, free_slot_count;
   request *waiting, *running; /* FIFO queue; admission order */
   int64_t next_id, admissions;

@@ -250,6 +250,24 @@ static char *slot_rings(const tfm_engine *e, int64_t slot) {
   return (char *)e->rings + (size_t)slot * (size_t)g->planes * g->plane_bytes;
 }
 
+/* One slot's recurrent states in `states` (the engine's or their kept
+ * copy). */
+static float *slot_states(const tfm_engine *e, float *states, int64_t slot) {
+  return states + slot * e->states_shape[1];
+}
+
+/* After `r`'s verify from position `start`, which kept fewer positions
+ * than it ran: its states as before the verify, and those positions run
+ * again by its next chunks (a prompt's, so that the last takes the next
+ * token). */
+static void go_back_in_states(tfm_engine *e, request *r, int64_t start) {
+  memcpy(slot_states(e, e->states, r->slot),
+         slot_states(e, e->state_keeps, r->slot),
+         (size_t)e->states_shape[1] * sizeof(float));
+  r->computed = start;
+  r->state = kPrefilling;
+}
+
 /* After `r`'s verify of positions up to `held`: the ring rows of the
  * positions it dropped put back, or, where they were not kept (memory ran
  * out), its sequence prefilled again from its first token. */
@@ -295,6 +313,13 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
     (void)tfm_ring_keep_take(e->model, &e->ring_geometry, &r->ring_keep,
                              slot_rings(e, r->slot), r->computed,
                              r->step_tokens);
+  }
+  /* And their states, to go back to where drafts are rejected. */
+  for (int64_t c = 0; verify && e->states && c < chunks; ++c) {
+    int64_t slot = e->chunk_requests[c]->slot;
+    memcpy(slot_states(e, e->state_keeps, slot),
+           slot_states(e, e->states, slot),
+           (size_t)e->states_shape[1] * sizeof(float));
   }
   tfm_tensor inputs[4] = {{e->tokens, TFM_DTYPE_I32, 1, {rows}, NULL},
                           {e->positions, TFM_DTYPE_I32, 1, {rows}, NULL},
@@ -342,10 +367,14 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
   for (int64_t c = 0; c < chunks; ++c) {
     request *r = e->chunk_requests[c];
     if (verify) {
-      int64_t held = r->computed + e->lengths[c];
+      int64_t start = r->computed, held = start + e->lengths[c];
       if (take_verified(e, r, row, e->lengths[c] - 1, events, count) &&
-          e->rings && r->computed < held)
-        put_back_rings(e, r, held);
+          r->computed < held) {
+        if (e->rings)
+          put_back_rings(e, r, held);
+        if (e->states && r->computed > 0)
+          go_back_in_states(e, r, start);
+      }
       row += e->lengths[c] * vocab;
       continue;
     }

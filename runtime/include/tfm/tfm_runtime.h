@@ -175,13 +175,18 @@ tfm_status_code tfm_session_copy(tfm_session *to, const tfm_session *from,
 /* Keeps the first `length` positions (at most the session's length), e.g.
  * the part of a new prompt that matches what the session holds. KV rows
  * are kept as they are; a recurrent state (which has folded in every
- * position) and a sliding window that has slid cannot go back, so the next
- * prefill recomputes them from the kept tokens. */
+ * position), windowed layers' rings cut back by more than a position, and
+ * a sliding window that has slid cannot go back, so the next prefill
+ * recomputes them from the kept tokens. Within the last tfm_verify's
+ * positions they can: the rings' rows it overwrote are put back, and the
+ * states go back to before it, the positions kept run again by the next
+ * call. */
 tfm_status_code tfm_session_truncate(tfm_session *session, int64_t length,
                                      tfm_status *status);
 /* Positions whose KV rows and states are current: the session's length, or
- * 0 where the next prefill recomputes them all first (after a truncation
- * that could not keep them, or a failed call of a hybrid model). */
+ * fewer where the next prefill recomputes the rest first (after a
+ * truncation that could not keep them, or a failed call of a hybrid
+ * model: 0). */
 int64_t tfm_session_cached(const tfm_session *session);
 /* Writes what the session holds to `path`, for tfm_session_load to read
  * back into a session of the same model (by name and the shapes of its
@@ -205,7 +210,9 @@ tfm_status_code tfm_decode(tfm_session *session, int32_t token, float *logits,
 /* Appends `tokens[0..n)` in one call of the model's @verify (tfmc
  * --speculative) and writes every one's logits to `logits` ([n, vocab]):
  * a speculative step's drafted tokens checked at once. Rejected ones are
- * dropped with tfm_session_truncate, which keeps the rows before them.
+ * dropped with tfm_session_truncate, which keeps the rows before them
+ * (and takes windowed layers' rings and recurrent states back: it keeps
+ * what the call overwrites first, rings where n is at most their window).
  * TFM_ERROR_NOT_FOUND for a model compiled without @verify. */
 tfm_status_code tfm_verify(tfm_session *session, const int32_t *tokens,
                            int64_t n, float *logits, tfm_status *status);

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Compares two session files (tfm_session_save, runtime/core/session_file.c)
 of one model: the same tokens, length and cache rows in use, neither stale,
-and every cached row and every ring row within --tol of the other's (f32;
-an int8 cache's rows dequantized from their codes and scale). A speculative
+and every cached row, ring row and recurrent state element within --tol of
+the other's (f32; an int8 cache's rows dequantized from their codes and
+scale). A speculative
 run's session after its rejected drafts were dropped against a run without
-drafts: a ring row left holding a rejected draft differs by far more than
-rounding. Prints "OK: ..." or the first difference, and exits 1 on one.
+drafts: a ring row left holding a rejected draft, or a state that folded
+one in, differs by far more than rounding. Prints "OK: ..." or the first difference, and exits 1 on one.
 
     compare_sessions.py A B [--tol 1e-3]
 """
@@ -35,9 +36,11 @@ def read(path):
     at += cache.size
     ring_bytes = r0 * r1 * r2 * r3 * r4 * element
     rings = numpy.frombuffer(data, numpy.uint8, ring_bytes, at)
+    at += ring_bytes
+    states = numpy.frombuffer(data, numpy.float32, state, at)
     return dict(length=length, used=used, stale=stale, tokens=tokens,
                 dtype=dtype, kv_heads=c3, width=c4, cache=cache,
-                rings=rings, ring_shape=(r0, r1, r2, r3, r4))
+                rings=rings, ring_shape=(r0, r1, r2, r3, r4), states=states)
 
 
 def values(raw, dtype, width):
@@ -81,8 +84,13 @@ def main():
             if not error <= args.tol:
                 sys.exit(f"DIFFERENT: {part} rows differ by {error:.3g}")
             worst = max(worst, error)
-    print(f"OK: {a['length']} positions, cache and "
-          f"{a['ring_shape'][0]} rings within {worst:.2g}")
+    if a["states"].size:
+        error = float(numpy.max(numpy.abs(a["states"] - b["states"])))
+        if not error <= args.tol:
+            sys.exit(f"DIFFERENT: recurrent states differ by {error:.3g}")
+        worst = max(worst, error)
+    print(f"OK: {a['length']} positions, cache, {a['ring_shape'][0]} rings "
+          f"and {a['states'].size} state elements within {worst:.2g}")
 
 
 main()

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Speculative decoding in the batch engine over windowed layers' rings
-(gpt-oss's and Gemma 2's sliding layers, windows of 4 in the fixtures):
-each request's drafts overwrite ring rows that its earlier positions still
-read, and those the model rejects are put back, so every request's ids
-equal those it gets alone without drafts, greedy and sampled, with
-requests arriving mid-way; drafts were both accepted and rejected.
+"""Speculative decoding in the batch engine where a verify step changes
+more than the rows of its positions: windowed layers' rings (gpt-oss's
+and Gemma 2's sliding layers, windows of 4 in the fixtures), whose rows
+the drafts overwrite while earlier positions still read them, and
+recurrent states (Qwen3.5's), which fold the drafts in. Rejected drafts'
+ring rows are put back, and the states go back to before the step and
+run the kept positions again, so every request's ids equal those it gets
+without drafts, greedy and sampled; drafts were accepted and rejected.
 
-    check_engine_rings.py SPECULATIVE_LIBRARY PLAIN_LIBRARY NAME"""
+    check_engine_rollback.py SPECULATIVE_LIBRARY PLAIN_LIBRARY NAME"""
 import sys
 
 import tfmc
