@@ -347,7 +347,8 @@ const char *tfm_grammar_step_message(tfm_grammar_step step) {
   case TFM_GRAMMAR_TOO_AMBIGUOUS:
     break;
   }
-  return "the grammar reads the text in more than 16384 ways at once "
+  _Static_assert(TFM_GRAMMAR_MAX_STACKS == 8192, "the message says 8192");
+  return "the grammar reads the text in more than 8192 ways at once "
          "(alternatives that match the same text, repeated or nested): "
          "too ambiguous to follow";
 }

@@ -147,7 +147,7 @@ TEST(Grammar, EmptyAlternativesRepeatedAreFollowedOnce) {
 }
 
 // a^n then n of b or c, last first: after n a's, 2^n stacks (which letter
-// each a waits for). Past 2^14 the grammar is refused as too ambiguous.
+// each a waits for). Past 2^13 the grammar is refused as too ambiguous.
 TEST(Grammar, TooManyStacksAreRefused) {
   tfm_grammar_rules rules;
   char error[400];
@@ -167,9 +167,9 @@ TEST(Grammar, TooManyStacksAreRefused) {
     ++read;
   }
   EXPECT_EQ(step, TFM_GRAMMAR_TOO_AMBIGUOUS);
-  // After the 13th a: 2^13 letter sequences to come, each beside an a
-  // that may follow, or its first letter: more than 2^14 stacks.
-  EXPECT_EQ(read, 13);
+  // After the 12th a: 2^12 letter sequences to come, each beside an a
+  // that may follow, or its first letter: more than 2^13 stacks.
+  EXPECT_EQ(read, 12);
   EXPECT_NE(std::string(tfm_grammar_step_message(step)).find("too ambiguous"),
             std::string::npos);
   tfm_grammar_stacks_free(&stacks);
@@ -702,6 +702,29 @@ TEST_F(MaskFixture, EndOnlyWhereTheGrammarMayEndAndErrorsNamed) {
   EXPECT_STREQ(status.message,
                "grammar: line 1, column 1: rule 'b' is used but not defined");
   EXPECT_EQ(grammar, nullptr);
+  // An alternation of more strings than TFM_GRAMMAR_MAX_STACKS starts
+  // with a stack each: refused by name. One fewer is followed.
+  for (int strings :
+       {int(TFM_GRAMMAR_MAX_STACKS), TFM_GRAMMAR_MAX_STACKS + 1}) {
+    std::string gbnf = "root ::= ( \"a0\"";
+    for (int i = 1; i < strings; ++i)
+      gbnf += " | \"a" + std::to_string(i) + "\"";
+    gbnf += " )";
+    tfm_status_code code =
+        tfm_grammar_new(gbnf.c_str(), tokenizer, &desc, &grammar, &status);
+    if (strings == TFM_GRAMMAR_MAX_STACKS) {
+      EXPECT_EQ(code, TFM_OK) << status.message;
+      tfm_grammar_free(grammar);
+      grammar = nullptr;
+      continue;
+    }
+    EXPECT_EQ(code, TFM_ERROR_INVALID_ARGUMENT);
+    EXPECT_STREQ(status.message,
+                 "grammar: at the start of the text: the grammar reads the "
+                 "text in more than 8192 ways at once (alternatives that "
+                 "match the same text, repeated or nested): too ambiguous "
+                 "to follow");
+  }
 }
 
 } // namespace

@@ -306,8 +306,9 @@ tfm_status_code tfm_grammar_matcher_new(tfm_grammar *grammar,
 void tfm_grammar_matcher_free(tfm_grammar_matcher *matcher);
 /* Masks `logits` ([vocab]) as above; returns how many tokens stay allowed
  * (0: none can follow), -1 for a NULL argument, out of memory, or a
- * grammar too ambiguous to follow (it reads the text in more than 16384
- * ways at once): tfm_grammar_matcher_failure says which. */
+ * grammar too ambiguous to follow (it reads the text in more than 8192
+ * ways at once, as an alternation of more than 8192 strings does at its
+ * start): tfm_grammar_matcher_failure says which. */
 int64_t tfm_grammar_matcher_mask(tfm_grammar_matcher *matcher, float *logits);
 /* Why the matcher's last step failed: "out of memory", or how the grammar
  * is too ambiguous to follow. */
