@@ -86,8 +86,17 @@ enum { TFM_GRAMMAR_MAX_STACKS = 1 << 13 };
 typedef enum {
   TFM_GRAMMAR_DONE = 0,
   TFM_GRAMMAR_NO_MEMORY,
-  TFM_GRAMMAR_TOO_AMBIGUOUS /* more than TFM_GRAMMAR_MAX_STACKS stacks */
+  TFM_GRAMMAR_TOO_AMBIGUOUS,  /* more than TFM_GRAMMAR_MAX_STACKS stacks */
+  TFM_GRAMMAR_MASK_TOO_COSTLY /* more than a mask's steps */
 } tfm_grammar_step;
+
+/* The stacks one token mask may step, summed over the nodes of the
+ * vocabulary's trie it walks: 2^26, some 30 times what a JSON string's
+ * mask over a 152k-token vocabulary takes (every token allowed, a dozen
+ * stacks), and a few seconds of a hostile grammar's. */
+#define TFM_GRAMMAR_MASK_STEPS (UINT64_C(1) << 26)
+/* Another bound for `grammar`'s masks (the tests' small vocabularies). */
+void tfm_grammar_set_mask_steps(tfm_grammar *grammar, uint64_t steps);
 
 void tfm_grammar_stacks_free(tfm_grammar_stacks *stacks);
 void tfm_grammar_stacks_clear(tfm_grammar_stacks *stacks);

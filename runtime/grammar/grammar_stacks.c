@@ -346,6 +346,10 @@ const char *tfm_grammar_step_message(tfm_grammar_step step) {
     return "out of memory";
   case TFM_GRAMMAR_TOO_AMBIGUOUS:
     break;
+  case TFM_GRAMMAR_MASK_TOO_COSTLY:
+    return "the grammar's token mask steps its stacks more than 2^26 times "
+           "over the vocabulary (thousands of ways to read the text, kept "
+           "by every byte): too ambiguous to follow";
   }
   _Static_assert(TFM_GRAMMAR_MAX_STACKS == 8192, "the message says 8192");
   return "the grammar reads the text in more than 8192 ways at once "

@@ -52,6 +52,9 @@ struct tfm_grammar {
   uint32_t *scratch;
   /* Why the last step that failed did (tfm_grammar_matcher_failure). */
   tfm_grammar_step failure;
+  /* Stacks a mask's walk may still step (each trie node steps every stack
+   * it reached), and how many each walk starts with. */
+  uint64_t walk_left, walk_budget;
 };
 
 struct tfm_grammar_matcher {
@@ -95,6 +98,7 @@ tfm_status_code tfm_grammar_new(const char *gbnf,
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "grammar: %s", error);
   }
   g->mask_words = (size_t)(desc->vocab_size + 63) / 64;
+  g->walk_budget = TFM_GRAMMAR_MASK_STEPS;
   tfm_status_code code =
       tfm_grammar_vocabulary_get(tokenizer, desc, &g->v, status);
   if (code == TFM_OK) {
@@ -188,11 +192,19 @@ partial : {
 }
 
 /* Marks in `bits` the tokens below `node` the state (`stacks`, `part`)
- * admits; `depth` is the bytes read. 0 on allocation failure. */
+ * admits; `depth` is the bytes read. 0 on failure (g->failure says
+ * which). */
 static int walk(tfm_grammar *g, uint32_t node, const tfm_grammar_stacks *stacks,
                 utf8_part part, size_t depth, uint64_t *bits) {
   for (uint32_t child = g->v->nodes[node].first_child; child;
        child = g->v->nodes[child].next_sibling) {
+    /* A hostile grammar (thousands of stacks that every byte keeps) would
+     * step them at each of the trie's nodes, for minutes a token. */
+    if (g->walk_left < stacks->count + 1) {
+      g->failure = TFM_GRAMMAR_MASK_TOO_COSTLY;
+      return 0;
+    }
+    g->walk_left -= stacks->count + 1;
     utf8_part next = part;
     int moved;
     tfm_grammar_stacks *after = &g->levels[depth];
@@ -225,6 +237,7 @@ static uint64_t hash_words(const uint32_t *words, size_t n) {
 static const uint64_t *allowed_tokens(tfm_grammar *g,
                                       const tfm_grammar_stacks *stacks,
                                       utf8_part part) {
+  g->failure = TFM_GRAMMAR_NO_MEMORY; /* unless the walk says otherwise */
   size_t key_size = stacks->size + 3;
   uint32_t *key = malloc(key_size * sizeof *key);
   if (!key)
@@ -240,6 +253,7 @@ static const uint64_t *allowed_tokens(tfm_grammar *g,
     if (e->bits && e->hash == hash && e->key_size == key_size &&
         memcmp(e->key, key, key_size * sizeof *key) == 0) {
       free(key);
+      g->failure = TFM_GRAMMAR_DONE;
       return e->bits;
     }
   }
@@ -257,11 +271,13 @@ static const uint64_t *allowed_tokens(tfm_grammar *g,
     return NULL;
   }
   memset(e->bits, 0, g->mask_words * sizeof *e->bits);
+  g->walk_left = g->walk_budget;
   if (!walk(g, 0, stacks, part, 0, e->bits)) {
     free(e->bits);
     e->bits = NULL;
     return NULL;
   }
+  g->failure = TFM_GRAMMAR_DONE;
   return e->bits;
 }
 
@@ -429,6 +445,10 @@ int32_t tfm_grammar_matcher_accept_greedy(tfm_grammar_matcher *m, float *logits,
     return -1;
   }
   return token;
+}
+
+void tfm_grammar_set_mask_steps(tfm_grammar *g, uint64_t steps) {
+  g->walk_budget = steps;
 }
 
 const char *tfm_grammar_matcher_failure(const tfm_grammar_matcher *m) {

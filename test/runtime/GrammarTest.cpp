@@ -702,6 +702,23 @@ TEST_F(MaskFixture, EndOnlyWhereTheGrammarMayEndAndErrorsNamed) {
   EXPECT_STREQ(status.message,
                "grammar: line 1, column 1: rule 'b' is used but not defined");
   EXPECT_EQ(grammar, nullptr);
+  // A mask that would step more stacks than its bound (the real one is
+  // 2^26; this vocabulary is small) fails, and says why.
+  ASSERT_EQ(tfm_grammar_new("root ::= (\"a\" | \"a\" \"a\"? | [a|])*",
+                            tokenizer, &desc, &grammar, &status),
+            TFM_OK);
+  ASSERT_EQ(tfm_grammar_matcher_new(grammar, &m, &status), TFM_OK);
+  std::vector<float> logits(desc.vocab_size, 0.0f);
+  EXPECT_GT(tfm_grammar_matcher_mask(m, logits.data()), 0);
+  EXPECT_STREQ(tfm_grammar_matcher_failure(m), "no failure");
+  tfm_grammar_set_mask_steps(grammar, 4);
+  ASSERT_EQ(tfm_grammar_matcher_accept(m, id("a"), &status), TFM_OK);
+  EXPECT_EQ(tfm_grammar_matcher_mask(m, logits.data()), -1);
+  EXPECT_NE(std::string(tfm_grammar_matcher_failure(m)).find("2^26"),
+            std::string::npos);
+  tfm_grammar_matcher_free(m);
+  tfm_grammar_free(grammar);
+  grammar = nullptr;
   // An alternation of more strings than TFM_GRAMMAR_MAX_STACKS starts
   // with a stack each: refused by name. One fewer is followed.
   for (int strings :
