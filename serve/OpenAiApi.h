@@ -58,6 +58,9 @@ struct ServedModel {
   /// Speculative decoding: the drafts a request may check a step (0: the
   /// server checks none) and the lookup n-gram of requests that name none.
   int32_t maxDrafts = 0, lookupNgram = 0;
+  /// The draft model every request not using prompt lookup drafts with
+  /// (--draft; empty: none).
+  std::string draftName;
   /// Run-time LoRA adapters loaded at start (--lora): their names in the
   /// API (a request's `lora`, or its `model`) and ids (tfm_lora_load).
   std::map<std::string, int32_t> adapters;

@@ -65,23 +65,26 @@ std::string libraryStem(const std::string &path) {
   return base.substr(0, base.find('.'));
 }
 
-const tfm_model_desc *loadLibrary(const ServerOptions &o, std::string &name) {
+const tfm_model_desc *loadLibrary(const std::string &path,
+                                  const std::string &givenSymbol,
+                                  std::string &name) {
   // dlopen maps a library cut short and dies of SIGBUS touching what is
   // not there: its ELF image is checked against the file first.
   tfm_status status;
-  if (tfm_model_library_check(o.library.c_str(), &status) != TFM_OK)
+  if (tfm_model_library_check(path.c_str(), &status) != TFM_OK)
     fail(status.message);
-  void *library = dlopen(o.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library)
-    fail("cannot load '" + o.library + "': " + dlerror());
-  name = libraryStem(o.library);
+    fail("cannot load '" + path + "': " + dlerror());
+  name = libraryStem(path);
   // tfmc's symbol names: libllama-kv-int8.so exports llama_kv_int8_model.
-  std::string symbol =
-      o.symbol.empty() ? mlir::tfm::identifierFrom(name) + "_model" : o.symbol;
+  std::string symbol = givenSymbol.empty()
+                           ? mlir::tfm::identifierFrom(name) + "_model"
+                           : givenSymbol;
   auto *desc = static_cast<const tfm_model_desc *>(
       dlsym(library, symbol.c_str()));
   if (!desc)
-    fail("'" + o.library + "' exports no '" + symbol +
+    fail("'" + path + "' exports no '" + symbol +
          "' (tfmc --emit=lib -o libNAME.so exports NAME_model; "
          "--model-symbol names another)");
   return desc;
@@ -279,7 +282,8 @@ struct Generation {
              request.parsesToolCalls(model) ? model.toolMarkerTokens
                                             : std::vector<int32_t>{}),
         thoughts(model, {}, request.prompt.back()), tools(request.tools) {
-    drafting = request.lookupNgram > 0;
+    // Prompt lookup, or else the server's draft model.
+    drafting = request.lookupNgram > 0 || !model.draftName.empty();
     modelName = request.loraName.empty() ? model.name : request.loraName;
     if (request.separateReasoning)
       router.emplace(model.reasoning, request.prompt,
@@ -1143,14 +1147,15 @@ void printServing(const ServerOptions &o, const ServedModel &served,
           : "";
   const char *scheme = https ? "https" : "http";
   // Speculative decoding: what requests draft unless they say otherwise.
-  std::string drafts = !served.maxDrafts ? ""
-                       : served.lookupNgram
-                           ? ", up to " + std::to_string(served.maxDrafts) +
-                                 " drafts a step by " +
-                                 std::to_string(served.lookupNgram) +
-                                 "-gram lookup"
-                           : ", up to " + std::to_string(served.maxDrafts) +
-                                 " drafts a step where requests ask";
+  std::string upTo = ", up to " + std::to_string(served.maxDrafts);
+  std::string drafts =
+      !served.maxDrafts ? ""
+      : served.lookupNgram
+          ? upTo + " drafts a step by " + std::to_string(served.lookupNgram) +
+                "-gram lookup"
+      : !served.draftName.empty()
+          ? upTo + " drafts a step by draft model '" + served.draftName + "'"
+          : upTo + " drafts a step where requests ask";
   std::string adapters;
   for (const auto &[name, id] : served.adapters)
     adapters += (adapters.empty() ? ", LoRA adapters " : ", ") + name;
@@ -1219,7 +1224,7 @@ void printServing(const ServerOptions &o, const ServedModel &served,
 int tfm::serve::runServer(const ServerOptions &o) {
   std::signal(SIGPIPE, SIG_IGN); // a client gone: a failed write, not death
   ServedModel served;
-  const tfm_model_desc *desc = loadLibrary(o, served.name);
+  const tfm_model_desc *desc = loadLibrary(o.library, o.symbol, served.name);
   if (!o.name.empty())
     served.name = o.name;
   tfm_status status;
@@ -1234,9 +1239,21 @@ int tfm::serve::runServer(const ServerOptions &o) {
   tfm_engine_stats engineStats{};
   std::string chatTemplateOrigin;
   if (kinds.generates) {
+    tfm_engine_options engineOptions = o.engine;
+    if (!o.draftLibrary.empty()) {
+      // The draft model (--draft), loaded for the server's life.
+      std::string draftName;
+      tfm_model *draft;
+      if (tfm_model_load(loadLibrary(o.draftLibrary, "", draftName), nullptr,
+                         &draft, &status) != TFM_OK)
+        fail("--draft " + o.draftLibrary + ": " + status.message);
+      engineOptions.draft_model = draft;
+      served.draftName = draftName;
+    }
     tfm_engine *engine;
-    if (tfm_engine_new(model, &o.engine, &engine, &status) != TFM_OK)
-      fail(status.message);
+    if (tfm_engine_new(model, &engineOptions, &engine, &status) != TFM_OK)
+      fail((o.draftLibrary.empty() ? "" : "--draft " + o.draftLibrary + ": ") +
+           status.message);
     tfm_engine_get_stats(engine, &engineStats);
     recordSpecialTokens(served);
     chatTemplateOrigin = loadChatTemplate(o, served);

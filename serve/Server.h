@@ -37,6 +37,9 @@ struct ServerOptions {
   /// Every request's prompt lookup n-gram unless it gives its own (0:
   /// none; engine.max_drafts > 0 lets requests draft).
   int32_t lookupNgram = 0;
+  /// A draft model's library (--draft; empty: none): requests not using
+  /// prompt lookup draft with it.
+  std::string draftLibrary;
   /// Run-time LoRA adapters (--lora NAME=DIR[:SCALE]), in order.
   struct Adapter {
     std::string name, directory;

@@ -173,7 +173,8 @@ class EngineOptions(ctypes.Structure):
                 ("block_positions", ctypes.c_int32),
                 ("prefill_chunk", ctypes.c_int64),
                 ("share_prefixes", ctypes.c_int),
-                ("max_drafts", ctypes.c_int32)]
+                ("max_drafts", ctypes.c_int32),
+                ("draft_model", ctypes.c_void_p)]
 
 
 class EngineRequest(ctypes.Structure):

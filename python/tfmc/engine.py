@@ -15,6 +15,7 @@ or request by request:
 An engine is stepped by one thread at a time (a lock guards it); each step
 runs with the GIL released. Closing the model closes its engines first;
 a closed engine's methods raise TfmcError."""
+import contextlib
 import ctypes
 import threading
 
@@ -25,7 +26,7 @@ from tfmc._abi import (EngineEvent, EngineOptions, EngineRequest, EngineStats,
 class Engine:
     def __init__(self, model, max_sequences=16, kv_pool_mb=0,
                  block_positions=0, prefill_chunk=0, share_prefixes=True,
-                 max_drafts=0):
+                 max_drafts=0, draft=None):
         """An engine over `model` (a tfmc.Model of a decoder language model
         compiled with its batched entry points, tfmc's default). Options
         are checked as integers of their C fields (ctypes would keep their
@@ -33,7 +34,9 @@ class Engine:
         most the model's context, ...). `max_drafts` > 0: requests may
         draft by prompt lookup (submit's lookup_ngram), up to that many
         tokens a step, checked through @verify_batch (tfmc
-        --speculative)."""
+        --speculative). `draft`: a tfmc.Model of the same vocabulary that
+        drafts greedily for every request not using prompt lookup (needs
+        max_drafts); it is closed after the engine."""
         from tfmc import TfmcError, _check, _c_integer, _INT32_MAX, _INT64_MAX
         self._lock = threading.Lock()
         self._engine = None
@@ -60,7 +63,11 @@ class Engine:
                                         _INT32_MAX)
         engine = ctypes.c_void_p()
         status = Status()
-        with model._using("Engine") as handle:
+        with contextlib.ExitStack() as using:
+            handle = using.enter_context(model._using("Engine"))
+            if draft is not None:
+                options.draft_model = using.enter_context(
+                    draft._using("Engine's draft"))
             _check(self._library.tfm_engine_new(
                 handle, ctypes.byref(options), ctypes.byref(engine),
                 ctypes.byref(status)), status)
@@ -68,6 +75,8 @@ class Engine:
                                            options.max_sequences))()
             self._engine = engine
             model._engines.add(self)  # closed before the model
+            if draft is not None:
+                draft._engines.add(self)  # and before the draft
         self._open = set()  # requests not finished yet
 
     def close(self):

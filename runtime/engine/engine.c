@@ -20,16 +20,16 @@
 #include <string.h>
 
 tfm_engine_options tfm_engine_default_options(void) {
-  tfm_engine_options o = {16, 0, TFM_KV_DEFAULT_BLOCK_POSITIONS, 512, 1, 0};
+  tfm_engine_options o = {16, 0,   TFM_KV_DEFAULT_BLOCK_POSITIONS, 512, 1,
+                          0,  NULL};
   return o;
 }
 
-/* The batched entry points' cache of `kind`, [-1, layers, 2, capacity,
- * kv_heads, head_dim] (@prefill's own may keep fewer planes, windowed
- * layers in rings) or the recurrent states [-1, elements]: the engine's
- * sequences. */
-static const tfm_cache_desc *batched_cache(const tfm_model_desc *desc,
-                                           int32_t kind) {
+/* [-1, layers, 2, capacity, kv_heads, head_dim] (@prefill's own may keep
+ * fewer planes, windowed layers in rings) or the recurrent states [-1,
+ * elements]. */
+const tfm_cache_desc *tfm_engine_batched_cache(const tfm_model_desc *desc,
+                                               int32_t kind) {
   int32_t rank = kind == TFM_CACHE_RECURRENT_STATE ? 2 : 6;
   for (int32_t i = 0; i < desc->num_caches; ++i)
     if (desc->caches[i].kind == kind && desc->caches[i].rank == rank)
@@ -61,10 +61,12 @@ tfm_status_code tfm_engine_new(tfm_model *model,
                     "tfm_engine_new: NULL %s", model ? "output" : "model");
   *out = NULL;
   const tfm_model_desc *desc = tfm_model_get_desc(model);
-  const tfm_cache_desc *cache = batched_cache(desc, TFM_CACHE_SELF_ATTENTION);
+  const tfm_cache_desc *cache =
+      tfm_engine_batched_cache(desc, TFM_CACHE_SELF_ATTENTION);
   const tfm_cache_desc *rings =
-      batched_cache(desc, TFM_CACHE_SELF_ATTENTION_RINGS);
-  const tfm_cache_desc *states = batched_cache(desc, TFM_CACHE_RECURRENT_STATE);
+      tfm_engine_batched_cache(desc, TFM_CACHE_SELF_ATTENTION_RINGS);
+  const tfm_cache_desc *states =
+      tfm_engine_batched_cache(desc, TFM_CACHE_RECURRENT_STATE);
   if (!cache || !tfm_model_entry_point(model, "prefill_batch"))
     return tfm_fail(status, TFM_ERROR_NOT_FOUND,
                     "model '%s' has no @prefill_batch over a KV cache: "
@@ -85,6 +87,10 @@ tfm_status_code tfm_engine_new(tfm_model *model,
                     "tfm_engine_new: max_drafts must be between 0 and %d, "
                     "got %d",
                     TFM_SPECULATION_MAX_DRAFTS, o.max_drafts);
+  if (o.draft_model && !o.max_drafts)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_engine_new: a draft model needs max_drafts > 0 "
+                    "(the drafts a request may have checked a step)");
   if (o.max_drafts && !tfm_model_entry_point(model, "verify_batch"))
     return tfm_fail(status, TFM_ERROR_NOT_FOUND,
                     "model '%s' has no @verify_batch to check drafts with: "
@@ -201,6 +207,14 @@ tfm_status_code tfm_engine_new(tfm_model *model,
                     "sequences (%zu bytes, for speculative decoding)",
                     o.max_sequences, bytes);
   }
+  if (o.draft_model) {
+    tfm_status_code code =
+        tfm_engine_draft_new(e, o.draft_model, &e->draft, status);
+    if (code != TFM_OK) {
+      tfm_engine_free(e);
+      return code;
+    }
+  }
   for (int64_t s = 0; s < o.max_sequences; ++s)
     e->free_slots[s] = o.max_sequences - 1 - s;
   e->free_slot_count = o.max_sequences;
@@ -233,6 +247,7 @@ void tfm_engine_free(tfm_engine *e) {
   free(e->rings);
   free(e->states);
   free(e->state_keeps);
+  tfm_engine_draft_free(e->draft);
   free(e->free_slots);
   free(e->tokens);
   free(e->row_adapters);
@@ -298,9 +313,11 @@ tfm_status_code tfm_engine_submit(tfm_engine *e, const tfm_engine_request *q,
   r->tokens = malloc((size_t)e->capacity * sizeof *r->tokens);
   r->lookup_ngram = q->lookup_ngram;
   r->draft_max = q->draft_max ? q->draft_max : e->options.max_drafts;
-  if (r->lookup_ngram)
+  /* Prompt lookup, or else the engine's draft model. */
+  int drafting = r->lookup_ngram || e->draft;
+  if (drafting)
     r->drafts = malloc((size_t)r->draft_max * sizeof *r->drafts);
-  if (!r->tokens || (r->lookup_ngram && !r->drafts)) {
+  if (!r->tokens || (drafting && !r->drafts)) {
     free_request(e, r);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   }
@@ -340,6 +357,8 @@ void tfm_engine_give_back_slot(tfm_engine *e, request *r) {
   if (r->slot < 0)
     return;
   tfm_kv_pages_release(e->pages, r->slot);
+  if (e->draft)
+    tfm_engine_draft_release(e->draft, r->slot);
   e->free_slots[e->free_slot_count++] = r->slot;
   r->slot = -1;
 }

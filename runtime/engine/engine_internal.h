@@ -37,6 +37,9 @@ typedef struct request {
    * where `verify`), and the totals its events report. */
   int32_t lookup_ngram, draft_max;
   int32_t *drafts; /* [draft_max] */
+  /* With the engine's draft model: the drafts this step may have, and
+   * those proposed so far (engine_draft.c). */
+  int64_t draft_room, draft_count;
   int64_t drafted, accepted;
   int verify;
   /* Its rings' rows the step's drafts overwrite, put back for those
@@ -80,8 +83,35 @@ struct tfm_engine {
   int verifying;               /* some of this step's chunks have drafts */
   int32_t *slots, *lengths;    /* its chunks: [max_sequences] */
   request **chunk_requests;    /* [max_sequences] */
+  /* The draft model's side (options.draft_model; NULL: none). */
+  struct tfm_engine_draft *draft;
   tfm_engine_stats stats;
 };
+
+/* The batched entry points' cache of `kind` in `desc` (rank 6, or 2 for
+ * the recurrent states): the engine's sequences; NULL where none. */
+const tfm_cache_desc *tfm_engine_batched_cache(const tfm_model_desc *desc,
+                                               int32_t kind);
+
+/* The draft model (engine_draft.c): its cache and what each slot holds. */
+typedef struct tfm_engine_draft tfm_engine_draft;
+/* Checks `model` as `e`'s draft (a decoder with @prefill_batch whose cache
+ * is rows alone, as long a context, the same vocabulary) and makes its
+ * side. */
+tfm_status_code tfm_engine_draft_new(tfm_engine *e, tfm_model *model,
+                                     tfm_engine_draft **out,
+                                     tfm_status *status);
+void tfm_engine_draft_free(tfm_engine_draft *draft);
+/* A slot given back: its blocks freed, nothing held. */
+void tfm_engine_draft_release(tfm_engine_draft *draft, int64_t slot);
+/* After a verify that kept `positions` of the slot's sequence: the draft
+ * holds no more than those. */
+void tfm_engine_draft_keep(tfm_engine_draft *draft, int64_t slot,
+                           int64_t positions);
+/* Proposes drafts[0..draft_count) for every running request with
+ * draft_room > 0 (each at most that many). A failed call leaves every
+ * draft_count 0 and returns its status. */
+tfm_status_code tfm_engine_draft_run(tfm_engine *e, tfm_status *status);
 
 /* Unlinks `r` from `list` (the waiting queue or the running list). */
 void tfm_engine_unlink(request **list, request *r);

@@ -151,11 +151,12 @@ static void take_token(tfm_engine *e, request *r, float *logits,
     r->state = kGenerating;
 }
 
-/* Drafts `r`'s next tokens by prompt lookup, as many as it may still
- * generate after the next and the context holds, where the pool backs
- * their positions without preempting anyone (drafts are a bet, never a
- * reason to evict). */
-static void draft(tfm_engine *e, request *r) {
+/* The drafts `r` may have this step: as many as it may still generate
+ * after the next and the context holds. Their positions are backed only
+ * where the pool has room without preempting anyone (drafts are a bet,
+ * never a reason to evict). Prompt lookup drafts at once (draft()); the
+ * draft model after the step is planned, for every request at once. */
+static int64_t draft_room(const tfm_engine *e, const request *r) {
   int64_t room = r->draft_max;
   /* Rings: a step's rows must fit in one ring, whose overwritten rows are
    * kept to be put back (none where the rings differ in length). */
@@ -167,11 +168,11 @@ static void draft(tfm_engine *e, request *r) {
     room = left;
   if (positions < room)
     room = positions;
-  if (room <= 0)
-    return;
-  int64_t drafts =
-      tfm_speculation_lookup(r->lookup_ngram, r->tokens, r->length - 1,
-                             r->tokens[r->length - 1], room, r->drafts);
+  return room > 0 ? room : 0;
+}
+
+/* `r`'s chunk takes its `drafts` drafts too, where the pool backs them. */
+static void take_drafts(tfm_engine *e, request *r, int64_t drafts) {
   tfm_status ignored;
   if (drafts &&
       tfm_kv_pages_reserve(e->pages, r->slot, r->computed + 1 + drafts,
@@ -179,6 +180,15 @@ static void draft(tfm_engine *e, request *r) {
     drafts = 0;
   r->step_tokens += drafts;
   e->verifying |= drafts > 0;
+}
+
+static void draft(tfm_engine *e, request *r) {
+  int64_t room = draft_room(e, r);
+  if (room > 0)
+    take_drafts(e, r,
+                tfm_speculation_lookup(r->lookup_ngram, r->tokens,
+                                       r->length - 1, r->tokens[r->length - 1],
+                                       room, r->drafts));
 }
 
 /* Chooses the step's chunks in admission order: each generating request's
@@ -190,7 +200,7 @@ static tfm_status_code plan_step(tfm_engine *e, tfm_engine_event *events,
   int64_t budget = e->options.prefill_chunk;
   e->verifying = 0;
   for (request *r = e->running; r; r = r->next)
-    r->step_tokens = 0;
+    r->step_tokens = r->draft_room = 0;
   for (request *r = e->running; r; r = r->next) {
     int64_t n = 1;
     if (r->state == kPrefilling) {
@@ -208,6 +218,17 @@ static tfm_status_code plan_step(tfm_engine *e, tfm_engine_event *events,
       budget -= n;
     else if (r->lookup_ngram)
       draft(e, r);
+    else if (e->draft)
+      r->draft_room = draft_room(e, r);
+  }
+  /* The draft model's proposals: none this step where its call fails
+   * (the step goes on without them). */
+  if (e->draft) {
+    tfm_status ignored;
+    (void)tfm_engine_draft_run(e, &ignored);
+    for (request *r = e->running; r; r = r->next)
+      if (r->draft_room > 0)
+        take_drafts(e, r, r->draft_count);
   }
   /* Drafts are checked in a call of their own, with every row's logits. */
   for (request *r = e->running; r; r = r->next)
@@ -368,13 +389,16 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
     request *r = e->chunk_requests[c];
     if (verify) {
       int64_t start = r->computed, held = start + e->lengths[c];
-      if (take_verified(e, r, row, e->lengths[c] - 1, events, count) &&
-          r->computed < held) {
+      int alive = take_verified(e, r, row, e->lengths[c] - 1, events, count);
+      if (alive && r->computed < held) {
         if (e->rings)
           put_back_rings(e, r, held);
         if (e->states && r->computed > 0)
           go_back_in_states(e, r, start);
       }
+      /* The draft's rows past what the target kept are of other tokens. */
+      if (alive && e->draft)
+        tfm_engine_draft_keep(e->draft, r->slot, r->computed);
       row += e->lengths[c] * vocab;
       continue;
     }

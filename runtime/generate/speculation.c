@@ -34,12 +34,9 @@ static const char *spelling(const tfm_tokenizer *tokenizer, int64_t vocab,
                     : NULL;
 }
 
-/* Whether the draft's ids mean what the model's do: the same special
- * tokens, and every id spelled alike by both tokenizers (a padded
- * embedding table's extra rows spell nothing) or, without tokenizers,
- * vocabularies of one size. */
-static tfm_status_code
-check_draft_vocabulary(tfm_model *model, tfm_model *draft, tfm_status *status) {
+tfm_status_code tfm_speculation_check_vocabulary(tfm_model *model,
+                                                 tfm_model *draft,
+                                                 tfm_status *status) {
   const tfm_model_desc *m = tfm_model_get_desc(model);
   const tfm_model_desc *d = tfm_model_get_desc(draft);
   if (m->bos_token != d->bos_token || m->eos_token != d->eos_token)
@@ -100,7 +97,7 @@ static tfm_status_code start_draft(tfm_speculation *spec,
                     "needs %lld",
                     d->name, (long long)tfm_session_capacity(o->draft),
                     (long long)needed);
-  tfm_status_code code = check_draft_vocabulary(model, draft, status);
+  tfm_status_code code = tfm_speculation_check_vocabulary(model, draft, status);
   if (code != TFM_OK)
     return code;
   spec->draft = o->draft;

@@ -49,6 +49,14 @@ int64_t tfm_speculation_lookup(int32_t ngram, const int32_t *history,
                                int64_t length, int32_t next, int64_t room,
                                int32_t *out);
 
+/* Whether `draft`'s ids mean what `model`'s do: the same special tokens,
+ * and every id spelled alike by both tokenizers (a padded embedding
+ * table's extra rows spell nothing) or, without tokenizers, vocabularies
+ * of one size. The batch engine's draft model too. */
+tfm_status_code tfm_speculation_check_vocabulary(tfm_model *model,
+                                                 tfm_model *draft,
+                                                 tfm_status *status);
+
 /* Off unless options->lookup_ngram > 0 or options->draft, which need a
  * model with @verify (TFM_ERROR_NOT_FOUND, naming tfmc --speculative), a
  * sensible length, and a draft of the same vocabulary that holds

@@ -6,13 +6,19 @@ prefilled in the same steps, requests without drafts beside, a grammar,
 and a KV pool small enough to preempt; the events and stats count drafts;
 bad options refused by name.
 
-    check_engine_speculative.py SPECULATIVE_LIBRARY PLAIN_LIBRARY"""
+With a draft model (DRAFT_LIBRARY: the model at int4, Engine(draft=)),
+requests that do not draft by prompt lookup draft with it, and the texts
+are the same again.
+
+    check_engine_speculative.py SPECULATIVE_LIBRARY PLAIN_LIBRARY \
+        DRAFT_LIBRARY"""
 import sys
 
 import tfmc
 
 spec = tfmc.load(sys.argv[1])
 plain = tfmc.load(sys.argv[2])
+draft = tfmc.load(sys.argv[3])
 # Stories repeat their names and phrases: prompt lookup drafts well.
 prompts = ["Once upon a time", "Lily and Tom went to the park. Lily",
            "The dog", "Tom had a ball. Tom liked the ball. Tom",
@@ -83,7 +89,37 @@ print("last event counts:", finish, drafted ==
       engine.stats()["drafted_tokens"], accepted ==
       engine.stats()["accepted_tokens"], accepted > 0)
 
+# The draft model: greedy (requests by prompt lookup beside) and sampled
+# as without drafts, and through a small pool's preemptions (the draft's
+# slot freed with the target's).
+engine = tfmc.Engine(spec, max_sequences=3, max_drafts=4, draft=draft)
+requests = [engine.submit(p, max_tokens=60, lookup_ngram=2 if i % 2 else 0)
+            for i, p in enumerate(prompts)]
+tokens = {r: [] for r in requests}
+while engine.pending():
+    for request, token, _ in engine.step():
+        if token is not None:
+            tokens[request].append(token)
+texts = [spec.detokenize(tokens[r]) for r in requests]
+stats = engine.stats()
+print("draft model: greedy equals alone:", texts == alone, "accepted",
+      0 < stats["accepted_tokens"] < stats["drafted_tokens"],
+      "steps fewer than tokens:", stats["steps"] < stats["generated_tokens"])
+print("draft model: sampled equals without:", tfmc.Engine(
+    spec, max_sequences=3, max_drafts=6, draft=draft).generate(
+        prompts, max_tokens=50, temperature=0.9, top_k=40, seed=11) ==
+    sampled)
+small = tfmc.Engine(spec, max_sequences=4, max_drafts=8, kv_pool_mb=1,
+                    block_positions=16, draft=draft)
+print("draft model: small pool:",
+      small.generate(prompts[:4], max_tokens=250, ignore_eos=True) ==
+      tfmc.Engine(plain, max_sequences=4).generate(
+          prompts[:4], max_tokens=250, ignore_eos=True),
+      "preempted:", small.stats()["preemptions"] > 0)
+
 for what, make in [
+        ("draft model without max_drafts",
+         lambda: tfmc.Engine(spec, draft=draft)),
         ("no @verify_batch", lambda: tfmc.Engine(plain, max_drafts=4)),
         ("max_drafts out of range", lambda: tfmc.Engine(spec, max_drafts=65)),
         ("drafts without max_drafts",

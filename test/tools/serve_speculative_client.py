@@ -1,13 +1,16 @@
 """Drives tfm-serve's speculative decoding over loopback and prints one
 line per check for FileCheck (tfm-serve-speculative.test).
 
-  serve_speculative_client.py TFM_SERVE SPECULATIVE_LIBRARY EXECUTABLE
+  serve_speculative_client.py TFM_SERVE SPECULATIVE_LIBRARY EXECUTABLE \
+      DRAFT_LIBRARY
 
 The server runs with --lookup-ngram 2: every request drafts by prompt
 lookup unless it says otherwise (lookup_ngram: 0), and each one's text
 equals the executable's without drafts, whole, streamed or eight at once
 (sampled, its seed); the usage counts the drafts OpenAI's way
 (completion_tokens_details' accepted and rejected prediction tokens).
+Then with --draft DRAFT_LIBRARY (the model at int4): every request drafts
+with the draft model, and the texts are the executable's again.
 """
 import json
 import subprocess
@@ -32,7 +35,7 @@ def alone(executable, *options):
 
 
 def main():
-    serve, library, executable = sys.argv[1:4]
+    serve, library, executable, draft = sys.argv[1:5]
     server, port = start_server(serve, library, "--lookup-ngram", "2")
     try:
         _, body = complete(port, max_tokens=80, temperature=0)
@@ -75,6 +78,43 @@ def main():
             status, error = complete(port, max_tokens=4, **fields)
             print("refused:", status, error["error"]["param"],
                   error["error"]["message"])
+    finally:
+        server.terminate()
+        server.wait()
+
+    # A draft model: greedy and sampled texts as without drafts, whole and
+    # streamed, the usage counting what it drafted.
+    server, port = start_server(serve, library, "--draft", draft,
+                                "--draft-max", "4")
+    try:
+        _, drafted = complete(port, max_tokens=80, temperature=0)
+        details = drafted["usage"]["completion_tokens_details"]
+        print("draft model: greedy equals the executable:",
+              drafted["choices"][0]["text"] == alone(executable, "-n", "80"),
+              "accepted", details["accepted_prediction_tokens"] > 0)
+        results = [None] * 4
+
+        def sample_drafted(i):
+            results[i] = complete(port, max_tokens=60, temperature=0.9,
+                                  top_k=40, seed=i + 1)[1]
+        threads = [threading.Thread(target=sample_drafted, args=(i,))
+                   for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        same = [r["choices"][0]["text"] ==
+                alone(executable, "-n", "60", "--temperature", "0.9",
+                      "--top-k", "40", "--seed", str(i + 1))
+                for i, r in enumerate(results)]
+        print("draft model: sampled together:", sum(same),
+              "of 4 equal the executable's")
+        text, _, usage, _ = stream_text(port, {
+            "prompt": PROMPT, "max_tokens": 80, "temperature": 0,
+            "stream": True})
+        print("draft model: streamed equals whole:",
+              text == drafted["choices"][0]["text"], "usage details:",
+              usage["completion_tokens_details"] == details)
     finally:
         server.terminate()
         server.wait()

@@ -42,8 +42,13 @@ const char *const kUsage =
     "                          every request (a request's lookup_ngram\n"
     "                          overrides; a model compiled with tfmc\n"
     "                          --speculative)\n"
+    "  --draft LIB             speculative decoding with a draft model\n"
+    "                          (tfmc --emit=lib -o libNAME.so) of the same\n"
+    "                          vocabulary, for every request not using\n"
+    "                          prompt lookup\n"
     "  --draft-max K           drafts a request checks a step (8; with\n"
-    "                          --lookup-ngram, or for requests' own)\n"
+    "                          --lookup-ngram or --draft, or for requests'\n"
+    "                          own)\n"
     "  --lora NAME=DIR[:SCALE] a PEFT LoRA adapter folder requests may run\n"
     "                          with (their 'lora', or NAME as their\n"
     "                          'model'); a model compiled with tfmc\n"
@@ -161,6 +166,8 @@ ServerOptions parseOptions(int argc, char **argv) {
       o.engine.share_prefixes = 0;
     } else if (arg == "--lookup-ngram") {
       o.lookupNgram = int32_t(parseCount("--lookup-ngram", value(), 1, 64));
+    } else if (arg == "--draft") {
+      o.draftLibrary = value();
     } else if (arg == "--draft-max") {
       o.engine.max_drafts = int32_t(parseCount("--draft-max", value(), 1, 64));
     } else if (arg == "--lora") {
@@ -202,7 +209,7 @@ ServerOptions parseOptions(int argc, char **argv) {
   if (o.sslCert.empty() != o.sslKey.empty())
     fail("--ssl-cert and --ssl-key go together: give both, or neither");
   o.engine.kv_pool_bytes = o.kvPoolMb << 20;
-  if (o.lookupNgram && !o.engine.max_drafts)
+  if ((o.lookupNgram || !o.draftLibrary.empty()) && !o.engine.max_drafts)
     o.engine.max_drafts = 8;
   return o;
 }

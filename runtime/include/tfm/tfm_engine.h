@@ -19,11 +19,14 @@
  * Speculative decoding (max_drafts > 0, a model compiled with tfmc
  * --speculative): a request with lookup_ngram drafts, after each chosen
  * token, the tokens that followed the latest earlier occurrence of its
- * text's last tokens (tfm_generate's prompt lookup); the step checks them
- * with the chosen token in one @verify_batch call over the generating
- * sequences (prompt chunks run in a @prefill_batch call of their own) and
- * keeps those the request then chooses itself, so its text is the same as
- * without drafts. Rejected drafts' positions are written over next step.
+ * text's last tokens (tfm_generate's prompt lookup), and with a draft
+ * model (draft_model) every other request drafts with it, greedily; the
+ * step checks the drafts with the chosen token in one @verify_batch call
+ * over the generating sequences (prompt chunks run in a @prefill_batch
+ * call of their own) and keeps those the request then chooses itself, so
+ * its text is the same as without drafts. Rejected drafts' positions are
+ * written over next step; the ring rows and recurrent states they changed
+ * are put back.
  *
  * Models need @prefill_batch (tfmc's default for decoder language
  * models). An engine is used by one thread at a time; it owns
@@ -56,10 +59,17 @@ typedef struct {
   int32_t max_drafts;      /* speculative decoding: drafts a request may
                               have checked in one step, at most 64 (needs
                               @verify_batch); 0: none */
+  /* A draft model (NULL: none; needs max_drafts): every request that does
+   * not draft by prompt lookup drafts with it, greedily, in @prefill_batch
+   * calls of its own over a cache of its own. It must keep every
+   * position's rows (no rings or recurrent states), hold as many positions
+   * and spell every id alike; the caller keeps it loaded while the engine
+   * lives. */
+  tfm_model *draft_model;
 } tfm_engine_options;
 
 /* max_sequences 16, the pool for 16 full contexts, blocks of 8, prefill
- * chunks of 512, prefixes shared, no drafts. */
+ * chunks of 512, prefixes shared, no drafts, no draft model. */
 tfm_engine_options tfm_engine_default_options(void);
 
 typedef struct tfm_engine tfm_engine;
