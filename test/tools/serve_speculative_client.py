@@ -34,6 +34,26 @@ def alone(executable, *options):
                           check=True).stdout.rstrip("\n")[len(PROMPT):]
 
 
+def sampled_together(port, executable, count, extra):
+    """`count` sampled requests at once (request i: seed i + 1, and the
+    fields extra(i)); how many texts equal the executable's alone."""
+    results = [None] * count
+
+    def sample(i):
+        results[i] = complete(port, max_tokens=60, temperature=0.9, top_k=40,
+                              seed=i + 1, **extra(i))[1]
+    threads = [threading.Thread(target=sample, args=(i,))
+               for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(r["choices"][0]["text"] ==
+               alone(executable, "-n", "60", "--temperature", "0.9",
+                     "--top-k", "40", "--seed", str(i + 1))
+               for i, r in enumerate(results))
+
+
 def main():
     serve, library, executable, draft = sys.argv[1:5]
     server, port = start_server(serve, library, "--lookup-ngram", "2")
@@ -50,23 +70,10 @@ def main():
               body["choices"][0]["text"], "details",
               "completion_tokens_details" in off["usage"])
 
-        results = [None] * 8
-
-        def sample(i):
-            results[i] = complete(port, max_tokens=60, temperature=0.9,
-                                  top_k=40, seed=i + 1,
-                                  lookup_ngram=1 + i % 3)[1]
-        threads = [threading.Thread(target=sample, args=(i,))
-                   for i in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        same = [r["choices"][0]["text"] ==
-                alone(executable, "-n", "60", "--temperature", "0.9",
-                      "--top-k", "40", "--seed", str(i + 1))
-                for i, r in enumerate(results)]
-        print("sampled together:", sum(same), "of 8 equal the executable's")
+        print("sampled together:",
+              sampled_together(port, executable, 8,
+                               lambda i: {"lookup_ngram": 1 + i % 3}),
+              "of 8 equal the executable's")
         text, finish, usage, _ = stream_text(port, {
             "prompt": PROMPT, "max_tokens": 80, "temperature": 0,
             "stream": True})
@@ -92,22 +99,8 @@ def main():
         print("draft model: greedy equals the executable:",
               drafted["choices"][0]["text"] == alone(executable, "-n", "80"),
               "accepted", details["accepted_prediction_tokens"] > 0)
-        results = [None] * 4
-
-        def sample_drafted(i):
-            results[i] = complete(port, max_tokens=60, temperature=0.9,
-                                  top_k=40, seed=i + 1)[1]
-        threads = [threading.Thread(target=sample_drafted, args=(i,))
-                   for i in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        same = [r["choices"][0]["text"] ==
-                alone(executable, "-n", "60", "--temperature", "0.9",
-                      "--top-k", "40", "--seed", str(i + 1))
-                for i, r in enumerate(results)]
-        print("draft model: sampled together:", sum(same),
+        print("draft model: sampled together:",
+              sampled_together(port, executable, 4, lambda i: {}),
               "of 4 equal the executable's")
         text, _, usage, _ = stream_text(port, {
             "prompt": PROMPT, "max_tokens": 80, "temperature": 0,
