@@ -131,13 +131,15 @@ def tfmc_cell(exe, args, vocab, work):
             "bandwidth": (before + after) / 2}
 
 
-def write_gguf(llama_src, model, path, fmt):
+def write_gguf(llama_src, model, path, fmt, eos=2):
     """The model's weights as a GGUF file of llama.cpp's LLaMA (F32 or
     BF16), written with llama.cpp's own gguf-py; a vocabulary of
     placeholder pieces, since the weights are random. A Mixtral's experts
     as llama.cpp's converter writes them: the router as ffn_gate_inp, each
     layer's experts stacked in ffn_{gate,up,down}_exps [experts, rows,
-    columns], expert_count and expert_used_count."""
+    columns], expert_count and expert_used_count. `eos`: its end token
+    (a run that cannot ignore it, llama-speculative's, names one the
+    random weights are unlikely to choose)."""
     sys.path.insert(0, os.path.join(llama_src, "gguf-py"))
     import gguf  # noqa: E402
     import numpy as np  # noqa: E402
@@ -164,13 +166,20 @@ def write_gguf(llama_src, model, path, fmt):
     if experts:
         writer.add_expert_count(experts)
         writer.add_expert_used_count(c["num_experts_per_tok"])
+    # <unk>, <s>, </s>, the 256 byte tokens (llama.cpp's SPM tokenizer
+    # falls back on them for any text, a newline included), placeholders.
     vocab = c["vocab_size"]
+    pieces = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    types = ([gguf.TokenType.UNKNOWN, gguf.TokenType.CONTROL,
+              gguf.TokenType.CONTROL] + [gguf.TokenType.BYTE] * 256)
+    pieces += [f"<t{i}>" for i in range(len(pieces), vocab)]
+    types += [gguf.TokenType.NORMAL] * (vocab - len(types))
     writer.add_tokenizer_model("llama")
-    writer.add_token_list([f"<t{i}>".encode() for i in range(vocab)])
+    writer.add_token_list([piece.encode() for piece in pieces])
     writer.add_token_scores([0.0] * vocab)
-    writer.add_token_types([gguf.TokenType.NORMAL] * vocab)
+    writer.add_token_types(types)
     writer.add_bos_token_id(1)
-    writer.add_eos_token_id(2)
+    writer.add_eos_token_id(eos)
     data = np.memmap(os.path.join(model, "model.safetensors"), dtype=np.uint8,
                      mode="r")
 
