@@ -10,9 +10,9 @@
  * that) and proposes a first token greedily, and each further call feeds
  * every request its last proposal and proposes the next, until each has
  * its room. Drafts are only proposals: the engine chooses from the target
- * model's logits as without them, so the text does not change. After the
- * verify, what the draft holds past the positions the target kept is
- * dropped (its rows are written again next time).
+ * model's logits as without them, so the text does not change. What the
+ * draft holds past the positions the target kept is dropped when it next
+ * drafts (its rows are written again).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -127,12 +127,6 @@ void tfm_engine_draft_release(tfm_engine_draft *d, int64_t slot) {
   d->held[slot] = 0;
 }
 
-void tfm_engine_draft_keep(tfm_engine_draft *d, int64_t slot,
-                           int64_t positions) {
-  if (d->held[slot] > positions)
-    d->held[slot] = positions;
-}
-
 /* One @prefill_batch call of the draft over the `chunks` chunks in d's
  * buffers (`rows` tokens): each chunk's request proposes the greedy token
  * after it as its next draft, or stops drafting (its room set to what it
@@ -174,6 +168,10 @@ tfm_status_code tfm_engine_draft_run(tfm_engine *e, tfm_status *status) {
     r->draft_count = 0;
     if (r->draft_room <= 0)
       continue;
+    /* What it holds past the target's positions is of drafts the target
+     * rejected (or never checked: its call failed). */
+    if (d->held[r->slot] > r->computed)
+      d->held[r->slot] = r->computed;
     int64_t from = d->held[r->slot];
     /* Backed up to the last draft it feeds itself. */
     if (tfm_kv_pages_reserve(d->pages, r->slot, r->length + r->draft_room - 1,

@@ -104,10 +104,6 @@ tfm_status_code tfm_engine_draft_new(tfm_engine *e, tfm_model *model,
 void tfm_engine_draft_free(tfm_engine_draft *draft);
 /* A slot given back: its blocks freed, nothing held. */
 void tfm_engine_draft_release(tfm_engine_draft *draft, int64_t slot);
-/* After a verify that kept `positions` of the slot's sequence: the draft
- * holds no more than those. */
-void tfm_engine_draft_keep(tfm_engine_draft *draft, int64_t slot,
-                           int64_t positions);
 /* Proposes drafts[0..draft_count) for every running request with
  * draft_room > 0 (each at most that many). A failed call leaves every
  * draft_count 0 and returns its status. */

@@ -389,16 +389,13 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
     request *r = e->chunk_requests[c];
     if (verify) {
       int64_t start = r->computed, held = start + e->lengths[c];
-      int alive = take_verified(e, r, row, e->lengths[c] - 1, events, count);
-      if (alive && r->computed < held) {
+      if (take_verified(e, r, row, e->lengths[c] - 1, events, count) &&
+          r->computed < held) {
         if (e->rings)
           put_back_rings(e, r, held);
         if (e->states && r->computed > 0)
           go_back_in_states(e, r, start);
       }
-      /* The draft's rows past what the target kept are of other tokens. */
-      if (alive && e->draft)
-        tfm_engine_draft_keep(e->draft, r->slot, r->computed);
       row += e->lengths[c] * vocab;
       continue;
     }
