@@ -174,7 +174,8 @@ class EngineOptions(ctypes.Structure):
                 ("prefill_chunk", ctypes.c_int64),
                 ("share_prefixes", ctypes.c_int),
                 ("max_drafts", ctypes.c_int32),
-                ("draft_model", ctypes.c_void_p)]
+                ("draft_model", ctypes.c_void_p),
+                ("draft_p_min", ctypes.c_float)]
 
 
 class EngineRequest(ctypes.Structure):

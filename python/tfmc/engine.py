@@ -26,7 +26,7 @@ from tfmc._abi import (EngineEvent, EngineOptions, EngineRequest, EngineStats,
 class Engine:
     def __init__(self, model, max_sequences=16, kv_pool_mb=0,
                  block_positions=0, prefill_chunk=0, share_prefixes=True,
-                 max_drafts=0, draft=None):
+                 max_drafts=0, draft=None, draft_p_min=0.75):
         """An engine over `model` (a tfmc.Model of a decoder language model
         compiled with its batched entry points, tfmc's default). Options
         are checked as integers of their C fields (ctypes would keep their
@@ -36,7 +36,8 @@ class Engine:
         tokens a step, checked through @verify_batch (tfmc
         --speculative). `draft`: a tfmc.Model of the same vocabulary that
         drafts greedily for every request not using prompt lookup (needs
-        max_drafts); it is closed after the engine."""
+        max_drafts), stopping where its top token is less likely than
+        `draft_p_min`; it is closed after the engine."""
         from tfmc import TfmcError, _check, _c_integer, _INT32_MAX, _INT64_MAX
         self._lock = threading.Lock()
         self._engine = None
@@ -61,6 +62,7 @@ class Engine:
         options.share_prefixes = 1 if share_prefixes else 0
         options.max_drafts = _c_integer(max_drafts, "max_drafts", 0,
                                         _INT32_MAX)
+        options.draft_p_min = float(draft_p_min)
         engine = ctypes.c_void_p()
         status = Status()
         with contextlib.ExitStack() as using:

@@ -20,8 +20,8 @@
 #include <string.h>
 
 tfm_engine_options tfm_engine_default_options(void) {
-  tfm_engine_options o = {16, 0,   TFM_KV_DEFAULT_BLOCK_POSITIONS, 512, 1,
-                          0,  NULL};
+  tfm_engine_options o = {16,   0,    TFM_KV_DEFAULT_BLOCK_POSITIONS, 512, 1, 0,
+                          NULL, 0.75f};
   return o;
 }
 
@@ -87,6 +87,11 @@ tfm_status_code tfm_engine_new(tfm_model *model,
                     "tfm_engine_new: max_drafts must be between 0 and %d, "
                     "got %d",
                     TFM_SPECULATION_MAX_DRAFTS, o.max_drafts);
+  if (!(o.draft_p_min >= 0.0f && o.draft_p_min <= 1.0f))
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_engine_new: draft_p_min must be between 0 and 1, "
+                    "got %g",
+                    (double)o.draft_p_min);
   if (o.draft_model && !o.max_drafts)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_engine_new: a draft model needs max_drafts > 0 "

@@ -9,10 +9,11 @@
  * time; after that the token last chosen, and the drafts it accepted before
  * that) and proposes a first token greedily, and each further call feeds
  * every request its last proposal and proposes the next, until each has
- * its room. Drafts are only proposals: the engine chooses from the target
- * model's logits as without them, so the text does not change. What the
- * draft holds past the positions the target kept is dropped when it next
- * drafts (its rows are written again).
+ * its room or the draft's top token is less likely than draft_p_min.
+ * Drafts are only proposals: the engine chooses from the target model's
+ * logits as without them, so the text does not change. What the draft
+ * holds past the positions the target kept is dropped when it next drafts
+ * (its rows are written again).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -35,6 +36,7 @@ struct tfm_engine_draft {
   int32_t *slots, *lengths;    /* its chunks: [slots] */
   request **requests;          /* [slots]: those still drafting */
   int64_t vocab;               /* the target's: drafts stay below it */
+  float p_min; /* a draft's least top probability (options.draft_p_min) */
 };
 
 void tfm_engine_draft_free(tfm_engine_draft *d) {
@@ -86,6 +88,7 @@ tfm_status_code tfm_engine_draft_new(tfm_engine *e, tfm_model *model,
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   d->model = model;
   d->vocab = e->desc->vocab_size;
+  d->p_min = e->options.draft_p_min;
   int64_t slots = e->options.max_sequences;
   d->cache_shape[0] = slots;
   memcpy(d->cache_shape + 1, cache->shape + 1, 5 * sizeof *d->cache_shape);
@@ -149,9 +152,12 @@ static tfm_status_code propose(tfm_engine_draft *d, int64_t rows,
   for (int64_t c = 0; c < chunks; ++c) {
     request *r = d->requests[c];
     d->held[d->slots[c]] += d->lengths[c];
-    int32_t token = tfm_argmax((const float *)logits.data + c * width, width);
-    if (token >= d->vocab)
-      r->draft_room = r->draft_count; /* padding: nothing the target has */
+    const float *row = (const float *)logits.data + c * width;
+    int32_t token = tfm_argmax(row, width);
+    /* Padding (nothing the target has), or a guess too unsure to pay. */
+    if (token >= d->vocab ||
+        !tfm_speculation_confident(row, width, token, d->p_min))
+      r->draft_room = r->draft_count;
     else
       r->drafts[r->draft_count++] = token;
   }

@@ -194,15 +194,20 @@ int64_t tfm_speculation_lookup(int32_t ngram, const int32_t *history,
   return 0;
 }
 
+int tfm_speculation_confident(const float *logits, int64_t vocab, int32_t token,
+                              float p_min) {
+  if (p_min <= 0.0f)
+    return 1;
+  double sum = 0.0;
+  for (int64_t i = 0; i < vocab; ++i)
+    sum += exp((double)logits[i] - (double)logits[token]);
+  return 1.0 / sum >= (double)p_min;
+}
+
 /* Whether the draft's most likely token has at least probability p_min. */
 static int confident(const tfm_speculation *spec, int32_t token) {
-  if (spec->p_min <= 0.0f)
-    return 1;
-  const float *logits = spec->draft_logits;
-  double sum = 0.0;
-  for (int64_t i = 0; i < spec->draft_vocab; ++i)
-    sum += exp((double)logits[i] - (double)logits[token]);
-  return 1.0 / sum >= (double)spec->p_min;
+  return tfm_speculation_confident(spec->draft_logits, spec->draft_vocab, token,
+                                   spec->p_min);
 }
 
 /* Drafts at most `room` tokens after history[0..length) + next with the

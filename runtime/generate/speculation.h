@@ -57,6 +57,12 @@ tfm_status_code tfm_speculation_check_vocabulary(tfm_model *model,
                                                  tfm_model *draft,
                                                  tfm_status *status);
 
+/* Whether `token` (the argmax of a draft's `logits`, [vocab]) has at
+ * least probability p_min (0: always): a draft stops where it does not,
+ * as llama.cpp's --draft-p-min. */
+int tfm_speculation_confident(const float *logits, int64_t vocab, int32_t token,
+                              float p_min);
+
 /* Off unless options->lookup_ngram > 0 or options->draft, which need a
  * model with @verify (TFM_ERROR_NOT_FOUND, naming tfmc --speculative), a
  * sensible length, and a draft of the same vocabulary that holds

@@ -105,6 +105,11 @@ stats = engine.stats()
 print("draft model: greedy equals alone:", texts == alone, "accepted",
       0 < stats["accepted_tokens"] < stats["drafted_tokens"],
       "steps fewer than tokens:", stats["steps"] < stats["generated_tokens"])
+sure = tfmc.Engine(spec, max_sequences=3, max_drafts=4, draft=draft,
+                   draft_p_min=1.0)
+print("draft model: p_min 1 drafts nothing:",
+      sure.generate(prompts, max_tokens=60) == alone,
+      sure.stats()["drafted_tokens"] == 0)
 print("draft model: sampled equals without:", tfmc.Engine(
     spec, max_sequences=3, max_drafts=6, draft=draft).generate(
         prompts, max_tokens=50, temperature=0.9, top_k=40, seed=11) ==
@@ -120,6 +125,9 @@ print("draft model: small pool:",
 for what, make in [
         ("draft model without max_drafts",
          lambda: tfmc.Engine(spec, draft=draft)),
+        ("draft_p_min out of range",
+         lambda: tfmc.Engine(spec, max_drafts=4, draft=draft,
+                             draft_p_min=1.5)),
         ("no @verify_batch", lambda: tfmc.Engine(plain, max_drafts=4)),
         ("max_drafts out of range", lambda: tfmc.Engine(spec, max_drafts=65)),
         ("drafts without max_drafts",

@@ -46,6 +46,8 @@ const char *const kUsage =
     "                          (tfmc --emit=lib -o libNAME.so) of the same\n"
     "                          vocabulary, for every request not using\n"
     "                          prompt lookup\n"
+    "  --draft-p-min P         a draft stops where its top token is less\n"
+    "                          likely than P (0.75; 0: never)\n"
     "  --draft-max K           drafts a request checks a step (8; with\n"
     "                          --lookup-ngram or --draft, or for requests'\n"
     "                          own)\n"
@@ -85,6 +87,16 @@ int64_t parseCount(const char *flag, const char *text, int64_t low,
     fail(std::string(flag) + " expects an integer in [" + std::to_string(low) +
          ", " + std::to_string(high) + "], got '" + text + "'");
   return value;
+}
+
+/// A number in [0, 1] (a probability).
+float parseFraction(const char *flag, const char *text) {
+  char *end = nullptr;
+  errno = 0;
+  double value = std::strtod(text, &end);
+  if (errno || end == text || *end || !(value >= 0.0 && value <= 1.0))
+    fail(std::string(flag) + " expects a number in [0, 1], got '" + text + "'");
+  return float(value);
 }
 
 /// The first line of `path`, without its line end and trailing spaces.
@@ -168,6 +180,8 @@ ServerOptions parseOptions(int argc, char **argv) {
       o.lookupNgram = int32_t(parseCount("--lookup-ngram", value(), 1, 64));
     } else if (arg == "--draft") {
       o.draftLibrary = value();
+    } else if (arg == "--draft-p-min") {
+      o.engine.draft_p_min = parseFraction("--draft-p-min", value());
     } else if (arg == "--draft-max") {
       o.engine.max_drafts = int32_t(parseCount("--draft-max", value(), 1, 64));
     } else if (arg == "--lora") {

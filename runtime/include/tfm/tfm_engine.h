@@ -66,10 +66,14 @@ typedef struct {
    * and spell every id alike; the caller keeps it loaded while the engine
    * lives. */
   tfm_model *draft_model;
+  /* A request's drafts stop where the draft's top token is less likely
+   * than this (0.75; 0: never), as tfm_generate_options.draft_p_min. */
+  float draft_p_min;
 } tfm_engine_options;
 
 /* max_sequences 16, the pool for 16 full contexts, blocks of 8, prefill
- * chunks of 512, prefixes shared, no drafts, no draft model. */
+ * chunks of 512, prefixes shared, no drafts, no draft model, draft_p_min
+ * 0.75. */
 tfm_engine_options tfm_engine_default_options(void);
 
 typedef struct tfm_engine tfm_engine;
