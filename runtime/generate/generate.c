@@ -202,12 +202,7 @@ tfm_status_code tfm_generate(tfm_session *session, const int32_t *prompt,
       if (!greedy)
         allowed = tfm_grammar_matcher_mask(matcher, logits);
       if (allowed < 0) {
-        const char *why = tfm_grammar_matcher_failure(matcher);
-        code = tfm_fail(status,
-                        strcmp(why, "out of memory") == 0
-                            ? TFM_ERROR_OUT_OF_MEMORY
-                            : TFM_ERROR_INVALID_ARGUMENT,
-                        "%s", why);
+        code = tfm_grammar_matcher_failure(matcher, status);
         break;
       }
       if (allowed == 0) {

@@ -110,9 +110,14 @@ tfm_grammar_step tfm_grammar_accept_char(const tfm_grammar_rules *rules,
                                          uint32_t code_point,
                                          tfm_grammar_stacks *out,
                                          uint32_t *scratch);
-/* What a step's failure says ("out of memory", or how the grammar is too
- * ambiguous to follow). */
-const char *tfm_grammar_step_message(tfm_grammar_step step);
+/* A step as a status: TFM_OK when done, TFM_ERROR_OUT_OF_MEMORY "out of
+ * memory", or TFM_ERROR_INVALID_ARGUMENT saying, after `where` ("" or
+ * "token 5: "), how the grammar is too ambiguous to follow. */
+tfm_status_code tfm_grammar_step_status(tfm_grammar_step step,
+                                        const char *where, tfm_status *status);
+/* FNV-1a over 32-bit words: a stack's (a closure's stacks expanded) and a
+ * set of stacks' (the token mask's cache). */
+uint64_t tfm_grammar_hash_words(const uint32_t *words, size_t n);
 /* Whether some stack's character set admits a code point in
  * [low, high]: a character begun in a token and finished by the next. */
 int tfm_grammar_admits_range(const tfm_grammar_rules *rules,

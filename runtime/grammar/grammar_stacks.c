@@ -11,6 +11,8 @@
 
 #include "runtime/grammar/grammar_internal.h"
 
+#include "runtime/core/status.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,10 +72,10 @@ static void closure_free(closure *c) {
   tfm_grammar_stacks_free(&c->seen);
 }
 
-static uint64_t hash_stack(const uint32_t *stack, size_t n) {
-  uint64_t h = 1469598103934665603ull ^ n;
+uint64_t tfm_grammar_hash_words(const uint32_t *words, size_t n) {
+  uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < n; ++i) {
-    h ^= stack[i];
+    h ^= words[i];
     h *= 1099511628211ull;
   }
   return h;
@@ -95,7 +97,8 @@ static int seen_before(closure *c, const uint32_t *stack, size_t n) {
       size_t offset = c->slots[i];
       if (!offset--)
         continue;
-      size_t at = hash_stack(c->seen.data + offset + 1, c->seen.data[offset]) &
+      size_t at = tfm_grammar_hash_words(c->seen.data + offset + 1,
+                                         c->seen.data[offset]) &
                   (count - 1);
       while (slots[at])
         at = (at + 1) & (count - 1);
@@ -105,7 +108,7 @@ static int seen_before(closure *c, const uint32_t *stack, size_t n) {
     c->slots = slots;
     c->slot_count = count;
   }
-  size_t at = hash_stack(stack, n) & (c->slot_count - 1);
+  size_t at = tfm_grammar_hash_words(stack, n) & (c->slot_count - 1);
   for (; c->slots[at]; at = (at + 1) & (c->slot_count - 1)) {
     const uint32_t *kept = c->seen.data + c->slots[at] - 1;
     if (kept[0] == n && memcmp(kept + 1, stack, n * sizeof *stack) == 0)
@@ -119,10 +122,6 @@ static int seen_before(closure *c, const uint32_t *stack, size_t n) {
   return 0;
 }
 
-/* Expands `stack[0..n)` into the closure's stacks: a rule reference on
- * top becomes each of its alternatives, an alternative that ends returns
- * to the entry below. `stack` has room for kMaxStackDepth + 1 entries;
- * entries past n are scratch, and stack[0..n) is as it was on return. */
 /* A stack the closure reaches: one more of its result. */
 static int emit(closure *c, const uint32_t *stack, size_t n) {
   if (c->out->count >= TFM_GRAMMAR_MAX_STACKS) {
@@ -132,6 +131,10 @@ static int emit(closure *c, const uint32_t *stack, size_t n) {
   return push_stack(c->out, stack, n);
 }
 
+/* Expands `stack[0..n)` into the closure's stacks: a rule reference on
+ * top becomes each of its alternatives, an alternative that ends returns
+ * to the entry below. `stack` has room for kMaxStackDepth + 1 entries;
+ * entries past n are scratch, and stack[0..n) is as it was on return. */
 static int expand(closure *c, uint32_t *stack, size_t n) {
   if (++c->calls > kMemoAfter) {
     int seen = seen_before(c, stack, n);
@@ -338,21 +341,27 @@ int tfm_grammar_may_end(const tfm_grammar_stacks *stacks) {
   return 0;
 }
 
-const char *tfm_grammar_step_message(tfm_grammar_step step) {
+tfm_status_code tfm_grammar_step_status(tfm_grammar_step step,
+                                        const char *where, tfm_status *status) {
   switch (step) {
   case TFM_GRAMMAR_DONE:
-    return "no failure";
+    return tfm_ok(status);
   case TFM_GRAMMAR_NO_MEMORY:
-    return "out of memory";
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  case TFM_GRAMMAR_MASK_TOO_COSTLY:
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "%sthe grammar's token mask steps its stacks more than "
+                    "2^26 times over the vocabulary (thousands of ways to "
+                    "read the text, kept by every byte): too ambiguous to "
+                    "follow",
+                    where);
   case TFM_GRAMMAR_TOO_AMBIGUOUS:
     break;
-  case TFM_GRAMMAR_MASK_TOO_COSTLY:
-    return "the grammar's token mask steps its stacks more than 2^26 times "
-           "over the vocabulary (thousands of ways to read the text, kept "
-           "by every byte): too ambiguous to follow";
   }
   _Static_assert(TFM_GRAMMAR_MAX_STACKS == 8192, "the message says 8192");
-  return "the grammar reads the text in more than 8192 ways at once "
-         "(alternatives that match the same text, repeated or nested): "
-         "too ambiguous to follow";
+  return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                  "%sthe grammar reads the text in more than 8192 ways at "
+                  "once (alternatives that match the same text, repeated or "
+                  "nested): too ambiguous to follow",
+                  where);
 }

@@ -18,6 +18,7 @@
 #include "runtime/grammar/vocabulary_trie.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,12 +109,8 @@ tfm_status_code tfm_grammar_new(const char *gbnf,
         g->levels && g->scratch
             ? tfm_grammar_start(&g->rules, &g->start, g->scratch)
             : TFM_GRAMMAR_NO_MEMORY;
-    if (step == TFM_GRAMMAR_TOO_AMBIGUOUS)
-      code = tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                      "grammar: at the start of the text: %s",
-                      tfm_grammar_step_message(step));
-    else if (step != TFM_GRAMMAR_DONE)
-      code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+    code = tfm_grammar_step_status(
+        step, "grammar: at the start of the text: ", status);
   }
   if (code != TFM_OK) {
     tfm_grammar_free(g);
@@ -223,15 +220,6 @@ static int walk(tfm_grammar *g, uint32_t node, const tfm_grammar_stacks *stacks,
   return 1;
 }
 
-static uint64_t hash_words(const uint32_t *words, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= words[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 /* The allowed text tokens in state (`stacks`, `part`): cached, or walked
  * and cached. NULL on allocation failure. */
 static const uint64_t *allowed_tokens(tfm_grammar *g,
@@ -247,7 +235,7 @@ static const uint64_t *allowed_tokens(tfm_grammar *g,
   key[2] = part.length;
   if (stacks->size)
     memcpy(key + 3, stacks->data, stacks->size * sizeof *key);
-  uint64_t hash = hash_words(key, key_size);
+  uint64_t hash = tfm_grammar_hash_words(key, key_size);
   for (size_t i = 0; i < kCacheEntries; ++i) {
     cache_entry *e = &g->cache[i];
     if (e->bits && e->hash == hash && e->key_size == key_size &&
@@ -385,10 +373,9 @@ tfm_status_code tfm_grammar_matcher_accept(tfm_grammar_matcher *m,
   tfm_grammar_stacks_free(&next);
   if (ok < 0) {
     tfm_grammar_stacks_free(&current);
-    return g->failure == TFM_GRAMMAR_TOO_AMBIGUOUS
-               ? tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "token %d: %s",
-                          token, tfm_grammar_step_message(g->failure))
-               : tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+    char where[32];
+    snprintf(where, sizeof where, "token %d: ", token);
+    return tfm_grammar_step_status(g->failure, where, status);
   }
   if (!ok) {
     tfm_grammar_stacks_free(&current);
@@ -451,6 +438,10 @@ void tfm_grammar_set_mask_steps(tfm_grammar *g, uint64_t steps) {
   g->walk_budget = steps;
 }
 
-const char *tfm_grammar_matcher_failure(const tfm_grammar_matcher *m) {
-  return m ? tfm_grammar_step_message(m->grammar->failure) : "NULL matcher";
+tfm_status_code tfm_grammar_matcher_failure(const tfm_grammar_matcher *m,
+                                            tfm_status *status) {
+  if (!m)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_grammar_matcher_failure: NULL matcher");
+  return tfm_grammar_step_status(m->grammar->failure, "", status);
 }

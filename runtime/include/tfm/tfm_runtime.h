@@ -310,9 +310,11 @@ void tfm_grammar_matcher_free(tfm_grammar_matcher *matcher);
  * ways at once, as an alternation of more than 8192 strings does at its
  * start): tfm_grammar_matcher_failure says which. */
 int64_t tfm_grammar_matcher_mask(tfm_grammar_matcher *matcher, float *logits);
-/* Why the matcher's last step failed: "out of memory", or how the grammar
- * is too ambiguous to follow. */
-const char *tfm_grammar_matcher_failure(const tfm_grammar_matcher *matcher);
+/* Why the matcher's last mask failed, as its status:
+ * TFM_ERROR_OUT_OF_MEMORY, or TFM_ERROR_INVALID_ARGUMENT saying how the
+ * grammar is too ambiguous to follow; TFM_OK where it did not fail. */
+tfm_status_code tfm_grammar_matcher_failure(const tfm_grammar_matcher *matcher,
+                                            tfm_status *status);
 /* Moves the matcher past `token`; TFM_ERROR_INVALID_ARGUMENT (nothing
  * changed) where the grammar does not allow it. */
 tfm_status_code tfm_grammar_matcher_accept(tfm_grammar_matcher *matcher,
