@@ -50,7 +50,7 @@ static int copy_rows(const tfm_model *model, const tfm_ring_geometry *g,
 }
 
 int tfm_ring_keep_take(const tfm_model *model, const tfm_ring_geometry *g,
-                       tfm_ring_keep *keep, const char *rings, int64_t first,
+                       tfm_ring_keep *keep, char *rings, int64_t first,
                        int64_t n) {
   keep->count = 0;
   if (!tfm_ring_keep_fits(g, n))
@@ -65,7 +65,7 @@ int tfm_ring_keep_take(const tfm_model *model, const tfm_ring_geometry *g,
       return 0;
     keep->capacity = g->ring;
   }
-  if (!copy_rows(model, g, keep, (char *)rings, first, n, 0, 0))
+  if (!copy_rows(model, g, keep, rings, first, n, 0, 0))
     return 0;
   keep->first = first;
   keep->count = n;

@@ -31,7 +31,7 @@ typedef struct {
 } tfm_ring_geometry;
 
 /* The geometry of a rings cache `desc` (its last five dimensions: one
- * sequence's), whose rows are `element_bytes` elements. */
+ * sequence's; its window the rows of every ring, 0 where they differ). */
 tfm_ring_geometry tfm_ring_geometry_of(const tfm_cache_desc *desc);
 
 /* Rows of positions [first, first + count) kept from a sequence's rings,
@@ -49,7 +49,7 @@ int tfm_ring_keep_fits(const tfm_ring_geometry *g, int64_t n);
  * in `rings` (one sequence's). 0 when memory ran out or the GPU failed
  * (nothing kept: keep->count is 0). */
 int tfm_ring_keep_take(const tfm_model *model, const tfm_ring_geometry *g,
-                       tfm_ring_keep *keep, const char *rings, int64_t first,
+                       tfm_ring_keep *keep, char *rings, int64_t first,
                        int64_t n);
 /* Whether a truncation to `length` from `held` positions can be undone
  * from what is kept: the kept call was the last and `length` is within

@@ -308,6 +308,20 @@ static void keep_state(tfm_session *s, int64_t n) {
   }
 }
 
+int64_t tfm_session_go_back_in_states(tfm_session *s, int64_t length) {
+  if (!s->state)
+    return length;
+  if (s->state_kept_count == 0 ||
+      s->length != s->state_kept_at + s->state_kept_count ||
+      length < s->state_kept_at || s->cache_used != s->length ||
+      !tfm_model_state_move(s->model, s->state, s->state_keep,
+                            (size_t)s->state_descriptor.sizes[0] *
+                                sizeof(float)))
+    return 0;
+  s->state_kept_count = 0;
+  return s->state_kept_at;
+}
+
 tfm_status_code tfm_verify(tfm_session *s, const int32_t *tokens, int64_t n,
                            float *logits, tfm_status *status) {
   if (s && !tfm_model_entry_point(s->model, "verify"))

@@ -156,18 +156,7 @@ tfm_status_code tfm_session_truncate(tfm_session *s, int64_t length,
     rings_overwritten =
         !tfm_ring_keep_restore(s->model, &s->ring_geometry, &s->ring_keep,
                                s->rings, length, s->length);
-  /* States kept before the last @verify: back to them, and the positions
-   * of the @verify that stay are run again by the next call. */
-  int64_t states_right = s->state ? 0 : length;
-  if (s->state && s->state_kept_count > 0 &&
-      s->length == s->state_kept_at + s->state_kept_count &&
-      length >= s->state_kept_at && s->cache_used == s->length &&
-      tfm_model_state_move(s->model, s->state, s->state_keep,
-                           (size_t)s->state_descriptor.sizes[0] *
-                               sizeof(float))) {
-    states_right = s->state_kept_at;
-    s->state_kept_count = 0;
-  }
+  int64_t states_right = tfm_session_go_back_in_states(s, length);
   /* The positions still right: recomputed from the first that is not
    * (a slid window lost its first positions: from 0). */
   int64_t right = rings_overwritten || s->cache_used != s->length ? 0

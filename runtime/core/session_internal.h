@@ -59,4 +59,11 @@ struct tfm_session {
   int32_t lora_adapter, lora_slot;
 };
 
+/* Before a truncation to `length`: where the last call was a @verify
+ * whose states were kept and `length` is within its positions, the
+ * states go back to them. Returns the positions the states are right for
+ * (`length` without states; 0 where they could not go back): the next
+ * call runs the positions after them again. */
+int64_t tfm_session_go_back_in_states(tfm_session *s, int64_t length);
+
 #endif /* TFM_RUNTIME_CORE_SESSION_INTERNAL_H */

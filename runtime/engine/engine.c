@@ -20,8 +20,11 @@
 #include <string.h>
 
 tfm_engine_options tfm_engine_default_options(void) {
-  tfm_engine_options o = {16,   0,    TFM_KV_DEFAULT_BLOCK_POSITIONS, 512, 1, 0,
-                          NULL, 0.75f};
+  tfm_engine_options o = {.max_sequences = 16,
+                          .block_positions = TFM_KV_DEFAULT_BLOCK_POSITIONS,
+                          .prefill_chunk = 512,
+                          .share_prefixes = 1,
+                          .draft_p_min = 0.75f};
   return o;
 }
 
