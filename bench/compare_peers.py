@@ -51,7 +51,7 @@ def link_model_bench(work, model, harness, name):
                     "-I" + ROOT, "-I" + os.path.join(ROOT, "runtime", "include"),
                     os.path.join(lib, "libmodel.a"),
                     os.path.join(ROOT, "build", "lib", "libtfmrt.a"),
-                    "-lopenblas", "-lutf8proc", "-lm", "-lpthread", "-o", exe],
+                    "-lopenblas", "-lutf8proc", "-lz", "-lm", "-lpthread", "-o", exe],
                    check=True)
     return exe
 

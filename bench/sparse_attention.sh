@@ -9,7 +9,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 cc -O2 -I"$root/runtime/include" "$root/bench/sparse_attention.c" \
-  "$root/build/lib/libtfmrt.a" -lopenblas -lutf8proc -lm -lpthread \
+  "$root/build/lib/libtfmrt.a" -lopenblas -lutf8proc -lz -lm -lpthread \
   -o "$out/sparse_attention"
 echo "# $(date -u +%Y-%m-%d) $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
 "$out/sparse_attention" "$@"

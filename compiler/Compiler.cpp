@@ -734,6 +734,11 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
                            ? float(generation.getLengthPenalty().getValueAsDouble())
                            : 1.0f;
     g.early_stopping = generation.getEarlyStopping();
+    g.no_timestamps = generation.getNoTimestamps();
+    g.max_initial_timestamp = generation.getMaxInitialTimestamp();
+    g.start_of_previous = generation.getStartOfPrevious();
+    g.transcribe = generation.getTranscribe();
+    g.translate = generation.getTranslate();
     auto tokens = [](DenseI32ArrayAttr list) {
       return list ? std::vector<int32_t>(list.asArrayRef().begin(),
                                          list.asArrayRef().end())
@@ -744,6 +749,7 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
     description.beginSuppressedTokens = tokens(generation.getBeginSuppressed());
     description.badWordTokens = tokens(generation.getBadWords());
     description.badWordLengths = tokens(generation.getBadWordLengths());
+    description.languageTokens = tokens(generation.getLanguages());
     description.generation = g;
   }
   if (llvm::Error err = describeEntryPoints(*unit.module, description))

@@ -230,7 +230,13 @@ def Tfm_GenerationAttr : AttrDef<Tfm_Dialect, "Generation"> {
     OptionalParameter<"DenseI32ArrayAttr", "bad words of several tokens, end to end">:$bad_words,
     OptionalParameter<"DenseI32ArrayAttr", "their lengths">:$bad_word_lengths,
     OptionalParameter<"DenseI32ArrayAttr", "tokens forced after the start token">:$prompt,
-    OptionalParameter<"DenseI32ArrayAttr", "tokens never first after the prompt">:$begin_suppressed
+    OptionalParameter<"DenseI32ArrayAttr", "tokens never first after the prompt">:$begin_suppressed,
+    DefaultValuedParameter<"int32_t", "-1">:$no_timestamps,
+    DefaultValuedParameter<"int32_t", "-1">:$max_initial_timestamp,
+    DefaultValuedParameter<"int32_t", "-1">:$start_of_previous,
+    DefaultValuedParameter<"int32_t", "-1">:$transcribe,
+    DefaultValuedParameter<"int32_t", "-1">:$translate,
+    OptionalParameter<"DenseI32ArrayAttr", "language tokens">:$languages
   );
   let assemblyFormat = "`<` struct(params) `>`";
 }

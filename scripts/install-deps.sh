@@ -8,13 +8,13 @@ set -euo pipefail
 PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22
   libclang-rt-22-dev clang-format-22
-  libopenblas-dev libutf8proc-dev libpng-dev libjpeg62-turbo-dev
+  libopenblas-dev libutf8proc-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev
   libfftw3-dev libsndfile1-dev libsoxr-dev
   nlohmann-json3-dev libgtest-dev libmicrohttpd-dev
   openmpi-bin libopenmpi-dev
   openssl
   cmake ninja-build ccache g++ binutils pkg-config python3 python3-numpy
-  python3-jsonschema
+  python3-jsonschema python3-srt python3-webvtt
 )
 
 missing=()

@@ -754,10 +754,14 @@ bool isLanguageToken(const std::string &token) {
 class TranscriptionEndpoint {
 public:
   TranscriptionEndpoint(const ServedModel &served, tfm_model *model,
-                        bool whisper)
-      : served(served), model(model), whisper(whisper) {}
+                        SpeechModel speech)
+      : served(served), model(model), speech(speech),
+        whisper(speech != SpeechModel::Ctc) {}
 
-  void handle(const HttpRequest &req, HttpResponse &res) {
+  bool translates() const { return speech == SpeechModel::WhisperTimestamps; }
+
+  /// /v1/audio/transcriptions, or with `translate` /v1/audio/translations.
+  void handle(const HttpRequest &req, HttpResponse &res, bool translate) {
     std::string contentType = req.header("content-type");
     if (!isMultipartForm(contentType))
       return sendError(res, ApiError{400,
@@ -770,9 +774,11 @@ public:
             parseMultipartForm(contentType, req.body, fields))
       return sendError(res, ApiError{400, *malformed, "", ""});
     TranscriptionRequest request;
-    if (std::optional<ApiError> error =
-            parseTranscriptionRequest(fields, served, whisper, request))
+    if (std::optional<ApiError> error = parseTranscriptionRequest(
+            fields, served, speech, translate, request))
       return sendError(res, *error);
+    if (speech == SpeechModel::WhisperTimestamps)
+      return answerWindows(request, res);
     std::string text, language;
     double duration = 0;
     if (std::optional<ApiError> error =
@@ -787,6 +793,101 @@ public:
   }
 
 private:
+  /// The upload in a temporary file for libsndfile, and `read` called on
+  /// its path; the file is removed after. An error names the upload, not
+  /// the temporary file.
+  template <typename Read>
+  std::optional<ApiError> readUpload(const std::string &audio, Read read) {
+    const char *directory = std::getenv("TMPDIR");
+    std::string path =
+        std::string(directory && *directory ? directory : "/tmp") +
+        "/tfm-serve-audio-XXXXXX";
+    int fd = mkstemp(path.data());
+    if (fd < 0)
+      return ApiError{500, "cannot store the upload", "", ""};
+    bool written =
+        write(fd, audio.data(), audio.size()) == ssize_t(audio.size());
+    close(fd);
+    tfm_status status;
+    std::optional<ApiError> error;
+    if (!written) {
+      error = ApiError{500, "cannot store the upload", "", ""};
+    } else if (read(path.c_str(), status) != TFM_OK) {
+      std::string message = status.message;
+      for (size_t at; (at = message.find(path)) != std::string::npos;)
+        message.replace(at, path.size(), "the uploaded file");
+      error = ApiError{400, message, "file", ""};
+    }
+    unlink(path.c_str());
+    return error;
+  }
+
+  /// Whisper with timestamps: the whole upload (up to three hours) window
+  /// by window, answered in the format asked.
+  void answerWindows(const TranscriptionRequest &request, HttpResponse &res) {
+    float *samples = nullptr, *features = nullptr;
+    int64_t n = 0, frames = 0;
+    tfm_transcript *transcript = nullptr;
+    std::optional<ApiError> error;
+    {
+      std::lock_guard<std::mutex> lock(calls);
+      error =
+          readUpload(request.audio, [&](const char *path, tfm_status &status) {
+            return tfm_audio_read_all(model, path, kLongestUpload, &samples, &n,
+                                      &status);
+          });
+      // OpenAI's temperature 0: fall back by 0.2 up to 1 where a window
+      // repeats itself or is unlikely.
+      std::vector<float> temperatures;
+      for (int k = 0; request.temperature + 0.2 * k <= 1.0 + 1e-6; ++k)
+        temperatures.push_back(float(request.temperature + 0.2 * k));
+      tfm_whisper_options options;
+      tfm_whisper_options_default(&options);
+      options.language =
+          request.language.empty() ? nullptr : request.language.c_str();
+      options.task = request.translate ? "translate" : nullptr;
+      options.prompt =
+          request.prompt.empty() ? nullptr : request.prompt.c_str();
+      options.temperatures = temperatures.data();
+      options.temperature_count = int32_t(temperatures.size());
+      tfm_status status;
+      if (!error && (tfm_log_mel_all(model, samples, n, &features, &frames,
+                                     &status) != TFM_OK ||
+                     tfm_whisper_transcribe(model, features, frames, &options,
+                                            &transcript, &status) != TFM_OK))
+        error = ApiError{status.code == TFM_ERROR_OUT_OF_MEMORY ? 500 : 400,
+                         status.message, "file", ""};
+    }
+    std::free(samples);
+    std::free(features);
+    std::unique_ptr<tfm_transcript, decltype(&tfm_transcript_free)> owned(
+        transcript, &tfm_transcript_free);
+    if (error)
+      return sendError(res, *error);
+    tfm_transcript_format format =
+        request.format == TranscriptionFormat::Srt   ? TFM_TRANSCRIPT_SRT
+        : request.format == TranscriptionFormat::Vtt ? TFM_TRANSCRIPT_VTT
+                                                     : TFM_TRANSCRIPT_JSON;
+    char *written = nullptr;
+    tfm_status status;
+    if (tfm_transcript_write(transcript, format, &written, &status) != TFM_OK)
+      return sendError(res, ApiError{500, status.message, "", ""});
+    std::string body(written);
+    std::free(written);
+    if (format != TFM_TRANSCRIPT_JSON)
+      return res.setContent(body, "text/plain; charset=utf-8");
+    json verbose = json::parse(body);
+    // The API's text has no leading space (the first token's).
+    std::string text = verbose["text"].get<std::string>();
+    text.erase(0, text.find_first_not_of(' '));
+    if (request.format == TranscriptionFormat::Text)
+      return res.setContent(text + "\n", "text/plain; charset=utf-8");
+    verbose["text"] = text;
+    if (request.format == TranscriptionFormat::Json)
+      verbose = json{{"text", text}};
+    res.setContent(jsonText(verbose), "application/json");
+  }
+
   /// Whisper's generation rules for `request`: the model's, its prompt's
   /// language token replaced by the one asked for; `language` gets the
   /// language spoken of (the prompt's, or English without one).
@@ -875,34 +976,18 @@ private:
   std::optional<ApiError> transcribe(const TranscriptionRequest &request,
                                      std::string &text, std::string &language,
                                      double &duration) {
-    const std::string &audio = request.audio;
-    const char *directory = std::getenv("TMPDIR");
-    std::string path =
-        std::string(directory && *directory ? directory : "/tmp") +
-        "/tfm-serve-audio-XXXXXX";
-    int fd = mkstemp(path.data());
-    if (fd < 0)
-      return ApiError{500, "cannot store the upload", "", ""};
-    bool written =
-        write(fd, audio.data(), audio.size()) == ssize_t(audio.size());
-    close(fd);
     float *samples = nullptr;
     int64_t n = 0;
-    char *transcript = nullptr;
-    tfm_status status;
-    std::optional<ApiError> error;
     // Decoding too is one clip at a time: each decoded clip takes memory
     // up to the longest the model hears, and uploads arrive together.
     std::lock_guard<std::mutex> lock(calls);
-    if (!written) {
-      error = ApiError{500, "cannot store the upload", "", ""};
-    } else if (tfm_audio_read(model, path.c_str(), &samples, &n, &status) !=
-               TFM_OK) {
-      // Name the upload, not the temporary file.
-      std::string message = status.message;
-      for (size_t at; (at = message.find(path)) != std::string::npos;)
-        message.replace(at, path.size(), "the uploaded file");
-      error = ApiError{400, message, "file", ""};
+    std::optional<ApiError> error =
+        readUpload(request.audio, [&](const char *path, tfm_status &status) {
+          return tfm_audio_read(model, path, &samples, &n, &status);
+        });
+    char *transcript = nullptr;
+    tfm_status status;
+    if (error) {
     } else if (whisper) {
       duration =
           double(n) / double(served.desc->audio_preprocessing->sampling_rate);
@@ -912,7 +997,6 @@ private:
       if (tfm_transcribe(model, samples, n, &transcript, &status) != TFM_OK)
         error = ApiError{400, status.message, "file", ""};
     }
-    unlink(path.c_str());
     if (transcript)
       text = transcript;
     std::free(transcript);
@@ -920,8 +1004,12 @@ private:
     return error;
   }
 
+  /// The longest upload Whisper with timestamps transcribes, in seconds.
+  static constexpr double kLongestUpload = 3 * 3600;
+
   const ServedModel &served;
   tfm_model *model;
+  SpeechModel speech;
   bool whisper;
   std::mutex calls;
 };
@@ -1115,14 +1203,24 @@ void addModelRoutes(HttpServer &server, const ServedModel &served,
                      });
   }
   if (kinds.recognizes) {
+    const tfm_generation_defaults *g = served.desc->generation;
+    SpeechModel speech = !kinds.whisper ? SpeechModel::Ctc
+                         : g && g->no_timestamps >= 1
+                             ? SpeechModel::WhisperTimestamps
+                             : SpeechModel::Whisper;
     TranscriptionEndpoint *transcriptions =
-        (e.transcriptions = std::make_unique<TranscriptionEndpoint>(
-             served, model, kinds.whisper))
+        (e.transcriptions =
+             std::make_unique<TranscriptionEndpoint>(served, model, speech))
             .get();
     server.route("POST", "/v1/audio/transcriptions",
                  [transcriptions](const HttpRequest &req, HttpResponse &res) {
-                   transcriptions->handle(req, res);
+                   transcriptions->handle(req, res, false);
                  });
+    if (transcriptions->translates())
+      server.route("POST", "/v1/audio/translations",
+                   [transcriptions](const HttpRequest &req, HttpResponse &res) {
+                     transcriptions->handle(req, res, true);
+                   });
   }
   if (kinds.diffusion) {
     ImageEndpoint *images =
@@ -1188,6 +1286,12 @@ void printServing(const ServerOptions &o, const ServedModel &served,
                 served.name.c_str(), (long long)e.images->imageSize().width,
                 (long long)e.images->imageSize().height, split.c_str(), scheme,
                 o.host.c_str(), port);
+  else if (e.transcriptions && e.transcriptions->translates())
+    std::printf("tfm-serve: serving '%s' (Whisper: transcriptions and "
+                "translations of audio up to 3 h, 30 s windows with "
+                "timestamps%s) on %s://%s:%d\n",
+                served.name.c_str(), split.c_str(), scheme, o.host.c_str(),
+                port);
   else if (kinds.whisper)
     std::printf("tfm-serve: serving '%s' (Whisper: transcriptions of the "
                 "first %.0f s of a clip%s) on %s://%s:%d\n",

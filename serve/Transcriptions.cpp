@@ -7,64 +7,140 @@
 using namespace tfm::serve;
 using json = nlohmann::ordered_json;
 
+namespace {
+
+/// `response_format`, as far as `speech` can answer it.
+std::optional<ApiError> readFormat(const std::string &value, SpeechModel speech,
+                                   TranscriptionFormat &format) {
+  static const std::pair<const char *, TranscriptionFormat> formats[] = {
+      {"json", TranscriptionFormat::Json},
+      {"text", TranscriptionFormat::Text},
+      {"verbose_json", TranscriptionFormat::VerboseJson},
+      {"srt", TranscriptionFormat::Srt},
+      {"vtt", TranscriptionFormat::Vtt}};
+  // A CTC recognizer: json and text; Whisper in one window: verbose_json
+  // too; with timestamps, subtitles too.
+  size_t allowed = speech == SpeechModel::Ctc       ? 2
+                   : speech == SpeechModel::Whisper ? 3
+                                                    : 5;
+  for (size_t i = 0; i < allowed; ++i)
+    if (value == formats[i].first) {
+      format = formats[i].second;
+      return std::nullopt;
+    }
+  const char *message =
+      speech == SpeechModel::Ctc
+          ? "'response_format' must be \"json\" or \"text\" (a CTC "
+            "recognizer has no segments or timestamps)"
+      : speech == SpeechModel::Whisper
+          ? "'response_format' must be \"json\", \"text\" or "
+            "\"verbose_json\" (no subtitles: srt and vtt need timestamps, "
+            "which this model's generation config has no tokens for)"
+          : "'response_format' must be \"json\", \"text\", "
+            "\"verbose_json\", \"srt\" or \"vtt\"";
+  return ApiError{400, message, "response_format", ""};
+}
+
+std::optional<ApiError> readTemperature(const std::string &value,
+                                        SpeechModel speech, double &out) {
+  char *end = nullptr;
+  double t = std::strtod(value.c_str(), &end);
+  bool number = end != value.c_str() && !*end;
+  if (speech == SpeechModel::WhisperTimestamps) {
+    if (number && t >= 0 && t <= 1) {
+      out = t;
+      return std::nullopt;
+    }
+    return ApiError{400, "'temperature' must be a number from 0 to 1",
+                    "temperature", ""};
+  }
+  if (number && t == 0)
+    return std::nullopt;
+  return ApiError{400,
+                  std::string("'temperature' can only be 0: ") +
+                      (speech == SpeechModel::Whisper
+                           ? "Whisper without timestamp tokens searches as "
+                             "its generation config says"
+                           : "a CTC recognizer decodes greedily"),
+                  "temperature", ""};
+}
+
+std::optional<ApiError> readLanguage(const std::string &value,
+                                     std::string &out) {
+  bool code = value.size() >= 2 && value.size() <= 3;
+  for (char c : value)
+    code = code && c >= 'a' && c <= 'z';
+  if (!code)
+    return ApiError{400,
+                    "'language' must be an ISO 639-1 code such as \"en\", "
+                    "got \"" +
+                        value + "\"",
+                    "language", ""};
+  out = value;
+  return std::nullopt;
+}
+
+} // namespace
+
 std::optional<ApiError> tfm::serve::parseTranscriptionRequest(
     const std::map<std::string, std::string> &fields, const ServedModel &model,
-    bool whisper, TranscriptionRequest &out) {
-  const char *kind = whisper ? "Whisper" : "a CTC recognizer";
+    SpeechModel speech, bool translate, TranscriptionRequest &out) {
+  if (translate && speech != SpeechModel::WhisperTimestamps)
+    return ApiError{400,
+                    "model '" + model.name +
+                        "' does not translate: only Whisper with timestamp "
+                        "tokens (generation_config.json's "
+                        "no_timestamps_token_id) does",
+                    "model", ""};
+  out.translate = translate;
+  bool whisper = speech != SpeechModel::Ctc;
   for (const auto &[name, value] : fields) {
+    std::optional<ApiError> error;
     if (name == "file") {
       out.audio = value;
     } else if (name == "model") {
-      if (std::optional<ApiError> error =
-              checkModelField(json{{"model", value}}, model))
-        return error;
+      error = checkModelField(json{{"model", value}}, model);
     } else if (name == "response_format") {
-      if (value == "json" || value == "text" ||
-          (whisper && value == "verbose_json"))
-        out.format = value == "json"   ? TranscriptionFormat::Json
-                     : value == "text" ? TranscriptionFormat::Text
-                                       : TranscriptionFormat::VerboseJson;
-      else
-        return ApiError{400,
-                        whisper ? "'response_format' must be \"json\", "
-                                  "\"text\" or \"verbose_json\" (no "
-                                  "subtitles: srt and vtt need timestamps)"
-                                : "'response_format' must be \"json\" or "
-                                  "\"text\" (a CTC recognizer has no "
-                                  "segments or timestamps)",
-                        "response_format", ""};
+      error = readFormat(value, speech, out.format);
     } else if (name == "temperature") {
-      char *end = nullptr;
-      double t = std::strtod(value.c_str(), &end);
-      if (end == value.c_str() || *end || t != 0)
-        return ApiError{400,
-                        std::string("'temperature' can only be 0: ") + kind +
-                            (whisper ? " searches as its generation config "
-                                       "says"
-                                     : " decodes greedily"),
-                        "temperature", ""};
-    } else if (name == "language" && whisper) {
-      bool code = value.size() >= 2 && value.size() <= 3;
-      for (char c : value)
-        code = code && c >= 'a' && c <= 'z';
-      if (!code)
-        return ApiError{400,
-                        "'language' must be an ISO 639-1 code such as "
-                        "\"en\", got \"" +
-                            value + "\"",
-                        "language", ""};
-      out.language = value;
+      error = readTemperature(value, speech, out.temperature);
+    } else if (name == "language" && whisper && !translate) {
+      error = readLanguage(value, out.language);
     } else if (name == "prompt" && whisper) {
       out.prompt = value;
+    } else if (name == "language" && translate) {
+      error = ApiError{400,
+                       "'language' is not a field of translations: the "
+                       "audio's language is detected, the text is English",
+                       name, ""};
     } else if (name == "language" || name == "prompt") {
-      return ApiError{400,
-                      "'" + name +
-                          "' is not supported: a CTC recognizer hears one "
-                          "language and takes no prompt",
-                      name, ""};
+      error = ApiError{400,
+                       "'" + name +
+                           "' is not supported: a CTC recognizer hears one "
+                           "language and takes no prompt",
+                       name, ""};
+    } else if (name == "timestamp_granularities[]" ||
+               name == "timestamp_granularities") {
+      if (value == "word")
+        error = ApiError{400,
+                         "'timestamp_granularities' \"word\" is not "
+                         "supported yet: segments have timestamps, words "
+                         "do not",
+                         name, ""};
+      else if (value != "segment")
+        error = ApiError{400, "'timestamp_granularities' must be \"segment\"",
+                         name, ""};
+      else if (speech != SpeechModel::WhisperTimestamps)
+        error = ApiError{400,
+                         "model '" + model.name +
+                             "' gives no timestamps (Whisper with timestamp "
+                             "tokens does)",
+                         name, ""};
     } else {
-      return ApiError{400, "unknown field '" + name + "'", name, ""};
+      error = ApiError{400, "unknown field '" + name + "'", name, ""};
     }
+    if (error)
+      return error;
   }
   if (!fields.count("file"))
     return ApiError{400, "'file' is required (the audio, as a multipart "

@@ -22,7 +22,7 @@ config.substitutions.append(("%tfm_obj_root", config.tfm_obj_root))
 config.substitutions.append((
     "%tfm_runtime_libs",
     os.path.join(config.tfm_obj_root, "lib", "libtfmrt.a")
-    + " -lopenblas -lutf8proc -lm -lpthread"))
+    + " -lopenblas -lutf8proc -lz -lm -lpthread"))
 
 # As upstream: every FileCheck variable is scoped to its CHECK-LABEL block and
 # every prefix must be used.

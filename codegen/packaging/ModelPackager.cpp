@@ -464,6 +464,7 @@ void writeGenerationDefaults(llvm::raw_ostream &os,
   std::string badWords = tokens("tfm_bad_words", model.badWordTokens);
   std::string badWordLengths =
       tokens("tfm_bad_word_lengths", model.badWordLengths);
+  std::string languages = tokens("tfm_languages", model.languageTokens);
   os << "static const tfm_generation_defaults tfm_generation = {\n"
      << "    .num_beams = " << g->num_beams
      << ", .max_new_tokens = " << g->max_new_tokens
@@ -481,7 +482,14 @@ void writeGenerationDefaults(llvm::raw_ostream &os,
      << "    .num_prompt = " << model.promptTokens.size()
      << ", .prompt = " << prompt << ",\n"
      << "    .num_begin_suppressed = " << model.beginSuppressedTokens.size()
-     << ", .begin_suppressed = " << beginSuppressed << "};\n";
+     << ", .begin_suppressed = " << beginSuppressed << ",\n"
+     << "    .no_timestamps = " << g->no_timestamps
+     << ", .max_initial_timestamp = " << g->max_initial_timestamp
+     << ", .start_of_previous = " << g->start_of_previous
+     << ", .transcribe = " << g->transcribe << ", .translate = " << g->translate
+     << ",\n"
+     << "    .num_languages = " << model.languageTokens.size()
+     << ", .languages = " << languages << "};\n";
 }
 
 /// tfm_model_desc itself, named `descSymbol` (exported from a library).
@@ -844,7 +852,7 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
                      options.runtimeLibrary, "-Wl,--no-whole-archive"});
       else
         args.push_back(options.runtimeLibrary);
-      args.append({"-lopenblas", "-lutf8proc"});
+      args.append({"-lopenblas", "-lutf8proc", "-lz"});
       if (model.ranks > 1)
         for (const std::string &library : options.mpiLibraries)
           args.push_back(library);

@@ -119,11 +119,11 @@ struct ModelDescription {
   };
   std::optional<Diffusion> diffusion;
   /// An encoder-decoder's generation defaults; their token lists
-  /// (suppressed, bad words, prompt, begin-suppressed) and counts are
-  /// written out from these vectors.
+  /// (suppressed, bad words, prompt, begin-suppressed, languages) and counts
+  /// are written out from these vectors.
   std::optional<tfm_generation_defaults> generation;
   std::vector<int32_t> suppressedTokens, promptTokens, beginSuppressedTokens;
-  std::vector<int32_t> badWordTokens, badWordLengths;
+  std::vector<int32_t> badWordTokens, badWordLengths, languageTokens;
   /// Run-time LoRA adapter slots (tfm.lora; tfm_lora_desc).
   struct LoraTarget {
     std::string weight;

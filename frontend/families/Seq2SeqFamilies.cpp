@@ -323,16 +323,26 @@ llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(
                      llvm::Twine(spec.vocabSize) + "-token vocabulary");
   // forced_decoder_ids [[1, a], [2, b], ...]: a prompt a b ... right after
   // the start token.
+  // A null at position 1 is Whisper's language, detected from the audio
+  // (openai/whisper-*'s [[1, null], [2, transcribe]]); it needs lang_to_id.
   SmallVector<int32_t> prompt;
+  const llvm::json::Object *languageIds = fields->getObject("lang_to_id");
   if (const llvm::json::Array *forcedIds = fields->getArray("forced_decoder_ids"))
     for (const llvm::json::Value &pair : *forcedIds) {
       const llvm::json::Array *entry = pair.getAsArray();
+      bool detected = entry && entry->size() == 2 && prompt.empty() &&
+                      languageIds && (*entry)[1].getAsNull();
       if (!entry || entry->size() != 2 || !(*entry)[0].getAsInteger() ||
           *(*entry)[0].getAsInteger() != int64_t(prompt.size()) + 1 ||
-          !(*entry)[1].getAsInteger())
+          (!(*entry)[1].getAsInteger() && !detected))
         return makeError(where + ": forced_decoder_ids should force positions "
                                  "1, 2, ... in turn, as [[1, id], [2, id], "
-                                 "...]");
+                                 "...] (a null only for the language at 1, "
+                                 "with lang_to_id)");
+      if (detected) {
+        prompt.push_back(-1);
+        continue;
+      }
       int64_t token = *(*entry)[1].getAsInteger();
       if (token < 0 || token >= spec.vocabSize)
         return makeError(where + ": forced_decoder_ids forces token " +
@@ -388,12 +398,53 @@ llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(
         badWordLengths.push_back(int32_t(tokens.size()));
       }
     }
+  // Whisper's special tokens for timestamps, tasks and languages.
+  auto specialToken = [&](llvm::StringRef key, const llvm::json::Object &in,
+                          int32_t &token) -> llvm::Error {
+    token = -1;
+    const llvm::json::Value *value = in.get(key);
+    if (!value || value->getAsNull())
+      return llvm::Error::success();
+    std::optional<int64_t> id = value->getAsInteger();
+    if (!id || *id < 0 || *id >= spec.vocabSize)
+      return makeError(where + ": " + key + " should be a token id of the " +
+                       llvm::Twine(spec.vocabSize) + "-token vocabulary");
+    token = int32_t(*id);
+    return llvm::Error::success();
+  };
+  int32_t noTimestamps, startOfPrevious, transcribe = -1, translate = -1;
+  if (llvm::Error err =
+          specialToken("no_timestamps_token_id", *fields, noTimestamps))
+    return std::move(err);
+  if (llvm::Error err =
+          specialToken("prev_sot_token_id", *fields, startOfPrevious))
+    return std::move(err);
+  if (const llvm::json::Object *tasks = fields->getObject("task_to_id")) {
+    if (llvm::Error err = specialToken("transcribe", *tasks, transcribe))
+      return std::move(err);
+    if (llvm::Error err = specialToken("translate", *tasks, translate))
+      return std::move(err);
+  }
+  SmallVector<int32_t> languages;
+  for (const auto &language :
+       languageIds ? *languageIds : llvm::json::Object()) {
+    int32_t id;
+    if (llvm::Error err = specialToken(language.first, *languageIds, id))
+      return std::move(err);
+    if (id >= 0)
+      languages.push_back(id);
+  }
+  llvm::sort(languages);
+  int64_t maxInitial = integer("max_initial_timestamp_index", -1);
+  if (noTimestamps >= 0 && noTimestamps < 1)
+    return makeError(where + ": no_timestamps_token_id 0 leaves no "
+                             "<|nospeech|> token before it");
   std::optional<double> penalty = fields->getNumber("length_penalty");
   Builder b(&context);
   return GenerationAttr::get(
-      &context, int32_t(std::max<int64_t>(1, integer("num_beams", 1))),
-      maxNew, minNew, int32_t(integer("no_repeat_ngram_size", 0)),
-      forced >= 0, int32_t(std::max<int64_t>(forcedBos, -1)),
+      &context, int32_t(std::max<int64_t>(1, integer("num_beams", 1))), maxNew,
+      minNew, int32_t(integer("no_repeat_ngram_size", 0)), forced >= 0,
+      int32_t(std::max<int64_t>(forcedBos, -1)),
       penalty ? b.getF32FloatAttr(*penalty) : FloatAttr(),
       fields->getBoolean("early_stopping").value_or(false),
       suppressed.empty() ? DenseI32ArrayAttr()
@@ -403,5 +454,9 @@ llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(
                              : b.getDenseI32ArrayAttr(badWordLengths),
       prompt.empty() ? DenseI32ArrayAttr() : b.getDenseI32ArrayAttr(prompt),
       beginSuppressed.empty() ? DenseI32ArrayAttr()
-                              : b.getDenseI32ArrayAttr(beginSuppressed));
+                              : b.getDenseI32ArrayAttr(beginSuppressed),
+      noTimestamps, int32_t(std::clamp<int64_t>(maxInitial, -1, INT32_MAX)),
+      startOfPrevious, transcribe, translate,
+      languages.empty() ? DenseI32ArrayAttr()
+                        : b.getDenseI32ArrayAttr(languages));
 }

@@ -32,7 +32,7 @@ import numpy as np
 
 from tfmc._abi import (ROLE_NAMES, DTYPE_NAMES, NUMPY_DTYPES, Status,
                        Tensor, GenerateOptions, GenerateResult,
-                       GenerationRules, ModelDesc,
+                       GenerationRules, ModelDesc, WhisperOptions,
                        SamplerOptions, ON_TOKEN, ImageRequest, ON_IMAGE_STEP,
                        declare)
 
@@ -82,6 +82,16 @@ def _media_library():
         ctypes.c_void_p, ctypes.POINTER(ctypes.c_float), ctypes.c_int64,
         ctypes.POINTER(ctypes.c_float), ctypes.c_int64,
         ctypes.POINTER(Status)]
+    library.tfm_audio_read_all.restype = ctypes.c_int
+    library.tfm_audio_read_all.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double,
+        ctypes.POINTER(ctypes.POINTER(ctypes.c_float)),
+        ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(Status)]
+    library.tfm_log_mel_all.restype = ctypes.c_int
+    library.tfm_log_mel_all.argtypes = [
+        ctypes.c_void_p, ctypes.POINTER(ctypes.c_float), ctypes.c_int64,
+        ctypes.POINTER(ctypes.POINTER(ctypes.c_float)),
+        ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(Status)]
     return library
 
 
@@ -661,10 +671,12 @@ class Model:
 
     # Speech.
 
-    def read_audio(self, path):
+    def read_audio(self, path, max_seconds=None):
         """An audio file (WAV, FLAC, Ogg, ...) as mono f32 samples at the
         model's rate: channels mixed down, resampled with libsoxr
-        (tfm_audio_read, libtfmrt_media.so)."""
+        (tfm_audio_read, libtfmrt_media.so). Whisper's file is cut to its
+        30 s unless `max_seconds` asks for all of it, up to that long
+        (tfm_audio_read_all)."""
         media = _media_library()
         if media is None:
             raise TfmcError("libtfmrt_media.so (audio decoding) is not found: "
@@ -674,9 +686,15 @@ class Model:
         status = Status()
         path = _c_path(path, "read_audio: the path")
         with self._using("read_audio") as handle:
-            code = media.tfm_audio_read(handle, path, ctypes.byref(samples),
-                                        ctypes.byref(count),
-                                        ctypes.byref(status))
+            if max_seconds is None:
+                code = media.tfm_audio_read(handle, path,
+                                            ctypes.byref(samples),
+                                            ctypes.byref(count),
+                                            ctypes.byref(status))
+            else:
+                code = media.tfm_audio_read_all(
+                    handle, path, float(max_seconds), ctypes.byref(samples),
+                    ctypes.byref(count), ctypes.byref(status))
         _check(code, status)
         try:
             return np.ctypeslib.as_array(samples, (count.value,)).copy()
@@ -753,9 +771,9 @@ class Model:
             raise TfmcError("translate: the source is empty")
         return self._seq2seq_text(source, beams, max_new_tokens)
 
-    def _samples(self, audio):
+    def _samples(self, audio, max_seconds=None):
         if isinstance(audio, (str, bytes, os.PathLike)):
-            return self.read_audio(audio)
+            return self.read_audio(audio, max_seconds)
         samples = np.ascontiguousarray(audio, dtype=np.float32).ravel()
         bad = np.flatnonzero(~np.isfinite(samples))
         if len(bad):
@@ -763,16 +781,32 @@ class Model:
                             f"{samples[bad[0]]} (samples must be finite)")
         return samples
 
-    def transcribe(self, audio, beams=None, max_new_tokens=None, prompt=None):
+    def transcribe(self, audio, beams=None, max_new_tokens=None, prompt=None,
+                   timestamps=None, language=None, task=None,
+                   temperature=(0.0, 0.2, 0.4, 0.6, 0.8, 1.0),
+                   compression_ratio_threshold=2.4, logprob_threshold=-1.0,
+                   no_speech_threshold=0.6, condition_on_previous=True,
+                   seed=0, max_audio_seconds=10800):
         """A speech model's transcript of `audio`: mono samples at the
         model's rate (description's sampling_rate; a NumPy array or list),
         or an audio file's path (read_audio). A recognizer
         (Wav2Vec2ForCTC, HubertForCTC) decodes greedily, as
-        Wav2Vec2CTCTokenizer does; Whisper generates from the clip's
+        Wav2Vec2CTCTokenizer does. Whisper generates from the clip's
         log-mel features (its first 30 s) as translate() does, with its
         language, task and no-timestamps prompt; `prompt` is the text
         before the clip (OpenAI's, generate()'s prompt_ids), which
-        conditions the transcript without being part of it."""
+        conditions the transcript without being part of it.
+
+        Audio longer than Whisper's 30 s, or timestamps="segment", or a
+        `language` or `task` ("transcribe", "translate"), is transcribed
+        window by window as OpenAI's transcribe() does (a model with
+        timestamp tokens): `temperature` (one, or the fallbacks in turn),
+        the thresholds (None: off), condition_on_previous and `seed` as
+        it takes them; a file is read up to max_audio_seconds. It returns
+        the text, or with timestamps="segment"
+        OpenAI's verbose_json as a dict (task, language, duration, text,
+        segments with their start and end). Word timestamps are not
+        supported yet."""
         waveform = self._desc.waveform
         if not waveform and self._encoder_decoder() and \
                 self.description["entry_points"]["encode"]["inputs"][0][
@@ -781,9 +815,27 @@ class Model:
             if media is None:
                 raise TfmcError("libtfmrt_media.so (log-mel features) is not "
                                 "found: set TFM_MEDIA_LIBRARY")
-            samples = self._samples(audio)
+            samples = self._samples(audio, max_audio_seconds)
             shape = self.description["entry_points"]["encode"]["inputs"][0][
                 "shape"]
+            features, frames = self._log_mel_all(media, samples)
+            if timestamps is not None or language is not None or \
+                    task is not None or frames > shape[1]:
+                if beams is not None or max_new_tokens is not None:
+                    raise TfmcError("beams and max_new_tokens decode one "
+                                    "30 s window; long-form transcription "
+                                    "decodes greedily, with temperature "
+                                    "fallback")
+                return self._transcribe_windows(
+                    features, frames, timestamps, dict(
+                        language=language, task=task, prompt=prompt,
+                        temperature=temperature,
+                        compression_ratio_threshold=(
+                            compression_ratio_threshold),
+                        logprob_threshold=logprob_threshold,
+                        no_speech_threshold=no_speech_threshold,
+                        condition_on_previous=condition_on_previous,
+                        seed=seed))
             features = np.zeros(shape, np.float32)
             status = Status()
             with self._using("transcribe") as handle:
@@ -812,6 +864,73 @@ class Model:
                 len(samples), ctypes.byref(text), ctypes.byref(status))
         _check(code, status)
         return self._take_text(text)
+
+    def _log_mel_all(self, media, samples):
+        """Log-mel features of every sample (tfm_log_mel_all) as NumPy
+        [mel bins, frames], and the frames."""
+        features = ctypes.POINTER(ctypes.c_float)()
+        frames = ctypes.c_int64()
+        status = Status()
+        with self._using("transcribe") as handle:
+            code = media.tfm_log_mel_all(
+                handle, samples.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                len(samples), ctypes.byref(features), ctypes.byref(frames),
+                ctypes.byref(status))
+        _check(code, status)
+        try:
+            count = frames.value
+            flat = np.ctypeslib.as_array(features,
+                                         shape=(count * self._mel_bins(),))
+            return flat.reshape(-1, count).copy(), count
+        finally:
+            _LIBC.free(ctypes.cast(features, ctypes.c_void_p))
+
+    def _mel_bins(self):
+        return self.description["entry_points"]["encode"]["inputs"][0][
+            "shape"][0]
+
+    def _transcribe_windows(self, features, frames, timestamps, options):
+        """Whisper's long-form transcript (tfm_whisper_transcribe)."""
+        if timestamps not in (None, "segment"):
+            raise TfmcError(f"timestamps={timestamps!r}: expected None or "
+                            "'segment' (word timestamps are not supported "
+                            "yet)")
+        o = WhisperOptions()
+        self._library.tfm_whisper_options_default(ctypes.byref(o))
+        encode = lambda text: text.encode() if text is not None else None
+        o.language = encode(options["language"])
+        o.task = encode(options["task"])
+        o.prompt = encode(options["prompt"])
+        o.condition_on_previous = int(bool(options["condition_on_previous"]))
+        temperatures = options["temperature"]
+        if not isinstance(temperatures, (list, tuple)):
+            temperatures = (temperatures,)
+        table = (ctypes.c_float * len(temperatures))(*temperatures)
+        o.temperatures = table
+        o.temperature_count = len(temperatures)
+        for name in ("compression_ratio_threshold", "logprob_threshold",
+                     "no_speech_threshold"):
+            value = options[name]
+            setattr(o, name, float("nan") if value is None else float(value))
+        o.seed = int(options["seed"])
+        status = Status()
+        transcript = ctypes.c_void_p()
+        with self._using("transcribe") as handle:
+            code = self._library.tfm_whisper_transcribe(
+                handle,
+                features.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                frames, ctypes.byref(o), ctypes.byref(transcript),
+                ctypes.byref(status))
+        _check(code, status)
+        try:
+            text = ctypes.c_void_p()
+            code = self._library.tfm_transcript_write(
+                transcript, 1, ctypes.byref(text), ctypes.byref(status))
+            _check(code, status)
+            result = json.loads(self._take_text(text))
+        finally:
+            self._library.tfm_transcript_free(transcript)
+        return result if timestamps == "segment" else result["text"]
 
     # Generation.
 

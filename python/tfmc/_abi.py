@@ -236,7 +236,28 @@ class GenerationRules(ctypes.Structure):
                 ("begin_suppressed", ctypes.POINTER(ctypes.c_int32)),
                 ("begin_suppressed_count", ctypes.c_int32),
                 ("previous", ctypes.POINTER(ctypes.c_int32)),
-                ("previous_count", ctypes.c_int32)]
+                ("previous_count", ctypes.c_int32),
+                ("languages", ctypes.POINTER(ctypes.c_int32)),
+                ("language_count", ctypes.c_int32)]
+
+
+PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_double,
+                            ctypes.c_double)
+
+
+class WhisperOptions(ctypes.Structure):
+    _fields_ = [("language", ctypes.c_char_p),
+                ("task", ctypes.c_char_p),
+                ("prompt", ctypes.c_char_p),
+                ("condition_on_previous", ctypes.c_int),
+                ("temperatures", ctypes.POINTER(ctypes.c_float)),
+                ("temperature_count", ctypes.c_int32),
+                ("compression_ratio_threshold", ctypes.c_double),
+                ("logprob_threshold", ctypes.c_double),
+                ("no_speech_threshold", ctypes.c_double),
+                ("seed", ctypes.c_uint64),
+                ("on_progress", PROGRESS),
+                ("user", ctypes.c_void_p)]
 
 
 class GenerateResult(ctypes.Structure):
@@ -282,6 +303,14 @@ def declare(library):
         "tfm_session_free": (None, [p]),
         "tfm_transcribe": (ctypes.c_int, [p, ctypes.POINTER(ctypes.c_float),
                                           i64, ctypes.POINTER(p), status]),
+        "tfm_whisper_options_default": (None, [
+            ctypes.POINTER(WhisperOptions)]),
+        "tfm_whisper_transcribe": (ctypes.c_int, [
+            p, ctypes.POINTER(ctypes.c_float), i64,
+            ctypes.POINTER(WhisperOptions), ctypes.POINTER(p), status]),
+        "tfm_transcript_write": (ctypes.c_int, [p, ctypes.c_int,
+                                                ctypes.POINTER(p), status]),
+        "tfm_transcript_free": (None, [p]),
         "tfm_seq2seq_text": (ctypes.c_int, [p, ctypes.POINTER(Tensor), i32,
                                             i64,
                                             ctypes.POINTER(GenerationRules),

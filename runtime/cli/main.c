@@ -150,6 +150,8 @@ static void apply_generation_defaults(const tfm_model *model,
     o->rules.prompt_count = defaults.prompt_count;
     o->rules.begin_suppressed = defaults.begin_suppressed;
     o->rules.begin_suppressed_count = defaults.begin_suppressed_count;
+    o->rules.languages = defaults.languages;
+    o->rules.language_count = defaults.language_count;
   }
   o->length_penalty = g->length_penalty;
   o->early_stopping = g->early_stopping;
@@ -158,6 +160,9 @@ static void apply_generation_defaults(const tfm_model *model,
 /* An encoder-decoder generating from its source (main_seq2seq.c). */
 static int run_seq2seq(const char *argv0, tfm_model *model,
                        tfm_main_options *o) {
+  /* Whisper with timestamps: audio of any length, window by window. */
+  if (tfm_main_is_whisper_long_form(model, o))
+    return tfm_main_whisper(argv0, model, o);
   if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_SEQ2SEQ))
     return 1;
   /* Only audio is preprocessed (to log-mel features, for --output). */

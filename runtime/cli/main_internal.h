@@ -17,6 +17,8 @@
 #pragma weak tfm_image_load
 #pragma weak tfm_audio_load
 #pragma weak tfm_audio_read
+#pragma weak tfm_audio_read_all
+#pragma weak tfm_log_mel_all
 #pragma weak tfm_image_write_png
 #pragma weak tfm_image_read
 

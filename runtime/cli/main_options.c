@@ -100,6 +100,15 @@ void tfm_main_usage(FILE *out, const char *argv0) {
       "    --tokenize           print the ids and token types, run nothing\n"
       "    --format F           text (default), json, or f32 (raw, stdout)\n"
       "    --output FILE        write the outputs as raw f32\n"
+      "  Whisper transcribes audio of any length (30 s windows, timestamps):\n"
+      "    AUDIO... [--format txt|json|srt|vtt] [--language L (detected)]\n"
+      "    [--task transcribe|translate] [--initial-prompt TEXT]\n"
+      "    [--temperature T (0)] [--temperature-increment X|off (0.2)]\n"
+      "    [--compression-ratio-threshold X (2.4)] [--logprob-threshold X "
+      "(-1)]\n"
+      "    [--no-speech-threshold X (0.6)] (each threshold may be off)\n"
+      "    [--no-condition-on-previous] [--seed S] [--max-audio-seconds S "
+      "(10800)]\n"
       "  A diffusion pipeline (Stable Diffusion) draws an image:\n"
       "    --prompt TEXT -o OUT.png [--negative-prompt TEXT] [--steps N (50)]\n"
       "    [--guidance G (7.5)] [--seed S (0)] [--scheduler NAME]\n"
@@ -120,8 +129,9 @@ enum {
   SIMILARITY = 1 << TFM_MAIN_MODE_SIMILARITY,
   TRANSCRIBE = 1 << TFM_MAIN_MODE_TRANSCRIBE,
   IMAGE = 1 << TFM_MAIN_MODE_IMAGE,
-  EVERY_MODE =
-      GENERATE | SEQ2SEQ | PERPLEXITY | CALL | SIMILARITY | TRANSCRIBE | IMAGE
+  WHISPER = 1 << TFM_MAIN_MODE_WHISPER,
+  EVERY_MODE = GENERATE | SEQ2SEQ | PERPLEXITY | CALL | SIMILARITY |
+               TRANSCRIBE | IMAGE | WHISPER
 };
 static const struct {
   const char *name; /* as spelled; "" for image and audio files */
@@ -132,11 +142,11 @@ static const struct {
     {"--perplexity", PERPLEXITY},
     {"--tokens", GENERATE | SEQ2SEQ | CALL},
     {"-n", GENERATE | SEQ2SEQ},
-    {"--temperature", GENERATE | SEQ2SEQ},
+    {"--temperature", GENERATE | SEQ2SEQ | WHISPER},
     {"--top-k", GENERATE | SEQ2SEQ},
     {"--top-p", GENERATE | SEQ2SEQ},
     {"--repetition-penalty", GENERATE | SEQ2SEQ},
-    {"--seed", GENERATE | SEQ2SEQ | IMAGE},
+    {"--seed", GENERATE | SEQ2SEQ | IMAGE | WHISPER},
     {"--stop", GENERATE},
     {"--ignore-eos", GENERATE | SEQ2SEQ},
     {"--grammar", GENERATE},
@@ -176,7 +186,16 @@ static const struct {
     {"--features", SEQ2SEQ | CALL},
     {"--preprocess", SEQ2SEQ | CALL},
     {"--truncate", CALL},
-    {"--format", CALL},
+    {"--format", CALL | WHISPER},
+    {"--language", WHISPER},
+    {"--task", WHISPER},
+    {"--initial-prompt", WHISPER},
+    {"--temperature-increment", WHISPER},
+    {"--compression-ratio-threshold", WHISPER},
+    {"--logprob-threshold", WHISPER},
+    {"--no-speech-threshold", WHISPER},
+    {"--no-condition-on-previous", WHISPER},
+    {"--max-audio-seconds", WHISPER},
     {"--output", SEQ2SEQ | CALL | IMAGE},
     {"--negative-prompt", IMAGE},
     {"--steps", IMAGE},
@@ -189,18 +208,18 @@ static const struct {
     {"--init-image", IMAGE},
     {"--strength", IMAGE},
     {"--mask", IMAGE},
-    {"", SEQ2SEQ | CALL | SIMILARITY | TRANSCRIBE},
+    {"", SEQ2SEQ | CALL | SIMILARITY | TRANSCRIBE | WHISPER},
 };
 
-_Static_assert(sizeof flags / sizeof flags[0] <= 64,
+_Static_assert(sizeof flags / sizeof flags[0] <= 128,
                "tfm_main_options.given has a bit per flag");
 
-static uint64_t flag_bit(const char *arg) {
+/* Records that `arg` (a flag, or a file) was given. */
+static void note_given(const char *arg, tfm_main_options *o) {
   const char *name = arg[0] == '-' ? arg : "";
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; ++i)
     if (!strcmp(flags[i].name, name))
-      return (uint64_t)1 << i;
-  return 0;
+      o->given[i / 64] |= (uint64_t)1 << (i % 64);
 }
 
 int tfm_main_refuse_unused(const char *argv0, const tfm_main_options *o,
@@ -217,9 +236,12 @@ int tfm_main_refuse_unused(const char *argv0, const tfm_main_options *o,
       "when an entry point runs on its inputs (--call, an encoder, or "
       "--decoder-tokens), writing its output as text, --format json or f32, "
       "or --output FILE",
-      "when a diffusion pipeline draws an image (--prompt, -o out.png)"};
+      "when a diffusion pipeline draws an image (--prompt, -o out.png)",
+      "when Whisper transcribes audio files window by window (--print-ids, "
+      "--beams, -n, --previous-text and --force-tokens decode one window "
+      "instead)"};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; ++i)
-    if ((o->given >> i & 1) && !(flags[i].modes >> mode & 1)) {
+    if ((o->given[i / 64] >> (i % 64) & 1) && !(flags[i].modes >> mode & 1)) {
       if (!*flags[i].name)
         fprintf(stderr, "%s: error: image or audio files do nothing %s\n",
                 argv0, what[mode]);
@@ -229,6 +251,13 @@ int tfm_main_refuse_unused(const char *argv0, const tfm_main_options *o,
       return 0;
     }
   return 1;
+}
+
+int tfm_main_flag_given(const tfm_main_options *o, const char *name) {
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; ++i)
+    if (!strcmp(flags[i].name, name))
+      return (int)(o->given[i / 64] >> (i % 64) & 1);
+  return 0;
 }
 
 /* Parses a number option; returns 0 after reporting when it is not one. */
@@ -284,6 +313,9 @@ static const struct {
      0},
     {"--decoder-tokens", offsetof(tfm_main_options, call.decoder_tokens), 0},
     {"--previous-text", offsetof(tfm_main_options, previous_text), 0},
+    {"--language", offsetof(tfm_main_options, language), 0},
+    {"--task", offsetof(tfm_main_options, task), 0},
+    {"--initial-prompt", offsetof(tfm_main_options, initial_prompt), 0},
     {"--suppress", offsetof(tfm_main_options, suppress), 1},
     {"--output", offsetof(tfm_main_options, call.output_path), 0},
 };
@@ -304,6 +336,8 @@ static int parse_switch(const char *arg, tfm_main_options *o) {
     o->ignore_eos = 1;
   else if (!strcmp(arg, "--forced-eos"))
     o->rules.forced_eos = o->rules_given = 1;
+  else if (!strcmp(arg, "--no-condition-on-previous"))
+    o->no_condition_on_previous = 1;
   else
     return 0;
   return 1;
@@ -395,10 +429,63 @@ static option_outcome parse_integer_option(const char *argv0, const char *arg,
   return OPTION_TAKEN;
 }
 
+/* Whisper's long-form thresholds (a number, or "off") and limits. */
+static option_outcome parse_transcript_option(const char *argv0,
+                                              const char *arg,
+                                              const char *value,
+                                              tfm_main_options *o) {
+  double *threshold =
+      !strcmp(arg, "--compression-ratio-threshold")
+          ? &o->compression_ratio_threshold
+      : !strcmp(arg, "--logprob-threshold")   ? &o->logprob_threshold
+      : !strcmp(arg, "--no-speech-threshold") ? &o->no_speech_threshold
+                                              : NULL;
+  if (!threshold && strcmp(arg, "--temperature-increment") &&
+      strcmp(arg, "--max-audio-seconds"))
+    return OPTION_UNKNOWN;
+  if (threshold && !strcmp(value, "off")) {
+    *threshold = NAN;
+    return OPTION_TAKEN;
+  }
+  if (!strcmp(arg, "--temperature-increment") && !strcmp(value, "off")) {
+    o->temperature_increment = 0; /* the first temperature alone */
+    return OPTION_TAKEN;
+  }
+  double number;
+  if (!parse_number(argv0, arg, value, &number))
+    return OPTION_BAD;
+  const char *range = NULL;
+  if (threshold == &o->no_speech_threshold && !(number >= 0 && number <= 1))
+    range = "0 to 1, or off";
+  else if (threshold == &o->compression_ratio_threshold && !(number > 0))
+    range = "more than 0, or off";
+  else if (!strcmp(arg, "--temperature-increment") &&
+           !(number > 0 && number <= 1))
+    range = "more than 0 and at most 1, or off";
+  else if (!strcmp(arg, "--max-audio-seconds") &&
+           !(number > 0 && number <= 86400))
+    range = "more than 0 and at most 86400 (a day)";
+  if (range) {
+    fprintf(stderr, "%s: error: %s expects %s, got %g\n", argv0, arg, range,
+            number);
+    return OPTION_BAD;
+  }
+  if (threshold)
+    *threshold = number;
+  else if (!strcmp(arg, "--temperature-increment"))
+    o->temperature_increment = (float)number;
+  else
+    o->max_audio_seconds = number;
+  return OPTION_TAKEN;
+}
+
 /* The options with a real value. */
 static option_outcome parse_real_option(const char *argv0, const char *arg,
                                         const char *value,
                                         tfm_main_options *o) {
+  option_outcome transcript = parse_transcript_option(argv0, arg, value, o);
+  if (transcript != OPTION_UNKNOWN)
+    return transcript;
   if (strcmp(arg, "--strength") && strcmp(arg, "--guidance") &&
       strcmp(arg, "--temperature") && strcmp(arg, "--top-p") &&
       strcmp(arg, "--repetition-penalty") && strcmp(arg, "--draft-p-min"))
@@ -515,10 +602,16 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
   o->sampler = tfm_sampler_default_options();
   o->draft_p_min = 0.75f; /* llama.cpp's --draft-p-min default */
   o->guidance = 7.5f; /* diffusers' StableDiffusionPipeline default */
+  /* OpenAI's transcribe defaults. */
+  o->temperature_increment = 0.2f;
+  o->compression_ratio_threshold = 2.4;
+  o->logprob_threshold = -1.0;
+  o->no_speech_threshold = 0.6;
+  o->max_audio_seconds = 3 * 3600;
   for (int i = 1; i < argc; ++i) {
     const char *arg = argv[i];
     const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-    o->given |= flag_bit(arg);
+    note_given(arg, o);
     if (arg[0] != '-') {
       /* Image files (PNG, JPEG) for an image model, audio files for a
        * speech model. */

@@ -31,6 +31,7 @@ typedef enum {
   TFM_MAIN_MODE_CALL,       /* one entry point (--call, encoders, teacher
                                forcing with --decoder-tokens) */
   TFM_MAIN_MODE_IMAGE,      /* a diffusion pipeline draws --prompt */
+  TFM_MAIN_MODE_WHISPER,    /* Whisper transcribes audio of any length */
   TFM_MAIN_MODE_COUNT
 } tfm_main_mode;
 
@@ -77,7 +78,15 @@ typedef struct {
   const char *init_image, *mask; /* image-to-image, inpainting */
   long steps, width, height;
   float guidance, strength;
-  uint64_t given; /* the flags given: bit i for main_options.c's flags[i] */
+  /* Whisper's long-form transcription (--format, --language, ...). */
+  const char *language, *task, *initial_prompt;
+  float temperature_increment; /* OpenAI's temperature_increment_on_fallback */
+  double compression_ratio_threshold, logprob_threshold, no_speech_threshold;
+  int no_condition_on_previous;
+  double max_audio_seconds;
+  /* The flags given: bit i % 64 of word i / 64 for main_options.c's
+   * flags[i]. */
+  uint64_t given[2];
 } tfm_main_options;
 
 typedef enum {
@@ -102,6 +111,17 @@ int tfm_main_image(const char *argv0, tfm_model *model,
  * instead; returns 0 then, 1 when every flag given acts. */
 int tfm_main_refuse_unused(const char *argv0, const tfm_main_options *o,
                            tfm_main_mode mode);
+
+/* Whether flag `name` was given. */
+int tfm_main_flag_given(const tfm_main_options *o, const char *name);
+
+/* Whisper's long-form mode (main_whisper.c): whether it runs (a Whisper
+ * model with timestamp tokens, audio files, no single-window flag), and
+ * the transcripts it prints. Returns the exit status. */
+int tfm_main_is_whisper_long_form(const tfm_model *model,
+                                  const tfm_main_options *o);
+int tfm_main_whisper(const char *argv0, tfm_model *model,
+                     const tfm_main_options *o);
 
 /* The options, one a line, to `out`. */
 void tfm_main_usage(FILE *out, const char *argv0);

@@ -19,65 +19,14 @@
 #include <math.h>
 #include <string.h>
 
-enum { kMtWords = 624, kMtShift = 397 };
-
-void tfm_torch_generator_seed(tfm_torch_generator *g, uint64_t seed,
-                              tfm_torch_normal_kernel kernel) {
-  /* at::mt19937(seed): the classic initialisation from a 32-bit seed. */
-  g->state[0] = (uint32_t)(seed & 0xffffffffu);
-  for (int j = 1; j < kMtWords; ++j)
-    g->state[j] =
-        1812433253u * (g->state[j - 1] ^ (g->state[j - 1] >> 30)) + (uint32_t)j;
-  g->next = kMtWords;
-  g->has_cached_normal = false;
-  g->cached_normal = 0;
-  g->kernel = kernel;
-}
-
-static void regenerate(tfm_torch_generator *g) {
-  uint32_t *s = g->state;
-  for (int j = 0; j < kMtWords; ++j) {
-    uint32_t y = (s[j] & 0x80000000u) | (s[(j + 1) % kMtWords] & 0x7fffffffu);
-    s[j] =
-        s[(j + kMtShift) % kMtWords] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0);
-  }
-  g->next = 0;
-}
-
-uint32_t tfm_torch_generator_random(tfm_torch_generator *g) {
-  if (g->next >= kMtWords)
-    regenerate(g);
-  uint32_t y = g->state[g->next++];
-  y ^= y >> 11;
-  y ^= (y << 7) & 0x9d2c5680u;
-  y ^= (y << 15) & 0xefc60000u;
-  y ^= y >> 18;
-  return y;
-}
-
-/* uniform_real_distribution<float>(0, 1): 24 random bits. */
-static float uniform_float(tfm_torch_generator *g) {
-  return (float)(tfm_torch_generator_random(g) & 0xffffffu) *
-         (1.0f / 16777216.0f);
-}
-
-/* uniform_real_distribution<double>(0, 1): 53 bits of random64(), whose
- * first 32-bit draw is the high word. */
-static double uniform_double(tfm_torch_generator *g) {
-  uint64_t high = tfm_torch_generator_random(g);
-  uint64_t low = tfm_torch_generator_random(g);
-  uint64_t bits = ((high << 32) | low) & ((UINT64_C(1) << 53) - 1);
-  return (double)bits * (1.0 / 9007199254740992.0);
-}
-
 /* at::normal_distribution<double>(0, 1), as the scalar kernel casts it. */
 static float normal_scalar(tfm_torch_generator *g) {
   if (g->has_cached_normal) {
     g->has_cached_normal = false;
     return (float)(g->cached_normal * 1.0 + 0.0);
   }
-  double u1 = uniform_double(g);
-  double u2 = uniform_double(g);
+  double u1 = tfm_torch_uniform_double(g);
+  double u2 = tfm_torch_uniform_double(g);
   double r = sqrt(-2.0 * log(1.0 - u2));
   double theta = 2.0 * 3.14159265358979323846 * u1;
   g->cached_normal = r * sin(theta);
@@ -208,13 +157,13 @@ void tfm_torch_randn(tfm_torch_generator *g, float *out, int64_t n) {
                                    ? normal_16_portable
                                    : normal_16_avx2;
   for (int64_t i = 0; i < n; ++i)
-    out[i] = uniform_float(g);
+    out[i] = tfm_torch_uniform_float(g);
   for (int64_t i = 0; i + 16 <= n; i += 16)
     transform(out + i);
   if (n % 16 != 0) {
     float *tail = out + n - 16;
     for (int i = 0; i < 16; ++i)
-      tail[i] = uniform_float(g);
+      tail[i] = tfm_torch_uniform_float(g);
     transform(tail);
   }
 }

@@ -19,43 +19,21 @@
  * what it runs without AVX2, e.g. on ARM). Both are reproduced in portable
  * C; TFM_TORCH_NORMAL_AVX2 is the default whatever this machine is.
  *
- * A generator is a plain struct (no allocation); it is not thread-safe, as
- * a torch.Generator is not.
+ * The generator itself (mt19937, its uniform draws) is
+ * runtime/support/torch_generator.h.
  *
  *===----------------------------------------------------------------------===*/
 
 #ifndef TFM_RUNTIME_DIFFUSION_TORCH_RANDN_H
 #define TFM_RUNTIME_DIFFUSION_TORCH_RANDN_H
 
-#include <stdbool.h>
+#include "runtime/support/torch_generator.h"
+
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* AVX2: torch on x86 with AVX2, the usual case. PORTABLE: torch without
- * AVX2 (ATEN_CPU_CAPABILITY=default, ARM). */
-typedef enum {
-  TFM_TORCH_NORMAL_AVX2 = 0,
-  TFM_TORCH_NORMAL_PORTABLE = 1
-} tfm_torch_normal_kernel;
-
-typedef struct {
-  uint32_t state[624];    /* mt19937 */
-  int32_t next;           /* index of the next word; 624: regenerate first */
-  bool has_cached_normal; /* torch's next_double_normal_sample */
-  double cached_normal;
-  tfm_torch_normal_kernel kernel;
-} tfm_torch_generator;
-
-/* torch.Generator().manual_seed(seed): only the low 32 bits of `seed`
- * matter, as in torch. Clears the cached normal. */
-void tfm_torch_generator_seed(tfm_torch_generator *g, uint64_t seed,
-                              tfm_torch_normal_kernel kernel);
-
-/* The generator's next 32 random bits (CPUGeneratorImpl::random). */
-uint32_t tfm_torch_generator_random(tfm_torch_generator *g);
 
 /* torch.randn(n, generator=g) for float32 (any shape of n elements, as the
  * draw does not depend on the shape), continuing g's stream. n <= 0 draws

@@ -331,7 +331,14 @@ tfm_status_code tfm_seq2seq_beam_search_from(tfm_model *model,
                               status);
       if (code != TFM_OK)
         goto done;
-      s.sequences[length + 1] = rules->prompt[length];
+      /* The forced token, or the language the logits detect (-1). */
+      tfm_apply_generation_rules(rules, s.sequences, length + 1, steps, eos,
+                                 logits, vocab);
+      int32_t forced = rules->prompt[length];
+      for (int64_t v = 0; forced < 0 && v < vocab; ++v)
+        if (logits[v] == 0.0f)
+          forced = (int32_t)v;
+      s.sequences[length + 1] = forced;
       ++length;
       continue;
     }

@@ -46,6 +46,17 @@ tfm_status_code tfm_generation_rules_check(const char *function,
       return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                       "%s: bad word %d has %d tokens", function, i,
                       rules->bad_word_lengths[i]);
+  for (int32_t i = 0; i < rules->prompt_count; ++i)
+    if (rules->prompt[i] < 0 && rules->language_count <= 0)
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "%s: prompt token %d is -1 (a language to detect) and "
+                      "the rules list no languages",
+                      function, i);
+  if (rules->language_count < 0 ||
+      (rules->language_count > 0 && !rules->languages))
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "%s: rules list %d languages at %p", function,
+                    rules->language_count, (const void *)rules->languages);
   if (rules->no_repeat_ngram_size < 0 || rules->min_new_tokens < 0)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "%s: negative no_repeat_ngram_size or min_new_tokens",
@@ -64,6 +75,10 @@ void tfm_apply_generation_rules(const tfm_generation_rules *rules,
    * as transformers' processors count from the end of decoder_input_ids. */
   if (generated < rules->prompt_count) {
     int32_t forced = rules->prompt[generated];
+    if (forced < 0) /* a language to detect: the likeliest */
+      for (int32_t i = 0; i < rules->language_count; ++i)
+        if (forced < 0 || scores[rules->languages[i]] > scores[forced])
+          forced = rules->languages[i];
     for (int64_t v = 0; v < vocab; ++v)
       scores[v] = v == forced ? 0.0f : -INFINITY;
     return;
@@ -140,4 +155,6 @@ void tfm_generation_rules_defaults(const tfm_model *model,
   rules->prompt_count = g->num_prompt;
   rules->begin_suppressed = g->begin_suppressed;
   rules->begin_suppressed_count = g->num_begin_suppressed;
+  rules->languages = g->languages;
+  rules->language_count = g->num_languages;
 }

@@ -73,23 +73,14 @@ static void mel_filters(int64_t bins, int64_t mels, double rate,
 /* FFTW's planner is not thread-safe; executing a plan is. */
 static pthread_mutex_t planner = PTHREAD_MUTEX_INITIALIZER;
 
-tfm_status_code tfm_log_mel(const tfm_model *model, const float *samples,
-                            int64_t n, float *features, int64_t capacity,
-                            tfm_status *status) {
-  if (!model || (!samples && n > 0) || !features || n < 0)
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_log_mel: NULL argument");
-  const tfm_audio_preprocessing *p =
-      tfm_model_get_desc(model)->audio_preprocessing;
-  if (!p || p->kaldi)
-    return tfm_fail(status, TFM_ERROR_NOT_FOUND, TFM_NO_AUDIO_PREPROCESSING,
-                    tfm_model_get_desc(model)->name);
-  int64_t length = p->samples, hop = p->hop_length, n_fft = p->n_fft;
+/* The log-mel features of samples[0..n) padded with silence or cut to
+ * `length` samples (length / hop frames into `features`), normalized by
+ * their own maximum. */
+static tfm_status_code log_mel(const tfm_audio_preprocessing *p,
+                               const float *samples, int64_t n, int64_t length,
+                               float *features, tfm_status *status) {
+  int64_t hop = p->hop_length, n_fft = p->n_fft;
   int64_t frames = length / hop, mels = p->mel_bins, bins = n_fft / 2 + 1;
-  if (capacity < mels * frames)
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_log_mel: room for %lld features, %lld needed",
-                    (long long)capacity, (long long)(mels * frames));
   int64_t pad = n_fft / 2;
   double *signal = calloc((size_t)(length + 2 * pad), sizeof *signal);
   double *window = malloc((size_t)n_fft * sizeof *window);
@@ -159,6 +150,68 @@ tfm_status_code tfm_log_mel(const tfm_model *model, const float *samples,
   free(signal), free(window), free(filters), free(mel), free(power);
   fftw_free(frame), fftw_free(spectrum);
   return ok ? TFM_OK : tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+}
+
+/* The model's log-mel preprocessing, or NULL after failing with why. */
+static const tfm_audio_preprocessing *
+log_mel_preprocessing(const tfm_model *model, tfm_status *status) {
+  const tfm_audio_preprocessing *p =
+      tfm_model_get_desc(model)->audio_preprocessing;
+  if (!p || p->kaldi) {
+    tfm_fail(status, TFM_ERROR_NOT_FOUND, TFM_NO_AUDIO_PREPROCESSING,
+             tfm_model_get_desc(model)->name);
+    return NULL;
+  }
+  return p;
+}
+
+tfm_status_code tfm_log_mel(const tfm_model *model, const float *samples,
+                            int64_t n, float *features, int64_t capacity,
+                            tfm_status *status) {
+  if (!model || (!samples && n > 0) || !features || n < 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_log_mel: NULL argument");
+  const tfm_audio_preprocessing *p = log_mel_preprocessing(model, status);
+  if (!p)
+    return status ? status->code : TFM_ERROR_NOT_FOUND;
+  int64_t needed = p->mel_bins * (p->samples / p->hop_length);
+  if (capacity < needed)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_log_mel: room for %lld features, %lld needed",
+                    (long long)capacity, (long long)needed);
+  return log_mel(p, samples, n, p->samples, features, status);
+}
+
+tfm_status_code tfm_log_mel_all(const tfm_model *model, const float *samples,
+                                int64_t n, float **features, int64_t *frames,
+                                tfm_status *status) {
+  if (!model || (!samples && n > 0) || !features || !frames || n < 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_log_mel_all: NULL argument");
+  const tfm_audio_preprocessing *p = log_mel_preprocessing(model, status);
+  if (!p)
+    return status ? status->code : TFM_ERROR_NOT_FOUND;
+  /* The centered STFT reflects n_fft / 2 samples at each end. */
+  if (n <= p->n_fft / 2 || n < p->hop_length)
+    return tfm_fail(status, TFM_ERROR_AUDIO,
+                    "%lld samples are too few for log-mel features: at "
+                    "least %lld (%.3f s) are needed",
+                    (long long)n, (long long)(p->n_fft / 2 + 1),
+                    (double)(p->n_fft / 2 + 1) / (double)p->sampling_rate);
+  int64_t count = n / p->hop_length;
+  float *out = malloc((size_t)(p->mel_bins * count) * sizeof *out);
+  if (!out)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "out of memory for %lld frames of log-mel features",
+                    (long long)count);
+  tfm_status_code code = log_mel(p, samples, n, n, out, status);
+  if (code != TFM_OK) {
+    free(out);
+    return code;
+  }
+  *features = out;
+  *frames = count;
+  return TFM_OK;
 }
 
 /* Kaldi's mel scale. */
@@ -281,21 +334,23 @@ tfm_status_code tfm_kaldi_fbank(const tfm_model *model, const float *samples,
  * and mixed down as they come, no further than the model hears, so memory
  * follows the duration a model accepts, not the file's claims. */
 enum {
-  kMinRate = 1000,     /* Hz: below telephony's 8 kHz by far */
-  kMaxRate = 384000,   /* Hz: the highest rate audio interfaces record */
-  kMaxChannels = 8,    /* 7.1; FLAC's own limit */
-  kMaxSeconds = 3600,  /* longer is a malformed header, not a request */
-  kChunkFrames = 65536 /* decoded at a time */
+  kMinRate = 1000,         /* Hz: below telephony's 8 kHz by far */
+  kMaxRate = 384000,       /* Hz: the highest rate audio interfaces record */
+  kMaxChannels = 8,        /* 7.1; FLAC's own limit */
+  kMaxSeconds = 3600,      /* longer is a malformed header, not a request, */
+  kMaxLongSeconds = 86400, /* unless a long-form transcript asks for more */
+  kChunkFrames = 65536     /* decoded at a time */
 };
 
 /* How much of a file a model takes: a waveform model (Wav2Vec2) at most
  * `max_samples` at `rate` Hz and refuses a longer file (its call would
  * refuse the samples), others the first `keep` seconds (Whisper's and the
- * Audio Spectrogram Transformer's chunk), the rest left unread. */
+ * Audio Spectrogram Transformer's chunk), the rest left unread; none longer
+ * than `max_seconds` (kMaxSeconds unless a long-form transcript asks). */
 typedef struct {
   const char *model;
   int64_t rate, max_samples;
-  double keep;
+  double keep, max_seconds;
 } audio_bounds;
 
 /* The header's claims against the bounds above and the model's. */
@@ -314,11 +369,16 @@ static tfm_status_code check_header(const char *path, const SF_INFO *info,
                     "'%s' has %d channels: tfmc mixes down at most %d", path,
                     info->channels, kMaxChannels);
   double seconds = (double)info->frames / info->samplerate;
-  if (info->frames > (int64_t)info->samplerate * kMaxSeconds)
+  double longest = bounds->max_seconds > 0 ? bounds->max_seconds : kMaxSeconds;
+  if ((double)info->frames > (double)info->samplerate * longest)
     return tfm_fail(status, TFM_ERROR_AUDIO,
                     "'%s' claims %.1f s (%lld frames at %d Hz): more than "
-                    "an hour is not audio tfmc transcribes",
-                    path, seconds, (long long)info->frames, info->samplerate);
+                    "%.0f s is not audio tfmc transcribes%s",
+                    path, seconds, (long long)info->frames, info->samplerate,
+                    longest,
+                    longest < kMaxLongSeconds ? " here (a longer limit may "
+                                                "be asked for)"
+                                              : "");
   /* frames / samplerate > max_samples / rate, in integers (an hour at
    * 384 kHz times a rate is far under 2^63; a longest clip past 2^63 /
    * kMaxRate bounds nothing). */
@@ -497,7 +557,7 @@ tfm_status_code tfm_audio_load(const tfm_model *model, const char *path,
   int64_t n = 0;
   /* Only as much as the chunk needs. */
   audio_bounds bounds = {tfm_model_get_desc(model)->name, p->sampling_rate, 0,
-                         (double)p->samples / (double)p->sampling_rate};
+                         (double)p->samples / (double)p->sampling_rate, 0};
   tfm_status_code code = read_at_rate(path, &bounds, &samples, &n, status);
   if (code != TFM_OK)
     return code;
@@ -527,10 +587,32 @@ tfm_status_code tfm_audio_read(const tfm_model *model, const char *path,
   /* No more than the model takes (a waveform model: its longest clip,
    * longer files refused by their header; Whisper: its chunk): a few bytes
    * of header claiming an hour must not be decoded, or resampled, whole. */
-  audio_bounds bounds = {desc->name, rate, 0, 0};
+  audio_bounds bounds = {desc->name, rate, 0, 0, 0};
   if (desc->waveform)
     bounds.max_samples = desc->max_context;
   else
     bounds.keep = (double)desc->audio_preprocessing->samples / (double)rate;
+  return read_at_rate(path, &bounds, samples, n, status);
+}
+
+tfm_status_code tfm_audio_read_all(const tfm_model *model, const char *path,
+                                   double max_seconds, float **samples,
+                                   int64_t *n, tfm_status *status) {
+  if (!model || !path || !samples || !n)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_audio_read_all: NULL argument");
+  if (!(max_seconds > 0 && max_seconds <= kMaxLongSeconds))
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_audio_read_all: a longest duration of %g s; "
+                    "expected more than 0 and at most %d",
+                    max_seconds, kMaxLongSeconds);
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  const tfm_audio_preprocessing *p = desc->audio_preprocessing;
+  if (!p || p->kaldi)
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND, TFM_NO_AUDIO_PREPROCESSING,
+                    desc->name);
+  *samples = NULL;
+  *n = 0;
+  audio_bounds bounds = {desc->name, p->sampling_rate, 0, 0, max_seconds};
   return read_at_rate(path, &bounds, samples, n, status);
 }

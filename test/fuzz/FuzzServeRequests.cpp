@@ -83,14 +83,16 @@ void checkUpload(const std::string &contentType, const std::string &body,
   for (const auto &[name, value] : fields)
     if (name.empty() || value.size() > body.size())
       std::abort();
-  for (bool whisper : {true, false}) {
-    TranscriptionRequest request;
-    if (auto error =
-            parseTranscriptionRequest(fields, model, whisper, request))
-      checkRefusal(error);
-    else if (request.audio.empty())
-      std::abort();
-  }
+  for (SpeechModel speech :
+       {SpeechModel::Ctc, SpeechModel::Whisper, SpeechModel::WhisperTimestamps})
+    for (bool translate : {false, true}) {
+      TranscriptionRequest request;
+      if (auto error = parseTranscriptionRequest(fields, model, speech,
+                                                 translate, request))
+        checkRefusal(error);
+      else if (request.audio.empty())
+        std::abort();
+    }
 }
 
 /// The body as /v1/images/generations reads it for a 96x64 pipeline.

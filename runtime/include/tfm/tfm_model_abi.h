@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 26
+#define TFM_ABI_VERSION 27
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -350,9 +350,17 @@ typedef struct {
   const int32_t *bad_word_lengths; /* their lengths, */
   const int32_t *bad_words;        /* their tokens end to end */
   int32_t num_prompt;           /* forced_decoder_ids after the start token */
-  const int32_t *prompt;
+  const int32_t *prompt;        /* -1: a null, the language detected */
   int32_t num_begin_suppressed; /* begin_suppress_tokens */
   const int32_t *begin_suppressed;
+  /* Whisper's special tokens (-1: none): <|notimestamps|> (the timestamps
+   * follow it; <|nospeech|> comes right before it), the latest first
+   * timestamp (max_initial_timestamp_index), <|startofprev|>, the tasks
+   * (task_to_id), and the languages (lang_to_id's ids, in id order). */
+  int32_t no_timestamps, max_initial_timestamp, start_of_previous;
+  int32_t transcribe, translate;
+  int32_t num_languages;
+  const int32_t *languages;
 } tfm_generation_defaults;
 
 /* A Stable Diffusion pipeline's constants (tfm_image_generate): the

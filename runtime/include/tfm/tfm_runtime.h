@@ -484,6 +484,11 @@ typedef struct {
    * tfm_seq2seq_previous_text). */
   const int32_t *previous;
   int32_t previous_count;
+  /* A -1 in `prompt` is the likeliest of these tokens at its step (the
+   * raw logits', before any rule): Whisper's language, detected as
+   * detect_language does when generation_config forces a null there. */
+  const int32_t *languages;
+  int32_t language_count;
 } tfm_generation_rules;
 
 typedef struct {
@@ -667,6 +672,96 @@ tfm_status_code tfm_ctc_decode(const tfm_model *model, const float *logits,
 tfm_status_code tfm_transcribe(tfm_model *model, const float *samples,
                                int64_t n, char **text, tfm_status *status);
 
+/* How Whisper transcribes audio of any length (tfm_whisper_transcribe), as
+ * OpenAI's transcribe() and transformers' sequential long-form generate()
+ * do; tfm_whisper_options_default sets OpenAI's defaults. A threshold set
+ * to NAN is off. */
+typedef struct {
+  /* A language code ("de"), English name ("german") or token ("<|de|>");
+   * NULL: the model's forced language, else detected from the first 30 s
+   * (the most likely language token after <|startoftranscript|>). */
+  const char *language;
+  /* "transcribe" or "translate" (into English); NULL: the model's. */
+  const char *task;
+  /* Text before the first window, conditioning it (OpenAI's
+   * initial_prompt: <|startofprev|> and " " + the text); NULL: none. */
+  const char *prompt;
+  /* Each window after the first conditioned on the text so far (its last
+   * 223 tokens), while the last window was decoded below temperature 0.5. */
+  int condition_on_previous;
+  /* Each window is decoded at temperatures[0] (0: greedy), then at the
+   * next where its tokens compress more than compression_ratio_threshold
+   * (zlib) or average a log-probability below logprob_threshold. */
+  const float *temperatures;
+  int32_t temperature_count;
+  double compression_ratio_threshold; /* 2.4 */
+  double logprob_threshold;           /* -1 */
+  /* A window more likely than this to hold no speech (<|nospeech|>'s
+   * probability after <|startoftranscript|>) whose text also averages a
+   * log-probability below logprob_threshold is skipped. */
+  double no_speech_threshold; /* 0.6 */
+  /* The seed of sampled windows' draws: torch.manual_seed(seed)'s, so
+   * that they are torch.multinomial's on the same logits. */
+  uint64_t seed;
+  /* Called after each window with the seconds done and in all; NULL: none. */
+  void (*on_progress)(void *user, double done, double total);
+  void *user;
+} tfm_whisper_options;
+
+/* temperatures 0, 0.2, ..., 1.0; compression ratio 2.4, log-probability
+ * -1, no speech 0.6; conditioned on previous text; seed 0. */
+void tfm_whisper_options_default(tfm_whisper_options *options);
+
+/* A stretch of a transcript: its times in seconds from the audio's start,
+ * its text (special tokens skipped), its tokens (timestamps included), and
+ * what its window was decoded with: the temperature, the tokens' average
+ * log-probability and compression ratio, the no-speech probability. */
+typedef struct {
+  double start, end;
+  int64_t seek; /* its window's first frame (100 a second) */
+  char *text;
+  int32_t *tokens;
+  int64_t token_count;
+  double temperature, avg_logprob, compression_ratio, no_speech_prob;
+} tfm_transcript_segment;
+
+typedef struct {
+  char *language;  /* its code ("en"), "" where the model has no languages */
+  char *task;      /* "transcribe" or "translate" */
+  double duration; /* seconds of audio */
+  char *text;      /* every segment's text, one after another */
+  tfm_transcript_segment *segments;
+  int64_t segment_count;
+} tfm_transcript;
+
+/* Whisper's transcript of log-mel features of any length (f32 [mel bins,
+ * frames], tfm_log_mel_all): 30 s windows decoded with timestamps, each
+ * starting where the last complete segment of the one before ended (or
+ * after it, where its text ended with a lone timestamp), with the options'
+ * language, task, prompt, temperature fallback and silence skipping.
+ * *transcript is the caller's to free (tfm_transcript_free). Fails with
+ * TFM_ERROR_NOT_FOUND for a model without Whisper's timestamp tokens, and
+ * TFM_ERROR_INVALID_ARGUMENT naming an unknown language or task. */
+tfm_status_code tfm_whisper_transcribe(tfm_model *model, const float *features,
+                                       int64_t frames,
+                                       const tfm_whisper_options *options,
+                                       tfm_transcript **transcript,
+                                       tfm_status *status);
+void tfm_transcript_free(tfm_transcript *transcript);
+
+typedef enum {
+  TFM_TRANSCRIPT_TEXT = 0, /* the text, one line */
+  TFM_TRANSCRIPT_JSON = 1, /* OpenAI's verbose_json */
+  TFM_TRANSCRIPT_SRT = 2,  /* SubRip subtitles */
+  TFM_TRANSCRIPT_VTT = 3   /* WebVTT subtitles */
+} tfm_transcript_format;
+
+/* The transcript written in `format` into *text (malloc'd, NUL-terminated;
+ * the caller frees it). */
+tfm_status_code tfm_transcript_write(const tfm_transcript *transcript,
+                                     tfm_transcript_format format, char **text,
+                                     tfm_status *status);
+
 /* Whisper's log-mel features of `n` mono samples at the model's rate,
  * padded with silence or cut to its chunk, as WhisperFeatureExtractor
  * computes them: a centered STFT (periodic Hann windows of n_fft samples
@@ -676,6 +771,22 @@ tfm_status_code tfm_transcribe(tfm_model *model, const float *samples,
 tfm_status_code tfm_log_mel(const tfm_model *model, const float *samples,
                             int64_t n, float *features, int64_t capacity,
                             tfm_status *status);
+
+/* tfm_log_mel of all `n` samples, however many: f32 [mel bins, n /
+ * hop_length] into *features (malloc'd; the caller frees it) and their
+ * count into *frames, normalized over all of them as
+ * WhisperFeatureExtractor(truncation=False, padding="longest") does for
+ * long-form transcription. TFM_ERROR_AUDIO for fewer samples than one hop. */
+tfm_status_code tfm_log_mel_all(const tfm_model *model, const float *samples,
+                                int64_t n, float **features, int64_t *frames,
+                                tfm_status *status);
+
+/* An audio file's mono samples at a Whisper model's rate, all of them, for
+ * tfm_log_mel_all: as tfm_audio_read, but not cut to the model's chunk; a
+ * file longer than `max_seconds` is refused by its header's duration. */
+tfm_status_code tfm_audio_read_all(const tfm_model *model, const char *path,
+                                   double max_seconds, float **samples,
+                                   int64_t *n, tfm_status *status);
 
 /* The Audio Spectrogram Transformer's features of `n` mono samples at the
  * model's rate, as ASTFeatureExtractor computes them: Kaldi-style log
