@@ -435,6 +435,14 @@ llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(
       languages.push_back(id);
   }
   llvm::sort(languages);
+  // The prompt decodes one window without timestamps: 4.40's
+  // _retrieve_init_tokens ends it with <|notimestamps|> where the config
+  // forces none (openai/whisper-*'s [[1, null], [2, transcribe]]); the
+  // long-form windows drop it again.
+  if (prompt.empty() && !languages.empty())
+    prompt.push_back(-1); // no forced ids: the language detected
+  if (noTimestamps >= 0 && !prompt.empty() && prompt.back() != noTimestamps)
+    prompt.push_back(noTimestamps);
   int64_t maxInitial = integer("max_initial_timestamp_index", -1);
   if (noTimestamps >= 0 && noTimestamps < 1)
     return makeError(where + ": no_timestamps_token_id 0 leaves no "

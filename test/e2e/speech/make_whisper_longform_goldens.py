@@ -10,6 +10,9 @@ max_initial_timestamp_index as openai/whisper-* have them) and the goldens
 of transformers 4.40's sequential long-form generate() (../shared/reference)
 on speech-like audio (speech_like_audio.py) of 75 s and 3 min:
 
+- whisper-long.75s-first-window.txt: generate()'s ids for the 75 s clip's
+  first 30 s alone (short-form: the language detected, then transcribe
+  and <|notimestamps|>, greedy), after the decoder start token;
 - whisper-long.<case>.json: the arguments, the detected or given language
   token, and every segment generate(return_segments=True) gives: start and
   end (s), its tokens, and the window it came from's temperature, average
@@ -219,6 +222,18 @@ def read_wav(path):
     return pcm.astype(np.float32) / 32768  # as libsndfile reads it
 
 
+def short_form(model, extractor, audio):
+    """generate() on the first 30 s alone, as the executable's
+    single-window mode decodes them: the language detected, then
+    transcribe and <|notimestamps|>, greedy, suppressions; the ids after
+    the decoder start token."""
+    features = extractor(audio, sampling_rate=16000,
+                         return_tensors="pt").input_features
+    with torch.no_grad():
+        ids = model.generate(features, max_new_tokens=24)[0].tolist()
+    return ids[1:]
+
+
 def main():
     tokenizer = write_tokenizer()
     model = make_model(tokenizer)
@@ -230,6 +245,11 @@ def main():
             path = os.path.join(tmp, name + ".wav")
             speech_like_audio.write(path, seconds, seed, silences)
             audio[name] = read_wav(path)
+    ids = short_form(model, extractor, audio["75s"])
+    with open(os.path.join(OUT, "whisper-long.75s-first-window.txt"),
+              "w") as f:
+        f.write(" ".join(map(str, ids)) + "\n")
+    print("first window", ids)
     for case, (clip, arguments) in CASES.items():
         features = extractor(audio[clip], sampling_rate=16000,
                              truncation=False, padding="longest",
