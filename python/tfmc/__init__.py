@@ -33,6 +33,7 @@ import numpy as np
 from tfmc._abi import (ROLE_NAMES, DTYPE_NAMES, NUMPY_DTYPES, Status,
                        Tensor, GenerateOptions, GenerateResult,
                        GenerationRules, ModelDesc, WhisperOptions,
+                       CtcChunking,
                        SamplerOptions, ON_TOKEN, ImageRequest, ON_IMAGE_STEP,
                        declare)
 
@@ -786,12 +787,17 @@ class Model:
                    temperature=(0.0, 0.2, 0.4, 0.6, 0.8, 1.0),
                    compression_ratio_threshold=2.4, logprob_threshold=-1.0,
                    no_speech_threshold=0.6, condition_on_previous=True,
-                   seed=0, max_audio_seconds=10800):
+                   seed=0, max_audio_seconds=10800, chunk_length_s=None,
+                   stride_length_s=None):
         """A speech model's transcript of `audio`: mono samples at the
         model's rate (description's sampling_rate; a NumPy array or list),
         or an audio file's path (read_audio). A recognizer
         (Wav2Vec2ForCTC, HubertForCTC) decodes greedily, as
-        Wav2Vec2CTCTokenizer does. Whisper generates from the clip's
+        Wav2Vec2CTCTokenizer does, audio longer than it hears at once in
+        overlapping chunks as transformers' ASR pipeline does
+        (chunk_length_s: 30 by default past its longest clip;
+        stride_length_s: a sixth of the chunk); timestamps="word" returns
+        verbose_json's dict with each word's start and end. Whisper generates from the clip's
         log-mel features (its first 30 s) as translate() does, with its
         language, task and no-timestamps prompt; `prompt` is the text
         before the clip (OpenAI's, generate()'s prompt_ids), which
@@ -815,6 +821,11 @@ class Model:
             if media is None:
                 raise TfmcError("libtfmrt_media.so (log-mel features) is not "
                                 "found: set TFM_MEDIA_LIBRARY")
+            if chunk_length_s is not None or stride_length_s is not None:
+                raise TfmcError("chunk_length_s and stride_length_s are for "
+                                "a CTC recognizer: Whisper hears 30 s "
+                                "windows, each starting where the last one's "
+                                "text ended")
             samples = self._samples(audio, max_audio_seconds)
             shape = self.description["entry_points"]["encode"]["inputs"][0][
                 "shape"]
@@ -851,19 +862,46 @@ class Model:
             raise TfmcError(f"model '{self.description['name']}' is not a "
                             "speech recognizer (no CTC head) or Whisper")
         if beams is not None or max_new_tokens is not None or \
-                prompt is not None:
-            raise TfmcError("beams, max_new_tokens and prompt are for "
-                            "Whisper: a CTC recognizer decodes greedily, "
-                            "frame by frame")
-        samples = self._samples(audio)
-        text = ctypes.c_void_p()
+                prompt is not None or language is not None or \
+                task is not None:
+            raise TfmcError("beams, max_new_tokens, prompt, language and "
+                            "task are for Whisper: a CTC recognizer decodes "
+                            "greedily, frame by frame")
+        if timestamps not in (None, "word"):
+            raise TfmcError(f"timestamps={timestamps!r}: a CTC recognizer's "
+                            "transcript has words, not segments: None or "
+                            "'word'")
+        samples = self._samples(audio, max_audio_seconds)
+        longest = self._desc.max_context
+        if chunk_length_s is None and 0 < longest < len(samples):
+            # Longer than the model hears at once: 30 s chunks (at most its
+            # longest clip), as the executable chunks them.
+            chunk_length_s = min(30.0, longest / waveform.contents.sampling_rate)
+        chunking = CtcChunking(chunk_length_s or 0.0,
+                               -1.0 if stride_length_s is None
+                               else stride_length_s)
         status = Status()
+        transcript = ctypes.c_void_p()
         with self._using("transcribe") as handle:
-            code = self._library.tfm_transcribe(
+            code = self._library.tfm_ctc_transcribe(
                 handle, samples.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-                len(samples), ctypes.byref(text), ctypes.byref(status))
+                len(samples), ctypes.byref(chunking), ctypes.byref(transcript),
+                ctypes.byref(status))
         _check(code, status)
-        return self._take_text(text)
+        result = self._verbose_json(transcript)
+        return result if timestamps == "word" else result["text"]
+
+    def _verbose_json(self, transcript):
+        """A tfm_transcript as verbose_json's dict, the transcript freed."""
+        status = Status()
+        try:
+            text = ctypes.c_void_p()
+            code = self._library.tfm_transcript_write(
+                transcript, 1, ctypes.byref(text), ctypes.byref(status))
+            _check(code, status)
+            return json.loads(self._take_text(text))
+        finally:
+            self._library.tfm_transcript_free(transcript)
 
     def _log_mel_all(self, media, samples):
         """Log-mel features of every sample (tfm_log_mel_all) as NumPy
@@ -922,14 +960,7 @@ class Model:
                 frames, ctypes.byref(o), ctypes.byref(transcript),
                 ctypes.byref(status))
         _check(code, status)
-        try:
-            text = ctypes.c_void_p()
-            code = self._library.tfm_transcript_write(
-                transcript, 1, ctypes.byref(text), ctypes.byref(status))
-            _check(code, status)
-            result = json.loads(self._take_text(text))
-        finally:
-            self._library.tfm_transcript_free(transcript)
+        result = self._verbose_json(transcript)
         return result if timestamps == "segment" else result["text"]
 
     # Generation.

@@ -260,6 +260,11 @@ class WhisperOptions(ctypes.Structure):
                 ("user", ctypes.c_void_p)]
 
 
+class CtcChunking(ctypes.Structure):
+    _fields_ = [("chunk_seconds", ctypes.c_double),
+                ("stride_seconds", ctypes.c_double)]
+
+
 class GenerateResult(ctypes.Structure):
     _fields_ = [("prompt_tokens", ctypes.c_int64),
                 ("generated_tokens", ctypes.c_int64),
@@ -311,6 +316,9 @@ def declare(library):
         "tfm_transcript_write": (ctypes.c_int, [p, ctypes.c_int,
                                                 ctypes.POINTER(p), status]),
         "tfm_transcript_free": (None, [p]),
+        "tfm_ctc_transcribe": (ctypes.c_int, [
+            p, ctypes.POINTER(ctypes.c_float), i64,
+            ctypes.POINTER(CtcChunking), ctypes.POINTER(p), status]),
         "tfm_seq2seq_text": (ctypes.c_int, [p, ctypes.POINTER(Tensor), i32,
                                             i64,
                                             ctypes.POINTER(GenerationRules),

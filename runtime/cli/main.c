@@ -628,9 +628,7 @@ static int run_model(const char *argv0, tfm_model *model,
                                   "FLAC, Ogg, ...)");
     if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_TRANSCRIBE))
       return 1;
-    return tfm_main_transcribe(argv0, model,
-                               (const char *const *)o->call.images,
-                               o->call.image_count);
+    return tfm_main_transcribe(argv0, model, o);
   }
   /* Models that do not generate (encoders) run their first entry point. */
   int generates = !seq2seq && (tfm_model_entry_point(model, "prefill") ||

@@ -141,11 +141,9 @@ int tfm_main_is_similarity(const tfm_model *model);
 int tfm_main_similarity(const char *argv0, tfm_model *model,
                         const tfm_similarity_options *options);
 
-/* The transcription mode (main_transcribe.c): a speech recognizer (CTC)
- * prints each audio file's transcript. */
+/* Whether `model` is a speech recognizer (CTC), whose transcripts
+ * main_transcribe.c prints (tfm_main_transcribe, main_options.h). */
 int tfm_main_is_transcription(const tfm_model *model);
-int tfm_main_transcribe(const char *argv0, tfm_model *model,
-                        const char *const *files, int count);
 
 #ifdef __cplusplus
 }

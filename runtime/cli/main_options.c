@@ -109,6 +109,10 @@ void tfm_main_usage(FILE *out, const char *argv0) {
       "    [--no-speech-threshold X (0.6)] (each threshold may be off)\n"
       "    [--no-condition-on-previous] [--seed S] [--max-audio-seconds S "
       "(10800)]\n"
+      "  A speech recognizer (CTC) transcribes audio of any length:\n"
+      "    AUDIO... [--format txt|json (words with times)]\n"
+      "    [--chunk-seconds S (30 past its longest clip)] [--stride-seconds S "
+      "(S/6)]\n"
       "  A diffusion pipeline (Stable Diffusion) draws an image:\n"
       "    --prompt TEXT -o OUT.png [--negative-prompt TEXT] [--steps N (50)]\n"
       "    [--guidance G (7.5)] [--seed S (0)] [--scheduler NAME]\n"
@@ -186,7 +190,7 @@ static const struct {
     {"--features", SEQ2SEQ | CALL},
     {"--preprocess", SEQ2SEQ | CALL},
     {"--truncate", CALL},
-    {"--format", CALL | WHISPER},
+    {"--format", CALL | WHISPER | TRANSCRIBE},
     {"--language", WHISPER},
     {"--task", WHISPER},
     {"--initial-prompt", WHISPER},
@@ -195,7 +199,9 @@ static const struct {
     {"--logprob-threshold", WHISPER},
     {"--no-speech-threshold", WHISPER},
     {"--no-condition-on-previous", WHISPER},
-    {"--max-audio-seconds", WHISPER},
+    {"--max-audio-seconds", WHISPER | TRANSCRIBE},
+    {"--chunk-seconds", TRANSCRIBE},
+    {"--stride-seconds", TRANSCRIBE},
     {"--output", SEQ2SEQ | CALL | IMAGE},
     {"--negative-prompt", IMAGE},
     {"--steps", IMAGE},
@@ -441,7 +447,8 @@ static option_outcome parse_transcript_option(const char *argv0,
       : !strcmp(arg, "--no-speech-threshold") ? &o->no_speech_threshold
                                               : NULL;
   if (!threshold && strcmp(arg, "--temperature-increment") &&
-      strcmp(arg, "--max-audio-seconds"))
+      strcmp(arg, "--max-audio-seconds") && strcmp(arg, "--chunk-seconds") &&
+      strcmp(arg, "--stride-seconds"))
     return OPTION_UNKNOWN;
   if (threshold && !strcmp(value, "off")) {
     *threshold = NAN;
@@ -465,6 +472,10 @@ static option_outcome parse_transcript_option(const char *argv0,
   else if (!strcmp(arg, "--max-audio-seconds") &&
            !(number > 0 && number <= 86400))
     range = "more than 0 and at most 86400 (a day)";
+  else if (!strcmp(arg, "--chunk-seconds") && !(number > 0 && number <= 3600))
+    range = "more than 0 and at most 3600";
+  else if (!strcmp(arg, "--stride-seconds") && !(number >= 0 && number <= 600))
+    range = "0 to 600";
   if (range) {
     fprintf(stderr, "%s: error: %s expects %s, got %g\n", argv0, arg, range,
             number);
@@ -474,6 +485,10 @@ static option_outcome parse_transcript_option(const char *argv0,
     *threshold = number;
   else if (!strcmp(arg, "--temperature-increment"))
     o->temperature_increment = (float)number;
+  else if (!strcmp(arg, "--chunk-seconds"))
+    o->chunk_seconds = number;
+  else if (!strcmp(arg, "--stride-seconds"))
+    o->stride_seconds = number;
   else
     o->max_audio_seconds = number;
   return OPTION_TAKEN;
@@ -608,6 +623,7 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
   o->logprob_threshold = -1.0;
   o->no_speech_threshold = 0.6;
   o->max_audio_seconds = 3 * 3600;
+  o->stride_seconds = -1; /* a sixth of the chunk */
   for (int i = 1; i < argc; ++i) {
     const char *arg = argv[i];
     const char *value = i + 1 < argc ? argv[i + 1] : NULL;

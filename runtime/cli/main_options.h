@@ -84,6 +84,9 @@ typedef struct {
   double compression_ratio_threshold, logprob_threshold, no_speech_threshold;
   int no_condition_on_previous;
   double max_audio_seconds;
+  /* A CTC recognizer's chunks (0: whole, or 30 s past its longest clip)
+   * and strides (negative: a sixth of the chunk). */
+  double chunk_seconds, stride_seconds;
   /* The flags given: bit i % 64 of word i / 64 for main_options.c's
    * flags[i]. */
   uint64_t given[2];
@@ -111,6 +114,16 @@ int tfm_main_image(const char *argv0, tfm_model *model,
  * instead; returns 0 then, 1 when every flag given acts. */
 int tfm_main_refuse_unused(const char *argv0, const tfm_main_options *o,
                            tfm_main_mode mode);
+
+/* The transcription mode (main_transcribe.c): a speech recognizer (CTC)
+ * prints each audio file's transcript. Returns the exit status. */
+int tfm_main_transcribe(const char *argv0, tfm_model *model,
+                        const tfm_main_options *o);
+
+/* --format's transcript format (txt, json, srt, vtt); 0 after reporting
+ * another (main_whisper.c). */
+int tfm_main_transcript_format(const char *argv0, const char *name,
+                               tfm_transcript_format *format);
 
 /* Whether flag `name` was given. */
 int tfm_main_flag_given(const tfm_main_options *o, const char *name);

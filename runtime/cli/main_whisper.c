@@ -42,8 +42,8 @@ static void draw_progress(void *user, double done, double total) {
   fflush(stderr);
 }
 
-static int format_of(const char *argv0, const char *name,
-                     tfm_transcript_format *format) {
+int tfm_main_transcript_format(const char *argv0, const char *name,
+                               tfm_transcript_format *format) {
   static const struct {
     const char *name;
     tfm_transcript_format format;
@@ -99,7 +99,8 @@ int tfm_main_whisper(const char *argv0, tfm_model *model,
     return tfm_main_fail(argv0, "this executable was linked without audio "
                                 "decoding");
   tfm_transcript_format format = TFM_TRANSCRIPT_TEXT;
-  if (o->call.format && !format_of(argv0, o->call.format, &format))
+  if (o->call.format &&
+      !tfm_main_transcript_format(argv0, o->call.format, &format))
     return 1;
   /* OpenAI's temperatures: from --temperature (0) by the increment up to
    * 1 (np.arange(t, 1 + 1e-6, increment)); --temperature-increment off:

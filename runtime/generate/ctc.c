@@ -11,7 +11,7 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/core/status.h"
-#include "tfm/tfm_runtime.h"
+#include "runtime/generate/ctc_internal.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -106,23 +106,56 @@ static void clean_up(text_buffer *t) {
     replace_all(t, pairs[i][0], pairs[i][1]);
 }
 
-tfm_status_code tfm_ctc_decode(const tfm_model *model, const float *logits,
-                               int64_t frames, char **text,
-                               tfm_status *status) {
-  if (!model || !text || (!logits && frames > 0) || frames < 0)
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_ctc_decode: NULL argument or negative frames");
+/* Why `model` decodes no CTC labels, or TFM_OK. */
+static tfm_status_code check_ctc(const tfm_model *model, tfm_status *status) {
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   const tfm_waveform_input *ctc = desc->waveform;
   if (!ctc || ctc->blank < 0 || desc->num_labels <= 0)
     return tfm_fail(status, TFM_ERROR_NOT_FOUND,
                     "model '%s' is not a speech recognizer (no CTC labels)",
                     desc->name);
+  return TFM_OK;
+}
+
+tfm_status_code tfm_ctc_decode(const tfm_model *model, const float *logits,
+                               int64_t frames, char **text,
+                               tfm_status *status) {
+  if (!model || !text || (!logits && frames > 0) || frames < 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_ctc_decode: NULL argument or negative frames");
+  tfm_status_code code = check_ctc(model, status);
+  if (code != TFM_OK)
+    return code;
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  int32_t *labels = malloc((size_t)(frames ? frames : 1) * sizeof *labels);
+  if (!labels)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  for (int64_t f = 0; f < frames; ++f)
+    labels[f] = tfm_argmax(logits + f * desc->num_labels, desc->num_labels);
+  code = tfm_ctc_decode_labels(model, labels, frames, text, status);
+  free(labels);
+  return code;
+}
+
+tfm_status_code tfm_ctc_decode_labels(const tfm_model *model,
+                                      const int32_t *labels, int64_t frames,
+                                      char **text, tfm_status *status) {
+  tfm_status_code code = check_ctc(model, status);
+  if (code != TFM_OK)
+    return code;
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  const tfm_waveform_input *ctc = desc->waveform;
   text_buffer t = {0};
   int ok = append(&t, "", 0);
   int32_t previous = -1;
   for (int64_t f = 0; ok && f < frames; ++f) {
-    int32_t label = tfm_argmax(logits + f * desc->num_labels, desc->num_labels);
+    int32_t label = labels[f];
+    if (label < 0 || label >= desc->num_labels) {
+      free(t.bytes);
+      return tfm_fail(status, TFM_ERROR_OUT_OF_RANGE,
+                      "CTC label %d at frame %lld: model '%s' has %d labels",
+                      label, (long long)f, desc->name, desc->num_labels);
+    }
     if (label == previous)
       continue;
     previous = label;

@@ -468,24 +468,37 @@ static tfm_status_code read_mono(const char *path, const audio_bounds *bounds,
                    info.samplerate / 10 + 16;
     wanted = kept < wanted ? kept : wanted;
   }
+  /* The samples grow as they are decoded: a header may claim hours that
+   * a few bytes do not hold, and is found out before they are paid for. */
   float *chunk =
       malloc((size_t)kChunkFrames * (size_t)info.channels * sizeof(float));
-  float *mono = malloc((size_t)wanted * sizeof(float));
+  int64_t room = wanted < kChunkFrames ? wanted : kChunkFrames;
+  float *mono = malloc((size_t)room * sizeof(float));
+  int64_t done = 0;
+  while (code == TFM_OK && chunk && mono && done < wanted) {
+    int64_t ask = wanted - done < kChunkFrames ? wanted - done : kChunkFrames;
+    if (done + ask > room) {
+      room = room * 2 < wanted ? room * 2 : wanted;
+      float *grown = realloc(mono, (size_t)room * sizeof(float));
+      if (!grown) {
+        free(mono);
+        mono = NULL;
+        break;
+      }
+      mono = grown;
+    }
+    sf_count_t got = sf_readf_float(file, chunk, ask);
+    if (got <= 0 || sf_error(file))
+      break;
+    code = mix_down(path, chunk, got, info.channels, done, mono + done, status);
+    done += got;
+  }
   if (!chunk || !mono) {
     free(chunk), free(mono);
     sf_close(file);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "out of memory for %lld samples of '%s'", (long long)wanted,
                     path);
-  }
-  int64_t done = 0;
-  while (code == TFM_OK && done < wanted) {
-    int64_t ask = wanted - done < kChunkFrames ? wanted - done : kChunkFrames;
-    sf_count_t got = sf_readf_float(file, chunk, ask);
-    if (got <= 0 || sf_error(file))
-      break;
-    code = mix_down(path, chunk, got, info.channels, done, mono + done, status);
-    done += got;
   }
   int error = sf_error(file);
   sf_close(file);
@@ -608,11 +621,14 @@ tfm_status_code tfm_audio_read_all(const tfm_model *model, const char *path,
                     max_seconds, kMaxLongSeconds);
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   const tfm_audio_preprocessing *p = desc->audio_preprocessing;
-  if (!p || p->kaldi)
+  int64_t rate = desc->waveform   ? desc->waveform->sampling_rate
+                 : p && !p->kaldi ? p->sampling_rate
+                                  : 0;
+  if (!rate)
     return tfm_fail(status, TFM_ERROR_NOT_FOUND, TFM_NO_AUDIO_PREPROCESSING,
                     desc->name);
   *samples = NULL;
   *n = 0;
-  audio_bounds bounds = {desc->name, p->sampling_rate, 0, 0, max_seconds};
+  audio_bounds bounds = {desc->name, rate, 0, 0, max_seconds};
   return read_at_rate(path, &bounds, samples, n, status);
 }

@@ -3,7 +3,8 @@
  * tfm_transcript_write: what OpenAI's transcribe and its API write: the
  * text; verbose_json (task, language as its English name, duration, text,
  * segments with id, seek, start, end, text, tokens, temperature,
- * avg_logprob, compression_ratio and no_speech_prob); SubRip (numbered
+ * avg_logprob, compression_ratio and no_speech_prob, and words with their
+ * start and end where the transcript has them); SubRip (numbered
  * cues, hours always, a comma before the milliseconds) and WebVTT (hours
  * where the audio reaches them), each cue's text trimmed and "-->" in it
  * written "->" as OpenAI's writers do, so that no cue's text reads as a
@@ -49,6 +50,9 @@ static void put(text *t, const char *bytes, size_t n) {
   t->data[t->length] = '\0';
 }
 
+/* A string literal's bytes. */
+#define put_literal(t, literal) put((t), (literal), strlen(literal))
+
 static void print(text *t, const char *format, ...) {
   char small[256];
   va_list args;
@@ -85,16 +89,16 @@ static size_t utf8_length(const unsigned char *s, size_t n) {
 }
 
 static void json_string(text *t, const char *s) {
-  put(t, "\"", 1);
+  put_literal(t, "\"");
   size_t n = strlen(s);
   for (size_t i = 0; i < n;) {
     unsigned char c = (unsigned char)s[i];
     size_t length = utf8_length((const unsigned char *)s + i, n - i);
     if (!length) {
-      put(t, "\xef\xbf\xbd", 3); /* U+FFFD */
+      put_literal(t, "\xef\xbf\xbd"); /* U+FFFD */
       ++i;
     } else if (c == '"' || c == '\\') {
-      put(t, "\\", 1);
+      put_literal(t, "\\");
       put(t, (const char *)&c, 1);
       ++i;
     } else if (c < 0x20) {
@@ -105,51 +109,66 @@ static void json_string(text *t, const char *s) {
       i += length;
     }
   }
-  put(t, "\"", 1);
+  put_literal(t, "\"");
 }
 
 /* A JSON number; NAN (not measured) as null. */
 static void json_number(text *t, double x) {
   if (isnan(x) || isinf(x))
-    put(t, "null", 4);
+    put_literal(t, "null");
   else
     print(t, "%.9g", x);
 }
 
 static void write_json(text *t, const tfm_transcript *transcript) {
   const char *name = tfm_whisper_language_name(transcript->language);
-  put(t, "{\"task\": ", 9);
+  put_literal(t, "{\"task\": ");
   json_string(t, transcript->task);
-  put(t, ", \"language\": ", 14);
+  put_literal(t, ", \"language\": ");
   json_string(t, name ? name : transcript->language);
-  put(t, ", \"duration\": ", 14);
+  put_literal(t, ", \"duration\": ");
   json_number(t, transcript->duration);
-  put(t, ", \"text\": ", 10);
+  put_literal(t, ", \"text\": ");
   json_string(t, transcript->text);
-  put(t, ", \"segments\": [", 15);
+  put_literal(t, ", \"segments\": [");
   for (int64_t i = 0; i < transcript->segment_count; ++i) {
     const tfm_transcript_segment *s = &transcript->segments[i];
     print(t, "%s\n  {\"id\": %" PRId64 ", \"seek\": %" PRId64 ", \"start\": ",
           i ? "," : "", i, s->seek);
     json_number(t, s->start);
-    put(t, ", \"end\": ", 9);
+    put_literal(t, ", \"end\": ");
     json_number(t, s->end);
-    put(t, ", \"text\": ", 10);
+    put_literal(t, ", \"text\": ");
     json_string(t, s->text);
-    put(t, ", \"tokens\": [", 13);
+    put_literal(t, ", \"tokens\": [");
     for (int64_t k = 0; k < s->token_count; ++k)
       print(t, k ? ", %d" : "%d", s->tokens[k]);
-    put(t, "], \"temperature\": ", 18);
+    put_literal(t, "], \"temperature\": ");
     json_number(t, s->temperature);
-    put(t, ", \"avg_logprob\": ", 17);
+    put_literal(t, ", \"avg_logprob\": ");
     json_number(t, s->avg_logprob);
-    put(t, ", \"compression_ratio\": ", 23);
+    put_literal(t, ", \"compression_ratio\": ");
     json_number(t, s->compression_ratio);
-    put(t, ", \"no_speech_prob\": ", 20);
+    put_literal(t, ", \"no_speech_prob\": ");
     json_number(t, s->no_speech_prob);
-    put(t, "}", 1);
+    put_literal(t, "}");
   }
-  put(t, "\n]}\n", 4);
+  put_literal(t, "\n]");
+  if (transcript->word_count > 0) {
+    put_literal(t, ", \"words\": [");
+    for (int64_t i = 0; i < transcript->word_count; ++i) {
+      const tfm_transcript_word *w = &transcript->words[i];
+      put_literal(t, i ? ",\n  {\"word\": " : "\n  {\"word\": ");
+      json_string(t, w->word);
+      put_literal(t, ", \"start\": ");
+      json_number(t, w->start);
+      put_literal(t, ", \"end\": ");
+      json_number(t, w->end);
+      put_literal(t, "}");
+    }
+    put_literal(t, "\n]");
+  }
+  put_literal(t, "}\n");
 }
 
 /* OpenAI's format_timestamp: [hh:]mm:ss<marker>mmm, milliseconds rounded. */
@@ -170,7 +189,7 @@ static void trimmed(text *t, const char *s, int cue) {
     --n;
   for (size_t i = 0; i < n; ++i) {
     if (cue && i + 3 <= n && !strncmp(s + i, "-->", 3)) {
-      put(t, "->", 2);
+      put_literal(t, "->");
       i += 2;
     } else {
       put(t, s + i, 1);
@@ -181,17 +200,17 @@ static void trimmed(text *t, const char *s, int cue) {
 static void write_subtitles(text *t, const tfm_transcript *transcript,
                             int srt) {
   if (!srt)
-    put(t, "WEBVTT\n\n", 8);
+    put_literal(t, "WEBVTT\n\n");
   for (int64_t i = 0; i < transcript->segment_count; ++i) {
     const tfm_transcript_segment *s = &transcript->segments[i];
     if (srt)
       print(t, "%" PRId64 "\n", i + 1);
     timestamp(t, s->start, srt, srt ? ',' : '.');
-    put(t, " --> ", 5);
+    put_literal(t, " --> ");
     timestamp(t, s->end, srt, srt ? ',' : '.');
-    put(t, "\n", 1);
+    put_literal(t, "\n");
     trimmed(t, s->text, 1);
-    put(t, "\n\n", 2);
+    put_literal(t, "\n\n");
   }
 }
 
@@ -203,17 +222,24 @@ tfm_status_code tfm_transcript_write(const tfm_transcript *transcript,
                     "tfm_transcript_write: NULL %s",
                     transcript ? "output" : "transcript");
   text t = {0};
-  put(&t, "", 0);
+  put_literal(&t, "");
   switch (format) {
   case TFM_TRANSCRIPT_TEXT:
     trimmed(&t, transcript->text, 0);
-    put(&t, "\n", 1);
+    put_literal(&t, "\n");
     break;
   case TFM_TRANSCRIPT_JSON:
     write_json(&t, transcript);
     break;
   case TFM_TRANSCRIPT_SRT:
   case TFM_TRANSCRIPT_VTT:
+    if (transcript->word_count > 0 && transcript->segment_count == 0) {
+      free(t.data);
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "a transcript of words without segments (a CTC "
+                      "recognizer's) has no subtitles: write text or "
+                      "json");
+    }
     write_subtitles(&t, transcript, format == TFM_TRANSCRIPT_SRT);
     break;
   default:

@@ -314,6 +314,9 @@ void tfm_transcript_free(tfm_transcript *t) {
     free(t->segments[i].tokens);
   }
   free(t->segments);
+  for (int64_t i = 0; i < t->word_count; ++i)
+    free(t->words[i].word);
+  free(t->words);
   free(t->language);
   free(t->task);
   free(t->text);

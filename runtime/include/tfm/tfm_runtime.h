@@ -725,6 +725,13 @@ typedef struct {
   double temperature, avg_logprob, compression_ratio, no_speech_prob;
 } tfm_transcript_segment;
 
+/* A word of a transcript and its times in seconds (a CTC recognizer's:
+ * from its first frame's start to its last frame's end). */
+typedef struct {
+  char *word;
+  double start, end;
+} tfm_transcript_word;
+
 typedef struct {
   char *language;  /* its code ("en"), "" where the model has no languages */
   char *task;      /* "transcribe" or "translate" */
@@ -732,6 +739,8 @@ typedef struct {
   char *text;      /* every segment's text, one after another */
   tfm_transcript_segment *segments;
   int64_t segment_count;
+  tfm_transcript_word *words; /* NULL where there are none */
+  int64_t word_count;
 } tfm_transcript;
 
 /* Whisper's transcript of log-mel features of any length (f32 [mel bins,
@@ -756,8 +765,32 @@ typedef enum {
   TFM_TRANSCRIPT_VTT = 3   /* WebVTT subtitles */
 } tfm_transcript_format;
 
+/* How a CTC recognizer hears audio longer than it should take at once
+ * (tfm_ctc_transcribe), as transformers' ASR pipeline chunks it: chunks of
+ * `chunk_seconds` that overlap by `stride_seconds` on each side (negative:
+ * a sixth of the chunk, the pipeline's default), each rounded to whole
+ * frames; 0 seconds of chunk: the whole clip in one call. */
+typedef struct {
+  double chunk_seconds;
+  double stride_seconds;
+} tfm_ctc_chunking;
+
+/* A CTC recognizer's transcript of `n` mono samples at its rate: each
+ * chunk's frames but those of its strides (the neighbour hears them with
+ * more context), the frames' labels joined and decoded as tfm_ctc_decode
+ * decodes them, and each word's times from its frames
+ * (Wav2Vec2CTCTokenizer's word offsets, times as the pipeline's
+ * return_timestamps="word"). *transcript is the caller's to free
+ * (tfm_transcript_free); it has words and no segments. */
+tfm_status_code tfm_ctc_transcribe(tfm_model *model, const float *samples,
+                                   int64_t n, const tfm_ctc_chunking *chunking,
+                                   tfm_transcript **transcript,
+                                   tfm_status *status);
+
 /* The transcript written in `format` into *text (malloc'd, NUL-terminated;
- * the caller frees it). */
+ * the caller frees it). A transcript without segments (a CTC
+ * recognizer's) has no subtitles: TFM_ERROR_INVALID_ARGUMENT for SRT and
+ * WebVTT. */
 tfm_status_code tfm_transcript_write(const tfm_transcript *transcript,
                                      tfm_transcript_format format, char **text,
                                      tfm_status *status);
@@ -781,9 +814,11 @@ tfm_status_code tfm_log_mel_all(const tfm_model *model, const float *samples,
                                 int64_t n, float **features, int64_t *frames,
                                 tfm_status *status);
 
-/* An audio file's mono samples at a Whisper model's rate, all of them, for
- * tfm_log_mel_all: as tfm_audio_read, but not cut to the model's chunk; a
- * file longer than `max_seconds` is refused by its header's duration. */
+/* An audio file's mono samples at the model's rate, all of them: as
+ * tfm_audio_read, but neither cut to Whisper's chunk nor bounded by a
+ * waveform model's longest clip (for tfm_log_mel_all and Whisper's
+ * windows, or a CTC recognizer's chunks); a file longer than `max_seconds`
+ * (at most a day) is refused by its header's duration. */
 tfm_status_code tfm_audio_read_all(const tfm_model *model, const char *path,
                                    double max_seconds, float **samples,
                                    int64_t *n, tfm_status *status);
