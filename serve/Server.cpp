@@ -746,17 +746,17 @@ bool isLanguageToken(const std::string &token) {
   return true;
 }
 
-/// A speech model's /v1/audio/transcriptions: the upload written to a
-/// temporary file for libsndfile (tfm_audio_read), then a CTC recognizer's
-/// tfm_transcribe, or Whisper's log-mel features (tfm_log_mel) and
-/// tfm_seq2seq_text with its prompt's language as asked; one call at a
-/// time.
+/// A speech model's /v1/audio/transcriptions (and Whisper's with timestamp
+/// tokens /v1/audio/translations): the upload written to a temporary file
+/// for libsndfile, then a CTC recognizer's chunks (tfm_ctc_transcribe),
+/// Whisper's windows (tfm_whisper_transcribe), or for Whisper without
+/// timestamp tokens its first 30 s (tfm_log_mel, tfm_seq2seq_text) with
+/// its prompt's language as asked; one call at a time.
 class TranscriptionEndpoint {
 public:
   TranscriptionEndpoint(const ServedModel &served, tfm_model *model,
                         SpeechModel speech)
-      : served(served), model(model), speech(speech),
-        whisper(speech != SpeechModel::Ctc) {}
+      : served(served), model(model), speech(speech) {}
 
   bool translates() const { return speech == SpeechModel::WhisperTimestamps; }
 
@@ -779,6 +779,8 @@ public:
       return sendError(res, *error);
     if (speech == SpeechModel::WhisperTimestamps)
       return answerWindows(request, res);
+    if (speech == SpeechModel::Ctc)
+      return answerChunks(request, res);
     std::string text, language;
     double duration = 0;
     if (std::optional<ApiError> error =
@@ -860,6 +862,44 @@ private:
     }
     std::free(samples);
     std::free(features);
+    answerTranscript(request, transcript, error, res);
+  }
+
+  /// A CTC recognizer: the whole upload (up to three hours), in 30 s
+  /// chunks past the longest clip it takes, its words' times where asked.
+  void answerChunks(const TranscriptionRequest &request, HttpResponse &res) {
+    float *samples = nullptr;
+    int64_t n = 0;
+    tfm_transcript *transcript = nullptr;
+    std::optional<ApiError> error;
+    {
+      std::lock_guard<std::mutex> lock(calls);
+      error =
+          readUpload(request.audio, [&](const char *path, tfm_status &status) {
+            return tfm_audio_read_all(model, path, kLongestUpload, &samples, &n,
+                                      &status);
+          });
+      int64_t longest = served.desc->max_context;
+      double rate = double(served.desc->waveform->sampling_rate);
+      tfm_ctc_chunking chunking = {longest > 0 && n > longest
+                                       ? std::min(30.0, double(longest) / rate)
+                                       : 0.0,
+                                   -1.0};
+      tfm_status status;
+      if (!error && tfm_ctc_transcribe(model, samples, n, &chunking,
+                                       &transcript, &status) != TFM_OK)
+        error = ApiError{status.code == TFM_ERROR_OUT_OF_MEMORY ? 500 : 400,
+                         status.message, "file", ""};
+    }
+    std::free(samples);
+    answerTranscript(request, transcript, error, res);
+  }
+
+  /// `transcript` (freed here) answered in the format asked, or `error`.
+  void answerTranscript(const TranscriptionRequest &request,
+                        tfm_transcript *transcript,
+                        const std::optional<ApiError> &error,
+                        HttpResponse &res) {
     std::unique_ptr<tfm_transcript, decltype(&tfm_transcript_free)> owned(
         transcript, &tfm_transcript_free);
     if (error)
@@ -885,6 +925,8 @@ private:
     verbose["text"] = text;
     if (request.format == TranscriptionFormat::Json)
       verbose = json{{"text", text}};
+    else if (!request.words)
+      verbose.erase("words"); // OpenAI's: only where asked for
     res.setContent(jsonText(verbose), "application/json");
   }
 
@@ -973,6 +1015,7 @@ private:
     return std::nullopt;
   }
 
+  /// Whisper's first 30 s, as its generation config says.
   std::optional<ApiError> transcribe(const TranscriptionRequest &request,
                                      std::string &text, std::string &language,
                                      double &duration) {
@@ -985,32 +1028,22 @@ private:
         readUpload(request.audio, [&](const char *path, tfm_status &status) {
           return tfm_audio_read(model, path, &samples, &n, &status);
         });
-    char *transcript = nullptr;
-    tfm_status status;
-    if (error) {
-    } else if (whisper) {
+    if (!error) {
       duration =
           double(n) / double(served.desc->audio_preprocessing->sampling_rate);
       error = whisperText(request, samples, n, text, language);
-    } else {
-      duration = double(n) / double(served.desc->waveform->sampling_rate);
-      if (tfm_transcribe(model, samples, n, &transcript, &status) != TFM_OK)
-        error = ApiError{400, status.message, "file", ""};
     }
-    if (transcript)
-      text = transcript;
-    std::free(transcript);
     std::free(samples);
     return error;
   }
 
-  /// The longest upload Whisper with timestamps transcribes, in seconds.
+  /// The longest upload transcribed window by window or in chunks, in
+  /// seconds.
   static constexpr double kLongestUpload = 3 * 3600;
 
   const ServedModel &served;
   tfm_model *model;
   SpeechModel speech;
-  bool whisper;
   std::mutex calls;
 };
 
@@ -1300,8 +1333,8 @@ void printServing(const ServerOptions &o, const ServedModel &served,
                     double(served.desc->audio_preprocessing->sampling_rate),
                 split.c_str(), scheme, o.host.c_str(), port);
   else
-    std::printf("tfm-serve: serving '%s' (transcriptions of clips up to "
-                "%.0f s%s) on %s://%s:%d\n",
+    std::printf("tfm-serve: serving '%s' (transcriptions of audio up to "
+                "3 h, in chunks past %.0f s%s) on %s://%s:%d\n",
                 served.name.c_str(),
                 double(served.desc->max_context) /
                     double(served.desc->waveform->sampling_rate),

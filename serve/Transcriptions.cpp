@@ -18,11 +18,9 @@ std::optional<ApiError> readFormat(const std::string &value, SpeechModel speech,
       {"verbose_json", TranscriptionFormat::VerboseJson},
       {"srt", TranscriptionFormat::Srt},
       {"vtt", TranscriptionFormat::Vtt}};
-  // A CTC recognizer: json and text; Whisper in one window: verbose_json
-  // too; with timestamps, subtitles too.
-  size_t allowed = speech == SpeechModel::Ctc       ? 2
-                   : speech == SpeechModel::Whisper ? 3
-                                                    : 5;
+  // json, text and verbose_json; subtitles need segments with times,
+  // which only Whisper with timestamp tokens has.
+  size_t allowed = speech == SpeechModel::WhisperTimestamps ? 5 : 3;
   for (size_t i = 0; i < allowed; ++i)
     if (value == formats[i].first) {
       format = formats[i].second;
@@ -30,8 +28,9 @@ std::optional<ApiError> readFormat(const std::string &value, SpeechModel speech,
     }
   const char *message =
       speech == SpeechModel::Ctc
-          ? "'response_format' must be \"json\" or \"text\" (a CTC "
-            "recognizer has no segments or timestamps)"
+          ? "'response_format' must be \"json\", \"text\" or "
+            "\"verbose_json\" (no subtitles: a CTC recognizer's transcript "
+            "has words, not segments)"
       : speech == SpeechModel::Whisper
           ? "'response_format' must be \"json\", \"text\" or "
             "\"verbose_json\" (no subtitles: srt and vtt need timestamps, "
@@ -63,6 +62,36 @@ std::optional<ApiError> readTemperature(const std::string &value,
                              "its generation config says"
                            : "a CTC recognizer decodes greedily"),
                   "temperature", ""};
+}
+
+/// One of `timestamp_granularities[]`: words (a CTC recognizer's) or
+/// segments (Whisper's with timestamp tokens).
+std::optional<ApiError> readGranularity(const std::string &name,
+                                        const std::string &value,
+                                        SpeechModel speech,
+                                        const ServedModel &model,
+                                        TranscriptionRequest &out) {
+  if (value != "word" && value != "segment")
+    return ApiError{400,
+                    "'timestamp_granularities' must be \"word\" or "
+                    "\"segment\"",
+                    name, ""};
+  if (value == "word" && speech == SpeechModel::Ctc) {
+    out.words = true;
+    return std::nullopt;
+  }
+  if (value == "segment" && speech == SpeechModel::WhisperTimestamps)
+    return std::nullopt;
+  std::string why =
+      speech == SpeechModel::Ctc
+          ? "a CTC recognizer's transcript has words, not segments"
+      : speech == SpeechModel::Whisper
+          ? "Whisper without timestamp tokens gives no timestamps"
+          : "Whisper's segments have timestamps, its words not yet";
+  return ApiError{400,
+                  "'timestamp_granularities' \"" + value + "\" for model '" +
+                      model.name + "': " + why,
+                  name, ""};
 }
 
 std::optional<ApiError> readLanguage(const std::string &value,
@@ -121,21 +150,7 @@ std::optional<ApiError> tfm::serve::parseTranscriptionRequest(
                        name, ""};
     } else if (name == "timestamp_granularities[]" ||
                name == "timestamp_granularities") {
-      if (value == "word")
-        error = ApiError{400,
-                         "'timestamp_granularities' \"word\" is not "
-                         "supported yet: segments have timestamps, words "
-                         "do not",
-                         name, ""};
-      else if (value != "segment")
-        error = ApiError{400, "'timestamp_granularities' must be \"segment\"",
-                         name, ""};
-      else if (speech != SpeechModel::WhisperTimestamps)
-        error = ApiError{400,
-                         "model '" + model.name +
-                             "' gives no timestamps (Whisper with timestamp "
-                             "tokens does)",
-                         name, ""};
+      error = readGranularity(name, value, speech, model, out);
     } else {
       error = ApiError{400, "unknown field '" + name + "'", name, ""};
     }

@@ -4,7 +4,8 @@
 // /v1/audio/translations: OpenAI's multipart form (`file`, the audio;
 // `model`; `response_format`; `temperature`; `language`; `prompt`;
 // `timestamp_granularities[]`) for a speech recognizer (a CTC head:
-// Wav2Vec2ForCTC, HubertForCTC), Whisper decoding one 30 s window, or
+// Wav2Vec2ForCTC, HubertForCTC: audio of any length in chunks, with word
+// times), Whisper decoding one 30 s window, or
 // Whisper with timestamp tokens, which transcribes audio of any length
 // window by window (tfm_whisper_transcribe) into segments with times and
 // so also answers in verbose_json's segments, srt and vtt, and translates.
@@ -50,6 +51,9 @@ struct TranscriptionRequest {
   double temperature = 0;
   /// /v1/audio/translations: into English.
   bool translate = false;
+  /// A CTC recognizer's verbose_json with each word's times
+  /// (timestamp_granularities[] "word").
+  bool words = false;
 };
 
 /// Checks the form's fields (name -> value; the file's bytes under "file")

@@ -1,7 +1,9 @@
 // openai_sdk_client.js - drives tfm-serve with OpenAI's official Node SDK
 // (npm `openai`, test/tools/openai-sdk/) and prints one line per check for
 // FileCheck (tfm-serve-openai-sdk.test): completions, chat streamed,
-// embeddings (the SDK asks for base64 and decodes it) and transcriptions,
+// embeddings (the SDK asks for base64 and decodes it) and transcriptions
+// (a CTC recognizer's with word times; Whisper's verbose_json segments,
+// translations and subtitles),
 // each server behind an API key, and the SDK's error for a wrong key; on a
 // model with a tool-calling template, a zod schema as response_format
 // (zodResponseFormat, parsed by the SDK) and a tools round trip (zodFunction
@@ -9,7 +11,7 @@
 // tool's answer sent back).
 //
 //   node openai_sdk_client.js TFM_SERVE LIBCHAT LIBEMBED LIBASR CLIP.WAV TEXT
-//        LIBTOOLS TOOLS_TEMPLATE
+//        LIBTOOLS TOOLS_TEMPLATE LIBWHISPER WHISPER.WAV
 const {spawn} = require('child_process');
 const fs = require('fs');
 const path = require('path');
@@ -44,7 +46,7 @@ function client(port, apiKey = KEY) {
 
 async function main() {
   const [tfmServe, chatLib, embedLib, asrLib, clip, textPath, toolsLib,
-         toolsTemplate] = process.argv.slice(2);
+         toolsTemplate, whisperLib, whisperAudio] = process.argv.slice(2);
   const servers = [];
   try {
     const chat = await serve(tfmServe, chatLib);
@@ -89,6 +91,44 @@ async function main() {
     const expected = fs.readFileSync(textPath, 'utf8').trimEnd();
     console.log('transcription equals transformers\':',
                 transcription.text === expected);
+    const words = await client(asr.port).audio.transcriptions.create(
+        {model: 'asr', file: fs.createReadStream(clip),
+         response_format: 'verbose_json', timestamp_granularities: ['word']});
+    console.log('words:', words.words.map((w) => w.word).join(' ') === expected,
+                words.words.every((w) => typeof w.word === 'string' &&
+                                         typeof w.start === 'number' &&
+                                         typeof w.end === 'number'));
+
+    // Whisper with timestamps: verbose_json's segments as the SDK's
+    // TranscriptionVerbose and TranslationVerbose type them.
+    const whisper = await serve(tfmServe, whisperLib, '--max-request-bytes',
+                                '8000000');
+    servers.push(whisper.server);
+    const segmentTypes = {id: 'number', seek: 'number', start: 'number',
+                          end: 'number', text: 'string',
+                          temperature: 'number', avg_logprob: 'number',
+                          compression_ratio: 'number',
+                          no_speech_prob: 'number'};
+    const typed = (answer) =>
+        typeof answer.duration === 'number' &&
+        typeof answer.language === 'string' &&
+        typeof answer.text === 'string' && answer.segments.length > 0 &&
+        answer.segments.every((s) =>
+            Object.entries(segmentTypes).every(([k, t]) => typeof s[k] === t) &&
+            s.tokens.every(Number.isInteger));
+    const verbose = await client(whisper.port).audio.transcriptions.create(
+        {model: 'whisper', file: fs.createReadStream(whisperAudio),
+         response_format: 'verbose_json', timestamp_granularities: ['segment']});
+    console.log('verbose_json: TranscriptionVerbose', typed(verbose),
+                verbose.language);
+    const translated = await client(whisper.port).audio.translations.create(
+        {model: 'whisper', file: fs.createReadStream(whisperAudio),
+         response_format: 'verbose_json'});
+    console.log('translation: TranslationVerbose', typed(translated));
+    const srt = await client(whisper.port).audio.transcriptions.create(
+        {model: 'whisper', file: fs.createReadStream(whisperAudio),
+         response_format: 'srt'});
+    console.log('srt:', typeof srt, srt.startsWith('1\n00:00:'));
 
     const tools = await serve(tfmServe, toolsLib, '--chat-template',
                               toolsTemplate);

@@ -91,9 +91,22 @@ def main():
                             [("file", "clip-8k.wav",
                               open(f"{inputs}/clip-8k.wav", "rb").read())])
         print("8 kHz, resampled:", status, len(body["text"]) > 0)
+        status, body = post(port, [("response_format", "verbose_json"),
+                                   ("timestamp_granularities[]", "word")],
+                            clip)
+        words = body["words"]
+        print("verbose_json with words:", status, body["task"],
+              body["duration"], body["text"] == expected,
+              " ".join(w["word"] for w in words) == expected,
+              all(0 <= w["start"] < w["end"] <= body["duration"]
+                  for w in words))
+        status, body = post(port, [("response_format", "verbose_json")], clip)
+        print("verbose_json without words:", status, "words" in body)
         for label, fields, files in [
                 ("no file", [("model", "w2v")], []),
                 ("format", [("response_format", "srt")], clip),
+                ("segments", [("timestamp_granularities[]", "segment")],
+                 clip),
                 ("language", [("language", "en")], clip),
                 ("temperature", [("temperature", "0.4")], clip),
                 ("unknown field", [("stream", "true")], clip),
