@@ -824,6 +824,21 @@ private:
     return error;
   }
 
+  /// All of the upload's samples (up to kLongestUpload seconds).
+  std::optional<ApiError> readWholeUpload(const TranscriptionRequest &request,
+                                          float *&samples, int64_t &n) {
+    return readUpload(request.audio, [&](const char *path, tfm_status &status) {
+      return tfm_audio_read_all(model, path, kLongestUpload, &samples, &n,
+                                &status);
+    });
+  }
+
+  /// Why a transcript failed: the upload's fault, or the server's memory.
+  static ApiError transcriptError(const tfm_status &status) {
+    return ApiError{status.code == TFM_ERROR_OUT_OF_MEMORY ? 500 : 400,
+                    status.message, "file", ""};
+  }
+
   /// Whisper with timestamps: the whole upload (up to three hours) window
   /// by window, answered in the format asked.
   void answerWindows(const TranscriptionRequest &request, HttpResponse &res) {
@@ -833,11 +848,7 @@ private:
     std::optional<ApiError> error;
     {
       std::lock_guard<std::mutex> lock(calls);
-      error =
-          readUpload(request.audio, [&](const char *path, tfm_status &status) {
-            return tfm_audio_read_all(model, path, kLongestUpload, &samples, &n,
-                                      &status);
-          });
+      error = readWholeUpload(request, samples, n);
       // OpenAI's temperature 0: fall back by 0.2 up to 1 where a window
       // repeats itself or is unlikely.
       std::vector<float> temperatures;
@@ -857,8 +868,7 @@ private:
                                      &status) != TFM_OK ||
                      tfm_whisper_transcribe(model, features, frames, &options,
                                             &transcript, &status) != TFM_OK))
-        error = ApiError{status.code == TFM_ERROR_OUT_OF_MEMORY ? 500 : 400,
-                         status.message, "file", ""};
+        error = transcriptError(status);
     }
     std::free(samples);
     std::free(features);
@@ -874,11 +884,7 @@ private:
     std::optional<ApiError> error;
     {
       std::lock_guard<std::mutex> lock(calls);
-      error =
-          readUpload(request.audio, [&](const char *path, tfm_status &status) {
-            return tfm_audio_read_all(model, path, kLongestUpload, &samples, &n,
-                                      &status);
-          });
+      error = readWholeUpload(request, samples, n);
       int64_t longest = served.desc->max_context;
       double rate = double(served.desc->waveform->sampling_rate);
       tfm_ctc_chunking chunking = {longest > 0 && n > longest
@@ -888,8 +894,7 @@ private:
       tfm_status status;
       if (!error && tfm_ctc_transcribe(model, samples, n, &chunking,
                                        &transcript, &status) != TFM_OK)
-        error = ApiError{status.code == TFM_ERROR_OUT_OF_MEMORY ? 500 : 400,
-                         status.message, "file", ""};
+        error = transcriptError(status);
     }
     std::free(samples);
     answerTranscript(request, transcript, error, res);

@@ -177,8 +177,7 @@ tfm_status_code tfm_ctc_decode_labels(const tfm_model *model,
   return TFM_OK;
 }
 
-/* The recognizer's entry point: the first, which takes the samples. */
-static const tfm_entry_point *recognizer(const tfm_model *model) {
+const tfm_entry_point *tfm_ctc_recognizer(const tfm_model *model) {
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   for (int32_t i = 0; i < desc->num_entry_points; ++i) {
     const tfm_entry_point *entry = &desc->entry_points[i];
@@ -195,7 +194,7 @@ tfm_status_code tfm_transcribe(tfm_model *model, const float *samples,
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_transcribe: NULL argument");
   const tfm_model_desc *desc = tfm_model_get_desc(model);
-  const tfm_entry_point *entry = recognizer(model);
+  const tfm_entry_point *entry = tfm_ctc_recognizer(model);
   if (!desc->waveform || desc->waveform->blank < 0 || !entry)
     return tfm_fail(status, TFM_ERROR_NOT_FOUND,
                     "model '%s' is not a speech recognizer", desc->name);

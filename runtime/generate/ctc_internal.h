@@ -1,6 +1,7 @@
 /*===- ctc_internal.h - CTC labels to text, for chunked transcripts -----===//
  *
- * Greedy CTC decoding of labels already chosen (ctc.c): what a transcript
+ * Greedy CTC decoding of labels already chosen (ctc.c), and the entry
+ * point that gives the logits they are chosen from: what a transcript
  * made of several calls' frames (runtime/transcribe/ctc_chunks.c) decodes
  * once they are joined, so that a word cut between chunks reads whole.
  *
@@ -18,5 +19,9 @@
 tfm_status_code tfm_ctc_decode_labels(const tfm_model *model,
                                       const int32_t *labels, int64_t frames,
                                       char **text, tfm_status *status);
+
+/* The recognizer's entry point: the one that takes the samples
+ * (@recognize), or NULL. */
+const tfm_entry_point *tfm_ctc_recognizer(const tfm_model *model);
 
 #endif /* TFM_RUNTIME_GENERATE_CTC_INTERNAL_H */

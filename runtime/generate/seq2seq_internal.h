@@ -59,6 +59,11 @@ void tfm_seq2seq_find_caches(const tfm_model_desc *desc,
                              const tfm_cache_desc **self,
                              const tfm_cache_desc **cross);
 
+/* The id of special token `spelling` (matched whole by the tokenizer:
+ * Whisper's <|startofprev|>, <|de|>), or -1 where it has no such token. */
+int32_t tfm_seq2seq_special_token(const tfm_tokenizer *tokenizer,
+                                  const char *spelling);
+
 /* The ids source[0..n) as a tensor (read only). */
 tfm_tensor tfm_seq2seq_ids(const int32_t *source, int64_t n);
 

@@ -123,10 +123,8 @@ tfm_status_code tfm_seq2seq_text(tfm_model *model, const tfm_tensor *source,
   return code;
 }
 
-/* The id of special token `spelling` (matched whole by the tokenizer), or
- * -1 where the tokenizer has no such token. */
-static int32_t special_token(const tfm_tokenizer *tokenizer,
-                             const char *spelling) {
+int32_t tfm_seq2seq_special_token(const tfm_tokenizer *tokenizer,
+                                  const char *spelling) {
   int32_t id = -1;
   int64_t count = 0;
   tfm_status status;
@@ -150,7 +148,7 @@ tfm_status_code tfm_seq2seq_previous_text(tfm_model *model, const char *text,
   const tfm_tokenizer *tokenizer = tfm_model_tokenizer(model, status);
   if (!tokenizer)
     return status ? status->code : TFM_ERROR_TOKENIZER;
-  int32_t start = special_token(tokenizer, "<|startofprev|>");
+  int32_t start = tfm_seq2seq_special_token(tokenizer, "<|startofprev|>");
   const tfm_cache_desc *self, *cross;
   tfm_seq2seq_find_caches(desc, &self, &cross);
   if (start < 0 || !self)

@@ -24,18 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The recognizer's entry point: the one that takes the samples. */
-static const tfm_entry_point *recognizer(const tfm_model *model) {
-  const tfm_model_desc *desc = tfm_model_get_desc(model);
-  for (int32_t i = 0; i < desc->num_entry_points; ++i) {
-    const tfm_entry_point *entry = &desc->entry_points[i];
-    if (entry->num_inputs == 1 && entry->inputs[0].role == TFM_ROLE_FEATURES &&
-        entry->inputs[0].rank == 1 && entry->num_outputs == 1)
-      return entry;
-  }
-  return NULL;
-}
-
 /* Python's int(round(x)): to the nearest, halves to even. */
 static int64_t round_even(double x) { return (int64_t)nearbyint(x); }
 
@@ -168,7 +156,7 @@ tfm_status_code tfm_ctc_transcribe(tfm_model *model, const float *samples,
   *out = NULL;
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   const tfm_waveform_input *w = desc->waveform;
-  const tfm_entry_point *entry = recognizer(model);
+  const tfm_entry_point *entry = tfm_ctc_recognizer(model);
   if (!w || w->blank < 0 || !entry || w->frame_samples <= 0)
     return tfm_fail(status, TFM_ERROR_NOT_FOUND,
                     "model '%s' is not a speech recognizer", desc->name);

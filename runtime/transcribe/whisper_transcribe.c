@@ -56,19 +56,6 @@ static int append(token_list *list, const int32_t *tokens, int64_t n) {
   return 1;
 }
 
-/* The id of special token `spelling`, or -1. */
-static int32_t special_token(const tfm_tokenizer *tokenizer,
-                             const char *spelling) {
-  int32_t id = -1;
-  int64_t count = 0;
-  tfm_status status;
-  if (tfm_tokenizer_encode(tokenizer, spelling, -1, &id, 1, &count, &status) !=
-          TFM_OK ||
-      count != 1 || !tfm_tokenizer_is_special(tokenizer, id))
-    return -1;
-  return id;
-}
-
 static int contains(const int32_t *list, int64_t n, int32_t token) {
   for (int64_t i = 0; i < n; ++i)
     if (list[i] == token)
@@ -98,7 +85,7 @@ static tfm_status_code find_language(const tfm_model_desc *desc,
   const char *known = tfm_whisper_language_code(name);
   char spelling[32];
   snprintf(spelling, sizeof spelling, "<|%s|>", known ? known : "");
-  *id = known ? special_token(tokenizer, spelling) : -1;
+  *id = known ? tfm_seq2seq_special_token(tokenizer, spelling) : -1;
   if (*id < 0 || !contains(g->languages, g->num_languages, *id))
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "model '%s' has no language '%s'%s", desc->name, name,
@@ -113,7 +100,7 @@ static const char *language_code(const tfm_tokenizer *tokenizer, int32_t id) {
   for (int i = 0; tfm_whisper_language_at(i); ++i) {
     char spelling[32];
     snprintf(spelling, sizeof spelling, "<|%s|>", tfm_whisper_language_at(i));
-    if (special_token(tokenizer, spelling) == id)
+    if (tfm_seq2seq_special_token(tokenizer, spelling) == id)
       return tfm_whisper_language_at(i);
   }
   return "";
@@ -421,9 +408,10 @@ transcribe_windows(tfm_whisper_window *w, const tfm_tokenizer *tokenizer,
   tfm_whisper_decision decision = {
       o->temperatures, o->temperature_count, o->compression_ratio_threshold,
       o->logprob_threshold, o->no_speech_threshold};
-  int32_t start_of_previous = g->start_of_previous >= 0
-                                  ? g->start_of_previous
-                                  : special_token(tokenizer, "<|startofprev|>");
+  int32_t start_of_previous =
+      g->start_of_previous >= 0
+          ? g->start_of_previous
+          : tfm_seq2seq_special_token(tokenizer, "<|startofprev|>");
   token_list previous = {0};
   int condition = o->condition_on_previous;
   tfm_status_code code = TFM_OK;

@@ -19,7 +19,12 @@ import uuid
 import wave
 
 
-def post(port, fields, files=(), content_type=None, body=None):
+def post_form(port, fields, files=(), content_type=None, body=None,
+              path="/v1/audio/transcriptions", timeout=60):
+    """POSTs a multipart form of `fields` (name, value) and `files` (name,
+    filename, bytes), or `body` as it is; returns the status, the
+    response's content type (without parameters) and its payload (JSON
+    decoded where it is JSON)."""
     boundary = uuid.uuid4().hex
     if body is None:
         parts = []
@@ -33,16 +38,21 @@ def post(port, fields, files=(), content_type=None, body=None):
                          .encode() + data + b"\r\n")
         body = b"".join(parts) + f"--{boundary}--\r\n".encode()
         content_type = f"multipart/form-data; boundary={boundary}"
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    connection.request("POST", "/v1/audio/transcriptions", body,
-                       {"Content-Type": content_type})
+    connection = http.client.HTTPConnection("127.0.0.1", port,
+                                            timeout=timeout)
+    connection.request("POST", path, body, {"Content-Type": content_type})
     response = connection.getresponse()
     payload = response.read().decode()
     kind = response.getheader("Content-Type")
     connection.close()
     if kind.startswith("application/json"):
         payload = json.loads(payload)
-    return response.status, payload
+    return response.status, kind.split(";")[0], payload
+
+
+def post(port, fields, files=(), content_type=None, body=None):
+    status, _, payload = post_form(port, fields, files, content_type, body)
+    return status, payload
 
 
 def short_clip(samples):

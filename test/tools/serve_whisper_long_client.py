@@ -13,14 +13,13 @@ verbose_json answer is validated against OpenAI's TranscriptionVerbose
 official Node SDK's resources/audio/transcriptions.d.ts (openai 4.104.0).
 """
 
-import http.client
 import json
 import sys
-import uuid
 
 import jsonschema
 
 from serve_process import start
+from serve_transcriptions_client import post_form
 
 SEGMENT = {
     "type": "object",
@@ -46,24 +45,8 @@ VERBOSE = {
 
 
 def post(port, path, fields, audio):
-    boundary = uuid.uuid4().hex
-    parts = [f'--{boundary}\r\nContent-Disposition: form-data; '
-             f'name="{name}"\r\n\r\n{value}\r\n'.encode()
-             for name, value in fields]
-    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; '
-                 'name="file"; filename="speech.wav"\r\n'
-                 'Content-Type: audio/wav\r\n\r\n'.encode() + audio + b"\r\n")
-    body = b"".join(parts) + f"--{boundary}--\r\n".encode()
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-    connection.request("POST", path, body, {
-        "Content-Type": f"multipart/form-data; boundary={boundary}"})
-    response = connection.getresponse()
-    payload = response.read().decode()
-    kind = response.getheader("Content-Type")
-    connection.close()
-    if kind.startswith("application/json"):
-        payload = json.loads(payload)
-    return response.status, kind.split(";")[0], payload
+    return post_form(port, fields, [("file", "speech.wav", audio)],
+                     path=path, timeout=600)
 
 
 def same_segments(answer, expected):

@@ -2,7 +2,7 @@
 """Writes the Whisper fixture (test/e2e/seq2seq/Inputs/whisper/: a tiny
 random WhisperForConditionalGeneration, config.json + model.safetensors +
 generation_config.json + preprocessor_config.json, and a WhisperTokenizer:
-GPT-2's 256 byte tokens, MERGES merges, <|endoftext|> and the prompt's
+GPT-2's 256 byte tokens, byte_level.WHISPER_MERGES, <|endoftext|> and the prompt's
 special tokens) and its goldens with transformers 4.40
 (../shared/reference):
 
@@ -28,46 +28,22 @@ Regenerate with
     bash ../shared/reference/setup.sh && source /tmp/tfm-hfref/env.sh
     /usr/bin/python3 test/e2e/seq2seq/make_whisper_goldens.py
 """
-import json
 import os
 
 import numpy as np
 import torch
 import transformers as tf
 
-from byte_level import byte_alphabet
+from byte_level import write_whisper_tokenizer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "Inputs")
-MERGES = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("Ġ", "a"),
-          ("o", "n"), ("e", "r"), ("Ġ", "s")]
 SPECIALS = ["<|startoftranscript|>", "<|en|>", "<|transcribe|>",
             "<|notimestamps|>", "<|startofprev|>"]
 
 
-def write_tokenizer(folder):
-    os.makedirs(folder, exist_ok=True)
-    alphabet = byte_alphabet()
-    vocab = {c: i for i, c in enumerate(alphabet)}
-    for left, right in MERGES:
-        vocab[left + right] = len(vocab)
-    vocab["<|endoftext|>"] = len(vocab)
-    with open(os.path.join(folder, "vocab.json"), "w") as f:
-        json.dump(vocab, f)
-    with open(os.path.join(folder, "merges.txt"), "w") as f:
-        f.write("#version: 0.2\n")
-        f.writelines(f"{l} {r}\n" for l, r in MERGES)
-    tokenizer = tf.WhisperTokenizer(
-        os.path.join(folder, "vocab.json"), os.path.join(folder, "merges.txt"),
-        unk_token="<|endoftext|>", bos_token="<|endoftext|>",
-        eos_token="<|endoftext|>", pad_token="<|endoftext|>")
-    tokenizer.add_special_tokens({"additional_special_tokens": SPECIALS})
-    tokenizer.save_pretrained(folder)
-    return tokenizer, alphabet
-
-
 FOLDER = os.path.join(OUT, "whisper")
-TOKENIZER, ALPHABET = write_tokenizer(FOLDER)
+TOKENIZER, ALPHABET = write_whisper_tokenizer(FOLDER, SPECIALS)
 EOS = TOKENIZER.convert_tokens_to_ids("<|endoftext|>")
 START, LANGUAGE, TASK, NO_TIMESTAMPS, PREVIOUS = TOKENIZER.convert_tokens_to_ids(
     SPECIALS)

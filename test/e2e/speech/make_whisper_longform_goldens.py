@@ -46,13 +46,11 @@ from transformers.models.whisper import generation_whisper as gw
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "seq2seq"))
-from byte_level import byte_alphabet  # noqa: E402
+from byte_level import write_whisper_tokenizer  # noqa: E402
 import speech_like_audio  # noqa: E402
 
 OUT = os.path.join(HERE, "Inputs")
 FOLDER = os.path.join(OUT, "whisper-long")
-MERGES = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("Ġ", "a"),
-          ("o", "n"), ("e", "r"), ("Ġ", "s")]
 LANGUAGES = ["<|en|>", "<|de|>", "<|fr|>"]
 SPECIALS = (["<|startoftranscript|>"] + LANGUAGES +
             ["<|translate|>", "<|transcribe|>", "<|startoflm|>",
@@ -84,24 +82,7 @@ SEED = 0
 
 
 def write_tokenizer():
-    os.makedirs(FOLDER, exist_ok=True)
-    alphabet = byte_alphabet()
-    vocab = {c: i for i, c in enumerate(alphabet)}
-    for left, right in MERGES:
-        vocab[left + right] = len(vocab)
-    vocab["<|endoftext|>"] = len(vocab)
-    with open(os.path.join(FOLDER, "vocab.json"), "w") as f:
-        json.dump(vocab, f)
-    with open(os.path.join(FOLDER, "merges.txt"), "w") as f:
-        f.write("#version: 0.2\n")
-        f.writelines(f"{l} {r}\n" for l, r in MERGES)
-    tokenizer = tf.WhisperTokenizer(
-        os.path.join(FOLDER, "vocab.json"), os.path.join(FOLDER, "merges.txt"),
-        unk_token="<|endoftext|>", bos_token="<|endoftext|>",
-        eos_token="<|endoftext|>", pad_token="<|endoftext|>")
-    tokenizer.add_special_tokens({"additional_special_tokens": SPECIALS})
-    tokenizer.save_pretrained(FOLDER)
-    return tokenizer
+    return write_whisper_tokenizer(FOLDER, SPECIALS)[0]
 
 
 def make_model(tokenizer):
@@ -238,7 +219,7 @@ def main():
     tokenizer = write_tokenizer()
     model = make_model(tokenizer)
     extractor = tf.WhisperFeatureExtractor(feature_size=80)
-    recorder = Recorder()
+    Recorder()  # wraps 4.40's methods to note each window's numbers
     audio = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, (seconds, seed, silences) in AUDIO.items():
