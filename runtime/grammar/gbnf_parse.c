@@ -153,9 +153,90 @@ static int rule_named(parser *p, const char *name, size_t length,
   return new_rule(p, name, length, out);
 }
 
-/* Gives rule `rule` the alternatives `alts[0..count)`. */
+/* Whether elements x and y read the same: a character class by its
+ * ranges (each class has ranges of its own), a reference by its rule. */
+static int same_element(const tfm_grammar_rules *r,
+                        const tfm_grammar_element *x,
+                        const tfm_grammar_element *y) {
+  if (x->kind != y->kind || x->negated != y->negated || x->count != y->count)
+    return 0;
+  if (x->kind != TFM_GRAMMAR_CHARS)
+    return x->first == y->first;
+  return !x->count || !memcmp(r->ranges + x->first, r->ranges + y->first,
+                              x->count * sizeof *r->ranges);
+}
+
+static int same_alternative(const tfm_grammar_rules *r, const element_list *a,
+                            const element_list *b) {
+  if (a->count != b->count)
+    return 0;
+  for (size_t i = 0; i < a->count; ++i)
+    if (!same_element(r, &a->items[i], &b->items[i]))
+      return 0;
+  return 1;
+}
+
+/* A hash of what an alternative reads (same_alternative's equality). */
+static uint64_t alternative_hash(const tfm_grammar_rules *r,
+                                 const element_list *a) {
+  uint64_t h = 1469598103934665603u;
+  for (size_t i = 0; i < a->count; ++i) {
+    const tfm_grammar_element *e = &a->items[i];
+    uint32_t head[3] = {e->kind | (uint32_t)e->negated << 8, e->count,
+                        e->kind == TFM_GRAMMAR_CHARS ? 0 : e->first};
+    h = (h ^ tfm_grammar_hash_words(head, 3)) * 1099511628211u;
+    if (e->kind == TFM_GRAMMAR_CHARS && e->count)
+      h = (h ^ tfm_grammar_hash_words((const uint32_t *)(r->ranges + e->first),
+                                      2 * e->count)) *
+          1099511628211u;
+  }
+  return h;
+}
+
+/* Drops the alternatives that repeat an earlier one (`a | a`, or the many
+ * empty ones of `"x" | | |`): they add no text the rule admits, and each
+ * doubled every stack set it reached, so that such a grammar took seconds
+ * a character (found by fuzz-grammar). Returns the count kept, in order,
+ * at the front of `alts`; the dropped ones' items are freed and the slots
+ * past the kept ones emptied. Out of memory: none dropped. */
+static size_t drop_repeated(const tfm_grammar_rules *r, element_list *alts,
+                            size_t count) {
+  size_t slots = 16;
+  while (slots < 2 * count)
+    slots *= 2;
+  size_t *table = malloc(slots * sizeof *table); /* index + 1; 0: empty */
+  if (!table)
+    return count;
+  memset(table, 0, slots * sizeof *table);
+  size_t kept = 0;
+  for (size_t a = 0; a < count; ++a) {
+    size_t slot = (size_t)alternative_hash(r, &alts[a]) & (slots - 1);
+    int repeated = 0;
+    for (; table[slot]; slot = (slot + 1) & (slots - 1))
+      if (same_alternative(r, &alts[table[slot] - 1], &alts[a])) {
+        repeated = 1;
+        break;
+      }
+    if (repeated) {
+      free(alts[a].items);
+      continue;
+    }
+    alts[kept] = alts[a];
+    table[slot] = kept + 1;
+    ++kept;
+  }
+  free(table);
+  /* The caller frees all `count`: the slots past the kept ones are moved
+   * or freed already. */
+  for (size_t a = kept; a < count; ++a)
+    alts[a] = (element_list){NULL, 0, 0};
+  return kept;
+}
+
+/* Gives rule `rule` the alternatives `alts[0..count)`, repeats dropped. */
 static int define_rule(parser *p, uint32_t rule, element_list *alts,
                        size_t count) {
+  count = drop_repeated(p->rules, alts, count);
   tfm_grammar_rules *r = p->rules;
   size_t elements = r->element_count;
   for (size_t a = 0; a < count; ++a)

@@ -81,12 +81,19 @@ enum { TFM_GRAMMAR_MAX_DEPTH = 2048,
  * starts with a stack each. Twice as many made the fuzzer's smoke run
  * (test/fuzz/smoke-runs) 13 times slower. */
 enum { TFM_GRAMMAR_MAX_STACKS = 1 << 13 };
+/* Nor may the stacks hold more than this many positions together: a few
+ * thousand stacks hundreds deep (a rule recursing inside a repetition
+ * that may match nothing, nested at every character) cost seconds a
+ * character under the fuzzer's sanitizers (found by fuzz-grammar), where
+ * a JSON Schema's stacks hold a few thousand. */
+enum { TFM_GRAMMAR_MAX_STACK_WORDS = 1 << 17 };
 
 /* How following a grammar a step went. */
 typedef enum {
   TFM_GRAMMAR_DONE = 0,
   TFM_GRAMMAR_NO_MEMORY,
-  TFM_GRAMMAR_TOO_AMBIGUOUS,  /* more than TFM_GRAMMAR_MAX_STACKS stacks */
+  TFM_GRAMMAR_TOO_AMBIGUOUS,  /* more than TFM_GRAMMAR_MAX_STACKS stacks,
+                                 or TFM_GRAMMAR_MAX_STACK_WORDS in them */
   TFM_GRAMMAR_MASK_TOO_COSTLY /* more than a mask's steps */
 } tfm_grammar_step;
 

@@ -124,7 +124,8 @@ static int seen_before(closure *c, const uint32_t *stack, size_t n) {
 
 /* A stack the closure reaches: one more of its result. */
 static int emit(closure *c, const uint32_t *stack, size_t n) {
-  if (c->out->count >= TFM_GRAMMAR_MAX_STACKS) {
+  if (c->out->count >= TFM_GRAMMAR_MAX_STACKS ||
+      c->out->size + n + 1 > TFM_GRAMMAR_MAX_STACK_WORDS) {
     c->too_many = 1;
     return 0;
   }
@@ -358,10 +359,13 @@ tfm_status_code tfm_grammar_step_status(tfm_grammar_step step,
   case TFM_GRAMMAR_TOO_AMBIGUOUS:
     break;
   }
-  _Static_assert(TFM_GRAMMAR_MAX_STACKS == 8192, "the message says 8192");
+  _Static_assert(TFM_GRAMMAR_MAX_STACKS == 8192 &&
+                     TFM_GRAMMAR_MAX_STACK_WORDS == 131072,
+                 "the message says 8192 and 131072");
   return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                   "%sthe grammar reads the text in more than 8192 ways at "
-                  "once (alternatives that match the same text, repeated or "
-                  "nested): too ambiguous to follow",
+                  "once, or in ways holding more than 131072 positions "
+                  "together (alternatives that match the same text, "
+                  "repeated or nested): too ambiguous to follow",
                   where);
 }

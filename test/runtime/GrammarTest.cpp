@@ -146,6 +146,28 @@ TEST(Grammar, EmptyAlternativesRepeatedAreFollowedOnce) {
   EXPECT_EQ(ambiguous.follow("a!"), 'N');
 }
 
+// An alternative that repeats an earlier one adds no text and doubled the
+// stack sets it reached (fuzz-grammar: "x" | | | ... took seconds a
+// character): the parser keeps the first of each, a class by its ranges, a
+// reference by its rule.
+TEST(Grammar, RepeatedAlternativesAreKeptOnce) {
+  tfm_grammar_rules rules;
+  char error[400];
+  ASSERT_TRUE(tfm_grammar_parse("root ::= \"a\" | x | [b-c] | \"a\" | "
+                                "[b-c] | x | [b-d] | \"\" | \"\"\n"
+                                "x ::= \"e\"",
+                                &rules, error, sizeof error))
+      << error;
+  // "a", x, [b-c], [b-d] and the empty one.
+  EXPECT_EQ(rules.rules[rules.root].alternative_count, 5u);
+  tfm_grammar_rules_free(&rules);
+  Follower follower("root ::= \"a\" | x | [b-c] | \"a\" | [b-c] | x | "
+                    "[b-d] | \"\" | \"\"\nx ::= \"e\"");
+  for (const char *text : {"a", "e", "c", "d", ""})
+    EXPECT_EQ(follower.follow(text), 'W') << text;
+  EXPECT_EQ(follower.follow("f"), 'N');
+}
+
 // a^n then n of b or c, last first: after n a's, 2^n stacks (which letter
 // each a waits for). Past 2^13 the grammar is refused as too ambiguous.
 TEST(Grammar, TooManyStacksAreRefused) {
@@ -742,7 +764,8 @@ TEST_F(MaskFixture, EndOnlyWhereTheGrammarMayEndAndErrorsNamed) {
     EXPECT_EQ(code, TFM_ERROR_INVALID_ARGUMENT);
     EXPECT_STREQ(status.message,
                  "grammar: at the start of the text: the grammar reads the "
-                 "text in more than 8192 ways at once (alternatives that "
+                 "text in more than 8192 ways at once, or in ways holding "
+                 "more than 131072 positions together (alternatives that "
                  "match the same text, repeated or nested): too ambiguous "
                  "to follow");
   }
