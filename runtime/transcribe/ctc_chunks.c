@@ -195,12 +195,10 @@ tfm_status_code tfm_ctc_transcribe(tfm_model *model, const float *samples,
     code = find_words(model, labels, used, t, status);
   if (code == TFM_OK) {
     t->duration = (double)n / rate;
-    t->language = calloc(1, 1);
-    t->task = malloc(sizeof "transcribe");
+    t->language = strdup("");
+    t->task = strdup("transcribe");
     if (!t->language || !t->task)
       code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
-    else
-      memcpy(t->task, "transcribe", sizeof "transcribe");
   }
   free(labels);
   if (code != TFM_OK) {

@@ -48,10 +48,6 @@ double tfm_log_sum_exp_shifted(const float *scores, int64_t n, float *max);
  * NULL for a code Whisper does not know. */
 const char *tfm_whisper_language_name(const char *code);
 
-/* The code of Whisper's `index`th language (in tokenizer.py's order), or
- * NULL past the last. */
-const char *tfm_whisper_language_at(int index);
-
 /* The code of a language given by code ("de"), English name ("german",
  * any case) or alias ("castilian"), or NULL. */
 const char *tfm_whisper_language_code(const char *name);

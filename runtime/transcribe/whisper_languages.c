@@ -90,9 +90,3 @@ const char *tfm_whisper_language_code(const char *name) {
       return kAliases[i].code;
   return NULL;
 }
-
-const char *tfm_whisper_language_at(int index) {
-  return index >= 0 && (size_t)index < COUNT(kLanguages)
-             ? kLanguages[index].code
-             : NULL;
-}

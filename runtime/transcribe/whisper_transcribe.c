@@ -94,16 +94,14 @@ static tfm_status_code find_language(const tfm_model_desc *desc,
   return TFM_OK;
 }
 
-/* The language code of token `id` ("" where none is known): Whisper's
- * codes tried in turn, a hundred encodes at most. */
-static const char *language_code(const tfm_tokenizer *tokenizer, int32_t id) {
-  for (int i = 0; tfm_whisper_language_at(i); ++i) {
-    char spelling[32];
-    snprintf(spelling, sizeof spelling, "<|%s|>", tfm_whisper_language_at(i));
-    if (tfm_seq2seq_special_token(tokenizer, spelling) == id)
-      return tfm_whisper_language_at(i);
-  }
-  return "";
+/* The language code of language token `id` ("fr" of <|fr|>), malloc'd. */
+static char *language_code(const tfm_tokenizer *tokenizer, int32_t id) {
+  size_t size = 0;
+  const char *token = tfm_tokenizer_decode(tokenizer, -1, id, -1, &size);
+  if (!token || size < 4 || strncmp(token, "<|", 2) ||
+      strncmp(token + size - 2, "|>", 2))
+    return strdup("");
+  return strndup(token + 2, size - 4);
 }
 
 /* The tokens every window starts with, as 4.40's _retrieve_init_tokens
@@ -364,12 +362,6 @@ static tfm_status_code check_options(const tfm_whisper_options *o,
   return TFM_OK;
 }
 
-static char *copy_string(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *copy = malloc(n);
-  return copy ? memcpy(copy, s, n) : NULL;
-}
-
 /* Every segment's text, one after another. */
 static char *join_text(const tfm_transcript *t) {
   size_t length = 0;
@@ -510,13 +502,13 @@ tfm_status_code tfm_whisper_transcribe(tfm_model *model, const float *features,
                               prompt_count, &b, status);
   tfm_transcript *t = b.transcript;
   if (code == TFM_OK) {
-    int translating = options->task ? !strcmp(options->task, "translate")
-                                    : contains(w.init, w.init_count,
-                                               desc->generation->translate) &&
-                                          desc->generation->translate >= 0;
+    /* The task is the one the windows were prompted with. */
+    int translating =
+        desc->generation->translate >= 0 &&
+        contains(w.init, w.init_count, desc->generation->translate);
     t->language =
-        copy_string(language >= 0 ? language_code(tokenizer, language) : "");
-    t->task = copy_string(translating ? "translate" : "transcribe");
+        language >= 0 ? language_code(tokenizer, language) : strdup("");
+    t->task = strdup(translating ? "translate" : "transcribe");
     t->text = join_text(t);
     t->duration = (double)frames * desc->audio_preprocessing->hop_length /
                   (double)desc->audio_preprocessing->sampling_rate;

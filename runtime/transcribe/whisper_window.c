@@ -23,15 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Index of the largest score (the first on ties). */
-static int32_t argmax(const float *scores, int64_t n) {
-  int64_t best = 0;
-  for (int64_t v = 1; v < n; ++v)
-    if (scores[v] > scores[best])
-      best = v;
-  return (int32_t)best;
-}
-
 /* torch.multinomial(softmax(scores / temperature), 1) from `generator`:
  * float32 scores over the temperature, their softmax, then the largest
  * probability over an Exp(1) draw of each token (drawn in token order). */
@@ -89,7 +80,7 @@ static tfm_status_code generate(tfm_whisper_window *w, tfm_seq2seq_state *state,
   while (w->count < most) {
     apply_rules(w, w->generated, w->count, scores);
     int32_t token = temperature > 0 ? sample(w, scores, temperature)
-                                    : argmax(scores, vocab);
+                                    : tfm_argmax(scores, vocab);
     float max;
     double shift = tfm_log_sum_exp_shifted(scores, vocab, &max);
     if (token != w->tokens.eos)
