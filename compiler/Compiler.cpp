@@ -739,6 +739,7 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
     g.start_of_previous = generation.getStartOfPrevious();
     g.transcribe = generation.getTranscribe();
     g.translate = generation.getTranslate();
+    g.median_filter_width = generation.getMedianFilterWidth();
     auto tokens = [](DenseI32ArrayAttr list) {
       return list ? std::vector<int32_t>(list.asArrayRef().begin(),
                                          list.asArrayRef().end())

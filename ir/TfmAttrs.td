@@ -54,7 +54,8 @@ def Tfm_OutputRole : I32EnumAttr<"OutputRole",
     "what an entry point's result carries", [
       I32EnumAttrCase<"logits", 0>,        // [positions, vocab]
       I32EnumAttrCase<"hidden_states", 1>, // [positions, hidden]
-      I32EnumAttrCase<"embedding", 2>      // [hidden], pooled; [sequences, hidden] packed
+      I32EnumAttrCase<"embedding", 2>,     // [hidden], pooled; [sequences, hidden] packed
+      I32EnumAttrCase<"alignment_weights", 3> // [positions, heads, source positions]
     ]> {
   let cppNamespace = "::mlir::tfm";
   let genSpecializedAttr = 0;
@@ -212,6 +213,12 @@ def Tfm_GenerationAttr : AttrDef<Tfm_Dialect, "Generation"> {
     `begin_suppressed` tokens (begin_suppress_tokens) never come right after
     it.
 
+    Whisper's word timestamps: `alignment_heads` lists the cross-attention
+    heads whose weights follow the audio (generation_config.json's
+    [layer, head] pairs, end to end), from which tfm-kv-cache derives
+    `@align`; `median_filter_width` (config.json) smooths them over the
+    frames before the alignment.
+
     ```mlir
     #tfm.generation<num_beams = 4, max_new_tokens = 511, forced_eos = true,
         suppressed = [58100]>
@@ -236,7 +243,9 @@ def Tfm_GenerationAttr : AttrDef<Tfm_Dialect, "Generation"> {
     DefaultValuedParameter<"int32_t", "-1">:$start_of_previous,
     DefaultValuedParameter<"int32_t", "-1">:$transcribe,
     DefaultValuedParameter<"int32_t", "-1">:$translate,
-    OptionalParameter<"DenseI32ArrayAttr", "language tokens">:$languages
+    OptionalParameter<"DenseI32ArrayAttr", "language tokens">:$languages,
+    OptionalParameter<"DenseI32ArrayAttr", "[layer, head] pairs, end to end">:$alignment_heads,
+    DefaultValuedParameter<"int32_t", "7">:$median_filter_width
   );
   let assemblyFormat = "`<` struct(params) `>`";
 }

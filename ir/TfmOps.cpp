@@ -709,6 +709,40 @@ int64_t mlir::tfm::relativePositionBucket(int64_t distance, int64_t buckets,
   return bucket + std::min(exact + large, n - 1);
 }
 
+LogicalResult AttentionWeightsOp::verify() {
+  Operation *op = *this;
+  for (auto [what, v] : {std::pair<StringRef, Value>{"query", getQuery()},
+                         {"key", getKey()},
+                         {"result", getResult()}}) {
+    if (failed(expectRank(op, what, v, 3)) ||
+        failed(expectElementType(op, what, v, Float32Type::get(getContext()))))
+      return failure();
+  }
+  ArrayRef<int64_t> q = getQuery().getType().getShape();
+  ArrayRef<int64_t> k = getKey().getType().getShape();
+  ArrayRef<int64_t> r = getType().getShape();
+  int64_t heads = q[1], kvHeads = k[1];
+  if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(kvHeads))
+    return emitOpError("expected static head counts in query and key");
+  if (kvHeads == 0 || heads % kvHeads != 0)
+    return emitOpError() << "expected kv_heads (" << kvHeads
+                         << ") to divide heads (" << heads << ")";
+  if (getHeads().empty())
+    return emitOpError("expected at least one head");
+  for (int64_t head : getHeads())
+    if (head < 0 || head >= heads)
+      return emitOpError() << "head " << head << " is not one of the query's "
+                           << heads << " heads";
+  int64_t chosen = int64_t(getHeads().size());
+  if (failed(expectDim(op, "key head_dim", k[2], "query head_dim", q[2])) ||
+      failed(
+          expectDim(op, "result rows", r[0], "query sequence length", q[0])) ||
+      failed(expectDim(op, "result heads", r[1], "listed heads", chosen)) ||
+      failed(expectDim(op, "result columns", r[2], "key length", k[0])))
+    return failure();
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   Operation *op = *this;
   Type elementType = getQuery().getType().getElementType();

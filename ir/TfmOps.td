@@ -785,6 +785,31 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let hasCanonicalizer = 1;
 }
 
+def Tfm_AttentionWeightsOp : Tfm_Op<"attention_weights", [Pure]> {
+  let summary = "the attention probabilities of chosen heads, unmasked";
+  let description = [{
+    `softmax(scale · q·kᵀ)` over the keys for the query heads listed in
+    `heads`, in that order: `query` is `[s, heads, head_dim]`, `key`
+    `[t, kv_heads, head_dim]` (query head `h` reads KV head
+    `h / (heads / kv_heads)`, as in `tfm.attention`), the result
+    `[s, n, t]` for `n` listed heads. No mask: it is what a
+    cross-attention looks at, which Whisper's word timestamps align to the
+    audio (transformers' `output_attentions`). It adds nothing to the
+    attention it mirrors, which stays fused.
+
+    ```mlir
+    %w = tfm.attention_weights %q, %k {heads = array<i64: 1, 3>, scale = 0.125 : f32} : (tensor<?x4x64xf32>, tensor<1500x4x64xf32>) -> tensor<?x2x1500xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
+                       DenseI64ArrayAttr:$heads, F32Attr:$scale);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tfm_WindowAttentionOp : Tfm_Op<"window_attention", [Pure]> {
   let summary = "attention within fixed windows of rows, with a bias per window";
   let description = [{

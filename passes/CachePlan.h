@@ -359,6 +359,14 @@ void buildDecodeBatch(func::FuncOp forward, const CachePlan &plan,
 void buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
                        int64_t capacity, bool everyRow = false);
 
+/// Whisper's @align(tokens, cross cache, encoded length) -> [tokens,
+/// alignment heads, source positions]: the listed cross-attention heads'
+/// probabilities ([layer, head] pairs end to end) over the teacher-forced
+/// tokens (AlignmentEntry.cpp). Fails, naming the pair, where a layer or
+/// head is not the decoder's.
+LogicalResult buildAlign(func::FuncOp forward, const CachePlan &plan,
+                         int64_t capacity, ArrayRef<int32_t> alignmentHeads);
+
 } // namespace mlir::tfm
 
 #endif // TFM_PASSES_CACHEPLAN_H

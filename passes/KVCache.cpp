@@ -3,11 +3,13 @@
 // The tfm-kv-cache pass (see Passes.td). The analysis first proves that
 // caching is sound for every op of @forward: only attention mixes positions,
 // attention is causal, and positions come from the token sequence. The
-// rewrite then clones @forward into @prefill, threads the cache through each
-// layer's attention (where windows differ, a windowed layer's through its
-// ring: layOutCache), a hybrid's recurrent layers through their states
-// (RecurrentState.cpp), and keeps only the last position's logits (sliced
-// before the final norm and LM head, which act row by row); @decode calls
+// rewrite then clones @forward into @prefill (and, where the module names
+// Whisper's alignment heads, @align: AlignmentEntry.cpp), threads the cache
+// through each layer's attention (where windows differ, a windowed layer's
+// through its ring: layOutCache), a hybrid's recurrent layers through their
+// states (RecurrentState.cpp), and keeps only the last position's logits
+// (sliced before the final norm and LM head, which act row by row); @decode
+// calls
 // @prefill with one token.
 //
 //===----------------------------------------------------------------------===//
@@ -471,6 +473,19 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
     }
     if (plan->sourceArg && failed(buildEncode(forward, *plan, capacity)))
       return signalPassFailure();
+    // Whisper's word timestamps: the alignment heads' weights.
+    auto model = module->getAttrOfType<ModelAttr>(kModelAttrName);
+    GenerationAttr generation = model ? model.getGeneration() : nullptr;
+    if (plan->sourceArg && generation && generation.getAlignmentHeads()) {
+      if (module.lookupSymbol("align")) {
+        module.lookupSymbol("align")->emitOpError(
+            "tfm-kv-cache: @align already exists");
+        return signalPassFailure();
+      }
+      if (failed(buildAlign(forward, *plan, capacity,
+                            generation.getAlignmentHeads().asArrayRef())))
+        return signalPassFailure();
+    }
     buildDecode(buildPrefill(forward, *plan, capacity), *plan);
     if (verify) {
       // Rejected drafts are dropped by shortening the cache, which keeps

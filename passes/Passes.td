@@ -43,6 +43,11 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
     encoder and every decoder layer's cross-attention keys and values, run
     once per input; `@prefill` and `@decode` then read that cross cache
     (and how many source positions it holds) instead of the encoder.
+    Where the module's `#tfm.generation` lists `alignment_heads` (Whisper),
+    it also gets `@align(tokens, cross cache, encoded length) -> [tokens,
+    heads, source positions]`: those cross-attention heads' probabilities
+    over the tokens teacher-forced from position 0, which the runtime
+    aligns to the audio for word timestamps.
 
     With `decode-batch` (the default) the pass also derives
     `@decode_batch(tokens: tensor<?xi32>, positions: tensor<?xi32>,

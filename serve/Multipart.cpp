@@ -91,12 +91,20 @@ tfm::serve::parseMultipartForm(const std::string &contentType,
     if (next == std::string::npos)
       return "the multipart form's part '" + *name +
              "' does not end (no closing '" + delimiter + "')";
-    if (fields.count(*name))
+    // An array's items come as fields of one name ending in "[]" (the
+    // OpenAI SDKs' timestamp_granularities[]): one value a line.
+    bool array = name->size() > 2 && name->substr(name->size() - 2) == "[]";
+    auto known = fields.find(*name);
+    if (known != fields.end() && !array)
       return "the multipart form gives the field '" + *name + "' twice";
-    if (fields.size() == maxFields)
+    if (known == fields.end() && fields.size() == maxFields)
       return "the multipart form has more than " + std::to_string(maxFields) +
              " fields";
-    fields[*name] = body.substr(content, next - content);
+    std::string value = body.substr(content, next - content);
+    if (known != fields.end())
+      known->second += "\n" + value;
+    else
+      fields[*name] = value;
     at = next + 2 + delimiter.size();
   }
 }

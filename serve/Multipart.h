@@ -20,7 +20,9 @@ namespace tfm::serve {
 bool isMultipartForm(const std::string &contentType);
 
 /// The fields of `body` (name -> content) under `contentType`'s boundary,
-/// or a message saying what is malformed. At most `maxFields` parts.
+/// or a message saying what is malformed. At most `maxFields` names; a
+/// name may come twice only as an array's ("name[]"), its values then one
+/// a line.
 std::optional<std::string>
 parseMultipartForm(const std::string &contentType, const std::string &body,
                    std::map<std::string, std::string> &fields,

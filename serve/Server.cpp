@@ -863,6 +863,7 @@ private:
           request.prompt.empty() ? nullptr : request.prompt.c_str();
       options.temperatures = temperatures.data();
       options.temperature_count = int32_t(temperatures.size());
+      options.word_timestamps = request.words;
       tfm_status status;
       if (!error && (tfm_log_mel_all(model, samples, n, &features, &frames,
                                      &status) != TFM_OK ||

@@ -64,7 +64,8 @@ std::optional<ApiError> readTemperature(const std::string &value,
                   "temperature", ""};
 }
 
-/// One of `timestamp_granularities[]`: words (a CTC recognizer's) or
+/// One of `timestamp_granularities[]`: words (a CTC recognizer's, and
+/// Whisper's where it was compiled with alignment heads: @align) or
 /// segments (Whisper's with timestamp tokens).
 std::optional<ApiError> readGranularity(const std::string &name,
                                         const std::string &value,
@@ -76,7 +77,12 @@ std::optional<ApiError> readGranularity(const std::string &name,
                     "'timestamp_granularities' must be \"word\" or "
                     "\"segment\"",
                     name, ""};
-  if (value == "word" && speech == SpeechModel::Ctc) {
+  bool aligns = false;
+  for (int32_t i = 0; model.desc && i < model.desc->num_entry_points; ++i)
+    aligns |= std::string(model.desc->entry_points[i].name) == "align";
+  if (value == "word" &&
+      (speech == SpeechModel::Ctc ||
+       (speech == SpeechModel::WhisperTimestamps && aligns))) {
     out.words = true;
     return std::nullopt;
   }
@@ -87,7 +93,8 @@ std::optional<ApiError> readGranularity(const std::string &name,
           ? "a CTC recognizer's transcript has words, not segments"
       : speech == SpeechModel::Whisper
           ? "Whisper without timestamp tokens gives no timestamps"
-          : "Whisper's segments have timestamps, its words not yet";
+          : "it was compiled without alignment heads (generation_config."
+            "json's alignment_heads), which place words";
   return ApiError{400,
                   "'timestamp_granularities' \"" + value + "\" for model '" +
                       model.name + "': " + why,
@@ -150,7 +157,13 @@ std::optional<ApiError> tfm::serve::parseTranscriptionRequest(
                        name, ""};
     } else if (name == "timestamp_granularities[]" ||
                name == "timestamp_granularities") {
-      error = readGranularity(name, value, speech, model, out);
+      // The array's items, one a line (parseMultipartForm).
+      for (size_t at = 0; !error && at <= value.size();) {
+        size_t end = std::min(value.find('\n', at), value.size());
+        error = readGranularity(name, value.substr(at, end - at), speech, model,
+                                out);
+        at = end + 1;
+      }
     } else {
       error = ApiError{400, "unknown field '" + name + "'", name, ""};
     }

@@ -9,7 +9,8 @@
 // tfm.window_attention (Swin) is lowered the same way a window at a time:
 // scores [windows, heads, window, window], linear in the rows.
 // tfm.sparse_attention (Longformer) becomes two of these attentions, one
-// with a mask of its pattern, and a choice of rows.
+// with a mask of its pattern, and a choice of rows. tfm.attention_weights
+// is the first half: the chosen heads' probabilities.
 //
 //===----------------------------------------------------------------------===//
 
@@ -202,6 +203,78 @@ struct LowerAttention : PackedSequencesPattern<AttentionOp> {
           return accumulate(b, l, args[2], prod);
         });
     rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// tfm.attention_weights: the listed heads' queries and their KV heads'
+/// keys copied side by side ([s, n, d] and [t, n, d]), then scores
+/// [s, n, t] scaled and soft-maxed along the keys.
+struct LowerAttentionWeights : OpConversionPattern<AttentionWeightsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AttentionWeightsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    Value q = adaptor.getQuery(), k = adaptor.getKey();
+    RankedTensorType qType = op.getQuery().getType();
+    RankedTensorType kType = op.getKey().getType();
+    int64_t group = qType.getDimSize(1) / kType.getDimSize(1);
+    int64_t n = int64_t(op.getHeads().size()), d = qType.getDimSize(2);
+    OpFoldResult s = tensor::getMixedSize(rewriter, loc, q, 0);
+    OpFoldResult t = tensor::getMixedSize(rewriter, loc, k, 0);
+    OpFoldResult dSize = tensor::getMixedSize(rewriter, loc, q, 2);
+    // Head `head` of `from` ([rows, heads, d]) at column `c` of `into`.
+    auto copyHeads = [&](Value from, OpFoldResult rows, auto headOf) {
+      auto type = RankedTensorType::get(
+          {cast<RankedTensorType>(from.getType()).getDimSize(0), n, d},
+          rewriter.getF32Type());
+      Value into = createEmpty(rewriter, loc, type,
+                               {rows, rewriter.getIndexAttr(n), dSize});
+      SmallVector<OpFoldResult> strides(3, rewriter.getIndexAttr(1));
+      SmallVector<OpFoldResult> sizes = {rows, rewriter.getIndexAttr(1), dSize};
+      for (auto [c, head] : llvm::enumerate(op.getHeads())) {
+        Value slice = tensor::ExtractSliceOp::create(
+            rewriter, loc, from,
+            {rewriter.getIndexAttr(0), rewriter.getIndexAttr(headOf(head)),
+             rewriter.getIndexAttr(0)},
+            sizes, strides);
+        into = tensor::InsertSliceOp::create(rewriter, loc, slice, into,
+                                             {rewriter.getIndexAttr(0),
+                                              rewriter.getIndexAttr(int64_t(c)),
+                                              rewriter.getIndexAttr(0)},
+                                             sizes, strides);
+      }
+      return into;
+    };
+    Value queries = copyHeads(q, s, [](int64_t head) { return head; });
+    Value keys =
+        copyHeads(k, t, [group](int64_t head) { return head / group; });
+    // scores[i, c, j] = Σ_e queries[i, c, e] · keys[j, c, e]
+    AffineExpr i = getAffineDimExpr(0, ctx), c = getAffineDimExpr(1, ctx),
+               j = getAffineDimExpr(2, ctx), e = getAffineDimExpr(3, ctx);
+    SmallVector<OpFoldResult> sizes = {s, rewriter.getIndexAttr(n), t};
+    Value dots =
+        createGeneric(rewriter, loc, ValueRange{queries, keys},
+                      createFilled(rewriter, loc, op.getType(), sizes, 0.0),
+                      {AffineMap::get(4, 0, {i, c, e}, ctx),
+                       AffineMap::get(4, 0, {j, c, e}, ctx),
+                       AffineMap::get(4, 0, {i, c, j}, ctx)},
+                      {IteratorType::parallel, IteratorType::parallel,
+                       IteratorType::parallel, IteratorType::reduction},
+                      [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                        Value prod =
+                            arith::MulFOp::create(b, l, args[0], args[1]);
+                        return accumulate(b, l, args[2], prod);
+                      });
+    double scale = op.getScale().convertToDouble();
+    Value scaled = createElementwise(
+        rewriter, loc, dots, ValueRange{dots},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::MulFOp::create(b, l, args[0], f32Constant(b, l, scale));
+        });
+    rewriter.replaceOp(op, softmaxOverLastDim(rewriter, loc, scaled, sizes));
     return success();
   }
 };
@@ -406,6 +479,6 @@ struct LowerSparseAttention : OpConversionPattern<SparseAttentionOp> {
 } // namespace
 
 void mlir::tfm::populateLowerAttentionPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerAttention, LowerWindowAttention, LowerSparseAttention>(
-      patterns.getContext());
+  patterns.add<LowerAttention, LowerAttentionWeights, LowerWindowAttention,
+               LowerSparseAttention>(patterns.getContext());
 }

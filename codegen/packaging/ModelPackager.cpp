@@ -489,7 +489,8 @@ void writeGenerationDefaults(llvm::raw_ostream &os,
      << ", .transcribe = " << g->transcribe << ", .translate = " << g->translate
      << ",\n"
      << "    .num_languages = " << model.languageTokens.size()
-     << ", .languages = " << languages << "};\n";
+     << ", .languages = " << languages << ",\n"
+     << "    .median_filter_width = " << g->median_filter_width << "};\n";
 }
 
 /// tfm_model_desc itself, named `descSymbol` (exported from a library).

@@ -447,6 +447,35 @@ llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(
   if (noTimestamps >= 0 && noTimestamps < 1)
     return makeError(where + ": no_timestamps_token_id 0 leaves no "
                              "<|nospeech|> token before it");
+  // Word timestamps: the cross-attention heads that follow the audio, and
+  // how widely their weights are smoothed (WhisperConfig's
+  // median_filter_width, an odd width, 7 by default).
+  SmallVector<int32_t> alignmentHeads;
+  if (const llvm::json::Array *pairs = fields->getArray("alignment_heads"))
+    for (const llvm::json::Value &pair : *pairs) {
+      const llvm::json::Array *entry = pair.getAsArray();
+      std::optional<int64_t> layer, head;
+      if (entry && entry->size() == 2) {
+        layer = (*entry)[0].getAsInteger();
+        head = (*entry)[1].getAsInteger();
+      }
+      if (!layer || !head || *layer < 0 || *layer >= spec.decoderLayers ||
+          *head < 0 || *head >= spec.decoderHeads)
+        return makeError(where +
+                         ": alignment_heads should list [layer, "
+                         "head] pairs of the decoder's " +
+                         llvm::Twine(spec.decoderLayers) + " layers and " +
+                         llvm::Twine(spec.decoderHeads) + " heads");
+      alignmentHeads.append({int32_t(*layer), int32_t(*head)});
+    }
+  int64_t medianWidth = 7;
+  if (const llvm::json::Value *width = config.get("median_filter_width")) {
+    std::optional<int64_t> value = width->getAsInteger();
+    if (!value || *value <= 0 || *value % 2 == 0 || *value > 1001)
+      return makeError(directory + "/config.json: median_filter_width "
+                                   "should be an odd width of frames");
+    medianWidth = *value;
+  }
   std::optional<double> penalty = fields->getNumber("length_penalty");
   Builder b(&context);
   return GenerationAttr::get(
@@ -466,5 +495,8 @@ llvm::Expected<GenerationAttr> mlir::tfm::readGenerationDefaults(
       noTimestamps, int32_t(std::clamp<int64_t>(maxInitial, -1, INT32_MAX)),
       startOfPrevious, transcribe, translate,
       languages.empty() ? DenseI32ArrayAttr()
-                        : b.getDenseI32ArrayAttr(languages));
+                        : b.getDenseI32ArrayAttr(languages),
+      alignmentHeads.empty() ? DenseI32ArrayAttr()
+                             : b.getDenseI32ArrayAttr(alignmentHeads),
+      int32_t(medianWidth));
 }

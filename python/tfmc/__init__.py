@@ -811,8 +811,10 @@ class Model:
         it takes them; a file is read up to max_audio_seconds. It returns
         the text, or with timestamps="segment"
         OpenAI's verbose_json as a dict (task, language, duration, text,
-        segments with their start and end). Word timestamps are not
-        supported yet."""
+        segments with their start and end); timestamps="word" adds its
+        words with their start and end, aligned by the cross-attention of
+        the alignment heads (a model compiled with generation_config.json's
+        alignment_heads), as transformers' return_token_timestamps."""
         waveform = self._desc.waveform
         if not waveform and self._encoder_decoder() and \
                 self.description["entry_points"]["encode"]["inputs"][0][
@@ -929,12 +931,12 @@ class Model:
 
     def _transcribe_windows(self, features, frames, timestamps, options):
         """Whisper's long-form transcript (tfm_whisper_transcribe)."""
-        if timestamps not in (None, "segment"):
-            raise TfmcError(f"timestamps={timestamps!r}: expected None or "
-                            "'segment' (word timestamps are not supported "
-                            "yet)")
+        if timestamps not in (None, "segment", "word"):
+            raise TfmcError(f"timestamps={timestamps!r}: expected None, "
+                            "'segment' or 'word'")
         o = WhisperOptions()
         self._library.tfm_whisper_options_default(ctypes.byref(o))
+        o.word_timestamps = int(timestamps == "word")
         encode = lambda text: text.encode() if text is not None else None
         o.language = encode(options["language"])
         o.task = encode(options["task"])
@@ -961,7 +963,7 @@ class Model:
                 ctypes.byref(status))
         _check(code, status)
         result = self._verbose_json(transcript)
-        return result if timestamps == "segment" else result["text"]
+        return result if timestamps is not None else result["text"]
 
     # Generation.
 

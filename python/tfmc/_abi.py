@@ -8,7 +8,7 @@ import ctypes
 
 import numpy as np
 
-ABI_VERSION = 27
+ABI_VERSION = 28
 MAX_RANK = 6
 
 ROLE_NAMES = {0: "token_ids", 1: "features", 2: "start_position",
@@ -16,7 +16,8 @@ ROLE_NAMES = {0: "token_ids", 1: "features", 2: "start_position",
               6: "decoder_token_ids", 7: "encoded_length", 8: "positions",
               9: "cache_sequences", 10: "chunk_lengths",
               11: "global_attention", 16: "logits",
-              17: "hidden_states", 18: "embedding"}
+              17: "hidden_states", 18: "embedding",
+              19: "alignment_weights"}
 # tfm_dtype's values in order.
 DTYPE_NAMES = {0: "f32", 1: "i32", 2: "i64", 3: "i8", 4: "bf16", 5: "f16"}
 NUMPY_DTYPES = {"f32": np.float32, "i32": np.int32, "i64": np.int64,
@@ -250,6 +251,7 @@ class WhisperOptions(ctypes.Structure):
                 ("task", ctypes.c_char_p),
                 ("prompt", ctypes.c_char_p),
                 ("condition_on_previous", ctypes.c_int),
+                ("word_timestamps", ctypes.c_int),
                 ("temperatures", ctypes.POINTER(ctypes.c_float)),
                 ("temperature_count", ctypes.c_int32),
                 ("compression_ratio_threshold", ctypes.c_double),

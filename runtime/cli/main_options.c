@@ -109,6 +109,8 @@ void tfm_main_usage(FILE *out, const char *argv0) {
       "    [--no-speech-threshold X (0.6)] (each threshold may be off)\n"
       "    [--no-condition-on-previous] [--seed S] [--max-audio-seconds S "
       "(10800)]\n"
+      "    [--word-timestamps]  words with times (json), by the alignment "
+      "heads\n"
       "  A speech recognizer (CTC) transcribes audio of any length:\n"
       "    AUDIO... [--format txt|json (words with times)]\n"
       "    [--chunk-seconds S (30 past its longest clip)] [--stride-seconds S "
@@ -199,6 +201,7 @@ static const struct {
     {"--logprob-threshold", WHISPER},
     {"--no-speech-threshold", WHISPER},
     {"--no-condition-on-previous", WHISPER},
+    {"--word-timestamps", WHISPER},
     {"--max-audio-seconds", WHISPER | TRANSCRIBE},
     {"--chunk-seconds", TRANSCRIBE},
     {"--stride-seconds", TRANSCRIBE},
@@ -344,6 +347,8 @@ static int parse_switch(const char *arg, tfm_main_options *o) {
     o->rules.forced_eos = o->rules_given = 1;
   else if (!strcmp(arg, "--no-condition-on-previous"))
     o->no_condition_on_previous = 1;
+  else if (!strcmp(arg, "--word-timestamps"))
+    o->word_timestamps = 1;
   else
     return 0;
   return 1;

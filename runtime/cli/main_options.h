@@ -83,6 +83,7 @@ typedef struct {
   float temperature_increment; /* OpenAI's temperature_increment_on_fallback */
   double compression_ratio_threshold, logprob_threshold, no_speech_threshold;
   int no_condition_on_previous;
+  int word_timestamps; /* --word-timestamps */
   double max_audio_seconds;
   /* A CTC recognizer's chunks (0: whole, or 30 s past its longest clip)
    * and strides (negative: a sixth of the chunk). */

@@ -127,6 +127,7 @@ int tfm_main_whisper(const char *argv0, tfm_model *model,
   options.task = o->task;
   options.prompt = o->initial_prompt;
   options.condition_on_previous = !o->no_condition_on_previous;
+  options.word_timestamps = o->word_timestamps;
   options.temperatures = temperatures;
   options.temperature_count = count;
   options.compression_ratio_threshold = o->compression_ratio_threshold;

@@ -94,6 +94,26 @@ void tfm_seq2seq_end(tfm_seq2seq_state *s) {
   free(s);
 }
 
+tfm_status_code tfm_seq2seq_align(tfm_seq2seq_state *s, const int32_t *tokens,
+                                  int64_t n, tfm_tensor *weights,
+                                  tfm_status *status) {
+  const tfm_entry_point *align = tfm_model_entry_point(s->model, "align");
+  if (!align || align->num_inputs != 2 || align->num_caches != 1)
+    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
+                    "model '%s' has no @align: word timestamps need the "
+                    "alignment_heads of its generation_config.json when it "
+                    "is compiled",
+                    tfm_model_get_desc(s->model)->name);
+  tfm_tensor inputs[2];
+  for (int32_t i = 0; i < 2; ++i)
+    inputs[i] = align->inputs[i].role == TFM_ROLE_ENCODED_LENGTH
+                    ? (tfm_tensor){&s->encoded, TFM_DTYPE_I64, 0, {0}, NULL}
+                    : tfm_seq2seq_ids(tokens, n);
+  tfm_tensor *cross = &s->cross;
+  return tfm_model_call_with_state(s->model, "align", inputs, 2, &cross,
+                                   weights, 1, status);
+}
+
 tfm_tensor tfm_seq2seq_ids(const int32_t *source, int64_t n) {
   return (tfm_tensor){(void *)(uintptr_t)source, TFM_DTYPE_I32, 1, {n}, NULL};
 }

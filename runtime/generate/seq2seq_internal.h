@@ -42,6 +42,14 @@ tfm_status_code tfm_seq2seq_fork(tfm_seq2seq_state *state, int from, int to,
  * takes its cache without copying; only further ones copy the prefix. */
 void tfm_seq2seq_commit(tfm_seq2seq_state *state);
 void tfm_seq2seq_end(tfm_seq2seq_state *state);
+/* @align (Whisper's alignment heads, for word timestamps) over tokens[0..n)
+ * teacher-forced from position 0 against the state's cross cache:
+ * *weights f32 [n, heads, source positions], released by the caller
+ * (tfm_tensor_release). TFM_ERROR_NOT_FOUND where the model has no @align
+ * (no alignment_heads when it was compiled). */
+tfm_status_code tfm_seq2seq_align(tfm_seq2seq_state *state,
+                                  const int32_t *tokens, int64_t n,
+                                  tfm_tensor *weights, tfm_status *status);
 
 /* The arguments every generation entry shares, checked before anything
  * runs: a model, a source tensor with data, a `count`, and `out` unless

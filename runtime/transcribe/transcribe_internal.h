@@ -52,4 +52,24 @@ const char *tfm_whisper_language_name(const char *code);
  * any case) or alias ("castilian"), or NULL. */
 const char *tfm_whisper_language_code(const char *name);
 
+/* Word timestamps (word_timestamps.c): each of rows + 1 tokens' start in
+ * seconds from the window's (times[0] = 0; token k + 1 where the alignment
+ * first reaches row k), from @align's weights [rows, heads, frames] of the
+ * teacher-forced tokens, `precision` seconds a frame. */
+tfm_status_code tfm_whisper_token_times(const float *weights, int64_t rows,
+                                        int64_t heads, int64_t frames,
+                                        int32_t median_width, double precision,
+                                        float *times, tfm_status *status);
+
+/* Appends to transcript->words (*capacity of them allocated) the words of
+ * text tokens[0..count), token k from starts[k] to ends[k] s: split at
+ * spaces and punctuation (at every character where `no_spaces`), with
+ * punctuation joined to its neighbour, as transformers' Whisper tokenizer
+ * groups them (_combine_tokens_into_words). */
+tfm_status_code
+tfm_whisper_add_words(tfm_transcript *transcript, int64_t *capacity,
+                      const tfm_tokenizer *tokenizer, const int32_t *tokens,
+                      const double *starts, const double *ends, int64_t count,
+                      int32_t eos, int no_spaces, tfm_status *status);
+
 #endif /* TFM_RUNTIME_TRANSCRIBE_TRANSCRIBE_INTERNAL_H */

@@ -39,17 +39,27 @@ typedef struct {
   int64_t count, capacity;
 } token_list;
 
+/* Room for `needed` elements of `size` bytes in *data (*capacity of them
+ * now), doubling from 256. */
+static int reserve(void **data, int64_t *capacity, int64_t needed,
+                   size_t size) {
+  if (needed <= *capacity)
+    return 1;
+  int64_t grown = *capacity ? *capacity : 256;
+  while (grown < needed)
+    grown *= 2;
+  void *more = realloc(*data, (size_t)grown * size);
+  if (!more)
+    return 0;
+  *data = more;
+  *capacity = grown;
+  return 1;
+}
+
 static int append(token_list *list, const int32_t *tokens, int64_t n) {
-  if (list->count + n > list->capacity) {
-    int64_t capacity = list->capacity ? list->capacity : 256;
-    while (capacity < list->count + n)
-      capacity *= 2;
-    int32_t *grown = realloc(list->data, (size_t)capacity * sizeof *grown);
-    if (!grown)
-      return 0;
-    list->data = grown;
-    list->capacity = capacity;
-  }
+  if (!reserve((void **)&list->data, &list->capacity, list->count + n,
+               sizeof *tokens))
+    return 0;
   if (n)
     memcpy(list->data + list->count, tokens, (size_t)n * sizeof *tokens);
   list->count += n;
@@ -188,18 +198,36 @@ typedef struct {
   tfm_transcript *transcript;
   int64_t capacity;
   token_list history;
+  /* With word timestamps, each segment token's start in seconds, the
+   * segments' tokens end to end. */
+  double *times;
+  int64_t time_count, time_capacity;
 } transcript_builder;
 
+/* Records the starts of a segment's `count` tokens: the window's times
+ * (float32, as 4.40's token_timestamps) plus its offset. */
+static int add_times(transcript_builder *b, const float *times, int64_t count,
+                     float offset) {
+  if (!reserve((void **)&b->times, &b->time_capacity, b->time_count + count,
+               sizeof *b->times))
+    return 0;
+  for (int64_t i = 0; i < count; ++i)
+    b->times[b->time_count++] = (double)(times[i] + offset);
+  return 1;
+}
+
 /* Appends the segment tokens[0..count) from `start` to `end` s, decoded
- * with `result`'s numbers. */
-static tfm_status_code add_segment(transcript_builder *b, tfm_model *model,
-                                   const tfm_tokenizer *tokenizer,
-                                   const tfm_whisper_tokens *special,
-                                   const int32_t *tokens, int64_t count,
-                                   double start, double end, int64_t seek,
-                                   const tfm_whisper_window_result *result,
-                                   tfm_status *status) {
+ * with `result`'s numbers (and, where times is not NULL, its tokens'
+ * starts, times[i] + time_offset). */
+static tfm_status_code
+add_segment(transcript_builder *b, tfm_model *model,
+            const tfm_tokenizer *tokenizer, const tfm_whisper_tokens *special,
+            const int32_t *tokens, int64_t count, double start, double end,
+            int64_t seek, const tfm_whisper_window_result *result,
+            const float *times, float time_offset, tfm_status *status) {
   tfm_transcript *t = b->transcript;
+  if (times && !add_times(b, times, count, time_offset))
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   if (t->segment_count == b->capacity) {
     int64_t capacity = b->capacity ? 2 * b->capacity : 16;
     tfm_transcript_segment *grown =
@@ -254,6 +282,8 @@ add_window_segments(transcript_builder *b, tfm_model *model,
                     int64_t frames, int64_t stride, double precision,
                     int64_t *advance, tfm_status *status) {
   double offset = (double)seek * precision / (double)stride;
+  float time_offset = (float)seek * (float)precision / (float)stride;
+  const float *times = w->align ? w->times + w->times_offset : NULL;
   const int32_t *tokens = w->generated;
   int64_t count = result->count, begin = w->tokens.timestamp_begin;
   int single_ending =
@@ -269,7 +299,8 @@ add_window_segments(transcript_builder *b, tfm_model *model,
     double start = offset + (tokens[last] - begin) * precision;
     double end = offset + (tokens[i - 1] - begin) * precision;
     code = add_segment(b, model, tokenizer, &w->tokens, tokens + last, i - last,
-                       start, end, seek, result, status);
+                       start, end, seek, result, times ? times + last : NULL,
+                       time_offset, status);
     last = i;
   }
   if (code != TFM_OK)
@@ -288,7 +319,7 @@ add_window_segments(transcript_builder *b, tfm_model *model,
     }
   *advance = frames;
   return add_segment(b, model, tokenizer, &w->tokens, tokens, count, offset,
-                     end, seek, result, status);
+                     end, seek, result, times, time_offset, status);
 }
 
 void tfm_transcript_free(tfm_transcript *t) {
@@ -306,6 +337,54 @@ void tfm_transcript_free(tfm_transcript *t) {
   free(t->task);
   free(t->text);
   free(t);
+}
+
+/* Python's round(x, 2), which 4.40's tokenizer applies to token times. */
+static double hundredths(double x) { return nearbyint(x * 100.0) / 100.0; }
+
+/* The transcript's words: each segment's text tokens, a token from its
+ * start to the next token's (its segment's closing timestamp after the
+ * last), grouped as 4.40's _collate_word_timestamps groups them; at every
+ * character in the languages written without spaces. */
+static tfm_status_code add_words(transcript_builder *b,
+                                 const tfm_tokenizer *tokenizer,
+                                 const tfm_whisper_tokens *special,
+                                 tfm_status *status) {
+  tfm_transcript *t = b->transcript;
+  static const char *const kUnspaced[] = {"zh", "ja", "th", "lo", "my", "yue"};
+  int no_spaces = 0;
+  for (size_t i = 0; i < sizeof kUnspaced / sizeof *kUnspaced; ++i)
+    no_spaces |= !strcmp(t->language, kUnspaced[i]);
+  int64_t total = b->time_count, at = 0, capacity = 0;
+  int32_t *text = malloc((size_t)(total ? total : 1) * sizeof *text);
+  double *starts = malloc((size_t)(total ? total : 1) * sizeof *starts);
+  double *ends = malloc((size_t)(total ? total : 1) * sizeof *ends);
+  tfm_status_code code =
+      text && starts && ends
+          ? TFM_OK
+          : tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  for (int64_t s = 0; code == TFM_OK && s < t->segment_count; ++s) {
+    const tfm_transcript_segment *segment = &t->segments[s];
+    int64_t n = 0;
+    for (int64_t i = 0; i < segment->token_count && at + i < total; ++i) {
+      int32_t token = segment->tokens[i];
+      int64_t k = at + i;
+      if (token >= special->timestamp_begin || token == special->eos ||
+          tfm_tokenizer_is_special(tokenizer, token))
+        continue;
+      text[n] = token;
+      starts[n] = hundredths(b->times[k]);
+      ends[n] = k + 1 < total ? hundredths(b->times[k + 1]) : starts[n];
+      ++n;
+    }
+    at += segment->token_count;
+    code = tfm_whisper_add_words(t, &capacity, tokenizer, text, starts, ends, n,
+                                 special->eos, no_spaces, status);
+  }
+  free(text);
+  free(starts);
+  free(ends);
+  return code;
 }
 
 /* The model's Whisper tokens and window shape, or why it has none. */
@@ -480,10 +559,23 @@ tfm_status_code tfm_whisper_transcribe(tfm_model *model, const float *features,
   w.scores = malloc((size_t)vocab * sizeof *w.scores);
   w.probabilities = malloc((size_t)vocab * sizeof *w.probabilities);
   w.generated = malloc((size_t)w.positions * sizeof *w.generated);
-  transcript_builder b = {calloc(1, sizeof(tfm_transcript)), 0, {0}};
+  transcript_builder b = {
+      calloc(1, sizeof(tfm_transcript)), 0, {0}, NULL, 0, 0};
+  w.align = options->word_timestamps;
+  if (w.align && !tfm_model_entry_point(model, "align"))
+    code = tfm_fail(status, TFM_ERROR_NOT_FOUND,
+                    "model '%s' has no @align for word timestamps: its "
+                    "generation_config.json lists no alignment_heads",
+                    desc->name);
+  if (code == TFM_OK && w.align) {
+    w.aligned = malloc((size_t)w.positions * sizeof *w.aligned);
+    w.times = malloc((size_t)(w.positions + 1) * sizeof *w.times);
+    if (!w.aligned || !w.times)
+      code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
   int32_t *prompt = NULL, prompt_count = 0;
-  if (!w.features || !w.first_logits || !w.scores || !w.probabilities ||
-      !w.generated || !b.transcript)
+  if (code == TFM_OK && (!w.features || !w.first_logits || !w.scores ||
+                         !w.probabilities || !w.generated || !b.transcript))
     code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
   int32_t language = -1;
   if (code == TFM_OK)
@@ -514,6 +606,8 @@ tfm_status_code tfm_whisper_transcribe(tfm_model *model, const float *features,
                   (double)desc->audio_preprocessing->sampling_rate;
     if (!t->language || !t->task || !t->text)
       code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (code == TFM_OK && w.align)
+      code = add_words(&b, tokenizer, &w.tokens, status);
   }
   free(prompt);
   free(b.history.data);
@@ -522,6 +616,9 @@ tfm_status_code tfm_whisper_transcribe(tfm_model *model, const float *features,
   free(w.scores);
   free(w.probabilities);
   free(w.generated);
+  free(w.aligned);
+  free(w.times);
+  free(b.times);
   if (code != TFM_OK) {
     tfm_transcript_free(t);
     return code;

@@ -115,6 +115,48 @@ static void cut_window(tfm_whisper_window *w, const float *features,
   }
 }
 
+/* transformers 4.40's _extract_token_timestamps for the kept decoding:
+ * @align over the prompt and the tokens but the last generated (the
+ * cross-attentions generate() collected), the alignment (word_timestamps.c)
+ * giving every token's start. */
+static tfm_status_code align_tokens(tfm_whisper_window *w,
+                                    tfm_seq2seq_state *state,
+                                    const int32_t *previous,
+                                    int64_t previous_count,
+                                    tfm_status *status) {
+  int64_t rows = 0;
+  memcpy(w->aligned, previous, (size_t)previous_count * sizeof *previous);
+  rows += previous_count;
+  memcpy(w->aligned + rows, w->init, (size_t)w->init_count * sizeof *w->init);
+  rows += w->init_count;
+  memcpy(w->aligned + rows, w->generated,
+         (size_t)(w->count - 1) * sizeof *w->generated);
+  rows += w->count - 1;
+  tfm_tensor weights;
+  tfm_status_code code =
+      tfm_seq2seq_align(state, w->aligned, rows, &weights, status);
+  if (code != TFM_OK)
+    return code;
+  const tfm_audio_preprocessing *p =
+      tfm_model_get_desc(w->model)->audio_preprocessing;
+  int64_t frames = weights.shape[2];
+  if (weights.rank != 3 || weights.shape[0] != rows || frames < 1) {
+    tfm_tensor_release(&weights);
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "@align returned no [%lld, heads, frames] weights",
+                    (long long)rows);
+  }
+  /* An encoder position's seconds: the window's over its positions. */
+  double precision = (double)w->window * (double)p->hop_length /
+                     (double)p->sampling_rate / (double)frames;
+  code = tfm_whisper_token_times(weights.data, rows, weights.shape[1], frames,
+                                 w->generation->median_filter_width, precision,
+                                 w->times, status);
+  tfm_tensor_release(&weights);
+  w->times_offset = previous_count + w->init_count;
+  return code;
+}
+
 tfm_status_code tfm_whisper_decode_window(
     tfm_whisper_window *w, const float *features, int64_t total, int64_t seek,
     int64_t frames, const int32_t *previous, int64_t previous_count,
@@ -183,6 +225,8 @@ tfm_status_code tfm_whisper_decode_window(
     if (!result->needs_fallback)
       break;
   }
+  if (code == TFM_OK && w->align && !result->skip && w->count > 0)
+    code = align_tokens(w, state, previous, previous_count, status);
   tfm_seq2seq_end(state);
   return code;
 }

@@ -30,6 +30,14 @@ typedef struct {
   float *probabilities; /* a sampled step's */
   int32_t *generated;   /* [positions] */
   int64_t count;
+  /* Word timestamps: whether to align the kept tokens (@align), the
+   * teacher-forced tokens ([positions]), and each kept token's start in
+   * seconds from the window's (times[t] for generated[t]; [positions + 1]
+   * of which the first are the prompt's). */
+  int align;
+  int32_t *aligned;
+  float *times;
+  int64_t times_offset;
 } tfm_whisper_window;
 
 /* When a window is decoded again, and when it is skipped (thresholds NAN:
@@ -51,7 +59,8 @@ typedef struct {
 
 /* Decodes frames [seek, seek + frames) of `features` ([mels, total])
  * after previous[0..previous_count) (<|startofprev|> and the text so far;
- * none when 0) and w->init. */
+ * none when 0) and w->init; with w->align, the kept tokens' starts into
+ * w->times + w->times_offset. */
 tfm_status_code tfm_whisper_decode_window(
     tfm_whisper_window *w, const float *features, int64_t total, int64_t seek,
     int64_t frames, const int32_t *previous, int64_t previous_count,

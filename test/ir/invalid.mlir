@@ -618,6 +618,22 @@ func.func @f39(%p: tensor<?xi32>) {
 
 // -----
 
+func.func @attention_weights_head(%q: tensor<?x8x16xf32>, %k: tensor<9x2x16xf32>) {
+  // expected-error @+1 {{'tfm.attention_weights' op head 8 is not one of the query's 8 heads}}
+  %y = tfm.attention_weights %q, %k {heads = array<i64: 8>, scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<9x2x16xf32>) -> tensor<?x1x9xf32>
+  return
+}
+
+// -----
+
+func.func @attention_weights_shape(%q: tensor<?x8x16xf32>, %k: tensor<9x2x16xf32>) {
+  // expected-error @+1 {{'tfm.attention_weights' op expected result heads (1) to match listed heads (2)}}
+  %y = tfm.attention_weights %q, %k {heads = array<i64: 1, 2>, scale = 1.0 : f32} : (tensor<?x8x16xf32>, tensor<9x2x16xf32>) -> tensor<?x1x9xf32>
+  return
+}
+
+// -----
+
 func.func @f40(%q: tensor<?x8xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>) {
   // expected-error @+1 {{'tfm.attention' op expected query to be rank 3, got rank 2}}
   %y = tfm.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<?x8xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>) -> tensor<?x8x16xf32>

@@ -222,6 +222,15 @@ func.func @attention(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<
 
 // -----
 
+// CHECK-LABEL: func.func @attention_weights
+// CHECK: tfm.attention_weights %{{.*}}, %{{.*}} {heads = array<i64: 2, 0>, scale = 2.500000e-01 : f32} : (tensor<?x8x16xf32>, tensor<1500x2x16xf32>) -> tensor<?x2x1500xf32>
+func.func @attention_weights(%q: tensor<?x8x16xf32>, %k: tensor<1500x2x16xf32>) -> tensor<?x2x1500xf32> {
+  %w = tfm.attention_weights %q, %k {heads = array<i64: 2, 0>, scale = 0.25 : f32} : (tensor<?x8x16xf32>, tensor<1500x2x16xf32>) -> tensor<?x2x1500xf32>
+  return %w : tensor<?x2x1500xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @relative_attention
 // CHECK-SAME: (%[[Q:.*]]: tensor<?x8x16xf32>, %[[T:.*]]: tensor<32x8xf32>)
 func.func @relative_attention(%q: tensor<?x8x16xf32>, %table: tensor<32x8xf32>) -> tensor<?x8x16xf32> {

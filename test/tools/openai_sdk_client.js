@@ -121,6 +121,15 @@ async function main() {
          response_format: 'verbose_json', timestamp_granularities: ['segment']});
     console.log('verbose_json: TranscriptionVerbose', typed(verbose),
                 verbose.language);
+    // Both granularities: the SDK sends the array as two fields.
+    const worded = await client(whisper.port).audio.transcriptions.create(
+        {model: 'whisper', file: fs.createReadStream(whisperAudio),
+         response_format: 'verbose_json',
+         timestamp_granularities: ['word', 'segment']});
+    console.log('verbose_json with words: TranscriptionVerbose', typed(worded),
+                worded.words.length > 0 && worded.words.every((w) =>
+                    typeof w.word === 'string' && typeof w.start === 'number' &&
+                    typeof w.end === 'number' && w.start <= w.end));
     const translated = await client(whisper.port).audio.translations.create(
         {model: 'whisper', file: fs.createReadStream(whisperAudio),
          response_format: 'verbose_json'});

@@ -56,9 +56,10 @@ def same_segments(answer, expected):
 
 
 def main():
-    serve, library, wav, expected_path, translated_path, srt_path = \
-        sys.argv[1:7]
+    serve, library, wav, expected_path, translated_path, srt_path, \
+        words_path = sys.argv[1:8]
     expected = json.load(open(expected_path))
+    worded = json.load(open(words_path))
     translated = json.load(open(translated_path))
     audio = open(wav, "rb").read()
     # 75 s of 16-bit audio is 2.4 MB: past the default 1 MiB a request.
@@ -82,6 +83,15 @@ def main():
         status, kind, body = post(port, transcriptions,
                                   [("response_format", "srt")], audio)
         print("srt:", status, kind, body == open(srt_path).read())
+        status, _, body = post(port, transcriptions,
+                               [("response_format", "verbose_json"),
+                                ("timestamp_granularities[]", "word"),
+                                ("timestamp_granularities[]", "segment")],
+                               audio)
+        jsonschema.validate(body, VERBOSE)
+        print("verbose_json with words:", status, len(body["words"]),
+              "words, equal to the executable's --word-timestamps:",
+              body["words"] == worded["words"])
         status, _, body = post(port, "/v1/audio/translations",
                                [("response_format", "verbose_json")], audio)
         jsonschema.validate(body, VERBOSE)
@@ -89,8 +99,6 @@ def main():
               "equal to the executable's --task translate:",
               same_segments(body, translated))
         for label, path, fields in [
-                ("word timestamps", transcriptions,
-                 [("timestamp_granularities[]", "word")]),
                 ("format", transcriptions, [("response_format", "docx")]),
                 ("temperature", transcriptions, [("temperature", "1.5")]),
                 ("translation's language", "/v1/audio/translations",

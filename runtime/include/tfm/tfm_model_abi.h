@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 27
+#define TFM_ABI_VERSION 28
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -119,7 +119,10 @@ typedef enum {
   TFM_ROLE_LOGITS = 16,        /* f32 [positions, vocab]; [sequences, labels]
                                   from a packed classifier */
   TFM_ROLE_HIDDEN_STATES = 17, /* f32 [positions, hidden] */
-  TFM_ROLE_EMBEDDING = 18      /* f32 [hidden]; [sequences, hidden] packed */
+  TFM_ROLE_EMBEDDING = 18,     /* f32 [hidden]; [sequences, hidden] packed */
+  /* f32 [positions, heads, source positions]: cross-attention probabilities
+   * of a Whisper decoder's alignment heads (@align) */
+  TFM_ROLE_ALIGNMENT_WEIGHTS = 19
 } tfm_role;
 
 /* TFM_DTYPE_I8: bytes, an int8 KV cache's (rows of codes and their f32
@@ -361,6 +364,9 @@ typedef struct {
   int32_t transcribe, translate;
   int32_t num_languages;
   const int32_t *languages;
+  /* Word timestamps (@align, the alignment heads' weights): the median
+   * filter's width over the frames (config.json's median_filter_width). */
+  int32_t median_filter_width;
 } tfm_generation_defaults;
 
 /* A Stable Diffusion pipeline's constants (tfm_image_generate): the

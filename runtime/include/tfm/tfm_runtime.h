@@ -689,6 +689,10 @@ typedef struct {
   /* Each window after the first conditioned on the text so far (its last
    * 223 tokens), while the last window was decoded below temperature 0.5. */
   int condition_on_previous;
+  /* Words with their times (tfm_transcript.words), from the alignment
+   * heads' cross-attention (the model's @align, compiled where its
+   * generation_config.json lists alignment_heads). */
+  int word_timestamps;
   /* Each window is decoded at temperatures[0] (0: greedy), then at the
    * next where its tokens compress more than compression_ratio_threshold
    * (zlib) or average a log-probability below logprob_threshold. */
@@ -726,7 +730,8 @@ typedef struct {
 } tfm_transcript_segment;
 
 /* A word of a transcript and its times in seconds (a CTC recognizer's:
- * from its first frame's start to its last frame's end). */
+ * from its first frame's start to its last frame's end; Whisper's: from
+ * its first token's aligned start to the start of the token after it). */
 typedef struct {
   char *word;
   double start, end;

@@ -334,6 +334,29 @@ func.func @attention_bias(%q: tensor<3x2x4xf32>, %k: tensor<5x2x4xf32>, %b: tens
 
 // -----
 
+// The probabilities of chosen heads (Whisper's alignment heads): query
+// heads 3 and 0 (KV heads 1 and 0 of 2) copied side by side, their scores
+// [s, 2, t] scaled and soft-maxed along the keys; no values.
+// CHECK-LABEL: func.func @attention_weights
+// CHECK: %[[Q3:.*]] = tensor.extract_slice %{{.*}}[0, 3, 0] [%{{.*}}, 1, 4] [1, 1, 1]
+// CHECK: %[[QS:.*]] = tensor.insert_slice %[[Q3]] into %{{.*}}[0, 0, 0]
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, 0]
+// CHECK: %[[K1:.*]] = tensor.extract_slice %{{.*}}[0, 1, 0] [5, 1, 4] [1, 1, 1]
+// CHECK: tensor.insert_slice %[[K1]] into %{{.*}}[0, 0, 0]
+// CHECK: %[[DOTS:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// CHECK: arith.mulf
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK-NOT: linalg.generic
+// CHECK: return %{{.*}} : tensor<?x2x5xf32>
+func.func @attention_weights(%q: tensor<?x4x4xf32>, %k: tensor<5x2x4xf32>) -> tensor<?x2x5xf32> {
+  %0 = tfm.attention_weights %q, %k {heads = array<i64: 3, 0>, scale = 0.5 : f32} : (tensor<?x4x4xf32>, tensor<5x2x4xf32>) -> tensor<?x2x5xf32>
+  return %0 : tensor<?x2x5xf32>
+}
+
+// -----
+
 // The cache planes are rank-reducing slices [layer, K or V, positions]; the
 // cache argument becomes writable so that bufferization updates it in place.
 // CHECK-LABEL: func.func @kv_cache

@@ -6,7 +6,9 @@ multilingual checkpoints are for long audio: 30 s windows of 3000 frames,
 1501 timestamp tokens past the tokenizer's last id; generation_config.json
 with forced_decoder_ids [[1, null], [2, transcribe]], lang_to_id,
 task_to_id, no_timestamps_token_id, prev_sot_token_id and
-max_initial_timestamp_index as openai/whisper-* have them) and the goldens
+max_initial_timestamp_index as openai/whisper-* have them, and
+alignment_heads across both decoder layers, listed out of order) and the
+goldens
 of transformers 4.40's sequential long-form generate() (../shared/reference)
 on speech-like audio (speech_like_audio.py) of 75 s and 3 min:
 
@@ -18,7 +20,12 @@ on speech-like audio (speech_like_audio.py) of 75 s and 3 min:
   end (s), its tokens, and the window it came from's temperature, average
   log-probability, compression ratio and no-speech probability (the values
   _need_fallback judged the kept sequence by; no no-speech probability
-  where no_speech_threshold is None, as 4.40 computes none).
+  where no_speech_threshold is None, as 4.40 computes none);
+- for the cases with words, every word with its start and end as the ASR
+  pipeline gives them (return_timestamps="word"): generate(...,
+  return_token_timestamps=True), each segment's token_timestamps end to
+  end, then the tokenizer's _decode_asr, which groups the tokens into
+  words (_collate_word_timestamps) between each pair of timestamps.
 
 The timestamp tokens' embeddings (the head is tied) are scaled by 0.5 so
 that random weights write text between their timestamps. Temperatures
@@ -75,7 +82,15 @@ CASES = {
     "180s-fallback": ("180s", dict(temperature=TEMPERATURES,
                                    compression_ratio_threshold=2.5,
                                    logprob_threshold=-1.5)),
+    # Word timestamps (the alignment heads' cross-attention, DTW).
+    "75s-words": ("75s", dict(temperature=0.0)),
+    "180s-words": ("180s", dict(temperature=TEMPERATURES,
+                                compression_ratio_threshold=2.5,
+                                logprob_threshold=-1.5)),
 }
+WORDS = ("75s-words", "180s-words")
+# [layer, head] of the decoder's cross-attention, out of order.
+ALIGNMENT_HEADS = [[1, 2], [0, 1], [1, 0]]
 DEFAULTS = dict(compression_ratio_threshold=2.4, logprob_threshold=-1.0,
                 no_speech_threshold=0.6, condition_on_prev_tokens=True)
 SEED = 0
@@ -123,6 +138,7 @@ def make_model(tokenizer):
     gc.no_timestamps_token_id = no_timestamps
     gc.prev_sot_token_id = ids["<|startofprev|>"]
     gc.max_initial_timestamp_index = 50
+    gc.alignment_heads = ALIGNMENT_HEADS
     gc.suppress_tokens = suppressed
     gc.begin_suppress_tokens = [32, eos]
     gc.max_length = 448
@@ -215,6 +231,20 @@ def short_form(model, extractor, audio):
     return ids[1:]
 
 
+def words_of(tokenizer, out):
+    """The pipeline's words: each segment's tokens and token_timestamps end
+    to end through the tokenizer's _decode_asr (return_timestamps="word")."""
+    segments = out["segments"][0]
+    tokens = torch.cat([s["tokens"] for s in segments])
+    times = torch.cat([s["token_timestamps"] for s in segments])
+    _, chunks = tokenizer._decode_asr(
+        [{"tokens": tokens[None], "token_timestamps": times[None]}],
+        return_timestamps="word", return_language=False,
+        time_precision=0.02)
+    return [dict(word=c["text"], start=c["timestamp"][0],
+                 end=c["timestamp"][1]) for c in chunks["chunks"]]
+
+
 def main():
     tokenizer = write_tokenizer()
     model = make_model(tokenizer)
@@ -240,12 +270,15 @@ def main():
         if prompt is not None:
             kwargs["prompt_ids"] = torch.tensor(
                 tokenizer.get_prompt_ids(prompt))
+        if case in WORDS:
+            kwargs["return_token_timestamps"] = True
         torch.manual_seed(SEED)
         with torch.no_grad():
             out = model.generate(features, return_segments=True,
                                  return_dict_in_generate=True,
                                  output_scores=True,
                                  return_timestamps=True, top_k=0, **kwargs)
+        kwargs.pop("return_token_timestamps", None)
         segments = [dict(start=round(float(s["start"]), 4),
                          end=round(float(s["end"]), 4),
                          tokens=s["tokens"].tolist(),
@@ -266,6 +299,8 @@ def main():
                           kwargs, prompt=prompt, seed=SEED).items()
                           if k != "prompt_ids"},
                       frames=int(features.shape[-1]), segments=segments)
+        if case in WORDS:
+            golden["words"] = words_of(tokenizer, out)
         with open(os.path.join(OUT, f"whisper-long.{case}.json"), "w") as f:
             json.dump(golden, f, indent=1)
         temperatures = sorted({s["temperature"] for s in segments})
