@@ -12,6 +12,13 @@ peak RSS. The machine's read bandwidth is measured in the same run
 
     /usr/bin/python3 bench/compare_ranks.py [--models llama,tinyllama]
 
+With --network the ranks also run over a real network stack: a network
+namespace each, joined by veth pairs to a bridge, Open MPI's TCP transport
+alone (scripts/netns_ranks.py, as root), unshaped and with every link
+capped by tc tbf (--rates, 10gbit,1gbit by default), at N = 2 and 4; the
+all-reduce's cost per message is then set against docs/distributed.md's
+model (2(N-1) steps of latency plus 2(N-1)/N of the row through a link).
+
 NumPy for the random models: /usr/bin/python3 with python3-numpy.
 """
 import argparse
@@ -29,15 +36,20 @@ MODELS = {"llama": ("124M LLaMA shape", "f32"),
           "tinyllama": ("TinyLlama-1.1B shape", "bf16")}
 
 
-def build(args, name):
-    """The random model's folder and its executables at 1 and 2 ranks."""
+NETNS = os.path.join(ROOT, "scripts", "netns_ranks.py")
+sys.path.insert(0, os.path.dirname(NETNS))
+from netns_ranks import tc_rate_bytes  # noqa: E402
+
+
+def build(args, name, counts=(1, 2)):
+    """The random model's folder and its executables at `counts` ranks."""
     dtype = MODELS[name][1]
     model = os.path.join(args.work, f"ranks-{name}-random")
     if not os.path.exists(os.path.join(model, "model.safetensors")):
         subprocess.run([sys.executable, os.path.join(HERE, "make_random_model.py"),
                         name, model, "--dtype", dtype], check=True)
     exes = {}
-    for ranks in (1, 2):
+    for ranks in counts:
         exe = os.path.join(args.work, f"ranks-{name}.{ranks}")
         if not os.path.exists(exe):
             subprocess.run([args.tfmc, model, "--ranks", str(ranks), "-q",
@@ -47,11 +59,17 @@ def build(args, name):
         return json.load(f), exes
 
 
-def run(exe, ranks, prompt, new_tokens):
-    env = dict(os.environ, TFM_NUM_THREADS=str(2 // ranks))
+def run(exe, ranks, prompt, new_tokens, link=None):
+    """--stats of one run; `link`: None (one machine's shared memory), or
+    over the namespaces "tcp" (unshaped) or a tc rate ("1gbit")."""
+    env = dict(os.environ, TFM_NUM_THREADS=str(max(1, 2 // ranks)))
     command = [exe, "--tokens", prompt, "-n", str(new_tokens), "--print-ids",
                "--ignore-eos", "--stats"]
-    if ranks > 1:
+    if link:
+        shape = [] if link == "tcp" else ["--rate", link]
+        command = ([sys.executable, NETNS, "run", "--ranks", str(ranks)] +
+                   shape + ["-x", "TFM_NUM_THREADS", "--"] + command)
+    elif ranks > 1:
         command = MPIRUN + ["-np", str(ranks), "-x", "TFM_NUM_THREADS"] + command
     out = subprocess.run(command, capture_output=True, text=True, check=True,
                          env=env)
@@ -79,6 +97,9 @@ def main():
     parser.add_argument("--prompt", type=int, default=128)
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--network", action="store_true",
+                        help="also over network namespaces (root)")
+    parser.add_argument("--rates", default="10gbit,1gbit")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     print(f"read bandwidth: {read_bandwidth(args.work):.1f} GB/s; prompt "
@@ -86,14 +107,20 @@ def main():
           f"{args.repeats}; ranks x threads = 2")
     print(f"{'model':<22} {'N':>2} {'prefill tok/s':>14} {'decode tok/s':>13} "
           f"{'all-reduce ms/step':>19} {'peak RSS MB per rank':>22}")
+    messages = []
     for name in args.models.split(","):
-        config, exes = build(args, name)
+        counts = (1, 2, 4) if args.network else (1, 2)
+        config, exes = build(args, name, counts)
         rng = random.Random(0)
         prompt = " ".join(str(rng.randrange(config["vocab_size"]))
                           for _ in range(args.prompt))
         layers = config["num_hidden_layers"]
-        for ranks in (1, 2):
-            runs = [run(exes[ranks], ranks, prompt, args.new_tokens)
+        rows = [(1, None), (2, None)]
+        if args.network:
+            rows += [(n, link) for n in (2, 4)
+                     for link in ["tcp"] + args.rates.split(",")]
+        for ranks, link in rows:
+            runs = [run(exes[ranks], ranks, prompt, args.new_tokens, link)
                     for _ in range(args.repeats)]
             best_decode = max(runs, key=lambda s: s["decode_tokens_per_s"])
             best_prefill = max(s["prefill_tokens_per_s"] for s in runs)
@@ -101,14 +128,40 @@ def main():
             step_ms = ""
             if per_rank:
                 r0 = per_rank[0]
-                step_ms = (f"{1e3 * r0['all_reduce_seconds'] / r0['all_reduces'] * 2 * layers:.3f}"
-                           if r0["all_reduces"] else "")
+                each = (r0["all_reduce_seconds"] / r0["all_reduces"]
+                        if r0["all_reduces"] else 0)
+                step_ms = f"{1e3 * each * 2 * layers:.3f}" if each else ""
+                if link:
+                    messages.append((ranks, link, each,
+                                     4 * config["hidden_size"]))
             rss = ([r["peak_rss_bytes"] for r in per_rank] if per_rank
                    else [best_decode["peak_rss_bytes"]])
-            print(f"{MODELS[name][0] + ' ' + MODELS[name][1]:<22} {ranks:>2} "
+            where = {None: "", "tcp": " tcp"}.get(link, f" {link}")
+            print(f"{MODELS[name][0] + ' ' + MODELS[name][1] + where:<22} {ranks:>2} "
                   f"{best_prefill:>14.1f} "
                   f"{best_decode['decode_tokens_per_s']:>13.1f} {step_ms:>19} "
                   f"{' / '.join(f'{b / 1e6:.0f}' for b in rss):>22}")
+
+    if messages:
+        report_messages(messages)
+
+
+def report_messages(messages):
+    """Each all-reduce over the namespaces against the paper model: 2(N-1)
+    steps of latency and 2(N-1)/N of the row through a link at its rate;
+    the latency per step the unshaped runs measure."""
+    print("\nall-reduce per message over the namespaces: measured, and the "
+          "model's 2(N-1) x latency + 2(N-1)/N x row / rate (latency from "
+          "the unshaped run at the same N)")
+    latency = {n: each / (2 * (n - 1)) for n, link, each, _ in messages
+               if link == "tcp"}
+    for n, link, each, row in messages:
+        rate = None if link == "tcp" else tc_rate_bytes(link)
+        model = 2 * (n - 1) * latency[n] + (
+            2 * (n - 1) / n * row / rate if rate else 0)
+        print(f"  N={n} {link:>7}: {1e6 * each:8.1f} us measured, "
+              f"{1e6 * model:8.1f} us modelled ({row} B rows; "
+              f"{1e6 * latency[n]:.1f} us a step)")
 
 
 if __name__ == "__main__":

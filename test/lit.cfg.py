@@ -82,6 +82,26 @@ if config.tfm_mpi and shutil.which("mpirun"):
         + os.path.join(config.tfm_obj_root, "lib", "libtfmrt.a") + " "
         + " ".join(config.tfm_mpi_libraries.split(";"))))
 
+# Ranks over a real network stack (scripts/netns_ranks.py): network
+# namespaces joined by veth pairs, which needs root (CI runs as root) and
+# `ip` and `tc`. Tests say `REQUIRES: netns`; a probe namespace is made
+# and removed here.
+if "mpi" in config.available_features and shutil.which("ip") and \
+        shutil.which("tc") and os.geteuid() == 0:
+    import subprocess
+    probe = f"tfm-probe-{os.getpid()}"
+    if subprocess.run(["ip", "netns", "add", probe],
+                      capture_output=True).returncode == 0:
+        subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+        config.available_features.add("netns")
+        config.substitutions.append((
+            "%netns_ranks",
+            f"{sys.executable} "
+            + os.path.join(config.tfm_src_root, "scripts", "netns_ranks.py")))
+    else:
+        lit_config.note("network namespaces cannot be made here: the tests "
+                        "of ranks over a network are skipped")
+
 # The pretrained checkpoints beside the repo (../shared/models). Tests that
 # need them say `REQUIRES: shared-models` and are reported UNSUPPORTED (with
 # this note) when the folder is absent.
