@@ -120,6 +120,48 @@ static void stop_followers(void) {
   MPI_Finalize();
 }
 
+/* What makes one split of one model: its name and every rank's weights
+ * checksum (FNV-1a over them). */
+static uint64_t split_identity(const tfm_model_desc *desc) {
+  uint64_t h = 1469598103934665603ull;
+  for (int32_t r = 0; r < desc->ranks; ++r)
+    for (int b = 0; b < 8; ++b)
+      h = (h ^ ((desc->rank_checksums[r] >> (8 * b)) & 0xff)) *
+          1099511628211ull;
+  for (const char *c = desc->name; *c; ++c)
+    h = (h ^ (uint8_t)*c) * 1099511628211ull;
+  return h;
+}
+
+/* Every rank must run the split rank 0 runs (mpirun -np 1 a : -np 1 b
+ * would otherwise have rank 1 follow calls of another program): rank 0's
+ * identity and name against each rank's own, and every rank fails where
+ * any differs, naming the first that does. */
+static int check_same_split(const tfm_model_desc *desc, tfm_status *status) {
+  uint64_t lead = split_identity(desc);
+  char name[128] = {0};
+  if (world_rank == 0)
+    snprintf(name, sizeof name, "%s", desc->name);
+  MPI_Bcast(&lead, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  MPI_Bcast(name, (int)sizeof name, MPI_CHAR, 0, MPI_COMM_WORLD);
+  int differs = lead != split_identity(desc) ? world_rank : INT32_MAX;
+  int first = INT32_MAX;
+  MPI_Allreduce(&differs, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first == INT32_MAX)
+    return 1;
+  if (first == world_rank)
+    tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+             "rank %d runs model '%s', another model or split than rank 0's "
+             "'%s': every rank runs the same executable or library",
+             world_rank, desc->name, name);
+  else
+    tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+             "rank %d runs another model or split than rank 0's '%s': every "
+             "rank runs the same executable or library",
+             first, name);
+  return 0;
+}
+
 int32_t tfm_ranks_join(const tfm_model_desc *desc, tfm_status *status) {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -144,6 +186,10 @@ int32_t tfm_ranks_join(const tfm_model_desc *desc, tfm_status *status) {
              "as %d MPI processes (mpirun -np %d ...); this run has %d",
              desc->name, desc->ranks, desc->ranks, desc->ranks, desc->ranks,
              size);
+    MPI_Finalize();
+    return -1;
+  }
+  if (!check_same_split(desc, status)) {
     MPI_Finalize();
     return -1;
   }
