@@ -476,7 +476,8 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
     // Whisper's word timestamps: the alignment heads' weights.
     auto model = module->getAttrOfType<ModelAttr>(kModelAttrName);
     GenerationAttr generation = model ? model.getGeneration() : nullptr;
-    if (plan->sourceArg && generation && generation.getAlignmentHeads()) {
+    if (align && plan->sourceArg && generation &&
+        generation.getAlignmentHeads()) {
       if (module.lookupSymbol("align")) {
         module.lookupSymbol("align")->emitOpError(
             "tfm-kv-cache: @align already exists");

@@ -104,6 +104,9 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
            "Also derive @verify (decoders whose cache can drop positions: "
            "no rings, no recurrent states): @prefill returning every "
            "position's logits, for speculative decoding">,
+    Option<"align", "align", "bool", /*default=*/"true",
+           "Derive @align where the module lists alignment heads (a model "
+           "split over ranks has none: its heads are split)">,
     Option<"kvDtype", "kv-dtype", "std::string", /*default=*/"\"f32\"",
            "Storage of the self-attention cache: f32, bf16, f16, or int8 "
            "(rows of codes with a scale each)">

@@ -83,6 +83,9 @@ void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
     kvCache.maxContext = options.maxContext;
     kvCache.kvDtype = options.kvDtype;
     kvCache.verify = options.verify;
+    // Whisper's word timestamps read some heads of the cross-attention,
+    // which a split model has a part of on each rank: none there.
+    kvCache.align = options.ranks <= 1;
     // A split model's batched entry points come after its partition (their
     // loops over sequences hold the attention, and shard-partition
     // partitions a function's top level only).

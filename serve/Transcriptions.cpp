@@ -94,7 +94,8 @@ std::optional<ApiError> readGranularity(const std::string &name,
       : speech == SpeechModel::Whisper
           ? "Whisper without timestamp tokens gives no timestamps"
           : "it was compiled without alignment heads (generation_config."
-            "json's alignment_heads), which place words";
+            "json's alignment_heads, which place words), or split over "
+            "ranks";
   return ApiError{400,
                   "'timestamp_granularities' \"" + value + "\" for model '" +
                       model.name + "': " + why,

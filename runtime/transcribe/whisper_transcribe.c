@@ -565,7 +565,8 @@ tfm_status_code tfm_whisper_transcribe(tfm_model *model, const float *features,
   if (w.align && !tfm_model_entry_point(model, "align"))
     code = tfm_fail(status, TFM_ERROR_NOT_FOUND,
                     "model '%s' has no @align for word timestamps: its "
-                    "generation_config.json lists no alignment_heads",
+                    "generation_config.json lists no alignment_heads (or it "
+                    "is split over ranks)",
                     desc->name);
   if (code == TFM_OK && w.align) {
     w.aligned = malloc((size_t)w.positions * sizeof *w.aligned);
