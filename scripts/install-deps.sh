@@ -11,7 +11,7 @@ PACKAGES=(
   libopenblas-dev libutf8proc-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev
   libfftw3-dev libsndfile1-dev libsoxr-dev
   nlohmann-json3-dev libgtest-dev libmicrohttpd-dev
-  openmpi-bin libopenmpi-dev
+  openmpi-bin libopenmpi-dev iproute2 util-linux
   openssl
   cmake ninja-build ccache g++ binutils pkg-config python3 python3-numpy
   python3-jsonschema python3-srt python3-webvtt

@@ -83,11 +83,11 @@ if config.tfm_mpi and shutil.which("mpirun"):
         + " ".join(config.tfm_mpi_libraries.split(";"))))
 
 # Ranks over a real network stack (scripts/netns_ranks.py): network
-# namespaces joined by veth pairs, which needs root (CI runs as root) and
-# `ip` and `tc`. Tests say `REQUIRES: netns`; a probe namespace is made
+# namespaces joined by veth pairs, which needs root (CI runs as root),
+# `ip`, `tc` and `nsenter`. Tests say `REQUIRES: netns`; a probe namespace is made
 # and removed here.
 if "mpi" in config.available_features and shutil.which("ip") and \
-        shutil.which("tc") and os.geteuid() == 0:
+        shutil.which("tc") and shutil.which("nsenter") and os.geteuid() == 0:
     import subprocess
     probe = f"tfm-probe-{os.getpid()}"
     if subprocess.run(["ip", "netns", "add", probe],
