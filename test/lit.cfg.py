@@ -84,15 +84,24 @@ if config.tfm_mpi and shutil.which("mpirun"):
 
 # Ranks over a real network stack (scripts/netns_ranks.py): network
 # namespaces joined by veth pairs, which needs root (CI runs as root),
-# `ip`, `tc` and `nsenter`. Tests say `REQUIRES: netns`; a probe namespace is made
-# and removed here.
+# `ip`, `tc` and `nsenter`. Tests say `REQUIRES: netns`; a probe namespace, a
+# bridge and a veth pair are made and removed here.
 if "mpi" in config.available_features and shutil.which("ip") and \
         shutil.which("tc") and shutil.which("nsenter") and os.geteuid() == 0:
     import subprocess
     probe = f"tfm-probe-{os.getpid()}"
-    if subprocess.run(["ip", "netns", "add", probe],
-                      capture_output=True).returncode == 0:
-        subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    tag = os.getpid() % 100000
+    steps = [["ip", "netns", "add", probe],
+             ["ip", "link", "add", f"tfmpb{tag}", "type", "bridge"],
+             ["ip", "link", "add", f"tfmpv{tag}", "type", "veth", "peer",
+              "name", "eth0", "netns", probe]]
+    made = all(subprocess.run(step, capture_output=True).returncode == 0
+               for step in steps)
+    for undo in (["ip", "link", "del", f"tfmpv{tag}"],
+                 ["ip", "link", "del", f"tfmpb{tag}"],
+                 ["ip", "netns", "del", probe]):
+        subprocess.run(undo, capture_output=True)
+    if made:
         config.available_features.add("netns")
         config.substitutions.append((
             "%netns_ranks",
