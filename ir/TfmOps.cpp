@@ -72,6 +72,17 @@ LogicalResult expectDim(Operation *op, StringRef what, int64_t dim,
   return success();
 }
 
+/// Attention's head counts: static in query and key, and the KV heads
+/// dividing the query heads (grouped-query attention's groups).
+LogicalResult expectHeadGroups(Operation *op, int64_t heads, int64_t kvHeads) {
+  if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(kvHeads))
+    return op->emitOpError("expected static head counts in query and key");
+  if (kvHeads == 0 || heads % kvHeads != 0)
+    return op->emitOpError() << "expected kv_heads (" << kvHeads
+                             << ") to divide heads (" << heads << ")";
+  return success();
+}
+
 /// Shared check of a per-feature vector (norm scale/shift): rank 1 and the
 /// input's last dimension long.
 LogicalResult verifyFeatureVector(Operation *op, StringRef what, Value v,
@@ -721,12 +732,9 @@ LogicalResult AttentionWeightsOp::verify() {
   ArrayRef<int64_t> q = getQuery().getType().getShape();
   ArrayRef<int64_t> k = getKey().getType().getShape();
   ArrayRef<int64_t> r = getType().getShape();
-  int64_t heads = q[1], kvHeads = k[1];
-  if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(kvHeads))
-    return emitOpError("expected static head counts in query and key");
-  if (kvHeads == 0 || heads % kvHeads != 0)
-    return emitOpError() << "expected kv_heads (" << kvHeads
-                         << ") to divide heads (" << heads << ")";
+  int64_t heads = q[1];
+  if (failed(expectHeadGroups(op, heads, k[1])))
+    return failure();
   if (getHeads().empty())
     return emitOpError("expected at least one head");
   for (int64_t head : getHeads())
@@ -759,13 +767,9 @@ LogicalResult AttentionOp::verify() {
   ArrayRef<int64_t> v = getValue().getType().getShape();
   ArrayRef<int64_t> r = getType().getShape();
   int64_t heads = q[1], kvHeads = k[1];
-  if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(kvHeads))
-    return emitOpError("expected static head counts in query and key");
-  if (failed(expectDim(op, "value heads", v[1], "key heads", kvHeads)))
+  if (failed(expectHeadGroups(op, heads, kvHeads)) ||
+      failed(expectDim(op, "value heads", v[1], "key heads", kvHeads)))
     return failure();
-  if (kvHeads == 0 || heads % kvHeads != 0)
-    return emitOpError() << "expected kv_heads (" << kvHeads
-                         << ") to divide heads (" << heads << ")";
   if (failed(expectDim(op, "key head_dim", k[2], "query head_dim", q[2])) ||
       failed(expectDim(op, "value length", v[0], "key length", k[0])) ||
       failed(expectDim(op, "result sequence length", r[0],

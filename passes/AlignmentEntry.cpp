@@ -30,10 +30,13 @@ LogicalResult mlir::tfm::buildAlign(func::FuncOp forward, const CachePlan &plan,
                                     ArrayRef<int32_t> alignmentHeads) {
   MLIRContext *ctx = forward.getContext();
   Location loc = forward.getLoc();
+  if (alignmentHeads.empty() || alignmentHeads.size() % 2 != 0)
+    return forward.emitOpError(
+        "tfm-kv-cache: alignment heads should be [layer, head] pairs");
   // The listed heads of each layer, in layer order, and where each is
   // listed.
   std::map<int64_t, SmallVector<int64_t>> headsOf, placesOf;
-  for (size_t i = 0; i + 1 < alignmentHeads.size(); i += 2) {
+  for (size_t i = 0; i < alignmentHeads.size(); i += 2) {
     int64_t layer = alignmentHeads[i], head = alignmentHeads[i + 1];
     if (layer < 0 || layer >= int64_t(plan.crossLayers.size()))
       return forward.emitOpError()
@@ -49,9 +52,6 @@ LogicalResult mlir::tfm::buildAlign(func::FuncOp forward, const CachePlan &plan,
     headsOf[layer].push_back(head);
     placesOf[layer].push_back(int64_t(i / 2));
   }
-  if (headsOf.empty() || alignmentHeads.size() % 2 != 0)
-    return forward.emitOpError(
-        "tfm-kv-cache: alignment heads should be [layer, head] pairs");
 
   IRMapping mapping;
   auto align = cast<func::FuncOp>(forward->clone(mapping));

@@ -9,8 +9,7 @@
 // through its ring: layOutCache), a hybrid's recurrent layers through their
 // states (RecurrentState.cpp), and keeps only the last position's logits
 // (sliced before the final norm and LM head, which act row by row); @decode
-// calls
-// @prefill with one token.
+// calls @prefill with one token.
 //
 //===----------------------------------------------------------------------===//
 

@@ -57,9 +57,12 @@ class Network:
         self.hosts = [f"{self.subnet}.{i + 1}" for i in range(ranks)]
         self.links = [f"tfv{self.tag}-{i}" for i in range(ranks)]
         self.made = []  # ("netns", name) or ("link", name), to undo
-        self.scratch = None  # the daemons' TMPDIRs
+        self.scratch = None  # the daemons' TMPDIRs, one a namespace
 
     def open(self):
+        # Every daemon is on host "vm" to Open MPI, and under one TMPDIR
+        # they raced to make the same session directory: one each.
+        self.scratch = tempfile.mkdtemp(prefix="netns-ranks-")
         sh("ip", "link", "add", self.bridge, "type", "bridge")
         self.made.append(("link", self.bridge))
         sh("ip", "addr", "add", f"{self.subnet}.254/24", "dev", self.bridge)
@@ -76,6 +79,12 @@ class Network:
             sh(*inside, "ip", "addr", "add", f"{host}/24", "dev", "eth0")
             sh(*inside, "ip", "link", "set", "eth0", "up")
             sh(*inside, "ip", "link", "set", "lo", "up")
+
+    def agent_hosts(self):
+        """TFM_NETNS_HOSTS, which the agent reads: address=namespace=TMPDIR
+        for each rank."""
+        return ",".join(f"{h}={n}={os.path.join(self.scratch, n)}"
+                        for h, n in zip(self.hosts, self.names))
 
     def shape(self, rate, delay):
         """tbf at `rate` (and netem `delay`) on both ends of every link;
@@ -132,13 +141,7 @@ def run(args):
         network.open()
         for line in network.shape(args.rate, args.delay):
             print("netns_ranks: " + line, file=sys.stderr)
-        # Every daemon is on host "vm" to Open MPI, and they would race to
-        # make the same session directory under one TMPDIR: one each.
-        scratch = tempfile.mkdtemp(prefix="netns-ranks-")
-        network.scratch = scratch
-        env = dict(os.environ, TFM_NETNS_HOSTS=",".join(
-            f"{h}={n}={os.path.join(scratch, n)}"
-            for h, n in zip(network.hosts, network.names)))
+        env = dict(os.environ, TFM_NETNS_HOSTS=network.agent_hosts())
         agent = f"{sys.executable} {os.path.abspath(__file__)} agent"
         subnet = f"{network.subnet}.0/24"
         command = MPIRUN + [
@@ -168,9 +171,8 @@ def agent(host, command):
     namespace, tmpdir = hosts[host]
     os.makedirs(tmpdir, exist_ok=True)
     os.environ["TMPDIR"] = tmpdir
-    # nsenter enters the network namespace alone: `ip netns exec` also
-    # remounts /sys in a mount namespace of its own, which daemons that
-    # start at once race on.
+    # nsenter enters the network namespace alone (`ip netns exec` would
+    # also give the daemon a mount namespace, which it does not need).
     os.execvp("nsenter", ["nsenter", f"--net=/var/run/netns/{namespace}",
                           "/bin/sh", "-c", " ".join(command)])
 
@@ -194,6 +196,8 @@ def main():
         args.command = args.command[1:]
     if not 2 <= args.ranks <= 8 or not args.command:
         parser.error("expected --ranks 2 to 8 and a command after --")
+    if args.rate:
+        tc_rate_bytes(args.rate)  # a rate tc spells, refused before any link
     sys.exit(run(args))
 
 
