@@ -62,6 +62,7 @@ void mlir::tfm::buildCodegenPipeline(OpPassManager &pm,
   tfm.weightsDtypeFor = options.weightsDtypeFor;
   tfm.ranks = options.ranks;
   tfm.batchedEntryPoints = target.batchedEntryPoints;
+  tfm.sharedExpertFunctions = target.sharedExpertFunctions;
   if (runs(PipelineStage::Tfm))
     buildTfmPipeline(pm, tfm);
   if (runs(PipelineStage::Partition))

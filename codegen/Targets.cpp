@@ -60,6 +60,7 @@ const CodegenTarget kTargets[] = {
         .packsWeights = true,
         .deviceInputs = false,
         .batchedEntryPoints = true,
+        .sharedExpertFunctions = true,
         .f32CheckpointDtype = "",
         .ptxKernels = false,
         .blockWeights = true,
@@ -81,6 +82,7 @@ const CodegenTarget kTargets[] = {
         // One sequence a call so far: the serving engine's batched entry
         // points are not derived.
         .batchedEntryPoints = false,
+        .sharedExpertFunctions = false,
         // Half the bytes a decoded token reads, tensor cores for prefill's
         // products; f32 on request (--weights-dtype=f32), as GPU users
         // expect of PyTorch or vLLM.

@@ -42,6 +42,10 @@ struct CodegenTarget {
   /// The serving engine's batched entry points (@prefill_batch,
   /// @decode_batch) are derived.
   bool batchedEntryPoints;
+  /// A mixture of experts that several entry points hold is expanded once,
+  /// in a function they call (tfm-expand-experts' share-functions); the
+  /// GPU lowering compiles entry points without calls between them.
+  bool sharedExpertFunctions;
   /// What an f32 checkpoint's matrices are stored as unless
   /// --weights-dtype says (empty: f32).
   llvm::StringLiteral f32CheckpointDtype;

@@ -244,8 +244,22 @@ def ExpandExpertsPass : Pass<"tfm-expand-experts", "ModuleOp"> {
     cache derivations (which see one position-wise op) and before the
     fusions and weight storage, which then treat each expert's projections
     as any other.
+
+    With `share-functions`, a mixture that several functions hold (the same
+    expert weights and attributes: each layer's in every entry point the
+    cache derivations made) has its routed experts expanded once, in a
+    private function `@routed_experts` taking the rows, their experts and
+    their weights; each holder keeps its routing and shared expert and
+    calls it. Compiling a model of many experts then costs one expansion a
+    layer, not one an entry point.
   }];
-  let dependentDialects = ["::mlir::scf::SCFDialect",
+  let options = [
+    Option<"shareFunctions", "share-functions", "bool", /*default=*/"false",
+           "Expand a mixture that several functions hold once, in a "
+           "function they call">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::scf::SCFDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect"];

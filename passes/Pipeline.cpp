@@ -19,7 +19,9 @@ static void addFusionPasses(OpPassManager &pm,
     pm.addPass(createExpandLatentAttentionPass());
   // Experts as projections first: the fusions and weight storage then
   // treat them as any other.
-  pm.addPass(createExpandExpertsPass());
+  ExpandExpertsPassOptions experts;
+  experts.shareFunctions = options.sharedExpertFunctions;
+  pm.addPass(createExpandExpertsPass(experts));
   // Convolutions as projections too: their weights then take every
   // storage format and their products the GEMM kernels.
   if (options.convolutionsAsGemm)

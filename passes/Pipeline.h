@@ -25,6 +25,9 @@ struct TfmPipelineOptions {
   bool verify = false;
   /// Derive @decode_batch and @prefill_batch (the serving engine's).
   bool batchedEntryPoints = true;
+  /// A mixture's experts expanded once for all the entry points holding it
+  /// (tfm-expand-experts' share-functions).
+  bool sharedExpertFunctions = true;
   /// Derive @<name>_batch over packed sequences (encoders only).
   bool packSequences = true;
   bool batchImages = true;

@@ -283,23 +283,40 @@ double shareOfCalls(WeightOp weight) {
   return share > 0 ? share : 1.0;
 }
 
-/// Bytes of weights one call of `func` (on one token) reads: each weight
+/// `func` and the functions it calls, to any depth.
+SmallVector<func::FuncOp> withCallees(func::FuncOp func) {
+  SmallVector<func::FuncOp> functions = {func};
+  llvm::SmallPtrSet<Operation *, 8> seen = {func};
+  for (size_t i = 0; i < functions.size(); ++i)
+    functions[i].walk([&](func::CallOp call) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          call, call.getCalleeAttr());
+      if (callee && !callee.isExternal() && seen.insert(callee).second)
+        functions.push_back(callee);
+    });
+  return functions;
+}
+
+/// Bytes of weights one call of `func` (on one token) reads, with those of
+/// the functions it calls (tfm-expand-experts' shared experts): each weight
 /// whole, but a table it only looks up one row, and an expert's by its
 /// share of the calls.
-int64_t bytesReadPerCall(func::FuncOp func, const WeightLayout &layout) {
+int64_t bytesReadPerCall(func::FuncOp entry, const WeightLayout &layout) {
   llvm::StringMap<int64_t> read;
-  func.walk([&](WeightOp weight) {
-    RankedTensorType type = weight.getType();
-    int64_t bytes = storedBytes(type, layout.panels.contains(weight.getName()));
-    // An expert's weights: read by the share of tokens routed to it.
-    bytes = int64_t(double(bytes) * shareOfCalls(weight));
-    bool multiplied = false;
-    bool rowsOnly = readAsMatrix(weight.getResult(), /*lookups=*/true,
-                                 multiplied) &&
-                    !multiplied && type.getRank() == 2;
-    int64_t &entry = read[weight.getName()];
-    entry = std::max(entry, rowsOnly ? bytes / type.getDimSize(0) : bytes);
-  });
+  for (func::FuncOp func : withCallees(entry))
+    func.walk([&](WeightOp weight) {
+      RankedTensorType type = weight.getType();
+      int64_t bytes =
+          storedBytes(type, layout.panels.contains(weight.getName()));
+      // An expert's weights: read by the share of tokens routed to it.
+      bytes = int64_t(double(bytes) * shareOfCalls(weight));
+      bool multiplied = false;
+      bool rowsOnly =
+          readAsMatrix(weight.getResult(), /*lookups=*/true, multiplied) &&
+          !multiplied && type.getRank() == 2;
+      int64_t &entry = read[weight.getName()];
+      entry = std::max(entry, rowsOnly ? bytes / type.getDimSize(0) : bytes);
+    });
   int64_t total = 0;
   for (const auto &entry : read)
     total += entry.getValue();
