@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/Rematerialize.h"
 #include "ir/TfmOps.h"
 #include "passes/Passes.h"
 
@@ -217,17 +218,6 @@ std::optional<std::string> expertsKey(MoeOp moe) {
   return key;
 }
 
-/// `value`'s defining ops (constantKey's), cloned where `b` is.
-Value cloneConstant(OpBuilder &b, Value value, IRMapping &mapping) {
-  if (Value mapped = mapping.lookupOrNull(value))
-    return mapped;
-  Operation *op = value.getDefiningOp();
-  for (Value operand : op->getOperands())
-    cloneConstant(b, operand, mapping);
-  b.clone(*op, mapping);
-  return mapping.lookup(value);
-}
-
 /// `type` with any number of rows.
 RankedTensorType anyRows(Type type) {
   auto ranked = cast<RankedTensorType>(type);
@@ -253,9 +243,9 @@ func::FuncOp outlineExperts(SymbolTable &symbols, MoeOp moe, RouteOp route) {
   IRMapping mapping;
   SmallVector<Value> weights, biases;
   for (Value value : moe.getExperts())
-    weights.push_back(cloneConstant(b, value, mapping));
+    weights.push_back(rematerialize(b, value, mapping));
   for (Value value : moe.getExpertBiases())
-    biases.push_back(cloneConstant(b, value, mapping));
+    biases.push_back(rematerialize(b, value, mapping));
   Value sum =
       routedExperts(b, moe, entry->getArgument(0), entry->getArgument(1),
                     entry->getArgument(2), weights, biases);

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
+#include "ir/Rematerialize.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -167,17 +168,6 @@ std::optional<OutlineCandidate> analyze(scf::ParallelOp loop) {
       1, iterationsOutside(loop, candidate.dimension) *
              estimateCost(*loop.getBody()));
   return candidate;
-}
-
-/// Clones `value`'s defining ops (constants and casts of them) at `b`.
-Value rematerialize(OpBuilder &b, Value value, IRMapping &mapping) {
-  if (Value known = mapping.lookupOrNull(value))
-    return known;
-  Operation *def = value.getDefiningOp();
-  for (Value operand : def->getOperands())
-    rematerialize(b, operand, mapping);
-  b.clone(*def, mapping);
-  return mapping.lookup(value);
 }
 
 /// The address of the candidate's `index`-th captured value in the context.
