@@ -230,11 +230,11 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
   bool onModule = isa<ModuleOp>(op);
   if (name == "tfm.weight_layout" || name == "tfm.weight_panels" ||
-      name == "tfm.weight_formats" || name == kRankWeightsAttrName) {
+      name == "tfm.weight_formats" || name == kRankWeightsAttrName ||
+      name == kRankExpertSourcesAttrName) {
     if (onModule && isa<DictionaryAttr>(attr.getValue()))
       return success();
-  } else if (name == "tfm.weight_bytes" ||
-             name == "tfm.decode_weight_bytes") {
+  } else if (name == "tfm.weight_bytes" || name == "tfm.decode_weight_bytes") {
     if (onModule && isa<IntegerAttr>(attr.getValue()))
       return success();
   } else if (name == kSplitOverRanksAttrName) {

@@ -16,14 +16,18 @@
 
 #include "ir/Rematerialize.h"
 #include "ir/TfmOps.h"
+#include "ir/TfmSharding.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/MapVector.h"
 
 #include <limits>
 
@@ -114,7 +118,9 @@ Value routedExperts(OpBuilder &b, MoeOp moe, Value x, Value experts,
   Location loc = moe.getLoc();
   auto type = cast<RankedTensorType>(x.getType());
   int64_t dyn = ShapedType::kDynamic, k = moe.getTopK();
-  int64_t count = moe.getRouterLogits().getType().getDimSize(1);
+  // The experts given (a rank's own, under expert parallelism) of all.
+  int64_t count = expertWeights.size() / 3;
+  int64_t all = moe.getRouterLogits().getType().getDimSize(1);
   int64_t features = moe.getType().getDimSize(1);
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
   Value empty = tensor::EmptyOp::create(
@@ -168,7 +174,7 @@ Value routedExperts(OpBuilder &b, MoeOp moe, Value x, Value experts,
     // What share of the calls read this expert's weights, on average: the
     // weight layout's bytes read per decode step count that share.
     ifOp->setAttr(kExpertShareAttrName,
-                  b.getF64FloatAttr(double(k) / double(count)));
+                  b.getF64FloatAttr(double(k) / double(all)));
     out = ifOp.getResult(0);
   }
   return out;
@@ -225,9 +231,26 @@ RankedTensorType anyRows(Type type) {
                                ranked.getElementType());
 }
 
+/// Expert parallelism: each of `ranks` ranks runs `local` = experts / ranks
+/// experts, in the places of experts [0, local), whose weights hold the
+/// rank's own experts (the packager writes them from the checkpoint
+/// tensors kRankExpertSourcesAttrName names). Empty: every rank runs all.
+struct ExpertSplit {
+  FlatSymbolRefAttr grid;
+  int64_t local = 0;
+  explicit operator bool() const { return bool(grid); }
+};
+
+/// The first `count` experts' values of `values` (3 an expert), all of
+/// them if `count` is 0, none if there are none.
+ValueRange firstExperts(ValueRange values, int64_t count) {
+  return count && !values.empty() ? values.take_front(3 * count) : values;
+}
+
 /// A private function of `moe`'s routed experts: (rows, their experts,
 /// their weights) -> the sum, with the experts' weights read inside.
-func::FuncOp outlineExperts(SymbolTable &symbols, MoeOp moe, RouteOp route) {
+func::FuncOp outlineExperts(SymbolTable &symbols, MoeOp moe, RouteOp route,
+                            ExpertSplit split) {
   ModuleOp module = cast<ModuleOp>(symbols.getOp());
   Location loc = moe.getLoc();
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
@@ -242,9 +265,9 @@ func::FuncOp outlineExperts(SymbolTable &symbols, MoeOp moe, RouteOp route) {
   b.setInsertionPointToStart(entry);
   IRMapping mapping;
   SmallVector<Value> weights, biases;
-  for (Value value : moe.getExperts())
+  for (Value value : firstExperts(moe.getExperts(), split.local))
     weights.push_back(rematerialize(b, value, mapping));
-  for (Value value : moe.getExpertBiases())
+  for (Value value : firstExperts(moe.getExpertBiases(), split.local))
     biases.push_back(rematerialize(b, value, mapping));
   Value sum =
       routedExperts(b, moe, entry->getArgument(0), entry->getArgument(1),
@@ -253,9 +276,36 @@ func::FuncOp outlineExperts(SymbolTable &symbols, MoeOp moe, RouteOp route) {
   return func;
 }
 
+/// The expert ids `experts` as this rank's local ones: less rank · local,
+/// so that its experts are [0, local) and the others' match none.
+Value localExperts(OpBuilder &b, Location loc, Value experts,
+                   ExpertSplit split) {
+  Value rank = shard::ProcessLinearIndexOp::create(b, loc, split.grid);
+  Value first = arith::MulIOp::create(
+      b, loc, rank, arith::ConstantIndexOp::create(b, loc, split.local));
+  Value offset = arith::IndexCastOp::create(b, loc, b.getI32Type(), first);
+  auto type = cast<RankedTensorType>(experts.getType());
+  Value empty = tensor::EmptyOp::create(
+      b, loc, tensor::getMixedSizes(b, loc, experts), type.getElementType());
+  AffineMap identity = b.getMultiDimIdentityMap(2);
+  return linalg::GenericOp::create(
+             b, loc, type, ValueRange{experts}, ValueRange{empty},
+             ArrayRef<AffineMap>{identity, identity},
+             ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
+                                           utils::IteratorType::parallel},
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(
+                   nb, l,
+                   ValueRange{arith::SubIOp::create(nb, l, args[0], offset)});
+             })
+      .getResult(0);
+}
+
 /// `moe` as its routing, its routed experts (inline, or a call of `shared`
-/// where given) and its shared expert.
-void expand(MoeOp moe, llvm::function_ref<func::FuncOp(RouteOp)> shared) {
+/// where given; split over the ranks, their sums all-reduced, with `split`)
+/// and its shared expert.
+void expand(MoeOp moe, llvm::function_ref<func::FuncOp(RouteOp)> shared,
+            ExpertSplit split) {
   OpBuilder b(moe);
   Location loc = moe.getLoc();
   int64_t dyn = ShapedType::kDynamic, k = moe.getTopK();
@@ -267,24 +317,84 @@ void expand(MoeOp moe, llvm::function_ref<func::FuncOp(RouteOp)> shared) {
       moe.getTopKAttr(), moe.getNormalizeAttr(), moe.getScoringAttr(),
       moe.getGroupsAttr(), moe.getTopGroupsAttr(), moe.getRoutedScaleAttr());
   Value x = moe.getInput(), out;
+  Value experts = split ? localExperts(b, loc, route.getExperts(), split)
+                        : route.getExperts();
   if (func::FuncOp callee = shared ? shared(route) : func::FuncOp()) {
     Type rows = callee.getFunctionType().getInput(0);
     Value input =
         x.getType() == rows ? x : tensor::CastOp::create(b, loc, rows, x);
-    out = func::CallOp::create(
-              b, loc, callee,
-              ValueRange{input, route.getExperts(), route.getWeights()})
+    out = func::CallOp::create(b, loc, callee,
+                               ValueRange{input, experts, route.getWeights()})
               .getResult(0);
     if (out.getType() != moe.getType())
       out = tensor::CastOp::create(b, loc, moe.getType(), out);
   } else {
-    out = routedExperts(b, moe, x, route.getExperts(), route.getWeights(),
-                        moe.getExperts(), moe.getExpertBiases());
+    out = routedExperts(b, moe, x, experts, route.getWeights(),
+                        firstExperts(moe.getExperts(), split.local),
+                        firstExperts(moe.getExpertBiases(), split.local));
   }
+  // Each rank's sum holds its experts' part of every token's: their sum is
+  // the mixture's. Every rank holds every token's row already (attention's
+  // all-reduce made it whole), so only the combining needs a message: one
+  // all-reduce of [tokens, features], as a row-parallel projection's. An
+  // all-to-all would move k rows a token each way, k times the bytes.
+  if (split)
+    out =
+        shard::AllReduceOp::create(b, loc, out.getType(), split.grid.getValue(),
+                                   ArrayRef<int16_t>{0}, out);
   if (!moe.getShared().empty())
     out = addSharedExpert(b, moe, out);
   moe.replaceAllUsesWith(out);
   moe.erase();
+}
+
+/// The weight `value` is read from, through one-operand ops (a dequantize).
+WeightOp weightBehind(Value value) {
+  while (Operation *op = value.getDefiningOp()) {
+    if (auto weight = dyn_cast<WeightOp>(op))
+      return weight;
+    if (op->getNumOperands() != 1)
+      return WeightOp();
+    value = op->getOperand(0);
+  }
+  return WeightOp();
+}
+
+/// Plans `moe`'s experts split over `ranks` (expert parallelism): for each
+/// weight of the first experts / ranks experts, the weights of the experts
+/// each rank runs in its place, added to `sources`. None (every rank runs
+/// every expert) where the experts are not a multiple of the ranks or a
+/// weight is not whole on every rank or differs in type from its place's.
+ExpertSplit
+planExpertSplit(MoeOp moe, int64_t ranks, FlatSymbolRefAttr grid,
+                llvm::MapVector<StringAttr, SmallVector<Attribute>> &sources) {
+  int64_t count = moe.getRouterLogits().getType().getDimSize(1);
+  if (ranks <= 1 || !grid || count % ranks != 0)
+    return ExpertSplit();
+  int64_t local = count / ranks;
+  llvm::MapVector<StringAttr, SmallVector<Attribute>> planned;
+  for (ValueRange values : {moe.getExperts(), moe.getExpertBiases()}) {
+    for (int64_t place = 0, e = values.size() / ranks; place < e; ++place) {
+      SmallVector<Attribute> names;
+      WeightOp first;
+      for (int64_t rank = 0; rank < ranks; ++rank) {
+        WeightOp weight = weightBehind(values[rank * e + place]);
+        auto decl = weight ? SymbolTable::lookupNearestSymbolFrom<WeightDeclOp>(
+                                 weight, weight.getNameAttr())
+                           : WeightDeclOp();
+        if (!decl || decl->hasAttr(kSplitOverRanksAttrName) ||
+            decl->hasAttr(kPartialOverRanksAttrName) ||
+            (first && weight.getType() != first.getType()))
+          return ExpertSplit();
+        first = first ? first : weight;
+        names.push_back(weight.getNameAttr().getAttr());
+      }
+      planned[first.getNameAttr().getAttr()] = names;
+    }
+  }
+  for (auto &[place, names] : planned)
+    sources[place] = names;
+  return ExpertSplit{grid, local};
 }
 
 struct ExpandExpertsPass
@@ -307,19 +417,36 @@ struct ExpandExpertsPass
         if ((key = expertsKey(moe)))
           ++holders[*key];
     SymbolTable symbols(module);
+    // Split over ranks: each holds 1/ranks of every mixture's experts.
+    FlatSymbolRefAttr grid;
+    auto grids = module.getOps<shard::GridOp>();
+    if (ranks > 1 && !grids.empty())
+      grid = FlatSymbolRefAttr::get((*grids.begin()).getSymNameAttr());
+    llvm::MapVector<StringAttr, SmallVector<Attribute>> sources;
     llvm::StringMap<func::FuncOp> outlined;
     for (auto [moe, key] : llvm::zip(ops, keys)) {
+      ExpertSplit split = planExpertSplit(moe, ranks, grid, sources);
       if (!key || holders.lookup(*key) < 2) {
-        expand(moe, nullptr);
+        expand(moe, nullptr, split);
         continue;
       }
-      expand(moe, [&](RouteOp route) {
-        func::FuncOp &func = outlined[*key];
-        if (!func)
-          func = outlineExperts(symbols, moe, route);
-        return func;
-      });
+      expand(
+          moe,
+          [&](RouteOp route) {
+            func::FuncOp &func = outlined[*key];
+            if (!func)
+              func = outlineExperts(symbols, moe, route, split);
+            return func;
+          },
+          split);
     }
+    if (sources.empty())
+      return;
+    SmallVector<NamedAttribute> entries;
+    for (auto &[place, names] : sources)
+      entries.emplace_back(place, ArrayAttr::get(&getContext(), names));
+    module->setAttr(kRankExpertSourcesAttrName,
+                    DictionaryAttr::get(&getContext(), entries));
   }
 };
 

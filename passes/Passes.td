@@ -252,13 +252,27 @@ def ExpandExpertsPass : Pass<"tfm-expand-experts", "ModuleOp"> {
     their weights; each holder keeps its routing and shared expert and
     calls it. Compiling a model of many experts then costs one expansion a
     layer, not one an entry point.
+
+    With `ranks` = N > 1 (after the partition of a model split over N
+    ranks), a mixture whose E experts are whole on every rank, E a multiple
+    of N, is split by experts: every rank runs E/N of them, in the places
+    of experts [0, E/N), after subtracting rank·E/N from the routed ids
+    (`shard.process_linear_index`), and `shard.all_reduce` sums the ranks'
+    outputs before the shared expert is added. The module's
+    `tfm.rank_expert_sources` names, for each weight of those places, the
+    checkpoint tensor each rank holds there; the other experts' weights are
+    no longer read, so no rank stores them.
   }];
   let options = [
     Option<"shareFunctions", "share-functions", "bool", /*default=*/"false",
            "Expand a mixture that several functions hold once, in a "
            "function they call">,
+    Option<"ranks", "ranks", "int64_t", /*default=*/"1",
+           "Ranks of the module's shard.grid: each runs 1/ranks of every "
+           "mixture's experts (expert parallelism), their sums all-reduced">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::shard::ShardDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",

@@ -21,6 +21,7 @@ static void addFusionPasses(OpPassManager &pm,
   // treat them as any other.
   ExpandExpertsPassOptions experts;
   experts.shareFunctions = options.sharedExpertFunctions;
+  experts.ranks = options.ranks;
   pm.addPass(createExpandExpertsPass(experts));
   // Convolutions as projections too: their weights then take every
   // storage format and their products the GEMM kernels.

@@ -632,7 +632,7 @@ llvm::Expected<uint64_t> mlir::tfm::writeWeightBlob(
   uint64_t replicated = 0;
   RankWeights split(module);
   for (auto [offset, name] : order) {
-    std::optional<WeightRows> weight = weights(name);
+    std::optional<WeightRows> weight = weights(split.source(name, rank));
     if (weight) {
       llvm::Expected<WeightRows> part = split.part(name, *weight, rank);
       if (!part)

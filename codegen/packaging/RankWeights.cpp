@@ -10,10 +10,21 @@ using namespace mlir;
 using namespace mlir::tfm;
 
 RankWeights::RankWeights(ModuleOp module)
-    : parts(module->getAttrOfType<DictionaryAttr>(kRankWeightsAttrName)) {}
+    : parts(module->getAttrOfType<DictionaryAttr>(kRankWeightsAttrName)),
+      expertSources(
+          module->getAttrOfType<DictionaryAttr>(kRankExpertSourcesAttrName)) {}
 
 bool RankWeights::isReplicated(llvm::StringRef name) const {
-  return !parts || !parts.get(name);
+  return (!parts || !parts.get(name)) &&
+         (!expertSources || !expertSources.get(name));
+}
+
+llvm::StringRef RankWeights::source(llvm::StringRef name, int64_t rank) const {
+  auto sources =
+      expertSources ? expertSources.getAs<ArrayAttr>(name) : ArrayAttr();
+  if (!sources || rank < 0 || rank >= int64_t(sources.size()))
+    return name;
+  return cast<StringAttr>(sources[rank]).getValue();
 }
 
 static llvm::Error partError(llvm::StringRef name, const llvm::Twine &why) {

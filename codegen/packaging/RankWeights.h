@@ -32,8 +32,14 @@ public:
   /// Whether every rank holds weight `name` alike.
   bool isReplicated(llvm::StringRef name) const;
 
+  /// The checkpoint tensor rank `rank` holds in weight `name`'s place: the
+  /// rank's own expert in a local expert's place (expert parallelism),
+  /// else `name`.
+  llvm::StringRef source(llvm::StringRef name, int64_t rank) const;
+
 private:
   DictionaryAttr parts;
+  DictionaryAttr expertSources;
 };
 
 } // namespace mlir::tfm
