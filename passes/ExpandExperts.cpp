@@ -238,6 +238,9 @@ RankedTensorType anyRows(Type type) {
 struct ExpertSplit {
   FlatSymbolRefAttr grid;
   int64_t local = 0;
+  /// The shared expert's features split too (splitSharedExperts): its
+  /// part is added before the all-reduce.
+  bool sharedSplit = false;
   explicit operator bool() const { return bool(grid); }
 };
 
@@ -338,11 +341,14 @@ void expand(MoeOp moe, llvm::function_ref<func::FuncOp(RouteOp)> shared,
   // all-reduce made it whole), so only the combining needs a message: one
   // all-reduce of [tokens, features], as a row-parallel projection's. An
   // all-to-all would move k rows a token each way, k times the bytes.
+  bool sharedExpert = !moe.getShared().empty();
+  if (sharedExpert && split.sharedSplit)
+    out = addSharedExpert(b, moe, out);
   if (split)
     out =
         shard::AllReduceOp::create(b, loc, out.getType(), split.grid.getValue(),
                                    ArrayRef<int16_t>{0}, out);
-  if (!moe.getShared().empty())
+  if (sharedExpert && !split.sharedSplit)
     out = addSharedExpert(b, moe, out);
   moe.replaceAllUsesWith(out);
   moe.erase();
@@ -397,6 +403,108 @@ planExpertSplit(MoeOp moe, int64_t ranks, FlatSymbolRefAttr grid,
   return ExpertSplit{grid, local};
 }
 
+/// The shared experts of `moes` split by features over `ranks`, as a dense
+/// MLP's: gate and up by rows, down by columns, each rank's declarations
+/// its part (recorded in `tfm.split_over_ranks` and the module's
+/// `tfm.rank_weights`, as tfm-localize-sharded-weights records a split).
+/// A shared expert whose weights something else reads, or whose width the
+/// ranks do not divide (or its stored blocks), stays whole. Returns the
+/// mixtures whose shared expert is split.
+llvm::DenseSet<Operation *>
+splitSharedExperts(ModuleOp module, ArrayRef<MoeOp> moes, int64_t ranks) {
+  // Weight name -> (its place in tfm.moe's shared list, whether it can be
+  // split there).
+  llvm::StringMap<std::pair<unsigned, bool>> places;
+  auto splittable = [&](Value value, unsigned place) {
+    auto weight = value.getDefiningOp<WeightOp>();
+    if (!weight)
+      return false;
+    auto decl = SymbolTable::lookupNearestSymbolFrom<WeightDeclOp>(
+        weight, weight.getNameAttr());
+    int64_t axis = place == 2 ? 1 : 0;
+    int64_t size = weight.getType().getDimSize(axis);
+    auto stored =
+        decl ? decl->getAttrOfType<StringAttr>(kCheckpointDtypeAttrName)
+             : StringAttr();
+    bool blocks = stored && isCheckpointOnlyDtype(stored.getValue());
+    return decl && !decl->hasAttr(kSplitOverRanksAttrName) &&
+           !decl->hasAttr(kPartialOverRanksAttrName) && size % ranks == 0 &&
+           (axis == 0 || !blocks ||
+            (size / ranks) % checkpointBlockColumns(stored.getValue()) == 0);
+  };
+  for (MoeOp moe : moes)
+    for (unsigned place = 0; place < 3 && moe.getShared().size() >= 3;
+         ++place) {
+      Value value = moe.getShared()[place];
+      auto weight = value.getDefiningOp<WeightOp>();
+      if (!weight)
+        continue;
+      auto [it, fresh] =
+          places.try_emplace(weight.getName(), place, splittable(value, place));
+      if (!fresh && it->second.first != place)
+        it->second.second = false;
+    }
+  // Only where every read of the weight is that place's.
+  module.walk([&](WeightOp weight) {
+    auto it = places.find(weight.getName());
+    if (it == places.end())
+      return;
+    for (OpOperand &use : weight->getUses()) {
+      auto moe = dyn_cast<MoeOp>(use.getOwner());
+      unsigned first = moe ? moe.getShared().getBeginOperandIndex() : 0;
+      if (!moe || use.getOperandNumber() != first + it->second.first)
+        it->second.second = false;
+    }
+  });
+  llvm::DenseSet<Operation *> split;
+  for (MoeOp moe : moes) {
+    ValueRange shared = moe.getShared();
+    if (shared.size() < 3 ||
+        !llvm::all_of(shared.take_front(3), [&](Value value) {
+          auto weight = value.getDefiningOp<WeightOp>();
+          return weight && places.lookup(weight.getName()).second;
+        }))
+      continue;
+    split.insert(moe);
+  }
+  // The declarations of the split, their parts' types, and their readers.
+  MLIRContext *context = module.getContext();
+  SmallVector<NamedAttribute> recorded;
+  if (auto existing =
+          module->getAttrOfType<DictionaryAttr>(kRankWeightsAttrName))
+    recorded.append(existing.begin(), existing.end());
+  llvm::StringMap<RankedTensorType> parts;
+  for (auto &[name, place] : places) {
+    bool used = llvm::any_of(split, [&](Operation *op) {
+      auto weight =
+          cast<MoeOp>(op).getShared()[place.first].getDefiningOp<WeightOp>();
+      return weight.getName() == name;
+    });
+    if (!used)
+      continue;
+    auto decl = cast<WeightDeclOp>(
+        SymbolTable::lookupSymbolIn(module, StringAttr::get(context, name)));
+    auto whole = cast<RankedTensorType>(decl.getType());
+    int64_t axis = place.first == 2 ? 1 : 0;
+    SmallVector<int64_t> shape(whole.getShape());
+    shape[axis] /= ranks;
+    auto array = DenseI64ArrayAttr::get(context, {axis, ranks});
+    decl.setType(whole.clone(shape));
+    decl->setAttr(kSplitOverRanksAttrName, array);
+    recorded.emplace_back(decl.getSymNameAttr(), array);
+    parts[name] = whole.clone(shape);
+  }
+  module.walk([&](WeightOp weight) {
+    auto it = parts.find(weight.getName());
+    if (it != parts.end())
+      weight.getResult().setType(it->second);
+  });
+  if (!parts.empty())
+    module->setAttr(kRankWeightsAttrName,
+                    DictionaryAttr::get(context, recorded));
+  return split;
+}
+
 struct ExpandExpertsPass
     : mlir::tfm::impl::ExpandExpertsPassBase<ExpandExpertsPass> {
   using Base::Base;
@@ -423,9 +531,18 @@ struct ExpandExpertsPass
     if (ranks > 1 && !grids.empty())
       grid = FlatSymbolRefAttr::get((*grids.begin()).getSymNameAttr());
     llvm::MapVector<StringAttr, SmallVector<Attribute>> sources;
+    SmallVector<ExpertSplit> splits;
+    SmallVector<MoeOp> splitOps;
+    for (MoeOp moe : ops) {
+      splits.push_back(planExpertSplit(moe, ranks, grid, sources));
+      if (splits.back())
+        splitOps.push_back(moe);
+    }
+    llvm::DenseSet<Operation *> sharedSplit =
+        splitSharedExperts(module, splitOps, ranks);
     llvm::StringMap<func::FuncOp> outlined;
-    for (auto [moe, key] : llvm::zip(ops, keys)) {
-      ExpertSplit split = planExpertSplit(moe, ranks, grid, sources);
+    for (auto [moe, key, split] : llvm::zip(ops, keys, splits)) {
+      split.sharedSplit = sharedSplit.contains(moe);
       if (!key || holders.lookup(*key) < 2) {
         expand(moe, nullptr, split);
         continue;

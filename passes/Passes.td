@@ -258,7 +258,10 @@ def ExpandExpertsPass : Pass<"tfm-expand-experts", "ModuleOp"> {
     of N, is split by experts: every rank runs E/N of them, in the places
     of experts [0, E/N), after subtracting rank·E/N from the routed ids
     (`shard.process_linear_index`), and `shard.all_reduce` sums the ranks'
-    outputs before the shared expert is added. The module's
+    outputs. A shared expert is split by features, as a dense MLP (gate and
+    up rows, down columns: `tfm.split_over_ranks`), and its part joins the
+    sum before the all-reduce; where its weights are read elsewhere or its
+    width does not divide, it is added whole after. The module's
     `tfm.rank_expert_sources` names, for each weight of those places, the
     checkpoint tensor each rank holds there; the other experts' weights are
     no longer read, so no rank stores them.
