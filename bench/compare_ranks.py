@@ -2,15 +2,16 @@
 """bench/compare_ranks: a model split over MPI ranks (tfmc --ranks) against
 the same model in one process, on this machine, with ranks x threads = 2.
 
-For the 124M LLaMA shape (12 heads / 4 KV heads) and TinyLlama-1.1B's
-(32 / 4, bf16), random weights: prefill and decode tokens/s at N = 1 (one
+For the 124M LLaMA shape (12 heads / 4 KV heads), TinyLlama-1.1B's
+(32 / 4, bf16) and a Mixtral-shaped mixture (8 experts of which 2 a token,
+bf16; split by experts, E/N a rank), random weights: prefill and decode tokens/s at N = 1 (one
 process, 2 threads) and N = 2 (mpirun -np 2, 1 thread each), the time the
 ranks spend in all-reduces per decode step (two per layer, from --stats:
 MPI_Allreduce timed through the MPI profiling interface), and each rank's
 peak RSS. The machine's read bandwidth is measured in the same run
 (hwlimits), since a decode step is bound by it.
 
-    /usr/bin/python3 bench/compare_ranks.py [--models llama,tinyllama]
+    /usr/bin/python3 bench/compare_ranks.py [--models llama,tinyllama,mixtral]
 
 With --network the ranks also run over a real network stack: a network
 namespace each, joined by veth pairs to a bridge, Open MPI's TCP transport
@@ -33,7 +34,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 MODELS = {"llama": ("124M LLaMA shape", "f32"),
-          "tinyllama": ("TinyLlama-1.1B shape", "bf16")}
+          "tinyllama": ("TinyLlama-1.1B shape", "bf16"),
+          "mixtral": ("Mixtral-shaped MoE", "bf16")}
 
 
 NETNS = os.path.join(ROOT, "scripts", "netns_ranks.py")
@@ -105,7 +107,7 @@ def main():
     print(f"read bandwidth: {read_bandwidth(args.work):.1f} GB/s; prompt "
           f"{args.prompt} tokens, {args.new_tokens} new, best of "
           f"{args.repeats}; ranks x threads = 2")
-    print(f"{'model':<22} {'N':>2} {'prefill tok/s':>14} {'decode tok/s':>13} "
+    print(f"{'model':<28} {'N':>2} {'prefill tok/s':>14} {'decode tok/s':>13} "
           f"{'all-reduce ms/step':>19} {'peak RSS MB per rank':>22}")
     messages = []
     for name in args.models.split(","):
@@ -137,7 +139,7 @@ def main():
             rss = ([r["peak_rss_bytes"] for r in per_rank] if per_rank
                    else [best_decode["peak_rss_bytes"]])
             where = {None: "", "tcp": " tcp"}.get(link, f" {link}")
-            print(f"{MODELS[name][0] + ' ' + MODELS[name][1] + where:<22} {ranks:>2} "
+            print(f"{MODELS[name][0] + ' ' + MODELS[name][1] + where:<28} {ranks:>2} "
                   f"{best_prefill:>14.1f} "
                   f"{best_decode['decode_tokens_per_s']:>13.1f} {step_ms:>19} "
                   f"{' / '.join(f'{b / 1e6:.0f}' for b in rss):>22}")

@@ -10,6 +10,7 @@
 
 #include "ir/TfmOps.h"
 #include "passes/Passes.h"
+#include "passes/Returned.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -58,12 +59,6 @@ RankedTensorType storageType(RankedTensorType type, StringRef dtype) {
   auto quant = BlockQuantAttr::get(ctx, *format);
   return RankedTensorType::get(shape, IntegerType::get(ctx, quant.codeBits()),
                                quant);
-}
-
-/// Whether `value` is what an entry point returns (an LM head's logits).
-bool isReturned(Value value) {
-  return llvm::any_of(value.getUsers(),
-                      [](Operation *user) { return isa<func::ReturnOp>(user); });
 }
 
 /// How the module reads each weight, from its tfm.weight ops' uses.

@@ -25,6 +25,7 @@
 #include "ir/TfmOps.h"
 #include "ir/TfmSharding.h"
 #include "passes/Passes.h"
+#include "passes/Returned.h"
 
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -92,19 +93,6 @@ private:
   DenseSet<Value> gathered;
   DenseSet<Value> resliced;
 };
-
-/// Whether `v` is returned, as it is or through casts and slices (the
-/// logits of @prefill's last row).
-bool isReturned(Value v) {
-  for (Operation *user : v.getUsers()) {
-    if (isa<func::ReturnOp>(user))
-      return true;
-    if (isa<tensor::CastOp, tensor::ExtractSliceOp>(user) &&
-        isReturned(user->getResult(0)))
-      return true;
-  }
-  return false;
-}
 
 /// The weight `v` is read from (through a dequantize), if it is one.
 WeightOp weightBehind(Value v) {
