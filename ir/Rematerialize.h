@@ -1,5 +1,4 @@
-//===- Rematerialize.h - a value's defining ops cloned elsewhere -*- C++
-//-*-===//
+//===- Rematerialize.h - defining ops cloned elsewhere ------*- C++ -*-===//
 //
 // For a pass that moves work into a region or function of its own and needs
 // the constants (weights, index constants, casts of them) it reads there
