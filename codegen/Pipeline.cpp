@@ -61,6 +61,7 @@ void mlir::tfm::buildCodegenPipeline(OpPassManager &pm,
   tfm.keepWeights = options.keepWeights;
   tfm.weightsDtypeFor = options.weightsDtypeFor;
   tfm.ranks = options.ranks;
+  tfm.pipelineStages = options.pipelineStages;
   tfm.batchedEntryPoints = target.batchedEntryPoints;
   tfm.sharedExpertFunctions = target.sharedExpertFunctions;
   if (runs(PipelineStage::Tfm))

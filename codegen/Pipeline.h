@@ -166,6 +166,12 @@ struct CodegenPipelineOptions : PassPipelineOptions<CodegenPipelineOptions> {
                      "attention by heads, the MLP by its features, "
                      "all-reduced (tensor parallelism)"),
       llvm::cl::init(1)};
+  Option<int64_t> pipelineStages{
+      *this, "pipeline-stages",
+      llvm::cl::desc("Processes (MPI ranks) a decoder's layers are split "
+                     "over in contiguous stages, each sending its rows to "
+                     "the next (pipeline parallelism)"),
+      llvm::cl::init(1)};
   Option<std::string> prefix{
       *this, "prefix",
       llvm::cl::desc("C identifier prefixing the entry points (libraries)"),

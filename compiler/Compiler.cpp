@@ -333,28 +333,42 @@ bool runsPastMaxContext(const CompilationUnit &unit) {
   return dynamic;
 }
 
-/// --ranks: a model split over MPI processes needs MPI where tfmc was
-/// built and runs on the CPU.
+/// The MPI processes a model runs as: its tensor-parallel ranks times its
+/// pipeline stages.
+int64_t processesOf(const CodegenPipelineOptions *pipeline) {
+  return pipeline ? pipeline->ranks * pipeline->pipelineStages : 1;
+}
+
+/// --ranks and --pipeline-stages: a model split over MPI processes needs
+/// MPI where tfmc was built and runs on the CPU.
 llvm::Error checkRanks(const CompileOptions &options,
                        const CompilationUnit &unit) {
   int64_t ranks = options.pipeline ? options.pipeline->ranks : 1;
-  if (ranks == 1)
-    return llvm::Error::success();
+  int64_t stages = options.pipeline ? options.pipeline->pipelineStages : 1;
   if (ranks < 1)
     return makeError("--ranks must be at least 1, got " +
                      llvm::Twine(ranks));
+  if (stages < 1)
+    return makeError("--pipeline-stages must be at least 1, got " +
+                     llvm::Twine(stages));
+  if (ranks == 1 && stages == 1)
+    return llvm::Error::success();
+  std::string split = stages > 1 ? "--pipeline-stages " + std::to_string(stages)
+                                 : "--ranks " + std::to_string(ranks);
+  if (ranks > 1 && stages > 1)
+    return makeError("--ranks " + llvm::Twine(ranks) + " with " + split +
+                     ": tensor-parallel ranks inside pipeline stages are not "
+                     "built yet (choose one)");
   if (llvm::StringRef(TFM_MPI_IMPLEMENTATION).empty())
-    return makeError("--ranks " + llvm::Twine(ranks) +
-                     ": this tfmc was built without MPI (install "
-                     "libopenmpi-dev and build it again)");
+    return makeError(split + ": this tfmc was built without MPI (install "
+                             "libopenmpi-dev and build it again)");
   const CodegenTarget &target = targetOf(*options.pipeline);
   if (!target.splitsOverRanks)
-    return makeError("--ranks " + llvm::Twine(ranks) +
+    return makeError(split +
                      ": a model split over ranks runs on the CPU (--target=" +
                      target.name + " runs on " + target.runsOn + ")");
   if ((*unit.module)->hasAttr(kDiffusionAttrName))
-    return makeError("--ranks " + llvm::Twine(ranks) + ": '" +
-                     options.inputPath +
+    return makeError(split + ": '" + options.inputPath +
                      "' is a Stable Diffusion pipeline, which runs in one "
                      "process (its UNet's attention is not split over ranks "
                      "yet)");
@@ -548,14 +562,14 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
                           ? "run-time adapters need the KV cache's entry "
                             "points (--no-kv-cache)"
                           : "run-time adapters are for decoders so far"));
-  if (pipeline.loraSlots > 0 && pipeline.ranks > 1)
+  if (pipeline.loraSlots > 0 && processesOf(&pipeline) > 1)
     return makeError("--lora-slots: a model split over ranks takes no "
-                     "run-time adapters yet (--ranks " +
-                     std::to_string(pipeline.ranks) + ")");
-  if (pipeline.verify && pipeline.ranks > 1)
+                     "run-time adapters yet (" +
+                     std::to_string(processesOf(&pipeline)) + " processes)");
+  if (pipeline.verify && processesOf(&pipeline) > 1)
     return makeError("--speculative: a model split over ranks has no "
-                     "@verify yet (--ranks " +
-                     std::to_string(pipeline.ranks) + ")");
+                     "@verify yet (" +
+                     std::to_string(processesOf(&pipeline)) + " processes)");
   // Weights keep the checkpoint's dtype unless told otherwise; an f32
   // checkpoint's matrices become what the target stores them as (bf16 on
   // the GPU, codegen/Targets.cpp).
@@ -683,7 +697,7 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
         description.stopTokens.push_back(token);
   description.addBos = model.getAddBos();
   description.family = model.getFamily().str();
-  description.ranks = options.pipeline ? options.pipeline->ranks : 1;
+  description.ranks = processesOf(options.pipeline);
   description.chatTemplate = model.getChatTemplate().str();
   if (ArrayAttr labels = model.getLabels())
     for (Attribute label : labels)

@@ -231,7 +231,7 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
   bool onModule = isa<ModuleOp>(op);
   if (name == "tfm.weight_layout" || name == "tfm.weight_panels" ||
       name == "tfm.weight_formats" || name == kRankWeightsAttrName ||
-      name == kRankExpertSourcesAttrName) {
+      name == kRankWeightSourcesAttrName) {
     if (onModule && isa<DictionaryAttr>(attr.getValue()))
       return success();
   } else if (name == "tfm.weight_bytes" || name == "tfm.decode_weight_bytes") {

@@ -150,6 +150,27 @@ LogicalResult PositionIdsOp::verify() {
 // ClampOp
 //===----------------------------------------------------------------------===//
 
+/// The rows a pipeline op moves between ranks: [rows, features] of f32,
+/// what the runtime's transfers take.
+static LogicalResult verifyStageRows(Operation *op, Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  if (tensor.getRank() != 2 || !tensor.getElementType().isF32())
+    return op->emitOpError("moves [rows, features] f32 rows between "
+                           "pipeline stages, not ")
+           << type;
+  return success();
+}
+
+LogicalResult PipelineReceiveOp::verify() {
+  return verifyStageRows(*this, getType());
+}
+LogicalResult PipelineSendOp::verify() {
+  return verifyStageRows(*this, getInput().getType());
+}
+LogicalResult PipelineCollectOp::verify() {
+  return verifyStageRows(*this, getType());
+}
+
 LogicalResult ClampOp::verify() {
   double min = getMin().convertToDouble(), max = getMax().convertToDouble();
   if (!(min <= max))

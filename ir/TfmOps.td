@@ -1123,6 +1123,69 @@ def Tfm_ScatterAddRowsOp : Tfm_Op<"scatter_add_rows", [Pure,
 }
 
 //===----------------------------------------------------------------------===//
+// Pipeline stages (produced by tfm-pipeline-stages)
+//===----------------------------------------------------------------------===//
+// A model split into P stages of layers runs as P MPI ranks that all run
+// the same code: rank s holds layers [s·L/P, (s+1)·L/P) in the places of
+// the first stage's. These ops move a stage's rows between ranks. Every
+// rank runs the same entry point on the same tokens, so the rows a rank
+// receives have the shape of its own operand.
+
+def Tfm_PipelineReceiveOp : Tfm_Op<"pipeline_receive", [Pure,
+    Tfm_PositionWise, SameOperandsAndResultType]> {
+  let summary = "a stage's input rows: the previous stage's output";
+  let description = [{
+    On the first stage (rank 0) the result is `input`, the rows the
+    embedding made. On stage s > 0 it is the rows stage s - 1 sent with
+    `tfm.pipeline_send`, of `input`'s shape.
+
+    ```mlir
+    %x = tfm.pipeline_receive %embedded : tensor<?x2048xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tfm_PipelineSendOp : Tfm_Op<"pipeline_send", [Tfm_PositionWise,
+    MemoryEffects<[MemWrite]>]> {
+  let summary = "a stage's output rows, sent to the next stage";
+  let description = [{
+    Stage s < P - 1 sends `input` to stage s + 1, whose
+    `tfm.pipeline_receive` takes it; the last stage sends nothing. It has
+    no result: the rank goes on with its own rows (the last stage into the
+    final norm and the head).
+
+    ```mlir
+    tfm.pipeline_send %x : tensor<?x2048xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Tfm_PipelineCollectOp : Tfm_Op<"pipeline_collect", [Pure,
+    Tfm_PositionWise, SameOperandsAndResultType]> {
+  let summary = "the last stage's result, brought to rank 0";
+  let description = [{
+    The last stage sends `input` (its logits) to rank 0, whose result is
+    those rows; on every other rank the result is `input`. Rank 0 is the
+    one that samples and answers.
+
+    ```mlir
+    %logits = tfm.pipeline_collect %own : tensor<?x32000xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // KV cache (produced by tfm-kv-cache)
 //===----------------------------------------------------------------------===//
 

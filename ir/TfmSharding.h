@@ -31,12 +31,12 @@ inline constexpr llvm::StringLiteral kPartialOverRanksAttrName =
 /// weight name -> `array<i64: axis, ranks>`, axis -1 for a summed bias.
 /// What the packager writes each rank's weights from.
 inline constexpr llvm::StringLiteral kRankWeightsAttrName = "tfm.rank_weights";
-/// On the module of a model whose experts are split over ranks (expert
-/// parallelism, tfm-expand-experts): the weight of a local expert's place
-/// -> the checkpoint tensors ranks 0, 1, ... hold there (strings), so that
-/// every rank runs the same code over its own experts.
-inline constexpr llvm::StringLiteral kRankExpertSourcesAttrName =
-    "tfm.rank_expert_sources";
+/// On the module of a model whose ranks run the same code over different
+/// weights (expert parallelism, tfm-expand-experts; pipeline stages,
+/// tfm-pipeline-stages): the weight of a place -> the checkpoint tensors
+/// ranks 0, 1, ... hold there (strings).
+inline constexpr llvm::StringLiteral kRankWeightSourcesAttrName =
+    "tfm.rank_weight_sources";
 
 /// Attaches ShardingInterface to the tfm ops that tensor parallelism splits.
 void attachShardingModels(MLIRContext &context);

@@ -234,7 +234,7 @@ RankedTensorType anyRows(Type type) {
 /// Expert parallelism: each of `ranks` ranks runs `local` = experts / ranks
 /// experts, in the places of experts [0, local), whose weights hold the
 /// rank's own experts (the packager writes them from the checkpoint
-/// tensors kRankExpertSourcesAttrName names). Empty: every rank runs all.
+/// tensors kRankWeightSourcesAttrName names). Empty: every rank runs all.
 struct ExpertSplit {
   FlatSymbolRefAttr grid;
   int64_t local = 0;
@@ -562,7 +562,7 @@ struct ExpandExpertsPass
     SmallVector<NamedAttribute> entries;
     for (auto &[place, names] : sources)
       entries.emplace_back(place, ArrayAttr::get(&getContext(), names));
-    module->setAttr(kRankExpertSourcesAttrName,
+    module->setAttr(kRankWeightSourcesAttrName,
                     DictionaryAttr::get(&getContext(), entries));
   }
 };

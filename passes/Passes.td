@@ -262,7 +262,7 @@ def ExpandExpertsPass : Pass<"tfm-expand-experts", "ModuleOp"> {
     up rows, down columns: `tfm.split_over_ranks`), and its part joins the
     sum before the all-reduce; where its weights are read elsewhere or its
     width does not divide, it is added whole after. The module's
-    `tfm.rank_expert_sources` names, for each weight of those places, the
+    `tfm.rank_weight_sources` names, for each weight of those places, the
     checkpoint tensor each rank holds there; the other experts' weights are
     no longer read, so no rank stores them.
   }];
@@ -412,6 +412,31 @@ def ShardTensorParallelPass : Pass<"tfm-shard-tensor-parallel", "ModuleOp"> {
     Option<"ranks", "ranks", "int64_t", "2", "Processes the model is split over">,
   ];
   let dependentDialects = ["shard::ShardDialect"];
+}
+
+def PipelineStagesPass : Pass<"tfm-pipeline-stages", "ModuleOp"> {
+  let summary = "Split a decoder's layers into pipeline stages, one an MPI rank";
+  let description = [{
+    Runs on `@forward` before tfm-kv-cache, which derives the cached entry
+    points from the result. The L layers go into `stages` stages of L/P
+    contiguous layers; every rank runs the same code, the first stage's
+    layers, over its own weights: rank s's weight blob holds layer
+    s·L/P + i in the place of layer i (`tfm.rank_weight_sources`), and its
+    KV cache has L/P layers. The embedding is computed on every rank (a
+    lookup reads the rows it needs), `tfm.pipeline_receive` replaces it
+    with the previous stage's rows on stages after the first,
+    `tfm.pipeline_send` hands the stage's rows to the next, and
+    `tfm.pipeline_collect` brings the last stage's logits to rank 0.
+
+    A model is split where its stages are alike: `stages` divides the
+    layers, each stage's layers are the first stage's over other weights
+    (a period of sliding and full layers must fit in a stage), and one
+    hidden value passes from a stage to the next. Others are refused,
+    naming the first difference.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", "2", "Pipeline stages (MPI ranks)">,
+  ];
 }
 
 def LocalizeShardedWeightsPass : Pass<"tfm-localize-sharded-weights", "ModuleOp"> {

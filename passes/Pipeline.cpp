@@ -81,6 +81,13 @@ void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
     lora.targets = options.loraTargets;
     pm.addPass(createLoraSlotsPass(lora));
   }
+  // Before the cache: each stage's cached entry points follow from its
+  // own layers.
+  if (options.pipelineStages > 1) {
+    PipelineStagesPassOptions pipeline;
+    pipeline.stages = options.pipelineStages;
+    pm.addPass(createPipelineStagesPass(pipeline));
+  }
   if (options.kvCache) {
     KVCachePassOptions kvCache;
     kvCache.maxContext = options.maxContext;

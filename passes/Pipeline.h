@@ -54,6 +54,10 @@ struct TfmPipelineOptions {
   /// (tfm-shard-tensor-parallel), and the partition stage carries it out
   /// before fusing.
   int64_t ranks = 1;
+  /// Processes a decoder's layers are split over in stages (pipeline
+  /// parallelism, --pipeline-stages; tfm-pipeline-stages before the KV
+  /// cache, so that each rank's cache holds its stage's layers).
+  int64_t pipelineStages = 1;
 };
 
 /// The tfm stage: the derived entry points, then (one rank) the fusions and

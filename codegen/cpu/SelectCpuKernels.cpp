@@ -11,6 +11,7 @@
 
 #include "codegen/cpu/BlockReads.h"
 #include "codegen/cpu/Passes.h"
+#include "codegen/cpu/PipelineTransfers.h"
 #include "codegen/linalg/AttentionCall.h"
 #include "codegen/linalg/KernelCalls.h"
 #include "codegen/linalg/LinalgBuilders.h"
@@ -305,7 +306,7 @@ bool selectsKernel(Operation *op, bool fusedAttention) {
     return kernelWeight(linear.getWeight()).has_value();
   if (auto perHead = dyn_cast<HeadLinearOp>(op))
     return headKernelWeight(perHead).has_value();
-  if (isa<LoraOp>(op))
+  if (isa<LoraOp>(op) || isPipelineTransfer(op))
     return true;
   if (auto attention = dyn_cast<AttentionOp>(op))
     return fusedAttention &&
@@ -358,6 +359,7 @@ void mlir::tfm::populateCpuKernelPatterns(RewritePatternSet &patterns,
                                           bool fusedAttention) {
   patterns.add<LinearToKernelCall, HeadLinearToKernelCall, LoraToKernelCall>(
       patterns.getContext());
+  populatePipelineTransferPatterns(patterns);
   if (fusedAttention) {
     populateAttentionCallPatterns(patterns);
     patterns.add<SparseAttentionToKernelCall, WindowAttentionToKernelCall,

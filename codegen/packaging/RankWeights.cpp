@@ -11,17 +11,17 @@ using namespace mlir::tfm;
 
 RankWeights::RankWeights(ModuleOp module)
     : parts(module->getAttrOfType<DictionaryAttr>(kRankWeightsAttrName)),
-      expertSources(
-          module->getAttrOfType<DictionaryAttr>(kRankExpertSourcesAttrName)) {}
+      weightSources(
+          module->getAttrOfType<DictionaryAttr>(kRankWeightSourcesAttrName)) {}
 
 bool RankWeights::isReplicated(llvm::StringRef name) const {
   return (!parts || !parts.get(name)) &&
-         (!expertSources || !expertSources.get(name));
+         (!weightSources || !weightSources.get(name));
 }
 
 llvm::StringRef RankWeights::source(llvm::StringRef name, int64_t rank) const {
   auto sources =
-      expertSources ? expertSources.getAs<ArrayAttr>(name) : ArrayAttr();
+      weightSources ? weightSources.getAs<ArrayAttr>(name) : ArrayAttr();
   if (!sources || rank < 0 || rank >= int64_t(sources.size()))
     return name;
   return cast<StringAttr>(sources[rank]).getValue();

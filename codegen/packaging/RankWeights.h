@@ -39,7 +39,7 @@ public:
 
 private:
   DictionaryAttr parts;
-  DictionaryAttr expertSources;
+  DictionaryAttr weightSources;
 };
 
 } // namespace mlir::tfm

@@ -367,10 +367,12 @@ static void print_rank_stats(const tfm_model *model) {
     fprintf(stderr,
             "%s{\"rank\": %d, \"weights_bytes\": %llu, "
             "\"peak_rss_bytes\": %lld, \"all_reduces\": %lld, "
-            "\"all_reduce_seconds\": %.6f}",
+            "\"all_reduce_seconds\": %.6f, \"stage_transfers\": %lld, "
+            "\"stage_seconds\": %.6f}",
             r ? ", " : "", r, (unsigned long long)stats[r].weights_bytes,
             (long long)stats[r].peak_rss_bytes, (long long)stats[r].all_reduces,
-            stats[r].all_reduce_seconds);
+            stats[r].all_reduce_seconds, (long long)stats[r].stage_transfers,
+            stats[r].stage_seconds);
   fprintf(stderr, "]");
   free(stats);
 }

@@ -531,7 +531,8 @@ tfm_status_code tfm_model_load(const tfm_model_desc *desc,
     if (!tfm_ranks_join) {
       tfm_model_free(model);
       return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                      "model '%s' is split over %d MPI ranks (tfmc --ranks) "
+                      "model '%s' is split over %d MPI ranks (tfmc --ranks or "
+                      "--pipeline-stages) "
                       "but was linked without libtfmrt_mpi",
                       desc->name, desc->ranks);
     }

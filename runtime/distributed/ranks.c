@@ -182,10 +182,10 @@ int32_t tfm_ranks_join(const tfm_model_desc *desc, tfm_status *status) {
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   if (size != desc->ranks) {
     tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-             "model '%s' is split over %d ranks (tfmc --ranks %d) and runs "
-             "as %d MPI processes (mpirun -np %d ...); this run has %d",
-             desc->name, desc->ranks, desc->ranks, desc->ranks, desc->ranks,
-             size);
+             "model '%s' is split over %d ranks (tfmc --ranks or "
+             "--pipeline-stages) and runs as %d MPI processes (mpirun -np "
+             "%d ...); this run has %d",
+             desc->name, desc->ranks, desc->ranks, desc->ranks, size);
     MPI_Finalize();
     return -1;
   }
@@ -316,6 +316,7 @@ void tfm_ranks_own_stats(const tfm_model *model, tfm_rank_stats *out) {
   out->peak_rss_bytes = (int64_t)usage.ru_maxrss * 1024;
   out->all_reduces = all_reduces;
   out->all_reduce_seconds = all_reduce_seconds;
+  tfm_ranks_stage_stats(&out->stage_transfers, &out->stage_seconds);
 }
 
 void tfm_ranks_gather_stats(const tfm_model *model, tfm_rank_stats *out) {

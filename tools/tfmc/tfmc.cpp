@@ -127,6 +127,13 @@ cl::opt<int64_t> ranks(
              "each holding about 1/N of the weights: attention split by "
              "heads, the MLP by its features (default 1)"),
     cl::init(1), cl::value_desc("N"), cl::cat(outputCategory));
+cl::opt<int64_t> pipelineStages(
+    "pipeline-stages",
+    cl::desc("Processes a decoder's layers are split over in P contiguous "
+             "stages (MPI ranks: mpirun -np P ./model), each holding its "
+             "layers' weights and cache and sending its rows to the next "
+             "(default 1)"),
+    cl::init(1), cl::value_desc("P"), cl::cat(outputCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level (0-3)"),
                            cl::Prefix, cl::init(3), cl::cat(outputCategory));
 cl::opt<int64_t> maxContext(
@@ -256,6 +263,7 @@ int main(int argc, char **argv) {
   pipeline.target = target;
   pipeline.cudaArch = cudaArch;
   pipeline.ranks = ranks;
+  pipeline.pipelineStages = pipelineStages;
   passSwitches.apply(pipeline);
 
   DefaultTimingManager timingManager;

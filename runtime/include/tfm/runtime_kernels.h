@@ -189,6 +189,17 @@ typedef void (*tfm_parallel_body)(void *context, int64_t begin, int64_t end,
 TFM_EXPORT void tfm_rt_parallel_loop(int64_t n, int64_t iteration_cost,
                                      tfm_parallel_body body, void *context);
 
+/* Pipeline stages (tfmc --pipeline-stages; libtfmrt_mpi): every rank runs
+ * the same code, stage s on rank s. receive: rank 0's out is `in`, rank s's
+ * the rows rank s - 1 sent; send: rank s sends `in` to rank s + 1 (the last
+ * sends nothing); collect: rank 0's out is the last rank's `in`, every
+ * other rank's its own. Rows [rows, features] of the operand's shape. */
+TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_receive(tfm_memref2d_f32 *in,
+                                                     tfm_memref2d_f32 *out);
+TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_send(tfm_memref2d_f32 *in);
+TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_collect(tfm_memref2d_f32 *in,
+                                                     tfm_memref2d_f32 *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -471,7 +471,8 @@ typedef struct tfm_model_desc {
   const tfm_entry_point *entry_points;
   int32_t num_caches;
   const tfm_cache_desc *caches;
-  /* Tensor parallelism (tfmc --ranks): the MPI processes the model runs
+  /* Tensor parallelism or pipeline stages (tfmc --ranks,
+   * --pipeline-stages): the MPI processes the model runs
    * as (0 or 1: one). Each rank's weights are a section of the weights
    * file (or of what is appended), `rank_stride` bytes after the previous
    * rank's, `weights_size` bytes each, with its own checksum

@@ -105,13 +105,17 @@ tfm_status_code tfm_forward(tfm_model *model, const int32_t *tokens, int64_t n,
  * and their outputs (not weights, caches or sessions). */
 int64_t tfm_activation_peak_bytes(void);
 
-/* One rank of a model split over MPI ranks (tfmc --ranks). */
+/* One rank of a model split over MPI ranks (tfmc --ranks,
+ * --pipeline-stages). */
 typedef struct {
   uint64_t weights_bytes; /* the weights it maps: its part and the
                              replicated ones (desc->replicated_weights_size) */
   int64_t peak_rss_bytes;
   int64_t all_reduces;       /* MPI_Allreduce calls of the model's code */
   double all_reduce_seconds; /* time in them */
+  int64_t stage_transfers;   /* pipeline stages' rows sent and received */
+  double stage_seconds;      /* time in them, waiting for the other stage
+                                included */
 } tfm_rank_stats;
 
 /* Rank 0 of a split model (the process that runs the program): every

@@ -1,0 +1,24 @@
+//===- PipelineTransfers.h - pipeline stages' rows through MPI -*- C++ -*-===//
+//
+// The CPU's kernel selection for the ops that move rows between pipeline
+// stages (tfm.pipeline_receive, _send, _collect): calls of the MPI side of
+// the runtime (runtime/distributed/pipeline.c, in libtfmrt_mpi, which every
+// model split over ranks links).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_CODEGEN_CPU_PIPELINETRANSFERS_H
+#define TFM_CODEGEN_CPU_PIPELINETRANSFERS_H
+
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::tfm {
+
+/// Whether `op` moves rows between pipeline stages.
+bool isPipelineTransfer(Operation *op);
+
+void populatePipelineTransferPatterns(RewritePatternSet &patterns);
+
+} // namespace mlir::tfm
+
+#endif // TFM_CODEGEN_CPU_PIPELINETRANSFERS_H
