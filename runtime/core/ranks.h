@@ -30,9 +30,9 @@ int32_t tfm_ranks_join(const tfm_model_desc *desc, tfm_status *status);
 void tfm_ranks_follow(tfm_model *model);
 /* Ends every rank, `message` naming this one on stderr. */
 void tfm_ranks_abort(const char *message);
-/* The pipeline stages' transfers this rank made, and the seconds in them
- * (runtime/distributed/pipeline.c). */
-void tfm_ranks_stage_stats(int64_t *transfers, double *seconds);
+/* One transfer of a pipeline stage's rows (runtime/distributed/pipeline.c)
+ * and the seconds it took, for --stats. */
+void tfm_ranks_count_stage_transfer(double seconds);
 
 /* Rank 0, before it calls the model's code: the same call for the others. */
 void tfm_ranks_lead_forward(const tfm_memref1d *tokens);
@@ -82,7 +82,7 @@ void tfm_ranks_set_pool_mirror(const tfm_ranks_pool_mirror *mirror);
 #pragma weak tfm_ranks_join
 #pragma weak tfm_ranks_follow
 #pragma weak tfm_ranks_abort
-#pragma weak tfm_ranks_stage_stats
+#pragma weak tfm_ranks_count_stage_transfer
 #pragma weak tfm_ranks_lead_forward
 #pragma weak tfm_ranks_lead_prefill
 #pragma weak tfm_ranks_lead_call

@@ -21,14 +21,6 @@
 
 enum { TAG_STAGE_ROWS = 17, TAG_LOGITS = 18 };
 
-static int64_t transfers;
-static double transfer_seconds;
-
-void tfm_ranks_stage_stats(int64_t *count, double *seconds) {
-  *count = transfers;
-  *seconds = transfer_seconds;
-}
-
 /* Spin briefly (a decode step's rows arrive within microseconds when the
  * stages are on other hosts' cores), then sleep, at most 200 µs at a time:
  * the stage before may take milliseconds. */
@@ -44,8 +36,7 @@ static void wait_for(MPI_Request *request, MPI_Status *status) {
     struct timespec pause = {0, nap};
     nanosleep(&pause, NULL);
   }
-  transfer_seconds += MPI_Wtime() - start;
-  ++transfers;
+  tfm_ranks_count_stage_transfer(MPI_Wtime() - start);
 }
 
 static int64_t elements(const tfm_memref2d_f32 *rows) {

@@ -66,6 +66,15 @@ static int stopped;
 /* The model's code's MPI_Allreduce calls (the profiling interface below). */
 static int64_t all_reduces;
 static double all_reduce_seconds;
+/* Pipeline stages' transfers (pipeline.c, which only a model split into
+ * stages links from the archive). */
+static int64_t stage_transfers;
+static double stage_seconds;
+
+void tfm_ranks_count_stage_transfer(double seconds) {
+  ++stage_transfers;
+  stage_seconds += seconds;
+}
 
 int MPI_Allreduce(const void *send, void *receive, int count, MPI_Datatype type,
                   MPI_Op op, MPI_Comm comm) {
@@ -146,7 +155,8 @@ static int check_same_split(const tfm_model_desc *desc, tfm_status *status) {
   MPI_Bcast(name, (int)sizeof name, MPI_CHAR, 0, MPI_COMM_WORLD);
   int differs = lead != split_identity(desc) ? world_rank : INT32_MAX;
   int first = INT32_MAX;
-  MPI_Allreduce(&differs, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  /* Not counted with the model's code's all-reduces (--stats). */
+  PMPI_Allreduce(&differs, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (first == INT32_MAX)
     return 1;
   if (first == world_rank)
@@ -316,7 +326,8 @@ void tfm_ranks_own_stats(const tfm_model *model, tfm_rank_stats *out) {
   out->peak_rss_bytes = (int64_t)usage.ru_maxrss * 1024;
   out->all_reduces = all_reduces;
   out->all_reduce_seconds = all_reduce_seconds;
-  tfm_ranks_stage_stats(&out->stage_transfers, &out->stage_seconds);
+  out->stage_transfers = stage_transfers;
+  out->stage_seconds = stage_seconds;
 }
 
 void tfm_ranks_gather_stats(const tfm_model *model, tfm_rank_stats *out) {
