@@ -12,6 +12,13 @@ peak RSS. The machine's read bandwidth is measured in the same run
 (hwlimits), since a decode step is bound by it.
 
     /usr/bin/python3 bench/compare_ranks.py [--models llama,tinyllama,mixtral]
+                                            [--pipeline]
+
+With --pipeline the same models also run split into 2 pipeline stages
+(tfmc --pipeline-stages 2, half the layers a rank), beside the 2
+tensor-parallel ranks; for them the communication column is rank 0's time
+in stage transfers a generated token, waiting for the other stage
+included.
 
 With --network the ranks also run over a real network stack: a network
 namespace each, joined by veth pairs to a bridge, Open MPI's TCP transport
@@ -43,8 +50,9 @@ sys.path.insert(0, os.path.dirname(NETNS))
 from netns_ranks import tc_rate_bytes  # noqa: E402
 
 
-def build(args, name, counts=(1, 2)):
-    """The random model's folder and its executables at `counts` ranks."""
+def build(args, name, counts=(1, 2), stages=()):
+    """The random model's folder and its executables at `counts` ranks,
+    and at `stages` pipeline stages (keyed "pN")."""
     dtype = MODELS[name][1]
     model = os.path.join(args.work, f"ranks-{name}-random")
     if not os.path.exists(os.path.join(model, "model.safetensors")):
@@ -57,6 +65,12 @@ def build(args, name, counts=(1, 2)):
             subprocess.run([args.tfmc, model, "--ranks", str(ranks), "-q",
                             "-o", exe], check=True)
         exes[ranks] = exe
+    for count in stages:
+        exe = os.path.join(args.work, f"ranks-{name}.p{count}")
+        if not os.path.exists(exe):
+            subprocess.run([args.tfmc, model, "--pipeline-stages", str(count),
+                            "-q", "-o", exe], check=True)
+        exes[f"p{count}"] = exe
     with open(os.path.join(model, "config.json")) as f:
         return json.load(f), exes
 
@@ -102,33 +116,43 @@ def main():
     parser.add_argument("--network", action="store_true",
                         help="also over network namespaces (root)")
     parser.add_argument("--rates", default="10gbit,1gbit")
+    parser.add_argument("--pipeline", action="store_true",
+                        help="also split into 2 pipeline stages")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     print(f"read bandwidth: {read_bandwidth(args.work):.1f} GB/s; prompt "
           f"{args.prompt} tokens, {args.new_tokens} new, best of "
           f"{args.repeats}; ranks x threads = 2")
-    print(f"{'model':<28} {'N':>2} {'prefill tok/s':>14} {'decode tok/s':>13} "
-          f"{'all-reduce ms/step':>19} {'peak RSS MB per rank':>22}")
+    print(f"{'model':<36} {'N':>2} {'prefill tok/s':>14} {'decode tok/s':>13} "
+          f"{'comm ms/step':>19} {'peak RSS MB per rank':>22}")
     messages = []
     for name in args.models.split(","):
         counts = (1, 2, 4) if args.network else (1, 2)
-        config, exes = build(args, name, counts)
+        config, exes = build(args, name, counts,
+                             (2,) if args.pipeline else ())
         rng = random.Random(0)
         prompt = " ".join(str(rng.randrange(config["vocab_size"]))
                           for _ in range(args.prompt))
         layers = config["num_hidden_layers"]
         rows = [(1, None), (2, None)]
+        if args.pipeline:
+            rows.append(("p2", None))
         if args.network:
             rows += [(n, link) for n in (2, 4)
                      for link in ["tcp"] + args.rates.split(",")]
-        for ranks, link in rows:
-            runs = [run(exes[ranks], ranks, prompt, args.new_tokens, link)
+        for key, link in rows:
+            ranks = int(str(key).lstrip("p"))
+            runs = [run(exes[key], ranks, prompt, args.new_tokens, link)
                     for _ in range(args.repeats)]
             best_decode = max(runs, key=lambda s: s["decode_tokens_per_s"])
             best_prefill = max(s["prefill_tokens_per_s"] for s in runs)
             per_rank = best_decode.get("ranks", [])
             step_ms = ""
-            if per_rank:
+            if per_rank and str(key).startswith("p"):
+                r0 = per_rank[0]
+                step_ms = (f"{1e3 * r0['stage_seconds'] / args.new_tokens:.3f}"
+                           " (stage)")
+            elif per_rank:
                 r0 = per_rank[0]
                 each = (r0["all_reduce_seconds"] / r0["all_reduces"]
                         if r0["all_reduces"] else 0)
@@ -139,7 +163,9 @@ def main():
             rss = ([r["peak_rss_bytes"] for r in per_rank] if per_rank
                    else [best_decode["peak_rss_bytes"]])
             where = {None: "", "tcp": " tcp"}.get(link, f" {link}")
-            print(f"{MODELS[name][0] + ' ' + MODELS[name][1] + where:<28} {ranks:>2} "
+            if str(key).startswith("p"):
+                where += " pipeline"
+            print(f"{MODELS[name][0] + ' ' + MODELS[name][1] + where:<36} {ranks:>2} "
                   f"{best_prefill:>14.1f} "
                   f"{best_decode['decode_tokens_per_s']:>13.1f} {step_ms:>19} "
                   f"{' / '.join(f'{b / 1e6:.0f}' for b in rss):>22}")
