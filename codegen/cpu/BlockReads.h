@@ -1,5 +1,4 @@
-//===- BlockReads.h - weights in block panels read by the runtime -*- C++
-//-*-===//
+//===- BlockReads.h - block panels the runtime reads ------------*- C++ -*-===//
 //
 // The CPU's kernel selection for what reads block panels besides a product:
 // a table's lookups (tfm_rt_embedding_blocks) and a tfm.dequantize that

@@ -1,5 +1,4 @@
-//===- RankWeights.h - one rank's part of a split model's weights -*- C++
-//-*-===//
+//===- RankWeights.h - one rank's weights of a split model ------*- C++ -*-===//
 //
 // A model compiled with --ranks N gets one weight blob per rank
 // (ModelPackager.cpp writes them as sections of one file): a weight split
@@ -33,8 +32,9 @@ public:
   bool isReplicated(llvm::StringRef name) const;
 
   /// The checkpoint tensor rank `rank` holds in weight `name`'s place: the
-  /// rank's own expert in a local expert's place (expert parallelism),
-  /// else `name`.
+  /// rank's own expert in a local expert's place (expert parallelism), its
+  /// stage's layer in a first-stage layer's place (pipeline stages), else
+  /// `name`.
   llvm::StringRef source(llvm::StringRef name, int64_t rank) const;
 
 private:
