@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "serve/Server.h"
+#include "serve/Supervisor.h"
 
 #include <cctype>
 #include <cerrno>
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <unistd.h>
 
 using tfm::serve::ServerOptions;
 
@@ -58,6 +60,12 @@ const char *const kUsage =
     "  --max-tokens N          the largest max_tokens a request may ask for\n"
     "                          (the context)\n"
     "  --max-request-bytes N   the largest request body (1048576)\n"
+    "  --relaunch LAUNCHER     serve a model split over ranks from a\n"
+    "                          process outside its job: LAUNCHER (such as\n"
+    "                          \"mpirun -np 2\") starts tfm-serve with the\n"
+    "                          other options; requests are forwarded to it,\n"
+    "                          answered 503 while it is down, and it is\n"
+    "                          started again when a rank dies\n"
     "  --chat-template FILE    the chat template (Jinja) for\n"
     "                          /v1/chat/completions, instead of the model's\n"
     "  --timeout S             a connection idle this long is closed,\n"
@@ -230,6 +238,48 @@ ServerOptions parseOptions(int argc, char **argv) {
 
 } // namespace
 
+/// --relaunch LAUNCHER: the supervisor in front of the job LAUNCHER runs
+/// (serve/Supervisor.h); it takes --host and --port, and passes the rest.
+bool parseSupervisor(int argc, char **argv, tfm::serve::SupervisorOptions &o) {
+  bool supervise = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> const char * {
+      if (i + 1 >= argc)
+        fail(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--relaunch") {
+      supervise = true;
+      std::string words = value();
+      size_t at = 0;
+      while ((at = words.find_first_not_of(" \t", at)) != std::string::npos) {
+        size_t end = words.find_first_of(" \t", at);
+        o.launcher.push_back(words.substr(at, end - at));
+        at = end;
+      }
+      if (o.launcher.empty())
+        fail("--relaunch needs the command that starts the ranks, such as "
+             "\"mpirun -np 2\"");
+    } else if (arg == "--port") {
+      o.port = int(parseCount("--port", value(), 0, 65535));
+    } else if (arg == "--host") {
+      o.host = value();
+    } else {
+      o.serveArguments.push_back(arg);
+    }
+  }
+  o.serveExecutable = "/proc/self/exe";
+  char path[4096];
+  ssize_t length = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (length > 0)
+    o.serveExecutable.assign(path, size_t(length));
+  return supervise;
+}
+
 int main(int argc, char **argv) {
+  tfm::serve::SupervisorOptions supervisor;
+  if (parseSupervisor(argc, argv, supervisor))
+    return tfm::serve::runSupervisor(supervisor);
   return tfm::serve::runServer(parseOptions(argc, argv));
 }
