@@ -1167,13 +1167,28 @@ def Tfm_PipelineSendOp : Tfm_Op<"pipeline_send", [Tfm_PositionWise,
   let hasVerifier = 1;
 }
 
+def Tfm_PipelineLastStageOp : Tfm_Op<"pipeline_last_stage", [Pure]> {
+  let summary = "whether this rank runs the last pipeline stage";
+  let description = [{
+    The final norm and the LM head run under it (`scf.if`): only the last
+    stage's logits reach rank 0, so the other stages skip them.
+
+    ```mlir
+    %last = tfm.pipeline_last_stage
+    ```
+  }];
+  let results = (outs I1:$result);
+  let assemblyFormat = "attr-dict";
+}
+
 def Tfm_PipelineCollectOp : Tfm_Op<"pipeline_collect", [Pure,
     Tfm_PositionWise, SameOperandsAndResultType]> {
   let summary = "the last stage's result, brought to rank 0";
   let description = [{
     The last stage sends `input` (its logits) to rank 0, whose result is
-    those rows; on every other rank the result is `input`. Rank 0 is the
-    one that samples and answers.
+    those rows, as many as the last stage sent (rank 0's own `input` may
+    be empty: the head runs on the last stage only); on every other rank
+    the result is `input`. Rank 0 is the one that samples and answers.
 
     ```mlir
     %logits = tfm.pipeline_collect %own : tensor<?x32000xf32>

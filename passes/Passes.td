@@ -439,6 +439,21 @@ def PipelineStagesPass : Pass<"tfm-pipeline-stages", "ModuleOp"> {
   ];
 }
 
+def PipelineLastStagePass : Pass<"tfm-pipeline-last-stage", "ModuleOp"> {
+  let summary = "Run a pipeline's final norm and LM head on its last stage only";
+  let description = [{
+    After the fusions, on a model split by tfm-pipeline-stages: what only
+    the logits that `tfm.pipeline_collect` brings to rank 0 read (the
+    final norm, the head, @prefill's choice of last rows) moves under
+    `scf.if` on `tfm.pipeline_last_stage`; the other stages yield an empty
+    tensor, and rank 0 takes the rows' count from the last stage's message.
+    So no stage but the last reads the head's weights.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def LocalizeShardedWeightsPass : Pass<"tfm-localize-sharded-weights", "ModuleOp"> {
   let summary = "Declare each split weight as the part one rank holds";
   let description = [{

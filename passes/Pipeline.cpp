@@ -117,6 +117,8 @@ void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
     return;
   }
   addFusionPasses(pm, options);
+  if (options.pipelineStages > 1)
+    pm.addPass(createPipelineLastStagePass());
 }
 
 void mlir::tfm::buildTfmPartitionPipeline(OpPassManager &pm,

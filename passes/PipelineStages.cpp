@@ -12,12 +12,17 @@
 #include "ir/TfmSharding.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <optional>
 
 namespace mlir::tfm {
+#define GEN_PASS_DEF_PIPELINELASTSTAGEPASS
 #define GEN_PASS_DEF_PIPELINESTAGESPASS
 #include "passes/Passes.h.inc"
 } // namespace mlir::tfm
@@ -416,6 +421,67 @@ struct PipelineStagesPass
     others.erase(b.getSymNameAttrName());
     return attrs.getDictionary(a.getContext()) ==
            others.getDictionary(b.getContext());
+  }
+};
+
+/// The top-level ops of `collect`'s block that only its input reads, in
+/// program order: the epilogue only the last stage needs.
+SmallVector<Operation *> onlyCollected(PipelineCollectOp collect) {
+  Block *block = collect->getBlock();
+  llvm::SetVector<Operation *> epilogue;
+  auto readOnlyThere = [&](Operation *op) {
+    for (Operation *user : op->getUsers()) {
+      Operation *top = block->findAncestorOpInBlock(*user);
+      if (top != collect.getOperation() && !epilogue.contains(top))
+        return false;
+    }
+    return true;
+  };
+  // Users come after their operands: one sweep from the collect back.
+  for (Operation *op = collect->getPrevNode(); op; op = op->getPrevNode())
+    if (op->getNumResults() > 0 && !isa<WeightOp, arith::ConstantOp>(op) &&
+        isMemoryEffectFree(op) && readOnlyThere(op))
+      epilogue.insert(op);
+  SmallVector<Operation *> ordered(epilogue.begin(), epilogue.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
+}
+
+struct PipelineLastStagePass
+    : tfm::impl::PipelineLastStagePassBase<PipelineLastStagePass> {
+  void runOnOperation() override {
+    SmallVector<PipelineCollectOp> collects;
+    getOperation().walk(
+        [&](PipelineCollectOp collect) { collects.push_back(collect); });
+    for (PipelineCollectOp collect : collects)
+      runOnLastStage(collect);
+  }
+
+  /// The collect's input computed under scf.if on the last stage; an
+  /// empty tensor of its type elsewhere.
+  static void runOnLastStage(PipelineCollectOp collect) {
+    SmallVector<Operation *> epilogue = onlyCollected(collect);
+    if (epilogue.empty())
+      return;
+    Value logits = collect.getInput();
+    auto type = cast<RankedTensorType>(logits.getType());
+    Location loc = collect.getLoc();
+    OpBuilder builder(collect);
+    Value last = PipelineLastStageOp::create(builder, loc);
+    auto branch = scf::IfOp::create(builder, loc, TypeRange{type}, last,
+                                    /*withElseRegion=*/true);
+    Block *onLast = &branch.getThenRegion().front();
+    for (Operation *op : epilogue)
+      op->moveBefore(onLast, onLast->end());
+    builder.setInsertionPointToEnd(onLast);
+    scf::YieldOp::create(builder, loc, logits);
+    builder.setInsertionPointToEnd(&branch.getElseRegion().front());
+    Value none = arith::ConstantIndexOp::create(builder, loc, 0);
+    SmallVector<Value> sizes(type.getNumDynamicDims(), none);
+    Value empty = tensor::EmptyOp::create(builder, loc, type, sizes);
+    scf::YieldOp::create(builder, loc, empty);
+    collect.getInputMutable().assign(branch.getResult(0));
   }
 };
 

@@ -9,6 +9,8 @@
 #ifndef TFM_PASSES_RETURNED_H
 #define TFM_PASSES_RETURNED_H
 
+#include "ir/TfmOps.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -18,12 +20,13 @@ namespace mlir::tfm {
 /// Whether `value` is returned by its function, as it is or through ops
 /// that only pass it on: casts, slices (the logits of @prefill's last
 /// row) and, after a split, the gather of the ranks' parts of the
-/// vocabulary.
+/// vocabulary or the last pipeline stage's logits brought to rank 0.
 inline bool isReturned(Value value) {
   for (Operation *user : value.getUsers()) {
     if (isa<func::ReturnOp>(user))
       return true;
-    if (isa<tensor::CastOp, tensor::ExtractSliceOp, shard::AllGatherOp>(user) &&
+    if (isa<tensor::CastOp, tensor::ExtractSliceOp, shard::AllGatherOp,
+            PipelineCollectOp>(user) &&
         isReturned(user->getResult(0)))
       return true;
   }

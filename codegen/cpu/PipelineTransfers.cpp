@@ -4,6 +4,8 @@
 #include "codegen/linalg/KernelCalls.h"
 #include "ir/TfmOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -11,25 +13,70 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// receive and collect: a fresh buffer of the operand's shape that the
-/// runtime fills, from another rank or with the operand.
-template <typename Op> struct RowsFromRank : OpConversionPattern<Op> {
-  RowsFromRank(MLIRContext *context, StringRef kernel)
-      : OpConversionPattern<Op>(context), kernel(kernel) {}
+/// A runtime function of scalars (no C interface: the C side is `name`),
+/// declared at the module's start the first time.
+Value callScalarFunction(OpBuilder &b, Location loc, StringRef name,
+                         ValueRange inputs, Type result) {
+  ModuleOp module =
+      b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  auto function = module.lookupSymbol<func::FuncOp>(name);
+  if (!function) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    function = func::FuncOp::create(
+        b, loc, name, b.getFunctionType(inputs.getTypes(), {result}));
+    function.setPrivate();
+  }
+  return func::CallOp::create(b, loc, function, inputs).getResult(0);
+}
+
+/// receive: a fresh buffer of the operand's shape that the runtime fills,
+/// from the previous stage or with the operand.
+struct ReceiveFromPreviousStage : OpConversionPattern<PipelineReceiveOp> {
+  using OpConversionPattern::OpConversionPattern;
 
   LogicalResult
-  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+  matchAndRewrite(PipelineReceiveOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
     Value input = adaptor.getInput();
     rewriter.replaceOp(
-        op, callKernelWithOutput(rewriter, loc, kernel, {input}, type,
-                                 rowCountSizes(rewriter, loc, type, input)));
+        op,
+        callKernelWithOutput(rewriter, loc, "tfm_rt_pipeline_receive", {input},
+                             type, rowCountSizes(rewriter, loc, type, input)));
     return success();
   }
+};
 
-  StringRef kernel;
+/// collect: rank 0's rows are as many as the last stage sends (its own
+/// input may be empty), the others' their input's.
+struct CollectFromLastStage : OpConversionPattern<PipelineCollectOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(PipelineCollectOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    Value input = adaptor.getInput();
+    SmallVector<Value> sizes;
+    if (type.isDynamicDim(0)) {
+      Type i64 = rewriter.getI64Type();
+      Value own = arith::IndexCastOp::create(
+          rewriter, loc, i64, tensor::DimOp::create(rewriter, loc, input, 0));
+      Value columns =
+          arith::ConstantIntOp::create(rewriter, loc, i64, type.getDimSize(1));
+      Value rows = callScalarFunction(
+          rewriter, loc, "tfm_rt_pipeline_collect_rows", {own, columns}, i64);
+      sizes.push_back(arith::IndexCastOp::create(
+          rewriter, loc, rewriter.getIndexType(), rows));
+    }
+    rewriter.replaceOp(op, callKernelWithOutput(rewriter, loc,
+                                                "tfm_rt_pipeline_collect",
+                                                {input}, type, sizes));
+    return success();
+  }
 };
 
 struct SendToNextStage : OpConversionPattern<PipelineSendOp> {
@@ -49,17 +96,31 @@ struct SendToNextStage : OpConversionPattern<PipelineSendOp> {
   }
 };
 
+struct LastStageToCall : OpConversionPattern<PipelineLastStageOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(PipelineLastStageOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type i64 = rewriter.getI64Type();
+    Value last = callScalarFunction(rewriter, loc, "tfm_rt_pipeline_last_stage",
+                                    {}, i64);
+    Value zero = arith::ConstantIntOp::create(rewriter, loc, i64, 0);
+    rewriter.replaceOpWithNewOp<arith::CmpIOp>(op, arith::CmpIPredicate::ne,
+                                               last, zero);
+    return success();
+  }
+};
+
 } // namespace
 
 bool mlir::tfm::isPipelineTransfer(Operation *op) {
-  return isa<PipelineReceiveOp, PipelineSendOp, PipelineCollectOp>(op);
+  return isa<PipelineReceiveOp, PipelineSendOp, PipelineCollectOp,
+             PipelineLastStageOp>(op);
 }
 
 void mlir::tfm::populatePipelineTransferPatterns(RewritePatternSet &patterns) {
-  MLIRContext *context = patterns.getContext();
-  patterns.add<RowsFromRank<PipelineReceiveOp>>(context,
-                                                "tfm_rt_pipeline_receive");
-  patterns.add<RowsFromRank<PipelineCollectOp>>(context,
-                                                "tfm_rt_pipeline_collect");
-  patterns.add<SendToNextStage>(context);
+  patterns.add<ReceiveFromPreviousStage, CollectFromLastStage, SendToNextStage,
+               LastStageToCall>(patterns.getContext());
 }

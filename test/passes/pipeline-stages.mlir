@@ -1,5 +1,6 @@
 // RUN: tfm-opt %s -tfm-pipeline-stages=stages=2 | FileCheck %s
 // RUN: not tfm-opt %s -tfm-pipeline-stages=stages=3 2>&1 | FileCheck %s --check-prefix=THREE
+// RUN: tfm-opt %s -tfm-pipeline-stages=stages=2 -tfm-pipeline-last-stage | FileCheck %s --check-prefix=LAST
 
 // Two layers in two stages: every rank runs layer 0's ops, rank 1 over
 // layer 1's weights (tfm.rank_weight_sources); layer 1's ops and weight
@@ -22,6 +23,20 @@
 // CHECK: %[[LOGITS:.*]] = tfm.linear %[[NORMED]]
 // CHECK: %[[COLLECTED:.*]] = tfm.pipeline_collect %[[LOGITS]]
 // CHECK: return %[[COLLECTED]]
+
+// Then the final norm and the head run on the last stage alone; the other
+// stages give an empty tensor, and rank 0 the rows the last one sends.
+// LAST: tfm.pipeline_send %[[OUT:.*]] :
+// LAST: %[[LAST:.*]] = tfm.pipeline_last_stage
+// LAST-NEXT: %[[LOGITS:.*]] = scf.if %[[LAST]] -> (tensor<?x64xf32>) {
+// LAST-NEXT: tfm.rms_norm %[[OUT]]
+// LAST-NEXT: %[[HEAD:.*]] = tfm.linear
+// LAST-NEXT: scf.yield %[[HEAD]]
+// LAST-NEXT: } else {
+// LAST-NEXT: %[[NONE:.*]] = arith.constant 0 : index
+// LAST-NEXT: %[[EMPTY:.*]] = tensor.empty(%[[NONE]]) : tensor<?x64xf32>
+// LAST-NEXT: scf.yield %[[EMPTY]]
+// LAST: tfm.pipeline_collect %[[LOGITS]]
 
 // THREE: --pipeline-stages 3: the model's 2 layers do not split into stages of equal layers
 

@@ -199,6 +199,12 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_receive(tfm_memref2d_f32 *in,
 TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_send(tfm_memref2d_f32 *in);
 TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_collect(tfm_memref2d_f32 *in,
                                                      tfm_memref2d_f32 *out);
+/* Rank 0: the rows of `columns` values the last stage sends it (its own
+ * input may be empty, the head run on the last stage only); elsewhere
+ * `own`, its input's. */
+TFM_EXPORT int64_t tfm_rt_pipeline_collect_rows(int64_t own, int64_t columns);
+/* 1 on the rank of the last stage, else 0. */
+TFM_EXPORT int64_t tfm_rt_pipeline_last_stage(void);
 
 #ifdef __cplusplus
 }
