@@ -17,19 +17,11 @@ import sys
 import threading
 import time
 
+from serve_client import get
 from serve_process import post
 
 PROMPT = {"model": "model", "prompt": "Once upon a time", "max_tokens": 16,
           "temperature": 0}
-
-
-def get(port, path):
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    connection.request("GET", path)
-    response = connection.getresponse()
-    body = response.read().decode()
-    connection.close()
-    return response.status, body
 
 
 def processes_of(library, rank):
@@ -113,7 +105,7 @@ def main():
           "at" in ended and ended["at"] - killed_at < 10)
 
     def unavailable():
-        status, body = get(port, "/health")
+        status, _, body = get(port, "/health")
         return (status, body) if status == 503 else None
     down = wait_until(unavailable, 20)
     if not down:
