@@ -24,17 +24,24 @@ enum { TAG_STAGE_ROWS = 17, TAG_LOGITS = 18 };
 /* Spin briefly (a decode step's rows arrive within microseconds when the
  * stages are on other hosts' cores), then sleep, at most 200 µs at a time:
  * the stage before may take milliseconds. */
+/* One turn of a polled wait: nothing for the first 2000 spins, then a
+ * sleep that doubles from 1 µs up to 200 µs. */
+static void pause_after(int spins, long *nap) {
+  if (spins < 2000)
+    return;
+  *nap = *nap ? (*nap * 2 > 200000 ? 200000 : *nap * 2) : 1000;
+  struct timespec pause = {0, *nap};
+  nanosleep(&pause, NULL);
+}
+
 static void wait_for(MPI_Request *request, MPI_Status *status) {
   double start = MPI_Wtime();
   int done = 0;
   long nap = 0;
   for (int spins = 0; !done; ++spins) {
     MPI_Test(request, &done, status);
-    if (done || spins < 2000)
-      continue;
-    nap = nap ? (nap * 2 > 200000 ? 200000 : nap * 2) : 1000;
-    struct timespec pause = {0, nap};
-    nanosleep(&pause, NULL);
+    if (!done)
+      pause_after(spins, &nap);
   }
   tfm_ranks_count_stage_transfer(MPI_Wtime() - start);
 }
@@ -145,11 +152,8 @@ TFM_EXPORT int64_t tfm_rt_pipeline_collect_rows(int64_t own, int64_t columns) {
   MPI_Status status;
   for (int spins = 0; !found; ++spins) {
     MPI_Iprobe(size - 1, TAG_LOGITS, MPI_COMM_WORLD, &found, &status);
-    if (found || spins < 2000)
-      continue;
-    nap = nap ? (nap * 2 > 200000 ? 200000 : nap * 2) : 1000;
-    struct timespec pause = {0, nap};
-    nanosleep(&pause, NULL);
+    if (!found)
+      pause_after(spins, &nap);
   }
   int count = 0;
   MPI_Get_count(&status, MPI_FLOAT, &count);
