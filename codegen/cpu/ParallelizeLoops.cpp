@@ -17,6 +17,8 @@
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 #include "mlir/Transforms/RegionUtils.h"
 
+#include <map>
+
 namespace mlir::tfm {
 #define GEN_PASS_DEF_PARALLELIZELOOPSPASS
 #include "codegen/cpu/Passes.h.inc"
@@ -294,19 +296,77 @@ void replaceWithRuntimeCall(OpBuilder &b, func::FuncOp runtime,
   loop.erase();
 }
 
+/// A hash of `body`'s operations, their attributes and types, blind to
+/// locations and to which values they use: equal for bodies that
+/// OperationEquivalence finds equal.
+llvm::hash_code structuralHash(func::FuncOp body) {
+  llvm::hash_code hash{};
+  body.getBody().walk([&](Operation *op) {
+    hash =
+        llvm::hash_combine(hash, OperationEquivalence::computeHash(
+                                     op, OperationEquivalence::ignoreHashValue,
+                                     OperationEquivalence::ignoreHashValue,
+                                     OperationEquivalence::IgnoreLocations));
+  });
+  return hash;
+}
+
+/// The outlined bodies so far, by structural hash. Every layer of a model
+/// and every entry point derived from @forward (prefill, decode, their
+/// batched twins) outline the same loops; one function for each distinct
+/// body keeps LLVM from optimizing and emitting the same code dozens of
+/// times (the most of a small model's compile time).
+class OutlinedBodies {
+public:
+  /// `body` itself, or an equal body outlined before, in which case `body`
+  /// is erased.
+  func::FuncOp keepOrReuse(func::FuncOp body, SymbolTable &symbols) {
+    SmallVector<func::FuncOp, 1> &alike =
+        byHash[static_cast<size_t>(structuralHash(body))];
+    for (func::FuncOp kept : alike)
+      if (isEqual(kept, body)) {
+        symbols.erase(body);
+        return kept;
+      }
+    alike.push_back(body);
+    return body;
+  }
+
+private:
+  /// Whether `a` and `b` are the same operations over the same flow: a
+  /// value of `b` is equal to the value of `a` in the same place (the
+  /// overload without value callbacks only accepts identical SSA values,
+  /// which two functions never share).
+  static bool isEqual(func::FuncOp a, func::FuncOp b) {
+    IRMapping equal;
+    return OperationEquivalence::isRegionEquivalentTo(
+        &a.getBody(), &b.getBody(),
+        [&](Value x, Value y) {
+          return success(x == y || equal.lookupOrNull(x) == y);
+        },
+        [&](Value x, Value y) { equal.map(x, y); },
+        OperationEquivalence::IgnoreLocations);
+  }
+
+  // std::map, since a hash may take any value (DenseMap reserves two).
+  std::map<size_t, SmallVector<func::FuncOp, 1>> byHash;
+};
+
 struct ParallelizeLoopsPass
     : mlir::tfm::impl::ParallelizeLoopsPassBase<ParallelizeLoopsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     OpBuilder b(module.getContext());
+    OutlinedBodies bodies;
     SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
     for (func::FuncOp function : functions)
       if (!function.isExternal())
-        parallelize(b, symbols, function);
+        parallelize(b, symbols, bodies, function);
   }
 
-  void parallelize(OpBuilder &b, SymbolTable &symbols, func::FuncOp function) {
+  void parallelize(OpBuilder &b, SymbolTable &symbols, OutlinedBodies &bodies,
+                   func::FuncOp function) {
     // Top-level loops only: a nested one runs inside its parent's chunk.
     SmallVector<scf::ParallelOp> loops;
     function.walk<WalkOrder::PreOrder>([&](scf::ParallelOp loop) {
@@ -340,9 +400,11 @@ struct ParallelizeLoopsPass
     func::FuncOp runtime = lookupOrDeclareParallelLoop(b, module);
     Operation *lastBody = function;
     for (const OutlineCandidate &c : candidates) {
-      func::FuncOp body = outlineBody(b, symbols, function, lastBody, c);
+      func::FuncOp outlined = outlineBody(b, symbols, function, lastBody, c);
+      func::FuncOp body = bodies.keepOrReuse(outlined, symbols);
       replaceWithRuntimeCall(b, runtime, body, contextPtr, c);
-      lastBody = body;
+      if (body == outlined)
+        lastBody = body;
     }
   }
 };

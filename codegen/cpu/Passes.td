@@ -78,6 +78,11 @@ def ParallelizeLoopsPass : Pass<"tfm-parallelize-loops", "ModuleOp"> {
     from pool threads), and loops that use a value without an LLVM type.
     Iterations of a linalg op's parallel dimensions are independent, so
     the results are bit-identical with any number of threads.
+
+    Loops whose bodies are equal (the same operations over the same flow,
+    locations aside) share one outlined function: a model's layers and its
+    derived entry points repeat the same few loops, and LLVM would
+    otherwise optimize and emit every copy.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::func::FuncDialect",

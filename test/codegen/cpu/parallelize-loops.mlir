@@ -171,3 +171,78 @@ func.func @left_alone(%x: !llvm.ptr, %m: memref<?xf32>, %n: index) -> f32 {
   }
   return %total : f32
 }
+
+// -----
+
+// Equal bodies share one function, within an entry point (a layer's loop
+// and the next layer's) and across entry points (prefill's and decode's):
+// a model outlines the same few loops once per layer and entry point, and
+// LLVM would otherwise optimize and emit each copy. A body that differs
+// (a constant: 3.0 instead of 2.0) keeps its own.
+// CHECK-LABEL: func.func private @tfm_rt_parallel_loop(
+// CHECK-LABEL: func.func @layers(
+// CHECK: %[[FIRST:.*]] = constant @layers_loop :
+// CHECK: call @tfm_rt_parallel_loop(%{{.*}}, %{{.*}}, %[[FIRST]],
+// CHECK: %[[AGAIN:.*]] = constant @layers_loop :
+// CHECK: call @tfm_rt_parallel_loop(%{{.*}}, %{{.*}}, %[[AGAIN]],
+// CHECK: %[[OTHER:.*]] = constant @[[OTHER_BODY:layers_loop_[0-9]+]] :
+// CHECK: call @tfm_rt_parallel_loop(%{{.*}}, %{{.*}}, %[[OTHER]],
+// CHECK: func.func private @layers_loop(
+// CHECK: arith.constant 2.000000e+00 : f32
+// CHECK: func.func private @[[OTHER_BODY]](
+// CHECK: arith.constant 3.000000e+00 : f32
+// CHECK-LABEL: func.func @decode(
+// CHECK: %[[SHARED:.*]] = constant @layers_loop :
+// CHECK: call @tfm_rt_parallel_loop(%{{.*}}, %{{.*}}, %[[SHARED]],
+// CHECK-NOT: func.func private @decode_loop
+// LLVMIR-LABEL: define void @layers(
+// LLVMIR-COUNT-2: call void @tfm_rt_parallel_loop(i64 %{{.*}}, i64 {{[0-9]+}}, ptr @layers_loop,
+// LLVMIR: call void @tfm_rt_parallel_loop(i64 %{{.*}}, i64 {{[0-9]+}}, ptr @layers_loop_{{[0-9]+}},
+// LLVMIR-LABEL: define void @decode(
+// LLVMIR: call void @tfm_rt_parallel_loop(i64 %{{.*}}, i64 {{[0-9]+}}, ptr @layers_loop,
+// LLVMIR-NOT: define internal void @decode_loop
+func.func @layers(%x: !llvm.ptr, %y: !llvm.ptr, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %two = arith.constant 2.0 : f32
+  %three = arith.constant 3.0 : f32
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %offset = arith.index_cast %i : index to i64
+    %p = llvm.getelementptr %x[%offset] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %p : !llvm.ptr -> f32
+    %s = arith.mulf %v, %two : f32
+    llvm.store %s, %p : f32, !llvm.ptr
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %offset = arith.index_cast %i : index to i64
+    %p = llvm.getelementptr %y[%offset] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %p : !llvm.ptr -> f32
+    %s = arith.mulf %v, %two : f32
+    llvm.store %s, %p : f32, !llvm.ptr
+    scf.reduce
+  }
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %offset = arith.index_cast %i : index to i64
+    %p = llvm.getelementptr %x[%offset] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %p : !llvm.ptr -> f32
+    %s = arith.mulf %v, %three : f32
+    llvm.store %s, %p : f32, !llvm.ptr
+    scf.reduce
+  }
+  return
+}
+func.func @decode(%x: !llvm.ptr, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %two = arith.constant 2.0 : f32
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %offset = arith.index_cast %i : index to i64
+    %p = llvm.getelementptr %x[%offset] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %p : !llvm.ptr -> f32
+    %s = arith.mulf %v, %two : f32
+    llvm.store %s, %p : f32, !llvm.ptr
+    scf.reduce
+  }
+  return
+}
