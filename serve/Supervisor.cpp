@@ -134,8 +134,11 @@ int64_t forward(int client, int backend) {
         continue;
       }
       // One side is done: the other hears of it. A client gone ends the
-      // request (the job cancels it); the job gone ends the response.
+      // request (the job cancels it); the job gone ends the response, or,
+      // where it sent nothing yet, leaves the client to the caller's 503.
       open[i] = false;
+      if (i && answered == 0)
+        return 0;
       shutdown(to, SHUT_WR);
       if (i || got < 0)
         return answered;

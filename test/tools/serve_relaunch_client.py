@@ -60,6 +60,20 @@ def main():
         [serve, "--relaunch", launcher, library, "--port", "0",
          "--max-sequences", "4"],
         stdout=subprocess.PIPE, stderr=errors, text=True)
+    try:
+        check(supervisor, library, errors)
+    finally:
+        # A failed check must not leave the supervisor relaunching its job
+        # behind the test (the next run's rank count would be off).
+        if supervisor.poll() is None:
+            supervisor.terminate()
+            try:
+                supervisor.wait(30)
+            except subprocess.TimeoutExpired:
+                supervisor.kill()
+
+
+def check(supervisor, library, errors):
     lines = []
     threading.Thread(target=lambda: lines.extend(iter(
         supervisor.stdout.readline, "")), daemon=True).start()
