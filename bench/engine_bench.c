@@ -1,9 +1,15 @@
-/* bench/engine_bench.c: the batch engine (runtime/include/tfm/tfm_engine.h) on a model
- * compiled with --emit=lib, without HTTP. Driven by compare_serving.py.
+/* bench/engine_bench.c: the batch engine (runtime/include/tfm/tfm_engine.h) on
+ * a model compiled with --emit=lib, without HTTP. Driven by compare_serving.py.
  *
- *   engine_bench LIBRARY SYMBOL decode B PROMPT STEPS
+ *   engine_bench LIBRARY SYMBOL decode B PROMPT STEPS [MICRO]
  *     B requests of PROMPT random tokens prefilled, then STEPS decode steps
  *     timed: one line of JSON with the aggregate decode tokens/s.
+ *   engine_bench LIBRARY SYMBOL prefill B PROMPT CHUNK [MICRO]
+ *     B requests of PROMPT random tokens prefilled, CHUNK prompt tokens a
+ *     step, timed: one line of JSON with the prompt tokens/s.
+ *   MICRO: the engine's micro_batch_rows (a model in pipeline stages runs
+ *     a step's chunks as micro-batches of at least that many rows; 0: the
+ *     default); the JSON counts the model's calls and the steps.
  *   engine_bench LIBRARY SYMBOL share N PREFIX OWN BLOCK
  *     one request of PREFIX + OWN tokens prefilled (its KV blocks counted),
  *     then N - 1 more with the same PREFIX and their own OWN tokens: one
@@ -58,10 +64,11 @@ static void submit(tfm_engine *engine, const int32_t *prompt, int64_t n,
 }
 
 static void decode(tfm_model *model, int32_t batch, int64_t prompt,
-                   int64_t steps) {
+                   int64_t steps, int64_t micro_batch_rows) {
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   tfm_engine_options options = tfm_engine_default_options();
   options.max_sequences = batch;
+  options.micro_batch_rows = micro_batch_rows;
   tfm_status status;
   tfm_engine *engine;
   check(tfm_engine_new(model, &options, &engine, &status), &status);
@@ -79,15 +86,53 @@ static void decode(tfm_model *model, int32_t batch, int64_t prompt,
     tfm_engine_get_stats(engine, &stats);
   } while (stats.prompt_tokens < batch * prompt);
   step(engine, events, 2 * batch);
+  tfm_engine_get_stats(engine, &stats);
+  int64_t calls = stats.model_calls;
   double start = now();
   int64_t tokens = 0;
   for (int64_t s = 0; s < steps; ++s)
     tokens += step(engine, events, 2 * batch);
   double seconds = now() - start;
+  tfm_engine_get_stats(engine, &stats);
   printf("{\"batch\": %d, \"prompt\": %lld, \"steps\": %lld, \"tokens\": %lld, "
-         "\"seconds\": %.6f, \"tokens_per_s\": %.3f}\n",
+         "\"seconds\": %.6f, \"tokens_per_s\": %.3f, \"model_calls\": %lld}\n",
          batch, (long long)prompt, (long long)steps, (long long)tokens, seconds,
-         tokens / seconds);
+         tokens / seconds, (long long)(stats.model_calls - calls));
+  tfm_engine_free(engine);
+  free(ids);
+  free(events);
+}
+
+static void prefill(tfm_model *model, int32_t batch, int64_t prompt,
+                    int64_t chunk, int64_t micro_batch_rows) {
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  tfm_engine_options options = tfm_engine_default_options();
+  options.max_sequences = batch;
+  options.prefill_chunk = chunk;
+  options.micro_batch_rows = micro_batch_rows;
+  tfm_status status;
+  tfm_engine *engine;
+  check(tfm_engine_new(model, &options, &engine, &status), &status);
+  int32_t *ids = malloc((size_t)prompt * sizeof *ids);
+  tfm_engine_event *events = malloc(2 * (size_t)batch * sizeof *events);
+  for (int32_t b = 0; b < batch; ++b) {
+    for (int64_t i = 0; i < prompt; ++i)
+      ids[i] = random_token(desc->vocab_size);
+    submit(engine, ids, prompt, 2);
+  }
+  tfm_engine_stats stats;
+  double start = now();
+  do {
+    step(engine, events, 2 * batch);
+    tfm_engine_get_stats(engine, &stats);
+  } while (stats.prompt_tokens < batch * prompt);
+  double seconds = now() - start;
+  printf("{\"batch\": %d, \"prompt\": %lld, \"chunk\": %lld, "
+         "\"seconds\": %.6f, \"prompt_tokens_per_s\": %.3f, \"steps\": %lld, "
+         "\"model_calls\": %lld}\n",
+         batch, (long long)prompt, (long long)chunk, seconds,
+         (double)stats.prompt_tokens / seconds, (long long)stats.steps,
+         (long long)stats.model_calls);
   tfm_engine_free(engine);
   free(ids);
   free(events);
@@ -136,7 +181,8 @@ static void share(tfm_model *model, int32_t n, int64_t prefix, int64_t own,
 int main(int argc, char **argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: engine_bench LIBRARY SYMBOL decode B PROMPT STEPS"
-                    " | share N PREFIX OWN BLOCK\n");
+                    " [MICRO] | prefill B PROMPT CHUNK [MICRO] | share N "
+                    "PREFIX OWN BLOCK\n");
     return 2;
   }
   void *library = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -152,8 +198,11 @@ int main(int argc, char **argv) {
   tfm_status status;
   tfm_model *model;
   check(tfm_model_load(desc, NULL, &model, &status), &status);
-  if (strcmp(argv[3], "decode") == 0 && argc == 7)
-    decode(model, atoi(argv[4]), atoll(argv[5]), atoll(argv[6]));
+  int64_t micro = argc == 8 ? atoll(argv[7]) : 0;
+  if (strcmp(argv[3], "decode") == 0 && (argc == 7 || argc == 8))
+    decode(model, atoi(argv[4]), atoll(argv[5]), atoll(argv[6]), micro);
+  else if (strcmp(argv[3], "prefill") == 0 && (argc == 7 || argc == 8))
+    prefill(model, atoi(argv[4]), atoll(argv[5]), atoll(argv[6]), micro);
   else if (strcmp(argv[3], "share") == 0 && argc == 8)
     share(model, atoi(argv[4]), atoll(argv[5]), atoll(argv[6]), atoi(argv[7]));
   else

@@ -698,6 +698,8 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   description.addBos = model.getAddBos();
   description.family = model.getFamily().str();
   description.ranks = processesOf(options.pipeline);
+  if (options.pipeline)
+    description.pipelineStages = options.pipeline->pipelineStages;
   description.chatTemplate = model.getChatTemplate().str();
   if (ArrayAttr labels = model.getLabels())
     for (Attribute label : labels)

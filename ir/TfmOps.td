@@ -1126,17 +1126,18 @@ def Tfm_ScatterAddRowsOp : Tfm_Op<"scatter_add_rows", [Pure,
 // Pipeline stages (produced by tfm-pipeline-stages)
 //===----------------------------------------------------------------------===//
 // A model split into P stages of layers runs as P MPI ranks that all run
-// the same code: rank s holds layers [s·L/P, (s+1)·L/P) in the places of
-// the first stage's. These ops move a stage's rows between ranks. Every
-// rank runs the same entry point on the same tokens, so the rows a rank
-// receives have the shape of its own operand.
+// the same code: stage s, on rank (s + 1) mod P, holds layers
+// [s·L/P, (s+1)·L/P) in the places of the first stage's. The last stage
+// is rank 0's, which answers. These ops move a stage's rows between
+// ranks. Every rank runs the same entry point on the same tokens, so the
+// rows a rank receives have the shape of its own operand.
 
 def Tfm_PipelineReceiveOp : Tfm_Op<"pipeline_receive", [Pure,
     Tfm_PositionWise, SameOperandsAndResultType]> {
   let summary = "a stage's input rows: the previous stage's output";
   let description = [{
-    On the first stage (rank 0) the result is `input`, the rows the
-    embedding made. On stage s > 0 it is the rows stage s - 1 sent with
+    On the first stage the result is `input`, the rows the embedding made.
+    On stage s > 0 it is the rows stage s - 1 sent with
     `tfm.pipeline_send`, of `input`'s shape.
 
     ```mlir
@@ -1170,8 +1171,9 @@ def Tfm_PipelineSendOp : Tfm_Op<"pipeline_send", [Tfm_PositionWise,
 def Tfm_PipelineLastStageOp : Tfm_Op<"pipeline_last_stage", [Pure]> {
   let summary = "whether this rank runs the last pipeline stage";
   let description = [{
-    The final norm and the LM head run under it (`scf.if`): only the last
-    stage's logits reach rank 0, so the other stages skip them.
+    True on rank 0, which runs the last stage. The final norm and the LM
+    head run under it (`scf.if`): the other stages' logits would be
+    dropped, so they skip them.
 
     ```mlir
     %last = tfm.pipeline_last_stage
@@ -1183,12 +1185,14 @@ def Tfm_PipelineLastStageOp : Tfm_Op<"pipeline_last_stage", [Pure]> {
 
 def Tfm_PipelineCollectOp : Tfm_Op<"pipeline_collect", [Pure,
     Tfm_PositionWise, SameOperandsAndResultType]> {
-  let summary = "the last stage's result, brought to rank 0";
+  let summary = "the logits rank 0 returns";
   let description = [{
-    The last stage sends `input` (its logits) to rank 0, whose result is
-    those rows, as many as the last stage sent (rank 0's own `input` may
-    be empty: the head runs on the last stage only); on every other rank
-    the result is `input`. Rank 0 is the one that samples and answers.
+    The result is `input`. It marks what the entry point returns: rank 0,
+    which runs the last stage, samples and answers from it, and the other
+    ranks' results (empty: the head runs on the last stage only) are
+    dropped. What only it reads runs on the last stage
+    (tfm-pipeline-last-stage), and the weight formats keep an LM head's
+    storage through it.
 
     ```mlir
     %logits = tfm.pipeline_collect %own : tensor<?x32000xf32>

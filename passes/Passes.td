@@ -420,13 +420,17 @@ def PipelineStagesPass : Pass<"tfm-pipeline-stages", "ModuleOp"> {
     Runs on `@forward` before tfm-kv-cache, which derives the cached entry
     points from the result. The L layers go into `stages` stages of L/P
     contiguous layers; every rank runs the same code, the first stage's
-    layers, over its own weights: rank s's weight blob holds layer
-    s·L/P + i in the place of layer i (`tfm.rank_weight_sources`), and its
-    KV cache has L/P layers. The embedding is computed on every rank (a
-    lookup reads the rows it needs), `tfm.pipeline_receive` replaces it
-    with the previous stage's rows on stages after the first,
-    `tfm.pipeline_send` hands the stage's rows to the next, and
-    `tfm.pipeline_collect` brings the last stage's logits to rank 0.
+    layers, over its own weights. Stage s runs on rank (s + 1) mod P: the
+    last stage on rank 0, which answers, so that the logits never travel
+    and rank 0 can hand every rank its next call before its own part of
+    the last one (the batch engine's micro-batches). Stage s's weight blob
+    holds layer s·L/P + i in the place of layer i
+    (`tfm.rank_weight_sources`, listed by rank), and its KV cache has L/P
+    layers. The embedding is computed on every rank (a lookup reads the
+    rows it needs), `tfm.pipeline_receive` replaces it with the previous
+    stage's rows on stages after the first, `tfm.pipeline_send` hands the
+    stage's rows to the next, and `tfm.pipeline_collect` marks the logits
+    rank 0 returns.
 
     A model is split where its stages are alike: `stages` divides the
     layers, each stage's layers are the first stage's over other weights
@@ -443,11 +447,11 @@ def PipelineLastStagePass : Pass<"tfm-pipeline-last-stage", "ModuleOp"> {
   let summary = "Run a pipeline's final norm and LM head on its last stage only";
   let description = [{
     After the fusions, on a model split by tfm-pipeline-stages: what only
-    the logits that `tfm.pipeline_collect` brings to rank 0 read (the
-    final norm, the head, @prefill's choice of last rows) moves under
-    `scf.if` on `tfm.pipeline_last_stage`; the other stages yield an empty
-    tensor, and rank 0 takes the rows' count from the last stage's message.
-    So no stage but the last reads the head's weights.
+    the logits that `tfm.pipeline_collect` marks read (the final norm, the
+    head, @prefill's choice of last rows) moves under `scf.if` on
+    `tfm.pipeline_last_stage`, true on rank 0; the other stages yield an
+    empty tensor, which their callers drop. So no stage but the last reads
+    the head's weights.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect",

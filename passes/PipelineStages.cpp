@@ -391,7 +391,8 @@ struct PipelineStagesPass
       StringRef name = decl.getSymName();
       if (!matchers[0].weights.contains(name))
         continue;
-      SmallVector<Attribute> ranks = {StringAttr::get(context, name)};
+      // By stage, then by rank: stage s runs on rank (s + 1) mod P.
+      SmallVector<Attribute> stages = {StringAttr::get(context, name)};
       for (const StageMatcher &matcher : matchers) {
         StringRef source = matcher.weights.lookup(name);
         auto sourceDecl = symbols.lookup<WeightDeclOp>(source);
@@ -399,8 +400,10 @@ struct PipelineStagesPass
           return decl.emitOpError("is stored otherwise than '")
                  << source << "', which a later pipeline stage holds in "
                  << "its place: not split into pipeline stages";
-        ranks.push_back(StringAttr::get(context, source));
+        stages.push_back(StringAttr::get(context, source));
       }
+      SmallVector<Attribute> ranks = {stages.back()};
+      ranks.append(stages.begin(), stages.end() - 1);
       sources.emplace_back(decl.getSymNameAttr(),
                            ArrayAttr::get(context, ranks));
     }

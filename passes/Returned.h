@@ -20,7 +20,7 @@ namespace mlir::tfm {
 /// Whether `value` is returned by its function, as it is or through ops
 /// that only pass it on: casts, slices (the logits of @prefill's last
 /// row) and, after a split, the gather of the ranks' parts of the
-/// vocabulary or the last pipeline stage's logits brought to rank 0.
+/// vocabulary or a pipeline's mark of the logits rank 0 returns.
 inline bool isReturned(Value value) {
   for (Operation *user : value.getUsers()) {
     if (isa<func::ReturnOp>(user))

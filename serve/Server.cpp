@@ -211,6 +211,10 @@ std::string metricsText(const SchedulerStats &s) {
          s.engine.preemptions);
   single("tfm_engine_steps_total", "counter", "Batch engine steps.",
          s.engine.steps);
+  single("tfm_model_calls_total", "counter",
+         "The model's calls the steps made (one a micro-batch for a model in "
+         "pipeline stages).",
+         s.engine.model_calls);
   metric("tfm_kv_blocks", "gauge", "KV cache blocks by state.");
   out << "tfm_kv_blocks{state=\"total\"} " << s.engine.kv_blocks
       << "\ntfm_kv_blocks{state=\"used\"} " << s.engine.kv_blocks_used

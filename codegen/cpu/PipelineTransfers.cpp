@@ -5,7 +5,6 @@
 #include "ir/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -49,32 +48,15 @@ struct ReceiveFromPreviousStage : OpConversionPattern<PipelineReceiveOp> {
   }
 };
 
-/// collect: rank 0's rows are as many as the last stage sends (its own
-/// input may be empty), the others' their input's.
-struct CollectFromLastStage : OpConversionPattern<PipelineCollectOp> {
+/// collect: rank 0 runs the last stage, so its logits are its own; the
+/// other ranks' are dropped.
+struct CollectOnRankZero : OpConversionPattern<PipelineCollectOp> {
   using OpConversionPattern::OpConversionPattern;
 
   LogicalResult
   matchAndRewrite(PipelineCollectOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    RankedTensorType type = op.getType();
-    Value input = adaptor.getInput();
-    SmallVector<Value> sizes;
-    if (type.isDynamicDim(0)) {
-      Type i64 = rewriter.getI64Type();
-      Value own = arith::IndexCastOp::create(
-          rewriter, loc, i64, tensor::DimOp::create(rewriter, loc, input, 0));
-      Value columns =
-          arith::ConstantIntOp::create(rewriter, loc, i64, type.getDimSize(1));
-      Value rows = callScalarFunction(
-          rewriter, loc, "tfm_rt_pipeline_collect_rows", {own, columns}, i64);
-      sizes.push_back(arith::IndexCastOp::create(
-          rewriter, loc, rewriter.getIndexType(), rows));
-    }
-    rewriter.replaceOp(op, callKernelWithOutput(rewriter, loc,
-                                                "tfm_rt_pipeline_collect",
-                                                {input}, type, sizes));
+    rewriter.replaceOp(op, adaptor.getInput());
     return success();
   }
 };
@@ -121,6 +103,6 @@ bool mlir::tfm::isPipelineTransfer(Operation *op) {
 }
 
 void mlir::tfm::populatePipelineTransferPatterns(RewritePatternSet &patterns) {
-  patterns.add<ReceiveFromPreviousStage, CollectFromLastStage, SendToNextStage,
+  patterns.add<ReceiveFromPreviousStage, CollectOnRankZero, SendToNextStage,
                LastStageToCall>(patterns.getContext());
 }

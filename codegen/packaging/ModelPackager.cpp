@@ -554,6 +554,8 @@ void writeModelDesc(llvm::raw_ostream &os, const ModelDescription &model,
        << "    .rank_stride = " << rankStride(written.size) << "ull,\n"
        << "    .rank_checksums = tfm_rank_checksums,\n"
        << "    .replicated_weights_size = " << written.replicated << "ull,\n";
+  if (model.pipelineStages > 1)
+    os << "    .pipeline_stages = " << model.pipelineStages << ",\n";
   if (model.logitScale > 0)
     os << "    .logit_scale = " << llvm::formatv("{0:e9}f", model.logitScale)
        << ",\n";

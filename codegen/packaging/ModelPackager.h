@@ -137,8 +137,11 @@ struct ModelDescription {
   std::vector<EntryPointDescription> entryPoints;
   /// The model's caches (shared by the entry points that use them).
   std::vector<TensorDescription> caches;
-  /// MPI processes the model runs as (tfmc --ranks); 1: one.
+  /// MPI processes the model runs as (tfmc --ranks, --pipeline-stages);
+  /// 1: one.
   int64_t ranks = 1;
+  /// Pipeline stages, one a rank (tfmc --pipeline-stages); 1: none.
+  int64_t pipelineStages = 1;
 };
 
 enum class OutputKind { Executable, SharedLibrary, StaticLibrary };

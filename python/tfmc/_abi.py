@@ -8,7 +8,7 @@ import ctypes
 
 import numpy as np
 
-ABI_VERSION = 28
+ABI_VERSION = 29
 MAX_RANK = 6
 
 ROLE_NAMES = {0: "token_ids", 1: "features", 2: "start_position",
@@ -122,7 +122,8 @@ class ModelDesc(ctypes.Structure):
                 ("diffusion", ctypes.POINTER(DiffusionDesc)),
                 ("num_stop_tokens", ctypes.c_int32),
                 ("stop_tokens", ctypes.POINTER(ctypes.c_int32)),
-                ("lora", ctypes.POINTER(LoraDesc))]
+                ("lora", ctypes.POINTER(LoraDesc)),
+                ("pipeline_stages", ctypes.c_int32)]
 
 
 class SamplerOptions(ctypes.Structure):
@@ -176,7 +177,8 @@ class EngineOptions(ctypes.Structure):
                 ("share_prefixes", ctypes.c_int),
                 ("max_drafts", ctypes.c_int32),
                 ("draft_model", ctypes.c_void_p),
-                ("draft_p_min", ctypes.c_float)]
+                ("draft_p_min", ctypes.c_float),
+                ("micro_batch_rows", ctypes.c_int64)]
 
 
 class EngineRequest(ctypes.Structure):
@@ -214,7 +216,8 @@ class EngineStats(ctypes.Structure):
                 ("kv_ring_bytes", ctypes.c_int64),
                 ("recurrent_state_bytes", ctypes.c_int64),
                 ("drafted_tokens", ctypes.c_int64),
-                ("accepted_tokens", ctypes.c_int64)]
+                ("accepted_tokens", ctypes.c_int64),
+                ("model_calls", ctypes.c_int64)]
 
 
 # tfm_finish_reason's values.

@@ -267,13 +267,14 @@ static tfm_status_code check_batch_rows(const tfm_tensor *inputs,
   return TFM_OK;
 }
 
-/* tfm_model_call; `state_caches`: the caches are the runtime's, from
- * tfm_model_state_alloc (GPU memory for a GPU model), not the caller's. */
-static tfm_status_code call_entry(tfm_model *model, const char *name,
-                                  const tfm_tensor *inputs, int32_t num_inputs,
-                                  tfm_tensor *const *caches,
-                                  tfm_tensor *outputs, int32_t num_outputs,
-                                  int state_caches, tfm_status *status) {
+/* tfm_model_call's checks; *found: the entry point. `state_caches`: the
+ * caches are the runtime's, from tfm_model_state_alloc (GPU memory for a
+ * GPU model), not the caller's. */
+static tfm_status_code
+check_call(tfm_model *model, const char *name, const tfm_tensor *inputs,
+           int32_t num_inputs, tfm_tensor *const *caches, tfm_tensor *outputs,
+           int32_t num_outputs, int state_caches, const tfm_entry_point **found,
+           tfm_status *status) {
   if (!model || !name || (num_inputs && !inputs) ||
       (num_outputs && !outputs))
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
@@ -358,17 +359,30 @@ static tfm_status_code call_entry(tfm_model *model, const char *name,
       return code;
   }
   memset(outputs, 0, (size_t)num_outputs * sizeof *outputs);
+  *found = entry;
+  return TFM_OK;
+}
+
+static tfm_status_code call_entry(tfm_model *model, const char *name,
+                                  const tfm_tensor *inputs, int32_t num_inputs,
+                                  tfm_tensor *const *caches,
+                                  tfm_tensor *outputs, int32_t num_outputs,
+                                  int state_caches, tfm_status *status) {
+  const tfm_entry_point *entry = NULL;
+  tfm_status_code code =
+      check_call(model, name, inputs, num_inputs, caches, outputs, num_outputs,
+                 state_caches, &entry, status);
+  if (code != TFM_OK)
+    return code;
   return tfm_model_dispatch(model, entry, inputs, caches, outputs, status);
 }
 
-tfm_status_code tfm_model_dispatch(tfm_model *model,
-                                   const tfm_entry_point *entry,
-                                   const tfm_tensor *inputs,
-                                   tfm_tensor *const *caches,
-                                   tfm_tensor *outputs, tfm_status *status) {
-  /* The other ranks of a split model make the same call. */
-  if (tfm_model_leads(model))
-    tfm_ranks_lead_call(model, entry, inputs, caches);
+/* This rank's part of a checked call (the other ranks make theirs when
+ * rank 0 has told them). */
+static tfm_status_code run_entry(tfm_model *model, const tfm_entry_point *entry,
+                                 const tfm_tensor *inputs,
+                                 tfm_tensor *const *caches, tfm_tensor *outputs,
+                                 tfm_status *status) {
   int32_t packed = input_of_role(entry, TFM_ROLE_SEQUENCE_LENGTHS);
   if (packed >= 0) /* in groups of whole sequences (packed_call.c) */
     return tfm_call_packed(model, entry, inputs, packed, outputs, status);
@@ -388,6 +402,51 @@ tfm_status_code tfm_model_dispatch(tfm_model *model,
     return tfm_fail(status, (tfm_status_code)code,
                     "@%s of model '%s' ran out of memory", entry->name,
                     tfm_model_get_desc(model)->name);
+  }
+  return tfm_ok(status);
+}
+
+tfm_status_code tfm_model_dispatch(tfm_model *model,
+                                   const tfm_entry_point *entry,
+                                   const tfm_tensor *inputs,
+                                   tfm_tensor *const *caches,
+                                   tfm_tensor *outputs, tfm_status *status) {
+  /* The other ranks of a split model make the same call. */
+  if (tfm_model_leads(model))
+    tfm_ranks_lead_call(model, entry, 1, inputs, caches);
+  return run_entry(model, entry, inputs, caches, outputs, status);
+}
+
+tfm_status_code tfm_model_call_parts(tfm_model *model, const char *name,
+                                     int32_t parts, const tfm_tensor *inputs,
+                                     int32_t num_inputs,
+                                     tfm_tensor *const *caches,
+                                     tfm_tensor *outputs, int32_t num_outputs,
+                                     tfm_status *status) {
+  const tfm_entry_point *entry = NULL;
+  for (int32_t p = 0; p < parts; ++p) {
+    tfm_status_code code = check_call(
+        model, name, inputs + (size_t)p * num_inputs, num_inputs, caches,
+        outputs + (size_t)p * num_outputs, num_outputs, 0, &entry, status);
+    if (code != TFM_OK)
+      return code;
+  }
+  /* Every part's call reaches the other ranks, in one message, before
+   * this rank runs its own part of the first: stage 0 (rank 1) goes on to
+   * the second part as soon as it has sent the first's rows on. (A message
+   * a part could leave rank 0 sending the second while rank 1 waits for it
+   * to take the first's rows.) */
+  if (tfm_model_leads(model))
+    tfm_ranks_lead_call(model, entry, parts, inputs, caches);
+  for (int32_t p = 0; p < parts; ++p) {
+    tfm_status_code code =
+        run_entry(model, entry, inputs + (size_t)p * num_inputs, caches,
+                  outputs + (size_t)p * num_outputs, status);
+    if (code != TFM_OK) {
+      for (int32_t q = 0; q < p * num_outputs; ++q)
+        tfm_tensor_release(&outputs[q]);
+      return code;
+    }
   }
   return tfm_ok(status);
 }

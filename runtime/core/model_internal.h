@@ -56,6 +56,20 @@ tfm_status_code tfm_model_dispatch(tfm_model *model,
                                    tfm_tensor *const *caches,
                                    tfm_tensor *outputs, tfm_status *status);
 
+/* tfm_model_call of `parts` parts of a batch, one after another: part p's
+ * inputs are inputs[p * num_inputs ...] and its outputs outputs[p *
+ * num_outputs ...]. Rank 0 of a model split into pipeline stages tells the
+ * other ranks of every part before it runs its own part of the first, so
+ * that each stage works on one part while the next works on the part
+ * before (micro-batches; runtime/distributed/pipeline.c). On failure no
+ * output is held. The parts share `caches`. */
+tfm_status_code tfm_model_call_parts(tfm_model *model, const char *name,
+                                     int32_t parts, const tfm_tensor *inputs,
+                                     int32_t num_inputs,
+                                     tfm_tensor *const *caches,
+                                     tfm_tensor *outputs, int32_t num_outputs,
+                                     tfm_status *status);
+
 /* The weights as the generated code takes them. */
 tfm_memref1d tfm_model_weights_descriptor(const tfm_model *model);
 

@@ -41,8 +41,13 @@ void tfm_ranks_lead_prefill(int decode, const tfm_memref1d *tokens,
                             const tfm_memref5d_f32 *cache,
                             const tfm_memref5d_f32 *rings,
                             const tfm_memref1d *state);
+/* `parts` calls of `entry` (inputs[p * entry->num_inputs ...] part p's),
+ * in one message: a model in pipeline stages then has every part's call
+ * on every rank before rank 0, its last stage, waits for the first's rows
+ * (tfm_model_call_parts). */
 void tfm_ranks_lead_call(const tfm_model *model, const tfm_entry_point *entry,
-                         const tfm_tensor *inputs, tfm_tensor *const *caches);
+                         int32_t parts, const tfm_tensor *inputs,
+                         tfm_tensor *const *caches);
 /* Rank 0, as it changes cache memory: the same change for the others. */
 void tfm_ranks_lead_alloc(const void *state, size_t bytes);
 /* The batch engine's paged KV pool (runtime/engine/kv_pages.h), known here

@@ -1,15 +1,18 @@
 /*===- pipeline.c - rows between pipeline stages over MPI ----------------===*
  *
  * What the code of a model split into pipeline stages calls (tfmc
- * --pipeline-stages; runtime_kernels.h): stage s is rank s of
- * MPI_COMM_WORLD, and each stage's rows go to the next point-to-point. A
- * rank waiting for the stage before it polls with growing sleeps, as
- * ranks.c's followers wait for rank 0, so that on a shared host it leaves
- * its core to the stages that work.
+ * --pipeline-stages; runtime_kernels.h). Stage s runs on rank (s + 1) mod
+ * P of MPI_COMM_WORLD: the last on rank 0, which answers, so the logits
+ * stay where they are sampled, and rank 0 can send the other ranks a
+ * batch's next call before it runs its own part of the last (the engine's
+ * micro-batches). Each stage's rows go to the next point-to-point; a rank
+ * waiting for the stage before it polls (polled_wait.h), as ranks.c's
+ * followers wait for rank 0.
  *
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/core/ranks.h"
+#include "runtime/distributed/polled_wait.h"
 #include "tfm/runtime_kernels.h"
 
 #include <mpi.h>
@@ -17,32 +20,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-enum { TAG_STAGE_ROWS = 17, TAG_LOGITS = 18 };
+enum { TAG_STAGE_ROWS = 17 };
 
-/* Spin briefly (a decode step's rows arrive within microseconds when the
- * stages are on other hosts' cores), then sleep, at most 200 µs at a time:
- * the stage before may take milliseconds. */
-/* One turn of a polled wait: nothing for the first 2000 spins, then a
- * sleep that doubles from 1 µs up to 200 µs. */
-static void pause_after(int spins, long *nap) {
-  if (spins < 2000)
-    return;
-  *nap = *nap ? (*nap * 2 > 200000 ? 200000 : *nap * 2) : 1000;
-  struct timespec pause = {0, *nap};
-  nanosleep(&pause, NULL);
-}
+/* Longest sleep of a stage's polled wait: the stage before may take
+ * milliseconds, and a decode step's rows should not wait a whole one. */
+enum { LONGEST_NAP_NS = 200000 };
 
 static void wait_for(MPI_Request *request, MPI_Status *status) {
   double start = MPI_Wtime();
-  int done = 0;
-  long nap = 0;
-  for (int spins = 0; !done; ++spins) {
-    MPI_Test(request, &done, status);
-    if (!done)
-      pause_after(spins, &nap);
-  }
+  tfm_polled_wait(request, status, LONGEST_NAP_NS);
   tfm_ranks_count_stage_transfer(MPI_Wtime() - start);
 }
 
@@ -113,63 +100,32 @@ static void receive_rows(tfm_memref2d_f32 *out, int from, int tag) {
   }
 }
 
-static void world(int *rank, int *size) {
-  MPI_Comm_rank(MPI_COMM_WORLD, rank);
-  MPI_Comm_size(MPI_COMM_WORLD, size);
+/* This rank's stage, and the number of stages. */
+static int stage(int *stages) {
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, stages);
+  return (rank + *stages - 1) % *stages;
 }
+
+static int rank_of_stage(int stage, int stages) { return (stage + 1) % stages; }
 
 TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_receive(tfm_memref2d_f32 *in,
                                                      tfm_memref2d_f32 *out) {
-  int rank, size;
-  world(&rank, &size);
-  if (rank == 0)
+  int stages, own = stage(&stages);
+  if (own == 0)
     copy_rows(in, out);
   else
-    receive_rows(out, rank - 1, TAG_STAGE_ROWS);
+    receive_rows(out, rank_of_stage(own - 1, stages), TAG_STAGE_ROWS);
 }
 
 TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_send(tfm_memref2d_f32 *in) {
-  int rank, size;
-  world(&rank, &size);
-  if (rank + 1 < size)
-    send_rows(in, rank + 1, TAG_STAGE_ROWS);
+  int stages, own = stage(&stages);
+  if (own + 1 < stages)
+    send_rows(in, rank_of_stage(own + 1, stages), TAG_STAGE_ROWS);
 }
 
 TFM_EXPORT int64_t tfm_rt_pipeline_last_stage(void) {
-  int rank, size;
-  world(&rank, &size);
-  return rank == size - 1;
-}
-
-TFM_EXPORT int64_t tfm_rt_pipeline_collect_rows(int64_t own, int64_t columns) {
-  int rank, size;
-  world(&rank, &size);
-  if (rank != 0 || size == 1)
-    return own;
-  /* Probed, polled as a receive is waited for. */
-  int found = 0;
-  long nap = 0;
-  MPI_Status status;
-  for (int spins = 0; !found; ++spins) {
-    MPI_Iprobe(size - 1, TAG_LOGITS, MPI_COMM_WORLD, &found, &status);
-    if (!found)
-      pause_after(spins, &nap);
-  }
-  int count = 0;
-  MPI_Get_count(&status, MPI_FLOAT, &count);
-  return columns > 0 ? count / columns : 0;
-}
-
-TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_collect(tfm_memref2d_f32 *in,
-                                                     tfm_memref2d_f32 *out) {
-  int rank, size;
-  world(&rank, &size);
-  int last = size - 1;
-  if (rank == 0 && last > 0) {
-    receive_rows(out, last, TAG_LOGITS);
-    return;
-  }
-  if (rank == last && last > 0)
-    send_rows(in, 0, TAG_LOGITS);
-  copy_rows(in, out);
+  int stages;
+  return stage(&stages) == stages - 1;
 }

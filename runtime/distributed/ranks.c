@@ -19,6 +19,7 @@
 #include "runtime/core/buffer_cache.h"
 #include "runtime/core/model_internal.h"
 #include "runtime/core/status.h"
+#include "runtime/distributed/polled_wait.h"
 
 #include <mpi.h>
 
@@ -27,14 +28,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 enum {
   MSG_STOP,    /* rank 0 ends: finalize and exit */
   MSG_FORWARD, /* tfm_run_forward(tokens) */
   MSG_PREFILL, /* tfm_run_prefill(decode, tokens, start, slot, cache,
                  rings, recurrent state) */
-  MSG_CALL,    /* tfm_model_dispatch(entry, inputs, caches) */
+  MSG_CALL,    /* tfm_model_dispatch(entry, inputs, caches), for each of
+                  `a` parts */
   MSG_ALLOC,   /* cache memory allocated */
   MSG_FREE,    /* cache memory freed */
   MSG_MOVE,    /* cache memory moved (a sliding window's slide) */
@@ -102,22 +103,12 @@ static void send(message *m, const void *payload) {
               MPI_COMM_WORLD);
 }
 
-/* A follower's wait for the next message: spin briefly (the next token's
- * call comes microseconds after the last), then sleep up to a millisecond
- * at a time. */
+/* A follower's wait for the next message, polled: rank 0 may be busy for
+ * long (sampling, serving nobody), so sleeps grow to a millisecond. */
 static void receive(message *m) {
   MPI_Request request;
   MPI_Ibcast(m, sizeof *m, MPI_BYTE, 0, MPI_COMM_WORLD, &request);
-  int done = 0;
-  long nap = 0;
-  for (int spins = 0; !done; ++spins) {
-    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-    if (done || spins < 2000)
-      continue;
-    nap = nap ? (nap * 2 > 1000000 ? 1000000 : nap * 2) : 1000;
-    struct timespec pause = {0, nap};
-    nanosleep(&pause, NULL);
-  }
+  tfm_polled_wait(&request, MPI_STATUS_IGNORE, 1000000);
 }
 
 static void stop_followers(void) {
@@ -284,36 +275,44 @@ void tfm_ranks_lead_prefill(int decode, const tfm_memref1d *tokens,
 }
 
 void tfm_ranks_lead_call(const tfm_model *model, const tfm_entry_point *entry,
-                         const tfm_tensor *inputs, tfm_tensor *const *caches) {
+                         int32_t parts, const tfm_tensor *inputs,
+                         tfm_tensor *const *caches) {
   const tfm_model_desc *desc = tfm_model_get_desc(model);
+  int32_t count = parts * entry->num_inputs;
   size_t size = 0;
-  for (int32_t i = 0; i < entry->num_inputs; ++i)
+  for (int32_t i = 0; i < count; ++i)
     size += sizeof(tensor_header) +
             tensor_bytes(inputs[i].dtype, inputs[i].rank, inputs[i].shape);
-  size += (size_t)entry->num_caches * sizeof(tensor_header);
+  size += (size_t)parts * (size_t)entry->num_caches * sizeof(tensor_header);
   char *payload = malloc(size ? size : 1), *at = payload;
   if (!payload)
     tfm_ranks_abort("out of memory for a call's inputs");
-  for (int32_t i = 0; i < entry->num_inputs; ++i) {
-    tensor_header h = {inputs[i].dtype, inputs[i].rank, {0}, 0};
-    memcpy(h.shape, inputs[i].shape, sizeof h.shape);
-    memcpy(at, &h, sizeof h);
-    at += sizeof h;
-    size_t bytes = tensor_bytes(h.dtype, h.rank, h.shape);
-    memcpy(at, inputs[i].data, bytes);
-    at += bytes;
-  }
-  for (int32_t i = 0; i < entry->num_caches; ++i) {
-    tensor_header h = {caches[i]->dtype,
-                       caches[i]->rank,
-                       {0},
-                       (int64_t)(intptr_t)caches[i]->data};
-    memcpy(h.shape, caches[i]->shape, sizeof h.shape);
-    memcpy(at, &h, sizeof h);
-    at += sizeof h;
+  /* Each part: its inputs (described, then their data), then its caches
+   * (described, with rank 0's address). */
+  for (int32_t p = 0; p < parts; ++p) {
+    for (int32_t i = p * entry->num_inputs; i < (p + 1) * entry->num_inputs;
+         ++i) {
+      tensor_header h = {inputs[i].dtype, inputs[i].rank, {0}, 0};
+      memcpy(h.shape, inputs[i].shape, sizeof h.shape);
+      memcpy(at, &h, sizeof h);
+      at += sizeof h;
+      size_t bytes = tensor_bytes(h.dtype, h.rank, h.shape);
+      memcpy(at, inputs[i].data, bytes);
+      at += bytes;
+    }
+    for (int32_t i = 0; i < entry->num_caches; ++i) {
+      tensor_header h = {caches[i]->dtype,
+                         caches[i]->rank,
+                         {0},
+                         (int64_t)(intptr_t)caches[i]->data};
+      memcpy(h.shape, caches[i]->shape, sizeof h.shape);
+      memcpy(at, &h, sizeof h);
+      at += sizeof h;
+    }
   }
   message m = {.kind = MSG_CALL,
                .entry = (int32_t)(entry - desc->entry_points),
+               .a = parts,
                .payload = (int64_t)size};
   send(&m, payload);
   free(payload);
@@ -511,30 +510,32 @@ static void follow_call(follower *f, const message *m, char *payload) {
       entry->num_outputs > 16)
     tfm_ranks_abort("an entry point with more than 16 tensors");
   char *at = payload;
-  for (int32_t i = 0; i < entry->num_inputs; ++i) {
-    tensor_header h;
-    memcpy(&h, at, sizeof h);
-    at += sizeof h;
-    inputs[i] = (tfm_tensor){at, h.dtype, h.rank, {0}, NULL};
-    memcpy(inputs[i].shape, h.shape, sizeof h.shape);
-    at += tensor_bytes(h.dtype, h.rank, h.shape);
+  for (int64_t p = 0; p < m->a; ++p) {
+    for (int32_t i = 0; i < entry->num_inputs; ++i) {
+      tensor_header h;
+      memcpy(&h, at, sizeof h);
+      at += sizeof h;
+      inputs[i] = (tfm_tensor){at, h.dtype, h.rank, {0}, NULL};
+      memcpy(inputs[i].shape, h.shape, sizeof h.shape);
+      at += tensor_bytes(h.dtype, h.rank, h.shape);
+    }
+    for (int32_t i = 0; i < entry->num_caches; ++i) {
+      tensor_header h;
+      memcpy(&h, at, sizeof h);
+      at += sizeof h;
+      size_t bytes = tensor_bytes(h.dtype, h.rank, h.shape);
+      cache_tensors[i] = (tfm_tensor){
+          local_memory(f, h.address, bytes), h.dtype, h.rank, {0}, NULL};
+      memcpy(cache_tensors[i].shape, h.shape, sizeof h.shape);
+      caches[i] = &cache_tensors[i];
+    }
+    memset(outputs, 0, sizeof outputs);
+    tfm_status status;
+    check(tfm_model_dispatch(f->model, entry, inputs, caches, outputs, &status),
+          &status);
+    for (int32_t i = 0; i < entry->num_outputs; ++i)
+      tfm_tensor_release(&outputs[i]);
   }
-  for (int32_t i = 0; i < entry->num_caches; ++i) {
-    tensor_header h;
-    memcpy(&h, at, sizeof h);
-    at += sizeof h;
-    size_t bytes = tensor_bytes(h.dtype, h.rank, h.shape);
-    cache_tensors[i] = (tfm_tensor){
-        local_memory(f, h.address, bytes), h.dtype, h.rank, {0}, NULL};
-    memcpy(cache_tensors[i].shape, h.shape, sizeof h.shape);
-    caches[i] = &cache_tensors[i];
-  }
-  memset(outputs, 0, sizeof outputs);
-  tfm_status status;
-  check(tfm_model_dispatch(f->model, entry, inputs, caches, outputs, &status),
-        &status);
-  for (int32_t i = 0; i < entry->num_outputs; ++i)
-    tfm_tensor_release(&outputs[i]);
 }
 
 void tfm_ranks_follow(tfm_model *model) {

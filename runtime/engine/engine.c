@@ -24,7 +24,8 @@ tfm_engine_options tfm_engine_default_options(void) {
                           .block_positions = TFM_KV_DEFAULT_BLOCK_POSITIONS,
                           .prefill_chunk = 512,
                           .share_prefixes = 1,
-                          .draft_p_min = 0.75f};
+                          .draft_p_min = 0.75f,
+                          .micro_batch_rows = 64};
   return o;
 }
 
@@ -105,13 +106,14 @@ tfm_status_code tfm_engine_new(tfm_model *model,
                     "compile it with tfmc --speculative",
                     desc->name);
   if (o.max_sequences < 0 || o.kv_pool_bytes < 0 || o.block_positions < 0 ||
-      o.prefill_chunk < 0)
+      o.prefill_chunk < 0 || o.micro_batch_rows < 0)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_engine_new: negative option (max_sequences %d, "
                     "kv_pool_bytes %lld, block_positions %d, prefill_chunk "
-                    "%lld)",
+                    "%lld, micro_batch_rows %lld)",
                     o.max_sequences, (long long)o.kv_pool_bytes,
-                    o.block_positions, (long long)o.prefill_chunk);
+                    o.block_positions, (long long)o.prefill_chunk,
+                    (long long)o.micro_batch_rows);
   if (!o.max_sequences)
     o.max_sequences = d.max_sequences;
   /* A block is at most a whole sequence: blocks are rounded up to sizes
@@ -129,6 +131,8 @@ tfm_status_code tfm_engine_new(tfm_model *model,
         d.block_positions < shape[2] ? d.block_positions : (int32_t)shape[2];
   if (!o.prefill_chunk)
     o.prefill_chunk = d.prefill_chunk;
+  if (!o.micro_batch_rows)
+    o.micro_batch_rows = d.micro_batch_rows;
   /* No step has more prompt tokens than every sequence's whole context. */
   if (o.prefill_chunk > shape[2] * o.max_sequences)
     o.prefill_chunk = shape[2] * o.max_sequences;

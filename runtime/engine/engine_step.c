@@ -301,11 +301,48 @@ static void put_back_rings(tfm_engine *e, request *r, int64_t held) {
   r->state = kPrefilling;
 }
 
+/* Most micro-batches a step's call runs as. */
+enum { MAX_MICRO_BATCHES = 64 };
+
+/* The micro-batches of a step's `chunks` chunks of `rows` rows (e->lengths)
+ * for a model in pipeline stages: part p is chunks [bounds[p],
+ * bounds[p + 1]), the parts about equal in rows. Returns their count: 1
+ * for any other model, or a batch of fewer rows than two micro-batches'.
+ * More parts than stages still pay: m parts take m + P - 1 stage-times of
+ * a part, against P of the whole batch. */
+static int32_t plan_micro_batches(const tfm_engine *e, int64_t rows,
+                                  int64_t chunks, int64_t *bounds) {
+  int64_t parts = 1;
+  if (e->desc->pipeline_stages > 1) {
+    parts = rows / e->options.micro_batch_rows;
+    if (parts > chunks)
+      parts = chunks;
+    if (parts > MAX_MICRO_BATCHES)
+      parts = MAX_MICRO_BATCHES;
+  }
+  /* Cut where the rows so far reach the next part's share, each part
+   * keeping at least micro_batch_rows rows (a chunk is not split: a step
+   * of one long chunk and a few single rows stays whole). */
+  int64_t least = e->options.micro_batch_rows, seen = 0, at_cut = 0;
+  int32_t made = 1;
+  bounds[0] = 0;
+  for (int64_t c = 0; c + 1 < chunks && made < parts; ++c) {
+    seen += e->lengths[c];
+    if (seen * parts >= rows * made && seen - at_cut >= least &&
+        rows - seen >= least) {
+      bounds[made++] = c + 1;
+      at_cut = seen;
+    }
+  }
+  bounds[made] = chunks;
+  return made;
+}
+
 /* Runs the planned chunks of the requests whose `verify` is `verify` in
- * one call: @prefill_batch, where a request whose chunk ends what it knows
- * (its prompt, or its last token) takes its next token from the chunk's
- * logits, or @verify_batch, where each takes its tokens from its rows'
- * (take_verified). */
+ * one call (or one a micro-batch, plan_micro_batches): @prefill_batch, where a
+ * request whose chunk ends what it knows (its prompt, or its last token) takes
+ * its next token from the chunk's logits, or @verify_batch, where each takes
+ * its tokens from its rows' (take_verified). */
 static tfm_status_code run_chunks(tfm_engine *e, int verify,
                                   tfm_engine_event *events, int32_t *count,
                                   tfm_status *status) {
@@ -356,7 +393,7 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
   /* The paged cache, then the rings and the states where the model has
    * them, in the order the batched entry points list their caches. */
   const tfm_entry_point *entry = tfm_model_entry_point(e->model, name);
-  tfm_tensor *caches[3], logits;
+  tfm_tensor *caches[3];
   for (int32_t i = 0; i < entry->num_caches && i < 3; ++i) {
     int32_t kind = e->desc->caches[entry->caches[i]].kind;
     caches[i] = kind == TFM_CACHE_SELF_ATTENTION_RINGS ? &rings
@@ -367,8 +404,34 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
   tfm_lora_rows adapters = {tfm_model_lora_bank(e->model), e->row_adapters,
                             rows};
   const tfm_lora_rows *outer = tfm_lora_bind(adapters.bank ? &adapters : NULL);
-  tfm_status_code code =
-      tfm_model_call(e->model, name, inputs, 4, caches, &logits, 1, status);
+  /* Micro-batches: a model split over ranks takes no adapters. */
+  int64_t bounds[MAX_MICRO_BATCHES + 1];
+  int32_t parts =
+      adapters.bank ? 1 : plan_micro_batches(e, rows, chunks, bounds);
+  tfm_tensor logits[MAX_MICRO_BATCHES];
+  tfm_status_code code;
+  if (parts == 1) {
+    code = tfm_model_call(e->model, name, inputs, 4, caches, &logits[0], 1,
+                          status);
+  } else {
+    tfm_tensor part_inputs[MAX_MICRO_BATCHES][4];
+    int64_t part_start = 0;
+    for (int32_t p = 0; p < parts; ++p) {
+      int64_t first = bounds[p], count = bounds[p + 1] - first, part_rows = 0;
+      for (int64_t c = first; c < first + count; ++c)
+        part_rows += e->lengths[c];
+      tfm_tensor part[4] = {
+          {e->tokens + part_start, TFM_DTYPE_I32, 1, {part_rows}, NULL},
+          {e->positions + part_start, TFM_DTYPE_I32, 1, {part_rows}, NULL},
+          {e->slots + first, TFM_DTYPE_I32, 1, {count}, NULL},
+          {e->lengths + first, TFM_DTYPE_I32, 1, {count}, NULL}};
+      memcpy(part_inputs[p], part, sizeof part);
+      part_start += part_rows;
+    }
+    code = tfm_model_call_parts(e->model, name, parts, &part_inputs[0][0], 4,
+                                caches, logits, 1, status);
+  }
+  e->stats.model_calls += parts;
   tfm_lora_bind(outer);
   if (code != TFM_OK) {
     /* The call may have advanced some recurrent layers' states and not
@@ -382,10 +445,12 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
     return code;
   }
   /* @prefill_batch's logits: a row a chunk; @verify_batch's: a row a
-   * token. */
+   * token; a micro-batch's in its own tensor. */
   int64_t vocab = e->desc->vocab_size;
-  float *row = logits.data;
-  for (int64_t c = 0; c < chunks; ++c) {
+  float *row = NULL;
+  for (int64_t c = 0, part = -1; c < chunks; ++c) {
+    if (part < 0 || (parts > 1 && c == bounds[part + 1]))
+      row = logits[++part].data;
     request *r = e->chunk_requests[c];
     if (verify) {
       int64_t start = r->computed, held = start + e->lengths[c];
@@ -408,7 +473,8 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
       take_token(e, r, row, &events[(*count)++]);
     row += vocab;
   }
-  tfm_tensor_release(&logits);
+  for (int32_t p = 0; p < parts; ++p)
+    tfm_tensor_release(&logits[p]);
   return TFM_OK;
 }
 

@@ -2,14 +2,15 @@
 // RUN: not tfm-opt %s -tfm-pipeline-stages=stages=3 2>&1 | FileCheck %s --check-prefix=THREE
 // RUN: tfm-opt %s -tfm-pipeline-stages=stages=2 -tfm-pipeline-last-stage | FileCheck %s --check-prefix=LAST
 
-// Two layers in two stages: every rank runs layer 0's ops, rank 1 over
-// layer 1's weights (tfm.rank_weight_sources); layer 1's ops and weight
+// Two layers in two stages: every rank runs layer 0's ops, the last stage
+// (rank 0) over layer 1's weights and the first (rank 1) over layer 0's
+// (tfm.rank_weight_sources, by rank); layer 1's ops and weight
 // declarations go. The embedding's rows enter through pipeline_receive
 // (the norm's and the residual's reads of them both), the stage's output
 // leaves through pipeline_send, and the final norm and head read it, their
-// logits collected on rank 0.
+// logits rank 0's.
 
-// CHECK: tfm.rank_weight_sources = {{{.*}}model.layers.0.self_attn.q_proj.weight = ["model.layers.0.self_attn.q_proj.weight", "model.layers.1.self_attn.q_proj.weight"]
+// CHECK: tfm.rank_weight_sources = {{{.*}}model.layers.0.self_attn.q_proj.weight = ["model.layers.1.self_attn.q_proj.weight", "model.layers.0.self_attn.q_proj.weight"]
 // CHECK-NOT: weight_decl @model.layers.1.
 // CHECK: func.func @forward
 // CHECK: %[[EMBEDDED:.*]] = tfm.embedding

@@ -272,6 +272,12 @@ def run_checks(port, executable):
     print("metrics:", status, kind,
           "histogram" if "tfm_time_per_output_token_seconds_bucket" in text
           else "no histogram")
+    # More calls than steps: steps ran as micro-batches (a model in
+    # pipeline stages) or checked drafts.
+    values = metrics(port)
+    calls, steps = values["tfm_model_calls_total"], values["tfm_engine_steps_total"]
+    print("model calls:", int(calls), "in", int(steps), "steps, more calls "
+          "than steps:", calls > steps)
 
 
 if __name__ == "__main__":

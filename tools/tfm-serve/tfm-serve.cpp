@@ -39,6 +39,9 @@ const char *const kUsage =
     "  --block-positions N     positions per KV block (8, rounded up to "
     "pages)\n"
     "  --prefill-chunk N       prompt tokens prefilled per step (512)\n"
+    "  --micro-batch-rows N    a model in pipeline stages: a step's rows go\n"
+    "                          through the stages in micro-batches of at\n"
+    "                          least N rows (64)\n"
     "  --no-prefix-sharing     do not share KV blocks of common prefixes\n"
     "  --lookup-ngram N        speculative decoding by prompt lookup for\n"
     "                          every request (a request's lookup_ngram\n"
@@ -149,15 +152,18 @@ parseAdapter(const std::string &text,
   return adapter;
 }
 
+/// The value after option argv[i], which `i` moves to.
+const char *optionValue(int argc, char **argv, int &i) {
+  if (i + 1 >= argc)
+    fail(std::string(argv[i]) + " needs a value");
+  return argv[++i];
+}
+
 ServerOptions parseOptions(int argc, char **argv) {
   ServerOptions o;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto value = [&]() -> const char * {
-      if (i + 1 >= argc)
-        fail(arg + " needs a value");
-      return argv[++i];
-    };
+    auto value = [&] { return optionValue(argc, argv, i); };
     const int64_t big = int64_t(1) << 40;
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
@@ -182,6 +188,9 @@ ServerOptions parseOptions(int argc, char **argv) {
           int32_t(parseCount("--block-positions", value(), 1, 1 << 20));
     } else if (arg == "--prefill-chunk") {
       o.engine.prefill_chunk = parseCount("--prefill-chunk", value(), 1, big);
+    } else if (arg == "--micro-batch-rows") {
+      o.engine.micro_batch_rows =
+          parseCount("--micro-batch-rows", value(), 1, big);
     } else if (arg == "--no-prefix-sharing") {
       o.engine.share_prefixes = 0;
     } else if (arg == "--lookup-ngram") {
@@ -244,11 +253,7 @@ bool parseSupervisor(int argc, char **argv, tfm::serve::SupervisorOptions &o) {
   bool supervise = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto value = [&]() -> const char * {
-      if (i + 1 >= argc)
-        fail(arg + " needs a value");
-      return argv[++i];
-    };
+    auto value = [&] { return optionValue(argc, argv, i); };
     if (arg == "--relaunch") {
       supervise = true;
       std::string words = value();

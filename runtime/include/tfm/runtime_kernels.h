@@ -190,20 +190,14 @@ TFM_EXPORT void tfm_rt_parallel_loop(int64_t n, int64_t iteration_cost,
                                      tfm_parallel_body body, void *context);
 
 /* Pipeline stages (tfmc --pipeline-stages; libtfmrt_mpi): every rank runs
- * the same code, stage s on rank s. receive: rank 0's out is `in`, rank s's
- * the rows rank s - 1 sent; send: rank s sends `in` to rank s + 1 (the last
- * sends nothing); collect: rank 0's out is the last rank's `in`, every
- * other rank's its own. Rows [rows, features] of the operand's shape. */
+ * the same code, stage s on rank (s + 1) mod P, so the last on rank 0.
+ * receive: the first stage's out is `in`, stage s's the rows stage s - 1
+ * sent; send: stage s sends `in` to stage s + 1 (the last sends nothing).
+ * Rows [rows, features] of the operand's shape. */
 TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_receive(tfm_memref2d_f32 *in,
                                                      tfm_memref2d_f32 *out);
 TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_send(tfm_memref2d_f32 *in);
-TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_collect(tfm_memref2d_f32 *in,
-                                                     tfm_memref2d_f32 *out);
-/* Rank 0: the rows of `columns` values the last stage sends it (its own
- * input may be empty, the head run on the last stage only); elsewhere
- * `own`, its input's. */
-TFM_EXPORT int64_t tfm_rt_pipeline_collect_rows(int64_t own, int64_t columns);
-/* 1 on the rank of the last stage, else 0. */
+/* 1 on the rank of the last stage (rank 0), else 0. */
 TFM_EXPORT int64_t tfm_rt_pipeline_last_stage(void);
 
 #ifdef __cplusplus

@@ -69,11 +69,18 @@ typedef struct {
   /* A request's drafts stop where the draft's top token is less likely
    * than this (0.75; 0: never), as tfm_generate_options.draft_p_min. */
   float draft_p_min;
+  /* A model split into pipeline stages (tfmc --pipeline-stages): a step's
+   * chunks run as micro-batches of whole chunks and at least this many
+   * rows each, so that the stages work at once, each on another
+   * micro-batch. Fewer rows run as one: a micro-batch reads its stage's
+   * weights again, which costs more than it overlaps where a batch is too
+   * small to keep the stage's cores computing. 0: 64. */
+  int64_t micro_batch_rows;
 } tfm_engine_options;
 
 /* max_sequences 16, the pool for 16 full contexts, blocks of 8, prefill
  * chunks of 512, prefixes shared, no drafts, no draft model, draft_p_min
- * 0.75. */
+ * 0.75, micro-batches of 64 rows. */
 tfm_engine_options tfm_engine_default_options(void);
 
 typedef struct tfm_engine tfm_engine;
@@ -165,6 +172,9 @@ typedef struct {
    * with the engine (0: none). Such a model shares no prefixes either. */
   int64_t recurrent_state_bytes;
   int64_t drafted_tokens, accepted_tokens; /* speculative decoding's */
+  /* The model's calls the steps made: a step's batch is one, or one a
+   * micro-batch (micro_batch_rows). */
+  int64_t model_calls;
 } tfm_engine_stats;
 void tfm_engine_get_stats(const tfm_engine *engine, tfm_engine_stats *stats);
 

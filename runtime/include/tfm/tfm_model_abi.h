@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 28
+#define TFM_ABI_VERSION 29
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -500,6 +500,9 @@ typedef struct tfm_model_desc {
   /* Slots for LoRA adapters loaded at run time (tfmc --lora-slots), or
    * NULL. */
   const tfm_lora_desc *lora;
+  /* Pipeline stages (tfmc --pipeline-stages), one a rank of `ranks`; 0 or
+   * 1: none. */
+  int32_t pipeline_stages;
 } tfm_model_desc;
 
 /* What generated entry points call around the model's code (runtime,

@@ -1,5 +1,5 @@
-/* The batch engine (runtime/include/tfm/tfm_engine.h) against sessions, on a decoder
- * library built with --prefix model:
+/* The batch engine (runtime/include/tfm/tfm_engine.h) against sessions, on a
+ * decoder library built with --prefix model:
  *  - batched: requests of mixed prompt lengths, more than the engine runs
  *    at once, prompts prefilled in small chunks; each request's tokens
  *    equal tfm_generate's alone (greedy, and sampled with its seed);
@@ -8,7 +8,10 @@
  *    sequence's blocks;
  *  - churn: 10,000 requests of random lengths, some cancelled, through a
  *    small pool; afterwards no block is held and every block is counted;
- *  - errors: what submit, cancel, step and new refuse. */
+ *  - errors: what submit, cancel, step and new refuse.
+ * Arguments: the churn's requests (10000), and micro_batch_rows for the
+ * batched checks (the engine's default): a model in pipeline stages then
+ * runs a step's chunks as micro-batches, more model calls than steps. */
 #include "model.h"
 #include "tfm/tfm_engine.h"
 
@@ -143,9 +146,11 @@ static int check_against_sessions(const char *name,
       ++mismatches;
     }
   printf("%s: %d of %d requests equal alone, %lld steps, %lld preemptions, "
-         "%lld blocks held after\n",
+         "%lld blocks held after, %s\n",
          name, kRequests - mismatches, kRequests, (long long)stats.steps,
-         (long long)stats.preemptions, (long long)stats.kv_blocks_used);
+         (long long)stats.preemptions, (long long)stats.kv_blocks_used,
+         stats.model_calls > stats.steps ? "micro-batches"
+                                         : "one model call a step");
   tfm_engine_free(engine);
   return mismatches == 0;
 }
@@ -317,12 +322,14 @@ static void check_errors(void) {
 
 int main(int argc, char **argv) {
   int64_t churn = argc > 1 ? atoll(argv[1]) : 10000;
+  int64_t micro_batch_rows = argc > 2 ? atoll(argv[2]) : 0;
   tfm_status status;
   if (failed(tfm_model_load(&model_model, NULL, &model, &status), &status))
     return 1;
   tfm_engine_options options = tfm_engine_default_options();
   options.max_sequences = 4;
   options.prefill_chunk = 24;
+  options.micro_batch_rows = micro_batch_rows;
   tfm_sampler_options greedy = tfm_sampler_default_options();
   tfm_sampler_options sampled = greedy;
   sampled.temperature = 0.9f;

@@ -1,9 +1,9 @@
 """Checks --stats of a model split over ranks against the same model's in
 one process: each rank maps at most its 1/N of the split weights plus the
 replicated ones, and the ranks ran the same all-reduces (tensor
-parallelism) or, with --pipeline, none and as many stage transfers each
-(pipeline stages: a stage receives its rows and sends its own; rank 0
-sends its rows and receives the logits)."""
+parallelism) or, with --pipeline, none, and stage transfers as their
+stages make them (pipeline stages: the first stage, rank 1, sends its rows;
+the last, rank 0, receives them; each stage between does both)."""
 import argparse
 import json
 import sys
@@ -36,10 +36,18 @@ def main():
               f"{r['stage_transfers']} stage transfers")
         if r["weights_bytes"] > bound:
             sys.exit(f"FAIL: rank {r['rank']} maps more than its part")
-        kind = "stage_transfers" if args.pipeline else "all_reduces"
-        if r[kind] != ranks[0][kind] or not r[kind]:
-            sys.exit(f"FAIL: the ranks ran different {kind}")
-        if args.pipeline and r["all_reduces"]:
+        if not args.pipeline:
+            if r["all_reduces"] != ranks[0]["all_reduces"] or not r["all_reduces"]:
+                sys.exit("FAIL: the ranks ran different all_reduces")
+            continue
+        # A call's transfers: one on the first and last stages, two
+        # between.
+        ends = r["rank"] in (0, 1)
+        expected = ranks[0]["stage_transfers"] * (1 if ends else 2)
+        if r["stage_transfers"] != expected or not expected:
+            sys.exit(f"FAIL: rank {r['rank']} made {r['stage_transfers']} "
+                     f"stage transfers, expected {expected}")
+        if r["all_reduces"]:
             sys.exit("FAIL: pipeline stages ran all-reduces")
     print(f"OK: {n} ranks each map their part")
 
