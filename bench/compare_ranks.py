@@ -18,7 +18,8 @@ With --pipeline the same models also run split into 2 pipeline stages
 (tfmc --pipeline-stages 2, half the layers a rank), beside the 2
 tensor-parallel ranks; for them the communication column is rank 0's time
 in stage transfers a generated token, waiting for the other stage
-included.
+included (rank 0 runs the last stage). With --network too, the stages run
+over the namespaces as well, unshaped and at each rate.
 
 With --network the ranks also run over a real network stack: a network
 namespace each, joined by veth pairs to a bridge, Open MPI's TCP transport
@@ -138,8 +139,10 @@ def main():
         if args.pipeline:
             rows.append(("p2", None))
         if args.network:
-            rows += [(n, link) for n in (2, 4)
-                     for link in ["tcp"] + args.rates.split(",")]
+            links = ["tcp"] + args.rates.split(",")
+            rows += [(n, link) for n in (2, 4) for link in links]
+            if args.pipeline:
+                rows += [("p2", link) for link in links]
         for key, link in rows:
             ranks = int(str(key).lstrip("p"))
             runs = [run(exes[key], ranks, prompt, args.new_tokens, link)
