@@ -63,22 +63,34 @@ static void submit(tfm_engine *engine, const int32_t *prompt, int64_t n,
   check(tfm_engine_submit(engine, &request, &id, &status), &status);
 }
 
-static void decode(tfm_model *model, int32_t batch, int64_t prompt,
-                   int64_t steps, int64_t micro_batch_rows) {
+/* An engine of `options` (max_sequences: `batch`) with `batch` requests of
+ * `prompt` random tokens, each to generate `new_tokens`. */
+static tfm_engine *engine_with_requests(tfm_model *model,
+                                        tfm_engine_options options,
+                                        int32_t batch, int64_t prompt,
+                                        int64_t new_tokens) {
   const tfm_model_desc *desc = tfm_model_get_desc(model);
-  tfm_engine_options options = tfm_engine_default_options();
   options.max_sequences = batch;
-  options.micro_batch_rows = micro_batch_rows;
   tfm_status status;
   tfm_engine *engine;
   check(tfm_engine_new(model, &options, &engine, &status), &status);
   int32_t *ids = malloc((size_t)prompt * sizeof *ids);
-  tfm_engine_event *events = malloc(2 * (size_t)batch * sizeof *events);
   for (int32_t b = 0; b < batch; ++b) {
     for (int64_t i = 0; i < prompt; ++i)
       ids[i] = random_token(desc->vocab_size);
-    submit(engine, ids, prompt, steps + 2);
+    submit(engine, ids, prompt, new_tokens);
   }
+  free(ids);
+  return engine;
+}
+
+static void decode(tfm_model *model, int32_t batch, int64_t prompt,
+                   int64_t steps, int64_t micro_batch_rows) {
+  tfm_engine_options options = tfm_engine_default_options();
+  options.micro_batch_rows = micro_batch_rows;
+  tfm_engine *engine =
+      engine_with_requests(model, options, batch, prompt, steps + 2);
+  tfm_engine_event *events = malloc(2 * (size_t)batch * sizeof *events);
   /* Prefilled and past the first decode: every request generating. */
   tfm_engine_stats stats;
   do {
@@ -99,27 +111,16 @@ static void decode(tfm_model *model, int32_t batch, int64_t prompt,
          batch, (long long)prompt, (long long)steps, (long long)tokens, seconds,
          tokens / seconds, (long long)(stats.model_calls - calls));
   tfm_engine_free(engine);
-  free(ids);
   free(events);
 }
 
 static void prefill(tfm_model *model, int32_t batch, int64_t prompt,
                     int64_t chunk, int64_t micro_batch_rows) {
-  const tfm_model_desc *desc = tfm_model_get_desc(model);
   tfm_engine_options options = tfm_engine_default_options();
-  options.max_sequences = batch;
   options.prefill_chunk = chunk;
   options.micro_batch_rows = micro_batch_rows;
-  tfm_status status;
-  tfm_engine *engine;
-  check(tfm_engine_new(model, &options, &engine, &status), &status);
-  int32_t *ids = malloc((size_t)prompt * sizeof *ids);
+  tfm_engine *engine = engine_with_requests(model, options, batch, prompt, 2);
   tfm_engine_event *events = malloc(2 * (size_t)batch * sizeof *events);
-  for (int32_t b = 0; b < batch; ++b) {
-    for (int64_t i = 0; i < prompt; ++i)
-      ids[i] = random_token(desc->vocab_size);
-    submit(engine, ids, prompt, 2);
-  }
   tfm_engine_stats stats;
   double start = now();
   do {
@@ -134,7 +135,6 @@ static void prefill(tfm_model *model, int32_t batch, int64_t prompt,
          (double)stats.prompt_tokens / seconds, (long long)stats.steps,
          (long long)stats.model_calls);
   tfm_engine_free(engine);
-  free(ids);
   free(events);
 }
 
