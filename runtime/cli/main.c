@@ -350,7 +350,8 @@ static int resume_prompt_cache(const char *argv0, tfm_session *session,
 }
 
 /* --stats of a model split over ranks: each rank's weights (its part and
- * what all hold alike), peak RSS and time in the model's all-reduces. */
+ * what all hold alike), peak RSS, time in the model's all-reduces or stage
+ * transfers, and in its code. */
 static void print_rank_stats(const tfm_model *model) {
   int32_t ranks = tfm_model_get_desc(model)->ranks;
   if (ranks <= 1)
@@ -368,11 +369,11 @@ static void print_rank_stats(const tfm_model *model) {
             "%s{\"rank\": %d, \"weights_bytes\": %llu, "
             "\"peak_rss_bytes\": %lld, \"all_reduces\": %lld, "
             "\"all_reduce_seconds\": %.6f, \"stage_transfers\": %lld, "
-            "\"stage_seconds\": %.6f}",
+            "\"stage_seconds\": %.6f, \"call_seconds\": %.6f}",
             r ? ", " : "", r, (unsigned long long)stats[r].weights_bytes,
             (long long)stats[r].peak_rss_bytes, (long long)stats[r].all_reduces,
             stats[r].all_reduce_seconds, (long long)stats[r].stage_transfers,
-            stats[r].stage_seconds);
+            stats[r].stage_seconds, stats[r].call_seconds);
   fprintf(stderr, "]");
   free(stats);
 }

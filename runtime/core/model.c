@@ -403,7 +403,11 @@ tfm_status_code tfm_run_forward(tfm_model *model, tfm_memref2d_f32 *logits,
     return out_of_memory(model, "forward", status);
   if (tfm_model_leads(model))
     tfm_ranks_lead_forward(tokens);
+  int timed = tfm_model_ranks(model) > 1;
+  double begun = timed ? tfm_ranks_call_begin() : 0;
   model->forward(logits, &weights, tokens);
+  if (timed)
+    tfm_ranks_call_end(begun);
   tfm_call_end(frame);
   return tfm_model_check_device(model, "forward", status);
 }
@@ -433,6 +437,8 @@ tfm_status_code tfm_run_prefill(tfm_model *model, tfm_cached_entry entry,
   if (tfm_model_leads(model))
     tfm_ranks_lead_prefill(entry == TFM_ENTRY_DECODE, tokens, start, slot,
                            cache, rings, state);
+  int timed = tfm_model_ranks(model) > 1;
+  double begun = timed ? tfm_ranks_call_begin() : 0;
   if (model->ring_cache && model->recurrent_state)
     ((tfm_prefill_rings_state_fn)run)(logits, &weights, tokens, start, slot,
                                       cache, rings, state);
@@ -444,6 +450,8 @@ tfm_status_code tfm_run_prefill(tfm_model *model, tfm_cached_entry entry,
                                 state);
   else
     ((tfm_prefill_fn)run)(logits, &weights, tokens, start, slot, cache);
+  if (timed)
+    tfm_ranks_call_end(begun);
   tfm_call_end(frame);
   return tfm_model_check_device(model, name, status);
 }

@@ -33,6 +33,10 @@ void tfm_ranks_abort(const char *message);
 /* One transfer of a pipeline stage's rows (runtime/distributed/pipeline.c)
  * and the seconds it took, for --stats. */
 void tfm_ranks_count_stage_transfer(double seconds);
+/* Around a run of the model's code on any rank, for --stats: begin's
+ * result goes to end. */
+double tfm_ranks_call_begin(void);
+void tfm_ranks_call_end(double begun);
 
 /* Rank 0, before it calls the model's code: the same call for the others. */
 void tfm_ranks_lead_forward(const tfm_memref1d *tokens);
@@ -88,6 +92,8 @@ void tfm_ranks_set_pool_mirror(const tfm_ranks_pool_mirror *mirror);
 #pragma weak tfm_ranks_follow
 #pragma weak tfm_ranks_abort
 #pragma weak tfm_ranks_count_stage_transfer
+#pragma weak tfm_ranks_call_begin
+#pragma weak tfm_ranks_call_end
 #pragma weak tfm_ranks_lead_forward
 #pragma weak tfm_ranks_lead_prefill
 #pragma weak tfm_ranks_lead_call

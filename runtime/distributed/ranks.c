@@ -71,11 +71,17 @@ static double all_reduce_seconds;
  * stages links from the archive). */
 static int64_t stage_transfers;
 static double stage_seconds;
+/* Time in the model's code, the waits above included. */
+static double call_seconds;
 
 void tfm_ranks_count_stage_transfer(double seconds) {
   ++stage_transfers;
   stage_seconds += seconds;
 }
+
+double tfm_ranks_call_begin(void) { return MPI_Wtime(); }
+
+void tfm_ranks_call_end(double begun) { call_seconds += MPI_Wtime() - begun; }
 
 int MPI_Allreduce(const void *send, void *receive, int count, MPI_Datatype type,
                   MPI_Op op, MPI_Comm comm) {
@@ -327,6 +333,7 @@ void tfm_ranks_own_stats(const tfm_model *model, tfm_rank_stats *out) {
   out->all_reduce_seconds = all_reduce_seconds;
   out->stage_transfers = stage_transfers;
   out->stage_seconds = stage_seconds;
+  out->call_seconds = call_seconds;
 }
 
 void tfm_ranks_gather_stats(const tfm_model *model, tfm_rank_stats *out) {

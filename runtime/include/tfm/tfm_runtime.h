@@ -116,6 +116,9 @@ typedef struct {
   int64_t stage_transfers;   /* pipeline stages' rows sent and received */
   double stage_seconds;      /* time in them, waiting for the other stage
                                 included */
+  double call_seconds;       /* time in the model's code, the waits above
+                                included: less them, the rank's own work, which
+                                shows how evenly the split shares it */
 } tfm_rank_stats;
 
 /* Rank 0 of a split model (the process that runs the program): every

@@ -3,7 +3,9 @@ one process: each rank maps at most its 1/N of the split weights plus the
 replicated ones, and the ranks ran the same all-reduces (tensor
 parallelism) or, with --pipeline, none, and stage transfers as their
 stages make them (pipeline stages: the first stage, rank 1, sends its rows;
-the last, rank 0, receives them; each stage between does both)."""
+the last, rank 0, receives them; each stage between does both). Prints
+each rank's own work (its time in the model's code less its waits for the
+others) against the mean: how evenly the split shares the work."""
 import argparse
 import json
 import sys
@@ -49,6 +51,17 @@ def main():
                      f"stage transfers, expected {expected}")
         if r["all_reduces"]:
             sys.exit("FAIL: pipeline stages ran all-reduces")
+    # Each rank's own work: its time in the model's code less its waits
+    # for the others (all-reduces, or the stage before). The slowest
+    # rank's against the mean is what an uneven split costs.
+    waits = "stage_seconds" if args.pipeline else "all_reduce_seconds"
+    busy = [r["call_seconds"] - r[waits] for r in ranks]
+    if min(busy) <= 0:
+        sys.exit(f"FAIL: a rank's own work is not positive: {busy}")
+    mean = sum(busy) / n
+    print("own work: " + ", ".join(
+        f"rank {r['rank']} {b / mean:.2f}" for r, b in zip(ranks, busy)) +
+        f" of the mean; slowest {max(busy) / mean:.2f}x")
     print(f"OK: {n} ranks each map their part")
 
 
