@@ -26,7 +26,8 @@ from tfmc._abi import (EngineEvent, EngineOptions, EngineRequest, EngineStats,
 class Engine:
     def __init__(self, model, max_sequences=16, kv_pool_mb=0,
                  block_positions=0, prefill_chunk=0, share_prefixes=True,
-                 max_drafts=0, draft=None, draft_p_min=0.75):
+                 max_drafts=0, draft=None, draft_p_min=0.75,
+                 micro_batch_rows=0):
         """An engine over `model` (a tfmc.Model of a decoder language model
         compiled with its batched entry points, tfmc's default). Options
         are checked as integers of their C fields (ctypes would keep their
@@ -37,7 +38,10 @@ class Engine:
         --speculative). `draft`: a tfmc.Model of the same vocabulary that
         drafts greedily for every request not using prompt lookup (needs
         max_drafts), stopping where its top token is less likely than
-        `draft_p_min`; it is closed after the engine."""
+        `draft_p_min`; it is closed after the engine. A model in pipeline
+        stages (tfmc --pipeline-stages) runs a step's chunks as
+        micro-batches of at least `micro_batch_rows` rows (0: 64), so that
+        its stages work at once."""
         from tfmc import TfmcError, _check, _c_integer, _INT32_MAX, _INT64_MAX
         self._lock = threading.Lock()
         self._engine = None
@@ -63,6 +67,9 @@ class Engine:
         options.max_drafts = _c_integer(max_drafts, "max_drafts", 0,
                                         _INT32_MAX)
         options.draft_p_min = float(draft_p_min)
+        if micro_batch_rows:
+            options.micro_batch_rows = _c_integer(
+                micro_batch_rows, "micro_batch_rows", 0, _INT64_MAX)
         engine = ctypes.c_void_p()
         status = Status()
         with contextlib.ExitStack() as using:

@@ -8,7 +8,11 @@ at all). Prints what the engine's KV memory holds: a block's bytes (its
 positions of every paged layer), the rings' (windowed layers kept
 apart, every sequence's) and the recurrent states' (every sequence's).
 
-    check_engine_forward.py LIBRARY"""
+    check_engine_forward.py LIBRARY [MICRO_BATCH_ROWS]
+
+MICRO_BATCH_ROWS: the engine's option, for a model in pipeline stages,
+whose steps then run as micro-batches: printed, more model calls than
+steps."""
 import sys
 
 import numpy as np
@@ -29,7 +33,8 @@ def greedy_by_forward(prompt, count):
 
 prompts = [[1, 17, 42], [5], [1, 17, 42, 5, 63, 0, 28, 9, 33],
            [12, 50, 7, 3, 8, 60]]
-engine = tfmc.Engine(m, max_sequences=2)
+micro_batch_rows = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+engine = tfmc.Engine(m, max_sequences=2, micro_batch_rows=micro_batch_rows)
 requests = {engine.submit(p, max_tokens=context - len(p), ignore_eos=True): p
             for p in prompts}
 tokens = {r: [] for r in requests}
@@ -44,4 +49,7 @@ stats = engine.stats()
 print(f"block {stats['kv_block_bytes']} bytes of {stats['kv_block_positions']}"
       f" positions, rings {stats['kv_ring_bytes']} bytes, recurrent states"
       f" {stats['recurrent_state_bytes']} bytes")
+if micro_batch_rows:
+    print("micro-batches: more model calls than steps:",
+          stats["model_calls"] > stats["steps"])
 engine.close()
