@@ -442,9 +442,9 @@ tfm_status_code tfm_model_call_parts(tfm_model *model, const char *name,
   }
   /* Every part's call reaches the other ranks, in one message, before
    * this rank runs its own part of the first: stage 0 (rank 1) goes on to
-   * the second part as soon as it has sent the first's rows on. (A message
-   * a part could leave rank 0 sending the second while rank 1 waits for it
-   * to take the first's rows.) */
+   * the second part as soon as it has sent the first's rows on. (With a
+   * message for each part, rank 0 could be stuck sending the second while
+   * rank 1 waits for it to take the first's rows.) */
   if (tfm_model_leads(model))
     tfm_ranks_lead_call(model, entry, parts, inputs, caches);
   for (int32_t p = 0; p < parts; ++p) {

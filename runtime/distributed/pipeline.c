@@ -3,10 +3,10 @@
  * What the code of a model split into pipeline stages calls (tfmc
  * --pipeline-stages; runtime_kernels.h). Stage s runs on rank (s + 1) mod
  * P of MPI_COMM_WORLD: the last on rank 0, which answers, so the logits
- * stay where they are sampled, and rank 0 can send the other ranks a
- * batch's next call before it runs its own part of the last (the engine's
- * micro-batches). Each stage's rows go to the next point-to-point; a rank
- * waiting for the stage before it polls (polled_wait.h), as ranks.c's
+ * stay where they are sampled, and rank 0 can send the other ranks every
+ * micro-batch's call before it runs its own part of the first (the
+ * engine's micro-batches). Each stage's rows go to the next point-to-point; a
+ * rank waiting for the stage before it polls (polled_wait.h), as ranks.c's
  * followers wait for rank 0.
  *
  *===----------------------------------------------------------------------===*/
