@@ -383,20 +383,17 @@ static tfm_status_code run_entry(tfm_model *model, const tfm_entry_point *entry,
                                  const tfm_tensor *inputs,
                                  tfm_tensor *const *caches, tfm_tensor *outputs,
                                  tfm_status *status) {
-  int timed = tfm_model_ranks(model) > 1;
-  double begun = timed ? tfm_ranks_call_begin() : 0;
+  double begun = tfm_model_code_begin(model);
   int32_t packed = input_of_role(entry, TFM_ROLE_SEQUENCE_LENGTHS);
   if (packed >= 0) { /* in groups of whole sequences (packed_call.c) */
     tfm_status_code code =
         tfm_call_packed(model, entry, inputs, packed, outputs, status);
-    if (timed)
-      tfm_ranks_call_end(begun);
+    tfm_model_code_end(model, begun);
     return code;
   }
   tfm_memref1d weights = tfm_model_weights_descriptor(model);
   int32_t code = entry->call(&weights, inputs, caches, outputs);
-  if (timed)
-    tfm_ranks_call_end(begun);
+  tfm_model_code_end(model, begun);
   tfm_status_code device = tfm_model_check_device(model, entry->name, status);
   if (device != TFM_OK) {
     for (int32_t i = 0; i < entry->num_outputs; ++i)

@@ -72,6 +72,15 @@ int32_t tfm_model_ranks(const tfm_model *model) {
   return model->desc->ranks > 1 ? model->desc->ranks : 1;
 }
 
+double tfm_model_code_begin(const tfm_model *model) {
+  return tfm_model_ranks(model) > 1 ? tfm_ranks_call_begin() : 0;
+}
+
+void tfm_model_code_end(const tfm_model *model, double begun) {
+  if (tfm_model_ranks(model) > 1)
+    tfm_ranks_call_end(begun);
+}
+
 tfm_status_code tfm_model_rank_stats(const tfm_model *model,
                                      tfm_rank_stats *out, tfm_status *status) {
   if (!model || !out)
@@ -403,11 +412,9 @@ tfm_status_code tfm_run_forward(tfm_model *model, tfm_memref2d_f32 *logits,
     return out_of_memory(model, "forward", status);
   if (tfm_model_leads(model))
     tfm_ranks_lead_forward(tokens);
-  int timed = tfm_model_ranks(model) > 1;
-  double begun = timed ? tfm_ranks_call_begin() : 0;
+  double begun = tfm_model_code_begin(model);
   model->forward(logits, &weights, tokens);
-  if (timed)
-    tfm_ranks_call_end(begun);
+  tfm_model_code_end(model, begun);
   tfm_call_end(frame);
   return tfm_model_check_device(model, "forward", status);
 }
@@ -437,8 +444,7 @@ tfm_status_code tfm_run_prefill(tfm_model *model, tfm_cached_entry entry,
   if (tfm_model_leads(model))
     tfm_ranks_lead_prefill(entry == TFM_ENTRY_DECODE, tokens, start, slot,
                            cache, rings, state);
-  int timed = tfm_model_ranks(model) > 1;
-  double begun = timed ? tfm_ranks_call_begin() : 0;
+  double begun = tfm_model_code_begin(model);
   if (model->ring_cache && model->recurrent_state)
     ((tfm_prefill_rings_state_fn)run)(logits, &weights, tokens, start, slot,
                                       cache, rings, state);
@@ -450,8 +456,7 @@ tfm_status_code tfm_run_prefill(tfm_model *model, tfm_cached_entry entry,
                                 state);
   else
     ((tfm_prefill_fn)run)(logits, &weights, tokens, start, slot, cache);
-  if (timed)
-    tfm_ranks_call_end(begun);
+  tfm_model_code_end(model, begun);
   tfm_call_end(frame);
   return tfm_model_check_device(model, name, status);
 }

@@ -110,5 +110,9 @@ void tfm_ranks_set_pool_mirror(const tfm_ranks_pool_mirror *mirror);
 int tfm_model_leads(const tfm_model *model);
 /* The model's ranks (1: not split). */
 int32_t tfm_model_ranks(const tfm_model *model);
+/* Around a run of the model's code (model.c): a split model's time in it
+ * goes to --stats (tfm_ranks_call_begin/_end); nothing for another. */
+double tfm_model_code_begin(const tfm_model *model);
+void tfm_model_code_end(const tfm_model *model, double begun);
 
 #endif /* TFM_RUNTIME_CORE_RANKS_H */

@@ -379,10 +379,6 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
            slot_states(e, e->states, slot),
            (size_t)e->states_shape[1] * sizeof(float));
   }
-  tfm_tensor inputs[4] = {{e->tokens, TFM_DTYPE_I32, 1, {rows}, NULL},
-                          {e->positions, TFM_DTYPE_I32, 1, {rows}, NULL},
-                          {e->slots, TFM_DTYPE_I32, 1, {chunks}, NULL},
-                          {e->lengths, TFM_DTYPE_I32, 1, {chunks}, NULL}};
   tfm_tensor cache = {
       tfm_kv_pages_base(e->pages), e->cache_dtype, 6, {0}, NULL};
   tfm_tensor rings = {e->rings, e->cache_dtype, 6, {0}, NULL};
@@ -404,33 +400,27 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
   tfm_lora_rows adapters = {tfm_model_lora_bank(e->model), e->row_adapters,
                             rows};
   const tfm_lora_rows *outer = tfm_lora_bind(adapters.bank ? &adapters : NULL);
-  /* Micro-batches: a model split over ranks takes no adapters. */
-  int64_t bounds[MAX_MICRO_BATCHES + 1];
+  /* Micro-batches (one for most models; a model split over ranks takes no
+   * adapters), each its chunks' rows. */
+  int64_t bounds[MAX_MICRO_BATCHES + 1] = {0, chunks};
   int32_t parts =
       adapters.bank ? 1 : plan_micro_batches(e, rows, chunks, bounds);
-  tfm_tensor logits[MAX_MICRO_BATCHES];
-  tfm_status_code code;
-  if (parts == 1) {
-    code = tfm_model_call(e->model, name, inputs, 4, caches, &logits[0], 1,
-                          status);
-  } else {
-    tfm_tensor part_inputs[MAX_MICRO_BATCHES][4];
-    int64_t part_start = 0;
-    for (int32_t p = 0; p < parts; ++p) {
-      int64_t first = bounds[p], count = bounds[p + 1] - first, part_rows = 0;
-      for (int64_t c = first; c < first + count; ++c)
-        part_rows += e->lengths[c];
-      tfm_tensor part[4] = {
-          {e->tokens + part_start, TFM_DTYPE_I32, 1, {part_rows}, NULL},
-          {e->positions + part_start, TFM_DTYPE_I32, 1, {part_rows}, NULL},
-          {e->slots + first, TFM_DTYPE_I32, 1, {count}, NULL},
-          {e->lengths + first, TFM_DTYPE_I32, 1, {count}, NULL}};
-      memcpy(part_inputs[p], part, sizeof part);
-      part_start += part_rows;
-    }
-    code = tfm_model_call_parts(e->model, name, parts, &part_inputs[0][0], 4,
-                                caches, logits, 1, status);
+  tfm_tensor inputs[MAX_MICRO_BATCHES][4], logits[MAX_MICRO_BATCHES];
+  int64_t part_start = 0;
+  for (int32_t p = 0; p < parts; ++p) {
+    int64_t first = bounds[p], count = bounds[p + 1] - first, part_rows = 0;
+    for (int64_t c = first; c < first + count; ++c)
+      part_rows += e->lengths[c];
+    tfm_tensor part[4] = {
+        {e->tokens + part_start, TFM_DTYPE_I32, 1, {part_rows}, NULL},
+        {e->positions + part_start, TFM_DTYPE_I32, 1, {part_rows}, NULL},
+        {e->slots + first, TFM_DTYPE_I32, 1, {count}, NULL},
+        {e->lengths + first, TFM_DTYPE_I32, 1, {count}, NULL}};
+    memcpy(inputs[p], part, sizeof part);
+    part_start += part_rows;
   }
+  tfm_status_code code = tfm_model_call_parts(
+      e->model, name, parts, &inputs[0][0], 4, caches, logits, 1, status);
   e->stats.model_calls += parts;
   tfm_lora_bind(outer);
   if (code != TFM_OK) {
@@ -449,7 +439,7 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
   int64_t vocab = e->desc->vocab_size;
   float *row = NULL;
   for (int64_t c = 0, part = -1; c < chunks; ++c) {
-    if (part < 0 || (parts > 1 && c == bounds[part + 1]))
+    if (c == bounds[part + 1])
       row = logits[++part].data;
     request *r = e->chunk_requests[c];
     if (verify) {
