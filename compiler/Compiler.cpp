@@ -353,12 +353,12 @@ llvm::Error checkRanks(const CompileOptions &options,
                      llvm::Twine(stages));
   if (ranks == 1 && stages == 1)
     return llvm::Error::success();
-  std::string split = stages > 1 ? "--pipeline-stages " + std::to_string(stages)
-                                 : "--ranks " + std::to_string(ranks);
-  if (ranks > 1 && stages > 1)
-    return makeError("--ranks " + llvm::Twine(ranks) + " with " + split +
-                     ": tensor-parallel ranks inside pipeline stages are not "
-                     "built yet (choose one)");
+  std::string split;
+  if (ranks > 1)
+    split = "--ranks " + std::to_string(ranks);
+  if (stages > 1)
+    split += (split.empty() ? "" : " ") + std::string("--pipeline-stages ") +
+             std::to_string(stages);
   if (llvm::StringRef(TFM_MPI_IMPLEMENTATION).empty())
     return makeError(split + ": this tfmc was built without MPI (install "
                              "libopenmpi-dev and build it again)");

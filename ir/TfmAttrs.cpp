@@ -234,7 +234,8 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
       name == kRankWeightSourcesAttrName) {
     if (onModule && isa<DictionaryAttr>(attr.getValue()))
       return success();
-  } else if (name == "tfm.weight_bytes" || name == "tfm.decode_weight_bytes") {
+  } else if (name == "tfm.weight_bytes" || name == "tfm.decode_weight_bytes" ||
+             name == kPipelineStagesAttrName) {
     if (onModule && isa<IntegerAttr>(attr.getValue()))
       return success();
   } else if (name == kSplitOverRanksAttrName) {

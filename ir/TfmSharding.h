@@ -37,6 +37,11 @@ inline constexpr llvm::StringLiteral kRankWeightsAttrName = "tfm.rank_weights";
 /// ranks 0, 1, ... hold there (strings).
 inline constexpr llvm::StringLiteral kRankWeightSourcesAttrName =
     "tfm.rank_weight_sources";
+/// On the module of a model split into pipeline stages (tfm-pipeline-
+/// stages): their number, P. Its MPI ranks are P groups of its tensor-
+/// parallel ranks, so the collectives those leave run within a group.
+inline constexpr llvm::StringLiteral kPipelineStagesAttrName =
+    "tfm.pipeline_stages";
 
 /// Attaches ShardingInterface to the tfm ops that tensor parallelism splits.
 void attachShardingModels(MLIRContext &context);

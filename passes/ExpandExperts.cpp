@@ -557,13 +557,44 @@ struct ExpandExpertsPass
           },
           split);
     }
-    if (sources.empty())
-      return;
+    if (!sources.empty())
+      module->setAttr(kRankWeightSourcesAttrName,
+                      withStageSources(module, sources));
+  }
+
+  /// The expert places' sources, by tensor rank, composed with a pipeline's
+  /// (tfm-pipeline-stages came first and listed its sources by MPI rank,
+  /// group by group of `ranks`): MPI rank r holds, in an expert's place,
+  /// its stage's tensor of the expert that tensor rank r mod `ranks` runs.
+  DictionaryAttr withStageSources(
+      ModuleOp module,
+      const llvm::MapVector<StringAttr, SmallVector<Attribute>> &experts) {
+    MLIRContext *context = &getContext();
+    auto stages =
+        module->getAttrOfType<DictionaryAttr>(kRankWeightSourcesAttrName);
+    llvm::MapVector<StringAttr, SmallVector<Attribute>> sources;
+    if (stages)
+      for (NamedAttribute entry : stages)
+        sources[entry.getName()] = llvm::to_vector(
+            cast<ArrayAttr>(entry.getValue()).getAsRange<Attribute>());
+    for (auto &[place, names] : experts) {
+      ArrayAttr placeStages = stages ? stages.getAs<ArrayAttr>(place) : nullptr;
+      if (!placeStages) {
+        sources[place] = names;
+        continue;
+      }
+      SmallVector<Attribute> composed;
+      for (int64_t rank = 0, e = placeStages.size(); rank < e; ++rank) {
+        Attribute expert = names[rank % names.size()];
+        auto expertStages = stages.getAs<ArrayAttr>(cast<StringAttr>(expert));
+        composed.push_back(expertStages ? expertStages[rank] : expert);
+      }
+      sources[place] = composed;
+    }
     SmallVector<NamedAttribute> entries;
     for (auto &[place, names] : sources)
-      entries.emplace_back(place, ArrayAttr::get(&getContext(), names));
-    module->setAttr(kRankWeightSourcesAttrName,
-                    DictionaryAttr::get(&getContext(), entries));
+      entries.emplace_back(place, ArrayAttr::get(context, names));
+    return DictionaryAttr::get(context, entries);
   }
 };
 

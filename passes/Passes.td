@@ -426,7 +426,13 @@ def PipelineStagesPass : Pass<"tfm-pipeline-stages", "ModuleOp"> {
     the last one (the batch engine's micro-batches). Stage s's weight blob
     holds layer s·L/P + i in the place of layer i
     (`tfm.rank_weight_sources`, listed by rank), and its KV cache has L/P
-    layers. The embedding is computed on every rank (a lookup reads the
+    layers. With `ranks` tensor-parallel ranks a stage (--ranks N
+    --pipeline-stages P), stage s runs on the N ranks [g·N, (g + 1)·N) of
+    group g = (s + 1) mod P, and the sources are listed by MPI rank (group
+    by group), so that tensor rank t of each group holds its stage's
+    layers, split as tensor parallelism splits them; the module's
+    `tfm.pipeline_stages` tells codegen that the ranks' collectives run
+    within a group. The embedding is computed on every rank (a lookup reads the
     rows it needs), `tfm.pipeline_receive` replaces it with the previous
     stage's rows on stages after the first, `tfm.pipeline_send` hands the
     stage's rows to the next, and `tfm.pipeline_collect` marks the logits
@@ -439,7 +445,9 @@ def PipelineStagesPass : Pass<"tfm-pipeline-stages", "ModuleOp"> {
     naming the first difference.
   }];
   let options = [
-    Option<"stages", "stages", "int64_t", "2", "Pipeline stages (MPI ranks)">,
+    Option<"stages", "stages", "int64_t", "2", "Pipeline stages">,
+    Option<"ranks", "ranks", "int64_t", "1",
+           "Tensor-parallel ranks a stage (MPI ranks: stages x ranks)">,
   ];
 }
 

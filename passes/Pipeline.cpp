@@ -86,6 +86,7 @@ void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
   if (options.pipelineStages > 1) {
     PipelineStagesPassOptions pipeline;
     pipeline.stages = options.pipelineStages;
+    pipeline.ranks = options.ranks;
     pm.addPass(createPipelineStagesPass(pipeline));
   }
   if (options.kvCache) {
@@ -133,4 +134,6 @@ void mlir::tfm::buildTfmPartitionPipeline(OpPassManager &pm,
     pm.addPass(createBatchKVCachePass());
   addBatchingPasses(pm, options);
   addFusionPasses(pm, options);
+  if (options.pipelineStages > 1)
+    pm.addPass(createPipelineLastStagePass());
 }

@@ -237,6 +237,12 @@ struct PipelineStagesPass
   void runOnOperation() override {
     if (stages <= 1)
       return;
+    if (ranks < 1) {
+      getOperation().emitError("tfm-pipeline-stages: ranks must be at least "
+                               "1, got ")
+          << ranks;
+      return signalPassFailure();
+    }
     if (failed(split()))
       signalPassFailure();
   }
@@ -391,7 +397,7 @@ struct PipelineStagesPass
       StringRef name = decl.getSymName();
       if (!matchers[0].weights.contains(name))
         continue;
-      // By stage, then by rank: stage s runs on rank (s + 1) mod P.
+      // By stage, then by MPI rank.
       SmallVector<Attribute> stages = {StringAttr::get(context, name)};
       for (const StageMatcher &matcher : matchers) {
         StringRef source = matcher.weights.lookup(name);
@@ -402,13 +408,21 @@ struct PipelineStagesPass
                  << "its place: not split into pipeline stages";
         stages.push_back(StringAttr::get(context, source));
       }
-      SmallVector<Attribute> ranks = {stages.back()};
-      ranks.append(stages.begin(), stages.end() - 1);
+      // Group g runs stage (g + P - 1) mod P; each of its tensor ranks
+      // holds that stage's weight (split later as tensor parallelism
+      // splits it).
+      SmallVector<Attribute> ranks;
+      int64_t groups = stages.size();
+      for (int64_t group = 0; group < groups; ++group)
+        ranks.append(this->ranks, stages[(group + groups - 1) % groups]);
       sources.emplace_back(decl.getSymNameAttr(),
                            ArrayAttr::get(context, ranks));
     }
     module->setAttr(kRankWeightSourcesAttrName,
                     DictionaryAttr::get(context, sources));
+    module->setAttr(kPipelineStagesAttrName,
+                    IntegerAttr::get(IntegerType::get(context, 64),
+                                     int64_t(matchers.size()) + 1));
     for (auto decl : llvm::make_early_inc_range(module.getOps<WeightDeclOp>()))
       if (SymbolTable::symbolKnownUseEmpty(decl, module))
         decl.erase();

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """netns_ranks.py: MPI ranks over a real network stack on one machine.
 
-    netns_ranks.py run --ranks N [--rate 1gbit] [--delay 2ms] -- EXE ARGS...
+    netns_ranks.py run --ranks N [--ranks-per-host K] [--rate 1gbit]
+                       [--delay 2ms] -- EXE ARGS...
 
-makes N network namespaces joined by veth pairs to a bridge of their own
-(addresses 10.77.S.1 ... 10.77.S.N, the bridge 10.77.S.254, S from the
-process id), runs `mpirun` with one rank in each (Open MPI's TCP transport
-only, on that subnet; mpirun starts each rank's daemon through this script
-as its launch agent, which enters the namespace the address names), and
+makes N/K network namespaces ("hosts") joined by veth pairs to a bridge of
+their own (addresses 10.77.S.1 ..., the bridge 10.77.S.254, S from the
+process id), runs `mpirun` with K consecutive ranks in each (one by
+default; Open MPI's TCP transport only, on that subnet; mpirun starts each
+host's daemon through this script as its launch agent, which enters the
+namespace the address names), and
 tears everything down again, whatever happens. `--rate` caps every link
 with `tc tbf` in both directions; `--delay` adds latency with `tc netem`
 where the kernel has it (sch_netem) and says that it skipped it where not.
@@ -49,13 +51,13 @@ def tc_rate_bytes(rate):
 class Network:
     """N namespaces on a bridge; removed by close()."""
 
-    def __init__(self, ranks):
+    def __init__(self, hosts):
         self.tag = os.getpid() % 100000
         self.subnet = f"10.77.{10 + os.getpid() % 240}"
         self.bridge = f"tfmbr{self.tag}"
-        self.names = [f"tfmr{self.tag}-{i}" for i in range(ranks)]
-        self.hosts = [f"{self.subnet}.{i + 1}" for i in range(ranks)]
-        self.links = [f"tfv{self.tag}-{i}" for i in range(ranks)]
+        self.names = [f"tfmr{self.tag}-{i}" for i in range(hosts)]
+        self.hosts = [f"{self.subnet}.{i + 1}" for i in range(hosts)]
+        self.links = [f"tfv{self.tag}-{i}" for i in range(hosts)]
         self.made = []  # ("netns", name) or ("link", name), to undo
         self.scratch = None  # the daemons' TMPDIRs, one a namespace
 
@@ -136,7 +138,7 @@ def stop(signum, frame):
 def run(args):
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    network = Network(args.ranks)
+    network = Network(args.ranks // args.ranks_per_host)
     try:
         network.open()
         for line in network.shape(args.rate, args.delay):
@@ -145,7 +147,8 @@ def run(args):
         agent = f"{sys.executable} {os.path.abspath(__file__)} agent"
         subnet = f"{network.subnet}.0/24"
         command = MPIRUN + [
-            "-np", str(args.ranks), "--host", ",".join(network.hosts),
+            "-np", str(args.ranks), "--host",
+            ",".join(f"{host}:{args.ranks_per_host}" for host in network.hosts),
             "--mca", "plm_rsh_agent", agent,
             # Daemons attached to the agent, so that one that fails says
             # why (a daemonized one left mpirun waiting).
@@ -184,6 +187,9 @@ def main():
     sub = parser.add_subparsers(dest="what", required=True)
     r = sub.add_parser("run")
     r.add_argument("--ranks", type=int, required=True)
+    r.add_argument("--ranks-per-host", type=int, default=1,
+                   help="consecutive ranks in each namespace (a pipeline "
+                   "stage's tensor-parallel ranks on one host)")
     r.add_argument("--rate", help="tc tbf's rate on every link: 1gbit, ...")
     r.add_argument("--delay", help="tc netem's added latency: 2ms, ...")
     r.add_argument("-x", "--export", action="append", default=[],
@@ -196,6 +202,10 @@ def main():
         args.command = args.command[1:]
     if not 2 <= args.ranks <= 8 or not args.command:
         parser.error("expected --ranks 2 to 8 and a command after --")
+    if args.ranks_per_host < 1 or args.ranks % args.ranks_per_host or \
+            args.ranks == args.ranks_per_host:
+        parser.error(f"--ranks-per-host {args.ranks_per_host} does not put "
+                     f"--ranks {args.ranks} on 2 or more hosts evenly")
     if args.rate:
         tc_rate_bytes(args.rate)  # a rate tc spells, refused before any link
     sys.exit(run(args))

@@ -2,14 +2,16 @@
 //
 // The tfm-lower-collectives-to-mpi pass (see Passes.td): the all-reduces
 // tensor parallelism leaves in a per-rank program, on tensors, become an
-// in-place mpi.allreduce of a buffer on MPI_COMM_WORLD, before
-// bufferization.
+// in-place mpi.allreduce of a buffer on MPI_COMM_WORLD (on the runtime's
+// communicator of a stage's ranks, for a model also split into pipeline
+// stages), before bufferization.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
 #include "ir/TfmSharding.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
@@ -41,12 +43,15 @@ struct LowerCollectivesToMPIPass
           << implementation << "' (OpenMPI or MPICH)";
       return signalPassFailure();
     }
-    // The ranks are MPI_COMM_WORLD: one grid of one axis, all-reduced whole.
+    // The ranks are MPI_COMM_WORLD, or a pipeline stage's group of them:
+    // one grid of one axis, all-reduced whole.
     if (grids.size() != 1 || grids[0].getRank() != 1) {
       grids[0].emitError("tfm-lower-collectives-to-mpi: a model is split "
                          "over one grid of one axis, its MPI ranks");
       return signalPassFailure();
     }
+    root = module;
+    inStages = module->hasAttr(kPipelineStagesAttrName);
     WalkResult walked = module.walk([&](Operation *op) {
       if (op->getDialect() &&
           op->getDialect()->getNamespace() ==
@@ -76,6 +81,33 @@ struct LowerCollectivesToMPIPass
     module->setAttr(DLTIDialect::kMapAttrName, MapAttr::get(context, entry));
   }
 
+  /// The module the pass runs on.
+  ModuleOp root;
+  /// The grid's ranks are a pipeline stage's (tfm.pipeline_stages): a group
+  /// of MPI_COMM_WORLD that the runtime splits at load.
+  bool inStages = false;
+
+  /// The communicator of the grid's ranks: MPI_COMM_WORLD, or the runtime's
+  /// of this rank's stage (tfm_rt_stage_comm, a handle as the MPI lowering
+  /// carries one: an i64).
+  Value gridComm(OpBuilder &builder, Location loc) {
+    auto commType = mpi::CommType::get(builder.getContext());
+    if (!inStages)
+      return mpi::CommWorldOp::create(builder, loc, commType);
+    static constexpr llvm::StringLiteral kStageComm = "tfm_rt_stage_comm";
+    auto handle =
+        FunctionType::get(builder.getContext(), {}, {builder.getI64Type()});
+    if (!root.lookupSymbol<func::FuncOp>(kStageComm)) {
+      OpBuilder top = OpBuilder::atBlockBegin(root.getBody());
+      func::FuncOp::create(top, loc, kStageComm, handle).setPrivate();
+    }
+    Value comm = func::CallOp::create(builder, loc, kStageComm,
+                                      builder.getI64Type(), ValueRange{})
+                     .getResult(0);
+    return UnrealizedConversionCastOp::create(builder, loc, commType, comm)
+        .getResult(0);
+  }
+
   /// A buffer of `type`'s shape, the dynamic sizes those of `like`.
   static Value allocLike(OpBuilder &builder, Location loc,
                          RankedTensorType type, Value like) {
@@ -91,7 +123,7 @@ struct LowerCollectivesToMPIPass
   /// Sums `buffer` over the ranks in place, seen as one vector of floats;
   /// returns it as a tensor of `type`.
   static Value sumInPlace(OpBuilder &builder, Location loc, Value buffer,
-                          RankedTensorType type, Value world) {
+                          RankedTensorType type, Value comm) {
     Value flat = buffer;
     if (type.getRank() > 1) {
       ReassociationIndices all;
@@ -101,7 +133,7 @@ struct LowerCollectivesToMPIPass
           builder, loc, buffer, ArrayRef<ReassociationIndices>{all});
     }
     mpi::AllReduceOp::create(builder, loc, /*retval=*/Type(), flat, flat,
-                             mpi::MPI_ReductionOpEnum::MPI_SUM, world);
+                             mpi::MPI_ReductionOpEnum::MPI_SUM, comm);
     return bufferization::ToTensorOp::create(builder, loc, type, buffer,
                                              /*restrict=*/true,
                                              /*writable=*/true);
@@ -125,37 +157,34 @@ struct LowerCollectivesToMPIPass
     Value zero =
         arith::ConstantOp::create(builder, loc, builder.getF32FloatAttr(0.0f));
     linalg::FillOp::create(builder, loc, ValueRange{zero}, ValueRange{buffer});
-    Value world = mpi::CommWorldOp::create(
-        builder, loc, mpi::CommType::get(builder.getContext()));
+    Value comm = gridComm(builder, loc);
     RankPartBounds bounds = rankPartBounds(builder, loc, part, input, axis,
-                                           rankIndex(builder, loc, world));
+                                           rankIndex(builder, loc, comm));
     Value slot = memref::SubViewOp::create(builder, loc, buffer, bounds.offsets,
                                            bounds.sizes, bounds.strides);
     auto copy = bufferization::MaterializeInDestinationOp::create(builder, loc,
                                                                   input, slot);
     copy.setWritable(true);
     copy.setRestrict(true);
-    allGather.replaceAllUsesWith(
-        sumInPlace(builder, loc, buffer, whole, world));
+    allGather.replaceAllUsesWith(sumInPlace(builder, loc, buffer, whole, comm));
     allGather.erase();
     return success();
   }
 
-  /// This process's rank in `world`, as an index.
-  static Value rankIndex(OpBuilder &builder, Location loc, Value world) {
+  /// This process's rank in `comm`, as an index.
+  static Value rankIndex(OpBuilder &builder, Location loc, Value comm) {
     auto rank = mpi::CommRankOp::create(builder, loc, /*retval=*/Type(),
-                                        builder.getI32Type(), world);
+                                        builder.getI32Type(), comm);
     return arith::IndexCastOp::create(builder, loc, builder.getIndexType(),
                                       rank.getRank());
   }
 
-  /// The rank's index on the one grid: its rank in MPI_COMM_WORLD.
-  static void lower(shard::ProcessLinearIndexOp index) {
+  /// The rank's index on the one grid: its rank in the grid's communicator.
+  void lower(shard::ProcessLinearIndexOp index) {
     OpBuilder builder(index);
     Location loc = index.getLoc();
-    Value world = mpi::CommWorldOp::create(
-        builder, loc, mpi::CommType::get(builder.getContext()));
-    index.getResult().replaceAllUsesWith(rankIndex(builder, loc, world));
+    Value comm = gridComm(builder, loc);
+    index.getResult().replaceAllUsesWith(rankIndex(builder, loc, comm));
     index.erase();
   }
 
@@ -175,9 +204,8 @@ struct LowerCollectivesToMPIPass
         builder, loc, input, buffer);
     copy.setWritable(true);
     copy.setRestrict(true);
-    Value world = mpi::CommWorldOp::create(
-        builder, loc, mpi::CommType::get(builder.getContext()));
-    Value sum = sumInPlace(builder, loc, buffer, tensor, world);
+    Value comm = gridComm(builder, loc);
+    Value sum = sumInPlace(builder, loc, buffer, tensor, comm);
     allReduce.replaceAllUsesWith(sum);
     allReduce.erase();
     return success();

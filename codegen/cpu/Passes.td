@@ -141,7 +141,10 @@ def LowerCollectivesToMPIPass : Pass<"tfm-lower-collectives-to-mpi", "ModuleOp">
     sums partial products with `shard.all_reduce` over its one-axis grid
     `@ranks`, whose size is MPI_COMM_WORLD's. Each becomes a buffer the
     partial sum is copied into, `mpi.allreduce` of it in place (MPI_IN_PLACE)
-    on `mpi.comm_world`, and the buffer as the result tensor. The module
+    on `mpi.comm_world`, and the buffer as the result tensor. A module also
+    split into pipeline stages (`tfm.pipeline_stages`) runs a grid per
+    stage: its collectives use the communicator of the rank's stage, which
+    the runtime splits at load and `tfm_rt_stage_comm()` returns. The module
     gets the DLTI entry naming the MPI implementation (`MPI:Implementation`)
     the MPI lowering reads, and loses the grid.
 
@@ -157,7 +160,8 @@ def LowerCollectivesToMPIPass : Pass<"tfm-lower-collectives-to-mpi", "ModuleOp">
            "handles differ)">,
   ];
   let dependentDialects = ["mpi::MPIDialect", "bufferization::BufferizationDialect",
-                           "memref::MemRefDialect", "DLTIDialect"];
+                           "memref::MemRefDialect", "DLTIDialect",
+                           "func::FuncDialect"];
 }
 
 def ConvertMPIToLLVMPass : Pass<"tfm-convert-mpi-to-llvm", "ModuleOp"> {

@@ -38,7 +38,11 @@ RankWeights::part(llvm::StringRef name, WeightRows whole, int64_t rank) const {
   auto split = parts ? parts.getAs<DenseI64ArrayAttr>(name) : nullptr;
   if (!split)
     return whole;
-  if (split[0] < 0) {
+  // MPI ranks come in groups of the tensor-parallel ranks (one group a
+  // pipeline stage): the part is the one of the rank's place in its group.
+  int64_t axis = split[0], ranks = split[1];
+  rank %= ranks;
+  if (axis < 0) {
     if (rank == 0)
       return whole;
     // The others hold zeros: the all-reduce adds the bias once.
@@ -50,7 +54,6 @@ RankWeights::part(llvm::StringRef name, WeightRows whole, int64_t rank) const {
     zeros.readStored = nullptr;
     return zeros;
   }
-  int64_t axis = split[0], ranks = split[1];
   if (axis == 0) {
     // Rows [rank * part, (rank + 1) * part): a contiguous run of the
     // checkpoint's rows, stored blocks included.

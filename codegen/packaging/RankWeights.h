@@ -22,9 +22,11 @@ class RankWeights {
 public:
   explicit RankWeights(ModuleOp module);
 
-  /// What rank `rank` stores of weight `name`, given the checkpoint's whole
-  /// tensor `whole`; `whole` itself where the weight is replicated. An
-  /// error names a split tfmc cannot take of its storage.
+  /// What MPI rank `rank` stores of weight `name`, given the checkpoint's
+  /// whole tensor `whole` (its part as tensor rank `rank` mod the weight's
+  /// ranks: pipeline stages are groups of those); `whole` itself where the
+  /// weight is replicated. An error names a split tfmc cannot take of its
+  /// storage.
   llvm::Expected<WeightRows> part(llvm::StringRef name, WeightRows whole,
                                   int64_t rank) const;
 

@@ -1,18 +1,23 @@
 /*===- pipeline.c - rows between pipeline stages over MPI ----------------===*
  *
  * What the code of a model split into pipeline stages calls (tfmc
- * --pipeline-stages; runtime_kernels.h). Stage s runs on rank (s + 1) mod
- * P of MPI_COMM_WORLD: the last on rank 0, which answers, so the logits
- * stay where they are sampled, and rank 0 can send the other ranks every
- * micro-batch's call before it runs its own part of the first (the
- * engine's micro-batches). Each stage's rows go to the next point-to-point; a
- * rank waiting for the stage before it polls (polled_wait.h), as ranks.c's
- * followers wait for rank 0.
+ * --pipeline-stages; runtime_kernels.h). Stage s runs on group (s + 1) mod
+ * P of MPI_COMM_WORLD's ranks (a group: the stage's N tensor-parallel ranks,
+ * tfmc --ranks N, whose all-reduces run on the group's communicator,
+ * tfm_rt_stage_comm; one rank where there are none): the last on rank 0's
+ * group. Rank 0 answers, so the logits stay where they are sampled, and
+ * rank 0 can send the other ranks every micro-batch's call before it runs
+ * its own part of the first (the engine's micro-batches). Each rank's rows
+ * go point-to-point to the rank in its place in the next stage's group (a
+ * group's ranks hold the same rows after their all-reduce, so the N
+ * transfers run side by side, as vLLM's do); a rank waiting for the stage
+ * before it polls (polled_wait.h), as ranks.c's followers wait for rank 0.
  *
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/core/ranks.h"
 #include "runtime/distributed/polled_wait.h"
+#include "runtime/distributed/stage_groups.h"
 #include "tfm/runtime_kernels.h"
 
 #include <mpi.h>
@@ -100,32 +105,51 @@ static void receive_rows(tfm_memref2d_f32 *out, int from, int tag) {
   }
 }
 
-/* This rank's stage, and the number of stages. */
-static int stage(int *stages) {
-  int rank;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, stages);
-  return (rank + *stages - 1) % *stages;
+/* The split, as the model was compiled (tfm_stage_groups_join): `stages`
+ * groups of `group_size` consecutive ranks, the tensor-parallel ranks of a
+ * stage; group g runs stage (g + P - 1) mod P, and each rank's rows go to
+ * the rank in its place in the next stage's group. */
+static int stages = 1, group_size = 1, own_rank = 0;
+static MPI_Comm stage_comm = MPI_COMM_NULL;
+
+int tfm_stage_groups_join(const tfm_model_desc *desc) {
+  MPI_Comm_rank(MPI_COMM_WORLD, &own_rank);
+  if (desc->pipeline_stages <= 1)
+    return 1;
+  stages = desc->pipeline_stages;
+  group_size = desc->ranks / stages;
+  if (group_size <= 1)
+    return 1;
+  return MPI_Comm_split(MPI_COMM_WORLD, own_rank / group_size,
+                        own_rank % group_size, &stage_comm) == MPI_SUCCESS;
 }
 
-static int rank_of_stage(int stage, int stages) { return (stage + 1) % stages; }
+static int stage(void) { return (own_rank / group_size + stages - 1) % stages; }
+
+static int rank_of_stage(int s) {
+  return (s + 1) % stages * group_size + own_rank % group_size;
+}
+
+TFM_EXPORT int64_t tfm_rt_stage_comm(void) {
+  MPI_Comm comm = stage_comm != MPI_COMM_NULL ? stage_comm : MPI_COMM_WORLD;
+  return (int64_t)(intptr_t)comm;
+}
 
 TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_receive(tfm_memref2d_f32 *in,
                                                      tfm_memref2d_f32 *out) {
-  int stages, own = stage(&stages);
+  int own = stage();
   if (own == 0)
     copy_rows(in, out);
   else
-    receive_rows(out, rank_of_stage(own - 1, stages), TAG_STAGE_ROWS);
+    receive_rows(out, rank_of_stage(own - 1), TAG_STAGE_ROWS);
 }
 
 TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_send(tfm_memref2d_f32 *in) {
-  int stages, own = stage(&stages);
+  int own = stage();
   if (own + 1 < stages)
-    send_rows(in, rank_of_stage(own + 1, stages), TAG_STAGE_ROWS);
+    send_rows(in, rank_of_stage(own + 1), TAG_STAGE_ROWS);
 }
 
 TFM_EXPORT int64_t tfm_rt_pipeline_last_stage(void) {
-  int stages;
-  return stage(&stages) == stages - 1;
+  return stage() == stages - 1;
 }

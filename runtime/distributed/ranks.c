@@ -20,6 +20,7 @@
 #include "runtime/core/model_internal.h"
 #include "runtime/core/status.h"
 #include "runtime/distributed/polled_wait.h"
+#include "runtime/distributed/stage_groups.h"
 
 #include <mpi.h>
 
@@ -126,8 +127,8 @@ static void stop_followers(void) {
   MPI_Finalize();
 }
 
-/* What makes one split of one model: its name and every rank's weights
- * checksum (FNV-1a over them). */
+/* What makes one split of one model: its name, every rank's weights
+ * checksum and its pipeline stages (FNV-1a over them). */
 static uint64_t split_identity(const tfm_model_desc *desc) {
   uint64_t h = 1469598103934665603ull;
   for (int32_t r = 0; r < desc->ranks; ++r)
@@ -136,7 +137,7 @@ static uint64_t split_identity(const tfm_model_desc *desc) {
           1099511628211ull;
   for (const char *c = desc->name; *c; ++c)
     h = (h ^ (uint8_t)*c) * 1099511628211ull;
-  return h;
+  return (h ^ (uint32_t)desc->pipeline_stages) * 1099511628211ull;
 }
 
 /* Every rank must run the split rank 0 runs (mpirun -np 1 a : -np 1 b
@@ -197,6 +198,14 @@ int32_t tfm_ranks_join(const tfm_model_desc *desc, tfm_status *status) {
     return -1;
   }
   if (!check_same_split(desc, status)) {
+    MPI_Finalize();
+    return -1;
+  }
+  if (!tfm_stage_groups_join(desc)) {
+    tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+             "model '%s': MPI did not split its %d ranks into %d pipeline "
+             "stages",
+             desc->name, desc->ranks, desc->pipeline_stages);
     MPI_Finalize();
     return -1;
   }

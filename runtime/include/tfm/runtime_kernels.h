@@ -190,15 +190,20 @@ TFM_EXPORT void tfm_rt_parallel_loop(int64_t n, int64_t iteration_cost,
                                      tfm_parallel_body body, void *context);
 
 /* Pipeline stages (tfmc --pipeline-stages; libtfmrt_mpi): every rank runs
- * the same code, stage s on rank (s + 1) mod P, so the last on rank 0.
+ * the same code, stage s on group (s + 1) mod P of the ranks (a group: the
+ * stage's tensor-parallel ranks, tfmc --ranks), so the last on rank 0's.
  * receive: the first stage's out is `in`, stage s's the rows stage s - 1
  * sent; send: stage s sends `in` to stage s + 1 (the last sends nothing).
  * Rows [rows, features] of the operand's shape. */
 TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_receive(tfm_memref2d_f32 *in,
                                                      tfm_memref2d_f32 *out);
 TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_send(tfm_memref2d_f32 *in);
-/* 1 on the rank of the last stage (rank 0), else 0. */
+/* 1 on the ranks of the last stage (rank 0's group), else 0. */
 TFM_EXPORT int64_t tfm_rt_pipeline_last_stage(void);
+/* The communicator of this rank's stage's tensor-parallel ranks, which the
+ * model's all-reduces run on (MPI_COMM_WORLD where a stage is one rank), as
+ * the handle MPI_Comm is, carried in an int64_t. */
+TFM_EXPORT int64_t tfm_rt_stage_comm(void);
 
 #ifdef __cplusplus
 }

@@ -500,8 +500,9 @@ typedef struct tfm_model_desc {
   /* Slots for LoRA adapters loaded at run time (tfmc --lora-slots), or
    * NULL. */
   const tfm_lora_desc *lora;
-  /* Pipeline stages (tfmc --pipeline-stages), one a rank of `ranks`; 0 or
-   * 1: none. */
+  /* Pipeline stages (tfmc --pipeline-stages), each a group of ranks /
+   * pipeline_stages consecutive ranks (its tensor-parallel ranks, tfmc
+   * --ranks); 0 or 1: none. */
   int32_t pipeline_stages;
 } tfm_model_desc;
 
