@@ -1183,6 +1183,24 @@ def Tfm_PipelineLastStageOp : Tfm_Op<"pipeline_last_stage", [Pure]> {
   let assemblyFormat = "attr-dict";
 }
 
+def Tfm_PipelineStageLayersOp : Tfm_Op<"pipeline_stage_layers", [Pure]> {
+  let summary = "how many of the code's layers this rank's stage runs";
+  let description = [{
+    Stages of unequal layers (tfm-pipeline-stages balances them by their
+    weights): every rank runs the same code, which holds the longest
+    stage's layers, and a layer past its own stage's count runs on no rows
+    and passes the stage's rows through. `layers` lists each stage's count,
+    first stage to last; the result is this rank's stage's.
+
+    ```mlir
+    %layers = tfm.pipeline_stage_layers [3, 2]
+    ```
+  }];
+  let arguments = (ins DenseI64ArrayAttr:$layers);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$layers attr-dict";
+}
+
 def Tfm_PipelineCollectOp : Tfm_Op<"pipeline_collect", [Pure,
     Tfm_PositionWise, SameOperandsAndResultType]> {
   let summary = "the logits rank 0 returns";

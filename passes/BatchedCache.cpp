@@ -70,6 +70,15 @@ Value mlir::tfm::indexAt(OpBuilder &b, Location loc, Value values,
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), element);
 }
 
+Value mlir::tfm::chunksOfRows(OpBuilder &b, Location loc, Value lengths,
+                              Value tokens) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value none =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tokens, zero);
+  Value count = tensor::DimOp::create(b, loc, lengths, 0);
+  return arith::SelectOp::create(b, loc, none, zero, count);
+}
+
 void mlir::tfm::replaceCountedPositions(func::FuncOp func, Value tokens,
                                         Value positions) {
   SmallVector<PositionIdsOp> counted;

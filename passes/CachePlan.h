@@ -339,6 +339,12 @@ struct BatchedCaches {
 /// Element `row` of a [n] integer tensor as an index.
 Value indexAt(OpBuilder &b, Location loc, Value values, Value row);
 
+/// How many chunks (a [chunks] tensor of `lengths`) a loop over a call's
+/// `tokens` rows runs: all of them, or none where the rows are none (a
+/// layer a shorter pipeline stage does not run has its rows sliced to
+/// none, tfm-pipeline-stages, though the call has chunks).
+Value chunksOfRows(OpBuilder &b, Location loc, Value lengths, Value tokens);
+
 /// @decode_batch(tokens [B], positions [B], sequences [B], cache [S,
 /// layers, 2, capacity, kv_heads, head_dim], ...) -> (logits [B, vocab],
 /// cache): one token of each of B sequences, each at its own position in

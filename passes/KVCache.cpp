@@ -18,6 +18,7 @@
 #include "passes/Passes.h"
 #include "passes/PositionAnalysis.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -649,10 +650,13 @@ Value mlir::tfm::pickRows(
   };
   // Ops that compute each row alone: position-wise tfm ops, and those
   // after a vocabulary-parallel head (the gather of its logits' columns,
-  // a cast), which then gather the picked rows only.
+  // a cast), which then gather the picked rows only. Not a choice of whole
+  // tensors: the one not chosen may have no rows to pick (a layer a
+  // pipeline stage does not run).
   bool eachRowAlone =
       producer && actsOnEachPosition(producer) &&
-      !isa<tensor::DimOp, tensor::ExtractSliceOp, LoraOp>(producer);
+      !isa<tensor::DimOp, tensor::ExtractSliceOp, LoraOp, arith::SelectOp>(
+          producer);
   if (eachRowAlone && producer->hasOneUse() && producer->getNumResults() == 1 &&
       llvm::all_of(producer->getOperands(), isRows)) {
     IRMapping mapping;

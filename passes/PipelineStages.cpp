@@ -13,12 +13,19 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
+
+#include <functional>
+#include <limits>
 #include <optional>
 
 namespace mlir::tfm {
@@ -84,6 +91,10 @@ public:
   }
 
   bool isWeight(Operation *op) const { return weightLayer.contains(op); }
+
+  /// Whether `op` is one of @forward's top-level ops as they were
+  /// classified (not one made since).
+  bool contains(Operation *op) const { return level.contains(op); }
 
 private:
   Region &body;
@@ -263,63 +274,171 @@ struct PipelineStagesPass
              << (model ? model.getFamily() : StringRef("this model"))
              << "' is not one";
     int64_t layers = model.getNumLayers();
-    if (layers < stages || layers % stages != 0)
+    if (layers < stages)
       return module.emitError("--pipeline-stages ")
-             << stages << ": the model's " << layers
-             << " layers do not split into stages of equal layers";
-    int64_t perStage = layers / stages;
+             << stages << ": the model has " << layers
+             << " layers, fewer than its stages";
     Levels levels(forward, layers);
-
-    // Each stage's ops, in order.
-    SmallVector<SmallVector<Operation *>> stageOps(stages);
+    SmallVector<SmallVector<Operation *>> layerOps(layers);
     SmallVector<Operation *> epilogue;
     for (Operation &op : forward.getBody().front()) {
       int64_t at = levels.of(&op);
       if (at >= layers)
         epilogue.push_back(&op);
       else if (at >= 0)
-        stageOps[at / perStage].push_back(&op);
+        layerOps[at].push_back(&op);
     }
 
-    // Every later stage is the first over other weights.
+    // The units the stages are made of: the fewest layers that repeat
+    // (one for most models; a period of sliding and full layers), proven
+    // alike quietly, then, where too few units repeat for the stages,
+    // stages of equal layers again aloud, to name the first difference.
+    int64_t unitLayers = layers;
     SmallVector<StageMatcher> matchers;
-    for (int64_t stage = 1; stage < stages; ++stage) {
-      StageMatcher &matcher = matchers.emplace_back(levels, stage, perStage);
-      if (stageOps[stage].size() != stageOps[0].size())
+    for (int64_t size = 1; size < layers; ++size) {
+      if (layers % size != 0)
+        continue;
+      ScopedDiagnosticHandler quiet(&getContext(),
+                                    [](Diagnostic &) { return success(); });
+      matchers.clear();
+      if (succeeded(matchUnits(levels, layerOps, epilogue, size, matchers))) {
+        unitLayers = size;
+        break;
+      }
+    }
+    int64_t units = layers / unitLayers;
+    if (units < stages) {
+      matchers.clear();
+      if (layers % stages == 0 && failed(matchUnits(levels, layerOps, epilogue,
+                                                    layers / stages, matchers)))
+        return failure();
+      return module.emitError("--pipeline-stages ")
+             << stages << ": the model's " << layers << " layers are alike in "
+             << units << " units of " << unitLayers
+             << ", fewer than its stages";
+    }
+
+    // Each stage's units, balanced by their weights; the code holds the
+    // longest stage's units, and each stage runs its own count of them.
+    SmallVector<Operation *> firstUnit;
+    for (int64_t layer = 0; layer < unitLayers; ++layer)
+      firstUnit.append(layerOps[layer]);
+    int64_t unitWeights = weightElements(levels, firstUnit);
+    int64_t headWeights = weightElements(levels, epilogue);
+    SmallVector<int64_t> counts =
+        balanceStages(units, stages, unitWeights, headWeights);
+    int64_t longest = *llvm::max_element(counts);
+    int64_t shortest = *llvm::min_element(counts);
+    reportStages(module, counts, unitLayers, unitWeights, headWeights);
+
+    // The first unit's input from the previous rank; the code's last
+    // unit's output to the next, and to the epilogue.
+    Value firstInput = matchers[0].firstInput;
+    Value codeOutput = matchers[longest - 1].input;
+    Value lastOutput = lastUnitOutput(levels, epilogue, matchers.back(),
+                                      matchers[0].input, layers);
+    if (!lastOutput)
+      return failure();
+    OpBuilder builder(module.getContext());
+    builder.setInsertionPointAfterValue(firstInput);
+    auto receive =
+        PipelineReceiveOp::create(builder, firstInput.getLoc(), firstInput);
+    for (StageMatcher &matcher : matchers)
+      for (OpOperand *use : matcher.inputUses)
+        use->set(receive);
+    lastOutput.replaceUsesWithIf(codeOutput, [&](OpOperand &use) {
+      return levels.of(forward.getBody().findAncestorOpInRegion(
+                 *use.getOwner())) >= layers;
+    });
+
+    // Logits to rank 0; the units past the code's go.
+    auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
+    builder.setInsertionPoint(ret);
+    for (OpOperand &result : ret->getOpOperands()) {
+      int64_t at = levels.ofValue(result.get());
+      if (at >= 0 && at < layers)
+        return ret.emitOpError("returns a layer's value: not split into "
+                               "pipeline stages");
+      if (at == layers)
+        result.set(
+            PipelineCollectOp::create(builder, ret.getLoc(), result.get()));
+    }
+    for (int64_t layer = layers - 1; layer >= longest * unitLayers; --layer)
+      for (Operation *op : llvm::reverse(layerOps[layer])) {
+        if (!op->use_empty())
+          return op->emitOpError("of pipeline layer ")
+                 << layer << " is read outside the stage that runs it";
+        op->erase();
+      }
+    if (shortest < longest && failed(runOwnUnits(forward, counts, unitLayers,
+                                                 levels, matchers, codeOutput)))
+      return failure();
+    builder.setInsertionPointAfterValue(codeOutput);
+    PipelineSendOp::create(builder, codeOutput.getLoc(), codeOutput);
+
+    module->setAttr(kPipelineStagesAttrName, builder.getI64IntegerAttr(stages));
+    return recordWeightSources(module, matchers, counts);
+  }
+
+  /// Proves every unit of `size` layers the first over other weights, one
+  /// hidden value passing from each to the next, and the epilogue reading
+  /// the last unit's output: `matchers` holds units 1, 2, ...
+  LogicalResult matchUnits(const Levels &levels,
+                           ArrayRef<SmallVector<Operation *>> layerOps,
+                           ArrayRef<Operation *> epilogue, int64_t size,
+                           SmallVector<StageMatcher> &matchers) {
+    auto forward = cast<func::FuncOp>(layerOps[0][0]->getParentOp());
+    auto unitOps = [&](int64_t unit) {
+      SmallVector<Operation *> ops;
+      for (int64_t layer = unit * size; layer < (unit + 1) * size; ++layer)
+        ops.append(layerOps[layer]);
+      return ops;
+    };
+    SmallVector<Operation *> first = unitOps(0);
+    int64_t units = layerOps.size() / size;
+    for (int64_t unit = 1; unit < units; ++unit) {
+      StageMatcher &matcher = matchers.emplace_back(levels, unit, size);
+      SmallVector<Operation *> ops = unitOps(unit);
+      if (ops.size() != first.size())
         return forward.emitError("pipeline stage ")
-               << stage << " has " << stageOps[stage].size()
-               << " ops where the first has " << stageOps[0].size()
+               << unit << " has " << ops.size() << " ops where the first has "
+               << first.size()
                << ": the stages of a model split into pipeline stages must "
                   "be alike";
-      for (auto [op, first] : llvm::zip(stageOps[stage], stageOps[0]))
-        if (failed(matcher.match(op, first)))
+      for (auto [op, firstOp] : llvm::zip(ops, first))
+        if (failed(matcher.match(op, firstOp)))
           return failure();
       if (!matcher.input)
         return forward.emitError("pipeline stage ")
-               << stage << " reads nothing of the stage before it";
+               << unit << " reads nothing of the stage before it";
     }
-    // The first stage's input (an embedding's rows) and output (what the
-    // second stage reads): every stage's input stands for the first's, and
-    // every stage's output for the first's.
+    // Every unit's input stands for the first's (an embedding's rows), and
+    // its output for the first's.
     Value firstInput = matchers[0].firstInput;
     Value firstOutput = matchers[0].input;
     if (levels.ofValue(firstInput) != kPrologue)
       return forward.emitError("the first pipeline stage's input is not the "
                                "embedding's rows");
-    for (StageMatcher &matcher : matchers) {
+    for (StageMatcher &matcher : matchers)
       if (matcher.firstInput != firstInput)
         return forward.emitError("pipeline stages read other values of the "
                                  "stages before them");
-    }
     for (size_t i = 1; i < matchers.size(); ++i)
       if (matchers[i - 1].mapping.lookupOrNull(matchers[i].input) !=
           firstOutput)
         return forward.emitError("pipeline stage ")
                << i + 1 << " reads another value of its previous stage than "
                << "the second stage does of the first";
+    return success(lastUnitOutput(levels, epilogue, matchers.back(),
+                                  firstOutput, layerOps.size()) != nullptr);
+  }
 
-    // The epilogue reads the last stage's output, as the first's.
-    StageMatcher &last = matchers.back();
+  /// The last unit's output, which the epilogue (final norm, head) alone
+  /// reads of the layers; null, with an error, otherwise.
+  static Value lastUnitOutput(const Levels &levels,
+                              ArrayRef<Operation *> epilogue,
+                              const StageMatcher &last, Value firstOutput,
+                              int64_t layers) {
     Value lastOutput;
     for (Operation *op : epilogue) {
       WalkResult walked = op->walk([&](Operation *inner) {
@@ -339,90 +458,199 @@ struct PipelineStagesPass
         return WalkResult::advance();
       });
       if (walked.wasInterrupted())
-        return failure();
+        return nullptr;
     }
-    if (!lastOutput)
-      return forward.emitError("no final norm or head reads the last "
-                               "layer: not split into pipeline stages");
-
-    // The first stage's input from the previous rank, its output to the
-    // next; the epilogue on the first stage's output.
-    OpBuilder builder(module.getContext());
-    builder.setInsertionPointAfterValue(firstInput);
-    auto receive =
-        PipelineReceiveOp::create(builder, firstInput.getLoc(), firstInput);
-    for (StageMatcher &matcher : matchers)
-      for (OpOperand *use : matcher.inputUses)
-        use->set(receive);
-    builder.setInsertionPointAfterValue(firstOutput);
-    PipelineSendOp::create(builder, firstOutput.getLoc(), firstOutput);
-    lastOutput.replaceUsesWithIf(firstOutput, [&](OpOperand &use) {
-      return levels.of(forward.getBody().findAncestorOpInRegion(
-                 *use.getOwner())) >= layers;
-    });
-
-    // Logits to rank 0; the later stages' ops go.
-    auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
-    builder.setInsertionPoint(ret);
-    for (OpOperand &result : ret->getOpOperands()) {
-      int64_t at = levels.ofValue(result.get());
-      if (at >= 0 && at < layers)
-        return ret.emitOpError("returns a layer's value: not split into "
-                               "pipeline stages");
-      if (at == layers)
-        result.set(
-            PipelineCollectOp::create(builder, ret.getLoc(), result.get()));
-    }
-    for (int64_t stage = stages - 1; stage >= 1; --stage)
-      for (Operation *op : llvm::reverse(stageOps[stage])) {
-        if (!op->use_empty())
-          return op->emitOpError("of pipeline stage ")
-                 << stage << " is read outside it";
-        op->erase();
-      }
-
-    return recordWeightSources(module, matchers);
+    if (!lastOutput && !epilogue.empty())
+      epilogue.front()->emitOpError("reads no layer: not split into pipeline "
+                                    "stages");
+    return lastOutput;
   }
 
-  /// Each rank's weights in the first stage's places; the later stages'
-  /// declarations go. A place holds what the first stage's weight is
-  /// declared as: a stage whose weight is stored otherwise (a GGUF file's
-  /// Q6_K where the first stage has Q4_K) is refused.
+  /// Units `counts` by stage, contiguous, at least one each, adding to
+  /// `units`: the split whose heaviest stage is lightest when a unit
+  /// weighs `unit` and the last stage carries `head` besides (decode reads
+  /// every weight once a token, so a stage's time goes with its weights).
+  /// Ties keep the last stage longest, the extra units on the first.
+  static SmallVector<int64_t> balanceStages(int64_t units, int64_t stages,
+                                            int64_t unit, int64_t head) {
+    SmallVector<int64_t> best;
+    int64_t bestCost = std::numeric_limits<int64_t>::max();
+    for (int64_t last = units - (stages - 1); last >= 1; --last) {
+      int64_t rest = units - last, each = rest / (stages - 1);
+      int64_t extra = rest % (stages - 1);
+      int64_t cost =
+          std::max(last * unit + head, (each + (extra ? 1 : 0)) * unit);
+      if (cost >= bestCost)
+        continue;
+      bestCost = cost;
+      best.clear();
+      for (int64_t stage = 0; stage < stages - 1; ++stage)
+        best.push_back(each + (stage < extra ? 1 : 0));
+      best.push_back(last);
+    }
+    return best;
+  }
+
+  /// The elements of the weights `ops` read (through weight-only ops: a
+  /// dequantization, a join), each weight once.
+  static int64_t weightElements(const Levels &levels,
+                                ArrayRef<Operation *> ops) {
+    llvm::StringSet<> seen;
+    int64_t elements = 0;
+    std::function<void(Value)> add = [&](Value value) {
+      Operation *def = value.getDefiningOp();
+      if (auto weight = dyn_cast_or_null<WeightOp>(def)) {
+        if (seen.insert(weight.getName()).second)
+          elements += cast<ShapedType>(weight.getType()).getNumElements();
+      } else if (def && levels.isWeight(def)) {
+        for (Value operand : def->getOperands())
+          add(operand);
+      }
+    };
+    for (Operation *op : ops)
+      op->walk([&](Operation *inner) {
+        if (isa<WeightOp>(inner))
+          add(inner->getResult(0));
+        for (Value operand : inner->getOperands())
+          add(operand);
+      });
+    return elements;
+  }
+
+  /// Says how the layers were split and how even the stages' weights are.
+  static void reportStages(ModuleOp module, ArrayRef<int64_t> counts,
+                           int64_t unitLayers, int64_t unit, int64_t head) {
+    SmallVector<double> weights;
+    for (int64_t count : counts)
+      weights.push_back(double(count * unit));
+    weights.back() += double(head);
+    double mean = 0;
+    for (double w : weights)
+      mean += w / weights.size();
+    std::string layersText, weightsText;
+    llvm::raw_string_ostream layersOs(layersText), weightsOs(weightsText);
+    llvm::interleaveComma(counts, layersOs, [&](int64_t count) {
+      layersOs << count * unitLayers;
+    });
+    llvm::interleaveComma(weights, weightsOs, [&](double w) {
+      weightsOs << llvm::format("%.2f", w / mean);
+    });
+    weightsOs << " of the mean; the heaviest "
+              << llvm::format("%.2f", *llvm::max_element(weights) / mean)
+              << "x";
+    module.emitRemark("pipeline stages of ")
+        << layersText << " layers, first to last (the last with the final "
+        << "norm and head); their weights " << weightsText;
+  }
+
+  /// In code of the longest stage's units, unit j past the shortest
+  /// stage's runs only where this rank's stage has more than j units: on
+  /// no rows elsewhere (a slice of none: its projections, attention and
+  /// cache writes do nothing), its output then the rows it was given.
+  /// `output`, the code's last unit's output, becomes what the code's
+  /// units give.
+  LogicalResult runOwnUnits(func::FuncOp forward, ArrayRef<int64_t> counts,
+                            int64_t unitLayers, const Levels &levels,
+                            ArrayRef<StageMatcher> matchers, Value &output) {
+    int64_t shortest = *llvm::min_element(counts);
+    int64_t longest = *llvm::max_element(counts);
+    Block &body = forward.getBody().front();
+    OpBuilder builder = OpBuilder::atBlockBegin(&body);
+    Location loc = forward.getLoc();
+    Value own = PipelineStageLayersOp::create(
+        builder, loc,
+        builder.getDenseI64ArrayAttr(llvm::to_vector(llvm::map_range(
+            counts, [&](int64_t count) { return count * unitLayers; }))));
+    Value input = matchers[shortest - 1].input;
+    auto type = cast<RankedTensorType>(input.getType());
+    if (!type.isDynamicDim(0))
+      return forward.emitError("pipeline stages of unequal layers pass rows "
+                               "of any number between layers; these have ")
+             << type.getDimSize(0);
+    for (int64_t unit = shortest; unit < longest; ++unit) {
+      Value unitOutput = matchers[unit].input;
+      auto inUnit = [&](OpOperand &use) {
+        Operation *top = body.findAncestorOpInBlock(*use.getOwner());
+        if (!top || !levels.contains(top))
+          return false;
+        int64_t at = levels.of(top);
+        return at >= unit * unitLayers && at < (unit + 1) * unitLayers;
+      };
+      builder.setInsertionPointAfterValue(input);
+      Value runs = arith::CmpIOp::create(
+          builder, loc, arith::CmpIPredicate::ugt, own,
+          arith::ConstantIndexOp::create(builder, loc, unit * unitLayers));
+      Value zero = arith::ConstantIndexOp::create(builder, loc, 0);
+      SmallVector<OpFoldResult> offsets(type.getRank(),
+                                        builder.getIndexAttr(0));
+      SmallVector<OpFoldResult> strides(type.getRank(),
+                                        builder.getIndexAttr(1));
+      SmallVector<OpFoldResult> sizes =
+          tensor::getMixedSizes(builder, loc, input);
+      Value rows = getValueOrCreateConstantIndexOp(builder, loc, sizes[0]);
+      sizes[0] =
+          arith::SelectOp::create(builder, loc, runs, rows, zero).getResult();
+      Value given = tensor::ExtractSliceOp::create(builder, loc, type, input,
+                                                   offsets, sizes, strides);
+      input.replaceUsesWithIf(given, inUnit);
+      builder.setInsertionPointAfterValue(unitOutput);
+      auto passed =
+          arith::SelectOp::create(builder, loc, runs, unitOutput, input);
+      unitOutput.replaceUsesWithIf(passed, [&](OpOperand &use) {
+        return use.getOwner() != passed && !inUnit(use);
+      });
+      input = passed;
+    }
+    output = input;
+    return success();
+  }
+
+  /// Each rank's weights in the code's places (the first `longest` units'
+  /// layers); the later units' declarations go. Group g runs stage (g + P -
+  /// 1) mod P, whose units start after the stages before it; a place past
+  /// its stage's units holds one of its own units' (never read). A place
+  /// holds what the code's weight is declared as: a stage whose weight is
+  /// stored otherwise (a GGUF file's Q6_K where the first stage has Q4_K)
+  /// is refused.
   LogicalResult recordWeightSources(ModuleOp module,
-                                    ArrayRef<StageMatcher> matchers) {
+                                    ArrayRef<StageMatcher> matchers,
+                                    ArrayRef<int64_t> counts) {
     MLIRContext *context = module.getContext();
     SymbolTable symbols(module);
+    int64_t stages = counts.size(), longest = *llvm::max_element(counts);
+    SmallVector<int64_t> starts = {0};
+    for (int64_t count : counts)
+      starts.push_back(starts.back() + count);
+    // Unit `unit`'s weight in the place of the first unit's `name`.
+    auto inUnit = [&](StringRef name, int64_t unit) {
+      return unit == 0 ? name : matchers[unit - 1].weights.lookup(name);
+    };
     SmallVector<NamedAttribute> sources;
-    for (auto decl : module.getOps<WeightDeclOp>()) {
-      StringRef name = decl.getSymName();
-      if (!matchers[0].weights.contains(name))
-        continue;
-      // By stage, then by MPI rank.
-      SmallVector<Attribute> stages = {StringAttr::get(context, name)};
-      for (const StageMatcher &matcher : matchers) {
-        StringRef source = matcher.weights.lookup(name);
-        auto sourceDecl = symbols.lookup<WeightDeclOp>(source);
-        if (!sourceDecl || !sameStorage(decl, sourceDecl))
-          return decl.emitOpError("is stored otherwise than '")
-                 << source << "', which a later pipeline stage holds in "
-                 << "its place: not split into pipeline stages";
-        stages.push_back(StringAttr::get(context, source));
+    for (const auto &entry : matchers[0].weights) {
+      StringRef first = entry.getKey();
+      for (int64_t unit = 0; unit < longest; ++unit) {
+        StringRef place = inUnit(first, unit);
+        auto decl = symbols.lookup<WeightDeclOp>(place);
+        if (!decl)
+          continue;
+        SmallVector<Attribute> ranks;
+        for (int64_t group = 0; group < stages; ++group) {
+          int64_t stage = (group + stages - 1) % stages;
+          int64_t own = starts[stage] + unit % counts[stage];
+          StringRef source = inUnit(first, own);
+          auto sourceDecl = symbols.lookup<WeightDeclOp>(source);
+          if (!sourceDecl || !sameStorage(decl, sourceDecl))
+            return decl.emitOpError("is stored otherwise than '")
+                   << source << "', which a later pipeline stage holds in "
+                   << "its place: not split into pipeline stages";
+          ranks.append(this->ranks, StringAttr::get(context, source));
+        }
+        sources.emplace_back(decl.getSymNameAttr(),
+                             ArrayAttr::get(context, ranks));
       }
-      // Group g runs stage (g + P - 1) mod P; each of its tensor ranks
-      // holds that stage's weight (split later as tensor parallelism
-      // splits it).
-      SmallVector<Attribute> ranks;
-      int64_t groups = stages.size();
-      for (int64_t group = 0; group < groups; ++group)
-        ranks.append(this->ranks, stages[(group + groups - 1) % groups]);
-      sources.emplace_back(decl.getSymNameAttr(),
-                           ArrayAttr::get(context, ranks));
     }
     module->setAttr(kRankWeightSourcesAttrName,
                     DictionaryAttr::get(context, sources));
-    module->setAttr(kPipelineStagesAttrName,
-                    IntegerAttr::get(IntegerType::get(context, 64),
-                                     int64_t(matchers.size()) + 1));
     for (auto decl : llvm::make_early_inc_range(module.getOps<WeightDeclOp>()))
       if (SymbolTable::symbolKnownUseEmpty(decl, module))
         decl.erase();

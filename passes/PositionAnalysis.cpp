@@ -3,6 +3,7 @@
 #include "passes/PositionAnalysis.h"
 #include "ir/TfmOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Shard/IR/ShardOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -26,6 +27,22 @@ bool keepsAllRows(tensor::ExtractSliceOp slice) {
                  : tensor::DimOp();
   return dim && dim.getSource() == slice.getSource() &&
          dim.getConstantIndex() == std::optional<int64_t>(0);
+}
+
+/// Whether `slice` keeps every row of its source or none: offset 0, stride
+/// 1, and as many rows as `select(c, dim(source, 0), 0)` says (a layer a
+/// pipeline stage does not run, tfm-pipeline-stages, runs on no rows).
+bool keepsAllRowsOrNone(tensor::ExtractSliceOp slice) {
+  if (!isConstantIntValue(slice.getMixedOffsets()[0], 0) ||
+      !isConstantIntValue(slice.getMixedStrides()[0], 1))
+    return false;
+  auto size = dyn_cast_if_present<Value>(slice.getMixedSizes()[0]);
+  auto select = size ? size.getDefiningOp<arith::SelectOp>() : nullptr;
+  auto dim = select ? select.getTrueValue().getDefiningOp<tensor::DimOp>()
+                    : tensor::DimOp();
+  return dim && dim.getSource() == slice.getSource() &&
+         dim.getConstantIndex() == std::optional<int64_t>(0) &&
+         isConstantIntValue(select.getFalseValue(), 0);
 }
 
 /// Whether a reshape's first group is dimension 0 alone: each row is
@@ -80,6 +97,10 @@ bool mlir::tfm::actsOnEachPosition(Operation *op) {
   // absorbed part beside its rotated part).
   if (auto concat = dyn_cast<tensor::ConcatOp>(op))
     return concat.getDim() != 0;
+  // One operand whole, by a condition of no row (a stage's rows passed
+  // through a layer it does not run): each row is that row of the chosen.
+  if (auto select = dyn_cast<arith::SelectOp>(op))
+    return !isa<ShapedType>(select.getCondition().getType());
   auto slice = dyn_cast<tensor::ExtractSliceOp>(op);
-  return slice && keepsAllRows(slice);
+  return slice && (keepsAllRows(slice) || keepsAllRowsOrNone(slice));
 }

@@ -53,8 +53,8 @@ Value attendEachChunk(AttentionOp attention, const LayerRows &rows, Value cache,
   RankedTensorType type = attention.getType();
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value count = tensor::DimOp::create(b, loc, chunks.lengths, 0);
   Value tokens = tensor::DimOp::create(b, loc, attention.getQuery(), 0);
+  Value count = chunksOfRows(b, loc, chunks.lengths, tokens);
   Value init = tensor::EmptyOp::create(
       b, loc, type.getShape(), type.getElementType(), ValueRange{tokens});
   // Carried: the attended rows, the cache, the chunk's first token.

@@ -114,7 +114,7 @@ Value mlir::tfm::recurInEachChunk(Operation *op, const RecurrentSlot &slot,
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value tokens =
       tensor::DimOp::create(b, loc, rowOperands(op).front()->get(), 0);
-  Value count = lengths ? tensor::DimOp::create(b, loc, lengths, 0) : tokens;
+  Value count = lengths ? chunksOfRows(b, loc, lengths, tokens) : tokens;
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   Value init =
       tensor::EmptyOp::create(b, loc, resultType.getShape(),

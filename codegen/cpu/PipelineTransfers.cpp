@@ -95,14 +95,41 @@ struct LastStageToCall : OpConversionPattern<PipelineLastStageOp> {
   }
 };
 
+/// The count of this rank's stage, chosen by the stage the runtime names
+/// from the op's list (a few stages: a chain of selects).
+struct StageLayersFromList : OpConversionPattern<PipelineStageLayersOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(PipelineStageLayersOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type i64 = rewriter.getI64Type();
+    Value stage =
+        callScalarFunction(rewriter, loc, "tfm_rt_pipeline_stage", {}, i64);
+    ArrayRef<int64_t> layers = op.getLayers();
+    Value count = arith::ConstantIndexOp::create(rewriter, loc, layers[0]);
+    for (size_t s = 1; s < layers.size(); ++s) {
+      Value isStage = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::eq, stage,
+          arith::ConstantIntOp::create(rewriter, loc, i64, s));
+      count = arith::SelectOp::create(
+          rewriter, loc, isStage,
+          arith::ConstantIndexOp::create(rewriter, loc, layers[s]), count);
+    }
+    rewriter.replaceOp(op, count);
+    return success();
+  }
+};
+
 } // namespace
 
 bool mlir::tfm::isPipelineTransfer(Operation *op) {
   return isa<PipelineReceiveOp, PipelineSendOp, PipelineCollectOp,
-             PipelineLastStageOp>(op);
+             PipelineLastStageOp, PipelineStageLayersOp>(op);
 }
 
 void mlir::tfm::populatePipelineTransferPatterns(RewritePatternSet &patterns) {
   patterns.add<ReceiveFromPreviousStage, CollectOnRankZero, SendToNextStage,
-               LastStageToCall>(patterns.getContext());
+               LastStageToCall, StageLayersFromList>(patterns.getContext());
 }

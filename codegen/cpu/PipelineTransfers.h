@@ -1,9 +1,10 @@
 //===- PipelineTransfers.h - pipeline stages' rows through MPI -*- C++ -*-===//
 //
 // The CPU's kernel selection for the pipeline stages' ops
-// (tfm.pipeline_receive, _send, _last_stage, _collect): calls of the MPI
-// side of the runtime (runtime/distributed/pipeline.c, in libtfmrt_mpi,
-// which every model split over ranks links); _collect is its operand.
+// (tfm.pipeline_receive, _send, _last_stage, _stage_layers, _collect): calls
+// of the MPI side of the runtime (runtime/distributed/pipeline.c, in
+// libtfmrt_mpi, which every model split over ranks links); _collect is its
+// operand.
 //
 //===----------------------------------------------------------------------===//
 

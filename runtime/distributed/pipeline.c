@@ -150,6 +150,8 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_send(tfm_memref2d_f32 *in) {
     send_rows(in, rank_of_stage(own + 1), TAG_STAGE_ROWS);
 }
 
+TFM_EXPORT int64_t tfm_rt_pipeline_stage(void) { return stage(); }
+
 TFM_EXPORT int64_t tfm_rt_pipeline_last_stage(void) {
   return stage() == stages - 1;
 }

@@ -39,7 +39,7 @@
 // LAST-NEXT: scf.yield %[[EMPTY]]
 // LAST: tfm.pipeline_collect %[[LOGITS]]
 
-// THREE: --pipeline-stages 3: the model's 2 layers do not split into stages of equal layers
+// THREE: --pipeline-stages 3: the model has 2 layers, fewer than its stages
 
 module attributes {tfm.model = #tfm.model<family = "llama", vocab_size = 64, max_context = 32, bos_token = 1, eos_token = 2, add_bos = true, hidden_size = 32, num_layers = 2, num_heads = 8, num_kv_heads = 4>} {
   tfm.weight_decl @model.embed_tokens.weight : tensor<64x32xf32>

@@ -198,6 +198,9 @@ TFM_EXPORT void tfm_rt_parallel_loop(int64_t n, int64_t iteration_cost,
 TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_receive(tfm_memref2d_f32 *in,
                                                      tfm_memref2d_f32 *out);
 TFM_EXPORT void _mlir_ciface_tfm_rt_pipeline_send(tfm_memref2d_f32 *in);
+/* This rank's stage, 0 to P - 1 (the code of stages of unequal layers
+ * picks its count by it: tfm.pipeline_stage_layers). */
+TFM_EXPORT int64_t tfm_rt_pipeline_stage(void);
 /* 1 on the ranks of the last stage (rank 0's group), else 0. */
 TFM_EXPORT int64_t tfm_rt_pipeline_last_stage(void);
 /* The communicator of this rank's stage's tensor-parallel ranks, which the
