@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The batch engine on a model in 2 pipeline stages, with and without
-micro-batches, against the same model in one process: prompt tokens/s of
-a batch of prompts prefilled, and aggregate decode tokens/s.
+micro-batches, its layers split evenly (6 and 6) and balanced by their
+weights (tfmc's default: 8 and 4, since the last stage also holds the LM
+head, 3.5 layers' weights), against the same model in one process: prompt
+tokens/s of a batch of prompts prefilled, and aggregate decode tokens/s.
 
 Each process runs one thread on a core of its own (mpirun --bind-to core,
 TFM_NUM_THREADS=1), as each stage would have a machine of its own: one
@@ -31,6 +33,8 @@ MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe",
           "--bind-to", "core", "-x", "TFM_NUM_THREADS"]
 # micro_batch_rows past any step's rows: every step one call.
 NO_MICRO_BATCHES = 1 << 40
+# One process; 2 stages of 6 layers each; 2 stages as tfmc balances them.
+SPLITS = ("one", "even", "balanced")
 
 
 def build(args):
@@ -40,12 +44,16 @@ def build(args):
                         os.path.join(HERE, "make_random_model.py"), "llama",
                         model], check=True)
     libraries = {}
-    for stages in (1, 2):
-        library = os.path.join(args.work, f"libllama-p{stages}.so")
-        flags = ["--pipeline-stages", str(stages)] if stages > 1 else []
+    for split in SPLITS:
+        library = os.path.join(args.work, f"libllama-{split}.so")
+        flags = []
+        if split != "one":
+            flags = ["--pipeline-stages", "2"]
+        if split == "even":
+            flags += ["--pipeline-layers", "6,6"]
         subprocess.run([args.tfmc, model, "--emit=lib", "-q", "--prefix=llama",
                         *flags, "-o", library], check=True)
-        libraries[stages] = library
+        libraries[split] = library
     bench = os.path.join(args.work, "engine_bench")
     lib_dir = os.path.join(ROOT, "build", "lib")
     subprocess.run(["cc", "-O2", os.path.join(HERE, "engine_bench.c"),
@@ -91,21 +99,24 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     libraries, bench = build(args)
 
-    rows = [("one process, 1 core", 1, NO_MICRO_BATCHES),
-            ("2 stages, 1 core each, no micro-batches", 2, NO_MICRO_BATCHES),
-            (f"2 stages, 1 core each, micro-batches of >= "
-             f"{args.micro_batch_rows} rows", 2, args.micro_batch_rows)]
+    micro = f"micro-batches of >= {args.micro_batch_rows} rows"
+    rows = [("one process, 1 core", "one", 1, NO_MICRO_BATCHES)]
+    for split, layers in (("even", "6 + 6"), ("balanced", "8 + 4")):
+        rows += [(f"2 stages ({layers} layers), 1 core each, no "
+                  f"micro-batches", split, 2, NO_MICRO_BATCHES),
+                 (f"2 stages ({layers} layers), 1 core each, {micro}", split,
+                  2, args.micro_batch_rows)]
     print(f"| | prefill {args.batch} x {args.prompt} tokens (chunk "
           f"{args.chunk}), tok/s | calls / steps | decode batch "
           f"{args.decode_batch}, tok/s | calls / steps |")
     print("|---|---|---|---|---|")
     baseline = {}
-    for name, stages, micro in rows:
+    for name, split, stages, micro in rows:
         prefill, prefill_key = median_run(
-            args, bench, libraries[stages], stages, "prefill", args.batch,
+            args, bench, libraries[split], stages, "prefill", args.batch,
             args.prompt, args.chunk, micro)
         decode, decode_key = median_run(
-            args, bench, libraries[stages], stages, "decode",
+            args, bench, libraries[split], stages, "decode",
             args.decode_batch, 16, args.steps, micro)
         baseline = baseline or {"prefill": prefill[prefill_key],
                                 "decode": decode[decode_key]}

@@ -63,7 +63,8 @@
 // @prefill_batch: chunks of several sequences packed end to end, chunk c
 // the next lengths[c] tokens of sequence sequences[c] at positions given
 // per token. Projections run over all chunks' tokens at once; attention
-// is a loop over the chunks, each appending its keys at its first position
+// is a loop over the chunks (none for no rows: a layer a shorter pipeline
+// stage does not run), each appending its keys at its first position
 // and attending over its own sequence up to its last; the residual add,
 // final norm and LM head see each chunk's last row only ([chunks, 8]).
 // CHECK-LABEL: func.func @prefill_batch(
@@ -72,7 +73,10 @@
 // CHECK-NOT: tfm.position_ids
 // CHECK: tfm.embedding %{{.*}}[%[[PP]]]
 // CHECK: %[[PQ:.*]] = tfm.linear %{{.*}} : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x2x4xf32>
-// CHECK: %[[CHUNKS:.*]] = tensor.dim %[[PL]]
+// CHECK: %[[ROWS:.*]] = tensor.dim %[[PQ]]
+// CHECK: %[[NONE:.*]] = arith.cmpi eq, %[[ROWS]]
+// CHECK: %[[ALL:.*]] = tensor.dim %[[PL]]
+// CHECK: %[[CHUNKS:.*]] = arith.select %[[NONE]], %{{.*}}, %[[ALL]]
 // CHECK: %[[PLOOP:.*]]:3 = scf.for %[[CHUNK:.*]] = %{{.*}} to %[[CHUNKS]] step %{{.*}} iter_args(%[[POUT:.*]] = %{{.*}}, %[[PCARRIED:.*]] = %[[PC]], %[[FIRST:.*]] = %{{.*}})
 // CHECK: %[[NI:.*]] = tensor.extract %[[PL]][%[[CHUNK]]]
 // CHECK: %[[N:.*]] = arith.index_cast %[[NI]]
