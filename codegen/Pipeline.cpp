@@ -62,6 +62,7 @@ void mlir::tfm::buildCodegenPipeline(OpPassManager &pm,
   tfm.weightsDtypeFor = options.weightsDtypeFor;
   tfm.ranks = options.ranks;
   tfm.pipelineStages = options.pipelineStages;
+  tfm.pipelineLayers = options.pipelineLayers;
   tfm.batchedEntryPoints = target.batchedEntryPoints;
   tfm.sharedExpertFunctions = target.sharedExpertFunctions;
   if (runs(PipelineStage::Tfm))

@@ -172,6 +172,11 @@ struct CodegenPipelineOptions : PassPipelineOptions<CodegenPipelineOptions> {
                      "over in contiguous stages, each sending its rows to "
                      "the next (pipeline parallelism)"),
       llvm::cl::init(1)};
+  Option<std::string> pipelineLayers{
+      *this, "pipeline-layers",
+      llvm::cl::desc("Each pipeline stage's layers, first to last (\"8,4\"; "
+                     "default: the stages balanced by their weights)"),
+      llvm::cl::init("")};
   Option<std::string> prefix{
       *this, "prefix",
       llvm::cl::desc("C identifier prefixing the entry points (libraries)"),

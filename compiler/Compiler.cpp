@@ -351,6 +351,12 @@ llvm::Error checkRanks(const CompileOptions &options,
   if (stages < 1)
     return makeError("--pipeline-stages must be at least 1, got " +
                      llvm::Twine(stages));
+  if (stages == 1 && options.pipeline &&
+      !options.pipeline->pipelineLayers.getValue().empty())
+    return makeError("--pipeline-layers " +
+                     options.pipeline->pipelineLayers.getValue() +
+                     ": each pipeline stage's layers, for a model split into "
+                     "stages (--pipeline-stages)");
   if (ranks == 1 && stages == 1)
     return llvm::Error::success();
   std::string split;

@@ -448,6 +448,9 @@ def PipelineStagesPass : Pass<"tfm-pipeline-stages", "ModuleOp"> {
     Option<"stages", "stages", "int64_t", "2", "Pipeline stages">,
     Option<"ranks", "ranks", "int64_t", "1",
            "Tensor-parallel ranks a stage (MPI ranks: stages x ranks)">,
+    Option<"stageLayers", "layers", "std::string", "\"\"",
+           "Each stage's layers, first to last, comma-separated (empty: "
+           "the stages balanced by their weights)">,
   ];
 }
 

@@ -87,6 +87,7 @@ void mlir::tfm::buildTfmPipeline(OpPassManager &pm,
     PipelineStagesPassOptions pipeline;
     pipeline.stages = options.pipelineStages;
     pipeline.ranks = options.ranks;
+    pipeline.stageLayers = options.pipelineLayers;
     pm.addPass(createPipelineStagesPass(pipeline));
   }
   if (options.kvCache) {

@@ -58,6 +58,8 @@ struct TfmPipelineOptions {
   /// parallelism, --pipeline-stages; tfm-pipeline-stages before the KV
   /// cache, so that each rank's cache holds its stage's layers).
   int64_t pipelineStages = 1;
+  /// Each stage's layers ("8,4"); empty: balanced by their weights.
+  std::string pipelineLayers;
 };
 
 /// The tfm stage: the derived entry points, then (one rank) the fusions and

@@ -325,8 +325,16 @@ struct PipelineStagesPass
       firstUnit.append(layerOps[layer]);
     int64_t unitWeights = weightElements(levels, firstUnit);
     int64_t headWeights = weightElements(levels, epilogue);
-    SmallVector<int64_t> counts =
-        balanceStages(units, stages, unitWeights, headWeights);
+    SmallVector<int64_t> counts;
+    if (stageLayers.empty()) {
+      counts = balanceStages(units, stages, unitWeights, headWeights);
+    } else {
+      FailureOr<SmallVector<int64_t>> chosen =
+          chosenStages(module, layers, unitLayers);
+      if (failed(chosen))
+        return failure();
+      counts = *chosen;
+    }
     int64_t longest = *llvm::max_element(counts);
     int64_t shortest = *llvm::min_element(counts);
     reportStages(module, counts, unitLayers, unitWeights, headWeights);
@@ -378,6 +386,44 @@ struct PipelineStagesPass
 
     module->setAttr(kPipelineStagesAttrName, builder.getI64IntegerAttr(stages));
     return recordWeightSources(module, matchers, counts);
+  }
+
+  /// The units of each stage as --pipeline-layers lists its layers: a
+  /// stage a count, each a whole number of units, together every layer.
+  FailureOr<SmallVector<int64_t>> chosenStages(ModuleOp module, int64_t layers,
+                                               int64_t unitLayers) {
+    SmallVector<StringRef> parts;
+    StringRef(stageLayers.getValue()).split(parts, ',');
+    SmallVector<int64_t> counts;
+    int64_t total = 0;
+    auto refuse = [&]() {
+      return module.emitError("--pipeline-layers ")
+             << stageLayers.getValue() << ": ";
+    };
+    for (StringRef part : parts) {
+      int64_t count;
+      if (part.trim().getAsInteger(10, count) || count < 1) {
+        refuse() << "'" << part << "' is not a number of layers";
+        return failure();
+      }
+      if (count % unitLayers != 0) {
+        refuse() << "the model's layers repeat every " << unitLayers
+                 << ", so a stage holds a multiple of " << unitLayers;
+        return failure();
+      }
+      counts.push_back(count / unitLayers);
+      total += count;
+    }
+    if (int64_t(counts.size()) != stages) {
+      refuse() << "lists " << counts.size() << " stages, for "
+               << stages.getValue() << " pipeline stages";
+      return failure();
+    }
+    if (total != layers) {
+      refuse() << "lists " << total << " layers; the model has " << layers;
+      return failure();
+    }
+    return counts;
   }
 
   /// Proves every unit of `size` layers the first over other weights, one

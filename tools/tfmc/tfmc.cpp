@@ -134,6 +134,13 @@ cl::opt<int64_t> pipelineStages(
              "layers' weights and cache and sending its rows to the next "
              "(default 1)"),
     cl::init(1), cl::value_desc("P"), cl::cat(outputCategory));
+cl::opt<std::string> pipelineLayers(
+    "pipeline-layers",
+    cl::desc("Each pipeline stage's layers, first to last, as vLLM's "
+             "VLLM_PP_LAYER_PARTITION gives them (--pipeline-stages 2 "
+             "--pipeline-layers 8,4; default: the split whose stages' "
+             "weights are most even, the LM head counted on the last)"),
+    cl::init(""), cl::value_desc("L1,L2,..."), cl::cat(outputCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level (0-3)"),
                            cl::Prefix, cl::init(3), cl::cat(outputCategory));
 cl::opt<int64_t> maxContext(
@@ -264,6 +271,7 @@ int main(int argc, char **argv) {
   pipeline.cudaArch = cudaArch;
   pipeline.ranks = ranks;
   pipeline.pipelineStages = pipelineStages;
+  pipeline.pipelineLayers = pipelineLayers;
   passSwitches.apply(pipeline);
 
   DefaultTimingManager timingManager;
