@@ -650,13 +650,12 @@ Value mlir::tfm::pickRows(
   };
   // Ops that compute each row alone: position-wise tfm ops, and those
   // after a vocabulary-parallel head (the gather of its logits' columns,
-  // a cast), which then gather the picked rows only. Not a choice of whole
-  // tensors: the one not chosen may have no rows to pick (a layer a
-  // pipeline stage does not run).
-  bool eachRowAlone =
-      producer && actsOnEachPosition(producer) &&
-      !isa<tensor::DimOp, tensor::ExtractSliceOp, LoraOp, arith::SelectOp>(
-          producer);
+  // a cast), which then gather the picked rows only. Not a write of all
+  // rows or none: the rows written may be none to pick (a layer a pipeline
+  // stage does not run).
+  bool eachRowAlone = producer && actsOnEachPosition(producer) &&
+                      !isa<tensor::DimOp, tensor::ExtractSliceOp, LoraOp,
+                           tensor::InsertSliceOp>(producer);
   if (eachRowAlone && producer->hasOneUse() && producer->getNumResults() == 1 &&
       llvm::all_of(producer->getOperands(), isRows)) {
     IRMapping mapping;

@@ -592,7 +592,8 @@ struct PipelineStagesPass
   /// In code of the longest stage's units, unit j past the shortest
   /// stage's runs only where this rank's stage has more than j units: on
   /// no rows elsewhere (a slice of none: its projections, attention and
-  /// cache writes do nothing), its output then the rows it was given.
+  /// cache writes do nothing), its output then the rows it was given (its
+  /// none written over them).
   /// `output`, the code's last unit's output, becomes what the code's
   /// units give.
   LogicalResult runOwnUnits(func::FuncOp forward, ArrayRef<int64_t> counts,
@@ -639,9 +640,13 @@ struct PipelineStagesPass
       Value given = tensor::ExtractSliceOp::create(builder, loc, type, input,
                                                    offsets, sizes, strides);
       input.replaceUsesWithIf(given, inUnit);
+      // The unit's rows over the first `kept` of its input's: all of
+      // them, or none. (An arith.select of the two tensors would do, but
+      // it leaves buffers the arena cannot plan: every layer's then came
+      // from malloc, and a stage's prefill took twice as long.)
       builder.setInsertionPointAfterValue(unitOutput);
-      auto passed =
-          arith::SelectOp::create(builder, loc, runs, unitOutput, input);
+      auto passed = tensor::InsertSliceOp::create(
+          builder, loc, unitOutput, input, offsets, sizes, strides);
       unitOutput.replaceUsesWithIf(passed, [&](OpOperand &use) {
         return use.getOwner() != passed && !inUnit(use);
       });

@@ -29,18 +29,19 @@ bool keepsAllRows(tensor::ExtractSliceOp slice) {
          dim.getConstantIndex() == std::optional<int64_t>(0);
 }
 
-/// Whether `slice` keeps every row of its source or none: offset 0, stride
-/// 1, and as many rows as `select(c, dim(source, 0), 0)` says (a layer a
-/// pipeline stage does not run, tfm-pipeline-stages, runs on no rows).
-bool keepsAllRowsOrNone(tensor::ExtractSliceOp slice) {
-  if (!isConstantIntValue(slice.getMixedOffsets()[0], 0) ||
-      !isConstantIntValue(slice.getMixedStrides()[0], 1))
+/// Whether a slice of `whole` (offset 0, stride 1 and `size` rows along
+/// dimension 0) is every row or none: `size` is `select(c, dim(whole, 0),
+/// 0)`. A layer a pipeline stage does not run (tfm-pipeline-stages) runs
+/// on none of its rows and writes none over them.
+bool allRowsOrNone(Value whole, OpFoldResult offset, OpFoldResult size,
+                   OpFoldResult stride) {
+  if (!isConstantIntValue(offset, 0) || !isConstantIntValue(stride, 1))
     return false;
-  auto size = dyn_cast_if_present<Value>(slice.getMixedSizes()[0]);
-  auto select = size ? size.getDefiningOp<arith::SelectOp>() : nullptr;
+  auto rows = dyn_cast_if_present<Value>(size);
+  auto select = rows ? rows.getDefiningOp<arith::SelectOp>() : nullptr;
   auto dim = select ? select.getTrueValue().getDefiningOp<tensor::DimOp>()
                     : tensor::DimOp();
-  return dim && dim.getSource() == slice.getSource() &&
+  return dim && dim.getSource() == whole &&
          dim.getConstantIndex() == std::optional<int64_t>(0) &&
          isConstantIntValue(select.getFalseValue(), 0);
 }
@@ -97,10 +98,19 @@ bool mlir::tfm::actsOnEachPosition(Operation *op) {
   // absorbed part beside its rotated part).
   if (auto concat = dyn_cast<tensor::ConcatOp>(op))
     return concat.getDim() != 0;
-  // One operand whole, by a condition of no row (a stage's rows passed
-  // through a layer it does not run): each row is that row of the chosen.
+  // A count chosen by a condition (rows kept, all or none, of a layer a
+  // pipeline stage may not run): a scalar, as tensor.dim's.
   if (auto select = dyn_cast<arith::SelectOp>(op))
-    return !isa<ShapedType>(select.getCondition().getType());
+    return !isa<ShapedType>(select.getType());
+  // Rows written over the same rows of another tensor, all of them or
+  // none (a stage's rows passed through a layer it does not run).
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op))
+    return allRowsOrNone(insert.getDest(), insert.getMixedOffsets()[0],
+                         insert.getMixedSizes()[0],
+                         insert.getMixedStrides()[0]);
   auto slice = dyn_cast<tensor::ExtractSliceOp>(op);
-  return slice && (keepsAllRows(slice) || keepsAllRowsOrNone(slice));
+  return slice &&
+         (keepsAllRows(slice) ||
+          allRowsOrNone(slice.getSource(), slice.getMixedOffsets()[0],
+                        slice.getMixedSizes()[0], slice.getMixedStrides()[0]));
 }

@@ -24,9 +24,9 @@ llvm::DenseSet<Value> valuesComputedFrom(func::FuncOp func, ValueRange seeds);
 /// operands alone: tfm ops say so with Tfm_PositionWise; of upstream ops,
 /// the shape glue fusions leave (tfm-fuse-qkv splits its product by
 /// columns) does: the row count (tensor.dim), casts, and slices that
-/// keep every row (or, by a condition, every row or none), the choice of
-/// one whole tensor (arith.select on a scalar); so do a split model's
-/// all-reduces and gathers of columns.
+/// keep every row, and slices (and writes of a slice) of every row or none
+/// by a condition; so do a split model's all-reduces and gathers of
+/// columns.
 bool actsOnEachPosition(Operation *op);
 
 } // namespace mlir::tfm
