@@ -15,11 +15,14 @@ peak RSS. The machine's read bandwidth is measured in the same run
                                             [--pipeline]
 
 With --pipeline the same models also run split into 2 pipeline stages
-(tfmc --pipeline-stages 2, half the layers a rank), beside the 2
-tensor-parallel ranks; for them the communication column is rank 0's time
-in stage transfers a generated token, waiting for the other stage
-included (rank 0 runs the last stage). With --network too, the stages run
-over the namespaces as well, unshaped and at each rate.
+(tfmc --pipeline-stages 2, the layers balanced by their weights), beside
+the 2 tensor-parallel ranks, and into both (2 stages of 2 tensor-parallel
+ranks, 4 processes); for them the communication column is rank 0's time in
+stage transfers a generated token, waiting for the other stage included
+(rank 0 runs the last stage), and for both its all-reduces' besides. With
+--network too, they run over the namespaces as well, unshaped and at each
+rate, a stage's two ranks in one namespace (its all-reduces on the host,
+the stages' rows across the link).
 
 With --network the ranks also run over a real network stack: a network
 namespace each, joined by veth pairs to a bridge, Open MPI's TCP transport
@@ -53,7 +56,8 @@ from netns_ranks import tc_rate_bytes  # noqa: E402
 
 def build(args, name, counts=(1, 2), stages=()):
     """The random model's folder and its executables at `counts` ranks,
-    and at `stages` pipeline stages (keyed "pN")."""
+    at `stages` pipeline stages (keyed "pN"), and at those stages of 2
+    ranks each (keyed "pNx2")."""
     dtype = MODELS[name][1]
     model = os.path.join(args.work, f"ranks-{name}-random")
     if not os.path.exists(os.path.join(model, "model.safetensors")):
@@ -67,24 +71,28 @@ def build(args, name, counts=(1, 2), stages=()):
                             "-o", exe], check=True)
         exes[ranks] = exe
     for count in stages:
-        exe = os.path.join(args.work, f"ranks-{name}.p{count}")
-        if not os.path.exists(exe):
-            subprocess.run([args.tfmc, model, "--pipeline-stages", str(count),
-                            "-q", "-o", exe], check=True)
-        exes[f"p{count}"] = exe
+        for ranks, key in ((1, f"p{count}"), (2, f"p{count}x2")):
+            exe = os.path.join(args.work, f"ranks-{name}.{key}")
+            if not os.path.exists(exe):
+                subprocess.run([args.tfmc, model, "--pipeline-stages",
+                                str(count), "--ranks", str(ranks), "-q", "-o",
+                                exe], check=True)
+            exes[key] = exe
     with open(os.path.join(model, "config.json")) as f:
         return json.load(f), exes
 
 
-def run(exe, ranks, prompt, new_tokens, link=None):
+def run(exe, ranks, prompt, new_tokens, link=None, per_host=1):
     """--stats of one run; `link`: None (one machine's shared memory), or
-    over the namespaces "tcp" (unshaped) or a tc rate ("1gbit")."""
+    over the namespaces "tcp" (unshaped) or a tc rate ("1gbit"), `per_host`
+    ranks in each."""
     env = dict(os.environ, TFM_NUM_THREADS=str(max(1, 2 // ranks)))
     command = [exe, "--tokens", prompt, "-n", str(new_tokens), "--print-ids",
                "--ignore-eos", "--stats"]
     if link:
         shape = [] if link == "tcp" else ["--rate", link]
-        command = ([sys.executable, NETNS, "run", "--ranks", str(ranks)] +
+        command = ([sys.executable, NETNS, "run", "--ranks", str(ranks),
+                    "--ranks-per-host", str(per_host)] +
                    shape + ["-x", "TFM_NUM_THREADS", "--"] + command)
     elif ranks > 1:
         command = MPIRUN + ["-np", str(ranks), "-x", "TFM_NUM_THREADS"] + command
@@ -137,15 +145,18 @@ def main():
         layers = config["num_hidden_layers"]
         rows = [(1, None), (2, None)]
         if args.pipeline:
-            rows.append(("p2", None))
+            rows += [("p2", None), ("p2x2", None)]
         if args.network:
             links = ["tcp"] + args.rates.split(",")
             rows += [(n, link) for n in (2, 4) for link in links]
             if args.pipeline:
-                rows += [("p2", link) for link in links]
+                rows += [(key, link) for key in ("p2", "p2x2")
+                         for link in links]
         for key, link in rows:
-            ranks = int(str(key).lstrip("p"))
-            runs = [run(exes[key], ranks, prompt, args.new_tokens, link)
+            stages, _, group = str(key).lstrip("p").partition("x")
+            ranks = int(stages) * int(group or 1)
+            runs = [run(exes[key], ranks, prompt, args.new_tokens, link,
+                        int(group or 1))
                     for _ in range(args.repeats)]
             best_decode = max(runs, key=lambda s: s["decode_tokens_per_s"])
             best_prefill = max(s["prefill_tokens_per_s"] for s in runs)
@@ -155,6 +166,9 @@ def main():
                 r0 = per_rank[0]
                 step_ms = (f"{1e3 * r0['stage_seconds'] / args.new_tokens:.3f}"
                            " (stage)")
+                if group:
+                    step_ms += (f" + {1e3 * r0['all_reduce_seconds'] / args.new_tokens:.3f}"
+                                " (all-reduce)")
             elif per_rank:
                 r0 = per_rank[0]
                 each = (r0["all_reduce_seconds"] / r0["all_reduces"]
@@ -167,7 +181,7 @@ def main():
                    else [best_decode["peak_rss_bytes"]])
             where = {None: "", "tcp": " tcp"}.get(link, f" {link}")
             if str(key).startswith("p"):
-                where += " pipeline"
+                where += " pipeline" + (" x 2" if group else "")
             print(f"{MODELS[name][0] + ' ' + MODELS[name][1] + where:<36} {ranks:>2} "
                   f"{best_prefill:>14.1f} "
                   f"{best_decode['decode_tokens_per_s']:>13.1f} {step_ms:>19} "
