@@ -29,11 +29,11 @@ bool keepsAllRows(tensor::ExtractSliceOp slice) {
          dim.getConstantIndex() == std::optional<int64_t>(0);
 }
 
-/// Whether a slice of `whole` (offset 0, stride 1 and `size` rows along
-/// dimension 0) is every row or none: `size` is `select(c, dim(whole, 0),
+/// Whether a slice (offset 0, stride 1 and `size` rows along dimension 0)
+/// is every row of its tensor or none: `size` is `select(c, dim(rows, 0),
 /// 0)`. A layer a pipeline stage does not run (tfm-pipeline-stages) runs
 /// on none of its rows and writes none over them.
-bool allRowsOrNone(Value whole, OpFoldResult offset, OpFoldResult size,
+bool allRowsOrNone(OpFoldResult offset, OpFoldResult size,
                    OpFoldResult stride) {
   if (!isConstantIntValue(offset, 0) || !isConstantIntValue(stride, 1))
     return false;
@@ -41,8 +41,10 @@ bool allRowsOrNone(Value whole, OpFoldResult offset, OpFoldResult size,
   auto select = rows ? rows.getDefiningOp<arith::SelectOp>() : nullptr;
   auto dim = select ? select.getTrueValue().getDefiningOp<tensor::DimOp>()
                     : tensor::DimOp();
-  return dim && dim.getSource() == whole &&
-         dim.getConstantIndex() == std::optional<int64_t>(0) &&
+  // Which tensor the count's tensor.dim reads is not checked: once
+  // canonicalization folds it, it reads another of the same rows (a split
+  // model's batched entry points are derived after the partition).
+  return dim && dim.getConstantIndex() == std::optional<int64_t>(0) &&
          isConstantIntValue(select.getFalseValue(), 0);
 }
 
@@ -105,12 +107,11 @@ bool mlir::tfm::actsOnEachPosition(Operation *op) {
   // Rows written over the same rows of another tensor, all of them or
   // none (a stage's rows passed through a layer it does not run).
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(op))
-    return allRowsOrNone(insert.getDest(), insert.getMixedOffsets()[0],
-                         insert.getMixedSizes()[0],
+    return allRowsOrNone(insert.getMixedOffsets()[0], insert.getMixedSizes()[0],
                          insert.getMixedStrides()[0]);
   auto slice = dyn_cast<tensor::ExtractSliceOp>(op);
   return slice &&
          (keepsAllRows(slice) ||
-          allRowsOrNone(slice.getSource(), slice.getMixedOffsets()[0],
-                        slice.getMixedSizes()[0], slice.getMixedStrides()[0]));
+          allRowsOrNone(slice.getMixedOffsets()[0], slice.getMixedSizes()[0],
+                        slice.getMixedStrides()[0]));
 }
