@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/cpu/Passes.h"
+#include "codegen/cpu/PipelineTransfers.h"
 #include "ir/TfmSharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -50,7 +51,6 @@ struct LowerCollectivesToMPIPass
                          "over one grid of one axis, its MPI ranks");
       return signalPassFailure();
     }
-    root = module;
     inStages = module->hasAttr(kPipelineStagesAttrName);
     WalkResult walked = module.walk([&](Operation *op) {
       if (op->getDialect() &&
@@ -81,8 +81,6 @@ struct LowerCollectivesToMPIPass
     module->setAttr(DLTIDialect::kMapAttrName, MapAttr::get(context, entry));
   }
 
-  /// The module the pass runs on.
-  ModuleOp root;
   /// The grid's ranks are a pipeline stage's (tfm.pipeline_stages): a group
   /// of MPI_COMM_WORLD that the runtime splits at load.
   bool inStages = false;
@@ -94,16 +92,8 @@ struct LowerCollectivesToMPIPass
     auto commType = mpi::CommType::get(builder.getContext());
     if (!inStages)
       return mpi::CommWorldOp::create(builder, loc, commType);
-    static constexpr llvm::StringLiteral kStageComm = "tfm_rt_stage_comm";
-    auto handle =
-        FunctionType::get(builder.getContext(), {}, {builder.getI64Type()});
-    if (!root.lookupSymbol<func::FuncOp>(kStageComm)) {
-      OpBuilder top = OpBuilder::atBlockBegin(root.getBody());
-      func::FuncOp::create(top, loc, kStageComm, handle).setPrivate();
-    }
-    Value comm = func::CallOp::create(builder, loc, kStageComm,
-                                      builder.getI64Type(), ValueRange{})
-                     .getResult(0);
+    Value comm = callScalarFunction(builder, loc, "tfm_rt_stage_comm", {},
+                                    builder.getI64Type());
     return UnrealizedConversionCastOp::create(builder, loc, commType, comm)
         .getResult(0);
   }

@@ -10,12 +10,8 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
-namespace {
-
-/// A runtime function of scalars (no C interface: the C side is `name`),
-/// declared at the module's start the first time.
-Value callScalarFunction(OpBuilder &b, Location loc, StringRef name,
-                         ValueRange inputs, Type result) {
+Value mlir::tfm::callScalarFunction(OpBuilder &b, Location loc, StringRef name,
+                                    ValueRange inputs, Type result) {
   ModuleOp module =
       b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
   auto function = module.lookupSymbol<func::FuncOp>(name);
@@ -28,6 +24,8 @@ Value callScalarFunction(OpBuilder &b, Location loc, StringRef name,
   }
   return func::CallOp::create(b, loc, function, inputs).getResult(0);
 }
+
+namespace {
 
 /// receive: a fresh buffer of the operand's shape that the runtime fills,
 /// from the previous stage or with the operand.

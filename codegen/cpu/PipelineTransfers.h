@@ -15,6 +15,11 @@
 
 namespace mlir::tfm {
 
+/// A call of runtime function `name` of scalars (no C interface: the C
+/// side is `name`), declared at the module's start the first time.
+Value callScalarFunction(OpBuilder &b, Location loc, StringRef name,
+                         ValueRange inputs, Type result);
+
 /// Whether `op` moves rows between pipeline stages.
 bool isPipelineTransfer(Operation *op);
 
