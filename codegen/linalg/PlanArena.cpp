@@ -110,15 +110,50 @@ Value alignUp(OpBuilder &b, Location loc, Value value) {
   return arith::AndIOp::create(b, loc, sum, notMask);
 }
 
+/// Whether `size` is defined before `insertion` in `block`, moving the pure
+/// arithmetic it is computed by there when that arithmetic reads only
+/// values defined there. A layer a pipeline stage skips sizes its buffers
+/// by `select(runs, rows, 0)` just before the layer; moved up, those
+/// buffers join the arena instead of being allocated on every call.
+bool definedBefore(Value size, Operation *insertion, Block &block) {
+  SetVector<Operation *> slice;
+  SmallVector<Value> pending = {size};
+  while (!pending.empty()) {
+    Operation *def = pending.pop_back_val().getDefiningOp();
+    if (!def || (def->getBlock() == &block && def->isBeforeInBlock(insertion)))
+      continue;
+    // Scalars only: a memref.dim of a buffer would end up above the view
+    // that replaces the buffer.
+    if (def->getBlock() != &block || def == insertion || !isPure(def) ||
+        def->getNumRegions() ||
+        !llvm::all_of(def->getOperandTypes(),
+                      [](Type type) { return type.isIntOrIndexOrFloat(); }))
+      return false;
+    if (slice.insert(def))
+      llvm::append_range(pending, def->getOperands());
+  }
+  SmallVector<Operation *> moved = slice.takeVector();
+  llvm::sort(moved,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  for (Operation *op : moved)
+    op->moveBefore(insertion);
+  return true;
+}
+
 struct PlanArenaPass : mlir::tfm::impl::PlanArenaPassBase<PlanArenaPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
     Block &block = func.getBody().front();
+    // Positions are taken once: moving sizes up (definedBefore) does not
+    // move any buffer's uses.
     DenseMap<Operation *, int64_t> positions;
-    for (auto [index, op] : llvm::enumerate(block))
+    SmallVector<Operation *> byPosition;
+    for (auto [index, op] : llvm::enumerate(block)) {
       positions[&op] = index;
+      byPosition.push_back(&op);
+    }
 
     std::vector<Buffer> buffers;
     for (auto alloc : block.getOps<memref::AllocOp>()) {
@@ -130,20 +165,18 @@ struct PlanArenaPass : mlir::tfm::impl::PlanArenaPassBase<PlanArenaPass> {
         buffers.push_back(*buffer);
     }
     // The arena's arithmetic goes before the first use of any buffer, so
-    // every size it reads must be defined there; drop buffers whose sizes
-    // come later until that holds.
+    // every size it reads must be defined there: move pure arithmetic up,
+    // and drop buffers whose sizes still come later until that holds.
     Operation *insertion = nullptr;
     for (bool changed = true; changed && !buffers.empty();) {
       int64_t first = std::numeric_limits<int64_t>::max();
       for (const Buffer &buffer : buffers)
         first = std::min(first, buffer.first);
-      insertion = &*std::next(block.begin(), first);
+      insertion = byPosition[first];
       size_t before = buffers.size();
       llvm::erase_if(buffers, [&](Buffer &buffer) {
         return llvm::any_of(buffer.alloc.getDynamicSizes(), [&](Value size) {
-          Operation *def = size.getDefiningOp();
-          return def && !(def->getBlock() == &block &&
-                          def->isBeforeInBlock(insertion));
+          return !definedBefore(size, insertion, block);
         });
       });
       changed = buffers.size() != before;

@@ -128,3 +128,43 @@ func.func @escaping(%x: memref<4xf32>) -> memref<4xf32> {
   memref.dealloc %t : memref<2xf32>
   return %r : memref<4xf32>
 }
+
+// -----
+
+// A size computed after the first buffer is used (as a pipeline stage
+// sizes a layer it may skip: select(runs, rows, 0)) by pure arithmetic
+// moves up to the arena's arithmetic, and its buffer joins the arena. A
+// size a call returns cannot move: its buffer keeps its own allocation.
+// DYNAMIC-LABEL: func.func @late_sizes
+// DYNAMIC: %[[COUNT:.*]] = call @stage_layers() : () -> index
+// DYNAMIC: %[[RUNS:.*]] = arith.cmpi ugt, %[[COUNT]]
+// DYNAMIC: %[[ROWS:.*]] = arith.select %[[RUNS]], %[[N:[^ ]*]], %{{.*}} : index
+// DYNAMIC: %[[ARENA:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xi8>
+// DYNAMIC-DAG: memref.view %[[ARENA]][%{{.*}}][%[[N]]] : memref<?xi8> to memref<?x8xf32>
+// DYNAMIC-DAG: memref.view %[[ARENA]][%{{.*}}][%[[ROWS]]] : memref<?xi8> to memref<?x8xf32>
+// DYNAMIC: linalg.fill
+// DYNAMIC: %[[LATE:.*]] = call @late_rows() : () -> index
+// DYNAMIC: memref.alloc(%[[LATE]]) : memref<?x8xf32>
+func.func private @stage_layers() -> index
+func.func private @late_rows() -> index
+func.func @late_sizes(%n: index, %out: memref<?x8xf32>) {
+  %count = call @stage_layers() : () -> index
+  %a = memref.alloc(%n) : memref<?x8xf32>
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%one : f32) outs(%a : memref<?x8xf32>)
+  %c1 = arith.constant 1 : index
+  %c0 = arith.constant 0 : index
+  %runs = arith.cmpi ugt, %count, %c1 : index
+  %rows = arith.select %runs, %n, %c0 : index
+  %b = memref.alloc(%rows) : memref<?x8xf32>
+  %skipped = memref.subview %a[0, 0] [%rows, 8] [1, 1] : memref<?x8xf32> to memref<?x8xf32, strided<[8, 1]>>
+  memref.copy %skipped, %b : memref<?x8xf32, strided<[8, 1]>> to memref<?x8xf32>
+  %late = call @late_rows() : () -> index
+  %c = memref.alloc(%late) : memref<?x8xf32>
+  linalg.fill ins(%one : f32) outs(%c : memref<?x8xf32>)
+  memref.copy %a, %out : memref<?x8xf32> to memref<?x8xf32>
+  memref.dealloc %a : memref<?x8xf32>
+  memref.dealloc %b : memref<?x8xf32>
+  memref.dealloc %c : memref<?x8xf32>
+  return
+}
