@@ -175,7 +175,7 @@ def main():
                         if r0["all_reduces"] else 0)
                 step_ms = f"{1e3 * each * 2 * layers:.3f}" if each else ""
                 if link:
-                    messages.append((ranks, link, each,
+                    messages.append((name, ranks, link, each,
                                      4 * config["hidden_size"]))
             rss = ([r["peak_rss_bytes"] for r in per_rank] if per_rank
                    else [best_decode["peak_rss_bytes"]])
@@ -198,15 +198,17 @@ def report_messages(messages):
     print("\nall-reduce per message over the namespaces: measured, and the "
           "model's 2(N-1) x latency + 2(N-1)/N x row / rate (latency from "
           "the unshaped run at the same N)")
-    latency = {n: each / (2 * (n - 1)) for n, link, each, _ in messages
-               if link == "tcp"}
-    for n, link, each, row in messages:
+    # Each model's latency from its own unshaped run (its rows' size).
+    latency = {(name, n): each / (2 * (n - 1))
+               for name, n, link, each, _ in messages if link == "tcp"}
+    for name, n, link, each, row in messages:
         rate = None if link == "tcp" else tc_rate_bytes(link)
-        model = 2 * (n - 1) * latency[n] + (
+        step = latency[(name, n)]
+        model = 2 * (n - 1) * step + (
             2 * (n - 1) / n * row / rate if rate else 0)
-        print(f"  N={n} {link:>7}: {1e6 * each:8.1f} us measured, "
+        print(f"  {name:<10} N={n} {link:>7}: {1e6 * each:8.1f} us measured, "
               f"{1e6 * model:8.1f} us modelled ({row} B rows; "
-              f"{1e6 * latency[n]:.1f} us a step)")
+              f"{1e6 * step:.1f} us a step)")
 
 
 if __name__ == "__main__":
