@@ -187,35 +187,52 @@ def main():
     parser.add_argument("--images", type=int, default=8,
                         help="images in the image batch cell (0: none)")
     parser.add_argument("--no-ort", action="store_true")
+    parser.add_argument("--dtypes", default="f32",
+                        help="tfmc's --weights-dtype for each row of the "
+                             "single-input cells, comma-separated (f32,bf16; "
+                             "the batch cells use the first)")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     peak = hardware_limits(args.work)
-    print(f"machine: FP32 peak {peak['fp32_peak_gflops']:.1f} GFLOP/s")
+    print(f"machine: FP32 peak {peak['fp32_peak_gflops']:.1f} GFLOP/s, "
+          f"BF16 {peak.get('bf16_peak_gflops')}")
     ort = OrtPeer(args.work, not args.no_ort)
-    bert = compile_bench(args.work, "bert-base-random", vit=False)
-    print(f"{'input':>10} {'tfmc ms':>9} {'PyTorch ms':>11} {'/PT':>6} "
-          f"{'ORT ms':>8} {'/ORT':>6}  tfmc of the FP32 peak")
-    cells = [(f"{seq} tok", bert, seq, False) for seq in
+    dtypes = args.dtypes.split(",")
+    for dtype in dtypes:
+        if dtype not in DATAPATH_PEAK:
+            parser.error(f"--dtypes: {dtype} is not one of "
+                         f"{', '.join(DATAPATH_PEAK)}")
+    berts = {dtype: compile_bench(args.work, "bert-base-random", False, dtype)
+             for dtype in dtypes}
+    print(f"{'input':>10} {'tfmc':>5} {'tfmc ms':>9} {'PyTorch ms':>11} "
+          f"{'/PT':>6} {'ORT ms':>8} {'/ORT':>6}  tfmc of its datapath's peak")
+    cells = [(f"{seq} tok", berts, seq, False) for seq in
              [int(s) for s in args.seq.split(",")]]
-    vit = None
+    vits = None
     if not args.no_vit:
         # ViT-B/16: 196 patches + the class token; the patch GEMM included.
-        vit = compile_bench(args.work, "vit-base-random", vit=True)
-        cells.append(("224 image", vit, 197, True))
-    for label, (model, exe), seq, is_vit in cells:
-        ours = json.loads(subprocess.run([exe, str(seq), str(args.reps)],
-                                         capture_output=True, text=True,
-                                         check=True).stdout)
+        vits = {dtype: compile_bench(args.work, "vit-base-random", True, dtype)
+                for dtype in dtypes}
+        cells.append(("224 image", vits, 197, True))
+    for label, compiled, seq, is_vit in cells:
+        model = compiled[dtypes[0]][0]
         theirs = torch_peer(model, seq, args.reps, is_vit)
         onnx = (ort.best_seconds(model, args.reps, images=1) if is_vit else
                 ort.best_seconds(model, args.reps, lengths=[seq]))
-        gflops = flops_per_image(1) if is_vit else flops_per_sequence(seq)
-        gflops /= ours["best_seconds"] * 1e9
-        print(f"{label:>10} {ours['best_seconds'] * 1e3:>9.2f} "
-              f"{theirs['best_seconds'] * 1e3:>11.2f} "
-              f"{theirs['best_seconds'] / ours['best_seconds']:>5.2f}x "
-              f"{ms(onnx):>8} {ratio(onnx, ours['best_seconds']):>6}  "
-              f"{gflops:.0f} GFLOP/s = {100 * gflops / peak['fp32_peak_gflops']:.0f}%")
+        for dtype in dtypes:
+            exe = compiled[dtype][1]
+            ours = json.loads(subprocess.run([exe, str(seq), str(args.reps)],
+                                             capture_output=True, text=True,
+                                             check=True).stdout)
+            gflops = flops_per_image(1) if is_vit else flops_per_sequence(seq)
+            gflops /= ours["best_seconds"] * 1e9
+            print(f"{label:>10} {dtype:>5} {ours['best_seconds'] * 1e3:>9.2f} "
+                  f"{theirs['best_seconds'] * 1e3:>11.2f} "
+                  f"{theirs['best_seconds'] / ours['best_seconds']:>5.2f}x "
+                  f"{ms(onnx):>8} {ratio(onnx, ours['best_seconds']):>6}  "
+                  f"{peak_share(gflops, peak, dtype)}")
+    vit = vits[dtypes[0]] if vits else None
+    bert = berts[dtypes[0]]
     if vit and args.images:
         image_batch_cell(vit, args.images, args.reps, peak["fp32_peak_gflops"], ort)
     if args.batches:
@@ -248,12 +265,28 @@ def image_batch_cell(vit, images, reps, peak, ort):
           f"{images / ours['batch_seconds']:.1f} images/s")
 
 
-def compile_bench(work, name, vit):
-    """The random model `name` compiled as a library and linked into
-    encode_bench.c; returns (model folder, executable)."""
+def compile_bench(work, name, vit, dtype="f32"):
+    """The random model `name` compiled as a library with its weights in
+    `dtype` and linked into encode_bench.c; returns (model folder,
+    executable)."""
     model = os.path.join(work, name)
     make_model(model, vit)
-    return model, link_model_bench(work, model, "encode_bench.c", name)
+    return model, link_model_bench(work, model, "encode_bench.c",
+                                   f"{name}-{dtype}",
+                                   ["--weights-dtype", dtype])
+
+
+# The hwlimits peak of the datapath a weight format's GEMMs run on (bf16
+# panels: vdpbf16ps where the CPU has it, else FMAs after widening).
+DATAPATH_PEAK = {"f32": "fp32_peak_gflops", "bf16": "bf16_peak_gflops"}
+
+
+def peak_share(gflops, peak, dtype):
+    key = DATAPATH_PEAK[dtype]
+    if not peak.get(key):
+        key = "fp32_peak_gflops"
+    return (f"{gflops:.0f} GFLOP/s = {100 * gflops / peak[key]:.0f}% of "
+            f"{key.split('_')[0].upper()}")
 
 
 if __name__ == "__main__":

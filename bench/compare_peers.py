@@ -34,14 +34,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def link_model_bench(work, model, harness, name):
+def link_model_bench(work, model, harness, name, flags=()):
     """The model folder `model` compiled with --emit=staticlib (symbol
-    model_model) into WORK/NAME-lib and linked into the C harness
-    `harness` (bench/*.c); returns the executable."""
+    model_model) and tfmc's `flags` into WORK/NAME-lib and linked into the
+    C harness `harness` (bench/*.c); returns the executable."""
     lib = os.path.join(work, name + "-lib")
     os.makedirs(lib, exist_ok=True)
     subprocess.run([os.path.join(ROOT, "build", "bin", "tfmc"), model,
-                    "--emit=staticlib", "--prefix", "model",
+                    "--emit=staticlib", "--prefix", "model", *flags,
                     "-o", os.path.join(lib, "libmodel.a")], check=True)
     exe = os.path.join(lib, os.path.splitext(os.path.basename(harness))[0])
     # Huge-page segments for the weights, as tfmc links executables and as

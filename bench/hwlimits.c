@@ -1,7 +1,10 @@
 /* hwlimits.c - the machine's limits, measured in the benchmark's own run:
  * memory read bandwidth (all threads summing their shares of a 1 GiB
  * buffer with vector loads; the best of 10 passes), FP32 peak
- * (independent AVX-512/AVX2 FMA chains on all threads), and OpenBLAS SGEMM
+ * (independent AVX-512/AVX2 FMA chains on all threads), the BF16 and int8
+ * peaks where the CPU has them (vdpbf16ps, and vpdpbusd of AVX512-VNNI or
+ * AVX-VNNI: a product and a sum count two operations, as an FMA's do;
+ * null elsewhere), and OpenBLAS SGEMM
  * on a transformer shape (128x2304x768, QKV of GPT-2 small). Prints JSON;
  * with --bandwidth, only the read bandwidth.
  *
@@ -128,6 +131,61 @@ static double fma_peak(void) {
   return best / 1e9;
 }
 
+/* Runs kChains independent accumulations `body` (one instruction on
+ * accumulator a[j]) on all threads, the best of 20 short runs into
+ * `best`; `ops` is what one instruction does. */
+#define DOT_PEAK(vector, zero, body, ops)                                      \
+  do {                                                                         \
+    long iterations = 50000000 / 16;                                           \
+    for (int r = 0; r < 20; ++r) {                                             \
+      double t = now();                                                        \
+      float sink = 0;                                                          \
+      _Pragma("omp parallel reduction(+ : sink)") {                            \
+        vector a[kChains];                                                     \
+        for (int j = 0; j < kChains; ++j)                                      \
+          a[j] = zero;                                                         \
+        for (long i = 0; i < iterations; ++i)                                  \
+          for (int j = 0; j < kChains; ++j)                                    \
+            body;                                                              \
+        for (int j = 0; j < kChains; ++j)                                      \
+          sink += ((float *)&a[j])[0];                                         \
+      }                                                                        \
+      t = now() - t;                                                           \
+      double done =                                                            \
+          (double)iterations * kChains * (ops) * omp_get_max_threads();        \
+      if (sink != 12345.0f)                                                    \
+        best = best > done / t ? best : done / t;                              \
+    }                                                                          \
+  } while (0)
+
+/* GFLOP/s of vdpbf16ps (32 bf16 pairs an instruction: 64 operations);
+ * 0 without AVX512_BF16. */
+static double bf16_peak(void) {
+  double best = 0;
+#ifdef __AVX512BF16__
+  __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = x;
+  DOT_PEAK(__m512, _mm512_setzero_ps(), a[j] = _mm512_dpbf16_ps(a[j], x, y),
+           64);
+#endif
+  return best / 1e9;
+}
+
+/* GOP/s of vpdpbusd (64 u8 x s8 products an instruction on AVX-512, 32 on
+ * AVX-VNNI: two operations each); 0 without either. */
+static double int8_peak(void) {
+  double best = 0;
+#if defined(__AVX512VNNI__)
+  __m512i x = _mm512_set1_epi8(1), y = _mm512_set1_epi8(2);
+  DOT_PEAK(__m512i, _mm512_setzero_si512(),
+           a[j] = _mm512_dpbusd_epi32(a[j], x, y), 128);
+#elif defined(__AVXVNNI__)
+  __m256i x = _mm256_set1_epi8(1), y = _mm256_set1_epi8(2);
+  DOT_PEAK(__m256i, _mm256_setzero_si256(),
+           a[j] = _mm256_dpbusd_avx_epi32(a[j], x, y), 64);
+#endif
+  return best / 1e9;
+}
+
 static double sgemm_rate(void) {
   int m = 128, n = 2304, k = 768;
   float *a = calloc((size_t)m * k, 4), *b = calloc((size_t)n * k, 4),
@@ -154,8 +212,16 @@ int main(int argc, char **argv) {
     printf("{\"read_gb_per_s\": %.1f}\n", read_bandwidth());
     return 0;
   }
+  double bf16 = bf16_peak(), int8 = int8_peak();
+  char bf16_text[32] = "null", int8_text[32] = "null";
+  if (bf16 > 0)
+    snprintf(bf16_text, sizeof bf16_text, "%.1f", bf16);
+  if (int8 > 0)
+    snprintf(int8_text, sizeof int8_text, "%.1f", int8);
   printf("{\"threads\": %d, \"read_gb_per_s\": %.1f, \"fp32_peak_gflops\": %.1f, "
+         "\"bf16_peak_gflops\": %s, \"int8_peak_gops\": %s, "
          "\"openblas_sgemm_128x2304x768_gflops\": %.1f}\n",
-         omp_get_max_threads(), read_bandwidth(), fma_peak(), sgemm_rate());
+         omp_get_max_threads(), read_bandwidth(), fma_peak(), bf16_text,
+         int8_text, sgemm_rate());
   return 0;
 }
