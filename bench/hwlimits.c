@@ -132,23 +132,28 @@ static double fma_peak(void) {
 }
 
 /* Runs kChains independent accumulations `body` (one instruction on
- * accumulator a[j]) on all threads, the best of 20 short runs into
- * `best`; `ops` is what one instruction does. */
-#define DOT_PEAK(vector, zero, body, ops)                                      \
+ * accumulator a[j] and operands x and y) on all threads, the best of 20
+ * short runs into `best`; `ops` is what one instruction does. */
+#define DOT_PEAK(vector, operand, xinit, yinit, zero, body, reduce, ops)       \
   do {                                                                         \
     long iterations = 50000000 / 16;                                           \
     for (int r = 0; r < 20; ++r) {                                             \
       double t = now();                                                        \
       float sink = 0;                                                          \
       _Pragma("omp parallel reduction(+ : sink)") {                            \
+        /* the thread's own operands: a shared one would be stored to */       \
+        operand x = (xinit), y = (yinit);                                      \
         vector a[kChains];                                                     \
         for (int j = 0; j < kChains; ++j)                                      \
           a[j] = zero;                                                         \
-        for (long i = 0; i < iterations; ++i)                                  \
+        for (long i = 0; i < iterations; ++i) {                                \
+          /* x unknown each time: integer sums of constants would fold */      \
+          __asm__("" : "+v"(x));                                               \
           for (int j = 0; j < kChains; ++j)                                    \
             body;                                                              \
+        }                                                                      \
         for (int j = 0; j < kChains; ++j)                                      \
-          sink += ((float *)&a[j])[0];                                         \
+          sink += (float)reduce(a[j]);                                         \
       }                                                                        \
       t = now() - t;                                                           \
       double done =                                                            \
@@ -163,25 +168,35 @@ static double fma_peak(void) {
 static double bf16_peak(void) {
   double best = 0;
 #ifdef __AVX512BF16__
-  __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = x;
-  DOT_PEAK(__m512, _mm512_setzero_ps(), a[j] = _mm512_dpbf16_ps(a[j], x, y),
-           64);
+  DOT_PEAK(__m512, __m512bh, (__m512bh)_mm512_set1_epi16(0x3f80),
+           (__m512bh)_mm512_set1_epi16(0x3f80), _mm512_setzero_ps(),
+           a[j] = _mm512_dpbf16_ps(a[j], x, y), _mm512_reduce_add_ps, 64);
 #endif
   return best / 1e9;
 }
+
+#if !defined(__AVX512VNNI__) && defined(__AVXVNNI__)
+static int reduce_add_256(__m256i v) {
+  int lanes[8], sum = 0;
+  _mm256_storeu_si256((__m256i *)lanes, v);
+  for (int i = 0; i < 8; ++i)
+    sum += lanes[i];
+  return sum;
+}
+#endif
 
 /* GOP/s of vpdpbusd (64 u8 x s8 products an instruction on AVX-512, 32 on
  * AVX-VNNI: two operations each); 0 without either. */
 static double int8_peak(void) {
   double best = 0;
 #if defined(__AVX512VNNI__)
-  __m512i x = _mm512_set1_epi8(1), y = _mm512_set1_epi8(2);
-  DOT_PEAK(__m512i, _mm512_setzero_si512(),
-           a[j] = _mm512_dpbusd_epi32(a[j], x, y), 128);
+  DOT_PEAK(__m512i, __m512i, _mm512_set1_epi8(1), _mm512_set1_epi8(2),
+           _mm512_setzero_si512(), a[j] = _mm512_dpbusd_epi32(a[j], x, y),
+           _mm512_reduce_add_epi32, 128);
 #elif defined(__AVXVNNI__)
-  __m256i x = _mm256_set1_epi8(1), y = _mm256_set1_epi8(2);
-  DOT_PEAK(__m256i, _mm256_setzero_si256(),
-           a[j] = _mm256_dpbusd_avx_epi32(a[j], x, y), 64);
+  DOT_PEAK(__m256i, __m256i, _mm256_set1_epi8(1), _mm256_set1_epi8(2),
+           _mm256_setzero_si256(), a[j] = _mm256_dpbusd_avx_epi32(a[j], x, y),
+           reduce_add_256, 64);
 #endif
   return best / 1e9;
 }
