@@ -25,7 +25,8 @@ import os
 import subprocess
 import sys
 
-from compare_peers import hardware_limits, link_model_bench, ort_unavailable
+from compare_peers import (add_compute_dtype, datapath_peak, hardware_limits,
+                           link_model_bench, ort_unavailable)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -107,13 +108,18 @@ def main():
     parser.add_argument("--tokens", type=int, default=77)
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--no-ort", action="store_true")
+    add_compute_dtype(parser)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    peak = hardware_limits(args.work)["fp32_peak_gflops"]
-    print(f"machine: FP32 peak {peak:.1f} GFLOP/s")
+    datapath, peak = datapath_peak(hardware_limits(args.work),
+                                   args.compute_dtype)
+    print(f"machine: {datapath} peak {peak:.1f} GFLOP/s (tfmc "
+          f"--compute-dtype {args.compute_dtype})")
     model = os.path.join(args.work, "clip-vit-b32-random")
     make_model(model)
-    exe = link_model_bench(args.work, model, "clip_bench.c", "clip-vit-b32")
+    exe = link_model_bench(args.work, model, "clip_bench.c",
+                           "clip-vit-b32" + "-" + args.compute_dtype,
+                           ["--compute-dtype", args.compute_dtype])
     ours = json.loads(subprocess.run([exe, str(args.tokens), str(args.reps)],
                                      capture_output=True, text=True,
                                      check=True).stdout)
@@ -121,7 +127,7 @@ def main():
     onnx = (None if ort_unavailable(not args.no_ort)
             else ort_peer(model, args.tokens, args.reps))
     print(f"{'input':>14} {'tfmc ms':>9} {'/s':>7} {'PyTorch ms':>11} "
-          f"{'/PT':>6} {'ORT ms':>8} {'/ORT':>6}  tfmc of the FP32 peak")
+          f"{'/PT':>6} {'ORT ms':>8} {'/ORT':>6}  tfmc of the {datapath} peak")
     for label, key, flops in [("224 image", "image_seconds", image_flops()),
                               (f"{args.tokens}-token text", "text_seconds",
                                text_flops(args.tokens))]:

@@ -188,7 +188,7 @@ def main():
                         help="images in the image batch cell (0: none)")
     parser.add_argument("--no-ort", action="store_true")
     parser.add_argument("--dtypes", default="f32",
-                        help="tfmc's --weights-dtype for each row of the "
+                        help="tfmc's --compute-dtype for each row of the "
                              "single-input cells, comma-separated (f32,bf16; "
                              "the batch cells use the first)")
     args = parser.parse_args()
@@ -266,14 +266,14 @@ def image_batch_cell(vit, images, reps, peak, ort):
 
 
 def compile_bench(work, name, vit, dtype="f32"):
-    """The random model `name` compiled as a library with its weights in
-    `dtype` and linked into encode_bench.c; returns (model folder,
-    executable)."""
+    """The random model `name` compiled as a library whose GEMMs multiply
+    in `dtype` (tfmc --compute-dtype: bf16 stores the weights as bf16) and
+    linked into encode_bench.c; returns (model folder, executable)."""
     model = os.path.join(work, name)
     make_model(model, vit)
     return model, link_model_bench(work, model, "encode_bench.c",
                                    f"{name}-{dtype}",
-                                   ["--weights-dtype", dtype])
+                                   ["--compute-dtype", dtype])
 
 
 # The hwlimits peak of the datapath a weight format's GEMMs run on (bf16

@@ -79,6 +79,22 @@ print(json.dumps({{"seconds": min(times[1:])}}))
     return json.loads(out.strip().splitlines()[-1])["seconds"]
 
 
+def add_compute_dtype(parser):
+    """tfmc's --compute-dtype for a bench's model (f32 or bf16)."""
+    parser.add_argument("--compute-dtype", choices=("f32", "bf16"),
+                        default="f32",
+                        help="what tfmc's GEMMs multiply in (bf16: weights "
+                             "stored as bf16, vdpbf16ps where it pays)")
+
+
+def datapath_peak(limits, dtype):
+    """(name, GFLOP/s) of the peak `dtype`'s GEMMs run against: BF16's
+    where the CPU has vdpbf16ps, else FP32's (bf16 panels widened)."""
+    if dtype == "bf16" and limits.get("bf16_peak_gflops"):
+        return "BF16", limits["bf16_peak_gflops"]
+    return "FP32", limits["fp32_peak_gflops"]
+
+
 def hardware_limits(work):
     exe = os.path.join(work, "hwlimits")
     subprocess.run(["cc", "-O3", "-march=native", "-fopenmp",

@@ -30,7 +30,8 @@ import os
 import subprocess
 import sys
 
-from compare_peers import (hardware_limits, link_model_bench, ort_unavailable,
+from compare_peers import (add_compute_dtype, datapath_peak, hardware_limits,
+                           link_model_bench, ort_unavailable,
                            torch_best_seconds)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -146,17 +147,22 @@ def main():
     parser.add_argument("--seconds", type=float, default=None)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--no-ort", action="store_true")
+    add_compute_dtype(parser)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    peak = hardware_limits(args.work)["fp32_peak_gflops"]
-    print(f"machine: FP32 peak {peak:.1f} GFLOP/s")
+    datapath, peak = datapath_peak(hardware_limits(args.work),
+                                   args.compute_dtype)
+    print(f"machine: {datapath} peak {peak:.1f} GFLOP/s (tfmc "
+          f"--compute-dtype {args.compute_dtype})")
     ast = args.model == "ast"
     # AST hears a fixed 1,024 frames: 10.24 s.
     seconds = 10.24 if ast else (args.seconds or 30)
     name = "ast-base" if ast else "wav2vec2-base"
     model = os.path.join(args.work, name + "-random")
     (make_ast if ast else make_model)(model)
-    exe = link_model_bench(args.work, model, "features_bench.c", name)
+    exe = link_model_bench(args.work, model, "features_bench.c",
+                           name + "-" + args.compute_dtype,
+                           ["--compute-dtype", args.compute_dtype])
     samples = int(seconds * 16000)
     ours = json.loads(subprocess.run([exe, str(seconds), str(args.reps)],
                                      capture_output=True, text=True,
@@ -166,7 +172,7 @@ def main():
             else ort_peer(model, samples, args.reps, ast))
     gflops = (ast_flops() if ast else flops(samples)) / ours / 1e9
     print(f"{'clip':>8} {'tfmc s':>7} {'RTF':>6} {'PyTorch s':>10} {'/PT':>6} "
-          f"{'ORT s':>6} {'/ORT':>6}  tfmc of the FP32 peak")
+          f"{'ORT s':>6} {'/ORT':>6}  tfmc of the {datapath} peak")
     print(f"{seconds:>7.2f}s {ours:>7.2f} {ours / seconds:>6.3f} "
           f"{theirs:>10.2f} {theirs / ours:>5.2f}x "
           f"{'-' if onnx is None else f'{onnx:.2f}':>6} "

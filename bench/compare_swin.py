@@ -21,7 +21,8 @@ import os
 import subprocess
 import sys
 
-from compare_peers import (hardware_limits, link_model_bench, ort_unavailable,
+from compare_peers import (add_compute_dtype, datapath_peak, hardware_limits,
+                           link_model_bench, ort_unavailable,
                            torch_best_seconds)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -84,13 +85,18 @@ def main():
     parser.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--no-ort", action="store_true")
+    add_compute_dtype(parser)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    peak = hardware_limits(args.work)["fp32_peak_gflops"]
-    print(f"machine: FP32 peak {peak:.1f} GFLOP/s")
+    datapath, peak = datapath_peak(hardware_limits(args.work),
+                                   args.compute_dtype)
+    print(f"machine: {datapath} peak {peak:.1f} GFLOP/s (tfmc "
+          f"--compute-dtype {args.compute_dtype})")
     model = os.path.join(args.work, "swin-tiny-random")
     make_model(model)
-    exe = link_model_bench(args.work, model, "features_bench.c", "swin-tiny")
+    exe = link_model_bench(args.work, model, "features_bench.c",
+                           "swin-tiny" + "-" + args.compute_dtype,
+                           ["--compute-dtype", args.compute_dtype])
     ours = json.loads(subprocess.run([exe, "0", str(args.reps)],
                                      capture_output=True, text=True,
                                      check=True).stdout)["seconds"]
@@ -99,7 +105,7 @@ def main():
             else ort_peer(model, args.reps))
     gflops = flops() / ours / 1e9
     print(f"{'input':>10} {'tfmc ms':>8} {'/s':>6} {'PyTorch ms':>11} {'/PT':>6} "
-          f"{'ORT ms':>7} {'/ORT':>6}  tfmc of the FP32 peak")
+          f"{'ORT ms':>7} {'/ORT':>6}  tfmc of the {datapath} peak")
     print(f"{'224 image':>10} {ours * 1e3:>8.1f} {1 / ours:>6.1f} "
           f"{theirs * 1e3:>11.1f} {theirs / ours:>5.2f}x "
           f"{'-' if onnx is None else f'{onnx * 1e3:.1f}':>7} "

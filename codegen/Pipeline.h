@@ -68,6 +68,14 @@ struct CodegenPipelineOptions : PassPipelineOptions<CodegenPipelineOptions> {
                      "empty: f32, "
                      "or for a model read from a checkpoint, checkpoint)"),
       llvm::cl::init("")};
+  Option<std::string> computeDtype{
+      *this, "compute-dtype",
+      llvm::cl::desc("What the GEMMs multiply in: f32 (bf16 and f16 "
+                     "weights widened, activations never rounded), bf16 "
+                     "(weights stored bf16, activations rounded to bf16 "
+                     "where the CPU's bf16 dot product outruns widening), "
+                     "or empty: bf16 where the weights are bf16"),
+      llvm::cl::init("")};
   Option<std::string> edgeDtype{
       *this, "edge-dtype",
       llvm::cl::desc("Storage of embedding tables and the LM head (empty: "

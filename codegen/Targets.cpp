@@ -14,6 +14,7 @@ void addCpuKernelSelection(OpPassManager &pm,
                            const CodegenPipelineOptions &options) {
   SelectCpuKernelsPassOptions kernels;
   kernels.fusedAttention = options.fusedAttention;
+  kernels.bf16Products = options.computeDtype != "f32";
   pm.addPass(createSelectCpuKernelsPass(kernels));
 }
 

@@ -286,6 +286,9 @@ llvm::Error checkTarget(const CompileOptions &options,
                        ", which only the CPU reads (--weights-dtype=bf16 "
                        "widens them)");
   }
+  if (!pipeline.computeDtype.getValue().empty() && !target->packsWeights)
+    return makeError(flag + " chooses its own products: --compute-dtype is "
+                            "for the CPU's GEMM kernels");
   if (!target->perWeightDtypes && !pipeline.weightsDtypeFor.getValue().empty())
     return makeError(flag + " takes one weights dtype so far: "
                             "--weights-dtype-for is CPU only");
@@ -378,6 +381,52 @@ llvm::Error checkRanks(const CompileOptions &options,
                      "' is a Stable Diffusion pipeline, which runs in one "
                      "process (its UNet's attention is not split over ranks "
                      "yet)");
+  return llvm::Error::success();
+}
+
+/// --compute-dtype: bf16 with the weights it multiplies (bf16, which it
+/// sets where --weights-dtype does not), or f32 over float weights (the
+/// block formats' kernels multiply int8 activations). Checked before the
+/// weights' dtype is defaulted; `unit` says what a checkpoint stores.
+llvm::Error checkComputeDtype(const CodegenPipelineOptions &pipeline,
+                              const CompilationUnit &unit) {
+  llvm::StringRef compute = pipeline.computeDtype.getValue();
+  if (compute.empty())
+    return llvm::Error::success();
+  if (compute != "f32" && compute != "bf16")
+    return makeError("--compute-dtype: expected f32 or bf16, got '" + compute +
+                     "'");
+  // Each weight dtype flag given, by name.
+  std::pair<llvm::StringRef, llvm::StringRef> given[] = {
+      {"--weights-dtype", pipeline.weightsDtype.getValue()},
+      {"--edge-dtype", pipeline.edgeDtype.getValue()},
+      {"--weights-dtype-for",
+       llvm::StringRef(pipeline.weightsDtypeFor.getValue())
+           .rsplit('=')
+           .second}};
+  for (auto [flag, dtype] : given) {
+    if (dtype.empty())
+      continue;
+    if (compute == "bf16" && dtype != "bf16")
+      return makeError("--compute-dtype=bf16 multiplies bf16 weights; " + flag +
+                       "=" + dtype + " stores them otherwise");
+    std::optional<WeightFormat> format = formatOfDtype(dtype);
+    if (compute == "f32" && format && !isFloatFormat(*format))
+      return makeError("--compute-dtype=f32 keeps every product in f32; " +
+                       flag + "=" + dtype +
+                       " stores weights in blocks whose kernels multiply int8 "
+                       "activations");
+  }
+  llvm::StringRef weights = pipeline.weightsDtype.getValue();
+  std::optional<WeightFormat> blocks =
+      unit.model ? unit.weights.firstBlockDtype() : std::nullopt;
+  if (compute == "f32" && blocks &&
+      (weights.empty() || weights == "checkpoint"))
+    return makeError(llvm::Twine("--compute-dtype=f32 keeps every product "
+                                 "in f32; the checkpoint stores matrices in ") +
+                     checkpointName(*blocks) +
+                     ", whose kernels multiply int8 activations "
+                     "(--weights-dtype=bf16 widens them)");
   return llvm::Error::success();
 }
 
@@ -576,9 +625,15 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
     return makeError("--speculative: a model split over ranks has no "
                      "@verify yet (" +
                      std::to_string(processesOf(&pipeline)) + " processes)");
+  if (first == PipelineStage::Tfm)
+    if (llvm::Error error = checkComputeDtype(pipeline, unit))
+      return error;
   // Weights keep the checkpoint's dtype unless told otherwise; an f32
   // checkpoint's matrices become what the target stores them as (bf16 on
-  // the GPU, codegen/Targets.cpp).
+  // the GPU, codegen/Targets.cpp), or bf16 for bf16 products.
+  if (pipeline.weightsDtype.empty() && unit.model &&
+      pipeline.computeDtype == "bf16")
+    pipeline.weightsDtype = "bf16";
   if (pipeline.weightsDtype.empty() && unit.model) {
     if (unit.weights.hasNarrowMatrices())
       pipeline.weightsDtype = "checkpoint";

@@ -17,10 +17,11 @@ namespace mlir::tfm {
 #include "codegen/cpu/Passes.h.inc"
 
 /// CPU kernel selection (tfm-select-cpu-kernels): tfm.linear over panel
-/// weights to the runtime's GEMM, and with `fusedAttention` tfm.attention
-/// without bias to its fused kernel.
-void populateCpuKernelPatterns(RewritePatternSet &patterns,
-                               bool fusedAttention);
+/// weights to the runtime's GEMM (over bf16 panels, the one that may round
+/// activations to bf16 where `bf16Products`), and with `fusedAttention`
+/// tfm.attention without bias to its fused kernel.
+void populateCpuKernelPatterns(RewritePatternSet &patterns, bool fusedAttention,
+                               bool bf16Products);
 
 /// Declares the memory effects of mpi.allreduce (LowerCollectivesToMPI.cpp),
 /// which bufferization's deallocation needs.

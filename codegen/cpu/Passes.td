@@ -46,7 +46,13 @@ def SelectCpuKernelsPass : Pass<"tfm-select-cpu-kernels", "ModuleOp"> {
   let options = [
     Option<"fusedAttention", "fused-attention", "bool", /*default=*/"true",
            "Lower tfm.attention (and Gated DeltaNet's recurrence) to the "
-           "runtime's fused kernels">
+           "runtime's fused kernels">,
+    Option<"bf16Products", "bf16-products", "bool", /*default=*/"true",
+           "GEMMs over bf16 panels may round their activations to bf16 "
+           "(vdpbf16ps, where it outruns widening); false: every product "
+           "over float panels in f32 (tfm_rt_linear_panels_bf16_widened; "
+           "tfmc refuses --compute-dtype=f32 with block formats, whose "
+           "kernels multiply int8 activations)">
   ];
 }
 

@@ -46,7 +46,10 @@ struct KernelWeight {
   int64_t blockFormat = -1;
 };
 
-std::optional<KernelWeight> kernelWeight(Value weight) {
+/// `bf16Products`: bf16 panels go to the kernel that may round the
+/// activations to bf16; else to the one that widens the panels always.
+std::optional<KernelWeight> kernelWeight(Value weight,
+                                         bool bf16Products = true) {
   Value stored = weight;
   if (auto widen = weight.getDefiningOp<DequantizeOp>())
     stored = widen.getInput();
@@ -61,7 +64,9 @@ std::optional<KernelWeight> kernelWeight(Value weight) {
   Value panels = unpack->getOperand(0);
   Type element = cast<RankedTensorType>(panels.getType()).getElementType();
   if (element.isBF16())
-    return KernelWeight{panels, "tfm_rt_linear_panels_bf16"};
+    return KernelWeight{panels, bf16Products
+                                    ? "tfm_rt_linear_panels_bf16"
+                                    : "tfm_rt_linear_panels_bf16_widened"};
   if (element.isF16())
     return KernelWeight{panels, "tfm_rt_linear_panels_f16"};
   return KernelWeight{panels, "tfm_rt_linear_panels"};
@@ -91,11 +96,13 @@ Value kernelProduct(ConversionPatternRewriter &rewriter, Location loc,
 /// kernels_blocks.c), which adds the bias itself; the activation stays an
 /// epilogue.
 struct LinearToKernelCall : OpConversionPattern<LinearOp> {
-  using OpConversionPattern::OpConversionPattern;
+  LinearToKernelCall(MLIRContext *context, bool bf16Products)
+      : OpConversionPattern(context), bf16Products(bf16Products) {}
   LogicalResult
   matchAndRewrite(LinearOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    std::optional<KernelWeight> weight = kernelWeight(adaptor.getWeight());
+    std::optional<KernelWeight> weight =
+        kernelWeight(adaptor.getWeight(), bf16Products);
     if (!weight)
       return rewriter.notifyMatchFailure(op, "weight not stored for a kernel");
     Location loc = op.getLoc();
@@ -105,6 +112,7 @@ struct LinearToKernelCall : OpConversionPattern<LinearOp> {
     replaceLinear(rewriter, op, product, /*bias=*/Value());
     return success();
   }
+  bool bf16Products;
 };
 
 /// The runtime's per-head kernel takes a head_linear whose weight is in
@@ -328,7 +336,7 @@ struct SelectCpuKernelsPass
     target.markUnknownOpDynamicallyLegal(
         [&](Operation *op) { return !selectsKernel(op, fusedAttention); });
     RewritePatternSet patterns(&getContext());
-    populateCpuKernelPatterns(patterns, fusedAttention);
+    populateCpuKernelPatterns(patterns, fusedAttention, bf16Products);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
     // The dequantizations, block views and panels' unpacks the GEMM calls
@@ -356,9 +364,10 @@ struct SelectCpuKernelsPass
 } // namespace
 
 void mlir::tfm::populateCpuKernelPatterns(RewritePatternSet &patterns,
-                                          bool fusedAttention) {
-  patterns.add<LinearToKernelCall, HeadLinearToKernelCall, LoraToKernelCall>(
-      patterns.getContext());
+                                          bool fusedAttention,
+                                          bool bf16Products) {
+  patterns.add<LinearToKernelCall>(patterns.getContext(), bf16Products);
+  patterns.add<HeadLinearToKernelCall, LoraToKernelCall>(patterns.getContext());
   populatePipelineTransferPatterns(patterns);
   if (fusedAttention) {
     populateAttentionCallPatterns(patterns);

@@ -688,11 +688,12 @@ static float panel_element(panel_format format, const void *base,
 }
 
 /* `base`, `sizes` and `strides`: the panels' descriptor, of any element
- * type (`format`). */
+ * type (`format`). `bf16_products`: bf16 panels may take activations
+ * rounded to bf16 (vdpbf16ps where it pays); 0 widens them always. */
 static void linear_panels(tfm_memref2d_f32 *a, panel_format format,
                           const void *base, const int64_t *sizes,
                           const int64_t *strides, tfm_memref1d_f32 *bias,
-                          tfm_memref2d_f32 *c) {
+                          tfm_memref2d_f32 *c, int bf16_products) {
   int64_t m = a->sizes[0], k = a->sizes[1], n = c->sizes[1];
   int64_t count = sizes[0];
   const float *pa = a->aligned + a->offset;
@@ -726,7 +727,7 @@ static void linear_panels(tfm_memref2d_f32 *a, panel_format format,
    * rounding them to bf16 made 2-8 rows 1.2-1.5x slower than one on the
    * 1.1B shape, and @verify's logits drift from @decode's by 1% (greedy
    * speculative output then differs from plain decoding at near ties). */
-  if (format == kBF16 && m > kRowBlock &&
+  if (format == kBF16 && bf16_products && m > kRowBlock &&
       tfm_panel_gemm_bf16_dot(m, n, k, pa, a->strides[0], pb, base, pc,
                               c->strides[0]))
     return;
@@ -736,20 +737,23 @@ static void linear_panels(tfm_memref2d_f32 *a, panel_format format,
   tfm_parallel_for(used, panels_per_chunk(used, m, k), panel_gemm_chunk, &job);
 }
 
-/* The kernels generated code calls: f32, bf16 and f16 panels, with and
- * without a bias. */
-#define TFM_LINEAR_PANELS(SUFFIX, FORMAT, PANELS_TYPE, ELEMENT)                \
+/* The kernels generated code calls: f32, bf16 (products in bf16 where
+ * that pays, or always widened) and f16 panels, with and without a bias. */
+#define TFM_LINEAR_PANELS(SUFFIX, FORMAT, PANELS_TYPE, ELEMENT, BF16_PRODUCTS) \
   TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels##SUFFIX(                   \
       tfm_memref2d_f32 *a, PANELS_TYPE *panels, tfm_memref2d_f32 *c) {         \
-    linear_panels(a, FORMAT, (const ELEMENT *)panels->aligned + panels->offset,\
-                  panels->sizes, panels->strides, NULL, c);                    \
+    linear_panels(a, FORMAT,                                                   \
+                  (const ELEMENT *)panels->aligned + panels->offset,           \
+                  panels->sizes, panels->strides, NULL, c, BF16_PRODUCTS);     \
   }                                                                            \
   TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels##SUFFIX##_bias(            \
       tfm_memref2d_f32 *a, PANELS_TYPE *panels, tfm_memref1d_f32 *bias,        \
       tfm_memref2d_f32 *c) {                                                   \
-    linear_panels(a, FORMAT, (const ELEMENT *)panels->aligned + panels->offset,\
-                  panels->sizes, panels->strides, bias, c);                    \
+    linear_panels(a, FORMAT,                                                   \
+                  (const ELEMENT *)panels->aligned + panels->offset,           \
+                  panels->sizes, panels->strides, bias, c, BF16_PRODUCTS);     \
   }
-TFM_LINEAR_PANELS(, kF32, tfm_memref3d_f32, float)
-TFM_LINEAR_PANELS(_bf16, kBF16, tfm_memref3d_u16, uint16_t)
-TFM_LINEAR_PANELS(_f16, kF16, tfm_memref3d_u16, uint16_t)
+TFM_LINEAR_PANELS(, kF32, tfm_memref3d_f32, float, 0)
+TFM_LINEAR_PANELS(_bf16, kBF16, tfm_memref3d_u16, uint16_t, 1)
+TFM_LINEAR_PANELS(_bf16_widened, kBF16, tfm_memref3d_u16, uint16_t, 0)
+TFM_LINEAR_PANELS(_f16, kF16, tfm_memref3d_u16, uint16_t, 0)

@@ -6,7 +6,9 @@ false with everything, so it would otherwise slip past the tolerance),
 printing where, so that a failure says by how much.
 --expected-rows picks rows of a [rows, --row-size] expected file;
 --same-argmax also requires each row's largest value at the same index
-(greedy tokens unchanged; rows of --row-size values)."""
+(greedy tokens unchanged; rows of --row-size values); --min-cosine each
+row's cosine similarity to its expected row at least that (embeddings of
+a narrower datapath)."""
 import argparse
 import array
 import math
@@ -34,6 +36,8 @@ def main():
                         "--expected-rows and --same-argmax")
     parser.add_argument("--same-argmax", action="store_true",
                         help="each row's largest value at the same index")
+    parser.add_argument("--min-cosine", type=float,
+                        help="each row's cosine similarity at least this")
     args = parser.parse_args()
     actual, expected = load(args.actual), load(args.expected)
     if args.expected_rows:
@@ -60,12 +64,34 @@ def main():
                 print(f"MISMATCH: row {row}'s largest value is at {got}, "
                       f"expected at {want}")
                 return 1
+    if args.min_cosine is not None:
+        size = args.row_size
+        if not size or len(actual) % size:
+            print(f"--min-cosine needs --row-size dividing {len(actual)} values")
+            return 1
+        least = min(cosine(actual[row * size:(row + 1) * size],
+                           expected[row * size:(row + 1) * size])
+                    for row in range(len(actual) // size))
+        verdict = "OK" if least >= args.min_cosine else "MISMATCH"
+        print(f"{verdict}: least row cosine {least:.6f} over "
+              f"{len(actual) // size} rows (at least {args.min_cosine:g})")
+        if least < args.min_cosine:
+            return 1
     worst = 0.0
     for a, e in zip(actual, expected):
         worst = max(worst, abs(a - e))
     verdict = "OK" if worst <= args.tol else "MISMATCH"
     print(f"{verdict}: max abs error {worst:.3g} over {len(actual)} values (tol {args.tol:g})")
     return 0 if worst <= args.tol else 1
+
+
+def cosine(a, b):
+    dot = sum(x * y for x, y in zip(a, b))
+    norms = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    if norms:
+        return dot / norms
+    # A zero row is like only another zero row.
+    return 1.0 if not any(a) and not any(b) else 0.0
 
 
 if __name__ == "__main__":

@@ -432,6 +432,42 @@ TEST(NarrowPanelKernel, BF16DotProductsAndWideningAgree) {
   tfm_bf16_dot_use(before);
 }
 
+TEST(NarrowPanelKernel, WidenedBF16EntryKeepsF32Products) {
+  // tfmc --compute-dtype f32's entry: with vdpbf16ps on (where the CPU has
+  // it), bf16 panels are still widened, so a call of 16 rows gives the
+  // widening path's numbers, and each row what it gives alone to f32
+  // rounding (one row's GEMV sums in another order than a tile; bf16
+  // activations would be off by bf16's rounding, about 1e-3 relative).
+  const int64_t m = 16, n = 64, k = 300;
+  std::vector<float> a = randomValues(m * k, 3), w = randomValues(n * k, 4);
+  std::vector<uint8_t> bytes = encode(WeightFormat::BF16, w, n, k);
+  auto *data = reinterpret_cast<uint16_t *>(bytes.data());
+  tfm_memref3d_u16 pm = {data, data, 0, {n / 32, k, 32}, {k * 32, 32, 1}};
+  auto call = [&](bool widened, int64_t first, int64_t rows) {
+    std::vector<float> out(rows * n, NAN);
+    tfm_memref2d_f32 am = {a.data(), a.data(), first * k, {rows, k}, {k, 1}};
+    tfm_memref2d_f32 cm = {out.data(), out.data(), 0, {rows, n}, {n, 1}};
+    (widened ? _mlir_ciface_tfm_rt_linear_panels_bf16_widened
+             : _mlir_ciface_tfm_rt_linear_panels_bf16)(&am, &pm, &cm);
+    return out;
+  };
+  int before = tfm_bf16_dot_use(0);
+  std::vector<float> reference = call(false, 0, m);
+  tfm_bf16_dot_use(1);
+  EXPECT_EQ(call(true, 0, m), reference);
+  for (int64_t row : {0, 7, 15}) {
+    std::vector<float> alone = call(true, row, 1);
+    for (int64_t j = 0; j < n; ++j) {
+      float batched = reference[row * n + j];
+      EXPECT_NEAR(alone[j], batched, 1e-5 * std::max(1.0f, std::fabs(batched)))
+          << "row " << row << ", output " << j;
+    }
+  }
+  if (tfm_bf16_dot_enabled())
+    EXPECT_NE(call(false, 0, m), reference) << "vdpbf16ps did not run";
+  tfm_bf16_dot_use(before);
+}
+
 TEST(BlockKernel, EveryInstructionSetWithinTheActivationStep) {
   // Rows: one (decode), a partial tile, a whole tile and a tile plus some;
   // outputs: whole panels and a last partial one; depth: one block, a

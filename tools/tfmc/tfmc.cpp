@@ -158,6 +158,16 @@ cl::opt<std::string> weightsDtype(
              "Q5_K, Q6_K and MXFP4 keep their blocks, formats no kernel "
              "reads become int8)"),
     cl::value_desc("dtype"), cl::cat(passCategory));
+cl::opt<std::string> computeDtype(
+    "compute-dtype",
+    cl::desc("What the GEMMs multiply in: bf16 (weights stored as bf16, "
+             "activations rounded to bf16 where the CPU's AVX512-BF16 dot "
+             "product outruns widening, as on AMD's Zen 4 and 5; about twice "
+             "the f32 rate) or f32 (bf16 and f16 weights widened, "
+             "activations never rounded, so that a sequence's outputs agree "
+             "across batch sizes to f32's rounding, not bf16's) (default: "
+             "bf16 where the weights are bf16, else f32)"),
+    cl::value_desc("dtype"), cl::cat(passCategory));
 cl::opt<std::string> kvDtype(
     "kv-dtype",
     cl::desc("Storage of the KV cache: f32 (default), bf16 or f16 (half "
@@ -264,6 +274,7 @@ int main(int argc, char **argv) {
   pipeline.loraRank = loraRank;
   pipeline.loraTargets = loraTargets;
   pipeline.weightsDtype = weightsDtype;
+  pipeline.computeDtype = computeDtype;
   pipeline.edgeDtype = edgeDtype;
   pipeline.keepWeights = keepWeights;
   pipeline.weightsDtypeFor = weightsDtypeFor;

@@ -42,6 +42,14 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels_bf16(
 TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels_bf16_bias(
     tfm_memref2d_f32 *a, tfm_memref3d_u16 *panels, tfm_memref1d_f32 *bias,
     tfm_memref2d_f32 *c);
+/* bf16 panels with every product in f32 (tfmc --compute-dtype f32): the
+ * panels widened, the activations never rounded to bf16, so that a row's
+ * outputs agree to f32's rounding however many rows the call has. */
+TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels_bf16_widened(
+    tfm_memref2d_f32 *a, tfm_memref3d_u16 *panels, tfm_memref2d_f32 *c);
+TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels_bf16_widened_bias(
+    tfm_memref2d_f32 *a, tfm_memref3d_u16 *panels, tfm_memref1d_f32 *bias,
+    tfm_memref2d_f32 *c);
 TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels_f16(
     tfm_memref2d_f32 *a, tfm_memref3d_u16 *panels, tfm_memref2d_f32 *c);
 TFM_EXPORT void _mlir_ciface_tfm_rt_linear_panels_f16_bias(
