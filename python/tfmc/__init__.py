@@ -216,9 +216,10 @@ def _tfmc_path():
 
 def compile(model, output, weights_dtype=None, kv_dtype=None, target=None,
             emit="lib", args=(), progress=True, lora=(), lora_slots=0,
-            lora_rank=None):
+            lora_rank=None, compute_dtype=None):
     """Runs tfmc on `model` (a model folder, GGUF file, .mlir, ...) writing
-    `output` (a shared library by default). `lora`: PEFT LoRA adapter
+    `output` (a shared library by default). `compute_dtype`: what the GEMMs
+    multiply in, "bf16" or "f32" (tfmc --compute-dtype). `lora`: PEFT LoRA adapter
     folders (or GGUF LoRA files, for a GGUF model) merged into a decoder's
     weights (tfmc --lora), each a path or a (path, scale) pair; one path
     alone may be given bare. `lora_slots` > 0: slots for adapters loaded at
@@ -238,6 +239,8 @@ def compile(model, output, weights_dtype=None, kv_dtype=None, target=None,
         command.append("--weights-dtype=" + weights_dtype)
     if kv_dtype:
         command.append("--kv-dtype=" + kv_dtype)
+    if compute_dtype:
+        command.append("--compute-dtype=" + compute_dtype)
     if target:
         command.append("--target=" + target)
     if not progress:

@@ -74,6 +74,14 @@ def main():
           "last row's argmax is the first greedy token:",
           int(np.argmax(logits[-1])) == m.tokenize("Once upon a time" +
                                                    text)[len(ids)])
+    # bf16 products: each position's logits near f32's.
+    bf16 = tfmc.load(tfmc.compile(stories_model, work + "/libstories-bf16.so",
+                                  compute_dtype="bf16", progress=False))
+    narrow = bf16.call("forward", np.array(ids, dtype=np.int32))["logits"]
+    cosines = (narrow * logits).sum(1) / (np.linalg.norm(narrow, axis=1) *
+                                          np.linalg.norm(logits, axis=1))
+    print("compute_dtype bf16: logits' cosine >= 0.999:",
+          bool(cosines.min() >= 0.999))
 
     clip = tfmc.load(clip_lib)
     embeds = clip.embed(["a photo of a cat", "a photo of a dog"])
@@ -102,6 +110,10 @@ def main():
             ("not a generator", lambda: clip.generate("a cat")),
             ("compile error", lambda: tfmc.compile(work + "/missing",
                                                    work + "/m.so",
+                                                   progress=False)),
+            ("compute dtype", lambda: tfmc.compile(stories_model,
+                                                   work + "/m.so",
+                                                   compute_dtype="fp8",
                                                    progress=False))]:
         try:
             action()
