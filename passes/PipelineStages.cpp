@@ -295,14 +295,19 @@ struct PipelineStagesPass
     // stages of equal layers again aloud, to name the first difference.
     int64_t unitLayers = layers;
     SmallVector<StageMatcher> matchers;
+    // The last unit's output, which the epilogue reads.
+    Value lastOutput;
     for (int64_t size = 1; size < layers; ++size) {
       if (layers % size != 0)
         continue;
       ScopedDiagnosticHandler quiet(&getContext(),
                                     [](Diagnostic &) { return success(); });
       matchers.clear();
-      if (succeeded(matchUnits(levels, layerOps, epilogue, size, matchers))) {
+      FailureOr<Value> matched =
+          matchUnits(levels, layerOps, epilogue, size, matchers);
+      if (succeeded(matched)) {
         unitLayers = size;
+        lastOutput = *matched;
         break;
       }
     }
@@ -343,10 +348,6 @@ struct PipelineStagesPass
     // unit's output to the next, and to the epilogue.
     Value firstInput = matchers[0].firstInput;
     Value codeOutput = matchers[longest - 1].input;
-    Value lastOutput = lastUnitOutput(levels, epilogue, matchers.back(),
-                                      matchers[0].input, layers);
-    if (!lastOutput)
-      return failure();
     OpBuilder builder(module.getContext());
     builder.setInsertionPointAfterValue(firstInput);
     auto receive =
@@ -428,11 +429,12 @@ struct PipelineStagesPass
 
   /// Proves every unit of `size` layers the first over other weights, one
   /// hidden value passing from each to the next, and the epilogue reading
-  /// the last unit's output: `matchers` holds units 1, 2, ...
-  LogicalResult matchUnits(const Levels &levels,
-                           ArrayRef<SmallVector<Operation *>> layerOps,
-                           ArrayRef<Operation *> epilogue, int64_t size,
-                           SmallVector<StageMatcher> &matchers) {
+  /// the last unit's output, which it returns: `matchers` holds units 1,
+  /// 2, ...
+  FailureOr<Value> matchUnits(const Levels &levels,
+                              ArrayRef<SmallVector<Operation *>> layerOps,
+                              ArrayRef<Operation *> epilogue, int64_t size,
+                              SmallVector<StageMatcher> &matchers) {
     auto forward = cast<func::FuncOp>(layerOps[0][0]->getParentOp());
     auto unitOps = [&](int64_t unit) {
       SmallVector<Operation *> ops;
@@ -475,8 +477,11 @@ struct PipelineStagesPass
         return forward.emitError("pipeline stage ")
                << i + 1 << " reads another value of its previous stage than "
                << "the second stage does of the first";
-    return success(lastUnitOutput(levels, epilogue, matchers.back(),
-                                  firstOutput, layerOps.size()) != nullptr);
+    Value lastOutput = lastUnitOutput(levels, epilogue, matchers.back(),
+                                      firstOutput, layerOps.size());
+    if (!lastOutput)
+      return failure();
+    return lastOutput;
   }
 
   /// The last unit's output, which the epilogue (final norm, head) alone
