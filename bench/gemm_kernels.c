@@ -1,17 +1,33 @@
-/* bench/gemm_kernels.c: the runtime's two x·Wᵀ engines on transformer
+/* bench/gemm_kernels.c: the runtime's x·Wᵀ engines on transformer
  * shapes, GFLOP/s with the runtime's threads: OpenBLAS on the checkpoint
- * layout (tfm_rt_matmul_nt) and the micro-kernel on compile-time panels
- * (tfm_rt_linear_panels). Built and run by bench/gemm_kernels.sh. */
+ * layout (tfm_rt_matmul_nt), the micro-kernel on compile-time f32 panels
+ * (tfm_rt_linear_panels), and on bf16 panels: with activations rounded to
+ * bf16 for vdpbf16ps where the CPU has it and it pays
+ * (tfm_rt_linear_panels_bf16, --compute-dtype bf16), and always widened
+ * (_bf16_widened, --compute-dtype f32). Set their GFLOP/s against
+ * bench/hwlimits.c's FP32 and BF16 peaks.
+ *
+ *   cc -O2 bench/gemm_kernels.c -Iruntime/include build/lib/libtfmrt.a \
+ *      -lopenblas -lutf8proc -lz -lm -lpthread -o gemm_kernels
+ */
+#include "tfm/runtime_kernels.h"
 #include "tfm/tfm_model_abi.h"
+
+#include <string.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-void _mlir_ciface_tfm_rt_matmul_nt(tfm_memref2d_f32 *, tfm_memref2d_f32 *,
-                                   tfm_memref2d_f32 *);
-void _mlir_ciface_tfm_rt_linear_panels(tfm_memref2d_f32 *, tfm_memref3d_f32 *,
-                                       tfm_memref2d_f32 *);
+enum { kEngines = 4 };
+
+/* f32 to bf16, rounded to nearest even (the weights here are finite). */
+static uint16_t to_bf16(float x) {
+  uint32_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  bits += 0x7FFFu + ((bits >> 16) & 1);
+  return (uint16_t)(bits >> 16);
+}
 
 static double now(void) {
   struct timespec t;
@@ -29,12 +45,14 @@ int main(void) {
       {1, 2304, 768},   {1, 3072, 768},  {1, 768, 3072},  {128, 2304, 768},
       {128, 768, 768},  {128, 3072, 768}, {128, 768, 3072}, {512, 2304, 768},
       {512, 3072, 768}, {512, 768, 3072}};
-  printf("%5s %5s %5s %10s %10s\n", "m", "n", "k", "openblas", "panels");
+  printf("%5s %5s %5s %10s %10s %10s %12s\n", "m", "n", "k", "openblas",
+         "panels", "bf16", "bf16-widened");
   for (size_t s = 0; s < sizeof shapes / sizeof *shapes; ++s) {
     int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
     int64_t count = (n + 31) / 32;
     float *a = aligned_alloc(64, m * k * 4), *w = aligned_alloc(64, n * k * 4);
     float *p = aligned_alloc(64, count * 32 * k * 4);
+    uint16_t *p16 = aligned_alloc(64, count * 32 * k * 2);
     float *c = aligned_alloc(64, m * n * 4);
     for (int64_t i = 0; i < m * k; ++i)
       a[i] = (float)rand() / RAND_MAX - 0.5f;
@@ -45,17 +63,24 @@ int main(void) {
         p[(j / 32) * k * 32 + q * 32 + j % 32] = j < n ? w[j * k + q] : 0;
     tfm_memref2d_f32 ma = matrix(a, m, k), mw = matrix(w, n, k),
                      mc = matrix(c, m, n);
+    for (int64_t i = 0; i < count * 32 * k; ++i)
+      p16[i] = to_bf16(p[i]);
     tfm_memref3d_f32 mp = {p, p, 0, {count, k, 32}, {k * 32, 32, 1}};
-    double best[2] = {1e30, 1e30};
+    tfm_memref3d_u16 mp16 = {p16, p16, 0, {count, k, 32}, {k * 32, 32, 1}};
+    double best[kEngines] = {1e30, 1e30, 1e30, 1e30};
     /* Enough repeats for ~0.2 s per engine; weights exceed L2 in most. */
     int repeats = (int)(2e10 / (2.0 * m * n * k + 1e8)) + 3;
-    for (int engine = 0; engine < 2; ++engine)
+    for (int engine = 0; engine < kEngines; ++engine)
       for (int r = 0; r < repeats; ++r) {
         double t = now();
         if (engine == 0)
           _mlir_ciface_tfm_rt_matmul_nt(&ma, &mw, &mc);
-        else
+        else if (engine == 1)
           _mlir_ciface_tfm_rt_linear_panels(&ma, &mp, &mc);
+        else if (engine == 2)
+          _mlir_ciface_tfm_rt_linear_panels_bf16(&ma, &mp16, &mc);
+        else
+          _mlir_ciface_tfm_rt_linear_panels_bf16_widened(&ma, &mp16, &mc);
         t = now() - t;
         if (t < best[engine])
           best[engine] = t;
@@ -79,9 +104,10 @@ int main(void) {
       return 1;
     }
     double flop = 2.0 * m * n * k;
-    printf("%5ld %5ld %5ld %10.1f %10.1f\n", (long)m, (long)n, (long)k,
-           flop / best[0] / 1e9, flop / best[1] / 1e9);
-    free(a), free(w), free(p), free(c);
+    printf("%5ld %5ld %5ld %10.1f %10.1f %10.1f %12.1f\n", (long)m, (long)n,
+           (long)k, flop / best[0] / 1e9, flop / best[1] / 1e9,
+           flop / best[2] / 1e9, flop / best[3] / 1e9);
+    free(a), free(w), free(p), free(p16), free(c);
   }
   return 0;
 }
