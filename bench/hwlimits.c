@@ -233,10 +233,11 @@ int main(int argc, char **argv) {
     snprintf(bf16_text, sizeof bf16_text, "%.1f", bf16);
   if (int8 > 0)
     snprintf(int8_text, sizeof int8_text, "%.1f", int8);
-  printf("{\"threads\": %d, \"read_gb_per_s\": %.1f, \"fp32_peak_gflops\": %.1f, "
-         "\"bf16_peak_gflops\": %s, \"int8_peak_gops\": %s, "
-         "\"openblas_sgemm_128x2304x768_gflops\": %.1f}\n",
-         omp_get_max_threads(), read_bandwidth(), fma_peak(), bf16_text,
-         int8_text, sgemm_rate());
+  printf(
+      "{\"threads\": %d, \"read_gb_per_s\": %.1f, \"fp32_peak_gflops\": %.1f, "
+      "\"bf16_peak_gflops\": %s, \"int8_peak_gops\": %s, "
+      "\"openblas_sgemm_128x2304x768_gflops\": %.1f}\n",
+      omp_get_max_threads(), read_bandwidth(), fma_peak(), bf16_text, int8_text,
+      sgemm_rate());
   return 0;
 }
