@@ -40,7 +40,8 @@ import os
 import subprocess
 import sys
 
-from compare_peers import hardware_limits, link_model_bench, ort_unavailable
+from compare_peers import (datapath_peak, hardware_limits, link_model_bench,
+                           ort_unavailable)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -199,9 +200,8 @@ def main():
     ort = OrtPeer(args.work, not args.no_ort)
     dtypes = args.dtypes.split(",")
     for dtype in dtypes:
-        if dtype not in DATAPATH_PEAK:
-            parser.error(f"--dtypes: {dtype} is not one of "
-                         f"{', '.join(DATAPATH_PEAK)}")
+        if dtype not in ("f32", "bf16"):
+            parser.error(f"--dtypes: {dtype} is not f32 or bf16")
     berts = {dtype: compile_bench(args.work, "bert-base-random", False, dtype)
              for dtype in dtypes}
     print(f"{'input':>10} {'tfmc':>5} {'tfmc ms':>9} {'PyTorch ms':>11} "
@@ -276,17 +276,9 @@ def compile_bench(work, name, vit, dtype="f32"):
                                    ["--compute-dtype", dtype])
 
 
-# The hwlimits peak of the datapath a weight format's GEMMs run on (bf16
-# panels: vdpbf16ps where the CPU has it, else FMAs after widening).
-DATAPATH_PEAK = {"f32": "fp32_peak_gflops", "bf16": "bf16_peak_gflops"}
-
-
-def peak_share(gflops, peak, dtype):
-    key = DATAPATH_PEAK[dtype]
-    if not peak.get(key):
-        key = "fp32_peak_gflops"
-    return (f"{gflops:.0f} GFLOP/s = {100 * gflops / peak[key]:.0f}% of "
-            f"{key.split('_')[0].upper()}")
+def peak_share(gflops, limits, dtype):
+    datapath, peak = datapath_peak(limits, dtype)
+    return f"{gflops:.0f} GFLOP/s = {100 * gflops / peak:.0f}% of {datapath}"
 
 
 if __name__ == "__main__":
