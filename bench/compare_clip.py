@@ -26,6 +26,7 @@ import subprocess
 import sys
 
 from compare_peers import (add_compute_dtype, datapath_peak, hardware_limits,
+                           peer_onnx, torch_quantization,
                            link_model_bench, ort_unavailable)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,13 +59,14 @@ def text_flops(tokens):
     return tower_flops(tokens, 512, 2048) + 2 * 512 * 512
 
 
-def torch_peer(directory, tokens, reps):
+def torch_peer(directory, tokens, reps, dtype):
     code = f"""
 import json, time, torch, transformers as tf
 torch.set_num_threads(1)
 config = tf.CLIPConfig.from_pretrained({directory!r})
 config._attn_implementation = "eager"
 model = tf.CLIPModel.from_pretrained({directory!r}, config=config).eval()
+{torch_quantization(dtype)}
 pixels = torch.rand(1, 3, 224, 224)
 ids = torch.arange(1000, 1000 + {tokens}).unsqueeze(0)
 def best(run):
@@ -85,7 +87,7 @@ print(json.dumps({{"image_seconds": image, "text_seconds": text}}))
     return json.loads(out.strip().splitlines()[-1])
 
 
-def ort_peer(directory, tokens, reps):
+def ort_peer(directory, tokens, reps, dtype):
     image_onnx, text_onnx = directory + ".image.onnx", directory + ".text.onnx"
     if not os.path.exists(text_onnx):
         subprocess.run([sys.executable, os.path.join(HERE, "export_onnx_clip.py"),
@@ -94,7 +96,8 @@ def ort_peer(directory, tokens, reps):
     peer = os.path.join(HERE, "ort_encoder_peer.js")
 
     def run(onnx, what):
-        out = subprocess.run(["node", peer, onnx, "--reps", str(reps)] + what,
+        out = subprocess.run(["node", peer, peer_onnx(onnx, dtype), "--reps",
+                              str(reps)] + what,
                              capture_output=True, text=True, check=True).stdout
         return json.loads(out.strip().splitlines()[-1])["best_seconds"]
 
@@ -123,9 +126,9 @@ def main():
     ours = json.loads(subprocess.run([exe, str(args.tokens), str(args.reps)],
                                      capture_output=True, text=True,
                                      check=True).stdout)
-    theirs = torch_peer(model, args.tokens, args.reps)
+    theirs = torch_peer(model, args.tokens, args.reps, args.compute_dtype)
     onnx = (None if ort_unavailable(not args.no_ort)
-            else ort_peer(model, args.tokens, args.reps))
+            else ort_peer(model, args.tokens, args.reps, args.compute_dtype))
     print(f"{'input':>14} {'tfmc ms':>9} {'/s':>7} {'PyTorch ms':>11} "
           f"{'/PT':>6} {'ORT ms':>8} {'/ORT':>6}  tfmc of the {datapath} peak")
     for label, key, flops in [("224 image", "image_seconds", image_flops()),

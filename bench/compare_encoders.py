@@ -40,8 +40,9 @@ import os
 import subprocess
 import sys
 
-from compare_peers import (datapath_peak, hardware_limits, link_model_bench,
-                           ort_unavailable)
+from compare_peers import (COMPUTE_DTYPES, datapath_peak, hardware_limits,
+                           link_model_bench, ort_unavailable, peer_onnx,
+                           torch_quantization)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -70,23 +71,28 @@ class OrtPeer:
     def __init__(self, work, enabled):
         self.work, self.reason = work, ort_unavailable(enabled)
 
-    def export(self, directory, vit):
+    def export(self, directory, vit, int8=False):
         onnx = directory + ".onnx"
         if not os.path.exists(onnx):
             subprocess.run([sys.executable, os.path.join(HERE, "export_onnx_encoder.py"),
                             directory, onnx] + (["--vit"] if vit else []),
                            check=True, capture_output=True)
-        return onnx
+        return peer_onnx(onnx, "int8" if int8 else "f32")
 
-    def best_seconds(self, directory, reps, lengths=None, images=None):
+    def best_seconds(self, directory, reps, lengths=None, images=None,
+                     int8=False, output=None):
         """Seconds per call: a batch of sequences padded to the longest
-        (`lengths`), or `images` images. None when unavailable."""
+        (`lengths`), or `images` images; on the model quantize_dynamic
+        makes with `int8`; `output` a file for one more call's output.
+        None when unavailable."""
         if self.reason:
             return None
         what = (["--images", str(images)] if images else
                 ["--lengths", ",".join(map(str, lengths))])
+        what += ["--output", output] if output else []
         out = subprocess.run(["node", os.path.join(HERE, "ort_encoder_peer.js"),
-                              self.export(directory, bool(images)), "--reps", str(reps)]
+                              self.export(directory, bool(images), int8),
+                              "--reps", str(reps)]
                              + what, capture_output=True, text=True, check=True).stdout
         return json.loads(out.strip().splitlines()[-1])["best_seconds"]
 
@@ -99,8 +105,15 @@ def ratio(theirs, ours):
     return "-" if theirs is None else f"{theirs / ours:.2f}x"
 
 
-def torch_peer(directory, seq, reps, vit=False, images=1):
+def torch_peer(directory, seq, reps, vit=False, images=1, int8=False,
+               output=None):
+    """PyTorch's best seconds; with `int8`, the model as
+    torch.quantization.quantize_dynamic makes it (nn.Linear's weights int8
+    per tensor, activations quantized at each call), on both threads (its
+    own kernels'; the f32 model is fastest with OpenBLAS's).
+    `output`: a file for the last hidden state of one more call (raw f32)."""
     cls = "ViT" if vit else "Bert"
+    quantize = torch_quantization("int8" if int8 else "f32")
     inputs = (f"torch.rand({images}, 3, 224, 224)" if vit else
               f"torch.arange(1000, 1000 + {seq}).unsqueeze(0)")
     code = f"""
@@ -109,6 +122,7 @@ torch.set_num_threads(1)
 config = tf.{cls}Config.from_pretrained({directory!r})
 config._attn_implementation = "eager"
 model = tf.{cls}Model.from_pretrained({directory!r}, config=config, add_pooling_layer=False).eval()
+{quantize}
 ids = {inputs}
 times = []
 with torch.no_grad():
@@ -117,6 +131,9 @@ with torch.no_grad():
         model(ids)
         times.append(time.perf_counter() - start)
 times = times[2:]
+if {output!r}:
+    with torch.no_grad():
+        model(ids).last_hidden_state.numpy().tofile({output!r})
 print(json.dumps({{"seconds_per_call": sum(times) / len(times), "best_seconds": min(times)}}))
 """
     env = dict(os.environ, OPENBLAS_NUM_THREADS="2")
@@ -188,10 +205,16 @@ def main():
     parser.add_argument("--images", type=int, default=8,
                         help="images in the image batch cell (0: none)")
     parser.add_argument("--no-ort", action="store_true")
+    parser.add_argument("--accuracy", action="store_true",
+                        help="also each BERT cell's least row cosine against "
+                             "PyTorch f32's hidden states: tfmc in each dtype, "
+                             "and the peers of the int8 rows")
     parser.add_argument("--dtypes", default="f32",
                         help="tfmc's --compute-dtype for each row of the "
-                             "single-input cells, comma-separated (f32,bf16; "
-                             "the batch cells use the first)")
+                             "single-input cells, comma-separated (f32,bf16,"
+                             "int8; the batch cells use the first). An int8 "
+                             "row's peers are int8 too: PyTorch's and ONNX "
+                             "Runtime's quantize_dynamic")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     peak = hardware_limits(args.work)
@@ -200,8 +223,8 @@ def main():
     ort = OrtPeer(args.work, not args.no_ort)
     dtypes = args.dtypes.split(",")
     for dtype in dtypes:
-        if dtype not in ("f32", "bf16"):
-            parser.error(f"--dtypes: {dtype} is not f32 or bf16")
+        if dtype not in COMPUTE_DTYPES:
+            parser.error(f"--dtypes: {dtype} is not one of {', '.join(COMPUTE_DTYPES)}")
     berts = {dtype: compile_bench(args.work, "bert-base-random", False, dtype)
              for dtype in dtypes}
     print(f"{'input':>10} {'tfmc':>5} {'tfmc ms':>9} {'PyTorch ms':>11} "
@@ -216,14 +239,29 @@ def main():
         cells.append(("224 image", vits, 197, True))
     for label, compiled, seq, is_vit in cells:
         model = compiled[dtypes[0]][0]
-        theirs = torch_peer(model, seq, args.reps, is_vit)
-        onnx = (ort.best_seconds(model, args.reps, images=1) if is_vit else
-                ort.best_seconds(model, args.reps, lengths=[seq]))
+        # Outputs for --accuracy (BERT: the peers feed the same ids).
+        out = (lambda name: os.path.join(args.work, f"{name}-{seq}.f32")
+               if args.accuracy and not is_vit else None)
+        for name in ("torch-f32", "torch-int8", "ort-f32", "ort-int8",
+                     *(f"tfmc-{dtype}" for dtype in dtypes)):
+            if out(name) and os.path.exists(out(name)):
+                os.remove(out(name))
+        peers = {}
+        for int8 in sorted({dtype == "int8" for dtype in dtypes}):
+            tag = "int8" if int8 else "f32"
+            peers[int8] = (
+                torch_peer(model, seq, args.reps, is_vit, int8=int8,
+                           output=out(f"torch-{tag}")),
+                ort.best_seconds(model, args.reps, images=1, int8=int8) if is_vit
+                else ort.best_seconds(model, args.reps, lengths=[seq], int8=int8,
+                                      output=out(f"ort-{tag}")))
         for dtype in dtypes:
+            theirs, onnx = peers[dtype == "int8"]
             exe = compiled[dtype][1]
-            ours = json.loads(subprocess.run([exe, str(seq), str(args.reps)],
-                                             capture_output=True, text=True,
-                                             check=True).stdout)
+            ours = json.loads(subprocess.run(
+                [exe, str(seq), str(args.reps)] +
+                ([out(f"tfmc-{dtype}")] if out("tfmc") else []),
+                capture_output=True, text=True, check=True).stdout)
             gflops = flops_per_image(1) if is_vit else flops_per_sequence(seq)
             gflops /= ours["best_seconds"] * 1e9
             print(f"{label:>10} {dtype:>5} {ours['best_seconds'] * 1e3:>9.2f} "
@@ -231,6 +269,8 @@ def main():
                   f"{theirs['best_seconds'] / ours['best_seconds']:>5.2f}x "
                   f"{ms(onnx):>8} {ratio(onnx, ours['best_seconds']):>6}  "
                   f"{peak_share(gflops, peak, dtype)}")
+        if out("tfmc"):
+            print_accuracy(label, out, dtypes)
     vit = vits[dtypes[0]] if vits else None
     bert = berts[dtypes[0]]
     if vit and args.images:
@@ -239,6 +279,23 @@ def main():
         model, exe = bert
         batch_cells(exe, model, args.batches, args.reps,
                     peak["fp32_peak_gflops"], ort)
+
+
+def print_accuracy(label, out, dtypes):
+    """Each output's least row cosine against PyTorch f32's: tfmc's in each
+    dtype and the peers' that ran (files `out(name)`)."""
+    import numpy as np
+    reference = np.fromfile(out("torch-f32"), dtype=np.float32).reshape(-1, 768)
+    names = [f"tfmc-{d}" for d in dtypes] + ["torch-int8", "ort-f32", "ort-int8"]
+    cells = []
+    for name in names:
+        if not os.path.exists(out(name)):
+            continue
+        rows = np.fromfile(out(name), dtype=np.float32).reshape(-1, 768)
+        cosine = (rows * reference).sum(1) / (np.linalg.norm(rows, axis=1) *
+                                              np.linalg.norm(reference, axis=1))
+        cells.append(f"{name} {cosine.min():.5f}")
+    print(f"{label:>10} least row cosine against PyTorch f32: " + ", ".join(cells))
 
 
 def flops_per_image(images):
@@ -267,13 +324,13 @@ def image_batch_cell(vit, images, reps, peak, ort):
 
 def compile_bench(work, name, vit, dtype="f32"):
     """The random model `name` compiled as a library whose GEMMs multiply
-    in `dtype` (tfmc --compute-dtype: bf16 stores the weights as bf16) and
-    linked into encode_bench.c; returns (model folder, executable)."""
+    in `dtype` (tfmc --compute-dtype: bf16 stores the weights as bf16,
+    int8 as int8) and linked into encode_bench.c; returns (model folder,
+    executable)."""
     model = os.path.join(work, name)
     make_model(model, vit)
     return model, link_model_bench(work, model, "encode_bench.c",
-                                   f"{name}-{dtype}",
-                                   ["--compute-dtype", dtype])
+                                   f"{name}-{dtype}", ["--compute-dtype", dtype])
 
 
 def peak_share(gflops, limits, dtype):

@@ -79,20 +79,59 @@ print(json.dumps({{"seconds": min(times[1:])}}))
     return json.loads(out.strip().splitlines()[-1])["seconds"]
 
 
+# What tfmc's GEMMs can multiply in (tfmc --compute-dtype).
+COMPUTE_DTYPES = ("f32", "bf16", "int8")
+
+
 def add_compute_dtype(parser):
-    """tfmc's --compute-dtype for a bench's model (f32 or bf16)."""
-    parser.add_argument("--compute-dtype", choices=("f32", "bf16"),
+    """tfmc's --compute-dtype for a bench's model (f32, bf16 or int8; with
+    int8 the peers run int8 too: torch_quantization, peer_onnx)."""
+    parser.add_argument("--compute-dtype", choices=COMPUTE_DTYPES,
                         default="f32",
                         help="what tfmc's GEMMs multiply in (bf16: weights "
-                             "stored as bf16, vdpbf16ps where it pays)")
+                             "stored as bf16, vdpbf16ps where it pays; int8: "
+                             "weights int8, activations quantized per call, "
+                             "against PyTorch's and ONNX Runtime's "
+                             "quantize_dynamic)")
+
+
+def torch_quantization(dtype):
+    """The line that makes a PyTorch peer's `model` int8 for an int8 cell:
+    torch.quantization.quantize_dynamic (nn.Linear weights int8 per tensor,
+    activations quantized at each call; Debian's torch runs it on oneDNN),
+    on both threads. Empty for other dtypes."""
+    if dtype != "int8":
+        return ""
+    return ("model = torch.quantization.quantize_dynamic(model, "
+            "{torch.nn.Linear}, dtype=torch.qint8, inplace=True)\n"
+            "torch.set_num_threads(2)")
+
+
+def peer_onnx(onnx, dtype):
+    """The ONNX model a `dtype` cell's ONNX Runtime peer runs: the export,
+    or for int8 what quantize_dynamic makes of it."""
+    return quantized_onnx(onnx) if dtype == "int8" else onnx
 
 
 def datapath_peak(limits, dtype):
-    """(name, GFLOP/s) of the peak `dtype`'s GEMMs run against: BF16's
-    where the CPU has vdpbf16ps, else FP32's (bf16 panels widened)."""
+    """(name, GFLOP/s or GOP/s) of the peak `dtype`'s GEMMs run against:
+    BF16's where the CPU has vdpbf16ps, VNNI's int8 where it has vpdpbusd,
+    else FP32's (the panels widened)."""
     if dtype == "bf16" and limits.get("bf16_peak_gflops"):
         return "BF16", limits["bf16_peak_gflops"]
+    if dtype == "int8" and limits.get("int8_peak_gops"):
+        return "VNNI int8", limits["int8_peak_gops"]
     return "FP32", limits["fp32_peak_gflops"]
+
+
+def quantized_onnx(onnx):
+    """The int8 model ONNX Runtime's quantize_dynamic makes of `onnx`
+    (quantize_onnx_dynamic.py), written beside it once."""
+    out = onnx[:-len(".onnx")] + "-int8.onnx"
+    if not os.path.exists(out):
+        subprocess.run(["/usr/bin/python3", os.path.join(HERE, "quantize_onnx_dynamic.py"),
+                        onnx, out], check=True, capture_output=True)
+    return out
 
 
 def hardware_limits(work):

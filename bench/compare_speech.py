@@ -31,6 +31,7 @@ import subprocess
 import sys
 
 from compare_peers import (add_compute_dtype, datapath_peak, hardware_limits,
+                           peer_onnx, torch_quantization,
                            link_model_bench, ort_unavailable,
                            torch_best_seconds)
 
@@ -98,11 +99,12 @@ def flops(samples):
     return total
 
 
-def torch_peer(directory, samples, reps, ast=False):
+def torch_peer(directory, samples, reps, dtype, ast=False):
     model_class = "ASTForAudioClassification" if ast else "Wav2Vec2ForCTC"
     shape = "1, 1024, 128" if ast else f"1, {samples}"
     return torch_best_seconds(
         f"model = tf.{model_class}.from_pretrained({directory!r}).eval()\n"
+        f"{torch_quantization(dtype)}\n"
         f"x = torch.rand({shape}) - 0.5", "model(x)", reps)
 
 
@@ -128,13 +130,13 @@ torch.onnx.export(model, (torch.rand(1, 16000),), {onnx!r},
                    capture_output=True)
 
 
-def ort_peer(directory, samples, reps, ast=False):
+def ort_peer(directory, samples, reps, dtype, ast=False):
     onnx = directory + ".onnx"
     if not os.path.exists(onnx):
         export_onnx(directory, onnx, ast)
     shape = ["--values", "1,1024,128"] if ast else ["--samples", str(samples)]
     out = subprocess.run(["node", os.path.join(HERE, "ort_encoder_peer.js"),
-                          onnx] + shape + ["--reps", str(reps)],
+                          peer_onnx(onnx, dtype)] + shape + ["--reps", str(reps)],
                          capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])["best_seconds"]
 
@@ -167,9 +169,9 @@ def main():
     ours = json.loads(subprocess.run([exe, str(seconds), str(args.reps)],
                                      capture_output=True, text=True,
                                      check=True).stdout)["seconds"]
-    theirs = torch_peer(model, samples, args.reps, ast)
+    theirs = torch_peer(model, samples, args.reps, args.compute_dtype, ast)
     onnx = (None if ort_unavailable(not args.no_ort)
-            else ort_peer(model, samples, args.reps, ast))
+            else ort_peer(model, samples, args.reps, args.compute_dtype, ast))
     gflops = (ast_flops() if ast else flops(samples)) / ours / 1e9
     print(f"{'clip':>8} {'tfmc s':>7} {'RTF':>6} {'PyTorch s':>10} {'/PT':>6} "
           f"{'ORT s':>6} {'/ORT':>6}  tfmc of the {datapath} peak")

@@ -22,6 +22,7 @@ import subprocess
 import sys
 
 from compare_peers import (add_compute_dtype, datapath_peak, hardware_limits,
+                           peer_onnx, torch_quantization,
                            link_model_bench, ort_unavailable,
                            torch_best_seconds)
 
@@ -56,13 +57,14 @@ def flops():
     return total + 2 * width * 1000
 
 
-def torch_peer(directory, reps):
+def torch_peer(directory, reps, dtype):
     return torch_best_seconds(
         f"model = tf.SwinForImageClassification.from_pretrained({directory!r}).eval()\n"
+        f"{torch_quantization(dtype)}\n"
         "x = torch.rand(1, 3, 224, 224)", "model(pixel_values=x)", reps)
 
 
-def ort_peer(directory, reps):
+def ort_peer(directory, reps, dtype):
     onnx = directory + ".onnx"
     if not os.path.exists(onnx):
         code = f"""
@@ -75,7 +77,8 @@ torch.onnx.export(model, (torch.rand(1, 3, 224, 224),), {onnx!r},
         subprocess.run([sys.executable, "-c", code], check=True,
                        capture_output=True)
     out = subprocess.run(["node", os.path.join(HERE, "ort_encoder_peer.js"),
-                          onnx, "--images", "1", "--reps", str(reps)],
+                          peer_onnx(onnx, dtype), "--images", "1", "--reps",
+                          str(reps)],
                          capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])["best_seconds"]
 
@@ -100,9 +103,9 @@ def main():
     ours = json.loads(subprocess.run([exe, "0", str(args.reps)],
                                      capture_output=True, text=True,
                                      check=True).stdout)["seconds"]
-    theirs = torch_peer(model, args.reps)
+    theirs = torch_peer(model, args.reps, args.compute_dtype)
     onnx = (None if ort_unavailable(not args.no_ort)
-            else ort_peer(model, args.reps))
+            else ort_peer(model, args.reps, args.compute_dtype))
     gflops = flops() / ours / 1e9
     print(f"{'input':>10} {'tfmc ms':>8} {'/s':>6} {'PyTorch ms':>11} {'/PT':>6} "
           f"{'ORT ms':>7} {'/ORT':>6}  tfmc of the {datapath} peak")

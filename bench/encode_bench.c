@@ -3,7 +3,8 @@
  * its first entry point on one sequence of SEQ tokens (ids 1000 + i, types
  * 0), or for an image model on one image of its declared shape (values
  * 0.01 i mod 1), after two untimed calls. Prints one JSON line: seconds per
- * call.
+ * call. `encode_bench SEQ REPS OUT` also writes the call's first output to
+ * OUT as raw f32 (compare_encoders.py --accuracy).
  *
  * `encode_bench --batch B MIN MAX REPS`: B sequences of MIN to MAX tokens
  * (spread evenly, in a shuffled order), three ways: packed into one call
@@ -162,6 +163,30 @@ static int bench_images(tfm_model *model, int images, int reps) {
   return 0;
 }
 
+/* One more call of `entry`, its first output's floats written to `path`. */
+static int write_output(tfm_model *model, const tfm_entry_point *entry,
+                        tfm_tensor *inputs, const char *path) {
+  tfm_status status;
+  tfm_tensor out;
+  if (tfm_model_call(model, entry->name, inputs, entry->num_inputs, NULL, &out,
+                     1, &status) != TFM_OK) {
+    fprintf(stderr, "error: %s\n", status.message);
+    return 1;
+  }
+  int64_t count = 1;
+  for (int32_t d = 0; d < out.rank; ++d)
+    count *= out.shape[d];
+  FILE *file = fopen(path, "wb");
+  int written = file && fwrite(out.data, sizeof(float), (size_t)count, file) ==
+                            (size_t)count;
+  if (file)
+    fclose(file);
+  tfm_tensor_release(&out);
+  if (!written)
+    fprintf(stderr, "error: cannot write %s\n", path);
+  return !written;
+}
+
 int main(int argc, char **argv) {
   tfm_status status;
   tfm_model *model;
@@ -200,6 +225,7 @@ int main(int argc, char **argv) {
                            reps, &mean);
   printf("{\"seconds_per_call\": %.6f, \"best_seconds\": %.6f}\n", mean,
          best);
+  int code = argc > 3 ? write_output(model, entry, inputs, argv[3]) : 0;
   tfm_model_free(model);
-  return 0;
+  return code;
 }

@@ -4,22 +4,27 @@
  * (tfm_rt_linear_panels), and on bf16 panels: with activations rounded to
  * bf16 for vdpbf16ps where the CPU has it and it pays
  * (tfm_rt_linear_panels_bf16, --compute-dtype bf16), and always widened
- * (_bf16_widened, --compute-dtype f32). Set their GFLOP/s against
- * bench/hwlimits.c's FP32 and BF16 peaks.
+ * (_bf16_widened, --compute-dtype f32), and on int8 blocks of 32 (q8_0:
+ * tfm_rt_linear_blocks, --weights-dtype int8; the activations quantized
+ * per block at each call, vpdpbusd where the CPU has VNNI). Set their
+ * GFLOP/s (GOP/s for int8) against bench/hwlimits.c's FP32, BF16 and int8
+ * peaks.
  *
  *   cc -O2 bench/gemm_kernels.c -Iruntime/include build/lib/libtfmrt.a \
  *      -lopenblas -lutf8proc -lz -lm -lpthread -o gemm_kernels
  */
 #include "tfm/runtime_kernels.h"
 #include "tfm/tfm_model_abi.h"
+#include "tfm/weight_formats.h"
 
+#include <math.h>
 #include <string.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-enum { kEngines = 4 };
+enum { kEngines = 5 };
 
 /* f32 to bf16, rounded to nearest even (the weights here are finite). */
 static uint16_t to_bf16(float x) {
@@ -27,6 +32,57 @@ static uint16_t to_bf16(float x) {
   memcpy(&bits, &x, sizeof bits);
   bits += 0x7FFFu + ((bits >> 16) & 1);
   return (uint16_t)(bits >> 16);
+}
+
+/* An f16 holding x (normal, |x| in [2^-14, 65504]; truncated). */
+static uint16_t to_f16(float x) {
+  uint32_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  uint32_t exponent = ((bits >> 23) & 0xFF) - 127 + 15;
+  return (uint16_t)(((bits >> 16) & 0x8000) | (exponent << 10) |
+                    ((bits >> 13) & 0x3FF));
+}
+static float from_f16(uint16_t h) {
+  uint32_t bits = ((uint32_t)(h & 0x8000) << 16) |
+                  ((uint32_t)(((h >> 10) & 0x1F) - 15 + 127) << 23) |
+                  ((uint32_t)(h & 0x3FF) << 13);
+  float x;
+  memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+/* W [n, k] (k a multiple of 32) as q8_0 block panels (weight_formats.h):
+ * each row's block of 32 scaled by its peak / 127; `dequantized` gets the
+ * weights the panels hold. */
+static int8_t *q8_0_panels(const float *w, int64_t n, int64_t k,
+                           float *dequantized) {
+  int64_t blocks = k / TFM_BLOCK_SIZE, panels = (n + 15) / 16;
+  int64_t panel_bytes = tfm_block_panel_bytes(TFM_FORMAT_Q8_0, k);
+  uint8_t *out = calloc(panels, panel_bytes);
+  for (int64_t row = 0; row < panels * 16; ++row)
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t *panel = out + row / 16 * panel_bytes;
+      int r = (int)(row % 16);
+      float peak = 0;
+      for (int e = 0; e < 32 && row < n; ++e) {
+        float v = w[row * k + 32 * b + e];
+        peak = v > peak ? v : -v > peak ? -v : peak;
+      }
+      uint16_t scale = to_f16(peak > 0 ? peak / 127 : 1);
+      memcpy(panel + 2 * (b * 16 + r), &scale, 2);
+      uint8_t *codes = panel + blocks * 32 + b * 512;
+      for (int e = 0; e < 32; ++e) {
+        int q = 0;
+        if (row < n) {
+          float v = w[row * k + 32 * b + e] / from_f16(scale);
+          q = (int)(v + (v < 0 ? -0.5f : 0.5f));
+          q = q > 127 ? 127 : q < -127 ? -127 : q;
+          dequantized[row * k + 32 * b + e] = from_f16(scale) * q;
+        }
+        codes[e / 4 * 64 + 4 * r + e % 4] = (uint8_t)(q + 128);
+      }
+    }
+  return (int8_t *)out;
 }
 
 static double now(void) {
@@ -45,8 +101,8 @@ int main(void) {
       {1, 2304, 768},   {1, 3072, 768},  {1, 768, 3072},  {128, 2304, 768},
       {128, 768, 768},  {128, 3072, 768}, {128, 768, 3072}, {512, 2304, 768},
       {512, 3072, 768}, {512, 768, 3072}};
-  printf("%5s %5s %5s %10s %10s %10s %12s\n", "m", "n", "k", "openblas",
-         "panels", "bf16", "bf16-widened");
+  printf("%5s %5s %5s %10s %10s %10s %12s %10s\n", "m", "n", "k", "openblas",
+         "panels", "bf16", "bf16-widened", "q8_0");
   for (size_t s = 0; s < sizeof shapes / sizeof *shapes; ++s) {
     int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
     int64_t count = (n + 31) / 32;
@@ -67,7 +123,11 @@ int main(void) {
       p16[i] = to_bf16(p[i]);
     tfm_memref3d_f32 mp = {p, p, 0, {count, k, 32}, {k * 32, 32, 1}};
     tfm_memref3d_u16 mp16 = {p16, p16, 0, {count, k, 32}, {k * 32, 32, 1}};
-    double best[kEngines] = {1e30, 1e30, 1e30, 1e30};
+    float *w8 = aligned_alloc(64, n * k * 4);
+    int8_t *q8 = q8_0_panels(w, n, k, w8);
+    int64_t q8_bytes = tfm_block_matrix_bytes(TFM_FORMAT_Q8_0, n, k);
+    tfm_memref1d_i8 mq8 = {q8, q8, 0, {q8_bytes}, {1}};
+    double best[kEngines] = {1e30, 1e30, 1e30, 1e30, 1e30};
     /* Enough repeats for ~0.2 s per engine; weights exceed L2 in most. */
     int repeats = (int)(2e10 / (2.0 * m * n * k + 1e8)) + 3;
     for (int engine = 0; engine < kEngines; ++engine)
@@ -79,8 +139,10 @@ int main(void) {
           _mlir_ciface_tfm_rt_linear_panels(&ma, &mp, &mc);
         else if (engine == 2)
           _mlir_ciface_tfm_rt_linear_panels_bf16(&ma, &mp16, &mc);
-        else
+        else if (engine == 3)
           _mlir_ciface_tfm_rt_linear_panels_bf16_widened(&ma, &mp16, &mc);
+        else
+          _mlir_ciface_tfm_rt_linear_blocks(&ma, &mq8, &mc, TFM_FORMAT_Q8_0);
         t = now() - t;
         if (t < best[engine])
           best[engine] = t;
@@ -97,17 +159,34 @@ int main(void) {
       double d = c[i] > check[i] ? c[i] - check[i] : check[i] - c[i];
       worst = d > worst ? d : worst;
     }
+    /* q8_0 against OpenBLAS on the weights it holds, within what rounding
+     * the activations to 8 bits a block moves. */
+    tfm_memref2d_f32 mw8 = matrix(w8, n, k);
+    for (int64_t i = 0; i < m * n; ++i)
+      c[i] = 0; /* tfm_rt_matmul_nt adds to C */
+    _mlir_ciface_tfm_rt_matmul_nt(&ma, &mw8, &mc);
+    _mlir_ciface_tfm_rt_linear_blocks(&ma, &mq8, &mcheck, TFM_FORMAT_Q8_0);
+    double worst8 = 0;
+    for (int64_t i = 0; i < m * n; ++i) {
+      double d = c[i] > check[i] ? c[i] - check[i] : check[i] - c[i];
+      worst8 = d > worst8 ? d : worst8;
+    }
     free(check);
+    if (worst8 > 0.004 * sqrt((double)k)) {
+      fprintf(stderr, "q8_0 is %g off at %ldx%ldx%ld\n", worst8, (long)m,
+              (long)n, (long)k);
+      return 1;
+    }
     if (worst > 1e-3) {
       fprintf(stderr, "engines disagree by %g at %ldx%ldx%ld\n", worst,
               (long)m, (long)n, (long)k);
       return 1;
     }
     double flop = 2.0 * m * n * k;
-    printf("%5ld %5ld %5ld %10.1f %10.1f %10.1f %12.1f\n", (long)m, (long)n,
-           (long)k, flop / best[0] / 1e9, flop / best[1] / 1e9,
-           flop / best[2] / 1e9, flop / best[3] / 1e9);
-    free(a), free(w), free(p), free(p16), free(c);
+    printf("%5ld %5ld %5ld %10.1f %10.1f %10.1f %12.1f %10.1f\n", (long)m,
+           (long)n, (long)k, flop / best[0] / 1e9, flop / best[1] / 1e9,
+           flop / best[2] / 1e9, flop / best[3] / 1e9, flop / best[4] / 1e9);
+    free(a), free(w), free(p), free(p16), free(c), free(w8), free(q8);
   }
   return 0;
 }

@@ -5,6 +5,7 @@
 //
 //   node ort_encoder_peer.js MODEL.onnx --lengths 12,40,7 --reps 5
 //       a batch of sequences padded to the longest, with an attention mask
+//       (--output FILE: the first output of one more run, raw f32)
 //   node ort_encoder_peer.js MODEL.onnx --images 1 --reps 5
 //       224x224 images
 //   node ort_encoder_peer.js MODEL.onnx --samples 480000 --reps 3
@@ -58,6 +59,13 @@ async function main() {
     const start = process.hrtime.bigint();
     await session.run(feeds);
     best = Math.min(best, Number(process.hrtime.bigint() - start) / 1e9);
+  }
+  const output = argument('--output');
+  if (output !== undefined) {
+    const results = await session.run(feeds);
+    const hidden = results[session.outputNames[0]].data;
+    require('fs').writeFileSync(output, Buffer.from(hidden.buffer, hidden.byteOffset,
+                                                    hidden.byteLength));
   }
   console.log(JSON.stringify({best_seconds: best}));
 }

@@ -74,7 +74,9 @@ struct CodegenPipelineOptions : PassPipelineOptions<CodegenPipelineOptions> {
                      "weights widened, activations never rounded), bf16 "
                      "(weights stored bf16, activations rounded to bf16 "
                      "where the CPU's bf16 dot product outruns widening), "
-                     "or empty: bf16 where the weights are bf16"),
+                     "int8 (weights stored int8, activations quantized per "
+                     "block of 32 at each call), or empty: bf16 where the "
+                     "weights are bf16"),
       llvm::cl::init("")};
   Option<std::string> edgeDtype{
       *this, "edge-dtype",

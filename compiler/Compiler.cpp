@@ -384,18 +384,20 @@ llvm::Error checkRanks(const CompileOptions &options,
   return llvm::Error::success();
 }
 
-/// --compute-dtype: bf16 with the weights it multiplies (bf16, which it
-/// sets where --weights-dtype does not), or f32 over float weights (the
-/// block formats' kernels multiply int8 activations). Checked before the
-/// weights' dtype is defaulted; `unit` says what a checkpoint stores.
+/// --compute-dtype: bf16 or int8 with the weights it multiplies (bf16;
+/// int8 blocks, whose kernels quantize the activations per block at each
+/// call), which it sets where --weights-dtype does not, or f32 over float
+/// weights (the block formats' kernels multiply int8 activations). Checked
+/// before the weights' dtype is defaulted; `unit` says what a checkpoint
+/// stores.
 llvm::Error checkComputeDtype(const CodegenPipelineOptions &pipeline,
                               const CompilationUnit &unit) {
   llvm::StringRef compute = pipeline.computeDtype.getValue();
   if (compute.empty())
     return llvm::Error::success();
-  if (compute != "f32" && compute != "bf16")
-    return makeError("--compute-dtype: expected f32 or bf16, got '" + compute +
-                     "'");
+  if (compute != "f32" && compute != "bf16" && compute != "int8")
+    return makeError("--compute-dtype: expected f32, bf16 or int8, got '" +
+                     compute + "'");
   // Each weight dtype flag given, by name.
   std::pair<llvm::StringRef, llvm::StringRef> given[] = {
       {"--weights-dtype", pipeline.weightsDtype.getValue()},
@@ -407,9 +409,10 @@ llvm::Error checkComputeDtype(const CodegenPipelineOptions &pipeline,
   for (auto [flag, dtype] : given) {
     if (dtype.empty())
       continue;
-    if (compute == "bf16" && dtype != "bf16")
-      return makeError("--compute-dtype=bf16 multiplies bf16 weights; " + flag +
-                       "=" + dtype + " stores them otherwise");
+    if (compute != "f32" && dtype != compute)
+      return makeError("--compute-dtype=" + compute + " multiplies " + compute +
+                       " weights; " + flag + "=" + dtype +
+                       " stores them otherwise");
     std::optional<WeightFormat> format = formatOfDtype(dtype);
     if (compute == "f32" && format && !isFloatFormat(*format))
       return makeError("--compute-dtype=f32 keeps every product in f32; " +
@@ -630,10 +633,11 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
       return error;
   // Weights keep the checkpoint's dtype unless told otherwise; an f32
   // checkpoint's matrices become what the target stores them as (bf16 on
-  // the GPU, codegen/Targets.cpp), or bf16 for bf16 products.
+  // the GPU, codegen/Targets.cpp), or the products' dtype for bf16 or int8
+  // products.
   if (pipeline.weightsDtype.empty() && unit.model &&
-      pipeline.computeDtype == "bf16")
-    pipeline.weightsDtype = "bf16";
+      (pipeline.computeDtype == "bf16" || pipeline.computeDtype == "int8"))
+    pipeline.weightsDtype = pipeline.computeDtype;
   if (pipeline.weightsDtype.empty() && unit.model) {
     if (unit.weights.hasNarrowMatrices())
       pipeline.weightsDtype = "checkpoint";

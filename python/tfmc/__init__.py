@@ -219,7 +219,7 @@ def compile(model, output, weights_dtype=None, kv_dtype=None, target=None,
             lora_rank=None, compute_dtype=None):
     """Runs tfmc on `model` (a model folder, GGUF file, .mlir, ...) writing
     `output` (a shared library by default). `compute_dtype`: what the GEMMs
-    multiply in, "bf16" or "f32" (tfmc --compute-dtype). `lora`: PEFT LoRA adapter
+    multiply in, "bf16", "int8" or "f32" (tfmc --compute-dtype). `lora`: PEFT LoRA adapter
     folders (or GGUF LoRA files, for a GGUF model) merged into a decoder's
     weights (tfmc --lora), each a path or a (path, scale) pair; one path
     alone may be given bare. `lora_slots` > 0: slots for adapters loaded at

@@ -82,6 +82,26 @@ TFM_INLINE float hsum8(v8 v) {
   return v[0];
 }
 
+/* The largest lane, by the same halvings. */
+TFM_INLINE float hmax(v16 v) {
+  v = vmax(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1,
+                                      2, 3, 4, 5, 6, 7));
+  v = vmax(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14,
+                                      15, 8, 9, 10, 11));
+  v = vmax(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8,
+                                      9, 14, 15, 12, 13));
+  v = vmax(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11,
+                                      10, 13, 12, 15, 14));
+  return v[0];
+}
+
+TFM_INLINE float hmax8(v8 v) {
+  v = vmax8(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3));
+  v = vmax8(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5));
+  v = vmax8(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6));
+  return v[0];
+}
+
 /* e^x for x <= 0 (scores minus their maximum); exactly 0 below -87, which
  * includes the -inf of masked keys. Cephes' expf: x = n·ln2 + r, |r| <=
  * ln2/2, a degree-6 polynomial for e^r, 2^n through the exponent bits;

@@ -82,6 +82,14 @@ def main():
                                           np.linalg.norm(logits, axis=1))
     print("compute_dtype bf16: logits' cosine >= 0.999:",
           bool(cosines.min() >= 0.999))
+    # int8 products (weights and activations per block of 32).
+    int8 = tfmc.load(tfmc.compile(stories_model, work + "/libstories-int8.so",
+                                  compute_dtype="int8", progress=False))
+    narrow = int8.call("forward", np.array(ids, dtype=np.int32))["logits"]
+    cosines = (narrow * logits).sum(1) / (np.linalg.norm(narrow, axis=1) *
+                                          np.linalg.norm(logits, axis=1))
+    print("compute_dtype int8: logits' cosine >= 0.99:",
+          bool(cosines.min() >= 0.99))
 
     clip = tfmc.load(clip_lib)
     embeds = clip.embed(["a photo of a cat", "a photo of a dog"])

@@ -163,7 +163,11 @@ cl::opt<std::string> computeDtype(
     cl::desc("What the GEMMs multiply in: bf16 (weights stored as bf16, "
              "activations rounded to bf16 where the CPU's AVX512-BF16 dot "
              "product outruns widening, as on AMD's Zen 4 and 5; about twice "
-             "the f32 rate) or f32 (bf16 and f16 weights widened, "
+             "the f32 rate), int8 (weights stored int8 per block of 32, the "
+             "activations quantized the same way at each call and multiplied "
+             "by AVX-512 VNNI's integer dot product where the CPU has it: "
+             "ONNX Runtime's dynamic quantization, at a finer grain) or f32 "
+             "(bf16 and f16 weights widened, "
              "activations never rounded, so that a sequence's outputs agree "
              "across batch sizes to f32's rounding, not bf16's) (default: "
              "bf16 where the weights are bf16, else f32)"),

@@ -24,7 +24,8 @@ extern "C" {
  * packager stores linear weights that way and the panel GEMM reads them. */
 #define TFM_PANEL_WIDTH 32
 
-/* C[m, n] = A[m, k] · B[n, k]ᵀ (B row-major, as linear weights are). */
+/* C[m, n] += A[m, k] · B[n, k]ᵀ (B row-major, as linear weights are): it
+ * adds to C, as the linalg.matmul it replaces adds to its init. */
 TFM_EXPORT void _mlir_ciface_tfm_rt_matmul_nt(tfm_memref2d_f32 *a,
                                               tfm_memref2d_f32 *b,
                                               tfm_memref2d_f32 *c);
