@@ -99,7 +99,8 @@ def torch_quantization(dtype):
     """The line that makes a PyTorch peer's `model` int8 for an int8 cell:
     torch.quantization.quantize_dynamic (nn.Linear weights int8 per tensor,
     activations quantized at each call; Debian's torch runs it on oneDNN),
-    on both threads. Empty for other dtypes."""
+    on both threads; in place, since wav2vec2's weight-normed convolution
+    cannot be deep-copied. Empty for other dtypes."""
     if dtype != "int8":
         return ""
     return ("model = torch.quantization.quantize_dynamic(model, "
@@ -129,8 +130,12 @@ def quantized_onnx(onnx):
     (quantize_onnx_dynamic.py), written beside it once."""
     out = onnx[:-len(".onnx")] + "-int8.onnx"
     if not os.path.exists(out):
-        subprocess.run(["/usr/bin/python3", os.path.join(HERE, "quantize_onnx_dynamic.py"),
-                        onnx, out], check=True, capture_output=True)
+        done = subprocess.run(["/usr/bin/python3",
+                               os.path.join(HERE, "quantize_onnx_dynamic.py"),
+                               onnx, out], capture_output=True, text=True)
+        if done.returncode:
+            sys.exit(f"quantize_onnx_dynamic.py failed (it needs Debian's "
+                     f"python3-onnx):\n{done.stderr}")
     return out
 
 

@@ -23,6 +23,7 @@ ONNX Runtime's graph optimizer (level "all") fuses each such group into
 its DynamicQuantizeMatMul / MatMulIntegerToFloat kernels, as it does for
 quantize_dynamic's own output.
 
+    apt-get install python3-onnx
     /usr/bin/python3 quantize_onnx_dynamic.py IN.onnx OUT.onnx [--per-channel]
 """
 import argparse
