@@ -13,6 +13,7 @@
  *   cc -O2 bench/gemm_kernels.c -Iruntime/include build/lib/libtfmrt.a \
  *      -lopenblas -lutf8proc -lz -lm -lpthread -o gemm_kernels
  */
+#include "tfm/half_floats.h"
 #include "tfm/runtime_kernels.h"
 #include "tfm/tfm_model_abi.h"
 #include "tfm/weight_formats.h"
@@ -25,31 +26,6 @@
 #include <time.h>
 
 enum { kEngines = 5 };
-
-/* f32 to bf16, rounded to nearest even (the weights here are finite). */
-static uint16_t to_bf16(float x) {
-  uint32_t bits;
-  memcpy(&bits, &x, sizeof bits);
-  bits += 0x7FFFu + ((bits >> 16) & 1);
-  return (uint16_t)(bits >> 16);
-}
-
-/* An f16 holding x (normal, |x| in [2^-14, 65504]; truncated). */
-static uint16_t to_f16(float x) {
-  uint32_t bits;
-  memcpy(&bits, &x, sizeof bits);
-  uint32_t exponent = ((bits >> 23) & 0xFF) - 127 + 15;
-  return (uint16_t)(((bits >> 16) & 0x8000) | (exponent << 10) |
-                    ((bits >> 13) & 0x3FF));
-}
-static float from_f16(uint16_t h) {
-  uint32_t bits = ((uint32_t)(h & 0x8000) << 16) |
-                  ((uint32_t)(((h >> 10) & 0x1F) - 15 + 127) << 23) |
-                  ((uint32_t)(h & 0x3FF) << 13);
-  float x;
-  memcpy(&x, &bits, sizeof x);
-  return x;
-}
 
 /* W [n, k] (k a multiple of 32) as q8_0 block panels (weight_formats.h):
  * each row's block of 32 scaled by its peak / 127; `dequantized` gets the
@@ -68,16 +44,17 @@ static int8_t *q8_0_panels(const float *w, int64_t n, int64_t k,
         float v = w[row * k + 32 * b + e];
         peak = v > peak ? v : -v > peak ? -v : peak;
       }
-      uint16_t scale = to_f16(peak > 0 ? peak / 127 : 1);
+      uint16_t scale = tfm_float_to_f16(peak > 0 ? peak / 127 : 1);
       memcpy(panel + 2 * (b * 16 + r), &scale, 2);
-      uint8_t *codes = panel + blocks * 32 + b * 512;
+      uint8_t *codes = panel + blocks * tfm_block_meta_bytes(TFM_FORMAT_Q8_0) +
+                       b * tfm_block_code_bytes(TFM_FORMAT_Q8_0);
       for (int e = 0; e < 32; ++e) {
         int q = 0;
         if (row < n) {
-          float v = w[row * k + 32 * b + e] / from_f16(scale);
+          float v = w[row * k + 32 * b + e] / tfm_f16_to_float(scale);
           q = (int)(v + (v < 0 ? -0.5f : 0.5f));
           q = q > 127 ? 127 : q < -127 ? -127 : q;
-          dequantized[row * k + 32 * b + e] = from_f16(scale) * q;
+          dequantized[row * k + 32 * b + e] = tfm_f16_to_float(scale) * q;
         }
         codes[e / 4 * 64 + 4 * r + e % 4] = (uint8_t)(q + 128);
       }
@@ -120,7 +97,7 @@ int main(void) {
     tfm_memref2d_f32 ma = matrix(a, m, k), mw = matrix(w, n, k),
                      mc = matrix(c, m, n);
     for (int64_t i = 0; i < count * 32 * k; ++i)
-      p16[i] = to_bf16(p[i]);
+      p16[i] = tfm_float_to_bf16(p[i]);
     tfm_memref3d_f32 mp = {p, p, 0, {count, k, 32}, {k * 32, 32, 1}};
     tfm_memref3d_u16 mp16 = {p16, p16, 0, {count, k, 32}, {k * 32, 32, 1}};
     float *w8 = aligned_alloc(64, n * k * 4);
