@@ -71,27 +71,27 @@ class OrtPeer:
     def __init__(self, work, enabled):
         self.work, self.reason = work, ort_unavailable(enabled)
 
-    def export(self, directory, vit, int8=False):
+    def export(self, directory, vit, dtype="f32"):
         onnx = directory + ".onnx"
         if not os.path.exists(onnx):
             subprocess.run([sys.executable, os.path.join(HERE, "export_onnx_encoder.py"),
                             directory, onnx] + (["--vit"] if vit else []),
                            check=True, capture_output=True)
-        return peer_onnx(onnx, "int8" if int8 else "f32")
+        return peer_onnx(onnx, dtype)
 
     def best_seconds(self, directory, reps, lengths=None, images=None,
-                     int8=False, output=None):
+                     dtype="f32", output=None):
         """Seconds per call: a batch of sequences padded to the longest
         (`lengths`), or `images` images; on the model quantize_dynamic
-        makes with `int8`; `output` a file for one more call's output.
-        None when unavailable."""
+        makes for an int8 `dtype`; `output` a file for one more call's
+        output. None when unavailable."""
         if self.reason:
             return None
         what = (["--images", str(images)] if images else
                 ["--lengths", ",".join(map(str, lengths))])
         what += ["--output", output] if output else []
         out = subprocess.run(["node", os.path.join(HERE, "ort_encoder_peer.js"),
-                              self.export(directory, bool(images), int8),
+                              self.export(directory, bool(images), dtype),
                               "--reps", str(reps)]
                              + what, capture_output=True, text=True, check=True).stdout
         return json.loads(out.strip().splitlines()[-1])["best_seconds"]
@@ -105,15 +105,15 @@ def ratio(theirs, ours):
     return "-" if theirs is None else f"{theirs / ours:.2f}x"
 
 
-def torch_peer(directory, seq, reps, vit=False, images=1, int8=False,
+def torch_peer(directory, seq, reps, vit=False, images=1, dtype="f32",
                output=None):
-    """PyTorch's best seconds; with `int8`, the model as
+    """PyTorch's best seconds; for an int8 `dtype`, the model as
     torch.quantization.quantize_dynamic makes it (nn.Linear's weights int8
     per tensor, activations quantized at each call), on both threads (its
     own kernels'; the f32 model is fastest with OpenBLAS's).
     `output`: a file for the last hidden state of one more call (raw f32)."""
     cls = "ViT" if vit else "Bert"
-    quantize = torch_quantization("int8" if int8 else "f32")
+    quantize = torch_quantization(dtype)
     inputs = (f"torch.rand({images}, 3, 224, 224)" if vit else
               f"torch.arange(1000, 1000 + {seq}).unsqueeze(0)")
     code = f"""
@@ -240,27 +240,29 @@ def main():
     for label, compiled, seq, is_vit in cells:
         model = compiled[dtypes[0]][0]
         # Outputs for --accuracy (BERT: the peers feed the same ids).
+        accuracy = args.accuracy and not is_vit
         out = (lambda name: os.path.join(args.work, f"{name}-{seq}.f32")
-               if args.accuracy and not is_vit else None)
-        for name in ("torch-f32", "torch-int8", "ort-f32", "ort-int8",
-                     *(f"tfmc-{dtype}" for dtype in dtypes)):
-            if out(name) and os.path.exists(out(name)):
-                os.remove(out(name))
+               if accuracy else None)
+        if accuracy:
+            for name in ("torch-f32", "torch-int8", "ort-f32", "ort-int8",
+                         *(f"tfmc-{dtype}" for dtype in dtypes)):
+                if os.path.exists(out(name)):
+                    os.remove(out(name))
+        # The peers run in f32, and in int8 for the int8 rows.
         peers = {}
-        for int8 in sorted({dtype == "int8" for dtype in dtypes}):
-            tag = "int8" if int8 else "f32"
-            peers[int8] = (
-                torch_peer(model, seq, args.reps, is_vit, int8=int8,
-                           output=out(f"torch-{tag}")),
-                ort.best_seconds(model, args.reps, images=1, int8=int8) if is_vit
-                else ort.best_seconds(model, args.reps, lengths=[seq], int8=int8,
-                                      output=out(f"ort-{tag}")))
+        for peer in sorted({peer_dtype(dtype) for dtype in dtypes}):
+            peers[peer] = (
+                torch_peer(model, seq, args.reps, is_vit, dtype=peer,
+                           output=out(f"torch-{peer}")),
+                ort.best_seconds(model, args.reps, images=1, dtype=peer) if is_vit
+                else ort.best_seconds(model, args.reps, lengths=[seq], dtype=peer,
+                                      output=out(f"ort-{peer}")))
         for dtype in dtypes:
-            theirs, onnx = peers[dtype == "int8"]
+            theirs, onnx = peers[peer_dtype(dtype)]
             exe = compiled[dtype][1]
             ours = json.loads(subprocess.run(
                 [exe, str(seq), str(args.reps)] +
-                ([out(f"tfmc-{dtype}")] if out("tfmc") else []),
+                ([out(f"tfmc-{dtype}")] if accuracy else []),
                 capture_output=True, text=True, check=True).stdout)
             gflops = flops_per_image(1) if is_vit else flops_per_sequence(seq)
             gflops /= ours["best_seconds"] * 1e9
@@ -269,8 +271,8 @@ def main():
                   f"{theirs['best_seconds'] / ours['best_seconds']:>5.2f}x "
                   f"{ms(onnx):>8} {ratio(onnx, ours['best_seconds']):>6}  "
                   f"{peak_share(gflops, peak, dtype)}")
-        if out("tfmc"):
-            print_accuracy(label, out, dtypes)
+        if accuracy:
+            print_accuracy(label, out, dtypes, seq)
     vit = vits[dtypes[0]] if vits else None
     bert = berts[dtypes[0]]
     if vit and args.images:
@@ -281,17 +283,23 @@ def main():
                     peak["fp32_peak_gflops"], ort)
 
 
-def print_accuracy(label, out, dtypes):
+def peer_dtype(dtype):
+    """What the peers of a tfmc `dtype` row run in: int8 for int8, else
+    f32 (neither peer has a bf16 path here)."""
+    return "int8" if dtype == "int8" else "f32"
+
+
+def print_accuracy(label, out, dtypes, seq):
     """Each output's least row cosine against PyTorch f32's: tfmc's in each
-    dtype and the peers' that ran (files `out(name)`)."""
+    dtype and the peers' that ran (files `out(name)`, `seq` rows each)."""
     import numpy as np
-    reference = np.fromfile(out("torch-f32"), dtype=np.float32).reshape(-1, 768)
+    reference = np.fromfile(out("torch-f32"), dtype=np.float32).reshape(seq, -1)
     names = [f"tfmc-{d}" for d in dtypes] + ["torch-int8", "ort-f32", "ort-int8"]
     cells = []
     for name in names:
         if not os.path.exists(out(name)):
             continue
-        rows = np.fromfile(out(name), dtype=np.float32).reshape(-1, 768)
+        rows = np.fromfile(out(name), dtype=np.float32).reshape(seq, -1)
         cosine = (rows * reference).sum(1) / (np.linalg.norm(rows, axis=1) *
                                               np.linalg.norm(reference, axis=1))
         cells.append(f"{name} {cosine.min():.5f}")
