@@ -64,7 +64,8 @@ struct CodegenPipelineOptions : PassPipelineOptions<CodegenPipelineOptions> {
   Option<std::string> weightsDtype{
       *this, "weights-dtype",
       llvm::cl::desc("Storage of the weight matrices: f32, bf16, f16, int8, "
-                     "int4, int4-min or checkpoint (tfm-quantize-weights; "
+                     "int8-channel, int4, int4-min or checkpoint "
+                     "(tfm-quantize-weights; "
                      "empty: f32, "
                      "or for a model read from a checkpoint, checkpoint)"),
       llvm::cl::init("")};
@@ -74,8 +75,9 @@ struct CodegenPipelineOptions : PassPipelineOptions<CodegenPipelineOptions> {
                      "weights widened, activations never rounded), bf16 "
                      "(weights stored bf16, activations rounded to bf16 "
                      "where the CPU's bf16 dot product outruns widening), "
-                     "int8 (weights stored int8, activations quantized per "
-                     "block of 32 at each call), or empty: bf16 where the "
+                     "int8 (weights stored int8 per channel, activations "
+                     "quantized per row at each call; per block of 32 with "
+                     "int8 weights), or empty: bf16 where the "
                      "weights are bf16"),
       llvm::cl::init("")};
   Option<std::string> edgeDtype{

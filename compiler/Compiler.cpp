@@ -385,8 +385,9 @@ llvm::Error checkRanks(const CompileOptions &options,
 }
 
 /// --compute-dtype: bf16 or int8 with the weights it multiplies (bf16;
-/// int8 blocks, whose kernels quantize the activations per block at each
-/// call), which it sets where --weights-dtype does not, or f32 over float
+/// int8 per channel, whose kernels quantize the activations per row at
+/// each call, or int8 blocks of 32, per block), which it sets where
+/// --weights-dtype does not (int8-channel for int8), or f32 over float
 /// weights (the block formats' kernels multiply int8 activations). Checked
 /// before the weights' dtype is defaulted; `unit` says what a checkpoint
 /// stores.
@@ -409,8 +410,11 @@ llvm::Error checkComputeDtype(const CodegenPipelineOptions &pipeline,
   for (auto [flag, dtype] : given) {
     if (dtype.empty())
       continue;
-    if (compute != "f32" && dtype != compute)
-      return makeError("--compute-dtype=" + compute + " multiplies " + compute +
+    bool int8Weights = dtype == "int8" || dtype == "int8-channel";
+    if (compute != "f32" && dtype != compute &&
+        !(compute == "int8" && int8Weights))
+      return makeError("--compute-dtype=" + compute + " multiplies " +
+                       (compute == "int8" ? "int8 or int8-channel" : compute) +
                        " weights; " + flag + "=" + dtype +
                        " stores them otherwise");
     std::optional<WeightFormat> format = formatOfDtype(dtype);
@@ -636,8 +640,11 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
   // the GPU, codegen/Targets.cpp), or the products' dtype for bf16 or int8
   // products.
   if (pipeline.weightsDtype.empty() && unit.model &&
-      (pipeline.computeDtype == "bf16" || pipeline.computeDtype == "int8"))
-    pipeline.weightsDtype = pipeline.computeDtype;
+      pipeline.computeDtype == "bf16")
+    pipeline.weightsDtype = "bf16";
+  if (pipeline.weightsDtype.empty() && unit.model &&
+      pipeline.computeDtype == "int8")
+    pipeline.weightsDtype = "int8-channel";
   if (pipeline.weightsDtype.empty() && unit.model) {
     if (unit.weights.hasNarrowMatrices())
       pipeline.weightsDtype = "checkpoint";

@@ -348,7 +348,10 @@ def Tfm_BlockQuantAttr : AttrDef<Tfm_Dialect, "BlockQuant"> {
     (`w = scale · q`, `q` in [-127, 127]), `i4` for `q4_0`
     (`w = scale · (q - 8)`, `q` in [0, 15]) and for `q4_1`, whose blocks
     also have an f16 minimum (`w = scale · q + min`: 5 bits a weight,
-    asymmetric ranges). `q4_k` is GGUF's Q4_K kept as the checkpoint stores
+    asymmetric ranges). `q8_channel` is int8 per channel, tfmc's own:
+    `q8_0`'s blocks whose scales are equal along a row (the row's largest
+    magnitude maps to 127), which the product kernels multiply with
+    activations quantized per row. `q4_k` is GGUF's Q4_K kept as the checkpoint stores
     it: blocks of 32 codes in [0, 15] grouped by 8 into super-blocks of 256,
     `w = d · scale · q - dmin · min` with a 6-bit `scale` and `min` per
     block and f16 `d` and `dmin` per super-block (4.5 bits a weight in the

@@ -88,10 +88,16 @@ constexpr int64_t checkpointStoredBytes(WeightFormat format, int64_t elements) {
 constexpr int blockFormatCode(WeightFormat format) {
   return static_cast<int>(format);
 }
+/// The dtype that keeps weights in the format, by --weights-dtype's name
+/// ("int8", "int8-channel", "q4_k").
+constexpr const char *dtypeName(WeightFormat format) {
+  return traitsOf(format).dtype;
+}
 /// The dtype a weight of the format takes in a join that mixes formats
 /// (tfm-quantize-weights): a format copied from the file joins as the
 /// encoded one that holds it ("int4-min" for Q4_K, "int8" for Q5_K, Q6_K
-/// and MXFP4), any other as its own dtype.
+/// and MXFP4), q8_channel as int8 (its values within a step of Q8_0's),
+/// any other as its own dtype.
 constexpr const char *joinDtype(WeightFormat format) {
   return traitsOf(format).joinDtype;
 }
@@ -141,10 +147,15 @@ constexpr std::optional<WeightFormat> formatOfDtype(std::string_view dtype) {
       return row.format;
   return std::nullopt;
 }
+/// Whether a checkpoint may store the format (every one but tfmc's own
+/// q8_channel).
+constexpr bool isCheckpointFormat(WeightFormat format) {
+  return traitsOf(format).ggmlType != TFM_GGML_NONE;
+}
 /// The format GGML's type number `type` names, if tfmc reads it.
 constexpr std::optional<WeightFormat> formatOfGgmlType(uint32_t type) {
   for (const WeightFormatTraits &row : kWeightFormats)
-    if (row.ggmlType == type)
+    if (isCheckpointFormat(row.format) && row.ggmlType == type)
       return row.format;
   return std::nullopt;
 }

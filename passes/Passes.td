@@ -328,6 +328,9 @@ def QuantizeWeightsPass : Pass<"tfm-quantize-weights", "ModuleOp"> {
       values exactly);
     - `int8`: `#tfm.block_quant<q8_0>` (blocks of 32 with an f16 scale:
       8.5 bits a weight);
+    - `int8-channel`: `#tfm.block_quant<q8_channel>` (int8 per channel:
+      q8_0's blocks with one scale a row, whose kernels quantize the
+      activations per row and scale a row's integer sums once);
     - `int4`: `#tfm.block_quant<q4_0>` (4.5 bits a weight);
     - `int4-min`: `#tfm.block_quant<q4_1>` (a minimum per block too:
       5 bits a weight);
@@ -368,8 +371,8 @@ def QuantizeWeightsPass : Pass<"tfm-quantize-weights", "ModuleOp"> {
   }];
   let options = [
     Option<"dtype", "dtype", "std::string", /*default=*/"\"int8\"",
-           "Storage of the weight matrices: bf16, f16, int8, int4, "
-           "int4-min or checkpoint">,
+           "Storage of the weight matrices: bf16, f16, int8, int8-channel, "
+           "int4, int4-min or checkpoint">,
     Option<"edgeDtype", "edge-dtype", "std::string", /*default=*/"\"\"",
            "Storage of embedding tables and the LM head: f32, bf16, f16, "
            "int8, int4 or int4-min (empty: int8 for int4 and int4-min, else "

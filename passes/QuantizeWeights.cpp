@@ -35,7 +35,7 @@ constexpr int64_t kJoinRowMultiple = 32;
 constexpr StringLiteral kCheckpoint = "checkpoint";
 /// Every dtype name, for messages.
 constexpr StringLiteral kDtypeNames =
-    "f32, bf16, f16, int8, int4, int4-min or checkpoint";
+    "f32, bf16, f16, int8, int8-channel, int4, int4-min or checkpoint";
 
 /// The storage type of an f32 matrix `type` in `dtype` (f32, bf16, f16,
 /// int8, int4, int4-min, q4_k, q5_k, q6_k, mxfp4); null for an unknown
@@ -198,12 +198,13 @@ void unifyJoinFormats(ModuleOp module,
             return sameStorage(typeOf(part), typeOf(parts.front()));
           }))
         return;
-      // Mixed: parts copied from the file (q4_k, q5_k, q6_k, mxfp4) count
-      // as the dtype they join as (the table's joinDtype).
+      // Mixed: parts copied from the file (q4_k, q5_k, q6_k, mxfp4), and
+      // q8_channel, count as the dtype they join as (the table's
+      // joinDtype).
       auto joinable = [&](WeightOp part) {
         RankedTensorType type = typeOf(part);
         std::optional<WeightFormat> format = formatOf(type);
-        if (format && isCopiedFromCheckpoint(*format))
+        if (format && StringRef(joinDtype(*format)) != dtypeName(*format))
           return storageType(type, joinDtype(*format));
         return type;
       };

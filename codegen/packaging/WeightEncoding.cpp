@@ -30,7 +30,7 @@ double codesFor(WeightFormat format, const float *values, uint16_t scale,
   for (int i = 0; i < TFM_BLOCK_SIZE; ++i) {
     float q = std::nearbyint(values[i] * inverse);
     float restored;
-    if (format == WeightFormat::Q8_0) {
+    if (codeBits(format) == 8) { // q8_0, q8_channel
       q = std::clamp(q, -127.0f, 127.0f);
       codes[i] = int8_t(q);
       restored = q * rounded;
@@ -82,6 +82,26 @@ uint16_t quantizeBlock(WeightFormat format, const float *row, int64_t cols,
     }
   }
   return best;
+}
+
+/// A row's q8_channel scale: its largest magnitude maps to 127 (every
+/// block of the row stores it).
+uint16_t rowScale(const float *row, int64_t cols) {
+  float peak = 0;
+  for (int64_t i = 0; i < cols; ++i)
+    peak = std::max(peak, std::fabs(row[i]));
+  return tfm_float_to_f16(peak / 127.0f);
+}
+
+/// One row's block `block` as q8_channel codes in [-127, 127] for the
+/// row's `scale`.
+void quantizeRowBlock(const float *row, int64_t cols, int64_t block,
+                      uint16_t scale, int8_t codes[TFM_BLOCK_SIZE]) {
+  float values[TFM_BLOCK_SIZE] = {};
+  int64_t first = block * TFM_BLOCK_SIZE;
+  for (int64_t i = 0; i < TFM_BLOCK_SIZE && first + i < cols; ++i)
+    values[i] = row[first + i];
+  codesFor(WeightFormat::Q8_CHANNEL, values, scale, codes);
 }
 
 /// The step of the grid `values` already lie on (a block of a Q4_1 or
@@ -157,16 +177,23 @@ void encodeBlockPanel(WeightFormat format, const float *rows, int64_t cols,
   bool withMin = format == WeightFormat::Q4_1;
   if (withMin)
     mins.resize(kRows * blocks);
-  for (int64_t r = 0; r < kRows; ++r)
+  for (int64_t r = 0; r < kRows; ++r) {
+    uint16_t channelScale = format == WeightFormat::Q8_CHANNEL
+                                ? rowScale(rows + r * cols, cols)
+                                : 0;
     for (int64_t b = 0; b < blocks; ++b) {
       int8_t *blockCodes = &codes[(r * blocks + b) * TFM_BLOCK_SIZE];
-      if (withMin)
+      if (format == WeightFormat::Q8_CHANNEL) {
+        quantizeRowBlock(rows + r * cols, cols, b, channelScale, blockCodes);
+        scales[b * kRows + r] = channelScale;
+      } else if (withMin)
         std::tie(scales[b * kRows + r], mins[b * kRows + r]) =
             quantizeBlockWithMin(rows + r * cols, cols, b, blockCodes);
       else
         scales[b * kRows + r] =
             quantizeBlock(format, rows + r * cols, cols, b, blockCodes);
     }
+  }
   for (uint16_t scale : scales)
     append16(out, scale);
   for (uint16_t min : mins)
@@ -175,7 +202,7 @@ void encodeBlockPanel(WeightFormat format, const float *rows, int64_t cols,
     return codes[(r * blocks + b) * TFM_BLOCK_SIZE + i];
   };
   for (int64_t b = 0; b < blocks; ++b) {
-    if (format == WeightFormat::Q8_0) {
+    if (codeBits(format) == 8) { // q8_0, q8_channel
       for (int g = 0; g < TFM_BLOCK_SIZE / 4; ++g)
         for (int64_t r = 0; r < kRows; ++r)
           for (int i = 0; i < 4; ++i)

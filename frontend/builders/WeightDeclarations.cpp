@@ -14,7 +14,7 @@ using namespace mlir::tfm;
 std::optional<StringRef> mlir::tfm::checkpointDtype(WeightFormat dtype) {
   if (dtype == WeightFormat::F32)
     return std::nullopt;
-  return StringRef(traitsOf(dtype).dtype);
+  return StringRef(dtypeName(dtype));
 }
 
 std::string mlir::tfm::describeRequantized(const WeightStore &weights) {

@@ -346,7 +346,8 @@ private:
       const char *known = ggmlTypeName(type);
       std::string read;
       for (const WeightFormatTraits &row : kWeightFormats)
-        read += (read.empty() ? "" : ", ") + std::string(row.checkpointName);
+        if (isCheckpointFormat(row.format))
+          read += (read.empty() ? "" : ", ") + std::string(row.checkpointName);
       return fail(where + " has GGML type " +
                   (known ? llvm::Twine(known) : llvm::Twine(type)) +
                   (known ? ", which tfmc does not read (it reads " + read +

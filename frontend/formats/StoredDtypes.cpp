@@ -248,6 +248,9 @@ constexpr DtypeLayout kLayouts[] = {
     {WeightFormat::IQ4_NL, decodeIQ4_NL, {{0, "d"}, kNone}},
     {WeightFormat::IQ4_XS, decodeIQ4_XS, {{0, "d"}, kNone}},
     {WeightFormat::MXFP4, decodeMXFP4, {{0, "e", true}, kNone}},
+    // tfmc's own: no checkpoint stores it (isCheckpointFormat); its
+    // blocks would be Q8_0's.
+    {WeightFormat::Q8_CHANNEL, decodeQ8_0, {{0, "d"}, kNone}},
 };
 
 constexpr bool layoutsInEnumOrder() {

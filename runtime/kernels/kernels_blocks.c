@@ -13,7 +13,12 @@
  *   four broadcast activation codes and adds them in one instruction (64
  *   multiply-adds against an FMA's 16); AVX2 uses vpmaddubsw + vpmaddwd;
  * - each block's sum is scaled by the weight row's and the activation
- *   row's scales into f32 accumulators.
+ *   row's scales into f32 accumulators;
+ * - q8_channel (int8 per channel, --compute-dtype int8) has one scale a
+ *   row: activations are quantized per row too, and with VNNI a row's
+ *   sums stay int32 across the whole row and are scaled once at its end,
+ *   which takes the int8 products from about 70% of vpdpbusd's peak to
+ *   about 95% (bench/gemm_kernels.c).
  *
  * vpdpbusd takes unsigned × signed bytes: weight codes are stored with an
  * offset (q8_0: +128; q4_0's nibbles are 0..15, offset 8; q6_k's codes
@@ -65,6 +70,7 @@ typedef struct {
   int64_t lda, k, blocks;
   quantized_rows x;
   int64_t group_rows, group_offset;
+  int per_row; /* one scale a row (q8_channel), and its row_sums */
 } quantize_job;
 
 /* Each row's blocks of 32 as int8 codes, a scale and their sum. Defined
@@ -74,7 +80,9 @@ typedef struct {
  * 127); the rounded floats are whole numbers, so their sums by halvings
  * (HSUM) are the codes' sums exactly. Whole blocks are read in place, the
  * last, partial one through a zero-padded copy; lane maxima and sums by
- * halvings, not lane by lane (a tenth of an int8 BERT's time went here). */
+ * halvings, not lane by lane (a tenth of an int8 BERT's time went here).
+ * Per row (q8_channel), the row's largest magnitude is found first and
+ * gives every block's scale. */
 #define TFM_DEFINE_QUANTIZE_ROWS(NAME, VF, VI, LANES, LOAD, MAX, HMAX, HSUM,   \
                                  STORE_CODES)                                  \
   TFM_CLONED                                                                   \
@@ -85,6 +93,19 @@ typedef struct {
       const float *row = job->a + i % job->group_rows * job->lda +             \
                          i / job->group_rows * job->group_offset;              \
       int8_t *codes = job->x.codes + i * job->blocks * kBlock;                 \
+      float row_amax = 0;                                                      \
+      int32_t row_sum = 0;                                                     \
+      if (job->per_row) {                                                      \
+        VF magnitude = {0};                                                    \
+        int64_t whole = job->k / LANES * LANES;                                \
+        for (int64_t e = 0; e < whole; e += LANES) {                           \
+          VF v = LOAD(row + e);                                                \
+          magnitude = MAX(magnitude, MAX(v, -v));                              \
+        }                                                                      \
+        row_amax = HMAX(magnitude);                                            \
+        for (int64_t e = whole; e < job->k; ++e)                               \
+          row_amax = fmaxf(row_amax, fabsf(row[e]));                           \
+      }                                                                        \
       for (int64_t b = 0; b < job->blocks; ++b) {                              \
         float padded[kBlock];                                                  \
         int64_t first = b * kBlock;                                            \
@@ -99,7 +120,7 @@ typedef struct {
           v[q] = LOAD(values + q * LANES);                                     \
           magnitude = MAX(magnitude, MAX(v[q], -v[q]));                        \
         }                                                                      \
-        float amax = HMAX(magnitude);                                          \
+        float amax = job->per_row ? row_amax : HMAX(magnitude);                \
         float inverse = amax > 0 ? 127.0f / amax : 0.0f;                       \
         VF sums[2] = {{0}, {0}};                                               \
         for (int q = 0; q < kVectors; ++q) {                                   \
@@ -113,7 +134,10 @@ typedef struct {
         job->x.sums[i * job->blocks + b] = half[0] + half[1];                  \
         job->x.half_sums[2 * (i * job->blocks + b)] = half[0];                 \
         job->x.half_sums[2 * (i * job->blocks + b) + 1] = half[1];             \
+        row_sum += half[0] + half[1];                                          \
       }                                                                        \
+      if (job->per_row)                                                        \
+        job->x.row_sums[i] = row_sum;                                          \
     }                                                                          \
   }
 /* A vector's int32 codes (in [-127, 127]) as bytes: a conversion (one
@@ -169,11 +193,12 @@ static void *scratch_of(size_t need) {
 static int quantize_activations(const float *a, int64_t m, int64_t k,
                                 int64_t lda, int64_t groups,
                                 int64_t group_offset, int64_t blocks,
-                                quantized_rows *x) {
+                                int per_row, quantized_rows *x) {
   int64_t rows = m * groups;
   size_t codes = (size_t)(rows * blocks * kBlock);
   size_t need =
-      codes + (size_t)(rows * blocks) * (sizeof(float) + 3 * sizeof(int32_t)) + 64;
+      codes + (size_t)(rows * blocks) * (sizeof(float) + 3 * sizeof(int32_t)) +
+      (size_t)rows * sizeof(int32_t) + 64;
   char *base = scratch_of(need);
   if (!base)
     return 0;
@@ -183,7 +208,8 @@ static int quantize_activations(const float *a, int64_t m, int64_t k,
   x->scales = (float *)(base + codes);
   x->sums = (int32_t *)(x->scales + rows * blocks);
   x->half_sums = x->sums + rows * blocks;
-  quantize_job job = {a, lda, k, blocks, *x, m, group_offset};
+  x->row_sums = x->half_sums + 2 * rows * blocks;
+  quantize_job job = {a, lda, k, blocks, *x, m, group_offset, per_row};
   tfm_parallel_for(rows, rows > 8 ? 8 : rows, quantize_chunk, &job);
   return 1;
 }
@@ -373,6 +399,12 @@ static int64_t panels_per_chunk(int64_t items, int64_t m, int64_t panel_bytes) {
   return chunk > minimum ? chunk : minimum;
 }
 
+/* The format whose layout a weight of `format` has: q8_channel's is
+ * q8_0's, its block scales equal along a row. */
+static int layout_format(int64_t format) {
+  return format == TFM_FORMAT_Q8_CHANNEL ? TFM_FORMAT_Q8_0 : (int)format;
+}
+
 /* A product's job over `bytes`, W [n, k] in block panels of `format`, into
  * `c` (rows `ldc` floats apart), before its activations or widened panels. */
 static block_job block_job_of(const tfm_memref1d_i8 *bytes, int64_t format,
@@ -380,7 +412,8 @@ static block_job block_job_of(const tfm_memref1d_i8 *bytes, int64_t format,
                               int64_t ldc) {
   return (block_job){
       .weights = (const uint8_t *)(bytes->aligned + bytes->offset),
-      .format = (int)format,
+      .format = layout_format(format),
+      .channel = format == TFM_FORMAT_Q8_CHANNEL && k <= kChannelMaxK,
       .m = m,
       .n = n,
       .k = k,
@@ -426,8 +459,9 @@ static void linear_blocks(tfm_memref2d_f32 *a, tfm_memref1d_i8 *bytes,
     tfm_parallel_for(pairs, 1, widened_chunk, &job);
     return;
   }
-  require_scratch(quantize_activations(a->aligned + a->offset, m, k,
-                                       a->strides[0], 1, 0, job.blocks, &job.x));
+  require_scratch(quantize_activations(
+      a->aligned + a->offset, m, k, a->strides[0], 1, 0, job.blocks,
+      format == TFM_FORMAT_Q8_CHANNEL, &job.x));
   tfm_parallel_for(panels, panels_per_chunk(panels, m, job.panel_bytes),
                    blocks_chunk, &job);
 }
@@ -483,6 +517,7 @@ static void head_chunk(void *context, int64_t begin, int64_t end,
       job.x.scales += rows;
       job.x.sums += rows;
       job.x.half_sums += 2 * rows;
+      job.x.row_sums += h * job.m;
       blocks_chunk(&job, first, last, thread);
     }
     begin = h * heads->items + last;
@@ -523,9 +558,9 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_head_linear_blocks(tfm_memref3d_f32 *a,
     return;
   }
   heads_job.items = panels;
-  require_scratch(quantize_activations(a->aligned + a->offset, m, k,
-                                       a->strides[0], heads, a->strides[1],
-                                       job->blocks, &job->x));
+  require_scratch(quantize_activations(
+      a->aligned + a->offset, m, k, a->strides[0], heads, a->strides[1],
+      job->blocks, format == TFM_FORMAT_Q8_CHANNEL, &job->x));
   int64_t items = heads * panels;
   tfm_parallel_for(items, panels_per_chunk(items, m, job->panel_bytes),
                    head_chunk, &heads_job);
@@ -565,7 +600,7 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_embedding_blocks(tfm_memref1d_i32 *ids,
   const uint8_t *weights = (const uint8_t *)(bytes->aligned + bytes->offset);
   int64_t cols = out->sizes[1];
   for (int64_t i = 0; i < ids->sizes[0]; ++i)
-    widen_row(weights, (int)format, cols,
+    widen_row(weights, layout_format(format), cols,
               ids->aligned[ids->offset + i * ids->strides[0]], scale,
               out->aligned + out->offset + i * out->strides[0]);
 }
@@ -575,6 +610,6 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_dequantize_blocks(tfm_memref1d_i8 *bytes,
                                                       int64_t format) {
   const uint8_t *weights = (const uint8_t *)(bytes->aligned + bytes->offset);
   for (int64_t row = 0; row < out->sizes[0]; ++row)
-    widen_row(weights, (int)format, out->sizes[1], row, 1.0f,
+    widen_row(weights, layout_format(format), out->sizes[1], row, 1.0f,
               out->aligned + out->offset + row * out->strides[0]);
 }

@@ -26,17 +26,24 @@ enum {
 
 /* Rows of A quantized per block: codes[row][k padded to whole blocks],
  * scales and code sums [row][block], and the sums of each half of a block
- * [row][block][2] (q6_k's scales are per half). */
+ * [row][block][2] (q6_k's scales are per half). For q8_channel, rows are
+ * quantized per row (every block's scale the row's) and row_sums [row]
+ * holds each row's code sum. */
 typedef struct {
   int8_t *codes;
   float *scales;
   int32_t *sums;
   int32_t *half_sums;
+  int32_t *row_sums;
 } quantized_rows;
 
 typedef struct {
   const uint8_t *weights;
-  int format;
+  int format; /* q8_channel is read as the q8_0 its layout is */
+  /* q8_channel with rows of at most kChannelMaxK: one scale a row for
+   * weights and activations, so that a row's products stay int32 across
+   * the row and are scaled once */
+  int channel;
   int64_t m, n, k, blocks, panel_bytes;
   quantized_rows x;
   const float *bias; /* NULL: none */
@@ -52,6 +59,15 @@ typedef struct {
 static inline int is_k_with_min(int format) {
   return format == TFM_FORMAT_Q4_K || format == TFM_FORMAT_Q5_K;
 }
+
+/* Elements of a row up to which a q8_channel product's int32 sums hold
+ * its result: vpdpbusd's sums wrap modulo 2^32, and so does taking away
+ * the code offset's correction, so only the result must fit: the sum of
+ * a row's products of codes, each at most 127 · 127 = 16129 in
+ * magnitude, fits for up to 133,143 of them (and the correction, 128
+ * times the activations' code sum, up to 132,104). Longer rows take the
+ * per-block path, which q8_channel's equal block scales also serve. */
+enum { kChannelMaxK = 131072 };
 
 /* Whether a block has a minimum to add (times the activations' sum). */
 static inline int has_min(int format) {

@@ -4,6 +4,7 @@
 // RUN: tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=bf16" | FileCheck %s --check-prefix=BF16
 // RUN: tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=int8 edge-dtype=f32 keep=^proj$" | FileCheck %s --check-prefix=KEEP
 // RUN: tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=int4 dtype-for=^pro=bf16" | FileCheck %s --check-prefix=FOR
+// RUN: tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=int8-channel dtype-for=^k$=int8" | FileCheck %s --check-prefix=CHANNEL
 // RUN: not tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=int4 dtype-for=proj" 2>&1 | FileCheck %s --check-prefix=BAD-FOR
 // RUN: not tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=int3" 2>&1 | FileCheck %s --check-prefix=BAD-DTYPE
 // RUN: not tfm-opt %s -split-input-file -tfm-quantize-weights="dtype=int8 keep=(" 2>&1 | FileCheck %s --check-prefix=BAD-REGEX
@@ -34,7 +35,7 @@
 // dtype-for overrides the weights it matches, and only those.
 // FOR-LABEL: tfm.weight_decl @embed : tensor<64x32xi8, #tfm.block_quant<q8_0>>
 // FOR: tfm.weight_decl @proj : tensor<32x32xbf16>
-// BAD-FOR: error: invalid dtype-for 'proj' (expected REGEX=DTYPE with a valid regex and one of f32, bf16, f16, int8, int4, int4-min or checkpoint)
+// BAD-FOR: error: invalid dtype-for 'proj' (expected REGEX=DTYPE with a valid regex and one of f32, bf16, f16, int8, int8-channel, int4, int4-min or checkpoint)
 tfm.weight_decl @embed : tensor<64x32xf32>
 tfm.weight_decl @norm : tensor<32xf32>
 tfm.weight_decl @proj : tensor<32x32xf32>
@@ -56,6 +57,11 @@ func.func @tied(%ids: tensor<?xi32>) -> tensor<?x64xf32> {
 // joined.
 // KEEP-LABEL: func.func @joins
 // KEEP: tfm.concat %{{.*}}, %{{.*}} : (tensor<32x16xi8, #tfm.block_quant<q8_0>>, tensor<8x16xi8, #tfm.block_quant<q8_0>>)
+// int8 per channel joins int8 blocks as int8 (which holds its values
+// within a step), not as f32; weights outside it stay per channel.
+// CHANNEL-LABEL: func.func @joins
+// CHANNEL: tfm.concat %{{.*}}, %{{.*}} : (tensor<32x16xi8, #tfm.block_quant<q8_0>>, tensor<8x16xi8, #tfm.block_quant<q8_0>>)
+// CHANNEL: tfm.dequantize %{{.*}} : tensor<12x16xi8, #tfm.block_quant<q8_channel>> -> tensor<12x16xf32>
 // INT4-LABEL: func.func @joins
 // INT4: %[[J:.*]] = tfm.concat %{{.*}}, %{{.*}} : (tensor<32x16xi4, #tfm.block_quant<q4_0>>, tensor<8x16xi4, #tfm.block_quant<q4_0>>) -> tensor<40x16xi4, #tfm.block_quant<q4_0>>
 // INT4: %[[JF:.*]] = tfm.dequantize %[[J]] : tensor<40x16xi4, #tfm.block_quant<q4_0>> -> tensor<40x16xf32>
@@ -79,6 +85,6 @@ func.func @joins(%x: tensor<?x16xf32>) -> (tensor<?x40xf32>, tensor<?x12xf32>) {
   return %a, %m : tensor<?x40xf32>, tensor<?x12xf32>
 }
 
-// BAD-DTYPE: error: unknown weight dtype 'int3' (expected f32, bf16, f16, int8, int4, int4-min or checkpoint)
+// BAD-DTYPE: error: unknown weight dtype 'int3' (expected f32, bf16, f16, int8, int8-channel, int4, int4-min or checkpoint)
 // BAD-REGEX: error: invalid regex '(' for the weights to keep
 // BAD-Q4K: error: weight dtype 'q4_k' is kept from a checkpoint's Q4_K tensors only (dtype=checkpoint), not made from others

@@ -272,7 +272,8 @@ double decoded(WeightFormat format, const std::vector<uint8_t> &bytes,
     int high = (codes[256 + (e / 16) * 64 + r * 4 + e % 4] >> (2 * place)) & 3;
     return float(d * scale) * ((nibble | high << 4) - 32);
   }
-  bool q8 = format == WeightFormat::Q8_0;
+  // q8_channel: q8_0's layout.
+  bool q8 = format == WeightFormat::Q8_0 || format == WeightFormat::Q8_CHANNEL;
   bool withMin = format == WeightFormat::Q4_1;
   int64_t codeBytes = q8 ? 512 : 256, metaBytes = withMin ? 64 : 32;
   const uint8_t *panel =
@@ -359,6 +360,10 @@ std::vector<float> checkLinear(WeightFormat format, const LinearCase &c) {
       (bf16 ? _mlir_ciface_tfm_rt_linear_panels_bf16
             : _mlir_ciface_tfm_rt_linear_panels_f16)(&am, &pm, &cm);
   }
+  std::vector<double> rowPeak(c.m, 0.0);
+  for (int64_t i = 0; i < c.m; ++i)
+    for (int64_t q = 0; q < c.k; ++q)
+      rowPeak[i] = std::max(rowPeak[i], double(std::fabs(a[i * c.k + q])));
   for (int64_t i = 0; i < c.m; ++i)
     for (int64_t j = 0; j < c.n; ++j) {
       double expected = c.bias ? bias[j] : 0.0, bound = 0;
@@ -369,12 +374,15 @@ std::vector<float> checkLinear(WeightFormat format, const LinearCase &c) {
           // The activation rounded to bf16 (8 significant bits).
           bound += std::fabs(wq * a[i * c.k + q]) / 256.0;
         if (blocks && !tfm_blocks_widens(c.m)) {
-          // Half a step of the activation's block, times the weight (the
-          // widened path multiplies the f32 activations: no such term).
+          // Half a step of the activation's block (q8_channel: its row),
+          // times the weight (the widened path multiplies the f32
+          // activations: no such term).
           int64_t first = q / 32 * 32;
           double amax = 0;
           for (int64_t e = first; e < std::min(first + 32, c.k); ++e)
             amax = std::max(amax, double(std::fabs(a[i * c.k + e])));
+          if (format == WeightFormat::Q8_CHANNEL)
+            amax = rowPeak[i];
           bound += std::fabs(wq) * amax / 254.0;
         }
       }
@@ -490,9 +498,9 @@ TEST(BlockKernel, EveryInstructionSetWithinTheActivationStep) {
       {50, 40, 96, true},  {64, 96, 64, false}};
   tfm_blocks_isa before = tfm_blocks_use_isa(TFM_BLOCKS_ISA_SCALAR);
   for (WeightFormat format :
-       {WeightFormat::Q8_0, WeightFormat::Q4_0, WeightFormat::Q4_1,
-        WeightFormat::Q4_K, WeightFormat::Q5_K, WeightFormat::Q6_K,
-        WeightFormat::MXFP4})
+       {WeightFormat::Q8_0, WeightFormat::Q8_CHANNEL, WeightFormat::Q4_0,
+        WeightFormat::Q4_1, WeightFormat::Q4_K, WeightFormat::Q5_K,
+        WeightFormat::Q6_K, WeightFormat::MXFP4})
     for (const LinearCase &c : mlir::tfm::isKQuant(format)     ? superBlockCases
                                : format == WeightFormat::MXFP4 ? wholeBlockCases
                                                                : cases) {
@@ -522,6 +530,28 @@ TEST(BlockKernel, EveryInstructionSetWithinTheActivationStep) {
   tfm_blocks_use_isa(before);
 }
 
+TEST(BlockKernel, ChannelRowsTooLongForInt32SumsTakeThePerBlockPath) {
+  // Every code at its largest (127): 140000 products of 16129 pass 2^31,
+  // which a row's int32 sums across the whole row would wrap; such rows
+  // are summed per block.
+  int64_t m = 2, n = 16, k = 140000;
+  std::vector<float> a(m * k, 0.5f), w(n * k, 0.25f), out(m * n, NAN);
+  std::vector<uint8_t> bytes = encode(WeightFormat::Q8_CHANNEL, w, n, k);
+  auto *data = reinterpret_cast<int8_t *>(bytes.data());
+  tfm_memref1d_i8 wm = {data, data, 0, {int64_t(bytes.size())}, {1}};
+  tfm_memref2d_f32 am = {a.data(), a.data(), 0, {m, k}, {k, 1}};
+  tfm_memref2d_f32 cm = {out.data(), out.data(), 0, {m, n}, {n, 1}};
+  tfm_blocks_isa before = tfm_blocks_use_isa(TFM_BLOCKS_ISA_SCALAR);
+  for (tfm_blocks_isa isa : runnableIsas()) {
+    tfm_blocks_use_isa(isa);
+    _mlir_ciface_tfm_rt_linear_blocks(
+        &am, &wm, &cm, mlir::tfm::blockFormatCode(WeightFormat::Q8_CHANNEL));
+    for (float got : out) // the f16 scale's rounding: within 2^-11
+      EXPECT_NEAR(got, 0.125 * k, 0.125 * k / 1024) << "isa=" << int(isa);
+  }
+  tfm_blocks_use_isa(before);
+}
+
 TEST(BlockKernel, ManyRowsOnAvx2MultiplyTheWidenedWeights) {
   if (tfm_blocks_best_isa() < TFM_BLOCKS_ISA_AVX2)
     GTEST_SKIP() << "this CPU has no AVX2";
@@ -530,8 +560,8 @@ TEST(BlockKernel, ManyRowsOnAvx2MultiplyTheWidenedWeights) {
   EXPECT_TRUE(tfm_blocks_widens(512)) << "a prefill widens";
   // A partial last pair of panels (n = 40: one whole block panel, one
   // half), a padding panel (n = 16), a partial last block (k = 100).
-  for (WeightFormat format :
-       {WeightFormat::Q8_0, WeightFormat::Q4_0, WeightFormat::Q4_1})
+  for (WeightFormat format : {WeightFormat::Q8_0, WeightFormat::Q8_CHANNEL,
+                              WeightFormat::Q4_0, WeightFormat::Q4_1})
     for (LinearCase c : {LinearCase{48, 40, 100, true}, {70, 16, 32, false},
                          {96, 64, 300, true}})
       checkLinear(format, c); // within f32 rounding of the exact products
@@ -602,6 +632,7 @@ TEST(BlockKernel, HeadLinearIsEachHeadsOwnProduct) {
       for (auto [heads, n] : {std::pair<int64_t, int64_t>{3, 16}, {4, 48}}) {
         checkHeadLinear(WeightFormat::Q8_0, m, heads, n, 96);
         checkHeadLinear(WeightFormat::Q8_0, m, heads, n, 8);
+        checkHeadLinear(WeightFormat::Q8_CHANNEL, m, heads, n, 96);
         checkHeadLinear(WeightFormat::Q4_0, m, heads, n, 64);
         checkHeadLinear(WeightFormat::Q4_K, m, heads, n, 256);
         checkHeadLinear(WeightFormat::MXFP4, m, heads, n, 128);
@@ -615,20 +646,24 @@ TEST(BlockKernel, EncodingKeepsEachValueWithinItsBlocksStep) {
   std::vector<float> w = randomValues(n * k, 6, 3.0f);
   w[5] = 0; // a zero, and a whole zero block below
   std::fill(w.begin() + 2 * k, w.begin() + 2 * k + 32, 0.0f);
-  for (WeightFormat format :
-       {WeightFormat::Q8_0, WeightFormat::Q4_0, WeightFormat::Q4_1}) {
+  for (WeightFormat format : {WeightFormat::Q8_0, WeightFormat::Q8_CHANNEL,
+                              WeightFormat::Q4_0, WeightFormat::Q4_1}) {
     std::vector<uint8_t> bytes = encode(format, w, n, k);
-    // q8_0: half a step of amax/127; q4_0 may clip its largest value to
-    // resolve the rest: within a step of amax/8; q4_1: half a step of its
-    // range (at most 2 amax) / 15, plus the f16 rounding of its minimum.
-    bool q8 = format == WeightFormat::Q8_0, q4 = format == WeightFormat::Q4_0;
+    // q8_0: half a step of amax/127 (q8_channel: of its row's amax); q4_0
+    // may clip its largest value to resolve the rest: within a step of
+    // amax/8; q4_1: half a step of its range (at most 2 amax) / 15, plus
+    // the f16 rounding of its minimum.
+    bool channel = format == WeightFormat::Q8_CHANNEL;
+    bool q8 = format == WeightFormat::Q8_0 || channel;
+    bool q4 = format == WeightFormat::Q4_0;
     double steps = q8 ? 127.0 : q4 ? 8.0 : 15.0;
     double slack = q8 ? 0.51 : q4 ? 1.0 : 1.01;
     for (int64_t row = 0; row < n; ++row)
       for (int64_t col = 0; col < k; ++col) {
-        int64_t first = col / 32 * 32;
+        int64_t first = channel ? 0 : col / 32 * 32;
         double amax = 0;
-        for (int64_t e = first; e < std::min(first + 32, k); ++e)
+        for (int64_t e = first; e < (channel ? k : std::min(first + 32, k));
+             ++e)
           amax = std::max(amax, double(std::fabs(w[row * k + e])));
         EXPECT_NEAR(decoded(format, bytes, k, row, col), w[row * k + col],
                     slack * amax / steps * 1.002 + 1e-7)

@@ -152,8 +152,10 @@ cl::opt<int64_t> maxContext(
 cl::opt<std::string> weightsDtype(
     "weights-dtype",
     cl::desc("Storage of the weight matrices: f32, bf16, f16, int8 (blocks "
-             "of 32, 8.5 bits), int4 (4.5 bits) or int4-min (with a minimum "
-             "per block, 5 bits) (default: the checkpoint's, each weight's "
+             "of 32, 8.5 bits), int8-channel (a scale per row, read as int8 "
+             "blocks; its products quantize activations per row), int4 (4.5 "
+             "bits) or int4-min (with a minimum per block, 5 bits) (default: "
+             "the checkpoint's, each weight's "
              "own, but bf16 for an f32 checkpoint on --target=cuda; Q4_K, "
              "Q5_K, Q6_K and MXFP4 keep their blocks, formats no kernel "
              "reads become int8)"),
@@ -163,10 +165,11 @@ cl::opt<std::string> computeDtype(
     cl::desc("What the GEMMs multiply in: bf16 (weights stored as bf16, "
              "activations rounded to bf16 where the CPU's AVX512-BF16 dot "
              "product outruns widening, as on AMD's Zen 4 and 5; about twice "
-             "the f32 rate), int8 (weights stored int8 per block of 32, the "
-             "activations quantized the same way at each call and multiplied "
-             "by AVX-512 VNNI's integer dot product where the CPU has it: "
-             "ONNX Runtime's dynamic quantization, at a finer grain) or f32 "
+             "the f32 rate), int8 (weights stored int8 per channel, the "
+             "activations quantized per row at each call and multiplied by "
+             "AVX-512 VNNI's integer dot product where the CPU has it: ONNX "
+             "Runtime's dynamic quantization; --weights-dtype=int8 keeps a "
+             "scale per block of 32 for both, finer and slower) or f32 "
              "(bf16 and f16 weights widened, "
              "activations never rounded, so that a sequence's outputs agree "
              "across batch sizes to f32's rounding, not bf16's) (default: "

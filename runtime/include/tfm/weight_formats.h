@@ -29,6 +29,12 @@
  *   4r + i of group g is q[16p + r][32b + 4g + i] + 128 (unsigned, so that
  *   it is vpdpbusd's unsigned operand; the kernel subtracts 128 times the
  *   sum of the activations' block).
+ * - Q8_CHANNEL (tfmc's own, no checkpoint stores it), int8 per channel:
+ *   Q8_0's layout, its scales all equal along a row (the row's largest
+ *   magnitude maps to 127), so that every reader of Q8_0 reads it as such;
+ *   its kernels quantize activations per row as well and keep a row's
+ *   products in int32 across the whole row, one scaling at the end
+ *   (ONNX Runtime's quantize_dynamic per channel, at the VNNI peak).
  * - Q4_0, w = scale · (q - 8), q in [0, 15]: four 64-byte vectors; byte
  *   4r + i of vector v holds group 2v in its low nibble and group 2v + 1
  *   in its high nibble (element 32b + 8v + i, and 32b + 8v + 4 + i).
@@ -82,6 +88,8 @@
 
 #define TFM_BLOCK_SIZE 32
 #define TFM_BLOCK_PANEL_ROWS 16
+/* The GGML type number of a format no GGUF file stores. */
+#define TFM_GGML_NONE 0xFFFFFFFFu
 /* Blocks per Q4_K, Q5_K and Q6_K super-block. */
 #define TFM_K_SUPER_BLOCKS 8
 /* Bytes of one block's f16 scales for the 16 rows of a panel. */
@@ -102,7 +110,8 @@ typedef enum {
  * come from. Adding a format is a row here, its kernels and its tests.
  *
  *   NAME   the checkpoint's spelling (GGUF's, safetensors'): TFM_FORMAT_NAME
- *   GGML   GGML's type number in a GGUF file
+ *   GGML   GGML's type number in a GGUF file (TFM_GGML_NONE: tfmc's own
+ *          format, which no checkpoint stores)
  *   ELEMS  elements of one of the file's blocks (1: a float)
  *   BYTES  bytes of one of the file's blocks
  *   KEPT   how tfmc keeps it (tfm_format_kept, without TFM_KEPT_)
@@ -124,7 +133,8 @@ typedef enum {
  *          the file joins as the encoded one that holds it (Q4_K as
  *          int4-min: Q4_1's grid per block of 32, its f16 step rounded;
  *          Q5_K's 32 levels, Q6_K's 64 and MXFP4's uneven ones as int8);
- *          any other as its DTYPE
+ *          Q8_CHANNEL as int8, whose finer scales hold its values; any
+ *          other as its DTYPE
  *
  * The rows' order is the enum's (GGUF's tensor counts in messages follow
  * it). */
@@ -145,7 +155,9 @@ typedef enum {
   X(Q5_K, 13, 256, 176, COPIED, "q5_k", "q5_k", 5, 320, 40, "int8")            \
   X(IQ4_NL, 20, 32, 18, REQUANTIZED, "iq4_nl", "int8", 0, 0, 0, "int8")        \
   X(IQ4_XS, 23, 256, 136, REQUANTIZED, "iq4_xs", "int8", 0, 0, 0, "int8")      \
-  X(MXFP4, 39, 32, 17, COPIED, "mxfp4", "mxfp4", 4, 256, 16, "int8")
+  X(MXFP4, 39, 32, 17, COPIED, "mxfp4", "mxfp4", 4, 256, 16, "int8")           \
+  X(Q8_CHANNEL, TFM_GGML_NONE, 32, 34, ENCODED, "q8_channel", "int8-channel",  \
+    8, 512, 32, "int8")
 
 /* The formats, numbered as the table's rows; what compiled code passes the
  * block kernels (a block panel's format). */

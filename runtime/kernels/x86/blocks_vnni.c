@@ -279,6 +279,61 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int format,
       _mm512_storeu_ps(tile[j] + r * kRows, acc[r][j]);
 }
 
+/* q8_channel's tile (job->channel): as panel_tile_vnni's q8_0 products,
+ * but each row's int32 sums run across all its blocks, and the rows'
+ * scales (every block's, so block 0's) and the code offset's correction
+ * (128 times the activation row's code sum) apply once at the end: no
+ * conversion or f32 multiply-add per block, 12 of the 32 registers. */
+TFM_VNNI_INLINE void channel_tile_vnni(const block_job *job, int64_t p,
+                                       int64_t i0, int rows, int np,
+                                       float tile[2][kTile * kRows]) {
+  enum { kCodeBytes = kBlock * kRows }; /* q8_0's 512 a block */
+  int64_t row_stride = job->blocks * kBlock;
+  const uint8_t *panel[2] = {job->weights + p * job->panel_bytes,
+                             job->weights + (p + np - 1) * job->panel_bytes};
+  int64_t codes = codes_start(TFM_FORMAT_Q8_0, job->blocks);
+  __m512i dot[kTile][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < rows; ++r)
+#pragma GCC unroll 2
+    for (int j = 0; j < np; ++j)
+      dot[r][j] = _mm512_setzero_si512();
+  for (int64_t b = 0; b < job->blocks; ++b) {
+    const int8_t *x = job->x.codes + i0 * row_stride + b * kBlock;
+    int64_t at = codes + b * kCodeBytes;
+#pragma GCC unroll 8
+    for (int g = 0; g < kBlock / 4; ++g) {
+      __m512i w[2];
+#pragma GCC unroll 2
+      for (int j = 0; j < np; ++j)
+        w[j] = _mm512_loadu_si512(panel[j] + at + g * 64);
+#pragma GCC unroll 6
+      for (int r = 0; r < rows; ++r) {
+        __m512i xr = broadcast4(x + r * row_stride + 4 * g);
+#pragma GCC unroll 2
+        for (int j = 0; j < np; ++j)
+          dot[r][j] = _mm512_dpbusd_epi32(dot[r][j], w[j], xr);
+      }
+    }
+  }
+  __m512 ws[2];
+#pragma GCC unroll 2
+  for (int j = 0; j < np; ++j)
+    ws[j] = halves16_vnni((const uint16_t *)panel[j]);
+#pragma GCC unroll 6
+  for (int r = 0; r < rows; ++r) {
+    int64_t i = i0 + r;
+    __m512i correction = _mm512_set1_epi32(128 * job->x.row_sums[i]);
+    __m512 xs = _mm512_set1_ps(job->x.scales[i * job->blocks]);
+#pragma GCC unroll 2
+    for (int j = 0; j < np; ++j)
+      _mm512_storeu_ps(tile[j] + r * kRows,
+                       _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(
+                                         dot[r][j], correction)),
+                                     _mm512_mul_ps(ws[j], xs)));
+  }
+}
+
 /* Bytes ahead of the codes it reads that the VNNI row kernel prefetches
  * each panel, into L1 (prefetcht0). Measured on an Intel Xeon (family 6,
  * model 207; `bench/gemv_stream.c tinyllama`, read probe 29.5 GB/s): int8
@@ -539,22 +594,50 @@ TFM_VNNI void tfm_blocks_tile_vnni(const block_job *job, int64_t p, int64_t i0,
     TFM_TILE_ROWS(FORMAT, 2)                                                   \
   else                                                                         \
     TFM_TILE_ROWS(FORMAT, 1)
-  switch (job->format) {
-  case TFM_FORMAT_Q4_K:
-    TFM_TILE_CASES(TFM_FORMAT_Q4_K) break;
-  case TFM_FORMAT_Q5_K:
-    TFM_TILE_CASES(TFM_FORMAT_Q5_K) break;
-  case TFM_FORMAT_Q6_K:
-    TFM_TILE_CASES(TFM_FORMAT_Q6_K) break;
-  case TFM_FORMAT_Q8_0:
-    TFM_TILE_CASES(TFM_FORMAT_Q8_0) break;
-  case TFM_FORMAT_Q4_0:
-    TFM_TILE_CASES(TFM_FORMAT_Q4_0) break;
-  case TFM_FORMAT_MXFP4:
-    TFM_TILE_CASES(TFM_FORMAT_MXFP4) break;
-  default:
-    TFM_TILE_CASES(TFM_FORMAT_Q4_1) break;
+#define TFM_CHANNEL_ROWS(NP)                                                   \
+  switch (rows) {                                                              \
+  case 6:                                                                      \
+    channel_tile_vnni(job, p, i0, 6, NP, tile);                                \
+    break;                                                                     \
+  case 5:                                                                      \
+    channel_tile_vnni(job, p, i0, 5, NP, tile);                                \
+    break;                                                                     \
+  case 4:                                                                      \
+    channel_tile_vnni(job, p, i0, 4, NP, tile);                                \
+    break;                                                                     \
+  case 3:                                                                      \
+    channel_tile_vnni(job, p, i0, 3, NP, tile);                                \
+    break;                                                                     \
+  case 2:                                                                      \
+    channel_tile_vnni(job, p, i0, 2, NP, tile);                                \
+    break;                                                                     \
+  default:                                                                     \
+    channel_tile_vnni(job, p, i0, 1, NP, tile);                                \
+    break;                                                                     \
   }
+  if (job->channel) {
+    if (np == 2)
+      TFM_CHANNEL_ROWS(2)
+    else
+      TFM_CHANNEL_ROWS(1)
+  } else
+    switch (job->format) {
+    case TFM_FORMAT_Q4_K:
+      TFM_TILE_CASES(TFM_FORMAT_Q4_K) break;
+    case TFM_FORMAT_Q5_K:
+      TFM_TILE_CASES(TFM_FORMAT_Q5_K) break;
+    case TFM_FORMAT_Q6_K:
+      TFM_TILE_CASES(TFM_FORMAT_Q6_K) break;
+    case TFM_FORMAT_Q8_0:
+      TFM_TILE_CASES(TFM_FORMAT_Q8_0) break;
+    case TFM_FORMAT_Q4_0:
+      TFM_TILE_CASES(TFM_FORMAT_Q4_0) break;
+    case TFM_FORMAT_MXFP4:
+      TFM_TILE_CASES(TFM_FORMAT_MXFP4) break;
+    default:
+      TFM_TILE_CASES(TFM_FORMAT_Q4_1) break;
+    }
+#undef TFM_CHANNEL_ROWS
 #undef TFM_TILE_CASES
 #undef TFM_TILE_ROWS
   for (int j = 0; j < np; ++j)
