@@ -248,9 +248,11 @@ def main():
                          *(f"tfmc-{dtype}" for dtype in dtypes)):
                 if os.path.exists(out(name)):
                     os.remove(out(name))
-        # The peers run in f32, and in int8 for the int8 rows.
+        # The peers run in f32, and in int8 for the int8 rows; PyTorch's
+        # f32 is --accuracy's reference whatever the rows.
         peers = {}
-        for peer in sorted({peer_dtype(dtype) for dtype in dtypes}):
+        wanted = {peer_dtype(dtype) for dtype in dtypes}
+        for peer in sorted(wanted | ({"f32"} if accuracy else set())):
             peers[peer] = (
                 torch_peer(model, seq, args.reps, is_vit, dtype=peer,
                            output=out(f"torch-{peer}")),

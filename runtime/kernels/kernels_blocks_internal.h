@@ -22,6 +22,10 @@ enum {
   kRows = TFM_BLOCK_PANEL_ROWS, /* outputs per panel */
   kBlock = TFM_BLOCK_SIZE,
   kTile = 6, /* rows of A per pass over a panel */
+  /* q8_channel's with VNNI (job->channel): one int32 chain a row and
+   * panel, 16 of the 32 registers, and 128- and 512-row products in whole
+   * tiles */
+  kChannelTile = 8,
 };
 
 /* Rows of A quantized per block: codes[row][k padded to whole blocks],

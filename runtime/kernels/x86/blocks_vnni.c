@@ -283,17 +283,18 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int format,
  * but each row's int32 sums run across all its blocks, and the rows'
  * scales (every block's, so block 0's) and the code offset's correction
  * (128 times the activation row's code sum) apply once at the end: no
- * conversion or f32 multiply-add per block, 12 of the 32 registers. */
+ * conversion or f32 multiply-add per block, and registers for
+ * kChannelTile rows (16 chains). */
 TFM_VNNI_INLINE void channel_tile_vnni(const block_job *job, int64_t p,
                                        int64_t i0, int rows, int np,
-                                       float tile[2][kTile * kRows]) {
+                                       float tile[2][kChannelTile * kRows]) {
   enum { kCodeBytes = kBlock * kRows }; /* q8_0's 512 a block */
   int64_t row_stride = job->blocks * kBlock;
   const uint8_t *panel[2] = {job->weights + p * job->panel_bytes,
                              job->weights + (p + np - 1) * job->panel_bytes};
   int64_t codes = codes_start(TFM_FORMAT_Q8_0, job->blocks);
-  __m512i dot[kTile][2];
-#pragma GCC unroll 6
+  __m512i dot[kChannelTile][2];
+#pragma GCC unroll 8
   for (int r = 0; r < rows; ++r)
 #pragma GCC unroll 2
     for (int j = 0; j < np; ++j)
@@ -307,7 +308,7 @@ TFM_VNNI_INLINE void channel_tile_vnni(const block_job *job, int64_t p,
 #pragma GCC unroll 2
       for (int j = 0; j < np; ++j)
         w[j] = _mm512_loadu_si512(panel[j] + at + g * 64);
-#pragma GCC unroll 6
+#pragma GCC unroll 8
       for (int r = 0; r < rows; ++r) {
         __m512i xr = broadcast4(x + r * row_stride + 4 * g);
 #pragma GCC unroll 2
@@ -320,7 +321,7 @@ TFM_VNNI_INLINE void channel_tile_vnni(const block_job *job, int64_t p,
 #pragma GCC unroll 2
   for (int j = 0; j < np; ++j)
     ws[j] = halves16_vnni((const uint16_t *)panel[j]);
-#pragma GCC unroll 6
+#pragma GCC unroll 8
   for (int r = 0; r < rows; ++r) {
     int64_t i = i0 + r;
     __m512i correction = _mm512_set1_epi32(128 * job->x.row_sums[i]);
@@ -572,6 +573,65 @@ TFM_VNNI void tfm_blocks_row_vnni(const block_job *job, int64_t p0, int64_t p1) 
   }
 }
 
+/* q8_channel's rows [i0, i0 + rows) (at most kChannelTile) against
+ * panels [p, p + np), an instance for each count. */
+TFM_VNNI_INLINE void channel_tiles_vnni(const block_job *job, int64_t p,
+                                        int64_t i0, int rows, int np) {
+  float tile[2][kChannelTile * kRows];
+  switch (rows * 2 + np - 1) {
+  case 16:
+    channel_tile_vnni(job, p, i0, 8, 1, tile);
+    break;
+  case 17:
+    channel_tile_vnni(job, p, i0, 8, 2, tile);
+    break;
+  case 14:
+    channel_tile_vnni(job, p, i0, 7, 1, tile);
+    break;
+  case 15:
+    channel_tile_vnni(job, p, i0, 7, 2, tile);
+    break;
+  case 12:
+    channel_tile_vnni(job, p, i0, 6, 1, tile);
+    break;
+  case 13:
+    channel_tile_vnni(job, p, i0, 6, 2, tile);
+    break;
+  case 10:
+    channel_tile_vnni(job, p, i0, 5, 1, tile);
+    break;
+  case 11:
+    channel_tile_vnni(job, p, i0, 5, 2, tile);
+    break;
+  case 8:
+    channel_tile_vnni(job, p, i0, 4, 1, tile);
+    break;
+  case 9:
+    channel_tile_vnni(job, p, i0, 4, 2, tile);
+    break;
+  case 6:
+    channel_tile_vnni(job, p, i0, 3, 1, tile);
+    break;
+  case 7:
+    channel_tile_vnni(job, p, i0, 3, 2, tile);
+    break;
+  case 4:
+    channel_tile_vnni(job, p, i0, 2, 1, tile);
+    break;
+  case 5:
+    channel_tile_vnni(job, p, i0, 2, 2, tile);
+    break;
+  case 2:
+    channel_tile_vnni(job, p, i0, 1, 1, tile);
+    break;
+  default:
+    channel_tile_vnni(job, p, i0, 1, 2, tile);
+    break;
+  }
+  for (int j = 0; j < np; ++j)
+    store_tile(job, p + j, i0, rows, tile[j]);
+}
+
 /* Rows [i0, i0 + rows) of A against panels [p, p + np), np 1 or 2. Each
  * format has instances of its own, as the row kernel's: with one instance
  * for all, testing the format in the block loop, the 124M LLaMA shape
@@ -579,6 +639,10 @@ TFM_VNNI void tfm_blocks_row_vnni(const block_job *job, int64_t p0, int64_t p1) 
  * on an Intel Xeon), and Q4_K_M 0.75x once Q6_K's halves joined the loop. */
 TFM_VNNI void tfm_blocks_tile_vnni(const block_job *job, int64_t p, int64_t i0,
                                int rows, int np) {
+  if (job->channel) {
+    channel_tiles_vnni(job, p, i0, rows, np);
+    return;
+  }
   float tile[2][kTile * kRows];
 #define TFM_TILE_ROWS(FORMAT, NP)                                              \
   switch (rows) {                                                              \
@@ -594,50 +658,22 @@ TFM_VNNI void tfm_blocks_tile_vnni(const block_job *job, int64_t p, int64_t i0,
     TFM_TILE_ROWS(FORMAT, 2)                                                   \
   else                                                                         \
     TFM_TILE_ROWS(FORMAT, 1)
-#define TFM_CHANNEL_ROWS(NP)                                                   \
-  switch (rows) {                                                              \
-  case 6:                                                                      \
-    channel_tile_vnni(job, p, i0, 6, NP, tile);                                \
-    break;                                                                     \
-  case 5:                                                                      \
-    channel_tile_vnni(job, p, i0, 5, NP, tile);                                \
-    break;                                                                     \
-  case 4:                                                                      \
-    channel_tile_vnni(job, p, i0, 4, NP, tile);                                \
-    break;                                                                     \
-  case 3:                                                                      \
-    channel_tile_vnni(job, p, i0, 3, NP, tile);                                \
-    break;                                                                     \
-  case 2:                                                                      \
-    channel_tile_vnni(job, p, i0, 2, NP, tile);                                \
-    break;                                                                     \
-  default:                                                                     \
-    channel_tile_vnni(job, p, i0, 1, NP, tile);                                \
-    break;                                                                     \
+  switch (job->format) {
+  case TFM_FORMAT_Q4_K:
+    TFM_TILE_CASES(TFM_FORMAT_Q4_K) break;
+  case TFM_FORMAT_Q5_K:
+    TFM_TILE_CASES(TFM_FORMAT_Q5_K) break;
+  case TFM_FORMAT_Q6_K:
+    TFM_TILE_CASES(TFM_FORMAT_Q6_K) break;
+  case TFM_FORMAT_Q8_0:
+    TFM_TILE_CASES(TFM_FORMAT_Q8_0) break;
+  case TFM_FORMAT_Q4_0:
+    TFM_TILE_CASES(TFM_FORMAT_Q4_0) break;
+  case TFM_FORMAT_MXFP4:
+    TFM_TILE_CASES(TFM_FORMAT_MXFP4) break;
+  default:
+    TFM_TILE_CASES(TFM_FORMAT_Q4_1) break;
   }
-  if (job->channel) {
-    if (np == 2)
-      TFM_CHANNEL_ROWS(2)
-    else
-      TFM_CHANNEL_ROWS(1)
-  } else
-    switch (job->format) {
-    case TFM_FORMAT_Q4_K:
-      TFM_TILE_CASES(TFM_FORMAT_Q4_K) break;
-    case TFM_FORMAT_Q5_K:
-      TFM_TILE_CASES(TFM_FORMAT_Q5_K) break;
-    case TFM_FORMAT_Q6_K:
-      TFM_TILE_CASES(TFM_FORMAT_Q6_K) break;
-    case TFM_FORMAT_Q8_0:
-      TFM_TILE_CASES(TFM_FORMAT_Q8_0) break;
-    case TFM_FORMAT_Q4_0:
-      TFM_TILE_CASES(TFM_FORMAT_Q4_0) break;
-    case TFM_FORMAT_MXFP4:
-      TFM_TILE_CASES(TFM_FORMAT_MXFP4) break;
-    default:
-      TFM_TILE_CASES(TFM_FORMAT_Q4_1) break;
-    }
-#undef TFM_CHANNEL_ROWS
 #undef TFM_TILE_CASES
 #undef TFM_TILE_ROWS
   for (int j = 0; j < np; ++j)
