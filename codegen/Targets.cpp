@@ -15,6 +15,10 @@ void addCpuKernelSelection(OpPassManager &pm,
   SelectCpuKernelsPassOptions kernels;
   kernels.fusedAttention = options.fusedAttention;
   kernels.bf16Products = options.computeDtype != "f32";
+  // Only an explicit --compute-dtype rounds attention's operands: a bf16
+  // checkpoint's default keeps its f32 attention.
+  kernels.bf16Attention =
+      options.computeDtype == "bf16" || options.computeDtype == "int8";
   pm.addPass(createSelectCpuKernelsPass(kernels));
 }
 

@@ -52,7 +52,11 @@ def SelectCpuKernelsPass : Pass<"tfm-select-cpu-kernels", "ModuleOp"> {
            "(vdpbf16ps, where it outruns widening); false: every product "
            "over float panels in f32 (tfm_rt_linear_panels_bf16_widened; "
            "tfmc refuses --compute-dtype=f32 with block formats, whose "
-           "kernels multiply int8 activations)">
+           "kernels multiply int8 activations)">,
+    Option<"bf16Attention", "bf16-attention", "bool", /*default=*/"false",
+           "Prefill attention's scores by vdpbf16ps over queries and keys "
+           "rounded to bf16 where the CPU has AVX512-BF16 "
+           "(tfm_rt_attention_bf16_dot; --compute-dtype bf16 or int8)">
   ];
 }
 

@@ -336,7 +336,8 @@ struct SelectCpuKernelsPass
     target.markUnknownOpDynamicallyLegal(
         [&](Operation *op) { return !selectsKernel(op, fusedAttention); });
     RewritePatternSet patterns(&getContext());
-    populateCpuKernelPatterns(patterns, fusedAttention, bf16Products);
+    populateCpuKernelPatterns(patterns, fusedAttention, bf16Products,
+                              bf16Attention);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
     // The dequantizations, block views and panels' unpacks the GEMM calls
@@ -365,12 +366,13 @@ struct SelectCpuKernelsPass
 
 void mlir::tfm::populateCpuKernelPatterns(RewritePatternSet &patterns,
                                           bool fusedAttention,
-                                          bool bf16Products) {
+                                          bool bf16Products,
+                                          bool bf16Attention) {
   patterns.add<LinearToKernelCall>(patterns.getContext(), bf16Products);
   patterns.add<HeadLinearToKernelCall, LoraToKernelCall>(patterns.getContext());
   populatePipelineTransferPatterns(patterns);
   if (fusedAttention) {
-    populateAttentionCallPatterns(patterns);
+    populateAttentionCallPatterns(patterns, bf16Attention);
     patterns.add<SparseAttentionToKernelCall, WindowAttentionToKernelCall,
                  GatedDeltaRuleToKernelCall>(patterns.getContext());
   }

@@ -85,9 +85,11 @@ std::string storedRowsSuffix(Value rows) {
 /// none, sinks an empty [0]. Keys and
 /// values read from a narrow cache (tfm.dequantize_rows of both) go to the
 /// kernels' _rows_i8, _rows_bf16 or _rows_f16 variants as stored: the
-/// kernel widens them.
+/// kernel widens them. With `bf16Scores`, plain and packed f32 attention
+/// goes to the _bf16_dot twins.
 struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
-  using OpConversionPattern::OpConversionPattern;
+  AttentionToKernelCall(MLIRContext *context, bool bf16Scores)
+      : OpConversionPattern(context), bf16Scores(bf16Scores) {}
 
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
@@ -133,10 +135,15 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
                                                 : "tfm_rt_attention";
     if (storedRows)
       kernel += storedRowsSuffix(inputs[1]);
+    else if (bf16Scores && !op.getRelativeBias())
+      kernel += "_bf16_dot";
     rewriter.replaceOp(op, callKernelWithOutput(rewriter, loc, kernel, inputs,
                                                 type, dynamicSizes, flags));
     return success();
   }
+
+private:
+  bool bf16Scores;
 };
 
 struct CallAttentionKernelPass
@@ -165,6 +172,7 @@ bool mlir::tfm::callsAttentionKernel(AttentionOp attention, bool plainOnly) {
           !readsStoredRows(attention));
 }
 
-void mlir::tfm::populateAttentionCallPatterns(RewritePatternSet &patterns) {
-  patterns.add<AttentionToKernelCall>(patterns.getContext());
+void mlir::tfm::populateAttentionCallPatterns(RewritePatternSet &patterns,
+                                              bool bf16Scores) {
+  patterns.add<AttentionToKernelCall>(patterns.getContext(), bf16Scores);
 }

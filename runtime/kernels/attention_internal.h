@@ -19,7 +19,8 @@
 #include <stdint.h>
 
 enum {
-  kKeyTile = 64, /* keys per prefill tile */
+  kKeyTile = 64,    /* keys per prefill tile */
+  kQueryBlock = 32, /* queries of one head per work item: two vectors */
 };
 
 typedef struct {
@@ -59,7 +60,33 @@ typedef struct {
    * row; NULL without. */
   const tfm_memref2d_f32 *distance_bias;
   int narrow; /* the kernels' narrow variants (vector_width.h) */
+  /* Prefill scores q·k by AVX512-BF16's vdpbf16ps over queries and keys
+   * rounded to bf16 (--compute-dtype bf16 or int8: tfm_rt_attention_bf16_dot
+   * and its packed twin), where the CPU has it and the wide variant runs;
+   * the softmax and the weighted values stay f32. */
+  int bf16_scores;
+  /* With bf16_scores, every key as bf16 pairs of features, converted once
+   * per call (tfm_attention_key_pairs): key j of KV head kh at
+   * key_pairs + (j · kv_heads + kh) · (d + 1) / 2. */
+  const uint32_t *key_pairs;
 } attention_job;
+
+/* attention_bf16_dot.c. A query block's queries qt [d][kQueryBlock]
+ * (scaled, transposed) as bf16 pairs of features for vdpbf16ps: word
+ * pairs[c][r] holds features 2c (low half) and 2c + 1 of query r, a zero
+ * past an odd d. */
+void tfm_attention_query_pairs(const float *qt, int64_t d, uint32_t *pairs);
+/* k [t, kv_heads, d] as bf16 pairs of features, word c of a key holding
+ * features 2c (low half) and 2c + 1 (a zero past an odd d), (d + 1) / 2
+ * words a key and KV head, over the runtime's threads. */
+void tfm_attention_key_pairs(const tfm_memref3d_f32 *k, int64_t d,
+                             uint32_t *pairs);
+/* The scores p[jj][r] of keys jj in [0, tile) (`keys`: the first key's
+ * pairs, the next `key_step` words on) against the query pairs; rows of p
+ * up to tile rounded up to four are written (zero past the tile). */
+void tfm_attention_scores_bf16(const uint32_t *pairs, const uint32_t *keys,
+                               int64_t key_step, int64_t d, int64_t tile,
+                               float (*p)[kQueryBlock]);
 
 TFM_INLINE float *row(const tfm_memref3d_f32 *m, int64_t i, int64_t h) {
   return m->aligned + m->offset + i * m->strides[0] + h * m->strides[1];

@@ -29,16 +29,13 @@
 #include "runtime/core/buffer_cache.h"
 #include "runtime/core/thread_pool.h"
 #include "runtime/kernels/attention_internal.h"
+#include "runtime/kernels/kernels_panel_bf16_dot.h"
 #include "runtime/kernels/vector_width.h"
 #include "tfm/runtime_kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum {
-  kQueryBlock = 32, /* queries of one head per work item: two vectors */
-};
 
 #define AB_NAME(x) x##_wide
 #define AB_VF v16
@@ -154,9 +151,30 @@ static attention_job make_job_rows(tfm_row_storage storage, tfm_memref3d_f32 *q,
                values->sizes[2] - scale_bytes);
 }
 
+/* With bf16 scores, the keys converted to bf16 pairs once for every query
+ * block (a tile's conversion per block took a third of the scores' time);
+ * returns the buffer to free, NULL without. Where it cannot be allocated,
+ * the scores are f32's. */
+static uint32_t *convert_keys(attention_job *job) {
+  if (!job->bf16_scores)
+    return NULL;
+  uint32_t *pairs = _mlir_memref_to_llvm_alloc(
+      (size_t)(job->t * (job->heads / job->group) * ((job->d + 1) / 2)) *
+      sizeof(uint32_t));
+  if (!pairs) {
+    job->bf16_scores = 0;
+    return NULL;
+  }
+  tfm_attention_key_pairs(job->k, job->d, pairs);
+  job->key_pairs = pairs;
+  return pairs;
+}
+
 void tfm_attend_blocks(attention_job job) {
   job.blocks = (job.s + kQueryBlock - 1) / kQueryBlock;
+  uint32_t *pairs = convert_keys(&job);
   tfm_parallel_for(job.blocks * job.heads, 1, attention_items, &job);
+  _mlir_memref_to_llvm_free(pairs);
 }
 
 static void attend(attention_job job) {
@@ -186,6 +204,21 @@ _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
                               int64_t causal, int64_t window, float softcap) {
   attend(with_sinks(make_job(q, k, v, out, scale, causal, window, softcap),
                     sinks));
+}
+
+/* tfm_rt_attention with bf16 scores where the GEMMs' vdpbf16ps runs
+ * (--compute-dtype bf16 or int8; attention_internal.h: bf16_scores). */
+static attention_job with_bf16_scores(attention_job job) {
+  job.bf16_scores = !job.narrow && tfm_bf16_dot_enabled();
+  return job;
+}
+
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_bf16_dot(
+    tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
+    tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale, int64_t causal,
+    int64_t window, float softcap) {
+  attend(with_bf16_scores(with_sinks(
+      make_job(q, k, v, out, scale, causal, window, softcap), sinks)));
 }
 
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
@@ -225,12 +258,9 @@ ATTENTION_OVER_ROWS(i8, tfm_memref3d_i8, TFM_ROWS_I8)
 ATTENTION_OVER_ROWS(bf16, tfm_memref3d_u16, TFM_ROWS_BF16)
 ATTENTION_OVER_ROWS(f16, tfm_memref3d_u16, TFM_ROWS_F16)
 
-TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed(
-    tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
-    tfm_memref1d_i32 *lengths, tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out,
-    float scale, int64_t causal, int64_t window, float softcap) {
-  attention_job job =
-      with_sinks(make_job(q, k, v, out, scale, causal, window, softcap), sinks);
+/* Packed sequences (tfm_rt_attention_packed and its bf16 twin): each
+ * sequence's query blocks see only its own keys. */
+static void attend_packed(attention_job job, tfm_memref1d_i32 *lengths) {
   /* The caller (tfm_model_call) checked that the lengths are positive and
    * sum to s = t. */
   int64_t sequences = lengths->sizes[0], blocks = 0;
@@ -254,6 +284,27 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed(
   }
   job.blocks = blocks;
   job.packed_blocks = (const int64_t(*)[4])table;
+  uint32_t *pairs = convert_keys(&job);
   tfm_parallel_for(job.blocks * job.heads, 1, attention_items, &job);
+  _mlir_memref_to_llvm_free(pairs);
   _mlir_memref_to_llvm_free(table);
+}
+
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed(
+    tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
+    tfm_memref1d_i32 *lengths, tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out,
+    float scale, int64_t causal, int64_t window, float softcap) {
+  attend_packed(
+      with_sinks(make_job(q, k, v, out, scale, causal, window, softcap), sinks),
+      lengths);
+}
+
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed_bf16_dot(
+    tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
+    tfm_memref1d_i32 *lengths, tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out,
+    float scale, int64_t causal, int64_t window, float softcap) {
+  attend_packed(
+      with_bf16_scores(with_sinks(
+          make_job(q, k, v, out, scale, causal, window, softcap), sinks)),
+      lengths);
 }

@@ -1,6 +1,7 @@
 //===- KernelTest.cpp - the kernels generated code calls ---------------===//
 //
-// tfm_rt_attention[_packed|_biased][_rows_i8|_rows_bf16|_rows_f16],
+// tfm_rt_attention[_packed|_biased][_rows_i8|_rows_bf16|_rows_f16] and
+// [_packed]_bf16_dot,
 // tfm_widen_rows, tfm_rt_matmul_nt and
 // tfm_rt_linear_panels[_bias] against plain double-precision loops, over
 // the shapes that exercise their paths: several query blocks and key
@@ -14,6 +15,7 @@
 
 extern "C" {
 #include "runtime/core/buffer_cache.h"
+#include "runtime/kernels/kernels_panel_bf16_dot.h"
 #include "runtime/kernels/vector_width.h"
 }
 #include "runtime/kernels/widen_rows.h"
@@ -54,7 +56,21 @@ struct AttentionCase {
   float softcap = 0;
   /// A sink logit per head (gpt-oss) in every softmax's denominator.
   bool sinks = false;
+  /// tfm_rt_attention_bf16_dot: where the wide kernel runs vdpbf16ps
+  /// (tfm_bf16_dot_enabled), the scores are products of the scaled
+  /// queries and the keys rounded to bf16, which the reference rounds too.
+  bool bf16Scores = false;
 };
+
+/// `value` rounded to bf16, to nearest even.
+double bf16Rounded(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  bits = (bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000u;
+  float rounded;
+  std::memcpy(&rounded, &bits, sizeof rounded);
+  return rounded;
+}
 
 /// No sinks: the empty [0] every attention kernel takes then.
 tfm_memref1d_f32 noSinks() { return {nullptr, nullptr, 0, {0}, {1}}; }
@@ -185,10 +201,15 @@ void checkAttentionAtWidth(const AttentionCase &c) {
   } else if (c.distanceBias) {
     _mlir_ciface_tfm_rt_attention_biased(&qm, &km, &vm, &bm, &sm, &om, scale,
                                          c.causal, c.window, c.softcap);
+  } else if (c.bf16Scores) {
+    _mlir_ciface_tfm_rt_attention_bf16_dot(&qm, &km, &vm, &sm, &om, scale,
+                                           c.causal, c.window, c.softcap);
   } else {
     _mlir_ciface_tfm_rt_attention(&qm, &km, &vm, &sm, &om, scale, c.causal,
                                   c.window, c.softcap);
   }
+  bool rounded =
+      c.bf16Scores && !tfm_kernels_narrow() && tfm_bf16_dot_enabled();
 
   int64_t group = c.heads / c.kvHeads;
   double worst = 0;
@@ -205,10 +226,13 @@ void checkAttentionAtWidth(const AttentionCase &c) {
           continue;
         }
         double dot = 0;
-        for (int64_t e = 0; e < c.d; ++e)
-          dot += double(q[3 + i * qRow + h * c.d + e]) *
-                 k[(j * c.kvHeads + kh) * c.d + e];
-        p[j] = dot * scale;
+        for (int64_t e = 0; e < c.d; ++e) {
+          float qe = q[3 + i * qRow + h * c.d + e];
+          float ke = k[(j * c.kvHeads + kh) * c.d + e];
+          dot += rounded ? bf16Rounded(qe * scale) * bf16Rounded(ke)
+                         : double(qe) * ke * scale;
+        }
+        p[j] = dot;
         if (c.softcap > 0)
           p[j] = c.softcap * std::tanh(p[j] / c.softcap);
         if (c.distanceBias) // column t - 1 + i - j
@@ -240,6 +264,36 @@ TEST(AttentionKernel, CausalPrefillOverSeveralBlocksAndTiles) {
 TEST(AttentionKernel, GroupedQueryOddHeadSizes) {
   checkAttention({45, 45, 6, 2, 20, 20, 0, true});
   checkAttention({33, 90, 3, 1, 8, 24, 0, true});
+}
+
+TEST(AttentionKernel, Bf16ScoresAreRoundedOperandsProducts) {
+  // Causal over several blocks and tiles (an odd last tile), grouped
+  // queries with an odd head size, a window, soft-capping and sinks.
+  AttentionCase causal{150, 150, 4, 4, 64, 64, 0, true};
+  AttentionCase grouped{45, 90, 6, 2, 21, 20, 0, false};
+  AttentionCase windowed{100, 100, 2, 2, 40, 40, 17, true};
+  AttentionCase capped{33, 33, 2, 1, 32, 32, 0, true};
+  capped.softcap = 5.0f;
+  capped.sinks = true;
+  for (AttentionCase c : {causal, grouped, windowed, capped}) {
+    c.bf16Scores = true;
+    checkAttention(c);
+  }
+  // Where vdpbf16ps runs, the scores differ from f32's: it ran.
+  if (!tfm_bf16_dot_enabled() || tfm_kernels_narrow())
+    return;
+  std::vector<float> q = randomValues(40 * 64, 1), k = randomValues(40 * 64, 2);
+  std::vector<float> v = randomValues(40 * 64, 3);
+  std::vector<float> plain(40 * 64), dot(40 * 64);
+  tfm_memref3d_f32 qm = view3d(q, 40, 1, 64, 64), km = view3d(k, 40, 1, 64, 64);
+  tfm_memref3d_f32 vm = view3d(v, 40, 1, 64, 64);
+  tfm_memref3d_f32 pm = view3d(plain, 40, 1, 64, 64);
+  tfm_memref3d_f32 dm = view3d(dot, 40, 1, 64, 64);
+  tfm_memref1d_f32 none = noSinks();
+  _mlir_ciface_tfm_rt_attention(&qm, &km, &vm, &none, &pm, 0.125f, 0, 0, 0.0f);
+  _mlir_ciface_tfm_rt_attention_bf16_dot(&qm, &km, &vm, &none, &dm, 0.125f, 0,
+                                         0, 0.0f);
+  EXPECT_NE(plain, dot) << "vdpbf16ps did not run";
 }
 
 TEST(AttentionKernel, WideHeadsInVectorGroupsAndRemainders) {
@@ -455,9 +509,11 @@ TEST(AttentionKernel, HalfRowsWidenedPerTile) {
 /// block-diagonal mask keeps every query within its own sequence, with
 /// sequences shorter than a query block, longer than a key tile, and of
 /// one token.
-void checkPackedAttention(std::vector<int32_t> lengths, bool causal) {
-  SCOPED_TRACE(testing::Message() << "sequences=" << lengths.size()
-                                  << " causal=" << causal);
+void checkPackedAttention(std::vector<int32_t> lengths, bool causal,
+                          bool bf16Scores = false) {
+  SCOPED_TRACE(testing::Message()
+               << "sequences=" << lengths.size() << " causal=" << causal
+               << " bf16 scores=" << bf16Scores);
   const int64_t heads = 4, kvHeads = 2, d = 24;
   int64_t total = 0;
   for (int32_t n : lengths)
@@ -473,8 +529,9 @@ void checkPackedAttention(std::vector<int32_t> lengths, bool causal) {
   tfm_memref1d_i32 lm = {lengths.data(), lengths.data(), 0,
                          {int64_t(lengths.size())}, {1}};
   tfm_memref1d_f32 none = noSinks();
-  _mlir_ciface_tfm_rt_attention_packed(&qm, &km, &vm, &lm, &none, &om, 0.25f,
-                                       causal, 0, 0.0f);
+  (bf16Scores ? _mlir_ciface_tfm_rt_attention_packed_bf16_dot
+              : _mlir_ciface_tfm_rt_attention_packed)(
+      &qm, &km, &vm, &lm, &none, &om, 0.25f, causal, 0, 0.0f);
   int64_t start = 0;
   for (int32_t n : lengths) {
     tfm_memref3d_f32 qs = view3d(q, n, heads, d, heads * d, start * heads * d);
@@ -484,8 +541,9 @@ void checkPackedAttention(std::vector<int32_t> lengths, bool causal) {
         view3d(v, n, kvHeads, d, kvHeads * d, start * kvHeads * d);
     tfm_memref3d_f32 os =
         view3d(alone, n, heads, d, heads * d, start * heads * d);
-    _mlir_ciface_tfm_rt_attention(&qs, &ks, &vs, &none, &os, 0.25f, causal, 0,
-                                  0.0f);
+    (bf16Scores ? _mlir_ciface_tfm_rt_attention_bf16_dot
+                : _mlir_ciface_tfm_rt_attention)(&qs, &ks, &vs, &none, &os,
+                                                 0.25f, causal, 0, 0.0f);
     start += n;
   }
   double worst = 0;
@@ -497,6 +555,8 @@ void checkPackedAttention(std::vector<int32_t> lengths, bool causal) {
 TEST(AttentionKernel, PackedSequencesSeeOnlyThemselves) {
   checkPackedAttention({5, 1, 40, 100, 33, 7}, /*causal=*/false);
   checkPackedAttention({70, 2, 31}, /*causal=*/true);
+  checkPackedAttention({5, 1, 40, 100, 33, 7}, /*causal=*/false,
+                       /*bf16Scores=*/true);
 }
 
 TEST(MatmulKernel, RowsTimesTransposedWeightAccumulates) {

@@ -104,6 +104,14 @@ _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
                               tfm_memref3d_f32 *v, tfm_memref1d_f32 *sinks,
                               tfm_memref3d_f32 *out, float scale,
                               int64_t causal, int64_t window, float softcap);
+/* The same with the prefill's scores q·k by AVX512-BF16's vdpbf16ps over
+ * queries and keys rounded to bf16, where the CPU has it (f32 FMAs
+ * elsewhere); the softmax and the weighted values in f32
+ * (--compute-dtype bf16 or int8). */
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_bf16_dot(
+    tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
+    tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale, int64_t causal,
+    int64_t window, float softcap);
 /* The same plus relative-position terms by distance (T5), `distance_bias`
  * [heads, s + t - 1]: query i and key j add column t - 1 + i - j. */
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased(
@@ -148,6 +156,11 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_biased_rows_f16(
  * of them summing to s): a query sees only its own sequence's keys. */
 typedef TFM_MEMREF(int32_t, 1) tfm_memref1d_i32;
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed(
+    tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
+    tfm_memref1d_i32 *lengths, tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out,
+    float scale, int64_t causal, int64_t window, float softcap);
+/* And with bf16 scores, as tfm_rt_attention_bf16_dot. */
+TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed_bf16_dot(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
     tfm_memref1d_i32 *lengths, tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out,
     float scale, int64_t causal, int64_t window, float softcap);

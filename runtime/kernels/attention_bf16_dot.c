@@ -1,0 +1,138 @@
+/*===- attention_bf16_dot.c - prefill attention's scores by vdpbf16ps ---===//
+ *
+ * Under --compute-dtype bf16 or int8, a query block's scores q·k come from
+ * AVX512-BF16's vdpbf16ps: each lane (a query) adds the products of two
+ * bf16 pairs of features, so a score takes half the instructions of f32
+ * FMAs. Queries and keys are rounded to bf16 (nearest even) once per
+ * block and per tile; the sums, the softmax and the weighted values stay
+ * f32 (attention_block.inc). Functions carry their own target attribute,
+ * as kernels_panel_bf16_dot.c's, and run only where the GEMMs' vdpbf16ps
+ * does (tfm_bf16_dot_enabled: the CPU has it, and TFM_BF16_DOT does not
+ * turn it off).
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/core/thread_pool.h"
+#include "runtime/kernels/attention_internal.h"
+#include "tfm/half_floats.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define TFM_ATTENTION_BF16 "avx512f,avx512bw,avx512bf16"
+
+enum { kQueryVectors = kQueryBlock / kLanes, kKeyStep = 4 };
+
+/* Sixteen floats from `at`, zero past `count` of them. */
+__attribute__((target(TFM_ATTENTION_BF16))) static inline __m512
+load_upto(const float *at, int64_t count) {
+  if (count >= kLanes)
+    return _mm512_loadu_ps(at);
+  if (count <= 0)
+    return _mm512_setzero_ps();
+  return _mm512_maskz_loadu_ps((__mmask16)((1u << count) - 1), at);
+}
+
+__attribute__((target(TFM_ATTENTION_BF16))) void
+tfm_attention_query_pairs(const float *qt, int64_t d, uint32_t *pairs) {
+  /* vcvtne2ps2bf16 puts a vector's 16 values in the low half and the
+   * other's in the high half; the permutation interleaves them into pairs
+   * (element r of each, word r). */
+  const __m512i interleave = _mm512_set_epi16(
+      31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
+      6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  for (int64_t c = 0; 2 * c < d; ++c)
+    for (int v = 0; v < kQueryVectors; ++v) {
+      __m512 even = _mm512_loadu_ps(qt + 2 * c * kQueryBlock + v * kLanes);
+      __m512 odd =
+          2 * c + 1 < d
+              ? _mm512_loadu_ps(qt + (2 * c + 1) * kQueryBlock + v * kLanes)
+              : _mm512_setzero_ps();
+      __m512i halves = (__m512i)_mm512_cvtne2ps_pbh(odd, even);
+      _mm512_storeu_si512(pairs + c * kQueryBlock + v * kLanes,
+                          _mm512_permutexvar_epi16(interleave, halves));
+    }
+}
+
+/* Rows [begin, end) of tfm_attention_key_pairs' keys (row = key · kv
+ * heads + head). */
+typedef struct {
+  const tfm_memref3d_f32 *k;
+  int64_t d;
+  uint32_t *pairs;
+} key_pairs_job;
+
+__attribute__((target(TFM_ATTENTION_BF16))) static void
+key_pairs_chunk(void *context, int64_t begin, int64_t end, int thread) {
+  (void)thread;
+  const key_pairs_job *job = context;
+  const tfm_memref3d_f32 *k = job->k;
+  int64_t d = job->d, words = (d + 1) / 2, heads = k->sizes[1];
+  for (int64_t row = begin; row < end; ++row) {
+    const float *key = k->aligned + k->offset + row / heads * k->strides[0] +
+                       row % heads * k->strides[1];
+    uint32_t *out = job->pairs + row * words;
+    if (k->strides[2] != 1) { /* strided features, rarely */
+      for (int64_t c = 0; c < words; ++c)
+        out[c] =
+            tfm_float_to_bf16(key[2 * c * k->strides[2]]) |
+            (uint32_t)(2 * c + 1 < d
+                           ? tfm_float_to_bf16(key[(2 * c + 1) * k->strides[2]])
+                           : 0)
+                << 16;
+      continue;
+    }
+    for (int64_t c = 0; c < d; c += 2 * kLanes) {
+      __m512 low = load_upto(key + c, d - c);
+      __m512 high = load_upto(key + c + kLanes, d - c - kLanes);
+      __m512i packed = (__m512i)_mm512_cvtne2ps_pbh(high, low);
+      int64_t count = words - c / 2 < kLanes ? words - c / 2 : kLanes;
+      _mm512_mask_storeu_epi32(out + c / 2, (__mmask16)((1u << count) - 1),
+                               packed);
+    }
+  }
+}
+
+void tfm_attention_key_pairs(const tfm_memref3d_f32 *k, int64_t d,
+                             uint32_t *pairs) {
+  key_pairs_job job = {k, d, pairs};
+  int64_t rows = k->sizes[0] * k->sizes[1];
+  tfm_parallel_for(rows, 64, key_pairs_chunk, &job);
+}
+
+__attribute__((target(TFM_ATTENTION_BF16))) void
+tfm_attention_scores_bf16(const uint32_t *pairs, const uint32_t *keys,
+                          int64_t key_step, int64_t d, int64_t tile,
+                          float (*p)[kQueryBlock]) {
+  static const uint32_t none[kKeyStep] = {0};
+  int64_t words = (d + 1) / 2;
+  int64_t rows = (tile + kKeyStep - 1) / kKeyStep * kKeyStep;
+  for (int64_t jj = 0; jj < rows; jj += kKeyStep) {
+    /* Keys past the tile read word 0 of `none`: zero scores, unused. */
+    const uint32_t *key[kKeyStep];
+    int64_t step[kKeyStep];
+    for (int u = 0; u < kKeyStep; ++u) {
+      int inside = jj + u < tile;
+      key[u] = inside ? keys + (jj + u) * key_step : none;
+      step[u] = inside;
+    }
+    __m512 acc[kKeyStep][kQueryVectors];
+    for (int u = 0; u < kKeyStep; ++u)
+      for (int v = 0; v < kQueryVectors; ++v)
+        acc[u][v] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < words; ++c) {
+      __m512bh q[kQueryVectors];
+      for (int v = 0; v < kQueryVectors; ++v)
+        q[v] =
+            (__m512bh)_mm512_loadu_si512(pairs + c * kQueryBlock + v * kLanes);
+      for (int u = 0; u < kKeyStep; ++u) {
+        __m512bh word = (__m512bh)_mm512_set1_epi32((int)key[u][c * step[u]]);
+        for (int v = 0; v < kQueryVectors; ++v)
+          acc[u][v] = _mm512_dpbf16_ps(acc[u][v], q[v], word);
+      }
+    }
+    for (int u = 0; u < kKeyStep; ++u)
+      for (int v = 0; v < kQueryVectors; ++v)
+        _mm512_storeu_ps(p[jj + u] + v * kLanes, acc[u][v]);
+  }
+}
