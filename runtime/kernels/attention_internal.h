@@ -60,15 +60,18 @@ typedef struct {
    * row; NULL without. */
   const tfm_memref2d_f32 *distance_bias;
   int narrow; /* the kernels' narrow variants (vector_width.h) */
-  /* Prefill scores q·k by AVX512-BF16's vdpbf16ps over queries and keys
-   * rounded to bf16 (--compute-dtype bf16 or int8: tfm_rt_attention_bf16_dot
-   * and its packed twin), where the CPU has it and the wide variant runs;
-   * the softmax and the weighted values stay f32. */
-  int bf16_scores;
-  /* With bf16_scores, every key as bf16 pairs of features, converted once
-   * per call (tfm_attention_key_pairs): key j of KV head kh at
-   * key_pairs + (j · kv_heads + kh) · (d + 1) / 2. */
-  const uint32_t *key_pairs;
+  /* Prefill's two products by AVX512-BF16's vdpbf16ps (--compute-dtype
+   * bf16 or int8: tfm_rt_attention_bf16_dot and its packed twin), where
+   * the GEMMs' runs and the wide variant does: the scores q·k over queries
+   * and keys rounded to bf16, the weighted values over probabilities and
+   * values rounded to bf16; the softmax stays f32. */
+  int bf16_dot;
+  /* With bf16_dot, converted once per call: every key as bf16 pairs of
+   * features (tfm_attention_key_pairs), key j of KV head kh at key_pairs
+   * + (j · kv_heads + kh) · (d + 1) / 2; and the values of each pair of
+   * keys as pairs (tfm_attention_value_pairs), keys 2i and 2i + 1 of KV
+   * head kh at value_pairs + (i · kv_heads + kh) · round_up_to_lanes(dv). */
+  const uint32_t *key_pairs, *value_pairs;
 } attention_job;
 
 /* attention_bf16_dot.c. A query block's queries qt [d][kQueryBlock]
@@ -81,6 +84,23 @@ void tfm_attention_query_pairs(const float *qt, int64_t d, uint32_t *pairs);
  * words a key and KV head, over the runtime's threads. */
 void tfm_attention_key_pairs(const tfm_memref3d_f32 *k, int64_t d,
                              uint32_t *pairs);
+/* v [t, kv_heads, dv] as bf16 pairs of keys: word e of pair row i holds
+ * feature e of key 2i (low half) and of key 2i + 1 (zero past the last
+ * key), dv rounded up to whole vectors (zeros) a row and KV head, over
+ * the runtime's threads. */
+void tfm_attention_value_pairs(const tfm_memref3d_f32 *v, int64_t dv,
+                               uint32_t *pairs);
+/* Rows [r0, r0 + 4) of a block's outputs o (dvp floats a row, a multiple
+ * of 16), rescaled by `correction` and plus the probabilities' pairs
+ * probabilities[i][r] (keys 2i and 2i + 1 of the tile, as
+ * tfm_attention_query_pairs makes them of p) times the value pairs
+ * (`values`: the tile's first pair row, the next `value_step` words on),
+ * for pairs i in [i_lo, i_hi). */
+void tfm_attention_values_bf16(float *o, int64_t dvp,
+                               const uint32_t (*probabilities)[kQueryBlock],
+                               const uint32_t *values, int64_t value_step,
+                               const float *correction, int64_t r0,
+                               int64_t i_lo, int64_t i_hi);
 /* The scores p[jj][r] of keys jj in [0, tile) (`keys`: the first key's
  * pairs, the next `key_step` words on) against the query pairs; rows of p
  * up to tile rounded up to four are written (zero past the tile). */

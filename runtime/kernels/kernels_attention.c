@@ -151,22 +151,27 @@ static attention_job make_job_rows(tfm_row_storage storage, tfm_memref3d_f32 *q,
                values->sizes[2] - scale_bytes);
 }
 
-/* With bf16 scores, the keys converted to bf16 pairs once for every query
- * block (a tile's conversion per block took a third of the scores' time);
- * returns the buffer to free, NULL without. Where it cannot be allocated,
- * the scores are f32's. */
+/* With bf16 products, the keys and values converted to bf16 pairs once
+ * for every query block (a tile's keys converted per block took a third
+ * of the scores' time); returns the buffer to free, NULL without. Where
+ * it cannot be allocated, the products are f32's. */
 static uint32_t *convert_keys(attention_job *job) {
-  if (!job->bf16_scores)
+  if (!job->bf16_dot)
     return NULL;
+  int64_t kv_heads = job->heads / job->group;
+  int64_t key_words = job->t * kv_heads * ((job->d + 1) / 2);
+  int64_t value_words =
+      (job->t + 1) / 2 * kv_heads * round_up_to_lanes(job->dv);
   uint32_t *pairs = _mlir_memref_to_llvm_alloc(
-      (size_t)(job->t * (job->heads / job->group) * ((job->d + 1) / 2)) *
-      sizeof(uint32_t));
+      (size_t)(key_words + value_words) * sizeof(uint32_t));
   if (!pairs) {
-    job->bf16_scores = 0;
+    job->bf16_dot = 0;
     return NULL;
   }
   tfm_attention_key_pairs(job->k, job->d, pairs);
+  tfm_attention_value_pairs(job->v, job->dv, pairs + key_words);
   job->key_pairs = pairs;
+  job->value_pairs = pairs + key_words;
   return pairs;
 }
 
@@ -207,9 +212,9 @@ _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
 }
 
 /* tfm_rt_attention with bf16 scores where the GEMMs' vdpbf16ps runs
- * (--compute-dtype bf16 or int8; attention_internal.h: bf16_scores). */
-static attention_job with_bf16_scores(attention_job job) {
-  job.bf16_scores = !job.narrow && tfm_bf16_dot_enabled();
+ * (--compute-dtype bf16 or int8; attention_internal.h: bf16_dot). */
+static attention_job with_bf16_dot(attention_job job) {
+  job.bf16_dot = !job.narrow && tfm_bf16_dot_enabled();
   return job;
 }
 
@@ -217,7 +222,7 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_bf16_dot(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
     tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale, int64_t causal,
     int64_t window, float softcap) {
-  attend(with_bf16_scores(with_sinks(
+  attend(with_bf16_dot(with_sinks(
       make_job(q, k, v, out, scale, causal, window, softcap), sinks)));
 }
 
@@ -304,7 +309,7 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed_bf16_dot(
     tfm_memref1d_i32 *lengths, tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out,
     float scale, int64_t causal, int64_t window, float softcap) {
   attend_packed(
-      with_bf16_scores(with_sinks(
+      with_bf16_dot(with_sinks(
           make_job(q, k, v, out, scale, causal, window, softcap), sinks)),
       lengths);
 }
