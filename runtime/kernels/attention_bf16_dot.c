@@ -35,14 +35,20 @@ load_upto(const float *at, int64_t count) {
   return _mm512_maskz_loadu_ps((__mmask16)((1u << count) - 1), at);
 }
 
-__attribute__((target(TFM_ATTENTION_BF16))) void
-tfm_attention_query_pairs(const float *qt, int64_t d, uint32_t *pairs) {
-  /* vcvtne2ps2bf16 puts a vector's 16 values in the low half and the
-   * other's in the high half; the permutation interleaves them into pairs
-   * (element r of each, word r). */
+/* Words r = (low[r], high[r]) of two vectors rounded to bf16:
+ * vcvtne2ps2bf16 puts one vector's 16 values in the low half and the
+ * other's in the high half, and the permutation interleaves them. */
+__attribute__((always_inline, target(TFM_ATTENTION_BF16))) static inline __m512i
+interleaved_pairs(__m512 low, __m512 high) {
   const __m512i interleave = _mm512_set_epi16(
       31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
       6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return _mm512_permutexvar_epi16(interleave,
+                                  (__m512i)_mm512_cvtne2ps_pbh(high, low));
+}
+
+__attribute__((target(TFM_ATTENTION_BF16))) void
+tfm_attention_query_pairs(const float *qt, int64_t d, uint32_t *pairs) {
   for (int64_t c = 0; 2 * c < d; ++c)
     for (int v = 0; v < kQueryVectors; ++v) {
       __m512 even = _mm512_loadu_ps(qt + 2 * c * kQueryBlock + v * kLanes);
@@ -50,26 +56,26 @@ tfm_attention_query_pairs(const float *qt, int64_t d, uint32_t *pairs) {
           2 * c + 1 < d
               ? _mm512_loadu_ps(qt + (2 * c + 1) * kQueryBlock + v * kLanes)
               : _mm512_setzero_ps();
-      __m512i halves = (__m512i)_mm512_cvtne2ps_pbh(odd, even);
       _mm512_storeu_si512(pairs + c * kQueryBlock + v * kLanes,
-                          _mm512_permutexvar_epi16(interleave, halves));
+                          interleaved_pairs(even, odd));
     }
 }
 
-/* Rows [begin, end) of tfm_attention_key_pairs' keys (row = key · kv
- * heads + head). */
+/* Rows [begin, end) of what tfm_attention_key_pairs (row = key · kv heads
+ * + head) or tfm_attention_value_pairs (row = pair of keys · kv heads +
+ * head) convert: `rows`' rows of `width` features into `pairs`. */
 typedef struct {
-  const tfm_memref3d_f32 *k;
-  int64_t d;
+  const tfm_memref3d_f32 *rows;
+  int64_t width;
   uint32_t *pairs;
-} key_pairs_job;
+} pairs_job;
 
 __attribute__((target(TFM_ATTENTION_BF16))) static void
 key_pairs_chunk(void *context, int64_t begin, int64_t end, int thread) {
   (void)thread;
-  const key_pairs_job *job = context;
-  const tfm_memref3d_f32 *k = job->k;
-  int64_t d = job->d, words = (d + 1) / 2, heads = k->sizes[1];
+  const pairs_job *job = context;
+  const tfm_memref3d_f32 *k = job->rows;
+  int64_t d = job->width, words = (d + 1) / 2, heads = k->sizes[1];
   for (int64_t row = begin; row < end; ++row) {
     const float *key = k->aligned + k->offset + row / heads * k->strides[0] +
                        row % heads * k->strides[1];
@@ -97,7 +103,7 @@ key_pairs_chunk(void *context, int64_t begin, int64_t end, int thread) {
 
 void tfm_attention_key_pairs(const tfm_memref3d_f32 *k, int64_t d,
                              uint32_t *pairs) {
-  key_pairs_job job = {k, d, pairs};
+  pairs_job job = {k, d, pairs};
   int64_t rows = k->sizes[0] * k->sizes[1];
   tfm_parallel_for(rows, 64, key_pairs_chunk, &job);
 }
@@ -139,24 +145,13 @@ tfm_attention_scores_bf16(const uint32_t *pairs, const uint32_t *keys,
   }
 }
 
-/* Pair rows [begin, end) of tfm_attention_value_pairs' values (row = pair
- * · kv heads + head). */
-typedef struct {
-  const tfm_memref3d_f32 *v;
-  int64_t dv;
-  uint32_t *pairs;
-} value_pairs_job;
-
 __attribute__((target(TFM_ATTENTION_BF16))) static void
 value_pairs_chunk(void *context, int64_t begin, int64_t end, int thread) {
   (void)thread;
-  const value_pairs_job *job = context;
-  const tfm_memref3d_f32 *v = job->v;
-  int64_t dv = job->dv, dvp = round_up_to_lanes(dv), heads = v->sizes[1];
+  const pairs_job *job = context;
+  const tfm_memref3d_f32 *v = job->rows;
+  int64_t dv = job->width, dvp = round_up_to_lanes(dv), heads = v->sizes[1];
   int64_t t = v->sizes[0];
-  const __m512i interleave = _mm512_set_epi16(
-      31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
-      6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   for (int64_t row = begin; row < end; ++row) {
     int64_t first = row / heads * 2, head = row % heads;
     const float *keys[2];
@@ -180,16 +175,14 @@ value_pairs_chunk(void *context, int64_t begin, int64_t end, int thread) {
           half[k] = _mm512_loadu_ps(lanes);
         }
       }
-      __m512i halves = (__m512i)_mm512_cvtne2ps_pbh(half[1], half[0]);
-      _mm512_storeu_si512(out + e,
-                          _mm512_permutexvar_epi16(interleave, halves));
+      _mm512_storeu_si512(out + e, interleaved_pairs(half[0], half[1]));
     }
   }
 }
 
 void tfm_attention_value_pairs(const tfm_memref3d_f32 *v, int64_t dv,
                                uint32_t *pairs) {
-  value_pairs_job job = {v, dv, pairs};
+  pairs_job job = {v, dv, pairs};
   int64_t rows = (v->sizes[0] + 1) / 2 * v->sizes[1];
   tfm_parallel_for(rows, 32, value_pairs_chunk, &job);
 }

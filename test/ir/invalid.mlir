@@ -22,12 +22,12 @@ tfm.weight_decl @w : tensor<4x32xi4, #tfm.block_quant<q8_0>>
 // -----
 
 // A format the table reads but keeps as int8, not in blocks of its own.
-// expected-error @+1 {{expected a block format (q8_0, q4_0, q4_1, q4_k, q6_k, q5_k, mxfp4), got 'q5_0'}}
+// expected-error @+1 {{expected a block format (q8_0, q4_0, q4_1, q4_k, q6_k, q5_k, mxfp4, q8_channel), got 'q5_0'}}
 tfm.weight_decl @w : tensor<4x32xi8, #tfm.block_quant<q5_0>>
 
 // -----
 
-// expected-error @+1 {{expected a block format (q8_0, q4_0, q4_1, q4_k, q6_k, q5_k, mxfp4), got 'f16'}}
+// expected-error @+1 {{expected a block format (q8_0, q4_0, q4_1, q4_k, q6_k, q5_k, mxfp4, q8_channel), got 'f16'}}
 tfm.weight_decl @w : tensor<4x32xi8, #tfm.block_quant<f16>>
 
 // -----

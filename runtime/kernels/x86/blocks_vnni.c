@@ -159,6 +159,30 @@ TFM_VNNI_INLINE void add_nibble_products_vnni(int format,
   }
 }
 
+/* Adds a q8_0 block's products (its codes at byte `codes` of each of `np`
+ * panels) with `rows` rows of activations (x: the first row's block, rows
+ * row_stride apart) to dot[r][j]: each weight vector serves every row,
+ * each broadcast every panel. */
+TFM_VNNI_INLINE void add_q8_products_vnni(const uint8_t *const *panel,
+                                          int64_t codes, const int8_t *x,
+                                          int64_t row_stride, int rows, int np,
+                                          __m512i dot[][2]) {
+#pragma GCC unroll 8
+  for (int g = 0; g < kBlock / 4; ++g) {
+    __m512i w[2];
+#pragma GCC unroll 2
+    for (int j = 0; j < np; ++j)
+      w[j] = _mm512_loadu_si512(panel[j] + codes + g * 64);
+#pragma GCC unroll 8
+    for (int r = 0; r < rows; ++r) {
+      __m512i xr = broadcast4(x + r * row_stride + 4 * g);
+#pragma GCC unroll 2
+      for (int j = 0; j < np; ++j)
+        dot[r][j] = _mm512_dpbusd_epi32(dot[r][j], w[j], xr);
+    }
+  }
+}
+
 /* `np` (1 or 2) whole panels (16 outputs each) for `rows` (2 to 6) rows
  * of A, both constants at every call so that the accumulators stay in
  * registers: one int32 chain and one f32 accumulator per row and panel
@@ -222,20 +246,7 @@ TFM_VNNI_INLINE void panel_tile_vnni(const block_job *job, int format,
       continue;
     }
     if (q8) {
-#pragma GCC unroll 8
-      for (int g = 0; g < kBlock / 4; ++g) {
-        __m512i w[2];
-#pragma GCC unroll 2
-        for (int j = 0; j < np; ++j)
-          w[j] = _mm512_loadu_si512(panel[j] + codes + g * 64);
-#pragma GCC unroll 6
-        for (int r = 0; r < rows; ++r) {
-          __m512i xr = broadcast4(x + r * row_stride + 4 * g);
-#pragma GCC unroll 2
-          for (int j = 0; j < np; ++j)
-            dot[r][j] = _mm512_dpbusd_epi32(dot[r][j], w[j], xr);
-        }
-      }
+      add_q8_products_vnni(panel, codes, x, row_stride, rows, np, dot);
     } else {
 #pragma GCC unroll 4
       for (int v = 0; v < kBlock / 8; ++v)
@@ -299,24 +310,10 @@ TFM_VNNI_INLINE void channel_tile_vnni(const block_job *job, int64_t p,
 #pragma GCC unroll 2
     for (int j = 0; j < np; ++j)
       dot[r][j] = _mm512_setzero_si512();
-  for (int64_t b = 0; b < job->blocks; ++b) {
-    const int8_t *x = job->x.codes + i0 * row_stride + b * kBlock;
-    int64_t at = codes + b * kCodeBytes;
-#pragma GCC unroll 8
-    for (int g = 0; g < kBlock / 4; ++g) {
-      __m512i w[2];
-#pragma GCC unroll 2
-      for (int j = 0; j < np; ++j)
-        w[j] = _mm512_loadu_si512(panel[j] + at + g * 64);
-#pragma GCC unroll 8
-      for (int r = 0; r < rows; ++r) {
-        __m512i xr = broadcast4(x + r * row_stride + 4 * g);
-#pragma GCC unroll 2
-        for (int j = 0; j < np; ++j)
-          dot[r][j] = _mm512_dpbusd_epi32(dot[r][j], w[j], xr);
-      }
-    }
-  }
+  for (int64_t b = 0; b < job->blocks; ++b)
+    add_q8_products_vnni(panel, codes + b * kCodeBytes,
+                         job->x.codes + i0 * row_stride + b * kBlock,
+                         row_stride, rows, np, dot);
   __m512 ws[2];
 #pragma GCC unroll 2
   for (int j = 0; j < np; ++j)
