@@ -299,6 +299,72 @@ TEST(AttentionKernel, Bf16ProductsWithinTheirRounding) {
   EXPECT_NE(plain, dot) << "vdpbf16ps did not run";
 }
 
+/// tfm_rt_window_attention over `windows` windows of L rows: each query
+/// sees its own window's keys, plus bias[window mod biases, head] (a
+/// strided view), against double loops.
+void checkWindowAttention(int64_t windows, int64_t L, int64_t heads, int64_t d,
+                          int64_t biases) {
+  SCOPED_TRACE(testing::Message()
+               << "windows=" << windows << " L=" << L << " heads=" << heads
+               << " d=" << d << " biases=" << biases);
+  int64_t rows = windows * L, biasRow = L + 3; // 3 spare floats a row
+  std::vector<float> q = randomValues(rows * heads * d, 21);
+  std::vector<float> k = randomValues(rows * heads * d, 22);
+  std::vector<float> v = randomValues(rows * heads * d, 23);
+  std::vector<float> bias = randomValues(biases * heads * L * biasRow, 24);
+  std::vector<float> out(rows * heads * d, NAN);
+  tfm_memref3d_f32 qm = view3d(q, rows, heads, d, heads * d);
+  tfm_memref3d_f32 km = view3d(k, rows, heads, d, heads * d);
+  tfm_memref3d_f32 vm = view3d(v, rows, heads, d, heads * d);
+  tfm_memref3d_f32 om = view3d(out, rows, heads, d, heads * d);
+  tfm_memref4d_f32 bm = {bias.data(),
+                         bias.data(),
+                         0,
+                         {biases, heads, L, L},
+                         {heads * L * biasRow, L * biasRow, biasRow, 1}};
+  float scale = 1.0f / std::sqrt(float(d));
+  _mlir_ciface_tfm_rt_window_attention(&qm, &km, &vm, &bm, &om, scale, L);
+  double worst = 0;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t h = 0; h < heads; ++h) {
+      int64_t w = i / L, first = w * L;
+      const float *terms = &bias[((w % biases) * heads + h) * L * biasRow +
+                                 (i - first) * biasRow];
+      std::vector<double> p(L);
+      double maximum = -INFINITY, total = 0;
+      for (int64_t j = 0; j < L; ++j) {
+        double dot = 0;
+        for (int64_t e = 0; e < d; ++e)
+          dot += double(q[(i * heads + h) * d + e]) *
+                 k[((first + j) * heads + h) * d + e];
+        p[j] = dot * scale + terms[j];
+        maximum = std::max(maximum, p[j]);
+      }
+      for (double &x : p)
+        total += x = std::exp(x - maximum);
+      for (int64_t e = 0; e < d; ++e) {
+        double expected = 0;
+        for (int64_t j = 0; j < L; ++j)
+          expected += p[j] / total * v[((first + j) * heads + h) * d + e];
+        worst =
+            std::max(worst, std::fabs(out[(i * heads + h) * d + e] - expected));
+      }
+    }
+  EXPECT_LT(worst, 2e-5);
+}
+
+TEST(WindowAttentionKernel, EachWindowsKeysAndBias) {
+  // Swin's 7 x 7 windows of 32-wide heads, with a shifted stage's
+  // per-window biases; 4 x 4 windows; 8 x 8 of 64; a head width between
+  // vectors; and past the four-query path's 64 keys and 64 features.
+  checkWindowAttention(4, 49, 3, 32, 2);
+  checkWindowAttention(3, 16, 2, 8, 1);
+  checkWindowAttention(2, 64, 2, 64, 2);
+  checkWindowAttention(2, 49, 2, 40, 1);
+  checkWindowAttention(2, 100, 2, 24, 1);
+  checkWindowAttention(2, 49, 1, 80, 1);
+}
+
 TEST(AttentionKernel, WideHeadsInVectorGroupsAndRemainders) {
   // Values accumulated 64 columns at a time, then 16 at a time.
   checkAttention({100, 100, 2, 2, 128, 128, 0, true});
