@@ -640,11 +640,9 @@ llvm::Error mlir::tfm::runPipelineStages(CompilationUnit &unit,
   // the GPU, codegen/Targets.cpp), or the products' dtype for bf16 or int8
   // products.
   if (pipeline.weightsDtype.empty() && unit.model &&
-      pipeline.computeDtype == "bf16")
-    pipeline.weightsDtype = "bf16";
-  if (pipeline.weightsDtype.empty() && unit.model &&
-      pipeline.computeDtype == "int8")
-    pipeline.weightsDtype = "int8-channel";
+      (pipeline.computeDtype == "bf16" || pipeline.computeDtype == "int8"))
+    pipeline.weightsDtype =
+        pipeline.computeDtype == "int8" ? "int8-channel" : "bf16";
   if (pipeline.weightsDtype.empty() && unit.model) {
     if (unit.weights.hasNarrowMatrices())
       pipeline.weightsDtype = "checkpoint";

@@ -19,8 +19,8 @@ namespace mlir::tfm {
 /// CPU kernel selection (tfm-select-cpu-kernels): tfm.linear over panel
 /// weights to the runtime's GEMM (over bf16 panels, the one that may round
 /// activations to bf16 where `bf16Products`), and with `fusedAttention`
-/// tfm.attention without bias to its fused kernel (whose prefill scores are
-/// bf16 products where `bf16Attention`).
+/// tfm.attention without bias to its fused kernel (whose prefill products
+/// are bf16's where `bf16Attention`).
 void populateCpuKernelPatterns(RewritePatternSet &patterns, bool fusedAttention,
                                bool bf16Products, bool bf16Attention);
 

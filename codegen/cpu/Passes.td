@@ -54,8 +54,8 @@ def SelectCpuKernelsPass : Pass<"tfm-select-cpu-kernels", "ModuleOp"> {
            "tfmc refuses --compute-dtype=f32 with block formats, whose "
            "kernels multiply int8 activations)">,
     Option<"bf16Attention", "bf16-attention", "bool", /*default=*/"false",
-           "Prefill attention's scores by vdpbf16ps over queries and keys "
-           "rounded to bf16 where the CPU has AVX512-BF16 "
+           "Prefill attention's scores and weighted values by vdpbf16ps "
+           "over operands rounded to bf16 where the CPU has AVX512-BF16 "
            "(tfm_rt_attention_bf16_dot; --compute-dtype bf16 or int8)">
   ];
 }

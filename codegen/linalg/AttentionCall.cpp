@@ -85,11 +85,11 @@ std::string storedRowsSuffix(Value rows) {
 /// none, sinks an empty [0]. Keys and
 /// values read from a narrow cache (tfm.dequantize_rows of both) go to the
 /// kernels' _rows_i8, _rows_bf16 or _rows_f16 variants as stored: the
-/// kernel widens them. With `bf16Scores`, plain and packed f32 attention
+/// kernel widens them. With `bf16Dot`, plain and packed f32 attention
 /// goes to the _bf16_dot twins.
 struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
-  AttentionToKernelCall(MLIRContext *context, bool bf16Scores)
-      : OpConversionPattern(context), bf16Scores(bf16Scores) {}
+  AttentionToKernelCall(MLIRContext *context, bool bf16Dot)
+      : OpConversionPattern(context), bf16Dot(bf16Dot) {}
 
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
@@ -135,7 +135,7 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
                                                 : "tfm_rt_attention";
     if (storedRows)
       kernel += storedRowsSuffix(inputs[1]);
-    else if (bf16Scores && !op.getRelativeBias())
+    else if (bf16Dot && !op.getRelativeBias())
       kernel += "_bf16_dot";
     rewriter.replaceOp(op, callKernelWithOutput(rewriter, loc, kernel, inputs,
                                                 type, dynamicSizes, flags));
@@ -143,7 +143,7 @@ struct AttentionToKernelCall : OpConversionPattern<AttentionOp> {
   }
 
 private:
-  bool bf16Scores;
+  bool bf16Dot;
 };
 
 struct CallAttentionKernelPass
@@ -173,6 +173,6 @@ bool mlir::tfm::callsAttentionKernel(AttentionOp attention, bool plainOnly) {
 }
 
 void mlir::tfm::populateAttentionCallPatterns(RewritePatternSet &patterns,
-                                              bool bf16Scores) {
-  patterns.add<AttentionToKernelCall>(patterns.getContext(), bf16Scores);
+                                              bool bf16Dot) {
+  patterns.add<AttentionToKernelCall>(patterns.getContext(), bf16Dot);
 }

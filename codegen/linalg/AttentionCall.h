@@ -24,12 +24,12 @@ namespace mlir::tfm {
 /// keys and values read as a narrow cache stores them).
 bool callsAttentionKernel(AttentionOp attention, bool plainOnly);
 
-/// The conversion of tfm.attention into those calls; with `bf16Scores`,
+/// The conversion of tfm.attention into those calls; with `bf16Dot`,
 /// plain and packed f32 attention call the kernels' _bf16_dot twins, whose
-/// prefill scores are vdpbf16ps products of queries and keys rounded to
-/// bf16 (--compute-dtype bf16 or int8).
+/// prefill products (scores and weighted values) are vdpbf16ps's over
+/// operands rounded to bf16 (--compute-dtype bf16 or int8).
 void populateAttentionCallPatterns(RewritePatternSet &patterns,
-                                   bool bf16Scores = false);
+                                   bool bf16Dot = false);
 
 } // namespace mlir::tfm
 

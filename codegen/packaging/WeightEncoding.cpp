@@ -20,6 +20,14 @@ void append16(std::vector<uint8_t> &out, uint16_t value) {
   out.push_back(uint8_t(value >> 8));
 }
 
+/// A row's block `block`, zero past the row's `cols` elements.
+void blockValues(const float *row, int64_t cols, int64_t block,
+                 float values[TFM_BLOCK_SIZE]) {
+  int64_t first = block * TFM_BLOCK_SIZE;
+  for (int64_t i = 0; i < TFM_BLOCK_SIZE; ++i)
+    values[i] = first + i < cols ? row[first + i] : 0.0f;
+}
+
 /// Codes of `values` for the f16 `scale` (rounded to nearest, clamped to
 /// the format's range) and their squared error.
 double codesFor(WeightFormat format, const float *values, uint16_t scale,
@@ -55,10 +63,8 @@ double codesFor(WeightFormat format, const float *values, uint16_t scale,
 /// the stored f16 scale.
 uint16_t quantizeBlock(WeightFormat format, const float *row, int64_t cols,
                        int64_t block, int8_t codes[TFM_BLOCK_SIZE]) {
-  float values[TFM_BLOCK_SIZE] = {};
-  int64_t first = block * TFM_BLOCK_SIZE;
-  for (int64_t i = 0; i < TFM_BLOCK_SIZE && first + i < cols; ++i)
-    values[i] = row[first + i];
+  float values[TFM_BLOCK_SIZE];
+  blockValues(row, cols, block, values);
   float extreme = 0;
   for (float v : values)
     if (std::fabs(v) > std::fabs(extreme))
@@ -97,10 +103,8 @@ uint16_t rowScale(const float *row, int64_t cols) {
 /// row's `scale`.
 void quantizeRowBlock(const float *row, int64_t cols, int64_t block,
                       uint16_t scale, int8_t codes[TFM_BLOCK_SIZE]) {
-  float values[TFM_BLOCK_SIZE] = {};
-  int64_t first = block * TFM_BLOCK_SIZE;
-  for (int64_t i = 0; i < TFM_BLOCK_SIZE && first + i < cols; ++i)
-    values[i] = row[first + i];
+  float values[TFM_BLOCK_SIZE];
+  blockValues(row, cols, block, values);
   codesFor(WeightFormat::Q8_CHANNEL, values, scale, codes);
 }
 
@@ -139,10 +143,8 @@ float gridStep(const float *values, float least, float range) {
 std::pair<uint16_t, uint16_t> quantizeBlockWithMin(const float *row,
                                                    int64_t cols, int64_t block,
                                                    int8_t codes[TFM_BLOCK_SIZE]) {
-  float values[TFM_BLOCK_SIZE] = {};
-  int64_t first = block * TFM_BLOCK_SIZE;
-  for (int64_t i = 0; i < TFM_BLOCK_SIZE && first + i < cols; ++i)
-    values[i] = row[first + i];
+  float values[TFM_BLOCK_SIZE];
+  blockValues(row, cols, block, values);
   float least = *std::min_element(values, values + TFM_BLOCK_SIZE);
   float most = *std::max_element(values, values + TFM_BLOCK_SIZE);
   float grid = gridStep(values, least, most - least);

@@ -16,6 +16,7 @@
 
 #include "runtime/core/thread_pool.h"
 #include "runtime/kernels/attention_internal.h"
+#include "runtime/kernels/kernels_panel_bf16_dot.h"
 #include "tfm/half_floats.h"
 
 #include <immintrin.h>
@@ -90,14 +91,7 @@ key_pairs_chunk(void *context, int64_t begin, int64_t end, int thread) {
                 << 16;
       continue;
     }
-    for (int64_t c = 0; c < d; c += 2 * kLanes) {
-      __m512 low = load_upto(key + c, d - c);
-      __m512 high = load_upto(key + c + kLanes, d - c - kLanes);
-      __m512i packed = (__m512i)_mm512_cvtne2ps_pbh(high, low);
-      int64_t count = words - c / 2 < kLanes ? words - c / 2 : kLanes;
-      _mm512_mask_storeu_epi32(out + c / 2, (__mmask16)((1u << count) - 1),
-                               packed);
-    }
+    tfm_bf16_row_pairs(key, d, out);
   }
 }
 

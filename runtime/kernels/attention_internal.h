@@ -108,6 +108,21 @@ void tfm_attention_scores_bf16(const uint32_t *pairs, const uint32_t *keys,
                                int64_t key_step, int64_t d, int64_t tile,
                                float (*p)[kQueryBlock]);
 
+/* The keys [j_lo, j_hi) of tile [j0, j0 + tile) that any of queries
+ * [r0, r0 + 4) (those below `rows`) sees, by their lo and hi: the range
+ * the weighted values run over. */
+TFM_INLINE void group_keys(const int32_t *lo, const int32_t *hi, int64_t r0,
+                           int64_t rows, int64_t t, int64_t j0, int64_t tile,
+                           int64_t *j_lo, int64_t *j_hi) {
+  int64_t group_lo = t, group_hi = 0;
+  for (int64_t r = r0; r < r0 + 4 && r < rows; ++r) {
+    group_lo = lo[r] < group_lo ? lo[r] : group_lo;
+    group_hi = hi[r] > group_hi ? hi[r] : group_hi;
+  }
+  *j_lo = group_lo > j0 ? group_lo - j0 : 0;
+  *j_hi = group_hi - j0 < tile ? group_hi - j0 : tile;
+}
+
 TFM_INLINE float *row(const tfm_memref3d_f32 *m, int64_t i, int64_t h) {
   return m->aligned + m->offset + i * m->strides[0] + h * m->strides[1];
 }

@@ -211,7 +211,7 @@ _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
                     sinks));
 }
 
-/* tfm_rt_attention with bf16 scores where the GEMMs' vdpbf16ps runs
+/* tfm_rt_attention with bf16 products where the GEMMs' vdpbf16ps runs
  * (--compute-dtype bf16 or int8; attention_internal.h: bf16_dot). */
 static attention_job with_bf16_dot(attention_job job) {
   job.bf16_dot = !job.narrow && tfm_bf16_dot_enabled();

@@ -70,7 +70,7 @@ typedef struct {
   int64_t lda, k, blocks;
   quantized_rows x;
   int64_t group_rows, group_offset;
-  int per_row; /* one scale a row (q8_channel), and its row_sums */
+  int per_row; /* one scale a row (q8_channel) */
   /* per row, for the VNNI q8_channel tile only, which reads a row's codes,
    * its first block's scale and its row sum: no per-block scales or sums */
   int row_only;
@@ -100,7 +100,6 @@ typedef struct {
                          i / job->group_rows * job->group_offset;              \
       int8_t *codes = job->x.codes + i * job->blocks * kBlock;                 \
       float row_amax = 0;                                                      \
-      int32_t row_sum = 0;                                                     \
       if (job->per_row) {                                                      \
         VF magnitude = {0};                                                    \
         int64_t whole = job->k / LANES * LANES;                                \
@@ -151,14 +150,11 @@ typedef struct {
         job->x.sums[i * job->blocks + b] = half[0] + half[1];                  \
         job->x.half_sums[2 * (i * job->blocks + b)] = half[0];                 \
         job->x.half_sums[2 * (i * job->blocks + b) + 1] = half[1];             \
-        row_sum += half[0] + half[1];                                          \
       }                                                                        \
       if (job->row_only) {                                                     \
-        row_sum = (int32_t)HSUM(row_total);                                    \
+        job->x.row_sums[i] = (int32_t)HSUM(row_total);                         \
         job->x.scales[i * job->blocks] = row_amax / 127.0f;                    \
       }                                                                        \
-      if (job->per_row)                                                        \
-        job->x.row_sums[i] = row_sum;                                          \
     }                                                                          \
   }
 /* A vector's int32 codes (in [-127, 127]) as bytes: a conversion (one

@@ -31,8 +31,9 @@ enum {
 /* Rows of A quantized per block: codes[row][k padded to whole blocks],
  * scales and code sums [row][block], and the sums of each half of a block
  * [row][block][2] (q6_k's scales are per half). For q8_channel, rows are
- * quantized per row (every block's scale the row's) and row_sums [row]
- * holds each row's code sum. */
+ * quantized per row (every block's scale the row's); for its VNNI tile
+ * alone, only row_sums [row] (each row's code sum) and each row's first
+ * scale are written. */
 typedef struct {
   int8_t *codes;
   float *scales;

@@ -30,6 +30,7 @@
 #include "runtime/core/buffer_cache.h"
 #include "runtime/core/thread_pool.h"
 #include "runtime/kernels/vector_width.h"
+#include "tfm/half_floats.h"
 
 #include <immintrin.h>
 #include <stdlib.h>
@@ -79,19 +80,8 @@ int tfm_bf16_dot_use(int enabled) {
   return before;
 }
 
-/* f32 to bf16, rounded to nearest even; NaN stays a (quiet) NaN. */
-static uint16_t to_bf16(float x) {
-  uint32_t bits;
-  memcpy(&bits, &x, sizeof bits);
-  if ((bits & 0x7FFFFFFFu) > 0x7F800000u)
-    return (uint16_t)((bits >> 16) | 0x40);
-  bits += 0x7FFFu + ((bits >> 16) & 1);
-  return (uint16_t)(bits >> 16);
-}
-
-/* Row `a` (depth k) as bf16 pairs of depths: `pairs[(k + 1) / 2]`. */
-__attribute__((target(TFM_BF16_TARGET))) static void
-row_to_pairs(const float *a, int64_t k, uint32_t *pairs) {
+__attribute__((target(TFM_BF16_TARGET))) void
+tfm_bf16_row_pairs(const float *a, int64_t k, uint32_t *pairs) {
   int64_t q = 0;
   for (; q + 32 <= k; q += 32) {
     __m512bh packed =
@@ -99,7 +89,8 @@ row_to_pairs(const float *a, int64_t k, uint32_t *pairs) {
     _mm512_storeu_si512((void *)(pairs + q / 2), (__m512i)packed);
   }
   for (; q < k; q += 2) {
-    uint32_t low = to_bf16(a[q]), high = q + 1 < k ? to_bf16(a[q + 1]) : 0;
+    uint32_t low = tfm_float_to_bf16(a[q]);
+    uint32_t high = q + 1 < k ? tfm_float_to_bf16(a[q + 1]) : 0;
     pairs[q / 2] = low | high << 16;
   }
 }
@@ -183,8 +174,8 @@ rows_to_pairs(void *context, int64_t i0, int64_t i1, int thread) {
   (void)thread;
   const pairs_job *job = context;
   for (int64_t i = i0; i < i1; ++i)
-    row_to_pairs(job->a + i * job->lda, job->k,
-                 job->pairs + i * job->pair_stride);
+    tfm_bf16_row_pairs(job->a + i * job->lda, job->k,
+                       job->pairs + i * job->pair_stride);
 }
 
 typedef struct {

@@ -30,6 +30,11 @@ int tfm_bf16_dot_use(int enabled);
  * (panels[p][k][j] = W[32p + j][k]), by vdpbf16ps. Returns 0 if it could
  * not (no AVX512_BF16, or no memory for A's bf16 copy), having written
  * nothing: the caller widens instead. */
+/* Row `a` (depth k) as bf16 pairs of depths, `pairs[(k + 1) / 2]`: word
+ * c holds a[2c] (low half, rounded to nearest even) and a[2c + 1] (zero
+ * past an odd k). Only where the CPU has AVX512-BF16. */
+void tfm_bf16_row_pairs(const float *a, int64_t k, uint32_t *pairs);
+
 int tfm_panel_gemm_bf16_dot(int64_t m, int64_t n, int64_t k, const float *a,
                             int64_t lda, const float *bias,
                             const uint16_t *panels, float *c, int64_t ldc);

@@ -104,10 +104,11 @@ _mlir_ciface_tfm_rt_attention(tfm_memref3d_f32 *q, tfm_memref3d_f32 *k,
                               tfm_memref3d_f32 *v, tfm_memref1d_f32 *sinks,
                               tfm_memref3d_f32 *out, float scale,
                               int64_t causal, int64_t window, float softcap);
-/* The same with the prefill's scores q·k by AVX512-BF16's vdpbf16ps over
- * queries and keys rounded to bf16, where the CPU has it (f32 FMAs
- * elsewhere); the softmax and the weighted values in f32
- * (--compute-dtype bf16 or int8). */
+/* The same with the prefill's two products, the scores q·k and the
+ * weighted values, by AVX512-BF16's vdpbf16ps over queries, keys,
+ * probabilities and values rounded to bf16, where the GEMMs' dot product
+ * runs (f32 FMAs elsewhere); the softmax in f32 (--compute-dtype bf16 or
+ * int8). */
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_bf16_dot(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
     tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out, float scale, int64_t causal,
@@ -159,7 +160,7 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
     tfm_memref1d_i32 *lengths, tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out,
     float scale, int64_t causal, int64_t window, float softcap);
-/* And with bf16 scores, as tfm_rt_attention_bf16_dot. */
+/* And with bf16 products, as tfm_rt_attention_bf16_dot. */
 TFM_EXPORT void _mlir_ciface_tfm_rt_attention_packed_bf16_dot(
     tfm_memref3d_f32 *q, tfm_memref3d_f32 *k, tfm_memref3d_f32 *v,
     tfm_memref1d_i32 *lengths, tfm_memref1d_f32 *sinks, tfm_memref3d_f32 *out,
