@@ -763,6 +763,8 @@ def gguf_value(value, in_array=False):
 
 BREAKAGES = {
     "iq2": "the second tensor claims GGML type IQ2_XXS",
+    "no-type": "the second tensor claims GGML type 2^32 - 1, which tfmc's "
+               "own q8_channel carries as its no-GGML-type mark",
     "past-end": "the last tensor's offset lies past the end of the data",
     "misaligned": "the second tensor's offset is not a multiple of 32",
     "overlap": "the second tensor starts inside the first",
@@ -795,7 +797,10 @@ def write(path, metadata, tensors, breakage=None):
             at += 1 << 20
         infos += gguf_string(name) + struct.pack("<I", len(dims))
         infos += b"".join(struct.pack("<Q", d) for d in dims)
-        infos += struct.pack("<IQ", GGML_TYPES[ggml_type], at)
+        type_number = GGML_TYPES[ggml_type]
+        if second and breakage == "no-type":
+            type_number = 0xFFFFFFFF
+        infos += struct.pack("<IQ", type_number, at)
         padded = data + b"\0" * (-len(data) % ALIGNMENT)
         blobs.append(padded)
         offset += len(padded)
