@@ -381,6 +381,10 @@ llvm::Error checkRanks(const CompileOptions &options,
                      "' is a Stable Diffusion pipeline, which runs in one "
                      "process (its UNet's attention is not split over ranks "
                      "yet)");
+  if ((*unit.module)->hasAttr(kImageTokenAttrName))
+    return makeError(split + ": '" + options.inputPath +
+                     "' is a vision-language model, whose image rows are "
+                     "not split over ranks yet (it runs in one process)");
   return llvm::Error::success();
 }
 
@@ -727,6 +731,9 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   if (auto scale =
           (*unit.module)->getAttrOfType<FloatAttr>(kLogitScaleAttrName))
     description.logitScale = scale.getValueAsDouble();
+  if (auto token =
+          (*unit.module)->getAttrOfType<IntegerAttr>(kImageTokenAttrName))
+    description.imageToken = token.getInt();
   // Checked by the dialect (TfmAttrs.cpp): every field is there.
   if (auto diffusion =
           (*unit.module)->getAttrOfType<DictionaryAttr>(kDiffusionAttrName)) {

@@ -13,6 +13,7 @@
 #include "frontend/families/Clip.h"
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/EncoderFamilies.h"
+#include "frontend/families/Llava.h"
 #include "frontend/families/Seq2SeqFamilies.h"
 #include "frontend/families/StableDiffusion.h"
 #include "frontend/families/VisionTransformer.h"
@@ -389,13 +390,21 @@ namespace {
 
 /// A decoder folder: its family's spec, the tokens that start and stop,
 /// its checkpoint and its tokenizer.
-llvm::Expected<std::optional<LoadedModel>>
-loadDecoderFolder(MLIRContext &context, llvm::StringRef directory,
-                  llvm::StringRef modelType, ConfigReader &config,
-                  llvm::ArrayRef<LoraAdapterSpec> adapters) {
-  DecoderSpec spec;
-  if (!readDecoderFamily(modelType, config, spec))
-    return std::nullopt;
+/// What an image-text folder changes in how its text model is read: its
+/// tensors' names, and the other towers' tensors the decoder leaves.
+struct TextModelWithin {
+  void (*renameWeights)(WeightStore &store);
+  bool (*isOtherTower)(llvm::StringRef name);
+};
+
+/// The decoder `spec` (of family `modelType`, read from `config`) in the
+/// folder `directory`, with its tokenizer; `within`: an image-text
+/// folder's text model.
+llvm::Expected<LoadedModel>
+loadDecoder(MLIRContext &context, llvm::StringRef directory,
+            llvm::StringRef modelType, DecoderSpec spec, ConfigReader &config,
+            llvm::ArrayRef<LoraAdapterSpec> adapters,
+            const TextModelWithin *within = nullptr) {
   const std::string &configPath = config.file();
   LoadedModel model;
   model.family = modelType;
@@ -425,6 +434,8 @@ loadDecoderFolder(MLIRContext &context, llvm::StringRef directory,
 
   if (llvm::Error err = readSafetensorsCheckpoint(directory, model.weights))
     return std::move(err);
+  if (within)
+    within->renameWeights(model.weights);
   bool tiedHeadSaved = spec.lmHead.empty();
   // Merged before the family's own views (fused projections, transposes)
   // see the tensors, under the checkpoint's names the adapter uses.
@@ -446,12 +457,14 @@ loadDecoderFolder(MLIRContext &context, llvm::StringRef directory,
   auto ignored = [&](llvm::StringRef name) {
     // Buffers some checkpoints save: GPT-2's causal masks, LLaMA's rotary
     // frequencies, and a copy of a tied head.
-    return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias") ||
+    return name.ends_with(".attn.bias") ||
+           name.ends_with(".attn.masked_bias") ||
            name.ends_with(".attention.bias") ||
            name.ends_with(".attention.masked_bias") ||
            name.ends_with(".rotary_emb.inv_freq") ||
            (tiedHeadSaved && name == "lm_head.weight") ||
            spec.isPredictionLayerTensor(name, "model.layers.") ||
+           (within && within->isOtherTower(name)) ||
            llvm::any_of(spec.unreadTensorPrefixes,
                         [&](const std::string &prefix) {
                           return name.starts_with(prefix);
@@ -478,6 +491,46 @@ loadDecoderFolder(MLIRContext &context, llvm::StringRef directory,
     model.tokenizerPath = tokenizer.str().str();
   }
   return std::move(model);
+}
+
+llvm::Expected<std::optional<LoadedModel>>
+loadDecoderFolder(MLIRContext &context, llvm::StringRef directory,
+                  llvm::StringRef modelType, ConfigReader &config,
+                  llvm::ArrayRef<LoraAdapterSpec> adapters) {
+  DecoderSpec spec;
+  if (!readDecoderFamily(modelType, config, spec))
+    return std::nullopt;
+  return loadDecoder(context, directory, modelType, std::move(spec), config,
+                     adapters);
+}
+
+/// LLaVA (Llava.h): its text model read as a decoder of the text
+/// config's family, then the image side added.
+llvm::Expected<LoadedModel> loadLlava(MLIRContext &context,
+                                      llvm::StringRef directory,
+                                      llvm::StringRef, ConfigReader &config) {
+  LlavaSpec llava;
+  readLlavaConfig(config, llava);
+  if (llvm::Error err = config.takeError())
+    return std::move(err);
+  // The text model's config is text_config over its class's defaults;
+  // its messages name the folder's config.json and the field.
+  ConfigReader text(llava.textConfig, config.file() + ": text_config");
+  DecoderSpec spec;
+  readDecoderFamily(llava.textModelType, text, spec);
+  static const TextModelWithin kLlavaText = {renameLlavaWeights,
+                                             isLlavaImageWeight};
+  llvm::Expected<LoadedModel> model = loadDecoder(
+      context, directory, llava.textModelType, std::move(spec), text,
+      /*adapters=*/{}, &kLlavaText);
+  if (!model)
+    return model.takeError();
+  std::string checkpoint = (directory + "/model.safetensors").str();
+  if (llvm::Error err =
+          addLlavaImageTokens(context, llava, directory, checkpoint, *model))
+    return std::move(err);
+  model->family = "llava";
+  return model;
 }
 
 /// Each kind of model a folder may hold: whether its model_type is the
@@ -565,6 +618,7 @@ const ModelKind kModelKinds[] = {
      supportedSeq2SeqFamilies},
     {claimedKind<isVisionFamily, loadVision>, supportedVisionFamilies},
     {claimedKind<isClipFamily, loadClipModel>, supportedClipFamilies},
+    {claimedKind<isLlavaFamily, loadLlava>, supportedLlavaFamilies},
     {claimedKind<isSpeechFamily, loadSpeech>, supportedSpeechFamilies},
 };
 

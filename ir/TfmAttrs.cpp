@@ -255,6 +255,10 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
     auto scale = dyn_cast<FloatAttr>(attr.getValue());
     if (onModule && scale && scale.getValueAsDouble() > 0)
       return success();
+  } else if (name == kImageTokenAttrName) {
+    auto token = dyn_cast<IntegerAttr>(attr.getValue());
+    if (onModule && token && token.getInt() >= 0)
+      return success();
   } else if (name == kDiffusionAttrName) {
     auto fields = dyn_cast<DictionaryAttr>(attr.getValue());
     if (!onModule || !fields)

@@ -45,6 +45,11 @@ inline int64_t checkpointBlockColumns(llvm::StringRef dtype) {
 /// On the module of a CLIP model: the scale of its text-image similarities,
 /// exp(logit_scale) (a positive FloatAttr).
 inline constexpr llvm::StringLiteral kLogitScaleAttrName = "tfm.logit_scale";
+/// On the module of a vision-language model (LLaVA): the placeholder token
+/// id (a non-negative IntegerAttr) whose positions in a prompt take the
+/// rows of @encode_image instead of their embeddings (tfm-kv-cache then
+/// derives @prefill_embeddings).
+inline constexpr llvm::StringLiteral kImageTokenAttrName = "tfm.image_token";
 /// On the scf.if that runs one expert's projections (tfm-expand-experts):
 /// the share of tokens routed to it on average, top_k / experts (an
 /// f64 FloatAttr), by which a decode step's weight reads count its weights.

@@ -2,7 +2,8 @@
 //
 // The analysis of tfm-kv-cache (KVCache.cpp) and what the functions it
 // derives share: @prefill/@decode and @encode there, @decode_batch in
-// DecodeBatch.cpp, @prefill_batch in PrefillBatch.cpp, and the slices of
+// DecodeBatch.cpp, @prefill_batch in PrefillBatch.cpp, a vision-language
+// model's @prefill_embeddings in PrefillEmbeddings.cpp, and the slices of
 // a batched cache both batched ones take (BatchedCache.cpp).
 //
 //===----------------------------------------------------------------------===//
@@ -364,6 +365,14 @@ void buildDecodeBatch(func::FuncOp forward, const CachePlan &plan,
 /// token's logits ([N, vocab]).
 void buildPrefillBatch(func::FuncOp forward, const CachePlan &plan,
                        int64_t capacity, bool everyRow = false);
+
+/// @<prefill>_embeddings(rows [n, hidden], ...): a clone of `prefill`
+/// (@prefill, or the engine's @prefill_batch) whose embedding lookup is
+/// `rows` (an image's tokens at the prompt's placeholders;
+/// PrefillEmbeddings.cpp). Fails, naming the op, where it reads its token
+/// ids other than to look them up or count them.
+LogicalResult buildPrefillEmbeddings(func::FuncOp prefill,
+                                     const CachePlan &plan);
 
 /// Whisper's @align(tokens, cross cache, encoded length) -> [tokens,
 /// alignment heads, source positions]: the listed cross-attention heads'

@@ -509,6 +509,22 @@ struct KVCachePass : mlir::tfm::impl::KVCachePassBase<KVCachePass> {
       if (verify)
         buildPrefillBatch(forward, *plan, capacity, /*everyRow=*/true);
     }
+    // A vision-language model's image rows in place of embeddings, for
+    // sessions and the engine.
+    if (module->hasAttr(kImageTokenAttrName))
+      for (StringRef name : {"prefill", "prefill_batch"}) {
+        auto from = module.lookupSymbol<func::FuncOp>(name);
+        if (!from)
+          continue;
+        if (Operation *existing =
+                module.lookupSymbol((name + "_embeddings").str())) {
+          existing->emitOpError()
+              << "tfm-kv-cache: @" << name << "_embeddings already exists";
+          return signalPassFailure();
+        }
+        if (failed(buildPrefillEmbeddings(from, *plan)))
+          return signalPassFailure();
+      }
   }
 };
 

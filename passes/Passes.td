@@ -80,6 +80,15 @@ def KVCachePass : Pass<"tfm-kv-cache", "ModuleOp"> {
     attending causally as @prefill does, and the final norm and LM head run
     on each chunk's last row only.
 
+    Where the module names an image placeholder (`tfm.image_token`: a
+    vision-language model such as LLaVA), a decoder also gets
+    `@prefill_embeddings(rows: tensor<?xhiddenxf32>, start, slot, cache)`:
+    @prefill with its embedding lookup replaced by `rows` (an image's
+    tokens from `@encode_image`), which the runtime runs at the prompt's
+    placeholders, and with `prefill-batch` the engine's
+    `@prefill_batch_embeddings` likewise; they must read their token ids
+    only to look them up and count them.
+
     With `kv-dtype=bf16` or `f16` the self-attention cache stores keys and
     values rounded to that type, half of f32's bytes; with `kv-dtype=int8`
     each position's keys and values of a KV head as int8 codes with an f32

@@ -1,6 +1,7 @@
 //===- OpenAiApi.cpp - OpenAI's completion requests and responses ---------===//
 
 #include "serve/OpenAiApi.h"
+#include "serve/ImageInputs.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -112,9 +113,12 @@ std::optional<ApiError> readPrompt(const json &request,
 
 /// A message's content as text: a string, or the texts of its parts
 /// (OpenAI's [{"type": "text", "text": ...}]) joined by newlines, as vLLM
-/// joins them; null (an assistant's tool call) is empty.
+/// joins them; null (an assistant's tool call) is empty. A
+/// vision-language model's image parts ({"type": "image_url"}) are its
+/// placeholder there, their files appended to `images` (null: not kept).
 std::optional<ApiError> messageText(const json &content, size_t index,
-                                    std::string &text) {
+                                    const ServedModel &model, std::string &text,
+                                    std::vector<std::string> *images) {
   std::string field = "messages[" + std::to_string(index) + "].content";
   if (content.is_null())
     return std::nullopt;
@@ -125,11 +129,28 @@ std::optional<ApiError> messageText(const json &content, size_t index,
   if (!content.is_array())
     return badField(field, "must be a string or an array of text parts");
   for (const json &part : content) {
-    if (!part.is_object() || part.value("type", json()) != "text" ||
-        !part.contains("text") || !part["text"].is_string())
-      return badField(field, "has a part that is not {\"type\": \"text\", "
-                             "\"text\": string}: this model reads text only");
-    text += (text.empty() ? "" : "\n") + part["text"].get<std::string>();
+    std::string piece;
+    if (model.imageToken >= 0 && part.is_object() &&
+        part.value("type", json()) == "image_url") {
+      std::string file;
+      if (auto error = readImagePart(part, field, file))
+        return error;
+      if (images)
+        images->push_back(std::move(file));
+      piece = model.spelling(model.imageToken);
+    } else if (!part.is_object() || part.value("type", json()) != "text" ||
+               !part.contains("text") || !part["text"].is_string()) {
+      return badField(field, model.imageToken >= 0
+                                 ? "has a part that is neither {\"type\": "
+                                   "\"text\", \"text\": string} nor "
+                                   "{\"type\": \"image_url\", ...}"
+                                 : "has a part that is not {\"type\": "
+                                   "\"text\", \"text\": string}: this model "
+                                   "reads text only");
+    } else {
+      piece = part["text"].get<std::string>();
+    }
+    text += (text.empty() ? "" : "\n") + piece;
   }
   return std::nullopt;
 }
@@ -138,7 +159,8 @@ std::optional<ApiError> messageText(const json &content, size_t index,
 std::optional<ApiError> renderMessages(const json &request,
                                        const ServedModel &model,
                                        const ToolRequest &tools,
-                                       std::string &prompt) {
+                                       std::string &prompt,
+                                       std::vector<std::string> *images) {
   auto found = request.find("messages");
   if (found == request.end())
     return ApiError{400, "'messages' is required", "messages", ""};
@@ -159,8 +181,8 @@ std::optional<ApiError> renderMessages(const json &request,
     if (!message.contains("role") || !message["role"].is_string())
       return badField(at + ".role", "must be a string");
     std::string text;
-    if (auto error = messageText(json(message.value("content", json())),
-                                 i, text))
+    if (auto error = messageText(json(message.value("content", json())), i,
+                                 model, text, images))
       return error;
     json normalized = message;
     normalized["content"] = text;
@@ -196,12 +218,16 @@ std::optional<ApiError> renderMessages(const json &request,
 /// A chat's messages, rendered with the model's template and tokenized.
 std::optional<ApiError> readMessages(const json &request,
                                      const ServedModel &model,
-                                     const ToolRequest &tools,
-                                     std::vector<int32_t> &ids) {
+                                     CompletionRequest &out) {
   std::string prompt;
-  if (auto error = renderMessages(request, model, tools, prompt))
+  std::vector<std::string> images;
+  if (auto error = renderMessages(request, model, out.tools, prompt, &images))
     return error;
-  return tokenizeText(model, prompt, /*bos=*/-1, "messages", ids);
+  if (auto error =
+          tokenizeText(model, prompt, /*bos=*/-1, "messages", out.prompt))
+    return error;
+  return spliceImages(model, images, out.prompt, out.imageRows,
+                      out.imageRowCount);
 }
 
 /// reasoning_format, as llama.cpp's server takes it: "auto" (the default)
@@ -566,7 +592,8 @@ std::optional<ApiError> tfm::serve::renderChatRequest(const std::string &body,
   CompletionRequest chat;
   if (auto error = readTools(request, model, chat))
     return error;
-  return renderMessages(request, model, chat.tools, prompt);
+  return renderMessages(request, model, chat.tools, prompt,
+                        /*images=*/nullptr);
 }
 
 std::optional<ApiError>
@@ -604,7 +631,7 @@ tfm::serve::parseCompletionRequest(Endpoint endpoint, const std::string &body,
   if (chat)
     if (auto error = readTools(request, model, out))
       return error;
-  if (auto error = chat ? readMessages(request, model, out.tools, out.prompt)
+  if (auto error = chat ? readMessages(request, model, out)
                         : readPrompt(request, model, out.prompt))
     return error;
   if (auto error = openToolCall(model, out))

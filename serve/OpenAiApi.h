@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -64,6 +65,13 @@ struct ServedModel {
   /// Run-time LoRA adapters loaded at start (--lora): their names in the
   /// API (a request's `lora`, or its `model`) and ids (tfm_lora_load).
   std::map<std::string, int32_t> adapters;
+  /// A vision-language model's image placeholder (-1: the model reads
+  /// text only), and how an image file becomes its rows (@encode_image's,
+  /// appended to `rows`, `count` of them): "" or what is wrong with it.
+  int32_t imageToken = -1;
+  std::function<std::string(const std::string &file, std::vector<float> &rows,
+                            int64_t &count)>
+      encodeImage;
   /// A token's spelling, special tokens included ("" without a
   /// tokenizer).
   std::string spelling(int32_t token) const;
@@ -106,6 +114,10 @@ struct CompletionRequest {
   /// write).
   ToolRequest tools;
   bool toolCallOpened = false;
+  /// A chat's images' rows, end to end ([imageRowCount, hidden]), for the
+  /// prompt's placeholders (ImageInputs.h).
+  std::vector<float> imageRows;
+  int64_t imageRowCount = 0;
   bool parsesToolCalls(const ServedModel &model) const {
     return tools.choice != ToolChoice::None &&
            model.toolFormat != ToolFormat::None;

@@ -394,6 +394,44 @@ std::string sseEvent(const json &data) {
 
 namespace {
 
+/// A vision-language model's images in chats (ImageInputs.h): each file
+/// decoded and preprocessed as the model's processor does, then its rows
+/// from @encode_image. The call runs beside the engine's steps (the
+/// runtime's pool takes one job at a time).
+void acceptImages(tfm_model *model, ServedModel &served) {
+  const tfm_entry_point *encode = tfm_model_entry_point(model, "encode_image");
+  if (!encode || !tfm_model_entry_point(model, "prefill_batch_embeddings"))
+    return;
+  served.imageToken = served.desc->image_token;
+  served.encodeImage = [model, encode](const std::string &file,
+                                       std::vector<float> &rows,
+                                       int64_t &count) -> std::string {
+    const tfm_tensor_desc &input = encode->inputs[0];
+    tfm_tensor in = {};
+    in.dtype = TFM_DTYPE_F32;
+    in.rank = input.rank;
+    int64_t size = 1;
+    for (int32_t d = 0; d < input.rank; ++d)
+      size *= in.shape[d] = input.shape[d];
+    std::vector<float> pixels(static_cast<size_t>(size));
+    in.data = pixels.data();
+    tfm_status status;
+    if (tfm_image_load_memory(
+            model, reinterpret_cast<const uint8_t *>(file.data()), file.size(),
+            pixels.data(), size, &status) != TFM_OK)
+      return status.message;
+    tfm_tensor out = {};
+    if (tfm_model_call(model, "encode_image", &in, 1, nullptr, &out, 1,
+                       &status) != TFM_OK)
+      return status.message;
+    const float *data = static_cast<const float *>(out.data);
+    count = out.shape[0];
+    rows.insert(rows.end(), data, data + out.shape[0] * out.shape[1]);
+    tfm_tensor_release(&out);
+    return "";
+  };
+}
+
 /// The two generation endpoints (/v1/completions, /v1/chat/completions):
 /// they differ in how the prompt is given and in the shape of their
 /// responses, answered whole or streamed as server-sent events.
@@ -418,7 +456,8 @@ public:
         request.maxTokens,     request.sampler,
         request.ignoreEos,     request.grammar.get(),
         request.lookupNgram,   0,
-        request.lora};
+        request.lora,          request.imageRows.data(),
+        request.imageRowCount};
     Scheduler::Refusal refusal;
     std::string why;
     auto completion = scheduler.submit(submitted, refusal, why);
@@ -1403,6 +1442,7 @@ int tfm::serve::runServer(const ServerOptions &o) {
            status.message);
     tfm_engine_get_stats(engine, &engineStats);
     recordSpecialTokens(served);
+    acceptImages(model, served);
     chatTemplateOrigin = loadChatTemplate(o, served);
     for (int32_t i = 0; i < served.desc->num_caches; ++i)
       if (served.desc->caches[i].rank == 5)

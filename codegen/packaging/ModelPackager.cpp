@@ -559,6 +559,8 @@ void writeModelDesc(llvm::raw_ostream &os, const ModelDescription &model,
   if (model.logitScale > 0)
     os << "    .logit_scale = " << llvm::formatv("{0:e9}f", model.logitScale)
        << ",\n";
+  if (model.imageToken >= 0)
+    os << "    .image_token = " << model.imageToken << ",\n";
   if (model.waveform)
     os << "    .waveform = &tfm_waveform,\n";
   if (model.diffusion)

@@ -86,6 +86,9 @@ struct ModelDescription {
   int64_t vocabSize = 0, maxContext = 0;
   /// CLIP's similarity scale (tfm.logit_scale); 0: none.
   double logitScale = 0;
+  /// A vision-language model's image placeholder (tfm.image_token); -1:
+  /// none.
+  int64_t imageToken = -1;
   /// The code runs on an NVIDIA GPU (--target=cuda).
   bool cudaTarget = false;
   /// Bytes of weights a @decode step reads (tfm.decode_weight_bytes).

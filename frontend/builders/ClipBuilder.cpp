@@ -44,6 +44,8 @@ public:
       : ModelIRBuilder(context, weights, checkpoint, spec.family), spec(spec) {}
 
   OwningOpRef<ModuleOp> build();
+  /// A module of @encode_image alone: `tokens`' image tokens.
+  OwningOpRef<ModuleOp> buildImageTokens(const ImageTokensSpec &tokens);
 
 private:
   RankedTensorType vector(int64_t n) {
@@ -54,7 +56,6 @@ private:
                                         tower.hiddenSize, tower.normEpsilon);
   }
   Value layer(const ClipTowerSpec &tower, Value x, int64_t index, bool causal);
-  Value encoder(const ClipTowerSpec &tower, Value x, bool causal);
   /// The pooled [d] state through the tower's projection, if it has one.
   Value project(const ClipTowerSpec &tower, Value pooled);
 
@@ -67,8 +68,14 @@ private:
   Value textPooled(const ClipTextSpec &text, Value hidden, Value ids);
   /// SDXL's @encode_text(ids, ids_2) (loadClipTextPair).
   void buildTextPair(ModuleOp module);
+  /// The image tower's embeddings and pre_layrnorm, then its first
+  /// `layers` blocks.
+  Value imageStates(Value pixels, int64_t layers);
   Value imageHidden(Value pixels);
   Value imageEmbedding(Value pixels);
+
+  /// LLaVA's image tokens (ImageTokensSpec).
+  Value imageTokens(const ImageTokensSpec &tokens, Value pixels);
 
   /// func @name(input) -> result, its body from `body`.
   void entryPoint(llvm::StringRef name, Type input, InputRole role,
@@ -98,12 +105,6 @@ Value ClipIRBuilder::layer(const ClipTowerSpec &tower, Value x, int64_t index,
   h = linear(h, at + "mlp.fc1.weight", {tower.intermediateSize},
              tower.activation);
   return AddOp::create(b, x.getLoc(), x, linear(h, at + "mlp.fc2.weight", {d}));
-}
-
-Value ClipIRBuilder::encoder(const ClipTowerSpec &tower, Value x, bool causal) {
-  for (int64_t i = 0; i < tower.numLayers; ++i)
-    x = layer(tower, x, i, causal);
-  return x;
 }
 
 Value ClipIRBuilder::project(const ClipTowerSpec &tower, Value pooled) {
@@ -195,7 +196,7 @@ void ClipIRBuilder::buildTextPair(ModuleOp module) {
                          OutputRoleAttr::get(ctx, OutputRole::embedding));
 }
 
-Value ClipIRBuilder::imageHidden(Value pixels) {
+Value ClipIRBuilder::imageStates(Value pixels, int64_t layers) {
   const ClipImageSpec &image = *spec.image;
   Location loc = named("image embeddings");
   int64_t d = image.hiddenSize, p = image.patchSize, c = image.channels,
@@ -217,7 +218,13 @@ Value ClipIRBuilder::imageHidden(Value pixels) {
       image.prefix + "embeddings.position_embedding.weight", {tokens, d});
   x = AddOp::create(b, loc, x, positions);
   x = norm(image, x, "pre_layrnorm.weight");
-  return encoder(image, x, /*causal=*/false);
+  for (int64_t i = 0; i < layers; ++i)
+    x = layer(image, x, i, /*causal=*/false);
+  return x;
+}
+
+Value ClipIRBuilder::imageHidden(Value pixels) {
+  return imageStates(pixels, spec.image->numLayers);
 }
 
 Value ClipIRBuilder::imageEmbedding(Value pixels) {
@@ -236,6 +243,19 @@ Value ClipIRBuilder::imageEmbedding(Value pixels) {
   return project(image, pooled);
 }
 
+Value ClipIRBuilder::imageTokens(const ImageTokensSpec &tokens, Value pixels) {
+  int64_t d = tokens.tower.hiddenSize, rows = tokens.rows();
+  Value x = imageStates(pixels, tokens.layers);
+  if (!tokens.keepClassToken)
+    x = tensor::ExtractSliceOp::create(
+        b, named("patch tokens"), matrix(rows, d), x, ValueRange(),
+        ValueRange(), ValueRange(), b.getDenseI64ArrayAttr({1, 0}),
+        b.getDenseI64ArrayAttr({rows, d}), b.getDenseI64ArrayAttr({1, 1}));
+  x = linear(x, tokens.projector + "linear_1.weight", {tokens.textHidden},
+             tokens.activation);
+  return linear(x, tokens.projector + "linear_2.weight", {tokens.textHidden});
+}
+
 void ClipIRBuilder::entryPoint(llvm::StringRef name, Type input, InputRole role,
                                OutputRole output,
                                llvm::function_ref<Value(Value)> body) {
@@ -252,6 +272,19 @@ void ClipIRBuilder::entryPoint(llvm::StringRef name, Type input, InputRole role,
   function.setType(b.getFunctionType({input}, {result.getType()}));
   function.setResultAttr(0, kOutputResultAttrName,
                          OutputRoleAttr::get(ctx, output));
+}
+
+OwningOpRef<ModuleOp>
+ClipIRBuilder::buildImageTokens(const ImageTokensSpec &tokens) {
+  OwningOpRef<ModuleOp> module = ModuleOp::create(named(spec.family));
+  b.setInsertionPointToEnd(module->getBody());
+  const ClipImageSpec &image = tokens.tower;
+  auto pixels = RankedTensorType::get(
+      {image.channels, image.imageSize, image.imageSize}, b.getF32Type());
+  entryPoint("encode_image", pixels, InputRole::features,
+             OutputRole::hidden_states,
+             [&](Value in) { return imageTokens(tokens, in); });
+  return module;
 }
 
 OwningOpRef<ModuleOp> ClipIRBuilder::build() {
@@ -284,6 +317,20 @@ OwningOpRef<ModuleOp> ClipIRBuilder::build() {
 }
 
 } // namespace
+
+llvm::Expected<OwningOpRef<ModuleOp>> mlir::tfm::buildImageTokens(
+    MLIRContext &context, const ImageTokensSpec &tokens,
+    const WeightStore &weights, llvm::StringRef checkpoint,
+    llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight) {
+  context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect,
+                      tensor::TensorDialect>();
+  ClipSpec spec;
+  spec.family = "image tower";
+  spec.image = tokens.tower;
+  ClipIRBuilder builder(context, spec, weights, checkpoint);
+  OwningOpRef<ModuleOp> module = builder.buildImageTokens(tokens);
+  return builder.declarations.finish(std::move(module), isIgnoredWeight);
+}
 
 llvm::Expected<OwningOpRef<ModuleOp>> mlir::tfm::buildClip(
     MLIRContext &context, const ClipSpec &spec, const WeightStore &weights,

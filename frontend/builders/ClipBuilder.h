@@ -3,7 +3,8 @@
 // The module of a CLIP model (Clip.h reads its configs): per tower present,
 // @encode_text / @encode_image (the last hidden state) and @embed_text /
 // @embed_image (the projected embedding, or the pooled state of a tower
-// without a projection); or SDXL's two text towers as one @encode_text.
+// without a projection); or SDXL's two text towers as one @encode_text;
+// or a vision-language model's @encode_image, its image tokens.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,6 +60,21 @@ struct ClipSpec {
   std::optional<ClipTextSpec> text2;
 };
 
+/// A vision-language model's image tokens (LLaVA's): the CLIP image
+/// tower's hidden_states[`layers`] (its first `layers` blocks after
+/// pre_layrnorm, without post_layernorm), the class token's row dropped
+/// unless `keepClassToken`, through the projector `projector` + linear_1,
+/// `activation`, linear_2 (both biased) into the text model's width.
+struct ImageTokensSpec {
+  ClipImageSpec tower;
+  int64_t layers = 0;
+  bool keepClassToken = false;
+  std::string projector; // "multi_modal_projector."
+  int64_t textHidden = 0;
+  ActivationKind activation = ActivationKind::gelu;
+  int64_t rows() const { return tower.patches() + (keepClassToken ? 1 : 0); }
+};
+
 /// The towers' entry points (`spec.text2`: SDXL's pair). Tensors of the
 /// checkpoint that the model does not read are refused unless
 /// `isIgnoredWeight`.
@@ -66,6 +82,14 @@ llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildClip(mlir::MLIRContext &context, const ClipSpec &spec,
           const WeightStore &weights, llvm::StringRef checkpoint,
           llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
+
+/// @encode_image(pixels [C, H, W]) -> the image's tokens [rows,
+/// textHidden]; tensors the module does not read are refused unless
+/// `isIgnoredWeight`.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+buildImageTokens(mlir::MLIRContext &context, const ImageTokensSpec &spec,
+                 const WeightStore &weights, llvm::StringRef checkpoint,
+                 llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
 
 } // namespace mlir::tfm
 

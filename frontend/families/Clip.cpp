@@ -107,6 +107,11 @@ void readNested(ConfigReader &config, llvm::StringRef key, Spec &spec,
 
 } // namespace
 
+void mlir::tfm::readClipImageConfig(ConfigReader &config,
+                                    ClipImageSpec &image) {
+  readImage(config, image);
+}
+
 namespace {
 
 /// A CLIP family: config.json's model_type, its towers, its base model's

@@ -12,6 +12,7 @@
 #ifndef TFM_FRONTEND_FAMILIES_CLIP_H
 #define TFM_FRONTEND_FAMILIES_CLIP_H
 
+#include "frontend/builders/ClipBuilder.h"
 #include "frontend/families/LoadedModel.h"
 #include "frontend/formats/ConfigReader.h"
 
@@ -22,6 +23,10 @@ bool isClipFamily(llvm::StringRef modelType);
 
 /// The CLIP families, for messages.
 std::string supportedClipFamilies();
+
+/// A CLIPVisionConfig (its defaults where it says nothing), checked; the
+/// tensors under "vision_model.". Problems are recorded in `config`.
+void readClipImageConfig(ConfigReader &config, ClipImageSpec &image);
 
 /// Builds the module of the CLIP model `config` describes (read from
 /// `configPath`) into `model`, whose weights are loaded from `checkpoint`.

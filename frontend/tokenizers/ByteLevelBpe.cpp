@@ -9,6 +9,7 @@
 
 #include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/JsonFile.h"
+#include "frontend/tokenizers/AddedTokens.h"
 #include "frontend/tokenizers/Tokenizer.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -98,16 +99,6 @@ struct RawBpe {
   /// Per vocab entry: an added token, stored as its text.
   llvm::SmallVector<bool> asWritten;
 };
-
-/// An added token's matching flags (TokenizerVocab::specialTokenStrips):
-/// its lstrip and rstrip, and whether it is text rather than special.
-uint8_t addedTokenFlags(const llvm::json::Object &token) {
-  return uint8_t(token.getBoolean("lstrip").value_or(false)) |
-         uint8_t(token.getBoolean("rstrip").value_or(false)) << 1 |
-         (token.getBoolean("special").value_or(false)
-              ? 0
-              : TokenizerVocab::kAddedText);
-}
 
 llvm::Error readVocabObject(const llvm::json::Object *object,
                             llvm::StringRef path, RawBpe &raw) {
@@ -271,52 +262,6 @@ llvm::Error readTokenizerJson(llvm::StringRef path, RawBpe &raw) {
             raw.added.push_back({*id, addedTokenFlags(*t)});
           }
   return llvm::Error::success();
-}
-
-/// One entry of tokenizer_config.json's added_tokens_decoder (id ->
-/// token), as read; each reader checks what it needs of it.
-struct ConfigAddedToken {
-  std::string key;                    // the id as written, for messages
-  int64_t id = -1;                    // -1: the key is not an id
-  bool isObject = false;              // the value is a token object
-  std::optional<std::string> content; // its content, where given
-  uint8_t flags = 0;                  // addedTokenFlags
-};
-
-/// The entries of tokenizer_config.json's added_tokens_decoder in a
-/// directory (none without the file or the field); `path` is set to the
-/// file's, for messages.
-llvm::Expected<std::vector<ConfigAddedToken>>
-readConfigAddedTokens(llvm::StringRef directory, std::string &path) {
-  llvm::SmallString<256> file(directory);
-  llvm::sys::path::append(file, "tokenizer_config.json");
-  path = file.str().str();
-  std::vector<ConfigAddedToken> tokens;
-  if (!llvm::sys::fs::exists(file))
-    return tokens;
-  llvm::Expected<llvm::json::Value> json = readJsonFile(file);
-  if (!json)
-    return json.takeError();
-  const llvm::json::Object *config = json->getAsObject();
-  const llvm::json::Object *added =
-      config ? config->getObject("added_tokens_decoder") : nullptr;
-  if (!added)
-    return tokens;
-  for (const auto &[key, value] : *added) {
-    ConfigAddedToken entry;
-    entry.key = key.str();
-    int64_t id = -1;
-    if (!llvm::StringRef(entry.key).getAsInteger(10, id) && id >= 0)
-      entry.id = id;
-    if (const llvm::json::Object *token = value.getAsObject()) {
-      entry.isObject = true;
-      if (std::optional<llvm::StringRef> content = token->getString("content"))
-        entry.content = content->str();
-      entry.flags = addedTokenFlags(*token);
-    }
-    tokens.push_back(std::move(entry));
-  }
-  return tokens;
 }
 
 /// A slow tokenizer's vocab.json lacks the added tokens

@@ -8,6 +8,7 @@
 
 #include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/JsonFile.h"
+#include "frontend/tokenizers/AddedTokens.h"
 #include "frontend/tokenizers/Tokenizer.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -67,8 +68,13 @@ llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
     }
     if (llvm::sys::path::filename(path) == "tokenizer.json")
       return readByteLevelBpe(llvm::sys::path::parent_path(path));
-    if (path.ends_with(".model"))
-      return readSentencePieceModel(path);
+    if (path.ends_with(".model")) {
+      llvm::Expected<TokenizerVocab> model = readSentencePieceModel(path);
+      if (model)
+        if (llvm::Error err = addSentencePieceAddedTokens(path, *model))
+          return std::move(err);
+      return model;
+    }
     if (path.ends_with(".gguf"))
       return readGgufTokenizerFile(path);
     return readLlama2cTokenizer(path, vocabSize);

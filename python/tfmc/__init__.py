@@ -88,6 +88,10 @@ def _media_library():
         ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double,
         ctypes.POINTER(ctypes.POINTER(ctypes.c_float)),
         ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(Status)]
+    library.tfm_image_load.restype = ctypes.c_int
+    library.tfm_image_load.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_float),
+        ctypes.c_int64, ctypes.POINTER(Status)]
     library.tfm_log_mel_all.restype = ctypes.c_int
     library.tfm_log_mel_all.argtypes = [
         ctypes.c_void_p, ctypes.POINTER(ctypes.c_float), ctypes.c_int64,
@@ -976,7 +980,7 @@ class Model:
     def generate(self, prompt, max_tokens=128, temperature=0.0, top_p=1.0,
                  top_k=0, seed=0, stop=(), stream=False, grammar=None,
                  json_schema=None, lookup_ngram=0, draft_max=0, draft=None,
-                 draft_p_min=0.75, lora=0):
+                 draft_p_min=0.75, lora=0, images=()):
         """Continues `prompt` (text, or a list of ids). Returns the new
         text, or with stream=True a generator of its pieces as they come
         (the generation runs on a thread; the GIL is free meanwhile).
@@ -991,7 +995,10 @@ class Model:
         its context. `draft`: a smaller Model of the same vocabulary
         (tfmc.load) that drafts instead, greedily, while its top token is
         at least `draft_p_min` likely. `lora`: an adapter of load_lora to
-        generate with (0: none)."""
+        generate with (0: none). `images` (a vision-language model's):
+        image files, or preprocessed pixels ([3, H, W] f32 arrays), one
+        for each of the prompt's image placeholders in order (or the
+        prompt holds each image's every row's placeholder)."""
         if self._closed:
             raise self._closed_error("generate")
         if not self._generates():
@@ -1008,6 +1015,8 @@ class Model:
         draft_max = _c_integer(draft_max, "draft_max", 0, _INT32_MAX)
         lora = _c_integer(lora, "lora", 0, _INT32_MAX)
         draft_handle = self._draft_handle(draft) if draft is not None else None
+        image_rows = [self._image_rows(image) for image in images]
+        ids = self._widen_placeholders(ids, image_rows)
         stop = [stop] if isinstance(stop, str) else list(stop)
         stops = [_c_text(s, f"'stop' string {i}") for i, s in enumerate(stop)]
         gbnf = self._grammar_text(grammar, json_schema)
@@ -1042,6 +1051,11 @@ class Model:
                 if draft_handle is not None:
                     _check(self._library.tfm_session_new(
                         draft_handle, ctypes.byref(draft_session),
+                        ctypes.byref(status)), status)
+                for rows in image_rows:
+                    _check(self._library.tfm_session_add_image(
+                        session, rows.ctypes.data_as(
+                            ctypes.POINTER(ctypes.c_float)), len(rows),
                         ctypes.byref(status)), status)
             except TfmcError:
                 self._library.tfm_session_free(session)
@@ -1081,6 +1095,58 @@ class Model:
             run()
             return "".join(collected)
         return self._stream(run, pieces)
+
+    def _image_rows(self, image):
+        """An image's tokens (@encode_image) of a file, or of preprocessed
+        pixels."""
+        if "prefill_embeddings" not in self.description["entry_points"]:
+            raise TfmcError(f"model '{self.description['name']}' takes no "
+                            "images: it is not a vision-language model")
+        shape = self.description["entry_points"]["encode_image"]["inputs"][
+            0]["shape"]
+        if isinstance(image, (str, os.PathLike)):
+            media = _media_library()
+            if media is None:
+                raise TfmcError("libtfmrt_media.so (image decoding) is not "
+                                "found: set TFM_MEDIA_LIBRARY, or give "
+                                "preprocessed pixels")
+            pixels = np.empty(shape, dtype=np.float32)
+            status = Status()
+            path = _c_path(os.fspath(image), "generate: an image's path")
+            with self._using("generate") as handle:
+                code = media.tfm_image_load(
+                    handle, path,
+                    pixels.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                    pixels.size, ctypes.byref(status))
+            _check(code, status)
+        else:
+            pixels = np.asarray(image)
+            if pixels.shape != tuple(shape):
+                raise TfmcError(f"generate: an image's pixels are "
+                                f"{list(pixels.shape)}; @encode_image takes "
+                                f"{shape} (preprocessed), or give its file")
+        rows = self.call("encode_image", pixels.astype(np.float32))
+        return np.ascontiguousarray(rows["hidden_states"], np.float32)
+
+    def _widen_placeholders(self, ids, image_rows):
+        """The prompt with one placeholder an image widened to its rows
+        (transformers 4.40's LLaVA prompts); one a row stays."""
+        if not image_rows:
+            return ids
+        token = self._desc.image_token
+        given = sum(1 for i in ids if i == token)
+        rows = sum(len(r) for r in image_rows)
+        if given == rows:
+            return ids
+        if given != len(image_rows):
+            raise TfmcError(f"generate: the prompt holds {given} image "
+                            f"placeholders (token {token}) for "
+                            f"{len(image_rows)} images of {rows} rows: give "
+                            "one an image, or one a row")
+        widened, images = [], iter(image_rows)
+        for i in ids:
+            widened.extend([i] * (len(next(images)) if i == token else 1))
+        return widened
 
     def load_lora(self, path, scale=1.0):
         """Loads a PEFT LoRA adapter folder (adapter_config.json and

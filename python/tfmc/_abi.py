@@ -8,7 +8,7 @@ import ctypes
 
 import numpy as np
 
-ABI_VERSION = 29
+ABI_VERSION = 30
 MAX_RANK = 6
 
 ROLE_NAMES = {0: "token_ids", 1: "features", 2: "start_position",
@@ -123,7 +123,8 @@ class ModelDesc(ctypes.Structure):
                 ("num_stop_tokens", ctypes.c_int32),
                 ("stop_tokens", ctypes.POINTER(ctypes.c_int32)),
                 ("lora", ctypes.POINTER(LoraDesc)),
-                ("pipeline_stages", ctypes.c_int32)]
+                ("pipeline_stages", ctypes.c_int32),
+                ("image_token", ctypes.c_int32)]
 
 
 class SamplerOptions(ctypes.Structure):
@@ -189,7 +190,9 @@ class EngineRequest(ctypes.Structure):
                 ("ignore_eos", ctypes.c_int),
                 ("grammar", ctypes.c_void_p),
                 ("lookup_ngram", ctypes.c_int32),
-                ("draft_max", ctypes.c_int32), ("lora", ctypes.c_int32)]
+                ("draft_max", ctypes.c_int32), ("lora", ctypes.c_int32),
+                ("image_rows", ctypes.POINTER(ctypes.c_float)),
+                ("image_row_count", ctypes.c_int64)]
 
 
 class EngineEvent(ctypes.Structure):
@@ -307,6 +310,8 @@ def declare(library):
         "tfm_tokenizer_decode": (p, [p, i32, i32, i32,
                                      ctypes.POINTER(ctypes.c_size_t)]),
         "tfm_session_new": (ctypes.c_int, [p, ctypes.POINTER(p), status]),
+        "tfm_session_add_image": (ctypes.c_int, [
+            p, ctypes.POINTER(ctypes.c_float), i64, status]),
         "tfm_lora_load": (ctypes.c_int, [p, ctypes.c_char_p, ctypes.c_float,
                                          ctypes.POINTER(i32), status]),
         "tfm_lora_unload": (ctypes.c_int, [p, i32, status]),

@@ -19,6 +19,8 @@ import contextlib
 import ctypes
 import threading
 
+import numpy as np
+
 from tfmc._abi import (EngineEvent, EngineOptions, EngineRequest, EngineStats,
                        FINISH_NAMES, SamplerOptions, Status)
 
@@ -115,7 +117,8 @@ class Engine:
 
     def submit(self, prompt, max_tokens=128, temperature=0.0, top_p=1.0,
                top_k=0, seed=0, ignore_eos=False, grammar=None,
-               json_schema=None, lookup_ngram=0, draft_max=0, lora=0):
+               json_schema=None, lookup_ngram=0, draft_max=0, lora=0,
+               images=()):
         """Queues `prompt` (text or token ids); returns the request's id,
         which step() names its tokens with. `grammar` (GBNF) or
         `json_schema` constrains this request's text, as in
@@ -123,12 +126,17 @@ class Engine:
         `lookup_ngram` > 0: speculative decoding by prompt lookup (up to
         `draft_max` drafts a step, 0: the engine's max_drafts); the text
         is the same. `lora`: an adapter of Model.load_lora the request runs
-        with (0: none); requests of different adapters share steps."""
+        with (0: none); requests of different adapters share steps.
+        `images`: a vision-language model's, as in Model.generate."""
         from tfmc import _c_integer, _INT32_MAX, _INT64_MAX
         what = "Engine.submit"
         ids = (self._model._tokenize(prompt, None, what + ": the prompt")
                if isinstance(prompt, str)
                else self._model._token_ids(prompt, what))
+        image_rows = [self._model._image_rows(image) for image in images]
+        ids = self._model._widen_placeholders(ids, image_rows)
+        rows = (np.ascontiguousarray(np.concatenate(image_rows), np.float32)
+                if image_rows else None)
         prompt_ids = (ctypes.c_int32 * max(len(ids), 1))(*ids)
         request = EngineRequest(
             prompt_ids, len(ids),
@@ -141,6 +149,10 @@ class Engine:
             _c_integer(lookup_ngram, "lookup_ngram", 0, _INT32_MAX),
             _c_integer(draft_max, "draft_max", 0, _INT32_MAX),
             _c_integer(lora, "lora", 0, _INT32_MAX))
+        if rows is not None:
+            request.image_rows = rows.ctypes.data_as(
+                ctypes.POINTER(ctypes.c_float))
+            request.image_row_count = len(rows)
         # The engine takes the grammar when the submit succeeds.
         request.grammar = self._model._new_grammar(
             self._model._grammar_text(grammar, json_schema))

@@ -481,9 +481,19 @@ static int run_generate(const char *argv0, tfm_model *model,
   tfm_status status;
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   int64_t context = desc->max_context, vocab = desc->vocab_size;
-  if (o->call.image_count)
+  int images = o->call.image_count || o->call.pixels;
+  if (images && !tfm_main_takes_images(model))
     return tfm_main_fail(argv0, "unexpected argument (images are for image "
                          "models; a prompt is --prompt TEXT)");
+  if (images && (o->logits_path || o->warmup > 0 || o->prompt_cache_path))
+    return tfm_main_fail(
+        argv0, o->logits_path  ? "--logits: the prompt's "
+                                 "logits are of text alone (images are given to "
+                                 "generation)"
+               : o->warmup > 0 ? "--warmup runs the prompt's text "
+                                 "alone; give it without images"
+                               : "--prompt-cache keeps text alone; a session "
+                                 "holding an image's rows is not saved");
   if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_GENERATE))
     return 1;
   int64_t n = prompt_ids(argv0, model, o, held);
@@ -519,6 +529,10 @@ static int run_generate(const char *argv0, tfm_model *model,
   if (tfm_session_new(model, &held->session, &status))
     return tfm_main_fail(argv0, status.message);
   tfm_session *session = held->session;
+  if (images &&
+      tfm_main_prompt_images(argv0, model, session, &o->call, &held->ids, &n))
+    return 1;
+  ids = held->ids;
   if (o->warmup > 0 &&
       warm_up(argv0, session, ids, n, o->warmup, vocab, held))
     return 1;

@@ -89,6 +89,18 @@ typedef struct {
   int batch;                          /* --text-file lines per call (0: 32) */
 } tfm_call_options;
 
+/* Whether `model` takes images in its prompts (a vision-language model:
+ * @encode_image and @prefill_embeddings). */
+int tfm_main_takes_images(tfm_model *model);
+
+/* The images of the command line (`call`'s files, then --pixels) encoded
+ * and given to `session`, and the prompt *ids (n of them, malloc'd)
+ * widened where it holds one placeholder an image (main_vlm.c). Nonzero
+ * after reporting. */
+int tfm_main_prompt_images(const char *argv0, tfm_model *model,
+                           tfm_session *session, const tfm_call_options *call,
+                           int32_t **ids, int64_t *n);
+
 /* The generic mode (main_call.c): runs an entry point on token ids (types
  * default to zeros) or on text, and writes its output to `output_path` (raw
  * f32) or prints it (as text or one JSON array per input). Returns the exit

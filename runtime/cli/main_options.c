@@ -188,7 +188,8 @@ static const struct {
     {"--previous-text", SEQ2SEQ},
     {"--forced-eos", SEQ2SEQ},
     {"--batch", CALL},
-    {"--pixels", SEQ2SEQ | CALL},
+    /* GENERATE: a vision-language model's image (main_vlm.c). */
+    {"--pixels", GENERATE | SEQ2SEQ | CALL},
     {"--features", SEQ2SEQ | CALL},
     {"--preprocess", SEQ2SEQ | CALL},
     {"--truncate", CALL},
@@ -217,7 +218,7 @@ static const struct {
     {"--init-image", IMAGE},
     {"--strength", IMAGE},
     {"--mask", IMAGE},
-    {"", SEQ2SEQ | CALL | SIMILARITY | TRANSCRIBE | WHISPER},
+    {"", GENERATE | SEQ2SEQ | CALL | SIMILARITY | TRANSCRIBE | WHISPER},
 };
 
 _Static_assert(sizeof flags / sizeof flags[0] <= 128,

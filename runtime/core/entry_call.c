@@ -124,10 +124,15 @@ static int32_t input_of_role(const tfm_entry_point *entry, int32_t role) {
   return index;
 }
 
-/* How many tokens the call's token ids hold (-1: no such input). */
+/* How many rows the call runs: its token ids (or rows in their place);
+ * -1: no such input. */
 static int64_t token_count(const tfm_entry_point *entry,
                            const tfm_tensor *inputs) {
   int32_t ids = input_of_role(entry, TFM_ROLE_TOKEN_IDS);
+  /* A vision-language model's @prefill_batch_embeddings: rows of an
+   * image's tokens in place of ids. */
+  if (ids < 0)
+    ids = input_of_role(entry, TFM_ROLE_FEATURES);
   return ids < 0 ? -1 : inputs[ids].shape[0];
 }
 

@@ -39,6 +39,9 @@ struct tfm_model {
   /* @verify, with @prefill's signature (NULL unless compiled with
    * --speculative). */
   void (*verify)(void);
+  /* A vision-language model's @prefill_embeddings: @prefill's signature
+   * with rows in place of the tokens (NULL for other models). */
+  void (*prefill_embeddings)(void);
   const tfm_cache_desc *kv_cache, *ring_cache, *recurrent_state;
   const uint8_t *weights;
   /* A GPU model's copy of the weights in GPU memory, made at load. */
@@ -313,6 +316,10 @@ static void find_language_model_entry_points(tfm_model *model) {
   model->decode = decode->function;
   const tfm_entry_point *verify = tfm_model_entry_point(model, "verify");
   model->verify = verify ? verify->function : NULL;
+  const tfm_entry_point *rows =
+      tfm_model_entry_point(model, "prefill_embeddings");
+  model->prefill_embeddings =
+      rows && rows->num_caches == prefill->num_caches ? rows->function : NULL;
   model->kv_cache = &caches[prefill->caches[0]];
   model->ring_cache = rings;
   model->recurrent_state = state;
@@ -419,18 +426,39 @@ tfm_status_code tfm_run_forward(tfm_model *model, tfm_memref2d_f32 *logits,
   return tfm_model_check_device(model, "forward", status);
 }
 
+/* The cached entry points' four signatures (tfm_model_abi.h), their
+ * first argument the tokens' or the rows' descriptor. */
+typedef void (*cached_fn)(tfm_memref2d_f32 *, tfm_memref1d *, void *, int64_t,
+                          int64_t, tfm_memref5d_f32 *);
+typedef void (*cached_state_fn)(tfm_memref2d_f32 *, tfm_memref1d *, void *,
+                                int64_t, int64_t, tfm_memref5d_f32 *,
+                                tfm_memref1d *);
+typedef void (*cached_rings_fn)(tfm_memref2d_f32 *, tfm_memref1d *, void *,
+                                int64_t, int64_t, tfm_memref5d_f32 *,
+                                tfm_memref5d_f32 *);
+typedef void (*cached_rings_state_fn)(tfm_memref2d_f32 *, tfm_memref1d *,
+                                      void *, int64_t, int64_t,
+                                      tfm_memref5d_f32 *, tfm_memref5d_f32 *,
+                                      tfm_memref1d *);
+
+int tfm_model_takes_image_rows(const tfm_model *model) {
+  return model && model->prefill_embeddings != NULL;
+}
+
 tfm_status_code tfm_run_prefill(tfm_model *model, tfm_cached_entry entry,
-                                tfm_memref2d_f32 *logits, tfm_memref1d *tokens,
+                                tfm_memref2d_f32 *logits, void *input,
                                 int64_t start, int64_t slot,
                                 tfm_memref5d_f32 *cache,
                                 tfm_memref5d_f32 *rings, tfm_memref1d *state,
                                 tfm_status *status) {
+  static const char *const names[] = {"prefill", "decode", "verify",
+                                      "prefill_embeddings"};
   void (*run)(void) = entry == TFM_ENTRY_VERIFY   ? model->verify
                       : entry == TFM_ENTRY_DECODE ? model->decode
-                                                  : model->prefill;
-  const char *name = entry == TFM_ENTRY_VERIFY   ? "verify"
-                     : entry == TFM_ENTRY_DECODE ? "decode"
-                                                 : "prefill";
+                      : entry == TFM_ENTRY_PREFILL_EMBEDDINGS
+                          ? model->prefill_embeddings
+                          : model->prefill;
+  const char *name = names[entry];
   if (!run)
     return tfm_fail(status, TFM_ERROR_NOT_FOUND, "model '%s' has no @%s",
                     model->desc->name, name);
@@ -441,21 +469,21 @@ tfm_status_code tfm_run_prefill(tfm_model *model, tfm_cached_entry entry,
   tfm_call_frame *frame = tfm_call_begin(&jump);
   if (!frame)
     return out_of_memory(model, name, status);
+  /* A split model has no @prefill_embeddings (tfmc refuses images with
+   * --ranks), so its ranks follow token calls only. */
   if (tfm_model_leads(model))
-    tfm_ranks_lead_prefill(entry == TFM_ENTRY_DECODE, tokens, start, slot,
-                           cache, rings, state);
+    tfm_ranks_lead_prefill(entry == TFM_ENTRY_DECODE, input, start, slot, cache,
+                           rings, state);
   double begun = tfm_model_code_begin(model);
   if (model->ring_cache && model->recurrent_state)
-    ((tfm_prefill_rings_state_fn)run)(logits, &weights, tokens, start, slot,
-                                      cache, rings, state);
+    ((cached_rings_state_fn)run)(logits, &weights, input, start, slot, cache,
+                                 rings, state);
   else if (model->ring_cache)
-    ((tfm_prefill_rings_fn)run)(logits, &weights, tokens, start, slot, cache,
-                                rings);
+    ((cached_rings_fn)run)(logits, &weights, input, start, slot, cache, rings);
   else if (model->recurrent_state)
-    ((tfm_prefill_state_fn)run)(logits, &weights, tokens, start, slot, cache,
-                                state);
+    ((cached_state_fn)run)(logits, &weights, input, start, slot, cache, state);
   else
-    ((tfm_prefill_fn)run)(logits, &weights, tokens, start, slot, cache);
+    ((cached_fn)run)(logits, &weights, input, start, slot, cache);
   tfm_model_code_end(model, begun);
   tfm_call_end(frame);
   return tfm_model_check_device(model, name, status);

@@ -15,26 +15,33 @@ const tfm_cache_desc *tfm_model_ring_cache(const tfm_model *model);
 const tfm_cache_desc *tfm_model_recurrent_state(const tfm_model *model);
 
 /* Which of the cached entry points tfm_run_prefill calls: @prefill, @decode
- * (one token) or @verify (@prefill returning every position's logits; a
- * split model has none, so its ranks see only the first two). */
+ * (one token), @verify (@prefill returning every position's logits; a
+ * split model has none, so its ranks see only the first two) or a
+ * vision-language model's @prefill_embeddings (rows in place of tokens). */
 typedef enum {
   TFM_ENTRY_PREFILL = 0,
   TFM_ENTRY_DECODE = 1,
-  TFM_ENTRY_VERIFY = 2
+  TFM_ENTRY_VERIFY = 2,
+  TFM_ENTRY_PREFILL_EMBEDDINGS = 3
 } tfm_cached_entry;
+
+/* Whether the model has @prefill_embeddings (a vision-language model). */
+int tfm_model_takes_image_rows(const tfm_model *model);
 
 /* The language-model entry points the runtime calls with their known
  * signatures (tfm_forward, sessions), run inside a call frame
  * (buffer_cache.c) as the generated calls are: an allocation failure in
  * the generated code releases what the call allocated and returns
  * TFM_ERROR_OUT_OF_MEMORY, never a write through NULL. `entry` picks
- * @prefill, @decode or @verify; `rings` and `state`: the rings and
- * the recurrent states of a model that has them (NULL otherwise).
+ * @prefill, @decode, @verify or @prefill_embeddings, whose `input` is
+ * the tokens (tfm_memref1d) or, for @prefill_embeddings, the rows
+ * (tfm_memref2d_f32); `rings` and `state`: the rings and the recurrent
+ * states of a model that has them (NULL otherwise).
  * TFM_ERROR_NOT_FOUND without them. */
 tfm_status_code tfm_run_forward(tfm_model *model, tfm_memref2d_f32 *logits,
                                 tfm_memref1d *tokens, tfm_status *status);
 tfm_status_code tfm_run_prefill(tfm_model *model, tfm_cached_entry entry,
-                                tfm_memref2d_f32 *logits, tfm_memref1d *tokens,
+                                tfm_memref2d_f32 *logits, void *input,
                                 int64_t start, int64_t slot,
                                 tfm_memref5d_f32 *cache,
                                 tfm_memref5d_f32 *rings, tfm_memref1d *state,

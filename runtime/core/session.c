@@ -101,6 +101,8 @@ void tfm_session_free(tfm_session *s) {
   tfm_lora_release(tfm_model_lora_bank(s->model), s->lora_adapter);
   free(s->scratch);
   free(s->tokens);
+  free(s->image_rows);
+  free(s->image_row);
   free(s);
 }
 
@@ -108,6 +110,7 @@ void tfm_session_reset(tfm_session *s) {
   if (s) {
     s->length = s->cache_used = 0;
     s->ring_keep.count = s->state_kept_count = 0;
+    s->image_rows_stored = s->image_rows_used = 0;
     s->stale = 0; /* the next call starts at position 0 */
   }
 }
@@ -140,23 +143,22 @@ static void slide_cache(tfm_session *s) {
   s->cache_used = keep;
 }
 
-/* One call of `entry` on tokens[0..n) at the session's length, which
- * then holds them; `rows` rows of logits (the last token's, or with
- * @verify every one's) to `logits`. A failed call advances the length of
- * nothing: its cache slots are written again by the next attempt, its
- * states recomputed. */
+/* One call of `entry` on `n` positions at the session's length, which then
+ * holds them: `input` is their tokens' descriptor (tfm_memref1d) or, for
+ * @prefill_embeddings, their rows' (tfm_memref2d_f32); `rows` rows of
+ * logits (the last position's, or with @verify every one's) to `logits`.
+ * A failed call advances the length of nothing: its cache slots are
+ * written again by the next attempt, its states recomputed. */
 static tfm_status_code run_call(tfm_session *s, tfm_cached_entry entry,
-                                const int32_t *tokens, int64_t n, int64_t rows,
+                                void *input, int64_t n, int64_t rows,
                                 float *logits, tfm_status *status) {
-  void *ids = (void *)(uintptr_t)tokens;
-  tfm_memref1d token_descriptor = {ids, ids, 0, {n}, {1}};
   tfm_memref2d_f32 result;
   memset(&result, 0, sizeof result);
   /* Every row runs with the session's adapter, if it has one. */
   tfm_lora_rows adapter = {tfm_model_lora_bank(s->model), &s->lora_slot, 1};
   const tfm_lora_rows *outer = tfm_lora_bind(s->lora_adapter ? &adapter : NULL);
   tfm_status_code code = tfm_run_prefill(
-      s->model, entry, &result, &token_descriptor, s->length, s->cache_used,
+      s->model, entry, &result, input, s->length, s->cache_used,
       &s->cache_descriptor, s->rings ? &s->rings_descriptor : NULL,
       s->state ? &s->state_descriptor : NULL, status);
   tfm_lora_bind(outer);
@@ -174,11 +176,22 @@ static tfm_status_code run_call(tfm_session *s, tfm_cached_entry entry,
   return code;
 }
 
+/* One call of `entry` on tokens[0..n) at the session's length. */
+static tfm_status_code run_tokens(tfm_session *s, tfm_cached_entry entry,
+                                  const int32_t *tokens, int64_t n,
+                                  int64_t rows, float *logits,
+                                  tfm_status *status) {
+  void *ids = (void *)(uintptr_t)tokens;
+  tfm_memref1d input = {ids, ids, 0, {n}, {1}};
+  return run_call(s, entry, &input, n, rows, logits, status);
+}
+
 /* Runs `tokens` (n of them, already in s->tokens at s->length) through
- * @prefill/@decode in chunks that fit the cache; a full cache of a
+ * @prefill/@decode in chunks that fit the cache, and the positions that
+ * hold an image's rows through @prefill_embeddings; a full cache of a
  * sliding-window model first drops what no later query can see. Without a
- * window the capacity check of tfm_prefill guarantees one chunk. `logits`:
- * the last token's. */
+ * window the capacity check of tfm_prefill guarantees one chunk of each
+ * run. `logits`: the last position's. */
 static tfm_status_code run_chunks(tfm_session *s, const int32_t *tokens,
                                   int64_t n, float *logits,
                                   tfm_status *status) {
@@ -189,8 +202,18 @@ static tfm_status_code run_chunks(tfm_session *s, const int32_t *tokens,
     int64_t chunk = n - done;
     if (chunk > s->cache_capacity - s->cache_used)
       chunk = s->cache_capacity - s->cache_used;
-    code = run_call(s, chunk == 1 ? TFM_ENTRY_DECODE : TFM_ENTRY_PREFILL,
-                    tokens + done, chunk, 1, logits, status);
+    const float *image = NULL;
+    chunk = tfm_session_run_at(s, s->length, chunk, &image);
+    if (image) {
+      float *rows = (float *)(uintptr_t)image;
+      tfm_memref2d_f32 input = {
+          rows, rows, 0, {chunk, s->image_width}, {s->image_width, 1}};
+      code = run_call(s, TFM_ENTRY_PREFILL_EMBEDDINGS, &input, chunk, 1, logits,
+                      status);
+    } else {
+      code = run_tokens(s, chunk == 1 ? TFM_ENTRY_DECODE : TFM_ENTRY_PREFILL,
+                        tokens + done, chunk, 1, logits, status);
+    }
     done += chunk;
   }
   return code;
@@ -225,7 +248,8 @@ static tfm_status_code refresh(tfm_session *s, float *logits,
  * from its length on (not counted until they have run). */
 static tfm_status_code take_tokens(const char *function, tfm_session *s,
                                    const int32_t *tokens, int64_t n,
-                                   const float *logits, tfm_status *status) {
+                                   const float *logits, int take_images,
+                                   tfm_status *status) {
   if (!s || !tokens || !logits)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT, "%s: NULL %s", function,
                     !s        ? "session"
@@ -246,6 +270,13 @@ static tfm_status_code take_tokens(const char *function, tfm_session *s,
   if (code != TFM_OK)
     return code;
   memcpy(s->tokens + s->length, tokens, (size_t)n * sizeof *tokens);
+  /* Placeholders take the image rows waiting (a prefill's only: a
+   * speculative step's drafts are tokens). */
+  if (take_images)
+    tfm_session_take_image_rows(s, n);
+  else if (s->image_row)
+    for (int64_t p = s->length; p < s->length + n; ++p)
+      s->image_row[p] = -1;
   /* What they kept is no longer the last call's. */
   s->ring_keep.count = s->state_kept_count = 0;
   return TFM_OK;
@@ -254,7 +285,7 @@ static tfm_status_code take_tokens(const char *function, tfm_session *s,
 tfm_status_code tfm_prefill(tfm_session *s, const int32_t *tokens, int64_t n,
                             float *logits, tfm_status *status) {
   tfm_status_code code =
-      take_tokens("tfm_prefill", s, tokens, n, logits, status);
+      take_tokens("tfm_prefill", s, tokens, n, logits, 1, status);
   if (code != TFM_OK)
     return code;
   const tfm_model_desc *desc = tfm_model_get_desc(s->model);
@@ -330,7 +361,7 @@ tfm_status_code tfm_verify(tfm_session *s, const int32_t *tokens, int64_t n,
                     "compile it with tfmc --speculative",
                     tfm_model_get_desc(s->model)->name);
   tfm_status_code code =
-      take_tokens("tfm_verify", s, tokens, n, logits, status);
+      take_tokens("tfm_verify", s, tokens, n, logits, 0, status);
   if (code != TFM_OK)
     return code;
   code = refresh(s, logits, status);
@@ -352,7 +383,7 @@ tfm_status_code tfm_verify(tfm_session *s, const int32_t *tokens, int64_t n,
     (void)tfm_ring_keep_take(s->model, &s->ring_geometry, &s->ring_keep,
                              s->rings, s->length, n);
   keep_state(s, n);
-  return run_call(s, TFM_ENTRY_VERIFY, tokens, n, n, logits, status);
+  return run_tokens(s, TFM_ENTRY_VERIFY, tokens, n, n, logits, status);
 }
 
 tfm_status_code tfm_decode(tfm_session *s, int32_t token, float *logits,

@@ -113,6 +113,11 @@ tfm_status_code tfm_session_copy(tfm_session *to, const tfm_session *from,
     moved &= tfm_model_state_move(to->model, to->state, from->state,
                                   state_bytes(from));
   memcpy(to->tokens, from->tokens, (size_t)from->length * sizeof *to->tokens);
+  tfm_status_code images = tfm_session_copy_image_rows(to, from, status);
+  if (images != TFM_OK) {
+    tfm_session_reset(to);
+    return images;
+  }
   to->length = from->length;
   to->cache_used = from->cache_used;
   to->stale = from->stale;
@@ -164,6 +169,7 @@ tfm_status_code tfm_session_truncate(tfm_session *s, int64_t length,
                                                                   : length;
   if (s->stale && s->stale_from < right)
     right = s->stale_from;
+  tfm_session_keep_image_rows(s, length);
   if (right == length && !s->stale) {
     s->cache_used = length;
   } else if (s->cache) {
@@ -193,6 +199,13 @@ static tfm_status_code check_host_state(const tfm_session *s, const char *what,
                     "part of the cache; its sessions are not saved or loaded "
                     "yet",
                     what, name, tfm_model_ranks(s->model));
+  /* Nor does it hold an image's rows, which a run again would need. */
+  if (tfm_session_holds_image_rows(s))
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "%s: the session holds an image's rows, which a session "
+                    "file does not keep; sessions of text alone are saved "
+                    "and loaded",
+                    what);
   /* A file does not say which adapter computed its rows. */
   if (s->lora_adapter)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,

@@ -57,6 +57,14 @@ struct tfm_session {
   /* The LoRA adapter its calls run with (tfm_session_set_lora; 0: none)
    * and its slot in the model's bank, held while set (lora_bank.h). */
   int32_t lora_adapter, lora_slot;
+  /* A vision-language model's image rows (session_images.c): f32
+   * [image_rows_stored, image_width], the first image_rows_used of them
+   * taken by positions (image_row[p]: its row, -1 for a token), the rest
+   * waiting for the next placeholders. NULL until an image is added. */
+  float *image_rows;
+  int32_t *image_row;
+  int64_t image_rows_stored, image_rows_used, image_rows_capacity;
+  int64_t image_width;
 };
 
 /* Before a truncation to `length`: where the last call was a @verify
@@ -65,5 +73,25 @@ struct tfm_session {
  * (`length` without states; 0 where they could not go back): the next
  * call runs the positions after them again. */
 int64_t tfm_session_go_back_in_states(tfm_session *s, int64_t length);
+
+/* Image rows (session_images.c). The new positions [length, length + n),
+ * their tokens already in s->tokens: each placeholder takes the next row
+ * waiting, while any wait. */
+void tfm_session_take_image_rows(tfm_session *s, int64_t n);
+/* Rows added and not yet taken by a placeholder. */
+int64_t tfm_session_pending_image_rows(const tfm_session *s);
+/* The run of positions from `position` (at most `most`) that one call
+ * runs: consecutive rows (*rows their first) or tokens (*rows NULL). */
+int64_t tfm_session_run_at(const tfm_session *s, int64_t position, int64_t most,
+                           const float **rows);
+/* After a truncation to `length`: the rows of the positions kept. */
+void tfm_session_keep_image_rows(tfm_session *s, int64_t length);
+/* tfm_session_copy's part: `to` holds `from`'s rows (`from->length` of
+ * its positions copied). */
+tfm_status_code tfm_session_copy_image_rows(tfm_session *to,
+                                            const tfm_session *from,
+                                            tfm_status *status);
+/* Whether the session holds rows (taken or waiting). */
+int tfm_session_holds_image_rows(const tfm_session *s);
 
 #endif /* TFM_RUNTIME_CORE_SESSION_INTERNAL_H */

@@ -181,8 +181,13 @@ tfm_status_code tfm_engine_new(tfm_model *model,
   e->lengths = malloc((size_t)o.max_sequences * sizeof *e->lengths);
   e->chunk_requests =
       malloc((size_t)o.max_sequences * sizeof *e->chunk_requests);
+  e->image_width = tfm_engine_image_width(model);
+  if (e->image_width)
+    e->step_rows = malloc((size_t)o.prefill_chunk * (size_t)e->image_width *
+                          sizeof *e->step_rows);
   if (!e->free_slots || !e->tokens || !e->row_adapters || !e->positions ||
-      !e->slots || !e->lengths || !e->chunk_requests) {
+      !e->slots || !e->lengths || !e->chunk_requests ||
+      (e->image_width && !e->step_rows)) {
     tfm_engine_free(e);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "out of memory for an engine of %d sequences",
@@ -243,6 +248,8 @@ static void free_request(tfm_engine *e, request *r) {
   tfm_ring_keep_free(e->model, &r->ring_keep);
   free(r->tokens);
   free(r->drafts);
+  free(r->image_rows);
+  free(r->image_row);
   free(r);
 }
 
@@ -267,6 +274,7 @@ void tfm_engine_free(tfm_engine *e) {
   free(e->slots);
   free(e->lengths);
   free(e->chunk_requests);
+  free(e->step_rows);
   free(e);
 }
 
@@ -332,6 +340,12 @@ tfm_status_code tfm_engine_submit(tfm_engine *e, const tfm_engine_request *q,
   if (!r->tokens || (drafting && !r->drafts)) {
     free_request(e, r);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+  /* Before the grammar, which only a successful submit takes. */
+  code = tfm_engine_take_images(e, r, q, status);
+  if (code != TFM_OK) {
+    free_request(e, r);
+    return code;
   }
   if (q->grammar) {
     code = tfm_grammar_matcher_new(q->grammar, &r->matcher, status);

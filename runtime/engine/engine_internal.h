@@ -48,6 +48,15 @@ typedef struct request {
   /* The LoRA adapter it runs with (0: none) and its slot, held until the
    * request is freed (runtime/core/lora_bank.h). */
   int32_t lora, lora_slot;
+  /* A vision-language model's prompt: its placeholders' rows
+   * ([placeholders, image_width]; NULL: none), each prompt position's row
+   * (-1: a token; image_span of them, the prompt's), the first position
+   * that has one (the prompt's length without), and whether this step's
+   * chunk is rows (engine_images.c). */
+  float *image_rows;
+  int32_t *image_row;
+  int64_t image_span, first_image;
+  int step_rows;
   int64_t admitted;     /* admission order: the last admitted is preempted */
   struct request *next; /* in the waiting queue or the running list */
 } request;
@@ -81,6 +90,11 @@ struct tfm_engine {
   int32_t *tokens, *positions; /* the step's rows: [max_step_tokens] */
   int32_t *row_adapters;       /* each row's adapter slot (-1: none) */
   int verifying;               /* some of this step's chunks have drafts */
+  /* A vision-language model's rows a row (0: the model takes none), and
+   * this step's chunks of rows: [prefill_chunk, image_width]. */
+  int64_t image_width;
+  float *step_rows;
+  int stepping_rows;           /* some of this step's chunks are rows */
   int32_t *slots, *lengths;    /* its chunks: [max_sequences] */
   request **chunk_requests;    /* [max_sequences] */
   /* The draft model's side (options.draft_model; NULL: none). */
@@ -92,6 +106,25 @@ struct tfm_engine {
  * the recurrent states): the engine's sequences; NULL where none. */
 const tfm_cache_desc *tfm_engine_batched_cache(const tfm_model_desc *desc,
                                                int32_t kind);
+
+/* Image rows (engine_images.c). The rows a row of `model`'s
+ * @prefill_batch_embeddings takes (0: none). */
+int64_t tfm_engine_image_width(const tfm_model *model);
+/* Submit's part: `q`'s image rows checked against its placeholders and
+ * copied into `r`. */
+tfm_status_code tfm_engine_take_images(tfm_engine *e, request *r,
+                                       const tfm_engine_request *q,
+                                       tfm_status *status);
+/* The chunk from `position` (at most `most` positions) a step may run:
+ * consecutive rows (*rows 1) or tokens. */
+int64_t tfm_engine_run_at(const request *r, int64_t position, int64_t most,
+                          int *rows);
+/* Of `r`'s first `positions`, those its prefix shares: the ones before
+ * its first image. */
+int64_t tfm_engine_shareable(const request *r, int64_t positions);
+/* `r`'s step chunk of rows into `into` ([step_tokens, image_width]). */
+void tfm_engine_copy_step_rows(const tfm_engine *e, const request *r,
+                               float *into);
 
 /* The draft model (engine_draft.c): its cache and what each slot holds. */
 typedef struct tfm_engine_draft tfm_engine_draft;

@@ -82,11 +82,11 @@ static void admit(tfm_engine *e) {
     r->state = kPrefilling;
     r->admitted = ++e->admissions;
     /* The last token is always computed: its logits start generation. */
-    r->computed =
-        e->options.share_prefixes
-            ? tfm_kv_pages_share_prefix(e->pages, r->slot, r->tokens, r->length,
-                                        r->length - 1, r->lora)
-            : 0;
+    r->computed = e->options.share_prefixes
+                      ? tfm_kv_pages_share_prefix(
+                            e->pages, r->slot, r->tokens, r->length,
+                            tfm_engine_shareable(r, r->length - 1), r->lora)
+                      : 0;
     e->stats.prefix_tokens_reused += r->computed;
     request **tail = &e->running;
     while (*tail)
@@ -198,15 +198,18 @@ static void draft(tfm_engine *e, request *r) {
 static tfm_status_code plan_step(tfm_engine *e, tfm_engine_event *events,
                                  int32_t *count, tfm_status *status) {
   int64_t budget = e->options.prefill_chunk;
-  e->verifying = 0;
+  e->verifying = e->stepping_rows = 0;
   for (request *r = e->running; r; r = r->next)
-    r->step_tokens = r->draft_room = 0;
+    r->step_tokens = r->draft_room = r->step_rows = 0;
   for (request *r = e->running; r; r = r->next) {
     int64_t n = 1;
     if (r->state == kPrefilling) {
       n = r->length - r->computed < budget ? r->length - r->computed : budget;
       if (n <= 0)
         continue;
+      /* Text or an image's rows, not both: each runs in its own call. */
+      n = tfm_engine_run_at(r, r->computed, n, &r->step_rows);
+      e->stepping_rows |= r->step_rows;
     }
     if (!reserve(e, r, r->computed + n, status)) {
       if (r->state == kWaiting)
@@ -249,7 +252,8 @@ static int take_verified(tfm_engine *e, request *r, float *rows, int64_t drafts,
   for (int64_t i = 0; i <= drafts; ++i) {
     ++r->computed;
     if (e->options.share_prefixes)
-      tfm_kv_pages_publish(e->pages, r->slot, r->tokens, r->computed, r->lora);
+      tfm_kv_pages_publish(e->pages, r->slot, r->tokens,
+                           tfm_engine_shareable(r, r->computed), r->lora);
     int32_t drafted = i < drafts ? r->drafts[i] : -1;
     tfm_engine_event *event = &events[(*count)++];
     take_token(e, r, rows + i * vocab, event); /* may retire r */
@@ -338,19 +342,28 @@ static int32_t plan_micro_batches(const tfm_engine *e, int64_t rows,
   return made;
 }
 
-/* Runs the planned chunks of the requests whose `verify` is `verify` in
- * one call (or one a micro-batch, plan_micro_batches): @prefill_batch, where a
- * request whose chunk ends what it knows (its prompt, or its last token) takes
- * its next token from the chunk's logits, or @verify_batch, where each takes
- * its tokens from its rows' (take_verified). */
-static tfm_status_code run_chunks(tfm_engine *e, int verify,
+/* What a step's call runs: text chunks, image rows' chunks, or drafts. */
+typedef enum { STEP_TOKENS, STEP_IMAGE_ROWS, STEP_VERIFY } step_kind;
+
+/* Runs the planned chunks of `kind` in one call (or one a micro-batch,
+ * plan_micro_batches): @prefill_batch (@prefill_batch_embeddings for
+ * image rows), where a request whose chunk ends what it knows (its
+ * prompt, or its last token) takes its next token from the chunk's
+ * logits, or @verify_batch, where each takes its tokens from its rows'
+ * (take_verified). */
+static tfm_status_code run_chunks(tfm_engine *e, step_kind kind,
                                   tfm_engine_event *events, int32_t *count,
                                   tfm_status *status) {
-  const char *name = verify ? "verify_batch" : "prefill_batch";
+  int verify = kind == STEP_VERIFY, image = kind == STEP_IMAGE_ROWS;
+  const char *name = verify  ? "verify_batch"
+                     : image ? "prefill_batch_embeddings"
+                             : "prefill_batch";
   int64_t rows = 0, chunks = 0;
   for (request *r = e->running; r; r = r->next) {
-    if (!r->step_tokens || r->verify != verify)
+    if (!r->step_tokens || r->verify != verify || r->step_rows != image)
       continue;
+    if (image)
+      tfm_engine_copy_step_rows(e, r, e->step_rows + rows * e->image_width);
     for (int64_t i = 0; i < r->step_tokens; ++i) {
       int64_t at = r->computed + i; /* past the known tokens: drafts */
       e->tokens[rows] =
@@ -416,6 +429,12 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
         {e->positions + part_start, TFM_DTYPE_I32, 1, {part_rows}, NULL},
         {e->slots + first, TFM_DTYPE_I32, 1, {count}, NULL},
         {e->lengths + first, TFM_DTYPE_I32, 1, {count}, NULL}};
+    if (image)
+      part[0] = (tfm_tensor){e->step_rows + part_start * e->image_width,
+                             TFM_DTYPE_F32,
+                             2,
+                             {part_rows, e->image_width},
+                             NULL};
     memcpy(inputs[p], part, sizeof part);
     part_start += part_rows;
   }
@@ -458,7 +477,8 @@ static tfm_status_code run_chunks(tfm_engine *e, int verify,
       e->stats.prompt_tokens += r->step_tokens;
     r->computed += r->step_tokens;
     if (e->options.share_prefixes)
-      tfm_kv_pages_publish(e->pages, r->slot, r->tokens, r->computed, r->lora);
+      tfm_kv_pages_publish(e->pages, r->slot, r->tokens,
+                           tfm_engine_shareable(r, r->computed), r->lora);
     if (r->computed == r->length)
       take_token(e, r, row, &events[(*count)++]);
     row += vocab;
@@ -488,8 +508,10 @@ tfm_status_code tfm_engine_step(tfm_engine *e, tfm_engine_event *events,
   admit(e);
   tfm_status_code code = plan_step(e, events, count, status);
   if (code == TFM_OK)
-    code = run_chunks(e, 0, events, count, status);
+    code = run_chunks(e, STEP_TOKENS, events, count, status);
+  if (code == TFM_OK && e->stepping_rows)
+    code = run_chunks(e, STEP_IMAGE_ROWS, events, count, status);
   if (code == TFM_OK && e->verifying)
-    code = run_chunks(e, 1, events, count, status);
+    code = run_chunks(e, STEP_VERIFY, events, count, status);
   return code == TFM_OK ? tfm_ok(status) : code;
 }

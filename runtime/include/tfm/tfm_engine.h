@@ -109,6 +109,13 @@ typedef struct {
    * requests with different adapters share a step, each row its own; a
    * prompt's blocks are shared only between requests of one adapter. */
   int32_t lora;
+  /* A vision-language model's images (tfmc's llava folders): the rows of
+   * the prompt's placeholders (desc->image_token), one a placeholder in
+   * order, [image_row_count, hidden] as @encode_image returns them
+   * (copied by submit); NULL and 0: none. A prompt's positions before its
+   * first image are shared with other requests, those after it not. */
+  const float *image_rows;
+  int64_t image_row_count;
 } tfm_engine_request;
 
 /* Queues a request; *id names it in events and in cancel. A prompt the

@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 29
+#define TFM_ABI_VERSION 30
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -253,6 +253,10 @@ typedef void (*tfm_prefill_fn)(tfm_memref2d_f32 *logits,
                                tfm_memref1d *weights, tfm_memref1d *tokens,
                                int64_t start, int64_t slot,
                                tfm_memref5d_f32 *cache);
+
+/* @prefill_embeddings of a vision-language model takes, in place of
+ * `tokens`, f32 rows [n, hidden] (an image's tokens) as a
+ * tfm_memref2d_f32, its other arguments those of the model's @prefill. */
 
 /* @prefill and @decode of a model with recurrent layers: as
  * tfm_prefill_fn, and the sequence's recurrent states (f32 [elements],
@@ -504,6 +508,11 @@ typedef struct tfm_model_desc {
    * pipeline_stages consecutive ranks (its tensor-parallel ranks, tfmc
    * --ranks); 0 or 1: none. */
   int32_t pipeline_stages;
+  /* A vision-language model's image placeholder (tfmc's tfm.image_token):
+   * the id whose positions in a prompt take an image's rows (@encode_image)
+   * through @prefill_embeddings; read only where the model has that entry
+   * point. */
+  int32_t image_token;
 } tfm_model_desc;
 
 /* What generated entry points call around the model's code (runtime,

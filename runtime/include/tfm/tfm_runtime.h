@@ -214,6 +214,16 @@ tfm_status_code tfm_prefill(tfm_session *session, const int32_t *tokens,
 /* tfm_prefill of one token. */
 tfm_status_code tfm_decode(tfm_session *session, int32_t token, float *logits,
                            tfm_status *status);
+/* A vision-language model (tfmc's llava folders): `count` rows
+ * [count, hidden] of an image's tokens, as its @encode_image returns them,
+ * for the next `count` placeholder tokens (desc->image_token) that
+ * tfm_prefill and tfm_generate take; a placeholder met with no row
+ * waiting is a token like any other (one the model generates). The
+ * session keeps the rows with its positions (copied, truncated and reset
+ * with them; a session holding rows is not saved to a file). Several
+ * images: one call each, in the prompt's order. */
+tfm_status_code tfm_session_add_image(tfm_session *session, const float *rows,
+                                      int64_t count, tfm_status *status);
 /* Appends `tokens[0..n)` in one call of the model's @verify (tfmc
  * --speculative) and writes every one's logits to `logits` ([n, vocab]):
  * a speculative step's drafted tokens checked at once. Rejected ones are

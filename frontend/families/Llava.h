@@ -1,0 +1,64 @@
+//===- Llava.h - LLaVA: a CLIP image tower before a decoder -----*- C++ -*-===//
+//
+// transformers' LlavaForConditionalGeneration from a Hugging Face folder
+// (model_type llava): a CLIP vision tower read from a chosen layer, an MLP
+// projector into the text model's width, and a LLaMA, Mistral or Qwen2
+// text model. The text model is compiled as any decoder of its family
+// (frontend/HuggingFace.cpp reads it through this file's hooks); this file
+// reads the config, names the tensors, and adds @encode_image, the image's
+// tokens, whose rows a prompt's placeholder tokens (tfm.image_token) take.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_FAMILIES_LLAVA_H
+#define TFM_FRONTEND_FAMILIES_LLAVA_H
+
+#include "frontend/builders/ClipBuilder.h"
+#include "frontend/families/LoadedModel.h"
+#include "frontend/formats/ConfigReader.h"
+
+#include "llvm/Support/JSON.h"
+
+namespace mlir::tfm {
+
+struct LlavaSpec {
+  /// text_config's model_type, and its fields over that model class's
+  /// defaults (transformers writes only the fields that differ).
+  std::string textModelType;
+  llvm::json::Object textConfig;
+  /// The image side; its textHidden is the text model's, known once that
+  /// is read.
+  ImageTokensSpec image;
+  /// The placeholder id whose positions take the image's rows.
+  int64_t imageToken = 0;
+};
+
+/// Whether config.json's model_type is LLaVA's.
+bool isLlavaFamily(llvm::StringRef modelType);
+
+/// The LLaVA families, for messages.
+std::string supportedLlavaFamilies();
+
+/// Reads a llava config.json into `spec`; problems are recorded in
+/// `config`.
+void readLlavaConfig(ConfigReader &config, LlavaSpec &spec);
+
+/// Renames the checkpoint's tensors to the text model's own names
+/// ("model.", "lm_head.") and the image side's ("vision_tower.",
+/// "multi_modal_projector."), as transformers 4.40 (language_model.model.)
+/// and later releases (model.language_model.) save them.
+void renameLlavaWeights(WeightStore &store);
+
+/// Whether a (renamed) tensor is the image side's.
+bool isLlavaImageWeight(llvm::StringRef name);
+
+/// Adds @encode_image and the placeholder (tfm.image_token) to `model`,
+/// the text model read from `directory`, with the image preprocessing of
+/// its preprocessor_config.json.
+llvm::Error addLlavaImageTokens(MLIRContext &context, LlavaSpec &spec,
+                                llvm::StringRef directory,
+                                llvm::StringRef checkpoint, LoadedModel &model);
+
+} // namespace mlir::tfm
+
+#endif // TFM_FRONTEND_FAMILIES_LLAVA_H

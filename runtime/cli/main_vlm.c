@@ -1,0 +1,117 @@
+/*===- main_vlm.c - images in a vision-language model's prompt ---------===//
+ *
+ * `./llava --prompt "USER: <image>\nWhat is this? ASSISTANT:" cat.png`:
+ * each image (a file through the model's preprocessing, or --pixels' raw
+ * f32) through @encode_image, its rows given to the session for the
+ * prompt's placeholders, in order. A prompt may hold one placeholder per
+ * image, as transformers 4.40's LLaVA prompts do (widened here to the
+ * image's rows), or every row's, as later processors write them.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/cli/main_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tfm_main_takes_images(tfm_model *model) {
+  return tfm_model_entry_point(model, "prefill_embeddings") &&
+         tfm_model_entry_point(model, "encode_image");
+}
+
+/* Image `i`'s pixels (the files, then --pixels), malloc'd, or NULL after
+ * reporting. */
+static float *image_pixels(const char *argv0, tfm_model *model,
+                           const tfm_entry_point *encode,
+                           const tfm_call_options *call, int i) {
+  if (i == call->image_count)
+    return tfm_main_read_features(argv0, encode, call->pixels);
+  const char *path = call->images[i];
+  if (!tfm_image_load) {
+    fprintf(stderr, "%s: error: %s: " TFM_NO_IMAGE_PREPROCESSING "\n", argv0,
+            path, tfm_model_get_desc(model)->name);
+    return NULL;
+  }
+  const tfm_tensor_desc *input = &encode->inputs[0];
+  int64_t count = 1;
+  for (int32_t d = 0; d < input->rank; ++d)
+    count *= input->shape[d];
+  float *pixels = malloc((size_t)count * sizeof *pixels);
+  tfm_status status;
+  if (!pixels) {
+    tfm_main_fail(argv0, "out of memory");
+    return NULL;
+  }
+  if (tfm_image_load(model, path, pixels, count, &status) != TFM_OK) {
+    fprintf(stderr, "%s: error: %s\n", argv0, status.message);
+    free(pixels);
+    return NULL;
+  }
+  return pixels;
+}
+
+/* Encodes image `i` and gives its rows to the session; *rows: how many. */
+static int add_image(const char *argv0, tfm_model *model, tfm_session *session,
+                     const tfm_call_options *call, int i, int64_t *rows) {
+  const tfm_entry_point *encode = tfm_model_entry_point(model, "encode_image");
+  float *pixels = image_pixels(argv0, model, encode, call, i);
+  if (!pixels)
+    return 1;
+  const tfm_tensor_desc *input = &encode->inputs[0];
+  tfm_tensor in = {0};
+  in.data = pixels;
+  in.dtype = TFM_DTYPE_F32;
+  in.rank = input->rank;
+  memcpy(in.shape, input->shape, sizeof in.shape);
+  tfm_tensor out = {0};
+  tfm_status status;
+  tfm_status_code code =
+      tfm_model_call(model, "encode_image", &in, 1, NULL, &out, 1, &status);
+  free(pixels);
+  if (code == TFM_OK) {
+    *rows = out.shape[0];
+    code = tfm_session_add_image(session, out.data, out.shape[0], &status);
+  }
+  tfm_tensor_release(&out);
+  return code == TFM_OK ? 0 : tfm_main_fail(argv0, status.message);
+}
+
+int tfm_main_prompt_images(const char *argv0, tfm_model *model,
+                           tfm_session *session, const tfm_call_options *call,
+                           int32_t **ids, int64_t *n) {
+  int images = call->image_count + (call->pixels != NULL);
+  int32_t placeholder = tfm_model_get_desc(model)->image_token;
+  int64_t given = 0, rows = 0, each = 0;
+  for (int64_t i = 0; i < *n; ++i)
+    given += (*ids)[i] == placeholder;
+  for (int i = 0; i < images; ++i) {
+    if (add_image(argv0, model, session, call, i, &each))
+      return 1;
+    rows += each;
+  }
+  char message[256];
+  if (given == rows)
+    return 0; /* every row's placeholder is there */
+  if (given != images) {
+    snprintf(message, sizeof message,
+             "the prompt holds %lld image placeholders (token %d) for %d "
+             "image%s of %lld rows: give one an image, or one a row",
+             (long long)given, placeholder, images, images == 1 ? "" : "s",
+             (long long)each);
+    return tfm_main_fail(argv0, message);
+  }
+  /* One placeholder an image: each widened to the image's rows. */
+  int64_t widened = *n - given + rows;
+  int32_t *out = malloc((size_t)widened * sizeof *out);
+  if (!out)
+    return tfm_main_fail(argv0, "out of memory");
+  int64_t at = 0;
+  for (int64_t i = 0; i < *n; ++i)
+    for (int64_t r = 0; r < ((*ids)[i] == placeholder ? each : 1); ++r)
+      out[at++] = (*ids)[i];
+  free(*ids);
+  *ids = out;
+  *n = widened;
+  return 0;
+}

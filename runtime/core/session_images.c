@@ -1,0 +1,138 @@
+/*===- session_images.c - a session's image rows ------------------------===//
+ *
+ * A vision-language model's prompt holds placeholder tokens
+ * (tfm_model_desc.image_token) that stand for an image's rows
+ * (@encode_image's). tfm_session_add_image gives the session rows for the
+ * next placeholders it takes; each position then holds either a token or
+ * a row, which the session keeps, so that whatever it runs again (a
+ * refreshed state, another adapter) runs the same rows, and
+ * @prefill_embeddings runs the rows where the tokens would be.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "runtime/core/model_internal.h"
+#include "runtime/core/session_internal.h"
+#include "runtime/core/status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The width of a row: @prefill_embeddings' input is [n, hidden]. */
+static int64_t row_width(const tfm_model *model) {
+  const tfm_entry_point *entry =
+      tfm_model_entry_point(model, "prefill_embeddings");
+  return entry && entry->num_inputs > 0 ? entry->inputs[0].shape[1] : 0;
+}
+
+tfm_status_code tfm_session_add_image(tfm_session *s, const float *rows,
+                                      int64_t count, tfm_status *status) {
+  if (!s || !rows)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_session_add_image: NULL %s", s ? "rows" : "session");
+  const tfm_model_desc *desc = tfm_model_get_desc(s->model);
+  if (!tfm_model_takes_image_rows(s->model))
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "model '%s' (%s) takes no images: it is not a "
+                    "vision-language model compiled with its image side",
+                    desc->name, desc->family ? desc->family : "?");
+  if (count <= 0 || count > s->capacity)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_session_add_image: %lld rows (1 to the session's "
+                    "%lld positions)",
+                    (long long)count, (long long)s->capacity);
+  if (!s->image_row) {
+    s->image_row = malloc((size_t)s->capacity * sizeof *s->image_row);
+    if (!s->image_row)
+      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+    s->image_width = row_width(s->model);
+  }
+  int64_t needed = s->image_rows_stored + count;
+  if (needed > s->image_rows_capacity) {
+    int64_t grown = needed > 2 * s->image_rows_capacity
+                        ? needed
+                        : 2 * s->image_rows_capacity;
+    float *more = realloc(
+        s->image_rows, (size_t)grown * (size_t)s->image_width * sizeof *more);
+    if (!more)
+      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                      "out of memory for %lld image rows", (long long)grown);
+    s->image_rows = more;
+    s->image_rows_capacity = grown;
+  }
+  memcpy(s->image_rows + s->image_rows_stored * s->image_width, rows,
+         (size_t)count * (size_t)s->image_width * sizeof *rows);
+  s->image_rows_stored = needed;
+  return tfm_ok(status);
+}
+
+int64_t tfm_session_pending_image_rows(const tfm_session *s) {
+  return s ? s->image_rows_stored - s->image_rows_used : 0;
+}
+
+void tfm_session_take_image_rows(tfm_session *s, int64_t n) {
+  if (!s->image_row)
+    return;
+  int32_t placeholder = tfm_model_get_desc(s->model)->image_token;
+  for (int64_t p = s->length; p < s->length + n; ++p)
+    s->image_row[p] =
+        s->tokens[p] == placeholder && s->image_rows_used < s->image_rows_stored
+            ? (int32_t)s->image_rows_used++
+            : -1;
+}
+
+int64_t tfm_session_run_at(const tfm_session *s, int64_t position, int64_t most,
+                           const float **rows) {
+  *rows = NULL;
+  const int32_t *row = s->image_row;
+  if (!row)
+    return most;
+  int64_t n = 1;
+  if (row[position] >= 0) {
+    while (n < most && row[position + n] == row[position] + n)
+      ++n;
+    *rows = s->image_rows + (int64_t)row[position] * s->image_width;
+    return n;
+  }
+  while (n < most && row[position + n] < 0)
+    ++n;
+  return n;
+}
+
+void tfm_session_keep_image_rows(tfm_session *s, int64_t length) {
+  if (!s->image_row)
+    return;
+  /* Rows were taken in position order: the kept positions' are the first
+   * ones. Rows not yet taken go too: they were meant for what follows. */
+  int64_t used = 0;
+  for (int64_t p = length - 1; p >= 0 && used == 0; --p)
+    if (s->image_row[p] >= 0)
+      used = s->image_row[p] + 1;
+  s->image_rows_used = s->image_rows_stored = used;
+}
+
+tfm_status_code tfm_session_copy_image_rows(tfm_session *to,
+                                            const tfm_session *from,
+                                            tfm_status *status) {
+  to->image_rows_used = to->image_rows_stored = 0;
+  if (!from->image_row)
+    return TFM_OK;
+  if (from->image_rows_stored > 0) {
+    tfm_status_code code = tfm_session_add_image(
+        to, from->image_rows, from->image_rows_stored, status);
+    if (code != TFM_OK)
+      return code;
+  } else if (!to->image_row) {
+    to->image_row = malloc((size_t)to->capacity * sizeof *to->image_row);
+    if (!to->image_row)
+      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+    to->image_width = from->image_width;
+  }
+  memcpy(to->image_row, from->image_row,
+         (size_t)from->length * sizeof *to->image_row);
+  to->image_rows_used = from->image_rows_used;
+  return TFM_OK;
+}
+
+int tfm_session_holds_image_rows(const tfm_session *s) {
+  return s && s->image_rows_stored > 0;
+}

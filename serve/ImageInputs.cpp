@@ -1,0 +1,95 @@
+//===- ImageInputs.cpp - images in a chat's messages ----------------------===//
+//
+// See ImageInputs.h. Data URLs are decoded with GnuTLS's base64 decoder
+// (libmicrohttpd's TLS library, linked already).
+//
+//===----------------------------------------------------------------------===//
+
+#include "serve/ImageInputs.h"
+
+#include <gnutls/gnutls.h>
+
+using json = nlohmann::json;
+
+namespace {
+
+tfm::serve::ApiError badPart(const std::string &field,
+                             const std::string &what) {
+  return {400, "'" + field + "' " + what, field, ""};
+}
+
+} // namespace
+
+std::optional<tfm::serve::ApiError>
+tfm::serve::readImagePart(const json &part, const std::string &field,
+                          std::string &bytes) {
+  const json *image = part.contains("image_url") ? &part["image_url"] : nullptr;
+  // {"url": "..."}, or the URL alone as some clients send it.
+  const json *url = image && image->is_object() && image->contains("url")
+                        ? &(*image)["url"]
+                        : image;
+  if (!url || !url->is_string())
+    return badPart(field, "has an image_url part without a URL string "
+                          "(expected {\"type\": \"image_url\", "
+                          "\"image_url\": {\"url\": \"data:image/png;"
+                          "base64,...\"}})");
+  const std::string &text = url->get_ref<const std::string &>();
+  if (text.rfind("data:", 0) != 0)
+    return badPart(field, "has an image_url '" + text.substr(0, 64) +
+                              "': a remote URL, which this server does not "
+                              "fetch (send the image as a data: URL)");
+  size_t comma = text.find(',');
+  if (comma == std::string::npos || text.compare(comma - 7, 7, ";base64") != 0)
+    return badPart(field, "has an image_url data: URL that is not "
+                          "base64 (data:image/...;base64,...)");
+  gnutls_datum_t encoded = {
+      reinterpret_cast<unsigned char *>(const_cast<char *>(text.data())) +
+          comma + 1,
+      unsigned(text.size() - comma - 1)};
+  gnutls_datum_t decoded = {nullptr, 0};
+  if (gnutls_base64_decode2(&encoded, &decoded) != GNUTLS_E_SUCCESS)
+    return badPart(field, "has an image_url data: URL whose base64 does "
+                          "not decode");
+  bytes.assign(reinterpret_cast<const char *>(decoded.data), decoded.size);
+  gnutls_free(decoded.data);
+  return std::nullopt;
+}
+
+std::optional<tfm::serve::ApiError> tfm::serve::spliceImages(
+    const ServedModel &model, const std::vector<std::string> &images,
+    std::vector<int32_t> &ids, std::vector<float> &rows, int64_t &count) {
+  count = 0;
+  rows.clear();
+  if (images.empty())
+    return std::nullopt;
+  std::vector<int64_t> each;
+  for (size_t i = 0; i < images.size(); ++i) {
+    int64_t n = 0;
+    std::string problem = model.encodeImage(images[i], rows, n);
+    if (!problem.empty())
+      return ApiError{400, "image " + std::to_string(i) + ": " + problem,
+                      "messages", "invalid_image"};
+    each.push_back(n);
+    count += n;
+  }
+  int64_t given = 0;
+  for (int32_t id : ids)
+    given += id == model.imageToken;
+  if (given == count)
+    return std::nullopt;
+  if (given != int64_t(images.size()))
+    return ApiError{400,
+                    "the prompt holds " + std::to_string(given) +
+                        " image placeholders for " +
+                        std::to_string(images.size()) + " images of " +
+                        std::to_string(count) +
+                        " rows: give one an image, or one a row",
+                    "messages", ""};
+  std::vector<int32_t> widened;
+  size_t image = 0;
+  for (int32_t id : ids)
+    widened.insert(widened.end(),
+                   id == model.imageToken ? size_t(each[image++]) : 1, id);
+  ids = std::move(widened);
+  return std::nullopt;
+}

@@ -1,0 +1,98 @@
+"""Drives tfm-serve's images in chats over loopback and prints one line
+per check for FileCheck (tfm-serve-vlm.test).
+
+  serve_vlm_client.py TFM_SERVE LLAVA_LIBRARY LLAVA_EXE TEMPLATE PHOTO
+                      TEXT_LIBRARY
+
+A chat message's content parts give an image as a data: URL; the greedy
+answer is the executable's for the same prompt and image file, also while
+a request of text alone shares the engine's steps. Remote URLs, bad
+base64, files that are no image and images for a text model are refused
+by name.
+"""
+import base64
+import json
+import subprocess
+import sys
+import threading
+
+from serve_client import start_server
+from serve_process import post
+
+QUESTION = "What is in the picture?"
+
+
+def chat(port, content, max_tokens=6):
+    status, payload = post(port, "/v1/chat/completions", {
+        "messages": [{"role": "user", "content": content}],
+        "max_tokens": max_tokens, "temperature": 0})
+    body = json.loads(payload)
+    return status, (body["choices"][0]["message"]["content"]
+                    if status == 200 else body["error"]["message"])
+
+
+def alone(executable, prompt, *images):
+    """The executable's continuation; a byte that ends no character (a
+    random model's byte tokens) reads as U+FFFD, as the server writes it."""
+    out = subprocess.run([executable, "--prompt", prompt, "-n", "6", *images],
+                         capture_output=True, check=True).stdout
+    return out.decode("utf-8", "replace").rstrip("\n")[len(prompt):]
+
+
+def image_part(data, kind="image/png"):
+    encoded = base64.b64encode(data).decode()
+    return {"type": "image_url",
+            "image_url": {"url": f"data:{kind};base64,{encoded}"}}
+
+
+def main():
+    serve, library, executable, template, photo, text_library = sys.argv[1:7]
+    with open(photo, "rb") as f:
+        png = f.read()
+    # The template renders "<s>USER: <content> ASSISTANT:"; a content of
+    # parts joins them with newlines.
+    with_image = alone(executable, f"USER: <image>\n{QUESTION} ASSISTANT:",
+                       photo)
+    text_only = alone(executable, f"USER: {QUESTION} ASSISTANT:")
+    server, port = start_server(serve, library, "--chat-template", template)
+    try:
+        status, text = chat(port, [image_part(png),
+                                   {"type": "text", "text": QUESTION}])
+        print("image:", status, text == with_image)
+        results = {}
+
+        def run(name, content):
+            results[name] = chat(port, content)[1]
+        threads = [threading.Thread(target=run, args=(
+                       "image", [image_part(png),
+                                 {"type": "text", "text": QUESTION}])),
+                   threading.Thread(target=run, args=("text", QUESTION))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print("together:", results["image"] == with_image,
+              results["text"] == text_only)
+        for content in (
+                [{"type": "image_url",
+                  "image_url": {"url": "https://example.com/cat.png"}}],
+                [{"type": "image_url",
+                  "image_url": {"url": "data:image/png;base64,@@@"}}],
+                [image_part(b"not an image at all")],
+                [image_part(png), image_part(png),
+                 {"type": "text", "text": "<image>"}]):
+            print("refused:", *chat(port, content))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    server, port = start_server(serve, text_library, "--chat-template",
+                                template)
+    try:
+        print("text model:", *chat(port, [image_part(png)]))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
