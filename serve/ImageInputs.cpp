@@ -38,8 +38,11 @@ tfm::serve::readImagePart(const json &part, const std::string &field,
     return badPart(field, "has an image_url '" + text.substr(0, 64) +
                               "': a remote URL, which this server does not "
                               "fetch (send the image as a data: URL)");
+  // "data:" + [type] + ";base64" before the comma.
+  static constexpr size_t kShortest = sizeof("data:;base64") - 1;
   size_t comma = text.find(',');
-  if (comma == std::string::npos || text.compare(comma - 7, 7, ";base64") != 0)
+  if (comma == std::string::npos || comma < kShortest ||
+      text.compare(comma - 7, 7, ";base64") != 0)
     return badPart(field, "has an image_url data: URL that is not "
                           "base64 (data:image/...;base64,...)");
   gnutls_datum_t encoded = {

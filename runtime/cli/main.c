@@ -124,6 +124,8 @@ typedef struct {
   char *grammar_text;     /* --grammar-file's */
   double grammar_seconds; /* making the grammar: part of the first token's
                              latency */
+  double image_seconds;   /* the prompt's images decoded and encoded: part
+                             of it too */
 } run_holdings;
 
 /* The model's generation defaults (generation_config.json) where the
@@ -382,7 +384,7 @@ static void print_rank_stats(const tfm_model *model) {
  * stderr. */
 static void print_stats(const tfm_model *model,
                         const tfm_generate_result *result,
-                        double grammar_seconds) {
+                        const run_holdings *held) {
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   struct rusage usage;
   getrusage(RUSAGE_SELF, &usage);
@@ -412,7 +414,8 @@ static void print_stats(const tfm_model *model,
           "\"peak_rss_bytes\": %lld, \"weights_bytes\": %lld, "
           "\"kv_cache_bytes\": %lld, \"recurrent_state_bytes\": %lld, "
           "\"activation_peak_bytes\": %lld, "
-          "\"grammar_seconds\": %.6f, \"weight_bytes_per_token\": %lld, "
+          "\"grammar_seconds\": %.6f, \"image_seconds\": %.6f, "
+          "\"weight_bytes_per_token\": %lld, "
           "\"drafted_tokens\": %lld, \"accepted_tokens\": %lld",
           (long long)result->prompt_tokens, (long long)result->generated_tokens,
           result->prefill_seconds, result->decode_seconds,
@@ -422,7 +425,8 @@ static void print_stats(const tfm_model *model,
           result->decode_seconds > 0 ? decoded / result->decode_seconds : 0.0,
           (long long)usage.ru_maxrss * 1024, (long long)desc->weights_size,
           cache_bytes, state_bytes, (long long)tfm_activation_peak_bytes(),
-          grammar_seconds, (long long)desc->decode_weight_bytes,
+          held->grammar_seconds, held->image_seconds,
+          (long long)desc->decode_weight_bytes,
           (long long)result->drafted_tokens,
           (long long)result->accepted_tokens);
   print_rank_stats(model);
@@ -529,9 +533,15 @@ static int run_generate(const char *argv0, tfm_model *model,
   if (tfm_session_new(model, &held->session, &status))
     return tfm_main_fail(argv0, status.message);
   tfm_session *session = held->session;
-  if (images &&
-      tfm_main_prompt_images(argv0, model, session, &o->call, &held->ids, &n))
-    return 1;
+  if (images) {
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    if (tfm_main_prompt_images(argv0, model, session, &o->call, &held->ids, &n))
+      return 1;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    held->image_seconds = (double)(end.tv_sec - start.tv_sec) +
+                          1e-9 * (double)(end.tv_nsec - start.tv_nsec);
+  }
   ids = held->ids;
   if (o->warmup > 0 &&
       warm_up(argv0, session, ids, n, o->warmup, vocab, held))
@@ -598,7 +608,7 @@ static int run_generate(const char *argv0, tfm_model *model,
   held->step_logits = NULL;
 
   if (o->stats)
-    print_stats(model, &result, held->grammar_seconds);
+    print_stats(model, &result, held);
   return 0;
 }
 

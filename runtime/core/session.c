@@ -409,8 +409,12 @@ tfm_status_code tfm_session_set_lora(tfm_session *s, int32_t adapter,
   tfm_lora_release(tfm_model_lora_bank(s->model), s->lora_adapter);
   s->lora_adapter = adapter;
   s->lora_slot = slot;
-  /* What the session holds was computed with the other adapter. */
+  /* What the session holds was computed with the other adapter. Its image
+   * rows wait for the same placeholders again (tfm_generate runs what the
+   * session held again, in order). */
+  int64_t image_rows = s->image_rows_stored;
   tfm_session_reset(s);
+  s->image_rows_stored = image_rows;
   return tfm_ok(status);
 }
 

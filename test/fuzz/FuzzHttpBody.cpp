@@ -15,6 +15,7 @@
 #include "test/fuzz/FuzzFiles.h"
 #include "test/fuzz/FuzzServedModel.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 using namespace tfm::serve;
@@ -45,6 +46,12 @@ void check(Endpoint endpoint, const std::string &body,
   for (int32_t id : request.prompt)
     if (id < 0 || id >= desc.vocab_size)
       std::abort();
+  // An image's rows, one a placeholder.
+  if (request.imageRowCount != int64_t(request.imageRows.size() / 4) ||
+      (request.imageRowCount &&
+       std::count(request.prompt.begin(), request.prompt.end(),
+                  model.imageToken) != request.imageRowCount))
+    std::abort();
   TextStream text(model, request.stop, request.prompt.back());
   std::string out;
   for (int32_t id : request.prompt) {

@@ -3,7 +3,10 @@
 // What the request fuzzers (FuzzHttpBody.cpp, FuzzServeRequests.cpp) check
 // requests against: a model of 512 ids (BOS 1, EOS 2) and `positions`
 // positions, with the tokenizer of a fuzzed blob, or none where the blob is
-// empty or refused (then text is refused and only ids are read).
+// empty or refused (then text is refused and only ids are read). It takes
+// images as a vision-language model does (placeholder 3), each file that
+// is not empty two rows of zeros: the files' decoding has a fuzzer of its
+// own (FuzzImage.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +15,7 @@
 
 #include "serve/OpenAiApi.h"
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -36,7 +40,18 @@ struct FuzzServedModel {
     served.desc = &desc;
     served.tokenizer = tokenizer;
     served.contextPositions = positions;
+    served.imageToken = kImageToken;
+    served.encodeImage = [](const std::string &file, std::vector<float> &rows,
+                            int64_t &count) -> std::string {
+      if (file.empty())
+        return "an empty file";
+      rows.insert(rows.end(), size_t(kImageRows * 4), 0.0f);
+      count = kImageRows;
+      return "";
+    };
   }
+  static constexpr int32_t kImageToken = 3;
+  static constexpr int64_t kImageRows = 2;
   ~FuzzServedModel() {
     tfm_tokenizer_free(tokenizer);
   }

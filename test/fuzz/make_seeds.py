@@ -399,6 +399,11 @@ def http_body_seeds():
                                   {"type": "text", "text": "Hi"}]}],
                  "max_completion_tokens": 8, "add_generation_prompt": True,
                  "stream": True, "stream_options": {"include_usage": True}},
+        "chat-image": {"messages": [{"role": "user", "content": [
+            {"type": "image_url",
+             "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            {"type": "text", "text": "What is it?"}]}],
+            "max_tokens": 4},
     }
     blob_seed = os.path.join(HERE, "corpus", "fuzz-tokenizer", "llama2c-bin")
     blob = read(blob_seed).split(SEPARATOR)[0] if os.path.exists(blob_seed) else b""

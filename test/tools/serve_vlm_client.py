@@ -78,6 +78,7 @@ def main():
                   "image_url": {"url": "https://example.com/cat.png"}}],
                 [{"type": "image_url",
                   "image_url": {"url": "data:image/png;base64,@@@"}}],
+                [{"type": "image_url", "image_url": {"url": "data:,x"}}],
                 [image_part(b"not an image at all")],
                 [image_part(png), image_part(png),
                  {"type": "text", "text": "<image>"}]):
