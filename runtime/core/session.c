@@ -111,6 +111,10 @@ void tfm_session_reset(tfm_session *s) {
     s->length = s->cache_used = 0;
     s->ring_keep.count = s->state_kept_count = 0;
     s->image_rows_stored = s->image_rows_used = 0;
+    /* Every position a token's until rows are taken again (a loaded or
+     * copied session sets its positions without taking them). */
+    if (s->image_row)
+      memset(s->image_row, 0xff, (size_t)s->capacity * sizeof *s->image_row);
     s->stale = 0; /* the next call starts at position 0 */
   }
 }

@@ -114,8 +114,12 @@ tfm_status_code tfm_session_copy_image_rows(tfm_session *to,
                                             const tfm_session *from,
                                             tfm_status *status) {
   to->image_rows_used = to->image_rows_stored = 0;
-  if (!from->image_row)
+  if (!from->image_row) {
+    /* Every position `to` now holds is a token's. */
+    for (int64_t p = 0; to->image_row && p < from->length; ++p)
+      to->image_row[p] = -1;
     return TFM_OK;
+  }
   if (from->image_rows_stored > 0) {
     tfm_status_code code = tfm_session_add_image(
         to, from->image_rows, from->image_rows_stored, status);
