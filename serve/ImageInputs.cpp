@@ -9,6 +9,8 @@
 
 #include <gnutls/gnutls.h>
 
+#include <algorithm>
+
 using json = nlohmann::json;
 
 namespace {
@@ -63,8 +65,18 @@ std::optional<tfm::serve::ApiError> tfm::serve::spliceImages(
     std::vector<int32_t> &ids, std::vector<float> &rows, int64_t &count) {
   count = 0;
   rows.clear();
-  if (images.empty())
+  if (model.imageToken < 0)
     return std::nullopt;
+  if (images.empty()) {
+    int64_t given = std::count(ids.begin(), ids.end(), model.imageToken);
+    if (given == 0)
+      return std::nullopt;
+    return ApiError{400,
+                    "the prompt holds " + std::to_string(given) +
+                        " image placeholders and no image: give each an "
+                        "image_url content part",
+                    "messages", ""};
+  }
   std::vector<int64_t> each;
   for (size_t i = 0; i < images.size(); ++i) {
     int64_t n = 0;

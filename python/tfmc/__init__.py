@@ -1131,10 +1131,16 @@ class Model:
     def _widen_placeholders(self, ids, image_rows):
         """The prompt with one placeholder an image widened to its rows
         (transformers 4.40's LLaVA prompts); one a row stays."""
-        if not image_rows:
+        if "prefill_embeddings" not in self.description["entry_points"]:
             return ids
         token = self._desc.image_token
         given = sum(1 for i in ids if i == token)
+        if not image_rows:
+            if given:
+                raise TfmcError(f"generate: the prompt holds {given} image "
+                                f"placeholders (token {token}) and no image "
+                                "is given (images=[...])")
+            return ids
         rows = sum(len(r) for r in image_rows)
         if given == rows:
             return ids

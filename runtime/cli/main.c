@@ -533,7 +533,8 @@ static int run_generate(const char *argv0, tfm_model *model,
   if (tfm_session_new(model, &held->session, &status))
     return tfm_main_fail(argv0, status.message);
   tfm_session *session = held->session;
-  if (images) {
+  /* A vision-language model's prompt: its placeholders need images. */
+  if (images || tfm_main_takes_images(model)) {
     struct timespec start, end;
     clock_gettime(CLOCK_MONOTONIC, &start);
     if (tfm_main_prompt_images(argv0, model, session, &o->call, &held->ids, &n))

@@ -95,8 +95,8 @@ int tfm_main_takes_images(tfm_model *model);
 
 /* The images of the command line (`call`'s files, then --pixels) encoded
  * and given to `session`, and the prompt *ids (n of them, malloc'd)
- * widened where it holds one placeholder an image (main_vlm.c). Nonzero
- * after reporting. */
+ * widened where it holds one placeholder an image (main_vlm.c); a prompt
+ * with placeholders and no image is refused. Nonzero after reporting. */
 int tfm_main_prompt_images(const char *argv0, tfm_model *model,
                            tfm_session *session, const tfm_call_options *call,
                            int32_t **ids, int64_t *n);

@@ -85,12 +85,21 @@ int tfm_main_prompt_images(const char *argv0, tfm_model *model,
   int64_t given = 0, rows = 0, each = 0;
   for (int64_t i = 0; i < *n; ++i)
     given += (*ids)[i] == placeholder;
+  char message[256];
+  if (!images) {
+    if (!given)
+      return 0;
+    snprintf(message, sizeof message,
+             "the prompt holds %lld image placeholders (token %d) and no "
+             "image is given (image files after the flags, or --pixels)",
+             (long long)given, placeholder);
+    return tfm_main_fail(argv0, message);
+  }
   for (int i = 0; i < images; ++i) {
     if (add_image(argv0, model, session, call, i, &each))
       return 1;
     rows += each;
   }
-  char message[256];
   if (given == rows)
     return 0; /* every row's placeholder is there */
   if (given != images) {

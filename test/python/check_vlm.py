@@ -51,6 +51,7 @@ print("engine:", both[0] == golden_ids, both[1] == alone[0])
 for name, call in [
         ("two placeholders", lambda: llava.generate(
             prompt + " <image>", images=[pixels], max_tokens=1)),
+        ("no image", lambda: llava.generate(prompt, max_tokens=1)),
         ("shape", lambda: llava.generate(
             prompt, images=[pixels[:, :16]], max_tokens=1)),
         ("text model", lambda: text_model.generate(

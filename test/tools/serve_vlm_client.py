@@ -81,7 +81,8 @@ def main():
                 [{"type": "image_url", "image_url": {"url": "data:,x"}}],
                 [image_part(b"not an image at all")],
                 [image_part(png), image_part(png),
-                 {"type": "text", "text": "<image>"}]):
+                 {"type": "text", "text": "<image>"}],
+                "<image> What is it?"):
             print("refused:", *chat(port, content))
     finally:
         server.terminate()
