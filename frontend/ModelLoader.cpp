@@ -6,6 +6,7 @@
 #include "frontend/families/EncoderFamilies.h"
 #include "frontend/families/GgufModel.h"
 #include "frontend/families/Llama2c.h"
+#include "frontend/families/Llava.h"
 #include "frontend/families/Seq2SeqFamilies.h"
 #include "frontend/families/StableDiffusion.h"
 #include "frontend/families/VisionTransformer.h"
@@ -180,11 +181,27 @@ llvm::Expected<ModelAttr> mlir::tfm::withChatTemplate(
 
 std::string mlir::tfm::supportedModelsSummary() {
   return "Models (Hugging Face model_type; GGUF general.architecture):\n"
-         "  decoders: " + supportedDecoderFamilies() + "\n"
-         "  encoders: " + supportedEncoderFamilies() + "\n"
-         "  vision: " + supportedVisionFamilies() + "\n"
-         "  text and image (CLIP): " + supportedClipFamilies() + "\n"
-         "  speech recognition (CTC): " + supportedSpeechFamilies() + "\n"
-         "  encoder-decoders: " + supportedSeq2SeqFamilies() + "\n"
-         "  GGUF: " + supportedGgufArchitectureNames() + "\n";
+         "  decoders: " +
+         supportedDecoderFamilies() +
+         "\n"
+         "  encoders: " +
+         supportedEncoderFamilies() +
+         "\n"
+         "  vision: " +
+         supportedVisionFamilies() +
+         "\n"
+         "  text and image (CLIP): " +
+         supportedClipFamilies() +
+         "\n"
+         "  images in the conversation: " +
+         supportedLlavaFamilies() +
+         "\n"
+         "  speech recognition (CTC): " +
+         supportedSpeechFamilies() +
+         "\n"
+         "  encoder-decoders: " +
+         supportedSeq2SeqFamilies() +
+         "\n"
+         "  GGUF: " +
+         supportedGgufArchitectureNames() + "\n";
 }

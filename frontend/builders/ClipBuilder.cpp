@@ -58,6 +58,11 @@ private:
   Value layer(const ClipTowerSpec &tower, Value x, int64_t index, bool causal);
   /// The pooled [d] state through the tower's projection, if it has one.
   Value project(const ClipTowerSpec &tower, Value pooled);
+  /// A [1, d] row as [d].
+  Value vectorOf(Value row, int64_t d, llvm::StringRef what);
+  /// SigLIP's pooling of the image's hidden state: its learned probe's
+  /// attention over the rows, then a residual MLP (head.*).
+  Value attentionPool(const ClipImageSpec &image, Value hidden);
 
   /// Token and position embeddings, then the first `layers` blocks.
   Value textStates(const ClipTextSpec &text, Value ids, int64_t layers);
@@ -111,15 +116,41 @@ Value ClipIRBuilder::project(const ClipTowerSpec &tower, Value pooled) {
   if (tower.projection.empty())
     return pooled;
   // A [d] vector through the [projection_dim, d] matrix: as one row.
+  // SigLIP's text head has a bias.
   Location loc = named(tower.projection);
   int64_t d = tower.hiddenSize;
   Value row = tensor::ExpandShapeOp::create(
       b, loc, matrix(1, d), pooled, SmallVector<ReassociationIndices>{{0, 1}});
-  Value projected = declarations.unbiasedLinear(b, row, tower.projection,
-                                                {spec.projectionDim});
+  Value projected = tower.siglip
+                        ? linear(row, tower.projection, {spec.projectionDim})
+                        : declarations.unbiasedLinear(b, row, tower.projection,
+                                                      {spec.projectionDim});
+  return vectorOf(projected, spec.projectionDim, tower.projection);
+}
+
+Value ClipIRBuilder::vectorOf(Value row, int64_t d, llvm::StringRef what) {
   return tensor::CollapseShapeOp::create(
-      b, loc, vector(spec.projectionDim), projected,
+      b, named(what), vector(d), row,
       SmallVector<ReassociationIndices>{{0, 1}});
+}
+
+Value ClipIRBuilder::attentionPool(const ClipImageSpec &image, Value hidden) {
+  std::string at = image.prefix + "head.";
+  int64_t d = image.hiddenSize, heads = image.numHeads;
+  Value probe = declarations.readAs(b, at + "probe", {1, 1, d}, {1, d});
+  // nn.MultiheadAttention's packed in_proj, split by the family reader.
+  Value q = linear(probe, at + "attention.q_proj.weight", {heads, d / heads});
+  Value k = linear(hidden, at + "attention.k_proj.weight", {heads, d / heads});
+  Value v = linear(hidden, at + "attention.v_proj.weight", {heads, d / heads});
+  Value attended = attend(named("attention pooling"), q, k, v,
+                          /*causal=*/false);
+  Value x = linear(attended, at + "attention.out_proj.weight", {d});
+  Value h = declarations.biasedLayerNorm(b, x, at + "layernorm.weight", d,
+                                         image.normEpsilon);
+  h = linear(h, at + "mlp.fc1.weight", {image.intermediateSize},
+             image.activation);
+  x = AddOp::create(b, x.getLoc(), x, linear(h, at + "mlp.fc2.weight", {d}));
+  return vectorOf(x, d, "attention pooling");
 }
 
 Value ClipIRBuilder::textStates(const ClipTextSpec &text, Value ids,
@@ -141,7 +172,7 @@ Value ClipIRBuilder::textStates(const ClipTextSpec &text, Value ids,
       positions, /*scale=*/FloatAttr());
   Value x = AddOp::create(b, loc, tokens, learned);
   for (int64_t i = 0; i < layers; ++i)
-    x = layer(text, x, i, /*causal=*/true);
+    x = layer(text, x, i, /*causal=*/!text.siglip);
   return x;
 }
 
@@ -153,6 +184,19 @@ Value ClipIRBuilder::textHidden(Value ids) {
 
 Value ClipIRBuilder::textPooled(const ClipTextSpec &text, Value hidden,
                                 Value ids) {
+  if (text.siglip) {
+    // The last position's row.
+    Location loc = named("last-row pooling");
+    int64_t d = text.hiddenSize;
+    Value count = tensor::DimOp::create(b, loc, hidden, 0);
+    Value last = arith::SubIOp::create(
+        b, loc, count, arith::ConstantIndexOp::create(b, loc, 1));
+    Value row = tensor::ExtractSliceOp::create(
+        b, loc, matrix(1, d), hidden, ValueRange{last}, ValueRange(),
+        ValueRange(), b.getDenseI64ArrayAttr({ShapedType::kDynamic, 0}),
+        b.getDenseI64ArrayAttr({1, d}), b.getDenseI64ArrayAttr({1, 1}));
+    return project(text, vectorOf(row, d, "last-row pooling"));
+  }
   IntegerAttr eos =
       text.eosTokenId ? b.getI64IntegerAttr(*text.eosTokenId) : IntegerAttr();
   Value pooled = TokenRowOp::create(b, named("end-of-text pooling"),
@@ -201,35 +245,47 @@ Value ClipIRBuilder::imageStates(Value pixels, int64_t layers) {
   Location loc = named("image embeddings");
   int64_t d = image.hiddenSize, p = image.patchSize, c = image.channels,
           n = image.patches(), tokens = image.tokens();
-  // The stride-p convolution without a bias: a GEMM over the flattened
-  // patches with the [d, C, p, p] kernel read as [d, C·p·p].
+  // The stride-p convolution (CLIP's without a bias): a GEMM over the
+  // flattened patches with the [d, C, p, p] kernel read as [d, C·p·p].
   Value patches = PatchesOp::create(b, loc, matrix(n, c * p * p), pixels,
                                     b.getI64IntegerAttr(p),
                                     /*strides=*/DenseI64ArrayAttr());
   std::string kernel = image.prefix + "embeddings.patch_embedding.weight";
+  Value bias =
+      image.siglip
+          ? weight(image.prefix + "embeddings.patch_embedding.bias", {d})
+          : Value();
   Value x = LinearOp::create(
       b, loc, matrix(n, d), patches,
-      declarations.readAs(b, kernel, {d, c, p, p}, {d, c * p * p}),
-      /*bias=*/Value(), ActivationKindAttr(), UnitAttr());
-  Value cls = declarations.readAs(
-      b, image.prefix + "embeddings.class_embedding", {d}, {1, d});
-  x = ConcatOp::create(b, loc, matrix(tokens, d), ValueRange{cls, x});
+      declarations.readAs(b, kernel, {d, c, p, p}, {d, c * p * p}), bias,
+      ActivationKindAttr(), UnitAttr());
+  if (!image.siglip) {
+    Value cls = declarations.readAs(
+        b, image.prefix + "embeddings.class_embedding", {d}, {1, d});
+    x = ConcatOp::create(b, loc, matrix(tokens, d), ValueRange{cls, x});
+  }
   Value positions = weight(
       image.prefix + "embeddings.position_embedding.weight", {tokens, d});
   x = AddOp::create(b, loc, x, positions);
-  x = norm(image, x, "pre_layrnorm.weight");
+  if (!image.siglip)
+    x = norm(image, x, "pre_layrnorm.weight");
   for (int64_t i = 0; i < layers; ++i)
     x = layer(image, x, i, /*causal=*/false);
   return x;
 }
 
 Value ClipIRBuilder::imageHidden(Value pixels) {
-  return imageStates(pixels, spec.image->numLayers);
+  const ClipImageSpec &image = *spec.image;
+  Value x = imageStates(pixels, image.numLayers);
+  // SigLIP's last hidden state is after post_layernorm.
+  return image.siglip ? norm(image, x, "post_layernorm.weight") : x;
 }
 
 Value ClipIRBuilder::imageEmbedding(Value pixels) {
   const ClipImageSpec &image = *spec.image;
   Value hidden = imageHidden(pixels);
+  if (image.siglip)
+    return attentionPool(image, hidden);
   int64_t d = image.hiddenSize;
   // The class token's row, kept [1, d] for post_layernorm's rows.
   Value row = tensor::ExtractSliceOp::create(

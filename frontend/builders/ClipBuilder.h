@@ -34,6 +34,12 @@ struct ClipTowerSpec {
   ActivationKind activation = ActivationKind::quick_gelu;
   /// The projection's weight ("text_projection.weight"); empty: none.
   std::string projection;
+  /// SigLIP's tower (transformers' modeling_siglip.py) instead of CLIP's:
+  /// the text tower attends both ways and pools its last row through a
+  /// biased head (the projection); the image tower has no class token, a
+  /// biased patch embedding, no pre_layrnorm, its hidden state after
+  /// post_layernorm, pooled by attention from a learned probe (head.*).
+  bool siglip = false;
 };
 
 struct ClipTextSpec : ClipTowerSpec {
@@ -47,7 +53,8 @@ struct ClipImageSpec : ClipTowerSpec {
   int64_t patches() const {
     return (imageSize / patchSize) * (imageSize / patchSize);
   }
-  int64_t tokens() const { return patches() + 1; }
+  /// The patches, and CLIP's class token.
+  int64_t tokens() const { return patches() + (siglip ? 0 : 1); }
 };
 
 struct ClipSpec {

@@ -28,11 +28,17 @@ namespace {
 /// A tower's defaults, as CLIPTextConfig and CLIPVisionConfig have them:
 /// transformers writes only the fields that differ (a CLIPModel saved with
 /// the defaults says no more than "model_type" in its tower configs).
+/// SigLIP's (SiglipTextConfig, SiglipVisionConfig) differ.
 struct TowerDefaults {
   int64_t hiddenSize, numLayers, numHeads, intermediateSize;
+  double normEpsilon;
+  const char *activation;
 };
-constexpr TowerDefaults kTextDefaults = {512, 12, 8, 2048};
-constexpr TowerDefaults kImageDefaults = {768, 12, 12, 3072};
+constexpr TowerDefaults kTextDefaults = {512, 12, 8, 2048, 1e-5, "quick_gelu"};
+constexpr TowerDefaults kImageDefaults = {768,  12,   12,
+                                          3072, 1e-5, "quick_gelu"};
+constexpr TowerDefaults kSiglipDefaults = {768,  12,   12,
+                                           3072, 1e-6, "gelu_pytorch_tanh"};
 
 /// The transformer sizes of a tower's config (CLIPTextConfig,
 /// CLIPVisionConfig), checked.
@@ -43,8 +49,8 @@ void readTower(ConfigReader &config, const TowerDefaults &defaults,
   tower.numHeads = config.integer("num_attention_heads", defaults.numHeads);
   tower.intermediateSize =
       config.integer("intermediate_size", defaults.intermediateSize);
-  tower.normEpsilon = config.number("layer_norm_eps", 1e-5);
-  tower.activation = config.activation("hidden_act", "quick_gelu");
+  tower.normEpsilon = config.number("layer_norm_eps", defaults.normEpsilon);
+  tower.activation = config.activation("hidden_act", defaults.activation);
   if (tower.hiddenSize <= 0 || tower.numLayers <= 0 || tower.numHeads <= 0 ||
       tower.intermediateSize <= 0)
     config.fail("hidden_size, num_hidden_layers, num_attention_heads and "
@@ -57,11 +63,15 @@ void readTower(ConfigReader &config, const TowerDefaults &defaults,
 
 void readText(ConfigReader &config, ClipTextSpec &text) {
   text.prefix = "text_model.";
-  readTower(config, kTextDefaults, text);
-  text.vocabSize = config.integer("vocab_size", 49408);
-  text.maxPositions = config.integer("max_position_embeddings", 77);
+  readTower(config, text.siglip ? kSiglipDefaults : kTextDefaults, text);
+  text.vocabSize = config.integer("vocab_size", text.siglip ? 32000 : 49408);
+  text.maxPositions =
+      config.integer("max_position_embeddings", text.siglip ? 64 : 77);
   if (text.vocabSize <= 0 || text.maxPositions <= 0)
     config.fail("vocab_size and max_position_embeddings must be positive");
+  // SigLIP pools the last row.
+  if (text.siglip)
+    return;
   // transformers 4.40 pools at the largest id where eos_token_id is 2 (the
   // first checkpoints' configs), else at eos_token_id's first position.
   int64_t eos = config.integer("eos_token_id", 49407);
@@ -75,9 +85,9 @@ void readText(ConfigReader &config, ClipTextSpec &text) {
 
 void readImage(ConfigReader &config, ClipImageSpec &image) {
   image.prefix = "vision_model.";
-  readTower(config, kImageDefaults, image);
+  readTower(config, image.siglip ? kSiglipDefaults : kImageDefaults, image);
   image.imageSize = config.integer("image_size", 224);
-  image.patchSize = config.integer("patch_size", 32);
+  image.patchSize = config.integer("patch_size", image.siglip ? 16 : 32);
   image.channels = config.integer("num_channels", 3);
   if (image.imageSize <= 0 || image.patchSize <= 0 || image.channels <= 0)
     config.fail("image_size, patch_size and num_channels must be positive");
@@ -121,16 +131,102 @@ struct ClipFamily {
   llvm::StringLiteral modelType;
   bool text, image;
   llvm::StringLiteral model, withProjection;
+  bool siglip = false;
 };
 
-/// Every CLIP family, in the order messages list them.
+/// Every CLIP family, in the order messages list them; SigLIP's towers
+/// are CLIP's with the differences ClipTowerSpec::siglip names.
 const ClipFamily kClipFamilies[] = {
     {"clip", true, true, "CLIPModel", ""},
     {"clip_text_model", true, false, "CLIPTextModel",
      "CLIPTextModelWithProjection"},
     {"clip_vision_model", false, true, "CLIPVisionModel",
      "CLIPVisionModelWithProjection"},
+    {"siglip", true, true, "SiglipModel", "", true},
+    {"siglip_vision_model", false, true, "SiglipVisionModel", "", true},
 };
+
+/// nn.MultiheadAttention's packed in_proj of SigLIP's pooling head as the
+/// q_proj, k_proj and v_proj weights and biases the builder reads.
+llvm::Error splitPoolingProjections(const ClipImageSpec &image,
+                                    WeightStore &store,
+                                    llvm::StringRef checkpoint) {
+  std::string at = image.prefix + "head.attention.";
+  int64_t d = image.hiddenSize;
+  const char *parts[] = {"q_proj", "k_proj", "v_proj"};
+  for (llvm::StringRef kind : {"weight", "bias"}) {
+    std::string name = at + "in_proj_" + kind.str();
+    std::vector<int64_t> shape = kind == "weight"
+                                     ? std::vector<int64_t>{3 * d, d}
+                                     : std::vector<int64_t>{3 * d};
+    if (std::optional<std::string> error = store.mismatch(
+            checkpoint, name, shape, "the siglip vision config implies"))
+      return makeError(*error);
+    WeightTensor packed = store.take(name);
+    for (int64_t p = 0; p < 3; ++p) {
+      std::vector<int64_t> rows(static_cast<size_t>(d));
+      for (int64_t i = 0; i < d; ++i)
+        rows[size_t(i)] = p * d + i;
+      std::vector<int64_t> part = shape;
+      part[0] = d;
+      store.add(at + parts[p] + "." + kind.str(),
+                packed.selectRows(std::move(rows), part));
+    }
+  }
+  return llvm::Error::success();
+}
+
+/// SiglipModel (both towers, the text's pooled row through its head; the
+/// image's pooled by attention) or SiglipVisionModel. The similarity's
+/// scale and bias (a sigmoid, not CLIP's softmax) are not read: the
+/// command line compares texts and images as CLIP does, and refuses
+/// SigLIP there.
+llvm::Error loadSiglip(MLIRContext &context, const ClipFamily &family,
+                       ConfigReader &config, llvm::StringRef checkpoint,
+                       llvm::StringRef configPath, LoadedModel &model) {
+  ClipSpec spec;
+  spec.family = family.modelType.str();
+  spec.image.emplace();
+  spec.image->siglip = true;
+  if (family.text) {
+    spec.text.emplace();
+    spec.text->siglip = true;
+    readNested<ClipTextSpec>(config, "text_config", *spec.text, readText);
+    readNested<ClipImageSpec>(config, "vision_config", *spec.image, readImage);
+    spec.text->projection = "text_model.head.weight";
+    spec.projectionDim = spec.text->hiddenSize;
+  } else {
+    readImage(config, *spec.image);
+  }
+  if (llvm::Error err = config.takeError())
+    return err;
+  if (llvm::Error err =
+          splitPoolingProjections(*spec.image, model.weights, checkpoint))
+    return err;
+  auto ignored = [](llvm::StringRef n) {
+    return n == "logit_scale" || n == "logit_bias" ||
+           n.ends_with("embeddings.position_ids");
+  };
+  auto module = buildClip(context, spec, model.weights, checkpoint, ignored);
+  if (!module)
+    return module.takeError();
+  model.module = std::move(*module);
+  model.family = spec.family;
+  model.addBos = false;
+  const ClipTowerSpec &tower =
+      spec.text ? static_cast<const ClipTowerSpec &>(*spec.text) : *spec.image;
+  model.vocabSize = spec.text ? spec.text->vocabSize : 0;
+  model.maxContext = spec.text ? spec.text->maxPositions : spec.image->tokens();
+  model.hiddenSize = tower.hiddenSize;
+  model.numLayers = tower.numLayers;
+  model.numHeads = model.numKVHeads = tower.numHeads;
+  llvm::Expected<ImagePreprocessingAttr> preprocessing = readImagePreprocessing(
+      context, llvm::sys::path::parent_path(configPath), spec.image->imageSize);
+  if (!preprocessing)
+    return preprocessing.takeError();
+  model.imagePreprocessing = *preprocessing;
+  return llvm::Error::success();
+}
 
 } // namespace
 
@@ -156,6 +252,8 @@ llvm::Error mlir::tfm::loadClip(MLIRContext &context, llvm::StringRef modelType,
   const ClipFamily &family =
       *findFamily(kClipFamilies, &ClipFamily::modelType, modelType);
   bool text = family.text, image = family.image;
+  if (family.siglip)
+    return loadSiglip(context, family, config, checkpoint, configPath, model);
   bool addsProjection =
       !family.withProjection.empty() && architecture == family.withProjection;
   bool projections = (text && image) || addsProjection;
