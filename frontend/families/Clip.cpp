@@ -176,6 +176,31 @@ llvm::Error splitPoolingProjections(const ClipImageSpec &image,
   return llvm::Error::success();
 }
 
+/// What the module's towers tell `model`: the text tower's sizes (the
+/// image tower's without one), and the image tower's preprocessing
+/// (`sizeIsShortestEdge`: a number as preprocessor_config.json's size is the
+/// shortest edge, CLIP's processor, not a square).
+llvm::Error recordTowers(MLIRContext &context, const ClipSpec &spec,
+                         llvm::StringRef configPath, bool sizeIsShortestEdge,
+                         LoadedModel &model) {
+  const ClipTowerSpec &tower =
+      spec.text ? static_cast<const ClipTowerSpec &>(*spec.text) : *spec.image;
+  model.vocabSize = spec.text ? spec.text->vocabSize : 0;
+  model.maxContext = spec.text ? spec.text->maxPositions : spec.image->tokens();
+  model.hiddenSize = tower.hiddenSize;
+  model.numLayers = tower.numLayers;
+  model.numHeads = model.numKVHeads = tower.numHeads;
+  if (!spec.image)
+    return llvm::Error::success();
+  llvm::Expected<ImagePreprocessingAttr> preprocessing =
+      readImagePreprocessing(context, llvm::sys::path::parent_path(configPath),
+                             spec.image->imageSize, sizeIsShortestEdge);
+  if (!preprocessing)
+    return preprocessing.takeError();
+  model.imagePreprocessing = *preprocessing;
+  return llvm::Error::success();
+}
+
 /// SiglipModel (both towers, the text's pooled row through its head; the
 /// image's pooled by attention) or SiglipVisionModel. The similarity's
 /// scale and bias (a sigmoid, not CLIP's softmax) are not read: the
@@ -213,19 +238,8 @@ llvm::Error loadSiglip(MLIRContext &context, const ClipFamily &family,
   model.module = std::move(*module);
   model.family = spec.family;
   model.addBos = false;
-  const ClipTowerSpec &tower =
-      spec.text ? static_cast<const ClipTowerSpec &>(*spec.text) : *spec.image;
-  model.vocabSize = spec.text ? spec.text->vocabSize : 0;
-  model.maxContext = spec.text ? spec.text->maxPositions : spec.image->tokens();
-  model.hiddenSize = tower.hiddenSize;
-  model.numLayers = tower.numLayers;
-  model.numHeads = model.numKVHeads = tower.numHeads;
-  llvm::Expected<ImagePreprocessingAttr> preprocessing = readImagePreprocessing(
-      context, llvm::sys::path::parent_path(configPath), spec.image->imageSize);
-  if (!preprocessing)
-    return preprocessing.takeError();
-  model.imagePreprocessing = *preprocessing;
-  return llvm::Error::success();
+  return recordTowers(context, spec, configPath,
+                      /*sizeIsShortestEdge=*/false, model);
 }
 
 } // namespace
@@ -334,29 +348,8 @@ llvm::Error mlir::tfm::loadClip(MLIRContext &context, llvm::StringRef modelType,
     model.tokenizer = std::move(*vocab);
     model.tokenizerPath = directory.str();
   }
-  if (spec.text) {
-    model.vocabSize = spec.text->vocabSize;
-    model.maxContext = spec.text->maxPositions;
-    model.hiddenSize = spec.text->hiddenSize;
-    model.numLayers = spec.text->numLayers;
-    model.numHeads = model.numKVHeads = spec.text->numHeads;
-  } else {
-    model.maxContext = spec.image->tokens();
-    model.hiddenSize = spec.image->hiddenSize;
-    model.numLayers = spec.image->numLayers;
-    model.numHeads = model.numKVHeads = spec.image->numHeads;
-  }
-  if (spec.image) {
-    llvm::Expected<ImagePreprocessingAttr> preprocessing =
-        readImagePreprocessing(context,
-                               llvm::sys::path::parent_path(configPath),
-                               spec.image->imageSize,
-                               /*sizeIsShortestEdge=*/true);
-    if (!preprocessing)
-      return preprocessing.takeError();
-    model.imagePreprocessing = *preprocessing;
-  }
-  return llvm::Error::success();
+  return recordTowers(context, spec, configPath,
+                      /*sizeIsShortestEdge=*/true, model);
 }
 
 llvm::Error mlir::tfm::loadClipTextPair(MLIRContext &context,

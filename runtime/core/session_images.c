@@ -10,6 +10,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/core/image_rows.h"
 #include "runtime/core/model_internal.h"
 #include "runtime/core/session_internal.h"
 #include "runtime/core/status.h"
@@ -82,19 +83,13 @@ void tfm_session_take_image_rows(tfm_session *s, int64_t n) {
 
 int64_t tfm_session_run_at(const tfm_session *s, int64_t position, int64_t most,
                            const float **rows) {
-  *rows = NULL;
-  const int32_t *row = s->image_row;
-  if (!row)
-    return most;
-  int64_t n = 1;
-  if (row[position] >= 0) {
-    while (n < most && row[position + n] == row[position] + n)
-      ++n;
-    *rows = s->image_rows + (int64_t)row[position] * s->image_width;
-    return n;
-  }
-  while (n < most && row[position + n] < 0)
-    ++n;
+  /* image_row says every position the session may hold. */
+  int image = 0;
+  int64_t n =
+      tfm_image_row_run(s->image_row, position + most, position, most, &image);
+  *rows = image
+              ? s->image_rows + (int64_t)s->image_row[position] * s->image_width
+              : NULL;
   return n;
 }
 

@@ -10,6 +10,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
+#include "runtime/core/image_rows.h"
 #include "runtime/core/model_internal.h"
 #include "runtime/core/status.h"
 #include "runtime/engine/engine_internal.h"
@@ -68,24 +69,10 @@ tfm_status_code tfm_engine_take_images(tfm_engine *e, request *r,
 
 int64_t tfm_engine_run_at(const request *r, int64_t position, int64_t most,
                           int *rows) {
-  *rows = 0;
   /* The prompt's positions only: generated tokens (which a preempted
    * request computes again) are never an image's. */
-  const int32_t *row = r->image_row;
   int64_t span = r->first_image < r->image_span ? r->image_span : 0;
-  if (!row || position >= span)
-    return most;
-  int64_t end = position + most < span ? position + most : span;
-  int64_t n = 1;
-  if (row[position] >= 0) {
-    while (position + n < end && row[position + n] == row[position] + n)
-      ++n;
-    *rows = 1;
-    return n;
-  }
-  while (position + n < end && row[position + n] < 0)
-    ++n;
-  return position + n == span ? most : n;
+  return tfm_image_row_run(r->image_row, span, position, most, rows);
 }
 
 int64_t tfm_engine_shareable(const request *r, int64_t positions) {
