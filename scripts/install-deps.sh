@@ -10,7 +10,7 @@ PACKAGES=(
   libclang-rt-22-dev clang-format-22
   libopenblas-dev libutf8proc-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev
   libfftw3-dev libsndfile1-dev libsoxr-dev
-  nlohmann-json3-dev libgtest-dev libmicrohttpd-dev
+  nlohmann-json3-dev libgtest-dev libmicrohttpd-dev libgnutls28-dev
   openmpi-bin libopenmpi-dev iproute2 util-linux
   openssl
   cmake ninja-build ccache g++ binutils pkg-config python3 python3-numpy
