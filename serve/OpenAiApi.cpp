@@ -111,25 +111,41 @@ std::optional<ApiError> readPrompt(const json &request,
                       "prompt", ids);
 }
 
-/// A message's content as text: a string, or the texts of its parts
-/// (OpenAI's [{"type": "text", "text": ...}]) joined by newlines, as vLLM
-/// joins them; null (an assistant's tool call) is empty. A
-/// vision-language model's image parts ({"type": "image_url"}) are its
+/// A message's content as the template reads it: a string, or the texts
+/// of its parts (OpenAI's [{"type": "text", "text": ...}]) joined by
+/// newlines, as vLLM joins them; null (an assistant's tool call) is empty.
+/// A vision-language model's image parts ({"type": "image_url"}) are its
 /// placeholder there, their files appended to `images` (null: not kept).
-std::optional<ApiError> messageText(const json &content, size_t index,
-                                    const ServedModel &model, std::string &text,
-                                    std::vector<std::string> *images) {
+/// Where the template reads typed parts itself (`parts`: it loops over
+/// content, as llava-hf's, Qwen2-VL's and Gemma 3's do), the content is
+/// the list of parts, {"type": "text", "text": ...} and {"type": "image"}
+/// in order (a string one text part, null none), and the template writes
+/// the placeholders, as vLLM gives such templates their content.
+std::optional<ApiError> messageContent(const json &content, size_t index,
+                                       const ServedModel &model, bool parts,
+                                       json &out,
+                                       std::vector<std::string> *images) {
   std::string field = "messages[" + std::to_string(index) + "].content";
+  std::string text;
+  out = parts ? json::array() : json("");
+  auto addText = [&](const std::string &piece) {
+    if (parts)
+      out.push_back({{"type", "text"}, {"text", piece}});
+    else
+      text += (text.empty() ? "" : "\n") + piece;
+  };
   if (content.is_null())
     return std::nullopt;
   if (content.is_string()) {
-    text = content.get<std::string>();
+    if (parts)
+      addText(content.get<std::string>());
+    else
+      out = content;
     return std::nullopt;
   }
   if (!content.is_array())
     return badField(field, "must be a string or an array of text parts");
   for (const json &part : content) {
-    std::string piece;
     if (model.imageToken >= 0 && part.is_object() &&
         part.value("type", json()) == "image_url") {
       std::string file;
@@ -137,7 +153,10 @@ std::optional<ApiError> messageText(const json &content, size_t index,
         return error;
       if (images)
         images->push_back(std::move(file));
-      piece = model.spelling(model.imageToken);
+      if (parts)
+        out.push_back({{"type", "image"}});
+      else
+        addText(model.spelling(model.imageToken));
     } else if (!part.is_object() || part.value("type", json()) != "text" ||
                !part.contains("text") || !part["text"].is_string()) {
       return badField(field, model.imageToken >= 0
@@ -148,10 +167,11 @@ std::optional<ApiError> messageText(const json &content, size_t index,
                                    "\"text\", \"text\": string}: this model "
                                    "reads text only");
     } else {
-      piece = part["text"].get<std::string>();
+      addText(part["text"].get<std::string>());
     }
-    text += (text.empty() ? "" : "\n") + piece;
   }
+  if (!parts)
+    out = text;
   return std::nullopt;
 }
 
@@ -172,6 +192,9 @@ std::optional<ApiError> renderMessages(const json &request,
   if (!model.tokenizer)
     return badField("messages", "cannot be read: the model was compiled "
                                 "without a tokenizer");
+  // A vision-language model's template that reads typed parts gets them;
+  // text models' templates keep the strings they were always given.
+  bool parts = model.imageToken >= 0 && model.chatTemplate->readsContentParts();
   json messages = json::array();
   for (size_t i = 0; i < found->size(); ++i) {
     const json &message = (*found)[i];
@@ -180,12 +203,11 @@ std::optional<ApiError> renderMessages(const json &request,
       return badField(at, "must be an object with a role and content");
     if (!message.contains("role") || !message["role"].is_string())
       return badField(at + ".role", "must be a string");
-    std::string text;
-    if (auto error = messageText(json(message.value("content", json())), i,
-                                 model, text, images))
-      return error;
     json normalized = message;
-    normalized["content"] = text;
+    if (auto error =
+            messageContent(json(message.value("content", json())), i, model,
+                           parts, normalized["content"], images))
+      return error;
     if (auto error = normalizeToolFields(normalized, at))
       return badField(error->field, error->message);
     messages.push_back(std::move(normalized));
@@ -226,6 +248,13 @@ std::optional<ApiError> readMessages(const json &request,
   if (auto error =
           tokenizeText(model, prompt, /*bos=*/-1, "messages", out.prompt))
     return error;
+  // A vision-language processor tokenizes the rendered chat with the
+  // tokenizer's special tokens (llava-hf's template writes no BOS, which
+  // LLaVA was trained with); one the template wrote is not doubled.
+  int32_t bos = model.desc->bos_token;
+  if (model.imageToken >= 0 && model.desc->add_bos && bos >= 0 &&
+      out.prompt.front() != bos)
+    out.prompt.insert(out.prompt.begin(), bos);
   return spliceImages(model, images, out.prompt, out.imageRows,
                       out.imageRowCount);
 }

@@ -44,6 +44,25 @@ mlir::tfm::readHuggingFaceChatTemplate(llvm::StringRef directory) {
   llvm::sys::path::append(jinja, "chat_template.jinja");
   if (llvm::sys::fs::exists(jinja))
     return readChatTemplateFile(jinja);
+  // A vision-language model's processor keeps its own (llava-hf's,
+  // Qwen2-VL's: the one that writes image parts), which vLLM prefers to
+  // the tokenizer's.
+  llvm::SmallString<256> processor(directory);
+  llvm::sys::path::append(processor, "chat_template.json");
+  if (llvm::sys::fs::exists(processor)) {
+    llvm::Expected<llvm::json::Value> json = readJsonFile(processor);
+    if (!json)
+      return json.takeError();
+    const llvm::json::Object *object = json->getAsObject();
+    std::optional<llvm::StringRef> text =
+        object ? object->getString("chat_template") : std::nullopt;
+    std::string source = (processor + ": chat_template").str();
+    if (!text)
+      return makeError(source + " must be a string");
+    if (llvm::Error err = checkChatTemplate(source, *text))
+      return std::move(err);
+    return text->str();
+  }
   llvm::SmallString<256> path(directory);
   llvm::sys::path::append(path, "tokenizer_config.json");
   if (!llvm::sys::fs::exists(path))

@@ -25,7 +25,8 @@ constexpr size_t kMaxChatTemplateBytes = size_t(1) << 20;
 /// a C string: no NUL byte, at most kMaxChatTemplateBytes.
 llvm::Error checkChatTemplate(const llvm::Twine &source, llvm::StringRef text);
 
-/// A Hugging Face directory's template: chat_template.jinja, or
+/// A Hugging Face directory's template: chat_template.jinja, or a
+/// processor's chat_template.json ({"chat_template": ...}), or
 /// tokenizer_config.json's chat_template (a string, or named templates of
 /// which the one named "default" is taken, as transformers does); empty
 /// when there is none.

@@ -15,6 +15,8 @@
 //     index0, revindex, revindex0, first, last, length, previtem, nextitem;
 //     `for k, v in d.items()` unpacks pairs
 //   {% set name = expr %}, {% set ns.attr = expr %} (namespace objects)
+//   {% generation %} ... {% endgeneration %} (transformers' marker of an
+//     assistant's text: its body, rendered as is)
 //   {% macro name(a, b=default) %} ... {% endmacro %} at the top level,
 //     called as name(x, b=y) (recursively too, 32 calls deep at most): the
 //     call's value is the body's text; the body sees its arguments and the
@@ -90,8 +92,15 @@ public:
               Failure &failure, std::string &error,
               const std::tm *now = nullptr) const;
 
+  /// Whether the template loops over a message's `content` (llava-hf's,
+  /// Qwen2-VL's, Gemma 3's: `for part in message['content']`), so that it
+  /// takes content as a list of typed parts ({"type": "text", "text": ...},
+  /// {"type": "image"}) rather than a string, as vLLM decides.
+  bool readsContentParts() const { return contentParts; }
+
 private:
   ChatTemplate();
+  bool contentParts = false;
   std::string source;
   std::unique_ptr<std::vector<chat_template::Node>> body;
 };

@@ -878,14 +878,18 @@ private:
         body.push_back(parseSet(p, chunk.start()));
       } else if (keyword == "macro") {
         body.push_back(parseMacro(p, chunk.start()));
-      } else if (keyword == "elif" || keyword == "else" ||
-                 keyword == "endif" || keyword == "endfor") {
+      } else if (keyword == "generation") {
+        parseGeneration(p, chunk.start(), body);
+      } else if (keyword == "elif" || keyword == "else" || keyword == "endif" ||
+                 keyword == "endfor") {
         throw ParseError{chunk.start(), "'" + keyword + "' without its 'if'" +
                                            (keyword == "endfor"
                                                 ? std::string(" or 'for'")
                                                 : std::string(""))};
-      } else if (keyword == "endmacro") {
-        throw ParseError{chunk.start(), "'endmacro' without its 'macro'"};
+      } else if (keyword == "endmacro" || keyword == "endgeneration") {
+        std::string opener = keyword.substr(3);
+        throw ParseError{chunk.start(),
+                         "'" + keyword + "' without its '" + opener + "'"};
       } else {
         throw ParseError{chunk.start(),
                          keyword.empty()
@@ -911,6 +915,21 @@ private:
     if (!p.atEnd())
       p.fail("'" + keyword + "' takes nothing after it");
     ++at;
+  }
+
+  /// transformers' {% generation %} ... {% endgeneration %} marks an
+  /// assistant's text for return_assistant_tokens_mask (llava-hf's and
+  /// other processors' templates carry it); rendered, it is its body, so
+  /// the body's nodes join the enclosing one's.
+  void parseGeneration(ExprParser &p, size_t offset, std::vector<Node> &body) {
+    Block open(*this, offset);
+    p.expectName(); // generation
+    p.expectEnd();
+    std::vector<Node> inner;
+    parseBody(inner, {"endgeneration"}, offset);
+    consumeBare("endgeneration");
+    for (Node &node : inner)
+      body.push_back(std::move(node));
   }
 
   Node parseIf(ExprParser &p, size_t offset) {
@@ -1050,6 +1069,36 @@ private:
   }
 };
 
+/// Whether `e`, past its filters (`x['content'] | selectattr(...)`), is a
+/// value's `content`, subscripted or as an attribute.
+bool isContentAccess(const Expr *e) {
+  while (e && e->kind == Expr::Kind::Filter)
+    e = e->operands[0].get();
+  if (!e)
+    return false;
+  if (e->kind == Expr::Kind::Attribute)
+    return e->name == "content";
+  return e->kind == Expr::Kind::Subscript &&
+         e->operands[1]->kind == Expr::Kind::Literal &&
+         e->operands[1]->value == "content";
+}
+
+/// Whether a loop of `nodes` (at any depth) iterates over a message's
+/// content: vLLM's test for a template that reads OpenAI-style content
+/// parts rather than a string.
+bool loopsOverContent(const std::vector<Node> &nodes) {
+  for (const Node &node : nodes) {
+    if (node.kind == Node::Kind::For && isContentAccess(node.value.get()))
+      return true;
+    if (loopsOverContent(node.body) || loopsOverContent(node.otherwise))
+      return true;
+    for (const auto &branch : node.branches)
+      if (loopsOverContent(branch.second))
+        return true;
+  }
+  return false;
+}
+
 } // namespace
 
 ChatTemplate::ChatTemplate() = default;
@@ -1062,6 +1111,7 @@ std::unique_ptr<ChatTemplate> ChatTemplate::parse(const std::string &source,
   try {
     TemplateParser parser(splitChunks(source));
     parsed->body = std::make_unique<std::vector<Node>>(parser.parseAll());
+    parsed->contentParts = loopsOverContent(*parsed->body);
   } catch (const ParseError &e) {
     error = describePosition(source, e.offset) + ": " + e.message;
     return nullptr;

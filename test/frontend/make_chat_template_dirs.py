@@ -1,6 +1,7 @@
 """Makes model folders for chat-template.test: stories260K-hf's files
-(linked) with a tokenizer_config.json (or chat_template.jinja) that carries a
-chat template in each way a checkpoint can, or a malformed one.
+(linked) with a tokenizer_config.json (or chat_template.jinja, or a
+processor's chat_template.json) that carries a chat template in each way a
+checkpoint can, or a malformed one.
 
   make_chat_template_dirs.py STORIES260K_HF OUT
 """
@@ -19,6 +20,8 @@ CONFIGS = {
     "nul": "a\u0000b",
     "number": 42,
     "jinja-file": "overridden by chat_template.jinja",
+    "processor-file": "overridden by chat_template.json",
+    "processor-number": "overridden by chat_template.json",
 }
 with open(os.path.join(source, "tokenizer_config.json")) as f:
     base = json.load(f)
@@ -31,5 +34,9 @@ for name, chat_template in CONFIGS.items():
         json.dump(dict(base, chat_template=chat_template), f)
 with open(os.path.join(out, "jinja-file", "chat_template.jinja"), "w") as f:
     f.write("from the file " + TEMPLATE)
+with open(os.path.join(out, "processor-file", "chat_template.json"), "w") as f:
+    json.dump({"chat_template": "from the processor " + TEMPLATE}, f)
+with open(os.path.join(out, "processor-number", "chat_template.json"), "w") as f:
+    json.dump({"chat_template": 7}, f)
 with open(os.path.join(out, "given.jinja"), "w") as f:
     f.write("given\t\"quoted\" ??= \\ " + TEMPLATE)

@@ -477,7 +477,8 @@ def chat_template_seeds():
     """The templates of test/serve's goldens, with a conversation each; its
     tool-calling templates, with its tools set by the template itself (the
     target gives a template messages only) and a conversation that calls
-    them; and one of macros."""
+    them; its vision-language templates, over content parts with images;
+    and one of macros."""
     directory = corpus("fuzz-chat-template")
     inputs = os.path.join(HERE, "..", "serve", "Inputs")
     with open(os.path.join(inputs, "chat-templates.json")) as f:
@@ -502,6 +503,11 @@ def chat_template_seeds():
         write_seed(directory, "tools-" + name,
                    variables.encode() + template + SEPARATOR +
                    json.dumps(conversation["messages"]).encode())
+    for name in sorted({c["template"] for c in goldens["vision_cases"]}):
+        template = read(os.path.join(inputs, "vision-templates", name + ".jinja"))
+        write_seed(directory, "vision-" + name, template + SEPARATOR +
+                   json.dumps(goldens["vision_conversations"]
+                              ["two-images-turns"]).encode())
     write_seed(directory, "macros",
                MACRO_TEMPLATE.encode() + SEPARATOR +
                json.dumps(goldens["tool_conversations"]["tool-call"]["messages"]).encode())

@@ -131,6 +131,70 @@ TEST(ChatTemplate, RendersToolTemplatesAsTransformersDoes) {
   EXPECT_GT(raised, 0);
 }
 
+TEST(ChatTemplate, RendersVisionTemplatesAsTransformersDoes) {
+  // llava-hf's LLaVA 1.5 ({% generation %} in it), Qwen2.5-VL and Gemma 3,
+  // over content given as typed parts, images among them.
+  json goldens = readGoldens();
+  ASSERT_EQ(goldens["vision_cases"].size(), 18u);
+  std::map<std::string, std::string> sources;
+  for (const json &c : goldens["vision_cases"]) {
+    std::string templateName = c["template"].get<std::string>();
+    std::string name =
+        templateName + " / " + c["conversation"].get<std::string>() +
+        (c["add_generation_prompt"].get<bool>() ? " / generation prompt" : "");
+    if (!sources.count(templateName)) {
+      sources[templateName] =
+          readInput("vision-templates/" + templateName + ".jinja");
+      ASSERT_FALSE(sources[templateName].empty()) << templateName;
+    }
+    json variables = goldens["variables"];
+    variables["messages"] =
+        goldens["vision_conversations"][c["conversation"].get<std::string>()];
+    variables["add_generation_prompt"] = c["add_generation_prompt"];
+    EXPECT_EQ(render(sources[templateName], variables),
+              c["expected"].get<std::string>())
+        << name;
+  }
+  EXPECT_EQ(sources.size(), 3u);
+}
+
+TEST(ChatTemplate, KnowsWhichTemplatesReadContentParts) {
+  // vLLM's test: a loop over a message's content, through filters too.
+  auto reads = [](const std::string &source) {
+    std::string error;
+    auto parsed = ChatTemplate::parse(source, error);
+    EXPECT_TRUE(parsed) << error;
+    return parsed && parsed->readsContentParts();
+  };
+  for (const char *name :
+       {"llava-hf-llava-1.5-7b-hf", "Qwen-Qwen2.5-VL-3B-Instruct",
+        "google-gemma-3-4b-it"})
+    EXPECT_TRUE(
+        reads(readInput("vision-templates/" + std::string(name) + ".jinja")))
+        << name;
+  json goldens = readGoldens();
+  for (const char *name : {"llama2", "chatml", "gemma", "qwen2", "llama3"})
+    EXPECT_FALSE(reads(goldens["templates"][name].get<std::string>())) << name;
+  EXPECT_TRUE(reads("{% macro m(x) %}{% for p in x.content %}{{ p.text }}"
+                    "{% endfor %}{% endmacro %}{{ m(messages[0]) }}"));
+  EXPECT_FALSE(reads("{% for m in messages %}{% for c in m.contents %}"
+                     "{% endfor %}{% endfor %}"));
+}
+
+TEST(ChatTemplate, GenerationBlocksRenderTheirBody) {
+  json variables = {{"messages", json::array()}};
+  EXPECT_EQ(
+      render("a{% generation %}b{{ 1 + 1 }}{% endgeneration %}c", variables),
+      "ab2c");
+  EXPECT_EQ(parseError("{% endgeneration %}"),
+            "line 1, column 4: 'endgeneration' without its 'generation'");
+  EXPECT_EQ(parseError("{% generation %}x"),
+            "line 1, column 4: this block is not closed: the template ends "
+            "before 'endgeneration'");
+  EXPECT_EQ(parseError("{% generation x %}{% endgeneration %}"),
+            "line 1, column 15: unexpected 'x'");
+}
+
 TEST(ChatTemplate, Macros) {
   json none = json::object();
   // Defaults, keywords, a default computed from an earlier parameter, a

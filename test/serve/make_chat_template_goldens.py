@@ -17,6 +17,13 @@ Tool-calling templates: the real ones in Inputs/tool-templates/ (Qwen 2.5
 and 3, Llama 3.1 and 3.2, Mistral Nemo and Small 3.2, Hermes 2 Pro and 3),
 over conversations that call OpenAI-style `tools` and one that does not.
 
+Vision-language templates: the real ones in Inputs/vision-templates/
+(llava-hf's LLaVA 1.5, Qwen2.5-VL, Gemma 3), which loop over typed content
+parts ({"type": "image"}, {"type": "text"}), over conversations with
+images; llava-hf's marks the assistant's text with {% generation %}, which
+later transformers define (the GenerationTag extension below renders its
+body, as theirs does when no mask is asked for).
+
 Every template is rendered with one Jinja environment (compile_template):
 transformers 4.40.2's _compile_jinja_template, the version this suite has
 as a reference, plus two definitions of later versions. strftime_now, as
@@ -38,7 +45,9 @@ import os
 import sys
 
 import jinja2
+from jinja2 import nodes
 from jinja2.exceptions import TemplateError
+from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from transformers import AutoTokenizer
@@ -124,6 +133,19 @@ CONVERSATIONS = {
 NOW = "2025-03-09T14:05:07"
 
 
+class GenerationTag(Extension):
+    """{% generation %} ... {% endgeneration %}: its body, unchanged."""
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return nodes.CallBlock(self.call_method("_body"), [], [], body).set_lineno(lineno)
+
+    def _body(self, caller):
+        return caller()
+
+
 def compile_template(source):
     """transformers 4.40.2's _compile_jinja_template, plus strftime_now
     (datetime.now().strftime, on NOW) and tojson as later transformers
@@ -142,7 +164,8 @@ def compile_template(source):
         return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent,
                           separators=separators, sort_keys=sort_keys)
 
-    jinja_env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    jinja_env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                              extensions=[GenerationTag])
     jinja_env.filters["tojson"] = tojson
     jinja_env.globals["raise_exception"] = raise_exception
     jinja_env.globals["strftime_now"] = strftime_now
@@ -264,6 +287,34 @@ for name in TOOL_TEMPLATES:
                                conversation["variables"]))
             tool_cases.append(case)
 
+VISION_TEMPLATES = ["llava-hf-llava-1.5-7b-hf", "Qwen-Qwen2.5-VL-3B-Instruct",
+                    "google-gemma-3-4b-it"]
+# Content as tfm-serve gives such templates (OpenAiApi.cpp): lists of
+# typed parts, a string one text part.
+VISION_CONVERSATIONS = {
+    "image-question": [{"role": "user", "content": [
+        {"type": "image"}, {"type": "text", "text": "What is in the picture?"}]}],
+    "two-images-turns": [
+        {"role": "system", "content": [{"type": "text", "text": "You describe images."}]},
+        {"role": "user", "content": [
+            {"type": "text", "text": "Compare"}, {"type": "image"},
+            {"type": "text", "text": "and"}, {"type": "image"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "The first is a cat."}]},
+        {"role": "user", "content": [{"type": "text", "text": "And the second?"}]}],
+    "text-only": [{"role": "user", "content": [{"type": "text", "text": "Hello there"}]}],
+}
+
+vision_cases = []
+for name in VISION_TEMPLATES:
+    with open(os.path.join(HERE, "Inputs", "vision-templates", name + ".jinja")) as f:
+        compiled = compile_template(f.read())
+    for conversation_name, messages in VISION_CONVERSATIONS.items():
+        for add in (False, True):
+            case = {"template": name, "conversation": conversation_name,
+                    "add_generation_prompt": add}
+            case.update(render(compiled, messages, add))
+            vision_cases.append(case)
+
 goldens = {
     "variables": {k: v for k, v in tokenizer.special_tokens_map.items()},
     "templates": TEMPLATES,
@@ -273,6 +324,9 @@ goldens = {
     "tool_conversations": TOOL_CONVERSATIONS,
     "now": NOW,
     "tool_cases": tool_cases,
+    # Templates in Inputs/vision-templates/.
+    "vision_conversations": VISION_CONVERSATIONS,
+    "vision_cases": vision_cases,
 }
 with open(os.path.join(HERE, "Inputs", "chat-templates.json"), "w") as f:
     json.dump(goldens, f, indent=1, ensure_ascii=False)

@@ -2,11 +2,13 @@
 per check for FileCheck (tfm-serve-vlm.test).
 
   serve_vlm_client.py TFM_SERVE LLAVA_LIBRARY LLAVA_EXE TEMPLATE PHOTO
-                      TEXT_LIBRARY
+                      TEXT_LIBRARY PARTS_TEMPLATE
 
 A chat message's content parts give an image as a data: URL; the greedy
 answer is the executable's for the same prompt and image file, also while
-a request of text alone shares the engine's steps. Remote URLs, bad
+a request of text alone shares the engine's steps. With a template that
+reads typed parts itself (PARTS_TEMPLATE, llava-hf's), the template writes
+the placeholder and the server the BOS it lacks: the same answers. Remote URLs, bad
 base64, files that are no image and images for a text model are refused
 by name.
 """
@@ -46,7 +48,8 @@ def image_part(data, kind="image/png"):
 
 
 def main():
-    serve, library, executable, template, photo, text_library = sys.argv[1:7]
+    serve, library, executable, template, photo, text_library, \
+        parts_template = sys.argv[1:8]
     with open(photo, "rb") as f:
         png = f.read()
     # The template renders "<s>USER: <content> ASSISTANT:"; a content of
@@ -84,6 +87,20 @@ def main():
                  {"type": "text", "text": "<image>"}],
                 "<image> What is it?"):
             print("refused:", *chat(port, content))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    # llava-hf's template: "USER: <image>\n" for each image part, then
+    # each text part and a space, then "ASSISTANT:".
+    server, port = start_server(serve, library, "--chat-template",
+                                parts_template)
+    try:
+        status, text = chat(port, [{"type": "text", "text": QUESTION},
+                                   image_part(png)])
+        print("parts template:", status, text == with_image,
+              chat(port, QUESTION)[1] == text_only)
+        print("two images:", chat(port, [{"type": "text", "text": "Two?"},
+                                         image_part(png), image_part(png)])[0])
     finally:
         server.terminate()
         server.wait(timeout=30)
