@@ -250,6 +250,7 @@ static void free_request(tfm_engine *e, request *r) {
   free(r->drafts);
   free(r->image_rows);
   free(r->image_row);
+  free(r->row_keys);
   free(r);
 }
 

@@ -4,9 +4,10 @@
  * placeholders (tfm_engine_request.image_rows: @encode_image's, one row a
  * placeholder, in order). A step runs a prompt's chunks of text through
  * @prefill_batch and its chunks of rows through @prefill_batch_embeddings
- * (engine_step.c); the positions before the first image are shared with
- * other requests as any prompt's, none after it (their rows are the
- * image's, which the tokens do not tell apart).
+ * (engine_step.c). Its positions are shared with other requests as any
+ * prompt's, the prefix table telling apart the placeholders of different
+ * images by a hash of each row (tfm_kv_prefix.row_keys): a conversation
+ * about the same image computes it once.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -17,6 +18,21 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+/* A 64-bit hash of a row's floats, never 0 (0 keys a token). */
+static uint64_t hash_row(const float *row, int64_t width) {
+  uint64_t h = 0x243f6a8885a308d3ull ^ (uint64_t)width;
+  for (int64_t i = 0; i < width; ++i) {
+    uint32_t bits;
+    memcpy(&bits, &row[i], sizeof bits);
+    h = (h ^ bits) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 29;
+  }
+  h ^= h >> 32;
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 31;
+  return h ? h : 1;
+}
 
 int64_t tfm_engine_image_width(const tfm_model *model) {
   const tfm_entry_point *entry =
@@ -53,15 +69,20 @@ tfm_status_code tfm_engine_take_images(tfm_engine *e, request *r,
       (size_t)q->image_row_count * (size_t)e->image_width * sizeof(float);
   r->image_rows = malloc(bytes ? bytes : 1);
   r->image_row = malloc((size_t)q->prompt_count * sizeof *r->image_row);
-  if (!r->image_rows || !r->image_row)
+  r->row_keys = malloc((size_t)q->prompt_count * sizeof *r->row_keys);
+  if (!r->image_rows || !r->image_row || !r->row_keys)
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "out of memory for %lld image rows",
                     (long long)q->image_row_count);
   memcpy(r->image_rows, q->image_rows, bytes);
   int32_t next = 0;
   for (int64_t i = 0; i < q->prompt_count; ++i) {
-    r->image_row[i] = q->prompt[i] == placeholder ? next++ : -1;
-    if (r->image_row[i] >= 0 && r->first_image == q->prompt_count)
+    int32_t row = r->image_row[i] = q->prompt[i] == placeholder ? next++ : -1;
+    r->row_keys[i] =
+        row < 0 ? 0
+                : hash_row(r->image_rows + (size_t)row * (size_t)e->image_width,
+                           e->image_width);
+    if (row >= 0 && r->first_image == q->prompt_count)
       r->first_image = i;
   }
   return TFM_OK;
@@ -75,8 +96,9 @@ int64_t tfm_engine_run_at(const request *r, int64_t position, int64_t most,
   return tfm_image_row_run(r->image_row, span, position, most, rows);
 }
 
-int64_t tfm_engine_shareable(const request *r, int64_t positions) {
-  return positions < r->first_image ? positions : r->first_image;
+tfm_kv_prefix tfm_engine_prefix(const request *r) {
+  return (tfm_kv_prefix){r->tokens, r->row_keys,
+                         r->row_keys ? r->image_span : 0, r->lora};
 }
 
 void tfm_engine_copy_step_rows(const tfm_engine *e, const request *r,

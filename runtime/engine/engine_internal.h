@@ -50,11 +50,13 @@ typedef struct request {
   int32_t lora, lora_slot;
   /* A vision-language model's prompt: its placeholders' rows
    * ([placeholders, image_width]; NULL: none), each prompt position's row
-   * (-1: a token; image_span of them, the prompt's), the first position
-   * that has one (the prompt's length without), and whether this step's
-   * chunk is rows (engine_images.c). */
+   * (-1: a token; image_span of them, the prompt's) and its row's hash
+   * for the prefix table (0: a token), the first position that has one
+   * (the prompt's length without), and whether this step's chunk is rows
+   * (engine_images.c). */
   float *image_rows;
   int32_t *image_row;
+  uint64_t *row_keys;
   int64_t image_span, first_image;
   int step_rows;
   int64_t admitted;     /* admission order: the last admitted is preempted */
@@ -119,9 +121,9 @@ tfm_status_code tfm_engine_take_images(tfm_engine *e, request *r,
  * consecutive rows (*rows 1) or tokens. */
 int64_t tfm_engine_run_at(const request *r, int64_t position, int64_t most,
                           int *rows);
-/* Of `r`'s first `positions`, those its prefix shares: the ones before
- * its first image. */
-int64_t tfm_engine_shareable(const request *r, int64_t positions);
+/* `r`'s positions as the prefix table keys them: its tokens, its image
+ * rows' hashes, its adapter. */
+tfm_kv_prefix tfm_engine_prefix(const request *r);
 /* `r`'s step chunk of rows into `into` ([step_tokens, image_width]). */
 void tfm_engine_copy_step_rows(const tfm_engine *e, const request *r,
                                float *into);

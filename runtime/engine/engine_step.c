@@ -82,10 +82,10 @@ static void admit(tfm_engine *e) {
     r->state = kPrefilling;
     r->admitted = ++e->admissions;
     /* The last token is always computed: its logits start generation. */
+    tfm_kv_prefix prefix = tfm_engine_prefix(r);
     r->computed = e->options.share_prefixes
-                      ? tfm_kv_pages_share_prefix(
-                            e->pages, r->slot, r->tokens, r->length,
-                            tfm_engine_shareable(r, r->length - 1), r->lora)
+                      ? tfm_kv_pages_share_prefix(e->pages, r->slot, &prefix,
+                                                  r->length, r->length - 1)
                       : 0;
     e->stats.prefix_tokens_reused += r->computed;
     request **tail = &e->running;
@@ -251,9 +251,10 @@ static int take_verified(tfm_engine *e, request *r, float *rows, int64_t drafts,
   e->stats.drafted_tokens += drafts;
   for (int64_t i = 0; i <= drafts; ++i) {
     ++r->computed;
-    if (e->options.share_prefixes)
-      tfm_kv_pages_publish(e->pages, r->slot, r->tokens,
-                           tfm_engine_shareable(r, r->computed), r->lora);
+    if (e->options.share_prefixes) {
+      tfm_kv_prefix prefix = tfm_engine_prefix(r);
+      tfm_kv_pages_publish(e->pages, r->slot, &prefix, r->computed);
+    }
     int32_t drafted = i < drafts ? r->drafts[i] : -1;
     tfm_engine_event *event = &events[(*count)++];
     take_token(e, r, rows + i * vocab, event); /* may retire r */
@@ -476,9 +477,10 @@ static tfm_status_code run_chunks(tfm_engine *e, step_kind kind,
     if (r->state == kPrefilling)
       e->stats.prompt_tokens += r->step_tokens;
     r->computed += r->step_tokens;
-    if (e->options.share_prefixes)
-      tfm_kv_pages_publish(e->pages, r->slot, r->tokens,
-                           tfm_engine_shareable(r, r->computed), r->lora);
+    if (e->options.share_prefixes) {
+      tfm_kv_prefix prefix = tfm_engine_prefix(r);
+      tfm_kv_pages_publish(e->pages, r->slot, &prefix, r->computed);
+    }
     if (r->computed == r->length)
       take_token(e, r, row, &events[(*count)++]);
     row += vocab;

@@ -34,6 +34,8 @@ typedef struct {
                          no longer match */
   int32_t space;      /* whose keys and values (the LoRA adapter that
                          computed them; 0: the base model's) */
+  uint64_t rows;      /* its positions' row keys combined (0: tokens
+                         alone; block_rows_key) */
   int64_t next_in_bucket, lru_prev, lru_next;
 } block_info;
 
@@ -357,20 +359,39 @@ static uint64_t hash_block(uint64_t parent_hash, const int32_t *tokens,
   return h;
 }
 
+/* The row keys of positions [start, start + n) combined, in order; 0
+ * when every one is 0 (tokens alone), never 0 otherwise. */
+static uint64_t block_rows_key(const tfm_kv_prefix *x, int64_t start,
+                               int64_t n) {
+  uint64_t h = 0;
+  int any = 0;
+  for (int64_t i = start; i < start + n && i < x->row_key_count; ++i) {
+    if (!x->row_keys[i])
+      continue;
+    any = 1;
+    h ^= x->row_keys[i] + 0x9e3779b97f4a7c15ull * (uint64_t)(i - start + 1);
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+  }
+  return any ? h | 1 : 0;
+}
+
 static int64_t *bucket_of(tfm_kv_pages *p, uint64_t hash) {
   return &p->buckets[hash & (uint64_t)p->bucket_mask];
 }
 
 /* The published block of `space` following `parent` (kNone: a first
- * block) whose tokens are `tokens`; kNone if there is none. */
+ * block) whose tokens are `tokens` and row keys `rows`; kNone if there is
+ * none. */
 static int64_t find_block(tfm_kv_pages *p, int64_t parent, uint64_t hash,
-                          const int32_t *tokens, int32_t space) {
+                          const int32_t *tokens, uint64_t rows, int32_t space) {
   uint64_t parent_epoch = parent == kNone ? 0 : p->info[parent].epoch;
   for (int64_t b = *bucket_of(p, hash); b != kNone;
        b = p->info[b].next_in_bucket) {
     const block_info *info = &p->info[b];
     if (info->hash == hash && info->parent == parent &&
         info->parent_epoch == parent_epoch && info->space == space &&
+        info->rows == rows &&
         memcmp(p->block_tokens + b * p->block_positions, tokens,
                (size_t)p->block_positions * sizeof *tokens) == 0)
       return b;
@@ -471,8 +492,8 @@ tfm_status_code tfm_kv_pages_reserve(tfm_kv_pages *p, int64_t slot,
 }
 
 int64_t tfm_kv_pages_share_prefix(tfm_kv_pages *p, int64_t slot,
-                                  const int32_t *tokens, int64_t n,
-                                  int64_t limit, int32_t space) {
+                                  const tfm_kv_prefix *prefix, int64_t n,
+                                  int64_t limit) {
   if (slot < 0 || slot >= p->options.slots || p->mapped[slot] != 0 ||
       !p->mapped_blocks)
     return 0;
@@ -482,9 +503,10 @@ int64_t tfm_kv_pages_share_prefix(tfm_kv_pages *p, int64_t slot,
   if (limit > n)
     limit = n;
   for (int64_t index = 0; (index + 1) * size <= limit; ++index) {
-    const int32_t *own = tokens + index * size;
-    uint64_t hash = hash_block(parent_hash, own, size);
-    int64_t block = find_block(p, parent, hash, own, space);
+    const int32_t *own = prefix->tokens + index * size;
+    uint64_t rows = block_rows_key(prefix, index * size, size);
+    uint64_t hash = hash_block(parent_hash, own, size) ^ rows;
+    int64_t block = find_block(p, parent, hash, own, rows, prefix->space);
     if (block == kNone || !tfm_kv_pages_map(p, slot, index, block))
       break;
     if (p->info[block].references++ == 0)
@@ -497,8 +519,8 @@ int64_t tfm_kv_pages_share_prefix(tfm_kv_pages *p, int64_t slot,
   return p->mapped[slot] * size;
 }
 
-void tfm_kv_pages_publish(tfm_kv_pages *p, int64_t slot, const int32_t *tokens,
-                          int64_t filled, int32_t space) {
+void tfm_kv_pages_publish(tfm_kv_pages *p, int64_t slot,
+                          const tfm_kv_prefix *prefix, int64_t filled) {
   if (!p->mapped_blocks)
     return;
   int64_t size = p->block_positions;
@@ -513,14 +535,17 @@ void tfm_kv_pages_publish(tfm_kv_pages *p, int64_t slot, const int32_t *tokens,
      * (a twin computed at the same time by another slot stays private). */
     if (parent != kNone && !p->info[parent].published)
       break;
-    const int32_t *own = tokens + index * size;
-    uint64_t hash = hash_block(parent == kNone ? 0 : p->info[parent].hash, own,
-                               size);
-    if (find_block(p, parent, hash, own, space) != kNone)
+    const int32_t *own = prefix->tokens + index * size;
+    uint64_t rows = block_rows_key(prefix, index * size, size);
+    uint64_t hash =
+        hash_block(parent == kNone ? 0 : p->info[parent].hash, own, size) ^
+        rows;
+    if (find_block(p, parent, hash, own, rows, prefix->space) != kNone)
       break;
     block_info *info = &p->info[block];
     info->hash = hash;
-    info->space = space;
+    info->space = prefix->space;
+    info->rows = rows;
     info->parent = parent;
     info->parent_epoch = parent == kNone ? 0 : p->info[parent].epoch;
     memcpy(p->block_tokens + block * size, own, (size_t)size * sizeof *own);

@@ -18,11 +18,12 @@
  * blocks that only count it.
  *
  * A block is shared by every sequence whose tokens agree up to its end
- * (prefix sharing): a full block's contents depend only on those tokens,
- * and full blocks are never written again (the cache is append-only), so
- * only full blocks are shared and no shared block is ever copied. A block
- * no sequence maps keeps its prefix for later requests until the pool
- * needs it (least recently released first).
+ * (prefix sharing): a full block's contents depend only on those tokens
+ * (and on the rows a vision-language prompt gives its placeholders, which
+ * the key hashes: tfm_kv_prefix), and full blocks are never written again (the
+ * cache is append-only), so only full blocks are shared and no shared block is
+ * ever copied. A block no sequence maps keeps its prefix for later requests
+ * until the pool needs it (least recently released first).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -69,20 +70,32 @@ int64_t tfm_kv_pages_block_positions(const tfm_kv_pages *pages);
 tfm_status_code tfm_kv_pages_reserve(tfm_kv_pages *pages, int64_t slot,
                                      int64_t end, tfm_status *status);
 
-/* Maps the longest run of shared blocks of `space` whose tokens are a
- * prefix of `tokens[0..n)` at the start of the empty slot `slot`, at most
- * `limit` positions of them; returns the positions now backed and holding
- * keys and values (a multiple of the block size). A space keeps apart
- * keys and values of the same tokens computed otherwise (by a LoRA
- * adapter: its id; 0: the base model). */
-int64_t tfm_kv_pages_share_prefix(tfm_kv_pages *pages, int64_t slot,
-                                  const int32_t *tokens, int64_t n,
-                                  int64_t limit, int32_t space);
+/* A sequence's positions as the prefix table keys them. `tokens`; where
+ * the tokens do not fix a position's keys and values (a placeholder whose
+ * embedding is an image's row), `row_keys[i]` is a 64-bit hash of what
+ * position i holds, 0 where its token does (row_keys NULL, or positions
+ * from row_key_count on: tokens alone). `space` keeps apart keys and
+ * values of the same positions computed otherwise (by a LoRA adapter: its
+ * id; 0: the base model). */
+typedef struct {
+  const int32_t *tokens;
+  const uint64_t *row_keys;
+  int64_t row_key_count;
+  int32_t space;
+} tfm_kv_prefix;
 
-/* Offers slot `slot`'s full blocks up to position `filled` (their tokens
- * `tokens[0..filled)`, computed in `space`) for sharing. */
+/* Maps the longest run of shared blocks whose positions are a prefix of
+ * `prefix`'s first `n` at the start of the empty slot `slot`, at most
+ * `limit` positions of them; returns the positions now backed and holding
+ * keys and values (a multiple of the block size). */
+int64_t tfm_kv_pages_share_prefix(tfm_kv_pages *pages, int64_t slot,
+                                  const tfm_kv_prefix *prefix, int64_t n,
+                                  int64_t limit);
+
+/* Offers slot `slot`'s full blocks up to position `filled` (their
+ * positions `prefix`'s first `filled`) for sharing. */
 void tfm_kv_pages_publish(tfm_kv_pages *pages, int64_t slot,
-                          const int32_t *tokens, int64_t filled, int32_t space);
+                          const tfm_kv_prefix *prefix, int64_t filled);
 
 /* Unmaps every block of `slot`; blocks no other slot maps become free
  * (kept, if published, until reused). */

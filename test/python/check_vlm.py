@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Images in a vision-language model's prompt from Python:
 generate(prompt, images=[...]) with preprocessed pixels and with a file,
-its greedy text that of transformers 4.40 (make_llava_goldens.py); what
-is refused, by name.
+its greedy text that of transformers 4.40 (make_llava_goldens.py); the
+engine's prefix sharing through an image; what is refused, by name.
 
     check_vlm.py LLAVA_LIBRARY TEXT_LIBRARY INPUTS PHOTO"""
 import sys
@@ -48,6 +48,20 @@ both = run(tfmc.Engine(llava, max_sequences=4),
            [(prompt, {"images": [pixels]}), (question, {})])
 alone = run(tfmc.Engine(llava, max_sequences=4), [(question, {})])
 print("engine:", both[0] == golden_ids, both[1] == alone[0])
+# The prefix table keys an image's rows: the same image again reuses the
+# positions through it (a whole block of 32 here), another image none (its
+# rows begin in the first block).
+engine = tfmc.Engine(llava, max_sequences=4)
+first = run(engine, [(prompt, {"images": [pixels]})])
+reused = engine.stats()["prefix_tokens_reused"]
+again = run(engine, [(prompt, {"images": [pixels]})])
+same = engine.stats()["prefix_tokens_reused"] - reused
+flipped = np.ascontiguousarray(pixels[:, ::-1])
+other = run(engine, [(prompt, {"images": [flipped]})])
+print("prefix reused:", reused, same,
+      engine.stats()["prefix_tokens_reused"] - reused - same,
+      first[0] == golden_ids, again == first,
+      other == run(tfmc.Engine(llava), [(prompt, {"images": [flipped]})]))
 for name, call in [
         ("two placeholders", lambda: llava.generate(
             prompt + " <image>", images=[pixels], max_tokens=1)),

@@ -72,12 +72,56 @@ TEST(KvPages, PrefixesAreSharedWithinTheirSpaceOnly) {
   std::vector<int32_t> tokens(2 * block, 7);
   ASSERT_EQ(tfm_kv_pages_reserve(pages, 0, 2 * block, &status), TFM_OK)
       << status.message;
-  tfm_kv_pages_publish(pages, 0, tokens.data(), 2 * block, /*space=*/3);
+  tfm_kv_prefix published = {tokens.data(), nullptr, 0, /*space=*/3};
+  tfm_kv_pages_publish(pages, 0, &published, 2 * block);
   int64_t n = int64_t(tokens.size());
-  EXPECT_EQ(tfm_kv_pages_share_prefix(pages, 1, tokens.data(), n, n, 0), 0);
-  EXPECT_EQ(tfm_kv_pages_share_prefix(pages, 1, tokens.data(), n, n, 2), 0);
-  EXPECT_EQ(tfm_kv_pages_share_prefix(pages, 1, tokens.data(), n, n, 3),
-            2 * block);
+  for (int32_t space : {0, 2}) {
+    tfm_kv_prefix other = {tokens.data(), nullptr, 0, space};
+    EXPECT_EQ(tfm_kv_pages_share_prefix(pages, 1, &other, n, n), 0) << space;
+  }
+  EXPECT_EQ(tfm_kv_pages_share_prefix(pages, 1, &published, n, n), 2 * block);
+  tfm_kv_pages_free(pages);
+}
+
+// Placeholders of the same token whose rows differ (two images) are told
+// apart by their row keys: a prefix is shared as far as the rows agree.
+TEST(KvPages, PrefixesKeyImageRows) {
+  tfm_kv_pages_options options = {3, 2, 4096, 4, 3 * 2 * 4096 * 4 * 2, 1024};
+  tfm_kv_pages *pages = nullptr;
+  tfm_status status;
+  ASSERT_EQ(tfm_kv_pages_new(&options, &pages, &status), TFM_OK)
+      << status.message;
+  int64_t block = tfm_kv_pages_block_positions(pages);
+  // Block 0 text, block 1 an image's rows (keyed), block 2 text again.
+  std::vector<int32_t> tokens(3 * block, 5);
+  std::vector<uint64_t> keys(3 * block, 0);
+  for (int64_t i = block; i < 2 * block; ++i)
+    keys[i] = 0x1234 + uint64_t(i);
+  ASSERT_EQ(tfm_kv_pages_reserve(pages, 0, 3 * block, &status), TFM_OK)
+      << status.message;
+  tfm_kv_prefix image = {tokens.data(), keys.data(), int64_t(keys.size()), 0};
+  tfm_kv_pages_publish(pages, 0, &image, 3 * block);
+  int64_t n = 3 * block;
+  EXPECT_EQ(tfm_kv_pages_share_prefix(pages, 1, &image, n, n), 3 * block);
+  tfm_kv_pages_release(pages, 1);
+  // Another image: its first row differs.
+  std::vector<uint64_t> other = keys;
+  other[block] ^= 1;
+  tfm_kv_prefix another = {tokens.data(), other.data(), n, 0};
+  EXPECT_EQ(tfm_kv_pages_share_prefix(pages, 1, &another, n, n), block);
+  tfm_kv_pages_release(pages, 1);
+  // The same rows in another order are another image.
+  std::swap(other[block], other[block + 1]);
+  other[block + 1] ^= 1;
+  EXPECT_EQ(tfm_kv_pages_share_prefix(pages, 1, &another, n, n), block);
+  tfm_kv_pages_release(pages, 1);
+  // Tokens alone (no keys): the text block only.
+  tfm_kv_prefix text = {tokens.data(), nullptr, 0, 0};
+  EXPECT_EQ(tfm_kv_pages_share_prefix(pages, 2, &text, n, n), block);
+  // Keys that end before the positions do: the rest are tokens alone.
+  tfm_kv_prefix shorter = {tokens.data(), keys.data(), 2 * block, 0};
+  tfm_kv_pages_release(pages, 2);
+  EXPECT_EQ(tfm_kv_pages_share_prefix(pages, 2, &shorter, n, n), 3 * block);
   tfm_kv_pages_free(pages);
 }
 

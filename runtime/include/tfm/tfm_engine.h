@@ -112,8 +112,9 @@ typedef struct {
   /* A vision-language model's images (tfmc's llava folders): the rows of
    * the prompt's placeholders (desc->image_token), one a placeholder in
    * order, [image_row_count, hidden] as @encode_image returns them
-   * (copied by submit); NULL and 0: none. A prompt's positions before its
-   * first image are shared with other requests, those after it not. */
+   * (copied by submit); NULL and 0: none. A prompt's positions are shared
+   * with other requests whose tokens and rows agree (each row keyed by a
+   * hash of its values), so the same image is computed once. */
   const float *image_rows;
   int64_t image_row_count;
 } tfm_engine_request;
