@@ -522,9 +522,10 @@ mlir::tfm::loadInput(MLIRContext &context, const CompileOptions &options) {
     if (!options.weightsPath.empty())
       return makeError("--checkpoint is for a .mlir model; '" +
                        options.inputPath + "' has its own");
-    llvm::Expected<LoadedModel> loaded = loadModel(
-        context, options.inputPath, options.tokenizerPath,
-        options.chatTemplatePath, options.diffusion, options.loraAdapters);
+    llvm::Expected<LoadedModel> loaded =
+        loadModel(context, options.inputPath, options.tokenizerPath,
+                  options.chatTemplatePath, options.diffusion,
+                  options.loraAdapters, options.mmprojPath);
     if (!loaded)
       return loaded.takeError();
     for (const std::string &note : loaded->notes)
@@ -535,6 +536,10 @@ mlir::tfm::loadInput(MLIRContext &context, const CompileOptions &options) {
     unit.tokenizer = std::move(loaded->tokenizer);
     return std::move(unit);
   }
+  if (!options.mmprojPath.empty())
+    return makeError("--mmproj is llama.cpp's image side of a GGUF text "
+                     "model; '" +
+                     options.inputPath + "' is a tfm module");
   std::string error;
   auto input = openInputFile(options.inputPath, &error);
   if (!input)

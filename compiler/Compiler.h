@@ -80,6 +80,8 @@ struct CompileOptions {
   DiffusionOptions diffusion;
   /// PEFT LoRA adapters (--lora) merged into a decoder folder's weights.
   std::vector<LoraAdapterSpec> loraAdapters;
+  /// llama.cpp's mmproj file (--mmproj): a GGUF text model's image side.
+  std::string mmprojPath;
   /// The checkpoint (--checkpoint) a .mlir model module's weights are read
   /// from: a
   /// .safetensors file, a model.safetensors.index.json, or a folder holding

@@ -7,6 +7,7 @@
 #include "frontend/families/GgufModel.h"
 #include "frontend/families/Llama2c.h"
 #include "frontend/families/Llava.h"
+#include "frontend/families/Mmproj.h"
 #include "frontend/families/Seq2SeqFamilies.h"
 #include "frontend/families/StableDiffusion.h"
 #include "frontend/families/VisionTransformer.h"
@@ -27,7 +28,12 @@ using namespace mlir::tfm;
 llvm::Expected<LoadedModel> mlir::tfm::loadModel(
     mlir::MLIRContext &context, llvm::StringRef path,
     llvm::StringRef tokenizerPath, llvm::StringRef chatTemplatePath,
-    DiffusionOptions diffusion, llvm::ArrayRef<LoraAdapterSpec> adapters) {
+    DiffusionOptions diffusion, llvm::ArrayRef<LoraAdapterSpec> adapters,
+    llvm::StringRef mmprojPath) {
+  if (!mmprojPath.empty() && !path.ends_with(".gguf"))
+    return makeError("--mmproj is llama.cpp's image side of a GGUF text "
+                     "model; '" +
+                     path + "' is not a .gguf file");
   llvm::Expected<LoadedModel> model = [&]() -> llvm::Expected<LoadedModel> {
     if (llvm::sys::fs::is_directory(path))
       return loadHuggingFaceModel(context, path, diffusion, adapters);
@@ -74,6 +80,10 @@ llvm::Expected<LoadedModel> mlir::tfm::loadModel(
     model->tokenizer = std::move(*vocab);
     model->tokenizerPath = tokenizerPath.str();
   }
+  // After the tokenizer, whose `<image>` is the placeholder.
+  if (!mmprojPath.empty())
+    if (llvm::Error err = addMmprojImageTokens(context, mmprojPath, *model))
+      return std::move(err);
   // An explicit template replaces the checkpoint's (a GGUF file's was read
   // with it; a directory's is read here, unless replaced).
   llvm::Expected<std::string> chatTemplate =

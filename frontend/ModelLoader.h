@@ -21,11 +21,14 @@ namespace mlir::tfm {
 /// `chatTemplatePath`: the chat template the model carries;
 /// `adapters`: PEFT LoRA adapters merged into a decoder folder's weights
 /// (refused for other models).
+/// `mmprojPath`: llama.cpp's mmproj file, the image side of a GGUF text
+/// model (Mmproj.h).
 llvm::Expected<LoadedModel>
 loadModel(mlir::MLIRContext &context, llvm::StringRef path,
           llvm::StringRef tokenizerPath, llvm::StringRef chatTemplatePath = "",
           DiffusionOptions diffusion = {},
-          llvm::ArrayRef<LoraAdapterSpec> adapters = {});
+          llvm::ArrayRef<LoraAdapterSpec> adapters = {},
+          llvm::StringRef mmprojPath = "");
 
 /// Records what `model` (read from `path`) is on its module as the
 /// `tfm.model` attribute, from which the driver, packager and runtime learn

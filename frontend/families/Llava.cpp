@@ -78,9 +78,6 @@ const LlavaTextModel kLlavaTextModels[] = {
 /// Every LLaVA family, in the order messages list them.
 const llvm::StringLiteral kLlavaFamilies[] = {"llava"};
 
-constexpr llvm::StringLiteral kVisionTower = "vision_tower.";
-constexpr llvm::StringLiteral kProjector = "multi_modal_projector.";
-
 } // namespace
 
 bool mlir::tfm::isLlavaFamily(llvm::StringRef modelType) {
@@ -128,8 +125,8 @@ void mlir::tfm::readLlavaConfig(ConfigReader &config, LlavaSpec &spec) {
   readClipImageConfig(visionReader, image.tower);
   if (llvm::Error err = visionReader.takeError())
     config.fail(llvm::toString(std::move(err)));
-  image.tower.prefix = (kVisionTower + image.tower.prefix).str();
-  image.projector = kProjector.str();
+  image.tower.prefix = (kLlavaVisionTower + image.tower.prefix).str();
+  image.projector = kLlavaProjector.str();
   image.activation = config.activation("projector_hidden_act", "gelu");
   if (!config.boolean("multimodal_projector_bias", true))
     config.fail("unsupported config value 'multimodal_projector_bias' = "
@@ -185,21 +182,16 @@ void mlir::tfm::renameLlavaWeights(WeightStore &store) {
 }
 
 bool mlir::tfm::isLlavaImageWeight(llvm::StringRef name) {
-  return name.starts_with(kVisionTower) || name.starts_with(kProjector);
+  return name.starts_with(kLlavaVisionTower) ||
+         name.starts_with(kLlavaProjector);
 }
 
-llvm::Error mlir::tfm::addLlavaImageTokens(MLIRContext &context,
-                                           LlavaSpec &spec,
-                                           llvm::StringRef directory,
-                                           llvm::StringRef checkpoint,
-                                           LoadedModel &model) {
-  ImageTokensSpec &image = spec.image;
-  image.textHidden = model.hiddenSize;
-  if (spec.imageToken < 0 || spec.imageToken >= model.vocabSize)
-    return makeError(directory + "/config.json: image_token_index " +
-                     llvm::Twine(spec.imageToken) +
-                     " is outside the text model's vocabulary [0, " +
-                     llvm::Twine(model.vocabSize) + ")");
+llvm::Error mlir::tfm::addImageTokens(MLIRContext &context,
+                                      const ImageTokensSpec &image,
+                                      int64_t imageToken,
+                                      llvm::StringRef checkpoint,
+                                      ImagePreprocessingAttr preprocessing,
+                                      LoadedModel &model) {
   // The text model's tensors are the decoder's; the tower's blocks past
   // the chosen state and its post_layernorm are not read.
   const std::string &tower = image.tower.prefix;
@@ -224,14 +216,29 @@ llvm::Error mlir::tfm::addLlavaImageTokens(MLIRContext &context,
            imageModule->get().getBody()->getOperations()))
     op.moveBefore(body, body->end());
   (*model.module)
-      ->setAttr(
-          kImageTokenAttrName,
-          IntegerAttr::get(IntegerType::get(&context, 64), spec.imageToken));
+      ->setAttr(kImageTokenAttrName,
+                IntegerAttr::get(IntegerType::get(&context, 64), imageToken));
+  model.imagePreprocessing = preprocessing;
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::tfm::addLlavaImageTokens(MLIRContext &context,
+                                           LlavaSpec &spec,
+                                           llvm::StringRef directory,
+                                           llvm::StringRef checkpoint,
+                                           LoadedModel &model) {
+  ImageTokensSpec &image = spec.image;
+  image.textHidden = model.hiddenSize;
+  if (spec.imageToken < 0 || spec.imageToken >= model.vocabSize)
+    return makeError(directory + "/config.json: image_token_index " +
+                     llvm::Twine(spec.imageToken) +
+                     " is outside the text model's vocabulary [0, " +
+                     llvm::Twine(model.vocabSize) + ")");
   llvm::Expected<ImagePreprocessingAttr> preprocessing =
       readImagePreprocessing(context, directory, image.tower.imageSize,
                              /*sizeIsShortestEdge=*/true);
   if (!preprocessing)
     return preprocessing.takeError();
-  model.imagePreprocessing = *preprocessing;
-  return llvm::Error::success();
+  return addImageTokens(context, image, spec.imageToken, checkpoint,
+                        *preprocessing, model);
 }

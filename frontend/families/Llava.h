@@ -21,6 +21,10 @@
 
 namespace mlir::tfm {
 
+/// Where the image side's tensors are, named as transformers names them.
+constexpr llvm::StringLiteral kLlavaVisionTower = "vision_tower.";
+constexpr llvm::StringLiteral kLlavaProjector = "multi_modal_projector.";
+
 struct LlavaSpec {
   /// text_config's model_type, and its fields over that model class's
   /// defaults (transformers writes only the fields that differ).
@@ -51,6 +55,15 @@ void renameLlavaWeights(WeightStore &store);
 
 /// Whether a (renamed) tensor is the image side's.
 bool isLlavaImageWeight(llvm::StringRef name);
+
+/// Adds @encode_image (`image` over `model.weights`, whose tensors outside
+/// it are the text model's), the placeholder `imageToken`
+/// (tfm.image_token) and the image preprocessing to `model`: the step
+/// shared by Hugging Face folders and llama.cpp's mmproj files (Mmproj.h).
+llvm::Error addImageTokens(MLIRContext &context, const ImageTokensSpec &image,
+                           int64_t imageToken, llvm::StringRef checkpoint,
+                           ImagePreprocessingAttr preprocessing,
+                           LoadedModel &model);
 
 /// Adds @encode_image and the placeholder (tfm.image_token) to `model`,
 /// the text model read from `directory`, with the image preprocessing of

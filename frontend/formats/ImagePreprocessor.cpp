@@ -148,3 +148,20 @@ mlir::tfm::readImagePreprocessing(MLIRContext &context,
       FloatAttr::get(Float64Type::get(&context), rescale),
       normalize, mean, std);
 }
+
+llvm::Expected<ImagePreprocessingAttr>
+mlir::tfm::clipImagePreprocessing(MLIRContext &context, llvm::StringRef source,
+                                  int64_t imageSize, llvm::ArrayRef<float> mean,
+                                  llvm::ArrayRef<float> std) {
+  if (mean.size() != 3 || std.size() != 3 ||
+      llvm::any_of(std, [](float s) { return !(s > 0); }))
+    return makeError(source + ": the image mean and std must be three "
+                              "numbers each (R, G, B), the std positive");
+  constexpr int32_t kBicubic = 3; // Pillow's filter number
+  return getCheckedAttr<ImagePreprocessingAttr>(
+      source, &context, /*resizeHeight=*/int64_t(0), /*resizeWidth=*/int64_t(0),
+      /*shortestEdge=*/imageSize, kBicubic, imageSize, imageSize,
+      FloatAttr::get(Float64Type::get(&context), 1.0 / 255),
+      /*normalize=*/true, DenseF32ArrayAttr::get(&context, mean),
+      DenseF32ArrayAttr::get(&context, std));
+}

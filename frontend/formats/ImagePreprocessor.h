@@ -23,6 +23,16 @@ llvm::Expected<ImagePreprocessingAttr>
 readImagePreprocessing(MLIRContext &context, llvm::StringRef directory,
                        int64_t imageSize, bool sizeIsShortestEdge = false);
 
+/// CLIPImageProcessor's steps as LLaVA's preprocessor_config.json gives
+/// them: the shortest edge resized to `imageSize` (bicubic), the centered
+/// square of that size cropped, 1/255, then (x - mean) / std per channel.
+/// For a model whose file gives only the mean and std (llama.cpp's mmproj
+/// files); `source` names it in messages.
+llvm::Expected<ImagePreprocessingAttr>
+clipImagePreprocessing(MLIRContext &context, llvm::StringRef source,
+                       int64_t imageSize, llvm::ArrayRef<float> mean,
+                       llvm::ArrayRef<float> std);
+
 } // namespace mlir::tfm
 
 #endif // TFM_FRONTEND_FORMATS_IMAGEPREPROCESSOR_H

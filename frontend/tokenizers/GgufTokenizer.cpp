@@ -44,6 +44,19 @@ bool isAddedToken(const GgufValue *types, size_t id) {
                    types->numbers[id] == kUserDefined);
 }
 
+/// Marks `vocab`'s added tokens to be matched whole in text, as llama.cpp
+/// parses special tokens: user-defined ones are text (shown when
+/// decoding), control ones not.
+void markAddedTokens(TokenizerVocab &vocab, const GgufValue *types,
+                     size_t count) {
+  for (size_t id = 0; id < count; ++id)
+    if (isAddedToken(types, id)) {
+      vocab.specialTokens.push_back(int32_t(id));
+      vocab.specialTokenStrips.push_back(
+          types->numbers[id] == kUserDefined ? TokenizerVocab::kAddedText : 0);
+    }
+}
+
 llvm::Expected<TokenizerVocab> sentencePieceBpe(const GgufFile &file,
                                                 const GgufValue &tokens) {
   llvm::Expected<const GgufValue *> scores =
@@ -55,12 +68,17 @@ llvm::Expected<TokenizerVocab> sentencePieceBpe(const GgufFile &file,
                      llvm::Twine((*scores)->numbers.size()) +
                      " entries for " + llvm::Twine(tokens.strings.size()) +
                      " tokens");
+  llvm::Expected<const GgufValue *> types = tokenTypes(file, tokens);
+  if (!types)
+    return types.takeError();
   TokenizerVocab vocab;
   vocab.kind = TokenizerVocab::Kind::ScoreBpe;
   for (auto [piece, score] : llvm::zip(tokens.strings, (*scores)->numbers)) {
     vocab.pieces.push_back(replaceSentencePieceSpaces(piece));
     vocab.scores.push_back(float(score));
   }
+  // LLaVA's <image>, chat models' <|im_start|>: one token each.
+  markAddedTokens(vocab, *types, tokens.strings.size());
   return vocab;
 }
 
@@ -135,14 +153,7 @@ llvm::Expected<TokenizerVocab> bpeWithMerges(const GgufFile &file,
     return vocab.takeError();
   vocab->bpeSplit = split->split;
   vocab->ignoreMerges = split->ignoreMerges;
-  // User-defined tokens are text (shown when decoding), control ones not.
-  for (size_t id = 0; id < tokens.strings.size(); ++id)
-    if (isAdded(id)) {
-      vocab->specialTokens.push_back(int32_t(id));
-      vocab->specialTokenStrips.push_back((*types)->numbers[id] == kUserDefined
-                                              ? TokenizerVocab::kAddedText
-                                              : 0);
-    }
+  markAddedTokens(*vocab, *types, tokens.strings.size());
   return vocab;
 }
 

@@ -467,6 +467,12 @@ def glm4moe_metadata(config):
 def read_hf(directory, arch):
     with open(os.path.join(directory, "config.json")) as f:
         config = json.load(f)
+    return convert_hf(config, read_safetensors(directory), arch)
+
+
+def read_safetensors(directory):
+    """model.safetensors' tensors by name: (shape, floats), or (shape,
+    bytes) for U8."""
     with open(os.path.join(directory, "model.safetensors"), "rb") as f:
         size = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(size))
@@ -489,6 +495,12 @@ def read_hf(directory, arch):
             widened[3::4] = raw[1::2]
             raw = bytes(widened)
         tensors[name] = (info["shape"], list(array.array("f", raw)))
+    return tensors
+
+
+def convert_hf(config, tensors, arch):
+    """The metadata and tensors llama.cpp's converter writes for a Hugging
+    Face model's config and tensors."""
     if arch in gguf_qwen_hybrid.ARCHES:
         return gguf_qwen_hybrid.convert(config, tensors, arch)
     if arch in gguf_gpt_oss.ARCHES:

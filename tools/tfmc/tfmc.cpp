@@ -83,6 +83,11 @@ cl::list<std::string> loraAdapters(
              "model's; DIR:SCALE scales its update (default 1). May be "
              "given more than once"),
     cl::value_desc("dir[:scale]"), cl::cat(outputCategory));
+cl::opt<std::string> mmprojPath(
+    "mmproj",
+    cl::desc("llama.cpp's mmproj file: the image side (CLIP tower and "
+             "projector) of a vision-language GGUF model, LLaVA 1.5's"),
+    cl::value_desc("file.gguf"), cl::cat(outputCategory));
 cl::opt<std::string> imageSize(
     "image-size",
     cl::desc("A diffusion pipeline's image size, WIDTHxHEIGHT pixels "
@@ -299,6 +304,7 @@ int main(int argc, char **argv) {
   options.inputPath = inputPath;
   options.tokenizerPath = tokenizerPath;
   options.chatTemplatePath = chatTemplatePath;
+  options.mmprojPath = mmprojPath;
   if (imageSize.getNumOccurrences()) {
     // WIDTHxHEIGHT, as sd.cpp's -W and -H and users' "512x768".
     auto [width, height] = llvm::StringRef(imageSize).split('x');

@@ -1,0 +1,266 @@
+//===- Mmproj.cpp - LLaVA 1.5's image side from an mmproj file ----------===//
+//
+// See Mmproj.h. The file is read as the model it was converted from
+// (transformers' LlavaForConditionalGeneration), which is where tfmc and
+// llama.cpp's mtmd part (the upstream issues numbered below):
+//   - the tower runs every block the file holds: the converter keeps the
+//     blocks up to LLaVA's vision_feature_layer (-2: 23 of CLIP ViT-L's 24)
+//     and writes that count; mtmd runs one fewer unless
+//     clip.vision.feature_layer is given (llama.cpp #25817);
+//   - the class token is the first row, its position embedding the first
+//     (mtmd appends it last, so that it drops patch 0 and keeps the class
+//     token: #25814);
+//   - the projector's GELU is exact (transformers' "gelu"), not tanh's;
+//   - the image is preprocessed as llava-hf's CLIPImageProcessor does
+//     (shortest edge, center crop), not letterboxed.
+// The legacy converter names CLIP's fc1 "ffn_down" and fc2 "ffn_up"; the
+// shapes say which is which, as mtmd decides.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/families/Mmproj.h"
+#include "frontend/families/Llava.h"
+#include "frontend/formats/ErrorMessages.h"
+#include "frontend/formats/Gguf.h"
+#include "frontend/formats/ImagePreprocessor.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// The projector types of llama.cpp's clip.projector_type tfmc reads.
+constexpr llvm::StringLiteral kMlpProjector = "mlp";
+
+/// A tensor of the mmproj file as the llava folder names it, under
+/// `tower` and kLlavaProjector; "" for a name LLaVA 1.5's file does not
+/// have. `fc1Up`: whether ffn_up is CLIP's fc1 (else ffn_down is).
+std::string llavaName(llvm::StringRef name, llvm::StringRef tower, bool fc1Up) {
+  static const std::pair<llvm::StringLiteral, llvm::StringLiteral> kTower[] = {
+      {"v.class_embd", "embeddings.class_embedding"},
+      {"v.patch_embd.weight", "embeddings.patch_embedding.weight"},
+      {"v.position_embd.weight", "embeddings.position_embedding.weight"},
+      {"v.pre_ln.", "pre_layrnorm."},
+      {"v.post_ln.", "post_layernorm."}};
+  for (const auto &[from, to] : kTower)
+    if (name == from || (from.ends_with(".") && name.starts_with(from)))
+      return (tower + to + name.drop_front(from.size())).str();
+  for (const auto &[from, to] :
+       {std::pair{"mm.0.", "linear_1."}, std::pair{"mm.2.", "linear_2."}})
+    if (name.starts_with(from))
+      return (kLlavaProjector + to + name.drop_front(strlen(from))).str();
+  llvm::StringRef rest = name;
+  unsigned block = 0;
+  if (!rest.consume_front("v.blk.") || rest.consumeInteger(10, block) ||
+      !rest.consume_front("."))
+    return "";
+  const std::pair<llvm::StringRef, llvm::StringRef> kParts[] = {
+      {"attn_q.", "self_attn.q_proj."},
+      {"attn_k.", "self_attn.k_proj."},
+      {"attn_v.", "self_attn.v_proj."},
+      {"attn_out.", "self_attn.out_proj."},
+      {"ln1.", "layer_norm1."},
+      {"ln2.", "layer_norm2."},
+      {"ffn_up.", fc1Up ? "mlp.fc1." : "mlp.fc2."},
+      {"ffn_down.", fc1Up ? "mlp.fc2." : "mlp.fc1."}};
+  for (const auto &[from, to] : kParts)
+    if (rest.starts_with(from))
+      return (tower + "encoder.layers." + llvm::Twine(block) + "." + to +
+              rest.drop_front(from.size()))
+          .str();
+  return "";
+}
+
+/// The mmproj file's hyperparameters, into `image`.
+llvm::Error readTower(const GgufFile &file, ImageTokensSpec &image) {
+  ClipImageSpec &tower = image.tower;
+  constexpr int64_t kLargest = int64_t(1) << 20;
+  auto read = [&](llvm::StringRef key, int64_t &into) -> llvm::Error {
+    llvm::Expected<int64_t> value = file.integer(key, kLargest);
+    if (!value)
+      return value.takeError();
+    if (*value == 0)
+      return makeError(file.path() + ": " + key + " is 0");
+    into = *value;
+    return llvm::Error::success();
+  };
+  for (auto [key, into] :
+       {std::pair{"clip.vision.image_size", &tower.imageSize},
+        std::pair{"clip.vision.patch_size", &tower.patchSize},
+        std::pair{"clip.vision.embedding_length", &tower.hiddenSize},
+        std::pair{"clip.vision.feed_forward_length", &tower.intermediateSize},
+        std::pair{"clip.vision.attention.head_count", &tower.numHeads},
+        std::pair{"clip.vision.block_count", &tower.numLayers}})
+    if (llvm::Error err = read(key, *into))
+      return err;
+  if (tower.imageSize % tower.patchSize || tower.hiddenSize % tower.numHeads)
+    return makeError(file.path() + ": clip.vision.image_size " +
+                     llvm::Twine(tower.imageSize) + " is no whole number of " +
+                     llvm::Twine(tower.patchSize) + "-pixel patches, or the " +
+                     llvm::Twine(tower.hiddenSize) +
+                     "-wide tower no whole "
+                     "number of its " +
+                     llvm::Twine(tower.numHeads) + " heads");
+  llvm::Expected<std::optional<double>> epsilon =
+      file.optionalReal("clip.vision.attention.layer_norm_epsilon");
+  if (!epsilon)
+    return epsilon.takeError();
+  tower.normEpsilon = epsilon->value_or(1e-5);
+  // CLIP ViT-L's quick_gelu unless the file says GELU (use_gelu).
+  llvm::Expected<std::optional<int64_t>> gelu =
+      file.optionalInteger("clip.use_gelu", 1);
+  llvm::Expected<std::optional<int64_t>> silu =
+      file.optionalInteger("clip.use_silu", 1);
+  if (!gelu)
+    return gelu.takeError();
+  if (!silu)
+    return silu.takeError();
+  if (silu->value_or(0))
+    return makeError(file.path() + ": clip.use_silu: a tower with SiLU "
+                                   "blocks is not LLaVA 1.5's CLIP tower");
+  tower.activation =
+      gelu->value_or(0) ? ActivationKind::gelu : ActivationKind::quick_gelu;
+  // The blocks that run: clip.vision.feature_layer's one entry, else every
+  // block the file holds (see the file comment).
+  image.layers = tower.numLayers;
+  if (const GgufValue *layers = file.lookup("clip.vision.feature_layer")) {
+    if (layers->kind != GgufValue::Kind::Array || layers->stringArray ||
+        layers->numbers.size() != 1 || layers->numbers[0] < 1 ||
+        layers->numbers[0] > double(tower.numLayers) ||
+        layers->numbers[0] != std::floor(layers->numbers[0]))
+      return makeError(file.path() +
+                       ": clip.vision.feature_layer must be one "
+                       "block count from 1 to " +
+                       llvm::Twine(tower.numLayers) +
+                       " (several layers' states side by side are not "
+                       "supported)");
+    image.layers = int64_t(layers->numbers[0]);
+  }
+  return llvm::Error::success();
+}
+
+/// clip.vision.image_mean or image_std: three numbers.
+llvm::Expected<std::vector<float>> readTriple(const GgufFile &file,
+                                              llvm::StringRef key) {
+  llvm::Expected<const GgufValue *> value = file.array(key, /*strings=*/false);
+  if (!value)
+    return value.takeError();
+  if ((*value)->numbers.size() != 3)
+    return makeError(file.path() + ": " + key +
+                     " must be three numbers "
+                     "(R, G, B)");
+  return std::vector<float>((*value)->numbers.begin(), (*value)->numbers.end());
+}
+
+/// The text model's `<image>` piece: the placeholder.
+llvm::Expected<int64_t> findImageToken(const LoadedModel &model,
+                                       llvm::StringRef path) {
+  if (model.tokenizer)
+    for (size_t id = 0; id < model.tokenizer->pieces.size(); ++id)
+      if (model.tokenizer->pieces[id] == "<image>")
+        return int64_t(id);
+  return makeError(
+      "--mmproj " + path +
+      ": the text model's vocabulary has no '<image>' token to stand for an "
+      "image's rows in a prompt (LLaVA's GGUF files keep it at 32000)");
+}
+
+} // namespace
+
+llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
+                                            llvm::StringRef path,
+                                            LoadedModel &model) {
+  llvm::Expected<GgufFile> file = GgufFile::open(path);
+  if (!file)
+    return file.takeError();
+  llvm::Expected<std::optional<llvm::StringRef>> architecture =
+      file->optionalString("general.architecture");
+  if (!architecture)
+    return architecture.takeError();
+  if (!*architecture || **architecture != "clip")
+    return makeError(path + ": general.architecture is '" +
+                     architecture->value_or("(none)") +
+                     "', not 'clip': an mmproj file holds llama.cpp's image "
+                     "side of a model");
+  llvm::Expected<std::optional<llvm::StringRef>> projector =
+      file->optionalString("clip.projector_type");
+  if (!projector)
+    return projector.takeError();
+  if (projector->value_or("") != kMlpProjector)
+    return makeError(
+        path + ": clip.projector_type '" + projector->value_or("(none)") +
+        "' is not supported (tfmc reads '" + kMlpProjector + "', LLaVA 1.5's)");
+  llvm::Expected<std::optional<int64_t>> hasVision =
+      file->optionalInteger("clip.has_vision_encoder", 1);
+  if (!hasVision)
+    return hasVision.takeError();
+  if (!hasVision->value_or(1))
+    return makeError(path + ": clip.has_vision_encoder is false: the file "
+                            "has no image tower");
+
+  ImageTokensSpec image;
+  if (llvm::Error err = readTower(*file, image))
+    return err;
+  image.tower.prefix = (kLlavaVisionTower + "vision_model.").str();
+  image.projector = kLlavaProjector.str();
+  image.textHidden = model.hiddenSize;
+  image.activation = ActivationKind::gelu;
+  image.keepClassToken = false;
+
+  // fc1 is [intermediate, hidden] whatever the file calls it.
+  bool fc1Up = true;
+  for (const GgufTensor &tensor : file->tensors())
+    if (tensor.name == "v.blk.0.ffn_up.weight")
+      fc1Up = !(tensor.shape.size() == 2 &&
+                tensor.shape[0] == image.tower.hiddenSize &&
+                tensor.shape[1] == image.tower.intermediateSize &&
+                image.tower.hiddenSize != image.tower.intermediateSize);
+  std::string source = llvm::sys::path::filename(path).str();
+  for (const GgufTensor &tensor : file->tensors()) {
+    std::string name = llavaName(tensor.name, image.tower.prefix, fc1Up);
+    if (name.empty())
+      return makeError(path + ": tensor '" + tensor.name +
+                       "' is not one of LLaVA 1.5's image side (v.* of its "
+                       "CLIP tower, mm.0 and mm.2 of its projector)");
+    if (model.weights.contains(name))
+      return makeError(path + ": tensor '" + tensor.name + "' is given twice");
+    if (tensor.name == "mm.2.weight" &&
+        (tensor.shape.size() != 2 || tensor.shape[0] != model.hiddenSize))
+      return makeError(
+          path + ": the projector's output (mm.2.weight, [" +
+          llvm::join(
+              llvm::map_range(tensor.shape,
+                              [](int64_t d) { return std::to_string(d); }),
+              ", ") +
+          "]) is not the text model's width " + llvm::Twine(model.hiddenSize) +
+          ": the mmproj file is another model's");
+    model.weights.add(name, WeightTensor::view(tensor.shape, tensor.dtype,
+                                               file->bytes() + tensor.offset,
+                                               file->isMapped(), source));
+  }
+
+  llvm::Expected<std::vector<float>> mean =
+      readTriple(*file, "clip.vision.image_mean");
+  if (!mean)
+    return mean.takeError();
+  llvm::Expected<std::vector<float>> std =
+      readTriple(*file, "clip.vision.image_std");
+  if (!std)
+    return std.takeError();
+  llvm::Expected<ImagePreprocessingAttr> preprocessing =
+      clipImagePreprocessing(context, path, image.tower.imageSize, *mean, *std);
+  if (!preprocessing)
+    return preprocessing.takeError();
+  llvm::Expected<int64_t> imageToken = findImageToken(model, path);
+  if (!imageToken)
+    return imageToken.takeError();
+  model.weights.keepMapped(file->releaseBuffer());
+  return addImageTokens(context, image, *imageToken, path, *preprocessing,
+                        model);
+}
