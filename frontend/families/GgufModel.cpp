@@ -865,17 +865,24 @@ mlir::tfm::loadGgufModel(mlir::MLIRContext &context, llvm::StringRef path,
       file->optionalString("tokenizer.ggml.model");
   if (!tokenizerKind)
     return tokenizerKind.takeError();
-  auto tokenId = [&](llvm::StringRef key) -> llvm::Expected<int32_t> {
+  auto tokenId = [&](llvm::StringRef key,
+                     int32_t fallback = -1) -> llvm::Expected<int32_t> {
     llvm::Expected<std::optional<int64_t>> id =
         file->optionalInteger(key, spec->vocabSize - 1);
     if (!id)
       return id.takeError();
-    return int32_t(id->value_or(-1));
+    return int32_t(id->value_or(fallback));
   };
-  llvm::Expected<int32_t> bos = tokenId("tokenizer.ggml.bos_token_id");
+  // llama.cpp's defaults for a SentencePiece vocabulary whose file names
+  // no BOS or EOS (convert_hf_to_gguf.py writes none where the folder's
+  // tokenizer files do not say): <s> 1 and </s> 2.
+  bool sentencePiece = *tokenizerKind && **tokenizerKind == "llama";
+  llvm::Expected<int32_t> bos =
+      tokenId("tokenizer.ggml.bos_token_id", sentencePiece ? 1 : -1);
   if (!bos)
     return bos.takeError();
-  llvm::Expected<int32_t> eos = tokenId("tokenizer.ggml.eos_token_id");
+  llvm::Expected<int32_t> eos =
+      tokenId("tokenizer.ggml.eos_token_id", sentencePiece ? 2 : -1);
   if (!eos)
     return eos.takeError();
   llvm::Expected<std::optional<int64_t>> addBos =

@@ -6,8 +6,9 @@ stand in as other dtypes, and the vocabulary is a placeholder of the
 table's size (the Rust tokenizers library is not here, and the fixtures of
 SentencePiece models have no tokenizer.model; the weights are what
 check_llama_cpp_converter.sh compares). Every model class's own
-set_vocab (Gemma's, Phi-3's: SentencePiece) gives way to it too.
-Arguments: the converter's.
+set_vocab (Gemma's, Phi-3's: SentencePiece) gives way to it too, unless
+--keep-vocab (taken off the arguments) keeps the model's own, for a folder
+with its tokenizer. Arguments: the converter's.
 """
 import runpy
 import sys
@@ -20,7 +21,9 @@ for name, stand_in in (("float8_e4m3fn", torch.int16),
                        ("uint64", torch.complex128)):
     if not hasattr(torch, name):
         setattr(torch, name, stand_in)
-sys.argv = ["convert_hf_to_gguf.py"] + sys.argv[1:]
+keep_vocab = "--keep-vocab" in sys.argv
+sys.argv = ["convert_hf_to_gguf.py"] + [a for a in sys.argv[1:]
+                                        if a != "--keep-vocab"]
 sys.path.insert(0, ".")
 
 import conversion  # noqa: E402  (llama.cpp's)
@@ -44,8 +47,9 @@ def placeholder_pieces(self):
             [gguf.TokenType.NORMAL] * vocab)
 
 
-base.TextModel.set_vocab = placeholder_vocab
-base.TextModel._create_vocab_sentencepiece = placeholder_pieces
+if not keep_vocab:
+    base.TextModel.set_vocab = placeholder_vocab
+    base.TextModel._create_vocab_sentencepiece = placeholder_pieces
 find_class = conversion.get_model_class
 
 
@@ -57,5 +61,6 @@ def placeholder_vocab_class(name, mmproj=False):
     return found
 
 
-conversion.get_model_class = placeholder_vocab_class
+if not keep_vocab:
+    conversion.get_model_class = placeholder_vocab_class
 runpy.run_path("convert_hf_to_gguf.py", run_name="__main__")
