@@ -16,13 +16,30 @@ plus prefill_seconds (the prompt's 608 positions, the image's rows through
 bf16 GEMM here), torch.set_num_threads(2), no grad: the vision tower and
 projector alone, then forward() of the prompt with the image (4.40
 computes every position's logits; the first token needs the last's). Each
-figure is the best of the rounds. llama.cpp's llama-mtmd-cli is not in
-this run (docs/plans/vision-language.md).
+figure is the best of the rounds.
+
+With --llama-cpp SRC (llama.cpp's source, llama-mtmd-cli built in
+SRC/build/bin), the same weights as llama.cpp keeps them: the text model
+through its convert_hf_to_gguf.py (bf16, as stored; stories260K's
+tokenizer.model with <image> added, since the random model has none), the
+tower and projector through its legacy convert_image_encoder_to_gguf.py
+(mmproj-model-f16.gguf, as published LLaVA 1.5 mmproj files are). tfmc
+compiles that pair (--mmproj) and llama-mtmd-cli runs it, both on one
+336 px PNG and the same question in Vicuna's format ("USER: <image>\n...
+\nASSISTANT:", mtmd's --chat-template vicuna), 2 threads: tfmc's
+image_seconds and image_seconds + prefill_seconds; llama.cpp's "mtmd batch
+encoding done in" (the image) and llama_perf's prompt eval time, which
+runs from the first prompt chunk's decode to the first logits and so
+holds the image's encoding (its tokens counted with the prompt's). mtmd
+runs one ViT block fewer than the file holds (llama.cpp issue #25817):
+its encoding does 22 of the 23 blocks tfmc does.
 """
 import argparse
 import json
 import os
+import re
 import subprocess
+import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -98,11 +115,98 @@ def tfmc_times(directory, work, pixels_path, rounds):
     return min(image[1:]), min(first[1:])
 
 
+QUESTION = ("What is in this picture? Tell me about the colors, the "
+            "shapes and the animals you can see there.")
+
+
+def gguf_files(directory, work, llama):
+    """The model as llama.cpp keeps it: (text.gguf, mmproj.gguf)."""
+    import torch
+    import transformers as tf
+    text = os.path.join(work, "text-bf16.gguf")
+    mmproj = os.path.join(work, "mmproj", "mmproj-model-f16.gguf")
+    if os.path.exists(text) and os.path.exists(mmproj):
+        return text, mmproj
+    shared = os.path.join(ROOT, "..", "shared", "models", "stories260K-hf")
+    folder = os.path.join(work, "model-with-tokenizer")
+    os.makedirs(folder, exist_ok=True)
+    for name in os.listdir(directory):
+        if not os.path.exists(os.path.join(folder, name)):
+            os.symlink(os.path.join(directory, name),
+                       os.path.join(folder, name))
+    if not os.path.exists(os.path.join(folder, "tokenizer.model")):
+        os.symlink(os.path.join(shared, "tokenizer.model"),
+                   os.path.join(folder, "tokenizer.model"))
+    with open(os.path.join(folder, "added_tokens.json"), "w") as f:
+        json.dump({"<image>": IMAGE_TOKEN, "<pad>": IMAGE_TOKEN + 1}, f)
+    env = dict(os.environ, PYTHONPATH=os.path.join(llama, "gguf-py") + ":" +
+               os.environ.get("PYTHONPATH", ""))
+    subprocess.run([sys.executable, os.path.join(
+        ROOT, "test", "e2e", "conformance", "llama_cpp_converter.py"),
+        "--keep-vocab", folder, "--outfile", text, "--outtype", "bf16"],
+        cwd=llama, env=env, check=True, capture_output=True)
+    model = tf.LlavaForConditionalGeneration.from_pretrained(directory)
+    clip = os.path.join(work, "clip")
+    model.vision_tower.save_pretrained(clip)
+    projector = os.path.join(work, "llava.projector")
+    torch.save({k: v for k, v in model.state_dict().items()
+                if k.startswith("multi_modal_projector.")}, projector)
+    del model
+    subprocess.run([sys.executable, "convert_image_encoder_to_gguf.py",
+                    "-m", clip, "--llava-projector", projector,
+                    "--output-dir", os.path.dirname(mmproj),
+                    "--clip-model-is-vision"],
+                   cwd=os.path.join(llama, "tools", "mtmd", "legacy-models"),
+                   env=env, check=True, capture_output=True)
+    return text, mmproj
+
+
+def gguf_times(text, mmproj, work, image, llama, rounds):
+    """(tfmc image, tfmc first token, llama.cpp image, llama.cpp first
+    token, prompt positions) on the GGUF pair."""
+    exe = os.path.join(work, "llava-gguf")
+    if not os.path.exists(exe):
+        subprocess.run([os.path.join(ROOT, "build", "bin", "tfmc"), "-q",
+                        text, "--mmproj", mmproj, "--max-context", "1024",
+                        "-o", exe], check=True)
+    prompt = os.path.join(work, "question.txt")
+    with open(prompt, "w") as f:
+        f.write(f"USER: <image>\n{QUESTION}\nASSISTANT:")
+    ours_image, ours_first = [], []
+    for _ in range(rounds + 1):  # the first maps the weights in
+        run = subprocess.run([exe, "--prompt-file", prompt, image, "-n", "1",
+                              "--stats"], capture_output=True, text=True,
+                             check=True)
+        stats = json.loads(run.stderr.strip().splitlines()[-1])
+        ours_image.append(stats["image_seconds"])
+        ours_first.append(stats["image_seconds"] + stats["prefill_seconds"])
+    theirs_image, theirs_first, positions = [], [], 0
+    for _ in range(rounds):
+        run = subprocess.run(
+            [os.path.join(llama, "build", "bin", "llama-mtmd-cli"), "-m",
+             text, "--mmproj", mmproj, "--image", image, "-p",
+             f"<__media__>\n{QUESTION}", "--chat-template", "vicuna",
+             "-n", "1", "--temp", "0", "-t", "2", "-c", "1024",
+             "-lv", "4"],  # llama_perf's lines are printed at level 4
+            capture_output=True, text=True, check=True)
+        encoded = re.search(r"mtmd batch encoding done in (\d+) ms",
+                            run.stderr)
+        evaluated = re.search(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) "
+                              r"tokens", run.stderr)
+        theirs_image.append(int(encoded.group(1)) / 1000)
+        theirs_first.append(float(evaluated.group(1)) / 1000)
+        positions = int(evaluated.group(2))
+    return (min(ours_image[1:]), min(ours_first[1:]), min(theirs_image),
+            min(theirs_first), positions)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--text-layers", type=int, default=4)
+    parser.add_argument("--llama-cpp", metavar="SRC",
+                        help="llama.cpp's source, llama-mtmd-cli built")
     args = parser.parse_args()
     import numpy as np
     os.makedirs(args.work, exist_ok=True)
@@ -124,6 +228,24 @@ def main():
                                 torch_first)):
         print(f"{name:28s}{ours:10.3f}{theirs:10.3f}"
               f"{theirs / ours:7.2f}x")
+    if args.llama_cpp:
+        from PIL import Image
+        image = os.path.join(args.work, "image.png")
+        Image.fromarray(np.random.default_rng(1).integers(
+            0, 256, (336, 336, 3), dtype=np.uint8)).save(image)
+        text, mmproj = gguf_files(directory, args.work, args.llama_cpp)
+        ours_image, ours_first, theirs_image, theirs_first, positions = \
+            gguf_times(text, mmproj, args.work, image, args.llama_cpp,
+                       args.rounds)
+        print(f"The same weights as GGUF files (text bf16, mmproj f16), "
+              f"a 336 px PNG, {positions} prompt positions")
+        print(f"{'':28s}{'tfmc':>10s}{'llama.cpp':>10s}{'ratio':>8s}")
+        for name, ours, theirs in (("image encoding (s)", ours_image,
+                                    theirs_image),
+                                   ("time to first token (s)", ours_first,
+                                    theirs_first)):
+            print(f"{name:28s}{ours:10.3f}{theirs:10.3f}"
+                  f"{theirs / ours:7.2f}x")
 
 
 if __name__ == "__main__":
