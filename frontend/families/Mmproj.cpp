@@ -222,8 +222,11 @@ llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
                 tensor.shape[1] == image.tower.intermediateSize &&
                 image.tower.hiddenSize != image.tower.intermediateSize);
   std::string source = llvm::sys::path::filename(path).str();
+  // The file's names by the folder's, for the builder's messages.
+  std::vector<std::pair<std::string, std::string>> fileNames;
   for (const GgufTensor &tensor : file->tensors()) {
     std::string name = llavaName(tensor.name, image.tower.prefix, fc1Up);
+    fileNames.push_back({name, tensor.name});
     if (name.empty())
       return makeError(path + ": tensor '" + tensor.name +
                        "' is not one of LLaVA 1.5's image side (v.* of its "
@@ -261,6 +264,24 @@ llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
   if (!imageToken)
     return imageToken.takeError();
   model.weights.keepMapped(file->releaseBuffer());
-  return addImageTokens(context, image, *imageToken, path, *preprocessing,
-                        model);
+  llvm::Error err =
+      addImageTokens(context, image, *imageToken, path, *preprocessing, model);
+  if (!err)
+    return err;
+  // "tensor 'vision_tower....q_proj.weight' has shape ..." names the
+  // file's tensor: "tensor 'v.blk.0.attn_q.weight' (LLaVA's '...')".
+  std::string message = llvm::toString(std::move(err));
+  for (const auto &[folderName, fileName] : fileNames) {
+    std::string quoted = "'" + folderName + "'";
+    size_t at = message.find(quoted);
+    if (at != std::string::npos) {
+      message.replace(at, quoted.size(),
+                      "'" + fileName + "' (LLaVA's " + quoted + ")");
+      return makeError(message);
+    }
+  }
+  // A tensor the file lacks: say how its names map.
+  return makeError(message + " (an mmproj file names the tower's tensors "
+                             "v.*, the projector's linear_1 mm.0 and "
+                             "linear_2 mm.2)");
 }

@@ -7,7 +7,9 @@
 // module built from it all. A model that loads then has every weight
 // decoded to f32, so that each accepted byte range and dtype is read.
 //
-//   gguf:     the input is model.gguf (llama.cpp's container)
+//   gguf:     the input is model.gguf (llama.cpp's container), and where
+//             it has a second part, the mmproj file beside it (tfmc
+//             --mmproj)
 //   llama2c:  the input is model.bin (a llama2.c checkpoint)
 //   hf:       config.json, model.safetensors, then any of a Hugging Face
 //             directory's other files as (name, content) parts; a PEFT
@@ -50,13 +52,19 @@ bool isOneOf(std::string_view name, const std::string_view (&names)[N]) {
   return std::find(std::begin(names), std::end(names), name) != std::end(names);
 }
 
-/// Writes the input's files; returns the model's path, and in `adapter`
-/// the adapter folder's where the input has adapter files.
-std::string writeModel(const uint8_t *data, size_t size, std::string &adapter) {
+/// Writes the input's files; returns the model's path, in `adapter` the
+/// adapter folder's where the input has adapter files, and in `mmproj`
+/// an mmproj file's where a GGUF input has a second part.
+std::string writeModel(const uint8_t *data, size_t size, std::string &adapter,
+                       std::string &mmproj) {
   std::string_view kind = TFM_FUZZ_MODEL;
   std::string_view bytes(reinterpret_cast<const char *>(data), size);
-  if (kind == "gguf")
-    return tfm_fuzz::writeFile("model.gguf", bytes);
+  if (kind == "gguf") {
+    std::vector<std::string_view> parts = tfm_fuzz::splitAllParts(data, size);
+    if (parts.size() >= 2)
+      mmproj = tfm_fuzz::writeFile("mmproj.gguf", parts[1]);
+    return tfm_fuzz::writeFile("model.gguf", parts[0]);
+  }
   if (kind == "llama2c")
     return tfm_fuzz::writeFile("model.bin", bytes);
   std::string folder =
@@ -87,14 +95,14 @@ std::string writeModel(const uint8_t *data, size_t size, std::string &adapter) {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  std::string adapter;
-  std::string path = writeModel(data, size, adapter);
+  std::string adapter, mmproj;
+  std::string path = writeModel(data, size, adapter, mmproj);
   MLIRContext context(MLIRContext::Threading::DISABLED);
   std::vector<tfm::LoraAdapterSpec> adapters;
   if (!adapter.empty())
     adapters.push_back({adapter, 0.5});
   llvm::Expected<tfm::LoadedModel> model =
-      tfm::loadModel(context, path, "", "", {}, adapters);
+      tfm::loadModel(context, path, "", "", {}, adapters, mmproj);
   if (!model) {
     tfm_fuzz::expectMessage(model.takeError());
     return 0;

@@ -36,7 +36,7 @@ does not), so that a test can compare within 1e-4.
 
     write_llava_gguf.py text OUT.gguf LLAVA_DIR TOKENIZER_BIN [--type T]
     write_llava_gguf.py mmproj OUT.gguf LLAVA_DIR [--use-f32 |
-        --f32-everywhere] [--set KEY=JSON]
+        --f32-everywhere] [--set KEY=JSON] [--drop T] [--reshape T=D0,D1]
 """
 import argparse
 import json
@@ -172,6 +172,12 @@ def mmproj(args):
             wanted = "F16"
         else:
             wanted = "F32" if args.use_f32 else "F16"
+        if target in args.drop:
+            continue
+        for rule in args.reshape:  # the same values, another shape
+            name, dims = rule.split("=")
+            if name == target:
+                shape = [int(d) for d in dims.split(",")]
         out.append((target, shape, wanted, write_gguf.encode(values, wanted)))
     write_gguf.write(args.out, metadata, out)
 
@@ -190,6 +196,11 @@ def main():
     m.add_argument("--use-f32", action="store_true")
     m.add_argument("--f32-everywhere", action="store_true")
     m.add_argument("--set", action="append", default=[], metavar="KEY=JSON")
+    m.add_argument("--drop", action="append", default=[], metavar="TENSOR",
+                   help="leave a tensor out (a malformed file)")
+    m.add_argument("--reshape", action="append", default=[],
+                   metavar="TENSOR=D0,D1", help="write a tensor's values "
+                   "under another shape of as many (a malformed file)")
     args = parser.parse_args()
     (text if args.kind == "text" else mmproj)(args)
 
