@@ -823,6 +823,16 @@ def write(path, metadata, tensors, breakage=None):
         f.write(body + b"".join(blobs))
 
 
+def apply_settings(metadata, settings):
+    """--set KEY=JSON: adds or replaces a key (JSON null removes it)."""
+    for setting in settings:
+        key, value = setting.split("=", 1)
+        if value == "null":
+            metadata.pop(key, None)
+        else:
+            metadata[key] = json.loads(value)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
@@ -879,12 +889,7 @@ def main():
         metadata.update(bert_from_files(args.bert_tokenizer))
     if args.gemma4_tokenizer:
         metadata.update(gemma4_from_files(args.gemma4_tokenizer))
-    for setting in args.set:
-        key, value = setting.split("=", 1)
-        if value == "null":
-            metadata.pop(key, None)
-        else:
-            metadata[key] = json.loads(value)
+    apply_settings(metadata, args.set)
 
     tensors = []
     for name, shape, values in weights:

@@ -275,17 +275,24 @@ TOOL_CONVERSATIONS = {
     "plain": {"messages": CONVERSATIONS["system-three-turns"], "variables": {}},
 }
 
-tool_cases = []
-for name in TOOL_TEMPLATES:
-    with open(os.path.join(HERE, "Inputs", "tool-templates", name + ".jinja")) as f:
-        compiled = compile_template(f.read())
-    for conversation_name, conversation in TOOL_CONVERSATIONS.items():
-        for add in (False, True):
-            case = {"template": name, "conversation": conversation_name,
-                    "add_generation_prompt": add}
-            case.update(render(compiled, conversation["messages"], add,
-                               conversation["variables"]))
-            tool_cases.append(case)
+def file_cases(folder, names, conversations):
+    """Each template of Inputs/FOLDER/NAME.jinja over each conversation
+    ({"messages", "variables"}), with and without the generation prompt."""
+    cases = []
+    for name in names:
+        with open(os.path.join(HERE, "Inputs", folder, name + ".jinja")) as f:
+            compiled = compile_template(f.read())
+        for conversation_name, conversation in conversations.items():
+            for add in (False, True):
+                case = {"template": name, "conversation": conversation_name,
+                        "add_generation_prompt": add}
+                case.update(render(compiled, conversation["messages"], add,
+                                   conversation["variables"]))
+                cases.append(case)
+    return cases
+
+
+tool_cases = file_cases("tool-templates", TOOL_TEMPLATES, TOOL_CONVERSATIONS)
 
 VISION_TEMPLATES = ["llava-hf-llava-1.5-7b-hf", "Qwen-Qwen2.5-VL-3B-Instruct",
                     "google-gemma-3-4b-it"]
@@ -304,16 +311,10 @@ VISION_CONVERSATIONS = {
     "text-only": [{"role": "user", "content": [{"type": "text", "text": "Hello there"}]}],
 }
 
-vision_cases = []
-for name in VISION_TEMPLATES:
-    with open(os.path.join(HERE, "Inputs", "vision-templates", name + ".jinja")) as f:
-        compiled = compile_template(f.read())
-    for conversation_name, messages in VISION_CONVERSATIONS.items():
-        for add in (False, True):
-            case = {"template": name, "conversation": conversation_name,
-                    "add_generation_prompt": add}
-            case.update(render(compiled, messages, add))
-            vision_cases.append(case)
+vision_cases = file_cases(
+    "vision-templates", VISION_TEMPLATES,
+    {name: {"messages": messages, "variables": {}}
+     for name, messages in VISION_CONVERSATIONS.items()})
 
 goldens = {
     "variables": {k: v for k, v in tokenizer.special_tokens_map.items()},

@@ -131,12 +131,7 @@ def mmproj(args):
         "clip.vision.image_std": CLIP_STD,
         "clip.use_gelu": vision.get("hidden_act", "quick_gelu") == "gelu",
     }
-    for setting in args.set:
-        key, value = setting.split("=", 1)
-        if value == "null":
-            metadata.pop(key, None)
-        else:
-            metadata[key] = json.loads(value)
+    write_gguf.apply_settings(metadata, args.set)
     tower = "vision_tower.vision_model."
     renames = [("embeddings.class_embedding", "v.class_embd"),
                ("embeddings.patch_embedding.weight", "v.patch_embd.weight"),
