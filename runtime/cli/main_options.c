@@ -64,7 +64,8 @@ void tfm_main_usage(FILE *out, const char *argv0) {
       "                         tfmc --lora-slots (SCALE: 1)\n"
       "  IMAGE... [--pixels FILE]  a vision-language model's images (LLaVA):\n"
       "                         one for each image placeholder (<image>) of\n"
-      "                         the prompt, in order\n"
+      "                         the prompt, in order; --image IMAGE is the\n"
+      "                         same as IMAGE after the flags\n"
       "  --weights FILE         weights side file (overrides the default)\n"
       "  --call NAME            run entry point @NAME (encode, embed, ...);\n"
       "                         the default for models that do not generate:\n"
@@ -193,6 +194,7 @@ static const struct {
     {"--batch", CALL},
     /* GENERATE: a vision-language model's image (main_vlm.c). */
     {"--pixels", GENERATE | SEQ2SEQ | CALL},
+    {"--image", GENERATE | CALL | SIMILARITY},
     {"--features", SEQ2SEQ | CALL},
     {"--preprocess", SEQ2SEQ | CALL},
     {"--truncate", CALL},
@@ -553,6 +555,19 @@ static option_outcome parse_real_option(const char *argv0, const char *arg,
 
 /* An option followed by its value; `capacity` bounds the lists (--text:
  * argc). */
+/* An input file (an image, or audio), given as --image FILE or after the
+ * flags, in order; 0 after reporting. */
+static int add_input_file(const char *argv0, const char *path, int capacity,
+                          tfm_main_options *o) {
+  if (!o->call.images &&
+      !(o->call.images = malloc(sizeof(char *) * (size_t)capacity))) {
+    fprintf(stderr, "%s: error: out of memory\n", argv0);
+    return 0;
+  }
+  o->call.images[o->call.image_count++] = path;
+  return 1;
+}
+
 static option_outcome parse_valued_option(const char *argv0, const char *arg,
                                           const char *value, int capacity,
                                           tfm_main_options *o) {
@@ -562,6 +577,9 @@ static option_outcome parse_valued_option(const char *argv0, const char *arg,
       o->rules_given |= kTextOptions[k].is_rule;
       return OPTION_TAKEN;
     }
+  if (!strcmp(arg, "--image"))
+    return add_input_file(argv0, value, capacity, o) ? OPTION_TAKEN
+                                                     : OPTION_BAD;
   if (!strcmp(arg, "--text")) {
     if (!o->texts && !(o->texts = malloc(sizeof(char *) * capacity))) {
       fprintf(stderr, "%s: error: out of memory\n", argv0);
@@ -640,11 +658,8 @@ tfm_main_options_result tfm_main_parse_options(int argc, char **argv,
     if (arg[0] != '-') {
       /* Image files (PNG, JPEG) for an image model, audio files for a
        * speech model. */
-      if (!o->call.images && !(o->call.images = malloc(sizeof(char *) * argc))) {
-        fprintf(stderr, "%s: error: out of memory\n", argv[0]);
+      if (!add_input_file(argv[0], arg, argc, o))
         return TFM_MAIN_OPTIONS_BAD;
-      }
-      o->call.images[o->call.image_count++] = arg;
       continue;
     }
     if (!strcmp(arg, "--help") || !strcmp(arg, "-h"))
