@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "serve/ImageInputs.h"
+#include "tfm/tfm_runtime.h"
 
 #include <gnutls/gnutls.h>
 
@@ -87,24 +88,18 @@ std::optional<tfm::serve::ApiError> tfm::serve::spliceImages(
     each.push_back(n);
     count += n;
   }
-  int64_t given = 0;
-  for (int32_t id : ids)
-    given += id == model.imageToken;
-  if (given == count)
-    return std::nullopt;
-  if (given != int64_t(images.size()))
-    return ApiError{400,
-                    "the prompt holds " + std::to_string(given) +
-                        " image placeholders for " +
-                        std::to_string(images.size()) + " images of " +
-                        std::to_string(count) +
-                        " rows: give one an image, or one a row",
-                    "messages", ""};
+  // One placeholder an image is widened to the image's rows.
+  tfm_status status;
+  int64_t length = 0;
   std::vector<int32_t> widened;
-  size_t image = 0;
-  for (int32_t id : ids)
-    widened.insert(widened.end(),
-                   id == model.imageToken ? size_t(each[image++]) : 1, id);
+  for (int pass = 0; pass < 2; ++pass) {
+    widened.resize(size_t(length));
+    if (tfm_widen_image_placeholders(model.imageToken, ids.data(),
+                                     int64_t(ids.size()), each.data(),
+                                     int64_t(each.size()), widened.data(),
+                                     length, &length, &status) != TFM_OK)
+      return ApiError{400, status.message, "messages", ""};
+  }
   ids = std::move(widened);
   return std::nullopt;
 }

@@ -1130,29 +1130,34 @@ class Model:
 
     def _widen_placeholders(self, ids, image_rows):
         """The prompt with one placeholder an image widened to its rows
-        (transformers 4.40's LLaVA prompts); one a row stays."""
+        (transformers 4.40's LLaVA prompts); one a row stays
+        (tfm_widen_image_placeholders)."""
         if "prefill_embeddings" not in self.description["entry_points"]:
             return ids
         token = self._desc.image_token
-        given = sum(1 for i in ids if i == token)
         if not image_rows:
+            given = sum(1 for i in ids if i == token)
             if given:
                 raise TfmcError(f"generate: the prompt holds {given} image "
                                 f"placeholders (token {token}) and no image "
                                 "is given (images=[...])")
             return ids
-        rows = sum(len(r) for r in image_rows)
-        if given == rows:
-            return ids
-        if given != len(image_rows):
-            raise TfmcError(f"generate: the prompt holds {given} image "
-                            f"placeholders (token {token}) for "
-                            f"{len(image_rows)} images of {rows} rows: give "
-                            "one an image, or one a row")
-        widened, images = [], iter(image_rows)
-        for i in ids:
-            widened.extend([i] * (len(next(images)) if i == token else 1))
-        return widened
+        prompt = (ctypes.c_int32 * max(len(ids), 1))(*ids)
+        rows = (ctypes.c_int64 * len(image_rows))(*(len(r) for r in image_rows))
+        length = ctypes.c_int64(0)
+        status = Status()
+        widened = (ctypes.c_int32 * 1)()
+        for room in (0, None):
+            if room is None:
+                room = length.value
+                widened = (ctypes.c_int32 * max(room, 1))()
+            code = self._library.tfm_widen_image_placeholders(
+                token, prompt, len(ids), rows, len(image_rows), widened,
+                room, ctypes.byref(length), ctypes.byref(status))
+            if code != 0:
+                raise TfmcError("generate: " +
+                                status.message.decode(errors="replace"))
+        return list(widened[:length.value])
 
     def load_lora(self, path, scale=1.0):
         """Loads a PEFT LoRA adapter folder (adapter_config.json and

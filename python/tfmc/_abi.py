@@ -312,6 +312,9 @@ def declare(library):
         "tfm_session_new": (ctypes.c_int, [p, ctypes.POINTER(p), status]),
         "tfm_session_add_image": (ctypes.c_int, [
             p, ctypes.POINTER(ctypes.c_float), i64, status]),
+        "tfm_widen_image_placeholders": (ctypes.c_int, [
+            i32, ctypes.POINTER(i32), i64, ctypes.POINTER(i64), i64,
+            ctypes.POINTER(i32), i64, ctypes.POINTER(i64), status]),
         "tfm_lora_load": (ctypes.c_int, [p, ctypes.c_char_p, ctypes.c_float,
                                          ctypes.POINTER(i32), status]),
         "tfm_lora_unload": (ctypes.c_int, [p, i32, status]),

@@ -82,43 +82,47 @@ int tfm_main_prompt_images(const char *argv0, tfm_model *model,
                            int32_t **ids, int64_t *n) {
   int images = call->image_count + (call->pixels != NULL);
   int32_t placeholder = tfm_model_get_desc(model)->image_token;
-  int64_t given = 0, rows = 0, each = 0;
+  int64_t given = 0;
   for (int64_t i = 0; i < *n; ++i)
     given += (*ids)[i] == placeholder;
-  char message[256];
+  if (!images && !given)
+    return 0;
   if (!images) {
-    if (!given)
-      return 0;
+    char message[256];
     snprintf(message, sizeof message,
              "the prompt holds %lld image placeholders (token %d) and no "
-             "image is given (image files after the flags, or --pixels)",
+             "image is given (image files after the flags, --image, or "
+             "--pixels)",
              (long long)given, placeholder);
     return tfm_main_fail(argv0, message);
   }
-  for (int i = 0; i < images; ++i) {
-    if (add_image(argv0, model, session, call, i, &each))
-      return 1;
-    rows += each;
-  }
-  if (given == rows)
-    return 0; /* every row's placeholder is there */
-  if (given != images) {
-    snprintf(message, sizeof message,
-             "the prompt holds %lld image placeholders (token %d) for %d "
-             "image%s of %lld rows: give one an image, or one a row",
-             (long long)given, placeholder, images, images == 1 ? "" : "s",
-             (long long)each);
-    return tfm_main_fail(argv0, message);
-  }
-  /* One placeholder an image: each widened to the image's rows. */
-  int64_t widened = *n - given + rows;
-  int32_t *out = malloc((size_t)widened * sizeof *out);
-  if (!out)
+  int64_t *rows = malloc((size_t)(images ? images : 1) * sizeof *rows);
+  if (!rows)
     return tfm_main_fail(argv0, "out of memory");
-  int64_t at = 0;
-  for (int64_t i = 0; i < *n; ++i)
-    for (int64_t r = 0; r < ((*ids)[i] == placeholder ? each : 1); ++r)
-      out[at++] = (*ids)[i];
+  for (int i = 0; i < images; ++i)
+    if (add_image(argv0, model, session, call, i, &rows[i])) {
+      free(rows);
+      return 1;
+    }
+  /* One placeholder an image is widened to the image's rows. */
+  tfm_status status;
+  int64_t widened = 0;
+  int32_t *out = NULL;
+  tfm_status_code code = tfm_widen_image_placeholders(
+      placeholder, *ids, *n, rows, images, NULL, 0, &widened, &status);
+  if (code == TFM_OK &&
+      !(out = malloc((size_t)(widened ? widened : 1) * sizeof *out))) {
+    free(rows);
+    return tfm_main_fail(argv0, "out of memory");
+  }
+  if (code == TFM_OK)
+    code = tfm_widen_image_placeholders(placeholder, *ids, *n, rows, images,
+                                        out, widened, &widened, &status);
+  free(rows);
+  if (code != TFM_OK) {
+    free(out);
+    return tfm_main_fail(argv0, status.message);
+  }
   free(*ids);
   *ids = out;
   *n = widened;

@@ -25,6 +25,52 @@ static int64_t row_width(const tfm_model *model) {
   return entry && entry->num_inputs > 0 ? entry->inputs[0].shape[1] : 0;
 }
 
+tfm_status_code tfm_widen_image_placeholders(int32_t placeholder,
+                                             const int32_t *ids, int64_t n,
+                                             const int64_t *rows,
+                                             int64_t images, int32_t *out,
+                                             int64_t capacity, int64_t *count,
+                                             tfm_status *status) {
+  if ((n && !ids) || (images && !rows) || (capacity && !out) || !count ||
+      n < 0 || images < 0 || capacity < 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_widen_image_placeholders: NULL or negative "
+                    "argument");
+  int64_t given = 0, total = 0;
+  for (int64_t i = 0; i < n; ++i)
+    given += placeholder >= 0 && ids[i] == placeholder;
+  for (int64_t i = 0; i < images; ++i) {
+    if (rows[i] <= 0)
+      return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                      "tfm_widen_image_placeholders: image %lld has %lld "
+                      "rows",
+                      (long long)i, (long long)rows[i]);
+    total += rows[i];
+  }
+  if (given && !images)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "the prompt holds %lld image placeholders (token %d) "
+                    "and no image is given",
+                    (long long)given, placeholder);
+  int widen = given != total;
+  if (widen && given != images)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "the prompt holds %lld image placeholders (token %d) for "
+                    "%lld image%s of %lld rows: give one an image, or one a "
+                    "row",
+                    (long long)given, placeholder, (long long)images,
+                    images == 1 ? "" : "s", (long long)total);
+  int64_t at = 0, image = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t copies = widen && ids[i] == placeholder ? rows[image++] : 1;
+    for (int64_t r = 0; r < copies; ++r, ++at)
+      if (at < capacity)
+        out[at] = ids[i];
+  }
+  *count = at;
+  return tfm_ok(status);
+}
+
 tfm_status_code tfm_session_add_image(tfm_session *s, const float *rows,
                                       int64_t count, tfm_status *status) {
   if (!s || !rows)

@@ -224,6 +224,21 @@ tfm_status_code tfm_decode(tfm_session *session, int32_t token, float *logits,
  * images: one call each, in the prompt's order. */
 tfm_status_code tfm_session_add_image(tfm_session *session, const float *rows,
                                       int64_t count, tfm_status *status);
+/* A prompt's placeholders (`placeholder`: desc->image_token) matched to
+ * its images,
+ * whose @encode_image rows are `rows[0..images)` in number: a prompt with
+ * one placeholder a row is as given; one with one placeholder an image
+ * (transformers 4.40's LLaVA prompts) has each widened to its image's
+ * rows. Writes the prompt to `out` (at most `capacity` ids; `*count` is
+ * its length, also past the capacity: call again with room). Counts that
+ * match neither way are TFM_ERROR_INVALID_ARGUMENT, naming them; so are
+ * placeholders with no image. */
+tfm_status_code tfm_widen_image_placeholders(int32_t placeholder,
+                                             const int32_t *ids, int64_t n,
+                                             const int64_t *rows,
+                                             int64_t images, int32_t *out,
+                                             int64_t capacity, int64_t *count,
+                                             tfm_status *status);
 /* Appends `tokens[0..n)` in one call of the model's @verify (tfmc
  * --speculative) and writes every one's logits to `logits` ([n, vocab]):
  * a speculative step's drafted tokens checked at once. Rejected ones are
