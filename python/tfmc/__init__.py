@@ -220,10 +220,11 @@ def _tfmc_path():
 
 def compile(model, output, weights_dtype=None, kv_dtype=None, target=None,
             emit="lib", args=(), progress=True, lora=(), lora_slots=0,
-            lora_rank=None, compute_dtype=None):
+            lora_rank=None, compute_dtype=None, mmproj=None):
     """Runs tfmc on `model` (a model folder, GGUF file, .mlir, ...) writing
     `output` (a shared library by default). `compute_dtype`: what the GEMMs
-    multiply in, "bf16", "int8" or "f32" (tfmc --compute-dtype). `lora`: PEFT LoRA adapter
+    multiply in, "bf16", "int8" or "f32" (tfmc --compute-dtype). `mmproj`:
+    llama.cpp's mmproj file, a GGUF model's image side (tfmc --mmproj). `lora`: PEFT LoRA adapter
     folders (or GGUF LoRA files, for a GGUF model) merged into a decoder's
     weights (tfmc --lora), each a path or a (path, scale) pair; one path
     alone may be given bare. `lora_slots` > 0: slots for adapters loaded at
@@ -245,6 +246,8 @@ def compile(model, output, weights_dtype=None, kv_dtype=None, target=None,
         command.append("--kv-dtype=" + kv_dtype)
     if compute_dtype:
         command.append("--compute-dtype=" + compute_dtype)
+    if mmproj:
+        command.append("--mmproj=" + str(mmproj))
     if target:
         command.append("--target=" + target)
     if not progress:
