@@ -204,6 +204,18 @@ llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
     return makeError(path + ": clip.has_vision_encoder is false: the file "
                             "has no image tower");
 
+  // LLaVA-NeXT's files say how images are tiled; tfmc has no tiling yet.
+  llvm::Expected<std::optional<llvm::StringRef>> merge =
+      file->optionalString("clip.vision.mm_patch_merge_type");
+  if (!merge)
+    return merge.takeError();
+  if (file->lookup("clip.vision.image_grid_pinpoints") ||
+      merge->value_or("flat") != "flat")
+    return makeError(path + ": the file tiles images at any resolution "
+                            "(clip.vision.image_grid_pinpoints, "
+                            "mm_patch_merge_type): LLaVA-NeXT's, which tfmc "
+                            "does not read yet (LLaVA 1.5's is one tile)");
+
   ImageTokensSpec image;
   if (llvm::Error err = readTower(*file, image))
     return err;
