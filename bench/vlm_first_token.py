@@ -96,23 +96,29 @@ def torch_times(directory, pixels, rounds):
     return min(image), min(first)
 
 
-def tfmc_times(directory, work, pixels_path, rounds):
-    exe = os.path.join(work, "llava")
+def run_tfmc(exe, compile_args, run_args, rounds):
+    """Compiles `exe` (tfmc COMPILE_ARGS) unless it exists, then runs it
+    with RUN_ARGS, -n 1 --stats: the best image_seconds and image_seconds +
+    prefill_seconds of the rounds after a first that maps the weights in."""
     if not os.path.exists(exe):
-        subprocess.run([os.path.join(ROOT, "build", "bin", "tfmc"), "-q",
-                        directory, "--max-context", "1024", "-o", exe],
+        subprocess.run([os.path.join(ROOT, "build", "bin", "tfmc"), "-q"] +
+                       compile_args + ["--max-context", "1024", "-o", exe],
                        check=True)
-    tokens = " ".join(str(t) for t in prompt_ids())
     image, first = [], []
-    for _ in range(rounds + 1):  # the first maps the weights in
-        run = subprocess.run([exe, "--tokens", tokens, "--pixels",
-                              pixels_path, "-n", "1", "--print-ids",
-                              "--stats"], capture_output=True, text=True,
-                             check=True)
+    for _ in range(rounds + 1):
+        run = subprocess.run([exe] + run_args + ["-n", "1", "--stats"],
+                             capture_output=True, text=True, check=True)
         stats = json.loads(run.stderr.strip().splitlines()[-1])
         image.append(stats["image_seconds"])
         first.append(stats["image_seconds"] + stats["prefill_seconds"])
     return min(image[1:]), min(first[1:])
+
+
+def tfmc_times(directory, work, pixels_path, rounds):
+    tokens = " ".join(str(t) for t in prompt_ids())
+    return run_tfmc(os.path.join(work, "llava"), [directory],
+                    ["--tokens", tokens, "--pixels", pixels_path,
+                     "--print-ids"], rounds)
 
 
 QUESTION = ("What is in this picture? Tell me about the colors, the "
@@ -164,22 +170,12 @@ def gguf_files(directory, work, llama):
 def gguf_times(text, mmproj, work, image, llama, rounds):
     """(tfmc image, tfmc first token, llama.cpp image, llama.cpp first
     token, prompt positions) on the GGUF pair."""
-    exe = os.path.join(work, "llava-gguf")
-    if not os.path.exists(exe):
-        subprocess.run([os.path.join(ROOT, "build", "bin", "tfmc"), "-q",
-                        text, "--mmproj", mmproj, "--max-context", "1024",
-                        "-o", exe], check=True)
     prompt = os.path.join(work, "question.txt")
     with open(prompt, "w") as f:
         f.write(f"USER: <image>\n{QUESTION}\nASSISTANT:")
-    ours_image, ours_first = [], []
-    for _ in range(rounds + 1):  # the first maps the weights in
-        run = subprocess.run([exe, "--prompt-file", prompt, image, "-n", "1",
-                              "--stats"], capture_output=True, text=True,
-                             check=True)
-        stats = json.loads(run.stderr.strip().splitlines()[-1])
-        ours_image.append(stats["image_seconds"])
-        ours_first.append(stats["image_seconds"] + stats["prefill_seconds"])
+    ours_image, ours_first = run_tfmc(
+        os.path.join(work, "llava-gguf"), [text, "--mmproj", mmproj],
+        ["--prompt-file", prompt, image], rounds)
     theirs_image, theirs_first, positions = [], [], 0
     for _ in range(rounds):
         run = subprocess.run(
@@ -196,8 +192,8 @@ def gguf_times(text, mmproj, work, image, llama, rounds):
         theirs_image.append(int(encoded.group(1)) / 1000)
         theirs_first.append(float(evaluated.group(1)) / 1000)
         positions = int(evaluated.group(2))
-    return (min(ours_image[1:]), min(ours_first[1:]), min(theirs_image),
-            min(theirs_first), positions)
+    return (ours_image, ours_first, min(theirs_image), min(theirs_first),
+            positions)
 
 
 def main():
