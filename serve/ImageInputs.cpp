@@ -91,15 +91,13 @@ std::optional<tfm::serve::ApiError> tfm::serve::spliceImages(
   // One placeholder an image is widened to the image's rows.
   tfm_status status;
   int64_t length = 0;
-  std::vector<int32_t> widened;
-  for (int pass = 0; pass < 2; ++pass) {
-    widened.resize(size_t(length));
-    if (tfm_widen_image_placeholders(model.imageToken, ids.data(),
-                                     int64_t(ids.size()), each.data(),
-                                     int64_t(each.size()), widened.data(),
-                                     length, &length, &status) != TFM_OK)
-      return ApiError{400, status.message, "messages", ""};
-  }
+  std::vector<int32_t> widened(ids.size() + size_t(count));
+  if (tfm_widen_image_placeholders(
+          model.imageToken, ids.data(), int64_t(ids.size()), each.data(),
+          int64_t(each.size()), widened.data(), int64_t(widened.size()),
+          &length, &status) != TFM_OK)
+    return ApiError{400, status.message, "messages", ""};
+  widened.resize(size_t(length));
   ids = std::move(widened);
   return std::nullopt;
 }

@@ -1147,19 +1147,15 @@ class Model:
             return ids
         prompt = (ctypes.c_int32 * max(len(ids), 1))(*ids)
         rows = (ctypes.c_int64 * len(image_rows))(*(len(r) for r in image_rows))
+        room = len(ids) + sum(rows)
+        widened = (ctypes.c_int32 * room)()
         length = ctypes.c_int64(0)
         status = Status()
-        widened = (ctypes.c_int32 * 1)()
-        for room in (0, None):
-            if room is None:
-                room = length.value
-                widened = (ctypes.c_int32 * max(room, 1))()
-            code = self._library.tfm_widen_image_placeholders(
+        if self._library.tfm_widen_image_placeholders(
                 token, prompt, len(ids), rows, len(image_rows), widened,
-                room, ctypes.byref(length), ctypes.byref(status))
-            if code != 0:
-                raise TfmcError("generate: " +
-                                status.message.decode(errors="replace"))
+                room, ctypes.byref(length), ctypes.byref(status)) != 0:
+            raise TfmcError("generate: " +
+                            status.message.decode(errors="replace"))
         return list(widened[:length.value])
 
     def load_lora(self, path, scale=1.0):

@@ -96,28 +96,27 @@ int tfm_main_prompt_images(const char *argv0, tfm_model *model,
              (long long)given, placeholder);
     return tfm_main_fail(argv0, message);
   }
-  int64_t *rows = malloc((size_t)(images ? images : 1) * sizeof *rows);
+  int64_t *rows = malloc((size_t)images * sizeof *rows);
   if (!rows)
     return tfm_main_fail(argv0, "out of memory");
-  for (int i = 0; i < images; ++i)
+  int64_t room = *n;
+  for (int i = 0; i < images; ++i) {
     if (add_image(argv0, model, session, call, i, &rows[i])) {
       free(rows);
       return 1;
     }
+    room += rows[i];
+  }
   /* One placeholder an image is widened to the image's rows. */
-  tfm_status status;
-  int64_t widened = 0;
-  int32_t *out = NULL;
-  tfm_status_code code = tfm_widen_image_placeholders(
-      placeholder, *ids, *n, rows, images, NULL, 0, &widened, &status);
-  if (code == TFM_OK &&
-      !(out = malloc((size_t)(widened ? widened : 1) * sizeof *out))) {
+  int32_t *out = malloc((size_t)room * sizeof *out);
+  if (!out) {
     free(rows);
     return tfm_main_fail(argv0, "out of memory");
   }
-  if (code == TFM_OK)
-    code = tfm_widen_image_placeholders(placeholder, *ids, *n, rows, images,
-                                        out, widened, &widened, &status);
+  tfm_status status;
+  int64_t widened = 0;
+  tfm_status_code code = tfm_widen_image_placeholders(
+      placeholder, *ids, *n, rows, images, out, room, &widened, &status);
   free(rows);
   if (code != TFM_OK) {
     free(out);

@@ -230,7 +230,8 @@ tfm_status_code tfm_session_add_image(tfm_session *session, const float *rows,
  * one placeholder a row is as given; one with one placeholder an image
  * (transformers 4.40's LLaVA prompts) has each widened to its image's
  * rows. Writes the prompt to `out` (at most `capacity` ids; `*count` is
- * its length, also past the capacity: call again with room). Counts that
+ * its length, also past the capacity; n plus the images' rows always
+ * suffice). Counts that
  * match neither way are TFM_ERROR_INVALID_ARGUMENT, naming them; so are
  * placeholders with no image. */
 tfm_status_code tfm_widen_image_placeholders(int32_t placeholder,
