@@ -801,6 +801,9 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
       p.std[c] = image.getStd()[c];
     }
     description.imagePreprocessing = p;
+    if (DenseI64ArrayAttr pinpoints = image.getGridPinpoints())
+      description.imageGridPinpoints.assign(pinpoints.asArrayRef().begin(),
+                                            pinpoints.asArrayRef().end());
   }
   if (AudioPreprocessingAttr audio = model.getAudio())
     description.audioPreprocessing = tfm_audio_preprocessing{

@@ -504,8 +504,8 @@ loadDecoderFolder(MLIRContext &context, llvm::StringRef directory,
                      adapters);
 }
 
-/// LLaVA (Llava.h): its text model read as a decoder of the text
-/// config's family, then the image side added.
+/// LLaVA and LLaVA-NeXT (Llava.h): the text model read as a decoder of
+/// the text config's family, then the image side added.
 llvm::Expected<LoadedModel> loadLlava(MLIRContext &context,
                                       llvm::StringRef directory,
                                       llvm::StringRef, ConfigReader &config) {
@@ -529,7 +529,7 @@ llvm::Expected<LoadedModel> loadLlava(MLIRContext &context,
   if (llvm::Error err =
           addLlavaImageTokens(context, llava, directory, checkpoint, *model))
     return std::move(err);
-  model->family = "llava";
+  model->family = config.string("model_type", "llava");
   return model;
 }
 

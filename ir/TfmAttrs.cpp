@@ -95,7 +95,8 @@ LogicalResult ImagePreprocessingAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, int64_t resizeHeight,
     int64_t resizeWidth, int64_t shortestEdge, int32_t resample,
     int64_t cropHeight, int64_t cropWidth, FloatAttr rescale, bool normalize,
-    DenseF32ArrayAttr mean, DenseF32ArrayAttr std) {
+    DenseF32ArrayAttr mean, DenseF32ArrayAttr std,
+    DenseI64ArrayAttr gridPinpoints) {
   if (resizeHeight < 0 || resizeWidth < 0 || shortestEdge < 0 ||
       cropHeight < 0 || cropWidth < 0)
     return emitError() << "expected non-negative sizes";
@@ -113,6 +114,19 @@ LogicalResult ImagePreprocessingAttr::verify(
     return emitError() << "expected three means and three deviations (RGB)";
   if (llvm::any_of(std.asArrayRef(), [](float s) { return !(s > 0); }))
     return emitError() << "expected positive deviations";
+  if (!gridPinpoints)
+    return success();
+  llvm::ArrayRef<int64_t> sizes = gridPinpoints.asArrayRef();
+  if (sizes.empty() || sizes.size() % 2)
+    return emitError() << "expected grid pinpoints as height, width pairs";
+  if (cropHeight <= 0 || cropHeight != cropWidth || shortestEdge <= 0)
+    return emitError() << "expected a square crop and a shortest edge with "
+                          "grid pinpoints";
+  if (llvm::any_of(
+          sizes, [&](int64_t size) { return size <= 0 || size % cropHeight; }))
+    return emitError() << "expected grid pinpoints that are multiples of "
+                          "the crop, "
+                       << cropHeight;
   return success();
 }
 

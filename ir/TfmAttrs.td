@@ -99,6 +99,13 @@ def Tfm_ImagePreprocessingAttr : AttrDef<Tfm_Dialect, "ImagePreprocessing"> {
     per channel. The runtime's tfm_image_load does this (Pillow's
     arithmetic, exactly).
 
+    `grid_pinpoints` (LLaVA-NeXT's `image_grid_pinpoints`, height and width
+    pairs, each a multiple of the crop) makes an image several crops: the
+    whole image squashed to `shortest_edge` square, then the image resized
+    into the pinpoint that fits it best, padded centred and cut into
+    crop-sized tiles, each preprocessed as above (the runtime's
+    tfm_image_tiles).
+
     ```mlir
     #tfm.image_preprocessing<resize_height = 224, resize_width = 224,
         resample = 2, rescale = 0.0039215686274509803 : f64, normalize = true,
@@ -115,7 +122,8 @@ def Tfm_ImagePreprocessingAttr : AttrDef<Tfm_Dialect, "ImagePreprocessing"> {
     "FloatAttr":$rescale, // f64: the factor of the 0-255 values (0: none)
     DefaultValuedParameter<"bool", "false">:$normalize,
     "DenseF32ArrayAttr":$mean,
-    "DenseF32ArrayAttr":$std
+    "DenseF32ArrayAttr":$std,
+    OptionalParameter<"DenseI64ArrayAttr", "any-resolution tiles' sizes">:$grid_pinpoints
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -394,35 +394,23 @@ std::string sseEvent(const json &data) {
 
 namespace {
 
-/// A vision-language model's images in chats (ImageInputs.h): each file
-/// decoded and preprocessed as the model's processor does, then its rows
-/// from @encode_image. The call runs beside the engine's steps (the
-/// runtime's pool takes one job at a time).
+/// A vision-language model's images in chats (ImageInputs.h): each file's
+/// rows as tfm_image_tokens makes them (decoded, preprocessed or tiled as
+/// the model's processor does, through @encode_image). The call runs
+/// beside the engine's steps (the runtime's pool takes one job at a time).
 void acceptImages(tfm_model *model, ServedModel &served) {
-  const tfm_entry_point *encode = tfm_model_entry_point(model, "encode_image");
-  if (!encode || !tfm_model_entry_point(model, "prefill_batch_embeddings"))
+  if (!tfm_model_entry_point(model, "encode_image") ||
+      !tfm_model_entry_point(model, "prefill_batch_embeddings"))
     return;
   served.imageToken = served.desc->image_token;
-  served.encodeImage = [model, encode](const std::string &file,
-                                       std::vector<float> &rows,
-                                       int64_t &count) -> std::string {
-    const tfm_tensor_desc &input = encode->inputs[0];
-    tfm_tensor in = {};
-    in.dtype = TFM_DTYPE_F32;
-    in.rank = input.rank;
-    int64_t size = 1;
-    for (int32_t d = 0; d < input.rank; ++d)
-      size *= in.shape[d] = input.shape[d];
-    std::vector<float> pixels(static_cast<size_t>(size));
-    in.data = pixels.data();
-    tfm_status status;
-    if (tfm_image_load_memory(
-            model, reinterpret_cast<const uint8_t *>(file.data()), file.size(),
-            pixels.data(), size, &status) != TFM_OK)
-      return status.message;
+  served.encodeImage = [model](const std::string &file,
+                               std::vector<float> &rows,
+                               int64_t &count) -> std::string {
     tfm_tensor out = {};
-    if (tfm_model_call(model, "encode_image", &in, 1, nullptr, &out, 1,
-                       &status) != TFM_OK)
+    tfm_status status;
+    if (tfm_image_tokens_memory(model,
+                                reinterpret_cast<const uint8_t *>(file.data()),
+                                file.size(), &out, &status) != TFM_OK)
       return status.message;
     const float *data = static_cast<const float *>(out.data);
     count = out.shape[0];

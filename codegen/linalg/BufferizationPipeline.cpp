@@ -3,6 +3,7 @@
 #include "codegen/linalg/BufferizationPipeline.h"
 #include "codegen/linalg/Passes.h"
 
+#include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -25,5 +26,9 @@ void mlir::tfm::buildBufferizationPipeline(OpPassManager &pm) {
       bufferization::createBufferLoopHoistingPass());
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  // An output the function does not own (a weight returned as it is:
+  // LLaVA-NeXT's image_newline) is cloned by deallocation, a buffer the
+  // caller releases: an allocation and a copy.
+  pm.addPass(createConvertBufferizationToMemRefPass());
 }
 

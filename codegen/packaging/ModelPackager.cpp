@@ -378,6 +378,13 @@ void writeInputStatics(llvm::raw_ostream &os, const ModelDescription &model) {
         text += (c ? ", " : "") + llvm::formatv("{0:e9}f", values[c]).str();
       return text;
     };
+    const std::vector<int64_t> &pinpoints = model.imageGridPinpoints;
+    if (!pinpoints.empty()) {
+      os << "static const int64_t tfm_image_pinpoints[] = {";
+      for (size_t i = 0; i < pinpoints.size(); ++i)
+        os << (i ? ", " : "") << pinpoints[i];
+      os << "};\n";
+    }
     os << "static const tfm_image_preprocessing tfm_image = {\n"
        << "    .resize_height = " << image->resize_height
        << ", .resize_width = " << image->resize_width
@@ -388,7 +395,10 @@ void writeInputStatics(llvm::raw_ostream &os, const ModelDescription &model) {
        << "    .rescale = " << llvm::formatv("{0:e17}", image->rescale)
        << ", .normalize = " << image->normalize << ",\n"
        << "    .mean = {" << floats(image->mean) << "}, .std = {"
-       << floats(image->std) << "}};\n";
+       << floats(image->std) << "},\n"
+       << "    .num_grid_pinpoints = " << pinpoints.size() / 2
+       << ", .grid_pinpoints = "
+       << (pinpoints.empty() ? "0" : "tfm_image_pinpoints") << "};\n";
   }
   if (const std::optional<tfm_audio_preprocessing> &audio =
           model.audioPreprocessing)
@@ -832,12 +842,12 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
       bool media = model.imagePreprocessing || model.audioPreprocessing ||
                    model.waveform || model.diffusion;
       if (media)
-        args.append({"-Wl,--undefined=tfm_image_load",
-                     "-Wl,--undefined=tfm_audio_load",
-                     "-Wl,--undefined=tfm_audio_read",
-                     "-Wl,--undefined=tfm_image_write_png",
-                     "-Wl,--undefined=tfm_image_read",
-                     options.runtimeMediaLibrary});
+        args.append(
+            {"-Wl,--undefined=tfm_image_load",
+             "-Wl,--undefined=tfm_image_tokens",
+             "-Wl,--undefined=tfm_audio_load", "-Wl,--undefined=tfm_audio_read",
+             "-Wl,--undefined=tfm_image_write_png",
+             "-Wl,--undefined=tfm_image_read", options.runtimeMediaLibrary});
       // A model split over ranks: libtfmrt_mpi, which the core refers to
       // weakly (runtime/core/ranks.h), and MPI.
       if (model.ranks > 1)

@@ -108,6 +108,9 @@ struct ModelDescription {
   std::vector<std::string> labels;
   /// An image model's preprocessing (tfm_image_load).
   std::optional<tfm_image_preprocessing> imagePreprocessing;
+  /// Its grid pinpoints (height, width pairs; LLaVA-NeXT's tiles), which
+  /// the struct points at once written.
+  std::vector<int64_t> imageGridPinpoints;
   /// A speech model's preprocessing (tfm_audio_load).
   std::optional<tfm_audio_preprocessing> audioPreprocessing;
   /// A waveform speech model's input and CTC decoding (tfm_transcribe).

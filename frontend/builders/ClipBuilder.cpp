@@ -85,6 +85,10 @@ private:
   /// func @name(input) -> result, its body from `body`.
   void entryPoint(llvm::StringRef name, Type input, InputRole role,
                   OutputRole output, llvm::function_ref<Value(Value)> body);
+  /// func @name(input) -> results, one role each.
+  void entryPoint(llvm::StringRef name, Type input, InputRole role,
+                  llvm::ArrayRef<OutputRole> outputs,
+                  llvm::function_ref<SmallVector<Value>(Value)> body);
 
   const ClipSpec &spec;
 };
@@ -315,19 +319,28 @@ Value ClipIRBuilder::imageTokens(const ImageTokensSpec &tokens, Value pixels) {
 void ClipIRBuilder::entryPoint(llvm::StringRef name, Type input, InputRole role,
                                OutputRole output,
                                llvm::function_ref<Value(Value)> body) {
+  entryPoint(name, input, role, {output},
+             [&](Value in) { return SmallVector<Value>{body(in)}; });
+}
+
+void ClipIRBuilder::entryPoint(
+    llvm::StringRef name, Type input, InputRole role,
+    llvm::ArrayRef<OutputRole> outputs,
+    llvm::function_ref<SmallVector<Value>(Value)> body) {
   MLIRContext *ctx = b.getContext();
   OpBuilder::InsertionGuard guard(b);
-  // The result type is known once the body is built: start with none.
+  // The result types are known once the body is built: start with none.
   auto function = func::FuncOp::create(b, named(name), name,
                                        b.getFunctionType({input}, {}));
   function.setArgAttr(0, kInputArgAttrName, InputRoleAttr::get(ctx, role));
   Block *entry = function.addEntryBlock();
   b.setInsertionPointToStart(entry);
-  Value result = body(entry->getArgument(0));
-  func::ReturnOp::create(b, named(name), result);
-  function.setType(b.getFunctionType({input}, {result.getType()}));
-  function.setResultAttr(0, kOutputResultAttrName,
-                         OutputRoleAttr::get(ctx, output));
+  SmallVector<Value> results = body(entry->getArgument(0));
+  func::ReturnOp::create(b, named(name), results);
+  function.setType(b.getFunctionType({input}, ValueRange(results).getTypes()));
+  for (auto [i, output] : llvm::enumerate(outputs))
+    function.setResultAttr(i, kOutputResultAttrName,
+                           OutputRoleAttr::get(ctx, output));
 }
 
 OwningOpRef<ModuleOp>
@@ -337,9 +350,21 @@ ClipIRBuilder::buildImageTokens(const ImageTokensSpec &tokens) {
   const ClipImageSpec &image = tokens.tower;
   auto pixels = RankedTensorType::get(
       {image.channels, image.imageSize, image.imageSize}, b.getF32Type());
+  if (tokens.newline.empty()) {
+    entryPoint("encode_image", pixels, InputRole::features,
+               OutputRole::hidden_states,
+               [&](Value in) { return imageTokens(tokens, in); });
+    return module;
+  }
+  // LLaVA-NeXT's newline row beside a tile's rows: the runtime lays the
+  // tiles out with it (tfm_image_tokens).
   entryPoint("encode_image", pixels, InputRole::features,
-             OutputRole::hidden_states,
-             [&](Value in) { return imageTokens(tokens, in); });
+             {OutputRole::hidden_states, OutputRole::embedding}, [&](Value in) {
+               Value rows = imageTokens(tokens, in);
+               Value newline =
+                   declarations.read(b, tokens.newline, {tokens.textHidden});
+               return SmallVector<Value>{rows, newline};
+             });
   return module;
 }
 

@@ -79,6 +79,9 @@ struct ImageTokensSpec {
   std::string projector; // "multi_modal_projector."
   int64_t textHidden = 0;
   ActivationKind activation = ActivationKind::gelu;
+  /// A [textHidden] tensor @encode_image returns beside the rows
+  /// (LLaVA-NeXT's image_newline), or empty.
+  std::string newline;
   int64_t rows() const { return tower.patches() + (keepClassToken ? 1 : 0); }
 };
 
@@ -91,8 +94,8 @@ buildClip(mlir::MLIRContext &context, const ClipSpec &spec,
           llvm::function_ref<bool(llvm::StringRef)> isIgnoredWeight);
 
 /// @encode_image(pixels [C, H, W]) -> the image's tokens [rows,
-/// textHidden]; tensors the module does not read are refused unless
-/// `isIgnoredWeight`.
+/// textHidden] (and the `newline` tensor, where the spec names one);
+/// tensors the module does not read are refused unless `isIgnoredWeight`.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildImageTokens(mlir::MLIRContext &context, const ImageTokensSpec &spec,
                  const WeightStore &weights, llvm::StringRef checkpoint,

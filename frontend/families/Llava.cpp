@@ -9,6 +9,12 @@
 // rows (4.40 widens one placeholder; later processors write them all), the
 // positions counting on through them.
 //
+// LLaVA-NeXT (llava_next, modeling_llava_next.py) runs the same tower and
+// projector on each of an image's tiles (image_grid_pinpoints), and lays
+// their rows out with its image_newline row; the runtime does both
+// (tfm_image_tiles, tfm_image_tokens): @encode_image stays one tile's,
+// and returns image_newline beside the rows.
+//
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/Llava.h"
@@ -16,10 +22,12 @@
 #include "frontend/families/FamilyTable.h"
 #include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/ImagePreprocessor.h"
+#include "frontend/formats/JsonFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Path.h"
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -76,7 +84,70 @@ const LlavaTextModel kLlavaTextModels[] = {
 };
 
 /// Every LLaVA family, in the order messages list them.
-const llvm::StringLiteral kLlavaFamilies[] = {"llava"};
+const llvm::StringLiteral kLlavaFamilies[] = {"llava", "llava_next"};
+
+/// LLaVA-NeXT's image_grid_pinpoints: [[height, width], ...], each a
+/// multiple of the vision tower's image size (the tiles' grid is the
+/// pinpoint over it, as get_anyres_image_grid_shape divides).
+void readGridPinpoints(ConfigReader &config, int64_t tileSize,
+                       std::vector<int64_t> &pinpoints) {
+  const llvm::json::Array *list = config.raw().getArray("image_grid_pinpoints");
+  if (!list || list->empty()) {
+    config.fail("image_grid_pinpoints must be a list of [height, width] "
+                "pairs (LLaVA-NeXT's tile sizes)");
+    return;
+  }
+  for (const llvm::json::Value &pair : *list) {
+    const llvm::json::Array *sizes = pair.getAsArray();
+    std::optional<int64_t> height, width;
+    if (sizes && sizes->size() == 2) {
+      height = (*sizes)[0].getAsInteger();
+      width = (*sizes)[1].getAsInteger();
+    }
+    if (!height || !width || *height <= 0 || *width <= 0 ||
+        *height % tileSize || *width % tileSize) {
+      std::string text;
+      llvm::raw_string_ostream(text) << pair;
+      config.fail("image_grid_pinpoints: " + text +
+                  " is not a [height, width] pair of multiples of the "
+                  "vision tower's image_size " +
+                  llvm::Twine(tileSize));
+      return;
+    }
+    pinpoints.push_back(*height);
+    pinpoints.push_back(*width);
+  }
+}
+
+/// LLaVA-NeXT's preprocessing: the processor's steps for each tile, the
+/// config's pinpoints (which its processor's must equal: the model lays
+/// out the tiles the processor cuts).
+llvm::Expected<ImagePreprocessingAttr>
+tileImages(MLIRContext &context, llvm::StringRef directory,
+           ImagePreprocessingAttr preprocessing,
+           llvm::ArrayRef<int64_t> pinpoints) {
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, "preprocessor_config.json");
+  if (!preprocessing)
+    return makeError(path + ": not found; LLaVA-NeXT's images are tiled "
+                            "as its processor says");
+  llvm::Expected<llvm::json::Object> file = readJsonObjectFile(path);
+  if (!file)
+    return file.takeError();
+  if (const llvm::json::Value *given = file->get("image_grid_pinpoints")) {
+    std::vector<int64_t> flat;
+    if (const llvm::json::Array *list = given->getAsArray())
+      for (const llvm::json::Value &pair : *list)
+        if (const llvm::json::Array *sizes = pair.getAsArray())
+          for (const llvm::json::Value &size : *sizes)
+            flat.push_back(size.getAsInteger().value_or(-1));
+    if (llvm::ArrayRef<int64_t>(flat) != pinpoints)
+      return makeError(path + ": image_grid_pinpoints differ from "
+                              "config.json's, by which the model lays out "
+                              "the tiles");
+  }
+  return withGridPinpoints(preprocessing, path, pinpoints);
+}
 
 } // namespace
 
@@ -104,10 +175,11 @@ void mlir::tfm::readLlavaConfig(ConfigReader &config, LlavaSpec &spec) {
                 ")");
     return;
   }
+  // A null field is the class's None (llava-v1.6-mistral's sliding_window:
+  // none), not its default.
   spec.textConfig = textModel->defaults();
   for (const auto &[key, value] : given)
-    if (value.kind() != llvm::json::Value::Null)
-      spec.textConfig[key] = value;
+    spec.textConfig[key] = value;
 
   // vision_config: a CLIP vision tower under vision_tower.vision_model..
   const llvm::json::Object *vision = config.nested("vision_config");
@@ -156,6 +228,15 @@ void mlir::tfm::readLlavaConfig(ConfigReader &config, LlavaSpec &spec) {
                 "' is neither 'default' (the class token dropped) nor "
                 "'full'");
   image.keepClassToken = strategy == "full";
+  if (config.string("model_type", "llava") == "llava_next") {
+    // 4.40 views each tile's rows as its patch grid, which the class
+    // token's row does not fit.
+    if (image.keepClassToken)
+      config.fail("vision_feature_select_strategy 'full' with LLaVA-NeXT's "
+                  "tiles (their rows are a grid of patches: 'default')");
+    readGridPinpoints(config, image.tower.imageSize, spec.gridPinpoints);
+    image.newline = kLlavaImageNewline.str();
+  }
   // transformers 4.40 names it image_token_index; later releases
   // image_token_id.
   spec.imageToken = config.integer("image_token_index",
@@ -170,7 +251,8 @@ void mlir::tfm::renameLlavaWeights(WeightStore &store) {
        {"language_model.lm_head.", "lm_head."},
        {"model.language_model.", "model."},
        {"model.vision_tower.", "vision_tower."},
-       {"model.multi_modal_projector.", "multi_modal_projector."}};
+       {"model.multi_modal_projector.", "multi_modal_projector."},
+       {"model.image_newline", "image_newline"}};
   std::vector<std::string> names = store.names();
   for (const std::string &name : names)
     for (const auto &[from, to] : kRenames)
@@ -183,7 +265,7 @@ void mlir::tfm::renameLlavaWeights(WeightStore &store) {
 
 bool mlir::tfm::isLlavaImageWeight(llvm::StringRef name) {
   return name.starts_with(kLlavaVisionTower) ||
-         name.starts_with(kLlavaProjector);
+         name.starts_with(kLlavaProjector) || name == kLlavaImageNewline;
 }
 
 llvm::Error mlir::tfm::addImageTokens(MLIRContext &context,
@@ -239,6 +321,13 @@ llvm::Error mlir::tfm::addLlavaImageTokens(MLIRContext &context,
                              /*sizeIsShortestEdge=*/true);
   if (!preprocessing)
     return preprocessing.takeError();
+  if (!spec.gridPinpoints.empty()) {
+    llvm::Expected<ImagePreprocessingAttr> tiled =
+        tileImages(context, directory, *preprocessing, spec.gridPinpoints);
+    if (!tiled)
+      return tiled.takeError();
+    preprocessing = *tiled;
+  }
   return addImageTokens(context, image, spec.imageToken, checkpoint,
                         *preprocessing, model);
 }

@@ -24,6 +24,8 @@ namespace mlir::tfm {
 /// Where the image side's tensors are, named as transformers names them.
 constexpr llvm::StringLiteral kLlavaVisionTower = "vision_tower.";
 constexpr llvm::StringLiteral kLlavaProjector = "multi_modal_projector.";
+/// LLaVA-NeXT's row after each row of an image's patches.
+constexpr llvm::StringLiteral kLlavaImageNewline = "image_newline";
 
 struct LlavaSpec {
   /// text_config's model_type, and its fields over that model class's
@@ -35,6 +37,9 @@ struct LlavaSpec {
   ImageTokensSpec image;
   /// The placeholder id whose positions take the image's rows.
   int64_t imageToken = 0;
+  /// LLaVA-NeXT (llava_next): image_grid_pinpoints' height and width
+  /// pairs, which tile an image (empty: one 336 px image, LLaVA 1.5).
+  std::vector<int64_t> gridPinpoints;
 };
 
 /// Whether config.json's model_type is LLaVA's.
@@ -49,8 +54,9 @@ void readLlavaConfig(ConfigReader &config, LlavaSpec &spec);
 
 /// Renames the checkpoint's tensors to the text model's own names
 /// ("model.", "lm_head.") and the image side's ("vision_tower.",
-/// "multi_modal_projector."), as transformers 4.40 (language_model.model.)
-/// and later releases (model.language_model.) save them.
+/// "multi_modal_projector.", "image_newline"), as transformers 4.40
+/// (language_model.model.) and later releases (model.language_model.) save
+/// them.
 void renameLlavaWeights(WeightStore &store);
 
 /// Whether a (renamed) tensor is the image side's.
@@ -67,7 +73,8 @@ llvm::Error addImageTokens(MLIRContext &context, const ImageTokensSpec &image,
 
 /// Adds @encode_image and the placeholder (tfm.image_token) to `model`,
 /// the text model read from `directory`, with the image preprocessing of
-/// its preprocessor_config.json.
+/// its preprocessor_config.json (LLaVA-NeXT's: tiled by the config's grid
+/// pinpoints, @encode_image returning image_newline too).
 llvm::Error addLlavaImageTokens(MLIRContext &context, LlavaSpec &spec,
                                 llvm::StringRef directory,
                                 llvm::StringRef checkpoint, LoadedModel &model);

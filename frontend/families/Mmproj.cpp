@@ -1,4 +1,4 @@
-//===- Mmproj.cpp - LLaVA 1.5's image side from an mmproj file ----------===//
+//===- Mmproj.cpp - LLaVA's image side from an mmproj file ---------------===//
 //
 // See Mmproj.h. The file is read as the model it was converted from
 // (transformers' LlavaForConditionalGeneration), which is where tfmc and
@@ -14,7 +14,10 @@
 //   - the image is preprocessed as llava-hf's CLIPImageProcessor does
 //     (shortest edge, center crop), not letterboxed.
 // The legacy converter names CLIP's fc1 "ffn_down" and fc2 "ffn_up"; the
-// shapes say which is which, as mtmd decides.
+// shapes say which is which, as mtmd decides. LLaVA-NeXT's files
+// (image_grid_pinpoints, mm_patch_merge_type spatial_unpad,
+// model.image_newline) are tiled and laid out as its folder's model does
+// (tfm_image_tiles, tfm_image_tokens).
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +54,8 @@ std::string llavaName(llvm::StringRef name, llvm::StringRef tower, bool fc1Up) {
   for (const auto &[from, to] : kTower)
     if (name == from || (from.ends_with(".") && name.starts_with(from)))
       return (tower + to + name.drop_front(from.size())).str();
+  if (name == "model.image_newline")
+    return kLlavaImageNewline.str();
   for (const auto &[from, to] :
        {std::pair{"mm.0.", "linear_1."}, std::pair{"mm.2.", "linear_2."}})
     if (name.starts_with(from))
@@ -145,6 +150,55 @@ llvm::Error readTower(const GgufFile &file, ImageTokensSpec &image) {
   return llvm::Error::success();
 }
 
+/// LLaVA-NeXT's tiles (clip.vision.image_grid_pinpoints, flattened height
+/// and width pairs, with mm_patch_merge_type "spatial_unpad"), read as its
+/// folder's LlavaNextForConditionalGeneration tiles and lays them out;
+/// none for LLaVA 1.5's one tile.
+llvm::Error readTiling(const GgufFile &file, int64_t tileSize,
+                       std::vector<int64_t> &pinpoints) {
+  llvm::Expected<std::optional<llvm::StringRef>> merge =
+      file.optionalString("clip.vision.mm_patch_merge_type");
+  if (!merge)
+    return merge.takeError();
+  const GgufValue *grid = file.lookup("clip.vision.image_grid_pinpoints");
+  if (!grid) {
+    if (merge->value_or("flat") != "flat")
+      return makeError(file.path() + ": clip.vision.mm_patch_merge_type '" +
+                       **merge + "' without image_grid_pinpoints");
+    return llvm::Error::success();
+  }
+  if (merge->value_or("flat") != "spatial_unpad")
+    return makeError(file.path() + ": clip.vision.mm_patch_merge_type '" +
+                     merge->value_or("flat") +
+                     "' with image_grid_pinpoints: tfmc reads LLaVA-NeXT's "
+                     "'spatial_unpad' (tiles cut to the image's aspect)");
+  bool valid = grid->kind == GgufValue::Kind::Array && !grid->stringArray &&
+               !grid->numbers.empty() && grid->numbers.size() % 2 == 0;
+  for (double size : valid ? grid->numbers : std::vector<double>()) {
+    valid = valid && size > 0 && size == std::floor(size) &&
+            int64_t(size) % tileSize == 0;
+    pinpoints.push_back(int64_t(size));
+  }
+  if (!valid)
+    return makeError(file.path() +
+                     ": clip.vision.image_grid_pinpoints must be height, "
+                     "width pairs of multiples of the " +
+                     llvm::Twine(tileSize) + "-pixel tiles");
+  // Tiles of another size than the tower's are mtmd's own variants.
+  for (llvm::StringRef key : {"clip.vision.image_crop_resolution",
+                              "clip.vision.image_split_resolution"}) {
+    llvm::Expected<std::optional<int64_t>> size =
+        file.optionalInteger(key, int64_t(1) << 20);
+    if (!size)
+      return size.takeError();
+    if (size->value_or(tileSize) != tileSize)
+      return makeError(file.path() + ": " + key + " " + llvm::Twine(**size) +
+                       " is not the tower's " + llvm::Twine(tileSize) +
+                       "-pixel tile, which LLaVA-NeXT's tiles are");
+  }
+  return llvm::Error::success();
+}
+
 /// clip.vision.image_mean or image_std: three numbers.
 llvm::Expected<std::vector<float>> readTriple(const GgufFile &file,
                                               llvm::StringRef key) {
@@ -204,21 +258,14 @@ llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
     return makeError(path + ": clip.has_vision_encoder is false: the file "
                             "has no image tower");
 
-  // LLaVA-NeXT's files say how images are tiled; tfmc has no tiling yet.
-  llvm::Expected<std::optional<llvm::StringRef>> merge =
-      file->optionalString("clip.vision.mm_patch_merge_type");
-  if (!merge)
-    return merge.takeError();
-  if (file->lookup("clip.vision.image_grid_pinpoints") ||
-      merge->value_or("flat") != "flat")
-    return makeError(path + ": the file tiles images at any resolution "
-                            "(clip.vision.image_grid_pinpoints, "
-                            "mm_patch_merge_type): LLaVA-NeXT's, which tfmc "
-                            "does not read yet (LLaVA 1.5's is one tile)");
-
   ImageTokensSpec image;
   if (llvm::Error err = readTower(*file, image))
     return err;
+  std::vector<int64_t> pinpoints;
+  if (llvm::Error err = readTiling(*file, image.tower.imageSize, pinpoints))
+    return err;
+  if (!pinpoints.empty())
+    image.newline = kLlavaImageNewline.str();
   image.tower.prefix = (kLlavaVisionTower + "vision_model.").str();
   image.projector = kLlavaProjector.str();
   image.textHidden = model.hiddenSize;
@@ -239,10 +286,11 @@ llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
   for (const GgufTensor &tensor : file->tensors()) {
     std::string name = llavaName(tensor.name, image.tower.prefix, fc1Up);
     fileNames.push_back({name, tensor.name});
-    if (name.empty())
+    if (name.empty() || (name == kLlavaImageNewline && pinpoints.empty()))
       return makeError(path + ": tensor '" + tensor.name +
-                       "' is not one of LLaVA 1.5's image side (v.* of its "
-                       "CLIP tower, mm.0 and mm.2 of its projector)");
+                       "' is not one of LLaVA's image side (v.* of its "
+                       "CLIP tower, mm.0 and mm.2 of its projector, "
+                       "LLaVA-NeXT's model.image_newline)");
     if (model.weights.contains(name))
       return makeError(path + ": tensor '" + tensor.name + "' is given twice");
     if (tensor.name == "mm.2.weight" &&
@@ -270,6 +318,8 @@ llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
     return std.takeError();
   llvm::Expected<ImagePreprocessingAttr> preprocessing =
       clipImagePreprocessing(context, path, image.tower.imageSize, *mean, *std);
+  if (preprocessing && !pinpoints.empty())
+    preprocessing = withGridPinpoints(*preprocessing, path, pinpoints);
   if (!preprocessing)
     return preprocessing.takeError();
   llvm::Expected<int64_t> imageToken = findImageToken(model, path);

@@ -3,11 +3,12 @@
 // llama.cpp keeps a vision-language model in two GGUF files: the text model
 // (any decoder GGUF) and an "mmproj" file (general.architecture "clip")
 // holding the vision tower and the projector, which its mtmd library runs.
-// tfmc reads LLaVA 1.5's (clip.projector_type "mlp": a CLIP tower and a
-// two-layer MLP, as llama.cpp's convert_image_encoder_to_gguf.py writes it
-// from a CLIP folder and LLaVA's projector) into the same @encode_image as
-// a llava folder's (Llava.h), placeholder `<image>` of the text model's
-// vocabulary.
+// tfmc reads LLaVA 1.5's and LLaVA-NeXT's (clip.projector_type "mlp": a
+// CLIP tower and a two-layer MLP, as llama.cpp's
+// convert_image_encoder_to_gguf.py writes it from a CLIP folder and
+// LLaVA's projector; NeXT's with its tiles and newline row) into the same
+// @encode_image as a llava or llava_next folder's (Llava.h), placeholder
+// `<image>` of the text model's vocabulary.
 //
 //===----------------------------------------------------------------------===//
 

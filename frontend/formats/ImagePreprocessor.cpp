@@ -145,8 +145,8 @@ mlir::tfm::readImagePreprocessing(MLIRContext &context,
   return getCheckedAttr<ImagePreprocessingAttr>(
       path, &context, resize.height, resize.width, resize.shortestEdge,
       int32_t(resample), crop.height, crop.width,
-      FloatAttr::get(Float64Type::get(&context), rescale),
-      normalize, mean, std);
+      FloatAttr::get(Float64Type::get(&context), rescale), normalize, mean, std,
+      DenseI64ArrayAttr());
 }
 
 llvm::Expected<ImagePreprocessingAttr>
@@ -163,5 +163,19 @@ mlir::tfm::clipImagePreprocessing(MLIRContext &context, llvm::StringRef source,
       /*shortestEdge=*/imageSize, kBicubic, imageSize, imageSize,
       FloatAttr::get(Float64Type::get(&context), 1.0 / 255),
       /*normalize=*/true, DenseF32ArrayAttr::get(&context, mean),
-      DenseF32ArrayAttr::get(&context, std));
+      DenseF32ArrayAttr::get(&context, std), DenseI64ArrayAttr());
+}
+
+llvm::Expected<ImagePreprocessingAttr>
+mlir::tfm::withGridPinpoints(ImagePreprocessingAttr preprocessing,
+                             llvm::StringRef source,
+                             llvm::ArrayRef<int64_t> pinpoints) {
+  MLIRContext *context = preprocessing.getContext();
+  return getCheckedAttr<ImagePreprocessingAttr>(
+      source, context, preprocessing.getResizeHeight(),
+      preprocessing.getResizeWidth(), preprocessing.getShortestEdge(),
+      preprocessing.getResample(), preprocessing.getCropHeight(),
+      preprocessing.getCropWidth(), preprocessing.getRescale(),
+      preprocessing.getNormalize(), preprocessing.getMean(),
+      preprocessing.getStd(), DenseI64ArrayAttr::get(context, pinpoints));
 }

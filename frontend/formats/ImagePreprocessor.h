@@ -33,6 +33,13 @@ clipImagePreprocessing(MLIRContext &context, llvm::StringRef source,
                        int64_t imageSize, llvm::ArrayRef<float> mean,
                        llvm::ArrayRef<float> std);
 
+/// `preprocessing` with LLaVA-NeXT's any-resolution tiles (its
+/// image_grid_pinpoints, height and width pairs, each a multiple of the
+/// crop); `source` names them in messages.
+llvm::Expected<ImagePreprocessingAttr>
+withGridPinpoints(ImagePreprocessingAttr preprocessing, llvm::StringRef source,
+                  llvm::ArrayRef<int64_t> pinpoints);
+
 } // namespace mlir::tfm
 
 #endif // TFM_FRONTEND_FORMATS_IMAGEPREPROCESSOR_H

@@ -88,10 +88,15 @@ def _media_library():
         ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double,
         ctypes.POINTER(ctypes.POINTER(ctypes.c_float)),
         ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(Status)]
-    library.tfm_image_load.restype = ctypes.c_int
-    library.tfm_image_load.argtypes = [
-        ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_float),
-        ctypes.c_int64, ctypes.POINTER(Status)]
+    library.tfm_image_tokens.restype = ctypes.c_int
+    library.tfm_image_tokens.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(Tensor),
+        ctypes.POINTER(Status)]
+    library.tfm_image_tiles.restype = ctypes.c_int
+    library.tfm_image_tiles.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+        ctypes.POINTER(Tensor), ctypes.POINTER(ctypes.c_int64),
+        ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(Status)]
     library.tfm_log_mel_all.restype = ctypes.c_int
     library.tfm_log_mel_all.argtypes = [
         ctypes.c_void_p, ctypes.POINTER(ctypes.c_float), ctypes.c_int64,
@@ -211,6 +216,15 @@ class _OutputBuffer:
 
     def __del__(self):
         self._library.tfm_tensor_release(ctypes.byref(self._tensor))
+
+
+def _image_media():
+    """libtfmrt_media.so for images, or TfmcError saying it is missing."""
+    media = _media_library()
+    if media is None:
+        raise TfmcError("libtfmrt_media.so (image decoding) is not found: "
+                        "set TFM_MEDIA_LIBRARY, or give preprocessed pixels")
+    return media
 
 
 def _tfmc_path():
@@ -1018,7 +1032,7 @@ class Model:
         draft_max = _c_integer(draft_max, "draft_max", 0, _INT32_MAX)
         lora = _c_integer(lora, "lora", 0, _INT32_MAX)
         draft_handle = self._draft_handle(draft) if draft is not None else None
-        image_rows = [self._image_rows(image) for image in images]
+        image_rows = [self.image_tokens(image) for image in images]
         ids = self._widen_placeholders(ids, image_rows)
         stop = [stop] if isinstance(stop, str) else list(stop)
         stops = [_c_text(s, f"'stop' string {i}") for i, s in enumerate(stop)]
@@ -1099,37 +1113,58 @@ class Model:
             return "".join(collected)
         return self._stream(run, pieces)
 
-    def _image_rows(self, image):
-        """An image's tokens (@encode_image) of a file, or of preprocessed
-        pixels."""
+    def image_tokens(self, image):
+        """A vision-language model's tokens of an image, the rows its
+        placeholders take: a file's (a path) as tfm_image_tokens makes them
+        (preprocessed as its processor does; LLaVA-NeXT's tiles laid out
+        with their newline rows), or @encode_image's of preprocessed
+        pixels (a NumPy array of its input's shape). float32 [rows,
+        hidden]."""
         if "prefill_embeddings" not in self.description["entry_points"]:
             raise TfmcError(f"model '{self.description['name']}' takes no "
                             "images: it is not a vision-language model")
-        shape = self.description["entry_points"]["encode_image"]["inputs"][
-            0]["shape"]
+        encode = self.description["entry_points"]["encode_image"]
+        shape = encode["inputs"][0]["shape"]
         if isinstance(image, (str, os.PathLike)):
-            media = _media_library()
-            if media is None:
-                raise TfmcError("libtfmrt_media.so (image decoding) is not "
-                                "found: set TFM_MEDIA_LIBRARY, or give "
-                                "preprocessed pixels")
-            pixels = np.empty(shape, dtype=np.float32)
+            out = Tensor()
             status = Status()
-            path = _c_path(os.fspath(image), "generate: an image's path")
-            with self._using("generate") as handle:
-                code = media.tfm_image_load(
-                    handle, path,
-                    pixels.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-                    pixels.size, ctypes.byref(status))
+            path = _c_path(os.fspath(image), "an image's path")
+            with self._using("image_tokens") as handle:
+                code = _image_media().tfm_image_tokens(
+                    handle, path, ctypes.byref(out), ctypes.byref(status))
             _check(code, status)
+            rows = self._output_array(out)
+        elif len(encode["outputs"]) > 1:
+            raise TfmcError(f"model '{self.description['name']}' cuts an "
+                            "image into tiles and lays out their rows by "
+                            "its size: give the image's file, not pixels")
         else:
             pixels = np.asarray(image)
             if pixels.shape != tuple(shape):
-                raise TfmcError(f"generate: an image's pixels are "
+                raise TfmcError(f"an image's pixels are "
                                 f"{list(pixels.shape)}; @encode_image takes "
                                 f"{shape} (preprocessed), or give its file")
-        rows = self.call("encode_image", pixels.astype(np.float32))
-        return np.ascontiguousarray(rows["hidden_states"], np.float32)
+            rows = self.call("encode_image",
+                             pixels.astype(np.float32))["hidden_states"]
+        return np.ascontiguousarray(rows, np.float32)
+
+    def image_tiles(self, path):
+        """An image file's preprocessed tiles, @encode_image's inputs
+        (tfm_image_tiles): float32 [tiles, 3, height, width], the grid of
+        tiles (down, across; (0, 0) for one image) and the image's
+        (height, width)."""
+        with open(os.fspath(path), "rb") as f:
+            data = f.read()
+        out = Tensor()
+        grid = (ctypes.c_int64 * 2)()
+        size = (ctypes.c_int64 * 2)()
+        status = Status()
+        with self._using("image_tiles") as handle:
+            code = _image_media().tfm_image_tiles(
+                handle, data, len(data), ctypes.byref(out), grid, size,
+                ctypes.byref(status))
+        _check(code, status)
+        return self._output_array(out), tuple(grid), tuple(size)
 
     def _widen_placeholders(self, ids, image_rows):
         """The prompt with one placeholder an image widened to its rows

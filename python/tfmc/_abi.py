@@ -8,7 +8,7 @@ import ctypes
 
 import numpy as np
 
-ABI_VERSION = 30
+ABI_VERSION = 31
 MAX_RANK = 6
 
 ROLE_NAMES = {0: "token_ids", 1: "features", 2: "start_position",

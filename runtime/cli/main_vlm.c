@@ -1,9 +1,9 @@
 /*===- main_vlm.c - images in a vision-language model's prompt ---------===//
  *
  * `./llava --prompt "USER: <image>\nWhat is this? ASSISTANT:" cat.png`:
- * each image (a file through the model's preprocessing, or --pixels' raw
- * f32) through @encode_image, its rows given to the session for the
- * prompt's placeholders, in order. A prompt may hold one placeholder per
+ * each image's rows (a file's: tfm_image_tokens, LLaVA-NeXT's tiles laid
+ * out; --pixels' raw f32 through @encode_image) given to the session for
+ * the prompt's placeholders, in order. A prompt may hold one placeholder per
  * image, as transformers 4.40's LLaVA prompts do (widened here to the
  * image's rows), or every row's, as later processors write them.
  *
@@ -20,42 +20,22 @@ int tfm_main_takes_images(tfm_model *model) {
          tfm_model_entry_point(model, "encode_image");
 }
 
-/* Image `i`'s pixels (the files, then --pixels), malloc'd, or NULL after
+/* --pixels' rows: @encode_image of the raw f32 input into `out`, which a
+ * model that tiles its images (LLaVA-NeXT) cannot lay out; 1 after
  * reporting. */
-static float *image_pixels(const char *argv0, tfm_model *model,
-                           const tfm_entry_point *encode,
-                           const tfm_call_options *call, int i) {
-  if (i == call->image_count)
-    return tfm_main_read_features(argv0, encode, call->pixels);
-  const char *path = call->images[i];
-  if (!tfm_image_load) {
-    fprintf(stderr, "%s: error: %s: " TFM_NO_IMAGE_PREPROCESSING "\n", argv0,
-            path, tfm_model_get_desc(model)->name);
-    return NULL;
+static int pixels_rows(const char *argv0, tfm_model *model, const char *path,
+                       tfm_tensor *out) {
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  if (desc->image_preprocessing &&
+      desc->image_preprocessing->num_grid_pinpoints > 0) {
+    fprintf(stderr,
+            "%s: error: --pixels: model '%s' cuts an image into tiles and "
+            "lays out their rows by its size: give the image file\n",
+            argv0, desc->name);
+    return 1;
   }
-  const tfm_tensor_desc *input = &encode->inputs[0];
-  int64_t count = 1;
-  for (int32_t d = 0; d < input->rank; ++d)
-    count *= input->shape[d];
-  float *pixels = malloc((size_t)count * sizeof *pixels);
-  tfm_status status;
-  if (!pixels) {
-    tfm_main_fail(argv0, "out of memory");
-    return NULL;
-  }
-  if (tfm_image_load(model, path, pixels, count, &status) != TFM_OK) {
-    fprintf(stderr, "%s: error: %s\n", argv0, status.message);
-    free(pixels);
-    return NULL;
-  }
-  return pixels;
-}
-
-/* Encodes image `i` and gives its rows to the session; *rows: how many. */
-static int add_image(const char *argv0, tfm_model *model, tfm_session *session,
-                     const tfm_call_options *call, int i, int64_t *rows) {
   const tfm_entry_point *encode = tfm_model_entry_point(model, "encode_image");
-  float *pixels = image_pixels(argv0, model, encode, call, i);
+  float *pixels = tfm_main_read_features(argv0, encode, path);
   if (!pixels)
     return 1;
   const tfm_tensor_desc *input = &encode->inputs[0];
@@ -64,15 +44,33 @@ static int add_image(const char *argv0, tfm_model *model, tfm_session *session,
   in.dtype = TFM_DTYPE_F32;
   in.rank = input->rank;
   memcpy(in.shape, input->shape, sizeof in.shape);
-  tfm_tensor out = {0};
   tfm_status status;
   tfm_status_code code =
-      tfm_model_call(model, "encode_image", &in, 1, NULL, &out, 1, &status);
+      tfm_model_call(model, "encode_image", &in, 1, NULL, out, 1, &status);
   free(pixels);
-  if (code == TFM_OK) {
-    *rows = out.shape[0];
-    code = tfm_session_add_image(session, out.data, out.shape[0], &status);
+  return code == TFM_OK ? 0 : tfm_main_fail(argv0, status.message);
+}
+
+/* Image `i`'s rows (the files, then --pixels) given to the session; *rows:
+ * how many. */
+static int add_image(const char *argv0, tfm_model *model, tfm_session *session,
+                     const tfm_call_options *call, int i, int64_t *rows) {
+  tfm_tensor out = {0};
+  tfm_status status;
+  if (i == call->image_count) {
+    if (pixels_rows(argv0, model, call->pixels, &out))
+      return 1;
+  } else if (!tfm_image_tokens) {
+    fprintf(stderr, "%s: error: %s: " TFM_NO_IMAGE_PREPROCESSING "\n", argv0,
+            call->images[i], tfm_model_get_desc(model)->name);
+    return 1;
+  } else if (tfm_image_tokens(model, call->images[i], &out, &status) !=
+             TFM_OK) {
+    return tfm_main_fail(argv0, status.message);
   }
+  *rows = out.shape[0];
+  tfm_status_code code =
+      tfm_session_add_image(session, out.data, out.shape[0], &status);
   tfm_tensor_release(&out);
   return code == TFM_OK ? 0 : tfm_main_fail(argv0, status.message);
 }

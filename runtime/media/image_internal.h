@@ -1,7 +1,7 @@
 /*===- image_internal.h - decoded images (runtime-internal) ------*- C -*-===//
  *
  * What image_decode.c hands image_preprocess.c: 8-bit RGB pixels, row by
- * row.
+ * row; the preprocessing steps image_tiles.c repeats for each tile.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -28,5 +28,34 @@ int tfm_decode_image(const uint8_t *data, size_t size, tfm_rgb_image *image,
  * NULL with `status` naming the file and why it cannot be read. */
 uint8_t *tfm_read_image_file(const char *path, size_t *size,
                              tfm_status *status);
+
+/* `in` resized to width x height with Pillow's filter `resample`
+ * (tfm_resample) into `out` (its pixels malloc'd; the same size is a
+ * copy, as Pillow's); 0 when out of memory. */
+int tfm_resize_rgb(const tfm_rgb_image *in, int64_t width, int64_t height,
+                   int32_t resample, tfm_rgb_image *out);
+
+/* `image` made the model's f32 [3, height, width] input, as its
+ * preprocessing (desc->image_preprocessing) says: resized, center-cropped,
+ * rescaled and normalized; TFM_ERROR_IMAGE when that is not height x
+ * width. */
+tfm_status_code tfm_preprocess_rgb(const tfm_model_desc *desc,
+                                   const tfm_rgb_image *image, float *pixels,
+                                   int64_t height, int64_t width,
+                                   tfm_status *status);
+
+/* The model's image input ([3, height, width]), or NULL with `status`
+ * saying that it takes no RGB image or has no preprocessing. */
+const tfm_tensor_desc *tfm_image_input(const tfm_model *model,
+                                       tfm_status *status);
+
+/* `tensor` as the f32 [shape[0], ..., shape[rank - 1]] `data`, a buffer of
+ * the runtime's allocator (_mlir_memref_to_llvm_alloc), which
+ * tfm_tensor_release frees. */
+void tfm_own_f32(tfm_tensor *tensor, float *data, int32_t rank,
+                 const int64_t *shape);
+
+/* Prefixes `status`'s message with the file it is about (`path`). */
+void tfm_name_file(tfm_status *status, const char *path);
 
 #endif /* TFM_RUNTIME_MEDIA_IMAGE_INTERNAL_H */

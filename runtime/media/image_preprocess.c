@@ -277,43 +277,33 @@ static const tfm_tensor_desc *image_input(const tfm_model_desc *desc) {
   return NULL;
 }
 
-tfm_status_code tfm_image_load_memory(const tfm_model *model,
-                                      const uint8_t *data, size_t size,
-                                      float *pixels, int64_t capacity,
-                                      tfm_status *status) {
-  if (!model || (!data && size) || !pixels)
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_image_load: NULL %s",
-                    !model ? "model" : !pixels ? "pixels" : "data");
-  const tfm_model_desc *desc = tfm_model_get_desc(model);
+int tfm_resize_rgb(const tfm_rgb_image *in, int64_t width, int64_t height,
+                   int32_t resample_filter, tfm_rgb_image *out) {
+  if (width == in->width && height == in->height) {
+    /* Pillow copies an image resized to its own size. */
+    size_t bytes = (size_t)width * height * 3;
+    out->pixels = malloc(bytes ? bytes : 1);
+    if (!out->pixels)
+      return 0;
+    memcpy(out->pixels, in->pixels, bytes);
+    out->width = width;
+    out->height = height;
+    return 1;
+  }
+  if (resample_filter == TFM_RESAMPLE_NEAREST)
+    return resample_nearest(in, width, height, out);
+  return resample(in, width, height, filter_of(resample_filter), out);
+}
+
+tfm_status_code tfm_preprocess_rgb(const tfm_model_desc *desc,
+                                   const tfm_rgb_image *image, float *pixels,
+                                   int64_t height, int64_t width,
+                                   tfm_status *status) {
   const tfm_image_preprocessing *p = desc->image_preprocessing;
-  const tfm_tensor_desc *input = image_input(desc);
-  if (!input || input->shape[0] != 3)
-    return tfm_fail(status, TFM_ERROR_NOT_FOUND,
-                    "model '%s' takes no RGB image", desc->name);
-  if (!p)
-    return tfm_fail(status, TFM_ERROR_NOT_FOUND, TFM_NO_IMAGE_PREPROCESSING,
-                    desc->name);
-  int64_t height = input->shape[1], width = input->shape[2];
-  if (capacity < 3 * height * width)
-    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "tfm_image_load: %lld floats do not hold [3, %lld, %lld]",
-                    (long long)capacity, (long long)height, (long long)width);
-  char error[256];
-  tfm_rgb_image image, resized = {0};
-  if (!tfm_decode_image(data, size, &image, error, sizeof error))
-    return tfm_fail(status, TFM_ERROR_IMAGE, "%s", error);
   int64_t rw, rh;
-  resized_size(p, image.width, image.height, &rw, &rh);
-  int ok = 1;
-  if (rw == image.width && rh == image.height)
-    resized = image, image.pixels = NULL;
-  else if (p->resample == TFM_RESAMPLE_NEAREST)
-    ok = resample_nearest(&image, rw, rh, &resized);
-  else
-    ok = resample(&image, rw, rh, filter_of(p->resample), &resized);
-  free(image.pixels);
-  if (!ok)
+  resized_size(p, image->width, image->height, &rw, &rh);
+  tfm_rgb_image resized = {0};
+  if (!tfm_resize_rgb(image, rw, rh, p->resample, &resized))
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "out of memory resizing the image");
   /* transformers' center_crop: the crop's top-left at half the excess,
@@ -352,6 +342,57 @@ tfm_status_code tfm_image_load_memory(const tfm_model *model,
   return tfm_ok(status);
 }
 
+const tfm_tensor_desc *tfm_image_input(const tfm_model *model,
+                                       tfm_status *status) {
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  const tfm_tensor_desc *input = image_input(desc);
+  if (!input || input->shape[0] != 3) {
+    tfm_fail(status, TFM_ERROR_NOT_FOUND, "model '%s' takes no RGB image",
+             desc->name);
+    return NULL;
+  }
+  if (!desc->image_preprocessing) {
+    tfm_fail(status, TFM_ERROR_NOT_FOUND, TFM_NO_IMAGE_PREPROCESSING,
+             desc->name);
+    return NULL;
+  }
+  return input;
+}
+
+tfm_status_code tfm_image_load_memory(const tfm_model *model,
+                                      const uint8_t *data, size_t size,
+                                      float *pixels, int64_t capacity,
+                                      tfm_status *status) {
+  if (!model || (!data && size) || !pixels)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_image_load: NULL %s",
+                    !model    ? "model"
+                    : !pixels ? "pixels"
+                              : "data");
+  const tfm_tensor_desc *input = tfm_image_input(model, status);
+  if (!input)
+    return status ? status->code : TFM_ERROR_NOT_FOUND;
+  const tfm_model_desc *desc = tfm_model_get_desc(model);
+  if (desc->image_preprocessing->num_grid_pinpoints > 0)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "model '%s' cuts an image into tiles (LLaVA-NeXT's "
+                    "grid pinpoints): tfm_image_tiles makes them",
+                    desc->name);
+  int64_t height = input->shape[1], width = input->shape[2];
+  if (capacity < 3 * height * width)
+    return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
+                    "tfm_image_load: %lld floats do not hold [3, %lld, %lld]",
+                    (long long)capacity, (long long)height, (long long)width);
+  char error[256];
+  tfm_rgb_image image;
+  if (!tfm_decode_image(data, size, &image, error, sizeof error))
+    return tfm_fail(status, TFM_ERROR_IMAGE, "%s", error);
+  tfm_status_code code =
+      tfm_preprocess_rgb(desc, &image, pixels, height, width, status);
+  free(image.pixels);
+  return code;
+}
+
 uint8_t *tfm_read_image_file(const char *path, size_t *size,
                              tfm_status *status) {
   uint8_t *data = tfm_read_file(path, size);
@@ -375,11 +416,25 @@ tfm_status_code tfm_image_load(const tfm_model *model, const char *path,
   tfm_status_code code =
       tfm_image_load_memory(model, data, size, pixels, capacity, status);
   free(data);
-  if (code != TFM_OK && status) {
-    /* Name the file. */
-    char message[sizeof status->message];
-    snprintf(message, sizeof message, "%s: %.400s", path, status->message);
-    memcpy(status->message, message, sizeof message);
-  }
+  if (code != TFM_OK)
+    tfm_name_file(status, path);
   return code;
+}
+
+void tfm_name_file(tfm_status *status, const char *path) {
+  if (!status)
+    return;
+  char message[sizeof status->message];
+  snprintf(message, sizeof message, "%s: %.400s", path, status->message);
+  memcpy(status->message, message, sizeof message);
+}
+
+void tfm_own_f32(tfm_tensor *tensor, float *data, int32_t rank,
+                 const int64_t *shape) {
+  memset(tensor, 0, sizeof *tensor);
+  tensor->data = data;
+  tensor->owner = data;
+  tensor->dtype = TFM_DTYPE_F32;
+  tensor->rank = rank;
+  memcpy(tensor->shape, shape, (size_t)rank * sizeof *shape);
 }

@@ -3,9 +3,10 @@
 // tfm_image_load_memory on any bytes: PNG or JPEG decoding (libpng,
 // libjpeg-turbo; image_decode.c's checks around them), then resizing with
 // each of Pillow's filters, cropping and normalizing as a ViT's
-// preprocessor_config.json says. The input's first byte picks the filter
-// and whether the resize is to a fixed size or a shortest edge; the rest
-// is the image file.
+// preprocessor_config.json says, or cut into LLaVA-NeXT's tiles
+// (tfm_image_tiles). The input's first byte picks the filter and whether
+// the resize is to a fixed size, a shortest edge or tiles; the rest is the
+// image file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,8 @@
 
 namespace {
 constexpr int64_t kSide = 24; // the model's input: [3, 24, 24]
+// Tiles' pinpoints (height, width), llava-v1.6's in 24 px tiles.
+constexpr int64_t kPinpoints[] = {24, 48, 48, 24, 48, 48, 72, 24, 24, 72};
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -22,8 +25,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   tfm_image_preprocessing preprocessing = {};
   preprocessing.resample = data[0] % 6;
-  if ((data[0] / 6) % 2) {
+  int mode = (data[0] / 6) % 3;
+  if (mode == 1) {
     preprocessing.resize_height = preprocessing.resize_width = kSide;
+  } else if (mode == 2) {
+    preprocessing.shortest_edge = kSide;
+    preprocessing.crop_height = preprocessing.crop_width = kSide;
+    preprocessing.num_grid_pinpoints = 5;
+    preprocessing.grid_pinpoints = kPinpoints;
   } else {
     preprocessing.shortest_edge = kSide + 8;
     preprocessing.crop_height = preprocessing.crop_width = kSide;
@@ -51,11 +60,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::vector<uint8_t> file(data + 1, data + size);
   std::vector<float> pixels(3 * kSide * kSide);
   tfm_status status;
-  if (tfm_image_load_memory(model, file.data(), file.size(), pixels.data(),
-                            static_cast<int64_t>(pixels.size()),
-                            &status) != TFM_OK &&
-      !status.message[0])
+  if (mode == 2) {
+    tfm_tensor tiles;
+    int64_t grid[2], imageSize[2];
+    if (tfm_image_tiles(model, file.data(), file.size(), &tiles, grid,
+                        imageSize, &status) != TFM_OK) {
+      if (!status.message[0])
+        std::abort(); // a refusal says what is wrong
+    } else {
+      // As many tiles as the grid's and the whole.
+      if (tiles.shape[0] != 1 + grid[0] * grid[1])
+        std::abort();
+      tfm_tensor_release(&tiles);
+    }
+  } else if (tfm_image_load_memory(
+                 model, file.data(), file.size(), pixels.data(),
+                 static_cast<int64_t>(pixels.size()), &status) != TFM_OK &&
+             !status.message[0]) {
     std::abort(); // a refusal says what is wrong
+  }
   tfm_model_free(model);
   return 0;
 }

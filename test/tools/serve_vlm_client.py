@@ -2,7 +2,7 @@
 per check for FileCheck (tfm-serve-vlm.test).
 
   serve_vlm_client.py TFM_SERVE LLAVA_LIBRARY LLAVA_EXE TEMPLATE PHOTO
-                      TEXT_LIBRARY PARTS_TEMPLATE
+                      TEXT_LIBRARY PARTS_TEMPLATE NEXT_LIBRARY NEXT_EXE
 
 A chat message's content parts give an image as a data: URL; the greedy
 answer is the executable's for the same prompt and image file, also while
@@ -10,7 +10,8 @@ a request of text alone shares the engine's steps. With a template that
 reads typed parts itself (PARTS_TEMPLATE, llava-hf's), the template writes
 the placeholder and the server the BOS it lacks: the same answers. Remote URLs, bad
 base64, files that are no image and images for a text model are refused
-by name.
+by name. A LLaVA-NeXT model (NEXT_*) answers with its tiles' rows as its
+executable does.
 """
 import base64
 import json
@@ -49,7 +50,7 @@ def image_part(data, kind="image/png"):
 
 def main():
     serve, library, executable, template, photo, text_library, \
-        parts_template = sys.argv[1:8]
+        parts_template, next_library, next_executable = sys.argv[1:10]
     with open(photo, "rb") as f:
         png = f.read()
     # The template renders "<s>USER: <content> ASSISTANT:"; a content of
@@ -101,6 +102,18 @@ def main():
               chat(port, QUESTION)[1] == text_only)
         print("two images:", chat(port, [{"type": "text", "text": "Two?"},
                                          image_part(png), image_part(png)])[0])
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    # LLaVA-NeXT: the image's rows are its tiles', laid out by its size.
+    next_answer = alone(next_executable,
+                        f"USER: <image>\n{QUESTION} ASSISTANT:", photo)
+    server, port = start_server(serve, next_library, "--chat-template",
+                                template)
+    try:
+        status, text = chat(port, [image_part(png),
+                                   {"type": "text", "text": QUESTION}])
+        print("next image:", status, text == next_answer)
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 30
+#define TFM_ABI_VERSION 31
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -306,6 +306,12 @@ typedef struct {
   double rescale; /* values times this (0: not rescaled) */
   int32_t normalize; /* then (value - mean[c]) / std[c] */
   float mean[3], std[3];
+  /* LLaVA-NeXT's any-resolution tiles (image_grid_pinpoints): an image is
+   * the whole of it squashed to shortest_edge square, then the crops of
+   * it resized into the best of these sizes and padded centred, each
+   * preprocessed as above (tfm_image_tiles). 0 and NULL: one image. */
+  int32_t num_grid_pinpoints;
+  const int64_t *grid_pinpoints; /* [num_grid_pinpoints][2]: height, width */
 } tfm_image_preprocessing;
 
 /* How a speech model's input is made from audio (its

@@ -880,7 +880,8 @@ tfm_status_code tfm_kaldi_fbank(const tfm_model *model, const float *samples,
  * [3, height, width] (`capacity` floats; the model's features input).
  * TFM_ERROR_IMAGE says what is wrong with the image, TFM_ERROR_IO when the
  * file cannot be read, TFM_ERROR_NOT_FOUND when the model is not an image
- * model, TFM_ERROR_INVALID_ARGUMENT when `capacity` is too small. */
+ * model, TFM_ERROR_INVALID_ARGUMENT when `capacity` is too small or the
+ * model cuts images into tiles (tfm_image_tiles). */
 tfm_status_code tfm_image_load(const tfm_model *model, const char *path,
                                float *pixels, int64_t capacity,
                                tfm_status *status);
@@ -888,6 +889,34 @@ tfm_status_code tfm_image_load_memory(const tfm_model *model,
                                       const uint8_t *data, size_t size,
                                       float *pixels, int64_t capacity,
                                       tfm_status *status);
+/* An image's preprocessed tiles, @encode_image's inputs. A model whose
+ * preprocessing has grid pinpoints (LLaVA-NeXT's any-resolution images) tiles
+ * the decoded image as LlavaNextImageProcessor does: first the whole image
+ * resized to the shortest edge's square, then the image resized keeping its
+ * aspect into the pinpoint that fits it best (select_best_resolution), padded
+ * centred with black and cut into tiles row by row; each is then preprocessed
+ * as tfm_image_load preprocesses an image. Other image models' one image is one
+ * tile (a grid of 0 x 0). `tiles`: f32 [1 + grid[0] * grid[1], 3, height,
+ * width], released with tfm_tensor_release; grid: the tiles down and across;
+ * image_size: the decoded image's height and width. Errors as tfm_image_load's.
+ * In libtfmrt_media. */
+tfm_status_code tfm_image_tiles(const tfm_model *model, const uint8_t *data,
+                                size_t size, tfm_tensor *tiles, int64_t grid[2],
+                                int64_t image_size[2], tfm_status *status);
+/* A vision-language model's tokens of an image file (or of its bytes):
+ * its tiles (tfm_image_tiles) through @encode_image, [count, hidden] rows
+ * for tfm_session_add_image and tfm_engine_request.image_rows. One tile
+ * gives @encode_image's rows. LLaVA-NeXT's are arranged as its model
+ * arranges them: the whole image's rows, then the tiles' patches as one
+ * grid, cut to the image's aspect (unpad_image), with @encode_image's
+ * second output (image_newline) after each row of it. `rows`: f32,
+ * released with tfm_tensor_release. TFM_ERROR_NOT_FOUND when the model has
+ * no @encode_image. In libtfmrt_media. */
+tfm_status_code tfm_image_tokens(tfm_model *model, const char *path,
+                                 tfm_tensor *rows, tfm_status *status);
+tfm_status_code tfm_image_tokens_memory(tfm_model *model, const uint8_t *data,
+                                        size_t size, tfm_tensor *rows,
+                                        tfm_status *status);
 /* Reads a PNG or JPEG file as RGB floats in [0, 1] ([height, width, 3],
  * *rgb malloc'd; the caller frees it), as Pillow's convert("RGB") then
  * / 255: an init image or a mask for tfm_image_generate. TFM_ERROR_IMAGE

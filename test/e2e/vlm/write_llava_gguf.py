@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Writes a llava folder (make_llava_goldens.py's) as llama.cpp keeps a
-LLaVA 1.5 model: a text GGUF and an mmproj GGUF, with the standard library
-only (CI has no NumPy), for llava-gguf.test.
+"""Writes a llava or llava_next folder (make_llava_goldens.py's,
+make_llava_next_goldens.py's) as llama.cpp keeps a LLaVA 1.5 or LLaVA-NeXT
+model: a text GGUF and an mmproj GGUF, with the standard library only (CI
+has no NumPy), for llava-gguf.test.
 
 The text file is what convert_hf_to_gguf.py writes for
 LlavaForConditionalGeneration (conversion/llama.py at de3ff81): text_config
@@ -29,6 +30,9 @@ CLIP tower):
     v.pre_ln, v.blk.N.{attn_q,attn_k,attn_v,attn_out,ln1,ln2}, CLIP's fc1
     as v.blk.N.ffn_down and fc2 as v.blk.N.ffn_up (the legacy names are
     swapped), mm.0 and mm.2;
+  * LLaVA-NeXT's: clip.vision.image_grid_pinpoints flattened,
+    image_aspect_ratio "anyres", mm_patch_merge_type "spatial_unpad",
+    image_newline as model.image_newline;
   * F16 for the patch embedding and the projector's matrices always, and
     (unless --use-f32) every other matrix; F32 for the rest.
 --f32-everywhere writes F32 throughout (a GGUF file may; the converter
@@ -131,6 +135,14 @@ def mmproj(args):
         "clip.vision.image_std": CLIP_STD,
         "clip.use_gelu": vision.get("hidden_act", "quick_gelu") == "gelu",
     }
+    if "image_grid_pinpoints" in config:
+        # LLaVA-NeXT (its surgery's config): the pinpoints flattened,
+        # spatial_unpad, and image_newline as model.image_newline.
+        metadata["clip.vision.image_grid_pinpoints"] = [
+            size for pinpoint in config["image_grid_pinpoints"]
+            for size in pinpoint]
+        metadata["clip.vision.image_aspect_ratio"] = "anyres"
+        metadata["clip.vision.mm_patch_merge_type"] = "spatial_unpad"
     write_gguf.apply_settings(metadata, args.set)
     tower = "vision_tower.vision_model."
     renames = [("embeddings.class_embedding", "v.class_embd"),
@@ -145,7 +157,9 @@ def mmproj(args):
     out = []
     for name, (shape, values) in tensors.items():
         target = None
-        if name.startswith("multi_modal_projector."):
+        if name == "image_newline":
+            target = "model.image_newline"
+        elif name.startswith("multi_modal_projector."):
             rest = name[len("multi_modal_projector."):]
             target = rest.replace("linear_1.", "mm.0.").replace(
                 "linear_2.", "mm.2.")
