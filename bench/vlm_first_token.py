@@ -33,6 +33,13 @@ runs from the first prompt chunk's decode to the first logits and so
 holds the image's encoding (its tokens counted with the prompt's). mtmd
 runs one ViT block fewer than the file holds (llama.cpp issue #25817):
 its encoding does 22 of the 23 blocks tfmc does.
+
+With --next, llava-v1.6-mistral-7b-hf's shape instead (Mistral's text
+model cut to --text-layers, the same tower) and a 672 px PNG, which
+LlavaNextImageProcessor cuts into five 336 px tiles (2,928 image rows):
+tfmc's executable on the file (tfm_image_tokens: the tiles through
+@encode_image, laid out) against 4.40's LlavaNextForConditionalGeneration
+(the tower and projector on the five tiles; forward() with the image).
 """
 import argparse
 import json
@@ -46,7 +53,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PUBLISHED = os.path.join(ROOT, "test", "e2e", "vlm", "published",
                          "llava-1.5-7b-hf.json")
+PUBLISHED_NEXT = os.path.join(ROOT, "test", "e2e", "vlm", "published",
+                              "llava-v1.6-mistral-7b-hf.json")
 IMAGE_TOKEN = 32000
+NEXT_SIDE = 672  # the --next image: llava-v1.6's 2 x 2 tiles, no unpadding
 
 
 def prompt_ids():
@@ -55,21 +65,59 @@ def prompt_ids():
     return [1] + words + [IMAGE_TOKEN] + [w + 100 for w in words]
 
 
-def make_model(directory, text_layers):
+def make_model(directory, text_layers, next_model):
     import torch
     import transformers as tf
     if os.path.exists(os.path.join(directory, "config.json")):
         return
-    with open(PUBLISHED) as f:
+    with open(PUBLISHED_NEXT if next_model else PUBLISHED) as f:
         fields = json.load(f)
     fields["text_config"]["num_hidden_layers"] = text_layers
     for key in ("architectures", "model_type", "transformers_version",
-                "torch_dtype"):
+                "torch_dtype", "use_image_newline_parameter"):
         fields.pop(key, None)
     torch.manual_seed(0)
-    model = tf.LlavaForConditionalGeneration(tf.LlavaConfig(**fields))
+    if next_model:
+        model = tf.LlavaNextForConditionalGeneration(
+            tf.LlavaNextConfig(**fields))
+        # llava-v1.6's processor, which tfmc reads the tiles' steps from.
+        tf.LlavaNextImageProcessor(
+            image_grid_pinpoints=fields["image_grid_pinpoints"]
+        ).save_pretrained(directory)
+    else:
+        model = tf.LlavaForConditionalGeneration(tf.LlavaConfig(**fields))
     model.to(torch.bfloat16).save_pretrained(directory,
                                              safe_serialization=True)
+
+
+def next_times(directory, image_path, rounds):
+    """PyTorch's LLaVA-NeXT: the five tiles through the tower and the
+    projector, then forward() with the image."""
+    import torch
+    import transformers as tf
+    from PIL import Image
+    torch.set_num_threads(2)
+    model = tf.LlavaNextForConditionalGeneration.from_pretrained(
+        directory, torch_dtype=torch.float32).eval()
+    inputs = tf.LlavaNextImageProcessor.from_pretrained(directory)(
+        Image.open(image_path), return_tensors="pt")
+    ids = torch.tensor([prompt_ids()])
+    tiles = inputs.pixel_values[0]
+    config = model.config
+    image, first = [], []
+    with torch.no_grad():
+        for _ in range(rounds):
+            start = time.perf_counter()
+            states = model.vision_tower(tiles, output_hidden_states=True)
+            model.multi_modal_projector(
+                states.hidden_states[config.vision_feature_layer][:, 1:])
+            image.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            model(input_ids=ids, pixel_values=inputs.pixel_values,
+                  image_sizes=inputs.image_sizes,
+                  attention_mask=torch.ones_like(ids))
+            first.append(time.perf_counter() - start)
+    return min(image), min(first), len(tiles)
 
 
 def torch_times(directory, pixels, rounds):
@@ -96,14 +144,14 @@ def torch_times(directory, pixels, rounds):
     return min(image), min(first)
 
 
-def run_tfmc(exe, compile_args, run_args, rounds):
+def run_tfmc(exe, compile_args, run_args, rounds, context=1024):
     """Compiles `exe` (tfmc COMPILE_ARGS) unless it exists, then runs it
     with RUN_ARGS, -n 1 --stats: the best image_seconds and image_seconds +
     prefill_seconds of the rounds after a first that maps the weights in."""
     if not os.path.exists(exe):
         subprocess.run([os.path.join(ROOT, "build", "bin", "tfmc"), "-q"] +
-                       compile_args + ["--max-context", "1024", "-o", exe],
-                       check=True)
+                       compile_args + ["--max-context", str(context), "-o",
+                                       exe], check=True)
     image, first = [], []
     for _ in range(rounds + 1):
         run = subprocess.run([exe] + run_args + ["-n", "1", "--stats"],
@@ -203,11 +251,38 @@ def main():
     parser.add_argument("--text-layers", type=int, default=4)
     parser.add_argument("--llama-cpp", metavar="SRC",
                         help="llama.cpp's source, llama-mtmd-cli built")
+    parser.add_argument("--next", action="store_true",
+                        help="llava-v1.6-mistral's shape and a 672 px PNG "
+                        "(five tiles) instead")
     args = parser.parse_args()
     import numpy as np
     os.makedirs(args.work, exist_ok=True)
-    directory = os.path.join(args.work, "model")
-    make_model(directory, args.text_layers)
+    directory = os.path.join(args.work, "next-model" if args.next
+                             else "model")
+    make_model(directory, args.text_layers, args.next)
+    if args.next:
+        from PIL import Image
+        image = os.path.join(args.work, "image-672.png")
+        Image.fromarray(np.random.default_rng(1).integers(
+            0, 256, (NEXT_SIDE, NEXT_SIDE, 3), dtype=np.uint8)).save(image)
+        tokens = " ".join(str(t) for t in prompt_ids())
+        ours_image, ours_first = run_tfmc(
+            os.path.join(args.work, "llava-next"), [directory],
+            ["--tokens", tokens, image, "--print-ids"], args.rounds,
+            context=4096)
+        theirs_image, theirs_first, tiles = next_times(directory, image,
+                                                       args.rounds)
+        print(f"LLaVA-NeXT shape (llava-v1.6-mistral), text depth "
+              f"{args.text_layers} of 32; one {NEXT_SIDE} px image "
+              f"({tiles} tiles of 336 px) and a 32-token question")
+        print(f"{'':28s}{'tfmc':>10s}{'PyTorch':>10s}{'ratio':>8s}")
+        for name, ours, theirs in (("image encoding (s)", ours_image,
+                                    theirs_image),
+                                   ("time to first token (s)", ours_first,
+                                    theirs_first)):
+            print(f"{name:28s}{ours:10.3f}{theirs:10.3f}"
+                  f"{theirs / ours:7.2f}x")
+        return
     pixels = np.random.default_rng(0).standard_normal(
         (3, 336, 336)).astype(np.float32)
     pixels_path = os.path.join(args.work, "pixels.f32")
