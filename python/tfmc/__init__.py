@@ -92,6 +92,15 @@ def _media_library():
     library.tfm_image_tokens.argtypes = [
         ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(Tensor),
         ctypes.POINTER(Status)]
+    library.tfm_image_tokens_memory.restype = ctypes.c_int
+    library.tfm_image_tokens_memory.argtypes = [
+        ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t,
+        ctypes.POINTER(Tensor), ctypes.POINTER(Status)]
+    library.tfm_image_encode_png.restype = ctypes.c_int
+    library.tfm_image_encode_png.argtypes = [
+        ctypes.POINTER(ctypes.c_float), ctypes.c_int64, ctypes.c_int64,
+        ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
+        ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(Status)]
     library.tfm_image_tiles.restype = ctypes.c_int
     library.tfm_image_tiles.argtypes = [
         ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
@@ -1115,10 +1124,12 @@ class Model:
 
     def image_tokens(self, image):
         """A vision-language model's tokens of an image, the rows its
-        placeholders take: a file's (a path) as tfm_image_tokens makes them
+        placeholders take: a file's (a path) or an 8-bit image's (a NumPy
+        uint8 array [height, width, 3] or [height, width], as
+        numpy.asarray(PIL.Image) gives) as tfm_image_tokens makes them
         (preprocessed as its processor does; LLaVA-NeXT's tiles laid out
         with their newline rows), or @encode_image's of preprocessed
-        pixels (a NumPy array of its input's shape). float32 [rows,
+        pixels (a float array of its input's shape). float32 [rows,
         hidden]."""
         if "prefill_embeddings" not in self.description["entry_points"]:
             raise TfmcError(f"model '{self.description['name']}' takes no "
@@ -1134,6 +1145,8 @@ class Model:
                     handle, path, ctypes.byref(out), ctypes.byref(status))
             _check(code, status)
             rows = self._output_array(out)
+        elif isinstance(image, np.ndarray) and image.dtype == np.uint8:
+            rows = self._rgb_image_tokens(image)
         elif len(encode["outputs"]) > 1:
             raise TfmcError(f"model '{self.description['name']}' cuts an "
                             "image into tiles and lays out their rows by "
@@ -1147,6 +1160,35 @@ class Model:
             rows = self.call("encode_image",
                              pixels.astype(np.float32))["hidden_states"]
         return np.ascontiguousarray(rows, np.float32)
+
+    def _rgb_image_tokens(self, image):
+        """tfm_image_tokens of an 8-bit image array, given to it as the
+        PNG of its pixels (lossless: the same pixels decode)."""
+        if image.ndim == 2:
+            image = np.repeat(image[:, :, None], 3, axis=2)
+        if image.ndim != 3 or image.shape[2] != 3 or 0 in image.shape:
+            raise TfmcError(f"an image array is {list(image.shape)}; give "
+                            "uint8 [height, width, 3] (RGB) or [height, "
+                            "width] (gray)")
+        media = _image_media()
+        rgb = np.ascontiguousarray(image, dtype=np.float32) / 255
+        data = ctypes.POINTER(ctypes.c_uint8)()
+        size = ctypes.c_size_t()
+        status = Status()
+        _check(media.tfm_image_encode_png(
+            rgb.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+            image.shape[0], image.shape[1], ctypes.byref(data),
+            ctypes.byref(size), ctypes.byref(status)), status)
+        out = Tensor()
+        try:
+            with self._using("image_tokens") as handle:
+                code = media.tfm_image_tokens_memory(
+                    handle, data, size.value, ctypes.byref(out),
+                    ctypes.byref(status))
+        finally:
+            _LIBC.free(data)
+        _check(code, status)
+        return self._output_array(out)
 
     def image_tiles(self, path):
         """An image file's preprocessed tiles, @encode_image's inputs
