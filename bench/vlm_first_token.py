@@ -81,7 +81,10 @@ def make_model(directory, text_layers, next_model):
         model = tf.LlavaNextForConditionalGeneration(
             tf.LlavaNextConfig(**fields))
         # llava-v1.6's processor, which tfmc reads the tiles' steps from.
+        side = fields["vision_config"]["image_size"]
         tf.LlavaNextImageProcessor(
+            size={"shortest_edge": side},
+            crop_size={"height": side, "width": side},
             image_grid_pinpoints=fields["image_grid_pinpoints"]
         ).save_pretrained(directory)
     else:
