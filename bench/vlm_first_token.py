@@ -93,19 +93,10 @@ def make_model(directory, text_layers, next_model):
                                              safe_serialization=True)
 
 
-def next_times(directory, image_path, rounds):
-    """PyTorch's LLaVA-NeXT: the five tiles through the tower and the
-    projector, then forward() with the image."""
+def torch_rounds(model, tiles, inputs, rounds):
+    """The best of `rounds` (the tower and projector on `tiles`;
+    model(**inputs), the prompt with its image), no grad."""
     import torch
-    import transformers as tf
-    from PIL import Image
-    torch.set_num_threads(2)
-    model = tf.LlavaNextForConditionalGeneration.from_pretrained(
-        directory, torch_dtype=torch.float32).eval()
-    inputs = tf.LlavaNextImageProcessor.from_pretrained(directory)(
-        Image.open(image_path), return_tensors="pt")
-    ids = torch.tensor([prompt_ids()])
-    tiles = inputs.pixel_values[0]
     config = model.config
     image, first = [], []
     with torch.no_grad():
@@ -116,11 +107,28 @@ def next_times(directory, image_path, rounds):
                 states.hidden_states[config.vision_feature_layer][:, 1:])
             image.append(time.perf_counter() - start)
             start = time.perf_counter()
-            model(input_ids=ids, pixel_values=inputs.pixel_values,
-                  image_sizes=inputs.image_sizes,
-                  attention_mask=torch.ones_like(ids))
+            model(**inputs)
             first.append(time.perf_counter() - start)
-    return min(image), min(first), len(tiles)
+    return min(image), min(first)
+
+
+def next_times(directory, image_path, rounds):
+    """PyTorch's LLaVA-NeXT: the five tiles through the tower and the
+    projector, then forward() with the image; and the tile count."""
+    import torch
+    import transformers as tf
+    from PIL import Image
+    torch.set_num_threads(2)
+    model = tf.LlavaNextForConditionalGeneration.from_pretrained(
+        directory, torch_dtype=torch.float32).eval()
+    processed = tf.LlavaNextImageProcessor.from_pretrained(directory)(
+        Image.open(image_path), return_tensors="pt")
+    ids = torch.tensor([prompt_ids()])
+    tiles = processed.pixel_values[0]
+    inputs = dict(input_ids=ids, pixel_values=processed.pixel_values,
+                  image_sizes=processed.image_sizes,
+                  attention_mask=torch.ones_like(ids))
+    return torch_rounds(model, tiles, inputs, rounds) + (len(tiles),)
 
 
 def torch_times(directory, pixels, rounds):
@@ -131,20 +139,9 @@ def torch_times(directory, pixels, rounds):
         directory, torch_dtype=torch.float32).eval()
     ids = torch.tensor([prompt_ids()])
     values = torch.from_numpy(pixels)[None]
-    config = model.config
-    image, first = [], []
-    with torch.no_grad():
-        for _ in range(rounds):
-            start = time.perf_counter()
-            states = model.vision_tower(values, output_hidden_states=True)
-            model.multi_modal_projector(
-                states.hidden_states[config.vision_feature_layer][:, 1:])
-            image.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            model(input_ids=ids, pixel_values=values,
+    inputs = dict(input_ids=ids, pixel_values=values,
                   attention_mask=torch.ones_like(ids))
-            first.append(time.perf_counter() - start)
-    return min(image), min(first)
+    return torch_rounds(model, values, inputs, rounds)
 
 
 def run_tfmc(exe, compile_args, run_args, rounds, context=1024):
@@ -264,10 +261,8 @@ def main():
                              else "model")
     make_model(directory, args.text_layers, args.next)
     if args.next:
-        from PIL import Image
-        image = os.path.join(args.work, "image-672.png")
-        Image.fromarray(np.random.default_rng(1).integers(
-            0, 256, (NEXT_SIDE, NEXT_SIDE, 3), dtype=np.uint8)).save(image)
+        image = random_png(os.path.join(args.work, "image-672.png"),
+                           NEXT_SIDE)
         tokens = " ".join(str(t) for t in prompt_ids())
         ours_image, ours_first = run_tfmc(
             os.path.join(args.work, "llava-next"), [directory],
@@ -275,16 +270,11 @@ def main():
             context=4096)
         theirs_image, theirs_first, tiles = next_times(directory, image,
                                                        args.rounds)
-        print(f"LLaVA-NeXT shape (llava-v1.6-mistral), text depth "
-              f"{args.text_layers} of 32; one {NEXT_SIDE} px image "
-              f"({tiles} tiles of 336 px) and a 32-token question")
-        print(f"{'':28s}{'tfmc':>10s}{'PyTorch':>10s}{'ratio':>8s}")
-        for name, ours, theirs in (("image encoding (s)", ours_image,
-                                    theirs_image),
-                                   ("time to first token (s)", ours_first,
-                                    theirs_first)):
-            print(f"{name:28s}{ours:10.3f}{theirs:10.3f}"
-                  f"{theirs / ours:7.2f}x")
+        report(f"LLaVA-NeXT shape (llava-v1.6-mistral), text depth "
+               f"{args.text_layers} of 32; one {NEXT_SIDE} px image "
+               f"({tiles} tiles of 336 px) and a 32-token question",
+               "PyTorch", (ours_image, theirs_image),
+               (ours_first, theirs_first))
         return
     pixels = np.random.default_rng(0).standard_normal(
         (3, 336, 336)).astype(np.float32)
@@ -293,34 +283,38 @@ def main():
     tfmc_image, tfmc_first = tfmc_times(directory, args.work, pixels_path,
                                         args.rounds)
     torch_image, torch_first = torch_times(directory, pixels, args.rounds)
-    print(f"LLaVA-1.5 shape, text depth {args.text_layers} of 32; one "
-          f"336 px image (576 rows) and a 32-token question")
-    print(f"{'':28s}{'tfmc':>10s}{'PyTorch':>10s}{'ratio':>8s}")
-    for name, ours, theirs in (("image encoding (s)", tfmc_image,
-                                torch_image),
-                               ("time to first token (s)", tfmc_first,
-                                torch_first)):
-        print(f"{name:28s}{ours:10.3f}{theirs:10.3f}"
-              f"{theirs / ours:7.2f}x")
+    report(f"LLaVA-1.5 shape, text depth {args.text_layers} of 32; one "
+           f"336 px image (576 rows) and a 32-token question", "PyTorch",
+           (tfmc_image, torch_image), (tfmc_first, torch_first))
     if args.llama_cpp:
-        from PIL import Image
-        image = os.path.join(args.work, "image.png")
-        Image.fromarray(np.random.default_rng(1).integers(
-            0, 256, (336, 336, 3), dtype=np.uint8)).save(image)
+        image = random_png(os.path.join(args.work, "image.png"), 336)
         text, mmproj = gguf_files(directory, args.work, args.llama_cpp)
         ours_image, ours_first, theirs_image, theirs_first, positions = \
             gguf_times(text, mmproj, args.work, image, args.llama_cpp,
                        args.rounds)
-        print(f"The same weights as GGUF files (text bf16, mmproj f16), "
-              f"a 336 px PNG, {positions} prompt positions")
-        print(f"{'':28s}{'tfmc':>10s}{'llama.cpp':>10s}{'ratio':>8s}")
-        for name, ours, theirs in (("image encoding (s)", ours_image,
-                                    theirs_image),
-                                   ("time to first token (s)", ours_first,
-                                    theirs_first)):
-            print(f"{name:28s}{ours:10.3f}{theirs:10.3f}"
-                  f"{theirs / ours:7.2f}x")
+        report(f"The same weights as GGUF files (text bf16, mmproj f16), "
+               f"a 336 px PNG, {positions} prompt positions", "llama.cpp",
+               (ours_image, theirs_image), (ours_first, theirs_first))
 
+
+def random_png(path, side):
+    """A side x side PNG of random pixels at `path`."""
+    import numpy as np
+    from PIL import Image
+    Image.fromarray(np.random.default_rng(1).integers(
+        0, 256, (side, side, 3), dtype=np.uint8)).save(path)
+    return path
+
+
+def report(title, peer, image, first):
+    """The table: the image's encoding and the first token, (tfmc, peer)
+    seconds each, and the peer's time over tfmc's."""
+    print(title)
+    print(f"{'':28s}{'tfmc':>10s}{peer:>10s}{'ratio':>8s}")
+    for name, (ours, theirs) in (("image encoding (s)", image),
+                                 ("time to first token (s)", first)):
+        print(f"{name:28s}{ours:10.3f}{theirs:10.3f}"
+              f"{theirs / ours:7.2f}x")
 
 if __name__ == "__main__":
     main()
