@@ -150,10 +150,13 @@ llvm::Error readTower(const GgufFile &file, ImageTokensSpec &image) {
   return llvm::Error::success();
 }
 
-/// LLaVA-NeXT's tiles (clip.vision.image_grid_pinpoints, flattened height
-/// and width pairs, with mm_patch_merge_type "spatial_unpad"), read as its
+/// LLaVA-NeXT's tiles (clip.vision.image_grid_pinpoints, with
+/// mm_patch_merge_type "spatial_unpad") as height, width pairs, read as its
 /// folder's LlavaNextForConditionalGeneration tiles and lays them out;
-/// none for LLaVA 1.5's one tile.
+/// none for LLaVA 1.5's one tile. The file's pairs are width, height, as
+/// LLaVA's own select_best_resolution and mtmd read them (transformers'
+/// are height, width): the order decides which of two pinpoints that
+/// keep as much of an image wins.
 llvm::Error readTiling(const GgufFile &file, int64_t tileSize,
                        std::vector<int64_t> &pinpoints) {
   llvm::Expected<std::optional<llvm::StringRef>> merge =
@@ -174,28 +177,21 @@ llvm::Error readTiling(const GgufFile &file, int64_t tileSize,
                      "'spatial_unpad' (tiles cut to the image's aspect)");
   bool valid = grid->kind == GgufValue::Kind::Array && !grid->stringArray &&
                !grid->numbers.empty() && grid->numbers.size() % 2 == 0;
-  for (double size : valid ? grid->numbers : std::vector<double>()) {
+  for (double size : valid ? grid->numbers : std::vector<double>())
     valid = valid && size > 0 && size == std::floor(size) &&
             int64_t(size) % tileSize == 0;
-    pinpoints.push_back(int64_t(size));
+  for (size_t i = 0; valid && i < grid->numbers.size(); i += 2) {
+    pinpoints.push_back(int64_t(grid->numbers[i + 1]));
+    pinpoints.push_back(int64_t(grid->numbers[i]));
   }
   if (!valid)
     return makeError(file.path() +
                      ": clip.vision.image_grid_pinpoints must be height, "
                      "width pairs of multiples of the " +
                      llvm::Twine(tileSize) + "-pixel tiles");
-  // Tiles of another size than the tower's are mtmd's own variants.
-  for (llvm::StringRef key : {"clip.vision.image_crop_resolution",
-                              "clip.vision.image_split_resolution"}) {
-    llvm::Expected<std::optional<int64_t>> size =
-        file.optionalInteger(key, int64_t(1) << 20);
-    if (!size)
-      return size.takeError();
-    if (size->value_or(tileSize) != tileSize)
-      return makeError(file.path() + ": " + key + " " + llvm::Twine(**size) +
-                       " is not the tower's " + llvm::Twine(tileSize) +
-                       "-pixel tile, which LLaVA-NeXT's tiles are");
-  }
+  // clip.vision.image_crop_resolution and image_split_resolution (224 in
+  // llava-v1.6's configs) are not read: LLaVA's anyres tiles at the
+  // tower's size whatever they say, and so does mtmd.
   return llvm::Error::success();
 }
 

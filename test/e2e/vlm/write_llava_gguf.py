@@ -30,9 +30,11 @@ CLIP tower):
     v.pre_ln, v.blk.N.{attn_q,attn_k,attn_v,attn_out,ln1,ln2}, CLIP's fc1
     as v.blk.N.ffn_down and fc2 as v.blk.N.ffn_up (the legacy names are
     swapped), mm.0 and mm.2;
-  * LLaVA-NeXT's: clip.vision.image_grid_pinpoints flattened,
+  * LLaVA-NeXT's: clip.vision.image_grid_pinpoints flattened as width,
+    height pairs (LLaVA's and mtmd's order; the folder's are height, width),
     image_aspect_ratio "anyres", mm_patch_merge_type "spatial_unpad",
-    image_newline as model.image_newline;
+    image_crop_resolution and image_split_resolution 224 (as llava-v1.6's
+    config has them), image_newline as model.image_newline;
   * F16 for the patch embedding and the projector's matrices always, and
     (unless --use-f32) every other matrix; F32 for the rest.
 --f32-everywhere writes F32 throughout (a GGUF file may; the converter
@@ -138,11 +140,16 @@ def mmproj(args):
     if "image_grid_pinpoints" in config:
         # LLaVA-NeXT (its surgery's config): the pinpoints flattened,
         # spatial_unpad, and image_newline as model.image_newline.
+        # Width, height pairs, as LLaVA's code and mtmd read them (the
+        # folder's are height, width).
         metadata["clip.vision.image_grid_pinpoints"] = [
-            size for pinpoint in config["image_grid_pinpoints"]
-            for size in pinpoint]
+            size for height, width in config["image_grid_pinpoints"]
+            for size in (width, height)]
         metadata["clip.vision.image_aspect_ratio"] = "anyres"
         metadata["clip.vision.mm_patch_merge_type"] = "spatial_unpad"
+        # llava-v1.6's config carries these, which anyres does not use.
+        metadata["clip.vision.image_crop_resolution"] = 224
+        metadata["clip.vision.image_split_resolution"] = 224
     write_gguf.apply_settings(metadata, args.set)
     tower = "vision_tower.vision_model."
     renames = [("embeddings.class_embedding", "v.class_embd"),
