@@ -176,15 +176,20 @@ def gguf_seeds(work):
         out = os.path.join(work, name + ".gguf")
         subprocess.run([sys.executable, writer, out] + arguments, check=True)
         write_seed(directory, name, read(out))
-    # LLaVA's pair: the text model, then its mmproj file (F16 matrices,
-    # as llama.cpp's legacy converter writes them).
-    llava = os.path.join(E2E, "vlm", "Inputs", "llava")
+    # LLaVA's and LLaVA-NeXT's pairs: the text model, then its mmproj file
+    # (F16 matrices, as llama.cpp's legacy converter writes them; NeXT's
+    # with its pinpoints and newline).
     pair = os.path.join(E2E, "vlm", "write_llava_gguf.py")
-    text, mmproj = (os.path.join(work, n) for n in ("llava.gguf", "mmproj.gguf"))
-    subprocess.run([sys.executable, pair, "text", text, llava, tok512,
-                    "--type", "F16"], check=True)
-    subprocess.run([sys.executable, pair, "mmproj", mmproj, llava], check=True)
-    write_seed(directory, "llava-mmproj", read(text) + SEPARATOR + read(mmproj))
+    for folder, seed in (("llava", "llava-mmproj"),
+                         ("llava-next", "llava-next-mmproj")):
+        llava = os.path.join(E2E, "vlm", "Inputs", folder)
+        text, mmproj = (os.path.join(work, folder + n)
+                        for n in (".gguf", "-mmproj.gguf"))
+        subprocess.run([sys.executable, pair, "text", text, llava, tok512,
+                        "--type", "F16"], check=True)
+        subprocess.run([sys.executable, pair, "mmproj", mmproj, llava],
+                       check=True)
+        write_seed(directory, seed, read(text) + SEPARATOR + read(mmproj))
 
 
 def llama2c_seed():
