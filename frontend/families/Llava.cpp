@@ -120,11 +120,11 @@ void readGridPinpoints(ConfigReader &config, int64_t tileSize,
 }
 
 /// LLaVA-NeXT's preprocessing: the processor's steps for each tile, the
-/// config's pinpoints (which its processor's must equal: the model lays
-/// out the tiles the processor cuts).
+/// config's pinpoints (which its processor's, read as the config's are,
+/// must equal: the model lays out the tiles the processor cuts).
 llvm::Expected<ImagePreprocessingAttr>
 tileImages(MLIRContext &context, llvm::StringRef directory,
-           ImagePreprocessingAttr preprocessing,
+           ImagePreprocessingAttr preprocessing, int64_t tileSize,
            llvm::ArrayRef<int64_t> pinpoints) {
   llvm::SmallString<256> path(directory);
   llvm::sys::path::append(path, "preprocessor_config.json");
@@ -134,14 +134,13 @@ tileImages(MLIRContext &context, llvm::StringRef directory,
   llvm::Expected<llvm::json::Object> file = readJsonObjectFile(path);
   if (!file)
     return file.takeError();
-  if (const llvm::json::Value *given = file->get("image_grid_pinpoints")) {
-    std::vector<int64_t> flat;
-    if (const llvm::json::Array *list = given->getAsArray())
-      for (const llvm::json::Value &pair : *list)
-        if (const llvm::json::Array *sizes = pair.getAsArray())
-          for (const llvm::json::Value &size : *sizes)
-            flat.push_back(size.getAsInteger().value_or(-1));
-    if (llvm::ArrayRef<int64_t>(flat) != pinpoints)
+  if (file->get("image_grid_pinpoints")) {
+    ConfigReader processor(*file, path.str().str());
+    std::vector<int64_t> given;
+    readGridPinpoints(processor, tileSize, given);
+    if (llvm::Error err = processor.takeError())
+      return std::move(err);
+    if (llvm::ArrayRef<int64_t>(given) != pinpoints)
       return makeError(path + ": image_grid_pinpoints differ from "
                               "config.json's, by which the model lays out "
                               "the tiles");
@@ -323,7 +322,8 @@ llvm::Error mlir::tfm::addLlavaImageTokens(MLIRContext &context,
     return preprocessing.takeError();
   if (!spec.gridPinpoints.empty()) {
     llvm::Expected<ImagePreprocessingAttr> tiled =
-        tileImages(context, directory, *preprocessing, spec.gridPinpoints);
+        tileImages(context, directory, *preprocessing, image.tower.imageSize,
+                   spec.gridPinpoints);
     if (!tiled)
       return tiled.takeError();
     preprocessing = *tiled;

@@ -163,7 +163,7 @@ tfm_status_code tfm_image_tiles(const tfm_model *model, const uint8_t *data,
   if (p->num_grid_pinpoints > 0) {
     best_pinpoint(p, image.height, image.width, &best_h, &best_w);
     grid[0] = best_h / p->crop_height;
-    grid[1] = best_w / p->crop_height;
+    grid[1] = best_w / p->crop_width;
   }
   int64_t count = 1 + grid[0] * grid[1];
   size_t bytes = (size_t)count * 3 * height * width * sizeof(float);
