@@ -739,6 +739,8 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   if (auto token =
           (*unit.module)->getAttrOfType<IntegerAttr>(kImageTokenAttrName))
     description.imageToken = token.getInt();
+  description.imageRowsBidirectional =
+      (*unit.module)->hasAttr(kImageRowsBidirectionalAttrName);
   // Checked by the dialect (TfmAttrs.cpp): every field is there.
   if (auto diffusion =
           (*unit.module)->getAttrOfType<DictionaryAttr>(kDiffusionAttrName)) {

@@ -13,6 +13,7 @@
 #include "frontend/families/Clip.h"
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/EncoderFamilies.h"
+#include "frontend/families/Gemma3Vision.h"
 #include "frontend/families/Llava.h"
 #include "frontend/families/Seq2SeqFamilies.h"
 #include "frontend/families/StableDiffusion.h"
@@ -504,6 +505,24 @@ loadDecoderFolder(MLIRContext &context, llvm::StringRef directory,
                      adapters);
 }
 
+/// A vision-language folder's text model, a decoder of family
+/// `modelType` whose config is `textConfig` (text_config over its class's
+/// defaults; messages name the folder's config.json and the field), its
+/// tensors named as LLaVA's are (Llava.h).
+llvm::Expected<LoadedModel> loadTextModelWithin(MLIRContext &context,
+                                                llvm::StringRef directory,
+                                                llvm::StringRef modelType,
+                                                llvm::json::Object &textConfig,
+                                                const ConfigReader &config) {
+  ConfigReader text(textConfig, config.file() + ": text_config");
+  DecoderSpec spec;
+  readDecoderFamily(modelType, text, spec);
+  static const TextModelWithin kImageText = {renameLlavaWeights,
+                                             isLlavaImageWeight};
+  return loadDecoder(context, directory, modelType, std::move(spec), text,
+                     /*adapters=*/{}, &kImageText);
+}
+
 /// LLaVA and LLaVA-NeXT (Llava.h): the text model read as a decoder of
 /// the text config's family, then the image side added.
 llvm::Expected<LoadedModel> loadLlava(MLIRContext &context,
@@ -513,16 +532,8 @@ llvm::Expected<LoadedModel> loadLlava(MLIRContext &context,
   readLlavaConfig(config, llava);
   if (llvm::Error err = config.takeError())
     return std::move(err);
-  // The text model's config is text_config over its class's defaults;
-  // its messages name the folder's config.json and the field.
-  ConfigReader text(llava.textConfig, config.file() + ": text_config");
-  DecoderSpec spec;
-  readDecoderFamily(llava.textModelType, text, spec);
-  static const TextModelWithin kLlavaText = {renameLlavaWeights,
-                                             isLlavaImageWeight};
-  llvm::Expected<LoadedModel> model = loadDecoder(
-      context, directory, llava.textModelType, std::move(spec), text,
-      /*adapters=*/{}, &kLlavaText);
+  llvm::Expected<LoadedModel> model = loadTextModelWithin(
+      context, directory, llava.textModelType, llava.textConfig, config);
   if (!model)
     return model.takeError();
   std::string checkpoint = (directory + "/model.safetensors").str();
@@ -530,6 +541,27 @@ llvm::Expected<LoadedModel> loadLlava(MLIRContext &context,
           addLlavaImageTokens(context, llava, directory, checkpoint, *model))
     return std::move(err);
   model->family = config.string("model_type", "llava");
+  return model;
+}
+
+/// Gemma 3 (Gemma3Vision.h): its gemma3_text model, then the image side.
+llvm::Expected<LoadedModel> loadGemma3Vision(MLIRContext &context,
+                                             llvm::StringRef directory,
+                                             llvm::StringRef modelType,
+                                             ConfigReader &config) {
+  Gemma3VisionSpec gemma;
+  readGemma3VisionConfig(config, gemma);
+  if (llvm::Error err = config.takeError())
+    return std::move(err);
+  llvm::Expected<LoadedModel> model = loadTextModelWithin(
+      context, directory, "gemma3_text", gemma.textConfig, config);
+  if (!model)
+    return model.takeError();
+  std::string checkpoint = (directory + "/model.safetensors").str();
+  if (llvm::Error err =
+          addGemma3ImageTokens(context, gemma, directory, checkpoint, *model))
+    return std::move(err);
+  model->family = modelType.str();
   return model;
 }
 
@@ -619,6 +651,8 @@ const ModelKind kModelKinds[] = {
     {claimedKind<isVisionFamily, loadVision>, supportedVisionFamilies},
     {claimedKind<isClipFamily, loadClipModel>, supportedClipFamilies},
     {claimedKind<isLlavaFamily, loadLlava>, supportedLlavaFamilies},
+    {claimedKind<isGemma3VisionFamily, loadGemma3Vision>,
+     supportedGemma3VisionFamilies},
     {claimedKind<isSpeechFamily, loadSpeech>, supportedSpeechFamilies},
 };
 

@@ -273,6 +273,9 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
     auto token = dyn_cast<IntegerAttr>(attr.getValue());
     if (onModule && token && token.getInt() >= 0)
       return success();
+  } else if (name == kImageRowsBidirectionalAttrName) {
+    if (onModule && isa<UnitAttr>(attr.getValue()))
+      return success();
   } else if (name == kDiffusionAttrName) {
     auto fields = dyn_cast<DictionaryAttr>(attr.getValue());
     if (!onModule || !fields)

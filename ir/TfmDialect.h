@@ -50,6 +50,13 @@ inline constexpr llvm::StringLiteral kLogitScaleAttrName = "tfm.logit_scale";
 /// rows of @encode_image instead of their embeddings (tfm-kv-cache then
 /// derives @prefill_embeddings).
 inline constexpr llvm::StringLiteral kImageTokenAttrName = "tfm.image_token";
+/// On the module of a vision-language model whose image rows attend to
+/// each other both ways inside the causal text (Gemma 3; a UnitAttr): in
+/// @prefill_embeddings every new row sees every other new row (the
+/// runtime runs an image's rows in one call), windows limiting only the
+/// keys behind.
+inline constexpr llvm::StringLiteral kImageRowsBidirectionalAttrName =
+    "tfm.image_rows_bidirectional";
 /// On the scf.if that runs one expert's projections (tfm-expand-experts):
 /// the share of tokens routed to it on average, top_k / experts (an
 /// f64 FloatAttr), by which a decode step's weight reads count its weights.

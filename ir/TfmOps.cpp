@@ -850,8 +850,6 @@ LogicalResult AttentionOp::verify() {
       return failure();
   }
   if (std::optional<int64_t> window = getWindow()) {
-    if (!getCausal())
-      return emitOpError("expected 'window' only with 'causal' attention");
     if (*window <= 0)
       return emitOpError() << "expected a positive window, got " << *window;
   }

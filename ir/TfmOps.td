@@ -730,8 +730,11 @@ def Tfm_AttentionOp : Tfm_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     must divide `heads` (grouped-query and multi-query attention).
 
     With `causal`, query `i` sees keys `j <= i + (t - s)`: the queries are the
-    last `s` positions of the `t` keys. `window = w` further limits it to the
-    `w` most recent keys (sliding-window attention; requires `causal`). An
+    last `s` positions of the `t` keys. `window = w` hides the keys `w` or
+    more positions behind the query (`j <= i + (t - s) - w`): with `causal`,
+    it sees the `w` most recent keys (sliding-window attention); without,
+    those and every later key (Gemma 3's image rows, which see each other
+    both ways within a sliding layer's window). An
     optional additive `bias` `[heads, s, t]` carries arbitrary terms.
     Cross-attention is the case `s != t` without `causal`.
 

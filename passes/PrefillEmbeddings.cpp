@@ -10,6 +10,12 @@
 // the engine's twin of @prefill_batch. Derived by tfm-kv-cache where the
 // module names an image placeholder (tfm.image_token).
 //
+// Where an image's rows attend to each other both ways
+// (tfm.image_rows_bidirectional, Gemma 3), the clone's self-attention is
+// not causal: each new row sees every new row of its call (and of its
+// sequence's chunk in the batched twin), which the runtime makes one
+// image's; a window still hides the keys behind.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/CachePlan.h"
@@ -78,6 +84,12 @@ LogicalResult mlir::tfm::buildPrefillEmbeddings(func::FuncOp prefill,
   }
   lookup.getResult().replaceAllUsesWith(rows);
   lookup.erase();
+  if (prefill->getParentOfType<ModuleOp>()->hasAttr(
+          kImageRowsBidirectionalAttrName))
+    clone.walk([](AttentionOp attention) {
+      if (attention.getCausal())
+        attention.removeCausalAttr();
+    });
   pruneDeadCode(clone, /*unused=*/1u);
   clone.setArgAttr(0, kInputArgAttrName,
                    InputRoleAttr::get(ctx, InputRole::features));

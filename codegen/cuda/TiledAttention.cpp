@@ -360,22 +360,23 @@ private:
 KeyRange mlir::tfm::visibleKeys(OpBuilder &b, Location loc, Value query,
                                 Value queries, Value keys, bool causal,
                                 int64_t window) {
-  Value end = keys;
-  if (causal)
-    end = arith::MinUIOp::create(
-        b, loc, keys,
-        arith::AddIOp::create(
-            b, loc,
-            arith::AddIOp::create(b, loc, query,
-                                  arith::ConstantIndexOp::create(b, loc, 1)),
-            arith::SubIOp::create(b, loc, keys, queries)));
+  // The query's position among the keys, plus one: queries are the last
+  // `queries` of the `keys`.
+  Value past = arith::AddIOp::create(
+      b, loc,
+      arith::AddIOp::create(b, loc, query,
+                            arith::ConstantIndexOp::create(b, loc, 1)),
+      arith::SubIOp::create(b, loc, keys, queries));
+  Value end = causal ? arith::MinUIOp::create(b, loc, keys, past) : keys;
   Value first = arith::ConstantIndexOp::create(b, loc, 0);
   if (window > 0) {
+    // Keys `window` or more positions behind the query are hidden (without
+    // `causal`, later keys stay seen).
     Value span = arith::ConstantIndexOp::create(b, loc, window);
     first = arith::SelectOp::create(
         b, loc,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, end, span),
-        arith::SubIOp::create(b, loc, end, span), first);
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, past, span),
+        arith::SubIOp::create(b, loc, past, span), first);
   }
   return {first, end};
 }

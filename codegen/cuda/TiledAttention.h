@@ -38,8 +38,9 @@ struct KeyRange {
 
 /// The keys query `query` sees among `keys` positions, the `queries`
 /// queries being the last of them: up to the query itself where
-/// `causal` (a row past the last query: up to the last key), the last
-/// `window` of those where `window` > 0. Both attention kernels mask by it.
+/// `causal` (a row past the last query: up to the last key), none
+/// `window` or more positions behind it where `window` > 0. Both attention
+/// kernels mask by it.
 KeyRange visibleKeys(OpBuilder &b, Location loc, Value query, Value queries,
                      Value keys, bool causal, int64_t window);
 

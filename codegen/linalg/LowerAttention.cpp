@@ -146,7 +146,7 @@ struct LowerAttention : PackedSequencesPattern<AttentionOp> {
             x = softcapped(b, l, x, *softcap);
           if (maskInputs.size() == 2)
             x = arith::AddFOp::create(b, l, x, args[1]);
-          if (!distanceBias && !causal)
+          if (!distanceBias && !causal && !window)
             return x;
           Value row = linalg::IndexOp::create(b, l, 1);
           Value col = linalg::IndexOp::create(b, l, 2);
@@ -159,18 +159,23 @@ struct LowerAttention : PackedSequencesPattern<AttentionOp> {
                 tensor::ExtractOp::create(b, l, distanceBias,
                                           ValueRange{head, column}));
           }
-          if (!causal)
+          if (!causal && !window)
             return x;
+          // The query's own position among the keys.
           Value last = arith::AddIOp::create(b, l, row, queryOffset);
-          Value visible = arith::CmpIOp::create(
-              b, l, arith::CmpIPredicate::ule, col, last);
+          Value visible;
+          if (causal)
+            visible = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ule,
+                                            col, last);
           if (window) {
-            // Keys (last - window, last] stay visible.
+            // Keys fewer than `window` positions behind stay visible (and,
+            // without `causal`, every later one).
             Value span = arith::ConstantIndexOp::create(b, l, *window);
             Value recent = arith::CmpIOp::create(
                 b, l, arith::CmpIPredicate::ult, last,
                 arith::AddIOp::create(b, l, col, span));
-            visible = arith::AndIOp::create(b, l, visible, recent);
+            visible =
+                visible ? arith::AndIOp::create(b, l, visible, recent) : recent;
           }
           Value minusInf = f32Constant(
               b, l, -std::numeric_limits<double>::infinity());

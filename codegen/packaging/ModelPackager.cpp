@@ -571,6 +571,8 @@ void writeModelDesc(llvm::raw_ostream &os, const ModelDescription &model,
        << ",\n";
   if (model.imageToken >= 0)
     os << "    .image_token = " << model.imageToken << ",\n";
+  if (model.imageRowsBidirectional)
+    os << "    .image_rows_bidirectional = 1,\n";
   if (model.waveform)
     os << "    .waveform = &tfm_waveform,\n";
   if (model.diffusion)

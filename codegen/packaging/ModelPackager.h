@@ -89,6 +89,9 @@ struct ModelDescription {
   /// A vision-language model's image placeholder (tfm.image_token); -1:
   /// none.
   int64_t imageToken = -1;
+  /// An image's rows attend to each other both ways
+  /// (tfm.image_rows_bidirectional).
+  bool imageRowsBidirectional = false;
   /// The code runs on an NVIDIA GPU (--target=cuda).
   bool cudaTarget = false;
   /// Bytes of weights a @decode step reads (tfm.decode_weight_bytes).

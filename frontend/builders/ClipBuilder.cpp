@@ -81,6 +81,8 @@ private:
 
   /// LLaVA's image tokens (ImageTokensSpec).
   Value imageTokens(const ImageTokensSpec &tokens, Value pixels);
+  /// Gemma 3's projector over the tower's last hidden state.
+  Value pooledImageTokens(const ImageTokensSpec &tokens, Value pixels);
 
   /// func @name(input) -> result, its body from `body`.
   void entryPoint(llvm::StringRef name, Type input, InputRole role,
@@ -303,7 +305,42 @@ Value ClipIRBuilder::imageEmbedding(Value pixels) {
   return project(image, pooled);
 }
 
+Value ClipIRBuilder::pooledImageTokens(const ImageTokensSpec &tokens,
+                                       Value pixels) {
+  const ClipImageSpec &image = tokens.tower;
+  int64_t d = image.hiddenSize, side = tokens.side(), k = tokens.poolKernel,
+          pooled = side / k, rows = tokens.rows();
+  Value x =
+      norm(image, imageStates(pixels, tokens.layers), "post_layernorm.weight");
+  // Each k x k square's patches as consecutive rows (the grid is
+  // row-major), then the mean of each square's rows: nn.AvgPool2d(k).
+  Location loc = named("image pooling");
+  SmallVector<int64_t> order;
+  for (int64_t py = 0; py < pooled; ++py)
+    for (int64_t px = 0; px < pooled; ++px)
+      for (int64_t ky = 0; ky < k; ++ky)
+        for (int64_t kx = 0; kx < k; ++kx)
+          order.push_back((py * k + ky) * side + px * k + kx);
+  x = GatherRowsOp::create(b, loc, matrix(side * side, d), x,
+                           b.getDenseI64ArrayAttr(order));
+  auto lengthsType = RankedTensorType::get({rows}, b.getI32Type());
+  Value lengths = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(lengthsType, static_cast<int32_t>(k * k)));
+  x = PoolOp::create(b, loc, matrix(rows, d),
+                     PoolingKindAttr::get(b.getContext(), PoolingKind::mean), x,
+                     lengths, UnitAttr());
+  Value gamma = weight(tokens.projector + "mm_soft_emb_norm.weight", {d});
+  x = RmsNormOp::create(
+      b, named("projector norm"), x.getType(), x, gamma,
+      b.getF32FloatAttr(static_cast<float>(tokens.projectorNormEpsilon)));
+  return declarations.unbiasedLinear(
+      b, x, tokens.projector + "mm_input_projection_weight",
+      {tokens.textHidden});
+}
+
 Value ClipIRBuilder::imageTokens(const ImageTokensSpec &tokens, Value pixels) {
+  if (tokens.poolKernel)
+    return pooledImageTokens(tokens, pixels);
   int64_t d = tokens.tower.hiddenSize, rows = tokens.rows();
   Value x = imageStates(pixels, tokens.layers);
   if (!tokens.keepClassToken)

@@ -72,6 +72,13 @@ struct ClipSpec {
 /// pre_layrnorm, without post_layernorm), the class token's row dropped
 /// unless `keepClassToken`, through the projector `projector` + linear_1,
 /// `activation`, linear_2 (both biased) into the text model's width.
+///
+/// Or, with `poolKernel` (Gemma 3's Gemma3MultiModalProjector over a
+/// SigLIP tower): the tower's last hidden state (after post_layernorm) as
+/// its grid of patches, averaged over `poolKernel` x `poolKernel` squares,
+/// an RMSNorm (`projector` + "mm_soft_emb_norm.weight", stored with
+/// Gemma's 1 added) and an unbiased linear ("mm_input_projection_weight",
+/// read as [textHidden, vision hidden]).
 struct ImageTokensSpec {
   ClipImageSpec tower;
   int64_t layers = 0;
@@ -82,7 +89,15 @@ struct ImageTokensSpec {
   /// A [textHidden] tensor @encode_image returns beside the rows
   /// (LLaVA-NeXT's image_newline), or empty.
   std::string newline;
-  int64_t rows() const { return tower.patches() + (keepClassToken ? 1 : 0); }
+  int64_t poolKernel = 0;
+  double projectorNormEpsilon = 1e-6;
+  /// Patches along a side of the tower's grid.
+  int64_t side() const { return tower.imageSize / tower.patchSize; }
+  int64_t rows() const {
+    if (poolKernel)
+      return (side() / poolKernel) * (side() / poolKernel);
+    return tower.patches() + (keepClassToken ? 1 : 0);
+  }
 };
 
 /// The towers' entry points (`spec.text2`: SDXL's pair). Tensors of the

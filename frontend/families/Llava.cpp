@@ -150,6 +150,31 @@ tileImages(MLIRContext &context, llvm::StringRef directory,
 
 } // namespace
 
+bool mlir::tfm::readVisionTowerConfig(ConfigReader &config,
+                                      llvm::StringRef family,
+                                      llvm::StringRef towerType,
+                                      ImageTokensSpec &image) {
+  const llvm::json::Object *vision = config.nested("vision_config");
+  llvm::json::Object visionFields = vision ? *vision : llvm::json::Object();
+  ConfigReader visionReader(visionFields, "vision_config");
+  std::string visionType = visionReader.string("model_type", towerType);
+  if (visionType != towerType) {
+    config.fail(llvm::Twine("vision_config: the ") + visionType +
+                " vision tower is not supported with " + family +
+                " (supported: " + towerType + ")");
+    return false;
+  }
+  image.tower.siglip = towerType == "siglip_vision_model";
+  readClipImageConfig(visionReader, image.tower);
+  if (llvm::Error err = visionReader.takeError()) {
+    config.fail(llvm::toString(std::move(err)));
+    return false;
+  }
+  image.tower.prefix = (kLlavaVisionTower + image.tower.prefix).str();
+  image.projector = kLlavaProjector.str();
+  return true;
+}
+
 bool mlir::tfm::isLlavaFamily(llvm::StringRef modelType) {
   return llvm::is_contained(kLlavaFamilies, modelType);
 }
@@ -181,23 +206,9 @@ void mlir::tfm::readLlavaConfig(ConfigReader &config, LlavaSpec &spec) {
     spec.textConfig[key] = value;
 
   // vision_config: a CLIP vision tower under vision_tower.vision_model..
-  const llvm::json::Object *vision = config.nested("vision_config");
-  llvm::json::Object visionFields = vision ? *vision : llvm::json::Object();
-  ConfigReader visionReader(visionFields, "vision_config");
-  std::string visionType =
-      visionReader.string("model_type", "clip_vision_model");
-  if (visionType != "clip_vision_model") {
-    config.fail("vision_config: the " + visionType +
-                " vision tower is not supported with LLaVA (supported: "
-                "clip_vision_model)");
-    return;
-  }
   ImageTokensSpec &image = spec.image;
-  readClipImageConfig(visionReader, image.tower);
-  if (llvm::Error err = visionReader.takeError())
-    config.fail(llvm::toString(std::move(err)));
-  image.tower.prefix = (kLlavaVisionTower + image.tower.prefix).str();
-  image.projector = kLlavaProjector.str();
+  if (!readVisionTowerConfig(config, "LLaVA", "clip_vision_model", image))
+    return;
   image.activation = config.activation("projector_hidden_act", "gelu");
   if (!config.boolean("multimodal_projector_bias", true))
     config.fail("unsupported config value 'multimodal_projector_bias' = "
@@ -274,12 +285,15 @@ llvm::Error mlir::tfm::addImageTokens(MLIRContext &context,
                                       ImagePreprocessingAttr preprocessing,
                                       LoadedModel &model) {
   // The text model's tensors are the decoder's; the tower's blocks past
-  // the chosen state and its post_layernorm are not read.
+  // the chosen state and its post_layernorm are not read (Gemma 3 reads
+  // its last hidden state, after post_layernorm, not SigLIP's pooling
+  // head).
   const std::string &tower = image.tower.prefix;
   auto ignored = [&](llvm::StringRef name) {
     if (!isLlavaImageWeight(name))
       return true;
-    if (name.starts_with(tower + "post_layernorm."))
+    if (name.starts_with(tower +
+                         (image.poolKernel ? "head." : "post_layernorm.")))
       return true;
     llvm::StringRef rest = name;
     int64_t index = 0;

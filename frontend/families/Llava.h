@@ -42,6 +42,14 @@ struct LlavaSpec {
   std::vector<int64_t> gridPinpoints;
 };
 
+/// Reads config.json's vision_config, which must describe a `towerType`
+/// tower (clip_vision_model, or SigLIP's siglip_vision_model) into
+/// `image`'s tower, its tensors under "vision_tower.", the projector's
+/// under "multi_modal_projector."; problems are recorded in `config`,
+/// naming `family`. False on one.
+bool readVisionTowerConfig(ConfigReader &config, llvm::StringRef family,
+                           llvm::StringRef towerType, ImageTokensSpec &image);
+
 /// Whether config.json's model_type is LLaVA's.
 bool isLlavaFamily(llvm::StringRef modelType);
 

@@ -135,6 +135,10 @@ struct TokenizerVocab {
   static constexpr uint8_t kAddedText = 4;
   WordPieceOptions wordPiece;
   UnigramOptions unigram;
+  /// Text a prompt's text has replaced before it is tokenized, in order
+  /// (a vision-language processor's expansion of its image placeholder:
+  /// Gemma 3's "<start_of_image>").
+  std::vector<std::pair<std::string, std::string>> promptReplacements;
 };
 
 /// The whole of a tokenizer file, or an error naming it.

@@ -136,5 +136,10 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
     }
     appendBytes(options.charsMap);
   }
+  append32(uint32_t(tokenizer.promptReplacements.size()));
+  for (const auto &[text, replacement] : tokenizer.promptReplacements) {
+    appendBytes(text);
+    appendBytes(replacement);
+  }
   return blob;
 }

@@ -8,7 +8,7 @@ import ctypes
 
 import numpy as np
 
-ABI_VERSION = 31
+ABI_VERSION = 32
 MAX_RANK = 6
 
 ROLE_NAMES = {0: "token_ids", 1: "features", 2: "start_position",
@@ -124,7 +124,8 @@ class ModelDesc(ctypes.Structure):
                 ("stop_tokens", ctypes.POINTER(ctypes.c_int32)),
                 ("lora", ctypes.POINTER(LoraDesc)),
                 ("pipeline_stages", ctypes.c_int32),
-                ("image_token", ctypes.c_int32)]
+                ("image_token", ctypes.c_int32),
+                ("image_rows_bidirectional", ctypes.c_int32)]
 
 
 class SamplerOptions(ctypes.Structure):

@@ -445,6 +445,15 @@ int tfm_model_takes_image_rows(const tfm_model *model) {
   return model && model->prefill_embeddings != NULL;
 }
 
+int64_t tfm_model_image_rows_per_call(const tfm_model *model) {
+  const tfm_entry_point *encode = tfm_model_entry_point(model, "encode_image");
+  if (!model->desc->image_rows_bidirectional || !encode ||
+      encode->num_outputs < 1 || encode->outputs[0].rank != 2 ||
+      encode->outputs[0].shape[0] <= 0)
+    return INT64_MAX;
+  return encode->outputs[0].shape[0];
+}
+
 tfm_status_code tfm_run_prefill(tfm_model *model, tfm_cached_entry entry,
                                 tfm_memref2d_f32 *logits, void *input,
                                 int64_t start, int64_t slot,

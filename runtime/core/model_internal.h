@@ -28,6 +28,12 @@ typedef enum {
 /* Whether the model has @prefill_embeddings (a vision-language model). */
 int tfm_model_takes_image_rows(const tfm_model *model);
 
+/* How many image rows one call may take: where an image's rows attend to
+ * each other both ways (desc->image_rows_bidirectional), one image's
+ * (@encode_image's rows), so that no call holds part of an image or two
+ * images; otherwise no limit (INT64_MAX). */
+int64_t tfm_model_image_rows_per_call(const tfm_model *model);
+
 /* The language-model entry points the runtime calls with their known
  * signatures (tfm_forward, sessions), run inside a call frame
  * (buffer_cache.c) as the generated calls are: an allocation failure in

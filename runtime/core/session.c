@@ -207,7 +207,19 @@ static tfm_status_code run_chunks(tfm_session *s, const int32_t *tokens,
     if (chunk > s->cache_capacity - s->cache_used)
       chunk = s->cache_capacity - s->cache_used;
     const float *image = NULL;
-    chunk = tfm_session_run_at(s, s->length, chunk, &image);
+    int64_t run = tfm_session_run_at(s, s->length, n - done, &image);
+    if (image) {
+      /* Rows that see each other both ways run an image to a call. */
+      int64_t whole = tfm_model_image_rows_per_call(s->model);
+      run = run < whole ? run : whole;
+      if (chunk < run && whole < INT64_MAX)
+        return tfm_fail(status, TFM_ERROR_CONTEXT_OVERFLOW,
+                        "an image's %lld rows attend to each other and must "
+                        "run together, but the cache has room for %lld more "
+                        "positions",
+                        (long long)run, (long long)chunk);
+    }
+    chunk = run < chunk ? run : chunk;
     if (image) {
       float *rows = (float *)(uintptr_t)image;
       tfm_memref2d_f32 input = {

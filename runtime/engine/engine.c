@@ -136,6 +136,10 @@ tfm_status_code tfm_engine_new(tfm_model *model,
   /* No step has more prompt tokens than every sequence's whole context. */
   if (o.prefill_chunk > shape[2] * o.max_sequences)
     o.prefill_chunk = shape[2] * o.max_sequences;
+  /* Nor fewer than an image whose rows must run in one step. */
+  int64_t image_rows = tfm_model_image_rows_per_call(model);
+  if (image_rows < INT64_MAX && o.prefill_chunk < image_rows)
+    o.prefill_chunk = image_rows;
   tfm_engine *e = calloc(1, sizeof *e);
   if (!e)
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -182,6 +186,7 @@ tfm_status_code tfm_engine_new(tfm_model *model,
   e->chunk_requests =
       malloc((size_t)o.max_sequences * sizeof *e->chunk_requests);
   e->image_width = tfm_engine_image_width(model);
+  e->image_rows_per_step = image_rows;
   if (e->image_width)
     e->step_rows = malloc((size_t)o.prefill_chunk * (size_t)e->image_width *
                           sizeof *e->step_rows);

@@ -97,6 +97,9 @@ struct tfm_engine {
   int64_t image_width;
   float *step_rows;
   int stepping_rows;           /* some of this step's chunks are rows */
+  /* The most image rows a request's step may take (an image's, where they
+   * see each other both ways: tfm_model_image_rows_per_call). */
+  int64_t image_rows_per_step;
   int32_t *slots, *lengths;    /* its chunks: [max_sequences] */
   request **chunk_requests;    /* [max_sequences] */
   /* The draft model's side (options.draft_model; NULL: none). */

@@ -207,8 +207,22 @@ static tfm_status_code plan_step(tfm_engine *e, tfm_engine_event *events,
       n = r->length - r->computed < budget ? r->length - r->computed : budget;
       if (n <= 0)
         continue;
-      /* Text or an image's rows, not both: each runs in its own call. */
+      /* Text or an image's rows, not both: each runs in its own call.
+       * Rows that see each other both ways run an image to a step, or
+       * wait for a step with room for it (the first prefill of a step
+       * always has: tfm_engine_new makes the chunk hold an image). */
       n = tfm_engine_run_at(r, r->computed, n, &r->step_rows);
+      if (r->step_rows && e->image_rows_per_step < INT64_MAX) {
+        int64_t whole = tfm_engine_run_at(
+            r, r->computed, r->length - r->computed, &r->step_rows);
+        if (whole > e->image_rows_per_step)
+          whole = e->image_rows_per_step;
+        if (whole > n) {
+          r->step_rows = 0;
+          continue;
+        }
+        n = whole;
+      }
       e->stepping_rows |= r->step_rows;
     }
     if (!reserve(e, r, r->computed + n, status)) {

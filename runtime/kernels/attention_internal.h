@@ -38,9 +38,12 @@ typedef struct {
    * e^(sinks[h * sinks_stride]), against the scaled scores; NULL: none. */
   const float *sinks;
   int64_t sinks_stride;
-  /* 0: none. Causal: the `window` most recent keys; otherwise
-   * (Longformer) the keys within `window` of the query on either side. */
+  /* 0: none. Otherwise keys `window` or more positions behind the query
+   * are hidden (tfm.attention's window: causal, the `window` most recent
+   * keys; not, those and every later key); with `symmetric_window`
+   * (Longformer), the keys within `window` of the query on either side. */
   int64_t window;
+  int symmetric_window;
   /* Longformer's global keys (tfm_rt_sparse_attention), ascending: every
    * query sees them, after its window, whose tiles mask them (so none is
    * counted twice); global_mask[j] != 0 or j < global_prefix marks them.
@@ -135,16 +138,17 @@ TFM_INLINE void visible_keys(const attention_job *job, int64_t i,
   int64_t position = i + job->t - job->s; /* queries are the last s keys */
   *first = seq_lo;
   *last = seq_hi;
-  if (job->causal) {
-    *last = position + 1;
-    if (job->window && position + 1 - job->window > *first)
-      *first = position + 1 - job->window;
-  } else if (job->window) {
+  if (job->symmetric_window) {
     if (position - job->window > *first)
       *first = position - job->window;
     if (position + job->window + 1 < *last)
       *last = position + job->window + 1;
+    return;
   }
+  if (job->causal)
+    *last = position + 1;
+  if (job->window && position + 1 - job->window > *first)
+    *first = position + 1 - job->window;
 }
 
 /* Whether key j is one of the global keys (job->global_count > 0). */

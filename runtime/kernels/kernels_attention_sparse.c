@@ -88,6 +88,7 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_sparse_attention(
                        .out = out,
                        .scale = scale,
                        .window = window,
+                       .symmetric_window = 1,
                        .global_keys = keys,
                        .global_mask = mask,
                        .global_mask_stride = global->strides[0],

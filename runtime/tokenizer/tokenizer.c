@@ -120,6 +120,12 @@ void tfm_tokenizer_free(tfm_tokenizer *t) {
   free(t->continuation);
   free(t->piece_types);
   free(t->chars_map_blob);
+  for (uint32_t i = 0; i < t->replacement_count; ++i) {
+    free(t->replaced[i]);
+    free(t->replacements[i]);
+  }
+  free(t->replaced);
+  free(t->replacements);
   free(t);
 }
 
@@ -345,6 +351,38 @@ static tfm_status_code parse_unigram(tfm_tokenizer *t, blob_reader *r,
   return TFM_OK;
 }
 
+/* The prompt's text replacements, where the blob has them (blobs written
+ * before they existed end before). */
+static tfm_status_code parse_replacements(tfm_tokenizer *t, blob_reader *r,
+                                          tfm_status *status) {
+  uint32_t count;
+  if (r->at == r->size)
+    return TFM_OK;
+  if (!read_u32(r, &count) || !records_fit(r, count, 8))
+    return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                    "tokenizer blob: truncated prompt replacements");
+  t->replaced = calloc(count ? count : 1, sizeof *t->replaced);
+  t->replacements = calloc(count ? count : 1, sizeof *t->replacements);
+  if (!t->replaced || !t->replacements)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t length, replaced_length;
+    /* Counted as read, so that a failure frees what was. */
+    t->replacement_count = i + 1;
+    if (!read_bytes(r, &t->replaced[i], &replaced_length) ||
+        !read_bytes(r, &t->replacements[i], &length))
+      return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                      "tokenizer blob: truncated prompt replacement %u", i);
+    if (replaced_length == 0 || strlen(t->replaced[i]) != replaced_length ||
+        strlen(t->replacements[i]) != length)
+      return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                      "tokenizer blob: prompt replacement %u is empty or "
+                      "holds a NUL",
+                      i);
+  }
+  return TFM_OK;
+}
+
 static tfm_status_code parse_merges(tfm_tokenizer *t, blob_reader *r,
                                     tfm_status *status) {
   if (!read_u32(r, &t->merge_count))
@@ -476,6 +514,8 @@ tfm_status_code tfm_tokenizer_new(const uint8_t *blob, uint64_t size,
       !read_u32(&r, &t->score_bpe_flags))
     code = tfm_fail(status, TFM_ERROR_TOKENIZER,
                     "tokenizer blob: truncated score BPE flags");
+  if (code == TFM_OK)
+    code = parse_replacements(t, &r, status);
   if (code == TFM_OK)
     code = check_named_ids(t, status);
   if (code == TFM_OK && !build_special_trie(t))
@@ -615,6 +655,49 @@ static int64_t work_capacity(const tfm_tokenizer *t, size_t length) {
   return 3 * expansion * (int64_t)length + 4;
 }
 
+/* The prompt replacement that matches at `text` (the first listed where
+ * several do), or -1. */
+static int64_t replacement_at(const tfm_tokenizer *t, const char *text) {
+  for (uint32_t i = 0; i < t->replacement_count; ++i)
+    if (!strncmp(text, t->replaced[i], strlen(t->replaced[i])))
+      return i;
+  return -1;
+}
+
+/* `text` with the tokenizer's prompt replacements made at each place one
+ * matches, scanning on past what was replaced, as Python's str.replace
+ * does; a new string (measured first, then written), or NULL out of
+ * memory. */
+static char *replace_prompt_text(const tfm_tokenizer *t, const char *text) {
+  size_t length = strlen(text);
+  char *out = NULL;
+  for (int pass = 0; pass < 2; ++pass) {
+    size_t n = 0;
+    for (size_t at = 0; at < length;) {
+      int64_t i = replacement_at(t, text + at);
+      if (i < 0) {
+        if (out)
+          out[n] = text[at];
+        ++n, ++at;
+        continue;
+      }
+      size_t added = strlen(t->replacements[i]);
+      if (out)
+        memcpy(out + n, t->replacements[i], added);
+      n += added;
+      at += strlen(t->replaced[i]);
+    }
+    if (out) {
+      out[n] = '\0';
+      return out;
+    }
+    out = malloc(n + 1);
+    if (!out)
+      return NULL;
+  }
+  return out;
+}
+
 tfm_status_code tfm_tokenizer_encode(const tfm_tokenizer *t, const char *text,
                                      int32_t bos, int32_t *ids,
                                      int64_t capacity, int64_t *count,
@@ -631,11 +714,20 @@ tfm_status_code tfm_tokenizer_encode(const tfm_tokenizer *t, const char *text,
                     "tfm_tokenizer_encode: BOS %d is not a token (vocabulary "
                     "of %u)",
                     bos, t->vocab_size);
+  char *replaced = NULL;
+  if (t->replacement_count) {
+    replaced = replace_prompt_text(t, text);
+    if (!replaced)
+      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+    text = replaced;
+  }
   size_t length = strlen(text);
   int64_t room = work_capacity(t, length);
   int32_t *work = malloc(room * sizeof *work);
-  if (!work)
+  if (!work) {
+    free(replaced);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
   int64_t n = 0;
   tfm_status_code code = encode_segment(t, text, length, work, room, &n, status);
   if (code == TFM_OK) {
@@ -651,6 +743,7 @@ tfm_status_code tfm_tokenizer_encode(const tfm_tokenizer *t, const char *text,
         ids[*count] = work[i];
   }
   free(work);
+  free(replaced);
   return code;
 }
 

@@ -84,6 +84,10 @@ struct tfm_tokenizer {
   tfm_chars_map chars_map;
   float min_score, max_score;
   uint32_t max_expansion;
+  /* A prompt's text replacements (tfm_format.h), applied before
+   * tokenizing: replaced[i] becomes replacements[i]; 0: none. */
+  uint32_t replacement_count;
+  char **replaced, **replacements;
 };
 
 /* The id of the piece with these bytes, or -1. */

@@ -754,14 +754,6 @@ func.func @f54(%q: tensor<?x8x16xf32>, %k: tensor<5x2x16xf32>, %v: tensor<5x2x16
 
 // -----
 
-func.func @f55(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>) {
-  // expected-error @+1 {{'tfm.attention' op expected 'window' only with 'causal' attention}}
-  %y = tfm.attention %q, %k, %v {scale = 1.0 : f32, window = 4 : i64} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>) -> tensor<?x8x16xf32>
-  return
-}
-
-// -----
-
 func.func @f56(%q: tensor<?x8x16xf32>, %k: tensor<?x2x16xf32>, %v: tensor<?x2x16xf32>) {
   // expected-error @+1 {{'tfm.attention' op expected a positive window, got 0}}
   %y = tfm.attention %q, %k, %v {causal, scale = 1.0 : f32, window = 0 : i64} : (tensor<?x8x16xf32>, tensor<?x2x16xf32>, tensor<?x2x16xf32>) -> tensor<?x8x16xf32>

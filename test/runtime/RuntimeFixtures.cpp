@@ -126,6 +126,17 @@ std::string tokenizerBlob(uint32_t kind,
     u32(map.size());
     blob += map;
   }
+  if (!encoder.promptReplacements.empty()) {
+    if (kind == TFM_TOKENIZER_SCORE_BPE || kind == TFM_TOKENIZER_BYTE_LEVEL_BPE)
+      u32(0); // score BPE's flags, byte-level BPE's split: none
+    u32(encoder.promptReplacements.size());
+    for (const auto &[text, replacement] : encoder.promptReplacements) {
+      u32(text.size());
+      blob += text;
+      u32(replacement.size());
+      blob += replacement;
+    }
+  }
   return blob;
 }
 

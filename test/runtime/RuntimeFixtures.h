@@ -45,6 +45,9 @@ struct EncoderTokenizer {
                           TFM_UNIGRAM_ESCAPE_WHITESPACES;
   std::vector<uint8_t> pieceTypes;
   std::vector<std::pair<std::string, std::string>> rules;
+  /// A prompt's text replacements (text, what replaces it); where there
+  /// are some, the kind's optional trailing fields are written before them.
+  std::vector<std::pair<std::string, std::string>> promptReplacements;
 };
 
 /// SentencePiece's precompiled character map of `rules` (key, replacement):

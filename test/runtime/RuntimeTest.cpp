@@ -325,6 +325,36 @@ TEST(ScoreBpe, MergesByScoreWithDummyPrefixAndByteFallback) {
   tfm_tokenizer_free(t);
 }
 
+TEST(Tokenizer, ReplacesPromptTextFirst) {
+  // Gemma 3's processor writes "<img>" as "\n<img><i><i></img>\n" before
+  // tokenizing: the newline then merges with the text's ("\n\n").
+  EncoderTokenizer encoder;
+  encoder.specials = {{3, 0}, {4, 0}, {5, 0}};
+  encoder.promptReplacements = {{"<img>", "\n<img><i><i></img>\n"}};
+  std::string blob = tokenizerBlob(TFM_TOKENIZER_BYTE_LEVEL_BPE,
+                                   {{"\n", 0},
+                                    {"a", 0},
+                                    {"\n\n", 0},
+                                    {"<img>", 0},
+                                    {"<i>", 0},
+                                    {"</img>", 0}},
+                                   {{0, 0, 2}}, encoder);
+  tfm_tokenizer *t = parse(blob);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(encode(t, "a\n<img>a<img>", -1),
+            (std::vector<int32_t>{1, 2, 3, 4, 4, 5, 0, 1, 0, 3, 4, 4, 5, 0}));
+  EXPECT_EQ(encode(t, "a", -1), (std::vector<int32_t>{1}));
+  tfm_tokenizer_free(t);
+  // A replacement cut short is refused by name.
+  blob.resize(blob.size() - 3);
+  tfm_status status;
+  EXPECT_EQ(tfm_tokenizer_new(reinterpret_cast<const uint8_t *>(blob.data()),
+                              blob.size(), &t, &status),
+            TFM_ERROR_TOKENIZER);
+  EXPECT_STREQ(status.message,
+               "tokenizer blob: truncated prompt replacement 0");
+}
+
 TEST(ByteLevelBpe, MergesByRankWithinPretokens) {
   // Bytes " ", "a", "b", "!" then merges ranked: "ab" before " a".
   std::string blob = tokenizerBlob(

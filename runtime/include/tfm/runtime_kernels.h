@@ -95,7 +95,9 @@ TFM_EXPORT void _mlir_ciface_tfm_rt_gated_delta_rule(
     float scale, int64_t tiled, int64_t reset);
 /* Fused attention over [seq, heads, head_dim] queries and [keys, kv_heads,
  * head_dim] keys and values (grouped-query when heads > kv_heads); causal
- * and windowed (0: no window) masks without materialized scores; scores
+ * and windowed (0: no window) masks without materialized scores (a window
+ * hides the keys that many positions or more behind a query; without
+ * causal, every later key stays seen: Gemma 3's image rows); scores
  * soft-capped to softcap · tanh(score / softcap) where softcap > 0 (Gemma
  * 2). `sinks` ([heads], or [0]: none) adds e^(sinks[h]) to head h's softmax
  * denominator (gpt-oss's attention sinks). */

@@ -126,9 +126,16 @@ typedef struct {
  * characters per word, uint32 length and bytes of the continuation prefix;
  * Unigram: uint32 flags (TFM_UNIGRAM_*), int32 unknown id, one uint8 piece
  * type per token (TFM_UNIGRAM_PIECE_*), uint32 length and bytes of the
- * normalizer's precompiled character map (runtime/tokenizer/chars_map.h; 0: none);
- * score BPE: uint32 flags (TFM_SCORE_BPE_*), which blobs
- * written before it existed lack (read as 0).
+ * normalizer's precompiled character map (runtime/tokenizer/chars_map.h; 0:
+ * none); score BPE: uint32 flags (TFM_SCORE_BPE_*), which blobs written before
+ * it existed lack (read as 0). Then, in blobs that have them, a prompt's text
+ * replacements: uint32 count and per replacement uint32 length and bytes of the
+ * text, uint32 length and bytes of what replaces it, applied left to right
+ * before anything else (a vision-language processor's placeholder expansion:
+ * Gemma 3's
+ * "<start_of_image>" becomes "\n\n<start_of_image>", 256 image tokens,
+ * "<end_of_image>\n\n", so that the text around it tokenizes as the
+ * processor's does).
  * Pieces are raw bytes: ' ' for SentencePiece's U+2581, "<0xAB>" for
  * byte-fallback tokens, GPT-2's byte-to-unicode spelling undone. */
 #define TFM_TOKENIZER_MAGIC "TFMTOK03"

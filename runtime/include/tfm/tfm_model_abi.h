@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 31
+#define TFM_ABI_VERSION 32
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -519,6 +519,11 @@ typedef struct tfm_model_desc {
    * through @prefill_embeddings; read only where the model has that entry
    * point. */
   int32_t image_token;
+  /* 1 where an image's rows attend to each other both ways (Gemma 3):
+   * the rows of one image must then run in one @prefill_embeddings call
+   * (or one step of the engine), which the runtime keeps to; 0: causal
+   * rows, which may run in any chunks. */
+  int32_t image_rows_bidirectional;
 } tfm_model_desc;
 
 /* What generated entry points call around the model's code (runtime,

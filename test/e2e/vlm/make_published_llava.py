@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A LLaVA or LLaVA-NeXT folder from a published config.json (published/),
+"""A LLaVA, LLaVA-NeXT or Gemma 3 folder from a published config.json (published/),
 made at test time with NumPy: the text model's config as published
 (llava-1.5-7b-hf's names only seven fields and leaves the rest to
 LlamaConfig's defaults: 4096 wide, 32 layers and heads, an untied head,
@@ -8,7 +8,11 @@ grouped), the CLIP tower's widths and depth cut and its image and patch
 sizes kept (336 px in 14 px patches: 576 image rows), and random bf16
 weights under 4.40's names, as the hub's folder stores them. A LLaVA-NeXT
 folder (llava-v1.6-mistral-7b-hf) gets image_newline and its processor's
-preprocessor_config.json.
+preprocessor_config.json. A Gemma 3 folder (gemma-3-4b-it) keeps its
+text model's defaults but the widths and depth (8 heads of 256, 4 KV
+heads; six layers, the sixth global), a SigLIP tower's widths and depth
+cut (896 px in 14 px patches: 4096 patches, 256 image rows), Gemma's
+norms and its projector, a tied head, under 4.50's names.
 
     make_published_llava.py NAME OUT"""
 import json
@@ -33,21 +37,59 @@ NEXT_PROCESSOR = {
     "image_std": [0.26862954, 0.26130258, 0.27577711],
     "processor_class": "LlavaNextProcessor", "resample": 3,
     "rescale_factor": 0.00392156862745098}
+# Gemma 3's preprocessor_config.json as its converter writes it, but for
+# the size, which follows the config.
+GEMMA3_PROCESSOR = {
+    "do_convert_rgb": None, "do_normalize": True, "do_pan_and_scan": None,
+    "do_rescale": True, "do_resize": True, "image_mean": [0.5, 0.5, 0.5],
+    "image_processor_type": "Gemma3ImageProcessor", "image_seq_length": 256,
+    "image_std": [0.5, 0.5, 0.5], "processor_class": "Gemma3Processor",
+    "resample": 2, "rescale_factor": 0.00392156862745098}
 VISION_CUT = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=3,
                   num_attention_heads=4)
+
+
+def add_tower_layers(add, vm, vision, **norm):
+    """The vision tower's blocks (CLIP's and SigLIP's alike) under `vm`;
+    `norm` marks their LayerNorms' scales for `add`."""
+    w, inner = vision["hidden_size"], vision["intermediate_size"]
+    for i in range(vision["num_hidden_layers"]):
+        at = f"{vm}encoder.layers.{i}."
+        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            add(f"{at}self_attn.{proj}.weight", w, w)
+            add(f"{at}self_attn.{proj}.bias", w)
+        add(at + "mlp.fc1.weight", inner, w)
+        add(at + "mlp.fc1.bias", inner)
+        add(at + "mlp.fc2.weight", w, inner)
+        add(at + "mlp.fc2.bias", w)
+        for name in ("layer_norm1", "layer_norm2"):
+            add(f"{at}{name}.weight", w, **norm)
+            add(f"{at}{name}.bias", w)
 
 
 def main():
     name, out = sys.argv[1:3]
     with open(os.path.join(HERE, "published", name + ".json")) as f:
         config = json.load(f)
-    config["text_config"].update(TEXT_CUT)
+    gemma = config["model_type"] == "gemma3"
+    if gemma:
+        # Gemma3TextConfig's 8 heads of 256 and 4 KV heads stay; six layers
+        # keep one global (sliding_window_pattern 6).
+        config["text_config"].update(hidden_size=64, intermediate_size=96,
+                                     num_hidden_layers=6)
+    else:
+        config["text_config"].update(TEXT_CUT)
     if "num_key_value_heads" in config["text_config"]:
         config["text_config"]["num_key_value_heads"] = 2  # still grouped
     config["vision_config"].update(VISION_CUT)
+    if gemma:
+        config["vision_config"]["num_hidden_layers"] = 2
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
+    if gemma:
+        write_gemma3(config, out)
+        return
 
     text, vision = config["text_config"], config["vision_config"]
     rng = np.random.default_rng(5)
@@ -75,8 +117,7 @@ def main():
         add(at + "input_layernorm.weight", d, norm=True)
         add(at + "post_attention_layernorm.weight", d, norm=True)
 
-    w, vinner, p = (vision["hidden_size"], vision["intermediate_size"],
-                    vision["patch_size"])
+    w, p = vision["hidden_size"], vision["patch_size"]
     tokens = (vision["image_size"] // p) ** 2 + 1
     vm = "vision_tower.vision_model."
     add(vm + "embeddings.class_embedding", w)
@@ -85,18 +126,7 @@ def main():
     for norm in ("pre_layrnorm", "post_layernorm"):
         add(f"{vm}{norm}.weight", w, norm=True)
         add(f"{vm}{norm}.bias", w)
-    for i in range(vision["num_hidden_layers"]):
-        at = f"{vm}encoder.layers.{i}."
-        for proj in ("q_proj", "k_proj", "v_proj", "out_proj"):
-            add(f"{at}self_attn.{proj}.weight", w, w)
-            add(f"{at}self_attn.{proj}.bias", w)
-        add(at + "mlp.fc1.weight", vinner, w)
-        add(at + "mlp.fc1.bias", vinner)
-        add(at + "mlp.fc2.weight", w, vinner)
-        add(at + "mlp.fc2.bias", w)
-        for norm in ("layer_norm1", "layer_norm2"):
-            add(f"{at}{norm}.weight", w, norm=True)
-            add(f"{at}{norm}.bias", w)
+    add_tower_layers(add, vm, vision, norm=True)
     add("multi_modal_projector.linear_1.weight", d, w)
     add("multi_modal_projector.linear_1.bias", d)
     add("multi_modal_projector.linear_2.weight", d, d)
@@ -113,6 +143,54 @@ def main():
     write_safetensors(os.path.join(out, "model.safetensors"), tensors)
     np.zeros((3, vision["image_size"], vision["image_size"]),
              dtype="<f4").tofile(out + ".pixels")
+
+
+def write_gemma3(config, out):
+    """Gemma 3's tensors under 4.50's names, random bf16: the text model's
+    defaults as Gemma3TextConfig has them where the config is silent."""
+    text, vision = config["text_config"], config["vision_config"]
+    rng = np.random.default_rng(5)
+    tensors = {}
+
+    def add(tensor_name, *shape):
+        tensors[tensor_name] = as_bf16(rng.standard_normal(shape) * 0.2)
+
+    d, inner = text["hidden_size"], text["intermediate_size"]
+    heads, kv_heads, head = 8, 4, 256
+    lm = "language_model.model."
+    add(lm + "embed_tokens.weight", 262208, d)
+    add(lm + "norm.weight", d)
+    for i in range(text["num_hidden_layers"]):
+        at = f"{lm}layers.{i}."
+        for proj, rows in (("q", heads), ("k", kv_heads), ("v", kv_heads)):
+            add(f"{at}self_attn.{proj}_proj.weight", rows * head, d)
+        add(f"{at}self_attn.o_proj.weight", d, heads * head)
+        add(at + "self_attn.q_norm.weight", head)
+        add(at + "self_attn.k_norm.weight", head)
+        add(at + "mlp.gate_proj.weight", inner, d)
+        add(at + "mlp.up_proj.weight", inner, d)
+        add(at + "mlp.down_proj.weight", d, inner)
+        for norm in ("input_layernorm", "post_attention_layernorm",
+                     "pre_feedforward_layernorm",
+                     "post_feedforward_layernorm"):
+            add(f"{at}{norm}.weight", d)
+    w, p = vision["hidden_size"], vision["patch_size"]
+    vm = "vision_tower.vision_model."
+    add(vm + "embeddings.patch_embedding.weight", w, 3, p, p)
+    add(vm + "embeddings.patch_embedding.bias", w)
+    add(vm + "embeddings.position_embedding.weight",
+        (vision["image_size"] // p) ** 2, w)
+    add(vm + "post_layernorm.weight", w)
+    add(vm + "post_layernorm.bias", w)
+    add_tower_layers(add, vm, vision)
+    add("multi_modal_projector.mm_input_projection_weight", w, d)
+    add("multi_modal_projector.mm_soft_emb_norm.weight", w)
+    size = vision["image_size"]
+    with open(os.path.join(out, "preprocessor_config.json"), "w") as f:
+        json.dump(dict(GEMMA3_PROCESSOR, size={"height": size,
+                                               "width": size}), f, indent=2)
+    write_safetensors(os.path.join(out, "model.safetensors"), tensors)
+    np.zeros((3, size, size), dtype="<f4").tofile(out + ".pixels")
 
 
 if __name__ == "__main__":
