@@ -156,7 +156,7 @@ std::optional<ApiError> messageContent(const json &content, size_t index,
       if (parts)
         out.push_back({{"type", "image"}});
       else
-        addText(model.spelling(model.imageToken));
+        addText(model.imageMarker);
     } else if (!part.is_object() || part.value("type", json()) != "text" ||
                !part.contains("text") || !part["text"].is_string()) {
       return badField(field, model.imageToken >= 0

@@ -72,6 +72,10 @@ struct ServedModel {
   std::function<std::string(const std::string &file, std::vector<float> &rows,
                             int64_t &count)>
       encodeImage;
+  /// What a message's text holds for an image where its template reads no
+  /// typed parts: the text the tokenizer expands into the placeholders
+  /// (Gemma 3's <start_of_image>), else the placeholder's spelling.
+  std::string imageMarker;
   /// A token's spelling, special tokens included ("" without a
   /// tokenizer).
   std::string spelling(int32_t token) const;

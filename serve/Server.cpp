@@ -403,6 +403,21 @@ void acceptImages(tfm_model *model, ServedModel &served) {
       !tfm_model_entry_point(model, "prefill_batch_embeddings"))
     return;
   served.imageToken = served.desc->image_token;
+  // A processor's marker the tokenizer expands into the placeholders
+  // (Gemma 3's <start_of_image>) stands for the image, as its template
+  // writes it; else the placeholder, widened to the image's rows.
+  served.imageMarker = served.spelling(served.imageToken);
+  const char *text = nullptr, *replacement = nullptr;
+  for (int32_t i = 0; served.tokenizer; ++i) {
+    tfm_tokenizer_prompt_replacement(served.tokenizer, i, &text, &replacement);
+    if (!text)
+      break;
+    if (std::string(replacement).find(served.imageMarker) !=
+        std::string::npos) {
+      served.imageMarker = text;
+      break;
+    }
+  }
   served.encodeImage = [model](const std::string &file,
                                std::vector<float> &rows,
                                int64_t &count) -> std::string {
@@ -1432,8 +1447,11 @@ int tfm::serve::runServer(const ServerOptions &o) {
     recordSpecialTokens(served);
     acceptImages(model, served);
     chatTemplateOrigin = loadChatTemplate(o, served);
+    // A sequence's positions are its full cache's (a window's rings,
+    // Gemma's local layers', hold fewer).
     for (int32_t i = 0; i < served.desc->num_caches; ++i)
-      if (served.desc->caches[i].rank == 5)
+      if (served.desc->caches[i].rank == 5 &&
+          served.desc->caches[i].kind == TFM_CACHE_SELF_ATTENTION)
         served.contextPositions = served.desc->caches[i].shape[2];
     served.maxTokensPerRequest =
         o.maxTokens ? o.maxTokens : served.contextPositions;

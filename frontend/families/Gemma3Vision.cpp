@@ -186,13 +186,38 @@ void mlir::tfm::readGemma3VisionConfig(ConfigReader &config,
   spec.imageToken = token("image_token", 262144);
 }
 
+llvm::Error mlir::tfm::addGemma3Image(MLIRContext &context,
+                                      Gemma3VisionSpec &spec,
+                                      llvm::StringRef source,
+                                      ImagePreprocessingAttr preprocessing,
+                                      LoadedModel &model) {
+  ImageTokensSpec &image = spec.image;
+  image.textHidden = model.hiddenSize;
+  // Stored as nn.Parameter [vision, text], used as x @ W: read as a
+  // linear layer's [text, vision].
+  WeightStore &store = model.weights;
+  int64_t vision = image.tower.hiddenSize;
+  if (std::optional<std::string> problem =
+          store.mismatch(source, kProjectionWeight, {vision, image.textHidden},
+                         "the text model's width and the vision tower's imply"))
+    return makeError(*problem);
+  store.add(kProjectionWeight,
+            store.take(kProjectionWeight).transposeRows(0, image.textHidden));
+  if (llvm::Error err = expandImageMarker(spec, model))
+    return err;
+  if (llvm::Error err = addImageTokens(context, image, spec.imageToken, source,
+                                       preprocessing, model))
+    return err;
+  (*model.module)
+      ->setAttr(kImageRowsBidirectionalAttrName, UnitAttr::get(&context));
+  return llvm::Error::success();
+}
+
 llvm::Error mlir::tfm::addGemma3ImageTokens(MLIRContext &context,
                                             Gemma3VisionSpec &spec,
                                             llvm::StringRef directory,
                                             llvm::StringRef checkpoint,
                                             LoadedModel &model) {
-  ImageTokensSpec &image = spec.image;
-  image.textHidden = model.hiddenSize;
   for (auto [id, what] : {std::pair(spec.imageToken, "image_token_index"),
                           std::pair(spec.beginToken, "boi_token_index"),
                           std::pair(spec.endToken, "eoi_token_index")})
@@ -201,29 +226,13 @@ llvm::Error mlir::tfm::addGemma3ImageTokens(MLIRContext &context,
                        llvm::Twine(id) +
                        " is outside the text model's vocabulary [0, " +
                        llvm::Twine(model.vocabSize) + ")");
-  // Stored as nn.Parameter [vision, text], used as x @ W: read as a
-  // linear layer's [text, vision]. The norm multiplies by 1 + w.
+  // The norm multiplies by 1 + w (llama.cpp's mmproj files store 1 + w).
   WeightStore &store = model.weights;
-  int64_t vision = image.tower.hiddenSize;
-  if (std::optional<std::string> problem = store.mismatch(
-          checkpoint, kProjectionWeight, {vision, image.textHidden},
-          "the gemma3 config implies"))
-    return makeError(*problem);
-  store.add(kProjectionWeight,
-            store.take(kProjectionWeight).transposeRows(0, image.textHidden));
   if (store.contains(kProjectorNorm))
     store.add(kProjectorNorm, store.take(kProjectorNorm).plus(1.0f));
-
   llvm::Expected<ImagePreprocessingAttr> preprocessing =
       readGemma3Preprocessing(context, directory, spec);
   if (!preprocessing)
     return preprocessing.takeError();
-  if (llvm::Error err = expandImageMarker(spec, model))
-    return err;
-  if (llvm::Error err = addImageTokens(context, image, spec.imageToken,
-                                       checkpoint, *preprocessing, model))
-    return err;
-  (*model.module)
-      ->setAttr(kImageRowsBidirectionalAttrName, UnitAttr::get(&context));
-  return llvm::Error::success();
+  return addGemma3Image(context, spec, checkpoint, *preprocessing, model);
 }

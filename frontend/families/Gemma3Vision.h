@@ -42,6 +42,18 @@ std::string supportedGemma3VisionFamilies();
 /// Reads a gemma3 config.json into `spec`; problems are recorded in
 /// `config`.
 void readGemma3VisionConfig(ConfigReader &config, Gemma3VisionSpec &spec);
+/// Adds to `model` the image side of `spec` (its tensors in
+/// `model.weights` under the folder's names, the projector norm's already
+/// 1 + w; `source` names them in messages): @encode_image, the placeholder
+/// (tfm.image_token), rows that attend both ways
+/// (tfm.image_rows_bidirectional), the processor's expansion of the
+/// prompt's <start_of_image> into the tokenizer, and `preprocessing`. The
+/// step a folder and llama.cpp's mmproj file (Mmproj.h) share.
+llvm::Error addGemma3Image(MLIRContext &context, Gemma3VisionSpec &spec,
+                           llvm::StringRef source,
+                           ImagePreprocessingAttr preprocessing,
+                           LoadedModel &model);
+
 /// Adds to `model`, the text model read from `directory` (its tensors
 /// renamed by renameLlavaWeights): @encode_image, the placeholder
 /// (tfm.image_token), rows that attend both ways

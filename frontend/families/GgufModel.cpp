@@ -227,6 +227,51 @@ std::string supportedGgufArchitectures() {
 
 /// Gemma 2 and 3's soft-caps (absent: none), windows, local RoPE and query
 /// scale (see GgufArchitecture), once `spec` has its sizes and RoPE.
+/// Which layers slide a `window` and their RoPE base: every layer but
+/// each `slidingPattern`-th (Gemma 3's llama.cpp reads a pattern from
+/// attention.sliding_window_pattern, one number or a flag a layer, which
+/// its converter does not write), local layers' RoPE base
+/// rope.freq_base_swa where written (Gemma 3's rope_local_base_freq).
+llvm::Error readSlidingLayers(const GgufFile &file,
+                              const GgufArchitecture &arch, int64_t window,
+                              DecoderSpec &spec) {
+  std::string key = (arch.name + ".").str();
+  spec.localRopeTheta = arch.localRopeTheta;
+  if (arch.localRopeTheta == 0) {
+    spec.windowAllButEvery(arch.slidingPattern, window);
+    return llvm::Error::success();
+  }
+  llvm::Expected<std::optional<double>> base =
+      file.optionalReal(key + "rope.freq_base_swa");
+  if (!base)
+    return base.takeError();
+  spec.localRopeTheta = base->value_or(arch.localRopeTheta);
+  const GgufValue *pattern =
+      file.lookup(key + "attention.sliding_window_pattern");
+  if (!pattern) {
+    spec.windowAllButEvery(arch.slidingPattern, window);
+    return llvm::Error::success();
+  }
+  if (pattern->kind == GgufValue::Kind::Integer && pattern->integer > 0 &&
+      pattern->integer <= spec.numLayers + 1) {
+    spec.windowAllButEvery(pattern->integer, window);
+    return llvm::Error::success();
+  }
+  bool flags =
+      pattern->kind == GgufValue::Kind::Array && !pattern->stringArray &&
+      int64_t(pattern->numbers.size()) == spec.numLayers &&
+      llvm::all_of(pattern->numbers, [](double v) { return v == 0 || v == 1; });
+  if (!flags)
+    return makeError(file.path() + ": metadata '" + key +
+                     "attention.sliding_window_pattern' must be a period "
+                     "from 1 to the layer count + 1, or a sliding flag for "
+                     "each of the " +
+                     llvm::Twine(spec.numLayers) + " layers");
+  for (double sliding : pattern->numbers)
+    spec.layerWindows.push_back(sliding ? window : 0);
+  return llvm::Error::success();
+}
+
 llvm::Error readGemmaLayers(const GgufFile &file, const GgufArchitecture &arch,
                             DecoderSpec &spec) {
   std::string key = (arch.name + ".").str();
@@ -247,8 +292,8 @@ llvm::Error readGemmaLayers(const GgufFile &file, const GgufArchitecture &arch,
   if (!*window)
     return makeError(file.path() + ": metadata '" + key +
                      "attention.sliding_window' is missing");
-  spec.windowAllButEvery(arch.slidingPattern, **window);
-  spec.localRopeTheta = arch.localRopeTheta;
+  if (llvm::Error err = readSlidingLayers(file, arch, **window, spec))
+    return err;
   if (spec.numHeads <= 0 || spec.headDim() <= 0)
     return llvm::Error::success(); // validateDecoderSpec says what is wrong
   double width = spec.numLayers == arch.widthScaledLayers

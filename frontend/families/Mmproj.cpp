@@ -19,9 +19,20 @@
 // model.image_newline) are tiled and laid out as its folder's model does
 // (tfm_image_tiles, tfm_image_tokens).
 //
+// Gemma 3's files (clip.projector_type "gemma3", convert_hf_to_gguf.py
+// --mmproj's Gemma3VisionModel) hold a SigLIP tower (every block,
+// post_ln), the pooling factor (clip.vision.projector.scale_factor, 4
+// unless given), mm.soft_emb_norm (stored as 1 + w) and
+// mm.input_projection ([vision, text], used as x @ W). They are read as
+// the folder's Gemma3ForConditionalGeneration (Gemma3Vision.h): the tower's
+// GELU the tanh approximation, images resized square (mtmd letterboxes),
+// the prompt's <start_of_image> expanded as Gemma3Processor writes it (mtmd
+// adds no "\n\n"), an image's rows attending both ways.
+//
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/Mmproj.h"
+#include "frontend/families/Gemma3Vision.h"
 #include "frontend/families/Llava.h"
 #include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/Gguf.h"
@@ -38,16 +49,21 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// The projector types of llama.cpp's clip.projector_type tfmc reads.
+/// The projector types of llama.cpp's clip.projector_type tfmc reads:
+/// LLaVA's MLP, Gemma 3's pooled SigLIP states.
 constexpr llvm::StringLiteral kMlpProjector = "mlp";
+constexpr llvm::StringLiteral kGemma3Projector = "gemma3";
 
-/// A tensor of the mmproj file as the llava folder names it, under
-/// `tower` and kLlavaProjector; "" for a name LLaVA 1.5's file does not
-/// have. `fc1Up`: whether ffn_up is CLIP's fc1 (else ffn_down is).
-std::string llavaName(llvm::StringRef name, llvm::StringRef tower, bool fc1Up) {
+/// A tensor of the mmproj file as the model's folder names it, under
+/// `tower` and kLlavaProjector; "" for a name neither LLaVA's file nor
+/// Gemma 3's has. `fc1Up`: whether ffn_up is CLIP's fc1 (else ffn_down
+/// is).
+std::string folderName(llvm::StringRef name, llvm::StringRef tower,
+                       bool fc1Up) {
   static const std::pair<llvm::StringLiteral, llvm::StringLiteral> kTower[] = {
       {"v.class_embd", "embeddings.class_embedding"},
       {"v.patch_embd.weight", "embeddings.patch_embedding.weight"},
+      {"v.patch_embd.bias", "embeddings.patch_embedding.bias"},
       {"v.position_embd.weight", "embeddings.position_embedding.weight"},
       {"v.pre_ln.", "pre_layrnorm."},
       {"v.post_ln.", "post_layernorm."}};
@@ -56,6 +72,10 @@ std::string llavaName(llvm::StringRef name, llvm::StringRef tower, bool fc1Up) {
       return (tower + to + name.drop_front(from.size())).str();
   if (name == "model.image_newline")
     return kLlavaImageNewline.str();
+  if (name == "mm.input_projection.weight")
+    return (kLlavaProjector + "mm_input_projection_weight").str();
+  if (name == "mm.soft_emb_norm.weight")
+    return (kLlavaProjector + "mm_soft_emb_norm.weight").str();
   for (const auto &[from, to] :
        {std::pair{"mm.0.", "linear_1."}, std::pair{"mm.2.", "linear_2."}})
     if (name.starts_with(from))
@@ -208,17 +228,61 @@ llvm::Expected<std::vector<float>> readTriple(const GgufFile &file,
   return std::vector<float>((*value)->numbers.begin(), (*value)->numbers.end());
 }
 
-/// The text model's `<image>` piece: the placeholder.
-llvm::Expected<int64_t> findImageToken(const LoadedModel &model,
-                                       llvm::StringRef path) {
+/// The text model's piece `spelling` (LLaVA's `<image>` placeholder,
+/// Gemma 3's `<image_soft_token>` and the tokens around it); `why` says
+/// what it is for.
+llvm::Expected<int64_t> findToken(const LoadedModel &model,
+                                  llvm::StringRef path,
+                                  llvm::StringRef spelling,
+                                  llvm::StringRef why) {
   if (model.tokenizer)
     for (size_t id = 0; id < model.tokenizer->pieces.size(); ++id)
-      if (model.tokenizer->pieces[id] == "<image>")
+      if (model.tokenizer->pieces[id] == spelling)
         return int64_t(id);
-  return makeError(
-      "--mmproj " + path +
-      ": the text model's vocabulary has no '<image>' token to stand for an "
-      "image's rows in a prompt (LLaVA's GGUF files keep it at 32000)");
+  return makeError("--mmproj " + path +
+                   ": the text model's vocabulary has "
+                   "no '" +
+                   spelling + "' token " + why);
+}
+
+/// Gemma 3's average pooling: clip.vision.projector.scale_factor (4 unless
+/// given, as mtmd reads it) squares of patches a row.
+llvm::Error readPooling(const GgufFile &file, ImageTokensSpec &image) {
+  llvm::Expected<std::optional<int64_t>> factor =
+      file.optionalInteger("clip.vision.projector.scale_factor", 1 << 20);
+  if (!factor)
+    return factor.takeError();
+  int64_t side = image.side(), kernel = factor->value_or(4);
+  if (kernel <= 0 || side % kernel)
+    return makeError(file.path() + ": clip.vision.projector.scale_factor " +
+                     llvm::Twine(kernel) + " does not divide the " +
+                     llvm::Twine(side) + " x " + llvm::Twine(side) +
+                     " patches of the tower");
+  image.poolKernel = kernel;
+  image.projectorNormEpsilon = image.tower.normEpsilon;
+  // SigLIP's GELU is the tanh approximation (gelu_pytorch_tanh), which the
+  // file's use_gelu says as it says transformers' exact one for LLaVA's.
+  image.tower.activation = ActivationKind::gelu_tanh;
+  return llvm::Error::success();
+}
+
+/// Gemma 3's tokens in the text model's vocabulary: the rows'
+/// placeholder and the processor's tokens around them.
+llvm::Error findGemma3Tokens(const LoadedModel &model, llvm::StringRef path,
+                             Gemma3VisionSpec &spec) {
+  for (auto [into, spelling] :
+       {std::pair{&spec.imageToken, "<image_soft_token>"},
+        std::pair{&spec.beginToken, "<start_of_image>"},
+        std::pair{&spec.endToken, "<end_of_image>"}}) {
+    llvm::Expected<int64_t> id =
+        findToken(model, path, spelling,
+                  "(Gemma 3's GGUF files keep <start_of_image>, "
+                  "<image_soft_token> and <end_of_image>)");
+    if (!id)
+      return id.takeError();
+    *into = *id;
+  }
+  return llvm::Error::success();
 }
 
 } // namespace
@@ -242,10 +306,12 @@ llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
       file->optionalString("clip.projector_type");
   if (!projector)
     return projector.takeError();
-  if (projector->value_or("") != kMlpProjector)
-    return makeError(
-        path + ": clip.projector_type '" + projector->value_or("(none)") +
-        "' is not supported (tfmc reads '" + kMlpProjector + "', LLaVA 1.5's)");
+  bool gemma3 = projector->value_or("") == kGemma3Projector;
+  if (!gemma3 && projector->value_or("") != kMlpProjector)
+    return makeError(path + ": clip.projector_type '" +
+                     projector->value_or("(none)") +
+                     "' is not supported (tfmc reads '" + kMlpProjector +
+                     "', LLaVA's, and '" + kGemma3Projector + "')");
   llvm::Expected<std::optional<int64_t>> hasVision =
       file->optionalInteger("clip.has_vision_encoder", 1);
   if (!hasVision)
@@ -255,8 +321,12 @@ llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
                             "has no image tower");
 
   ImageTokensSpec image;
+  image.tower.siglip = gemma3;
   if (llvm::Error err = readTower(*file, image))
     return err;
+  if (gemma3)
+    if (llvm::Error err = readPooling(*file, image))
+      return err;
   std::vector<int64_t> pinpoints;
   if (llvm::Error err = readTiling(*file, image.tower.imageSize, pinpoints))
     return err;
@@ -279,20 +349,26 @@ llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
   std::string source = llvm::sys::path::filename(path).str();
   // The file's names by the folder's, for the builder's messages.
   std::vector<std::pair<std::string, std::string>> fileNames;
+  // The projector's output, whose width must be the text model's: LLaVA's
+  // mm.2 [text, hidden], Gemma 3's x @ W [vision, text].
+  llvm::StringRef output =
+      gemma3 ? "mm.input_projection.weight" : "mm.2.weight";
+  size_t outputDim = gemma3 ? 1 : 0;
   for (const GgufTensor &tensor : file->tensors()) {
-    std::string name = llavaName(tensor.name, image.tower.prefix, fc1Up);
+    std::string name = folderName(tensor.name, image.tower.prefix, fc1Up);
     fileNames.push_back({name, tensor.name});
     if (name.empty() || (name == kLlavaImageNewline && pinpoints.empty()))
       return makeError(path + ": tensor '" + tensor.name +
-                       "' is not one of LLaVA's image side (v.* of its "
-                       "CLIP tower, mm.0 and mm.2 of its projector, "
-                       "LLaVA-NeXT's model.image_newline)");
+                       "' is not one of LLaVA's or Gemma 3's image side "
+                       "(v.* of its tower, mm.0 and mm.2 or "
+                       "mm.input_projection and mm.soft_emb_norm of its "
+                       "projector, LLaVA-NeXT's model.image_newline)");
     if (model.weights.contains(name))
       return makeError(path + ": tensor '" + tensor.name + "' is given twice");
-    if (tensor.name == "mm.2.weight" &&
-        (tensor.shape.size() != 2 || tensor.shape[0] != model.hiddenSize))
+    if (tensor.name == output && (tensor.shape.size() != 2 ||
+                                  tensor.shape[outputDim] != model.hiddenSize))
       return makeError(
-          path + ": the projector's output (mm.2.weight, [" +
+          path + ": the projector's output (" + output + ", [" +
           llvm::join(
               llvm::map_range(tensor.shape,
                               [](int64_t d) { return std::to_string(d); }),
@@ -312,18 +388,36 @@ llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
       readTriple(*file, "clip.vision.image_std");
   if (!std)
     return std.takeError();
+  // Preprocessed as the folder's processor does: CLIPImageProcessor's
+  // crop for LLaVA, Gemma3ImageProcessor's square resize.
   llvm::Expected<ImagePreprocessingAttr> preprocessing =
-      clipImagePreprocessing(context, path, image.tower.imageSize, *mean, *std);
+      gemma3 ? squareImagePreprocessing(context, path, image.tower.imageSize,
+                                        *mean, *std)
+             : clipImagePreprocessing(context, path, image.tower.imageSize,
+                                      *mean, *std);
   if (preprocessing && !pinpoints.empty())
     preprocessing = withGridPinpoints(*preprocessing, path, pinpoints);
   if (!preprocessing)
     return preprocessing.takeError();
-  llvm::Expected<int64_t> imageToken = findImageToken(model, path);
-  if (!imageToken)
-    return imageToken.takeError();
-  model.weights.keepMapped(file->releaseBuffer());
-  llvm::Error err =
-      addImageTokens(context, image, *imageToken, path, *preprocessing, model);
+  llvm::Error err = llvm::Error::success();
+  if (gemma3) {
+    Gemma3VisionSpec spec;
+    spec.image = image;
+    if (llvm::Error missing = findGemma3Tokens(model, path, spec))
+      return missing;
+    model.weights.keepMapped(file->releaseBuffer());
+    err = addGemma3Image(context, spec, path, *preprocessing, model);
+  } else {
+    llvm::Expected<int64_t> imageToken =
+        findToken(model, path, "<image>",
+                  "to stand for an image's rows in a prompt (LLaVA's GGUF "
+                  "files keep it at 32000)");
+    if (!imageToken)
+      return imageToken.takeError();
+    model.weights.keepMapped(file->releaseBuffer());
+    err = addImageTokens(context, image, *imageToken, path, *preprocessing,
+                         model);
+  }
   if (!err)
     return err;
   // "tensor 'vision_tower....q_proj.weight' has shape ..." names the
@@ -339,7 +433,11 @@ llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
     }
   }
   // A tensor the file lacks: say how its names map.
-  return makeError(message + " (an mmproj file names the tower's tensors "
+  return makeError(message +
+                   (gemma3 ? " (an mmproj file names the tower's tensors v.*, "
+                             "the projector's mm.input_projection and "
+                             "mm.soft_emb_norm)"
+                           : " (an mmproj file names the tower's tensors "
                              "v.*, the projector's linear_1 mm.0 and "
-                             "linear_2 mm.2)");
+                             "linear_2 mm.2)"));
 }

@@ -149,21 +149,46 @@ mlir::tfm::readImagePreprocessing(MLIRContext &context,
       DenseI64ArrayAttr());
 }
 
+namespace {
+
+/// A file's mean and std (three numbers each, the std positive) with a
+/// resize: to the shortest edge and a centered crop (CLIP's), or to a
+/// square.
 llvm::Expected<ImagePreprocessingAttr>
-mlir::tfm::clipImagePreprocessing(MLIRContext &context, llvm::StringRef source,
-                                  int64_t imageSize, llvm::ArrayRef<float> mean,
-                                  llvm::ArrayRef<float> std) {
+meanStdPreprocessing(MLIRContext &context, llvm::StringRef source,
+                     int64_t imageSize, llvm::ArrayRef<float> mean,
+                     llvm::ArrayRef<float> std, bool cropShortestEdge) {
   if (mean.size() != 3 || std.size() != 3 ||
       llvm::any_of(std, [](float s) { return !(s > 0); }))
     return makeError(source + ": the image mean and std must be three "
                               "numbers each (R, G, B), the std positive");
-  constexpr int32_t kBicubic = 3; // Pillow's filter number
+  // Pillow's filter numbers.
+  constexpr int32_t kBilinear = 2, kBicubic = 3;
+  int64_t square = cropShortestEdge ? 0 : imageSize;
+  int64_t crop = cropShortestEdge ? imageSize : 0;
   return getCheckedAttr<ImagePreprocessingAttr>(
-      source, &context, /*resizeHeight=*/int64_t(0), /*resizeWidth=*/int64_t(0),
-      /*shortestEdge=*/imageSize, kBicubic, imageSize, imageSize,
-      FloatAttr::get(Float64Type::get(&context), 1.0 / 255),
+      source, &context, /*resizeHeight=*/square, /*resizeWidth=*/square,
+      /*shortestEdge=*/crop, cropShortestEdge ? kBicubic : kBilinear, crop,
+      crop, FloatAttr::get(Float64Type::get(&context), 1.0 / 255),
       /*normalize=*/true, DenseF32ArrayAttr::get(&context, mean),
       DenseF32ArrayAttr::get(&context, std), DenseI64ArrayAttr());
+}
+
+} // namespace
+
+llvm::Expected<ImagePreprocessingAttr>
+mlir::tfm::clipImagePreprocessing(MLIRContext &context, llvm::StringRef source,
+                                  int64_t imageSize, llvm::ArrayRef<float> mean,
+                                  llvm::ArrayRef<float> std) {
+  return meanStdPreprocessing(context, source, imageSize, mean, std,
+                              /*cropShortestEdge=*/true);
+}
+
+llvm::Expected<ImagePreprocessingAttr> mlir::tfm::squareImagePreprocessing(
+    MLIRContext &context, llvm::StringRef source, int64_t imageSize,
+    llvm::ArrayRef<float> mean, llvm::ArrayRef<float> std) {
+  return meanStdPreprocessing(context, source, imageSize, mean, std,
+                              /*cropShortestEdge=*/false);
 }
 
 llvm::Expected<ImagePreprocessingAttr>

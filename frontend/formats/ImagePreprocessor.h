@@ -33,6 +33,14 @@ clipImagePreprocessing(MLIRContext &context, llvm::StringRef source,
                        int64_t imageSize, llvm::ArrayRef<float> mean,
                        llvm::ArrayRef<float> std);
 
+/// Gemma3ImageProcessor's steps: the image resized to `imageSize` square
+/// (bilinear, the aspect not kept), 1/255, then (x - mean) / std per
+/// channel; for llama.cpp's Gemma 3 mmproj files, as clipImagePreprocessing.
+llvm::Expected<ImagePreprocessingAttr>
+squareImagePreprocessing(MLIRContext &context, llvm::StringRef source,
+                         int64_t imageSize, llvm::ArrayRef<float> mean,
+                         llvm::ArrayRef<float> std);
+
 /// `preprocessing` with LLaVA-NeXT's any-resolution tiles (its
 /// image_grid_pinpoints, height and width pairs, each a multiple of the
 /// crop); `source` names them in messages.

@@ -809,6 +809,16 @@ tfm_status_code tfm_tokenizer_encode_text(const tfm_tokenizer *t,
   return code;
 }
 
+void tfm_tokenizer_prompt_replacement(const tfm_tokenizer *t, int32_t index,
+                                      const char **text,
+                                      const char **replacement) {
+  int known = t && index >= 0 && (uint32_t)index < t->replacement_count;
+  if (text)
+    *text = known ? t->replaced[index] : NULL;
+  if (replacement)
+    *replacement = known ? t->replacements[index] : NULL;
+}
+
 int tfm_tokenizer_is_special(const tfm_tokenizer *t, int32_t id) {
   if (!t || id < 0)
     return 0;

@@ -3,6 +3,7 @@ per check for FileCheck (tfm-serve-vlm.test).
 
   serve_vlm_client.py TFM_SERVE LLAVA_LIBRARY LLAVA_EXE TEMPLATE PHOTO
                       TEXT_LIBRARY PARTS_TEMPLATE NEXT_LIBRARY NEXT_EXE
+                      GEMMA3_LIBRARY GEMMA3_EXE GEMMA3_TEMPLATE
 
 A chat message's content parts give an image as a data: URL; the greedy
 answer is the executable's for the same prompt and image file, also while
@@ -11,7 +12,10 @@ reads typed parts itself (PARTS_TEMPLATE, llava-hf's), the template writes
 the placeholder and the server the BOS it lacks: the same answers. Remote URLs, bad
 base64, files that are no image and images for a text model are refused
 by name. A LLaVA-NeXT model (NEXT_*) answers with its tiles' rows as its
-executable does.
+executable does. A Gemma 3 model (GEMMA3_*) gets its processor's marker,
+<start_of_image>, where a template reads no parts, and its own template
+(GEMMA3_TEMPLATE, google/gemma-3-4b-it's) writes it: both answer as the
+executable does for that prompt.
 """
 import base64
 import json
@@ -50,7 +54,8 @@ def image_part(data, kind="image/png"):
 
 def main():
     serve, library, executable, template, photo, text_library, \
-        parts_template, next_library, next_executable = sys.argv[1:10]
+        parts_template, next_library, next_executable, gemma3_library, \
+        gemma3_executable, gemma3_template = sys.argv[1:13]
     with open(photo, "rb") as f:
         png = f.read()
     # The template renders "<s>USER: <content> ASSISTANT:"; a content of
@@ -105,18 +110,31 @@ def main():
     finally:
         server.terminate()
         server.wait(timeout=30)
+    photo_question = [image_part(png), {"type": "text", "text": QUESTION}]
+
+    def answers_as(name, library, chat_template, executable, prompt):
+        """The server's answer to the photo and the question is the
+        executable's to `prompt` with the photo."""
+        expected = alone(executable, prompt, photo)
+        server, port = start_server(serve, library, "--chat-template",
+                                    chat_template)
+        try:
+            status, text = chat(port, photo_question)
+            print(f"{name}:", status, text == expected)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
     # LLaVA-NeXT: the image's rows are its tiles', laid out by its size.
-    next_answer = alone(next_executable,
-                        f"USER: <image>\n{QUESTION} ASSISTANT:", photo)
-    server, port = start_server(serve, next_library, "--chat-template",
-                                template)
-    try:
-        status, text = chat(port, [image_part(png),
-                                   {"type": "text", "text": QUESTION}])
-        print("next image:", status, text == next_answer)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    answers_as("next image", next_library, template, next_executable,
+               f"USER: <image>\n{QUESTION} ASSISTANT:")
+    answers_as("gemma3 marker", gemma3_library, template, gemma3_executable,
+               f"USER: <start_of_image>\n{QUESTION} ASSISTANT:")
+    # Gemma 3's template: "<start_of_turn>user\n", <start_of_image> for
+    # the image part, the text trimmed, "<end_of_turn>\n<start_of_turn>model\n".
+    answers_as("gemma3 template", gemma3_library, gemma3_template,
+               gemma3_executable,
+               f"<start_of_turn>user\n<start_of_image>{QUESTION}"
+               "<end_of_turn>\n<start_of_turn>model\n")
     server, port = start_server(serve, text_library, "--chat-template",
                                 template)
     try:

@@ -626,8 +626,9 @@ tfm_status_code tfm_tokenizer_new(const uint8_t *blob, uint64_t size,
 void tfm_tokenizer_free(tfm_tokenizer *tokenizer);
 
 /* Encodes UTF-8 `text` as llama2.c/SentencePiece BPE does (a leading dummy
- * space, byte fallback, merges by score), prefixed by `bos` when >= 0. At
- * most `capacity` ids are written; `*count` receives the number needed. */
+ * space, byte fallback, merges by score), prefixed by `bos` when >= 0,
+ * after the tokenizer's prompt replacements. At most `capacity` ids are
+ * written; `*count` receives the number needed. */
 tfm_status_code tfm_tokenizer_encode(const tfm_tokenizer *tokenizer,
                                      const char *text, int32_t bos,
                                      int32_t *ids, int64_t capacity,
@@ -648,6 +649,15 @@ tfm_status_code tfm_tokenizer_encode_text(const tfm_tokenizer *tokenizer,
                                           int32_t *token_types,
                                           int64_t capacity, int64_t *count,
                                           tfm_status *status);
+
+/* The tokenizer's `index`-th prompt replacement (tfm_format.h): text that
+ * tfm_tokenizer_encode replaces in a prompt before tokenizing it (*text)
+ * and what replaces it (*replacement), such as Gemma 3's
+ * "<start_of_image>" and its processor's expansion; both NULL past the
+ * last. */
+void tfm_tokenizer_prompt_replacement(const tfm_tokenizer *tokenizer,
+                                      int32_t index, const char **text,
+                                      const char **replacement);
 
 /* Whether `id` is a special token of the tokenizer (matched whole in text:
  * </s>, <pad>, [MASK], T5's sentinels, ...; its framing tokens), which

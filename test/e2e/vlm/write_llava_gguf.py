@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Writes a llava or llava_next folder (make_llava_goldens.py's,
-make_llava_next_goldens.py's) as llama.cpp keeps a LLaVA 1.5 or LLaVA-NeXT
-model: a text GGUF and an mmproj GGUF, with the standard library only (CI
-has no NumPy), for llava-gguf.test.
+"""Writes a llava, llava_next or gemma3 folder (make_llava_goldens.py's,
+make_llava_next_goldens.py's, make_gemma3_goldens.py's) as llama.cpp keeps
+a LLaVA 1.5, LLaVA-NeXT or Gemma 3 model: a text GGUF and an mmproj GGUF,
+with the standard library only (CI has no NumPy), for llava-gguf.test and
+gemma3.test.
 
 The text file is what convert_hf_to_gguf.py writes for
 LlavaForConditionalGeneration (conversion/llama.py at de3ff81): text_config
@@ -12,6 +13,19 @@ side's tensors left out, LLaMA's metadata and Q/K rows permuted
 a llama2.c tokenizer.bin, then added_tokens.json's (those
 tokenizer_config.json marks special CONTROL, others USER_DEFINED), then "[PAD<id>]" pieces (UNUSED) to the
 embedding's rows, as _set_vocab_sentencepiece pads them.
+
+Gemma 3's text file is what it writes for Gemma3ForConditionalGeneration
+(conversion/gemma.py, Gemma3Model): the same names and vocabulary,
+text_config over Gemma3TextConfig's defaults, architecture "gemma3"
+(convert_hf's: 1 added to every RMSNorm weight, Q and K norms included,
+Q and K rows as they are, the window, linear RoPE scaling, key_length),
+rope.freq_base_swa (rope_local_base_freq), no sliding_window with
+sliding_window_pattern 1, token_embd cut to text_config's vocab_size;
+tokenizer.ggml.pre "default", add_space_prefix false, and what its
+SpecialVocab takes from config.json (text_config's bos, eos and pad ids)
+and tokenizer_config.json (add_bos_token, add_eos_token). It writes no
+sliding_window_pattern (llama.cpp then takes 6; --set can add one), and
+no key scales the local layers' RoPE (llama.cpp: unscaled).
 
 The mmproj file is what the legacy
 tools/mtmd/legacy-models/convert_image_encoder_to_gguf.py writes from a
@@ -37,11 +51,34 @@ CLIP tower):
     config has them), image_newline as model.image_newline;
   * F16 for the patch embedding and the projector's matrices always, and
     (unless --use-f32) every other matrix; F32 for the rest.
---f32-everywhere writes F32 throughout (a GGUF file may; the converter
-does not), so that a test can compare within 1e-4.
 
-    write_llava_gguf.py text OUT.gguf LLAVA_DIR TOKENIZER_BIN [--type T]
-    write_llava_gguf.py mmproj OUT.gguf LLAVA_DIR [--use-f32 |
+Gemma 3's mmproj file is what convert_hf_to_gguf.py --mmproj writes
+(conversion/gemma.py, Gemma3VisionModel over base.py's MmprojModel) from
+an F32 folder, its default --outtype auto being F16 there:
+  * general.architecture "clip", general.type "mmproj",
+    clip.has_vision_encoder, clip.vision.projection_dim (the text model's
+    hidden_size), clip.vision.* (image_size, patch_size, embedding_length,
+    feed_forward_length, block_count: all blocks, attention.head_count,
+    image_mean and image_std from preprocessor_config.json with
+    processor_config.json over it), clip.projector_type "gemma3",
+    clip.vision.attention.layer_norm_epsilon, clip.use_gelu true (tanh),
+    and clip.vision.projector.scale_factor, (image_size // patch_size) //
+    sqrt(image_seq_length), only where it is not 4 (mtmd's default);
+  * names: v.patch_embd.{weight,bias}, v.position_embd.weight,
+    v.blk.N.{ln1,attn_q,attn_k,attn_v,attn_out,ln2}, SigLIP's fc1 as
+    v.blk.N.ffn_up and fc2 as v.blk.N.ffn_down (not swapped), v.post_ln,
+    mm.input_projection.weight (transformers' [vision, text] as it is:
+    x @ W, not transposed), mm.soft_emb_norm.weight (1 + w: Gemma's
+    RMSNorm, which mtmd applies as stored); no class embedding, no pre_ln;
+  * F16 for mm.input_projection.weight always and (unless --use-f32, the
+    converter's --outtype f32) the blocks' matrices; F32 for the
+    embeddings (patch, its bias, positions) and the rest.
+--f32-everywhere writes F32 throughout (a GGUF file may; the converters
+do not), so that a test can compare within 1e-4.
+
+    write_llava_gguf.py text OUT.gguf FOLDER TOKENIZER_BIN [--type T]
+        [--set KEY=JSON]
+    write_llava_gguf.py mmproj OUT.gguf FOLDER [--use-f32 |
         --f32-everywhere] [--set KEY=JSON] [--drop T] [--reshape T=D0,D1]
 """
 import argparse
@@ -57,6 +94,24 @@ import write_gguf  # noqa: E402
 # write_gguf.py's convert_hf reads).
 LLAMA_DEFAULTS = {"max_position_embeddings": 2048, "rms_norm_eps": 1e-6,
                   "rope_theta": 10000.0}
+# Gemma3TextConfig's (transformers 4.50), which its AutoConfig fills in
+# before llama.cpp's converter reads them: published text_configs give only
+# what differs.
+GEMMA3_TEXT_DEFAULTS = {"vocab_size": 262208, "hidden_size": 2304,
+                        "intermediate_size": 9216, "num_hidden_layers": 26,
+                        "num_attention_heads": 8, "num_key_value_heads": 4,
+                        "head_dim": 256, "max_position_embeddings": 131072,
+                        "rms_norm_eps": 1e-6, "pad_token_id": 0,
+                        "eos_token_id": 1, "bos_token_id": 2,
+                        "rope_theta": 1000000.0, "sliding_window": 4096,
+                        "rope_local_base_freq": 10000.0,
+                        "sliding_window_pattern": 6,
+                        "query_pre_attn_scalar": 256}
+# SiglipVisionConfig's.
+SIGLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072,
+                   "num_hidden_layers": 12, "num_attention_heads": 12,
+                   "image_size": 224, "patch_size": 16,
+                   "layer_norm_eps": 1e-6}
 CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
 CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
 
@@ -67,26 +122,46 @@ def read(directory):
     return config, write_gguf.read_safetensors(directory)
 
 
+def is_gemma3(config):
+    return config.get("model_type") == "gemma3"
+
+
 def text(args):
     config, tensors = read(args.llava)
-    text_config = {**LLAMA_DEFAULTS, **config["text_config"]}
+    gemma3 = is_gemma3(config)
+    arch = "gemma3" if gemma3 else "llama"
+    text_config = {**(GEMMA3_TEXT_DEFAULTS if gemma3 else LLAMA_DEFAULTS),
+                   **config["text_config"]}
     text_config.setdefault("num_key_value_heads",
                            text_config["num_attention_heads"])
     text_tensors = {name.replace("language_model.", ""): value
                     for name, value in tensors.items()
                     if name.startswith("language_model.")}
-    hp, weights = write_gguf.convert_hf(text_config, text_tensors, "llama")
+    hp, weights = write_gguf.convert_hf(text_config, text_tensors, arch)
     vocab = next(s[0] for n, s, _ in weights if n == "token_embd.weight")
+    if gemma3:
+        # Gemma3Model keeps the tokenizer's rows (its vocab_size) of
+        # token_embd, and writes the local layers' RoPE base but no window
+        # where every layer is global.
+        if vocab > text_config["vocab_size"]:
+            vocab = text_config["vocab_size"]
+            weights = [(n, [vocab, s[1]], v[:vocab * s[1]])
+                       if n == "token_embd.weight" else (n, s, v)
+                       for n, s, v in weights]
+        hp["rope.freq_base_swa"] = float(text_config["rope_local_base_freq"])
+        if text_config.get("sliding_window_pattern") == 1:
+            hp.pop("attention.sliding_window", None)
     # added_tokens.json's pieces follow the SentencePiece model's; those
     # tokenizer_config.json marks special are CONTROL.
     with open(os.path.join(args.llava, "added_tokens.json")) as f:
         added = {i: t for t, i in json.load(f).items()}
     with open(os.path.join(args.llava, "tokenizer_config.json")) as f:
-        decoder = json.load(f)["added_tokens_decoder"]
+        tokenizer_config = json.load(f)
+    decoder = tokenizer_config["added_tokens_decoder"]
     base = min(added)
-    metadata = {"general.architecture": "llama",
+    metadata = {"general.architecture": arch,
                 "general.alignment": write_gguf.ALIGNMENT}
-    metadata.update({f"llama.{k}": v for k, v in hp.items()})
+    metadata.update({f"{arch}.{k}": v for k, v in hp.items()})
     metadata.update(write_gguf.sentencepiece_from_llama2c(args.tokenizer,
                                                           base))
     tokens = metadata["tokenizer.ggml.tokens"]
@@ -102,6 +177,24 @@ def text(args):
             scores.append(-10000.0)
             types.append(5)
     metadata["tokenizer.ggml.add_bos_token"] = True
+    if gemma3:
+        # _set_vocab_sentencepiece's pre-tokenizer name; its SpecialVocab's
+        # ids from config.json (the top level, then text_config, as
+        # written: no defaults) and add_*_token from tokenizer_config.json;
+        # Gemma3Model's add_space_prefix.
+        metadata["tokenizer.ggml.pre"] = "default"
+        for kind, key in (("bos", "bos_token_id"), ("eos", "eos_token_id"),
+                          ("pad", "padding_token_id")):
+            given = config.get(f"{kind}_token_id",
+                               config["text_config"].get(f"{kind}_token_id"))
+            if isinstance(given, int) and 0 <= given < vocab:
+                metadata[f"tokenizer.ggml.{key}"] = given
+        for kind in ("bos", "eos"):
+            flag = tokenizer_config.get(f"add_{kind}_token")
+            if isinstance(flag, bool):
+                metadata[f"tokenizer.ggml.add_{kind}_token"] = flag
+        metadata["tokenizer.ggml.add_space_prefix"] = False
+    write_gguf.apply_settings(metadata, args.set)
     tensors_out = []
     for name, shape, values in weights:
         wanted = "F32" if len(shape) == 1 else args.type
@@ -110,8 +203,8 @@ def text(args):
     write_gguf.write(args.out, metadata, tensors_out)
 
 
-def mmproj(args):
-    config, tensors = read(args.llava)
+def llava_mmproj(args, config, tensors):
+    """The legacy converter's metadata and (name, shape, type, values)."""
     vision = config["vision_config"]
     layers = vision["num_hidden_layers"]
     chosen = config.get("vision_feature_layer", -2)
@@ -150,7 +243,6 @@ def mmproj(args):
         # llava-v1.6's config carries these, which anyres does not use.
         metadata["clip.vision.image_crop_resolution"] = 224
         metadata["clip.vision.image_split_resolution"] = 224
-    write_gguf.apply_settings(metadata, args.set)
     tower = "vision_tower.vision_model."
     renames = [("embeddings.class_embedding", "v.class_embd"),
                ("embeddings.patch_embedding.weight", "v.patch_embd.weight"),
@@ -188,6 +280,106 @@ def mmproj(args):
             wanted = "F16"
         else:
             wanted = "F32" if args.use_f32 else "F16"
+        out.append((target, shape, wanted, values))
+    return metadata, out
+
+
+def preprocessing(directory):
+    """preprocessor_config.json with processor_config.json (and its
+    image_processor) over it, as MmprojModel reads them."""
+    merged = {}
+    for file in ("preprocessor_config.json", "processor_config.json"):
+        path = os.path.join(directory, file)
+        if os.path.isfile(path):
+            with open(path) as f:
+                cfg = json.load(f)
+            merged.update({**cfg, **cfg.get("image_processor", {})})
+    return merged
+
+
+def gemma3_mmproj(args, config, tensors):
+    """Gemma3VisionModel's metadata and (name, shape, type, values)."""
+    vision = {**SIGLIP_DEFAULTS, **config["vision_config"]}
+    text_config = {**GEMMA3_TEXT_DEFAULTS, **config.get("text_config", {})}
+    pre = preprocessing(args.llava)
+    image_size, patch_size = vision["image_size"], vision["patch_size"]
+    metadata = {
+        "general.architecture": "clip",
+        "general.alignment": write_gguf.ALIGNMENT,
+        "general.type": "mmproj",
+        # --outtype auto on F32 weights is F16; --use-f32 is --outtype f32.
+        "general.file_type": 0 if args.use_f32 or args.f32_everywhere else 1,
+        "general.name": "gemma3 fixture",
+        "clip.has_vision_encoder": True,
+        "clip.vision.projection_dim": text_config["hidden_size"],
+        "clip.vision.image_size": image_size,
+        "clip.vision.patch_size": patch_size,
+        "clip.vision.embedding_length": vision["hidden_size"],
+        "clip.vision.feed_forward_length": vision["intermediate_size"],
+        "clip.vision.block_count": vision["num_hidden_layers"],
+        "clip.vision.attention.head_count": vision["num_attention_heads"],
+        "clip.vision.image_mean": [float(v) for v in pre["image_mean"]],
+        "clip.vision.image_std": [float(v) for v in pre["image_std"]],
+        "clip.projector_type": "gemma3",
+        "clip.vision.attention.layer_norm_epsilon":
+            float(vision["layer_norm_eps"]),
+        "clip.use_gelu": True,
+    }
+    # The pooling's kernel, written where it is not mtmd's 4 (tiny models).
+    per_side = int(pre.get("image_seq_length", 256) ** 0.5)
+    scale = (image_size // patch_size) // per_side
+    if scale > 0 and scale != 4:
+        metadata["clip.vision.projector.scale_factor"] = scale
+    tower = "vision_tower.vision_model."
+    renames = {"embeddings.patch_embedding.weight": "v.patch_embd.weight",
+               "embeddings.patch_embedding.bias": "v.patch_embd.bias",
+               "embeddings.position_embedding.weight":
+                   "v.position_embd.weight",
+               "post_layernorm.weight": "v.post_ln.weight",
+               "post_layernorm.bias": "v.post_ln.bias"}
+    parts = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+             "self_attn.v_proj": "attn_v", "self_attn.out_proj": "attn_out",
+             "layer_norm1": "ln1", "layer_norm2": "ln2",
+             "mlp.fc1": "ffn_up", "mlp.fc2": "ffn_down"}
+    out = []
+    for name, (shape, values) in tensors.items():
+        if name == "multi_modal_projector.mm_input_projection_weight":
+            target = "mm.input_projection.weight"
+        elif name == "multi_modal_projector.mm_soft_emb_norm.weight":
+            target = "mm.soft_emb_norm.weight"
+            values = [v + 1.0 for v in values]  # Gemma's 1 + w
+        elif name.startswith(tower) and not name.startswith(tower + "head."):
+            rest = name[len(tower):]
+            target = renames.get(rest)
+            if rest.startswith("encoder.layers."):
+                layer, part = rest[len("encoder.layers."):].split(".", 1)
+                part, kind = part.rsplit(".", 1)
+                if part in parts:
+                    target = f"v.blk.{layer}.{parts[part]}.{kind}"
+            if target is None:
+                sys.exit(f"{name}: no name in Gemma 3's mmproj file")
+        else:  # the text model's, and SigLIP's pooling head
+            continue
+        if args.f32_everywhere:
+            wanted = "F32"
+        elif "input_projection" in name:
+            wanted = "F16"
+        elif ".embeddings." in name or len(shape) == 1 or \
+                target.endswith("_norm.weight"):
+            wanted = "F32"
+        else:
+            wanted = "F32" if args.use_f32 else "F16"
+        out.append((target, shape, wanted, values))
+    return metadata, out
+
+
+def mmproj(args):
+    config, tensors = read(args.llava)
+    convert = gemma3_mmproj if is_gemma3(config) else llava_mmproj
+    metadata, tensors_out = convert(args, config, tensors)
+    write_gguf.apply_settings(metadata, args.set)
+    out = []
+    for target, shape, wanted, values in tensors_out:
         if target in args.drop:
             continue
         for rule in args.reshape:  # the same values, another shape
@@ -206,6 +398,8 @@ def main():
     t.add_argument("llava")
     t.add_argument("tokenizer")
     t.add_argument("--type", default="F32")
+    t.add_argument("--set", action="append", default=[], metavar="KEY=JSON",
+                   help="add or replace metadata (JSON null removes it)")
     m = sub.add_parser("mmproj")
     m.add_argument("out")
     m.add_argument("llava")
