@@ -12,16 +12,8 @@
 #
 #   bash ../shared/reference/setup.sh && source /tmp/tfm-hfref/env.sh
 #   bash test/e2e/vlm/check_llama_cpp_gemma3.sh LLAMA_CPP_SRC
-set -euo pipefail
-llama=$(cd "$1" && pwd)
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../../.." && pwd)
-shared=$(cd "$root/../shared" && pwd)
-work=$(mktemp -d)
-trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
-cp -r "$here/Inputs/gemma3" "$work/gemma3"
-cp "$shared/models/stories260K-hf/tokenizer.model" "$work/gemma3/"
-export PYTHONPATH="$llama/gguf-py:${PYTHONPATH:-}"
+FIXTURE=gemma3
+source "$(dirname "$0")/llama_cpp_fixture.sh"
 converter="$root/test/e2e/conformance/llama_cpp_converter.py"
 (cd "$llama" && /usr/bin/python3 "$converter" --keep-vocab "$work/gemma3" \
    --outfile "$work/converted.gguf" --outtype f32 > "$work/text.log" 2>&1)
@@ -62,10 +54,4 @@ diff "$work/ids.txt" "$here/Inputs/gemma3.ids.txt"
 "$work/gemma3.exe" --prompt-file "$work/prompt.txt" --pixels "$here/Inputs/pixels.f32" -n 1 --step-logits "$work/first"
 /usr/bin/python3 "$compare" "$work/first" "$here/Inputs/gemma3.logits.bin" --tol 0.05
 ids=$("$work/gemma3.exe" --prompt-file "$work/prompt.txt" --pixels "$here/Inputs/pixels.f32" -n 6 --print-ids)
-golden=$(cat "$here/Inputs/gemma3.greedy.txt")
-if [ "$(echo $ids)" = "$(echo $golden)" ]; then
-  echo "OK: greedy ids $ids"
-else
-  echo "MISMATCH: greedy ids $ids, golden $golden"
-  exit 1
-fi
+same_greedy_ids "$ids" "$here/Inputs/gemma3.greedy.txt"

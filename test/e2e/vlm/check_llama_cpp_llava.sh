@@ -12,16 +12,8 @@
 #
 #   bash ../shared/reference/setup.sh && source /tmp/tfm-hfref/env.sh
 #   bash test/e2e/vlm/check_llama_cpp_llava.sh LLAMA_CPP_SRC
-set -euo pipefail
-llama=$(cd "$1" && pwd)
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../../.." && pwd)
-shared=$(cd "$root/../shared" && pwd)
-work=$(mktemp -d)
-trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
-cp -r "$here/Inputs/llava" "$work/llava"
-cp "$shared/models/stories260K-hf/tokenizer.model" "$work/llava/"
-export PYTHONPATH="$llama/gguf-py:${PYTHONPATH:-}"
+FIXTURE=llava
+source "$(dirname "$0")/llama_cpp_fixture.sh"
 (cd "$llama" && /usr/bin/python3 "$root/test/e2e/conformance/llama_cpp_converter.py" \
    --keep-vocab "$work/llava" --outfile "$work/text.gguf" --outtype f32 \
    > "$work/text.log" 2>&1)
@@ -46,10 +38,4 @@ compare="$root/test/e2e/compare_logits.py"
 /usr/bin/python3 "$compare" "$work/image" "$here/Inputs/llava.image.bin" --tol 0.1 --row-size 64 --min-cosine 0.99999
 tokens="1 410 471 437 459 461 467 512 410 13 448 415 294 410 293 322 265 282 417 429 413 425 276 450 410 447 437 437 442 437 434 447 458 434 467"
 ids=$("$work/llava.exe" --tokens "$tokens" --pixels "$here/Inputs/pixels.f32" -n 6 --print-ids)
-golden=$(cat "$here/Inputs/llava.greedy.txt")
-if [ "$(echo $ids)" = "$(echo $golden)" ]; then
-  echo "OK: greedy ids $ids"
-else
-  echo "MISMATCH: greedy ids $ids, golden $golden"
-  exit 1
-fi
+same_greedy_ids "$ids" "$here/Inputs/llava.greedy.txt"
