@@ -40,6 +40,14 @@ LlavaNextImageProcessor cuts into five 336 px tiles (2,928 image rows):
 tfmc's executable on the file (tfm_image_tokens: the tiles through
 @encode_image, laid out) against 4.40's LlavaNextForConditionalGeneration
 (the tower and projector on the five tiles; forward() with the image).
+
+With --gemma3, gemma-3-4b-it's shape (SigLIP-So400m at 896 px: 4096
+patches through 27 layers, pooled to 256 rows; the 2560-wide text model
+cut to --text-layers of 34, its 262,208-id embedding kept) and one image
+between <start_of_image> and <end_of_image> (289 positions): tfmc's
+executable with --pixels against transformers 4.50's
+Gemma3ForConditionalGeneration as make_gemma3_goldens.py transcribes it
+onto 4.40's SigLIP and Gemma (f32; its image rows attending both ways).
 """
 import argparse
 import json
@@ -55,8 +63,24 @@ PUBLISHED = os.path.join(ROOT, "test", "e2e", "vlm", "published",
                          "llava-1.5-7b-hf.json")
 PUBLISHED_NEXT = os.path.join(ROOT, "test", "e2e", "vlm", "published",
                               "llava-v1.6-mistral-7b-hf.json")
+PUBLISHED_GEMMA3 = os.path.join(ROOT, "test", "e2e", "vlm", "published",
+                                "gemma-3-4b-it.json")
 IMAGE_TOKEN = 32000
 NEXT_SIDE = 672  # the --next image: llava-v1.6's 2 x 2 tiles, no unpadding
+# Gemma3TextConfig's and SiglipVisionConfig's defaults for what
+# gemma-3-4b-it's config leaves out.
+GEMMA3_TEXT_DEFAULTS = dict(
+    vocab_size=262208, num_attention_heads=8, num_key_value_heads=4,
+    head_dim=256, hidden_activation="gelu_pytorch_tanh",
+    max_position_embeddings=131072, rms_norm_eps=1e-6, pad_token_id=0,
+    eos_token_id=1, bos_token_id=2, tie_word_embeddings=True,
+    rope_theta=1000000.0, attention_bias=False, attention_dropout=0.0,
+    query_pre_attn_scalar=256, sliding_window_pattern=6,
+    rope_local_base_freq=10000.0, attn_logit_softcapping=None,
+    final_logit_softcapping=None)
+GEMMA3_VISION_DEFAULTS = dict(num_channels=3, layer_norm_eps=1e-6,
+                              hidden_act="gelu_pytorch_tanh",
+                              attention_dropout=0.0)
 
 
 def prompt_ids():
@@ -91,6 +115,108 @@ def make_model(directory, text_layers, next_model):
         model = tf.LlavaForConditionalGeneration(tf.LlavaConfig(**fields))
     model.to(torch.bfloat16).save_pretrained(directory,
                                              safe_serialization=True)
+
+
+def gemma3_reference():
+    """make_gemma3_goldens.py's transcription of 4.50's model."""
+    sys.path.insert(0, os.path.join(ROOT, "test", "e2e", "vlm"))
+    import make_gemma3_goldens
+    return make_gemma3_goldens
+
+
+def gemma3_config(text_layers):
+    with open(PUBLISHED_GEMMA3) as f:
+        config = json.load(f)
+    config["text_config"] = {**GEMMA3_TEXT_DEFAULTS, **config["text_config"],
+                             "num_hidden_layers": text_layers}
+    config["vision_config"] = {**GEMMA3_VISION_DEFAULTS,
+                               **config["vision_config"]}
+    return config
+
+
+def gemma3_prompt(config, placeholders):
+    """BOS, 15 ids, <start_of_image>, `placeholders` of the image's rows
+    (one: tfmc widens it to the rows), <end_of_image>, 15 ids."""
+    words = list(range(1000, 1015))
+    return ([2] + words + [config["boi_token_index"]] +
+            [config["image_token_index"]] * placeholders +
+            [config["eoi_token_index"]] + [w + 100 for w in words])
+
+
+def make_gemma3(directory, text_layers):
+    """gemma-3-4b-it's shape, random weights saved in bf16 under 4.50's
+    names, with its processor's preprocessor_config.json (896 px)."""
+    import safetensors.torch
+    import torch
+    if os.path.exists(os.path.join(directory, "config.json")):
+        return
+    config = gemma3_config(text_layers)
+    torch.manual_seed(0)
+    model = gemma3_reference().Gemma3ForConditionalGeneration440(config)
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    side = config["vision_config"]["image_size"]
+    with open(os.path.join(directory, "preprocessor_config.json"), "w") as f:
+        json.dump({"image_processor_type": "Gemma3ImageProcessor",
+                   "size": {"height": side, "width": side}, "resample": 2,
+                   "image_mean": [0.5] * 3, "image_std": [0.5] * 3,
+                   "image_seq_length": config["mm_tokens_per_image"]}, f)
+    weights = {k: v.to(torch.bfloat16).contiguous()
+               for k, v in model.state_dict().items()
+               if k != "language_model.lm_head.weight"}
+    safetensors.torch.save_file(weights, os.path.join(
+        directory, "model.safetensors"), metadata={"format": "pt"})
+
+
+def gemma3_torch_times(directory, text_layers, pixels, rounds):
+    """The transcription in f32 with the folder's weights: the tower and
+    projector alone, then the prompt's logits with the image."""
+    import safetensors.torch
+    import torch
+    torch.set_num_threads(2)
+    config = gemma3_config(text_layers)
+    model = gemma3_reference().Gemma3ForConditionalGeneration440(config)
+    state = {k: v.float() for k, v in safetensors.torch.load_file(
+        os.path.join(directory, "model.safetensors")).items()}
+    model.load_state_dict(state, strict=False)  # lm_head: tied
+    model.language_model.tie_weights()
+    model.eval()
+    ids = torch.tensor(gemma3_prompt(config, config["mm_tokens_per_image"]))
+    values = torch.from_numpy(pixels)[None]
+    image, first = [], []
+    with torch.no_grad():
+        for _ in range(rounds):
+            start = time.perf_counter()
+            model.image_tokens(values)
+            image.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            model(ids, values)
+            first.append(time.perf_counter() - start)
+    return min(image), min(first)
+
+
+def gemma3_bench(args):
+    import numpy as np
+    directory = os.path.join(args.work, "gemma3-model")
+    make_gemma3(directory, args.text_layers)
+    config = gemma3_config(args.text_layers)
+    side = config["vision_config"]["image_size"]
+    pixels = np.random.default_rng(0).standard_normal(
+        (3, side, side)).astype(np.float32)
+    pixels_path = os.path.join(args.work, f"pixels-{side}.f32")
+    pixels.tofile(pixels_path)
+    prompt = gemma3_prompt(config, 1)
+    ours_image, ours_first = run_tfmc(
+        os.path.join(args.work, "gemma3"), [directory],
+        ["--tokens", " ".join(map(str, prompt)), "--pixels", pixels_path,
+         "--print-ids"], args.rounds)
+    theirs_image, theirs_first = gemma3_torch_times(
+        directory, args.text_layers, pixels, args.rounds)
+    report(f"Gemma 3 shape (gemma-3-4b-it), text depth {args.text_layers} "
+           f"of 34; one {side} px image (256 rows of 4096 patches) and a "
+           f"32-token question", "PyTorch", (ours_image, theirs_image),
+           (ours_first, theirs_first))
 
 
 def torch_rounds(model, tiles, inputs, rounds):
@@ -254,9 +380,15 @@ def main():
     parser.add_argument("--next", action="store_true",
                         help="llava-v1.6-mistral's shape and a 672 px PNG "
                         "(five tiles) instead")
+    parser.add_argument("--gemma3", action="store_true",
+                        help="gemma-3-4b-it's shape and an 896 px image "
+                        "instead")
     args = parser.parse_args()
     import numpy as np
     os.makedirs(args.work, exist_ok=True)
+    if args.gemma3:
+        gemma3_bench(args)
+        return
     directory = os.path.join(args.work, "next-model" if args.next
                              else "model")
     make_model(directory, args.text_layers, args.next)

@@ -131,14 +131,14 @@ PREPROCESSOR = {"do_convert_rgb": None, "do_normalize": True,
 class Projector(torch.nn.Module):
     """4.50's Gemma3MultiModalProjector."""
 
-    def __init__(self, vision, text_hidden):
+    def __init__(self, vision, text_hidden, tokens_per_image):
         super().__init__()
         self.mm_input_projection_weight = torch.nn.Parameter(
             torch.zeros(vision["hidden_size"], text_hidden))
         self.mm_soft_emb_norm = GemmaRMSNorm(vision["hidden_size"],
                                              eps=vision["layer_norm_eps"])
         self.side = vision["image_size"] // vision["patch_size"]
-        kernel = self.side // int(TOKENS_PER_IMAGE ** 0.5)
+        kernel = self.side // int(tokens_per_image ** 0.5)
         self.avg_pool = torch.nn.AvgPool2d(kernel_size=kernel, stride=kernel)
 
     def forward(self, features):
@@ -150,19 +150,24 @@ class Projector(torch.nn.Module):
 
 
 class Gemma3ForConditionalGeneration440(torch.nn.Module):
-    """Its attributes name the weights as 4.50's class does."""
+    """Its attributes name the weights as 4.50's class does; the fixture's
+    configs unless given (bench/vlm_first_token.py's published shape)."""
 
-    def __init__(self):
+    def __init__(self, config=None):
         super().__init__()
-        vision = {k: v for k, v in VISION.items()
+        config = config or CONFIG
+        self.text_config = config["text_config"]
+        self.soft = config["image_token_index"]
+        vision = {k: v for k, v in config["vision_config"].items()
                   if k not in ("model_type", "vision_use_head")}
         self.vision_tower = tf.SiglipVisionModel(
             tf.SiglipVisionConfig(**vision))
         # 4.40 always builds the pooling head; 4.50 has none here.
         self.vision_tower.vision_model.head = torch.nn.Identity()
-        self.multi_modal_projector = Projector(VISION,
-                                               TEXT_MODEL["hidden_size"])
-        text = tf.GemmaConfig(**{k: v for k, v in TEXT_MODEL.items()
+        self.multi_modal_projector = Projector(
+            config["vision_config"], self.text_config["hidden_size"],
+            config["mm_tokens_per_image"])
+        text = tf.GemmaConfig(**{k: v for k, v in self.text_config.items()
                                  if k != "model_type"})
         text._attn_implementation = "eager"
         self.language_model = Gemma2ForCausalLM440(text)
@@ -174,27 +179,28 @@ class Gemma3ForConditionalGeneration440(torch.nn.Module):
     def forward(self, ids, pixels, bidirectional=True):
         """The logits [len(ids), vocab] of one prompt (ids: 1D)."""
         embeds = self.language_model.model.embed_tokens(ids[None])
-        image = ids == SOFT
+        image = ids == self.soft
         features = self.image_tokens(pixels).reshape(-1, embeds.shape[-1])
         assert image.sum() == features.shape[0]
         # 4.40's GemmaModel scales all of inputs_embeds, 4.50 only the text:
         # the image rows go in divided by the same f32 normalizer (8, exact).
-        normalizer = torch.tensor(TEXT_MODEL["hidden_size"] ** 0.5,
+        normalizer = torch.tensor(self.text_config["hidden_size"] ** 0.5,
                                   dtype=embeds.dtype)
         embeds[0, image] = features / normalizer
         return self.language_model(
-            inputs_embeds=embeds, attention_mask=allowed(ids, bidirectional),
+            inputs_embeds=embeds,
+            attention_mask=allowed(ids, bidirectional, self.soft),
             use_cache=False).logits[0]
 
 
-def allowed(ids, bidirectional):
+def allowed(ids, bidirectional, soft=SOFT):
     """Which keys each query sees [1, 1, L, L], 1 = attend: 4.40's GemmaModel
     takes a 4D mask in that convention and makes it additive (0 / min);
     gemma2_attention then masks j <= i - window in sliding layers."""
     n = torch.arange(len(ids))
     mask = n[None, :] <= n[:, None]
     if bidirectional:
-        image = ids == SOFT
+        image = ids == soft
         starts = image & ~torch.cat([torch.tensor([False]), image[:-1]])
         group = torch.cumsum(starts.long(), 0) * image  # 0: text, k: image k
         mask |= (group[:, None] == group[None, :]) & image[:, None]
