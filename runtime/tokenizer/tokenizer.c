@@ -664,13 +664,21 @@ static int64_t replacement_at(const tfm_tokenizer *t, const char *text) {
   return -1;
 }
 
+/* What replacements may add to a prompt: a processor's image expansion
+ * adds a few KB an image (Gemma 3's 256 tokens: 4.6 KB), so this bounds
+ * only a hostile tokenizer's (a long replacement of a one-byte text). */
+#define MAX_REPLACED_GROWTH ((size_t)16 << 20)
+
 /* `text` with the tokenizer's prompt replacements made at each place one
  * matches, scanning on past what was replaced, as Python's str.replace
  * does; a new string (measured first, then written), or NULL out of
- * memory. */
-static char *replace_prompt_text(const tfm_tokenizer *t, const char *text) {
+ * memory or where it would grow by more than MAX_REPLACED_GROWTH
+ * (*too_long set). */
+static char *replace_prompt_text(const tfm_tokenizer *t, const char *text,
+                                 int *too_long) {
   size_t length = strlen(text);
   char *out = NULL;
+  *too_long = 0;
   for (int pass = 0; pass < 2; ++pass) {
     size_t n = 0;
     for (size_t at = 0; at < length;) {
@@ -690,6 +698,10 @@ static char *replace_prompt_text(const tfm_tokenizer *t, const char *text) {
     if (out) {
       out[n] = '\0';
       return out;
+    }
+    if (n > length + MAX_REPLACED_GROWTH) {
+      *too_long = 1;
+      return NULL;
     }
     out = malloc(n + 1);
     if (!out)
@@ -716,7 +728,13 @@ tfm_status_code tfm_tokenizer_encode(const tfm_tokenizer *t, const char *text,
                     bos, t->vocab_size);
   char *replaced = NULL;
   if (t->replacement_count) {
-    replaced = replace_prompt_text(t, text);
+    int too_long = 0;
+    replaced = replace_prompt_text(t, text, &too_long);
+    if (!replaced && too_long)
+      return tfm_fail(status, TFM_ERROR_TOKENIZER,
+                      "the tokenizer's prompt replacements would make the "
+                      "text more than %zu MB longer",
+                      MAX_REPLACED_GROWTH >> 20);
     if (!replaced)
       return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
     text = replaced;

@@ -73,8 +73,24 @@ inline std::vector<int32_t> encodeForEncoder(const tfm_tokenizer *tokenizer,
   return ids;
 }
 
+/// Reads every prompt replacement (each a pair of strings, or none).
+inline void readReplacements(const tfm_tokenizer *tokenizer) {
+  for (int32_t i = 0;; ++i) {
+    const char *text = nullptr, *replacement = nullptr;
+    tfm_tokenizer_prompt_replacement(tokenizer, i, &text, &replacement);
+    if (!text != !replacement)
+      std::abort();
+    if (!text)
+      return;
+    volatile size_t sink =
+        std::string(text).size() + std::string(replacement).size();
+    (void)sink;
+  }
+}
+
 inline void exerciseTokenizer(const tfm_tokenizer *tokenizer,
                               const std::string &text) {
+  readReplacements(tokenizer);
   decodeAll(tokenizer, encodeForDecoder(tokenizer, text, -1), -1);
   decodeAll(tokenizer, encodeForDecoder(tokenizer, text, 1), 1);
   decodeAll(tokenizer, encodeForEncoder(tokenizer, text, nullptr), -1);

@@ -353,6 +353,20 @@ TEST(Tokenizer, ReplacesPromptTextFirst) {
             TFM_ERROR_TOKENIZER);
   EXPECT_STREQ(status.message,
                "tokenizer blob: truncated prompt replacement 0");
+  // Replacements that would grow a prompt by more than 16 MB (a hostile
+  // tokenizer's) are refused by name, before anything that large exists.
+  EncoderTokenizer growing;
+  growing.promptReplacements = {{"a", std::string(1 << 20, 'a')}};
+  t = parse(
+      tokenizerBlob(TFM_TOKENIZER_BYTE_LEVEL_BPE, {{"a", 0}}, {}, growing));
+  ASSERT_NE(t, nullptr);
+  int64_t count = 0;
+  EXPECT_EQ(tfm_tokenizer_encode(t, std::string(17, 'a').c_str(), -1, nullptr,
+                                 0, &count, &status),
+            TFM_ERROR_TOKENIZER);
+  EXPECT_STREQ(status.message, "the tokenizer's prompt replacements would "
+                               "make the text more than 16 MB longer");
+  tfm_tokenizer_free(t);
 }
 
 TEST(ByteLevelBpe, MergesByRankWithinPretokens) {
