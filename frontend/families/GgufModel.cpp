@@ -225,29 +225,25 @@ std::string supportedGgufArchitectures() {
   return list;
 }
 
-/// Gemma 2 and 3's soft-caps (absent: none), windows, local RoPE and query
-/// scale (see GgufArchitecture), once `spec` has its sizes and RoPE.
 /// Which layers slide a `window` and their RoPE base: every layer but
-/// each `slidingPattern`-th (Gemma 3's llama.cpp reads a pattern from
-/// attention.sliding_window_pattern, one number or a flag a layer, which
-/// its converter does not write), local layers' RoPE base
-/// rope.freq_base_swa where written (Gemma 3's rope_local_base_freq).
+/// each `slidingPattern`-th, local layers' base `localRopeTheta`. Gemma 3's
+/// as llama.cpp reads them: a pattern from attention.sliding_window_pattern
+/// (a period, or a flag a layer; its converter writes none) and the local
+/// base from rope.freq_base_swa (rope_local_base_freq), where given.
 llvm::Error readSlidingLayers(const GgufFile &file,
                               const GgufArchitecture &arch, int64_t window,
                               DecoderSpec &spec) {
   std::string key = (arch.name + ".").str();
   spec.localRopeTheta = arch.localRopeTheta;
-  if (arch.localRopeTheta == 0) {
-    spec.windowAllButEvery(arch.slidingPattern, window);
-    return llvm::Error::success();
+  const GgufValue *pattern = nullptr;
+  if (arch.localRopeTheta) {
+    llvm::Expected<std::optional<double>> base =
+        file.optionalReal(key + "rope.freq_base_swa");
+    if (!base)
+      return base.takeError();
+    spec.localRopeTheta = base->value_or(arch.localRopeTheta);
+    pattern = file.lookup(key + "attention.sliding_window_pattern");
   }
-  llvm::Expected<std::optional<double>> base =
-      file.optionalReal(key + "rope.freq_base_swa");
-  if (!base)
-    return base.takeError();
-  spec.localRopeTheta = base->value_or(arch.localRopeTheta);
-  const GgufValue *pattern =
-      file.lookup(key + "attention.sliding_window_pattern");
   if (!pattern) {
     spec.windowAllButEvery(arch.slidingPattern, window);
     return llvm::Error::success();
@@ -272,6 +268,8 @@ llvm::Error readSlidingLayers(const GgufFile &file,
   return llvm::Error::success();
 }
 
+/// Gemma 2 and 3's soft-caps (absent: none), windows, local RoPE and query
+/// scale (see GgufArchitecture), once `spec` has its sizes and RoPE.
 llvm::Error readGemmaLayers(const GgufFile &file, const GgufArchitecture &arch,
                             DecoderSpec &spec) {
   std::string key = (arch.name + ".").str();

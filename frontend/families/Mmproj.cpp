@@ -240,9 +240,8 @@ llvm::Expected<int64_t> findToken(const LoadedModel &model,
       if (model.tokenizer->pieces[id] == spelling)
         return int64_t(id);
   return makeError("--mmproj " + path +
-                   ": the text model's vocabulary has "
-                   "no '" +
-                   spelling + "' token " + why);
+                   ": the text model's vocabulary has no '" + spelling +
+                   "' token " + why);
 }
 
 /// Gemma 3's average pooling: clip.vision.projector.scale_factor (4 unless

@@ -132,9 +132,8 @@ typedef struct {
  * replacements: uint32 count and per replacement uint32 length and bytes of the
  * text, uint32 length and bytes of what replaces it, applied left to right
  * before anything else (a vision-language processor's placeholder expansion:
- * Gemma 3's
- * "<start_of_image>" becomes "\n\n<start_of_image>", 256 image tokens,
- * "<end_of_image>\n\n", so that the text around it tokenizes as the
+ * Gemma 3's "<start_of_image>" becomes "\n\n<start_of_image>", 256 image
+ * tokens, "<end_of_image>\n\n", so that the text around it tokenizes as the
  * processor's does).
  * Pieces are raw bytes: ' ' for SentencePiece's U+2581, "<0xAB>" for
  * byte-fallback tokens, GPT-2's byte-to-unicode spelling undone. */
