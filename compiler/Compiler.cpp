@@ -741,6 +741,11 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
     description.imageToken = token.getInt();
   description.imageRowsBidirectional =
       (*unit.module)->hasAttr(kImageRowsBidirectionalAttrName);
+  if (auto tokens =
+          (*unit.module)
+              ->getAttrOfType<DenseI64ArrayAttr>(kImageTileTokensAttrName))
+    description.imageTileTokens.assign(tokens.asArrayRef().begin(),
+                                       tokens.asArrayRef().end());
   // Checked by the dialect (TfmAttrs.cpp): every field is there.
   if (auto diffusion =
           (*unit.module)->getAttrOfType<DictionaryAttr>(kDiffusionAttrName)) {
@@ -798,6 +803,8 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
     p.crop_width = image.getCropWidth();
     p.rescale = image.getRescale().getValueAsDouble();
     p.normalize = image.getNormalize();
+    p.longest_edge = image.getLongestEdge();
+    p.split_tiles = image.getSplitTiles();
     for (int c = 0; c < 3; ++c) {
       p.mean[c] = image.getMean()[c];
       p.std[c] = image.getStd()[c];

@@ -14,6 +14,7 @@
 #include "frontend/families/DecoderFamilies.h"
 #include "frontend/families/EncoderFamilies.h"
 #include "frontend/families/Gemma3Vision.h"
+#include "frontend/families/Idefics3.h"
 #include "frontend/families/Llava.h"
 #include "frontend/families/Seq2SeqFamilies.h"
 #include "frontend/families/StableDiffusion.h"
@@ -509,18 +510,17 @@ loadDecoderFolder(MLIRContext &context, llvm::StringRef directory,
 /// `modelType` whose config is `textConfig` (text_config over its class's
 /// defaults; messages name the folder's config.json and the field), its
 /// tensors named as LLaVA's are (Llava.h).
-llvm::Expected<LoadedModel> loadTextModelWithin(MLIRContext &context,
-                                                llvm::StringRef directory,
-                                                llvm::StringRef modelType,
-                                                llvm::json::Object &textConfig,
-                                                const ConfigReader &config) {
+llvm::Expected<LoadedModel>
+loadTextModelWithin(MLIRContext &context, llvm::StringRef directory,
+                    llvm::StringRef modelType, llvm::json::Object &textConfig,
+                    const ConfigReader &config,
+                    void (*renameWeights)(WeightStore &) = renameLlavaWeights) {
   ConfigReader text(textConfig, config.file() + ": text_config");
   DecoderSpec spec;
   readDecoderFamily(modelType, text, spec);
-  static const TextModelWithin kImageText = {renameLlavaWeights,
-                                             isLlavaImageWeight};
+  const TextModelWithin imageText = {renameWeights, isLlavaImageWeight};
   return loadDecoder(context, directory, modelType, std::move(spec), text,
-                     /*adapters=*/{}, &kImageText);
+                     /*adapters=*/{}, &imageText);
 }
 
 /// LLaVA and LLaVA-NeXT (Llava.h): the text model read as a decoder of
@@ -560,6 +560,29 @@ llvm::Expected<LoadedModel> loadGemma3Vision(MLIRContext &context,
   std::string checkpoint = (directory + "/model.safetensors").str();
   if (llvm::Error err =
           addGemma3ImageTokens(context, gemma, directory, checkpoint, *model))
+    return std::move(err);
+  model->family = modelType.str();
+  return model;
+}
+
+/// Idefics3 and SmolVLM (Idefics3.h): the text model, its tensors renamed
+/// as LLaVA's, then the image side.
+llvm::Expected<LoadedModel> loadIdefics3(MLIRContext &context,
+                                         llvm::StringRef directory,
+                                         llvm::StringRef modelType,
+                                         ConfigReader &config) {
+  Idefics3Spec idefics;
+  readIdefics3Config(config, idefics);
+  if (llvm::Error err = config.takeError())
+    return std::move(err);
+  llvm::Expected<LoadedModel> model =
+      loadTextModelWithin(context, directory, idefics.textModelType,
+                          idefics.textConfig, config, renameIdefics3Weights);
+  if (!model)
+    return model.takeError();
+  std::string checkpoint = (directory + "/model.safetensors").str();
+  if (llvm::Error err = addIdefics3ImageTokens(context, idefics, directory,
+                                               checkpoint, *model))
     return std::move(err);
   model->family = modelType.str();
   return model;
@@ -653,6 +676,7 @@ const ModelKind kModelKinds[] = {
     {claimedKind<isLlavaFamily, loadLlava>, supportedLlavaFamilies},
     {claimedKind<isGemma3VisionFamily, loadGemma3Vision>,
      supportedGemma3VisionFamilies},
+    {claimedKind<isIdefics3Family, loadIdefics3>, supportedIdefics3Families},
     {claimedKind<isSpeechFamily, loadSpeech>, supportedSpeechFamilies},
 };
 

@@ -96,7 +96,15 @@ LogicalResult ImagePreprocessingAttr::verify(
     int64_t resizeWidth, int64_t shortestEdge, int32_t resample,
     int64_t cropHeight, int64_t cropWidth, FloatAttr rescale, bool normalize,
     DenseF32ArrayAttr mean, DenseF32ArrayAttr std,
-    DenseI64ArrayAttr gridPinpoints) {
+    DenseI64ArrayAttr gridPinpoints, int64_t longestEdge, bool splitTiles) {
+  if (longestEdge < 0)
+    return emitError() << "expected a non-negative longest edge";
+  if (longestEdge > 0 && (resizeHeight <= 0 || resizeHeight != resizeWidth ||
+                          cropHeight || gridPinpoints))
+    return emitError() << "expected a square resize, no crop and no grid "
+                          "pinpoints with a longest edge";
+  if (splitTiles && !longestEdge)
+    return emitError() << "expected a longest edge to split tiles by";
   if (resizeHeight < 0 || resizeWidth < 0 || shortestEdge < 0 ||
       cropHeight < 0 || cropWidth < 0)
     return emitError() << "expected non-negative sizes";
@@ -272,6 +280,11 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
   } else if (name == kImageTokenAttrName) {
     auto token = dyn_cast<IntegerAttr>(attr.getValue());
     if (onModule && token && token.getInt() >= 0)
+      return success();
+  } else if (name == kImageTileTokensAttrName) {
+    auto tokens = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (onModule && tokens && tokens.size() == 2 &&
+        llvm::all_of(tokens.asArrayRef(), [](int64_t t) { return t >= 0; }))
       return success();
   } else if (name == kImageRowsBidirectionalAttrName) {
     if (onModule && isa<UnitAttr>(attr.getValue()))

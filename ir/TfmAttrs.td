@@ -106,6 +106,13 @@ def Tfm_ImagePreprocessingAttr : AttrDef<Tfm_Dialect, "ImagePreprocessing"> {
     crop-sized tiles, each preprocessed as above (the runtime's
     tfm_image_tiles).
 
+    `longest_edge` (Idefics3's `size.longest_edge`) first resizes the image
+    so that its longer side is that, keeping its aspect (the processor's
+    rounding). With `split_tiles` (its `do_image_splitting`) it is then
+    resized to multiples of the square resize, cut into tiles of that, row
+    by row, and squashed to one more, last; without, squashed to the
+    square.
+
     ```mlir
     #tfm.image_preprocessing<resize_height = 224, resize_width = 224,
         resample = 2, rescale = 0.0039215686274509803 : f64, normalize = true,
@@ -123,7 +130,9 @@ def Tfm_ImagePreprocessingAttr : AttrDef<Tfm_Dialect, "ImagePreprocessing"> {
     DefaultValuedParameter<"bool", "false">:$normalize,
     "DenseF32ArrayAttr":$mean,
     "DenseF32ArrayAttr":$std,
-    OptionalParameter<"DenseI64ArrayAttr", "any-resolution tiles' sizes">:$grid_pinpoints
+    OptionalParameter<"DenseI64ArrayAttr", "any-resolution tiles' sizes">:$grid_pinpoints,
+    DefaultValuedParameter<"int64_t", "0">:$longest_edge,
+    DefaultValuedParameter<"bool", "false">:$split_tiles
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

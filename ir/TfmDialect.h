@@ -57,6 +57,13 @@ inline constexpr llvm::StringLiteral kImageTokenAttrName = "tfm.image_token";
 /// keys behind.
 inline constexpr llvm::StringLiteral kImageRowsBidirectionalAttrName =
     "tfm.image_rows_bidirectional";
+/// On the module of a vision-language model whose processor writes tokens
+/// of its own around an image's rows (SmolVLM, Idefics3): [the token around
+/// each tile, the token before the whole image] (`<fake_token_around_image>`,
+/// `<global-img>`; a DenseI64ArrayAttr of two ids), by which the runtime
+/// lays out an image's prompt ids (tfm_image_prompt_ids).
+inline constexpr llvm::StringLiteral kImageTileTokensAttrName =
+    "tfm.image_tile_tokens";
 /// On the scf.if that runs one expert's projections (tfm-expand-experts):
 /// the share of tokens routed to it on average, top_k / experts (an
 /// f64 FloatAttr), by which a decode step's weight reads count its weights.

@@ -78,24 +78,31 @@ std::optional<tfm::serve::ApiError> tfm::serve::spliceImages(
                         "image_url content part",
                     "messages", ""};
   }
-  std::vector<int64_t> each;
+  std::vector<std::vector<int32_t>> each(images.size());
+  size_t room = ids.size();
   for (size_t i = 0; i < images.size(); ++i) {
-    int64_t n = 0;
-    std::string problem = model.encodeImage(images[i], rows, n);
+    std::string problem = model.encodeImage(images[i], rows, each[i]);
     if (!problem.empty())
       return ApiError{400, "image " + std::to_string(i) + ": " + problem,
                       "messages", "invalid_image"};
-    each.push_back(n);
-    count += n;
+    count +=
+        int64_t(std::count(each[i].begin(), each[i].end(), model.imageToken));
+    room += each[i].size();
   }
-  // One placeholder an image is widened to the image's rows.
+  // One placeholder an image becomes the image's ids.
+  std::vector<const int32_t *> starts;
+  std::vector<int64_t> lengths;
+  for (const std::vector<int32_t> &image : each) {
+    starts.push_back(image.data());
+    lengths.push_back(int64_t(image.size()));
+  }
   tfm_status status;
   int64_t length = 0;
-  std::vector<int32_t> widened(ids.size() + size_t(count));
-  if (tfm_widen_image_placeholders(
-          model.imageToken, ids.data(), int64_t(ids.size()), each.data(),
-          int64_t(each.size()), widened.data(), int64_t(widened.size()),
-          &length, &status) != TFM_OK)
+  std::vector<int32_t> widened(room);
+  if (tfm_splice_image_ids(model.imageToken, ids.data(), int64_t(ids.size()),
+                           starts.data(), lengths.data(), int64_t(each.size()),
+                           widened.data(), int64_t(widened.size()), &length,
+                           &status) != TFM_OK)
     return ApiError{400, status.message, "messages", ""};
   widened.resize(size_t(length));
   ids = std::move(widened);

@@ -29,7 +29,9 @@ std::optional<ApiError> readImagePart(const nlohmann::json &part,
                                       std::string &bytes);
 
 /// The images' rows, in order, for the prompt's placeholders: one
-/// placeholder an image widened to its rows, or one a row as given.
+/// placeholder an image replaced by the image's ids (its rows'
+/// placeholders, with Idefics3's tokens around its tiles), or one a row as
+/// given.
 /// `rows` receives them end to end ([count, hidden]).
 std::optional<ApiError> spliceImages(const ServedModel &model,
                                      const std::vector<std::string> &images,

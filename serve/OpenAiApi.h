@@ -67,10 +67,12 @@ struct ServedModel {
   std::map<std::string, int32_t> adapters;
   /// A vision-language model's image placeholder (-1: the model reads
   /// text only), and how an image file becomes its rows (@encode_image's,
-  /// appended to `rows`, `count` of them): "" or what is wrong with it.
+  /// appended to `rows`) and the ids that stand for it in a prompt (its
+  /// rows' placeholders, with Idefics3's tokens around its tiles:
+  /// tfm_image_prompt_ids): "" or what is wrong with it.
   int32_t imageToken = -1;
   std::function<std::string(const std::string &file, std::vector<float> &rows,
-                            int64_t &count)>
+                            std::vector<int32_t> &ids)>
       encodeImage;
   /// What a message's text holds for an image where its template reads no
   /// typed parts: the text the tokenizer expands into the placeholders

@@ -395,9 +395,10 @@ std::string sseEvent(const json &data) {
 namespace {
 
 /// A vision-language model's images in chats (ImageInputs.h): each file's
-/// rows as tfm_image_tokens makes them (decoded, preprocessed or tiled as
-/// the model's processor does, through @encode_image). The call runs
-/// beside the engine's steps (the runtime's pool takes one job at a time).
+/// rows and ids as tfm_image_tokens_grid and tfm_image_prompt_ids make them
+/// (decoded, preprocessed or tiled as the model's processor does, through
+/// @encode_image). The call runs beside the engine's steps (the runtime's pool
+/// takes one job at a time).
 void acceptImages(tfm_model *model, ServedModel &served) {
   if (!tfm_model_entry_point(model, "encode_image") ||
       !tfm_model_entry_point(model, "prefill_batch_embeddings"))
@@ -420,17 +421,26 @@ void acceptImages(tfm_model *model, ServedModel &served) {
   }
   served.encodeImage = [model](const std::string &file,
                                std::vector<float> &rows,
-                               int64_t &count) -> std::string {
+                               std::vector<int32_t> &ids) -> std::string {
     tfm_tensor out = {};
     tfm_status status;
-    if (tfm_image_tokens_memory(model,
-                                reinterpret_cast<const uint8_t *>(file.data()),
-                                file.size(), &out, &status) != TFM_OK)
+    int64_t grid[2] = {0, 0};
+    if (tfm_image_tokens_grid(model,
+                              reinterpret_cast<const uint8_t *>(file.data()),
+                              file.size(), &out, grid, &status) != TFM_OK)
       return status.message;
     const float *data = static_cast<const float *>(out.data);
-    count = out.shape[0];
-    rows.insert(rows.end(), data, data + out.shape[0] * out.shape[1]);
+    int64_t count = out.shape[0];
+    rows.insert(rows.end(), data, data + count * out.shape[1]);
     tfm_tensor_release(&out);
+    int64_t length = 0;
+    if (tfm_image_prompt_ids(model, grid, count, nullptr, 0, &length,
+                             &status) != TFM_OK)
+      return status.message;
+    ids.resize(size_t(length));
+    if (tfm_image_prompt_ids(model, grid, count, ids.data(), length, &length,
+                             &status) != TFM_OK)
+      return status.message;
     return "";
   };
 }

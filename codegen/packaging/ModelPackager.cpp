@@ -398,7 +398,9 @@ void writeInputStatics(llvm::raw_ostream &os, const ModelDescription &model) {
        << floats(image->std) << "},\n"
        << "    .num_grid_pinpoints = " << pinpoints.size() / 2
        << ", .grid_pinpoints = "
-       << (pinpoints.empty() ? "0" : "tfm_image_pinpoints") << "};\n";
+       << (pinpoints.empty() ? "0" : "tfm_image_pinpoints") << ",\n"
+       << "    .longest_edge = " << image->longest_edge
+       << ", .split_tiles = " << image->split_tiles << "};\n";
   }
   if (const std::optional<tfm_audio_preprocessing> &audio =
           model.audioPreprocessing)
@@ -573,6 +575,10 @@ void writeModelDesc(llvm::raw_ostream &os, const ModelDescription &model,
     os << "    .image_token = " << model.imageToken << ",\n";
   if (model.imageRowsBidirectional)
     os << "    .image_rows_bidirectional = 1,\n";
+  if (model.imageTileTokens.size() == 2)
+    os << "    .image_tiles_marked = 1,\n"
+       << "    .image_tile_tokens = {" << model.imageTileTokens[0] << ", "
+       << model.imageTileTokens[1] << "},\n";
   if (model.waveform)
     os << "    .waveform = &tfm_waveform,\n";
   if (model.diffusion)
@@ -846,7 +852,7 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
       if (media)
         args.append(
             {"-Wl,--undefined=tfm_image_load",
-             "-Wl,--undefined=tfm_image_tokens",
+             "-Wl,--undefined=tfm_image_tokens_grid",
              "-Wl,--undefined=tfm_audio_load", "-Wl,--undefined=tfm_audio_read",
              "-Wl,--undefined=tfm_image_write_png",
              "-Wl,--undefined=tfm_image_read", options.runtimeMediaLibrary});

@@ -92,6 +92,9 @@ struct ModelDescription {
   /// An image's rows attend to each other both ways
   /// (tfm.image_rows_bidirectional).
   bool imageRowsBidirectional = false;
+  /// The tokens a processor writes around an image's tiles
+  /// (tfm.image_tile_tokens: Idefics3's); empty: none.
+  std::vector<int64_t> imageTileTokens;
   /// The code runs on an NVIDIA GPU (--target=cuda).
   bool cudaTarget = false;
   /// Bytes of weights a @decode step reads (tfm.decode_weight_bytes).

@@ -82,7 +82,11 @@ private:
   /// LLaVA's image tokens (ImageTokensSpec).
   Value imageTokens(const ImageTokensSpec &tokens, Value pixels);
   /// Gemma 3's projector over the tower's last hidden state.
+  /// The tower's last hidden state with each of `tokens.square()`'s
+  /// squares' patches as consecutive rows.
+  Value squaresTogether(const ImageTokensSpec &tokens, Value pixels);
   Value pooledImageTokens(const ImageTokensSpec &tokens, Value pixels);
+  Value shuffledImageTokens(const ImageTokensSpec &tokens, Value pixels);
 
   /// func @name(input) -> result, its body from `body`.
   void entryPoint(llvm::StringRef name, Type input, InputRole role,
@@ -305,24 +309,52 @@ Value ClipIRBuilder::imageEmbedding(Value pixels) {
   return project(image, pooled);
 }
 
-Value ClipIRBuilder::pooledImageTokens(const ImageTokensSpec &tokens,
-                                       Value pixels) {
+Value ClipIRBuilder::squaresTogether(const ImageTokensSpec &tokens,
+                                     Value pixels) {
   const ClipImageSpec &image = tokens.tower;
-  int64_t d = image.hiddenSize, side = tokens.side(), k = tokens.poolKernel,
-          pooled = side / k, rows = tokens.rows();
+  int64_t d = image.hiddenSize, side = tokens.side(), k = tokens.square(),
+          squares = side / k;
   Value x =
       norm(image, imageStates(pixels, tokens.layers), "post_layernorm.weight");
   // Each k x k square's patches as consecutive rows (the grid is
-  // row-major), then the mean of each square's rows: nn.AvgPool2d(k).
-  Location loc = named("image pooling");
+  // row-major), the squares row by row.
   SmallVector<int64_t> order;
-  for (int64_t py = 0; py < pooled; ++py)
-    for (int64_t px = 0; px < pooled; ++px)
+  for (int64_t py = 0; py < squares; ++py)
+    for (int64_t px = 0; px < squares; ++px)
       for (int64_t ky = 0; ky < k; ++ky)
         for (int64_t kx = 0; kx < k; ++kx)
           order.push_back((py * k + ky) * side + px * k + kx);
-  x = GatherRowsOp::create(b, loc, matrix(side * side, d), x,
-                           b.getDenseI64ArrayAttr(order));
+  return GatherRowsOp::create(b, named("squares of patches"),
+                              matrix(side * side, d), x,
+                              b.getDenseI64ArrayAttr(order));
+}
+
+Value ClipIRBuilder::shuffledImageTokens(const ImageTokensSpec &tokens,
+                                         Value pixels) {
+  int64_t d = tokens.tower.hiddenSize, k = tokens.square(),
+          rows = tokens.rows();
+  // pixel_shuffle: a square's k * k patches' states side by side, the
+  // square's rows' patches in order ([rows, k * k, d] -> [rows, k * k * d]).
+  Value x = squaresTogether(tokens, pixels);
+  Location loc = named("pixel shuffle");
+  x = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get({rows, k * k, d}, b.getF32Type()), x,
+      SmallVector<ReassociationIndices>{{0, 1}, {2}});
+  x = tensor::CollapseShapeOp::create(
+      b, loc, matrix(rows, k * k * d), x,
+      SmallVector<ReassociationIndices>{{0}, {1, 2}});
+  return declarations.unbiasedLinear(
+      b, x, tokens.projector + "modality_projection.proj.weight",
+      {tokens.textHidden});
+}
+
+Value ClipIRBuilder::pooledImageTokens(const ImageTokensSpec &tokens,
+                                       Value pixels) {
+  int64_t d = tokens.tower.hiddenSize, k = tokens.poolKernel,
+          rows = tokens.rows();
+  // The mean of each square's rows: nn.AvgPool2d(k).
+  Value x = squaresTogether(tokens, pixels);
+  Location loc = named("image pooling");
   auto lengthsType = RankedTensorType::get({rows}, b.getI32Type());
   Value lengths = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(lengthsType, static_cast<int32_t>(k * k)));
@@ -341,6 +373,8 @@ Value ClipIRBuilder::pooledImageTokens(const ImageTokensSpec &tokens,
 Value ClipIRBuilder::imageTokens(const ImageTokensSpec &tokens, Value pixels) {
   if (tokens.poolKernel)
     return pooledImageTokens(tokens, pixels);
+  if (tokens.pixelShuffle)
+    return shuffledImageTokens(tokens, pixels);
   int64_t d = tokens.tower.hiddenSize, rows = tokens.rows();
   Value x = imageStates(pixels, tokens.layers);
   if (!tokens.keepClassToken)

@@ -79,6 +79,11 @@ struct ClipSpec {
 /// an RMSNorm (`projector` + "mm_soft_emb_norm.weight", stored with
 /// Gemma's 1 added) and an unbiased linear ("mm_input_projection_weight",
 /// read as [textHidden, vision hidden]).
+///
+/// Or, with `pixelShuffle` (Idefics3's Idefics3Connector over its SigLIP
+/// tower): the last hidden state's `pixelShuffle` x `pixelShuffle` squares
+/// of patches each one row, their states side by side (pixel_shuffle), and
+/// an unbiased linear ("modality_projection.proj.weight").
 struct ImageTokensSpec {
   ClipImageSpec tower;
   int64_t layers = 0;
@@ -91,11 +96,14 @@ struct ImageTokensSpec {
   std::string newline;
   int64_t poolKernel = 0;
   double projectorNormEpsilon = 1e-6;
+  int64_t pixelShuffle = 0;
   /// Patches along a side of the tower's grid.
   int64_t side() const { return tower.imageSize / tower.patchSize; }
+  /// The side of the squares of patches a row stands for (0: none).
+  int64_t square() const { return poolKernel ? poolKernel : pixelShuffle; }
   int64_t rows() const {
-    if (poolKernel)
-      return (side() / poolKernel) * (side() / poolKernel);
+    if (int64_t k = square())
+      return (side() / k) * (side() / k);
     return tower.patches() + (keepClassToken ? 1 : 0);
   }
 };

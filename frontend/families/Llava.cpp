@@ -153,9 +153,13 @@ tileImages(MLIRContext &context, llvm::StringRef directory,
 bool mlir::tfm::readVisionTowerConfig(ConfigReader &config,
                                       llvm::StringRef family,
                                       llvm::StringRef towerType,
-                                      ImageTokensSpec &image) {
+                                      ImageTokensSpec &image,
+                                      const llvm::json::Object *defaults) {
   const llvm::json::Object *vision = config.nested("vision_config");
-  llvm::json::Object visionFields = vision ? *vision : llvm::json::Object();
+  llvm::json::Object visionFields = defaults ? *defaults : llvm::json::Object();
+  if (vision)
+    for (const auto &[key, value] : *vision)
+      visionFields[key] = value;
   ConfigReader visionReader(visionFields, "vision_config");
   std::string visionType = visionReader.string("model_type", towerType);
   if (visionType != towerType) {
@@ -164,7 +168,8 @@ bool mlir::tfm::readVisionTowerConfig(ConfigReader &config,
                 " (supported: " + towerType + ")");
     return false;
   }
-  image.tower.siglip = towerType == "siglip_vision_model";
+  // SigLIP's tower, and Idefics3's, which is SigLIP's.
+  image.tower.siglip = towerType != "clip_vision_model";
   readClipImageConfig(visionReader, image.tower);
   if (llvm::Error err = visionReader.takeError()) {
     config.fail(llvm::toString(std::move(err)));
@@ -172,6 +177,31 @@ bool mlir::tfm::readVisionTowerConfig(ConfigReader &config,
   }
   image.tower.prefix = (kLlavaVisionTower + image.tower.prefix).str();
   image.projector = kLlavaProjector.str();
+  return true;
+}
+
+bool mlir::tfm::readTextConfigOverDefaults(ConfigReader &config,
+                                           llvm::StringRef family,
+                                           std::string &modelType,
+                                           llvm::json::Object &textConfig) {
+  const llvm::json::Object *text = config.nested("text_config");
+  llvm::json::Object given = text ? *text : llvm::json::Object();
+  ConfigReader textReader(given, "text_config");
+  modelType = textReader.string("model_type", "llama");
+  const LlavaTextModel *textModel =
+      findFamily(kLlavaTextModels, &LlavaTextModel::modelType, modelType);
+  if (!textModel) {
+    config.fail(
+        "text_config: the " + modelType + " text model is not supported with " +
+        family + " (supported: " +
+        familyNames(kLlavaTextModels, &LlavaTextModel::modelType) + ")");
+    return false;
+  }
+  // A null field is the class's None (llava-v1.6-mistral's sliding_window:
+  // none), not its default.
+  textConfig = textModel->defaults();
+  for (const auto &[key, value] : given)
+    textConfig[key] = value;
   return true;
 }
 
@@ -186,24 +216,9 @@ std::string mlir::tfm::supportedLlavaFamilies() {
 void mlir::tfm::readLlavaConfig(ConfigReader &config, LlavaSpec &spec) {
   // text_config: LlamaConfig's defaults where it has no model_type (as
   // LlavaConfig reads it), its given fields over its class's defaults.
-  const llvm::json::Object *text = config.nested("text_config");
-  llvm::json::Object given = text ? *text : llvm::json::Object();
-  ConfigReader textReader(given, "text_config");
-  spec.textModelType = textReader.string("model_type", "llama");
-  const LlavaTextModel *textModel = findFamily(
-      kLlavaTextModels, &LlavaTextModel::modelType, spec.textModelType);
-  if (!textModel) {
-    config.fail("text_config: the " + spec.textModelType +
-                " text model is not supported with LLaVA (supported: " +
-                familyNames(kLlavaTextModels, &LlavaTextModel::modelType) +
-                ")");
+  if (!readTextConfigOverDefaults(config, "LLaVA", spec.textModelType,
+                                  spec.textConfig))
     return;
-  }
-  // A null field is the class's None (llava-v1.6-mistral's sliding_window:
-  // none), not its default.
-  spec.textConfig = textModel->defaults();
-  for (const auto &[key, value] : given)
-    spec.textConfig[key] = value;
 
   // vision_config: a CLIP vision tower under vision_tower.vision_model..
   ImageTokensSpec &image = spec.image;
@@ -285,15 +300,15 @@ llvm::Error mlir::tfm::addImageTokens(MLIRContext &context,
                                       ImagePreprocessingAttr preprocessing,
                                       LoadedModel &model) {
   // The text model's tensors are the decoder's; the tower's blocks past
-  // the chosen state and its post_layernorm are not read (Gemma 3 reads
-  // its last hidden state, after post_layernorm, not SigLIP's pooling
-  // head).
+  // the chosen state and its post_layernorm are not read (Gemma 3 and
+  // Idefics3 read SigLIP's last hidden state, after post_layernorm, not its
+  // pooling head).
   const std::string &tower = image.tower.prefix;
   auto ignored = [&](llvm::StringRef name) {
     if (!isLlavaImageWeight(name))
       return true;
     if (name.starts_with(tower +
-                         (image.poolKernel ? "head." : "post_layernorm.")))
+                         (image.tower.siglip ? "head." : "post_layernorm.")))
       return true;
     llvm::StringRef rest = name;
     int64_t index = 0;

@@ -42,13 +42,24 @@ struct LlavaSpec {
   std::vector<int64_t> gridPinpoints;
 };
 
-/// Reads config.json's vision_config, which must describe a `towerType`
-/// tower (clip_vision_model, or SigLIP's siglip_vision_model) into
+/// Reads config.json's vision_config (over `defaults`, its class's, where
+/// given), which must describe a `towerType` tower (clip_vision_model, or
+/// SigLIP's siglip_vision_model or Idefics3's idefics3_vision) into
 /// `image`'s tower, its tensors under "vision_tower.", the projector's
 /// under "multi_modal_projector."; problems are recorded in `config`,
 /// naming `family`. False on one.
 bool readVisionTowerConfig(ConfigReader &config, llvm::StringRef family,
-                           llvm::StringRef towerType, ImageTokensSpec &image);
+                           llvm::StringRef towerType, ImageTokensSpec &image,
+                           const llvm::json::Object *defaults = nullptr);
+
+/// Reads config.json's text_config: its model_type (LlamaConfig's where
+/// it gives none, as LlavaConfig and Idefics3Config read it) into
+/// `modelType`, and its fields over that class's defaults into
+/// `textConfig` (transformers writes only the fields that differ).
+/// Problems are recorded in `config`, naming `family`; false on one.
+bool readTextConfigOverDefaults(ConfigReader &config, llvm::StringRef family,
+                                std::string &modelType,
+                                llvm::json::Object &textConfig);
 
 /// Whether config.json's model_type is LLaVA's.
 bool isLlavaFamily(llvm::StringRef modelType);

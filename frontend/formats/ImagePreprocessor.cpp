@@ -146,7 +146,76 @@ mlir::tfm::readImagePreprocessing(MLIRContext &context,
       path, &context, resize.height, resize.width, resize.shortestEdge,
       int32_t(resample), crop.height, crop.width,
       FloatAttr::get(Float64Type::get(&context), rescale), normalize, mean, std,
-      DenseI64ArrayAttr());
+      DenseI64ArrayAttr(),
+      /*longestEdge=*/int64_t(0), /*splitTiles=*/false);
+}
+
+namespace {
+
+/// A {"longest_edge": n} field (Idefics3's size and max_image_size); a
+/// failure otherwise.
+int64_t readLongestEdge(ConfigReader &config, llvm::StringRef key) {
+  const llvm::json::Object *size = config.nested(key);
+  if (!size) {
+    config.fail("missing field '" + key + "' ({\"longest_edge\": n})");
+    return 0;
+  }
+  std::optional<int64_t> edge = size->getInteger("longest_edge");
+  if (size->size() != 1 || !edge || *edge <= 0) {
+    config.fail("field '" + key +
+                "' must be {\"longest_edge\": n}, n "
+                "positive");
+    return 0;
+  }
+  return *edge;
+}
+
+} // namespace
+
+llvm::Expected<ImagePreprocessingAttr> mlir::tfm::readIdefics3Preprocessing(
+    MLIRContext &context, llvm::StringRef directory, int64_t tileSize) {
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, "preprocessor_config.json");
+  if (!llvm::sys::fs::exists(path))
+    return ImagePreprocessingAttr();
+  llvm::Expected<llvm::json::Object> file = readJsonObjectFile(path);
+  if (!file)
+    return file.takeError();
+  ConfigReader config(*file, path.str().str());
+  if (!config.boolean("do_resize", true))
+    config.fail("do_resize false (images of any size) is not supported");
+  int64_t longest = readLongestEdge(config, "size");
+  int64_t tile = readLongestEdge(config, "max_image_size");
+  bool split = config.boolean("do_image_splitting", true);
+  // Idefics3ImageProcessor's default filter is Lanczos.
+  int64_t resample = config.integer("resample", 1);
+  if (resample < 0 || resample > 5)
+    config.fail("resample " + llvm::Twine(resample) +
+                " is not one of Pillow's filters (0 to 5)");
+  double rescale = config.boolean("do_rescale", true)
+                       ? config.number("rescale_factor", 1.0 / 255)
+                       : 0.0;
+  if (!(rescale >= 0.0))
+    config.fail("rescale_factor must not be negative");
+  bool normalize = config.boolean("do_normalize", true);
+  DenseF32ArrayAttr mean =
+      readTriple(context, config, *file, "image_mean", 0.5f);
+  DenseF32ArrayAttr std = readTriple(context, config, *file, "image_std", 0.5f);
+  if (llvm::any_of(std.asArrayRef(), [](float s) { return !(s > 0); }))
+    config.fail("image_std must be positive");
+  if (llvm::Error err = config.takeError())
+    return std::move(err);
+  if (tile != tileSize)
+    return makeError(path + ": max_image_size " + llvm::Twine(tile) +
+                     " makes tiles the vision tower does not take (its "
+                     "image_size is " +
+                     llvm::Twine(tileSize) + ")");
+  return getCheckedAttr<ImagePreprocessingAttr>(
+      path, &context, /*resizeHeight=*/tile, /*resizeWidth=*/tile,
+      /*shortestEdge=*/int64_t(0), int32_t(resample),
+      /*cropHeight=*/int64_t(0), /*cropWidth=*/int64_t(0),
+      FloatAttr::get(Float64Type::get(&context), rescale), normalize, mean, std,
+      DenseI64ArrayAttr(), longest, split);
 }
 
 namespace {
@@ -171,7 +240,8 @@ meanStdPreprocessing(MLIRContext &context, llvm::StringRef source,
       /*shortestEdge=*/crop, cropShortestEdge ? kBicubic : kBilinear, crop,
       crop, FloatAttr::get(Float64Type::get(&context), 1.0 / 255),
       /*normalize=*/true, DenseF32ArrayAttr::get(&context, mean),
-      DenseF32ArrayAttr::get(&context, std), DenseI64ArrayAttr());
+      DenseF32ArrayAttr::get(&context, std), DenseI64ArrayAttr(),
+      /*longestEdge=*/int64_t(0), /*splitTiles=*/false);
 }
 
 } // namespace
@@ -202,5 +272,6 @@ mlir::tfm::withGridPinpoints(ImagePreprocessingAttr preprocessing,
       preprocessing.getResample(), preprocessing.getCropHeight(),
       preprocessing.getCropWidth(), preprocessing.getRescale(),
       preprocessing.getNormalize(), preprocessing.getMean(),
-      preprocessing.getStd(), DenseI64ArrayAttr::get(context, pinpoints));
+      preprocessing.getStd(), DenseI64ArrayAttr::get(context, pinpoints),
+      /*longestEdge=*/int64_t(0), /*splitTiles=*/false);
 }

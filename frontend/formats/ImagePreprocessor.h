@@ -23,6 +23,16 @@ llvm::Expected<ImagePreprocessingAttr>
 readImagePreprocessing(MLIRContext &context, llvm::StringRef directory,
                        int64_t imageSize, bool sizeIsShortestEdge = false);
 
+/// Idefics3ImageProcessor's steps from preprocessor_config.json in
+/// `directory` (a null attribute without one): the image resized so that
+/// its longer side is size.longest_edge, then with do_image_splitting cut
+/// into max_image_size.longest_edge tiles plus the whole squashed to one
+/// (else squashed to that square), 1/255, (x - mean) / std per channel.
+/// The tiles must be the tower's `tileSize`.
+llvm::Expected<ImagePreprocessingAttr>
+readIdefics3Preprocessing(MLIRContext &context, llvm::StringRef directory,
+                          int64_t tileSize);
+
 /// CLIPImageProcessor's steps as LLaVA's preprocessor_config.json gives
 /// them: the shortest edge resized to `imageSize` (bicubic), the centered
 /// square of that size cropped, 1/255, then (x - mean) / std per channel.

@@ -96,6 +96,11 @@ def _media_library():
     library.tfm_image_tokens_memory.argtypes = [
         ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t,
         ctypes.POINTER(Tensor), ctypes.POINTER(Status)]
+    library.tfm_image_tokens_grid.restype = ctypes.c_int
+    library.tfm_image_tokens_grid.argtypes = [
+        ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t,
+        ctypes.POINTER(Tensor), ctypes.POINTER(ctypes.c_int64),
+        ctypes.POINTER(Status)]
     library.tfm_image_encode_png.restype = ctypes.c_int
     library.tfm_image_encode_png.argtypes = [
         ctypes.POINTER(ctypes.c_float), ctypes.c_int64, ctypes.c_int64,
@@ -1041,8 +1046,7 @@ class Model:
         draft_max = _c_integer(draft_max, "draft_max", 0, _INT32_MAX)
         lora = _c_integer(lora, "lora", 0, _INT32_MAX)
         draft_handle = self._draft_handle(draft) if draft is not None else None
-        image_rows = [self.image_tokens(image) for image in images]
-        ids = self._widen_placeholders(ids, image_rows)
+        image_rows, ids = self._splice_images(ids, images)
         stop = [stop] if isinstance(stop, str) else list(stop)
         stops = [_c_text(s, f"'stop' string {i}") for i, s in enumerate(stop)]
         gbnf = self._grammar_text(grammar, json_schema)
@@ -1128,38 +1132,59 @@ class Model:
         uint8 array [height, width, 3] or [height, width], as
         numpy.asarray(PIL.Image) gives) as tfm_image_tokens makes them
         (preprocessed as its processor does; LLaVA-NeXT's tiles laid out
-        with their newline rows), or @encode_image's of preprocessed
-        pixels (a float array of its input's shape). float32 [rows,
-        hidden]."""
+        with their newline rows, Idefics3's one after another), or
+        @encode_image's of preprocessed pixels (a float array of its
+        input's shape). float32 [rows, hidden]."""
+        return self._image_rows_grid(image)[0]
+
+    def _image_rows_grid(self, image):
+        """image_tokens' rows and the grid of tiles the image was cut into
+        (down, across; (0, 0): one image)."""
         if "prefill_embeddings" not in self.description["entry_points"]:
             raise TfmcError(f"model '{self.description['name']}' takes no "
                             "images: it is not a vision-language model")
         encode = self.description["entry_points"]["encode_image"]
         shape = encode["inputs"][0]["shape"]
         if isinstance(image, (str, os.PathLike)):
-            out = Tensor()
-            status = Status()
-            path = _c_path(os.fspath(image), "an image's path")
-            with self._using("image_tokens") as handle:
-                code = _image_media().tfm_image_tokens(
-                    handle, path, ctypes.byref(out), ctypes.byref(status))
-            _check(code, status)
-            rows = self._output_array(out)
-        elif isinstance(image, np.ndarray) and image.dtype == np.uint8:
-            rows = self._rgb_image_tokens(image)
-        elif len(encode["outputs"]) > 1:
+            path = os.fspath(image)
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except OSError as e:
+                raise TfmcError(f"cannot read '{path}': {e.strerror}")
+            try:
+                return self._encoded_image_tokens(data)
+            except TfmcError as e:
+                raise TfmcError(f"{path}: {e}") from None
+        if isinstance(image, np.ndarray) and image.dtype == np.uint8:
+            return self._rgb_image_tokens(image)
+        if len(encode["outputs"]) > 1 or self._desc.image_tiles_marked:
             raise TfmcError(f"model '{self.description['name']}' cuts an "
                             "image into tiles and lays out their rows by "
                             "its size: give the image's file, not pixels")
-        else:
-            pixels = np.asarray(image)
-            if pixels.shape != tuple(shape):
-                raise TfmcError(f"an image's pixels are "
-                                f"{list(pixels.shape)}; @encode_image takes "
-                                f"{shape} (preprocessed), or give its file")
-            rows = self.call("encode_image",
-                             pixels.astype(np.float32))["hidden_states"]
-        return np.ascontiguousarray(rows, np.float32)
+        pixels = np.asarray(image)
+        if pixels.shape != tuple(shape):
+            raise TfmcError(f"an image's pixels are "
+                            f"{list(pixels.shape)}; @encode_image takes "
+                            f"{shape} (preprocessed), or give its file")
+        rows = self.call("encode_image",
+                         pixels.astype(np.float32))["hidden_states"]
+        return np.ascontiguousarray(rows, np.float32), (0, 0)
+
+    def _encoded_image_tokens(self, data):
+        """tfm_image_tokens_grid of an image file's bytes."""
+        buffer = (ctypes.c_uint8 * max(len(data), 1)).from_buffer_copy(
+            data or b"\0")
+        out = Tensor()
+        grid = (ctypes.c_int64 * 2)()
+        status = Status()
+        with self._using("image_tokens") as handle:
+            code = _image_media().tfm_image_tokens_grid(
+                handle, buffer, len(data), ctypes.byref(out), grid,
+                ctypes.byref(status))
+        _check(code, status)
+        rows = self._output_array(out)
+        return np.ascontiguousarray(rows, np.float32), tuple(grid)
 
     def _rgb_image_tokens(self, image):
         """tfm_image_tokens of an 8-bit image array, given to it as the
@@ -1179,16 +1204,11 @@ class Model:
             rgb.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
             image.shape[0], image.shape[1], ctypes.byref(data),
             ctypes.byref(size), ctypes.byref(status)), status)
-        out = Tensor()
         try:
-            with self._using("image_tokens") as handle:
-                code = media.tfm_image_tokens_memory(
-                    handle, data, size.value, ctypes.byref(out),
-                    ctypes.byref(status))
+            encoded = ctypes.string_at(data, size.value)
         finally:
             _LIBC.free(data)
-        _check(code, status)
-        return self._output_array(out)
+        return self._encoded_image_tokens(encoded)
 
     def image_tiles(self, path):
         """An image file's preprocessed tiles, @encode_image's inputs
@@ -1208,32 +1228,58 @@ class Model:
         _check(code, status)
         return self._output_array(out), tuple(grid), tuple(size)
 
-    def _widen_placeholders(self, ids, image_rows):
-        """The prompt with one placeholder an image widened to its rows
-        (transformers 4.40's LLaVA prompts); one a row stays
-        (tfm_widen_image_placeholders)."""
+    def _splice_images(self, ids, images):
+        """The images' rows and the prompt with one placeholder an image
+        replaced by the image's ids (its rows' placeholders, with
+        Idefics3's tokens around its tiles: tfm_image_prompt_ids); one a
+        row stays (tfm_splice_image_ids)."""
         if "prefill_embeddings" not in self.description["entry_points"]:
-            return ids
+            if images:
+                raise TfmcError(f"model '{self.description['name']}' takes "
+                                "no images: it is not a vision-language "
+                                "model")
+            return [], ids
         token = self._desc.image_token
-        if not image_rows:
+        if not images:
             given = sum(1 for i in ids if i == token)
             if given:
                 raise TfmcError(f"generate: the prompt holds {given} image "
                                 f"placeholders (token {token}) and no image "
                                 "is given (images=[...])")
-            return ids
-        prompt = (ctypes.c_int32 * max(len(ids), 1))(*ids)
-        rows = (ctypes.c_int64 * len(image_rows))(*(len(r) for r in image_rows))
-        room = len(ids) + sum(rows)
-        widened = (ctypes.c_int32 * room)()
-        length = ctypes.c_int64(0)
+            return [], ids
+        inputs = [self._image_rows_grid(image) for image in images]
+        image_ids = []
         status = Status()
-        if self._library.tfm_widen_image_placeholders(
-                token, prompt, len(ids), rows, len(image_rows), widened,
-                room, ctypes.byref(length), ctypes.byref(status)) != 0:
+        for rows, grid in inputs:
+            grid = (ctypes.c_int64 * 2)(*grid)
+            length = ctypes.c_int64(0)
+            with self._using("image_prompt_ids") as handle:
+                code = self._library.tfm_image_prompt_ids(
+                    handle, grid, len(rows), None, 0, ctypes.byref(length),
+                    ctypes.byref(status))
+                _check(code, status)
+                out = (ctypes.c_int32 * max(length.value, 1))()
+                code = self._library.tfm_image_prompt_ids(
+                    handle, grid, len(rows), out, length.value,
+                    ctypes.byref(length), ctypes.byref(status))
+            _check(code, status)
+            image_ids.append(out)
+        prompt = (ctypes.c_int32 * max(len(ids), 1))(*ids)
+        starts = (ctypes.POINTER(ctypes.c_int32) * len(image_ids))(
+            *(ctypes.cast(a, ctypes.POINTER(ctypes.c_int32))
+              for a in image_ids))
+        lengths = (ctypes.c_int64 * len(image_ids))(
+            *(len(a) for a in image_ids))
+        room = len(ids) + sum(lengths)
+        spliced = (ctypes.c_int32 * room)()
+        length = ctypes.c_int64(0)
+        if self._library.tfm_splice_image_ids(
+                token, prompt, len(ids), starts, lengths, len(image_ids),
+                spliced, room, ctypes.byref(length),
+                ctypes.byref(status)) != 0:
             raise TfmcError("generate: " +
                             status.message.decode(errors="replace"))
-        return list(widened[:length.value])
+        return [rows for rows, _ in inputs], list(spliced[:length.value])
 
     def load_lora(self, path, scale=1.0):
         """Loads a PEFT LoRA adapter folder (adapter_config.json and

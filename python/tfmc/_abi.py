@@ -8,7 +8,7 @@ import ctypes
 
 import numpy as np
 
-ABI_VERSION = 32
+ABI_VERSION = 33
 MAX_RANK = 6
 
 ROLE_NAMES = {0: "token_ids", 1: "features", 2: "start_position",
@@ -125,7 +125,9 @@ class ModelDesc(ctypes.Structure):
                 ("lora", ctypes.POINTER(LoraDesc)),
                 ("pipeline_stages", ctypes.c_int32),
                 ("image_token", ctypes.c_int32),
-                ("image_rows_bidirectional", ctypes.c_int32)]
+                ("image_rows_bidirectional", ctypes.c_int32),
+                ("image_tiles_marked", ctypes.c_int32),
+                ("image_tile_tokens", ctypes.c_int32 * 2)]
 
 
 class SamplerOptions(ctypes.Structure):
@@ -313,8 +315,12 @@ def declare(library):
         "tfm_session_new": (ctypes.c_int, [p, ctypes.POINTER(p), status]),
         "tfm_session_add_image": (ctypes.c_int, [
             p, ctypes.POINTER(ctypes.c_float), i64, status]),
-        "tfm_widen_image_placeholders": (ctypes.c_int, [
-            i32, ctypes.POINTER(i32), i64, ctypes.POINTER(i64), i64,
+        "tfm_image_prompt_ids": (ctypes.c_int, [
+            p, ctypes.POINTER(i64), i64, ctypes.POINTER(i32), i64,
+            ctypes.POINTER(i64), status]),
+        "tfm_splice_image_ids": (ctypes.c_int, [
+            i32, ctypes.POINTER(i32), i64,
+            ctypes.POINTER(ctypes.POINTER(i32)), ctypes.POINTER(i64), i64,
             ctypes.POINTER(i32), i64, ctypes.POINTER(i64), status]),
         "tfm_lora_load": (ctypes.c_int, [p, ctypes.c_char_p, ctypes.c_float,
                                          ctypes.POINTER(i32), status]),

@@ -133,8 +133,7 @@ class Engine:
         ids = (self._model._tokenize(prompt, None, what + ": the prompt")
                if isinstance(prompt, str)
                else self._model._token_ids(prompt, what))
-        image_rows = [self._model.image_tokens(image) for image in images]
-        ids = self._model._widen_placeholders(ids, image_rows)
+        image_rows, ids = self._model._splice_images(ids, images)
         rows = (np.ascontiguousarray(np.concatenate(image_rows), np.float32)
                 if image_rows else None)
         prompt_ids = (ctypes.c_int32 * max(len(ids), 1))(*ids)

@@ -15,7 +15,7 @@
  * model's executable links none of libpng, libjpeg, libsndfile, libsoxr and
  * fftw. Elsewhere they are NULL, and the command line says so. */
 #pragma weak tfm_image_load
-#pragma weak tfm_image_tokens
+#pragma weak tfm_image_tokens_grid
 #pragma weak tfm_audio_load
 #pragma weak tfm_audio_read
 #pragma weak tfm_audio_read_all

@@ -1,16 +1,19 @@
 /*===- main_vlm.c - images in a vision-language model's prompt ---------===//
  *
  * `./llava --prompt "USER: <image>\nWhat is this? ASSISTANT:" cat.png`:
- * each image's rows (a file's: tfm_image_tokens, LLaVA-NeXT's tiles laid
- * out; --pixels' raw f32 through @encode_image) given to the session for
- * the prompt's placeholders, in order. A prompt may hold one placeholder per
- * image, as transformers 4.40's LLaVA prompts do (widened here to the
- * image's rows), or every row's, as later processors write them.
+ * each image's rows (a file's: tfm_image_tokens_grid, LLaVA-NeXT's tiles
+ * laid out; --pixels' raw f32 through @encode_image) given to the session
+ * for the prompt's placeholders, in order. A prompt may hold one
+ * placeholder per image, as chat templates write them (each replaced here
+ * by its image's ids: its rows' placeholders, with Idefics3's tokens
+ * around its tiles), or every row's, as later processors write them.
  *
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/cli/main_internal.h"
+#include "runtime/support/read_file.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,28 +54,64 @@ static int pixels_rows(const char *argv0, tfm_model *model, const char *path,
   return code == TFM_OK ? 0 : tfm_main_fail(argv0, status.message);
 }
 
-/* Image `i`'s rows (the files, then --pixels) given to the session; *rows:
- * how many. */
+/* Image `i`'s rows (the files, then --pixels) given to the session, and
+ * the ids that stand for it in the prompt (tfm_image_prompt_ids: its rows'
+ * placeholders, with Idefics3's tokens around its tiles) in *ids, *count
+ * of them. */
 static int add_image(const char *argv0, tfm_model *model, tfm_session *session,
-                     const tfm_call_options *call, int i, int64_t *rows) {
+                     const tfm_call_options *call, int i, int32_t **ids,
+                     int64_t *count) {
   tfm_tensor out = {0};
   tfm_status status;
+  int64_t grid[2] = {0, 0};
   if (i == call->image_count) {
     if (pixels_rows(argv0, model, call->pixels, &out))
       return 1;
-  } else if (!tfm_image_tokens) {
+  } else if (!tfm_image_tokens_grid) {
     fprintf(stderr, "%s: error: %s: " TFM_NO_IMAGE_PREPROCESSING "\n", argv0,
             call->images[i], tfm_model_get_desc(model)->name);
     return 1;
-  } else if (tfm_image_tokens(model, call->images[i], &out, &status) !=
-             TFM_OK) {
-    return tfm_main_fail(argv0, status.message);
+  } else {
+    size_t size = 0;
+    uint8_t *data = tfm_read_file(call->images[i], &size);
+    if (!data) {
+      fprintf(stderr, "%s: error: cannot read '%s': %s\n", argv0,
+              call->images[i], strerror(errno));
+      return 1;
+    }
+    tfm_status_code code =
+        tfm_image_tokens_grid(model, data, size, &out, grid, &status);
+    free(data);
+    if (code != TFM_OK) {
+      fprintf(stderr, "%s: error: %s: %s\n", argv0, call->images[i],
+              status.message);
+      return 1;
+    }
   }
-  *rows = out.shape[0];
+  int64_t rows = out.shape[0];
   tfm_status_code code =
-      tfm_session_add_image(session, out.data, out.shape[0], &status);
+      tfm_session_add_image(session, out.data, rows, &status);
   tfm_tensor_release(&out);
-  return code == TFM_OK ? 0 : tfm_main_fail(argv0, status.message);
+  if (code != TFM_OK)
+    return tfm_main_fail(argv0, status.message);
+  if (tfm_image_prompt_ids(model, grid, rows, NULL, 0, count, &status) !=
+      TFM_OK)
+    return tfm_main_fail(argv0, status.message);
+  *ids = malloc((size_t)*count * sizeof **ids);
+  if (!*ids)
+    return tfm_main_fail(argv0, "out of memory");
+  if (tfm_image_prompt_ids(model, grid, rows, *ids, *count, count, &status) !=
+      TFM_OK)
+    return tfm_main_fail(argv0, status.message);
+  return 0;
+}
+
+/* Frees `images` arrays of ids and the lists that hold them. */
+static void free_image_ids(int32_t **image_ids, int64_t *lengths, int images) {
+  for (int i = 0; image_ids && i < images; ++i)
+    free(image_ids[i]);
+  free(image_ids);
+  free(lengths);
 }
 
 int tfm_main_prompt_images(const char *argv0, tfm_model *model,
@@ -94,34 +133,38 @@ int tfm_main_prompt_images(const char *argv0, tfm_model *model,
              (long long)given, placeholder);
     return tfm_main_fail(argv0, message);
   }
-  int64_t *rows = malloc((size_t)images * sizeof *rows);
-  if (!rows)
+  int32_t **image_ids = calloc((size_t)images, sizeof *image_ids);
+  int64_t *lengths = calloc((size_t)images, sizeof *lengths);
+  if (!image_ids || !lengths) {
+    free_image_ids(image_ids, lengths, 0);
     return tfm_main_fail(argv0, "out of memory");
+  }
   int64_t room = *n;
   for (int i = 0; i < images; ++i) {
-    if (add_image(argv0, model, session, call, i, &rows[i])) {
-      free(rows);
+    if (add_image(argv0, model, session, call, i, &image_ids[i], &lengths[i])) {
+      free_image_ids(image_ids, lengths, images);
       return 1;
     }
-    room += rows[i];
+    room += lengths[i];
   }
-  /* One placeholder an image is widened to the image's rows. */
+  /* One placeholder an image becomes the image's ids. */
   int32_t *out = malloc((size_t)room * sizeof *out);
   if (!out) {
-    free(rows);
+    free_image_ids(image_ids, lengths, images);
     return tfm_main_fail(argv0, "out of memory");
   }
   tfm_status status;
-  int64_t widened = 0;
-  tfm_status_code code = tfm_widen_image_placeholders(
-      placeholder, *ids, *n, rows, images, out, room, &widened, &status);
-  free(rows);
+  int64_t spliced = 0;
+  tfm_status_code code = tfm_splice_image_ids(
+      placeholder, *ids, *n, (const int32_t *const *)image_ids, lengths, images,
+      out, room, &spliced, &status);
+  free_image_ids(image_ids, lengths, images);
   if (code != TFM_OK) {
     free(out);
     return tfm_main_fail(argv0, status.message);
   }
   free(*ids);
   *ids = out;
-  *n = widened;
+  *n = spliced;
   return 0;
 }

@@ -35,6 +35,12 @@ uint8_t *tfm_read_image_file(const char *path, size_t *size,
 int tfm_resize_rgb(const tfm_rgb_image *in, int64_t width, int64_t height,
                    int32_t resample, tfm_rgb_image *out);
 
+/* Idefics3's first resize (preprocessing->longest_edge): `in` resized so
+ * that its longer side is the longest edge, keeping its aspect as
+ * Idefics3ImageProcessor rounds it; 0 when out of memory. */
+int tfm_resize_longest_edge(const tfm_image_preprocessing *p,
+                            const tfm_rgb_image *in, tfm_rgb_image *out);
+
 /* `image` made the model's f32 [3, height, width] input, as its
  * preprocessing (desc->image_preprocessing) says: resized, center-cropped,
  * rescaled and normalized; TFM_ERROR_IMAGE when that is not height x
@@ -43,6 +49,14 @@ tfm_status_code tfm_preprocess_rgb(const tfm_model_desc *desc,
                                    const tfm_rgb_image *image, float *pixels,
                                    int64_t height, int64_t width,
                                    tfm_status *status);
+
+/* tfm_preprocess_rgb after Idefics3's resize to the longest edge, where
+ * the preprocessing has one. */
+tfm_status_code tfm_preprocess_longest_edge_first(const tfm_model_desc *desc,
+                                                  const tfm_rgb_image *image,
+                                                  float *pixels, int64_t height,
+                                                  int64_t width,
+                                                  tfm_status *status);
 
 /* The model's image input ([3, height, width]), or NULL with `status`
  * saying that it takes no RGB image or has no preprocessing. */

@@ -295,6 +295,39 @@ int tfm_resize_rgb(const tfm_rgb_image *in, int64_t width, int64_t height,
   return resample(in, width, height, filter_of(resample_filter), out);
 }
 
+int tfm_resize_longest_edge(const tfm_image_preprocessing *p,
+                            const tfm_rgb_image *in, tfm_rgb_image *out) {
+  /* _resize_output_size_rescale_to_max_len: the longer side to the
+   * longest edge, the other truncated and made even; then
+   * _resize_output_size_scale_below_upper_bound's 4096 (MAX_IMAGE_SIZE).
+   * Python's float arithmetic, in doubles. */
+  int64_t height = in->height, width = in->width;
+  double aspect = (double)width / (double)height;
+  if (width >= height) {
+    width = p->longest_edge;
+    height = (int64_t)((double)width / aspect);
+    height += height % 2;
+  } else {
+    height = p->longest_edge;
+    width = (int64_t)((double)height * aspect);
+    width += width % 2;
+  }
+  height = height > 1 ? height : 1;
+  width = width > 1 ? width : 1;
+  const int64_t most = 4096;
+  aspect = (double)width / (double)height;
+  if (width >= height && width > most) {
+    width = most;
+    height = (int64_t)((double)width / aspect);
+  } else if (height > width && height > most) {
+    height = most;
+    width = (int64_t)((double)height * aspect);
+  }
+  height = height > 1 ? height : 1;
+  width = width > 1 ? width : 1;
+  return tfm_resize_rgb(in, width, height, p->resample, out);
+}
+
 tfm_status_code tfm_preprocess_rgb(const tfm_model_desc *desc,
                                    const tfm_rgb_image *image, float *pixels,
                                    int64_t height, int64_t width,
@@ -342,6 +375,23 @@ tfm_status_code tfm_preprocess_rgb(const tfm_model_desc *desc,
   return tfm_ok(status);
 }
 
+tfm_status_code tfm_preprocess_longest_edge_first(const tfm_model_desc *desc,
+                                                  const tfm_rgb_image *image,
+                                                  float *pixels, int64_t height,
+                                                  int64_t width,
+                                                  tfm_status *status) {
+  if (!desc->image_preprocessing->longest_edge)
+    return tfm_preprocess_rgb(desc, image, pixels, height, width, status);
+  tfm_rgb_image fitted;
+  if (!tfm_resize_longest_edge(desc->image_preprocessing, image, &fitted))
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "out of memory resizing the image");
+  tfm_status_code code =
+      tfm_preprocess_rgb(desc, &fitted, pixels, height, width, status);
+  free(fitted.pixels);
+  return code;
+}
+
 const tfm_tensor_desc *tfm_image_input(const tfm_model *model,
                                        tfm_status *status) {
   const tfm_model_desc *desc = tfm_model_get_desc(model);
@@ -373,11 +423,15 @@ tfm_status_code tfm_image_load_memory(const tfm_model *model,
   if (!input)
     return status ? status->code : TFM_ERROR_NOT_FOUND;
   const tfm_model_desc *desc = tfm_model_get_desc(model);
-  if (desc->image_preprocessing->num_grid_pinpoints > 0)
+  if (desc->image_preprocessing->num_grid_pinpoints > 0 ||
+      desc->image_preprocessing->split_tiles)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
-                    "model '%s' cuts an image into tiles (LLaVA-NeXT's "
-                    "grid pinpoints): tfm_image_tiles makes them",
-                    desc->name);
+                    "model '%s' cuts an image into tiles (%s): "
+                    "tfm_image_tiles makes them",
+                    desc->name,
+                    desc->image_preprocessing->split_tiles
+                        ? "Idefics3's image splitting"
+                        : "LLaVA-NeXT's grid pinpoints");
   int64_t height = input->shape[1], width = input->shape[2];
   if (capacity < 3 * height * width)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
@@ -387,8 +441,8 @@ tfm_status_code tfm_image_load_memory(const tfm_model *model,
   tfm_rgb_image image;
   if (!tfm_decode_image(data, size, &image, error, sizeof error))
     return tfm_fail(status, TFM_ERROR_IMAGE, "%s", error);
-  tfm_status_code code =
-      tfm_preprocess_rgb(desc, &image, pixels, height, width, status);
+  tfm_status_code code = tfm_preprocess_longest_edge_first(
+      desc, &image, pixels, height, width, status);
   free(image.pixels);
   return code;
 }

@@ -14,6 +14,14 @@
  *     square;
  *   - each tile then preprocessed as one image (resize, crop, rescale,
  *     normalize: image_preprocess.c).
+ * Or Idefics3's (SmolVLM's) as Idefics3ImageProcessor (transformers 4.46,
+ * image_processing_idefics3.py) cuts them with do_image_splitting:
+ *   - resized to the longest edge (tfm_resize_longest_edge);
+ *   - resized to multiples of the tile's side (resize_for_vision_encoder:
+ *     the longer side rounded up, the other from the aspect, truncated,
+ *     then rounded up);
+ *   - cut into tiles row by row (split_image), unless it is one tile;
+ *   - the whole squashed to one tile, last.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -135,6 +143,78 @@ static tfm_status_code tile(const tfm_model_desc *desc,
   return code;
 }
 
+/* resize_for_vision_encoder: `in` resized to multiples of `side`. */
+static int to_tile_multiples(const tfm_rgb_image *in, int64_t side,
+                             int32_t resample, tfm_rgb_image *out) {
+  int64_t height = in->height, width = in->width;
+  double aspect = (double)width / (double)height;
+  if (width >= height) {
+    width = (width + side - 1) / side * side;
+    height = (int64_t)((double)width / aspect);
+    height = (height + side - 1) / side * side;
+  } else {
+    height = (height + side - 1) / side * side;
+    width = (int64_t)((double)height * aspect);
+    width = (width + side - 1) / side * side;
+  }
+  return tfm_resize_rgb(in, width, height, resample, out);
+}
+
+/* Idefics3's tiles of `image` (this file's comment) into `pixels`, each
+ * [3, side, side]; `grid`: the tiles down and across, 0 x 0 where the
+ * image is one tile. */
+static tfm_status_code split(const tfm_model_desc *desc,
+                             const tfm_rgb_image *image, float **pixels,
+                             int64_t grid[2], int64_t *count,
+                             tfm_status *status) {
+  const tfm_image_preprocessing *p = desc->image_preprocessing;
+  int64_t side = p->resize_height;
+  tfm_rgb_image fitted, whole;
+  if (!tfm_resize_longest_edge(p, image, &fitted))
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "out of memory resizing the image");
+  int ok = to_tile_multiples(&fitted, side, p->resample, &whole);
+  free(fitted.pixels);
+  if (!ok)
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "out of memory resizing the image");
+  int one = whole.height <= side && whole.width <= side;
+  grid[0] = one ? 0 : whole.height / side;
+  grid[1] = one ? 0 : whole.width / side;
+  *count = 1 + grid[0] * grid[1];
+  int64_t tile_floats = 3 * side * side;
+  *pixels = _mlir_memref_to_llvm_alloc((size_t)(*count * tile_floats) *
+                                       sizeof **pixels);
+  if (!*pixels) {
+    free(whole.pixels);
+    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                    "out of memory for the image's %lld tiles",
+                    (long long)*count);
+  }
+  tfm_status_code code = TFM_OK;
+  tfm_rgb_image part;
+  for (int64_t k = 0; k + 1 < *count && code == TFM_OK; ++k) {
+    if (!cut(&whole, k / grid[1] * side, k % grid[1] * side, side, side,
+             &part)) {
+      code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                      "out of memory cutting the image's tiles");
+      break;
+    }
+    code = tfm_preprocess_rgb(desc, &part, *pixels + k * tile_floats, side,
+                              side, status);
+    free(part.pixels);
+  }
+  /* The whole image last, squashed to a tile by tfm_preprocess_rgb's
+   * resize. */
+  if (code == TFM_OK)
+    code = tfm_preprocess_rgb(
+        desc, &whole, *pixels + (*count - 1) * tile_floats, side, side, status);
+  free(whole.pixels);
+  if (code != TFM_OK)
+    _mlir_memref_to_llvm_free(*pixels);
+  return code;
+}
+
 tfm_status_code tfm_image_tiles(const tfm_model *model, const uint8_t *data,
                                 size_t size, tfm_tensor *tiles, int64_t grid[2],
                                 int64_t image_size[2], tfm_status *status) {
@@ -157,6 +237,24 @@ tfm_status_code tfm_image_tiles(const tfm_model *model, const uint8_t *data,
   tfm_rgb_image image;
   if (!tfm_decode_image(data, size, &image, error, sizeof error))
     return tfm_fail(status, TFM_ERROR_IMAGE, "%s", error);
+  if (p->split_tiles) {
+    float *pixels = NULL;
+    int64_t count = 0;
+    tfm_status_code code =
+        height == p->resize_height && width == p->resize_width
+            ? split(desc, &image, &pixels, grid, &count, status)
+            : tfm_fail(status, TFM_ERROR_IMAGE,
+                       "model '%s' takes %lldx%lld tiles, "
+                       "not its preprocessing's",
+                       desc->name, (long long)width, (long long)height);
+    image_size[0] = image.height;
+    image_size[1] = image.width;
+    free(image.pixels);
+    if (code != TFM_OK)
+      return code;
+    tfm_own_f32(tiles, pixels, 4, (const int64_t[]){count, 3, height, width});
+    return tfm_ok(status);
+  }
   /* The whole, and the tiles of the pinpoint the image fits best. */
   int64_t best_h = 0, best_w = 0;
   grid[0] = grid[1] = 0;
@@ -174,10 +272,11 @@ tfm_status_code tfm_image_tiles(const tfm_model *model, const uint8_t *data,
                     "out of memory for the image's %lld tiles",
                     (long long)count);
   }
-  tfm_status_code code = count == 1 ? tfm_preprocess_rgb(desc, &image, pixels,
-                                                         height, width, status)
-                                    : tile(desc, &image, best_h, best_w, count,
-                                           pixels, height, width, status);
+  tfm_status_code code =
+      count == 1 ? tfm_preprocess_longest_edge_first(desc, &image, pixels,
+                                                     height, width, status)
+                 : tile(desc, &image, best_h, best_w, count, pixels, height,
+                        width, status);
   image_size[0] = image.height;
   image_size[1] = image.width;
   free(image.pixels);

@@ -11,7 +11,9 @@
  *   - @encode_image's second output, image_newline, after each row of the
  *     grid.
  * Each tile's rows go straight to their places, so no tile's rows are kept
- * past its call.
+ * past its call. Idefics3's (SmolVLM's) tiles' rows follow one another in
+ * the tiles' order, as Idefics3ForConditionalGeneration's inputs_merger
+ * takes them: the tiles row by row, the whole image last.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -147,14 +149,50 @@ static tfm_status_code lay_out(tfm_model *model, const tfm_tensor *tiles,
   return tfm_ok(status);
 }
 
-tfm_status_code tfm_image_tokens_memory(tfm_model *model, const uint8_t *data,
-                                        size_t size, tfm_tensor *rows,
-                                        tfm_status *status) {
-  if (!model || (!data && size) || !rows)
+/* Idefics3's tiles' rows, one tile's after another's. */
+static tfm_status_code concatenate(tfm_model *model, const tfm_tensor *tiles,
+                                   tfm_tensor *rows, tfm_status *status) {
+  float *out = NULL;
+  int64_t per_tile = 0, hidden = 0, count = tiles->shape[0];
+  tfm_status_code code = TFM_OK;
+  for (int64_t k = 0; k < count && code == TFM_OK; ++k) {
+    tfm_tensor encoded = {0};
+    code = encode_tile(model, tiles, k, &encoded, 1, status);
+    if (code != TFM_OK)
+      break;
+    if (!out) {
+      per_tile = encoded.shape[0];
+      hidden = encoded.shape[1];
+      out = _mlir_memref_to_llvm_alloc((size_t)(count * per_tile * hidden) *
+                                       sizeof *out);
+      if (!out)
+        code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                        "out of memory for the image's %lld rows",
+                        (long long)(count * per_tile));
+    }
+    if (out)
+      memcpy(out + k * per_tile * hidden, encoded.data,
+             (size_t)(per_tile * hidden) * sizeof *out);
+    tfm_tensor_release(&encoded);
+  }
+  if (code != TFM_OK) {
+    if (out)
+      _mlir_memref_to_llvm_free(out);
+    return code;
+  }
+  tfm_own_f32(rows, out, 2, (const int64_t[]){count * per_tile, hidden});
+  return tfm_ok(status);
+}
+
+tfm_status_code tfm_image_tokens_grid(tfm_model *model, const uint8_t *data,
+                                      size_t size, tfm_tensor *rows,
+                                      int64_t grid[2], tfm_status *status) {
+  if (!model || (!data && size) || !rows || !grid)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_image_tokens: NULL %s",
                     !model  ? "model"
                     : !rows ? "rows"
+                    : !grid ? "grid"
                             : "data");
   memset(rows, 0, sizeof *rows);
   const tfm_entry_point *encode = tfm_model_entry_point(model, "encode_image");
@@ -163,7 +201,7 @@ tfm_status_code tfm_image_tokens_memory(tfm_model *model, const uint8_t *data,
                     "model '%s' has no @encode_image: it takes no images",
                     tfm_model_get_desc(model)->name);
   tfm_tensor tiles;
-  int64_t grid[2], image_size[2];
+  int64_t image_size[2];
   tfm_status_code code =
       tfm_image_tiles(model, data, size, &tiles, grid, image_size, status);
   if (code != TFM_OK)
@@ -173,6 +211,8 @@ tfm_status_code tfm_image_tokens_memory(tfm_model *model, const uint8_t *data,
     code = encode_tile(model, &tiles, 0, out, encode->num_outputs, status);
     tfm_tensor_release(&out[1]);
     *rows = out[0];
+  } else if (tfm_model_get_desc(model)->image_preprocessing->split_tiles) {
+    code = concatenate(model, &tiles, rows, status);
   } else if (encode->num_outputs != 2) {
     code = tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "model '%s' tiles its images but its @encode_image "
@@ -183,6 +223,13 @@ tfm_status_code tfm_image_tokens_memory(tfm_model *model, const uint8_t *data,
   }
   tfm_tensor_release(&tiles);
   return code;
+}
+
+tfm_status_code tfm_image_tokens_memory(tfm_model *model, const uint8_t *data,
+                                        size_t size, tfm_tensor *rows,
+                                        tfm_status *status) {
+  int64_t grid[2];
+  return tfm_image_tokens_grid(model, data, size, rows, grid, status);
 }
 
 tfm_status_code tfm_image_tokens(tfm_model *model, const char *path,

@@ -42,11 +42,11 @@ struct FuzzServedModel {
     served.contextPositions = positions;
     served.imageToken = kImageToken;
     served.encodeImage = [](const std::string &file, std::vector<float> &rows,
-                            int64_t &count) -> std::string {
+                            std::vector<int32_t> &ids) -> std::string {
       if (file.empty())
         return "an empty file";
       rows.insert(rows.end(), size_t(kImageRows * 4), 0.0f);
-      count = kImageRows;
+      ids.assign(size_t(kImageRows), kImageToken);
       return "";
     };
   }

@@ -55,7 +55,8 @@ def image_part(data, kind="image/png"):
 def main():
     serve, library, executable, template, photo, text_library, \
         parts_template, next_library, next_executable, gemma3_library, \
-        gemma3_executable, gemma3_template = sys.argv[1:13]
+        gemma3_executable, gemma3_template, idefics3_library, \
+        idefics3_executable, idefics3_template = sys.argv[1:16]
     with open(photo, "rb") as f:
         png = f.read()
     # The template renders "<s>USER: <content> ASSISTANT:"; a content of
@@ -135,6 +136,11 @@ def main():
                gemma3_executable,
                f"<start_of_turn>user\n<start_of_image>{QUESTION}"
                "<end_of_turn>\n<start_of_turn>model\n")
+    # SmolVLM's (Idefics3's) template writes <image>; the server lays out
+    # the image's tiles around it as the executable does.
+    answers_as("idefics3 template", idefics3_library, idefics3_template,
+               idefics3_executable,
+               f"User:<image>{QUESTION}<end_of_utterance>\nAssistant:")
     server, port = start_server(serve, text_library, "--chat-template",
                                 template)
     try:

@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 32
+#define TFM_ABI_VERSION 33
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -312,6 +312,13 @@ typedef struct {
    * preprocessed as above (tfm_image_tiles). 0 and NULL: one image. */
   int32_t num_grid_pinpoints;
   const int64_t *grid_pinpoints; /* [num_grid_pinpoints][2]: height, width */
+  /* Idefics3's (SmolVLM's) images: first resized so that the longer side
+   * is longest_edge, keeping the aspect (its processor's rounding); then
+   * with split_tiles resized to multiples of the square resize_height, cut
+   * into tiles of that row by row and squashed to one more, last
+   * (tfm_image_tiles); without, squashed to the square. 0: none. */
+  int64_t longest_edge;
+  int32_t split_tiles;
 } tfm_image_preprocessing;
 
 /* How a speech model's input is made from audio (its
@@ -524,6 +531,13 @@ typedef struct tfm_model_desc {
    * (or one step of the engine), which the runtime keeps to; 0: causal
    * rows, which may run in any chunks. */
   int32_t image_rows_bidirectional;
+  /* 1 where the model's processor writes tokens of its own around an
+   * image's rows (SmolVLM, Idefics3; tfm_image_prompt_ids), which
+   * image_tile_tokens names: the token around each tile
+   * (<fake_token_around_image>) and the one before the whole image
+   * (<global-img>). 0: an image is its rows' placeholders alone. */
+  int32_t image_tiles_marked;
+  int32_t image_tile_tokens[2];
 } tfm_model_desc;
 
 /* What generated entry points call around the model's code (runtime,

@@ -224,22 +224,38 @@ tfm_status_code tfm_decode(tfm_session *session, int32_t token, float *logits,
  * images: one call each, in the prompt's order. */
 tfm_status_code tfm_session_add_image(tfm_session *session, const float *rows,
                                       int64_t count, tfm_status *status);
-/* A prompt's placeholders (`placeholder`: desc->image_token) matched to
- * its images,
- * whose @encode_image rows are `rows[0..images)` in number: a prompt with
- * one placeholder a row is as given; one with one placeholder an image
- * (transformers 4.40's LLaVA prompts) has each widened to its image's
- * rows. Writes the prompt to `out` (at most `capacity` ids; `*count` is
- * its length, also past the capacity; n plus the images' rows always
- * suffice). Counts that
- * match neither way are TFM_ERROR_INVALID_ARGUMENT, naming them; so are
- * placeholders with no image. */
-tfm_status_code tfm_widen_image_placeholders(int32_t placeholder,
-                                             const int32_t *ids, int64_t n,
-                                             const int64_t *rows,
-                                             int64_t images, int32_t *out,
-                                             int64_t capacity, int64_t *count,
-                                             tfm_status *status);
+/* The ids that stand for one image of `rows` rows in a prompt, the
+ * placeholder desc->image_token where each row goes: `rows` placeholders,
+ * or, for a model whose processor writes tokens of its own around an
+ * image's tiles (desc->image_tiles_marked: SmolVLM's, Idefics3's), its
+ * layout for `grid` (tiles down and across, as tfm_image_tokens_grid
+ * gives; 0 x 0: one image): each tile's <fake_token_around_image>
+ * <row_r_col_c> and rows, "\n" after each row of tiles, then "\n"
+ * <fake_token_around_image><global-img>, the whole image's rows and
+ * <fake_token_around_image>, tokenized by the model's tokenizer. At most
+ * `capacity` ids are written; `*count` is how many there are. Rows that
+ * the grid's tiles do not share evenly, or a grid past the tokenizer's
+ * <row_r_col_c> tokens, are TFM_ERROR_INVALID_ARGUMENT. */
+tfm_status_code tfm_image_prompt_ids(tfm_model *model, const int64_t grid[2],
+                                     int64_t rows, int32_t *ids,
+                                     int64_t capacity, int64_t *count,
+                                     tfm_status *status);
+/* A prompt's image placeholders (`placeholder`: desc->image_token) matched
+ * to its images, whose ids (tfm_image_prompt_ids) are
+ * `image_ids[i][0..image_lengths[i])`: a prompt with one placeholder an
+ * image (as chat templates write them) has each replaced by its image's
+ * ids; one holding every image's placeholders already (as later
+ * processors expand them) is as given. Writes the prompt to `out` (at
+ * most `capacity` ids; `*count` is its length, also past the capacity; n
+ * plus the images' ids always suffice). Counts that match neither way are
+ * TFM_ERROR_INVALID_ARGUMENT, naming them; so are placeholders with no
+ * image. */
+tfm_status_code tfm_splice_image_ids(int32_t placeholder, const int32_t *ids,
+                                     int64_t n, const int32_t *const *image_ids,
+                                     const int64_t *image_lengths,
+                                     int64_t images, int32_t *out,
+                                     int64_t capacity, int64_t *count,
+                                     tfm_status *status);
 /* Appends `tokens[0..n)` in one call of the model's @verify (tfmc
  * --speculative) and writes every one's logits to `logits` ([n, vocab]):
  * a speculative step's drafted tokens checked at once. Rejected ones are
@@ -905,7 +921,10 @@ tfm_status_code tfm_image_load_memory(const tfm_model *model,
  * resized to the shortest edge's square, then the image resized keeping its
  * aspect into the pinpoint that fits it best (select_best_resolution), padded
  * centred with black and cut into tiles row by row; each is then preprocessed
- * as tfm_image_load preprocesses an image. Other image models' one image is one
+ * as tfm_image_load preprocesses an image. Idefics3's (SmolVLM's, with
+ * split_tiles) are as Idefics3ImageProcessor cuts them: the image resized
+ * to its longest edge, then to multiples of a tile, cut row by row, the
+ * whole squashed to a tile last. Other image models' one image is one
  * tile (a grid of 0 x 0). `tiles`: f32 [1 + grid[0] * grid[1], 3, height,
  * width], released with tfm_tensor_release; grid: the tiles down and across;
  * image_size: the decoded image's height and width. Errors as tfm_image_load's.
@@ -927,6 +946,11 @@ tfm_status_code tfm_image_tokens(tfm_model *model, const char *path,
 tfm_status_code tfm_image_tokens_memory(tfm_model *model, const uint8_t *data,
                                         size_t size, tfm_tensor *rows,
                                         tfm_status *status);
+/* tfm_image_tokens with the grid of tiles the image was cut into (down,
+ * across; 0 x 0: one image), for tfm_image_prompt_ids. */
+tfm_status_code tfm_image_tokens_grid(tfm_model *model, const uint8_t *data,
+                                      size_t size, tfm_tensor *rows,
+                                      int64_t grid[2], tfm_status *status);
 /* Reads a PNG or JPEG file as RGB floats in [0, 1] ([height, width, 3],
  * *rgb malloc'd; the caller frees it), as Pillow's convert("RGB") then
  * / 255: an init image or a mask for tfm_image_generate. TFM_ERROR_IMAGE

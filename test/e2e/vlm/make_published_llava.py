@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A LLaVA, LLaVA-NeXT or Gemma 3 folder from a published config.json (published/),
+"""A LLaVA, LLaVA-NeXT, Gemma 3 or SmolVLM folder from a published
+config.json (published/),
 made at test time with NumPy: the text model's config as published
 (llava-1.5-7b-hf's names only seven fields and leaves the rest to
 LlamaConfig's defaults: 4096 wide, 32 layers and heads, an untied head,
@@ -12,7 +13,17 @@ preprocessor_config.json. A Gemma 3 folder (gemma-3-4b-it) keeps its
 text model's defaults but the widths and depth (8 heads of 256, 4 KV
 heads; six layers, the sixth global), a SigLIP tower's widths and depth
 cut (896 px in 14 px patches: 4096 patches, 256 image rows), Gemma's
-norms and its projector, a tied head, under 4.50's names.
+norms and its projector, a tied head, under 4.50's names. A SmolVLM
+folder (smolvlm-256m-instruct: its config.json's fields as a port's notes
+quote the hub's at revision 7e3e67ed, the inert ones left out) keeps its
+512 px tiles in 16 px patches, 64 rows a tile after the 4 x 4 pixel
+shuffle, its LLaMA text model's widths and depth cut (head_dim with
+them), its processor's files as published, and a byte-level tokenizer of
+256 byte tokens (and unused pieces up to SmolVLM's ids) holding its
+added tokens at their ids
+(<global-img> 49152, <row_1_col_1> 49153 ... <row_6_col_6> 49188,
+<fake_token_around_image> 49189, <image> 49190, <end_of_utterance>
+49279), under 4.46's names.
 
     make_published_llava.py NAME OUT"""
 import json
@@ -71,6 +82,9 @@ def main():
     name, out = sys.argv[1:3]
     with open(os.path.join(HERE, "published", name + ".json")) as f:
         config = json.load(f)
+    if config["model_type"] == "idefics3":
+        write_idefics3(config, out)
+        return
     gemma = config["model_type"] == "gemma3"
     if gemma:
         # Gemma3TextConfig's 8 heads of 256 and 4 KV heads stay; six layers
@@ -191,6 +205,123 @@ def write_gemma3(config, out):
                                                "width": size}), f, indent=2)
     write_safetensors(os.path.join(out, "model.safetensors"), tensors)
     np.zeros((3, size, size), dtype="<f4").tofile(out + ".pixels")
+
+
+def byte_tokens():
+    """GPT-2's bytes as the characters byte-level BPE spells them."""
+    kept = (list(range(ord("!"), ord("~") + 1)) +
+            list(range(ord("\u00a1"), ord("\u00ac") + 1)) +
+            list(range(ord("\u00ae"), ord("\u00ff") + 1)))
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in kept:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return [chars[b] for b in range(256)]
+
+
+def write_smolvlm_tokenizer(out):
+    """A byte-level BPE tokenizer.json without merges: SmolLM2's three
+    specials, the 256 bytes, and SmolVLM's added tokens at their ids."""
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    vocab = {text: i for i, text in enumerate(specials)}
+    for i, text in enumerate(byte_tokens()):
+        vocab[text] = len(specials) + i
+    # Every id up to the added tokens' is a token (tfmc refuses gaps): the
+    # ids SmolLM2's merges make stand in as pieces no text makes.
+    for i in list(range(len(vocab), 49152)) + list(range(49191, 49279)):
+        vocab[f"<unused_{i}>"] = i
+    added = [(0, specials[0]), (1, specials[1]), (2, specials[2]),
+             (49152, "<global-img>")]
+    added += [(49152 + r * 6 + c + 1, f"<row_{r + 1}_col_{c + 1}>")
+              for r in range(6) for c in range(6)]
+    added += [(49189, "<fake_token_around_image>"), (49190, "<image>"),
+              (49279, "<end_of_utterance>")]
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [
+            {"id": i, "content": text, "single_word": False,
+             "lstrip": False, "rstrip": False, "normalized": False,
+             "special": True} for i, text in added],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False,
+                          "trim_offsets": True, "use_regex": True},
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True,
+                    "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False,
+                  "byte_fallback": False, "vocab": vocab, "merges": []}}
+    with open(os.path.join(out, "tokenizer.json"), "w") as f:
+        json.dump(tokenizer, f)
+
+
+# SmolVLM-256M-Instruct's preprocessor_config.json and processor_config.json.
+SMOLVLM_PROCESSOR = {
+    "do_convert_rgb": True, "do_image_splitting": True, "do_normalize": True,
+    "do_pad": True, "do_rescale": True, "do_resize": True,
+    "image_mean": [0.5, 0.5, 0.5], "image_processor_type":
+    "Idefics3ImageProcessor", "image_std": [0.5, 0.5, 0.5],
+    "max_image_size": {"longest_edge": 512},
+    "processor_class": "Idefics3Processor", "resample": 1,
+    "rescale_factor": 0.00392156862745098, "size": {"longest_edge": 2048}}
+
+
+def write_idefics3(config, out):
+    """SmolVLM's tensors under 4.46's names, random bf16, its processor's
+    files and a tokenizer with its added tokens (this file's comment)."""
+    text, vision = config["text_config"], config["vision_config"]
+    text.update(TEXT_CUT, num_key_value_heads=2, head_dim=16)
+    vision.update(VISION_CUT, num_hidden_layers=2)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    rng = np.random.default_rng(5)
+    tensors = {}
+
+    def add(tensor_name, *shape, norm=False):
+        values = rng.standard_normal(shape) * 0.2
+        tensors[tensor_name] = as_bf16(values + 1 if norm else values)
+
+    d, inner, vocab = (text["hidden_size"], text["intermediate_size"],
+                       text["vocab_size"])
+    q, kv = 4 * 16, 2 * 16
+    lm = "model.text_model."
+    add(lm + "embed_tokens.weight", vocab, d)
+    add("lm_head.weight", vocab, d)
+    add(lm + "norm.weight", d, norm=True)
+    for i in range(text["num_hidden_layers"]):
+        at = f"{lm}layers.{i}."
+        for proj, rows in (("q", q), ("k", kv), ("v", kv)):
+            add(f"{at}self_attn.{proj}_proj.weight", rows, d)
+        add(f"{at}self_attn.o_proj.weight", d, q)
+        add(at + "mlp.gate_proj.weight", inner, d)
+        add(at + "mlp.up_proj.weight", inner, d)
+        add(at + "mlp.down_proj.weight", d, inner)
+        add(at + "input_layernorm.weight", d, norm=True)
+        add(at + "post_attention_layernorm.weight", d, norm=True)
+    w, p = vision["hidden_size"], vision["patch_size"]
+    vm = "model.vision_model."
+    add(vm + "embeddings.patch_embedding.weight", w, 3, p, p)
+    add(vm + "embeddings.patch_embedding.bias", w)
+    add(vm + "embeddings.position_embedding.weight",
+        (vision["image_size"] // p) ** 2, w)
+    add(vm + "post_layernorm.weight", w, norm=True)
+    add(vm + "post_layernorm.bias", w)
+    add_tower_layers(add, vm, vision, norm=True)
+    factor = config["scale_factor"]
+    add("model.connector.modality_projection.proj.weight", d,
+        w * factor * factor)
+    write_safetensors(os.path.join(out, "model.safetensors"), tensors)
+    with open(os.path.join(out, "preprocessor_config.json"), "w") as f:
+        json.dump(SMOLVLM_PROCESSOR, f, indent=2)
+    with open(os.path.join(out, "processor_config.json"), "w") as f:
+        json.dump({"image_seq_len": 64, "processor_class":
+                   "Idefics3Processor"}, f, indent=2)
+    write_smolvlm_tokenizer(out)
 
 
 if __name__ == "__main__":
