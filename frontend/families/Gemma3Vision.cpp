@@ -221,11 +221,8 @@ llvm::Error mlir::tfm::addGemma3ImageTokens(MLIRContext &context,
   for (auto [id, what] : {std::pair(spec.imageToken, "image_token_index"),
                           std::pair(spec.beginToken, "boi_token_index"),
                           std::pair(spec.endToken, "eoi_token_index")})
-    if (id < 0 || id >= model.vocabSize)
-      return makeError(directory + "/config.json: " + what + " " +
-                       llvm::Twine(id) +
-                       " is outside the text model's vocabulary [0, " +
-                       llvm::Twine(model.vocabSize) + ")");
+    if (llvm::Error err = checkTokenInVocabulary(directory, what, id, model))
+      return err;
   // The norm multiplies by 1 + w (llama.cpp's mmproj files store 1 + w).
   WeightStore &store = model.weights;
   if (store.contains(kProjectorNorm))

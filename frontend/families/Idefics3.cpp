@@ -47,12 +47,13 @@ llvm::json::Object idefics3VisionDefaults() {
 constexpr llvm::StringLiteral kTileMarker = "<fake_token_around_image>";
 constexpr llvm::StringLiteral kWholeImageMarker = "<global-img>";
 
-/// Token `spelling`'s id in the text model's tokenizer.
+/// Token `spelling`'s id in the text model's tokenizer; `source` names
+/// the model in messages.
 llvm::Expected<int64_t> findTileToken(const LoadedModel &model,
-                                      llvm::StringRef directory,
+                                      llvm::StringRef source,
                                       llvm::StringRef spelling) {
   if (!model.tokenizer)
-    return makeError(directory +
+    return makeError(source +
                      ": Idefics3's images need its tokenizer, whose tokens "
                      "the processor writes around an image's tiles");
   for (size_t id = 0; id < model.tokenizer->pieces.size(); ++id)
@@ -145,36 +146,41 @@ void mlir::tfm::renameIdefics3Weights(WeightStore &store) {
       }
 }
 
-llvm::Error mlir::tfm::addIdefics3ImageTokens(MLIRContext &context,
-                                              Idefics3Spec &spec,
-                                              llvm::StringRef directory,
-                                              llvm::StringRef checkpoint,
-                                              LoadedModel &model) {
-  ImageTokensSpec &image = spec.image;
-  image.textHidden = model.hiddenSize;
-  if (spec.imageToken < 0 || spec.imageToken >= model.vocabSize)
-    return makeError(directory + "/config.json: image_token_id " +
-                     llvm::Twine(spec.imageToken) +
-                     " is outside the text model's vocabulary [0, " +
-                     llvm::Twine(model.vocabSize) + ")");
-  llvm::Expected<int64_t> around = findTileToken(model, directory, kTileMarker);
+llvm::Error mlir::tfm::addIdefics3Image(MLIRContext &context,
+                                        Idefics3Spec &spec,
+                                        llvm::StringRef source,
+                                        ImagePreprocessingAttr preprocessing,
+                                        LoadedModel &model) {
+  spec.image.textHidden = model.hiddenSize;
+  llvm::Expected<int64_t> around = findTileToken(model, source, kTileMarker);
   if (!around)
     return around.takeError();
   llvm::Expected<int64_t> whole =
-      findTileToken(model, directory, kWholeImageMarker);
+      findTileToken(model, source, kWholeImageMarker);
   if (!whole)
     return whole.takeError();
-  if (llvm::Error err = checkSequenceLength(directory, image))
-    return err;
-  llvm::Expected<ImagePreprocessingAttr> preprocessing =
-      readIdefics3Preprocessing(context, directory, image.tower.imageSize);
-  if (!preprocessing)
-    return preprocessing.takeError();
-  if (llvm::Error err = addImageTokens(context, image, spec.imageToken,
-                                       checkpoint, *preprocessing, model))
+  if (llvm::Error err = addImageTokens(context, spec.image, spec.imageToken,
+                                       source, preprocessing, model))
     return err;
   (*model.module)
       ->setAttr(kImageTileTokensAttrName,
                 DenseI64ArrayAttr::get(&context, {*around, *whole}));
   return llvm::Error::success();
+}
+
+llvm::Error mlir::tfm::addIdefics3ImageTokens(MLIRContext &context,
+                                              Idefics3Spec &spec,
+                                              llvm::StringRef directory,
+                                              llvm::StringRef checkpoint,
+                                              LoadedModel &model) {
+  if (llvm::Error err = checkTokenInVocabulary(directory, "image_token_id",
+                                               spec.imageToken, model))
+    return err;
+  if (llvm::Error err = checkSequenceLength(directory, spec.image))
+    return err;
+  llvm::Expected<ImagePreprocessingAttr> preprocessing =
+      readIdefics3Preprocessing(context, directory, spec.image.tower.imageSize);
+  if (!preprocessing)
+    return preprocessing.takeError();
+  return addIdefics3Image(context, spec, checkpoint, *preprocessing, model);
 }

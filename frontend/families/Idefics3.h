@@ -47,6 +47,17 @@ void readIdefics3Config(ConfigReader &config, Idefics3Spec &spec);
 /// model.text_model. to model., model.vision_model. under vision_tower.,
 /// model.connector. under multi_modal_projector..
 void renameIdefics3Weights(WeightStore &store);
+/// Adds to `model` the image side of `spec` (its tensors in
+/// `model.weights` under the folder's names; `source` names them in
+/// messages): @encode_image (one tile's rows), the placeholder
+/// (tfm.image_token), the tokens around the tiles (tfm.image_tile_tokens,
+/// found in the text model's tokenizer) and `preprocessing`. The step a
+/// folder and llama.cpp's mmproj file (Mmproj.h) share.
+llvm::Error addIdefics3Image(MLIRContext &context, Idefics3Spec &spec,
+                             llvm::StringRef source,
+                             ImagePreprocessingAttr preprocessing,
+                             LoadedModel &model);
+
 /// Adds to `model`, the text model read from `directory`: @encode_image
 /// (one tile's rows), the placeholder (tfm.image_token), the tokens around
 /// the tiles (tfm.image_tile_tokens, found in its tokenizer) and the image

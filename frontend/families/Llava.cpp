@@ -332,6 +332,17 @@ llvm::Error mlir::tfm::addImageTokens(MLIRContext &context,
   return llvm::Error::success();
 }
 
+llvm::Error mlir::tfm::checkTokenInVocabulary(llvm::StringRef directory,
+                                              llvm::StringRef field, int64_t id,
+                                              const LoadedModel &model) {
+  if (id >= 0 && id < model.vocabSize)
+    return llvm::Error::success();
+  return makeError(directory + "/config.json: " + field + " " +
+                   llvm::Twine(id) +
+                   " is outside the text model's vocabulary [0, " +
+                   llvm::Twine(model.vocabSize) + ")");
+}
+
 llvm::Error mlir::tfm::addLlavaImageTokens(MLIRContext &context,
                                            LlavaSpec &spec,
                                            llvm::StringRef directory,
@@ -339,11 +350,9 @@ llvm::Error mlir::tfm::addLlavaImageTokens(MLIRContext &context,
                                            LoadedModel &model) {
   ImageTokensSpec &image = spec.image;
   image.textHidden = model.hiddenSize;
-  if (spec.imageToken < 0 || spec.imageToken >= model.vocabSize)
-    return makeError(directory + "/config.json: image_token_index " +
-                     llvm::Twine(spec.imageToken) +
-                     " is outside the text model's vocabulary [0, " +
-                     llvm::Twine(model.vocabSize) + ")");
+  if (llvm::Error err = checkTokenInVocabulary(directory, "image_token_index",
+                                               spec.imageToken, model))
+    return err;
   llvm::Expected<ImagePreprocessingAttr> preprocessing =
       readImagePreprocessing(context, directory, image.tower.imageSize,
                              /*sizeIsShortestEdge=*/true);

@@ -81,6 +81,12 @@ void renameLlavaWeights(WeightStore &store);
 /// Whether a (renamed) tensor is the image side's.
 bool isLlavaImageWeight(llvm::StringRef name);
 
+/// A token id of `directory`'s config.json (its field `field`) inside the
+/// text model's vocabulary, or the error that names it.
+llvm::Error checkTokenInVocabulary(llvm::StringRef directory,
+                                   llvm::StringRef field, int64_t id,
+                                   const LoadedModel &model);
+
 /// Adds @encode_image (`image` over `model.weights`, whose tensors outside
 /// it are the text model's), the placeholder `imageToken`
 /// (tfm.image_token) and the image preprocessing to `model`: the step

@@ -29,10 +29,21 @@
 // the prompt's <start_of_image> expanded as Gemma3Processor writes it (mtmd
 // adds no "\n\n"), an image's rows attending both ways.
 //
+// SmolVLM's and Idefics3's (clip.projector_type "idefics3",
+// convert_hf_to_gguf.py --mmproj's SmolVLMModel) hold a SigLIP tower, the
+// pixel shuffle's factor (clip.vision.projector.scale_factor) and
+// mm.model.fc ([text, vision * factor^2]), and the processor's longest
+// edge (clip.vision.preproc_image_size). They are read as the folder's
+// Idefics3ForConditionalGeneration (Idefics3.h): the same tiles (mtmd cuts
+// them alike, Lanczos), the same tokens around them, but an image of one
+// tile is that tile alone, as transformers' processor has it (mtmd adds
+// the whole image after it).
+//
 //===----------------------------------------------------------------------===//
 
 #include "frontend/families/Mmproj.h"
 #include "frontend/families/Gemma3Vision.h"
+#include "frontend/families/Idefics3.h"
 #include "frontend/families/Llava.h"
 #include "frontend/formats/ErrorMessages.h"
 #include "frontend/formats/Gguf.h"
@@ -50,9 +61,11 @@ using namespace mlir::tfm;
 namespace {
 
 /// The projector types of llama.cpp's clip.projector_type tfmc reads:
-/// LLaVA's MLP, Gemma 3's pooled SigLIP states.
+/// LLaVA's MLP, Gemma 3's pooled SigLIP states, Idefics3's pixel-shuffled
+/// ones.
 constexpr llvm::StringLiteral kMlpProjector = "mlp";
 constexpr llvm::StringLiteral kGemma3Projector = "gemma3";
+constexpr llvm::StringLiteral kIdefics3Projector = "idefics3";
 
 /// A tensor of the mmproj file as the model's folder names it, under
 /// `tower` and kLlavaProjector; "" for a name neither LLaVA's file nor
@@ -76,6 +89,8 @@ std::string folderName(llvm::StringRef name, llvm::StringRef tower,
     return (kLlavaProjector + "mm_input_projection_weight").str();
   if (name == "mm.soft_emb_norm.weight")
     return (kLlavaProjector + "mm_soft_emb_norm.weight").str();
+  if (name == "mm.model.fc.weight")
+    return (kLlavaProjector + "modality_projection.proj.weight").str();
   for (const auto &[from, to] :
        {std::pair{"mm.0.", "linear_1."}, std::pair{"mm.2.", "linear_2."}})
     if (name.starts_with(from))
@@ -244,20 +259,27 @@ llvm::Expected<int64_t> findToken(const LoadedModel &model,
                    "' token " + why);
 }
 
-/// Gemma 3's average pooling: clip.vision.projector.scale_factor (4 unless
-/// given, as mtmd reads it) squares of patches a row.
-llvm::Error readPooling(const GgufFile &file, ImageTokensSpec &image) {
+/// The squares of patches a row stands for: Gemma 3's average pooling
+/// (clip.vision.projector.scale_factor, 4 unless given, as mtmd reads it)
+/// or Idefics3's pixel shuffle (the factor required: mtmd's default of 1
+/// fails).
+llvm::Error readSquares(const GgufFile &file, bool gemma3,
+                        ImageTokensSpec &image) {
   llvm::Expected<std::optional<int64_t>> factor =
       file.optionalInteger("clip.vision.projector.scale_factor", 1 << 20);
   if (!factor)
     return factor.takeError();
+  if (!gemma3 && !*factor)
+    return makeError(file.path() +
+                     ": clip.vision.projector.scale_factor is missing (the "
+                     "pixel shuffle's squares of patches)");
   int64_t side = image.side(), kernel = factor->value_or(4);
   if (kernel <= 0 || side % kernel)
     return makeError(file.path() + ": clip.vision.projector.scale_factor " +
                      llvm::Twine(kernel) + " does not divide the " +
                      llvm::Twine(side) + " x " + llvm::Twine(side) +
                      " patches of the tower");
-  image.poolKernel = kernel;
+  (gemma3 ? image.poolKernel : image.pixelShuffle) = kernel;
   image.projectorNormEpsilon = image.tower.normEpsilon;
   // SigLIP's GELU is the tanh approximation (gelu_pytorch_tanh), which the
   // file's use_gelu says as it says transformers' exact one for LLaVA's.
@@ -284,6 +306,24 @@ llvm::Error findGemma3Tokens(const LoadedModel &model, llvm::StringRef path,
   return llvm::Error::success();
 }
 
+/// Idefics3's tiles: the processor's longest edge
+/// (clip.vision.preproc_image_size; mtmd takes another path without it),
+/// then tiles of the tower's size.
+llvm::Expected<ImagePreprocessingAttr>
+readIdefics3Tiles(MLIRContext &context, const GgufFile &file, int64_t tileSize,
+                  llvm::ArrayRef<float> mean, llvm::ArrayRef<float> std) {
+  llvm::Expected<std::optional<int64_t>> longest =
+      file.optionalInteger("clip.vision.preproc_image_size", 1 << 16);
+  if (!longest)
+    return longest.takeError();
+  if (!*longest || **longest <= 0)
+    return makeError(file.path() +
+                     ": clip.vision.preproc_image_size (the processor's "
+                     "longest edge, size.longest_edge) is missing or 0");
+  return idefics3ImagePreprocessing(context, file.path(), tileSize, **longest,
+                                    mean, std);
+}
+
 } // namespace
 
 llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
@@ -306,11 +346,12 @@ llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
   if (!projector)
     return projector.takeError();
   bool gemma3 = projector->value_or("") == kGemma3Projector;
-  if (!gemma3 && projector->value_or("") != kMlpProjector)
-    return makeError(path + ": clip.projector_type '" +
-                     projector->value_or("(none)") +
-                     "' is not supported (tfmc reads '" + kMlpProjector +
-                     "', LLaVA's, and '" + kGemma3Projector + "')");
+  bool idefics3 = projector->value_or("") == kIdefics3Projector;
+  if (!gemma3 && !idefics3 && projector->value_or("") != kMlpProjector)
+    return makeError(
+        path + ": clip.projector_type '" + projector->value_or("(none)") +
+        "' is not supported (tfmc reads '" + kMlpProjector + "', LLaVA's, '" +
+        kGemma3Projector + "' and '" + kIdefics3Projector + "')");
   llvm::Expected<std::optional<int64_t>> hasVision =
       file->optionalInteger("clip.has_vision_encoder", 1);
   if (!hasVision)
@@ -320,11 +361,11 @@ llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
                             "has no image tower");
 
   ImageTokensSpec image;
-  image.tower.siglip = gemma3;
+  image.tower.siglip = gemma3 || idefics3;
   if (llvm::Error err = readTower(*file, image))
     return err;
-  if (gemma3)
-    if (llvm::Error err = readPooling(*file, image))
+  if (image.tower.siglip)
+    if (llvm::Error err = readSquares(*file, gemma3, image))
       return err;
   std::vector<int64_t> pinpoints;
   if (llvm::Error err = readTiling(*file, image.tower.imageSize, pinpoints))
@@ -349,19 +390,22 @@ llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
   // The file's names by the folder's, for the builder's messages.
   std::vector<std::pair<std::string, std::string>> fileNames;
   // The projector's output, whose width must be the text model's: LLaVA's
-  // mm.2 [text, hidden], Gemma 3's x @ W [vision, text].
-  llvm::StringRef output =
-      gemma3 ? "mm.input_projection.weight" : "mm.2.weight";
+  // mm.2 [text, hidden], Idefics3's mm.model.fc [text, vision * factor^2],
+  // Gemma 3's x @ W [vision, text].
+  llvm::StringRef output = gemma3     ? "mm.input_projection.weight"
+                           : idefics3 ? "mm.model.fc.weight"
+                                      : "mm.2.weight";
   size_t outputDim = gemma3 ? 1 : 0;
   for (const GgufTensor &tensor : file->tensors()) {
     std::string name = folderName(tensor.name, image.tower.prefix, fc1Up);
     fileNames.push_back({name, tensor.name});
     if (name.empty() || (name == kLlavaImageNewline && pinpoints.empty()))
       return makeError(path + ": tensor '" + tensor.name +
-                       "' is not one of LLaVA's or Gemma 3's image side "
-                       "(v.* of its tower, mm.0 and mm.2 or "
-                       "mm.input_projection and mm.soft_emb_norm of its "
-                       "projector, LLaVA-NeXT's model.image_newline)");
+                       "' is not one of LLaVA's, Gemma 3's or Idefics3's "
+                       "image side (v.* of its tower, mm.0 and mm.2, "
+                       "mm.input_projection and mm.soft_emb_norm, or "
+                       "mm.model.fc of its projector, LLaVA-NeXT's "
+                       "model.image_newline)");
     if (model.weights.contains(name))
       return makeError(path + ": tensor '" + tensor.name + "' is given twice");
     if (tensor.name == output && (tensor.shape.size() != 2 ||
@@ -388,18 +432,33 @@ llvm::Error mlir::tfm::addMmprojImageTokens(MLIRContext &context,
   if (!std)
     return std.takeError();
   // Preprocessed as the folder's processor does: CLIPImageProcessor's
-  // crop for LLaVA, Gemma3ImageProcessor's square resize.
+  // crop for LLaVA, Gemma3ImageProcessor's square resize,
+  // Idefics3ImageProcessor's tiles.
   llvm::Expected<ImagePreprocessingAttr> preprocessing =
       gemma3 ? squareImagePreprocessing(context, path, image.tower.imageSize,
                                         *mean, *std)
-             : clipImagePreprocessing(context, path, image.tower.imageSize,
-                                      *mean, *std);
+      : idefics3 ? readIdefics3Tiles(context, *file, image.tower.imageSize,
+                                     *mean, *std)
+                 : clipImagePreprocessing(context, path, image.tower.imageSize,
+                                          *mean, *std);
   if (preprocessing && !pinpoints.empty())
     preprocessing = withGridPinpoints(*preprocessing, path, pinpoints);
   if (!preprocessing)
     return preprocessing.takeError();
   llvm::Error err = llvm::Error::success();
-  if (gemma3) {
+  if (idefics3) {
+    Idefics3Spec spec;
+    spec.image = image;
+    llvm::Expected<int64_t> imageToken =
+        findToken(model, path, "<image>",
+                  "to stand for a tile's rows in a prompt (Idefics3's GGUF "
+                  "files keep it)");
+    if (!imageToken)
+      return imageToken.takeError();
+    spec.imageToken = *imageToken;
+    model.weights.keepMapped(file->releaseBuffer());
+    err = addIdefics3Image(context, spec, path, *preprocessing, model);
+  } else if (gemma3) {
     Gemma3VisionSpec spec;
     spec.image = image;
     if (llvm::Error missing = findGemma3Tokens(model, path, spec))

@@ -8,9 +8,10 @@
 // convert_image_encoder_to_gguf.py writes it from a CLIP folder and
 // LLaVA's projector; NeXT's with its tiles and newline row) into the same
 // @encode_image as a llava or llava_next folder's (Llava.h), placeholder
-// `<image>` of the text model's vocabulary; and Gemma 3's
+// `<image>` of the text model's vocabulary; Gemma 3's
 // (clip.projector_type "gemma3": SigLIP, pooled, as a gemma3 folder's,
-// Gemma3Vision.h).
+// Gemma3Vision.h); and SmolVLM's (clip.projector_type "idefics3": SigLIP,
+// pixel-shuffled tiles, as an idefics3 folder's, Idefics3.h).
 //
 //===----------------------------------------------------------------------===//
 

@@ -90,6 +90,39 @@ DenseF32ArrayAttr readTriple(MLIRContext &context, ConfigReader &config,
   return DenseF32ArrayAttr::get(&context, values);
 }
 
+/// What every processor does to the pixels besides sizing them.
+struct PixelSteps {
+  int32_t resample;
+  FloatAttr rescale;
+  bool normalize;
+  DenseF32ArrayAttr mean, std;
+};
+
+/// A preprocessor_config.json's resample (`defaultResample` where it
+/// gives none), rescale_factor, image_mean and image_std; problems are
+/// recorded in `config`.
+PixelSteps readPixelSteps(MLIRContext &context, ConfigReader &config,
+                          const llvm::json::Object &file,
+                          int32_t defaultResample) {
+  int64_t resample = config.integer("resample", defaultResample);
+  if (resample < 0 || resample > 5)
+    config.fail("resample " + llvm::Twine(resample) +
+                " is not one of Pillow's filters (0 to 5)");
+  double rescale = config.boolean("do_rescale", true)
+                       ? config.number("rescale_factor", 1.0 / 255)
+                       : 0.0;
+  if (!(rescale >= 0.0))
+    config.fail("rescale_factor must not be negative");
+  PixelSteps steps{int32_t(resample),
+                   FloatAttr::get(Float64Type::get(&context), rescale),
+                   config.boolean("do_normalize", true),
+                   readTriple(context, config, file, "image_mean", 0.5f),
+                   readTriple(context, config, file, "image_std", 0.5f)};
+  if (llvm::any_of(steps.std.asArrayRef(), [](float s) { return !(s > 0); }))
+    config.fail("image_std must be positive");
+  return steps;
+}
+
 } // namespace
 
 llvm::Expected<ImagePreprocessingAttr>
@@ -113,21 +146,7 @@ mlir::tfm::readImagePreprocessing(MLIRContext &context,
       crop = *size;
   if (crop.shortestEdge)
     config.fail("a crop_size is a height and a width");
-  int64_t resample = config.integer("resample", 2);
-  if (resample < 0 || resample > 5)
-    config.fail("resample " + llvm::Twine(resample) +
-                " is not one of Pillow's filters (0 to 5)");
-  double rescale = config.boolean("do_rescale", true)
-                       ? config.number("rescale_factor", 1.0 / 255)
-                       : 0.0;
-  if (!(rescale >= 0.0))
-    config.fail("rescale_factor must not be negative");
-  bool normalize = config.boolean("do_normalize", true);
-  DenseF32ArrayAttr mean =
-      readTriple(context, config, *file, "image_mean", 0.5f);
-  DenseF32ArrayAttr std = readTriple(context, config, *file, "image_std", 0.5f);
-  if (llvm::any_of(std.asArrayRef(), [](float s) { return !(s > 0); }))
-    config.fail("image_std must be positive");
+  PixelSteps pixels = readPixelSteps(context, config, *file, /*resample=*/2);
   if (llvm::Error err = config.takeError())
     return std::move(err);
   // What comes out must be what the model takes.
@@ -144,9 +163,8 @@ mlir::tfm::readImagePreprocessing(MLIRContext &context,
                      " (config.json's image_size)");
   return getCheckedAttr<ImagePreprocessingAttr>(
       path, &context, resize.height, resize.width, resize.shortestEdge,
-      int32_t(resample), crop.height, crop.width,
-      FloatAttr::get(Float64Type::get(&context), rescale), normalize, mean, std,
-      DenseI64ArrayAttr(),
+      pixels.resample, crop.height, crop.width, pixels.rescale,
+      pixels.normalize, pixels.mean, pixels.std, DenseI64ArrayAttr(),
       /*longestEdge=*/int64_t(0), /*splitTiles=*/false);
 }
 
@@ -188,21 +206,7 @@ llvm::Expected<ImagePreprocessingAttr> mlir::tfm::readIdefics3Preprocessing(
   int64_t tile = readLongestEdge(config, "max_image_size");
   bool split = config.boolean("do_image_splitting", true);
   // Idefics3ImageProcessor's default filter is Lanczos.
-  int64_t resample = config.integer("resample", 1);
-  if (resample < 0 || resample > 5)
-    config.fail("resample " + llvm::Twine(resample) +
-                " is not one of Pillow's filters (0 to 5)");
-  double rescale = config.boolean("do_rescale", true)
-                       ? config.number("rescale_factor", 1.0 / 255)
-                       : 0.0;
-  if (!(rescale >= 0.0))
-    config.fail("rescale_factor must not be negative");
-  bool normalize = config.boolean("do_normalize", true);
-  DenseF32ArrayAttr mean =
-      readTriple(context, config, *file, "image_mean", 0.5f);
-  DenseF32ArrayAttr std = readTriple(context, config, *file, "image_std", 0.5f);
-  if (llvm::any_of(std.asArrayRef(), [](float s) { return !(s > 0); }))
-    config.fail("image_std must be positive");
+  PixelSteps pixels = readPixelSteps(context, config, *file, /*resample=*/1);
   if (llvm::Error err = config.takeError())
     return std::move(err);
   if (tile != tileSize)
@@ -212,53 +216,71 @@ llvm::Expected<ImagePreprocessingAttr> mlir::tfm::readIdefics3Preprocessing(
                      llvm::Twine(tileSize) + ")");
   return getCheckedAttr<ImagePreprocessingAttr>(
       path, &context, /*resizeHeight=*/tile, /*resizeWidth=*/tile,
-      /*shortestEdge=*/int64_t(0), int32_t(resample),
-      /*cropHeight=*/int64_t(0), /*cropWidth=*/int64_t(0),
-      FloatAttr::get(Float64Type::get(&context), rescale), normalize, mean, std,
-      DenseI64ArrayAttr(), longest, split);
+      /*shortestEdge=*/int64_t(0), pixels.resample,
+      /*cropHeight=*/int64_t(0), /*cropWidth=*/int64_t(0), pixels.rescale,
+      pixels.normalize, pixels.mean, pixels.std, DenseI64ArrayAttr(), longest,
+      split);
 }
 
 namespace {
 
-/// A file's mean and std (three numbers each, the std positive) with a
-/// resize: to the shortest edge and a centered crop (CLIP's), or to a
-/// square.
+/// How a file that gives only the mean and std sizes its images.
+enum class Sizing {
+  clipCrop,     // the shortest edge, then a centered crop (bicubic)
+  square,       // squashed to the square (bilinear)
+  idefics3Tiles // the longest edge, then tiles and the whole (Lanczos)
+};
+
+/// A file's mean and std (three numbers each, the std positive) with its
+/// sizing; `longestEdge` for Idefics3's tiles.
 llvm::Expected<ImagePreprocessingAttr>
 meanStdPreprocessing(MLIRContext &context, llvm::StringRef source,
                      int64_t imageSize, llvm::ArrayRef<float> mean,
-                     llvm::ArrayRef<float> std, bool cropShortestEdge) {
+                     llvm::ArrayRef<float> std, Sizing sizing,
+                     int64_t longestEdge = 0) {
   if (mean.size() != 3 || std.size() != 3 ||
       llvm::any_of(std, [](float s) { return !(s > 0); }))
     return makeError(source + ": the image mean and std must be three "
                               "numbers each (R, G, B), the std positive");
   // Pillow's filter numbers.
-  constexpr int32_t kBilinear = 2, kBicubic = 3;
-  int64_t square = cropShortestEdge ? 0 : imageSize;
-  int64_t crop = cropShortestEdge ? imageSize : 0;
+  constexpr int32_t kLanczos = 1, kBilinear = 2, kBicubic = 3;
+  bool crop = sizing == Sizing::clipCrop;
+  int64_t square = crop ? 0 : imageSize, cropped = crop ? imageSize : 0;
+  int32_t resample = crop                       ? kBicubic
+                     : sizing == Sizing::square ? kBilinear
+                                                : kLanczos;
   return getCheckedAttr<ImagePreprocessingAttr>(
       source, &context, /*resizeHeight=*/square, /*resizeWidth=*/square,
-      /*shortestEdge=*/crop, cropShortestEdge ? kBicubic : kBilinear, crop,
-      crop, FloatAttr::get(Float64Type::get(&context), 1.0 / 255),
+      /*shortestEdge=*/cropped, resample, cropped, cropped,
+      FloatAttr::get(Float64Type::get(&context), 1.0 / 255),
       /*normalize=*/true, DenseF32ArrayAttr::get(&context, mean),
-      DenseF32ArrayAttr::get(&context, std), DenseI64ArrayAttr(),
-      /*longestEdge=*/int64_t(0), /*splitTiles=*/false);
+      DenseF32ArrayAttr::get(&context, std), DenseI64ArrayAttr(), longestEdge,
+      /*splitTiles=*/sizing == Sizing::idefics3Tiles);
 }
 
 } // namespace
+
+llvm::Expected<ImagePreprocessingAttr> mlir::tfm::idefics3ImagePreprocessing(
+    MLIRContext &context, llvm::StringRef source, int64_t tileSize,
+    int64_t longestEdge, llvm::ArrayRef<float> mean,
+    llvm::ArrayRef<float> std) {
+  return meanStdPreprocessing(context, source, tileSize, mean, std,
+                              Sizing::idefics3Tiles, longestEdge);
+}
 
 llvm::Expected<ImagePreprocessingAttr>
 mlir::tfm::clipImagePreprocessing(MLIRContext &context, llvm::StringRef source,
                                   int64_t imageSize, llvm::ArrayRef<float> mean,
                                   llvm::ArrayRef<float> std) {
   return meanStdPreprocessing(context, source, imageSize, mean, std,
-                              /*cropShortestEdge=*/true);
+                              Sizing::clipCrop);
 }
 
 llvm::Expected<ImagePreprocessingAttr> mlir::tfm::squareImagePreprocessing(
     MLIRContext &context, llvm::StringRef source, int64_t imageSize,
     llvm::ArrayRef<float> mean, llvm::ArrayRef<float> std) {
   return meanStdPreprocessing(context, source, imageSize, mean, std,
-                              /*cropShortestEdge=*/false);
+                              Sizing::square);
 }
 
 llvm::Expected<ImagePreprocessingAttr>

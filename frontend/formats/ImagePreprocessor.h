@@ -33,6 +33,14 @@ llvm::Expected<ImagePreprocessingAttr>
 readIdefics3Preprocessing(MLIRContext &context, llvm::StringRef directory,
                           int64_t tileSize);
 
+/// Idefics3ImageProcessor's steps as SmolVLM's published processor has
+/// them: resized to `longestEdge` (Lanczos), cut into `tileSize` tiles
+/// plus the whole, 1/255, then (x - mean) / std per channel; for
+/// llama.cpp's Idefics3 mmproj files, as clipImagePreprocessing.
+llvm::Expected<ImagePreprocessingAttr> idefics3ImagePreprocessing(
+    MLIRContext &context, llvm::StringRef source, int64_t tileSize,
+    int64_t longestEdge, llvm::ArrayRef<float> mean, llvm::ArrayRef<float> std);
+
 /// CLIPImageProcessor's steps as LLaVA's preprocessor_config.json gives
 /// them: the shortest edge resized to `imageSize` (bicubic), the centered
 /// square of that size cropped, 1/255, then (x - mean) / std per channel.

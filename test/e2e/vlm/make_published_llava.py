@@ -78,6 +78,26 @@ def add_tower_layers(add, vm, vision, **norm):
             add(f"{at}{name}.bias", w)
 
 
+def add_llama_text(add, lm, head, text, q, kv):
+    """A LLaMA text model's tensors under `lm` (its head under `head`):
+    `q` and `kv` rows of the attention's projections."""
+    d, inner, vocab = (text["hidden_size"], text["intermediate_size"],
+                       text["vocab_size"])
+    add(lm + "embed_tokens.weight", vocab, d)
+    add(head + "weight", vocab, d)
+    add(lm + "norm.weight", d, norm=True)
+    for i in range(text["num_hidden_layers"]):
+        at = f"{lm}layers.{i}."
+        for proj, rows in (("q", q), ("k", kv), ("v", kv)):
+            add(f"{at}self_attn.{proj}_proj.weight", rows, d)
+        add(f"{at}self_attn.o_proj.weight", d, q)
+        add(at + "mlp.gate_proj.weight", inner, d)
+        add(at + "mlp.up_proj.weight", inner, d)
+        add(at + "mlp.down_proj.weight", d, inner)
+        add(at + "input_layernorm.weight", d, norm=True)
+        add(at + "post_attention_layernorm.weight", d, norm=True)
+
+
 def main():
     name, out = sys.argv[1:3]
     with open(os.path.join(HERE, "published", name + ".json")) as f:
@@ -113,23 +133,11 @@ def main():
         values = rng.standard_normal(shape) * 0.2
         tensors[tensor_name] = as_bf16(values + 1 if norm else values)
 
-    d, inner, vocab = (text["hidden_size"], text["intermediate_size"],
-                       text["vocab_size"])
+    d = text["hidden_size"]
     heads = text["num_attention_heads"]
     kv = d // heads * text.get("num_key_value_heads", heads)
-    lm = "language_model.model."
-    add(lm + "embed_tokens.weight", vocab, d)
-    add("language_model.lm_head.weight", vocab, d)
-    add(lm + "norm.weight", d, norm=True)
-    for i in range(text["num_hidden_layers"]):
-        at = f"{lm}layers.{i}."
-        for proj, rows in (("q", d), ("k", kv), ("v", kv), ("o", d)):
-            add(f"{at}self_attn.{proj}_proj.weight", rows, d)
-        add(at + "mlp.gate_proj.weight", inner, d)
-        add(at + "mlp.up_proj.weight", inner, d)
-        add(at + "mlp.down_proj.weight", d, inner)
-        add(at + "input_layernorm.weight", d, norm=True)
-        add(at + "post_attention_layernorm.weight", d, norm=True)
+    add_llama_text(add, "language_model.model.", "language_model.lm_head.",
+                   text, d, kv)
 
     w, p = vision["hidden_size"], vision["patch_size"]
     tokens = (vision["image_size"] // p) ** 2 + 1
@@ -286,23 +294,9 @@ def write_idefics3(config, out):
         values = rng.standard_normal(shape) * 0.2
         tensors[tensor_name] = as_bf16(values + 1 if norm else values)
 
-    d, inner, vocab = (text["hidden_size"], text["intermediate_size"],
-                       text["vocab_size"])
+    d = text["hidden_size"]
     q, kv = 4 * 16, 2 * 16
-    lm = "model.text_model."
-    add(lm + "embed_tokens.weight", vocab, d)
-    add("lm_head.weight", vocab, d)
-    add(lm + "norm.weight", d, norm=True)
-    for i in range(text["num_hidden_layers"]):
-        at = f"{lm}layers.{i}."
-        for proj, rows in (("q", q), ("k", kv), ("v", kv)):
-            add(f"{at}self_attn.{proj}_proj.weight", rows, d)
-        add(f"{at}self_attn.o_proj.weight", d, q)
-        add(at + "mlp.gate_proj.weight", inner, d)
-        add(at + "mlp.up_proj.weight", inner, d)
-        add(at + "mlp.down_proj.weight", d, inner)
-        add(at + "input_layernorm.weight", d, norm=True)
-        add(at + "post_attention_layernorm.weight", d, norm=True)
+    add_llama_text(add, "model.text_model.", "lm_head.", text, q, kv)
     w, p = vision["hidden_size"], vision["patch_size"]
     vm = "model.vision_model."
     add(vm + "embeddings.patch_embedding.weight", w, 3, p, p)

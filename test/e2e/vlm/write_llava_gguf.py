@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Writes a llava, llava_next or gemma3 folder (make_llava_goldens.py's,
-make_llava_next_goldens.py's, make_gemma3_goldens.py's) as llama.cpp keeps
-a LLaVA 1.5, LLaVA-NeXT or Gemma 3 model: a text GGUF and an mmproj GGUF,
-with the standard library only (CI has no NumPy), for llava-gguf.test and
-gemma3.test.
+"""Writes a llava, llava_next, gemma3 or idefics3 folder
+(make_llava_goldens.py's, make_llava_next_goldens.py's,
+make_gemma3_goldens.py's, make_idefics3_goldens.py's) as llama.cpp keeps a
+LLaVA 1.5, LLaVA-NeXT, Gemma 3 or Idefics3 / SmolVLM model: a text GGUF and
+an mmproj GGUF, with the standard library only (CI has no NumPy), for
+llava-gguf.test and gemma3.test.
 
 The text file is what convert_hf_to_gguf.py writes for
 LlavaForConditionalGeneration (conversion/llama.py at de3ff81): text_config
@@ -26,6 +27,14 @@ SpecialVocab takes from config.json (text_config's bos, eos and pad ids)
 and tokenizer_config.json (add_bos_token, add_eos_token). It writes no
 sliding_window_pattern (llama.cpp then takes 6; --set can add one), and
 no key scales the local layers' RoPE (llama.cpp: unscaled).
+
+Idefics3's (and SmolVLM's) text file is what it writes for
+Idefics3ForConditionalGeneration (conversion/llama.py at de3ff81,
+LlamaModel) had text_config's "architectures" been VLlama3ForCausalLM's
+(without it the converter refuses the folder): LLaVA's, with
+"text_model." dropped from the names (model.text_model.* as model.*,
+lm_head.weight kept, as LlamaModel.filter_tensors does) and the vision
+tower's and the connector's tensors left out.
 
 The mmproj file is what the legacy
 tools/mtmd/legacy-models/convert_image_encoder_to_gguf.py writes from a
@@ -73,8 +82,28 @@ an F32 folder, its default --outtype auto being F16 there:
   * F16 for mm.input_projection.weight always and (unless --use-f32, the
     converter's --outtype f32) the blocks' matrices; F32 for the
     embeddings (patch, its bias, positions) and the rest.
+
+Idefics3's mmproj file is what convert_hf_to_gguf.py --mmproj writes
+(conversion/smolvlm.py at de3ff81, SmolVLMModel over base.py's
+MmprojModel) from an F32 folder, vision_config over Idefics3VisionConfig's
+defaults:
+  * Gemma 3's keys to clip.vision.image_std (image_size the tile's:
+    vision_config's), then clip.projector_type "idefics3",
+    clip.vision.attention.layer_norm_epsilon,
+    clip.vision.projector.scale_factor (the top level's scale_factor, 2
+    where absent), clip.use_gelu true (tanh) and
+    clip.vision.preproc_image_size (the preprocessor's size.longest_edge,
+    else image_size);
+  * names: Gemma 3's for the SigLIP tower (model.vision_model.*), the
+    connector's modality_projection.proj.weight as mm.model.fc.weight
+    (transformers' [text, vision * scale_factor^2] as it is: x @ W^T, no
+    bias); nothing permuted;
+  * F16 (unless --use-f32) for the blocks' matrices and
+    mm.model.fc.weight; F32 for the embeddings (patch, its bias,
+    positions) and the rest.
 --f32-everywhere writes F32 throughout (a GGUF file may; the converters
-do not), so that a test can compare within 1e-4.
+do not, but Idefics3's with --outtype f32), so that a test can compare
+within 1e-4.
 
     write_llava_gguf.py text OUT.gguf FOLDER TOKENIZER_BIN [--type T]
         [--set KEY=JSON]
@@ -112,6 +141,11 @@ SIGLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072,
                    "num_hidden_layers": 12, "num_attention_heads": 12,
                    "image_size": 224, "patch_size": 16,
                    "layer_norm_eps": 1e-6}
+# Idefics3VisionConfig's (SmolVLMVisionConfig's are the same).
+IDEFICS3_VISION_DEFAULTS = {"hidden_size": 1152, "intermediate_size": 3072,
+                            "num_hidden_layers": 12,
+                            "num_attention_heads": 16, "image_size": 224,
+                            "patch_size": 32, "layer_norm_eps": 1e-6}
 CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
 CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
 
@@ -126,6 +160,24 @@ def is_gemma3(config):
     return config.get("model_type") == "gemma3"
 
 
+def is_idefics3(config):
+    return config.get("model_type") in ("idefics3", "smolvlm")
+
+
+def text_tensors(config, tensors):
+    """The text model's tensors under the names LLaMA's (and Gemma's) map
+    takes."""
+    if is_idefics3(config):
+        # LlamaModel.filter_tensors drops "text_model." (lm_head.weight
+        # kept); TextModel.filter_tensors the tower's and the connector's.
+        return {name.replace("text_model.", ""): value
+                for name, value in tensors.items()
+                if "vision_" not in name and "model.connector." not in name}
+    return {name.replace("language_model.", ""): value
+            for name, value in tensors.items()
+            if name.startswith("language_model.")}
+
+
 def text(args):
     config, tensors = read(args.llava)
     gemma3 = is_gemma3(config)
@@ -134,10 +186,8 @@ def text(args):
                    **config["text_config"]}
     text_config.setdefault("num_key_value_heads",
                            text_config["num_attention_heads"])
-    text_tensors = {name.replace("language_model.", ""): value
-                    for name, value in tensors.items()
-                    if name.startswith("language_model.")}
-    hp, weights = write_gguf.convert_hf(text_config, text_tensors, arch)
+    hp, weights = write_gguf.convert_hf(text_config,
+                                        text_tensors(config, tensors), arch)
     vocab = next(s[0] for n, s, _ in weights if n == "token_embd.weight")
     if gemma3:
         # Gemma3Model keeps the tokenizer's rows (its vocab_size) of
@@ -297,50 +347,97 @@ def preprocessing(directory):
     return merged
 
 
-def gemma3_mmproj(args, config, tensors):
-    """Gemma3VisionModel's metadata and (name, shape, type, values)."""
-    vision = {**SIGLIP_DEFAULTS, **config["vision_config"]}
-    text_config = {**GEMMA3_TEXT_DEFAULTS, **config.get("text_config", {})}
-    pre = preprocessing(args.llava)
-    image_size, patch_size = vision["image_size"], vision["patch_size"]
-    metadata = {
+# A SigLIP tower's tensors (names after the tower's prefix) in an mmproj
+# file of convert_hf_to_gguf.py --mmproj: fc1 as ffn_up and fc2 as
+# ffn_down (not swapped); no class embedding, no pre_ln.
+SIGLIP_NAMES = {"embeddings.patch_embedding.weight": "v.patch_embd.weight",
+                "embeddings.patch_embedding.bias": "v.patch_embd.bias",
+                "embeddings.position_embedding.weight":
+                    "v.position_embd.weight",
+                "post_layernorm.weight": "v.post_ln.weight",
+                "post_layernorm.bias": "v.post_ln.bias"}
+SIGLIP_LAYER_NAMES = {"self_attn.q_proj": "attn_q",
+                      "self_attn.k_proj": "attn_k",
+                      "self_attn.v_proj": "attn_v",
+                      "self_attn.out_proj": "attn_out",
+                      "layer_norm1": "ln1", "layer_norm2": "ln2",
+                      "mlp.fc1": "ffn_up", "mlp.fc2": "ffn_down"}
+
+
+def siglip_name(name, tower, model):
+    """The mmproj name of a SigLIP tower's tensor (`tower` the prefix of
+    its names), None for one outside the tower or in SigLIP's pooling
+    head (which the file leaves out)."""
+    if not name.startswith(tower) or name.startswith(tower + "head."):
+        return None
+    rest = name[len(tower):]
+    target = SIGLIP_NAMES.get(rest)
+    if rest.startswith("encoder.layers."):
+        layer, part = rest[len("encoder.layers."):].split(".", 1)
+        part, kind = part.rsplit(".", 1)
+        if part in SIGLIP_LAYER_NAMES:
+            target = f"v.blk.{layer}.{SIGLIP_LAYER_NAMES[part]}.{kind}"
+    if target is None:
+        sys.exit(f"{name}: no name in {model}'s mmproj file")
+    return target
+
+
+def mmproj_type(args, name, target, shape):
+    """The type convert_hf_to_gguf.py --mmproj gives a tensor of an F32
+    folder in Gemma 3's and Idefics3's files (Gemma 3's always-F16
+    mm.input_projection.weight aside): F32 for the embeddings (an HF name
+    with ".embeddings.", which both force), vectors and norms' weights;
+    F16 (--outtype auto) or F32 (--use-f32: --outtype f32) for the other
+    matrices; F32 throughout with --f32-everywhere."""
+    if args.f32_everywhere or ".embeddings." in name or len(shape) == 1 \
+            or target.endswith("_norm.weight"):
+        return "F32"
+    return "F32" if args.use_f32 else "F16"
+
+
+def mmproj_metadata(args, general_name, vision, text_hidden, pre):
+    """What MmprojModel.set_gguf_parameters writes for a vision tower,
+    after general.type (and the fixture's general.name): the model's own
+    keys follow."""
+    return {
         "general.architecture": "clip",
         "general.alignment": write_gguf.ALIGNMENT,
         "general.type": "mmproj",
         # --outtype auto on F32 weights is F16; --use-f32 is --outtype f32.
         "general.file_type": 0 if args.use_f32 or args.f32_everywhere else 1,
-        "general.name": "gemma3 fixture",
+        "general.name": general_name,
         "clip.has_vision_encoder": True,
-        "clip.vision.projection_dim": text_config["hidden_size"],
-        "clip.vision.image_size": image_size,
-        "clip.vision.patch_size": patch_size,
+        "clip.vision.projection_dim": text_hidden,
+        "clip.vision.image_size": vision["image_size"],
+        "clip.vision.patch_size": vision["patch_size"],
         "clip.vision.embedding_length": vision["hidden_size"],
         "clip.vision.feed_forward_length": vision["intermediate_size"],
         "clip.vision.block_count": vision["num_hidden_layers"],
         "clip.vision.attention.head_count": vision["num_attention_heads"],
         "clip.vision.image_mean": [float(v) for v in pre["image_mean"]],
         "clip.vision.image_std": [float(v) for v in pre["image_std"]],
+    }
+
+
+def gemma3_mmproj(args, config, tensors):
+    """Gemma3VisionModel's metadata and (name, shape, type, values)."""
+    vision = {**SIGLIP_DEFAULTS, **config["vision_config"]}
+    text_config = {**GEMMA3_TEXT_DEFAULTS, **config.get("text_config", {})}
+    pre = preprocessing(args.llava)
+    image_size, patch_size = vision["image_size"], vision["patch_size"]
+    metadata = mmproj_metadata(args, "gemma3 fixture", vision,
+                               text_config["hidden_size"], pre)
+    metadata.update({
         "clip.projector_type": "gemma3",
         "clip.vision.attention.layer_norm_epsilon":
             float(vision["layer_norm_eps"]),
         "clip.use_gelu": True,
-    }
+    })
     # The pooling's kernel, written where it is not mtmd's 4 (tiny models).
     per_side = int(pre.get("image_seq_length", 256) ** 0.5)
     scale = (image_size // patch_size) // per_side
     if scale > 0 and scale != 4:
         metadata["clip.vision.projector.scale_factor"] = scale
-    tower = "vision_tower.vision_model."
-    renames = {"embeddings.patch_embedding.weight": "v.patch_embd.weight",
-               "embeddings.patch_embedding.bias": "v.patch_embd.bias",
-               "embeddings.position_embedding.weight":
-                   "v.position_embd.weight",
-               "post_layernorm.weight": "v.post_ln.weight",
-               "post_layernorm.bias": "v.post_ln.bias"}
-    parts = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
-             "self_attn.v_proj": "attn_v", "self_attn.out_proj": "attn_out",
-             "layer_norm1": "ln1", "layer_norm2": "ln2",
-             "mlp.fc1": "ffn_up", "mlp.fc2": "ffn_down"}
     out = []
     for name, (shape, values) in tensors.items():
         if name == "multi_modal_projector.mm_input_projection_weight":
@@ -348,34 +445,55 @@ def gemma3_mmproj(args, config, tensors):
         elif name == "multi_modal_projector.mm_soft_emb_norm.weight":
             target = "mm.soft_emb_norm.weight"
             values = [v + 1.0 for v in values]  # Gemma's 1 + w
-        elif name.startswith(tower) and not name.startswith(tower + "head."):
-            rest = name[len(tower):]
-            target = renames.get(rest)
-            if rest.startswith("encoder.layers."):
-                layer, part = rest[len("encoder.layers."):].split(".", 1)
-                part, kind = part.rsplit(".", 1)
-                if part in parts:
-                    target = f"v.blk.{layer}.{parts[part]}.{kind}"
+        else:  # the text model's, and SigLIP's pooling head: None
+            target = siglip_name(name, "vision_tower.vision_model.",
+                                 "Gemma 3")
             if target is None:
-                sys.exit(f"{name}: no name in Gemma 3's mmproj file")
-        else:  # the text model's, and SigLIP's pooling head
-            continue
-        if args.f32_everywhere:
-            wanted = "F32"
-        elif "input_projection" in name:
+                continue
+        if "input_projection" in name and not args.f32_everywhere:
             wanted = "F16"
-        elif ".embeddings." in name or len(shape) == 1 or \
-                target.endswith("_norm.weight"):
-            wanted = "F32"
         else:
-            wanted = "F32" if args.use_f32 else "F16"
+            wanted = mmproj_type(args, name, target, shape)
         out.append((target, shape, wanted, values))
+    return metadata, out
+
+
+def idefics3_mmproj(args, config, tensors):
+    """SmolVLMModel's metadata and (name, shape, type, values)."""
+    vision = {**IDEFICS3_VISION_DEFAULTS, **config["vision_config"]}
+    pre = preprocessing(args.llava)
+    # MmprojModel's n_embd_text: text_config over the top level.
+    text_hidden = {**config, **config.get("text_config", {})}["hidden_size"]
+    metadata = mmproj_metadata(args, "idefics3 fixture", vision, text_hidden,
+                               pre)
+    metadata.update({
+        "clip.projector_type": "idefics3",
+        "clip.vision.attention.layer_norm_epsilon":
+            float(vision["layer_norm_eps"]),
+        "clip.vision.projector.scale_factor": config.get("scale_factor", 2),
+        "clip.use_gelu": True,
+        # The longest edge images are resized to before their tiles are
+        # cut (without it mtmd takes its legacy, letterboxing path).
+        "clip.vision.preproc_image_size":
+            pre.get("size", {}).get("longest_edge", vision["image_size"]),
+    })
+    out = []
+    for name, (shape, values) in tensors.items():
+        if name == "model.connector.modality_projection.proj.weight":
+            target = "mm.model.fc.weight"
+        else:  # the text model's: None
+            target = siglip_name(name, "model.vision_model.", "Idefics3")
+            if target is None:
+                continue
+        out.append((target, shape, mmproj_type(args, name, target, shape),
+                    values))
     return metadata, out
 
 
 def mmproj(args):
     config, tensors = read(args.llava)
-    convert = gemma3_mmproj if is_gemma3(config) else llava_mmproj
+    convert = gemma3_mmproj if is_gemma3(config) else \
+        idefics3_mmproj if is_idefics3(config) else llava_mmproj
     metadata, tensors_out = convert(args, config, tensors)
     write_gguf.apply_settings(metadata, args.set)
     out = []
