@@ -48,6 +48,18 @@ between <start_of_image> and <end_of_image> (289 positions): tfmc's
 executable with --pixels against transformers 4.50's
 Gemma3ForConditionalGeneration as make_gemma3_goldens.py transcribes it
 onto 4.40's SigLIP and Gemma (f32; its image rows attending both ways).
+
+With --smolvlm, SmolVLM-256M-Instruct's shape whole (published/: the
+SigLIP-base tower at 512 px, 12 layers, each tile's 1024 patches
+shuffled to 64 rows; the 576-wide, 30-layer LLaMA text model; random bf16
+weights) and a 512 px PNG, which Idefics3ImageProcessor resizes to 2048 px
+and cuts into 4 x 4 tiles and the whole (17 tiles, 1088 rows): tfmc's
+executable on the file (decoding, Lanczos resizes, the tiles through
+@encode_image, the processor's tokens around them) against 4.46's
+Idefics3ForConditionalGeneration as make_idefics3_goldens.py transcribes
+it onto 4.40's Idefics2 tower and LLaMA (f32): its preprocessing (PIL's
+Lanczos) and the tower with the connector, then the same and forward()
+of the prompt.
 """
 import argparse
 import json
@@ -219,6 +231,121 @@ def gemma3_bench(args):
            (ours_first, theirs_first))
 
 
+PUBLISHED_SMOLVLM = os.path.join(ROOT, "test", "e2e", "vlm", "published",
+                                 "smolvlm-256m-instruct.json")
+SMOLVLM_PROMPT = ("User:<image>What is in this picture? Tell me about the "
+                  "colors and the shapes.<end_of_utterance>\nAssistant:")
+
+
+def idefics3_reference():
+    """make_idefics3_goldens.py's transcription of 4.46's model, and
+    make_published_llava.py's SmolVLM processor files and tokenizer."""
+    sys.path.insert(0, os.path.join(ROOT, "test", "e2e", "vlm"))
+    import make_idefics3_goldens
+    import make_published_llava
+    return make_idefics3_goldens, make_published_llava
+
+
+def smolvlm_config():
+    with open(PUBLISHED_SMOLVLM) as f:
+        return json.load(f)
+
+
+def make_smolvlm(directory):
+    """SmolVLM-256M-Instruct's shape, random weights saved in bf16 under
+    4.46's names, its processor's files and a tokenizer with its added
+    tokens."""
+    import safetensors.torch
+    import torch
+    if os.path.exists(os.path.join(directory, "config.json")):
+        return
+    goldens, published = idefics3_reference()
+    config = smolvlm_config()
+    torch.manual_seed(0)
+    model = goldens.Idefics3ForConditionalGeneration440(config)
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    with open(os.path.join(directory, "preprocessor_config.json"), "w") as f:
+        json.dump(published.SMOLVLM_PROCESSOR, f, indent=2)
+    with open(os.path.join(directory, "processor_config.json"), "w") as f:
+        json.dump({"image_seq_len": 64}, f)
+    published.write_smolvlm_tokenizer(directory)
+    weights = {k: v.to(torch.bfloat16).contiguous()
+               for k, v in model.state_dict().items()}
+    safetensors.torch.save_file(weights, os.path.join(
+        directory, "model.safetensors"), metadata={"format": "pt"})
+
+
+def smolvlm_ids(config, grid, length):
+    """A prompt of `length` ids with the image's layout for `grid` (the
+    token values other than the image's placeholders do not change the
+    work): BOS, "User:", the tiles, the question."""
+    image = config["image_token_id"]
+    layout = []
+    for r in range(grid[0]):
+        for c in range(grid[1]):
+            layout += [49189, 49153 + r * 6 + c] + [image] * 64
+        layout += [13]
+    layout += [13, 49189, 49152] + [image] * 64 + [49189]
+    head = [1, 59, 118, 104, 117, 30]
+    return head + layout + [60] * (length - len(head) - len(layout))
+
+
+def smolvlm_torch_times(directory, image_path, length, rounds):
+    """The transcription in f32 with the folder's weights: preprocessing,
+    the tower and connector; then preprocessing and the prompt's logits."""
+    import safetensors.torch
+    import torch
+    from PIL import Image
+    torch.set_num_threads(2)
+    goldens, published = idefics3_reference()
+    config = smolvlm_config()
+    model = goldens.Idefics3ForConditionalGeneration440(config)
+    model.load_state_dict({k: v.float() for k, v in
+                           safetensors.torch.load_file(os.path.join(
+                               directory, "model.safetensors")).items()})
+    model.eval()
+    picture = [("image", Image.open(image_path).convert("RGB"))]
+    processor = published.SMOLVLM_PROCESSOR
+    _, grids, _ = goldens.preprocess(picture, processor)
+    ids = torch.tensor(smolvlm_ids(config, grids[0], length))
+    image, first = [], []
+    with torch.no_grad():
+        for _ in range(rounds):
+            start = time.perf_counter()
+            tiles, _, mask = goldens.preprocess(picture, processor)
+            model.image_features(tiles, mask)
+            image.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            tiles, _, mask = goldens.preprocess(picture, processor)
+            model(ids, tiles, mask)
+            first.append(time.perf_counter() - start)
+    return min(image), min(first), len(tiles)
+
+
+def smolvlm_bench(args):
+    directory = os.path.join(args.work, "smolvlm-model")
+    make_smolvlm(directory)
+    image = random_png(os.path.join(args.work, "image-512.png"), 512)
+    prompt = os.path.join(args.work, "smolvlm-prompt.txt")
+    with open(prompt, "w") as f:
+        f.write(SMOLVLM_PROMPT)
+    exe = os.path.join(args.work, "smolvlm")
+    ours_image, ours_first = run_tfmc(
+        exe, [directory], ["--prompt-file", prompt, image, "--print-ids"],
+        args.rounds, context=2048)
+    stats = subprocess.run([exe, "--prompt-file", prompt, image, "-n", "1",
+                            "--stats"], capture_output=True, text=True,
+                           check=True).stderr.strip().splitlines()[-1]
+    length = json.loads(stats)["prompt_tokens"]
+    theirs_image, theirs_first, tiles = smolvlm_torch_times(
+        directory, image, length, args.rounds)
+    report(f"SmolVLM shape (SmolVLM-256M-Instruct), whole; one 512 px "
+           f"image ({tiles} tiles of 512 px, {length} prompt positions)",
+           "PyTorch", (ours_image, theirs_image), (ours_first, theirs_first))
+
+
 def torch_rounds(model, tiles, inputs, rounds):
     """The best of `rounds` (the tower and projector on `tiles`;
     model(**inputs), the prompt with its image), no grad."""
@@ -383,11 +510,17 @@ def main():
     parser.add_argument("--gemma3", action="store_true",
                         help="gemma-3-4b-it's shape and an 896 px image "
                         "instead")
+    parser.add_argument("--smolvlm", action="store_true",
+                        help="SmolVLM-256M-Instruct's shape and a 512 px "
+                        "PNG (17 tiles) instead")
     args = parser.parse_args()
     import numpy as np
     os.makedirs(args.work, exist_ok=True)
     if args.gemma3:
         gemma3_bench(args)
+        return
+    if args.smolvlm:
+        smolvlm_bench(args)
         return
     directory = os.path.join(args.work, "next-model" if args.next
                              else "model")
