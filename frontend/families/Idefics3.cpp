@@ -136,14 +136,7 @@ void mlir::tfm::renameIdefics3Weights(WeightStore &store) {
       {{"model.text_model.", "model."},
        {"model.vision_model.", "vision_tower.vision_model."},
        {"model.connector.", "multi_modal_projector."}};
-  std::vector<std::string> names = store.names();
-  for (const std::string &name : names)
-    for (const auto &[from, to] : kRenames)
-      if (llvm::StringRef(name).starts_with(from)) {
-        store.add((to + llvm::StringRef(name).drop_front(from.size())).str(),
-                  store.take(name));
-        break;
-      }
+  renamePrefixes(store, kRenames);
 }
 
 llvm::Error mlir::tfm::addIdefics3Image(MLIRContext &context,

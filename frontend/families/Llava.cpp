@@ -278,9 +278,16 @@ void mlir::tfm::renameLlavaWeights(WeightStore &store) {
        {"model.vision_tower.", "vision_tower."},
        {"model.multi_modal_projector.", "multi_modal_projector."},
        {"model.image_newline", "image_newline"}};
+  renamePrefixes(store, kRenames);
+}
+
+void mlir::tfm::renamePrefixes(
+    WeightStore &store,
+    llvm::ArrayRef<std::pair<llvm::StringLiteral, llvm::StringLiteral>>
+        renames) {
   std::vector<std::string> names = store.names();
   for (const std::string &name : names)
-    for (const auto &[from, to] : kRenames)
+    for (const auto &[from, to] : renames)
       if (llvm::StringRef(name).starts_with(from)) {
         store.add((to + llvm::StringRef(name).drop_front(from.size())).str(),
                   store.take(name));

@@ -78,6 +78,13 @@ void readLlavaConfig(ConfigReader &config, LlavaSpec &spec);
 /// them.
 void renameLlavaWeights(WeightStore &store);
 
+/// Renames every tensor of `store` that starts with a pair's first prefix
+/// to start with its second instead (the first pair that matches).
+void renamePrefixes(
+    WeightStore &store,
+    llvm::ArrayRef<std::pair<llvm::StringLiteral, llvm::StringLiteral>>
+        renames);
+
 /// Whether a (renamed) tensor is the image side's.
 bool isLlavaImageWeight(llvm::StringRef name);
 
