@@ -160,59 +160,42 @@ static int to_tile_multiples(const tfm_rgb_image *in, int64_t side,
   return tfm_resize_rgb(in, width, height, resample, out);
 }
 
-/* Idefics3's tiles of `image` (this file's comment) into `pixels`, each
- * [3, side, side]; `grid`: the tiles down and across, 0 x 0 where the
- * image is one tile. */
-static tfm_status_code split(const tfm_model_desc *desc,
-                             const tfm_rgb_image *image, float **pixels,
-                             int64_t grid[2], int64_t *count,
-                             tfm_status *status) {
-  const tfm_image_preprocessing *p = desc->image_preprocessing;
-  int64_t side = p->resize_height;
-  tfm_rgb_image fitted, whole;
+/* Idefics3's image before it is cut (this file's comment): resized to the
+ * longest edge, then to multiples of the tile's side; 0 when out of
+ * memory. */
+static int to_split(const tfm_image_preprocessing *p,
+                    const tfm_rgb_image *image, tfm_rgb_image *whole) {
+  tfm_rgb_image fitted;
   if (!tfm_resize_longest_edge(p, image, &fitted))
-    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
-                    "out of memory resizing the image");
-  int ok = to_tile_multiples(&fitted, side, p->resample, &whole);
+    return 0;
+  int ok = to_tile_multiples(&fitted, p->resize_height, p->resample, whole);
   free(fitted.pixels);
-  if (!ok)
-    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
-                    "out of memory resizing the image");
-  int one = whole.height <= side && whole.width <= side;
-  grid[0] = one ? 0 : whole.height / side;
-  grid[1] = one ? 0 : whole.width / side;
-  *count = 1 + grid[0] * grid[1];
-  int64_t tile_floats = 3 * side * side;
-  *pixels = _mlir_memref_to_llvm_alloc((size_t)(*count * tile_floats) *
-                                       sizeof **pixels);
-  if (!*pixels) {
-    free(whole.pixels);
-    return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
-                    "out of memory for the image's %lld tiles",
-                    (long long)*count);
-  }
+  return ok;
+}
+
+/* Idefics3's `count` - 1 tiles of `whole` (to_split's), row by row, `grid`
+ * across, then the whole squashed to one by tfm_preprocess_rgb's resize,
+ * each [3, height, width] in `pixels`. */
+static tfm_status_code split(const tfm_model_desc *desc,
+                             const tfm_rgb_image *whole, int64_t columns,
+                             int64_t count, float *pixels, int64_t height,
+                             int64_t width, tfm_status *status) {
+  int64_t side = desc->image_preprocessing->resize_height;
+  int64_t tile_floats = 3 * height * width;
   tfm_status_code code = TFM_OK;
   tfm_rgb_image part;
-  for (int64_t k = 0; k + 1 < *count && code == TFM_OK; ++k) {
-    if (!cut(&whole, k / grid[1] * side, k % grid[1] * side, side, side,
-             &part)) {
-      code = tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+  for (int64_t k = 0; k + 1 < count && code == TFM_OK; ++k) {
+    if (!cut(whole, k / columns * side, k % columns * side, side, side, &part))
+      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                       "out of memory cutting the image's tiles");
-      break;
-    }
-    code = tfm_preprocess_rgb(desc, &part, *pixels + k * tile_floats, side,
-                              side, status);
+    code = tfm_preprocess_rgb(desc, &part, pixels + k * tile_floats, height,
+                              width, status);
     free(part.pixels);
   }
-  /* The whole image last, squashed to a tile by tfm_preprocess_rgb's
-   * resize. */
-  if (code == TFM_OK)
-    code = tfm_preprocess_rgb(
-        desc, &whole, *pixels + (*count - 1) * tile_floats, side, side, status);
-  free(whole.pixels);
   if (code != TFM_OK)
-    _mlir_memref_to_llvm_free(*pixels);
-  return code;
+    return code;
+  return tfm_preprocess_rgb(desc, whole, pixels + (count - 1) * tile_floats,
+                            height, width, status);
 }
 
 tfm_status_code tfm_image_tiles(const tfm_model *model, const uint8_t *data,
@@ -237,28 +220,24 @@ tfm_status_code tfm_image_tiles(const tfm_model *model, const uint8_t *data,
   tfm_rgb_image image;
   if (!tfm_decode_image(data, size, &image, error, sizeof error))
     return tfm_fail(status, TFM_ERROR_IMAGE, "%s", error);
-  if (p->split_tiles) {
-    float *pixels = NULL;
-    int64_t count = 0;
-    tfm_status_code code =
-        height == p->resize_height && width == p->resize_width
-            ? split(desc, &image, &pixels, grid, &count, status)
-            : tfm_fail(status, TFM_ERROR_IMAGE,
-                       "model '%s' takes %lldx%lld tiles, "
-                       "not its preprocessing's",
-                       desc->name, (long long)width, (long long)height);
-    image_size[0] = image.height;
-    image_size[1] = image.width;
-    free(image.pixels);
-    if (code != TFM_OK)
-      return code;
-    tfm_own_f32(tiles, pixels, 4, (const int64_t[]){count, 3, height, width});
-    return tfm_ok(status);
-  }
-  /* The whole, and the tiles of the pinpoint the image fits best. */
+  /* The whole, and the tiles of the pinpoint the image fits best; or
+   * Idefics3's image resized for its tiles, and their grid (none where it
+   * is one tile). */
   int64_t best_h = 0, best_w = 0;
+  tfm_rgb_image whole = {0};
   grid[0] = grid[1] = 0;
-  if (p->num_grid_pinpoints > 0) {
+  if (p->split_tiles) {
+    if (!to_split(p, &image, &whole)) {
+      free(image.pixels);
+      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
+                      "out of memory resizing the image");
+    }
+    int64_t side = p->resize_height;
+    if (whole.height > side || whole.width > side) {
+      grid[0] = whole.height / side;
+      grid[1] = whole.width / side;
+    }
+  } else if (p->num_grid_pinpoints > 0) {
     best_pinpoint(p, image.height, image.width, &best_h, &best_w);
     grid[0] = best_h / p->crop_height;
     grid[1] = best_w / p->crop_width;
@@ -268,18 +247,22 @@ tfm_status_code tfm_image_tiles(const tfm_model *model, const uint8_t *data,
   float *pixels = _mlir_memref_to_llvm_alloc(bytes);
   if (!pixels) {
     free(image.pixels);
+    free(whole.pixels);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY,
                     "out of memory for the image's %lld tiles",
                     (long long)count);
   }
   tfm_status_code code =
-      count == 1 ? tfm_preprocess_longest_edge_first(desc, &image, pixels,
-                                                     height, width, status)
-                 : tile(desc, &image, best_h, best_w, count, pixels, height,
-                        width, status);
+      p->split_tiles
+          ? split(desc, &whole, grid[1], count, pixels, height, width, status)
+      : count == 1 ? tfm_preprocess_longest_edge_first(desc, &image, pixels,
+                                                       height, width, status)
+                   : tile(desc, &image, best_h, best_w, count, pixels, height,
+                          width, status);
   image_size[0] = image.height;
   image_size[1] = image.width;
   free(image.pixels);
+  free(whole.pixels);
   if (code != TFM_OK) {
     _mlir_memref_to_llvm_free(pixels);
     return code;
