@@ -123,30 +123,46 @@ PixelSteps readPixelSteps(MLIRContext &context, ConfigReader &config,
   return steps;
 }
 
+/// `directory`'s preprocessor_config.json (its path into `path`), or none
+/// where the folder has no such file.
+llvm::Expected<std::optional<llvm::json::Object>>
+readPreprocessorFile(llvm::StringRef directory,
+                     llvm::SmallVectorImpl<char> &path) {
+  path.assign(directory.begin(), directory.end());
+  llvm::sys::path::append(path, "preprocessor_config.json");
+  if (!llvm::sys::fs::exists(path))
+    return std::nullopt;
+  llvm::Expected<llvm::json::Object> file =
+      readJsonObjectFile(llvm::StringRef(path.data(), path.size()));
+  if (!file)
+    return file.takeError();
+  return std::optional<llvm::json::Object>(std::move(*file));
+}
+
 } // namespace
 
 llvm::Expected<ImagePreprocessingAttr>
 mlir::tfm::readImagePreprocessing(MLIRContext &context,
                                   llvm::StringRef directory, int64_t imageSize,
                                   bool sizeIsShortestEdge) {
-  llvm::SmallString<256> path(directory);
-  llvm::sys::path::append(path, "preprocessor_config.json");
-  if (!llvm::sys::fs::exists(path))
-    return ImagePreprocessingAttr();
-  llvm::Expected<llvm::json::Object> file = readJsonObjectFile(path);
+  llvm::SmallString<256> path;
+  llvm::Expected<std::optional<llvm::json::Object>> file =
+      readPreprocessorFile(directory, path);
   if (!file)
     return file.takeError();
-  ConfigReader config(*file, path.str().str());
+  if (!*file)
+    return ImagePreprocessingAttr();
+  ConfigReader config(**file, path.str().str());
   SizeField resize, crop;
   if (config.boolean("do_resize", true))
-    resize = readSize(config, *file, "size", sizeIsShortestEdge)
+    resize = readSize(config, **file, "size", sizeIsShortestEdge)
                  .value_or(SizeField{imageSize, imageSize, 0});
   if (config.boolean("do_center_crop", false))
-    if (std::optional<SizeField> size = readSize(config, *file, "crop_size"))
+    if (std::optional<SizeField> size = readSize(config, **file, "crop_size"))
       crop = *size;
   if (crop.shortestEdge)
     config.fail("a crop_size is a height and a width");
-  PixelSteps pixels = readPixelSteps(context, config, *file, /*resample=*/2);
+  PixelSteps pixels = readPixelSteps(context, config, **file, /*resample=*/2);
   if (llvm::Error err = config.takeError())
     return std::move(err);
   // What comes out must be what the model takes.
@@ -192,21 +208,21 @@ int64_t readLongestEdge(ConfigReader &config, llvm::StringRef key) {
 
 llvm::Expected<ImagePreprocessingAttr> mlir::tfm::readIdefics3Preprocessing(
     MLIRContext &context, llvm::StringRef directory, int64_t tileSize) {
-  llvm::SmallString<256> path(directory);
-  llvm::sys::path::append(path, "preprocessor_config.json");
-  if (!llvm::sys::fs::exists(path))
-    return ImagePreprocessingAttr();
-  llvm::Expected<llvm::json::Object> file = readJsonObjectFile(path);
+  llvm::SmallString<256> path;
+  llvm::Expected<std::optional<llvm::json::Object>> file =
+      readPreprocessorFile(directory, path);
   if (!file)
     return file.takeError();
-  ConfigReader config(*file, path.str().str());
+  if (!*file)
+    return ImagePreprocessingAttr();
+  ConfigReader config(**file, path.str().str());
   if (!config.boolean("do_resize", true))
     config.fail("do_resize false (images of any size) is not supported");
   int64_t longest = readLongestEdge(config, "size");
   int64_t tile = readLongestEdge(config, "max_image_size");
   bool split = config.boolean("do_image_splitting", true);
   // Idefics3ImageProcessor's default filter is Lanczos.
-  PixelSteps pixels = readPixelSteps(context, config, *file, /*resample=*/1);
+  PixelSteps pixels = readPixelSteps(context, config, **file, /*resample=*/1);
   if (llvm::Error err = config.takeError())
     return std::move(err);
   if (tile != tileSize)

@@ -78,6 +78,18 @@ def add_tower_layers(add, vm, vision, **norm):
             add(f"{at}{name}.bias", w)
 
 
+def random_tensors():
+    """The tensors of a folder and the function that adds one: random
+    bf16 values (seeded), a norm's scale around 1 with `norm`."""
+    rng = np.random.default_rng(5)
+    tensors = {}
+
+    def add(tensor_name, *shape, norm=False):
+        values = rng.standard_normal(shape) * 0.2
+        tensors[tensor_name] = as_bf16(values + 1 if norm else values)
+    return tensors, add
+
+
 def add_llama_text(add, lm, head, text, q, kv):
     """A LLaMA text model's tensors under `lm` (its head under `head`):
     `q` and `kv` rows of the attention's projections."""
@@ -126,12 +138,7 @@ def main():
         return
 
     text, vision = config["text_config"], config["vision_config"]
-    rng = np.random.default_rng(5)
-    tensors = {}
-
-    def add(tensor_name, *shape, norm=False):
-        values = rng.standard_normal(shape) * 0.2
-        tensors[tensor_name] = as_bf16(values + 1 if norm else values)
+    tensors, add = random_tensors()
 
     d = text["hidden_size"]
     heads = text["num_attention_heads"]
@@ -171,11 +178,7 @@ def write_gemma3(config, out):
     """Gemma 3's tensors under 4.50's names, random bf16: the text model's
     defaults as Gemma3TextConfig has them where the config is silent."""
     text, vision = config["text_config"], config["vision_config"]
-    rng = np.random.default_rng(5)
-    tensors = {}
-
-    def add(tensor_name, *shape):
-        tensors[tensor_name] = as_bf16(rng.standard_normal(shape) * 0.2)
+    tensors, add = random_tensors()
 
     d, inner = text["hidden_size"], text["intermediate_size"]
     heads, kv_heads, head = 8, 4, 256
@@ -287,12 +290,7 @@ def write_idefics3(config, out):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
-    rng = np.random.default_rng(5)
-    tensors = {}
-
-    def add(tensor_name, *shape, norm=False):
-        values = rng.standard_normal(shape) * 0.2
-        tensors[tensor_name] = as_bf16(values + 1 if norm else values)
+    tensors, add = random_tensors()
 
     d = text["hidden_size"]
     q, kv = 4 * 16, 2 * 16
