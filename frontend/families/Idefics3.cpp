@@ -56,9 +56,8 @@ llvm::Expected<int64_t> findTileToken(const LoadedModel &model,
     return makeError(source +
                      ": Idefics3's images need its tokenizer, whose tokens "
                      "the processor writes around an image's tiles");
-  for (size_t id = 0; id < model.tokenizer->pieces.size(); ++id)
-    if (model.tokenizer->pieces[id] == spelling)
-      return int64_t(id);
+  if (std::optional<int64_t> id = model.tokenizer->idOf(spelling))
+    return *id;
   return makeError(model.tokenizerPath + ": the tokenizer has no '" + spelling +
                    "' token, which Idefics3's processor writes around an "
                    "image's tiles");

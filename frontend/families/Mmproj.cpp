@@ -251,9 +251,8 @@ llvm::Expected<int64_t> findToken(const LoadedModel &model,
                                   llvm::StringRef spelling,
                                   llvm::StringRef why) {
   if (model.tokenizer)
-    for (size_t id = 0; id < model.tokenizer->pieces.size(); ++id)
-      if (model.tokenizer->pieces[id] == spelling)
-        return int64_t(id);
+    if (std::optional<int64_t> id = model.tokenizer->idOf(spelling))
+      return *id;
   return makeError("--mmproj " + path +
                    ": the text model's vocabulary has no '" + spelling +
                    "' token " + why);

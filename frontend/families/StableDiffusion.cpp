@@ -281,12 +281,6 @@ llvm::Expected<std::string> readSchedulerLines(llvm::StringRef folder) {
 /// <|endoftext|>, as CLIPTokenizer defaults.
 llvm::Expected<int32_t> readPadToken(llvm::StringRef folder,
                                      const TokenizerVocab &vocab) {
-  auto find = [&](llvm::StringRef spelling) -> std::optional<int32_t> {
-    for (size_t id = 0; id < vocab.pieces.size(); ++id)
-      if (vocab.pieces[id] == spelling)
-        return int32_t(id);
-    return std::nullopt;
-  };
   for (llvm::StringRef file :
        {"special_tokens_map.json", "tokenizer_config.json"}) {
     std::string path = join(folder, file);
@@ -305,13 +299,13 @@ llvm::Expected<int32_t> readPadToken(llvm::StringRef folder,
     if (!spelling)
       return makeError(path + ": pad_token must be a string or an object "
                               "with its content");
-    if (std::optional<int32_t> id = find(*spelling))
-      return *id;
+    if (std::optional<int64_t> id = vocab.idOf(*spelling))
+      return int32_t(*id);
     return makeError(path + ": pad_token '" + *spelling +
                      "' is not in the tokenizer's vocabulary");
   }
-  if (std::optional<int32_t> id = find("<|endoftext|>"))
-    return *id;
+  if (std::optional<int64_t> id = vocab.idOf("<|endoftext|>"))
+    return int32_t(*id);
   return makeError(folder + ": no pad_token, and no <|endoftext|> to pad "
                             "prompts with");
 }

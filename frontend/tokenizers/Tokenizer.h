@@ -21,6 +21,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,13 @@ struct TokenizerVocab {
   /// pieces keep their "<0xAB>" spelling; GPT-2's byte-to-unicode spelling is
   /// undone.
   std::vector<std::string> pieces;
+  /// The id of the token spelled `piece` (the first), or none.
+  std::optional<int64_t> idOf(llvm::StringRef piece) const {
+    for (size_t id = 0; id < pieces.size(); ++id)
+      if (pieces[id] == piece)
+        return int64_t(id);
+    return std::nullopt;
+  }
   std::vector<float> scores;
   /// ByteLevelBpe: (left id, right id, merged id) in rank order.
   std::vector<std::array<int32_t, 3>> merges;
