@@ -736,6 +736,11 @@ mlir::tfm::modelDescription(const CompilationUnit &unit,
   if (auto scale =
           (*unit.module)->getAttrOfType<FloatAttr>(kLogitScaleAttrName))
     description.logitScale = scale.getValueAsDouble();
+  if (auto bias = (*unit.module)->getAttrOfType<FloatAttr>(kLogitBiasAttrName))
+    description.logitBias = bias.getValueAsDouble();
+  if (auto pad =
+          (*unit.module)->getAttrOfType<IntegerAttr>(kTextPadTokenAttrName))
+    description.textPadToken = pad.getInt();
   if (auto token =
           (*unit.module)->getAttrOfType<IntegerAttr>(kImageTokenAttrName))
     description.imageToken = token.getInt();

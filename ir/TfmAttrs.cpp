@@ -16,6 +16,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::tfm;
 
@@ -277,7 +279,11 @@ LogicalResult verifyRecord(Operation *op, NamedAttribute attr) {
     auto scale = dyn_cast<FloatAttr>(attr.getValue());
     if (onModule && scale && scale.getValueAsDouble() > 0)
       return success();
-  } else if (name == kImageTokenAttrName) {
+  } else if (name == kLogitBiasAttrName) {
+    auto bias = dyn_cast<FloatAttr>(attr.getValue());
+    if (onModule && bias && std::isfinite(bias.getValueAsDouble()))
+      return success();
+  } else if (name == kImageTokenAttrName || name == kTextPadTokenAttrName) {
     auto token = dyn_cast<IntegerAttr>(attr.getValue());
     if (onModule && token && token.getInt() >= 0)
       return success();

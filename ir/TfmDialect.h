@@ -45,6 +45,16 @@ inline int64_t checkpointBlockColumns(llvm::StringRef dtype) {
 /// On the module of a CLIP model: the scale of its text-image similarities,
 /// exp(logit_scale) (a positive FloatAttr).
 inline constexpr llvm::StringLiteral kLogitScaleAttrName = "tfm.logit_scale";
+/// On the module of a SigLIP model: the bias of its text-image scores
+/// (a FloatAttr), which are each pair's sigmoid(scale · cosine + bias)
+/// rather than CLIP's softmax over the texts.
+inline constexpr llvm::StringLiteral kLogitBiasAttrName = "tfm.logit_bias";
+/// On the module of a model whose texts are padded to its context with
+/// this token id (an IntegerAttr) wherever the runtime tokenizes them:
+/// SigLIP's processor is called with padding="max_length", and its text
+/// tower pools its last position.
+inline constexpr llvm::StringLiteral kTextPadTokenAttrName =
+    "tfm.text_pad_token";
 /// On the module of a vision-language model (LLaVA): the placeholder token
 /// id (a non-negative IntegerAttr) whose positions in a prompt take the
 /// rows of @encode_image instead of their embeddings (tfm-kv-cache then

@@ -395,7 +395,7 @@ std::string sseEvent(const json &data) {
 namespace {
 
 /// A vision-language model's images in chats (ImageInputs.h): each file's
-/// rows and ids as tfm_image_tokens_grid and tfm_image_prompt_ids make them
+/// rows and ids as tfm_image_tokens_memory and tfm_image_prompt_ids make them
 /// (decoded, preprocessed or tiled as the model's processor does, through
 /// @encode_image). The call runs beside the engine's steps (the runtime's pool
 /// takes one job at a time).
@@ -425,9 +425,9 @@ void acceptImages(tfm_model *model, ServedModel &served) {
     tfm_tensor out = {};
     tfm_status status;
     int64_t grid[2] = {0, 0};
-    if (tfm_image_tokens_grid(model,
-                              reinterpret_cast<const uint8_t *>(file.data()),
-                              file.size(), &out, grid, &status) != TFM_OK)
+    if (tfm_image_tokens_memory(model,
+                                reinterpret_cast<const uint8_t *>(file.data()),
+                                file.size(), &out, grid, &status) != TFM_OK)
       return status.message;
     const float *data = static_cast<const float *>(out.data);
     int64_t count = out.shape[0];

@@ -571,6 +571,13 @@ void writeModelDesc(llvm::raw_ostream &os, const ModelDescription &model,
   if (model.logitScale > 0)
     os << "    .logit_scale = " << llvm::formatv("{0:e9}f", model.logitScale)
        << ",\n";
+  if (model.logitBias)
+    os << "    .sigmoid_scores = 1,\n"
+       << "    .logit_bias = " << llvm::formatv("{0:e9}f", *model.logitBias)
+       << ",\n";
+  if (model.textPadToken)
+    os << "    .pad_texts = 1,\n"
+       << "    .text_pad_token = " << *model.textPadToken << ",\n";
   if (model.imageToken >= 0)
     os << "    .image_token = " << model.imageToken << ",\n";
   if (model.imageRowsBidirectional)
@@ -852,7 +859,7 @@ llvm::Error mlir::tfm::linkModel(ModuleOp module, WeightLookup weights,
       if (media)
         args.append(
             {"-Wl,--undefined=tfm_image_load",
-             "-Wl,--undefined=tfm_image_tokens_grid",
+             "-Wl,--undefined=tfm_image_tokens",
              "-Wl,--undefined=tfm_audio_load", "-Wl,--undefined=tfm_audio_read",
              "-Wl,--undefined=tfm_image_write_png",
              "-Wl,--undefined=tfm_image_read", options.runtimeMediaLibrary});

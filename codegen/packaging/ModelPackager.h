@@ -86,6 +86,10 @@ struct ModelDescription {
   int64_t vocabSize = 0, maxContext = 0;
   /// CLIP's similarity scale (tfm.logit_scale); 0: none.
   double logitScale = 0;
+  /// SigLIP's score bias (tfm.logit_bias): its scores are sigmoids.
+  std::optional<double> logitBias;
+  /// The token texts are padded to the context with (tfm.text_pad_token).
+  std::optional<int64_t> textPadToken;
   /// A vision-language model's image placeholder (tfm.image_token); -1:
   /// none.
   int64_t imageToken = -1;

@@ -201,11 +201,79 @@ llvm::Error recordTowers(MLIRContext &context, const ClipSpec &spec,
   return llvm::Error::success();
 }
 
+/// The checkpoint's scalar `name` (CLIPModel's and SiglipModel's
+/// logit_scale, SiglipModel's logit_bias), checked finite.
+llvm::Expected<double> readScalar(const WeightStore &weights,
+                                  llvm::StringRef checkpoint,
+                                  llvm::StringRef name, llvm::StringRef model) {
+  const WeightTensor *scalar = weights.lookup(name);
+  if (!scalar || scalar->numElements() != 1)
+    return makeError(checkpoint + ": " + model + " needs its scalar '" + name +
+                     "'");
+  double value = scalar->toF32()[0];
+  if (!std::isfinite(value))
+    return makeError(checkpoint + ": '" + name + "' is not finite");
+  return value;
+}
+
+/// The module's similarity scale, exp(logit_scale), checked positive and
+/// finite.
+llvm::Error recordLogitScale(MLIRContext &context, LoadedModel &model,
+                             llvm::StringRef checkpoint,
+                             llvm::StringRef modelClass) {
+  llvm::Expected<double> logit =
+      readScalar(model.weights, checkpoint, "logit_scale", modelClass);
+  if (!logit)
+    return logit.takeError();
+  double value = std::exp(*logit);
+  if (!std::isfinite(value) || value <= 0)
+    return makeError(checkpoint + ": 'logit_scale' " +
+                     llvm::formatv("{0}", *logit).str() +
+                     " gives no positive, finite scale");
+  (*model.module)
+      ->setAttr(kLogitScaleAttrName,
+                FloatAttr::get(Float64Type::get(&context), value));
+  return llvm::Error::success();
+}
+
+/// SiglipModel's scores, sigmoid(exp(logit_scale) · cosine + logit_bias),
+/// and its tokenizer beside the text tower: spiece.model read as
+/// SiglipTokenizer does, texts padded to the context with its pad token
+/// (the pipelines' padding="max_length", which the text tower's last-row
+/// pooling was trained with).
+llvm::Error recordSiglipText(MLIRContext &context, const ClipTextSpec &text,
+                             llvm::StringRef checkpoint,
+                             llvm::StringRef configPath, LoadedModel &model) {
+  if (llvm::Error err =
+          recordLogitScale(context, model, checkpoint, "SiglipModel"))
+    return err;
+  llvm::Expected<double> bias =
+      readScalar(model.weights, checkpoint, "logit_bias", "SiglipModel");
+  if (!bias)
+    return bias.takeError();
+  (*model.module)
+      ->setAttr(kLogitBiasAttrName,
+                FloatAttr::get(Float64Type::get(&context), *bias));
+  llvm::StringRef directory = llvm::sys::path::parent_path(configPath);
+  if (!hasT5SentencePieceFiles(directory))
+    return llvm::Error::success();
+  llvm::Expected<TokenizerVocab> vocab =
+      readSiglipSentencePiece(directory, text.vocabSize);
+  if (!vocab)
+    return vocab.takeError();
+  llvm::Expected<int32_t> pad = readPadToken(directory, *vocab, "</s>");
+  if (!pad)
+    return pad.takeError();
+  (*model.module)
+      ->setAttr(kTextPadTokenAttrName,
+                IntegerAttr::get(IntegerType::get(&context, 64), *pad));
+  model.tokenizer = std::move(*vocab);
+  model.tokenizerPath = directory.str();
+  return llvm::Error::success();
+}
+
 /// SiglipModel (both towers, the text's pooled row through its head; the
-/// image's pooled by attention) or SiglipVisionModel. The similarity's
-/// scale and bias (a sigmoid, not CLIP's softmax) are not read: the
-/// command line compares texts and images as CLIP does, and refuses
-/// SigLIP there.
+/// image's pooled by attention; recordSiglipText) or SiglipVisionModel.
 llvm::Error loadSiglip(MLIRContext &context, const ClipFamily &family,
                        ConfigReader &config, llvm::StringRef checkpoint,
                        llvm::StringRef configPath, LoadedModel &model) {
@@ -238,6 +306,10 @@ llvm::Error loadSiglip(MLIRContext &context, const ClipFamily &family,
   model.module = std::move(*module);
   model.family = spec.family;
   model.addBos = false;
+  if (spec.text)
+    if (llvm::Error err = recordSiglipText(context, *spec.text, checkpoint,
+                                           configPath, model))
+      return err;
   return recordTowers(context, spec, configPath,
                       /*sizeIsShortestEdge=*/false, model);
 }
@@ -316,21 +388,10 @@ llvm::Error mlir::tfm::loadClip(MLIRContext &context, llvm::StringRef modelType,
   model.module = std::move(*module);
   model.family = spec.family;
   // CLIPModel's similarity scale: exp of its logit_scale.
-  if (text && image) {
-    const WeightTensor *scale = model.weights.lookup("logit_scale");
-    if (!scale || scale->numElements() != 1)
-      return makeError(checkpoint + ": CLIPModel needs its scalar "
-                                    "'logit_scale'");
-    float logit = scale->toF32()[0];
-    double value = std::exp(double(logit));
-    if (!std::isfinite(value) || value <= 0)
-      return makeError(checkpoint + ": 'logit_scale' " +
-                       llvm::formatv("{0}", logit).str() +
-                       " gives no positive, finite scale");
-    (*model.module)
-        ->setAttr(kLogitScaleAttrName,
-                  FloatAttr::get(Float64Type::get(&context), value));
-  }
+  if (text && image)
+    if (llvm::Error err =
+            recordLogitScale(context, model, checkpoint, "CLIPModel"))
+      return err;
   model.addBos = false;
   // The tokenizer beside a text tower: CLIP's BPE, framed with its start
   // and end of text.

@@ -275,41 +275,6 @@ llvm::Expected<std::string> readSchedulerLines(llvm::StringRef folder) {
   return lines;
 }
 
-/// The tokenizer's pad token (special_tokens_map.json's pad_token, else
-/// tokenizer_config.json's): SD 1.x's CLIP tokenizer pads prompts to 77
-/// tokens with <|endoftext|>, SD 2.x's with "!". Without one,
-/// <|endoftext|>, as CLIPTokenizer defaults.
-llvm::Expected<int32_t> readPadToken(llvm::StringRef folder,
-                                     const TokenizerVocab &vocab) {
-  for (llvm::StringRef file :
-       {"special_tokens_map.json", "tokenizer_config.json"}) {
-    std::string path = join(folder, file);
-    if (!llvm::sys::fs::exists(path))
-      continue;
-    llvm::Expected<llvm::json::Value> json = readJsonFile(path);
-    if (!json)
-      return json.takeError();
-    const llvm::json::Object *object = json->getAsObject();
-    const llvm::json::Value *pad = object ? object->get("pad_token") : nullptr;
-    if (!pad || pad->kind() == llvm::json::Value::Null)
-      continue;
-    std::optional<llvm::StringRef> spelling = pad->getAsString();
-    if (!spelling && pad->getAsObject())
-      spelling = pad->getAsObject()->getString("content");
-    if (!spelling)
-      return makeError(path + ": pad_token must be a string or an object "
-                              "with its content");
-    if (std::optional<int64_t> id = vocab.idOf(*spelling))
-      return int32_t(*id);
-    return makeError(path + ": pad_token '" + *spelling +
-                     "' is not in the tokenizer's vocabulary");
-  }
-  if (std::optional<int64_t> id = vocab.idOf("<|endoftext|>"))
-    return int32_t(*id);
-  return makeError(folder + ": no pad_token, and no <|endoftext|> to pad "
-                            "prompts with");
-}
-
 } // namespace
 
 bool mlir::tfm::isDiffusionPipelineFolder(llvm::StringRef directory) {
@@ -512,7 +477,8 @@ mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
   if (vocab->bpeSplit != TokenizerVocab::BpeSplit::Clip)
     return makeError(tokenizerFolder + ": the text encoder needs CLIP's "
                                        "tokenizer (CLIPTokenizer)");
-  llvm::Expected<int32_t> pad = readPadToken(tokenizerFolder, *vocab);
+  llvm::Expected<int32_t> pad =
+      readPadToken(tokenizerFolder, *vocab, "<|endoftext|>");
   if (!pad)
     return pad.takeError();
   // SDXL's second tokenizer is the first's vocabulary and merges, padded
@@ -528,7 +494,8 @@ mlir::tfm::loadDiffusionPipeline(MLIRContext &context,
       return makeError(folder2 + ": the second tokenizer's vocabulary or "
                        "merges differ from the first's (tfmc tokenizes a "
                        "prompt once for both text encoders)");
-    llvm::Expected<int32_t> padding = readPadToken(folder2, *vocab2);
+    llvm::Expected<int32_t> padding =
+        readPadToken(folder2, *vocab2, "<|endoftext|>");
     if (!padding)
       return padding.takeError();
     pad2 = *padding;

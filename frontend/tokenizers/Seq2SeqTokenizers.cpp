@@ -1,9 +1,10 @@
 //===- Seq2SeqTokenizers.cpp - T5's and Marian's SentencePiece tokenizers ===//
 //
-// The tokenizers of encoder-decoders that are SentencePiece Unigram models
-// with their own id assignments (see Tokenizer.h): T5's spiece.model plus
-// sentinel tokens, and Marian's source.spm read through vocab.json. Both
-// end every source text with </s>; BART's byte-level BPE is GPT-2's with
+// The tokenizers of encoders that are SentencePiece Unigram models with
+// their own id assignments (see Tokenizer.h): T5's spiece.model plus
+// sentinel tokens, SigLIP's text tower's spiece.model with SiglipTokenizer's
+// own text handling, and Marian's source.spm read through vocab.json. All
+// end every text with </s>; BART's byte-level BPE is GPT-2's with
 // RoBERTa's framing (ByteLevelBpe.cpp).
 //
 //===----------------------------------------------------------------------===//
@@ -30,18 +31,27 @@ std::string pathIn(llvm::StringRef directory, llvm::StringRef file) {
   return path.str().str();
 }
 
-/// tokenizer_config.json's integer `key`, or `fallback` when the file or
-/// the key is absent.
-llvm::Expected<int64_t> tokenizerConfigInteger(llvm::StringRef directory,
-                                               llvm::StringRef key,
-                                               int64_t fallback) {
-  llvm::json::Object none;
-  std::optional<llvm::json::Value> file;
+/// A folder's spiece.model, which must be a Unigram model (`family`'s, for
+/// the message), and its tokenizer_config.json (empty without one).
+struct SpieceFolder {
+  TokenizerVocab vocab;
+  llvm::json::Object config;
+};
+llvm::Expected<SpieceFolder> readSpieceFolder(llvm::StringRef directory,
+                                              llvm::StringRef family) {
+  std::string path = pathIn(directory, "spiece.model");
+  llvm::Expected<TokenizerVocab> model = readSentencePieceModel(path);
+  if (!model)
+    return model.takeError();
+  if (model->kind != TokenizerVocab::Kind::Unigram)
+    return makeError(path + ": expected a Unigram model (" + family + "'s)");
+  static const llvm::json::Object none;
+  std::optional<llvm::json::Value> holder;
   llvm::Expected<const llvm::json::Object *> config = readOptionalJsonObject(
-      pathIn(directory, "tokenizer_config.json"), &none, file);
+      pathIn(directory, "tokenizer_config.json"), &none, holder);
   if (!config)
     return config.takeError();
-  return (*config)->getInteger(key).value_or(fallback);
+  return SpieceFolder{std::move(*model), **config};
 }
 
 /// Makes `id` a special token (matched whole in text) with `strips`.
@@ -54,6 +64,21 @@ void addSpecial(TokenizerVocab &vocab, int32_t id, uint8_t strips = 0) {
 int32_t findPiece(const TokenizerVocab &vocab, llvm::StringRef text) {
   auto it = llvm::find(vocab.pieces, text);
   return it == vocab.pieces.end() ? -1 : int32_t(it - vocab.pieces.begin());
+}
+
+/// Makes </s> the separator that ends every text, and `specials` (those
+/// the model has) special tokens with `strips`.
+llvm::Error frameWithEndOfText(TokenizerVocab &vocab, llvm::StringRef path,
+                               llvm::ArrayRef<llvm::StringRef> specials,
+                               uint8_t strips) {
+  int32_t eos = findPiece(vocab, "</s>");
+  if (eos < 0)
+    return makeError(path + ": the model has no </s> piece");
+  vocab.framing.separator = eos;
+  for (llvm::StringRef special : specials)
+    if (int32_t id = findPiece(vocab, special); id >= 0)
+      addSpecial(vocab, id, strips);
+  return llvm::Error::success();
 }
 
 } // namespace
@@ -70,16 +95,11 @@ constexpr int64_t kMaxMadeUpTokens = 1024;
 llvm::Expected<TokenizerVocab>
 mlir::tfm::readT5SentencePiece(llvm::StringRef directory, int64_t vocabSize) {
   std::string path = pathIn(directory, "spiece.model");
-  llvm::Expected<TokenizerVocab> model = readSentencePieceModel(path);
-  if (!model)
-    return model.takeError();
-  if (model->kind != TokenizerVocab::Kind::Unigram)
-    return makeError(path + ": expected a Unigram model (T5's)");
-  llvm::Expected<int64_t> extraIds =
-      tokenizerConfigInteger(directory, "extra_ids", 100);
-  if (!extraIds)
-    return extraIds.takeError();
-  TokenizerVocab vocab = std::move(*model);
+  llvm::Expected<SpieceFolder> folder = readSpieceFolder(directory, "T5");
+  if (!folder)
+    return folder.takeError();
+  int64_t extraIds = folder->config.getInteger("extra_ids").value_or(100);
+  TokenizerVocab vocab = std::move(folder->vocab);
   int64_t modelPieces = vocab.pieces.size();
   // The ids past the model's pieces (sentinels, then the padding that
   // rounds T5's embedding up to a multiple of 128) are made up here, one
@@ -91,16 +111,16 @@ mlir::tfm::readT5SentencePiece(llvm::StringRef directory, int64_t vocabSize) {
                      llvm::Twine(modelPieces) +
                      " pieces: the ids past them (sentinels and padding) "
                      "would outnumber them");
-  if (*extraIds < 0 || modelPieces + *extraIds > vocabSize)
+  if (extraIds < 0 || modelPieces + extraIds > vocabSize)
     return makeError(path + ": " + llvm::Twine(modelPieces) + " pieces and " +
-                     llvm::Twine(*extraIds) +
+                     llvm::Twine(extraIds) +
                      " sentinel tokens do not fit the model's " +
                      llvm::Twine(vocabSize) + "-token vocabulary");
   // <extra_id_0> is the last sentinel id: T5Tokenizer's
   // vocab_size - 1 - N, matched whole and stripping spaces on both sides.
   for (int64_t id = modelPieces; id < vocabSize; ++id) {
-    int64_t sentinel = modelPieces + *extraIds - 1 - id;
-    bool isSentinel = id < modelPieces + *extraIds;
+    int64_t sentinel = modelPieces + extraIds - 1 - id;
+    bool isSentinel = id < modelPieces + extraIds;
     vocab.pieces.push_back(
         isSentinel ? "<extra_id_" + std::to_string(sentinel) + ">" : "");
     vocab.scores.push_back(0.0f);
@@ -108,13 +128,42 @@ mlir::tfm::readT5SentencePiece(llvm::StringRef directory, int64_t vocabSize) {
     if (isSentinel)
       addSpecial(vocab, int32_t(id), /*strip left and right*/ 3);
   }
-  int32_t eos = findPiece(vocab, "</s>");
-  if (eos < 0)
-    return makeError(path + ": the model has no </s> piece");
-  vocab.framing.separator = eos;
-  for (llvm::StringRef special : {"</s>", "<unk>", "<pad>"})
-    if (int32_t id = findPiece(vocab, special); id >= 0)
-      addSpecial(vocab, id);
+  if (llvm::Error err = frameWithEndOfText(
+          vocab, path, {"</s>", "<unk>", "<pad>"}, /*strips=*/0))
+    return std::move(err);
+  return vocab;
+}
+
+llvm::Expected<TokenizerVocab>
+mlir::tfm::readSiglipSentencePiece(llvm::StringRef directory,
+                                   int64_t vocabSize) {
+  std::string path = pathIn(directory, "spiece.model");
+  llvm::Expected<SpieceFolder> folder = readSpieceFolder(directory, "SigLIP");
+  if (!folder)
+    return folder.takeError();
+  TokenizerVocab vocab = std::move(folder->vocab);
+  int64_t modelPieces = vocab.pieces.size();
+  if (vocabSize < modelPieces || vocabSize - modelPieces > kMaxMadeUpTokens)
+    return makeError(path + ": " + llvm::Twine(modelPieces) +
+                     " pieces do not make the text model's " +
+                     llvm::Twine(vocabSize) + "-token vocabulary");
+  // An embedding larger than the pieces: ids that no text makes.
+  for (int64_t id = modelPieces; id < vocabSize; ++id) {
+    vocab.pieces.emplace_back();
+    vocab.scores.push_back(0.0f);
+    vocab.unigram.pieceTypes.push_back(PieceType::Reserved);
+  }
+  // SiglipTokenizer turns SentencePiece's dummy prefix off and writes its
+  // own U+2581 before the text, which it lowercases and canonicalizes.
+  vocab.unigram.addDummyPrefix = false;
+  vocab.unigram.siglipText = true;
+  vocab.unigram.lowercase =
+      folder->config.getBoolean("do_lower_case").value_or(true);
+  // Its AddedTokens (not <pad>, which it never uses) strip the spaces on
+  // both sides.
+  if (llvm::Error err =
+          frameWithEndOfText(vocab, path, {"</s>", "<unk>"}, /*strips=*/3))
+    return std::move(err);
   return vocab;
 }
 

@@ -74,6 +74,11 @@ struct TokenizerVocab {
     };
     bool addDummyPrefix = true, removeExtraWhitespaces = true,
          escapeWhitespaces = true, byteFallback = false;
+    /// SiglipTokenizer's Python around SentencePiece (tfm_format.h's
+    /// TFM_UNIGRAM_LOWERCASE and TFM_UNIGRAM_SIGLIP_TEXT): the text
+    /// lowercased (do_lower_case); U+2581 put before it and each text
+    /// between special tokens canonicalized (canonicalize_text).
+    bool lowercase = false, siglipText = false;
     int32_t unknown = -1;
     std::vector<Piece> pieceTypes;
     /// The precompiled character map (nmt_nfkc, ...) as SentencePiece
@@ -182,6 +187,25 @@ std::string replaceSentencePieceSpaces(llvm::StringRef piece);
 llvm::Expected<TokenizerVocab> readT5SentencePiece(llvm::StringRef directory,
                                                    int64_t vocabSize);
 bool hasT5SentencePieceFiles(llvm::StringRef directory);
+
+/// The pad token of the tokenizer in `folder` (special_tokens_map.json's
+/// pad_token, else tokenizer_config.json's), or `fallback` without one
+/// (the tokenizer class's default: CLIPTokenizer's <|endoftext|>,
+/// SiglipTokenizer's </s>). Stable Diffusion pads prompts with it, SigLIP
+/// its texts.
+llvm::Expected<int32_t> readPadToken(llvm::StringRef folder,
+                                     const TokenizerVocab &vocab,
+                                     llvm::StringRef fallback);
+
+/// SigLIP's tokenizer (SiglipTokenizer) from a model directory's
+/// spiece.model: its pieces and ids (reserved empty ones up to `vocabSize`
+/// where the embedding is larger), SentencePiece's dummy prefix off and
+/// SiglipTokenizer's own text handling on (UnigramOptions::siglipText,
+/// lowercase unless tokenizer_config.json's do_lower_case is false);
+/// </s> and <unk> matched whole, stripping the spaces around them; every
+/// text ends with </s>.
+llvm::Expected<TokenizerVocab>
+readSiglipSentencePiece(llvm::StringRef directory, int64_t vocabSize);
 
 /// Marian's tokenizer (MarianTokenizer) from a model directory: the source
 /// side's segmentation (source.spm) with each piece's id from vocab.json,

@@ -124,7 +124,9 @@ std::string mlir::tfm::serializeTokenizer(const TokenizerVocab &tokenizer) {
         (options.removeExtraWhitespaces ? TFM_UNIGRAM_REMOVE_EXTRA_WHITESPACES
                                         : 0) |
         (options.escapeWhitespaces ? TFM_UNIGRAM_ESCAPE_WHITESPACES : 0) |
-        (options.byteFallback ? TFM_UNIGRAM_BYTE_FALLBACK : 0)));
+        (options.byteFallback ? TFM_UNIGRAM_BYTE_FALLBACK : 0) |
+        (options.lowercase ? TFM_UNIGRAM_LOWERCASE : 0) |
+        (options.siglipText ? TFM_UNIGRAM_SIGLIP_TEXT : 0)));
     append32(options.unknown);
     using Piece = TokenizerVocab::UnigramOptions::Piece;
     for (size_t i = 0; i < tokenizer.pieces.size(); ++i) {

@@ -100,3 +100,36 @@ llvm::Expected<TokenizerVocab> mlir::tfm::readTokenizerAt(llvm::StringRef path,
                      "table)");
   return vocab;
 }
+
+llvm::Expected<int32_t> mlir::tfm::readPadToken(llvm::StringRef folder,
+                                                const TokenizerVocab &vocab,
+                                                llvm::StringRef fallback) {
+  for (llvm::StringRef file :
+       {"special_tokens_map.json", "tokenizer_config.json"}) {
+    llvm::SmallString<256> path(folder);
+    llvm::sys::path::append(path, file);
+    if (!llvm::sys::fs::exists(path))
+      continue;
+    llvm::Expected<llvm::json::Value> json = readJsonFile(path);
+    if (!json)
+      return json.takeError();
+    const llvm::json::Object *object = json->getAsObject();
+    const llvm::json::Value *pad = object ? object->get("pad_token") : nullptr;
+    if (!pad || pad->kind() == llvm::json::Value::Null)
+      continue;
+    std::optional<llvm::StringRef> spelling = pad->getAsString();
+    if (!spelling && pad->getAsObject())
+      spelling = pad->getAsObject()->getString("content");
+    if (!spelling)
+      return makeError(path + ": pad_token must be a string or an object "
+                              "with its content");
+    if (std::optional<int64_t> id = vocab.idOf(*spelling))
+      return int32_t(*id);
+    return makeError(path + ": pad_token '" + *spelling +
+                     "' is not in the tokenizer's vocabulary");
+  }
+  if (std::optional<int64_t> id = vocab.idOf(fallback))
+    return int32_t(*id);
+  return makeError(folder + ": no pad_token, and no " + fallback +
+                   " to pad texts with");
+}

@@ -91,13 +91,9 @@ def _media_library():
     library.tfm_image_tokens.restype = ctypes.c_int
     library.tfm_image_tokens.argtypes = [
         ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(Tensor),
-        ctypes.POINTER(Status)]
+        ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(Status)]
     library.tfm_image_tokens_memory.restype = ctypes.c_int
     library.tfm_image_tokens_memory.argtypes = [
-        ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t,
-        ctypes.POINTER(Tensor), ctypes.POINTER(Status)]
-    library.tfm_image_tokens_grid.restype = ctypes.c_int
-    library.tfm_image_tokens_grid.argtypes = [
         ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t,
         ctypes.POINTER(Tensor), ctypes.POINTER(ctypes.c_int64),
         ctypes.POINTER(Status)]
@@ -457,6 +453,9 @@ class Model:
                 "ranks": max(d.ranks, 1),
                 "lora": self._describe_lora(d.lora),
                 "logit_scale": d.logit_scale,
+                "logit_bias": (d.logit_bias if d.sigmoid_scores else None),
+                "text_pad_token": (d.text_pad_token if d.pad_texts
+                                   else None),
                 "sampling_rate": (d.waveform.contents.sampling_rate
                                   if d.waveform else None),
                 "image_size": ((d.diffusion.contents.latent_height *
@@ -668,7 +667,7 @@ class Model:
         if entry is None:
             raise TfmcError(f"model '{self.description['name']}' has no "
                             "@embed or @embed_text")
-        inputs = [np.array(self._tokenize(t, None, f"embed: text {i}")
+        inputs = [np.array(self._padded_text(t, f"embed: text {i}")
                            if isinstance(t, str) else
                            self._token_ids(t, f"embed: input {i}"), np.int32)
                   for i, t in enumerate([texts] if single else texts)]
@@ -685,6 +684,16 @@ class Model:
         rows = [self.call(entry, i, *([np.zeros_like(i)] if types else []))[
             "embedding"] for i in inputs]
         return rows[0] if single else np.stack(rows)
+
+    def _padded_text(self, text, where):
+        """A text's ids, padded to the context where the model's texts are
+        (SigLIP's, whose processor pads to max_length)."""
+        ids = self._tokenize(text, None, where)
+        pad = self.description["text_pad_token"]
+        context = self.description["max_context"]
+        if pad is not None and len(ids) < context:
+            ids = list(ids) + [pad] * (context - len(ids))
+        return ids
 
     def classify(self, inputs, top=None):
         """A classifier's @classify on text, token ids, or (image models)
@@ -1172,14 +1181,15 @@ class Model:
         return np.ascontiguousarray(rows, np.float32), (0, 0)
 
     def _encoded_image_tokens(self, data):
-        """tfm_image_tokens_grid of an image file's bytes."""
+        """tfm_image_tokens_memory of an image file's bytes, with its grid
+        of tiles."""
         buffer = (ctypes.c_uint8 * max(len(data), 1)).from_buffer_copy(
             data or b"\0")
         out = Tensor()
         grid = (ctypes.c_int64 * 2)()
         status = Status()
         with self._using("image_tokens") as handle:
-            code = _image_media().tfm_image_tokens_grid(
+            code = _image_media().tfm_image_tokens_memory(
                 handle, buffer, len(data), ctypes.byref(out), grid,
                 ctypes.byref(status))
         _check(code, status)

@@ -8,7 +8,7 @@ import ctypes
 
 import numpy as np
 
-ABI_VERSION = 33
+ABI_VERSION = 34
 MAX_RANK = 6
 
 ROLE_NAMES = {0: "token_ids", 1: "features", 2: "start_position",
@@ -127,7 +127,11 @@ class ModelDesc(ctypes.Structure):
                 ("image_token", ctypes.c_int32),
                 ("image_rows_bidirectional", ctypes.c_int32),
                 ("image_tiles_marked", ctypes.c_int32),
-                ("image_tile_tokens", ctypes.c_int32 * 2)]
+                ("image_tile_tokens", ctypes.c_int32 * 2),
+                ("sigmoid_scores", ctypes.c_int32),
+                ("logit_bias", ctypes.c_float),
+                ("pad_texts", ctypes.c_int32),
+                ("text_pad_token", ctypes.c_int32)]
 
 
 class SamplerOptions(ctypes.Structure):

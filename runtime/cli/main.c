@@ -644,13 +644,6 @@ static int run_model(const char *argv0, tfm_model *model,
       (o->text_count || o->call.text_file) && o->call.image_count) {
     if (!tfm_main_refuse_unused(argv0, o, TFM_MAIN_MODE_SIMILARITY))
       return 1;
-    /* CLIP's softmax over the texts; SigLIP scores each pair alone. */
-    const char *family = tfm_model_get_desc(model)->family;
-    if (family && !strncmp(family, "siglip", 6))
-      return tfm_main_fail(argv0, "SigLIP scores a text and an image as "
-                                  "sigmoid(scale x cosine + bias), which this "
-                                  "executable does not compute yet: compare "
-                                  "--call embed_text and --call embed_image");
     tfm_similarity_options similarity = {o->texts, o->text_count,
                                          o->call.text_file, o->call.images,
                                          o->call.image_count};

@@ -380,6 +380,29 @@ static int input_from_text(const char *argv0, const tfm_call_options *o,
   return 1;
 }
 
+/* A tokenized text padded to the context where the model's texts are
+ * (tfm_main_pad_text). */
+static int pad_text_input(const char *argv0, const tfm_model_desc *desc,
+                          call_input *in) {
+  if (!desc->pad_texts || in->count >= desc->max_context)
+    return 1;
+  int32_t *ids = realloc(in->ids, (size_t)desc->max_context * sizeof *ids);
+  if (ids)
+    in->ids = ids;
+  int32_t *types =
+      realloc(in->types, (size_t)desc->max_context * sizeof *types);
+  if (types)
+    in->types = types;
+  if (!ids || !types) {
+    fprintf(stderr, "%s: error: out of memory\n", argv0);
+    return 0;
+  }
+  for (long i = in->count; i < desc->max_context; ++i)
+    types[i] = 0;
+  in->count = (long)tfm_main_pad_text(desc, ids, in->count);
+  return 1;
+}
+
 static void print_ids(const int32_t *ids, long count) {
   for (long i = 0; i < count; ++i)
     printf("%s%d", i ? " " : "", ids[i]);
@@ -721,6 +744,8 @@ static int read_call_input(const char *argv0, tfm_model *model,
   else
     ok = text ? input_from_text(argv0, o, tokenizer, context, text, where, in)
               : input_from_ids(argv0, o, in);
+  if (ok && text)
+    ok = pad_text_input(argv0, tfm_model_get_desc(model), in);
   if (ok && o->decoder_tokens)
     ok = decoder_input_from_ids(argv0, o, in);
   if (ok && !takes_pixels && in->count == 0) {

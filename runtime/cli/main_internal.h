@@ -15,7 +15,7 @@
  * model's executable links none of libpng, libjpeg, libsndfile, libsoxr and
  * fftw. Elsewhere they are NULL, and the command line says so. */
 #pragma weak tfm_image_load
-#pragma weak tfm_image_tokens_grid
+#pragma weak tfm_image_tokens
 #pragma weak tfm_audio_load
 #pragma weak tfm_audio_read
 #pragma weak tfm_audio_read_all
@@ -151,6 +151,11 @@ typedef struct {
 } tfm_similarity_options;
 /* Whether `model` compares texts with images. */
 int tfm_main_is_similarity(const tfm_model *model);
+/* A text's `count` ids padded to the model's context where the model's
+ * texts are (desc->pad_texts: SigLIP's); `ids` has room for max_context
+ * of them. Returns the new count. */
+int64_t tfm_main_pad_text(const tfm_model_desc *desc, int32_t *ids,
+                          int64_t count);
 int tfm_main_similarity(const char *argv0, tfm_model *model,
                         const tfm_similarity_options *options);
 

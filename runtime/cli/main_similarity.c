@@ -1,10 +1,11 @@
-/*===- main_similarity.c - CLIP's text-image similarities ---------------===//
+/*===- main_similarity.c - CLIP's and SigLIP's text-image scores --------===//
  *
- * A model with both towers (@embed_text and @embed_image, CLIPModel) run
- * with texts (--text, repeatable, or --text-file's lines) and images:
- * every image against every text, as CLIPModel's logits_per_image (the
- * embeddings' cosine times the model's logit scale) and their softmax over
- * the texts, as zero-shot classification reads them.
+ * A model with both towers (@embed_text and @embed_image: CLIPModel,
+ * SiglipModel) run with texts (--text, repeatable, or --text-file's lines)
+ * and images: every image against every text, as the model's
+ * logits_per_image (the embeddings' cosine times the model's logit scale,
+ * plus SigLIP's bias), with CLIP's softmax over the texts, as zero-shot
+ * classification reads them, or SigLIP's sigmoid of each pair alone.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -18,6 +19,15 @@
 int tfm_main_is_similarity(const tfm_model *model) {
   return tfm_model_entry_point(model, "embed_text") &&
          tfm_model_entry_point(model, "embed_image");
+}
+
+int64_t tfm_main_pad_text(const tfm_model_desc *desc, int32_t *ids,
+                          int64_t count) {
+  if (!desc->pad_texts)
+    return count;
+  for (; count < desc->max_context; ++count)
+    ids[count] = desc->text_pad_token;
+  return count;
 }
 
 /* `entry`'s one output for `input`, L2-normalized into `out` ([dim]). */
@@ -135,12 +145,14 @@ int tfm_main_similarity(const char *argv0, tfm_model *model,
       ok = 0;
       break;
     }
+    count = tfm_main_pad_text(desc, ids, count);
     tfm_tensor input = {ids, TFM_DTYPE_I32, 1, {count}, NULL};
     ok = embed(argv0, model, "embed_text", &input, text_embeddings + t * dim,
                dim);
   }
-  /* The model's scale (CLIPModel's exp(logit_scale)); 1 without one. */
+  /* The model's scale (exp(logit_scale)); 1 without one. */
   double scale = desc->logit_scale > 0 ? desc->logit_scale : 1.0;
+  double bias = desc->sigmoid_scores ? desc->logit_bias : 0.0;
   for (int i = 0; ok && i < o->image_count; ++i) {
     if (tfm_image_load(model, o->images[i], pixels, pixel_count, &status) !=
         TFM_OK) {
@@ -158,7 +170,7 @@ int tfm_main_similarity(const char *argv0, tfm_model *model,
       double cosine = 0;
       for (int64_t k = 0; k < dim; ++k)
         cosine += (double)text_embeddings[t * dim + k] * image_embedding[k];
-      logits[t] = scale * cosine;
+      logits[t] = scale * cosine + bias;
       if (logits[t] > largest)
         largest = logits[t];
     }
@@ -166,7 +178,9 @@ int tfm_main_similarity(const char *argv0, tfm_model *model,
       sum += exp(logits[t] - largest);
     printf("%s:\n", o->images[i]);
     for (int t = 0; t < text_count; ++t)
-      printf("  %.4f  logit %.4f  %s\n", exp(logits[t] - largest) / sum,
+      printf("  %.4f  logit %.4f  %s\n",
+             desc->sigmoid_scores ? 1.0 / (1.0 + exp(-logits[t]))
+                                  : exp(logits[t] - largest) / sum,
              logits[t], texts[t]);
   }
   free(ids);

@@ -1,7 +1,7 @@
 /*===- main_vlm.c - images in a vision-language model's prompt ---------===//
  *
  * `./llava --prompt "USER: <image>\nWhat is this? ASSISTANT:" cat.png`:
- * each image's rows (a file's: tfm_image_tokens_grid, LLaVA-NeXT's tiles
+ * each image's rows (a file's: tfm_image_tokens, LLaVA-NeXT's tiles
  * laid out; --pixels' raw f32 through @encode_image) given to the session
  * for the prompt's placeholders, in order. A prompt may hold one
  * placeholder per image, as chat templates write them (each replaced here
@@ -11,9 +11,7 @@
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/cli/main_internal.h"
-#include "runtime/support/read_file.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,13 +22,14 @@ int tfm_main_takes_images(tfm_model *model) {
 }
 
 /* --pixels' rows: @encode_image of the raw f32 input into `out`, which a
- * model that tiles its images (LLaVA-NeXT) cannot lay out; 1 after
- * reporting. */
+ * model that tiles its images (LLaVA-NeXT, Idefics3) cannot lay out; 1
+ * after reporting. */
 static int pixels_rows(const char *argv0, tfm_model *model, const char *path,
                        tfm_tensor *out) {
   const tfm_model_desc *desc = tfm_model_get_desc(model);
   if (desc->image_preprocessing &&
-      desc->image_preprocessing->num_grid_pinpoints > 0) {
+      (desc->image_preprocessing->num_grid_pinpoints > 0 ||
+       desc->image_preprocessing->split_tiles)) {
     fprintf(stderr,
             "%s: error: --pixels: model '%s' cuts an image into tiles and "
             "lays out their rows by its size: give the image file\n",
@@ -67,26 +66,13 @@ static int add_image(const char *argv0, tfm_model *model, tfm_session *session,
   if (i == call->image_count) {
     if (pixels_rows(argv0, model, call->pixels, &out))
       return 1;
-  } else if (!tfm_image_tokens_grid) {
+  } else if (!tfm_image_tokens) {
     fprintf(stderr, "%s: error: %s: " TFM_NO_IMAGE_PREPROCESSING "\n", argv0,
             call->images[i], tfm_model_get_desc(model)->name);
     return 1;
-  } else {
-    size_t size = 0;
-    uint8_t *data = tfm_read_file(call->images[i], &size);
-    if (!data) {
-      fprintf(stderr, "%s: error: cannot read '%s': %s\n", argv0,
-              call->images[i], strerror(errno));
-      return 1;
-    }
-    tfm_status_code code =
-        tfm_image_tokens_grid(model, data, size, &out, grid, &status);
-    free(data);
-    if (code != TFM_OK) {
-      fprintf(stderr, "%s: error: %s: %s\n", argv0, call->images[i],
-              status.message);
-      return 1;
-    }
+  } else if (tfm_image_tokens(model, call->images[i], &out, grid, &status) !=
+             TFM_OK) {
+    return tfm_main_fail(argv0, status.message); /* the file named */
   }
   int64_t rows = out.shape[0];
   tfm_status_code code =

@@ -184,16 +184,18 @@ static tfm_status_code concatenate(tfm_model *model, const tfm_tensor *tiles,
   return tfm_ok(status);
 }
 
-tfm_status_code tfm_image_tokens_grid(tfm_model *model, const uint8_t *data,
-                                      size_t size, tfm_tensor *rows,
-                                      int64_t grid[2], tfm_status *status) {
-  if (!model || (!data && size) || !rows || !grid)
+tfm_status_code tfm_image_tokens_memory(tfm_model *model, const uint8_t *data,
+                                        size_t size, tfm_tensor *rows,
+                                        int64_t grid[2], tfm_status *status) {
+  if (!model || (!data && size) || !rows)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_image_tokens: NULL %s",
                     !model  ? "model"
                     : !rows ? "rows"
-                    : !grid ? "grid"
                             : "data");
+  int64_t unused[2];
+  if (!grid)
+    grid = unused;
   memset(rows, 0, sizeof *rows);
   const tfm_entry_point *encode = tfm_model_entry_point(model, "encode_image");
   if (!encode)
@@ -225,15 +227,9 @@ tfm_status_code tfm_image_tokens_grid(tfm_model *model, const uint8_t *data,
   return code;
 }
 
-tfm_status_code tfm_image_tokens_memory(tfm_model *model, const uint8_t *data,
-                                        size_t size, tfm_tensor *rows,
-                                        tfm_status *status) {
-  int64_t grid[2];
-  return tfm_image_tokens_grid(model, data, size, rows, grid, status);
-}
-
 tfm_status_code tfm_image_tokens(tfm_model *model, const char *path,
-                                 tfm_tensor *rows, tfm_status *status) {
+                                 tfm_tensor *rows, int64_t grid[2],
+                                 tfm_status *status) {
   if (!path)
     return tfm_fail(status, TFM_ERROR_INVALID_ARGUMENT,
                     "tfm_image_tokens: NULL path");
@@ -242,7 +238,7 @@ tfm_status_code tfm_image_tokens(tfm_model *model, const char *path,
   if (!data)
     return status ? status->code : TFM_ERROR_IO;
   tfm_status_code code =
-      tfm_image_tokens_memory(model, data, size, rows, status);
+      tfm_image_tokens_memory(model, data, size, rows, grid, status);
   free(data);
   if (code != TFM_OK)
     tfm_name_file(status, path);

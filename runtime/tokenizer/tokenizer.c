@@ -561,9 +561,7 @@ static tfm_status_code encode_plain(const tfm_tokenizer *t, const char *text,
   }
 }
 
-/* Whether code point `c` is whitespace as Python's str.isspace() sees it,
- * which transformers' lstrip/rstrip of special tokens use. */
-static int is_python_space(uint32_t c) {
+int tfm_is_python_space(uint32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 ||
          c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
          c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
@@ -577,7 +575,7 @@ static int space_at(const char *text, size_t length, size_t *size) {
   utf8proc_ssize_t n = utf8proc_iterate((const utf8proc_uint8_t *)text,
                                         (utf8proc_ssize_t)length, &c);
   *size = n > 0 ? (size_t)n : 1;
-  return n > 0 && is_python_space((uint32_t)c);
+  return n > 0 && tfm_is_python_space((uint32_t)c);
 }
 
 /* The length of the whitespace that ends text[begin..end). */
@@ -611,10 +609,10 @@ static int64_t special_at(const tfm_tokenizer *t, const char *text,
 
 /* Encodes text with its special tokens kept whole (their lstrip/rstrip
  * drop the spaces beside them), the rest by encode_plain. */
-static tfm_status_code encode_segment(const tfm_tokenizer *t, const char *text,
-                                      size_t length, int32_t *out,
-                                      int64_t capacity, int64_t *count,
-                                      tfm_status *status) {
+static tfm_status_code encode_prepared(const tfm_tokenizer *t, const char *text,
+                                       size_t length, int32_t *out,
+                                       int64_t capacity, int64_t *count,
+                                       tfm_status *status) {
   int64_t n = 0;
   size_t chunk = 0;
   for (size_t at = 0; at <= length; ++at) {
@@ -645,6 +643,23 @@ static tfm_status_code encode_segment(const tfm_tokenizer *t, const char *text,
   return TFM_OK;
 }
 
+/* encode_prepared on the text as the tokenizer prepares it. */
+static tfm_status_code encode_segment(const tfm_tokenizer *t, const char *text,
+                                      size_t length, int32_t *out,
+                                      int64_t capacity, int64_t *count,
+                                      tfm_status *status) {
+  if (tfm_unigram_prepares(t)) {
+    char *prepared = tfm_unigram_prepare(t, text, length, &length);
+    if (!prepared)
+      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+    tfm_status_code code =
+        encode_prepared(t, prepared, length, out, capacity, count, status);
+    free(prepared);
+    return code;
+  }
+  return encode_prepared(t, text, length, out, capacity, count, status);
+}
+
 /* Room for every encoder: BPE writes at most one id per byte plus a dummy
  * prefix, WordPiece one per normalized character (lowercasing and accent
  * decomposition can make more characters than bytes, rarely three), Unigram
@@ -652,6 +667,8 @@ static tfm_status_code encode_segment(const tfm_tokenizer *t, const char *text,
  * normalization can make max_expansion bytes of one. */
 static int64_t work_capacity(const tfm_tokenizer *t, size_t length) {
   int64_t expansion = t->max_expansion ? t->max_expansion : 1;
+  if (tfm_unigram_prepares(t))
+    length = 4 * length + 3; /* tfm_unigram_prepare's bound */
   return 3 * expansion * (int64_t)length + 4;
 }
 

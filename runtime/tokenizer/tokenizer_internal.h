@@ -127,6 +127,18 @@ tfm_status_code tfm_byte_level_bpe_encode(const tfm_tokenizer *t,
  * (tokenizer_bpe_split.c). */
 int tfm_is_white_space(int32_t cp);
 
+/* Whether code point `c` is whitespace as Python's str.isspace() (and a
+ * str pattern's \s) sees it, which transformers' lstrip/rstrip of special
+ * tokens and SiglipTokenizer's canonicalize_text use. */
+int tfm_is_python_space(uint32_t c);
+
+/* Whether a Unigram tokenizer changes its whole text before its special
+ * tokens are found (TFM_UNIGRAM_LOWERCASE, TFM_UNIGRAM_SIGLIP_TEXT), and
+ * that text: a new string of *prepared bytes, or NULL out of memory. */
+int tfm_unigram_prepares(const tfm_tokenizer *t);
+char *tfm_unigram_prepare(const tfm_tokenizer *t, const char *text,
+                          size_t length, size_t *prepared);
+
 /* Splits text[0, length) into the pieces byte-level BPE merges inside, by
  * t's pre-tokenizer (tokenizer_bpe_split.c): writes each piece's end to
  * `ends` (room for `length` of them) and returns their count, or -1 when

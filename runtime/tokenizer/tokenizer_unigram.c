@@ -18,12 +18,18 @@
  * Scores are summed as SentencePiece sums them (in double, kept in float) so
  * that ties break the same way.
  *
+ * SiglipTokenizer works around SentencePiece in Python, which
+ * TFM_UNIGRAM_LOWERCASE and TFM_UNIGRAM_SIGLIP_TEXT repeat: the whole text
+ * lowercased and prefixed with U+2581 (its dummy prefix is disabled), then
+ * each text between special tokens canonicalized before step 1.
+ *
  *===----------------------------------------------------------------------===*/
 
 #include "runtime/tokenizer/tokenizer_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 enum { UNKNOWN_PENALTY = 10 };
 
@@ -87,10 +93,13 @@ static size_t normalize(const tfm_tokenizer *t, const char *text, size_t length,
   int remove_extra =
       (t->unigram_flags & TFM_UNIGRAM_REMOVE_EXTRA_WHITESPACES) != 0;
   int escape = (t->unigram_flags & TFM_UNIGRAM_ESCAPE_WHITESPACES) != 0;
+  /* SiglipTokenizer encodes "<unk>" + text and drops the unknown token's
+   * pieces: no whitespace of the text leads. */
+  int leading = remove_extra && !(t->unigram_flags & TFM_UNIGRAM_SIGLIP_TEXT);
   const char *chunk;
   size_t chunk_length, consumed, at = 0, n = 0;
   /* Leading whitespace. */
-  while (remove_extra && at < length) {
+  while (leading && at < length) {
     normalize_prefix(t, text + at, length - at, &chunk, &chunk_length,
                      &consumed);
     if (chunk_length != 1 || chunk[0] != ' ')
@@ -101,7 +110,7 @@ static size_t normalize(const tfm_tokenizer *t, const char *text, size_t length,
     return 0;
   if (t->unigram_flags & TFM_UNIGRAM_ADD_DUMMY_PREFIX)
     out[n++] = ' ';
-  int previous_space = remove_extra;
+  int previous_space = leading;
   while (at < length) {
     normalize_prefix(t, text + at, length - at, &chunk, &chunk_length,
                      &consumed);
@@ -127,6 +136,88 @@ static size_t normalize(const tfm_tokenizer *t, const char *text, size_t length,
   /* Trailing whitespace (the space symbol, from spaces or spelled). */
   while (remove_extra && n > 0 && out[n - 1] == ' ')
     --n;
+  return n;
+}
+
+int tfm_unigram_prepares(const tfm_tokenizer *t) {
+  return t->kind == TFM_TOKENIZER_UNIGRAM &&
+         (t->unigram_flags &
+          (TFM_UNIGRAM_LOWERCASE | TFM_UNIGRAM_SIGLIP_TEXT)) != 0;
+}
+
+char *tfm_unigram_prepare(const tfm_tokenizer *t, const char *text,
+                          size_t length, size_t *prepared) {
+  int lowercase = (t->unigram_flags & TFM_UNIGRAM_LOWERCASE) != 0;
+  int siglip = (t->unigram_flags & TFM_UNIGRAM_SIGLIP_TEXT) != 0;
+  /* A code point's lowercase form takes at most 4 bytes; the prefix 3. */
+  char *out = malloc(4 * length + 4);
+  if (!out)
+    return NULL;
+  size_t n = 0;
+  if (siglip) {
+    memcpy(out, "\xE2\x96\x81", 3);
+    n = 3;
+  }
+  for (size_t at = 0; at < length;) {
+    if (siglip && is_space_symbol(text + at, length - at)) {
+      out[n++] = ' ';
+      at += 3;
+      continue;
+    }
+    utf8proc_int32_t cp;
+    utf8proc_ssize_t size =
+        utf8proc_iterate((const uint8_t *)text + at, length - at, &cp);
+    if (size <= 0) {
+      out[n++] = text[at++]; /* not UTF-8: kept */
+    } else if (lowercase) {
+      n += (size_t)utf8proc_encode_char(utf8proc_tolower(cp),
+                                        (utf8proc_uint8_t *)out + n);
+      at += (size_t)size;
+    } else {
+      memcpy(out + n, text + at, (size_t)size);
+      n += (size_t)size;
+      at += (size_t)size;
+    }
+  }
+  *prepared = n;
+  return out;
+}
+
+/* Python's string.punctuation: the ASCII characters that are neither
+ * letters, digits, whitespace nor controls. */
+static int is_ascii_punctuation(unsigned char c) {
+  return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') ||
+         (c >= '[' && c <= '`') || (c >= '{' && c <= '~');
+}
+
+/* SiglipTokenizer's canonicalize_text: ASCII punctuation removed, then each
+ * whitespace run one space and the ends stripped (Python's \s); into `out`
+ * (room for `length` bytes). Returns the bytes written. */
+static size_t canonicalize(const char *text, size_t length, char *out) {
+  size_t n = 0;
+  int space = 0;
+  for (size_t at = 0; at < length;) {
+    unsigned char c = (unsigned char)text[at];
+    if (is_ascii_punctuation(c)) {
+      ++at;
+      continue;
+    }
+    utf8proc_int32_t cp;
+    utf8proc_ssize_t size =
+        utf8proc_iterate((const uint8_t *)text + at, length - at, &cp);
+    size_t bytes = size > 0 ? (size_t)size : 1;
+    if (size > 0 && tfm_is_python_space((uint32_t)cp)) {
+      space = 1;
+      at += bytes;
+      continue;
+    }
+    if (space && n > 0)
+      out[n++] = ' ';
+    space = 0;
+    memcpy(out + n, text + at, bytes);
+    n += bytes;
+    at += bytes;
+  }
   return n;
 }
 
@@ -216,10 +307,21 @@ tfm_status_code tfm_unigram_encode(const tfm_tokenizer *t, const char *text,
                                    int64_t capacity, int64_t *count,
                                    tfm_status *status) {
   *count = 0;
+  char *canonical = NULL;
+  if (t->unigram_flags & TFM_UNIGRAM_SIGLIP_TEXT) {
+    canonical = malloc(length + 1);
+    if (!canonical)
+      return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+    length = canonicalize(text, length, canonical);
+    text = canonical;
+  }
   char *normalized = malloc(length * t->max_expansion + 2);
-  if (!normalized)
+  if (!normalized) {
+    free(canonical);
     return tfm_fail(status, TFM_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
   size_t size = normalize(t, text, length, normalized);
+  free(canonical);
   best_path *best = malloc((size + 1) * sizeof *best);
   int32_t *starts = malloc((size + 1) * sizeof *starts);
   if (!best || !starts) {

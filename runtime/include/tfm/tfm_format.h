@@ -177,7 +177,16 @@ enum {
   TFM_UNIGRAM_ADD_DUMMY_PREFIX = 1,
   TFM_UNIGRAM_REMOVE_EXTRA_WHITESPACES = 2,
   TFM_UNIGRAM_ESCAPE_WHITESPACES = 4,
-  TFM_UNIGRAM_BYTE_FALLBACK = 8
+  TFM_UNIGRAM_BYTE_FALLBACK = 8,
+  /* The text lowercased first (a slow tokenizer's do_lower_case; utf8proc's
+   * simple mapping), special tokens included. */
+  TFM_UNIGRAM_LOWERCASE = 16,
+  /* SiglipTokenizer's text: U+2581 in the text made a space and one put
+   * before it (which the disabled dummy prefix would have been); each text
+   * between special tokens canonicalized (canonicalize_text: ASCII
+   * punctuation removed, whitespace runs one space, stripped) before the
+   * normalizer. */
+  TFM_UNIGRAM_SIGLIP_TEXT = 32
 };
 
 /* Byte-level BPE's split of text into pieces before merging, after the

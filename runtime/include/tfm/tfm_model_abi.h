@@ -63,7 +63,7 @@ typedef struct {
 /* The version of this contract. A compiled model records the version it
  * was generated for; tfm_model_load refuses another (TFM_ERROR_ABI). Bump
  * it on any change to the structures below or to the generated calls. */
-#define TFM_ABI_VERSION 33
+#define TFM_ABI_VERSION 34
 
 /* What libtfmrt.so exports: the API of tfm_runtime.h and what generated
  * code calls (the kernels, the allocation functions, the call frame); the
@@ -538,6 +538,16 @@ typedef struct tfm_model_desc {
    * (<global-img>). 0: an image is its rows' placeholders alone. */
   int32_t image_tiles_marked;
   int32_t image_tile_tokens[2];
+  /* SigLIP: its text-image scores are each pair's own
+   * sigmoid(logit_scale · cosine + logit_bias) (sigmoid_scores 1), not
+   * CLIP's softmax over the texts; and the texts the runtime tokenizes for
+   * it are padded to max_context with text_pad_token (pad_texts 1), as its
+   * processor is called (padding="max_length"): its text tower pools its
+   * last position. */
+  int32_t sigmoid_scores;
+  float logit_bias;
+  int32_t pad_texts;
+  int32_t text_pad_token;
 } tfm_model_desc;
 
 /* What generated entry points call around the model's code (runtime,

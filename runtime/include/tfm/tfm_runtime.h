@@ -228,7 +228,7 @@ tfm_status_code tfm_session_add_image(tfm_session *session, const float *rows,
  * placeholder desc->image_token where each row goes: `rows` placeholders,
  * or, for a model whose processor writes tokens of its own around an
  * image's tiles (desc->image_tiles_marked: SmolVLM's, Idefics3's), its
- * layout for `grid` (tiles down and across, as tfm_image_tokens_grid
+ * layout for `grid` (tiles down and across, as tfm_image_tokens
  * gives; 0 x 0: one image): each tile's <fake_token_around_image>
  * <row_r_col_c> and rows, "\n" after each row of tiles, then "\n"
  * <fake_token_around_image><global-img>, the whole image's rows and
@@ -939,18 +939,16 @@ tfm_status_code tfm_image_tiles(const tfm_model *model, const uint8_t *data,
  * arranges them: the whole image's rows, then the tiles' patches as one
  * grid, cut to the image's aspect (unpad_image), with @encode_image's
  * second output (image_newline) after each row of it. `rows`: f32,
- * released with tfm_tensor_release. TFM_ERROR_NOT_FOUND when the model has
- * no @encode_image. In libtfmrt_media. */
+ * released with tfm_tensor_release; `grid` (or NULL): the tiles the image
+ * was cut into, down and across (0 x 0: one image), for
+ * tfm_image_prompt_ids. TFM_ERROR_NOT_FOUND when the model has no
+ * @encode_image. In libtfmrt_media. */
 tfm_status_code tfm_image_tokens(tfm_model *model, const char *path,
-                                 tfm_tensor *rows, tfm_status *status);
+                                 tfm_tensor *rows, int64_t grid[2],
+                                 tfm_status *status);
 tfm_status_code tfm_image_tokens_memory(tfm_model *model, const uint8_t *data,
                                         size_t size, tfm_tensor *rows,
-                                        tfm_status *status);
-/* tfm_image_tokens with the grid of tiles the image was cut into (down,
- * across; 0 x 0: one image), for tfm_image_prompt_ids. */
-tfm_status_code tfm_image_tokens_grid(tfm_model *model, const uint8_t *data,
-                                      size_t size, tfm_tensor *rows,
-                                      int64_t grid[2], tfm_status *status);
+                                        int64_t grid[2], tfm_status *status);
 /* Reads a PNG or JPEG file as RGB floats in [0, 1] ([height, width, 3],
  * *rgb malloc'd; the caller frees it), as Pillow's convert("RGB") then
  * / 255: an init image or a mask for tfm_image_generate. TFM_ERROR_IMAGE
