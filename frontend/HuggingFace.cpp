@@ -523,66 +523,28 @@ loadTextModelWithin(MLIRContext &context, llvm::StringRef directory,
                      /*adapters=*/{}, &imageText);
 }
 
-/// LLaVA and LLaVA-NeXT (Llava.h): the text model read as a decoder of
-/// the text config's family, then the image side added.
-llvm::Expected<LoadedModel> loadLlava(MLIRContext &context,
-                                      llvm::StringRef directory,
-                                      llvm::StringRef, ConfigReader &config) {
-  LlavaSpec llava;
-  readLlavaConfig(config, llava);
+/// A vision-language folder: its `Spec` read from config.json by `read`,
+/// its text model (the spec's textModelType and textConfig; the tensors
+/// renamed by `rename`), then the image side added by `addImage`: LLaVA and
+/// LLaVA-NeXT (Llava.h), Gemma 3 (Gemma3Vision.h), Idefics3 and SmolVLM
+/// (Idefics3.h).
+template <typename Spec, void (*read)(ConfigReader &, Spec &),
+          llvm::Error (*addImage)(MLIRContext &, Spec &, llvm::StringRef,
+                                  llvm::StringRef, LoadedModel &),
+          void (*rename)(WeightStore &) = renameLlavaWeights>
+llvm::Expected<LoadedModel>
+loadVisionLanguage(MLIRContext &context, llvm::StringRef directory,
+                   llvm::StringRef modelType, ConfigReader &config) {
+  Spec spec;
+  read(config, spec);
   if (llvm::Error err = config.takeError())
     return std::move(err);
   llvm::Expected<LoadedModel> model = loadTextModelWithin(
-      context, directory, llava.textModelType, llava.textConfig, config);
+      context, directory, spec.textModelType, spec.textConfig, config, rename);
   if (!model)
     return model.takeError();
   std::string checkpoint = (directory + "/model.safetensors").str();
-  if (llvm::Error err =
-          addLlavaImageTokens(context, llava, directory, checkpoint, *model))
-    return std::move(err);
-  model->family = config.string("model_type", "llava");
-  return model;
-}
-
-/// Gemma 3 (Gemma3Vision.h): its gemma3_text model, then the image side.
-llvm::Expected<LoadedModel> loadGemma3Vision(MLIRContext &context,
-                                             llvm::StringRef directory,
-                                             llvm::StringRef modelType,
-                                             ConfigReader &config) {
-  Gemma3VisionSpec gemma;
-  readGemma3VisionConfig(config, gemma);
-  if (llvm::Error err = config.takeError())
-    return std::move(err);
-  llvm::Expected<LoadedModel> model = loadTextModelWithin(
-      context, directory, "gemma3_text", gemma.textConfig, config);
-  if (!model)
-    return model.takeError();
-  std::string checkpoint = (directory + "/model.safetensors").str();
-  if (llvm::Error err =
-          addGemma3ImageTokens(context, gemma, directory, checkpoint, *model))
-    return std::move(err);
-  model->family = modelType.str();
-  return model;
-}
-
-/// Idefics3 and SmolVLM (Idefics3.h): the text model, its tensors renamed
-/// as LLaVA's, then the image side.
-llvm::Expected<LoadedModel> loadIdefics3(MLIRContext &context,
-                                         llvm::StringRef directory,
-                                         llvm::StringRef modelType,
-                                         ConfigReader &config) {
-  Idefics3Spec idefics;
-  readIdefics3Config(config, idefics);
-  if (llvm::Error err = config.takeError())
-    return std::move(err);
-  llvm::Expected<LoadedModel> model =
-      loadTextModelWithin(context, directory, idefics.textModelType,
-                          idefics.textConfig, config, renameIdefics3Weights);
-  if (!model)
-    return model.takeError();
-  std::string checkpoint = (directory + "/model.safetensors").str();
-  if (llvm::Error err = addIdefics3ImageTokens(context, idefics, directory,
-                                               checkpoint, *model))
+  if (llvm::Error err = addImage(context, spec, directory, checkpoint, *model))
     return std::move(err);
   model->family = modelType.str();
   return model;
@@ -673,10 +635,18 @@ const ModelKind kModelKinds[] = {
      supportedSeq2SeqFamilies},
     {claimedKind<isVisionFamily, loadVision>, supportedVisionFamilies},
     {claimedKind<isClipFamily, loadClipModel>, supportedClipFamilies},
-    {claimedKind<isLlavaFamily, loadLlava>, supportedLlavaFamilies},
-    {claimedKind<isGemma3VisionFamily, loadGemma3Vision>,
+    {claimedKind<isLlavaFamily, loadVisionLanguage<LlavaSpec, readLlavaConfig,
+                                                   addLlavaImageTokens>>,
+     supportedLlavaFamilies},
+    {claimedKind<isGemma3VisionFamily,
+                 loadVisionLanguage<Gemma3VisionSpec, readGemma3VisionConfig,
+                                    addGemma3ImageTokens>>,
      supportedGemma3VisionFamilies},
-    {claimedKind<isIdefics3Family, loadIdefics3>, supportedIdefics3Families},
+    {claimedKind<
+         isIdefics3Family,
+         loadVisionLanguage<Idefics3Spec, readIdefics3Config,
+                            addIdefics3ImageTokens, renameIdefics3Weights>>,
+     supportedIdefics3Families},
     {claimedKind<isSpeechFamily, loadSpeech>, supportedSpeechFamilies},
 };
 

@@ -30,7 +30,8 @@ std::optional<ApiError> readIds(const json &ids, const ServedModel &model,
   return std::nullopt;
 }
 
-/// `text` through the tokenizer, framed as the encoder takes it.
+/// `text` through the tokenizer, framed as the encoder takes it, and padded
+/// to the context where the model's texts are (SigLIP's: pad_texts).
 std::optional<ApiError> tokenize(const std::string &text,
                                  const ServedModel &model,
                                  std::vector<int32_t> &out) {
@@ -47,6 +48,8 @@ std::optional<ApiError> tokenize(const std::string &text,
   out.resize(size_t(count));
   tfm_tokenizer_encode_text(model.tokenizer, text.c_str(), nullptr, out.data(),
                             nullptr, count, &count, &status);
+  if (model.desc->pad_texts && count < model.desc->max_context)
+    out.resize(size_t(model.desc->max_context), model.desc->text_pad_token);
   return std::nullopt;
 }
 

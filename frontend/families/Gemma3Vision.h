@@ -23,7 +23,9 @@
 namespace mlir::tfm {
 
 struct Gemma3VisionSpec {
-  /// text_config's fields over Gemma3TextConfig's defaults.
+  /// The text model's family, and text_config's fields over
+  /// Gemma3TextConfig's defaults.
+  std::string textModelType = "gemma3_text";
   llvm::json::Object textConfig;
   /// The image side; its textHidden is the text model's, known once that
   /// is read.

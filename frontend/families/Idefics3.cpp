@@ -2,7 +2,10 @@
 //
 // See Idefics3.h. From transformers 4.46's configuration_idefics3.py,
 // modeling_idefics3.py, image_processing_idefics3.py and
-// processing_idefics3.py:
+// processing_idefics3.py (4.50's SmolVLM, `smolvlm`, is the same model,
+// config and prompt under new names; its image processor is Idefics3's as
+// 4.50 left it: no 1820 px cap on the longest edge, an unsplit image
+// squashed to one tile, both of which tfmc does for either):
 //   - the vision tower is Idefics2's (4.40), SigLIP's blocks: on a whole
 //     tile its bucketed position ids are the patches' indices;
 //   - Idefics3Connector: pixel_shuffle(x, scale_factor), each square of
@@ -86,10 +89,12 @@ llvm::Error checkSequenceLength(llvm::StringRef directory,
 } // namespace
 
 bool mlir::tfm::isIdefics3Family(llvm::StringRef modelType) {
-  return modelType == "idefics3";
+  return modelType == "idefics3" || modelType == "smolvlm";
 }
 
-std::string mlir::tfm::supportedIdefics3Families() { return "idefics3"; }
+std::string mlir::tfm::supportedIdefics3Families() {
+  return "idefics3, smolvlm";
+}
 
 void mlir::tfm::readIdefics3Config(ConfigReader &config, Idefics3Spec &spec) {
   if (!readTextConfigOverDefaults(config, "Idefics3", spec.textModelType,
@@ -106,13 +111,15 @@ void mlir::tfm::readIdefics3Config(ConfigReader &config, Idefics3Spec &spec) {
 
   // vision_config: Idefics3VisionConfig, SigLIP's tower, whatever its
   // model_type says (Idefics3Config reads the fields only): idefics3_vision,
-  // idefics3 in the first releases, siglip_vision_model in SmolVLM's.
+  // idefics3 in the first releases, siglip_vision_model in SmolVLM's,
+  // smolvlm_vision in SmolVLM2's.
   ImageTokensSpec &image = spec.image;
   const llvm::json::Object *vision = config.nested("vision_config");
   llvm::StringRef visionType = "idefics3_vision";
   if (std::optional<llvm::StringRef> given =
           vision ? vision->getString("model_type") : std::nullopt)
-    if (llvm::is_contained({"idefics3", "siglip_vision_model"}, *given))
+    if (llvm::is_contained(
+            {"idefics3", "siglip_vision_model", "smolvlm_vision"}, *given))
       visionType = *given;
   llvm::json::Object defaults = idefics3VisionDefaults();
   if (!readVisionTowerConfig(config, "Idefics3", visionType, image, &defaults))

@@ -36,7 +36,8 @@ struct Idefics3Spec {
   int64_t imageToken = 0;
 };
 
-/// Whether config.json's model_type is Idefics3's.
+/// Whether config.json's model_type is Idefics3's (`idefics3`, or SmolVLM2's
+/// `smolvlm`, the same model under another name).
 bool isIdefics3Family(llvm::StringRef modelType);
 /// For messages.
 std::string supportedIdefics3Families();
