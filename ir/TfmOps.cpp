@@ -619,8 +619,9 @@ LogicalResult SparseAttentionOp::verify() {
 }
 
 LogicalResult RopeOp::verify() {
+  std::optional<ArrayRef<int64_t>> sections = getSections();
   if (failed(expectRank(*this, "input", getInput(), 3)) ||
-      failed(expectRank(*this, "positions", getPositions(), 1)))
+      failed(expectRank(*this, "positions", getPositions(), sections ? 2 : 1)))
     return failure();
   RankedTensorType inputType = getInput().getType();
   int64_t headDim = inputType.getDimSize(2);
@@ -638,6 +639,24 @@ LogicalResult RopeOp::verify() {
   if (rotary <= 0 || rotary > headDim || rotary % 2 != 0)
     return emitOpError() << "expected rotary_dim to be even and in (0, "
                          << headDim << "], got " << rotary;
+  if (sections) {
+    int64_t pairs = 0;
+    for (int64_t count : *sections) {
+      if (count <= 0)
+        return emitOpError() << "expected positive sections, got " << count;
+      pairs += count;
+    }
+    if (pairs != rotary / 2)
+      return emitOpError() << "expected sections summing to the " << rotary / 2
+                           << " rotated pairs, got " << pairs;
+    if (failed(expectDim(*this, "positions columns",
+                         getPositions().getType().getDimSize(1), "sections",
+                         int64_t(sections->size()))))
+      return failure();
+    if (getNtkFactor() || getLongFrequencies())
+      return emitOpError() << "expected sections without dynamic NTK scaling "
+                              "or long frequencies";
+  }
   for (std::optional<ArrayRef<float>> frequencies :
        {getFrequencies(), getLongFrequencies()}) {
     if (!frequencies)

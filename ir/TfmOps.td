@@ -639,7 +639,17 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, Tfm_PositionWise,
     such as linear position interpolation and Llama 3's banded scaling
     compute from the config; a pair of frequency 0 passes through, as
     Gemma 4's proportional RoPE leaves three quarters of its full layers'
-    pairs). `style` picks the pairs: `interleaved`
+    pairs).
+
+    With `sections` (`k` counts of rotated pairs, summing to
+    `rotary_dim / 2`), `positions` is `[seq, k]`: each row has one position
+    per section, and pair `i` of section `c` rotates by `positions[s, c] *
+    f[i]`, `i` counted over all pairs. Qwen2-VL's multimodal RoPE gives
+    text and image tokens `(t, h, w)` positions over sections such as
+    `[16, 24, 24]`; Qwen2.5-VL's vision tower rotates by a patch's `(h, w)`
+    over two halves, its frequencies repeated in each.
+
+    `style` picks the pairs: `interleaved`
     rotates `(2i, 2i+1)` (llama2.c, Meta), `rotate_half` rotates
     `(i, i + rotary_dim/2)` (Hugging Face). With `rotary_dim` (partial
     rotary: GPT-NeoX, Phi, StableLM) only the first `rotary_dim` dimensions
@@ -668,6 +678,7 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, Tfm_PositionWise,
     ```mlir
     %qr = tfm.rope rotate_half %q, %pos {theta = 1.0e4 : f32} : tensor<?x8x64xf32>, tensor<?xi32>
     %kr = tfm.rope rotate_half %k, %pos {theta = 1.0e4 : f32, rotary_dim = 16 : i64} : tensor<?x8x64xf32>, tensor<?xi32>
+    %mr = tfm.rope rotate_half %q, %thw {theta = 1.0e6 : f32, sections = array<i64: 8, 12, 12>} : tensor<?x8x64xf32>, tensor<?x3xi32>
     ```
   }];
   let arguments = (ins Tfm_RopeStyleAttr:$style, Tfm_FloatTensor:$input,
@@ -677,7 +688,8 @@ def Tfm_RopeOp : Tfm_Op<"rope", [Pure, Tfm_PositionWise,
                        OptionalAttr<F32Attr>:$ntk_factor,
                        OptionalAttr<I64Attr>:$ntk_context,
                        OptionalAttr<DenseF32ArrayAttr>:$long_frequencies,
-                       OptionalAttr<I64Attr>:$long_context);
+                       OptionalAttr<I64Attr>:$long_context,
+                       OptionalAttr<DenseI64ArrayAttr>:$sections);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     ``$style $input `,` $positions attr-dict `:` type($input) `,` type($positions)

@@ -225,12 +225,12 @@ Value dynamicNtkBase(OpBuilder &b, Location loc, Value position, double theta,
   return arith::SelectOp::create(b, loc, past, base, thetaF);
 }
 
-/// cos (or sin) of positions[i] · theta^(-2j/headDim) as a [s, headDim/2]
-/// table: computed once per call instead of once per element of every
-/// head, and shared by Q and K and, once CSE merges the identical tables,
-/// by every layer.
-/// `rotaryDims`: the rotated dimensions of a head (the table has half as
-/// many columns); `given`: the op's explicit inverse frequencies, if any.
+/// cos (or sin) of positions[i] · theta^(-2j/headDim) (positions[i, c],
+/// pair j's section c, with sections) as a [s, headDim/2] table: computed once
+/// per call instead of once per element of every head, and shared by Q and K
+/// and, once CSE merges the identical tables, by every layer. `rotaryDims`: the
+/// rotated dimensions of a head (the table has half as many columns); `given`:
+/// the op's explicit inverse frequencies, if any.
 Value ropeTable(OpBuilder &b, Location loc, RopeOp op, Value positions,
                 bool sine) {
   MLIRContext *ctx = b.getContext();
@@ -306,6 +306,33 @@ Value ropeTable(OpBuilder &b, Location loc, RopeOp op, Value positions,
                     Value j = linalg::IndexOp::create(nb, l, 0);
                     return inverseFrequency(nb, l, j, rotaryDims, theta);
                   });
+  if (std::optional<ArrayRef<int64_t>> sections = op.getSections()) {
+    // Pair j rotates by its section's column of the row's positions.
+    return createGeneric(
+        b, loc, ValueRange{frequencies}, createEmpty(b, loc, tableType, sizes),
+        {AffineMap::get(2, 0, getAffineDimExpr(1, ctx)),
+         b.getMultiDimIdentityMap(2)},
+        {IteratorType::parallel, IteratorType::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value i = linalg::IndexOp::create(nb, l, 0);
+          Value j = linalg::IndexOp::create(nb, l, 1);
+          // The section of pair j: the section ends at or before it.
+          Value section = arith::ConstantIndexOp::create(nb, l, 0);
+          int64_t end = 0;
+          for (size_t c = 0; c + 1 < sections->size(); ++c) {
+            end += (*sections)[c];
+            Value past = arith::CmpIOp::create(
+                nb, l, arith::CmpIPredicate::uge, j,
+                arith::ConstantIndexOp::create(nb, l, end));
+            section = arith::SelectOp::create(
+                nb, l, past, arith::ConstantIndexOp::create(nb, l, c + 1),
+                section);
+          }
+          Value position = tensor::ExtractOp::create(nb, l, positions,
+                                                     ValueRange{i, section});
+          return angleFunction(nb, l, position, args[0]);
+        });
+  }
   return createGeneric(
       b, loc, ValueRange{positions, frequencies},
       createEmpty(b, loc, tableType, sizes),

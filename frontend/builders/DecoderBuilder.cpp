@@ -437,7 +437,8 @@ Value DecoderIRBuilder::rotate(Value x, Value positions, bool localRope,
       longRope ? b.getI64IntegerAttr(spec.ropeLongContext) : IntegerAttr();
   return RopeOp::create(b, loc, x.getType(), style, x, positions, theta,
                         rotaryDim, frequencies, ntkFactor, ntkContext,
-                        longFrequencies, longContext);
+                        longFrequencies, longContext,
+                        /*sections=*/DenseI64ArrayAttr());
 }
 
 Value DecoderIRBuilder::rotate(Value x, Value positions,
@@ -447,9 +448,11 @@ Value DecoderIRBuilder::rotate(Value x, Value positions,
                         b.getF32FloatAttr(shape.ropeTheta),
                         /*rotary_dim=*/IntegerAttr(),
                         b.getDenseF32ArrayAttr(shape.ropeFrequencies),
-                        /*ntk_factor=*/FloatAttr(), /*ntk_context=*/IntegerAttr(),
+                        /*ntk_factor=*/FloatAttr(),
+                        /*ntk_context=*/IntegerAttr(),
                         /*long_frequencies=*/DenseF32ArrayAttr(),
-                        /*long_context=*/IntegerAttr());
+                        /*long_context=*/IntegerAttr(),
+                        /*sections=*/DenseI64ArrayAttr());
 }
 
 Value DecoderIRBuilder::columns(Value x, int64_t offset, int64_t width,

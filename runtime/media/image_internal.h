@@ -58,6 +58,35 @@ tfm_status_code tfm_preprocess_longest_edge_first(const tfm_model_desc *desc,
                                                   int64_t width,
                                                   tfm_status *status);
 
+/* Qwen2-VL's smart_resize (image_patches.c): the size an image of
+ * height x width is resized to, each side a multiple of `factor` (the
+ * patch times the merge square) and the area within [min_pixels,
+ * max_pixels], in transformers' double arithmetic (ties to even);
+ * TFM_ERROR_IMAGE for a side under `factor`, an aspect ratio past 200, or
+ * a size that leaves a side no patch. */
+tfm_status_code tfm_smart_resize(int64_t height, int64_t width, int64_t factor,
+                                 int64_t min_pixels, int64_t max_pixels,
+                                 int64_t *out_height, int64_t *out_width,
+                                 tfm_status *status);
+
+/* An image already resized by tfm_smart_resize as rows of `patch` x
+ * `patch` pixels ([(height / patch) * (width / patch), 3 * frames * patch
+ * * patch] into `out`): the patches in raster order over `merge` x `merge`
+ * squares, then in raster order inside each; a row's columns (channel,
+ * frame, y, x), the still image repeated over `frames` (the processor's
+ * temporal patch); rescaled and normalized as `p` says. */
+void tfm_image_patches(const tfm_rgb_image *image,
+                       const tfm_image_preprocessing *p, int64_t patch,
+                       int64_t merge, int64_t frames, float *out);
+
+/* Qwen2.5-VL's windows over a grid_h x grid_w grid of patches, `window`
+ * merge squares a side from the top left, row by row (partial at the
+ * bottom and right): each square's index (raster over the merge squares)
+ * in window order into `order` (room for the squares), and each window's
+ * patches into `lengths` (room for the windows). Returns the windows. */
+int64_t tfm_patch_windows(int64_t grid_h, int64_t grid_w, int64_t merge,
+                          int64_t window, int64_t *order, int64_t *lengths);
+
 /* The model's image input ([3, height, width]), or NULL with `status`
  * saying that it takes no RGB image or has no preprocessing. */
 const tfm_tensor_desc *tfm_image_input(const tfm_model *model,

@@ -554,6 +554,46 @@ func.func @f31(%x: tensor<?x2x4xf32>, %p: tensor<?x1xi32>) {
 
 // -----
 
+func.func @rope_sections_rank(%x: tensor<?x2x8xf32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{'tfm.rope' op expected positions to be rank 2, got rank 1}}
+  %y = tfm.rope rotate_half %x, %p {sections = array<i64: 2, 2>, theta = 1.0e4 : f32} : tensor<?x2x8xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @rope_sections_sum(%x: tensor<?x2x8xf32>, %p: tensor<?x2xi32>) {
+  // expected-error @+1 {{'tfm.rope' op expected sections summing to the 4 rotated pairs, got 3}}
+  %y = tfm.rope rotate_half %x, %p {sections = array<i64: 2, 1>, theta = 1.0e4 : f32} : tensor<?x2x8xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+func.func @rope_sections_columns(%x: tensor<?x2x8xf32>, %p: tensor<?x3xi32>) {
+  // expected-error @+1 {{'tfm.rope' op expected positions columns (3) to match sections (2)}}
+  %y = tfm.rope rotate_half %x, %p {sections = array<i64: 2, 2>, theta = 1.0e4 : f32} : tensor<?x2x8xf32>, tensor<?x3xi32>
+  return
+}
+
+// -----
+
+func.func @rope_sections_positive(%x: tensor<?x2x8xf32>, %p: tensor<?x3xi32>) {
+  // expected-error @+1 {{'tfm.rope' op expected positive sections, got 0}}
+  %y = tfm.rope rotate_half %x, %p {sections = array<i64: 2, 0, 2>, theta = 1.0e4 : f32} : tensor<?x2x8xf32>, tensor<?x3xi32>
+  return
+}
+
+// -----
+
+func.func @rope_sections_ntk(%x: tensor<?x2x8xf32>, %p: tensor<?x2xi32>) {
+  // expected-error @+1 {{'tfm.rope' op expected sections without dynamic NTK scaling or long frequencies}}
+  %y = tfm.rope rotate_half %x, %p {ntk_context = 32 : i64, ntk_factor = 2.0 : f32, sections = array<i64: 2, 2>, theta = 1.0e4 : f32} : tensor<?x2x8xf32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
 func.func @f32(%x: tensor<?x2x5xf32>, %p: tensor<?xi32>) {
   // expected-error @+1 {{'tfm.rope' op expected a static, even head_dim, got 5}}
   %y = tfm.rope interleaved %x, %p {theta = 1.0e4 : f32} : tensor<?x2x5xf32>, tensor<?xi32>

@@ -328,6 +328,16 @@ func.func @rope_variants(%x: tensor<?x2x8xf32>, %p: tensor<?xi32>, %t: tensor<16
 
 // -----
 
+// Sections: a (t, h, w) position per row, each over its rotated pairs.
+// CHECK-LABEL: func.func @rope_sections
+// CHECK: tfm.rope rotate_half %{{.*}}, %{{.*}} {sections = array<i64: 1, 2, 1>, theta = 1.000000e+04 : f32} : tensor<?x2x8xf32>, tensor<?x3xi32>
+func.func @rope_sections(%x: tensor<?x2x8xf32>, %thw: tensor<?x3xi32>) -> tensor<?x2x8xf32> {
+  %a = tfm.rope rotate_half %x, %thw {theta = 1.0e4 : f32, sections = array<i64: 1, 2, 1>} : tensor<?x2x8xf32>, tensor<?x3xi32>
+  return %a : tensor<?x2x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @pool
 func.func @pool(%h: tensor<?x16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
   // CHECK: tfm.pool mean %{{.*}} {normalize} : tensor<?x16xf32> -> tensor<16xf32>

@@ -280,6 +280,24 @@ func.func @rope(%x: tensor<?x2x4xf32>, %p: tensor<?xi32>) -> (tensor<?x2x4xf32>,
 
 // -----
 
+// Sections: the table's pair j reads its section's column of the row's
+// positions (sections 1, 2, 1: pair 0 column 0, pairs 1-2 column 1, pair 3
+// column 2).
+// ROPE-LABEL: func.func @rope_sections
+// ROPE: %[[J:.*]] = linalg.index 1 : index
+// ROPE: %[[PAST1:.*]] = arith.cmpi uge, %[[J]], %c1 : index
+// ROPE: %[[S1:.*]] = arith.select %[[PAST1]], %c1, %c0 : index
+// ROPE: %[[PAST3:.*]] = arith.cmpi uge, %[[J]], %c3 : index
+// ROPE: %[[S2:.*]] = arith.select %[[PAST3]], %c2, %[[S1]] : index
+// ROPE: tensor.extract %{{.*}}[%{{.*}}, %[[S2]]] : tensor<?x3xi32>
+// ROPE: math.cos
+func.func @rope_sections(%x: tensor<?x2x8xf32>, %p: tensor<?x3xi32>) -> tensor<?x2x8xf32> {
+  %0 = tfm.rope rotate_half %x, %p {theta = 1.0e4 : f32, sections = array<i64: 1, 2, 1>} : tensor<?x2x8xf32>, tensor<?x3xi32>
+  return %0 : tensor<?x2x8xf32>
+}
+
+// -----
+
 // Sinusoids in double, rounded once (the reference's tables are numpy's):
 // p / base^(2i/dim).
 // CHECK-LABEL: func.func @sinusoidal
