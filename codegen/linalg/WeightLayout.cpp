@@ -392,6 +392,18 @@ void mlir::tfm::lowerWeights(ModuleOp module, const WeightLayout &layout) {
   module.walk([&](WeightOp op) {
     needs.insert(op->getParentOfType<func::FuncOp>());
   });
+  // Every entry point (a public function whose arguments carry tfm.input
+  // roles) takes the weights first, as the runtime calls them
+  // (EntryPointTable.cpp), even one that reads none (a hand-written
+  // module's): without the argument its inputs would be read one off.
+  for (auto func : module.getOps<func::FuncOp>()) {
+    bool entry = func.isPublic() && !func.isExternal();
+    for (unsigned i = 0; entry && i < func.getNumArguments(); ++i)
+      entry = func.getArgAttr(i, kInputArgAttrName) ||
+              func.getArgAttr(i, kCacheArgAttrName);
+    if (entry && func.getNumArguments() > 0)
+      needs.insert(func);
+  }
   for (bool changed = true; changed;) {
     changed = false;
     module.walk([&](func::CallOp call) {
