@@ -58,6 +58,17 @@ tfm_status_code tfm_preprocess_longest_edge_first(const tfm_model_desc *desc,
                                                   int64_t width,
                                                   tfm_status *status);
 
+/* Channel c's 8-bit value `u` as the model reads it, as `p` says:
+ * rescaled in float64, then normalized in float32 arithmetic, as
+ * transformers' image processors compute it. */
+static inline float tfm_pixel_value(const tfm_image_preprocessing *p, int c,
+                                    uint8_t u) {
+  float value = p->rescale != 0.0 ? (float)((double)u * p->rescale) : (float)u;
+  if (p->normalize)
+    value = (value - p->mean[c]) / p->std[c];
+  return value;
+}
+
 /* Qwen2-VL's smart_resize (image_patches.c): the size an image of
  * height x width is resized to, each side a multiple of `factor` (the
  * patch times the merge square) and the area within [min_pixels,

@@ -69,25 +69,14 @@ void tfm_image_patches(const tfm_rgb_image *image,
           int64_t left = (bw * merge + mw) * patch;
           float *row = out + rows * row_width;
           /* Columns (channel, frame, y, x); a still image is every frame. */
-          for (int c = 0; c < 3; ++c) {
-            float mean = p->normalize ? p->mean[c] : 0.0f;
-            float std = p->normalize ? p->std[c] : 1.0f;
+          for (int c = 0; c < 3; ++c)
             for (int64_t y = 0; y < patch; ++y)
               for (int64_t x = 0; x < patch; ++x) {
-                uint8_t u =
-                    image
-                        ->pixels[((top + y) * image->width + left + x) * 3 + c];
-                /* rescale in float64, then float32 arithmetic, as
-                 * transformers. */
-                float value = p->rescale != 0.0
-                                  ? (float)((double)u * p->rescale)
-                                  : (float)u;
-                if (p->normalize)
-                  value = (value - mean) / std;
+                size_t at = (size_t)((top + y) * image->width + left + x);
+                float value = tfm_pixel_value(p, c, image->pixels[at * 3 + c]);
                 for (int64_t t = 0; t < frames; ++t)
                   row[((c * frames + t) * patch + y) * patch + x] = value;
               }
-          }
         }
 }
 

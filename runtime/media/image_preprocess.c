@@ -355,22 +355,14 @@ tfm_status_code tfm_preprocess_rgb(const tfm_model_desc *desc,
   int64_t padded_h = rh > ch ? rh : ch, padded_w = rw > cw ? rw : cw;
   int64_t top = (padded_h - ch) / 2 - (padded_h - rh) / 2;
   int64_t left = (padded_w - cw) / 2 - (padded_w - rw) / 2;
-  for (int c = 0; c < 3; ++c) {
-    float mean = p->normalize ? p->mean[c] : 0.0f;
-    float std = p->normalize ? p->std[c] : 1.0f;
+  for (int c = 0; c < 3; ++c)
     for (int64_t y = 0; y < ch; ++y)
       for (int64_t x = 0; x < cw; ++x) {
         int64_t sy = y + top, sx = x + left;
         int inside = sy >= 0 && sy < rh && sx >= 0 && sx < rw;
         uint8_t u = inside ? resized.pixels[(sy * rw + sx) * 3 + c] : 0;
-        /* rescale in float64, then float32 arithmetic, as transformers. */
-        float value = p->rescale != 0.0 ? (float)((double)u * p->rescale)
-                                        : (float)u;
-        if (p->normalize)
-          value = (value - mean) / std;
-        pixels[(c * ch + y) * cw + x] = value;
+        pixels[(c * ch + y) * cw + x] = tfm_pixel_value(p, c, u);
       }
-  }
   free(resized.pixels);
   return tfm_ok(status);
 }
